@@ -1,0 +1,31 @@
+"""functx: JAX-style function transformations with staged compilation, in Python.
+
+Write a pure numerical function with ``functx.numpy``; functx traces it into a printable IR
+(``make_jaxpr``), transforms it, and runs it.
+"""
+
+from functx import dtypes, errors, lax, nn, tree_util
+from functx import numpy as numpy  # noqa: PLC0414
+from functx.array import Array
+from functx.core import ClosedJaxpr, Jaxpr, ShapedArray, typecheck_jaxpr
+from functx.errors import ConcretizationError, FunctxError, FunctxTypeError, UnsupportedError
+from functx.tracing import ShapeDtypeStruct, make_jaxpr
+
+__version__ = "0.1.0"
+
+
+def device_put(x, device=None):
+    """Place a pytree of arrays on a device (only the CPU exists yet): converts leaves to Arrays."""
+    return tree_util.tree_map(lambda v: numpy.asarray(v), x)
+
+
+def block_until_ready(x):
+    """Wait for a pytree of arrays to be computed (eager CPU arrays already are)."""
+    return x
+
+
+__all__ = [
+    "Array", "ClosedJaxpr", "ConcretizationError", "FunctxError", "FunctxTypeError", "Jaxpr",
+    "ShapeDtypeStruct", "ShapedArray", "UnsupportedError", "block_until_ready", "device_put",
+    "dtypes", "errors", "lax", "make_jaxpr", "nn", "numpy", "tree_util", "typecheck_jaxpr",
+]

@@ -1,0 +1,319 @@
+"""``functx.Array``: an immutable array holding a NumPy buffer, and the methods it shares with tracers.
+
+Operators and methods call ``functx.numpy``, so they behave the same on concrete arrays (eager) and on
+tracers (staged into a Jaxpr).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from functx import dtypes
+from functx.core import ShapedArray
+
+_PY_SCALARS = (bool, int, float)
+
+
+def is_python_scalar(x) -> bool:
+    return type(x) in _PY_SCALARS or (isinstance(x, _PY_SCALARS) and not isinstance(x, np.generic))
+
+
+def scalar_aval(x) -> ShapedArray:
+    """Python scalars are weakly typed (except bool), like JAX's."""
+    if isinstance(x, bool):
+        return ShapedArray((), dtypes.bool_, False)
+    if isinstance(x, int):
+        if not -(2**63) <= x < 2**64:
+            raise OverflowError(f"Python int {x} is too large for any functx integer dtype")
+        return ShapedArray((), dtypes.int32, True)
+    if isinstance(x, float):
+        return ShapedArray((), dtypes.float32, True)
+    raise TypeError(f"{type(x).__name__} is not a Python scalar functx accepts")
+
+
+def _fnp():
+    import functx.numpy as fnp
+
+    return fnp
+
+
+class ArrayMethods:
+    """Operators and methods shared by Array and Tracer; each is a ``functx.numpy`` call."""
+
+    __slots__ = ()
+    __array_priority__ = 1000
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+    T = property(lambda self: _fnp().transpose(self))
+    mT = property(lambda self: _fnp().swapaxes(self, -1, -2))
+    at = property(lambda self: _IndexUpdateHelper(self))
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+    # arithmetic
+    def __add__(self, o): return _fnp().add(self, o)
+    def __radd__(self, o): return _fnp().add(o, self)
+    def __sub__(self, o): return _fnp().subtract(self, o)
+    def __rsub__(self, o): return _fnp().subtract(o, self)
+    def __mul__(self, o): return _fnp().multiply(self, o)
+    def __rmul__(self, o): return _fnp().multiply(o, self)
+    def __truediv__(self, o): return _fnp().true_divide(self, o)
+    def __rtruediv__(self, o): return _fnp().true_divide(o, self)
+    def __floordiv__(self, o): return _fnp().floor_divide(self, o)
+    def __rfloordiv__(self, o): return _fnp().floor_divide(o, self)
+    def __mod__(self, o): return _fnp().remainder(self, o)
+    def __rmod__(self, o): return _fnp().remainder(o, self)
+    def __divmod__(self, o): return _fnp().divmod(self, o)
+    def __rdivmod__(self, o): return _fnp().divmod(o, self)
+    def __pow__(self, o): return _fnp().power(self, o)
+    def __rpow__(self, o): return _fnp().power(o, self)
+    def __matmul__(self, o): return _fnp().matmul(self, o)
+    def __rmatmul__(self, o): return _fnp().matmul(o, self)
+    def __neg__(self): return _fnp().negative(self)
+    def __pos__(self): return _fnp().positive(self)
+    def __abs__(self): return _fnp().abs(self)
+    def __invert__(self): return _fnp().invert(self)
+    def __and__(self, o): return _fnp().bitwise_and(self, o)
+    def __rand__(self, o): return _fnp().bitwise_and(o, self)
+    def __or__(self, o): return _fnp().bitwise_or(self, o)
+    def __ror__(self, o): return _fnp().bitwise_or(o, self)
+    def __xor__(self, o): return _fnp().bitwise_xor(self, o)
+    def __rxor__(self, o): return _fnp().bitwise_xor(o, self)
+
+    # comparisons
+    def __eq__(self, o): return _fnp().equal(self, o)
+    def __ne__(self, o): return _fnp().not_equal(self, o)
+    def __lt__(self, o): return _fnp().less(self, o)
+    def __le__(self, o): return _fnp().less_equal(self, o)
+    def __gt__(self, o): return _fnp().greater(self, o)
+    def __ge__(self, o): return _fnp().greater_equal(self, o)
+    __hash__ = None
+
+    def __getitem__(self, idx):
+        from functx.numpy import indexing
+
+        return indexing.getitem(self, idx)
+
+    # methods
+    def astype(self, dtype): return _fnp().astype(self, dtype)
+
+    def reshape(self, *shape, order="C"):
+        shape = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
+        return _fnp().reshape(self, shape, order=order)
+
+    def transpose(self, *axes):
+        axes = axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes
+        return _fnp().transpose(self, axes or None)
+
+    def sum(self, axis=None, dtype=None, keepdims=False, **kw):
+        return _fnp().sum(self, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
+
+    def prod(self, axis=None, dtype=None, keepdims=False, **kw):
+        return _fnp().prod(self, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
+
+    def mean(self, axis=None, dtype=None, keepdims=False, **kw):
+        return _fnp().mean(self, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
+
+    def var(self, axis=None, dtype=None, ddof=0, keepdims=False, **kw):
+        return _fnp().var(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kw)
+
+    def std(self, axis=None, dtype=None, ddof=0, keepdims=False, **kw):
+        return _fnp().std(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kw)
+
+    def max(self, axis=None, keepdims=False, **kw):
+        return _fnp().max(self, axis=axis, keepdims=keepdims, **kw)
+
+    def min(self, axis=None, keepdims=False, **kw):
+        return _fnp().min(self, axis=axis, keepdims=keepdims, **kw)
+
+    def any(self, axis=None, keepdims=False): return _fnp().any(self, axis=axis, keepdims=keepdims)
+    def all(self, axis=None, keepdims=False): return _fnp().all(self, axis=axis, keepdims=keepdims)
+
+    def argmax(self, axis=None, keepdims=False):
+        return _fnp().argmax(self, axis=axis, keepdims=keepdims)
+
+    def argmin(self, axis=None, keepdims=False):
+        return _fnp().argmin(self, axis=axis, keepdims=keepdims)
+
+    def cumsum(self, axis=None, dtype=None): return _fnp().cumsum(self, axis=axis, dtype=dtype)
+    def cumprod(self, axis=None, dtype=None): return _fnp().cumprod(self, axis=axis, dtype=dtype)
+    def squeeze(self, axis=None): return _fnp().squeeze(self, axis=axis)
+    def ravel(self): return _fnp().ravel(self)
+    def flatten(self): return _fnp().ravel(self)
+    def swapaxes(self, a, b): return _fnp().swapaxes(self, a, b)
+    def dot(self, o): return _fnp().dot(self, o)
+    def clip(self, min=None, max=None): return _fnp().clip(self, min, max)
+    def round(self, decimals=0): return _fnp().round(self, decimals)
+    def conj(self): return self
+    def copy(self): return _fnp().array(self, copy=True)
+    real = property(lambda self: self)
+
+
+class Array(ArrayMethods):
+    """An immutable n-dimensional array on the CPU (a read-only NumPy buffer underneath)."""
+
+    __slots__ = ("_value", "aval")
+
+    def __init__(self, value, dtype=None):
+        arr = Array.from_value(value, dtype)
+        self._value, self.aval = arr._value, arr.aval
+
+    @classmethod
+    def _new(cls, value: np.ndarray, aval: ShapedArray) -> Array:
+        value.flags.writeable = False
+        self = object.__new__(cls)
+        self._value = value
+        self.aval = aval
+        return self
+
+    @classmethod
+    def from_value(cls, x, dtype=None, weak_type=None) -> Array:
+        """Convert an Array, NumPy array or scalar, nested list or DLPack producer (copying)."""
+        if isinstance(x, Array):
+            if dtype is None or dtypes.canonicalize(dtype) == x.dtype:
+                return x
+            return cls._new(x._value.astype(dtypes.canonicalize(dtype)),
+                            ShapedArray(x.shape, dtypes.canonicalize(dtype)))
+        weak = False
+        if is_python_scalar(x):
+            aval = scalar_aval(x)
+            weak = aval.weak_type and dtype is None
+            value = np.asarray(x, dtypes.canonicalize(dtype) if dtype is not None else aval.dtype)
+        elif isinstance(x, (np.ndarray, np.generic)):
+            value = np.array(x, dtype=None if dtype is None else dtypes.canonicalize(dtype))
+        elif hasattr(x, "__dlpack__") and not isinstance(x, (list, tuple)):
+            value = np.array(np.from_dlpack(x))
+            if dtype is not None:
+                value = value.astype(dtypes.canonicalize(dtype))
+        elif isinstance(x, (list, tuple)):
+            return _from_sequence(x, dtype)
+        elif hasattr(x, "__array__"):
+            value = np.array(x)
+            if dtype is not None:
+                value = value.astype(dtypes.canonicalize(dtype))
+        else:
+            raise TypeError(f"functx cannot make an array from {type(x).__name__}: {x!r:.80}")
+        if weak_type is not None:
+            weak = weak_type
+        dt = dtypes.canonicalize(value.dtype)
+        return cls._new(value, ShapedArray(value.shape, dt, weak))
+
+    shape = property(lambda self: self._value.shape)
+    dtype = property(lambda self: self._value.dtype)
+    weak_type = property(lambda self: self.aval.weak_type)
+
+    def __array__(self, dtype=None, copy=None):
+        if copy:
+            return np.array(self._value, dtype=dtype)
+        return self._value if dtype is None else self._value.astype(dtype)
+
+    def __dlpack__(self, *args, **kwargs):
+        return self._value.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self._value.__dlpack_device__()
+
+    def __bool__(self): return bool(self._value)
+    def __int__(self): return int(self._value)
+    def __float__(self): return float(self._value)
+    def __complex__(self): return complex(self._value)
+
+    def __index__(self):
+        if not dtypes.is_int(self.dtype) and self.dtype != dtypes.bool_:
+            raise TypeError(f"only integer arrays can be used as an index, not {self.dtype}")
+        return int(self._value)
+
+    def item(self, *args): return self._value.item(*args)
+    def tolist(self): return self._value.tolist()
+
+    def __format__(self, spec):
+        return format(self._value.item(), spec) if self.ndim == 0 else format(str(self), spec)
+
+    def __repr__(self):
+        body = np.array2string(self._value, separator=", ", prefix="Array(")
+        extra = ", weak_type=True" if self.aval.weak_type else ""
+        return f"Array({body}, dtype={self.dtype}{extra})"
+
+    def __str__(self):
+        return str(self._value)
+
+    def block_until_ready(self):
+        return self
+
+    def __reduce__(self):
+        return (Array, (np.array(self._value),))
+
+
+def _from_sequence(x, dtype):
+    """Nested lists may mix arrays, tracers and Python scalars: ``jnp.array([a, 1.0])``."""
+    leaves = []
+
+    def walk(y):
+        if isinstance(y, (list, tuple)):
+            for z in y:
+                walk(z)
+        else:
+            leaves.append(y)
+
+    walk(x)
+    if any(not is_python_scalar(v) and not isinstance(v, (np.ndarray, np.generic)) for v in leaves):
+        return _fnp().stack_nested(x, dtype)
+    if dtype is None:
+        if all(is_python_scalar(v) for v in leaves) and leaves:
+            dt, weak = dtypes.result_type(*[(scalar_aval(v).dtype, scalar_aval(v).weak_type)
+                                            for v in leaves])
+            value = np.array(x, dtype=dt)
+            return Array._new(value, ShapedArray(value.shape, dt, False))
+        avals = [(scalar_aval(v).dtype, True) if is_python_scalar(v)
+                 else (dtypes.canonicalize(np.asarray(v).dtype), False) for v in leaves]
+        dt = dtypes.result_type(*avals)[0] if avals else dtypes.float32
+    else:
+        dt = dtypes.canonicalize(dtype)
+    value = np.array(x, dtype=dt)
+    return Array._new(value, ShapedArray(value.shape, dt, False))
+
+
+class _IndexUpdateHelper:
+    __slots__ = ("array",)
+
+    def __init__(self, array):
+        self.array = array
+
+    def __getitem__(self, idx):
+        return _IndexUpdateRef(self.array, idx)
+
+
+class _IndexUpdateRef:
+    """``x.at[idx]``: functional updates with JAX's semantics (out-of-bounds updates dropped)."""
+
+    __slots__ = ("array", "index")
+
+    def __init__(self, array, index):
+        self.array = array
+        self.index = index
+
+    def _scatter(self, values, mode):
+        from functx.numpy import indexing
+
+        return indexing.scatter_update(self.array, self.index, values, mode)
+
+    def get(self, *, mode=None, fill_value=None):
+        from functx.numpy import indexing
+
+        return indexing.getitem(self.array, self.index, mode=mode, fill_value=fill_value)
+
+    def set(self, values): return self._scatter(values, None)
+    def add(self, values): return self._scatter(values, "add")
+    def multiply(self, values): return self._scatter(values, "mul")
+    mul = multiply
+    def min(self, values): return self._scatter(values, "min")
+    def max(self, values): return self._scatter(values, "max")

@@ -1,0 +1,363 @@
+"""The IR: abstract values, variables, literals, equations, Jaxprs; the printer and the type checker.
+
+A Jaxpr is a list of equations in SSA form. Every stage of functx (tracing, each transform, lowering)
+produces or consumes one, and every one prints in JAX's format::
+
+    { lambda ; a:f32[3]. let b:f32[3] = sin a; c:f32[3] = mul b 2.0:f32[] in (c,) }
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from functx import dtypes
+from functx.errors import FunctxTypeError
+
+
+# --- Abstract values -----------------------------------------------------------------------------
+class ShapedArray:
+    """The abstract value of an array: shape, dtype and whether it is weakly typed."""
+
+    __slots__ = ("shape", "dtype", "weak_type", "_hash")
+
+    def __init__(self, shape, dtype, weak_type: bool = False):
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self.weak_type = weak_type
+        self._hash = None
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def __eq__(self, other):
+        return (isinstance(other, ShapedArray) and self.shape == other.shape
+                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+    def __hash__(self):
+        if self._hash is None:
+            self._hash = hash((self.shape, self.dtype, self.weak_type))
+        return self._hash
+
+    def strip_weak(self) -> ShapedArray:
+        return ShapedArray(self.shape, self.dtype, False) if self.weak_type else self
+
+    def update(self, shape=None, dtype=None, weak_type=None) -> ShapedArray:
+        return ShapedArray(self.shape if shape is None else shape,
+                           self.dtype if dtype is None else dtype,
+                           self.weak_type if weak_type is None else weak_type)
+
+    def str_short(self) -> str:
+        return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+    def __repr__(self):
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapedArray({self.dtype}{list(self.shape)}{weak})"
+
+
+def same_type(a: ShapedArray, b: ShapedArray) -> bool:
+    """Equal shape and dtype (weak type ignored), the test for matching branches and carries."""
+    return a.shape == b.shape and a.dtype == b.dtype
+
+
+# --- Variables, literals, equations --------------------------------------------------------------
+_var_ids = itertools.count()
+
+
+class Var:
+    __slots__ = ("aval", "id")
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+        self.id = next(_var_ids)
+
+    def __repr__(self):
+        return f"Var({self.id}:{self.aval.str_short()})"
+
+
+class Literal:
+    """A scalar constant written inline in an equation (``2.0:f32[]``)."""
+
+    __slots__ = ("val", "aval")
+
+    def __init__(self, val, aval: ShapedArray):
+        self.val = val
+        self.aval = aval
+
+    def __repr__(self):
+        return f"Literal({self.val!r})"
+
+
+Atom = Var | Literal
+
+
+class SourceInfo(NamedTuple):
+    """Where the user's code bound an equation: the first stack frame outside functx."""
+
+    file: str
+    line: int
+    function: str
+
+    def __str__(self):
+        return f"{self.file}:{self.line} ({self.function})"
+
+
+class Eqn:
+    __slots__ = ("prim", "invars", "outvars", "params", "source_info")
+
+    def __init__(self, prim, invars, outvars, params, source_info=None):
+        self.prim = prim
+        self.invars = list(invars)
+        self.outvars = list(outvars)
+        self.params = params
+        self.source_info = source_info
+
+    def replace(self, **kw) -> Eqn:
+        fields = dict(prim=self.prim, invars=self.invars, outvars=self.outvars,
+                      params=self.params, source_info=self.source_info)
+        fields.update(kw)
+        return Eqn(**fields)
+
+    def __repr__(self):
+        return f"Eqn({self.prim.name})"
+
+
+class Jaxpr:
+    """``constvars`` are bound to the consts of a ClosedJaxpr; ``invars`` to the arguments."""
+
+    __slots__ = ("constvars", "invars", "eqns", "outvars")
+
+    def __init__(self, constvars, invars, eqns, outvars):
+        self.constvars = list(constvars)
+        self.invars = list(invars)
+        self.eqns = list(eqns)
+        self.outvars = list(outvars)
+
+    @property
+    def in_avals(self):
+        return [v.aval for v in self.invars]
+
+    @property
+    def out_avals(self):
+        return [v.aval for v in self.outvars]
+
+    def __str__(self):
+        return pp_jaxpr(self)
+
+    __repr__ = __str__
+
+
+class ClosedJaxpr:
+    """A Jaxpr with values for its constvars: what ``make_jaxpr`` returns and control flow stores."""
+
+    __slots__ = ("jaxpr", "consts", "__weakref__")
+
+    def __init__(self, jaxpr: Jaxpr, consts):
+        assert len(jaxpr.constvars) == len(consts)
+        self.jaxpr = jaxpr
+        self.consts = list(consts)
+
+    in_avals = property(lambda self: self.jaxpr.in_avals)
+    out_avals = property(lambda self: self.jaxpr.out_avals)
+    eqns = property(lambda self: self.jaxpr.eqns)
+
+    def __str__(self):
+        return pp_jaxpr(self.jaxpr)
+
+    __repr__ = __str__
+
+    # ClosedJaxprs are params of control-flow equations, so they hash by identity.
+    def __hash__(self):
+        return id(self)
+
+    def __eq__(self, other):
+        return self is other
+
+
+class Primitive:
+    """One operation of the closed primitive set.
+
+    ``abstract_eval(*avals, **params)`` returns the output aval (a list if ``multiple_results``);
+    ``impl(*ndarrays, **params)`` is the NumPy implementation used by the eager path.
+    """
+
+    def __init__(self, name: str, *, multiple_results: bool = False, group: str = "other"):
+        self.name = name
+        self.multiple_results = multiple_results
+        self.group = group
+        self.abstract_eval = None
+        self.impl = None
+
+    def bind(self, *args, **params):
+        return _bind(self, args, params)
+
+    def __repr__(self):
+        return self.name
+
+
+def _bind(prim, args, params):  # replaced by functx.tracing at import
+    raise RuntimeError("functx.tracing is not initialised")
+
+
+def set_bind(fn):
+    global _bind
+    _bind = fn
+
+
+# --- The printer ---------------------------------------------------------------------------------
+def _name(i: int) -> str:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    s = ""
+    while True:
+        s = letters[i % 26] + s
+        i //= 26
+        if i == 0:
+            return s
+
+
+class _Names:
+    def __init__(self):
+        self.names: dict[int, str] = {}
+
+    def __call__(self, v) -> str:
+        if isinstance(v, Literal):
+            return f"{_fmt_literal(v.val)}:{v.aval.str_short()}"
+        if v.id not in self.names:
+            self.names[v.id] = _name(len(self.names))
+        return self.names[v.id]
+
+    def bind(self, v) -> str:
+        return f"{self(v)}:{v.aval.str_short()}"
+
+
+def _fmt_literal(val) -> str:
+    val = np.asarray(val).item() if not isinstance(val, (bool, int, float)) else val
+    if isinstance(val, float):
+        return repr(val)
+    return str(val)
+
+
+def _fmt_param(v, names, indent) -> str:
+    if isinstance(v, ClosedJaxpr):
+        return _pp(v.jaxpr, names, indent + 2, multiline=True)
+    if isinstance(v, Jaxpr):
+        return _pp(v, names, indent + 2, multiline=True)
+    if isinstance(v, np.dtype):
+        return dtypes.short_name(v) if v in dtypes.SUPPORTED else str(v)
+    if isinstance(v, tuple):
+        inner = ", ".join(_fmt_param(x, names, indent) for x in v)
+        return f"({inner},)" if len(v) == 1 else f"({inner})"
+    if callable(v) and hasattr(v, "__name__"):
+        return v.__name__
+    return str(v)
+
+
+def _pp_eqn(e: Eqn, names, indent) -> str:
+    outs = " ".join(names.bind(v) for v in e.outvars)
+    params = ""
+    if e.params:
+        params = "[" + " ".join(f"{k}={_fmt_param(v, names, indent)}"
+                                for k, v in sorted(e.params.items())) + "]"
+    ins = " ".join(names(v) for v in e.invars)
+    return f"{outs} = {e.prim.name}{params} {ins}".rstrip()
+
+
+def _has_subjaxpr(jaxpr: Jaxpr) -> bool:
+    return any(isinstance(p, (ClosedJaxpr, Jaxpr)) for e in jaxpr.eqns for p in e.params.values())
+
+
+def _pp(jaxpr: Jaxpr, names: _Names, indent: int, multiline: bool | None = None) -> str:
+    consts = " ".join(names.bind(v) for v in jaxpr.constvars)
+    ins = " ".join(names.bind(v) for v in jaxpr.invars)
+    head = f"{{ lambda {consts}; {ins}. let" if consts else f"{{ lambda ; {ins}. let"
+    eqns = [_pp_eqn(e, names, indent) for e in jaxpr.eqns]
+    outs = ", ".join(names(v) for v in jaxpr.outvars)
+    tail = f"in ({outs},) }}" if len(jaxpr.outvars) == 1 else f"in ({outs}) }}"
+    one_line = f"{head} {'; '.join(eqns)} {tail}" if eqns else f"{head} {tail}"
+    if multiline is None:
+        multiline = len(one_line) + indent > 100 or _has_subjaxpr(jaxpr)
+    if not multiline:
+        return one_line
+    pad = " " * indent
+    body = "".join(f"\n{pad}    {e}" for e in eqns)
+    return f"{head}{body}\n{pad}  {tail}"
+
+
+def pp_jaxpr(jaxpr: Jaxpr) -> str:
+    return _pp(jaxpr, _Names(), 0)
+
+
+# --- The type checker ----------------------------------------------------------------------------
+def typecheck_jaxpr(jaxpr: Jaxpr | ClosedJaxpr) -> None:
+    """Check that every variable is defined once before use and that every equation's output
+    types match its primitive's shape/dtype inference. Raises FunctxTypeError otherwise."""
+    if isinstance(jaxpr, ClosedJaxpr):
+        for v, c in zip(jaxpr.jaxpr.constvars, jaxpr.consts):
+            shape, dtype = np.shape(c), np.asarray(c).dtype
+            if shape != v.aval.shape or dtype != v.aval.dtype:
+                raise FunctxTypeError(f"typecheck: const for {v.aval.str_short()} has "
+                                      f"shape {shape} and dtype {dtype}")
+        jaxpr = jaxpr.jaxpr
+    defined: set[int] = set()
+
+    def define(v, where):
+        if not isinstance(v, Var):
+            raise FunctxTypeError(f"typecheck: {where} binds a non-variable {v!r}")
+        if v.id in defined:
+            raise FunctxTypeError(f"typecheck: variable {v!r} is defined twice ({where})")
+        defined.add(v.id)
+
+    def use(v, where):
+        if isinstance(v, Literal):
+            if np.shape(v.val) != () or v.aval.shape != ():
+                raise FunctxTypeError(f"typecheck: literal {v!r} in {where} is not a scalar")
+            return
+        if not isinstance(v, Var) or v.id not in defined:
+            raise FunctxTypeError(f"typecheck: {where} uses {v!r} before it is defined")
+
+    for v in jaxpr.constvars:
+        define(v, "constvars")
+    for v in jaxpr.invars:
+        define(v, "invars")
+    for e in jaxpr.eqns:
+        where = f"equation {e.prim.name} at {e.source_info}" if e.source_info else e.prim.name
+        for v in e.invars:
+            use(v, where)
+        for p in e.params.values():
+            if isinstance(p, (ClosedJaxpr, Jaxpr)):
+                typecheck_jaxpr(p)
+        if e.prim.abstract_eval is None:
+            raise FunctxTypeError(f"typecheck: primitive {e.prim.name} has no shape inference")
+        out = e.prim.abstract_eval(*[v.aval for v in e.invars], **e.params)
+        out = out if e.prim.multiple_results else [out]
+        if len(out) != len(e.outvars):
+            raise FunctxTypeError(f"typecheck: {where} has {len(e.outvars)} outputs, "
+                                  f"inference gives {len(out)}")
+        for v, a in zip(e.outvars, out):
+            if not same_type(v.aval, a):
+                raise FunctxTypeError(f"typecheck: {where} output is {v.aval.str_short()}, "
+                                      f"inference gives {a.str_short()}")
+            define(v, where)
+    for v in jaxpr.outvars:
+        use(v, "outvars")
+
+
+def jaxpr_as_fun(closed: ClosedJaxpr):
+    """A Python function that evaluates ``closed`` (eagerly, or inlined under a trace)."""
+    from functx.interpreter import eval_jaxpr
+
+    def fun(*args):
+        return eval_jaxpr(closed.jaxpr, closed.consts, *args)
+
+    return fun
+
+
+def literal_value(atom) -> Any:
+    return atom.val if isinstance(atom, Literal) else None

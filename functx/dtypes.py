@@ -1,0 +1,190 @@
+"""dtypes and JAX's type-promotion lattice, with weak-typed Python scalars.
+
+functx uses NumPy dtype objects everywhere (bfloat16 comes from ml_dtypes). Defaults follow JAX
+(Python ``float`` -> float32, ``int`` -> int32) but there is no global x64 switch: a float64 or int64
+array stays 64-bit.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import ml_dtypes
+import numpy as np
+
+bool_ = np.dtype(np.bool_)
+int8 = np.dtype(np.int8)
+int16 = np.dtype(np.int16)
+int32 = np.dtype(np.int32)
+int64 = np.dtype(np.int64)
+uint8 = np.dtype(np.uint8)
+uint16 = np.dtype(np.uint16)
+uint32 = np.dtype(np.uint32)
+uint64 = np.dtype(np.uint64)
+float16 = np.dtype(np.float16)
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
+float32 = np.dtype(np.float32)
+float64 = np.dtype(np.float64)
+
+# float0 is the dtype of tangents of integer inputs (JAX's name); it holds no data.
+float0 = np.dtype([("float0", np.void, 0)])
+
+SUPPORTED = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+             float16, bfloat16, float32, float64)
+FLOATS = (float16, bfloat16, float32, float64)
+SIGNED = (int8, int16, int32, int64)
+UNSIGNED = (uint8, uint16, uint32, uint64)
+INTEGERS = SIGNED + UNSIGNED
+
+default_float = float32
+default_int = int32
+
+_SHORT = {bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i64", uint8: "u8",
+          uint16: "u16", uint32: "u32", uint64: "u64", float16: "f16", bfloat16: "bf16",
+          float32: "f32", float64: "f64", float0: "float0"}
+
+
+def short_name(dtype: np.dtype) -> str:
+    """JAX's short spelling of a dtype in printed Jaxprs (``f32``, ``i32``, ``bool``)."""
+    return _SHORT.get(dtype, str(dtype))
+
+
+def canonicalize(dtype) -> np.dtype:
+    """Turn anything NumPy understands as a dtype (or a Python type) into a supported np.dtype."""
+    if dtype is float:
+        return default_float
+    if dtype is int:
+        return default_int
+    if dtype is bool:
+        return bool_
+    if isinstance(dtype, str) and dtype == "bfloat16":
+        return bfloat16
+    dt = np.dtype(dtype)
+    if dt == float0:
+        return float0
+    if dt not in SUPPORTED:
+        raise TypeError(f"functx does not support dtype {dt}; supported: "
+                        + ", ".join(str(d) for d in SUPPORTED))
+    return dt
+
+
+def is_float(dtype) -> bool:
+    return np.dtype(dtype) in FLOATS
+
+
+def is_int(dtype) -> bool:
+    return np.dtype(dtype) in INTEGERS
+
+
+def is_signed(dtype) -> bool:
+    return np.dtype(dtype) in SIGNED
+
+
+def is_unsigned(dtype) -> bool:
+    return np.dtype(dtype) in UNSIGNED
+
+
+def issubdtype(dtype, category) -> bool:
+    """Like ``np.issubdtype`` but aware of bfloat16 (a floating type)."""
+    dtype = np.dtype(dtype)
+    if dtype == bfloat16:
+        return category in (np.floating, np.inexact, np.number, np.generic)
+    return np.issubdtype(dtype, category)
+
+
+def finfo(dtype):
+    return ml_dtypes.finfo(dtype)
+
+
+def iinfo(dtype):
+    return np.iinfo(dtype)
+
+
+# --- The promotion lattice -----------------------------------------------------------------------
+# Nodes are dtypes plus the two weak kinds "i*" (Python int) and "f*" (Python float).
+_I, _F = "i*", "f*"
+_EDGES = {
+    bool_: [_I],
+    _I: [uint8, int8],
+    uint8: [uint16, int16],
+    uint16: [uint32, int32],
+    uint32: [uint64, int64],
+    uint64: [_F],
+    int8: [int16],
+    int16: [int32],
+    int32: [int64],
+    int64: [_F],
+    _F: [float16, bfloat16],
+    float16: [float32],
+    bfloat16: [float32],
+    float32: [float64],
+    float64: [],
+}
+
+
+def _upper_closure(node):
+    seen, todo = {node}, [node]
+    while todo:
+        for m in _EDGES[todo.pop()]:
+            if m not in seen:
+                seen.add(m)
+                todo.append(m)
+    return frozenset(seen)
+
+
+_UPPER = {n: _upper_closure(n) for n in _EDGES}
+
+
+@functools.lru_cache(maxsize=None)
+def _join(a, b):
+    common = _UPPER[a] & _UPPER[b]
+    # The least upper bound is the common node whose own upper set contains all the others.
+    for n in common:
+        if _UPPER[n] >= common:
+            return n
+    raise TypeError(f"no common type for {a} and {b}")  # unreachable: float64 tops the lattice
+
+
+def _node(dtype, weak):
+    if weak:
+        if dtype in FLOATS:
+            return _F
+        if dtype in INTEGERS:
+            return _I
+    return dtype
+
+
+@functools.lru_cache(maxsize=None)
+def _result_type_cached(pairs):
+    node = _node(*pairs[0])
+    for p in pairs[1:]:
+        node = _join(node, _node(*p))
+    if node == _F:
+        # Python floats (with bools) give the default float; u64 joined with i64 needs float64.
+        only_weak = all(w or d == bool_ for d, w in pairs)
+        return (default_float if only_weak else float64), True
+    if node == _I:
+        return default_int, True
+    return node, False
+
+
+def result_type(*pairs) -> tuple[np.dtype, bool]:
+    """Promote ``(dtype, weak_type)`` pairs with JAX's lattice; returns ``(dtype, weak_type)``."""
+    return _result_type_cached(tuple((np.dtype(d), bool(w)) for d, w in pairs))
+
+
+def promote_types(a, b) -> np.dtype:
+    """``jnp.promote_types``: promotion of two (strong) dtypes."""
+    return result_type((canonicalize(a), False), (canonicalize(b), False))[0]
+
+
+def dtype_of_python_scalar(x) -> np.dtype:
+    if isinstance(x, (bool, np.bool_)):
+        return bool_
+    if isinstance(x, int):
+        return default_int
+    if isinstance(x, float):
+        return default_float
+    if isinstance(x, complex):
+        raise TypeError("functx does not support complex numbers")
+    raise TypeError(f"not a Python scalar: {type(x).__name__}")

@@ -1,0 +1,43 @@
+"""functx's exceptions. Each message names the operation, the shapes and the user's source line."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+class FunctxError(Exception):
+    """Base class of every error functx raises on purpose."""
+
+
+class FunctxTypeError(FunctxError, TypeError):
+    """A shape or dtype mismatch, or a bad argument, found while tracing or running an operation."""
+
+
+class ConcretizationError(FunctxError, TypeError):
+    """Python needed a concrete value (``bool``, ``int``, ``if``, ``while``) of a traced array."""
+
+
+class UnsupportedError(FunctxError, NotImplementedError):
+    """A primitive has no rule in some transform or backend."""
+
+
+def user_frame():
+    """The innermost stack frame outside the functx package: the user's line."""
+    from functx.core import SourceInfo
+
+    f = sys._getframe(1)
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not fn.startswith(_PKG_DIR):
+            return SourceInfo(fn, f.f_lineno, f.f_code.co_name)
+        f = f.f_back
+    return None
+
+
+def where(source_info=None) -> str:
+    """'at file:line (function)' for the given or current user frame."""
+    si = source_info or user_frame()
+    return f" (at {si})" if si else ""

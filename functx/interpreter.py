@@ -1,0 +1,44 @@
+"""eval_jaxpr: the eager path.
+
+Each equation is re-bound: on concrete arrays that runs the primitive's NumPy implementation; under an
+active trace it re-records the equation, which is how a transformed function inlines its Jaxpr into
+an outer trace.
+"""
+
+from __future__ import annotations
+
+from functx import tracing
+from functx.core import ClosedJaxpr, Jaxpr, Literal
+
+
+def eval_jaxpr(jaxpr: Jaxpr, consts, *args) -> list:
+    if len(args) != len(jaxpr.invars):
+        raise TypeError(f"eval_jaxpr: the Jaxpr takes {len(jaxpr.invars)} arguments, "
+                        f"got {len(args)}")
+    env = {}
+    for v, x in zip(jaxpr.constvars, consts):
+        env[v.id] = x
+    for v, x in zip(jaxpr.invars, args):
+        env[v.id] = x
+
+    def read(a):
+        return a.val if type(a) is Literal else env[a.id]
+
+    staging = tracing.is_tracing()
+    for eqn in jaxpr.eqns:
+        invals = [read(a) for a in eqn.invars]
+        if staging and eqn.source_info is not None:
+            with tracing.source_info(eqn.source_info):
+                outs = eqn.prim.bind(*invals, **eqn.params)
+        else:
+            outs = eqn.prim.bind(*invals, **eqn.params)
+        if eqn.prim.multiple_results:
+            for v, o in zip(eqn.outvars, outs):
+                env[v.id] = o
+        else:
+            env[eqn.outvars[0].id] = outs
+    return [read(a) for a in jaxpr.outvars]
+
+
+def eval_closed(closed: ClosedJaxpr, *args) -> list:
+    return eval_jaxpr(closed.jaxpr, closed.consts, *args)

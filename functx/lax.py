@@ -1,0 +1,421 @@
+"""``functx.lax``: the primitive-level API with JAX's names.
+
+lax functions do not broadcast or promote (functx.numpy does); Python scalars take the dtype of the
+array operand, as in JAX.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+
+import numpy as np
+
+from functx import dtypes
+from functx import primitives as P
+from functx.array import Array, is_python_scalar
+from functx.core import ShapedArray
+from functx.tracing import Tracer, get_aval, tree_flatten, tree_unflatten
+
+
+def _aval(x) -> ShapedArray:
+    return get_aval(x)
+
+
+def _is_array(x):
+    return isinstance(x, (Array, Tracer))
+
+
+def _scalar_like(x, like):
+    """A Python scalar operand of a lax op takes the other operand's dtype (weakly)."""
+    aval = _aval(like)
+    if aval.weak_type and aval.dtype in (dtypes.default_float, dtypes.default_int):
+        return float(x) if aval.dtype == dtypes.default_float else int(x)
+    return Array.from_value(np.asarray(x, aval.dtype))
+
+
+def _binary_operands(x, y):
+    if is_python_scalar(x) and not is_python_scalar(y):
+        x = _scalar_like(x, y)
+    elif is_python_scalar(y) and not is_python_scalar(x):
+        y = _scalar_like(y, x)
+    return x, y
+
+
+# --- elementwise ---------------------------------------------------------------------------------
+def _unary(prim):
+    def fn(x):
+        return prim.bind(x)
+
+    fn.__name__ = prim.name
+    fn.__doc__ = f"Elementwise ``{prim.name}`` (the primitive)."
+    return fn
+
+
+neg = _unary(P.neg_p)
+abs = _unary(P.abs_p)  # noqa: A001
+sign = _unary(P.sign_p)
+floor = _unary(P.floor_p)
+ceil = _unary(P.ceil_p)
+exp = _unary(P.exp_p)
+exp2 = _unary(P.exp2_p)
+log = _unary(P.log_p)
+log1p = _unary(P.log1p_p)
+expm1 = _unary(P.expm1_p)
+sqrt = _unary(P.sqrt_p)
+rsqrt = _unary(P.rsqrt_p)
+cbrt = _unary(P.cbrt_p)
+sin = _unary(P.sin_p)
+cos = _unary(P.cos_p)
+tan = _unary(P.tan_p)
+asin = _unary(P.asin_p)
+acos = _unary(P.acos_p)
+atan = _unary(P.atan_p)
+sinh = _unary(P.sinh_p)
+cosh = _unary(P.cosh_p)
+tanh = _unary(P.tanh_p)
+asinh = _unary(P.asinh_p)
+acosh = _unary(P.acosh_p)
+atanh = _unary(P.atanh_p)
+logistic = _unary(P.logistic_p)
+erf = _unary(P.erf_p)
+lgamma = _unary(P.lgamma_p)
+is_finite = _unary(P.is_finite_p)
+bitwise_not = _unary(P.not_p)
+
+
+class RoundingMethod:
+    AWAY_FROM_ZERO = 0
+    TO_NEAREST_EVEN = 1
+
+
+def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):  # noqa: A001
+    return P.round_p.bind(x, rounding_method=int(rounding_method))
+
+
+def integer_pow(x, y: int):
+    return P.integer_pow_p.bind(x, y=int(y))
+
+
+def square(x):
+    return integer_pow(x, 2)
+
+
+def reciprocal(x):
+    return integer_pow(x, -1)
+
+
+def _binary(prim):
+    def fn(x, y):
+        x, y = _binary_operands(x, y)
+        return prim.bind(x, y)
+
+    fn.__name__ = prim.name
+    fn.__doc__ = f"Elementwise ``{prim.name}`` (the primitive; equal shapes or a scalar operand)."
+    return fn
+
+
+add = _binary(P.add_p)
+sub = _binary(P.sub_p)
+mul = _binary(P.mul_p)
+div = _binary(P.div_p)
+rem = _binary(P.rem_p)
+pow = _binary(P.pow_p)  # noqa: A001
+max = _binary(P.max_p)  # noqa: A001
+min = _binary(P.min_p)  # noqa: A001
+atan2 = _binary(P.atan2_p)
+nextafter = _binary(P.nextafter_p)
+eq = _binary(P.eq_p)
+ne = _binary(P.ne_p)
+lt = _binary(P.lt_p)
+le = _binary(P.le_p)
+gt = _binary(P.gt_p)
+ge = _binary(P.ge_p)
+bitwise_and = _binary(P.and_p)
+bitwise_or = _binary(P.or_p)
+bitwise_xor = _binary(P.xor_p)
+
+
+def select_n(which, *cases):
+    return P.select_n_p.bind(which, *cases)
+
+
+def select(pred, on_true, on_false):
+    """``on_true`` where ``pred`` else ``on_false`` (JAX's argument order)."""
+    return P.select_n_p.bind(pred, on_false, on_true)
+
+
+def clamp(min, x, max):  # noqa: A002
+    return P.min_p.bind(P.max_p.bind(*_binary_operands(x, min)), _binary_operands(x, max)[1])
+
+
+def convert_element_type(x, new_dtype, weak_type: bool = False):
+    new_dtype = dtypes.canonicalize(new_dtype)
+    aval = _aval(x)
+    if aval.dtype == new_dtype and aval.weak_type == weak_type and _is_array(x):
+        return x
+    if is_python_scalar(x) and not weak_type:
+        return Array.from_value(np.asarray(x, new_dtype))
+    return P.convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+
+
+def iota(dtype, size: int):
+    return P.iota_p.bind(dtype=dtypes.canonicalize(dtype), shape=(int(size),), dimension=0)
+
+
+def broadcasted_iota(dtype, shape, dimension: int):
+    return P.iota_p.bind(dtype=dtypes.canonicalize(dtype), shape=tuple(int(s) for s in shape),
+                         dimension=int(dimension))
+
+
+def stop_gradient(x):
+    """Identity whose derivative is zero; works on pytrees (integer leaves pass through)."""
+    leaves, tree = tree_flatten(x)
+    out = [P.stop_gradient_p.bind(v) if _aval(v).dtype in dtypes.FLOATS else v for v in leaves]
+    return tree_unflatten(tree, out)
+
+
+# --- reductions ----------------------------------------------------------------------------------
+def _axes(axes):
+    return tuple(sorted(int(a) for a in axes))
+
+
+def reduce_sum(x, axes):
+    return P.reduce_sum_p.bind(x, axes=_axes(axes))
+
+
+def reduce_prod(x, axes):
+    return P.reduce_prod_p.bind(x, axes=_axes(axes))
+
+
+def reduce_max(x, axes):
+    return P.reduce_max_p.bind(x, axes=_axes(axes))
+
+
+def reduce_min(x, axes):
+    return P.reduce_min_p.bind(x, axes=_axes(axes))
+
+
+def reduce_and(x, axes):
+    return P.reduce_and_p.bind(x, axes=_axes(axes))
+
+
+def reduce_or(x, axes):
+    return P.reduce_or_p.bind(x, axes=_axes(axes))
+
+
+def argmax(x, axis: int, index_dtype=dtypes.int32):
+    return P.argmax_p.bind(x, axes=(int(axis),), index_dtype=dtypes.canonicalize(index_dtype))
+
+
+def argmin(x, axis: int, index_dtype=dtypes.int32):
+    return P.argmin_p.bind(x, axes=(int(axis),), index_dtype=dtypes.canonicalize(index_dtype))
+
+
+def _cum(prim):
+    def fn(x, axis: int = 0, reverse: bool = False):
+        axis = int(axis) % builtins.max(_aval(x).ndim, 1)
+        return prim.bind(x, axis=axis, reverse=bool(reverse))
+
+    fn.__name__ = prim.name
+    return fn
+
+
+cumsum = _cum(P.cumsum_p)
+cumprod = _cum(P.cumprod_p)
+cummax = _cum(P.cummax_p)
+cummin = _cum(P.cummin_p)
+cumlogsumexp = _cum(P.cumlogsumexp_p)
+
+
+# --- shapes --------------------------------------------------------------------------------------
+def broadcast_in_dim(x, shape, broadcast_dimensions):
+    shape = tuple(int(s) for s in shape)
+    broadcast_dimensions = tuple(int(d) for d in broadcast_dimensions)
+    aval = _aval(x)
+    if aval.shape == shape and broadcast_dimensions == tuple(range(len(shape))) and _is_array(x):
+        return x
+    return P.broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=broadcast_dimensions)
+
+
+def broadcast(x, sizes):
+    """Add leading dimensions ``sizes``."""
+    aval = _aval(x)
+    n = len(sizes)
+    return broadcast_in_dim(x, tuple(sizes) + aval.shape, tuple(range(n, n + aval.ndim)))
+
+
+def reshape(x, new_sizes, dimensions=None):
+    if dimensions is not None:
+        x = transpose(x, dimensions)
+    new_sizes = tuple(int(s) for s in new_sizes)
+    if _aval(x).shape == new_sizes and _is_array(x):
+        return x
+    return P.reshape_p.bind(x, new_sizes=new_sizes)
+
+
+def transpose(x, permutation):
+    permutation = tuple(int(p) for p in permutation)
+    if permutation == tuple(range(len(permutation))) and _is_array(x):
+        return x
+    return P.transpose_p.bind(x, permutation=permutation)
+
+
+def squeeze(x, dimensions):
+    nd = _aval(x).ndim
+    dimensions = tuple(sorted(int(d) % nd for d in dimensions)) if nd else ()
+    if not dimensions and _is_array(x):
+        return x
+    return P.squeeze_p.bind(x, dimensions=dimensions)
+
+
+def expand_dims(x, dimensions):
+    n = _aval(x).ndim + len(dimensions)
+    dimensions = tuple(sorted(int(d) % n for d in dimensions))
+    if not dimensions and _is_array(x):
+        return x
+    return P.expand_dims_p.bind(x, dimensions=dimensions)
+
+
+def rev(x, dimensions):
+    dimensions = tuple(sorted(int(d) for d in dimensions))
+    if not dimensions and _is_array(x):
+        return x
+    return P.rev_p.bind(x, dimensions=dimensions)
+
+
+def slice(x, start_indices, limit_indices, strides=None):  # noqa: A001
+    start_indices = tuple(int(s) for s in start_indices)
+    limit_indices = tuple(int(s) for s in limit_indices)
+    strides = None if strides is None or all(s == 1 for s in strides) else tuple(int(s) for s in strides)
+    aval = _aval(x)
+    if strides is None and start_indices == (0,) * aval.ndim and limit_indices == aval.shape \
+            and _is_array(x):
+        return x
+    return P.slice_p.bind(x, start_indices=start_indices, limit_indices=limit_indices,
+                          strides=strides)
+
+
+def slice_in_dim(x, start_index, limit_index, stride=1, axis=0):
+    aval = _aval(x)
+    axis = int(axis) % aval.ndim
+    n = aval.shape[axis]
+    start, limit, _ = builtins.slice(start_index, limit_index).indices(n)
+    starts = [0] * aval.ndim
+    limits = list(aval.shape)
+    strides = [1] * aval.ndim
+    starts[axis], limits[axis], strides[axis] = start, builtins.max(limit, start), stride
+    return slice(x, starts, limits, strides)
+
+
+def index_in_dim(x, index, axis=0, keepdims=True):
+    aval = _aval(x)
+    axis = int(axis) % aval.ndim
+    index = int(index) % aval.shape[axis]
+    out = slice_in_dim(x, index, index + 1, 1, axis)
+    return out if keepdims else squeeze(out, (axis,))
+
+
+def _index_scalar(i):
+    if is_python_scalar(i) or isinstance(i, (np.integer, np.ndarray)):
+        return Array.from_value(np.asarray(i, np.int32))
+    return i
+
+
+def dynamic_slice(x, start_indices, slice_sizes):
+    start_indices = [_index_scalar(i) for i in start_indices]
+    return P.dynamic_slice_p.bind(x, *start_indices,
+                                  slice_sizes=tuple(int(s) for s in slice_sizes))
+
+
+def dynamic_update_slice(x, update, start_indices):
+    start_indices = [_index_scalar(i) for i in start_indices]
+    return P.dynamic_update_slice_p.bind(x, update, *start_indices)
+
+
+def dynamic_slice_in_dim(x, start_index, slice_size, axis=0):
+    aval = _aval(x)
+    axis = int(axis) % aval.ndim
+    starts = [0] * aval.ndim
+    starts[axis] = start_index
+    sizes = list(aval.shape)
+    sizes[axis] = slice_size
+    return dynamic_slice(x, starts, sizes)
+
+
+def dynamic_index_in_dim(x, index, axis=0, keepdims=True):
+    out = dynamic_slice_in_dim(x, index, 1, axis)
+    return out if keepdims else squeeze(out, (int(axis) % _aval(x).ndim,))
+
+
+def dynamic_update_slice_in_dim(x, update, start_index, axis):
+    aval = _aval(x)
+    axis = int(axis) % aval.ndim
+    starts = [0] * aval.ndim
+    starts[axis] = start_index
+    return dynamic_update_slice(x, update, starts)
+
+
+def concatenate(operands, dimension: int):
+    operands = list(operands)
+    if len(operands) == 1 and _is_array(operands[0]):
+        return operands[0]
+    return P.concatenate_p.bind(*operands, dimension=int(dimension))
+
+
+def pad(x, padding_value, padding_config):
+    padding_config = tuple((int(lo), int(hi), int(i)) for lo, hi, i in padding_config)
+    if is_python_scalar(padding_value):
+        padding_value = _scalar_like(padding_value, x)
+    return P.pad_p.bind(x, padding_value, padding_config=padding_config)
+
+
+def full(shape, fill_value, dtype=None):
+    shape = tuple(int(s) for s in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+    if dtype is not None:
+        v = convert_element_type(fill_value, dtype)
+    elif is_python_scalar(fill_value):
+        v = fill_value
+    else:
+        v = fill_value
+    return broadcast_in_dim(v, shape, ())
+
+
+def full_like(x, fill_value, dtype=None, shape=None):
+    aval = _aval(x)
+    return full(aval.shape if shape is None else shape, fill_value,
+                aval.dtype if dtype is None else dtype)
+
+
+def zeros_like_array(x):
+    return full_like(x, 0)
+
+
+# --- contraction ---------------------------------------------------------------------------------
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+    (lc, rc), (lb, rb) = dimension_numbers
+    dn = ((tuple(int(a) for a in lc), tuple(int(a) for a in rc)),
+          (tuple(int(a) for a in lb), tuple(int(a) for a in rb)))
+    pet = None if preferred_element_type is None else dtypes.canonicalize(preferred_element_type)
+    if pet is not None and pet == _aval(lhs).dtype:
+        pet = None
+    return P.dot_general_p.bind(lhs, rhs, dimension_numbers=dn, preferred_element_type=pet)
+
+
+def dot(lhs, rhs, precision=None, preferred_element_type=None):
+    """Vector/matrix product contracting the last axis of lhs with the first of rhs (rank <= 2)."""
+    la, ra = _aval(lhs), _aval(rhs)
+    if la.ndim not in (1, 2) or ra.ndim not in (1, 2):
+        raise TypeError(f"lax.dot takes rank 1 or 2 operands, got {la.str_short()} and "
+                        f"{ra.str_short()}")
+    return dot_general(lhs, rhs, (((la.ndim - 1,), (0,)), ((), ())),
+                       preferred_element_type=preferred_element_type)
+
+
+def _prod(xs):
+    return math.prod(xs)
+
+
+__all__ = [n for n in dir() if not n.startswith("_") and n not in
+           ("annotations", "builtins", "math", "np", "dtypes", "P", "Array", "ShapedArray", "Tracer",
+            "get_aval", "tree_flatten", "tree_unflatten", "is_python_scalar")]

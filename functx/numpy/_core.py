@@ -1,0 +1,1514 @@
+"""``functx.numpy`` functions: composites of functx.lax with NumPy's broadcasting and JAX's promotion."""
+
+from __future__ import annotations
+
+import builtins
+import math
+import operator
+
+import numpy as np
+
+from functx import dtypes
+from functx import lax
+from functx.array import Array, is_python_scalar
+from functx.core import ShapedArray
+from functx.errors import FunctxTypeError
+from functx.errors import where as _loc
+from functx.tracing import Tracer, get_aval
+
+# --- dtypes --------------------------------------------------------------------------------------
+bool_ = dtypes.bool_
+int8, int16, int32, int64 = dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64
+uint8, uint16, uint32, uint64 = dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64
+float16, bfloat16, float32, float64 = dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64
+float_ = float64
+int_ = int64
+integer, signedinteger, unsignedinteger = np.integer, np.signedinteger, np.unsignedinteger
+floating, inexact, number, generic = np.floating, np.inexact, np.number, np.generic
+dtype = np.dtype
+pi, e, inf, nan, euler_gamma = np.pi, np.e, np.inf, np.nan, np.euler_gamma
+newaxis = None
+ndarray = Array
+
+promote_types = dtypes.promote_types
+issubdtype = dtypes.issubdtype
+finfo = dtypes.finfo
+iinfo = dtypes.iinfo
+
+
+def _aval(x) -> ShapedArray:
+    return get_aval(x)
+
+
+def _is_array(x):
+    return isinstance(x, (Array, Tracer))
+
+
+def result_type(*args):
+    """The dtype JAX's promotion gives for these arrays, scalars or dtypes."""
+    pairs = []
+    for a in args:
+        if isinstance(a, (np.dtype, type, str)) and not is_python_scalar(a):
+            pairs.append((dtypes.canonicalize(a), False))
+        else:
+            av = _aval(a)
+            pairs.append((av.dtype, av.weak_type))
+    return dtypes.result_type(*pairs)[0]
+
+
+# --- array creation ------------------------------------------------------------------------------
+def asarray(a, dtype=None, order=None, *, copy=None):
+    """Convert to a functx array (NumPy arrays, scalars, nested lists, DLPack producers)."""
+    if _is_array(a):
+        return a if dtype is None else astype(a, dtype)
+    if isinstance(a, (list, tuple)):
+        return Array.from_value(a, dtype)
+    return Array.from_value(a, dtype)
+
+
+def array(object, dtype=None, copy=True, order="K", ndmin=0):  # noqa: A002
+    out = asarray(object, dtype)
+    if is_python_scalar(object) and dtype is None and _is_array(out):
+        out = lax.convert_element_type(out, out.dtype, weak_type=False) if isinstance(out, Tracer) \
+            else Array.from_value(np.asarray(out), weak_type=False)
+    if ndmin > out.ndim:
+        out = reshape(out, (1,) * (ndmin - out.ndim) + out.shape)
+    return out
+
+
+def stack_nested(x, dtype=None):
+    """``jnp.array`` of nested lists holding arrays or tracers."""
+    if isinstance(x, (list, tuple)):
+        if not x:
+            return Array.from_value(np.zeros((0,), dtypes.float32 if dtype is None else dtype))
+        return stack([stack_nested(v, dtype) for v in x])
+    return asarray(x, dtype)
+
+
+def _shape(shape):
+    if isinstance(shape, (int, np.integer)):
+        return (int(shape),)
+    return tuple(operator.index(s) for s in shape)
+
+
+def _dt(dtype, default=dtypes.float32):
+    return default if dtype is None else dtypes.canonicalize(dtype)
+
+
+def zeros(shape, dtype=None):
+    return lax.full(_shape(shape), 0, _dt(dtype))
+
+
+def ones(shape, dtype=None):
+    return lax.full(_shape(shape), 1, _dt(dtype))
+
+
+def empty(shape, dtype=None):
+    return zeros(shape, dtype)
+
+
+def full(shape, fill_value, dtype=None):
+    if dtype is None and not is_python_scalar(fill_value):
+        fv = asarray(fill_value)
+        return broadcast_to(fv, _shape(shape))
+    dt = _dt(dtype, None) if dtype is not None else dtypes.result_type(
+        (_aval(fill_value).dtype, False))[0]
+    return broadcast_to(lax.convert_element_type(fill_value, dt), _shape(shape))
+
+
+def zeros_like(a, dtype=None, shape=None):
+    av = _aval(a)
+    return zeros(av.shape if shape is None else shape, av.dtype if dtype is None else dtype)
+
+
+def ones_like(a, dtype=None, shape=None):
+    av = _aval(a)
+    return ones(av.shape if shape is None else shape, av.dtype if dtype is None else dtype)
+
+
+def empty_like(a, dtype=None, shape=None):
+    return zeros_like(a, dtype, shape)
+
+
+def full_like(a, fill_value, dtype=None, shape=None):
+    av = _aval(a)
+    return full(av.shape if shape is None else shape, fill_value,
+                av.dtype if dtype is None else dtype)
+
+
+def _concrete_number(x, what):
+    if isinstance(x, Tracer):
+        raise FunctxTypeError(f"{what} must be a concrete Python number, got a traced array "
+                              f"{x.aval.str_short()}{_loc()}; mark it static (static_argnums)")
+    return x.item() if isinstance(x, (Array, np.ndarray, np.generic)) else x
+
+
+def arange(start, stop=None, step=None, dtype=None):
+    start = _concrete_number(start, "arange start")
+    stop = _concrete_number(stop, "arange stop")
+    step = _concrete_number(step, "arange stop")
+    if stop is None:
+        start, stop = 0, start
+    step = 1 if step is None else step
+    if dtype is None:
+        dtype = dtypes.float32 if builtins.any(isinstance(v, float) for v in (start, stop, step)) \
+            else dtypes.int32
+    dtype = dtypes.canonicalize(dtype)
+    n = builtins.max(int(math.ceil((stop - start) / step)), 0)
+    if start == 0 and step == 1 and dtype in dtypes.INTEGERS:
+        return lax.iota(dtype, n)
+    return Array.from_value(np.arange(start, stop, step).astype(dtype))
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+    num = operator.index(num)
+    dt = _dt(dtype, dtypes.float32) if dtype is not None else result_type(start, stop, float)
+    start, stop = asarray(start, dt if dt in dtypes.FLOATS else dtypes.float32), \
+        asarray(stop, dt if dt in dtypes.FLOATS else dtypes.float32)
+    div = (num - 1) if endpoint else num
+    bshape = builtins.max(start.ndim, stop.ndim)
+    shape = broadcast_shapes(start.shape, stop.shape)
+    idx = lax.broadcasted_iota(start.dtype, (num,) + shape, 0)
+    s, t = broadcast_to(start, shape)[None], broadcast_to(stop, shape)[None]
+    step = (t - s) / div if div > 0 else zeros_like(s)
+    out = s + idx * step if num > 1 else s + zeros((num,) + shape, start.dtype)
+    if endpoint and num > 1:
+        out = out.at[-1].set(t[0])
+    if bshape:
+        out = moveaxis(out, 0, axis)
+    out = astype(out, dt)
+    return (out, step.reshape(shape)) if retstep else out
+
+
+def eye(N, M=None, k=0, dtype=None):
+    M = N if M is None else M
+    r = lax.broadcasted_iota(dtypes.int32, (N, M), 0)
+    c = lax.broadcasted_iota(dtypes.int32, (N, M), 1)
+    return astype(equal(c - r, k), _dt(dtype))
+
+
+def identity(n, dtype=None):
+    return eye(n, dtype=dtype)
+
+
+def tri(N, M=None, k=0, dtype=None):
+    M = N if M is None else M
+    r = lax.broadcasted_iota(dtypes.int32, (N, M), 0)
+    c = lax.broadcasted_iota(dtypes.int32, (N, M), 1)
+    return astype(less_equal(c, r + k), _dt(dtype))
+
+
+def _tri_mask(m, k, lower):
+    av = _aval(m)
+    if av.ndim < 2:
+        raise FunctxTypeError(f"tril/triu need an array of rank >= 2, got {av.str_short()}")
+    mask = tri(av.shape[-2], av.shape[-1], k if lower else k - 1, dtype=bool_)
+    return mask if lower else logical_not(mask)
+
+
+def tril(m, k=0):
+    return where(_tri_mask(m, k, True), m, zeros_like(m))
+
+
+def triu(m, k=0):
+    return where(_tri_mask(m, k, False), m, zeros_like(m))
+
+
+def astype(x, dtype, copy=False):
+    return lax.convert_element_type(asarray(x) if not _is_array(x) else x, dtype)
+
+
+# --- promotion and broadcasting ------------------------------------------------------------------
+def broadcast_shapes(*shapes):
+    out = []
+    for dims in zip(*[(1,) * (builtins.max(map(len, shapes)) - len(s)) + tuple(s) for s in shapes]):
+        sizes = {d for d in dims if d != 1}
+        if len(sizes) > 1:
+            raise FunctxTypeError(f"shapes {', '.join(map(str, shapes))} cannot be broadcast "
+                                  f"together{_loc()}")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+def _promote(name, *args):
+    """Promote the operands' dtypes (JAX's lattice) and broadcast their shapes (NumPy's rules).
+    Rank-0 operands stay rank 0: the primitives broadcast them."""
+    avals = [_aval(a) for a in args]
+    dt, weak = dtypes.result_type(*[(a.dtype, a.weak_type) for a in avals])
+    shapes = [a.shape for a in avals]
+    try:
+        shape = broadcast_shapes(*shapes)
+    except FunctxTypeError:
+        raise FunctxTypeError(f"{name}: operands of shapes "
+                              f"{', '.join(a.str_short() for a in avals)} cannot be broadcast "
+                              f"together{_loc()}") from None
+    out = []
+    for a, av in zip(args, avals):
+        if is_python_scalar(a):
+            if weak and dt in (dtypes.default_float, dtypes.default_int):
+                a = float(a) if dt in dtypes.FLOATS else int(a)
+                out.append(a)
+                continue
+            a = Array.from_value(np.asarray(a, dt))
+        elif av.dtype != dt:
+            a = lax.convert_element_type(a, dt, weak_type=weak)
+        elif not _is_array(a):
+            a = Array.from_value(a)
+        if av.shape != shape and av.shape != ():
+            n = len(shape) - av.ndim
+            a = lax.broadcast_in_dim(a, shape, tuple(range(n, len(shape))))
+        out.append(a)
+    return out
+
+
+def _promote_float(name, *args):
+    """Like _promote, then integers and bools become the default float (``jnp.sin(1)``)."""
+    args = _promote(name, *args)
+    dt = _aval(args[0]).dtype if args else None
+    if dt is not None and dt not in dtypes.FLOATS:
+        weak = builtins.all(_aval(a).weak_type for a in args)
+        args = [lax.convert_element_type(a, dtypes.default_float, weak_type=weak) for a in args]
+    return args
+
+
+def broadcast_to(x, shape):
+    shape = _shape(shape)
+    x = asarray(x) if not _is_array(x) else x
+    av = _aval(x)
+    if av.shape == shape:
+        return x
+    n = len(shape) - av.ndim
+    if n < 0 or builtins.any(s not in (1, t) for s, t in zip(av.shape, shape[n:])):
+        raise FunctxTypeError(f"broadcast_to: cannot broadcast {av.str_short()} to shape "
+                              f"{shape}{_loc()}")
+    return lax.broadcast_in_dim(x, shape, tuple(range(n, len(shape))))
+
+
+def broadcast_arrays(*args):
+    shape = broadcast_shapes(*[_aval(a).shape for a in args])
+    return [broadcast_to(a, shape) for a in args]
+
+
+# --- elementwise ---------------------------------------------------------------------------------
+def _ufunc1(lax_fn, name, kind="float"):
+    def fn(x, /):
+        (x,) = _promote_float(name, x) if kind == "float" else _promote(name, x)
+        return lax_fn(x)
+
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name}, like ``jax.numpy.{name}``."
+    return fn
+
+
+sin = _ufunc1(lax.sin, "sin")
+cos = _ufunc1(lax.cos, "cos")
+tan = _ufunc1(lax.tan, "tan")
+arcsin = _ufunc1(lax.asin, "arcsin")
+arccos = _ufunc1(lax.acos, "arccos")
+arctan = _ufunc1(lax.atan, "arctan")
+sinh = _ufunc1(lax.sinh, "sinh")
+cosh = _ufunc1(lax.cosh, "cosh")
+tanh = _ufunc1(lax.tanh, "tanh")
+arcsinh = _ufunc1(lax.asinh, "arcsinh")
+arccosh = _ufunc1(lax.acosh, "arccosh")
+arctanh = _ufunc1(lax.atanh, "arctanh")
+exp = _ufunc1(lax.exp, "exp")
+exp2 = _ufunc1(lax.exp2, "exp2")
+expm1 = _ufunc1(lax.expm1, "expm1")
+log = _ufunc1(lax.log, "log")
+log1p = _ufunc1(lax.log1p, "log1p")
+sqrt = _ufunc1(lax.sqrt, "sqrt")
+cbrt = _ufunc1(lax.cbrt, "cbrt")
+asin, acos, atan = arcsin, arccos, arctan
+asinh, acosh, atanh = arcsinh, arccosh, arctanh
+negative = _ufunc1(lax.neg, "negative", "any")
+
+
+def _is_bool(x):
+    return _aval(x).dtype == dtypes.bool_
+
+
+def positive(x, /):
+    return _promote("positive", x)[0]
+
+
+def abs(x, /):  # noqa: A001
+    (x,) = _promote("abs", x)
+    if _is_bool(x) or dtypes.is_unsigned(_aval(x).dtype):
+        return x
+    return lax.abs(x)
+
+
+absolute = abs
+
+
+def sign(x, /):
+    (x,) = _promote("sign", x)
+    return x if _is_bool(x) else lax.sign(x)
+
+
+def floor(x, /):
+    (x,) = _promote("floor", x)
+    return lax.floor(x) if _aval(x).dtype in dtypes.FLOATS else x
+
+
+def ceil(x, /):
+    (x,) = _promote("ceil", x)
+    return lax.ceil(x) if _aval(x).dtype in dtypes.FLOATS else x
+
+
+def trunc(x, /):
+    (x,) = _promote("trunc", x)
+    if _aval(x).dtype not in dtypes.FLOATS:
+        return x
+    return where(lax.lt(x, 0), lax.ceil(x), lax.floor(x))
+
+
+fix = trunc
+
+
+def rint(x, /):
+    (x,) = _promote_float("rint", x)
+    return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
+
+
+def round(a, decimals=0):  # noqa: A001
+    (a,) = _promote("round", a)
+    dt = _aval(a).dtype
+    if dt not in dtypes.FLOATS:
+        if decimals >= 0:
+            return a
+        f = 10 ** (-decimals)
+        return astype(rint(astype(a, dtypes.float64) / f) * f, dt)
+    if decimals == 0:
+        return lax.round(a, lax.RoundingMethod.TO_NEAREST_EVEN)
+    f = np.asarray(10.0 ** decimals, dt)
+    return lax.round(a * f, lax.RoundingMethod.TO_NEAREST_EVEN) / f
+
+
+around = round
+
+
+def square(x, /):
+    (x,) = _promote("square", x)
+    return lax.integer_pow(x, 2)
+
+
+def reciprocal(x, /):
+    (x,) = _promote_float("reciprocal", x)
+    return lax.integer_pow(x, -1)
+
+
+def log2(x, /):
+    (x,) = _promote_float("log2", x)
+    return lax.div(lax.log(x), _const(np.log(2), x))
+
+
+def log10(x, /):
+    (x,) = _promote_float("log10", x)
+    return lax.div(lax.log(x), _const(np.log(10), x))
+
+
+def _const(v, like):
+    av = _aval(like)
+    return Array.from_value(np.asarray(v, av.dtype)) if not av.weak_type else float(v)
+
+
+def deg2rad(x, /):
+    (x,) = _promote_float("deg2rad", x)
+    return lax.mul(x, _const(np.pi / 180, x))
+
+
+def rad2deg(x, /):
+    (x,) = _promote_float("rad2deg", x)
+    return lax.mul(x, _const(180 / np.pi, x))
+
+
+radians, degrees = deg2rad, rad2deg
+
+
+def isfinite(x, /):
+    (x,) = _promote("isfinite", x)
+    if _aval(x).dtype not in dtypes.FLOATS:
+        return full(_aval(x).shape, True, dtypes.bool_)
+    return lax.is_finite(x)
+
+
+def isnan(x, /):
+    (x,) = _promote("isnan", x)
+    if _aval(x).dtype not in dtypes.FLOATS:
+        return full(_aval(x).shape, False, dtypes.bool_)
+    return lax.ne(x, x)
+
+
+def isinf(x, /):
+    (x,) = _promote("isinf", x)
+    if _aval(x).dtype not in dtypes.FLOATS:
+        return full(_aval(x).shape, False, dtypes.bool_)
+    return lax.eq(lax.abs(x), _const(np.inf, x))
+
+
+def isposinf(x, /):
+    return logical_and(isinf(x), greater(x, 0))
+
+
+def isneginf(x, /):
+    return logical_and(isinf(x), less(x, 0))
+
+
+def signbit(x, /):
+    (x,) = _promote("signbit", x)
+    if _aval(x).dtype in dtypes.FLOATS:
+        # -0.0 and negative NaNs have the sign bit: 1/x is -inf for -0.0.
+        return logical_or(lax.lt(x, _const(0, x)),
+                          logical_and(lax.eq(x, _const(0, x)),
+                                      lax.lt(lax.div(_const(1, x), x), _const(0, x))))
+    return less(x, 0)
+
+
+def _ufunc2(lax_fn, name, kind="any"):
+    def fn(x1, x2, /):
+        x1, x2 = _promote_float(name, x1, x2) if kind == "float" else _promote(name, x1, x2)
+        return lax_fn(x1, x2)
+
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name} with broadcasting, like ``jax.numpy.{name}``."
+    return fn
+
+
+def add(x1, x2, /):
+    if type(x1) is Array and type(x2) is Array and x1.aval == x2.aval:  # eager fast path
+        return lax.add(x1, x2) if x1.dtype != dtypes.bool_ else lax.bitwise_or(x1, x2)
+    x1, x2 = _promote("add", x1, x2)
+    return lax.bitwise_or(x1, x2) if _is_bool(x1) else lax.add(x1, x2)
+
+
+def multiply(x1, x2, /):
+    if type(x1) is Array and type(x2) is Array and x1.aval == x2.aval:
+        return lax.mul(x1, x2) if x1.dtype != dtypes.bool_ else lax.bitwise_and(x1, x2)
+    x1, x2 = _promote("multiply", x1, x2)
+    return lax.bitwise_and(x1, x2) if _is_bool(x1) else lax.mul(x1, x2)
+
+
+def subtract(x1, x2, /):
+    x1, x2 = _promote("subtract", x1, x2)
+    if _is_bool(x1):
+        raise FunctxTypeError(f"subtract does not accept bool operands{_loc()}; "
+                              "use logical_xor or convert to int")
+    return lax.sub(x1, x2)
+
+
+def true_divide(x1, x2, /):
+    x1, x2 = _promote_float("true_divide", x1, x2)
+    return lax.div(x1, x2)
+
+
+divide = true_divide
+
+
+def floor_divide(x1, x2, /):
+    x1, x2 = _promote("floor_divide", x1, x2)
+    dt = _aval(x1).dtype
+    if dt == dtypes.bool_:
+        return lax.bitwise_and(x1, x2)
+    if dt in dtypes.FLOATS:
+        return _float_floordiv(x1, x2)
+    if dtypes.is_unsigned(dt):
+        return lax.div(x1, x2)
+    q = lax.div(x1, x2)
+    # Round toward -inf: subtract one where the signs differ and the division was inexact.
+    fix = logical_and(not_equal(lax.rem(x1, x2), 0), not_equal(lax.lt(x1, 0), lax.lt(x2, 0)))
+    return where(fix, lax.sub(q, _const(1, q)), q)
+
+
+def _float_floordiv(x1, x2):
+    mod = lax.rem(x1, x2)
+    div = lax.div(lax.sub(x1, mod), x2)
+    fix = logical_and(not_equal(mod, 0), not_equal(lax.lt(x2, 0), lax.lt(mod, 0)))
+    div = where(fix, lax.sub(div, _const(1, div)), div)
+    fl = lax.floor(div)
+    # Like NumPy: round a near-integer quotient to the nearest integer.
+    return where(lax.gt(lax.sub(div, fl), _const(0.5, div)), lax.add(fl, _const(1, fl)), fl)
+
+
+def remainder(x1, x2, /):
+    x1, x2 = _promote("remainder", x1, x2)
+    if dtypes.is_unsigned(_aval(x1).dtype):
+        return lax.rem(x1, x2)
+    r = lax.rem(x1, x2)
+    fix = logical_and(not_equal(r, 0), not_equal(lax.lt(r, 0), lax.lt(x2, 0)))
+    return where(fix, lax.add(r, x2), r)
+
+
+mod = remainder
+
+
+def fmod(x1, x2, /):
+    x1, x2 = _promote("fmod", x1, x2)
+    return lax.rem(x1, x2)
+
+
+def divmod(x1, x2, /):  # noqa: A001
+    return floor_divide(x1, x2), remainder(x1, x2)
+
+
+def power(x1, x2, /):
+    # A concrete Python integer exponent uses integer_pow, like JAX.
+    if isinstance(x2, int) and not isinstance(x2, bool) and _is_array(x1) or (
+            isinstance(x2, int) and not isinstance(x2, bool) and is_python_scalar(x1)):
+        (x1,) = _promote("power", x1)
+        if x2 < 0 and _aval(x1).dtype not in dtypes.FLOATS:
+            raise FunctxTypeError(f"power: integers to negative integer powers are not "
+                                  f"allowed{_loc()}")
+        return lax.integer_pow(x1, x2)
+    x1, x2 = _promote("power", x1, x2)
+    return lax.pow(x1, x2)
+
+
+pow = power  # noqa: A001
+
+
+def float_power(x1, x2, /):
+    return power(astype(x1, dtypes.float64), astype(x2, dtypes.float64))
+
+
+maximum = _ufunc2(lax.max, "maximum")
+minimum = _ufunc2(lax.min, "minimum")
+arctan2 = _ufunc2(lax.atan2, "arctan2", "float")
+atan2 = arctan2
+nextafter = _ufunc2(lax.nextafter, "nextafter", "float")
+equal = _ufunc2(lax.eq, "equal")
+not_equal = _ufunc2(lax.ne, "not_equal")
+less = _ufunc2(lax.lt, "less")
+less_equal = _ufunc2(lax.le, "less_equal")
+greater = _ufunc2(lax.gt, "greater")
+greater_equal = _ufunc2(lax.ge, "greater_equal")
+
+
+def fmax(x1, x2, /):
+    x1, x2 = _promote("fmax", x1, x2)
+    return where(isnan(x2), x1, where(isnan(x1), x2, lax.max(x1, x2)))
+
+
+def fmin(x1, x2, /):
+    x1, x2 = _promote("fmin", x1, x2)
+    return where(isnan(x2), x1, where(isnan(x1), x2, lax.min(x1, x2)))
+
+
+def hypot(x1, x2, /):
+    x1, x2 = _promote_float("hypot", x1, x2)
+    a, b = lax.abs(x1), lax.abs(x2)
+    big, small = lax.max(a, b), lax.min(a, b)
+    safe = where(lax.eq(big, _const(0, big)), _const(1, big), big)
+    r = lax.div(small, safe)
+    return where(lax.eq(big, _const(0, big)), big,
+                 lax.mul(big, lax.sqrt(lax.add(_const(1, r), lax.mul(r, r)))))
+
+
+def copysign(x1, x2, /):
+    x1, x2 = _promote_float("copysign", x1, x2)
+    return where(signbit(x2), negative(abs(x1)), abs(x1))
+
+
+def logaddexp(x1, x2, /):
+    x1, x2 = _promote_float("logaddexp", x1, x2)
+    amax = lax.max(x1, x2)
+    delta = lax.sub(x1, x2)
+    # Equal infinities give delta = NaN: the answer is amax itself.
+    safe = where(isnan(delta), lax.add(x1, x2), amax)
+    return where(isnan(delta), safe,
+                 lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta))))))
+
+
+def logaddexp2(x1, x2, /):
+    x1, x2 = _promote_float("logaddexp2", x1, x2)
+    ln2 = _const(np.log(2), x1)
+    return lax.div(logaddexp(lax.mul(x1, ln2), lax.mul(x2, ln2)), ln2)
+
+
+def sinc(x, /):
+    (x,) = _promote_float("sinc", x)
+    pix = lax.mul(x, _const(np.pi, x))
+    zero = lax.eq(x, _const(0, x))
+    safe = where(zero, _const(1, x), pix)
+    return where(zero, _const(1, x), lax.div(lax.sin(safe), safe))
+
+
+def heaviside(x1, x2, /):
+    x1, x2 = _promote("heaviside", x1, x2)
+    return where(lax.lt(x1, _const(0, x1)), _const(0, x1),
+                 where(lax.gt(x1, _const(0, x1)), _const(1, x1), x2))
+
+
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    (x,) = _promote("nan_to_num", x)
+    dt = _aval(x).dtype
+    if dt not in dtypes.FLOATS:
+        return x
+    info = dtypes.finfo(dt)
+    posinf = float(info.max) if posinf is None else posinf
+    neginf = float(info.min) if neginf is None else neginf
+    x = where(isnan(x), _const(nan, x), x)
+    x = where(isposinf(x), _const(posinf, x), x)
+    return where(isneginf(x), _const(neginf, x), x)
+
+
+def _logical(lax_fn, name):
+    def fn(x1, x2, /):
+        x1, x2 = _promote(name, astype(x1, bool_), astype(x2, bool_))
+        return lax_fn(x1, x2)
+
+    fn.__name__ = name
+    return fn
+
+
+logical_and = _logical(lax.bitwise_and, "logical_and")
+logical_or = _logical(lax.bitwise_or, "logical_or")
+logical_xor = _logical(lax.bitwise_xor, "logical_xor")
+
+
+def logical_not(x, /):
+    return lax.bitwise_not(astype(x, bool_))
+
+
+def _bitwise(lax_fn, name):
+    def fn(x1, x2, /):
+        x1, x2 = _promote(name, x1, x2)
+        if _aval(x1).dtype in dtypes.FLOATS:
+            raise FunctxTypeError(f"{name} needs integer or bool operands, got "
+                                  f"{_aval(x1).str_short()}{_loc()}")
+        return lax_fn(x1, x2)
+
+    fn.__name__ = name
+    return fn
+
+
+bitwise_and = _bitwise(lax.bitwise_and, "bitwise_and")
+bitwise_or = _bitwise(lax.bitwise_or, "bitwise_or")
+bitwise_xor = _bitwise(lax.bitwise_xor, "bitwise_xor")
+
+
+def invert(x, /):
+    (x,) = _promote("invert", x)
+    if _aval(x).dtype in dtypes.FLOATS:
+        raise FunctxTypeError(f"invert needs an integer or bool operand, got "
+                              f"{_aval(x).str_short()}{_loc()}")
+    return lax.bitwise_not(x)
+
+
+bitwise_not = bitwise_invert = invert
+
+
+def where(condition, x=None, y=None, /):
+    """Three-argument ``where``: elements of ``x`` where ``condition`` else ``y``."""
+    if x is None or y is None:
+        raise FunctxTypeError("functx.numpy.where needs three arguments: the one-argument form has "
+                              f"a data-dependent shape{_loc()}; use nonzero on a concrete array")
+    condition = asarray(condition) if not _is_array(condition) else condition
+    c = astype(condition, bool_) if _aval(condition).dtype != bool_ else condition
+    x, y = _promote("where", x, y)
+    shape = broadcast_shapes(_aval(c).shape, _aval(x).shape, _aval(y).shape)
+    c, x, y = broadcast_to(c, shape), broadcast_to(x, shape), broadcast_to(y, shape)
+    return lax.select_n(c, y, x)
+
+
+def clip(a, a_min=None, a_max=None, /, *, min=None, max=None):  # noqa: A002
+    a_min = a_min if min is None else min
+    a_max = a_max if max is None else max
+    if a_min is not None:
+        a = maximum(a, a_min)
+    if a_max is not None:
+        a = minimum(a, a_max)
+    return a
+
+
+# --- reductions ----------------------------------------------------------------------------------
+def _norm_axis(axis, ndim, name="axis"):
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = []
+    for a in axes:
+        a = operator.index(a)
+        if not -ndim <= a < builtins.max(ndim, 1) or (ndim == 0 and a not in (0, -1)):
+            raise FunctxTypeError(f"{name} {a} is out of bounds for an array of rank {ndim}{_loc()}")
+        out.append(a % ndim if ndim else 0)
+    if len(set(out)) != len(out):
+        raise FunctxTypeError(f"repeated {name} in {axis}{_loc()}")
+    return tuple(sorted(out)) if ndim else ()
+
+
+def _keep(out, axes, shape, keepdims):
+    if not keepdims:
+        return out
+    return lax.reshape(out, tuple(1 if i in axes else d for i, d in enumerate(shape)))
+
+
+def _sum_dtype(dt):
+    """JAX promotes bool and small integers to the default integer for sum and prod."""
+    if dt == dtypes.bool_:
+        return dtypes.int32
+    if dt in (dtypes.int8, dtypes.int16):
+        return dtypes.int32
+    if dt in (dtypes.uint8, dtypes.uint16):
+        return dtypes.uint32
+    return dt
+
+
+def _where_arg(a, where_mask, fill):
+    if where_mask is None:
+        return a
+    return _where3(where_mask, a, fill)
+
+
+def _where3(c, x, y):
+    return where(c, x, y)
+
+
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
+    a = asarray(a) if not _is_array(a) else a
+    av = _aval(a)
+    axes = _norm_axis(axis, av.ndim)
+    dt = _sum_dtype(av.dtype) if dtype is None else dtypes.canonicalize(dtype)
+    a = astype(a, dt)
+    a = _where_arg(a, where, zeros((), dt))
+    r = lax.reduce_sum(a, axes) if dt != dtypes.bool_ else lax.reduce_or(a, axes)
+    if initial is not None:
+        r = add(r, initial)
+    return _keep(r, axes, av.shape, keepdims)
+
+
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    a = asarray(a) if not _is_array(a) else a
+    av = _aval(a)
+    axes = _norm_axis(axis, av.ndim)
+    dt = _sum_dtype(av.dtype) if dtype is None else dtypes.canonicalize(dtype)
+    a = astype(a, dt)
+    a = _where_arg(a, where, ones((), dt))
+    r = lax.reduce_prod(a, axes) if dt != dtypes.bool_ else lax.reduce_and(a, axes)
+    if initial is not None:
+        r = multiply(r, initial)
+    return _keep(r, axes, av.shape, keepdims)
+
+
+def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
+    a = asarray(a) if not _is_array(a) else a
+    av = _aval(a)
+    axes = _norm_axis(axis, av.ndim)
+    if builtins.any(av.shape[i] == 0 for i in axes) and initial is None:
+        raise FunctxTypeError(f"max of an empty axis of {av.str_short()} has no identity; pass "
+                              f"initial={_loc()}")
+    if where is not None:
+        a = _where3(where, a, full((), -np.inf if av.dtype in dtypes.FLOATS else
+                                   (dtypes.iinfo(av.dtype).min if av.dtype != bool_ else False),
+                                   av.dtype))
+    r = lax.reduce_max(a, axes)
+    if initial is not None:
+        r = maximum(r, initial)
+    return _keep(r, axes, av.shape, keepdims)
+
+
+def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
+    a = asarray(a) if not _is_array(a) else a
+    av = _aval(a)
+    axes = _norm_axis(axis, av.ndim)
+    if builtins.any(av.shape[i] == 0 for i in axes) and initial is None:
+        raise FunctxTypeError(f"min of an empty axis of {av.str_short()} has no identity; pass "
+                              f"initial={_loc()}")
+    if where is not None:
+        a = _where3(where, a, full((), np.inf if av.dtype in dtypes.FLOATS else
+                                   (dtypes.iinfo(av.dtype).max if av.dtype != bool_ else True),
+                                   av.dtype))
+    r = lax.reduce_min(a, axes)
+    if initial is not None:
+        r = minimum(r, initial)
+    return _keep(r, axes, av.shape, keepdims)
+
+
+amax, amin = max, min
+
+
+def any(a, axis=None, out=None, keepdims=False, where=None):  # noqa: A001
+    a = astype(a, bool_)
+    av = _aval(a)
+    axes = _norm_axis(axis, av.ndim)
+    a = _where_arg(a, where, False)
+    return _keep(lax.reduce_or(a, axes), axes, av.shape, keepdims)
+
+
+def all(a, axis=None, out=None, keepdims=False, where=None):  # noqa: A001
+    a = astype(a, bool_)
+    av = _aval(a)
+    axes = _norm_axis(axis, av.ndim)
+    a = _where_arg(a, where, True)
+    return _keep(lax.reduce_and(a, axes), axes, av.shape, keepdims)
+
+
+def _count(av, axes):
+    return math.prod(av.shape[i] for i in axes)
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
+    a = asarray(a) if not _is_array(a) else a
+    av = _aval(a)
+    axes = _norm_axis(axis, av.ndim)
+    dt = dtypes.canonicalize(dtype) if dtype is not None else (
+        av.dtype if av.dtype in dtypes.FLOATS else dtypes.default_float)
+    # float16/bfloat16 accumulate in float32, like JAX.
+    acc = dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
+    if where is None:
+        s = sum(astype(a, acc), axes, keepdims=keepdims)
+        n = _count(av, axes)
+        return astype(true_divide(s, np.asarray(n, acc) if n else np.asarray(0, acc)), dt)
+    mask = broadcast_to(asarray(where), av.shape)
+    s = sum(astype(a, acc), axes, keepdims=keepdims, where=mask)
+    n = sum(astype(mask, acc), axes, keepdims=keepdims)
+    return astype(true_divide(s, n), dt)
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
+    a = asarray(a) if not _is_array(a) else a
+    ddof = ddof if correction is None else correction
+    av = _aval(a)
+    axes = _norm_axis(axis, av.ndim)
+    dt = dtypes.canonicalize(dtype) if dtype is not None else (
+        av.dtype if av.dtype in dtypes.FLOATS else dtypes.default_float)
+    acc = dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
+    a = astype(a, acc)
+    mu = mean(a, axes, keepdims=True, where=where)
+    c = subtract(a, mu)
+    sq = multiply(c, c)
+    if where is None:
+        n = _count(av, axes)
+        s = sum(sq, axes, keepdims=keepdims)
+        return astype(true_divide(s, np.asarray(n - ddof, acc)), dt)
+    mask = broadcast_to(asarray(where), av.shape)
+    s = sum(sq, axes, keepdims=keepdims, where=mask)
+    n = sum(astype(mask, acc), axes, keepdims=keepdims)
+    return astype(true_divide(s, subtract(n, ddof)), dt)
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
+    return sqrt(var(a, axis, dtype, None, ddof, keepdims, where=where, correction=correction))
+
+
+def average(a, axis=None, weights=None, returned=False, keepdims=False):
+    if weights is None:
+        avg = mean(a, axis, keepdims=keepdims)
+        n = _count(_aval(a), _norm_axis(axis, _aval(a).ndim))
+        wsum = full_like(avg, n)
+    else:
+        a, weights = asarray(a), asarray(weights)
+        if weights.shape != a.shape:
+            ax = _norm_axis(axis, a.ndim)
+            shape = [1] * a.ndim
+            shape[ax[0]] = a.shape[ax[0]]
+            weights = reshape(weights, shape)
+        wsum = sum(broadcast_to(weights, a.shape), axis, keepdims=keepdims)
+        avg = true_divide(sum(multiply(a, weights), axis, keepdims=keepdims), wsum)
+    return (avg, wsum) if returned else avg
+
+
+def _argreduce(fn, name):
+    def f(a, axis=None, out=None, keepdims=False):
+        a = asarray(a) if not _is_array(a) else a
+        av = _aval(a)
+        if axis is None:
+            flat = ravel(a)
+            r = fn(flat, 0, dtypes.int32)
+            return reshape(r, (1,) * av.ndim) if keepdims else r
+        (ax,) = _norm_axis(axis, av.ndim)
+        r = fn(a, ax, dtypes.int32)
+        return _keep(r, (ax,), av.shape, keepdims)
+
+    f.__name__ = name
+    return f
+
+
+argmax = _argreduce(lax.argmax, "argmax")
+argmin = _argreduce(lax.argmin, "argmin")
+
+
+def count_nonzero(a, axis=None, keepdims=False):
+    return sum(not_equal(a, 0), axis, keepdims=keepdims)
+
+
+def ptp(a, axis=None, keepdims=False):
+    return subtract(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
+
+
+def _cumulative(lax_fn, name, promote_ints):
+    def f(a, axis=None, dtype=None):
+        a = asarray(a) if not _is_array(a) else a
+        if axis is None:
+            a = ravel(a)
+            axis = 0
+        av = _aval(a)
+        (ax,) = _norm_axis(axis, av.ndim)
+        dt = dtypes.canonicalize(dtype) if dtype is not None else (
+            _sum_dtype(av.dtype) if promote_ints else av.dtype)
+        return lax_fn(astype(a, dt), ax)
+
+    f.__name__ = name
+    return f
+
+
+cumsum = _cumulative(lax.cumsum, "cumsum", True)
+cumprod = _cumulative(lax.cumprod, "cumprod", True)
+cumulative_sum = cumsum
+cumulative_prod = cumprod
+
+
+def nansum(a, axis=None, dtype=None, keepdims=False):
+    return sum(where(isnan(a), zeros((), _aval(a).dtype), a), axis, dtype, keepdims=keepdims)
+
+
+def nanmean(a, axis=None, dtype=None, keepdims=False):
+    return mean(a, axis, dtype, keepdims=keepdims, where=logical_not(isnan(a)))
+
+
+def nanmax(a, axis=None, keepdims=False):
+    return max(where(isnan(a), full((), -np.inf, _aval(a).dtype), a), axis, keepdims=keepdims)
+
+
+def nanmin(a, axis=None, keepdims=False):
+    return min(where(isnan(a), full((), np.inf, _aval(a).dtype), a), axis, keepdims=keepdims)
+
+
+# --- shape manipulation --------------------------------------------------------------------------
+def shape(a):
+    return _aval(a).shape
+
+
+def ndim(a):
+    return _aval(a).ndim
+
+
+def size(a, axis=None):
+    av = _aval(a)
+    return av.size if axis is None else av.shape[axis]
+
+
+def reshape(a, shape=None, order="C", *, newshape=None):
+    a = asarray(a) if not _is_array(a) else a
+    shape = newshape if shape is None else shape
+    if order != "C":
+        raise FunctxTypeError(f"reshape supports only order='C', got {order!r}{_loc()}")
+    av = _aval(a)
+    shape = list(_shape(shape)) if not isinstance(shape, (int, np.integer)) else [int(shape)]
+    if shape.count(-1) > 1:
+        raise FunctxTypeError(f"reshape: can only specify one unknown dimension, got {shape}{_loc()}")
+    if -1 in shape:
+        known = math.prod(s for s in shape if s != -1)
+        if known == 0 or av.size % known:
+            raise FunctxTypeError(f"reshape: cannot reshape {av.str_short()} into shape "
+                                  f"{tuple(shape)}{_loc()}")
+        shape[shape.index(-1)] = av.size // known
+    return lax.reshape(a, tuple(shape))
+
+
+def ravel(a, order="C"):
+    return reshape(a, (-1,), order)
+
+
+def transpose(a, axes=None):
+    a = asarray(a) if not _is_array(a) else a
+    nd = _aval(a).ndim
+    if axes is None:
+        axes = tuple(range(nd))[::-1]
+    axes = tuple(operator.index(x) % nd for x in axes) if nd else ()
+    if sorted(axes) != list(range(nd)):
+        raise FunctxTypeError(f"transpose: axes {axes} are not a permutation of {nd} axes{_loc()}")
+    return lax.transpose(a, axes)
+
+
+permute_dims = transpose
+
+
+def matrix_transpose(x, /):
+    return swapaxes(x, -1, -2)
+
+
+def moveaxis(a, source, destination):
+    a = asarray(a) if not _is_array(a) else a
+    nd = _aval(a).ndim
+    src = [s % nd for s in ((source,) if isinstance(source, int) else source)]
+    dst = [d % nd for d in ((destination,) if isinstance(destination, int) else destination)]
+    if len(src) != len(dst):
+        raise FunctxTypeError(f"moveaxis: source {source} and destination {destination} must have "
+                              f"the same number of elements{_loc()}")
+    order = [i for i in range(nd) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return lax.transpose(a, tuple(order))
+
+
+def swapaxes(a, axis1, axis2):
+    a = asarray(a) if not _is_array(a) else a
+    nd = _aval(a).ndim
+    perm = list(range(nd))
+    i, j = axis1 % nd, axis2 % nd
+    perm[i], perm[j] = perm[j], perm[i]
+    return lax.transpose(a, tuple(perm))
+
+
+def squeeze(a, axis=None):
+    a = asarray(a) if not _is_array(a) else a
+    av = _aval(a)
+    if axis is None:
+        axes = tuple(i for i, d in enumerate(av.shape) if d == 1)
+    else:
+        axes = _norm_axis(axis, av.ndim)
+        for i in axes:
+            if av.shape[i] != 1:
+                raise FunctxTypeError(f"squeeze: cannot select an axis to squeeze out which has "
+                                      f"size not equal to one: axis {i} of {av.str_short()}"
+                                      f"{_loc()}")
+    return lax.squeeze(a, axes)
+
+
+def expand_dims(a, axis):
+    a = asarray(a) if not _is_array(a) else a
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    n = _aval(a).ndim + len(axes)
+    dims = sorted(d % n for d in axes)
+    if len(set(dims)) != len(dims):
+        raise FunctxTypeError(f"expand_dims: repeated axis in {axis}{_loc()}")
+    return lax.expand_dims(a, tuple(dims))
+
+
+def atleast_1d(*arys):
+    out = [reshape(a, (1,)) if _aval(a).ndim == 0 else asarray(a) for a in arys]
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_2d(*arys):
+    out = []
+    for a in arys:
+        a = asarray(a)
+        out.append(reshape(a, (1,) * (2 - a.ndim) + a.shape) if a.ndim < 2 else a)
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_3d(*arys):
+    out = []
+    for a in arys:
+        a = asarray(a)
+        if a.ndim == 0:
+            a = reshape(a, (1, 1, 1))
+        elif a.ndim == 1:
+            a = reshape(a, (1, a.shape[0], 1))
+        elif a.ndim == 2:
+            a = reshape(a, a.shape + (1,))
+        out.append(a)
+    return out[0] if len(out) == 1 else out
+
+
+def concatenate(arrays, axis=0, dtype=None):
+    arrays = [asarray(a) if not _is_array(a) else a for a in arrays]
+    if not arrays:
+        raise FunctxTypeError(f"concatenate needs at least one array{_loc()}")
+    if axis is None:
+        arrays = [ravel(a) for a in arrays]
+        axis = 0
+    if _aval(arrays[0]).ndim == 0:
+        raise FunctxTypeError(f"zero-dimensional arrays cannot be concatenated{_loc()}")
+    arrays = _promote("concatenate", *arrays) if len(arrays) > 1 else arrays
+    if dtype is not None:
+        arrays = [astype(a, dtype) for a in arrays]
+    nd = _aval(arrays[0]).ndim
+    for a in arrays:
+        if _aval(a).ndim != nd:
+            raise FunctxTypeError(
+                "concatenate: all the input arrays must have the same number of dimensions, got "
+                f"{', '.join(_aval(x).str_short() for x in arrays)}{_loc()}")
+    return lax.concatenate(arrays, axis % nd)
+
+
+def _promote_only(*arrays):
+    dt, weak = dtypes.result_type(*[(_aval(a).dtype, _aval(a).weak_type) for a in arrays])
+    return [lax.convert_element_type(a, dt, weak) if _aval(a).dtype != dt else a for a in arrays]
+
+
+def concat(arrays, /, *, axis=0):
+    return concatenate(arrays, axis)
+
+
+def stack(arrays, axis=0, dtype=None):
+    arrays = [asarray(a) if not _is_array(a) else a for a in arrays]
+    if not arrays:
+        raise FunctxTypeError(f"stack needs at least one array{_loc()}")
+    shapes = {_aval(a).shape for a in arrays}
+    if len(shapes) != 1:
+        raise FunctxTypeError(f"stack: all input arrays must have the same shape, got "
+                              f"{', '.join(_aval(a).str_short() for a in arrays)}{_loc()}")
+    nd = _aval(arrays[0]).ndim + 1
+    axis = axis % nd
+    arrays = _promote_only(*arrays)
+    if dtype is not None:
+        arrays = [astype(a, dtype) for a in arrays]
+    return lax.concatenate([lax.expand_dims(a, (axis,)) for a in arrays], axis)
+
+
+def vstack(tup, dtype=None):
+    return concatenate([atleast_2d(a) for a in tup], 0, dtype)
+
+
+row_stack = vstack
+
+
+def hstack(tup, dtype=None):
+    arrs = [atleast_1d(a) for a in tup]
+    return concatenate(arrs, 0 if _aval(arrs[0]).ndim == 1 else 1, dtype)
+
+
+def dstack(tup, dtype=None):
+    return concatenate([atleast_3d(a) for a in tup], 2, dtype)
+
+
+def column_stack(tup):
+    arrs = [reshape(a, (-1, 1)) if _aval(a).ndim < 2 else a for a in tup]
+    return concatenate(arrs, 1)
+
+
+def split(ary, indices_or_sections, axis=0):
+    ary = asarray(ary) if not _is_array(ary) else ary
+    av = _aval(ary)
+    axis = axis % av.ndim
+    n = av.shape[axis]
+    if isinstance(indices_or_sections, (int, np.integer)):
+        k = int(indices_or_sections)
+        if k <= 0 or n % k:
+            raise FunctxTypeError(f"split: array split does not result in an equal division: "
+                                  f"axis of size {n} into {k} sections{_loc()}")
+        bounds = [i * (n // k) for i in range(k + 1)]
+    else:
+        bounds = [0] + [builtins.min(builtins.max(int(i), 0), n) for i in indices_or_sections] + [n]
+    return [lax.slice_in_dim(ary, bounds[i], builtins.max(bounds[i + 1], bounds[i]), 1, axis)
+            for i in range(len(bounds) - 1)]
+
+
+def array_split(ary, indices_or_sections, axis=0):
+    if isinstance(indices_or_sections, (int, np.integer)):
+        n = _aval(ary).shape[axis]
+        k = int(indices_or_sections)
+        sizes = [n // k + (1 if i < n % k else 0) for i in range(k)]
+        indices_or_sections = list(np.cumsum(sizes)[:-1])
+    return split(ary, indices_or_sections, axis)
+
+
+def vsplit(ary, s):
+    return split(ary, s, 0)
+
+
+def hsplit(ary, s):
+    return split(ary, s, 1 if _aval(ary).ndim > 1 else 0)
+
+
+def tile(A, reps):
+    A = asarray(A) if not _is_array(A) else A
+    reps = (reps,) if isinstance(reps, int) else tuple(reps)
+    av = _aval(A)
+    nd = builtins.max(av.ndim, len(reps))
+    reps = (1,) * (nd - len(reps)) + reps
+    A = reshape(A, (1,) * (nd - av.ndim) + av.shape)
+    shape = _aval(A).shape
+    # Broadcast each axis to (rep, size) and merge.
+    big = []
+    dims = []
+    for i, (r, s) in enumerate(zip(reps, shape)):
+        big += [r, s]
+        dims.append(2 * i + 1)
+    out = lax.broadcast_in_dim(A, tuple(big), tuple(dims))
+    return lax.reshape(out, tuple(r * s for r, s in zip(reps, shape)))
+
+
+def repeat(a, repeats, axis=None, *, total_repeat_length=None):
+    a = asarray(a) if not _is_array(a) else a
+    if axis is None:
+        a = ravel(a)
+        axis = 0
+    av = _aval(a)
+    axis = axis % av.ndim
+    if isinstance(repeats, (int, np.integer)):
+        r = int(repeats)
+        shape = av.shape[:axis + 1] + (r,) + av.shape[axis + 1:]
+        dims = tuple(range(axis + 1)) + tuple(range(axis + 2, av.ndim + 1))
+        out = lax.broadcast_in_dim(a, shape, dims)
+        return lax.reshape(out, av.shape[:axis] + (av.shape[axis] * r,) + av.shape[axis + 1:])
+    reps = np.asarray(repeats) if not isinstance(repeats, Tracer) else None
+    if reps is None:
+        raise FunctxTypeError(f"repeat with traced repeats has a data-dependent shape{_loc()}; "
+                              "pass a concrete array or an int")
+    idx = np.repeat(np.arange(av.shape[axis]), np.broadcast_to(reps, (av.shape[axis],)))
+    return take(a, Array.from_value(idx.astype(np.int32)), axis=axis)
+
+
+def flip(m, axis=None):
+    m = asarray(m) if not _is_array(m) else m
+    return lax.rev(m, _norm_axis(axis, _aval(m).ndim))
+
+
+def fliplr(m):
+    return flip(m, 1)
+
+
+def flipud(m):
+    return flip(m, 0)
+
+
+def roll(a, shift, axis=None):
+    a = asarray(a) if not _is_array(a) else a
+    if axis is None:
+        return reshape(roll(ravel(a), shift, 0), _aval(a).shape)
+    shifts = (shift,) if isinstance(shift, (int, np.integer)) else tuple(shift)
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    if len(shifts) == 1 and len(axes) > 1:
+        shifts = shifts * len(axes)
+    for s, ax in zip(shifts, axes):
+        av = _aval(a)
+        ax = ax % av.ndim
+        n = av.shape[ax]
+        if n == 0:
+            continue
+        if isinstance(s, Tracer):
+            raise FunctxTypeError(f"roll with a traced shift is not supported{_loc()}; "
+                                  "pass a Python int")
+        s = int(s) % n
+        if s:
+            a = lax.concatenate([lax.slice_in_dim(a, n - s, n, 1, ax),
+                                 lax.slice_in_dim(a, 0, n - s, 1, ax)], ax)
+    return a
+
+
+def pad(array, pad_width, mode="constant", constant_values=0):
+    array = asarray(array) if not _is_array(array) else array
+    av = _aval(array)
+    pw = np.broadcast_to(np.asarray(pad_width, dtype=np.int64).reshape(-1, 2)
+                         if np.ndim(pad_width) else np.asarray([[pad_width, pad_width]]),
+                         (av.ndim, 2))
+    if mode == "constant":
+        cv = np.asarray(constant_values)
+        if cv.ndim:
+            raise FunctxTypeError(f"pad: only scalar constant_values are supported{_loc()}")
+        return lax.pad(array, lax.convert_element_type(cv.item(), av.dtype),
+                       [(int(lo), int(hi), 0) for lo, hi in pw])
+    if mode in ("edge", "wrap", "reflect", "symmetric"):
+        out = array
+        for ax, (lo, hi) in enumerate(pw):
+            n = _aval(out).shape[ax]
+            idx = np.arange(-int(lo), n + int(hi))
+            if mode == "edge":
+                idx = np.clip(idx, 0, n - 1)
+            elif mode == "wrap":
+                idx = idx % n
+            elif mode == "reflect":
+                period = 2 * (n - 1) if n > 1 else 1
+                idx = np.abs(idx) % period
+                idx = np.where(idx >= n, period - idx, idx)
+            else:
+                period = 2 * n
+                idx = idx % period
+                idx = np.where(idx >= n, period - 1 - idx, idx)
+            out = take(out, Array.from_value(idx.astype(np.int32)), axis=ax)
+        return out
+    raise FunctxTypeError(f"pad: mode {mode!r} is not supported{_loc()}")
+
+
+# --- indexing helpers ----------------------------------------------------------------------------
+def take(a, indices, axis=None, mode=None, fill_value=None):
+    from functx.numpy import indexing
+
+    a = asarray(a) if not _is_array(a) else a
+    if axis is None:
+        a = ravel(a)
+        axis = 0
+    av = _aval(a)
+    axis = axis % av.ndim
+    idx = (slice(None),) * axis + (asarray(indices),)
+    return indexing.getitem(a, idx, mode=mode or "fill", fill_value=fill_value)
+
+
+def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
+    from functx.numpy import indexing
+
+    arr = asarray(arr) if not _is_array(arr) else arr
+    indices = asarray(indices) if not _is_array(indices) else indices
+    av, iv = _aval(arr), _aval(indices)
+    if axis is None:
+        return take_along_axis(ravel(arr), ravel(indices), 0, mode, fill_value)
+    if av.ndim != iv.ndim:
+        raise FunctxTypeError(f"take_along_axis: indices {iv.str_short()} and array "
+                              f"{av.str_short()} must have the same rank{_loc()}")
+    axis = axis % av.ndim
+    idx = []
+    for i in range(av.ndim):
+        if i == axis:
+            idx.append(indices)
+        else:
+            shape = [1] * av.ndim
+            shape[i] = av.shape[i] if iv.shape[i] != 1 or av.shape[i] == 1 else 1
+            if iv.shape[i] not in (1, av.shape[i]):
+                raise FunctxTypeError(f"take_along_axis: indices {iv.str_short()} do not "
+                                      f"broadcast against {av.str_short()}{_loc()}")
+            n = builtins.max(iv.shape[i], 1) if iv.shape[i] != 1 else 1
+            shape[i] = n if iv.shape[i] != 1 else 1
+            idx.append(lax.broadcasted_iota(dtypes.int32, tuple(shape), i) if shape[i] > 1
+                       else zeros(tuple(shape), dtypes.int32))
+    return indexing.getitem(arr, tuple(idx), mode=mode or "fill", fill_value=fill_value)
+
+
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    a = asarray(a) if not _is_array(a) else a
+    av = _aval(a)
+    a = moveaxis(a, (axis1 % av.ndim, axis2 % av.ndim), (-2, -1))
+    n, m = _aval(a).shape[-2:]
+    k = builtins.max(0, builtins.min(n + builtins.min(offset, 0), m - builtins.max(offset, 0)))
+    rows = np.arange(k) - builtins.min(offset, 0)
+    cols = np.arange(k) + builtins.max(offset, 0)
+    from functx.numpy import indexing
+
+    return indexing.getitem(a, (Ellipsis, Array.from_value(rows.astype(np.int32)),
+                                Array.from_value(cols.astype(np.int32))))
+
+
+def diag(v, k=0):
+    v = asarray(v) if not _is_array(v) else v
+    if v.ndim == 1:
+        n = v.shape[0] + builtins.abs(k)
+        r = lax.broadcasted_iota(dtypes.int32, (n, n), 0)
+        c = lax.broadcasted_iota(dtypes.int32, (n, n), 1)
+        vv = pad(v, (builtins.max(-k, 0), builtins.max(k, 0)))
+        src = broadcast_to(vv[None, :] if k >= 0 else vv[:, None], (n, n))
+        return where(equal(c - r, k), src, zeros((), v.dtype))
+    if v.ndim == 2:
+        return diagonal(v, k)
+    raise FunctxTypeError(f"diag takes a rank 1 or 2 array, got {v.aval.str_short()}{_loc()}")
+
+
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
+    return sum(diagonal(a, offset, axis1, axis2), -1, dtype)
+
+
+def meshgrid(*xi, indexing="xy", sparse=False):
+    xi = [ravel(asarray(x)) for x in xi]
+    n = len(xi)
+    shapes = [x.shape[0] for x in xi]
+    if indexing == "xy" and n >= 2:
+        shapes[0], shapes[1] = shapes[1], shapes[0]
+    out = []
+    for i, x in enumerate(xi):
+        d = i
+        if indexing == "xy" and n >= 2 and i < 2:
+            d = 1 - i
+        shape = [1] * n
+        shape[d] = x.shape[0]
+        x = reshape(x, shape)
+        out.append(x if sparse else broadcast_to(x, tuple(shapes)))
+    return out
+
+
+# --- products ------------------------------------------------------------------------------------
+def _promote_dot(name, a, b):
+    a, b = (asarray(x) if not _is_array(x) else x for x in (a, b))
+    a, b = _promote_only(a, b)
+    return a, b
+
+
+def matmul(a, b, /, *, preferred_element_type=None):
+    a, b = _promote_dot("matmul", a, b)
+    av, bv = _aval(a), _aval(b)
+    if av.ndim == 0 or bv.ndim == 0:
+        raise FunctxTypeError(f"matmul: operands must not be scalars, got {av.str_short()} and "
+                              f"{bv.str_short()}{_loc()}")
+    a2 = lax.expand_dims(a, (0,)) if av.ndim == 1 else a
+    b2 = lax.expand_dims(b, (1,)) if bv.ndim == 1 else b
+    a2v, b2v = _aval(a2), _aval(b2)
+    if a2v.shape[-1] != b2v.shape[-2]:
+        raise FunctxTypeError(f"matmul: contracting dimensions differ: {av.str_short()} @ "
+                              f"{bv.str_short()} ({a2v.shape[-1]} != {b2v.shape[-2]}){_loc()}")
+    batch = broadcast_shapes(a2v.shape[:-2], b2v.shape[:-2])
+    nb = len(batch)
+    # Unbatched operands (rank 2) stay unbatched: dot_general folds them into free dimensions.
+    if b2v.ndim == 2:
+        out = lax.dot_general(broadcast_to(a2, batch + a2v.shape[-2:]) if a2v.ndim > 2 else a2, b2,
+                              (((a2v.ndim - 1 if a2v.ndim > 2 else 1,), (0,)), ((), ())),
+                              preferred_element_type=preferred_element_type)
+    elif a2v.ndim == 2:
+        out = lax.dot_general(a2, broadcast_to(b2, batch + b2v.shape[-2:]),
+                              (((1,), (nb,)), ((), ())),
+                              preferred_element_type=preferred_element_type)
+        # result: (m, batch..., n) -> (batch..., m, n)
+        out = moveaxis(out, 0, nb)
+    else:
+        a3 = broadcast_to(a2, batch + a2v.shape[-2:])
+        b3 = broadcast_to(b2, batch + b2v.shape[-2:])
+        out = lax.dot_general(a3, b3, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))),
+                              preferred_element_type=preferred_element_type)
+    if av.ndim == 1:
+        out = lax.squeeze(out, (_aval(out).ndim - 2,))
+    if bv.ndim == 1:
+        out = lax.squeeze(out, (_aval(out).ndim - 1,))
+    return out
+
+
+def dot(a, b, *, preferred_element_type=None):
+    a, b = _promote_dot("dot", a, b)
+    av, bv = _aval(a), _aval(b)
+    if av.ndim == 0 or bv.ndim == 0:
+        return multiply(a, b)
+    if bv.ndim == 1:
+        return lax.dot_general(a, b, (((av.ndim - 1,), (0,)), ((), ())),
+                               preferred_element_type=preferred_element_type)
+    return lax.dot_general(a, b, (((av.ndim - 1,), (bv.ndim - 2,)), ((), ())),
+                           preferred_element_type=preferred_element_type)
+
+
+def vdot(a, b):
+    return dot(ravel(a), ravel(b))
+
+
+def vecdot(x1, x2, /, *, axis=-1):
+    return sum(multiply(x1, x2), axis=axis)
+
+
+def inner(a, b):
+    a, b = _promote_dot("inner", a, b)
+    av, bv = _aval(a), _aval(b)
+    if av.ndim == 0 or bv.ndim == 0:
+        return multiply(a, b)
+    return lax.dot_general(a, b, (((av.ndim - 1,), (bv.ndim - 1,)), ((), ())))
+
+
+def outer(a, b):
+    a, b = ravel(asarray(a)), ravel(asarray(b))
+    return multiply(a[:, None], b[None, :])
+
+
+def tensordot(a, b, axes=2):
+    a, b = _promote_dot("tensordot", a, b)
+    av, bv = _aval(a), _aval(b)
+    if isinstance(axes, (int, np.integer)):
+        axes = (tuple(range(av.ndim - axes, av.ndim)), tuple(range(axes)))
+    ax_a, ax_b = axes
+    ax_a = (ax_a,) if isinstance(ax_a, int) else tuple(ax_a)
+    ax_b = (ax_b,) if isinstance(ax_b, int) else tuple(ax_b)
+    ax_a = tuple(x % av.ndim for x in ax_a)
+    ax_b = tuple(x % bv.ndim for x in ax_b)
+    return lax.dot_general(a, b, ((ax_a, ax_b), ((), ())))
+
+
+def kron(a, b):
+    a, b = asarray(a), asarray(b)
+    nd = builtins.max(a.ndim, b.ndim)
+    a = reshape(a, (1,) * (nd - a.ndim) + a.shape)
+    b = reshape(b, (1,) * (nd - b.ndim) + b.shape)
+    ae = reshape(a, tuple(x for s in a.shape for x in (s, 1)))
+    be = reshape(b, tuple(x for s in b.shape for x in (1, s)))
+    return reshape(multiply(ae, be), tuple(s * t for s, t in zip(a.shape, b.shape)))
+
+
+def einsum(subscripts, *operands, optimize=None, preferred_element_type=None):
+    from functx.numpy.einsum import einsum as _einsum
+
+    return _einsum(subscripts, *operands, preferred_element_type=preferred_element_type)

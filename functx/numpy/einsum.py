@@ -1,0 +1,132 @@
+"""``einsum``: subscripts parsed here, contracted pairwise (left to right) with dot_general.
+
+Indices repeated inside one operand take its diagonal; indices found in one operand only and not in
+the output are summed first; each pairwise step contracts the indices no later operand or the
+output needs and batches the ones they do.
+"""
+
+from __future__ import annotations
+
+from functx import dtypes, lax
+from functx.errors import FunctxTypeError, where
+from functx.tracing import get_aval
+
+
+def _parse(subscripts: str, ndims):
+    subscripts = subscripts.replace(" ", "")
+    if "->" in subscripts:
+        ins, out = subscripts.split("->")
+        explicit = True
+    else:
+        ins, out, explicit = subscripts, None, False
+    terms = ins.split(",")
+    if len(terms) != len(ndims):
+        raise FunctxTypeError(f"einsum: {len(terms)} subscript terms for {len(ndims)} operands"
+                              f"{where()}")
+    used = set(c for c in subscripts if c.isalpha())
+    free = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz" if c not in used]
+    n_ell = max((nd - (len(t) - 3) if "..." in t else 0) for t, nd in zip(terms, ndims)) \
+        if any("..." in t for t in terms) else 0
+    ell = "".join(free[:n_ell])
+    parsed = []
+    for t, nd in zip(terms, ndims):
+        if "..." in t:
+            k = nd - (len(t) - 3)
+            t = t.replace("...", ell[n_ell - k:] if k else "")
+        if len(t) != nd:
+            raise FunctxTypeError(f"einsum: term {t!r} has {len(t)} indices for an operand of rank "
+                                  f"{nd}{where()}")
+        parsed.append(t)
+    if explicit:
+        out = out.replace("...", ell)
+    else:
+        counts = {}
+        for t in parsed:
+            for c in t:
+                counts[c] = counts.get(c, 0) + 1
+        out = ell + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ell))
+    return parsed, out
+
+
+def _diagonal(x, term):
+    """Take the diagonal over indices repeated in one term."""
+    from functx.numpy import _core as jnp
+
+    while True:
+        dup = next((c for c in term if term.count(c) > 1), None)
+        if dup is None:
+            return x, term
+        i = term.index(dup)
+        j = term.index(dup, i + 1)
+        n = get_aval(x).shape[i]
+        x = jnp.moveaxis(x, (i, j), (-2, -1))
+        eye = jnp.eye(n, dtype=dtypes.bool_)
+        x = jnp.sum(jnp.where(eye, x, jnp.zeros((), get_aval(x).dtype)), axis=-1)
+        term = term[:i] + term[i + 1:j] + term[j + 1:] + dup
+
+
+def einsum(subscripts, *operands, preferred_element_type=None):
+    from functx.numpy import _core as jnp
+
+    ops = [jnp.asarray(o) for o in operands]
+    ops = jnp._promote_only(*ops) if len(ops) > 1 else ops
+    terms, out = _parse(subscripts, [get_aval(o).ndim for o in ops])
+    sizes = {}
+    for t, o in zip(terms, ops):
+        for c, n in zip(t, get_aval(o).shape):
+            if sizes.setdefault(c, n) != n and n != 1 and sizes[c] != 1:
+                raise FunctxTypeError(f"einsum: index {c!r} has sizes {sizes[c]} and {n}{where()}")
+            sizes[c] = max(sizes[c], n)
+    for c in out:
+        if c not in sizes:
+            raise FunctxTypeError(f"einsum: output index {c!r} is in no input{where()}")
+
+    pending = []
+    for t, o in zip(terms, ops):
+        o, t = _diagonal(o, t)
+        # broadcast size-1 dimensions to the common size
+        shape = tuple(sizes[c] for c in t)
+        if get_aval(o).shape != shape:
+            o = jnp.broadcast_to(o, shape)
+        pending.append((o, t))
+
+    def needed_later(k):
+        s = set(out)
+        for _, t in pending[k:]:
+            s |= set(t)
+        return s
+
+    # Sum indices that appear in one operand only and are not needed elsewhere.
+    for k, (o, t) in enumerate(pending):
+        others = set(out)
+        for m, (_, t2) in enumerate(pending):
+            if m != k:
+                others |= set(t2)
+        axes = tuple(i for i, c in enumerate(t) if c not in others)
+        if axes:
+            o = lax.reduce_sum(o, axes)
+            t = "".join(c for c in t if c not in [t[i] for i in axes])
+        pending[k] = (o, t)
+
+    acc, at = pending[0]
+    for k in range(1, len(pending)):
+        o, t = pending[k]
+        later = needed_later(k + 1)
+        common = [c for c in at if c in t]
+        batch = [c for c in common if c in later]
+        contract = [c for c in common if c not in later]
+        dn = (([at.index(c) for c in contract], [t.index(c) for c in contract]),
+              ([at.index(c) for c in batch], [t.index(c) for c in batch]))
+        acc = lax.dot_general(acc, o, dn, preferred_element_type=preferred_element_type)
+        at = "".join(batch) + "".join(c for c in at if c not in common) + \
+            "".join(c for c in t if c not in common)
+    # Sum what the output does not keep, then order the axes like the output.
+    axes = tuple(i for i, c in enumerate(at) if c not in out)
+    if axes:
+        acc = lax.reduce_sum(acc, axes)
+        at = "".join(c for c in at if c in out)
+    acc = lax.transpose(acc, tuple(at.index(c) for c in out))
+    if preferred_element_type is not None:
+        acc = jnp.astype(acc, preferred_element_type)
+    return acc
+

@@ -1,0 +1,255 @@
+"""NumPy indexing (``x[idx]``) and JAX's functional updates (``x.at[idx].set(v)``).
+
+Basic indexing (ints, slices, None, Ellipsis) becomes views (slice, rev, squeeze, expand_dims);
+integer-array indexing becomes one ``gather`` with NumPy's placement of the advanced dimensions.
+Out-of-range array indices clamp on retrieval and are dropped on update, as in JAX.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from functx import dtypes, lax
+from functx import primitives as P
+from functx.array import Array
+from functx.errors import FunctxTypeError, where
+from functx.tracing import Tracer, get_aval
+
+
+def _is_int(x):
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _is_index_array(x):
+    return isinstance(x, (Array, Tracer, np.ndarray, list)) or (
+        isinstance(x, tuple) and False)
+
+
+def _to_index_array(x, dim_name):
+    if isinstance(x, list):
+        x = np.asarray(x)
+    if isinstance(x, np.ndarray):
+        x = Array.from_value(x if x.size else x.astype(np.int32))
+    av = get_aval(x)
+    if av.dtype == dtypes.bool_:
+        if isinstance(x, Tracer):
+            raise FunctxTypeError(
+                f"Boolean mask indexing with a traced mask {av.str_short()} has a data-dependent "
+                f"shape{where()}. Use functx.numpy.where(mask, x, 0) or a concrete mask.")
+        return None  # handled by the caller (expanded through nonzero)
+    if av.dtype not in dtypes.INTEGERS:
+        raise FunctxTypeError(f"Indexing with {av.str_short()}: indices must be integers{where()}")
+    return x
+
+
+def _expand(idx, ndim):
+    """Expand Ellipsis and concrete boolean masks; returns a list of index items."""
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    items = []
+    for it in idx:
+        if isinstance(it, (Array, np.ndarray)) and np.asarray(it).dtype == np.bool_:
+            mask = np.asarray(it)
+            if mask.ndim == 0:
+                items.append(("mask0", bool(mask)))
+            else:
+                items.extend(Array.from_value(i.astype(np.int32)) for i in np.nonzero(mask))
+            continue
+        if isinstance(it, (list,)) and np.asarray(it).dtype == np.bool_:
+            items.extend(Array.from_value(i.astype(np.int32)) for i in np.nonzero(np.asarray(it)))
+            continue
+        items.append(it)
+    n_ell = sum(1 for it in items if it is Ellipsis)
+    if n_ell > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    consumed = sum(1 for it in items if it is not None and it is not Ellipsis
+                   and not (isinstance(it, tuple) and it and it[0] == "mask0"))
+    if consumed > ndim:
+        raise IndexError(f"too many indices for array: array is {ndim}-dimensional, but "
+                         f"{consumed} were indexed")
+    out = []
+    for it in items:
+        if it is Ellipsis:
+            out.extend([slice(None)] * (ndim - consumed))
+        else:
+            out.append(it)
+    if n_ell == 0:
+        out.extend([slice(None)] * (ndim - consumed))
+    return out
+
+
+def _parse(x, idx):
+    """Normalise ``idx`` for ``x``: returns (x with None axes inserted, items one per axis)."""
+    ndim = get_aval(x).ndim
+    items = _expand(idx, ndim)
+    # A 0-d boolean index adds an axis of size 1 (True) or 0 (False), like NumPy.
+    new_axes, per_axis, mask0 = [], [], []
+    for it in items:
+        if it is None or (isinstance(it, tuple) and it and it[0] == "mask0"):
+            new_axes.append(len(per_axis))
+            per_axis.append(slice(None) if it is None else slice(0, 1 if it[1] else 0))
+        else:
+            per_axis.append(it)
+    if new_axes:
+        x = lax.expand_dims(x, tuple(new_axes))
+    return x, per_axis
+
+
+def getitem(x, idx, mode=None, fill_value=None):
+    x = x if isinstance(x, (Array, Tracer)) else Array.from_value(x)
+    x, items = _parse(x, idx)
+    shape = get_aval(x).shape
+    has_array = any(not _is_int(it) and not isinstance(it, slice) for it in items)
+
+    # 1. Static slices (and ints, when no arrays are involved) as one slice + rev.
+    starts, limits, strides, rev_dims, squeeze_dims = [], [], [], [], []
+    for ax, (it, n) in enumerate(zip(items, shape)):
+        if isinstance(it, slice):
+            for part in (it.start, it.stop, it.step):
+                if isinstance(part, Tracer):
+                    raise FunctxTypeError(
+                        f"Slice bounds must be static Python ints, got a traced value{where()}. "
+                        "Use functx.lax.dynamic_slice for traced offsets.")
+            if it.step == 0:
+                raise ValueError("slice step cannot be zero")
+            sl = slice(*(None if p is None else int(p) for p in (it.start, it.stop, it.step)))
+            start, stop, step = sl.indices(n)
+            count = len(range(start, stop, step))
+            if step > 0:
+                lo, hi, st = start, start + (count - 1) * step + 1 if count else start, step
+            else:
+                lo = start + (count - 1) * step if count else 0
+                hi, st = (start + 1 if count else 0), -step
+                rev_dims.append(ax)
+            starts.append(lo)
+            limits.append(hi)
+            strides.append(st)
+        elif _is_int(it) and not has_array:
+            i = int(it)
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of bounds for axis {ax} with size {n}")
+            i %= n
+            starts.append(i)
+            limits.append(i + 1)
+            strides.append(1)
+            squeeze_dims.append(ax)
+        else:
+            starts.append(0)
+            limits.append(n)
+            strides.append(1)
+    x = lax.slice(x, starts, limits, strides)
+    x = lax.rev(x, rev_dims)
+    if not has_array:
+        return lax.squeeze(x, squeeze_dims)
+
+    # 2. Integer arrays (and ints) gather: advanced items broadcast together.
+    adv_axes, adv = [], []
+    for ax, it in enumerate(items):
+        if isinstance(it, slice):
+            continue
+        if _is_int(it):
+            n = shape[ax]
+            if not -n <= int(it) < n:
+                raise IndexError(f"index {int(it)} is out of bounds for axis {ax} with size {n}")
+            arr = Array.from_value(np.asarray(int(it) % n, np.int32))
+        else:
+            arr = _to_index_array(it, ax)
+        adv_axes.append(ax)
+        adv.append(arr)
+    from functx.numpy import _core as jnp
+
+    dims = get_aval(x).shape
+    norm = []
+    for ax, a in zip(adv_axes, adv):
+        av = get_aval(a)
+        if dtypes.is_signed(av.dtype):
+            a = jnp.where(lax.lt(a, 0), lax.add(a, np.asarray(dims[ax], av.dtype)[()]
+                                               if not av.weak_type else dims[ax]), a)
+        norm.append(jnp.astype(a, dtypes.int32) if get_aval(a).dtype != dtypes.int64 else a)
+    idx_dtype = dtypes.int64 if any(get_aval(a).dtype == dtypes.int64 for a in norm) else dtypes.int32
+    norm = [jnp.astype(a, idx_dtype) for a in norm]
+    norm = jnp.broadcast_arrays(*norm)
+    bshape = get_aval(norm[0]).shape
+    indices = jnp.stack(norm, axis=-1) if norm else None
+    mode = mode or "clip"
+    if mode in ("promise_in_bounds", "clip"):
+        gmode = "clip"
+    elif mode in ("fill", "drop"):
+        gmode = "fill"
+    else:
+        raise FunctxTypeError(f"indexing mode must be 'clip', 'fill' or 'promise_in_bounds', "
+                              f"got {mode!r}{where()}")
+    out = P.gather_p.bind(x, indices, axes=tuple(adv_axes), mode=gmode,
+                          fill_value=None if fill_value is None else fill_value)
+    # NumPy puts the broadcast index dimensions where the first advanced index stood when the
+    # advanced indices are adjacent, and first otherwise.
+    contiguous = adv_axes == list(range(adv_axes[0], adv_axes[0] + len(adv_axes)))
+    if contiguous and adv_axes[0] > 0:
+        nb = len(bshape)
+        first = adv_axes[0]
+        perm = list(range(nb, nb + first)) + list(range(nb)) + list(
+            range(nb + first, get_aval(out).ndim))
+        out = lax.transpose(out, perm)
+    return out
+
+
+def _static_basic(items):
+    return all(_is_int(it) or (isinstance(it, slice) and it.step in (None, 1)
+                               and not isinstance(it.start, Tracer)
+                               and not isinstance(it.stop, Tracer)) for it in items)
+
+
+def scatter_update(x, idx, values, mode):
+    """``x.at[idx].set/add/mul/min/max(values)``."""
+    from functx.numpy import _core as jnp
+
+    x = x if isinstance(x, (Array, Tracer)) else Array.from_value(x)
+    xv = get_aval(x)
+    values = jnp.asarray(values) if not isinstance(values, (Array, Tracer)) else values
+    values = lax.convert_element_type(values, xv.dtype, xv.weak_type) \
+        if get_aval(values).dtype != xv.dtype else values
+    raw = idx if isinstance(idx, tuple) else (idx,)
+    if not any(i is None for i in raw) and not any(isinstance(i, (Array, Tracer, np.ndarray, list)) for i in raw):
+        items = _expand(idx, xv.ndim)
+        if _static_basic(items):
+            return _update_static(x, items, values, mode)
+    # General case: gather the flat positions the index selects, then scatter into the flat array.
+    pos = lax.reshape(lax.iota(dtypes.int32 if xv.size < 2**31 else dtypes.int64, xv.size),
+                      xv.shape)
+    sel = getitem(pos, idx, mode="fill", fill_value=-1)
+    sv = get_aval(sel)
+    upd = jnp.broadcast_to(values, sv.shape)
+    flat = lax.reshape(x, (xv.size,))
+    prim = {None: P.scatter_p, "add": P.scatter_add_p, "mul": P.scatter_mul_p,
+            "min": P.scatter_min_p, "max": P.scatter_max_p}[mode]
+    out = prim.bind(flat, lax.reshape(sel, (sv.size, 1)), lax.reshape(upd, (sv.size,)),
+                    axes=(0,), mode="drop")
+    return lax.reshape(out, xv.shape)
+
+
+def _update_static(x, items, values, mode):
+    from functx.numpy import _core as jnp
+
+    xv = get_aval(x)
+    starts, sizes, view_shape = [], [], []
+    for ax, (it, n) in enumerate(zip(items, xv.shape)):
+        if _is_int(it):
+            i = int(it)
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of bounds for axis {ax} with size {n}")
+            starts.append(i % n)
+            sizes.append(1)
+        else:
+            start, stop, _ = slice(it.start, it.stop).indices(n)
+            starts.append(start)
+            sizes.append(max(stop - start, 0))
+            view_shape.append(sizes[-1])
+    upd = jnp.broadcast_to(values, tuple(view_shape))
+    upd = lax.reshape(upd, tuple(sizes))
+    if mode is not None:
+        cur = lax.slice(x, starts, [s + n for s, n in zip(starts, sizes)])
+        fn = {"add": lax.add, "mul": lax.mul, "min": lax.min, "max": lax.max}[mode]
+        upd = fn(cur, upd)
+    if 0 in sizes:
+        return x
+    return lax.dynamic_update_slice(x, upd, starts)

@@ -1,0 +1,337 @@
+"""Tracing: tracers, the builder that records equations, ``bind`` and ``make_jaxpr``.
+
+While a builder is active every primitive call is staged into it (JAX's "omnistaging"); with no
+builder active, ``bind`` runs the primitive's NumPy implementation at once (the eager path).
+A builder nested inside another lifts tracers of the outer one into constvars, so tracing a
+transformed function inside an outer trace records a self-contained Jaxpr that the caller inlines.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+import numpy as np
+import optree
+
+from functx import core, dtypes
+from functx.array import Array, ArrayMethods, is_python_scalar, scalar_aval
+from functx.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
+from functx.errors import ConcretizationError, FunctxError, FunctxTypeError, user_frame, where
+
+PYTREE_NAMESPACE = "functx"
+
+
+# --- Tracers -------------------------------------------------------------------------------------
+class Tracer(ArrayMethods):
+    """A stand-in for an array while a function is being traced; it records what is done to it."""
+
+    __slots__ = ("aval", "builder", "var")
+    __array_priority__ = 1000
+
+    def __init__(self, builder: Builder, aval: ShapedArray):
+        self.aval = aval
+        self.builder = builder
+        self.var = Var(aval)
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    weak_type = property(lambda self: self.aval.weak_type)
+
+    def __repr__(self):
+        return f"Traced<{self.aval.str_short()}>"
+
+    def _concrete_error(self, what: str, hint: str):
+        raise ConcretizationError(
+            f"{what} needs a concrete value, but this is a traced array {self.aval.str_short()} "
+            f"inside a functx transform{where()}. {hint}")
+
+    def __bool__(self):
+        self._concrete_error(
+            "Converting to bool (an `if`, `while`, `and`/`or`, or `assert`)",
+            "Use functx.lax.cond or functx.numpy.where for a value-dependent choice, "
+            "functx.lax.while_loop for a value-dependent loop, or mark the argument static.")
+
+    def __int__(self):
+        self._concrete_error("int()", "Keep it an array, or mark the argument static "
+                                      "(static_argnums) so it is a Python value.")
+
+    def __float__(self):
+        self._concrete_error("float()", "Keep it an array, or mark the argument static "
+                                        "(static_argnums) so it is a Python value.")
+
+    def __index__(self):
+        self._concrete_error("Using a traced value as a Python index or size",
+                             "Use functx.lax.dynamic_slice for traced offsets, or mark the argument "
+                             "static (static_argnums).")
+
+    __complex__ = __float__
+
+    def __array__(self, dtype=None, copy=None):
+        self._concrete_error("Converting to a NumPy array (np.asarray)",
+                             "Use functx.numpy functions inside traced code instead of NumPy ones.")
+
+    def item(self):
+        self._concrete_error(".item()", "Keep it an array inside traced code.")
+
+    def tolist(self):
+        self._concrete_error(".tolist()", "Keep it an array inside traced code.")
+
+
+# --- The builder ---------------------------------------------------------------------------------
+_stack: list[Builder] = []
+
+
+class Builder:
+    """Records equations for one trace. ``consts`` are concrete arrays or tracers of outer traces."""
+
+    def __init__(self):
+        self.eqns: list[Eqn] = []
+        self.constvars: list[Var] = []
+        self.consts: list[Any] = []
+        self._const_ids: dict[int, Var] = {}
+        self.lifted_tracers = False
+
+    def new_tracer(self, aval: ShapedArray) -> Tracer:
+        return Tracer(self, aval)
+
+    def to_atom(self, x) -> Var | Literal:
+        if isinstance(x, Tracer):
+            if x.builder is self:
+                return x.var
+            if x.builder not in _stack:
+                raise FunctxError(
+                    f"A tracer {x!r} from a finished trace was used{where()}: a value computed "
+                    "inside a transformed function escaped it (stored in a global or a closure). "
+                    "Return it from the function instead.")
+            self.lifted_tracers = True
+            return self._const(x, x.aval)
+        if is_python_scalar(x):
+            return Literal(x, scalar_aval(x))
+        arr = x if isinstance(x, Array) else Array.from_value(x)
+        if arr.ndim == 0:
+            return Literal(arr._value[()], arr.aval)
+        return self._const(arr, arr.aval)
+
+    def _const(self, x, aval) -> Var:
+        v = self._const_ids.get(id(x))
+        if v is None:
+            v = Var(aval)
+            self._const_ids[id(x)] = v
+            self.constvars.append(v)
+            self.consts.append(x)
+        return v
+
+    def add_eqn(self, prim, args, params):
+        atoms = [self.to_atom(a) for a in args]
+        src = _source_stack[-1] if _source_stack else user_frame()
+        out_avals = _abstract_eval(prim, [a.aval for a in atoms], params)
+        if prim.multiple_results:
+            outs = [self.new_tracer(a) for a in out_avals]
+        else:
+            outs = [self.new_tracer(out_avals)]
+        self.eqns.append(Eqn(prim, atoms, [t.var for t in outs], params, src))
+        return outs if prim.multiple_results else outs[0]
+
+    def build(self, in_tracers, outs) -> ClosedJaxpr:
+        outvars = [self.to_atom(o) for o in outs]
+        jaxpr = Jaxpr(self.constvars, [t.var for t in in_tracers], self.eqns, outvars)
+        return ClosedJaxpr(jaxpr, self.consts)
+
+
+class _Tracing:
+    """Context manager that makes a builder the active one."""
+
+    def __init__(self, builder):
+        self.builder = builder
+
+    def __enter__(self):
+        _stack.append(self.builder)
+        return self.builder
+
+    def __exit__(self, *exc):
+        popped = _stack.pop()
+        assert popped is self.builder
+
+
+_source_stack: list = []
+
+
+class source_info:
+    """Attribute the equations emitted inside this block to ``info`` (the user's line of the
+    equation a transform is rewriting), so errors in transformed code point at the user's source."""
+
+    def __init__(self, info):
+        self.info = info
+
+    def __enter__(self):
+        _source_stack.append(self.info)
+
+    def __exit__(self, *exc):
+        _source_stack.pop()
+
+
+def current_source_info():
+    return _source_stack[-1] if _source_stack else user_frame()
+
+
+def new_trace() -> _Tracing:
+    return _Tracing(Builder())
+
+
+def is_tracing() -> bool:
+    return bool(_stack)
+
+
+# --- bind ----------------------------------------------------------------------------------------
+def _abstract_eval(prim, avals, params):
+    try:
+        return prim.abstract_eval(*avals, **params)
+    except FunctxTypeError as e:
+        msg = str(e)
+        if "(at " not in msg:
+            msg += where(_source_stack[-1] if _source_stack else None)
+        raise type(e)(msg) from None
+
+
+def _as_value(x):
+    """The NumPy value and aval of a concrete argument of ``bind``."""
+    if type(x) is Array:
+        return x._value, x.aval
+    if is_python_scalar(x):
+        aval = scalar_aval(x)
+        return np.asarray(x, aval.dtype), aval
+    arr = Array.from_value(x)
+    return arr._value, arr.aval
+
+
+def bind(prim, args, params):
+    if _stack:
+        return _stack[-1].add_eqn(prim, args, params)
+    vals, avals = [], []
+    for a in args:
+        v, av = _as_value(a)
+        vals.append(v)
+        avals.append(av)
+    out_avals = _abstract_eval(prim, avals, params)
+    out = prim.impl(*vals, **params)
+    if prim.multiple_results:
+        return [_wrap(o, a) for o, a in zip(out, out_avals)]
+    return _wrap(out, out_avals)
+
+
+def _wrap(value, aval: ShapedArray) -> Array:
+    value = np.asarray(value)
+    if value.dtype != aval.dtype:
+        value = value.astype(aval.dtype)
+    return Array._new(value, aval)
+
+
+core.set_bind(bind)
+
+
+# --- pytrees -------------------------------------------------------------------------------------
+def tree_flatten(tree, is_leaf=None):
+    return optree.tree_flatten(tree, is_leaf=is_leaf, none_is_leaf=False,
+                               namespace=PYTREE_NAMESPACE)
+
+
+def tree_unflatten(treedef, leaves):
+    return optree.tree_unflatten(treedef, leaves)
+
+
+# --- make_jaxpr ----------------------------------------------------------------------------------
+class ShapeDtypeStruct:
+    """An abstract argument: a shape and a dtype, for tracing without data."""
+
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape, dtype, weak_type: bool = False):
+        self.shape = tuple(shape)
+        self.dtype = dtypes.canonicalize(dtype)
+        self.weak_type = weak_type
+
+    def __repr__(self):
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype})"
+
+
+def get_aval(x) -> ShapedArray:
+    """The abstract value of an argument leaf (array, tracer, scalar or ShapeDtypeStruct)."""
+    if isinstance(x, (Tracer, Array)):
+        return x.aval
+    if isinstance(x, ShapeDtypeStruct):
+        return ShapedArray(x.shape, x.dtype, x.weak_type)
+    if is_python_scalar(x):
+        return scalar_aval(x)
+    return Array.from_value(x).aval
+
+
+def trace_flat(flat_fun: Callable, in_avals) -> tuple[ClosedJaxpr, Any]:
+    """Trace ``flat_fun(*tracers) -> (flat outputs, aux)`` into a ClosedJaxpr."""
+    with new_trace() as b:
+        tracers = [b.new_tracer(a) for a in in_avals]
+        outs, aux = flat_fun(*tracers)
+        closed = b.build(tracers, outs)
+    return closed, aux
+
+
+def flatten_fun(f, in_tree):
+    """Wrap ``f(*args, **kwargs)`` so that it takes and returns flat lists of leaves."""
+
+    def flat(*leaves):
+        args, kwargs = tree_unflatten(in_tree, list(leaves))
+        out = f(*args, **kwargs)
+        out_leaves, out_tree = tree_flatten(out)
+        return out_leaves, out_tree
+
+    return flat
+
+
+def split_static(args, static_argnums):
+    static = {i % len(args) if args else i for i in static_argnums}
+    dyn = tuple(a for i, a in enumerate(args) if i not in static)
+    stat = tuple((i, args[i]) for i in sorted(static) if i < len(args))
+    return dyn, stat
+
+
+def merge_static(dyn, stat, n):
+    out, it, stat = [], iter(dyn), dict(stat)
+    for i in range(n):
+        out.append(stat[i] if i in stat else next(it))
+    return out
+
+
+def _as_tuple(x):
+    return (x,) if isinstance(x, int) else tuple(x)
+
+
+def make_jaxpr(fun: Callable, static_argnums: int | tuple[int, ...] = ()):
+    """Return a function that traces ``fun`` on its arguments and gives the ClosedJaxpr.
+
+    Arguments:
+      fun: the function to trace; its arguments and result may be pytrees.
+      static_argnums: positions of arguments treated as Python constants.
+    Returns:
+      ``make_jaxpr(fun)(*args, **kwargs)`` is a printable ``ClosedJaxpr``.
+    Example:
+      >>> print(functx.make_jaxpr(lambda x: functx.numpy.sin(x) * 2.0)(np.ones(3, np.float32)))
+      { lambda ; a:f32[3]. let b:f32[3] = sin a; c:f32[3] = mul b 2.0:f32[] in (c,) }
+    """
+    static_argnums = _as_tuple(static_argnums)
+
+    @functools.wraps(fun)
+    def traced(*args, **kwargs):
+        dyn, stat = split_static(args, static_argnums)
+        leaves, in_tree = tree_flatten((dyn, kwargs))
+
+        def f(*a, **kw):
+            return fun(*merge_static(a, stat, len(args)), **kw)
+
+        closed, _ = trace_flat(flatten_fun(f, in_tree), [get_aval(x) for x in leaves])
+        return closed
+
+    return traced
+
+
+__all__ = ["Tracer", "Builder", "bind", "make_jaxpr", "trace_flat", "flatten_fun",
+           "tree_flatten", "tree_unflatten", "ShapeDtypeStruct", "get_aval", "is_tracing"]
