@@ -10,6 +10,9 @@ from functx.array import Array
 from functx.core import ClosedJaxpr, Jaxpr, ShapedArray, typecheck_jaxpr
 from functx.errors import ConcretizationError, FunctxError, FunctxTypeError, UnsupportedError
 from functx.tracing import ShapeDtypeStruct, make_jaxpr
+from functx.transforms.jvp import jvp
+from functx.transforms.linearize import linearize
+from functx.transforms.vjp import grad, hessian, jacfwd, jacobian, jacrev, value_and_grad, vjp
 
 __version__ = "0.1.0"
 
@@ -27,5 +30,7 @@ def block_until_ready(x):
 __all__ = [
     "Array", "ClosedJaxpr", "ConcretizationError", "FunctxError", "FunctxTypeError", "Jaxpr",
     "ShapeDtypeStruct", "ShapedArray", "UnsupportedError", "block_until_ready", "device_put",
-    "dtypes", "errors", "lax", "make_jaxpr", "nn", "numpy", "tree_util", "typecheck_jaxpr",
+    "dtypes", "errors", "grad", "hessian", "jacfwd", "jacobian", "jacrev", "jvp", "lax",
+    "linearize", "make_jaxpr", "nn", "numpy", "tree_util", "typecheck_jaxpr", "value_and_grad",
+    "vjp",
 ]

@@ -238,7 +238,8 @@ class _Names:
 
 
 def _fmt_literal(val) -> str:
-    val = np.asarray(val).item() if not isinstance(val, (bool, int, float)) else val
+    if isinstance(val, (np.generic, np.ndarray)):
+        val = np.asarray(val).item()
     if isinstance(val, float):
         return repr(val)
     return str(val)

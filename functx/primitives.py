@@ -71,10 +71,19 @@ def _unary_eval(name, kinds):
 
 
 def _vectorize_scalar(fn):
-    ufunc = np.frompyfunc(fn, 1, 1)
+    def safe(v):
+        # math raises where IEEE functions return inf: lgamma at its poles (0, -1, ...) and on
+        # overflow; XLA (and JAX) return +inf there.
+        try:
+            return fn(v)
+        except (ValueError, OverflowError):
+            return math.inf
+
+    ufunc = np.frompyfunc(safe, 1, 1)
 
     def impl(x):
-        return np.asarray(ufunc(x.astype(np.float64)), np.float64).astype(x.dtype)
+        with np.errstate(all="ignore"):
+            return np.asarray(ufunc(x.astype(np.float64)), np.float64).astype(x.dtype)
 
     return impl
 
@@ -93,14 +102,25 @@ def _rsqrt(x):
 def _round(x, rounding_method=1):
     if rounding_method == 1:  # to nearest even
         return np.rint(x)
-    return np.sign(x) * np.floor(np.abs(x) + np.asarray(0.5, x.dtype))
+    # Away from zero. ``floor(|x| + 0.5)`` is wrong where the addition rounds (0.49999999999999994,
+    # odd integers above 2**52), so split off the fraction exactly and step away from zero.
+    t = np.trunc(x)
+    with np.errstate(invalid="ignore"):
+        step = np.abs(x - t) >= 0.5
+    return np.where(step, t + np.sign(x), t).astype(x.dtype)
+
+
+def _sign(x):
+    if x.dtype.kind in "iub":
+        return np.sign(x)
+    return np.where(x == 0, x, np.sign(x))  # sign(-0.0) is -0.0, as in XLA
 
 
 # name: (numpy implementation, operand kinds)
 _UNARY = {
     "neg": (np.negative, "number"),
     "abs": (np.abs, "number"),
-    "sign": (np.sign, "number"),
+    "sign": (_sign, "number"),
     "floor": (np.floor, "float"),
     "ceil": (np.ceil, "float"),
     "round": (_round, "float"),
@@ -162,12 +182,22 @@ def _integer_pow_eval(x, *, y):
 
 
 def _integer_pow_impl(x, *, y):
-    if y == 0:
-        return np.ones_like(x)
+    # Binary exponentiation with one rounding per multiply, as JAX lowers integer_pow (so that
+    # large exponents stay exact: no exponent is ever converted to the operand's dtype).
+    xc = x.astype(np.float32) if x.dtype in _LOW_FLOATS else x
+    acc, base, n = None, xc, abs(y)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        if x.dtype in _LOW_FLOATS:
-            return np.power(x.astype(np.float32), y).astype(x.dtype)
-        return np.power(x, np.asarray(y, x.dtype)) if y > 0 else np.power(x, float(y)).astype(x.dtype)
+        while n:
+            if n & 1:
+                acc = base if acc is None else acc * base
+            n >>= 1
+            if n:
+                base = base * base
+        if acc is None:
+            acc = np.ones_like(xc)
+        if y < 0:
+            acc = np.asarray(1, xc.dtype) / acc
+    return np.asarray(acc).astype(x.dtype)
 
 
 integer_pow_p.abstract_eval = _integer_pow_eval
@@ -226,11 +256,15 @@ def _binary_eval(name, kinds, out_dtype=None):
 
 def _div(x, y):
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        if x.dtype.kind in "iu":
-            safe = np.where(y == 0, 1, y)
-            q = np.abs(x) // np.abs(safe)
-            q = np.where((x < 0) != (safe < 0), -q, q) if x.dtype.kind == "i" else q
-            return np.where(y == 0, -1 if x.dtype.kind == "i" else np.iinfo(x.dtype).max, q)
+        if x.dtype.kind == "u":
+            return np.where(y == 0, np.iinfo(x.dtype).max, x // np.where(y == 0, 1, y))
+        if x.dtype.kind == "i":
+            # Round toward zero; x / 0 is -1 and INT_MIN / -1 wraps to INT_MIN, as in XLA.
+            # (Dividing |x| is wrong for INT_MIN, whose absolute value does not exist.)
+            plain = (y != 0) & (y != -1)
+            safe = np.where(plain, y, 1)
+            q = (x - np.fmod(x, safe)) // safe  # exact division of a multiple of safe
+            return np.where(plain, q, np.where(y == 0, -1, np.negative(x)))
         return np.true_divide(x, y)
 
 
@@ -767,6 +801,8 @@ def _gather_indices(x, idx, axes):
     k = len(axes)
     moved = np.moveaxis(x, axes, range(k))
     dims = np.asarray([x.shape[a] for a in axes], dtype=np.int64)
+    if idx.dtype == np.uint64:  # keep huge unsigned indices out of range instead of negative
+        idx = np.minimum(idx, np.uint64(np.iinfo(np.int64).max))
     idx = idx.astype(np.int64)
     return moved, idx, dims
 

@@ -287,6 +287,45 @@ def flatten_fun(f, in_tree):
     return flat
 
 
+class TraceCache:
+    """Traced Jaxprs of one function keyed by (tree structure, abstract values): a repeated
+    ``grad(f)(x)`` does not retrace. Traces that closed over tracers of an outer trace are not
+    kept (those tracers die with their trace)."""
+
+    def __init__(self, maxsize: int = 64):
+        self.maxsize = maxsize
+        self.entries: dict = {}
+
+    def get(self, key):
+        return self.entries.get(key)
+
+    def put(self, key, value, closed: ClosedJaxpr):
+        if any(isinstance(c, Tracer) for c in closed.consts):
+            return
+        if len(self.entries) >= self.maxsize:
+            self.entries.pop(next(iter(self.entries)))
+        self.entries[key] = value
+
+
+def trace_pytree(fun: Callable, args: tuple, kwargs: dict | None = None,
+                 cache: TraceCache | None = None):
+    """Trace ``fun(*args, **kwargs)`` (pytrees) into a ClosedJaxpr over the flattened leaves.
+
+    Returns ``(closed, in_tree, out_tree, leaves)`` where ``leaves`` are the flat arguments.
+    """
+    leaves, in_tree = tree_flatten((tuple(args), dict(kwargs or {})))
+    avals = tuple(get_aval(x) for x in leaves)
+    key = (in_tree, avals)
+    hit = cache.get(key) if cache is not None else None
+    if hit is not None:
+        closed, out_tree = hit
+        return closed, in_tree, out_tree, leaves
+    closed, out_tree = trace_flat(flatten_fun(fun, in_tree), avals)
+    if cache is not None:
+        cache.put(key, (closed, out_tree), closed)
+    return closed, in_tree, out_tree, leaves
+
+
 def split_static(args, static_argnums):
     static = {i % len(args) if args else i for i in static_argnums}
     dyn = tuple(a for i, a in enumerate(args) if i not in static)
@@ -333,5 +372,6 @@ def make_jaxpr(fun: Callable, static_argnums: int | tuple[int, ...] = ()):
     return traced
 
 
-__all__ = ["Tracer", "Builder", "bind", "make_jaxpr", "trace_flat", "flatten_fun",
+__all__ = ["Tracer", "Builder", "bind", "make_jaxpr", "trace_flat", "flatten_fun", "trace_pytree",
+           "TraceCache", "source_info", "new_trace",
            "tree_flatten", "tree_unflatten", "ShapeDtypeStruct", "get_aval", "is_tracing"]

@@ -1,0 +1,714 @@
+"""jvp: forward-mode differentiation as a Jaxpr -> Jaxpr rewrite.
+
+``jvp_jaxpr`` walks the equations of a Jaxpr and, per primitive, calls a rule that emits the primal
+equation and the tangent equations through ordinary ``functx.lax`` calls. Tangents that are known to
+be zero stay symbolic (``Zero``) and cost nothing. Rules are grouped by primitive class; tangent
+equations are linear in the tangents (with coefficients computed from primals only), which is what
+``linearize`` and ``transpose`` rely on.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from functx import dtypes, lax
+from functx import primitives as P
+from functx.array import Array
+from functx.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray
+from functx.errors import FunctxTypeError, UnsupportedError, where
+from functx.tracing import get_aval, source_info, trace_flat, tree_flatten, tree_unflatten
+
+# --- symbolic zeros ------------------------------------------------------------------------------
+
+
+class Zero:
+    """A tangent (or cotangent) known to be zero; never materialised unless it must be."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+
+    def __repr__(self):
+        return f"Zero({self.aval.str_short()})"
+
+
+def is_differentiable(aval) -> bool:
+    return aval.dtype in dtypes.FLOATS
+
+
+def tangent_aval(aval: ShapedArray) -> ShapedArray:
+    """Float inputs have tangents of their own dtype; integer and bool ones have float0 tangents."""
+    if is_differentiable(aval):
+        return ShapedArray(aval.shape, aval.dtype)
+    return ShapedArray(aval.shape, dtypes.float0)
+
+
+def zeros_like_aval(aval: ShapedArray):
+    if aval.dtype == dtypes.float0:
+        return np.zeros(aval.shape, dtypes.float0)
+    return lax.full(aval.shape, 0, aval.dtype)
+
+
+def instantiate(t, aval=None):
+    """Materialise a symbolic zero."""
+    if isinstance(t, Zero):
+        return zeros_like_aval(t.aval)
+    return t
+
+
+def zeros_if_needed(ts, avals):
+    return [instantiate(t) if not isinstance(t, Zero) else t for t, a in zip(ts, avals)]
+
+
+def add_tangents(a, b):
+    if isinstance(a, Zero):
+        return b
+    if isinstance(b, Zero):
+        return a
+    return lax.add(a, b)
+
+
+# --- the rewrite ---------------------------------------------------------------------------------
+jvp_rules: dict = {}
+# Primitives whose outputs never carry a tangent (integer/bool results, piecewise-constant functions).
+nondifferentiable: set = set()
+
+
+def jvp_eval(jaxpr: Jaxpr, consts, primals, tangents):
+    """Evaluate ``jaxpr`` on primals and (possibly Zero) tangents, emitting both through bind."""
+    penv, tenv = {}, {}
+    for v, c in zip(jaxpr.constvars, consts):
+        penv[v.id] = c
+    for v, x, t in zip(jaxpr.invars, primals, tangents):
+        penv[v.id] = x
+        tenv[v.id] = t if is_differentiable(v.aval) else Zero(tangent_aval(v.aval))
+
+    def read_p(a):
+        return a.val if type(a) is Literal else penv[a.id]
+
+    def read_t(a):
+        if type(a) is Literal:
+            return Zero(tangent_aval(a.aval))
+        t = tenv.get(a.id)
+        return Zero(tangent_aval(a.aval)) if t is None else t
+
+    for eqn in jaxpr.eqns:
+        ps = [read_p(a) for a in eqn.invars]
+        ts = [read_t(a) for a in eqn.invars]
+        with source_info(eqn.source_info):
+            if all(isinstance(t, Zero) for t in ts) or eqn.prim in nondifferentiable:
+                outs = eqn.prim.bind(*ps, **eqn.params)
+                outs = outs if eqn.prim.multiple_results else [outs]
+                touts = [Zero(tangent_aval(v.aval)) for v in eqn.outvars]
+            else:
+                rule = jvp_rules.get(eqn.prim)
+                if rule is None:
+                    raise UnsupportedError(
+                        f"Differentiation rule for '{eqn.prim.name}' not implemented "
+                        f"(jvp){where(eqn.source_info)}")
+                outs, touts = rule(ps, ts, **eqn.params)
+                if not eqn.prim.multiple_results:
+                    outs, touts = [outs], [touts]
+        for v, o, t in zip(eqn.outvars, outs, touts):
+            penv[v.id] = o
+            if not isinstance(t, Zero) and is_differentiable(v.aval):
+                tenv[v.id] = t
+    return [read_p(a) for a in jaxpr.outvars], [read_t(a) for a in jaxpr.outvars]
+
+
+def jvp_jaxpr(closed: ClosedJaxpr, nonzeros: list[bool]) -> tuple[ClosedJaxpr, list[bool]]:
+    """The Jaxpr of ``(primals, nonzero tangents) -> (primal outs, nonzero tangent outs)``."""
+    in_avals = closed.in_avals
+    t_avals = [tangent_aval(a) for a, nz in zip(in_avals, nonzeros) if nz]
+    out_nz = []
+
+    def fun(*args):
+        primals, ts = list(args[:len(in_avals)]), iter(args[len(in_avals):])
+        tangents = [next(ts) if nz else Zero(tangent_aval(a)) for a, nz in zip(in_avals, nonzeros)]
+        outs, touts = jvp_eval(closed.jaxpr, closed.consts, primals, tangents)
+        out_nz[:] = [not isinstance(t, Zero) for t in touts]
+        return outs + [t for t in touts if not isinstance(t, Zero)], None
+
+    new, _ = trace_flat(fun, list(in_avals) + t_avals)
+    return new, out_nz
+
+
+# --- rule helpers --------------------------------------------------------------------------------
+def _bcast(t, shape):
+    """A tangent of a rank-0 operand of an elementwise op broadcast to the output shape."""
+    if isinstance(t, Zero):
+        return Zero(ShapedArray(shape, t.aval.dtype))
+    a = get_aval(t)
+    if a.shape == tuple(shape):
+        return t
+    return lax.broadcast_in_dim(t, shape, ())
+
+
+def _const(x, v):
+    """A scalar constant of x's dtype (weak when x is weak)."""
+    a = get_aval(x)
+    if a.weak_type:
+        return float(v)
+    return Array.from_value(np.asarray(v, a.dtype))
+
+
+def _scale(t, coef, shape):
+    """t * coef with a symbolic zero passing through."""
+    if isinstance(t, Zero):
+        return Zero(ShapedArray(shape, t.aval.dtype))
+    return lax.mul(_bcast(t, shape) if get_aval(coef).shape == () else t, coef)
+
+
+def defjvp_unary(prim, deriv):
+    """``deriv(x, ans) -> d ans / d x`` (elementwise)."""
+
+    def rule(primals, tangents, **params):
+        (x,), (t,) = primals, tangents
+        ans = prim.bind(x, **params)
+        return ans, _scale(t, deriv(x, ans, **params), get_aval(ans).shape)
+
+    jvp_rules[prim] = rule
+
+
+def defjvp_linear(prim):
+    """The tangent of a linear primitive is the primitive applied to the tangents."""
+
+    def rule(primals, tangents, **params):
+        ans = prim.bind(*primals, **params)
+        avals = [get_aval(p) for p in primals]
+        ts = [instantiate(t) if not isinstance(t, Zero) else _zero_for(a) for t, a in
+              zip(tangents, avals)]
+        return ans, prim.bind(*ts, **params)
+
+    jvp_rules[prim] = rule
+
+
+def _zero_for(aval):
+    return lax.full(aval.shape, 0, aval.dtype)
+
+
+def defjvp_binary(prim, dx, dy):
+    """``dx(x, y, ans)`` and ``dy(x, y, ans)``: the partial derivatives (elementwise)."""
+
+    def rule(primals, tangents, **params):
+        (x, y), (tx, ty) = primals, tangents
+        ans = prim.bind(x, y, **params)
+        shape = get_aval(ans).shape
+        out = Zero(ShapedArray(shape, get_aval(ans).dtype))
+        if not isinstance(tx, Zero):
+            out = add_tangents(out, _scale(tx, dx(x, y, ans), shape))
+        if not isinstance(ty, Zero):
+            out = add_tangents(out, _scale(ty, dy(x, y, ans), shape))
+        return ans, out
+
+    jvp_rules[prim] = rule
+
+
+# --- elementwise unary ---------------------------------------------------------------------------
+for _p in (P.sign_p, P.floor_p, P.ceil_p, P.round_p, P.is_finite_p, P.not_p, P.stop_gradient_p,
+           P.nextafter_p, P.iota_p, P.argmax_p, P.argmin_p, P.reduce_and_p, P.reduce_or_p,
+           P.and_p, P.or_p, P.xor_p, P.eq_p, P.ne_p, P.lt_p, P.le_p, P.gt_p, P.ge_p):
+    nondifferentiable.add(_p)
+
+jvp_rules[P.neg_p] = lambda ps, ts: (lax.neg(ps[0]), lax.neg(ts[0]))
+# d|x|/dx is 1 at 0 (and -0.0), as in JAX.
+defjvp_unary(P.abs_p, lambda x, ans: lax.select(lax.ge(x, _const(x, 0)), lax.full_like(x, 1),
+                                                lax.full_like(x, -1)))
+defjvp_unary(P.exp_p, lambda x, ans: ans)
+defjvp_unary(P.exp2_p, lambda x, ans: lax.mul(ans, _const(x, np.log(2))))
+defjvp_unary(P.log_p, lambda x, ans: lax.integer_pow(x, -1))
+defjvp_unary(P.log1p_p, lambda x, ans: lax.integer_pow(lax.add(x, _const(x, 1)), -1))
+defjvp_unary(P.expm1_p, lambda x, ans: lax.add(ans, _const(x, 1)))
+defjvp_unary(P.sqrt_p, lambda x, ans: lax.div(_const(x, 0.5), ans))
+defjvp_unary(P.rsqrt_p, lambda x, ans: lax.mul(lax.div(ans, x), _const(x, -0.5)))
+defjvp_unary(P.cbrt_p, lambda x, ans: lax.mul(lax.integer_pow(ans, -2), _const(x, 1 / 3)))
+defjvp_unary(P.sin_p, lambda x, ans: lax.cos(x))
+defjvp_unary(P.cos_p, lambda x, ans: lax.neg(lax.sin(x)))
+defjvp_unary(P.tan_p, lambda x, ans: lax.add(_const(x, 1), lax.mul(ans, ans)))
+defjvp_unary(P.asin_p, lambda x, ans: lax.rsqrt(lax.sub(_const(x, 1), lax.mul(x, x))))
+defjvp_unary(P.acos_p, lambda x, ans: lax.neg(lax.rsqrt(lax.sub(_const(x, 1), lax.mul(x, x)))))
+defjvp_unary(P.atan_p, lambda x, ans: lax.integer_pow(lax.add(_const(x, 1), lax.mul(x, x)), -1))
+defjvp_unary(P.sinh_p, lambda x, ans: lax.cosh(x))
+defjvp_unary(P.cosh_p, lambda x, ans: lax.sinh(x))
+defjvp_unary(P.tanh_p, lambda x, ans: lax.sub(_const(x, 1), lax.mul(ans, ans)))
+defjvp_unary(P.asinh_p, lambda x, ans: lax.rsqrt(lax.add(lax.mul(x, x), _const(x, 1))))
+defjvp_unary(P.acosh_p, lambda x, ans: lax.rsqrt(lax.mul(lax.sub(x, _const(x, 1)),
+                                                         lax.add(x, _const(x, 1)))))
+defjvp_unary(P.atanh_p, lambda x, ans: lax.integer_pow(lax.sub(_const(x, 1), lax.mul(x, x)), -1))
+defjvp_unary(P.logistic_p, lambda x, ans: lax.mul(ans, lax.sub(_const(x, 1), ans)))
+defjvp_unary(P.erf_p, lambda x, ans: lax.mul(_const(x, 2 / np.sqrt(np.pi)),
+                                             lax.exp(lax.neg(lax.mul(x, x)))))
+
+
+def _lgamma_jvp(primals, tangents):
+    raise UnsupportedError(f"Differentiation rule for 'lgamma' not implemented: it needs digamma, "
+                           f"which functx does not have yet{where()}")
+
+
+jvp_rules[P.lgamma_p] = _lgamma_jvp
+
+
+def _integer_pow_deriv(x, ans, *, y):
+    if y == 0:
+        return lax.full_like(x, 0)
+    if y == 1:
+        return lax.full_like(x, 1)
+    return lax.mul(_const(x, y), lax.integer_pow(x, y - 1))
+
+
+defjvp_unary(P.integer_pow_p, _integer_pow_deriv)
+
+
+# --- elementwise binary --------------------------------------------------------------------------
+def _add_jvp(primals, tangents):
+    (x, y), (tx, ty) = primals, tangents
+    ans = lax.add(x, y)
+    shape = get_aval(ans).shape
+    return ans, add_tangents(_bcast(tx, shape), _bcast(ty, shape))
+
+
+def _sub_jvp(primals, tangents):
+    (x, y), (tx, ty) = primals, tangents
+    ans = lax.sub(x, y)
+    shape = get_aval(ans).shape
+    nty = ty if isinstance(ty, Zero) else lax.neg(ty)
+    return ans, add_tangents(_bcast(tx, shape), _bcast(nty, shape))
+
+
+jvp_rules[P.add_p] = _add_jvp
+jvp_rules[P.sub_p] = _sub_jvp
+defjvp_binary(P.mul_p, lambda x, y, ans: y, lambda x, y, ans: x)
+defjvp_binary(P.div_p, lambda x, y, ans: lax.integer_pow(y, -1),
+              lambda x, y, ans: lax.neg(lax.div(ans, y)))
+defjvp_binary(P.rem_p, lambda x, y, ans: lax.full_like(ans, 1),
+              lambda x, y, ans: lax.neg(lax.mul(lax.sign(lax.div(x, y)),
+                                                lax.floor(lax.abs(lax.div(x, y))))))
+
+
+def _pow_dx(x, y, ans):
+    if get_aval(y).dtype != get_aval(x).dtype:
+        y = lax.convert_element_type(y, get_aval(x).dtype)
+    # y * x**(y-1), with 0 where y == 0 (so d/dx 0**0 is 0, like JAX).
+    jac = lax.mul(y, lax.pow(x, lax.sub(y, _const(y, 1))))
+    return lax.select(lax.eq(y, _const(y, 0)), lax.full_like(jac, 0), jac)
+
+
+def _pow_dy(x, y, ans):
+    safe_x = lax.select(lax.eq(x, _const(x, 0)), lax.full_like(x, 1), x)
+    return lax.mul(lax.log(safe_x), ans)
+
+
+def _pow_jvp(primals, tangents):
+    (x, y), (tx, ty) = primals, tangents
+    ans = lax.pow(x, y)
+    shape = get_aval(ans).shape
+    out = Zero(ShapedArray(shape, get_aval(ans).dtype))
+    if not isinstance(tx, Zero):
+        out = add_tangents(out, _scale(tx, _pow_dx(x, y, ans), shape))
+    if not isinstance(ty, Zero) and is_differentiable(get_aval(y)):
+        out = add_tangents(out, _scale(ty, _pow_dy(x, y, ans), shape))
+    return ans, out
+
+
+jvp_rules[P.pow_p] = _pow_jvp
+
+
+def _balanced_eq(x, z, y):
+    """1 where x alone attains z, 0.5 where x and y tie, 0 elsewhere (JAX's tie split)."""
+    one = lax.full_like(z, 1)
+    half = lax.full_like(z, 0.5)
+    zero = lax.full_like(z, 0)
+    return lax.select(lax.eq(x, z), lax.select(lax.eq(y, z), half, one), zero)
+
+
+def _bshape(x, shape):
+    return x if get_aval(x).shape == tuple(shape) else lax.broadcast_in_dim(x, shape, ())
+
+
+def _minmax_partials(x, y, ans):
+    shape = get_aval(ans).shape
+    xb, yb = _bshape(x, shape), _bshape(y, shape)
+    return _balanced_eq(xb, ans, yb), _balanced_eq(yb, ans, xb)
+
+
+defjvp_binary(P.max_p, lambda x, y, ans: _minmax_partials(x, y, ans)[0],
+              lambda x, y, ans: _minmax_partials(x, y, ans)[1])
+defjvp_binary(P.min_p, lambda x, y, ans: _minmax_partials(x, y, ans)[0],
+              lambda x, y, ans: _minmax_partials(x, y, ans)[1])
+
+
+def _atan2_denominator(x, y):
+    return lax.add(lax.mul(x, x), lax.mul(y, y))
+
+
+defjvp_binary(P.atan2_p, lambda x, y, ans: lax.div(y, _atan2_denominator(x, y)),
+              lambda x, y, ans: lax.neg(lax.div(x, _atan2_denominator(x, y))))
+
+
+# --- select, convert -----------------------------------------------------------------------------
+def _select_n_jvp(primals, tangents):
+    which, *cases = primals
+    ans = lax.select_n(which, *cases)
+    tcases = tangents[1:]
+    if all(isinstance(t, Zero) for t in tcases):
+        return ans, Zero(tangent_aval(get_aval(ans)))
+    ts = [instantiate(t) if not isinstance(t, Zero) else _zero_for(get_aval(c))
+          for t, c in zip(tcases, cases)]
+    return ans, lax.select_n(which, *ts)
+
+
+jvp_rules[P.select_n_p] = _select_n_jvp
+
+
+def _convert_jvp(primals, tangents, *, new_dtype, weak_type=False):
+    (x,), (t,) = primals, tangents
+    ans = P.convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+    if new_dtype not in dtypes.FLOATS or isinstance(t, Zero):
+        return ans, Zero(tangent_aval(get_aval(ans)))
+    return ans, P.convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
+
+
+jvp_rules[P.convert_element_type_p] = _convert_jvp
+
+# --- linear structural primitives ----------------------------------------------------------------
+for _p in (P.broadcast_in_dim_p, P.reshape_p, P.transpose_p, P.squeeze_p, P.expand_dims_p,
+           P.rev_p, P.slice_p, P.reduce_sum_p, P.cumsum_p):
+    defjvp_linear(_p)
+
+
+def _concatenate_jvp(primals, tangents, *, dimension):
+    ans = lax.concatenate(primals, dimension)
+    ts = [_zero_for(get_aval(p)) if isinstance(t, Zero) else t for p, t in zip(primals, tangents)]
+    return ans, lax.concatenate(ts, dimension)
+
+
+jvp_rules[P.concatenate_p] = _concatenate_jvp
+
+
+def _pad_jvp(primals, tangents, *, padding_config):
+    (x, pv), (tx, tpv) = primals, tangents
+    ans = P.pad_p.bind(x, pv, padding_config=padding_config)
+    tx = _zero_for(get_aval(x)) if isinstance(tx, Zero) else tx
+    tpv = _zero_for(get_aval(pv)) if isinstance(tpv, Zero) else tpv
+    return ans, P.pad_p.bind(tx, tpv, padding_config=padding_config)
+
+
+jvp_rules[P.pad_p] = _pad_jvp
+
+
+def _index_linear_jvp(prim, n_linear):
+    """Primitives linear in their first ``n_linear`` operands (the rest are integer indices)."""
+
+    def rule(primals, tangents, **params):
+        ans = prim.bind(*primals, **params)
+        lin = [(_zero_for(get_aval(p)) if isinstance(t, Zero) else t)
+               for p, t in zip(primals[:n_linear], tangents[:n_linear])]
+        return ans, prim.bind(*lin, *primals[n_linear:], **params)
+
+    jvp_rules[prim] = rule
+
+
+_index_linear_jvp(P.dynamic_slice_p, 1)
+
+
+def _dus_jvp(primals, tangents):
+    x, upd, *idx = primals
+    tx, tu = tangents[0], tangents[1]
+    ans = lax.dynamic_update_slice(x, upd, idx)
+    tx = _zero_for(get_aval(x)) if isinstance(tx, Zero) else tx
+    tu = _zero_for(get_aval(upd)) if isinstance(tu, Zero) else tu
+    return ans, lax.dynamic_update_slice(tx, tu, idx)
+
+
+jvp_rules[P.dynamic_update_slice_p] = _dus_jvp
+
+
+def _gather_jvp(primals, tangents, **params):
+    x, idx = primals
+    ans = P.gather_p.bind(x, idx, **params)
+    t = tangents[0]
+    if isinstance(t, Zero):
+        return ans, Zero(tangent_aval(get_aval(ans)))
+    if params["mode"] == "fill":
+        params = dict(params, fill_value=0)
+    return ans, P.gather_p.bind(t, idx, **params)
+
+
+jvp_rules[P.gather_p] = _gather_jvp
+
+
+def _scatter_linear_jvp(prim):
+    def rule(primals, tangents, **params):
+        x, idx, upd = primals
+        ans = prim.bind(x, idx, upd, **params)
+        tx, tu = tangents[0], tangents[2]
+        tx = _zero_for(get_aval(x)) if isinstance(tx, Zero) else tx
+        tu = _zero_for(get_aval(upd)) if isinstance(tu, Zero) else tu
+        return ans, prim.bind(tx, idx, tu, **params)
+
+    jvp_rules[prim] = rule
+
+
+_scatter_linear_jvp(P.scatter_p)
+_scatter_linear_jvp(P.scatter_add_p)
+
+
+def _scatter_mul_jvp(primals, tangents, *, axes, mode):
+    # out = x * M with M = scatter_mul(1, idx, u). For each update, d/du_k = out / u_k at its target;
+    # (exact when updates are nonzero; JAX's rule has the same restriction to unique, nonzero ones).
+    x, idx, u = primals
+    tx, tu = tangents[0], tangents[2]
+    ans = P.scatter_mul_p.bind(x, idx, u, axes=axes, mode=mode)
+    m = P.scatter_mul_p.bind(lax.full_like(x, 1), idx, u, axes=axes, mode=mode)
+    out = Zero(tangent_aval(get_aval(ans)))
+    if not isinstance(tx, Zero):
+        out = add_tangents(out, lax.mul(tx, m))
+    if not isinstance(tu, Zero):
+        gmode = "clip" if mode == "clip" else "fill"
+        at = P.gather_p.bind(ans, idx, axes=axes, mode=gmode,
+                             fill_value=None if gmode == "clip" else 0)
+        coef = lax.div(at, u)
+        out = add_tangents(out, P.scatter_add_p.bind(lax.full_like(x, 0), idx, lax.mul(tu, coef),
+                                                     axes=axes, mode=mode))
+    return ans, out
+
+
+jvp_rules[P.scatter_mul_p] = _scatter_mul_jvp
+
+
+def _scatter_minmax_jvp(prim):
+    def rule(primals, tangents, *, axes, mode):
+        x, idx, u = primals
+        tx, tu = tangents[0], tangents[2]
+        ans = prim.bind(x, idx, u, axes=axes, mode=mode)
+        gmode = "clip" if mode == "clip" else "fill"
+        at = P.gather_p.bind(ans, idx, axes=axes, mode=gmode,
+                             fill_value=None if gmode == "clip" else 0)
+        from_x = lax.convert_element_type(lax.eq(x, ans), get_aval(x).dtype)
+        from_u = lax.convert_element_type(lax.eq(u, at), get_aval(x).dtype)
+        counts = lax.add(from_x, P.scatter_add_p.bind(lax.full_like(x, 0), idx, from_u, axes=axes,
+                                                      mode=mode))
+        tx = _zero_for(get_aval(x)) if isinstance(tx, Zero) else tx
+        tu = _zero_for(get_aval(u)) if isinstance(tu, Zero) else tu
+        num = lax.add(lax.mul(tx, from_x),
+                      P.scatter_add_p.bind(lax.full_like(x, 0), idx, lax.mul(tu, from_u),
+                                           axes=axes, mode=mode))
+        return ans, lax.div(num, counts)
+
+    jvp_rules[prim] = rule
+
+
+_scatter_minmax_jvp(P.scatter_min_p)
+_scatter_minmax_jvp(P.scatter_max_p)
+
+
+# --- reductions ----------------------------------------------------------------------------------
+def _keepdims_shape(shape, axes):
+    return tuple(1 if i in axes else d for i, d in enumerate(shape))
+
+
+def _expand_back(y, shape, axes):
+    """Broadcast a reduction's result back over the reduced axes."""
+    kept = [i for i in range(len(shape)) if i not in axes]
+    return lax.broadcast_in_dim(y, shape, tuple(kept))
+
+
+def _reduce_minmax_jvp(prim):
+    def rule(primals, tangents, *, axes):
+        (x,), (t,) = primals, tangents
+        ans = prim.bind(x, axes=axes)
+        shape = get_aval(x).shape
+        loc = lax.convert_element_type(lax.eq(x, _expand_back(ans, shape, axes)), get_aval(x).dtype)
+        counts = lax.reduce_sum(loc, axes)
+        return ans, lax.div(lax.reduce_sum(lax.mul(t, loc), axes), counts)
+
+    jvp_rules[prim] = rule
+
+
+_reduce_minmax_jvp(P.reduce_max_p)
+_reduce_minmax_jvp(P.reduce_min_p)
+
+
+def _exclusive_cumprod(x, axis, reverse):
+    """prod of the elements strictly before each position (after, when reverse)."""
+    n = get_aval(x).shape[axis]
+    nd = get_aval(x).ndim
+    c = lax.cumprod(x, axis, reverse)
+    cfg = [(0, 0, 0)] * nd
+    cfg[axis] = (0, 1, 0) if reverse else (1, 0, 0)
+    padded = lax.pad(c, _const(x, 1), cfg)
+    start = [0] * nd
+    start[axis] = 1 if reverse else 0
+    limit = list(get_aval(padded).shape)
+    limit[axis] = start[axis] + n
+    return lax.slice(padded, start, limit)
+
+
+def _reduce_prod_jvp(primals, tangents, *, axes):
+    (x,), (t,) = primals, tangents
+    ans = P.reduce_prod_p.bind(x, axes=axes)
+    xa = get_aval(x)
+    kept = [i for i in range(xa.ndim) if i not in axes]
+    perm = kept + list(axes)
+    n_red = int(np.prod([xa.shape[i] for i in axes], dtype=np.int64))
+    flat_shape = tuple(xa.shape[i] for i in kept) + (n_red,)
+    xf = lax.reshape(lax.transpose(x, perm), flat_shape)
+    tf = lax.reshape(lax.transpose(t, perm), flat_shape)
+    if n_red == 0:
+        return ans, Zero(tangent_aval(get_aval(ans)))
+    last = len(flat_shape) - 1
+    # d prod / d x_j = prod_{k != j} x_k = (prod before j) * (prod after j): exact with zeros.
+    others = lax.mul(_exclusive_cumprod(xf, last, False), _exclusive_cumprod(xf, last, True))
+    return ans, lax.reduce_sum(lax.mul(tf, others), (last,))
+
+
+jvp_rules[P.reduce_prod_p] = _reduce_prod_jvp
+
+
+# Cumulative reductions: interim rules until they become associative_scan (their own jvp then).
+def _cumprod_jvp(primals, tangents, *, axis, reverse):
+    (x,), (t,) = primals, tangents
+    ans = lax.cumprod(x, axis, reverse)
+    n = get_aval(x).shape[axis]
+    nd = get_aval(x).ndim
+    # d out_i = sum_{j<=i} t_j * prod_{k<=i, k!=j} x_k, computed exactly (O(n^2) per row).
+    xs = lax.broadcast_in_dim(x, get_aval(x).shape + (n,), tuple(range(nd)))
+    ii = lax.broadcasted_iota(dtypes.int32, get_aval(xs).shape, nd)
+    jj = lax.broadcasted_iota(dtypes.int32, get_aval(xs).shape, axis)
+    # mask[..., j, ..., i]: j in the prefix of i, j != the differentiated position handled below.
+    in_prefix = lax.ge(ii, jj) if not reverse else lax.le(ii, jj)
+    ones = lax.full_like(xs, 1)
+    xm = lax.select(in_prefix, xs, ones)  # x_j if j in prefix(i) else 1
+    excl = lax.mul(_exclusive_cumprod(xm, axis, False), _exclusive_cumprod(xm, axis, True))
+    coef = lax.select(in_prefix, excl, lax.full_like(xs, 0))  # prod_{k in prefix(i), k != j} x_k
+    ts = lax.broadcast_in_dim(t, get_aval(xs).shape, tuple(range(nd)))
+    out = lax.reduce_sum(lax.mul(ts, coef), (axis,))
+    perm = list(range(nd))
+    perm.insert(axis, nd - 1)
+    out = lax.transpose(out, tuple(perm[:nd]))
+    return ans, out
+
+
+jvp_rules[P.cumprod_p] = _cumprod_jvp
+
+
+def _cumminmax_jvp(prim):
+    def rule(primals, tangents, *, axis, reverse):
+        (x,), (t,) = primals, tangents
+        ans = prim.bind(x, axis=axis, reverse=reverse)
+        shape = get_aval(x).shape
+        n = shape[axis]
+        # The tangent of out_i is t at the (last) position attaining the running extreme.
+        pos = lax.broadcasted_iota(dtypes.int32, shape, axis)
+        if reverse:
+            pos = lax.sub(lax.full_like(pos, n - 1), pos)
+        hit = lax.eq(x, ans)
+        src = lax.cummax(lax.select(hit, pos, lax.full_like(pos, -1)), axis, reverse)
+        if reverse:
+            src = lax.sub(lax.full_like(src, n - 1), src)
+        from functx.numpy import _core as jnp
+
+        return ans, jnp.take_along_axis(t, src, axis, mode="clip")
+
+    jvp_rules[prim] = rule
+
+
+_cumminmax_jvp(P.cummax_p)
+_cumminmax_jvp(P.cummin_p)
+
+
+def _cumlogsumexp_jvp(primals, tangents, *, axis, reverse):
+    (x,), (t,) = primals, tangents
+    ans = lax.cumlogsumexp(x, axis, reverse)
+    # d out_i = sum_{j<=i} t_j exp(x_j - out_i), evaluated exactly as a masked O(n^2) sum.
+    n = get_aval(x).shape[axis]
+    nd = get_aval(x).ndim
+    shape2 = get_aval(x).shape + (n,)
+    xs = lax.broadcast_in_dim(x, shape2, tuple(range(nd)))
+    ts = lax.broadcast_in_dim(t, shape2, tuple(range(nd)))
+    outs_i = lax.broadcast_in_dim(lax.transpose(ans, _move_to_end(nd, axis)),
+                                  shape2, tuple(i for i in range(nd + 1) if i != axis))
+    ii = lax.broadcasted_iota(dtypes.int32, shape2, nd)
+    jj = lax.broadcasted_iota(dtypes.int32, shape2, axis)
+    in_prefix = lax.ge(ii, jj) if not reverse else lax.le(ii, jj)
+    w = lax.select(in_prefix, lax.exp(lax.sub(xs, outs_i)), lax.full_like(xs, 0))
+    out = lax.reduce_sum(lax.mul(ts, w), (axis,))
+    perm = list(range(nd))
+    perm.insert(axis, nd - 1)
+    return ans, lax.transpose(out, tuple(perm[:nd]))
+
+
+def _move_to_end(nd, axis):
+    return tuple(i for i in range(nd) if i != axis) + (axis,)
+
+
+jvp_rules[P.cumlogsumexp_p] = _cumlogsumexp_jvp
+
+
+# --- contraction ---------------------------------------------------------------------------------
+def _dot_general_jvp(primals, tangents, **params):
+    (lhs, rhs), (tl, tr) = primals, tangents
+    ans = P.dot_general_p.bind(lhs, rhs, **params)
+    out = Zero(tangent_aval(get_aval(ans)))
+    if not isinstance(tl, Zero):
+        out = add_tangents(out, P.dot_general_p.bind(tl, rhs, **params))
+    if not isinstance(tr, Zero):
+        out = add_tangents(out, P.dot_general_p.bind(lhs, tr, **params))
+    return ans, out
+
+
+jvp_rules[P.dot_general_p] = _dot_general_jvp
+
+
+# --- the public API ------------------------------------------------------------------------------
+def _check_tangent(p, t, path):
+    pa, ta = get_aval(p), get_aval(t) if not isinstance(t, np.ndarray) or t.dtype != dtypes.float0 \
+        else ShapedArray(t.shape, dtypes.float0)
+    if pa.shape != ta.shape:
+        raise FunctxTypeError(f"jvp: primal and tangent arguments must have equal shapes; "
+                              f"{path} has primal {pa.str_short()} and tangent {ta.str_short()}"
+                              f"{where()}")
+    if is_differentiable(pa) and ta.dtype != pa.dtype:
+        raise FunctxTypeError(f"jvp: primal and tangent dtypes must be equal; {path} has primal "
+                              f"{pa.str_short()} and tangent {ta.str_short()}{where()}")
+
+
+def jvp(fun, primals, tangents, has_aux=False):
+    """Forward-mode derivative: ``(fun(*primals), J(fun)(primals) @ tangents)``.
+
+    Arguments:
+      fun: a function of pytrees of arrays.
+      primals, tangents: tuples (or lists) of the same structure.
+    Returns:
+      ``(primals_out, tangents_out)`` (and ``aux`` with has_aux).
+    Example:
+      >>> functx.jvp(functx.numpy.sin, (0.0,), (1.0,))
+    """
+    from functx.transforms import linearize as L
+
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise FunctxTypeError(f"jvp: primals and tangents must be tuples or lists, got "
+                              f"{type(primals).__name__} and {type(tangents).__name__}{where()}")
+    p_leaves, p_tree = tree_flatten(tuple(primals))
+    t_leaves, t_tree = tree_flatten(tuple(tangents))
+    if p_tree != t_tree:
+        raise FunctxTypeError(f"jvp: primal and tangent arguments must have the same tree "
+                              f"structure; got {p_tree} and {t_tree}{where()}")
+    for i, (p, t) in enumerate(zip(p_leaves, t_leaves)):
+        _check_tangent(p, t, f"leaf {i}")
+    traced, leaves = L.trace_user_fun(fun, tuple(primals), has_aux)
+    closed = traced.closed
+    nonzeros = [is_differentiable(get_aval(x)) for x in leaves]
+    jaxpr, out_nz = L.cached_jvp_jaxpr(closed, tuple(nonzeros))
+    t_in = [t for t, nz in zip(t_leaves, nonzeros) if nz]
+    from functx.interpreter import eval_jaxpr
+
+    res = eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *leaves, *t_in)
+    n_all = len(closed.out_avals)
+    outs, touts_nz = res[:n_all], iter(res[n_all:])
+    touts = [next(touts_nz) if nz else zeros_like_aval(tangent_aval(a))
+             for nz, a in zip(out_nz, closed.out_avals)]
+    n = traced.n_out
+    out = (tree_unflatten(traced.out_tree, outs[:n]), tree_unflatten(traced.out_tree, touts[:n]))
+    return out + (tree_unflatten(traced.aux_tree, outs[n:]),) if has_aux else out

@@ -1,0 +1,182 @@
+"""linearize: jvp followed by partial evaluation into a primal Jaxpr and a linear Jaxpr.
+
+The jvp Jaxpr computes primals and tangents together. Partial evaluation splits its equations: those
+that depend only on primals form the *primal* Jaxpr, which also returns the residuals (the primal
+values the tangent equations read); those that depend on tangents form the *linear* Jaxpr, a linear
+function of the tangents given the residuals. ``transpose`` turns the linear Jaxpr into the backward
+pass.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import NamedTuple
+
+from functx import primitives as P
+from functx.core import ClosedJaxpr, Jaxpr, Literal
+from functx.errors import FunctxTypeError, where
+from functx.interpreter import eval_jaxpr
+from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
+from functx.transforms import passes
+from functx.transforms.jvp import Zero, is_differentiable, jvp_jaxpr, tangent_aval, zeros_like_aval
+
+
+# --- tracing user functions (pytrees, has_aux), with a cache ------------------------------------
+class Traced(NamedTuple):
+    closed: ClosedJaxpr  # flat args -> flat outputs + flat aux
+    in_tree: object
+    out_tree: object
+    aux_tree: object
+    n_out: int
+
+
+_trace_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def trace_user_fun(fun, args: tuple, has_aux: bool = False, kwargs=None):
+    """Trace ``fun(*args)`` into a ClosedJaxpr over the flat leaves of ``args``.
+
+    Returns ``(traced, leaves)``. With ``has_aux`` the function returns ``(out, aux)`` and the
+    aux leaves follow the outputs. Traces are cached per function, tree structure and avals."""
+    leaves, in_tree = tree_flatten((tuple(args), dict(kwargs or {})))
+    avals = tuple(get_aval(x) for x in leaves)
+    key = (in_tree, avals, has_aux)
+    try:
+        per_fun = _trace_cache.setdefault(fun, {})
+    except TypeError:
+        per_fun = {}
+    hit = per_fun.get(key)
+    if hit is not None:
+        return hit, leaves
+    info = {}
+
+    def flat(*xs):
+        a, kw = tree_unflatten(in_tree, list(xs))
+        out = fun(*a, **kw)
+        aux_leaves, aux_tree = [], None
+        if has_aux:
+            if not isinstance(out, tuple) or len(out) != 2:
+                raise FunctxTypeError(
+                    f"a function with has_aux=True must return a pair (output, aux), got "
+                    f"{type(out).__name__}{where()}")
+            out, aux = out
+            aux_leaves, aux_tree = tree_flatten(aux)
+        out_leaves, out_tree = tree_flatten(out)
+        info.update(out_tree=out_tree, aux_tree=aux_tree, n_out=len(out_leaves))
+        return out_leaves + aux_leaves, None
+
+    closed, _ = trace_flat(flat, avals)
+    traced = Traced(closed, in_tree, info["out_tree"], info["aux_tree"], info["n_out"])
+    if not any(hasattr(c, "builder") for c in closed.consts):  # no tracers of an outer trace
+        if len(per_fun) > 64:
+            per_fun.pop(next(iter(per_fun)))
+        per_fun[key] = traced
+    return traced, leaves
+
+
+_jvp_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def cached_jvp_jaxpr(closed: ClosedJaxpr, nonzeros: tuple):
+    per = _jvp_cache.setdefault(closed, {})
+    if nonzeros not in per:
+        j, out_nz = jvp_jaxpr(closed, list(nonzeros))
+        per[nonzeros] = (passes.simplify(j), out_nz)
+    return per[nonzeros]
+
+
+# --- partial evaluation --------------------------------------------------------------------------
+_RECOMPUTE = {P.iota_p, P.broadcast_in_dim_p}
+
+
+class Linearized(NamedTuple):
+    primal: ClosedJaxpr  # primals -> primal outputs + residuals
+    linear: Jaxpr  # residuals + nonzero tangents -> nonzero tangent outputs
+    n_res: int
+    out_nz: list
+
+
+def partial_eval_jvp(jvp_closed: ClosedJaxpr, n_primals: int, n_primal_outs: int) -> Linearized:
+    """Split a jvp Jaxpr (primals + tangents -> primal outs + tangent outs) in two."""
+    j = jvp_closed.jaxpr
+    unknown = {v.id for v in j.invars[n_primals:]}
+    known_eqns, lin_eqns = [], []
+    producer = {}
+    for e in j.eqns:
+        if any(type(a) is not Literal and a.id in unknown for a in e.invars):
+            lin_eqns.append(e)
+            unknown.update(v.id for v in e.outvars)
+        else:
+            known_eqns.append(e)
+            for v in e.outvars:
+                producer[v.id] = e
+    primal_outs = j.outvars[:n_primal_outs]
+    tangent_outs = j.outvars[n_primal_outs:]
+    for v in primal_outs:
+        if type(v) is not Literal and v.id in unknown:
+            raise FunctxTypeError("linearize: a primal output depends on a tangent; a custom_jvp "
+                                  "rule must compute its primal output from primals only")
+
+    # Residuals: known variables that the linear side reads. Cheap input-free equations (iota,
+    # broadcasts of literals) are recomputed on the linear side instead of being saved.
+    residuals, res_ids, copied = [], set(), []
+    copied_ids = set()
+
+    def need(a):
+        if type(a) is Literal or a.id in unknown or a.id in res_ids or a.id in copied_ids:
+            return
+        e = producer.get(a.id)
+        if e is not None and e.prim in _RECOMPUTE and all(type(x) is Literal for x in e.invars):
+            copied.append(e)
+            copied_ids.update(v.id for v in e.outvars)
+            return
+        res_ids.add(a.id)
+        residuals.append(a)
+
+    for e in lin_eqns:
+        for a in e.invars:
+            need(a)
+    for v in tangent_outs:
+        need(v)
+    primal = Jaxpr(j.constvars, j.invars[:n_primals], known_eqns, list(primal_outs) + residuals)
+    primal_closed = passes.dce_closed(ClosedJaxpr(primal, jvp_closed.consts))
+    linear = Jaxpr([], list(residuals) + list(j.invars[n_primals:]), copied + lin_eqns,
+                   tangent_outs)
+    return Linearized(primal_closed, passes.dce_jaxpr(linear), len(residuals), None)
+
+
+def linearize_jaxpr(closed: ClosedJaxpr, nonzeros: tuple, n_out: int):
+    """jvp + partial eval of ``closed`` with tangents for the inputs marked in ``nonzeros``."""
+    jvp_closed, out_nz = cached_jvp_jaxpr(closed, nonzeros)
+    n_primal_outs = len(closed.out_avals)
+    lin = partial_eval_jvp(jvp_closed, len(closed.in_avals), n_primal_outs)
+    return lin._replace(out_nz=out_nz)
+
+
+def linearize(fun, *primals):
+    """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` evaluates the linear map (the jvp)
+    without recomputing the primal: JAX's ``linearize``."""
+    traced, leaves = trace_user_fun(fun, primals)
+    nonzeros = tuple(is_differentiable(get_aval(x)) for x in leaves)
+    lin = linearize_jaxpr(traced.closed, nonzeros, traced.n_out)
+    res = eval_jaxpr(lin.primal.jaxpr, lin.primal.consts, *leaves)
+    n_out = len(traced.closed.out_avals)
+    outs, residuals = res[:n_out], res[n_out:]
+    out_avals = traced.closed.out_avals
+
+    def f_jvp(*tangents):
+        t_leaves, t_tree = tree_flatten((tuple(tangents), {}))
+        if t_tree != traced.in_tree:
+            raise FunctxTypeError(f"linearize: tangents must have the structure of the primals, "
+                                  f"{traced.in_tree}; got {t_tree}{where()}")
+        ts = [t for t, nz in zip(t_leaves, nonzeros) if nz]
+        t_out = iter(eval_jaxpr(lin.linear, [], *residuals, *ts))
+        touts = [next(t_out) if nz else zeros_like_aval(tangent_aval(a))
+                 for nz, a in zip(lin.out_nz, out_avals)]
+        return tree_unflatten(traced.out_tree, touts)
+
+    return tree_unflatten(traced.out_tree, outs), f_jvp
+
+
+__all__ = ["Traced", "trace_user_fun", "cached_jvp_jaxpr", "partial_eval_jvp", "linearize_jaxpr",
+           "linearize", "Linearized", "Zero"]

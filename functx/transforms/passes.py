@@ -1,0 +1,104 @@
+"""Jaxpr -> Jaxpr clean-up passes: dead-code elimination and common-subexpression elimination.
+
+Every primitive is pure, so an equation none of whose outputs is used can go, and two equations
+with the same primitive, inputs and params compute the same values.
+"""
+
+from __future__ import annotations
+
+from functx.core import ClosedJaxpr, Eqn, Jaxpr, Literal
+
+
+def dce_jaxpr(jaxpr: Jaxpr, used_outputs=None) -> Jaxpr:
+    """Drop equations whose outputs are unused (and outputs not in ``used_outputs``);
+    constvars no equation needs are dropped too (use ``dce_closed`` to keep consts in step)."""
+    outvars = jaxpr.outvars if used_outputs is None else \
+        [v for v, u in zip(jaxpr.outvars, used_outputs) if u]
+    live = {v.id for v in outvars if type(v) is not Literal}
+    eqns = []
+    for e in reversed(jaxpr.eqns):
+        if any(v.id in live for v in e.outvars):
+            eqns.append(e)
+            live.update(a.id for a in e.invars if type(a) is not Literal)
+    eqns.reverse()
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, outvars)
+
+
+def dce_closed(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """DCE, also dropping consts no equation or output uses."""
+    j = dce_jaxpr(closed.jaxpr)
+    used = {a.id for e in j.eqns for a in e.invars if type(a) is not Literal}
+    used |= {v.id for v in j.outvars if type(v) is not Literal}
+    keep = [(v, c) for v, c in zip(j.constvars, closed.consts) if v.id in used]
+    return ClosedJaxpr(Jaxpr([v for v, _ in keep], j.invars, j.eqns, j.outvars),
+                       [c for _, c in keep])
+
+
+def _key(e: Eqn, rename):
+    ins = tuple(("lit", repr(a.val), a.aval) if type(a) is Literal else rename.get(a.id, a.id)
+                for a in e.invars)
+    try:
+        params = tuple(sorted(e.params.items()))
+        hash(params)
+    except TypeError:
+        return None
+    return (e.prim, ins, params)
+
+
+def cse_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
+    """Reuse the outputs of an earlier identical equation."""
+    rename: dict[int, object] = {}
+    seen: dict = {}
+    var_of: dict[int, object] = {}
+    eqns = []
+
+    def sub(a):
+        return a if type(a) is Literal else var_of.get(a.id, a)
+
+    for e in jaxpr.eqns:
+        e = e.replace(invars=[sub(a) for a in e.invars])
+        k = _key(e, rename)
+        if k is not None and k in seen:
+            prev = seen[k]
+            for v, pv in zip(e.outvars, prev.outvars):
+                var_of[v.id] = pv
+                rename[v.id] = pv.id
+            continue
+        if k is not None:
+            seen[k] = e
+        eqns.append(e)
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, [sub(a) for a in jaxpr.outvars])
+
+
+def fold_scalar_constants(jaxpr: Jaxpr) -> Jaxpr:
+    """Evaluate equations whose inputs are all literals and whose single output is a scalar
+    (``mul 1.0 2.0``), replacing their output by a literal."""
+    import numpy as np
+
+    from functx.array import Array
+
+    folded: dict[int, Literal] = {}
+    eqns = []
+
+    def sub(a):
+        return a if type(a) is Literal else folded.get(a.id, a)
+
+    for e in jaxpr.eqns:
+        e = e.replace(invars=[sub(a) for a in e.invars])
+        if (not e.prim.multiple_results and e.invars and e.outvars[0].aval.shape == ()
+                and all(type(a) is Literal for a in e.invars) and e.prim.impl is not None
+                and not any(isinstance(p, (ClosedJaxpr, Jaxpr)) for p in e.params.values())):
+            vals = [np.asarray(a.val, a.aval.dtype) for a in e.invars]
+            out = np.asarray(e.prim.impl(*vals, **e.params)).astype(e.outvars[0].aval.dtype)
+            aval = e.outvars[0].aval
+            val = out.item() if aval.weak_type else Array.from_value(out)._value[()]
+            folded[e.outvars[0].id] = Literal(val, aval)
+            continue
+        eqns.append(e)
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, [sub(a) for a in jaxpr.outvars])
+
+
+def simplify(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """Constant folding of scalar literals, CSE, then DCE."""
+    j = cse_jaxpr(fold_scalar_constants(closed.jaxpr))
+    return dce_closed(ClosedJaxpr(j, closed.consts))

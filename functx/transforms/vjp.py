@@ -1,0 +1,357 @@
+"""Reverse mode: vjp, grad, value_and_grad, jacrev (and jacfwd, hessian), built from
+linearize + transpose.
+
+``grad(f)(x)`` traces ``f``, linearizes it, transposes the linear Jaxpr, and stitches primal and
+backward pass into one gradient Jaxpr (cleaned by CSE and DCE, cached per signature), which it then
+evaluates. ``functx.make_jaxpr(functx.grad(f))(x)`` prints that Jaxpr.
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+
+import numpy as np
+
+from functx import lax
+from functx.array import Array
+from functx.core import ClosedJaxpr
+from functx.errors import FunctxTypeError, where
+from functx.interpreter import eval_jaxpr
+from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
+from functx.transforms import passes
+from functx.transforms.jvp import Zero, instantiate, is_differentiable, tangent_aval, zeros_like_aval
+from functx.transforms.linearize import linearize_jaxpr, trace_user_fun
+from functx.transforms.transpose import UndefinedPrimal, backward_pass
+
+
+def _fun_name(fun) -> str:
+    name = getattr(fun, "__name__", type(fun).__name__)
+    code = getattr(fun, "__code__", None)
+    return f"{name} (defined at {code.co_filename}:{code.co_firstlineno})" if code else name
+
+
+def _as_argnums(argnums, nargs, fname, what="grad"):
+    single = isinstance(argnums, int)
+    nums = (argnums,) if single else tuple(argnums)
+    for a in nums:
+        if not isinstance(a, int) or not -nargs <= a < nargs:
+            raise FunctxTypeError(f"{what} of {fname}: argnums {argnums} is out of range for a "
+                                  f"call with {nargs} positional arguments{where()}")
+    return single, tuple(a % nargs for a in nums)
+
+
+def _leaf_ranges(args):
+    """For each positional argument, the range of its leaves among the flattened (args, {})."""
+    out, start = [], 0
+    for a in args:
+        n = len(tree_flatten(a)[0])
+        out.append(range(start, start + n))
+        start += n
+    return out
+
+
+# --- vjp -----------------------------------------------------------------------------------------
+def _vjp_parts(fun, primals, has_aux, nonzero_mask=None):
+    traced, leaves = trace_user_fun(fun, tuple(primals), has_aux)
+    nonzeros = tuple(is_differentiable(get_aval(x)) and (nonzero_mask is None or nonzero_mask[i])
+                     for i, x in enumerate(leaves))
+    lin = linearize_jaxpr(traced.closed, nonzeros, traced.n_out)
+    return traced, leaves, nonzeros, lin
+
+
+def vjp(fun, *primals, has_aux=False):
+    """``(fun(*primals), vjp_fun)``; ``vjp_fun(ct)`` returns one cotangent per primal.
+
+    Example:
+      >>> y, f_vjp = functx.vjp(functx.numpy.sin, 1.0); f_vjp(1.0)   # (cos(1.0),)
+    """
+    traced, leaves, nonzeros, lin = _vjp_parts(fun, primals, has_aux)
+    res = eval_jaxpr(lin.primal.jaxpr, lin.primal.consts, *leaves)
+    n_all = len(traced.closed.out_avals)
+    outs, residuals = res[:n_all], res[n_all:]
+    n = traced.n_out
+    out_avals = traced.closed.out_avals
+    fname = _fun_name(fun)
+
+    def vjp_fun(ct):
+        ct_leaves, ct_tree = tree_flatten(ct)
+        if ct_tree != traced.out_tree:
+            raise FunctxTypeError(
+                f"vjp of {fname}: the cotangent must have the structure of the primal output, "
+                f"{traced.out_tree}; got {ct_tree}{where()}")
+        for i, (c, a) in enumerate(zip(ct_leaves, out_avals)):
+            ca = get_aval(c)
+            if ca.shape != a.shape:
+                raise FunctxTypeError(
+                    f"vjp of {fname}: cotangent leaf {i} has shape {ca.str_short()}, the primal "
+                    f"output has {a.str_short()}{where()}")
+        cts_out = [ct_leaves[i] if i < n else Zero(tangent_aval(a))
+                   for i, (nz, a) in enumerate(zip(lin.out_nz, out_avals)) if nz]
+        cts_out = [c if isinstance(c, Zero) or get_aval(c).dtype == a.dtype
+                   else lax.convert_element_type(c, a.dtype)
+                   for c, a in zip(cts_out, [a for nz, a in zip(lin.out_nz, out_avals) if nz])]
+        args = list(residuals) + [UndefinedPrimal(tangent_aval(get_aval(x)))
+                                  for x, nz in zip(leaves, nonzeros) if nz]
+        cts = iter(backward_pass(lin.linear, [], args, cts_out)[lin.n_res:])
+        out = [instantiate(next(cts)) if nz else zeros_like_aval(tangent_aval(get_aval(x)))
+               for x, nz in zip(leaves, nonzeros)]
+        return tree_unflatten(traced.in_tree, out)[0]
+
+    primal_out = tree_unflatten(traced.out_tree, outs[:n])
+    if has_aux:
+        return primal_out, vjp_fun, tree_unflatten(traced.aux_tree, outs[n:])
+    return primal_out, vjp_fun
+
+
+# --- grad / value_and_grad -----------------------------------------------------------------------
+_grad_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _grad_jaxpr(closed: ClosedJaxpr, nonzeros: tuple, n_out: int, with_value: bool) -> ClosedJaxpr:
+    """One Jaxpr: leaves -> (the value if ``with_value``, the aux outputs, the gradients of output 0
+    w.r.t. the nonzero leaves). DCE drops whatever of the primal the gradient does not need."""
+    per = _grad_cache.setdefault(closed, {})
+    key = (nonzeros, with_value)
+    if key in per:
+        return per[key]
+    lin = linearize_jaxpr(closed, nonzeros, n_out)
+    out_avals = closed.out_avals
+    n_all = len(out_avals)
+    in_avals = closed.in_avals
+
+    def flat(*leaves):
+        res = eval_jaxpr(lin.primal.jaxpr, lin.primal.consts, *leaves)
+        outs, residuals = res[:n_all], res[n_all:]
+        seed = lax.full((), 1, out_avals[0].dtype)
+        cts_out = [seed if i == 0 else Zero(tangent_aval(a))
+                   for i, (nz, a) in enumerate(zip(lin.out_nz, out_avals)) if nz]
+        args = list(residuals) + [UndefinedPrimal(tangent_aval(a))
+                                  for a, nz in zip(in_avals, nonzeros) if nz]
+        grads = [instantiate(g) for g in backward_pass(lin.linear, [], args, cts_out)[lin.n_res:]]
+        return (list(outs) if with_value else list(outs[1:])) + grads, None
+
+    g, _ = trace_flat(flat, in_avals)
+    g = passes.simplify(g)
+    per[key] = g
+    return g
+
+
+def _check_grad_output(traced, fname):
+    if traced.n_out != 1 or traced.out_tree != tree_flatten(0.0)[1]:
+        raise FunctxTypeError(f"Gradient only defined for scalar-output functions; {fname} "
+                              f"returned a {traced.out_tree}{where()}")
+    a = traced.closed.out_avals[0]
+    if a.shape != ():
+        raise FunctxTypeError(f"Gradient only defined for scalar-output functions. Output had "
+                              f"shape: {a.shape}. (grad of {fname}{where()}; use jacrev or vjp "
+                              "for non-scalar outputs)")
+    if not is_differentiable(a):
+        raise FunctxTypeError(f"grad requires real-valued outputs (output dtype that is a "
+                              f"sub-dtype of np.floating), but got {a.dtype.name} (grad of "
+                              f"{fname}{where()})")
+
+
+def value_and_grad(fun, argnums=0, has_aux=False, allow_int=False, _with_value=True):
+    """A function returning ``(fun(*args), grad)`` (``((value, aux), grad)`` with has_aux).
+
+    Arguments:
+      fun: scalar-valued function of pytrees of float arrays.
+      argnums: an int or a tuple of ints: which positional arguments to differentiate.
+      has_aux: ``fun`` returns ``(value, aux)``; aux is returned, not differentiated.
+    Example:
+      >>> functx.value_and_grad(lambda x: (x ** 2).sum())(functx.numpy.arange(3.0))
+    """
+    fname = _fun_name(fun)
+
+    @functools.wraps(fun)
+    def vg(*args, **kwargs):
+        single, nums = _as_argnums(argnums, len(args), fname)
+        traced, leaves = trace_user_fun(fun, args, has_aux, kwargs)
+        _check_grad_output(traced, fname)
+        ranges = _leaf_ranges(args)
+        mask = [False] * len(leaves)
+        for a in nums:
+            for i in ranges[a]:
+                av = get_aval(leaves[i])
+                if not is_differentiable(av) and not allow_int:
+                    raise FunctxTypeError(
+                        f"grad requires real- or complex-valued inputs (input dtype that is a "
+                        f"sub-dtype of np.inexact), but got {av.dtype.name}. If you want to use "
+                        f"Boolean- or integer-valued inputs, use vjp or set allow_int to True. "
+                        f"(argument {a} of {fname}{where()})")
+                mask[i] = is_differentiable(av)
+        g = _grad_jaxpr(traced.closed, tuple(mask), traced.n_out, _with_value)
+        res = eval_jaxpr(g.jaxpr, g.consts, *leaves)
+        n_all = len(traced.closed.out_avals) - (0 if _with_value else 1)
+        outs, grads = res[:n_all], iter(res[n_all:])
+        if not _with_value:
+            outs = [None] + list(outs)
+        per_leaf = [next(grads) if m else (zeros_like_aval(tangent_aval(get_aval(x)))
+                                           if i in _flat(ranges, nums) else None)
+                    for i, (x, m) in enumerate(zip(leaves, mask))]
+        arg_grads = [tree_unflatten(tree_flatten(args[a])[1], [per_leaf[i] for i in ranges[a]])
+                     for a in nums]
+        grad_out = arg_grads[0] if single else tuple(arg_grads)
+        value = outs[0]
+        if has_aux:
+            return (value, tree_unflatten(traced.aux_tree, outs[1:])), grad_out
+        return value, grad_out
+
+    return vg
+
+
+def _flat(ranges, nums):
+    return {i for a in nums for i in ranges[a]}
+
+
+def grad(fun, argnums=0, has_aux=False, allow_int=False):
+    """The gradient of a scalar-valued function, as a function (JAX's ``grad``).
+
+    Example:
+      >>> functx.grad(lambda x: functx.numpy.sin(x).sum())(functx.numpy.zeros(3))  # ones
+    """
+    vg = value_and_grad(fun, argnums, has_aux, allow_int, _with_value=False)
+
+    @functools.wraps(fun)
+    def g(*args, **kwargs):
+        (value_aux, gr) = vg(*args, **kwargs)
+        if has_aux:
+            return gr, value_aux[1]
+        return gr
+
+    return g
+
+
+# --- Jacobians -----------------------------------------------------------------------------------
+def _partial_args(fun, args, nums):
+    def f(*dyn):
+        full = list(args)
+        for a, d in zip(nums, dyn):
+            full[a] = d
+        return fun(*full)
+
+    return f
+
+
+def _basis(avals, total):
+    """Rows of the identity split per leaf: leaf i gets shape (total, *shape_i)."""
+    out, off = [], 0
+    for a in avals:
+        n = int(np.prod(a.shape, dtype=np.int64))
+        block = np.zeros((total, n), dtype=a.dtype)
+        block[off:off + n] = np.eye(n, dtype=a.dtype)
+        out.append(Array.from_value(block.reshape((total,) + a.shape)))
+        off += n
+    return out
+
+
+def _check_float_inputs(leaves, what, fname):
+    for x in leaves:
+        av = get_aval(x)
+        if not is_differentiable(av):
+            raise FunctxTypeError(f"{what} requires real-valued inputs (input dtype that is a "
+                                  f"sub-dtype of np.floating), but got {av.dtype.name} ({what} of "
+                                  f"{fname}{where()})")
+
+
+def jacfwd(fun, argnums=0, has_aux=False):
+    """The Jacobian by forward mode: ``vmap`` of ``jvp`` over the standard basis of the inputs.
+    For output leaf ``y`` and input leaf ``x`` the block has shape ``y.shape + x.shape``."""
+    from functx.transforms.jvp import jvp
+    from functx.transforms.vmap import vmap
+
+    fname = _fun_name(fun)
+
+    @functools.wraps(fun)
+    def jac(*args):
+        single, nums = _as_argnums(argnums, len(args), fname, "jacfwd")
+        dyn = tuple(args[a] for a in nums)
+        x_leaves, x_tree = tree_flatten(dyn)
+        _check_float_inputs(x_leaves, "jacfwd", fname)
+        x_avals = [get_aval(x) for x in x_leaves]
+        total = sum(a.size for a in x_avals)
+        f = _partial_args(fun, args, nums)
+
+        def push(*t_leaves):
+            ts = tree_unflatten(x_tree, list(t_leaves))
+            if has_aux:
+                y, ty, aux = jvp(f, dyn, ts, has_aux=True)
+                return y, ty, aux
+            y, ty = jvp(f, dyn, ts)
+            return y, ty
+
+        outs = vmap(push, out_axes=(None, 0, None) if has_aux else (None, 0))(
+            *_basis(x_avals, total))
+        y, ty = outs[0], outs[1]
+        y_leaves, y_tree = tree_flatten(y)
+        ty_leaves = tree_flatten(ty)[0]
+        blocks = []
+        for yl, tl in zip(y_leaves, ty_leaves):
+            ya = get_aval(yl)
+            per_x, off = [], 0
+            for xa in x_avals:
+                piece = lax.slice_in_dim(tl, off, off + xa.size, 1, 0)  # (n_x, *y.shape)
+                piece = lax.transpose(piece, tuple(range(1, ya.ndim + 1)) + (0,))
+                per_x.append(lax.reshape(piece, ya.shape + xa.shape))
+                off += xa.size
+            tree = tree_unflatten(x_tree, per_x)
+            blocks.append(tree[0] if single else tree)
+        out = tree_unflatten(y_tree, blocks)
+        return (out, outs[2]) if has_aux else out
+
+    return jac
+
+
+def jacrev(fun, argnums=0, has_aux=False, allow_int=False):
+    """The Jacobian by reverse mode: ``vmap`` of ``vjp`` over the standard basis of the outputs."""
+    from functx.transforms.vmap import vmap
+
+    fname = _fun_name(fun)
+
+    @functools.wraps(fun)
+    def jac(*args):
+        single, nums = _as_argnums(argnums, len(args), fname, "jacrev")
+        dyn = tuple(args[a] for a in nums)
+        x_leaves, x_tree = tree_flatten(dyn)
+        _check_float_inputs(x_leaves, "jacrev", fname)
+        f = _partial_args(fun, args, nums)
+        if has_aux:
+            y, f_vjp, aux = vjp(f, *dyn, has_aux=True)
+        else:
+            y, f_vjp = vjp(f, *dyn)
+        y_leaves, y_tree = tree_flatten(y)
+        y_avals = [get_aval(v) for v in y_leaves]
+        total = sum(a.size for a in y_avals)
+
+        def pull(*ct_leaves):
+            return f_vjp(tree_unflatten(y_tree, list(ct_leaves)))
+
+        cts = vmap(pull)(*_basis(y_avals, total))  # tuple over dyn args, leaves (total, *x.shape)
+        ct_leaves = tree_flatten(cts)[0]
+        x_avals = [get_aval(x) for x in x_leaves]
+        blocks = []
+        off = 0
+        for ya in y_avals:
+            per_x = []
+            for cl, xa in zip(ct_leaves, x_avals):
+                piece = lax.slice_in_dim(cl, off, off + ya.size, 1, 0)  # (n_y, *x.shape)
+                per_x.append(lax.reshape(piece, ya.shape + xa.shape))
+            off += ya.size
+            tree = tree_unflatten(x_tree, per_x)
+            blocks.append(tree[0] if single else tree)
+        out = tree_unflatten(y_tree, blocks)
+        return (out, aux) if has_aux else out
+
+    return jac
+
+
+jacobian = jacrev
+
+
+def hessian(fun, argnums=0, has_aux=False):
+    """``jacfwd(jacrev(fun))``: the Hessian of a scalar function of pytrees."""
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
+
+
+__all__ = ["vjp", "grad", "value_and_grad", "jacfwd", "jacrev", "jacobian", "hessian"]
