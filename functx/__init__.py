@@ -7,6 +7,7 @@ Write a pure numerical function with ``functx.numpy``; functx traces it into a p
 from functx import dtypes, errors, lax, nn, tree_util
 from functx import numpy as numpy  # noqa: PLC0414
 from functx.array import Array
+from functx.custom_derivatives import custom_jvp, custom_vjp
 from functx.core import ClosedJaxpr, Jaxpr, ShapedArray, typecheck_jaxpr
 from functx.errors import ConcretizationError, FunctxError, FunctxTypeError, UnsupportedError
 from functx.tracing import ShapeDtypeStruct, make_jaxpr
@@ -29,7 +30,8 @@ def block_until_ready(x):
 
 __all__ = [
     "Array", "ClosedJaxpr", "ConcretizationError", "FunctxError", "FunctxTypeError", "Jaxpr",
-    "ShapeDtypeStruct", "ShapedArray", "UnsupportedError", "block_until_ready", "device_put",
+    "ShapeDtypeStruct", "ShapedArray", "UnsupportedError", "block_until_ready", "custom_jvp",
+    "custom_vjp", "device_put",
     "dtypes", "errors", "grad", "hessian", "jacfwd", "jacobian", "jacrev", "jvp", "lax",
     "linearize", "make_jaxpr", "nn", "numpy", "tree_util", "typecheck_jaxpr", "value_and_grad",
     "vjp",

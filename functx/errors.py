@@ -38,6 +38,11 @@ def user_frame():
 
 
 def where(source_info=None) -> str:
-    """'at file:line (function)' for the given or current user frame."""
-    si = source_info or user_frame()
+    """' (at file:line (function))' for the given source info, else the equation a transform is
+    rewriting, else the current user frame."""
+    si = source_info
+    if si is None:
+        from functx import tracing
+
+        si = tracing._source_stack[-1] if tracing._source_stack else user_frame()
     return f" (at {si})" if si else ""

@@ -262,13 +262,21 @@ def _promote(name, *args):
 
 
 def _promote_float(name, *args):
-    """Like _promote, then integers and bools become the default float (``jnp.sin(1)``)."""
+    """Like _promote, then integers and bools become floats (``jnp.sin(1)``), as JAX's
+    ``to_inexact_dtype`` maps them: 64-bit integers to float64, all others to float32."""
     args = _promote(name, *args)
     dt = _aval(args[0]).dtype if args else None
     if dt is not None and dt not in dtypes.FLOATS:
         weak = builtins.all(_aval(a).weak_type for a in args)
-        args = [lax.convert_element_type(a, dtypes.default_float, weak_type=weak) for a in args]
+        args = [lax.convert_element_type(a, _inexact(dt), weak_type=weak) for a in args]
     return args
+
+
+def _inexact(dt):
+    """JAX's ``to_inexact_dtype``: the float dtype an integer or bool dtype computes in."""
+    if dt in dtypes.FLOATS:
+        return dt
+    return dtypes.float64 if dt in (dtypes.int64, dtypes.uint64) else dtypes.default_float
 
 
 def broadcast_to(x, shape):

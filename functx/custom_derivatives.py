@@ -1,0 +1,334 @@
+"""``custom_jvp`` and ``custom_vjp``: user-supplied derivative rules, as Jaxpr equations.
+
+A call of a ``custom_jvp`` function records one ``custom_jvp_call`` equation holding the traced
+function (``call_jaxpr``) and the user's rule. Evaluating it runs ``call_jaxpr``; the jvp transform
+calls the rule instead. ``custom_vjp`` records ``custom_vjp_call``; its jvp runs the user's ``fwd``
+and emits a ``custom_lin`` equation, a linear primitive whose transpose is the user's ``bwd``.
+Values closed over by the function are passed as leading operands (``num_consts``); they must not
+carry a derivative of their own (pass such values as arguments).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+import numpy as np
+
+from functx import primitives as P
+from functx.core import ClosedJaxpr, Jaxpr, Primitive
+from functx.errors import FunctxTypeError, UnsupportedError, where
+from functx.interpreter import eval_jaxpr
+from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
+from functx.transforms import jvp as J
+from functx.transforms import transpose as T
+
+
+def _fun_name(f):
+    return getattr(f, "__name__", type(f).__name__)
+
+
+def _resolve_kwargs(fun, args, kwargs):
+    if not kwargs:
+        return tuple(args)
+    ba = inspect.signature(fun).bind(*args, **kwargs)
+    ba.apply_defaults()
+    if ba.kwargs:
+        raise FunctxTypeError(f"keyword-only arguments are not supported by custom derivative "
+                              f"function {_fun_name(fun)}{where()}")
+    return ba.args
+
+
+def _closure_to_args(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list]:
+    """Make the consts of a traced function leading inputs, so the equation carries them."""
+    j = closed.jaxpr
+    return ClosedJaxpr(Jaxpr([], j.constvars + j.invars, j.eqns, j.outvars), []), closed.consts
+
+
+def _trace_dyn(fun, args, nondiff_argnums):
+    """Trace ``fun`` over its differentiable (non-``nondiff``) positional arguments."""
+    dyn_idx = [i for i in range(len(args)) if i not in nondiff_argnums]
+    dyn = tuple(args[i] for i in dyn_idx)
+    leaves, in_tree = tree_flatten(dyn)
+    info = {}
+
+    def flat(*xs):
+        full = list(args)
+        for i, d in zip(dyn_idx, tree_unflatten(in_tree, list(xs))):
+            full[i] = d
+        out = fun(*full)
+        out_leaves, out_tree = tree_flatten(out)
+        info["out_tree"] = out_tree
+        return out_leaves, None
+
+    closed, _ = trace_flat(flat, [get_aval(x) for x in leaves])
+    call, consts = _closure_to_args(closed)
+    return call, consts, leaves, in_tree, info["out_tree"], dyn_idx
+
+
+def _eval_call(*args, call_jaxpr, num_consts, **_):
+    return [np.asarray(o) for o in eval_jaxpr(call_jaxpr.jaxpr, [], *args)]
+
+
+def _check_const_tangents(tangents, num_consts, name):
+    if any(not isinstance(t, J.Zero) for t in tangents[:num_consts]):
+        raise UnsupportedError(
+            f"{name} closes over a value that is being differentiated{where()}; pass that value "
+            "to the function as an argument instead")
+
+
+# --- custom_jvp ----------------------------------------------------------------------------------
+custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True, group="custom")
+P.registry["custom_jvp_call"] = custom_jvp_call_p
+custom_jvp_call_p.abstract_eval = lambda *avals, call_jaxpr, **_: list(call_jaxpr.out_avals)
+custom_jvp_call_p.impl = _eval_call
+
+
+def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, name, symbolic_zeros):
+    _check_const_tangents(tangents, num_consts, f"custom_jvp function {name}")
+    xs, ts = primals[num_consts:], tangents[num_consts:]
+    if not symbolic_zeros:
+        ts = [J.instantiate(t) for t in ts]
+    outs, touts = jvp(list(xs), list(ts))
+    return outs, touts
+
+
+J.jvp_rules[custom_jvp_call_p] = _custom_jvp_call_jvp
+
+
+class custom_jvp:
+    """A function with a custom forward-mode rule (and, through transposition, reverse mode).
+
+    Example::
+
+        @functx.custom_jvp
+        def f(x):
+            return jnp.log1p(jnp.exp(x))
+
+        @f.defjvp
+        def f_jvp(primals, tangents):
+            (x,), (t,) = primals, tangents
+            return f(x), t * functx.nn.sigmoid(x)
+    """
+
+    def __init__(self, fun, nondiff_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.jvp = None
+        self.symbolic_zeros = False
+
+    def defjvp(self, jvp, symbolic_zeros=False):
+        """``jvp(*nondiff_args, primals, tangents) -> (primal_out, tangent_out)``."""
+        self.jvp = jvp
+        self.symbolic_zeros = symbolic_zeros
+        return jvp
+
+    def defjvps(self, *jvps):
+        """One rule per argument: ``jvp_i(tangent_i, primal_out, *primals) -> contribution``."""
+
+        def jvp(primals, tangents):
+            from functx.tree_util import tree_map
+
+            out = self(*primals)
+            acc = None
+            for rule, t in zip(jvps, tangents):
+                if rule is None:
+                    continue
+                c = rule(t, out, *primals)
+                acc = c if acc is None else tree_map(lambda a, b: a + b, acc, c)
+            if acc is None:
+                acc = tree_map(lambda o: o * 0, out)
+            return out, acc
+
+        self.defjvp(jvp)
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else functools.partial(self, obj)
+
+    def __call__(self, *args, **kwargs):
+        name = _fun_name(self.fun)
+        if self.jvp is None:
+            raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
+        args = _resolve_kwargs(self.fun, args, kwargs)
+        nd = tuple(i % len(args) for i in self.nondiff_argnums)
+        call, consts, leaves, in_tree, out_tree, dyn_idx = _trace_dyn(self.fun, args, nd)
+        out_avals = call.out_avals
+        user_jvp, fun = self.jvp, self.fun
+
+        def jvp_flat(xs, ts):
+            primals = tree_unflatten(in_tree, xs)
+            tangents = tree_unflatten(in_tree, [J.zeros_like_aval(J.tangent_aval(get_aval(x)))
+                                                if isinstance(t, J.Zero) else t
+                                                for x, t in zip(xs, ts)])
+            nondiff = [args[i] for i in nd]
+            res = user_jvp(*nondiff, tuple(primals), tuple(tangents))
+            if not isinstance(res, (tuple, list)) or len(res) != 2:
+                raise FunctxTypeError(f"custom_jvp rule of {name} must return a pair "
+                                      f"(primal_out, tangent_out){where()}")
+            out, tout = res
+            o_leaves, o_tree = tree_flatten(out)
+            t_leaves, t_tree = tree_flatten(tout)
+            if o_tree != out_tree or t_tree != out_tree:
+                raise FunctxTypeError(
+                    f"custom_jvp rule of {name} must return primal and tangent outputs with the "
+                    f"structure of {name}'s output, {out_tree}; got {o_tree} and {t_tree}"
+                    f"{where()}")
+            for a, o, t in zip(out_avals, o_leaves, t_leaves):
+                if get_aval(o).shape != a.shape or get_aval(t).shape != a.shape:
+                    raise FunctxTypeError(
+                        f"custom_jvp rule of {name}: outputs must have the shapes of {name}'s "
+                        f"outputs ({a.str_short()}), got {get_aval(o).str_short()} and "
+                        f"{get_aval(t).str_short()}{where()}")
+            return o_leaves, t_leaves
+
+        del fun
+        outs = custom_jvp_call_p.bind(*consts, *leaves, call_jaxpr=call, jvp=jvp_flat,
+                                      num_consts=len(consts), name=name,
+                                      symbolic_zeros=self.symbolic_zeros)
+        return tree_unflatten(out_tree, outs)
+
+
+# --- custom_vjp ----------------------------------------------------------------------------------
+custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True, group="custom")
+P.registry["custom_vjp_call"] = custom_vjp_call_p
+custom_vjp_call_p.abstract_eval = lambda *avals, call_jaxpr, **_: list(call_jaxpr.out_avals)
+custom_vjp_call_p.impl = _eval_call
+
+custom_lin_p = Primitive("custom_lin", multiple_results=True, group="custom")
+P.registry["custom_lin"] = custom_lin_p
+custom_lin_p.abstract_eval = lambda *avals, out_avals, **_: list(out_avals)
+
+
+def _custom_lin_impl(*args, name, **_):
+    raise UnsupportedError(f"can't apply forward-mode autodiff (jvp) to a custom_vjp function "
+                           f"({name}); use grad/vjp, or define a custom_jvp{where()}")
+
+
+custom_lin_p.impl = _custom_lin_impl
+
+
+def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts, name):
+    _check_const_tangents(tangents, num_consts, f"custom_vjp function {name}")
+    xs, ts = primals[num_consts:], tangents[num_consts:]
+    outs, res = fwd(list(xs))
+    ts = [J.instantiate(t) for t in ts]
+    out_avals = tuple(J.tangent_aval(a) for a in call_jaxpr.out_avals)
+    touts = custom_lin_p.bind(*res, *ts, num_res=len(res), bwd=bwd, out_avals=out_avals, name=name)
+    return outs, touts
+
+
+J.jvp_rules[custom_vjp_call_p] = _custom_vjp_call_jvp
+
+
+def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, name):
+    res = args[:num_res]
+    cts = [J.zeros_like_aval(a) if isinstance(c, J.Zero) else c for c, a in zip(cts, out_avals)]
+    return [None] * num_res + list(bwd(list(res), cts))
+
+
+T.transpose_rules[custom_lin_p] = _custom_lin_transpose
+
+
+class custom_vjp:
+    """A function with a custom reverse-mode rule.
+
+    Example::
+
+        @functx.custom_vjp
+        def clip_gradient(x):
+            return x
+
+        def fwd(x):
+            return x, None
+
+        def bwd(res, g):
+            return (jnp.clip(g, -1.0, 1.0),)
+
+        clip_gradient.defvjp(fwd, bwd)
+    """
+
+    def __init__(self, fun, nondiff_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.fwd = None
+        self.bwd = None
+
+    def defvjp(self, fwd, bwd, symbolic_zeros=False):
+        """``fwd(*args) -> (out, residuals)``; ``bwd(*nondiff_args, residuals, ct) -> tuple`` with
+        one cotangent (or None) per differentiable positional argument."""
+        self.fwd, self.bwd = fwd, bwd
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else functools.partial(self, obj)
+
+    def __call__(self, *args, **kwargs):
+        name = _fun_name(self.fun)
+        if self.fwd is None:
+            raise AttributeError(f"No VJP defined for custom_vjp function {name} using defvjp.")
+        args = _resolve_kwargs(self.fun, args, kwargs)
+        nd = tuple(i % len(args) for i in self.nondiff_argnums)
+        call, consts, leaves, in_tree, out_tree, dyn_idx = _trace_dyn(self.fun, args, nd)
+        user_fwd, user_bwd = self.fwd, self.bwd
+        x_avals = [get_aval(x) for x in leaves]
+        dyn_trees = [tree_flatten(args[i])[1] for i in dyn_idx]
+        res_tree_box = []
+
+        def fwd_flat(xs):
+            full = list(args)
+            for i, d in zip(dyn_idx, tree_unflatten(in_tree, xs)):
+                full[i] = d
+            res = user_fwd(*full)
+            if not isinstance(res, (tuple, list)) or len(res) != 2:
+                raise FunctxTypeError(f"custom_vjp fwd of {name} must return a pair "
+                                      f"(output, residuals){where()}")
+            out, r = res
+            o_leaves, o_tree = tree_flatten(out)
+            if o_tree != out_tree:
+                raise FunctxTypeError(
+                    f"custom_vjp fwd of {name} must return an output with the structure of "
+                    f"{name}'s output, {out_tree}; got {o_tree}{where()}")
+            r_leaves, r_tree = tree_flatten(r)
+            res_tree_box[:] = [r_tree]
+            return o_leaves, r_leaves
+
+        def bwd_flat(res, cts):
+            r = tree_unflatten(res_tree_box[0], list(res))
+            ct = tree_unflatten(out_tree, list(cts))
+            nondiff = [args[i] for i in nd]
+            out = user_bwd(*nondiff, r, ct)
+            if not isinstance(out, (tuple, list)) or len(out) != len(dyn_idx):
+                raise FunctxTypeError(
+                    f"custom_vjp bwd of {name} must return a tuple with one cotangent per "
+                    f"differentiable argument ({len(dyn_idx)}), got "
+                    f"{type(out).__name__}{'' if not isinstance(out, (tuple, list)) else ' of length ' + str(len(out))}"
+                    f"{where()}")
+            flat = []
+            for k, (o, tree) in enumerate(zip(out, dyn_trees)):
+                if o is None:
+                    n = tree.num_leaves
+                    start = len(flat)
+                    flat.extend(J.zeros_like_aval(J.tangent_aval(a))
+                                for a in x_avals[start:start + n])
+                    continue
+                o_leaves, o_tree = tree_flatten(o)
+                if o_tree != tree:
+                    raise FunctxTypeError(
+                        f"custom_vjp bwd of {name}: cotangent {k} must have the structure of "
+                        f"argument {dyn_idx[k]}, {tree}; got {o_tree}{where()}")
+                flat.extend(o_leaves)
+            for a, c in zip(x_avals, flat):
+                if get_aval(c).shape != a.shape:
+                    raise FunctxTypeError(
+                        f"custom_vjp bwd of {name} returned a cotangent of shape "
+                        f"{get_aval(c).str_short()} for an argument of shape {a.str_short()}"
+                        f"{where()}")
+            return flat
+
+        outs = custom_vjp_call_p.bind(*consts, *leaves, call_jaxpr=call, fwd=fwd_flat,
+                                      bwd=bwd_flat, num_consts=len(consts), name=name)
+        return tree_unflatten(out_tree, outs)
+
+
+__all__ = ["custom_jvp", "custom_vjp", "custom_jvp_call_p", "custom_vjp_call_p", "custom_lin_p"]

@@ -1,0 +1,133 @@
+"""``functx.test_util.check_grads``: JAX's check of jvp and vjp against finite differences."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from functx import dtypes
+from functx.tracing import get_aval, tree_flatten, tree_unflatten
+from functx.transforms.jvp import jvp
+from functx.transforms.vjp import vjp
+
+_DEFAULT_TOL = {dtypes.float16: 1e-1, dtypes.bfloat16: 1e-1, dtypes.float32: 2e-2,
+                dtypes.float64: 1e-5}
+EPS = 1e-4
+
+
+def _tol(leaves, given):
+    if given is not None:
+        return given
+    return max((_DEFAULT_TOL.get(np.asarray(x).dtype, 1e-5) for x in leaves), default=1e-5)
+
+
+def _np(x):
+    return np.asarray(x, dtype=np.float64) if np.asarray(x).dtype != dtypes.float0 else None
+
+
+def _rand_like(rng, x):
+    x = np.asarray(x)
+    if x.dtype not in dtypes.FLOATS:
+        return np.zeros(x.shape, dtypes.float0)
+    return rng.standard_normal(x.shape).astype(x.dtype)
+
+
+def _inner(a_leaves, b_leaves):
+    total = 0.0
+    for a, b in zip(a_leaves, b_leaves):
+        a, b = _np(a), _np(b)
+        if a is not None and b is not None:
+            total += float(np.sum(a * b))
+    return total
+
+
+def _add_scaled(args_leaves, t_leaves, eps):
+    out = []
+    for x, t in zip(args_leaves, t_leaves):
+        x = np.asarray(x)
+        if x.dtype in dtypes.FLOATS:
+            out.append((x.astype(np.float64) + eps * np.asarray(t, np.float64)).astype(x.dtype))
+        else:
+            out.append(x)
+    return out
+
+
+def numerical_jvp(f, primals, tangents, eps=EPS):
+    """Central difference ``(f(x + eps t) - f(x - eps t)) / (2 eps)`` (leaves as float64)."""
+    p_leaves, tree = tree_flatten(tuple(primals))
+    t_leaves = tree_flatten(tuple(tangents))[0]
+    hi = f(*tree_unflatten(tree, _add_scaled(p_leaves, t_leaves, eps)))
+    lo = f(*tree_unflatten(tree, _add_scaled(p_leaves, t_leaves, -eps)))
+    hi_l, lo_l = tree_flatten(hi)[0], tree_flatten(lo)[0]
+    return [(_np(h) - _np(l)) / (2 * eps) if _np(h) is not None else None
+            for h, l in zip(hi_l, lo_l)]
+
+
+def _assert_close(a, b, atol, rtol, what):
+    for x, y in zip(a, b):
+        if x is None or y is None:
+            continue
+        np.testing.assert_allclose(np.asarray(x, np.float64), np.asarray(y, np.float64),
+                                   atol=atol, rtol=rtol, err_msg=what)
+
+
+def check_jvp(f, args, atol=None, rtol=None, eps=EPS, rng=None):
+    rng = rng or np.random.default_rng(0)
+    leaves, tree = tree_flatten(tuple(args))
+    tol = _tol(leaves, None)
+    atol, rtol = atol or tol, rtol or tol
+    t_leaves = [_rand_like(rng, x) for x in leaves]
+    tangents = tree_unflatten(tree, t_leaves)
+    _, t_out = jvp(f, tuple(args), tuple(tangents))
+    num = numerical_jvp(f, args, tangents, eps)
+    _assert_close(tree_flatten(t_out)[0], num, atol, rtol, "jvp vs finite differences")
+
+
+def check_vjp(f, args, atol=None, rtol=None, eps=EPS, rng=None, check_transpose=True):
+    rng = rng or np.random.default_rng(1)
+    leaves, tree = tree_flatten(tuple(args))
+    tol = _tol(leaves, None)
+    atol, rtol = atol or tol, rtol or tol
+    out, f_vjp = vjp(f, *args)
+    out_leaves, out_tree = tree_flatten(out)
+    ct_leaves = [_rand_like(rng, o) for o in out_leaves]
+    cts_in = f_vjp(tree_unflatten(out_tree, ct_leaves))
+    v_leaves = [_rand_like(rng, x) for x in leaves]
+    v = tree_unflatten(tree, v_leaves)
+    num = numerical_jvp(f, args, v, eps)
+    lhs = _inner(tree_flatten(cts_in)[0], v_leaves)
+    rhs = _inner(ct_leaves, num)
+    np.testing.assert_allclose(lhs, rhs, atol=atol * max(1.0, abs(rhs)), rtol=rtol,
+                               err_msg="vjp vs finite differences: <vjp(ct), v> != <ct, J v>")
+    if check_transpose:
+        _, t_out = jvp(f, tuple(args), tuple(v))
+        ad = _inner(ct_leaves, tree_flatten(t_out)[0])
+        np.testing.assert_allclose(lhs, ad, atol=atol * max(1.0, abs(ad)), rtol=rtol,
+                                   err_msg="vjp is not the transpose of jvp")
+
+
+def check_grads(f, args, order, modes=("fwd", "rev"), atol=None, rtol=None, eps=None):
+    """Check jvp (``"fwd"``) and vjp (``"rev"``) of ``f`` at ``args`` against finite differences,
+    up to derivatives of ``order``, and that vjp is the transpose of jvp; raises AssertionError."""
+    eps = eps or EPS
+    args = tuple(args)
+    rng = np.random.default_rng(0)
+
+    def _check(fn, fargs, k):
+        if "fwd" in modes:
+            check_jvp(fn, fargs, atol, rtol, eps, rng)
+            if k > 1:
+                leaves, tree = tree_flatten(fargs)
+                ts = tree_unflatten(tree, [_rand_like(rng, x) for x in leaves])
+                _check(lambda *a: jvp(fn, a, tuple(ts))[1], fargs, k - 1)
+        if "rev" in modes:
+            check_vjp(fn, fargs, atol, rtol, eps, rng, check_transpose="fwd" in modes)
+            if k > 1:
+                out = fn(*fargs)
+                o_leaves, o_tree = tree_flatten(out)
+                ct = tree_unflatten(o_tree, [_rand_like(rng, o) for o in o_leaves])
+                _check(lambda *a: vjp(fn, *a)[1](ct), fargs, k - 1)
+
+    _check(f, args, order)
+
+
+__all__ = ["check_grads", "check_jvp", "check_vjp", "numerical_jvp", "get_aval"]
