@@ -196,11 +196,12 @@ def _abstract_eval(prim, avals, params):
 
 def _as_value(x):
     """The NumPy value and aval of a concrete argument of ``bind``."""
-    if type(x) is Array:
-        return x._value, x.aval
     if is_python_scalar(x):
         aval = scalar_aval(x)
         return np.asarray(x, aval.dtype), aval
+    if isinstance(x, (np.ndarray, np.generic)) and x.dtype in dtypes.SUPPORTED:
+        v = np.asarray(x)
+        return v, ShapedArray(v.shape, v.dtype)
     arr = Array.from_value(x)
     return arr._value, arr.aval
 
@@ -208,11 +209,16 @@ def _as_value(x):
 def bind(prim, args, params):
     if _stack:
         return _stack[-1].add_eqn(prim, args, params)
+    # The eager path: shape/dtype inference (which also validates), then the NumPy impl.
     vals, avals = [], []
     for a in args:
-        v, av = _as_value(a)
-        vals.append(v)
-        avals.append(av)
+        if type(a) is Array:
+            vals.append(a._value)
+            avals.append(a.aval)
+        else:
+            v, av = _as_value(a)
+            vals.append(v)
+            avals.append(av)
     out_avals = _abstract_eval(prim, avals, params)
     out = prim.impl(*vals, **params)
     if prim.multiple_results:
@@ -221,7 +227,8 @@ def bind(prim, args, params):
 
 
 def _wrap(value, aval: ShapedArray) -> Array:
-    value = np.asarray(value)
+    if type(value) is not np.ndarray:
+        value = np.asarray(value)
     if value.dtype != aval.dtype:
         value = value.astype(aval.dtype)
     return Array._new(value, aval)

@@ -12,8 +12,7 @@ from __future__ import annotations
 import weakref
 from typing import NamedTuple
 
-from functx import primitives as P
-from functx.core import ClosedJaxpr, Jaxpr, Literal
+from functx.core import ClosedJaxpr, Jaxpr
 from functx.errors import FunctxTypeError, where
 from functx.interpreter import eval_jaxpr
 from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
@@ -86,9 +85,6 @@ def cached_jvp_jaxpr(closed: ClosedJaxpr, nonzeros: tuple):
 
 
 # --- partial evaluation --------------------------------------------------------------------------
-_RECOMPUTE = {P.iota_p, P.broadcast_in_dim_p}
-
-
 class Linearized(NamedTuple):
     primal: ClosedJaxpr  # primals -> primal outputs + residuals
     linear: Jaxpr  # residuals + nonzero tangents -> nonzero tangent outputs
@@ -97,52 +93,20 @@ class Linearized(NamedTuple):
 
 
 def partial_eval_jvp(jvp_closed: ClosedJaxpr, n_primals: int, n_primal_outs: int) -> Linearized:
-    """Split a jvp Jaxpr (primals + tangents -> primal outs + tangent outs) in two."""
+    """Split a jvp Jaxpr (primals + tangents -> primal outs + tangent outs) in two: the tangents
+    are the unknowns (see ``partial_eval.partial_eval_jaxpr``)."""
+    from functx.transforms.partial_eval import partial_eval_jaxpr
+
     j = jvp_closed.jaxpr
-    unknown = {v.id for v in j.invars[n_primals:]}
-    known_eqns, lin_eqns = [], []
-    producer = {}
-    for e in j.eqns:
-        if any(type(a) is not Literal and a.id in unknown for a in e.invars):
-            lin_eqns.append(e)
-            unknown.update(v.id for v in e.outvars)
-        else:
-            known_eqns.append(e)
-            for v in e.outvars:
-                producer[v.id] = e
-    primal_outs = j.outvars[:n_primal_outs]
-    tangent_outs = j.outvars[n_primal_outs:]
-    for v in primal_outs:
-        if type(v) is not Literal and v.id in unknown:
-            raise FunctxTypeError("linearize: a primal output depends on a tangent; a custom_jvp "
-                                  "rule must compute its primal output from primals only")
-
-    # Residuals: known variables that the linear side reads. Cheap input-free equations (iota,
-    # broadcasts of literals) are recomputed on the linear side instead of being saved.
-    residuals, res_ids, copied = [], set(), []
-    copied_ids = set()
-
-    def need(a):
-        if type(a) is Literal or a.id in unknown or a.id in res_ids or a.id in copied_ids:
-            return
-        e = producer.get(a.id)
-        if e is not None and e.prim in _RECOMPUTE and all(type(x) is Literal for x in e.invars):
-            copied.append(e)
-            copied_ids.update(v.id for v in e.outvars)
-            return
-        res_ids.add(a.id)
-        residuals.append(a)
-
-    for e in lin_eqns:
-        for a in e.invars:
-            need(a)
-    for v in tangent_outs:
-        need(v)
-    primal = Jaxpr(j.constvars, j.invars[:n_primals], known_eqns, list(primal_outs) + residuals)
-    primal_closed = passes.dce_closed(ClosedJaxpr(primal, jvp_closed.consts))
-    linear = Jaxpr([], list(residuals) + list(j.invars[n_primals:]), copied + lin_eqns,
-                   tangent_outs)
-    return Linearized(primal_closed, passes.dce_jaxpr(linear), len(residuals), None)
+    n_t = len(j.invars) - n_primals
+    n_tout = len(j.outvars) - n_primal_outs
+    pe = partial_eval_jaxpr(j, [False] * n_primals + [True] * n_t,
+                            [False] * n_primal_outs + [True] * n_tout)
+    if any(pe.out_unknowns[:n_primal_outs]):
+        raise FunctxTypeError("linearize: a primal output depends on a tangent; a custom_jvp "
+                              "rule must compute its primal output from primals only")
+    primal_closed = passes.dce_closed(ClosedJaxpr(pe.known, jvp_closed.consts))
+    return Linearized(primal_closed, passes.dce_jaxpr(pe.unknown), len(pe.res_avals), None)
 
 
 def linearize_jaxpr(closed: ClosedJaxpr, nonzeros: tuple, n_out: int):

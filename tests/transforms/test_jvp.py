@@ -1,0 +1,471 @@
+"""jvp and the per-primitive derivative rules: every primitive of the registry either has a jvp rule
+(checked here with ``check_grads`` of order 2, forward and reverse, in float64, against finite
+differences) or is declared non-differentiable (checked to give zero derivatives, as in JAX); every
+primitive a jvp rule applies to a tangent has a transpose rule; jvp's API against ``jax.jvp``."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import functx
+import functx.numpy as fnp
+from functx import lax
+from functx import primitives as P
+from functx.errors import FunctxTypeError, UnsupportedError
+from functx.test_util import check_grads
+from functx.transforms import jvp as J
+from functx.transforms import linearize as L
+from functx.transforms import transpose as T
+
+jax = pytest.importorskip("jax")
+jnp = jax.numpy
+
+F32, F64, I32 = np.float32, np.float64, np.int32
+
+
+def _lineno():
+    return inspect.currentframe().f_back.f_lineno
+
+
+# --- The table: per primitive, how to make differentiable arguments in its domain ---------------
+# ``make(rng, shape)`` returns (differentiable float64 args, fixed args); the function checked is
+# ``lambda *d: prim.bind(*merge(d, fixed), **params)``. ``fixed`` holds integer operands (indices,
+# predicates) as {position: value}.
+@dataclass
+class Case:
+    make: Callable
+    params: dict = field(default_factory=dict)
+    shapes: bool = True  # elementwise: hypothesis draws the shape
+
+
+def _u(lo, hi):
+    """Uniform values in [lo, hi]."""
+    return lambda rng, s: rng.uniform(lo, hi, s)
+
+
+def _away(lo, hi, gap):
+    """Uniform values in [lo, hi] at least ``gap`` away from 0 (kinks and poles live there)."""
+    return lambda rng, s: rng.choice([-1.0, 1.0], s) * rng.uniform(gap, hi, s) if lo < 0 \
+        else rng.uniform(max(lo, gap), hi, s)
+
+
+def _unary(gen, **params):
+    return [Case(lambda rng, s: ([gen(rng, s)], {}), params)]
+
+
+def _binary(gx, gy):
+    """Both operands of one shape, and each operand in turn a rank-0 one that broadcasts."""
+    return [
+        Case(lambda rng, s: ([gx(rng, s), gy(rng, s)], {})),
+        Case(lambda rng, s: ([gx(rng, s), gy(rng, ())], {})),
+        Case(lambda rng, s: ([gx(rng, ()), gy(rng, s)], {})),
+    ]
+
+
+def _fixed(make, params=None):
+    return [Case(make, params or {}, shapes=False)]
+
+
+def _distinct(rng, shape, lo=-2.0, hi=2.0):
+    """Values at least 0.05 apart (no ties: max/min/sort are smooth there)."""
+    n = int(np.prod(shape, dtype=np.int64))
+    grid = np.linspace(lo, hi, max(n, 2) * 2)
+    return rng.permutation(grid)[:n].reshape(shape)
+
+
+def _idx(rng, shape, lo, hi):
+    return rng.integers(lo, hi, shape).astype(I32)
+
+
+def _perm_idx(rng, n, k):
+    return rng.permutation(n)[:k].astype(I32).reshape(k, 1)
+
+
+N = np.random.default_rng(0).standard_normal  # for readability below only
+
+CASES: dict[str, list[Case]] = {
+    "neg": _unary(_u(-2, 2)),
+    "abs": _unary(_away(-2, 2, 0.1)),
+    "exp": _unary(_u(-2, 2)),
+    "exp2": _unary(_u(-2, 2)),
+    "log": _unary(_u(0.3, 3)),
+    "log1p": _unary(_u(-0.6, 3)),
+    "expm1": _unary(_u(-2, 2)),
+    "sqrt": _unary(_u(0.3, 3)),
+    "rsqrt": _unary(_u(0.3, 3)),
+    "cbrt": _unary(_away(-2, 2, 0.3)),
+    "sin": _unary(_u(-3, 3)),
+    "cos": _unary(_u(-3, 3)),
+    "tan": _unary(_u(-1.2, 1.2)),
+    "asin": _unary(_u(-0.8, 0.8)),
+    "acos": _unary(_u(-0.8, 0.8)),
+    "atan": _unary(_u(-3, 3)),
+    "sinh": _unary(_u(-2, 2)),
+    "cosh": _unary(_u(-2, 2)),
+    "tanh": _unary(_u(-2, 2)),
+    "asinh": _unary(_u(-3, 3)),
+    "acosh": _unary(_u(1.2, 3)),
+    "atanh": _unary(_u(-0.8, 0.8)),
+    "logistic": _unary(_u(-4, 4)),
+    "erf": _unary(_u(-2, 2)),
+    "integer_pow": (_unary(_u(-2, 2), y=0) + _unary(_u(-2, 2), y=1) + _unary(_u(-2, 2), y=2)
+                    + _unary(_u(-2, 2), y=3) + _unary(_away(-2, 2, 0.3), y=-2)),
+    "add": _binary(_u(-2, 2), _u(-2, 2)),
+    "sub": _binary(_u(-2, 2), _u(-2, 2)),
+    "mul": _binary(_u(-2, 2), _u(-2, 2)),
+    "div": _binary(_u(-2, 2), _away(-2, 2, 0.3)),
+    # x / y stays away from integers, where rem jumps.
+    "rem": _binary(lambda rng, s: rng.uniform(0.1, 0.4, s) + rng.integers(0, 3, s),
+                   lambda rng, s: np.ones(s) + rng.uniform(-0.01, 0.01, s)),
+    "pow": _binary(_u(0.3, 2), _u(-2, 2)),
+    "max": [Case(lambda rng, s: ([_distinct(rng, s), _distinct(rng, s) + 0.025], {}))]
+    + _binary(_u(-2, -1), _u(1, 2)) + _binary(_u(1, 2), _u(-2, -1)),
+    "min": [Case(lambda rng, s: ([_distinct(rng, s), _distinct(rng, s) + 0.025], {}))]
+    + _binary(_u(-2, -1), _u(1, 2)) + _binary(_u(1, 2), _u(-2, -1)),
+    "atan2": _binary(_away(-2, 2, 0.3), _away(-2, 2, 0.3)),
+    "select_n": [
+        Case(lambda rng, s: ([rng.standard_normal(s), rng.standard_normal(s)],
+                             {0: rng.random(s) < 0.5})),
+        Case(lambda rng, s: ([rng.standard_normal(s), rng.standard_normal(s)],
+                             {0: np.bool_(rng.random() < 0.5)})),
+        Case(lambda rng, s: ([rng.standard_normal(s)] * 3, {0: _idx(rng, s, 0, 3)})),
+    ],
+    "convert_element_type": [
+        Case(lambda rng, s: ([rng.standard_normal(s)], {}),
+             {"new_dtype": np.dtype(F64), "weak_type": True}),
+        Case(lambda rng, s: ([rng.standard_normal(s)], {}),
+             {"new_dtype": np.dtype(F32), "weak_type": False}),
+        Case(lambda rng, s: ([rng.standard_normal(s).astype(F32)], {}),
+             {"new_dtype": np.dtype(F64), "weak_type": False}),
+    ],
+    "reduce_sum": [Case(lambda rng, s: ([rng.standard_normal((2, 3, 4))], {}), {"axes": ax}, False)
+                   for ax in [(0,), (1, 2), (0, 1, 2), ()]],
+    "reduce_prod": [Case(lambda rng, s: ([rng.uniform(0.5, 1.5, (2, 3, 4))], {}), {"axes": ax},
+                         False) for ax in [(0,), (1, 2), (0, 1, 2), ()]]
+    # with zeros: one, and two in a row (the gradient is then exactly the product of the others)
+    + _fixed(lambda rng, s: ([np.array([[0.0, 2.0, 3.0], [1.5, 0.0, 0.0]])], {}), {"axes": (1,)})
+    + _fixed(lambda rng, s: ([np.zeros((2, 0))], {}), {"axes": (1,)}),
+    "reduce_max": [Case(lambda rng, s: ([_distinct(rng, (2, 3, 4))], {}), {"axes": ax}, False)
+                   for ax in [(0,), (1, 2), (0, 1, 2)]],
+    "reduce_min": [Case(lambda rng, s: ([_distinct(rng, (2, 3, 4))], {}), {"axes": ax}, False)
+                   for ax in [(0,), (1, 2), (0, 1, 2)]],
+    "cumsum": [Case(lambda rng, s: ([rng.standard_normal((3, 4))], {}), {"axis": a, "reverse": r},
+                    False) for a in (0, 1) for r in (False, True)],
+    "cumprod": [Case(lambda rng, s: ([rng.uniform(-2, 2, (3, 4))], {}), {"axis": a, "reverse": r},
+                     False) for a in (0, 1) for r in (False, True)]
+    + _fixed(lambda rng, s: ([np.array([1.5, 0.0, 2.0, 0.0, -1.0])], {}),
+             {"axis": 0, "reverse": False}),
+    "cummax": [Case(lambda rng, s: ([_distinct(rng, (3, 4))], {}), {"axis": a, "reverse": r},
+                    False) for a in (0, 1) for r in (False, True)],
+    "cummin": [Case(lambda rng, s: ([_distinct(rng, (3, 4))], {}), {"axis": a, "reverse": r},
+                    False) for a in (0, 1) for r in (False, True)],
+    "cumlogsumexp": [Case(lambda rng, s: ([rng.standard_normal((3, 4))], {}),
+                          {"axis": a, "reverse": r}, False) for a in (0, 1) for r in (False, True)],
+    "broadcast_in_dim": [
+        Case(lambda rng, s: ([rng.standard_normal((3,))], {}),
+             {"shape": (2, 3, 4), "broadcast_dimensions": (1,)}, False),
+        Case(lambda rng, s: ([rng.standard_normal((1, 3))], {}),
+             {"shape": (5, 3), "broadcast_dimensions": (0, 1)}, False),
+        Case(lambda rng, s: ([rng.standard_normal(())], {}),
+             {"shape": (2, 3), "broadcast_dimensions": ()}, False),
+    ],
+    "reshape": [Case(lambda rng, s: ([rng.standard_normal((2, 3, 4))], {}), {"new_sizes": (6, 4)},
+                     False),
+                Case(lambda rng, s: ([rng.standard_normal(())], {}), {"new_sizes": (1, 1)}, False)],
+    "transpose": [Case(lambda rng, s: ([rng.standard_normal((2, 3, 4))], {}),
+                       {"permutation": (2, 0, 1)}, False)],
+    "squeeze": [Case(lambda rng, s: ([rng.standard_normal((2, 1, 3, 1))], {}),
+                     {"dimensions": (1, 3)}, False)],
+    "expand_dims": [Case(lambda rng, s: ([rng.standard_normal((2, 3))], {}),
+                         {"dimensions": (0, 2)}, False)],
+    "rev": [Case(lambda rng, s: ([rng.standard_normal((3, 4))], {}), {"dimensions": d}, False)
+            for d in [(1,), (0, 1)]],
+    "slice": [
+        Case(lambda rng, s: ([rng.standard_normal((5, 6))], {}),
+             {"start_indices": (1, 0), "limit_indices": (4, 6), "strides": (2, 1)}, False),
+        Case(lambda rng, s: ([rng.standard_normal((5, 6))], {}),
+             {"start_indices": (0, 2), "limit_indices": (5, 3), "strides": None}, False),
+        Case(lambda rng, s: ([rng.standard_normal((7,))], {}),
+             {"start_indices": (1,), "limit_indices": (7,), "strides": (3,)}, False),
+    ],
+    "concatenate": [
+        Case(lambda rng, s: ([rng.standard_normal((2, 3)), rng.standard_normal((1, 3)),
+                              rng.standard_normal((4, 3))], {}), {"dimension": 0}, False),
+        Case(lambda rng, s: ([rng.standard_normal((2, 1)), rng.standard_normal((2, 2))], {}),
+             {"dimension": 1}, False),
+    ],
+    "pad": [
+        Case(lambda rng, s: ([rng.standard_normal((3, 4)), rng.standard_normal(())], {}),
+             {"padding_config": ((1, 2, 0), (0, 1, 1))}, False),
+        Case(lambda rng, s: ([rng.standard_normal((3, 4)), rng.standard_normal(())], {}),
+             {"padding_config": ((-1, 1, 0), (2, -1, 1))}, False),
+        Case(lambda rng, s: ([rng.standard_normal((3,)), rng.standard_normal(())], {}),
+             {"padding_config": ((0, 0, 2),)}, False),
+    ],
+    "dynamic_slice": [
+        Case(lambda rng, s: ([rng.standard_normal((5, 6))],
+                             {1: _idx(rng, (), -2, 8), 2: _idx(rng, (), -2, 8)}),
+             {"slice_sizes": (2, 3)}, False),
+        Case(lambda rng, s: ([rng.standard_normal((5,))], {1: _idx(rng, (), -2, 8)}),
+             {"slice_sizes": (5,)}, False),
+    ],
+    "dynamic_update_slice": [
+        Case(lambda rng, s: ([rng.standard_normal((5, 6)), rng.standard_normal((2, 3))],
+                             {2: _idx(rng, (), -2, 8), 3: _idx(rng, (), -2, 8)}), {}, False),
+        Case(lambda rng, s: ([rng.standard_normal((3,)), rng.standard_normal((3,))],
+                             {2: _idx(rng, (), -2, 8)}), {}, False),
+    ],
+    "gather": [
+        Case(lambda rng, s: ([rng.standard_normal((5, 4))], {1: _idx(rng, (3, 1), -1, 7)}),
+             {"axes": (0,), "mode": mode, "fill_value": None}, False) for mode in ("clip", "fill")
+    ] + [
+        Case(lambda rng, s: ([rng.standard_normal((5, 4, 3))], {1: _idx(rng, (2, 2, 2), 0, 3)}),
+             {"axes": (0, 2), "mode": "clip", "fill_value": None}, False),
+        Case(lambda rng, s: ([rng.standard_normal((5, 4))], {1: _idx(rng, (1,), 0, 4)}),
+             {"axes": (1,), "mode": "fill", "fill_value": 0.5}, False),
+        # repeated indices: the cotangents accumulate
+        Case(lambda rng, s: ([rng.standard_normal((3,))], {1: np.array([[0], [2], [0]], I32)}),
+             {"axes": (0,), "mode": "clip", "fill_value": None}, False),
+    ],
+    "scatter": [
+        Case(lambda rng, s: ([rng.standard_normal((5, 4)), rng.standard_normal((3, 4))],
+                             {1: _perm_idx(rng, 5, 3)}), {"axes": (0,), "mode": "drop"}, False),
+        Case(lambda rng, s: ([rng.standard_normal((4, 5)), rng.standard_normal((2, 4))],
+                             {1: np.array([[1], [7]], I32)}), {"axes": (1,), "mode": "drop"},
+             False),
+    ],
+    "scatter_add": [
+        Case(lambda rng, s: ([rng.standard_normal((5, 4)), rng.standard_normal((3, 4))],
+                             {1: _perm_idx(rng, 5, 3)}), {"axes": (0,), "mode": "drop"}, False),
+    ] + [
+        Case(lambda rng, s: ([rng.standard_normal((5,)), rng.standard_normal((4,))],
+                             {1: _idx(rng, (4, 1), -1, 6)}), {"axes": (0,), "mode": m}, False)
+        for m in ("drop", "clip")
+    ],
+    "scatter_mul": [
+        Case(lambda rng, s: ([rng.standard_normal((5, 4)), _away(-2, 2, 0.3)(rng, (3, 4))],
+                             {1: _perm_idx(rng, 5, 3)}), {"axes": (0,), "mode": "drop"}, False),
+        Case(lambda rng, s: ([rng.standard_normal((5,)), _away(-2, 2, 0.3)(rng, (4,))],
+                             {1: _idx(rng, (4, 1), 0, 5)}), {"axes": (0,), "mode": "drop"}, False),
+    ],
+    "scatter_min": [
+        Case(lambda rng, s: (list(np.split(_distinct(rng, (8, 4)), [5])),
+                             {1: _perm_idx(rng, 5, 3)}), {"axes": (0,), "mode": "drop"}, False),
+    ],
+    "scatter_max": [
+        Case(lambda rng, s: (list(np.split(_distinct(rng, (8, 4)), [5])),
+                             {1: _perm_idx(rng, 5, 3)}), {"axes": (0,), "mode": "drop"}, False),
+    ],
+    "dot_general": [
+        Case(lambda rng, s, ls=ls, rs=rs: ([rng.standard_normal(ls), rng.standard_normal(rs)], {}),
+             {"dimension_numbers": dn, "preferred_element_type": None}, False)
+        for ls, rs, dn in [
+            ((2, 3, 4), (2, 4, 5), (((2,), (1,)), ((0,), (0,)))),
+            ((3, 4), (4,), (((1,), (0,)), ((), ()))),
+            ((3,), (3,), (((0,), (0,)), ((), ()))),
+            ((4, 3), (5, 4), (((0,), (1,)), ((), ()))),
+            ((3, 2), (2, 3), (((), ()), ((), ()))),
+            ((2, 3, 4), (4, 3, 2), (((1, 2), (1, 0)), ((), ()))),
+        ]
+    ],
+}
+
+# The scatter family's updates follow the fixed indices operand: put them in order.
+_ORDER = {"scatter": (0, 2), "scatter_add": (0, 2), "scatter_mul": (0, 2), "scatter_min": (0, 2),
+          "scatter_max": (0, 2)}
+# Primitives with rules that are not plain per-primitive table entries (they hold functions).
+CUSTOM = {"custom_jvp_call", "custom_vjp_call", "custom_lin"}
+
+
+def _merge(diff, fixed, positions=None):
+    """Interleave differentiable args with fixed ones ({position: value})."""
+    n = len(diff) + len(fixed)
+    out, it = [], iter(diff)
+    for i in range(n):
+        out.append(fixed[i] if i in fixed else next(it))
+    return out
+
+
+def _shape_strategy():
+    return st.lists(st.integers(1, 3), min_size=0, max_size=3).map(tuple)
+
+
+DIFFERENTIABLE = sorted(n for n, p in P.registry.items()
+                        if p not in J.nondifferentiable and n not in CUSTOM and n != "lgamma")
+
+
+# --- Coverage ------------------------------------------------------------------------------------
+def test_every_primitive_has_a_jvp_rule_or_is_declared_nondifferentiable():
+    missing = sorted(n for n, p in P.registry.items()
+                     if p not in J.jvp_rules and p not in J.nondifferentiable)
+    assert not missing, f"primitives with neither a jvp rule nor a nondifferentiable mark: {missing}"
+    both = sorted(n for n, p in P.registry.items() if p in J.jvp_rules and p in J.nondifferentiable)
+    assert not both, f"primitives both differentiable and not: {both}"
+
+
+def test_every_differentiable_primitive_has_a_test_case():
+    assert sorted(set(DIFFERENTIABLE) - set(CASES)) == []
+    assert sorted(set(CASES) - set(DIFFERENTIABLE)) == []
+
+
+def _linear_prims(name):
+    """The primitives that the jvp rule of ``name`` applies to tangents, over all its cases."""
+    prim = P.registry[name]
+    found = set()
+    rng = np.random.default_rng(0)
+    for case in CASES[name]:
+        diff, fixed = case.make(rng, (2, 3))
+        leaves = _merge(diff, fixed)
+        closed = functx.make_jaxpr(lambda *d: prim.bind(*_merge(d, fixed), **case.params))(*diff)
+        lin = L.linearize_jaxpr(closed, tuple(True for _ in diff), 1)
+        found |= {e.prim for e in lin.linear.eqns}
+        del leaves
+    return found
+
+
+def test_every_linear_primitive_has_a_transpose_rule():
+    used = set()
+    for name in DIFFERENTIABLE:
+        used |= _linear_prims(name)
+    missing = sorted(p.name for p in used if p not in T.transpose_rules)
+    assert not missing, f"primitives applied to tangents without a transpose rule: {missing}"
+    # ... and the declared set of linear primitives is exactly the transposable one.
+    assert used <= T.LINEAR_PRIMITIVES | {P.registry["custom_lin"]}
+
+
+def test_lgamma_jvp_raises_a_declared_unsupported_error():
+    with pytest.raises(UnsupportedError, match=r"lgamma.*digamma") as e:
+        functx.grad(lambda x: lax.lgamma(x))(2.0)
+    assert f"test_jvp.py:{_lineno() - 1}" in str(e.value)
+    with pytest.raises(UnsupportedError, match="lgamma"):
+        functx.jvp(lax.lgamma, (2.0,), (1.0,))
+    # the primal alone is fine, and so is a derivative that does not flow through lgamma
+    assert np.isclose(float(functx.grad(lambda x: x * lax.stop_gradient(lax.lgamma(x)))(3.0)),
+                      np.log(2.0))
+
+
+# --- check_grads on every differentiable primitive ----------------------------------------------
+@pytest.mark.parametrize("name", DIFFERENTIABLE)
+@settings(max_examples=4)
+@given(data=st.data())
+def test_primitive_check_grads(name, data):
+    prim = P.registry[name]
+    case = data.draw(st.sampled_from(CASES[name]), label="case")
+    shape = data.draw(_shape_strategy(), label="shape") if case.shapes else None
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16), label="seed"))
+    diff, fixed = case.make(rng, shape)
+
+    def f(*d):
+        return prim.bind(*_merge(d, fixed), **case.params)
+
+    with np.errstate(all="ignore"):
+        check_grads(f, diff, order=2, modes=("fwd", "rev"))
+
+
+# --- Non-differentiable primitives give zero derivatives, like JAX ------------------------------
+def test_piecewise_constant_functions_have_zero_gradients_like_jax():
+    x = np.array([-1.7, -0.4, 0.3, 2.5])
+    for name in ["sign", "floor", "ceil", "round", "rint", "trunc"]:
+        f = lambda v, name=name: fnp.sum(getattr(fnp, name)(v) * v)  # noqa: E731
+        g = lambda v, name=name: jnp.sum(getattr(jnp, name)(v) * v)  # noqa: E731
+        np.testing.assert_allclose(functx.grad(f)(x), jax.grad(g)(x), err_msg=name)
+    # comparisons, argmax, iota, stop_gradient, is_finite, nextafter: no tangent flows
+    h = lambda v: fnp.sum(fnp.where(v > 0, 1.0, 0.0) + fnp.argmax(v) * v  # noqa: E731
+                          + lax.stop_gradient(v) ** 2 + fnp.isfinite(v) * v
+                          + fnp.nextafter(v, fnp.zeros_like(v)) * 0)
+    hj = lambda v: jnp.sum(jnp.where(v > 0, 1.0, 0.0) + jnp.argmax(v) * v  # noqa: E731
+                           + jax.lax.stop_gradient(v) ** 2 + jnp.isfinite(v) * v
+                           + jnp.nextafter(v, jnp.zeros_like(v)) * 0)
+    np.testing.assert_allclose(functx.grad(h)(x), jax.grad(hj)(x))
+    _, t = functx.jvp(lambda v: fnp.floor(v), (x,), (np.ones(4),))
+    np.testing.assert_array_equal(t, np.zeros(4))
+
+
+def test_integer_outputs_have_float0_tangents():
+    x = np.arange(3.0)
+    out, t = functx.jvp(lambda v: (fnp.argmax(v), v * 2), (x,), (np.ones(3),))
+    jout, jt = jax.jvp(lambda v: (jnp.argmax(v), v * 2), (x,), (np.ones(3),))
+    assert np.asarray(t[0]).dtype == jax.dtypes.float0 == np.asarray(jt[0]).dtype
+    np.testing.assert_allclose(t[1], jt[1])
+
+
+# --- jvp against jax.jvp -------------------------------------------------------------------------
+def _mlp(m, p, x):
+    h = m.tanh(x @ p["w1"] + p["b1"])
+    return m.sum((h @ p["w2"]) ** 2)
+
+
+JVP_CASES = {
+    "sin_cos": (lambda m, x, y: m.sin(x) * m.cos(y), [(3, 2), (3, 2)]),
+    "broadcast_scalar": (lambda m, x, y: x * y + y, [(4,), ()]),
+    "matmul": (lambda m, a, b: m.tanh(a @ b), [(3, 4), (4, 2)]),
+    "reductions": (lambda m, x, y: m.max(x, axis=0) * m.prod(y) + m.mean(x) - m.var(y), [(3, 4), (4,)]),
+    "cum": (lambda m, x, y: m.cumsum(x, axis=1) * m.cumprod(y), [(3, 4), (4,)]),
+    "index": (lambda m, x, y: x[1:, ::2] * y[0] + x[m.array([0, 2, 2])][:, :2].sum(), [(3, 4), (2,)]),
+    "where_clip": (lambda m, x, y: m.where(x > 0, m.clip(x, -0.5, 0.5), y), [(5,), (5,)]),
+    "pytree_mlp": None,
+}
+
+
+@pytest.mark.parametrize("name", sorted(JVP_CASES))
+def test_jvp_matches_jax(name, rng):
+    if name == "pytree_mlp":
+        p = {"w1": rng.standard_normal((3, 4)), "b1": rng.standard_normal(4),
+             "w2": rng.standard_normal((4, 2))}
+        x = rng.standard_normal((5, 3))
+        tp = {k: rng.standard_normal(v.shape) for k, v in p.items()}
+        out, t = functx.jvp(lambda p: _mlp(fnp, p, x), (p,), (tp,))
+        jout, jt = jax.jvp(lambda p: _mlp(jnp, p, x), (p,), (tp,))
+    else:
+        f, shapes = JVP_CASES[name]
+        args = [rng.standard_normal(s) for s in shapes]
+        ts = [rng.standard_normal(s) for s in shapes]
+        out, t = functx.jvp(lambda *a: f(fnp, *a), tuple(args), tuple(ts))
+        jout, jt = jax.jvp(lambda *a: f(jnp, *a), tuple(args), tuple(ts))
+    np.testing.assert_allclose(out, jout, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(t, jt, rtol=1e-10, atol=1e-12)
+
+
+def test_jvp_has_aux_and_pytrees():
+    def f(d):
+        return {"s": fnp.sin(d["a"]) * d["b"]}, d["a"].sum()
+
+    x = {"a": np.array([0.1, 0.2]), "b": np.float64(3.0)}
+    t = {"a": np.array([1.0, 0.0]), "b": np.float64(1.0)}
+    out, tout, aux = functx.jvp(f, (x,), (t,), has_aux=True)
+    np.testing.assert_allclose(tout["s"], np.cos(x["a"]) * 3.0 * t["a"] + np.sin(x["a"]))
+    np.testing.assert_allclose(aux, 0.3)
+
+
+def test_jvp_float32_keeps_dtype_and_weak_types():
+    x = np.float32(0.5)
+    out, t = functx.jvp(lambda v: fnp.sin(v) * 2.0 + 1, (x,), (np.float32(1.0),))
+    jout, jt = jax.jvp(lambda v: jnp.sin(v) * 2.0 + 1, (x,), (np.float32(1.0),))
+    assert np.asarray(out).dtype == np.asarray(jout).dtype == np.float32
+    assert np.asarray(t).dtype == np.asarray(jt).dtype == np.float32
+    np.testing.assert_allclose(t, jt, rtol=1e-6)
+    # python-scalar primals are weakly typed
+    out, t = functx.jvp(lambda v: v * 3.0, (2.0,), (1.0,))
+    assert float(t) == 3.0
+
+
+# --- jvp errors ------------------------------------------------------------------------------------
+def test_jvp_mismatched_shapes_names_the_line():
+    with pytest.raises(FunctxTypeError, match=r"equal shapes.*f64\[3\].*f64\[2\]") as e:
+        functx.jvp(fnp.sin, (np.zeros(3),), (np.zeros(2),))
+    assert f"test_jvp.py:{_lineno() - 1}" in str(e.value)
+    with pytest.raises(FunctxTypeError, match="dtypes must be equal") as e:
+        functx.jvp(fnp.sin, (np.zeros(3),), (np.zeros(3, np.float32),))
+    assert f"test_jvp.py:{_lineno() - 1}" in str(e.value)
+    with pytest.raises(FunctxTypeError, match="same tree structure") as e:
+        functx.jvp(lambda a, b: a * b, (1.0, 2.0), (1.0,))
+    assert f"test_jvp.py:{_lineno() - 1}" in str(e.value)
+    with pytest.raises(FunctxTypeError, match="tuples or lists"):
+        functx.jvp(fnp.sin, np.zeros(3), np.zeros(3))
