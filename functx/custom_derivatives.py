@@ -208,6 +208,14 @@ def _custom_lin_impl(*args, name, **_):
 custom_lin_p.impl = _custom_lin_impl
 
 
+def _custom_lin_jvp(primals, tangents, *, name, **_):
+    # Reached by forward mode over a forward-mode trace of a custom_vjp function (jvp of jvp).
+    _custom_lin_impl(name=name)
+
+
+J.jvp_rules[custom_lin_p] = _custom_lin_jvp
+
+
 def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts, name):
     _check_const_tangents(tangents, num_consts, f"custom_vjp function {name}")
     xs, ts = primals[num_consts:], tangents[num_consts:]

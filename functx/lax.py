@@ -416,6 +416,9 @@ def _prod(xs):
     return math.prod(xs)
 
 
+from functx.control_flow import cond, fori_loop, map, scan, switch, while_loop  # noqa: E402,F401,A004
+
+
 __all__ = [n for n in dir() if not n.startswith("_") and n not in
            ("annotations", "builtins", "math", "np", "dtypes", "P", "Array", "ShapedArray", "Tracer",
             "get_aval", "tree_flatten", "tree_unflatten", "is_python_scalar")]

@@ -340,7 +340,9 @@ def test_unary_float_vs_jax(name, dtype):
         x = x[np.abs(x.astype(np.float64)) < 1e9]  # XLA's lgamma loses accuracy for huge |x|
     ours = np.asarray(getattr(flax, name)(x))
     ref = np.asarray(UNARY_REF[name][1](x))
-    tol = 2e-6 if dtype == F32 else 1e-12
+    # XLA's CPU kernels are approximations (exp2(100) in float32 is 18 ulp off); the tight
+    # reference is the long-double one of test_unary_float.
+    tol = 1e-5 if dtype == F32 else 1e-12
     if name == "lgamma":
         tol = 1e-5 if dtype == F32 else 1e-10
     np.testing.assert_allclose(ours.astype(np.float64), ref.astype(np.float64), rtol=tol,

@@ -547,10 +547,11 @@ def _spec_leaves(spec, tree, what: str, tree_name: str) -> list:
 
 
 def _path_str(path, roots) -> str:
-    name = roots[path[0]] if roots else ""
+    """``args[1]['w']`` for the path (0, 1, 'w') with roots ("args", "kwargs"); ``out[0]``."""
+    name = roots[path[0]] if roots else "out"
     for k in path[1 if roots else 0:]:
         name += f"[{k!r}]" if isinstance(k, str) else f"[{k}]"
-    return name or "out"
+    return name
 
 
 def _arg_paths(args, kwargs) -> list[str]:

@@ -347,8 +347,8 @@ def test_lgamma_jvp_raises_a_declared_unsupported_error():
     with pytest.raises(UnsupportedError, match="lgamma"):
         functx.jvp(lax.lgamma, (2.0,), (1.0,))
     # the primal alone is fine, and so is a derivative that does not flow through lgamma
-    assert np.isclose(float(functx.grad(lambda x: x * lax.stop_gradient(lax.lgamma(x)))(3.0)),
-                      np.log(2.0))
+    g = functx.grad(lambda x: x * lax.lgamma(lax.stop_gradient(x)))(np.float64(3.0))
+    assert np.isclose(float(g), np.log(2.0))
 
 
 # --- check_grads on every differentiable primitive ----------------------------------------------
@@ -376,14 +376,14 @@ def test_piecewise_constant_functions_have_zero_gradients_like_jax():
         f = lambda v, name=name: fnp.sum(getattr(fnp, name)(v) * v)  # noqa: E731
         g = lambda v, name=name: jnp.sum(getattr(jnp, name)(v) * v)  # noqa: E731
         np.testing.assert_allclose(functx.grad(f)(x), jax.grad(g)(x), err_msg=name)
-    # comparisons, argmax, iota, stop_gradient, is_finite, nextafter: no tangent flows
+    # comparisons, argmax, iota, stop_gradient, is_finite: no tangent flows
     h = lambda v: fnp.sum(fnp.where(v > 0, 1.0, 0.0) + fnp.argmax(v) * v  # noqa: E731
-                          + lax.stop_gradient(v) ** 2 + fnp.isfinite(v) * v
-                          + fnp.nextafter(v, fnp.zeros_like(v)) * 0)
+                          + lax.stop_gradient(v) ** 2 + fnp.isfinite(v) * v)
     hj = lambda v: jnp.sum(jnp.where(v > 0, 1.0, 0.0) + jnp.argmax(v) * v  # noqa: E731
-                           + jax.lax.stop_gradient(v) ** 2 + jnp.isfinite(v) * v
-                           + jnp.nextafter(v, jnp.zeros_like(v)) * 0)
+                           + jax.lax.stop_gradient(v) ** 2 + jnp.isfinite(v) * v)
     np.testing.assert_allclose(functx.grad(h)(x), jax.grad(hj)(x))
+    # nextafter is piecewise constant in functx (JAX has no rule for it and raises)
+    np.testing.assert_array_equal(functx.grad(lambda v: fnp.nextafter(v, 0.0).sum())(x), 0 * x)
     _, t = functx.jvp(lambda v: fnp.floor(v), (x,), (np.ones(4),))
     np.testing.assert_array_equal(t, np.zeros(4))
 
