@@ -15,6 +15,8 @@ EPS = 1e-4
 
 
 def _tol(leaves, given):
+    """The loosest default tolerance over the dtypes of ``leaves`` (inputs and outputs: a float32
+    output of a float64 function is only as exact as float32)."""
     if given is not None:
         return given
     return max((_DEFAULT_TOL.get(np.asarray(x).dtype, 1e-5) for x in leaves), default=1e-5)
@@ -73,11 +75,11 @@ def _assert_close(a, b, atol, rtol, what):
 def check_jvp(f, args, atol=None, rtol=None, eps=EPS, rng=None):
     rng = rng or np.random.default_rng(0)
     leaves, tree = tree_flatten(tuple(args))
-    tol = _tol(leaves, None)
-    atol, rtol = atol or tol, rtol or tol
     t_leaves = [_rand_like(rng, x) for x in leaves]
     tangents = tree_unflatten(tree, t_leaves)
-    _, t_out = jvp(f, tuple(args), tuple(tangents))
+    out, t_out = jvp(f, tuple(args), tuple(tangents))
+    tol = _tol(leaves + tree_flatten(out)[0], None)
+    atol, rtol = atol or tol, rtol or tol
     num = numerical_jvp(f, args, tangents, eps)
     _assert_close(tree_flatten(t_out)[0], num, atol, rtol, "jvp vs finite differences")
 
@@ -85,10 +87,10 @@ def check_jvp(f, args, atol=None, rtol=None, eps=EPS, rng=None):
 def check_vjp(f, args, atol=None, rtol=None, eps=EPS, rng=None, check_transpose=True):
     rng = rng or np.random.default_rng(1)
     leaves, tree = tree_flatten(tuple(args))
-    tol = _tol(leaves, None)
-    atol, rtol = atol or tol, rtol or tol
     out, f_vjp = vjp(f, *args)
     out_leaves, out_tree = tree_flatten(out)
+    tol = _tol(leaves + out_leaves, None)
+    atol, rtol = atol or tol, rtol or tol
     ct_leaves = [_rand_like(rng, o) for o in out_leaves]
     cts_in = f_vjp(tree_unflatten(out_tree, ct_leaves))
     v_leaves = [_rand_like(rng, x) for x in leaves]

@@ -101,7 +101,8 @@ def batched_aval(aval: ShapedArray, d: BatchDim, size: int) -> ShapedArray:
     return aval.update(shape=tuple(shape))
 
 
-def _axis_size(args, dims) -> int:
+def axis_size_of(args, dims) -> int:
+    """The batch size, read off the first batched operand of a rule."""
     for x, d in zip(args, dims):
         if d is not None:
             return _shape(x)[d]
@@ -199,7 +200,7 @@ def batch_jaxpr(closed: ClosedJaxpr, in_dims, axis_size: int, *, force_out_dims=
 # rank are broadcast to the batched shape; an unbatched scalar stays a scalar where allowed.
 def _elementwise_rule(prim: Primitive, scalar_ok: Callable[[int], bool] = lambda i: True):
     def rule(args, dims, **params):
-        size = _axis_size(args, dims)
+        size = axis_size_of(args, dims)
         ranks = [_ndim(x) - (d is not None) for x, d in zip(args, dims)]
         r = max(ranks)
         out_d = next((d for d, k in zip(dims, ranks) if d is not None and k == r), 0)
@@ -301,7 +302,7 @@ def _slice_rule(args, dims, *, start_indices, limit_indices, strides=None):
 
 
 def _concatenate_rule(args, dims, *, dimension):
-    size = _axis_size(args, dims)
+    size = axis_size_of(args, dims)
     out_d = next(d for d in dims if d is not None)
     xs = [matchaxis(x, d, out_d, size) for x, d in zip(args, dims)]
     return P.concatenate_p.bind(*xs, dimension=dimension + (dimension >= out_d)), out_d
@@ -371,7 +372,7 @@ def _dynamic_slice_rule(args, dims, *, slice_sizes):
         idx = idx[:dx] + [zero] + idx[dx:]
         sizes = tuple(slice_sizes[:dx]) + (_shape(x)[dx],) + tuple(slice_sizes[dx:])
         return P.dynamic_slice_p.bind(x, *idx, slice_sizes=sizes), dx
-    size = _axis_size(idx, di)
+    size = axis_size_of(idx, di)
     full = list(_shape(x))
     if dx is not None:
         del full[dx]
@@ -395,12 +396,12 @@ def _dynamic_update_slice_rule(args, dims, **params):
     x, upd, *idx = args
     dx, du, *di = dims
     if all(d is None for d in di):
-        size = _axis_size(args, dims)
+        size = axis_size_of(args, dims)
         out_d = dx if dx is not None else du
         x, upd = matchaxis(x, dx, out_d, size), matchaxis(upd, du, out_d, size)
         zero = Array.from_value(np.zeros((), np.int32))
         return P.dynamic_update_slice_p.bind(x, upd, *idx[:out_d], zero, *idx[out_d:]), out_d
-    size = _axis_size(idx, di)
+    size = axis_size_of(idx, di)
     idx = [i if d is None else moveaxis(i, d, 0) for i, d in zip(idx, di)]
     full = list(_shape(x))
     if dx is not None:
@@ -440,7 +441,7 @@ def _gather_rule(args, dims, *, axes, mode, fill_value=None):
 def _scatter_rule(prim: Primitive):
     def rule(args, dims, *, axes, mode):
         (x, idx, upd), (dx, di, du) = args, dims
-        size = _axis_size(args, dims)
+        size = axis_size_of(args, dims)
         if di is None:
             d = 0 if dx is None else dx
             x = matchaxis(x, dx, d, size)
@@ -682,4 +683,4 @@ def _out_dims(out_axes, out_tree, out_avals) -> list:
 
 
 __all__ = ["vmap", "batch_jaxpr", "batch_eval", "batching_rules", "not_mapped", "moveaxis",
-           "matchaxis", "bdim_at_front", "broadcast_batched", "shift_axes", "BatchingError"]
+           "matchaxis", "bdim_at_front", "axis_size_of", "batched_aval", "broadcast_batched", "shift_axes", "BatchingError"]

@@ -1,0 +1,428 @@
+"""``associative_scan`` as a primitive, with its rules in every transform.
+
+``associative_scan(fn, elems, reverse=False, axis=0)`` traces ``fn`` once on single elements (the
+scan axis removed) into a *combine* Jaxpr and records one ``associative_scan`` equation, so that a
+backend can emit one scan kernel for it.
+
+* Eager: O(log n) vectorised passes (the odd/even ladder below), never a loop over the sequence.
+* jvp of a *lane-wise* combine (every output element depends only on the same element of its
+  inputs: add, mul, max, logaddexp, the linear recurrence, a Welford merge, ...): the tangent obeys
+  an affine recurrence ``dy_i = A_i dy_{i-1} + B_i dx_i`` whose coefficients come from the combine's
+  jvp. It is emitted as an associative_scan over affine maps ``(A, b)``; ``A`` is a small per-lane
+  matrix whose sparsity is known statically (symbolic zeros), e.g. diagonal for the linear
+  recurrence. Its transpose is the same scan run backwards with ``A`` transposed and shifted, so
+  the gradient of a lane-wise scan is made of scans of the same length (Mamba's backward pass).
+* jvp of any other combine: the jvp of the O(log n) ladder (correct, not a single scan).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from functx import lax
+from functx import primitives as P
+from functx.core import ClosedJaxpr, Jaxpr, Primitive, ShapedArray, same_type
+from functx.errors import FunctxTypeError, UnsupportedError, where
+from functx.interpreter import eval_jaxpr
+from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
+from functx.transforms import jvp as J
+from functx.transforms import transpose as T
+
+associative_scan_p = Primitive("associative_scan", multiple_results=True, group="scan")
+P.registry["associative_scan"] = associative_scan_p
+
+
+def _elem_aval(a: ShapedArray, axis: int) -> ShapedArray:
+    return ShapedArray(a.shape[:axis] + a.shape[axis + 1:], a.dtype)
+
+
+def _abstract_eval(*args, combine, num_consts, axis, reverse, affine):
+    xs = args[num_consts:]
+    if not xs:
+        raise FunctxTypeError("associative_scan needs at least one array")
+    n = {x.shape[axis] if x.ndim > axis else None for x in xs}
+    if None in n or len(n) != 1:
+        raise FunctxTypeError(f"associative_scan: all elems must share the scan axis {axis}, got "
+                              + ", ".join(x.str_short() for x in xs))
+    want = [_elem_aval(x, axis) for x in xs]
+    got = combine.out_avals
+    if len(got) != len(want) or not all(same_type(a, b) for a, b in zip(got, want)):
+        raise FunctxTypeError("associative_scan: the combine function must return one element of "
+                              f"the same type: expected {[a.str_short() for a in want]}, got "
+                              f"{[a.str_short() for a in got]}")
+    return [x.update(weak_type=False) for x in xs]
+
+
+associative_scan_p.abstract_eval = _abstract_eval
+
+
+# --- the O(log n) ladder -------------------------------------------------------------------------
+def _combine_over_axis(combine: ClosedJaxpr, consts, a, b, axis):
+    """Apply the element-wise combine to every pair along ``axis`` (a vmap of the combine)."""
+    from functx.transforms.vmap import vmap
+
+    k = len(a)
+    fn = _combine_fun(combine, len(consts))
+    return vmap(fn, in_axes=(None, axis, axis), out_axes=axis)(list(consts), list(a), list(b))[:k]
+
+
+@functools.lru_cache(maxsize=256)
+def _combine_fun_cached(combine, nc):
+    def fn(consts, a, b):
+        return eval_jaxpr(combine.jaxpr, combine.consts, *consts, *a, *b)
+
+    return fn
+
+
+def _combine_fun(combine, nc):
+    return _combine_fun_cached(combine, nc)
+
+
+def _slice(x, start, stop, step, axis):
+    return lax.slice_in_dim(x, start, stop, step, axis)
+
+
+def ladder(combine: ClosedJaxpr, consts, xs, axis):
+    """Inclusive scan along ``axis`` with O(log n) levels of combines over strided slices."""
+    n = get_aval(xs[0]).shape[axis]
+    if n < 2:
+        return list(xs)
+    a = [_slice(x, 0, n - 1, 2, axis) for x in xs]
+    b = [_slice(x, 1, n, 2, axis) for x in xs]
+    odd = ladder(combine, consts, _combine_over_axis(combine, consts, a, b, axis), axis)
+    m = (n - 1) // 2
+    if m:
+        rest = _combine_over_axis(combine, consts, [_slice(o, 0, m, 1, axis) for o in odd],
+                                  [_slice(x, 2, n, 2, axis) for x in xs], axis)
+        even = [lax.concatenate([_slice(x, 0, 1, 1, axis), r], axis) for x, r in zip(xs, rest)]
+    else:
+        even = [_slice(x, 0, 1, 1, axis) for x in xs]
+    return [_interleave(e, o, axis) for e, o in zip(even, odd)]
+
+
+def _interleave(even, odd, axis):
+    ea, oa = get_aval(even), get_aval(odd)
+    ne, no = ea.shape[axis], oa.shape[axis]
+    if no < ne:
+        cfg = [(0, 0, 0)] * oa.ndim
+        cfg[axis] = (0, ne - no, 0)
+        odd = lax.pad(odd, lax.full((), 0, oa.dtype), cfg)
+    e = lax.expand_dims(even, (axis + 1,))
+    o = lax.expand_dims(odd, (axis + 1,))
+    both = lax.concatenate([e, o], axis + 1)
+    shape = list(ea.shape)
+    shape[axis] = 2 * ne
+    flat = lax.reshape(both, tuple(shape))
+    return _slice(flat, 0, ne + no, 1, axis)
+
+
+def _impl(*args, combine, num_consts, axis, reverse, affine):
+    consts, xs = list(args[:num_consts]), list(args[num_consts:])
+    if reverse:
+        xs = [np.flip(x, axis) for x in xs]
+    out = ladder(combine, consts, xs, axis)
+    out = [np.asarray(o) for o in out]
+    if reverse:
+        out = [np.flip(o, axis) for o in out]
+    return out
+
+
+associative_scan_p.impl = _impl
+
+
+# --- the public function -------------------------------------------------------------------------
+def associative_scan(fn, elems, reverse: bool = False, axis: int = 0):
+    """Inclusive scan of ``elems`` (a pytree of arrays sharing the scan axis) with the associative
+    combine ``fn(a, b)`` (JAX's ``lax.associative_scan``). With ``reverse`` the scan runs from the
+    end (result ``i`` combines elements ``i..n-1``, the later elements on the left as in JAX)."""
+    return _associative_scan(fn, elems, reverse, axis, None)
+
+
+def _associative_scan(fn, elems, reverse, axis, affine):
+    leaves, tree = tree_flatten(elems)
+    if not leaves:
+        raise FunctxTypeError(f"associative_scan got no arrays to scan{where()}")
+    avals = [get_aval(x) for x in leaves]
+    nd = avals[0].ndim
+    if not -nd <= axis < max(nd, 1) or nd == 0:
+        raise FunctxTypeError(f"associative_scan: axis {axis} is out of range for "
+                              f"{avals[0].str_short()}{where()}")
+    axis = axis % nd
+    sizes = {a.shape[axis] if a.ndim > axis else None for a in avals}
+    if len(sizes) != 1 or None in sizes:
+        raise FunctxTypeError("associative_scan: array inputs must all have the same size along "
+                              "the scan axis, got " + ", ".join(a.str_short() for a in avals)
+                              + f" (axis {axis}){where()}")
+    elem_avals = [_elem_aval(a, axis) for a in avals]
+    box = {}
+
+    def flat(*xs):
+        k = len(elem_avals)
+        a = tree_unflatten(tree, list(xs[:k]))
+        b = tree_unflatten(tree, list(xs[k:]))
+        out = fn(a, b)
+        out_leaves, out_tree = tree_flatten(out)
+        box["tree"] = out_tree
+        return out_leaves, None
+
+    closed, _ = trace_flat(flat, elem_avals + elem_avals)
+    if box["tree"] != tree:
+        raise FunctxTypeError(f"associative_scan: the combine function must return the structure "
+                              f"of its inputs, {tree}; got {box['tree']}{where()}")
+    got = closed.out_avals
+    if not all(same_type(g, e) for g, e in zip(got, elem_avals)):
+        raise FunctxTypeError(
+            "associative_scan: the combine function must return elements of the input types "
+            f"{[a.str_short() for a in elem_avals]}, got {[a.str_short() for a in got]}{where()}")
+    j = closed.jaxpr
+    combine = ClosedJaxpr(Jaxpr([], j.constvars + j.invars, j.eqns, j.outvars), [])
+    leaves = [lax.convert_element_type(x, a.dtype) if get_aval(x).weak_type else x
+              for x, a in zip(leaves, avals)]
+    outs = associative_scan_p.bind(*closed.consts, *leaves, combine=combine,
+                                   num_consts=len(closed.consts), axis=axis, reverse=bool(reverse),
+                                   affine=affine)
+    return tree_unflatten(tree, outs)
+
+
+# --- lane-wise combines and the affine tangent recurrence ----------------------------------------
+_LANEWISE_GROUPS = {"unary", "binary", "compare", "bitwise", "select", "convert"}
+
+
+def is_lanewise(combine: ClosedJaxpr, num_consts: int) -> bool:
+    """Every output element depends only on the same element of the inputs."""
+    avals = combine.in_avals[num_consts:]
+    shape = avals[0].shape if avals else ()
+    if any(a.shape != shape for a in avals):
+        return False
+    if any(a.shape not in ((), shape) for a in combine.in_avals[:num_consts]):
+        return False
+    for e in combine.jaxpr.eqns:
+        if e.prim.group in _LANEWISE_GROUPS or e.prim is P.stop_gradient_p:
+            continue
+        if e.prim is P.broadcast_in_dim_p and e.invars[0].aval.shape == ():
+            continue
+        return False
+    return True
+
+
+def _closure(pattern, k):
+    """Close a k x k sparsity pattern under matrix products."""
+    pat = set(pattern)
+    while True:
+        new = {(m, n) for (m, l1) in pat for (l2, n) in pat if l1 == l2} | pat
+        if new == pat:
+            return tuple(sorted(pat))
+        pat = new
+
+
+def _affine_combine(k, pattern):
+    """((A1, b1), (A2, b2)) -> (A2 A1, A2 b1 + b2) on the entries of ``pattern`` (lane-wise)."""
+    idx = {e: i for i, e in enumerate(pattern)}
+
+    def combine(first, second):
+        a1, b1 = first
+        a2, b2 = second
+        prod = []
+        for (m, n) in pattern:
+            acc = None
+            for l in range(k):
+                if (m, l) in idx and (l, n) in idx:
+                    t = lax.mul(a2[idx[(m, l)]], a1[idx[(l, n)]])
+                    acc = t if acc is None else lax.add(acc, t)
+            prod.append(acc if acc is not None else lax.full_like(a1[0], 0))
+        b = []
+        for m in range(k):
+            acc = b2[m]
+            for l in range(k):
+                if (m, l) in idx:
+                    acc = lax.add(acc, lax.mul(a2[idx[(m, l)]], b1[l]))
+            b.append(acc)
+        return prod, b
+
+    return combine
+
+
+def _coefficient_pattern(combine, num_consts, elem_avals):
+    """Which entries of A = d combine / d (first argument) can be nonzero (symbolic zeros)."""
+    k = len(elem_avals)
+    const_avals = combine.in_avals[:num_consts]
+    pattern = []
+
+    def probe(*args):
+        cs, a, b = args[:num_consts], args[num_consts:num_consts + k], args[num_consts + k:]
+        for n in range(k):
+            ts = [J.Zero(J.tangent_aval(c)) for c in const_avals]
+            ts += [lax.full_like(a[m], 1) if m == n else J.Zero(J.tangent_aval(elem_avals[m]))
+                   for m in range(k)]
+            ts += [J.Zero(J.tangent_aval(e)) for e in elem_avals]
+            _, touts = J.jvp_eval(combine.jaxpr, [], list(cs) + list(a) + list(b), ts)
+            pattern.extend((m, n) for m, t in enumerate(touts) if not isinstance(t, J.Zero))
+        return [], None
+
+    trace_flat(probe, list(const_avals) + list(elem_avals) + list(elem_avals))
+    return tuple(sorted(set(pattern)))
+
+
+def _lanewise_jvp(primals, tangents, combine, num_consts, axis, reverse, ys):
+    consts, xs = list(primals[:num_consts]), list(primals[num_consts:])
+    dxs = list(tangents[num_consts:])
+    k = len(xs)
+    x_avals = [get_aval(x) for x in xs]
+    n = x_avals[0].shape[axis]
+    dxs = [J.instantiate(t) if not isinstance(t, J.Zero) else lax.full(a.shape, 0, a.dtype)
+           for t, a in zip(dxs, x_avals)]
+    if n < 2:
+        return dxs
+    elem_avals = [_elem_aval(a, axis) for a in x_avals]
+    pattern = _coefficient_pattern(combine, num_consts, elem_avals)
+    closed_pat = _closure(pattern, k)
+    # prev: the prefix before position i; cur: x_i. For a reverse scan "before" is i + 1.
+    if reverse:
+        prev = [_slice(y, 1, n, 1, axis) for y in ys]
+        cur = [_slice(x, 0, n - 1, 1, axis) for x in xs]
+        dcur = [_slice(t, 0, n - 1, 1, axis) for t in dxs]
+    else:
+        prev = [_slice(y, 0, n - 1, 1, axis) for y in ys]
+        cur = [_slice(x, 1, n, 1, axis) for x in xs]
+        dcur = [_slice(t, 1, n, 1, axis) for t in dxs]
+
+    def coefficients(cs, yp, xc, dxc):
+        ts_a = []
+        entries = {}
+        for col in range(k):
+            ts = [J.Zero(J.tangent_aval(get_aval(c))) for c in cs]
+            ts += [lax.full_like(yp[m], 1) if m == col else J.Zero(J.tangent_aval(get_aval(yp[m])))
+                   for m in range(k)]
+            ts += [J.Zero(J.tangent_aval(get_aval(x))) for x in xc]
+            _, touts = J.jvp_eval(combine.jaxpr, [], list(cs) + list(yp) + list(xc), ts)
+            for m, t in enumerate(touts):
+                if not isinstance(t, J.Zero):
+                    entries[(m, col)] = t
+        ts_a = [J.Zero(J.tangent_aval(get_aval(c))) for c in cs]
+        ts_a += [J.Zero(J.tangent_aval(get_aval(y))) for y in yp]
+        ts_a += list(dxc)
+        _, b = J.jvp_eval(combine.jaxpr, [], list(cs) + list(yp) + list(xc), ts_a)
+        a_list = [entries[e] if e in entries else lax.full_like(yp[0], 0) for e in closed_pat]
+        b_list = [J.instantiate(t) if not isinstance(t, J.Zero) else lax.full_like(yp[m], 0)
+                  for m, t in enumerate(b)]
+        return a_list, b_list
+
+    from functx.transforms.vmap import vmap
+
+    a_mid, b_mid = vmap(coefficients, in_axes=(None, axis, axis, axis), out_axes=axis)(
+        consts, prev, cur, dcur)
+    first = [_slice(t, n - 1, n, 1, axis) if reverse else _slice(t, 0, 1, 1, axis) for t in dxs]
+    zero_a = [lax.full_like(_slice(xs[0], 0, 1, 1, axis), 0) for _ in closed_pat]
+    if reverse:
+        a_all = [lax.concatenate([a, z], axis) for a, z in zip(a_mid, zero_a)]
+        b_all = [lax.concatenate([b, f], axis) for b, f in zip(b_mid, first)]
+    else:
+        a_all = [lax.concatenate([z, a], axis) for a, z in zip(a_mid, zero_a)]
+        b_all = [lax.concatenate([f, b], axis) for b, f in zip(b_mid, first)]
+    _, h = _associative_scan(_affine_combine(k, closed_pat), (a_all, b_all), reverse, axis,
+                             (k, closed_pat))
+    return h
+
+
+@functools.lru_cache(maxsize=128)
+def _ladder_jaxpr(combine, num_consts, axis, reverse, avals):
+    def fun(*args):
+        consts, xs = list(args[:num_consts]), list(args[num_consts:])
+        if reverse:
+            xs = [lax.rev(x, (axis,)) for x in xs]
+        out = ladder(combine, consts, xs, axis)
+        if reverse:
+            out = [lax.rev(o, (axis,)) for o in out]
+        return out, None
+
+    closed, _ = trace_flat(fun, list(avals))
+    return closed
+
+
+def _jvp_rule(primals, tangents, *, combine, num_consts, axis, reverse, affine):
+    if any(not isinstance(t, J.Zero) for t in tangents[:num_consts]):
+        raise UnsupportedError(f"associative_scan: the combine function closes over a value that "
+                               f"is being differentiated{where()}; pass it as part of elems")
+    if not is_lanewise(combine, num_consts):
+        closed = _ladder_jaxpr(combine, num_consts, axis, reverse,
+                               tuple(get_aval(p) for p in primals))
+        return J.jvp_eval(closed.jaxpr, closed.consts, list(primals), list(tangents))
+    ys = associative_scan_p.bind(*primals, combine=combine, num_consts=num_consts, axis=axis,
+                                 reverse=reverse, affine=affine)
+    if all(isinstance(t, J.Zero) for t in tangents):
+        return ys, [J.Zero(J.tangent_aval(get_aval(y))) for y in ys]
+    return ys, _lanewise_jvp(primals, tangents, combine, num_consts, axis, reverse, ys)
+
+
+J.jvp_rules[associative_scan_p] = _jvp_rule
+
+
+def _transpose_rule(cts, *args, combine, num_consts, axis, reverse, affine):
+    """Transpose of an affine scan ``h_i = A_i h_{i-1} + b_i`` with respect to ``b``: the same
+    recurrence backwards, ``g_j = ct_j + A_{j+1}^T g_{j+1}``."""
+    if affine is None:
+        raise UnsupportedError(f"associative_scan is linear only in the b-part of an affine scan; "
+                               f"this one cannot be transposed{where()}")
+    k, pattern = affine
+    npat = len(pattern)
+    a_ent = args[num_consts:num_consts + npat]
+    b_ent = args[num_consts + npat:]
+    if any(T.is_undefined(a) for a in a_ent) or any(T.is_undefined(c) for c in args[:num_consts]):
+        raise UnsupportedError(f"associative_scan: the coefficients of an affine scan are not "
+                               f"linear{where()}")
+    ct_a, ct_h = cts[:npat], cts[npat:]
+    if any(not isinstance(c, J.Zero) for c in ct_a):
+        raise UnsupportedError(f"associative_scan: cotangent of the coefficient products{where()}")
+    b_avals = [T._aval(b) for b in b_ent]
+    ct_h = [lax.full(a.shape, 0, a.dtype) if isinstance(c, J.Zero) else c
+            for c, a in zip(ct_h, b_avals)]
+    n = b_avals[0].shape[axis]
+    t_pattern = tuple(sorted((nn, m) for (m, nn) in pattern))
+    idx = {e: i for i, e in enumerate(pattern)}
+    a_t = [a_ent[idx[(m, nn)]] for (nn, m) in t_pattern]
+    zero = [lax.full_like(_slice(a, 0, 1, 1, axis), 0) for a in a_t]
+    if reverse:  # forward: h_i = A_i h_{i+1} + b_i; transpose runs i = 0..n-1 with A_{j-1}^T
+        shifted = [lax.concatenate([z, _slice(a, 0, n - 1, 1, axis)], axis) for a, z in zip(a_t, zero)]
+    else:
+        shifted = [lax.concatenate([_slice(a, 1, n, 1, axis), z], axis) for a, z in zip(a_t, zero)]
+    _, g = _associative_scan(_affine_combine(k, t_pattern), (shifted, ct_h), not reverse, axis,
+                             (k, t_pattern))
+    return [None] * (num_consts + npat) + [gi if T.is_undefined(b) else None
+                                           for gi, b in zip(g, b_ent)]
+
+
+T.transpose_rules[associative_scan_p] = _transpose_rule
+
+
+# --- cumulative reductions as associative scans --------------------------------------------------
+def _cum(fn_name, combine):
+    def f(x, axis=0, reverse=False):
+        nd = get_aval(x).ndim
+        if nd == 0:
+            raise FunctxTypeError(f"{fn_name} needs an array of rank >= 1{where()}")
+        return _associative_scan(combine, x, reverse, int(axis) % nd, None)
+
+    f.__name__ = fn_name
+    f.__doc__ = f"``lax.{fn_name}`` as an associative scan."
+    return f
+
+
+def _logaddexp(a, b):
+    amax = lax.max(a, b)
+    delta = lax.sub(a, b)
+    nan = lax.ne(delta, delta)
+    safe = lax.select(nan, lax.full_like(delta, 0), delta)
+    out = lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(safe)))))
+    return lax.select(nan, lax.add(a, b), out)
+
+
+cumsum = _cum("cumsum", lax.add)
+cumprod = _cum("cumprod", lax.mul)
+cummax = _cum("cummax", lax.max)
+cummin = _cum("cummin", lax.min)
+cumlogsumexp = _cum("cumlogsumexp", _logaddexp)
+
+__all__ = ["associative_scan", "associative_scan_p", "cumsum", "cumprod", "cummax", "cummin",
+           "cumlogsumexp", "ladder", "is_lanewise"]
