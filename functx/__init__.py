@@ -14,6 +14,7 @@ from functx.tracing import ShapeDtypeStruct, make_jaxpr
 from functx.transforms.jvp import jvp
 from functx.transforms.linearize import linearize
 from functx.transforms.vjp import grad, hessian, jacfwd, jacobian, jacrev, value_and_grad, vjp
+from functx.transforms.vmap import vmap
 
 __version__ = "0.1.0"
 
@@ -34,5 +35,5 @@ __all__ = [
     "custom_vjp", "device_put",
     "dtypes", "errors", "grad", "hessian", "jacfwd", "jacobian", "jacrev", "jvp", "lax",
     "linearize", "make_jaxpr", "nn", "numpy", "tree_util", "typecheck_jaxpr", "value_and_grad",
-    "vjp",
+    "vjp", "vmap",
 ]

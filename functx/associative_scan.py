@@ -426,3 +426,30 @@ cumlogsumexp = _cum("cumlogsumexp", _logaddexp)
 
 __all__ = ["associative_scan", "associative_scan_p", "cumsum", "cumprod", "cummax", "cummin",
            "cumlogsumexp", "ladder", "is_lanewise"]
+
+
+# --- vmap: batch axes become element axes of the combine -----------------------------------------
+def _batch_rule(args, dims, *, combine, num_consts, axis, reverse, affine):
+    from functx.transforms import vmap as V
+
+    size = V.axis_size_of(args, dims)
+    consts, xs = list(args[:num_consts]), list(args[num_consts:])
+    cdims = list(dims[:num_consts])
+    xs = [V.bdim_at_front(x, d, size) for x, d in zip(xs, dims[num_consts:])]
+    k = len(xs)
+    batched, _ = V.batch_jaxpr(combine, cdims + [0] * (2 * k), size, force_out_dims=[0] * k)
+    j = batched.jaxpr
+    new_combine = ClosedJaxpr(Jaxpr([], j.constvars + j.invars, j.eqns, j.outvars), [])
+    outs = associative_scan_p.bind(*batched.consts, *consts, *xs, combine=new_combine,
+                                   num_consts=len(batched.consts) + num_consts, axis=axis + 1,
+                                   reverse=reverse, affine=affine)
+    return outs, [0] * k
+
+
+def _register_batching():
+    from functx.transforms import vmap as V
+
+    V.batching_rules[associative_scan_p] = _batch_rule
+
+
+_register_batching()

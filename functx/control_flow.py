@@ -721,3 +721,128 @@ partial_eval_rules[while_p] = _while_partial_eval
 
 __all__ = ["cond", "switch", "scan", "map", "fori_loop", "while_loop", "cond_p", "scan_p",
            "while_p"]
+
+
+# =================================================================================================
+# Batching rules (registered with functx.transforms.vmap)
+# =================================================================================================
+from functx.transforms import vmap as V  # noqa: E402  (vmap imports lax, which imports this file)
+
+
+def _batch_closed(closed, in_dims, size, force_out_dims=None):
+    """batch_jaxpr with its consts hoisted: (consts-free ClosedJaxpr, consts, out_dims)."""
+    batched, out_dims = V.batch_jaxpr(closed, in_dims, size, force_out_dims=force_out_dims)
+    hoisted, consts = _hoist(batched)
+    return hoisted, consts, out_dims
+
+
+def _cond_batch(args, dims, *, branches):
+    size = V.axis_size_of(args, dims)
+    index, ops = args[0], args[1:]
+    idims, odims = dims[0], list(dims[1:])
+    n_out = len(branches[0].out_avals)
+    if idims is None:
+        hoisted = []
+        for b in branches:
+            j, consts, _ = _batch_closed(b, odims, size, [0] * n_out)
+            hoisted.append((j, consts))
+        wrapped, all_consts = _share_consts(hoisted)
+        outs = cond_p.bind(index, *all_consts, *ops, branches=wrapped)
+        return outs, [0] * n_out
+    # A batched index: run every branch and select per example.
+    results = []
+    for b in branches:
+        j, consts, _ = _batch_closed(b, odims, size, [0] * n_out)
+        results.append(eval_jaxpr(j.jaxpr, [], *consts, *ops))
+    idx = V.bdim_at_front(index, idims, size)
+    idx = lax.clamp(0, idx, len(branches) - 1)
+    outs = []
+    for k in range(n_out):
+        shape = get_aval(results[0][k]).shape
+        which = lax.broadcast_in_dim(idx, shape, (0,))
+        outs.append(lax.select_n(which, *[r[k] for r in results]) if len(branches) > 1
+                    else results[0][k])
+    return outs, [0] * n_out
+
+
+def _scan_batch(args, dims, *, jaxpr, num_consts, num_carry, length, reverse, unroll):
+    size = V.axis_size_of(args, dims)
+    c, k, x = _split3(args, num_consts, num_carry)
+    cd, kd, xd = _split3(dims, num_consts, num_carry)
+    k_b = [d is not None for d in kd]
+    x_in = [None if d is None else 0 for d in xd]
+    n_y = len(jaxpr.out_avals) - num_carry
+    while True:
+        in_dims = list(cd) + [0 if b else None for b in k_b] + x_in
+        _, out_dims = V.batch_jaxpr(jaxpr, in_dims, size)
+        new = [b or (d is not None) for b, d in zip(k_b, out_dims[:num_carry])]
+        if new == k_b:
+            break
+        k_b = new
+    in_dims = list(cd) + [0 if b else None for b in k_b] + x_in
+    force = [0 if b else None for b in k_b] + [None] * n_y
+    body, consts, out_dims = _batch_closed(jaxpr, in_dims, size, force)
+    k2 = [V.bdim_at_front(v, d, size) if b else v for v, d, b in zip(k, kd, k_b)]
+    x2 = [v if d is None else V.moveaxis(v, d, 1) for v, d in zip(x, xd)]
+    outs = scan_p.bind(*consts, *c, *k2, *x2, jaxpr=body, num_consts=len(consts) + num_consts,
+                       num_carry=num_carry, length=length, reverse=reverse, unroll=unroll)
+    y_dims = [None if d is None else d + 1 for d in out_dims[num_carry:]]
+    return outs, [0 if b else None for b in k_b] + y_dims
+
+
+def _while_batch(args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    size = V.axis_size_of(args, dims)
+    cc, bc, k = _split3(args, cond_nconsts, body_nconsts)
+    ccd, bcd, kd = _split3(dims, cond_nconsts, body_nconsts)
+    k_b = [d is not None for d in kd]
+    while True:
+        _, out_dims = V.batch_jaxpr(body_jaxpr, list(bcd) + [0 if b else None for b in k_b], size)
+        new = [b or (d is not None) for b, d in zip(k_b, out_dims)]
+        if new == k_b:
+            break
+        k_b = new
+    _, pred_dims = V.batch_jaxpr(cond_jaxpr, list(ccd) + [0 if b else None for b in k_b], size)
+    if pred_dims[0] is not None:
+        k_b = [True] * len(k)  # a batched predicate: every example carries its own state
+    kdims = [0 if b else None for b in k_b]
+    cj, cconsts, pd = _batch_closed(cond_jaxpr, list(ccd) + kdims, size)
+    bj, bconsts, _ = _batch_closed(body_jaxpr, list(bcd) + kdims, size, kdims)
+    k2 = [V.bdim_at_front(v, d, size) if b else v for v, d, b in zip(k, kd, k_b)]
+    if pd[0] is None:
+        outs = while_p.bind(*cconsts, *cc, *bconsts, *bc, *k2, cond_jaxpr=cj, body_jaxpr=bj,
+                            cond_nconsts=len(cconsts) + len(cc),
+                            body_nconsts=len(bconsts) + len(bc))
+        return outs, kdims
+    # Loop while any example's predicate holds; examples that are done keep their state.
+    n_cc, n_bc = len(cconsts) + len(cc), len(bconsts) + len(bc)
+    k_avals = [get_aval(v) for v in k2]
+
+    def any_cond(*a):
+        p = eval_jaxpr(cj.jaxpr, [], *a)[0]
+        return [lax.reduce_or(p, (0,))], None
+
+    def masked_body(*a):
+        ccs, bcs, carry = a[:n_cc], a[n_cc:n_cc + n_bc], a[n_cc + n_bc:]
+        p = eval_jaxpr(cj.jaxpr, [], *ccs, *carry)[0]
+        new = eval_jaxpr(bj.jaxpr, [], *bcs, *carry)
+        out = []
+        for old, nv in zip(carry, new):
+            which = lax.broadcast_in_dim(p, get_aval(nv).shape, (0,))
+            out.append(lax.select(which, nv, old))
+        return out, None
+
+    c_avals = [get_aval(v) for v in list(cconsts) + list(cc)]
+    b_avals = [get_aval(v) for v in list(bconsts) + list(bc)]
+    acj, _ = trace_flat(any_cond, c_avals + k_avals)
+    acj, acc = _hoist(acj)
+    mbj, _ = trace_flat(masked_body, c_avals + b_avals + k_avals)
+    mbj, mbc = _hoist(mbj)
+    outs = while_p.bind(*acc, *cconsts, *cc, *mbc, *cconsts, *cc, *bconsts, *bc, *k2,
+                        cond_jaxpr=acj, body_jaxpr=mbj, cond_nconsts=len(acc) + n_cc,
+                        body_nconsts=len(mbc) + n_cc + n_bc)
+    return outs, [0] * len(k2)
+
+
+V.batching_rules[cond_p] = _cond_batch
+V.batching_rules[scan_p] = _scan_batch
+V.batching_rules[while_p] = _while_batch

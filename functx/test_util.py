@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from functx import dtypes
+from functx.array import Array, is_python_scalar
 from functx.tracing import get_aval, tree_flatten, tree_unflatten
 from functx.transforms.jvp import jvp
 from functx.transforms.vjp import vjp
@@ -43,13 +44,15 @@ def _inner(a_leaves, b_leaves):
 
 
 def _add_scaled(args_leaves, t_leaves, eps):
+    """``x + eps * t`` per leaf, as functx Arrays of x's type (so ``f`` may use ``x.at[...]``)."""
     out = []
     for x, t in zip(args_leaves, t_leaves):
-        x = np.asarray(x)
-        if x.dtype in dtypes.FLOATS:
-            out.append((x.astype(np.float64) + eps * np.asarray(t, np.float64)).astype(x.dtype))
-        else:
+        a = get_aval(x)
+        if a.dtype not in dtypes.FLOATS:
             out.append(x)
+            continue
+        v = (np.asarray(x, np.float64) + eps * np.asarray(t, np.float64)).astype(a.dtype)
+        out.append(float(v) if is_python_scalar(x) else Array._new(np.asarray(v), a))
     return out
 
 

@@ -1,22 +1,23 @@
 """vmap: automatic batching as a Jaxpr -> Jaxpr rewrite.
 
-``vmap(f)(xs)`` traces ``f`` on one example (the avals of the arguments with the mapped axis removed),
+``vmap(f)(xs)`` traces ``f`` on one example (the avals of the arguments without the mapped axis),
 rewrites that per-example Jaxpr into a batched one with ``batch_jaxpr``, and evaluates the batched
 Jaxpr on the actual arguments (eagerly on arrays, inlined into the active trace on tracers). So
 ``make_jaxpr(vmap(f))`` prints the batched Jaxpr and vmap composes with every other transform.
 
-The rewrite walks the equations once. Each value carries a *batch dimension*: the axis of the batched
-value that indexes the examples, or ``None`` (``not_mapped``) when the value is the same for every
-example. An equation whose inputs are all unbatched is re-emitted unchanged; otherwise the rule of
-its primitive (``batching_rules[prim]``) emits equivalent batched equations with ordinary
+The rewrite walks the equations once. Each value carries a *batch dimension*: the axis of the
+batched value that indexes the examples, or ``None`` (``not_mapped``) when the value is the same for
+every example. An equation whose inputs are all unbatched is re-emitted unchanged; otherwise the
+rule of its primitive (``batching_rules[prim]``) emits equivalent batched equations with ordinary
 ``functx.lax`` calls::
 
     rule(args, dims, **params) -> (out, out_dim)        # lists for multiple-result primitives
 
 Rules keep the batch axis where it is cheapest: they move it only when the primitive needs it
-elsewhere (``reshape`` wants it in front) and never broadcast an unbatched operand to the batch size
-unless the primitive cannot take it otherwise (``W`` in ``x @ W`` stays a ``W``). Rules are grouped by
-primitive class (``Primitive.group``): one serves every elementwise op, one every reduction, ...
+elsewhere (``reshape`` wants it in front) and never broadcast an unbatched operand to the batch
+size unless the primitive cannot take it otherwise (``W`` in ``x @ W`` stays a ``W``). Rules are
+grouped by primitive class (``Primitive.group``): one serves every elementwise op, one every
+reduction, ...
 
 Sections: 1. helpers to move batch axes  2. batch_jaxpr (the rewrite)  3. the rules, by group
 4. the ``vmap`` API (in_axes/out_axes, sizes, errors, cache).
@@ -165,13 +166,14 @@ def batch_jaxpr(closed: ClosedJaxpr, in_dims, axis_size: int, *, force_out_dims=
     Arguments:
       closed: the per-example Jaxpr.
       in_dims: for each input, the axis of the batched input that indexes the examples, or None
-        (the input is shared by every example). Negative axes count from the end of the batched value.
+        (the input is shared by every example). Negative axes count from the end of the batched
+        value.
       axis_size: the number of examples.
-      force_out_dims: optional, for each output the axis to put its batch dimension at (an unbatched
-        output is broadcast), or None to keep whatever the rules produced.
+      force_out_dims: optional, for each output the axis to put its batch dimension at (an
+        unbatched output is broadcast), or None to keep whatever the rules produced.
     Returns:
-      ``(batched, out_dims)``: a ClosedJaxpr taking the batched inputs, and the batch axis of each of
-      its outputs (None for outputs that do not depend on the example).
+      ``(batched, out_dims)``: a ClosedJaxpr taking the batched inputs, and the batch axis of each
+      of its outputs (None for outputs that do not depend on the example).
     """
     in_avals = closed.in_avals
     in_dims = [None if d is None else d % (a.ndim + 1) for d, a in zip(in_dims, in_avals)]
@@ -533,7 +535,7 @@ def _spec_leaves(spec, tree, what: str, tree_name: str) -> list:
         marked = optree.tree_map(lambda a: _NM if a is None else a, spec, none_is_leaf=True,
                                  namespace=tracing.PYTREE_NAMESPACE)
         bad = [a for a in optree.tree_leaves(marked, namespace=tracing.PYTREE_NAMESPACE)
-               if a is not _NM and not (isinstance(a, (int, np.integer)) and not isinstance(a, bool))]
+               if a is not _NM and (isinstance(a, bool) or not isinstance(a, (int, np.integer)))]
         if bad:
             raise BatchingError(f"vmap {what} must be ints or None (or containers of them), "
                                 f"got {bad[0]!r} in {spec!r}{where()}")
@@ -595,7 +597,8 @@ def _mapped_dims(leaves, axes, args, kwargs, axis_size):
     return dims, found.pop()
 
 
-def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | None = None) -> Callable:
+def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0,
+         axis_size: int | None = None) -> Callable:
     """Vectorise ``fun`` over an axis of its arguments.
 
     Arguments:
@@ -675,12 +678,14 @@ def _out_dims(out_axes, out_tree, out_avals) -> list:
         if a is not _NM:
             n = aval.ndim + 1
             if not -n <= a < n:
-                raise BatchingError(f"vmap out_axes {a} is out of range for an output of per-example "
-                                    f"type {aval.str_short()} (must be in [{-n}, {n - 1}]){where()}")
+                raise BatchingError(
+                    f"vmap out_axes {a} is out of range for an output of per-example type "
+                    f"{aval.str_short()} (must be in [{-n}, {n - 1}]){where()}")
             a = int(a) % n
         out.append(a)
     return out
 
 
 __all__ = ["vmap", "batch_jaxpr", "batch_eval", "batching_rules", "not_mapped", "moveaxis",
-           "matchaxis", "bdim_at_front", "axis_size_of", "batched_aval", "broadcast_batched", "shift_axes", "BatchingError"]
+           "matchaxis", "bdim_at_front", "axis_size_of", "batched_aval", "broadcast_batched",
+           "shift_axes", "BatchingError"]

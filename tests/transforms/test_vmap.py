@@ -1,5 +1,6 @@
-"""vmap: every primitive's batching rule against a loop over examples, functx.numpy against jax.vmap,
-the API (in_axes/out_axes pytrees, kwargs, axis_size, nesting, closures), errors, and the Jaxprs."""
+"""vmap: every primitive's batching rule against a loop over examples, functx.numpy against
+jax.vmap, the API (in_axes/out_axes pytrees, kwargs, axis_size, nesting, closures), errors, the
+batched Jaxprs, and compositions with autodiff, control flow and custom derivatives."""
 
 import functools
 import inspect
@@ -131,8 +132,10 @@ for _n in ["cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"]:
                  for a in (0, 1) for r in (False, True)]
 
 CASES["broadcast_in_dim"] = [
-    Case(lambda rng, dt: [_vals(rng, (3,), dt)], {"shape": (2, 3, 4), "broadcast_dimensions": (1,)}),
-    Case(lambda rng, dt: [_vals(rng, (1, 3), dt)], {"shape": (5, 3), "broadcast_dimensions": (0, 1)}),
+    Case(lambda rng, dt: [_vals(rng, (3,), dt)],
+         {"shape": (2, 3, 4), "broadcast_dimensions": (1,)}),
+    Case(lambda rng, dt: [_vals(rng, (1, 3), dt)],
+         {"shape": (5, 3), "broadcast_dimensions": (0, 1)}),
     Case(lambda rng, dt: [_vals(rng, (2, 3), dt)],
          {"shape": (2, 4, 3), "broadcast_dimensions": (0, 2)}),
     Case(lambda rng, dt: [_vals(rng, (), dt)], {"shape": (2, 3), "broadcast_dimensions": ()}),
@@ -235,10 +238,16 @@ CASES["dot_general"] = [
 ]
 
 
+# Higher-order primitives (with sub-Jaxprs or user callbacks) are tested through their public API
+# below (test_vmap_higher_order, test_vmap_custom_*), not from the table.
+HIGHER_ORDER = {"cond", "scan", "while", "associative_scan", "custom_jvp_call", "custom_vjp_call",
+                "custom_lin"}
+
+
 def test_every_primitive_has_a_batching_rule_and_a_test_case():
     missing_rules = sorted(name for name, p in P.registry.items() if p not in batching_rules)
     assert not missing_rules, f"primitives without a vmap batching rule: {missing_rules}"
-    missing_cases = sorted(set(P.registry) - set(CASES))
+    missing_cases = sorted(set(P.registry) - set(CASES) - HIGHER_ORDER)
     assert not missing_cases, f"primitives without a vmap test case: {missing_cases}"
 
 
@@ -326,18 +335,20 @@ JAX_CASES = {
     "dot_vdot": (lambda m, a, b: m.np.dot(a, b) + m.np.vdot(a, a), [_a(5, 3), _a(3)], (0, None)),
     "outer_tensordot": (lambda m, a, b: m.np.outer(a, b) + m.np.tensordot(a, b, 0),
                         [_a(4, 3), _a(4, 3)], 0),
-    "take": (lambda m, x, i: m.np.take(x, i, axis=0), [_a(5, 4), _idx(_r, (3, 2), 0, 5)], (None, 0)),
+    "take": (lambda m, x, i: m.np.take(x, i, axis=0), [_a(5, 4), _idx(_r, (3, 2), 0, 5)],
+             (None, 0)),
     "take_both": (lambda m, x, i: m.np.take(x, i, axis=1), [_a(3, 4, 5), _idx(_r, (3, 2), -5, 5)],
                   (0, 0)),
     "index_traced_scalar": (lambda m, x, i: x[i], [_a(4, 6), _idx(_r, (4,), -6, 6)], (0, 0)),
-    "index_array": (lambda m, x, i: m.np.asarray(x)[:, i] * 2, [_a(4, 6), _idx(_r, (3, 2), 0, 4)], (None, 0)),
+    "index_array": (lambda m, x, i: m.np.asarray(x)[:, i] * 2,
+                    [_a(4, 6), _idx(_r, (3, 2), 0, 4)], (None, 0)),
     "take_along_axis": (lambda m, x, i: m.np.take_along_axis(x, i, axis=0),
                         [_a(3, 4, 2), _idx(_r, (3, 4, 2), 0, 4)], (0, 0)),
     "at_set": (lambda m, x, i, v: x.at[i].set(v), [_a(4, 5), _idx(_r, (4,), 0, 5), _a(4)], 0),
     "at_add_array": (lambda m, x, i, v: x.at[i].add(v),
                      [_a(3, 5), _idx(_r, (3, 2), 0, 5), _a(3, 2)], (0, 0, 0)),
-    "at_add_shared_x": (lambda m, x, i, v: m.np.asarray(x).at[i].add(v), [_a(5), _idx(_r, (3,), 0, 5), _a(3)],
-                        (None, 0, 0)),
+    "at_add_shared_x": (lambda m, x, i, v: m.np.asarray(x).at[i].add(v),
+                        [_a(5), _idx(_r, (3,), 0, 5), _a(3)], (None, 0, 0)),
     "dynamic_slice": (lambda m, x, i: m.lax.dynamic_slice(x, (i, i * 0 + 1), (2, 3)),
                       [_a(4, 5, 6), _idx(_r, (4,), 0, 6)], 0),
     "dynamic_update_slice": (lambda m, x, u, i: m.lax.dynamic_update_slice(x, u, (i, i * 0)),
@@ -346,8 +357,8 @@ JAX_CASES = {
     "log_softmax_logsumexp": (lambda m, x: m.nn.log_softmax(x) + m.nn.logsumexp(x, axis=0),
                               [_a(4, 3, 5)], 0),
     "gelu_relu": (lambda m, x: m.nn.gelu(x) + m.nn.relu(x), [_a(4, 3)], 0),
-    "concatenate_stack": (lambda m, x, y: m.np.concatenate([x, y], axis=0) + m.np.stack([x, y])[0, 0],
-                          [_a(3, 2, 4), _a(2, 4)], (0, None)),
+    "concatenate_stack": (lambda m, x, y: m.np.concatenate([x, y], axis=0)
+                          + m.np.stack([x, y])[0, 0], [_a(3, 2, 4), _a(2, 4)], (0, None)),
     "pad_roll_flip": (lambda m, x: m.np.roll(m.np.flip(m.np.pad(x, ((1, 2), (0, 1)))), 2, axis=1),
                       [_a(3, 4, 2)], 0),
     "reshape_transpose": (lambda m, x: m.np.reshape(x.T, (-1,)) + m.np.ravel(x), [_a(3, 2, 4)], 1),
@@ -418,7 +429,8 @@ def test_closure_over_array_stays_unbatched():
                                + np.cos(np.arange(6.0)).sum())
     jaxpr = functx.make_jaxpr(f)(xs)
     cos = [e for e in jaxpr.eqns if e.prim.name == "cos"]
-    assert len(cos) == 1 and cos[0].outvars[0].aval.shape == (3, 2)  # computed once, not per example
+    # cos(W) is computed once, not per example
+    assert len(cos) == 1 and cos[0].outvars[0].aval.shape == (3, 2)
 
 
 def test_pytree_in_axes_and_out_axes():
@@ -649,7 +661,8 @@ def test_shape_error_inside_vmap_names_line():
 # --- Compositions with autodiff (enabled once functx.grad and friends exist) -------------------
 def _needs(*names):
     missing = [n for n in names if not hasattr(functx, n)]
-    return pytest.mark.skipif(bool(missing), reason=f"functx.{', '.join(missing)} not yet available")
+    return pytest.mark.skipif(bool(missing),
+                              reason=f"functx.{', '.join(missing)} not yet available")
 
 
 def _loss(m, w, x):
@@ -738,3 +751,127 @@ def test_vmap_of_jacrev_per_example_jacobians():
     got = vmap(functx.jacrev(functools.partial(f, _fx)))(_XS)
     want = jax.vmap(jax.jacrev(functools.partial(f, _jx)))(_XS)
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-10)
+
+
+# --- Higher-order primitives: control flow and custom derivatives --------------------------------
+def _has_rule(name):
+    p = P.registry.get(name)
+    return pytest.mark.skipif(p is None or p not in batching_rules,
+                              reason=f"no vmap batching rule for {name} yet")
+
+
+_i = _idx(np.random.default_rng(2), (4,), 0, 3)
+_n = _idx(np.random.default_rng(3), (4,), 0, 5)
+# name: (primitive, f(ns, *args), args, in_axes)
+HIGHER_ORDER_CASES = {
+    "cond_batched_pred": ("cond", lambda m, x, p: m.lax.cond(
+        p > 0, lambda x: m.np.sin(x), lambda x: m.np.cos(x) * 2, x), [_a(4, 3), _a(4)], 0),
+    "cond_shared_pred": ("cond", lambda m, x, p: m.lax.cond(
+        p > 0, lambda x: m.np.sin(x), lambda x: x * 2, x), [_a(4, 3), _a()], (0, None)),
+    "cond_closure": ("cond", lambda m, x, w: m.lax.cond(
+        m.np.sum(x) > 0, lambda: x * w, lambda: x - w), [_a(4, 3), _a(4, 3)], (0, 1)),
+    "switch": ("cond", lambda m, x, i: m.lax.switch(
+        i, [lambda x: x, lambda x: m.np.exp(x), lambda x: -x], x), [_a(4, 3), _i], 0),
+    "scan_batched_xs": ("scan", lambda m, c, xs: m.lax.scan(
+        lambda c, x: (c * 0.5 + x, m.np.sin(c)), c, xs), [_a(3), _a(4, 5, 3)], (None, 0)),
+    "scan_batched_init": ("scan", lambda m, c, xs: m.lax.scan(
+        lambda c, x: (c * x, c + x), c, xs), [_a(4, 3), _a(5, 3)], (0, None)),
+    "fori_loop": ("scan", lambda m, x: m.lax.fori_loop(0, 3, lambda i, v: v * v - 0.5, x),
+                  [_a(4, 3)], 1),
+    "map": ("scan", lambda m, x: m.lax.map(lambda r: m.np.sum(r ** 2), x), [_a(4, 5, 3)], 0),
+    "while_batched_cond": ("while", lambda m, x, n: m.lax.while_loop(
+        lambda s: s[0] < n, lambda s: (s[0] + 1, s[1] * 1.5 + 1), (0, x))[1],
+        [_a(4, 3), _n], 0),
+    "while_shared_cond": ("while", lambda m, x: m.lax.while_loop(
+        lambda s: s[0] < 3, lambda s: (s[0] + 1, m.np.sin(s[1])), (0, x))[1], [_a(4, 3)], 0),
+    "associative_scan": ("associative_scan", lambda m, x: m.lax.associative_scan(m.np.add, x),
+                         [_a(3, 5)], 1),
+    "associative_scan_pair": ("associative_scan", lambda m, a, b: m.lax.associative_scan(
+        lambda p, q: (p[0] * q[0], q[0] * p[1] + q[1]), (a, b), axis=1), [_a(4, 2, 5), _a(4, 2, 5)],
+        0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HIGHER_ORDER_CASES))
+def test_vmap_higher_order(name):
+    prim, f, args, in_axes = HIGHER_ORDER_CASES[name]
+    if P.registry.get(prim) not in batching_rules:
+        pytest.skip(f"no vmap batching rule for {prim} yet")
+    got = vmap(functools.partial(f, _fx), in_axes=in_axes)(*args)
+    want = jax.vmap(functools.partial(f, _jx), in_axes=in_axes)(*args)
+    for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-10, atol=1e-12)
+    functx.typecheck_jaxpr(functx.make_jaxpr(vmap(functools.partial(f, _fx), in_axes))(*args))
+
+
+@_has_rule("scan")
+def test_grad_of_vmap_of_scan_and_vmap_of_grad():
+    def f(m, vm, w, xs):
+        def body(c, x):
+            return m.np.tanh(c * w + x), c
+
+        return m.np.sum(vm(lambda x: m.lax.scan(body, x[0], x)[0])(xs))
+
+    w, xs = 0.7, _a(3, 4, 2)
+    got = functx.grad(functools.partial(f, _fx, vmap), argnums=(0, 1))(w, xs)
+    want = jax.grad(functools.partial(f, _jx, jax.vmap), argnums=(0, 1))(w, xs)
+    for g, v in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(v), rtol=1e-9)
+
+
+def _custom_fns(ns, cj, cv):
+    @cj
+    def softplus(x):
+        return ns.log1p(ns.exp(x))
+
+    @softplus.defjvp
+    def _softplus_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return softplus(x), t * 3.0 / (1 + ns.exp(-x))  # 3x the true derivative, on purpose
+
+    @cv
+    def clip_mul(x, y):
+        return x * y
+
+    def fwd(x, y):
+        return x * y, (x, y)
+
+    def bwd(res, g):
+        x, y = res
+        return ns.clip(g * y, -0.5, 0.5), g * x * 2
+
+    clip_mul.defvjp(fwd, bwd)
+    return softplus, clip_mul
+
+
+def _tree_close(got, want):
+    for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-10, atol=1e-12)
+
+
+@_has_rule("custom_jvp_call")
+def test_vmap_custom_jvp():
+    fs, _ = _custom_fns(fnp, functx.custom_jvp, functx.custom_vjp)
+    js, _ = _custom_fns(jnp, jax.custom_jvp, jax.custom_vjp)
+    xs = _a(4, 3)
+    _tree_close(vmap(fs)(xs), jax.vmap(js)(xs))
+    _tree_close(functx.grad(lambda x: fnp.sum(vmap(fs)(x)))(xs),
+                jax.grad(lambda x: jnp.sum(jax.vmap(js)(x)))(xs))
+    _tree_close(vmap(functx.grad(lambda x: fnp.sum(fs(x))))(xs),
+                jax.vmap(jax.grad(lambda x: jnp.sum(js(x))))(xs))
+    _tree_close(functx.jvp(vmap(fs), (xs,), (xs,)), jax.jvp(jax.vmap(js), (xs,), (xs,)))
+    _tree_close(functx.jacfwd(vmap(fs))(xs), jax.jacfwd(jax.vmap(js))(xs))
+
+
+@_has_rule("custom_vjp_call")
+def test_vmap_custom_vjp():
+    _, fc = _custom_fns(fnp, functx.custom_jvp, functx.custom_vjp)
+    _, jc = _custom_fns(jnp, jax.custom_jvp, jax.custom_vjp)
+    xs, w = _a(4, 3), _a(3)
+    _tree_close(vmap(fc, (0, None))(xs, w), jax.vmap(jc, (0, None))(xs, w))
+    _tree_close(functx.grad(lambda x, w: fnp.sum(vmap(fc, (0, None))(x, w)), (0, 1))(xs, w),
+                jax.grad(lambda x, w: jnp.sum(jax.vmap(jc, (0, None))(x, w)), (0, 1))(xs, w))
+    _tree_close(vmap(functx.grad(lambda x, w: fnp.sum(fc(x, w)), (0, 1)), (0, None))(xs, w),
+                jax.vmap(jax.grad(lambda x, w: jnp.sum(jc(x, w)), (0, 1)), (0, None))(xs, w))
+    _tree_close(functx.jacrev(vmap(lambda x: fc(x, w)))(xs),
+                jax.jacrev(jax.vmap(lambda x: jc(x, w)))(xs))
