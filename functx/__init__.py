@@ -15,6 +15,7 @@ from functx.transforms.jvp import jvp
 from functx.transforms.linearize import linearize
 from functx.transforms.vjp import grad, hessian, jacfwd, jacobian, jacrev, value_and_grad, vjp
 from functx.transforms.vmap import vmap
+from functx import custom_batching as _custom_batching  # noqa: F401  (registers vmap rules)
 
 __version__ = "0.1.0"
 
