@@ -694,7 +694,7 @@ def test_select_n(data):
     out = run(P.select_n_p, which, *cases)
     ref = np.empty(shape, dtype)
     for idx in np.ndindex(shape):
-        k = int(which[idx if pshape else ()])
+        k = min(int(which[idx if pshape else ()]), n - 1)  # one case: select_n is the identity
         ref[idx] = cases[k][idx]
     _identical(out, ref, "select_n")
     if n == 2 and pred_kind == BOOL:
@@ -759,9 +759,10 @@ def test_convert_element_type(data):
 @pytest.mark.parametrize("src", [F64, F32, F16, BF16, I64, I32, U8, BOOL])
 def test_convert_element_type_vs_jax(src):
     if src in FLOATS:
-        x = np.concatenate([special_values(src),
-                            np.array([2.0**31, -(2.0**31), 2.0**31 - 128, 255.5, 256, -1.5, 2.0**63,
-                                      2.0**64, 1e30, -1e30, 65504.0, 70000.0], np.float64).astype(src)])
+        with np.errstate(over="ignore"):
+            x = np.concatenate([special_values(src), np.array(
+                [2.0**31, -(2.0**31), 2.0**31 - 128, 255.5, 256, -1.5, 2.0**63, 2.0**64, 1e30,
+                 -1e30, 65504.0, 70000.0], np.float64).astype(src)])
     elif src == BOOL:
         x = np.array([True, False])
     else:

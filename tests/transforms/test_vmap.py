@@ -769,7 +769,7 @@ HIGHER_ORDER_CASES = {
     "cond_shared_pred": ("cond", lambda m, x, p: m.lax.cond(
         p > 0, lambda x: m.np.sin(x), lambda x: x * 2, x), [_a(4, 3), _a()], (0, None)),
     "cond_closure": ("cond", lambda m, x, w: m.lax.cond(
-        m.np.sum(x) > 0, lambda: x * w, lambda: x - w), [_a(4, 3), _a(4, 3)], (0, 1)),
+        m.np.sum(x) > 0, lambda: x * w, lambda: x - w), [_a(4, 3), _a(3, 4)], (0, 1)),
     "switch": ("cond", lambda m, x, i: m.lax.switch(
         i, [lambda x: x, lambda x: m.np.exp(x), lambda x: -x], x), [_a(4, 3), _i], 0),
     "scan_batched_xs": ("scan", lambda m, c, xs: m.lax.scan(
@@ -812,7 +812,7 @@ def test_grad_of_vmap_of_scan_and_vmap_of_grad():
 
         return m.np.sum(vm(lambda x: m.lax.scan(body, x[0], x)[0])(xs))
 
-    w, xs = 0.7, _a(3, 4, 2)
+    w, xs = np.float64(0.7), _a(3, 4, 2)
     got = functx.grad(functools.partial(f, _fx, vmap), argnums=(0, 1))(w, xs)
     want = jax.grad(functools.partial(f, _jx, jax.vmap), argnums=(0, 1))(w, xs)
     for g, v in zip(got, want):
