@@ -239,7 +239,7 @@ class _Names:
 
 def _fmt_literal(val) -> str:
     if isinstance(val, (np.generic, np.ndarray)):
-        val = np.asarray(val).item()
+        return str(np.asarray(val)[()])  # the shortest repr of the stored dtype, like JAX
     if isinstance(val, float):
         return repr(val)
     return str(val)

@@ -6,6 +6,8 @@ import os
 import sys
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+# Modules inside the package that are user code (their lines are the ones to report).
+_USER_FILES = {os.path.join(_PKG_DIR, "demo.py")}
 
 
 class FunctxError(Exception):
@@ -31,7 +33,7 @@ def user_frame():
     f = sys._getframe(1)
     while f is not None:
         fn = f.f_code.co_filename
-        if not fn.startswith(_PKG_DIR):
+        if not fn.startswith(_PKG_DIR) or fn in _USER_FILES:
             return SourceInfo(fn, f.f_lineno, f.f_code.co_name)
         f = f.f_back
     return None
