@@ -10,6 +10,7 @@ from functx.array import Array
 from functx.custom_derivatives import custom_jvp, custom_vjp
 from functx.core import ClosedJaxpr, Jaxpr, ShapedArray, typecheck_jaxpr
 from functx.errors import ConcretizationError, FunctxError, FunctxTypeError, UnsupportedError
+from functx.jit import jit
 from functx.tracing import ShapeDtypeStruct, make_jaxpr
 from functx.transforms.jvp import jvp
 from functx.transforms.linearize import linearize
@@ -34,7 +35,7 @@ __all__ = [
     "Array", "ClosedJaxpr", "ConcretizationError", "FunctxError", "FunctxTypeError", "Jaxpr",
     "ShapeDtypeStruct", "ShapedArray", "UnsupportedError", "block_until_ready", "custom_jvp",
     "custom_vjp", "device_put",
-    "dtypes", "errors", "grad", "hessian", "jacfwd", "jacobian", "jacrev", "jvp", "lax",
+    "dtypes", "errors", "grad", "jit", "hessian", "jacfwd", "jacobian", "jacrev", "jvp", "lax",
     "linearize", "make_jaxpr", "nn", "numpy", "tree_util", "typecheck_jaxpr", "value_and_grad",
     "vjp", "vmap",
 ]

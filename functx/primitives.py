@@ -859,10 +859,13 @@ def _scatter_eval(name):
 def _scatter_impl(combine):
     def impl(x, idx, upd, *, axes, mode):
         out = np.array(x)
+        if out.size == 0:  # nothing to update (and clamping into an empty axis has no target)
+            return out
         moved, idx, dims = _gather_indices(out, idx, axes)
         k = len(axes)
-        flat_idx = idx.reshape(-1, k)
-        flat_upd = upd.reshape((-1,) + upd.shape[idx.ndim - 1:])
+        n = math.prod(idx.shape[:-1])  # explicit: reshape(-1, ...) is ambiguous for empty arrays
+        flat_idx = idx.reshape(n, k)
+        flat_upd = upd.reshape((n,) + upd.shape[idx.ndim - 1:])
         if mode == "clip":
             flat_idx = np.clip(flat_idx, 0, np.maximum(dims - 1, 0))
         else:

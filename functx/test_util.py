@@ -28,10 +28,10 @@ def _np(x):
 
 
 def _rand_like(rng, x):
-    x = np.asarray(x)
-    if x.dtype not in dtypes.FLOATS:
-        return np.zeros(x.shape, dtypes.float0)
-    return rng.standard_normal(x.shape).astype(x.dtype)
+    a = get_aval(x)
+    if a.dtype not in dtypes.FLOATS:
+        return np.zeros(a.shape, dtypes.float0)
+    return rng.standard_normal(a.shape).astype(a.dtype)
 
 
 def _inner(a_leaves, b_leaves):
@@ -114,7 +114,9 @@ def check_grads(f, args, order, modes=("fwd", "rev"), atol=None, rtol=None, eps=
     """Check jvp (``"fwd"``) and vjp (``"rev"``) of ``f`` at ``args`` against finite differences,
     up to derivatives of ``order``, and that vjp is the transpose of jvp; raises AssertionError."""
     eps = eps or EPS
-    args = tuple(args)
+    leaves, tree = tree_flatten(tuple(args))
+    args = tree_unflatten(tree, [Array.from_value(x) if isinstance(x, (np.ndarray, np.generic))
+                                 else x for x in leaves])
     rng = np.random.default_rng(0)
 
     def _check(fn, fargs, k):

@@ -13,7 +13,7 @@ import numpy as np
 
 from functx import dtypes, lax
 from functx import primitives as P
-from functx.array import Array
+from functx.array import Array, is_python_scalar
 from functx.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray
 from functx.errors import FunctxTypeError, UnsupportedError, where
 from functx.tracing import get_aval, source_info, trace_flat, tree_flatten, tree_unflatten
@@ -663,15 +663,25 @@ jvp_rules[P.dot_general_p] = _dot_general_jvp
 
 # --- the public API ------------------------------------------------------------------------------
 def _check_tangent(p, t, path):
-    pa, ta = get_aval(p), get_aval(t) if not isinstance(t, np.ndarray) or t.dtype != dtypes.float0 \
-        else ShapedArray(t.shape, dtypes.float0)
+    """The tangent ``t`` for primal ``p``, checked (shape, dtype) and with a Python scalar tangent
+    converted to the primal's dtype."""
+    pa = get_aval(p)
+    if isinstance(t, np.ndarray) and t.dtype == dtypes.float0:
+        ta = ShapedArray(t.shape, dtypes.float0)
+    else:
+        ta = get_aval(t)
     if pa.shape != ta.shape:
         raise FunctxTypeError(f"jvp: primal and tangent arguments must have equal shapes; "
                               f"{path} has primal {pa.str_short()} and tangent {ta.str_short()}"
                               f"{where()}")
-    if is_differentiable(pa) and ta.dtype != pa.dtype:
+    if not is_differentiable(pa):
+        return t
+    if is_python_scalar(t) and not isinstance(t, bool):
+        return Array.from_value(np.asarray(t, pa.dtype))
+    if ta.dtype != pa.dtype:
         raise FunctxTypeError(f"jvp: primal and tangent dtypes must be equal; {path} has primal "
                               f"{pa.str_short()} and tangent {ta.str_short()}{where()}")
+    return t
 
 
 def jvp(fun, primals, tangents, has_aux=False):
@@ -695,8 +705,8 @@ def jvp(fun, primals, tangents, has_aux=False):
     if p_tree != t_tree:
         raise FunctxTypeError(f"jvp: primal and tangent arguments must have the same tree "
                               f"structure; got {p_tree} and {t_tree}{where()}")
-    for i, (p, t) in enumerate(zip(p_leaves, t_leaves)):
-        _check_tangent(p, t, f"leaf {i}")
+    t_leaves = [_check_tangent(p, t, f"leaf {i}")
+                for i, (p, t) in enumerate(zip(p_leaves, t_leaves))]
     traced, leaves = L.trace_user_fun(fun, tuple(primals), has_aux)
     closed = traced.closed
     nonzeros = [is_differentiable(get_aval(x)) for x in leaves]

@@ -265,7 +265,7 @@ def _check_close(got, want, **tol):
         np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("name", sorted(P.registry))
+@pytest.mark.parametrize("name", sorted(set(P.registry) - HIGHER_ORDER))
 @given(data=st.data())
 def test_batching_rule_matches_loop(name, data):
     if name not in CASES:  # test_every_primitive_has_a_batching_rule_and_a_test_case reports it
@@ -382,21 +382,22 @@ def test_against_jax_vmap(name):
 
 
 @given(st.data())
-def test_elementwise_and_reduction_against_jax_hypothesis(data):
+def test_elementwise_and_reduction_against_numpy_loop_hypothesis(data):
     shape = data.draw(st.lists(st.integers(1, 3), min_size=2, max_size=4), label="shape")
     ax = data.draw(st.integers(-len(shape), len(shape) - 1), label="in_axis")
     out_ax = data.draw(st.integers(-len(shape), len(shape) - 1), label="out_axis")
     dt = data.draw(st.sampled_from([F32, F64]), label="dtype")
     x = _vals(np.random.default_rng(data.draw(st.integers(0, 99))), shape, dt)
-    w = np.linspace(-1, 1, int(np.prod(shape)) // shape[ax] or 1).astype(dt)
+    w = np.linspace(-1, 1, int(np.prod(shape)) // shape[ax]).astype(dt)
 
     def f(m, x):
-        y = m.np.tanh(x) * 2 + m.np.sum(x) - m.np.max(x, axis=-1, keepdims=True)
-        return m.np.cumsum(y, axis=0) * m.np.reshape(w, y.shape)
+        y = m.tanh(x) * 2 + m.sum(x) - m.max(x, axis=-1, keepdims=True)
+        return m.cumsum(y, axis=0) * m.reshape(w, y.shape)
 
-    got = vmap(functools.partial(f, _fx), in_axes=ax, out_axes=out_ax)(x)
-    want = jax.vmap(functools.partial(f, _jx), in_axes=ax, out_axes=out_ax)(x)
-    np.testing.assert_allclose(np.asarray(got), np.asarray(want), **_tol(dt))
+    got = vmap(functools.partial(f, fnp), in_axes=ax, out_axes=out_ax)(x)
+    want = np.stack([f(np, xi) for xi in np.moveaxis(x, ax, 0)], out_ax)
+    np.testing.assert_allclose(np.asarray(got), want, **_tol(dt))
+    assert np.asarray(got).dtype == want.dtype
 
 
 # --- API: nesting, closures, pytrees, kwargs, axis_size ------------------------------------------
@@ -735,12 +736,15 @@ def test_jacobians_and_hessian_of_functions_using_vmap():
         want = jx_t(functools.partial(f, _jx, jax.vmap))(x)
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-10)
 
-    def s(m, vm, x):
-        return m.np.sum(f(m, vm, x) ** 2)
+    def s(vm, x):
+        return fnp.sum(f(_fx, vm, x) ** 2)
 
-    got = functx.hessian(functools.partial(s, _fx, vmap))(x)
-    want = jax.hessian(functools.partial(s, _jx, jax.vmap))(x)
-    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-9)
+    def loop(fun, in_axes=0):  # the reference: a Python loop instead of vmap
+        return lambda xs: fnp.stack([fun(r) for r in xs])
+
+    got = functx.hessian(functools.partial(s, vmap))(x)
+    want = functx.hessian(functools.partial(s, loop))(x)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12)
 
 
 @_needs("jacrev")

@@ -1,0 +1,169 @@
+"""``functx.jit``: trace once per signature, lower to C++, compile (cached on disk), run.
+
+A jitted function keeps a cache keyed by the tree structure, the abstract values of the array
+arguments and the values of the static arguments. Called with tracers of an outer transform it
+inlines its Jaxpr instead, so ``grad(jit(f))`` and ``jit(grad(f))`` both work.
+``FUNCTX_LOG_COMPILES=1`` logs each compilation with the reason (which argument changed).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import time
+
+from functx import tracing
+from functx.core import ClosedJaxpr
+from functx.interpreter import eval_jaxpr
+from functx.tracing import Tracer, get_aval, tree_flatten, tree_unflatten
+from functx.transforms import passes
+
+
+def _log(msg):
+    if os.environ.get("FUNCTX_LOG_COMPILES", "") not in ("", "0"):
+        print(f"functx: {msg}", file=sys.stderr)
+
+
+class Lowered:
+    """What ``jit(f).lower(*args)`` returns: the final Jaxpr and the generated source."""
+
+    def __init__(self, jaxpr: ClosedJaxpr, executable):
+        self.jaxpr = jaxpr
+        self.executable = executable
+
+    def as_text(self) -> str:
+        return (f"# Jaxpr\n{self.jaxpr}\n\n# kernels\n{self.executable.kernels_text}\n\n"
+                f"# C++\n{self.executable.source}")
+
+    def kernel_count(self) -> int:
+        return self.executable.kernels_text.count("kernel ")
+
+    def compile(self):
+        return self.executable
+
+
+def compile_jaxpr(closed: ClosedJaxpr):
+    """Lower, schedule, generate, compile: an Executable for ``closed``."""
+    from functx.lowering import cache, cpp, loops, runtime, schedule
+
+    g = loops.lower_jaxpr(closed)
+    kernels = schedule.schedule(g)
+    out_specs, out_map, named = [], [], {}
+    for node, aval in zip(g.outputs, closed.out_avals):
+        if node.kind == "input" and node in g.inputs:
+            out_map.append(("in", g.inputs.index(node), aval))
+            continue
+        if node.id not in named:
+            named[node.id] = len(out_specs)
+            out_specs.append((node.shape, node.dtype))
+            node.buf = f"out{named[node.id]}"
+        out_map.append(("buf", named[node.id], aval))
+    if any(n.kind == "input" and n not in g.inputs for n in g.outputs):
+        # an output that is a closed-over constant: copy it through a kernel
+        pass
+    prog = cpp.CppProgram(g, kernels)
+    src = prog.source({f"out{k}": (k, dt) for k, (_, dt) in enumerate(out_specs)})
+    t0 = time.perf_counter()
+    so, compiled = cache.compile_cached(src)
+    if compiled:
+        _log(f"compiled {len(kernels)} kernels in {time.perf_counter() - t0:.2f}s")
+    return runtime.Executable(so, len(g.inputs), [c for _, c in g.consts], out_specs, out_map,
+                              src, schedule.describe(kernels))
+
+
+def _describe_change(old_key, new_key) -> str:
+    if old_key is None:
+        return "first call"
+    (ot, oa, os_), (nt, na, ns) = old_key, new_key
+    if ot != nt:
+        return f"tree structure changed: {ot} -> {nt}"
+    for i, (a, b) in enumerate(zip(oa, na)):
+        if a != b:
+            return f"argument leaf {i} changed from {a.str_short()} to {b.str_short()}"
+    if os_ != ns:
+        return f"static arguments changed: {os_} -> {ns}"
+    return "new signature"
+
+
+class Jitted:
+    def __init__(self, fun, static_argnums=(), static_argnames=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.static_argnums = (static_argnums,) if isinstance(static_argnums, int) \
+            else tuple(static_argnums)
+        self.static_argnames = (static_argnames,) if isinstance(static_argnames, str) \
+            else tuple(static_argnames)
+        self.cache: dict = {}
+        self.last_key = None
+
+    def _split(self, args, kwargs):
+        static = {i % len(args) for i in self.static_argnums if -len(args) <= i < len(args)}
+        dyn_args = tuple(a for i, a in enumerate(args) if i not in static)
+        stat = tuple((i, args[i]) for i in sorted(static))
+        dyn_kw = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
+        stat_kw = tuple(sorted((k, v) for k, v in kwargs.items() if k in self.static_argnames))
+        try:
+            hash((stat, stat_kw))
+        except TypeError as e:
+            raise TypeError(f"jit: static arguments must be hashable ({e})") from None
+        return dyn_args, dyn_kw, stat, stat_kw
+
+    def _trace(self, args, kwargs):
+        dyn_args, dyn_kw, stat, stat_kw = self._split(args, kwargs)
+        n = len(args)
+
+        def f(*a, **kw):
+            full, it = [], iter(a)
+            sd = dict(stat)
+            for i in range(n):
+                full.append(sd[i] if i in sd else next(it))
+            return self.fun(*full, **kw, **dict(stat_kw))
+
+        leaves, in_tree = tree_flatten((dyn_args, dyn_kw))
+        return f, leaves, in_tree, (stat, stat_kw)
+
+    def __call__(self, *args, **kwargs):
+        f, leaves, in_tree, statics = self._trace(args, kwargs)
+        if any(isinstance(x, Tracer) for x in leaves) or tracing.is_tracing():
+            closed, _, out_tree, _ = tracing.trace_pytree(f, *tree_unflatten(in_tree, leaves))
+            return tree_unflatten(out_tree, eval_jaxpr(closed.jaxpr, closed.consts, *leaves))
+        key = (in_tree, tuple(get_aval(x) for x in leaves), statics)
+        entry = self.cache.get(key)
+        if entry is None:
+            _log(f"compiling {getattr(self.fun, '__name__', 'function')}: "
+                 f"{_describe_change(self.last_key, key)}")
+            entry = self._compile(f, leaves, in_tree)
+            self.cache[key] = entry
+        self.last_key = key
+        exe, out_tree = entry
+        return tree_unflatten(out_tree, exe(leaves))
+
+    def _compile(self, f, leaves, in_tree):
+        a, kw = tree_unflatten(in_tree, leaves)
+        closed, _, out_tree, _ = tracing.trace_pytree(f, a, kw)
+        closed = passes.simplify(closed)
+        return compile_jaxpr(closed), out_tree
+
+    def lower(self, *args, **kwargs) -> Lowered:
+        f, leaves, in_tree, _ = self._trace(args, kwargs)
+        a, kw = tree_unflatten(in_tree, leaves)
+        closed, _, out_tree, _ = tracing.trace_pytree(f, a, kw)
+        closed = passes.simplify(closed)
+        return Lowered(closed, compile_jaxpr(closed))
+
+
+def jit(fun=None, *, static_argnums=(), static_argnames=()):
+    """Compile ``fun`` to fused C++ kernels (JAX's ``jit``); usable as a decorator.
+
+    Arguments:
+      fun: a function of pytrees of arrays.
+      static_argnums / static_argnames: arguments treated as compile-time constants.
+    Example:
+      >>> f = functx.jit(lambda x: functx.numpy.tanh(x) * 2.0)
+      >>> print(f.lower(np.ones(4, np.float32)).as_text())
+    """
+    if fun is None:
+        return functools.partial(jit, static_argnums=static_argnums,
+                                 static_argnames=static_argnames)
+    return Jitted(fun, static_argnums, static_argnames)

@@ -1,0 +1,135 @@
+"""Compiling generated C++ and caching the shared objects on disk.
+
+Entries live in ``FUNCTX_CACHE_DIR`` (default ``$XDG_CACHE_HOME/functx`` or ``~/.cache/functx``),
+keyed by a hash of the source, the compiler's version, the flags and the CPU's features. Writers
+take a per-entry lock and publish with an atomic rename; each shared object has a SHA-256 sidecar,
+and an entry whose bytes do not match it (truncated or corrupted) is rebuilt. A read-only cache
+directory falls back to a temporary one with a warning.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import warnings
+
+from functx.errors import FunctxError
+
+FLAGS = ["-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-std=c++17", "-fwrapv",
+         "-fno-math-errno", "-fno-trapping-math"]
+
+
+class CompileError(FunctxError, RuntimeError):
+    """The C++ compiler rejected generated code (a functx bug: please report it)."""
+
+
+@functools.lru_cache(maxsize=1)
+def compiler() -> str:
+    cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
+    if not cxx:
+        raise CompileError("functx.jit needs a C++ compiler and none was found: install g++ "
+                           "(Debian/Ubuntu: apt-get install g++) or set CXX")
+    return cxx
+
+
+@functools.lru_cache(maxsize=1)
+def compiler_id() -> str:
+    out = subprocess.run([compiler(), "--version"], capture_output=True, text=True, check=False)
+    return out.stdout.splitlines()[0] if out.stdout else compiler()
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_id() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("flags", "Features")):
+                    return hashlib.sha256(line.encode()).hexdigest()[:16]
+    except OSError:
+        pass
+    import platform
+
+    return platform.machine()
+
+
+_fallback_dir: str | None = None
+
+
+def cache_dir() -> str:
+    global _fallback_dir
+    base = os.environ.get("FUNCTX_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "functx")
+    try:
+        os.makedirs(base, exist_ok=True)
+        probe = os.path.join(base, f".probe-{os.getpid()}")
+        with open(probe, "w"):
+            pass
+        os.unlink(probe)
+        return base
+    except OSError as e:
+        if _fallback_dir is None:
+            _fallback_dir = tempfile.mkdtemp(prefix="functx-cache-")
+            warnings.warn(f"functx: cache directory {base} is not writable ({e}); compiled code "
+                          f"goes to {_fallback_dir} for this process", RuntimeWarning, stacklevel=3)
+        return _fallback_dir
+
+
+def key_of(source: str) -> str:
+    h = hashlib.sha256()
+    for part in (source, compiler_id(), " ".join(FLAGS), cpu_id()):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:32]
+
+
+def _digest(path: str) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def _valid(so: str) -> bool:
+    try:
+        with open(so + ".sha256") as f:
+            want = f.read().strip()
+    except OSError:
+        return False
+    return want == _digest(so)
+
+
+def compile_cached(source: str) -> tuple[str, bool]:
+    """Path of the shared object for ``source`` and whether it was compiled now."""
+    d = cache_dir()
+    key = key_of(source)
+    so = os.path.join(d, f"{key}.so")
+    if _valid(so):
+        return so, False
+    with open(os.path.join(d, f"{key}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if _valid(so):
+                return so, False
+            src = os.path.join(d, f"{key}.cpp")
+            with open(src, "w") as f:
+                f.write(source)
+            tmp = os.path.join(d, f"{key}.{os.getpid()}.tmp.so")
+            cmd = [compiler(), *FLAGS, src, "-o", tmp]
+            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            if proc.returncode != 0:
+                raise CompileError(f"functx.jit: the C++ compiler failed on generated source {src}"
+                                   f"\ncommand: {' '.join(cmd)}\n{proc.stderr[-4000:]}")
+            digest = _digest(tmp)
+            with open(so + ".sha256.tmp", "w") as f:
+                f.write(digest)
+            os.replace(tmp, so)
+            os.replace(so + ".sha256.tmp", so + ".sha256")
+            return so, True
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)

@@ -1,0 +1,725 @@
+"""Stage 3 of lowering: C++ source for a scheduled graph.
+
+One translation unit per jitted program: a prelude of small inline helpers (JAX's semantics for
+max/min with NaN, integer division, saturating float->int conversion, half-precision storage), one
+block per kernel inside ``fx_run`` (OpenMP across rows or outer iterations, ``omp simd`` on the
+innermost loop), and ``fx_run(void** args)`` taking the inputs, constants and outputs in order.
+Intermediate buffers are allocated and freed inside ``fx_run``; matrix products call the BLAS
+``gemm`` whose address Python hands over with ``fx_set_gemm``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import sympy
+
+from functx import dtypes
+from functx.errors import UnsupportedError
+from functx.lowering.loops import (Acc, Const, FloorDiv, Graph, Idx, Load, ModI, Node, Op,
+                                   flat_offset, strides_of, sym)
+from functx.lowering.schedule import Kernel, KernelCtx
+
+_STORAGE = {dtypes.bool_: "bool", dtypes.int8: "int8_t", dtypes.int16: "int16_t",
+            dtypes.int32: "int32_t", dtypes.int64: "int64_t", dtypes.uint8: "uint8_t",
+            dtypes.uint16: "uint16_t", dtypes.uint32: "uint32_t", dtypes.uint64: "uint64_t",
+            dtypes.float16: "_Float16", dtypes.bfloat16: "uint16_t", dtypes.float32: "float",
+            dtypes.float64: "double"}
+
+
+def storage_type(dt) -> str:
+    return _STORAGE[np.dtype(dt)]
+
+
+def compute_type(dt) -> str:
+    dt = np.dtype(dt)
+    if dt in (dtypes.float16, dtypes.bfloat16):
+        return "float"
+    return _STORAGE[dt]
+
+
+def _is_float(dt) -> bool:
+    return np.dtype(dt) in dtypes.FLOATS
+
+
+PRELUDE = r"""
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <cmath>
+#include <limits>
+#include <algorithm>
+#include <type_traits>
+
+// ILP64 CBLAS: enums are int, sizes are int64_t.
+typedef void (*fx_sgemm_t)(int, int, int, int64_t, int64_t, int64_t, float,
+                           const float*, int64_t, const float*, int64_t, float, float*, int64_t);
+typedef void (*fx_dgemm_t)(int, int, int, int64_t, int64_t, int64_t, double,
+                           const double*, int64_t, const double*, int64_t, double, double*, int64_t);
+static fx_sgemm_t fx_sgemm = nullptr;
+static fx_dgemm_t fx_dgemm = nullptr;
+extern "C" void fx_set_gemm(void* s, void* d) { fx_sgemm = (fx_sgemm_t)s; fx_dgemm = (fx_dgemm_t)d; }
+
+static inline float fx_bf16_to_f32(uint16_t h) {
+  uint32_t u = ((uint32_t)h) << 16; float f; std::memcpy(&f, &u, 4); return f; }
+static inline uint16_t fx_f32_to_bf16(float f) {
+  uint32_t u; std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u); return (uint16_t)(u >> 16); }
+
+template <class T> static inline T fx_max(T a, T b) {
+  if constexpr (std::is_floating_point<T>::value) { return (a != a || a > b) ? a : ((b != b) ? b : (a == b ? (std::signbit(a) ? b : a) : b)); }
+  else { return a > b ? a : b; } }
+template <class T> static inline T fx_min(T a, T b) {
+  if constexpr (std::is_floating_point<T>::value) { return (a != a || a < b) ? a : ((b != b) ? b : (a == b ? (std::signbit(a) ? a : b) : b)); }
+  else { return a < b ? a : b; } }
+template <class T> static inline T fx_idiv(T a, T b) {
+  if (b == 0) return std::is_signed<T>::value ? (T)-1 : std::numeric_limits<T>::max();
+  if (std::is_signed<T>::value && b == (T)-1) return (T)(0 - a);
+  return a / b; }
+template <class T> static inline T fx_irem(T a, T b) {
+  if (b == 0) return a;
+  if (std::is_signed<T>::value && b == (T)-1) return 0;
+  return a % b; }
+template <class T> static inline T fx_ipow_int(T a, T b) {
+  if (b < 0) { if (a == 1) return 1; if (a == (T)-1) return (b % 2 == 0) ? 1 : (T)-1; return 0; }
+  T r = 1; while (b) { if (b & 1) r *= a; a *= a; b >>= 1; } return r; }
+template <class T> static inline T fx_sign(T a) {
+  if constexpr (std::is_floating_point<T>::value) { return a != a ? a : (a > 0 ? (T)1 : (a < 0 ? (T)-1 : a)); }
+  else if constexpr (std::is_signed<T>::value) { return (T)((a > 0) - (a < 0)); }
+  else { return (T)(a > 0); } }
+template <class T> static inline T fx_logistic(T x) {
+  T e = std::exp(-std::fabs(x)); return x >= 0 ? (T)1 / ((T)1 + e) : e / ((T)1 + e); }
+template <class To, class From> static inline To fx_convert(From x) {
+  if constexpr (std::is_same<To, bool>::value) { return x != 0; }
+  else if constexpr (std::is_floating_point<From>::value && std::is_integral<To>::value) {
+    if (x != x) return 0;
+    if (x <= (From)std::numeric_limits<To>::lowest()) return std::numeric_limits<To>::lowest();
+    if (x >= (From)std::numeric_limits<To>::max()) return std::numeric_limits<To>::max();
+    return (To)x; }
+  else { return (To)x; } }
+static inline int64_t fx_clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : (v > hi ? hi : v); }
+static void* fx_alloc(size_t n) { void* p = nullptr; if (posix_memalign(&p, 64, n ? n : 64)) return nullptr; return p; }
+"""
+
+
+def _num(v, dt) -> str:
+    dt = np.dtype(dt)
+    ct = compute_type(dt)
+    if dt == dtypes.bool_:
+        return "true" if bool(v) else "false"
+    if _is_float(dt):
+        f = float(v)
+        if math.isnan(f):
+            return f"std::numeric_limits<{ct}>::quiet_NaN()"
+        if math.isinf(f):
+            return f"({'-' if f < 0 else ''}std::numeric_limits<{ct}>::infinity())"
+        return f"(({ct}){f!r})"
+    i = int(v)
+    if dt == dtypes.int64 and i == -(2**63):
+        return "std::numeric_limits<int64_t>::lowest()"
+    return f"(({ct}){i}{'ULL' if dt.kind == 'u' else 'LL'})"
+
+
+class _SympyC:
+    """Print SymPy index expressions as C integer arithmetic."""
+
+    def __call__(self, e) -> str:
+        e = sympy.sympify(e)
+        if e.is_Integer:
+            return f"{int(e)}LL"
+        if e.is_Symbol:
+            return str(e)
+        if isinstance(e, FloorDiv):
+            return f"({self(e.args[0])} / {self(e.args[1])})"
+        if isinstance(e, ModI):
+            return f"({self(e.args[0])} % {self(e.args[1])})"
+        if e.is_Add:
+            return "(" + " + ".join(self(a) for a in e.args) + ")"
+        if e.is_Mul:
+            return "(" + " * ".join(self(a) for a in e.args) + ")"
+        if isinstance(e, sympy.Max):
+            out = self(e.args[0])
+            for a in e.args[1:]:
+                out = f"std::max<int64_t>({out}, {self(a)})"
+            return out
+        if isinstance(e, sympy.Min):
+            out = self(e.args[0])
+            for a in e.args[1:]:
+                out = f"std::min<int64_t>({out}, {self(a)})"
+            return out
+        raise UnsupportedError(f"jit: cannot print index expression {e}")
+
+
+_ic = _SympyC()
+
+_FLOAT_FN = {"exp": "std::exp", "exp2": "std::exp2", "log": "std::log", "log1p": "std::log1p",
+             "expm1": "std::expm1", "sqrt": "std::sqrt", "cbrt": "std::cbrt", "sin": "std::sin",
+             "cos": "std::cos", "tan": "std::tan", "asin": "std::asin", "acos": "std::acos",
+             "atan": "std::atan", "sinh": "std::sinh", "cosh": "std::cosh", "tanh": "std::tanh",
+             "asinh": "std::asinh", "acosh": "std::acosh", "atanh": "std::atanh",
+             "erf": "std::erf", "lgamma": "std::lgamma", "floor": "std::floor",
+             "ceil": "std::ceil"}
+_BIN = {"add": "+", "sub": "-", "mul": "*", "eq": "==", "ne": "!=", "lt": "<", "le": "<=",
+        "gt": ">", "ge": ">="}
+
+
+class Emitter:
+    """Emits statements computing element expressions, sharing repeated subexpressions."""
+
+    def __init__(self, indent: str):
+        self.indent = indent
+        self.lines: list[str] = []
+        self.by_id: dict[int, str] = {}
+        self.keep: list = []
+        self.counter = 0
+        self.acc_names: dict = {}
+
+    def temp(self, ctype: str, code: str) -> str:
+        name = f"v{self.counter}"
+        self.counter += 1
+        self.lines.append(f"{self.indent}const {ctype} {name} = {code};")
+        return name
+
+    def __call__(self, e) -> str:
+        hit = self.by_id.get(id(e))
+        if hit is not None:
+            return hit
+        code = self._emit(e)
+        if isinstance(e, (Const, Acc)) or (isinstance(e, Idx) and sympy.sympify(e.expr).is_Atom):
+            out = code
+        else:
+            out = self.temp(compute_type(e.dtype), code)
+        self.by_id[id(e)] = out
+        self.keep.append(e)
+        return out
+
+    def offset(self, off) -> str:
+        if isinstance(off, (Const, Idx, Op, Load)):
+            return self(off)
+        return _ic(off)
+
+    def _emit(self, e) -> str:
+        if isinstance(e, Const):
+            return _num(e.value, e.dtype)
+        if isinstance(e, Idx):
+            return f"((int64_t){_ic(e.expr)})"
+        if isinstance(e, Acc):
+            return self.acc_names[(e.node, e.which)]
+        if isinstance(e, Load):
+            raw = f"{e.buf}[{self.offset(e.offset)}]"
+            dt = np.dtype(e.dtype)
+            if dt == dtypes.bfloat16:
+                return f"fx_bf16_to_f32({raw})"
+            if dt == dtypes.float16:
+                return f"((float){raw})"
+            return raw
+        if isinstance(e, Op):
+            return self._op(e)
+        raise TypeError(e)
+
+    def _op(self, e: Op) -> str:
+        name = e.name
+        params = dict(a for a in e.args if isinstance(a, tuple))
+        args = [a for a in e.args if not isinstance(a, tuple)]
+        a = [self(x) for x in args]
+        ct = compute_type(e.dtype)
+        in_dt = np.dtype(args[0].dtype) if args else np.dtype(e.dtype)
+        in_ct = compute_type(in_dt)
+        fl = _is_float(in_dt)
+        if name in _BIN:
+            return f"({a[0]} {_BIN[name]} {a[1]})"
+        if name in ("and", "or", "xor"):
+            op = {"and": "&", "or": "|", "xor": "^"}[name]
+            return f"(({ct})({a[0]} {op} {a[1]}))"
+        if name == "not":
+            return f"(!{a[0]})" if in_dt == dtypes.bool_ else f"(({ct})~{a[0]})"
+        if name == "div":
+            return f"({a[0]} / {a[1]})" if fl else f"fx_idiv<{ct}>({a[0]}, {a[1]})"
+        if name == "rem":
+            return f"std::fmod({a[0]}, {a[1]})" if fl else f"fx_irem<{ct}>({a[0]}, {a[1]})"
+        if name == "pow":
+            if fl:
+                return f"std::pow({a[0]}, ({ct}){a[1]})"
+            return f"fx_ipow_int<{ct}>({a[0]}, {a[1]})"
+        if name == "max":
+            return f"fx_max<{ct}>({a[0]}, {a[1]})"
+        if name == "min":
+            return f"fx_min<{ct}>({a[0]}, {a[1]})"
+        if name == "atan2":
+            return f"std::atan2({a[0]}, {a[1]})"
+        if name == "nextafter":
+            if np.dtype(e.dtype) in (dtypes.float16, dtypes.bfloat16):
+                raise UnsupportedError("jit: nextafter of float16/bfloat16 is not supported")
+            return f"std::nextafter({a[0]}, {a[1]})"
+        if name == "neg":
+            return f"(({ct})(-{a[0]}))"
+        if name == "abs":
+            return f"std::fabs({a[0]})" if fl else f"(({ct})({a[0]} < 0 ? -{a[0]} : {a[0]}))"
+        if name == "sign":
+            return f"fx_sign<{ct}>({a[0]})"
+        if name == "round":
+            return f"std::nearbyint({a[0]})" if params.get("rounding_method", 1) == 1 \
+                else f"std::round({a[0]})"
+        if name == "rsqrt":
+            return f"(({ct})1 / std::sqrt({a[0]}))"
+        if name == "logistic":
+            return f"fx_logistic<{ct}>({a[0]})"
+        if name == "is_finite":
+            return f"std::isfinite({a[0]})"
+        if name in _FLOAT_FN:
+            return f"{_FLOAT_FN[name]}({a[0]})"
+        if name == "integer_pow":
+            return self._ipow(a[0], params["y"], ct)
+        if name == "select":
+            return f"({a[0]} ? {a[1]} : {a[2]})"
+        if name == "convert":
+            to = np.dtype(e.dtype)
+            src = in_ct
+            if to in (dtypes.float16, dtypes.bfloat16):
+                # round through the storage type so values match the stored precision
+                if to == dtypes.float16:
+                    return f"((float)(_Float16)fx_convert<float, {src}>({a[0]}))"
+                return f"fx_bf16_to_f32(fx_f32_to_bf16(fx_convert<float, {src}>({a[0]})))"
+            return f"fx_convert<{ct}, {src}>({a[0]})"
+        if name == "clamp":
+            return f"fx_clamp({a[0]}, {a[1]}, {a[2]})"
+        raise UnsupportedError(f"jit: no C++ for elementwise op '{name}'")
+
+    def _ipow(self, x: str, y: int, ct: str) -> str:
+        if y == 0:
+            return f"(({ct})1)"
+        n = abs(y)
+        acc, base = None, x
+        while n:
+            if n & 1:
+                acc = base if acc is None else self.temp(ct, f"{acc} * {base}")
+            n >>= 1
+            if n:
+                base = self.temp(ct, f"{base} * {base}")
+        return f"(({ct})1 / {acc})" if y < 0 else acc
+
+
+def _store(buf: str, off: str, val: str, dt) -> str:
+    dt = np.dtype(dt)
+    if dt == dtypes.bfloat16:
+        return f"{buf}[{off}] = fx_f32_to_bf16({val});"
+    if dt == dtypes.float16:
+        return f"{buf}[{off}] = (_Float16)({val});"
+    return f"{buf}[{off}] = {val};"
+
+
+_PAR = 1 << 15  # parallelise loops of at least this many elements
+
+
+def _decompose(vars_, shape, flat_name):
+    """Statements binding ``vars_`` to the multi-index of ``flat_name`` in ``shape``."""
+    out = []
+    for v, s, d in zip(vars_, strides_of(shape), shape):
+        expr = f"{flat_name}"
+        if s != 1:
+            expr = f"({expr} / {s}LL)"
+        if s * d != math.prod(shape):
+            expr = f"({expr} % {d}LL)"
+        out.append(f"const int64_t {v} = {expr};")
+    return out
+
+
+class CppProgram:
+    """C++ source for one scheduled graph."""
+
+    def __init__(self, graph: Graph, kernels: list[Kernel]):
+        self.g = graph
+        self.kernels = kernels
+        self.body: list[str] = []
+
+    # --- kernels -------------------------------------------------------------------------------
+    def _pointwise(self, k: Kernel):
+        shape = k.shape
+        n = math.prod(shape)
+        if n == 0:
+            return
+        nd = len(shape)
+        ivars = [sym(f"i{d}") for d in range(nd)]
+        lines = [f"  // kernel {k.index}: pointwise {shape}"]
+        if nd == 0:
+            em = Emitter("    ")
+            ctx = KernelCtx(k)
+            stores = []
+            for node in k.nodes:
+                val = em(node.fn((), ctx))
+                stores.append(_store(node.buf, "0", val, node.dtype))
+            lines += ["  {"] + em.lines + ["    " + s for s in stores] + ["  }"]
+            self.body += lines
+            return
+        outer = shape[:-1]
+        n_outer = math.prod(outer)
+        last = shape[-1]
+        em = Emitter("      ")
+        ctx = KernelCtx(k)
+        stores = []
+        for node in k.nodes:
+            val = em(node.fn(tuple(ivars), ctx))
+            stores.append(_store(node.buf, em.offset(flat_offset(ivars, shape)), val, node.dtype))
+        par = f"#pragma omp parallel for schedule(static) if({n_outer}LL * {last}LL >= {_PAR})"
+        lines.append(f"  {par}")
+        lines.append(f"  for (int64_t o = 0; o < {n_outer}LL; ++o) {{")
+        lines += ["    " + s for s in _decompose([str(v) for v in ivars[:-1]], outer, "o")]
+        lines.append("    #pragma omp simd")
+        lines.append(f"    for (int64_t {ivars[-1]} = 0; {ivars[-1]} < {last}LL; ++{ivars[-1]}) {{")
+        lines += em.lines + ["      " + s for s in stores]
+        lines += ["    }", "  }"]
+        self.body += lines
+
+    def _reduce(self, k: Kernel):
+        rows = k.row_shape
+        inner = k.inner_shape
+        n_rows = math.prod(rows)
+        n_inner = math.prod(inner)
+        rv, iv = k.row_vars(), k.inner_vars()
+        full = k.full_index()
+        if n_rows == 0:
+            return
+        lines = [f"  // kernel {k.index}: reduce axes {k.axes} of {k.shape}",
+                 f"  #pragma omp parallel for schedule(static) if({n_rows}LL * {max(n_inner, 1)}LL"
+                 f" >= {_PAR} && {n_rows}LL > 1)",
+                 f"  for (int64_t row = 0; row < {n_rows}LL; ++row) {{"]
+        lines += ["    " + s for s in _decompose([str(v) for v in rv], rows, "row")]
+        acc_names: dict = {}
+        row_off = _ic(flat_offset(rv, rows)) if rows else "0"
+        for p, red_nodes in enumerate(k.passes):
+            decls, updates, finals = [], [], []
+            em = Emitter("      " + "  " * max(len(inner) - 1, 0))
+            em.acc_names = acc_names
+            ctx = KernelCtx(k, rv)
+            for r in red_nodes:
+                op = r.params["op"]
+                x = r.params["operand"]
+                val_e = x.load(full, ctx)
+                v = em(val_e)
+                ct = compute_type(x.dtype)
+                a = f"a{r.id}"
+                acc_names[(r.id, 0)] = a
+                if op in ("argmax", "argmin"):
+                    bi = f"ai{r.id}"
+                    init = "-" if op == "argmax" else ""
+                    if _is_float(x.dtype):
+                        decls.append(f"{ct} {a} = {init}std::numeric_limits<{ct}>::infinity(); "
+                                     f"int64_t {bi} = 0;")
+                        cmp = ">" if op == "argmax" else "<"
+                        updates.append(f"if (!({a} != {a}) && ({v} {cmp} {a} || {v} != {v})) "
+                                       f"{{ {a} = {v}; {bi} = jflat; }}")
+                    else:
+                        lim = "lowest" if op == "argmax" else "max"
+                        decls.append(f"{ct} {a} = std::numeric_limits<{ct}>::{lim}(); "
+                                     f"int64_t {bi} = 0; bool {a}_set = false;")
+                        cmp = ">" if op == "argmax" else "<"
+                        updates.append(f"if (!{a}_set || {v} {cmp} {a}) {{ {a} = {v}; {bi} = jflat; "
+                                       f"{a}_set = true; }}")
+                    acc_names[(r.id, 0)] = f"(({compute_type(r.dtype)}){bi})"
+                    continue
+                ident, comb = {
+                    "reduce_sum": ("0", f"{a} + {v}"),
+                    "reduce_prod": ("1", f"{a} * {v}"),
+                    "reduce_max": (self._lowest(x.dtype), f"fx_max<{ct}>({a}, {v})"),
+                    "reduce_min": (self._highest(x.dtype), f"fx_min<{ct}>({a}, {v})"),
+                    "reduce_and": ("true" if x.dtype == dtypes.bool_ else f"(({ct})-1)",
+                                   f"({ct})({a} & {v})"),
+                    "reduce_or": ("false" if x.dtype == dtypes.bool_ else "0",
+                                  f"({ct})({a} | {v})"),
+                }[op]
+                decls.append(f"{ct} {a} = ({ct}){ident};")
+                updates.append(f"{a} = {comb};")
+            lines += ["    " + d for d in decls]
+            lines += self._inner_loops(iv, inner, em.lines + [em.indent + u for u in updates],
+                                       needs_jflat=any(r.params["op"] in ("argmax", "argmin")
+                                                       for r in red_nodes))
+            del finals
+        # stores of the reductions that own buffers used outside the row
+        for r in [r for p in k.passes for r in p]:
+            lines.append(f"    {_store(r.buf, row_off, acc_names[(r.id, 0)], r.dtype)}")
+        if k.maps:
+            em = Emitter("      " + "  " * max(len(inner) - 1, 0))
+            em.acc_names = acc_names
+            ctx = KernelCtx(k, rv)
+            stores = []
+            for m in k.maps:
+                val = em(m.fn(full, ctx))
+                stores.append(em.indent + _store(m.buf, em.offset(flat_offset(full, k.shape)), val,
+                                                 m.dtype))
+            lines += self._inner_loops(iv, inner, em.lines + stores, simd=True)
+        if k.epilogue:
+            em = Emitter("    ")
+            em.acc_names = acc_names
+            ctx = KernelCtx(k, rv)
+            for m in k.epilogue:
+                val = em(m.fn(rv, ctx))
+                em.lines.append("    " + _store(m.buf, row_off, val, m.dtype))
+            lines += em.lines
+        lines.append("  }")
+        self.body += lines
+
+    def _inner_loops(self, iv, inner, body, needs_jflat=False, simd=False):
+        if not inner:
+            pre = ["    {", "      const int64_t jflat = 0;"] if needs_jflat else ["    {"]
+            return pre + body + ["    }"]
+        out = []
+        ind = "    "
+        for d, (v, n) in enumerate(zip(iv, inner)):
+            if d == len(inner) - 1 and simd:
+                out.append(f"{ind}#pragma omp simd")
+            out.append(f"{ind}for (int64_t {v} = 0; {v} < {n}LL; ++{v}) {{")
+            ind += "  "
+        if needs_jflat:
+            out.append(f"{ind}const int64_t jflat = {_ic(flat_offset(iv, inner))};")
+        out += body
+        for _ in inner:
+            ind = ind[:-2]
+            out.append(f"{ind}}}")
+        return out
+
+    @staticmethod
+    def _lowest(dt):
+        dt = np.dtype(dt)
+        if _is_float(dt):
+            return f"-std::numeric_limits<{compute_type(dt)}>::infinity()"
+        if dt == dtypes.bool_:
+            return "false"
+        return f"std::numeric_limits<{compute_type(dt)}>::lowest()"
+
+    @staticmethod
+    def _highest(dt):
+        dt = np.dtype(dt)
+        if _is_float(dt):
+            return f"std::numeric_limits<{compute_type(dt)}>::infinity()"
+        if dt == dtypes.bool_:
+            return "true"
+        return f"std::numeric_limits<{compute_type(dt)}>::max()"
+
+    def _scan(self, k: Kernel):
+        node = k.nodes[0]
+        op, axis, reverse = node.params["op"], node.params["axis"], node.params["reverse"]
+        x = node.params["operands"][0]
+        shape = x.shape
+        n = shape[axis] if shape else 0
+        rows = tuple(d for i, d in enumerate(shape) if i != axis)
+        n_rows = math.prod(rows)
+        if n == 0 or n_rows == 0:
+            return
+        rv = [sym(f"r{i}") for i in range(len(rows))]
+        j = sym("j")
+        it = iter(rv)
+        full = tuple(j if i == axis else next(it) for i in range(len(shape)))
+        ct = compute_type(x.dtype)
+        em = Emitter("      ")
+        ctx = KernelCtx(k)
+        v = em(x.load(full, ctx))
+        ident, comb = {
+            "cumsum": ("0", f"acc + {v}"),
+            "cumprod": ("1", f"acc * {v}"),
+            "cummax": (self._lowest(x.dtype), f"fx_max<{ct}>(acc, {v})"),
+            "cummin": (self._highest(x.dtype), f"fx_min<{ct}>(acc, {v})"),
+            "cumlogsumexp": (self._lowest(x.dtype), None),
+        }[op]
+        if op == "cumlogsumexp":
+            comb_lines = [f"      {{ const {ct} m = fx_max<{ct}>(acc, {v}); const {ct} d = acc - {v};"
+                          f" acc = (d != d) ? acc + {v} : m + std::log1p(std::exp(-std::fabs(d)));"
+                          " }"]
+        else:
+            comb_lines = [f"      acc = {comb};"]
+        loop = (f"for (int64_t j = {n - 1}LL; j >= 0; --j)" if reverse
+                else f"for (int64_t j = 0; j < {n}LL; ++j)")
+        lines = [f"  // kernel {k.index}: {op} along axis {axis} of {shape}",
+                 f"  #pragma omp parallel for schedule(static) if({n_rows}LL * {n}LL >= {_PAR})",
+                 f"  for (int64_t row = 0; row < {n_rows}LL; ++row) {{"]
+        lines += ["    " + s for s in _decompose([str(r) for r in rv], rows, "row")]
+        lines += [f"    {ct} acc = ({ct}){ident};", f"    {loop} {{"]
+        lines += em.lines + comb_lines
+        lines.append("      " + _store(node.buf, _ic(flat_offset(full, shape)), "acc", node.dtype))
+        lines += ["    }", "  }"]
+        self.body += lines
+
+    def _dot(self, k: Kernel):
+        node = k.nodes[0]
+        p = node.params
+        lhs, rhs = p["lhs"], p["rhs"]
+        ta, tb = p["lhs_trans"], p["rhs_trans"]
+        bsz, m, kk, nn = p["batch"], p["m"], p["k"], p["n"]
+        ct = compute_type(node.dtype)
+        la, rb_ = lhs.buf, rhs.buf
+        lines = [f"  // kernel {k.index}: dot_general {lhs.shape} x {rhs.shape} -> {node.shape}"]
+        if bsz * m * nn == 0:
+            self.body += lines
+            return
+        if kk == 0:
+            lines += [f"  std::memset({node.buf}, 0, {bsz * m * nn}ULL * sizeof(*{node.buf}));"]
+            self.body += lines
+            return
+        blas = {dtypes.float32: "fx_sgemm", dtypes.float64: "fx_dgemm"}.get(np.dtype(node.dtype))
+        close = ["  }"]
+        if blas and np.dtype(lhs.dtype) == np.dtype(node.dtype):
+            lda = m if ta else kk
+            ldb = kk if tb else nn
+            lines += [f"  if ({blas}) {{",
+                      f"    for (int64_t b = 0; b < {bsz}LL; ++b)",
+                      f"      {blas}(101, {112 if ta else 111}, {112 if tb else 111}, {m}LL, {nn}LL,"
+                      f" {kk}LL, ({ct})1, {la} + b * {m * kk}LL, {lda}LL, {rb_} + b * {kk * nn}LL,"
+                      f" {ldb}LL, ({ct})0, {node.buf} + b * {m * nn}LL, {nn}LL);",
+                      "  } else {"]
+        else:
+            lines.append("  {")
+        a_idx = f"(t * {m}LL + ii)" if ta else f"(ii * {kk}LL + t)"
+        b_idx = f"(jj * {kk}LL + t)" if tb else f"(t * {nn}LL + jj)"
+        acc_t = "double" if ct == "double" else ("float" if _is_float(node.dtype) else
+                                                 compute_type(node.dtype))
+
+        def rd(buf, idx, dt, sz):
+            raw = f"{buf}[b * {sz}LL + {idx}]"
+            if np.dtype(dt) == dtypes.bfloat16:
+                return f"(({acc_t})fx_bf16_to_f32({raw}))"
+            return f"(({acc_t}){raw})"
+
+        a_read = rd(la, a_idx, lhs.dtype, m * kk)
+        b_read = rd(rb_, b_idx, rhs.dtype, kk * nn)
+        lines += [f"    #pragma omp parallel for collapse(2) if({bsz * m * nn * kk}LL >= {_PAR})",
+                  f"    for (int64_t b = 0; b < {bsz}LL; ++b)",
+                  f"    for (int64_t ii = 0; ii < {m}LL; ++ii) {{",
+                  f"      for (int64_t jj = 0; jj < {nn}LL; ++jj) {{",
+                  f"        {acc_t} s = 0;",
+                  f"        for (int64_t t = 0; t < {kk}LL; ++t) s += {a_read} * {b_read};",
+                  "        " + _store(node.buf, f"b * {m * nn}LL + ii * {nn}LL + jj",
+                                      f"({compute_type(node.dtype)})s", node.dtype),
+                  "      }", "    }"]
+        lines += close
+        self.body += lines
+
+    def _copy_into(self, dst: str, src: Node, k: Kernel, shape, dtype):
+        """Loop writing ``src`` (an expression) into ``dst`` (contiguous)."""
+        n = math.prod(shape)
+        if n == 0:
+            return []
+        iv = [sym(f"i{d}") for d in range(len(shape))]
+        em = Emitter("    ")
+        ctx = KernelCtx(k)
+        val = em(src.load(tuple(iv), ctx))
+        store = _store(dst, em.offset(flat_offset(iv, shape)), val, dtype)
+        lines = [f"  #pragma omp parallel for schedule(static) if({n}LL >= {_PAR})",
+                 f"  for (int64_t flat = 0; flat < {n}LL; ++flat) {{"]
+        lines += ["    " + s for s in _decompose([str(v) for v in iv], shape, "flat")]
+        lines += em.lines + ["    " + store, "  }"]
+        return lines
+
+    def _scatter(self, k: Kernel):
+        node = k.nodes[0]
+        p = node.params
+        x, ind, upd = p["operand"], p["indices"], p["updates"]
+        axes, mode, op = p["axes"], p["mode"], p["op"]
+        lines = [f"  // kernel {k.index}: {op} into {x.shape}"]
+        lines += self._copy_into(node.buf, x, k, x.shape, node.dtype)
+        nb = len(ind.shape) - 1
+        bshape = ind.shape[:-1]
+        rest_axes = [i for i in range(len(x.shape)) if i not in axes]
+        rshape = tuple(x.shape[i] for i in rest_axes)
+        if math.prod(bshape) == 0 or math.prod(x.shape) == 0:
+            self.body += lines
+            return
+        bv = [sym(f"b{i}") for i in range(nb)]
+        rv = [sym(f"q{i}") for i in range(len(rshape))]
+        em = Emitter("      ")
+        ctx = KernelCtx(k)
+        ct = compute_type(x.dtype)
+        idx_vals = [em(Op(dtypes.int64, "convert", (ind.load(tuple(bv) + (sympy.Integer(c),), ctx),)))
+                    for c in range(len(axes))]
+        u = em(upd.load(tuple(bv) + tuple(rv), ctx))
+        conds, offs = [], []
+        full = {}
+        for a, iv_ in zip(axes, idx_vals):
+            d = x.shape[a]
+            if mode == "clip":
+                full[a] = f"fx_clamp({iv_}, 0, {d - 1}LL)"
+            else:
+                conds.append(f"({iv_} >= 0 && {iv_} < {d}LL)")
+                full[a] = iv_
+        for a, v in zip(rest_axes, rv):
+            full[a] = str(v)
+        for a, s in zip(range(len(x.shape)), strides_of(x.shape)):
+            offs.append(f"({full[a]}) * {s}LL")
+        off = " + ".join(offs) if offs else "0"
+        tgt = f"{node.buf}[{off}]"
+        cur = f"fx_bf16_to_f32({tgt})" if np.dtype(x.dtype) == dtypes.bfloat16 else (
+            f"((float){tgt})" if np.dtype(x.dtype) == dtypes.float16 else tgt)
+        new = {"scatter": u, "scatter_add": f"{cur} + {u}", "scatter_mul": f"{cur} * {u}",
+               "scatter_min": f"fx_min<{ct}>({cur}, {u})",
+               "scatter_max": f"fx_max<{ct}>({cur}, {u})"}[op]
+        stmt = _store(node.buf, off, f"({ct})({new})", x.dtype)
+        if conds:
+            stmt = f"if ({' && '.join(conds)}) {{ {stmt} }}"
+        n_b, n_r = math.prod(bshape), math.prod(rshape)
+        lines += [f"  for (int64_t bflat = 0; bflat < {n_b}LL; ++bflat) {{"]
+        lines += ["    " + s for s in _decompose([str(v) for v in bv], bshape, "bflat")]
+        lines += [f"    for (int64_t qflat = 0; qflat < {n_r}LL; ++qflat) {{"]
+        lines += ["      " + s for s in _decompose([str(v) for v in rv], rshape, "qflat")]
+        lines += em.lines + ["      " + stmt, "    }", "  }"]
+        self.body += lines
+
+    def _dus(self, k: Kernel):
+        node = k.nodes[0]
+        p = node.params
+        x, upd, starts = p["operand"], p["update"], p["starts"]
+        lines = [f"  // kernel {k.index}: dynamic_update_slice into {x.shape}"]
+        lines += self._copy_into(node.buf, x, k, x.shape, node.dtype)
+        n = math.prod(upd.shape)
+        if n == 0:
+            self.body += lines
+            return
+        em = Emitter("    ")
+        ctx = KernelCtx(k)
+        st = [em(Op(dtypes.int64, "clamp", (Op(dtypes.int64, "convert", (s.load((), ctx),)),
+                                             Const(dtypes.int64, 0),
+                                             Const(dtypes.int64, d - u))))
+              for s, d, u in zip(starts, x.shape, upd.shape)]
+        uv = [sym(f"u{i}") for i in range(len(upd.shape))]
+        em2 = Emitter("    ")
+        val = em2(upd.load(tuple(uv), ctx))
+        off = " + ".join(f"({s} + {v}) * {stv}LL" for s, v, stv in
+                         zip(st, uv, strides_of(x.shape))) or "0"
+        lines += ["  {"] + em.lines
+        lines += [f"  for (int64_t uflat = 0; uflat < {n}LL; ++uflat) {{"]
+        lines += ["    " + s for s in _decompose([str(v) for v in uv], upd.shape, "uflat")]
+        lines += em2.lines + ["    " + _store(node.buf, off, val, node.dtype), "  }", "  }"]
+        self.body += lines
+
+    # --- the program ---------------------------------------------------------------------------
+    def source(self, out_bufs: dict) -> str:
+        g = self.g
+        for k in self.kernels:
+            getattr(self, "_" + k.kind)(k)
+        args = []
+        for i, n in enumerate(g.inputs):
+            args.append(f"  const {storage_type(n.dtype)}* __restrict {n.buf} = "
+                        f"(const {storage_type(n.dtype)}*)args[{i}];")
+        off = len(g.inputs)
+        for i, (n, _) in enumerate(g.consts):
+            args.append(f"  const {storage_type(n.dtype)}* __restrict {n.buf} = "
+                        f"(const {storage_type(n.dtype)}*)args[{off + i}];")
+        off += len(g.consts)
+        allocs, frees = [], []
+        declared = {n.buf for n in g.inputs} | {n.buf for n, _ in g.consts}
+        for name, (pos, dt) in out_bufs.items():
+            args.append(f"  {storage_type(dt)}* __restrict {name} = ({storage_type(dt)}*)"
+                        f"args[{off + pos}];")
+            declared.add(name)
+        for n in g.nodes:
+            if n.buf and n.buf not in declared:
+                declared.add(n.buf)
+                st = storage_type(n.dtype)
+                allocs.append(f"  {st}* __restrict {n.buf} = ({st}*)fx_alloc("
+                              f"{max(n.size, 1)}ULL * sizeof({st}));")
+                allocs.append(f"  if (!{n.buf}) return 1;")
+                frees.append(f"  std::free({n.buf});")
+        return "\n".join([PRELUDE, 'extern "C" int fx_run(void** args) {'] + args + allocs
+                         + self.body + frees + ["  return 0;", "}", ""])
+
+
+__all__ = ["CppProgram", "PRELUDE", "storage_type", "compute_type", "Emitter"]

@@ -1,0 +1,642 @@
+"""Stage 1 of lowering: Jaxpr -> loop-level IR.
+
+Every Jaxpr variable becomes a *node* that knows how to produce the expression for one element
+given its index (a tuple of SymPy integer expressions). View primitives (broadcast, reshape,
+transpose, squeeze, expand_dims, slice, rev, pad, concatenate, dynamic_slice, gather) never copy:
+they rewrite the index and read their operand. Elementwise primitives build expression trees.
+Reductions, scans, matrix products and scatters are *realised* nodes that own a buffer; the
+scheduler (``schedule.py``) decides which realised nodes share a kernel.
+
+Element expressions (``E``) are small trees: Const, Idx (an index expression), Load (a buffer read
+at an offset expression), Op (an operation on sub-expressions), Acc (the value of a reduction of the
+current kernel row).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import sympy
+
+from functx import dtypes
+from functx import primitives as P
+from functx.core import ClosedJaxpr, Jaxpr, Literal
+from functx.errors import UnsupportedError, where
+
+
+# --- index arithmetic ----------------------------------------------------------------------------
+class FloorDiv(sympy.Function):
+    """Integer division of non-negative integers (printed as C ``/``)."""
+
+    is_integer = True
+
+    @classmethod
+    def eval(cls, a, b):
+        if b == 1:
+            return a
+        if a.is_Integer and b.is_Integer:
+            return sympy.Integer(int(a) // int(b))
+        if a == 0:
+            return sympy.Integer(0)
+        return None
+
+
+class ModI(sympy.Function):
+    """Remainder of non-negative integers (printed as C ``%``)."""
+
+    is_integer = True
+
+    @classmethod
+    def eval(cls, a, b):
+        if b == 1:
+            return sympy.Integer(0)
+        if a.is_Integer and b.is_Integer:
+            return sympy.Integer(int(a) % int(b))
+        return None
+
+
+def sym(name: str) -> sympy.Symbol:
+    return sympy.Symbol(name, integer=True, nonnegative=True)
+
+
+def strides_of(shape) -> list[int]:
+    out, acc = [], 1
+    for d in reversed(shape):
+        out.append(acc)
+        acc *= d
+    return list(reversed(out))
+
+
+def flat_offset(idx, shape) -> sympy.Expr:
+    return sympy.expand(sum((i * s for i, s in zip(idx, strides_of(shape))), sympy.Integer(0)))
+
+
+# --- element expressions -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class E:
+    dtype: Any
+
+
+@dataclass(frozen=True)
+class Const(E):
+    value: Any
+
+
+@dataclass(frozen=True)
+class Idx(E):
+    expr: Any  # sympy integer expression
+
+
+@dataclass(frozen=True)
+class Load(E):
+    buf: str
+    offset: Any  # sympy expression, or an E of integer dtype (data-dependent offsets)
+
+
+@dataclass(frozen=True)
+class Op(E):
+    name: str
+    args: tuple
+
+
+@dataclass(frozen=True)
+class Acc(E):
+    """The value of a reduction computed earlier in the same kernel row."""
+
+    node: int
+    which: int = 0
+
+
+# --- nodes ---------------------------------------------------------------------------------------
+@dataclass(eq=False)
+class Node:
+    shape: tuple
+    dtype: Any
+    id: int = -1
+    # element expression at ``idx``; None for realised nodes that are read from their buffer
+    fn: Callable | None = None
+    kind: str = "pointwise"  # pointwise | input | reduce | scan | dot | scatter | custom
+    params: dict = field(default_factory=dict)
+    inputs: list = field(default_factory=list)  # nodes this node reads (for scheduling)
+    buf: str | None = None
+    source_info: Any = None
+
+    @property
+    def size(self):
+        return math.prod(self.shape)
+
+    def load(self, idx, ctx) -> E:
+        """The element at ``idx``: inlined (pointwise), or read from the buffer. ``ctx`` is the
+        kernel being generated: it memoises loads and turns reads of reductions computed in the
+        same kernel row into accumulator references."""
+        idx = tuple(sympy.sympify(i) for i in idx)
+        hit = ctx.lookup(self, idx)
+        if hit is not None:
+            return hit
+        if self.fn is not None and (self.buf is None or ctx.inlines(self)):
+            out = self.fn(idx, ctx)
+        else:
+            ctx.note_read(self)
+            out = Load(self.dtype, self.buf, flat_offset(idx, self.shape))
+        ctx.remember(self, idx, out)
+        return out
+
+
+class Graph:
+    """The nodes of one Jaxpr (and of the sub-Jaxprs of its control flow)."""
+
+    def __init__(self):
+        self.nodes: list[Node] = []
+        self.inputs: list[Node] = []
+        self.outputs: list[Node] = []
+        self.consts: list[tuple[Node, np.ndarray]] = []
+
+    def add(self, node: Node) -> Node:
+        node.id = len(self.nodes)
+        self.nodes.append(node)
+        return node
+
+
+# --- lowering a Jaxpr ----------------------------------------------------------------------------
+lowerings: dict = {}
+
+
+def lower_jaxpr(closed: ClosedJaxpr) -> Graph:
+    g = Graph()
+    env = {}
+    j = closed.jaxpr
+    for v, c in zip(j.constvars, closed.consts):
+        arr = np.asarray(c)
+        n = g.add(Node(tuple(arr.shape), v.aval.dtype, kind="input"))
+        n.buf = f"c{len(g.consts)}"
+        g.consts.append((n, arr))
+        env[v.id] = n
+    for i, v in enumerate(j.invars):
+        n = g.add(Node(v.aval.shape, v.aval.dtype, kind="input"))
+        n.buf = f"in{i}"
+        g.inputs.append(n)
+        env[v.id] = n
+    _lower_eqns(g, j, env)
+    for a in j.outvars:
+        g.outputs.append(_read(g, env, a))
+    return g
+
+
+def _literal_node(g, a: Literal) -> Node:
+    val = np.asarray(a.val, a.aval.dtype)[()]
+    return g.add(Node((), a.aval.dtype, fn=lambda idx, ctx, v=val, d=a.aval.dtype: Const(d, v)))
+
+
+def _read(g, env, a):
+    return _literal_node(g, a) if type(a) is Literal else env[a.id]
+
+
+def _lower_eqns(g: Graph, j: Jaxpr, env: dict):
+    for e in j.eqns:
+        rule = lowerings.get(e.prim)
+        if rule is None:
+            raise UnsupportedError(f"jit: primitive '{e.prim.name}' has no lowering to compiled "
+                                   f"code{where(e.source_info)}")
+        ins = [_read(g, env, a) for a in e.invars]
+        outs = rule(g, ins, [v.aval for v in e.outvars], **e.params)
+        outs = outs if isinstance(outs, list) else [outs]
+        for v, n in zip(e.outvars, outs):
+            if n.source_info is None:
+                n.source_info = e.source_info
+            env[v.id] = n
+
+
+def _pw(g, shape, dtype, fn, inputs) -> Node:
+    return g.add(Node(tuple(shape), dtype, fn=fn, inputs=list(inputs)))
+
+
+# --- elementwise ---------------------------------------------------------------------------------
+def _elementwise(name):
+    def rule(g, ins, out_avals, **params):
+        aval = out_avals[0]
+        shape = aval.shape
+
+        def fn(idx, ctx, ins=ins):
+            args = tuple(x.load(idx if x.shape else (), ctx) for x in ins)
+            return Op(aval.dtype, name, args + tuple(sorted(params.items())))
+
+        return _pw(g, shape, aval.dtype, fn, ins)
+
+    return rule
+
+
+for _p in P.registry.values():
+    if _p.group in ("unary", "binary", "compare", "bitwise"):
+        lowerings[_p] = _elementwise(_p.name)
+lowerings[P.stop_gradient_p] = lambda g, ins, avals: ins[0]
+
+
+def _select_n(g, ins, avals):
+    which, cases = ins[0], ins[1:]
+    aval = avals[0]
+
+    def fn(idx, ctx):
+        w = which.load(idx if which.shape else (), ctx)
+        vals = [c.load(idx, ctx) for c in cases]
+        if len(vals) == 1:
+            return vals[0]
+        if which.dtype == dtypes.bool_:
+            return Op(aval.dtype, "select", (w, vals[1], vals[0]))
+        out = vals[-1]
+        for k in range(len(vals) - 2, -1, -1):
+            cond = Op(dtypes.bool_, "le", (w, Const(which.dtype, k)))
+            out = Op(aval.dtype, "select", (cond, vals[k], out))
+        return out
+
+    return _pw(g, aval.shape, aval.dtype, fn, ins)
+
+
+lowerings[P.select_n_p] = _select_n
+
+
+def _convert(g, ins, avals, *, new_dtype, weak_type=False):
+    x = ins[0]
+    if x.dtype == new_dtype:
+        return x
+    return _pw(g, x.shape, new_dtype, lambda idx, ctx: Op(new_dtype, "convert", (x.load(idx, ctx),)), ins)
+
+
+lowerings[P.convert_element_type_p] = _convert
+
+
+def _iota(g, ins, avals, *, dtype, shape, dimension):
+    return _pw(g, shape, dtype, lambda idx, ctx: Op(dtype, "convert", (Idx(dtypes.int64, idx[dimension]),)),
+               [])
+
+
+lowerings[P.iota_p] = _iota
+
+
+# --- views ---------------------------------------------------------------------------------------
+def _view(g, x, shape, index_map, dtype=None):
+    """A node reading ``x`` at ``index_map(idx)`` (no copy)."""
+    return _pw(g, shape, dtype or x.dtype, lambda idx, ctx: x.load(index_map(idx), ctx), [x])
+
+
+def _broadcast_in_dim(g, ins, avals, *, shape, broadcast_dimensions):
+    x = ins[0]
+    return _view(g, x, shape, lambda idx: [idx[d] if x.shape[i] != 1 else sympy.Integer(0)
+                                           for i, d in enumerate(broadcast_dimensions)])
+
+
+def _transpose(g, ins, avals, *, permutation):
+    x = ins[0]
+    inv = np.argsort(permutation)
+    return _view(g, x, avals[0].shape, lambda idx: [idx[inv[i]] for i in range(len(permutation))])
+
+
+def _squeeze(g, ins, avals, *, dimensions):
+    x = ins[0]
+
+    def m(idx):
+        it = iter(idx)
+        return [sympy.Integer(0) if i in dimensions else next(it) for i in range(len(x.shape))]
+
+    return _view(g, x, avals[0].shape, m)
+
+
+def _expand_dims(g, ins, avals, *, dimensions):
+    x = ins[0]
+    return _view(g, x, avals[0].shape,
+                 lambda idx: [v for i, v in enumerate(idx) if i not in dimensions])
+
+
+def reshape_index(idx, new_shape, old_shape):
+    """Index into ``old_shape`` of element ``idx`` of the reshaped array, splitting the shapes into
+    groups of dimensions with equal products so that merges and splits stay simple."""
+    out = []
+    i = j = 0
+    n, m = len(new_shape), len(old_shape)
+    while i < n or j < m:
+        gi, gj = [i], [j]
+        pi = new_shape[i] if i < n else 1
+        pj = old_shape[j] if j < m else 1
+        i += 1
+        j += 1
+        while pi != pj:
+            if pi < pj:
+                pi *= new_shape[i]
+                gi.append(i)
+                i += 1
+            else:
+                pj *= old_shape[j]
+                gj.append(j)
+                j += 1
+        gi = [k for k in gi if k < n]
+        gj = [k for k in gj if k < m]
+        sub_new = [new_shape[k] for k in gi]
+        sub_old = [old_shape[k] for k in gj]
+        flat = flat_offset([idx[k] for k in gi], sub_new) if gi else sympy.Integer(0)
+        for k, s in zip(gj, strides_of(sub_old)):
+            v = FloorDiv(flat, s)
+            out.append(ModI(v, old_shape[k]) if s * old_shape[k] != math.prod(sub_old) else v)
+    return out
+
+
+def _reshape(g, ins, avals, *, new_sizes):
+    x = ins[0]
+    new_sizes = tuple(new_sizes)
+
+    def fn(idx, ctx):
+        if x.buf is not None and ctx.can_read_buffer(x):
+            # a realised, contiguous buffer: the flat offset is unchanged
+            ctx.note_read(x)
+            return Load(x.dtype, x.buf, flat_offset(idx, new_sizes))
+        return x.load(reshape_index(idx, new_sizes, x.shape), ctx)
+
+    return _pw(g, new_sizes, x.dtype, fn, [x])
+
+
+def _rev(g, ins, avals, *, dimensions):
+    x = ins[0]
+    return _view(g, x, x.shape, lambda idx: [x.shape[i] - 1 - v if i in dimensions else v
+                                             for i, v in enumerate(idx)])
+
+
+def _slice(g, ins, avals, *, start_indices, limit_indices, strides=None):
+    x = ins[0]
+    st = strides or (1,) * len(x.shape)
+    return _view(g, x, avals[0].shape, lambda idx: [s + k * v for s, k, v in
+                                                    zip(start_indices, st, idx)])
+
+
+def _in_range(idx_e, lo, hi):
+    return Op(dtypes.bool_, "and", (Op(dtypes.bool_, "ge", (idx_e, Const(dtypes.int64, lo))),
+                                    Op(dtypes.bool_, "lt", (idx_e, Const(dtypes.int64, hi)))))
+
+
+def _pad(g, ins, avals, *, padding_config):
+    x, pv = ins
+    shape = avals[0].shape
+
+    def fn(idx, ctx):
+        conds, src = [], []
+        for v, d, (lo, hi, it) in zip(idx, x.shape, padding_config):
+            rel = v - lo
+            if it:
+                conds.append(Op(dtypes.bool_, "eq", (Idx(dtypes.int64, ModI(rel + (it + 1) * d, it + 1)),
+                                                     Const(dtypes.int64, 0))))
+                q = FloorDiv(rel + (it + 1) * d, it + 1) - d
+            else:
+                q = rel
+            conds.append(_in_range(Idx(dtypes.int64, q), 0, d))
+            src.append(q)
+        cond = conds[0]
+        for c in conds[1:]:
+            cond = Op(dtypes.bool_, "and", (cond, c))
+        safe = [sympy.Max(0, sympy.Min(q, d - 1)) for q, d in zip(src, x.shape)]
+        val = x.load(safe, ctx) if x.size else Const(x.dtype, 0)
+        return Op(x.dtype, "select", (cond, val, pv.load((), ctx)))
+
+    return _pw(g, shape, avals[0].dtype, fn, ins)
+
+
+def _concatenate(g, ins, avals, *, dimension):
+    shape = avals[0].shape
+
+    def fn(idx, ctx):
+        offs = np.cumsum([0] + [x.shape[dimension] for x in ins])
+        out = None
+        for k in range(len(ins) - 1, -1, -1):
+            x = ins[k]
+            if x.shape[dimension] == 0:
+                continue
+            sub = list(idx)
+            sub[dimension] = sympy.Max(0, sympy.Min(idx[dimension] - int(offs[k]),
+                                                    x.shape[dimension] - 1))
+            val = x.load(sub, ctx)
+            if out is None:
+                out = val
+            else:
+                cond = Op(dtypes.bool_, "lt", (Idx(dtypes.int64, idx[dimension]),
+                                               Const(dtypes.int64, int(offs[k + 1]))))
+                out = Op(avals[0].dtype, "select", (cond, val, out))
+        return out
+
+    return _pw(g, shape, avals[0].dtype, fn, ins)
+
+
+for _p, _r in [(P.broadcast_in_dim_p, _broadcast_in_dim), (P.transpose_p, _transpose),
+               (P.squeeze_p, _squeeze), (P.expand_dims_p, _expand_dims), (P.reshape_p, _reshape),
+               (P.rev_p, _rev), (P.slice_p, _slice), (P.pad_p, _pad),
+               (P.concatenate_p, _concatenate)]:
+    lowerings[_p] = _r
+
+
+# --- data-dependent reads: dynamic_slice, gather ---------------------------------------------------
+def _clamp_e(e, lo, hi):
+    return Op(dtypes.int64, "clamp", (e, Const(dtypes.int64, lo), Const(dtypes.int64, hi)))
+
+
+def _dynamic_slice(g, ins, avals, *, slice_sizes):
+    x, starts = ins[0], ins[1:]
+
+    def fn(idx, ctx):
+        off = []
+        for v, s, d, n in zip(idx, starts, x.shape, slice_sizes):
+            st = _clamp_e(Op(dtypes.int64, "convert", (s.load((), ctx),)), 0, d - n)
+            off.append(Op(dtypes.int64, "add", (st, Idx(dtypes.int64, v))))
+        ctx.note_read(x)
+        return Load(x.dtype, x.buf, _offset_e(off, x.shape))
+
+    node = _pw(g, avals[0].shape, x.dtype, fn, ins)
+    node.params["needs_buffer"] = [x]
+    return node
+
+
+def _offset_e(idx_es, shape):
+    out = Const(dtypes.int64, 0)
+    for e, s in zip(idx_es, strides_of(shape)):
+        out = Op(dtypes.int64, "add", (out, Op(dtypes.int64, "mul", (e, Const(dtypes.int64, s)))))
+    return out
+
+
+def _gather(g, ins, avals, *, axes, mode, fill_value=None):
+    x, ind = ins
+    k = len(axes)
+    nb = len(ind.shape) - 1
+    rest = [i for i in range(len(x.shape)) if i not in axes]
+
+    def fn(idx, ctx):
+        bidx, ridx = list(idx[:nb]), list(idx[nb:])
+        full: list = [None] * len(x.shape)
+        ok = None
+        for c, a in enumerate(axes):
+            raw = Op(dtypes.int64, "convert", (ind.load(bidx + [sympy.Integer(c)], ctx),))
+            if mode == "clip":
+                full[a] = _clamp_e(raw, 0, max(x.shape[a] - 1, 0))
+            else:
+                inr = _in_range(raw, 0, x.shape[a])
+                ok = inr if ok is None else Op(dtypes.bool_, "and", (ok, inr))
+                full[a] = _clamp_e(raw, 0, max(x.shape[a] - 1, 0))
+        for a, v in zip(rest, ridx):
+            full[a] = Idx(dtypes.int64, v)
+        ctx.note_read(x)
+        val = Load(x.dtype, x.buf, _offset_e(full, x.shape)) if x.size else Const(x.dtype, 0)
+        if mode == "fill":
+            fv = P._default_fill(np.dtype(x.dtype)) if fill_value is None else fill_value
+            val = Op(x.dtype, "select", (ok, val, Const(x.dtype, np.asarray(fv).astype(x.dtype)[()])))
+        return val
+
+    node = _pw(g, avals[0].shape, x.dtype, fn, ins)
+    node.params["needs_buffer"] = [x]
+    return node
+
+
+lowerings[P.dynamic_slice_p] = _dynamic_slice
+lowerings[P.gather_p] = _gather
+
+
+# --- realised nodes ------------------------------------------------------------------------------
+def _reduce(name):
+    def rule(g, ins, avals, *, axes):
+        x = ins[0]
+        return g.add(Node(avals[0].shape, avals[0].dtype, kind="reduce", inputs=[x],
+                          params={"op": name, "axes": tuple(axes), "operand": x}))
+
+    return rule
+
+
+for _name in ("reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or"):
+    lowerings[P.registry[_name]] = _reduce(_name)
+
+
+def _argreduce(name):
+    def rule(g, ins, avals, *, axes, index_dtype):
+        x = ins[0]
+        return g.add(Node(avals[0].shape, index_dtype, kind="reduce", inputs=[x],
+                          params={"op": name, "axes": tuple(axes), "operand": x}))
+
+    return rule
+
+
+lowerings[P.argmax_p] = _argreduce("argmax")
+lowerings[P.argmin_p] = _argreduce("argmin")
+
+
+def _dot_general(g, ins, avals, *, dimension_numbers, preferred_element_type=None):
+    lhs, rhs = ins
+    (lc, rc), (lb, rb) = dimension_numbers
+    out = avals[0]
+    if not lc:
+        # No contraction: an outer product per batch, i.e. an elementwise multiply of views.
+        lf = [i for i in range(len(lhs.shape)) if i not in lb]
+        rf = [i for i in range(len(rhs.shape)) if i not in rb]
+        nb = len(lb)
+
+        def fn(idx, ctx):
+            li, ri = [None] * len(lhs.shape), [None] * len(rhs.shape)
+            for k, (a, b) in enumerate(zip(lb, rb)):
+                li[a] = ri[b] = idx[k]
+            for k, a in enumerate(lf):
+                li[a] = idx[nb + k]
+            for k, b in enumerate(rf):
+                ri[b] = idx[nb + len(lf) + k]
+            la, ra = lhs.load(li, ctx), rhs.load(ri, ctx)
+            if out.dtype != lhs.dtype:
+                la = Op(out.dtype, "convert", (la,))
+                ra = Op(out.dtype, "convert", (ra,))
+            return Op(out.dtype, "mul", (la, ra))
+
+        return _pw(g, out.shape, out.dtype, fn, ins)
+    nb = len(lb)
+    lf = [i for i in range(len(lhs.shape)) if i not in lc and i not in lb]
+    rf = [i for i in range(len(rhs.shape)) if i not in rc and i not in rb]
+    # Pair contracting dimensions in the left operand's axis order.
+    order = np.argsort(lc)
+    lc_s = [lc[i] for i in order]
+    rc_s = [rc[i] for i in order]
+    a, ta = _blas_operand(g, lhs, list(lb), lf, lc_s)
+    b, tb = _blas_operand(g, rhs, list(rb), rc_s, rf)
+    return g.add(Node(out.shape, out.dtype, kind="dot", inputs=[a, b],
+                      params={"lhs": a, "rhs": b, "lhs_trans": ta, "rhs_trans": tb,
+                              "batch": math.prod(lhs.shape[i] for i in lb),
+                              "m": math.prod(lhs.shape[i] for i in lf),
+                              "k": math.prod(lhs.shape[i] for i in lc),
+                              "n": math.prod(rhs.shape[i] for i in rf)}))
+
+
+_BUFFERED = ("input", "reduce", "dot", "scan", "scatter", "dus")
+
+
+def _blas_operand(g, x, batch, first, second):
+    """An operand laid out as (batch, first, second) -- or (batch, second, first), transposed --
+    in a buffer: ``x`` itself when its layout already is one of these, else a realised copy."""
+    nd = len(x.shape)
+    if x.kind in _BUFFERED and batch == list(range(len(batch))):
+        if first + second == list(range(len(batch), nd)):
+            return x, False
+        if second + first == list(range(len(batch), nd)):
+            return x, True
+    perm = batch + first + second
+    shape = tuple(x.shape[i] for i in perm)
+    inv = np.argsort(perm)
+    node = _view(g, x, shape, lambda idx: [idx[inv[i]] for i in range(nd)])
+    node.params["realize"] = True
+    return node, False
+
+
+lowerings[P.dot_general_p] = _dot_general
+
+
+def _cumulative(name):
+    def rule(g, ins, avals, *, axis, reverse):
+        x = ins[0]
+        return g.add(Node(x.shape, x.dtype, kind="scan", inputs=[x],
+                          params={"op": name, "axis": axis, "reverse": reverse, "operands": [x]}))
+
+    return rule
+
+
+for _name in ("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"):
+    if _name in P.registry:
+        lowerings[P.registry[_name]] = _cumulative(_name)
+
+
+def _scatter(name):
+    def rule(g, ins, avals, *, axes, mode):
+        x, ind, upd = ins
+        return g.add(Node(x.shape, x.dtype, kind="scatter", inputs=[x, ind, upd],
+                          params={"op": name, "axes": axes, "mode": mode, "operand": x,
+                                  "indices": ind, "updates": upd}))
+
+    return rule
+
+
+for _name in ("scatter", "scatter_add", "scatter_mul", "scatter_min", "scatter_max"):
+    lowerings[P.registry[_name]] = _scatter(_name)
+
+
+def _dynamic_update_slice(g, ins, avals):
+    x, upd, starts = ins[0], ins[1], ins[2:]
+    return g.add(Node(x.shape, x.dtype, kind="dus", inputs=[x, upd] + list(starts),
+                      params={"operand": x, "update": upd, "starts": list(starts)}))
+
+
+lowerings[P.dynamic_update_slice_p] = _dynamic_update_slice
+
+
+def _inline_call(g, ins, avals, *, call_jaxpr, **params):
+    """custom_jvp_call / custom_vjp_call: a call of their traced function."""
+    env = {}
+    for v, n in zip(call_jaxpr.jaxpr.invars, ins):
+        env[v.id] = n
+    _lower_eqns(g, call_jaxpr.jaxpr, env)
+    return [_read(g, env, a) for a in call_jaxpr.jaxpr.outvars]
+
+
+def register_call_lowerings():
+    for name in ("custom_jvp_call", "custom_vjp_call"):
+        if name in P.registry:
+            lowerings[P.registry[name]] = _inline_call
+
+
+register_call_lowerings()

@@ -1,0 +1,214 @@
+"""Stage 2 of lowering: decide which nodes own a buffer and group the work into kernels.
+
+Pointwise nodes are inlined into whoever reads them (recomputed, never stored) unless they are
+outputs or something must index them with data-dependent offsets. Every other node (reductions,
+scans, matrix products, scatters) owns a buffer. Kernels:
+
+* ``pointwise``: one loop nest over a shape, storing one or more realised pointwise nodes.
+* ``reduce``: rows (the kept axes, run in parallel) x inner (the reduced axes). Reductions over the
+  same operand shape and axes share the kernel in *passes*; a reduction whose operand reads an
+  earlier reduction of the same row (softmax's sum reads its max) goes into a later pass; pointwise
+  nodes over the whole operand shape (softmax's output) or over the row shape (logsumexp) that read
+  the row's reductions become the kernel's map/epilogue phases. So softmax and layer norm are one
+  kernel, with each row held in cache between passes.
+* ``scan``, ``dot``, ``scatter``, ``dus``: one kernel each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sympy
+
+from functx.lowering.loops import Acc, Graph, Node, sym
+
+
+class NotRowAligned(Exception):
+    """A read of a reduction of the same kernel at another row: the node cannot join."""
+
+
+class KernelCtx:
+    """The context a node's element expression is built in (no global state)."""
+
+    def __init__(self, kernel=None, row_vars=()):
+        self.kernel = kernel
+        self.row_vars = tuple(row_vars)
+        self.memo: dict = {}
+        self.reads: set = set()
+        self.accs: set = set()
+
+    def lookup(self, node, idx):
+        k = self.kernel
+        if k is not None and k.kind == "reduce" and node.id in k.reduction_ids:
+            if tuple(idx) != self.row_vars:
+                raise NotRowAligned(node)
+            self.accs.add(node.id)
+            return Acc(node.dtype, node.id)
+        return self.memo.get((node.id, idx))
+
+    def remember(self, node, idx, e):
+        self.memo[(node.id, idx)] = e
+
+    def can_read_buffer(self, node) -> bool:
+        """False for nodes this kernel computes itself (they are not stored yet)."""
+        k = self.kernel
+        return k is None or (node.id not in k.reduction_ids and node.id not in k.inline_ids)
+
+    def note_read(self, node):
+        if not self.can_read_buffer(node):
+            raise NotRowAligned(node)
+        self.reads.add(node)
+
+    def inlines(self, node) -> bool:
+        return self.kernel is not None and node.id in self.kernel.inline_ids
+
+
+@dataclass(eq=False)
+class Kernel:
+    kind: str
+    index: int
+    shape: tuple = ()  # pointwise: the loop shape; reduce: the operand shape
+    axes: tuple = ()  # reduce: the reduced axes
+    nodes: list = field(default_factory=list)  # pointwise: stored nodes; others: [node]
+    passes: list = field(default_factory=list)  # reduce: lists of reduction nodes
+    maps: list = field(default_factory=list)  # reduce: pointwise nodes over the operand shape
+    epilogue: list = field(default_factory=list)  # reduce: pointwise nodes over the row shape
+    reduction_ids: set = field(default_factory=set)
+    inline_ids: set = field(default_factory=set)
+
+    @property
+    def row_shape(self):
+        return tuple(d for i, d in enumerate(self.shape) if i not in self.axes)
+
+    @property
+    def inner_shape(self):
+        return tuple(self.shape[i] for i in self.axes)
+
+    def row_vars(self):
+        return tuple(sym(f"r{i}") for i in range(len(self.row_shape)))
+
+    def inner_vars(self):
+        return tuple(sym(f"j{i}") for i in range(len(self.axes)))
+
+    def full_index(self):
+        rv, iv = iter(self.row_vars()), iter(self.inner_vars())
+        return tuple(next(iv) if i in self.axes else next(rv) for i in range(len(self.shape)))
+
+
+def _trial(kernel, node, idx, kernel_of):
+    """Build ``node``'s expression inside ``kernel``; returns (ok, passes needed)."""
+    ctx = KernelCtx(kernel, kernel.row_vars() if kernel.kind == "reduce" else ())
+    try:
+        if node.kind == "reduce":
+            node.params["operand"].load(idx, ctx)
+        else:
+            node.fn(idx, ctx)
+    except NotRowAligned:
+        return False, 0
+    for r in ctx.reads:
+        if r.kind == "input":
+            continue
+        k = kernel_of.get(r.id)
+        if k is None or k >= kernel.index:
+            return False, 0
+    return True, ctx.accs
+
+
+def schedule(g: Graph) -> list[Kernel]:
+    consumers: dict[int, int] = {}
+    for n in g.nodes:
+        for i in n.inputs:
+            consumers[i.id] = consumers.get(i.id, 0) + 1
+    realise = {n.id for n in g.outputs}
+    for n in g.nodes:
+        if n.kind not in ("pointwise", "input"):
+            realise.add(n.id)
+        for x in n.params.get("needs_buffer", ()):
+            realise.add(x.id)
+        if n.params.get("realize"):
+            realise.add(n.id)
+    for n in g.nodes:
+        if n.id in realise and n.kind != "input" and n.buf is None:
+            n.buf = f"t{n.id}"
+
+    kernels: list[Kernel] = []
+    kernel_of: dict[int, int] = {}
+
+    def new(kind, **kw):
+        k = Kernel(kind, len(kernels), **kw)
+        kernels.append(k)
+        return k
+
+    for n in g.nodes:
+        if n.id not in realise or n.kind == "input":
+            continue
+        if n.kind == "reduce":
+            x = n.params["operand"]
+            axes = n.params["axes"]
+            joined = False
+            for k in reversed(kernels):
+                if k.kind == "reduce" and k.shape == x.shape and k.axes == axes and not k.maps \
+                        and not k.epilogue:
+                    ok, accs = _trial(k, n, k.full_index(), kernel_of)
+                    if ok:
+                        p = 1 + max((i for i, ps in enumerate(k.passes)
+                                     for r in ps if r.id in accs), default=-1)
+                        while len(k.passes) <= p:
+                            k.passes.append([])
+                        k.passes[p].append(n)
+                        k.reduction_ids.add(n.id)
+                        kernel_of[n.id] = k.index
+                        joined = True
+                    break
+            if not joined:
+                k = new("reduce", shape=x.shape, axes=axes, passes=[[n]])
+                k.reduction_ids.add(n.id)
+                kernel_of[n.id] = k.index
+            continue
+        if n.kind == "pointwise":
+            placed = False
+            for k in reversed(kernels[-1:]):
+                if k.kind == "reduce" and n.shape == k.shape and k.row_shape != k.shape:
+                    ok, _ = _trial(k, n, k.full_index(), kernel_of)
+                    if ok:
+                        k.maps.append(n)
+                        k.inline_ids.add(n.id)
+                        placed = True
+                elif k.kind == "reduce" and n.shape == k.row_shape:
+                    ok, _ = _trial(k, n, k.row_vars(), kernel_of)
+                    if ok:
+                        k.epilogue.append(n)
+                        k.inline_ids.add(n.id)
+                        placed = True
+                elif k.kind == "pointwise" and k.shape == n.shape:
+                    ok, _ = _trial(k, n, tuple(sym(f"i{d}") for d in range(len(n.shape))),
+                                   kernel_of)
+                    if ok:
+                        k.nodes.append(n)
+                        k.inline_ids.add(n.id)
+                        placed = True
+            if not placed:
+                k = new("pointwise", shape=n.shape, nodes=[n])
+                k.inline_ids.add(n.id)
+            kernel_of[n.id] = kernels[-1].index if not placed else k.index
+            continue
+        k = new(n.kind, shape=n.shape, nodes=[n])
+        kernel_of[n.id] = k.index
+    return kernels
+
+
+def describe(kernels) -> str:
+    """A one-line-per-kernel summary (used by ``lower(...).as_text()`` and the fusion tests)."""
+    lines = []
+    for k in kernels:
+        if k.kind == "reduce":
+            ops = [[r.params["op"] for r in p] for p in k.passes]
+            lines.append(f"kernel {k.index}: reduce over axes {k.axes} of {k.shape}: passes {ops}"
+                         f", {len(k.maps)} map, {len(k.epilogue)} epilogue")
+        else:
+            lines.append(f"kernel {k.index}: {k.kind} {k.shape} -> "
+                         + ", ".join(f"t{n.id}" for n in k.nodes))
+    return "\n".join(lines)
+
+
+__all__ = ["schedule", "Kernel", "KernelCtx", "NotRowAligned", "describe", "sympy", "Node"]
