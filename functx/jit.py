@@ -13,6 +13,8 @@ import os
 import sys
 import time
 
+import optree
+
 from functx import tracing
 from functx.core import ClosedJaxpr
 from functx.interpreter import eval_jaxpr
@@ -124,6 +126,18 @@ class Jitted:
         return f, leaves, in_tree, (stat, stat_kw)
 
     def __call__(self, *args, **kwargs):
+        if not kwargs and not self.static_argnums and not tracing._stack:
+            # the dispatch fast path: flatten, look up, run
+            leaves, in_tree = optree.tree_flatten((args, {}), none_is_leaf=False,
+                                                  namespace=tracing.PYTREE_NAMESPACE)
+            try:
+                key = (in_tree, tuple([x.aval for x in leaves]), ((), ()))
+                entry = self.cache.get(key)
+            except AttributeError:
+                entry = None
+            if entry is not None:
+                self.last_key = key
+                return tree_unflatten(entry[1], entry[0](leaves))
         f, leaves, in_tree, statics = self._trace(args, kwargs)
         if any(isinstance(x, Tracer) for x in leaves) or tracing.is_tracing():
             closed, _, out_tree, _ = tracing.trace_pytree(f, *tree_unflatten(in_tree, leaves))

@@ -93,6 +93,7 @@ PRIMITIVE_TESTS = {
     # Higher-order primitives registered by other modules are tested with their feature: some test
     # file under tests/ must name them.
     "custom_jvp_call": ELSEWHERE, "custom_vjp_call": ELSEWHERE, "custom_lin": ELSEWHERE,
+    "cond": ELSEWHERE, "while": ELSEWHERE, "scan": ELSEWHERE, "associative_scan": ELSEWHERE,
 }
 
 

@@ -79,9 +79,9 @@ def cache_dir() -> str:
         return _fallback_dir
 
 
-def key_of(source: str) -> str:
+def key_of(source: str, flags=FLAGS) -> str:
     h = hashlib.sha256()
-    for part in (source, compiler_id(), " ".join(FLAGS), cpu_id()):
+    for part in (source, compiler_id(), " ".join(flags), cpu_id()):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:32]
@@ -104,10 +104,11 @@ def _valid(so: str) -> bool:
     return want == _digest(so)
 
 
-def compile_cached(source: str) -> tuple[str, bool]:
+def compile_cached(source: str, extra_flags=(), suffix="") -> tuple[str, bool]:
     """Path of the shared object for ``source`` and whether it was compiled now."""
     d = cache_dir()
-    key = key_of(source)
+    flags = FLAGS + list(extra_flags)
+    key = key_of(source, flags) + suffix
     so = os.path.join(d, f"{key}.so")
     if _valid(so):
         return so, False
@@ -120,7 +121,7 @@ def compile_cached(source: str) -> tuple[str, bool]:
             with open(src, "w") as f:
                 f.write(source)
             tmp = os.path.join(d, f"{key}.{os.getpid()}.tmp.so")
-            cmd = [compiler(), *FLAGS, src, "-o", tmp]
+            cmd = [compiler(), *flags, src, "-o", tmp]
             proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
             if proc.returncode != 0:
                 raise CompileError(f"functx.jit: the C++ compiler failed on generated source {src}"

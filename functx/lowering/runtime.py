@@ -30,6 +30,58 @@ def gemm_pointers() -> tuple[int, int]:
     return 0, 0
 
 
+_CALL_SRC = r"""
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+typedef int (*fx_run_t)(void**);
+
+// call(fn, arrays): pass the data pointers of C-contiguous buffers to fx_run; -2 if one is not.
+static PyObject* call(PyObject* self, PyObject* args) {
+  unsigned long long fn; PyObject* seq;
+  if (!PyArg_ParseTuple(args, "KO", &fn, &seq)) return NULL;
+  Py_ssize_t n = PyList_GET_SIZE(seq);
+  void* stack_ptrs[64]; void** ptrs = n <= 64 ? stack_ptrs : (void**)PyMem_Malloc(n * sizeof(void*));
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(PyList_GET_ITEM(seq, i), &view, PyBUF_C_CONTIGUOUS) != 0) {
+      PyErr_Clear(); if (ptrs != stack_ptrs) PyMem_Free(ptrs); return PyLong_FromLong(-2); }
+    ptrs[i] = view.buf;
+    PyBuffer_Release(&view);
+  }
+  int rc;
+  Py_BEGIN_ALLOW_THREADS
+  rc = ((fx_run_t)fn)(ptrs);
+  Py_END_ALLOW_THREADS
+  if (ptrs != stack_ptrs) PyMem_Free(ptrs);
+  return PyLong_FromLong(rc);
+}
+static PyMethodDef methods[] = {{"call", call, METH_VARARGS, "call a compiled program"},
+                                {NULL, NULL, 0, NULL}};
+static struct PyModuleDef mod = {PyModuleDef_HEAD_INIT, "_fxcall", NULL, -1, methods};
+PyMODINIT_FUNC PyInit__fxcall(void) { return PyModule_Create(&mod); }
+"""
+
+
+@functools.lru_cache(maxsize=1)
+def fast_call():
+    """A tiny CPython extension that passes buffer pointers to a compiled program (a ctypes call
+    costs microseconds per argument); None if it cannot be built."""
+    import importlib.util
+    import sysconfig
+
+    from functx.lowering import cache
+
+    try:
+        so, _ = cache.compile_cached(_CALL_SRC, extra_flags=[
+            "-I" + sysconfig.get_paths()["include"], "-O2"], suffix="-pyext")
+        spec = importlib.util.spec_from_file_location("_fxcall", so)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod.call
+    except Exception:  # noqa: BLE001 - the ctypes path below works everywhere
+        return None
+
+
 class Executable:
     """A compiled program: call it with the flat input arrays, get the flat outputs."""
 
@@ -48,18 +100,21 @@ class Executable:
         self.kernels_text = kernels_text
         self.n_args = n_in + len(self.consts) + len(out_specs)
         self._const_ptrs = [c.ctypes.data for c in self.consts]
+        self._arg_type = ctypes.c_void_p * self.n_args
+        self._addr = ctypes.cast(self.fn, ctypes.c_void_p).value
+        self._call = fast_call()
 
     def __call__(self, leaves):
-        ins = []
-        for x in leaves:
-            v = x._value if type(x) is Array else np.asarray(x)
-            if not v.flags.c_contiguous:
-                v = np.ascontiguousarray(v)
-            ins.append(v)
         outs = [np.empty(shape, dtype) for shape, dtype in self.out_specs]
-        ptrs = (ctypes.c_void_p * self.n_args)(
-            *[v.ctypes.data for v in ins], *self._const_ptrs, *[o.ctypes.data for o in outs])
-        rc = self.fn(ptrs)
+        if self._call is not None:
+            bufs = [x._value if type(x) is Array else x for x in leaves]
+            bufs += self.consts
+            bufs += outs
+            rc = self._call(self._addr, bufs)
+            if rc == -2:  # a non-contiguous or non-buffer input
+                rc = self._call_ctypes(leaves, outs)
+        else:
+            rc = self._call_ctypes(leaves, outs)
         if rc != 0:
             raise MemoryError("functx.jit: the compiled program could not allocate its buffers")
         result = []
@@ -70,6 +125,19 @@ class Executable:
                 v = leaves[k]
                 result.append(v if type(v) is Array else Array._new(np.array(v), aval))
         return result
+
+    def _call_ctypes(self, leaves, outs):
+        ptrs = []
+        keep = []
+        for x in leaves:
+            v = x._value if type(x) is Array else np.asarray(x)
+            if not v.flags.c_contiguous:
+                v = np.ascontiguousarray(v)
+                keep.append(v)
+            ptrs.append(v.__array_interface__["data"][0])
+        ptrs += self._const_ptrs
+        ptrs += [o.__array_interface__["data"][0] for o in outs]
+        return self.fn(self._arg_type(*ptrs))
 
 
 __all__ = ["Executable", "gemm_pointers"]
