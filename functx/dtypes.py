@@ -156,13 +156,25 @@ def _node(dtype, weak):
 
 @functools.lru_cache(maxsize=None)
 def _result_type_cached(pairs):
-    node = _node(*pairs[0])
-    for p in pairs[1:]:
-        node = _join(node, _node(*p))
+    # JAX's rules (jax._src.dtypes.lattice_result_type), with functx's float32/int32 defaults.
+    if len(pairs) == 1:
+        d, w = pairs[0]
+        return d, w and d != bool_
+    dts = {d for d, _ in pairs}
+    all_weak = all(w for _, w in pairs)
+    if len(dts) == 1 and not all_weak:
+        return pairs[0][0], False
+    if all_weak:
+        # Only weak operands: join their dtypes as if strong, and stay weak (weak f16 + weak f16
+        # is weak f16, not the default float).
+        node = functools.reduce(_join, dts)
+        return (float64 if node == _F else node), node != bool_  # _F: uint64 with a signed int
+    node = functools.reduce(_join, {_node(d, w) for d, w in pairs})
     if node == _F:
-        # Python floats (with bools) give the default float; u64 joined with i64 needs float64.
-        only_weak = all(w or d == bool_ for d, w in pairs)
-        return (default_float if only_weak else float64), True
+        # A Python float joined with integers gives the default float (int32 + 1.0 -> weak
+        # float32); uint64 joined with int64 has no integer type and needs float64.
+        strong = functools.reduce(_join, {d for d, w in pairs if not w})
+        return (float64 if strong == _F else default_float), True
     if node == _I:
         return default_int, True
     return node, False

@@ -24,6 +24,16 @@ FLAGS = ["-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-std=c++17", "
          "-fno-math-errno", "-fno-trapping-math"]
 
 
+def _libmvec_flags():
+    """Link glibc's vector math library when it exists (see the prelude in cpp.py)."""
+    import ctypes.util
+
+    return ["-lmvec"] if ctypes.util.find_library("mvec") else []
+
+
+FLAGS = FLAGS + _libmvec_flags()
+
+
 class CompileError(FunctxError, RuntimeError):
     """The C++ compiler rejected generated code (a functx bug: please report it)."""
 

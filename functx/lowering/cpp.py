@@ -17,8 +17,8 @@ import sympy
 
 from functx import dtypes
 from functx.errors import UnsupportedError
-from functx.lowering.loops import (Acc, Const, FloorDiv, Graph, Idx, Load, ModI, Node, Op,
-                                   flat_offset, strides_of, sym)
+from functx.lowering.loops import (Acc, Const, FloorDiv, Graph, Idx, Load, ModI, Node, Op, Sym,
+                                   flat_offset, lanewise_exprs, strides_of, sym)
 from functx.lowering.schedule import Kernel, KernelCtx
 
 _STORAGE = {dtypes.bool_: "bool", dtypes.int8: "int8_t", dtypes.int16: "int16_t",
@@ -44,10 +44,15 @@ def _is_float(dt) -> bool:
 
 
 PRELUDE = r"""
+// glibc declares its vectorised math (libmvec: expf, tanhf, logf, ...) only under __FAST_MATH__;
+// defining the macro around <cmath> lets `omp simd` loops call them without enabling any
+// fast-math transformation (results stay within a few ulp of the scalar functions).
+#define __FAST_MATH__ 1
+#include <cmath>
+#undef __FAST_MATH__
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <cmath>
 #include <limits>
 #include <algorithm>
 #include <type_traits>
@@ -187,7 +192,8 @@ class Emitter:
         if hit is not None:
             return hit
         code = self._emit(e)
-        if isinstance(e, (Const, Acc)) or (isinstance(e, Idx) and sympy.sympify(e.expr).is_Atom):
+        if isinstance(e, (Const, Acc, Sym)) or (isinstance(e, Idx) and
+                                                sympy.sympify(e.expr).is_Atom):
             out = code
         else:
             out = self.temp(compute_type(e.dtype), code)
@@ -207,6 +213,8 @@ class Emitter:
             return f"((int64_t){_ic(e.expr)})"
         if isinstance(e, Acc):
             return self.acc_names[(e.node, e.which)]
+        if isinstance(e, Sym):
+            return e.name
         if isinstance(e, Load):
             raw = f"{e.buf}[{self.offset(e.offset)}]"
             dt = np.dtype(e.dtype)
@@ -393,6 +401,7 @@ class CppProgram:
             em = Emitter("      " + "  " * max(len(inner) - 1, 0))
             em.acc_names = acc_names
             ctx = KernelCtx(k, rv)
+            clauses, post = [], []
             for r in red_nodes:
                 op = r.params["op"]
                 x = r.params["operand"]
@@ -404,37 +413,54 @@ class CppProgram:
                 if op in ("argmax", "argmin"):
                     bi = f"ai{r.id}"
                     init = "-" if op == "argmax" else ""
+                    cmp = ">" if op == "argmax" else "<"
                     if _is_float(x.dtype):
                         decls.append(f"{ct} {a} = {init}std::numeric_limits<{ct}>::infinity(); "
                                      f"int64_t {bi} = 0;")
-                        cmp = ">" if op == "argmax" else "<"
                         updates.append(f"if (!({a} != {a}) && ({v} {cmp} {a} || {v} != {v})) "
                                        f"{{ {a} = {v}; {bi} = jflat; }}")
                     else:
                         lim = "lowest" if op == "argmax" else "max"
                         decls.append(f"{ct} {a} = std::numeric_limits<{ct}>::{lim}(); "
                                      f"int64_t {bi} = 0; bool {a}_set = false;")
-                        cmp = ">" if op == "argmax" else "<"
                         updates.append(f"if (!{a}_set || {v} {cmp} {a}) {{ {a} = {v}; {bi} = jflat; "
                                        f"{a}_set = true; }}")
                     acc_names[(r.id, 0)] = f"(({compute_type(r.dtype)}){bi})"
                     continue
-                ident, comb = {
-                    "reduce_sum": ("0", f"{a} + {v}"),
-                    "reduce_prod": ("1", f"{a} * {v}"),
-                    "reduce_max": (self._lowest(x.dtype), f"fx_max<{ct}>({a}, {v})"),
-                    "reduce_min": (self._highest(x.dtype), f"fx_min<{ct}>({a}, {v})"),
-                    "reduce_and": ("true" if x.dtype == dtypes.bool_ else f"(({ct})-1)",
-                                   f"({ct})({a} & {v})"),
-                    "reduce_or": ("false" if x.dtype == dtypes.bool_ else "0",
-                                  f"({ct})({a} | {v})"),
+                is_bool = np.dtype(x.dtype) == dtypes.bool_
+                if op in ("reduce_max", "reduce_min") and _is_float(x.dtype):
+                    # vectorisable: the plain comparison (which skips NaN) plus a NaN flag
+                    cmp = ">" if op == "reduce_max" else "<"
+                    ident = self._lowest(x.dtype) if op == "reduce_max" else self._highest(x.dtype)
+                    decls.append(f"{ct} {a} = {ident}; bool {a}_nan = false;")
+                    updates.append(f"{a} = ({v} {cmp} {a}) ? {v} : {a}; {a}_nan |= ({v} != {v});")
+                    if clauses is not None:
+                        clauses += [f"reduction({'max' if cmp == '>' else 'min'}:{a})",
+                                    f"reduction(|:{a}_nan)"]
+                    post.append(f"if ({a}_nan) {a} = std::numeric_limits<{ct}>::quiet_NaN();")
+                    continue
+                ident, comb, clause = {
+                    "reduce_sum": ("0", f"{a} + {v}", "+"),
+                    "reduce_prod": ("1", f"{a} * {v}", "*"),
+                    "reduce_max": (self._lowest(x.dtype), f"fx_max<{ct}>({a}, {v})", "max"),
+                    "reduce_min": (self._highest(x.dtype), f"fx_min<{ct}>({a}, {v})", "min"),
+                    "reduce_and": ("true" if is_bool else f"(({ct})-1)", f"({ct})({a} & {v})",
+                                   "&&" if is_bool else "&"),
+                    "reduce_or": ("false" if is_bool else "0", f"({ct})({a} | {v})",
+                                  "||" if is_bool else "|"),
                 }[op]
+                if is_bool and op in ("reduce_and", "reduce_or"):
+                    comb = f"{a} {'&&' if op == 'reduce_and' else '||'} {v}"
                 decls.append(f"{ct} {a} = ({ct}){ident};")
                 updates.append(f"{a} = {comb};")
+                if clauses is not None:
+                    clauses.append(f"reduction({clause}:{a})")
             lines += ["    " + d for d in decls]
+            has_arg = any(r.params["op"] in ("argmax", "argmin") for r in red_nodes)
             lines += self._inner_loops(iv, inner, em.lines + [em.indent + u for u in updates],
-                                       needs_jflat=any(r.params["op"] in ("argmax", "argmin")
-                                                       for r in red_nodes))
+                                       needs_jflat=has_arg,
+                                       simd_clauses=None if has_arg else clauses)
+            lines += ["    " + q for q in post]
             del finals
         # stores of the reductions that own buffers used outside the row
         for r in [r for p in k.passes for r in p]:
@@ -460,7 +486,7 @@ class CppProgram:
         lines.append("  }")
         self.body += lines
 
-    def _inner_loops(self, iv, inner, body, needs_jflat=False, simd=False):
+    def _inner_loops(self, iv, inner, body, needs_jflat=False, simd=False, simd_clauses=None):
         if not inner:
             pre = ["    {", "      const int64_t jflat = 0;"] if needs_jflat else ["    {"]
             return pre + body + ["    }"]
@@ -469,6 +495,8 @@ class CppProgram:
         for d, (v, n) in enumerate(zip(iv, inner)):
             if d == len(inner) - 1 and simd:
                 out.append(f"{ind}#pragma omp simd")
+            elif d == len(inner) - 1 and simd_clauses is not None:
+                out.append(f"{ind}#pragma omp simd {' '.join(simd_clauses)}".rstrip())
             out.append(f"{ind}for (int64_t {v} = 0; {v} < {n}LL; ++{v}) {{")
             ind += "  "
         if needs_jflat:
@@ -537,6 +565,55 @@ class CppProgram:
         lines += [f"    {ct} acc = ({ct}){ident};", f"    {loop} {{"]
         lines += em.lines + comb_lines
         lines.append("      " + _store(node.buf, _ic(flat_offset(full, shape)), "acc", node.dtype))
+        lines += ["    }", "  }"]
+        self.body += lines
+
+    def _ascan(self, k: Kernel):
+        """A lane-wise associative scan: every lane (position off the scan axis) runs the combine
+        sequentially along the axis, in parallel across lanes."""
+        group = k.nodes[0].params["group"]
+        xs, consts, outs = group["xs"], group["consts"], group["outs"]
+        axis, reverse = group["axis"], group["reverse"]
+        shape = xs[0].shape
+        n = shape[axis]
+        lanes = tuple(d for i, d in enumerate(shape) if i != axis)
+        n_lanes = math.prod(lanes)
+        if n == 0 or n_lanes == 0:
+            return
+        rv = [sym(f"r{i}") for i in range(len(lanes))]
+        j = sym("j")
+        it = iter(rv)
+        full = tuple(j if i == axis else next(it) for i in range(len(shape)))
+        ctx = KernelCtx(k)
+        em = Emitter("      ")
+        cur = [em(x.load(full, ctx)) for x in xs]
+        cvals = [c.load(tuple(rv) if c.shape else (), ctx) for c in consts]
+        accs = [Sym(x.dtype, f"acc{m}") for m, x in enumerate(xs)]
+        curs = [Sym(x.dtype, c) for x, c in zip(xs, cur)]
+        new = [em(e) for e in lanewise_exprs(group["combine"], cvals + accs + curs)]
+        off = em.offset(flat_offset(full, shape))
+        first = f"{n - 1}LL" if reverse else "0"
+        loop = (f"for (int64_t j = {n - 1}LL; j >= 0; --j)" if reverse
+                else f"for (int64_t j = 0; j < {n}LL; ++j)")
+        lines = [f"  // kernel {k.index}: associative_scan along axis {axis} of {shape}",
+                 f"  #pragma omp parallel for schedule(static) if({n_lanes}LL * {n}LL >= {_PAR})",
+                 f"  for (int64_t row = 0; row < {n_lanes}LL; ++row) {{"]
+        lines += ["    " + s for s in _decompose([str(r) for r in rv], lanes, "row")]
+        lines += [f"    {compute_type(x.dtype)} acc{m} = 0;" for m, x in enumerate(xs)]
+        lines += [f"    {loop} {{"]
+        body = list(em.lines)
+        # first element: the accumulator is the element itself
+        first_lines = [f"      if (j == {first}) {{"] + [f"        acc{m} = {c};" for m, c in
+                                                         enumerate(cur)] + ["      } else {"]
+        body_cur = [ln for ln in body]
+        lines += body_cur[:len(body_cur)]
+        lines += first_lines
+        lines += [f"        const {compute_type(x.dtype)} nv{m} = {v};" for m, (x, v) in
+                  enumerate(zip(xs, new))]
+        lines += [f"        acc{m} = nv{m};" for m in range(len(xs))]
+        lines += ["      }"]
+        lines += ["      " + _store(o.buf, off, f"acc{m}", o.dtype) for m, o in enumerate(outs)
+                  if o.buf]
         lines += ["    }", "  }"]
         self.body += lines
 

@@ -640,3 +640,91 @@ def register_call_lowerings():
 
 
 register_call_lowerings()
+
+
+# --- associative_scan ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Sym(E):
+    """A named C variable (a scan accumulator)."""
+
+    name: str
+
+
+def lanewise_exprs(combine: ClosedJaxpr, inputs: list) -> list:
+    """Evaluate a lane-wise combine Jaxpr on scalar element expressions."""
+    env = {}
+    j = combine.jaxpr
+    for v, e in zip(j.invars, inputs):
+        env[v.id] = e
+
+    def read(a):
+        if type(a) is Literal:
+            return Const(a.aval.dtype, np.asarray(a.val, a.aval.dtype)[()])
+        return env[a.id]
+
+    for e in j.eqns:
+        ins = [read(a) for a in e.invars]
+        out_dt = e.outvars[0].aval.dtype
+        name = e.prim.name
+        if e.prim.group in ("unary", "binary", "compare", "bitwise"):
+            val = Op(out_dt, name, tuple(ins) + tuple(sorted(e.params.items())))
+        elif name == "select_n":
+            w, cases = ins[0], ins[1:]
+            if len(cases) == 1:
+                val = cases[0]
+            elif e.invars[0].aval.dtype == dtypes.bool_:
+                val = Op(out_dt, "select", (w, cases[1], cases[0]))
+            else:
+                val = cases[-1]
+                for k in range(len(cases) - 2, -1, -1):
+                    val = Op(out_dt, "select", (Op(dtypes.bool_, "le", (w, Const(w.dtype, k))),
+                                                cases[k], val))
+        elif name == "convert_element_type":
+            val = Op(out_dt, "convert", (ins[0],)) if ins[0].dtype != out_dt else ins[0]
+        elif name in ("broadcast_in_dim", "stop_gradient"):
+            val = ins[0]
+        else:
+            raise UnsupportedError(f"jit: '{name}' in a lane-wise scan combine{where(e.source_info)}")
+        env[e.outvars[0].id] = val
+    return [read(a) for a in j.outvars]
+
+
+def _associative_scan(g, ins, avals, *, combine, num_consts, axis, reverse, affine):
+    from functx.associative_scan import _ladder_jaxpr, is_lanewise
+
+    if not is_lanewise(combine, num_consts):
+        closed = _ladder_jaxpr(combine, num_consts, axis, reverse,
+                               tuple(a for a in [_aval_of(n) for n in ins]))
+        env = {}
+        for v, n in zip(closed.jaxpr.invars, ins):
+            env[v.id] = n
+        for v, c in zip(closed.jaxpr.constvars, closed.consts):
+            arr = np.asarray(c)
+            n = g.add(Node(tuple(arr.shape), v.aval.dtype, kind="input"))
+            n.buf = f"c{len(g.consts)}"
+            g.consts.append((n, arr))
+            env[v.id] = n
+        _lower_eqns(g, closed.jaxpr, env)
+        return [_read(g, env, a) for a in closed.jaxpr.outvars]
+    group = {"consts": ins[:num_consts], "xs": ins[num_consts:], "combine": combine,
+             "axis": axis, "reverse": reverse, "outs": []}
+    outs = []
+    for a in avals:
+        n = g.add(Node(a.shape, a.dtype, kind="ascan", inputs=list(ins), params={"group": group}))
+        group["outs"].append(n)
+        outs.append(n)
+    return outs
+
+
+def _aval_of(n):
+    from functx.core import ShapedArray
+
+    return ShapedArray(n.shape, n.dtype)
+
+
+def register_scan_lowering():
+    if "associative_scan" in P.registry:
+        lowerings[P.registry["associative_scan"]] = _associative_scan
+
+
+register_scan_lowering()

@@ -352,7 +352,9 @@ absolute = abs
 
 def sign(x, /):
     (x,) = _promote("sign", x)
-    return x if _is_bool(x) else lax.sign(x)
+    if _is_bool(x):
+        raise FunctxTypeError(f"sign does not accept bool operands, like jax.numpy.sign{_loc()}")
+    return lax.sign(x)
 
 
 def floor(x, /):
@@ -376,7 +378,11 @@ fix = trunc
 
 
 def rint(x, /):
-    (x,) = _promote_float("rint", x)
+    """Round to the nearest integer (ties to even). Integers and bools convert to the default
+    float (float32; JAX with x64 enabled gives float64)."""
+    (x,) = _promote("rint", x)
+    if _aval(x).dtype not in dtypes.FLOATS:
+        return lax.convert_element_type(x, dtypes.default_float)
     return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
 
 
@@ -398,7 +404,7 @@ around = round
 
 
 def square(x, /):
-    (x,) = _promote("square", x)
+    (x,) = _promote_numeric("square", x)
     return lax.integer_pow(x, 2)
 
 
@@ -514,37 +520,58 @@ def true_divide(x1, x2, /):
 divide = true_divide
 
 
-def floor_divide(x1, x2, /):
-    x1, x2 = _promote("floor_divide", x1, x2)
-    dt = _aval(x1).dtype
-    if dt == dtypes.bool_:
-        return lax.bitwise_and(x1, x2)
-    if dt in dtypes.FLOATS:
-        return _float_floordiv(x1, x2)
-    if dtypes.is_unsigned(dt):
-        return lax.div(x1, x2)
+def _promote_numeric(name, *args):
+    """Like _promote, then bools become int32 (JAX's ``promote_args_numeric``)."""
+    args = _promote(name, *args)
+    if args and _aval(args[0]).dtype == dtypes.bool_:
+        args = [lax.convert_element_type(a, dtypes.int32) for a in args]
+    return args
+
+
+def _int_floordiv(x1, x2):
+    """Integer floor division as JAX computes it (x // 0 follows XLA: -1, then the sign fix)."""
     q = lax.div(x1, x2)
-    # Round toward -inf: subtract one where the signs differ and the division was inexact.
-    fix = logical_and(not_equal(lax.rem(x1, x2), 0), not_equal(lax.lt(x1, 0), lax.lt(x2, 0)))
+    if dtypes.is_unsigned(_aval(x1).dtype):
+        return q
+    fix = logical_and(not_equal(lax.sign(x1), lax.sign(x2)), not_equal(lax.rem(x1, x2), 0))
     return where(fix, lax.sub(q, _const(1, q)), q)
 
 
-def _float_floordiv(x1, x2):
+def floor_divide(x1, x2, /):
+    """``x1 // x2`` like ``jax.numpy.floor_divide``: bools compute in int32; floats follow
+    CPython's float divmod (so ``x // 0.0`` is +-inf or nan)."""
+    x1, x2 = _promote_numeric("floor_divide", x1, x2)
+    if _aval(x1).dtype in dtypes.FLOATS:
+        return _float_divmod(x1, x2)[0]
+    return _int_floordiv(x1, x2)
+
+
+def _float_divmod(x1, x2):
+    # CPython's float_divmod, as jax.numpy computes it.
     mod = lax.rem(x1, x2)
-    div = lax.div(lax.sub(x1, mod), x2)
-    fix = logical_and(not_equal(mod, 0), not_equal(lax.lt(x2, 0), lax.lt(mod, 0)))
-    div = where(fix, lax.sub(div, _const(1, div)), div)
-    fl = lax.floor(div)
-    # Like NumPy: round a near-integer quotient to the nearest integer.
-    return where(lax.gt(lax.sub(div, fl), _const(0.5, div)), lax.add(fl, _const(1, fl)), fl)
+    x1c = where(lax.eq(x2, _const(0, x2)), x1, lax.sub(x1, mod))
+    div = lax.div(x1c, x2)
+    ind = logical_and(not_equal(mod, 0), not_equal(lax.sign(x2), lax.sign(mod)))
+    mod = where(ind, lax.add(mod, x2), mod)
+    div = where(ind, lax.sub(div, _const(1, div)), div)
+    return lax.round(div, lax.RoundingMethod.AWAY_FROM_ZERO), mod
+
+
+def _nonzero_int_divisor(x2):
+    """Integer ``x % 0`` is 0 in JAX: the divisor 0 is replaced by 1."""
+    if _aval(x2).dtype in dtypes.INTEGERS:
+        return where(lax.eq(x2, _const(0, x2)), _const(1, x2), x2)
+    return x2
 
 
 def remainder(x1, x2, /):
-    x1, x2 = _promote("remainder", x1, x2)
-    if dtypes.is_unsigned(_aval(x1).dtype):
-        return lax.rem(x1, x2)
+    """``x1 % x2`` with the sign of ``x2``, like ``jax.numpy.remainder`` (integer ``x % 0`` is 0)."""
+    x1, x2 = _promote_numeric("remainder", x1, x2)
+    x2 = _nonzero_int_divisor(x2)
     r = lax.rem(x1, x2)
-    fix = logical_and(not_equal(r, 0), not_equal(lax.lt(r, 0), lax.lt(x2, 0)))
+    if dtypes.is_unsigned(_aval(x1).dtype):
+        return r
+    fix = logical_and(not_equal(r, 0), not_equal(lax.lt(r, _const(0, r)), lax.lt(x2, _const(0, x2))))
     return where(fix, lax.add(r, x2), r)
 
 
@@ -552,24 +579,47 @@ mod = remainder
 
 
 def fmod(x1, x2, /):
-    x1, x2 = _promote("fmod", x1, x2)
-    return lax.rem(x1, x2)
+    """C's fmod (sign of ``x1``), like ``jax.numpy.fmod`` (integer ``x % 0`` is 0)."""
+    x1, x2 = _promote_numeric("fmod", x1, x2)
+    return lax.rem(x1, _nonzero_int_divisor(x2))
 
 
 def divmod(x1, x2, /):  # noqa: A001
+    x1, x2 = _promote_numeric("divmod", x1, x2)
+    if _aval(x1).dtype in dtypes.FLOATS:
+        return _float_divmod(x1, x2)
     return floor_divide(x1, x2), remainder(x1, x2)
 
 
+def _concrete_int(x):
+    """A concrete integer scalar exponent (Python, NumPy or a concrete 0-d integer Array)."""
+    if isinstance(x, (bool, np.bool_)):
+        return None
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if type(x) is Array and x.ndim == 0 and x.dtype in dtypes.INTEGERS:
+        return int(x)
+    return None
+
+
 def power(x1, x2, /):
-    # A concrete Python integer exponent uses integer_pow, like JAX.
-    if isinstance(x2, int) and not isinstance(x2, bool) and _is_array(x1) or (
-            isinstance(x2, int) and not isinstance(x2, bool) and is_python_scalar(x1)):
-        (x1,) = _promote("power", x1)
-        if x2 < 0 and _aval(x1).dtype not in dtypes.FLOATS:
+    """``x1 ** x2`` like ``jax.numpy.power``: a concrete integer exponent uses ``integer_pow``;
+    bools compute in int32."""
+    k = _concrete_int(x2)
+    if k is not None:
+        (x1,) = _promote_numeric("power", x1)
+        if k < 0 and _aval(x1).dtype not in dtypes.FLOATS:
             raise FunctxTypeError(f"power: integers to negative integer powers are not "
                                   f"allowed{_loc()}")
-        return lax.integer_pow(x1, x2)
-    x1, x2 = _promote("power", x1, x2)
+        return lax.integer_pow(x1, k)
+    a1, a2 = _aval(x1), _aval(x2)
+    if (a1.dtype in dtypes.FLOATS and a2.dtype in dtypes.INTEGERS and not a2.weak_type
+            and _is_array(x1) and _is_array(x2)):
+        # float ** integer array: the exponent stays an integer (lax.pow's mixed form, which
+        # JAX keeps so that the derivative in x is defined at x == 0).
+        shape = broadcast_shapes(a1.shape, a2.shape)
+        return lax.pow(broadcast_to(x1, shape), broadcast_to(x2, shape))
+    x1, x2 = _promote_numeric("power", x1, x2)
     return lax.pow(x1, x2)
 
 
@@ -577,7 +627,10 @@ pow = power  # noqa: A001
 
 
 def float_power(x1, x2, /):
-    return power(astype(x1, dtypes.float64), astype(x2, dtypes.float64))
+    """``power`` after promotion to a float dtype, like ``jax.numpy.float_power`` (so float32
+    inputs give float32, not NumPy's float64)."""
+    x1, x2 = _promote_float("float_power", x1, x2)
+    return lax.pow(x1, x2)
 
 
 maximum = _ufunc2(lax.max, "maximum")
@@ -643,9 +696,10 @@ def sinc(x, /):
 
 
 def heaviside(x1, x2, /):
-    x1, x2 = _promote("heaviside", x1, x2)
+    x1, x2 = _promote_float("heaviside", x1, x2)
     return where(lax.lt(x1, _const(0, x1)), _const(0, x1),
-                 where(lax.gt(x1, _const(0, x1)), _const(1, x1), x2))
+                 where(lax.gt(x1, _const(0, x1)), _const(1, x1),
+                       where(lax.ne(x1, x1), x1, x2)))
 
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):

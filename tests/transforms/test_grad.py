@@ -184,10 +184,11 @@ FNS: dict[str, Fn] = {
                  lambda rng, s: [rng.standard_normal((3,)), AWAY(0.3)(rng, (3,))], jax=False),
     "at_min_max": Fn(lambda m, x, v: x.at[np.array([1, 3])].min(v) + x.at[np.array([0, 2])].max(v),
                      lambda rng, s: list(np.split(DISTINCT()(rng, (6,)), [4]))),
-    "at_get_slice": _ew(lambda m, x: x.at[1:].get() * 3 + x.at[:1].set(2.0), N, min_dims=1),
+    "at_get_slice": _ew(lambda m, x: x.at[1:].get().sum() * 3 + x.at[:1].set(2.0), N, min_dims=1),
     "diagonal": _mat(lambda m, x: m.np.diagonal(x, 1) * 2 + m.np.diag(x)[:1],
                      lambda d: [(d[0], d[1] + 1)]),
-    "diag_vec": _mat(lambda m, x: m.np.diag(x, k=1), lambda d: [(d[0],)]),
+    "diag_vec": _mat(lambda m, x: m.np.diag(x) + m.np.diag(x[1:], k=-1)[1:, 1:],
+                     lambda d: [(d[0] + 1,)]),
     "tril_triu": _ew(lambda m, x: m.np.tril(x) - 2 * m.np.triu(x, 1), N, min_dims=2),
     # shapes
     "concatenate": _ew(lambda m, x, y: m.np.concatenate([x, y * 2, x], axis=-1), N, N, min_dims=1),
