@@ -103,6 +103,10 @@ class ArrayMethods:
 
         return indexing.getitem(self, idx)
 
+    def __setitem__(self, idx, value):
+        raise TypeError(f"functx arrays are immutable: {type(self).__name__} does not support item "
+                        "assignment. Instead of `x[idx] = y`, write `x = x.at[idx].set(y)`.")
+
     # methods
     def astype(self, dtype): return _fnp().astype(self, dtype)
 
@@ -191,7 +195,7 @@ class Array(ArrayMethods):
         elif isinstance(x, (np.ndarray, np.generic)):
             value = np.array(x, dtype=None if dtype is None else dtypes.canonicalize(dtype))
         elif hasattr(x, "__dlpack__") and not isinstance(x, (list, tuple)):
-            value = np.array(np.from_dlpack(x))
+            value = _from_dlpack(x)
             if dtype is not None:
                 value = value.astype(dtypes.canonicalize(dtype))
         elif isinstance(x, (list, tuple)):
@@ -240,6 +244,8 @@ class Array(ArrayMethods):
 
     def __repr__(self):
         body = np.array2string(self._value, separator=", ", prefix="Array(")
+        if self._value.size == 0 and self._value.shape != (0,):
+            body += f", shape={self._value.shape}"  # as NumPy and JAX: `[]` alone is ambiguous
         extra = ", weak_type=True" if self.aval.weak_type else ""
         return f"Array({body}, dtype={self.dtype}{extra})"
 
@@ -251,6 +257,22 @@ class Array(ArrayMethods):
 
     def __reduce__(self):
         return (Array, (np.array(self._value),))
+
+
+def _from_dlpack(x) -> np.ndarray:
+    """A copy of a DLPack producer's data (a copy: functx arrays are immutable)."""
+    try:
+        return np.array(np.from_dlpack(x))
+    except (BufferError, RuntimeError, TypeError):
+        if type(x).__module__.partition(".")[0] != "torch":
+            raise
+    # torch: NumPy's DLPack import has no bfloat16 and refuses tensors that require grad.
+    import torch
+
+    t = x.detach()
+    if t.dtype == torch.bfloat16:
+        return np.array(np.from_dlpack(t.view(torch.int16))).view(dtypes.bfloat16)
+    return np.array(np.from_dlpack(t))
 
 
 def _from_sequence(x, dtype):

@@ -51,21 +51,10 @@ def compile_jaxpr(closed: ClosedJaxpr):
 
     g = loops.lower_jaxpr(closed)
     kernels = schedule.schedule(g)
-    out_specs, out_map, named = [], [], {}
-    for node, aval in zip(g.outputs, closed.out_avals):
-        if node.kind == "input" and node in g.inputs:
-            out_map.append(("in", g.inputs.index(node), aval))
-            continue
-        if node.id not in named:
-            named[node.id] = len(out_specs)
-            out_specs.append((node.shape, node.dtype))
-            node.buf = f"out{named[node.id]}"
-        out_map.append(("buf", named[node.id], aval))
-    if any(n.kind == "input" and n not in g.inputs for n in g.outputs):
-        # an output that is a closed-over constant: copy it through a kernel
-        pass
     prog = cpp.CppProgram(g, kernels)
-    src = prog.source({f"out{k}": (k, dt) for k, (_, dt) in enumerate(out_specs)})
+    src = prog.source()
+    out_specs = [(n.shape, n.dtype) for n in g.outputs]
+    out_map = [("buf", i, aval) for i, aval in enumerate(closed.out_avals)]
     t0 = time.perf_counter()
     so, compiled = cache.compile_cached(src)
     if compiled:

@@ -31,7 +31,7 @@ def _libmvec_flags():
     return ["-lmvec"] if ctypes.util.find_library("mvec") else []
 
 
-FLAGS = FLAGS + _libmvec_flags()
+LIBS = _libmvec_flags()
 
 
 class CompileError(FunctxError, RuntimeError):
@@ -91,7 +91,7 @@ def cache_dir() -> str:
 
 def key_of(source: str, flags=FLAGS) -> str:
     h = hashlib.sha256()
-    for part in (source, compiler_id(), " ".join(flags), cpu_id()):
+    for part in (source, compiler_id(), " ".join(flags + LIBS), cpu_id()):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:32]
@@ -131,7 +131,7 @@ def compile_cached(source: str, extra_flags=(), suffix="") -> tuple[str, bool]:
             with open(src, "w") as f:
                 f.write(source)
             tmp = os.path.join(d, f"{key}.{os.getpid()}.tmp.so")
-            cmd = [compiler(), *flags, src, "-o", tmp]
+            cmd = [compiler(), *flags, src, "-o", tmp, *LIBS]
             proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
             if proc.returncode != 0:
                 raise CompileError(f"functx.jit: the C++ compiler failed on generated source {src}"

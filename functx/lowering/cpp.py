@@ -341,6 +341,7 @@ class CppProgram:
         self.g = graph
         self.kernels = kernels
         self.body: list[str] = []
+        self.subs: list = []
 
     # --- kernels -------------------------------------------------------------------------------
     def _pointwise(self, k: Kernel):
@@ -767,36 +768,185 @@ class CppProgram:
         lines += em2.lines + ["    " + _store(node.buf, off, val, node.dtype), "  }", "  }"]
         self.body += lines
 
-    # --- the program ---------------------------------------------------------------------------
-    def source(self, out_bufs: dict) -> str:
-        g = self.g
-        for k in self.kernels:
+    # --- control flow: sub-programs called in C++ loops -----------------------------------------
+    def _sub(self, closed) -> tuple[str, list[str]]:
+        """Compile a sub-Jaxpr into a static function of the same calling convention as fx_run;
+        returns its name and the parent's names for the sub-program's constants."""
+        from functx.lowering.loops import lower_jaxpr
+        from functx.lowering.schedule import schedule
+
+        sg = lower_jaxpr(closed)
+        sk = schedule(sg)
+        name = f"fx_sub{len(self.subs)}"
+        self.subs.append(None)  # reserve the slot (nested sub-programs are emitted first)
+        index = len(self.subs) - 1
+        const_names = []
+        for n, arr in sg.consts:
+            pn = self.g.add(Node(n.shape, n.dtype, kind="input"))
+            pn.buf = f"c{len(self.g.consts)}"
+            self.g.consts.append((pn, arr))
+            const_names.append(pn.buf)
+        self.subs[index] = self.function(name, sg, sk, static=True)
+        return name, const_names
+
+    def _loop(self, k: Kernel):
+        group = k.nodes[0].params["group"]
+        getattr(self, "_loop_" + group["type"])(k, group)
+
+    @staticmethod
+    def _ptr_list(names):
+        return ", ".join(f"(void*)({n})" for n in names) if names else ""
+
+    def _carry_buffers(self, tag, nodes, init_bufs):
+        lines, a_names, b_names = [], [], []
+        for m, (n, src) in enumerate(zip(nodes, init_bufs)):
+            st = storage_type(n.dtype)
+            size = max(n.size, 1)
+            a, b = f"{tag}_a{m}", f"{tag}_b{m}"
+            lines += [f"    {st}* {a} = ({st}*)fx_alloc({size}ULL * sizeof({st}));",
+                      f"    {st}* {b} = ({st}*)fx_alloc({size}ULL * sizeof({st}));",
+                      f"    if (!{a} || !{b}) return 1;",
+                      f"    std::memcpy({a}, {src}, {n.size}ULL * sizeof({st}));"]
+            a_names.append(a)
+            b_names.append(b)
+        return lines, a_names, b_names
+
+    def _loop_scan(self, k: Kernel, group):
+        ins, outs = group["ins"], group["outs"]
+        nc, nk, length, reverse = group["num_consts"], group["num_carry"], group["length"], \
+            group["reverse"]
+        body = group["jaxpr"]
+        name, bconsts = self._sub(body)
+        consts, carry, xs = ins[:nc], ins[nc:nc + nk], ins[nc + nk:]
+        carry_out, ys = outs[:nk], outs[nk:]
+        tag = f"s{k.index}"
+        lines = [f"  // kernel {k.index}: scan of length {length} calling {name}", "  {"]
+        cl, a_names, b_names = self._carry_buffers(tag, carry_out, [c.buf for c in carry])
+        lines += cl
+        idx = f"({length - 1}LL - it)" if reverse else "it"
+        x_ptrs = [f"{x.buf} + {idx} * {math.prod(x.shape[1:])}LL" for x in xs]
+        y_ptrs = [f"{y.buf} + {idx} * {math.prod(y.shape[1:])}LL" for y in ys]
+        n_args = nc + nk + len(xs) + len(bconsts) + nk + len(ys)
+        lines += [f"    for (int64_t it = 0; it < {length}LL; ++it) {{",
+                  f"      void* sa[{max(n_args, 1)}] = {{"
+                  + self._ptr_list([c.buf for c in consts] + a_names + x_ptrs + bconsts + b_names
+                                   + y_ptrs) + "};",
+                  f"      if ({name}(sa)) return 1;"]
+        lines += [f"      std::swap({a}, {b});" for a, b in zip(a_names, b_names)]
+        lines += ["    }"]
+        for n, a in zip(carry_out, a_names):
+            lines.append(f"    std::memcpy({n.buf}, {a}, {n.size}ULL * sizeof(*{a}));")
+        lines += [f"    std::free({a});" for a in a_names + b_names] + ["  }"]
+        self.body += lines
+
+    def _loop_while(self, k: Kernel, group):
+        ins, outs = group["ins"], group["outs"]
+        ncc, nbc = group["cond_nconsts"], group["body_nconsts"]
+        cname, cconsts = self._sub(group["cond_jaxpr"])
+        bname, bconsts = self._sub(group["body_jaxpr"])
+        cc, bc, carry = ins[:ncc], ins[ncc:ncc + nbc], ins[ncc + nbc:]
+        tag = f"w{k.index}"
+        lines = [f"  // kernel {k.index}: while_loop calling {cname} and {bname}", "  {"]
+        cl, a_names, b_names = self._carry_buffers(tag, outs, [c.buf for c in carry])
+        lines += cl
+        lines += [f"    bool {tag}_flag = false;",
+                  "    while (true) {",
+                  f"      void* ca[{ncc + len(carry) + len(cconsts) + 1}] = {{"
+                  + self._ptr_list([c.buf for c in cc] + a_names + cconsts + [f"&{tag}_flag"])
+                  + "};",
+                  f"      if ({cname}(ca)) return 1;",
+                  f"      if (!{tag}_flag) break;",
+                  f"      void* ba[{max(nbc + 2 * len(carry) + len(bconsts), 1)}] = {{"
+                  + self._ptr_list([c.buf for c in bc] + a_names + bconsts + b_names) + "};",
+                  f"      if ({bname}(ba)) return 1;"]
+        lines += [f"      std::swap({a}, {b});" for a, b in zip(a_names, b_names)]
+        lines += ["    }"]
+        for n, a in zip(outs, a_names):
+            lines.append(f"    std::memcpy({n.buf}, {a}, {n.size}ULL * sizeof(*{a}));")
+        lines += [f"    std::free({a});" for a in a_names + b_names] + ["  }"]
+        self.body += lines
+
+    def _loop_cond(self, k: Kernel, group):
+        ins, outs = group["ins"], group["outs"]
+        branches = group["branches"]
+        index, ops = ins[0], ins[1:]
+        lines = [f"  // kernel {k.index}: cond with {len(branches)} branches", "  {",
+                 f"    const int64_t bi = fx_clamp((int64_t){index.buf}[0], 0, "
+                 f"{len(branches) - 1}LL);"]
+        for b, br in enumerate(branches):
+            name, consts = self._sub(br)
+            n_args = len(ops) + len(consts) + len(outs)
+            lines += [f"    if (bi == {b}) {{",
+                      f"      void* a[{max(n_args, 1)}] = {{"
+                      + self._ptr_list([o.buf for o in ops] + consts + [o.buf for o in outs])
+                      + "};",
+                      f"      if ({name}(a)) return 1;", "    }"]
+        lines.append("  }")
+        self.body += lines
+
+    # --- functions -----------------------------------------------------------------------------
+    def function(self, name: str, g: Graph, kernels, static: bool) -> str:
+        """A C++ function ``int name(void** args)`` running ``kernels`` over graph ``g``; args are
+        the inputs, the constants and the outputs (named out0, out1, ...), in that order."""
+        saved_body, saved_g = self.body, self.g
+        self.body, self.g = [], g
+        outs, copies = {}, []
+        for i, node in enumerate(g.outputs):
+            if node.id in outs or node.kind == "input":
+                continue
+            outs[node.id] = f"out{i}"
+            node.buf = outs[node.id]
+        for k in kernels:
             getattr(self, "_" + k.kind)(k)
-        args = []
-        for i, n in enumerate(g.inputs):
-            args.append(f"  const {storage_type(n.dtype)}* __restrict {n.buf} = "
-                        f"(const {storage_type(n.dtype)}*)args[{i}];")
-        off = len(g.inputs)
-        for i, (n, _) in enumerate(g.consts):
-            args.append(f"  const {storage_type(n.dtype)}* __restrict {n.buf} = "
-                        f"(const {storage_type(n.dtype)}*)args[{off + i}];")
-        off += len(g.consts)
+        # outputs that are inputs or repeat an earlier output are copied into place
+        out_names, seen = [], {}
+        for i, node in enumerate(g.outputs):
+            nm = f"out{i}"
+            out_names.append((nm, node))
+        arg_lines, decl = [], set()
+        pos = 0
+        for n in g.inputs:
+            st = storage_type(n.dtype)
+            arg_lines.append(f"  const {st}* __restrict {n.buf} = (const {st}*)args[{pos}];")
+            decl.add(n.buf)
+            pos += 1
+        for n, _ in g.consts:
+            st = storage_type(n.dtype)
+            arg_lines.append(f"  const {st}* __restrict {n.buf} = (const {st}*)args[{pos}];")
+            decl.add(n.buf)
+            pos += 1
+        for i, node in enumerate(g.outputs):
+            st = storage_type(node.dtype)
+            if node.kind != "input" and node.buf == f"out{i}" and node.id not in seen:
+                arg_lines.append(f"  {st}* __restrict out{i} = ({st}*)args[{pos}];")
+                decl.add(f"out{i}")
+                seen[node.id] = f"out{i}"
+            else:
+                arg_lines.append(f"  {st}* out{i}_dst = ({st}*)args[{pos}];")
+                copies.append(f"  std::memcpy(out{i}_dst, {seen.get(node.id, node.buf)}, "
+                              f"{node.size}ULL * sizeof({st}));")
+                seen.setdefault(node.id, node.buf)
+            pos += 1
         allocs, frees = [], []
-        declared = {n.buf for n in g.inputs} | {n.buf for n, _ in g.consts}
-        for name, (pos, dt) in out_bufs.items():
-            args.append(f"  {storage_type(dt)}* __restrict {name} = ({storage_type(dt)}*)"
-                        f"args[{off + pos}];")
-            declared.add(name)
         for n in g.nodes:
-            if n.buf and n.buf not in declared:
-                declared.add(n.buf)
+            if n.buf and n.buf not in decl and not n.buf.startswith("out"):
+                decl.add(n.buf)
                 st = storage_type(n.dtype)
                 allocs.append(f"  {st}* __restrict {n.buf} = ({st}*)fx_alloc("
                               f"{max(n.size, 1)}ULL * sizeof({st}));")
                 allocs.append(f"  if (!{n.buf}) return 1;")
                 frees.append(f"  std::free({n.buf});")
-        return "\n".join([PRELUDE, 'extern "C" int fx_run(void** args) {'] + args + allocs
-                         + self.body + frees + ["  return 0;", "}", ""])
+        body = self.body
+        self.body, self.g = saved_body, saved_g
+        head = f"static int {name}(void** args) {{" if static else \
+            f'extern "C" int {name}(void** args) {{'
+        return "\n".join([head] + arg_lines + allocs + body + copies + frees
+                         + ["  return 0;", "}", ""])
+
+    def source(self) -> str:
+        self.subs = []
+        main = self.function("fx_run", self.g, self.kernels, static=False)
+        return "\n".join([PRELUDE] + [s for s in self.subs] + [main])
 
 
 __all__ = ["CppProgram", "PRELUDE", "storage_type", "compute_type", "Emitter"]

@@ -728,3 +728,26 @@ def register_scan_lowering():
 
 
 register_scan_lowering()
+
+
+# --- control flow: loops over compiled sub-programs ----------------------------------------------
+def _loop_group(g, ins, avals, kind, **params):
+    group = {"type": kind, "ins": list(ins), "outs": [], **params}
+    outs = []
+    for a in avals:
+        n = g.add(Node(a.shape, a.dtype, kind="loop", inputs=list(ins), params={"group": group}))
+        group["outs"].append(n)
+        outs.append(n)
+    if outs:
+        outs[0].params["needs_buffer"] = [x for x in ins]
+    return outs
+
+
+def register_control_flow_lowerings():
+    for name in ("scan", "while", "cond"):
+        if name in P.registry:
+            lowerings[P.registry[name]] = (
+                lambda g, ins, avals, _k=name, **params: _loop_group(g, ins, avals, _k, **params))
+
+
+register_control_flow_lowerings()

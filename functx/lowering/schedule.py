@@ -192,12 +192,12 @@ def schedule(g: Graph) -> list[Kernel]:
                 k.inline_ids.add(n.id)
             kernel_of[n.id] = kernels[-1].index if not placed else k.index
             continue
-        if n.kind == "ascan":
+        if n.kind in ("ascan", "loop"):
             group = n.params["group"]
             if group["outs"][0].id in kernel_of:
                 kernel_of[n.id] = kernel_of[group["outs"][0].id]
                 continue
-            k = new("ascan", shape=n.shape, nodes=list(group["outs"]))
+            k = new(n.kind, shape=n.shape, nodes=list(group["outs"]))
             kernel_of[n.id] = k.index
             continue
         k = new(n.kind, shape=n.shape, nodes=[n])

@@ -187,7 +187,7 @@ FNS: dict[str, Fn] = {
     "at_get_slice": _ew(lambda m, x: x.at[1:].get().sum() * 3 + x.at[:1].set(2.0), N, min_dims=1),
     "diagonal": _mat(lambda m, x: m.np.diagonal(x, 1) * 2 + m.np.diag(x)[:1],
                      lambda d: [(d[0], d[1] + 1)]),
-    "diag_vec": _mat(lambda m, x: m.np.diag(x) + m.np.diag(x[1:], k=-1)[1:, 1:],
+    "diag_vec": _mat(lambda m, x: m.np.diag(x) + m.np.diag(x[1:], k=-1),
                      lambda d: [(d[0] + 1,)]),
     "tril_triu": _ew(lambda m, x: m.np.tril(x) - 2 * m.np.triu(x, 1), N, min_dims=2),
     # shapes
