@@ -526,14 +526,15 @@ def _dot_general(g, ins, avals, *, dimension_numbers, preferred_element_type=Non
     lhs, rhs = ins
     (lc, rc), (lb, rb) = dimension_numbers
     out = avals[0]
-    if not lc:
-        # No contraction: an outer product per batch, i.e. an elementwise multiply of views.
-        lf = [i for i in range(len(lhs.shape)) if i not in lb]
-        rf = [i for i in range(len(rhs.shape)) if i not in rb]
+    if math.prod(lhs.shape[i] for i in lc) == 1:
+        # Nothing (or a size-1 axis) to contract: an outer product per batch, i.e. an elementwise
+        # multiply of views, which fuses with its producers and consumers.
+        lf = [i for i in range(len(lhs.shape)) if i not in lb and i not in lc]
+        rf = [i for i in range(len(rhs.shape)) if i not in rb and i not in rc]
         nb = len(lb)
 
         def fn(idx, ctx):
-            li, ri = [None] * len(lhs.shape), [None] * len(rhs.shape)
+            li, ri = [sympy.Integer(0)] * len(lhs.shape), [sympy.Integer(0)] * len(rhs.shape)
             for k, (a, b) in enumerate(zip(lb, rb)):
                 li[a] = ri[b] = idx[k]
             for k, a in enumerate(lf):

@@ -11,6 +11,11 @@ import numpy as np
 
 from functx.array import Array
 
+# OpenMP threads that spin while waiting steal the cores from each other (and from anything else
+# running) on a busy machine; sleeping waiters cost a few microseconds per parallel region, and
+# small loops do not open one. Must be set before libgomp loads with the first compiled program.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 
 @functools.lru_cache(maxsize=1)
 def gemm_pointers() -> tuple[int, int]:
