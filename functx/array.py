@@ -244,8 +244,8 @@ class Array(ArrayMethods):
 
     def __repr__(self):
         body = np.array2string(self._value, separator=", ", prefix="Array(")
-        if self._value.size == 0 and self._value.shape != (0,):
-            body += f", shape={self._value.shape}"  # as NumPy and JAX: `[]` alone is ambiguous
+        if self._value.size == 0:
+            body += f", shape={self._value.shape}"  # as JAX: `[]` alone is ambiguous
         extra = ", weak_type=True" if self.aval.weak_type else ""
         return f"Array({body}, dtype={self.dtype}{extra})"
 

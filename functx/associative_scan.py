@@ -23,6 +23,7 @@ import numpy as np
 
 from functx import lax
 from functx import primitives as P
+from functx.array import Array
 from functx.core import ClosedJaxpr, Jaxpr, Primitive, ShapedArray, same_type
 from functx.errors import FunctxTypeError, UnsupportedError, where
 from functx.interpreter import eval_jaxpr
@@ -118,12 +119,43 @@ def _interleave(even, odd, axis):
     return _slice(flat, 0, ne + no, 1, axis)
 
 
+def _take(x, start, stop, step, axis):
+    return x[(slice(None),) * axis + (slice(start, stop, step),)]
+
+
+def _np_ladder(combine, consts, xs, axis):
+    """The ladder on NumPy arrays, writing each level's results into strided views of one output
+    (no concatenate/pad copies): the eager implementation."""
+    n = xs[0].shape[axis]
+    if n < 2:
+        return xs
+
+    def apply(a, b):
+        wrap = [Array._new(v, ShapedArray(v.shape, v.dtype)) for v in a + b]
+        outs = _combine_over_axis(combine, consts, wrap[:len(a)], wrap[len(a):], axis)
+        return [np.asarray(o) for o in outs]
+
+    odd = _np_ladder(combine, consts, apply([_take(x, 0, n - 1, 2, axis) for x in xs],
+                                            [_take(x, 1, n, 2, axis) for x in xs]), axis)
+    m = (n - 1) // 2
+    rest = apply([_take(o, 0, m, 1, axis) for o in odd],
+                 [_take(x, 2, n, 2, axis) for x in xs]) if m else [None] * len(xs)
+    outs = []
+    for x, o, r in zip(xs, odd, rest):
+        out = np.empty(x.shape, x.dtype)
+        _take(out, 0, 1, 1, axis)[...] = _take(x, 0, 1, 1, axis)
+        _take(out, 1, n, 2, axis)[...] = o
+        if r is not None:
+            _take(out, 2, n, 2, axis)[...] = r
+        outs.append(out)
+    return outs
+
+
 def _impl(*args, combine, num_consts, axis, reverse, affine):
-    consts, xs = list(args[:num_consts]), list(args[num_consts:])
-    if reverse:
-        xs = [np.flip(x, axis) for x in xs]
-    out = ladder(combine, consts, xs, axis)
-    out = [np.asarray(o) for o in out]
+    consts = [Array._new(np.asarray(c).view(), ShapedArray(np.shape(c), np.asarray(c).dtype))
+              for c in args[:num_consts]]
+    xs = [np.flip(x, axis) if reverse else np.asarray(x) for x in args[num_consts:]]
+    out = _np_ladder(combine, consts, xs, axis)
     if reverse:
         out = [np.flip(o, axis) for o in out]
     return out
@@ -342,10 +374,10 @@ def _ladder_jaxpr(combine, num_consts, axis, reverse, avals):
 
 
 def _jvp_rule(primals, tangents, *, combine, num_consts, axis, reverse, affine):
-    if any(not isinstance(t, J.Zero) for t in tangents[:num_consts]):
-        raise UnsupportedError(f"associative_scan: the combine function closes over a value that "
-                               f"is being differentiated{where()}; pass it as part of elems")
-    if not is_lanewise(combine, num_consts):
+    const_tangent = any(not isinstance(t, J.Zero) for t in tangents[:num_consts])
+    if const_tangent or not is_lanewise(combine, num_consts):
+        # The affine tangent recurrence needs a combine that is lane-wise and does not depend on a
+        # differentiated closed-over value; otherwise differentiate the ladder itself.
         closed = _ladder_jaxpr(combine, num_consts, axis, reverse,
                                tuple(get_aval(p) for p in primals))
         return J.jvp_eval(closed.jaxpr, closed.consts, list(primals), list(tangents))

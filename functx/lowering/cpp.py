@@ -570,26 +570,30 @@ class CppProgram:
         self.body += lines
 
     def _ascan(self, k: Kernel):
-        """A lane-wise associative scan: every lane (position off the scan axis) runs the combine
-        sequentially along the axis, in parallel across lanes."""
+        """A lane-wise associative scan run sequentially along the axis. Lanes before the axis are
+        distributed over threads; lanes after it (contiguous in memory) form an inner vector loop
+        over blocks, with one accumulator array per element leaf."""
         group = k.nodes[0].params["group"]
         xs, consts, outs = group["xs"], group["consts"], group["outs"]
         axis, reverse = group["axis"], group["reverse"]
         shape = xs[0].shape
         n = shape[axis]
-        lanes = tuple(d for i, d in enumerate(shape) if i != axis)
-        n_lanes = math.prod(lanes)
-        if n == 0 or n_lanes == 0:
+        pre, post = shape[:axis], shape[axis + 1:]
+        n_pre, n_post = math.prod(pre), math.prod(post)
+        if n == 0 or n_pre * n_post == 0:
             return
-        rv = [sym(f"r{i}") for i in range(len(lanes))]
+        block = min(n_post, 256)
+        n_blocks = -(-n_post // block)
+        pv = [sym(f"p{i}") for i in range(len(pre))]
+        qv = [sym(f"q{i}") for i in range(len(post))]
         j = sym("j")
-        it = iter(rv)
-        full = tuple(j if i == axis else next(it) for i in range(len(shape)))
+        full = tuple(pv) + (j,) + tuple(qv)
+        lanes_e = tuple(pv) + tuple(qv)
         ctx = KernelCtx(k)
-        em = Emitter("      ")
+        em = Emitter("          ")
         cur = [em(x.load(full, ctx)) for x in xs]
-        cvals = [c.load(tuple(rv) if c.shape else (), ctx) for c in consts]
-        accs = [Sym(x.dtype, f"acc{m}") for m, x in enumerate(xs)]
+        cvals = [c.load(lanes_e if c.shape else (), ctx) for c in consts]
+        accs = [Sym(x.dtype, f"acc{m}[ii]") for m, x in enumerate(xs)]
         curs = [Sym(x.dtype, c) for x, c in zip(xs, cur)]
         new = [em(e) for e in lanewise_exprs(group["combine"], cvals + accs + curs)]
         off = em.offset(flat_offset(full, shape))
@@ -597,25 +601,30 @@ class CppProgram:
         loop = (f"for (int64_t j = {n - 1}LL; j >= 0; --j)" if reverse
                 else f"for (int64_t j = 0; j < {n}LL; ++j)")
         lines = [f"  // kernel {k.index}: associative_scan along axis {axis} of {shape}",
-                 f"  #pragma omp parallel for schedule(static) if({n_lanes}LL * {n}LL >= {_PAR})",
-                 f"  for (int64_t row = 0; row < {n_lanes}LL; ++row) {{"]
-        lines += ["    " + s for s in _decompose([str(r) for r in rv], lanes, "row")]
-        lines += [f"    {compute_type(x.dtype)} acc{m} = 0;" for m, x in enumerate(xs)]
-        lines += [f"    {loop} {{"]
-        body = list(em.lines)
-        # first element: the accumulator is the element itself
-        first_lines = [f"      if (j == {first}) {{"] + [f"        acc{m} = {c};" for m, c in
-                                                         enumerate(cur)] + ["      } else {"]
-        body_cur = [ln for ln in body]
-        lines += body_cur[:len(body_cur)]
-        lines += first_lines
-        lines += [f"        const {compute_type(x.dtype)} nv{m} = {v};" for m, (x, v) in
-                  enumerate(zip(xs, new))]
-        lines += [f"        acc{m} = nv{m};" for m in range(len(xs))]
-        lines += ["      }"]
-        lines += ["      " + _store(o.buf, off, f"acc{m}", o.dtype) for m, o in enumerate(outs)
+                 f"  #pragma omp parallel for schedule(static) if({n_pre * n_post}LL * {n}LL >= "
+                 f"{_PAR})",
+                 f"  for (int64_t task = 0; task < {n_pre * n_blocks}LL; ++task) {{",
+                 f"    const int64_t pflat = task / {n_blocks}LL;",
+                 f"    const int64_t q0_ = (task % {n_blocks}LL) * {block}LL;",
+                 f"    const int64_t len = std::min<int64_t>({block}LL, {n_post}LL - q0_);"]
+        lines += ["    " + s for s in _decompose([str(v) for v in pv], pre, "pflat")]
+        lines += [f"    {compute_type(x.dtype)} acc{m}[{block}];" for m, x in enumerate(xs)]
+        lines += [f"    {loop} {{",
+                  "      #pragma omp simd",
+                  "      for (int64_t ii = 0; ii < len; ++ii) {",
+                  "        const int64_t qflat = q0_ + ii;"]
+        lines += ["        " + s for s in _decompose([str(v) for v in qv], post, "qflat")]
+        lines += em.lines
+        lines += [f"        {compute_type(x.dtype)} nv{m};" for m, x in enumerate(xs)]
+        lines += [f"        if (j == {first}) {{"]
+        lines += [f"          nv{m} = {c};" for m, c in enumerate(cur)]
+        lines += ["        } else {"]
+        lines += [f"          nv{m} = {v};" for m, v in enumerate(new)]
+        lines += ["        }"]
+        lines += [f"        acc{m}[ii] = nv{m};" for m in range(len(xs))]
+        lines += ["        " + _store(o.buf, off, f"nv{m}", o.dtype) for m, o in enumerate(outs)
                   if o.buf]
-        lines += ["    }", "  }"]
+        lines += ["      }", "    }", "  }"]
         self.body += lines
 
     def _dot(self, k: Kernel):

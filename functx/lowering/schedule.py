@@ -127,7 +127,10 @@ def schedule(g: Graph) -> list[Kernel]:
             realise.add(x.id)
         if n.params.get("realize"):
             realise.add(n.id)
+    outputs = {n.id for n in g.outputs}
     for n in g.nodes:
+        if n.kind == "ascan" and not consumers.get(n.id) and n.id not in outputs:
+            continue  # an unused result of a scan: not stored
         if n.id in realise and n.kind != "input" and n.buf is None:
             n.buf = f"t{n.id}"
 

@@ -1,0 +1,291 @@
+"""The CPU workloads of the jit: functx.jit vs jax.jit vs torch.compile, in one process.
+
+Each workload is checked for correctness first (functx against JAX), then timed: the median of
+``--reps`` calls after warm-up. Prints time, effective GB/s (bytes that must move: inputs read once,
+outputs written once) and the ratio of each peer's time to functx's (>1 means functx is faster).
+
+    python benchmarks/jit_cpu.py [--quick] [--only NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+import functx
+import functx.numpy as fnp
+from functx import lax as flax
+from functx import nn as fnn
+
+
+def median_time(fn, reps, warmup=2):
+    for _ in range(warmup):
+        fn()
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+
+
+def _jax():
+    try:
+        import jax
+        import jax.numpy as jnp
+
+        return jax, jnp
+    except ImportError:
+        return None, None
+
+
+def _torch():
+    try:
+        import torch
+
+        return torch
+    except ImportError:
+        return None
+
+
+# --- workloads: (name, make(np_module-like namespace) -> fn, inputs, bytes moved) -------------------
+def layer_norm(m):
+    def f(x):
+        mu = m.mean(x, axis=-1, keepdims=True)
+        var = m.mean((x - mu) ** 2, axis=-1, keepdims=True)
+        return (x - mu) / m.sqrt(var + 1e-5)
+
+    return f
+
+
+def workloads(quick):
+    rng = np.random.default_rng(0)
+    r, c = (1024, 1024) if quick else (4096, 1024)
+    x = rng.standard_normal((r, c)).astype(np.float32)
+    n_gelu = 1 << (20 if quick else 24)
+    g = rng.standard_normal(n_gelu).astype(np.float32)
+    b_, l_, d_ = (4, 1024, 128) if quick else (8, 4096, 256)
+    a = rng.uniform(0.5, 1.0, (b_, l_, d_)).astype(np.float32)
+    bb = rng.standard_normal((b_, l_, d_)).astype(np.float32)
+    nb = x.nbytes
+    return [
+        ("layer_norm", "ln", (x,), 2 * nb),
+        ("layer_norm_grad", "ln_grad", (x,), 2 * nb),
+        ("softmax", "softmax", (x,), 2 * nb),
+        ("linear_recurrence_scan", "scan", (a, bb), 3 * a.nbytes),
+        ("linear_recurrence_scan_grad", "scan_grad", (a, bb), 5 * a.nbytes),
+        ("gelu_tanh", "gelu", (g,), 2 * g.nbytes),
+        ("argmax_logsumexp", "argmax_lse", (x,), nb),
+    ]
+
+
+def _lin(a, b):
+    return (a[0] * b[0], b[0] * a[1] + b[1])
+
+
+def make_functx(kind):
+    if kind == "ln":
+        return functx.jit(layer_norm(fnp))
+    if kind == "ln_grad":
+        return functx.jit(functx.grad(lambda x: layer_norm(fnp)(x).sum()))
+    if kind == "softmax":
+        return functx.jit(lambda x: fnn.softmax(x, axis=-1))
+    if kind == "scan":
+        return functx.jit(lambda a, b: flax.associative_scan(_lin, (a, b), axis=1)[1])
+    if kind == "scan_grad":
+        return functx.jit(functx.grad(
+            lambda a, b: flax.associative_scan(_lin, (a, b), axis=1)[1].sum(), argnums=(0, 1)))
+    if kind == "gelu":
+        return functx.jit(lambda x: fnn.gelu(x, approximate=True))
+    if kind == "argmax_lse":
+        return functx.jit(lambda x: (fnp.argmax(x, axis=-1), fnn.logsumexp(x, axis=-1)))
+    raise KeyError(kind)
+
+
+def make_jax(kind):
+    jax, jnp = _jax()
+    if jax is None:
+        return None
+    if kind == "ln":
+        return jax.jit(layer_norm(jnp))
+    if kind == "ln_grad":
+        return jax.jit(jax.grad(lambda x: layer_norm(jnp)(x).sum()))
+    if kind == "softmax":
+        return jax.jit(lambda x: jax.nn.softmax(x, axis=-1))
+    if kind == "scan":
+        return jax.jit(lambda a, b: jax.lax.associative_scan(_lin, (a, b), axis=1)[1])
+    if kind == "scan_grad":
+        return jax.jit(jax.grad(
+            lambda a, b: jax.lax.associative_scan(_lin, (a, b), axis=1)[1].sum(), argnums=(0, 1)))
+    if kind == "gelu":
+        return jax.jit(lambda x: jax.nn.gelu(x, approximate=True))
+    if kind == "argmax_lse":
+        return jax.jit(lambda x: (jnp.argmax(x, axis=-1), jax.nn.logsumexp(x, axis=-1)))
+    raise KeyError(kind)
+
+
+def make_torch(kind):
+    torch = _torch()
+    if torch is None:
+        return None
+    if kind == "ln":
+        f = lambda x: torch.nn.functional.layer_norm(x, x.shape[-1:], eps=1e-5)  # noqa: E731
+    elif kind == "softmax":
+        f = lambda x: torch.softmax(x, dim=-1)  # noqa: E731
+    elif kind == "gelu":
+        f = lambda x: torch.nn.functional.gelu(x, approximate="tanh")  # noqa: E731
+    elif kind == "argmax_lse":
+        f = lambda x: (torch.argmax(x, dim=-1), torch.logsumexp(x, dim=-1))  # noqa: E731
+    else:
+        return None  # no CPU scan in TorchInductor; gradients are measured against JAX only
+    return torch.compile(f)
+
+
+def run(kind, fn, args, lib):
+    if lib == "functx":
+        return lambda: functx.block_until_ready(fn(*args))
+    if lib == "jax":
+        import jax
+
+        jargs = [jax.numpy.asarray(a) for a in args]
+        return lambda: jax.block_until_ready(fn(*jargs))
+    import torch
+
+    targs = [torch.from_numpy(a) for a in args]
+    return lambda: fn(*targs)
+
+
+def check(kind, f_out, j_out):
+    import jax
+
+    fl = jax.tree_util.tree_leaves(f_out)
+    jl = jax.tree_util.tree_leaves(j_out)
+    for a, b in zip(fl, jl):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.dtype.kind in "iu":
+            assert (a == b).mean() > 0.999, f"{kind}: integer outputs differ"
+        else:
+            np.testing.assert_allclose(a, b, rtol=2e-3, atol=2e-3, err_msg=kind)
+
+
+def dispatch(reps):
+    f = functx.jit(lambda x: x + 1.0)
+    x = fnp.asarray(np.float32(1.0))
+    out = {"functx": median_time(lambda: f(x), reps * 50) * 1e6}
+    jax, jnp = _jax()
+    if jax is not None:
+        jf = jax.jit(lambda x: x + 1.0)
+        jx = jnp.asarray(np.float32(1.0))
+        out["jax"] = median_time(lambda: jf(jx), reps * 50) * 1e6
+    return out
+
+
+FIRST_CALL = r"""
+import time, sys
+t0 = time.perf_counter()
+import numpy as np
+sys.path.insert(0, {bench!r})
+import per_sample_grads as P
+import functx, functx.numpy as fnp
+from functx import nn as fnn
+rng = np.random.default_rng(0)
+params = P.init(rng)
+xs = rng.standard_normal((P.BATCH, P.SIZES[0])).astype(np.float32)
+ys = rng.integers(0, P.SIZES[-1], P.BATCH).astype(np.int32)
+f = functx.jit(functx.vmap(functx.grad(P.make_loss(fnp, fnn)), in_axes=(None, 0, 0)))
+functx.block_until_ready(f(params, xs, ys))
+print(time.perf_counter() - t0)
+"""
+
+FIRST_CALL_JAX = r"""
+import time, sys
+t0 = time.perf_counter()
+import numpy as np
+sys.path.insert(0, {bench!r})
+import per_sample_grads as P
+import jax, jax.numpy as jnp
+rng = np.random.default_rng(0)
+params = P.init(rng)
+xs = rng.standard_normal((P.BATCH, P.SIZES[0])).astype(np.float32)
+ys = rng.integers(0, P.SIZES[-1], P.BATCH).astype(np.int32)
+f = jax.jit(jax.vmap(jax.grad(P.make_loss(jnp, jax.nn)), in_axes=(None, 0, 0)))
+jax.block_until_ready(f(params, xs, ys))
+print(time.perf_counter() - t0)
+"""
+
+
+def first_call():
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(here)
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    with tempfile.TemporaryDirectory() as d:
+        env["FUNCTX_CACHE_DIR"] = d
+        code = FIRST_CALL.format(bench=here)
+        empty = float(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                                     text=True, check=True).stdout.split()[-1])
+        warm = float(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                                    text=True, check=True).stdout.split()[-1])
+    out = {"functx empty cache": empty, "functx warm cache": warm}
+    try:
+        out["jax"] = float(subprocess.run([sys.executable, "-c", FIRST_CALL_JAX.format(bench=here)],
+                                          env=env, capture_output=True, text=True,
+                                          check=True).stdout.split()[-1])
+    except subprocess.CalledProcessError:
+        pass
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--reps", type=int, default=None)
+    ap.add_argument("--only", default=None)
+    args = ap.parse_args()
+    reps = args.reps or (3 if args.quick else 10)
+    rows = []
+    for name, kind, inputs, nbytes in workloads(args.quick):
+        if args.only and args.only not in name:
+            continue
+        times = {}
+        f = make_functx(kind)
+        fout = f(*inputs)
+        jf = make_jax(kind)
+        if jf is not None:
+            import jax
+
+            check(name, fout, jf(*[jax.numpy.asarray(a) for a in inputs]))
+        times["functx"] = median_time(run(kind, f, inputs, "functx"), reps)
+        if jf is not None:
+            times["jax"] = median_time(run(kind, jf, inputs, "jax"), reps)
+        tf = make_torch(kind)
+        if tf is not None:
+            times["torch.compile"] = median_time(run(kind, tf, inputs, "torch"), reps)
+        rows.append((name, nbytes, times))
+    print(f"{'workload':30s} {'functx ms':>10s} {'GB/s':>7s} {'jax ms':>9s} {'x jax':>7s} "
+          f"{'torch ms':>9s} {'x torch':>8s}")
+    for name, nbytes, t in rows:
+        fx = t["functx"]
+        jx = t.get("jax")
+        tx = t.get("torch.compile")
+        print(f"{name:30s} {fx * 1e3:10.3f} {nbytes / fx / 1e9:7.1f} "
+              f"{(jx or float('nan')) * 1e3:9.3f} {(jx / fx if jx else float('nan')):7.2f} "
+              f"{(tx or float('nan')) * 1e3:9.3f} {(tx / fx if tx else float('nan')):8.2f}")
+    if not args.only or "dispatch" in args.only:
+        d = dispatch(reps)
+        print("dispatch of jit(x + 1.0) on a scalar, us: "
+              + ", ".join(f"{k} {v:.1f}" for k, v in d.items()))
+    if not args.only or "first" in args.only:
+        fc = first_call()
+        print("time to first per-sample-gradient result in a fresh process, s: "
+              + ", ".join(f"{k} {v:.2f}" for k, v in fc.items()))
+
+
+if __name__ == "__main__":
+    main()
