@@ -418,6 +418,7 @@ def _prod(xs):
 
 from functx.control_flow import cond, fori_loop, map, scan, switch, while_loop  # noqa: E402,F401,A004
 from functx.associative_scan import associative_scan  # noqa: E402,F401
+from functx.generic_reduce import reduce  # noqa: E402,F401,A004
 
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in

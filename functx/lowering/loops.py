@@ -752,3 +752,25 @@ def register_control_flow_lowerings():
 
 
 register_control_flow_lowerings()
+
+
+# --- generic reduce ------------------------------------------------------------------------------
+def _generic_reduce(g, ins, avals, *, computation, dimensions):
+    n = len(ins) // 2
+    group = {"ops": ins[:n], "inits": ins[n:], "computation": computation,
+             "axes": tuple(dimensions), "outs": []}
+    outs = []
+    for a in avals:
+        node = g.add(Node(a.shape, a.dtype, kind="greduce", inputs=list(ins),
+                          params={"group": group}))
+        group["outs"].append(node)
+        outs.append(node)
+    return outs
+
+
+def register_generic_reduce_lowering():
+    if "reduce" in P.registry:
+        lowerings[P.registry["reduce"]] = _generic_reduce
+
+
+register_generic_reduce_lowering()

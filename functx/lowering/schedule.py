@@ -195,7 +195,7 @@ def schedule(g: Graph) -> list[Kernel]:
                 k.inline_ids.add(n.id)
             kernel_of[n.id] = kernels[-1].index if not placed else k.index
             continue
-        if n.kind in ("ascan", "loop"):
+        if n.kind in ("ascan", "loop", "greduce"):
             group = n.params["group"]
             if group["outs"][0].id in kernel_of:
                 kernel_of[n.id] = kernel_of[group["outs"][0].id]

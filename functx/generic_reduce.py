@@ -1,0 +1,193 @@
+"""``functx.lax.reduce``: a reduction with a user-supplied associative (and commutative) combine.
+
+``reduce(operands, init_values, computation, dimensions)`` follows JAX: ``computation`` combines two
+tuples of scalars. A computation that is plain addition, multiplication, max, min, and, or on a
+single operand with its identity as the initial value becomes ``reduce_sum`` & co. (so it
+differentiates, as JAX's does); anything else records one ``reduce`` equation whose combine is a
+traced Jaxpr on scalars. Eagerly it runs O(log n) vectorised passes (halving the reduced axis);
+``jit`` lowers it to one fused loop with the combine inlined, like the built-in reductions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from functx import dtypes, lax
+from functx import primitives as P
+from functx.core import ClosedJaxpr, Jaxpr, Primitive, ShapedArray, same_type
+from functx.errors import FunctxTypeError, UnsupportedError, where
+from functx.interpreter import eval_jaxpr
+from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
+from functx.transforms import jvp as J
+
+reduce_p = Primitive("reduce", multiple_results=True, group="generic_reduce")
+P.registry["reduce"] = reduce_p
+
+
+def _abstract_eval(*args, computation, dimensions):
+    n = len(args) // 2
+    ops, inits = args[:n], args[n:]
+    for o in ops[1:]:
+        if o.shape != ops[0].shape:
+            raise FunctxTypeError("reduce: operands must have equal shapes, got "
+                                  + ", ".join(o.str_short() for o in ops))
+    for o, i in zip(ops, inits):
+        if i.shape != () or i.dtype != o.dtype:
+            raise FunctxTypeError(f"reduce: init value {i.str_short()} must be a scalar of the "
+                                  f"operand's dtype {o.str_short()}")
+    for d in dimensions:
+        if not 0 <= d < ops[0].ndim:
+            raise FunctxTypeError(f"reduce: dimension {d} is out of range for "
+                                  f"{ops[0].str_short()}")
+    shape = tuple(s for i, s in enumerate(ops[0].shape) if i not in dimensions)
+    return [ShapedArray(shape, o.dtype) for o in ops]
+
+
+reduce_p.abstract_eval = _abstract_eval
+
+
+def _apply(computation, a, b):
+    """The combine applied elementwise to arrays (a vmap of the scalar computation)."""
+    from functx.transforms.vmap import vmap
+
+    shape = np.shape(a[0])
+    fn = lambda *xs: eval_jaxpr(computation.jaxpr, computation.consts, *xs)  # noqa: E731
+    flat_a = [np.reshape(x, (-1,)) for x in a]
+    flat_b = [np.reshape(x, (-1,)) for x in b]
+    if flat_a[0].size == 0:
+        return [np.reshape(x, shape) for x in a]
+    out = vmap(fn)(*flat_a, *flat_b)
+    return [np.reshape(np.asarray(o), shape) for o in out]
+
+
+def _impl(*args, computation, dimensions):
+    n = len(args) // 2
+    ops, inits = [np.asarray(a) for a in args[:n]], [np.asarray(a) for a in args[n:]]
+    keep = [i for i in range(ops[0].ndim) if i not in dimensions]
+    rest = tuple(ops[0].shape[i] for i in keep)
+    m = int(np.prod([ops[0].shape[i] for i in dimensions], dtype=np.int64))
+    xs = [np.transpose(o, keep + list(dimensions)).reshape(rest + (m,)) for o in ops]
+    acc = [np.broadcast_to(i, rest).copy() for i in inits]
+    while xs[0].shape[-1] > 1:
+        k = xs[0].shape[-1]
+        half = k // 2
+        lo = [x[..., :half] for x in xs]
+        hi = [x[..., half:2 * half] for x in xs]
+        comb = _apply(computation, lo, hi)
+        if k % 2:
+            comb = [np.concatenate([c, x[..., -1:]], -1) for c, x in zip(comb, xs)]
+        xs = comb
+    if xs[0].shape[-1] == 1:
+        acc = _apply(computation, acc, [x[..., 0] for x in xs])
+    return [np.asarray(a).astype(o.dtype) for a, o in zip(acc, ops)]
+
+
+reduce_p.impl = _impl
+
+_MONOIDS = {P.add_p: ("reduce_sum", 0), P.mul_p: ("reduce_prod", 1), P.max_p: ("reduce_max", None),
+            P.min_p: ("reduce_min", None), P.and_p: ("reduce_and", None),
+            P.or_p: ("reduce_or", None)}
+
+
+def _monoid(closed: ClosedJaxpr, init, dtype):
+    """The built-in reduction ``closed`` is, if it is one binary op of its two arguments and
+    ``init`` is that op's identity."""
+    j = closed.jaxpr
+    if len(j.eqns) != 1 or len(j.invars) != 2 or closed.consts:
+        return None
+    e = j.eqns[0]
+    if e.prim not in _MONOIDS or [v.id for v in e.invars if hasattr(v, "id")] not in (
+            [j.invars[0].id, j.invars[1].id], [j.invars[1].id, j.invars[0].id]):
+        return None
+    if j.outvars[0] is not e.outvars[0]:
+        return None
+    name, ident = _MONOIDS[e.prim]
+    try:
+        val = np.asarray(init)
+    except Exception:  # noqa: BLE001 - a traced init value
+        return None
+    if name in ("reduce_max", "reduce_min"):
+        if np.dtype(dtype) in dtypes.FLOATS:
+            ident = -np.inf if name == "reduce_max" else np.inf
+        elif np.dtype(dtype) == dtypes.bool_:
+            ident = name == "reduce_min"
+        else:
+            info = np.iinfo(dtype)
+            ident = info.min if name == "reduce_max" else info.max
+    elif name == "reduce_and":
+        ident = True if np.dtype(dtype) == dtypes.bool_ else -1
+    elif name == "reduce_or":
+        ident = False if np.dtype(dtype) == dtypes.bool_ else 0
+    if val.shape != () or val.astype(dtype) != np.asarray(ident).astype(dtype):
+        return None
+    return P.registry[name]
+
+
+def reduce(operands, init_values, computation, dimensions):  # noqa: A001
+    """Reduce ``operands`` over ``dimensions`` with ``computation`` (JAX's ``lax.reduce``)."""
+    flat_ops, tree = tree_flatten(operands)
+    flat_init, init_tree = tree_flatten(init_values)
+    if tree != init_tree:
+        raise FunctxTypeError(f"reduce: operands and init_values must have the same structure, "
+                              f"got {tree} and {init_tree}{where()}")
+    dims = tuple(sorted(int(d) % max(get_aval(flat_ops[0]).ndim, 1) for d in dimensions))
+    avals = [ShapedArray((), get_aval(o).dtype) for o in flat_ops]
+    box = {}
+
+    def flat(*xs):
+        k = len(avals)
+        out = computation(tree_unflatten(tree, list(xs[:k])), tree_unflatten(tree, list(xs[k:])))
+        leaves, t = tree_flatten(out)
+        box["tree"] = t
+        return leaves, None
+
+    closed, _ = trace_flat(flat, avals + avals)
+    if box["tree"] != tree or not all(same_type(a, b) for a, b in zip(closed.out_avals, avals)):
+        raise FunctxTypeError(f"reduce: the computation must return the structure and scalar "
+                              f"types of its inputs, {[a.str_short() for a in avals]}; got "
+                              f"{[a.str_short() for a in closed.out_avals]}{where()}")
+    if len(flat_ops) == 1:
+        prim = _monoid(closed, flat_init[0], avals[0].dtype)
+        if prim is not None:
+            return tree_unflatten(tree, [prim.bind(flat_ops[0], axes=dims)])
+    j = closed.jaxpr
+    comp = ClosedJaxpr(Jaxpr([], j.constvars + j.invars, j.eqns, j.outvars), [])
+    if closed.consts:
+        raise FunctxTypeError(f"reduce: the computation must not close over arrays{where()}")
+    inits = [lax.convert_element_type(i, a.dtype) for i, a in zip(flat_init, avals)]
+    outs = reduce_p.bind(*flat_ops, *inits, computation=comp, dimensions=dims)
+    return tree_unflatten(tree, outs)
+
+
+def _jvp(primals, tangents, **params):
+    raise UnsupportedError(f"Differentiation rule for 'reduce' not implemented: a custom "
+                           f"reduction differentiates only when it is a sum, product, max or min "
+                           f"(which functx.lax.reduce turns into reduce_sum & co.){where()}")
+
+
+J.jvp_rules[reduce_p] = _jvp
+
+
+def _batch(args, dims, *, computation, dimensions):
+    from functx.transforms import vmap as V
+
+    n = len(args) // 2
+    size = V.axis_size_of(args, dims)
+    ops = [V.bdim_at_front(a, d, size) for a, d in zip(args[:n], dims[:n])]
+    inits = args[n:]
+    if any(d is not None for d in dims[n:]):
+        raise UnsupportedError(f"vmap of reduce with batched init values{where()}")
+    new_dims = tuple(d + 1 for d in dimensions)
+    outs = reduce_p.bind(*ops, *inits, computation=computation, dimensions=new_dims)
+    return outs, [0] * n
+
+
+def _register():
+    from functx.transforms import vmap as V
+
+    V.batching_rules[reduce_p] = _batch
+
+
+_register()
+
+__all__ = ["reduce", "reduce_p"]
