@@ -322,14 +322,31 @@ def _index_scalar(i):
     return i
 
 
+def _wrap_negative(starts, shape):
+    """JAX wraps negative start indices once (i + size) before clamping them into range."""
+    out = []
+    for i, d in zip(starts, shape):
+        if isinstance(i, (int, np.integer)):
+            out.append(_index_scalar(int(i) + d if i < 0 else int(i)))
+            continue
+        i = _index_scalar(i)
+        a = _aval(i)
+        if a.dtype in dtypes.SIGNED:
+            i = select(lt(i, 0), add(i, np.asarray(d, a.dtype)[()]), i)
+        out.append(i)
+    return out
+
+
 def dynamic_slice(x, start_indices, slice_sizes):
-    start_indices = [_index_scalar(i) for i in start_indices]
+    """The window of ``slice_sizes`` at ``start_indices`` (negative starts wrap once, then the
+    window is clamped into the array, as in JAX)."""
+    start_indices = _wrap_negative(start_indices, _aval(x).shape)
     return P.dynamic_slice_p.bind(x, *start_indices,
                                   slice_sizes=tuple(int(s) for s in slice_sizes))
 
 
 def dynamic_update_slice(x, update, start_indices):
-    start_indices = [_index_scalar(i) for i in start_indices]
+    start_indices = _wrap_negative(start_indices, _aval(x).shape)
     return P.dynamic_update_slice_p.bind(x, update, *start_indices)
 
 

@@ -125,6 +125,19 @@ def _rule_for(eqn):
     return rule
 
 
+def _check_rule_output(eqn, outs, out_ds, size):
+    """A rule must return the per-example result with a batch axis inserted at its out_dim."""
+    if not eqn.prim.multiple_results:
+        outs, out_ds = [outs], [out_ds]
+    for v, o, d in zip(eqn.outvars, outs, out_ds):
+        want, got = batched_aval(v.aval, d, size), tracing.get_aval(o)
+        if want.shape != got.shape or want.dtype != got.dtype:
+            raise FunctxError(
+                f"vmap: the batching rule of '{eqn.prim.name}' returned {got.str_short()} with "
+                f"batch axis {d}, but the per-example result is {v.aval.str_short()} (expected "
+                f"{want.str_short()}){where(eqn.source_info)}. This is a bug in the rule.")
+
+
 def batch_eval(jaxpr, consts, args, dims, axis_size: int):
     """Evaluate ``jaxpr`` on batched values (``args`` with batch axes ``dims``) inside the active
     trace; returns ``(outs, out_dims)``."""
@@ -151,6 +164,7 @@ def batch_eval(jaxpr, consts, args, dims, axis_size: int):
                 out_ds = [None] * len(eqn.outvars) if eqn.prim.multiple_results else None
             else:
                 outs, out_ds = _rule_for(eqn)(vals, ds, **eqn.params)
+                _check_rule_output(eqn, outs, out_ds, axis_size)
         if eqn.prim.multiple_results:
             for v, o, d in zip(eqn.outvars, outs, out_ds):
                 env[v.id] = (o, d)
@@ -176,9 +190,9 @@ def batch_jaxpr(closed: ClosedJaxpr, in_dims, axis_size: int, *, force_out_dims=
       of its outputs (None for outputs that do not depend on the example).
     """
     in_avals = closed.in_avals
-    in_dims = [None if d is None else d % (a.ndim + 1) for d, a in zip(in_dims, in_avals)]
     if len(in_dims) != len(in_avals):
         raise ValueError(f"batch_jaxpr: {len(in_dims)} in_dims for {len(in_avals)} inputs")
+    in_dims = [None if d is None else d % (a.ndim + 1) for d, a in zip(in_dims, in_avals)]
     avals = [batched_aval(a, d, axis_size) for a, d in zip(in_avals, in_dims)]
 
     def flat(*args):
@@ -575,10 +589,11 @@ def _mapped_dims(leaves, axes, args, kwargs, axis_size):
         ax = int(ax)
         if not -a.ndim <= ax < a.ndim:
             paths = paths or _arg_paths(args, kwargs)
-            rng = f"in [{-a.ndim}, {a.ndim - 1}]" if a.ndim else "impossible for a scalar"
+            hint = (f"the axis must be in [{-a.ndim}, {a.ndim - 1}]" if a.ndim else
+                    "a scalar has no axis to map: give it in_axes None")
             raise BatchingError(
                 f"vmap was asked to map {paths[i]} of type {a.str_short()} along axis {ax}, but it "
-                f"has rank {a.ndim} (the axis must be {rng}){where()}")
+                f"has rank {a.ndim} ({hint}){where()}")
         dims.append(ax % a.ndim)
         sizes.append((i, a.shape[ax % a.ndim]))
     found = {s for _, s in sizes}
@@ -619,6 +634,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0,
     """
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
+    if isinstance(in_axes, np.integer):
+        in_axes = int(in_axes)
     if not (in_axes is None or isinstance(in_axes, (int, tuple))) or isinstance(in_axes, bool):
         raise BatchingError(
             "vmap in_axes must be an int, None, or a tuple of entries corresponding to the "

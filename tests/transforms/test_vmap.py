@@ -240,8 +240,8 @@ CASES["dot_general"] = [
 
 # Higher-order primitives (with sub-Jaxprs or user callbacks) are tested through their public API
 # below (test_vmap_higher_order, test_vmap_custom_*), not from the table.
-HIGHER_ORDER = {"cond", "scan", "while", "associative_scan", "custom_jvp_call", "custom_vjp_call",
-                "custom_lin"}
+HIGHER_ORDER = {"cond", "scan", "while", "associative_scan", "reduce", "custom_jvp_call",
+                "custom_vjp_call", "custom_lin"}
 
 
 def test_every_primitive_has_a_batching_rule_and_a_test_case():
@@ -300,9 +300,8 @@ def test_batching_rule_matches_loop(name, data):
 
 
 # --- Against jax.vmap for functx.numpy functions -------------------------------------------------
-# functx.numpy.einsum is shadowed by the functx.numpy.einsum submodule once that is imported.
-_fx = types.SimpleNamespace(np=fnp, nn=functx.nn, lax=functx.lax, einsum=fnp._core.einsum)
-_jx = types.SimpleNamespace(np=jnp, nn=jax.nn, lax=jax.lax, einsum=jnp.einsum)
+_fx = types.SimpleNamespace(np=fnp, nn=functx.nn, lax=functx.lax)
+_jx = types.SimpleNamespace(np=jnp, nn=jax.nn, lax=jax.lax)
 
 # name: (f(ns, *args), argument makers, in_axes)
 _r = np.random.default_rng(1)
@@ -329,8 +328,8 @@ JAX_CASES = {
     "matmul_shared_weight": (lambda m, x, w: m.np.tanh(x @ w), [_a(6, 3), _a(3, 2)], (0, None)),
     "matmul_both": (lambda m, x, w: x @ w, [_a(6, 2, 3), _a(3, 6, 4)], (0, 1)),
     "matmul_weight_mapped": (lambda m, x, w: x @ w, [_a(2, 3), _a(3, 5, 4)], (None, 1)),
-    "einsum": (lambda m, a, b: m.einsum("ij,jk->ki", a, b), [_a(4, 2, 3), _a(3, 5)], (0, None)),
-    "einsum_both": (lambda m, a, b: m.einsum("ij,jk->ik", a, b), [_a(4, 2, 3), _a(3, 4, 5)],
+    "einsum": (lambda m, a, b: m.np.einsum("ij,jk->ki", a, b), [_a(4, 2, 3), _a(3, 5)], (0, None)),
+    "einsum_both": (lambda m, a, b: m.np.einsum("ij,jk->ik", a, b), [_a(4, 2, 3), _a(3, 4, 5)],
                     (0, 1)),
     "dot_vdot": (lambda m, a, b: m.np.dot(a, b) + m.np.vdot(a, a), [_a(5, 3), _a(3)], (0, None)),
     "outer_tensordot": (lambda m, a, b: m.np.outer(a, b) + m.np.tensordot(a, b, 0),
@@ -652,6 +651,15 @@ def test_error_missing_rule_names_primitive_and_line():
     _assert_names_line(e.value, line, "mystery", "vmap")
 
 
+def test_a_buggy_rule_is_reported_with_the_primitive(monkeypatch):
+    bogus_p = Primitive("bogus", group="unary")
+    bogus_p.abstract_eval = lambda x: x
+    bogus_p.impl = lambda x: x
+    monkeypatch.setitem(batching_rules, bogus_p, lambda args, dims: (args[0], None))
+    with pytest.raises(FunctxError, match="batching rule of 'bogus'.*f32\\[3\\]"):
+        vmap(lambda x: bogus_p.bind(x))(np.ones((2, 3), np.float32))
+
+
 def test_shape_error_inside_vmap_names_line():
     with pytest.raises(functx.FunctxTypeError) as e:
         line = _lineno() + 1
@@ -766,8 +774,19 @@ def _has_rule(name):
 
 _i = _idx(np.random.default_rng(2), (4,), 0, 3)
 _n = _idx(np.random.default_rng(3), (4,), 0, 5)
+def _max_and_index(m):  # a variadic reduction that is no monoid of its own
+    def combine(a, b):
+        take_b = (b[0] > a[0]) | ((b[0] == a[0]) & (b[1] < a[1]))
+        return m.np.where(take_b, b[0], a[0]), m.np.where(take_b, b[1], a[1])
+
+    return combine
+
+
 # name: (primitive, f(ns, *args), args, in_axes)
 HIGHER_ORDER_CASES = {
+    "reduce_variadic": ("reduce", lambda m, x: m.lax.reduce(
+        (x, m.lax.broadcasted_iota(np.int32, x.shape, 1)), (np.float64(-np.inf), np.int32(0)),
+        _max_and_index(m), (1,)), [_a(4, 3, 5)], 1),
     "cond_batched_pred": ("cond", lambda m, x, p: m.lax.cond(
         p > 0, lambda x: m.np.sin(x), lambda x: m.np.cos(x) * 2, x), [_a(4, 3), _a(4)], 0),
     "cond_shared_pred": ("cond", lambda m, x, p: m.lax.cond(
