@@ -1,7 +1,8 @@
-"""``functx.Array``: an immutable array holding a NumPy buffer, and the methods it shares with tracers.
+"""``functx.Array``: an immutable array holding a NumPy buffer, and the methods it shares with
+tracers.
 
-Operators and methods call ``functx.numpy``, so they behave the same on concrete arrays (eager) and on
-tracers (staged into a Jaxpr).
+Operators and methods call ``functx.numpy``, so they behave the same on concrete arrays (eager) and
+on tracers (staged into a Jaxpr).
 """
 
 from __future__ import annotations
@@ -31,10 +32,18 @@ def scalar_aval(x) -> ShapedArray:
     raise TypeError(f"{type(x).__name__} is not a Python scalar functx accepts")
 
 
-def _fnp():
-    import functx.numpy as fnp
+_FNP = None
 
-    return fnp
+
+def _fnp():
+    """functx.numpy, imported on first use (it imports this module); cached because every operator
+    calls it (an import statement costs about 1 us even when the module is loaded)."""
+    global _FNP
+    if _FNP is None:
+        import functx.numpy as fnp
+
+        _FNP = fnp
+    return _FNP
 
 
 class ArrayMethods:
@@ -173,7 +182,7 @@ class Array(ArrayMethods):
 
     @classmethod
     def _new(cls, value: np.ndarray, aval: ShapedArray) -> Array:
-        value.flags.writeable = False
+        value.setflags(write=False)  # (faster than assigning flags.writeable)
         self = object.__new__(cls)
         self._value = value
         self.aval = aval
@@ -216,9 +225,15 @@ class Array(ArrayMethods):
     weak_type = property(lambda self: self.aval.weak_type)
 
     def __array__(self, dtype=None, copy=None):
+        """The read-only buffer itself (zero-copy) unless a copy or another dtype is asked for."""
         if copy:
             return np.array(self._value, dtype=dtype)
-        return self._value if dtype is None else self._value.astype(dtype)
+        if dtype is None or np.dtype(dtype) == self._value.dtype:
+            return self._value
+        if copy is False:  # NumPy 2's protocol: refuse rather than copy silently
+            raise ValueError(f"converting a functx {self.dtype} array to {np.dtype(dtype)} needs "
+                             "a copy, but copy=False was requested")
+        return self._value.astype(dtype)
 
     def __dlpack__(self, *args, **kwargs):
         return self._value.__dlpack__(*args, **kwargs)

@@ -281,7 +281,7 @@ def _pp(jaxpr: Jaxpr, names: _Names, indent: int, multiline: bool | None = None)
     eqns = [_pp_eqn(e, names, indent) for e in jaxpr.eqns]
     outs = ", ".join(names(v) for v in jaxpr.outvars)
     tail = f"in ({outs},) }}" if len(jaxpr.outvars) == 1 else f"in ({outs}) }}"
-    one_line = f"{head} {'; '.join(eqns)} {tail}" if eqns else f"{head} {tail}"
+    one_line = f"{head} {'; '.join(eqns)} {tail}"
     if multiline is None:
         multiline = len(one_line) + indent > 100 or _has_subjaxpr(jaxpr)
     if not multiline:

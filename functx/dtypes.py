@@ -1,8 +1,8 @@
 """dtypes and JAX's type-promotion lattice, with weak-typed Python scalars.
 
 functx uses NumPy dtype objects everywhere (bfloat16 comes from ml_dtypes). Defaults follow JAX
-(Python ``float`` -> float32, ``int`` -> int32) but there is no global x64 switch: a float64 or int64
-array stays 64-bit.
+(Python ``float`` -> float32, ``int`` -> int32) but there is no global x64 switch: a float64 or
+int64 array stays 64-bit.
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ SIGNED = (int8, int16, int32, int64)
 UNSIGNED = (uint8, uint16, uint32, uint64)
 INTEGERS = SIGNED + UNSIGNED
 
+_CANONICAL = {d: d for d in SUPPORTED + (float0,)}
+
 default_float = float32
 default_int = int32
 
@@ -51,6 +53,10 @@ def short_name(dtype: np.dtype) -> str:
 
 def canonicalize(dtype) -> np.dtype:
     """Turn anything NumPy understands as a dtype (or a Python type) into a supported np.dtype."""
+    if isinstance(dtype, np.dtype):  # the hot path (every eager result): one dict lookup
+        dt = _CANONICAL.get(dtype)
+        if dt is not None:
+            return dt
     if dtype is float:
         return default_float
     if dtype is int:
@@ -182,7 +188,10 @@ def _result_type_cached(pairs):
 
 def result_type(*pairs) -> tuple[np.dtype, bool]:
     """Promote ``(dtype, weak_type)`` pairs with JAX's lattice; returns ``(dtype, weak_type)``."""
-    return _result_type_cached(tuple((np.dtype(d), bool(w)) for d, w in pairs))
+    for d, w in pairs:  # hot path: already (np.dtype, bool) pairs, the cache key as given
+        if not isinstance(d, np.dtype) or w.__class__ is not bool:
+            return _result_type_cached(tuple((np.dtype(d), bool(w)) for d, w in pairs))
+    return _result_type_cached(pairs)
 
 
 def promote_types(a, b) -> np.dtype:

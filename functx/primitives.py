@@ -43,17 +43,44 @@ def _check_axes(name, axes, ndim):
 
 _LOW_FLOATS = (dtypes.float16, dtypes.bfloat16)
 
+# Eager kernels return IEEE results (nan, inf) without NumPy's RuntimeWarnings, as XLA does.
+# ``np.errstate`` costs about 3 us per call, as much as the whole kernel on small arrays, so the hot
+# paths set NumPy's error-state context variable directly (what np.errstate does inside), falling
+# back to np.errstate where that private API is missing.
+try:
+    from numpy._core.umath import _extobj_contextvar, _make_extobj
+
+    _IGNORE_FP = _make_extobj(all="ignore")
+
+    def _quiet(fn):
+        set_state, reset_state = _extobj_contextvar.set, _extobj_contextvar.reset
+
+        def impl(*args, **params):
+            token = set_state(_IGNORE_FP)
+            try:
+                return fn(*args, **params)
+            finally:
+                reset_state(token)
+
+        return impl
+except (ImportError, TypeError):  # pragma: no cover - other NumPy versions
+    def _quiet(fn):
+        def impl(*args, **params):
+            with np.errstate(all="ignore"):
+                return fn(*args, **params)
+
+        return impl
+
 
 def _upcast(fn):
     """Compute float16/bfloat16 in float32 and round back, as JAX does on the CPU."""
 
     def impl(x, **params):
-        with np.errstate(all="ignore"):  # IEEE results (nan, inf) without NumPy's warnings
-            if x.dtype in _LOW_FLOATS:
-                return fn(x.astype(np.float32), **params).astype(x.dtype)
-            return fn(x, **params)
+        if x.dtype in _LOW_FLOATS:
+            return fn(x.astype(np.float32), **params).astype(x.dtype)
+        return fn(x, **params)
 
-    return impl
+    return _quiet(impl)
 
 
 # --- Elementwise unary ---------------------------------------------------------------------------
@@ -83,21 +110,18 @@ def _vectorize_scalar(fn):
     ufunc = np.frompyfunc(safe, 1, 1)
 
     def impl(x):
-        with np.errstate(all="ignore"):
-            return np.asarray(ufunc(x.astype(np.float64)), np.float64).astype(x.dtype)
+        return np.asarray(ufunc(x.astype(np.float64)), np.float64).astype(x.dtype)
 
     return impl
 
 
 def _logistic(x):
-    with np.errstate(over="ignore"):
-        e = np.exp(-np.abs(x))
-        return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype)
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype)
 
 
 def _rsqrt(x):
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return 1 / np.sqrt(x)
+    return 1 / np.sqrt(x)
 
 
 def _round(x, rounding_method=1):
@@ -106,8 +130,7 @@ def _round(x, rounding_method=1):
     # Away from zero. ``floor(|x| + 0.5)`` is wrong where the addition rounds (0.49999999999999994,
     # odd integers above 2**52), so split off the fraction exactly and step away from zero.
     t = np.trunc(x)
-    with np.errstate(invalid="ignore"):
-        step = np.abs(x - t) >= 0.5
+    step = np.abs(x - t) >= 0.5
     return np.where(step, t + np.sign(x), t).astype(x.dtype)
 
 
@@ -256,48 +279,37 @@ def _binary_eval(name, kinds, out_dtype=None):
 
 
 def _div(x, y):
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        if x.dtype.kind == "u":
-            return np.where(y == 0, np.iinfo(x.dtype).max, x // np.where(y == 0, 1, y))
-        if x.dtype.kind == "i":
-            # Round toward zero; x / 0 is -1 and INT_MIN / -1 wraps to INT_MIN, as in XLA.
-            # (Dividing |x| is wrong for INT_MIN, whose absolute value does not exist.)
-            plain = (y != 0) & (y != -1)
-            safe = np.where(plain, y, 1)
-            q = (x - np.fmod(x, safe)) // safe  # exact division of a multiple of safe
-            return np.where(plain, q, np.where(y == 0, -1, np.negative(x)))
-        return np.true_divide(x, y)
+    if x.dtype.kind == "u":
+        return np.where(y == 0, np.iinfo(x.dtype).max, x // np.where(y == 0, 1, y))
+    if x.dtype.kind == "i":
+        # Round toward zero; x / 0 is -1 and INT_MIN / -1 wraps to INT_MIN, as in XLA.
+        # (Dividing |x| is wrong for INT_MIN, whose absolute value does not exist.)
+        plain = (y != 0) & (y != -1)
+        safe = np.where(plain, y, 1)
+        q = (x - np.fmod(x, safe)) // safe  # exact division of a multiple of safe
+        return np.where(plain, q, np.where(y == 0, -1, np.negative(x)))
+    return np.true_divide(x, y)
 
 
 def _rem(x, y):
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if x.dtype.kind in "iu":
-            safe = np.where(y == 0, 1, y)
-            return np.where(y == 0, x, np.fmod(x, safe))
-        return np.fmod(x, y)
+    if x.dtype.kind in "iu":
+        safe = np.where(y == 0, 1, y)
+        return np.where(y == 0, x, np.fmod(x, safe))
+    return np.fmod(x, y)
 
 
 def _pow(x, y):
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        if x.dtype.kind in "iu":
-            neg = y < 0
-            out = np.power(x, np.where(neg, 0, y))
-            # x ** negative integer: 1 for x == 1, +-1 for x == -1, else 0 (integer division).
-            neg_val = np.where(x == 1, 1, np.where(x == -1, np.where(y % 2 == 0, 1, -1), 0))
-            return np.where(neg, neg_val, out).astype(x.dtype)
-        if y.dtype != x.dtype:
-            y = y.astype(x.dtype)
-        if x.dtype in _LOW_FLOATS:
-            return np.power(x.astype(np.float32), y.astype(np.float32)).astype(x.dtype)
-        return np.power(x, y)
-
-
-def _quiet(fn):
-    def impl(x, y):
-        with np.errstate(all="ignore"):
-            return fn(x, y)
-
-    return impl
+    if x.dtype.kind in "iu":
+        neg = y < 0
+        out = np.power(x, np.where(neg, 0, y))
+        # x ** negative integer: 1 for x == 1, +-1 for x == -1, else 0 (integer division).
+        neg_val = np.where(x == 1, 1, np.where(x == -1, np.where(y % 2 == 0, 1, -1), 0))
+        return np.where(neg, neg_val, out).astype(x.dtype)
+    if y.dtype != x.dtype:
+        y = y.astype(x.dtype)
+    if x.dtype in _LOW_FLOATS:
+        return np.power(x.astype(np.float32), y.astype(np.float32)).astype(x.dtype)
+    return np.power(x, y)
 
 
 _BINARY = {
@@ -455,9 +467,11 @@ def _reduce_impl(name):
             elif name == "reduce_min":
                 out = np.min(xc, axis=axes, initial=_identity(name, x.dtype))
             elif name == "reduce_and":
-                out = np.bitwise_and.reduce(xc, axis=axes) if x.dtype != np.bool_ else np.all(xc, axis=axes)
+                out = np.all(xc, axis=axes) if x.dtype == np.bool_ else \
+                    np.bitwise_and.reduce(xc, axis=axes)
             else:
-                out = np.bitwise_or.reduce(xc, axis=axes) if x.dtype != np.bool_ else np.any(xc, axis=axes)
+                out = np.any(xc, axis=axes) if x.dtype == np.bool_ else \
+                    np.bitwise_or.reduce(xc, axis=axes)
         return np.asarray(out).astype(x.dtype)
 
     return impl
@@ -477,7 +491,8 @@ def _argreduce_eval(name):
         if len(axes) != 1:
             _err(f"{name} reduces exactly one axis, got axes={axes}")
         if x.shape[axes[0]] == 0:
-            _err(f"{name}: cannot take the {name[3:]} of an empty axis {axes[0]} of {x.str_short()}")
+            _err(f"{name}: cannot take the {name[3:]} of an empty axis {axes[0]} of "
+                 f"{x.str_short()}")
         if index_dtype not in dtypes.INTEGERS:
             _err(f"{name}: index_dtype must be an integer dtype, got {index_dtype}")
         shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
@@ -694,8 +709,8 @@ pad_p = _prim("pad", "shape")
 
 def _pad_eval(x, padval, *, padding_config):
     if padval.shape != () or padval.dtype != x.dtype:
-        _err(f"pad: padding value must be a scalar of the operand's dtype, got {padval.str_short()} "
-             f"for {x.str_short()}")
+        _err(f"pad: padding value must be a scalar of the operand's dtype, got "
+             f"{padval.str_short()} for {x.str_short()}")
     if len(padding_config) != x.ndim:
         _err(f"pad: operand {x.str_short()} needs {x.ndim} (low, high, interior) triples, got "
              f"{padding_config}")
@@ -778,8 +793,8 @@ def _dynamic_update_slice_impl(x, update, *idx):
 dynamic_update_slice_p.abstract_eval = _dynamic_update_slice_eval
 dynamic_update_slice_p.impl = _dynamic_update_slice_impl
 
-# gather(operand, indices; axes, mode, fill_value): indices has shape (*batch, len(axes)); the result
-# has shape batch + (operand dims not in axes), with
+# gather(operand, indices; axes, mode, fill_value): indices has shape (*batch, len(axes)); the
+# result has shape batch + (operand dims not in axes), with
 #   result[b..., r...] = operand[axes <- indices[b..., :], other axes <- r...].
 # mode "clip" clamps each index into range; mode "fill" returns fill_value for out-of-range ones.
 gather_p = _prim("gather", "index")

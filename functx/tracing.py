@@ -52,13 +52,14 @@ class Tracer(ArrayMethods):
             "Use functx.lax.cond or functx.numpy.where for a value-dependent choice, "
             "functx.lax.while_loop for a value-dependent loop, or mark the argument static.")
 
+    _HINT = ("Keep it an array (use functx.lax.cond or functx.numpy.where for value-dependent "
+             "choices), or mark the argument static (static_argnums) so it is a Python value.")
+
     def __int__(self):
-        self._concrete_error("int()", "Keep it an array, or mark the argument static "
-                                      "(static_argnums) so it is a Python value.")
+        self._concrete_error("int()", self._HINT)
 
     def __float__(self):
-        self._concrete_error("float()", "Keep it an array, or mark the argument static "
-                                        "(static_argnums) so it is a Python value.")
+        self._concrete_error("float()", self._HINT)
 
     def __index__(self):
         self._concrete_error("Using a traced value as a Python index or size",
@@ -196,6 +197,11 @@ def _abstract_eval(prim, avals, params):
 
 def _as_value(x):
     """The NumPy value and aval of a concrete argument of ``bind``."""
+    if isinstance(x, Tracer):
+        raise FunctxError(
+            f"A tracer {x!r} from a finished trace was used{where()}: a value computed inside a "
+            "transformed function escaped it (stored in a global or a closure). Return it from "
+            "the function instead.")
     if is_python_scalar(x):
         aval = scalar_aval(x)
         return np.asarray(x, aval.dtype), aval

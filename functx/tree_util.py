@@ -42,9 +42,13 @@ def tree_map(f, tree, *rest, is_leaf=None):
                            namespace=PYTREE_NAMESPACE)
 
 
-def tree_reduce(function, tree, initializer=None, is_leaf=None):
+_NO_INITIALIZER = object()
+
+
+def tree_reduce(function, tree, initializer=_NO_INITIALIZER, is_leaf=None):
+    """``functools.reduce`` over the leaves (``initializer`` may be any value, None included)."""
     leaves = tree_leaves(tree, is_leaf)
-    if initializer is None:
+    if initializer is _NO_INITIALIZER:
         return functools.reduce(function, leaves)
     return functools.reduce(function, leaves, initializer)
 
@@ -72,7 +76,7 @@ def register_pytree_node_class(cls):
     return cls
 
 
-def register_dataclass(nodetype=None, *, data_fields=None, meta_fields=None, drop_fields=()):
+def register_dataclass(nodetype=None, data_fields=None, meta_fields=None, drop_fields=()):
     """Register a dataclass: ``data_fields`` are children, ``meta_fields`` static metadata.
     With no field lists, every field is data unless marked ``field(metadata={'static': True})``."""
     if nodetype is None:

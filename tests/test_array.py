@@ -1,5 +1,5 @@
-"""``functx.Array``: attributes, operators, indexing, ``.at[]``, NumPy/DLPack interop, methods, repr,
-immutability and Python conversions, each against NumPy (values) and jax.numpy (dtypes, repr)."""
+"""``functx.Array``: attributes, operators, indexing, ``.at[]``, NumPy/DLPack interop, methods,
+repr, immutability and Python conversions, against NumPy (values) and jax.numpy (dtypes, repr)."""
 
 from __future__ import annotations
 
@@ -94,7 +94,7 @@ def test_binary_operators_vs_numpy_and_jax(op, dtype):
         x, y = (np.abs(x) + 1).astype(dtype), (np.abs(y) % 4).astype(dtype)
     a, b = fnp.asarray(x), fnp.asarray(y)
     jdt, _ = _jax_aval(op, x, y)
-    for ours in (op(a, b), op(a, y), op(x, b)):  # Array op Array, Array op ndarray, ndarray op Array
+    for ours in (op(a, b), op(a, y), op(x, b)):  # Array/Array, Array/ndarray, ndarray/Array
         assert isinstance(ours, functx.Array)
         assert ours.dtype == jdt
         with np.errstate(all="ignore"):
@@ -223,6 +223,10 @@ def test_array_protocol_is_zero_copy_and_read_only():
     assert f32.dtype == np.float32 and not np.shares_memory(f32, a._value)
     c = np.array(a, copy=True)
     assert not np.shares_memory(c, a._value) and c.flags.writeable
+    assert np.asarray(a, dtype=np.float64) is a._value
+    assert np.array(a, copy=False) is a._value
+    with pytest.raises(ValueError, match="copy"):
+        np.array(a, dtype=np.float32, copy=False)
     np.testing.assert_array_equal(c, np.arange(6.0).reshape(2, 3))
 
 

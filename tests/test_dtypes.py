@@ -1,9 +1,9 @@
 """dtypes and promotion against JAX: the promotion table, weak types, defaults.
 
-JAX runs with x64 enabled (tests/conftest.py), where a Python float defaults to float64. functx keeps
-JAX's 32-bit defaults (Python float -> float32, int -> int32) with 64-bit arrays still 64-bit: where
-JAX's x64 result is a weakly typed *default* dtype, the tests expect functx's default instead, and
-they compare exactly with JAX in 32-bit mode (``jax.enable_x64(False)``) for 32-bit operands.
+JAX runs with x64 enabled (tests/conftest.py), where a Python float defaults to float64. functx
+keeps JAX's 32-bit defaults (Python float -> float32, int -> int32) with 64-bit arrays still 64-bit:
+where JAX's x64 result is a weakly typed *default* dtype, the tests expect functx's default instead,
+and they compare exactly with JAX in 32-bit mode (``jax.enable_x64(False)``) for 32-bit operands.
 """
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ def test_array_array_promotion_vs_jax_x32(op):
         assert ours.dtype == np.dtype(theirs.dtype), (op, a, b)
 
 
-# --- dtype utilities -------------------------------------------------------------------------------
+# --- dtype utilities ---------------------------------------------------------------------------
 def test_canonicalize():
     assert dtypes.canonicalize(float) == F32
     assert dtypes.canonicalize(int) == I32
