@@ -228,8 +228,16 @@ def bind(prim, args, params):
     out_avals = _abstract_eval(prim, avals, params)
     out = prim.impl(*vals, **params)
     if prim.multiple_results:
-        return [_wrap(o, a) for o, a in zip(out, out_avals)]
-    return _wrap(out, out_avals)
+        return [_wrap(_own(o, args), a) for o, a in zip(out, out_avals)]
+    return _wrap(_own(out, args), out_avals)
+
+
+def _own(out, args):
+    """An impl may return an input unchanged; never freeze (make read-only) the caller's array."""
+    for a in args:
+        if out is a:
+            return np.array(out)
+    return out
 
 
 def _wrap(value, aval: ShapedArray) -> Array:
@@ -276,6 +284,8 @@ def get_aval(x) -> ShapedArray:
         return ShapedArray(x.shape, x.dtype, x.weak_type)
     if is_python_scalar(x):
         return scalar_aval(x)
+    if isinstance(x, (np.ndarray, np.generic)) and x.dtype in dtypes.SUPPORTED:
+        return ShapedArray(np.shape(x), x.dtype)
     return Array.from_value(x).aval
 
 

@@ -20,15 +20,19 @@ from functx.errors import FunctxTypeError, where
 from functx.interpreter import eval_jaxpr
 from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
 from functx.transforms import passes
-from functx.transforms.jvp import Zero, instantiate, is_differentiable, tangent_aval, zeros_like_aval
+from functx.transforms.jvp import (
+    Zero,
+    as_arrays,
+    fun_name,
+    instantiate,
+    is_differentiable,
+    tangent_aval,
+    zeros_like_aval,
+)
 from functx.transforms.linearize import linearize_jaxpr, trace_user_fun
 from functx.transforms.transpose import UndefinedPrimal, backward_pass
 
-
-def _fun_name(fun) -> str:
-    name = getattr(fun, "__name__", type(fun).__name__)
-    code = getattr(fun, "__code__", None)
-    return f"{name} (defined at {code.co_filename}:{code.co_firstlineno})" if code else name
+_fun_name = fun_name
 
 
 def _as_argnums(argnums, nargs, fname, what="grad"):
@@ -67,7 +71,7 @@ def vjp(fun, *primals, has_aux=False):
       >>> y, f_vjp = functx.vjp(functx.numpy.sin, 1.0); f_vjp(1.0)   # (cos(1.0),)
     """
     traced, leaves, nonzeros, lin = _vjp_parts(fun, primals, has_aux)
-    res = eval_jaxpr(lin.primal.jaxpr, lin.primal.consts, *leaves)
+    res = as_arrays(eval_jaxpr(lin.primal.jaxpr, lin.primal.consts, *leaves))
     n_all = len(traced.closed.out_avals)
     outs, residuals = res[:n_all], res[n_all:]
     n = traced.n_out
@@ -93,8 +97,9 @@ def vjp(fun, *primals, has_aux=False):
                    for c, a in zip(cts_out, [a for nz, a in zip(lin.out_nz, out_avals) if nz])]
         args = list(residuals) + [UndefinedPrimal(tangent_aval(get_aval(x)))
                                   for x, nz in zip(leaves, nonzeros) if nz]
-        cts = iter(backward_pass(lin.linear, [], args, cts_out)[lin.n_res:])
-        out = [instantiate(next(cts)) if nz else zeros_like_aval(tangent_aval(get_aval(x)))
+        cts = iter(as_arrays(instantiate(c) for c in
+                             backward_pass(lin.linear, [], args, cts_out)[lin.n_res:]))
+        out = [next(cts) if nz else zeros_like_aval(tangent_aval(get_aval(x)))
                for x, nz in zip(leaves, nonzeros)]
         return tree_unflatten(traced.in_tree, out)[0]
 
@@ -106,6 +111,14 @@ def vjp(fun, *primals, has_aux=False):
 
 # --- grad / value_and_grad -----------------------------------------------------------------------
 _grad_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def clear_caches():
+    """Forget every cached trace, jvp and gradient Jaxpr (see ``linearize.clear_caches``)."""
+    from functx.transforms import linearize
+
+    linearize.clear_caches()
+    _grad_cache.clear()
 
 
 def _grad_jaxpr(closed: ClosedJaxpr, nonzeros: tuple, n_out: int, with_value: bool) -> ClosedJaxpr:
@@ -163,11 +176,31 @@ def value_and_grad(fun, argnums=0, has_aux=False, allow_int=False, _with_value=T
       >>> functx.value_and_grad(lambda x: (x ** 2).sum())(functx.numpy.arange(3.0))
     """
     fname = _fun_name(fun)
+    partials: dict = {}
 
     @functools.wraps(fun)
     def vg(*args, **kwargs):
         single, nums = _as_argnums(argnums, len(args), fname)
-        traced, leaves = trace_user_fun(fun, args, has_aux, kwargs)
+        # Like JAX, arguments that are not differentiated reach ``fun`` as they are: Python
+        # values (a loop bound, a flag) stay static instead of becoming traced scalars.
+        static = tuple((i, a) for i, a in enumerate(args) if i not in nums and _is_static(a))
+        if static:
+            try:
+                f_eff = partials.get(static)
+            except TypeError:
+                f_eff = None
+            if f_eff is None:
+                f_eff = _bind_static(fun, static, len(args))
+                try:
+                    partials[static] = f_eff
+                except TypeError:
+                    pass
+            pos = [i for i in range(len(args)) if i not in dict(static)]
+            args = tuple(args[i] for i in pos)
+            nums = tuple(pos.index(a) for a in nums)
+        else:
+            f_eff = fun
+        traced, leaves = trace_user_fun(f_eff, args, has_aux, kwargs)
         _check_grad_output(traced, fname)
         ranges = _leaf_ranges(args)
         mask = [False] * len(leaves)
@@ -182,7 +215,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, allow_int=False, _with_value=T
                         f"(argument {a} of {fname}{where()})")
                 mask[i] = is_differentiable(av)
         g = _grad_jaxpr(traced.closed, tuple(mask), traced.n_out, _with_value)
-        res = eval_jaxpr(g.jaxpr, g.consts, *leaves)
+        res = as_arrays(eval_jaxpr(g.jaxpr, g.consts, *leaves))
         n_all = len(traced.closed.out_avals) - (0 if _with_value else 1)
         outs, grads = res[:n_all], iter(res[n_all:])
         if not _with_value:
@@ -203,6 +236,24 @@ def value_and_grad(fun, argnums=0, has_aux=False, allow_int=False, _with_value=T
 
 def _flat(ranges, nums):
     return {i for a in nums for i in ranges[a]}
+
+
+def _is_static(a) -> bool:
+    """Python values (and containers of them) that need not be traced."""
+    leaves = tree_flatten(a)[0]
+    return all(isinstance(x, (bool, int, float, str)) or x is None for x in leaves) and (
+        bool(leaves) or a is None)
+
+
+def _bind_static(fun, static, n):
+    fixed = dict(static)
+
+    def f(*dyn, **kwargs):
+        it = iter(dyn)
+        return fun(*[fixed[i] if i in fixed else next(it) for i in range(n)], **kwargs)
+
+    f.__name__ = getattr(fun, "__name__", "f")
+    return f
 
 
 def grad(fun, argnums=0, has_aux=False, allow_int=False):
