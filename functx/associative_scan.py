@@ -128,7 +128,7 @@ def _np_ladder(combine, consts, xs, axis):
     (no concatenate/pad copies): the eager implementation."""
     n = xs[0].shape[axis]
     if n < 2:
-        return xs
+        return [np.array(x) for x in xs]  # (a copy: the caller's array must stay writeable)
 
     def apply(a, b):
         wrap = [Array._new(v, ShapedArray(v.shape, v.dtype)) for v in a + b]
@@ -276,21 +276,24 @@ def _affine_combine(k, pattern):
     return combine
 
 
-def _coefficient_pattern(combine, num_consts, elem_avals):
-    """Which entries of A = d combine / d (first argument) can be nonzero (symbolic zeros)."""
+def _coefficient_pattern(combine, num_consts, elem_avals, lanes):
+    """Which entries of A = d combine / d (first argument) can be nonzero (symbolic zeros), among
+    the differentiable ``lanes``, in local indices."""
     k = len(elem_avals)
     const_avals = combine.in_avals[:num_consts]
+    local = {m: i for i, m in enumerate(lanes)}
     pattern = []
 
     def probe(*args):
         cs, a, b = args[:num_consts], args[num_consts:num_consts + k], args[num_consts + k:]
-        for n in range(k):
+        for col in lanes:
             ts = [J.Zero(J.tangent_aval(c)) for c in const_avals]
-            ts += [lax.full_like(a[m], 1) if m == n else J.Zero(J.tangent_aval(elem_avals[m]))
+            ts += [lax.full_like(a[m], 1) if m == col else J.Zero(J.tangent_aval(elem_avals[m]))
                    for m in range(k)]
             ts += [J.Zero(J.tangent_aval(e)) for e in elem_avals]
             _, touts = J.jvp_eval(combine.jaxpr, [], list(cs) + list(a) + list(b), ts)
-            pattern.extend((m, n) for m, t in enumerate(touts) if not isinstance(t, J.Zero))
+            pattern.extend((local[m], local[col]) for m, t in enumerate(touts)
+                           if m in local and not isinstance(t, J.Zero))
         return [], None
 
     trace_flat(probe, list(const_avals) + list(elem_avals) + list(elem_avals))
@@ -298,17 +301,22 @@ def _coefficient_pattern(combine, num_consts, elem_avals):
 
 
 def _lanewise_jvp(primals, tangents, combine, num_consts, axis, reverse, ys):
+    """The tangent of a lane-wise scan as an affine scan over its differentiable (float) lanes;
+    integer lanes have zero (float0) tangents."""
     consts, xs = list(primals[:num_consts]), list(primals[num_consts:])
-    dxs = list(tangents[num_consts:])
-    k = len(xs)
     x_avals = [get_aval(x) for x in xs]
+    lanes = [m for m, a in enumerate(x_avals) if J.is_differentiable(a)]
+    k = len(lanes)
     n = x_avals[0].shape[axis]
-    dxs = [J.instantiate(t) if not isinstance(t, J.Zero) else lax.full(a.shape, 0, a.dtype)
-           for t, a in zip(dxs, x_avals)]
-    if n < 2:
-        return dxs
+    out = [J.Zero(J.tangent_aval(a)) for a in x_avals]
+    dxs = [lax.full(x_avals[m].shape, 0, x_avals[m].dtype) if isinstance(t, J.Zero)
+           else J.instantiate(t) for m, t in ((m, tangents[num_consts + m]) for m in lanes)]
+    if n < 2 or not k:
+        for m, t in zip(lanes, dxs):
+            out[m] = t
+        return out
     elem_avals = [_elem_aval(a, axis) for a in x_avals]
-    pattern = _coefficient_pattern(combine, num_consts, elem_avals)
+    pattern = _coefficient_pattern(combine, num_consts, elem_avals, lanes)
     closed_pat = _closure(pattern, k)
     # prev: the prefix before position i; cur: x_i. For a reverse scan "before" is i + 1.
     if reverse:
@@ -321,24 +329,24 @@ def _lanewise_jvp(primals, tangents, combine, num_consts, axis, reverse, ys):
         dcur = [_slice(t, 1, n, 1, axis) for t in dxs]
 
     def coefficients(cs, yp, xc, dxc):
-        ts_a = []
+        args = list(cs) + list(yp) + list(xc)
+        zeros = [J.Zero(J.tangent_aval(get_aval(v))) for v in args]
         entries = {}
-        for col in range(k):
-            ts = [J.Zero(J.tangent_aval(get_aval(c))) for c in cs]
-            ts += [lax.full_like(yp[m], 1) if m == col else J.Zero(J.tangent_aval(get_aval(yp[m])))
-                   for m in range(k)]
-            ts += [J.Zero(J.tangent_aval(get_aval(x))) for x in xc]
-            _, touts = J.jvp_eval(combine.jaxpr, [], list(cs) + list(yp) + list(xc), ts)
-            for m, t in enumerate(touts):
-                if not isinstance(t, J.Zero):
-                    entries[(m, col)] = t
-        ts_a = [J.Zero(J.tangent_aval(get_aval(c))) for c in cs]
-        ts_a += [J.Zero(J.tangent_aval(get_aval(y))) for y in yp]
-        ts_a += list(dxc)
-        _, b = J.jvp_eval(combine.jaxpr, [], list(cs) + list(yp) + list(xc), ts_a)
-        a_list = [entries[e] if e in entries else lax.full_like(yp[0], 0) for e in closed_pat]
-        b_list = [J.instantiate(t) if not isinstance(t, J.Zero) else lax.full_like(yp[m], 0)
-                  for m, t in enumerate(b)]
+        for j, col in enumerate(lanes):
+            ts = list(zeros)
+            ts[len(cs) + col] = lax.full_like(yp[col], 1)
+            _, touts = J.jvp_eval(combine.jaxpr, [], args, ts)
+            for i, m in enumerate(lanes):
+                if not isinstance(touts[m], J.Zero):
+                    entries[(i, j)] = touts[m]
+        ts = list(zeros)
+        for m, t in zip(lanes, dxc):
+            ts[len(cs) + len(yp) + m] = t
+        _, b = J.jvp_eval(combine.jaxpr, [], args, ts)
+        zero = lax.full_like(yp[lanes[0]], 0)
+        a_list = [entries.get(e, zero) for e in closed_pat]
+        b_list = [J.instantiate(b[m]) if not isinstance(b[m], J.Zero) else lax.full_like(yp[m], 0)
+                  for m in lanes]
         return a_list, b_list
 
     from functx.transforms.vmap import vmap
@@ -346,7 +354,7 @@ def _lanewise_jvp(primals, tangents, combine, num_consts, axis, reverse, ys):
     a_mid, b_mid = vmap(coefficients, in_axes=(None, axis, axis, axis), out_axes=axis)(
         consts, prev, cur, dcur)
     first = [_slice(t, n - 1, n, 1, axis) if reverse else _slice(t, 0, 1, 1, axis) for t in dxs]
-    zero_a = [lax.full_like(_slice(xs[0], 0, 1, 1, axis), 0) for _ in closed_pat]
+    zero_a = [lax.full_like(_slice(dxs[0], 0, 1, 1, axis), 0) for _ in closed_pat]
     if reverse:
         a_all = [lax.concatenate([a, z], axis) for a, z in zip(a_mid, zero_a)]
         b_all = [lax.concatenate([b, f], axis) for b, f in zip(b_mid, first)]
@@ -355,7 +363,9 @@ def _lanewise_jvp(primals, tangents, combine, num_consts, axis, reverse, ys):
         b_all = [lax.concatenate([f, b], axis) for b, f in zip(b_mid, first)]
     _, h = _associative_scan(_affine_combine(k, closed_pat), (a_all, b_all), reverse, axis,
                              (k, closed_pat))
-    return h
+    for m, t in zip(lanes, h):
+        out[m] = t
+    return out
 
 
 @functools.lru_cache(maxsize=128)
@@ -375,9 +385,11 @@ def _ladder_jaxpr(combine, num_consts, axis, reverse, avals):
 
 def _jvp_rule(primals, tangents, *, combine, num_consts, axis, reverse, affine):
     const_tangent = any(not isinstance(t, J.Zero) for t in tangents[:num_consts])
-    if const_tangent or not is_lanewise(combine, num_consts):
-        # The affine tangent recurrence needs a combine that is lane-wise and does not depend on a
-        # differentiated closed-over value; otherwise differentiate the ladder itself.
+    float_dtypes = {get_aval(x).dtype for x in primals[num_consts:]
+                    if J.is_differentiable(get_aval(x))}
+    if const_tangent or len(float_dtypes) > 1 or not is_lanewise(combine, num_consts):
+        # The affine tangent recurrence needs a lane-wise combine of one float dtype that does not
+        # depend on a differentiated closed-over value; otherwise differentiate the ladder.
         closed = _ladder_jaxpr(combine, num_consts, axis, reverse,
                                tuple(get_aval(p) for p in primals))
         return J.jvp_eval(closed.jaxpr, closed.consts, list(primals), list(tangents))
@@ -408,21 +420,41 @@ def _transpose_rule(cts, *args, combine, num_consts, axis, reverse, affine):
     if any(not isinstance(c, J.Zero) for c in ct_a):
         raise UnsupportedError(f"associative_scan: cotangent of the coefficient products{where()}")
     b_avals = [T._aval(b) for b in b_ent]
-    ct_h = [lax.full(a.shape, 0, a.dtype) if isinstance(c, J.Zero) else c
-            for c, a in zip(ct_h, b_avals)]
     n = b_avals[0].shape[axis]
-    t_pattern = tuple(sorted((nn, m) for (m, nn) in pattern))
     idx = {e: i for i, e in enumerate(pattern)}
-    a_t = [a_ent[idx[(m, nn)]] for (nn, m) in t_pattern]
-    zero = [lax.full_like(_slice(a, 0, 1, 1, axis), 0) for a in a_t]
-    if reverse:  # forward: h_i = A_i h_{i+1} + b_i; transpose runs i = 0..n-1 with A_{j-1}^T
-        shifted = [lax.concatenate([z, _slice(a, 0, n - 1, 1, axis)], axis) for a, z in zip(a_t, zero)]
-    else:
-        shifted = [lax.concatenate([_slice(a, 1, n, 1, axis), z], axis) for a, z in zip(a_t, zero)]
-    _, g = _associative_scan(_affine_combine(k, t_pattern), (shifted, ct_h), not reverse, axis,
-                             (k, t_pattern))
+    g = [J.Zero(a) for a in b_avals]
+    # Lanes coupled by A form independent recurrences; one whose cotangents are all zero (e.g. the
+    # running product of a linear recurrence, when only h is used) needs no backward scan.
+    for lanes in _components(k, pattern):
+        if all(isinstance(ct_h[m], J.Zero) for m in lanes):
+            continue
+        local = {m: i for i, m in enumerate(lanes)}
+        t_pattern = tuple(sorted((local[nn], local[m]) for (m, nn) in pattern if m in local))
+        a_t = [a_ent[idx[(lanes[m], lanes[nn])]] for (nn, m) in t_pattern]
+        zero = [lax.full_like(_slice(a, 0, 1, 1, axis), 0) for a in a_t]
+        if reverse:  # forward: h_i = A_i h_{i+1} + b_i; transpose runs i = 0..n-1 with A_{j-1}^T
+            shifted = [lax.concatenate([z, _slice(a, 0, n - 1, 1, axis)], axis)
+                       for a, z in zip(a_t, zero)]
+        else:
+            shifted = [lax.concatenate([_slice(a, 1, n, 1, axis), z], axis)
+                       for a, z in zip(a_t, zero)]
+        cts_g = [lax.full(b_avals[m].shape, 0, b_avals[m].dtype) if isinstance(ct_h[m], J.Zero)
+                 else ct_h[m] for m in lanes]
+        _, g_lanes = _associative_scan(_affine_combine(len(lanes), t_pattern), (shifted, cts_g),
+                                       not reverse, axis, (len(lanes), t_pattern))
+        for m, gm in zip(lanes, g_lanes):
+            g[m] = gm
     return [None] * (num_consts + npat) + [gi if T.is_undefined(b) else None
                                            for gi, b in zip(g, b_ent)]
+
+
+def _components(k, pattern):
+    """The lanes 0..k-1 grouped into the connected components of the sparsity pattern."""
+    group = list(range(k))
+    for m, nn in pattern:
+        a, b = group[m], group[nn]
+        group = [a if x == b else x for x in group]
+    return [[m for m in range(k) if group[m] == c] for c in sorted(set(group))]
 
 
 T.transpose_rules[associative_scan_p] = _transpose_rule

@@ -1,9 +1,10 @@
 """Control flow as primitives with sub-Jaxprs: ``cond`` (and ``switch``), ``scan`` (and ``map``,
 ``fori_loop`` with static bounds), ``while_loop`` (and ``fori_loop`` with traced bounds).
 
-Each primitive has shape inference, an eager implementation, a jvp rule, a partial-evaluation rule
-(so the tangent half becomes a primitive of its own) and a transpose rule, all in this file. Batching
-rules are registered with ``functx.transforms.vmap`` at the end.
+Each primitive has shape inference, an eager implementation, a jvp rule, a partial-evaluation
+rule (so the tangent half becomes a primitive of its own) and a transpose rule (for while_loop, the
+declared reverse-mode error), all in this file. Batching rules are registered with
+``functx.transforms.vmap`` at the end.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from functx.errors import FunctxTypeError, UnsupportedError, where
 from functx.interpreter import eval_jaxpr
 from functx.tracing import Tracer, get_aval, trace_flat, tree_flatten, tree_unflatten
 from functx.transforms import jvp as J
+from functx.transforms import passes
 from functx.transforms import transpose as T
 from functx.transforms.partial_eval import partial_eval_jaxpr, partial_eval_rules
 
@@ -34,7 +36,8 @@ def _fname(f):
 def _hoist(closed: ClosedJaxpr):
     """Consts of a traced function become leading inputs: (ClosedJaxpr without consts, consts)."""
     j = closed.jaxpr
-    return ClosedJaxpr(Jaxpr([], j.constvars + j.invars, j.eqns, j.outvars), []), list(closed.consts)
+    hoisted = ClosedJaxpr(Jaxpr([], j.constvars + j.invars, j.eqns, j.outvars), [])
+    return hoisted, list(closed.consts)
 
 
 def _trace(fun, avals, in_tree, star=True):
@@ -53,12 +56,30 @@ def _trace(fun, avals, in_tree, star=True):
     return closed, box["tree"]
 
 
+def _promote_weak(leaves, in_avals, out_avals):
+    """JAX's weak-type rule for loop carries: a weakly typed initial value (a Python scalar, say)
+    whose loop body returns another dtype of the same shape takes the promoted dtype. Returns
+    ``(leaves, avals, changed)``."""
+    changed = False
+    leaves, in_avals = list(leaves), list(in_avals)
+    for i, (a, o) in enumerate(zip(in_avals, out_avals)):
+        if a.weak_type and a.shape == o.shape and a.dtype != o.dtype:
+            dt = dtypes.result_type((a.dtype, True), (o.dtype, o.weak_type))[0]
+            leaves[i] = lax.convert_element_type(leaves[i], dt)
+            in_avals[i] = get_aval(leaves[i])
+            changed = True
+    return leaves, in_avals, changed
+
+
 def _types(avals):
     return "(" + ", ".join(a.str_short() for a in avals) + ")"
 
 
-def _np(outs):
-    return [np.asarray(o) for o in outs]
+def _np(outs, args=()):
+    """Outputs of an eager implementation as ndarrays. One that is an input passed through is
+    copied: the eager path freezes the arrays it returns, and the caller's must stay writeable."""
+    ins = {id(a) for a in args}
+    return [np.array(o) if id(o) in ins else np.asarray(o) for o in outs]
 
 
 def _zeros(aval):
@@ -142,30 +163,32 @@ def _cond_eval(index, *ops, branches):
 
 def _cond_impl(index, *ops, branches):
     i = int(np.clip(int(index), 0, len(branches) - 1))
-    return _np(eval_jaxpr(branches[i].jaxpr, [], *ops))
+    return _np(eval_jaxpr(branches[i].jaxpr, [], *ops), ops)
 
 
 cond_p.abstract_eval = _cond_eval
 cond_p.impl = _cond_impl
 
 
-def _common_branches(funs, operands):
-    """Trace each branch on the operands; consts of all branches become shared leading operands."""
+def _common_branches(what, funs, operands, labels):
+    """Trace each branch on the operands; consts of all branches become shared leading operands.
+    ``what`` (cond or switch) and ``labels`` (``true_fun``, ``branch 1``, ...) are for errors."""
     leaves, in_tree = tree_flatten(tuple(operands))
     avals = [get_aval(x) for x in leaves]
     traced = [_trace(f, avals, in_tree) for f in funs]
     out_tree0 = traced[0][1]
     out_avals0 = traced[0][0].out_avals
-    for f, (c, t) in zip(funs[1:], traced[1:]):
+    name0 = f"{labels[0]} {_fname(funs[0])}"
+    for f, label, (c, t) in zip(funs[1:], labels[1:], traced[1:]):
         if t != out_tree0:
             raise FunctxTypeError(
-                f"branches of cond/switch must return the same structure: {_fname(funs[0])} "
-                f"returns {out_tree0} but {_fname(f)} returns {t}{where()}")
+                f"{what} branches must return the same structure: {label} {_fname(f)} returns "
+                f"{t} but {name0} returns {out_tree0}{where()}")
         if len(c.out_avals) != len(out_avals0) or not all(
                 same_type(a, b) for a, b in zip(c.out_avals, out_avals0)):
             raise FunctxTypeError(
-                f"branches of cond/switch must return the same types: {_fname(funs[0])} returns "
-                f"{_types(out_avals0)} but {_fname(f)} returns {_types(c.out_avals)}{where()}")
+                f"{what} branches must return the same types: {label} {_fname(f)} returns "
+                f"{_types(c.out_avals)} but {name0} returns {_types(out_avals0)}{where()}")
     all_consts, const_avals = [], []
     for c, _ in traced:
         all_consts.extend(c.consts)
@@ -200,7 +223,8 @@ def cond(pred, true_fun, false_fun, *operands):
                               f"{where()}")
     index = lax.convert_element_type(lax.ne(pred, lax.full((), 0, a.dtype))
                                      if a.dtype != dtypes.bool_ else pred, dtypes.int32)
-    branches, consts, leaves, out_tree = _common_branches((false_fun, true_fun), operands)
+    branches, consts, leaves, out_tree = _common_branches(
+        "cond", (false_fun, true_fun), operands, ("false_fun", "true_fun"))
     outs = cond_p.bind(index, *consts, *leaves, branches=branches)
     return tree_unflatten(out_tree, outs)
 
@@ -216,7 +240,8 @@ def switch(index, branches, *operands):
         raise FunctxTypeError(f"switch needs at least one branch{where()}")
     idx = lax.convert_element_type(index, dtypes.int32)
     idx = lax.clamp(0, idx, len(branches) - 1)
-    bs, consts, leaves, out_tree = _common_branches(branches, operands)
+    bs, consts, leaves, out_tree = _common_branches(
+        "switch", branches, operands, [f"branch {i}" for i in range(len(branches))])
     outs = cond_p.bind(idx, *consts, *leaves, branches=bs)
     return tree_unflatten(out_tree, outs)
 
@@ -349,7 +374,7 @@ def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse, unroll):
     y_avals = jaxpr.out_avals[num_carry:]
     stacked = [np.stack([y[k] for y in ys]) if ys else np.zeros((0,) + a.shape, a.dtype)
                for k, a in enumerate(y_avals)]
-    return _np(carry) + stacked
+    return _np(carry, args) + stacked
 
 
 scan_p.abstract_eval = _scan_eval
@@ -373,10 +398,8 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
                               f"{where()}")
     n = lengths.pop()
     c_leaves, c_tree = tree_flatten(init)
-    c_avals = [get_aval(c).update(weak_type=False) if isinstance(c, (int, float)) else get_aval(c)
-               for c in c_leaves]
+    c_avals = [get_aval(c) for c in c_leaves]
     x_avals = [ShapedArray(get_aval(x).shape[1:], get_aval(x).dtype) for x in x_leaves]
-    in_tree = tree_flatten(((init, xs),))[1]
     box = {}
 
     def body(*leaves):
@@ -392,20 +415,21 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
         box.update(c_tree=nc_tree, y_tree=y_tree, n_y=len(y_leaves))
         return nc_leaves + y_leaves, None
 
-    del in_tree
     closed, _ = trace_flat(body, c_avals + x_avals)
     if box["c_tree"] != c_tree:
         raise FunctxTypeError(f"scan body {_fname(f)} must return a carry with the structure of "
                               f"its input: {c_tree} != {box['c_tree']}{where()}")
+    c_leaves, c_avals, changed = _promote_weak(c_leaves, c_avals,
+                                               closed.out_avals[:len(c_leaves)])
+    if changed:
+        closed, _ = trace_flat(body, c_avals + x_avals)
     c_out = closed.out_avals[:len(c_leaves)]
     if not all(same_type(a, b) for a, b in zip(c_avals, c_out)):
         raise FunctxTypeError(
             f"scan body function carry input and carry output must have equal types: "
             f"{_fname(f)} takes carry {_types(c_avals)} and returns {_types(c_out)}{where()}")
     body_j, consts = _hoist(closed)
-    init_conv = [lax.convert_element_type(c, a.dtype) if get_aval(c).dtype != a.dtype else c
-                 for c, a in zip(c_leaves, c_avals)]
-    outs = scan_p.bind(*consts, *init_conv, *x_leaves, jaxpr=body_j, num_consts=len(consts),
+    outs = scan_p.bind(*consts, *c_leaves, *x_leaves, jaxpr=body_j, num_consts=len(consts),
                        num_carry=len(c_leaves), length=n, reverse=bool(reverse), unroll=unroll)
     carry = tree_unflatten(c_tree, outs[:len(c_leaves)])
     ys = tree_unflatten(box["y_tree"], outs[len(c_leaves):])
@@ -593,6 +617,20 @@ def map(f, xs):  # noqa: A001
 def fori_loop(lower, upper, body_fun, init_val, unroll=1):
     """``lax.fori_loop``: a scan when ``lower`` and ``upper`` are concrete (reverse mode works),
     a while_loop otherwise."""
+    def _checked(out, v):
+        o_leaves, o_tree = tree_flatten(out)
+        v_leaves, v_tree = tree_flatten(v)
+        o_avals, v_avals = [get_aval(x) for x in o_leaves], [get_aval(x) for x in v_leaves]
+        if o_tree != v_tree:
+            raise FunctxTypeError(
+                f"fori_loop: body_fun {_fname(body_fun)} must return a value with the structure of "
+                f"init_val: takes {v_tree}, returns {o_tree}{where()}")
+        if not all(same_type(a, b) for a, b in zip(o_avals, v_avals)):
+            raise FunctxTypeError(
+                f"fori_loop: body_fun {_fname(body_fun)} output and input must have identical "
+                f"types: takes {_types(v_avals)}, returns {_types(o_avals)}{where()}")
+        return out
+
     concrete = not isinstance(lower, Tracer) and not isinstance(upper, Tracer)
     if concrete:
         lo, hi = int(lower), int(upper)
@@ -600,7 +638,7 @@ def fori_loop(lower, upper, body_fun, init_val, unroll=1):
 
         def body(carry, _):
             i, v = carry
-            return (lax.add(i, lax.full((), 1, dt)), body_fun(i, v)), None
+            return (lax.add(i, lax.full((), 1, dt)), _checked(body_fun(i, v), v)), None
 
         (_, out), _ = scan(body, (lax.full((), lo, dt), init_val), None, length=max(hi - lo, 0))
         return out
@@ -610,7 +648,7 @@ def fori_loop(lower, upper, body_fun, init_val, unroll=1):
 
     def body_fn(c):
         i, u, v = c
-        return lax.add(i, lax.full((), 1, get_aval(i).dtype)), u, body_fun(i, v)
+        return lax.add(i, lax.full((), 1, get_aval(i).dtype)), u, _checked(body_fun(i, v), v)
 
     lo_a, hi_a = get_aval(lower), get_aval(upper)
     dt = dtypes.result_type((lo_a.dtype, lo_a.weak_type), (hi_a.dtype, hi_a.weak_type))[0]
@@ -635,7 +673,7 @@ def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     carry = list(args[cond_nconsts + body_nconsts:])
     while bool(np.asarray(eval_jaxpr(cond_jaxpr.jaxpr, [], *cc, *carry)[0])):
         carry = eval_jaxpr(body_jaxpr.jaxpr, [], *bc, *carry)
-    return _np(carry)
+    return _np(carry, args)
 
 
 while_p.abstract_eval = _while_eval
@@ -657,6 +695,10 @@ def while_loop(cond_fun, body_fun, init_val):
     if body_tree != tree:
         raise FunctxTypeError(f"while_loop: body_fun {_fname(body_fun)} must return a value with "
                               f"the structure of init_val: {tree} != {body_tree}{where()}")
+    leaves, avals, changed = _promote_weak(leaves, avals, body_closed.out_avals)
+    if changed:
+        cond_closed, _ = _trace(cond_fun, avals, tree, star=False)
+        body_closed, _ = _trace(body_fun, avals, tree, star=False)
     if not all(same_type(a, b) for a, b in zip(avals, body_closed.out_avals)):
         raise FunctxTypeError(
             f"while_loop: body_fun {_fname(body_fun)} output and input must have identical types: "
@@ -709,14 +751,55 @@ def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_
 J.jvp_rules[while_p] = _while_jvp
 
 
+_WHILE_REVERSE_ERROR = (
+    "Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with dynamic "
+    "start/stop values. Try using lax.scan, or using fori_loop with static start/stop.")
+
+
 def _while_partial_eval(eqn, unknowns):
-    raise UnsupportedError(
-        "Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with "
-        "dynamic start/stop values. Try using lax.scan, or using fori_loop with static start/stop"
-        f"{where(eqn.source_info)}")
+    """As JAX: a while over the known carries computes the known outputs; the unknown outputs come
+    from the whole loop run again (recomputing the known part). The unknown loop is not linear, so
+    linearize and jvp work while reverse mode stops at its transpose rule."""
+    p = eqn.params
+    ncc, nbc = p["cond_nconsts"], p["body_nconsts"]
+    cc_uk, bc_uk, k_uk = _split3(unknowns, ncc, nbc)
+    body = p["body_jaxpr"].jaxpr
+    while True:
+        pe = partial_eval_jaxpr(body, bc_uk + k_uk, k_uk)
+        new = [a or b for a, b in zip(k_uk, pe.out_unknowns)]
+        if new == k_uk:
+            break
+        k_uk = new
+    cond_pe = partial_eval_jaxpr(p["cond_jaxpr"].jaxpr, cc_uk + k_uk, False)
+    if cond_pe.out_unknowns[0] or all(k_uk):
+        return None
+    n_known = len(k_uk) - sum(k_uk)
+    known_body = passes.dce_jaxpr(Jaxpr([], pe.known.invars, pe.known.eqns,
+                                        pe.known.outvars[:n_known]))
+    known_cond = passes.dce_jaxpr(Jaxpr([], cond_pe.known.invars, cond_pe.known.eqns,
+                                        cond_pe.known.outvars[:1]))
+    cc, bc, k = _split3(eqn.invars, ncc, nbc)
+    known_in = ([a for a, u in zip(cc, cc_uk) if not u], [a for a, u in zip(bc, bc_uk) if not u],
+                [a for a, u in zip(k, k_uk) if not u])
+    k_eqn = Eqn(while_p, known_in[0] + known_in[1] + known_in[2],
+                [v for v, u in zip(eqn.outvars, k_uk) if not u],
+                dict(p, cond_jaxpr=ClosedJaxpr(known_cond, []),
+                     body_jaxpr=ClosedJaxpr(known_body, []),
+                     cond_nconsts=len(known_in[0]), body_nconsts=len(known_in[1])),
+                eqn.source_info)
+    u_eqn = eqn.replace(outvars=[v if u else Var(v.aval) for v, u in zip(eqn.outvars, k_uk)])
+    residuals = [a for a, u in zip(eqn.invars, unknowns) if not u and type(a) is not Literal]
+    return [k_eqn], [u_eqn], k_uk, residuals
 
 
 partial_eval_rules[while_p] = _while_partial_eval
+
+
+def _while_transpose(cts, *args, **params):
+    raise UnsupportedError(_WHILE_REVERSE_ERROR + where())
+
+
+T.transpose_rules[while_p] = _while_transpose
 
 
 __all__ = ["cond", "switch", "scan", "map", "fori_loop", "while_loop", "cond_p", "scan_p",
@@ -742,13 +825,18 @@ def _cond_batch(args, dims, *, branches):
     idims, odims = dims[0], list(dims[1:])
     n_out = len(branches[0].out_avals)
     if idims is None:
+        # An output is batched when it is in any branch; the others stay unbatched.
+        out_b = [False] * n_out
+        for b in branches:
+            out_b = [ob or d is not None for ob, d in zip(out_b, V.batch_jaxpr(b, odims, size)[1])]
+        force = [0 if ob else None for ob in out_b]
         hoisted = []
         for b in branches:
-            j, consts, _ = _batch_closed(b, odims, size, [0] * n_out)
+            j, consts, _ = _batch_closed(b, odims, size, force)
             hoisted.append((j, consts))
         wrapped, all_consts = _share_consts(hoisted)
         outs = cond_p.bind(index, *all_consts, *ops, branches=wrapped)
-        return outs, [0] * n_out
+        return outs, force
     # A batched index: run every branch and select per example.
     results = []
     for b in branches:

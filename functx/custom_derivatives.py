@@ -15,7 +15,9 @@ import inspect
 
 import numpy as np
 
+from functx import dtypes, lax
 from functx import primitives as P
+from functx.array import is_python_scalar
 from functx.core import ClosedJaxpr, Jaxpr, Primitive
 from functx.errors import FunctxTypeError, UnsupportedError, where
 from functx.interpreter import eval_jaxpr
@@ -29,9 +31,15 @@ def _fun_name(f):
 
 
 def _resolve_kwargs(fun, args, kwargs):
-    if not kwargs:
+    """Positional arguments with keyword ones and defaults filled in (as JAX does), so that the
+    rules always see every argument."""
+    try:
+        sig = inspect.signature(fun)
+    except (TypeError, ValueError):  # builtins and some callables have no signature
+        if kwargs:
+            raise
         return tuple(args)
-    ba = inspect.signature(fun).bind(*args, **kwargs)
+    ba = sig.bind(*args, **kwargs)
     ba.apply_defaults()
     if ba.kwargs:
         raise FunctxTypeError(f"keyword-only arguments are not supported by custom derivative "
@@ -68,6 +76,13 @@ def _trace_dyn(fun, args, nondiff_argnums):
 
 def _eval_call(*args, call_jaxpr, num_consts, **_):
     return [np.asarray(o) for o in eval_jaxpr(call_jaxpr.jaxpr, [], *args)]
+
+
+def _rules_changed():
+    """A custom rule was (re)defined: Jaxprs traced before it hold the old one."""
+    from functx.transforms import vjp
+
+    vjp.clear_caches()
 
 
 def _check_const_tangents(tangents, num_consts, name):
@@ -122,6 +137,7 @@ class custom_jvp:
         """``jvp(*nondiff_args, primals, tangents) -> (primal_out, tangent_out)``."""
         self.jvp = jvp
         self.symbolic_zeros = symbolic_zeros
+        _rules_changed()
         return jvp
 
     def defjvps(self, *jvps):
@@ -156,11 +172,15 @@ class custom_jvp:
         out_avals = call.out_avals
         user_jvp, fun = self.jvp, self.fun
 
+        symbolic = self.symbolic_zeros
+
         def jvp_flat(xs, ts):
             primals = tree_unflatten(in_tree, xs)
-            tangents = tree_unflatten(in_tree, [J.zeros_like_aval(J.tangent_aval(get_aval(x)))
-                                                if isinstance(t, J.Zero) else t
-                                                for x, t in zip(xs, ts)])
+            # with symbolic_zeros the rule sees SymbolicZero (functx's Zero) for tangents known
+            # to be zero, and may return one
+            tangents = tree_unflatten(in_tree, [
+                J.zeros_like_aval(J.tangent_aval(get_aval(x)))
+                if isinstance(t, J.Zero) and not symbolic else t for x, t in zip(xs, ts)])
             nondiff = [args[i] for i in nd]
             res = user_jvp(*nondiff, tuple(primals), tuple(tangents))
             if not isinstance(res, (tuple, list)) or len(res) != 2:
@@ -174,13 +194,26 @@ class custom_jvp:
                     f"custom_jvp rule of {name} must return primal and tangent outputs with the "
                     f"structure of {name}'s output, {out_tree}; got {o_tree} and {t_tree}"
                     f"{where()}")
+            fixed = []
             for a, o, t in zip(out_avals, o_leaves, t_leaves):
-                if get_aval(o).shape != a.shape or get_aval(t).shape != a.shape:
+                ta = t.aval if isinstance(t, J.Zero) else get_aval(t)
+                want = J.tangent_aval(a)
+                if get_aval(o).shape != a.shape or ta.shape != a.shape:
                     raise FunctxTypeError(
                         f"custom_jvp rule of {name}: outputs must have the shapes of {name}'s "
                         f"outputs ({a.str_short()}), got {get_aval(o).str_short()} and "
-                        f"{get_aval(t).str_short()}{where()}")
-            return o_leaves, t_leaves
+                        f"{ta.str_short()}{where()}")
+                if want.dtype == dtypes.float0:  # an integer output carries no tangent
+                    t = J.Zero(want)
+                elif ta.dtype != want.dtype and not isinstance(t, J.Zero):
+                    if not (ta.weak_type or is_python_scalar(t)):
+                        raise FunctxTypeError(
+                            f"custom_jvp rule of {name}: the tangent output must have dtype "
+                            f"{want.dtype} for the primal output {a.str_short()}, got "
+                            f"{ta.str_short()}{where()}")
+                    t = lax.convert_element_type(t, want.dtype)  # a weakly typed scalar
+                fixed.append(t)
+            return o_leaves, fixed
 
         del fun
         outs = custom_jvp_call_p.bind(*consts, *leaves, call_jaxpr=call, jvp=jvp_flat,
@@ -267,6 +300,7 @@ class custom_vjp:
         """``fwd(*args) -> (out, residuals)``; ``bwd(*nondiff_args, residuals, ct) -> tuple`` with
         one cotangent (or None) per differentiable positional argument."""
         self.fwd, self.bwd = fwd, bwd
+        _rules_changed()
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)
@@ -307,11 +341,12 @@ class custom_vjp:
             nondiff = [args[i] for i in nd]
             out = user_bwd(*nondiff, r, ct)
             if not isinstance(out, (tuple, list)) or len(out) != len(dyn_idx):
+                got = type(out).__name__
+                if isinstance(out, (tuple, list)):
+                    got += f" of length {len(out)}"
                 raise FunctxTypeError(
                     f"custom_vjp bwd of {name} must return a tuple with one cotangent per "
-                    f"differentiable argument ({len(dyn_idx)}), got "
-                    f"{type(out).__name__}{'' if not isinstance(out, (tuple, list)) else ' of length ' + str(len(out))}"
-                    f"{where()}")
+                    f"differentiable argument ({len(dyn_idx)}), got {got}{where()}")
             flat = []
             for k, (o, tree) in enumerate(zip(out, dyn_trees)):
                 if o is None:
@@ -339,4 +374,7 @@ class custom_vjp:
         return tree_unflatten(out_tree, outs)
 
 
-__all__ = ["custom_jvp", "custom_vjp", "custom_jvp_call_p", "custom_vjp_call_p", "custom_lin_p"]
+SymbolicZero = J.Zero  # what a ``symbolic_zeros=True`` rule receives for a zero tangent
+
+__all__ = ["custom_jvp", "custom_vjp", "SymbolicZero", "custom_jvp_call_p", "custom_vjp_call_p",
+           "custom_lin_p"]

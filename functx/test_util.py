@@ -20,7 +20,12 @@ def _tol(leaves, given):
     output of a float64 function is only as exact as float32)."""
     if given is not None:
         return given
-    return max((_DEFAULT_TOL.get(np.asarray(x).dtype, 1e-5) for x in leaves), default=1e-5)
+    return max((_DEFAULT_TOL.get(_dtype(x), 1e-5) for x in leaves), default=1e-5)
+
+
+def _dtype(x):
+    """The functx dtype of a leaf (a Python float is a weakly typed float32, as in functx)."""
+    return x.dtype if isinstance(x, (np.ndarray, np.generic)) else get_aval(x).dtype
 
 
 def _np(x):
@@ -111,8 +116,22 @@ def check_vjp(f, args, atol=None, rtol=None, eps=EPS, rng=None, check_transpose=
 
 
 def check_grads(f, args, order, modes=("fwd", "rev"), atol=None, rtol=None, eps=None):
-    """Check jvp (``"fwd"``) and vjp (``"rev"``) of ``f`` at ``args`` against finite differences,
-    up to derivatives of ``order``, and that vjp is the transpose of jvp; raises AssertionError."""
+    """Check the derivatives of ``f`` at ``args`` against central finite differences (JAX's
+    ``check_grads``).
+
+    Arguments:
+      f: a function of pytrees of arrays (integer and bool leaves are data, not differentiated).
+      args: a tuple of arguments (NumPy arrays, functx Arrays, Python scalars, pytrees of them).
+      order: check derivatives up to this order (jvp of jvp, vjp of vjp, ...).
+      modes: ``"fwd"`` checks ``jvp`` along random tangents, ``"rev"`` checks ``vjp`` with random
+        cotangents (and, with both, that vjp is the transpose of jvp).
+      atol, rtol, eps: tolerances (default: by the dtypes of the inputs and outputs: 1e-5 for
+        float64, 2e-2 for float32) and the finite-difference step (default 1e-4).
+    Returns:
+      None; raises ``AssertionError`` naming the failed check.
+    Example:
+      >>> check_grads(functx.numpy.sin, (np.array([0.5, 1.0]),), order=2)
+    """
     eps = eps or EPS
     leaves, tree = tree_flatten(tuple(args))
     args = tree_unflatten(tree, [Array.from_value(x) if isinstance(x, (np.ndarray, np.generic))

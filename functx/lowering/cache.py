@@ -20,8 +20,8 @@ import warnings
 
 from functx.errors import FunctxError
 
-FLAGS = ["-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-std=c++17", "-fwrapv",
-         "-fno-math-errno", "-fno-trapping-math"]
+FLAGS = ["-O3", "-march=native", "-mprefer-vector-width=512", "-fopenmp", "-fPIC", "-shared",
+         "-std=c++17", "-fwrapv", "-fno-math-errno", "-fno-trapping-math"]
 
 
 def _libmvec_flags():

@@ -73,12 +73,9 @@ static inline uint16_t fx_f32_to_bf16(float f) {
   if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
   u += 0x7fffu + ((u >> 16) & 1u); return (uint16_t)(u >> 16); }
 
-template <class T> static inline T fx_max(T a, T b) {
-  if constexpr (std::is_floating_point<T>::value) { return (a != a || a > b) ? a : ((b != b) ? b : (a == b ? (std::signbit(a) ? b : a) : b)); }
-  else { return a > b ? a : b; } }
-template <class T> static inline T fx_min(T a, T b) {
-  if constexpr (std::is_floating_point<T>::value) { return (a != a || a < b) ? a : ((b != b) ? b : (a == b ? (std::signbit(a) ? a : b) : b)); }
-  else { return a < b ? a : b; } }
+// max/min propagate NaN, like XLA's; written as one compare and a select so loops vectorise.
+template <class T> static inline T fx_max(T a, T b) { return (a > b || a != a) ? a : b; }
+template <class T> static inline T fx_min(T a, T b) { return (a < b || a != a) ? a : b; }
 template <class T> static inline T fx_idiv(T a, T b) {
   if (b == 0) return std::is_signed<T>::value ? (T)-1 : std::numeric_limits<T>::max();
   if (std::is_signed<T>::value && b == (T)-1) return (T)(0 - a);
@@ -94,8 +91,80 @@ template <class T> static inline T fx_sign(T a) {
   if constexpr (std::is_floating_point<T>::value) { return a != a ? a : (a > 0 ? (T)1 : (a < 0 ? (T)-1 : a)); }
   else if constexpr (std::is_signed<T>::value) { return (T)((a > 0) - (a < 0)); }
   else { return (T)(a > 0); } }
+static inline float fx_bits2f(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
+static inline uint32_t fx_f2bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
+// Branch-free float32 exp, log and tanh (Cephes polynomials, within a few ulp) that `omp simd`
+// loops vectorise; glibc's scalar functions would stop the vectoriser.
+static inline float fx_expf(float x) {
+  const float xc = (x < -103.9720840454f ? -103.9720840454f : (x > 88.7228391117f ? 88.7228391117f : x));
+  const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest
+  float r = xc - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500E-4f;
+  p = p * r + 1.3981999507E-3f;
+  p = p * r + 8.3334519073E-3f;
+  p = p * r + 4.1665795894E-2f;
+  p = p * r + 1.6666665459E-1f;
+  p = p * r + 5.0000001201E-1f;
+  const float y = p * r * r + r + 1.0f;
+  const int32_t ni = (int32_t)n;
+  const int32_t n1 = ni / 2, n2 = ni - n1;  // two factors keep subnormal results exact-ish
+  float out = y * fx_bits2f((uint32_t)(n1 + 127) << 23) * fx_bits2f((uint32_t)(n2 + 127) << 23);
+  out = x >= 88.7228391117f ? INFINITY : out;
+  out = x < -103.9720840454f ? 0.0f : out;
+  return x != x ? x : out;
+}
+static inline float fx_logf(float x) {
+  uint32_t u = fx_f2bits(x);
+  const bool sub = x < 1.17549435e-38f;
+  u = sub ? fx_f2bits(x * 8388608.0f) : u;  // scale subnormals by 2^23
+  int32_t e = (int32_t)((u >> 23) & 0xff) - 126 - (sub ? 23 : 0);
+  float m = fx_bits2f((u & 0x807fffffu) | 0x3f000000u);  // in [0.5, 1)
+  const bool lo = m < 0.707106781186547524f;
+  e = lo ? e - 1 : e;
+  float t = lo ? m + m - 1.0f : m - 1.0f;
+  const float z = t * t;
+  float y = 7.0376836292E-2f;
+  y = y * t - 1.1514610310E-1f;
+  y = y * t + 1.1676998740E-1f;
+  y = y * t - 1.2420140846E-1f;
+  y = y * t + 1.4249322787E-1f;
+  y = y * t - 1.6668057665E-1f;
+  y = y * t + 2.0000714765E-1f;
+  y = y * t - 2.4999993993E-1f;
+  y = y * t + 3.3333331174E-1f;
+  y = y * t * z;
+  const float fe = (float)e;
+  y += -2.12194440e-4f * fe;
+  y += -0.5f * z;
+  float out = t + y + 0.693359375f * fe;
+  out = x == 0.0f ? -INFINITY : out;
+  out = x < 0.0f ? NAN : out;
+  out = x == INFINITY ? INFINITY : out;
+  return x != x ? x : out;
+}
+static inline float fx_tanhf(float x) {
+  const float a = std::fabs(x);
+  const float z = x * x;
+  float p = -5.70498872745E-3f;
+  p = p * z + 2.06390887954E-2f;
+  p = p * z - 5.37397155531E-2f;
+  p = p * z + 1.33314422036E-1f;
+  p = p * z - 3.33332819422E-1f;
+  const float small = p * z * x + x;
+  const float e = fx_expf(2.0f * (a < 9.0f ? a : 9.0f));
+  const float big = std::copysign(1.0f - 2.0f / (e + 1.0f), x);
+  const float out = a < 0.625f ? small : big;
+  return x != x ? x : out;
+}
+template <class T> static inline T fx_exp(T x) {
+  if constexpr (std::is_same<T, float>::value) { return fx_expf(x); } else { return std::exp(x); } }
+template <class T> static inline T fx_log(T x) {
+  if constexpr (std::is_same<T, float>::value) { return fx_logf(x); } else { return std::log(x); } }
+template <class T> static inline T fx_tanh(T x) {
+  if constexpr (std::is_same<T, float>::value) { return fx_tanhf(x); } else { return std::tanh(x); } }
 template <class T> static inline T fx_logistic(T x) {
-  T e = std::exp(-std::fabs(x)); return x >= 0 ? (T)1 / ((T)1 + e) : e / ((T)1 + e); }
+  T e = fx_exp<T>(-std::fabs(x)); return x >= 0 ? (T)1 / ((T)1 + e) : e / ((T)1 + e); }
 template <class To, class From> static inline To fx_convert(From x) {
   if constexpr (std::is_same<To, bool>::value) { return x != 0; }
   else if constexpr (std::is_floating_point<From>::value && std::is_integral<To>::value) {
@@ -159,10 +228,10 @@ class _SympyC:
 
 _ic = _SympyC()
 
-_FLOAT_FN = {"exp": "std::exp", "exp2": "std::exp2", "log": "std::log", "log1p": "std::log1p",
+_FLOAT_FN = {"exp": "fx_exp", "exp2": "std::exp2", "log": "fx_log", "log1p": "std::log1p",
              "expm1": "std::expm1", "sqrt": "std::sqrt", "cbrt": "std::cbrt", "sin": "std::sin",
              "cos": "std::cos", "tan": "std::tan", "asin": "std::asin", "acos": "std::acos",
-             "atan": "std::atan", "sinh": "std::sinh", "cosh": "std::cosh", "tanh": "std::tanh",
+             "atan": "std::atan", "sinh": "std::sinh", "cosh": "std::cosh", "tanh": "fx_tanh",
              "asinh": "std::asinh", "acosh": "std::acosh", "atanh": "std::atanh",
              "erf": "std::erf", "lgamma": "std::lgamma", "floor": "std::floor",
              "ceil": "std::ceil"}
@@ -277,7 +346,8 @@ class Emitter:
         if name == "is_finite":
             return f"std::isfinite({a[0]})"
         if name in _FLOAT_FN:
-            return f"{_FLOAT_FN[name]}({a[0]})"
+            fn = _FLOAT_FN[name]
+            return f"{fn}<{ct}>({a[0]})" if fn.startswith("fx_") else f"{fn}({a[0]})"
         if name == "integer_pow":
             return self._ipow(a[0], params["y"], ct)
         if name == "select":
@@ -433,7 +503,7 @@ class CppProgram:
                     # vectorisable: the plain comparison (which skips NaN) plus a NaN flag
                     cmp = ">" if op == "reduce_max" else "<"
                     ident = self._lowest(x.dtype) if op == "reduce_max" else self._highest(x.dtype)
-                    decls.append(f"{ct} {a} = {ident}; bool {a}_nan = false;")
+                    decls.append(f"{ct} {a} = {ident}; int {a}_nan = 0;")
                     updates.append(f"{a} = ({v} {cmp} {a}) ? {v} : {a}; {a}_nan |= ({v} != {v});")
                     if clauses is not None:
                         clauses += [f"reduction({'max' if cmp == '>' else 'min'}:{a})",

@@ -61,6 +61,16 @@ def zeros_if_needed(ts, avals):
     return [instantiate(t) if not isinstance(t, Zero) else t for t, a in zip(ts, avals)]
 
 
+def as_arrays(xs) -> list:
+    """Eagerly computed results as functx Arrays: a Jaxpr output may be a literal, or an input
+    (a NumPy array of the user's) passed through. float0 zeros and tracers stay as they are."""
+    from functx.tracing import Tracer
+
+    return [x if isinstance(x, (Array, Tracer)) or (isinstance(x, np.ndarray)
+                                                    and x.dtype == dtypes.float0)
+            else Array.from_value(x) for x in xs]
+
+
 def add_tangents(a, b):
     if isinstance(a, Zero):
         return b
@@ -71,7 +81,7 @@ def add_tangents(a, b):
 
 # --- the rewrite ---------------------------------------------------------------------------------
 jvp_rules: dict = {}
-# Primitives whose outputs never carry a tangent (integer/bool results, piecewise-constant functions).
+# Primitives whose outputs never carry a tangent (integer/bool results, piecewise-constant ones).
 nondifferentiable: set = set()
 
 
@@ -254,7 +264,7 @@ def _integer_pow_deriv(x, ans, *, y):
         return lax.full_like(x, 0)
     if y == 1:
         return lax.full_like(x, 1)
-    return lax.mul(_const(x, y), lax.integer_pow(x, y - 1))
+    return lax.mul(_const(x, y), x if y == 2 else lax.integer_pow(x, y - 1))
 
 
 defjvp_unary(P.integer_pow_p, _integer_pow_deriv)
@@ -415,10 +425,10 @@ _index_linear_jvp(P.dynamic_slice_p, 1)
 def _dus_jvp(primals, tangents):
     x, upd, *idx = primals
     tx, tu = tangents[0], tangents[1]
-    ans = lax.dynamic_update_slice(x, upd, idx)
+    ans = P.dynamic_update_slice_p.bind(x, upd, *idx)
     tx = _zero_for(get_aval(x)) if isinstance(tx, Zero) else tx
     tu = _zero_for(get_aval(upd)) if isinstance(tu, Zero) else tu
-    return ans, lax.dynamic_update_slice(tx, tu, idx)
+    return ans, P.dynamic_update_slice_p.bind(tx, tu, *idx)
 
 
 jvp_rules[P.dynamic_update_slice_p] = _dus_jvp
@@ -455,7 +465,7 @@ _scatter_linear_jvp(P.scatter_add_p)
 
 
 def _scatter_mul_jvp(primals, tangents, *, axes, mode):
-    # out = x * M with M = scatter_mul(1, idx, u). For each update, d/du_k = out / u_k at its target;
+    # out = x * M with M = scatter_mul(1, idx, u). For each update d/du_k = out / u_k at its target
     # (exact when updates are nonzero; JAX's rule has the same restriction to unique, nonzero ones).
     x, idx, u = primals
     tx, tu = tangents[0], tangents[2]
@@ -607,9 +617,12 @@ def _cumminmax_jvp(prim):
         src = lax.cummax(lax.select(hit, pos, lax.full_like(pos, -1)), axis, reverse)
         if reverse:
             src = lax.sub(lax.full_like(src, n - 1), src)
-        from functx.numpy import _core as jnp
-
-        return ans, jnp.take_along_axis(t, src, axis, mode="clip")
+        # t[..., src, ...] along axis: a gather with the other coordinates from iotas
+        nd = len(shape)
+        cols = [src if d == axis else lax.broadcasted_iota(dtypes.int32, shape, d)
+                for d in range(nd)]
+        idx = lax.concatenate([lax.expand_dims(c, (nd,)) for c in cols], nd)
+        return ans, P.gather_p.bind(t, idx, axes=tuple(range(nd)), mode="clip", fill_value=None)
 
     jvp_rules[prim] = rule
 
@@ -662,6 +675,13 @@ jvp_rules[P.dot_general_p] = _dot_general_jvp
 
 
 # --- the public API ------------------------------------------------------------------------------
+def fun_name(fun) -> str:
+    """``name (defined at file:line)``: how errors name the user's function."""
+    name = getattr(fun, "__name__", type(fun).__name__)
+    code = getattr(fun, "__code__", None)
+    return f"{name} (defined at {code.co_filename}:{code.co_firstlineno})" if code else name
+
+
 def _check_tangent(p, t, path):
     """The tangent ``t`` for primal ``p``, checked (shape, dtype) and with a Python scalar tangent
     converted to the primal's dtype."""
@@ -671,16 +691,21 @@ def _check_tangent(p, t, path):
     else:
         ta = get_aval(t)
     if pa.shape != ta.shape:
-        raise FunctxTypeError(f"jvp: primal and tangent arguments must have equal shapes; "
-                              f"{path} has primal {pa.str_short()} and tangent {ta.str_short()}"
+        raise FunctxTypeError(f"jvp of {path}: primal and tangent arguments must have equal "
+                              f"shapes; got primal {pa.str_short()} and tangent {ta.str_short()}"
                               f"{where()}")
     if not is_differentiable(pa):
+        if ta.dtype != dtypes.float0:
+            raise FunctxTypeError(
+                f"jvp of {path}: primal and tangent dtypes must be equal, or for an integer or "
+                f"bool primal the tangent dtype must be float0; got primal {pa.str_short()} and "
+                f"tangent {ta.str_short()} (use np.zeros(shape, functx.dtypes.float0)){where()}")
         return t
     if is_python_scalar(t) and not isinstance(t, bool):
         return Array.from_value(np.asarray(t, pa.dtype))
     if ta.dtype != pa.dtype:
-        raise FunctxTypeError(f"jvp: primal and tangent dtypes must be equal; {path} has primal "
-                              f"{pa.str_short()} and tangent {ta.str_short()}{where()}")
+        raise FunctxTypeError(f"jvp of {path}: primal and tangent dtypes must be equal; got "
+                              f"primal {pa.str_short()} and tangent {ta.str_short()}{where()}")
     return t
 
 
@@ -697,15 +722,16 @@ def jvp(fun, primals, tangents, has_aux=False):
     """
     from functx.transforms import linearize as L
 
+    fname = fun_name(fun)
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
-        raise FunctxTypeError(f"jvp: primals and tangents must be tuples or lists, got "
+        raise FunctxTypeError(f"jvp of {fname}: primals and tangents must be tuples or lists, got "
                               f"{type(primals).__name__} and {type(tangents).__name__}{where()}")
     p_leaves, p_tree = tree_flatten(tuple(primals))
     t_leaves, t_tree = tree_flatten(tuple(tangents))
     if p_tree != t_tree:
-        raise FunctxTypeError(f"jvp: primal and tangent arguments must have the same tree "
-                              f"structure; got {p_tree} and {t_tree}{where()}")
-    t_leaves = [_check_tangent(p, t, f"leaf {i}")
+        raise FunctxTypeError(f"jvp of {fname}: primal and tangent arguments must have the same "
+                              f"tree structure; got {p_tree} and {t_tree}{where()}")
+    t_leaves = [_check_tangent(p, t, f"{fname}, leaf {i}")
                 for i, (p, t) in enumerate(zip(p_leaves, t_leaves))]
     traced, leaves = L.trace_user_fun(fun, tuple(primals), has_aux)
     closed = traced.closed
@@ -714,7 +740,7 @@ def jvp(fun, primals, tangents, has_aux=False):
     t_in = [t for t, nz in zip(t_leaves, nonzeros) if nz]
     from functx.interpreter import eval_jaxpr
 
-    res = eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *leaves, *t_in)
+    res = as_arrays(eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *leaves, *t_in))
     n_all = len(closed.out_avals)
     outs, touts_nz = res[:n_all], iter(res[n_all:])
     touts = [next(touts_nz) if nz else zeros_like_aval(tangent_aval(a))

@@ -17,7 +17,15 @@ from functx.errors import FunctxTypeError, where
 from functx.interpreter import eval_jaxpr
 from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
 from functx.transforms import passes
-from functx.transforms.jvp import Zero, is_differentiable, jvp_jaxpr, tangent_aval, zeros_like_aval
+from functx.transforms.jvp import (
+    Zero,
+    as_arrays,
+    fun_name,
+    is_differentiable,
+    jvp_jaxpr,
+    tangent_aval,
+    zeros_like_aval,
+)
 
 
 # --- tracing user functions (pytrees, has_aux), with a cache ------------------------------------
@@ -56,8 +64,8 @@ def trace_user_fun(fun, args: tuple, has_aux: bool = False, kwargs=None):
         if has_aux:
             if not isinstance(out, tuple) or len(out) != 2:
                 raise FunctxTypeError(
-                    f"a function with has_aux=True must return a pair (output, aux), got "
-                    f"{type(out).__name__}{where()}")
+                    f"{fun_name(fun)} has has_aux=True, so it must return a pair (output, aux); "
+                    f"it returned {type(out).__name__}{where()}")
             out, aux = out
             aux_leaves, aux_tree = tree_flatten(aux)
         out_leaves, out_tree = tree_flatten(out)
@@ -74,6 +82,13 @@ def trace_user_fun(fun, args: tuple, has_aux: bool = False, kwargs=None):
 
 
 _jvp_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def clear_caches():
+    """Forget the cached traces and jvp Jaxprs (a custom derivative rule was (re)defined, and the
+    Jaxprs traced before hold the old one)."""
+    _trace_cache.clear()
+    _jvp_cache.clear()
 
 
 def cached_jvp_jaxpr(closed: ClosedJaxpr, nonzeros: tuple):
@@ -123,7 +138,7 @@ def linearize(fun, *primals):
     traced, leaves = trace_user_fun(fun, primals)
     nonzeros = tuple(is_differentiable(get_aval(x)) for x in leaves)
     lin = linearize_jaxpr(traced.closed, nonzeros, traced.n_out)
-    res = eval_jaxpr(lin.primal.jaxpr, lin.primal.consts, *leaves)
+    res = as_arrays(eval_jaxpr(lin.primal.jaxpr, lin.primal.consts, *leaves))
     n_out = len(traced.closed.out_avals)
     outs, residuals = res[:n_out], res[n_out:]
     out_avals = traced.closed.out_avals
@@ -134,7 +149,7 @@ def linearize(fun, *primals):
             raise FunctxTypeError(f"linearize: tangents must have the structure of the primals, "
                                   f"{traced.in_tree}; got {t_tree}{where()}")
         ts = [t for t, nz in zip(t_leaves, nonzeros) if nz]
-        t_out = iter(eval_jaxpr(lin.linear, [], *residuals, *ts))
+        t_out = iter(as_arrays(eval_jaxpr(lin.linear, [], *residuals, *ts)))
         touts = [next(t_out) if nz else zeros_like_aval(tangent_aval(a))
                  for nz, a in zip(lin.out_nz, out_avals)]
         return tree_unflatten(traced.out_tree, touts)

@@ -22,9 +22,9 @@ class PartialEval(NamedTuple):
     res_avals: list
 
 
-# rule(eqn, unknowns) -> (known_eqns, unknown_eqns, out_unknowns, residual_vars) or None to treat the
-# whole equation as unknown. ``residual_vars`` are known Vars (outputs of known_eqns or inputs of
-# ``eqn``) that ``unknown_eqns`` read.
+# rule(eqn, unknowns) -> (known_eqns, unknown_eqns, out_unknowns, residual_vars), or None to treat
+# the whole equation as unknown. ``residual_vars`` are known Vars (outputs of known_eqns or inputs
+# of ``eqn``) that ``unknown_eqns`` read.
 partial_eval_rules: dict = {}
 
 _RECOMPUTE = {P.iota_p, P.broadcast_in_dim_p}

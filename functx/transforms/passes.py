@@ -98,7 +98,63 @@ def fold_scalar_constants(jaxpr: Jaxpr) -> Jaxpr:
     return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, [sub(a) for a in jaxpr.outvars])
 
 
+def _is_one(a, ones) -> bool:
+    if type(a) is Literal:
+        return a.aval.shape == () and a.val == 1 and not isinstance(a.val, bool)
+    return a.id in ones
+
+
+def drop_identities(jaxpr: Jaxpr) -> Jaxpr:
+    """Remove equations that return an operand unchanged: ``mul x 1`` (also by a broadcast of 1,
+    as the backward pass of a sum makes), ``integer_pow[y=1] x``, and reshapes, converts and
+    broadcasts to the operand's own type. Exact (``x * 1 == x`` for every float, NaN and -0.0
+    included), and only where the result has exactly the operand's type."""
+    from functx import primitives as P
+
+    ones: set[int] = set()  # variables holding a broadcast of the literal 1
+    alias: dict[int, object] = {}
+    eqns = []
+
+    def sub(a):
+        return a if type(a) is Literal else alias.get(a.id, a)
+
+    for e in jaxpr.eqns:
+        e = e.replace(invars=[sub(a) for a in e.invars])
+        out = e.outvars[0] if len(e.outvars) == 1 else None
+        same = None
+        if e.prim is P.mul_p:
+            x, y = e.invars
+            if _is_one(y, ones):
+                same = x
+            elif _is_one(x, ones):
+                same = y
+        elif e.prim is P.integer_pow_p and e.params["y"] == 1:
+            same = e.invars[0]
+        elif e.prim in (P.reshape_p, P.convert_element_type_p, P.broadcast_in_dim_p,
+                        P.transpose_p) and _keeps_layout(e):
+            same = e.invars[0]
+        if same is not None and type(same) is not Literal and same.aval == out.aval:
+            alias[out.id] = same
+            continue
+        if e.prim is P.broadcast_in_dim_p and _is_one(e.invars[0], ones):
+            ones.add(out.id)
+        eqns.append(e)
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, [sub(a) for a in jaxpr.outvars])
+
+
+def _keeps_layout(e) -> bool:
+    """A reshape/convert/broadcast/transpose that maps its operand to itself."""
+    from functx import primitives as P
+
+    a = e.invars[0].aval
+    if e.prim is P.transpose_p:
+        return tuple(e.params["permutation"]) == tuple(range(a.ndim))
+    if e.prim is P.broadcast_in_dim_p:
+        return tuple(e.params["broadcast_dimensions"]) == tuple(range(a.ndim))
+    return True  # reshape/convert: same type <=> identity (checked by the caller)
+
+
 def simplify(closed: ClosedJaxpr) -> ClosedJaxpr:
-    """Constant folding of scalar literals, CSE, then DCE."""
-    j = cse_jaxpr(fold_scalar_constants(closed.jaxpr))
+    """Constant folding of scalar literals, identity removal, CSE, then DCE."""
+    j = cse_jaxpr(drop_identities(fold_scalar_constants(closed.jaxpr)))
     return dce_closed(ClosedJaxpr(j, closed.consts))

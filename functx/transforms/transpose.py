@@ -240,7 +240,8 @@ def _pad_t(ct, x, pv, *, padding_config):
                 Zero(_aval(pv)) if is_undefined(pv) else None]
     xa = _aval(x)
     # Undo the low/high padding (negative padding slices), then take every (interior+1)-th element.
-    unpadded = lax.pad(ct, lax.full((), 0, xa.dtype), [(-lo, -hi, 0) for lo, hi, _ in padding_config])
+    unpadded = lax.pad(ct, lax.full((), 0, xa.dtype),
+                       [(-lo, -hi, 0) for lo, hi, _ in padding_config])
     ua = get_aval(unpadded)
     t_x = lax.slice(unpadded, (0,) * xa.ndim, ua.shape, [i + 1 for _, _, i in padding_config])
     t_pv = None
@@ -267,10 +268,12 @@ def _concatenate_t(ct, *xs, dimension):
 
 transpose_rules[P.reduce_sum_p] = _structural(_reduce_sum_t)
 transpose_rules[P.broadcast_in_dim_p] = _structural(_broadcast_in_dim_t)
-transpose_rules[P.reshape_p] = _structural(lambda ct, aval, *, new_sizes: lax.reshape(ct, aval.shape))
+transpose_rules[P.reshape_p] = _structural(
+    lambda ct, aval, *, new_sizes: lax.reshape(ct, aval.shape))
 transpose_rules[P.transpose_p] = _structural(
     lambda ct, aval, *, permutation: lax.transpose(ct, tuple(np.argsort(permutation))))
-transpose_rules[P.squeeze_p] = _structural(lambda ct, aval, *, dimensions: lax.reshape(ct, aval.shape))
+transpose_rules[P.squeeze_p] = _structural(
+    lambda ct, aval, *, dimensions: lax.reshape(ct, aval.shape))
 transpose_rules[P.expand_dims_p] = _structural(
     lambda ct, aval, *, dimensions: lax.reshape(ct, aval.shape))
 transpose_rules[P.rev_p] = _structural(lambda ct, aval, *, dimensions: lax.rev(ct, dimensions))
@@ -285,7 +288,7 @@ transpose_rules[P.concatenate_p] = _concatenate_t
 def _dynamic_slice_t(ct, x, *idx, slice_sizes):
     if isinstance(ct, Zero):
         return [Zero(x.aval)] + [None] * len(idx)
-    return [lax.dynamic_update_slice(_zeros(x.aval), ct, idx)] + [None] * len(idx)
+    return [P.dynamic_update_slice_p.bind(_zeros(x.aval), ct, *idx)] + [None] * len(idx)
 
 
 def _dus_t(ct, x, upd, *idx):
@@ -293,8 +296,10 @@ def _dus_t(ct, x, upd, *idx):
     if isinstance(ct, Zero):
         return [Zero(_aval(x)) if is_undefined(x) else None,
                 Zero(ua) if is_undefined(upd) else None] + [None] * len(idx)
-    t_x = lax.dynamic_update_slice(ct, _zeros(ua), idx) if is_undefined(x) else None
-    t_u = lax.dynamic_slice(ct, idx, ua.shape) if is_undefined(upd) else None
+    # (the primitives themselves: lax's wrappers also wrap negative starts, the primitives only
+    # clamp, and the rules must index exactly as the equation they transpose)
+    t_x = P.dynamic_update_slice_p.bind(ct, _zeros(ua), *idx) if is_undefined(x) else None
+    t_u = P.dynamic_slice_p.bind(ct, *idx, slice_sizes=ua.shape) if is_undefined(upd) else None
     return [t_x, t_u] + [None] * len(idx)
 
 
@@ -307,7 +312,8 @@ def _gather_t(ct, x, idx, *, axes, mode, fill_value=None):
 
 def _gather_back(ct, idx, axes, mode):
     gmode = "clip" if mode == "clip" else "fill"
-    return P.gather_p.bind(ct, idx, axes=axes, mode=gmode, fill_value=None if gmode == "clip" else 0)
+    return P.gather_p.bind(ct, idx, axes=axes, mode=gmode,
+                           fill_value=None if gmode == "clip" else 0)
 
 
 def _scatter_add_t(ct, x, idx, upd, *, axes, mode):
@@ -354,6 +360,8 @@ def _dot_transpose_operand(ct, other, operand_aval, dn, operand_is_lhs):
     else:
         ct_other_free = list(range(nb, nb + len(other_free)))
     dims = ((tuple(ct_other_free), tuple(other_free)), (tuple(range(nb)), tuple(other_b)))
+    if oa.dtype != get_aval(ct).dtype:  # preferred_element_type: ct has the product's dtype
+        other = lax.convert_element_type(other, get_aval(ct).dtype)
     out = lax.dot_general(ct, other, dims)
     # out layout: [batch, my free dims, my contracting dims ordered as the other's sorted ones]
     order = list(mine_b) + mine_free + [mine_c[i] for i in np.argsort(other_c)]

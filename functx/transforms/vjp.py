@@ -200,6 +200,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, allow_int=False, _with_value=T
             nums = tuple(pos.index(a) for a in nums)
         else:
             f_eff = fun
+            pos = list(range(len(args)))
         traced, leaves = trace_user_fun(f_eff, args, has_aux, kwargs)
         _check_grad_output(traced, fname)
         ranges = _leaf_ranges(args)
@@ -212,7 +213,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, allow_int=False, _with_value=T
                         f"grad requires real- or complex-valued inputs (input dtype that is a "
                         f"sub-dtype of np.inexact), but got {av.dtype.name}. If you want to use "
                         f"Boolean- or integer-valued inputs, use vjp or set allow_int to True. "
-                        f"(argument {a} of {fname}{where()})")
+                        f"(argument {pos[a]} of {fname}{where()})")
                 mask[i] = is_differentiable(av)
         g = _grad_jaxpr(traced.closed, tuple(mask), traced.n_out, _with_value)
         res = as_arrays(eval_jaxpr(g.jaxpr, g.consts, *leaves))
@@ -241,7 +242,7 @@ def _flat(ranges, nums):
 def _is_static(a) -> bool:
     """Python values (and containers of them) that need not be traced."""
     leaves = tree_flatten(a)[0]
-    return all(isinstance(x, (bool, int, float, str)) or x is None for x in leaves) and (
+    return all(type(x) in (bool, int, float, str) for x in leaves) and (
         bool(leaves) or a is None)
 
 

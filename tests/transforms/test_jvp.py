@@ -30,6 +30,15 @@ jnp = jax.numpy
 F32, F64, I32 = np.float32, np.float64, np.int32
 
 
+def _jgrad(f, *a, **kw):
+    """jax.grad, jit-compiled (JAX's eager transforms dispatch slowly)."""
+    return jax.jit(jax.grad(f, *a, **kw))
+
+
+def _jjvp(f, primals, tangents):
+    return jax.jit(lambda p, t: jax.jvp(f, p, t))(primals, tangents)
+
+
 def _lineno():
     return inspect.currentframe().f_back.f_lineno
 
@@ -225,9 +234,14 @@ CASES: dict[str, list[Case]] = {
                              {2: _idx(rng, (), -2, 8)}), {}, False),
     ],
     "gather": [
+        # (out of range, mode "fill" returns the fill value: a constant, not NaN, for the
+        # finite differences)
         Case(lambda rng, s: ([rng.standard_normal((5, 4))], {1: _idx(rng, (3, 1), -1, 7)}),
-             {"axes": (0,), "mode": mode, "fill_value": None}, False) for mode in ("clip", "fill")
+             {"axes": (0,), "mode": mode, "fill_value": fill}, False)
+        for mode, fill in (("clip", None), ("fill", 2.0))
     ] + [
+        Case(lambda rng, s: ([rng.standard_normal((5, 4))], {1: _idx(rng, (3, 1), 0, 5)}),
+             {"axes": (0,), "mode": "fill", "fill_value": None}, False),
         Case(lambda rng, s: ([rng.standard_normal((5, 4, 3))], {1: _idx(rng, (2, 2, 2), 0, 3)}),
              {"axes": (0, 2), "mode": "clip", "fill_value": None}, False),
         Case(lambda rng, s: ([rng.standard_normal((5, 4))], {1: _idx(rng, (1,), 0, 4)}),
@@ -276,6 +290,12 @@ CASES: dict[str, list[Case]] = {
             ((3, 2), (2, 3), (((), ()), ((), ()))),
             ((2, 3, 4), (4, 3, 2), (((1, 2), (1, 0)), ((), ()))),
         ]
+    ] + [
+        # float32 operands, a float64 product: cotangents come back in float32
+        Case(lambda rng, s: ([rng.standard_normal((3, 4)).astype(F32),
+                              rng.standard_normal((4, 2)).astype(F32)], {}),
+             {"dimension_numbers": (((1,), (0,)), ((), ())),
+              "preferred_element_type": np.dtype(F64)}, False),
     ],
 }
 
@@ -361,8 +381,32 @@ CASES.update({
     "custom_vjp_call": [Case(lambda rng, s: ([rng.standard_normal(s), rng.standard_normal(s)], {}),
                              fn=lambda fixed: _cube, modes=("rev",))],
 })
-# custom_lin (the linear half of a custom_vjp function) is checked through custom_vjp_call.
-NOT_IN_TABLE = {"custom_lin", "lgamma"}
+
+
+def _linrec(a, b):  # the linear recurrence h_i = a_i h_{i-1} + b_i: a lane-wise combine
+    return a[0] * b[0], b[0] * a[1] + b[1]
+
+
+CASES["associative_scan"] = [
+    Case(lambda rng, s: ([rng.standard_normal((5, 2))], {}), shapes=False,
+         fn=lambda fixed: lambda x: lax.associative_scan(lax.add, x, axis=1)),
+    Case(lambda rng, s: ([rng.uniform(0.5, 1.5, (4, 3))], {}), shapes=False,
+         fn=lambda fixed: lambda x: lax.associative_scan(lax.mul, x, reverse=True)),
+    Case(lambda rng, s: ([rng.uniform(-1, 1, (6, 2)), rng.standard_normal((6, 2))], {}),
+         shapes=False, fn=lambda fixed: lambda a, b: lax.associative_scan(_linrec, (a, b))),
+    Case(lambda rng, s: ([rng.standard_normal((5, 3))], {}), shapes=False,
+         fn=lambda fixed: lambda x: lax.associative_scan(fnp.logaddexp, x)),
+    # not lane-wise: 2x2 matrix products (the jvp of the O(log n) ladder)
+    Case(lambda rng, s: ([rng.standard_normal((4, 2, 2)) / 2], {}), shapes=False,
+         fn=lambda fixed: lambda m: lax.associative_scan(lambda a, b: b @ a, m)),
+]
+# custom_lin (the linear half of a custom_vjp function) is checked through custom_vjp_call; lgamma
+# and the generic reduce have declared unsupported jvps (tested below).
+DECLARED_UNSUPPORTED = {
+    "lgamma": lambda x: lax.lgamma(x),
+    "reduce": lambda x: lax.reduce(x, 0.0, lambda a, b: fnp.maximum(a, b) * 1.0, (0,)),
+}
+NOT_IN_TABLE = {"custom_lin"} | set(DECLARED_UNSUPPORTED)
 
 
 def _merge(diff, fixed, positions=None):
@@ -386,7 +430,7 @@ DIFFERENTIABLE = sorted(n for n, p in P.registry.items()
 def test_every_primitive_has_a_jvp_rule_or_is_declared_nondifferentiable():
     missing = sorted(n for n, p in P.registry.items()
                      if p not in J.jvp_rules and p not in J.nondifferentiable)
-    assert not missing, f"primitives with neither a jvp rule nor a nondifferentiable mark: {missing}"
+    assert not missing, f"primitives with no jvp rule and no nondifferentiable mark: {missing}"
     both = sorted(n for n, p in P.registry.items() if p in J.jvp_rules and p in J.nondifferentiable)
     assert not both, f"primitives both differentiable and not: {both}"
 
@@ -436,6 +480,25 @@ def test_every_linear_primitive_has_a_transpose_rule():
     assert not missing, f"primitives applied to tangents without a transpose rule: {missing}"
 
 
+@pytest.mark.parametrize("name", sorted(DECLARED_UNSUPPORTED))
+def test_declared_unsupported_jvps_raise(name):
+    f = DECLARED_UNSUPPORTED[name]
+    x = np.array([1.5, 2.5])
+    assert P.registry[name] in {e.prim for e in functx.make_jaxpr(f)(x).eqns}
+    with pytest.raises(UnsupportedError, match=f"'{name}' not implemented") as e:
+        functx.grad(lambda v: fnp.sum(f(v)))(x)
+    assert f"test_jvp.py:{f.__code__.co_firstlineno}" in str(e.value)  # the line of the op
+
+
+def test_lax_reduce_with_a_monoid_differentiates_like_jax():
+    x = np.array([[1.0, 4.0, 2.0], [3.0, -1.0, 0.5]])
+    for comb, init in [(lax.add, 0.0), (lax.mul, 1.0), (lax.max, -np.inf)]:
+        g = functx.grad(lambda v: fnp.sum(lax.reduce(v, init, comb, (1,)) ** 2))(x)
+        jcomb = {lax.add: jax.lax.add, lax.mul: jax.lax.mul, lax.max: jax.lax.max}[comb]
+        jg = _jgrad(lambda v: jnp.sum(jax.lax.reduce(v, init, jcomb, (1,)) ** 2))(x)
+        np.testing.assert_allclose(g, jg, rtol=1e-12)
+
+
 def test_lgamma_jvp_raises_a_declared_unsupported_error():
     with pytest.raises(UnsupportedError, match=r"lgamma.*digamma") as e:
         functx.grad(lambda x: lax.lgamma(x))(2.0)
@@ -448,11 +511,14 @@ def test_lgamma_jvp_raises_a_declared_unsupported_error():
 
 
 # --- check_grads on every differentiable primitive ----------------------------------------------
-@pytest.mark.parametrize("name", DIFFERENTIABLE)
-@settings(max_examples=4)
+CASE_IDS = [(name, i) for name in DIFFERENTIABLE for i in range(len(CASES.get(name, [])))]
+
+
+@pytest.mark.parametrize("name,i", CASE_IDS, ids=[f"{n}-{i}" for n, i in CASE_IDS])
+@settings(max_examples=2)
 @given(data=st.data())
-def test_primitive_check_grads(name, data):
-    case = data.draw(st.sampled_from(CASES[name]), label="case")
+def test_primitive_check_grads(name, i, data):
+    case = CASES[name][i]
     shape = data.draw(_shape_strategy(), label="shape") if case.shapes else None
     rng = np.random.default_rng(data.draw(st.integers(0, 2**16), label="seed"))
     diff, fixed = case.make(rng, shape)
@@ -467,13 +533,13 @@ def test_piecewise_constant_functions_have_zero_gradients_like_jax():
     for name in ["sign", "floor", "ceil", "round", "rint", "trunc"]:
         f = lambda v, name=name: fnp.sum(getattr(fnp, name)(v) * v)  # noqa: E731
         g = lambda v, name=name: jnp.sum(getattr(jnp, name)(v) * v)  # noqa: E731
-        np.testing.assert_allclose(functx.grad(f)(x), jax.grad(g)(x), err_msg=name)
+        np.testing.assert_allclose(functx.grad(f)(x), _jgrad(g)(x), err_msg=name)
     # comparisons, argmax, iota, stop_gradient, is_finite: no tangent flows
     h = lambda v: fnp.sum(fnp.where(v > 0, 1.0, 0.0) + fnp.argmax(v) * v  # noqa: E731
                           + lax.stop_gradient(v) ** 2 + fnp.isfinite(v) * v)
     hj = lambda v: jnp.sum(jnp.where(v > 0, 1.0, 0.0) + jnp.argmax(v) * v  # noqa: E731
                            + jax.lax.stop_gradient(v) ** 2 + jnp.isfinite(v) * v)
-    np.testing.assert_allclose(functx.grad(h)(x), jax.grad(hj)(x))
+    np.testing.assert_allclose(functx.grad(h)(x), _jgrad(hj)(x))
     # nextafter is piecewise constant in functx (JAX has no rule for it and raises)
     np.testing.assert_array_equal(functx.grad(lambda v: fnp.nextafter(v, 0.0).sum())(x), 0 * x)
     _, t = functx.jvp(lambda v: fnp.floor(v), (x,), (np.ones(4),))
@@ -498,9 +564,11 @@ JVP_CASES = {
     "sin_cos": (lambda m, x, y: m.sin(x) * m.cos(y), [(3, 2), (3, 2)]),
     "broadcast_scalar": (lambda m, x, y: x * y + y, [(4,), ()]),
     "matmul": (lambda m, a, b: m.tanh(a @ b), [(3, 4), (4, 2)]),
-    "reductions": (lambda m, x, y: m.max(x, axis=0) * m.prod(y) + m.mean(x) - m.var(y), [(3, 4), (4,)]),
+    "reductions": (lambda m, x, y: m.max(x, axis=0) * m.prod(y) + m.mean(x) - m.var(y),
+                   [(3, 4), (4,)]),
     "cum": (lambda m, x, y: m.cumsum(x, axis=1) * m.cumprod(y), [(3, 4), (4,)]),
-    "index": (lambda m, x, y: x[1:, ::2] * y[0] + x[m.array([0, 2, 2])][:, :2].sum(), [(3, 4), (2,)]),
+    "index": (lambda m, x, y: x[1:, ::2] * y[0] + x[m.array([0, 2, 2])][:, :2].sum(),
+              [(3, 4), (2,)]),
     "where_clip": (lambda m, x, y: m.where(x > 0, m.clip(x, -0.5, 0.5), y), [(5,), (5,)]),
     "pytree_mlp": None,
 }
@@ -514,13 +582,13 @@ def test_jvp_matches_jax(name, rng):
         x = rng.standard_normal((5, 3))
         tp = {k: rng.standard_normal(v.shape) for k, v in p.items()}
         out, t = functx.jvp(lambda p: _mlp(fnp, p, x), (p,), (tp,))
-        jout, jt = jax.jvp(lambda p: _mlp(jnp, p, x), (p,), (tp,))
+        jout, jt = _jjvp(lambda p: _mlp(jnp, p, x), (p,), (tp,))
     else:
         f, shapes = JVP_CASES[name]
         args = [rng.standard_normal(s) for s in shapes]
         ts = [rng.standard_normal(s) for s in shapes]
         out, t = functx.jvp(lambda *a: f(fnp, *a), tuple(args), tuple(ts))
-        jout, jt = jax.jvp(lambda *a: f(jnp, *a), tuple(args), tuple(ts))
+        jout, jt = _jjvp(lambda *a: f(jnp, *a), tuple(args), tuple(ts))
     np.testing.assert_allclose(out, jout, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(t, jt, rtol=1e-10, atol=1e-12)
 
@@ -548,7 +616,7 @@ def test_jvp_float32_keeps_dtype_and_weak_types():
     assert float(t) == 3.0
 
 
-# --- jvp errors ------------------------------------------------------------------------------------
+# --- jvp errors -----------------------------------------------------------------------------------
 def test_jvp_mismatched_shapes_names_the_line():
     with pytest.raises(FunctxTypeError, match=r"equal shapes.*f64\[3\].*f64\[2\]") as e:
         functx.jvp(fnp.sin, (np.zeros(3),), (np.zeros(2),))
@@ -561,3 +629,17 @@ def test_jvp_mismatched_shapes_names_the_line():
     assert f"test_jvp.py:{_lineno() - 1}" in str(e.value)
     with pytest.raises(FunctxTypeError, match="tuples or lists"):
         functx.jvp(fnp.sin, np.zeros(3), np.zeros(3))
+    # the error names the function
+    with pytest.raises(FunctxTypeError, match=r"jvp of mul3 \(defined at .*test_jvp.py"):
+        def mul3(x):
+            return x * 3
+        functx.jvp(mul3, (np.zeros(3),), (np.zeros(2),))
+
+
+def test_jvp_integer_primals_need_float0_tangents():
+    f = lambda x, i: x * i  # noqa: E731
+    out, t = functx.jvp(f, (np.float64(1.0), 3), (np.float64(1.0), np.zeros((), jax.dtypes.float0)))
+    assert float(t) == 3.0
+    with pytest.raises(FunctxTypeError, match="tangent dtype must be float0") as e:
+        functx.jvp(f, (np.float64(1.0), 3), (np.float64(1.0), 1))
+    assert f"test_jvp.py:{_lineno() - 1}" in str(e.value)
