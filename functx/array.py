@@ -148,8 +148,11 @@ class ArrayMethods:
     def min(self, axis=None, keepdims=False, **kw):
         return _fnp().min(self, axis=axis, keepdims=keepdims, **kw)
 
-    def any(self, axis=None, keepdims=False): return _fnp().any(self, axis=axis, keepdims=keepdims)
-    def all(self, axis=None, keepdims=False): return _fnp().all(self, axis=axis, keepdims=keepdims)
+    def any(self, axis=None, out=None, keepdims=False, **kw):
+        return _fnp().any(self, axis=axis, keepdims=keepdims, **kw)
+
+    def all(self, axis=None, out=None, keepdims=False, **kw):
+        return _fnp().all(self, axis=axis, keepdims=keepdims, **kw)
 
     def argmax(self, axis=None, keepdims=False):
         return _fnp().argmax(self, axis=axis, keepdims=keepdims)
