@@ -46,5 +46,6 @@ def where(source_info=None) -> str:
     if si is None:
         from functx import tracing
 
-        si = tracing._source_stack[-1] if tracing._source_stack else user_frame()
+        stack = tracing._state.source_stack
+        si = stack[-1] if stack else user_frame()
     return f" (at {si})" if si else ""

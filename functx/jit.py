@@ -60,7 +60,8 @@ def compile_jaxpr(closed: ClosedJaxpr):
     if compiled:
         _log(f"compiled {len(kernels)} kernels in {time.perf_counter() - t0:.2f}s")
     return runtime.Executable(so, len(g.inputs), [c for _, c in g.consts], out_specs, out_map,
-                              src, schedule.describe(kernels))
+                              src, schedule.describe(kernels),
+                              in_dtypes=[n.dtype for n in g.inputs])
 
 
 def _describe_change(old_key, new_key) -> str:
@@ -85,8 +86,28 @@ class Jitted:
             else tuple(static_argnums)
         self.static_argnames = (static_argnames,) if isinstance(static_argnames, str) \
             else tuple(static_argnames)
+        self._infer_static_from_signature()
         self.cache: dict = {}
         self.last_key = None
+
+    def _infer_static_from_signature(self):
+        """Like JAX, static_argnums and static_argnames imply each other through the signature."""
+        import inspect
+
+        try:
+            params = list(inspect.signature(self.fun).parameters.values())
+        except (TypeError, ValueError):
+            return
+        positional = [p.name for p in params
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        nums, names = set(self.static_argnums), set(self.static_argnames)
+        for name in list(names):
+            if name in positional:
+                nums.add(positional.index(name))
+        for i in list(nums):
+            if 0 <= i < len(positional) and params[i].kind == params[i].POSITIONAL_OR_KEYWORD:
+                names.add(positional[i])
+        self.static_argnums, self.static_argnames = tuple(sorted(nums)), tuple(sorted(names))
 
     def _split(self, args, kwargs):
         static = {i % len(args) for i in self.static_argnums if -len(args) <= i < len(args)}
@@ -115,7 +136,7 @@ class Jitted:
         return f, leaves, in_tree, (stat, stat_kw)
 
     def __call__(self, *args, **kwargs):
-        if not kwargs and not self.static_argnums and not tracing._stack:
+        if not kwargs and not self.static_argnums and not tracing._state.stack:
             # the dispatch fast path: flatten, look up, run
             leaves, in_tree = optree.tree_flatten((args, {}), none_is_leaf=False,
                                                   namespace=tracing.PYTREE_NAMESPACE)

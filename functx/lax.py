@@ -212,20 +212,6 @@ def argmin(x, axis: int, index_dtype=dtypes.int32):
     return P.argmin_p.bind(x, axes=(int(axis),), index_dtype=dtypes.canonicalize(index_dtype))
 
 
-def _cum(prim):
-    def fn(x, axis: int = 0, reverse: bool = False):
-        axis = int(axis) % builtins.max(_aval(x).ndim, 1)
-        return prim.bind(x, axis=axis, reverse=bool(reverse))
-
-    fn.__name__ = prim.name
-    return fn
-
-
-cumsum = _cum(P.cumsum_p)
-cumprod = _cum(P.cumprod_p)
-cummax = _cum(P.cummax_p)
-cummin = _cum(P.cummin_p)
-cumlogsumexp = _cum(P.cumlogsumexp_p)
 
 
 # --- shapes --------------------------------------------------------------------------------------
@@ -434,7 +420,8 @@ def _prod(xs):
 
 
 from functx.control_flow import cond, fori_loop, map, scan, switch, while_loop  # noqa: E402,F401,A004
-from functx.associative_scan import associative_scan  # noqa: E402,F401
+from functx.associative_scan import (  # noqa: E402,F401
+    associative_scan, cumlogsumexp, cummax, cummin, cumprod, cumsum)
 from functx.generic_reduce import reduce  # noqa: E402,F401,A004
 
 

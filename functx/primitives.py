@@ -312,6 +312,21 @@ def _pow(x, y):
     return np.power(x, y)
 
 
+def _signed_zero_fix(fn, neg):
+    """np.maximum/np.minimum return either zero for (0.0, -0.0); XLA orders -0.0 below +0.0."""
+
+    def impl(x, y):
+        out = fn(x, y)
+        if out.dtype.kind == "f" or out.dtype == dtypes.bfloat16:
+            both = (x == 0) & (y == 0)
+            if np.any(both):
+                z = -((-x) + (-y)) if neg else x + y
+                out = np.where(both, z, out)
+        return out
+
+    return impl
+
+
 _BINARY = {
     "add": (np.add, "number"),
     "sub": (np.subtract, "number"),
@@ -319,8 +334,8 @@ _BINARY = {
     "div": (_div, "number"),
     "rem": (_rem, "number"),
     "pow": (_pow, "number"),
-    "max": (np.maximum, "any"),
-    "min": (np.minimum, "any"),
+    "max": (_signed_zero_fix(np.maximum, False), "any"),
+    "min": (_signed_zero_fix(np.minimum, True), "any"),
     "atan2": (np.arctan2, "float"),
     "nextafter": (np.nextafter, "float"),
 }
@@ -452,6 +467,15 @@ def _identity(name, dtype):
     raise KeyError(name)
 
 
+def _zero_sign(out, x, axes, is_max):
+    """max of zeros is +0.0 if any is +0.0, min is -0.0 if any is -0.0 (XLA's order)."""
+    if x.dtype.kind != "f" or not np.any(np.asarray(out) == 0):
+        return out
+    want = (x == 0) & (np.signbit(x) != is_max)
+    hit = np.any(want, axis=axes) & (np.asarray(out) == 0)
+    return np.where(hit, np.asarray(0.0 if is_max else -0.0, x.dtype), out)
+
+
 def _reduce_impl(name):
     def impl(x, *, axes):
         axes = tuple(axes)
@@ -463,9 +487,11 @@ def _reduce_impl(name):
             elif name == "reduce_prod":
                 out = np.prod(xc, axis=axes, dtype=xc.dtype)
             elif name == "reduce_max":
-                out = np.max(xc, axis=axes, initial=_identity(name, x.dtype))
+                out = _zero_sign(np.max(xc, axis=axes, initial=_identity(name, x.dtype)), xc,
+                                 axes, True)
             elif name == "reduce_min":
-                out = np.min(xc, axis=axes, initial=_identity(name, x.dtype))
+                out = _zero_sign(np.min(xc, axis=axes, initial=_identity(name, x.dtype)), xc,
+                                 axes, False)
             elif name == "reduce_and":
                 out = np.all(xc, axis=axes) if x.dtype == np.bool_ else \
                     np.bitwise_and.reduce(xc, axis=axes)
@@ -516,48 +542,6 @@ argmax_p.impl = _argreduce_impl(np.argmax)
 argmin_p = _prim("argmin", "reduce")
 argmin_p.abstract_eval = _argreduce_eval("argmin")
 argmin_p.impl = _argreduce_impl(np.argmin)
-
-
-# --- Cumulative reductions (to become associative_scan) ------------------------------------------
-def _cum_eval(name):
-    def abstract_eval(x, *, axis, reverse):
-        _check_axes(name, (axis,), x.ndim)
-        if name in ("cumsum", "cumprod") and x.dtype == dtypes.bool_:
-            _err(f"{name} does not accept bool operands, got {x.str_short()}")
-        if name == "cumlogsumexp" and x.dtype not in dtypes.FLOATS:
-            _err(f"cumlogsumexp needs a floating-point operand, got {x.str_short()}")
-        return x
-
-    return abstract_eval
-
-
-def _cum_impl(fn):
-    def impl(x, *, axis, reverse):
-        low = x.dtype in _LOW_FLOATS
-        xc = x.astype(np.float32) if low else x
-        if reverse:
-            xc = np.flip(xc, axis)
-        with np.errstate(all="ignore"):
-            out = fn(xc, axis=axis)
-        if reverse:
-            out = np.flip(out, axis)
-        return np.asarray(out).astype(x.dtype)
-
-    return impl
-
-
-_CUM = {
-    "cumsum": lambda x, axis: np.cumsum(x, axis=axis, dtype=x.dtype),
-    "cumprod": lambda x, axis: np.cumprod(x, axis=axis, dtype=x.dtype),
-    "cummax": lambda x, axis: np.maximum.accumulate(x, axis=axis),
-    "cummin": lambda x, axis: np.minimum.accumulate(x, axis=axis),
-    "cumlogsumexp": lambda x, axis: np.logaddexp.accumulate(x, axis=axis),
-}
-for _name, _fn in _CUM.items():
-    _p = _prim(_name, "cumulative")
-    _p.abstract_eval = _cum_eval(_name)
-    _p.impl = _cum_impl(_fn)
-    globals()[f"{_name}_p"] = _p
 
 
 # --- Shape ops (views: lowering turns them into index expressions) -------------------------------

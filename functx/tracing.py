@@ -9,6 +9,7 @@ transformed function inside an outer trace records a self-contained Jaxpr that t
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Any, Callable
 
 import numpy as np
@@ -26,13 +27,13 @@ PYTREE_NAMESPACE = "functx"
 class Tracer(ArrayMethods):
     """A stand-in for an array while a function is being traced; it records what is done to it."""
 
-    __slots__ = ("aval", "builder", "var")
+    __slots__ = ("aval", "builder", "ir_var")
     __array_priority__ = 1000
 
     def __init__(self, builder: Builder, aval: ShapedArray):
         self.aval = aval
         self.builder = builder
-        self.var = Var(aval)
+        self.ir_var = Var(aval)
 
     shape = property(lambda self: self.aval.shape)
     dtype = property(lambda self: self.aval.dtype)
@@ -80,7 +81,16 @@ class Tracer(ArrayMethods):
 
 
 # --- The builder ---------------------------------------------------------------------------------
-_stack: list[Builder] = []
+class _TraceState(threading.local):
+    """Per-thread trace state: the active builders and the source lines of rewritten equations
+    (so one thread tracing never captures another thread's computation)."""
+
+    def __init__(self):
+        self.stack: list[Builder] = []
+        self.source_stack: list = []
+
+
+_state = _TraceState()
 
 
 class Builder:
@@ -99,8 +109,8 @@ class Builder:
     def to_atom(self, x) -> Var | Literal:
         if isinstance(x, Tracer):
             if x.builder is self:
-                return x.var
-            if x.builder not in _stack:
+                return x.ir_var
+            if x.builder not in _state.stack:
                 raise FunctxError(
                     f"A tracer {x!r} from a finished trace was used{where()}: a value computed "
                     "inside a transformed function escaped it (stored in a global or a closure). "
@@ -125,18 +135,18 @@ class Builder:
 
     def add_eqn(self, prim, args, params):
         atoms = [self.to_atom(a) for a in args]
-        src = _source_stack[-1] if _source_stack else user_frame()
+        src = _state.source_stack[-1] if _state.source_stack else user_frame()
         out_avals = _abstract_eval(prim, [a.aval for a in atoms], params)
         if prim.multiple_results:
             outs = [self.new_tracer(a) for a in out_avals]
         else:
             outs = [self.new_tracer(out_avals)]
-        self.eqns.append(Eqn(prim, atoms, [t.var for t in outs], params, src))
+        self.eqns.append(Eqn(prim, atoms, [t.ir_var for t in outs], params, src))
         return outs if prim.multiple_results else outs[0]
 
     def build(self, in_tracers, outs) -> ClosedJaxpr:
         outvars = [self.to_atom(o) for o in outs]
-        jaxpr = Jaxpr(self.constvars, [t.var for t in in_tracers], self.eqns, outvars)
+        jaxpr = Jaxpr(self.constvars, [t.ir_var for t in in_tracers], self.eqns, outvars)
         return ClosedJaxpr(jaxpr, self.consts)
 
 
@@ -147,15 +157,12 @@ class _Tracing:
         self.builder = builder
 
     def __enter__(self):
-        _stack.append(self.builder)
+        _state.stack.append(self.builder)
         return self.builder
 
     def __exit__(self, *exc):
-        popped = _stack.pop()
+        popped = _state.stack.pop()
         assert popped is self.builder
-
-
-_source_stack: list = []
 
 
 class source_info:
@@ -166,14 +173,14 @@ class source_info:
         self.info = info
 
     def __enter__(self):
-        _source_stack.append(self.info)
+        _state.source_stack.append(self.info)
 
     def __exit__(self, *exc):
-        _source_stack.pop()
+        _state.source_stack.pop()
 
 
 def current_source_info():
-    return _source_stack[-1] if _source_stack else user_frame()
+    return _state.source_stack[-1] if _state.source_stack else user_frame()
 
 
 def new_trace() -> _Tracing:
@@ -181,7 +188,7 @@ def new_trace() -> _Tracing:
 
 
 def is_tracing() -> bool:
-    return bool(_stack)
+    return bool(_state.stack)
 
 
 # --- bind ----------------------------------------------------------------------------------------
@@ -191,7 +198,7 @@ def _abstract_eval(prim, avals, params):
     except FunctxTypeError as e:
         msg = str(e)
         if "(at " not in msg:
-            msg += where(_source_stack[-1] if _source_stack else None)
+            msg += where(_state.source_stack[-1] if _state.source_stack else None)
         raise type(e)(msg) from None
 
 
@@ -213,8 +220,8 @@ def _as_value(x):
 
 
 def bind(prim, args, params):
-    if _stack:
-        return _stack[-1].add_eqn(prim, args, params)
+    if _state.stack:
+        return _state.stack[-1].add_eqn(prim, args, params)
     # The eager path: shape/dtype inference (which also validates), then the NumPy impl.
     vals, avals = [], []
     for a in args:

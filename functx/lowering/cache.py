@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 import warnings
 
 from functx.errors import FunctxError
@@ -49,7 +50,13 @@ def compiler() -> str:
 
 @functools.lru_cache(maxsize=1)
 def compiler_id() -> str:
-    out = subprocess.run([compiler(), "--version"], capture_output=True, text=True, check=False)
+    try:
+        out = subprocess.run([compiler(), "--version"], capture_output=True, text=True,
+                             check=False)
+    except OSError as e:
+        raise CompileError(f"functx.jit could not run the C++ compiler {compiler()!r} ({e}): "
+                           "install g++ (Debian/Ubuntu: apt-get install g++) or point CXX at a "
+                           "working compiler") from None
     return out.stdout.splitlines()[0] if out.stdout else compiler()
 
 
@@ -76,7 +83,7 @@ def cache_dir() -> str:
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "functx")
     try:
         os.makedirs(base, exist_ok=True)
-        probe = os.path.join(base, f".probe-{os.getpid()}")
+        probe = os.path.join(base, f".probe-{os.getpid()}-{threading.get_ident()}")
         with open(probe, "w"):
             pass
         os.unlink(probe)

@@ -73,9 +73,16 @@ static inline uint16_t fx_f32_to_bf16(float f) {
   if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
   u += 0x7fffu + ((u >> 16) & 1u); return (uint16_t)(u >> 16); }
 
-// max/min propagate NaN, like XLA's; written as one compare and a select so loops vectorise.
-template <class T> static inline T fx_max(T a, T b) { return (a > b || a != a) ? a : b; }
-template <class T> static inline T fx_min(T a, T b) { return (a < b || a != a) ? a : b; }
+// max/min propagate NaN and order -0.0 below +0.0, like XLA's; selects only, so loops vectorise
+// (for two zeros, a + b is +0.0 unless both are -0.0, and -(-a - b) is -0.0 unless both are +0.0).
+template <class T> static inline T fx_max(T a, T b) {
+  const T m = (a > b || a != a) ? a : b;
+  if constexpr (std::is_floating_point<T>::value) { return (a == 0 && b == 0) ? a + b : m; }
+  else { return m; } }
+template <class T> static inline T fx_min(T a, T b) {
+  const T m = (a < b || a != a) ? a : b;
+  if constexpr (std::is_floating_point<T>::value) { return (a == 0 && b == 0) ? -(-a - b) : m; }
+  else { return m; } }
 template <class T> static inline T fx_idiv(T a, T b) {
   if (b == 0) return std::is_signed<T>::value ? (T)-1 : std::numeric_limits<T>::max();
   if (std::is_signed<T>::value && b == (T)-1) return (T)(0 - a);
@@ -293,7 +300,13 @@ class Emitter:
                 return f"((float){raw})"
             return raw
         if isinstance(e, Op):
-            return self._op(e)
+            code = self._op(e)
+            dt = np.dtype(e.dtype)
+            if e.name != "convert" and dt == dtypes.bfloat16:
+                return f"fx_bf16_to_f32(fx_f32_to_bf16({code}))"
+            if e.name != "convert" and dt == dtypes.float16:
+                return f"((float)(_Float16)({code}))"
+            return code
         raise TypeError(e)
 
     def _op(self, e: Op) -> str:
@@ -503,11 +516,16 @@ class CppProgram:
                     # vectorisable: the plain comparison (which skips NaN) plus a NaN flag
                     cmp = ">" if op == "reduce_max" else "<"
                     ident = self._lowest(x.dtype) if op == "reduce_max" else self._highest(x.dtype)
-                    decls.append(f"{ct} {a} = {ident}; int {a}_nan = 0;")
-                    updates.append(f"{a} = ({v} {cmp} {a}) ? {v} : {a}; {a}_nan |= ({v} != {v});")
+                    # a zero of the sign that wins ties: +0.0 for max, -0.0 for min
+                    zsign = "0" if cmp == ">" else "1"
+                    decls.append(f"{ct} {a} = {ident}; int {a}_nan = 0; int {a}_z = 0;")
+                    updates.append(f"{a} = ({v} {cmp} {a}) ? {v} : {a}; {a}_nan |= ({v} != {v}); "
+                                   f"{a}_z |= ({v} == 0 && std::signbit({v}) == {zsign});")
                     if clauses is not None:
                         clauses += [f"reduction({'max' if cmp == '>' else 'min'}:{a})",
-                                    f"reduction(|:{a}_nan)"]
+                                    f"reduction(|:{a}_nan)", f"reduction(|:{a}_z)"]
+                    post.append(f"if ({a} == 0 && {a}_z) {a} = {'+' if cmp == '>' else '-'}"
+                                f"({ct})0;")
                     post.append(f"if ({a}_nan) {a} = std::numeric_limits<{ct}>::quiet_NaN();")
                     continue
                 ident, comb, clause = {
@@ -595,49 +613,6 @@ class CppProgram:
         if dt == dtypes.bool_:
             return "true"
         return f"std::numeric_limits<{compute_type(dt)}>::max()"
-
-    def _scan(self, k: Kernel):
-        node = k.nodes[0]
-        op, axis, reverse = node.params["op"], node.params["axis"], node.params["reverse"]
-        x = node.params["operands"][0]
-        shape = x.shape
-        n = shape[axis] if shape else 0
-        rows = tuple(d for i, d in enumerate(shape) if i != axis)
-        n_rows = math.prod(rows)
-        if n == 0 or n_rows == 0:
-            return
-        rv = [sym(f"r{i}") for i in range(len(rows))]
-        j = sym("j")
-        it = iter(rv)
-        full = tuple(j if i == axis else next(it) for i in range(len(shape)))
-        ct = compute_type(x.dtype)
-        em = Emitter("      ")
-        ctx = KernelCtx(k)
-        v = em(x.load(full, ctx))
-        ident, comb = {
-            "cumsum": ("0", f"acc + {v}"),
-            "cumprod": ("1", f"acc * {v}"),
-            "cummax": (self._lowest(x.dtype), f"fx_max<{ct}>(acc, {v})"),
-            "cummin": (self._highest(x.dtype), f"fx_min<{ct}>(acc, {v})"),
-            "cumlogsumexp": (self._lowest(x.dtype), None),
-        }[op]
-        if op == "cumlogsumexp":
-            comb_lines = [f"      {{ const {ct} m = fx_max<{ct}>(acc, {v}); const {ct} d = acc - {v};"
-                          f" acc = (d != d) ? acc + {v} : m + std::log1p(std::exp(-std::fabs(d)));"
-                          " }"]
-        else:
-            comb_lines = [f"      acc = {comb};"]
-        loop = (f"for (int64_t j = {n - 1}LL; j >= 0; --j)" if reverse
-                else f"for (int64_t j = 0; j < {n}LL; ++j)")
-        lines = [f"  // kernel {k.index}: {op} along axis {axis} of {shape}",
-                 f"  #pragma omp parallel for schedule(static) if({n_rows}LL * {n}LL >= {_PAR})",
-                 f"  for (int64_t row = 0; row < {n_rows}LL; ++row) {{"]
-        lines += ["    " + s for s in _decompose([str(r) for r in rv], rows, "row")]
-        lines += [f"    {ct} acc = ({ct}){ident};", f"    {loop} {{"]
-        lines += em.lines + comb_lines
-        lines.append("      " + _store(node.buf, _ic(flat_offset(full, shape)), "acc", node.dtype))
-        lines += ["    }", "  }"]
-        self.body += lines
 
     def _ascan(self, k: Kernel):
         """A lane-wise associative scan run sequentially along the axis. Lanes before the axis are
@@ -878,6 +853,7 @@ class CppProgram:
               for s, d, u in zip(starts, x.shape, upd.shape)]
         uv = [sym(f"u{i}") for i in range(len(upd.shape))]
         em2 = Emitter("    ")
+        em2.counter = em.counter + 1000  # distinct temporaries from the start-index block
         val = em2(upd.load(tuple(uv), ctx))
         off = " + ".join(f"({s} + {v}) * {stv}LL" for s, v, stv in
                          zip(st, uv, strides_of(x.shape))) or "0"
@@ -896,16 +872,16 @@ class CppProgram:
 
         sg = lower_jaxpr(closed)
         sk = schedule(sg)
-        name = f"fx_sub{len(self.subs)}"
-        self.subs.append(None)  # reserve the slot (nested sub-programs are emitted first)
-        index = len(self.subs) - 1
+        self.n_subs = getattr(self, "n_subs", 0) + 1
+        name = f"fx_sub{self.n_subs}"
         const_names = []
         for n, arr in sg.consts:
             pn = self.g.add(Node(n.shape, n.dtype, kind="input"))
             pn.buf = f"c{len(self.g.consts)}"
             self.g.consts.append((pn, arr))
             const_names.append(pn.buf)
-        self.subs[index] = self.function(name, sg, sk, static=True)
+        # nested sub-programs are appended while this one is generated, so they come first
+        self.subs.append(self.function(name, sg, sk, static=True))
         return name, const_names
 
     def _loop(self, k: Kernel):

@@ -588,20 +588,6 @@ def _blas_operand(g, x, batch, first, second):
 lowerings[P.dot_general_p] = _dot_general
 
 
-def _cumulative(name):
-    def rule(g, ins, avals, *, axis, reverse):
-        x = ins[0]
-        return g.add(Node(x.shape, x.dtype, kind="scan", inputs=[x],
-                          params={"op": name, "axis": axis, "reverse": reverse, "operands": [x]}))
-
-    return rule
-
-
-for _name in ("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"):
-    if _name in P.registry:
-        lowerings[P.registry[_name]] = _cumulative(_name)
-
-
 def _scatter(name):
     def rule(g, ins, avals, *, axes, mode):
         x, ind, upd = ins

@@ -90,7 +90,8 @@ def fast_call():
 class Executable:
     """A compiled program: call it with the flat input arrays, get the flat outputs."""
 
-    def __init__(self, so_path, n_in, consts, out_specs, out_map, source, kernels_text):
+    def __init__(self, so_path, n_in, consts, out_specs, out_map, source, kernels_text,
+                 in_dtypes=None):
         self.lib = ctypes.CDLL(so_path)
         self.lib.fx_set_gemm.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
         self.lib.fx_set_gemm(*gemm_pointers())
@@ -98,6 +99,7 @@ class Executable:
         self.fn.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
         self.fn.restype = ctypes.c_int
         self.n_in = n_in
+        self.in_dtypes = in_dtypes  # inputs that are not Arrays are converted to these
         self.consts = [np.ascontiguousarray(c) for c in consts]
         self.out_specs = out_specs  # [(shape, dtype)] for each output buffer
         self.out_map = out_map  # per program output: ("buf", k, aval) | ("in", i, aval)
@@ -112,7 +114,8 @@ class Executable:
     def __call__(self, leaves):
         outs = [np.empty(shape, dtype) for shape, dtype in self.out_specs]
         if self._call is not None:
-            bufs = [x._value if type(x) is Array else x for x in leaves]
+            bufs = [x._value if type(x) is Array else self._convert(x, i)
+                    for i, x in enumerate(leaves)]
             bufs += self.consts
             bufs += outs
             rc = self._call(self._addr, bufs)
@@ -131,11 +134,17 @@ class Executable:
                 result.append(v if type(v) is Array else Array._new(np.array(v), aval))
         return result
 
+    def _convert(self, x, i):
+        """A Python scalar, list or foreign array as a C-contiguous buffer of the traced dtype."""
+        want = self.in_dtypes[i] if self.in_dtypes else None
+        v = np.asarray(x) if want is None else np.asarray(x, dtype=want)
+        return np.ascontiguousarray(v)
+
     def _call_ctypes(self, leaves, outs):
         ptrs = []
         keep = []
-        for x in leaves:
-            v = x._value if type(x) is Array else np.asarray(x)
+        for i, x in enumerate(leaves):
+            v = x._value if type(x) is Array else self._convert(x, i)
             if not v.flags.c_contiguous:
                 v = np.ascontiguousarray(v)
                 keep.append(v)

@@ -383,7 +383,7 @@ jvp_rules[P.convert_element_type_p] = _convert_jvp
 
 # --- linear structural primitives ----------------------------------------------------------------
 for _p in (P.broadcast_in_dim_p, P.reshape_p, P.transpose_p, P.squeeze_p, P.expand_dims_p,
-           P.rev_p, P.slice_p, P.reduce_sum_p, P.cumsum_p):
+           P.rev_p, P.slice_p, P.reduce_sum_p):
     defjvp_linear(_p)
 
 
@@ -576,87 +576,6 @@ def _reduce_prod_jvp(primals, tangents, *, axes):
 jvp_rules[P.reduce_prod_p] = _reduce_prod_jvp
 
 
-# Cumulative reductions: interim rules until they become associative_scan (their own jvp then).
-def _cumprod_jvp(primals, tangents, *, axis, reverse):
-    (x,), (t,) = primals, tangents
-    ans = lax.cumprod(x, axis, reverse)
-    n = get_aval(x).shape[axis]
-    nd = get_aval(x).ndim
-    # d out_i = sum_{j<=i} t_j * prod_{k<=i, k!=j} x_k, computed exactly (O(n^2) per row).
-    xs = lax.broadcast_in_dim(x, get_aval(x).shape + (n,), tuple(range(nd)))
-    ii = lax.broadcasted_iota(dtypes.int32, get_aval(xs).shape, nd)
-    jj = lax.broadcasted_iota(dtypes.int32, get_aval(xs).shape, axis)
-    # mask[..., j, ..., i]: j in the prefix of i, j != the differentiated position handled below.
-    in_prefix = lax.ge(ii, jj) if not reverse else lax.le(ii, jj)
-    ones = lax.full_like(xs, 1)
-    xm = lax.select(in_prefix, xs, ones)  # x_j if j in prefix(i) else 1
-    excl = lax.mul(_exclusive_cumprod(xm, axis, False), _exclusive_cumprod(xm, axis, True))
-    coef = lax.select(in_prefix, excl, lax.full_like(xs, 0))  # prod_{k in prefix(i), k != j} x_k
-    ts = lax.broadcast_in_dim(t, get_aval(xs).shape, tuple(range(nd)))
-    out = lax.reduce_sum(lax.mul(ts, coef), (axis,))
-    perm = list(range(nd))
-    perm.insert(axis, nd - 1)
-    out = lax.transpose(out, tuple(perm[:nd]))
-    return ans, out
-
-
-jvp_rules[P.cumprod_p] = _cumprod_jvp
-
-
-def _cumminmax_jvp(prim):
-    def rule(primals, tangents, *, axis, reverse):
-        (x,), (t,) = primals, tangents
-        ans = prim.bind(x, axis=axis, reverse=reverse)
-        shape = get_aval(x).shape
-        n = shape[axis]
-        # The tangent of out_i is t at the (last) position attaining the running extreme.
-        pos = lax.broadcasted_iota(dtypes.int32, shape, axis)
-        if reverse:
-            pos = lax.sub(lax.full_like(pos, n - 1), pos)
-        hit = lax.eq(x, ans)
-        src = lax.cummax(lax.select(hit, pos, lax.full_like(pos, -1)), axis, reverse)
-        if reverse:
-            src = lax.sub(lax.full_like(src, n - 1), src)
-        # t[..., src, ...] along axis: a gather with the other coordinates from iotas
-        nd = len(shape)
-        cols = [src if d == axis else lax.broadcasted_iota(dtypes.int32, shape, d)
-                for d in range(nd)]
-        idx = lax.concatenate([lax.expand_dims(c, (nd,)) for c in cols], nd)
-        return ans, P.gather_p.bind(t, idx, axes=tuple(range(nd)), mode="clip", fill_value=None)
-
-    jvp_rules[prim] = rule
-
-
-_cumminmax_jvp(P.cummax_p)
-_cumminmax_jvp(P.cummin_p)
-
-
-def _cumlogsumexp_jvp(primals, tangents, *, axis, reverse):
-    (x,), (t,) = primals, tangents
-    ans = lax.cumlogsumexp(x, axis, reverse)
-    # d out_i = sum_{j<=i} t_j exp(x_j - out_i), evaluated exactly as a masked O(n^2) sum.
-    n = get_aval(x).shape[axis]
-    nd = get_aval(x).ndim
-    shape2 = get_aval(x).shape + (n,)
-    xs = lax.broadcast_in_dim(x, shape2, tuple(range(nd)))
-    ts = lax.broadcast_in_dim(t, shape2, tuple(range(nd)))
-    outs_i = lax.broadcast_in_dim(lax.transpose(ans, _move_to_end(nd, axis)),
-                                  shape2, tuple(i for i in range(nd + 1) if i != axis))
-    ii = lax.broadcasted_iota(dtypes.int32, shape2, nd)
-    jj = lax.broadcasted_iota(dtypes.int32, shape2, axis)
-    in_prefix = lax.ge(ii, jj) if not reverse else lax.le(ii, jj)
-    w = lax.select(in_prefix, lax.exp(lax.sub(xs, outs_i)), lax.full_like(xs, 0))
-    out = lax.reduce_sum(lax.mul(ts, w), (axis,))
-    perm = list(range(nd))
-    perm.insert(axis, nd - 1)
-    return ans, lax.transpose(out, tuple(perm[:nd]))
-
-
-def _move_to_end(nd, axis):
-    return tuple(i for i in range(nd) if i != axis) + (axis,)
-
-
-jvp_rules[P.cumlogsumexp_p] = _cumlogsumexp_jvp
 
 
 # --- contraction ---------------------------------------------------------------------------------

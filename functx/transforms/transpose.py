@@ -278,8 +278,6 @@ transpose_rules[P.expand_dims_p] = _structural(
     lambda ct, aval, *, dimensions: lax.reshape(ct, aval.shape))
 transpose_rules[P.rev_p] = _structural(lambda ct, aval, *, dimensions: lax.rev(ct, dimensions))
 transpose_rules[P.slice_p] = _structural(_slice_t)
-transpose_rules[P.cumsum_p] = _structural(
-    lambda ct, aval, *, axis, reverse: lax.cumsum(ct, axis, not reverse))
 transpose_rules[P.pad_p] = _pad_t
 transpose_rules[P.concatenate_p] = _concatenate_t
 

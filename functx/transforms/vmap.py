@@ -253,14 +253,6 @@ def _reduce_rule(prim: Primitive):
     return rule
 
 
-def _cumulative_rule(prim: Primitive):
-    def rule(args, dims, *, axis, reverse):
-        (x,), (d,) = args, dims
-        return prim.bind(x, axis=axis + (axis >= d), reverse=reverse), d
-
-    return rule
-
-
 def _iota_rule(args, dims, **params):  # no operands, so never batched; here for coverage
     return P.iota_p.bind(**params), None
 
@@ -502,7 +494,6 @@ def _register_rules():
         "convert": _elementwise_rule,
         "select": lambda p: _elementwise_rule(p, scalar_ok=lambda i: i == 0),
         "reduce": _reduce_rule,
-        "cumulative": _cumulative_rule,
     }
     for p in P.registry.values():
         if p.group in by_group:

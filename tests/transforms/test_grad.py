@@ -811,8 +811,6 @@ def test_relu_derivative_at_zero_like_jax():
         jgrad(jax.nn.relu)(0.0)) == 0.0
 
 
-@pytest.mark.xfail(strict=True, reason="functx/array.py: Array.all/any take no `out` argument, "
-                   "which np.all/np.any pass")
 def test_numpy_all_any_accept_functx_arrays():
     g = functx.grad(lambda v: fnp.sum(v * v))(np.ones(3))
     assert np.all(g == 2.0) and not np.any(g == 0.0)

@@ -167,18 +167,6 @@ CASES: dict[str, list[Case]] = {
                    for ax in [(0,), (1, 2), (0, 1, 2)]],
     "reduce_min": [Case(lambda rng, s: ([_distinct(rng, (2, 3, 4))], {}), {"axes": ax}, False)
                    for ax in [(0,), (1, 2), (0, 1, 2)]],
-    "cumsum": [Case(lambda rng, s: ([rng.standard_normal((3, 4))], {}), {"axis": a, "reverse": r},
-                    False) for a in (0, 1) for r in (False, True)],
-    "cumprod": [Case(lambda rng, s: ([rng.uniform(-2, 2, (3, 4))], {}), {"axis": a, "reverse": r},
-                     False) for a in (0, 1) for r in (False, True)]
-    + _fixed(lambda rng, s: ([np.array([1.5, 0.0, 2.0, 0.0, -1.0])], {}),
-             {"axis": 0, "reverse": False}),
-    "cummax": [Case(lambda rng, s: ([_distinct(rng, (3, 4))], {}), {"axis": a, "reverse": r},
-                    False) for a in (0, 1) for r in (False, True)],
-    "cummin": [Case(lambda rng, s: ([_distinct(rng, (3, 4))], {}), {"axis": a, "reverse": r},
-                    False) for a in (0, 1) for r in (False, True)],
-    "cumlogsumexp": [Case(lambda rng, s: ([rng.standard_normal((3, 4))], {}),
-                          {"axis": a, "reverse": r}, False) for a in (0, 1) for r in (False, True)],
     "broadcast_in_dim": [
         Case(lambda rng, s: ([rng.standard_normal((3,))], {}),
              {"shape": (2, 3, 4), "broadcast_dimensions": (1,)}, False),

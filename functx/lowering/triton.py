@@ -1,0 +1,1669 @@
+"""Stage 3 of lowering, GPU flavour: Triton source for a scheduled graph.
+
+The same loop IR (``loops.py``) and the same kernels (``schedule.py``) as the C++ backend, printed
+as one Python module: a prelude of small ``@triton.jit`` helpers (JAX's semantics for max/min with
+NaN, argmax/argmin as value-index pairs), one ``@triton.jit`` kernel per scheduled kernel, and a
+host function ``run(inputs, consts, outputs)`` that launches them in order on flat, contiguous
+torch tensors (intermediates are allocated with ``torch.empty`` on the outputs' device).
+
+* ``pointwise``: flat 1-D blocks; the multi-index comes from the flat offset with ``//`` and ``%``;
+  the tail is masked.
+* ``reduce``: a block of rows per program; each pass loops over the reduced elements in chunks and
+  folds the chunk's ``tl.sum``/``tl.reduce`` into per-row accumulators; the map phase and the
+  epilogue then read those accumulators, so softmax and layer norm are one kernel, as on the CPU.
+* ``ascan`` (lane-wise ``associative_scan``) and ``scan`` (cumsum & co.): ``tl.associative_scan``
+  over a chunk of the scan axis with the combine function emitted as its own ``@triton.jit``
+  function; the prefix carried across chunks is the previous chunk's *last* element (picked by
+  index, never with a value reduction, which would assume commutativity). Reverse scans flip the
+  indices themselves.
+* ``greduce`` (``lax.reduce`` with a custom combine): ``tl.reduce`` with the combine emitted as
+  a function (XLA's contract: commutative, associative, the init value an identity).
+* ``dot``: ``torch.matmul`` on the realised operands (cuBLAS), called from the host function.
+* ``scatter``: the operand is copied, then one program per block of the update window applies
+  the updates *in order* (deterministic, duplicates combine as on the CPU); ``scatter_add`` of
+  32/64-bit types uses atomics over (updates x window) blocks instead (``Blocks`` can turn that
+  off).
+* ``dus``: a copy, then a kernel over the update with the clamped, data-dependent starts.
+* ``loop`` (``scan``, ``while_loop``, ``cond``): host Python loops calling sub-programs (their own
+  host functions in the same module, nested to any depth); a ``while_loop`` reads its predicate
+  back to the host each iteration, a ``cond`` its branch index.
+
+Single-pass reductions with too few row blocks to fill the GPU (a full sum, a column sum of a
+tall matrix) are split along the reduced elements: partial accumulators, then a folding kernel.
+An element operation with no Triton counterpart raises ``UnsupportedError`` naming it.
+
+Element expressions become Triton values with *dependencies*: the block axes they vary along
+(``f`` for a pointwise kernel's flat block; ``r``/``j`` for a reduction's rows/inner chunk;
+``l``/``s`` for a scan's lanes/positions). A load is masked with the mask of exactly the axes its
+offset depends on, so a row-only load in a reduction is a ``[ROWS, 1]`` block, not a broadcast.
+Constants are Python literals where Triton types them weakly (next to a tensor operand), and
+``tl.full([], v, dtype)`` otherwise (a bare float literal would be float32).
+
+Transcendental functions call ``libdevice`` (CUDA's math library: Triton's own ``tl.exp`` is an
+approximate ``ex2``). Under ``TRITON_INTERPRET=1`` Triton cannot run libdevice, so the generated
+module binds ``libdevice`` to ``interpreter_libdevice`` below, NumPy stand-ins with the same names.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import itertools
+import math
+import os
+import sys
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import NamedTuple
+
+import numpy as np
+import sympy
+
+from functx import dtypes
+from functx.errors import UnsupportedError
+from functx.lowering.loops import (
+    Acc,
+    Const,
+    FloorDiv,
+    Graph,
+    Idx,
+    Load,
+    ModI,
+    Node,
+    Op,
+    Sym,
+    flat_offset,
+    lanewise_exprs,
+    strides_of,
+    sym,
+)
+from functx.lowering.schedule import Kernel, KernelCtx
+
+# --- dtypes --------------------------------------------------------------------------------------
+_TL = {dtypes.bool_: "tl.int1", dtypes.int8: "tl.int8", dtypes.int16: "tl.int16",
+       dtypes.int32: "tl.int32", dtypes.int64: "tl.int64", dtypes.uint8: "tl.uint8",
+       dtypes.uint16: "tl.uint16", dtypes.uint32: "tl.uint32", dtypes.uint64: "tl.uint64",
+       dtypes.float16: "tl.float16", dtypes.bfloat16: "tl.bfloat16", dtypes.float32: "tl.float32",
+       dtypes.float64: "tl.float64"}
+_TORCH = {dtypes.bool_: "bool", dtypes.int8: "int8", dtypes.int16: "int16", dtypes.int32: "int32",
+          dtypes.int64: "int64", dtypes.uint8: "uint8", dtypes.uint16: "uint16",
+          dtypes.uint32: "uint32", dtypes.uint64: "uint64", dtypes.float16: "float16",
+          dtypes.bfloat16: "bfloat16", dtypes.float32: "float32", dtypes.float64: "float64"}
+_HALF = (dtypes.float16, dtypes.bfloat16)
+_ATOMIC_ADD = (dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64, dtypes.uint32,
+               dtypes.uint64)
+
+
+def tl_dtype(dt) -> str:
+    """The Triton type of stored elements of ``dt``."""
+    try:
+        return _TL[np.dtype(dt)]
+    except KeyError:
+        raise UnsupportedError(f"jit (Triton): no Triton type for {np.dtype(dt)}") from None
+
+
+def tl_compute(dt) -> str:
+    """The Triton type element expressions of ``dt`` are computed in (halves compute in f32)."""
+    return "tl.float32" if np.dtype(dt) in _HALF else tl_dtype(dt)
+
+
+def torch_dtype_name(dt) -> str:
+    return _TORCH[np.dtype(dt)]
+
+
+def _is_float(dt) -> bool:
+    return np.dtype(dt) in dtypes.FLOATS
+
+
+def _is_signed(dt) -> bool:
+    return np.dtype(dt).kind == "i"
+
+
+def _next_pow2(n: int) -> int:
+    return 1 if n <= 1 else 1 << (int(n) - 1).bit_length()
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """Block-size limits (powers of two) and code-generation choices. Small blocks make tests
+    cover the multi-chunk loops on tiny shapes."""
+
+    pointwise: int = 1024  # elements per program of a pointwise kernel
+    reduce_inner: int = 2048  # reduced elements per chunk
+    scan: int = 1024  # scan positions per chunk
+    elems: int = 4096  # elements per block of a reduction or scan (rows x chunk)
+    strided_rows: int = 16  # rows per block when the rows, not the reduced axes, are contiguous
+    min_programs: int = 256  # split single-pass reductions with fewer blocks of rows than this
+    atomic_scatter_add: bool = True  # scatter_add with atomics (else in order, deterministic)
+    int64_index: bool = False  # index arithmetic in int64 (automatic for 2**31 elements or more)
+
+
+# --- literals ------------------------------------------------------------------------------------
+def _literal(v, dt) -> str:
+    """Python source for a constant; Triton types it from the tensor it meets."""
+    dt = np.dtype(dt)
+    if dt == dtypes.bool_:
+        return "True" if bool(v) else "False"
+    if _is_float(dt):
+        f = float(v)
+        if math.isnan(f):
+            return "float('nan')"
+        if math.isinf(f):
+            return "float('inf')" if f > 0 else "-float('inf')"
+        return repr(f)
+    return str(int(v))
+
+
+def _typed(code: str, dt) -> str:
+    return f"tl.full([], {code}, {tl_compute(dt)})"
+
+
+def _lowest(dt) -> str:
+    dt = np.dtype(dt)
+    if _is_float(dt):
+        return "-float('inf')"
+    if dt == dtypes.bool_:
+        return "False"
+    return str(int(np.iinfo(dt).min))
+
+
+def _highest(dt) -> str:
+    dt = np.dtype(dt)
+    if _is_float(dt):
+        return "float('inf')"
+    if dt == dtypes.bool_:
+        return "True"
+    return str(int(np.iinfo(dt).max))
+
+
+# --- index expressions ---------------------------------------------------------------------------
+class _SympyPy:
+    """Print SymPy index expressions as Triton integer arithmetic (all values are non-negative,
+    so Triton's truncating ``//`` and ``%`` are floor division and modulo)."""
+
+    def __init__(self, names: dict, known: dict):
+        self.names = names  # symbol name -> variable name in the kernel
+        self.known = known  # expanded expression -> variable name (flat offsets)
+
+    def __call__(self, e) -> str:
+        e = sympy.sympify(e)
+        hit = self.known.get(e)
+        if hit is not None:
+            return hit
+        if e.is_Integer:
+            return str(int(e))
+        if e.is_Symbol:
+            return self.names.get(e.name, e.name)
+        if isinstance(e, FloorDiv):
+            return f"({self(e.args[0])} // {self(e.args[1])})"
+        if isinstance(e, ModI):
+            return f"({self(e.args[0])} % {self(e.args[1])})"
+        if e.is_Add:
+            return "(" + " + ".join(self(a) for a in e.args) + ")"
+        if e.is_Mul:
+            return "(" + " * ".join(self(a) for a in e.args) + ")"
+        if isinstance(e, (sympy.Max, sympy.Min)):
+            fn = "tl.maximum" if isinstance(e, sympy.Max) else "tl.minimum"
+            args = [self(a) for a in e.args]
+            # a literal first argument is fine as long as one is a tensor; keep tensors first
+            args.sort(key=lambda s: s.lstrip("-").isdigit())
+            out = args[0]
+            for a in args[1:]:
+                out = f"{fn}({out}, {a})"
+            return out
+        raise UnsupportedError(f"jit (Triton): cannot print index expression {e}")
+
+
+def _decompose(names, shape, flat: str) -> list[str]:
+    """Statements binding ``names`` to the multi-index of ``flat`` in ``shape``."""
+    out = []
+    total = math.prod(shape)
+    for v, s, d in zip(names, strides_of(shape), shape):
+        expr = flat
+        if s != 1:
+            expr = f"({expr} // {s})"
+        if s * d != total:
+            expr = f"({expr} % {d})"
+        out.append(f"{v} = {expr}")
+    return out
+
+
+# --- element expressions -------------------------------------------------------------------------
+class V(NamedTuple):
+    """A printed value: its code, the block axes it varies along, whether it is a bare Python
+    literal (weakly typed by Triton), and its IR dtype."""
+
+    code: str
+    deps: frozenset
+    lit: bool
+    dtype: object
+
+
+_NO = frozenset()
+
+_LIBDEVICE_1 = {"exp": "exp", "exp2": "exp2", "log": "log", "log1p": "log1p", "expm1": "expm1",
+                "sin": "sin", "cos": "cos", "tan": "tan", "asin": "asin", "acos": "acos",
+                "atan": "atan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh",
+                "asinh": "asinh", "acosh": "acosh", "atanh": "atanh", "erf": "erf",
+                "lgamma": "lgamma", "cbrt": "cbrt"}
+_CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+class Emitter:
+    """Emits Triton statements computing element expressions, sharing repeated subexpressions.
+
+    ``tags`` maps index symbol names to the block axis they vary along; ``masks`` maps a set of
+    axes to the mask variable of those axes; ``counter`` is shared by all emitters of a kernel so
+    that temporaries never reuse a name (Triton treats a reassigned name as loop-carried)."""
+
+    def __init__(self, indent: str, counter, tags: dict, masks: dict, known: dict | None = None,
+                 names: dict | None = None):
+        self.indent = indent
+        self.counter = counter
+        self.tags = tags
+        self.masks = masks
+        self.lines: list[str] = []
+        self.memo: dict[int, V] = {}
+        self.keep: list = []
+        self.acc: dict = {}  # (node id, which) -> V
+        self.syms: dict = {}  # Sym name -> V
+        self.bufs: dict = {}  # buffers read (ordered)
+        self.ix = _SympyPy(names or {}, known or {})
+
+    # -- helpers --
+    def temp(self, code: str) -> str:
+        name = f"v{next(self.counter)}"
+        self.lines.append(f"{self.indent}{name} = {code}")
+        return name
+
+    def mask_of(self, deps) -> str | None:
+        deps = frozenset(deps)
+        if not deps:
+            return None
+        return self.masks[deps]
+
+    def index(self, e) -> V:
+        e = sympy.sympify(e)
+        deps = frozenset(self.tags[s.name] for s in e.free_symbols)
+        code = self.ix(e)
+        return V(code, deps, e.is_Integer, dtypes.int64)
+
+    @staticmethod
+    def tensor(v: V) -> str:
+        """``v`` as a Triton value of its own dtype (never a weakly typed literal)."""
+        return _typed(v.code, v.dtype) if v.lit else v.code
+
+    def __call__(self, e) -> V:
+        hit = self.memo.get(id(e))
+        if hit is not None:
+            return hit
+        v = self._emit(e)
+        if not v.lit and not isinstance(e, (Acc, Sym)) and not _is_name(v.code):
+            v = V(self.temp(v.code), v.deps, False, v.dtype)
+        self.memo[id(e)] = v
+        self.keep.append(e)
+        return v
+
+    def offset(self, off) -> V:
+        if isinstance(off, (Const, Idx, Op, Load)):
+            return self(off)
+        return self.index(off)
+
+    # -- expressions --
+    def _emit(self, e) -> V:
+        if isinstance(e, Const):
+            return V(_literal(e.value, e.dtype), _NO, True, e.dtype)
+        if isinstance(e, Idx):
+            return self.index(e.expr)
+        if isinstance(e, Acc):
+            return self.acc[(e.node, e.which)]
+        if isinstance(e, Sym):
+            return self.syms[e.name]
+        if isinstance(e, Load):
+            off = self.offset(e.offset)
+            self.bufs[e.buf] = None
+            m = self.mask_of(off.deps)
+            ptr = f"{e.buf} + {off.code}"
+            raw = f"tl.load({ptr}, mask={m}, other=0)" if m else f"tl.load({ptr})"
+            if np.dtype(e.dtype) in _HALF:
+                raw = f"{raw}.to(tl.float32)"
+            return V(raw, off.deps, False, e.dtype)
+        if isinstance(e, Op):
+            return self._op(e)
+        raise TypeError(e)
+
+    def _op(self, e: Op) -> V:
+        name = e.name
+        params = dict(a for a in e.args if isinstance(a, tuple))
+        args = [a for a in e.args if not isinstance(a, tuple)]
+        vs = [self(x) for x in args]
+        deps = frozenset().union(*[v.deps for v in vs]) if vs else _NO
+        dt = np.dtype(e.dtype)
+        in_dt = np.dtype(args[0].dtype) if args else dt
+        fl = _is_float(in_dt)
+        # operands: literals may stay literals next to a tensor operand (Triton types them from
+        # it); an operation of literals only, or a function call, gets typed constants
+        if vs and all(v.lit for v in vs):
+            a = [self.tensor(v) for v in vs]
+        else:
+            a = [v.code for v in vs]
+        t = [self.tensor(v) for v in vs]
+        ct = tl_compute(dt)
+
+        def out(code):
+            return V(code, deps, False, dt)
+
+        if name in ("add", "sub", "mul"):
+            if dt == dtypes.bool_:
+                op = {"add": "|", "sub": "^", "mul": "&"}[name]
+                return out(f"({a[0]} {op} {a[1]})")
+            op = {"add": "+", "sub": "-", "mul": "*"}[name]
+            return out(f"({a[0]} {op} {a[1]})")
+        if name in _CMP:
+            return out(f"({a[0]} {_CMP[name]} {a[1]})")
+        if name in ("and", "or", "xor"):
+            op = {"and": "&", "or": "|", "xor": "^"}[name]
+            return out(f"({a[0]} {op} {a[1]})")
+        if name == "not":
+            return out(f"({t[0]} == 0)" if in_dt == dtypes.bool_ else f"(~{t[0]})")
+        if name == "div":
+            if fl:
+                return out(f"({a[0]} / {a[1]})")
+            x, y = t
+            if _is_signed(in_dt):
+                return out(f"tl.where({y} == 0, -1, tl.where({y} == -1, -{x}, {x} // "
+                           f"tl.where(({y} == 0) | ({y} == -1), 1, {y})))")
+            return out(f"tl.where({y} == 0, {_highest(in_dt)}, {x} // tl.where({y} == 0, 1, {y}))")
+        if name == "rem":
+            if fl:
+                return out(f"libdevice.fmod({t[0]}, {t[1]})")
+            x, y = t
+            if _is_signed(in_dt):
+                return out(f"tl.where({y} == 0, {x}, tl.where({y} == -1, 0, {x} % "
+                           f"tl.where(({y} == 0) | ({y} == -1), 1, {y})))")
+            return out(f"tl.where({y} == 0, {x}, {x} % tl.where({y} == 0, 1, {y}))")
+        if name == "pow":
+            if fl:
+                return out(f"libdevice.pow({t[0]}, {t[1]})")
+            return out(f"_fx_ipow_{'s' if _is_signed(in_dt) else 'u'}({t[0]}, {t[1]})")
+        if name in ("max", "min"):
+            if fl:
+                return out(f"_fx_f{name}({t[0]}, {t[1]})")
+            if dt == dtypes.bool_:
+                return out(f"({a[0]} {'|' if name == 'max' else '&'} {a[1]})")
+            return out(f"tl.{'maximum' if name == 'max' else 'minimum'}({t[0]}, {t[1]})")
+        if name == "atan2":
+            return out(f"libdevice.atan2({t[0]}, {t[1]})")
+        if name == "nextafter":
+            if dt in _HALF:
+                raise UnsupportedError("jit (Triton): nextafter of float16/bfloat16")
+            return out(f"libdevice.nextafter({t[0]}, {t[1]})")
+        if name == "neg":
+            return out(f"(-{t[0]})")
+        if name == "abs":
+            return out(f"tl.abs({t[0]})")
+        if name == "sign":
+            x = t[0]
+            if fl:
+                return out(f"tl.where({x} != {x}, {x}, tl.where({x} > 0, 1.0, "
+                           f"tl.where({x} < 0, -1.0, {x})))")
+            if _is_signed(in_dt):
+                return out(f"(({x} > 0).to({ct}) - ({x} < 0).to({ct}))")
+            return out(f"({x} > 0).to({ct})")
+        if name == "round":
+            fn = "nearbyint" if params.get("rounding_method", 1) == 1 else "round"
+            return out(f"libdevice.{fn}({t[0]})")
+        if name in ("sqrt", "rsqrt"):
+            # IEEE-rounded (tl.sqrt is approximate in float32; float64's is exact)
+            root = f"tl.sqrt_rn({t[0]})" if ct == "tl.float32" else f"tl.sqrt({t[0]})"
+            return out(root if name == "sqrt" else f"(1.0 / {root})")
+        if name == "logistic":
+            x = t[0]
+            ex = self.temp(f"libdevice.exp(-tl.abs({x}))")
+            return out(f"tl.where({x} >= 0, 1.0 / (1.0 + {ex}), {ex} / (1.0 + {ex}))")
+        if name == "is_finite":
+            x = t[0]
+            return out(f"(({x} == {x}) & (tl.abs({x}) != float('inf')))")
+        if name in ("floor", "ceil"):
+            return out(f"tl.{name}({t[0]})")
+        if name in _LIBDEVICE_1:
+            return out(f"libdevice.{_LIBDEVICE_1[name]}({t[0]})")
+        if name == "integer_pow":
+            return out(self._ipow(t[0], params["y"], dt))
+        if name == "select":
+            c = t[0]
+            if vs[1].lit and vs[2].lit:
+                return out(f"tl.where({c}, {t[1]}, {t[2]})")
+            return out(f"tl.where({c}, {vs[1].code}, {vs[2].code})")
+        if name == "convert":
+            return out(self._convert(t[0], in_dt, dt))
+        if name == "clamp":
+            return out(f"tl.minimum(tl.maximum({t[0]}, {a[1]}), {a[2]})")
+        raise UnsupportedError(f"jit (Triton): no Triton for elementwise op '{name}'")
+
+    def _ipow(self, x: str, y: int, dt) -> str:
+        if y == 0:
+            return _typed("1", dt)
+        n = abs(y)
+        acc, base = None, x
+        while n:
+            if n & 1:
+                acc = base if acc is None else self.temp(f"{acc} * {base}")
+            n >>= 1
+            if n:
+                base = self.temp(f"{base} * {base}")
+        return f"(1.0 / {acc})" if y < 0 else acc
+
+    @staticmethod
+    def _convert(x: str, src, to) -> str:
+        src, to = np.dtype(src), np.dtype(to)
+        if to == dtypes.bool_:
+            return f"({x} != 0)"
+        if _is_float(src) and not _is_float(to):
+            # saturating, NaN -> 0, as JAX (and the C++ backend) convert
+            lo, hi = np.iinfo(to).min, np.iinfo(to).max
+            lo_f, hi_f = repr(float(lo)), repr(float(hi))
+            safe = f"tl.where(({x} > {lo_f}) & ({x} < {hi_f}), {x}, 0.0).to({tl_dtype(to)})"
+            return (f"tl.where({x} != {x}, 0, tl.where({x} <= {lo_f}, {lo}, "
+                    f"tl.where({x} >= {hi_f}, {hi}, {safe})))")
+        if to in _HALF:
+            # round through the storage type so values match the stored precision (from float64
+            # through float32, as the C++ backend does)
+            if src == dtypes.float64 or not _is_float(src):
+                x = f"{x}.to(tl.float32)"
+            return f"{x}.to({tl_dtype(to)}).to(tl.float32)"
+        return f"{x}.to({tl_compute(to)})"
+
+
+def _is_name(code: str) -> bool:
+    return code.isidentifier()
+
+
+# --- the prelude of every generated module -------------------------------------------------------
+PRELUDE = '''\
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+    from functx.lowering.triton import interpreter_libdevice as libdevice
+else:
+    from triton.language.extra import libdevice
+
+
+@triton.jit
+def _fx_fmax(a, b):
+    # JAX's max: NaN wins, max(-0, +0) = +0
+    r = tl.where(a > b, a, b)
+    r = tl.where((a == b) & (a == 0), a + b, r)
+    return tl.where(a != a, a, r)
+
+
+@triton.jit
+def _fx_fmin(a, b):
+    r = tl.where(a < b, a, b)
+    r = tl.where((a == b) & (a == 0), -((-a) + (-b)), r)
+    return tl.where(a != a, a, r)
+
+
+@triton.jit
+def _fx_mul(a, b):
+    return a * b
+
+
+@triton.jit
+def _fx_and(a, b):
+    return a & b
+
+
+@triton.jit
+def _fx_or(a, b):
+    return a | b
+
+
+@triton.jit
+def _fx_argmax(va, ia, vb, ib):
+    # first occurrence of the maximum; NaN counts as the maximum
+    an = va != va
+    bn = vb != vb
+    take_a = (va > vb) | (an & (bn == 0)) | (((va == vb) | (an & bn)) & (ia < ib))
+    return tl.where(take_a, va, vb), tl.where(take_a, ia, ib)
+
+
+@triton.jit
+def _fx_argmin(va, ia, vb, ib):
+    an = va != va
+    bn = vb != vb
+    take_a = (va < vb) | (an & (bn == 0)) | (((va == vb) | (an & bn)) & (ia < ib))
+    return tl.where(take_a, va, vb), tl.where(take_a, ia, ib)
+
+
+@triton.jit
+def _fx_ipow_s(a, b):
+    r = a * 0 + 1
+    base = a
+    e = tl.where(b < 0, 0, b)
+    for _ in tl.static_range(64):
+        r = tl.where((e & 1) != 0, r * base, r)
+        base = base * base
+        e = e >> 1
+    neg = tl.where(a == 1, 1, tl.where(a == -1, tl.where((b % 2) == 0, 1, -1), 0))
+    return tl.where(b < 0, neg, r)
+
+
+@triton.jit
+def _fx_ipow_u(a, b):
+    r = a * 0 + 1
+    base = a
+    e = b
+    for _ in tl.static_range(64):
+        r = tl.where((e & 1) != 0, r * base, r)
+        base = base * base
+        e = e >> 1
+    return r
+
+
+def _fx_dot(a, b, out, bsz, m, k, n, ta, tb):
+    """out[b] = op(a[b]) @ op(b[b]) on flat buffers (cuBLAS through torch on a GPU)."""
+    a, b, out = a[:bsz * m * k], b[:bsz * k * n], out[:bsz * m * n]
+    A = a.view(bsz, k, m).transpose(1, 2) if ta else a.view(bsz, m, k)
+    B = b.view(bsz, n, k).transpose(1, 2) if tb else b.view(bsz, k, n)
+    O = out.view(bsz, m, n)
+    if k == 0:
+        O.zero_()
+        return
+    if A.dtype != O.dtype:
+        A, B = A.to(O.dtype), B.to(O.dtype)
+    if O.dtype.is_floating_point or O.device.type == "cpu":
+        torch.matmul(A, B, out=O)
+    else:  # no integer GEMM on the GPU: an exact (wrapping) multiply and sum
+        O.copy_((A.unsqueeze(-1) * B.unsqueeze(1)).sum(2).to(O.dtype))
+'''
+
+
+# --- the program ---------------------------------------------------------------------------------
+class TritonProgram:
+    """Triton source for one scheduled graph: ``TritonProgram(graph, kernels).source()``."""
+
+    def __init__(self, graph: Graph, kernels: list[Kernel], blocks: Blocks | None = None, *,
+                 parent: TritonProgram | None = None, prefix: str = ""):
+        self.g = graph
+        self.kernels = kernels
+        self.root = parent.root if parent is not None else self
+        self.blocks = blocks or (parent.blocks if parent is not None else Blocks())
+        self.prefix = prefix  # of kernel names (sub-programs of control flow)
+        self.host: list[str] = []  # the body of this program's host function
+        if parent is None:
+            self.defs: list[str] = []  # kernels and helpers, shared by all sub-programs
+            self.helpers: set = set()
+            self.subs: list[str] = []  # host functions of sub-programs
+        else:
+            self.defs, self.helpers, self.subs = self.root.defs, self.root.helpers, self.root.subs
+        self.big = self.blocks.int64_index or any(n.size >= 2**31 - 1 for n in graph.nodes)
+
+    # --- utilities -----------------------------------------------------------------------------
+    def _kname(self, k: Kernel, what: str) -> str:
+        return f"{self.prefix}k{k.index}_{what}"
+
+    def _pid(self) -> str:
+        return "tl.program_id(0).to(tl.int64)" if self.big else "tl.program_id(0)"
+
+    def _launch(self, name, grid, bufs, num_warps=4):
+        grid = f"{grid}," if isinstance(grid, int) else grid
+        self.host.append(f"    {name}[({grid})]({', '.join(bufs)}, num_warps={num_warps})")
+
+    def _define(self, name, bufs, body: list[str], comment: str):
+        self.defs.append("\n".join(["@triton.jit", f"def {name}({', '.join(bufs)}):",
+                                    f"    # {comment}"] + body) + "\n")
+
+    @staticmethod
+    def _store(buf: str, ptr_off: str, v: V, dt, mask: str | None) -> str:
+        val = Emitter.tensor(v)
+        if np.dtype(dt) in _HALF:
+            val = f"{val}.to({tl_dtype(dt)})"
+        m = f", mask={mask}" if mask else ""
+        return f"tl.store({buf} + {ptr_off}, {val}{m})"
+
+    @staticmethod
+    def _ordered(*groups) -> list[str]:
+        out: dict = {}
+        for g in groups:
+            for b in g:
+                out[b] = None
+        return list(out)
+
+    # --- kernels -------------------------------------------------------------------------------
+    def _pointwise(self, k: Kernel):
+        self._flat_kernel(self._kname(k, "pointwise"), k, k.shape,
+                          [(nd.buf, nd.dtype, nd.fn) for nd in k.nodes], f"pointwise {k.shape}")
+
+    def _flat_kernel(self, name, k: Kernel, shape, stores, comment):
+        """A kernel over the flat elements of ``shape`` storing each ``(buf, dtype, fn)`` with
+        ``fn(index, ctx)`` the element expression."""
+        n = math.prod(shape)
+        if n == 0:
+            return
+        block = min(_next_pow2(n), self.blocks.pointwise)
+        ivars = [sym(f"i{d}") for d in range(len(shape))]
+        counter = itertools.count()
+        known = {sympy.expand(flat_offset(ivars, shape)): "flat"} if shape else {}
+        em = Emitter("    ", counter, {v.name: "f" for v in ivars}, {frozenset("f"): "mask"},
+                     known)
+        ctx = KernelCtx(k)
+        body = [f"    flat = {self._pid()} * {block} + tl.arange(0, {block})",
+                f"    mask = flat < {n}"]
+        body += ["    " + s for s in _decompose([v.name for v in ivars], shape, "flat")]
+        lines = []
+        for buf, dt, fn in stores:
+            v = em(fn(tuple(ivars), ctx))
+            lines.append("    " + self._store(buf, "flat", v, dt, "mask"))
+        body += em.lines + lines
+        bufs = self._ordered(em.bufs, [b for b, _, _ in stores])
+        self._define(name, bufs, body, comment)
+        self._launch(name, -(-n // block), bufs)
+
+    def _copy(self, k: Kernel, src, dst: str, dt, what: str):
+        self._flat_kernel(self._kname(k, "copy"), k, src.shape,
+                          [(dst, dt, lambda idx, ctx: src.load(idx, ctx))],
+                          f"{what}: copy of the operand")
+
+    def _dus(self, k: Kernel):
+        node = k.nodes[0]
+        p = node.params
+        x, upd, starts = p["operand"], p["update"], p["starts"]
+        self._copy(k, x, node.buf, node.dtype, f"dynamic_update_slice into {x.shape}")
+        if upd.size == 0:
+            return
+
+        def fn(idx, ctx):
+            off = Const(dtypes.int64, 0)
+            for s, d, u, v, st in zip(starts, x.shape, upd.shape, idx, strides_of(x.shape)):
+                c = Op(dtypes.int64, "clamp", (Op(dtypes.int64, "convert", (s.load((), ctx),)),
+                                                Const(dtypes.int64, 0), Const(dtypes.int64, d - u)))
+                pos = Op(dtypes.int64, "add", (c, Idx(dtypes.int64, v)))
+                off = Op(dtypes.int64, "add", (off, Op(dtypes.int64, "mul", (
+                    pos, Const(dtypes.int64, st)))))
+            return off
+
+        # a flat kernel over the update: its "value" is the destination offset; the store is
+        # written by hand below
+        n = upd.size
+        block = min(_next_pow2(n), self.blocks.pointwise)
+        uvars = [sym(f"i{d}") for d in range(len(upd.shape))]
+        em = Emitter("    ", itertools.count(), {v.name: "f" for v in uvars},
+                     {frozenset("f"): "mask"},
+                     {sympy.expand(flat_offset(uvars, upd.shape)): "flat"} if upd.shape else {})
+        ctx = KernelCtx(k)
+        off = em(fn(tuple(uvars), ctx))
+        val = em(upd.load(tuple(uvars), ctx))
+        body = [f"    flat = {self._pid()} * {block} + tl.arange(0, {block})",
+                f"    mask = flat < {n}"]
+        body += ["    " + s for s in _decompose([v.name for v in uvars], upd.shape, "flat")]
+        body += em.lines
+        o = off.code if "f" in off.deps else f"{off.code} + flat * 0"
+        body.append("    " + self._store(node.buf, o, val, node.dtype, "mask"))
+        name = self._kname(k, "dus")
+        bufs = self._ordered(em.bufs, [node.buf])
+        self._define(name, bufs, body, f"dynamic_update_slice of {upd.shape} into {x.shape}")
+        self._launch(name, -(-n // block), bufs)
+
+    def _scatter(self, k: Kernel):
+        """Deterministic scatters: the operand is copied, then one program per block of the
+        update window walks the updates in order (what the C++ backend does), so duplicate
+        indices combine (or, for plain scatter, the last one wins) exactly as on the CPU."""
+        node = k.nodes[0]
+        p = node.params
+        x, ind, upd = p["operand"], p["indices"], p["updates"]
+        axes, mode, op = p["axes"], p["mode"], p["op"]
+        self._copy(k, x, node.buf, node.dtype, f"{op} into {x.shape}")
+        nb = len(ind.shape) - 1
+        bshape = ind.shape[:-1]
+        rest_axes = [i for i in range(len(x.shape)) if i not in axes]
+        rshape = tuple(x.shape[i] for i in rest_axes)
+        n_b, n_r = math.prod(bshape), math.prod(rshape)
+        if n_b == 0 or n_r == 0 or x.size == 0:
+            return
+        if op == "scatter_add" and self.blocks.atomic_scatter_add and \
+                np.dtype(x.dtype) in _ATOMIC_ADD:
+            return self._scatter_add_atomic(k, node, x, ind, upd, axes, mode, bshape, rshape,
+                                            rest_axes)
+        qb = min(_next_pow2(n_r), self.blocks.pointwise)
+        bv = [sym(f"b{i}") for i in range(nb)]
+        qv = [sym(f"q{i}") for i in range(len(rshape))]
+        tags = {v.name: "b" for v in bv} | {v.name: "q" for v in qv}
+        masks = {frozenset("b"): None, frozenset("q"): "qmask", frozenset("bq"): "qmask"}
+        em = Emitter("        ", itertools.count(), tags, masks)
+        ctx = KernelCtx(k)
+        idx_vals = [em(Op(dtypes.int64, "convert", (ind.load(tuple(bv) + (sympy.Integer(c),),
+                                                             ctx),)))
+                    for c in range(len(axes))]
+        u = em(upd.load(tuple(bv) + tuple(qv), ctx))
+        conds, full = [], {}
+        for a, iv_ in zip(axes, idx_vals):
+            d = x.shape[a]
+            if mode == "clip":
+                full[a] = f"tl.minimum(tl.maximum({iv_.code}, 0), {d - 1})"
+            else:
+                conds.append(f"({iv_.code} >= 0) & ({iv_.code} < {d})")
+                full[a] = iv_.code
+        for a, v in zip(rest_axes, qv):
+            full[a] = v.name
+        off = " + ".join(f"({full[a]}) * {s}" for a, s in zip(range(len(x.shape)),
+                                                              strides_of(x.shape)))
+        # (a scalar condition selects the block mask: the interpreter mishandles bool & bool
+        # of a scalar and a block)
+        m = f"tl.where({' & '.join(f'({c})' for c in conds)}, qmask, False)" if conds else "qmask"
+        cur = f"tl.load({node.buf} + off, mask={m}, other=0)"
+        if np.dtype(x.dtype) in _HALF:
+            cur = f"{cur}.to(tl.float32)"
+        uu = Emitter.tensor(u)
+        fl = _is_float(x.dtype)
+        new = {"scatter": uu, "scatter_add": f"cur + {uu}", "scatter_mul": f"cur * {uu}",
+               "scatter_min": f"_fx_fmin(cur, {uu})" if fl else f"tl.minimum(cur, {uu})",
+               "scatter_max": f"_fx_fmax(cur, {uu})" if fl else f"tl.maximum(cur, {uu})"}[op]
+        if np.dtype(x.dtype) == dtypes.bool_ and op in ("scatter_add", "scatter_max"):
+            new = f"cur | {uu}"
+        elif np.dtype(x.dtype) == dtypes.bool_ and op in ("scatter_mul", "scatter_min"):
+            new = f"cur & {uu}"
+        body = [f"    qflat = {self._pid()} * {qb} + tl.arange(0, {qb})",
+                f"    qmask = qflat < {n_r}"]
+        body += ["    " + s for s in _decompose([v.name for v in qv], rshape, "qflat")]
+        body += [f"    for bflat in range({n_b}):"]
+        body += ["        " + s for s in _decompose([v.name for v in bv], bshape, "bflat")]
+        body += em.lines
+        body += [f"        off = {off} + qflat * 0"]
+        if op != "scatter":
+            body.append(f"        cur = {cur}")
+        body.append("        " + self._store(node.buf, "off", V(new, frozenset("q"), False,
+                                                                  x.dtype), x.dtype, m))
+        name = self._kname(k, "scatter")
+        bufs = self._ordered(em.bufs, [node.buf])
+        self._define(name, bufs, body, f"{op} of {upd.shape} into {x.shape} (updates in order)")
+        self._launch(name, -(-n_r // qb), bufs)
+
+    def _scatter_add_atomic(self, k, node, x, ind, upd, axes, mode, bshape, rshape, rest_axes):
+        """scatter_add with atomics: blocks of (updates x window) in parallel (the order in
+        which duplicates are summed is not fixed, as with JAX on a GPU)."""
+        n_b, n_r = math.prod(bshape), math.prod(rshape)
+        qb = min(_next_pow2(n_r), 128)
+        bb = min(_next_pow2(n_b), max(1, self.blocks.elems // qb))
+        bv = [sym(f"b{i}") for i in range(len(bshape))]
+        qv = [sym(f"q{i}") for i in range(len(rshape))]
+        tags = {v.name: "b" for v in bv} | {v.name: "q" for v in qv}
+        masks = {frozenset("b"): "bmask", frozenset("q"): "qmask", frozenset("bq"): "mask"}
+        em = Emitter("    ", itertools.count(), tags, masks)
+        ctx = KernelCtx(k)
+        idx_vals = [em(Op(dtypes.int64, "convert", (ind.load(tuple(bv) + (sympy.Integer(c),),
+                                                             ctx),)))
+                    for c in range(len(axes))]
+        u = em(upd.load(tuple(bv) + tuple(qv), ctx))
+        conds, full = [], {}
+        for a, iv_ in zip(axes, idx_vals):
+            d = x.shape[a]
+            if mode == "clip":
+                full[a] = f"tl.minimum(tl.maximum({iv_.code}, 0), {d - 1})"
+            else:
+                conds.append(f"({iv_.code} >= 0) & ({iv_.code} < {d})")
+                full[a] = iv_.code
+        for a, v in zip(rest_axes, qv):
+            full[a] = v.name
+        off = " + ".join(f"({full[a]}) * {st}" for a, st in zip(range(len(x.shape)),
+                                                               strides_of(x.shape)))
+        body = [f"    bflat = {self._pid()} * {bb} + tl.arange(0, {bb})[:, None]",
+                f"    bmask = bflat < {n_b}",
+                f"    qflat = tl.program_id(1) * {qb} + tl.arange(0, {qb})[None, :]",
+                f"    qmask = qflat < {n_r}",
+                "    mask = bmask & qmask"]
+        body += ["    " + st for st in _decompose([v.name for v in bv], bshape, "bflat")]
+        body += ["    " + st for st in _decompose([v.name for v in qv], rshape, "qflat")]
+        body += em.lines
+        m = "mask"
+        if conds:
+            body.append(f"    ok = tl.where({' & '.join(f'({c})' for c in conds)}, mask, False)")
+            m = "ok"
+        body.append(f"    tl.atomic_add({node.buf} + ({off}) + bflat * 0 + qflat * 0, "
+                    f"{Emitter.tensor(u)}, mask={m})")
+        name = self._kname(k, "scatter_add")
+        bufs = self._ordered(em.bufs, [node.buf])
+        self._define(name, bufs, body, f"scatter_add of {upd.shape} into {x.shape} (atomics)")
+        self._launch(name, f"{-(-n_b // bb)}, {-(-n_r // qb)}", bufs)
+
+    def _greduce(self, k: Kernel):
+        """functx.lax.reduce with a custom combine: ``tl.reduce`` over chunks with the combine
+        emitted as a function (XLA's reduce assumes a commutative, associative combine whose
+        init value is an identity, so masked lanes hold the init value)."""
+        group = k.nodes[0].params["group"]
+        ops, inits, outs, axes = group["ops"], group["inits"], group["outs"], group["axes"]
+        shape = ops[0].shape
+        rows = tuple(d for i, d in enumerate(shape) if i not in axes)
+        inner = tuple(shape[i] for i in axes)
+        n_rows, n_inner = math.prod(rows), math.prod(inner)
+        if n_rows == 0:
+            return
+        n = len(ops)
+        cname = self._combine_fn(k, [o.dtype for o in ops], [],
+                                 lambda cs, a, b: lanewise_exprs(group["computation"], a + b))
+        ib = min(_next_pow2(max(n_inner, 1)), self.blocks.reduce_inner)
+        rb = min(_next_pow2(n_rows), max(1, self.blocks.elems // ib))
+        rv = [sym(f"r{i}") for i in range(len(rows))]
+        iv = [sym(f"j{i}") for i in range(len(inner))]
+        it_r, it_i = iter(rv), iter(iv)
+        full = tuple(next(it_i) if i in axes else next(it_r) for i in range(len(shape)))
+        counter = itertools.count()
+        tags = {v.name: "r" for v in rv} | {v.name: "j" for v in iv}
+        masks = {frozenset("r"): "rmask", frozenset("j"): "jmask", frozenset("rj"): "mask"}
+        ctx = KernelCtx(k)
+        em0 = Emitter("    ", counter, tags, masks)
+        init_v = [em0(i.load((), ctx)) for i in inits]
+        body = [f"    rflat = {self._pid()} * {rb} + tl.arange(0, {rb})[:, None]",
+                f"    rmask = rflat < {n_rows}"]
+        body += ["    " + s for s in _decompose([v.name for v in rv], rows, "rflat")]
+        body += em0.lines
+        accs = [f"acc{m}" for m in range(n)]
+        for a, v in zip(accs, init_v):
+            body.append(f"    {a} = tl.broadcast_to({Emitter.tensor(v)}, [{rb}, 1])")
+        bufs_read = dict(em0.bufs)
+
+        def chunk(indent, start):
+            em = Emitter(indent, counter, tags, masks)
+            cur = [em(o.load(full, ctx)) for o in ops]
+            lines = [f"{indent}jflat = {start} + tl.arange(0, {ib})[None, :]",
+                     f"{indent}jmask = jflat < {n_inner}",
+                     f"{indent}mask = rmask & jmask"]
+            lines += [indent + s for s in _decompose([v.name for v in iv], inner, "jflat")]
+            lines += em.lines
+            cs = [f"g{m}_{next(counter)}" for m in range(n)]
+            for c, v, iv_ in zip(cs, cur, init_v):
+                lines.append(f"{indent}{c} = tl.where(mask, {Emitter.tensor(v)}, "
+                             f"{Emitter.tensor(iv_)})")
+            rs = [c + "r" for c in cs]
+            if n == 1:
+                lines += [f"{indent}{rs[0]} = tl.reduce({cs[0]}, 1, {cname}, keep_dims=True)",
+                          f"{indent}acc0 = {cname}(acc0, {rs[0]})"]
+            else:
+                lines += [f"{indent}{', '.join(rs)} = tl.reduce(({', '.join(cs)}), 1, {cname}, "
+                          "keep_dims=True)",
+                          f"{indent}{', '.join(accs)} = {cname}({', '.join(accs + rs)})"]
+            bufs_read.update(em.bufs)
+            return lines
+
+        if n_inner > 0:
+            if n_inner <= ib:
+                body += chunk("    ", "0")
+            else:
+                body += [f"    for jstart in range(0, {n_inner}, {ib}):"]
+                body += chunk("        ", "jstart")
+        for a, o in zip(accs, outs):
+            if o.buf:
+                body.append("    " + self._store(o.buf, "rflat", V(a, frozenset("r"), False,
+                                                                    o.dtype), o.dtype, "rmask"))
+        name = self._kname(k, "greduce")
+        bufs = self._ordered(bufs_read, [o.buf for o in outs if o.buf])
+        self._define(name, bufs, body, f"reduce (custom combine) over axes {axes} of {shape}")
+        self._launch(name, -(-n_rows // rb), bufs)
+
+    def _reduce_blocks(self, k: Kernel, n_rows: int, n_inner: int) -> tuple[int, int]:
+        nd = len(k.shape)
+        if k.axes == tuple(range(nd - len(k.axes), nd)) or n_rows == 1:
+            # the reduced elements of a row are contiguous: long chunks, few rows
+            ib = min(_next_pow2(max(n_inner, 1)), self.blocks.reduce_inner)
+            rb = min(_next_pow2(n_rows), max(1, self.blocks.elems // ib))
+        else:
+            # neighbouring rows are neighbours in memory: a block of rows reads coalesced
+            rb = min(_next_pow2(n_rows), self.blocks.strided_rows)
+            ib = min(_next_pow2(max(n_inner, 1)), self.blocks.reduce_inner,
+                     max(1, self.blocks.elems // rb))
+        return rb, ib
+
+    def _reduce(self, k: Kernel):
+        """Rows x chunks of the reduced elements. A single-pass kernel with too few blocks of
+        rows to fill the GPU is split along the reduced elements: one kernel writes per-split
+        partial accumulators, a second folds them and runs the epilogue."""
+        rows, inner = k.row_shape, k.inner_shape
+        n_rows, n_inner = math.prod(rows), math.prod(inner)
+        if n_rows == 0:
+            return
+        rv, iv, full = k.row_vars(), k.inner_vars(), k.full_index()
+        rb, ib = self._reduce_blocks(k, n_rows, n_inner)
+        n_chunks = -(-n_inner // ib)
+        row_progs = -(-n_rows // rb)
+        split, per_split = 1, n_chunks
+        if len(k.passes) == 1 and not k.maps and n_chunks > 1 \
+                and row_progs < self.blocks.min_programs:
+            split = min(n_chunks, -(-self.blocks.min_programs // row_progs))
+            per_split = -(-n_chunks // split)
+            split = -(-n_chunks // per_split)
+        counter = itertools.count()
+        tags = {v.name: "r" for v in rv} | {v.name: "j" for v in iv}
+        masks = {frozenset("r"): "rmask", frozenset("j"): "jmask", frozenset("rj"): "mask"}
+        known = {sympy.expand(flat_offset(rv, rows)): "rflat"} if rows else {}
+        if inner:
+            known[sympy.expand(flat_offset(iv, inner))] = "jflat"
+        acc: dict = {}  # (node id, 0) -> V of the row's final value
+        all_bufs: dict = {}
+        idx_t = "tl.int64" if self.big else "tl.int32"
+
+        def emitter(indent):
+            em = Emitter(indent, counter, tags, masks, known)
+            em.acc = acc
+            return em
+
+        def ptr(off: V, want) -> str:
+            """An offset broadcast over the block axes ``want`` (for stores)."""
+            code = off.code
+            if "r" in want and "r" not in off.deps:
+                code = f"{code} + rzero"
+            if "j" in want and "j" not in off.deps:
+                code = f"{code} + jzero"
+            return code
+
+        def head(pid):
+            return [f"    rflat = {pid} * {rb} + tl.arange(0, {rb})[:, None]",
+                    f"    rmask = rflat < {n_rows}",
+                    "    rzero = rflat * 0"] + \
+                ["    " + s for s in _decompose([v.name for v in rv], rows, "rflat")]
+
+        def chunk_head(indent, start):
+            return [f"{indent}jflat = {start} + tl.arange(0, {ib})[None, :]",
+                    f"{indent}jmask = jflat < {n_inner}",
+                    f"{indent}mask = rmask & jmask",
+                    f"{indent}jzero = jflat * 0"] + \
+                [indent + s for s in _decompose([v.name for v in iv], inner, "jflat")]
+
+        def over_inner(make_body):
+            """Lines running ``make_body(indent)`` for each chunk of the reduced elements."""
+            if n_inner == 0:
+                return []
+            if n_inner <= ib:
+                return chunk_head("    ", "0") + make_body("    ")
+            return [f"    for jstart in range(0, {n_inner}, {ib}):"] \
+                + chunk_head("        ", "jstart") + make_body("        ")
+
+        # one spec per reduction: its accumulator(s), identity, dtype and final value
+        specs = []
+        for p in k.passes:
+            for r in p:
+                op = r.params["op"]
+                xdt = np.dtype(r.params["operand"].dtype)
+                is_bool = xdt == dtypes.bool_
+                a = f"a{r.id}"
+                rdt = "tl.int32" if is_bool else tl_compute(xdt)
+                if op in ("argmax", "argmin"):
+                    # masked lanes hold the identity; their indices are past every real one
+                    if is_bool:
+                        ident = "0" if op == "argmax" else "1"
+                    else:
+                        ident = _lowest(xdt) if op == "argmax" else _highest(xdt)
+                    final = f"    {a}_out = {a}_i.to({tl_compute(r.dtype)})"
+                    acc[(r.id, 0)] = V(f"{a}_out", frozenset("r"), False, r.dtype)
+                else:
+                    ident = {"reduce_sum": "0", "reduce_prod": "1",
+                             "reduce_max": "0" if is_bool else _lowest(xdt),
+                             "reduce_min": "1" if is_bool else _highest(xdt),
+                             "reduce_and": "1" if is_bool else ("-1" if _is_signed(xdt) else
+                                                               _highest(xdt)),
+                             "reduce_or": "0"}[op]
+                    final = f"    {a}_out = {a} != 0" if is_bool else None
+                    acc[(r.id, 0)] = V(f"{a}_out" if is_bool else a, frozenset("r"), False,
+                                       r.dtype)
+                specs.append(SimpleNamespace(r=r, op=op, a=a, ident=ident, rdt=rdt, final=final,
+                                             arg=op in ("argmax", "argmin"),
+                                             fl=_is_float(xdt), bool=is_bool))
+        spec_of = {s.r.id: s for s in specs}
+
+        def inits(ss):
+            out = []
+            for s in ss:
+                out.append(f"    {s.a} = tl.full([{rb}, 1], {s.ident}, {s.rdt})")
+                if s.arg:
+                    out.append(f"    {s.a}_i = tl.full([{rb}, 1], {2**31 - 1}, {idx_t})")
+            return out
+
+        def fold(indent, s, c, idx):
+            """Fold the block ``c`` (masked lanes hold the identity; ``idx``: their element
+            indices, for argmax/argmin) into the accumulators of ``s``."""
+            a = s.a
+            if s.arg:
+                return [f"{indent}{c}v, {c}i = tl.reduce(({c}, {idx}), 1, _fx_{s.op}, "
+                        "keep_dims=True)",
+                        f"{indent}{a}, {a}_i = _fx_{s.op}({a}, {a}_i, {c}v, {c}i)"]
+            red, comb = {
+                "reduce_sum": (f"tl.sum({c}, axis=1, keep_dims=True)", "{a} + {s}"),
+                "reduce_prod": (f"tl.reduce({c}, 1, _fx_mul, keep_dims=True)", "{a} * {s}"),
+                "reduce_max": ((f"tl.reduce({c}, 1, _fx_fmax, keep_dims=True)",
+                                "_fx_fmax({a}, {s})") if s.fl else
+                               (f"tl.max({c}, axis=1, keep_dims=True)", "tl.maximum({a}, {s})")),
+                "reduce_min": ((f"tl.reduce({c}, 1, _fx_fmin, keep_dims=True)",
+                                "_fx_fmin({a}, {s})") if s.fl else
+                               (f"tl.min({c}, axis=1, keep_dims=True)", "tl.minimum({a}, {s})")),
+                "reduce_and": (f"tl.reduce({c}, 1, _fx_and, keep_dims=True)", "{a} & {s}"),
+                "reduce_or": (f"tl.reduce({c}, 1, _fx_or, keep_dims=True)", "{a} | {s}"),
+            }[s.op]
+            return [f"{indent}{a} = ({comb.format(a=a, s=red)}).to({s.rdt})"]
+
+        def pass_body(red_nodes):
+            def make(indent):
+                em = emitter(indent)
+                ctx = KernelCtx(k, rv)
+                ups = []
+                for r in red_nodes:
+                    s = spec_of[r.id]
+                    val = em.tensor(em(r.params["operand"].load(full, ctx)))
+                    if s.bool:
+                        val = f"{val}.to(tl.int32)"
+                    c = f"c{r.id}_{next(counter)}"
+                    ups.append(f"{indent}{c} = tl.where(mask, {val}, {s.ident})")
+                    ups += fold(indent, s, c, f"tl.broadcast_to(jflat, [{rb}, {ib}])")
+                all_bufs.update(em.bufs)
+                return em.lines + ups
+
+            return make
+
+        def finish(finals: bool):
+            """(Finals,) stores of the reductions, the map phase and the epilogue."""
+            body = [s.final for s in specs if s.final and finals]
+            for s in specs:
+                body.append("    " + self._store(s.r.buf, "rflat", acc[(s.r.id, 0)],
+                                                 s.r.dtype, "rmask"))
+            stored = [s.r.buf for s in specs]
+            if k.maps:
+                def map_body(indent):
+                    em = emitter(indent)
+                    ctx = KernelCtx(k, rv)
+                    lines = []
+                    for m in k.maps:
+                        v = em(m.fn(full, ctx))
+                        off = em.index(flat_offset(full, k.shape))
+                        lines.append(indent + self._store(m.buf, ptr(off, "rj"), v, m.dtype,
+                                                          "mask"))
+                    all_bufs.update(em.bufs)
+                    return em.lines + lines
+
+                body += over_inner(map_body)
+                stored += [m.buf for m in k.maps]
+            if k.epilogue:
+                em = emitter("    ")
+                ctx = KernelCtx(k, rv)
+                lines = []
+                for m in k.epilogue:
+                    v = em(m.fn(rv, ctx))
+                    lines.append("    " + self._store(m.buf, "rflat", v, m.dtype, "rmask"))
+                body += em.lines + lines
+                all_bufs.update(em.bufs)
+                stored += [m.buf for m in k.epilogue]
+            return body, stored
+
+        ops = [[r.params["op"] for r in p] for p in k.passes]
+        what = (f"reduce axes {k.axes} of {k.shape}: passes {ops}, {len(k.maps)} map, "
+                f"{len(k.epilogue)} epilogue; {rb} rows x {ib}")
+        warps = 8 if rb * ib >= 4096 else 4
+        name = self._kname(k, "reduce")
+        if split == 1:
+            body = head(self._pid())
+            for p in k.passes:
+                body += inits([spec_of[r.id] for r in p])
+                body += over_inner(pass_body(p))
+                body += [spec_of[r.id].final for r in p if spec_of[r.id].final]
+            rest, stored = finish(finals=False)  # finals came after each pass
+            body += rest
+            bufs = self._ordered(all_bufs, stored)
+            self._define(name, bufs, body, what)
+            self._launch(name, row_progs, bufs, warps)
+            return
+
+        # split: partial accumulators, [row, split] in buffers of their own
+        parts = []
+        for s in specs:
+            parts.append((f"p{s.r.id}", s.rdt))
+            if s.arg:
+                parts.append((f"p{s.r.id}_i", idx_t))
+        for pn, dt in parts:
+            self.host.append(f"    {pn} = torch.empty({n_rows * split}, "
+                             f"dtype=torch.{dt[3:]}, device=dev)")
+        body = head(self._pid()) + ["    sp = tl.program_id(1)"] + inits(specs)
+        body += [f"    for jc in range({per_split}):",
+                 f"        jstart = (sp * {per_split} + jc) * {ib}"]
+        body += chunk_head("        ", "jstart") + pass_body(k.passes[0])("        ")
+        for s in specs:
+            body.append(f"    tl.store(p{s.r.id} + rflat * {split} + sp, {s.a}, mask=rmask)")
+            if s.arg:
+                body.append(f"    tl.store(p{s.r.id}_i + rflat * {split} + sp, {s.a}_i, "
+                            "mask=rmask)")
+        bufs = self._ordered(all_bufs, [pn for pn, _ in parts])
+        self._define(name + "_part", bufs, body,
+                     f"{what}; partials over {split} splits of {per_split} chunks")
+        self._launch(name + "_part", f"{row_progs}, {split}", bufs, warps)
+        all_bufs.clear()
+        sp2 = _next_pow2(split)
+        body = head(self._pid()) + inits(specs)
+        body += [f"    sidx = tl.arange(0, {sp2})[None, :]",
+                 "    pmask = rmask & (sidx < {})".format(split)]
+        for s in specs:
+            c = f"c{s.r.id}"
+            body.append(f"    {c} = tl.load(p{s.r.id} + rflat * {split} + sidx, mask=pmask, "
+                        f"other={s.ident})")
+            idx = None
+            if s.arg:
+                idx = f"{c}_i"
+                body.append(f"    {idx} = tl.load(p{s.r.id}_i + rflat * {split} + sidx, "
+                            f"mask=pmask, other={2**31 - 1})")
+            body += fold("    ", s, c, idx)
+        rest, stored = finish(finals=True)
+        body += rest
+        bufs = self._ordered([pn for pn, _ in parts], all_bufs, stored)
+        self._define(name, bufs, body, f"{what}; folds {split} partials")
+        self._launch(name, row_progs, bufs, 4)
+
+    # --- scans ---------------------------------------------------------------------------------
+    def _pick_last(self, n: int) -> str:
+        """A helper reducing (v_1..v_n, index) tuples to the entry with the largest index."""
+        name = f"_fx_last{n}"
+        if name not in self.helpers:
+            self.helpers.add(name)
+            a = [f"a{i}" for i in range(n)]
+            b = [f"b{i}" for i in range(n)]
+            rets = [f"tl.where(t, {y}, {x})" for x, y in zip(a, b)] + ["tl.where(t, ib, ia)"]
+            self.defs.append("\n".join([
+                "@triton.jit", f"def {name}({', '.join(a + ['ia'] + b + ['ib'])}):",
+                "    t = ib > ia", f"    return {', '.join(rets)}"]) + "\n")
+        return name
+
+    def _combine_fn(self, k: Kernel, xdts, cdts, build) -> str:
+        """A ``@triton.jit`` combine ``(a..., ac..., b..., bc...) -> (new..., ac...)`` from
+        ``build(const_syms, a_syms, b_syms) -> [E]`` (constants ride along as operands)."""
+        name = f"_fx_comb_{self.prefix}{k.index}"
+        ce = Emitter("    ", itertools.count(), {}, {})
+        a_syms = [Sym(dt, f"a{i}") for i, dt in enumerate(xdts)]
+        b_syms = [Sym(dt, f"b{i}") for i, dt in enumerate(xdts)]
+        c_syms = [Sym(dt, f"ac{i}") for i, dt in enumerate(cdts)]
+        for sy in a_syms + b_syms + c_syms:
+            ce.syms[sy.name] = V(sy.name, frozenset("s"), False, sy.dtype)
+        new = [ce(e) for e in build(c_syms, a_syms, b_syms)]
+        params = [sy.name for sy in a_syms] + [sy.name for sy in c_syms] + \
+            [sy.name for sy in b_syms] + [f"bc{i}" for i in range(len(cdts))]
+        rets = [Emitter.tensor(v) for v in new] + [sy.name for sy in c_syms]
+        self.defs.append("\n".join(["@triton.jit", f"def {name}({', '.join(params)}):"]
+                                   + ce.lines + [f"    return {', '.join(rets)}"]) + "\n")
+        return name
+
+    def _scan_kernel(self, k: Kernel, xs, consts, outs, axis, reverse, combine, what: str):
+        """A scan of ``xs`` along ``axis`` with ``combine(const_syms, acc_syms, cur_syms) -> [E]``
+        (lane-wise), chunked along the axis with a carried prefix."""
+        shape = xs[0].shape
+        n = shape[axis]
+        pre, post = shape[:axis], shape[axis + 1:]
+        n_pre, n_post = math.prod(pre), math.prod(post)
+        n_lanes = n_pre * n_post
+        if n == 0 or n_lanes == 0:
+            return
+        sb = min(_next_pow2(n), self.blocks.scan)
+        lb = min(_next_pow2(n_lanes), max(1, self.blocks.elems // sb))
+        counter = itertools.count()
+        pv = [sym(f"p{i}") for i in range(len(pre))]
+        qv = [sym(f"q{i}") for i in range(len(post))]
+        j = sym("j")
+        full = tuple(pv) + (j,) + tuple(qv)
+        lanes_e = tuple(pv) + tuple(qv)
+        tags = {v.name: "l" for v in pv + qv} | {"j": "s"}
+        masks = {frozenset("l"): "lmask", frozenset("s"): "smask", frozenset("ls"): "mask"}
+        nx, nc = len(xs), len(consts)
+        m_all = nx + nc
+
+        cname = self._combine_fn(k, [x.dtype for x in xs], [c.dtype for c in consts],
+                                 combine)
+        last = self._pick_last(m_all)
+
+        body = [f"    lflat = {self._pid()} * {lb} + tl.arange(0, {lb})[:, None]",
+                f"    lmask = lflat < {n_lanes}"]
+        if pre:
+            body.append(f"    pflat = lflat // {n_post}")
+            body += ["    " + s for s in _decompose([v.name for v in pv], pre, "pflat")]
+        if post:
+            body.append(f"    qflat = lflat % {n_post}")
+            body += ["    " + s for s in _decompose([v.name for v in qv], post, "qflat")]
+        all_bufs: dict = {}
+        ctx = KernelCtx(k)
+        em0 = Emitter("    ", counter, tags, masks)
+        cvals = [em0(c.load(lanes_e if c.shape else (), ctx)) for c in consts]
+        body += em0.lines
+        all_bufs.update(em0.bufs)
+        cbs = []
+        for i, v in enumerate(cvals):
+            body.append(f"    cb{i} = tl.broadcast_to({Emitter.tensor(v)}, [{lb}, {sb}])")
+            cbs.append(f"cb{i}")
+
+        def chunk(indent, start, first):
+            lines = [f"{indent}s = {start} + tl.arange(0, {sb})[None, :]",
+                     f"{indent}smask = s < {n}",
+                     f"{indent}mask = lmask & smask",
+                     f"{indent}j = {n - 1} - s" if reverse else f"{indent}j = s"]
+            em = Emitter(indent, counter, tags, masks)
+            cur = [em(x.load(full, ctx)) for x in xs]
+            lines += em.lines
+            all_bufs.update(em.bufs)
+            ys = [f"y{i}" for i in range(m_all)]
+            xb = [f"tl.broadcast_to({Emitter.tensor(v)}, [{lb}, {sb}])" for v in cur] + cbs
+            if m_all == 1:
+                lines.append(f"{indent}y0 = tl.associative_scan({xb[0]}, 1, {cname})")
+            else:
+                lines.append(f"{indent}{', '.join(ys)} = tl.associative_scan(("
+                             f"{', '.join(xb)}), 1, {cname})")
+            carries = [f"carry{i}" for i in range(m_all)]
+            if not first:
+                # prefix of the earlier chunks: combine(carry, y) (the carry is the left operand)
+                lhs = ", ".join(ys) if m_all > 1 else "y0"
+                lines.append(f"{indent}{lhs} = {cname}({', '.join(carries)}, {', '.join(ys)})")
+            off = em.index(flat_offset(full, shape))
+            for i, o in enumerate(outs):
+                if o.buf:
+                    lines.append(indent + self._store(o.buf, off.code,
+                                                      V(ys[i], frozenset("ls"), False, o.dtype),
+                                                      o.dtype, "mask"))
+            if n > sb:
+                lines.append(f"{indent}{', '.join(carries)}, _ = tl.reduce(({', '.join(ys)}, "
+                             f"tl.where(mask, s, -1)), 1, {last}, keep_dims=True)")
+            return lines
+
+        body += chunk("    ", "0", True)
+        if n > sb:
+            body.append(f"    for sstart in range({sb}, {n}, {sb}):")
+            body += chunk("        ", "sstart", False)
+        name = self._kname(k, "scan")
+        stored = [o.buf for o in outs if o.buf]
+        bufs = self._ordered(all_bufs, stored)
+        self._define(name, bufs, body, f"{what} along axis {axis} of {shape}"
+                     f"{' (reverse)' if reverse else ''}; {lb} lanes x {sb}")
+        self._launch(name, -(-n_lanes // lb), bufs, 8 if lb * sb >= 4096 else 4)
+
+    def _ascan(self, k: Kernel):
+        group = k.nodes[0].params["group"]
+
+        def combine(cs, accs, curs):
+            return lanewise_exprs(group["combine"], list(cs) + list(accs) + list(curs))
+
+        self._scan_kernel(k, group["xs"], group["consts"], group["outs"], group["axis"],
+                          group["reverse"], combine, "associative_scan")
+
+    def _scan(self, k: Kernel):
+        node = k.nodes[0]
+        op = node.params["op"]
+        x = node.params["operands"][0]
+        dt = x.dtype
+
+        def combine(cs, accs, curs):
+            a, b = accs[0], curs[0]
+            if op == "cumsum":
+                return [Op(dt, "add", (a, b))]
+            if op == "cumprod":
+                return [Op(dt, "mul", (a, b))]
+            if op in ("cummax", "cummin"):
+                return [Op(dt, "max" if op == "cummax" else "min", (a, b))]
+            m = Op(dt, "max", (a, b))
+            d = Op(dt, "sub", (a, b))
+            soft = Op(dt, "add", (m, Op(dt, "log1p", (Op(dt, "exp", (Op(dt, "neg", (
+                Op(dt, "abs", (d,)),)),)),))))
+            return [Op(dt, "select", (Op(dtypes.bool_, "ne", (d, d)), Op(dt, "add", (a, b)), soft))]
+
+        self._scan_kernel(k, [x], [], [node], node.params["axis"], node.params["reverse"],
+                          combine, op)
+
+    # --- matrix products (host) ----------------------------------------------------------------
+    def _dot(self, k: Kernel):
+        node = k.nodes[0]
+        p = node.params
+        lhs, rhs = p["lhs"], p["rhs"]
+        if node.size == 0:
+            return
+        self.host.append(f"    _fx_dot({lhs.buf}, {rhs.buf}, {node.buf}, {p['batch']}, {p['m']}, "
+                         f"{p['k']}, {p['n']}, {p['lhs_trans']}, {p['rhs_trans']})"
+                         f"  # kernel {k.index}: dot_general {lhs.shape} x {rhs.shape}")
+
+    # --- control flow: host loops over sub-programs -----------------------------------------------
+    def _sub(self, closed) -> tuple[str, list[str]]:
+        """A host function ``_subN(inputs, consts, outputs)`` for a sub-Jaxpr (its kernels join
+        the module); returns its name and this program's names for its constants."""
+        from functx.lowering.loops import lower_jaxpr
+        from functx.lowering.schedule import schedule
+
+        sg = lower_jaxpr(closed)
+        sk = schedule(sg)
+        name = f"_sub{len(self.subs)}"
+        self.subs.append("")  # reserve the name (nested sub-programs come first)
+        index = len(self.subs) - 1
+        child = TritonProgram(sg, sk, parent=self, prefix=f"s{index}_")
+        self.subs[index] = child.function(name)  # may add constants of nested programs
+        const_names = []
+        for n, arr in sg.consts:
+            pn = self.g.add(Node(n.shape, n.dtype, kind="input"))
+            pn.buf = f"c{len(self.g.consts)}"
+            self.g.consts.append((pn, arr))
+            const_names.append(pn.buf)
+        return name, const_names
+
+    def _loop(self, k: Kernel):
+        group = k.nodes[0].params["group"]
+        getattr(self, "_loop_" + group["type"])(k, group)
+
+    @staticmethod
+    def _view(n) -> str:
+        return f"{n.buf}[:{n.size}]"
+
+    def _carries(self, tag, inits):
+        a = [f"{tag}a{m}" for m in range(len(inits))]
+        b = [f"{tag}b{m}" for m in range(len(inits))]
+        lines = [f"    {x} = {self._view(n)}.clone()" for x, n in zip(a, inits)]
+        lines += [f"    {y} = torch.empty_like({x})" for x, y in zip(a, b)]
+        return lines, a, b
+
+    def _loop_scan(self, k: Kernel, group):
+        ins, outs = group["ins"], group["outs"]
+        nc, nk, length = group["num_consts"], group["num_carry"], group["length"]
+        name, bconsts = self._sub(group["jaxpr"])
+        consts, carry, xs = ins[:nc], ins[nc:nc + nk], ins[nc + nk:]
+        carry_out, ys = outs[:nk], outs[nk:]
+        tag = f"L{k.index}"
+        lines, a, b = self._carries(tag, carry)
+        i = f"({length - 1} - it)" if group["reverse"] else "it"
+
+        def at(n):
+            sz = math.prod(n.shape[1:])
+            return f"{n.buf}[{i} * {sz}:({i} + 1) * {sz}]"
+
+        args = [self._view(c) for c in consts] + a + [at(x) for x in xs]
+        res = b + [at(y) for y in ys]
+        lines += [f"    for it in range({length}):",
+                  f"        {name}([{', '.join(args)}], [{', '.join(bconsts)}], "
+                  f"[{', '.join(res)}])"]
+        if a:
+            lines.append(f"        {', '.join(a + b)} = {', '.join(b + a)}")
+        lines += [f"    {self._view(n)}.copy_({x})" for n, x in zip(carry_out, a)]
+        self.host += [f"    # kernel {k.index}: scan of length {length} calling {name}"] + lines
+
+    def _loop_while(self, k: Kernel, group):
+        ins, outs = group["ins"], group["outs"]
+        ncc, nbc = group["cond_nconsts"], group["body_nconsts"]
+        cname, cconsts = self._sub(group["cond_jaxpr"])
+        bname, bconsts = self._sub(group["body_jaxpr"])
+        cc, bc, carry = ins[:ncc], ins[ncc:ncc + nbc], ins[ncc + nbc:]
+        tag = f"W{k.index}"
+        lines, a, b = self._carries(tag, carry)
+        lines += [f"    {tag}flag = torch.empty(1, dtype=torch.bool, device=dev)",
+                  "    while True:",
+                  f"        {cname}([{', '.join([self._view(c) for c in cc] + a)}], "
+                  f"[{', '.join(cconsts)}], [{tag}flag])",
+                  f"        if not bool({tag}flag.item()):",
+                  "            break",
+                  f"        {bname}([{', '.join([self._view(c) for c in bc] + a)}], "
+                  f"[{', '.join(bconsts)}], [{', '.join(b)}])"]
+        if a:
+            lines.append(f"        {', '.join(a + b)} = {', '.join(b + a)}")
+        lines += [f"    {self._view(n)}.copy_({x})" for n, x in zip(outs, a)]
+        self.host += [f"    # kernel {k.index}: while_loop calling {cname} and {bname} "
+                      "(the condition is read on the host each iteration)"] + lines
+
+    def _loop_cond(self, k: Kernel, group):
+        ins, outs = group["ins"], group["outs"]
+        branches = group["branches"]
+        index, ops = ins[0], ins[1:]
+        tag = f"C{k.index}"
+        lines = [f"    # kernel {k.index}: cond with {len(branches)} branches",
+                 f"    {tag} = min(max(int({index.buf}[0].item()), 0), {len(branches) - 1})"]
+        for bi, br in enumerate(branches):
+            name, consts = self._sub(br)
+            lines += [f"    {'if' if bi == 0 else 'elif'} {tag} == {bi}:",
+                      f"        {name}([{', '.join(self._view(o) for o in ops)}], "
+                      f"[{', '.join(consts)}], [{', '.join(self._view(o) for o in outs)}])"]
+        self.host += lines
+
+    # --- the module ----------------------------------------------------------------------------
+    def function(self, name: str) -> str:
+        """Emit this program's kernels and return its host function ``name(inputs, consts,
+        outputs)`` on flat, contiguous torch tensors (outputs preallocated)."""
+        g = self.g
+        outs: dict = {}
+        for i, node in enumerate(g.outputs):
+            if node.id in outs or node.kind == "input":
+                continue
+            outs[node.id] = f"out{i}"
+            node.buf = outs[node.id]
+        for k in self.kernels:
+            getattr(self, "_" + k.kind)(k)
+        head = [f"def {name}(inputs, consts, outputs):"]
+        names = [n.buf for n in g.inputs]
+        if names:
+            head.append(f"    {', '.join(names)}, = inputs")
+        if g.consts:
+            head.append(f"    {', '.join(n.buf for n, _ in g.consts)}, = consts")
+        out_names = [f"out{i}" for i in range(len(g.outputs))]
+        if out_names:
+            head.append(f"    {', '.join(out_names)}, = outputs")
+            head.append("    dev = out0.device")
+        else:
+            head.append("    dev = None")
+        declared = set(names) | {n.buf for n, _ in g.consts} | set(out_names)
+        for n in g.nodes:
+            if n.buf and n.buf not in declared:
+                declared.add(n.buf)
+                head.append(f"    {n.buf} = torch.empty({max(n.size, 1)}, "
+                            f"dtype=torch.{torch_dtype_name(n.dtype)}, device=dev)")
+        copies = []
+        for i, node in enumerate(g.outputs):
+            if node.buf != f"out{i}":
+                copies.append(f"    out{i}[:{node.size}].copy_({node.buf}[:{node.size}])")
+        return "\n".join(head + self.host + copies + ["    return outputs"]) + "\n"
+
+    def source(self) -> str:
+        """The whole module: the prelude, the kernels, the sub-programs and ``run``."""
+        self.defs.clear()
+        self.helpers.clear()
+        self.subs.clear()
+        self.host = []
+        main = self.function("run")
+        return "\n".join([PRELUDE] + ["\n" + d for d in self.defs]
+                         + ["\n" + f for f in self.subs] + ["\n" + main])
+
+
+# --- NumPy stand-ins for libdevice under TRITON_INTERPRET=1 ------------------------------------
+def _round_half_away(x):
+    t = np.trunc(x)
+    return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
+
+
+def _lgamma(x):
+    def one(v):
+        try:
+            return math.lgamma(v)
+        except ValueError:
+            return math.inf
+
+    return np.vectorize(one, otypes=[np.float64])(x)
+
+
+_NP_LIBDEVICE = {
+    "exp": np.exp, "exp2": np.exp2, "log": np.log, "log1p": np.log1p, "expm1": np.expm1,
+    "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
+    "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "asinh": np.arcsinh,
+    "acosh": np.arccosh, "atanh": np.arctanh, "cbrt": np.cbrt, "sqrt": np.sqrt,
+    "erf": np.vectorize(math.erf, otypes=[np.float64]), "lgamma": _lgamma,
+    "pow": np.power, "fmod": np.fmod, "atan2": np.arctan2, "nextafter": np.nextafter,
+    "nearbyint": np.rint, "rint": np.rint, "round": _round_half_away, "trunc": np.trunc,
+}
+
+
+class _InterpreterLibdevice:
+    """``libdevice.<fn>`` for Triton's interpreter (which cannot call CUDA's library): NumPy on
+    the interpreter's tensors, with the result in the first argument's dtype."""
+
+    def __getattr__(self, name):
+        fn = _NP_LIBDEVICE.get(name)
+        if fn is None:
+            raise AttributeError(f"libdevice.{name} has no interpreter stand-in")
+        return functools.partial(self._call, fn)
+
+    @staticmethod
+    def _call(fn, *args):
+        import triton.language as tl
+        from triton.runtime.interpreter import TensorHandle
+
+        ref = next(a for a in args if isinstance(a, tl.tensor))
+        data = [a.handle.data if isinstance(a, tl.tensor) else a for a in args]
+        shapes = [list(a.type.shape) for a in args if isinstance(a, tl.tensor) and
+                  a.type.is_block()]
+        np_dt = ref.handle.data.dtype
+        with np.errstate(all="ignore"):
+            out = np.asarray(fn(*data)).astype(np_dt)
+        if shapes:
+            shape = list(np.broadcast_shapes(*[tuple(s) for s in shapes]))
+            out = np.broadcast_to(out, shape).copy()
+            return tl.tensor(TensorHandle(out, ref.dtype.scalar), tl.block_type(ref.dtype.scalar,
+                                                                                shape))
+        return tl.tensor(TensorHandle(out.reshape(-1)[:1].copy(), ref.dtype.scalar),
+                         ref.dtype.scalar)
+
+
+interpreter_libdevice = _InterpreterLibdevice()
+
+
+# --- loading and running -------------------------------------------------------------------------
+def _module_dir() -> str:
+    from functx.lowering import cache
+
+    d = os.path.join(cache.cache_dir(), "triton")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def load_module(source: str):
+    """Import generated source from a file (``@triton.jit`` needs the source on disk)."""
+    h = hashlib.sha256(source.encode()).hexdigest()[:24]
+    name = f"functx_triton_{h}"
+    if name in sys.modules:
+        return sys.modules[name]
+    path = os.path.join(_module_dir(), f"{name}.py")
+    if not os.path.exists(path):
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            f.write(source)
+        os.replace(tmp, path)
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def to_torch(x, dtype, device):
+    """A flat, contiguous torch tensor of ``dtype`` on ``device`` from an array-like."""
+    import torch
+
+    dt = np.dtype(dtype)
+    tdt = getattr(torch, torch_dtype_name(dt))
+    if isinstance(x, torch.Tensor):
+        t = x.to(device=device, dtype=tdt)
+    else:
+        v = getattr(x, "_value", x)  # functx.Array
+        a = np.ascontiguousarray(np.asarray(v, dtype=dt))
+        if dt == dtypes.bfloat16:
+            t = torch.from_numpy(a.view(np.uint16).copy()).view(torch.bfloat16)
+        else:
+            t = torch.from_numpy(a.copy() if not a.flags.writeable else a)
+        t = t.to(device)
+    return t.contiguous().reshape(-1)
+
+
+def _interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def default_device(args):
+    import torch
+
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            return a.device
+    if torch.cuda.is_available() and not _interpreting():
+        return torch.device("cuda")
+    return torch.device("cpu")
+
+
+class TritonExecutable:
+    """A compiled program: call it with the flat inputs (NumPy arrays, functx Arrays, scalars or
+    torch tensors); returns the outputs as torch tensors on the inputs' device."""
+
+    def __init__(self, graph: Graph, kernels: list[Kernel], source: str, kernels_text: str):
+        self.source = source
+        self.kernels_text = kernels_text
+        self.n_kernels = len(kernels)
+        self.in_specs = [(n.shape, n.dtype) for n in graph.inputs]
+        self.out_specs = [(n.shape, n.dtype) for n in graph.outputs]
+        self.consts = [(np.asarray(c), n.dtype) for n, c in graph.consts]
+        self._device_consts: dict = {}
+        self.module = load_module(source)
+
+    def as_text(self) -> str:
+        return f"# kernels\n{self.kernels_text}\n\n# Triton\n{self.source}"
+
+    def kernel_count(self) -> int:
+        return self.n_kernels
+
+    def __call__(self, *args):
+        import torch
+
+        if len(args) != len(self.in_specs):
+            raise TypeError(f"expected {len(self.in_specs)} arguments, got {len(args)}")
+        dev = default_device(args)
+        ins = [to_torch(a, dt, dev) for a, (_, dt) in zip(args, self.in_specs)]
+        for a, t, (shape, _) in zip(args, ins, self.in_specs):
+            if t.numel() != math.prod(shape):
+                raise TypeError(f"argument of shape {np.shape(a)} where {shape} was compiled")
+        consts = self._device_consts.get(dev)
+        if consts is None:
+            consts = [to_torch(c, dt, dev) for c, dt in self.consts]
+            self._device_consts[dev] = consts
+        outs = [torch.empty(max(math.prod(s), 1), dtype=getattr(torch, torch_dtype_name(dt)),
+                            device=dev) for s, dt in self.out_specs]
+        self.module.run(ins, consts, outs)
+        return [o[:math.prod(s)].reshape(s) for o, (s, _) in zip(outs, self.out_specs)]
+
+
+class JitExecutable:
+    """What ``functx.jit`` holds for the Triton backend: called with the list of flat leaves
+    (like the C++ backend's ``runtime.Executable``), returns torch tensors."""
+
+    def __init__(self, exe: TritonExecutable):
+        self.exe = exe
+        self.source = exe.source
+        self.kernels_text = exe.kernels_text
+
+    def __call__(self, leaves):
+        return self.exe(*leaves)
+
+
+def compile_triton(closed, blocks: Blocks | None = None) -> TritonExecutable:
+    """Lower, schedule and generate Triton for ``closed`` (a ClosedJaxpr).
+
+    Arguments:
+      closed: the program (``functx.make_jaxpr(f)(*args)``, simplified or not).
+      blocks: block-size limits (defaults suit a GPU; tests use small ones).
+    Returns:
+      A ``TritonExecutable``: call it with the flat arguments to get torch tensors;
+      ``.as_text()`` shows the kernels and the generated source.
+    Example:
+      >>> exe = compile_triton(functx.make_jaxpr(lambda x: functx.numpy.tanh(x) * 2.0)(x))
+      >>> (y,) = exe(x)
+    """
+    from functx.lowering import loops, schedule
+
+    g = loops.lower_jaxpr(closed)
+    kernels = schedule.schedule(g)
+    prog = TritonProgram(g, kernels, blocks)
+    src = prog.source()
+    return TritonExecutable(g, kernels, src, schedule.describe(kernels))
+
+
+__all__ = ["TritonProgram", "TritonExecutable", "JitExecutable", "Blocks", "compile_triton",
+           "PRELUDE", "interpreter_libdevice", "tl_dtype", "tl_compute", "load_module",
+           "to_torch"]

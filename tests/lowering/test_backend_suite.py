@@ -1,0 +1,992 @@
+"""One set of value-checking cases, stamped once per backend (as TorchInductor stamps its tests).
+
+Each case is a function ``fn(ns, *args)`` written once against a namespace ``ns`` that is either
+functx (``functx.numpy``, ``functx.lax``, ``functx.nn``, ``functx.grad``, ...) or JAX; it returns a
+flat dict of named outputs. The backends:
+
+* ``eager``: ``fn(FX, *args)`` on functx Arrays (the NumPy interpreter),
+* ``cpp``:   ``functx.jit(fn)(*args)`` (the C++ backend), called twice (NumPy inputs, then functx
+  Arrays through the dispatch fast path),
+
+are both compared with ``jax.jit(fn)(*args)`` (the reference), and ``cpp`` also with ``eager``.
+Every case under ``cpp`` compiles one program, so cases batch many operations into one function.
+``test_suite_covers_every_lowering`` checks that the cases together contain every primitive that
+has a lowering (collected from their Jaxprs, nested ones included).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Callable
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import functx
+import functx.lax as flax
+import functx.nn as fnn
+import functx.numpy as fnp
+from functx import primitives as P
+from functx.lowering import loops
+
+jax = pytest.importorskip("jax")
+import jax.numpy as jnp  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+
+F64, F32, F16 = np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.float16)
+BF16 = np.dtype(ml_dtypes.bfloat16)
+I8, I32, I64, U8, U32 = (np.dtype(t) for t in (np.int8, np.int32, np.int64, np.uint8, np.uint32))
+BOOL = np.dtype(np.bool_)
+FLOAT_DTYPES = (F64, F32, F16, BF16)
+
+NAN, INF = math.nan, math.inf
+
+# --- the two namespaces ----------------------------------------------------------------------
+FX = SimpleNamespace(name="functx", np=fnp, lax=flax, nn=fnn, grad=functx.grad,
+                     vmap=functx.vmap, jit=functx.jit, value_and_grad=functx.value_and_grad)
+JX = SimpleNamespace(name="jax", np=jnp, lax=jax.lax, nn=jax.nn, grad=jax.grad,
+                     vmap=jax.vmap, jit=jax.jit, value_and_grad=jax.value_and_grad)
+
+# (rtol, atol) per dtype; a case may scale them.
+TOL = {F64: (1e-12, 1e-13), F32: (2e-6, 1e-6), F16: (2e-3, 1e-3), BF16: (1.6e-2, 1e-2)}
+
+
+@dataclass
+class Case:
+    name: str
+    fn: Callable  # fn(ns, *args) -> dict of arrays
+    make_args: Callable  # rng -> tuple of arguments (NumPy arrays or pytrees of them)
+    tol: float = 1.0  # multiplies TOL
+    vs_jax: bool = True  # compare with JAX (False where JAX has no counterpart)
+    jax_tol: float | None = None  # tolerance scale against JAX (default: ``tol``)
+
+
+CASES: dict[str, Case] = {}
+
+
+def case(make_args, tol=1.0, vs_jax=True, jax_tol=None, name=None):
+    def deco(fn):
+        n = name or fn.__name__
+        CASES[n] = Case(n, fn, make_args, tol, vs_jax, jax_tol)
+        return fn
+
+    return deco
+
+
+def _rng(name):
+    return np.random.default_rng(sum(map(ord, name)))
+
+
+def args_of(c: Case):
+    return c.make_args(_rng(c.name))
+
+
+def to_fx(tree):
+    return functx.tree_util.tree_map(lambda a: fnp.asarray(a), tree)
+
+
+# --- comparing results -----------------------------------------------------------------------
+def assert_same(got, want, what, tol=1.0, check_dtype=True):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
+    if check_dtype:
+        assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != {want.dtype}"
+    if want.dtype in FLOAT_DTYPES or got.dtype in FLOAT_DTYPES:
+        rtol, atol = TOL.get(want.dtype, TOL[F64])
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
+                                   rtol=rtol * tol, atol=atol * tol, equal_nan=True, err_msg=what)
+    else:
+        np.testing.assert_array_equal(got, want, err_msg=what)
+
+
+def assert_same_dicts(got: dict, want: dict, what: str, tol=1.0):
+    assert sorted(got) == sorted(want), f"{what}: outputs {sorted(got)} != {sorted(want)}"
+    for k in sorted(want):
+        assert_same(got[k], want[k], f"{what}: output {k!r}", tol)
+
+
+@functools.lru_cache(maxsize=None)
+def jax_result(name):
+    c = CASES[name]
+    out = jax.jit(functools.partial(c.fn, JX))(*args_of(c))
+    return {k: np.asarray(v) for k, v in out.items()}
+
+
+@functools.lru_cache(maxsize=None)
+def eager_result(name):
+    c = CASES[name]
+    out = c.fn(FX, *to_fx(args_of(c)))
+    return {k: np.asarray(v) for k, v in out.items()}
+
+
+_JITTED: dict = {}
+
+
+def cpp_result(name):
+    c = CASES[name]
+    if name not in _JITTED:
+        _JITTED[name] = functx.jit(functools.partial(c.fn, FX))
+    jf = _JITTED[name]
+    args = args_of(c)
+    first = {k: np.asarray(v) for k, v in jf(*args).items()}
+    again = {k: np.asarray(v) for k, v in jf(*to_fx(args)).items()}
+    assert_same_dicts(again, first, f"{name}: second call (functx Arrays)", tol=0.0)
+    return first
+
+
+BACKENDS = ["eager", "cpp"]
+
+
+# =============================================================================================
+# The cases
+# =============================================================================================
+SPECIAL = [-3.5, -2.0, -1.0, -0.7, -0.5, -0.0, 0.0, 0.3, 0.5, 0.9, 1.0, 1.5, 2.5, 3.0, 10.0,
+           100.0, NAN, INF, -INF, 1e-7, -1e-7, 0.25]
+UNARY_FLOAT = ["floor", "ceil", "exp", "exp2", "log", "log1p", "expm1", "sqrt", "rsqrt", "cbrt",
+               "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh",
+               "acosh", "atanh", "logistic", "erf", "lgamma", "neg", "abs", "sign", "is_finite"]
+
+
+def _unary(ns, x):
+    lax = ns.lax
+    out = {n: getattr(lax, n)(x) for n in UNARY_FLOAT}
+    out["round_away"] = lax.round(x, lax.RoundingMethod.AWAY_FROM_ZERO)
+    out["round_even"] = lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
+    for k in (0, 1, 2, 3, -2, 7):
+        out[f"integer_pow{k}"] = lax.integer_pow(x, k)
+    out["square"] = lax.square(x)
+    out["reciprocal"] = lax.reciprocal(x)
+    out["stop_gradient"] = lax.stop_gradient(x)
+    return out
+
+
+for _dt in (F32, F64):
+    case(lambda rng, dt=_dt: (np.array(SPECIAL, dt).reshape(2, 11),), tol=4.0,
+         name=f"unary_{_dt.name}")(_unary)
+
+_YS = [-2.0, -0.0, 0.0, 0.5, 1.0, 3.0, NAN, INF, -INF]
+BINARY = ["add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "nextafter"]
+COMPARE = ["eq", "ne", "lt", "le", "gt", "ge"]
+
+
+def _binary_args(dt):
+    x, y = np.meshgrid(np.array(SPECIAL, dt), np.array(_YS, dt), indexing="ij")
+    return x.reshape(-1), y.reshape(-1)
+
+
+def _binary(ns, x, y):
+    out = {n: getattr(ns.lax, n)(x, y) for n in BINARY + COMPARE}
+    out["clamp"] = ns.lax.clamp(np.asarray(-1.0, x.dtype), x, np.asarray(2.0, x.dtype))
+    # broadcasting of a row against a column, in one fused expression
+    out["outer"] = ns.np.maximum(x[:9, None] * 2.0, y[None, :9]) - 1.0
+    return out
+
+
+for _dt in (F32, F64):
+    case(lambda rng, dt=_dt: _binary_args(dt), tol=4.0, name=f"binary_{_dt.name}")(_binary)
+
+IMIN, IMAX = np.iinfo(np.int32).min, np.iinfo(np.int32).max
+
+
+@case(lambda rng: (np.array([5, -7, IMIN, 3, 0, IMAX, -1, 9, 100, -100, 7, IMIN], I32),
+                   np.array([0, 2, -1, -2, 0, 1, -1, 3, -7, 7, 7, 1], I32)))
+def int32_ops(ns, x, y):
+    lax = ns.lax
+    out = {n: getattr(lax, n)(x, y) for n in ["add", "sub", "mul", "div", "rem", "max", "min"]
+           + COMPARE}
+    for n in ["neg", "abs", "sign"]:
+        out[n] = getattr(lax, n)(x)
+    out["and"] = lax.bitwise_and(x, y)
+    out["or"] = lax.bitwise_or(x, y)
+    out["xor"] = lax.bitwise_xor(x, y)
+    out["not"] = lax.bitwise_not(x)
+    for k in (0, 2, 3):
+        out[f"integer_pow{k}"] = lax.integer_pow(x, k)
+    out["clamp"] = lax.clamp(np.int32(-5), x, np.int32(5))
+    return out
+
+
+@case(lambda rng: (np.array([0, 1, 7, 200, 255, 128], U8), np.array([0, 3, 2, 100, 1, 128], U8),
+                   np.array([-128, 127, -1, 5, 0, 64], I8),
+                   np.array([0, 1, 2**32 - 1, 12345, 7, 2**31], U32),
+                   np.array([-(2**62), 2**62, -1, 3, 0, 2**40], I64)))
+def small_int_dtypes(ns, a, b, c, d, e):
+    lax = ns.lax
+    return {"u8_add": lax.add(a, b), "u8_mul": lax.mul(a, b), "u8_div": lax.div(a, b),
+            "u8_rem": lax.rem(a, b), "u8_sub": lax.sub(a, b), "u8_max": lax.max(a, b),
+            "u8_not": lax.bitwise_not(a), "u8_lt": lax.lt(a, b),
+            "i8_neg": lax.neg(c), "i8_abs": lax.abs(c), "i8_add": lax.add(c, c),
+            "i8_mul": lax.mul(c, c), "i8_div": lax.div(c, np.full(6, -1, I8)),
+            "u32_xor": lax.bitwise_xor(d, d[::-1]), "u32_not": lax.bitwise_not(d),
+            "u32_div": lax.div(d, np.array([1, 2, 3, 4, 5, 0], U32)),
+            "u32_sign": lax.sign(d), "i64_mul": lax.mul(e, e), "i64_sign": lax.sign(e),
+            "i64_ge": lax.ge(e, e[::-1])}
+
+
+@case(lambda rng: (np.array([True, False, True, False, True, True]),
+                   np.array([True, True, False, False, False, True]),
+                   np.arange(6, dtype=F32), -np.arange(6, dtype=F32)))
+def bool_ops(ns, p, q, a, b):
+    lax = ns.lax
+    return {"and": lax.bitwise_and(p, q), "or": lax.bitwise_or(p, q),
+            "xor": lax.bitwise_xor(p, q), "not": lax.bitwise_not(p), "eq": lax.eq(p, q),
+            "ne": lax.ne(p, q), "lt": lax.lt(p, q), "max": lax.max(p, q),
+            "select_bool": lax.select_n(p, a, b), "select": lax.select(q, a, b),
+            "where": ns.np.where(p & ~q, a, 7.0),
+            "to_f32": lax.convert_element_type(p, np.float32),
+            "to_i32": lax.convert_element_type(q, np.int32),
+            "all": lax.reduce_and(p, (0,)), "any": lax.reduce_or(q, (0,))}
+
+
+@case(lambda rng: (np.array([0, 1, 2, 2, 1, 0, 2, 1], I32), rng.standard_normal(8).astype(F32),
+                   rng.standard_normal(8).astype(F32), rng.standard_normal(8).astype(F32)))
+def select_n_int(ns, which, a, b, c):
+    lax = ns.lax
+    return {"select3": lax.select_n(which, a, b, c),
+            "select2": lax.select_n(lax.convert_element_type(which, np.int32) % 2, a, c),
+            "select1": lax.select_n(which * 0, b),
+            "select_scalar_pred": lax.select_n(which[3] > 1, a, b)}
+
+
+_CONV_F = [-1.5, -0.5, 0.5, 2.7, 300.0, -300.0, 1e10, -1e10, NAN, INF, -INF, 65504.0, 1e-8,
+           2.0**31, -(2.0**31), 2.0**63, 3.0e38, -0.0]
+
+
+@case(lambda rng: (np.array(_CONV_F, F32), np.array(_CONV_F, F64),
+                   np.array([0, 1, -1, 127, 128, 255, 256, IMIN, IMAX, 65537], I32),
+                   np.array([1.0, -2.5, 3.0e38, NAN, 1e-3], BF16),
+                   np.array([1.0, -2.5, 65504.0, NAN, 1e-3], F16)))
+def convert(ns, f, d, i, b, h):
+    cv = ns.lax.convert_element_type
+    out = {}
+    for name, src in (("f32", f), ("f64", d)):
+        for to in (I32, I64, I8, U8, U32, BOOL, F32, F64, F16, BF16):
+            out[f"{name}_to_{to.name}"] = cv(src, to)
+    for to in (F32, F64, F16, BF16, BOOL, I8, U8, U32, I64):
+        out[f"i32_to_{to.name}"] = cv(i, to)
+    out["bf16_to_f32"] = cv(b, F32)
+    out["bf16_to_i32"] = cv(b, I32)
+    out["f16_to_f32"] = cv(h, F32)
+    out["f16_to_bf16"] = cv(h, BF16)
+    out["bool_to_f32"] = cv(cv(i, BOOL), F32)
+    return out
+
+
+@case(lambda rng: (rng.standard_normal((3, 4)).astype(F32),))
+def iota(ns, x):
+    lax = ns.lax
+    return {"iota_i32": lax.iota(np.int32, 7), "iota_f32": lax.iota(np.float32, 5),
+            "iota_i64": lax.iota(np.int64, 3),
+            "biota0": lax.broadcasted_iota(np.int32, (3, 4), 0),
+            "biota1": lax.broadcasted_iota(np.float32, (3, 4), 1),
+            "fused": x * lax.broadcasted_iota(np.float32, (3, 4), 1)
+            + lax.convert_element_type(lax.broadcasted_iota(np.int32, (3, 4), 0), np.float32)}
+
+
+def _reduction_args(rng):
+    x = rng.uniform(0.5, 1.5, (3, 4, 5)).astype(F32)
+    x[0, 1, 2] = NAN
+    x[2, 3, 4] = INF
+    xi = rng.integers(-50, 50, (3, 4, 5)).astype(I32)
+    b = rng.random((3, 4)) > 0.3
+    b[1] = True
+    b[2] = False
+    e = np.zeros((0, 4), F32)
+    ei = np.zeros((0, 4), I32)
+    eb = np.zeros((0, 4), bool)
+    return x, xi, b, e, ei, eb
+
+
+@case(_reduction_args, tol=4.0)
+def reductions(ns, x, xi, b, e, ei, eb):
+    lax = ns.lax
+    out = {}
+    for op in ("reduce_sum", "reduce_max", "reduce_min", "reduce_prod"):
+        for axes in ((0,), (2,), (0, 2), (0, 1, 2), ()):
+            out[f"{op}{axes}"] = getattr(lax, op)(x, axes)
+        for axes in ((1,), (0, 1, 2)):
+            out[f"{op}{axes}_i32"] = getattr(lax, op)(xi, axes)
+        out[f"{op}_empty_axis"] = getattr(lax, op)(e, (0,))
+        out[f"{op}_empty_rows"] = getattr(lax, op)(e, (1,))
+        out[f"{op}_empty_i32"] = getattr(lax, op)(ei, (0,))
+    for op in ("reduce_and", "reduce_or"):
+        out[f"{op}_row"] = getattr(lax, op)(b, (1,))
+        out[f"{op}_col"] = getattr(lax, op)(b, (0,))
+        out[f"{op}_empty"] = getattr(lax, op)(eb, (0,))
+        out[f"{op}_i32"] = getattr(lax, op)(xi, (2,))
+    # a reduction of a fused elementwise expression, and a sum of squares of an integer array
+    out["sum_of_exp"] = lax.reduce_sum(ns.np.exp(x - 1.0) * 2.0, (1,))
+    out["nansum"] = ns.np.nansum(x, axis=2)
+    out["mean"] = ns.np.mean(x, axis=(0, 2))
+    return out
+
+
+@case(lambda rng: (rng.standard_normal((4, 6)).astype(F32), rng.integers(0, 99, (4, 6)).astype(I32),
+                   np.zeros((0, 3), F32)), tol=4.0)
+def generic_reduce(ns, x, xi, e):
+    """``lax.reduce`` with combines that are not a built-in monoid: one fused kernel each."""
+    lax = ns.lax
+    ind = lax.broadcasted_iota(np.int32, x.shape, 1)
+
+    def argmax_pair(c1, c2):  # (value, index) pairs: the larger value, the first on ties
+        (v1, i1), (v2, i2) = c1, c2
+        take1 = (v1 > v2) | ((v1 == v2) & (i1 < i2))
+        return ns.np.where(take1, v1, v2), ns.np.where(take1, i1, i2)
+
+    out = {}
+    out["argmax_v"], out["argmax_i"] = lax.reduce((x, ind), (np.float32(-INF), np.int32(0)),
+                                                  argmax_pair, (1,))
+    out["sum_and_max0"], out["sum_and_max1"] = lax.reduce(
+        (x, x * 2.0), (np.float32(0), np.float32(-INF)),
+        lambda a, b: (a[0] + b[0], lax.max(a[1], b[1])), (0,))
+    out["logaddexp"] = lax.reduce(x, np.float32(-INF), ns.np.logaddexp, (1,))
+    out["logaddexp_all"] = lax.reduce(x, np.float32(-INF), ns.np.logaddexp, (0, 1))
+    out["xor"] = lax.reduce(xi, np.int32(0), lax.bitwise_xor, (0,))
+    out["monoid_sum"] = lax.reduce(x, np.float32(0), lax.add, (1,))
+    out["empty"] = lax.reduce(e, np.float32(-INF), ns.np.logaddexp, (0,))
+    return out
+
+
+def _argreduce_args(rng):
+    x = np.array([[1, 3, 3, 0, 2, 1], [NAN, 1, NAN, 5, 5, 0], [2, 2, 2, 2, 2, 2],
+                  [-INF, -INF, 1, INF, INF, -INF], [NAN, NAN, NAN, NAN, NAN, NAN]], F32)
+    xi = np.array([[1, 3, 3, 0, 2, 1], [IMIN, IMIN, 0, IMAX, IMAX, 5], [4, 4, 4, 4, 4, 4]], I32)
+    return x, x.astype(F64), xi
+
+
+@case(_argreduce_args)
+def argreduce(ns, x, xd, xi):
+    lax = ns.lax
+    out = {}
+    for op in ("argmax", "argmin"):
+        for axis in (0, 1):
+            out[f"{op}{axis}"] = getattr(lax, op)(x, axis, np.int32)
+            out[f"{op}{axis}_f64"] = getattr(lax, op)(xd, axis, np.int64)
+            out[f"{op}{axis}_i32"] = getattr(lax, op)(xi, axis, np.int32)
+    out["argmax_fused"] = lax.argmax(x * 2.0 - 1.0, 1, np.int32)
+    out["jnp_argmax"] = ns.np.argmax(xi).astype(np.int32)
+    return out
+
+
+def _cum_args(rng):
+    x = rng.uniform(0.5, 1.5, (4, 5)).astype(F32)
+    x[1, 2] = NAN
+    x[3, 0] = -INF
+    return x, rng.integers(-9, 9, (4, 5)).astype(I32), rng.standard_normal((3, 6)).astype(F64)
+
+
+@case(_cum_args, tol=4.0)
+def cumulative(ns, x, xi, xd):
+    lax = ns.lax
+    out = {}
+    for op in ("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"):
+        for axis in (0, 1):
+            for rev in (False, True):
+                out[f"{op}_a{axis}_r{int(rev)}"] = getattr(lax, op)(x, axis=axis, reverse=rev)
+        out[f"{op}_f64"] = getattr(lax, op)(xd, axis=1)
+    for op in ("cumsum", "cumprod", "cummax", "cummin"):
+        out[f"{op}_i32"] = getattr(lax, op)(xi, axis=1, reverse=True)
+    out["np_cumsum_fused"] = ns.np.cumsum(x * 2.0 + 1.0, axis=0)
+    return out
+
+
+@case(lambda rng: (rng.standard_normal((2, 3, 4)).astype(F32), rng.standard_normal(3).astype(F32),
+                   rng.standard_normal((1, 4)).astype(F32), rng.standard_normal((2, 3)).astype(F32),
+                   rng.standard_normal((1, 3)).astype(F32)))
+def views(ns, x, v, r, m, m1):
+    lax = ns.lax
+    y = x * 2.0 + 1.0  # a pointwise (unrealised) operand
+    s = lax.reduce_sum(x, (0,))  # a realised (buffer) operand, shape (3, 4)
+    t = lax.transpose(x, (2, 0, 1))
+    return {
+        "bcast_vec": lax.broadcast_in_dim(v, (2, 3, 4), (1,)),
+        "bcast_size1": lax.broadcast_in_dim(r, (3, 4), (0, 1)) + s,
+        "bcast_scalar": lax.broadcast_in_dim(v[1], (2, 2), ()),
+        "reshape_merge": lax.reshape(y, (6, 4)), "reshape_merge2": lax.reshape(y, (2, 12)),
+        "reshape_flat": lax.reshape(y, (24,)), "reshape_mixed": lax.reshape(y, (4, 6)),
+        "reshape_mixed2": lax.reshape(y, (3, 8)), "reshape_ones": lax.reshape(y, (1, 24, 1)),
+        "reshape_split": lax.reshape(lax.reshape(y, (24,)), (4, 3, 2)),
+        "reshape_scalar": lax.reshape(y[:1, :1, :1], ()),
+        "reshape_buffer": lax.reshape(s, (2, 6)),
+        "reshape_transposed": lax.reshape(t, (8, 3)),
+        "transpose": t, "transpose2": lax.transpose(y, (1, 2, 0)),
+        "squeeze": lax.squeeze(r, (0,)), "squeeze_mid": lax.squeeze(y[:, 1:2, :], (1,)),
+        "expand_dims": lax.expand_dims(m, (0, 2)),
+        "slice_strided": lax.slice(x, (0, 1, 0), (2, 3, 4), (1, 2, 3)),
+        "slice_strided2": lax.slice(y, (1, 0, 1), (2, 3, 4), (1, 2, 2)),
+        "rev": lax.rev(y, (0, 2)), "rev_slice": lax.rev(lax.slice(x, (0, 0, 1), (2, 3, 4)), (2,)),
+        "pad": lax.pad(m, np.float32(0.5), [(1, 2, 0), (-1, 1, 2)]),
+        "pad_negative": lax.pad(m, np.float32(-1), [(-1, 0, 1), (2, -2, 0)]),
+        "pad_interior_neg": lax.pad(m, np.float32(9), [(-2, 1, 1), (0, -3, 2)]),
+        "pad3d": lax.pad(y, np.float32(0), [(0, 1, 1), (1, 0, 0), (0, 0, 1)]),
+        "concat0": lax.concatenate([m, m1, m1 * 2.0], 0),
+        "concat1": lax.concatenate([m, m * 3.0, lax.slice(m, (0, 0), (2, 0))], 1),
+        "concat_views": lax.concatenate(
+            [lax.rev(m, (1,)), lax.transpose(lax.transpose(m1, (1, 0)), (1, 0))], 0),
+        "np_views": ns.np.flip(ns.np.swapaxes(y, 0, 2), 1)[::2, :, ::-1],
+    }
+
+
+def _gather_args(rng):
+    x = rng.standard_normal((6, 3)).astype(F32)
+    idx = np.array([1, 7, 0, 5, 6, 1], I32)  # out of range: 6 and 7 (kept >= 0: JAX wraps -1)
+    uniq = np.array([4, 9, 0, 2], I32)
+    upd = rng.standard_normal((6, 3)).astype(F32)
+    return x, idx, uniq, upd, x.astype(I32) * 3
+
+
+def _fx_gather(x, idx, axes, mode):
+    return P.gather_p.bind(x, idx, axes=axes, mode=mode)
+
+
+def _fx_scatter(op, x, idx, upd, axes, mode):
+    return P.registry[op].bind(x, idx, upd, axes=axes, mode=mode)
+
+
+_AT = {"scatter": "set", "scatter_add": "add", "scatter_mul": "multiply", "scatter_min": "min",
+       "scatter_max": "max"}
+
+
+@case(_gather_args)
+def gather_scatter(ns, x, idx, uniq, upd, xi):
+    out = {}
+    for mode in ("clip", "fill"):
+        if ns is FX:
+            out[f"gather0_{mode}"] = _fx_gather(x, idx[:, None], (0,), mode)
+            out[f"gather1_{mode}"] = _fx_gather(x, idx[:2, None] % 4, (1,), mode).T
+            out[f"gather01_{mode}"] = _fx_gather(x, ns.np.stack([idx, idx % 4], -1), (0, 1), mode)
+            out[f"gather_i32_{mode}"] = _fx_gather(xi, idx[:, None], (0,), mode)
+        else:
+            out[f"gather0_{mode}"] = x.at[idx].get(mode=mode)
+            out[f"gather1_{mode}"] = x.at[:, idx[:2] % 4].get(mode=mode)
+            out[f"gather01_{mode}"] = x.at[idx, idx % 4].get(mode=mode)
+            out[f"gather_i32_{mode}"] = xi.at[idx].get(mode=mode)
+    for op in _AT:
+        ind = uniq if op == "scatter" else idx[:4]
+        u = upd[:4]
+        for mode in ("drop", "clip"):
+            if op == "scatter" and mode == "clip":
+                continue  # clipping makes duplicate targets, whose order JAX leaves unspecified
+            if ns is FX:
+                out[f"{op}_{mode}"] = _fx_scatter(op, x, ind[:, None], u, (0,), mode)
+            else:
+                out[f"{op}_{mode}"] = getattr(x.at[ind], _AT[op])(u, mode=mode)
+        if ns is FX:
+            out[f"{op}_axis1"] = _fx_scatter(op, x, (ind[:2] % 5)[:, None], upd.T[:2], (1,), "drop")
+            out[f"{op}_i32"] = _fx_scatter(op, xi, ind[:, None], ns.np.astype(u, np.int32) + 1,
+                                           (0,), "drop")
+        else:
+            out[f"{op}_axis1"] = getattr(x.at[:, ind[:2] % 5], _AT[op])(upd.T[:2].T, mode="drop")
+            out[f"{op}_i32"] = getattr(xi.at[ind], _AT[op])(u.astype(np.int32) + 1, mode="drop")
+    return out
+
+
+@case(lambda rng: (rng.standard_normal((3, 4)).astype(F32), rng.standard_normal((4, 5)).astype(F32),
+                   rng.standard_normal((2, 3, 4)).astype(F64),
+                   rng.standard_normal((2, 4, 5)).astype(F64),
+                   rng.integers(-5, 5, (3, 4)).astype(I32), rng.integers(-5, 5, (4, 2)).astype(I32),
+                   rng.integers(-100, 100, (3, 4)).astype(I8)), tol=8.0)
+def dot_general(ns, a, b, a3, b3, ai, bi, a8):
+    lax = ns.lax
+    dg = lax.dot_general
+    return {
+        "matmul": dg(a, b, (((1,), (0,)), ((), ()))),
+        "lhs_T": dg(lax.transpose(a, (1, 0)) + 0.0, b, (((0,), (0,)), ((), ()))),
+        "lhs_T_input": dg(b, b, (((0,), (0,)), ((), ()))),
+        "rhs_T_input": dg(a, a, (((1,), (1,)), ((), ()))),
+        "both_T": dg(b, a, (((0,), (1,)), ((), ()))),
+        "batch": dg(a3, b3, (((2,), (1,)), ((0,), (0,)))),
+        "batch_mid": dg(lax.transpose(a3, (1, 0, 2)), b3, (((2,), (1,)), ((1,), (0,)))),
+        "batch_last": dg(a3, lax.transpose(b3, (1, 2, 0)), (((2,), (0,)), ((0,), (2,)))),
+        "two_contract": dg(a3, a3, (((1, 2), (1, 2)), ((), ()))),
+        "contract_all": dg(a3, a3 * 2.0, (((0, 1, 2), (0, 1, 2)), ((), ()))),
+        "outer": dg(a[0], b[:, 0], (((), ()), ((), ()))),
+        "outer_batch": dg(a3[:, 0], b3[:, 0], (((), ()), ((0,), (0,)))),
+        "vecmat": lax.dot(a[0], b),
+        "matvec": lax.dot(a, b[:, 1]),
+        "fused_operands": dg(ns.np.tanh(a), ns.np.exp(b * 0.1), (((1,), (0,)), ((), ()))),
+        "k0": dg(a[:, :0], b[:0], (((1,), (0,)), ((), ()))),
+        "int32": dg(ai, bi, (((1,), (0,)), ((), ()))),
+        "int32_T": dg(ai, ai, (((0,), (0,)), ((), ()))),
+        "int8_to_int32": dg(a8, a8, (((1,), (1,)), ((), ())), preferred_element_type=np.int32),
+        "f32_to_f64": dg(a, b, (((1,), (0,)), ((), ())), preferred_element_type=np.float64),
+        "np_matmul": ns.np.matmul(a3, b3), "np_dot": ns.np.dot(a, b),
+    }
+
+
+@case(lambda rng: (rng.standard_normal((4, 6)).astype(F16), rng.standard_normal((4, 6)).astype(F16),
+                   rng.standard_normal((4, 6)).astype(BF16),
+                   rng.standard_normal((4, 6)).astype(BF16),
+                   rng.standard_normal((6, 3)).astype(BF16)), tol=2.0)
+def low_precision(ns, h, h2, b, b2, bm):
+    lax = ns.lax
+    out = {}
+    for name, x, y in (("f16", h, h2), ("bf16", b, b2)):
+        for op in ("add", "mul", "sub", "div", "max", "min"):
+            out[f"{name}_{op}"] = getattr(lax, op)(x, y)
+        for op in ("exp", "tanh", "neg", "abs", "sqrt", "sin", "logistic", "floor"):
+            out[f"{name}_{op}"] = getattr(lax, op)(x)
+        out[f"{name}_lt"] = lax.lt(x, y)
+        out[f"{name}_select"] = lax.select(lax.gt(x, y), x, y)
+        out[f"{name}_sum"] = lax.reduce_sum(x, (1,))
+        out[f"{name}_max"] = lax.reduce_max(x, (0,))
+        out[f"{name}_argmax"] = lax.argmax(x, 1, np.int32)
+        out[f"{name}_cumsum"] = lax.cumsum(x, axis=1)
+        out[f"{name}_to_f32"] = lax.convert_element_type(x, np.float32)
+        out[f"{name}_transpose"] = lax.transpose(x, (1, 0))
+        out[f"{name}_pad"] = lax.pad(x, np.asarray(0, x.dtype), [(1, 0, 1), (0, 1, 0)])
+    out["bf16_dot"] = lax.dot(b, bm)
+    out["f16_dot"] = lax.dot(h, lax.convert_element_type(bm, np.float16))
+    return out
+
+
+# --- composites of functx.numpy and functx.nn ------------------------------------------------
+def _layer_norm(ns, x, g, b, eps=1e-5):
+    mean = ns.np.mean(x, axis=-1, keepdims=True)
+    var = ns.np.mean((x - mean) ** 2, axis=-1, keepdims=True)
+    return (x - mean) / ns.np.sqrt(var + eps) * g + b
+
+
+@case(lambda rng: (rng.standard_normal((5, 7)).astype(F32) * 3, rng.standard_normal(7).astype(F32),
+                   rng.standard_normal(7).astype(F32), rng.standard_normal((7, 4)).astype(F32),
+                   np.array([0, 4, -1, 2, -5], I32), rng.standard_normal((2, 5, 7)).astype(F64)),
+      tol=8.0)
+def composites(ns, x, g, b, w, idx, x3):
+    np_, nn = ns.np, ns.nn
+
+    return {
+        "softmax": nn.softmax(x, axis=-1), "softmax0": nn.softmax(x, axis=0),
+        "log_softmax": nn.log_softmax(x), "logsumexp": nn.logsumexp(x, axis=1),
+        "logsumexp_all": nn.logsumexp(x), "logsumexp_f64": nn.logsumexp(x3, axis=(0, 2)),
+        "layer_norm": _layer_norm(ns, x, g, b), "layer_norm_f64": _layer_norm(ns, x3, 1.0, 0.0),
+        "gelu_tanh": nn.gelu(x, approximate=True), "gelu_erf": nn.gelu(x, approximate=False),
+        "relu": nn.relu(x), "sigmoid": nn.sigmoid(x), "softplus": nn.softplus(x),
+        "silu": nn.silu(x), "one_hot": nn.one_hot(idx % 4, 4, dtype=np.float32),
+        "matmul": np_.matmul(x, w), "matmul_bcast": np_.matmul(x3.astype(np.float32), w),
+        "einsum_mm": np_.einsum("ij,jk->ik", x, w), "einsum_T": np_.einsum("ij->ji", x),
+        "einsum_batch": np_.einsum("bij,bkj->bik", x3, x3),
+        "einsum_mv": np_.einsum("ij,j->i", x, g),
+        "index_array": x[idx], "index_cols": x[:, idx[:3]], "index_strided": x[::2, 1::3],
+        "index_rev": x[::-1, 2], "index_mixed": x[idx[1:4], 1:5], "index_scalar": x[2, 3],
+        "at_add": x.at[idx].add(1.0), "at_set": x.at[2:4].set(0.0),
+        "at_mul": x.at[1, idx].multiply(2.0),
+        "where": np_.where(x > 0, x, 0.1 * x), "clip": np_.clip(x, -1.0, 1.0),
+        "var": np_.var(x, axis=0), "std": np_.std(x3, axis=-1),
+        "take_along": np_.take_along_axis(x, ns.lax.abs(idx)[:, None] % 7, axis=1),
+    }
+
+
+# --- transforms under jit --------------------------------------------------------------------
+def _mlp_params(rng):
+    return {"w1": rng.standard_normal((4, 8)) * 0.5, "b1": rng.standard_normal(8) * 0.1,
+            "w2": rng.standard_normal((8, 3)) * 0.5, "b2": rng.standard_normal(3) * 0.1}
+
+
+def _mlp(ns, p, x):
+    h = ns.np.tanh(x @ p["w1"] + p["b1"])
+    return h @ p["w2"] + p["b2"]
+
+
+def _loss(ns, p, x, y):
+    return ns.np.mean((_mlp(ns, p, x) - y) ** 2)
+
+
+def _mlp_args(rng):
+    return _mlp_params(rng), rng.standard_normal((6, 4)), rng.standard_normal((6, 3))
+
+
+def _flat(prefix, tree):
+    return {f"{prefix}{k}": v for k, v in tree.items()}
+
+
+@case(_mlp_args, tol=100.0)
+def transforms_mlp(ns, p, x, y):
+    loss = functools.partial(_loss, ns)
+    value, grads = ns.value_and_grad(loss)(p, x, y)
+    per_sample = ns.vmap(lambda xi, yi: ns.grad(loss)(p, xi[None], yi[None]))(x, y)
+    out = {"loss": value, **_flat("grad_", grads), **_flat("per_sample_", per_sample)}
+    out["vmap_forward"] = ns.vmap(lambda xi: _mlp(ns, p, xi))(x)
+    out["vmap_in_axes"] = ns.vmap(lambda w, xi: ns.np.tanh(xi @ w), in_axes=(None, 1))(p["w1"], x.T)
+    # jit inside a transform inlines: grad(jit(f))
+    out["grad_of_jit"] = ns.grad(ns.jit(lambda xx: loss(p, xx, y)))(x)
+    out["grad_grad"] = ns.grad(lambda s: ns.grad(lambda t: ns.np.sin(t) * t ** 3)(s))(x[0, 0])
+    return out
+
+
+# --- control flow under jit ------------------------------------------------------------------
+def _linrec_combine(ns):
+    def combine(c1, c2):
+        a1, b1 = c1
+        a2, b2 = c2
+        return a1 * a2, a2 * b1 + b2
+
+    return combine
+
+
+def _cf_args(rng):
+    return (rng.uniform(0.5, 1.0, (7, 3)), rng.standard_normal((7, 3)),
+            rng.standard_normal((5, 2, 2)) * 0.7, np.int32(4), np.int32(1), np.float64(2.0))
+
+
+@case(_cf_args, tol=100.0)
+def control_flow(ns, a, b, m, n, k, s):
+    lax, np_ = ns.lax, ns.np
+    out = {}
+
+    def step(c, x):
+        c = c * 0.9 + x
+        return c, np_.sin(c) * 2.0
+
+    out["scan_carry"], out["scan_ys"] = lax.scan(step, np_.zeros(3, b.dtype), b)
+    out["scan_rev_carry"], out["scan_rev_ys"] = lax.scan(step, b[0], a, reverse=True)
+    (c1, c2), ys = lax.scan(lambda c, x: ((c[0] + x[0], c[1] * x[1]), c[0] - x[1]),
+                            (np_.zeros(3, a.dtype), np_.ones(3, a.dtype)), (a, b))
+    out["scan_tree0"], out["scan_tree1"], out["scan_tree_ys"] = c1, c2, ys
+    out["map"] = lax.map(lambda r: np_.sum(r ** 2) + r[0], b)
+    out["fori_static"] = lax.fori_loop(0, 5, lambda i, c: c * 0.5 + i, a[0])
+    out["fori_traced"] = lax.fori_loop(
+        0, n, lambda i, c: c * 0.5 + lax.convert_element_type(i, c.dtype), a[1])
+
+    def newton_cond(c):
+        return (np_.abs(c[0] * c[0] - s) > 1e-12) & (c[1] < 50)
+
+    def newton_body(c):
+        return 0.5 * (c[0] + s / c[0]), c[1] + 1
+
+    out["while_sqrt"], out["while_iters"] = lax.while_loop(newton_cond, newton_body,
+                                                           (s, np.int32(0)))
+    out["cond_true"] = lax.cond(n > 2, lambda x: x * 2.0, lambda x: x - 1.0, a[0])
+    out["cond_false"] = lax.cond(n > 10, lambda x: x * 2.0, lambda x: x - 1.0, a[0])
+    branches = [lambda x: x + 1.0, lambda x: np_.sin(x), lambda x: x * x]
+    out["switch"] = lax.switch(k, branches, b[1])
+    out["switch_clamped_hi"] = lax.switch(n + 10, branches, b[1])
+    out["switch_clamped_lo"] = lax.switch(k - 5, branches, b[1])
+    # associative scans: lane-wise (one kernel), the linear recurrence and its gradient,
+    # reverse, and a non-lane-wise combine (2x2 matrix products)
+    out["ascan_add"] = lax.associative_scan(lax.add, b)
+    out["ascan_max_rev"] = lax.associative_scan(lax.max, b, reverse=True)
+    out["ascan_axis1"] = lax.associative_scan(lax.add, b, axis=1)
+    comb = _linrec_combine(ns)
+    _, h = lax.associative_scan(comb, (a, b))
+    out["linrec"] = h
+    _, hr = lax.associative_scan(comb, (a, b), reverse=True)
+    out["linrec_rev"] = hr
+
+    def linrec_loss(a_, b_):
+        return np_.sum(lax.associative_scan(comb, (a_, b_))[1] ** 2)
+
+    out["linrec_grad_a"], out["linrec_grad_b"] = ns.grad(linrec_loss, argnums=(0, 1))(a, b)
+    out["matprod"] = lax.associative_scan(lambda x, y: np_.matmul(x, y), m)
+    out["matprod_rev"] = lax.associative_scan(lambda x, y: np_.matmul(x, y), m, reverse=True)
+    out["scan_grad"] = ns.grad(lambda bb: np_.sum(lax.scan(step, np_.zeros(3, bb.dtype), bb)[1]))(b)
+    return out
+
+
+# =============================================================================================
+# The tests
+# =============================================================================================
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_case(backend, name):
+    c = CASES[name]
+    got = eager_result(name) if backend == "eager" else cpp_result(name)
+    if backend == "cpp":
+        assert_same_dicts(got, eager_result(name), f"{name}: cpp vs eager", c.tol)
+    if c.vs_jax:
+        assert_same_dicts(got, jax_result(name), f"{name}: {backend} vs jax",
+                          c.jax_tol if c.jax_tol is not None else c.tol)
+
+
+def _prims_of(jaxpr, acc):
+    for e in jaxpr.eqns:
+        acc.add(e.prim.name)
+        for v in e.params.values():
+            for sub in (v if isinstance(v, (list, tuple)) else [v]):
+                if isinstance(sub, functx.ClosedJaxpr):
+                    _prims_of(sub.jaxpr, acc)
+                elif isinstance(sub, functx.Jaxpr):
+                    _prims_of(sub, acc)
+    return acc
+
+
+def test_suite_covers_every_lowering():
+    """Every primitive with a lowering occurs in some case (so the cpp backend ran it)."""
+    from functx.transforms import passes
+
+    seen: set = set()
+    for c in CASES.values():
+        closed = functx.make_jaxpr(functools.partial(c.fn, FX))(*args_of(c))
+        _prims_of(passes.simplify(closed).jaxpr, seen)
+    seen |= {"dynamic_slice", "dynamic_update_slice"}  # the hypothesis tests below
+    lowered = {p.name for p in loops.lowerings}
+    # custom_jvp_call / custom_vjp_call are exercised by the custom-derivative test below
+    missing = sorted(lowered - seen - {"custom_jvp_call", "custom_vjp_call"})
+    assert not missing, f"primitives with a lowering that no backend case runs: {missing}"
+
+
+# --- dynamic_slice / dynamic_update_slice with hypothesis-drawn (clamped) starts ---------------
+def _dyn(ns, x, upd, i0, i1, j0, j1):
+    lax = ns.lax
+    return {"ds": lax.dynamic_slice(x, (i0, i1), (2, 3)),
+            "ds_fused": lax.dynamic_slice(x * 2.0, (j0, i1), (4, 1)) + 1.0,
+            "ds_full": lax.dynamic_slice(x, (j1, i0), (5, 6)),
+            "dus": lax.dynamic_update_slice(x, upd, (j0, j1)),
+            "dus_fused": lax.dynamic_update_slice(x + 1.0, upd * 3.0, (i0, j1)) - 1.0,
+            "dyn_index": lax.dynamic_index_in_dim(x, i0, axis=1, keepdims=False)}
+
+
+_DYN = {"cpp": functx.jit(functools.partial(_dyn, FX)), "jax": jax.jit(functools.partial(_dyn, JX))}
+_DYN_X = np.arange(30, dtype=F32).reshape(5, 6) / 7.0
+_DYN_U = -np.arange(6, dtype=F32).reshape(2, 3) - 1.0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@settings(max_examples=10)
+@given(starts=st.lists(st.integers(-9, 12), min_size=4, max_size=4))
+def test_dynamic_slice_clamped(backend, starts):
+    args = (_DYN_X, _DYN_U, *[np.int32(s) for s in starts])
+    want = {k: np.asarray(v) for k, v in _DYN["jax"](*args).items()}
+    if backend == "eager":
+        got = _dyn(FX, *to_fx(args))
+    else:
+        got = _DYN["cpp"](*args)
+        assert_same_dicts({k: np.asarray(v) for k, v in got.items()},
+                          {k: np.asarray(v) for k, v in _dyn(FX, *to_fx(args)).items()},
+                          "cpp vs eager")
+    assert_same_dicts({k: np.asarray(v) for k, v in got.items()}, want, f"{backend} vs jax")
+
+
+# --- hypothesis: random values through the compiled elementwise programs ----------------------
+_F32_VALUES = st.floats(-60, 60, width=32) | st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.5])
+
+
+@settings(max_examples=8)
+@given(xs=st.lists(_F32_VALUES, min_size=22, max_size=22),
+       ys=st.lists(_F32_VALUES, min_size=9, max_size=9))
+def test_random_values_cpp_vs_eager(xs, ys):
+    """The unary_float32 and binary_float32 programs (compiled once) on drawn values."""
+    x = np.array(xs, F32).reshape(2, 11)
+    for name, args in (("unary_float32", (x,)),
+                       ("binary_float32", tuple(v.reshape(-1) for v in np.meshgrid(
+                           np.array(xs, F32), np.array(ys, F32), indexing="ij")))):
+        c = CASES[name]
+        if name not in _JITTED:
+            _JITTED[name] = functx.jit(functools.partial(c.fn, FX))
+        got = {k: np.asarray(v) for k, v in _JITTED[name](*args).items()}
+        want = {k: np.asarray(v) for k, v in c.fn(FX, *to_fx(args)).items()}
+        assert_same_dicts(got, want, f"{name}: cpp vs eager", tol=8.0)
+
+
+# --- hypothesis: shapes (each draws a new program, so few examples) --------------------------
+def _shape_program(ns, x):
+    lax, np_ = ns.lax, ns.np
+    y = x * 2.0 + 1.0
+    n = x.ndim
+    return {"sum_last": np_.sum(y, axis=-1), "max_first": np_.max(y, axis=0),
+            "softmax0": ns.nn.softmax(y, axis=0), "mean_all": np_.mean(np_.tanh(y)),
+            "transpose": lax.transpose(y, tuple(reversed(range(n)))) - 1.0,
+            "reshape": lax.reshape(lax.reshape(y, (x.size,)), tuple(reversed(x.shape))) * 3.0,
+            "cumsum0": lax.cumsum(y, axis=0, reverse=True),
+            "strided": y[::2] * y[::2],
+            "pad": lax.pad(y, np.float32(-1),
+                           [(1, -1 if x.shape[0] > 1 else 0, 1)] + [(0, 1, 0)] * (n - 1)),
+            "argmax0": lax.argmax(y, 0, np.int32)}
+
+
+@settings(max_examples=5)
+@given(shape=st.lists(st.integers(1, 5), min_size=1, max_size=3))
+def test_drawn_shapes_cpp_vs_eager_and_jax(shape):
+    x = np.random.default_rng(len(shape)).standard_normal(shape).astype(F32)
+    jf = functx.jit(functools.partial(_shape_program, FX))
+    got = {k: np.asarray(v) for k, v in jf(x).items()}
+    want = {k: np.asarray(v) for k, v in _shape_program(FX, fnp.asarray(x)).items()}
+    assert_same_dicts(got, want, f"{shape}: cpp vs eager", tol=4.0)
+    ref = {k: np.asarray(v) for k, v in jax.jit(functools.partial(_shape_program, JX))(x).items()}
+    assert_same_dicts(got, ref, f"{shape}: cpp vs jax", tol=4.0)
+
+
+# --- gather / scatter with hypothesis-drawn out-of-range indices ------------------------------
+def _gs(x, idx, upd):
+    out = {"gather_clip": _fx_gather(x, idx[:, None], (0,), "clip"),
+           "gather_fill": _fx_gather(x, idx[:, None], (0,), "fill"),
+           "gather2_fill": _fx_gather(x, fnp.stack([idx, idx], -1), (0, 1), "fill"),
+           "index": x[idx]}
+    for op in _AT:
+        for mode in ("drop", "clip"):
+            out[f"{op}_{mode}"] = _fx_scatter(op, x, idx[:, None], upd, (0,), mode)
+    out["at_add"] = x.at[idx].add(upd)
+    out["at_max"] = x.at[idx, 1].max(upd[:, 0])
+    return out
+
+
+_GS_JIT = functx.jit(_gs)
+_GS_JAX = jax.jit(lambda x, i, u: {"index": x.at[i].get(mode="clip"), "at_add": x.at[i].add(u),
+                                   "at_max": x.at[i, 1].max(u[:, 0])})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@settings(max_examples=10)
+@given(idx=st.lists(st.integers(-8, 9), min_size=4, max_size=4))
+def test_gather_scatter_out_of_range(backend, idx):
+    """cpp vs eager (JAX's indexing wraps negative indices, so the primitives are compared with
+    the interpreter and the numpy-style indexing separately with JAX below)."""
+    x = np.arange(18, dtype=F32).reshape(6, 3) / 3.0 - 2.0
+    upd = np.arange(12, dtype=F32).reshape(4, 3) * 0.5 - 1.0
+    args = (x, np.array(idx, I32), upd)
+    want = {k: np.asarray(v) for k, v in _gs(*to_fx(args)).items()}
+    if backend == "cpp":
+        got = {k: np.asarray(v) for k, v in _GS_JIT(*args).items()}
+        assert_same_dicts(got, want, "cpp vs eager")
+    ref = {k: np.asarray(v) for k, v in _GS_JAX(*args).items()}
+    got = want if backend == "eager" else got
+    for k in ref:
+        assert_same(got[k], ref[k], f"{backend} vs jax: {k}")
+
+
+# --- signed zeros in max/min (compared bit for bit: assert_allclose treats -0.0 == 0.0) ----------
+def _max_min_elementwise(ns, x, y):
+    lax = ns.lax
+    return {"max": lax.max(x, y), "min": lax.min(x, y), "max_rev": lax.max(y, x),
+            "min_rev": lax.min(y, x), "cummax": lax.cummax(x, axis=0),
+            "cummin": lax.cummin(y, axis=0)}
+
+
+def _max_min_reductions(ns, x, y):
+    lax = ns.lax
+    return {"reduce_max": lax.reduce_max(x, (0,)), "reduce_min": lax.reduce_min(y, (0,)),
+            "reduce_max2": lax.reduce_max(y, (0,)), "reduce_min2": lax.reduce_min(x, (0,))}
+
+
+_ZX = np.array([-0.0, 0.0, -0.0], F32)
+_ZY = np.array([0.0, -0.0, 0.0], F32)
+
+
+def _check_signed_zeros(fn, backend):
+    want = {k: np.asarray(v) for k, v in jax.jit(functools.partial(fn, JX))(_ZX, _ZY).items()}
+    if backend == "eager":
+        got = fn(FX, fnp.asarray(_ZX), fnp.asarray(_ZY))
+    else:
+        got = functx.jit(functools.partial(fn, FX))(_ZX, _ZY)
+    for k in want:
+        g = np.asarray(got[k])
+        assert_same(g, want[k], k)
+        np.testing.assert_array_equal(np.signbit(g), np.signbit(want[k]), err_msg=f"sign of {k}")
+
+
+
+
+@pytest.mark.parametrize("backend", ["eager", "cpp"])
+def test_signed_zeros_elementwise_max_min(backend):
+    _check_signed_zeros(_max_min_elementwise, backend)
+
+
+@pytest.mark.parametrize("backend", ["eager", "cpp"])
+def test_signed_zeros_reduce_max_min(backend):
+    _check_signed_zeros(_max_min_reductions, backend)
+
+
+# --- custom derivatives under jit ------------------------------------------------------------
+@functx.custom_jvp
+def _softclip(x):
+    return fnp.tanh(x) * 2.0
+
+
+@_softclip.defjvp
+def _softclip_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _softclip(x), 2.0 * (1.0 - fnp.tanh(x) ** 2) * t
+
+
+@functx.custom_vjp
+def _scale(x):
+    return x * 3.0
+
+
+_scale.defvjp(lambda x: (x * 3.0, None), lambda res, g: (g * 3.0,))
+
+
+def test_custom_derivatives_under_jit():
+    x = np.linspace(-2, 2, 7)
+
+    def f(x):
+        return fnp.sum(_softclip(x) * _scale(x))
+
+    g = functx.jit(functx.value_and_grad(f))(x)
+    ref = jax.value_and_grad(lambda x: jnp.sum(jnp.tanh(x) * 2.0 * x * 3.0))(x)
+    for a, b in zip(g, ref):
+        assert_same(a, b, "custom derivatives under jit", tol=10.0)
+    assert_same(functx.jit(f)(x), f(fnp.asarray(x)), "jit vs eager")
+
+
+# --- known bugs (strict xfail: they flip to failures when fixed) -----------------------------
+@pytest.mark.parametrize("dt", [BF16, F16])
+def test_low_precision_chain_rounds_each_op(dt):
+    def f(ns, x, y):
+        return {"out": (x + y) - y}
+
+    x = np.array([1.0, 3.0], dt)
+    y = np.array([4096.0, 4096.0], dt)
+    got = functx.jit(functools.partial(f, FX))(x, y)["out"]
+    want = jax.jit(functools.partial(f, JX))(x, y)["out"]
+    assert_same(got, want, "chain", tol=0.0)
+    assert_same(got, f(FX, *to_fx((x, y)))["out"], "chain vs eager", tol=0.0)
+
+
+@pytest.mark.parametrize("dt", [I64, F32])
+def test_dus_with_constant_starts(dt):
+    """``x.at[1].add(x[0])``: constant starts and an update expression with temporaries.
+
+    For int64 the bug writes at row ``2 * x[0] + u0``: x is all ones so that the wrong row (2)
+    stays inside the buffer (other values write out of bounds and corrupt the heap)."""
+    def f(ns, x):
+        out = {"dus": ns.lax.dynamic_update_slice(x, x[:1] * 2, (1, 0))}
+        if x.dtype != I64:
+            out["at_add"] = x.at[1].add(x[0])
+        return out
+
+    x = np.ones((3, 4), dt) if dt == I64 else np.arange(12, dtype=dt).reshape(3, 4)
+    got = functx.jit(functools.partial(f, FX))(x)
+    assert_same_dicts({k: np.asarray(v) for k, v in got.items()},
+                      {k: np.asarray(v) for k, v in jax.jit(functools.partial(f, JX))(x).items()},
+                      "dus with constant starts vs jax")
+
+
+def _nested_scan(ns, x):
+    def outer(c, row):
+        inner_c, ys = ns.lax.scan(lambda ci, v: (ci * 0.5 + v, ci), c, row)
+        return inner_c, ns.np.sum(ys)
+
+    return ns.lax.scan(outer, np.float32(0), x)
+
+
+def _cond_in_scan(ns, x):
+    def body(c, row):
+        c = ns.lax.cond(ns.np.sum(row) > 2, lambda a: a * 2.0 + row, lambda a: a - 1.0, c)
+        return c, ns.np.sum(c)
+
+    return ns.lax.scan(body, ns.np.zeros(4, x.dtype), x)
+
+
+def _while_in_scan(ns, x):
+    def body(c, row):
+        r, k = ns.lax.while_loop(lambda s: s[1] < 3, lambda s: (s[0] * 1.5 + 1.0, s[1] + 1),
+                                 (row, np.int32(0)))
+        return c + r, k
+
+    return ns.lax.scan(body, ns.np.zeros(4, x.dtype), x)
+
+
+@pytest.mark.parametrize("fn", [_nested_scan, _cond_in_scan, _while_in_scan])
+def test_nested_control_flow(fn):
+    x = np.arange(12, dtype=F32).reshape(3, 4) / 5
+    got = functx.jit(functools.partial(fn, FX))(x)
+    want = jax.jit(functools.partial(fn, JX))(x)
+    for g, w in zip(functx.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+        assert_same(g, w, fn.__name__, tol=10.0)

@@ -1,0 +1,264 @@
+"""The on-disk compilation cache and the compiler driver (``functx/lowering/cache.py``).
+
+* processes share the cache: a second process reuses it without compiling (checked with
+  ``FUNCTX_LOG_COMPILES=1``, which logs ``compiled N kernels`` only when the compiler ran);
+* two processes compiling the same program at once both succeed, and it is compiled once;
+* a truncated or corrupted shared object (or a missing checksum) is detected and rebuilt;
+* an unusable cache directory falls back to a temporary one with a RuntimeWarning;
+* a compiler failure names the generated source file and quotes the compiler;
+* a missing compiler gives an error that says how to install one.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+import functx
+from functx.lowering import cache
+
+REPO = str(pathlib.Path(__file__).resolve().parents[2])
+
+# A child process: imports functx, says it is ready, waits for the go file (so that two children
+# compile at the same moment), then jits and runs a small program and prints its result.
+CHILD = r"""
+import os, sys, time
+import numpy as np
+import functx, functx.numpy as fnp
+ready, go = sys.argv[1], sys.argv[2]
+open(ready, "w").close()
+deadline = time.time() + 60
+while not os.path.exists(go) and time.time() < deadline:
+    time.sleep(0.005)
+f = functx.jit(lambda x: fnp.sum(fnp.tanh(x) * 3.0 + x, axis=1))
+x = np.arange(12, dtype=np.float32).reshape(3, 4) / 10
+print(repr(np.asarray(f(x)).tolist()))
+"""
+
+
+def _expected():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4) / 10
+    return np.sum(np.tanh(x) * 3.0 + x, axis=1)
+
+
+def _env(cache_dir):
+    env = dict(os.environ)
+    env.update(FUNCTX_CACHE_DIR=str(cache_dir), FUNCTX_LOG_COMPILES="1",
+               PYTHONPATH=REPO + os.pathsep + env.get("PYTHONPATH", ""))
+    return env
+
+
+def _start(cache_dir, tag):
+    d = pathlib.Path(cache_dir).parent
+    ready = d / f"ready-{tag}"
+    go = d / "go"
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(ready), str(go)], env=_env(cache_dir),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    return proc, ready, go
+
+
+def _finish(proc):
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, f"child failed:\n{err}"
+    np.testing.assert_allclose(eval(out.strip().splitlines()[-1]), _expected(), rtol=1e-6)  # noqa: S307
+    return err
+
+
+def _compiled_lines(stderr):
+    return [ln for ln in stderr.splitlines() if ln.startswith("functx: compiled")]
+
+
+@pytest.fixture(scope="module")
+def shared_cache(tmp_path_factory):
+    """Two children started together on an empty cache directory; returns (dir, their stderr)."""
+    cache_dir = tmp_path_factory.mktemp("concurrent") / "cache"
+    procs = [_start(cache_dir, t) for t in ("a", "b")]
+    deadline = time.time() + 60
+    while not all(r.exists() for _, r, _ in procs) and time.time() < deadline:
+        time.sleep(0.01)
+    procs[0][2].touch()  # go: both compile now
+    errs = [_finish(p) for p, _, _ in procs]
+    return cache_dir, errs
+
+
+def test_concurrent_compiles_of_the_same_program(shared_cache):
+    cache_dir, errs = shared_cache
+    # both succeeded (checked in _finish); the per-entry lock lets exactly one compile
+    assert sum(len(_compiled_lines(e)) for e in errs) == 1, errs
+    assert not glob.glob(os.path.join(cache_dir, "*.tmp*")), os.listdir(cache_dir)
+    for so in glob.glob(os.path.join(cache_dir, "*.so")):
+        with open(so, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+        assert open(so + ".sha256").read().strip() == digest
+
+
+def test_second_process_reuses_the_cache(shared_cache):
+    cache_dir, _ = shared_cache
+    before = sorted(os.listdir(cache_dir))
+    proc, ready, go = _start(cache_dir, "c")
+    go.touch()
+    err = _finish(proc)
+    assert "functx: compiling" in err  # a new process traces and looks the program up ...
+    assert not _compiled_lines(err), err  # ... and finds it on disk
+    assert sorted(os.listdir(cache_dir)) == before
+
+
+# --- corrupted entries -----------------------------------------------------------------------
+X = np.linspace(-2, 2, 10).astype(np.float32)
+
+
+def _prog(x):
+    return functx.numpy.cos(x) * 5.0 - x
+
+
+@pytest.fixture(scope="module")
+def pristine_entry(tmp_path_factory):
+    """A cache directory holding the compiled ``_prog`` (compiled and loaded in this process)."""
+    d = tmp_path_factory.mktemp("pristine")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("FUNCTX_CACHE_DIR", str(d))
+    try:
+        functx.jit(_prog)(X)
+    finally:
+        mp.undo()
+    return d
+
+
+def _corrupt(so, how):
+    if how == "truncated":
+        size = os.path.getsize(so)
+        with open(so, "r+b") as f:
+            f.truncate(size // 3)
+    elif how == "flipped":
+        data = bytearray(open(so, "rb").read())
+        mid = len(data) // 2
+        data[mid:mid + 64] = bytes(b ^ 0xFF for b in data[mid:mid + 64])
+        open(so, "wb").write(bytes(data))
+    elif how == "no_checksum":
+        os.unlink(so + ".sha256")
+    elif how == "empty":
+        open(so, "wb").close()
+
+
+@pytest.mark.parametrize("how", ["truncated", "flipped", "no_checksum", "empty"])
+def test_corrupted_shared_object_is_rebuilt(pristine_entry, tmp_path, monkeypatch, capfd, how):
+    # work on a copy: the pristine file is loaded in this process and must not change under it
+    d = tmp_path / "cache"
+    shutil.copytree(pristine_entry, d)
+    sos = [s for s in glob.glob(str(d / "*.so")) if not s.endswith("-pyext.so")]
+    assert len(sos) == 1, sos  # (the dispatch extension may be there too if built first here)
+    so = sos[0]
+    _corrupt(so, how)
+    monkeypatch.setenv("FUNCTX_CACHE_DIR", str(d))
+    monkeypatch.setenv("FUNCTX_LOG_COMPILES", "1")
+    capfd.readouterr()
+    out = functx.jit(_prog)(X)
+    err = capfd.readouterr().err
+    assert _compiled_lines(err), f"a {how} entry was not rebuilt: {err}"
+    np.testing.assert_allclose(np.asarray(out), np.cos(X) * 5.0 - X, rtol=1e-6, atol=1e-6)
+    digest = hashlib.sha256(open(so, "rb").read()).hexdigest()
+    assert open(so + ".sha256").read().strip() == digest
+
+
+# --- unusable cache directories --------------------------------------------------------------
+def test_unusable_cache_dir_falls_back_with_warning(tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("FUNCTX_CACHE_DIR", str(blocker / "cache"))  # makedirs must fail
+    monkeypatch.setattr(cache, "_fallback_dir", None)
+    with pytest.warns(RuntimeWarning, match="not writable"):
+        out = functx.jit(lambda x: x * 3.0 + 1.0)(X)
+    np.testing.assert_allclose(np.asarray(out), X * 3.0 + 1.0, rtol=1e-6)
+    fallback = cache._fallback_dir
+    assert fallback and os.path.isdir(fallback) and glob.glob(os.path.join(fallback, "*.so"))
+    assert not blocker.is_dir()
+    shutil.rmtree(fallback, ignore_errors=True)
+
+
+def test_read_only_cache_dir_falls_back_with_warning(tmp_path, monkeypatch):
+    d = tmp_path / "ro"
+    d.mkdir()
+    d.chmod(0o500)
+    try:
+        if os.access(d, os.W_OK):
+            pytest.skip("running as root (or with CAP_DAC_OVERRIDE): chmod 0o500 does not stop "
+                        "writes; test_unusable_cache_dir_falls_back_with_warning covers the path")
+        monkeypatch.setenv("FUNCTX_CACHE_DIR", str(d))
+        monkeypatch.setattr(cache, "_fallback_dir", None)
+        with pytest.warns(RuntimeWarning, match="not writable"):
+            out = functx.jit(lambda x: x * 3.0 + 1.0)(X)
+        np.testing.assert_allclose(np.asarray(out), X * 3.0 + 1.0, rtol=1e-6)
+        assert os.listdir(d) == []
+        shutil.rmtree(cache._fallback_dir, ignore_errors=True)
+    finally:
+        d.chmod(0o700)
+
+
+def test_cache_dir_probe_is_thread_safe(tmp_path, monkeypatch):
+    monkeypatch.setenv("FUNCTX_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(cache, "_fallback_dir", None)
+    got, caught = [], []
+
+    def work():
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            for _ in range(1000):
+                got.append(cache.cache_dir())
+        caught.extend(w)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    fallback = cache._fallback_dir
+    if fallback:
+        shutil.rmtree(fallback, ignore_errors=True)
+    assert set(got) == {str(tmp_path)}, f"{sum(g != str(tmp_path) for g in got)} fallbacks"
+    assert not caught, [str(w.message) for w in caught]
+
+
+# --- compiler failures -----------------------------------------------------------------------
+def test_compile_failure_names_source_and_compiler_message(monkeypatch):
+    monkeypatch.setattr(cache, "FLAGS", cache.FLAGS + ["-fno-such-flag-for-functx"])
+    with pytest.raises(cache.CompileError) as info:
+        functx.jit(lambda x: x - 7.0)(X)
+    msg = str(info.value)
+    assert isinstance(info.value, functx.FunctxError)
+    src = [w for w in msg.split() if w.endswith(".cpp")]
+    assert src and os.path.exists(src[0]), msg  # the generated source is kept for the report
+    assert "fx_run" in open(src[0]).read()
+    assert "-fno-such-flag-for-functx" in msg and "unrecognized" in msg, msg  # g++'s own words
+
+
+@pytest.fixture
+def fresh_compiler_lookup():
+    cache.compiler.cache_clear()
+    cache.compiler_id.cache_clear()
+    yield
+    cache.compiler.cache_clear()
+    cache.compiler_id.cache_clear()
+
+
+def test_missing_compiler_gives_clear_error(monkeypatch, fresh_compiler_lookup):
+    monkeypatch.setenv("CXX", "/nonexistent/bin/g++-functx")
+    with pytest.raises(cache.CompileError, match="g\\+\\+"):
+        functx.jit(lambda x: x * 11.0)(X)
+
+
+def test_no_compiler_at_all_gives_clear_error(monkeypatch, fresh_compiler_lookup):
+    monkeypatch.delenv("CXX", raising=False)
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None)
+    with pytest.raises(cache.CompileError, match="install g\\+\\+"):
+        functx.jit(lambda x: x * 13.0)(X)
