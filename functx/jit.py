@@ -35,8 +35,9 @@ class Lowered:
         self.executable = executable
 
     def as_text(self) -> str:
+        lang = "Triton" if hasattr(self.executable, "exe") else "C++"
         return (f"# Jaxpr\n{self.jaxpr}\n\n# kernels\n{self.executable.kernels_text}\n\n"
-                f"# C++\n{self.executable.source}")
+                f"# {lang}\n{self.executable.source}")
 
     def kernel_count(self) -> int:
         return self.executable.kernels_text.count("kernel ")
@@ -45,8 +46,16 @@ class Lowered:
         return self.executable
 
 
-def compile_jaxpr(closed: ClosedJaxpr):
-    """Lower, schedule, generate, compile: an Executable for ``closed``."""
+def compile_jaxpr(closed: ClosedJaxpr, backend: str = "cpu"):
+    """Lower, schedule, generate, compile: an Executable for ``closed`` (``backend``: "cpu" for
+    C++, "triton" for Triton kernels on torch tensors)."""
+    if backend == "triton":
+        from functx.lowering import triton as triton_backend
+
+        t0 = time.perf_counter()
+        exe = triton_backend.compile_triton(closed)
+        _log(f"generated {exe.kernel_count()} Triton kernels in {time.perf_counter() - t0:.2f}s")
+        return triton_backend.JitExecutable(exe)
     from functx.lowering import cache, cpp, loops, runtime, schedule
 
     g = loops.lower_jaxpr(closed)
@@ -67,7 +76,9 @@ def compile_jaxpr(closed: ClosedJaxpr):
 def _describe_change(old_key, new_key) -> str:
     if old_key is None:
         return "first call"
-    (ot, oa, os_), (nt, na, ns) = old_key, new_key
+    (ot, oa, os_, ob), (nt, na, ns, nb) = old_key, new_key
+    if ob != nb:
+        return f"backend changed: {ob} -> {nb}"
     if ot != nt:
         return f"tree structure changed: {ot} -> {nt}"
     for i, (a, b) in enumerate(zip(oa, na)):
@@ -78,10 +89,26 @@ def _describe_change(old_key, new_key) -> str:
     return "new signature"
 
 
+def _on_gpu(x) -> bool:
+    dev = getattr(x, "device", None)
+    return type(x).__module__.startswith("torch") and getattr(dev, "type", "cpu") != "cpu"
+
+
+def _backend(requested, leaves) -> str:
+    """``requested`` ("cpu" or "triton"), or by the arguments: Triton if one is a torch tensor
+    on a GPU."""
+    if requested is not None:
+        return requested
+    return "triton" if any(_on_gpu(x) for x in leaves) else "cpu"
+
+
 class Jitted:
-    def __init__(self, fun, static_argnums=(), static_argnames=()):
+    def __init__(self, fun, static_argnums=(), static_argnames=(), backend=None):
+        if backend not in (None, "cpu", "triton"):
+            raise ValueError(f"jit: backend must be None, 'cpu' or 'triton', not {backend!r}")
         functools.update_wrapper(self, fun)
         self.fun = fun
+        self.backend = backend
         self.static_argnums = (static_argnums,) if isinstance(static_argnums, int) \
             else tuple(static_argnums)
         self.static_argnames = (static_argnames,) if isinstance(static_argnames, str) \
@@ -141,7 +168,7 @@ class Jitted:
             leaves, in_tree = optree.tree_flatten((args, {}), none_is_leaf=False,
                                                   namespace=tracing.PYTREE_NAMESPACE)
             try:
-                key = (in_tree, tuple([x.aval for x in leaves]), ((), ()))
+                key = (in_tree, tuple([x.aval for x in leaves]), ((), ()), self.backend or "cpu")
                 entry = self.cache.get(key)
             except AttributeError:
                 entry = None
@@ -152,42 +179,45 @@ class Jitted:
         if any(isinstance(x, Tracer) for x in leaves) or tracing.is_tracing():
             closed, _, out_tree, _ = tracing.trace_pytree(f, *tree_unflatten(in_tree, leaves))
             return tree_unflatten(out_tree, eval_jaxpr(closed.jaxpr, closed.consts, *leaves))
-        key = (in_tree, tuple(get_aval(x) for x in leaves), statics)
+        backend = _backend(self.backend, leaves)
+        key = (in_tree, tuple(get_aval(x) for x in leaves), statics, backend)
         entry = self.cache.get(key)
         if entry is None:
-            _log(f"compiling {getattr(self.fun, '__name__', 'function')}: "
+            _log(f"compiling {getattr(self.fun, '__name__', 'function')} for {backend}: "
                  f"{_describe_change(self.last_key, key)}")
-            entry = self._compile(f, leaves, in_tree)
+            entry = self._compile(f, leaves, in_tree, backend)
             self.cache[key] = entry
         self.last_key = key
         exe, out_tree = entry
         return tree_unflatten(out_tree, exe(leaves))
 
-    def _compile(self, f, leaves, in_tree):
+    def _compile(self, f, leaves, in_tree, backend="cpu"):
         a, kw = tree_unflatten(in_tree, leaves)
         closed, _, out_tree, _ = tracing.trace_pytree(f, a, kw)
         closed = passes.simplify(closed)
-        return compile_jaxpr(closed), out_tree
+        return compile_jaxpr(closed, backend), out_tree
 
     def lower(self, *args, **kwargs) -> Lowered:
         f, leaves, in_tree, _ = self._trace(args, kwargs)
         a, kw = tree_unflatten(in_tree, leaves)
         closed, _, out_tree, _ = tracing.trace_pytree(f, a, kw)
         closed = passes.simplify(closed)
-        return Lowered(closed, compile_jaxpr(closed))
+        return Lowered(closed, compile_jaxpr(closed, _backend(self.backend, leaves)))
 
 
-def jit(fun=None, *, static_argnums=(), static_argnames=()):
+def jit(fun=None, *, static_argnums=(), static_argnames=(), backend=None):
     """Compile ``fun`` to fused C++ kernels (JAX's ``jit``); usable as a decorator.
 
     Arguments:
       fun: a function of pytrees of arrays.
       static_argnums / static_argnames: arguments treated as compile-time constants.
+      backend: "cpu" (C++), "triton" (Triton kernels; returns torch tensors), or None: Triton
+        when an argument is a torch tensor on a GPU, else C++.
     Example:
       >>> f = functx.jit(lambda x: functx.numpy.tanh(x) * 2.0)
       >>> print(f.lower(np.ones(4, np.float32)).as_text())
     """
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
-                                 static_argnames=static_argnames)
-    return Jitted(fun, static_argnums, static_argnames)
+                                 static_argnames=static_argnames, backend=backend)
+    return Jitted(fun, static_argnums, static_argnames, backend)
