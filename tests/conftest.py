@@ -17,7 +17,7 @@ except ImportError:  # pragma: no cover - jax is a test dependency
     jax = None
 
 settings.register_profile(
-    "functx", max_examples=25, deadline=None, derandomize=True,
+    "functx", max_examples=15, deadline=None, derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                            HealthCheck.filter_too_much])
 settings.load_profile(os.environ.get("FUNCTX_HYPOTHESIS_PROFILE", "functx"))

@@ -249,16 +249,47 @@ _BIN = {"add": "+", "sub": "-", "mul": "*", "eq": "==", "ne": "!=", "lt": "<", "
 class Emitter:
     """Emits statements computing element expressions, sharing repeated subexpressions."""
 
-    def __init__(self, indent: str):
+    def __init__(self, indent: str, prefix: str = "v"):
         self.indent = indent
+        self.prefix = prefix
         self.lines: list[str] = []
         self.by_id: dict[int, str] = {}
         self.keep: list = []
         self.counter = 0
         self.acc_names: dict = {}
+        # Loop-invariant hoisting: subexpressions that do not involve ``inner`` (the innermost
+        # loop's index symbols) are emitted by ``outer``, before the loop.
+        self.outer: Emitter | None = None
+        self.inner: frozenset = frozenset()
+        self._dep: dict[int, bool] = {}
+
+    def hoisting(self, outer: Emitter, inner_syms) -> Emitter:
+        self.outer = outer
+        outer.acc_names = self.acc_names
+        self.inner = frozenset(inner_syms)
+        return self
+
+    def _depends(self, e) -> bool:
+        hit = self._dep.get(id(e))
+        if hit is not None:
+            return hit
+        if isinstance(e, (Const, Acc)):
+            out = False
+        elif isinstance(e, Sym):
+            out = True
+        elif isinstance(e, Idx):
+            out = bool(sympy.sympify(e.expr).free_symbols & self.inner)
+        elif isinstance(e, Load):
+            off = e.offset
+            out = self._depends(off) if isinstance(off, (Const, Idx, Op, Load)) else \
+                bool(sympy.sympify(off).free_symbols & self.inner)
+        else:
+            out = any(self._depends(a) for a in e.args if not isinstance(a, tuple))
+        self._dep[id(e)] = out
+        return out
 
     def temp(self, ctype: str, code: str) -> str:
-        name = f"v{self.counter}"
+        name = f"{self.prefix}{self.counter}"
         self.counter += 1
         self.lines.append(f"{self.indent}const {ctype} {name} = {code};")
         return name
@@ -267,6 +298,11 @@ class Emitter:
         hit = self.by_id.get(id(e))
         if hit is not None:
             return hit
+        if self.outer is not None and not isinstance(e, (Const, Acc)) and not self._depends(e):
+            out = self.outer(e)
+            self.by_id[id(e)] = out
+            self.keep.append(e)
+            return out
         code = self._emit(e)
         if isinstance(e, (Const, Acc, Sym)) or (isinstance(e, Idx) and
                                                 sympy.sympify(e.expr).is_Atom):
@@ -357,7 +393,7 @@ class Emitter:
         if name == "logistic":
             return f"fx_logistic<{ct}>({a[0]})"
         if name == "is_finite":
-            return f"std::isfinite({a[0]})"
+            return f"(({a[0]} - {a[0]}) == 0)"  # false for inf and NaN; vectorises
         if name in _FLOAT_FN:
             fn = _FLOAT_FN[name]
             return f"{fn}<{ct}>({a[0]})" if fn.startswith("fx_") else f"{fn}({a[0]})"
@@ -448,7 +484,8 @@ class CppProgram:
         outer = shape[:-1]
         n_outer = math.prod(outer)
         last = shape[-1]
-        em = Emitter("      ")
+        hoist = Emitter("    ", prefix="h")
+        em = Emitter("      ").hoisting(hoist, [ivars[-1]])
         ctx = KernelCtx(k)
         stores = []
         for node in k.nodes:
@@ -458,6 +495,7 @@ class CppProgram:
         lines.append(f"  {par}")
         lines.append(f"  for (int64_t o = 0; o < {n_outer}LL; ++o) {{")
         lines += ["    " + s for s in _decompose([str(v) for v in ivars[:-1]], outer, "o")]
+        lines += hoist.lines
         lines.append("    #pragma omp simd")
         lines.append(f"    for (int64_t {ivars[-1]} = 0; {ivars[-1]} < {last}LL; ++{ivars[-1]}) {{")
         lines += em.lines + ["      " + s for s in stores]
@@ -482,8 +520,10 @@ class CppProgram:
         row_off = _ic(flat_offset(rv, rows)) if rows else "0"
         for p, red_nodes in enumerate(k.passes):
             decls, updates, finals = [], [], []
+            hoist = Emitter("    ", prefix=f"h{p}_")
             em = Emitter("      " + "  " * max(len(inner) - 1, 0))
             em.acc_names = acc_names
+            em.hoisting(hoist, iv)
             ctx = KernelCtx(k, rv)
             clauses, post = [], []
             for r in red_nodes:
@@ -545,6 +585,7 @@ class CppProgram:
                 if clauses is not None:
                     clauses.append(f"reduction({clause}:{a})")
             lines += ["    " + d for d in decls]
+            lines += hoist.lines
             has_arg = any(r.params["op"] in ("argmax", "argmin") for r in red_nodes)
             lines += self._inner_loops(iv, inner, em.lines + [em.indent + u for u in updates],
                                        needs_jflat=has_arg,
@@ -555,14 +596,17 @@ class CppProgram:
         for r in [r for p in k.passes for r in p]:
             lines.append(f"    {_store(r.buf, row_off, acc_names[(r.id, 0)], r.dtype)}")
         if k.maps:
+            hoist = Emitter("    ", prefix="hm")
             em = Emitter("      " + "  " * max(len(inner) - 1, 0))
             em.acc_names = acc_names
+            em.hoisting(hoist, iv)
             ctx = KernelCtx(k, rv)
             stores = []
             for m in k.maps:
                 val = em(m.fn(full, ctx))
                 stores.append(em.indent + _store(m.buf, em.offset(flat_offset(full, k.shape)), val,
                                                  m.dtype))
+            lines += hoist.lines
             lines += self._inner_loops(iv, inner, em.lines + stores, simd=True)
         if k.epilogue:
             em = Emitter("    ")
