@@ -1,4 +1,14 @@
-"""``functx.nn``: activations and normalizations with JAX's names and numerics."""
+"""``functx.nn``: activations and normalizations with JAX's names and numerics.
+
+Each function follows the formula of its ``jax.nn`` namesake. Deliberate differences:
+
+* Integer and bool inputs are converted to a float dtype first (float64 for 64-bit integers,
+  float32 otherwise); ``jax.nn.sigmoid``/``silu`` reject integers, and JAX with x64 enabled computes
+  the others in float64.
+* ``one_hot``'s default dtype is float32 (functx's default float; JAX with x64 gives float64).
+* The exact ``gelu`` (``approximate=False``) is ``x * (1 + erf(x / sqrt(2))) / 2``: functx has no
+  ``erfc``, so where ``x < -5`` the tiny true values (below 1e-6 in magnitude) may round to 0.
+"""
 
 from __future__ import annotations
 
@@ -6,33 +16,42 @@ import numpy as np
 
 from functx import dtypes, lax
 from functx import numpy as jnp
-from functx.errors import FunctxTypeError, where
+from functx.errors import FunctxTypeError
+from functx.errors import where as _loc
+
+
+def _arr(x):
+    return jnp.asarray(x) if not hasattr(x, "aval") else x
 
 
 def _float(x):
-    x = jnp.asarray(x) if not hasattr(x, "aval") else x
-    return x if x.dtype in dtypes.FLOATS else jnp.astype(x, dtypes.default_float)
+    (x,) = jnp._core._promote_float("functx.nn", _arr(x))
+    return x
 
 
 def relu(x):
-    """max(x, 0); the derivative at 0 is 0, like JAX's."""
-    x = jnp.asarray(x) if not hasattr(x, "aval") else x
+    """``max(x, 0)``; the derivative at 0 is 0, like JAX's."""
+    x = _arr(x)
     return jnp.maximum(x, jnp.zeros((), x.dtype))
 
 
 def relu6(x):
-    return jnp.minimum(relu(x), 6.0)
+    """``min(max(x, 0), 6)``."""
+    return jnp.minimum(relu(_float(x)), 6.0)
 
 
 def sigmoid(x):
+    """The logistic function ``1 / (1 + exp(-x))``."""
     return lax.logistic(_float(x))
 
 
 def log_sigmoid(x):
+    """``-softplus(-x)``."""
     return -softplus(-_float(x))
 
 
 def silu(x):
+    """``x * sigmoid(x)``."""
     x = _float(x)
     return x * lax.logistic(x)
 
@@ -41,51 +60,76 @@ swish = silu
 
 
 def softplus(x):
-    """log(1 + exp(x)), computed as logaddexp(x, 0)."""
+    """``log(1 + exp(x))``, computed as ``logaddexp(x, 0)``."""
     x = _float(x)
     return jnp.logaddexp(x, jnp.zeros((), x.dtype))
 
 
 def elu(x, alpha=1.0):
+    """``x`` where positive, ``alpha * expm1(x)`` elsewhere."""
     x = _float(x)
-    safe = jnp.where(x > 0, jnp.zeros((), x.dtype), x)
-    return jnp.where(x > 0, x, alpha * jnp.expm1(safe))
+    pos = x > 0
+    safe = jnp.where(pos, jnp.zeros((), x.dtype), x)
+    return jnp.where(pos, x, alpha * jnp.expm1(safe))
 
 
 def leaky_relu(x, negative_slope=0.01):
+    """``x`` where ``x >= 0``, ``negative_slope * x`` elsewhere."""
     x = _float(x)
     return jnp.where(x >= 0, x, negative_slope * x)
 
 
 def gelu(x, approximate: bool = True):
-    """GELU: the tanh approximation (default, like JAX) or the exact erf form."""
+    """GELU: the tanh approximation (default, like JAX) or the exact erf form.
+
+    Arguments:
+      x: the input (integers are converted to float).
+      approximate: use ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`` (True) or
+        ``x (1 + erf(x / sqrt(2))) / 2`` (False).
+    Returns:
+      An array of the input's float dtype.
+    """
     x = _float(x)
     if approximate:
-        c = np.sqrt(2 / np.pi).astype(x.dtype) if x.dtype != dtypes.bfloat16 else float(np.sqrt(2 / np.pi))
-        cdf = 0.5 * (1.0 + jnp.tanh(c * (x + 0.044715 * (x * x * x))))
+        c = jnp.asarray(np.sqrt(2 / np.pi), x.dtype)
+        cdf = 0.5 * (1.0 + jnp.tanh(c * (x + 0.044715 * lax.integer_pow(x, 3))))
         return x * cdf
-    return x * (lax.erf(x * float(1 / np.sqrt(2))) + 1) / 2
+    half = jnp.asarray(np.sqrt(0.5), x.dtype)
+    return 0.5 * x * (1.0 + lax.erf(x * half))
 
 
-def _axis(axis, ndim):
-    return tuple(a % ndim for a in ((axis,) if isinstance(axis, int) else axis))
+def _axes(axis, ndim):
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = []
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise FunctxTypeError(f"axis {a} is out of bounds for an array of rank {ndim}"
+                                  f"{_loc()}")
+        out.append(int(a) % ndim)
+    return tuple(out)
 
 
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
-    """log(sum(b * exp(a))) computed stably; the max is held constant for the gradient, as in JAX."""
-    a = _float(a)
-    if axis is None:
-        axis = tuple(range(a.ndim))
-    axes = _axis(axis, a.ndim) if a.ndim else ()
+    """``log(sum(b * exp(a)))`` computed stably, like ``jax.nn.logsumexp``; the max is held
+    constant for the gradient. With ``b`` the result is NaN where the sum is negative, unless
+    ``return_sign`` (then ``(log|sum|, sign(sum))``)."""
+    a = _arr(a)
     if where is not None:
-        a = jnp.where(where, a, -np.inf)
-    amax = jnp.max(a, axis=axes, keepdims=True, initial=-np.inf) if a.size == 0 else \
-        jnp.max(a, axis=axes, keepdims=True)
+        a = jnp.where(where, a, 0)
+    if b is not None:
+        a, b = jnp._core._promote_float("logsumexp", a, _arr(b))
+        a = jnp.where(b != 0, a, -np.inf)
+    else:
+        a = _float(a)
+    axes = _axes(axis, a.ndim)
+    amax = jnp.max(a, axis=axes, keepdims=True, where=where, initial=-np.inf)
     amax = lax.stop_gradient(jnp.where(jnp.isfinite(amax), amax, jnp.zeros((), a.dtype)))
     e = jnp.exp(a - amax)
     if b is not None:
         e = e * b
-    s = jnp.sum(e, axis=axes, keepdims=True)
+    s = jnp.sum(e, axis=axes, keepdims=True, where=where)
     sign = jnp.sign(s)
     out = jnp.log(jnp.abs(s)) + amax
     if not keepdims:
@@ -94,61 +138,78 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
     if return_sign:
         return out, sign
     if b is not None:
-        out = jnp.where(sign < 0, np.nan, out)
+        out = jnp.where(sign < 0, jnp.asarray(np.nan, out.dtype), out)
     return out
 
 
 def softmax(x, axis=-1, where=None):
-    """exp(x - max) / sum(exp(x - max)) along ``axis``."""
+    """``exp(x - max) / sum(exp(x - max))`` along ``axis``; masked-out entries (``where``) are 0."""
     x = _float(x)
-    axes = _axis(axis, x.ndim)
+    axes = _axes(axis, x.ndim)
+    xmax = jnp.max(x, axis=axes, keepdims=True, where=where, initial=-np.inf)
+    safe = x if where is None else jnp.where(where, x, -np.inf)
+    unnormalized = jnp.exp(safe - lax.stop_gradient(xmax))
+    out = unnormalized / jnp.sum(unnormalized, axis=axes, keepdims=True, where=where)
     if where is not None:
-        x = jnp.where(where, x, -np.inf)
-    xmax = lax.stop_gradient(jnp.max(x, axis=axes, keepdims=True))
-    unnormalized = jnp.exp(x - xmax)
-    if where is not None:
-        unnormalized = jnp.where(where, unnormalized, 0.0)
-    return unnormalized / jnp.sum(unnormalized, axis=axes, keepdims=True)
+        out = jnp.where(where, out, jnp.zeros((), out.dtype))
+    return out
 
 
 def log_softmax(x, axis=-1, where=None):
+    """``x - logsumexp(x)`` along ``axis``; masked-out entries (``where``) are ``-inf``."""
     x = _float(x)
-    axes = _axis(axis, x.ndim)
+    axes = _axes(axis, x.ndim)
+    xmax = jnp.max(x, axis=axes, keepdims=True, where=where, initial=-np.inf)
+    safe = x if where is None else jnp.where(where, x, -np.inf)
+    shifted = safe - lax.stop_gradient(xmax)
+    lse = jnp.log(jnp.sum(jnp.exp(shifted), axis=axes, keepdims=True, where=where))
+    out = shifted - lse
     if where is not None:
-        x = jnp.where(where, x, -np.inf)
-    shifted = x - lax.stop_gradient(jnp.max(x, axis=axes, keepdims=True))
-    e = jnp.exp(shifted)
-    if where is not None:
-        e = jnp.where(where, e, 0.0)
-    return shifted - jnp.log(jnp.sum(e, axis=axes, keepdims=True))
+        out = jnp.where(where, out, jnp.asarray(-np.inf, out.dtype))
+    return out
 
 
-def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None):
-    """(x - mean) / sqrt(variance + epsilon), JAX's ``nn.standardize``."""
+def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, *,
+                algorithm: str = "fast"):
+    """``(x - mean) / sqrt(variance + epsilon)``, JAX's ``nn.standardize``.
+
+    ``algorithm="fast"`` (JAX's default) computes the variance as ``E[x^2] - E[x]^2`` clipped at
+    0; ``"stable"`` as ``E[(x - E[x])^2]``.
+    """
     x = _float(x)
+    axes = _axes(axis, x.ndim)
     if mean is None:
-        mean = jnp.mean(x, axis=axis, keepdims=True, where=where)
+        mean = jnp.mean(x, axis=axes, keepdims=True, where=where)
     if variance is None:
-        # E[x^2] - E[x]^2 like JAX, with a clamp at zero.
-        variance = jnp.mean(jnp.square(x - mean), axis=axis, keepdims=True, where=where)
-    return (x - mean) * lax.rsqrt(variance + epsilon)
+        if algorithm == "stable":
+            variance = jnp.mean(jnp.square(x - mean), axis=axes, keepdims=True, where=where)
+        elif algorithm == "fast":
+            variance = jnp.mean(jnp.square(x), axis=axes, keepdims=True, where=where) \
+                - jnp.square(mean)
+            variance = jnp.clip(variance, 0)
+        else:
+            raise FunctxTypeError(f"standardize: unknown algorithm {algorithm!r}; expected "
+                                  f"'fast' or 'stable'{_loc()}")
+    return jnp.subtract(x, mean) * lax.rsqrt(jnp.add(variance, epsilon))
 
 
 def one_hot(x, num_classes: int, *, dtype=None, axis=-1):
-    """One-hot encode integer ``x``; out-of-range values give all-zero rows, like JAX."""
+    """One-hot encode ``x`` along a new ``axis``; out-of-range values give all-zero rows, like
+    JAX. The default dtype is float32."""
     if not isinstance(num_classes, (int, np.integer)):
         raise FunctxTypeError(f"one_hot: num_classes must be a Python int, got {num_classes!r}"
-                              f"{where()}")
-    x = jnp.asarray(x) if not hasattr(x, "aval") else x
-    dtype = dtypes.float32 if dtype is None else dtypes.canonicalize(dtype)
+                              f"{_loc()}")
+    x = _arr(x)
+    dtype = dtypes.default_float if dtype is None else dtypes.canonicalize(dtype)
     out_ndim = x.ndim + 1
+    if not -out_ndim <= axis < out_ndim:
+        raise FunctxTypeError(f"one_hot: axis {axis} is out of bounds for a result of rank "
+                              f"{out_ndim}{_loc()}")
     axis = axis % out_ndim
-    shape = list(x.shape)
-    shape.insert(axis, num_classes)
-    classes = lax.broadcasted_iota(x.dtype if x.dtype in dtypes.INTEGERS else dtypes.int32,
-                                   tuple(shape), axis)
-    xe = jnp.expand_dims(x, axis)
-    return jnp.astype(jnp.equal(xe, classes), dtype)
+    shape = [1] * x.ndim
+    shape.insert(axis, int(num_classes))
+    classes = lax.broadcasted_iota(x.dtype, tuple(shape), axis)
+    return jnp.astype(jnp.equal(jnp.expand_dims(x, axis), classes), dtype)
 
 
 __all__ = ["relu", "relu6", "sigmoid", "log_sigmoid", "silu", "swish", "softplus", "elu",

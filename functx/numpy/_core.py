@@ -1,4 +1,11 @@
-"""``functx.numpy`` functions: composites of functx.lax with NumPy's broadcasting and JAX's promotion."""
+"""``functx.numpy`` functions: composites of functx.lax with NumPy's broadcasting and JAX's
+promotion.
+
+Defaults differ from JAX with x64 enabled by design: Python floats and ``arange``/``zeros`` give
+float32 and int32 (JAX without x64), sums of small integers accumulate in int32, indices
+(``argmax``) are int32, and integer inputs of float functions compute in float32 (float64 for 64-bit
+integers, as JAX's ``to_inexact_dtype`` maps them). Explicit 64-bit inputs stay 64-bit.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +15,7 @@ import operator
 
 import numpy as np
 
-from functx import dtypes
-from functx import lax
+from functx import dtypes, lax
 from functx.array import Array, is_python_scalar
 from functx.core import ShapedArray
 from functx.errors import FunctxTypeError
@@ -20,7 +26,8 @@ from functx.tracing import Tracer, get_aval
 bool_ = dtypes.bool_
 int8, int16, int32, int64 = dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64
 uint8, uint16, uint32, uint64 = dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64
-float16, bfloat16, float32, float64 = dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64
+float16, bfloat16 = dtypes.float16, dtypes.bfloat16
+float32, float64 = dtypes.float32, dtypes.float64
 float_ = float64
 int_ = int64
 integer, signedinteger, unsignedinteger = np.integer, np.signedinteger, np.unsignedinteger
@@ -230,11 +237,18 @@ def broadcast_shapes(*shapes):
     return tuple(out)
 
 
-def _promote(name, *args):
+def _promote(name, *args, kind=None):
     """Promote the operands' dtypes (JAX's lattice) and broadcast their shapes (NumPy's rules).
-    Rank-0 operands stay rank 0: the primitives broadcast them."""
+    Rank-0 operands stay rank 0: the primitives broadcast them. ``kind="inexact"`` then maps an
+    integer or bool result dtype to a float (JAX's ``promote_args_inexact``), ``kind="numeric"``
+    a bool one to int32 (``promote_args_numeric``); Python scalars convert straight to the final
+    dtype (so ``uint8_array / -2`` divides by -2.0, not by 254)."""
     avals = [_aval(a) for a in args]
     dt, weak = dtypes.result_type(*[(a.dtype, a.weak_type) for a in avals])
+    if kind == "inexact":
+        dt = _inexact(dt)
+    elif kind == "numeric" and dt == dtypes.bool_:
+        dt = dtypes.int32
     shapes = [a.shape for a in avals]
     try:
         shape = broadcast_shapes(*shapes)
@@ -249,7 +263,9 @@ def _promote(name, *args):
                 a = float(a) if dt in dtypes.FLOATS else int(a)
                 out.append(a)
                 continue
-            a = Array.from_value(np.asarray(a, dt))
+            # Like JAX, a Python int wraps into a narrower integer dtype (uint8 + -1 is 255).
+            with np.errstate(over="ignore"):
+                a = Array.from_value(np.asarray(a).astype(dt))
         elif av.dtype != dt:
             a = lax.convert_element_type(a, dt, weak_type=weak)
         elif not _is_array(a):
@@ -264,12 +280,7 @@ def _promote(name, *args):
 def _promote_float(name, *args):
     """Like _promote, then integers and bools become floats (``jnp.sin(1)``), as JAX's
     ``to_inexact_dtype`` maps them: 64-bit integers to float64, all others to float32."""
-    args = _promote(name, *args)
-    dt = _aval(args[0]).dtype if args else None
-    if dt is not None and dt not in dtypes.FLOATS:
-        weak = builtins.all(_aval(a).weak_type for a in args)
-        args = [lax.convert_element_type(a, _inexact(dt), weak_type=weak) for a in args]
-    return args
+    return _promote(name, *args, kind="inexact")
 
 
 def _inexact(dt):
@@ -378,17 +389,22 @@ fix = trunc
 
 
 def rint(x, /):
-    """Round to the nearest integer (ties to even). Integers and bools convert to the default
-    float (float32; JAX with x64 enabled gives float64)."""
+    """Round to the nearest integer (ties to even). Integers and bools convert to float (float32,
+    or float64 for 64-bit integers; JAX with x64 enabled gives float64 for all)."""
     (x,) = _promote("rint", x)
     if _aval(x).dtype not in dtypes.FLOATS:
-        return lax.convert_element_type(x, dtypes.default_float)
+        return lax.convert_element_type(x, _inexact(_aval(x).dtype))
     return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
 
 
 def round(a, decimals=0):  # noqa: A001
+    """Round to ``decimals`` places (ties to even), like ``jax.numpy.round``; integers are
+    returned unchanged (for ``decimals < 0``, where JAX raises, functx rounds them too)."""
     (a,) = _promote("round", a)
     dt = _aval(a).dtype
+    if dt == dtypes.bool_:
+        raise FunctxTypeError(f"round does not accept bool operands, like jax.numpy.round"
+                              f"{_loc()}")
     if dt not in dtypes.FLOATS:
         if decimals >= 0:
             return a
@@ -471,6 +487,8 @@ def isneginf(x, /):
 
 
 def signbit(x, /):
+    """Whether the sign bit is set. functx has no bitcast, so (unlike JAX) the sign of a NaN is
+    not seen: ``signbit(-nan)`` is False."""
     (x,) = _promote("signbit", x)
     if _aval(x).dtype in dtypes.FLOATS:
         # -0.0 and negative NaNs have the sign bit: 1/x is -inf for -0.0.
@@ -522,10 +540,7 @@ divide = true_divide
 
 def _promote_numeric(name, *args):
     """Like _promote, then bools become int32 (JAX's ``promote_args_numeric``)."""
-    args = _promote(name, *args)
-    if args and _aval(args[0]).dtype == dtypes.bool_:
-        args = [lax.convert_element_type(a, dtypes.int32) for a in args]
-    return args
+    return _promote(name, *args, kind="numeric")
 
 
 def _int_floordiv(x1, x2):
@@ -565,13 +580,15 @@ def _nonzero_int_divisor(x2):
 
 
 def remainder(x1, x2, /):
-    """``x1 % x2`` with the sign of ``x2``, like ``jax.numpy.remainder`` (integer ``x % 0`` is 0)."""
+    """``x1 % x2`` with the sign of ``x2``, like ``jax.numpy.remainder`` (integer ``x % 0``
+    is 0)."""
     x1, x2 = _promote_numeric("remainder", x1, x2)
     x2 = _nonzero_int_divisor(x2)
     r = lax.rem(x1, x2)
     if dtypes.is_unsigned(_aval(x1).dtype):
         return r
-    fix = logical_and(not_equal(r, 0), not_equal(lax.lt(r, _const(0, r)), lax.lt(x2, _const(0, x2))))
+    fix = logical_and(not_equal(r, 0),
+                      not_equal(lax.lt(r, _const(0, r)), lax.lt(x2, _const(0, x2))))
     return where(fix, lax.add(r, x2), r)
 
 
@@ -580,8 +597,10 @@ mod = remainder
 
 def fmod(x1, x2, /):
     """C's fmod (sign of ``x1``), like ``jax.numpy.fmod`` (integer ``x % 0`` is 0)."""
+    is_bool = result_type(x1, x2) == dtypes.bool_
     x1, x2 = _promote_numeric("fmod", x1, x2)
-    return lax.rem(x1, _nonzero_int_divisor(x2))
+    # JAX guards only integer divisors: bool operands keep XLA's x % 0 == x.
+    return lax.rem(x1, x2 if is_bool else _nonzero_int_divisor(x2))
 
 
 def divmod(x1, x2, /):  # noqa: A001
@@ -620,7 +639,25 @@ def power(x1, x2, /):
         shape = broadcast_shapes(a1.shape, a2.shape)
         return lax.pow(broadcast_to(x1, shape), broadcast_to(x2, shape))
     x1, x2 = _promote_numeric("power", x1, x2)
+    if _aval(x1).dtype in dtypes.INTEGERS:
+        return _pow_int_int(x1, x2)
     return lax.pow(x1, x2)
+
+
+def _pow_int_int(x1, x2):
+    """Integer ``x1 ** x2`` exactly as jax.numpy computes it: binary exponentiation over the low
+    6 bits of the exponent (wrapping like any integer product; a negative exponent uses its
+    two's-complement low bits, so ``3 ** -1`` is ``3 ** 63`` wrapped, as in JAX)."""
+    dt = _aval(x1).dtype
+    shape = broadcast_shapes(_aval(x1).shape, _aval(x2).shape)
+    x1, x2 = broadcast_to(x1, shape), broadcast_to(x2, shape)
+    zero, one = zeros((), dt), ones((), dt)
+    acc = where(logical_and(lax.eq(x1, zero), lax.ne(x2, zero)), zero, one)
+    for k in range(6):
+        bit = lax.ne(lax.bitwise_and(x2, np.asarray(1 << k, dt)[()]), zero)
+        acc = where(bit, lax.mul(acc, x1), acc)
+        x1 = lax.mul(x1, x1)
+    return acc
 
 
 pow = power  # noqa: A001
@@ -662,11 +699,15 @@ def hypot(x1, x2, /):
     big, small = lax.max(a, b), lax.min(a, b)
     safe = where(lax.eq(big, _const(0, big)), _const(1, big), big)
     r = lax.div(small, safe)
-    return where(lax.eq(big, _const(0, big)), big,
-                 lax.mul(big, lax.sqrt(lax.add(_const(1, r), lax.mul(r, r)))))
+    out = where(lax.eq(big, _const(0, big)), big,
+                lax.mul(big, lax.sqrt(lax.add(_const(1, r), lax.mul(r, r)))))
+    # An infinite operand gives inf even when the other is NaN (C99, and JAX).
+    inf = _const(np.inf, a)
+    return where(logical_or(lax.eq(a, inf), lax.eq(b, inf)), inf, out)
 
 
 def copysign(x1, x2, /):
+    """``|x1|`` with the sign of ``x2`` (via ``signbit``, so a NaN ``x2`` counts as positive)."""
     x1, x2 = _promote_float("copysign", x1, x2)
     return where(signbit(x2), negative(abs(x1)), abs(x1))
 
@@ -792,12 +833,22 @@ def _norm_axis(axis, ndim, name="axis"):
     out = []
     for a in axes:
         a = operator.index(a)
-        if not -ndim <= a < builtins.max(ndim, 1) or (ndim == 0 and a not in (0, -1)):
-            raise FunctxTypeError(f"{name} {a} is out of bounds for an array of rank {ndim}{_loc()}")
-        out.append(a % ndim if ndim else 0)
+        if not -ndim <= a < ndim:
+            raise FunctxTypeError(f"{name} {a} is out of bounds for an array of rank {ndim}"
+                                  f"{_loc()}")
+        out.append(a % ndim)
     if len(set(out)) != len(out):
         raise FunctxTypeError(f"repeated {name} in {axis}{_loc()}")
-    return tuple(sorted(out)) if ndim else ()
+    return tuple(sorted(out))
+
+
+def _canon_axis(axis, ndim, name="axis"):
+    """One axis in ``[-ndim, ndim)`` made non-negative; a FunctxTypeError naming the user's line
+    otherwise (JAX raises too; Python's ``%`` would silently wrap it)."""
+    a = operator.index(axis)
+    if not -ndim <= a < ndim:
+        raise FunctxTypeError(f"{name} {a} is out of bounds for an array of rank {ndim}{_loc()}")
+    return a % ndim
 
 
 def _keep(out, axes, shape, keepdims):
@@ -836,7 +887,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
     a = _where_arg(a, where, zeros((), dt))
     r = lax.reduce_sum(a, axes) if dt != dtypes.bool_ else lax.reduce_or(a, axes)
     if initial is not None:
-        r = add(r, initial)
+        r = add(r, astype(initial, dt))
     return _keep(r, axes, av.shape, keepdims)
 
 
@@ -849,7 +900,7 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
     a = _where_arg(a, where, ones((), dt))
     r = lax.reduce_prod(a, axes) if dt != dtypes.bool_ else lax.reduce_and(a, axes)
     if initial is not None:
-        r = multiply(r, initial)
+        r = multiply(r, astype(initial, dt))
     return _keep(r, axes, av.shape, keepdims)
 
 
@@ -866,7 +917,7 @@ def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # no
                                    av.dtype))
     r = lax.reduce_max(a, axes)
     if initial is not None:
-        r = maximum(r, initial)
+        r = maximum(r, astype(initial, av.dtype))
     return _keep(r, axes, av.shape, keepdims)
 
 
@@ -883,7 +934,7 @@ def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # no
                                    av.dtype))
     r = lax.reduce_min(a, axes)
     if initial is not None:
-        r = minimum(r, initial)
+        r = minimum(r, astype(initial, av.dtype))
     return _keep(r, axes, av.shape, keepdims)
 
 
@@ -914,8 +965,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     a = asarray(a) if not _is_array(a) else a
     av = _aval(a)
     axes = _norm_axis(axis, av.ndim)
-    dt = dtypes.canonicalize(dtype) if dtype is not None else (
-        av.dtype if av.dtype in dtypes.FLOATS else dtypes.default_float)
+    dt = dtypes.canonicalize(dtype) if dtype is not None else _inexact(av.dtype)
     # float16/bfloat16 accumulate in float32, like JAX.
     acc = dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
     if where is None:
@@ -933,8 +983,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     ddof = ddof if correction is None else correction
     av = _aval(a)
     axes = _norm_axis(axis, av.ndim)
-    dt = dtypes.canonicalize(dtype) if dtype is not None else (
-        av.dtype if av.dtype in dtypes.FLOATS else dtypes.default_float)
+    dt = dtypes.canonicalize(dtype) if dtype is not None else _inexact(av.dtype)
     acc = dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
     a = astype(a, acc)
     mu = mean(a, axes, keepdims=True, where=where)
@@ -955,20 +1004,37 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
 
 
 def average(a, axis=None, weights=None, returned=False, keepdims=False):
+    """Weighted mean, like ``jax.numpy.average``: ``weights`` has ``a``'s shape or the shape of
+    ``a``'s ``axis`` dimensions; ``returned`` also gives the sum of the weights."""
+    a = asarray(a) if not _is_array(a) else a
+    av = _aval(a)
+    axes = _norm_axis(axis, av.ndim)
     if weights is None:
+        (a,) = _promote_float("average", a)
         avg = mean(a, axis, keepdims=keepdims)
-        n = _count(_aval(a), _norm_axis(axis, _aval(a).ndim))
-        wsum = full_like(avg, n)
+        wsum = full((), _count(av, axes), _aval(avg).dtype)
     else:
-        a, weights = asarray(a), asarray(weights)
-        if weights.shape != a.shape:
-            ax = _norm_axis(axis, a.ndim)
-            shape = [1] * a.ndim
-            shape[ax[0]] = a.shape[ax[0]]
-            weights = reshape(weights, shape)
-        wsum = sum(broadcast_to(weights, a.shape), axis, keepdims=keepdims)
+        a, weights = _promote_only(a, asarray(weights) if not _is_array(weights) else weights,
+                                   kind="inexact")
+        wv = _aval(weights)
+        if wv.shape != av.shape:
+            if axis is None:
+                raise FunctxTypeError(f"average: axis must be given when the shapes of a "
+                                      f"{av.str_short()} and weights {wv.str_short()} differ"
+                                      f"{_loc()}")
+            user = tuple(_canon_axis(x, av.ndim) for x in (
+                axis if isinstance(axis, (tuple, list)) else (axis,)))
+            if wv.shape != tuple(av.shape[x] for x in user):
+                raise FunctxTypeError(f"average: the shape of weights {wv.str_short()} must be "
+                                      f"that of a {av.str_short()} along axis {axis}{_loc()}")
+            weights = transpose(weights, tuple(int(i) for i in np.argsort(user)))
+            weights = reshape(weights, tuple(d if i in axes else 1
+                                             for i, d in enumerate(av.shape)))
+        wsum = sum(weights, axis, keepdims=keepdims)
         avg = true_divide(sum(multiply(a, weights), axis, keepdims=keepdims), wsum)
-    return (avg, wsum) if returned else avg
+    if returned:
+        return avg, broadcast_to(wsum, _aval(avg).shape)
+    return avg
 
 
 def _argreduce(fn, name):
@@ -999,7 +1065,7 @@ def ptp(a, axis=None, keepdims=False):
     return subtract(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
 
 
-def _cumulative(lax_fn, name, promote_ints):
+def _cumulative(lax_fn, name):
     def f(a, axis=None, dtype=None):
         a = asarray(a) if not _is_array(a) else a
         if axis is None:
@@ -1007,18 +1073,53 @@ def _cumulative(lax_fn, name, promote_ints):
             axis = 0
         av = _aval(a)
         (ax,) = _norm_axis(axis, av.ndim)
+        # Like JAX: bools accumulate in the default integer, other dtypes in themselves.
         dt = dtypes.canonicalize(dtype) if dtype is not None else (
-            _sum_dtype(av.dtype) if promote_ints else av.dtype)
+            dtypes.default_int if av.dtype == dtypes.bool_ else av.dtype)
         return lax_fn(astype(a, dt), ax)
 
     f.__name__ = name
+    f.__doc__ = (f"``jax.numpy.{name}``: bools accumulate in int32, other dtypes keep theirs.")
     return f
 
 
-cumsum = _cumulative(lax.cumsum, "cumsum", True)
-cumprod = _cumulative(lax.cumprod, "cumprod", True)
-cumulative_sum = cumsum
-cumulative_prod = cumprod
+cumsum = _cumulative(lax.cumsum, "cumsum")
+cumprod = _cumulative(lax.cumprod, "cumprod")
+
+
+def _cumulative_api(fn, name, identity, promote=True):
+    def f(x, /, *, axis=None, dtype=None, include_initial=False):
+        x = asarray(x) if not _is_array(x) else x
+        av = _aval(x)
+        if av.ndim == 0:
+            raise FunctxTypeError(f"{name} needs an array of rank >= 1, got {av.str_short()}"
+                                  f"{_loc()}")
+        if axis is None:
+            if av.ndim > 1:
+                raise FunctxTypeError(f"{name}: axis must be given for an array of rank "
+                                      f"{av.ndim}{_loc()}")
+            x = ravel(x)
+            axis = 0
+        (ax,) = _norm_axis(axis, _aval(x).ndim)
+        # Like JAX: cumulative_sum promotes like sum (small integers and bools to int32);
+        # cumulative_prod like cumprod (only bools, to int32).
+        xdt = _aval(x).dtype
+        dt = dtypes.canonicalize(dtype) if dtype is not None else (
+            _sum_dtype(xdt) if promote else dtypes.default_int if xdt == dtypes.bool_ else xdt)
+        out = fn(astype(x, dt), ax)
+        if include_initial:
+            shape = list(_aval(out).shape)
+            shape[ax] = 1
+            out = concatenate([full(tuple(shape), identity, dt), out], axis=ax)
+        return out
+
+    f.__name__ = name
+    f.__doc__ = f"``jax.numpy.{name}`` (the array API's cumulative reduction)."
+    return f
+
+
+cumulative_sum = _cumulative_api(cumsum, "cumulative_sum", 0)
+cumulative_prod = _cumulative_api(cumprod, "cumulative_prod", 1, promote=False)
 
 
 def nansum(a, axis=None, dtype=None, keepdims=False):
@@ -1029,12 +1130,25 @@ def nanmean(a, axis=None, dtype=None, keepdims=False):
     return mean(a, axis, dtype, keepdims=keepdims, where=logical_not(isnan(a)))
 
 
+def _nan_extremum(fn, fill, a, axis, keepdims):
+    a = asarray(a) if not _is_array(a) else a
+    dt = _aval(a).dtype
+    if dt not in dtypes.FLOATS:
+        return fn(a, axis, keepdims=keepdims)
+    nan = isnan(a)
+    out = fn(where(nan, full((), fill, dt), a), axis, keepdims=keepdims)
+    # Like JAX: a slice of NaNs only gives NaN.
+    return where(all(nan, axis, keepdims=keepdims), full((), np.nan, dt), out)
+
+
 def nanmax(a, axis=None, keepdims=False):
-    return max(where(isnan(a), full((), -np.inf, _aval(a).dtype), a), axis, keepdims=keepdims)
+    """``max`` ignoring NaNs (NaN where every element is NaN), like ``jax.numpy.nanmax``."""
+    return _nan_extremum(max, -np.inf, a, axis, keepdims)
 
 
 def nanmin(a, axis=None, keepdims=False):
-    return min(where(isnan(a), full((), np.inf, _aval(a).dtype), a), axis, keepdims=keepdims)
+    """``min`` ignoring NaNs (NaN where every element is NaN), like ``jax.numpy.nanmin``."""
+    return _nan_extremum(min, np.inf, a, axis, keepdims)
 
 
 # --- shape manipulation --------------------------------------------------------------------------
@@ -1059,7 +1173,8 @@ def reshape(a, shape=None, order="C", *, newshape=None):
     av = _aval(a)
     shape = list(_shape(shape)) if not isinstance(shape, (int, np.integer)) else [int(shape)]
     if shape.count(-1) > 1:
-        raise FunctxTypeError(f"reshape: can only specify one unknown dimension, got {shape}{_loc()}")
+        raise FunctxTypeError(f"reshape: can only specify one unknown dimension, got {shape}"
+                              f"{_loc()}")
     if -1 in shape:
         known = math.prod(s for s in shape if s != -1)
         if known == 0 or av.size % known:
@@ -1078,7 +1193,7 @@ def transpose(a, axes=None):
     nd = _aval(a).ndim
     if axes is None:
         axes = tuple(range(nd))[::-1]
-    axes = tuple(operator.index(x) % nd for x in axes) if nd else ()
+    axes = tuple(_canon_axis(x, nd) for x in axes)
     if sorted(axes) != list(range(nd)):
         raise FunctxTypeError(f"transpose: axes {axes} are not a permutation of {nd} axes{_loc()}")
     return lax.transpose(a, axes)
@@ -1094,8 +1209,13 @@ def matrix_transpose(x, /):
 def moveaxis(a, source, destination):
     a = asarray(a) if not _is_array(a) else a
     nd = _aval(a).ndim
-    src = [s % nd for s in ((source,) if isinstance(source, int) else source)]
-    dst = [d % nd for d in ((destination,) if isinstance(destination, int) else destination)]
+    src = [_canon_axis(s, nd, "moveaxis source")
+           for s in ((source,) if isinstance(source, (int, np.integer)) else source)]
+    dst = [_canon_axis(d, nd, "moveaxis destination")
+           for d in ((destination,) if isinstance(destination, (int, np.integer)) else destination)]
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise FunctxTypeError(f"moveaxis: repeated axis in source {source} or destination "
+                              f"{destination}{_loc()}")
     if len(src) != len(dst):
         raise FunctxTypeError(f"moveaxis: source {source} and destination {destination} must have "
                               f"the same number of elements{_loc()}")
@@ -1109,7 +1229,7 @@ def swapaxes(a, axis1, axis2):
     a = asarray(a) if not _is_array(a) else a
     nd = _aval(a).ndim
     perm = list(range(nd))
-    i, j = axis1 % nd, axis2 % nd
+    i, j = _canon_axis(axis1, nd, "swapaxes axis1"), _canon_axis(axis2, nd, "swapaxes axis2")
     perm[i], perm[j] = perm[j], perm[i]
     return lax.transpose(a, tuple(perm))
 
@@ -1131,9 +1251,9 @@ def squeeze(a, axis=None):
 
 def expand_dims(a, axis):
     a = asarray(a) if not _is_array(a) else a
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     n = _aval(a).ndim + len(axes)
-    dims = sorted(d % n for d in axes)
+    dims = sorted(_canon_axis(d, n, "expand_dims axis") for d in axes)
     if len(set(dims)) != len(dims):
         raise FunctxTypeError(f"expand_dims: repeated axis in {axis}{_loc()}")
     return lax.expand_dims(a, tuple(dims))
@@ -1175,7 +1295,7 @@ def concatenate(arrays, axis=0, dtype=None):
         axis = 0
     if _aval(arrays[0]).ndim == 0:
         raise FunctxTypeError(f"zero-dimensional arrays cannot be concatenated{_loc()}")
-    arrays = _promote("concatenate", *arrays) if len(arrays) > 1 else arrays
+    arrays = _promote_only(*arrays) if len(arrays) > 1 else arrays
     if dtype is not None:
         arrays = [astype(a, dtype) for a in arrays]
     nd = _aval(arrays[0]).ndim
@@ -1184,11 +1304,14 @@ def concatenate(arrays, axis=0, dtype=None):
             raise FunctxTypeError(
                 "concatenate: all the input arrays must have the same number of dimensions, got "
                 f"{', '.join(_aval(x).str_short() for x in arrays)}{_loc()}")
-    return lax.concatenate(arrays, axis % nd)
+    return lax.concatenate(arrays, _canon_axis(axis, nd, "concatenate axis"))
 
 
-def _promote_only(*arrays):
+def _promote_only(*arrays, kind=None):
+    """Promote dtypes only (no broadcasting); ``kind="inexact"`` then maps to a float dtype."""
     dt, weak = dtypes.result_type(*[(_aval(a).dtype, _aval(a).weak_type) for a in arrays])
+    if kind == "inexact":
+        dt = _inexact(dt)
     return [lax.convert_element_type(a, dt, weak) if _aval(a).dtype != dt else a for a in arrays]
 
 
@@ -1205,7 +1328,7 @@ def stack(arrays, axis=0, dtype=None):
         raise FunctxTypeError(f"stack: all input arrays must have the same shape, got "
                               f"{', '.join(_aval(a).str_short() for a in arrays)}{_loc()}")
     nd = _aval(arrays[0]).ndim + 1
-    axis = axis % nd
+    axis = _canon_axis(axis, nd, "stack axis")
     arrays = _promote_only(*arrays)
     if dtype is not None:
         arrays = [astype(a, dtype) for a in arrays]
@@ -1234,9 +1357,11 @@ def column_stack(tup):
 
 
 def split(ary, indices_or_sections, axis=0):
+    """Split into equal sections or at indices, like ``numpy.split`` (negative or decreasing
+    indices follow NumPy; JAX rejects them)."""
     ary = asarray(ary) if not _is_array(ary) else ary
     av = _aval(ary)
-    axis = axis % av.ndim
+    axis = _canon_axis(axis, av.ndim, "split axis")
     n = av.shape[axis]
     if isinstance(indices_or_sections, (int, np.integer)):
         k = int(indices_or_sections)
@@ -1245,7 +1370,9 @@ def split(ary, indices_or_sections, axis=0):
                                   f"axis of size {n} into {k} sections{_loc()}")
         bounds = [i * (n // k) for i in range(k + 1)]
     else:
-        bounds = [0] + [builtins.min(builtins.max(int(i), 0), n) for i in indices_or_sections] + [n]
+        # NumPy's rules: negative indices count from the end, then clip into [0, n].
+        bounds = [0] + [builtins.min(builtins.max(int(i) + n if int(i) < 0 else int(i), 0), n)
+                        for i in indices_or_sections] + [n]
     return [lax.slice_in_dim(ary, bounds[i], builtins.max(bounds[i + 1], bounds[i]), 1, axis)
             for i in range(len(bounds) - 1)]
 
@@ -1286,24 +1413,40 @@ def tile(A, reps):
 
 
 def repeat(a, repeats, axis=None, *, total_repeat_length=None):
+    """Repeat elements along ``axis``, like ``jax.numpy.repeat``. Array ``repeats`` must be
+    concrete unless ``total_repeat_length`` (the static output length) is given: then the
+    result is truncated, or padded by repeating the last element, to that length."""
     a = asarray(a) if not _is_array(a) else a
     if axis is None:
         a = ravel(a)
         axis = 0
     av = _aval(a)
-    axis = axis % av.ndim
-    if isinstance(repeats, (int, np.integer)):
-        r = int(repeats)
-        shape = av.shape[:axis + 1] + (r,) + av.shape[axis + 1:]
-        dims = tuple(range(axis + 1)) + tuple(range(axis + 2, av.ndim + 1))
-        out = lax.broadcast_in_dim(a, shape, dims)
-        return lax.reshape(out, av.shape[:axis] + (av.shape[axis] * r,) + av.shape[axis + 1:])
-    reps = np.asarray(repeats) if not isinstance(repeats, Tracer) else None
-    if reps is None:
-        raise FunctxTypeError(f"repeat with traced repeats has a data-dependent shape{_loc()}; "
-                              "pass a concrete array or an int")
-    idx = np.repeat(np.arange(av.shape[axis]), np.broadcast_to(reps, (av.shape[axis],)))
-    return take(a, Array.from_value(idx.astype(np.int32)), axis=axis)
+    axis = _canon_axis(axis, av.ndim, "repeat axis")
+    n = av.shape[axis]
+    if total_repeat_length is None:
+        if isinstance(repeats, Tracer):
+            raise FunctxTypeError(f"repeat with traced repeats has a data-dependent shape"
+                                  f"{_loc()}; pass a concrete array or an int, or give "
+                                  "total_repeat_length")
+        reps = np.asarray(repeats)
+        if reps.ndim == 0:
+            r = int(reps)
+            shape = av.shape[:axis + 1] + (r,) + av.shape[axis + 1:]
+            dims = tuple(range(axis + 1)) + tuple(range(axis + 2, av.ndim + 1))
+            out = lax.broadcast_in_dim(a, shape, dims)
+            return lax.reshape(out, av.shape[:axis] + (n * r,) + av.shape[axis + 1:])
+        idx = np.repeat(np.arange(n), np.broadcast_to(reps.ravel(), (n,)))
+        return take(a, Array.from_value(idx.astype(np.int32)), axis=axis)
+    # A static output length: JAX's construction, which works for traced repeats.
+    total = operator.index(total_repeat_length)
+    if total == 0 or n == 0:
+        return a if n == 0 else zeros(av.shape[:axis] + (0,) + av.shape[axis + 1:], av.dtype)
+    reps = broadcast_to(ravel(asarray(repeats)), (n,))
+    exclusive = roll(reps, 1).at[0].set(0)
+    starts = cumsum(exclusive)
+    marks = zeros((total,), dtypes.int32).at[starts].add(1)
+    idx = subtract(cumsum(marks), 1)
+    return take(a, idx, axis=axis)
 
 
 def flip(m, axis=None):
@@ -1329,7 +1472,7 @@ def roll(a, shift, axis=None):
         shifts = shifts * len(axes)
     for s, ax in zip(shifts, axes):
         av = _aval(a)
-        ax = ax % av.ndim
+        ax = _canon_axis(ax, av.ndim, "roll axis")
         n = av.shape[ax]
         if n == 0:
             continue
@@ -1386,7 +1529,7 @@ def take(a, indices, axis=None, mode=None, fill_value=None):
         a = ravel(a)
         axis = 0
     av = _aval(a)
-    axis = axis % av.ndim
+    axis = _canon_axis(axis, av.ndim, "take axis")
     idx = (slice(None),) * axis + (asarray(indices),)
     return indexing.getitem(a, idx, mode=mode or "fill", fill_value=fill_value)
 
@@ -1402,7 +1545,7 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
     if av.ndim != iv.ndim:
         raise FunctxTypeError(f"take_along_axis: indices {iv.str_short()} and array "
                               f"{av.str_short()} must have the same rank{_loc()}")
-    axis = axis % av.ndim
+    axis = _canon_axis(axis, av.ndim, "take_along_axis axis")
     idx = []
     for i in range(av.ndim):
         if i == axis:
@@ -1423,7 +1566,8 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
 def diagonal(a, offset=0, axis1=0, axis2=1):
     a = asarray(a) if not _is_array(a) else a
     av = _aval(a)
-    a = moveaxis(a, (axis1 % av.ndim, axis2 % av.ndim), (-2, -1))
+    a = moveaxis(a, (_canon_axis(axis1, av.ndim, "diagonal axis1"),
+                     _canon_axis(axis2, av.ndim, "diagonal axis2")), (-2, -1))
     n, m = _aval(a).shape[-2:]
     k = builtins.max(0, builtins.min(n + builtins.min(offset, 0), m - builtins.max(offset, 0)))
     rows = np.arange(k) - builtins.min(offset, 0)
@@ -1530,8 +1674,17 @@ def vdot(a, b):
     return dot(ravel(a), ravel(b))
 
 
-def vecdot(x1, x2, /, *, axis=-1):
-    return sum(multiply(x1, x2), axis=axis)
+def vecdot(x1, x2, /, *, axis=-1, preferred_element_type=None):
+    """Dot products of vectors along ``axis`` (broadcasting the rest), like ``jax.numpy.vecdot``:
+    the result dtype is the promoted input dtype (bool stays bool, int8 stays int8)."""
+    x1, x2 = _promote_dot("vecdot", x1, x2)
+    s1, s2 = _aval(x1).shape, _aval(x2).shape
+    if not s1 or not s2 or s1[axis] != s2[axis]:
+        raise FunctxTypeError(f"vecdot: axes must match; got shapes {s1} and {s2} with "
+                              f"axis={axis}{_loc()}")
+    dt = _aval(x1).dtype if preferred_element_type is None else \
+        dtypes.canonicalize(preferred_element_type)
+    return sum(multiply(astype(x1, dt), astype(x2, dt)), axis=axis, dtype=dt)
 
 
 def inner(a, b):
@@ -1555,8 +1708,8 @@ def tensordot(a, b, axes=2):
     ax_a, ax_b = axes
     ax_a = (ax_a,) if isinstance(ax_a, int) else tuple(ax_a)
     ax_b = (ax_b,) if isinstance(ax_b, int) else tuple(ax_b)
-    ax_a = tuple(x % av.ndim for x in ax_a)
-    ax_b = tuple(x % bv.ndim for x in ax_b)
+    ax_a = tuple(_canon_axis(x, av.ndim, "tensordot axis") for x in ax_a)
+    ax_b = tuple(_canon_axis(x, bv.ndim, "tensordot axis") for x in ax_b)
     return lax.dot_general(a, b, ((ax_a, ax_b), ((), ())))
 
 
@@ -1571,6 +1724,10 @@ def kron(a, b):
 
 
 def einsum(subscripts, *operands, optimize=None, preferred_element_type=None):
-    from functx.numpy.einsum import einsum as _einsum
+    """Einstein summation, like ``jax.numpy.einsum`` (``optimize`` is ignored: operands are
+    contracted left to right)."""
+    # Imported by name from sys.modules: ``functx.numpy.einsum`` is this function, not the module.
+    import importlib
 
-    return _einsum(subscripts, *operands, preferred_element_type=preferred_element_type)
+    impl = importlib.import_module("functx.numpy.einsum").einsum
+    return impl(subscripts, *operands, preferred_element_type=preferred_element_type)

@@ -61,8 +61,15 @@ def _diagonal(x, term):
         n = get_aval(x).shape[i]
         x = jnp.moveaxis(x, (i, j), (-2, -1))
         eye = jnp.eye(n, dtype=dtypes.bool_)
-        x = jnp.sum(jnp.where(eye, x, jnp.zeros((), get_aval(x).dtype)), axis=-1)
+        x = _sum(jnp.where(eye, x, jnp.zeros((), get_aval(x).dtype)), (-1,))
         term = term[:i] + term[i + 1:j] + term[j + 1:] + dup
+
+
+def _sum(x, axes):
+    """Sum in the operand's own dtype, as a contraction does (bools: logical or, like JAX)."""
+    from functx.numpy import _core as jnp
+
+    return jnp.sum(x, axis=tuple(axes), dtype=get_aval(x).dtype)
 
 
 def einsum(subscripts, *operands, preferred_element_type=None):
@@ -104,7 +111,7 @@ def einsum(subscripts, *operands, preferred_element_type=None):
                 others |= set(t2)
         axes = tuple(i for i, c in enumerate(t) if c not in others)
         if axes:
-            o = lax.reduce_sum(o, axes)
+            o = _sum(o, axes)
             t = "".join(c for c in t if c not in [t[i] for i in axes])
         pending[k] = (o, t)
 
@@ -123,7 +130,7 @@ def einsum(subscripts, *operands, preferred_element_type=None):
     # Sum what the output does not keep, then order the axes like the output.
     axes = tuple(i for i, c in enumerate(at) if c not in out)
     if axes:
-        acc = lax.reduce_sum(acc, axes)
+        acc = _sum(acc, axes)
         at = "".join(c for c in at if c in out)
     acc = lax.transpose(acc, tuple(at.index(c) for c in out))
     if preferred_element_type is not None:

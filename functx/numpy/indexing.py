@@ -48,6 +48,9 @@ def _expand(idx, ndim):
         idx = (idx,)
     items = []
     for it in idx:
+        if isinstance(it, (bool, np.bool_)):
+            items.append(("mask0", bool(it)))
+            continue
         if isinstance(it, (Array, np.ndarray)) and np.asarray(it).dtype == np.bool_:
             mask = np.asarray(it)
             if mask.ndim == 0:
@@ -83,7 +86,7 @@ def _parse(x, idx):
     ndim = get_aval(x).ndim
     items = _expand(idx, ndim)
     # A 0-d boolean index adds an axis of size 1 (True) or 0 (False), like NumPy.
-    new_axes, per_axis, mask0 = [], [], []
+    new_axes, per_axis = [], []
     for it in items:
         if it is None or (isinstance(it, tuple) and it and it[0] == "mask0"):
             new_axes.append(len(per_axis))
@@ -166,7 +169,8 @@ def getitem(x, idx, mode=None, fill_value=None):
             a = jnp.where(lax.lt(a, 0), lax.add(a, np.asarray(dims[ax], av.dtype)[()]
                                                if not av.weak_type else dims[ax]), a)
         norm.append(jnp.astype(a, dtypes.int32) if get_aval(a).dtype != dtypes.int64 else a)
-    idx_dtype = dtypes.int64 if any(get_aval(a).dtype == dtypes.int64 for a in norm) else dtypes.int32
+    wide = any(get_aval(a).dtype == dtypes.int64 for a in norm)
+    idx_dtype = dtypes.int64 if wide else dtypes.int32
     norm = [jnp.astype(a, idx_dtype) for a in norm]
     norm = jnp.broadcast_arrays(*norm)
     bshape = get_aval(norm[0]).shape
@@ -206,10 +210,17 @@ def scatter_update(x, idx, values, mode):
     x = x if isinstance(x, (Array, Tracer)) else Array.from_value(x)
     xv = get_aval(x)
     values = jnp.asarray(values) if not isinstance(values, (Array, Tracer)) else values
+    dt = jnp.result_type(x, values)
+    if dt != xv.dtype:
+        # Like JAX: update in the promoted dtype, then convert back (so an int32 array's
+        # .at[i].add(2.5) adds 2.5 and truncates the sum, rather than adding 2).
+        out = scatter_update(lax.convert_element_type(x, dt), idx,
+                             lax.convert_element_type(values, dt), mode)
+        return lax.convert_element_type(out, xv.dtype, xv.weak_type)
     values = lax.convert_element_type(values, xv.dtype, xv.weak_type) \
         if get_aval(values).dtype != xv.dtype else values
     raw = idx if isinstance(idx, tuple) else (idx,)
-    if not any(i is None for i in raw) and not any(isinstance(i, (Array, Tracer, np.ndarray, list)) for i in raw):
+    if not any(i is None or isinstance(i, (Array, Tracer, np.ndarray, list)) for i in raw):
         items = _expand(idx, xv.ndim)
         if _static_basic(items):
             return _update_static(x, items, values, mode)

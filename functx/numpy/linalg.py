@@ -1,75 +1,118 @@
-"""``functx.numpy.linalg``: norms (and matrix products re-exported from functx.numpy)."""
+"""``functx.numpy.linalg``: norms (and matrix products re-exported from functx.numpy).
+
+Differences from ``jax.numpy.linalg`` (deliberate):
+
+* The matrix norms ``ord=2``, ``ord=-2`` and ``ord='nuc'`` need a singular value decomposition,
+  which functx's primitive set does not have: they raise ``FunctxTypeError``.
+* The 2-norm is ``sqrt(sum(x * x))`` with a derivative of 0 (JAX's is NaN) where the norm is 0; the
+  values are the same.
+"""
 
 from __future__ import annotations
+
+import operator
 
 from functx.errors import FunctxTypeError, where
 from functx.numpy import _core as jnp
 
 
-def _safe_sqrt_sumsq(x, axis, keepdims):
-    # sqrt(sum(x^2)) with a gradient of 0 (not NaN) at x == 0, as JAX's norm has.
+def _sqrt_sumsq(x, axis, keepdims):
+    # sqrt(sum(x^2)), with a gradient of 0 (not NaN) where the sum is 0.
     s = jnp.sum(jnp.multiply(x, x), axis=axis, keepdims=keepdims)
     zero = jnp.equal(s, 0)
     safe = jnp.where(zero, jnp.ones_like(s), s)
     return jnp.where(zero, jnp.zeros_like(s), jnp.sqrt(safe))
 
 
+def _canon_axis(a, ndim):
+    a = operator.index(a)
+    if not -ndim <= a < ndim:
+        raise FunctxTypeError(f"norm: axis {a} is out of bounds for an array of rank {ndim}"
+                              f"{where()}")
+    return a % ndim
+
+
 def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002
-    """Vector norms (any ord) and matrix Frobenius/1/inf norms, like ``jax.numpy.linalg.norm``."""
-    x = jnp.asarray(x)
-    if x.dtype not in (jnp.float16, jnp.bfloat16, jnp.float32, jnp.float64):
-        x = jnp.astype(x, jnp.float32)
+    """Vector and matrix norms, like ``jax.numpy.linalg.norm``.
+
+    Arguments:
+      x: the array; integers and bools are promoted to a float dtype first.
+      ord: the order: for vectors any number, ``inf`` or ``-inf``; for matrices ``None``/``'fro'``,
+        ``1``, ``-1``, ``inf``, ``-inf`` (``2``, ``-2`` and ``'nuc'`` are not supported).
+      axis: ``None`` (all axes), an int (vector norm) or a pair (matrix norm).
+      keepdims: keep the reduced axes with size 1.
+    Returns:
+      The norm, an array of the promoted float dtype.
+    Example:
+      >>> functx.numpy.linalg.norm(functx.numpy.array([3.0, 4.0]))
+      Array(5., dtype=float32)
+    """
+    x = jnp.asarray(x) if not jnp._is_array(x) else x
+    (x,) = jnp._promote_float("norm", x)
+    ndim = x.ndim
     if axis is None:
         if ord is None:
-            out = _safe_sqrt_sumsq(jnp.ravel(x), 0, False)
-            return jnp.reshape(out, (1,) * x.ndim) if keepdims else out
-        axis = tuple(range(x.ndim))
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
-    if len(axes) == 1:
-        ax = axes[0]
-        if ord is None or ord == 2:
-            return _safe_sqrt_sumsq(x, ax, keepdims)
-        if ord == jnp.inf:
-            return jnp.max(jnp.abs(x), axis=ax, keepdims=keepdims)
-        if ord == -jnp.inf:
-            return jnp.min(jnp.abs(x), axis=ax, keepdims=keepdims)
-        if ord == 0:
-            return jnp.sum(jnp.astype(jnp.not_equal(x, 0), x.dtype), axis=ax, keepdims=keepdims)
-        if ord == 1:
-            return jnp.sum(jnp.abs(x), axis=ax, keepdims=keepdims)
-        p = float(ord)
-        return jnp.power(jnp.sum(jnp.power(jnp.abs(x), p), axis=ax, keepdims=keepdims), 1.0 / p)
-    if len(axes) == 2:
-        r, c = (a % x.ndim for a in axes)
-        if ord in (None, "fro"):
-            return _safe_sqrt_sumsq(x, (r, c), keepdims)
-        if ord == 1:
-            s = jnp.sum(jnp.abs(x), axis=r, keepdims=True)
-            out = jnp.max(s, axis=c, keepdims=True)
-        elif ord == -1:
-            s = jnp.sum(jnp.abs(x), axis=r, keepdims=True)
-            out = jnp.min(s, axis=c, keepdims=True)
-        elif ord == jnp.inf:
-            s = jnp.sum(jnp.abs(x), axis=c, keepdims=True)
-            out = jnp.max(s, axis=r, keepdims=True)
-        elif ord == -jnp.inf:
-            s = jnp.sum(jnp.abs(x), axis=c, keepdims=True)
-            out = jnp.min(s, axis=r, keepdims=True)
-        else:
-            raise FunctxTypeError(f"norm: matrix ord={ord!r} is not supported (needs an SVD)"
-                                  f"{where()}")
-        return out if keepdims else jnp.squeeze(out, (r, c))
-    raise FunctxTypeError(f"norm: axis must be an int or a pair, got {axis!r}{where()}")
+            return _sqrt_sumsq(x, None, keepdims)
+        axis = tuple(range(ndim))
+    elif isinstance(axis, tuple):
+        axis = tuple(_canon_axis(a, ndim) for a in axis)
+    else:
+        axis = (_canon_axis(axis, ndim),)
+    if len(axis) == 1:
+        return vector_norm(x, ord=2 if ord is None else ord, axis=axis, keepdims=keepdims)
+    if len(axis) == 2:
+        row, col = axis
+        if ord is None or ord in ("f", "fro"):
+            return _sqrt_sumsq(x, axis, keepdims)
+        if ord in (1, -1):
+            if not keepdims and col > row:
+                col -= 1
+            s = jnp.sum(jnp.abs(x), axis=row, keepdims=keepdims)
+            if ord == 1:
+                return jnp.max(s, axis=col, keepdims=keepdims, initial=0)
+            return jnp.min(s, axis=col, keepdims=keepdims)
+        if ord in (jnp.inf, -jnp.inf):
+            if not keepdims and row > col:
+                row -= 1
+            s = jnp.sum(jnp.abs(x), axis=col, keepdims=keepdims)
+            if ord == jnp.inf:
+                return jnp.max(s, axis=row, keepdims=keepdims, initial=0)
+            return jnp.min(s, axis=row, keepdims=keepdims)
+        if ord in ("nuc", 2, -2):
+            raise FunctxTypeError(f"norm: matrix ord={ord!r} needs a singular value "
+                                  f"decomposition, which functx does not have{where()}")
+        raise FunctxTypeError(f"norm: invalid order {ord!r} for a matrix norm{where()}")
+    raise FunctxTypeError(f"norm: improper number of axes {axis}: pass one axis for a vector "
+                          f"norm or two for a matrix norm{where()}")
 
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):  # noqa: A002
-    if axis is None:
-        x = jnp.ravel(x)
-        axis = 0
-    return norm(x, ord, axis, keepdims)
+    """The vector norm over ``axis`` (None: all axes; a tuple: those axes flattened), like
+    ``jax.numpy.linalg.vector_norm``. As in JAX, ``ord`` 1 and ``inf`` keep an integer dtype."""
+    x = jnp.asarray(x) if not jnp._is_array(x) else x
+    if ord is None or ord == 2:
+        return _sqrt_sumsq(x, axis, keepdims)
+    if ord == jnp.inf:
+        return jnp.max(jnp.abs(x), axis=axis, keepdims=keepdims, initial=0)
+    if ord == -jnp.inf:
+        return jnp.min(jnp.abs(x), axis=axis, keepdims=keepdims)
+    if ord == 0:
+        if x.dtype not in (jnp.float16, jnp.bfloat16, jnp.float32, jnp.float64):
+            raise FunctxTypeError(f"vector_norm: ord=0 needs a float array, got "
+                                  f"{x.aval.str_short()}{where()}")
+        return jnp.sum(jnp.not_equal(x, 0), dtype=x.dtype, axis=axis, keepdims=keepdims)
+    if ord == 1:
+        return jnp.sum(jnp.abs(x), axis=axis, keepdims=keepdims)
+    if isinstance(ord, str):
+        raise FunctxTypeError(f"vector_norm: invalid order {ord!r}{where()}")
+    (ax,) = jnp._promote_float("vector_norm", jnp.abs(x))
+    p = float(ord)
+    out = jnp.sum(jnp.power(ax, jnp.asarray(p, ax.dtype)), axis=axis, keepdims=keepdims)
+    return jnp.power(out, jnp.asarray(1.0 / p, ax.dtype))
 
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):  # noqa: A002
+    """``norm(x, ord, axis=(-2, -1))``, like ``jax.numpy.linalg.matrix_norm``."""
     return norm(x, ord, (-2, -1), keepdims)
 
 
