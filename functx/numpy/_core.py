@@ -243,6 +243,9 @@ def _promote(name, *args, kind=None):
     integer or bool result dtype to a float (JAX's ``promote_args_inexact``), ``kind="numeric"``
     a bool one to int32 (``promote_args_numeric``); Python scalars convert straight to the final
     dtype (so ``uint8_array / -2`` divides by -2.0, not by 254)."""
+    fast = _promote_fast(args, kind)
+    if fast is not None:
+        return fast
     avals = [_aval(a) for a in args]
     dt, weak = dtypes.result_type(*[(a.dtype, a.weak_type) for a in avals])
     if kind == "inexact":
@@ -275,6 +278,42 @@ def _promote(name, *args, kind=None):
             a = lax.broadcast_in_dim(a, shape, tuple(range(n, len(shape))))
         out.append(a)
     return out
+
+
+def _promote_fast(args, kind):
+    """The eager fast path of _promote for the common cases: concrete float arrays of one aval,
+    or a float array and a Python scalar. None when the general path is needed."""
+    if len(args) == 1:
+        a = args[0]
+        if type(a) is Array and (kind is None or a.aval.dtype in dtypes.FLOATS):
+            return [a]
+        return None
+    if len(args) != 2:
+        return None
+    x, y = args
+    tx, ty = type(x), type(y)
+    if tx is Array and ty is Array:
+        ax, ay = x.aval, y.aval
+        if ax.shape == ay.shape and ax.dtype == ay.dtype and (
+                kind is None or ax.dtype in dtypes.FLOATS) and ax.weak_type == ay.weak_type:
+            return [x, y]
+        return None
+    if tx is Array and ty in (float, int):
+        arr, scalar, first = x, y, True
+    elif ty is Array and tx in (float, int):
+        arr, scalar, first = y, x, False
+    else:
+        return None
+    av = arr.aval
+    if av.dtype not in dtypes.FLOATS:
+        return None
+    if av.weak_type:
+        if av.dtype != dtypes.default_float:
+            return None
+        conv = float(scalar)
+    else:
+        conv = np.asarray(scalar, av.dtype)[()]
+    return [arr, conv] if first else [conv, arr]
 
 
 def _promote_float(name, *args):
@@ -884,7 +923,8 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
     axes = _norm_axis(axis, av.ndim)
     dt = _sum_dtype(av.dtype) if dtype is None else dtypes.canonicalize(dtype)
     a = astype(a, dt)
-    a = _where_arg(a, where, zeros((), dt))
+    if where is not None:
+        a = _where_arg(a, where, zeros((), dt))
     r = lax.reduce_sum(a, axes) if dt != dtypes.bool_ else lax.reduce_or(a, axes)
     if initial is not None:
         r = add(r, astype(initial, dt))
@@ -897,7 +937,8 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
     axes = _norm_axis(axis, av.ndim)
     dt = _sum_dtype(av.dtype) if dtype is None else dtypes.canonicalize(dtype)
     a = astype(a, dt)
-    a = _where_arg(a, where, ones((), dt))
+    if where is not None:
+        a = _where_arg(a, where, ones((), dt))
     r = lax.reduce_prod(a, axes) if dt != dtypes.bool_ else lax.reduce_and(a, axes)
     if initial is not None:
         r = multiply(r, astype(initial, dt))
