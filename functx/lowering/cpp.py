@@ -519,7 +519,7 @@ class CppProgram:
         acc_names: dict = {}
         row_off = _ic(flat_offset(rv, rows)) if rows else "0"
         for p, red_nodes in enumerate(k.passes):
-            decls, updates, finals = [], [], []
+            decls, updates = [], []
             hoist = Emitter("    ", prefix=f"h{p}_")
             em = Emitter("      " + "  " * max(len(inner) - 1, 0))
             em.acc_names = acc_names
@@ -591,7 +591,6 @@ class CppProgram:
                                        needs_jflat=has_arg,
                                        simd_clauses=None if has_arg else clauses)
             lines += ["    " + q for q in post]
-            del finals
         # stores of the reductions that own buffers used outside the row
         for r in [r for p in k.passes for r in p]:
             lines.append(f"    {_store(r.buf, row_off, acc_names[(r.id, 0)], r.dtype)}")
