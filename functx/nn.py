@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from functx import dtypes, lax
+from functx.custom_derivatives import custom_jvp
 from functx import numpy as jnp
 from functx.errors import FunctxTypeError
 from functx.errors import where as _loc
@@ -29,10 +30,22 @@ def _float(x):
     return x
 
 
-def relu(x):
+def _relu(x):
     """``max(x, 0)``; the derivative at 0 is 0, like JAX's."""
     x = _arr(x)
     return jnp.maximum(x, jnp.zeros((), x.dtype))
+
+
+def _relu_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    x = _arr(x)
+    # the derivative is 1 where x > 0 and 0 elsewhere, including at 0 (JAX's choice)
+    return _relu(x), lax.select(x > 0, t, lax.full_like(t, 0))
+
+
+relu = custom_jvp(_relu)
+relu.defjvp(_relu_jvp)
+relu.__name__ = "relu"
 
 
 def relu6(x):

@@ -1592,14 +1592,14 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
         if i == axis:
             idx.append(indices)
         else:
-            shape = [1] * av.ndim
-            shape[i] = av.shape[i] if iv.shape[i] != 1 or av.shape[i] == 1 else 1
-            if iv.shape[i] not in (1, av.shape[i]):
+            # array and indices broadcast against each other off the axis, as in NumPy
+            n = builtins.max(av.shape[i], iv.shape[i])
+            if iv.shape[i] not in (1, n) or av.shape[i] not in (1, n):
                 raise FunctxTypeError(f"take_along_axis: indices {iv.str_short()} do not "
                                       f"broadcast against {av.str_short()}{_loc()}")
-            n = builtins.max(iv.shape[i], 1) if iv.shape[i] != 1 else 1
-            shape[i] = n if iv.shape[i] != 1 else 1
-            idx.append(lax.broadcasted_iota(dtypes.int32, tuple(shape), i) if shape[i] > 1
+            shape = [1] * av.ndim
+            shape[i] = n
+            idx.append(lax.broadcasted_iota(dtypes.int32, tuple(shape), i) if av.shape[i] > 1
                        else zeros(tuple(shape), dtypes.int32))
     return indexing.getitem(arr, tuple(idx), mode=mode or "fill", fill_value=fill_value)
 
@@ -1626,7 +1626,7 @@ def diag(v, k=0):
         r = lax.broadcasted_iota(dtypes.int32, (n, n), 0)
         c = lax.broadcasted_iota(dtypes.int32, (n, n), 1)
         vv = pad(v, (builtins.max(-k, 0), builtins.max(k, 0)))
-        src = broadcast_to(vv[None, :] if k >= 0 else vv[:, None], (n, n))
+        src = broadcast_to(vv[:, None], (n, n))  # entry (r, r + k) is vv[r]
         return where(equal(c - r, k), src, zeros((), v.dtype))
     if v.ndim == 2:
         return diagonal(v, k)

@@ -788,15 +788,11 @@ def test_einsum_is_not_shadowed_by_its_module():  # (was: the submodule replaced
     assert callable(fnp.einsum)
 
 
-@pytest.mark.xfail(strict=True, reason="functx/numpy/_core.py diag(v, k>0) takes v[c] instead of "
-                   "v[r] on the k-th diagonal")
 def test_diag_with_positive_offset():
     np.testing.assert_array_equal(fnp.diag(np.array([1.0, 2.0]), k=1),
                                   np.diag(np.array([1.0, 2.0]), k=1))
 
 
-@pytest.mark.xfail(strict=True, reason="functx/numpy/_core.py take_along_axis does not broadcast "
-                   "size-1 index dims against the array (NumPy and JAX do)")
 def test_take_along_axis_broadcasts_indices():
     x = np.arange(6.0).reshape(2, 3)
     idx = np.array([[2, 0]])
@@ -804,8 +800,6 @@ def test_take_along_axis_broadcasts_indices():
                                   np.take_along_axis(x, idx, axis=-1))
 
 
-@pytest.mark.xfail(strict=True, reason="functx/nn.py relu is maximum(x, 0), whose tie rule gives "
-                   "0.5 at 0; JAX's relu has derivative 0 there")
 def test_relu_derivative_at_zero_like_jax():
     assert float(functx.grad(functx.nn.relu)(np.float64(0.0))) == float(
         jgrad(jax.nn.relu)(0.0)) == 0.0
