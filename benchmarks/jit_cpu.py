@@ -55,7 +55,7 @@ def _torch():
         return None
 
 
-# --- workloads: (name, make(np_module-like namespace) -> fn, inputs, bytes moved) -------------------
+# --- workloads: (name, make(np_module-like namespace) -> fn, inputs, bytes moved) ----------------
 def layer_norm(m):
     def f(x):
         mu = m.mean(x, axis=-1, keepdims=True)
@@ -187,38 +187,28 @@ def dispatch(reps):
     return out
 
 
-FIRST_CALL = r"""
+_FIRST_CALL = r"""
 import time, sys
 t0 = time.perf_counter()
 import numpy as np
-sys.path.insert(0, {bench!r})
+sys.path.insert(0, {{bench!r}})
 import per_sample_grads as P
-import functx, functx.numpy as fnp
-from functx import nn as fnn
+{setup}
 rng = np.random.default_rng(0)
 params = P.init(rng)
 xs = rng.standard_normal((P.BATCH, P.SIZES[0])).astype(np.float32)
 ys = rng.integers(0, P.SIZES[-1], P.BATCH).astype(np.int32)
-f = functx.jit(functx.vmap(functx.grad(P.make_loss(fnp, fnn)), in_axes=(None, 0, 0)))
-functx.block_until_ready(f(params, xs, ys))
+{run}
 print(time.perf_counter() - t0)
 """
-
-FIRST_CALL_JAX = r"""
-import time, sys
-t0 = time.perf_counter()
-import numpy as np
-sys.path.insert(0, {bench!r})
-import per_sample_grads as P
-import jax, jax.numpy as jnp
-rng = np.random.default_rng(0)
-params = P.init(rng)
-xs = rng.standard_normal((P.BATCH, P.SIZES[0])).astype(np.float32)
-ys = rng.integers(0, P.SIZES[-1], P.BATCH).astype(np.int32)
-f = jax.jit(jax.vmap(jax.grad(P.make_loss(jnp, jax.nn)), in_axes=(None, 0, 0)))
-jax.block_until_ready(f(params, xs, ys))
-print(time.perf_counter() - t0)
-"""
+FIRST_CALL = _FIRST_CALL.format(
+    setup="import functx, functx.numpy as fnp\nfrom functx import nn as fnn",
+    run="f = functx.jit(functx.vmap(functx.grad(P.make_loss(fnp, fnn)), in_axes=(None, 0, 0)))\n"
+        "functx.block_until_ready(f(params, xs, ys))")
+FIRST_CALL_JAX = _FIRST_CALL.format(
+    setup="import jax, jax.numpy as jnp",
+    run="f = jax.jit(jax.vmap(jax.grad(P.make_loss(jnp, jax.nn)), in_axes=(None, 0, 0)))\n"
+        "jax.block_until_ready(f(params, xs, ys))")
 
 
 def first_call():

@@ -26,3 +26,32 @@ settings.load_profile(os.environ.get("FUNCTX_HYPOTHESIS_PROFILE", "functx"))
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)
+
+
+@pytest.fixture(scope="session")
+def tutorial_output(tmp_path_factory):
+    """``tutorial_output("autodiff.py")``: the stdout of ``tutorials/<name>`` run once per session
+    in a fresh process (shared by the packaging test and the tutorials' own content tests)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    cache: dict = {}
+
+    def run(name: str) -> str:
+        if name not in cache:
+            env = dict(os.environ)
+            env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")]).rstrip(
+                os.pathsep)
+            env.setdefault("JAX_PLATFORMS", "cpu")
+            cache[name] = subprocess.run([sys.executable, str(root / "tutorials" / name)],
+                                         cwd=tmp_path_factory.mktemp("tutorial"), env=env,
+                                         capture_output=True, text=True, timeout=300)
+        proc = cache[name]
+        assert proc.returncode == 0, (f"exit status {proc.returncode}\n--- stdout ---\n"
+                                      f"{proc.stdout[-4000:]}\n--- stderr ---\n"
+                                      f"{proc.stderr[-4000:]}")
+        return proc.stdout
+
+    return run

@@ -114,8 +114,8 @@ TUTORIALS = sorted((ROOT / "tutorials").glob("*.py"))
 
 
 @pytest.mark.parametrize("path", TUTORIALS, ids=[p.name for p in TUTORIALS])
-def test_tutorial_runs(path, tmp_path):
-    check_ran(run_python([str(path)], timeout=300, cwd=tmp_path))
+def test_tutorial_runs(path, tutorial_output):
+    tutorial_output(path.name)
 
 
 # --- CI script ---------------------------------------------------------------------------------
