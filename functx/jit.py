@@ -9,22 +9,16 @@ inlines its Jaxpr instead, so ``grad(jit(f))`` and ``jit(grad(f))`` both work.
 from __future__ import annotations
 
 import functools
-import os
-import sys
-import time
 
 import optree
 
 from functx import tracing
 from functx.core import ClosedJaxpr
 from functx.interpreter import eval_jaxpr
+from functx.lowering.compile import compile_jaxpr
+from functx.lowering.compile import log as _log
 from functx.tracing import Tracer, get_aval, tree_flatten, tree_unflatten
 from functx.transforms import passes
-
-
-def _log(msg):
-    if os.environ.get("FUNCTX_LOG_COMPILES", "") not in ("", "0"):
-        print(f"functx: {msg}", file=sys.stderr)
 
 
 class Lowered:
@@ -44,33 +38,6 @@ class Lowered:
 
     def compile(self):
         return self.executable
-
-
-def compile_jaxpr(closed: ClosedJaxpr, backend: str = "cpu"):
-    """Lower, schedule, generate, compile: an Executable for ``closed`` (``backend``: "cpu" for
-    C++, "triton" for Triton kernels on torch tensors)."""
-    if backend == "triton":
-        from functx.lowering import triton as triton_backend
-
-        t0 = time.perf_counter()
-        exe = triton_backend.compile_triton(closed)
-        _log(f"generated {exe.kernel_count()} Triton kernels in {time.perf_counter() - t0:.2f}s")
-        return triton_backend.JitExecutable(exe)
-    from functx.lowering import cache, cpp, loops, runtime, schedule
-
-    g = loops.lower_jaxpr(closed)
-    kernels = schedule.schedule(g)
-    prog = cpp.CppProgram(g, kernels)
-    src = prog.source()
-    out_specs = [(n.shape, n.dtype) for n in g.outputs]
-    out_map = [("buf", i, aval) for i, aval in enumerate(closed.out_avals)]
-    t0 = time.perf_counter()
-    so, compiled = cache.compile_cached(src)
-    if compiled:
-        _log(f"compiled {len(kernels)} kernels in {time.perf_counter() - t0:.2f}s")
-    return runtime.Executable(so, len(g.inputs), [c for _, c in g.consts], out_specs, out_map,
-                              src, schedule.describe(kernels),
-                              in_dtypes=[n.dtype for n in g.inputs])
 
 
 def _describe_change(old_key, new_key) -> str:

@@ -1,0 +1,49 @@
+"""From a final Jaxpr to something ``functx.jit`` can call: the backend-independent entry point.
+
+``compile_jaxpr(closed, backend)`` lowers (``loops.py``), schedules (``schedule.py``), generates
+source (``cpp.py`` or ``triton.py``) and compiles it (``cache.py``), returning an executable that
+takes the flat list of argument leaves and returns the flat list of outputs.
+``FUNCTX_LOG_COMPILES=1`` makes ``log`` print each step to stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+
+def log(msg: str) -> None:
+    if os.environ.get("FUNCTX_LOG_COMPILES", "") not in ("", "0"):
+        print(f"functx: {msg}", file=sys.stderr)
+
+
+def compile_jaxpr(closed, backend: str = "cpu"):
+    """An executable for ``closed`` (a ClosedJaxpr): "cpu" gives C++ kernels, "triton" Triton
+    kernels on torch tensors."""
+    if backend == "triton":
+        from functx.lowering import triton as triton_backend
+
+        t0 = time.perf_counter()
+        exe = triton_backend.compile_triton(closed)
+        log(f"generated {exe.kernel_count()} Triton kernels in {time.perf_counter() - t0:.2f}s")
+        return triton_backend.JitExecutable(exe)
+    return _compile_cpp(closed)
+
+
+def _compile_cpp(closed):
+    from functx.lowering import cache, cpp, loops, runtime, schedule
+
+    g = loops.lower_jaxpr(closed)
+    kernels = schedule.schedule(g)
+    prog = cpp.CppProgram(g, kernels)
+    src = prog.source()
+    out_specs = [(n.shape, n.dtype) for n in g.outputs]
+    out_map = [("buf", i, aval) for i, aval in enumerate(closed.out_avals)]
+    t0 = time.perf_counter()
+    so, compiled = cache.compile_cached(src)
+    if compiled:
+        log(f"compiled {len(kernels)} kernels in {time.perf_counter() - t0:.2f}s")
+    return runtime.Executable(so, len(g.inputs), [c for _, c in g.consts], out_specs, out_map,
+                              src, schedule.describe(kernels),
+                              in_dtypes=[n.dtype for n in g.inputs])
