@@ -50,6 +50,32 @@ def compiler() -> str:
 
 @functools.lru_cache(maxsize=1)
 def compiler_id() -> str:
+    """The compiler's ``--version`` line, remembered on disk next to the compiled code for each
+    (resolved path, size, modification time) of the compiler, so that a warm process does not
+    start the compiler at all."""
+    path = os.path.realpath(shutil.which(compiler()) or compiler())
+    try:
+        st = os.stat(path)
+        memo = os.path.join(cache_dir(), "compiler-" + hashlib.sha256(
+            f"{path}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:16] + ".txt")
+        with open(memo) as f:
+            line = f.read().strip()
+        if line:
+            return line
+    except OSError:
+        memo = None
+    line = _run_compiler_version()
+    if memo is not None:
+        try:
+            with open(memo + f".{os.getpid()}.tmp", "w") as f:
+                f.write(line)
+            os.replace(memo + f".{os.getpid()}.tmp", memo)
+        except OSError:
+            pass
+    return line
+
+
+def _run_compiler_version() -> str:
     try:
         out = subprocess.run([compiler(), "--version"], capture_output=True, text=True,
                              check=False)

@@ -32,6 +32,21 @@ def compile_jaxpr(closed, backend: str = "cpu"):
 
 
 def _compile_cpp(closed):
+    from functx.lowering import program_cache
+
+    key = program_cache.key_of(closed)
+    if key is not None:
+        exe = program_cache.load(key, closed)
+        if exe is not None:
+            log(f"loaded the compiled program from the cache ({exe.so_path})")
+            return exe
+    exe = _lower_cpp(closed)
+    if key is not None:
+        program_cache.store(key, exe)
+    return exe
+
+
+def _lower_cpp(closed):
     from functx.lowering import cache, cpp, loops, runtime, schedule
 
     g = loops.lower_jaxpr(closed)

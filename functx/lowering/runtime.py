@@ -92,6 +92,7 @@ class Executable:
 
     def __init__(self, so_path, n_in, consts, out_specs, out_map, source, kernels_text,
                  in_dtypes=None):
+        self.so_path = so_path
         self.lib = ctypes.CDLL(so_path)
         self.lib.fx_set_gemm.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
         self.lib.fx_set_gemm(*gemm_pointers())
