@@ -56,6 +56,7 @@ PRELUDE = r"""
 #include <limits>
 #include <algorithm>
 #include <type_traits>
+#include <mutex>
 
 // ILP64 CBLAS: enums are int, sizes are int64_t.
 typedef void (*fx_sgemm_t)(int, int, int, int64_t, int64_t, int64_t, float,
@@ -188,7 +189,42 @@ template <class To, class From> static inline To fx_convert(From x) {
     return (To)x; }
   else { return (To)x; } }
 static inline int64_t fx_clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : (v > hi ? hi : v); }
-static void* fx_alloc(size_t n) { void* p = nullptr; if (posix_memalign(&p, 64, n ? n : 64)) return nullptr; return p; }
+// Temporaries of 1 MiB and more are kept for the next call (up to 16 blocks per program):
+// fresh pages from the kernel cost a page fault and a zeroing each, which for a
+// memory-bound program is as much again as the program itself.
+static std::mutex fx_pool_mu;
+static void* fx_pool_ptr[16];
+static size_t fx_pool_len[16];
+static int fx_pool_n = 0;
+static void* fx_alloc(size_t n) {
+  if (n >= (1u << 20)) {
+    std::lock_guard<std::mutex> hold(fx_pool_mu);
+    for (int i = 0; i < fx_pool_n; ++i) {
+      if (fx_pool_len[i] == n) {
+        void* p = fx_pool_ptr[i];
+        --fx_pool_n;
+        fx_pool_ptr[i] = fx_pool_ptr[fx_pool_n];
+        fx_pool_len[i] = fx_pool_len[fx_pool_n];
+        return p;
+      }
+    }
+  }
+  void* p = nullptr;
+  if (posix_memalign(&p, 64, n ? n : 64)) return nullptr;
+  return p;
+}
+static void fx_free(void* p, size_t n) {
+  if (p != nullptr && n >= (1u << 20)) {
+    std::lock_guard<std::mutex> hold(fx_pool_mu);
+    if (fx_pool_n < 16) {
+      fx_pool_ptr[fx_pool_n] = p;
+      fx_pool_len[fx_pool_n] = n;
+      ++fx_pool_n;
+      return;
+    }
+  }
+  std::free(p);
+}
 """
 
 
@@ -323,7 +359,23 @@ class Emitter:
     def offset(self, off) -> str:
         if isinstance(off, (Const, Idx, Op, Load)):
             return self(off)
+        off = sympy.sympify(off)
+        if self.outer is not None and off.is_Add:
+            # the terms that do not vary in the inner loop are computed once, before it: an
+            # address the compiler sees as base + affine(i) becomes a contiguous vector load
+            # (a clamp such as max(0, i - 1) in the address otherwise makes it a gather)
+            inv = [t for t in off.args if not t.free_symbols & self.inner]
+            var = [t for t in off.args if t.free_symbols & self.inner]
+            if var and any(not t.is_Number for t in inv):
+                return f"({_ic(sympy.Add(*var))} + {self.outer.index_temp(sympy.Add(*inv))})"
         return _ic(off)
+
+    def index_temp(self, e) -> str:
+        key = ("index", e)
+        hit = self.by_id.get(key)
+        if hit is None:
+            hit = self.by_id[key] = self.temp("int64_t", _ic(e))
+        return hit
 
     def _emit(self, e) -> str:
         if isinstance(e, Const):
@@ -1074,7 +1126,8 @@ class CppProgram:
         return ", ".join(f"(void*)({n})" for n in names) if names else ""
 
     def _carry_buffers(self, tag, nodes, init_bufs):
-        lines, a_names, b_names = [], [], []
+        """Two buffers per loop carry (this iteration's and the next's), and their sizes."""
+        lines, a_names, b_names, sizes = [], [], [], []
         for m, (n, src) in enumerate(zip(nodes, init_bufs)):
             st = storage_type(n.dtype)
             size = max(n.size, 1)
@@ -1085,7 +1138,8 @@ class CppProgram:
                       f"    std::memcpy({a}, {src}, {n.size}ULL * sizeof({st}));"]
             a_names.append(a)
             b_names.append(b)
-        return lines, a_names, b_names
+            sizes.append(f"{size}ULL * sizeof({st})")
+        return lines, a_names, b_names, sizes
 
     def _loop_scan(self, k: Kernel, group):
         ins, outs = group["ins"], group["outs"]
@@ -1097,7 +1151,7 @@ class CppProgram:
         carry_out, ys = outs[:nk], outs[nk:]
         tag = f"s{k.index}"
         lines = [f"  // kernel {k.index}: scan of length {length} calling {name}", "  {"]
-        cl, a_names, b_names = self._carry_buffers(tag, carry_out, [c.buf for c in carry])
+        cl, a_names, b_names, sizes = self._carry_buffers(tag, carry_out, [c.buf for c in carry])
         lines += cl
         idx = f"({length - 1}LL - it)" if reverse else "it"
         x_ptrs = [f"{x.buf} + {idx} * {math.prod(x.shape[1:])}LL" for x in xs]
@@ -1112,7 +1166,8 @@ class CppProgram:
         lines += ["    }"]
         for n, a in zip(carry_out, a_names):
             lines.append(f"    std::memcpy({n.buf}, {a}, {n.size}ULL * sizeof(*{a}));")
-        lines += [f"    std::free({a});" for a in a_names + b_names] + ["  }"]
+        lines += [f"    fx_free({a}, {sz});" for a, sz in zip(a_names + b_names, sizes + sizes)]
+        lines += ["  }"]
         self.body += lines
 
     def _loop_while(self, k: Kernel, group):
@@ -1123,7 +1178,7 @@ class CppProgram:
         cc, bc, carry = ins[:ncc], ins[ncc:ncc + nbc], ins[ncc + nbc:]
         tag = f"w{k.index}"
         lines = [f"  // kernel {k.index}: while_loop calling {cname} and {bname}", "  {"]
-        cl, a_names, b_names = self._carry_buffers(tag, outs, [c.buf for c in carry])
+        cl, a_names, b_names, sizes = self._carry_buffers(tag, outs, [c.buf for c in carry])
         lines += cl
         lines += [f"    bool {tag}_flag = false;",
                   "    while (true) {",
@@ -1139,7 +1194,8 @@ class CppProgram:
         lines += ["    }"]
         for n, a in zip(outs, a_names):
             lines.append(f"    std::memcpy({n.buf}, {a}, {n.size}ULL * sizeof(*{a}));")
-        lines += [f"    std::free({a});" for a in a_names + b_names] + ["  }"]
+        lines += [f"    fx_free({a}, {sz});" for a, sz in zip(a_names + b_names, sizes + sizes)]
+        lines += ["  }"]
         self.body += lines
 
     def _loop_cond(self, k: Kernel, group):
@@ -1211,7 +1267,7 @@ class CppProgram:
                 allocs.append(f"  {st}* __restrict {n.buf} = ({st}*)fx_alloc("
                               f"{max(n.size, 1)}ULL * sizeof({st}));")
                 allocs.append(f"  if (!{n.buf}) return 1;")
-                frees.append(f"  std::free({n.buf});")
+                frees.append(f"  fx_free({n.buf}, {max(n.size, 1)}ULL * sizeof({st}));")
         body = self.body
         self.body, self.g = saved_body, saved_g
         head = f"static int {name}(void** args) {{" if static else \

@@ -378,22 +378,32 @@ def _pad(g, ins, avals, *, padding_config):
     shape = avals[0].shape
 
     def fn(idx, ctx):
-        conds, src = [], []
+        conds, safe = [], []
         for v, d, (lo, hi, it) in zip(idx, x.shape, padding_config):
             rel = v - lo
             if it:
                 conds.append(Op(dtypes.bool_, "eq", (Idx(dtypes.int64, ModI(rel + (it + 1) * d, it + 1)),
                                                      Const(dtypes.int64, 0))))
                 q = FloorDiv(rel + (it + 1) * d, it + 1) - d
-            else:
-                q = rel
-            conds.append(_in_range(Idx(dtypes.int64, q), 0, d))
-            src.append(q)
+                conds.append(_in_range(Idx(dtypes.int64, q), 0, d))
+                safe.append(sympy.Max(0, sympy.Min(q, d - 1)))
+                continue
+            # without interior padding the source index leaves [0, d) only on a padded side
+            # (negative padding crops): test and clamp just those sides
+            q = rel
+            if lo > 0:
+                conds.append(Op(dtypes.bool_, "ge", (Idx(dtypes.int64, q), Const(dtypes.int64, 0))))
+                q = sympy.Max(0, q)
+            if hi > 0:
+                conds.append(Op(dtypes.bool_, "lt", (Idx(dtypes.int64, rel), Const(dtypes.int64, d))))
+                q = sympy.Min(q, d - 1)
+            safe.append(q)
+        val = x.load(safe, ctx) if x.size else Const(x.dtype, 0)
+        if not conds:
+            return val
         cond = conds[0]
         for c in conds[1:]:
             cond = Op(dtypes.bool_, "and", (cond, c))
-        safe = [sympy.Max(0, sympy.Min(q, d - 1)) for q, d in zip(src, x.shape)]
-        val = x.load(safe, ctx) if x.size else Const(x.dtype, 0)
         return Op(x.dtype, "select", (cond, val, pv.load((), ctx)))
 
     return _pw(g, shape, avals[0].dtype, fn, ins)

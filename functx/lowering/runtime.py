@@ -6,6 +6,7 @@ import ctypes
 import functools
 import glob
 import os
+import weakref
 
 import numpy as np
 
@@ -87,6 +88,36 @@ def fast_call():
         return None
 
 
+# Output buffers of 1 MiB and more are recycled: when the Array holding one dies, its memory waits
+# here (at most two blocks per size) for the next call that needs that size. Fresh memory from
+# the kernel costs a page fault and a zeroed page per 4 KiB on first touch, which for a
+# memory-bound program is about as much time again as the program itself.
+_POOL_MIN = 1 << 20
+_pool: dict = {}
+
+
+def _give_back(nbytes, raw):
+    free = _pool.setdefault(nbytes, [])
+    if len(free) < 2:
+        free.append(raw)
+
+
+def _take(shape, dtype):
+    dtype = np.dtype(dtype)
+    nbytes = dtype.itemsize
+    for d in shape:
+        nbytes *= d
+    if nbytes < _POOL_MIN:
+        return np.empty(shape, dtype)
+    try:
+        raw = _pool[nbytes].pop()
+    except (KeyError, IndexError):
+        raw = np.empty(nbytes, np.uint8)
+    holder = (ctypes.c_char * nbytes).from_buffer(raw)
+    weakref.finalize(holder, _give_back, nbytes, raw)
+    return np.frombuffer(holder, dtype).reshape(shape)
+
+
 class Executable:
     """A compiled program: call it with the flat input arrays, get the flat outputs."""
 
@@ -113,7 +144,7 @@ class Executable:
         self._call = fast_call()
 
     def __call__(self, leaves):
-        outs = [np.empty(shape, dtype) for shape, dtype in self.out_specs]
+        outs = [_take(shape, dtype) for shape, dtype in self.out_specs]
         if self._call is not None:
             bufs = [x._value if type(x) is Array else self._convert(x, i)
                     for i, x in enumerate(leaves)]

@@ -1,0 +1,68 @@
+"""Memory reuse in the C++ runtime: large outputs return to a pool when their Array dies, large
+temporaries stay with the compiled program between calls. Reuse must never alias a live
+result, nor mix up results of calls running at the same time."""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+import numpy as np
+
+import functx
+import functx.numpy as fnp
+
+N = 512 * 1024  # 2 MiB of float32: above the 1 MiB pooling threshold
+
+
+def test_live_outputs_are_never_shared():
+    f = functx.jit(lambda x, c: fnp.exp(x) * c)
+    x = np.linspace(-1, 1, N, dtype=np.float32)
+    keep = [f(x, np.float32(c)) for c in range(4)]
+    ptrs = {np.asarray(k).ctypes.data for k in keep}
+    assert len(ptrs) == 4
+    for c, k in enumerate(keep):
+        np.testing.assert_allclose(np.asarray(k), np.exp(x) * c, rtol=1e-6)
+
+
+def test_dropped_output_is_reused_and_rewritten():
+    f = functx.jit(lambda x, c: x * c + 1.0)
+    x = np.ones(N, np.float32)
+    first = f(x, np.float32(2))
+    addr = np.asarray(first).ctypes.data
+    view = np.asarray(first)[:4]  # a view keeps the buffer alive: no reuse yet
+    del first
+    gc.collect()
+    second = f(x, np.float32(5))
+    assert np.asarray(second).ctypes.data != addr
+    np.testing.assert_array_equal(view, 3.0)
+    del view, second
+    gc.collect()
+    third = f(x, np.float32(7))  # the pool hands back a buffer: its old contents are overwritten
+    np.testing.assert_array_equal(np.asarray(third), 8.0)
+
+
+def test_concurrent_calls_keep_their_own_buffers():
+    # a grad with large temporaries (t, its square and the cotangents) and large outputs
+    f = functx.jit(functx.grad(lambda x, c: fnp.sum(fnp.tanh(x * c) ** 2)))
+    x = np.linspace(-2, 2, N, dtype=np.float32)
+    expect = {}
+    for c in range(1, 9):
+        t = np.tanh(x.astype(np.float64) * c)
+        expect[c] = 2 * t * (1 - t * t) * c
+    errors = []
+
+    def work(c):
+        try:
+            for _ in range(10):
+                np.testing.assert_allclose(np.asarray(f(x, np.float32(c))), expect[c],
+                                           rtol=1e-4, atol=1e-5)
+        except AssertionError as e:  # reported on the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(c,)) for c in range(1, 9)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
