@@ -497,6 +497,7 @@ def _store(buf: str, off: str, val: str, dt) -> str:
 
 
 _PAR = 1 << 15  # parallelise loops of at least this many elements
+_SMALL_GEMM = 1 << 24  # matrix products of at most this many multiply-adds are generated code
 _PAR_ITEMS = 64  # a pointwise loop is split into at least this many parallel items...
 _TILE = 4096  # ...of at least this many elements
 _ROW_CACHE_ELEMS = 1 << 14  # reduction rows up to this long may keep costly values on the stack
@@ -963,6 +964,11 @@ class CppProgram:
             return
         blas = {dtypes.float32: "fx_sgemm", dtypes.float64: "fx_dgemm"}.get(np.dtype(node.dtype))
         close = ["  }"]
+        same = np.dtype(lhs.dtype) == np.dtype(node.dtype) == np.dtype(rhs.dtype)
+        if blas and same and bsz * m * nn * kk <= _SMALL_GEMM:
+            lines += self._small_gemm(node, la, rb_, ta, tb, bsz, m, kk, nn, ct)
+            self.body += lines
+            return
         if blas and np.dtype(lhs.dtype) == np.dtype(node.dtype):
             lda = m if ta else kk
             ldb = kk if tb else nn
@@ -998,6 +1004,38 @@ class CppProgram:
                   "      }", "    }"]
         lines += close
         self.body += lines
+
+    @staticmethod
+    def _small_gemm(node, la, rb_, ta, tb, bsz, m, kk, nn, ct):
+        """A generated, vectorised matrix product for small problems: BLAS's own threads
+        cost more than the product here (they spin while idle, fighting the OpenMP threads)
+        and one call per product row block keeps everything in cache. B stored (K, N): rows of
+        C accumulate a * B[t, :] in vector form; B stored (N, K): vector dot products."""
+        c = node.buf
+        work = bsz * m * nn * kk
+        a_el = f"{la}[b * {m * kk}LL + " + (f"t * {m}LL + ii]" if ta else f"ii * {kk}LL + t]")
+        lines = [f"  #pragma omp parallel for collapse(2) schedule(static) if({work}LL >= {_PAR})",
+                 f"  for (int64_t b = 0; b < {bsz}LL; ++b)",
+                 f"  for (int64_t ii = 0; ii < {m}LL; ++ii) {{",
+                 f"    {ct}* __restrict crow = {c} + b * {m * nn}LL + ii * {nn}LL;"]
+        if not tb:
+            lines += ["    #pragma omp simd",
+                      f"    for (int64_t jj = 0; jj < {nn}LL; ++jj) crow[jj] = 0;",
+                      f"    for (int64_t t = 0; t < {kk}LL; ++t) {{",
+                      f"      const {ct} av = {a_el};",
+                      f"      const {ct}* __restrict brow = {rb_} + b * {kk * nn}LL + t * {nn}LL;",
+                      "      #pragma omp simd",
+                      f"      for (int64_t jj = 0; jj < {nn}LL; ++jj) crow[jj] += av * brow[jj];",
+                      "    }"]
+        else:
+            lines += [f"    for (int64_t jj = 0; jj < {nn}LL; ++jj) {{",
+                      f"      const {ct}* __restrict bcol = {rb_} + b * {kk * nn}LL + jj * {kk}LL;",
+                      f"      {ct} s = 0;",
+                      "      #pragma omp simd reduction(+:s)",
+                      f"      for (int64_t t = 0; t < {kk}LL; ++t) s += {a_el} * bcol[t];",
+                      "      crow[jj] = s;",
+                      "    }"]
+        return lines + ["  }"]
 
     def _copy_into(self, dst: str, src: Node, k: Kernel, shape, dtype):
         """Loop writing ``src`` (an expression) into ``dst`` (contiguous)."""
