@@ -54,9 +54,8 @@ PRELUDE = r"""
 #include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <algorithm>
 #include <type_traits>
-#include <mutex>
+#include <pthread.h>
 
 // ILP64 CBLAS: enums are int, sizes are int64_t.
 typedef void (*fx_sgemm_t)(int, int, int, int64_t, int64_t, int64_t, float,
@@ -188,26 +187,30 @@ template <class To, class From> static inline To fx_convert(From x) {
     if (x >= (From)std::numeric_limits<To>::max()) return std::numeric_limits<To>::max();
     return (To)x; }
   else { return (To)x; } }
+static inline int64_t fx_imin(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t fx_imax(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t fx_clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : (v > hi ? hi : v); }
 // Temporaries of 1 MiB and more are kept for the next call (up to 16 blocks per program):
 // fresh pages from the kernel cost a page fault and a zeroing each, which for a
 // memory-bound program is as much again as the program itself.
-static std::mutex fx_pool_mu;
+static pthread_mutex_t fx_pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static void* fx_pool_ptr[16];
 static size_t fx_pool_len[16];
 static int fx_pool_n = 0;
 static void* fx_alloc(size_t n) {
   if (n >= (1u << 20)) {
-    std::lock_guard<std::mutex> hold(fx_pool_mu);
+    pthread_mutex_lock(&fx_pool_mu);
     for (int i = 0; i < fx_pool_n; ++i) {
       if (fx_pool_len[i] == n) {
         void* p = fx_pool_ptr[i];
         --fx_pool_n;
         fx_pool_ptr[i] = fx_pool_ptr[fx_pool_n];
         fx_pool_len[i] = fx_pool_len[fx_pool_n];
+        pthread_mutex_unlock(&fx_pool_mu);
         return p;
       }
     }
+    pthread_mutex_unlock(&fx_pool_mu);
   }
   void* p = nullptr;
   if (posix_memalign(&p, 64, n ? n : 64)) return nullptr;
@@ -215,13 +218,15 @@ static void* fx_alloc(size_t n) {
 }
 static void fx_free(void* p, size_t n) {
   if (p != nullptr && n >= (1u << 20)) {
-    std::lock_guard<std::mutex> hold(fx_pool_mu);
+    pthread_mutex_lock(&fx_pool_mu);
     if (fx_pool_n < 16) {
       fx_pool_ptr[fx_pool_n] = p;
       fx_pool_len[fx_pool_n] = n;
       ++fx_pool_n;
+      pthread_mutex_unlock(&fx_pool_mu);
       return;
     }
+    pthread_mutex_unlock(&fx_pool_mu);
   }
   std::free(p);
 }
@@ -266,12 +271,12 @@ class _SympyC:
         if isinstance(e, sympy.Max):
             out = self(e.args[0])
             for a in e.args[1:]:
-                out = f"std::max<int64_t>({out}, {self(a)})"
+                out = f"fx_imax({out}, {self(a)})"
             return out
         if isinstance(e, sympy.Min):
             out = self(e.args[0])
             for a in e.args[1:]:
-                out = f"std::min<int64_t>({out}, {self(a)})"
+                out = f"fx_imin({out}, {self(a)})"
             return out
         raise UnsupportedError(f"jit: cannot print index expression {e}")
 
@@ -595,7 +600,7 @@ class CppProgram:
             lines.append(f"    const int64_t ob = o / {tiles}LL;")
             lines += ["    " + s for s in _decompose([str(v) for v in ivars[:-1]], outer, "ob")]
             lines.append(f"    const int64_t lo = (o % {tiles}LL) * {tile}LL;")
-            lines.append(f"    const int64_t hi = std::min<int64_t>(lo + {tile}LL, {last}LL);")
+            lines.append(f"    const int64_t hi = fx_imin(lo + {tile}LL, {last}LL);")
             lo, hi = "lo", "hi"
         lines += hoist.lines
         lines.append("    #pragma omp simd")
@@ -885,7 +890,7 @@ class CppProgram:
                  f"  for (int64_t task = 0; task < {n_pre * n_blocks}LL; ++task) {{",
                  f"    const int64_t pflat = task / {n_blocks}LL;",
                  f"    const int64_t q0_ = (task % {n_blocks}LL) * {block}LL;",
-                 f"    const int64_t len = std::min<int64_t>({block}LL, {n_post}LL - q0_);"]
+                 f"    const int64_t len = fx_imin({block}LL, {n_post}LL - q0_);"]
         lines += ["    " + s for s in _decompose([str(v) for v in pv], pre, "pflat")]
         lines += [f"    {compute_type(x.dtype)} acc{m}[{block}];" for m, x in enumerate(xs)]
         lines += [f"    {loop} {{",
