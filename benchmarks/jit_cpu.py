@@ -144,6 +144,9 @@ def make_torch(kind):
         f = lambda x: x * 1.0  # noqa: E731
     elif kind == "ln":
         f = lambda x: torch.nn.functional.layer_norm(x, x.shape[-1:], eps=1e-5)  # noqa: E731
+    elif kind == "ln_grad":
+        f = torch.func.grad(  # noqa: E731
+            lambda x: torch.nn.functional.layer_norm(x, x.shape[-1:], eps=1e-5).sum())
     elif kind == "softmax":
         f = lambda x: torch.softmax(x, dim=-1)  # noqa: E731
     elif kind == "gelu":
