@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from functx import dtypes, lax
-from functx.custom_derivatives import custom_jvp
 from functx import numpy as jnp
+from functx.custom_derivatives import custom_jvp
 from functx.errors import FunctxTypeError
 from functx.errors import where as _loc
 
