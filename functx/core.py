@@ -1,7 +1,8 @@
-"""The IR: abstract values, variables, literals, equations, Jaxprs; the printer and the type checker.
+"""The IR: abstract values, variables, literals, equations, Jaxprs; the printer and the type
+checker.
 
-A Jaxpr is a list of equations in SSA form. Every stage of functx (tracing, each transform, lowering)
-produces or consumes one, and every one prints in JAX's format::
+A Jaxpr is a list of equations in SSA form. Every stage of functx (tracing, each transform,
+lowering) produces or consumes one, and every one prints in JAX's format::
 
     { lambda ; a:f32[3]. let b:f32[3] = sin a; c:f32[3] = mul b 2.0:f32[] in (c,) }
 """
@@ -155,7 +156,8 @@ class Jaxpr:
 
 
 class ClosedJaxpr:
-    """A Jaxpr with values for its constvars: what ``make_jaxpr`` returns and control flow stores."""
+    """A Jaxpr with values for its constvars: what ``make_jaxpr`` returns and control flow
+    stores."""
 
     __slots__ = ("jaxpr", "consts", "__weakref__")
 

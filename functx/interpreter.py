@@ -1,8 +1,8 @@
 """eval_jaxpr: the eager path.
 
-Each equation is re-bound: on concrete arrays that runs the primitive's NumPy implementation; under an
-active trace it re-records the equation, which is how a transformed function inlines its Jaxpr into
-an outer trace.
+Each equation is re-bound: on concrete arrays that runs the primitive's NumPy implementation;
+under an active trace it re-records the equation, which is how a transformed function inlines its
+Jaxpr into an outer trace.
 """
 
 from __future__ import annotations

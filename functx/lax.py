@@ -273,7 +273,8 @@ def rev(x, dimensions):
 def slice(x, start_indices, limit_indices, strides=None):  # noqa: A001
     start_indices = tuple(int(s) for s in start_indices)
     limit_indices = tuple(int(s) for s in limit_indices)
-    strides = None if strides is None or all(s == 1 for s in strides) else tuple(int(s) for s in strides)
+    if strides is not None:
+        strides = None if all(s == 1 for s in strides) else tuple(int(s) for s in strides)
     aval = _aval(x)
     if strides is None and start_indices == (0,) * aval.ndim and limit_indices == aval.shape \
             and _is_array(x):
@@ -419,12 +420,10 @@ def _prod(xs):
     return math.prod(xs)
 
 
+from functx.associative_scan import associative_scan, cumlogsumexp, cummax, cummin, cumprod, cumsum  # noqa: E402,E501,F401
 from functx.control_flow import cond, fori_loop, map, scan, switch, while_loop  # noqa: E402,F401,A004
-from functx.associative_scan import (  # noqa: E402,F401
-    associative_scan, cumlogsumexp, cummax, cummin, cumprod, cumsum)
 from functx.generic_reduce import reduce  # noqa: E402,F401,A004
 
-
 __all__ = [n for n in dir() if not n.startswith("_") and n not in
-           ("annotations", "builtins", "math", "np", "dtypes", "P", "Array", "ShapedArray", "Tracer",
-            "get_aval", "tree_flatten", "tree_unflatten", "is_python_scalar")]
+           ("annotations", "builtins", "math", "np", "dtypes", "P", "Array", "ShapedArray",
+            "Tracer", "get_aval", "tree_flatten", "tree_unflatten", "is_python_scalar")]

@@ -17,8 +17,23 @@ import sympy
 
 from functx import dtypes
 from functx.errors import UnsupportedError
-from functx.lowering.loops import (E, Acc, Const, FloorDiv, Graph, Idx, Load, ModI, Node, Op, Sym,
-                                   flat_offset, lanewise_exprs, strides_of, sym)
+from functx.lowering.loops import (
+    Acc,
+    Const,
+    E,
+    FloorDiv,
+    Graph,
+    Idx,
+    Load,
+    ModI,
+    Node,
+    Op,
+    Sym,
+    flat_offset,
+    lanewise_exprs,
+    strides_of,
+    sym,
+)
 from functx.lowering.schedule import Kernel, KernelCtx
 
 _STORAGE = {dtypes.bool_: "bool", dtypes.int8: "int8_t", dtypes.int16: "int16_t",
@@ -61,10 +76,14 @@ PRELUDE = r"""
 typedef void (*fx_sgemm_t)(int, int, int, int64_t, int64_t, int64_t, float,
                            const float*, int64_t, const float*, int64_t, float, float*, int64_t);
 typedef void (*fx_dgemm_t)(int, int, int, int64_t, int64_t, int64_t, double,
-                           const double*, int64_t, const double*, int64_t, double, double*, int64_t);
+                           const double*, int64_t, const double*, int64_t, double, double*,
+                           int64_t);
 static fx_sgemm_t fx_sgemm = nullptr;
 static fx_dgemm_t fx_dgemm = nullptr;
-extern "C" void fx_set_gemm(void* s, void* d) { fx_sgemm = (fx_sgemm_t)s; fx_dgemm = (fx_dgemm_t)d; }
+extern "C" void fx_set_gemm(void* s, void* d) {
+  fx_sgemm = (fx_sgemm_t)s;
+  fx_dgemm = (fx_dgemm_t)d;
+}
 
 static inline float fx_bf16_to_f32(uint16_t h) {
   uint32_t u = ((uint32_t)h) << 16; float f; std::memcpy(&f, &u, 4); return f; }
@@ -95,7 +114,8 @@ template <class T> static inline T fx_ipow_int(T a, T b) {
   if (b < 0) { if (a == 1) return 1; if (a == (T)-1) return (b % 2 == 0) ? 1 : (T)-1; return 0; }
   T r = 1; while (b) { if (b & 1) r *= a; a *= a; b >>= 1; } return r; }
 template <class T> static inline T fx_sign(T a) {
-  if constexpr (std::is_floating_point<T>::value) { return a != a ? a : (a > 0 ? (T)1 : (a < 0 ? (T)-1 : a)); }
+  if constexpr (std::is_floating_point<T>::value) {
+    return a != a ? a : (a > 0 ? (T)1 : (a < 0 ? (T)-1 : a)); }
   else if constexpr (std::is_signed<T>::value) { return (T)((a > 0) - (a < 0)); }
   else { return (T)(a > 0); } }
 static inline float fx_bits2f(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
@@ -103,7 +123,8 @@ static inline uint32_t fx_f2bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); 
 // Branch-free float32 exp, log and tanh (Cephes polynomials, within a few ulp) that `omp simd`
 // loops vectorise; glibc's scalar functions would stop the vectoriser.
 static inline float fx_expf(float x) {
-  const float xc = (x < -103.9720840454f ? -103.9720840454f : (x > 88.7228391117f ? 88.7228391117f : x));
+  const float xc = (x < -103.9720840454f ? -103.9720840454f
+                    : (x > 88.7228391117f ? 88.7228391117f : x));
   const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest
   float r = xc - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
@@ -176,7 +197,8 @@ template <class T> static inline T fx_exp(T x) {
 template <class T> static inline T fx_log(T x) {
   if constexpr (std::is_same<T, float>::value) { return fx_logf(x); } else { return std::log(x); } }
 template <class T> static inline T fx_tanh(T x) {
-  if constexpr (std::is_same<T, float>::value) { return fx_tanhf(x); } else { return std::tanh(x); } }
+  if constexpr (std::is_same<T, float>::value) { return fx_tanhf(x); }
+  else { return std::tanh(x); } }
 template <class T> static inline T fx_logistic(T x) {
   T e = fx_exp<T>(-std::fabs(x)); return x >= 0 ? (T)1 / ((T)1 + e) : e / ((T)1 + e); }
 template <class To, class From> static inline To fx_convert(From x) {
@@ -189,7 +211,8 @@ template <class To, class From> static inline To fx_convert(From x) {
   else { return (To)x; } }
 static inline int64_t fx_imin(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t fx_imax(int64_t a, int64_t b) { return a > b ? a : b; }
-static inline int64_t fx_clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : (v > hi ? hi : v); }
+static inline int64_t fx_clamp(int64_t v, int64_t lo, int64_t hi) {
+  return v < lo ? lo : (v > hi ? hi : v); }
 // Temporaries of 1 MiB and more are kept for the next call (up to 16 blocks per program):
 // fresh pages from the kernel cost a page fault and a zeroing each, which for a
 // memory-bound program is as much again as the program itself.
@@ -681,8 +704,8 @@ class CppProgram:
                         lim = "lowest" if op == "argmax" else "max"
                         decls.append(f"{ct} {a} = std::numeric_limits<{ct}>::{lim}(); "
                                      f"int64_t {bi} = 0; bool {a}_set = false;")
-                        updates.append(f"if (!{a}_set || {v} {cmp} {a}) {{ {a} = {v}; {bi} = jflat; "
-                                       f"{a}_set = true; }}")
+                        updates.append(f"if (!{a}_set || {v} {cmp} {a}) {{ {a} = {v}; "
+                                       f"{bi} = jflat; {a}_set = true; }}")
                     acc_names[(r.id, 0)] = f"(({compute_type(r.dtype)}){bi})"
                     continue
                 is_bool = np.dtype(x.dtype) == dtypes.bool_
@@ -979,7 +1002,8 @@ class CppProgram:
             ldb = kk if tb else nn
             lines += [f"  if ({blas}) {{",
                       f"    for (int64_t b = 0; b < {bsz}LL; ++b)",
-                      f"      {blas}(101, {112 if ta else 111}, {112 if tb else 111}, {m}LL, {nn}LL,"
+                      f"      {blas}(101, {112 if ta else 111}, {112 if tb else 111}, {m}LL, "
+                      f"{nn}LL,"
                       f" {kk}LL, ({ct})1, {la} + b * {m * kk}LL, {lda}LL, {rb_} + b * {kk * nn}LL,"
                       f" {ldb}LL, ({ct})0, {node.buf} + b * {m * nn}LL, {nn}LL);",
                       "  } else {"]
@@ -1077,7 +1101,8 @@ class CppProgram:
         em = Emitter("      ")
         ctx = KernelCtx(k)
         ct = compute_type(x.dtype)
-        idx_vals = [em(Op(dtypes.int64, "convert", (ind.load(tuple(bv) + (sympy.Integer(c),), ctx),)))
+        idx_vals = [em(Op(dtypes.int64, "convert",
+                          (ind.load(tuple(bv) + (sympy.Integer(c),), ctx),)))
                     for c in range(len(axes))]
         u = em(upd.load(tuple(bv) + tuple(rv), ctx))
         conds, offs = [], []

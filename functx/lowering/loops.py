@@ -261,14 +261,16 @@ def _convert(g, ins, avals, *, new_dtype, weak_type=False):
     x = ins[0]
     if x.dtype == new_dtype:
         return x
-    return _pw(g, x.shape, new_dtype, lambda idx, ctx: Op(new_dtype, "convert", (x.load(idx, ctx),)), ins)
+    return _pw(g, x.shape, new_dtype,
+               lambda idx, ctx: Op(new_dtype, "convert", (x.load(idx, ctx),)), ins)
 
 
 lowerings[P.convert_element_type_p] = _convert
 
 
 def _iota(g, ins, avals, *, dtype, shape, dimension):
-    return _pw(g, shape, dtype, lambda idx, ctx: Op(dtype, "convert", (Idx(dtypes.int64, idx[dimension]),)),
+    return _pw(g, shape, dtype,
+               lambda idx, ctx: Op(dtype, "convert", (Idx(dtypes.int64, idx[dimension]),)),
                [])
 
 
@@ -382,8 +384,8 @@ def _pad(g, ins, avals, *, padding_config):
         for v, d, (lo, hi, it) in zip(idx, x.shape, padding_config):
             rel = v - lo
             if it:
-                conds.append(Op(dtypes.bool_, "eq", (Idx(dtypes.int64, ModI(rel + (it + 1) * d, it + 1)),
-                                                     Const(dtypes.int64, 0))))
+                phase = Idx(dtypes.int64, ModI(rel + (it + 1) * d, it + 1))
+                conds.append(Op(dtypes.bool_, "eq", (phase, Const(dtypes.int64, 0))))
                 q = FloorDiv(rel + (it + 1) * d, it + 1) - d
                 conds.append(_in_range(Idx(dtypes.int64, q), 0, d))
                 safe.append(sympy.Max(0, sympy.Min(q, d - 1)))
@@ -395,7 +397,8 @@ def _pad(g, ins, avals, *, padding_config):
                 conds.append(Op(dtypes.bool_, "ge", (Idx(dtypes.int64, q), Const(dtypes.int64, 0))))
                 q = sympy.Max(0, q)
             if hi > 0:
-                conds.append(Op(dtypes.bool_, "lt", (Idx(dtypes.int64, rel), Const(dtypes.int64, d))))
+                conds.append(Op(dtypes.bool_, "lt",
+                                (Idx(dtypes.int64, rel), Const(dtypes.int64, d))))
                 q = sympy.Min(q, d - 1)
             safe.append(q)
         val = x.load(safe, ctx) if x.size else Const(x.dtype, 0)
@@ -441,7 +444,7 @@ for _p, _r in [(P.broadcast_in_dim_p, _broadcast_in_dim), (P.transpose_p, _trans
     lowerings[_p] = _r
 
 
-# --- data-dependent reads: dynamic_slice, gather ---------------------------------------------------
+# --- data-dependent reads: dynamic_slice, gather -------------------------------------------------
 def _clamp_e(e, lo, hi):
     return Op(dtypes.int64, "clamp", (e, Const(dtypes.int64, lo), Const(dtypes.int64, hi)))
 
@@ -471,7 +474,6 @@ def _offset_e(idx_es, shape):
 
 def _gather(g, ins, avals, *, axes, mode, fill_value=None):
     x, ind = ins
-    k = len(axes)
     nb = len(ind.shape) - 1
     rest = [i for i in range(len(x.shape)) if i not in axes]
 
@@ -493,7 +495,8 @@ def _gather(g, ins, avals, *, axes, mode, fill_value=None):
         val = Load(x.dtype, x.buf, _offset_e(full, x.shape)) if x.size else Const(x.dtype, 0)
         if mode == "fill":
             fv = P._default_fill(np.dtype(x.dtype)) if fill_value is None else fill_value
-            val = Op(x.dtype, "select", (ok, val, Const(x.dtype, np.asarray(fv).astype(x.dtype)[()])))
+            fill = Const(x.dtype, np.asarray(fv).astype(x.dtype)[()])
+            val = Op(x.dtype, "select", (ok, val, fill))
         return val
 
     node = _pw(g, avals[0].shape, x.dtype, fn, ins)
@@ -681,7 +684,8 @@ def lanewise_exprs(combine: ClosedJaxpr, inputs: list) -> list:
         elif name in ("broadcast_in_dim", "stop_gradient"):
             val = ins[0]
         else:
-            raise UnsupportedError(f"jit: '{name}' in a lane-wise scan combine{where(e.source_info)}")
+            raise UnsupportedError(
+                f"jit: '{name}' in a lane-wise scan combine{where(e.source_info)}")
         env[e.outvars[0].id] = val
     return [read(a) for a in j.outvars]
 

@@ -46,7 +46,8 @@ static PyObject* call(PyObject* self, PyObject* args) {
   unsigned long long fn; PyObject* seq;
   if (!PyArg_ParseTuple(args, "KO", &fn, &seq)) return NULL;
   Py_ssize_t n = PyList_GET_SIZE(seq);
-  void* stack_ptrs[64]; void** ptrs = n <= 64 ? stack_ptrs : (void**)PyMem_Malloc(n * sizeof(void*));
+  void* stack_ptrs[64];
+  void** ptrs = n <= 64 ? stack_ptrs : (void**)PyMem_Malloc(n * sizeof(void*));
   for (Py_ssize_t i = 0; i < n; ++i) {
     Py_buffer view;
     if (PyObject_GetBuffer(PyList_GET_ITEM(seq, i), &view, PyBUF_C_CONTIGUOUS) != 0) {

@@ -1,4 +1,5 @@
-"""lax.reduce (eager, vmap, jit) against JAX; vectorised math in generated code; variance accuracy."""
+"""lax.reduce (eager, vmap, jit) against JAX; vectorised math in generated code; variance
+accuracy."""
 
 import os
 import subprocess
