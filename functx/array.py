@@ -1,5 +1,5 @@
 """``functx.Array``: an immutable array holding a NumPy buffer, and the methods it shares with
-tracers.
+tracers. (GPU arrays are a subclass, ``functx.placement.GpuArray``; placement rules live there.)
 
 Operators and methods call ``functx.numpy``, so they behave the same on concrete arrays (eager) and
 on tracers (staged into a Jaxpr).
@@ -175,12 +175,20 @@ class ArrayMethods:
 
 
 class Array(ArrayMethods):
-    """An immutable n-dimensional array on the CPU (a read-only NumPy buffer underneath)."""
+    """An immutable n-dimensional array on the CPU (a read-only NumPy buffer underneath).
+
+    Arrays on a GPU are instances too (``functx.placement.GpuArray``); ``x.device`` says where an
+    array lives.
+    """
 
     __slots__ = ("_value", "aval")
 
     def __init__(self, value, dtype=None):
         arr = Array.from_value(value, dtype)
+        if type(arr) not in (Array, UncommittedArray):
+            raise TypeError(f"functx.Array(...) makes host arrays; for data on a GPU "
+                            f"({type(value).__name__}) use functx.numpy.asarray(x), which keeps "
+                            "it on its device")
         self._value, self.aval = arr._value, arr.aval
 
     @classmethod
@@ -193,10 +201,13 @@ class Array(ArrayMethods):
 
     @classmethod
     def from_value(cls, x, dtype=None, weak_type=None) -> Array:
-        """Convert an Array, NumPy array or scalar, nested list or DLPack producer (copying)."""
+        """Convert an Array, NumPy array or scalar, nested list or DLPack producer (copying).
+        A DLPack producer on a CUDA GPU (a torch tensor, say) becomes a GPU array on that GPU."""
         if isinstance(x, Array):
             if dtype is None or dtypes.canonicalize(dtype) == x.dtype:
                 return x
+            if type(x) not in (Array, UncommittedArray):  # on a device: convert there
+                return _fnp().astype(x, dtype)
             return cls._new(x._value.astype(dtypes.canonicalize(dtype)),
                             ShapedArray(x.shape, dtypes.canonicalize(dtype)))
         weak = False
@@ -207,6 +218,10 @@ class Array(ArrayMethods):
         elif isinstance(x, (np.ndarray, np.generic)):
             value = np.array(x, dtype=None if dtype is None else dtypes.canonicalize(dtype))
         elif hasattr(x, "__dlpack__") and not isinstance(x, (list, tuple)):
+            if _on_device(x):
+                from functx import placement
+
+                return placement.from_foreign(x, dtype)
             value = _from_dlpack(x)
             if dtype is not None:
                 value = value.astype(dtypes.canonicalize(dtype))
@@ -226,6 +241,13 @@ class Array(ArrayMethods):
     shape = property(lambda self: self._value.shape)
     dtype = property(lambda self: self._value.dtype)
     weak_type = property(lambda self: self.aval.weak_type)
+    device = property(lambda self: _cpu_device())
+    # see functx.placement: 0-d host arrays are scalars, and UncommittedArray is not committed
+    committed = property(lambda self: self._value.ndim > 0)
+
+    def devices(self):
+        """The set of devices the array lives on (one), like ``jax.Array.devices()``."""
+        return {self.device}
 
     def __array__(self, dtype=None, copy=None):
         """The read-only buffer itself (zero-copy) unless a copy or another dtype is asked for."""
@@ -275,6 +297,34 @@ class Array(ArrayMethods):
 
     def __reduce__(self):
         return (Array, (np.array(self._value),))
+
+
+class UncommittedArray(Array):
+    """A host array built from Python scalars alone (``zeros``, ``iota``, ``eye``, ...): like
+    JAX's uncommitted arrays it goes with the device of the committed array it meets (see
+    ``functx.placement``). Everything else about it is an ``Array``."""
+
+    __slots__ = ()
+    committed = property(lambda self: False)
+
+
+def _cpu_device():
+    from functx.placement import CPU
+
+    return CPU
+
+
+def _on_device(x) -> bool:
+    """Whether a DLPack producer's buffer is off the host (DLPack device types 1 and 3 are host
+    memory)."""
+    dev = getattr(x, "__dlpack_device__", None)
+    if dev is None:
+        return False
+    try:
+        kind = int(dev()[0])
+    except Exception:  # noqa: BLE001 - a producer that cannot say: let the host import try
+        return False
+    return kind not in (1, 3)
 
 
 def _from_dlpack(x) -> np.ndarray:

@@ -1,8 +1,10 @@
-"""``functx.jit``: trace once per signature, lower to C++, compile (cached on disk), run.
+"""``functx.jit``: trace once per signature, lower to C++ or Triton, compile (cached on disk), run.
 
-A jitted function keeps a cache keyed by the tree structure, the abstract values of the array
-arguments and the values of the static arguments. Called with tracers of an outer transform it
-inlines its Jaxpr instead, so ``grad(jit(f))`` and ``jit(grad(f))`` both work.
+The program runs on the device its arguments live on (``functx.placement.op_device``: committed
+arguments must agree): C++ for the CPU, Triton kernels for a GPU, whose outputs come back as GPU
+arrays. A jitted function keeps a cache keyed by the tree structure, the abstract values of the
+array arguments, the values of the static arguments and the device. Called with tracers of an
+outer transform it inlines its Jaxpr instead, so ``grad(jit(f))`` and ``jit(grad(f))`` both work.
 ``FUNCTX_LOG_COMPILES=1`` logs each compilation with the reason (which argument changed).
 """
 
@@ -12,6 +14,7 @@ import functools
 
 import optree
 
+from functx import placement as _pl
 from functx import tracing
 from functx.core import ClosedJaxpr
 from functx.interpreter import eval_jaxpr
@@ -45,7 +48,7 @@ def _describe_change(old_key, new_key) -> str:
         return "first call"
     (ot, oa, os_, ob), (nt, na, ns, nb) = old_key, new_key
     if ob != nb:
-        return f"backend changed: {ob} -> {nb}"
+        return f"device changed: {ob} -> {nb}"
     if ot != nt:
         return f"tree structure changed: {ot} -> {nt}"
     for i, (a, b) in enumerate(zip(oa, na)):
@@ -56,17 +59,19 @@ def _describe_change(old_key, new_key) -> str:
     return "new signature"
 
 
-def _on_gpu(x) -> bool:
-    dev = getattr(x, "device", None)
-    return type(x).__module__.startswith("torch") and getattr(dev, "type", "cpu") != "cpu"
-
-
-def _backend(requested, leaves) -> str:
-    """``requested`` ("cpu" or "triton"), or by the arguments: Triton if one is a torch tensor
-    on a GPU."""
-    if requested is not None:
-        return requested
-    return "triton" if any(_on_gpu(x) for x in leaves) else "cpu"
+def _placement(leaves, backend, what):
+    """"cpu" or the GPU ``Device`` a call runs on: where its committed arguments live (else the
+    default device); ``backend`` ("cpu" or "triton"), when given, must agree."""
+    dev, _ = _pl.op_device(leaves, what, "argument leaf")
+    if backend == "cpu" and dev is not _pl.CPU:
+        raise _pl.DeviceError(
+            f"{what} was asked for backend='cpu' but its arguments are on {dev}; copy them to "
+            "the host with functx.device_put(x, functx.devices('cpu')[0]), or drop backend=")
+    if backend == "triton" and dev.platform != "gpu":
+        raise _pl.DeviceError(
+            f"{what} was asked for backend='triton' (a GPU) but its arguments are on {dev}; "
+            "put them on a GPU first: functx.device_put(x, functx.devices('gpu')[0])")
+    return "cpu" if dev is _pl.CPU else dev
 
 
 class Jitted:
@@ -75,6 +80,7 @@ class Jitted:
             raise ValueError(f"jit: backend must be None, 'cpu' or 'triton', not {backend!r}")
         functools.update_wrapper(self, fun)
         self.fun = fun
+        self._what = f"jit({getattr(fun, '__name__', type(fun).__name__)})"  # for errors
         self.backend = backend
         self.static_argnums = (static_argnums,) if isinstance(static_argnums, int) \
             else tuple(static_argnums)
@@ -131,11 +137,14 @@ class Jitted:
 
     def __call__(self, *args, **kwargs):
         if not kwargs and not self.static_argnums and not tracing._state.stack:
-            # the dispatch fast path: flatten, look up, run
+            # the dispatch fast path: flatten, look up, run (where the arguments are: that takes
+            # a look at each argument only once this process has a GPU)
             leaves, in_tree = optree.tree_flatten((args, {}), none_is_leaf=False,
                                                   namespace=tracing.PYTREE_NAMESPACE)
             try:
-                key = (in_tree, tuple([x.aval for x in leaves]), ((), ()), self.backend or "cpu")
+                key = (in_tree, tuple([x.aval for x in leaves]), ((), ()),
+                       _placement(leaves, self.backend, self._what)
+                       if _pl.GPU_IN_USE else self.backend or "cpu")
                 entry = self.cache.get(key)
             except AttributeError:
                 entry = None
@@ -146,40 +155,52 @@ class Jitted:
         if any(isinstance(x, Tracer) for x in leaves) or tracing.is_tracing():
             closed, _, out_tree, _ = tracing.trace_pytree(f, *tree_unflatten(in_tree, leaves))
             return tree_unflatten(out_tree, eval_jaxpr(closed.jaxpr, closed.consts, *leaves))
-        backend = _backend(self.backend, leaves)
-        key = (in_tree, tuple(get_aval(x) for x in leaves), statics, backend)
+        place = _placement(leaves, self.backend, self._what)
+        key = (in_tree, tuple(get_aval(x) for x in leaves), statics, place)
         entry = self.cache.get(key)
         if entry is None:
-            _log(f"compiling {getattr(self.fun, '__name__', 'function')} for {backend}: "
+            _log(f"compiling {getattr(self.fun, '__name__', 'function')} for {place}: "
                  f"{_describe_change(self.last_key, key)}")
-            entry = self._compile(f, leaves, in_tree, backend)
+            entry = self._compile(f, leaves, in_tree, place)
             self.cache[key] = entry
         self.last_key = key
         exe, out_tree = entry
         return tree_unflatten(out_tree, exe(leaves))
 
-    def _compile(self, f, leaves, in_tree, backend="cpu"):
+    def _compile(self, f, leaves, in_tree, place="cpu"):
+        closed, out_tree = self._final_jaxpr(f, leaves, in_tree, place)
+        if place == "cpu":
+            return compile_jaxpr(closed, "cpu"), out_tree
+        exe = compile_jaxpr(closed, "triton")
+        return _pl.DeviceExecutable(exe, closed.out_avals, place), out_tree
+
+    def _final_jaxpr(self, f, leaves, in_tree, place):
         a, kw = tree_unflatten(in_tree, leaves)
         closed, _, out_tree, _ = tracing.trace_pytree(f, a, kw)
-        closed = passes.simplify(closed)
-        return compile_jaxpr(closed, backend), out_tree
+        _pl.check_consts(closed.consts, _pl.CPU if place == "cpu" else place,
+                              self._what)
+        return passes.simplify(closed), out_tree
 
     def lower(self, *args, **kwargs) -> Lowered:
         f, leaves, in_tree, _ = self._trace(args, kwargs)
-        a, kw = tree_unflatten(in_tree, leaves)
-        closed, _, out_tree, _ = tracing.trace_pytree(f, a, kw)
-        closed = passes.simplify(closed)
-        return Lowered(closed, compile_jaxpr(closed, _backend(self.backend, leaves)))
+        place = _placement(leaves, self.backend, self._what)
+        closed, _ = self._final_jaxpr(f, leaves, in_tree, place)
+        return Lowered(closed, compile_jaxpr(closed, "cpu" if place == "cpu" else "triton"))
 
 
 def jit(fun=None, *, static_argnums=(), static_argnames=(), backend=None):
-    """Compile ``fun`` to fused C++ kernels (JAX's ``jit``); usable as a decorator.
+    """Compile ``fun`` to fused kernels (JAX's ``jit``); usable as a decorator.
+
+    The program runs where its arguments live: C++ kernels on the CPU, Triton kernels on a GPU
+    (the outputs are then GPU arrays on that device). Arguments committed to different devices
+    are an error; arguments without a device (Python scalars) go with the others, and a call
+    with none runs on the default device (see ``functx.placement``).
 
     Arguments:
       fun: a function of pytrees of arrays.
       static_argnums / static_argnames: arguments treated as compile-time constants.
-      backend: "cpu" (C++), "triton" (Triton kernels; returns torch tensors), or None: Triton
-        when an argument is a torch tensor on a GPU, else C++.
+      backend: None (follow the arguments), or "cpu" / "triton" to insist on the CPU or a GPU:
+        arguments elsewhere are then an error.
     Example:
       >>> f = functx.jit(lambda x: functx.numpy.tanh(x) * 2.0)
       >>> print(f.lower(np.ones(4, np.float32)).as_text())

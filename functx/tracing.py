@@ -1,7 +1,8 @@
 """Tracing: tracers, the builder that records equations, ``bind`` and ``make_jaxpr``.
 
 While a builder is active every primitive call is staged into it (JAX's "omnistaging"); with no
-builder active, ``bind`` runs the primitive's NumPy implementation at once (the eager path).
+builder active, ``bind`` runs the primitive's NumPy implementation at once (the eager path), or,
+when an operand lives on a GPU, hands the operation to ``functx.placement`` (which runs it there).
 A builder nested inside another lifts tracers of the outer one into constvars, so tracing a
 transformed function inside an outer trace records a self-contained Jaxpr that the caller inlines.
 """
@@ -16,7 +17,7 @@ import numpy as np
 import optree
 
 from functx import core, dtypes
-from functx.array import Array, ArrayMethods, is_python_scalar, scalar_aval
+from functx.array import Array, ArrayMethods, UncommittedArray, is_python_scalar, scalar_aval
 from functx.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
 from functx.errors import ConcretizationError, FunctxError, FunctxTypeError, user_frame, where
 
@@ -64,8 +65,8 @@ class Tracer(ArrayMethods):
 
     def __index__(self):
         self._concrete_error("Using a traced value as a Python index or size",
-                             "Use functx.lax.dynamic_slice for traced offsets, or mark the argument "
-                             "static (static_argnums).")
+                             "Use functx.lax.dynamic_slice for traced offsets, or mark the "
+                             "argument static (static_argnums).")
 
     __complex__ = __float__
 
@@ -94,7 +95,8 @@ _state = _TraceState()
 
 
 class Builder:
-    """Records equations for one trace. ``consts`` are concrete arrays or tracers of outer traces."""
+    """Records equations for one trace. ``consts`` are concrete arrays or tracers of outer
+    traces."""
 
     def __init__(self):
         self.eqns: list[Eqn] = []
@@ -120,9 +122,9 @@ class Builder:
         if is_python_scalar(x):
             return Literal(x, scalar_aval(x))
         arr = x if isinstance(x, Array) else Array.from_value(x)
-        if arr.ndim == 0:
+        if arr.ndim == 0 and type(arr) in (Array, UncommittedArray):
             return Literal(arr._value[()], arr.aval)
-        return self._const(arr, arr.aval)
+        return self._const(arr, arr.aval)  # (a GPU array stays a constant, even a 0-d one)
 
     def _const(self, x, aval) -> Var:
         v = self._const_ids.get(id(x))
@@ -203,7 +205,10 @@ def _abstract_eval(prim, avals, params):
 
 
 def _as_value(x):
-    """The NumPy value and aval of a concrete argument of ``bind``."""
+    """The NumPy value, aval and committedness of a concrete argument of ``bind`` that is not a
+    committed host ``Array``; None for an argument on a GPU (``functx.placement`` runs those)."""
+    if type(x) is UncommittedArray:
+        return x._value, x.aval, False
     if isinstance(x, Tracer):
         raise FunctxError(
             f"A tracer {x!r} from a finished trace was used{where()}: a value computed inside a "
@@ -211,32 +216,74 @@ def _as_value(x):
             "the function instead.")
     if is_python_scalar(x):
         aval = scalar_aval(x)
-        return np.asarray(x, aval.dtype), aval
+        return np.asarray(x, aval.dtype), aval, False
     if isinstance(x, (np.ndarray, np.generic)) and x.dtype in dtypes.SUPPORTED:
         v = np.asarray(x)
-        return v, ShapedArray(v.shape, v.dtype)
+        return v, ShapedArray(v.shape, v.dtype), v.ndim > 0
+    if isinstance(x, Array):
+        return None  # a GPU array
     arr = Array.from_value(x)
-    return arr._value, arr.aval
+    if type(arr) is not Array:
+        return None  # a GPU buffer of another library
+    return arr._value, arr.aval, arr._value.ndim > 0
+
+
+# Set by functx.placement: the module itself, and whether the default device may be other than the
+# CPU (then operations without committed operands ask functx.placement where to run).
+_placement = None
+_default_off_cpu = False
 
 
 def bind(prim, args, params):
     if _state.stack:
         return _state.stack[-1].add_eqn(prim, args, params)
     # The eager path: shape/dtype inference (which also validates), then the NumPy impl.
+    # Results are committed (see functx.placement) unless every operand was a scalar (a Python
+    # scalar or a 0-d host array) or uncommitted.
+    vals, avals = [], []
+    committed = False
+    for a in args:
+        if type(a) is Array:
+            vals.append(a._value)
+            avals.append(a.aval)
+            if a.aval.shape:
+                committed = True
+        else:
+            got = _as_value(a)
+            if got is None:
+                return _placement.bind_eager(prim, args, params)
+            v, av, c = got
+            vals.append(v)
+            avals.append(av)
+            if c:
+                committed = True
+    if not committed and _default_off_cpu:
+        return _placement.bind_eager(prim, args, params)
+    out_avals = _abstract_eval(prim, avals, params)
+    out = prim.impl(*vals, **params)
+    wrap = _wrap if committed else _wrap_uncommitted
+    if prim.multiple_results:
+        return [wrap(_own(o, args), a) for o, a in zip(out, out_avals)]
+    return wrap(_own(out, args), out_avals)
+
+
+def bind_host(prim, args, params, committed: bool):
+    """``bind``'s NumPy path for operands all on the host (``functx.placement`` calls it)."""
     vals, avals = [], []
     for a in args:
         if type(a) is Array:
             vals.append(a._value)
             avals.append(a.aval)
         else:
-            v, av = _as_value(a)
+            v, av, _ = _as_value(a)
             vals.append(v)
             avals.append(av)
     out_avals = _abstract_eval(prim, avals, params)
     out = prim.impl(*vals, **params)
+    wrap = _wrap if committed else _wrap_uncommitted
     if prim.multiple_results:
-        return [_wrap(_own(o, args), a) for o, a in zip(out, out_avals)]
-    return _wrap(_own(out, args), out_avals)
+        return [wrap(_own(o, args), a) for o, a in zip(out, out_avals)]
+    return wrap(_own(out, args), out_avals)
 
 
 def _own(out, args):
@@ -253,6 +300,14 @@ def _wrap(value, aval: ShapedArray) -> Array:
     if value.dtype != aval.dtype:
         value = value.astype(aval.dtype)
     return Array._new(value, aval)
+
+
+def _wrap_uncommitted(value, aval: ShapedArray) -> Array:
+    if type(value) is not np.ndarray:
+        value = np.asarray(value)
+    if value.dtype != aval.dtype:
+        value = value.astype(aval.dtype)
+    return UncommittedArray._new(value, aval)
 
 
 core.set_bind(bind)
@@ -405,6 +460,7 @@ def make_jaxpr(fun: Callable, static_argnums: int | tuple[int, ...] = ()):
     return traced
 
 
-__all__ = ["Tracer", "Builder", "bind", "make_jaxpr", "trace_flat", "flatten_fun", "trace_pytree",
+__all__ = ["Tracer", "Builder", "bind", "bind_host", "make_jaxpr", "trace_flat", "flatten_fun",
+           "trace_pytree",
            "TraceCache", "source_info", "new_trace",
            "tree_flatten", "tree_unflatten", "ShapeDtypeStruct", "get_aval", "is_tracing"]

@@ -15,8 +15,8 @@ import operator
 
 import numpy as np
 
-from functx import dtypes, lax
-from functx.array import Array, is_python_scalar
+from functx import dtypes, lax, placement, tracing
+from functx.array import Array, UncommittedArray, is_python_scalar
 from functx.core import ShapedArray
 from functx.errors import FunctxTypeError
 from functx.errors import where as _loc
@@ -64,20 +64,46 @@ def result_type(*args):
 
 
 # --- array creation ------------------------------------------------------------------------------
-def asarray(a, dtype=None, order=None, *, copy=None):
-    """Convert to a functx array (NumPy arrays, scalars, nested lists, DLPack producers)."""
+# ``device=`` (JAX's keyword) puts the new array on that device, committed to it; without it, data
+# converted by asarray/array goes to the default device and arrays built from scalars (zeros, eye,
+# arange, ...) are uncommitted there (see functx.placement).
+def _placed(out, device):
+    if device is None and not tracing._default_off_cpu:
+        return out  # the CPU default: nothing to do
+    if isinstance(out, Tracer):
+        return out
+    return placement.place_new(out, device)
+
+
+def _made_on(device, make, *args):
+    """``make(*args)`` (arrays built from scalars) on ``device``, committed there; None: the default
+    device, uncommitted."""
+    if device is None:
+        return make(*args)
+    with placement.default_device(device):
+        out = make(*args)
+    return _placed(out, device)
+
+
+def asarray(a, dtype=None, order=None, *, copy=None, device=None):
+    """Convert to a functx array (NumPy arrays, scalars, nested lists, DLPack producers).
+
+    ``device``: put it there (a copy if it is elsewhere); by default functx arrays stay where they
+    are and other data goes to the default device. A DLPack producer on a GPU (a torch tensor,
+    say) becomes an array on that GPU."""
     if _is_array(a):
-        return a if dtype is None else astype(a, dtype)
-    if isinstance(a, (list, tuple)):
-        return Array.from_value(a, dtype)
-    return Array.from_value(a, dtype)
+        out = a if dtype is None else astype(a, dtype)
+        return out if device is None else _placed(out, device)
+    return _placed(Array.from_value(a, dtype), device)
 
 
-def array(object, dtype=None, copy=True, order="K", ndmin=0):  # noqa: A002
-    out = asarray(object, dtype)
+def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):  # noqa: A002
+    out = asarray(object, dtype, device=device)
     if is_python_scalar(object) and dtype is None and _is_array(out):
-        out = lax.convert_element_type(out, out.dtype, weak_type=False) if isinstance(out, Tracer) \
-            else Array.from_value(np.asarray(out), weak_type=False)
+        if type(out) in _HOST:
+            out = Array.from_value(np.asarray(out), weak_type=False)
+        else:  # a tracer, or an array on a device
+            out = lax.convert_element_type(out, out.dtype, weak_type=False)
     if ndmin > out.ndim:
         out = reshape(out, (1,) * (ndmin - out.ndim) + out.shape)
     return out
@@ -102,19 +128,25 @@ def _dt(dtype, default=dtypes.float32):
     return default if dtype is None else dtypes.canonicalize(dtype)
 
 
-def zeros(shape, dtype=None):
-    return lax.full(_shape(shape), 0, _dt(dtype))
+def zeros(shape, dtype=None, *, device=None):
+    if device is None:
+        return lax.full(_shape(shape), 0, _dt(dtype))
+    return _made_on(device, lax.full, _shape(shape), 0, _dt(dtype))
 
 
-def ones(shape, dtype=None):
-    return lax.full(_shape(shape), 1, _dt(dtype))
+def ones(shape, dtype=None, *, device=None):
+    if device is None:
+        return lax.full(_shape(shape), 1, _dt(dtype))
+    return _made_on(device, lax.full, _shape(shape), 1, _dt(dtype))
 
 
-def empty(shape, dtype=None):
-    return zeros(shape, dtype)
+def empty(shape, dtype=None, *, device=None):
+    return zeros(shape, dtype, device=device)
 
 
-def full(shape, fill_value, dtype=None):
+def full(shape, fill_value, dtype=None, *, device=None):
+    if device is not None:
+        return _made_on(device, full, shape, fill_value, dtype)
     if dtype is None and not is_python_scalar(fill_value):
         fv = asarray(fill_value)
         return broadcast_to(fv, _shape(shape))
@@ -123,24 +155,33 @@ def full(shape, fill_value, dtype=None):
     return broadcast_to(lax.convert_element_type(fill_value, dt), _shape(shape))
 
 
-def zeros_like(a, dtype=None, shape=None):
+def _like_device(a, device):
+    """``*_like(a)`` makes its array where ``a`` is (JAX keeps ``a``'s placement)."""
+    if device is not None or not isinstance(a, Array) or type(a) in _HOST:
+        return device
+    return a.device
+
+
+def zeros_like(a, dtype=None, shape=None, *, device=None):
     av = _aval(a)
-    return zeros(av.shape if shape is None else shape, av.dtype if dtype is None else dtype)
+    return zeros(av.shape if shape is None else shape, av.dtype if dtype is None else dtype,
+                 device=_like_device(a, device))
 
 
-def ones_like(a, dtype=None, shape=None):
+def ones_like(a, dtype=None, shape=None, *, device=None):
     av = _aval(a)
-    return ones(av.shape if shape is None else shape, av.dtype if dtype is None else dtype)
+    return ones(av.shape if shape is None else shape, av.dtype if dtype is None else dtype,
+                device=_like_device(a, device))
 
 
-def empty_like(a, dtype=None, shape=None):
-    return zeros_like(a, dtype, shape)
+def empty_like(a, dtype=None, shape=None, *, device=None):
+    return zeros_like(a, dtype, shape, device=device)
 
 
-def full_like(a, fill_value, dtype=None, shape=None):
+def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
     av = _aval(a)
     return full(av.shape if shape is None else shape, fill_value,
-                av.dtype if dtype is None else dtype)
+                av.dtype if dtype is None else dtype, device=_like_device(a, device))
 
 
 def _concrete_number(x, what):
@@ -150,7 +191,7 @@ def _concrete_number(x, what):
     return x.item() if isinstance(x, (Array, np.ndarray, np.generic)) else x
 
 
-def arange(start, stop=None, step=None, dtype=None):
+def arange(start, stop=None, step=None, dtype=None, *, device=None):
     start = _concrete_number(start, "arange start")
     stop = _concrete_number(stop, "arange stop")
     step = _concrete_number(step, "arange stop")
@@ -163,11 +204,15 @@ def arange(start, stop=None, step=None, dtype=None):
     dtype = dtypes.canonicalize(dtype)
     n = builtins.max(int(math.ceil((stop - start) / step)), 0)
     if start == 0 and step == 1 and dtype in dtypes.INTEGERS:
-        return lax.iota(dtype, n)
-    return Array.from_value(np.arange(start, stop, step).astype(dtype))
+        return _made_on(device, lax.iota, dtype, n)
+    v = np.arange(start, stop, step).astype(dtype)  # made from scalars: uncommitted
+    return _placed(UncommittedArray._new(v, ShapedArray(v.shape, dtype)), device)
 
 
-def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
+             device=None):
+    if device is not None:
+        return _made_on(device, linspace, start, stop, num, endpoint, retstep, dtype, axis)
     num = operator.index(num)
     dt = _dt(dtype, dtypes.float32) if dtype is not None else result_type(start, stop, float)
     start, stop = asarray(start, dt if dt in dtypes.FLOATS else dtypes.float32), \
@@ -187,15 +232,17 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     return (out, step.reshape(shape)) if retstep else out
 
 
-def eye(N, M=None, k=0, dtype=None):
+def eye(N, M=None, k=0, dtype=None, *, device=None):
+    if device is not None:
+        return _made_on(device, eye, N, M, k, dtype)
     M = N if M is None else M
     r = lax.broadcasted_iota(dtypes.int32, (N, M), 0)
     c = lax.broadcasted_iota(dtypes.int32, (N, M), 1)
     return astype(equal(c - r, k), _dt(dtype))
 
 
-def identity(n, dtype=None):
-    return eye(n, dtype=dtype)
+def identity(n, dtype=None, *, device=None):
+    return eye(n, dtype=dtype, device=device)
 
 
 def tri(N, M=None, k=0, dtype=None):
@@ -280,27 +327,34 @@ def _promote(name, *args, kind=None):
     return out
 
 
+_HOST = (Array, UncommittedArray)  # host arrays (committed or not: see functx.placement)
+
+
 def _promote_fast(args, kind):
     """The eager fast path of _promote for the common cases: concrete float arrays of one aval,
     or a float array and a Python scalar. None when the general path is needed."""
     if len(args) == 1:
         a = args[0]
-        if type(a) is Array and (kind is None or a.aval.dtype in dtypes.FLOATS):
+        t = type(a)
+        if (t is Array or t is UncommittedArray) and (
+                kind is None or a.aval.dtype in dtypes.FLOATS):
             return [a]
         return None
     if len(args) != 2:
         return None
     x, y = args
     tx, ty = type(x), type(y)
-    if tx is Array and ty is Array:
-        ax, ay = x.aval, y.aval
-        if ax.shape == ay.shape and ax.dtype == ay.dtype and (
-                kind is None or ax.dtype in dtypes.FLOATS) and ax.weak_type == ay.weak_type:
-            return [x, y]
-        return None
-    if tx is Array and ty in (float, int):
+    if tx is Array or tx is UncommittedArray:
+        if ty is Array or ty is UncommittedArray:
+            ax, ay = x.aval, y.aval
+            if ax.shape == ay.shape and ax.dtype == ay.dtype and (
+                    kind is None or ax.dtype in dtypes.FLOATS) and ax.weak_type == ay.weak_type:
+                return [x, y]
+            return None
+        if ty not in (float, int):
+            return None
         arr, scalar, first = x, y, True
-    elif ty is Array and tx in (float, int):
+    elif (ty is Array or ty is UncommittedArray) and tx in (float, int):
         arr, scalar, first = y, x, False
     else:
         return None
@@ -548,14 +602,16 @@ def _ufunc2(lax_fn, name, kind="any"):
 
 
 def add(x1, x2, /):
-    if type(x1) is Array and type(x2) is Array and x1.aval == x2.aval:  # eager fast path
+    if (type(x1) is Array or type(x1) is UncommittedArray) and (
+            type(x2) is Array or type(x2) is UncommittedArray) and x1.aval == x2.aval:  # fast path
         return lax.add(x1, x2) if x1.dtype != dtypes.bool_ else lax.bitwise_or(x1, x2)
     x1, x2 = _promote("add", x1, x2)
     return lax.bitwise_or(x1, x2) if _is_bool(x1) else lax.add(x1, x2)
 
 
 def multiply(x1, x2, /):
-    if type(x1) is Array and type(x2) is Array and x1.aval == x2.aval:
+    if (type(x1) is Array or type(x1) is UncommittedArray) and (
+            type(x2) is Array or type(x2) is UncommittedArray) and x1.aval == x2.aval:
         return lax.mul(x1, x2) if x1.dtype != dtypes.bool_ else lax.bitwise_and(x1, x2)
     x1, x2 = _promote("multiply", x1, x2)
     return lax.bitwise_and(x1, x2) if _is_bool(x1) else lax.mul(x1, x2)
@@ -655,7 +711,7 @@ def _concrete_int(x):
         return None
     if isinstance(x, (int, np.integer)):
         return int(x)
-    if type(x) is Array and x.ndim == 0 and x.dtype in dtypes.INTEGERS:
+    if type(x) in _HOST and x.ndim == 0 and x.dtype in dtypes.INTEGERS:
         return int(x)
     return None
 

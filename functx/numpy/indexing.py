@@ -11,7 +11,7 @@ import numpy as np
 
 from functx import dtypes, lax
 from functx import primitives as P
-from functx.array import Array
+from functx.array import Array, UncommittedArray
 from functx.errors import FunctxTypeError, where
 from functx.tracing import Tracer, get_aval
 
@@ -25,11 +25,18 @@ def _is_index_array(x):
         isinstance(x, tuple) and False)
 
 
+def _index_constant(v: np.ndarray) -> Array:
+    """An index array written in the index expression (a list or NumPy array): a constant of the
+    expression, uncommitted (it goes with the indexed array's device; see functx.placement)."""
+    v = np.array(v)
+    return UncommittedArray._new(v, get_aval(v))
+
+
 def _to_index_array(x, dim_name):
     if isinstance(x, list):
         x = np.asarray(x)
     if isinstance(x, np.ndarray):
-        x = Array.from_value(x if x.size else x.astype(np.int32))
+        x = _index_constant(x if x.size else x.astype(np.int32))
     av = get_aval(x)
     if av.dtype == dtypes.bool_:
         if isinstance(x, Tracer):
@@ -51,15 +58,15 @@ def _expand(idx, ndim):
         if isinstance(it, (bool, np.bool_)):
             items.append(("mask0", bool(it)))
             continue
-        if isinstance(it, (Array, np.ndarray)) and np.asarray(it).dtype == np.bool_:
+        if isinstance(it, (Array, np.ndarray)) and it.dtype == np.bool_:  # (no copy to read it)
             mask = np.asarray(it)
             if mask.ndim == 0:
                 items.append(("mask0", bool(mask)))
             else:
-                items.extend(Array.from_value(i.astype(np.int32)) for i in np.nonzero(mask))
+                items.extend(_index_constant(i.astype(np.int32)) for i in np.nonzero(mask))
             continue
         if isinstance(it, (list,)) and np.asarray(it).dtype == np.bool_:
-            items.extend(Array.from_value(i.astype(np.int32)) for i in np.nonzero(np.asarray(it)))
+            items.extend(_index_constant(i.astype(np.int32)) for i in np.nonzero(np.asarray(it)))
             continue
         items.append(it)
     n_ell = sum(1 for it in items if it is Ellipsis)
