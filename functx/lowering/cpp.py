@@ -686,8 +686,8 @@ class CppProgram:
                     clauses.append(f"reduction({'max' if cmp == '>' else 'min'}:{a})")
                     if nan:
                         clauses.append(f"reduction(|:{a}_nan)")
-                    hit = f"({a}_nan ? ({{v}} != {{v}}) : ({{v}} == {a}))" if nan else \
-                        f"({{v}} == {a})"
+                    hit = (f"((!{a}_nan & ({{v}} == {a})) | ({a}_nan & ({{v}} != {{v}})))" if nan
+                           else f"({{v}} == {a})")
                     index_loops.append((bi, val_e, hit))
                     acc_names[(r.id, 0)] = f"(({compute_type(r.dtype)}){bi})"
                     continue
@@ -792,7 +792,7 @@ class CppProgram:
         updates, clauses = [], []
         for bi, val_e, hit in index_loops:
             v = em(val_e)
-            updates.append(f"{bi} = ({hit.format(v=v)} && jflat < {bi}) ? jflat : {bi};")
+            updates.append(f"{bi} = fx_imin({bi}, {hit.format(v=v)} ? jflat : {n_inner}LL);")
             clauses.append(f"reduction(min:{bi})")
         lines = [f"    int64_t {bi} = {n_inner}LL;" for bi, _, _ in index_loops] + hoist.lines
         lines += self._inner_loops(iv, k.inner_shape, em.lines + [em.indent + u for u in updates],

@@ -65,14 +65,22 @@ def test_reduce_custom_combine_under_vmap_and_grad_error():
         functx.grad(lambda x: f(x)[0].sum())(x[0])
 
 
-@pytest.mark.parametrize("name", ["gelu", "softmax"])
+_VECTORISED = {
+    "gelu": lambda x: functx.nn.gelu(x),
+    "softmax": lambda x: functx.nn.softmax(x),
+    "argmax_logsumexp": lambda x: (functx.numpy.argmax(x, axis=-1), functx.nn.logsumexp(x, -1)),
+}
+
+
+@pytest.mark.parametrize("name", list(_VECTORISED))
 def test_generated_loops_vectorise(name, tmp_path):
-    """The inner loops of GELU (tanh) and softmax (exp, max and sum reductions) are vectorised:
-    the compiler's own report says so (functx's exp/log/tanh are branch-free polynomials)."""
+    """The inner loops of GELU (tanh), softmax (exp, max and sum reductions) and argmax (the
+    extreme value, then the first index holding it) are vectorised: the compiler's own report
+    says so (functx's exp/log/tanh are branch-free polynomials)."""
     from functx.lowering import cache
 
     x = np.ones((64, 1024), np.float32)
-    fn = (lambda x: functx.nn.gelu(x)) if name == "gelu" else (lambda x: functx.nn.softmax(x))
+    fn = _VECTORISED[name]
     src = functx.jit(fn).lower(x).executable.source
     path = tmp_path / "k.cpp"
     path.write_text(src)
@@ -114,3 +122,26 @@ def test_cache_dir_env_is_used(tmp_path, monkeypatch):
     np.testing.assert_allclose(np.asarray(f(np.arange(5, dtype=np.float32))),
                                np.arange(5) * 3.0 + 0.25)
     assert any(p.endswith(".so") for p in os.listdir(tmp_path))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_argmax_first_index_nan_and_ties_match_jax(op, dtype):
+    """The vectorised argmax/argmin: ties give the first index, a NaN wins (the first NaN),
+    +0 and -0 tie, rows of infinities."""
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((12, 300)) * 10
+    if np.dtype(dtype).kind == "f":
+        x[1, 5] = x[1, 9] = np.nan
+        x[3, :] = np.inf
+        x[4, :] = -np.inf
+        x[5, :] = np.nan
+        x[6, :] = 0.0
+        x[6, 3] = -0.0
+    x[2, 7] = x[2, 11] = x[2].max() + 1
+    x[7, 20] = x[7, 40] = x[7].min() - 1
+    x = x.astype(dtype)
+    f = functx.jit(lambda x: getattr(functx.numpy, op)(x, axis=-1))
+    np.testing.assert_array_equal(np.asarray(f(x)), np.asarray(getattr(jnp, op)(x, axis=-1)))
