@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 
 
@@ -49,6 +50,10 @@ def _compile_cpp(closed):
 def _lower_cpp(closed):
     from functx.lowering import cache, cpp, loops, runtime, schedule
 
+    if runtime.fast_call.cache_info().currsize == 0:
+        # with an empty cache the dispatch extension needs compiling too: on another core, while
+        # this program is lowered and compiled
+        threading.Thread(target=runtime.fast_call, daemon=True).start()
     g = loops.lower_jaxpr(closed)
     kernels = schedule.schedule(g)
     prog = cpp.CppProgram(g, kernels)
