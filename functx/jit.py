@@ -16,6 +16,7 @@ import optree
 
 from functx import placement as _pl
 from functx import tracing
+from functx.array import Array
 from functx.core import ClosedJaxpr
 from functx.interpreter import eval_jaxpr
 from functx.lowering.compile import compile_jaxpr
@@ -88,6 +89,7 @@ class Jitted:
             else tuple(static_argnames)
         self._infer_static_from_signature()
         self.cache: dict = {}
+        self._flat_trees: dict = {}  # number of positional Arrays -> their tree structure
         self.last_key = None
 
     def _infer_static_from_signature(self):
@@ -139,8 +141,15 @@ class Jitted:
         if not kwargs and not self.static_argnums and not tracing._state.stack:
             # the dispatch fast path: flatten, look up, run (where the arguments are: that takes
             # a look at each argument only once this process has a GPU)
-            leaves, in_tree = optree.tree_flatten((args, {}), none_is_leaf=False,
-                                                  namespace=tracing.PYTREE_NAMESPACE)
+            if all(type(a) is Array for a in args):  # no pytree to flatten: skip optree
+                leaves = list(args)
+                in_tree = self._flat_trees.get(len(args))
+                if in_tree is None:
+                    in_tree = self._flat_trees[len(args)] = optree.tree_structure(
+                        (args, {}), none_is_leaf=False, namespace=tracing.PYTREE_NAMESPACE)
+            else:
+                leaves, in_tree = optree.tree_flatten((args, {}), none_is_leaf=False,
+                                                      namespace=tracing.PYTREE_NAMESPACE)
             try:
                 key = (in_tree, tuple([x.aval for x in leaves]), ((), ()),
                        _placement(leaves, self.backend, self._what)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import glob
+import math
 import os
 import weakref
 
@@ -135,6 +136,8 @@ class Executable:
         self.in_dtypes = in_dtypes  # inputs that are not Arrays are converted to these
         self.consts = [np.ascontiguousarray(c) for c in consts]
         self.out_specs = out_specs  # [(shape, dtype)] for each output buffer
+        self._out_alloc = [(s, d, math.prod(s) * np.dtype(d).itemsize < _POOL_MIN)
+                           for s, d in out_specs]
         self.out_map = out_map  # per program output: ("buf", k, aval) | ("in", i, aval)
         self.source = source
         self.kernels_text = kernels_text
@@ -145,7 +148,8 @@ class Executable:
         self._call = fast_call()
 
     def __call__(self, leaves):
-        outs = [_take(shape, dtype) for shape, dtype in self.out_specs]
+        outs = [np.empty(shape, dtype) if small else _take(shape, dtype)
+                for shape, dtype, small in self._out_alloc]
         if self._call is not None:
             bufs = [x._value if type(x) is Array else self._convert(x, i)
                     for i, x in enumerate(leaves)]
