@@ -114,8 +114,9 @@ def _take(shape, dtype):
     try:
         raw = _pool[nbytes].pop()
     except (KeyError, IndexError):
-        raw = np.empty(nbytes, np.uint8)
-    holder = (ctypes.c_char * nbytes).from_buffer(raw)
+        raw = np.empty(nbytes + 64, np.uint8)
+    skip = -raw.ctypes.data % 64  # 64-byte aligned: whole cache lines per vector store
+    holder = (ctypes.c_char * nbytes).from_buffer(raw, skip)
     weakref.finalize(holder, _give_back, nbytes, raw)
     return np.frombuffer(holder, dtype).reshape(shape)
 

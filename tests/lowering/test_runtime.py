@@ -66,3 +66,22 @@ def test_concurrent_calls_keep_their_own_buffers():
     for t in threads:
         t.join()
     assert not errors, errors[0]
+
+
+def test_large_buffers_are_cache_line_aligned():
+    x = np.linspace(-1, 1, N, dtype=np.float32)
+    a = fnp.asarray(x)  # a copy onto a 64-byte boundary (NumPy aligns to 16)
+    assert np.asarray(a).ctypes.data % 64 == 0
+    np.testing.assert_array_equal(np.asarray(a), x)
+    out = functx.jit(lambda x: x * 2.0)(a)
+    assert np.asarray(out).ctypes.data % 64 == 0
+    np.testing.assert_array_equal(np.asarray(out), x * 2)
+
+
+def test_large_identity_output_is_copied_in_parallel_chunks():
+    # an output that is an input is copied (fx_copy splits 4 MiB and more among the threads);
+    # the copy is exact, including a tail that is not a whole chunk
+    x = np.arange((1 << 20) + 3, dtype=np.float64)
+    out = functx.jit(lambda x, y: (x, y + 1.0))(x, np.float32(1))
+    np.testing.assert_array_equal(np.asarray(out[0]), x)
+    assert np.asarray(out[0]).ctypes.data != x.ctypes.data
