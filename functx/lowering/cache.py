@@ -177,3 +177,64 @@ def compile_cached(source: str, extra_flags=(), suffix="") -> tuple[str, bool]:
             return so, True
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+# --- Triton: generated modules and Triton's own kernel cache -----------------------------------
+# Layout under the cache directory: ``triton/modules/functx_triton_<hash>.py`` (the generated
+# module, keyed by a hash of its source, with a SHA-256 sidecar like the shared objects) and
+# ``triton/kernels/`` (Triton's cache of the kernels it compiled from those modules: cubins,
+# PTX and their metadata, keyed by Triton itself).
+_ours: str | None = None  # the TRITON_CACHE_DIR value this module set (not the user's)
+
+
+def triton_dir() -> str:
+    d = os.path.join(cache_dir(), "triton")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def triton_kernel_dir() -> str:
+    """Point Triton's kernel cache at ``<cache>/triton/kernels`` (through ``triton.knobs``
+    where it exists, else ``TRITON_CACHE_DIR``) and return it. A ``TRITON_CACHE_DIR`` the user
+    set wins."""
+    global _ours
+    user = os.environ.get("TRITON_CACHE_DIR")
+    if user and user != _ours:
+        return user
+    d = os.path.join(triton_dir(), "kernels")
+    os.makedirs(d, exist_ok=True)
+    try:
+        import triton
+
+        triton.knobs.cache.dir = d
+    except (ImportError, AttributeError):
+        os.environ["TRITON_CACHE_DIR"] = d
+        _ours = d
+    return d
+
+
+def triton_module(source: str) -> tuple[str, str, bool]:
+    """Store generated Triton source as a module file: ``(key, path, written now)``. The key
+    is a hash of the source; an entry whose bytes do not match its sidecar is rewritten."""
+    key = hashlib.sha256(source.encode()).hexdigest()[:24]
+    d = os.path.join(triton_dir(), "modules")
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, f"functx_triton_{key}.py")
+    if _valid(path):
+        return key, path, False
+    with open(os.path.join(d, f"{key}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if _valid(path):
+                return key, path, False
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with open(tmp, "w") as f:
+                f.write(source)
+            digest = _digest(tmp)
+            with open(path + ".sha256.tmp", "w") as f:
+                f.write(digest)
+            os.replace(tmp, path)
+            os.replace(path + ".sha256.tmp", path + ".sha256")
+            return key, path, True
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)

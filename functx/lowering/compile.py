@@ -23,13 +23,23 @@ def compile_jaxpr(closed, backend: str = "cpu"):
     """An executable for ``closed`` (a ClosedJaxpr): "cpu" gives C++ kernels, "triton" Triton
     kernels on torch tensors."""
     if backend == "triton":
-        from functx.lowering import triton as triton_backend
-
-        t0 = time.perf_counter()
-        exe = triton_backend.compile_triton(closed)
-        log(f"generated {exe.kernel_count()} Triton kernels in {time.perf_counter() - t0:.2f}s")
-        return triton_backend.JitExecutable(exe)
+        return _compile_triton(closed)
     return _compile_cpp(closed)
+
+
+def _compile_triton(closed):
+    """Generate the Triton module and load it through the disk cache (the module file is keyed
+    by a hash of its source; Triton compiles the kernels at their first launch, into its own
+    cache under the same directory: see ``triton_runtime.py``)."""
+    from functx.lowering import triton as triton_backend
+    from functx.lowering.triton_runtime import JitExecutable
+
+    t0 = time.perf_counter()
+    exe = triton_backend.compile_triton(closed)
+    state = "new module" if exe.module_written else "module from the cache"
+    log(f"generated {exe.kernel_count()} Triton kernels in {time.perf_counter() - t0:.2f}s "
+        f"({state}: {exe.module_path})")
+    return JitExecutable(exe)
 
 
 def _compile_cpp(closed):

@@ -2,20 +2,30 @@
 
 The same loop IR (``loops.py``) and the same kernels (``schedule.py``) as the C++ backend, printed
 as one Python module: a prelude of small ``@triton.jit`` helpers (JAX's semantics for max/min with
-NaN, argmax/argmin as value-index pairs), one ``@triton.jit`` kernel per scheduled kernel, and a
-host function ``run(inputs, consts, outputs)`` that launches them in order on flat, contiguous
-torch tensors (intermediates are allocated with ``torch.empty`` on the outputs' device).
+NaN, argmax/argmin as value-index pairs, the combines of reductions), one ``@triton.jit`` kernel
+per scheduled kernel, each launched through a module-level *launch site* (``_L0 = _fx_site(k0_..,
+warps)``: see ``triton_runtime.py``, which loads and runs the module), and a host function
+``run(inputs, consts, outputs)`` that launches them in order on contiguous torch tensors
+(intermediates are allocated with ``torch.empty`` on the outputs' device).
 
 * ``pointwise``: flat 1-D blocks; the multi-index comes from the flat offset with ``//`` and ``%``;
   the tail is masked.
-* ``reduce``: a block of rows per program; each pass loops over the reduced elements in chunks and
-  folds the chunk's ``tl.sum``/``tl.reduce`` into per-row accumulators; the map phase and the
-  epilogue then read those accumulators, so softmax and layer norm are one kernel, as on the CPU.
+* ``reduce``: a block of rows per program, in one of three variants chosen by size
+  (``reduce_plan``): *persistent*, when a row fits in registers (up to 8192 float32 elements): it
+  is loaded once and every pass, the map phase (softmax's output) and the epilogue use it there;
+  *looped*, for longer rows: each pass loops over chunks of the row and folds each chunk's
+  ``tl.reduce`` into per-row accumulators; a mean/variance pair (a sum, then a sum of squared
+  deviations from ``sum / n``) is one Welford pass over shifted values (``_welford``), and a map
+  phase that does not read the last pass's results joins that pass's loop; *split*, for a
+  single pass with too few blocks of rows to fill the GPU (a full sum, a column sum of a tall
+  matrix): partial accumulators over slices of the chunks, then a folding kernel that runs the
+  epilogue. Softmax and layer norm are one kernel each, as on the CPU.
 * ``ascan`` (lane-wise ``associative_scan``) and ``scan`` (cumsum & co.): ``tl.associative_scan``
-  over a chunk of the scan axis with the combine function emitted as its own ``@triton.jit``
-  function; the prefix carried across chunks is the previous chunk's *last* element (picked by
-  index, never with a value reduction, which would assume commutativity). Reverse scans flip the
-  indices themselves.
+  over a chunk of the scan axis (any length: chunks in a loop) with the combine function emitted
+  as its own ``@triton.jit`` function; the prefix carried across chunks is the previous chunk's
+  *last* element (picked by index, never with a value reduction, which would assume
+  commutativity). Reverse scans flip the indices themselves (Triton's ``reverse=`` is not used).
+  Along a strided axis a block is 32 neighbouring lanes by a short chunk (``scan_plan``).
 * ``greduce`` (``lax.reduce`` with a custom combine): ``tl.reduce`` with the combine emitted as
   a function (XLA's contract: commutative, associative, the init value an identity).
 * ``dot``: ``torch.matmul`` on the realised operands (cuBLAS), called from the host function.
@@ -28,16 +38,19 @@ torch tensors (intermediates are allocated with ``torch.empty`` on the outputs' 
   host functions in the same module, nested to any depth); a ``while_loop`` reads its predicate
   back to the host each iteration, a ``cond`` its branch index.
 
-Single-pass reductions with too few row blocks to fill the GPU (a full sum, a column sum of a
-tall matrix) are split along the reduced elements: partial accumulators, then a folding kernel.
-An element operation with no Triton counterpart raises ``UnsupportedError`` naming it.
+Block sizes and warps come from a small table (``Blocks``, ``reduce_plan``, ``scan_plan``),
+chosen from sweeps on an H100 (``benchmarks/gpu.py --sweep``); they are constants of the
+generated source, so they are cached with it. An element operation with no Triton counterpart
+raises ``UnsupportedError`` naming it.
 
 Element expressions become Triton values with *dependencies*: the block axes they vary along
 (``f`` for a pointwise kernel's flat block; ``r``/``j`` for a reduction's rows/inner chunk;
 ``l``/``s`` for a scan's lanes/positions). A load is masked with the mask of exactly the axes its
 offset depends on, so a row-only load in a reduction is a ``[ROWS, 1]`` block, not a broadcast.
-Constants are Python literals where Triton types them weakly (next to a tensor operand), and
-``tl.full([], v, dtype)`` otherwise (a bare float literal would be float32).
+Equal expressions share one value (one load, one ``exp``). Constants are Python literals where
+Triton types them weakly (next to a tensor operand), and ``tl.full([], v, dtype)`` otherwise (a
+bare float literal would be float32). Half-precision values compute in float32 and are rounded to
+their type after each operation, as JAX does.
 
 Transcendental functions call ``libdevice`` (CUDA's math library: Triton's own ``tl.exp`` is an
 approximate ``ex2``). Under ``TRITON_INTERPRET=1`` Triton cannot run libdevice, so the generated
@@ -47,12 +60,8 @@ module binds ``libdevice`` to ``interpreter_libdevice`` below, NumPy stand-ins w
 from __future__ import annotations
 
 import functools
-import hashlib
-import importlib.util
 import itertools
 import math
-import os
-import sys
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import NamedTuple
@@ -65,6 +74,7 @@ from functx.errors import UnsupportedError
 from functx.lowering.loops import (
     Acc,
     Const,
+    E,
     FloorDiv,
     Graph,
     Idx,
@@ -79,6 +89,13 @@ from functx.lowering.loops import (
     sym,
 )
 from functx.lowering.schedule import Kernel, KernelCtx
+from functx.lowering.triton_runtime import (  # noqa: F401 (re-exported)
+    JitExecutable,
+    TritonExecutable,
+    load_module,
+    to_torch,
+    torch_dtype_name,
+)
 
 # --- dtypes --------------------------------------------------------------------------------------
 _TL = {dtypes.bool_: "tl.int1", dtypes.int8: "tl.int8", dtypes.int16: "tl.int16",
@@ -86,10 +103,6 @@ _TL = {dtypes.bool_: "tl.int1", dtypes.int8: "tl.int8", dtypes.int16: "tl.int16"
        dtypes.uint16: "tl.uint16", dtypes.uint32: "tl.uint32", dtypes.uint64: "tl.uint64",
        dtypes.float16: "tl.float16", dtypes.bfloat16: "tl.bfloat16", dtypes.float32: "tl.float32",
        dtypes.float64: "tl.float64"}
-_TORCH = {dtypes.bool_: "bool", dtypes.int8: "int8", dtypes.int16: "int16", dtypes.int32: "int32",
-          dtypes.int64: "int64", dtypes.uint8: "uint8", dtypes.uint16: "uint16",
-          dtypes.uint32: "uint32", dtypes.uint64: "uint64", dtypes.float16: "float16",
-          dtypes.bfloat16: "bfloat16", dtypes.float32: "float32", dtypes.float64: "float64"}
 _HALF = (dtypes.float16, dtypes.bfloat16)
 _ATOMIC_ADD = (dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64, dtypes.uint32,
                dtypes.uint64)
@@ -108,10 +121,6 @@ def tl_compute(dt) -> str:
     return "tl.float32" if np.dtype(dt) in _HALF else tl_dtype(dt)
 
 
-def torch_dtype_name(dt) -> str:
-    return _TORCH[np.dtype(dt)]
-
-
 def _is_float(dt) -> bool:
     return np.dtype(dt) in dtypes.FLOATS
 
@@ -126,17 +135,67 @@ def _next_pow2(n: int) -> int:
 
 @dataclass(frozen=True)
 class Blocks:
-    """Block-size limits (powers of two) and code-generation choices. Small blocks make tests
-    cover the multi-chunk loops on tiny shapes."""
+    """Block-size limits (powers of two) and code-generation choices: the heuristic table of
+    ``reduce_plan``/``scan_plan`` below picks sizes within them. Small limits make tests cover the
+    looped variants and multi-chunk scans on tiny shapes."""
 
     pointwise: int = 1024  # elements per program of a pointwise kernel
-    reduce_inner: int = 2048  # reduced elements per chunk
+    pointwise_warps: int = 4
+    reduce_inner: int = 4096  # reduced elements per chunk of a looped reduction
+    persistent: int = 8192  # rows of up to this many 32-bit elements stay in registers
     scan: int = 1024  # scan positions per chunk
     elems: int = 4096  # elements per block of a reduction or scan (rows x chunk)
-    strided_rows: int = 16  # rows per block when the rows, not the reduced axes, are contiguous
-    min_programs: int = 256  # split single-pass reductions with fewer blocks of rows than this
+    strided_rows: int = 64  # rows per block when the rows, not the reduced axes, are contiguous
+    strided_scan_lanes: int = 32  # lanes per block of a scan along a non-contiguous axis
+    min_programs: int = 512  # split single-pass reductions with fewer blocks of rows than this
     atomic_scatter_add: bool = True  # scatter_add with atomics (else in order, deterministic)
     int64_index: bool = False  # index arithmetic in int64 (automatic for 2**31 elements or more)
+    welford: bool = True  # looped mean/variance pairs in one pass (Chan's chunked Welford update)
+    reduce_warps: int = 0  # warps of a reduction kernel (0: about 16 elements per thread)
+
+
+DEFAULT_BLOCKS = Blocks()  # what ``compile_triton`` uses when given no blocks (tests swap it)
+
+
+def _warps(elems: int) -> int:
+    """Warps for a block of ``elems`` elements: about 32 elements per thread, 2 to 16 warps (on
+    an H100, 4 warps for rows of 4096 float32 beat 8 and 16: argmax + logsumexp 0.24 ms against
+    0.28 and 0.37; layer norm and softmax were the same with 4, 8 or 16)."""
+    return max(2, min(16, elems // 1024))
+
+
+def reduce_plan(contiguous: bool, n_rows: int, n_inner: int, itemsize: int, blocks: Blocks):
+    """The block shape of a reduction: ``(rows per block, chunk, warps)``. A row that fits
+    ``blocks.persistent`` (32-bit elements; half as many of 64-bit ones) is one chunk, held in
+    registers across all the kernel's passes (the *persistent* variant); longer rows loop over
+    chunks of ``blocks.reduce_inner`` (the *looped* variant). When the rows, not the reduced
+    axes, are contiguous, a block is ``strided_rows`` neighbouring rows by a short chunk so that
+    its loads are coalesced."""
+    scale = max(1, itemsize // 4)
+    if contiguous:
+        whole = _next_pow2(max(n_inner, 1))
+        if whole <= max(1, blocks.persistent // scale):
+            ib = whole
+        else:
+            ib = max(1, min(blocks.reduce_inner // scale, whole))
+        rb = min(_next_pow2(n_rows), max(1, blocks.elems // ib))
+    else:
+        rb = min(_next_pow2(n_rows), blocks.strided_rows)
+        ib = min(_next_pow2(max(n_inner, 1)), blocks.reduce_inner, max(1, blocks.elems // rb))
+    return rb, ib, blocks.reduce_warps or _warps(rb * ib)
+
+
+def scan_plan(n: int, n_lanes: int, strided: bool, blocks: Blocks):
+    """The block shape of a scan: ``(lanes per block, chunk of positions, warps)``. Along the
+    contiguous axis a chunk is long and a block holds few lanes; along a strided axis a block is
+    ``strided_scan_lanes`` neighbouring (coalesced) lanes by a short chunk."""
+    if strided:
+        lb = min(_next_pow2(n_lanes), blocks.strided_scan_lanes)
+        sb = min(_next_pow2(n), blocks.scan, max(1, blocks.elems // 2 // lb))
+    else:
+        sb = min(_next_pow2(n), blocks.scan)
+        lb = min(_next_pow2(n_lanes), max(1, blocks.elems // sb))
+    return lb, sb, 8 if lb * sb >= 4096 else 4
 
 
 # --- literals ------------------------------------------------------------------------------------
@@ -247,6 +306,8 @@ _LIBDEVICE_1 = {"exp": "exp", "exp2": "exp2", "log": "log", "log1p": "log1p", "e
                 "atan": "atan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh",
                 "asinh": "asinh", "acosh": "acosh", "atanh": "atanh", "erf": "erf",
                 "lgamma": "lgamma", "cbrt": "cbrt"}
+_EXACT_IN_HALF = {"select", "convert", "clamp", "neg", "abs", "max", "min", "floor", "ceil",
+                  "sign", "round"}
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
 
@@ -265,6 +326,10 @@ class Emitter:
         self.masks = masks
         self.lines: list[str] = []
         self.memo: dict[int, V] = {}
+        self.smemo: dict = {}  # structural key -> V
+        self._ids: dict = {}  # id(expression) -> structural key
+        self._intern: dict = {}
+        self._alive: list = []
         self.keep: list = []
         self.acc: dict = {}  # (node id, which) -> V
         self.syms: dict = {}  # Sym name -> V
@@ -298,12 +363,55 @@ class Emitter:
         hit = self.memo.get(id(e))
         if hit is not None:
             return hit
-        v = self._emit(e)
-        if not v.lit and not isinstance(e, (Acc, Sym)) and not _is_name(v.code):
-            v = V(self.temp(v.code), v.deps, False, v.dtype)
-        self.memo[id(e)] = v
+        # equal expressions built separately (a map phase rebuilding a pass's operand, a load
+        # of the same element) share one value: one load, one exp
+        try:
+            key = self._skey(e)
+        except TypeError:  # an unhashable parameter somewhere in the tree
+            key = None
+        hit = self.smemo.get(key) if key is not None else None
+        if hit is None:
+            hit = self._emit(e)
+            if not hit.lit and not isinstance(e, (Acc, Sym)) and not _is_name(hit.code):
+                hit = V(self.temp(hit.code), hit.deps, False, hit.dtype)
+            if key is not None:
+                self.smemo[key] = hit
+        self.memo[id(e)] = hit
         self.keep.append(e)
-        return v
+        return hit
+
+    def _skey(self, e) -> int:
+        """A structural key of ``e`` (interned: equal trees get equal small integers). Constants
+        are keyed by their bytes, so that -0.0 and 0.0 stay apart."""
+        k = self._ids.get(id(e))
+        if k is not None:
+            return k
+        if isinstance(e, Const):
+            v = np.asarray(e.value)
+            t = ("C", np.dtype(e.dtype).str, v.dtype.str, v.tobytes())
+        elif isinstance(e, Idx):
+            t = ("I", e.expr)
+        elif isinstance(e, Load):
+            off = e.offset
+            t = ("L", np.dtype(e.dtype).str, e.buf, self._skey(off) if isinstance(off, E) else off)
+        elif isinstance(e, Op):
+            t = ("O", np.dtype(e.dtype).str, e.name,
+                 tuple(self._skey(a) if isinstance(a, E) else a for a in e.args))
+        elif isinstance(e, Acc):
+            t = ("A", e.node, e.which)
+        elif isinstance(e, Sym):
+            t = ("S", e.name)
+        else:
+            t = ("X", id(e))
+        k = self._intern.setdefault(t, len(self._intern))
+        self._ids[id(e)] = k
+        self._alive.append(e)  # ids stay valid while the emitter lives
+        return k
+
+    def flush(self) -> list[str]:
+        """The statements emitted since the last flush (values stay available)."""
+        out, self.lines = self.lines, []
+        return out
 
     def offset(self, off) -> V:
         if isinstance(off, (Const, Idx, Op, Load)):
@@ -350,8 +458,13 @@ class Emitter:
             a = [v.code for v in vs]
         t = [self.tensor(v) for v in vs]
         ct = tl_compute(dt)
+        # halves compute in float32 but round every result to their own precision (as JAX
+        # and the C++ backend do), except where the result is exact anyway
+        rounds = dt in _HALF and name not in _EXACT_IN_HALF
 
         def out(code):
+            if rounds:
+                code = f"({code}).to({tl_dtype(dt)}).to(tl.float32)"
             return V(code, deps, False, dt)
 
         if name in ("add", "sub", "mul"):
@@ -493,6 +606,8 @@ if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
 else:
     from triton.language.extra import libdevice
 
+from functx.lowering.triton_runtime import site as _fx_site
+
 
 @triton.jit
 def _fx_fmax(a, b):
@@ -509,9 +624,27 @@ def _fx_fmin(a, b):
     return tl.where(a != a, a, r)
 
 
+# (reductions use tl.reduce with these combines rather than tl.sum & co., which are functions
+# of Triton's standard library that its interpreter cannot run unless TRITON_INTERPRET was set
+# before triton was first imported; on a GPU both compile to the same code)
+@triton.jit
+def _fx_add(a, b):
+    return a + b
+
+
 @triton.jit
 def _fx_mul(a, b):
     return a * b
+
+
+@triton.jit
+def _fx_imax(a, b):
+    return tl.maximum(a, b)
+
+
+@triton.jit
+def _fx_imin(a, b):
+    return tl.minimum(a, b)
 
 
 @triton.jit
@@ -568,7 +701,8 @@ def _fx_ipow_u(a, b):
 
 def _fx_dot(a, b, out, bsz, m, k, n, ta, tb):
     """out[b] = op(a[b]) @ op(b[b]) on flat buffers (cuBLAS through torch on a GPU)."""
-    a, b, out = a[:bsz * m * k], b[:bsz * k * n], out[:bsz * m * n]
+    a, b = a.reshape(-1)[:bsz * m * k], b.reshape(-1)[:bsz * k * n]
+    out = out.view(-1)[:bsz * m * n]
     A = a.view(bsz, k, m).transpose(1, 2) if ta else a.view(bsz, m, k)
     B = b.view(bsz, n, k).transpose(1, 2) if tb else b.view(bsz, k, n)
     O = out.view(bsz, m, n)
@@ -593,10 +727,11 @@ class TritonProgram:
         self.g = graph
         self.kernels = kernels
         self.root = parent.root if parent is not None else self
-        self.blocks = blocks or (parent.blocks if parent is not None else Blocks())
+        self.blocks = blocks or (parent.blocks if parent is not None else DEFAULT_BLOCKS)
         self.prefix = prefix  # of kernel names (sub-programs of control flow)
         self.host: list[str] = []  # the body of this program's host function
         if parent is None:
+            self.n_sites = 0  # launch sites of the module
             self.defs: list[str] = []  # kernels and helpers, shared by all sub-programs
             self.helpers: set = set()
             self.subs: list[str] = []  # host functions of sub-programs
@@ -612,8 +747,16 @@ class TritonProgram:
         return "tl.program_id(0).to(tl.int64)" if self.big else "tl.program_id(0)"
 
     def _launch(self, name, grid, bufs, num_warps=4):
-        grid = f"{grid}," if isinstance(grid, int) else grid
-        self.host.append(f"    {name}[({grid})]({', '.join(bufs)}, num_warps={num_warps})")
+        """A launch of kernel ``name`` through a launch site (``triton_runtime.site``): a
+        module-level object that, once Triton has compiled the kernel, calls the compiled
+        kernel's launcher directly."""
+        g = [str(grid)] if isinstance(grid, int) else [x.strip() for x in grid.split(",")]
+        g += ["1"] * (2 - len(g))
+        root = self.root
+        site = f"_L{root.n_sites}"
+        root.n_sites += 1
+        self.defs.append(f"{site} = _fx_site({name}, {num_warps})\n")
+        self.host.append(f"    {site}({g[0]}, {g[1]}, {', '.join(bufs)})")
 
     def _define(self, name, bufs, body: list[str], comment: str):
         self.defs.append("\n".join(["@triton.jit", f"def {name}({', '.join(bufs)}):",
@@ -663,7 +806,8 @@ class TritonProgram:
         body += em.lines + lines
         bufs = self._ordered(em.bufs, [b for b, _, _ in stores])
         self._define(name, bufs, body, comment)
-        self._launch(name, -(-n // block), bufs)
+        self._launch(name, -(-n // block), bufs,
+                     max(1, min(self.blocks.pointwise_warps, block // 128)))
 
     def _copy(self, k: Kernel, src, dst: str, dt, what: str):
         self._flat_kernel(self._kname(k, "copy"), k, src.shape,
@@ -905,33 +1049,122 @@ class TritonProgram:
         self._define(name, bufs, body, f"reduce (custom combine) over axes {axes} of {shape}")
         self._launch(name, -(-n_rows // rb), bufs)
 
-    def _reduce_blocks(self, k: Kernel, n_rows: int, n_inner: int) -> tuple[int, int]:
-        nd = len(k.shape)
-        if k.axes == tuple(range(nd - len(k.axes), nd)) or n_rows == 1:
-            # the reduced elements of a row are contiguous: long chunks, few rows
-            ib = min(_next_pow2(max(n_inner, 1)), self.blocks.reduce_inner)
-            rb = min(_next_pow2(n_rows), max(1, self.blocks.elems // ib))
-        else:
-            # neighbouring rows are neighbours in memory: a block of rows reads coalesced
-            rb = min(_next_pow2(n_rows), self.blocks.strided_rows)
-            ib = min(_next_pow2(max(n_inner, 1)), self.blocks.reduce_inner,
-                     max(1, self.blocks.elems // rb))
-        return rb, ib
+    def _welford(self, k: Kernel, passes: list, n_inner: int):
+        """Merge mean/variance pairs into one pass: a later pass's ``reduce_sum`` of
+        ``(A - s / n) ** 2`` (or ``d * d``), with ``s`` an earlier pass's ``reduce_sum`` of ``A``
+        over the ``n`` reduced elements, is the second moment Welford's update gives in the same
+        pass as ``s``. A pass merges into the one before it when all its reductions pair so.
+        Returns the new passes and ``{id of the squared sum: the sum it pairs with}``."""
+        ctx = KernelCtx(k, k.row_vars())
+        full = k.full_index()
+        keys = Emitter("", itertools.count(), {}, {})
+
+        def same(a, b):
+            try:
+                return keys._skey(a) == keys._skey(b)
+            except TypeError:
+                return False
+
+        def operand(r):
+            return r.params["operand"].load(full, ctx)
+
+        def args_of(e):
+            return [a for a in e.args if not isinstance(a, tuple)], \
+                dict(a for a in e.args if isinstance(a, tuple))
+
+        def square_base(e):
+            if isinstance(e, Op):
+                a, params = args_of(e)
+                if e.name == "integer_pow" and params.get("y") == 2:
+                    return a[0]
+                if e.name == "mul" and len(a) == 2 and same(a[0], a[1]):
+                    return a[0]
+            return None
+
+        def is_mean(e, r0):
+            if not isinstance(e, Op) or e.name not in ("div", "mul"):
+                return False
+            a, _ = args_of(e)
+            if len(a) != 2:
+                return False
+            pairs = [(a[0], a[1])] if e.name == "div" else [(a[0], a[1]), (a[1], a[0])]
+            for x, c in pairs:
+                if isinstance(x, Acc) and x.node == r0.id and isinstance(c, Const):
+                    v = float(c.value)
+                    if (e.name == "div" and v == n_inner) or \
+                            (e.name == "mul" and abs(v * n_inner - 1.0) < 1e-6):
+                        return True
+            return False
+
+        def sums(p):
+            return [r for r in p if r.params["op"] == "reduce_sum"
+                    and _is_float(r.params["operand"].dtype) and _is_float(r.dtype)]
+
+        out, pairs = [list(passes[0])], {}
+        for p in passes[1:]:
+            prev = out[-1]
+            found = {}
+            for r1 in p:
+                d = square_base(operand(r1)) if r1 in sums(p) else None
+                if d is None or not isinstance(d, Op) or d.name != "sub":
+                    break
+                x, y = args_of(d)[0]
+                for r0 in sums(prev):
+                    if r0.id in pairs or r0.id in pairs.values() or r0.id in found.values():
+                        continue
+                    a0 = operand(r0)
+                    if np.dtype(r0.params["operand"].dtype) != np.dtype(r1.dtype):
+                        continue
+                    if (same(x, a0) and is_mean(y, r0)) or (same(y, a0) and is_mean(x, r0)):
+                        found[r1.id] = r0.id
+                        break
+                else:
+                    break
+            if found and len(found) == len(p):
+                prev.extend(p)
+                pairs.update(found)
+            else:
+                out.append(list(p))
+        return out, pairs
 
     def _reduce(self, k: Kernel):
-        """Rows x chunks of the reduced elements. A single-pass kernel with too few blocks of
-        rows to fill the GPU is split along the reduced elements: one kernel writes per-split
-        partial accumulators, a second folds them and runs the epilogue."""
+        """Rows x chunks of the reduced elements, in one of three variants (``reduce_plan``
+        picks the block shape):
+
+        * persistent (a row is one chunk): the row is loaded once and every pass, the map phase
+          and the epilogue use it from registers;
+        * looped: each pass loops over the chunks; a mean/variance pair is one Welford pass
+          (``_welford``); a map phase that does not read the last pass's results joins that
+          pass's loop;
+        * split: a single-pass kernel with too few blocks of rows to fill the GPU writes partial
+          accumulators over slices of the chunks, and a second kernel folds them and runs the
+          epilogue.
+        """
         rows, inner = k.row_shape, k.inner_shape
         n_rows, n_inner = math.prod(rows), math.prod(inner)
         if n_rows == 0:
             return
         rv, iv, full = k.row_vars(), k.inner_vars(), k.full_index()
-        rb, ib = self._reduce_blocks(k, n_rows, n_inner)
-        n_chunks = -(-n_inner // ib)
+        nd = len(k.shape)
+        contiguous = k.axes == tuple(range(nd - len(k.axes), nd)) or n_rows == 1
+        itemsize = max(np.dtype(r.params["operand"].dtype).itemsize
+                       for p in k.passes for r in p)
+        rb, ib, warps = reduce_plan(contiguous, n_rows, n_inner, itemsize, self.blocks)
+        n_chunks = max(1, -(-n_inner // ib))
+        persistent = n_chunks == 1
         row_progs = -(-n_rows // rb)
+        passes, pairs = [list(p) for p in k.passes], {}
+        if not persistent and self.blocks.welford and len(passes) > 1:
+            passes, pairs = self._welford(k, passes, n_inner)
+        partner = {v: s for s, v in pairs.items()}  # the sum -> its squared-deviation sum
+        ids_of = [{r.id for r in p} for p in passes]
+        # which of this kernel's reductions the map phase reads
+        probe = KernelCtx(k, rv)
+        for m in k.maps:
+            m.fn(full, probe)
+        maps_join_last = bool(k.maps) and not (probe.accs & ids_of[-1])
         split, per_split = 1, n_chunks
-        if len(k.passes) == 1 and not k.maps and n_chunks > 1 \
+        if len(passes) == 1 and not pairs and (not k.maps or maps_join_last) and n_chunks > 1 \
                 and row_progs < self.blocks.min_programs:
             split = min(n_chunks, -(-self.blocks.min_programs // row_progs))
             per_split = -(-n_chunks // split)
@@ -943,13 +1176,20 @@ class TritonProgram:
         if inner:
             known[sympy.expand(flat_offset(iv, inner))] = "jflat"
         acc: dict = {}  # (node id, 0) -> V of the row's final value
-        all_bufs: dict = {}
+        ems: list = []  # the emitters of the kernel being written (for the buffers they read)
         idx_t = "tl.int64" if self.big else "tl.int32"
 
         def emitter(indent):
             em = Emitter(indent, counter, tags, masks, known)
             em.acc = acc
+            ems.append(em)
             return em
+
+        def reads():
+            out: dict = {}
+            for em in ems:
+                out.update(em.bufs)
+            return out
 
         def ptr(off: V, want) -> str:
             """An offset broadcast over the block axes ``want`` (for stores)."""
@@ -984,7 +1224,7 @@ class TritonProgram:
 
         # one spec per reduction: its accumulator(s), identity, dtype and final value
         specs = []
-        for p in k.passes:
+        for p in passes:
             for r in p:
                 op = r.params["op"]
                 xdt = np.dtype(r.params["operand"].dtype)
@@ -1009,6 +1249,8 @@ class TritonProgram:
                     final = f"    {a}_out = {a} != 0" if is_bool else None
                     acc[(r.id, 0)] = V(f"{a}_out" if is_bool else a, frozenset("r"), False,
                                        r.dtype)
+                if r.id in partner:  # the sum, from the running mean of shifted values
+                    final = f"    {a} = (w{r.id} + wk{r.id}) * {n_inner}"
                 specs.append(SimpleNamespace(r=r, op=op, a=a, ident=ident, rdt=rdt, final=final,
                                              arg=op in ("argmax", "argmin"),
                                              fl=_is_float(xdt), bool=is_bool))
@@ -1020,6 +1262,8 @@ class TritonProgram:
                 out.append(f"    {s.a} = tl.full([{rb}, 1], {s.ident}, {s.rdt})")
                 if s.arg:
                     out.append(f"    {s.a}_i = tl.full([{rb}, 1], {2**31 - 1}, {idx_t})")
+                if s.r.id in partner:
+                    out.append(f"    w{s.r.id} = tl.full([{rb}, 1], 0, {s.rdt})")
             return out
 
         def fold(indent, s, c, idx):
@@ -1030,86 +1274,132 @@ class TritonProgram:
                 return [f"{indent}{c}v, {c}i = tl.reduce(({c}, {idx}), 1, _fx_{s.op}, "
                         "keep_dims=True)",
                         f"{indent}{a}, {a}_i = _fx_{s.op}({a}, {a}_i, {c}v, {c}i)"]
-            red, comb = {
-                "reduce_sum": (f"tl.sum({c}, axis=1, keep_dims=True)", "{a} + {s}"),
-                "reduce_prod": (f"tl.reduce({c}, 1, _fx_mul, keep_dims=True)", "{a} * {s}"),
-                "reduce_max": ((f"tl.reduce({c}, 1, _fx_fmax, keep_dims=True)",
-                                "_fx_fmax({a}, {s})") if s.fl else
-                               (f"tl.max({c}, axis=1, keep_dims=True)", "tl.maximum({a}, {s})")),
-                "reduce_min": ((f"tl.reduce({c}, 1, _fx_fmin, keep_dims=True)",
-                                "_fx_fmin({a}, {s})") if s.fl else
-                               (f"tl.min({c}, axis=1, keep_dims=True)", "tl.minimum({a}, {s})")),
-                "reduce_and": (f"tl.reduce({c}, 1, _fx_and, keep_dims=True)", "{a} & {s}"),
-                "reduce_or": (f"tl.reduce({c}, 1, _fx_or, keep_dims=True)", "{a} | {s}"),
-            }[s.op]
+            fn = {"reduce_sum": "_fx_add", "reduce_prod": "_fx_mul",
+                  "reduce_max": "_fx_fmax" if s.fl else "_fx_imax",
+                  "reduce_min": "_fx_fmin" if s.fl else "_fx_imin",
+                  "reduce_and": "_fx_and", "reduce_or": "_fx_or"}[s.op]
+            red = f"tl.reduce({c}, 1, {fn}, keep_dims=True)"
+            comb = {"reduce_sum": "{a} + {s}", "reduce_prod": "{a} * {s}",
+                    "reduce_max": "_fx_fmax({a}, {s})" if s.fl else "tl.maximum({a}, {s})",
+                    "reduce_min": "_fx_fmin({a}, {s})" if s.fl else "tl.minimum({a}, {s})",
+                    "reduce_and": "{a} & {s}", "reduce_or": "{a} | {s}"}[s.op]
             return [f"{indent}{a} = ({comb.format(a=a, s=red)}).to({s.rdt})"]
 
-        def pass_body(red_nodes):
-            def make(indent):
-                em = emitter(indent)
-                ctx = KernelCtx(k, rv)
-                ups = []
-                for r in red_nodes:
-                    s = spec_of[r.id]
-                    val = em.tensor(em(r.params["operand"].load(full, ctx)))
-                    if s.bool:
-                        val = f"{val}.to(tl.int32)"
-                    c = f"c{r.id}_{next(counter)}"
-                    ups.append(f"{indent}{c} = tl.where(mask, {val}, {s.ident})")
-                    ups += fold(indent, s, c, f"tl.broadcast_to(jflat, [{rb}, {ib}])")
-                all_bufs.update(em.bufs)
-                return em.lines + ups
+        def welford_shift(red_nodes):
+            """Before a Welford pass: each pair's shift, its operand at the row's first reduced
+            element. The pass works on shifted values, which keeps the chunk means small and
+            exact (a float32 mean of values near 1000 would carry errors that Chan's update
+            turns into first-order errors of the variance)."""
+            em = emitter("    ")
+            ctx = KernelCtx(k, rv)
+            first = tuple(sympy.Integer(0) if i in k.axes else v for i, v in enumerate(full))
+            lines = []
+            for r in red_nodes:
+                if r.id in partner:
+                    v = em(r.params["operand"].load(first, ctx))
+                    lines.append(f"    wk{r.id} = tl.broadcast_to({em.tensor(v)}, [{rb}, 1])"
+                                 f".to({spec_of[r.id].rdt})")
+            return em.flush() + lines
 
-            return make
+        def welford_fold(indent, s, val):
+            """Chan's update of (running mean, second moment) of the shifted values with this
+            chunk's own pair."""
+            i, t = s.r.id, s.rdt
+            m2 = spec_of[partner[i]].a
+            return [f"{indent}wv{i} = {val} - wk{i}",
+                    f"{indent}wc{i} = tl.where(mask, wv{i}, 0)",
+                    f"{indent}wold{i} = tl.full([{rb}, 1], 0, {t}) + jstart",
+                    f"{indent}wn{i} = tl.minimum({n_inner} - wold{i}, {ib})",
+                    f"{indent}wm{i} = tl.reduce(wc{i}, 1, _fx_add, keep_dims=True) / wn{i}",
+                    f"{indent}wd{i} = tl.where(mask, wv{i} - wm{i}, 0)",
+                    f"{indent}wq{i} = tl.reduce(wd{i} * wd{i}, 1, _fx_add, keep_dims=True)",
+                    f"{indent}wdel{i} = wm{i} - w{i}",
+                    f"{indent}wtot{i} = wold{i} + wn{i}",
+                    f"{indent}w{i} = w{i} + wdel{i} * (wn{i} / wtot{i})",
+                    f"{indent}{m2} = {m2} + wq{i} + wdel{i} * wdel{i} * "
+                    f"(wold{i} * wn{i} / wtot{i})"]
 
-        def finish(finals: bool):
-            """(Finals,) stores of the reductions, the map phase and the epilogue."""
-            body = [s.final for s in specs if s.final and finals]
-            for s in specs:
-                body.append("    " + self._store(s.r.buf, "rflat", acc[(s.r.id, 0)],
-                                                 s.r.dtype, "rmask"))
-            stored = [s.r.buf for s in specs]
-            if k.maps:
-                def map_body(indent):
-                    em = emitter(indent)
-                    ctx = KernelCtx(k, rv)
-                    lines = []
-                    for m in k.maps:
-                        v = em(m.fn(full, ctx))
-                        off = em.index(flat_offset(full, k.shape))
-                        lines.append(indent + self._store(m.buf, ptr(off, "rj"), v, m.dtype,
-                                                          "mask"))
-                    all_bufs.update(em.bufs)
-                    return em.lines + lines
+        def updates(em, ctx, red_nodes, indent):
+            """The statements folding one chunk into the accumulators of ``red_nodes``."""
+            ups = []
+            for r in red_nodes:
+                s = spec_of[r.id]
+                if r.id in pairs:
+                    continue  # folded with its sum
+                val = em.tensor(em(r.params["operand"].load(full, ctx)))
+                if r.id in partner:
+                    ups += welford_fold(indent, s, val)
+                    continue
+                if s.bool:
+                    val = f"{val}.to(tl.int32)"
+                c = f"c{r.id}_{next(counter)}"
+                ups.append(f"{indent}{c} = tl.where(mask, {val}, {s.ident})")
+                ups += fold(indent, s, c, f"tl.broadcast_to(jflat, [{rb}, {ib}])")
+            return em.flush() + ups
 
-                body += over_inner(map_body)
-                stored += [m.buf for m in k.maps]
-            if k.epilogue:
-                em = emitter("    ")
-                ctx = KernelCtx(k, rv)
-                lines = []
-                for m in k.epilogue:
-                    v = em(m.fn(rv, ctx))
-                    lines.append("    " + self._store(m.buf, "rflat", v, m.dtype, "rmask"))
-                body += em.lines + lines
-                all_bufs.update(em.bufs)
-                stored += [m.buf for m in k.epilogue]
-            return body, stored
+        def map_stores(em, ctx, indent):
+            lines = []
+            for m in k.maps:
+                v = em(m.fn(full, ctx))
+                off = em.index(flat_offset(full, k.shape))
+                lines.append(indent + self._store(m.buf, ptr(off, "rj"), v, m.dtype, "mask"))
+            return em.flush() + lines
+
+        def epilogue(em, ctx):
+            lines = []
+            for m in k.epilogue:
+                v = em(m.fn(rv, ctx))
+                lines.append("    " + self._store(m.buf, "rflat", v, m.dtype, "rmask"))
+            return em.flush() + lines
+
+        def stores():
+            return ["    " + self._store(s.r.buf, "rflat", acc[(s.r.id, 0)], s.r.dtype, "rmask")
+                    for s in specs]
 
         ops = [[r.params["op"] for r in p] for p in k.passes]
+        variant = "persistent" if persistent else "looped"
+        if pairs:
+            variant += f", {len(pairs)} Welford pair(s)"
         what = (f"reduce axes {k.axes} of {k.shape}: passes {ops}, {len(k.maps)} map, "
-                f"{len(k.epilogue)} epilogue; {rb} rows x {ib}")
-        warps = 8 if rb * ib >= 4096 else 4
+                f"{len(k.epilogue)} epilogue; {rb} rows x {ib} ({variant})")
         name = self._kname(k, "reduce")
+        stored = [s.r.buf for s in specs] + [m.buf for m in k.maps] + \
+            [m.buf for m in k.epilogue]
+
         if split == 1:
             body = head(self._pid())
-            for p in k.passes:
-                body += inits([spec_of[r.id] for r in p])
-                body += over_inner(pass_body(p))
-                body += [spec_of[r.id].final for r in p if spec_of[r.id].final]
-            rest, stored = finish(finals=False)  # finals came after each pass
-            body += rest
-            bufs = self._ordered(all_bufs, stored)
+            if persistent:
+                # one chunk: a single emitter, so every pass and the map phase share the loads
+                if n_inner:
+                    body += chunk_head("    ", "0")
+                em, ctx = emitter("    "), KernelCtx(k, rv)
+                for p in passes:
+                    body += inits([spec_of[r.id] for r in p])
+                    if n_inner:
+                        body += updates(em, ctx, p, "    ")
+                    body += [spec_of[r.id].final for r in p if spec_of[r.id].final]
+                if k.maps and n_inner:
+                    body += map_stores(em, ctx, "    ")
+            else:
+                n_passes = len(passes)
+                for pi, p in enumerate(passes):
+                    body += inits([spec_of[r.id] for r in p]) + welford_shift(p)
+
+                    def make(indent, p=p, last=pi == n_passes - 1):
+                        em, ctx = emitter(indent), KernelCtx(k, rv)
+                        lines = updates(em, ctx, p, indent)
+                        if last and maps_join_last:
+                            lines += map_stores(em, ctx, indent)
+                        return lines
+
+                    body += over_inner(make)
+                    body += [spec_of[r.id].final for r in p if spec_of[r.id].final]
+                if k.maps and not maps_join_last:
+                    body += over_inner(lambda indent: map_stores(emitter(indent),
+                                                                 KernelCtx(k, rv), indent))
+            body += stores()
+            body += epilogue(emitter("    "), KernelCtx(k, rv))
+            bufs = self._ordered(reads(), stored)
             self._define(name, bufs, body, what)
             self._launch(name, row_progs, bufs, warps)
             return
@@ -1126,17 +1416,21 @@ class TritonProgram:
         body = head(self._pid()) + ["    sp = tl.program_id(1)"] + inits(specs)
         body += [f"    for jc in range({per_split}):",
                  f"        jstart = (sp * {per_split} + jc) * {ib}"]
-        body += chunk_head("        ", "jstart") + pass_body(k.passes[0])("        ")
+        em, ctx = emitter("        "), KernelCtx(k, rv)
+        body += chunk_head("        ", "jstart") + updates(em, ctx, passes[0], "        ")
+        if k.maps:
+            body += map_stores(em, ctx, "        ")
         for s in specs:
             body.append(f"    tl.store(p{s.r.id} + rflat * {split} + sp, {s.a}, mask=rmask)")
             if s.arg:
                 body.append(f"    tl.store(p{s.r.id}_i + rflat * {split} + sp, {s.a}_i, "
                             "mask=rmask)")
-        bufs = self._ordered(all_bufs, [pn for pn, _ in parts])
+        map_bufs = [m.buf for m in k.maps]
+        bufs = self._ordered(reads(), [pn for pn, _ in parts], map_bufs)
         self._define(name + "_part", bufs, body,
                      f"{what}; partials over {split} splits of {per_split} chunks")
         self._launch(name + "_part", f"{row_progs}, {split}", bufs, warps)
-        all_bufs.clear()
+        ems.clear()
         sp2 = _next_pow2(split)
         body = head(self._pid()) + inits(specs)
         body += [f"    sidx = tl.arange(0, {sp2})[None, :]",
@@ -1151,9 +1445,11 @@ class TritonProgram:
                 body.append(f"    {idx} = tl.load(p{s.r.id}_i + rflat * {split} + sidx, "
                             f"mask=pmask, other={2**31 - 1})")
             body += fold("    ", s, c, idx)
-        rest, stored = finish(finals=True)
-        body += rest
-        bufs = self._ordered([pn for pn, _ in parts], all_bufs, stored)
+        body += [s.final for s in specs if s.final]
+        body += stores()
+        body += epilogue(emitter("    "), KernelCtx(k, rv))
+        rest = [s.r.buf for s in specs] + [m.buf for m in k.epilogue]
+        bufs = self._ordered([pn for pn, _ in parts], reads(), rest)
         self._define(name, bufs, body, f"{what}; folds {split} partials")
         self._launch(name, row_progs, bufs, 4)
 
@@ -1199,8 +1495,7 @@ class TritonProgram:
         n_lanes = n_pre * n_post
         if n == 0 or n_lanes == 0:
             return
-        sb = min(_next_pow2(n), self.blocks.scan)
-        lb = min(_next_pow2(n_lanes), max(1, self.blocks.elems // sb))
+        lb, sb, warps = scan_plan(n, n_lanes, n_post > 1, self.blocks)
         counter = itertools.count()
         pv = [sym(f"p{i}") for i in range(len(pre))]
         qv = [sym(f"q{i}") for i in range(len(post))]
@@ -1276,7 +1571,7 @@ class TritonProgram:
         bufs = self._ordered(all_bufs, stored)
         self._define(name, bufs, body, f"{what} along axis {axis} of {shape}"
                      f"{' (reverse)' if reverse else ''}; {lb} lanes x {sb}")
-        self._launch(name, -(-n_lanes // lb), bufs, 8 if lb * sb >= 4096 else 4)
+        self._launch(name, -(-n_lanes // lb), bufs, warps)
 
     def _ascan(self, k: Kernel):
         group = k.nodes[0].params["group"]
@@ -1349,7 +1644,8 @@ class TritonProgram:
 
     @staticmethod
     def _view(n) -> str:
-        return f"{n.buf}[:{n.size}]"
+        """A flat view of ``n``'s buffer (arguments and outputs arrive shaped)."""
+        return f"{n.buf}.view(-1)[:{n.size}]"
 
     def _carries(self, tag, inits):
         a = [f"{tag}a{m}" for m in range(len(inits))]
@@ -1370,7 +1666,7 @@ class TritonProgram:
 
         def at(n):
             sz = math.prod(n.shape[1:])
-            return f"{n.buf}[{i} * {sz}:({i} + 1) * {sz}]"
+            return f"{n.buf}.view(-1)[{i} * {sz}:({i} + 1) * {sz}]"
 
         args = [self._view(c) for c in consts] + a + [at(x) for x in xs]
         res = b + [at(y) for y in ys]
@@ -1410,7 +1706,8 @@ class TritonProgram:
         index, ops = ins[0], ins[1:]
         tag = f"C{k.index}"
         lines = [f"    # kernel {k.index}: cond with {len(branches)} branches",
-                 f"    {tag} = min(max(int({index.buf}[0].item()), 0), {len(branches) - 1})"]
+                 f"    {tag} = min(max(int({index.buf}.view(-1)[0].item()), 0), "
+                 f"{len(branches) - 1})"]
         for bi, br in enumerate(branches):
             name, consts = self._sub(br)
             lines += [f"    {'if' if bi == 0 else 'elif'} {tag} == {bi}:",
@@ -1440,26 +1737,29 @@ class TritonProgram:
         out_names = [f"out{i}" for i in range(len(g.outputs))]
         if out_names:
             head.append(f"    {', '.join(out_names)}, = outputs")
-            head.append("    dev = out0.device")
-        else:
-            head.append("    dev = None")
         declared = set(names) | {n.buf for n, _ in g.consts} | set(out_names)
+        allocs = []
         for n in g.nodes:
             if n.buf and n.buf not in declared:
                 declared.add(n.buf)
-                head.append(f"    {n.buf} = torch.empty({max(n.size, 1)}, "
-                            f"dtype=torch.{torch_dtype_name(n.dtype)}, device=dev)")
+                allocs.append(f"    {n.buf} = torch.empty({max(n.size, 1)}, "
+                              f"dtype=torch.{torch_dtype_name(n.dtype)}, device=dev)")
         copies = []
         for i, node in enumerate(g.outputs):
             if node.buf != f"out{i}":
-                copies.append(f"    out{i}[:{node.size}].copy_({node.buf}[:{node.size}])")
-        return "\n".join(head + self.host + copies + ["    return outputs"]) + "\n"
+                copies.append(f"    out{i}.view(-1)[:{node.size}].copy_("
+                              f"{node.buf}.view(-1)[:{node.size}])")
+        body = allocs + self.host + copies
+        if any("device=dev" in ln for ln in body):  # (only where used: each line costs)
+            head.append("    dev = out0.device" if out_names else "    dev = None")
+        return "\n".join(head + body + ["    return outputs"]) + "\n"
 
     def source(self) -> str:
         """The whole module: the prelude, the kernels, the sub-programs and ``run``."""
         self.defs.clear()
         self.helpers.clear()
         self.subs.clear()
+        self.n_sites = 0
         self.host = []
         main = self.function("run")
         return "\n".join([PRELUDE] + ["\n" + d for d in self.defs]
@@ -1527,130 +1827,15 @@ class _InterpreterLibdevice:
 interpreter_libdevice = _InterpreterLibdevice()
 
 
-# --- loading and running -------------------------------------------------------------------------
-def _module_dir() -> str:
-    from functx.lowering import cache
-
-    d = os.path.join(cache.cache_dir(), "triton")
-    os.makedirs(d, exist_ok=True)
-    return d
-
-
-def load_module(source: str):
-    """Import generated source from a file (``@triton.jit`` needs the source on disk)."""
-    h = hashlib.sha256(source.encode()).hexdigest()[:24]
-    name = f"functx_triton_{h}"
-    if name in sys.modules:
-        return sys.modules[name]
-    path = os.path.join(_module_dir(), f"{name}.py")
-    if not os.path.exists(path):
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as f:
-            f.write(source)
-        os.replace(tmp, path)
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def to_torch(x, dtype, device):
-    """A flat, contiguous torch tensor of ``dtype`` on ``device`` from an array-like."""
-    import torch
-
-    dt = np.dtype(dtype)
-    tdt = getattr(torch, torch_dtype_name(dt))
-    if isinstance(x, torch.Tensor):
-        t = x.to(device=device, dtype=tdt)
-    else:
-        v = getattr(x, "_value", x)  # functx.Array
-        a = np.ascontiguousarray(np.asarray(v, dtype=dt))
-        if dt == dtypes.bfloat16:
-            t = torch.from_numpy(a.view(np.uint16).copy()).view(torch.bfloat16)
-        else:
-            t = torch.from_numpy(a.copy() if not a.flags.writeable else a)
-        t = t.to(device)
-    return t.contiguous().reshape(-1)
-
-
-def _interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
-
-
-def default_device(args):
-    import torch
-
-    for a in args:
-        if isinstance(a, torch.Tensor):
-            return a.device
-    if torch.cuda.is_available() and not _interpreting():
-        return torch.device("cuda")
-    return torch.device("cpu")
-
-
-class TritonExecutable:
-    """A compiled program: call it with the flat inputs (NumPy arrays, functx Arrays, scalars or
-    torch tensors); returns the outputs as torch tensors on the inputs' device."""
-
-    def __init__(self, graph: Graph, kernels: list[Kernel], source: str, kernels_text: str):
-        self.source = source
-        self.kernels_text = kernels_text
-        self.n_kernels = len(kernels)
-        self.in_specs = [(n.shape, n.dtype) for n in graph.inputs]
-        self.out_specs = [(n.shape, n.dtype) for n in graph.outputs]
-        self.consts = [(np.asarray(c), n.dtype) for n, c in graph.consts]
-        self._device_consts: dict = {}
-        self.module = load_module(source)
-
-    def as_text(self) -> str:
-        return f"# kernels\n{self.kernels_text}\n\n# Triton\n{self.source}"
-
-    def kernel_count(self) -> int:
-        return self.n_kernels
-
-    def __call__(self, *args):
-        import torch
-
-        if len(args) != len(self.in_specs):
-            raise TypeError(f"expected {len(self.in_specs)} arguments, got {len(args)}")
-        dev = default_device(args)
-        ins = [to_torch(a, dt, dev) for a, (_, dt) in zip(args, self.in_specs)]
-        for a, t, (shape, _) in zip(args, ins, self.in_specs):
-            if t.numel() != math.prod(shape):
-                raise TypeError(f"argument of shape {np.shape(a)} where {shape} was compiled")
-        consts = self._device_consts.get(dev)
-        if consts is None:
-            consts = [to_torch(c, dt, dev) for c, dt in self.consts]
-            self._device_consts[dev] = consts
-        outs = [torch.empty(max(math.prod(s), 1), dtype=getattr(torch, torch_dtype_name(dt)),
-                            device=dev) for s, dt in self.out_specs]
-        self.module.run(ins, consts, outs)
-        return [o[:math.prod(s)].reshape(s) for o, (s, _) in zip(outs, self.out_specs)]
-
-
-class JitExecutable:
-    """What ``functx.jit`` holds for the Triton backend: called with the list of flat leaves
-    (like the C++ backend's ``runtime.Executable``), returns torch tensors."""
-
-    def __init__(self, exe: TritonExecutable):
-        self.exe = exe
-        self.source = exe.source
-        self.kernels_text = exe.kernels_text
-
-    def __call__(self, leaves):
-        return self.exe(*leaves)
-
-
 def compile_triton(closed, blocks: Blocks | None = None) -> TritonExecutable:
-    """Lower, schedule and generate Triton for ``closed`` (a ClosedJaxpr).
+    """Lower, schedule and generate Triton for ``closed`` (a ClosedJaxpr), and load the module.
 
     Arguments:
       closed: the program (``functx.make_jaxpr(f)(*args)``, simplified or not).
       blocks: block-size limits (defaults suit a GPU; tests use small ones).
     Returns:
-      A ``TritonExecutable``: call it with the flat arguments to get torch tensors;
-      ``.as_text()`` shows the kernels and the generated source.
+      A ``TritonExecutable`` (``triton_runtime.py``): call it with the flat arguments to get
+      torch tensors; ``.as_text()`` shows the kernels and the generated source.
     Example:
       >>> exe = compile_triton(functx.make_jaxpr(lambda x: functx.numpy.tanh(x) * 2.0)(x))
       >>> (y,) = exe(x)
@@ -1665,5 +1850,5 @@ def compile_triton(closed, blocks: Blocks | None = None) -> TritonExecutable:
 
 
 __all__ = ["TritonProgram", "TritonExecutable", "JitExecutable", "Blocks", "compile_triton",
-           "PRELUDE", "interpreter_libdevice", "tl_dtype", "tl_compute", "load_module",
-           "to_torch"]
+           "reduce_plan", "scan_plan", "PRELUDE", "interpreter_libdevice", "tl_dtype",
+           "tl_compute", "load_module", "to_torch"]
