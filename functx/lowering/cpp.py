@@ -676,7 +676,7 @@ class CppProgram:
             em.acc_names = acc_names
             em.hoisting(hoist, iv)
             self._reuse(em, reuse[p])
-            clauses, post, index_loops = [], [], []
+            clauses, post, index_loops, zero_fixes = [], [], [], []
             for r, val_e in zip(red_nodes, pass_vals[p]):
                 op = r.params["op"]
                 x = r.params["operand"]
@@ -727,14 +727,13 @@ class CppProgram:
                     ident = self._lowest(x.dtype) if op == "reduce_max" else self._highest(x.dtype)
                     # a zero of the sign that wins ties: +0.0 for max, -0.0 for min
                     zsign = "0" if cmp == ">" else "1"
-                    decls.append(f"{ct} {a} = {ident}; int {a}_nan = 0; int {a}_z = 0;")
-                    updates.append(f"{a} = ({v} {cmp} {a}) ? {v} : {a}; {a}_nan |= ({v} != {v}); "
-                                   f"{a}_z |= ({v} == 0 && std::signbit({v}) == {zsign});")
-                    if clauses is not None:
-                        clauses += [f"reduction({'max' if cmp == '>' else 'min'}:{a})",
-                                    f"reduction(|:{a}_nan)", f"reduction(|:{a}_z)"]
-                    post.append(f"if ({a} == 0 && {a}_z) {a} = {'+' if cmp == '>' else '-'}"
-                                f"({ct})0;")
+                    # (which zero, when the extreme is a zero: a second loop over the row, run
+                    # only then, keeps the sign test out of the hot loop)
+                    decls.append(f"{ct} {a} = {ident}; int {a}_nan = 0;")
+                    updates.append(f"{a} = ({v} {cmp} {a}) ? {v} : {a}; {a}_nan |= ({v} != {v});")
+                    clauses += [f"reduction({'max' if cmp == '>' else 'min'}:{a})",
+                                f"reduction(|:{a}_nan)"]
+                    zero_fixes.append((a, val_e, zsign, "+" if cmp == ">" else "-", ct))
                     post.append(f"if ({a}_nan) {a} = std::numeric_limits<{ct}>::quiet_NaN();")
                     continue
                 ident, comb, clause = {
@@ -763,6 +762,8 @@ class CppProgram:
                                        simd_clauses=None if has_arg else clauses)
             if index_loops:
                 lines += self._index_loop(k, index_loops, acc_names, iv, reuse[p])
+            for fix in zero_fixes:
+                lines += self._zero_sign(k, fix, acc_names, iv, reuse[p])
             lines += ["    " + q for q in post]
         # stores of the reductions that own buffers used outside the row
         for r in [r for p in k.passes for r in p]:
@@ -810,6 +811,23 @@ class CppProgram:
         lines += self._inner_loops(iv, k.inner_shape, em.lines + [em.indent + u for u in updates],
                                    needs_jflat=True, simd_clauses=clauses)
         return lines
+
+    def _zero_sign(self, k: Kernel, fix, acc_names, iv, reuse):
+        """When a float max (min) of a row is zero, whether +0 (-0) occurs in the row: that
+        zero is the result (JAX's max(-0, +0) is +0 whatever the order)."""
+        a, val_e, zsign, sign, ct = fix
+        hoist = Emitter("      ", prefix=f"hz{a}_")
+        em = Emitter("        " + "  " * max(len(k.inner_shape) - 1, 0))
+        em.acc_names = acc_names
+        em.hoisting(hoist, iv)
+        self._reuse(em, reuse)
+        v = em(val_e)
+        body = em.lines + [f"{em.indent}{a}_z |= ({v} == 0 && std::signbit({v}) == {zsign});"]
+        loop = self._inner_loops(iv, k.inner_shape, body, needs_jflat=bool(reuse),
+                                 simd_clauses=[f"reduction(|:{a}_z)"])
+        return ([f"    if ({a} == 0) {{", f"      int {a}_z = 0;"] + hoist.lines
+                + ["  " + ln for ln in loop]
+                + [f"      if ({a}_z) {a} = {sign}({ct})0;", "    }"])
 
     def _row_cache(self, k: Kernel, full, ctxs):
         """Costly element subexpressions (a transcendental function of the row's elements) that
