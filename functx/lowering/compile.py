@@ -58,12 +58,13 @@ def _compile_cpp(closed):
 
 
 def _lower_cpp(closed):
-    from functx.lowering import cache, cpp, loops, runtime, schedule
+    from functx.lowering import runtime
 
     if runtime.fast_call.cache_info().currsize == 0:
         # with an empty cache the dispatch extension needs compiling too: on another core, while
-        # this program is lowered and compiled
+        # SymPy is imported and this program is lowered and compiled
         threading.Thread(target=runtime.fast_call, daemon=True).start()
+    from functx.lowering import cache, cpp, loops, schedule
     g = loops.lower_jaxpr(closed)
     kernels = schedule.schedule(g)
     prog = cpp.CppProgram(g, kernels)
