@@ -259,12 +259,7 @@ def bind(prim, args, params):
                 committed = True
     if not committed and _default_off_cpu:
         return _placement.bind_eager(prim, args, params)
-    out_avals = _abstract_eval(prim, avals, params)
-    out = prim.impl(*vals, **params)
-    wrap = _wrap if committed else _wrap_uncommitted
-    if prim.multiple_results:
-        return [wrap(_own(o, args), a) for o, a in zip(out, out_avals)]
-    return wrap(_own(out, args), out_avals)
+    return _run_host(prim, vals, avals, params, args, committed)
 
 
 def bind_host(prim, args, params, committed: bool):
@@ -278,6 +273,11 @@ def bind_host(prim, args, params, committed: bool):
             v, av, _ = _as_value(a)
             vals.append(v)
             avals.append(av)
+    return _run_host(prim, vals, avals, params, args, committed)
+
+
+def _run_host(prim, vals, avals, params, args, committed: bool):
+    """Check the operands' types, run the NumPy implementation, wrap the results as Arrays."""
     out_avals = _abstract_eval(prim, avals, params)
     out = prim.impl(*vals, **params)
     wrap = _wrap if committed else _wrap_uncommitted
