@@ -225,19 +225,22 @@ static inline int64_t fx_imin(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t fx_imax(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t fx_clamp(int64_t v, int64_t lo, int64_t hi) {
   return v < lo ? lo : (v > hi ? hi : v); }
-// Temporaries of 1 MiB and more are kept for the next call (up to 16 blocks per program):
+// Temporaries of 1 MiB and more are kept for the next call (up to 16 blocks and 1 GiB per
+// program):
 // fresh pages from the kernel cost a page fault and a zeroing each, which for a
 // memory-bound program is as much again as the program itself.
 static pthread_mutex_t fx_pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static void* fx_pool_ptr[16];
 static size_t fx_pool_len[16];
 static int fx_pool_n = 0;
+static size_t fx_pool_bytes = 0;
 static void* fx_alloc(size_t n) {
   if (n >= (1u << 20)) {
     pthread_mutex_lock(&fx_pool_mu);
     for (int i = 0; i < fx_pool_n; ++i) {
       if (fx_pool_len[i] == n) {
         void* p = fx_pool_ptr[i];
+        fx_pool_bytes -= n;
         --fx_pool_n;
         fx_pool_ptr[i] = fx_pool_ptr[fx_pool_n];
         fx_pool_len[i] = fx_pool_len[fx_pool_n];
@@ -254,9 +257,10 @@ static void* fx_alloc(size_t n) {
 static void fx_free(void* p, size_t n) {
   if (p != nullptr && n >= (1u << 20)) {
     pthread_mutex_lock(&fx_pool_mu);
-    if (fx_pool_n < 16) {
+    if (fx_pool_n < 16 && fx_pool_bytes + n <= ((size_t)1 << 30)) {
       fx_pool_ptr[fx_pool_n] = p;
       fx_pool_len[fx_pool_n] = n;
+      fx_pool_bytes += n;
       ++fx_pool_n;
       pthread_mutex_unlock(&fx_pool_mu);
       return;

@@ -91,17 +91,20 @@ def fast_call():
 
 
 # Output buffers of 1 MiB and more are recycled: when the Array holding one dies, its memory waits
-# here (at most two blocks per size) for the next call that needs that size. Fresh memory from
-# the kernel costs a page fault and a zeroed page per 4 KiB on first touch, which for a
-# memory-bound program is about as much time again as the program itself.
+# here (at most two blocks per size, 1 GiB in all) for the next call that needs that size. Fresh
+# memory from the kernel costs a page fault and a zeroed page per 4 KiB on first touch, which for
+# a memory-bound program is about as much time again as the program itself.
 _POOL_MIN = 1 << 20
+_POOL_MAX = 1 << 30
 _pool: dict = {}
+_pooled = [0]  # bytes waiting in _pool (approximate under threads: a bound, not an account)
 
 
 def _give_back(nbytes, raw):
     free = _pool.setdefault(nbytes, [])
-    if len(free) < 2:
+    if len(free) < 2 and _pooled[0] + nbytes <= _POOL_MAX:
         free.append(raw)
+        _pooled[0] += nbytes
 
 
 def _take(shape, dtype):
@@ -113,6 +116,7 @@ def _take(shape, dtype):
         return np.empty(shape, dtype)
     try:
         raw = _pool[nbytes].pop()
+        _pooled[0] -= nbytes
     except (KeyError, IndexError):
         raw = np.empty(nbytes + 64, np.uint8)
     skip = -raw.ctypes.data % 64  # 64-byte aligned: whole cache lines per vector store
