@@ -880,23 +880,7 @@ class TritonProgram:
         tags = {v.name: "b" for v in bv} | {v.name: "q" for v in qv}
         masks = {frozenset("b"): None, frozenset("q"): "qmask", frozenset("bq"): "qmask"}
         em = Emitter("        ", itertools.count(), tags, masks)
-        ctx = KernelCtx(k)
-        idx_vals = [em(Op(dtypes.int64, "convert", (ind.load(tuple(bv) + (sympy.Integer(c),),
-                                                             ctx),)))
-                    for c in range(len(axes))]
-        u = em(upd.load(tuple(bv) + tuple(qv), ctx))
-        conds, full = [], {}
-        for a, iv_ in zip(axes, idx_vals):
-            d = x.shape[a]
-            if mode == "clip":
-                full[a] = f"tl.minimum(tl.maximum({iv_.code}, 0), {d - 1})"
-            else:
-                conds.append(f"({iv_.code} >= 0) & ({iv_.code} < {d})")
-                full[a] = iv_.code
-        for a, v in zip(rest_axes, qv):
-            full[a] = v.name
-        off = " + ".join(f"({full[a]}) * {s}" for a, s in zip(range(len(x.shape)),
-                                                              strides_of(x.shape)))
+        u, conds, off = self._scatter_target(k, em, x, ind, upd, axes, mode, bv, qv, rest_axes)
         # (a scalar condition selects the block mask: the interpreter mishandles bool & bool
         # of a scalar and a block)
         m = f"tl.where({' & '.join(f'({c})' for c in conds)}, qmask, False)" if conds else "qmask"
@@ -928,17 +912,10 @@ class TritonProgram:
         self._define(name, bufs, body, f"{op} of {upd.shape} into {x.shape} (updates in order)")
         self._launch(name, -(-n_r // qb), bufs)
 
-    def _scatter_add_atomic(self, k, node, x, ind, upd, axes, mode, bshape, rshape, rest_axes):
-        """scatter_add with atomics: blocks of (updates x window) in parallel (the order in
-        which duplicates are summed is not fixed, as with JAX on a GPU)."""
-        n_b, n_r = math.prod(bshape), math.prod(rshape)
-        qb = min(_next_pow2(n_r), 128)
-        bb = min(_next_pow2(n_b), max(1, self.blocks.elems // qb))
-        bv = [sym(f"b{i}") for i in range(len(bshape))]
-        qv = [sym(f"q{i}") for i in range(len(rshape))]
-        tags = {v.name: "b" for v in bv} | {v.name: "q" for v in qv}
-        masks = {frozenset("b"): "bmask", frozenset("q"): "qmask", frozenset("bq"): "mask"}
-        em = Emitter("    ", itertools.count(), tags, masks)
+    @staticmethod
+    def _scatter_target(k, em, x, ind, upd, axes, mode, bv, qv, rest_axes):
+        """The update value, the in-bounds conditions (mode "fill"/"drop") and the flat offset
+        into ``x`` of a scatter's element (batch ``bv``, window ``qv``)."""
         ctx = KernelCtx(k)
         idx_vals = [em(Op(dtypes.int64, "convert", (ind.load(tuple(bv) + (sympy.Integer(c),),
                                                              ctx),)))
@@ -956,6 +933,20 @@ class TritonProgram:
             full[a] = v.name
         off = " + ".join(f"({full[a]}) * {st}" for a, st in zip(range(len(x.shape)),
                                                                strides_of(x.shape)))
+        return u, conds, off
+
+    def _scatter_add_atomic(self, k, node, x, ind, upd, axes, mode, bshape, rshape, rest_axes):
+        """scatter_add with atomics: blocks of (updates x window) in parallel (the order in
+        which duplicates are summed is not fixed, as with JAX on a GPU)."""
+        n_b, n_r = math.prod(bshape), math.prod(rshape)
+        qb = min(_next_pow2(n_r), 128)
+        bb = min(_next_pow2(n_b), max(1, self.blocks.elems // qb))
+        bv = [sym(f"b{i}") for i in range(len(bshape))]
+        qv = [sym(f"q{i}") for i in range(len(rshape))]
+        tags = {v.name: "b" for v in bv} | {v.name: "q" for v in qv}
+        masks = {frozenset("b"): "bmask", frozenset("q"): "qmask", frozenset("bq"): "mask"}
+        em = Emitter("    ", itertools.count(), tags, masks)
+        u, conds, off = self._scatter_target(k, em, x, ind, upd, axes, mode, bv, qv, rest_axes)
         body = [f"    bflat = {self._pid()} * {bb} + tl.arange(0, {bb})[:, None]",
                 f"    bmask = bflat < {n_b}",
                 f"    qflat = tl.program_id(1) * {qb} + tl.arange(0, {qb})[None, :]",
