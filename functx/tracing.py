@@ -294,20 +294,16 @@ def _own(out, args):
     return out
 
 
-def _wrap(value, aval: ShapedArray) -> Array:
+def _wrap(value, aval: ShapedArray, cls=Array) -> Array:
     if type(value) is not np.ndarray:
         value = np.asarray(value)
     if value.dtype != aval.dtype:
         value = value.astype(aval.dtype)
-    return Array._new(value, aval)
+    return cls._new(value, aval)
 
 
 def _wrap_uncommitted(value, aval: ShapedArray) -> Array:
-    if type(value) is not np.ndarray:
-        value = np.asarray(value)
-    if value.dtype != aval.dtype:
-        value = value.astype(aval.dtype)
-    return UncommittedArray._new(value, aval)
+    return _wrap(value, aval, UncommittedArray)
 
 
 core.set_bind(bind)
