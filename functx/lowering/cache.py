@@ -147,6 +147,12 @@ def _valid(so: str) -> bool:
     return want == _digest(so)
 
 
+def cached(source: str, extra_flags=(), suffix="") -> str | None:
+    """Path of the valid shared object for ``source`` already in the cache, else None."""
+    so = os.path.join(cache_dir(), key_of(source, FLAGS + list(extra_flags)) + suffix + ".so")
+    return so if _valid(so) else None
+
+
 def compile_cached(source: str, extra_flags=(), suffix="") -> tuple[str, bool]:
     """Path of the shared object for ``source`` and whether it was compiled now."""
     d = cache_dir()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 import time
 
 
@@ -58,13 +57,8 @@ def _compile_cpp(closed):
 
 
 def _lower_cpp(closed):
-    from functx.lowering import runtime
+    from functx.lowering import cache, cpp, loops, runtime, schedule
 
-    if runtime.fast_call.cache_info().currsize == 0:
-        # with an empty cache the dispatch extension needs compiling too: on another core, while
-        # SymPy is imported and this program is lowered and compiled
-        threading.Thread(target=runtime.fast_call, daemon=True).start()
-    from functx.lowering import cache, cpp, loops, schedule
     g = loops.lower_jaxpr(closed)
     kernels = schedule.schedule(g)
     prog = cpp.CppProgram(g, kernels)

@@ -59,18 +59,62 @@ def _is_float(dt) -> bool:
 
 
 PRELUDE = r"""
-// glibc declares its vectorised math (libmvec: expf, tanhf, logf, ...) only under __FAST_MATH__;
-// defining the macro around <cmath> lets `omp simd` loops call them without enabling any
-// fast-math transformation (results stay within a few ulp of the scalar functions).
+// C headers only: libstdc++'s C++ headers take longer to parse than most programs take to compile.
+// _GLIBCXX_INCLUDE_NEXT_C_HEADERS makes libstdc++'s <math.h> and friends hand over to glibc's
+// directly. glibc declares its vectorised math (libmvec: expf, sinf, logf, ...) only under
+// __FAST_MATH__; defining the macro around <math.h> lets `omp simd` loops call them without
+// enabling any fast-math transformation (results stay within a few ulp of the scalar functions).
+#define _GLIBCXX_INCLUDE_NEXT_C_HEADERS 1
 #define __FAST_MATH__ 1
-#include <cmath>
+#include <math.h>
 #undef __FAST_MATH__
-#include <cstdint>
-#include <cstdlib>
-#include <cstring>
-#include <limits>
-#include <type_traits>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#undef _GLIBCXX_INCLUDE_NEXT_C_HEADERS
 #include <pthread.h>
+
+// The little of the C++ library the generated code uses, in namespace fx.
+namespace fx {
+template <class A, class B> constexpr bool is_same = false;
+template <class A> constexpr bool is_same<A, A> = true;
+template <class T> constexpr bool is_float = is_same<T, float> || is_same<T, double>;
+template <class T> constexpr bool is_integral = !is_float<T> && !is_same<T, _Float16>;
+template <class T> constexpr bool is_signed = !is_integral<T> || (T)-1 < (T)0;
+template <class T> struct limits {  // integers and bool
+  static constexpr T lowest() { return is_signed<T> ? (T)((T)1 << (sizeof(T) * 8 - 1)) : (T)0; }
+  static constexpr T max() { return (T)~lowest(); } };
+template <> struct limits<bool> {
+  static constexpr bool lowest() { return false; }
+  static constexpr bool max() { return true; } };
+template <> struct limits<float> {
+  static constexpr float lowest() { return -__FLT_MAX__; }
+  static constexpr float max() { return __FLT_MAX__; }
+  static constexpr float infinity() { return __builtin_huge_valf(); }
+  static constexpr float quiet_NaN() { return __builtin_nanf(""); } };
+template <> struct limits<double> {
+  static constexpr double lowest() { return -__DBL_MAX__; }
+  static constexpr double max() { return __DBL_MAX__; }
+  static constexpr double infinity() { return __builtin_huge_val(); }
+  static constexpr double quiet_NaN() { return __builtin_nan(""); } };
+#define FX_MATH1(name) \
+  static inline float name(float x) { return ::name##f(x); } \
+  static inline double name(double x) { return ::name(x); }
+#define FX_MATH2(name) \
+  static inline float name(float x, float y) { return ::name##f(x, y); } \
+  static inline double name(double x, double y) { return ::name(x, y); }
+FX_MATH1(exp) FX_MATH1(exp2) FX_MATH1(expm1) FX_MATH1(log) FX_MATH1(log1p) FX_MATH1(sqrt)
+FX_MATH1(cbrt) FX_MATH1(sin) FX_MATH1(cos) FX_MATH1(tan) FX_MATH1(asin) FX_MATH1(acos)
+FX_MATH1(atan) FX_MATH1(sinh) FX_MATH1(cosh) FX_MATH1(tanh) FX_MATH1(asinh) FX_MATH1(acosh)
+FX_MATH1(atanh) FX_MATH1(erf) FX_MATH1(lgamma) FX_MATH1(floor) FX_MATH1(ceil) FX_MATH1(fabs)
+FX_MATH1(nearbyint) FX_MATH1(round)
+FX_MATH2(fmod) FX_MATH2(pow) FX_MATH2(atan2) FX_MATH2(nextafter) FX_MATH2(copysign)
+#undef FX_MATH1
+#undef FX_MATH2
+static inline float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
+static inline double fma(double a, double b, double c) { return __builtin_fma(a, b, c); }
+template <class T> static inline void swap(T& a, T& b) { T t = a; a = b; b = t; }
+}  // namespace fx
 
 // ILP64 CBLAS: enums are int, sizes are int64_t.
 typedef void (*fx_sgemm_t)(int, int, int, int64_t, int64_t, int64_t, float,
@@ -86,9 +130,9 @@ extern "C" void fx_set_gemm(void* s, void* d) {
 }
 
 static inline float fx_bf16_to_f32(uint16_t h) {
-  uint32_t u = ((uint32_t)h) << 16; float f; std::memcpy(&f, &u, 4); return f; }
+  uint32_t u = ((uint32_t)h) << 16; float f; memcpy(&f, &u, 4); return f; }
 static inline uint16_t fx_f32_to_bf16(float f) {
-  uint32_t u; std::memcpy(&u, &f, 4);
+  uint32_t u; memcpy(&u, &f, 4);
   if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
   u += 0x7fffu + ((u >> 16) & 1u); return (uint16_t)(u >> 16); }
 
@@ -96,50 +140,50 @@ static inline uint16_t fx_f32_to_bf16(float f) {
 // (for two zeros, a + b is +0.0 unless both are -0.0, and -(-a - b) is -0.0 unless both are +0.0).
 template <class T> static inline T fx_max(T a, T b) {
   const T m = (a > b || a != a) ? a : b;
-  if constexpr (std::is_floating_point<T>::value) { return (a == 0 && b == 0) ? a + b : m; }
+  if constexpr (fx::is_float<T>) { return (a == 0 && b == 0) ? a + b : m; }
   else { return m; } }
 template <class T> static inline T fx_min(T a, T b) {
   const T m = (a < b || a != a) ? a : b;
-  if constexpr (std::is_floating_point<T>::value) { return (a == 0 && b == 0) ? -(-a - b) : m; }
+  if constexpr (fx::is_float<T>) { return (a == 0 && b == 0) ? -(-a - b) : m; }
   else { return m; } }
 template <class T> static inline T fx_idiv(T a, T b) {
-  if (b == 0) return std::is_signed<T>::value ? (T)-1 : std::numeric_limits<T>::max();
-  if (std::is_signed<T>::value && b == (T)-1) return (T)(0 - a);
+  if (b == 0) return fx::is_signed<T> ? (T)-1 : fx::limits<T>::max();
+  if (fx::is_signed<T> && b == (T)-1) return (T)(0 - a);
   return a / b; }
 template <class T> static inline T fx_irem(T a, T b) {
   if (b == 0) return a;
-  if (std::is_signed<T>::value && b == (T)-1) return 0;
+  if (fx::is_signed<T> && b == (T)-1) return 0;
   return a % b; }
 template <class T> static inline T fx_ipow_int(T a, T b) {
   if (b < 0) { if (a == 1) return 1; if (a == (T)-1) return (b % 2 == 0) ? 1 : (T)-1; return 0; }
   T r = 1; while (b) { if (b & 1) r *= a; a *= a; b >>= 1; } return r; }
 template <class T> static inline T fx_sign(T a) {
-  if constexpr (std::is_floating_point<T>::value) {
+  if constexpr (fx::is_float<T>) {
     return a != a ? a : (a > 0 ? (T)1 : (a < 0 ? (T)-1 : a)); }
-  else if constexpr (std::is_signed<T>::value) { return (T)((a > 0) - (a < 0)); }
+  else if constexpr (fx::is_signed<T>) { return (T)((a > 0) - (a < 0)); }
   else { return (T)(a > 0); } }
-static inline float fx_bits2f(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
-static inline uint32_t fx_f2bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
+static inline float fx_bits2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t fx_f2bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 // Branch-free float32 exp, log and tanh (Cephes polynomials, within a few ulp) that `omp simd`
 // loops vectorise; glibc's scalar functions would stop the vectoriser.
 static inline float fx_expf(float x) {
-  const float xc = (x < -103.9720840454f ? -103.9720840454f
-                    : (x > 88.7228391117f ? 88.7228391117f : x));
+  // x is clamped to [-104, 89], so n stays in [-150, 128]: beyond exp's float32 range the two
+  // power-of-two factors below underflow to 0 or overflow to inf by themselves
+  const float xc = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
   const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest
   float r = xc - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
   float p = 1.9875691500E-4f;
-  p = std::fma(p, r, 1.3981999507E-3f);
-  p = std::fma(p, r, 8.3334519073E-3f);
-  p = std::fma(p, r, 4.1665795894E-2f);
-  p = std::fma(p, r, 1.6666665459E-1f);
-  p = std::fma(p, r, 5.0000001201E-1f);
+  p = fx::fma(p, r, 1.3981999507E-3f);
+  p = fx::fma(p, r, 8.3334519073E-3f);
+  p = fx::fma(p, r, 4.1665795894E-2f);
+  p = fx::fma(p, r, 1.6666665459E-1f);
+  p = fx::fma(p, r, 5.0000001201E-1f);
   const float y = p * r * r + r + 1.0f;
   const int32_t ni = (int32_t)n;
-  const int32_t n1 = ni / 2, n2 = ni - n1;  // two factors keep subnormal results exact-ish
-  float out = y * fx_bits2f((uint32_t)(n1 + 127) << 23) * fx_bits2f((uint32_t)(n2 + 127) << 23);
-  out = x >= 88.7228391117f ? INFINITY : out;
-  out = x < -103.9720840454f ? 0.0f : out;
+  const int32_t n1 = ni >> 1, n2 = ni - n1;  // two factors: each one a normal float
+  const float out = y * fx_bits2f((uint32_t)(n1 + 127) << 23)
+                      * fx_bits2f((uint32_t)(n2 + 127) << 23);
   return x != x ? x : out;
 }
 static inline float fx_logf(float x) {
@@ -153,14 +197,14 @@ static inline float fx_logf(float x) {
   float t = lo ? m + m - 1.0f : m - 1.0f;
   const float z = t * t;
   float y = 7.0376836292E-2f;
-  y = std::fma(y, t, -1.1514610310E-1f);
-  y = std::fma(y, t, 1.1676998740E-1f);
-  y = std::fma(y, t, -1.2420140846E-1f);
-  y = std::fma(y, t, 1.4249322787E-1f);
-  y = std::fma(y, t, -1.6668057665E-1f);
-  y = std::fma(y, t, 2.0000714765E-1f);
-  y = std::fma(y, t, -2.4999993993E-1f);
-  y = std::fma(y, t, 3.3333331174E-1f);
+  y = fx::fma(y, t, -1.1514610310E-1f);
+  y = fx::fma(y, t, 1.1676998740E-1f);
+  y = fx::fma(y, t, -1.2420140846E-1f);
+  y = fx::fma(y, t, 1.4249322787E-1f);
+  y = fx::fma(y, t, -1.6668057665E-1f);
+  y = fx::fma(y, t, 2.0000714765E-1f);
+  y = fx::fma(y, t, -2.4999993993E-1f);
+  y = fx::fma(y, t, 3.3333331174E-1f);
   y = y * t * z;
   const float fe = (float)e;
   y += -2.12194440e-4f * fe;
@@ -176,49 +220,49 @@ static inline float fx_logf(float x) {
 // ulp; XLA's own float32 tanh is max 4.5 ulp on the same grid). One division, no exp, no branch.
 // From a = 9 on the float32 result is exactly 1; NaN propagates through the polynomials.
 static inline float fx_tanhf(float x) {
-  const float a = std::fabs(x);
+  const float a = fx::fabs(x);
   const float z = a * a;
   float p = -8.4891045e-14f;
-  p = std::fma(p, z, 5.278103e-11f);
-  p = std::fma(p, z, -2.022555e-08f);
-  p = std::fma(p, z, 1.1154389e-05f);
-  p = std::fma(p, z, 0.003103964f);
-  p = std::fma(p, z, 0.13084017f);
-  p = std::fma(p, z, 1.0f);
+  p = fx::fma(p, z, 5.278103e-11f);
+  p = fx::fma(p, z, -2.022555e-08f);
+  p = fx::fma(p, z, 1.1154389e-05f);
+  p = fx::fma(p, z, 0.003103964f);
+  p = fx::fma(p, z, 0.13084017f);
+  p = fx::fma(p, z, 1.0f);
   float q = 0.00025461565f;
-  q = std::fma(q, z, 0.024495209f);
-  q = std::fma(q, z, 0.46417344f);
-  q = std::fma(q, z, 1.0f);
+  q = fx::fma(q, z, 0.024495209f);
+  q = fx::fma(q, z, 0.46417344f);
+  q = fx::fma(q, z, 1.0f);
   const float r = (a * p) / q;
-  return std::copysign(a >= 9.0f || r > 1.0f ? 1.0f : r, x);
+  return fx::copysign(a >= 9.0f || r > 1.0f ? 1.0f : r, x);
 }
 template <class T> static inline T fx_exp(T x) {
-  if constexpr (std::is_same<T, float>::value) { return fx_expf(x); } else { return std::exp(x); } }
+  if constexpr (fx::is_same<T, float>) { return fx_expf(x); } else { return fx::exp(x); } }
 template <class T> static inline T fx_log(T x) {
-  if constexpr (std::is_same<T, float>::value) { return fx_logf(x); } else { return std::log(x); } }
+  if constexpr (fx::is_same<T, float>) { return fx_logf(x); } else { return fx::log(x); } }
 template <class T> static inline T fx_tanh(T x) {
-  if constexpr (std::is_same<T, float>::value) { return fx_tanhf(x); }
-  else { return std::tanh(x); } }
+  if constexpr (fx::is_same<T, float>) { return fx_tanhf(x); }
+  else { return fx::tanh(x); } }
 template <class T> static inline T fx_logistic(T x) {
-  T e = fx_exp<T>(-std::fabs(x)); return x >= 0 ? (T)1 / ((T)1 + e) : e / ((T)1 + e); }
+  T e = fx_exp<T>(-fx::fabs(x)); return x >= 0 ? (T)1 / ((T)1 + e) : e / ((T)1 + e); }
 template <class To, class From> static inline To fx_convert(From x) {
-  if constexpr (std::is_same<To, bool>::value) { return x != 0; }
-  else if constexpr (std::is_floating_point<From>::value && std::is_integral<To>::value) {
+  if constexpr (fx::is_same<To, bool>) { return x != 0; }
+  else if constexpr (fx::is_float<From> && fx::is_integral<To>) {
     if (x != x) return 0;
-    if (x <= (From)std::numeric_limits<To>::lowest()) return std::numeric_limits<To>::lowest();
-    if (x >= (From)std::numeric_limits<To>::max()) return std::numeric_limits<To>::max();
+    if (x <= (From)fx::limits<To>::lowest()) return fx::limits<To>::lowest();
+    if (x >= (From)fx::limits<To>::max()) return fx::limits<To>::max();
     return (To)x; }
   else { return (To)x; } }
 // memcpy, on every thread for copies of 4 MiB and more (a program output that is one of its
 // inputs, loop carries): one core alone reaches about half the memory bandwidth
 static void fx_copy(void* dst, const void* src, size_t n) {
-  if (n < ((size_t)1 << 22)) { std::memcpy(dst, src, n); return; }
+  if (n < ((size_t)1 << 22)) { memcpy(dst, src, n); return; }
   const size_t chunk = (size_t)1 << 18;
   const int64_t m = (int64_t)((n + chunk - 1) / chunk);
   #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < m; ++i) {
     const size_t lo = (size_t)i * chunk;
-    std::memcpy((char*)dst + lo, (const char*)src + lo, lo + chunk <= n ? chunk : n - lo);
+    memcpy((char*)dst + lo, (const char*)src + lo, lo + chunk <= n ? chunk : n - lo);
   }
 }
 static inline int64_t fx_imin(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -267,7 +311,7 @@ static void fx_free(void* p, size_t n) {
     }
     pthread_mutex_unlock(&fx_pool_mu);
   }
-  std::free(p);
+  free(p);
 }
 """
 
@@ -280,13 +324,13 @@ def _num(v, dt) -> str:
     if _is_float(dt):
         f = float(v)
         if math.isnan(f):
-            return f"std::numeric_limits<{ct}>::quiet_NaN()"
+            return f"fx::limits<{ct}>::quiet_NaN()"
         if math.isinf(f):
-            return f"({'-' if f < 0 else ''}std::numeric_limits<{ct}>::infinity())"
+            return f"({'-' if f < 0 else ''}fx::limits<{ct}>::infinity())"
         return f"(({ct}){f!r})"
     i = int(v)
     if dt == dtypes.int64 and i == -(2**63):
-        return "std::numeric_limits<int64_t>::lowest()"
+        return "fx::limits<int64_t>::lowest()"
     return f"(({ct}){i}{'ULL' if dt.kind == 'u' else 'LL'})"
 
 
@@ -322,13 +366,13 @@ class _SympyC:
 
 _ic = _SympyC()
 
-_FLOAT_FN = {"exp": "fx_exp", "exp2": "std::exp2", "log": "fx_log", "log1p": "std::log1p",
-             "expm1": "std::expm1", "sqrt": "std::sqrt", "cbrt": "std::cbrt", "sin": "std::sin",
-             "cos": "std::cos", "tan": "std::tan", "asin": "std::asin", "acos": "std::acos",
-             "atan": "std::atan", "sinh": "std::sinh", "cosh": "std::cosh", "tanh": "fx_tanh",
-             "asinh": "std::asinh", "acosh": "std::acosh", "atanh": "std::atanh",
-             "erf": "std::erf", "lgamma": "std::lgamma", "floor": "std::floor",
-             "ceil": "std::ceil"}
+_FLOAT_FN = {"exp": "fx_exp", "exp2": "fx::exp2", "log": "fx_log", "log1p": "fx::log1p",
+             "expm1": "fx::expm1", "sqrt": "fx::sqrt", "cbrt": "fx::cbrt", "sin": "fx::sin",
+             "cos": "fx::cos", "tan": "fx::tan", "asin": "fx::asin", "acos": "fx::acos",
+             "atan": "fx::atan", "sinh": "fx::sinh", "cosh": "fx::cosh", "tanh": "fx_tanh",
+             "asinh": "fx::asinh", "acosh": "fx::acosh", "atanh": "fx::atanh",
+             "erf": "fx::erf", "lgamma": "fx::lgamma", "floor": "fx::floor",
+             "ceil": "fx::ceil"}
 _BIN = {"add": "+", "sub": "-", "mul": "*", "eq": "==", "ne": "!=", "lt": "<", "le": "<=",
         "gt": ">", "ge": ">="}
 
@@ -467,32 +511,32 @@ class Emitter:
         if name == "div":
             return f"({a[0]} / {a[1]})" if fl else f"fx_idiv<{ct}>({a[0]}, {a[1]})"
         if name == "rem":
-            return f"std::fmod({a[0]}, {a[1]})" if fl else f"fx_irem<{ct}>({a[0]}, {a[1]})"
+            return f"fx::fmod({a[0]}, {a[1]})" if fl else f"fx_irem<{ct}>({a[0]}, {a[1]})"
         if name == "pow":
             if fl:
-                return f"std::pow({a[0]}, ({ct}){a[1]})"
+                return f"fx::pow({a[0]}, ({ct}){a[1]})"
             return f"fx_ipow_int<{ct}>({a[0]}, {a[1]})"
         if name == "max":
             return f"fx_max<{ct}>({a[0]}, {a[1]})"
         if name == "min":
             return f"fx_min<{ct}>({a[0]}, {a[1]})"
         if name == "atan2":
-            return f"std::atan2({a[0]}, {a[1]})"
+            return f"fx::atan2({a[0]}, {a[1]})"
         if name == "nextafter":
             if np.dtype(e.dtype) in (dtypes.float16, dtypes.bfloat16):
                 raise UnsupportedError("jit: nextafter of float16/bfloat16 is not supported")
-            return f"std::nextafter({a[0]}, {a[1]})"
+            return f"fx::nextafter({a[0]}, {a[1]})"
         if name == "neg":
             return f"(({ct})(-{a[0]}))"
         if name == "abs":
-            return f"std::fabs({a[0]})" if fl else f"(({ct})({a[0]} < 0 ? -{a[0]} : {a[0]}))"
+            return f"fx::fabs({a[0]})" if fl else f"(({ct})({a[0]} < 0 ? -{a[0]} : {a[0]}))"
         if name == "sign":
             return f"fx_sign<{ct}>({a[0]})"
         if name == "round":
-            return f"std::nearbyint({a[0]})" if params.get("rounding_method", 1) == 1 \
-                else f"std::round({a[0]})"
+            return f"fx::nearbyint({a[0]})" if params.get("rounding_method", 1) == 1 \
+                else f"fx::round({a[0]})"
         if name == "rsqrt":
-            return f"(({ct})1 / std::sqrt({a[0]}))"
+            return f"(({ct})1 / fx::sqrt({a[0]}))"
         if name == "logistic":
             return f"fx_logistic<{ct}>({a[0]})"
         if name == "is_finite":
@@ -712,13 +756,13 @@ class CppProgram:
                     init = "-" if op == "argmax" else ""
                     cmp = ">" if op == "argmax" else "<"
                     if _is_float(x.dtype):
-                        decls.append(f"{ct} {a} = {init}std::numeric_limits<{ct}>::infinity(); "
+                        decls.append(f"{ct} {a} = {init}fx::limits<{ct}>::infinity(); "
                                      f"int64_t {bi} = 0;")
                         updates.append(f"if (!({a} != {a}) && ({v} {cmp} {a} || {v} != {v})) "
                                        f"{{ {a} = {v}; {bi} = jflat; }}")
                     else:
                         lim = "lowest" if op == "argmax" else "max"
-                        decls.append(f"{ct} {a} = std::numeric_limits<{ct}>::{lim}(); "
+                        decls.append(f"{ct} {a} = fx::limits<{ct}>::{lim}(); "
                                      f"int64_t {bi} = 0; bool {a}_set = false;")
                         updates.append(f"if (!{a}_set || {v} {cmp} {a}) {{ {a} = {v}; "
                                        f"{bi} = jflat; {a}_set = true; }}")
@@ -738,7 +782,7 @@ class CppProgram:
                     clauses += [f"reduction({'max' if cmp == '>' else 'min'}:{a})",
                                 f"reduction(|:{a}_nan)"]
                     zero_fixes.append((a, val_e, zsign, "+" if cmp == ">" else "-", ct))
-                    post.append(f"if ({a}_nan) {a} = std::numeric_limits<{ct}>::quiet_NaN();")
+                    post.append(f"if ({a}_nan) {a} = fx::limits<{ct}>::quiet_NaN();")
                     continue
                 ident, comb, clause = {
                     "reduce_sum": ("0", f"{a} + {v}", "+"),
@@ -826,7 +870,7 @@ class CppProgram:
         em.hoisting(hoist, iv)
         self._reuse(em, reuse)
         v = em(val_e)
-        body = em.lines + [f"{em.indent}{a}_z |= ({v} == 0 && std::signbit({v}) == {zsign});"]
+        body = em.lines + [f"{em.indent}{a}_z |= ({v} == 0 && __builtin_signbit({v}) == {zsign});"]
         loop = self._inner_loops(iv, k.inner_shape, body, needs_jflat=bool(reuse),
                                  simd_clauses=[f"reduction(|:{a}_z)"])
         return ([f"    if ({a} == 0) {{", f"      int {a}_z = 0;"] + hoist.lines
@@ -896,19 +940,19 @@ class CppProgram:
     def _lowest(dt):
         dt = np.dtype(dt)
         if _is_float(dt):
-            return f"-std::numeric_limits<{compute_type(dt)}>::infinity()"
+            return f"-fx::limits<{compute_type(dt)}>::infinity()"
         if dt == dtypes.bool_:
             return "false"
-        return f"std::numeric_limits<{compute_type(dt)}>::lowest()"
+        return f"fx::limits<{compute_type(dt)}>::lowest()"
 
     @staticmethod
     def _highest(dt):
         dt = np.dtype(dt)
         if _is_float(dt):
-            return f"std::numeric_limits<{compute_type(dt)}>::infinity()"
+            return f"fx::limits<{compute_type(dt)}>::infinity()"
         if dt == dtypes.bool_:
             return "true"
-        return f"std::numeric_limits<{compute_type(dt)}>::max()"
+        return f"fx::limits<{compute_type(dt)}>::max()"
 
     def _ascan(self, k: Kernel):
         """A lane-wise associative scan run sequentially along the axis. Lanes before the axis are
@@ -1021,7 +1065,7 @@ class CppProgram:
             self.body += lines
             return
         if kk == 0:
-            lines += [f"  std::memset({node.buf}, 0, {bsz * m * nn}ULL * sizeof(*{node.buf}));"]
+            lines += [f"  memset({node.buf}, 0, {bsz * m * nn}ULL * sizeof(*{node.buf}));"]
             self.body += lines
             return
         blas = {dtypes.float32: "fx_sgemm", dtypes.float64: "fx_dgemm"}.get(np.dtype(node.dtype))
@@ -1264,7 +1308,7 @@ class CppProgram:
                   + self._ptr_list([c.buf for c in consts] + a_names + x_ptrs + bconsts + b_names
                                    + y_ptrs) + "};",
                   f"      if ({name}(sa)) return 1;"]
-        lines += [f"      std::swap({a}, {b});" for a, b in zip(a_names, b_names)]
+        lines += [f"      fx::swap({a}, {b});" for a, b in zip(a_names, b_names)]
         lines += ["    }"]
         for n, a in zip(carry_out, a_names):
             lines.append(f"    fx_copy({n.buf}, {a}, {n.size}ULL * sizeof(*{a}));")
@@ -1292,7 +1336,7 @@ class CppProgram:
                   f"      void* ba[{max(nbc + 2 * len(carry) + len(bconsts), 1)}] = {{"
                   + self._ptr_list([c.buf for c in bc] + a_names + bconsts + b_names) + "};",
                   f"      if ({bname}(ba)) return 1;"]
-        lines += [f"      std::swap({a}, {b});" for a, b in zip(a_names, b_names)]
+        lines += [f"      fx::swap({a}, {b});" for a, b in zip(a_names, b_names)]
         lines += ["    }"]
         for n, a in zip(outs, a_names):
             lines.append(f"    fx_copy({n.buf}, {a}, {n.size}ULL * sizeof(*{a}));")

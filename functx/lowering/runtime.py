@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import functools
 import glob
 import math
 import os
+import threading
 import weakref
 
 import numpy as np
@@ -70,24 +72,57 @@ PyMODINIT_FUNC PyInit__fxcall(void) { return PyModule_Create(&mod); }
 """
 
 
-@functools.lru_cache(maxsize=1)
+_PYEXT_FLAGS = ["-O2"]
+_fast = [None]  # the extension's call function, once loaded
+_fast_lock = threading.Lock()
+_fast_building: list = []  # the thread building it, if one was started
+
+
+def _load_fast(so):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_fxcall", so)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    _fast[0] = mod.call
+
+
+def _build_fast(flags):
+    from functx.lowering import cache
+
+    try:
+        so, _ = cache.compile_cached(_CALL_SRC, extra_flags=flags, suffix="-pyext")
+        _load_fast(so)
+    except Exception:  # noqa: BLE001 - the ctypes path works everywhere
+        pass
+
+
 def fast_call():
     """A tiny CPython extension that passes buffer pointers to a compiled program (a ctypes call
-    costs microseconds per argument); None if it cannot be built."""
-    import importlib.util
+    costs microseconds per argument), or None. When the extension is not in the cache yet it is
+    compiled on another thread, after the first program: calls use ctypes until it is loaded,
+    and the process waits for it at exit so that the next one finds it."""
+    if _fast[0] is not None or _fast_building:
+        return _fast[0]
     import sysconfig
 
     from functx.lowering import cache
 
-    try:
-        so, _ = cache.compile_cached(_CALL_SRC, extra_flags=[
-            "-I" + sysconfig.get_paths()["include"], "-O2"], suffix="-pyext")
-        spec = importlib.util.spec_from_file_location("_fxcall", so)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        return mod.call
-    except Exception:  # noqa: BLE001 - the ctypes path below works everywhere
-        return None
+    flags = ["-I" + sysconfig.get_paths()["include"], *_PYEXT_FLAGS]
+    with _fast_lock:
+        if _fast[0] is None and not _fast_building:
+            so = cache.cached(_CALL_SRC, extra_flags=flags, suffix="-pyext")
+            if so is not None:
+                try:
+                    _load_fast(so)
+                    return _fast[0]
+                except Exception:  # noqa: BLE001 - a broken entry: rebuild it
+                    pass
+            t = threading.Thread(target=_build_fast, args=(flags,), daemon=True)
+            _fast_building.append(t)
+            t.start()
+            atexit.register(t.join, 60)
+    return _fast[0]
 
 
 # Output buffers of 1 MiB and more are recycled: when the Array holding one dies, its memory waits
@@ -155,6 +190,8 @@ class Executable:
     def __call__(self, leaves):
         outs = [np.empty(shape, dtype) if small else _take(shape, dtype)
                 for shape, dtype, small in self._out_alloc]
+        if self._call is None:
+            self._call = _fast[0]  # None until the extension is built (see fast_call)
         if self._call is not None:
             bufs = [x._value if type(x) is Array else self._convert(x, i)
                     for i, x in enumerate(leaves)]

@@ -217,7 +217,7 @@ def test_lower_as_text_has_jaxpr_kernels_and_cpp():
     assert re.search(r"\{ lambda ; a:f32\[3\]\. let", text), text
     assert "tanh a" in text
     assert "# kernels\nkernel 0: pointwise (3,)" in text
-    assert 'extern "C" int fx_run(void** args)' in text and "std::tanh" in text
+    assert 'extern "C" int fx_run(void** args)' in text and "fx::tanh" in text
     assert lowered.kernel_count() == 1
     np.testing.assert_allclose(np.asarray(lowered.compile()([X3])[0]), np.tanh(X3) * 2, rtol=1e-6)
 
