@@ -272,18 +272,87 @@ class default_device:
         _default_local.stack.pop()
 
 
+# --- The default precision of matrix products ----------------------------------------------------
+# JAX's names. On a GPU, float32 products take TF32 (10-bit mantissa) inputs unless the precision
+# is "highest"/"float32", as JAX does there; the CPU always computes in float32.
+_PRECISIONS = {"default": "tensorfloat32", "fastest": "tensorfloat32", "bfloat16": "tensorfloat32",
+               "high": "tensorfloat32", "tensorfloat32": "tensorfloat32",
+               "highest": "float32", "float32": "float32"}
+
+
+class _PrecisionState(threading.local):
+    def __init__(self):
+        self.stack: list = []
+
+
+_precision_local = _PrecisionState()
+_global_precision = "tensorfloat32"  # config.update's setting, resolved
+
+
+def _check_precision(value, what: str) -> str:
+    """The float32 product mode ("tensorfloat32" or "float32") a precision name stands for."""
+    if value is None:
+        return "tensorfloat32"
+    name = value.lower() if isinstance(value, str) else value
+    if name not in _PRECISIONS:
+        raise ValueError(f"{what}: unknown matmul precision {value!r}; use one of "
+                         f"{', '.join(repr(k) for k in _PRECISIONS)} (or None)")
+    return _PRECISIONS[name]
+
+
+if os.environ.get("FUNCTX_DEFAULT_MATMUL_PRECISION", "").strip():
+    _global_precision = _check_precision(os.environ["FUNCTX_DEFAULT_MATMUL_PRECISION"].strip(),
+                                         "FUNCTX_DEFAULT_MATMUL_PRECISION")
+
+
+def matmul_precision() -> str:
+    """How float32 matrix products run on a GPU here: "tensorfloat32" or "float32" (the innermost
+    ``default_matmul_precision`` block, else ``config``'s setting)."""
+    stack = _precision_local.stack
+    return stack[-1] if stack else _global_precision
+
+
+class default_matmul_precision:
+    """``with functx.default_matmul_precision("highest"):`` sets the precision of the float32
+    matrix products (``@``, ``dot``, ``matmul``, ``einsum``, ``dot_general``) that run in the
+    block, eagerly or under ``jit``, in this thread, like ``jax.default_matmul_precision``.
+
+    On a GPU, JAX's default takes TF32 inputs (about 3 significant digits, with float32
+    accumulation); "highest" or "float32" gives full float32. "default", "high", "bfloat16" and
+    "tensorfloat32" all mean TF32 here (functx's GPU backend has those two modes). The CPU
+    computes in float32 whatever the setting. ``jit`` compiles again when the setting changes.
+    A product's own ``precision=`` argument (``functx.lax.Precision``) wins over the setting.
+    Outside any block: ``functx.config.update("jax_default_matmul_precision", ...)``, else the
+    environment's ``FUNCTX_DEFAULT_MATMUL_PRECISION``, else TF32.
+    """
+
+    def __init__(self, precision):
+        self.mode = _check_precision(precision, "functx.default_matmul_precision")
+
+    def __enter__(self):
+        _precision_local.stack.append(self.mode)
+
+    def __exit__(self, *exc):
+        _precision_local.stack.pop()
+
+
 class _Config:
     """``functx.config.update(name, value)``: the settings JAX keeps in ``jax.config`` that functx
-    has. Only the default device so far ("functx_default_device"; "jax_default_device" is
-    accepted for ported code)."""
+    has: the default device ("functx_default_device"; "jax_default_device" is accepted for
+    ported code) and the default precision of float32 matrix products
+    ("jax_default_matmul_precision": see ``functx.default_matmul_precision``)."""
 
-    _NAMES = ("functx_default_device", "jax_default_device")
+    _DEVICE = ("functx_default_device", "jax_default_device")
+    _PRECISION = ("jax_default_matmul_precision",)
 
     def update(self, name: str, value) -> None:
-        global _global_default
-        if name not in self._NAMES:
+        global _global_default, _global_precision
+        if name in self._PRECISION:
+            _global_precision = _check_precision(value, name)
+            return
+        if name not in self._DEVICE:
             raise ValueError(f"functx.config has no option {name!r}; it has "
-                             f"{', '.join(self._NAMES)}")
+                             f"{', '.join(self._DEVICE + self._PRECISION)}")
         _global_default = None if value is None else _check_device(value, name)
         _note_default(_global_default)
 
@@ -293,8 +362,13 @@ class _Config:
 
     jax_default_device = functx_default_device
 
+    @property
+    def jax_default_matmul_precision(self):
+        return _global_precision
+
     def __repr__(self):
-        return f"functx.config(functx_default_device={_global_default!r})"
+        return (f"functx.config(functx_default_device={_global_default!r}, "
+                f"jax_default_matmul_precision={_global_precision!r})")
 
 
 config = _Config()
@@ -661,7 +735,8 @@ def _run_on_gpu(prim, args, params, device, committed):
         leaves.append(v)
         avals.append(av)
     out_avals = tracing._abstract_eval(prim, avals, params)
-    key = (prim, tuple(params.items()), tuple(avals), device)
+    key = (prim, tuple(params.items()), tuple(avals), device,
+           matmul_precision() if prim.name == "dot_general" else None)
     try:
         exe = _OP_CACHE.get(key)
     except TypeError:  # unhashable parameters: compile without caching
@@ -722,6 +797,14 @@ class DeviceExecutable:
         self.exe = exe
         self.out_avals = list(out_avals)
         self.device = device
+        self._run_on = exe.run_on
+        self._tdev = device.torch_device
+        self._cuda_index = None  # the CUDA device the kernels must launch on (None: interpreter)
+        if isinstance(device, CudaDevice):
+            import torch
+
+            self._cuda_index = device.id
+            self._current = torch._C._cuda_getDevice
 
     def __call__(self, leaves):
         dev = self.device
@@ -740,6 +823,37 @@ class DeviceExecutable:
             outs = [o.clone() if any(o is f for f in foreign) else o for o in outs]
         return [_wrap_gpu(o, a, dev, True) for o, a in zip(outs, self.out_avals)]
 
+    def call_arrays(self, args):
+        """``self(args)`` for GPU arrays that ``gpu_signature`` accepted for this device (their
+        buffers are contiguous tensors of the compiled types there): ``jit``'s fast path."""
+        index = self._cuda_index
+        if index is not None and self._current() != index:
+            return self(list(args))
+        outs = self._run_on(self._tdev, [a._value for a in args])
+        dev = self.device
+        return [GpuArray._new(o, a, dev) for o, a in zip(outs, self.out_avals)]
+
+
+def gpu_signature(args):
+    """``(aval, ..., device, matmul precision)`` when every argument is a GPU array committed to
+    one device, else None: the key of ``jit``'s dispatch fast path (what the full key holds for
+    such arguments, without flattening them or looking at their placement again)."""
+    dev = None
+    sig = []
+    for a in args:
+        if type(a) is not GpuArray or not a._committed:
+            return None
+        if dev is None:
+            dev = a._device
+        elif a._device is not dev:
+            return None
+        sig.append(a.aval)
+    if dev is None:
+        return None
+    sig.append(dev)
+    sig.append(matmul_precision())
+    return tuple(sig)
+
 
 def check_consts(consts, device, what: str) -> None:
     """A jitted program's captured arrays: host ones become constants of the program (copied to
@@ -756,5 +870,6 @@ tracing._placement = sys.modules[__name__]
 
 __all__ = ["CPU", "CpuDevice", "CudaDevice", "Device", "DeviceError", "DeviceExecutable",
            "GpuArray", "InterpretedGpuDevice", "NoDeviceError", "bind_eager", "config",
-           "default_backend", "default_device", "device_count", "device_get", "device_put",
-           "devices", "get_default_device", "local_devices", "op_device", "place_new"]
+           "default_backend", "default_device", "default_matmul_precision", "device_count",
+           "device_get", "device_put", "devices", "get_default_device", "gpu_signature",
+           "local_devices", "matmul_precision", "op_device", "place_new"]

@@ -56,6 +56,14 @@ needs_cuda = pytest.mark.skipif(GPU is None or GPU.torch_device.type != "cuda",
                                 reason="needs a CUDA GPU")
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _float32_products():
+    """GPU results are compared with the CPU's float32 ones, so matrix products run in full
+    float32 here (a GPU's default is TF32, as JAX's: tests/test_matmul_precision.py)."""
+    with functx.default_matmul_precision("highest"):
+        yield
+
+
 def on_gpu(*xs):
     out = functx.device_put(xs, GPU)
     return out if len(xs) > 1 else out[0]

@@ -310,7 +310,8 @@ class _Buf:
 
 def test_launch_site_calls_the_compiled_kernel_directly(monkeypatch):
     """The first launch goes through Triton; later ones call the compiled kernel's launcher with
-    (grid, stream, function, metadata, hooks, args); a misaligned buffer goes through Triton."""
+    (grid, stream, function, metadata, hooks, the buffers' addresses); a misaligned buffer goes
+    through Triton."""
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     monkeypatch.setattr(rt, "_cuda", (lambda: 0, lambda dev: 1234))
     monkeypatch.setattr(rt, "_knobs", None)
@@ -321,9 +322,17 @@ def test_launch_site_calls_the_compiled_kernel_directly(monkeypatch):
     assert len(k.slow) == 1 and k.slow[0][0] == (3, 1) and site.mode == "direct"
     site(5, 2, a, b)
     assert len(k.slow) == 1
-    assert k.compiled.calls == [(5, 2, 1, 1234, "fn", "meta", None, None, None, a, b)]
+    assert k.compiled.calls == [(5, 2, 1, 1234, "fn", "meta", None, None, None, 4096, 8192)]
     site(5, 2, _Buf(4100), b)  # not 16-byte aligned: Triton specialises differently
     assert len(k.slow) == 2 and len(k.compiled.calls) == 1
+    # a profiler's launch hook (Triton calls it): through Triton while it is set
+    hooks = SimpleNamespace(launch_enter_hook=lambda *a: None, launch_exit_hook=None)
+    monkeypatch.setattr(rt, "_knobs", hooks)
+    site(5, 2, a, b)
+    assert len(k.slow) == 3 and len(k.compiled.calls) == 1
+    hooks.launch_enter_hook = SimpleNamespace(calls=[])  # Triton 3.7's empty hook chain
+    site(5, 2, a, b)
+    assert len(k.slow) == 3 and len(k.compiled.calls) == 2
     monkeypatch.setenv("FUNCTX_TRITON_DIRECT", "0")
     k2 = _Kernel()
     s2 = rt.site(k2, 4)
@@ -350,7 +359,7 @@ def test_launch_site_calls_the_c_launcher_of_triton_3_6(monkeypatch):
     a = _Buf(256)
     site(2, 1, a)
     site(9, 3, a)
-    assert calls == [(9, 3, 1, 77, "fn", False, True, None, None, "meta", None, None, None, a)]
+    assert calls == [(9, 3, 1, 77, "fn", False, True, None, None, "meta", None, None, None, 256)]
     k.compiled.run.global_scratch_size = 64  # scratch to allocate: the launcher object
     s2 = rt.site(k, 4)
     s2(1, 1, a)
@@ -372,6 +381,45 @@ def test_cuda_graph_policy(monkeypatch):
     assert rt._graph_policy(1, 8 << 30)
     monkeypatch.setenv("FUNCTX_CUDA_GRAPHS", "0")
     assert not rt._graph_policy(16, 8)
+
+
+def test_large_pointwise_kernels_keep_reused_inputs_in_l2():
+    """A pointwise kernel writing at least ``Blocks.stream_bytes`` loads the inputs it reuses
+    (smaller than its iteration: broadcast ones) with evict_last and stores with evict_first;
+    full-size inputs, and smaller kernels, get no hint."""
+    import dataclasses
+
+    x, y = RNG.standard_normal(16).astype(F32), RNG.standard_normal(32).astype(F32)
+    z = RNG.standard_normal((16, 32)).astype(F32)
+
+    def fn(ns, x, y, z):
+        return ns.np.tanh(x[:, None]) * y[None, :] + z
+
+    exe = check(fn, x, y, z, blocks=dataclasses.replace(SMALL, stream_bytes=1024))
+    loads = {ln.split("tl.load(")[1].split(" ")[0]: ln for ln in exe.source.splitlines()
+             if "tl.load(" in ln}
+    assert set(loads) == {"in0", "in1", "in2"}
+    assert all('eviction_policy="evict_last"' in loads[b] for b in ("in0", "in1"))
+    assert "eviction_policy" not in loads["in2"]
+    (store,) = [ln for ln in exe.source.splitlines() if "tl.store(" in ln]
+    assert store.endswith('eviction_policy="evict_first")')
+    assert "eviction_policy" not in check(fn, x, y, z).source  # 2 KiB: under 64 MiB
+
+
+def test_copies_that_keep_the_element_order_are_not_made():
+    """A temporary that holds another buffer's elements in the same order (a unit axis added
+    for a matrix product) names that buffer instead of being copied; outputs are still new."""
+    x = RNG.standard_normal((3, 4)).astype(F32)
+    w = RNG.standard_normal((4, 5)).astype(F32)
+    with functx.default_matmul_precision("highest"), jax.default_matmul_precision("highest"):
+        exe = check(lambda ns, x, w: ns.np.tanh(ns.lax.dot_general(
+            x[None], w, (((2,), (0,)), ((), ()))))[0] * 2, x, w)
+    assert "the elements of in0 in order (no copy)" in exe.source, exe.source
+    assert exe.source.count("def k") == 1  # only the tanh: no copy kernel
+    exe = check(lambda ns, x: x.reshape(2, 6), x)
+    xt = torch.as_tensor(x, device=DEVICE)
+    (y,) = exe(xt)
+    assert y.data_ptr() != xt.data_ptr()
 
 
 def test_interpreter_launches_go_through_triton():
