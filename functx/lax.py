@@ -7,6 +7,7 @@ array operand, as in JAX.
 from __future__ import annotations
 
 import builtins
+import enum
 import math
 
 import numpy as np
@@ -396,6 +397,37 @@ def zeros_like_array(x):
 
 
 # --- contraction ---------------------------------------------------------------------------------
+class Precision(enum.Enum):
+    """JAX's names for the precision of a matrix product (``precision=`` of ``dot_general``,
+    ``dot``, ``functx.numpy.matmul``, ...). On a GPU, float32 products take TF32 inputs unless
+    it is HIGHEST; the CPU always computes in float32. Strings work too: "default", "high",
+    "highest", "bfloat16", "tensorfloat32", "float32"."""
+    DEFAULT = 0
+    HIGH = 1
+    HIGHEST = 2
+
+
+def canonicalize_precision(precision):
+    """None (the default matmul precision decides: ``functx.default_matmul_precision``), or the
+    float32 product mode ``precision`` asks for: "tensorfloat32" or "float32". A pair names one
+    precision per operand; the higher one counts."""
+    from functx.placement import _check_precision
+
+    if precision is None:
+        return None
+    if isinstance(precision, (tuple, list)):
+        if len(precision) != 2:
+            raise ValueError(f"dot_general: precision must be one value or a pair, got "
+                             f"{precision!r}")
+        modes = [canonicalize_precision(p) for p in precision]
+        if "float32" in modes:
+            return "float32"
+        return None if modes == [None, None] else "tensorfloat32"
+    if isinstance(precision, Precision):
+        precision = precision.name
+    return _check_precision(precision, "dot_general: precision")
+
+
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
     (lc, rc), (lb, rb) = dimension_numbers
     dn = ((tuple(int(a) for a in lc), tuple(int(a) for a in rc)),
@@ -403,7 +435,11 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     pet = None if preferred_element_type is None else dtypes.canonicalize(preferred_element_type)
     if pet is not None and pet == _aval(lhs).dtype:
         pet = None
-    return P.dot_general_p.bind(lhs, rhs, dimension_numbers=dn, preferred_element_type=pet)
+    precision = canonicalize_precision(precision)
+    if precision is None:  # (kept out of the Jaxpr, like JAX's precision=None)
+        return P.dot_general_p.bind(lhs, rhs, dimension_numbers=dn, preferred_element_type=pet)
+    return P.dot_general_p.bind(lhs, rhs, dimension_numbers=dn, preferred_element_type=pet,
+                                precision=precision)
 
 
 def dot(lhs, rhs, precision=None, preferred_element_type=None):
@@ -412,7 +448,7 @@ def dot(lhs, rhs, precision=None, preferred_element_type=None):
     if la.ndim not in (1, 2) or ra.ndim not in (1, 2):
         raise TypeError(f"lax.dot takes rank 1 or 2 operands, got {la.str_short()} and "
                         f"{ra.str_short()}")
-    return dot_general(lhs, rhs, (((la.ndim - 1,), (0,)), ((), ())),
+    return dot_general(lhs, rhs, (((la.ndim - 1,), (0,)), ((), ())), precision=precision,
                        preferred_element_type=preferred_element_type)
 
 

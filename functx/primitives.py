@@ -892,7 +892,8 @@ for _name, _comb in [("scatter", None), ("scatter_add", np.add), ("scatter_mul",
 dot_general_p = _prim("dot_general", "contract")
 
 
-def _dot_general_eval(lhs, rhs, *, dimension_numbers, preferred_element_type=None):
+def _dot_general_eval(lhs, rhs, *, dimension_numbers, preferred_element_type=None,
+                      precision=None):
     (lc, rc), (lb, rb) = dimension_numbers
     name = "dot_general"
     _check_axes(name, tuple(lc) + tuple(lb), lhs.ndim)
@@ -912,7 +913,9 @@ def _dot_general_eval(lhs, rhs, *, dimension_numbers, preferred_element_type=Non
     return ShapedArray(shape, out, lhs.weak_type and rhs.weak_type)
 
 
-def _dot_general_impl(lhs, rhs, *, dimension_numbers, preferred_element_type=None):
+def _dot_general_impl(lhs, rhs, *, dimension_numbers, preferred_element_type=None,
+                      precision=None):
+    # (NumPy computes float32 products in float32 whatever the precision)
     (lc, rc), (lb, rb) = dimension_numbers
     out_dtype = preferred_element_type or lhs.dtype
     comp = np.float32 if lhs.dtype in _LOW_FLOATS or out_dtype in _LOW_FLOATS else out_dtype

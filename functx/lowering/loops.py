@@ -102,6 +102,25 @@ class Op(E):
     args: tuple
 
 
+# Op names that cost much more than an add or a multiply (a polynomial, a division, a call)
+COSTLY = frozenset({"exp", "exp2", "expm1", "log", "log1p", "tanh", "logistic", "sin", "cos",
+                    "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh",
+                    "atanh", "erf", "erf_inv", "lgamma", "digamma", "pow"})
+
+
+def subexprs(e):
+    """``e`` and the expressions inside it, depth first."""
+    yield e
+    if isinstance(e, Op):
+        for a in e.args:
+            if isinstance(a, E):
+                yield from subexprs(a)
+
+
+def costly(e) -> bool:
+    return any(isinstance(s, Op) and s.name in COSTLY for s in subexprs(e))
+
+
 @dataclass(frozen=True)
 class Acc(E):
     """The value of a reduction computed earlier in the same kernel row."""
@@ -535,7 +554,8 @@ lowerings[P.argmax_p] = _argreduce("argmax")
 lowerings[P.argmin_p] = _argreduce("argmin")
 
 
-def _dot_general(g, ins, avals, *, dimension_numbers, preferred_element_type=None):
+def _dot_general(g, ins, avals, *, dimension_numbers, preferred_element_type=None,
+                 precision=None):
     lhs, rhs = ins
     (lc, rc), (lb, rb) = dimension_numbers
     out = avals[0]
@@ -575,7 +595,8 @@ def _dot_general(g, ins, avals, *, dimension_numbers, preferred_element_type=Non
                               "batch": math.prod(lhs.shape[i] for i in lb),
                               "m": math.prod(lhs.shape[i] for i in lf),
                               "k": math.prod(lhs.shape[i] for i in lc),
-                              "n": math.prod(rhs.shape[i] for i in rf)}))
+                              "n": math.prod(rhs.shape[i] for i in rf),
+                              "precision": precision}))
 
 
 _BUFFERED = ("input", "reduce", "dot", "scan", "scatter", "dus")

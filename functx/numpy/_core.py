@@ -1718,7 +1718,7 @@ def _promote_dot(name, a, b):
     return a, b
 
 
-def matmul(a, b, /, *, preferred_element_type=None):
+def matmul(a, b, /, *, precision=None, preferred_element_type=None):
     a, b = _promote_dot("matmul", a, b)
     av, bv = _aval(a), _aval(b)
     if av.ndim == 0 or bv.ndim == 0:
@@ -1736,18 +1736,18 @@ def matmul(a, b, /, *, preferred_element_type=None):
     if b2v.ndim == 2:
         out = lax.dot_general(broadcast_to(a2, batch + a2v.shape[-2:]) if a2v.ndim > 2 else a2, b2,
                               (((a2v.ndim - 1 if a2v.ndim > 2 else 1,), (0,)), ((), ())),
-                              preferred_element_type=preferred_element_type)
+                              precision=precision, preferred_element_type=preferred_element_type)
     elif a2v.ndim == 2:
         out = lax.dot_general(a2, broadcast_to(b2, batch + b2v.shape[-2:]),
                               (((1,), (nb,)), ((), ())),
-                              preferred_element_type=preferred_element_type)
+                              precision=precision, preferred_element_type=preferred_element_type)
         # result: (m, batch..., n) -> (batch..., m, n)
         out = moveaxis(out, 0, nb)
     else:
         a3 = broadcast_to(a2, batch + a2v.shape[-2:])
         b3 = broadcast_to(b2, batch + b2v.shape[-2:])
         out = lax.dot_general(a3, b3, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))),
-                              preferred_element_type=preferred_element_type)
+                              precision=precision, preferred_element_type=preferred_element_type)
     if av.ndim == 1:
         out = lax.squeeze(out, (_aval(out).ndim - 2,))
     if bv.ndim == 1:
@@ -1755,20 +1755,21 @@ def matmul(a, b, /, *, preferred_element_type=None):
     return out
 
 
-def dot(a, b, *, preferred_element_type=None):
+def dot(a, b, *, precision=None, preferred_element_type=None):
     a, b = _promote_dot("dot", a, b)
     av, bv = _aval(a), _aval(b)
     if av.ndim == 0 or bv.ndim == 0:
         return multiply(a, b)
     if bv.ndim == 1:
         return lax.dot_general(a, b, (((av.ndim - 1,), (0,)), ((), ())),
-                               preferred_element_type=preferred_element_type)
+                               precision=precision, preferred_element_type=preferred_element_type)
     return lax.dot_general(a, b, (((av.ndim - 1,), (bv.ndim - 2,)), ((), ())),
-                           preferred_element_type=preferred_element_type)
+                           precision=precision, preferred_element_type=preferred_element_type)
 
 
-def vdot(a, b):
-    return dot(ravel(a), ravel(b))
+def vdot(a, b, *, precision=None, preferred_element_type=None):
+    return dot(ravel(a), ravel(b), precision=precision,
+               preferred_element_type=preferred_element_type)
 
 
 def vecdot(x1, x2, /, *, axis=-1, preferred_element_type=None):
@@ -1784,12 +1785,13 @@ def vecdot(x1, x2, /, *, axis=-1, preferred_element_type=None):
     return sum(multiply(astype(x1, dt), astype(x2, dt)), axis=axis, dtype=dt)
 
 
-def inner(a, b):
+def inner(a, b, *, precision=None, preferred_element_type=None):
     a, b = _promote_dot("inner", a, b)
     av, bv = _aval(a), _aval(b)
     if av.ndim == 0 or bv.ndim == 0:
         return multiply(a, b)
-    return lax.dot_general(a, b, (((av.ndim - 1,), (bv.ndim - 1,)), ((), ())))
+    return lax.dot_general(a, b, (((av.ndim - 1,), (bv.ndim - 1,)), ((), ())),
+                           precision=precision, preferred_element_type=preferred_element_type)
 
 
 def outer(a, b):
@@ -1797,7 +1799,7 @@ def outer(a, b):
     return multiply(a[:, None], b[None, :])
 
 
-def tensordot(a, b, axes=2):
+def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     a, b = _promote_dot("tensordot", a, b)
     av, bv = _aval(a), _aval(b)
     if isinstance(axes, (int, np.integer)):
@@ -1807,7 +1809,8 @@ def tensordot(a, b, axes=2):
     ax_b = (ax_b,) if isinstance(ax_b, int) else tuple(ax_b)
     ax_a = tuple(_canon_axis(x, av.ndim, "tensordot axis") for x in ax_a)
     ax_b = tuple(_canon_axis(x, bv.ndim, "tensordot axis") for x in ax_b)
-    return lax.dot_general(a, b, ((ax_a, ax_b), ((), ())))
+    return lax.dot_general(a, b, ((ax_a, ax_b), ((), ())), precision=precision,
+                           preferred_element_type=preferred_element_type)
 
 
 def kron(a, b):
@@ -1820,11 +1823,12 @@ def kron(a, b):
     return reshape(multiply(ae, be), tuple(s * t for s, t in zip(a.shape, b.shape)))
 
 
-def einsum(subscripts, *operands, optimize=None, preferred_element_type=None):
+def einsum(subscripts, *operands, optimize=None, precision=None, preferred_element_type=None):
     """Einstein summation, like ``jax.numpy.einsum`` (``optimize`` is ignored: operands are
     contracted left to right)."""
     # Imported by name from sys.modules: ``functx.numpy.einsum`` is this function, not the module.
     import importlib
 
     impl = importlib.import_module("functx.numpy.einsum").einsum
-    return impl(subscripts, *operands, preferred_element_type=preferred_element_type)
+    return impl(subscripts, *operands, precision=precision,
+                preferred_element_type=preferred_element_type)

@@ -72,7 +72,7 @@ def _sum(x, axes):
     return jnp.sum(x, axis=tuple(axes), dtype=get_aval(x).dtype)
 
 
-def einsum(subscripts, *operands, preferred_element_type=None):
+def einsum(subscripts, *operands, precision=None, preferred_element_type=None):
     from functx.numpy import _core as jnp
 
     ops = [jnp.asarray(o) for o in operands]
@@ -124,7 +124,8 @@ def einsum(subscripts, *operands, preferred_element_type=None):
         contract = [c for c in common if c not in later]
         dn = (([at.index(c) for c in contract], [t.index(c) for c in contract]),
               ([at.index(c) for c in batch], [t.index(c) for c in batch]))
-        acc = lax.dot_general(acc, o, dn, preferred_element_type=preferred_element_type)
+        acc = lax.dot_general(acc, o, dn, precision=precision,
+                              preferred_element_type=preferred_element_type)
         at = "".join(batch) + "".join(c for c in at if c not in common) + \
             "".join(c for c in t if c not in common)
     # Sum what the output does not keep, then order the axes like the output.

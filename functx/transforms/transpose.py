@@ -340,7 +340,7 @@ transpose_rules[P.scatter_p] = _scatter_t
 
 
 # --- contraction ---------------------------------------------------------------------------------
-def _dot_transpose_operand(ct, other, operand_aval, dn, operand_is_lhs):
+def _dot_transpose_operand(ct, other, operand_aval, dn, operand_is_lhs, precision=None):
     """Cotangent of one dot_general operand: contract ct's axes that belong to the other operand's
     free dimensions with those dimensions, then permute into the operand's axis order."""
     (lc, rc), (lb, rb) = dn
@@ -360,7 +360,7 @@ def _dot_transpose_operand(ct, other, operand_aval, dn, operand_is_lhs):
     dims = ((tuple(ct_other_free), tuple(other_free)), (tuple(range(nb)), tuple(other_b)))
     if oa.dtype != get_aval(ct).dtype:  # preferred_element_type: ct has the product's dtype
         other = lax.convert_element_type(other, get_aval(ct).dtype)
-    out = lax.dot_general(ct, other, dims)
+    out = lax.dot_general(ct, other, dims, precision=precision)
     # out layout: [batch, my free dims, my contracting dims ordered as the other's sorted ones]
     order = list(mine_b) + mine_free + [mine_c[i] for i in np.argsort(other_c)]
     out = lax.transpose(out, tuple(np.argsort(order)))
@@ -369,15 +369,17 @@ def _dot_transpose_operand(ct, other, operand_aval, dn, operand_is_lhs):
     return out
 
 
-def _dot_general_t(ct, lhs, rhs, *, dimension_numbers, preferred_element_type=None):
+def _dot_general_t(ct, lhs, rhs, *, dimension_numbers, preferred_element_type=None,
+                   precision=None):
     if is_undefined(lhs) and is_undefined(rhs):
         raise UnsupportedError(f"dot_general of two linear values is not linear{where()}")
     if isinstance(ct, Zero):
         return [Zero(_aval(lhs)) if is_undefined(lhs) else None,
                 Zero(_aval(rhs)) if is_undefined(rhs) else None]
     if is_undefined(lhs):
-        return [_dot_transpose_operand(ct, rhs, lhs.aval, dimension_numbers, True), None]
-    return [None, _dot_transpose_operand(ct, lhs, rhs.aval, dimension_numbers, False)]
+        return [_dot_transpose_operand(ct, rhs, lhs.aval, dimension_numbers, True, precision),
+                None]
+    return [None, _dot_transpose_operand(ct, lhs, rhs.aval, dimension_numbers, False, precision)]
 
 
 transpose_rules[P.dot_general_p] = _dot_general_t

@@ -465,7 +465,8 @@ def _scatter_rule(prim: Primitive):
 
 # Contraction: both operands batched -> one more dot_general batch dimension; one operand batched
 # -> its batch axis is just another free dimension (the other operand is untouched).
-def _dot_general_rule(args, dims, *, dimension_numbers, preferred_element_type=None):
+def _dot_general_rule(args, dims, *, dimension_numbers, preferred_element_type=None,
+                      precision=None):
     (lhs, rhs), (dl, dr) = args, dims
     (lc, rc), (lb, rb) = dimension_numbers
     if dl is not None and dr is not None:
@@ -481,8 +482,9 @@ def _dot_general_rule(args, dims, *, dimension_numbers, preferred_element_type=N
         free = [i for i in range(_ndim(rhs)) if i not in rc and i not in rb]
         n_lfree = _ndim(lhs) - len(lc) - len(lb)
         dn, out_d = ((lc, rc), (lb, rb)), len(lb) + n_lfree + free.index(dr)
+    prec = {} if precision is None else {"precision": precision}
     return P.dot_general_p.bind(lhs, rhs, dimension_numbers=dn,
-                                preferred_element_type=preferred_element_type), out_d
+                                preferred_element_type=preferred_element_type, **prec), out_d
 
 
 def _register_rules():

@@ -188,9 +188,14 @@ def backend_env(backend):
     saved = (pl._gpu_list, pl.GPU_IN_USE) if pl is not None else None
     if pl is not None and not pl._gpu_list:
         pl._gpu_list = None
+    # results are compared at float32 tolerances: products in full float32 (a GPU's default is
+    # TF32, as JAX's: tests/test_matmul_precision.py)
+    precision = functx.default_matmul_precision("highest")
+    precision.__enter__()
     try:
         yield
     finally:
+        precision.__exit__(None, None, None)
         tri.DEFAULT_BLOCKS = old_blocks
         if old_env is None:
             os.environ.pop("TRITON_INTERPRET", None)
