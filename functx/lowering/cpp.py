@@ -20,7 +20,6 @@ from functx.errors import UnsupportedError
 from functx.lowering.loops import (
     Acc,
     Const,
-    E,
     FloorDiv,
     Graph,
     Idx,
@@ -29,9 +28,11 @@ from functx.lowering.loops import (
     Node,
     Op,
     Sym,
+    costly,
     flat_offset,
     lanewise_exprs,
     strides_of,
+    subexprs,
     sym,
 )
 from functx.lowering.schedule import Kernel, KernelCtx
@@ -589,29 +590,12 @@ _SMALL_GEMM = 1 << 24  # matrix products of at most this many multiply-adds are 
 _PAR_ITEMS = 64  # a pointwise loop is split into at least this many parallel items...
 _TILE = 4096  # ...of at least this many elements
 _ROW_CACHE_ELEMS = 1 << 14  # reduction rows up to this long may keep costly values on the stack
-_COSTLY = frozenset({"exp", "exp2", "expm1", "log", "log1p", "tanh", "logistic", "sin", "cos",
-                     "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh",
-                     "atanh", "erf", "erf_inv", "lgamma", "digamma", "pow"})
-
-
-def _subexprs(e):
-    yield e
-    if isinstance(e, Op):
-        for a in e.args:
-            if isinstance(a, E):
-                yield from _subexprs(a)
-
-
-def _costly(e) -> bool:
-    return any(isinstance(s, Op) and s.name in _COSTLY for s in _subexprs(e))
-
-
 def _size(e) -> int:
-    return sum(1 for _ in _subexprs(e))
+    return sum(1 for _ in subexprs(e))
 
 
 def _contains(big, e) -> bool:
-    return any(s is e for s in _subexprs(big))
+    return any(s is e for s in subexprs(big))
 
 
 def _decompose(vars_, shape, flat_name):
@@ -896,7 +880,7 @@ class CppProgram:
                     continue
                 if nid not in first:
                     first[nid] = (p, e)
-                elif first[nid][0] < p and _costly(e):
+                elif first[nid][0] < p and costly(e):
                     chosen.append((nid, p, e))
         taken: dict = {}
         for nid, p, e in sorted(chosen, key=lambda c: -_size(c[2])):

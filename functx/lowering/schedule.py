@@ -1,8 +1,9 @@
 """Stage 2 of lowering: decide which nodes own a buffer and group the work into kernels.
 
 Pointwise nodes are inlined into whoever reads them (recomputed, never stored) unless they are
-outputs or something must index them with data-dependent offsets. Every other node (reductions,
-scans, matrix products, scatters) owns a buffer. Kernels:
+outputs, something must index them with data-dependent offsets, or they are costly and read many
+times each through a broadcast (``_stored_for_reuse``). Every other node (reductions, scans,
+matrix products, scatters) owns a buffer. Kernels:
 
 * ``pointwise``: one loop nest over a shape, storing one or more realised pointwise nodes.
 * ``reduce``: rows (the kept axes, run in parallel) x inner (the reduced axes). Reductions over the
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 
 import sympy
 
-from functx.lowering.loops import Acc, Graph, Node, sym
+from functx.lowering.loops import Acc, Graph, Load, Node, costly, sym
 
 
 class NotRowAligned(Exception):
@@ -114,6 +115,71 @@ def _trial(kernel, node, idx, kernel_of):
     return True, ctx.accs
 
 
+# A pointwise node computing a transcendental function is stored rather than inlined when its
+# readers evaluate it at least REUSE times per element and at least REUSE_MIN times in all.
+REUSE = 8
+REUSE_MIN = 1 << 20
+
+
+def _reads_reduction(n, realise) -> bool:
+    """Whether ``n``'s inlined expression reads a reduction (a reduction kernel computes such a
+    node once per row)."""
+    todo, seen = [n], set()
+    while todo:
+        x = todo.pop()
+        for i in x.inputs:
+            if i.id in seen:
+                continue
+            seen.add(i.id)
+            if i.kind == "reduce":
+                return True
+            if i.kind == "pointwise" and i.id not in realise:
+                todo.append(i)
+    return False
+
+
+class _Stored(KernelCtx):
+    """Builds an expression as kernels will: nodes with a buffer are loads."""
+
+    def __init__(self, buffered: set):
+        super().__init__()
+        self.buffered = buffered
+
+    def lookup(self, node, idx):
+        if node.id in self.buffered:
+            return Load(node.dtype, f"t{node.id}", 0)
+        return super().lookup(node, idx)
+
+
+def _stored_for_reuse(g: Graph, realise: set) -> set:
+    """Costly pointwise nodes read many times each: per-sample gradients' outer products read
+    each row's activation derivative once per output column, so inlined, the tanh behind it
+    would run once per gradient element. Decided from the last node back, so that of a chain
+    only the node the broadcast reads is stored."""
+    readers: dict[int, list] = {}
+    for n in g.nodes:
+        for i in n.inputs:
+            readers.setdefault(i.id, []).append(n)
+    evals: dict[int, int] = {}  # node id -> how many times its readers evaluate it
+    stored = set()
+    for n in reversed(g.nodes):
+        count = 0
+        for r in readers.get(n.id, ()):
+            if r.kind == "pointwise" and r.id not in realise and r.id not in stored:
+                count = max(count, evals[r.id])
+            else:
+                count = max(count, r.params["operand"].size if r.kind == "reduce" else r.size)
+        evals[n.id] = count
+        if n.kind != "pointwise" or n.fn is None or n.id in realise or \
+                count < max(REUSE * n.size, REUSE_MIN):
+            continue
+        e = n.fn(tuple(sym(f"i{d}") for d in range(len(n.shape))), _Stored(realise | stored))
+        if costly(e) and not _reads_reduction(n, realise):
+            stored.add(n.id)
+            evals[n.id] = n.size
+    return stored
+
+
 def schedule(g: Graph) -> list[Kernel]:
     consumers: dict[int, int] = {}
     for n in g.nodes:
@@ -127,6 +193,7 @@ def schedule(g: Graph) -> list[Kernel]:
             realise.add(x.id)
         if n.params.get("realize"):
             realise.add(n.id)
+    realise |= _stored_for_reuse(g, realise)
     outputs = {n.id for n in g.outputs}
     for n in g.nodes:
         if n.kind == "ascan" and not consumers.get(n.id) and n.id not in outputs:

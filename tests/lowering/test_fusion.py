@@ -98,6 +98,34 @@ def test_matmul_bias_activation():
     assert "dot" in ks[0]
 
 
+def test_costly_values_read_through_a_broadcast_are_stored_once(monkeypatch, tmp_path):
+    """An outer product of tanh(a) with b reads each tanh once per column of b: above
+    schedule.REUSE_MIN evaluations and REUSE reads per element, the tanh gets a kernel of its own
+    and the product loads it; below, it stays inlined. Cheap values stay inlined at any size."""
+    from functx.lowering import schedule
+
+    a = RNG.standard_normal((4, 32)).astype(np.float32)
+    b = RNG.standard_normal((4, 16)).astype(np.float32)
+
+    def outer(a, b):
+        return fnp.tanh(a)[:, :, None] * b[:, None, :]
+
+    assert len(lower_and_check(outer, a, b)) == 1  # 2048 evaluations: recomputed
+    # (the thresholds are not part of the compiled-program cache's key: a cache per setting)
+    monkeypatch.setenv("FUNCTX_CACHE_DIR", str(tmp_path / "low"))
+    monkeypatch.setattr(schedule, "REUSE_MIN", 1024)
+    ks = lower_and_check(outer, a, b)
+    assert len(ks) == 2 and "(4, 32, 1)" in ks[0] and "(4, 32, 16)" in ks[1], ks
+    src = functx.jit(outer).lower(a, b).as_text()
+    second = src[src.index("// kernel 1"):]
+    assert "tanh" in src[src.index("// kernel 0"):src.index("// kernel 1")]
+    assert "tanh" not in second, second
+    assert len(lower_and_check(lambda a, b: (a * 2.0)[:, :, None] * b[:, None, :], a, b)) == 1
+    monkeypatch.setenv("FUNCTX_CACHE_DIR", str(tmp_path / "high"))
+    monkeypatch.setattr(schedule, "REUSE", 32)  # 16 reads per element: too few
+    assert len(lower_and_check(outer, a, b)) == 1
+
+
 def _combine(c1, c2):
     a1, b1 = c1
     a2, b2 = c2
