@@ -1,7 +1,9 @@
 """Compiling generated C++ and caching the shared objects on disk.
 
 Entries live in ``FUNCTX_CACHE_DIR`` (default ``$XDG_CACHE_HOME/functx`` or ``~/.cache/functx``),
-keyed by a hash of the source, the compiler's version, the flags and the CPU's features. Writers
+keyed by a hash of the source, the compiler's version, the flags and the CPU's features. A source
+may come in several translation units (``key.cpp``, ``key.1.cpp``, ...), compiled in parallel
+and linked into one shared object. Writers
 take a per-entry lock and publish with an atomic rename; each shared object has a SHA-256 sidecar,
 and an entry whose bytes do not match it (truncated or corrupted) is rebuilt. A read-only cache
 directory falls back to a temporary one with a warning.
@@ -147,17 +149,83 @@ def _valid(so: str) -> bool:
     return want == _digest(so)
 
 
-def cached(source: str, extra_flags=(), suffix="") -> str | None:
-    """Path of the valid shared object for ``source`` already in the cache, else None."""
-    so = os.path.join(cache_dir(), key_of(source, FLAGS + list(extra_flags)) + suffix + ".so")
+def _units(source) -> list[str]:
+    return [source] if isinstance(source, str) else list(source)
+
+
+def _key(units, flags) -> str:
+    return key_of(units[0] if len(units) == 1 else "\0".join(units), flags)
+
+
+def cached(source, extra_flags=(), suffix="") -> str | None:
+    """Path of the valid shared object for ``source`` (a string, or a list of translation
+    units) already in the cache, else None."""
+    so = os.path.join(cache_dir(), _key(_units(source), FLAGS + list(extra_flags)) + suffix
+                      + ".so")
     return so if _valid(so) else None
 
 
-def compile_cached(source: str, extra_flags=(), suffix="") -> tuple[str, bool]:
-    """Path of the shared object for ``source`` and whether it was compiled now."""
+def unit_paths(so: str) -> list[str]:
+    """The source files a cached shared object was compiled from, in order."""
+    paths = [so[:-3] + ".cpp"]
+    while os.path.exists(f"{so[:-3]}.{len(paths)}.cpp"):
+        paths.append(f"{so[:-3]}.{len(paths)}.cpp")
+    return paths
+
+
+def join_units(units) -> str:
+    """Translation units as one text (what ``as_text`` shows)."""
+    return "\n".join(u if i == 0 else f"// --- translation unit {i} ---\n{u}"
+                     for i, u in enumerate(units))
+
+
+def read_source(so: str) -> str:
+    """The source of a cached shared object: its translation units, one after the other."""
+    texts = []
+    for path in unit_paths(so):
+        with open(path) as f:
+            texts.append(f.read())
+    return join_units(texts)
+
+
+def _check(proc, src, cmd):
+    if proc.returncode != 0:
+        raise CompileError(f"functx.jit: the C++ compiler failed on generated source {src}"
+                           f"\ncommand: {' '.join(cmd)}\n{proc.stderr[-4000:]}")
+
+
+def _build(srcs, flags, tmp):
+    """Compile the translation units ``srcs`` into the shared object ``tmp``: one compiler run
+    for one unit; for several, one run per unit at the same time, then a link."""
+    if len(srcs) == 1:
+        cmd = [compiler(), *flags, srcs[0], "-o", tmp, *LIBS]
+        _check(subprocess.run(cmd, capture_output=True, text=True, check=False), srcs[0], cmd)
+        return
+    objs = [f"{tmp[:-3]}.{i}.o" for i in range(len(srcs))]
+    try:
+        cmds = [[compiler(), *flags, "-c", s, "-o", o] for s, o in zip(srcs, objs)]
+        procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for c in cmds]
+        done = [(p, p.communicate()) for p in procs]
+        for (p, (_, err)), s, c in zip(done, srcs, cmds):
+            _check(subprocess.CompletedProcess(c, p.returncode, "", err), s, c)
+        cmd = [compiler(), *flags, *objs, "-o", tmp, *LIBS]
+        _check(subprocess.run(cmd, capture_output=True, text=True, check=False), srcs[0], cmd)
+    finally:
+        for o in objs:
+            try:
+                os.unlink(o)
+            except OSError:
+                pass
+
+
+def compile_cached(source, extra_flags=(), suffix="") -> tuple[str, bool]:
+    """Path of the shared object for ``source`` (a string, or a list of translation units) and
+    whether it was compiled now."""
     d = cache_dir()
     flags = FLAGS + list(extra_flags)
-    key = key_of(source, flags) + suffix
+    units = _units(source)
+    key = _key(units, flags) + suffix
     so = os.path.join(d, f"{key}.so")
     if _valid(so):
         return so, False
@@ -166,15 +234,13 @@ def compile_cached(source: str, extra_flags=(), suffix="") -> tuple[str, bool]:
         try:
             if _valid(so):
                 return so, False
-            src = os.path.join(d, f"{key}.cpp")
-            with open(src, "w") as f:
-                f.write(source)
+            srcs = [os.path.join(d, f"{key}.cpp" if i == 0 else f"{key}.{i}.cpp")
+                    for i in range(len(units))]
+            for src, text in zip(srcs, units):
+                with open(src, "w") as f:
+                    f.write(text)
             tmp = os.path.join(d, f"{key}.{os.getpid()}.tmp.so")
-            cmd = [compiler(), *flags, src, "-o", tmp, *LIBS]
-            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-            if proc.returncode != 0:
-                raise CompileError(f"functx.jit: the C++ compiler failed on generated source {src}"
-                                   f"\ncommand: {' '.join(cmd)}\n{proc.stderr[-4000:]}")
+            _build(srcs, flags, tmp)
             digest = _digest(tmp)
             with open(so + ".sha256.tmp", "w") as f:
                 f.write(digest)

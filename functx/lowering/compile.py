@@ -62,13 +62,15 @@ def _lower_cpp(closed):
     g = loops.lower_jaxpr(closed)
     kernels = schedule.schedule(g)
     prog = cpp.CppProgram(g, kernels)
-    src = prog.source()
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    srcs = prog.sources(units=cores or 1)
     out_specs = [(n.shape, n.dtype) for n in g.outputs]
     out_map = [("buf", i, aval) for i, aval in enumerate(closed.out_avals)]
     t0 = time.perf_counter()
-    so, compiled = cache.compile_cached(src)
+    so, compiled = cache.compile_cached(srcs)
     if compiled:
-        log(f"compiled {len(kernels)} kernels in {time.perf_counter() - t0:.2f}s")
+        log(f"compiled {len(kernels)} kernels in {time.perf_counter() - t0:.2f}s"
+            + (f" ({len(srcs)} translation units at once)" if len(srcs) > 1 else ""))
     return runtime.Executable(so, len(g.inputs), [c for _, c in g.consts], out_specs, out_map,
-                              src, schedule.describe(kernels),
+                              cache.join_units(srcs), schedule.describe(kernels),
                               in_dtypes=[n.dtype for n in g.inputs])

@@ -123,12 +123,6 @@ typedef void (*fx_sgemm_t)(int, int, int, int64_t, int64_t, int64_t, float,
 typedef void (*fx_dgemm_t)(int, int, int, int64_t, int64_t, int64_t, double,
                            const double*, int64_t, const double*, int64_t, double, double*,
                            int64_t);
-static fx_sgemm_t fx_sgemm = nullptr;
-static fx_dgemm_t fx_dgemm = nullptr;
-extern "C" void fx_set_gemm(void* s, void* d) {
-  fx_sgemm = (fx_sgemm_t)s;
-  fx_dgemm = (fx_dgemm_t)d;
-}
 
 static inline float fx_bf16_to_f32(uint16_t h) {
   uint32_t u = ((uint32_t)h) << 16; float f; memcpy(&f, &u, 4); return f; }
@@ -315,6 +309,24 @@ static void fx_free(void* p, size_t n) {
   free(p);
 }
 """
+
+# The main translation unit's own part: the BLAS entry points (set once the program is loaded).
+MAIN_PRELUDE = r"""
+static fx_sgemm_t fx_sgemm = nullptr;
+static fx_dgemm_t fx_dgemm = nullptr;
+extern "C" void fx_set_gemm(void* s, void* d) {
+  fx_sgemm = (fx_sgemm_t)s;
+  fx_dgemm = (fx_dgemm_t)d;
+}
+"""
+# A program with at least this many characters of movable kernel source is compiled as several
+# translation units at once (one per core, at most UNITS_MAX): gcc takes about 30-50 ms per
+# kernel at -O3.
+SPLIT_MIN_CHARS = 6000
+UNITS_MAX = 4
+# kernels that touch the main unit's state (sub-programs, the BLAS pointers, the buffer pool)
+_MAIN_ONLY = ("fx_sub", "fx_sgemm", "fx_dgemm", "fx_alloc", "fx_free")
+
 
 
 def _num(v, dt) -> str:
@@ -1347,9 +1359,11 @@ class CppProgram:
         self.body += lines
 
     # --- functions -----------------------------------------------------------------------------
-    def function(self, name: str, g: Graph, kernels, static: bool) -> str:
+    def function(self, name: str, g: Graph, kernels, static: bool, units: int = 1) -> str:
         """A C++ function ``int name(void** args)`` running ``kernels`` over graph ``g``; args are
-        the inputs, the constants and the outputs (named out0, out1, ...), in that order."""
+        the inputs, the constants and the outputs (named out0, out1, ...), in that order. With
+        ``units`` > 1, kernels that can are moved into functions of their own, spread over that
+        many translation units (``self.units``; the first is this function's)."""
         saved_body, saved_g = self.body, self.g
         self.body, self.g = [], g
         outs, copies = {}, []
@@ -1358,30 +1372,37 @@ class CppProgram:
                 continue
             outs[node.id] = f"out{i}"
             node.buf = outs[node.id]
+        spans = []
         for k in kernels:
+            start = len(self.body)
             getattr(self, "_" + k.kind)(k)
+            spans.append((k.index, start, len(self.body)))
         # outputs that are inputs or repeat an earlier output are copied into place
         out_names, seen = [], {}
         for i, node in enumerate(g.outputs):
             nm = f"out{i}"
             out_names.append((nm, node))
         arg_lines, decl = [], set()
+        env = []  # (declared type, name) of every buffer, for kernels moved out (see _split)
         pos = 0
         for n in g.inputs:
             st = storage_type(n.dtype)
             arg_lines.append(f"  const {st}* __restrict {n.buf} = (const {st}*)args[{pos}];")
             decl.add(n.buf)
+            env.append((f"const {st}*", n.buf))
             pos += 1
         for n, _ in g.consts:
             st = storage_type(n.dtype)
             arg_lines.append(f"  const {st}* __restrict {n.buf} = (const {st}*)args[{pos}];")
             decl.add(n.buf)
+            env.append((f"const {st}*", n.buf))
             pos += 1
         for i, node in enumerate(g.outputs):
             st = storage_type(node.dtype)
             if node.kind != "input" and node.buf == f"out{i}" and node.id not in seen:
                 arg_lines.append(f"  {st}* __restrict out{i} = ({st}*)args[{pos}];")
                 decl.add(f"out{i}")
+                env.append((f"{st}*", f"out{i}"))
                 seen[node.id] = f"out{i}"
             else:
                 arg_lines.append(f"  {st}* out{i}_dst = ({st}*)args[{pos}];")
@@ -1397,18 +1418,59 @@ class CppProgram:
                 allocs.append(f"  {st}* __restrict {n.buf} = ({st}*)fx_alloc("
                               f"{max(n.size, 1)}ULL * sizeof({st}));")
                 allocs.append(f"  if (!{n.buf}) return 1;")
+                env.append((f"{st}*", n.buf))
                 frees.append(f"  fx_free({n.buf}, {max(n.size, 1)}ULL * sizeof({st}));")
         body = self.body
+        if units > 1:
+            body = self._split(body, spans, env, units)
         self.body, self.g = saved_body, saved_g
         head = f"static int {name}(void** args) {{" if static else \
             f'extern "C" int {name}(void** args) {{'
         return "\n".join([head] + arg_lines + allocs + body + copies + frees
                          + ["  return 0;", "}", ""])
 
+    def _split(self, body, spans, env, units):
+        """Move the kernels of ``body`` that use no main-unit state into functions
+        ``fx_k<index>(void** env)`` (``env``: every buffer of the program, in ``env``'s order),
+        balanced over ``units`` translation units by source length; returns the new body."""
+        movable = [(len("\n".join(body[a:b])), i, a, b) for i, a, b in spans
+                   if b > a and not any(w in "\n".join(body[a:b]) for w in _MAIN_ONLY)]
+        moved = sum(m[0] for m in movable)
+        if moved < SPLIT_MIN_CHARS:
+            return body
+        load = [len("\n".join(body)) - moved] + [0] * (units - 1)
+        home = {}
+        for size, i, a, b in sorted(movable, reverse=True):
+            u = min(range(units), key=lambda u: load[u])
+            load[u] += size
+            if u:
+                home[i] = (u, a, b)
+        if not home:
+            return body
+        decls = [f"  {t} __restrict {n} = ({t})fx_env[{j}];" for j, (t, n) in enumerate(env)]
+        self.units = [[] for _ in range(units)]
+        out, pos = ["  void* fx_env[] = {" + ", ".join(f"(void*){n}" for _, n in env) + "};"], 0
+        for i, (u, a, b) in sorted(home.items(), key=lambda h: h[1][1]):
+            out += body[pos:a] + [f"  if (fx_k{i}(fx_env)) return 1;"]
+            self.units[u].append("\n".join([f'extern "C" int fx_k{i}(void** fx_env) {{']
+                                           + decls + body[a:b] + ["  return 0;", "}", ""]))
+            self.units[0].append(f'extern "C" int fx_k{i}(void** fx_env);')
+            pos = b
+        return out + body[pos:]
+
+    def sources(self, units: int = 1) -> list[str]:
+        """The program's translation units: one, or up to ``units`` when its kernels are large
+        enough to be worth compiling at the same time (see SPLIT_MIN_CHARS)."""
+        self.subs, self.units = [], []
+        main = self.function("fx_run", self.g, self.kernels, static=False,
+                             units=min(units, UNITS_MAX))
+        if not self.units:
+            return ["\n".join([PRELUDE, MAIN_PRELUDE] + self.subs + [main])]
+        others = ["\n".join([PRELUDE] + u) for u in self.units[1:] if u]
+        return ["\n".join([PRELUDE, MAIN_PRELUDE] + self.subs + self.units[0] + [main])] + others
+
     def source(self) -> str:
-        self.subs = []
-        main = self.function("fx_run", self.g, self.kernels, static=False)
-        return "\n".join([PRELUDE] + [s for s in self.subs] + [main])
+        return self.sources()[0]
 
 
 __all__ = ["CppProgram", "PRELUDE", "storage_type", "compute_type", "Emitter"]

@@ -95,8 +95,7 @@ def load(key: str, closed: ClosedJaxpr):
             return None
         with np.load(npz_path, allow_pickle=False) as z:
             consts = [z[f"c{i}"] for i in range(meta["n_consts"])]
-        with open(so[:-3] + ".cpp") as f:
-            source = f.read()
+        source = cache.read_source(so)
         out_specs = [(tuple(s), np.dtype(d)) for s, d in meta["out_specs"]]
         in_dtypes = [np.dtype(d) for d in meta["in_dtypes"]] or None
         if len(out_specs) != len(closed.out_avals):

@@ -262,3 +262,60 @@ def test_no_compiler_at_all_gives_clear_error(monkeypatch, fresh_compiler_lookup
     monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None)
     with pytest.raises(cache.CompileError, match="install g\\+\\+"):
         functx.jit(lambda x: x * 13.0)(X)
+
+
+# --- several translation units ---------------------------------------------------------------
+_UNIT_MAIN = 'extern "C" int fx_two(void); extern "C" int fx_run(void** a) { return fx_two(); }\n'
+_UNIT_TWO = 'extern "C" int fx_two(void) { return 2; }\n'
+
+
+def test_translation_units_compile_into_one_shared_object(tmp_path, monkeypatch):
+    import ctypes
+
+    monkeypatch.setenv("FUNCTX_CACHE_DIR", str(tmp_path))
+    so, compiled = cache.compile_cached([_UNIT_MAIN, _UNIT_TWO])
+    assert compiled and cache.compile_cached([_UNIT_MAIN, _UNIT_TWO]) == (so, False)
+    assert ctypes.CDLL(so).fx_run(None) == 2
+    assert cache.unit_paths(so) == [so[:-3] + ".cpp", so[:-3] + ".1.cpp"]
+    assert cache.read_source(so) == cache.join_units([_UNIT_MAIN, _UNIT_TWO])
+    assert "// --- translation unit 1 ---\n" + _UNIT_TWO in cache.read_source(so)
+    assert not glob.glob(str(tmp_path / "*.o"))  # the object files are not kept
+    assert cache.cached([_UNIT_MAIN, _UNIT_TWO]) == so and cache.cached([_UNIT_MAIN]) is None
+
+
+def test_a_failing_unit_is_named(tmp_path, monkeypatch):
+    monkeypatch.setenv("FUNCTX_CACHE_DIR", str(tmp_path))
+    with pytest.raises(cache.CompileError) as info:
+        cache.compile_cached([_UNIT_MAIN, "this is not C++;\n"])
+    bad = [w for w in str(info.value).split() if w.endswith(".1.cpp")]
+    assert bad and open(bad[0]).read() == "this is not C++;\n", str(info.value)
+
+
+def test_large_programs_are_split_and_compute_the_same(tmp_path, monkeypatch):
+    """Kernels move into functions of other translation units (``cpp.SPLIT_MIN_CHARS``): the
+    program computes what the one-unit build computes, and a second process loading it from
+    the program cache shows every unit's source."""
+    from functx.lowering import cpp
+
+    rng = np.random.default_rng(0)
+    xs = [rng.standard_normal((64, 48)).astype(np.float32) for _ in range(2)]
+
+    def f(x, y):
+        a = functx.numpy.tanh(x) @ y.T
+        b = functx.nn.softmax(a, axis=-1)
+        return b.sum(0), functx.numpy.exp(x - y).max(1), (a * 2.0 + 1.0).mean()
+
+    one = [np.asarray(v) for v in functx.jit(f)(*xs)]
+    monkeypatch.setenv("FUNCTX_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(cpp, "SPLIT_MIN_CHARS", 0)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    lowered = functx.jit(f).lower(*xs)
+    text = lowered.as_text()
+    assert "// --- translation unit 1 ---" in text and "fx_k" in text, text[-2000:]
+    for got, want in zip(lowered.compile()(list(xs)), one):
+        np.testing.assert_array_equal(np.asarray(got), want)
+    # from the program cache (no code generation this time): the same object, every unit shown
+    monkeypatch.setattr(cpp, "CppProgram", None)
+    second = functx.jit(f).lower(*xs)
+    assert second.executable.so_path == lowered.executable.so_path
+    assert second.as_text() == text
