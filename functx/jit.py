@@ -215,7 +215,7 @@ class Jitted:
         closed, _, out_tree, _ = tracing.trace_pytree(f, a, kw)
         _pl.check_consts(closed.consts, _pl.CPU if place == "cpu" else place,
                               self._what)
-        return passes.simplify(closed), out_tree
+        return passes.divide_by_reciprocals(passes.simplify(closed)), out_tree
 
     def lower(self, *args, **kwargs) -> Lowered:
         f, leaves, in_tree, _ = self._trace(args, kwargs)

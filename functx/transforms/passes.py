@@ -158,3 +158,56 @@ def simplify(closed: ClosedJaxpr) -> ClosedJaxpr:
     """Constant folding of scalar literals, identity removal, CSE, then DCE."""
     j = cse_jaxpr(drop_identities(fold_scalar_constants(closed.jaxpr)))
     return dce_closed(ClosedJaxpr(j, closed.consts))
+
+
+def divide_by_reciprocals(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """XLA's rewrite of a floating division by a broadcast: ``a / broadcast(b)`` becomes
+    ``a * broadcast(1 / b)`` (and ``a / s`` for a scalar ``s`` becomes ``a * (1 / s)``), so one
+    reciprocal per element of ``b`` replaces a division per element of ``a``. ``jax.jit``
+    computes exactly this on the CPU for float16, float32 and float64 (not bfloat16, which XLA
+    computes in float32), so ``functx.jit`` does too: the quotient can differ by an ulp from
+    the exact one, as JAX's does. Eager operations divide exactly, as JAX's do. Top level only."""
+    import numpy as np
+
+    from functx import dtypes
+    from functx import primitives as P
+    from functx.core import ShapedArray, Var
+
+    jaxpr = closed.jaxpr
+    floats = {np.dtype(dtypes.float16), np.dtype(np.float32), np.dtype(np.float64)}
+    made_by_broadcast: dict[int, Eqn] = {}
+    eqns, changed = [], False
+    for e in jaxpr.eqns:
+        if e.prim is P.broadcast_in_dim_p and type(e.invars[0]) is not Literal:
+            made_by_broadcast[e.outvars[0].id] = e
+        if e.prim is not P.div_p or np.dtype(e.outvars[0].aval.dtype) not in floats:
+            eqns.append(e)
+            continue
+        a, b = e.invars
+        out = e.outvars[0]
+        dt = np.dtype(out.aval.dtype)
+        one = Literal(dt.type(1), ShapedArray((), dt))
+        if b.aval.shape == () and out.aval.shape != ():
+            if type(b) is Literal:
+                with np.errstate(divide="ignore"):
+                    r = Literal(dt.type(1) / dt.type(b.val), ShapedArray((), dt, b.aval.weak_type))
+            else:
+                r = Var(b.aval)
+                eqns.append(Eqn(P.div_p, [one, b], [r], {}, e.source_info))
+        elif type(b) is not Literal and b.id in made_by_broadcast and \
+                made_by_broadcast[b.id].invars[0].aval.size < b.aval.size:
+            bc = made_by_broadcast[b.id]
+            src = bc.invars[0]
+            inv = Var(src.aval)
+            r = Var(b.aval)
+            eqns.append(Eqn(P.div_p, [one, src], [inv], {}, e.source_info))
+            eqns.append(bc.replace(invars=[inv], outvars=[r]))
+        else:
+            eqns.append(e)
+            continue
+        eqns.append(Eqn(P.mul_p, [a, r], [out], {}, e.source_info))
+        changed = True
+    if not changed:
+        return closed
+    j = cse_jaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars))
+    return dce_closed(ClosedJaxpr(j, closed.consts))
