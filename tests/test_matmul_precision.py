@@ -24,20 +24,7 @@ import functx  # noqa: E402
 import functx.numpy as fnp  # noqa: E402
 from functx import placement as P  # noqa: E402
 
-
-def _gpu_or_none():
-    try:
-        import torch  # noqa: F401
-        import triton  # noqa: F401
-    except ImportError:
-        return None
-    try:
-        return functx.devices("gpu")[0]
-    except functx.FunctxError:
-        return None
-
-
-GPU = _gpu_or_none()
+GPU = functx.devices("gpu")[0] if functx.default_backend() == "gpu" else None
 needs_gpu = pytest.mark.skipif(GPU is None, reason="no GPU (nor TRITON_INTERPRET=1 with triton)")
 needs_cuda = pytest.mark.skipif(GPU is None or GPU.torch_device.type != "cuda",
                                 reason="needs a CUDA GPU")
