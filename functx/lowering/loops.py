@@ -602,15 +602,50 @@ def _dot_general(g, ins, avals, *, dimension_numbers, preferred_element_type=Non
 _BUFFERED = ("input", "reduce", "dot", "scan", "scatter", "dus")
 
 
+class _Reads:
+    """A context in which every node reads as a load of its own (``n<id>``): what one node's
+    expression takes from which, with nothing inlined."""
+
+    def lookup(self, node, idx):
+        return Load(node.dtype, f"n{node.id}", flat_offset(idx, node.shape))
+
+    def remember(self, node, idx, e):
+        pass
+
+
+def _same_order_source(x):
+    """The node whose elements ``x`` holds in the same order (a reshape, a unit axis added or
+    dropped), or None."""
+    if x.kind != "pointwise" or x.fn is None or len(x.inputs) != 1:
+        return None
+    s = x.inputs[0]
+    if s.size != x.size or np.dtype(s.dtype) != np.dtype(x.dtype):
+        return None
+    ivars = tuple(sym(f"i{d}") for d in range(len(x.shape)))
+    e = x.fn(ivars, _Reads())
+    if not isinstance(e, Load) or e.buf != f"n{s.id}" or isinstance(e.offset, E):
+        return None
+    unit = {v: 0 for v, d in zip(ivars, x.shape) if d == 1}
+    want = flat_offset(ivars, x.shape).subs(unit)
+    return s if sympy.expand(sympy.sympify(e.offset).subs(unit) - want) == 0 else None
+
+
 def _blas_operand(g, x, batch, first, second):
     """An operand laid out as (batch, first, second) -- or (batch, second, first), transposed --
-    in a buffer: ``x`` itself when its layout already is one of these, else a realised copy."""
+    in a buffer: when ``x``'s layout already is one of these, ``x`` itself, or the node it
+    reshapes (stored, if it is pointwise); else a realised copy."""
     nd = len(x.shape)
-    if x.kind in _BUFFERED and batch == list(range(len(batch))):
-        if first + second == list(range(len(batch), nd)):
-            return x, False
-        if second + first == list(range(len(batch), nd)):
-            return x, True
+    if batch == list(range(len(batch))) and (first + second == list(range(len(batch), nd))
+                                             or second + first == list(range(len(batch), nd))):
+        trans = first + second != list(range(len(batch), nd))
+        src = x
+        while (s := _same_order_source(src)) is not None:
+            src = s
+        if src.kind in _BUFFERED:
+            return src, trans
+        if src.kind == "pointwise" and src.fn is not None:
+            src.params["realize"] = True  # stored once, for the product and any other reader
+            return src, trans
     perm = batch + first + second
     shape = tuple(x.shape[i] for i in perm)
     inv = np.argsort(perm)

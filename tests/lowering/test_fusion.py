@@ -98,6 +98,21 @@ def test_matmul_bias_activation():
     assert "dot" in ks[0]
 
 
+def test_matrix_product_operands_are_read_in_place():
+    """A product's operand that only reshapes a buffer (a unit axis added, as vmap makes) is
+    read in place, and a pointwise operand is stored once for the product and its other
+    readers: no copy kernels."""
+    w = RNG.standard_normal((33, 5)).astype(np.float32)
+    v = RNG.standard_normal((5, 7)).astype(np.float32)
+
+    def f(x, w, v):
+        h = fnp.tanh(lax.dot_general(x[None], w, (((2,), (0,)), ((), ()))))
+        return h, lax.dot_general(h, v, (((2,), (0,)), ((), ())))
+
+    ks = lower_and_check(f, X, w, v, rtol=1e-5, atol=1e-5)
+    assert [k.split(":")[1].split()[0] for k in ks] == ["dot", "pointwise", "dot"], ks
+
+
 def test_costly_values_read_through_a_broadcast_are_stored_once(monkeypatch, tmp_path):
     """An outer product of tanh(a) with b reads each tanh once per column of b: above
     schedule.REUSE_MIN evaluations and REUSE reads per element, the tanh gets a kernel of its own

@@ -407,15 +407,21 @@ def test_large_pointwise_kernels_keep_reused_inputs_in_l2():
 
 
 def test_copies_that_keep_the_element_order_are_not_made():
-    """A temporary that holds another buffer's elements in the same order (a unit axis added
-    for a matrix product) names that buffer instead of being copied; outputs are still new."""
+    """A temporary that holds another buffer's elements in the same order (a reshaped input
+    that a gather indexes) names that buffer instead of being copied; a matrix product reads a
+    reshaped input in place; outputs are still new."""
     x = RNG.standard_normal((3, 4)).astype(F32)
     w = RNG.standard_normal((4, 5)).astype(F32)
+    idx = np.array([3, 1, 7], np.int32)
+    exe = check(lambda ns, x, i: ns.np.tanh(x.reshape(12)[i]) * 2, x, idx)
+    assert "t2 = in0  # kernel 0: (12,), the elements of in0 in order (no copy)" in exe.source, \
+        exe.source
+    assert exe.source.count("def k") == 1  # only the gather and tanh: no copy kernel
     with functx.default_matmul_precision("highest"), jax.default_matmul_precision("highest"):
         exe = check(lambda ns, x, w: ns.np.tanh(ns.lax.dot_general(
             x[None], w, (((2,), (0,)), ((), ()))))[0] * 2, x, w)
-    assert "the elements of in0 in order (no copy)" in exe.source, exe.source
-    assert exe.source.count("def k") == 1  # only the tanh: no copy kernel
+    assert "_fx_dot(in0, in1, " in exe.source, exe.source
+    assert exe.source.count("def k") == 1  # only the tanh
     exe = check(lambda ns, x: x.reshape(2, 6), x)
     xt = torch.as_tensor(x, device=DEVICE)
     (y,) = exe(xt)
