@@ -57,13 +57,17 @@ def _compile_cpp(closed):
 
 
 def _lower_cpp(closed):
-    from functx.lowering import cache, cpp, loops, runtime, schedule
+    from functx.lowering import cache, prelude
+
+    # the prelude's precompiled header builds on another core while SymPy is imported
+    header = cache.PreludeBuild(prelude.PRELUDE)
+    from functx.lowering import cpp, loops, runtime, schedule
 
     g = loops.lower_jaxpr(closed)
     kernels = schedule.schedule(g)
     prog = cpp.CppProgram(g, kernels)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    srcs = prog.sources(units=cores or 1)
+    srcs = prog.sources(units=cores or 1, header=header.header())
     out_specs = [(n.shape, n.dtype) for n in g.outputs]
     out_map = [("buf", i, aval) for i, aval in enumerate(closed.out_avals)]
     t0 = time.perf_counter()

@@ -25,8 +25,8 @@ import numpy as np
 from functx import dtypes  # noqa: F401  (registers bfloat16's name with NumPy)
 from functx.core import ClosedJaxpr, Jaxpr
 
-_STAGES = ("loops.py", "schedule.py", "cpp.py", "compile.py", "runtime.py", "cache.py",
-           "program_cache.py")
+_STAGES = ("loops.py", "schedule.py", "cpp.py", "prelude.py", "compile.py", "runtime.py",
+           "cache.py", "program_cache.py")
 _ADDRESS = re.compile(r" at 0x[0-9a-f]+")
 
 

@@ -1,0 +1,256 @@
+"""The C++ prelude every generated translation unit starts with: the C headers, a small ``fx``
+namespace, and the helpers the kernels call (max/min with NaN, integer division, exp, log and
+tanh that vectorise, the buffer pool). Kept apart from ``cpp.py`` (which needs SymPy) so that its
+precompiled header can be built while SymPy is imported (``cache.PreludeBuild``).
+"""
+
+PRELUDE = r"""
+// C headers only: libstdc++'s C++ headers take longer to parse than most programs take to compile.
+// _GLIBCXX_INCLUDE_NEXT_C_HEADERS makes libstdc++'s <math.h> and friends hand over to glibc's
+// directly. glibc declares its vectorised math (libmvec: expf, sinf, logf, ...) only under
+// __FAST_MATH__; defining the macro around <math.h> lets `omp simd` loops call them without
+// enabling any fast-math transformation (results stay within a few ulp of the scalar functions).
+#define _GLIBCXX_INCLUDE_NEXT_C_HEADERS 1
+#define __FAST_MATH__ 1
+#include <math.h>
+#undef __FAST_MATH__
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#undef _GLIBCXX_INCLUDE_NEXT_C_HEADERS
+#include <pthread.h>
+
+// The little of the C++ library the generated code uses, in namespace fx.
+namespace fx {
+template <class A, class B> constexpr bool is_same = false;
+template <class A> constexpr bool is_same<A, A> = true;
+template <class T> constexpr bool is_float = is_same<T, float> || is_same<T, double>;
+template <class T> constexpr bool is_integral = !is_float<T> && !is_same<T, _Float16>;
+template <class T> constexpr bool is_signed = !is_integral<T> || (T)-1 < (T)0;
+template <class T> struct limits {  // integers and bool
+  static constexpr T lowest() { return is_signed<T> ? (T)((T)1 << (sizeof(T) * 8 - 1)) : (T)0; }
+  static constexpr T max() { return (T)~lowest(); } };
+template <> struct limits<bool> {
+  static constexpr bool lowest() { return false; }
+  static constexpr bool max() { return true; } };
+template <> struct limits<float> {
+  static constexpr float lowest() { return -__FLT_MAX__; }
+  static constexpr float max() { return __FLT_MAX__; }
+  static constexpr float infinity() { return __builtin_huge_valf(); }
+  static constexpr float quiet_NaN() { return __builtin_nanf(""); } };
+template <> struct limits<double> {
+  static constexpr double lowest() { return -__DBL_MAX__; }
+  static constexpr double max() { return __DBL_MAX__; }
+  static constexpr double infinity() { return __builtin_huge_val(); }
+  static constexpr double quiet_NaN() { return __builtin_nan(""); } };
+#define FX_MATH1(name) \
+  static inline float name(float x) { return ::name##f(x); } \
+  static inline double name(double x) { return ::name(x); }
+#define FX_MATH2(name) \
+  static inline float name(float x, float y) { return ::name##f(x, y); } \
+  static inline double name(double x, double y) { return ::name(x, y); }
+FX_MATH1(exp) FX_MATH1(exp2) FX_MATH1(expm1) FX_MATH1(log) FX_MATH1(log1p) FX_MATH1(sqrt)
+FX_MATH1(cbrt) FX_MATH1(sin) FX_MATH1(cos) FX_MATH1(tan) FX_MATH1(asin) FX_MATH1(acos)
+FX_MATH1(atan) FX_MATH1(sinh) FX_MATH1(cosh) FX_MATH1(tanh) FX_MATH1(asinh) FX_MATH1(acosh)
+FX_MATH1(atanh) FX_MATH1(erf) FX_MATH1(lgamma) FX_MATH1(floor) FX_MATH1(ceil) FX_MATH1(fabs)
+FX_MATH1(nearbyint) FX_MATH1(round)
+FX_MATH2(fmod) FX_MATH2(pow) FX_MATH2(atan2) FX_MATH2(nextafter) FX_MATH2(copysign)
+#undef FX_MATH1
+#undef FX_MATH2
+static inline float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
+static inline double fma(double a, double b, double c) { return __builtin_fma(a, b, c); }
+template <class T> static inline void swap(T& a, T& b) { T t = a; a = b; b = t; }
+}  // namespace fx
+
+// ILP64 CBLAS: enums are int, sizes are int64_t.
+typedef void (*fx_sgemm_t)(int, int, int, int64_t, int64_t, int64_t, float,
+                           const float*, int64_t, const float*, int64_t, float, float*, int64_t);
+typedef void (*fx_dgemm_t)(int, int, int, int64_t, int64_t, int64_t, double,
+                           const double*, int64_t, const double*, int64_t, double, double*,
+                           int64_t);
+
+static inline float fx_bf16_to_f32(uint16_t h) {
+  uint32_t u = ((uint32_t)h) << 16; float f; memcpy(&f, &u, 4); return f; }
+static inline uint16_t fx_f32_to_bf16(float f) {
+  uint32_t u; memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u); return (uint16_t)(u >> 16); }
+
+// max/min propagate NaN and order -0.0 below +0.0, like XLA's; selects only, so loops vectorise
+// (for two zeros, a + b is +0.0 unless both are -0.0, and -(-a - b) is -0.0 unless both are +0.0).
+template <class T> static inline T fx_max(T a, T b) {
+  const T m = (a > b || a != a) ? a : b;
+  if constexpr (fx::is_float<T>) { return (a == 0 && b == 0) ? a + b : m; }
+  else { return m; } }
+template <class T> static inline T fx_min(T a, T b) {
+  const T m = (a < b || a != a) ? a : b;
+  if constexpr (fx::is_float<T>) { return (a == 0 && b == 0) ? -(-a - b) : m; }
+  else { return m; } }
+template <class T> static inline T fx_idiv(T a, T b) {
+  if (b == 0) return fx::is_signed<T> ? (T)-1 : fx::limits<T>::max();
+  if (fx::is_signed<T> && b == (T)-1) return (T)(0 - a);
+  return a / b; }
+template <class T> static inline T fx_irem(T a, T b) {
+  if (b == 0) return a;
+  if (fx::is_signed<T> && b == (T)-1) return 0;
+  return a % b; }
+template <class T> static inline T fx_ipow_int(T a, T b) {
+  if (b < 0) { if (a == 1) return 1; if (a == (T)-1) return (b % 2 == 0) ? 1 : (T)-1; return 0; }
+  T r = 1; while (b) { if (b & 1) r *= a; a *= a; b >>= 1; } return r; }
+template <class T> static inline T fx_sign(T a) {
+  if constexpr (fx::is_float<T>) {
+    return a != a ? a : (a > 0 ? (T)1 : (a < 0 ? (T)-1 : a)); }
+  else if constexpr (fx::is_signed<T>) { return (T)((a > 0) - (a < 0)); }
+  else { return (T)(a > 0); } }
+static inline float fx_bits2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t fx_f2bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+// Branch-free float32 exp, log and tanh (Cephes polynomials, within a few ulp) that `omp simd`
+// loops vectorise; glibc's scalar functions would stop the vectoriser.
+static inline float fx_expf(float x) {
+  // x is clamped to [-104, 89], so n stays in [-150, 128]: beyond exp's float32 range the two
+  // power-of-two factors below underflow to 0 or overflow to inf by themselves
+  const float xc = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
+  const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest
+  float r = xc - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500E-4f;
+  p = fx::fma(p, r, 1.3981999507E-3f);
+  p = fx::fma(p, r, 8.3334519073E-3f);
+  p = fx::fma(p, r, 4.1665795894E-2f);
+  p = fx::fma(p, r, 1.6666665459E-1f);
+  p = fx::fma(p, r, 5.0000001201E-1f);
+  const float y = p * r * r + r + 1.0f;
+  const int32_t ni = (int32_t)n;
+  const int32_t n1 = ni >> 1, n2 = ni - n1;  // two factors: each one a normal float
+  const float out = y * fx_bits2f((uint32_t)(n1 + 127) << 23)
+                      * fx_bits2f((uint32_t)(n2 + 127) << 23);
+  return x != x ? x : out;
+}
+static inline float fx_logf(float x) {
+  uint32_t u = fx_f2bits(x);
+  const bool sub = x < 1.17549435e-38f;
+  u = sub ? fx_f2bits(x * 8388608.0f) : u;  // scale subnormals by 2^23
+  int32_t e = (int32_t)((u >> 23) & 0xff) - 126 - (sub ? 23 : 0);
+  float m = fx_bits2f((u & 0x807fffffu) | 0x3f000000u);  // in [0.5, 1)
+  const bool lo = m < 0.707106781186547524f;
+  e = lo ? e - 1 : e;
+  float t = lo ? m + m - 1.0f : m - 1.0f;
+  const float z = t * t;
+  float y = 7.0376836292E-2f;
+  y = fx::fma(y, t, -1.1514610310E-1f);
+  y = fx::fma(y, t, 1.1676998740E-1f);
+  y = fx::fma(y, t, -1.2420140846E-1f);
+  y = fx::fma(y, t, 1.4249322787E-1f);
+  y = fx::fma(y, t, -1.6668057665E-1f);
+  y = fx::fma(y, t, 2.0000714765E-1f);
+  y = fx::fma(y, t, -2.4999993993E-1f);
+  y = fx::fma(y, t, 3.3333331174E-1f);
+  y = y * t * z;
+  const float fe = (float)e;
+  y += -2.12194440e-4f * fe;
+  y += -0.5f * z;
+  float out = t + y + 0.693359375f * fe;
+  out = x == 0.0f ? -INFINITY : out;
+  out = x < 0.0f ? NAN : out;
+  out = x == INFINITY ? INFINITY : out;
+  return x != x ? x : out;
+}
+// tanh as a*P(a^2)/Q(a^2), a rational approximation fitted for functx (least squares with
+// Lawson weights on [0, 9], then checked in float32 with fused multiply-adds: max 5 ulp, mean 0.8
+// ulp; XLA's own float32 tanh is max 4.5 ulp on the same grid). One division, no exp, no branch.
+// From a = 9 on the float32 result is exactly 1; NaN propagates through the polynomials.
+static inline float fx_tanhf(float x) {
+  const float a = fx::fabs(x);
+  const float z = a * a;
+  float p = -8.4891045e-14f;
+  p = fx::fma(p, z, 5.278103e-11f);
+  p = fx::fma(p, z, -2.022555e-08f);
+  p = fx::fma(p, z, 1.1154389e-05f);
+  p = fx::fma(p, z, 0.003103964f);
+  p = fx::fma(p, z, 0.13084017f);
+  p = fx::fma(p, z, 1.0f);
+  float q = 0.00025461565f;
+  q = fx::fma(q, z, 0.024495209f);
+  q = fx::fma(q, z, 0.46417344f);
+  q = fx::fma(q, z, 1.0f);
+  const float r = (a * p) / q;
+  return fx::copysign(a >= 9.0f || r > 1.0f ? 1.0f : r, x);
+}
+template <class T> static inline T fx_exp(T x) {
+  if constexpr (fx::is_same<T, float>) { return fx_expf(x); } else { return fx::exp(x); } }
+template <class T> static inline T fx_log(T x) {
+  if constexpr (fx::is_same<T, float>) { return fx_logf(x); } else { return fx::log(x); } }
+template <class T> static inline T fx_tanh(T x) {
+  if constexpr (fx::is_same<T, float>) { return fx_tanhf(x); }
+  else { return fx::tanh(x); } }
+template <class T> static inline T fx_logistic(T x) {
+  T e = fx_exp<T>(-fx::fabs(x)); return x >= 0 ? (T)1 / ((T)1 + e) : e / ((T)1 + e); }
+template <class To, class From> static inline To fx_convert(From x) {
+  if constexpr (fx::is_same<To, bool>) { return x != 0; }
+  else if constexpr (fx::is_float<From> && fx::is_integral<To>) {
+    if (x != x) return 0;
+    if (x <= (From)fx::limits<To>::lowest()) return fx::limits<To>::lowest();
+    if (x >= (From)fx::limits<To>::max()) return fx::limits<To>::max();
+    return (To)x; }
+  else { return (To)x; } }
+// memcpy, on every thread for copies of 4 MiB and more (a program output that is one of its
+// inputs, loop carries): one core alone reaches about half the memory bandwidth
+static void fx_copy(void* dst, const void* src, size_t n) {
+  if (n < ((size_t)1 << 22)) { memcpy(dst, src, n); return; }
+  const size_t chunk = (size_t)1 << 18;
+  const int64_t m = (int64_t)((n + chunk - 1) / chunk);
+  #pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < m; ++i) {
+    const size_t lo = (size_t)i * chunk;
+    memcpy((char*)dst + lo, (const char*)src + lo, lo + chunk <= n ? chunk : n - lo);
+  }
+}
+static inline int64_t fx_imin(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t fx_imax(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t fx_clamp(int64_t v, int64_t lo, int64_t hi) {
+  return v < lo ? lo : (v > hi ? hi : v); }
+// Temporaries of 1 MiB and more are kept for the next call (up to 16 blocks and 1 GiB per
+// program):
+// fresh pages from the kernel cost a page fault and a zeroing each, which for a
+// memory-bound program is as much again as the program itself.
+static pthread_mutex_t fx_pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static void* fx_pool_ptr[16];
+static size_t fx_pool_len[16];
+static int fx_pool_n = 0;
+static size_t fx_pool_bytes = 0;
+static void* fx_alloc(size_t n) {
+  if (n >= (1u << 20)) {
+    pthread_mutex_lock(&fx_pool_mu);
+    for (int i = 0; i < fx_pool_n; ++i) {
+      if (fx_pool_len[i] == n) {
+        void* p = fx_pool_ptr[i];
+        fx_pool_bytes -= n;
+        --fx_pool_n;
+        fx_pool_ptr[i] = fx_pool_ptr[fx_pool_n];
+        fx_pool_len[i] = fx_pool_len[fx_pool_n];
+        pthread_mutex_unlock(&fx_pool_mu);
+        return p;
+      }
+    }
+    pthread_mutex_unlock(&fx_pool_mu);
+  }
+  void* p = nullptr;
+  if (posix_memalign(&p, 64, n ? n : 64)) return nullptr;
+  return p;
+}
+static void fx_free(void* p, size_t n) {
+  if (p != nullptr && n >= (1u << 20)) {
+    pthread_mutex_lock(&fx_pool_mu);
+    if (fx_pool_n < 16 && fx_pool_bytes + n <= ((size_t)1 << 30)) {
+      fx_pool_ptr[fx_pool_n] = p;
+      fx_pool_len[fx_pool_n] = n;
+      fx_pool_bytes += n;
+      ++fx_pool_n;
+      pthread_mutex_unlock(&fx_pool_mu);
+      return;
+    }
+    pthread_mutex_unlock(&fx_pool_mu);
+  }
+  free(p);
+}
+"""
