@@ -181,6 +181,7 @@ def unit_paths(so: str) -> list[str]:
 # header then skips parsing it (about 0.1 s per unit). gcc ignores a precompiled header that does
 # not fit and parses the text instead; other compilers do the same with the .gch file.
 _INCLUDE = re.compile(r'#include "(fx_prelude_[0-9a-f]+\.h)"\n')
+_headers_checked: set = set()  # headers whose precompiled form this process found valid
 
 
 def prelude_header(text: str) -> str | None:
@@ -191,7 +192,10 @@ def prelude_header(text: str) -> str | None:
                           + cpu_id()).encode()).hexdigest()[:16]
     h = os.path.join(d, f"fx_prelude_{key}.h")
     gch = h + ".gch"
+    if h in _headers_checked and os.path.exists(gch):
+        return h  # (checked once per process: the checksum reads 8 MB)
     if os.path.exists(h) and _valid(gch):
+        _headers_checked.add(h)
         return h
     try:
         with open(os.path.join(d, f"fx_prelude_{key}.lock"), "w") as lock:
@@ -215,6 +219,8 @@ def prelude_header(text: str) -> str | None:
                 fcntl.flock(lock, fcntl.LOCK_UN)
     except OSError:
         return None
+    if _valid(gch):
+        _headers_checked.add(h)
     return h
 
 
