@@ -613,9 +613,18 @@ class _Reads:
         pass
 
 
+def reads_in_order(e, ivars, shape) -> bool:
+    """Whether ``e``, the element at ``ivars`` of an array of ``shape``, is a load of another
+    buffer's element at the same flat position (a reshape, a unit axis added or dropped)."""
+    if not isinstance(e, Load) or isinstance(e.offset, E):
+        return False
+    unit = {v: 0 for v, d in zip(ivars, shape) if d == 1}
+    want = flat_offset(ivars, shape).subs(unit)
+    return sympy.expand(sympy.sympify(e.offset).subs(unit) - want) == 0
+
+
 def _same_order_source(x):
-    """The node whose elements ``x`` holds in the same order (a reshape, a unit axis added or
-    dropped), or None."""
+    """The node whose elements ``x`` holds in the same order, or None."""
     if x.kind != "pointwise" or x.fn is None or len(x.inputs) != 1:
         return None
     s = x.inputs[0]
@@ -623,11 +632,8 @@ def _same_order_source(x):
         return None
     ivars = tuple(sym(f"i{d}") for d in range(len(x.shape)))
     e = x.fn(ivars, _Reads())
-    if not isinstance(e, Load) or e.buf != f"n{s.id}" or isinstance(e.offset, E):
-        return None
-    unit = {v: 0 for v, d in zip(ivars, x.shape) if d == 1}
-    want = flat_offset(ivars, x.shape).subs(unit)
-    return s if sympy.expand(sympy.sympify(e.offset).subs(unit) - want) == 0 else None
+    return s if isinstance(e, Load) and e.buf == f"n{s.id}" and \
+        reads_in_order(e, ivars, x.shape) else None
 
 
 def _blas_operand(g, x, batch, first, second):

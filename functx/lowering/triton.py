@@ -87,6 +87,7 @@ from functx.lowering.loops import (
     Sym,
     flat_offset,
     lanewise_exprs,
+    reads_in_order,
     strides_of,
     sym,
 )
@@ -828,15 +829,10 @@ class TritonProgram:
             return None
         ivars = tuple(sym(f"i{d}") for d in range(len(k.shape)))
         e = node.fn(ivars, KernelCtx(k))
-        if not isinstance(e, Load) or isinstance(e.offset, E) or \
-                np.dtype(e.dtype) != np.dtype(node.dtype):
+        if not reads_in_order(e, ivars, k.shape) or np.dtype(e.dtype) != np.dtype(node.dtype):
             return None
         src = next((n for n in self.g.nodes if n.buf == e.buf), None)
         if src is None or src.size != node.size or np.dtype(src.dtype) != np.dtype(node.dtype):
-            return None
-        unit = {v: 0 for v, d in zip(ivars, k.shape) if d == 1}
-        want = flat_offset(ivars, k.shape).subs(unit)
-        if sympy.expand(sympy.sympify(e.offset).subs(unit) - want) != 0:
             return None
         return e.buf
 
