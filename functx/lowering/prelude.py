@@ -205,6 +205,96 @@ static void fx_copy(void* dst, const void* src, size_t n) {
     memcpy((char*)dst + lo, (const char*)src + lo, lo + chunk <= n ? chunk : n - lo);
   }
 }
+// Matrix products of up to 2^24 multiply-adds (larger ones call BLAS). C is cut into tiles of
+// MR rows by NV vectors; a tile's accumulators stay in registers while t runs over a block of KC
+// columns of A, which meets a copy of B's block packed into NV-vector rows (zero past n). Each
+// element still sums its products in order of t, so results do not depend on the blocking.
+template <class T> struct fx_vec {
+  typedef T v __attribute__((vector_size(64)));
+  typedef T u __attribute__((vector_size(64), aligned(sizeof(T)), may_alias));
+};
+template <class T, int MR, int NV>
+static inline void fx_gemm_tile(int64_t kc, const T* const* a, int64_t a_t, const T* bp,
+                                T* const* c, int64_t w, bool add) {
+  typedef typename fx_vec<T>::v V;
+  typedef typename fx_vec<T>::u U;
+  const int L = 64 / sizeof(T);
+  T buf[MR * NV * L] __attribute__((aligned(64)));
+  V acc[MR * NV];
+  if (!add) {
+#pragma GCC unroll 64
+    for (int r = 0; r < MR * NV; ++r) acc[r] = V{};
+  } else if (w == NV * L) {
+#pragma GCC unroll 64
+    for (int r = 0; r < MR * NV; ++r) acc[r] = *(const U*)(c[r / NV] + r % NV * L);
+  } else {
+    for (int r = 0; r < MR; ++r)
+      for (int64_t j = 0; j < NV * L; ++j) buf[r * NV * L + j] = j < w ? c[r][j] : (T)0;
+#pragma GCC unroll 64
+    for (int r = 0; r < MR * NV; ++r) acc[r] = *(const V*)(buf + r * L);
+  }
+  for (int64_t t = 0; t < kc; ++t) {
+    V b[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) b[v] = *(const V*)(bp + (t * NV + v) * L);
+#pragma GCC unroll 64
+    for (int r = 0; r < MR; ++r) {
+      const T x = a[r][t * a_t];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[r * NV + v] += x * b[v];
+    }
+  }
+  if (w == NV * L) {
+#pragma GCC unroll 64
+    for (int r = 0; r < MR * NV; ++r) *(U*)(c[r / NV] + r % NV * L) = acc[r];
+  } else {
+#pragma GCC unroll 64
+    for (int r = 0; r < MR * NV; ++r) *(V*)(buf + r * L) = acc[r];
+    for (int r = 0; r < MR; ++r)
+      for (int64_t j = 0; j < w; ++j) c[r][j] = buf[r * NV * L + j];
+  }
+}
+// C[b] (m x n, row-major) = A[b] @ B[b]: A(i, t) at A[b*m*k + i*a_i + t*a_t], B(t, j) at
+// B[b*k*n + t*b_t + j*b_j]. Tasks are (batch, column panel, row chunk); each packs its panel.
+// Rows past m in the last tile repeat row m-1 and are not stored.
+template <class T, int MR, int NV>
+static void fx_gemm(int64_t bsz, int64_t m, int64_t k, int64_t n, const T* A, int64_t a_i,
+                    int64_t a_t, const T* B, int64_t b_t, int64_t b_j, T* C, int64_t chunks,
+                    bool par) {
+  const int L = 64 / sizeof(T), NR = NV * L, KC = 256;
+  const int64_t panels = (n + NR - 1) / NR, tiles = (m + MR - 1) / MR;
+  const int64_t per = (tiles + chunks - 1) / chunks;
+  #pragma omp parallel for collapse(3) schedule(static) if(par)
+  for (int64_t b = 0; b < bsz; ++b)
+  for (int64_t p = 0; p < panels; ++p)
+  for (int64_t q = 0; q < chunks; ++q) {
+    T bp[KC * NR] __attribute__((aligned(64)));
+    T junk[NR] __attribute__((aligned(64)));
+    const int64_t j0 = p * NR, w = n - j0 < NR ? n - j0 : NR;
+    const T* Ab = A + b * m * k;
+    const T* Bb = B + b * k * n;
+    T* Cb = C + b * m * n;
+    for (int64_t t0 = 0; t0 < k; t0 += KC) {
+      const int64_t kc = k - t0 < KC ? k - t0 : KC;
+      for (int64_t t = 0; t < kc; ++t) {
+        for (int64_t j = 0; j < w; ++j) bp[t * NR + j] = Bb[(t0 + t) * b_t + (j0 + j) * b_j];
+        for (int64_t j = w; j < NR; ++j) bp[t * NR + j] = (T)0;
+      }
+      for (int64_t tile = q * per; tile < tiles && tile < (q + 1) * per; ++tile) {
+        const T* ar[MR];
+        T* cr[MR];
+        for (int r = 0; r < MR; ++r) {
+          const int64_t i = tile * MR + r < m ? tile * MR + r : m - 1;
+          ar[r] = Ab + i * a_i + t0 * a_t;
+          cr[r] = Cb + i * n + j0;
+        }
+        for (int r = 0; r < MR; ++r)  // the repeated rows compute into a scratch row
+          if (tile * MR + r >= m) cr[r] = junk;
+        fx_gemm_tile<T, MR, NV>(kc, ar, a_t, bp, cr, w, t0 > 0);
+      }
+    }
+  }
+}
 static inline int64_t fx_imin(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t fx_imax(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t fx_clamp(int64_t v, int64_t lo, int64_t hi) {

@@ -6,6 +6,8 @@ import subprocess
 
 import numpy as np
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 import functx
 import functx.numpy as fnp
@@ -145,3 +147,32 @@ def test_argmax_first_index_nan_and_ties_match_jax(op, dtype):
     x = x.astype(dtype)
     f = functx.jit(lambda x: getattr(functx.numpy, op)(x, axis=-1))
     np.testing.assert_array_equal(np.asarray(f(x)), np.asarray(getattr(jnp, op)(x, axis=-1)))
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.integers(1, 3), st.integers(1, 30), st.integers(1, 300), st.integers(1, 70),
+       st.booleans(), st.booleans(), st.sampled_from([np.float32, np.float64]))
+@example(2, 13, 300, 37, True, False, np.float32)  # k past one packed block, edge tiles
+@example(1, 12, 513, 16, False, True, np.float64)
+@example(3, 5, 40, 2, True, True, np.float32)
+@example(1, 3, 7, 9, False, False, np.float32)  # under 4 rows: the row loops
+@example(2, 9, 11, 1, True, True, np.float64)  # one column: dot products
+def test_generated_matrix_products_match_numpy(bsz, m, k, n, ta, tb, dtype):
+    """Products below the BLAS threshold are generated code (the prelude's register-tiled
+    ``fx_gemm`` from 4 rows and 2 columns, row loops below): edge tiles (m not a multiple of the
+    tile's rows, n of its vectors), k past one packed block (256), operands stored transposed
+    and batches, against NumPy in float64."""
+    rng = np.random.default_rng(bsz * 1000003 + m * 1009 + k * 31 + n)
+    a = rng.standard_normal((bsz, k, m) if ta else (bsz, m, k)).astype(dtype)
+    b = rng.standard_normal((bsz, n, k) if tb else (bsz, k, n)).astype(dtype)
+    dn = (((1 if ta else 2,), (2 if tb else 1,)), ((0,), (0,)))
+    f = functx.jit(lambda a, b: lax.dot_general(a, b, dn))
+    src = f.lower(a, b).as_text()
+    assert ("fx_gemm<" in src) == (m >= 4 and n >= 2), src[-3000:]
+    a64 = a.astype(np.float64)
+    b64 = b.astype(np.float64)
+    want = np.matmul(np.swapaxes(a64, 1, 2) if ta else a64, np.swapaxes(b64, 1, 2) if tb else b64)
+    got = np.asarray(f(a, b))
+    assert got.shape == want.shape and got.dtype == dtype
+    tol = (1e-5 if dtype == np.float32 else 1e-13) * np.sqrt(k)
+    np.testing.assert_allclose(got, want, rtol=0, atol=tol * max(1.0, np.abs(want).max()))
