@@ -757,6 +757,13 @@ class CppProgram:
         lines += [f"        acc{m}[ii] = nv{m};" for m in range(len(xs))]
         lines += ["        " + _store(o.buf, off, f"nv{m}", o.dtype) for m, o in enumerate(outs)
                   if o.buf]
+        if k.epilogue:  # pointwise nodes at this position, reading the new values (schedule.py)
+            ep = Emitter("        ", prefix="e")
+            ep.acc_names.update({(o.id, 0): f"nv{m}" for m, o in enumerate(outs)})
+            ectx = KernelCtx(k, full)
+            vals = [ep(e.fn(full, ectx)) for e in k.epilogue]
+            lines += ep.lines
+            lines += ["        " + _store(e.buf, off, v, e.dtype) for e, v in zip(k.epilogue, vals)]
         lines += ["      }", "    }", "  }"]
         self.body += lines
 

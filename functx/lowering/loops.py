@@ -7,6 +7,11 @@ they rewrite the index and read their operand. Elementwise primitives build expr
 Reductions, scans, matrix products and scatters are *realised* nodes that own a buffer; the
 scheduler (``schedule.py``) decides which realised nodes share a kernel.
 
+Every ``Max``/``Min`` in an index is a *guard clamp*: pad and concatenate clamp the index they
+read their operand at, so the load stays inside the buffer, and select the element only where the
+clamp is the identity. So a value held in registers (``Acc``) may be matched by its index with
+the clamps taken out (``unclamped``).
+
 Element expressions (``E``) are small trees: Const, Idx (an index expression), Load (a buffer read
 at an offset expression), Op (an operation on sub-expressions), Acc (the value of a reduction of the
 current kernel row).
@@ -28,6 +33,34 @@ from functx.errors import UnsupportedError, where
 
 
 # --- index arithmetic ----------------------------------------------------------------------------
+def unclamped(e):
+    """``e`` with its guard clamps (``Max(0, v)``, ``Min(v, d - 1)``) replaced by ``v``."""
+    e = sympy.sympify(e)
+    if not e.has(sympy.Max, sympy.Min):
+        return e
+
+    def strip(*args):
+        var = [a for a in args if not a.is_Number]
+        return var[0] if len(var) == 1 else None
+
+    out = e.replace(lambda x: isinstance(x, (sympy.Max, sympy.Min)) and strip(*x.args) is not None,
+                    lambda x: strip(*x.args))
+    return unclamped(out) if out != e else out
+
+
+def guard_clamp(q, lo=None, hi=None):
+    """``q`` clamped to ``[lo, hi]`` (either bound optional) for a guarded read. A clamp that
+    SymPy would fold into a constant (``Min(j, 0)`` is 0 for j >= 0) is kept unevaluated, so that
+    ``unclamped`` still sees which element is read where the guard holds."""
+    q = sympy.sympify(q)
+    for fn, b in ((sympy.Min, hi), (sympy.Max, lo)):
+        if b is None:
+            continue
+        c = fn(q, b)
+        q = fn(q, b, evaluate=False) if c.is_Number and not q.is_Number else c
+    return q
+
+
 class FloorDiv(sympy.Function):
     """Integer division of non-negative integers (printed as C ``/``)."""
 
@@ -407,18 +440,18 @@ def _pad(g, ins, avals, *, padding_config):
                 conds.append(Op(dtypes.bool_, "eq", (phase, Const(dtypes.int64, 0))))
                 q = FloorDiv(rel + (it + 1) * d, it + 1) - d
                 conds.append(_in_range(Idx(dtypes.int64, q), 0, d))
-                safe.append(sympy.Max(0, sympy.Min(q, d - 1)))
+                safe.append(guard_clamp(q, 0, d - 1))
                 continue
             # without interior padding the source index leaves [0, d) only on a padded side
             # (negative padding crops): test and clamp just those sides
             q = rel
             if lo > 0:
                 conds.append(Op(dtypes.bool_, "ge", (Idx(dtypes.int64, q), Const(dtypes.int64, 0))))
-                q = sympy.Max(0, q)
+                q = guard_clamp(q, lo=0)
             if hi > 0:
                 conds.append(Op(dtypes.bool_, "lt",
                                 (Idx(dtypes.int64, rel), Const(dtypes.int64, d))))
-                q = sympy.Min(q, d - 1)
+                q = guard_clamp(q, hi=d - 1)
             safe.append(q)
         val = x.load(safe, ctx) if x.size else Const(x.dtype, 0)
         if not conds:
@@ -442,8 +475,8 @@ def _concatenate(g, ins, avals, *, dimension):
             if x.shape[dimension] == 0:
                 continue
             sub = list(idx)
-            sub[dimension] = sympy.Max(0, sympy.Min(idx[dimension] - int(offs[k]),
-                                                    x.shape[dimension] - 1))
+            sub[dimension] = guard_clamp(idx[dimension] - int(offs[k]), 0,
+                                         x.shape[dimension] - 1)
             val = x.load(sub, ctx)
             if out is None:
                 out = val

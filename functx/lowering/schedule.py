@@ -12,6 +12,10 @@ matrix products, scatters) owns a buffer. Kernels:
   nodes over the whole operand shape (softmax's output) or over the row shape (logsumexp) that read
   the row's reductions become the kernel's map/epilogue phases. So softmax and layer norm are one
   kernel, with each row held in cache between passes.
+* ``ascan`` (a lane-wise ``associative_scan``): one kernel per scan; pointwise nodes over the
+  scan's shape that read its outputs only at the position being computed (the gradient of a
+  linear recurrence: ``g_a[t] = lambda[t] * h[t - 1]``) join it as its epilogue, evaluated at
+  each position as the scan reaches it. An output read by nothing else is then never stored.
 * ``scan``, ``dot``, ``scatter``, ``dus``: one kernel each.
 """
 
@@ -21,7 +25,7 @@ from dataclasses import dataclass, field
 
 import sympy
 
-from functx.lowering.loops import Acc, Graph, Load, Node, costly, sym
+from functx.lowering.loops import Acc, Graph, Load, Node, costly, sym, unclamped
 
 
 class NotRowAligned(Exception):
@@ -40,8 +44,10 @@ class KernelCtx:
 
     def lookup(self, node, idx):
         k = self.kernel
-        if k is not None and k.kind == "reduce" and node.id in k.reduction_ids:
-            if tuple(idx) != self.row_vars:
+        if k is not None and k.kind in ("reduce", "ascan") and node.id in k.reduction_ids:
+            # a guarded read (pad, concatenate) of the current element is the current element
+            if tuple(idx) != self.row_vars and \
+                    tuple(unclamped(i) for i in idx) != self.row_vars:
                 raise NotRowAligned(node)
             self.accs.add(node.id)
             return Acc(node.dtype, node.id)
@@ -73,7 +79,9 @@ class Kernel:
     nodes: list = field(default_factory=list)  # pointwise: stored nodes; others: [node]
     passes: list = field(default_factory=list)  # reduce: lists of reduction nodes
     maps: list = field(default_factory=list)  # reduce: pointwise nodes over the operand shape
-    epilogue: list = field(default_factory=list)  # reduce: pointwise nodes over the row shape
+    # reduce: pointwise nodes over the row shape; ascan: over the scan's shape, per position
+    epilogue: list = field(default_factory=list)
+    # reduce: its reductions; ascan: its outputs (read in the kernel as the current value)
     reduction_ids: set = field(default_factory=set)
     inline_ids: set = field(default_factory=set)
 
@@ -91,6 +99,13 @@ class Kernel:
     def inner_vars(self):
         return tuple(sym(f"j{i}") for i in range(len(self.axes)))
 
+    def scan_index(self):
+        """ascan: the element being computed, ``(p0, ..., j, q0, ...)`` with ``j`` along the axis
+        (the names both backends' scan loops use)."""
+        axis = self.nodes[0].params["group"]["axis"]
+        return tuple(sym(f"p{i}") for i in range(axis)) + (sym("j"),) + \
+            tuple(sym(f"q{i}") for i in range(len(self.shape) - axis - 1))
+
     def full_index(self):
         rv, iv = iter(self.row_vars()), iter(self.inner_vars())
         return tuple(next(iv) if i in self.axes else next(rv) for i in range(len(self.shape)))
@@ -98,7 +113,8 @@ class Kernel:
 
 def _trial(kernel, node, idx, kernel_of):
     """Build ``node``'s expression inside ``kernel``; returns (ok, passes needed)."""
-    ctx = KernelCtx(kernel, kernel.row_vars() if kernel.kind == "reduce" else ())
+    row = {"reduce": kernel.row_vars, "ascan": kernel.scan_index}.get(kernel.kind)
+    ctx = KernelCtx(kernel, row() if row else ())
     try:
         if node.kind == "reduce":
             node.params["operand"].load(idx, ctx)
@@ -250,6 +266,12 @@ def schedule(g: Graph) -> list[Kernel]:
                         k.epilogue.append(n)
                         k.inline_ids.add(n.id)
                         placed = True
+                elif k.kind == "ascan" and n.shape == k.shape:
+                    ok, accs = _trial(k, n, k.scan_index(), kernel_of)
+                    if ok and accs:
+                        k.epilogue.append(n)
+                        k.inline_ids.add(n.id)
+                        placed = True
                 elif k.kind == "pointwise" and k.shape == n.shape:
                     ok, _ = _trial(k, n, tuple(sym(f"i{d}") for d in range(len(n.shape))),
                                    kernel_of)
@@ -268,11 +290,40 @@ def schedule(g: Graph) -> list[Kernel]:
                 kernel_of[n.id] = kernel_of[group["outs"][0].id]
                 continue
             k = new(n.kind, shape=n.shape, nodes=list(group["outs"]))
+            if n.kind == "ascan":
+                k.reduction_ids |= {o.id for o in group["outs"]}
             kernel_of[n.id] = k.index
             continue
         k = new(n.kind, shape=n.shape, nodes=[n])
         kernel_of[n.id] = k.index
+    _drop_scan_buffers(g, kernels, realise, outputs)
     return kernels
+
+
+def _drop_scan_buffers(g: Graph, kernels, realise, outputs):
+    """A scan output that is not a program output and that only its own kernel's epilogue
+    reads is never stored (the epilogue reads it from registers)."""
+    fused = {o.id: k for k in kernels if k.kind == "ascan" and k.epilogue
+             for o in k.nodes if o.id not in outputs and o.buf}
+    if not fused:
+        return
+    by_id = {n.id: n for n in g.nodes}
+    keep = set()
+    for n in g.nodes:
+        if n.id not in realise or n.kind == "input":
+            continue
+        todo, seen = list(n.inputs), set()
+        while todo:  # the realised nodes n's expression reads (through inlined pointwise nodes)
+            x = todo.pop()
+            if x.id in seen:
+                continue
+            seen.add(x.id)
+            if x.id in fused and n.id not in fused[x.id].inline_ids:
+                keep.add(x.id)
+            if x.kind == "pointwise" and x.id not in realise:
+                todo.extend(x.inputs)
+    for i in fused.keys() - keep:
+        by_id[i].buf = None
 
 
 def describe(kernels) -> str:
@@ -283,6 +334,10 @@ def describe(kernels) -> str:
             ops = [[r.params["op"] for r in p] for p in k.passes]
             lines.append(f"kernel {k.index}: reduce over axes {k.axes} of {k.shape}: passes {ops}"
                          f", {len(k.maps)} map, {len(k.epilogue)} epilogue")
+        elif k.kind == "ascan":
+            outs = ", ".join(f"t{n.id}" + ("" if n.buf else " (not stored)") for n in k.nodes)
+            ep = "; epilogue -> " + ", ".join(f"t{n.id}" for n in k.epilogue) if k.epilogue else ""
+            lines.append(f"kernel {k.index}: ascan {k.shape} -> {outs}{ep}")
         else:
             lines.append(f"kernel {k.index}: {k.kind} {k.shape} -> "
                          + ", ".join(f"t{n.id}" for n in k.nodes))

@@ -1601,6 +1601,16 @@ class TritonProgram:
                     lines.append(indent + self._store(o.buf, off.code,
                                                       V(ys[i], frozenset("ls"), False, o.dtype),
                                                       o.dtype, "mask"))
+            if k.epilogue:  # pointwise nodes at these positions, reading ys (schedule.py)
+                ep = Emitter(indent, counter, tags, masks)
+                ep.acc.update({(o.id, 0): V(ys[i], frozenset("ls"), False, o.dtype)
+                               for i, o in enumerate(outs)})
+                ectx = KernelCtx(k, full)
+                for e in k.epilogue:
+                    v = ep(e.fn(full, ectx))
+                    lines += ep.flush()
+                    lines.append(indent + self._store(e.buf, off.code, v, e.dtype, "mask"))
+                all_bufs.update(ep.bufs)
             if n > sb:
                 lines.append(f"{indent}{', '.join(carries)}, _ = tl.reduce(({', '.join(ys)}, "
                              f"tl.where(mask, s, -1)), 1, {last}, keep_dims=True)")
@@ -1611,7 +1621,7 @@ class TritonProgram:
             body.append(f"    for sstart in range({sb}, {n}, {sb}):")
             body += chunk("        ", "sstart", False)
         name = self._kname(k, "scan")
-        stored = [o.buf for o in outs if o.buf]
+        stored = [o.buf for o in outs if o.buf] + [e.buf for e in k.epilogue]
         bufs = self._ordered(all_bufs, stored)
         self._define(name, bufs, body, f"{what} along axis {axis} of {shape}"
                      f"{' (reverse)' if reverse else ''}; {lb} lanes x {sb}")

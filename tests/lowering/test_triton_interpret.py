@@ -246,6 +246,29 @@ def test_linear_recurrence_along_a_strided_axis(reverse):
     assert "16 lanes x 8" in comment, comment  # 10 lanes: 16 per block; chunks of 256//2//16
 
 
+@pytest.mark.parametrize("axis", [0, 1], ids=["contiguous-lanes", "strided"])
+def test_linear_recurrence_gradient_fuses_into_the_reverse_scan(axis):
+    """The gradient's pointwise tail (``g_a[t] = lambda[t] * h[t - 1]``, ``g_b = lambda``) is the
+    reverse scan's epilogue, run per chunk on the values just scanned: two kernels, and the
+    reverse scan's own state is never stored. Several chunks carry the prefix."""
+    n = 37
+    shape = (n, 6) if axis == 0 else (2, n, 5)
+    a = RNG.uniform(0.5, 1.0, shape).astype(F32)
+    b = RNG.standard_normal(shape).astype(F32)
+
+    def f(ns, a, b):
+        def loss(a, b):
+            return ns.np.sum(ns.associative_scan(_linrec, (a, b), axis=axis)[1] ** 2)
+        return ns.grad(loss, argnums=(0, 1))(a, b)
+
+    exe = check(f, a, b, tol=8.0)
+    comments = kernel_comments(exe)
+    assert len(comments) == 2 and all("associative_scan" in c for c in comments), comments
+    sig = exe.source[exe.source.rindex("@triton.jit"):].splitlines()[1]
+    # a, the forward state and the two gradients: no buffer for the reverse scan's state
+    assert sig.count(",") == 3 and "out0" in sig and "out1" in sig, sig
+
+
 # --- scatters ------------------------------------------------------------------------------------
 def test_ordered_scatter_add_and_dynamic_update_slice():
     w = RNG.standard_normal((6, 3)).astype(F32)
