@@ -871,20 +871,15 @@ class CppProgram:
     def _small_gemm(node, la, rb_, ta, tb, bsz, m, kk, nn, ct):
         """A generated matrix product for problems too small for BLAS's threads (idle, they spin
         against the OpenMP threads). From 4 rows and 2 columns up, the prelude's register-tiled
-        ``fx_gemm``; below, one row of C at a time: ``c += a * B[t, :]`` in vector form when B is
+        ``fx_gemm`` (one tile shape per machine); below, one row of C at a time: ``c += a * B[t, :]`` in vector form when B is
         stored (K, N), vector dot products when B's columns are contiguous."""
         c = node.buf
         work = bsz * m * nn * kk
         if m >= 4 and nn >= 2:
-            lanes = 64 // np.dtype(node.dtype).itemsize
-            mr = 12 if m >= 12 else (8 if m >= 8 else 4)
-            nv = 1 if nn <= lanes else 2
-            tasks = bsz * -(-nn // (nv * lanes))
-            chunks = max(1, min(-(-m // mr), -(-8 // tasks)))
             a_i, a_t = (1, m) if ta else (kk, 1)
             b_t, b_j = (1, kk) if tb else (nn, 1)
-            return [f"  fx_gemm<{ct}, {mr}, {nv}>({bsz}LL, {m}LL, {kk}LL, {nn}LL, {la}, {a_i}LL, "
-                    f"{a_t}LL, {rb_}, {b_t}LL, {b_j}LL, {c}, {chunks}LL, {work}LL >= {_PAR});"]
+            return [f"  fx_gemm<{ct}>({bsz}LL, {m}LL, {kk}LL, {nn}LL, {la}, {a_i}LL, {a_t}LL, "
+                    f"{rb_}, {b_t}LL, {b_j}LL, {c}, {work}LL >= {_PAR});"]
         tb = tb or nn == 1  # a single column of B is contiguous either way
         a_el = f"{la}[b * {m * kk}LL + " + (f"t * {m}LL + ii]" if ta else f"ii * {kk}LL + t]")
         lines = [f"  #pragma omp parallel for collapse(2) schedule(static) if({work}LL >= {_PAR})",

@@ -256,13 +256,23 @@ static inline void fx_gemm_tile(int64_t kc, const T* const* a, int64_t a_t, cons
 }
 // C[b] (m x n, row-major) = A[b] @ B[b]: A(i, t) at A[b*m*k + i*a_i + t*a_t], B(t, j) at
 // B[b*k*n + t*b_t + j*b_j]. Tasks are (batch, column panel, row chunk); each packs its panel.
-// Rows past m in the last tile repeat row m-1 and are not stored.
-template <class T, int MR, int NV>
+// Rows past m in the last tile repeat row m-1 and are not stored. One tile shape per machine,
+// so that a program instantiates fx_gemm once per element type (each costs gcc about 0.1 s):
+// 12 rows by 2 vectors with AVX-512's 32 registers, 4 rows by 1 vector (two AVX registers each)
+// without.
+#ifdef __AVX512F__
+enum { FX_GEMM_MR = 12, FX_GEMM_NV = 2 };
+#else
+enum { FX_GEMM_MR = 4, FX_GEMM_NV = 1 };
+#endif
+template <class T>
 static void fx_gemm(int64_t bsz, int64_t m, int64_t k, int64_t n, const T* A, int64_t a_i,
-                    int64_t a_t, const T* B, int64_t b_t, int64_t b_j, T* C, int64_t chunks,
-                    bool par) {
-  const int L = 64 / sizeof(T), NR = NV * L, KC = 256;
+                    int64_t a_t, const T* B, int64_t b_t, int64_t b_j, T* C, bool par) {
+  const int MR = FX_GEMM_MR, NV = FX_GEMM_NV, L = 64 / sizeof(T), NR = NV * L, KC = 256;
   const int64_t panels = (n + NR - 1) / NR, tiles = (m + MR - 1) / MR;
+  // about 8 tasks in all (rows split further when there are few panels), at most one per tile
+  const int64_t want = (8 + bsz * panels - 1) / (bsz * panels);
+  const int64_t chunks = want < 1 ? 1 : (want < tiles ? want : tiles);
   const int64_t per = (tiles + chunks - 1) / chunks;
   #pragma omp parallel for collapse(3) schedule(static) if(par)
   for (int64_t b = 0; b < bsz; ++b)
