@@ -350,6 +350,9 @@ def _store(buf: str, off: str, val: str, dt) -> str:
 
 
 _PAR = 1 << 15  # parallelise loops of at least this many elements
+# and generated matrix products of at least this many multiply-adds: below, waking the other
+# threads costs more than they save (128x10 @ 10x256: 9.9 us on one thread, 17 us on two)
+_PAR_DOT = 1 << 20
 _SMALL_GEMM = 1 << 24  # matrix products of at most this many multiply-adds are generated code
 _PAR_ITEMS = 64  # a pointwise loop is split into at least this many parallel items...
 _TILE = 4096  # ...of at least this many elements
@@ -879,10 +882,11 @@ class CppProgram:
             a_i, a_t = (1, m) if ta else (kk, 1)
             b_t, b_j = (1, kk) if tb else (nn, 1)
             return [f"  fx_gemm<{ct}>({bsz}LL, {m}LL, {kk}LL, {nn}LL, {la}, {a_i}LL, {a_t}LL, "
-                    f"{rb_}, {b_t}LL, {b_j}LL, {c}, {work}LL >= {_PAR});"]
+                    f"{rb_}, {b_t}LL, {b_j}LL, {c}, {work}LL >= {_PAR_DOT});"]
         tb = tb or nn == 1  # a single column of B is contiguous either way
         a_el = f"{la}[b * {m * kk}LL + " + (f"t * {m}LL + ii]" if ta else f"ii * {kk}LL + t]")
-        lines = [f"  #pragma omp parallel for collapse(2) schedule(static) if({work}LL >= {_PAR})",
+        lines = [f"  #pragma omp parallel for collapse(2) schedule(static) "
+                 f"if({work}LL >= {_PAR_DOT})",
                  f"  for (int64_t b = 0; b < {bsz}LL; ++b)",
                  f"  for (int64_t ii = 0; ii < {m}LL; ++ii) {{",
                  f"    {ct}* __restrict crow = {c} + b * {m * nn}LL + ii * {nn}LL;"]
