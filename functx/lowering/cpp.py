@@ -874,8 +874,9 @@ class CppProgram:
     def _small_gemm(node, la, rb_, ta, tb, bsz, m, kk, nn, ct):
         """A generated matrix product for problems too small for BLAS's threads (idle, they spin
         against the OpenMP threads). From 4 rows and 2 columns up, the prelude's register-tiled
-        ``fx_gemm`` (one tile shape per machine); below, one row of C at a time: ``c += a * B[t, :]`` in vector form when B is
-        stored (K, N), vector dot products when B's columns are contiguous."""
+        ``fx_gemm`` (one tile shape per machine); below, one row of C at a time:
+        ``c += a * B[t, :]`` in vector form when B is stored (K, N), vector dot products when
+        B's columns are contiguous."""
         c = node.buf
         work = bsz * m * nn * kk
         if m >= 4 and nn >= 2:
