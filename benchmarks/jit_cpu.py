@@ -80,6 +80,7 @@ def workloads(quick):
         ("layer_norm", "ln", (x,), 2 * nb),
         ("layer_norm_grad", "ln_grad", (x,), 2 * nb),
         ("softmax", "softmax", (x,), 2 * nb),
+        ("add a + b (the scan's bytes: its bound)", "add", (a, bb), 3 * a.nbytes),
         ("linear_recurrence_scan", "scan", (a, bb), 3 * a.nbytes),
         ("linear_recurrence_scan_grad", "scan_grad", (a, bb), 5 * a.nbytes),
         ("gelu_tanh", "gelu", (g,), 2 * g.nbytes),
@@ -94,6 +95,8 @@ def _lin(a, b):
 def make_functx(kind):
     if kind == "copy":
         return functx.jit(lambda x: x * 2.0)
+    if kind == "add":
+        return functx.jit(lambda a, b: a + b)
     if kind == "ln":
         return functx.jit(layer_norm(fnp))
     if kind == "ln_grad":
@@ -118,6 +121,8 @@ def make_jax(kind):
         return None
     if kind == "copy":
         return jax.jit(lambda x: x * 2.0)
+    if kind == "add":
+        return jax.jit(lambda a, b: a + b)
     if kind == "ln":
         return jax.jit(layer_norm(jnp))
     if kind == "ln_grad":
@@ -142,6 +147,8 @@ def make_torch(kind):
         return None
     if kind == "copy":
         f = lambda x: x * 2.0  # noqa: E731
+    elif kind == "add":
+        f = lambda a, b: a + b  # noqa: E731
     elif kind == "ln":
         f = lambda x: torch.nn.functional.layer_norm(x, x.shape[-1:], eps=1e-5)  # noqa: E731
     elif kind == "ln_grad":
