@@ -167,6 +167,27 @@ def test_linear_recurrence_gradient_has_two_ascan_kernels():
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-4, atol=1e-5)
 
 
+def test_scan_epilogue_reads_only_the_current_position():
+    """A pointwise node reading the scan's output at the position being computed joins the scan
+    kernel; one that also reads the previous position (``h[t] * h[t - 1]``, through a pad) does
+    not (the scan keeps only the current value), and the output is stored for it."""
+    a = RNG.uniform(0.5, 1.0, (12, 3)).astype(np.float32)
+    b = RNG.standard_normal((12, 3)).astype(np.float32)
+
+    def here(a, b):
+        h = lax.associative_scan(_combine, (a, b))[1]
+        return h * 2.0 + a
+
+    def shifted(a, b):
+        h = lax.associative_scan(_combine, (a, b))[1]
+        return h * fnp.pad(h, ((1, 0), (0, 0)))[:-1]
+
+    ks = lower_and_check(here, a, b, rtol=1e-5, atol=1e-6)
+    assert len(ks) == 1 and "epilogue" in ks[0] and ks[0].count("(not stored)") == 2, ks
+    ks = lower_and_check(shifted, a, b, rtol=1e-5, atol=1e-6)
+    assert len(ks) == 2 and "epilogue" not in ks[0] and "pointwise" in ks[1], ks
+
+
 def test_as_text_shows_jaxpr_kernels_and_source():
     lowered = functx.jit(lambda x: nn.softmax(x)).lower(X)
     text = lowered.as_text()
