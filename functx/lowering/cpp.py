@@ -874,16 +874,21 @@ class CppProgram:
     def _small_gemm(node, la, rb_, ta, tb, bsz, m, kk, nn, ct):
         """A generated matrix product for problems too small for BLAS's threads (idle, they spin
         against the OpenMP threads). From 4 rows and 2 columns up, the prelude's register-tiled
-        ``fx_gemm`` (one tile shape per machine); below, one row of C at a time:
+        ``fx_gemm`` (one tile shape per machine; for fewer columns than a vector holds, on the
+        transposed problem); below, one row of C at a time:
         ``c += a * B[t, :]`` in vector form when B is stored (K, N), vector dot products when
         B's columns are contiguous."""
         c = node.buf
         work = bsz * m * nn * kk
+        a_i, a_t = (1, m) if ta else (kk, 1)
+        b_t, b_j = (1, kk) if tb else (nn, 1)
+        lanes = 64 // np.dtype(node.dtype).itemsize
+        if 2 <= nn < lanes and m > nn:  # few columns: C^T = B^T A^T, C stored transposed
+            return [f"  fx_gemm<{ct}>({bsz}LL, {nn}LL, {kk}LL, {m}LL, {rb_}, {b_j}LL, {b_t}LL, "
+                    f"{la}, {a_t}LL, {a_i}LL, {c}, 1LL, {nn}LL, {work}LL >= {_PAR_DOT});"]
         if m >= 4 and nn >= 2:
-            a_i, a_t = (1, m) if ta else (kk, 1)
-            b_t, b_j = (1, kk) if tb else (nn, 1)
             return [f"  fx_gemm<{ct}>({bsz}LL, {m}LL, {kk}LL, {nn}LL, {la}, {a_i}LL, {a_t}LL, "
-                    f"{rb_}, {b_t}LL, {b_j}LL, {c}, {work}LL >= {_PAR_DOT});"]
+                    f"{rb_}, {b_t}LL, {b_j}LL, {c}, {nn}LL, 1LL, {work}LL >= {_PAR_DOT});"]
         tb = tb or nn == 1  # a single column of B is contiguous either way
         a_el = f"{la}[b * {m * kk}LL + " + (f"t * {m}LL + ii]" if ta else f"ii * {kk}LL + t]")
         lines = [f"  #pragma omp parallel for collapse(2) schedule(static) "

@@ -215,23 +215,26 @@ template <class T> struct fx_vec {
 };
 // (not inlined: it keeps the -O3 of the program, while fx_gemm below, packing and threads, is
 // compiled at -O2: half of the compile time of a program's products, about 10% of their speed)
+// Element j of C's row r is c[r][j * c_j] (c_j > 1: C stored transposed, see fx_gemm).
 template <class T, int MR, int NV>
 __attribute__((noinline)) static void fx_gemm_tile(int64_t kc, const T* const* a, int64_t a_t,
-                                                   const T* bp, T* const* c, int64_t w, bool add) {
+                                                   const T* bp, T* const* c, int64_t c_j,
+                                                   int64_t w, bool add) {
   typedef typename fx_vec<T>::v V;
   typedef typename fx_vec<T>::u U;
   const int L = 64 / sizeof(T);
   T buf[MR * NV * L] __attribute__((aligned(64)));
   V acc[MR * NV];
+  const bool whole = w == NV * L && c_j == 1;
   if (!add) {
 #pragma GCC unroll 64
     for (int r = 0; r < MR * NV; ++r) acc[r] = V{};
-  } else if (w == NV * L) {
+  } else if (whole) {
 #pragma GCC unroll 64
     for (int r = 0; r < MR * NV; ++r) acc[r] = *(const U*)(c[r / NV] + r % NV * L);
   } else {
     for (int r = 0; r < MR; ++r)
-      for (int64_t j = 0; j < NV * L; ++j) buf[r * NV * L + j] = j < w ? c[r][j] : (T)0;
+      for (int64_t j = 0; j < NV * L; ++j) buf[r * NV * L + j] = j < w ? c[r][j * c_j] : (T)0;
 #pragma GCC unroll 64
     for (int r = 0; r < MR * NV; ++r) acc[r] = *(const V*)(buf + r * L);
   }
@@ -246,20 +249,22 @@ __attribute__((noinline)) static void fx_gemm_tile(int64_t kc, const T* const* a
       for (int v = 0; v < NV; ++v) acc[r * NV + v] += x * b[v];
     }
   }
-  if (w == NV * L) {
+  if (whole) {
 #pragma GCC unroll 64
     for (int r = 0; r < MR * NV; ++r) *(U*)(c[r / NV] + r % NV * L) = acc[r];
   } else {
 #pragma GCC unroll 64
     for (int r = 0; r < MR * NV; ++r) *(V*)(buf + r * L) = acc[r];
     for (int r = 0; r < MR; ++r)
-      for (int64_t j = 0; j < w; ++j) c[r][j] = buf[r * NV * L + j];
+      for (int64_t j = 0; j < w; ++j) c[r][j * c_j] = buf[r * NV * L + j];
   }
 }
 #pragma GCC push_options
 #pragma GCC optimize("O2")  // see fx_gemm_tile
-// C[b] (m x n, row-major) = A[b] @ B[b]: A(i, t) at A[b*m*k + i*a_i + t*a_t], B(t, j) at
-// B[b*k*n + t*b_t + j*b_j]. Tasks are (batch, column panel, row chunk); each packs its panel.
+// C[b] (m x n) = A[b] @ B[b]: A(i, t) at A[b*m*k + i*a_i + t*a_t], B(t, j) at
+// B[b*k*n + t*b_t + j*b_j], C(i, j) at C[b*m*n + i*c_i + j*c_j] (c_j is 1, or C is stored
+// transposed with c_j < 64 / sizeof(T): a product with few columns computes C^T = B^T A^T, whose
+// rows fill the vectors). Tasks are (batch, column panel, row chunk); each packs its panel.
 // Rows past m in the last tile repeat row m-1 and are not stored. One tile shape per machine,
 // so that a program instantiates fx_gemm once per element type (each costs gcc about 0.1 s):
 // 12 rows by 2 vectors with AVX-512's 32 registers, 4 rows by 1 vector (two AVX registers each)
@@ -271,7 +276,8 @@ enum { FX_GEMM_MR = 4, FX_GEMM_NV = 1 };
 #endif
 template <class T>
 static void fx_gemm(int64_t bsz, int64_t m, int64_t k, int64_t n, const T* A, int64_t a_i,
-                    int64_t a_t, const T* B, int64_t b_t, int64_t b_j, T* C, bool par) {
+                    int64_t a_t, const T* B, int64_t b_t, int64_t b_j, T* C, int64_t c_i,
+                    int64_t c_j, bool par) {
   const int MR = FX_GEMM_MR, NV = FX_GEMM_NV, L = 64 / sizeof(T), NR = NV * L, KC = 256;
   const int64_t panels = (n + NR - 1) / NR, tiles = (m + MR - 1) / MR;
   // about 8 tasks in all (rows split further when there are few panels), at most one per tile
@@ -283,7 +289,7 @@ static void fx_gemm(int64_t bsz, int64_t m, int64_t k, int64_t n, const T* A, in
   for (int64_t p = 0; p < panels; ++p)
   for (int64_t q = 0; q < chunks; ++q) {
     T bp[KC * NR] __attribute__((aligned(64)));
-    T junk[NR] __attribute__((aligned(64)));
+    T junk[NR * L] __attribute__((aligned(64)));  // (c_j < L)
     const int64_t j0 = p * NR, w = n - j0 < NR ? n - j0 : NR;
     const T* Ab = A + b * m * k;
     const T* Bb = B + b * k * n;
@@ -300,11 +306,11 @@ static void fx_gemm(int64_t bsz, int64_t m, int64_t k, int64_t n, const T* A, in
         for (int r = 0; r < MR; ++r) {
           const int64_t i = tile * MR + r < m ? tile * MR + r : m - 1;
           ar[r] = Ab + i * a_i + t0 * a_t;
-          cr[r] = Cb + i * n + j0;
+          cr[r] = Cb + i * c_i + j0 * c_j;
         }
         for (int r = 0; r < MR; ++r)  // the repeated rows compute into a scratch row
           if (tile * MR + r >= m) cr[r] = junk;
-        fx_gemm_tile<T, MR, NV>(kc, ar, a_t, bp, cr, w, t0 > 0);
+        fx_gemm_tile<T, MR, NV>(kc, ar, a_t, bp, cr, c_j, w, t0 > 0);
       }
     }
   }

@@ -155,11 +155,14 @@ def test_argmax_first_index_nan_and_ties_match_jax(op, dtype):
 @example(2, 13, 300, 37, True, False, np.float32)  # k past one packed block, edge tiles
 @example(1, 12, 513, 16, False, True, np.float64)
 @example(3, 5, 40, 2, True, True, np.float32)
+@example(2, 29, 270, 5, True, True, np.float32)  # few columns: the transposed problem
+@example(1, 20, 33, 7, False, False, np.float64)
 @example(1, 3, 7, 9, False, False, np.float32)  # under 4 rows: the row loops
 @example(2, 9, 11, 1, True, True, np.float64)  # one column: dot products
 def test_generated_matrix_products_match_numpy(bsz, m, k, n, ta, tb, dtype):
     """Products below the BLAS threshold are generated code (the prelude's register-tiled
-    ``fx_gemm`` from 4 rows and 2 columns, row loops below): edge tiles (m not a multiple of the
+    ``fx_gemm`` from 4 rows and 2 columns, on the transposed problem for fewer columns than a
+    vector holds, row loops below): edge tiles (m not a multiple of the
     tile's rows, n of its vectors), k past one packed block (256), operands stored transposed
     and batches, against NumPy in float64."""
     rng = np.random.default_rng(bsz * 1000003 + m * 1009 + k * 31 + n)
@@ -168,7 +171,8 @@ def test_generated_matrix_products_match_numpy(bsz, m, k, n, ta, tb, dtype):
     dn = (((1 if ta else 2,), (2 if tb else 1,)), ((0,), (0,)))
     f = functx.jit(lambda a, b: lax.dot_general(a, b, dn))
     src = f.lower(a, b).as_text()
-    assert ("fx_gemm<" in src) == (m >= 4 and n >= 2), src[-3000:]
+    lanes = 64 // np.dtype(dtype).itemsize
+    assert ("fx_gemm<" in src) == (m >= 4 and n >= 2 or 2 <= n < lanes and m > n), src[-3000:]
     a64 = a.astype(np.float64)
     b64 = b.astype(np.float64)
     want = np.matmul(np.swapaxes(a64, 1, 2) if ta else a64, np.swapaxes(b64, 1, 2) if tb else b64)
