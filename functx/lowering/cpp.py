@@ -23,6 +23,7 @@ from functx.lowering.loops import (
     Const,
     FloorDiv,
     Graph,
+    Guard,
     Idx,
     Load,
     ModI,
@@ -108,6 +109,8 @@ class _SympyC:
             return f"{int(e)}LL"
         if e.is_Symbol:
             return str(e)
+        if isinstance(e, Guard):
+            return self(e.args[1])
         if isinstance(e, FloorDiv):
             return f"({self(e.args[0])} / {self(e.args[1])})"
         if isinstance(e, ModI):

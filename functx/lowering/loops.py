@@ -7,10 +7,10 @@ they rewrite the index and read their operand. Elementwise primitives build expr
 Reductions, scans, matrix products and scatters are *realised* nodes that own a buffer; the
 scheduler (``schedule.py``) decides which realised nodes share a kernel.
 
-Every ``Max``/``Min`` in an index is a *guard clamp*: pad and concatenate clamp the index they
-read their operand at, so the load stays inside the buffer, and select the element only where the
-clamp is the identity. So a value held in registers (``Acc``) may be matched by its index with
-the clamps taken out (``unclamped``).
+Pad and concatenate read their operand at a *guard clamp* of the index (``guard_clamp``), so
+the load stays inside the buffer, and select the element only where the clamp is the identity.
+So a value held in registers (``Acc``) may be matched by its index with the guard clamps taken
+out (``unclamped``).
 
 Element expressions (``E``) are small trees: Const, Idx (an index expression), Load (a buffer read
 at an offset expression), Op (an operation on sub-expressions), Acc (the value of a reduction of the
@@ -33,32 +33,46 @@ from functx.errors import UnsupportedError, where
 
 
 # --- index arithmetic ----------------------------------------------------------------------------
-def unclamped(e):
-    """``e`` with its guard clamps (``Max(0, v)``, ``Min(v, d - 1)``) replaced by ``v``."""
-    e = sympy.sympify(e)
-    if not e.has(sympy.Max, sympy.Min):
-        return e
+class Guard(sympy.Function):
+    """``Guard(v, c)``: the index ``c``, a clamp of ``v`` that pad or concatenate read their
+    operand at (see ``guard_clamp``). Equal to ``c``; kept apart so that ``unclamped`` can
+    recover ``v``. Loads and index values fold it to ``c`` (``folded``)."""
 
-    def strip(*args):
-        var = [a for a in args if not a.is_Number]
-        return var[0] if len(var) == 1 else None
+    is_integer = True
 
-    out = e.replace(lambda x: isinstance(x, (sympy.Max, sympy.Min)) and strip(*x.args) is not None,
-                    lambda x: strip(*x.args))
-    return unclamped(out) if out != e else out
+    @classmethod
+    def eval(cls, v, c):
+        if v.is_Number and c.is_Number:
+            return c
+        return None
 
 
 def guard_clamp(q, lo=None, hi=None):
-    """``q`` clamped to ``[lo, hi]`` (either bound optional) for a guarded read. A clamp that
-    SymPy would fold into a constant (``Min(j, 0)`` is 0 for j >= 0) is kept unevaluated, so that
-    ``unclamped`` still sees which element is read where the guard holds."""
+    """``q`` clamped to ``[lo, hi]`` (either bound optional) for a guarded read: the caller uses
+    the element only where the clamp is the identity (pad and concatenate select it then), so a
+    value held in registers for the unclamped index may stand for it (``unclamped``)."""
     q = sympy.sympify(q)
-    for fn, b in ((sympy.Min, hi), (sympy.Max, lo)):
-        if b is None:
-            continue
-        c = fn(q, b)
-        q = fn(q, b, evaluate=False) if c.is_Number and not q.is_Number else c
-    return q
+    c = q
+    if hi is not None:
+        c = sympy.Min(c, hi)
+    if lo is not None:
+        c = sympy.Max(lo, c)
+    return q if c == q else Guard(q, c)
+
+
+def unclamped(e):
+    """``e`` with its guard clamps replaced by the values they clamp."""
+    e = sympy.sympify(e)
+    if not e.has(Guard):
+        return e
+    return e.replace(lambda x: isinstance(x, Guard), lambda x: unclamped(x.args[0]))
+
+
+def folded(e):
+    """``e`` with its guard clamps replaced by the clamps themselves (what loads compute)."""
+    if isinstance(e, sympy.Basic) and e.has(Guard):
+        return e.replace(lambda x: isinstance(x, Guard), lambda x: folded(x.args[1]))
+    return e
 
 
 class FloorDiv(sympy.Function):
@@ -122,11 +136,17 @@ class Const(E):
 class Idx(E):
     expr: Any  # sympy integer expression
 
+    def __post_init__(self):
+        object.__setattr__(self, "expr", folded(self.expr))
+
 
 @dataclass(frozen=True)
 class Load(E):
     buf: str
     offset: Any  # sympy expression, or an E of integer dtype (data-dependent offsets)
+
+    def __post_init__(self):
+        object.__setattr__(self, "offset", folded(self.offset))
 
 
 @dataclass(frozen=True)

@@ -265,6 +265,7 @@ __attribute__((noinline)) static void fx_gemm_tile(int64_t kc, const T* const* a
 // B[b*k*n + t*b_t + j*b_j], C(i, j) at C[b*m*n + i*c_i + j*c_j] (c_j is 1, or C is stored
 // transposed with c_j < 64 / sizeof(T): a product with few columns computes C^T = B^T A^T, whose
 // rows fill the vectors). Tasks are (batch, column panel, row chunk); each packs its panel.
+// The caller (cpp.py, _dot) ensures bsz, m, k and n are positive.
 // Rows past m in the last tile repeat row m-1 and are not stored. One tile shape per machine,
 // so that a program instantiates fx_gemm once per element type (each costs gcc about 0.1 s):
 // 12 rows by 2 vectors with AVX-512's 32 registers, 4 rows by 1 vector (two AVX registers each)

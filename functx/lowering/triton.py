@@ -79,6 +79,7 @@ from functx.lowering.loops import (
     E,
     FloorDiv,
     Graph,
+    Guard,
     Idx,
     Load,
     ModI,
@@ -262,6 +263,8 @@ class _SympyPy:
             return str(int(e))
         if e.is_Symbol:
             return self.names.get(e.name, e.name)
+        if isinstance(e, Guard):
+            return self(e.args[1])
         if isinstance(e, FloorDiv):
             return f"({self(e.args[0])} // {self(e.args[1])})"
         if isinstance(e, ModI):
@@ -1581,7 +1584,7 @@ class TritonProgram:
                      f"{indent}j = {n - 1} - s" if reverse else f"{indent}j = s"]
             em = Emitter(indent, counter, tags, masks)
             cur = [em(x.load(full, ctx)) for x in xs]
-            lines += em.lines
+            lines += em.flush()
             all_bufs.update(em.bufs)
             ys = [f"y{i}" for i in range(m_all)]
             xb = [f"tl.broadcast_to({Emitter.tensor(v)}, [{lb}, {sb}])" for v in cur] + cbs
@@ -1602,15 +1605,15 @@ class TritonProgram:
                                                       V(ys[i], frozenset("ls"), False, o.dtype),
                                                       o.dtype, "mask"))
             if k.epilogue:  # pointwise nodes at these positions, reading ys (schedule.py)
-                ep = Emitter(indent, counter, tags, masks)
-                ep.acc.update({(o.id, 0): V(ys[i], frozenset("ls"), False, o.dtype)
+                # (the chunk's emitter: a load of the scan's own operands is not repeated)
+                em.acc.update({(o.id, 0): V(ys[i], frozenset("ls"), False, o.dtype)
                                for i, o in enumerate(outs)})
                 ectx = KernelCtx(k, full)
                 for e in k.epilogue:
-                    v = ep(e.fn(full, ectx))
-                    lines += ep.flush()
+                    v = em(e.fn(full, ectx))
+                    lines += em.flush()
                     lines.append(indent + self._store(e.buf, off.code, v, e.dtype, "mask"))
-                all_bufs.update(ep.bufs)
+                all_bufs.update(em.bufs)
             if n > sb:
                 lines.append(f"{indent}{', '.join(carries)}, _ = tl.reduce(({', '.join(ys)}, "
                              f"tl.where(mask, s, -1)), 1, {last}, keep_dims=True)")
