@@ -36,6 +36,8 @@ __version__ = "0.1.0"
 
 def block_until_ready(x):
     """Wait until a pytree of arrays is computed (GPU work runs asynchronously); returns ``x``."""
+    if type(x) is Array:  # host arrays are computed by the time they exist
+        return x
     for leaf in tree_util.tree_leaves(x):
         if hasattr(leaf, "block_until_ready"):
             leaf.block_until_ready()

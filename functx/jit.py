@@ -94,6 +94,8 @@ class Jitted:
         self._flat_trees: dict = {}  # number of positional Arrays -> their tree structure
         # gpu_signature(args) -> (DeviceExecutable, output tree or None for one leaf, cache key)
         self._gpu_calls: dict = {}
+        # the avals of positional host Arrays -> (executable, output tree or None, cache key)
+        self._cpu_calls: dict = {}
         self.last_key = None
 
     def _infer_static_from_signature(self):
@@ -143,6 +145,14 @@ class Jitted:
 
     def __call__(self, *args, **kwargs):
         if not kwargs and not self.static_argnums and not tracing._state.stack:
+            # host Arrays (committed to the CPU, so no placement to decide): one lookup by their
+            # avals, then the compiled program (about 1.5 us in all on a 2-core VM)
+            hit = self._cpu_calls.get(tuple([a.aval if type(a) is Array else None
+                                             for a in args]))
+            if hit is not None:
+                self.last_key = hit[2]
+                outs = hit[0].run_arrays(args)
+                return outs[0] if hit[1] is None else tree_unflatten(hit[1], outs)
             # the dispatch fast paths. GPU arrays committed to one device: one look at each
             # (gpu_signature), one lookup, the kernels (about 10 us on an H100 host in all)
             if _pl.GPU_IN_USE and self.backend != "cpu":
@@ -174,6 +184,7 @@ class Jitted:
             if entry is not None:
                 self.last_key = key
                 self._note_gpu_call(args, entry, key)
+                self._note_cpu_call(args, entry, key)
                 return tree_unflatten(entry[1], entry[0](leaves))
         f, leaves, in_tree, statics = self._trace(args, kwargs)
         if any(isinstance(x, Tracer) for x in leaves) or tracing.is_tracing():
@@ -191,6 +202,7 @@ class Jitted:
         self.last_key = key
         if not kwargs and not self.static_argnums:
             self._note_gpu_call(args, entry, key)
+            self._note_cpu_call(args, entry, key)
         exe, out_tree = entry
         return tree_unflatten(out_tree, exe(leaves))
 
@@ -202,6 +214,16 @@ class Jitted:
         if sig is not None and sig not in self._gpu_calls:
             exe, out_tree = entry
             self._gpu_calls[sig] = (exe, None if out_tree.is_leaf() else out_tree, key)
+
+    def _note_cpu_call(self, args, entry, key):
+        """Remember ``entry`` for the fast path when ``args`` are all host Arrays (at least one:
+        a call without arguments runs on the default device, which may change)."""
+        if args and key[3] == "cpu" and key[2] == ((), ()) and hasattr(entry[0], "run_arrays") \
+                and all(type(a) is Array for a in args):
+            exe, out_tree = entry
+            sig = tuple([a.aval for a in args])
+            if sig not in self._cpu_calls:
+                self._cpu_calls[sig] = (exe, None if out_tree.is_leaf() else out_tree, key)
 
     def _compile(self, f, leaves, in_tree, place="cpu"):
         closed, out_tree = self._final_jaxpr(f, leaves, in_tree, place)

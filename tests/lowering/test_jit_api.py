@@ -109,6 +109,36 @@ def test_retrace_on_new_shape_and_dtype_and_log_names_the_argument(compile_log):
     assert len(jf.cache) == 3
 
 
+def test_host_array_calls_take_the_short_path_with_the_same_results(compile_log):
+    """Calls with host Arrays alone skip flattening and placement: one lookup by the Arrays'
+    avals, then the program's own runner. Same values, read-only outputs, pytrees of outputs,
+    an output that is an input, a non-contiguous input, and the compile log's reason still
+    measured from the previous call."""
+    jf = functx.jit(lambda x, y: (x * 2.0 + y, {"s": fnp.sum(y)}, x))
+    x, y = fnp.asarray(X3), fnp.asarray(np.ones(3, np.float32))
+    want = [X3 * 2 + 1, np.float32(3), X3]
+    for _ in range(4):
+        a, b, c = jf(x, y)
+        for got, w in zip((a, b["s"], c), want):
+            assert type(got) is functx.Array
+            np.testing.assert_array_equal(np.asarray(got), w)
+        assert not np.asarray(a).flags.writeable
+    assert len(compile_log()) == 1 and (x.aval, y.aval) in jf._cpu_calls
+    m = fnp.asarray(np.arange(12, dtype=np.float32).reshape(3, 4)).T  # a transposed view
+    jt = functx.jit(lambda t: t * 2.0)
+    for _ in range(3):
+        np.testing.assert_array_equal(np.asarray(jt(m)), np.arange(12).reshape(3, 4).T * 2)
+    compile_log()
+    jd = functx.jit(lambda t: t + 1.0)
+    jd(fnp.asarray(X3))
+    jd(fnp.asarray(np.ones(5, np.float32)))
+    jd(fnp.asarray(X3))  # the short path: the next compile compares with this call
+    assert len(compile_log()) == 2
+    jd(fnp.asarray(np.ones(7, np.float32)))
+    (line,) = compile_log()
+    assert "changed from f32[3] to f32[7]" in line, line
+
+
 def test_weak_type_is_part_of_the_signature(compile_log):
     jf = functx.jit(lambda x, k: x * k)
     np.testing.assert_array_equal(np.asarray(jf(X3, 3)), X3 * 3)  # a Python int: weak i32
