@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 
 import numpy as np
 import sympy
@@ -357,6 +358,27 @@ _PAR = 1 << 15  # parallelise loops of at least this many elements
 # threads costs more than they save (128x10 @ 10x256: 9.9 us on one thread, 17 us on two)
 _PAR_DOT = 1 << 20
 _SMALL_GEMM = 1 << 24  # matrix products of at most this many multiply-adds are generated code
+
+_OMP_IF = re.compile(r"^(\s*#pragma omp parallel for\b.*?)\s*if\(([0-9L\s*+<>=&]*)\)\s*$")
+
+
+def _decide_parallel(lines: list[str]) -> list[str]:
+    """Parallel loops whose ``if()`` clause is a constant (sizes are static): decided here. A
+    false one loses its pragma, since libgomp's parallel call costs about 0.25 us even when told
+    to run on one thread (per kernel, per call: small programs pay it several times over); a
+    true one loses the clause."""
+    out = []
+    for ln in lines:
+        m = _OMP_IF.match(ln)
+        if m:
+            cond = m.group(2).replace("LL", "").replace("&&", " and ")
+            if not eval(cond, {"__builtins__": {}}):  # digits and comparisons only (the regex)
+                continue
+            ln = m.group(1)
+        out.append(ln)
+    return out
+
+
 _PAR_ITEMS = 64  # a pointwise loop is split into at least this many parallel items...
 _TILE = 4096  # ...of at least this many elements
 _ROW_CACHE_ELEMS = 1 << 14  # reduction rows up to this long may keep costly values on the stack
@@ -886,6 +908,9 @@ class CppProgram:
         a_i, a_t = (1, m) if ta else (kk, 1)
         b_t, b_j = (1, kk) if tb else (nn, 1)
         lanes = 64 // np.dtype(node.dtype).itemsize
+        if 2 <= nn < lanes and m > nn and a_t == 1:  # few columns, rows of A contiguous
+            return [f"  if (fx_gemm_narrow<{ct}, {nn}>({bsz}LL, {m}LL, {kk}LL, {la}, {a_i}LL, "
+                    f"{rb_}, {b_t}LL, {b_j}LL, {c}, {nn}LL, {work}LL >= {_PAR_DOT})) return 1;"]
         if 2 <= nn < lanes and m > nn:  # few columns: C^T = B^T A^T, C stored transposed
             return [f"  fx_gemm<{ct}>({bsz}LL, {nn}LL, {kk}LL, {m}LL, {rb_}, {b_j}LL, {b_t}LL, "
                     f"{la}, {a_t}LL, {a_i}LL, {c}, 1LL, {nn}LL, {work}LL >= {_PAR_DOT});"]
@@ -1154,6 +1179,7 @@ class CppProgram:
         for k in kernels:
             start = len(self.body)
             getattr(self, "_" + k.kind)(k)
+            self.body[start:] = _decide_parallel(self.body[start:])
             spans.append((k.index, start, len(self.body)))
         # outputs that are inputs or repeat an earlier output are copied into place
         out_names, seen = [], {}

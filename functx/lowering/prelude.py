@@ -365,4 +365,80 @@ static void fx_free(void* p, size_t n) {
   }
   free(p);
 }
+// Products with fewer columns than a vector holds (2 <= N < 64 / sizeof(T)) and rows of A
+// contiguous: each element is the dot product of a row of A with a column of B. B^T is packed (N
+// rows of k, zero past k to whole vectors); a row of A meets its N columns in N vector
+// accumulators, added across lanes at the end. So a sum runs as L interleaved partial sums (t
+// mod L) rather than in order of t. N is a template parameter so that the accumulators stay in
+// registers (a program instantiates it for the widths it uses). Tasks are (batch, 16 rows).
+template <class T> static inline T fx_hsum(typename fx_vec<T>::v v) {
+  if constexpr (sizeof(T) == 4) {
+    typedef int32_t I __attribute__((vector_size(64)));
+    v += __builtin_shuffle(v, (I){8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7});
+    v += __builtin_shuffle(v, (I){4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15});
+    v += __builtin_shuffle(v, (I){2, 3, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15});
+    v += __builtin_shuffle(v, (I){1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15});
+  } else {
+    typedef int64_t I __attribute__((vector_size(64)));
+    v += __builtin_shuffle(v, (I){4, 5, 6, 7, 0, 1, 2, 3});
+    v += __builtin_shuffle(v, (I){2, 3, 0, 1, 4, 5, 6, 7});
+    v += __builtin_shuffle(v, (I){1, 0, 2, 3, 4, 5, 6, 7});
+  }
+  return v[0];
+}
+template <class T, int N>
+__attribute__((noinline)) static void fx_gemm_narrow_rows(int64_t rows, int64_t k, int64_t kp,
+                                                          const T* a, int64_t a_i, const T* bt,
+                                                          T* c, int64_t c_i) {
+  typedef typename fx_vec<T>::v V;
+  typedef typename fx_vec<T>::u U;
+  const int L = 64 / sizeof(T);
+  const int64_t kv = k / L * L;
+  for (int64_t i = 0; i < rows; ++i) {
+    const T* ar = a + i * a_i;
+    V acc[N];
+#pragma GCC unroll 16
+    for (int j = 0; j < N; ++j) acc[j] = V{};
+    for (int64_t t = 0; t < kv; t += L) {
+      const V x = *(const U*)(ar + t);
+#pragma GCC unroll 16
+      for (int j = 0; j < N; ++j) acc[j] += x * *(const V*)(bt + j * kp + t);
+    }
+    if (kv < k) {  // the row's last partial vector, through a zeroed copy (not past its end)
+      T tail[L] __attribute__((aligned(64))) = {};
+      for (int64_t t = kv; t < k; ++t) tail[t - kv] = ar[t];
+      const V x = *(const V*)tail;
+#pragma GCC unroll 16
+      for (int j = 0; j < N; ++j) acc[j] += x * *(const V*)(bt + j * kp + kv);
+    }
+#pragma GCC unroll 16
+    for (int j = 0; j < N; ++j) c[i * c_i + j] = fx_hsum<T>(acc[j]);
+  }
+}
+#pragma GCC push_options
+#pragma GCC optimize("O2")  // see fx_gemm_tile
+// C[b] (m x N) = A[b] @ B[b], A(i, t) at A[b*m*k + i*a_i + t], B(t, j) at B[b*k*N + t*b_t +
+// j*b_j], C(i, j) at C[b*m*N + i*c_i + j]. Returns 1 if the packed B^T cannot be allocated.
+template <class T, int N>
+static int fx_gemm_narrow(int64_t bsz, int64_t m, int64_t k, const T* A, int64_t a_i,
+                          const T* B, int64_t b_t, int64_t b_j, T* C, int64_t c_i, bool par) {
+  const int L = 64 / sizeof(T);
+  const int64_t kp = (k + L - 1) / L * L, chunks = (m + 15) / 16;
+  T* bt = (T*)fx_alloc((size_t)(bsz * N * kp) * sizeof(T));
+  if (!bt) return 1;
+  for (int64_t b = 0; b < bsz; ++b)
+    for (int j = 0; j < N; ++j)
+      for (int64_t t = 0; t < kp; ++t)
+        bt[(b * N + j) * kp + t] = t < k ? B[b * k * N + t * b_t + j * b_j] : (T)0;
+  #pragma omp parallel for collapse(2) schedule(static) if(par)
+  for (int64_t b = 0; b < bsz; ++b)
+  for (int64_t q = 0; q < chunks; ++q) {
+    const int64_t i0 = q * 16, rows = m - i0 < 16 ? m - i0 : 16;
+    fx_gemm_narrow_rows<T, N>(rows, k, kp, A + b * m * k + i0 * a_i, a_i, bt + b * N * kp,
+                              C + b * m * N + i0 * c_i, c_i);
+  }
+  fx_free(bt, (size_t)(bsz * N * kp) * sizeof(T));
+  return 0;
+}
+#pragma GCC pop_options
 """

@@ -126,6 +126,39 @@ def test_cache_dir_env_is_used(tmp_path, monkeypatch):
     assert any(p.endswith(".so") for p in os.listdir(tmp_path))
 
 
+def test_parallel_loops_are_decided_when_generated():
+    """Loop sizes are static, so whether a loop runs on several threads is decided in the
+    generated code: a small program opens no OpenMP region (libgomp's call costs about 0.25 us
+    even when its ``if`` clause is false), a large one opens it unconditionally."""
+    def program(n):
+        src = functx.jit(lambda x: fnp.tanh(x) * 2.0).lower(np.ones(n, np.float32)).as_text()
+        return src[src.index('extern "C" int fx_run'):]
+
+    small, large = program(1000), program(1 << 20)
+    assert "omp parallel" not in small, small
+    pragmas = [ln for ln in large.splitlines() if "omp parallel" in ln]
+    assert pragmas and not any("if(" in ln for ln in pragmas), pragmas
+
+
+def test_narrow_products_keep_infinities_and_nans_in_their_rows():
+    """``fx_gemm_narrow`` zero-pads B^T past k and reads the last partial vector of each row of A
+    through a zeroed copy: an infinity or NaN in one row of A (in that tail or before it) must
+    reach that row's outputs as NumPy's do, and no other row's."""
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((40, 37)).astype(np.float32)
+    b = np.abs(rng.standard_normal((37, 6))).astype(np.float32) + 0.5
+    a[3, 36] = np.inf  # in the tail (37 = 2 vectors + 5)
+    a[4, 2] = -np.inf
+    a[9, 33] = np.nan
+    f = functx.jit(lambda a, b: a @ b)
+    assert "fx_gemm_narrow<float, 6>" in f.lower(a, b).as_text()
+    got = np.asarray(f(a, b))
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, equal_nan=True)
+    assert np.isposinf(got[3]).all() and np.isneginf(got[4]).all() and np.isnan(got[9]).all()
+    assert np.isfinite(np.delete(got, [3, 4, 9], axis=0)).all()
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
 @pytest.mark.parametrize("op", ["argmax", "argmin"])
 def test_argmax_first_index_nan_and_ties_match_jax(op, dtype):
@@ -155,16 +188,19 @@ def test_argmax_first_index_nan_and_ties_match_jax(op, dtype):
 @example(2, 13, 300, 37, True, False, np.float32)  # k past one packed block, edge tiles
 @example(1, 12, 513, 16, False, True, np.float64)
 @example(3, 5, 40, 2, True, True, np.float32)
-@example(2, 29, 270, 5, True, True, np.float32)  # few columns: the transposed problem
+@example(2, 29, 270, 5, True, True, np.float32)  # few columns, A^T stored: the transposed problem
+@example(1, 40, 77, 5, False, False, np.float32)  # few columns: dot products of rows, k's tail
+@example(2, 17, 300, 7, False, True, np.float64)
 @example(1, 20, 33, 7, False, False, np.float64)
 @example(1, 3, 7, 9, False, False, np.float32)  # under 4 rows: the row loops
 @example(2, 9, 11, 1, True, True, np.float64)  # one column: dot products
 def test_generated_matrix_products_match_numpy(bsz, m, k, n, ta, tb, dtype):
     """Products below the BLAS threshold are generated code (the prelude's register-tiled
-    ``fx_gemm`` from 4 rows and 2 columns, on the transposed problem for fewer columns than a
-    vector holds, row loops below): edge tiles (m not a multiple of the
-    tile's rows, n of its vectors), k past one packed block (256), operands stored transposed
-    and batches, against NumPy in float64."""
+    ``fx_gemm`` from 4 rows and 2 columns; for fewer columns than a vector holds, vector dot
+    products of A's rows, ``fx_gemm_narrow``, or with A stored transposed ``fx_gemm`` on the
+    transposed problem; row loops below): edge tiles (m not a multiple of the tile's rows, n of
+    its vectors), k past one packed block (256) or not a whole number of vectors, operands
+    stored transposed and batches, against NumPy in float64."""
     rng = np.random.default_rng(bsz * 1000003 + m * 1009 + k * 31 + n)
     a = rng.standard_normal((bsz, k, m) if ta else (bsz, m, k)).astype(dtype)
     b = rng.standard_normal((bsz, n, k) if tb else (bsz, k, n)).astype(dtype)
@@ -172,7 +208,10 @@ def test_generated_matrix_products_match_numpy(bsz, m, k, n, ta, tb, dtype):
     f = functx.jit(lambda a, b: lax.dot_general(a, b, dn))
     src = f.lower(a, b).as_text()
     lanes = 64 // np.dtype(dtype).itemsize
-    assert ("fx_gemm<" in src) == (m >= 4 and n >= 2 or 2 <= n < lanes and m > n), src[-3000:]
+    narrow = 2 <= n < lanes and m > n
+    calls = "fx_gemm_narrow<float" in src or "fx_gemm_narrow<double" in src
+    assert calls == (narrow and not ta), src[-3000:]
+    assert ("fx_gemm<" in src) == (m >= 4 and n >= 2 and not narrow or narrow and ta), src[-3000:]
     a64 = a.astype(np.float64)
     b64 = b.astype(np.float64)
     want = np.matmul(np.swapaxes(a64, 1, 2) if ta else a64, np.swapaxes(b64, 1, 2) if tb else b64)
