@@ -145,14 +145,6 @@ class Jitted:
 
     def __call__(self, *args, **kwargs):
         if not kwargs and not self.static_argnums and not tracing._state.stack:
-            # host Arrays (committed to the CPU, so no placement to decide): one lookup by their
-            # avals, then the compiled program (about 1.5 us in all on a 2-core VM)
-            hit = self._cpu_calls.get(tuple([a.aval if type(a) is Array else None
-                                             for a in args]))
-            if hit is not None:
-                self.last_key = hit[2]
-                outs = hit[0].run_arrays(args)
-                return outs[0] if hit[1] is None else tree_unflatten(hit[1], outs)
             # the dispatch fast paths. GPU arrays committed to one device: one look at each
             # (gpu_signature), one lookup, the kernels (about 10 us on an H100 host in all)
             if _pl.GPU_IN_USE and self.backend != "cpu":
@@ -162,6 +154,14 @@ class Jitted:
                     self.last_key = hit[2]
                     outs = hit[0].call_arrays(args)
                     return outs[0] if hit[1] is None else tree_unflatten(hit[1], outs)
+            # host Arrays (committed to the CPU, so no placement to decide): one lookup by their
+            # avals, then the compiled program (about 1.3 us in all on a 2-core VM)
+            hit = self._cpu_calls.get(tuple([a.aval if type(a) is Array else None
+                                             for a in args]))
+            if hit is not None:
+                self.last_key = hit[2]
+                outs = hit[0].run_arrays(args)
+                return outs[0] if hit[1] is None else tree_unflatten(hit[1], outs)
             # else flatten, look up, run (where the arguments are: that takes a look at each
             # argument only once this process has a GPU)
             if all(type(a) is Array for a in args):  # no pytree to flatten: skip optree
