@@ -94,7 +94,8 @@ class Jitted:
         self._flat_trees: dict = {}  # number of positional Arrays -> their tree structure
         # gpu_signature(args) -> (DeviceExecutable, output tree or None for one leaf, cache key)
         self._gpu_calls: dict = {}
-        # the avals of positional host Arrays -> (executable, output tree or None, cache key)
+        # the avals of positional host Arrays -> (executable, output tree or None, cache key,
+        # whether one of them is committed to the CPU: not 0-d)
         self._cpu_calls: dict = {}
         self.last_key = None
 
@@ -158,7 +159,9 @@ class Jitted:
             # avals, then the compiled program (about 1.3 us in all on a 2-core VM)
             hit = self._cpu_calls.get(tuple([a.aval if type(a) is Array else None
                                              for a in args]))
-            if hit is not None:
+            # (0-d Arrays alone have no device: the call goes to the default device, the CPU
+            # for certain only while this process has no GPU)
+            if hit is not None and (hit[3] or not _pl.GPU_IN_USE):
                 self.last_key = hit[2]
                 outs = hit[0].run_arrays(args)
                 return outs[0] if hit[1] is None else tree_unflatten(hit[1], outs)
@@ -217,13 +220,16 @@ class Jitted:
 
     def _note_cpu_call(self, args, entry, key):
         """Remember ``entry`` for the fast path when ``args`` are all host Arrays (at least one:
-        a call without arguments runs on the default device, which may change)."""
+        a call without arguments runs on the default device, which may change; so does a call
+        with 0-d Arrays alone, which the fast path takes only while no GPU is in use)."""
         if args and key[3] == "cpu" and key[2] == ((), ()) and hasattr(entry[0], "run_arrays") \
                 and all(type(a) is Array for a in args):
             exe, out_tree = entry
             sig = tuple([a.aval for a in args])
             if sig not in self._cpu_calls:
-                self._cpu_calls[sig] = (exe, None if out_tree.is_leaf() else out_tree, key)
+                committed = any(a.shape for a in sig)  # (placement._classify)
+                self._cpu_calls[sig] = (exe, None if out_tree.is_leaf() else out_tree, key,
+                                        committed)
 
     def _compile(self, f, leaves, in_tree, place="cpu"):
         closed, out_tree = self._final_jaxpr(f, leaves, in_tree, place)

@@ -416,6 +416,26 @@ def test_default_device_context_and_config():
 
 
 @needs_gpu
+def test_jitted_calls_with_host_scalars_alone_follow_the_default_device():
+    """0-d host Arrays have no device: a call with nothing else runs on the default device, also
+    when the same jitted function ran them on the CPU before (its dispatch short path for host
+    Arrays must not keep them there), and backend='cpu' then refuses as on a first call."""
+    x = functx.numpy.asarray(np.float32(3.0))
+    f = functx.jit(lambda x: x * 2 + 1)
+    cpu_only = functx.jit(lambda x: x + 1, backend="cpu")
+    for _ in range(2):
+        assert type(f(x)) is functx.Array and type(cpu_only(x)) is functx.Array
+    with functx.default_device(GPU):
+        for _ in range(2):
+            y = f(x)
+            assert_on(y, GPU)
+            assert_close(y, np.float32(7.0))
+            with pytest.raises(functx.DeviceError, match="backend='cpu'"):
+                cpu_only(x)
+    assert type(f(x)) is functx.Array
+
+
+@needs_gpu
 def test_default_device_from_the_environment(tmp_path):
     code = ("import functx, functx.numpy as jnp, numpy as np\n"
             "print(jnp.ones(2).device.platform, jnp.asarray(np.ones(2)).device.platform,"

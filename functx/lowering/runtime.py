@@ -237,8 +237,9 @@ class Executable:
             env[f"s{k}"], env[f"d{k}"] = shape, dtype
             lines.append(f"    o{k} = {'empty' if small else 'take'}(s{k}, d{k})")
             bufs.append(f"o{k}")
-        lines.append(f"    if call(addr, [{', '.join(bufs)}]):")
-        lines.append("        return slow(args)")
+        lines.append(f"    rc = call(addr, [{', '.join(bufs)}])")
+        lines.append("    if rc:")
+        lines.append("        return slow(args, rc)")
         res = []
         for m, (kind, k, aval) in enumerate(self.out_map):
             env[f"a{m}"] = aval
@@ -247,8 +248,10 @@ class Executable:
         exec("\n".join(lines), env)  # noqa: S102 - names and numbers of this program only
         return env["run"]
 
-    def _slow(self, args):
-        return self(list(args))
+    def _slow(self, args, rc):
+        if rc == -2:  # an input that is not C-contiguous: through ctypes, with a copy of it
+            return self(list(args))
+        raise MemoryError("functx.jit: the compiled program could not allocate its buffers")
 
     def _convert(self, x, i):
         """A Python scalar, list or foreign array as a C-contiguous buffer of the traced dtype."""
