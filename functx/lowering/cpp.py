@@ -925,7 +925,7 @@ class CppProgram:
         lanes = 64 // np.dtype(node.dtype).itemsize
         if 2 <= nn < lanes and m > nn and a_t == 1:  # few columns, rows of A contiguous
             return [f"  if (fx_gemm_narrow<{ct}, {nn}>({bsz}LL, {m}LL, {kk}LL, {la}, {a_i}LL, "
-                    f"{rb_}, {b_t}LL, {b_j}LL, {c}, {nn}LL, {work}LL >= {_PAR_DOT})) return 1;"]
+                    f"{rb_}, {b_t}LL, {b_j}LL, {c}, {nn}LL)) return 1;"]
         if 2 <= nn < lanes and m > nn:  # few columns: C^T = B^T A^T, C stored transposed
             return [f"  fx_gemm<{ct}>({bsz}LL, {nn}LL, {kk}LL, {m}LL, {rb_}, {b_j}LL, {b_t}LL, "
                     f"{la}, {a_t}LL, {a_i}LL, {c}, 1LL, {nn}LL, {work}LL >= {_PAR_DOT});"]
