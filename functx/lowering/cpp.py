@@ -354,6 +354,8 @@ def _store(buf: str, off: str, val: str, dt) -> str:
 
 
 _PAR = 1 << 15  # parallelise loops of at least this many elements
+# scan outputs of at least this many bytes are written with streaming stores (prelude fx_stream)
+_STREAM_MIN = 1 << 24
 # and generated matrix products of at least this many multiply-adds: below, waking the other
 # threads costs more than they save (128x10 @ 10x256: 9.9 us on one thread, 17 us on two)
 _PAR_DOT = 1 << 20
@@ -785,6 +787,19 @@ class CppProgram:
                  f"    const int64_t len = fx_imin({block}LL, {n_post}LL - q0_);"]
         lines += ["    " + s for s in _decompose([str(v) for v in pv], pre, "pflat")]
         lines += [f"    {compute_type(x.dtype)} acc{m}[{block}];" for m, x in enumerate(xs)]
+        # Large outputs (rows of whole cache lines) go through a staging row and streaming
+        # stores; each stored node's name for this position: its buffer, or its staging row.
+        stored = [o for o in outs if o.buf] + [e for e in k.epilogue if e.buf]
+        streamed = {o.id for o in stored if o.size * np.dtype(o.dtype).itemsize >= _STREAM_MIN
+                    and n_post * np.dtype(o.dtype).itemsize % 64 == 0}
+        lines += [f"    {storage_type(o.dtype)} st{o.id}[{block}] __attribute__((aligned(64)));"
+                  for o in stored if o.id in streamed]
+
+        def store(o, val):
+            if o.id in streamed:
+                return _store(f"st{o.id}", "ii", val, o.dtype)
+            return _store(o.buf, off, val, o.dtype)
+
         lines += [f"    {loop} {{",
                   "      #pragma omp simd",
                   "      for (int64_t ii = 0; ii < len; ++ii) {",
@@ -798,16 +813,23 @@ class CppProgram:
         lines += [f"          nv{m} = {v};" for m, v in enumerate(new)]
         lines += ["        }"]
         lines += [f"        acc{m}[ii] = nv{m};" for m in range(len(xs))]
-        lines += ["        " + _store(o.buf, off, f"nv{m}", o.dtype) for m, o in enumerate(outs)
-                  if o.buf]
+        lines += ["        " + store(o, f"nv{m}") for m, o in enumerate(outs) if o.buf]
         if k.epilogue:  # pointwise nodes at this position, reading the new values (schedule.py)
             ep = Emitter("        ", prefix="e")
             ep.acc_names.update({(o.id, 0): f"nv{m}" for m, o in enumerate(outs)})
             ectx = KernelCtx(k, full)
             vals = [ep(e.fn(full, ectx)) for e in k.epilogue]
             lines += ep.lines
-            lines += ["        " + _store(e.buf, off, v, e.dtype) for e, v in zip(k.epilogue, vals)]
-        lines += ["      }", "    }", "  }"]
+            lines += ["        " + store(e, v) for e, v in zip(k.epilogue, vals) if e.buf]
+        lines.append("      }")
+        if streamed:
+            row = em.offset(flat_offset(tuple(pv) + (j,) + (0,) * len(qv), shape))
+            lines += [f"      fx_stream({o.buf} + {row} + q0_, st{o.id}, len * "
+                      f"sizeof(*{o.buf}));" for o in stored if o.id in streamed]
+        lines.append("    }")
+        if streamed:
+            lines.append("    fx_stream_fence();")
+        lines.append("  }")
         self.body += lines
 
     def _greduce(self, k: Kernel):

@@ -219,3 +219,49 @@ def test_generated_matrix_products_match_numpy(bsz, m, k, n, ta, tb, dtype):
     assert got.shape == want.shape and got.dtype == dtype
     tol = (1e-5 if dtype == np.float32 else 1e-13) * np.sqrt(k)
     np.testing.assert_allclose(got, want, rtol=0, atol=tol * max(1.0, np.abs(want).max()))
+
+
+def _linear(c1, c2):
+    a1, b1 = c1
+    a2, b2 = c2
+    return a1 * a2, a2 * b1 + b2
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_large_scan_outputs_are_written_with_streaming_stores(dtype):
+    """Scan outputs of at least cpp._STREAM_MIN bytes, whose rows of lanes are whole cache lines,
+    are staged a row at a time and written with streaming stores (the prelude's ``fx_stream``):
+    the linear-recurrence gradient's forward states and both gradients, against a float64
+    recurrence by hand. A smaller problem keeps plain stores."""
+    from functx.lowering import cpp
+
+    rows = cpp._STREAM_MIN // (np.dtype(dtype).itemsize * 1024 * 2)  # each output: _STREAM_MIN
+    rng = np.random.default_rng(3)
+    a = rng.uniform(0.5, 1.0, (2, rows, 1024)).astype(dtype)
+    b = rng.standard_normal((2, rows, 1024)).astype(dtype)
+    w = rng.standard_normal((2, rows, 1024)).astype(dtype)
+
+    def loss(a, b, w):
+        return fnp.sum(lax.associative_scan(_linear, (a, b), axis=1)[1] * w)
+
+    f = functx.jit(functx.grad(loss, argnums=(0, 1)))
+    src = f.lower(a, b, w).as_text()
+    assert src.count("      fx_stream(") == 3, src[-4000:]  # the states, then both gradients
+    small = f.lower(a[:, :8], b[:, :8], w[:, :8]).as_text()
+    assert "      fx_stream(" not in small
+    ga, gb = (np.asarray(g) for g in f(a, b, w))
+    a64, b64, w64 = (x.astype(np.float64) for x in (a, b, w))
+    h = np.empty_like(a64)
+    h[:, 0] = b64[:, 0]
+    for t in range(1, rows):
+        h[:, t] = a64[:, t] * h[:, t - 1] + b64[:, t]
+    lam = np.empty_like(a64)
+    lam[:, -1] = w64[:, -1]
+    for t in range(rows - 2, -1, -1):
+        lam[:, t] = w64[:, t] + a64[:, t + 1] * lam[:, t + 1]
+    want_ga = np.zeros_like(a64)
+    want_ga[:, 1:] = lam[:, 1:] * h[:, :-1]
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    for got, want in ((ga, want_ga), (gb, lam)):
+        scale = np.abs(want).max()
+        np.testing.assert_allclose(got, want, rtol=0, atol=tol * scale)
