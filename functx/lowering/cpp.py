@@ -354,12 +354,12 @@ def _store(buf: str, off: str, val: str, dt) -> str:
 
 
 _PAR = 1 << 15  # parallelise loops of at least this many elements
-# scan outputs of at least this many bytes are written with streaming stores (prelude fx_stream)
-_STREAM_MIN = 1 << 24
 # and generated matrix products of at least this many multiply-adds: below, waking the other
 # threads costs more than they save (128x10 @ 10x256: 9.9 us on one thread, 17 us on two)
 _PAR_DOT = 1 << 20
 _SMALL_GEMM = 1 << 24  # matrix products of at most this many multiply-adds are generated code
+# scan outputs of at least this many bytes are written with streaming stores (prelude fx_stream)
+_STREAM_MIN = 1 << 24
 
 _OMP_IF = re.compile(r"^(\s*#pragma omp parallel for\b.*?)\s*if\((.*)\)\s*$")
 _INT = r"(?:0|[1-9]\d*)(?:LL)?"  # (no leading zeros: C would read them as octal)
