@@ -364,7 +364,9 @@ def _broadcast_in_dim(g, ins, avals, *, shape, broadcast_dimensions):
 def _transpose(g, ins, avals, *, permutation):
     x = ins[0]
     inv = np.argsort(permutation)
-    return _view(g, x, avals[0].shape, lambda idx: [idx[inv[i]] for i in range(len(permutation))])
+    node = _view(g, x, avals[0].shape, lambda idx: [idx[inv[i]] for i in range(len(permutation))])
+    node.params["permutation"] = tuple(int(p) for p in permutation)  # (read by _blas_operand)
+    return node
 
 
 def _squeeze(g, ins, avals, *, dimensions):
@@ -692,7 +694,13 @@ def _same_order_source(x):
 def _blas_operand(g, x, batch, first, second):
     """An operand laid out as (batch, first, second) -- or (batch, second, first), transposed --
     in a buffer: when ``x``'s layout already is one of these, ``x`` itself, or the node it
-    reshapes (stored, if it is pointwise); else a realised copy."""
+    reshapes (stored, if it is pointwise); through a transpose, the same for the transposed
+    node, with its axes in the same roles (``x @ w.T`` reads ``w`` in place); else a realised
+    copy."""
+    perm = x.params.get("permutation")
+    if perm is not None:  # axis a of x is axis perm[a] of the node it transposes
+        return _blas_operand(g, x.inputs[0], [perm[a] for a in batch],
+                             [perm[a] for a in first], [perm[a] for a in second])
     nd = len(x.shape)
     if batch == list(range(len(batch))) and (first + second == list(range(len(batch), nd))
                                              or second + first == list(range(len(batch), nd))):

@@ -113,6 +113,27 @@ def test_matrix_product_operands_are_read_in_place():
     assert [k.split(":")[1].split()[0] for k in ks] == ["dot", "pointwise", "dot"], ks
 
 
+def test_matrix_products_read_transposed_operands_in_place():
+    """``x @ w.T`` (PyTorch's linear layer), ``w @ x.T`` and a batched ``b @ c.transpose(0, 2,
+    1)`` read the transposed operand in its own buffer (a transposed-operand product), with no
+    copy kernel; a transpose that moves the batch axis still needs a copy."""
+    x = RNG.standard_normal((12, 40)).astype(np.float32)
+    w = RNG.standard_normal((17, 40)).astype(np.float32)
+    b = RNG.standard_normal((3, 12, 40)).astype(np.float32)
+    c = RNG.standard_normal((3, 17, 40)).astype(np.float32)
+    cases = [(lambda x, w: x @ w.T, (x, w), ["dot"]),
+             (lambda x, w: w @ x.T, (x, w), ["dot"]),
+             (lambda x, w: fnp.tanh(x.T.T @ w.T), (x, w), ["dot", "pointwise"]),
+             (lambda b, c: b @ fnp.transpose(c, (0, 2, 1)), (b, c), ["dot"])]
+    for f, args, kinds in cases:
+        ks = lower_and_check(f, *args, rtol=1e-5, atol=1e-5)
+        assert [k.split(":")[1].split()[0] for k in ks] == kinds, ks
+    d = RNG.standard_normal((40, 3, 12)).astype(np.float32)  # batch axis in the middle
+    ks = lower_and_check(lambda d, c: fnp.transpose(d, (1, 2, 0)) @ fnp.transpose(c, (0, 2, 1)),
+                         d, c, rtol=1e-5, atol=1e-5)
+    assert [k.split(":")[1].split()[0] for k in ks] == ["pointwise", "dot"], ks
+
+
 def test_costly_values_read_through_a_broadcast_are_stored_once(monkeypatch, tmp_path):
     """An outer product of tanh(a) with b reads each tanh once per column of b: above
     schedule.REUSE_MIN evaluations and REUSE reads per element, the tanh gets a kernel of its own
