@@ -395,15 +395,202 @@ def test_launch_site_calls_the_c_launcher_of_triton_3_6(monkeypatch):
 
 
 def test_cuda_graph_policy(monkeypatch):
-    """Graphs by default for several launches on little data, never for one launch or for large
-    data; FUNCTX_CUDA_GRAPHS=1/0 forces them on/off."""
+    """Graphs by default for several launches, never for one; copies for little data, in place
+    for large; FUNCTX_CUDA_GRAPHS=1/0 forces them on/off."""
     monkeypatch.delenv("FUNCTX_CUDA_GRAPHS", raising=False)
-    assert rt._graph_policy(16, 60 << 20) and not rt._graph_policy(1, 8)
-    assert not rt._graph_policy(16, 8 << 30) and not rt._graph_policy(3, 8)
+    assert rt._graph_policy(16) and rt._graph_policy(4)
+    assert not rt._graph_policy(1) and not rt._graph_policy(3)
+    assert rt._graph_mode(16, 60 << 20) == "copy" and rt._graph_mode(1, 8) == "copy"
+    assert rt._graph_mode(16, 8 << 30) == rt._graph_mode(1, 9 << 20) == "in place"
     monkeypatch.setenv("FUNCTX_CUDA_GRAPHS", "1")
-    assert rt._graph_policy(1, 8 << 30)
+    assert rt._graph_policy(1)
     monkeypatch.setenv("FUNCTX_CUDA_GRAPHS", "0")
-    assert not rt._graph_policy(16, 8)
+    assert not rt._graph_policy(16)
+
+
+def _fake_capture(captured, nbytes=20):
+    """A stand-in for ``TritonExecutable._capture_in_place`` on the CPU: the 'graph' reads its
+    two inputs as captured and writes ``2 * a + b`` and ``sum(a)`` into new output buffers at
+    each replay."""
+    def capture(ins):
+        a, b = ins
+        outs = [torch.empty(4), torch.empty(())]
+        captured.append(outs)
+
+        def replay():
+            outs[0].copy_(a * 2 + b)
+            outs[1].copy_(a.sum())
+        return replay, outs, nbytes
+    return capture
+
+
+def _graphs(captured, nbytes=20, memory=None, limit=2):
+    return rt.InPlaceGraphs(_fake_capture(captured, nbytes), nbytes,
+                            memory or rt.GraphMemory(100), limit)
+
+
+def test_in_place_graphs_hand_out_outputs_only_once_nothing_holds_them():
+    """InPlaceGraphs: the second call with the same input addresses captures; a replay reuses
+    an instance only when nothing (a result, one of its outputs, a view, a DLPack export)
+    holds its outputs; otherwise another instance, up to the limit, then direct launches."""
+    captured = []
+    graphs = _graphs(captured)
+    x, b = torch.arange(4.0), torch.ones(4)
+    assert graphs([x, b]) is None and not captured  # first sight of these addresses
+    r1 = graphs([x, b])
+    assert len(captured) == 1 and torch.equal(r1[0], x * 2 + 1) and float(r1[1]) == 6.0
+    assert r1[0] is not captured[0][0] and r1[0].data_ptr() == captured[0][0].data_ptr()
+    r2 = graphs([x, b])  # r1 is held: a second instance
+    assert len(captured) == 2 and r2[0].data_ptr() == captured[1][0].data_ptr()
+    assert graphs([x, b]) is None  # both held, at the limit: launch directly
+    second = r1[1]  # only the second output
+    del r1
+    assert graphs([x, b]) is None
+    view = second.view(1)
+    del second
+    assert graphs([x, b]) is None  # a view of it still holds it
+    del view
+    r3 = graphs([x, b])  # r1's buffers are free: replayed, not captured again
+    assert len(captured) == 2 and r3[0].data_ptr() == captured[0][0].data_ptr()
+    cap = torch.utils.dlpack.to_dlpack(r3[0])
+    del r3
+    assert graphs([x, b]) is None  # the export holds it (and r2 holds the other)
+    back = torch.utils.dlpack.from_dlpack(cap)
+    assert torch.equal(back, x * 2 + 1)
+    del back, cap, r2
+    x.mul_(10)  # the 'graph' reads its inputs where they lie
+    assert torch.equal(graphs([x, b])[0], x * 2 + 1) and len(captured) == 2
+
+
+def test_in_place_graphs_key_on_every_input_address():
+    """Graphs are keyed by the addresses of all inputs (offsets into a storage included), not
+    by the tensor objects; keys whose graphs are gone do not pile up."""
+    captured = []
+    graphs = _graphs(captured, limit=8)
+    base, b, c = torch.arange(6.0), torch.ones(4), torch.full((4,), 3.0)
+    for args in ([base[:4], b], [base[1:5], b], [base[:4], c]):
+        graphs(args)
+        assert torch.equal(graphs(args)[0], args[0] * 2 + args[1]), args
+    assert len(captured) == 3 and graphs.instances() == 3
+    same = [base.view(6)[:4], b.view(4)]  # new tensor objects at the same addresses
+    assert torch.equal(graphs(same)[0], base[:4] * 2 + 1) and len(captured) == 3
+    small = _graphs(captured, limit=1)
+    for i in range(12):  # new addresses each time: the oldest key's graph goes
+        z = torch.full((4,), float(i))
+        small([z, b])
+        assert torch.equal(small([z, b])[0], z * 2 + 1)
+        assert small.instances() == len(small.graphs) == 1
+    assert len(small.seen) <= 8
+
+
+def test_in_place_graphs_drop_the_least_recently_replayed_instance():
+    """Within one key too, the instance replayed longest ago goes first."""
+    captured = []
+    graphs = _graphs(captured)
+    x, y, one = torch.arange(4.0), torch.zeros(4), torch.ones(4)
+    graphs([x, one])
+    r1, r2 = graphs([x, one]), graphs([x, one])
+    del r1
+    r3 = graphs([x, one])  # the first instance, replayed: now the most recent
+    assert r3[0].data_ptr() == captured[0][0].data_ptr()
+    del r2, r3
+    graphs([y, one])
+    graphs([y, one])  # y's graph takes the place of x's least recently used instance
+    assert graphs.instances() == 2 and len(captured) == 3
+    assert graphs([x, one])[0].data_ptr() == captured[0][0].data_ptr()
+
+
+def test_in_place_graphs_share_the_device_budget():
+    """Executables' in-place graphs on one device share a GraphMemory: capturing past its
+    budget drops the least recently used executable's instances first; a capture that could
+    not fit drops nothing; an executable that keeps capturing stops after
+    GRAPH_MAX_CAPTURES."""
+    captured = []
+    memory = rt.GraphMemory(60)  # three instances of 20 bytes
+    a, b = _graphs(captured, memory=memory), _graphs(captured, memory=memory)
+    x, one = torch.arange(4.0), torch.ones(4)
+    a([x, one])
+    ra1, ra2 = a([x, one]), a([x, one])
+    assert a.instances() == 2 and a.held_bytes() == 40
+    b([x, one])
+    rb1 = b([x, one])  # fits beside a's two
+    assert (a.instances(), b.instances()) == (2, 1)
+    rb2 = b([x, one])  # b's second: a, the least recently used, gives one up
+    assert (a.instances(), b.instances()) == (1, 2) and len(captured) == 4
+    assert all(torch.equal(r[0], x * 2 + 1) for r in (ra1, ra2, rb1, rb2))
+    del ra2
+    a([x, one])  # a's remaining instance was ra2's: replayed, and a is the most recent again
+    assert len(captured) == 4 and [r() for r in memory.users] == [b, a]
+    big = _graphs(captured, nbytes=61, memory=memory)  # can never fit
+    big([x, one])
+    assert big([x, one]) is None and (a.instances(), b.instances()) == (1, 2)
+    c = _graphs(captured, nbytes=31, memory=memory)  # fits only once the others give way
+    c([x, one])
+    rc = c([x, one])
+    assert rc is not None and a.instances() + b.instances() == 1 and len(captured) == 5
+    assert c([x, one]) is None and a.instances() + b.instances() == 1  # 31 kept + 31: no room
+    assert all(torch.equal(r[0], x * 2 + 1) for r in (ra1, rb1, rb2, rc))
+    # of three executables, the least recently used gives way
+    memory, kept = rt.GraphMemory(60), []
+    e, f, g = (_graphs(kept, memory=memory) for _ in range(3))
+    for h in (e, f, g):
+        h([x, one])  # first sight
+    results = [h([x, one]) for h in (e, f, g, g)]  # g's second capture: e gives way
+    assert (e.instances(), f.instances(), g.instances()) == (0, 1, 2) and len(kept) == 4
+    assert all(torch.equal(r[0], x * 2 + 1) for r in results)
+    d = _graphs(captured, memory=rt.GraphMemory(1 << 20))
+    y = torch.zeros(4)
+    d([y, one])
+    held = [d([y, one]) for _ in range(2)]
+    zs = [torch.full((4,), float(i)) for i in range(rt.GRAPH_MAX_CAPTURES)]
+    for z in zs:  # new addresses each time, each seen twice
+        d([z, one])
+        held.append(d([z, one]))
+    assert d.captures == rt.GRAPH_MAX_CAPTURES and held[-1] is None  # 2 for y, 14 for zs
+    assert [h is not None for h in held[2:]] == [True] * 14 + [False] * 2
+    assert all(torch.equal(h[0], z * 2 + 1) for h, z in zip(held[2:16], zs))
+
+
+@pytest.mark.skipif(not GPU, reason="CUDA graphs need a GPU (FUNCTX_TEST_TRITON_GPU=1)")
+@pytest.mark.parametrize("mode", ["copy", "in place"])
+def test_cuda_graph_replays_match_direct_launches(mode):
+    """Both kinds of CUDA graph on the GPU: replays give the direct launches' results (up to
+    the products' rounding: cuBLAS may pick another kernel under capture), for new inputs too,
+    and results held across later calls keep their values bit for bit."""
+    x = RNG.standard_normal((64, 48)).astype(F32)
+    w = RNG.standard_normal((48, 32)).astype(F32)
+
+    def fn(ns, x, w):
+        h = ns.np.tanh(x @ w)
+        return h * 2, ns.np.exp(h).sum(0), ns.np.max(x, axis=1) + ns.np.sum(h)
+
+    with functx.default_matmul_precision("highest"), jax.default_matmul_precision("highest"):
+        exe = check(fn, x, w, tol=30)  # sums of 48 products, in another order than NumPy's
+    xt, wt = (torch.as_tensor(a, device="cuda") for a in (x, w))
+    x2 = xt * 3 - 1
+    exe.use_graphs = False
+    want, want2 = ([o.clone() for o in exe(a, wt)] for a in (xt, x2))
+    exe.use_graphs, exe.graph_mode = True, mode
+    held, snaps = [], []
+    for a in [xt] * 5 + [x2] * 3 + [xt] * 2:
+        held.append(exe(a, wt))
+        snaps.append([o.clone() for o in held[-1]])
+    (state,) = exe._graphs.values()
+    assert exe.use_graphs and not exe.graph_note, exe.graph_note  # no capture failed
+    if mode == "copy":
+        assert isinstance(state, tuple)  # static inputs, static outputs, the graph
+    if mode == "in place":
+        graphs = state
+        assert isinstance(graphs, rt.InPlaceGraphs) and graphs.captures >= 3, exe.graph_note
+        xt.copy_(x2)  # new values at the same address: replays read them
+        for _ in range(3):
+            held.append(exe(xt, wt))
+            snaps.append([o.clone() for o in held[-1]])
+    torch.cuda.synchronize()
+    for i, (outs, snap) in enumerate(zip(held, snaps)):
+        for got, s_, w_ in zip(outs, snap, want2 if 5 <= i < 8 or i >= 10 else want):
+            torch.testing.assert_close(got, w_, rtol=1e-5, atol=1e-5, msg=f"{mode} call {i}")
+            assert torch.equal(got, s_), (mode, i)  # unchanged by the calls after it
 
 
 def test_large_pointwise_kernels_keep_reused_inputs_in_l2():
