@@ -12,7 +12,7 @@ the rest (small kernels, and the GPU's idle time between launches).
 
 * Rounds: functx (``functx.jit``, which replays in-place CUDA graphs for this program), functx
   with its graphs off (kernel by kernel), and ``jax.jit``, alternating in one process; each
-  figure the median of 5 loops of 40 calls.
+  figure ``gpu.py``'s ``timeit``: the median of 5 loops of about 40 calls.
 * Profiles (torch's profiler, which sees JAX's kernels too): one step of each, kernel by kernel,
   with the gap before each kernel, and the spans of whole steps.
 * ``products``: the three 1024-size products of the step, ``torch.matmul`` (cuBLAS) against a
@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import functools
 import os
-import statistics
 import sys
-import time
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 sys.path.insert(0, os.getcwd())
@@ -107,6 +105,7 @@ def products():
 def per_sample():
     import jax
     import jax.numpy as jnp
+    from gpu import timeit  # (beside this file)
     from torch.profiler import ProfilerActivity, profile
 
     import functx
@@ -164,19 +163,6 @@ def per_sample():
     def sync_fx(_):
         torch.cuda.synchronize()
 
-    def timeit(fn, sync, n=40):
-        for _ in range(4):  # (the in-place graphs' captures)
-            out = fn()
-        times = []
-        for _ in range(5):
-            sync(out)
-            t0 = time.perf_counter()
-            for _ in range(n):
-                out = fn()
-            sync(out)
-            times.append((time.perf_counter() - t0) / n)
-        return statistics.median(times)
-
     def graphs_off():
         exe.use_graphs = False
         try:
@@ -187,7 +173,7 @@ def per_sample():
     steps = {"functx": (lambda: fx(*fargs), sync_fx), "functx, graphs off": (graphs_off, sync_fx),
              "jax": (lambda: jf(*jargs), jax.block_until_ready)}
     for r in range(3):
-        t = {k: timeit(fn, sync) for k, (fn, sync) in steps.items()}
+        t = {k: timeit(fn, sync, target_s=0.1) for k, (fn, sync) in steps.items()}
         print(f"round {r}: " + "  ".join(f"{k} {v * 1e3:.3f} ms" for k, v in t.items())
               + f"  (jax / functx {t['jax'] / t['functx']:.3f}, graphs off "
               f"{t['jax'] / t['functx, graphs off']:.3f})", flush=True)
