@@ -21,19 +21,19 @@ launch sites, and the executables ``functx.jit`` holds.
     return copies of the outputs (functx arrays are immutable, so the static outputs never
     escape). On an H100 host, the 16-launch per-sample-gradient step on 8 samples: about 400 us
     with direct launches, 157 us replayed.
-  - **in place** (``graph_mode == "in place"``, larger data, where copies would cost more than
-    the graph saves): ``InPlaceGraphs``. A graph reads the inputs where they lie, so it serves
-    only calls whose inputs sit at the addresses it was captured with (the second call with the
-    same addresses captures it), and it hands out its own output buffers. Before a replay
-    overwrites them, the storage's use count shows that nothing holds the previous outputs any
-    more (an Array, a view, a DLPack export); while something does, another instance is
-    captured (at most ``GRAPH_INSTANCES`` per executable, on at most a quarter of the device's
-    memory, shared by the executables on a device, least recently used first to go), else
-    the call launches directly. On an H100 the per-sample-gradient step on 1024 samples (14
-    launches, 7.6 GB of outputs) took 2.440 ms replayed against 2.471 launched. A replay is
-    ordered after earlier work on its own stream only: a reader of an output on another stream
-    must be synchronised with before the output's last reference goes (torch's
-    ``record_stream`` does not reach these buffers, which the graph keeps).
+  - **in place** (``graph_mode == "in place"``, larger data, where copies would cost more than the
+    graph saves): ``InPlaceGraphs``. A graph reads the inputs where they lie, so it serves only
+    calls whose inputs sit at the addresses it was captured with (a call with addresses seen before
+    captures it: with unchanging inputs, the third call), and it hands out its own output buffers.
+    Before a replay overwrites them, the storage's use count shows that nothing holds the previous
+    outputs any more (an Array, a view, a DLPack export); while something does, another instance is
+    captured (at most ``GRAPH_INSTANCES`` per executable and stream, within a quarter of the
+    device's memory shared by the executables on the device, the least recently used first to go),
+    else the call launches directly. On an H100 the per-sample-gradient step on 1024 samples (14
+    launches, 7.6 GB of outputs) took 2.446 ms replayed against 2.476 launched
+    (``benchmarks/gpu_per_sample.py``). A replay is ordered after earlier work on its own stream
+    only: a reader of an output on another stream must be synchronised with before the output's last
+    reference goes (torch's ``record_stream`` does not reach these buffers, which the graph keeps).
   Single launches gain nothing (a copy, a replay and a clone took 21 us against 13 us for one
   direct launch). ``FUNCTX_CUDA_GRAPHS=auto`` (the default) is the above; ``1`` uses graphs
   for every program, ``0`` never (also settable per executable: ``exe.use_graphs``). Programs
@@ -419,10 +419,12 @@ class InPlaceGraphs:
             if found:
                 self.graphs[key] = found
             if len(found) >= self.limit or self.captures >= GRAPH_MAX_CAPTURES or \
-                    not self.memory.make_room(self, key, self.nbytes):
+                    self.held_bytes(key) + self.nbytes > self.memory.budget:
                 return None
             while self.instances() >= self.limit and self.drop_oldest(key):
-                pass
+                pass  # this executable's graphs for other addresses go first
+            if not self.memory.make_room(self, key, self.nbytes):
+                return None
             self.captures += 1
             replay, outs, nbytes = self.capture(ins)
             self.nbytes = max(self.nbytes, nbytes)
@@ -458,8 +460,8 @@ def _graph_memory(dev) -> GraphMemory:
     if mem is None:
         import torch
 
-        mem = _GRAPH_MEMORY[dev] = GraphMemory(
-            torch.cuda.get_device_properties(dev).total_memory // 4)
+        mem = _GRAPH_MEMORY.setdefault(dev, GraphMemory(  # (one per device, whatever threads)
+            torch.cuda.get_device_properties(dev).total_memory // 4))
     return mem
 
 
@@ -591,18 +593,20 @@ class TritonExecutable:
             self._graphs[key] = "warm"
             return None
         with self._graph_lock:
+            state = self._graphs.get(key)  # (again: another thread may have set it)
             try:
                 if self.graph_mode == "in place":
                     if not isinstance(state, InPlaceGraphs):
+                        me = weakref.ref(self)  # (no cycle through the graphs)
                         state = self._graphs[key] = InPlaceGraphs(
-                            lambda ins: self._capture_in_place(dev, ins), self.out_bytes,
+                            lambda ins: me()._capture_in_place(dev, ins), self.out_bytes,
                             _graph_memory(dev))
                     return state(ins)
                 if not isinstance(state, tuple):
                     state = self._graphs[key] = self._capture(dev, ins)
             except Exception as e:  # noqa: BLE001 - reported, then direct launches
                 self.use_graphs = False
-                self.graph_note = f"CUDA graph capture failed: {type(e).__name__}: {e}"
+                self.graph_note = f"CUDA graph failed: {type(e).__name__}: {e}"
                 log(f"{self.graph_note}; launching directly from now on")
                 return None
             static_in, static_out, g = state

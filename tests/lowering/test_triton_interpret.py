@@ -538,8 +538,19 @@ def test_in_place_graphs_share_the_device_budget():
     results = [h([x, one]) for h in (e, f, g, g)]  # g's second capture: e gives way
     assert (e.instances(), f.instances(), g.instances()) == (0, 1, 2) and len(kept) == 4
     assert all(torch.equal(r[0], x * 2 + 1) for r in results)
-    d = _graphs(captured, memory=rt.GraphMemory(1 << 20))
+    # an executable at its own limit gives up its own older graph before others' (B keeps its)
+    memory, kept = rt.GraphMemory(60), []
+    a, b = _graphs(kept, memory=memory), _graphs(kept, memory=memory)
     y = torch.zeros(4)
+    b([x, one])
+    rb = b([x, one])
+    a([x, one])
+    ra = [a([x, one]), a([x, one])]
+    a([y, one])
+    ry = a([y, one])  # new addresses: a's oldest instance goes, not b's
+    assert (a.instances(), b.instances()) == (2, 1) and len(kept) == 4
+    assert all(torch.equal(r[0], x * 2 + 1) for r in [rb] + ra) and torch.equal(ry[0], one)
+    d = _graphs(captured, memory=rt.GraphMemory(1 << 20))
     d([y, one])
     held = [d([y, one]) for _ in range(2)]
     zs = [torch.full((4,), float(i)) for i in range(rt.GRAPH_MAX_CAPTURES)]
