@@ -1,6 +1,7 @@
 """The Triton backend's own tests (the shared value cases run for it in ``test_backend_suite.py``):
 the reduction variants (persistent, looped, split, Welford), scans along strided axes, the block
-tables, launch sites, the disk cache and compile logging, and ``lower(...).as_text()``.
+tables, launch sites, the CUDA graphs' bookkeeping (replays themselves on a GPU only), the disk
+cache and compile logging, and ``lower(...).as_text()``.
 
 In CI (no GPU) the kernels run in Triton's CPU interpreter: the autouse fixture ``interpreter`` sets
 ``TRITON_INTERPRET=1`` for each test of this file only (with ``monkeypatch``). Shapes are tiny and
