@@ -10,7 +10,15 @@ from functx import numpy as numpy  # noqa: PLC0414
 from functx.array import Array
 from functx.core import ClosedJaxpr, Jaxpr, ShapedArray, typecheck_jaxpr
 from functx.custom_derivatives import custom_jvp, custom_vjp
-from functx.errors import ConcretizationError, FunctxError, FunctxTypeError, UnsupportedError
+from functx.errors import (
+    ConcretizationError,
+    FunctxError,
+    FunctxIndexError,
+    FunctxOverflowError,
+    FunctxTypeError,
+    FunctxValueError,
+    UnsupportedError,
+)
 from functx.jit import jit
 from functx.placement import (
     Device,
@@ -46,7 +54,8 @@ def block_until_ready(x):
 
 __all__ = [
     "Array", "ClosedJaxpr", "ConcretizationError", "Device", "DeviceError", "FunctxError",
-    "FunctxTypeError", "Jaxpr", "ShapeDtypeStruct", "ShapedArray", "UnsupportedError",
+    "FunctxIndexError", "FunctxOverflowError", "FunctxTypeError", "FunctxValueError", "Jaxpr",
+    "ShapeDtypeStruct", "ShapedArray", "UnsupportedError",
     "block_until_ready", "config", "custom_jvp", "custom_vjp", "default_backend",
     "default_device", "default_matmul_precision", "device_count", "device_get", "device_put",
     "devices", "local_devices",

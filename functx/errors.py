@@ -18,6 +18,19 @@ class FunctxTypeError(FunctxError, TypeError):
     """A shape or dtype mismatch, or a bad argument, found while tracing or running an operation."""
 
 
+class FunctxValueError(FunctxError, ValueError):
+    """An argument with a valid type but an invalid value: an axis out of range, a negative size,
+    an unknown mode or option, a length that does not match."""
+
+
+class FunctxIndexError(FunctxError, IndexError):
+    """An index out of range where JAX (and NumPy) raise IndexError."""
+
+
+class FunctxOverflowError(FunctxError, OverflowError):
+    """A size or value too large for the type that must hold it."""
+
+
 class ConcretizationError(FunctxError, TypeError):
     """Python needed a concrete value (``bool``, ``int``, ``if``, ``while``) of a traced array."""
 
