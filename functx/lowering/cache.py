@@ -5,24 +5,46 @@ keyed by a hash of the source, the compiler's version, the flags and the CPU's f
 may come in several translation units (``key.cpp``, ``key.1.cpp``, ...), compiled in parallel
 and linked into one shared object. Writers
 take a per-entry lock and publish with an atomic rename; each shared object has a SHA-256 sidecar,
-and an entry whose bytes do not match it (truncated or corrupted) is rebuilt. A read-only cache
-directory falls back to a temporary one with a warning.
+and an entry whose bytes do not match it (truncated or corrupted) is rebuilt.
+
+The cache holds code this process loads, so it must be nobody else's to write:
+
+* the root and every directory under it are created with mode 0700; a root (or subdirectory)
+  owned by another user or writable by group/others is refused with a ``CacheWarning`` and a
+  private temporary directory (0700) serves this process instead;
+* every cache file is opened with ``O_NOFOLLOW`` and used only if it is a regular file of this
+  user that group/others cannot write; new files are written under unpredictable names
+  (``mkstemp``, ``O_EXCL``) and renamed into place; lock files are opened without following links
+  and never truncated;
+* the prelude header is compared with the text it must hold (and its precompiled form's sidecar
+  names that text's hash), so a planted or damaged header is rewritten.
+
+A directory this process cannot write (read-only, full) is still read: entries in it are used, and
+what has to be compiled goes to the private directory, with a warning. ``FUNCTX_COMPILE_TIMEOUT``
+(seconds, default 600) bounds each compiler run and ``FUNCTX_CACHE_LOCK_TIMEOUT`` (default 900)
+the wait for another process compiling the same entry; a lock held by a process that died is
+released by the kernel (``flock``) and never blocks.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import fcntl
 import functools
 import hashlib
 import os
 import re
 import shutil
+import signal
+import stat
 import subprocess
 import tempfile
 import threading
+import time
 import warnings
 
-from functx.errors import FunctxError
+from functx.errors import FunctxError, FunctxValueError
 
 FLAGS = ["-O3", "-march=native", "-mprefer-vector-width=512", "-fopenmp", "-fPIC", "-shared",
          "-std=c++17", "-fwrapv", "-fno-math-errno", "-fno-trapping-math"]
@@ -39,7 +61,192 @@ LIBS = _libmvec_flags()
 
 
 class CompileError(FunctxError, RuntimeError):
-    """The C++ compiler rejected generated code (a functx bug: please report it)."""
+    """The C++ compiler rejected generated code (a functx bug: please report it), or did not
+    finish in time, or the cache could not be used."""
+
+
+class CacheWarning(UserWarning, RuntimeWarning):
+    """A cache directory functx does not trust or cannot write: it goes on with a private one."""
+
+
+# --- knobs ---------------------------------------------------------------------------------------
+def _seconds(name: str, default: float) -> float:
+    raw = os.environ.get(name, "")
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise FunctxValueError(f"{name}={raw!r}: expected a positive number of seconds")
+    return value
+
+
+def compile_timeout() -> float:
+    """Seconds one compiler run may take (``FUNCTX_COMPILE_TIMEOUT``, default 600)."""
+    return _seconds("FUNCTX_COMPILE_TIMEOUT", 600.0)
+
+
+def lock_timeout() -> float:
+    """Seconds to wait for another process compiling the same entry
+    (``FUNCTX_CACHE_LOCK_TIMEOUT``, default 900)."""
+    return _seconds("FUNCTX_CACHE_LOCK_TIMEOUT", 900.0)
+
+
+# --- files nobody else can have planted ---------------------------------------------------
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _foreign(st) -> str | None:
+    """Why a file or directory with this ``stat`` could hold someone else's bytes, or None."""
+    if st.st_uid != os.geteuid():
+        return f"owned by uid {st.st_uid}, not by you (uid {os.geteuid()})"
+    if st.st_mode & 0o022:
+        return f"writable by group or others (mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
+
+
+def read_file(path: str) -> bytes:
+    """The bytes of the cache file ``path``: opened without following a symbolic link (nor
+    blocking on a FIFO), and only if it is a regular file of this user that nobody else can
+    write; OSError otherwise."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW)
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        why = "not a regular file" if not stat.S_ISREG(st.st_mode) else _foreign(st)
+        if why:
+            raise OSError(errno.EPERM, f"cache file {path} is {why}: not used")
+        return f.read()
+
+
+def _remove(path: str) -> None:
+    """Remove whatever is at ``path`` (a file, a link, a directory that took a file's place)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        shutil.rmtree(path)
+    else:
+        os.unlink(path)
+
+
+def _unlink_quiet(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _replace(src: str, dst: str) -> None:
+    """``os.replace`` that first clears a directory standing where the file goes."""
+    try:
+        if stat.S_ISDIR(os.lstat(dst).st_mode):
+            shutil.rmtree(dst)
+    except FileNotFoundError:
+        pass
+    os.replace(src, dst)
+
+
+def _temp_beside(path: str, suffix: str = ".tmp") -> str:
+    """A new empty file (0600, ``O_EXCL``, an unpredictable name) in ``path``'s directory."""
+    d, name = os.path.split(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=suffix, dir=d)
+    os.close(fd)
+    return tmp
+
+
+def write_file(path: str, data: bytes) -> None:
+    """Publish ``data`` at ``path`` atomically: written to a fresh unpredictable name beside it
+    and renamed into place (a link or directory at ``path`` is replaced, never followed)."""
+    d, name = os.path.split(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=d)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        _replace(tmp, path)
+    except BaseException:
+        _unlink_quiet(tmp)
+        raise
+
+
+def _open_lock(path: str) -> int:
+    """A descriptor of the lock file ``path``, never following a link nor truncating: a link, a
+    directory or a foreign file found there is removed and a fresh lock file made."""
+    for _ in range(3):
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | _NOFOLLOW, 0o600)
+        except OSError as e:
+            if e.errno not in (errno.ELOOP, errno.EISDIR, errno.ENXIO, errno.EMLINK):
+                raise
+            _remove(path)
+            continue
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode) and _foreign(st) is None:
+            return fd
+        os.close(fd)
+        _remove(path)
+    raise OSError(errno.EPERM, f"could not make the lock file {path}")
+
+
+@contextlib.contextmanager
+def _locked(path: str):
+    """Hold the ``flock`` on ``path`` (waiting at most ``lock_timeout()`` seconds)."""
+    fd = _open_lock(path)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            limit = lock_timeout()
+            deadline = time.monotonic() + limit
+            delay = 0.002
+            while True:
+                time.sleep(delay)
+                delay = min(2 * delay, 0.1)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise CompileError(
+                            f"functx.jit: waited {limit:g} s for the cache lock {path}, held by "
+                            "another process that is compiling the same code; raise "
+                            "FUNCTX_CACHE_LOCK_TIMEOUT (seconds) if that compile is just slow, "
+                            "or end the process holding the lock") from None
+        yield
+    finally:
+        os.close(fd)  # (releases the lock)
+
+
+def _run(cmd: list, what: str, deadline: float | None = None) -> subprocess.CompletedProcess:
+    """Run a compiler command, killing it (and what it started) at the deadline."""
+    limit = compile_timeout()
+    if deadline is None:
+        deadline = time.monotonic() + limit
+    proc = _spawn(cmd)
+    return _wait(proc, cmd, what, deadline, limit)
+
+
+def _spawn(cmd: list) -> subprocess.Popen:
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+
+def _wait(proc, cmd, what, deadline, limit) -> subprocess.CompletedProcess:
+    try:
+        out, err = proc.communicate(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            proc.kill()
+        proc.communicate()
+        raise CompileError(f"functx.jit: the C++ compiler did not finish {what} within "
+                           f"{limit:g} s (FUNCTX_COMPILE_TIMEOUT)\ncommand: {' '.join(cmd)}\n"
+                           "raise FUNCTX_COMPILE_TIMEOUT (seconds) if the program is just large, "
+                           "or check the compiler") from None
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 @functools.lru_cache(maxsize=1)
@@ -57,22 +264,20 @@ def compiler_id() -> str:
     (resolved path, size, modification time) of the compiler, so that a warm process does not
     start the compiler at all."""
     path = os.path.realpath(shutil.which(compiler()) or compiler())
+    memo = None
     try:
         st = os.stat(path)
         memo = os.path.join(cache_dir(), "compiler-" + hashlib.sha256(
             f"{path}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:16] + ".txt")
-        with open(memo) as f:
-            line = f.read().strip()
+        line = read_file(memo).decode().strip()
         if line:
             return line
-    except OSError:
-        memo = None
+    except (OSError, UnicodeDecodeError):
+        pass
     line = _run_compiler_version()
     if memo is not None:
         try:
-            with open(memo + f".{os.getpid()}.tmp", "w") as f:
-                f.write(line)
-            os.replace(memo + f".{os.getpid()}.tmp", memo)
+            write_file(memo, line.encode())
         except OSError:
             pass
     return line
@@ -80,8 +285,7 @@ def compiler_id() -> str:
 
 def _run_compiler_version() -> str:
     try:
-        out = subprocess.run([compiler(), "--version"], capture_output=True, text=True,
-                             check=False)
+        out = _run([compiler(), "--version"], "printing its version")
     except OSError as e:
         raise CompileError(f"functx.jit could not run the C++ compiler {compiler()!r} ({e}): "
                            "install g++ (Debian/Ubuntu: apt-get install g++) or point CXX at a "
@@ -103,26 +307,86 @@ def cpu_id() -> str:
     return platform.machine()
 
 
-_fallback_dir: str | None = None
+_fallback_dir: str | None = None  # this process's private cache directory, once needed
+_dir_lock = threading.Lock()
+_warned: set = set()
+
+
+def _warn_once(tag, msg: str) -> None:
+    with _dir_lock:
+        if tag in _warned:
+            return
+        _warned.add(tag)
+    warnings.warn(msg, CacheWarning, stacklevel=4)
+
+
+def private_dir() -> str:
+    """This process's own cache directory (``mkdtemp``: mode 0700), made on first use."""
+    global _fallback_dir
+    with _dir_lock:
+        if _fallback_dir is None or not os.path.isdir(_fallback_dir):
+            _fallback_dir = tempfile.mkdtemp(prefix="functx-cache-")
+        return _fallback_dir
+
+
+def _configured_dir() -> str:
+    return os.environ.get("FUNCTX_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "functx")
+
+
+def _untrusted(path: str, why: str) -> str:
+    d = private_dir()
+    _warn_once(("untrusted", path, why),
+               f"functx: the cache directory {path} is {why}; another user could plant code "
+               f"there that functx would load, so it is not used and compiled code goes to the "
+               f"private directory {d} for this process. Make it yours and private (chown, then "
+               f"chmod 700 {path}) or set FUNCTX_CACHE_DIR to a directory only you can write.")
+    return d
 
 
 def cache_dir() -> str:
-    global _fallback_dir
-    base = os.environ.get("FUNCTX_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "functx")
+    """The cache root: ``FUNCTX_CACHE_DIR`` (made with mode 0700 if missing) when it is this
+    user's and nobody else can write it, else (with a ``CacheWarning``) a private temporary
+    directory. A root this process cannot write is still returned: its entries are read, and
+    new code is compiled in the private directory (``compile_cached``)."""
+    base = _configured_dir()
     try:
-        os.makedirs(base, exist_ok=True)
-        probe = os.path.join(base, f".probe-{os.getpid()}-{threading.get_ident()}")
-        with open(probe, "w"):
-            pass
-        os.unlink(probe)
-        return base
+        os.makedirs(base, mode=0o700, exist_ok=True)
+        st = os.stat(base)  # (a root that is a link to a directory of yours is fine)
     except OSError as e:
-        if _fallback_dir is None:
-            _fallback_dir = tempfile.mkdtemp(prefix="functx-cache-")
-            warnings.warn(f"functx: cache directory {base} is not writable ({e}); compiled code "
-                          f"goes to {_fallback_dir} for this process", RuntimeWarning, stacklevel=3)
-        return _fallback_dir
+        d = private_dir()
+        _warn_once(("unusable", base), f"functx: cache directory {base} is not writable ({e}); "
+                   f"compiled code goes to {d} for this process")
+        return d
+    why = "not a directory" if not stat.S_ISDIR(st.st_mode) else _foreign(st)
+    return base if why is None else _untrusted(base, why)
+
+
+def subdir(*names: str) -> str:
+    """``<cache>/<names...>``, each level made with mode 0700 and checked like the root: one
+    that is a link, not a directory, or not private to this user is not used (warning), and the
+    same path under the private directory serves instead."""
+    root = cache_dir()
+    path = root
+    for name in names:
+        path = os.path.join(path, name)
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass
+        except OSError:
+            if not os.path.lexists(path):
+                raise
+        st = os.lstat(path)
+        why = "not a directory" if not stat.S_ISDIR(st.st_mode) else _foreign(st)
+        if why is not None:
+            if root == private_dir():
+                raise OSError(errno.EPERM, f"cache directory {path} is {why}")
+            _untrusted(path, why)
+            fallback = os.path.join(private_dir(), *names)
+            os.makedirs(fallback, mode=0o700, exist_ok=True)
+            return fallback
+    return path
 
 
 def key_of(source: str, flags=FLAGS) -> str:
@@ -135,19 +399,26 @@ def key_of(source: str, flags=FLAGS) -> str:
 
 def _digest(path: str) -> str | None:
     try:
-        with open(path, "rb") as f:
-            return hashlib.sha256(f.read()).hexdigest()
+        return hashlib.sha256(read_file(path)).hexdigest()
     except OSError:
         return None
 
 
-def _valid(so: str) -> bool:
+def valid_digest(path: str, also: str | None = None) -> str | None:
+    """The SHA-256 of the cache file ``path`` if its sidecar ``path.sha256`` holds it (and, when
+    ``also`` is given, names ``also`` after it), both being files of this user; else None."""
     try:
-        with open(so + ".sha256") as f:
-            want = f.read().strip()
-    except OSError:
-        return False
-    return want == _digest(so)
+        want = read_file(path + ".sha256").decode().split()
+    except (OSError, UnicodeDecodeError):
+        return None
+    digest = _digest(path)
+    if not want or want[0] != digest or (also is not None and want[1:] != [also]):
+        return None
+    return digest
+
+
+def _valid(path: str, also: str | None = None) -> bool:
+    return valid_digest(path, also) is not None
 
 
 def _units(source) -> list[str]:
@@ -169,7 +440,7 @@ def cached(source, extra_flags=(), suffix="") -> str | None:
 def unit_paths(so: str) -> list[str]:
     """The source files a cached shared object was compiled from, in order."""
     paths = [so[:-3] + ".cpp"]
-    while os.path.exists(f"{so[:-3]}.{len(paths)}.cpp"):
+    while os.path.lexists(f"{so[:-3]}.{len(paths)}.cpp"):
         paths.append(f"{so[:-3]}.{len(paths)}.cpp")
     return paths
 
@@ -184,42 +455,53 @@ _INCLUDE = re.compile(r'#include "(fx_prelude_[0-9a-f]+\.h)"\n')
 _headers_checked: set = set()  # headers whose precompiled form this process found valid
 
 
+def _holds(path: str, text: str) -> bool:
+    """Whether the cache file ``path`` holds exactly ``text``."""
+    try:
+        return read_file(path) == text.encode()
+    except OSError:
+        return False
+
+
 def prelude_header(text: str) -> str | None:
     """The path of the header holding ``text`` (in the cache directory, beside the sources that
-    include it by name), its precompiled form built if missing; None if it cannot be written."""
+    include it by name), its precompiled form built if missing; None if it cannot be written.
+    The header is compared with ``text`` (a planted or damaged one is rewritten) and the
+    precompiled form's sidecar names the hash of the text it was built from."""
     d = cache_dir()
     key = hashlib.sha256((text + "\0" + compiler_id() + "\0" + " ".join(FLAGS) + "\0"
                           + cpu_id()).encode()).hexdigest()[:16]
     h = os.path.join(d, f"fx_prelude_{key}.h")
     gch = h + ".gch"
-    if h in _headers_checked and os.path.exists(gch):
+    text_digest = hashlib.sha256(text.encode()).hexdigest()
+    if h in _headers_checked and os.path.lexists(gch):
         return h  # (checked once per process: the checksum reads 8 MB)
-    if os.path.exists(h) and _valid(gch):
+    if _holds(h, text) and _valid(gch, text_digest):
         _headers_checked.add(h)
         return h
     try:
-        with open(os.path.join(d, f"fx_prelude_{key}.lock"), "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                if not os.path.exists(h):
-                    tmp = f"{h}.{os.getpid()}.{threading.get_ident()}.tmp"
-                    with open(tmp, "w") as f:
-                        f.write(text)
-                    os.replace(tmp, h)
-                if not _valid(gch):
-                    tmp = f"{h}.{os.getpid()}.{threading.get_ident()}.tmp.gch"
-                    proc = subprocess.run([compiler(), *FLAGS, "-x", "c++-header", h, "-o", tmp],
-                                          capture_output=True, text=True, check=False)
+        with _locked(os.path.join(d, f"fx_prelude_{key}.lock")):
+            if not _holds(h, text):
+                write_file(h, text.encode())
+            if not _valid(gch, text_digest):
+                _remove(gch)  # (gcc would take a stale one that fits the flags)
+                tmp = _temp_beside(gch, ".tmp.gch")
+                try:
+                    proc = _run([compiler(), *FLAGS, "-x", "c++-header", h, "-o", tmp],
+                                "building the prelude's precompiled header")
                     if proc.returncode == 0:
-                        with open(gch + ".sha256.tmp", "w") as f:
-                            f.write(_digest(tmp))
-                        os.replace(tmp, gch)
-                        os.replace(gch + ".sha256.tmp", gch + ".sha256")
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+                        os.chmod(tmp, 0o600)  # (the compiler made it by the umask)
+                        _replace(tmp, gch)
+                        write_file(gch + ".sha256",
+                                   f"{_digest(gch)} {text_digest}".encode())
+                finally:
+                    _unlink_quiet(tmp)
+    except CompileError:  # (timed out: the units parse the header's text)
+        _unlink_quiet(gch)
+        return h if _holds(h, text) else None
     except OSError:
-        return None
-    if _valid(gch):
+        return h if _holds(h, text) else None
+    if _valid(gch, text_digest):
         _headers_checked.add(h)
     return h
 
@@ -252,9 +534,9 @@ def join_units(units, where: str | None = None) -> str:
         if m is None:
             return u
         try:
-            with open(os.path.join(where or cache_dir(), m.group(1))) as f:
-                return f.read() + "\n" + u[m.end():]
-        except OSError:
+            return read_file(os.path.join(where or cache_dir(), m.group(1))).decode() + "\n" \
+                + u[m.end():]
+        except (OSError, UnicodeDecodeError):
             return u
     return "\n".join(expand(u) if i == 0 else f"// --- translation unit {i} ---\n{expand(u)}"
                      for i, u in enumerate(units))
@@ -264,45 +546,54 @@ def read_source(so: str) -> str:
     """The source of a cached shared object: its translation units, one after the other."""
     texts = []
     for path in unit_paths(so):
-        with open(path) as f:
-            texts.append(f.read())
+        texts.append(read_file(path).decode())
     return join_units(texts, os.path.dirname(so))
 
 
 def _check(proc, src, cmd):
     if proc.returncode != 0:
+        if "No space left on device" in proc.stderr:
+            raise OSError(errno.ENOSPC, f"no space left on device compiling {src}")
         raise CompileError(f"functx.jit: the C++ compiler failed on generated source {src}"
                            f"\ncommand: {' '.join(cmd)}\n{proc.stderr[-4000:]}")
 
 
 def _build(srcs, flags, tmp):
     """Compile the translation units ``srcs`` into the shared object ``tmp``: one compiler run
-    for one unit; for several, one run per unit at the same time, then a link."""
+    for one unit; for several, one run per unit at the same time, then a link. Each run is
+    killed after ``compile_timeout()`` seconds."""
     if len(srcs) == 1:
         cmd = [compiler(), *flags, srcs[0], "-o", tmp, *LIBS]
-        _check(subprocess.run(cmd, capture_output=True, text=True, check=False), srcs[0], cmd)
+        _check(_run(cmd, f"compiling {srcs[0]}"), srcs[0], cmd)
         return
     objs = [f"{tmp[:-3]}.{i}.o" for i in range(len(srcs))]
+    procs = []
     try:
         cmds = [[compiler(), *flags, "-c", s, "-o", o] for s, o in zip(srcs, objs)]
-        procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                 for c in cmds]
-        done = [(p, p.communicate()) for p in procs]
-        for (p, (_, err)), s, c in zip(done, srcs, cmds):
-            _check(subprocess.CompletedProcess(c, p.returncode, "", err), s, c)
+        deadline = time.monotonic() + compile_timeout()
+        procs = [_spawn(c) for c in cmds]
+        done = [_wait(p, c, f"compiling {s}", deadline, compile_timeout())
+                for p, c, s in zip(procs, cmds, srcs)]
+        for res, s, c in zip(done, srcs, cmds):
+            _check(res, s, c)
         cmd = [compiler(), *flags, *objs, "-o", tmp, *LIBS]
-        _check(subprocess.run(cmd, capture_output=True, text=True, check=False), srcs[0], cmd)
+        _check(_run(cmd, f"linking {tmp}"), srcs[0], cmd)
     finally:
+        for p in procs:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                p.communicate()
         for o in objs:
-            try:
-                os.unlink(o)
-            except OSError:
-                pass
+            _unlink_quiet(o)
 
 
 def compile_cached(source, extra_flags=(), suffix="") -> tuple[str, bool]:
     """Path of the shared object for ``source`` (a string, or a list of translation units) and
-    whether it was compiled now."""
+    whether it was compiled now. When the cache directory cannot be written (read-only, full
+    disk) the object is compiled in this process's private directory, with a warning."""
     d = cache_dir()
     flags = FLAGS + list(extra_flags)
     units = _units(source)
@@ -310,26 +601,45 @@ def compile_cached(source, extra_flags=(), suffix="") -> tuple[str, bool]:
     so = os.path.join(d, f"{key}.so")
     if _valid(so):
         return so, False
-    with open(os.path.join(d, f"{key}.lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+        return _compile_in(d, key, units, flags, [])
+    except OSError as e:
+        fallback = private_dir()
+        if d == fallback:
+            raise CompileError(f"functx.jit could not write compiled code to {d} ({e}): free "
+                               "some disk space or set FUNCTX_CACHE_DIR to a writable "
+                               "directory") from None
+        _warn_once(("unwritable", d), f"functx: could not write compiled code to the cache "
+                   f"directory {d} ({e}); what is not cached there yet is compiled in the "
+                   f"private directory {fallback} for this process (free some disk space or "
+                   "make the cache writable to keep it)")
+        try:  # (-I: the prelude header the units include may be in the cache directory)
+            return _compile_in(fallback, key, units, flags, ["-I", d])
+        except OSError as e2:
+            raise CompileError(f"functx.jit could not write compiled code to {d} ({e}) nor to "
+                               f"{fallback} ({e2}): free some disk space or set "
+                               "FUNCTX_CACHE_DIR to a writable directory") from None
+
+
+def _compile_in(d, key, units, flags, extra) -> tuple[str, bool]:
+    so = os.path.join(d, f"{key}.so")
+    with _locked(os.path.join(d, f"{key}.lock")):
+        if _valid(so):
+            return so, False
+        srcs = [os.path.join(d, f"{key}.cpp" if i == 0 else f"{key}.{i}.cpp")
+                for i in range(len(units))]
+        for src, text in zip(srcs, units):
+            write_file(src, text.encode())
+        tmp = _temp_beside(so, ".tmp.so")
         try:
-            if _valid(so):
-                return so, False
-            srcs = [os.path.join(d, f"{key}.cpp" if i == 0 else f"{key}.{i}.cpp")
-                    for i in range(len(units))]
-            for src, text in zip(srcs, units):
-                with open(src, "w") as f:
-                    f.write(text)
-            tmp = os.path.join(d, f"{key}.{os.getpid()}.tmp.so")
-            _build(srcs, flags, tmp)
+            _build(srcs, flags + extra, tmp)
+            os.chmod(tmp, 0o700)  # (the linker made it by the umask, maybe group-writable)
             digest = _digest(tmp)
-            with open(so + ".sha256.tmp", "w") as f:
-                f.write(digest)
-            os.replace(tmp, so)
-            os.replace(so + ".sha256.tmp", so + ".sha256")
-            return so, True
+            _replace(tmp, so)
+            write_file(so + ".sha256", digest.encode())
         finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+            _unlink_quiet(tmp)
+        return so, True
 
 
 # --- Triton: generated modules and Triton's own kernel cache -----------------------------------
@@ -341,9 +651,7 @@ _ours: str | None = None  # the TRITON_CACHE_DIR value this module set (not the 
 
 
 def triton_dir() -> str:
-    d = os.path.join(cache_dir(), "triton")
-    os.makedirs(d, exist_ok=True)
-    return d
+    return subdir("triton")
 
 
 def triton_kernel_dir() -> str:
@@ -354,8 +662,7 @@ def triton_kernel_dir() -> str:
     user = os.environ.get("TRITON_CACHE_DIR")
     if user and user != _ours:
         return user
-    d = os.path.join(triton_dir(), "kernels")
-    os.makedirs(d, exist_ok=True)
+    d = subdir("triton", "kernels")
     try:
         import triton
 
@@ -368,26 +675,16 @@ def triton_kernel_dir() -> str:
 
 def triton_module(source: str) -> tuple[str, str, bool]:
     """Store generated Triton source as a module file: ``(key, path, written now)``. The key
-    is a hash of the source; an entry whose bytes do not match its sidecar is rewritten."""
+    is a hash of the source; a file that does not hold exactly ``source`` (damaged, planted)
+    is rewritten."""
     key = hashlib.sha256(source.encode()).hexdigest()[:24]
-    d = os.path.join(triton_dir(), "modules")
-    os.makedirs(d, exist_ok=True)
+    d = subdir("triton", "modules")
     path = os.path.join(d, f"functx_triton_{key}.py")
-    if _valid(path):
+    if _holds(path, source):
         return key, path, False
-    with open(os.path.join(d, f"{key}.lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            if _valid(path):
-                return key, path, False
-            tmp = f"{path}.{os.getpid()}.tmp"
-            with open(tmp, "w") as f:
-                f.write(source)
-            digest = _digest(tmp)
-            with open(path + ".sha256.tmp", "w") as f:
-                f.write(digest)
-            os.replace(tmp, path)
-            os.replace(path + ".sha256.tmp", path + ".sha256")
-            return key, path, True
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    with _locked(os.path.join(d, f"{key}.lock")):
+        if _holds(path, source):
+            return key, path, False
+        write_file(path, source.encode())
+        write_file(path + ".sha256", hashlib.sha256(source.encode()).hexdigest().encode())
+        return key, path, True

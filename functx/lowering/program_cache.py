@@ -10,15 +10,23 @@ what the runtime needs to call it, plus an ``.npz`` of the program's constants. 
 printout is not faithful (NumPy's ``...`` summarisation, an object printed by address) is not
 indexed; a missing, unreadable or inconsistent entry is a miss, and the program is compiled the
 slow way and the entry rewritten.
+
+An entry is checked against the Jaxpr before anything of it runs: its key, the number and dtypes
+of the inputs, the shape and dtype of every output (the kernel writes that many bytes), the
+constants' shapes, dtypes and bytes (their SHA-256), and the shared object: a bare file name of
+the cache directory (no path) whose SHA-256 is the one recorded when the entry was written, so
+an entry naming another program's object (or one outside the cache) is a miss.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import io
 import json
 import os
 import re
+import zipfile
 
 import numpy as np
 
@@ -28,6 +36,7 @@ from functx.core import ClosedJaxpr, Jaxpr
 _STAGES = ("loops.py", "schedule.py", "cpp.py", "prelude.py", "compile.py", "runtime.py",
            "cache.py", "program_cache.py")
 _ADDRESS = re.compile(r" at 0x[0-9a-f]+")
+_SO_NAME = re.compile(r"[0-9a-f]{32}\.so\Z")
 
 
 @functools.lru_cache(maxsize=1)
@@ -78,51 +87,88 @@ def key_of(closed: ClosedJaxpr) -> str | None:
 def _paths(key: str) -> tuple[str, str]:
     from functx.lowering import cache
 
-    d = os.path.join(cache.cache_dir(), "programs")
+    d = cache.subdir("programs")
     return os.path.join(d, f"{key}.json"), os.path.join(d, f"{key}.npz")
 
 
+def _consts_digest(consts) -> str:
+    h = hashlib.sha256()
+    for c in consts:
+        a = np.ascontiguousarray(c)
+        h.update(f"{a.dtype.str}{a.shape}".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def _specs(avals) -> list:
+    return [[[int(n) for n in a.shape], np.dtype(a.dtype).name] for a in avals]
+
+
 def load(key: str, closed: ClosedJaxpr):
-    """The Executable stored under ``key``, or None."""
+    """The Executable stored under ``key``, or None (also for an entry that does not agree with
+    ``closed``: see the module's docstring)."""
     from functx.lowering import cache, runtime
 
-    meta_path, npz_path = _paths(key)
     try:
-        with open(meta_path) as f:
-            meta = json.load(f)
+        meta_path, npz_path = _paths(key)
+        meta = json.loads(cache.read_file(meta_path))
+        if meta["key"] != key or not isinstance(meta["so"], str) \
+                or not _SO_NAME.match(meta["so"]):
+            return None
+        in_avals, out_avals = closed.in_avals, closed.out_avals
+        if meta["n_in"] != len(in_avals) or meta["out_specs"] != _specs(out_avals):
+            return None
+        if meta["in_dtypes"] != [np.dtype(a.dtype).name for a in in_avals]:
+            return None
         so = os.path.join(cache.cache_dir(), meta["so"])
-        if not cache._valid(so):
+        if cache.valid_digest(so) != meta["so_sha256"]:
             return None
-        with np.load(npz_path, allow_pickle=False) as z:
-            consts = [z[f"c{i}"] for i in range(meta["n_consts"])]
+        with np.load(io.BytesIO(cache.read_file(npz_path)), allow_pickle=False) as z:
+            if sorted(z.files) != sorted(f"c{i}" for i in range(len(meta["consts"]))):
+                return None
+            consts = [z[f"c{i}"] for i in range(len(meta["consts"]))]
+        if [[list(c.shape), c.dtype.name] for c in consts] != meta["consts"] \
+                or _consts_digest(consts) != meta["consts_sha256"]:
+            return None
         source = cache.read_source(so)
-        out_specs = [(tuple(s), np.dtype(d)) for s, d in meta["out_specs"]]
-        in_dtypes = [np.dtype(d) for d in meta["in_dtypes"]] or None
-        if len(out_specs) != len(closed.out_avals):
-            return None
-    except (OSError, ValueError, KeyError, TypeError):
+        out_specs = [(tuple(a.shape), np.dtype(a.dtype)) for a in out_avals]
+        in_dtypes = [np.dtype(a.dtype) for a in in_avals] or None
+        kernels_text = str(meta["kernels_text"])
+    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile,
+            UnicodeDecodeError):
         return None
-    out_map = [("buf", i, aval) for i, aval in enumerate(closed.out_avals)]
-    return runtime.Executable(so, meta["n_in"], consts, out_specs, out_map, source,
-                              meta["kernels_text"], in_dtypes=in_dtypes)
+    out_map = [("buf", i, aval) for i, aval in enumerate(out_avals)]
+    return runtime.Executable(so, len(in_avals), consts, out_specs, out_map, source,
+                              kernels_text, in_dtypes=in_dtypes)
 
 
-def store(key: str, exe) -> None:
-    """Record ``exe`` (a just-compiled Executable) under ``key``; atomic, best effort."""
-    meta_path, npz_path = _paths(key)
-    meta = {"so": os.path.basename(exe.so_path), "n_in": exe.n_in,
-            "n_consts": len(exe.consts),
-            "out_specs": [[list(s), np.dtype(d).name] for s, d in exe.out_specs],
-            "in_dtypes": [np.dtype(d).name for d in exe.in_dtypes or ()],
-            "kernels_text": exe.kernels_text}
+def store(key: str, exe, closed: ClosedJaxpr | None = None) -> None:
+    """Record ``exe`` (a just-compiled Executable) under ``key``; atomic, best effort. Nothing
+    is recorded for an executable whose shared object is not in the cache directory (compiled in
+    the private one) or whose inputs and outputs do not agree with ``closed``."""
+    from functx.lowering import cache
+
     try:
-        os.makedirs(os.path.dirname(meta_path), exist_ok=True)
-        tmp = f"{npz_path}.{os.getpid()}.tmp.npz"
-        np.savez(tmp, **{f"c{i}": c for i, c in enumerate(exe.consts)})
-        os.replace(tmp, npz_path)
-        tmp = f"{meta_path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as f:
-            json.dump(meta, f)
-        os.replace(tmp, meta_path)
+        if os.path.dirname(exe.so_path) != cache.cache_dir():
+            return
+        meta = {"key": key, "so": os.path.basename(exe.so_path),
+                "so_sha256": cache.valid_digest(exe.so_path), "n_in": exe.n_in,
+                "consts": [[list(np.shape(c)), np.asarray(c).dtype.name] for c in exe.consts],
+                "consts_sha256": _consts_digest(exe.consts),
+                "out_specs": [[[int(n) for n in s], np.dtype(d).name] for s, d in exe.out_specs],
+                "in_dtypes": [np.dtype(d).name for d in exe.in_dtypes or ()],
+                "kernels_text": exe.kernels_text}
+        if meta["so_sha256"] is None or not _SO_NAME.match(meta["so"]):
+            return
+        if closed is not None and (meta["n_in"] != len(closed.in_avals)
+                                   or meta["out_specs"] != _specs(closed.out_avals)
+                                   or meta["in_dtypes"] != [np.dtype(a.dtype).name
+                                                            for a in closed.in_avals]):
+            return  # (it would never load)
+        meta_path, npz_path = _paths(key)
+        buf = io.BytesIO()
+        np.savez(buf, **{f"c{i}": c for i, c in enumerate(exe.consts)})
+        cache.write_file(npz_path, buf.getvalue())
+        cache.write_file(meta_path, json.dumps(meta).encode())
     except OSError:
         pass  # a read-only cache: the next process compiles (or finds the .so) again

@@ -313,7 +313,7 @@ def test_large_programs_are_split_and_compute_the_same(tmp_path, monkeypatch):
     lowered = functx.jit(f).lower(*xs)
     text = lowered.as_text()
     assert "// --- translation unit 1 ---" in text and "fx_k" in text, text[-2000:]
-    for got, want in zip(lowered.compile()(list(xs)), one):
+    for got, want in zip(lowered.compile()(*xs), one):
         np.testing.assert_array_equal(np.asarray(got), want)
     # from the program cache (no code generation this time): the same object, every unit shown
     monkeypatch.setattr(cpp, "CppProgram", None)
