@@ -12,6 +12,8 @@ import os
 import sys
 import time
 
+import numpy as np
+
 
 def log(msg: str) -> None:
     if os.environ.get("FUNCTX_LOG_COMPILES", "") not in ("", "0"):
@@ -45,14 +47,15 @@ def _compile_cpp(closed):
     from functx.lowering import program_cache
 
     key = program_cache.key_of(closed)
-    if key is not None:
-        exe = program_cache.load(key, closed)
-        if exe is not None:
-            log(f"loaded the compiled program from the cache ({exe.so_path})")
-            return exe
-    exe = _lower_cpp(closed)
-    if key is not None:
-        program_cache.store(key, exe)
+    exe = program_cache.load(key, closed) if key is not None else None
+    if exe is not None:
+        log(f"loaded the compiled program from the cache ({exe.so_path})")
+    else:
+        exe = _lower_cpp(closed)
+        if key is not None:
+            program_cache.store(key, exe, closed)
+    # what the program reads: its flat runner checks every call against these
+    exe.in_specs = [(tuple(a.shape), np.dtype(a.dtype)) for a in closed.in_avals]
     return exe
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import collections
 import ctypes
 import functools
 import glob
@@ -14,6 +15,7 @@ import weakref
 import numpy as np
 
 from functx.array import Array
+from functx.errors import FunctxTypeError
 
 # OpenMP threads that spin while waiting steal the cores from each other (and from anything else
 # running) on a busy machine; sleeping waiters cost a few microseconds per parallel region, and
@@ -126,20 +128,73 @@ def fast_call():
 
 
 # Output buffers of 1 MiB and more are recycled: when the Array holding one dies, its memory waits
-# here (at most two blocks per size, 1 GiB in all) for the next call that needs that size. Fresh
-# memory from the kernel costs a page fault and a zeroed page per 4 KiB on first touch, which for
-# a memory-bound program is about as much time again as the program itself.
+# here (at most two blocks per size) for the next call that needs that size. Fresh memory from the
+# kernel costs a page fault and a zeroed page per 4 KiB on first touch, which for a memory-bound
+# program is about as much time again as the program itself. The pool holds at most
+# ``FUNCTX_OUTPUT_POOL_MB`` MiB (default 256; 0 turns it off): past that, the blocks given back
+# least recently are freed first (LRU by bytes), so sizes a program stopped using do not stay
+# resident.
 _POOL_MIN = 1 << 20
-_POOL_MAX = 1 << 30
-_pool: dict = {}
-_pooled = [0]  # bytes waiting in _pool (approximate under threads: a bound, not an account)
+_POOL_DEFAULT_MB = 256
+_pool: dict = {}  # nbytes -> [raw block], the most recently given back last
+_lru: collections.OrderedDict = collections.OrderedDict()  # id(raw) -> (nbytes, raw), oldest first
+_pooled = [0]  # bytes waiting in _pool
+_pool_lock = threading.Lock()
+_returned: collections.deque = collections.deque()  # blocks given back, not yet filed
+
+
+def pool_limit() -> int:
+    """The output pool's bound in bytes (``FUNCTX_OUTPUT_POOL_MB``, default 256 MiB)."""
+    raw = os.environ.get("FUNCTX_OUTPUT_POOL_MB", "")
+    try:
+        mb = float(raw) if raw else _POOL_DEFAULT_MB
+    except ValueError:
+        mb = _POOL_DEFAULT_MB
+    return max(0, int(mb * (1 << 20)))
+
+
+def pooled_bytes() -> int:
+    """Bytes of dead outputs the pool keeps for reuse now."""
+    _file_returned()
+    return _pooled[0]
+
+
+def _file_returned():
+    """File the blocks given back into the pool, evicting the least recently given back past
+    the bound. Finalizers only append to ``_returned`` and try the lock (one may run inside a
+    collection on a thread that holds it); whoever holds the lock files them."""
+    while _returned and _pool_lock.acquire(blocking=False):
+        try:
+            _file_locked()
+        finally:
+            _pool_lock.release()
+
+
+def _file_locked():
+    if not _returned:
+        return
+    limit = pool_limit()
+    while _returned:
+        nbytes, raw = _returned.popleft()
+        free = _pool.setdefault(nbytes, [])
+        if nbytes > limit or len(free) >= 2:
+            continue
+        free.append(raw)
+        _lru[id(raw)] = (nbytes, raw)
+        _pooled[0] += nbytes
+    while _pooled[0] > limit and _lru:
+        _, (nbytes, raw) = _lru.popitem(last=False)
+        free = _pool[nbytes]
+        for i, r in enumerate(free):
+            if r is raw:
+                del free[i]
+                break
+        _pooled[0] -= nbytes
 
 
 def _give_back(nbytes, raw):
-    free = _pool.setdefault(nbytes, [])
-    if len(free) < 2 and _pooled[0] + nbytes <= _POOL_MAX:
-        free.append(raw)
-        _pooled[0] += nbytes
+    _returned.append((nbytes, raw))
+    _file_returned()
 
 
 def _take(shape, dtype):
@@ -149,10 +204,16 @@ def _take(shape, dtype):
         nbytes *= d
     if nbytes < _POOL_MIN:
         return np.empty(shape, dtype)
-    try:
-        raw = _pool[nbytes].pop()
-        _pooled[0] -= nbytes
-    except (KeyError, IndexError):
+    raw = None
+    with _pool_lock:
+        _file_locked()
+        free = _pool.get(nbytes)
+        if free:
+            raw = free.pop()
+            del _lru[id(raw)]
+            _pooled[0] -= nbytes
+    _file_returned()
+    if raw is None:
         raw = np.empty(nbytes + 64, np.uint8)
     skip = -raw.ctypes.data % 64  # 64-byte aligned: whole cache lines per vector store
     holder = (ctypes.c_char * nbytes).from_buffer(raw, skip)
@@ -174,6 +235,7 @@ class Executable:
         self.fn.restype = ctypes.c_int
         self.n_in = n_in
         self.in_dtypes = in_dtypes  # inputs that are not Arrays are converted to these
+        self.in_specs = None  # [(shape, dtype)] of the inputs, checked by __call__ (compile.py)
         self.consts = [np.ascontiguousarray(c) for c in consts]
         self.out_specs = out_specs  # [(shape, dtype)] for each output buffer
         self._out_alloc = [(s, d, math.prod(s) * np.dtype(d).itemsize < _POOL_MIN)
@@ -188,6 +250,7 @@ class Executable:
         self._call = fast_call()
 
     def __call__(self, leaves):
+        self._check(leaves)
         outs = [np.empty(shape, dtype) if small else _take(shape, dtype)
                 for shape, dtype, small in self._out_alloc]
         if self._call is None:
@@ -252,6 +315,21 @@ class Executable:
         if rc == -2:  # an input that is not C-contiguous: through ctypes, with a copy of it
             return self(list(args))
         raise MemoryError("functx.jit: the compiled program could not allocate its buffers")
+
+    def _check(self, leaves):
+        """The count of the flat inputs, and the shape and dtype of each buffer: a program reads
+        and writes exactly the sizes it was compiled for."""
+        if len(leaves) != self.n_in:
+            raise FunctxTypeError(f"functx.jit: the compiled program takes {self.n_in} flat "
+                                  f"inputs, called with {len(leaves)}")
+        for i, (x, spec) in enumerate(zip(leaves, self.in_specs or ())):
+            v = x._value if type(x) is Array else x
+            shape, dtype = np.shape(v), getattr(v, "dtype", None)
+            if shape != spec[0] or (type(x) is Array and dtype != spec[1]):
+                raise FunctxTypeError(
+                    f"functx.jit: input {i} of the compiled program must be "
+                    f"{np.dtype(spec[1]).name}{list(spec[0])}, not "
+                    f"{getattr(dtype, 'name', type(x).__name__)}{list(shape)}")
 
     def _convert(self, x, i):
         """A Python scalar, list or foreign array as a C-contiguous buffer of the traced dtype."""

@@ -1,13 +1,16 @@
 """Memory reuse in the C++ runtime: large outputs return to a pool when their Array dies, large
 temporaries stay with the compiled program between calls. Reuse must never alias a live
-result, nor mix up results of calls running at the same time."""
+result, nor mix up results of calls running at the same time; dead outputs waiting for reuse
+stay within the pool's bound."""
 
 from __future__ import annotations
 
 import gc
+import os
 import threading
 
 import numpy as np
+import pytest
 
 import functx
 import functx.numpy as fnp
@@ -85,3 +88,33 @@ def test_large_identity_output_is_copied_in_parallel_chunks():
     out = functx.jit(lambda x, y: (x, y + 1.0))(x, np.float32(1))
     np.testing.assert_array_equal(np.asarray(out[0]), x)
     assert np.asarray(out[0]).ctypes.data != x.ctypes.data
+
+
+def _rss_bytes():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.parametrize("limit_mb", [None, 32, 0])
+def test_dead_outputs_kept_for_reuse_stay_bounded(monkeypatch, limit_mb):
+    """60 distinct ~8 MiB outputs that die stay in the pool only up to its bound
+    (``FUNCTX_OUTPUT_POOL_MB``, default 256), the least recently given back freed first."""
+    from functx.lowering import runtime
+
+    if limit_mb is None:
+        monkeypatch.delenv("FUNCTX_OUTPUT_POOL_MB", raising=False)
+    else:
+        monkeypatch.setenv("FUNCTX_OUTPUT_POOL_MB", str(limit_mb))
+    bound = (256 if limit_mb is None else limit_mb) << 20
+    gc.collect()
+    rss = _rss_bytes()
+    for i in range(60):
+        out = runtime._take(((1 << 21) + 1024 * (i + 1),), np.float32)  # ~8 MiB, each size new
+        out.fill(1.0)  # (touched: resident)
+        last = out.ctypes.data
+        del out
+    gc.collect()
+    assert runtime._pooled[0] <= bound, runtime._pooled[0] >> 20
+    assert _rss_bytes() - rss <= bound + (48 << 20), (_rss_bytes() - rss) >> 20
+    if limit_mb != 0:  # the size given back last is still there
+        assert runtime._take(((1 << 21) + 1024 * 60,), np.float32).ctypes.data == last
