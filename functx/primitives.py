@@ -521,6 +521,14 @@ def _argreduce_eval(name):
                  f"{x.str_short()}")
         if index_dtype not in dtypes.INTEGERS:
             _err(f"{name}: index_dtype must be an integer dtype, got {index_dtype}")
+        n = x.shape[axes[0]]
+        if n - 1 > np.iinfo(index_dtype).max:
+            from functx.errors import FunctxOverflowError, where
+
+            raise FunctxOverflowError(
+                f"{name}: axis {axes[0]} of {x.str_short()} has {n} elements, more than "
+                f"index_dtype {np.dtype(index_dtype).name} can index{where()}; pass "
+                f"index_dtype=int64 to functx.lax.{name}, or split the axis")
         shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
         return ShapedArray(shape, index_dtype)
 

@@ -79,6 +79,10 @@ extern "C" void fx_set_gemm(void* s, void* d) {
 SPLIT_MIN_CHARS = 6000
 UNITS_MAX = 4
 # kernels that touch the main unit's state (sub-programs, the BLAS pointers, the buffer pool)
+# A program with more buffers than this puts each kernel in a function of its own, naming only its
+# buffers: gcc's vectoriser and dead-store pass take minutes over one function holding thousands
+# of restrict pointers (2,000 outputs).
+SPLIT_BUFFERS = 256
 _MAIN_ONLY = ("fx_sub", "fx_sgemm", "fx_dgemm", "fx_alloc", "fx_free", "fx_gemm_narrow")
 
 
@@ -173,20 +177,28 @@ class Emitter:
         hit = self._dep.get(id(e))
         if hit is not None:
             return hit
-        if isinstance(e, (Const, Acc)):
-            out = False
-        elif isinstance(e, Sym):
-            out = True
-        elif isinstance(e, Idx):
-            out = bool(sympy.sympify(e.expr).free_symbols & self.inner)
-        elif isinstance(e, Load):
-            off = e.offset
-            out = self._depends(off) if isinstance(off, (Const, Idx, Op, Load)) else \
-                bool(sympy.sympify(off).free_symbols & self.inner)
-        else:
-            out = any(self._depends(a) for a in e.args if not isinstance(a, tuple))
-        self._dep[id(e)] = out
-        return out
+        stack = [(e, False)]  # (an explicit stack: expressions may be deep)
+        while stack:
+            x, ready = stack.pop()
+            if id(x) in self._dep:
+                continue
+            kids = _operands(x)
+            if not ready and kids:
+                stack.append((x, True))
+                stack.extend((k, False) for k in kids if id(k) not in self._dep)
+                continue
+            if isinstance(x, (Const, Acc)):
+                out = False
+            elif isinstance(x, Sym):
+                out = True
+            elif isinstance(x, Idx):
+                out = bool(sympy.sympify(x.expr).free_symbols & self.inner)
+            elif isinstance(x, Load) and not kids:
+                out = bool(sympy.sympify(x.offset).free_symbols & self.inner)
+            else:
+                out = any(self._dep[id(k)] for k in kids)
+            self._dep[id(x)] = out
+        return self._dep[id(e)]
 
     def temp(self, ctype: str, code: str) -> str:
         name = f"{self.prefix}{self.counter}"
@@ -198,6 +210,24 @@ class Emitter:
         hit = self.by_id.get(id(e))
         if hit is not None:
             return hit
+        # operands first, from an explicit stack in the order a recursive walk would take them
+        # (left to right, depth first), so that deep expressions need no deep Python recursion
+        stack = [(e, False)]
+        while stack:
+            x, ready = stack.pop()
+            if id(x) in self.by_id:
+                continue
+            if ready or self.outer is not None and not isinstance(x, (Const, Acc)) and \
+                    not self._depends(x):
+                self._one(x)  # (what the outer emitter takes, it walks itself)
+                continue
+            kids = _operands(x)
+            stack.append((x, True))
+            stack.extend((k, False) for k in reversed(kids) if id(k) not in self.by_id)
+        return self.by_id[id(e)]
+
+    def _one(self, e) -> str:
+        """Emit ``e``, whose operands are emitted already."""
         if self.outer is not None and not isinstance(e, (Const, Acc)) and not self._depends(e):
             out = self.outer(e)
             self.by_id[id(e)] = out
@@ -344,6 +374,15 @@ class Emitter:
         return f"(({ct})1 / {acc})" if y < 0 else acc
 
 
+def _operands(e) -> list:
+    """The expressions ``e`` reads directly (its operands, or a data-dependent load offset)."""
+    if isinstance(e, Op):
+        return [a for a in e.args if not isinstance(a, tuple)]
+    if isinstance(e, Load) and isinstance(e.offset, (Const, Idx, Op, Load)):
+        return [e.offset]
+    return []
+
+
 def _store(buf: str, off: str, val: str, dt) -> str:
     dt = np.dtype(dt)
     if dt == dtypes.bfloat16:
@@ -405,6 +444,26 @@ def _size(e) -> int:
 
 def _contains(big, e) -> bool:
     return any(s is e for s in subexprs(big))
+
+
+# float32 sums over more elements than this are cascaded (see _cascade_split)
+_SUM_BLOCK = 128
+
+
+def _cascade_split(inner):
+    """Where a float32 sum over the reduced axes ``inner`` is cut into blocks: ``(d, g)``, the
+    loop over axis ``d`` taken ``g`` iterations at a time so that a block (those iterations and
+    the loops inside) covers at most _SUM_BLOCK elements, or None when the whole row fits one
+    block. Each block sums in float SIMD lanes (a lane adds at most _SUM_BLOCK / lanes values)
+    and the blocks' sums meet in a double, so the error stays that of a short float sum whatever
+    the row's length (one float accumulator per lane stops growing at 2^24 ulp)."""
+    if math.prod(inner) <= _SUM_BLOCK:
+        return None
+    d, below = len(inner) - 1, 1
+    while d > 0 and below * inner[d] <= _SUM_BLOCK:
+        below *= inner[d]
+        d -= 1
+    return d, max(1, _SUM_BLOCK // below)
 
 
 def _decompose(vars_, shape, flat_name):
@@ -508,6 +567,7 @@ class CppProgram:
                      for red, c in zip(k.passes, ctxs)]
         map_vals = [m.fn(full, ctxs[-1]) for m in k.maps]
         keep, reuse = self._row_cache(k, full, ctxs)
+        cascade_at = _cascade_split(inner)
         lines += [f"    alignas(64) {ct} {name}[{n_inner}];" for name, ct in
                   dict.fromkeys((name, ct) for keeps in keep for name, ct, _ in keeps)]
         for p, red_nodes in enumerate(k.passes):
@@ -517,7 +577,7 @@ class CppProgram:
             em.acc_names = acc_names
             em.hoisting(hoist, iv)
             self._reuse(em, reuse[p])
-            clauses, post, index_loops, zero_fixes = [], [], [], []
+            clauses, post, index_loops, zero_fixes, cascade = [], [], [], [], []
             for r, val_e in zip(red_nodes, pass_vals[p]):
                 op = r.params["op"]
                 x = r.params["operand"]
@@ -589,7 +649,13 @@ class CppProgram:
                 }[op]
                 if is_bool and op in ("reduce_and", "reduce_or"):
                     comb = f"{a} {'&&' if op == 'reduce_and' else '||'} {v}"
-                decls.append(f"{ct} {a} = ({ct}){ident};")
+                if op == "reduce_sum" and ct == "float" and cascade_at is not None:
+                    # blocks of at most _SUM_BLOCK elements summed in float lanes, the blocks'
+                    # partial sums added in double: the error does not grow with the row
+                    decls.append(f"double {a}_w = 0;")
+                    cascade.append(a)
+                else:
+                    decls.append(f"{ct} {a} = ({ct}){ident};")
                 updates.append(f"{a} = {comb};")
                 if clauses is not None:
                     clauses.append(f"reduction({clause}:{a})")
@@ -600,7 +666,9 @@ class CppProgram:
                           np.dtype(r.params["operand"].dtype) == dtypes.bool_ for r in red_nodes)
             lines += self._inner_loops(iv, inner, em.lines + [em.indent + u for u in updates],
                                        needs_jflat=has_arg or bool(keep[p] or reuse[p]),
-                                       simd_clauses=None if has_arg else clauses)
+                                       simd_clauses=None if has_arg else clauses,
+                                       cascade=(cascade_at, cascade) if cascade else None)
+            lines += [f"    float {a} = (float){a}_w;" for a in cascade]
             if index_loops:
                 lines += self._index_loop(k, index_loops, acc_names, iv, reuse[p])
             for fix in zero_fixes:
@@ -708,25 +776,42 @@ class CppProgram:
             em.by_id[id(e)] = f"{name}[jflat]"
             em.keep.append(e)
 
-    def _inner_loops(self, iv, inner, body, needs_jflat=False, simd=False, simd_clauses=None):
+    def _inner_loops(self, iv, inner, body, needs_jflat=False, simd=False, simd_clauses=None,
+                     cascade=None):
+        """Loops over the reduced axes around ``body``. ``cascade``: ``((d, g), names)`` of
+        _cascade_split and the float partial sums (declared here, per block) that each block
+        adds to ``<name>_w``, a double declared by the caller."""
         if not inner:
             pre = ["    {", "      const int64_t jflat = 0;"] if needs_jflat else ["    {"]
             return pre + body + ["    }"]
         out = []
         ind = "    "
+        (cut, g), sums = cascade if cascade else ((-1, 0), [])
         for d, (v, n) in enumerate(zip(iv, inner)):
+            lo, hi = "0", f"{n}LL"
+            if d == cut:
+                out.append(f"{ind}for (int64_t blk_{v} = 0; blk_{v} < {n}LL; blk_{v} += {g}LL) {{")
+                ind += "  "
+                if n % g:
+                    out.append(f"{ind}const int64_t end_{v} = fx_imin(blk_{v} + {g}LL, {n}LL);")
+                out += [f"{ind}float {a} = 0.0f;" for a in sums]
+                lo, hi = f"blk_{v}", f"end_{v}" if n % g else f"blk_{v} + {g}LL"
             if d == len(inner) - 1 and simd:
                 out.append(f"{ind}#pragma omp simd")
             elif d == len(inner) - 1 and simd_clauses is not None:
                 out.append(f"{ind}#pragma omp simd {' '.join(simd_clauses)}".rstrip())
-            out.append(f"{ind}for (int64_t {v} = 0; {v} < {n}LL; ++{v}) {{")
+            out.append(f"{ind}for (int64_t {v} = {lo}; {v} < {hi}; ++{v}) {{")
             ind += "  "
         if needs_jflat:
             out.append(f"{ind}const int64_t jflat = {_ic(flat_offset(iv, inner))};")
         out += body
-        for _ in inner:
+        for d in reversed(range(len(inner))):
             ind = ind[:-2]
             out.append(f"{ind}}}")
+            if d == cut:
+                out += [f"{ind}{a}_w += (double){a};" for a in sums]
+                ind = ind[:-2]
+                out.append(f"{ind}}}")
         return out
 
     @staticmethod
@@ -773,7 +858,13 @@ class CppProgram:
         cvals = [c.load(lanes_e if c.shape else (), ctx) for c in consts]
         accs = [Sym(x.dtype, f"acc{m}[ii]") for m, x in enumerate(xs)]
         curs = [Sym(x.dtype, c) for x, c in zip(xs, cur)]
-        new = [em(e) for e in lanewise_exprs(group["combine"], cvals + accs + curs)]
+        raw = lanewise_exprs(group["combine"], cvals + accs + curs)
+        # a float32 running sum (cumsum) carries its prefix in double: in float32 each addition
+        # rounds, and the prefix stops growing at 2^24 ulp of the first element
+        wide = [np.dtype(x.dtype) == dtypes.float32 and isinstance(e, Op) and e.name == "add"
+                and {id(a) for a in e.args} == {id(accs[m]), id(curs[m])}
+                for m, (x, e) in enumerate(zip(xs, raw))]
+        new = [None if w else em(e) for w, e in zip(wide, raw)]
         off = em.offset(flat_offset(full, shape))
         first = f"{n - 1}LL" if reverse else "0"
         loop = (f"for (int64_t j = {n - 1}LL; j >= 0; --j)" if reverse
@@ -786,7 +877,8 @@ class CppProgram:
                  f"    const int64_t q0_ = (task % {n_blocks}LL) * {block}LL;",
                  f"    const int64_t len = fx_imin({block}LL, {n_post}LL - q0_);"]
         lines += ["    " + s for s in _decompose([str(v) for v in pv], pre, "pflat")]
-        lines += [f"    {compute_type(x.dtype)} acc{m}[{block}];" for m, x in enumerate(xs)]
+        lines += [f"    {'double' if w else compute_type(x.dtype)} acc{m}[{block}];"
+                  for m, (x, w) in enumerate(zip(xs, wide))]
         # Large outputs (rows of whole cache lines) go through a staging row and streaming
         # stores; each stored node's name for this position: its buffer, or its staging row.
         stored = [o for o in outs if o.buf] + [e for e in k.epilogue if e.buf]
@@ -806,17 +898,22 @@ class CppProgram:
                   "        const int64_t qflat = q0_ + ii;"]
         lines += ["        " + s for s in _decompose([str(v) for v in qv], post, "qflat")]
         lines += em.lines
-        lines += [f"        {compute_type(x.dtype)} nv{m};" for m, x in enumerate(xs)]
+        lines += [f"        {'double' if w else compute_type(x.dtype)} nv{m};"
+                  for m, (x, w) in enumerate(zip(xs, wide))]
         lines += [f"        if (j == {first}) {{"]
         lines += [f"          nv{m} = {c};" for m, c in enumerate(cur)]
         lines += ["        } else {"]
-        lines += [f"          nv{m} = {v};" for m, v in enumerate(new)]
+        lines += [f"          nv{m} = acc{m}[ii] + (double){c};" if w else f"          nv{m} = {v};"
+                  for m, (w, c, v) in enumerate(zip(wide, cur, new))]
         lines += ["        }"]
         lines += [f"        acc{m}[ii] = nv{m};" for m in range(len(xs))]
-        lines += ["        " + store(o, f"nv{m}") for m, o in enumerate(outs) if o.buf]
+        # (the rounded value is the scan's output, and what the epilogue reads)
+        lines += [f"        const float nv{m}f = (float)nv{m};" for m, w in enumerate(wide) if w]
+        nv = [f"nv{m}f" if w else f"nv{m}" for m, w in enumerate(wide)]
+        lines += ["        " + store(o, nv[m]) for m, o in enumerate(outs) if o.buf]
         if k.epilogue:  # pointwise nodes at this position, reading the new values (schedule.py)
             ep = Emitter("        ", prefix="e")
-            ep.acc_names.update({(o.id, 0): f"nv{m}" for m, o in enumerate(outs)})
+            ep.acc_names.update({(o.id, 0): nv[m] for m, o in enumerate(outs)})
             ectx = KernelCtx(k, full)
             vals = [ep(e.fn(full, ectx)) for e in k.epilogue]
             lines += ep.lines
@@ -969,6 +1066,22 @@ class CppProgram:
                       f"      const {ct}* __restrict brow = {rb_} + b * {kk * nn}LL + t * {nn}LL;",
                       "      #pragma omp simd",
                       f"      for (int64_t jj = 0; jj < {nn}LL; ++jj) crow[jj] += av * brow[jj];",
+                      "    }"]
+        elif ct == "float" and kk > _SUM_BLOCK:
+            # long float32 dot products: blocks in SIMD lanes, the blocks' sums in double (see
+            # _cascade_split)
+            g = _SUM_BLOCK
+            end = f"fx_imin(tb + {g}LL, {kk}LL)" if kk % g else f"tb + {g}LL"
+            lines += [f"    for (int64_t jj = 0; jj < {nn}LL; ++jj) {{",
+                      f"      const {ct}* __restrict bcol = {rb_} + b * {kk * nn}LL + jj * {kk}LL;",
+                      "      double sw = 0;",
+                      f"      for (int64_t tb = 0; tb < {kk}LL; tb += {g}LL) {{",
+                      "        float s = 0.0f;",
+                      "        #pragma omp simd reduction(+:s)",
+                      f"        for (int64_t t = tb; t < {end}; ++t) s += {a_el} * bcol[t];",
+                      "        sw += (double)s;",
+                      "      }",
+                      "      crow[jj] = (float)sw;",
                       "    }"]
         else:
             lines += [f"    for (int64_t jj = 0; jj < {nn}LL; ++jj) {{",
@@ -1262,7 +1375,10 @@ class CppProgram:
                 env.append((f"{st}*", n.buf))
                 frees.append(f"  fx_free({n.buf}, {max(n.size, 1)}ULL * sizeof({st}));")
         body = self.body
-        if units > 1:
+        if units > 1 or len(env) > SPLIT_BUFFERS:
+            self._arg_of = {m.group(1): int(m.group(2)) for m in
+                            (re.search(r"\b(\w+) = \([^)]*\)args\[(\d+)\];$", ln)
+                             for ln in arg_lines) if m}
             body = self._split(body, spans, env, units)
         self.body, self.g = saved_body, saved_g
         head = f"static int {name}(void** args) {{" if static else \
@@ -1277,25 +1393,39 @@ class CppProgram:
         movable = [(len("\n".join(body[a:b])), i, a, b) for i, a, b in spans
                    if b > a and not any(w in "\n".join(body[a:b]) for w in _MAIN_ONLY)]
         moved = sum(m[0] for m in movable)
-        if moved < SPLIT_MIN_CHARS:
+        every = len(env) > SPLIT_BUFFERS  # each kernel a function of its own (see SPLIT_BUFFERS)
+        if moved < SPLIT_MIN_CHARS and not every:
             return body
         load = [len("\n".join(body)) - moved] + [0] * (units - 1)
         home = {}
         for size, i, a, b in sorted(movable, reverse=True):
             u = min(range(units), key=lambda u: load[u])
             load[u] += size
-            if u:
+            if u or every:
                 home[i] = (u, a, b)
         if not home:
             return body
         decls = [f"  {t} __restrict {n} = ({t})fx_env[{j}];" for j, (t, n) in enumerate(env)]
         self.units = [[] for _ in range(units)]
         out, pos = ["  void* fx_env[] = {" + ", ".join(f"(void*){n}" for _, n in env) + "};"], 0
+        if every:  # a loop over a table, not thousands of stores (see SPLIT_BUFFERS)
+            from_args = [self._arg_of[n] for _, n in env if n in self._arg_of]
+            out = [f"  static const int32_t fx_env_arg[] = {{{', '.join(map(str, from_args))}}};",
+                   f"  void* fx_env[{len(env)}];",
+                   f"  for (int j = 0; j < {len(from_args)}; ++j) fx_env[j] = args[fx_env_arg[j]];"]
+            out += [f"  fx_env[{j}] = (void*){n};" for j, (_, n) in enumerate(env)
+                    if n not in self._arg_of]
+            assert all(n in self._arg_of for _, n in env[:len(from_args)])
         for i, (u, a, b) in sorted(home.items(), key=lambda h: h[1][1]):
             out += body[pos:a] + [f"  if (fx_k{i}(fx_env)) return 1;"]
+            # (only the buffers the kernel names: thousands of unused restrict pointers per
+            # function cost the compiler seconds)
+            used = set(re.findall(r"[A-Za-z_]\w*", "\n".join(body[a:b])))
+            mine = [d for d, (_, n) in zip(decls, env) if n in used]
             self.units[u].append("\n".join([f'extern "C" int fx_k{i}(void** fx_env) {{']
-                                           + decls + body[a:b] + ["  return 0;", "}", ""]))
-            self.units[0].append(f'extern "C" int fx_k{i}(void** fx_env);')
+                                           + mine + body[a:b] + ["  return 0;", "}", ""]))
+            if u:
+                self.units[0].append(f'extern "C" int fx_k{i}(void** fx_env);')
             pos = b
         return out + body[pos:]
 

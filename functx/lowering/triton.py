@@ -1225,6 +1225,7 @@ class TritonProgram:
         acc: dict = {}  # (node id, 0) -> V of the row's final value
         ems: list = []  # the emitters of the kernel being written (for the buffers they read)
         idx_t = "tl.int64" if self.big else "tl.int32"
+        idx_past = 2**63 - 1 if self.big else 2**31 - 1  # the index of masked lanes
 
         def emitter(indent):
             em = Emitter(indent, counter, tags, masks, known)
@@ -1296,21 +1297,34 @@ class TritonProgram:
                     final = f"    {a}_out = {a} != 0" if is_bool else None
                     acc[(r.id, 0)] = V(f"{a}_out" if is_bool else a, frozenset("r"), False,
                                        r.dtype)
+                # each chunk's tl.reduce is a tree; the running sum of the chunks' sums must
+                # not add an error that grows with the row's length: a float32 sum carries a
+                # Kahan compensation across chunks (float32 work, as fast as the plain sum on
+                # an H100, where a float64 carry cost 13% on a 2**28 sum), and a Welford pair
+                # keeps its running mean in float64
+                wide = op == "reduce_sum" and rdt == "tl.float32"
+                welford = r.id in partner or r.id in pairs
                 if r.id in partner:  # the sum, from the running mean of shifted values
-                    final = f"    {a} = (w{r.id} + wk{r.id}) * {n_inner}"
+                    final = f"    {a} = ((w{r.id} + wk{r.id}) * {n_inner}).to({rdt})"
+                elif wide and welford:  # the second moment, kept in float64
+                    final = f"    {a} = {a}.to({rdt})"
                 specs.append(SimpleNamespace(r=r, op=op, a=a, ident=ident, rdt=rdt, final=final,
                                              arg=op in ("argmax", "argmin"),
+                                             acc_t="tl.float64" if wide and welford else rdt,
+                                             kahan=wide and not welford,
                                              fl=_is_float(xdt), bool=is_bool))
         spec_of = {s.r.id: s for s in specs}
 
         def inits(ss):
             out = []
             for s in ss:
-                out.append(f"    {s.a} = tl.full([{rb}, 1], {s.ident}, {s.rdt})")
+                out.append(f"    {s.a} = tl.full([{rb}, 1], {s.ident}, {s.acc_t})")
                 if s.arg:
-                    out.append(f"    {s.a}_i = tl.full([{rb}, 1], {2**31 - 1}, {idx_t})")
+                    out.append(f"    {s.a}_i = tl.full([{rb}, 1], {idx_past}, {idx_t})")
                 if s.r.id in partner:
-                    out.append(f"    w{s.r.id} = tl.full([{rb}, 1], 0, {s.rdt})")
+                    out.append(f"    w{s.r.id} = tl.full([{rb}, 1], 0, {s.acc_t})")
+                if s.kahan:
+                    out.append(f"    {s.a}_c = tl.full([{rb}, 1], 0, tl.float32)")
             return out
 
         def fold(indent, s, c, idx):
@@ -1326,11 +1340,20 @@ class TritonProgram:
                   "reduce_min": "_fx_fmin" if s.fl else "_fx_imin",
                   "reduce_and": "_fx_and", "reduce_or": "_fx_or"}[s.op]
             red = f"tl.reduce({c}, 1, {fn}, keep_dims=True)"
+            if s.kahan:  # a compensated running sum of the chunks' sums
+                return [f"{indent}{a}_y = {red} - {a}_c",
+                        f"{indent}{a}_t = {a} + {a}_y",
+                        # (no compensation once the sum is infinite: inf - inf is NaN)
+                        f"{indent}{a}_c = tl.where({a}_t - {a}_t == 0, ({a}_t - {a}) - {a}_y, "
+                        "0.0)",
+                        f"{indent}{a} = {a}_t"]
+            if s.acc_t != s.rdt:
+                red = f"{red}.to({s.acc_t})"
             comb = {"reduce_sum": "{a} + {s}", "reduce_prod": "{a} * {s}",
                     "reduce_max": "_fx_fmax({a}, {s})" if s.fl else "tl.maximum({a}, {s})",
                     "reduce_min": "_fx_fmin({a}, {s})" if s.fl else "tl.minimum({a}, {s})",
                     "reduce_and": "{a} & {s}", "reduce_or": "{a} | {s}"}[s.op]
-            return [f"{indent}{a} = ({comb.format(a=a, s=red)}).to({s.rdt})"]
+            return [f"{indent}{a} = ({comb.format(a=a, s=red)}).to({s.acc_t})"]
 
         def welford_shift(red_nodes):
             """Before a Welford pass: each pair's shift, its operand at the row's first reduced
@@ -1453,8 +1476,8 @@ class TritonProgram:
 
         # split: partial accumulators, [row, split] in buffers of their own
         parts = []
-        for s in specs:
-            parts.append((f"p{s.r.id}", s.rdt))
+        for s in specs:  # (a compensated sum hands on its partial in float64)
+            parts.append((f"p{s.r.id}", "tl.float64" if s.kahan else s.acc_t))
             if s.arg:
                 parts.append((f"p{s.r.id}_i", idx_t))
         for pn, dt in parts:
@@ -1468,7 +1491,8 @@ class TritonProgram:
         if k.maps:
             body += map_stores(em, ctx, "        ")
         for s in specs:
-            body.append(f"    tl.store(p{s.r.id} + rflat * {split} + sp, {s.a}, mask=rmask)")
+            val = f"{s.a}.to(tl.float64) - {s.a}_c.to(tl.float64)" if s.kahan else s.a
+            body.append(f"    tl.store(p{s.r.id} + rflat * {split} + sp, {val}, mask=rmask)")
             if s.arg:
                 body.append(f"    tl.store(p{s.r.id}_i + rflat * {split} + sp, {s.a}_i, "
                             "mask=rmask)")
@@ -1479,6 +1503,10 @@ class TritonProgram:
         self._launch(name + "_part", f"{row_progs}, {split}", bufs, warps)
         ems.clear()
         sp2 = _next_pow2(split)
+        # the partials of a compensated sum fold in float64 (no loop here, so no carry)
+        specs = [SimpleNamespace(**{**vars(s), "kahan": False, "acc_t": "tl.float64",
+                                    "final": f"    {s.a} = {s.a}.to({s.rdt})"})
+                 if s.kahan else s for s in specs]
         body = head(self._pid()) + inits(specs)
         body += [f"    sidx = tl.arange(0, {sp2})[None, :]",
                  "    pmask = rmask & (sidx < {})".format(split)]
@@ -1490,7 +1518,7 @@ class TritonProgram:
             if s.arg:
                 idx = f"{c}_i"
                 body.append(f"    {idx} = tl.load(p{s.r.id}_i + rflat * {split} + sidx, "
-                            f"mask=pmask, other={2**31 - 1})")
+                            f"mask=pmask, other={idx_past})")
             body += fold("    ", s, c, idx)
         body += [s.final for s in specs if s.final]
         body += stores()
