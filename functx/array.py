@@ -25,7 +25,10 @@ def scalar_aval(x) -> ShapedArray:
         return ShapedArray((), dtypes.bool_, False)
     if isinstance(x, int):
         if not -(2**63) <= x < 2**64:
-            raise OverflowError(f"Python int {x} is too large for any functx integer dtype")
+            from functx.errors import FunctxOverflowError, where
+
+            raise FunctxOverflowError(f"Python int {x} is too large for any functx integer "
+                                      f"dtype{where()}")
         return ShapedArray((), dtypes.int32, True)
     if isinstance(x, float):
         return ShapedArray((), dtypes.float32, True)
@@ -230,7 +233,16 @@ class Array(ArrayMethods):
         if is_python_scalar(x):
             aval = scalar_aval(x)
             weak = aval.weak_type and dtype is None
-            value = np.asarray(x, dtypes.canonicalize(dtype) if dtype is not None else aval.dtype)
+            try:
+                value = np.asarray(x, dtypes.canonicalize(dtype) if dtype is not None
+                                   else aval.dtype)
+            except OverflowError:
+                from functx.errors import FunctxOverflowError, where
+
+                raise FunctxOverflowError(
+                    f"Python int {x} is too large to convert to "
+                    f"{dtypes.canonicalize(dtype) if dtype is not None else aval.dtype} (use "
+                    f"a wider dtype, or enable x64){where()}") from None
         elif isinstance(x, np.ndarray) and x.nbytes >= _ALIGN_MIN:
             value = _aligned_copy(x, x.dtype if dtype is None else dtypes.canonicalize(dtype))
         elif isinstance(x, (np.ndarray, np.generic)):
@@ -250,7 +262,12 @@ class Array(ArrayMethods):
             if dtype is not None:
                 value = value.astype(dtypes.canonicalize(dtype))
         else:
-            raise TypeError(f"functx cannot make an array from {type(x).__name__}: {x!r:.80}")
+            from functx.errors import FunctxTypeError, where
+
+            raise FunctxTypeError(
+                f"functx cannot make an array from {type(x).__name__}: {x!r:.80}; pass arrays or "
+                f"Python scalars, or register the class as a pytree node "
+                f"(functx.tree_util.register_pytree_node){where()}")
         if weak_type is not None:
             weak = weak_type
         dt = dtypes.canonicalize(value.dtype)
@@ -351,6 +368,10 @@ def _from_dlpack(x) -> np.ndarray:
         return np.array(np.from_dlpack(x))
     except (BufferError, RuntimeError, TypeError):
         if type(x).__module__.partition(".")[0] != "torch":
+            # a dtype DLPack cannot carry into NumPy (a JAX bfloat16 array): the producer's own
+            # NumPy conversion (ml_dtypes' bfloat16 for JAX)
+            if hasattr(x, "__array__"):
+                return np.array(x)
             raise
     # torch: NumPy's DLPack import has no bfloat16 and refuses tensors that require grad.
     import torch
@@ -379,15 +400,32 @@ def _from_sequence(x, dtype):
         if all(is_python_scalar(v) for v in leaves) and leaves:
             dt, weak = dtypes.result_type(*[(scalar_aval(v).dtype, scalar_aval(v).weak_type)
                                             for v in leaves])
-            value = np.array(x, dtype=dt)
+            value = _seq_array(x, dt)
             return Array._new(value, ShapedArray(value.shape, dt, False))
         avals = [(scalar_aval(v).dtype, True) if is_python_scalar(v)
                  else (dtypes.canonicalize(np.asarray(v).dtype), False) for v in leaves]
         dt = dtypes.result_type(*avals)[0] if avals else dtypes.float32
     else:
         dt = dtypes.canonicalize(dtype)
-    value = np.array(x, dtype=dt)
+    value = _seq_array(x, dt)
     return Array._new(value, ShapedArray(value.shape, dt, False))
+
+
+def _seq_array(x, dt):
+    """``np.array(x, dt)`` of a nested list; a ragged list or an out-of-range int is a functx
+    error (ValueError / OverflowError, as in JAX)."""
+    try:
+        return np.array(x, dtype=dt)
+    except OverflowError as e:
+        from functx.errors import FunctxOverflowError, where
+
+        raise FunctxOverflowError(f"cannot make an {dt} array from {x!r:.60}: {e}{where()}"
+                                  ) from None
+    except ValueError as e:
+        from functx.errors import FunctxValueError, where
+
+        raise FunctxValueError(f"cannot make an array from {x!r:.60}: the nested sequences "
+                               f"must have a regular shape ({e}){where()}") from None
 
 
 class _IndexUpdateHelper:

@@ -5,19 +5,26 @@ arguments must agree): C++ for the CPU, Triton kernels for a GPU, whose outputs 
 arrays. A jitted function keeps a cache keyed by the tree structure, the abstract values of the
 array arguments, the values of the static arguments and the device. Called with tracers of an
 outer transform it inlines its Jaxpr instead, so ``grad(jit(f))`` and ``jit(grad(f))`` both work.
-``FUNCTX_LOG_COMPILES=1`` logs each compilation with the reason (which argument changed).
+``FUNCTX_LOG_COMPILES=1`` logs each compilation with the reason (which argument changed);
+``FUNCTX_JIT_CACHE_SIZE`` bounds how many compiled signatures each jitted function keeps (default
+1024, least recently used evicted first: an evicted signature compiles again, from the disk cache).
 """
 
 from __future__ import annotations
 
+import collections
 import functools
+import os
+import threading
 
+import numpy as np
 import optree
 
+from functx import dtypes, tracing
 from functx import placement as _pl
-from functx import tracing
 from functx.array import Array
-from functx.core import ClosedJaxpr
+from functx.core import ClosedJaxpr, Jaxpr
+from functx.errors import FunctxTypeError, FunctxValueError, where
 from functx.interpreter import eval_jaxpr
 from functx.lowering.compile import compile_jaxpr
 from functx.lowering.compile import log as _log
@@ -28,9 +35,15 @@ from functx.transforms import passes
 class Lowered:
     """What ``jit(f).lower(*args)`` returns: the final Jaxpr and the generated source."""
 
-    def __init__(self, jaxpr: ClosedJaxpr, executable):
+    def __init__(self, jaxpr: ClosedJaxpr, executable, in_tree=None, in_avals=(), out_tree=None,
+                 what="jit", runner=None):
         self.jaxpr = jaxpr
-        self.executable = executable
+        self.executable = executable  # the program (its source, kernels, shared object)
+        self._runner = executable if runner is None else runner  # what Compiled calls
+        self.in_tree = in_tree  # of (dynamic positional arguments, dynamic keyword arguments)
+        self.in_avals = tuple(in_avals)
+        self.out_tree = out_tree
+        self._what = what
 
     def as_text(self) -> str:
         lang = "Triton" if hasattr(self.executable, "exe") else "C++"
@@ -40,8 +53,109 @@ class Lowered:
     def kernel_count(self) -> int:
         return self.executable.kernels_text.count("kernel ")
 
-    def compile(self):
-        return self.executable
+    def compile(self) -> Compiled:
+        return Compiled(self)
+
+
+class Compiled:
+    """What ``jit(f).lower(*args).compile()`` returns: called like JAX's ``Compiled``, with the
+    dynamic arguments of the lowering (static ones left out) in the same pytree structure, of the
+    same shapes and dtypes (anything else is a FunctxTypeError); returns the outputs in the
+    function's output pytree."""
+
+    def __init__(self, lowered: Lowered):
+        self._lowered = lowered
+        self._exe = lowered._runner
+        self.in_tree = lowered.in_tree
+        self.in_avals = lowered.in_avals
+        self.out_tree = lowered.out_tree
+        self._what = lowered._what
+
+    def as_text(self) -> str:
+        return self._lowered.as_text()
+
+    def __call__(self, *args, **kwargs):
+        leaves, tree = optree.tree_flatten((args, kwargs), none_is_leaf=False,
+                                           namespace=tracing.PYTREE_NAMESPACE)
+        if tree != self.in_tree:
+            raise FunctxTypeError(
+                f"{self._what}: the compiled function was called with arguments of another pytree "
+                f"structure: compiled for {self.in_tree}, called with {tree} (pass the dynamic "
+                f"arguments given to lower(), static ones left out){where()}")
+        got = []
+        for x in leaves:
+            try:
+                got.append(get_aval(x))
+            except Exception:  # noqa: BLE001 - reported below as what it is
+                got.append(None)
+        bad = [i for i, (a, b) in enumerate(zip(self.in_avals, got))
+               if b is None or a.shape != b.shape or a.dtype != b.dtype]
+        if bad:
+            def fmt(avals):
+                return ", ".join("?" if a is None else a.str_short() for a in avals)
+            i = bad[0]
+            raise FunctxTypeError(
+                f"{self._what}: computation compiled for input types:\n  {fmt(self.in_avals)}\n"
+                f"called with:\n  {fmt(got)}\n(argument leaf {i} differs: expected "
+                f"{self.in_avals[i].str_short()}, got "
+                f"{'a ' + type(leaves[i]).__name__ if got[i] is None else got[i].str_short()}); "
+                f"lower and compile again for these arguments{where()}")
+        return tree_unflatten(self.out_tree, self._exe(leaves))
+
+
+DEFAULT_CACHE_SIZE = 1024
+_CACHE_LOCK = threading.Lock()  # (evictions: compiles are rare, so one lock for all functions)
+
+
+def cache_size() -> int:
+    """How many compiled programs each jitted function keeps (``FUNCTX_JIT_CACHE_SIZE``, default
+    1024; least recently used go first)."""
+    raw = os.environ.get("FUNCTX_JIT_CACHE_SIZE", "").strip()
+    if not raw:
+        return DEFAULT_CACHE_SIZE
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise FunctxValueError(f"FUNCTX_JIT_CACHE_SIZE must be a positive integer, not {raw!r}")
+    return n
+
+
+def _executable(closed, place):
+    """The flat runner of ``closed`` on ``place``. float0 outputs (the tangents of integer inputs)
+    hold no data: they are made here, and the program computes the others."""
+    n_out = len(closed.out_avals)
+    zeros = [(i, a) for i, a in enumerate(closed.out_avals) if a.dtype == dtypes.float0]
+    if zeros:
+        j = closed.jaxpr
+        keep = [v for v in j.outvars if v.aval.dtype != dtypes.float0]
+        closed = passes.dce_closed(ClosedJaxpr(Jaxpr(j.constvars, j.invars, j.eqns, keep),
+                                               closed.consts))
+    if place == "cpu":
+        exe = compile_jaxpr(closed, "cpu")
+    else:
+        exe = _pl.DeviceExecutable(compile_jaxpr(closed, "triton"), closed.out_avals, place)
+    return _WithFloat0(exe, zeros, n_out) if zeros else exe
+
+
+class _WithFloat0:
+    """A flat runner whose program leaves out the float0 outputs: puts them back."""
+
+    def __init__(self, exe, zeros, n_out):
+        self.inner = exe
+        self.zeros = dict(zeros)
+        self.n_out = n_out
+
+    def __getattr__(self, name):  # source, kernels_text, so_path, ... of the program
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def __call__(self, leaves):
+        outs = iter(self.inner(leaves))
+        return [np.zeros(self.zeros[i].shape, dtypes.float0) if i in self.zeros else next(outs)
+                for i in range(self.n_out)]
 
 
 def _describe_change(old_key, new_key) -> str:
@@ -77,10 +191,50 @@ def _placement(leaves, backend, what):
     return "cpu" if dev is _pl.CPU else dev
 
 
+def _check_static(static_argnums, static_argnames):
+    """``static_argnums`` (an int or a sequence of ints) and ``static_argnames`` (a str or a
+    sequence of str) as tuples; anything else is a FunctxTypeError."""
+    def ints(v):
+        return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+    if static_argnums is None:
+        static_argnums = ()
+    try:
+        items = None if isinstance(static_argnums, (str, bytes)) else tuple(static_argnums)
+    except TypeError:
+        items = None
+    if ints(static_argnums):
+        nums = (int(static_argnums),)
+    elif items is None or not all(ints(a) for a in items):
+        raise FunctxTypeError(f"jit: static_argnums must be an int or a sequence of ints, got "
+                              f"{static_argnums!r:.60}{where()}")
+    else:
+        nums = tuple(int(a) for a in items)
+    if static_argnames is None:
+        static_argnames = ()
+    try:
+        items = None if isinstance(static_argnames, bytes) else tuple(static_argnames)
+    except TypeError:
+        items = None
+    if isinstance(static_argnames, str):
+        names = (static_argnames,)
+    elif items is None or not all(isinstance(a, str) for a in items):
+        raise FunctxTypeError(f"jit: static_argnames must be a str or a sequence of str, got "
+                              f"{static_argnames!r:.60}{where()}")
+    else:
+        names = items
+    return nums, names
+
+
 class Jitted:
     def __init__(self, fun, static_argnums=(), static_argnames=(), backend=None):
         if backend not in (None, "cpu", "triton"):
-            raise ValueError(f"jit: backend must be None, 'cpu' or 'triton', not {backend!r}")
+            raise FunctxValueError(f"jit: backend must be None, 'cpu' or 'triton', not "
+                                   f"{backend!r}{where()}")
+        if not callable(fun):
+            raise FunctxTypeError(f"jit: expected a callable value, got {fun!r:.80} of type "
+                                  f"{type(fun).__name__}{where()}")
+        static_argnums, static_argnames = _check_static(static_argnums, static_argnames)
         functools.update_wrapper(self, fun)
         self.fun = fun
         self._what = f"jit({getattr(fun, '__name__', type(fun).__name__)})"  # for errors
@@ -90,7 +244,9 @@ class Jitted:
         self.static_argnames = (static_argnames,) if isinstance(static_argnames, str) \
             else tuple(static_argnames)
         self._infer_static_from_signature()
-        self.cache: dict = {}
+        # the compiled programs, least recently used first (at most FUNCTX_JIT_CACHE_SIZE)
+        self.cache: collections.OrderedDict = collections.OrderedDict()
+        self._fast_of: dict = {}  # cache key -> [(fast-path dict, its key)] (dropped with it)
         self._flat_trees: dict = {}  # number of positional Arrays -> their tree structure
         # gpu_signature(args) -> (DeviceExecutable, output tree or None for one leaf, cache key)
         self._gpu_calls: dict = {}
@@ -109,6 +265,21 @@ class Jitted:
             return
         positional = [p.name for p in params
                       if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        kinds = {p.kind for p in params}
+        if inspect.Parameter.VAR_POSITIONAL not in kinds:
+            bad = [i for i in self.static_argnums if not -len(positional) <= i < len(positional)]
+            if bad:  # JAX raises here too: a static_argnums that can never apply is a mistake
+                raise FunctxValueError(
+                    f"{self._what}: static_argnums={self.static_argnums} names argument {bad[0]}, "
+                    f"but the function takes only {len(positional)} positional arguments"
+                    f"{where()}")
+        if inspect.Parameter.VAR_KEYWORD not in kinds:
+            named = {p.name for p in params if p.kind != p.VAR_POSITIONAL}
+            bad = sorted(set(self.static_argnames) - named)
+            if bad:
+                raise FunctxValueError(
+                    f"{self._what}: static_argnames names {bad}, which the function does not "
+                    f"take (its arguments: {sorted(named)}){where()}")
         nums, names = set(self.static_argnums), set(self.static_argnames)
         for name in list(names):
             if name in positional:
@@ -127,7 +298,8 @@ class Jitted:
         try:
             hash((stat, stat_kw))
         except TypeError as e:
-            raise TypeError(f"jit: static arguments must be hashable ({e})") from None
+            raise FunctxTypeError(f"jit: static arguments must be hashable ({e}){where()}"
+                                  ) from None
         return dyn_args, dyn_kw, stat, stat_kw
 
     def _trace(self, args, kwargs):
@@ -153,6 +325,7 @@ class Jitted:
                 hit = self._gpu_calls.get(sig) if sig is not None else None
                 if hit is not None:
                     self.last_key = hit[2]
+                    hit[3] = True  # (used: see _insert)
                     outs = hit[0].call_arrays(args)
                     return outs[0] if hit[1] is None else tree_unflatten(hit[1], outs)
             # host Arrays (committed to the CPU, so no placement to decide): one lookup by their
@@ -163,6 +336,7 @@ class Jitted:
             # for certain only while this process has no GPU)
             if hit is not None and (hit[3] or not _pl.GPU_IN_USE):
                 self.last_key = hit[2]
+                hit[4] = True  # (used: see _insert)
                 outs = hit[0].run_arrays(args)
                 return outs[0] if hit[1] is None else tree_unflatten(hit[1], outs)
             # else flatten, look up, run (where the arguments are: that takes a look at each
@@ -186,6 +360,7 @@ class Jitted:
                 entry = None
             if entry is not None:
                 self.last_key = key
+                self._touch(key)
                 self._note_gpu_call(args, entry, key)
                 self._note_cpu_call(args, entry, key)
                 return tree_unflatten(entry[1], entry[0](leaves))
@@ -201,7 +376,9 @@ class Jitted:
             _log(f"compiling {getattr(self.fun, '__name__', 'function')} for {place}: "
                  f"{_describe_change(self.last_key, key)}")
             entry = self._compile(f, leaves, in_tree, place)
-            self.cache[key] = entry
+            self._insert(key, entry)
+        else:
+            self._touch(key)
         self.last_key = key
         if not kwargs and not self.static_argnums:
             self._note_gpu_call(args, entry, key)
@@ -209,14 +386,43 @@ class Jitted:
         exe, out_tree = entry
         return tree_unflatten(out_tree, exe(leaves))
 
+    def _insert(self, key, entry):
+        """Cache ``entry``, then evict the least recently used programs beyond the size limit
+        (with their fast-path records). Calls through the fast paths only mark their record
+        as used: such an entry gets a second chance (moved to the back) instead of going."""
+        limit = cache_size()
+        with _CACHE_LOCK:
+            self.cache[key] = entry
+            chances = len(self.cache)
+            while len(self.cache) > limit:
+                old = next(iter(self.cache))
+                recs = [(d, s) for d, s in self._fast_of.get(old, ()) if s in d]
+                if chances > 0 and any(d[s][-1] for d, s in recs):
+                    chances -= 1
+                    for d, s in recs:
+                        d[s][-1] = False
+                    self.cache.move_to_end(old)
+                    continue
+                self.cache.pop(old, None)
+                for d, s in self._fast_of.pop(old, ()):
+                    d.pop(s, None)
+
+    def _touch(self, key):
+        """Mark ``key`` as the most recently used (another thread may have evicted it)."""
+        try:
+            self.cache.move_to_end(key)
+        except KeyError:
+            pass
+
     def _note_gpu_call(self, args, entry, key):
         """Remember ``entry`` for the fast path when ``args`` are GPU arrays on one device."""
         if key[3] == "cpu" or key[2] != ((), ()):
             return
         sig = _pl.gpu_signature(args)
-        if sig is not None and sig not in self._gpu_calls:
+        if sig is not None and sig not in self._gpu_calls and key in self.cache:
             exe, out_tree = entry
-            self._gpu_calls[sig] = (exe, None if out_tree.is_leaf() else out_tree, key)
+            self._gpu_calls[sig] = [exe, None if out_tree.is_leaf() else out_tree, key, False]
+            self._fast_of.setdefault(key, []).append((self._gpu_calls, sig))
 
     def _note_cpu_call(self, args, entry, key):
         """Remember ``entry`` for the fast path when ``args`` are all host Arrays (at least one:
@@ -226,17 +432,15 @@ class Jitted:
                 and all(type(a) is Array for a in args):
             exe, out_tree = entry
             sig = tuple([a.aval for a in args])
-            if sig not in self._cpu_calls:
+            if sig not in self._cpu_calls and key in self.cache:
                 committed = any(a.shape for a in sig)  # (placement._classify)
-                self._cpu_calls[sig] = (exe, None if out_tree.is_leaf() else out_tree, key,
-                                        committed)
+                self._cpu_calls[sig] = [exe, None if out_tree.is_leaf() else out_tree, key,
+                                        committed, False]
+                self._fast_of.setdefault(key, []).append((self._cpu_calls, sig))
 
     def _compile(self, f, leaves, in_tree, place="cpu"):
         closed, out_tree = self._final_jaxpr(f, leaves, in_tree, place)
-        if place == "cpu":
-            return compile_jaxpr(closed, "cpu"), out_tree
-        exe = compile_jaxpr(closed, "triton")
-        return _pl.DeviceExecutable(exe, closed.out_avals, place), out_tree
+        return _executable(closed, place), out_tree
 
     def _final_jaxpr(self, f, leaves, in_tree, place):
         a, kw = tree_unflatten(in_tree, leaves)
@@ -248,8 +452,12 @@ class Jitted:
     def lower(self, *args, **kwargs) -> Lowered:
         f, leaves, in_tree, _ = self._trace(args, kwargs)
         place = _placement(leaves, self.backend, self._what)
-        closed, _ = self._final_jaxpr(f, leaves, in_tree, place)
-        return Lowered(closed, compile_jaxpr(closed, "cpu" if place == "cpu" else "triton"))
+        closed, out_tree = self._final_jaxpr(f, leaves, in_tree, place)
+        runner = _executable(closed, place)
+        inner = getattr(runner, "inner", runner)  # (under _WithFloat0)
+        program = inner.exe if isinstance(inner, _pl.DeviceExecutable) else runner
+        return Lowered(closed, program, in_tree, [get_aval(x) for x in leaves], out_tree,
+                       self._what, runner)
 
 
 def jit(fun=None, *, static_argnums=(), static_argnames=(), backend=None):

@@ -388,6 +388,8 @@ def _expand_dims(g, ins, avals, *, dimensions):
 def reshape_index(idx, new_shape, old_shape):
     """Index into ``old_shape`` of element ``idx`` of the reshaped array, splitting the shapes into
     groups of dimensions with equal products so that merges and splits stay simple."""
+    if math.prod(new_shape) == 0:  # no element is ever read: any index in range will do
+        return [sympy.Integer(0)] * len(old_shape)
     out = []
     i = j = 0
     n, m = len(new_shape), len(old_shape)
@@ -665,6 +667,12 @@ class _Reads:
         return Load(node.dtype, f"n{node.id}", flat_offset(idx, node.shape))
 
     def remember(self, node, idx, e):
+        pass
+
+    def can_read_buffer(self, node) -> bool:
+        return False  # (a reshape then reads its operand through its index map, as a load)
+
+    def note_read(self, node):
         pass
 
 

@@ -84,6 +84,7 @@ class Kernel:
     # reduce: its reductions; ascan: its outputs (read in the kernel as the current value)
     reduction_ids: set = field(default_factory=set)
     inline_ids: set = field(default_factory=set)
+    sealed: bool = False  # nothing more joins it (a depth cut: see MAX_INLINE_DEPTH)
 
     @property
     def row_shape(self):
@@ -196,6 +197,31 @@ def _stored_for_reuse(g: Graph, realise: set) -> set:
     return stored
 
 
+# A chain of pointwise nodes inlined into one another is cut (the node at this depth is stored
+# and ends its kernel) so that element expressions, their index expressions and the recursion
+# that builds and prints them stay bounded whatever the length of the program.
+MAX_INLINE_DEPTH = 48
+# A kernel storing more nodes than this is closed (the next one starts a new kernel): a C++ loop
+# storing thousands of arrays takes the compiler minutes (2,000 outputs: over a minute).
+MAX_KERNEL_STORES = 64
+
+
+def _depth_cuts(g: Graph) -> set:
+    """Pointwise nodes to store so that no inlined chain is deeper than MAX_INLINE_DEPTH."""
+    depth: dict[int, int] = {}
+    cuts = set()
+    for n in g.nodes:  # (in program order: inputs first)
+        if n.kind != "pointwise" or n.fn is None:
+            depth[n.id] = 0
+            continue
+        d = 1 + max((depth.get(i.id, 0) for i in n.inputs), default=0)
+        if d >= MAX_INLINE_DEPTH:
+            cuts.add(n.id)
+        # (a stored node that is not a cut may still be inlined by readers in its own kernel)
+        depth[n.id] = 0 if n.id in cuts else d
+    return cuts
+
+
 def schedule(g: Graph) -> list[Kernel]:
     consumers: dict[int, int] = {}
     for n in g.nodes:
@@ -209,6 +235,8 @@ def schedule(g: Graph) -> list[Kernel]:
             realise.add(x.id)
         if n.params.get("realize"):
             realise.add(n.id)
+    cuts = _depth_cuts(g)  # (first: _stored_for_reuse builds expressions too)
+    realise |= cuts
     realise |= _stored_for_reuse(g, realise)
     outputs = {n.id for n in g.outputs}
     for n in g.nodes:
@@ -253,7 +281,9 @@ def schedule(g: Graph) -> list[Kernel]:
             continue
         if n.kind == "pointwise":
             placed = False
-            for k in reversed(kernels[-1:]):
+            for k in reversed(kernels[-1:] if n.id not in cuts else []):
+                if k.sealed or len(k.nodes) + len(k.maps) + len(k.epilogue) >= MAX_KERNEL_STORES:
+                    break
                 if k.kind == "reduce" and n.shape == k.shape and k.row_shape != k.shape:
                     ok, _ = _trial(k, n, k.full_index(), kernel_of)
                     if ok:
@@ -282,6 +312,8 @@ def schedule(g: Graph) -> list[Kernel]:
             if not placed:
                 k = new("pointwise", shape=n.shape, nodes=[n])
                 k.inline_ids.add(n.id)
+                # a cut ends its kernel: its readers load it rather than inline it again
+                k.sealed = n.id in cuts
             kernel_of[n.id] = kernels[-1].index if not placed else k.index
             continue
         if n.kind in ("ascan", "loop", "greduce"):

@@ -258,7 +258,7 @@ def test_lower_as_text_has_jaxpr_kernels_and_cpp():
     assert "# kernels\nkernel 0: pointwise (3,)" in text
     assert 'extern "C" int fx_run(void** args)' in text and "fx::tanh" in text
     assert lowered.kernel_count() == 1
-    np.testing.assert_allclose(np.asarray(lowered.compile()([X3])[0]), np.tanh(X3) * 2, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(lowered.compile()(X3)), np.tanh(X3) * 2, rtol=1e-6)
 
 
 # --- decorator forms -----------------------------------------------------------------------
