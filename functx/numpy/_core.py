@@ -11,15 +11,22 @@ from __future__ import annotations
 
 import builtins
 import math
-import operator
 
 import numpy as np
 
 from functx import dtypes, lax, placement, tracing
 from functx.array import Array, UncommittedArray, is_python_scalar
 from functx.core import ShapedArray
-from functx.errors import FunctxTypeError
+from functx.errors import (
+    FunctxError,
+    FunctxIndexError,
+    FunctxOverflowError,
+    FunctxTypeError,
+    FunctxValueError,
+    UnsupportedError,
+)
 from functx.errors import where as _loc
+from functx.numpy import _validate as _v
 from functx.tracing import Tracer, get_aval
 
 # --- dtypes --------------------------------------------------------------------------------------
@@ -94,7 +101,16 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
     if _is_array(a):
         out = a if dtype is None else astype(a, dtype)
         return out if device is None else _placed(out, device)
-    return _placed(Array.from_value(a, dtype), device)
+    try:
+        out = Array.from_value(a, None if dtype is None else _dt(dtype, None, "asarray"))
+    except FunctxError:
+        raise
+    except OverflowError as e:
+        raise FunctxOverflowError(f"asarray: {e}{_loc()}") from None
+    except (TypeError, ValueError) as e:
+        raise FunctxTypeError(f"asarray: cannot convert {type(a).__name__} to an array ({e})"
+                              f"{_loc()}") from None
+    return _placed(out, device)
 
 
 def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):  # noqa: A002
@@ -118,26 +134,24 @@ def stack_nested(x, dtype=None):
     return asarray(x, dtype)
 
 
-def _shape(shape):
-    if isinstance(shape, (int, np.integer)):
-        return (int(shape),)
-    return tuple(operator.index(s) for s in shape)
+def _shape(shape, op="functx.numpy", dtype=None):
+    return _v.shape(shape, op, dtype=dtype)
 
 
-def _dt(dtype, default=dtypes.float32):
-    return default if dtype is None else dtypes.canonicalize(dtype)
+def _dt(dtype, default=dtypes.float32, op="functx.numpy"):
+    return _v.dtype(dtype, op, default=default)
 
 
 def zeros(shape, dtype=None, *, device=None):
     if device is None:
-        return lax.full(_shape(shape), 0, _dt(dtype))
-    return _made_on(device, lax.full, _shape(shape), 0, _dt(dtype))
+        return lax.full(_shape(shape, "zeros"), 0, _dt(dtype, op="zeros"))
+    return _made_on(device, lax.full, _shape(shape, "zeros"), 0, _dt(dtype, op="zeros"))
 
 
 def ones(shape, dtype=None, *, device=None):
     if device is None:
-        return lax.full(_shape(shape), 1, _dt(dtype))
-    return _made_on(device, lax.full, _shape(shape), 1, _dt(dtype))
+        return lax.full(_shape(shape, "ones"), 1, _dt(dtype, op="ones"))
+    return _made_on(device, lax.full, _shape(shape, "ones"), 1, _dt(dtype, op="ones"))
 
 
 def empty(shape, dtype=None, *, device=None):
@@ -149,10 +163,10 @@ def full(shape, fill_value, dtype=None, *, device=None):
         return _made_on(device, full, shape, fill_value, dtype)
     if dtype is None and not is_python_scalar(fill_value):
         fv = asarray(fill_value)
-        return broadcast_to(fv, _shape(shape))
-    dt = _dt(dtype, None) if dtype is not None else dtypes.result_type(
+        return broadcast_to(fv, _shape(shape, "full"))
+    dt = _dt(dtype, None, op="full") if dtype is not None else dtypes.result_type(
         (_aval(fill_value).dtype, False))[0]
-    return broadcast_to(lax.convert_element_type(fill_value, dt), _shape(shape))
+    return broadcast_to(lax.convert_element_type(fill_value, dt), _shape(shape, "full"))
 
 
 def _like_device(a, device):
@@ -192,17 +206,25 @@ def _concrete_number(x, what):
 
 
 def arange(start, stop=None, step=None, dtype=None, *, device=None):
-    start = _concrete_number(start, "arange start")
-    stop = _concrete_number(stop, "arange stop")
-    step = _concrete_number(step, "arange stop")
+    start = _v.number(start, "arange", "start")
+    stop = None if stop is None else _v.number(stop, "arange", "stop")
+    step = None if step is None else _v.number(step, "arange", "step")
     if stop is None:
         start, stop = 0, start
     step = 1 if step is None else step
+    if step == 0:
+        raise FunctxValueError(f"arange: step must not be zero{_loc()}")
+    if not builtins.all(math.isfinite(v) for v in (start, stop, step)):
+        raise FunctxValueError(f"arange: start, stop and step must be finite, got "
+                               f"({start}, {stop}, {step}){_loc()}")
     if dtype is None:
-        dtype = dtypes.float32 if builtins.any(isinstance(v, float) for v in (start, stop, step)) \
-            else dtypes.int32
-    dtype = dtypes.canonicalize(dtype)
+        dtype = dtypes.float32 if builtins.any(isinstance(v, (float, np.floating))
+                                               for v in (start, stop, step)) else dtypes.int32
+    dtype = _dt(dtype, None, "arange")
     n = builtins.max(int(math.ceil((stop - start) / step)), 0)
+    _v.check_size((n,), "arange", "length", dtype)
+    if n == 0:
+        return _made_on(device, lax.full, (0,), 0, dtype)
     if start == 0 and step == 1 and dtype in dtypes.INTEGERS:
         return _made_on(device, lax.iota, dtype, n)
     v = np.arange(start, stop, step).astype(dtype)  # made from scalars: uncommitted
@@ -213,8 +235,13 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
              device=None):
     if device is not None:
         return _made_on(device, linspace, start, stop, num, endpoint, retstep, dtype, axis)
-    num = operator.index(num)
-    dt = _dt(dtype, dtypes.float32) if dtype is not None else result_type(start, stop, float)
+    num = _v.integer(num, "linspace", "num", minimum=0)
+    _v.check_size((num,), "linspace", "num")
+    for name, v in (("start", start), ("stop", stop)):
+        if not _is_array(v) and not isinstance(v, np.ndarray):
+            _v.number(v, "linspace", name)
+    dt = _dt(dtype, dtypes.float32, "linspace") if dtype is not None else \
+        result_type(start, stop, float)
     start, stop = asarray(start, dt if dt in dtypes.FLOATS else dtypes.float32), \
         asarray(stop, dt if dt in dtypes.FLOATS else dtypes.float32)
     div = (num - 1) if endpoint else num
@@ -235,10 +262,23 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 def eye(N, M=None, k=0, dtype=None, *, device=None):
     if device is not None:
         return _made_on(device, eye, N, M, k, dtype)
-    M = N if M is None else M
+    N, M, k, dt = _nmk(N, M, k, dtype, "eye")
     r = lax.broadcasted_iota(dtypes.int32, (N, M), 0)
     c = lax.broadcasted_iota(dtypes.int32, (N, M), 1)
-    return astype(equal(c - r, k), _dt(dtype))
+    return astype(equal(c - r, k), dt)
+
+
+def _nmk(N, M, k, dtype, op):
+    """eye/tri's sizes and diagonal checked: non-negative ints (M defaults to N) whose product
+    fits, an int ``k`` (clamped into int32's range, where it selects the same entries)."""
+    N = _v.integer(N, op, "N", minimum=0)
+    M = N if M is None else _v.integer(M, op, "M", minimum=0)
+    k = _v.integer(k, op, "k")
+    dt = _dt(dtype, dtypes.float32, op)
+    _v.check_size((N, M), op, "(N, M)", dt)
+    if builtins.max(N, M) >= 2**31:
+        raise FunctxOverflowError(f"{op}: N={N}, M={M} does not fit int32 indices{_loc()}")
+    return N, M, builtins.min(builtins.max(k, -2**31 + 1), 2**31 - 1), dt
 
 
 def identity(n, dtype=None, *, device=None):
@@ -246,10 +286,10 @@ def identity(n, dtype=None, *, device=None):
 
 
 def tri(N, M=None, k=0, dtype=None):
-    M = N if M is None else M
-    r = lax.broadcasted_iota(dtypes.int32, (N, M), 0)
-    c = lax.broadcasted_iota(dtypes.int32, (N, M), 1)
-    return astype(less_equal(c, r + k), _dt(dtype))
+    N, M, k, dt = _nmk(N, M, k, dtype, "tri")
+    r = astype(lax.broadcasted_iota(dtypes.int32, (N, M), 0), dtypes.int64)
+    c = astype(lax.broadcasted_iota(dtypes.int32, (N, M), 1), dtypes.int64)
+    return astype(less_equal(c, r + np.int64(k)), dt)
 
 
 def _tri_mask(m, k, lower):
@@ -269,7 +309,8 @@ def triu(m, k=0):
 
 
 def astype(x, dtype, copy=False):
-    return lax.convert_element_type(asarray(x) if not _is_array(x) else x, dtype)
+    return lax.convert_element_type(asarray(x) if not _is_array(x) else x,
+                                    _dt(dtype, None, "astype"))
 
 
 # --- promotion and broadcasting ------------------------------------------------------------------
@@ -290,9 +331,19 @@ def _promote(name, *args, kind=None):
     integer or bool result dtype to a float (JAX's ``promote_args_inexact``), ``kind="numeric"``
     a bool one to int32 (``promote_args_numeric``); Python scalars convert straight to the final
     dtype (so ``uint8_array / -2`` divides by -2.0, not by 254)."""
-    fast = _promote_fast(args, kind)
-    if fast is not None:
-        return fast
+    try:
+        fast = _promote_fast(args, kind)
+        if fast is not None:
+            return fast
+        return _promote_general(name, args, kind)
+    except FunctxError:
+        raise
+    except OverflowError as e:
+        raise FunctxOverflowError(f"{name}: an operand does not fit its dtype ({e}){_loc()}") \
+            from None
+
+
+def _promote_general(name, args, kind):
     avals = [_aval(a) for a in args]
     dt, weak = dtypes.result_type(*[(a.dtype, a.weak_type) for a in avals])
     if kind == "inexact":
@@ -384,7 +435,7 @@ def _inexact(dt):
 
 
 def broadcast_to(x, shape):
-    shape = _shape(shape)
+    shape = _shape(shape, "broadcast_to")
     x = asarray(x) if not _is_array(x) else x
     av = _aval(x)
     if av.shape == shape:
@@ -494,6 +545,12 @@ def round(a, decimals=0):  # noqa: A001
     """Round to ``decimals`` places (ties to even), like ``jax.numpy.round``; integers are
     returned unchanged (for ``decimals < 0``, where JAX raises, functx rounds them too)."""
     (a,) = _promote("round", a)
+    decimals = _v.integer(decimals, "round", "decimals")
+    if builtins.abs(decimals) > 2**31 - 1:
+        raise FunctxOverflowError(f"round: decimals {decimals} does not fit int32{_loc()}")
+    # Past 400 places every float rounds to itself (or to 0, the other way): clamp, so that
+    # 10 ** decimals stays finite.
+    decimals = builtins.max(builtins.min(decimals, 400), -400)
     dt = _aval(a).dtype
     if dt == dtypes.bool_:
         raise FunctxTypeError(f"round does not accept bool operands, like jax.numpy.round"
@@ -501,6 +558,8 @@ def round(a, decimals=0):  # noqa: A001
     if dt not in dtypes.FLOATS:
         if decimals >= 0:
             return a
+        if decimals < -20:  # past any 64-bit integer: everything rounds to 0
+            return zeros_like(a)
         f = 10 ** (-decimals)
         return astype(rint(astype(a, dtypes.float64) / f) * f, dt)
     if decimals == 0:
@@ -809,12 +868,15 @@ def copysign(x1, x2, /):
 
 def logaddexp(x1, x2, /):
     x1, x2 = _promote_float("logaddexp", x1, x2)
-    amax = lax.max(x1, x2)
     delta = lax.sub(x1, x2)
-    # Equal infinities give delta = NaN: the answer is amax itself.
-    safe = where(isnan(delta), lax.add(x1, x2), amax)
-    return where(isnan(delta), safe,
-                 lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta))))))
+    # big + log1p(exp(small - big)) with the operands (not the results) chosen by where: the
+    # derivative is exp(x_i - out) for each operand, 1/2 each at a tie, as JAX's, and never NaN
+    # where one operand is -inf. Equal infinities give delta = NaN: the answer is x1 + x2.
+    first = lax.ge(delta, _const(0, delta))
+    both_inf = logical_and(isnan(delta), logical_not(logical_or(isnan(x1), isnan(x2))))
+    big, small = where(first, x1, x2), where(first, x2, x1)
+    gap = where(both_inf, _const(0, delta), lax.sub(small, big))  # (no NaN in the derivative)
+    return where(both_inf, lax.add(x1, x2), lax.add(big, lax.log1p(lax.exp(gap))))
 
 
 def logaddexp2(x1, x2, /):
@@ -823,12 +885,24 @@ def logaddexp2(x1, x2, /):
     return lax.div(logaddexp(lax.mul(x1, ln2), lax.mul(x2, ln2)), ln2)
 
 
+# sin(y)/y = sum_k (-1)^k y^(2k) / (2k+1)!: the series sinc uses for |pi x| < 1, so that every
+# derivative at 0 is right (a where() picking the constant 1 at 0 makes all of them 0). Nine terms
+# are exact to float64 rounding on |y| < 1 and keep derivatives up to order 16 exact at 0.
+_SINC_SERIES = tuple((-1) ** k / math.factorial(2 * k + 1) for k in range(9))
+
+
 def sinc(x, /):
+    """``sin(pi x) / (pi x)``, 1 at 0, like ``jax.numpy.sinc``, with every derivative (of any
+    order) right at and near 0: a power series there, the quotient elsewhere."""
     (x,) = _promote_float("sinc", x)
     pix = lax.mul(x, _const(np.pi, x))
-    zero = lax.eq(x, _const(0, x))
-    safe = where(zero, _const(1, x), pix)
-    return where(zero, _const(1, x), lax.div(lax.sin(safe), safe))
+    small = lax.lt(lax.abs(pix), _const(1, x))
+    y2 = lax.mul(pix, pix)
+    series = _const(_SINC_SERIES[-1], x)
+    for c in _SINC_SERIES[-2::-1]:
+        series = lax.add(lax.mul(series, y2), _const(c, x))
+    safe = where(small, _const(1, x), pix)
+    return where(small, series, lax.div(lax.sin(safe), safe))
 
 
 def heaviside(x1, x2, /):
@@ -844,8 +918,9 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     if dt not in dtypes.FLOATS:
         return x
     info = dtypes.finfo(dt)
-    posinf = float(info.max) if posinf is None else posinf
-    neginf = float(info.min) if neginf is None else neginf
+    nan = _v.number(nan, "nan_to_num", "nan")
+    posinf = float(info.max) if posinf is None else _v.number(posinf, "nan_to_num", "posinf")
+    neginf = float(info.min) if neginf is None else _v.number(neginf, "nan_to_num", "neginf")
     x = where(isnan(x), _const(nan, x), x)
     x = where(isposinf(x), _const(posinf, x), x)
     return where(isneginf(x), _const(neginf, x), x)
@@ -921,29 +996,23 @@ def clip(a, a_min=None, a_max=None, /, *, min=None, max=None):  # noqa: A002
 
 
 # --- reductions ----------------------------------------------------------------------------------
+def _split_name(name):
+    """``"take axis"`` -> ("take", "axis"); ``"axis"`` -> ("functx.numpy", "axis")."""
+    op, _, arg = name.rpartition(" ")
+    return (op or "functx.numpy"), arg
+
+
 def _norm_axis(axis, ndim, name="axis"):
-    if axis is None:
-        return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
-    out = []
-    for a in axes:
-        a = operator.index(a)
-        if not -ndim <= a < ndim:
-            raise FunctxTypeError(f"{name} {a} is out of bounds for an array of rank {ndim}"
-                                  f"{_loc()}")
-        out.append(a % ndim)
-    if len(set(out)) != len(out):
-        raise FunctxTypeError(f"repeated {name} in {axis}{_loc()}")
-    return tuple(sorted(out))
+    """None (all axes), an int or a tuple of distinct ints in ``[-ndim, ndim)``: sorted and
+    non-negative; a functx error naming the user's line otherwise (see _validate.axes)."""
+    return _v.axes(axis, ndim, *_split_name(name))
 
 
 def _canon_axis(axis, ndim, name="axis"):
-    """One axis in ``[-ndim, ndim)`` made non-negative; a FunctxTypeError naming the user's line
-    otherwise (JAX raises too; Python's ``%`` would silently wrap it)."""
-    a = operator.index(axis)
-    if not -ndim <= a < ndim:
-        raise FunctxTypeError(f"{name} {a} is out of bounds for an array of rank {ndim}{_loc()}")
-    return a % ndim
+    """One axis in ``[-ndim, ndim)`` made non-negative; a functx error (an AxisError, both a
+    ValueError as in JAX and the TypeError functx raised before) naming the user's line
+    otherwise (Python's ``%`` would silently wrap it)."""
+    return _v.axis(axis, ndim, *_split_name(name))
 
 
 def _keep(out, axes, shape, keepdims):
@@ -976,8 +1045,8 @@ def _where3(c, x, y):
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
     a = asarray(a) if not _is_array(a) else a
     av = _aval(a)
-    axes = _norm_axis(axis, av.ndim)
-    dt = _sum_dtype(av.dtype) if dtype is None else dtypes.canonicalize(dtype)
+    axes = _norm_axis(axis, av.ndim, "sum axis")
+    dt = _sum_dtype(av.dtype) if dtype is None else _dt(dtype, None, "sum")
     a = astype(a, dt)
     if where is not None:
         a = _where_arg(a, where, zeros((), dt))
@@ -990,8 +1059,8 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     a = asarray(a) if not _is_array(a) else a
     av = _aval(a)
-    axes = _norm_axis(axis, av.ndim)
-    dt = _sum_dtype(av.dtype) if dtype is None else dtypes.canonicalize(dtype)
+    axes = _norm_axis(axis, av.ndim, "prod axis")
+    dt = _sum_dtype(av.dtype) if dtype is None else _dt(dtype, None, "prod")
     a = astype(a, dt)
     if where is not None:
         a = _where_arg(a, where, ones((), dt))
@@ -1004,10 +1073,10 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
 def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
     a = asarray(a) if not _is_array(a) else a
     av = _aval(a)
-    axes = _norm_axis(axis, av.ndim)
+    axes = _norm_axis(axis, av.ndim, "max axis")
     if builtins.any(av.shape[i] == 0 for i in axes) and initial is None:
-        raise FunctxTypeError(f"max of an empty axis of {av.str_short()} has no identity; pass "
-                              f"initial={_loc()}")
+        raise FunctxValueError(f"max of an empty axis of {av.str_short()} has no identity; "
+                               f"pass initial={_loc()}")  # (JAX: ValueError)
     if where is not None:
         a = _where3(where, a, full((), -np.inf if av.dtype in dtypes.FLOATS else
                                    (dtypes.iinfo(av.dtype).min if av.dtype != bool_ else False),
@@ -1021,10 +1090,10 @@ def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # no
 def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
     a = asarray(a) if not _is_array(a) else a
     av = _aval(a)
-    axes = _norm_axis(axis, av.ndim)
+    axes = _norm_axis(axis, av.ndim, "min axis")
     if builtins.any(av.shape[i] == 0 for i in axes) and initial is None:
-        raise FunctxTypeError(f"min of an empty axis of {av.str_short()} has no identity; pass "
-                              f"initial={_loc()}")
+        raise FunctxValueError(f"min of an empty axis of {av.str_short()} has no identity; "
+                               f"pass initial={_loc()}")  # (JAX: ValueError)
     if where is not None:
         a = _where3(where, a, full((), np.inf if av.dtype in dtypes.FLOATS else
                                    (dtypes.iinfo(av.dtype).max if av.dtype != bool_ else True),
@@ -1041,7 +1110,7 @@ amax, amin = max, min
 def any(a, axis=None, out=None, keepdims=False, where=None):  # noqa: A001
     a = astype(a, bool_)
     av = _aval(a)
-    axes = _norm_axis(axis, av.ndim)
+    axes = _norm_axis(axis, av.ndim, "any axis")
     a = _where_arg(a, where, False)
     return _keep(lax.reduce_or(a, axes), axes, av.shape, keepdims)
 
@@ -1049,7 +1118,7 @@ def any(a, axis=None, out=None, keepdims=False, where=None):  # noqa: A001
 def all(a, axis=None, out=None, keepdims=False, where=None):  # noqa: A001
     a = astype(a, bool_)
     av = _aval(a)
-    axes = _norm_axis(axis, av.ndim)
+    axes = _norm_axis(axis, av.ndim, "all axis")
     a = _where_arg(a, where, True)
     return _keep(lax.reduce_and(a, axes), axes, av.shape, keepdims)
 
@@ -1061,8 +1130,8 @@ def _count(av, axes):
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     a = asarray(a) if not _is_array(a) else a
     av = _aval(a)
-    axes = _norm_axis(axis, av.ndim)
-    dt = dtypes.canonicalize(dtype) if dtype is not None else _inexact(av.dtype)
+    axes = _norm_axis(axis, av.ndim, "mean axis")
+    dt = _dt(dtype, None, "mean") if dtype is not None else _inexact(av.dtype)
     # float16/bfloat16 accumulate in float32, like JAX.
     acc = dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
     if where is None:
@@ -1077,23 +1146,30 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
     a = asarray(a) if not _is_array(a) else a
-    ddof = ddof if correction is None else correction
+    ddof = _v.number(ddof if correction is None else correction, "var", "ddof")
     av = _aval(a)
-    axes = _norm_axis(axis, av.ndim)
-    dt = dtypes.canonicalize(dtype) if dtype is not None else _inexact(av.dtype)
+    axes = _norm_axis(axis, av.ndim, "var axis")
+    dt = _dt(dtype, None, "var") if dtype is not None else _inexact(av.dtype)
     acc = dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
     a = astype(a, acc)
     mu = mean(a, axes, keepdims=True, where=where)
     c = subtract(a, mu)
     sq = multiply(c, c)
+    # Like JAX: no degrees of freedom left (ddof >= the count) gives NaN, not a negative or
+    # infinite variance.
     if where is None:
         n = _count(av, axes)
         s = sum(sq, axes, keepdims=keepdims)
+        if n - ddof <= 0:
+            return astype(multiply(s, np.asarray(np.nan, acc)), dt)
         return astype(true_divide(s, np.asarray(n - ddof, acc)), dt)
     mask = broadcast_to(asarray(where), av.shape)
     s = sum(sq, axes, keepdims=keepdims, where=mask)
     n = sum(astype(mask, acc), axes, keepdims=keepdims)
-    return astype(true_divide(s, subtract(n, ddof)), dt)
+    dof = subtract(n, np.asarray(ddof, acc))
+    ok = greater(dof, np.asarray(0, acc))
+    safe = _where3(ok, dof, ones((), acc))
+    return astype(_where3(ok, true_divide(s, safe), full((), np.nan, acc)), dt)
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
@@ -1105,7 +1181,7 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
     ``a``'s ``axis`` dimensions; ``returned`` also gives the sum of the weights."""
     a = asarray(a) if not _is_array(a) else a
     av = _aval(a)
-    axes = _norm_axis(axis, av.ndim)
+    axes = _norm_axis(axis, av.ndim, "average axis")
     if weights is None:
         (a,) = _promote_float("average", a)
         avg = mean(a, axis, keepdims=keepdims)
@@ -1142,7 +1218,7 @@ def _argreduce(fn, name):
             flat = ravel(a)
             r = fn(flat, 0, dtypes.int32)
             return reshape(r, (1,) * av.ndim) if keepdims else r
-        (ax,) = _norm_axis(axis, av.ndim)
+        ax = _canon_axis(axis, av.ndim, f"{name} axis")
         r = fn(a, ax, dtypes.int32)
         return _keep(r, (ax,), av.shape, keepdims)
 
@@ -1169,9 +1245,9 @@ def _cumulative(lax_fn, name):
             a = ravel(a)
             axis = 0
         av = _aval(a)
-        (ax,) = _norm_axis(axis, av.ndim)
+        ax = _canon_axis(axis, av.ndim, f"{name} axis")
         # Like JAX: bools accumulate in the default integer, other dtypes in themselves.
-        dt = dtypes.canonicalize(dtype) if dtype is not None else (
+        dt = _dt(dtype, None, "cumsum/cumprod") if dtype is not None else (
             dtypes.default_int if av.dtype == dtypes.bool_ else av.dtype)
         return lax_fn(astype(a, dt), ax)
 
@@ -1197,11 +1273,11 @@ def _cumulative_api(fn, name, identity, promote=True):
                                       f"{av.ndim}{_loc()}")
             x = ravel(x)
             axis = 0
-        (ax,) = _norm_axis(axis, _aval(x).ndim)
+        ax = _canon_axis(axis, _aval(x).ndim, f"{name} axis")
         # Like JAX: cumulative_sum promotes like sum (small integers and bools to int32);
         # cumulative_prod like cumprod (only bools, to int32).
         xdt = _aval(x).dtype
-        dt = dtypes.canonicalize(dtype) if dtype is not None else (
+        dt = _dt(dtype, None, "cumulative_sum/prod") if dtype is not None else (
             _sum_dtype(xdt) if promote else dtypes.default_int if xdt == dtypes.bool_ else xdt)
         out = fn(astype(x, dt), ax)
         if include_initial:
@@ -1268,7 +1344,9 @@ def reshape(a, shape=None, order="C", *, newshape=None):
     if order != "C":
         raise FunctxTypeError(f"reshape supports only order='C', got {order!r}{_loc()}")
     av = _aval(a)
-    shape = list(_shape(shape)) if not isinstance(shape, (int, np.integer)) else [int(shape)]
+    shape = list(_v.axis_seq(shape, "reshape", "shape"))
+    if builtins.any(d < -1 for d in shape):
+        raise FunctxValueError(f"reshape: shape {tuple(shape)} has a negative dimension{_loc()}")
     if shape.count(-1) > 1:
         raise FunctxTypeError(f"reshape: can only specify one unknown dimension, got {shape}"
                               f"{_loc()}")
@@ -1290,7 +1368,8 @@ def transpose(a, axes=None):
     nd = _aval(a).ndim
     if axes is None:
         axes = tuple(range(nd))[::-1]
-    axes = tuple(_canon_axis(x, nd) for x in axes)
+    axes = tuple(_canon_axis(x, nd, "transpose axes") for x in _v.axis_seq(axes, "transpose",
+                                                                            "axes"))
     if sorted(axes) != list(range(nd)):
         raise FunctxTypeError(f"transpose: axes {axes} are not a permutation of {nd} axes{_loc()}")
     return lax.transpose(a, axes)
@@ -1306,10 +1385,10 @@ def matrix_transpose(x, /):
 def moveaxis(a, source, destination):
     a = asarray(a) if not _is_array(a) else a
     nd = _aval(a).ndim
-    src = [_canon_axis(s, nd, "moveaxis source")
-           for s in ((source,) if isinstance(source, (int, np.integer)) else source)]
+    src = [_canon_axis(s, nd, "moveaxis source") for s in _v.axis_seq(source, "moveaxis",
+                                                                          "source")]
     dst = [_canon_axis(d, nd, "moveaxis destination")
-           for d in ((destination,) if isinstance(destination, (int, np.integer)) else destination)]
+           for d in _v.axis_seq(destination, "moveaxis", "destination")]
     if len(set(src)) != len(src) or len(set(dst)) != len(dst):
         raise FunctxTypeError(f"moveaxis: repeated axis in source {source} or destination "
                               f"{destination}{_loc()}")
@@ -1337,7 +1416,7 @@ def squeeze(a, axis=None):
     if axis is None:
         axes = tuple(i for i, d in enumerate(av.shape) if d == 1)
     else:
-        axes = _norm_axis(axis, av.ndim)
+        axes = _norm_axis(axis, av.ndim, "squeeze axis")
         for i in axes:
             if av.shape[i] != 1:
                 raise FunctxTypeError(f"squeeze: cannot select an axis to squeeze out which has "
@@ -1348,7 +1427,7 @@ def squeeze(a, axis=None):
 
 def expand_dims(a, axis):
     a = asarray(a) if not _is_array(a) else a
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    axes = _v.axis_seq(axis, "expand_dims", "axis")
     n = _aval(a).ndim + len(axes)
     dims = sorted(_canon_axis(d, n, "expand_dims axis") for d in axes)
     if len(set(dims)) != len(dims):
@@ -1441,6 +1520,8 @@ row_stack = vstack
 
 def hstack(tup, dtype=None):
     arrs = [atleast_1d(a) for a in tup]
+    if not arrs:
+        raise FunctxValueError(f"hstack needs at least one array{_loc()}")
     return concatenate(arrs, 0 if _aval(arrs[0]).ndim == 1 else 1, dtype)
 
 
@@ -1453,6 +1534,9 @@ def column_stack(tup):
     return concatenate(arrs, 1)
 
 
+_MAX_SECTIONS = 2**24  # split's outputs are Python lists: more would exhaust memory or time
+
+
 def split(ary, indices_or_sections, axis=0):
     """Split into equal sections or at indices, like ``numpy.split`` (negative or decreasing
     indices follow NumPy; JAX rejects them)."""
@@ -1460,24 +1544,41 @@ def split(ary, indices_or_sections, axis=0):
     av = _aval(ary)
     axis = _canon_axis(axis, av.ndim, "split axis")
     n = av.shape[axis]
-    if isinstance(indices_or_sections, (int, np.integer)):
-        k = int(indices_or_sections)
-        if k <= 0 or n % k:
-            raise FunctxTypeError(f"split: array split does not result in an equal division: "
-                                  f"axis of size {n} into {k} sections{_loc()}")
+    if _v.is_int_like(indices_or_sections):
+        k = _v.integer(indices_or_sections, "split", "indices_or_sections")
+        if k <= 0:
+            raise FunctxValueError(f"split: the number of sections must be > 0, got {k}{_loc()}")
+        if k > _MAX_SECTIONS:
+            raise FunctxOverflowError(f"split: {k} sections is more than functx makes "
+                                      f"({_MAX_SECTIONS}){_loc()}")
+        if n % k:
+            raise FunctxValueError(f"split: array split does not result in an equal division: "
+                                   f"axis of size {n} into {k} sections{_loc()}")
         bounds = [i * (n // k) for i in range(k + 1)]
     else:
+        if not isinstance(indices_or_sections, (list, tuple, np.ndarray, Array)) or np.ndim(
+                indices_or_sections) != 1:
+            raise FunctxTypeError(f"split: indices_or_sections must be an int or a sequence of "
+                                  f"ints, got {indices_or_sections!r}{_loc()}")
+        idx = [_v.integer(i, "split", "index") for i in indices_or_sections]
         # NumPy's rules: negative indices count from the end, then clip into [0, n].
-        bounds = [0] + [builtins.min(builtins.max(int(i) + n if int(i) < 0 else int(i), 0), n)
-                        for i in indices_or_sections] + [n]
+        bounds = [0] + [builtins.min(builtins.max(i + n if i < 0 else i, 0), n)
+                        for i in idx] + [n]
     return [lax.slice_in_dim(ary, bounds[i], builtins.max(bounds[i + 1], bounds[i]), 1, axis)
             for i in range(len(bounds) - 1)]
 
 
 def array_split(ary, indices_or_sections, axis=0):
-    if isinstance(indices_or_sections, (int, np.integer)):
-        n = _aval(ary).shape[axis]
-        k = int(indices_or_sections)
+    if _v.is_int_like(indices_or_sections):
+        ary = asarray(ary) if not _is_array(ary) else ary
+        n = _aval(ary).shape[_canon_axis(axis, _aval(ary).ndim, "array_split axis")]
+        k = _v.integer(indices_or_sections, "array_split", "indices_or_sections")
+        if k <= 0:
+            raise FunctxValueError(f"array_split: the number of sections must be > 0, got {k}"
+                                   f"{_loc()}")
+        if k > _MAX_SECTIONS:
+            raise FunctxOverflowError(f"array_split: {k} sections is more than functx makes "
+                                      f"({_MAX_SECTIONS}){_loc()}")
         sizes = [n // k + (1 if i < n % k else 0) for i in range(k)]
         indices_or_sections = list(np.cumsum(sizes)[:-1])
     return split(ary, indices_or_sections, axis)
@@ -1493,7 +1594,10 @@ def hsplit(ary, s):
 
 def tile(A, reps):
     A = asarray(A) if not _is_array(A) else A
-    reps = (reps,) if isinstance(reps, int) else tuple(reps)
+    reps = _v.axis_seq(reps, "tile", "reps")
+    if builtins.any(r < 0 for r in reps):
+        raise FunctxValueError(f"tile: reps {reps} must be >= 0{_loc()}")
+    _v.check_size(tuple(reps) + _aval(A).shape, "tile", "output shape", _aval(A).dtype)
     av = _aval(A)
     nd = builtins.max(av.ndim, len(reps))
     reps = (1,) * (nd - len(reps)) + reps
@@ -1525,7 +1629,20 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
             raise FunctxTypeError(f"repeat with traced repeats has a data-dependent shape"
                                   f"{_loc()}; pass a concrete array or an int, or give "
                                   "total_repeat_length")
-        reps = np.asarray(repeats)
+        try:
+            reps = np.asarray(repeats)
+        except (TypeError, ValueError):
+            reps = np.asarray(None)
+        if reps.dtype == np.bool_ or reps.dtype.kind not in "iu":
+            raise FunctxTypeError(f"repeat: repeats must be integers, got {repeats!r}{_loc()}")
+        if (reps < 0).any():
+            raise FunctxValueError(f"repeat: repeats must be >= 0, got {repeats!r}{_loc()}")
+        if reps.ndim > 1 or (reps.ndim == 1 and reps.shape[0] not in (1, n)):
+            raise FunctxValueError(f"repeat: repeats of shape {reps.shape} must be a scalar or "
+                                   f"have one entry per element ({n}) along axis {axis}{_loc()}")
+        _v.check_size((int(reps.max(initial=0)) * n if reps.ndim == 0 else int(
+            reps.astype(object).sum()),) + av.shape[:axis] + av.shape[axis + 1:], "repeat",
+            "output shape", av.dtype)
         if reps.ndim == 0:
             r = int(reps)
             shape = av.shape[:axis + 1] + (r,) + av.shape[axis + 1:]
@@ -1535,7 +1652,7 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
         idx = np.repeat(np.arange(n), np.broadcast_to(reps.ravel(), (n,)))
         return take(a, Array.from_value(idx.astype(np.int32)), axis=axis)
     # A static output length: JAX's construction, which works for traced repeats.
-    total = operator.index(total_repeat_length)
+    total = _v.integer(total_repeat_length, "repeat", "total_repeat_length", minimum=0)
     if total == 0 or n == 0:
         return a if n == 0 else zeros(av.shape[:axis] + (0,) + av.shape[axis + 1:], av.dtype)
     reps = broadcast_to(ravel(asarray(repeats)), (n,))
@@ -1548,7 +1665,7 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
 
 def flip(m, axis=None):
     m = asarray(m) if not _is_array(m) else m
-    return lax.rev(m, _norm_axis(axis, _aval(m).ndim))
+    return lax.rev(m, _norm_axis(axis, _aval(m).ndim, "flip axis"))
 
 
 def fliplr(m):
@@ -1563,8 +1680,14 @@ def roll(a, shift, axis=None):
     a = asarray(a) if not _is_array(a) else a
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), _aval(a).shape)
-    shifts = (shift,) if isinstance(shift, (int, np.integer)) else tuple(shift)
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    if isinstance(shift, Tracer):
+        raise FunctxTypeError(f"roll with a traced shift is not supported{_loc()}; "
+                              "pass a Python int")
+    shifts = _v.axis_seq(shift, "roll", "shift")
+    axes = _v.axis_seq(axis, "roll", "axis")
+    if len(shifts) != len(axes) and len(shifts) != 1:
+        raise FunctxValueError(f"roll: shift {shift} and axis {axis} must have the same length"
+                               f"{_loc()}")
     if len(shifts) == 1 and len(axes) > 1:
         shifts = shifts * len(axes)
     for s, ax in zip(shifts, axes):
@@ -1583,12 +1706,58 @@ def roll(a, shift, axis=None):
     return a
 
 
+_PAD_MODES = ("constant", "edge", "linear_ramp", "maximum", "mean", "median", "minimum",
+              "reflect", "symmetric", "wrap", "empty")
+
+
+def _pad_width(pad_width, av):
+    """``pad_width`` as an (ndim, 2) array of non-negative ints: an int, a pair, one pair per axis
+    (NumPy's forms); a functx error otherwise."""
+    if isinstance(pad_width, Tracer):
+        raise FunctxTypeError(f"pad: pad_width must be concrete, got {_v._describe(pad_width)}"
+                              f"{_loc()}")
+    try:
+        raw = np.asarray(pad_width if not _is_array(pad_width) else np.asarray(pad_width))
+    except (TypeError, ValueError):
+        raise FunctxTypeError(f"pad: pad_width must be an int, a pair of ints or one pair per "
+                              f"axis, got {pad_width!r}{_loc()}") from None
+    if raw.dtype == np.bool_ or raw.dtype not in (np.dtype(np.int8), np.dtype(np.int16),
+                                                  np.dtype(np.int32), np.dtype(np.int64),
+                                                  np.dtype(np.uint8), np.dtype(np.uint16),
+                                                  np.dtype(np.uint32), np.dtype(np.uint64)):
+        if not (raw.size == 0 and raw.dtype == np.float64):
+            raise FunctxTypeError(f"pad: pad_width must hold integers, got {pad_width!r}"
+                                  f"{_loc()}")
+        raw = raw.astype(np.int64)
+    ok = {(), (1,), (2,), (1, 1), (1, 2), (av.ndim, 1), (av.ndim, 2)}
+    if raw.shape not in ok:
+        raise FunctxValueError(f"pad: pad_width of shape {raw.shape} does not fit "
+                               f"{av.str_short()}: give an int, a pair, or {av.ndim} pairs"
+                               f"{_loc()}")
+    pw = np.broadcast_to(raw.reshape(-1, 2) if raw.ndim and raw.shape[-1] == 2 else
+                         raw.reshape(-1, 1), (av.ndim, 2)).astype(object)
+    if (pw < 0).any():
+        raise FunctxValueError(f"pad: pad_width {pad_width!r} has a negative width{_loc()}")
+    _v.check_size(tuple(int(d + lo + hi) for d, (lo, hi) in zip(av.shape, pw)), "pad",
+                  "padded shape", av.dtype)
+    return [(int(lo), int(hi)) for lo, hi in pw]
+
+
 def pad(array, pad_width, mode="constant", constant_values=0):
     array = asarray(array) if not _is_array(array) else array
     av = _aval(array)
-    pw = np.broadcast_to(np.asarray(pad_width, dtype=np.int64).reshape(-1, 2)
-                         if np.ndim(pad_width) else np.asarray([[pad_width, pad_width]]),
-                         (av.ndim, 2))
+    pw = _pad_width(pad_width, av)
+    if not isinstance(mode, str) or mode not in _PAD_MODES:
+        raise FunctxValueError(f"pad: unknown mode {mode!r}; the modes are "
+                               f"{', '.join(map(repr, _PAD_MODES))}{_loc()}")
+    if mode not in ("constant", "edge", "wrap", "reflect", "symmetric"):
+        raise UnsupportedError(f"pad: mode {mode!r} is not supported by functx; use 'constant', "
+                               f"'edge', 'wrap', 'reflect' or 'symmetric'{_loc()}")
+    if mode != "constant":
+        for ax, (lo, hi) in enumerate(pw):
+            if av.shape[ax] == 0 and lo + hi:
+                raise FunctxValueError(f"pad: cannot pad the empty axis {ax} of "
+                                       f"{av.str_short()} with mode={mode!r}{_loc()}")
     if mode == "constant":
         cv = np.asarray(constant_values)
         if cv.ndim:
@@ -1622,13 +1791,33 @@ def take(a, indices, axis=None, mode=None, fill_value=None):
     from functx.numpy import indexing
 
     a = asarray(a) if not _is_array(a) else a
+    if mode == "raise":
+        raise UnsupportedError(f"take: mode='raise' is not supported (it needs a data-dependent "
+                               f"check){_loc()}; use 'fill', 'clip' or 'wrap'")
+    mode = _v.choice("fill" if mode is None else mode, ("fill", "clip", "wrap"), "take", "mode")
     if axis is None:
         a = ravel(a)
         axis = 0
     av = _aval(a)
     axis = _canon_axis(axis, av.ndim, "take axis")
-    idx = (slice(None),) * axis + (asarray(indices),)
-    return indexing.getitem(a, idx, mode=mode or "fill", fill_value=fill_value)
+    indices = asarray(indices) if not _is_array(indices) else indices
+    iv = _aval(indices)
+    if iv.dtype not in dtypes.INTEGERS:
+        raise FunctxTypeError(f"take: indices must be integers, got {iv.str_short()}{_loc()}")
+    n = av.shape[axis]
+    if mode != "fill" and n == 0 and iv.size:
+        raise FunctxIndexError(f"take: cannot take {iv.str_short()} from the empty axis {axis} "
+                               f"of {av.str_short()} with mode={mode!r}{_loc()}")
+    if mode == "clip" and n:
+        # NumPy and JAX clip the raw index into [0, n): -1 gives the first element, not the last.
+        indices = clip(indices, np.asarray(0, iv.dtype)[()], np.asarray(
+            builtins.min(n - 1, int(dtypes.iinfo(iv.dtype).max)), iv.dtype)[()])
+    elif mode == "wrap" and n:
+        indices = remainder(indices, np.asarray(n, iv.dtype)[()]) if n <= int(
+            dtypes.iinfo(iv.dtype).max) else indices
+    idx = (slice(None),) * axis + (indices,)
+    return indexing.getitem(a, idx, mode="fill" if mode == "fill" else "clip",
+                            fill_value=fill_value)
 
 
 def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
@@ -1636,7 +1825,12 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
 
     arr = asarray(arr) if not _is_array(arr) else arr
     indices = asarray(indices) if not _is_array(indices) else indices
+    _v.choice("fill" if mode is None else mode, ("fill", "clip", "promise_in_bounds", "drop"),
+              "take_along_axis", "mode")
     av, iv = _aval(arr), _aval(indices)
+    if iv.dtype not in dtypes.INTEGERS:
+        raise FunctxTypeError(f"take_along_axis: indices must be integers, got "
+                              f"{iv.str_short()}{_loc()}")
     if axis is None:
         return take_along_axis(ravel(arr), ravel(indices), 0, mode, fill_value)
     if av.ndim != iv.ndim:
@@ -1663,9 +1857,18 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
 def diagonal(a, offset=0, axis1=0, axis2=1):
     a = asarray(a) if not _is_array(a) else a
     av = _aval(a)
+    offset = _v.integer(offset, "diagonal", "offset")
+    if av.ndim < 2:
+        raise FunctxValueError(f"diagonal needs an array of rank >= 2, got {av.str_short()}"
+                               f"{_loc()}")
+    if _canon_axis(axis1, av.ndim, "diagonal axis1") == _canon_axis(axis2, av.ndim,
+                                                                    "diagonal axis2"):
+        raise FunctxValueError(f"diagonal: axis1 and axis2 must differ, got {axis1} and {axis2}"
+                               f"{_loc()}")
     a = moveaxis(a, (_canon_axis(axis1, av.ndim, "diagonal axis1"),
                      _canon_axis(axis2, av.ndim, "diagonal axis2")), (-2, -1))
     n, m = _aval(a).shape[-2:]
+    offset = builtins.max(builtins.min(offset, m), -n)  # beyond the array: the same empty result
     k = builtins.max(0, builtins.min(n + builtins.min(offset, 0), m - builtins.max(offset, 0)))
     rows = np.arange(k) - builtins.min(offset, 0)
     cols = np.arange(k) + builtins.max(offset, 0)
@@ -1677,8 +1880,10 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
 
 def diag(v, k=0):
     v = asarray(v) if not _is_array(v) else v
+    k = _v.integer(k, "diag", "k")
     if v.ndim == 1:
         n = v.shape[0] + builtins.abs(k)
+        _v.check_size((n, n), "diag", "output shape", v.dtype)
         r = lax.broadcasted_iota(dtypes.int32, (n, n), 0)
         c = lax.broadcasted_iota(dtypes.int32, (n, n), 1)
         vv = pad(v, (builtins.max(-k, 0), builtins.max(k, 0)))
@@ -1694,6 +1899,7 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
 
 
 def meshgrid(*xi, indexing="xy", sparse=False):
+    _v.choice(indexing, ("xy", "ij"), "meshgrid", "indexing")
     xi = [ravel(asarray(x)) for x in xi]
     n = len(xi)
     shapes = [x.shape[0] for x in xi]
@@ -1777,7 +1983,14 @@ def vecdot(x1, x2, /, *, axis=-1, preferred_element_type=None):
     the result dtype is the promoted input dtype (bool stays bool, int8 stays int8)."""
     x1, x2 = _promote_dot("vecdot", x1, x2)
     s1, s2 = _aval(x1).shape, _aval(x2).shape
-    if not s1 or not s2 or s1[axis] != s2[axis]:
+    if not s1 or not s2:
+        raise FunctxValueError(f"vecdot: operands must have rank >= 1, got shapes {s1} and {s2}"
+                               f"{_loc()}")
+    axis = _v.integer(axis, "vecdot", "axis")
+    if not (-len(s1) <= axis < len(s1) and -len(s2) <= axis < len(s2)):
+        raise _v.AxisError(f"vecdot: axis {axis} is out of bounds for shapes {s1} and {s2}"
+                           f"{_loc()}")
+    if s1[axis] != s2[axis]:
         raise FunctxTypeError(f"vecdot: axes must match; got shapes {s1} and {s2} with "
                               f"axis={axis}{_loc()}")
     dt = _aval(x1).dtype if preferred_element_type is None else \
@@ -1802,11 +2015,19 @@ def outer(a, b):
 def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     a, b = _promote_dot("tensordot", a, b)
     av, bv = _aval(a), _aval(b)
-    if isinstance(axes, (int, np.integer)):
+    if _v.is_int_like(axes):
+        axes = _v.integer(axes, "tensordot", "axes", minimum=0)
+        if axes > builtins.min(av.ndim, bv.ndim):
+            raise FunctxValueError(f"tensordot: axes={axes} is more than the rank of "
+                                   f"{av.str_short()} or {bv.str_short()}{_loc()}")
         axes = (tuple(range(av.ndim - axes, av.ndim)), tuple(range(axes)))
-    ax_a, ax_b = axes
-    ax_a = (ax_a,) if isinstance(ax_a, int) else tuple(ax_a)
-    ax_b = (ax_b,) if isinstance(ax_b, int) else tuple(ax_b)
+    if not isinstance(axes, (tuple, list)) or len(axes) != 2:
+        raise FunctxTypeError(f"tensordot: axes must be an int or a pair of axis sequences, got "
+                              f"{axes!r}{_loc()}")
+    ax_a, ax_b = (_v.axis_seq(x, "tensordot", "axes") for x in axes)
+    if len(ax_a) != len(ax_b):
+        raise FunctxValueError(f"tensordot: the axes {ax_a} and {ax_b} must have the same length"
+                               f"{_loc()}")
     ax_a = tuple(_canon_axis(x, av.ndim, "tensordot axis") for x in ax_a)
     ax_b = tuple(_canon_axis(x, bv.ndim, "tensordot axis") for x in ax_b)
     return lax.dot_general(a, b, ((ax_a, ax_b), ((), ())), precision=precision,

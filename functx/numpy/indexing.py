@@ -12,7 +12,7 @@ import numpy as np
 from functx import dtypes, lax
 from functx import primitives as P
 from functx.array import Array, UncommittedArray
-from functx.errors import FunctxTypeError, where
+from functx.errors import FunctxIndexError, FunctxTypeError, FunctxValueError, where
 from functx.tracing import Tracer, get_aval
 
 
@@ -49,11 +49,12 @@ def _to_index_array(x, dim_name):
     return x
 
 
-def _expand(idx, ndim):
-    """Expand Ellipsis and concrete boolean masks; returns a list of index items."""
+def _expand(idx, ndim, shape=None):
+    """Expand Ellipsis and concrete boolean masks; returns a list of index items. ``shape``: the
+    indexed array's shape (to check the masks' shapes)."""
     if not isinstance(idx, tuple):
         idx = (idx,)
-    items = []
+    items, masks = [], []  # masks: (position in items, the mask's shape)
     for it in idx:
         if isinstance(it, (bool, np.bool_)):
             items.append(("mask0", bool(it)))
@@ -63,20 +64,24 @@ def _expand(idx, ndim):
             if mask.ndim == 0:
                 items.append(("mask0", bool(mask)))
             else:
+                masks.append((len(items), mask.shape))
                 items.extend(_index_constant(i.astype(np.int32)) for i in np.nonzero(mask))
             continue
         if isinstance(it, (list,)) and np.asarray(it).dtype == np.bool_:
+            masks.append((len(items), np.shape(it)))
             items.extend(_index_constant(i.astype(np.int32)) for i in np.nonzero(np.asarray(it)))
             continue
         items.append(it)
     n_ell = sum(1 for it in items if it is Ellipsis)
     if n_ell > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
+        raise FunctxIndexError(f"an index can only have a single ellipsis ('...'){where()}")
     consumed = sum(1 for it in items if it is not None and it is not Ellipsis
                    and not (isinstance(it, tuple) and it and it[0] == "mask0"))
     if consumed > ndim:
-        raise IndexError(f"too many indices for array: array is {ndim}-dimensional, but "
-                         f"{consumed} were indexed")
+        raise FunctxIndexError(f"too many indices for array: array is {ndim}-dimensional, but "
+                               f"{consumed} were indexed{where()}")
+    if masks and shape is not None:
+        _check_masks(items, masks, shape, consumed)
     out = []
     for it in items:
         if it is Ellipsis:
@@ -88,10 +93,31 @@ def _expand(idx, ndim):
     return out
 
 
+def _check_masks(items, masks, shape, consumed):
+    """A boolean mask must have the shape of the dimensions it indexes (NumPy and JAX raise
+    IndexError; without this check a short mask would silently select a prefix)."""
+    ndim = len(shape)
+    ax = 0  # the array axis that items[k] indexes
+    pending = dict(masks)
+    for k, it in enumerate(items):
+        if k in pending:
+            mshape = pending[k]
+            got = tuple(shape[ax:ax + len(mshape)])
+            if got != tuple(mshape):
+                raise FunctxIndexError(
+                    f"boolean index did not match the indexed array: a mask of shape "
+                    f"{tuple(mshape)} at axis {ax}, but the array's dimensions there are {got}"
+                    f"{where()}")
+        if it is Ellipsis:
+            ax += ndim - consumed
+        elif it is not None and not (isinstance(it, tuple) and it and it[0] == "mask0"):
+            ax += 1
+
+
 def _parse(x, idx):
     """Normalise ``idx`` for ``x``: returns (x with None axes inserted, items one per axis)."""
     ndim = get_aval(x).ndim
-    items = _expand(idx, ndim)
+    items = _expand(idx, ndim, get_aval(x).shape)
     # A 0-d boolean index adds an axis of size 1 (True) or 0 (False), like NumPy.
     new_axes, per_axis = [], []
     for it in items:
@@ -121,7 +147,7 @@ def getitem(x, idx, mode=None, fill_value=None):
                         f"Slice bounds must be static Python ints, got a traced value{where()}. "
                         "Use functx.lax.dynamic_slice for traced offsets.")
             if it.step == 0:
-                raise ValueError("slice step cannot be zero")
+                raise FunctxValueError(f"slice step cannot be zero{where()}")
             sl = slice(*(None if p is None else int(p) for p in (it.start, it.stop, it.step)))
             start, stop, step = sl.indices(n)
             count = len(range(start, stop, step))
@@ -137,7 +163,8 @@ def getitem(x, idx, mode=None, fill_value=None):
         elif _is_int(it) and not has_array:
             i = int(it)
             if not -n <= i < n:
-                raise IndexError(f"index {i} is out of bounds for axis {ax} with size {n}")
+                raise FunctxIndexError(f"index {i} is out of bounds for axis {ax} with size {n}"
+                                       f"{where()}")
             i %= n
             starts.append(i)
             limits.append(i + 1)
@@ -160,7 +187,8 @@ def getitem(x, idx, mode=None, fill_value=None):
         if _is_int(it):
             n = shape[ax]
             if not -n <= int(it) < n:
-                raise IndexError(f"index {int(it)} is out of bounds for axis {ax} with size {n}")
+                raise FunctxIndexError(f"index {int(it)} is out of bounds for axis {ax} with "
+                                       f"size {n}{where()}")
             arr = Array.from_value(np.asarray(int(it) % n, np.int32))
         else:
             arr = _to_index_array(it, ax)
@@ -188,8 +216,8 @@ def getitem(x, idx, mode=None, fill_value=None):
     elif mode in ("fill", "drop"):
         gmode = "fill"
     else:
-        raise FunctxTypeError(f"indexing mode must be 'clip', 'fill' or 'promise_in_bounds', "
-                              f"got {mode!r}{where()}")
+        raise FunctxValueError(f"indexing mode must be 'clip', 'fill', 'drop' or "
+                               f"'promise_in_bounds', got {mode!r}{where()}")
     out = P.gather_p.bind(x, indices, axes=tuple(adv_axes), mode=gmode,
                           fill_value=None if fill_value is None else fill_value)
     # NumPy puts the broadcast index dimensions where the first advanced index stood when the
@@ -228,7 +256,7 @@ def scatter_update(x, idx, values, mode):
         if get_aval(values).dtype != xv.dtype else values
     raw = idx if isinstance(idx, tuple) else (idx,)
     if not any(i is None or isinstance(i, (Array, Tracer, np.ndarray, list)) for i in raw):
-        items = _expand(idx, xv.ndim)
+        items = _expand(idx, xv.ndim, xv.shape)
         if _static_basic(items):
             return _update_static(x, items, values, mode)
     # General case: gather the flat positions the index selects, then scatter into the flat array.
@@ -254,7 +282,8 @@ def _update_static(x, items, values, mode):
         if _is_int(it):
             i = int(it)
             if not -n <= i < n:
-                raise IndexError(f"index {i} is out of bounds for axis {ax} with size {n}")
+                raise FunctxIndexError(f"index {i} is out of bounds for axis {ax} with size {n}"
+                                       f"{where()}")
             starts.append(i % n)
             sizes.append(1)
         else:

@@ -10,10 +10,9 @@ Differences from ``jax.numpy.linalg`` (deliberate):
 
 from __future__ import annotations
 
-import operator
-
 from functx.errors import FunctxTypeError, where
 from functx.numpy import _core as jnp
+from functx.numpy import _validate as _v
 
 
 def _sqrt_sumsq(x, axis, keepdims):
@@ -25,11 +24,7 @@ def _sqrt_sumsq(x, axis, keepdims):
 
 
 def _canon_axis(a, ndim):
-    a = operator.index(a)
-    if not -ndim <= a < ndim:
-        raise FunctxTypeError(f"norm: axis {a} is out of bounds for an array of rank {ndim}"
-                              f"{where()}")
-    return a % ndim
+    return _v.axis(a, ndim, "norm", "axis")
 
 
 def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002
@@ -54,8 +49,8 @@ def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002
         if ord is None:
             return _sqrt_sumsq(x, None, keepdims)
         axis = tuple(range(ndim))
-    elif isinstance(axis, tuple):
-        axis = tuple(_canon_axis(a, ndim) for a in axis)
+    elif isinstance(axis, (tuple, list)):
+        axis = _v.axes(axis, ndim, "norm", sort=False)
     else:
         axis = (_canon_axis(axis, ndim),)
     if len(axis) == 1:
