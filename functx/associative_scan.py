@@ -25,7 +25,7 @@ from functx import lax
 from functx import primitives as P
 from functx.array import Array
 from functx.core import ClosedJaxpr, Jaxpr, Primitive, ShapedArray, same_type
-from functx.errors import FunctxTypeError, UnsupportedError, where
+from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError, where
 from functx.interpreter import eval_jaxpr
 from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
 from functx.transforms import jvp as J
@@ -169,7 +169,15 @@ def associative_scan(fn, elems, reverse: bool = False, axis: int = 0):
     """Inclusive scan of ``elems`` (a pytree of arrays sharing the scan axis) with the associative
     combine ``fn(a, b)`` (JAX's ``lax.associative_scan``). With ``reverse`` the scan runs from the
     end (result ``i`` combines elements ``i..n-1``, the later elements on the left as in JAX)."""
-    return _associative_scan(fn, elems, reverse, axis, None)
+    if not callable(fn):
+        raise FunctxTypeError(f"associative_scan: fn must be callable, got {type(fn).__name__}"
+                              f"{where()}")
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
+        raise FunctxTypeError(f"associative_scan: axis must be an integer, got {axis!r}{where()}")
+    if not isinstance(reverse, (bool, np.bool_)):
+        raise FunctxTypeError(f"associative_scan: reverse must be a bool, got {reverse!r}"
+                              f"{where()}")
+    return _associative_scan(fn, elems, bool(reverse), int(axis), None)
 
 
 def _associative_scan(fn, elems, reverse, axis, affine):
@@ -179,7 +187,7 @@ def _associative_scan(fn, elems, reverse, axis, affine):
     avals = [get_aval(x) for x in leaves]
     nd = avals[0].ndim
     if not -nd <= axis < max(nd, 1) or nd == 0:
-        raise FunctxTypeError(f"associative_scan: axis {axis} is out of range for "
+        raise FunctxValueError(f"associative_scan: axis {axis} is out of range for "
                               f"{avals[0].str_short()}{where()}")
     axis = axis % nd
     sizes = {a.shape[axis] if a.ndim > axis else None for a in avals}
@@ -466,7 +474,14 @@ def _cum(fn_name, combine):
         nd = get_aval(x).ndim
         if nd == 0:
             raise FunctxTypeError(f"{fn_name} needs an array of rank >= 1{where()}")
-        return _associative_scan(combine, x, reverse, int(axis) % nd, None)
+        if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
+            raise FunctxTypeError(f"{fn_name}: axis must be an integer, got {axis!r}{where()}")
+        if not -nd <= axis < nd:
+            raise FunctxValueError(f"{fn_name}: axis {axis} is out of bounds for an array of "
+                                   f"rank {nd}{where()}")
+        if not isinstance(reverse, (bool, np.bool_)):
+            raise FunctxTypeError(f"{fn_name}: reverse must be a bool, got {reverse!r}{where()}")
+        return _associative_scan(combine, x, bool(reverse), int(axis) % nd, None)
 
     f.__name__ = fn_name
     f.__doc__ = f"``lax.{fn_name}`` as an associative scan."

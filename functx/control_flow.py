@@ -14,7 +14,7 @@ import numpy as np
 from functx import dtypes, lax
 from functx import primitives as P
 from functx.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Primitive, ShapedArray, Var, same_type
-from functx.errors import FunctxTypeError, UnsupportedError, where
+from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError, where
 from functx.interpreter import eval_jaxpr
 from functx.tracing import Tracer, get_aval, trace_flat, tree_flatten, tree_unflatten
 from functx.transforms import jvp as J
@@ -174,7 +174,7 @@ def _common_branches(what, funs, operands, labels):
     """Trace each branch on the operands; consts of all branches become shared leading operands.
     ``what`` (cond or switch) and ``labels`` (``true_fun``, ``branch 1``, ...) are for errors."""
     leaves, in_tree = tree_flatten(tuple(operands))
-    avals = [get_aval(x) for x in leaves]
+    avals = list(J.arg_avals(what, leaves, operands))
     traced = [_trace(f, avals, in_tree) for f in funs]
     out_tree0 = traced[0][1]
     out_avals0 = traced[0][0].out_avals
@@ -217,6 +217,9 @@ def cond(pred, true_fun, false_fun, *operands):
     Both branches are traced; they must return the same structure and types. Under ``vmap`` with a
     batched predicate both branches run and the results are selected.
     """
+    if not callable(true_fun) or not callable(false_fun):
+        raise FunctxTypeError(f"cond: true_fun and false_fun must be callable, got "
+                              f"{type(true_fun).__name__} and {type(false_fun).__name__}{where()}")
     a = _check_concrete_or_scalar(pred, "cond predicate")
     if a.dtype != dtypes.bool_ and a.dtype not in dtypes.INTEGERS and a.dtype not in dtypes.FLOATS:
         raise FunctxTypeError(f"cond predicate must be a boolean or number, got {a.str_short()}"
@@ -235,9 +238,16 @@ def switch(index, branches, *operands):
     if a.dtype not in dtypes.INTEGERS:
         raise FunctxTypeError(f"switch index must be an integer scalar, got {a.str_short()}"
                               f"{where()}")
+    if not isinstance(branches, (list, tuple)):
+        raise FunctxTypeError(f"switch: branches must be a sequence of callables, got "
+                              f"{type(branches).__name__}{where()}")
     branches = tuple(branches)
     if not branches:
-        raise FunctxTypeError(f"switch needs at least one branch{where()}")
+        raise FunctxValueError(f"switch needs at least one branch{where()}")
+    bad = [i for i, b in enumerate(branches) if not callable(b)]
+    if bad:
+        raise FunctxTypeError(f"switch: branches must be callables; branch {bad[0]} is "
+                              f"{type(branches[bad[0]]).__name__}{where()}")
     idx = lax.convert_element_type(index, dtypes.int32)
     idx = lax.clamp(0, idx, len(branches) - 1)
     bs, consts, leaves, out_tree = _common_branches(
@@ -384,7 +394,22 @@ scan_p.impl = _scan_impl
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     """``lax.scan``: loop ``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns the
     final carry and the stacked ``y``s. One ``scan`` equation; reverse mode stacks residuals."""
+    if not callable(f):
+        raise FunctxTypeError(f"scan: f must be callable, got {type(f).__name__}{where()}")
+    if length is not None:
+        if isinstance(length, (bool, np.bool_)) or not isinstance(length, (int, np.integer)):
+            raise FunctxTypeError(f"scan: length must be a non-negative int, got {length!r}"
+                                  f"{where()}")
+        if length < 0:
+            raise FunctxValueError(f"scan: length must be non-negative, got {length}{where()}")
+    if not isinstance(reverse, (bool, np.bool_)):
+        raise FunctxTypeError(f"scan: reverse must be a bool, got {reverse!r}{where()}")
+    if not isinstance(unroll, (int, np.integer)):
+        raise FunctxTypeError(f"scan: unroll must be an int or a bool, got {unroll!r}{where()}")
+    if not isinstance(unroll, (bool, np.bool_)) and unroll < 0:
+        raise FunctxValueError(f"scan: unroll must be >= 0, got {unroll}{where()}")
     x_leaves, x_tree = tree_flatten(xs)
+    J.arg_avals("scan (xs)", x_leaves, (xs,))
     lengths = {get_aval(x).shape[0] for x in x_leaves if get_aval(x).ndim}
     if any(get_aval(x).ndim == 0 for x in x_leaves):
         raise FunctxTypeError(f"scan got an xs leaf with no leading axis to scan over{where()}")
@@ -610,6 +635,8 @@ T.transpose_rules[scan_p] = _scan_transpose
 
 def map(f, xs):  # noqa: A001
     """``lax.map``: ``f`` applied over the leading axis of ``xs`` with a scan."""
+    if not callable(f):
+        raise FunctxTypeError(f"map: f must be callable, got {type(f).__name__}{where()}")
     _, ys = scan(lambda c, x: (c, f(x)), (), xs)
     return ys
 
@@ -631,6 +658,16 @@ def fori_loop(lower, upper, body_fun, init_val, unroll=1):
                 f"types: takes {_types(v_avals)}, returns {_types(o_avals)}{where()}")
         return out
 
+    if not callable(body_fun):
+        raise FunctxTypeError(f"fori_loop: body_fun must be callable, got "
+                              f"{type(body_fun).__name__}{where()}")
+    for name, b in (("lower", lower), ("upper", upper)):
+        ok = isinstance(b, (int, np.integer)) and not isinstance(b, (bool, np.bool_))
+        if not ok and not isinstance(b, (str, bytes)) and hasattr(b, "dtype"):
+            ok = np.shape(b) == () and get_aval(b).dtype in dtypes.INTEGERS
+        if not ok:
+            raise FunctxTypeError(f"fori_loop: {name} must be an integer scalar, got {b!r:.60}"
+                                  f"{where()}")
     concrete = not isinstance(lower, Tracer) and not isinstance(upper, Tracer)
     if concrete:
         lo, hi = int(lower), int(upper)
@@ -683,8 +720,11 @@ while_p.impl = _while_impl
 def while_loop(cond_fun, body_fun, init_val):
     """``lax.while_loop``: repeat ``val = body_fun(val)`` while ``cond_fun(val)``. Forward mode and
     vmap work; reverse mode raises (use scan or fori_loop with static bounds)."""
+    if not callable(cond_fun) or not callable(body_fun):
+        raise FunctxTypeError(f"while_loop: cond_fun and body_fun must be callable, got "
+                              f"{type(cond_fun).__name__} and {type(body_fun).__name__}{where()}")
     leaves, tree = tree_flatten(init_val)
-    avals = [get_aval(x) for x in leaves]
+    avals = list(J.arg_avals("while_loop (init_val)", leaves, (init_val,)))
     cond_closed, cond_tree = _trace(cond_fun, avals, tree, star=False)
     if len(cond_closed.out_avals) != 1 or cond_closed.out_avals[0].shape != () or \
             cond_closed.out_avals[0].dtype != dtypes.bool_:

@@ -65,12 +65,18 @@ def canonicalize(dtype) -> np.dtype:
         return bool_
     if isinstance(dtype, str) and dtype == "bfloat16":
         return bfloat16
-    dt = np.dtype(dtype)
+    from functx.errors import FunctxTypeError, where
+
+    try:
+        dt = np.dtype(dtype)
+    except (TypeError, ValueError):
+        raise FunctxTypeError(f"{dtype!r:.60} is not a dtype; supported: "
+                              + ", ".join(str(d) for d in SUPPORTED) + where()) from None
     if dt == float0:
         return float0
     if dt not in SUPPORTED:
-        raise TypeError(f"functx does not support dtype {dt}; supported: "
-                        + ", ".join(str(d) for d in SUPPORTED))
+        raise FunctxTypeError(f"functx does not support dtype {dt}; supported: "
+                              + ", ".join(str(d) for d in SUPPORTED) + where())
     return dt
 
 

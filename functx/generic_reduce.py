@@ -10,12 +10,14 @@ traced Jaxpr on scalars. Eagerly it runs O(log n) vectorised passes (halving the
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from functx import dtypes, lax
 from functx import primitives as P
 from functx.core import ClosedJaxpr, Jaxpr, Primitive, ShapedArray, same_type
-from functx.errors import FunctxTypeError, UnsupportedError, where
+from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError, where
 from functx.interpreter import eval_jaxpr
 from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
 from functx.transforms import jvp as J
@@ -130,7 +132,21 @@ def reduce(operands, init_values, computation, dimensions):  # noqa: A001
     if tree != init_tree:
         raise FunctxTypeError(f"reduce: operands and init_values must have the same structure, "
                               f"got {tree} and {init_tree}{where()}")
-    dims = tuple(sorted(int(d) % max(get_aval(flat_ops[0]).ndim, 1) for d in dimensions))
+    if not callable(computation):
+        raise FunctxTypeError(f"reduce: computation must be callable, got "
+                              f"{type(computation).__name__}{where()}")
+    if not flat_ops:
+        raise FunctxTypeError(f"reduce needs at least one operand{where()}")
+    nd = get_aval(flat_ops[0]).ndim
+    try:
+        dims = [operator.index(d) for d in dimensions]
+    except TypeError:
+        raise FunctxTypeError(f"reduce: dimensions must be a sequence of ints, got "
+                              f"{dimensions!r}{where()}") from None
+    if any(not -nd <= d < nd for d in dims) or len({d % nd for d in dims}) != len(dims):
+        raise FunctxValueError(f"reduce: dimensions {tuple(dims)} are out of range or repeated "
+                               f"for {get_aval(flat_ops[0]).str_short()}{where()}")
+    dims = tuple(sorted(d % nd for d in dims))
     avals = [ShapedArray((), get_aval(o).dtype) for o in flat_ops]
     box = {}
 

@@ -48,9 +48,25 @@ relu.defjvp(_relu_jvp)
 relu.__name__ = "relu"
 
 
+def _relu6(x):
+    """``min(max(x, 0), 6)``; the derivative is 0 at both kinks (0 and 6), like JAX's."""
+    return jnp.minimum(jnp.maximum(x, jnp.zeros((), x.dtype)), jnp.full((), 6, x.dtype))
+
+
+def _relu6_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    inside = jnp.logical_and(x > 0, x < 6)
+    return _relu6(x), lax.select(inside, t, lax.full_like(t, 0))
+
+
+_relu6_cj = custom_jvp(_relu6)
+_relu6_cj.defjvp(_relu6_jvp)
+
+
 def relu6(x):
-    """``min(max(x, 0), 6)``."""
-    return jnp.minimum(relu(_float(x)), 6.0)
+    """``min(max(x, 0), 6)``; the derivative is 1 strictly inside (0, 6) and 0 elsewhere,
+    including at 0 and 6 (JAX's choice)."""
+    return _relu6_cj(_float(x))
 
 
 def sigmoid(x):
@@ -72,10 +88,23 @@ def silu(x):
 swish = silu
 
 
-def softplus(x):
-    """``log(1 + exp(x))``, computed as ``logaddexp(x, 0)``."""
-    x = _float(x)
+def _softplus(x):
     return jnp.logaddexp(x, jnp.zeros((), x.dtype))
+
+
+def _softplus_jvp(primals, tangents):
+    # d/dx log(1 + exp(x)) = sigmoid(x) everywhere (0.5 at 0, where logaddexp's formula has a tie)
+    (x,), (t,) = primals, tangents
+    return _softplus(x), t * lax.logistic(x)
+
+
+_softplus_cj = custom_jvp(_softplus)
+_softplus_cj.defjvp(_softplus_jvp)
+
+
+def softplus(x):
+    """``log(1 + exp(x))``, computed as ``logaddexp(x, 0)``; its derivative is ``sigmoid(x)``."""
+    return _softplus_cj(_float(x))
 
 
 def elu(x, alpha=1.0):
@@ -114,9 +143,17 @@ def gelu(x, approximate: bool = True):
 def _axes(axis, ndim):
     if axis is None:
         return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    if isinstance(axis, (int, np.integer)):
+        axes = (axis,)
+    elif isinstance(axis, (tuple, list)):
+        axes = tuple(axis)
+    else:
+        axes = (None,)
     out = []
     for a in axes:
+        if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer)):
+            raise FunctxTypeError(f"axis must be an int or a tuple of ints, got {axis!r:.60}"
+                                  f"{_loc()}")
         if not -ndim <= a < ndim:
             raise FunctxTypeError(f"axis {a} is out of bounds for an array of rank {ndim}"
                                   f"{_loc()}")
@@ -209,12 +246,15 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, 
 def one_hot(x, num_classes: int, *, dtype=None, axis=-1):
     """One-hot encode ``x`` along a new ``axis``; out-of-range values give all-zero rows, like
     JAX. The default dtype is float32."""
-    if not isinstance(num_classes, (int, np.integer)):
-        raise FunctxTypeError(f"one_hot: num_classes must be a Python int, got {num_classes!r}"
-                              f"{_loc()}")
+    if isinstance(num_classes, (bool, np.bool_)) or not isinstance(num_classes, (int, np.integer)) \
+            or num_classes < 0:
+        raise FunctxTypeError(f"one_hot: num_classes must be a non-negative int, got "
+                              f"{num_classes!r:.60}{_loc()}")
     x = _arr(x)
     dtype = dtypes.default_float if dtype is None else dtypes.canonicalize(dtype)
     out_ndim = x.ndim + 1
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
+        raise FunctxTypeError(f"one_hot: axis must be an int, got {axis!r:.60}{_loc()}")
     if not -out_ndim <= axis < out_ndim:
         raise FunctxTypeError(f"one_hot: axis {axis} is out of bounds for a result of rank "
                               f"{out_ndim}{_loc()}")

@@ -216,7 +216,13 @@ def _as_value(x):
             "the function instead.")
     if is_python_scalar(x):
         aval = scalar_aval(x)
-        return np.asarray(x, aval.dtype), aval, False
+        try:
+            return np.asarray(x, aval.dtype), aval, False
+        except OverflowError:
+            from functx.errors import FunctxOverflowError
+
+            raise FunctxOverflowError(f"Python int {x} is too large to convert to {aval.dtype} "
+                                      f"(use a wider dtype, or enable x64){where()}") from None
     if isinstance(x, (np.ndarray, np.generic)) and x.dtype in dtypes.SUPPORTED:
         v = np.asarray(x)
         return v, ShapedArray(v.shape, v.dtype), v.ndim > 0
@@ -440,6 +446,9 @@ def make_jaxpr(fun: Callable, static_argnums: int | tuple[int, ...] = ()):
       >>> print(functx.make_jaxpr(lambda x: functx.numpy.sin(x) * 2.0)(np.ones(3, np.float32)))
       { lambda ; a:f32[3]. let b:f32[3] = sin a; c:f32[3] = mul b 2.0:f32[] in (c,) }
     """
+    if not callable(fun):
+        raise FunctxTypeError(f"make_jaxpr: expected a callable value, got "
+                              f"{type(fun).__name__}{where()}")
     static_argnums = _as_tuple(static_argnums)
 
     @functools.wraps(fun)

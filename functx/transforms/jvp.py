@@ -601,6 +601,83 @@ def fun_name(fun) -> str:
     return f"{name} (defined at {code.co_filename}:{code.co_firstlineno})" if code else name
 
 
+def check_callable(what, fun):
+    """``fun`` must be callable (JAX: 'Expected a callable value')."""
+    if not callable(fun):
+        raise FunctxTypeError(f"{what}: expected a callable value, got {fun!r:.80} of type "
+                              f"{type(fun).__name__}{where()}")
+
+
+class ArgnumsError(FunctxTypeError, ValueError):
+    """An argnums out of range for the call: JAX raises TypeError (grad) or ValueError (jacfwd,
+    jacrev, negative argnums); this is both."""
+
+
+def check_argnums(what, argnums, name="argnums"):
+    """``argnums``: an int or a non-empty sequence of distinct ints (the range is checked at call
+    time, when the number of arguments is known)."""
+    def bad():
+        return FunctxTypeError(f"{what}: {name} must be an int or a sequence of ints, got "
+                               f"{argnums!r}{where()}")
+
+    if isinstance(argnums, (bool, np.bool_)):
+        raise bad()
+    if isinstance(argnums, (int, np.integer)):
+        return
+    if isinstance(argnums, (str, bytes)) or not hasattr(argnums, "__iter__"):
+        raise bad()
+    try:
+        nums = tuple(argnums)
+    except TypeError:  # a 0-d array
+        raise bad() from None
+    if not nums or any(isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer))
+                       for a in nums):
+        raise bad()
+    if len(set(int(a) for a in nums)) != len(nums):
+        raise ArgnumsError(f"{what}: {name} {nums} repeats an argument{where()}")
+
+
+def bad_argument(what, args, kwargs=None):
+    """The FunctxTypeError for the first leaf of ``(args, kwargs)`` that is not an array (an
+    unregistered class, a string, ...): it names the argument, the leaf's type and what to do.
+    None when every leaf is fine."""
+    import optree
+
+    from functx.tracing import PYTREE_NAMESPACE
+
+    paths, leaves, _ = optree.tree_flatten_with_path(
+        (tuple(args), dict(kwargs or {})), none_is_leaf=False, namespace=PYTREE_NAMESPACE)
+    for path, leaf in zip(paths, leaves):
+        try:
+            get_aval(leaf)
+        except (TypeError, ValueError, AttributeError):
+            kind = "argument" if path[0] == 0 else "keyword argument"
+            sub = "".join(f"[{k!r}]" for k in path[2:])
+            cls = type(leaf)
+            tname = f"{getattr(cls, '__module__', '?')}.{getattr(cls, '__qualname__', cls)}"
+            err = FunctxTypeError(
+                f"{what}: {kind} {path[1]!r}{sub} of type {tname} is not a valid functx type "
+                f"(an array, a Python scalar, or a pytree of them); pass arrays, or register the "
+                f"class as a pytree node with functx.tree_util.register_pytree_node (or "
+                f"register_dataclass){where()}")
+            err.bad_argument = True
+            return err
+    return None
+
+
+def arg_avals(what, leaves, args, kwargs=None):
+    """The avals of ``leaves`` (the flattened ``(args, kwargs)``); a leaf that is not an array
+    raises ``bad_argument``'s error (``what`` may be a function giving the name, called only
+    then)."""
+    try:
+        return tuple(get_aval(x) for x in leaves)
+    except (TypeError, ValueError, AttributeError) as e:
+        err = bad_argument(what() if callable(what) else what, args, kwargs)
+        if err is None:
+            raise
+        raise err from e
+
+
 def _check_tangent(p, t, path):
     """The tangent ``t`` for primal ``p``, checked (shape, dtype) and with a Python scalar tangent
     converted to the primal's dtype."""
@@ -641,6 +718,7 @@ def jvp(fun, primals, tangents, has_aux=False):
     """
     from functx.transforms import linearize as L
 
+    check_callable("jvp", fun)
     fname = fun_name(fun)
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise FunctxTypeError(f"jvp of {fname}: primals and tangents must be tuples or lists, got "
@@ -650,6 +728,7 @@ def jvp(fun, primals, tangents, has_aux=False):
     if p_tree != t_tree:
         raise FunctxTypeError(f"jvp of {fname}: primal and tangent arguments must have the same "
                               f"tree structure; got {p_tree} and {t_tree}{where()}")
+    arg_avals(f"jvp of {fname}", p_leaves, primals)
     t_leaves = [_check_tangent(p, t, f"{fname}, leaf {i}")
                 for i, (p, t) in enumerate(zip(p_leaves, t_leaves))]
     traced, leaves = L.trace_user_fun(fun, tuple(primals), has_aux)

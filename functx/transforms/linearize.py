@@ -19,6 +19,7 @@ from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
 from functx.transforms import passes
 from functx.transforms.jvp import (
     Zero,
+    arg_avals,
     as_arrays,
     fun_name,
     is_differentiable,
@@ -46,7 +47,7 @@ def trace_user_fun(fun, args: tuple, has_aux: bool = False, kwargs=None):
     Returns ``(traced, leaves)``. With ``has_aux`` the function returns ``(out, aux)`` and the
     aux leaves follow the outputs. Traces are cached per function, tree structure and avals."""
     leaves, in_tree = tree_flatten((tuple(args), dict(kwargs or {})))
-    avals = tuple(get_aval(x) for x in leaves)
+    avals = arg_avals(lambda: fun_name(fun), leaves, args, kwargs)
     key = (in_tree, avals, has_aux)
     try:
         per_fun = _trace_cache.setdefault(fun, {})
@@ -135,6 +136,9 @@ def linearize_jaxpr(closed: ClosedJaxpr, nonzeros: tuple, n_out: int):
 def linearize(fun, *primals):
     """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` evaluates the linear map (the jvp)
     without recomputing the primal: JAX's ``linearize``."""
+    if not callable(fun):
+        raise FunctxTypeError(f"linearize: expected a callable value, got {type(fun).__name__}"
+                              f"{where()}")
     traced, leaves = trace_user_fun(fun, primals)
     nonzeros = tuple(is_differentiable(get_aval(x)) for x in leaves)
     lin = linearize_jaxpr(traced.closed, nonzeros, traced.n_out)

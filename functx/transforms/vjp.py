@@ -13,16 +13,20 @@ import weakref
 
 import numpy as np
 
-from functx import lax
-from functx.array import Array
+from functx import dtypes, lax
+from functx.array import Array, is_python_scalar
 from functx.core import ClosedJaxpr
-from functx.errors import FunctxTypeError, where
+from functx.errors import FunctxTypeError, FunctxValueError, where
 from functx.interpreter import eval_jaxpr
 from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
 from functx.transforms import passes
 from functx.transforms.jvp import (
+    ArgnumsError,
     Zero,
     as_arrays,
+    bad_argument,
+    check_argnums,
+    check_callable,
     fun_name,
     instantiate,
     is_differentiable,
@@ -36,13 +40,20 @@ _fun_name = fun_name
 
 
 def _as_argnums(argnums, nargs, fname, what="grad"):
-    single = isinstance(argnums, int)
-    nums = (argnums,) if single else tuple(argnums)
+    check_argnums(f"{what} of {fname}", argnums)
+    single = isinstance(argnums, (int, np.integer))
+    nums = (int(argnums),) if single else tuple(int(a) for a in argnums)
     for a in nums:
-        if not isinstance(a, int) or not -nargs <= a < nargs:
-            raise FunctxTypeError(f"{what} of {fname}: argnums {argnums} is out of range for a "
-                                  f"call with {nargs} positional arguments{where()}")
-    return single, tuple(a % nargs for a in nums)
+        if not -nargs <= a < nargs:
+            raise ArgnumsError(f"{what} of {fname}: argnums {argnums} is out of range for a "
+                                  f"call with {nargs} positional arguments (differentiating "
+                                  f"with respect to argnums={a} needs at least "
+                                  f"{a + 1 if a >= 0 else -a} positional arguments){where()}")
+    nums = tuple(a % nargs for a in nums)
+    if len(set(nums)) != len(nums):
+        raise ArgnumsError(f"{what} of {fname}: argnums {argnums} names an argument twice"
+                               f"{where()}")
+    return single, nums
 
 
 def _leaf_ranges(args):
@@ -70,6 +81,7 @@ def vjp(fun, *primals, has_aux=False):
     Example:
       >>> y, f_vjp = functx.vjp(functx.numpy.sin, 1.0); f_vjp(1.0)   # (cos(1.0),)
     """
+    check_callable("vjp", fun)
     traced, leaves, nonzeros, lin = _vjp_parts(fun, primals, has_aux)
     res = as_arrays(eval_jaxpr(lin.primal.jaxpr, lin.primal.consts, *leaves))
     n_all = len(traced.closed.out_avals)
@@ -90,6 +102,12 @@ def vjp(fun, *primals, has_aux=False):
                 raise FunctxTypeError(
                     f"vjp of {fname}: cotangent leaf {i} has shape {ca.str_short()}, the primal "
                     f"output has {a.str_short()}{where()}")
+            if a.dtype in dtypes.FLOATS and ca.dtype not in dtypes.FLOATS \
+                    and not is_python_scalar(c):
+                raise FunctxValueError(
+                    f"vjp of {fname}: cotangent leaf {i} has dtype {ca.str_short()}, but the "
+                    f"primal output {a.str_short()} needs a float cotangent of its dtype"
+                    f"{where()}")
         cts_out = [ct_leaves[i] if i < n else Zero(tangent_aval(a))
                    for i, (nz, a) in enumerate(zip(lin.out_nz, out_avals)) if nz]
         cts_out = [c if isinstance(c, Zero) or get_aval(c).dtype == a.dtype
@@ -175,11 +193,14 @@ def value_and_grad(fun, argnums=0, has_aux=False, allow_int=False, _with_value=T
     Example:
       >>> functx.value_and_grad(lambda x: (x ** 2).sum())(functx.numpy.arange(3.0))
     """
+    check_callable("value_and_grad" if _with_value else "grad", fun)
+    check_argnums("value_and_grad" if _with_value else "grad", argnums)
     fname = _fun_name(fun)
     partials: dict = {}
 
     @functools.wraps(fun)
     def vg(*args, **kwargs):
+        all_args = args
         single, nums = _as_argnums(argnums, len(args), fname)
         # Like JAX, arguments that are not differentiated reach ``fun`` as they are: Python
         # values (a loop bound, a flag) stay static instead of becoming traced scalars.
@@ -201,7 +222,13 @@ def value_and_grad(fun, argnums=0, has_aux=False, allow_int=False, _with_value=T
         else:
             f_eff = fun
             pos = list(range(len(args)))
-        traced, leaves = trace_user_fun(f_eff, args, has_aux, kwargs)
+        try:
+            traced, leaves = trace_user_fun(f_eff, args, has_aux, kwargs)
+        except FunctxTypeError as e:
+            if not getattr(e, "bad_argument", False):
+                raise
+            what = "value_and_grad" if _with_value else "grad"
+            raise bad_argument(f"{what} of {fname}", all_args, kwargs) or e from None
         _check_grad_output(traced, fname)
         ranges = _leaf_ranges(args)
         mask = [False] * len(leaves)
@@ -298,9 +325,12 @@ def _basis(avals, total):
     return out
 
 
-def _check_float_inputs(leaves, what, fname):
-    for x in leaves:
-        av = get_aval(x)
+def _check_float_inputs(leaves, what, fname, args=()):
+    try:
+        avals = [get_aval(x) for x in leaves]
+    except (TypeError, ValueError, AttributeError) as e:
+        raise bad_argument(f"{what} of {fname}", args) or e from None
+    for av in avals:
         if not is_differentiable(av):
             raise FunctxTypeError(f"{what} requires real-valued inputs (input dtype that is a "
                                   f"sub-dtype of np.floating), but got {av.dtype.name} ({what} of "
@@ -313,6 +343,8 @@ def jacfwd(fun, argnums=0, has_aux=False):
     from functx.transforms.jvp import jvp
     from functx.transforms.vmap import vmap
 
+    check_callable("jacfwd", fun)
+    check_argnums("jacfwd", argnums)
     fname = _fun_name(fun)
 
     @functools.wraps(fun)
@@ -320,7 +352,7 @@ def jacfwd(fun, argnums=0, has_aux=False):
         single, nums = _as_argnums(argnums, len(args), fname, "jacfwd")
         dyn = tuple(args[a] for a in nums)
         x_leaves, x_tree = tree_flatten(dyn)
-        _check_float_inputs(x_leaves, "jacfwd", fname)
+        _check_float_inputs(x_leaves, "jacfwd", fname, args)
         x_avals = [get_aval(x) for x in x_leaves]
         total = sum(a.size for a in x_avals)
         f = _partial_args(fun, args, nums)
@@ -359,6 +391,8 @@ def jacrev(fun, argnums=0, has_aux=False, allow_int=False):
     """The Jacobian by reverse mode: ``vmap`` of ``vjp`` over the standard basis of the outputs."""
     from functx.transforms.vmap import vmap
 
+    check_callable("jacrev", fun)
+    check_argnums("jacrev", argnums)
     fname = _fun_name(fun)
 
     @functools.wraps(fun)
@@ -366,7 +400,7 @@ def jacrev(fun, argnums=0, has_aux=False, allow_int=False):
         single, nums = _as_argnums(argnums, len(args), fname, "jacrev")
         dyn = tuple(args[a] for a in nums)
         x_leaves, x_tree = tree_flatten(dyn)
-        _check_float_inputs(x_leaves, "jacrev", fname)
+        _check_float_inputs(x_leaves, "jacrev", fname, args)
         f = _partial_args(fun, args, nums)
         if has_aux:
             y, f_vjp, aux = vjp(f, *dyn, has_aux=True)

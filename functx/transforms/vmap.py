@@ -53,6 +53,11 @@ class BatchingError(FunctxError, ValueError):
     """vmap was called with arguments or axes that do not fit together."""
 
 
+class BatchingTypeError(BatchingError, TypeError):
+    """A vmap argument of the wrong type (in_axes, out_axes, axis_size): a TypeError, as in JAX,
+    and still a BatchingError."""
+
+
 # --- 1. Moving batch axes ------------------------------------------------------------------------
 def _shape(x) -> tuple[int, ...]:
     return tracing.get_aval(x).shape
@@ -544,7 +549,7 @@ def _spec_leaves(spec, tree, what: str, tree_name: str) -> list:
         bad = [a for a in optree.tree_leaves(marked, namespace=tracing.PYTREE_NAMESPACE)
                if a is not _NM and (isinstance(a, bool) or not isinstance(a, (int, np.integer)))]
         if bad:
-            raise BatchingError(f"vmap {what} must be ints or None (or containers of them), "
+            raise BatchingTypeError(f"vmap {what} must be ints or None (or containers of them), "
                                 f"got {bad[0]!r} in {spec!r}{where()}")
         return optree.broadcast_prefix(marked, tree, none_is_leaf=False,
                                        namespace=tracing.PYTREE_NAMESPACE)
@@ -572,7 +577,9 @@ def _arg_paths(args, kwargs) -> list[str]:
 
 def _mapped_dims(leaves, axes, args, kwargs, axis_size):
     """Normalise the in_axes of each leaf, check them and the sizes; returns (dims, size)."""
-    avals = [tracing.get_aval(x) for x in leaves]
+    from functx.transforms.jvp import arg_avals
+
+    avals = arg_avals("vmap", leaves, args, kwargs)
     paths = None
     dims, sizes = [], []
     for i, (a, ax) in enumerate(zip(avals, axes)):
@@ -625,12 +632,20 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0,
       >>> functx.vmap(lambda x: x @ W)(jnp.ones((5, 3))).shape
       (5, 2)
     """
+    from functx.transforms.jvp import check_callable
+
+    check_callable("vmap", fun)
+    if axis_size is not None and (isinstance(axis_size, (bool, np.bool_))
+                                  or not isinstance(axis_size, (int, np.integer))
+                                  or axis_size < 0):
+        raise BatchingTypeError(f"vmap axis_size must be None or a non-negative int, got "
+                            f"{axis_size!r}{where()}")
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
     if isinstance(in_axes, np.integer):
         in_axes = int(in_axes)
     if not (in_axes is None or isinstance(in_axes, (int, tuple))) or isinstance(in_axes, bool):
-        raise BatchingError(
+        raise BatchingTypeError(
             "vmap in_axes must be an int, None, or a tuple of entries corresponding to the "
             f"positional arguments, got {in_axes!r}{where()}")
     if isinstance(out_axes, list):
@@ -698,4 +713,4 @@ def _out_dims(out_axes, out_tree, out_avals) -> list:
 
 __all__ = ["vmap", "batch_jaxpr", "batch_eval", "batching_rules", "not_mapped", "moveaxis",
            "matchaxis", "bdim_at_front", "axis_size_of", "batched_aval", "broadcast_batched",
-           "shift_axes", "BatchingError"]
+           "shift_axes", "BatchingError", "BatchingTypeError"]
