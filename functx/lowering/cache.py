@@ -10,7 +10,8 @@ and an entry whose bytes do not match it (truncated or corrupted) is rebuilt.
 The cache holds code this process loads, so it must be nobody else's to write:
 
 * the root and every directory under it are created with mode 0700; a root (or subdirectory)
-  owned by another user or writable by group/others is refused with a ``CacheWarning`` and a
+  owned by another user or writable by group/others, or a root inside a directory that another
+  user owns or can write (unless sticky, as ``/tmp``), is refused with a ``CacheWarning`` and a
   private temporary directory (0700) serves this process instead;
 * every cache file is opened with ``O_NOFOLLOW`` and used only if it is a regular file of this
   user that group/others cannot write; new files are written under unpredictable names
@@ -80,7 +81,7 @@ def _seconds(name: str, default: float) -> float:
         value = -1.0
     if not value > 0:
         raise FunctxValueError(f"{name}={raw!r}: expected a positive number of seconds")
-    return value
+    return min(value, 1e6)  # (inf: no limit; poll() overflows past 24 days)
 
 
 def compile_timeout() -> float:
@@ -320,11 +321,22 @@ def _warn_once(tag, msg: str) -> None:
     warnings.warn(msg, CacheWarning, stacklevel=4)
 
 
+def _is_private_dir(path: str) -> bool:
+    """Whether ``path`` is (not a link to) a directory of this user that nobody else can write."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and _foreign(st) is None
+
+
 def private_dir() -> str:
-    """This process's own cache directory (``mkdtemp``: mode 0700), made on first use."""
+    """This process's own cache directory (``mkdtemp``: mode 0700), made on first use, and made
+    anew if it went away (a temp cleaner) or was replaced by anything but a private directory of
+    ours (another user can recreate its name then)."""
     global _fallback_dir
     with _dir_lock:
-        if _fallback_dir is None or not os.path.isdir(_fallback_dir):
+        if _fallback_dir is None or not _is_private_dir(_fallback_dir):
             _fallback_dir = tempfile.mkdtemp(prefix="functx-cache-")
         return _fallback_dir
 
@@ -351,15 +363,57 @@ def cache_dir() -> str:
     new code is compiled in the private directory (``compile_cached``)."""
     base = _configured_dir()
     try:
-        os.makedirs(base, mode=0o700, exist_ok=True)
-        st = os.stat(base)  # (a root that is a link to a directory of yours is fine)
+        _makedirs_private(base)
+        # (a root that is a link to a directory of yours is fine; the directory it points at
+        # now is checked and used, so that retargeting the link later changes nothing)
+        base = os.path.realpath(base)
+        st = os.lstat(base)
     except OSError as e:
         d = private_dir()
         _warn_once(("unusable", base), f"functx: cache directory {base} is not writable ({e}); "
                    f"compiled code goes to {d} for this process")
         return d
     why = "not a directory" if not stat.S_ISDIR(st.st_mode) else _foreign(st)
+    if why is None:
+        why = _unsafe_parent(base)
     return base if why is None else _untrusted(base, why)
+
+
+def _makedirs_private(path: str) -> None:
+    """``os.makedirs(path, 0o700, exist_ok=True)`` with mode 0700 for every directory it makes,
+    not only the last (as the XDG spec asks; a parent made group-writable by a ``umask 002``
+    would make the root untrusted)."""
+    head = os.path.dirname(path)
+    if head and head != path and not os.path.lexists(head):
+        _makedirs_private(head)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        if not os.path.isdir(path):
+            raise
+
+
+def _unsafe_parent(real: str) -> str | None:
+    """Why a directory above ``real`` (a path without links) lets another user swap it for
+    theirs (rename it away, put a link there), or None: each must be root's or ours, and
+    writable by group/others only if sticky (``/tmp``)."""
+    p = real
+    while True:
+        parent = os.path.dirname(p)
+        if parent == p:
+            return None
+        p = parent
+        try:
+            st = os.lstat(p)
+        except OSError as e:
+            return f"inside {p}, which cannot be checked ({e})"
+        if not stat.S_ISDIR(st.st_mode):  # (a link put there since realpath)
+            return f"inside {p}, which is no longer a directory"
+        if st.st_uid not in (0, os.geteuid()):
+            return f"inside {p}, owned by uid {st.st_uid}, who can replace it"
+        if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+            return (f"inside {p}, writable by group or others (mode "
+                    f"{stat.S_IMODE(st.st_mode):04o}), who can replace it")
 
 
 def subdir(*names: str) -> str:

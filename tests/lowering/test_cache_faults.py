@@ -331,3 +331,11 @@ def test_a_read_only_cache_is_used_without_compiling(fresh, monkeypatch, capfd):
     with pytest.warns(UserWarning, match="could not write compiled code"):
         out = functx.jit(lambda x: fnp.cos(x) * C + 0.5)(X)
     np.testing.assert_allclose(np.asarray(out), np.cos(X) * C + 0.5, rtol=1e-6)
+
+
+@pytest.mark.parametrize("value", ["inf", "1e300"])
+def test_an_unbounded_compile_timeout_means_no_limit(fresh, monkeypatch, value):
+    monkeypatch.setenv("FUNCTX_COMPILE_TIMEOUT", value)
+    monkeypatch.setenv("FUNCTX_CACHE_LOCK_TIMEOUT", value)
+    so, compiled = cache.compile_cached(_SRC % f"no limit {value}")
+    assert compiled and ctypes.CDLL(so).fx_run(None) == 7

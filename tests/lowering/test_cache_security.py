@@ -288,3 +288,77 @@ def test_entries_stay_usable_under_a_group_writable_umask(tmp_path, monkeypatch,
         os.umask(old)
     np.testing.assert_allclose(np.asarray(out), X * 8.0 + 0.125, rtol=1e-6)
     assert "loaded the compiled program from the cache" in capfd.readouterr().err
+
+
+@as_root
+@pytest.mark.parametrize("how", ["world-writable parent", "parent of another user"])
+def test_a_root_inside_a_directory_another_user_controls_is_not_used(tmp_path, monkeypatch,
+                                                                     fresh, how):
+    """Whoever can write the directory above the root can rename the root away between the
+    check and the load and put theirs there: such a root is refused like a foreign one."""
+    shared = tmp_path / "team"
+    shared.mkdir()
+    if how == "world-writable parent":
+        shared.chmod(0o777)
+    else:
+        os.chown(shared, OTHER_UID, OTHER_UID)
+    root = shared / "cache"
+    root.mkdir(mode=0o700)
+    monkeypatch.setenv("FUNCTX_CACHE_DIR", str(root))
+    with pytest.warns(UserWarning, match=f"cache directory {root} is inside {shared}"):
+        d = cache.cache_dir()
+    assert d == cache._fallback_dir and d != str(root)
+    shared.chmod(0o1777)  # sticky (as /tmp): nobody else can rename what is ours in it
+    os.chown(shared, 0, 0)
+    cache._warned.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert cache.cache_dir() == str(root)
+
+
+def test_a_root_that_is_a_link_is_used_resolved(tmp_path, monkeypatch, fresh):
+    """A link may name the root, but the path used is the directory it pointed at when checked:
+    retargeting the link later changes nothing."""
+    real = tmp_path / "real"
+    real.mkdir(mode=0o700)
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    monkeypatch.setenv("FUNCTX_CACHE_DIR", str(link))
+    assert cache.cache_dir() == str(real)
+
+
+@as_root
+def test_a_private_directory_taken_over_by_another_user_is_not_reused(tmp_path, monkeypatch,
+                                                                      fresh):
+    """The private directory's name is known (the warnings print it); once a temp cleaner
+    removed it, another user can make a directory of that name: functx makes a new one."""
+    taken = tmp_path / "functx-cache-taken"
+    taken.mkdir()
+    taken.chmod(0o777)
+    os.chown(taken, OTHER_UID, OTHER_UID)
+    monkeypatch.setattr(cache, "_fallback_dir", str(taken))
+    d = cache.private_dir()
+    try:
+        st = os.lstat(d)
+        assert d != str(taken) and st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) == 0o700
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_parents_functx_makes_are_private_under_a_group_writable_umask(tmp_path, monkeypatch,
+                                                                       fresh):
+    """Missing parents of the root are made 0700 too (the XDG spec's mode), so that a
+    ``umask 002`` does not make functx refuse the directory it just made."""
+    monkeypatch.delenv("FUNCTX_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home" / "cache"))
+    old = os.umask(0o002)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            d = cache.cache_dir()
+    finally:
+        os.umask(old)
+    home = tmp_path / "home"
+    assert d == str(home / "cache" / "functx")
+    for p in (home, home / "cache", home / "cache" / "functx"):
+        assert stat.S_IMODE(os.stat(p).st_mode) == 0o700, p
