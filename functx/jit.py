@@ -16,6 +16,7 @@ import collections
 import functools
 import os
 import threading
+import types
 
 import numpy as np
 import optree
@@ -28,6 +29,7 @@ from functx.errors import FunctxTypeError, FunctxValueError, where
 from functx.interpreter import eval_jaxpr
 from functx.lowering.compile import compile_jaxpr
 from functx.lowering.compile import log as _log
+from functx.lowering.runtime import Executable
 from functx.tracing import Tracer, get_aval, tree_flatten, tree_unflatten
 from functx.transforms import passes
 
@@ -156,6 +158,12 @@ class _WithFloat0:
         outs = iter(self.inner(leaves))
         return [np.zeros(self.zeros[i].shape, dtypes.float0) if i in self.zeros else next(outs)
                 for i in range(self.n_out)]
+
+
+def _run(exe, leaves):
+    """Call a cached program: a host program unchecked, since the cache key that found it holds
+    the shapes and dtypes of ``leaves`` (its own check costs microseconds per call)."""
+    return exe.run(leaves) if type(exe) is Executable else exe(leaves)
 
 
 def _describe_change(old_key, new_key) -> str:
@@ -316,6 +324,11 @@ class Jitted:
         leaves, in_tree = tree_flatten((dyn_args, dyn_kw))
         return f, leaves, in_tree, (stat, stat_kw)
 
+    def __get__(self, obj, objtype=None):
+        # a method (``@partial(jit, static_argnums=0) def f(self, x)``): bound as JAX binds it,
+        # ``self`` passed as argument 0
+        return self if obj is None else types.MethodType(self, obj)
+
     def __call__(self, *args, **kwargs):
         if not kwargs and not self.static_argnums and not tracing._state.stack:
             # the dispatch fast paths. GPU arrays committed to one device: one look at each
@@ -363,7 +376,7 @@ class Jitted:
                 self._touch(key)
                 self._note_gpu_call(args, entry, key)
                 self._note_cpu_call(args, entry, key)
-                return tree_unflatten(entry[1], entry[0](leaves))
+                return tree_unflatten(entry[1], _run(entry[0], leaves))
         f, leaves, in_tree, statics = self._trace(args, kwargs)
         if any(isinstance(x, Tracer) for x in leaves) or tracing.is_tracing():
             closed, _, out_tree, _ = tracing.trace_pytree(f, *tree_unflatten(in_tree, leaves))
@@ -384,7 +397,7 @@ class Jitted:
             self._note_gpu_call(args, entry, key)
             self._note_cpu_call(args, entry, key)
         exe, out_tree = entry
-        return tree_unflatten(out_tree, exe(leaves))
+        return tree_unflatten(out_tree, _run(exe, leaves))
 
     def _insert(self, key, entry):
         """Cache ``entry``, then evict the least recently used programs beyond the size limit

@@ -251,6 +251,11 @@ class Executable:
 
     def __call__(self, leaves):
         self._check(leaves)
+        return self.run(leaves)
+
+    def run(self, leaves):
+        """``self(leaves)`` without the check, for a caller that has already matched the
+        shapes and dtypes (``functx.jit``: they are part of its cache key)."""
         outs = [np.empty(shape, dtype) if small else _take(shape, dtype)
                 for shape, dtype, small in self._out_alloc]
         if self._call is None:

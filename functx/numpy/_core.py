@@ -873,7 +873,7 @@ def logaddexp(x1, x2, /):
     # derivative is exp(x_i - out) for each operand, 1/2 each at a tie, as JAX's, and never NaN
     # where one operand is -inf. Equal infinities give delta = NaN: the answer is x1 + x2.
     first = lax.ge(delta, _const(0, delta))
-    both_inf = logical_and(isnan(delta), logical_not(logical_or(isnan(x1), isnan(x2))))
+    both_inf = logical_and(isnan(delta), lax.eq(x1, x2))  # (NaN operands: NaN, as JAX)
     big, small = where(first, x1, x2), where(first, x2, x1)
     gap = where(both_inf, _const(0, delta), lax.sub(small, big))  # (no NaN in the derivative)
     return where(both_inf, lax.add(x1, x2), lax.add(big, lax.log1p(lax.exp(gap))))
@@ -1685,11 +1685,14 @@ def roll(a, shift, axis=None):
                               "pass a Python int")
     shifts = _v.axis_seq(shift, "roll", "shift")
     axes = _v.axis_seq(axis, "roll", "axis")
-    if len(shifts) != len(axes) and len(shifts) != 1:
+    if len(shifts) != len(axes) and 1 not in (len(shifts), len(axes)):
         raise FunctxValueError(f"roll: shift {shift} and axis {axis} must have the same length"
                                f"{_loc()}")
+    # broadcast against each other as NumPy and JAX do (shifts of one axis add up)
     if len(shifts) == 1 and len(axes) > 1:
         shifts = shifts * len(axes)
+    if len(axes) == 1 and len(shifts) > 1:
+        axes = axes * len(shifts)
     for s, ax in zip(shifts, axes):
         av = _aval(a)
         ax = _canon_axis(ax, av.ndim, "roll axis")

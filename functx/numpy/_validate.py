@@ -70,8 +70,9 @@ def axis(ax, ndim, op, arg="axis"):
 
 
 def axis_seq(ax, op, arg="axis"):
-    """``ax`` as a tuple of Python ints (an int or a tuple/list of ints), not yet range-checked."""
-    if isinstance(ax, (tuple, list)):
+    """``ax`` as a tuple of Python ints (an int, a tuple/list of ints or a 1-d NumPy integer
+    array, as JAX takes for shapes, reps and axes), not yet range-checked."""
+    if isinstance(ax, (tuple, list)) or (isinstance(ax, np.ndarray) and ax.ndim == 1):
         return tuple(integer(a, op, arg) for a in ax)
     return (integer(ax, op, arg),)
 

@@ -313,6 +313,25 @@ def test_jit_cache_is_an_lru_of_bounded_size(monkeypatch):
     assert len(jf.cache) <= 4
 
 
+def test_jit_cache_lru_with_host_arrays_on_the_fast_path(monkeypatch):
+    # (the test above passes NumPy arrays, which never reach the fast path: _cpu_calls stays
+    # empty there.) functx Arrays do: their records go with the evicted programs, and a program
+    # used only through the fast path is kept (its second chance)
+    monkeypatch.setenv("FUNCTX_JIT_CACHE_SIZE", "3")
+    jf = functx.jit(lambda x: x * 2.0 + 1.0)
+    hot = fnp.asarray(np.ones(1, np.float32))
+    jf(hot)
+    hot_entry = jf.cache[jf.last_key]
+    for n in range(2, 10):
+        x = fnp.asarray(np.arange(n, dtype=np.float32))
+        np.testing.assert_array_equal(np.asarray(jf(x)), np.arange(n) * 2 + 1)
+        np.testing.assert_array_equal(np.asarray(jf(hot)), [3.0])
+        assert 1 <= len(jf._cpu_calls) <= len(jf.cache) <= 3
+        assert set(jf.cache) >= {v[2] for v in jf._cpu_calls.values()}
+    # never evicted (else a recompile would have made a new entry)
+    assert any(e is hot_entry for e in jf.cache.values())
+
+
 def test_jit_cache_size_must_be_positive(monkeypatch):
     monkeypatch.setenv("FUNCTX_JIT_CACHE_SIZE", "zero")
     with pytest.raises(FunctxValueError, match="FUNCTX_JIT_CACHE_SIZE"):

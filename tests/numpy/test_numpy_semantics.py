@@ -248,6 +248,25 @@ def test_valid_calls_still_match_jax():
                                    err_msg=inspect.getsource(c))
 
 
+def test_numpy_integer_arrays_as_shapes_reps_and_axes_are_accepted_like_jax():
+    # the shared validators first took only tuples and lists: reshape(x, np.array([3, 2])) and
+    # tile(x, np.array([1, 2])) were rejected as "must be an integer"
+    cases = [
+        lambda m: m.reshape(x23, np.array([3, 2])), lambda m: m.asarray(x23).reshape(np.array([6])),
+        lambda m: m.tile(x23, np.array([1, 2])), lambda m: m.transpose(x23, np.array([1, 0])),
+        lambda m: m.sum(x23, axis=np.array([0])), lambda m: m.flip(x23, axis=np.array([1])),
+        lambda m: m.roll(x23, np.array([1, 2]), axis=np.array([0, 1])),
+        # shift and axis broadcast against each other (NumPy's rule): were rejected, and before
+        # that the shifts after the first were dropped (roll(x, (1, 1), axis=-1) rolled by 1)
+        lambda m: m.roll(x23, (1, 1), axis=-1), lambda m: m.roll(x23, (1, -3), axis=(1,)),
+        lambda m: m.roll(x23, 1, axis=(0, 1)),
+    ]
+    for c in cases:
+        got, want = np.asarray(c(fnp)), np.asarray(c(jnp))
+        assert got.shape == want.shape, inspect.getsource(c)
+        np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=inspect.getsource(c))
+
+
 def test_sinc_var_under_jit():
     xs = np.linspace(-3, 3, 101)
     np.testing.assert_allclose(np.asarray(functx.jit(fnp.sinc)(xs)), np.sinc(xs), atol=1e-15)
