@@ -11,6 +11,7 @@ from functx.array import Array
 from functx.core import ClosedJaxpr, Jaxpr, ShapedArray, typecheck_jaxpr
 from functx.custom_derivatives import custom_jvp, custom_vjp
 from functx.errors import (
+    CacheWarning,
     ConcretizationError,
     FunctxError,
     FunctxIndexError,
@@ -53,7 +54,8 @@ def block_until_ready(x):
 
 
 __all__ = [
-    "Array", "ClosedJaxpr", "ConcretizationError", "Device", "DeviceError", "FunctxError",
+    "Array", "CacheWarning", "ClosedJaxpr", "ConcretizationError", "Device", "DeviceError",
+    "FunctxError",
     "FunctxIndexError", "FunctxOverflowError", "FunctxTypeError", "FunctxValueError", "Jaxpr",
     "ShapeDtypeStruct", "ShapedArray", "UnsupportedError",
     "block_until_ready", "config", "custom_jvp", "custom_vjp", "default_backend",

@@ -39,6 +39,12 @@ class UnsupportedError(FunctxError, NotImplementedError):
     """A primitive has no rule in some transform or backend."""
 
 
+class CacheWarning(UserWarning, RuntimeWarning):
+    """A compile-cache directory functx does not trust (owned by another user, or writable by
+    others) or cannot write: functx goes on with a private temporary directory. Filter it with
+    ``warnings.filterwarnings("ignore", category=functx.CacheWarning)``."""
+
+
 def user_frame():
     """The innermost stack frame outside the functx package: the user's line."""
     from functx.core import SourceInfo

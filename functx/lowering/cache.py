@@ -45,7 +45,7 @@ import threading
 import time
 import warnings
 
-from functx.errors import FunctxError, FunctxValueError
+from functx.errors import CacheWarning, FunctxError, FunctxValueError
 
 FLAGS = ["-O3", "-march=native", "-mprefer-vector-width=512", "-fopenmp", "-fPIC", "-shared",
          "-std=c++17", "-fwrapv", "-fno-math-errno", "-fno-trapping-math"]
@@ -64,10 +64,6 @@ LIBS = _libmvec_flags()
 class CompileError(FunctxError, RuntimeError):
     """The C++ compiler rejected generated code (a functx bug: please report it), or did not
     finish in time, or the cache could not be used."""
-
-
-class CacheWarning(UserWarning, RuntimeWarning):
-    """A cache directory functx does not trust or cannot write: it goes on with a private one."""
 
 
 # --- knobs ---------------------------------------------------------------------------------------
