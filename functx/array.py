@@ -16,6 +16,21 @@ _PY_SCALARS = (bool, int, float)
 
 
 def is_python_scalar(x) -> bool:
+    """Whether ``x`` is a Python ``bool``, ``int`` or ``float`` (or a subclass that is not a NumPy
+    scalar): the values that take a weak type in functx, as in JAX.
+
+    Arguments:
+        x: any value.
+
+    Returns:
+        ``True`` for Python scalars, ``False`` for everything else (NumPy scalars included).
+
+    Example:
+        >>> from functx.array import is_python_scalar
+        >>> import numpy as np
+        >>> is_python_scalar(1.0), is_python_scalar(np.float32(1.0))
+        (True, False)
+    """
     return type(x) in _PY_SCALARS or (isinstance(x, _PY_SCALARS) and not isinstance(x, np.generic))
 
 

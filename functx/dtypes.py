@@ -81,18 +81,70 @@ def canonicalize(dtype) -> np.dtype:
 
 
 def is_float(dtype) -> bool:
+    """Whether ``dtype`` is one of functx's floating dtypes (bfloat16, float16, float32, float64).
+
+    Arguments:
+        dtype: anything ``numpy.dtype`` accepts (a dtype, a type or a name).
+
+    Returns:
+        ``True`` or ``False``.
+
+    Example:
+        >>> from functx import dtypes
+        >>> dtypes.is_float('bfloat16'), dtypes.is_float('int32')
+        (True, False)
+    """
     return np.dtype(dtype) in FLOATS
 
 
 def is_int(dtype) -> bool:
+    """Whether ``dtype`` is one of functx's integer dtypes, signed or unsigned (not bool).
+
+    Arguments:
+        dtype: anything ``numpy.dtype`` accepts (a dtype, a type or a name).
+
+    Returns:
+        ``True`` or ``False``.
+
+    Example:
+        >>> from functx import dtypes
+        >>> dtypes.is_int('uint8'), dtypes.is_int('bool')
+        (True, False)
+    """
     return np.dtype(dtype) in INTEGERS
 
 
 def is_signed(dtype) -> bool:
+    """Whether ``dtype`` is a signed integer dtype.
+
+    Arguments:
+        dtype: anything ``numpy.dtype`` accepts (a dtype, a type or a name).
+
+    Returns:
+        ``True`` or ``False``.
+
+    Example:
+        >>> from functx import dtypes
+        >>> dtypes.is_signed('int8'), dtypes.is_signed('uint8')
+        (True, False)
+    """
     return np.dtype(dtype) in SIGNED
 
 
 def is_unsigned(dtype) -> bool:
+    """Whether ``dtype`` is an unsigned integer dtype.
+
+    Arguments:
+        dtype: anything ``numpy.dtype`` accepts (a dtype, a type or a name).
+
+    Returns:
+        ``True`` or ``False``.
+
+    Example:
+        >>> from functx import dtypes
+        >>> dtypes.is_unsigned('uint16'), dtypes.is_unsigned('int16')
+        (True, False)
+    """
     return np.dtype(dtype) in UNSIGNED
 
 
@@ -105,10 +157,36 @@ def issubdtype(dtype, category) -> bool:
 
 
 def finfo(dtype):
+    """Machine limits of a floating dtype, bfloat16 included (``ml_dtypes.finfo``).
+
+    Arguments:
+        dtype: anything ``numpy.dtype`` accepts (a dtype, a type or a name).
+
+    Returns:
+        an object with ``eps``, ``max``, ``min``, ``tiny``, ``bits``, ... as ``numpy.finfo``'s.
+
+    Example:
+        >>> from functx import dtypes
+        >>> float(dtypes.finfo('bfloat16').eps)
+        0.0078125
+    """
     return ml_dtypes.finfo(dtype)
 
 
 def iinfo(dtype):
+    """Machine limits of an integer dtype (``numpy.iinfo``).
+
+    Arguments:
+        dtype: anything ``numpy.dtype`` accepts (a dtype, a type or a name).
+
+    Returns:
+        a ``numpy.iinfo`` with ``min``, ``max`` and ``bits``.
+
+    Example:
+        >>> from functx import dtypes
+        >>> int(dtypes.iinfo('int8').max)
+        127
+    """
     return np.iinfo(dtype)
 
 
@@ -206,6 +284,19 @@ def promote_types(a, b) -> np.dtype:
 
 
 def dtype_of_python_scalar(x) -> np.dtype:
+    """The dtype a Python scalar takes in functx (weakly typed, as in JAX with x64 off).
+
+    Arguments:
+        x: a Python ``bool``, ``int``, ``float`` or ``complex`` (or a NumPy bool).
+
+    Returns:
+        the default dtype for that kind of scalar.
+
+    Example:
+        >>> from functx import dtypes
+        >>> dtypes.dtype_of_python_scalar(1), dtypes.dtype_of_python_scalar(1.0)
+        (dtype('int32'), dtype('float32'))
+    """
     if isinstance(x, (bool, np.bool_)):
         return bool_
     if isinstance(x, int):
