@@ -117,24 +117,53 @@ def correctness(tiny: bool) -> bool:
         e_fx, e_t = rel(got, want), rel(theirs, want)
         ok = e_fx <= 4 * e_t + floor_ulps * EPS32
         ok_all &= ok
-        print(f"{name:44s} functx {e_fx:9.2e}  torch {e_t:9.2e}  {'ok' if ok else 'FAIL'}",
-              flush=True)
+        print(
+            f"{name:44s} functx {e_fx:9.2e}  torch {e_t:9.2e}  {'ok' if ok else 'FAIL'}", flush=True
+        )
 
     print(f"# correctness on {DEV}: relative error against float64", flush=True)
-    line(f"sum of {n_ones} ones", fnp.sum, torch.sum,
-         torch.ones(n_ones, device=DEV), lambda a: a.sum(), floor_ulps=0.0)
+    line(
+        f"sum of {n_ones} ones",
+        fnp.sum,
+        torch.sum,
+        torch.ones(n_ones, device=DEV),
+        lambda a: a.sum(),
+        floor_ulps=0.0,
+    )
     x = (1e6 + torch.sin(torch.arange(n_var, device=DEV, dtype=torch.float64))).float()
     # (the float32 mean is rounded to ~0.06 near 1e6: the variance carries that squared)
-    line(f"var of 1e6 + sin(arange({n_var}))", fnp.var,
-         lambda t: torch.var(t, unbiased=False), x, lambda a: a.var(), floor_ulps=2e5)
+    line(
+        f"var of 1e6 + sin(arange({n_var}))",
+        fnp.var,
+        lambda t: torch.var(t, unbiased=False),
+        x,
+        lambda a: a.var(),
+        floor_ulps=2e5,
+    )
     x = torch.rand(rows, cols, device=DEV, generator=g) + 1e3
-    line(f"row sums of {rows}x{cols} (values 1e3..1e3+1)", lambda a: fnp.sum(a, axis=1),
-         lambda t: t.sum(1), x, lambda a: a.sum(1))
-    line(f"column sums of {cols}x{rows}", lambda a: fnp.sum(a, axis=0),
-         lambda t: t.sum(0), x.T.contiguous(), lambda a: a.sum(0))
+    line(
+        f"row sums of {rows}x{cols} (values 1e3..1e3+1)",
+        lambda a: fnp.sum(a, axis=1),
+        lambda t: t.sum(1),
+        x,
+        lambda a: a.sum(1),
+    )
+    line(
+        f"column sums of {cols}x{rows}",
+        lambda a: fnp.sum(a, axis=0),
+        lambda t: t.sum(0),
+        x.T.contiguous(),
+        lambda a: a.sum(0),
+    )
     x = torch.randn(*ln_shape, device=DEV, generator=g) + 100
-    line(f"layer norm of {ln_shape} offset by 100", lambda a: layer_norm(fnp, a),
-         torch_layer_norm, x, lambda a: layer_norm(np, a), floor_ulps=64.0)
+    line(
+        f"layer norm of {ln_shape} offset by 100",
+        lambda a: layer_norm(fnp, a),
+        torch_layer_norm,
+        x,
+        lambda a: layer_norm(np, a),
+        floor_ulps=64.0,
+    )
     w = torch.randn(*ln_shape, device=DEV, generator=g)
     wn = w.double().cpu().numpy()
 
@@ -151,9 +180,14 @@ def correctness(tiny: bool) -> bool:
         (torch_layer_norm(t) * w).sum().backward()
         return t.grad
 
-    line(f"layer-norm gradient of {ln_shape} offset by 100",
-         functx.grad(lambda a: (layer_norm(fnp, a) * to_fx(w)).sum()), torch_ln_grad, x,
-         ln_grad_ref, floor_ulps=64.0)
+    line(
+        f"layer-norm gradient of {ln_shape} offset by 100",
+        functx.grad(lambda a: (layer_norm(fnp, a) * to_fx(w)).sum()),
+        torch_ln_grad,
+        x,
+        ln_grad_ref,
+        floor_ulps=64.0,
+    )
     return ok_all
 
 
@@ -166,12 +200,21 @@ def timings(tiny: bool):
     work = [
         (f"sum of {n}", fnp.sum, torch.sum, big, big.nbytes),
         (f"var of {n}", fnp.var, lambda t: torch.var(t, unbiased=False), big, big.nbytes),
-        (f"row sums {r}x{c}", lambda a: fnp.sum(a, axis=1), lambda t: t.sum(1), rows,
-         rows.nbytes),
-        (f"layer norm {r}x{c}", lambda a: layer_norm(fnp, a), torch_layer_norm, rows,
-         2 * rows.nbytes),
-        (f"softmax {r}x{c}", lambda a: fnn.softmax(a, axis=-1), lambda t: torch.softmax(t, -1),
-         rows, 2 * rows.nbytes),
+        (f"row sums {r}x{c}", lambda a: fnp.sum(a, axis=1), lambda t: t.sum(1), rows, rows.nbytes),
+        (
+            f"layer norm {r}x{c}",
+            lambda a: layer_norm(fnp, a),
+            torch_layer_norm,
+            rows,
+            2 * rows.nbytes,
+        ),
+        (
+            f"softmax {r}x{c}",
+            lambda a: fnn.softmax(a, axis=-1),
+            lambda t: torch.softmax(t, -1),
+            rows,
+            2 * rows.nbytes,
+        ),
     ]
     print(f"# timings on {DEV} (ms, GB/s)", flush=True)
     print(f"{'workload':28s} {'functx':>9s} {'GB/s':>7s} {'torch':>9s} {'GB/s':>7s}", flush=True)
@@ -179,8 +222,11 @@ def timings(tiny: bool):
         jf, xf = functx.jit(f_fx), to_fx(x)
         t_fx = timeit(lambda jf=jf, xf=xf: jf(xf))
         t_t = timeit(lambda f_torch=f_torch, x=x: f_torch(x))
-        print(f"{name:28s} {t_fx * 1e3:9.3f} {nb / t_fx / 1e9:7.1f} {t_t * 1e3:9.3f} "
-              f"{nb / t_t / 1e9:7.1f}", flush=True)
+        print(
+            f"{name:28s} {t_fx * 1e3:9.3f} {nb / t_fx / 1e9:7.1f} {t_t * 1e3:9.3f} "
+            f"{nb / t_t / 1e9:7.1f}",
+            flush=True,
+        )
 
 
 def main():

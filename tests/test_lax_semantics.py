@@ -25,8 +25,17 @@ class Unregistered:
 
 
 # --- 1. derivatives of the activations at their kinks --------------------------------------------
-ACTIVATIONS = ["relu", "relu6", "softplus", "log_sigmoid", "sigmoid", "silu", "elu", "leaky_relu",
-               "gelu"]
+ACTIVATIONS = [
+    "relu",
+    "relu6",
+    "softplus",
+    "log_sigmoid",
+    "sigmoid",
+    "silu",
+    "elu",
+    "leaky_relu",
+    "gelu",
+]
 KINKS = [-6.0, -1.0, 0.0, 1e-300, 3.0, 6.0, 7.0]
 
 
@@ -37,8 +46,7 @@ def test_activation_derivatives_match_jax_at_kinks(name):
         d1 = float(functx.grad(fx)(np.float64(p)))
         d2 = float(functx.grad(functx.grad(fx))(np.float64(p)))
         assert d1 == pytest.approx(float(jax.grad(jx)(p)), rel=1e-12, abs=1e-12), (name, p)
-        assert d2 == pytest.approx(float(jax.grad(jax.grad(jx))(p)), rel=1e-9, abs=1e-12), \
-            (name, p)
+        assert d2 == pytest.approx(float(jax.grad(jax.grad(jx))(p)), rel=1e-9, abs=1e-12), (name, p)
 
 
 def test_relu6_softplus_log_sigmoid_kinks():
@@ -52,8 +60,11 @@ def test_relu6_softplus_log_sigmoid_kinks():
     xs = np.array([-1.0, 0.0, 3.0, 6.0, 7.0], np.float32)
     np.testing.assert_array_equal(np.asarray(functx.jit(nn.relu6)(xs)), [0, 0, 3, 6, 6])
     np.testing.assert_allclose(np.asarray(nn.softplus(xs)), np.logaddexp(xs, 0), rtol=1e-6)
-    np.testing.assert_allclose(np.asarray(functx.jit(functx.vmap(functx.grad(nn.softplus)))(xs)),
-                               1 / (1 + np.exp(-xs)), rtol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(functx.jit(functx.vmap(functx.grad(nn.softplus)))(xs)),
+        1 / (1 + np.exp(-xs)),
+        rtol=1e-6,
+    )
 
 
 # --- 2. invalid lax arguments are rejected, as JAX rejects them ----------------------------------
@@ -96,11 +107,13 @@ LAX_BAD = [
     ("pad-float", lambda L: L.pad(X1, 0.0, [(1.5, 1, 0)]), TypeError),
     ("convert-foo", lambda L: L.convert_element_type(X1, "foo"), TypeError),
     ("convert-object", lambda L: L.convert_element_type(X1, object), TypeError),
-    ("dynamic_slice_in_dim-axis5", lambda L: L.dynamic_slice_in_dim(X1, 0, 1, axis=5),
-     IndexError),
+    ("dynamic_slice_in_dim-axis5", lambda L: L.dynamic_slice_in_dim(X1, 0, 1, axis=5), IndexError),
     ("dynamic_index_in_dim-axis5", lambda L: L.dynamic_index_in_dim(X1, 0, axis=5), IndexError),
-    ("dynamic_update_slice_in_dim-axis5",
-     lambda L: L.dynamic_update_slice_in_dim(X1, X1[:1], 0, axis=5), IndexError),
+    (
+        "dynamic_update_slice_in_dim-axis5",
+        lambda L: L.dynamic_update_slice_in_dim(X1, X1[:1], 0, axis=5),
+        IndexError,
+    ),
     ("concatenate-empty", lambda L: L.concatenate([], 0), ValueError),
     ("reduce-dims5", lambda L: L.reduce(X1, 0.0, L.add, (5,)), ValueError),
 ]
@@ -158,7 +171,7 @@ def test_lax_checks_run_under_jit_and_vmap():
 
 # --- 3. transform and jit arguments --------------------------------------------------------------
 def f1(x):
-    return (x ** 2).sum()
+    return (x**2).sum()
 
 
 def f2(x, y):
@@ -196,20 +209,26 @@ TRANSFORM_BAD = [
     ("fori-float-bounds", lambda M: M.lax.fori_loop(0.5, 3, lambda i, a: a, X), TypeError),
     ("assoc-noncallable", lambda M: M.lax.associative_scan(3, X), TypeError),
     ("tree_map-noncallable", lambda M: M.tree_util.tree_map(3, [1, 2]), TypeError),
-    ("tree_map-mismatch", lambda M: M.tree_util.tree_map(lambda a, b: a, [1, 2], [1]),
-     ValueError),
-    ("tree_unflatten-count",
-     lambda M: M.tree_util.tree_unflatten(M.tree_util.tree_structure([1, 2]), [1]), ValueError),
+    ("tree_map-mismatch", lambda M: M.tree_util.tree_map(lambda a, b: a, [1, 2], [1]), ValueError),
+    (
+        "tree_unflatten-count",
+        lambda M: M.tree_util.tree_unflatten(M.tree_util.tree_structure([1, 2]), [1]),
+        ValueError,
+    ),
     ("tree_reduce-empty", lambda M: M.tree_util.tree_reduce(lambda a, b: a, []), TypeError),
     ("tree_reduce-noncallable", lambda M: M.tree_util.tree_reduce(3, [1, 2]), TypeError),
-    ("register-nonclass", lambda M: M.tree_util.register_pytree_node(3, len, len),
-     (None, TypeError)),
+    (
+        "register-nonclass",
+        lambda M: M.tree_util.register_pytree_node(3, len, len),
+        (None, TypeError),
+    ),
     ("tree_leaves-is_leaf", lambda M: M.tree_util.tree_leaves([1], is_leaf=3), TypeError),
 ]
 
 
-@pytest.mark.parametrize("call,cls", [c[1:] for c in TRANSFORM_BAD],
-                         ids=[c[0] for c in TRANSFORM_BAD])
+@pytest.mark.parametrize(
+    "call,cls", [c[1:] for c in TRANSFORM_BAD], ids=[c[0] for c in TRANSFORM_BAD]
+)
 def test_transform_arguments_rejected_like_jax(call, cls):
     if isinstance(cls, tuple):  # (what JAX raises, or None where it accepts it; functx's class)
         assert _jax_class(call, jax) is cls[0]
@@ -235,15 +254,19 @@ def test_argnums_out_of_range_and_duplicate_raise():
         functx.grad(f2, argnums=(1, -1))(X, X)
 
 
-@pytest.mark.parametrize("transform", [
-    lambda v: functx.grad(lambda a, b: 1.0 * b.sum())(2.0, v),
-    lambda v: functx.value_and_grad(lambda a, b: b.sum(), argnums=1)(2.0, v),
-    lambda v: functx.vjp(lambda a, b: b, 2.0, v),
-    lambda v: functx.jvp(lambda a, b: b, (2.0, v), (2.0, v)),
-    lambda v: functx.vmap(lambda a, b: b, in_axes=(0, None))(X, v),
-    lambda v: functx.jacrev(lambda a, b: b, argnums=1)(2.0, v),
-    lambda v: functx.linearize(lambda a, b: b, 2.0, v),
-], ids=["grad", "value_and_grad", "vjp", "jvp", "vmap", "jacrev", "linearize"])
+@pytest.mark.parametrize(
+    "transform",
+    [
+        lambda v: functx.grad(lambda a, b: 1.0 * b.sum())(2.0, v),
+        lambda v: functx.value_and_grad(lambda a, b: b.sum(), argnums=1)(2.0, v),
+        lambda v: functx.vjp(lambda a, b: b, 2.0, v),
+        lambda v: functx.jvp(lambda a, b: b, (2.0, v), (2.0, v)),
+        lambda v: functx.vmap(lambda a, b: b, in_axes=(0, None))(X, v),
+        lambda v: functx.jacrev(lambda a, b: b, argnums=1)(2.0, v),
+        lambda v: functx.linearize(lambda a, b: b, 2.0, v),
+    ],
+    ids=["grad", "value_and_grad", "vjp", "jvp", "vmap", "jacrev", "linearize"],
+)
 def test_unregistered_class_names_the_argument_and_the_fix(transform):
     with pytest.raises(TypeError) as e:
         transform({"w": Unregistered()})
@@ -254,21 +277,27 @@ def test_unregistered_class_names_the_argument_and_the_fix(transform):
 
 
 def test_unregistered_class_under_jit_and_control_flow():
-    for call in (lambda: functx.jit(lambda a: a)(Unregistered()),
-                 lambda: lax.scan(lambda c, x: (c, x), Unregistered(), None, length=2),
-                 lambda: lax.cond(True, lambda a: a, lambda a: a, Unregistered()),
-                 lambda: lax.while_loop(lambda a: False, lambda a: a, Unregistered())):
+    for call in (
+        lambda: functx.jit(lambda a: a)(Unregistered()),
+        lambda: lax.scan(lambda c, x: (c, x), Unregistered(), None, length=2),
+        lambda: lax.cond(True, lambda a: a, lambda a: a, Unregistered()),
+        lambda: lax.while_loop(lambda a: False, lambda a: a, Unregistered()),
+    ):
         with pytest.raises(TypeError, match="register_pytree_node") as e:
             call()
         assert isinstance(e.value, FunctxError) and "Unregistered" in str(e.value)
+
     # once registered it works
-    @functools.partial(tree_util.register_pytree_node, flatten_func=lambda p: ((p.v,), None),
-                       unflatten_func=lambda aux, ch: Pt(ch[0]))
+    @functools.partial(
+        tree_util.register_pytree_node,
+        flatten_func=lambda p: ((p.v,), None),
+        unflatten_func=lambda aux, ch: Pt(ch[0]),
+    )
     class Pt:
         def __init__(self, v):
             self.v = v
 
-    g = functx.grad(lambda p: (p.v ** 2).sum())(Pt(np.ones(2)))
+    g = functx.grad(lambda p: (p.v**2).sum())(Pt(np.ones(2)))
     np.testing.assert_array_equal(np.asarray(g.v), [2.0, 2.0])
 
 
@@ -314,7 +343,8 @@ def test_vmap_axis_size_and_in_axes_types():
         functx.vmap(f2)(X, np.ones(4))
     np.testing.assert_array_equal(
         np.asarray(functx.vmap(lambda a: a * 2, in_axes=None, axis_size=2)(X)),
-        np.asarray(jax.vmap(lambda a: a * 2, in_axes=None, axis_size=2)(X)))
+        np.asarray(jax.vmap(lambda a: a * 2, in_axes=None, axis_size=2)(X)),
+    )
 
 
 def test_dtype_errors_are_functx_errors():

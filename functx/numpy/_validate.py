@@ -38,17 +38,22 @@ def integer(x, op, arg, *, minimum=None):
     """``x`` as a Python int: a Python or NumPy integer, or a concrete 0-d integer array (not a
     bool, float or string). ``minimum``: the smallest value allowed (a FunctxValueError below)."""
     if isinstance(x, Tracer):
-        raise FunctxTypeError(f"{op}: {arg} must be a concrete integer, got {_describe(x)}"
-                              f"{_loc()}; mark it static (static_argnums)")
+        raise FunctxTypeError(
+            f"{op}: {arg} must be a concrete integer, got {_describe(x)}"
+            f"{_loc()}; mark it static (static_argnums)"
+        )
     if isinstance(x, (bool, np.bool_)) or (
-            hasattr(x, "dtype") and getattr(x, "ndim", None) == 0
-            and np.dtype(x.dtype) not in dtypes.INTEGERS):
+        hasattr(x, "dtype")
+        and getattr(x, "ndim", None) == 0
+        and np.dtype(x.dtype) not in dtypes.INTEGERS
+    ):
         raise FunctxTypeError(f"{op}: {arg} must be an integer, got {_describe(x)}{_loc()}")
     try:
         v = operator.index(x)
     except TypeError:
-        raise FunctxTypeError(f"{op}: {arg} must be an integer, got {_describe(x)}{_loc()}") \
-            from None
+        raise FunctxTypeError(
+            f"{op}: {arg} must be an integer, got {_describe(x)}{_loc()}"
+        ) from None
     if minimum is not None and v < minimum:
         raise FunctxValueError(f"{op}: {arg} must be >= {minimum}, got {v}{_loc()}")
     return v
@@ -57,8 +62,11 @@ def integer(x, op, arg, *, minimum=None):
 def is_int_like(x):
     """A scalar meant as an integer count (an int, or a float/bool/0-d value that integer() will
     reject with a clear message), as opposed to a sequence."""
-    return not isinstance(x, (list, tuple)) and np.ndim(x) == 0 if not isinstance(
-        x, (str, bytes)) else True
+    return (
+        not isinstance(x, (list, tuple)) and np.ndim(x) == 0
+        if not isinstance(x, (str, bytes))
+        else True
+    )
 
 
 def axis(ax, ndim, op, arg="axis"):
@@ -115,8 +123,9 @@ def check_size(dims, op, arg="shape", dtype=None):
 def choice(x, allowed, op, arg):
     """``x`` is one of the strings in ``allowed``."""
     if not isinstance(x, str) or x not in allowed:
-        raise FunctxValueError(f"{op}: {arg} must be one of "
-                               f"{', '.join(repr(a) for a in allowed)}, got {x!r}{_loc()}")
+        raise FunctxValueError(
+            f"{op}: {arg} must be one of {', '.join(repr(a) for a in allowed)}, got {x!r}{_loc()}"
+        )
     return x
 
 
@@ -127,20 +136,22 @@ def dtype(dt, op, arg="dtype", default=None):
     try:
         return dtypes.canonicalize(dt)
     except (TypeError, ValueError) as e:
-        raise FunctxTypeError(f"{op}: {arg} {dt!r} is not a supported dtype ({e}){_loc()}") \
-            from None
+        raise FunctxTypeError(
+            f"{op}: {arg} {dt!r} is not a supported dtype ({e}){_loc()}"
+        ) from None
 
 
 def number(x, op, arg):
     """A concrete real Python number (int, float or NumPy scalar, or a concrete 0-d array)."""
     if isinstance(x, Tracer):
-        raise FunctxTypeError(f"{op}: {arg} must be a concrete number, got {_describe(x)}"
-                              f"{_loc()}; mark it static (static_argnums)")
+        raise FunctxTypeError(
+            f"{op}: {arg} must be a concrete number, got {_describe(x)}"
+            f"{_loc()}; mark it static (static_argnums)"
+        )
     if hasattr(x, "ndim") and hasattr(x, "item"):
         if x.ndim != 0:
             raise FunctxTypeError(f"{op}: {arg} must be a scalar, got {_describe(x)}{_loc()}")
         x = x.item()
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer,
-                                                            np.floating)):
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
         raise FunctxTypeError(f"{op}: {arg} must be a real number, got {_describe(x)}{_loc()}")
     return x

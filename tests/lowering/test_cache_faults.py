@@ -123,8 +123,18 @@ def _tamper(meta, fresh, monkeypatch, how):
         json.dump(entry, f)
 
 
-@pytest.mark.parametrize("how", ["output shape", "output dtype", "output count", "input count",
-                                 "input dtype", "another program's object", "constants"])
+@pytest.mark.parametrize(
+    "how",
+    [
+        "output shape",
+        "output dtype",
+        "output count",
+        "input count",
+        "input dtype",
+        "another program's object",
+        "constants",
+    ],
+)
 def test_an_index_entry_that_disagrees_with_the_jaxpr_is_a_miss(fresh, monkeypatch, how):
     key, closed, meta = _entry(monkeypatch)
     assert program_cache.load(key, closed) is not None  # the entry as written is good
@@ -152,8 +162,10 @@ def hung_compiler(tmp_path, monkeypatch):
     goes to ``pid``)."""
     script = tmp_path / "hung-g++"
     pid = tmp_path / "pid"
-    script.write_text('#!/bin/sh\ncase "$*" in *--version*) echo "hung-g++ 1.0"; exit 0;; esac\n'
-                      f'echo $$ > {pid}\nexec sleep 12\n')
+    script.write_text(
+        '#!/bin/sh\ncase "$*" in *--version*) echo "hung-g++ 1.0"; exit 0;; esac\n'
+        f"echo $$ > {pid}\nexec sleep 12\n"
+    )
     script.chmod(0o755)
     monkeypatch.setenv("CXX", str(script))
     cache.compiler.cache_clear()
@@ -213,9 +225,17 @@ def test_a_lock_left_by_a_dead_process_does_not_block(fresh, monkeypatch):
     monkeypatch.setenv("FUNCTX_CACHE_LOCK_TIMEOUT", "5")
     src = _SRC % "dead holder"
     lock = fresh / f"{cache._key(cache._units(src), cache.FLAGS)}.lock"
-    proc = subprocess.run([sys.executable, "-c", "import fcntl, os, sys\n"
-                           "f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX)\n"
-                           "os.kill(os.getpid(), 9)", str(lock)], check=False)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys\n"
+            "f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX)\n"
+            "os.kill(os.getpid(), 9)",
+            str(lock),
+        ],
+        check=False,
+    )
     assert proc.returncode == -9 and lock.exists()
     t0 = time.monotonic()
     so, compiled = cache.compile_cached(src)
@@ -305,6 +325,7 @@ def _forbid_writes(monkeypatch, d):
             if inside(a) or (args and inside(args[0])):
                 refuse(a)
             return real(a, *args, **kwargs)
+
         return f
 
     monkeypatch.setattr(builtins, "open", guarded_open)

@@ -43,10 +43,12 @@ def _planted_so(where, marker) -> str:
     """A shared object that writes ``marker`` when loaded (and looks like a program)."""
     src = os.path.join(where, "evil.c")
     with open(src, "w") as f:
-        f.write('#include <stdio.h>\n__attribute__((constructor)) static void fx_evil(void) {\n'
-                f'  FILE* f = fopen("{marker}", "w"); if (f) {{ fputs("pwned", f); fclose(f); }}\n'
-                '}\nint fx_run(void** a) { (void)a; return 0; }\n'
-                'void fx_set_gemm(void* a, void* b) { (void)a; (void)b; }\n')
+        f.write(
+            "#include <stdio.h>\n__attribute__((constructor)) static void fx_evil(void) {\n"
+            f'  FILE* f = fopen("{marker}", "w"); if (f) {{ fputs("pwned", f); fclose(f); }}\n'
+            "}\nint fx_run(void** a) { (void)a; return 0; }\n"
+            "void fx_set_gemm(void* a, void* b) { (void)a; (void)b; }\n"
+        )
     so = os.path.join(where, "evil.so")
     subprocess.run(["gcc", "-shared", "-fPIC", src, "-o", so], check=True)
     return so
@@ -114,13 +116,17 @@ def _compiled_entry(d, monkeypatch, fn=_prog):
 
 
 def _cache_warnings(caught):
-    return [str(w.message) for w in caught if issubclass(w.category, UserWarning)
-            and "cache directory" in str(w.message)]
+    return [
+        str(w.message)
+        for w in caught
+        if issubclass(w.category, UserWarning) and "cache directory" in str(w.message)
+    ]
 
 
 # --- planted shared objects --------------------------------------------------------------------
-@pytest.mark.parametrize("how", ["world-writable root", "root of another user",
-                                 "files of another user"])
+@pytest.mark.parametrize(
+    "how", ["world-writable root", "root of another user", "files of another user"]
+)
 def test_a_planted_program_is_never_loaded(tmp_path, monkeypatch, fresh, how):
     if how != "world-writable root" and os.geteuid() != 0:
         pytest.skip("needs root to give files to another uid")
@@ -135,8 +141,11 @@ def test_a_planted_program_is_never_loaded(tmp_path, monkeypatch, fresh, how):
     if how == "world-writable root":
         shared.chmod(0o777)
     else:
-        for p in [shared, *shared.rglob("*")] if how == "root of another user" else \
-                [target, target + ".sha256"]:
+        for p in (
+            [shared, *shared.rglob("*")]
+            if how == "root of another user"
+            else [target, target + ".sha256"]
+        ):
             os.chown(p, OTHER_UID, OTHER_UID)
     monkeypatch.setenv("FUNCTX_CACHE_DIR", str(shared))
     with warnings.catch_warnings(record=True) as caught:
@@ -202,9 +211,10 @@ def test_a_planted_prelude_header_is_rewritten(tmp_path, monkeypatch, fresh):
     d = tmp_path / "cache"
     d.mkdir(mode=0o700)
     planted = prelude.PRELUDE + (
-        '\n#include <cstdio>\n__attribute__((constructor)) static void fx_evil_header() {\n'
+        "\n#include <cstdio>\n__attribute__((constructor)) static void fx_evil_header() {\n"
         f'  FILE* f = std::fopen("{marker}", "w"); if (f) {{ std::fputs("pwned", f); '
-        'std::fclose(f); }\n}\n')
+        "std::fclose(f); }\n}\n"
+    )
     (d / name).write_text(planted)  # and no precompiled form yet: it gets built from this text
     monkeypatch.setenv("FUNCTX_CACHE_DIR", str(d))
     cache._headers_checked.clear()
@@ -232,9 +242,11 @@ def test_a_link_at_a_name_functx_writes_is_not_followed(tmp_path, monkeypatch, f
     monkeypatch.setenv("FUNCTX_CACHE_DIR", str(d))
     src = _SRC % which
     key = cache._key(cache._units(src), cache.FLAGS)
-    link = {"entry lock": f"{key}.lock",
-            "prelude lock": header[:-2] + ".lock",
-            "sidecar temporary": f"{key}.so.sha256.tmp"}[which]
+    link = {
+        "entry lock": f"{key}.lock",
+        "prelude lock": header[:-2] + ".lock",
+        "sidecar temporary": f"{key}.so.sha256.tmp",
+    }[which]
     os.symlink(victim, d / link)
     cache._headers_checked.clear()
     if which == "prelude lock":
@@ -292,8 +304,9 @@ def test_entries_stay_usable_under_a_group_writable_umask(tmp_path, monkeypatch,
 
 @as_root
 @pytest.mark.parametrize("how", ["world-writable parent", "parent of another user"])
-def test_a_root_inside_a_directory_another_user_controls_is_not_used(tmp_path, monkeypatch,
-                                                                     fresh, how):
+def test_a_root_inside_a_directory_another_user_controls_is_not_used(
+    tmp_path, monkeypatch, fresh, how
+):
     """Whoever can write the directory above the root can rename the root away between the
     check and the load and put theirs there: such a root is refused like a foreign one."""
     shared = tmp_path / "team"
@@ -328,8 +341,7 @@ def test_a_root_that_is_a_link_is_used_resolved(tmp_path, monkeypatch, fresh):
 
 
 @as_root
-def test_a_private_directory_taken_over_by_another_user_is_not_reused(tmp_path, monkeypatch,
-                                                                      fresh):
+def test_a_private_directory_taken_over_by_another_user_is_not_reused(tmp_path, monkeypatch, fresh):
     """The private directory's name is known (the warnings print it); once a temp cleaner
     removed it, another user can make a directory of that name: functx makes a new one."""
     taken = tmp_path / "functx-cache-taken"
@@ -345,8 +357,9 @@ def test_a_private_directory_taken_over_by_another_user_is_not_reused(tmp_path, 
         shutil.rmtree(d, ignore_errors=True)
 
 
-def test_parents_functx_makes_are_private_under_a_group_writable_umask(tmp_path, monkeypatch,
-                                                                       fresh):
+def test_parents_functx_makes_are_private_under_a_group_writable_umask(
+    tmp_path, monkeypatch, fresh
+):
     """Missing parents of the root are made 0700 too (the XDG spec's mode), so that a
     ``umask 002`` does not make functx refuse the directory it just made."""
     monkeypatch.delenv("FUNCTX_CACHE_DIR", raising=False)

@@ -49,12 +49,15 @@ def test_compiled_called_with_a_committed_array_neither_corrupts_it_nor_answers_
     np.testing.assert_array_equal(np.asarray(a), X3)
 
 
-@pytest.mark.parametrize("bad, what", [
-    ((np.ones(4, np.float32),), r"f32\[3\][\s\S]*called with:\s*f32\[4\]"),
-    ((X3.astype(np.float64),), r"called with:\s*f64\[3\]"),
-    ((X3, X3), "pytree structure"),
-    ((), "pytree structure"),
-])
+@pytest.mark.parametrize(
+    "bad, what",
+    [
+        ((np.ones(4, np.float32),), r"f32\[3\][\s\S]*called with:\s*f32\[4\]"),
+        ((X3.astype(np.float64),), r"called with:\s*f64\[3\]"),
+        ((X3, X3), "pytree structure"),
+        ((), "pytree structure"),
+    ],
+)
 def test_compiled_rejects_other_arguments_like_jax(bad, what):
     compiled = functx.jit(lambda x: x * 2.0).lower(X3).compile()
     with pytest.raises(FunctxTypeError, match=what):
@@ -66,9 +69,12 @@ def test_compiled_rejects_other_arguments_like_jax(bad, what):
 def test_the_flat_runner_checks_count_shapes_and_dtypes():
     exe = functx.jit(lambda x: x + 1.0).lower(X3).executable
     a = functx.device_put(X3.copy(), functx.devices("cpu")[0])
-    for bad, what in [(a, "takes 1 flat inputs, called with 3"), ([a, a], "called with 2"),
-                      ([np.ones(4, np.float32)], r"must be float32\[3\], not float32\[4\]"),
-                      ([fnp.asarray(np.ones(3, np.int32))], "not int32")]:
+    for bad, what in [
+        (a, "takes 1 flat inputs, called with 3"),
+        ([a, a], "called with 2"),
+        ([np.ones(4, np.float32)], r"must be float32\[3\], not float32\[4\]"),
+        ([fnp.asarray(np.ones(3, np.int32))], "not int32"),
+    ]:
         with pytest.raises(FunctxTypeError, match=what):
             exe(bad)
     np.testing.assert_array_equal(np.asarray(a), X3)
@@ -81,8 +87,7 @@ def test_the_issues_100_op_chain():
         return functools.reduce(lambda v, i: v * 1.0001 + 0.001, range(100), x)
 
     x = np.ones(4, np.float32)
-    np.testing.assert_allclose(np.asarray(functx.jit(f)(x)), np.asarray(jax.jit(f)(x)),
-                               rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(functx.jit(f)(x)), np.asarray(jax.jit(f)(x)), rtol=1e-6)
 
 
 def _mixed_chain(n, sin_every=5):
@@ -90,10 +95,19 @@ def _mixed_chain(n, sin_every=5):
         v = x
         for i in range(n):
             k = i % 5
-            v = v * 1.0001 if k == 0 else v + 0.001 if k == 1 else \
-                (m.sin(v) if i % sin_every == 2 else v * 0.9999) if k == 2 else \
-                v - 0.0005 if k == 3 else m.maximum(v, -0.5)
+            v = (
+                v * 1.0001
+                if k == 0
+                else v + 0.001
+                if k == 1
+                else (m.sin(v) if i % sin_every == 2 else v * 0.9999)
+                if k == 2
+                else v - 0.0005
+                if k == 3
+                else m.maximum(v, -0.5)
+            )
         return v
+
     m = fnp
     return f
 
@@ -103,9 +117,17 @@ def _chain_f64(x, n, sin_every=5):
     v = x.astype(np.float64)
     for i in range(n):
         k = i % 5
-        v = v * 1.0001 if k == 0 else v + 0.001 if k == 1 else \
-            (np.sin(v) if i % sin_every == 2 else v * 0.9999) if k == 2 else \
-            v - 0.0005 if k == 3 else np.maximum(v, -0.5)
+        v = (
+            v * 1.0001
+            if k == 0
+            else v + 0.001
+            if k == 1
+            else (np.sin(v) if i % sin_every == 2 else v * 0.9999)
+            if k == 2
+            else v - 0.0005
+            if k == 3
+            else np.maximum(v, -0.5)
+        )
     return v
 
 
@@ -147,8 +169,9 @@ def test_a_deep_chain_read_through_a_broadcast():
     v = np.linspace(-1, 1, 2048).astype(np.float32)
     w = np.linspace(0, 1, 1024).astype(np.float32)
     got = np.asarray(functx.jit(f)(v, w))
-    np.testing.assert_allclose(got, np.asarray(f(fnp.asarray(v), fnp.asarray(w))), rtol=1e-6,
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        got, np.asarray(f(fnp.asarray(v), fnp.asarray(w))), rtol=1e-6, atol=1e-6
+    )
 
 
 def test_jit_with_1000_arguments():
@@ -213,8 +236,10 @@ _ZERO_OPS = {
 }
 
 
-@given(shape=st.lists(st.integers(0, 3), min_size=2, max_size=3).filter(lambda s: 0 in s),
-       op=st.sampled_from(sorted(_ZERO_OPS)))
+@given(
+    shape=st.lists(st.integers(0, 3), min_size=2, max_size=3).filter(lambda s: 0 in s),
+    op=st.sampled_from(sorted(_ZERO_OPS)),
+)
 @example(shape=[3, 0], op="logsumexp0")  # the issue's cases
 @example(shape=[3, 0], op="softmax0")
 @example(shape=[0, 2, 0], op="reshape_t")
@@ -234,8 +259,10 @@ def test_the_issues_zero_size_logsumexp_and_argmax():
     x = np.zeros((3, 0), np.float32)
     assert np.asarray(functx.jit(lambda a: nn.logsumexp(a, axis=0))(x)).shape == (0,)
     assert np.asarray(functx.jit(lambda a: nn.softmax(a, axis=0))(x)).shape == (3, 0)
-    np.testing.assert_array_equal(np.asarray(functx.jit(lambda a: fnp.argmax(a, axis=0))(x)),
-                                  np.asarray(jjnp.argmax(x, axis=0)))
+    np.testing.assert_array_equal(
+        np.asarray(functx.jit(lambda a: fnp.argmax(a, axis=0))(x)),
+        np.asarray(jjnp.argmax(x, axis=0)),
+    )
 
 
 @pytest.mark.parametrize("op", ["max", "min"])
@@ -258,8 +285,9 @@ def test_jit_of_grad_with_integer_inputs_returns_float0():
     assert got[0].dtype == want[0].dtype == jax.dtypes.float0 and got[0].shape == (3,)
     np.testing.assert_allclose(np.asarray(got[1]), np.asarray(want[1]))
     # only float0 outputs: nothing to compute
-    only = functx.jit(functx.grad(lambda n: fnp.sum(n * 2).astype(np.float32),
-                                  allow_int=True))(np.int32(4))
+    only = functx.jit(functx.grad(lambda n: fnp.sum(n * 2).astype(np.float32), allow_int=True))(
+        np.int32(4)
+    )
     assert only.dtype == jax.dtypes.float0 and only.shape == ()
 
 
@@ -278,21 +306,25 @@ def test_jax_issue_810_program(init):
     got = functx.jit(functx.grad(functools.partial(loss, fnp)))(A)
     want = jax.grad(functools.partial(loss, jjnp))(A)
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(np.asarray(got),
-                               np.asarray(functx.grad(functools.partial(loss, fnp))(A)),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(got), np.asarray(functx.grad(functools.partial(loss, fnp))(A)), rtol=1e-6
+    )
 
 
 # --- JAX arrays of every dtype into functx ------------------------------------------------------
-@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32", "float64", "int8", "int32",
-                                   "uint8", "bool"])
+@pytest.mark.parametrize(
+    "dtype", ["bfloat16", "float16", "float32", "float64", "int8", "int32", "uint8", "bool"]
+)
 def test_asarray_of_a_jax_array(dtype):
-    src = jjnp.asarray(np.array([0, 1, 3]).astype(dtype) if dtype != "bfloat16" else
-                       np.array([0.5, 1.0, 3.0]), dtype=dtype)
+    src = jjnp.asarray(
+        np.array([0, 1, 3]).astype(dtype) if dtype != "bfloat16" else np.array([0.5, 1.0, 3.0]),
+        dtype=dtype,
+    )
     a = fnp.asarray(src)
     assert a.dtype == np.dtype(src.dtype) and a.shape == (3,)
-    np.testing.assert_array_equal(np.asarray(a).astype(np.float64),
-                                  np.asarray(src).astype(np.float64))
+    np.testing.assert_array_equal(
+        np.asarray(a).astype(np.float64), np.asarray(src).astype(np.float64)
+    )
     np.testing.assert_array_equal(np.asarray(functx.jit(lambda v: v)(a)), np.asarray(src))
 
 

@@ -75,14 +75,21 @@ def test_long_rows_and_columns_and_several_reduced_axes():
     _check(lambda a: fnp.mean(a, axis=1), lambda a: jnp.mean(a, axis=1), x, _ulps(1e3))
     y = (rng.random((40, 300, 7)) + 100).astype(F32)
     for ax in [(0, 1), (1, 2), (0, 2), None, 0]:
-        _check(lambda a: fnp.sum(a, axis=ax), lambda a: jnp.sum(a, axis=ax), y,
-               _ulps(np.abs(y.astype(np.float64)).sum(axis=ax)))
+        _check(
+            lambda a: fnp.sum(a, axis=ax),
+            lambda a: jnp.sum(a, axis=ax),
+            y,
+            _ulps(np.abs(y.astype(np.float64)).sum(axis=ax)),
+        )
 
 
 # (a few lengths, so that the examples share compiled programs)
-@given(st.sampled_from([1, 129, 4097, 100_000]), st.integers(0, 2**32 - 1),
-       st.sampled_from([0.0, 1.0, 100.0, 1e4, 1e6]),
-       st.sampled_from(["sum", "mean", "var", "lse", "dot", "softmax_sum"]))
+@given(
+    st.sampled_from([1, 129, 4097, 100_000]),
+    st.integers(0, 2**32 - 1),
+    st.sampled_from([0.0, 1.0, 100.0, 1e4, 1e6]),
+    st.sampled_from(["sum", "mean", "var", "lse", "dot", "softmax_sum"]),
+)
 @example(100_000, 0, 1e6, "var")
 @example(100_000, 1, 1e4, "sum")
 @example(100_000, 2, 100.0, "dot")
@@ -103,11 +110,15 @@ def test_float32_reductions_error_does_not_grow_with_length(n, seed, offset, kin
     }
     fx_fn, jax_fn = fns[kind]
     xd = x.astype(np.float64)
-    floor = {"sum": _ulps(np.abs(xd).sum()), "mean": _ulps(np.abs(xd).mean()),
-             # the float32 mean is rounded to its ulp u; the variance carries u**2
-             "var": float(np.spacing(F32(abs(xd.mean())))) ** 2 * 4 + _ulps(xd.var()),
-             "lse": _ulps(offset + np.log(n) + 5), "dot": _ulps(np.abs(xd * w).sum()),
-             "softmax_sum": 64 * EPS}[kind]
+    floor = {
+        "sum": _ulps(np.abs(xd).sum()),
+        "mean": _ulps(np.abs(xd).mean()),
+        # the float32 mean is rounded to its ulp u; the variance carries u**2
+        "var": float(np.spacing(F32(abs(xd.mean())))) ** 2 * 4 + _ulps(xd.var()),
+        "lse": _ulps(offset + np.log(n) + 5),
+        "dot": _ulps(np.abs(xd * w).sum()),
+        "softmax_sum": 64 * EPS,
+    }[kind]
     _check(fx_fn, jax_fn, x, floor)
 
 
@@ -142,8 +153,10 @@ def test_cumulative_sum_does_not_saturate():
     y = (rng.random((5, 3000, 3)) + 10).astype(F32)
     for axis in (0, 1, 2):
         for rev in (False, True):
+
             def f(a, axis=axis, rev=rev):
                 return flax.cumsum(a, axis=axis, reverse=rev) * 2.0
+
             want = 2.0 * np.asarray(flax.cumsum(y.astype(np.float64), axis=axis, reverse=rev))
             got = np.asarray(functx.jit(f)(y), np.float64)
             np.testing.assert_allclose(got, want, rtol=2 * EPS)
@@ -227,8 +240,14 @@ def test_triton_sums_compensate_across_chunks(monkeypatch, split):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     from functx.lowering.triton import Blocks
 
-    blocks = Blocks(pointwise=64, reduce_inner=16, scan=16, elems=256, persistent=16,
-                    min_programs=4 if split else 1)
+    blocks = Blocks(
+        pointwise=64,
+        reduce_inner=16,
+        scan=16,
+        elems=256,
+        persistent=16,
+        min_programs=4 if split else 1,
+    )
     row = np.full(26 * 16, 0.25, F32)
     row[:16], row[-16:] = 0, 0
     row[0], row[-16] = 1e8, -1e8

@@ -22,14 +22,80 @@ AE = np.zeros((0, 3))
 
 ARRAYS = [A2, A1, AI, A0, AE]
 INTS = [0, 1, 2, -1, -3, 3, 5, 2**63, 2**62, 2**70, -(2**62), np.int64(1), np.int32(-2)]
-BAD = [1.5, 1.0, "0", "zz", None, [[1]], [1.5], (0, 0), (0, 5), [0, -2], True, np.nan,
-       np.array([1, 2]), b"x", object()]
-AXES = [None, 0, 1, -1, -2, 2, 3, (0, 1), (1, 0), (0, 0), (0, -2), [0], (), 1.0, "1", (0, 1.5),
-        True, np.int64(0)]
-SHAPES = [0, 3, (2, 3), (), [2], (0, 4), -1, (2, -1), (2**62,), (2**40, 2**40), 2.0, (2.0,),
-          "3", None, [[2]], (True,), np.array([2, 3])]
-MODES = [None, "constant", "edge", "wrap", "reflect", "symmetric", "clip", "fill",
-         "promise_in_bounds", "drop", "raise", "mean", "zz", "", 3, None]
+BAD = [
+    1.5,
+    1.0,
+    "0",
+    "zz",
+    None,
+    [[1]],
+    [1.5],
+    (0, 0),
+    (0, 5),
+    [0, -2],
+    True,
+    np.nan,
+    np.array([1, 2]),
+    b"x",
+    object(),
+]
+AXES = [
+    None,
+    0,
+    1,
+    -1,
+    -2,
+    2,
+    3,
+    (0, 1),
+    (1, 0),
+    (0, 0),
+    (0, -2),
+    [0],
+    (),
+    1.0,
+    "1",
+    (0, 1.5),
+    True,
+    np.int64(0),
+]
+SHAPES = [
+    0,
+    3,
+    (2, 3),
+    (),
+    [2],
+    (0, 4),
+    -1,
+    (2, -1),
+    (2**62,),
+    (2**40, 2**40),
+    2.0,
+    (2.0,),
+    "3",
+    None,
+    [[2]],
+    (True,),
+    np.array([2, 3]),
+]
+MODES = [
+    None,
+    "constant",
+    "edge",
+    "wrap",
+    "reflect",
+    "symmetric",
+    "clip",
+    "fill",
+    "promise_in_bounds",
+    "drop",
+    "raise",
+    "mean",
+    "zz",
+    "",
+    3,
+    None,
+]
 DTYPES = [None, np.float32, np.int32, "float64", bool, "zz", 3, object, np.complex64, "bfloat16"]
 
 AX = st.sampled_from(AXES)
@@ -62,14 +128,26 @@ CALLS = {
     "zeros": st.tuples(st.tuples(SHAPE), st.fixed_dictionaries({"dtype": DT})),
     "ones": st.tuples(st.tuples(SHAPE), st.fixed_dictionaries({"dtype": DT})),
     "empty": st.tuples(st.tuples(SHAPE), st.fixed_dictionaries({})),
-    "full": st.tuples(st.tuples(SHAPE, st.sampled_from([1.0, 2, A1, None, "x"])),
-                      st.fixed_dictionaries({"dtype": DT})),
-    "arange": st.tuples(st.tuples(INT_LIKE), st.fixed_dictionaries(
-        {"stop": st.sampled_from([None, 5, -3, 2.5, "x", np.inf]), "step": INT_LIKE})),
-    "linspace": st.tuples(st.tuples(st.sampled_from([0, 1.5, A1, None, "x"]), INT_LIKE),
-                          st.fixed_dictionaries({"num": INT_LIKE})),
-    "eye": st.tuples(st.tuples(INT_LIKE), st.fixed_dictionaries(
-        {"M": st.sampled_from([None] + INTS + BAD), "k": INT_LIKE, "dtype": DT})),
+    "full": st.tuples(
+        st.tuples(SHAPE, st.sampled_from([1.0, 2, A1, None, "x"])),
+        st.fixed_dictionaries({"dtype": DT}),
+    ),
+    "arange": st.tuples(
+        st.tuples(INT_LIKE),
+        st.fixed_dictionaries(
+            {"stop": st.sampled_from([None, 5, -3, 2.5, "x", np.inf]), "step": INT_LIKE}
+        ),
+    ),
+    "linspace": st.tuples(
+        st.tuples(st.sampled_from([0, 1.5, A1, None, "x"]), INT_LIKE),
+        st.fixed_dictionaries({"num": INT_LIKE}),
+    ),
+    "eye": st.tuples(
+        st.tuples(INT_LIKE),
+        st.fixed_dictionaries(
+            {"M": st.sampled_from([None] + INTS + BAD), "k": INT_LIKE, "dtype": DT}
+        ),
+    ),
     "identity": st.tuples(st.tuples(INT_LIKE), st.fixed_dictionaries({})),
     "tri": st.tuples(st.tuples(INT_LIKE), st.fixed_dictionaries({"k": INT_LIKE})),
     "reshape": st.tuples(st.tuples(ARR, SHAPE), st.fixed_dictionaries({})),
@@ -82,33 +160,72 @@ CALLS = {
     "swapaxes": st.tuples(st.tuples(ARR, AX, AX), st.fixed_dictionaries({})),
     "roll": st.tuples(st.tuples(ARR, INT_LIKE), st.fixed_dictionaries({"axis": AX})),
     "ravel": st.tuples(st.tuples(ARR), st.fixed_dictionaries({})),
-    "tile": st.tuples(st.tuples(ARR, st.sampled_from(INTS[:6] + BAD + [(2, 1), (-1, 2)])),
-                      st.fixed_dictionaries({})),
-    "repeat": st.tuples(st.tuples(ARR, st.sampled_from(INTS[:7] + BAD + [[1, 2, 0, 1]])),
-                        st.fixed_dictionaries({"axis": AX})),
-    "pad": st.tuples(st.tuples(ARR, st.sampled_from(INTS[:7] + BAD + [
-        (1, 2), ((1, 2), (0, 1)), ((1,), (2,)), (1, 2, 3), ((-1, 0), (0, 0)), [[1, 2, 3]]])),
-        st.fixed_dictionaries({"mode": MODE})),
-    "split": st.tuples(st.tuples(ARR, st.sampled_from(INTS[:7] + BAD + [[1, 2], [1, -1]])),
-                       st.fixed_dictionaries({"axis": AX})),
-    "array_split": st.tuples(st.tuples(ARR, st.sampled_from(INTS[:7] + BAD + [[1, 2]])),
-                             st.fixed_dictionaries({"axis": AX})),
-    "concatenate": st.tuples(st.tuples(st.lists(ARR, max_size=3)),
-                             st.fixed_dictionaries({"axis": AX})),
+    "tile": st.tuples(
+        st.tuples(ARR, st.sampled_from(INTS[:6] + BAD + [(2, 1), (-1, 2)])),
+        st.fixed_dictionaries({}),
+    ),
+    "repeat": st.tuples(
+        st.tuples(ARR, st.sampled_from(INTS[:7] + BAD + [[1, 2, 0, 1]])),
+        st.fixed_dictionaries({"axis": AX}),
+    ),
+    "pad": st.tuples(
+        st.tuples(
+            ARR,
+            st.sampled_from(
+                INTS[:7]
+                + BAD
+                + [
+                    (1, 2),
+                    ((1, 2), (0, 1)),
+                    ((1,), (2,)),
+                    (1, 2, 3),
+                    ((-1, 0), (0, 0)),
+                    [[1, 2, 3]],
+                ]
+            ),
+        ),
+        st.fixed_dictionaries({"mode": MODE}),
+    ),
+    "split": st.tuples(
+        st.tuples(ARR, st.sampled_from(INTS[:7] + BAD + [[1, 2], [1, -1]])),
+        st.fixed_dictionaries({"axis": AX}),
+    ),
+    "array_split": st.tuples(
+        st.tuples(ARR, st.sampled_from(INTS[:7] + BAD + [[1, 2]])),
+        st.fixed_dictionaries({"axis": AX}),
+    ),
+    "concatenate": st.tuples(
+        st.tuples(st.lists(ARR, max_size=3)), st.fixed_dictionaries({"axis": AX})
+    ),
     "stack": st.tuples(st.tuples(st.lists(ARR, max_size=3)), st.fixed_dictionaries({"axis": AX})),
     "vstack": st.tuples(st.tuples(st.lists(ARR, max_size=3)), st.fixed_dictionaries({})),
     "hstack": st.tuples(st.tuples(st.lists(ARR, max_size=3)), st.fixed_dictionaries({})),
     "where": st.tuples(st.tuples(ARR, ARR, ARR), st.fixed_dictionaries({})),
-    "clip": st.tuples(st.tuples(ARR, st.sampled_from([0, 1.5, None, A1, A2])),
-                      st.fixed_dictionaries({})),
-    "take": st.tuples(st.tuples(ARR, st.sampled_from(
-        [np.array([0, -1, 5]), [1], 0, 1.5, np.array([0.5]), [[0, 1]], None, "x"])),
-        st.fixed_dictionaries({"axis": AX, "mode": MODE})),
-    "take_along_axis": st.tuples(st.tuples(ARR, st.sampled_from(
-        [np.array([[0, -1, 2], [1, 5, 0]]), np.array([0, 2]), np.array([[0.5]]), None])),
-        st.fixed_dictionaries({"axis": AX, "mode": MODE})),
-    "meshgrid": st.tuples(st.tuples(ARR, ARR), st.fixed_dictionaries(
-        {"indexing": st.sampled_from(["xy", "ij", "zz", None, 1])})),
+    "clip": st.tuples(
+        st.tuples(ARR, st.sampled_from([0, 1.5, None, A1, A2])), st.fixed_dictionaries({})
+    ),
+    "take": st.tuples(
+        st.tuples(
+            ARR,
+            st.sampled_from(
+                [np.array([0, -1, 5]), [1], 0, 1.5, np.array([0.5]), [[0, 1]], None, "x"]
+            ),
+        ),
+        st.fixed_dictionaries({"axis": AX, "mode": MODE}),
+    ),
+    "take_along_axis": st.tuples(
+        st.tuples(
+            ARR,
+            st.sampled_from(
+                [np.array([[0, -1, 2], [1, 5, 0]]), np.array([0, 2]), np.array([[0.5]]), None]
+            ),
+        ),
+        st.fixed_dictionaries({"axis": AX, "mode": MODE}),
+    ),
+    "meshgrid": st.tuples(
+        st.tuples(ARR, ARR),
+        st.fixed_dictionaries({"indexing": st.sampled_from(["xy", "ij", "zz", None, 1])}),
+    ),
     "diagonal": st.tuples(st.tuples(ARR, INT_LIKE, AX, AX), st.fixed_dictionaries({})),
     "trace": st.tuples(st.tuples(ARR), st.fixed_dictionaries({"offset": INT_LIKE})),
     "tril": st.tuples(st.tuples(ARR), st.fixed_dictionaries({"k": INT_LIKE})),
@@ -118,17 +235,24 @@ CALLS = {
     "add": st.tuples(st.tuples(ARR, ANY), st.fixed_dictionaries({})),
     "matmul": st.tuples(st.tuples(ARR, ARR), st.fixed_dictionaries({})),
     "dot": st.tuples(st.tuples(ARR, ARR), st.fixed_dictionaries({})),
-    "tensordot": st.tuples(st.tuples(ARR, ARR), st.fixed_dictionaries(
-        {"axes": st.sampled_from([0, 1, 2, -1, 1.5, ((0,), (1,)), ((0,), (5,)), "x"])})),
+    "tensordot": st.tuples(
+        st.tuples(ARR, ARR),
+        st.fixed_dictionaries(
+            {"axes": st.sampled_from([0, 1, 2, -1, 1.5, ((0,), (1,)), ((0,), (5,)), "x"])}
+        ),
+    ),
     "vecdot": st.tuples(st.tuples(ARR, ARR), st.fixed_dictionaries({"axis": AX})),
-    "average": st.tuples(st.tuples(ARR), st.fixed_dictionaries(
-        {"axis": AX, "weights": st.sampled_from([None, A1, A2, np.ones(3)])})),
+    "average": st.tuples(
+        st.tuples(ARR),
+        st.fixed_dictionaries({"axis": AX, "weights": st.sampled_from([None, A1, A2, np.ones(3)])}),
+    ),
     "nanmean": st.tuples(st.tuples(ARR), st.fixed_dictionaries({"axis": AX})),
     "cumulative_sum": st.tuples(st.tuples(ARR), st.fixed_dictionaries({"axis": AX})),
-    "zeros_like": st.tuples(st.tuples(ARR), st.fixed_dictionaries({"shape": SHAPE,
-                                                                   "dtype": DT})),
-    "full_like": st.tuples(st.tuples(ARR, st.sampled_from([1.0, "x", None, A1])),
-                           st.fixed_dictionaries({"shape": SHAPE})),
+    "zeros_like": st.tuples(st.tuples(ARR), st.fixed_dictionaries({"shape": SHAPE, "dtype": DT})),
+    "full_like": st.tuples(
+        st.tuples(ARR, st.sampled_from([1.0, "x", None, A1])),
+        st.fixed_dictionaries({"shape": SHAPE}),
+    ),
     "diag": st.tuples(st.tuples(ARR), st.fixed_dictionaries({"k": INT_LIKE})),
     "broadcast_arrays": st.tuples(st.tuples(ARR, ARR), st.fixed_dictionaries({})),
     "hsplit": st.tuples(st.tuples(ARR, INT_LIKE), st.fixed_dictionaries({})),
@@ -146,8 +270,12 @@ CALLS = {
 def _jax_value(name, args, kwargs):
     """JAX's answer, or None where JAX rejects the call (or cannot be compared)."""
     dt = kwargs.get("dtype")
-    if dt is not None and name in ("mean", "cumsum") and not isinstance(dt, str) and (
-            dt is bool or (isinstance(dt, type) and issubclass(dt, np.integer))):
+    if (
+        dt is not None
+        and name in ("mean", "cumsum")
+        and not isinstance(dt, str)
+        and (dt is bool or (isinstance(dt, type) and issubclass(dt, np.integer)))
+    ):
         return None  # XLA dies with SIGFPE folding an integer 0 / 0 (jnp.mean(empty, int32))
     try:
         with warnings.catch_warnings():
@@ -166,8 +294,9 @@ def _check(name, args, kwargs):
     except FunctxError:
         return "rejected"
     except Exception as e:  # noqa: BLE001
-        raise AssertionError(f"fnp.{name}(*{args!r}, **{kwargs!r}) raised a non-functx "
-                             f"{type(e).__name__}: {e}") from e
+        raise AssertionError(
+            f"fnp.{name}(*{args!r}, **{kwargs!r}) raised a non-functx {type(e).__name__}: {e}"
+        ) from e
     want = _jax_value(name, args, kwargs)
     if want is not None and name not in ("empty", "split", "array_split"):
         got = [np.asarray(o) for o in out] if isinstance(out, (list, tuple)) else np.asarray(out)
@@ -198,31 +327,67 @@ def test_every_listed_function_rejects_something():
 def _first_bad(name):
     arr = A2
     fixed = {
-        "zeros": ((2.5,), {}), "ones": (("3",), {}), "empty": ((-1,), {}),
-        "full": (((2**62, 4), 1.0), {}), "arange": ((0, 5, 0), {}), "linspace": ((0, 1, -1), {}),
-        "eye": ((2**70,), {}), "identity": ((-2,), {}), "tri": ((1.5,), {}),
-        "reshape": ((arr, (4, 4)), {}), "broadcast_to": ((arr, (3, 3)), {}),
-        "tile": ((arr, 1.5), {}), "repeat": ((arr, 1.5), {}), "pad": ((arr, -1), {}),
-        "split": ((arr, 0), {}), "array_split": ((arr, -1), {}),
-        "concatenate": (([arr, A1],), {}), "stack": (([arr, A1],), {}), "vstack": (([],), {}),
-        "hstack": (([],), {}), "where": ((arr, A1, arr), {}), "clip": ((arr, "x"), {}),
-        "take": ((arr, [1]), {"mode": "zz"}), "take_along_axis": ((arr, np.array([[0.5]])),
-                                                                  {"axis": 0}),
-        "meshgrid": ((A1, A1), {"indexing": "zz"}), "diagonal": ((arr, 0, 0, 0), {}),
-        "trace": ((A1,), {}), "tril": ((A1,), {}), "astype": ((arr, "zz"), {}),
-        "round": ((arr, 1.5), {}), "atleast_2d": ((object(),), {}), "add": ((arr, "x"), {}),
-        "sin": (("x",), {}), "roll": ((arr, 1.5), {}), "moveaxis": ((arr, 0, 0.5), {}),
-        "swapaxes": ((arr, 0, 5), {}), "ravel": ((arr,), {"order": "Z"}),
-        "transpose": ((arr, (0, 0)), {}), "squeeze": ((arr, 0), {}),
-        "expand_dims": ((arr, (0, 0)), {}), "flip": ((arr, 1.5), {}),
-        "matmul": ((arr, arr), {}), "dot": ((arr, arr), {}), "tensordot": ((arr, arr), {"axes": 3}),
-        "vecdot": ((arr, arr), {"axis": 2}), "average": ((arr,), {"weights": A1, "axis": 1}),
-        "zeros_like": ((arr,), {"shape": -1}), "full_like": ((arr, 1.0), {"shape": 2.5}),
-        "diag": ((A1,), {"k": 1.5}), "broadcast_arrays": ((arr, A1), {}),
-        "hsplit": ((arr, 2), {}), "vsplit": ((arr, 0), {}), "permute_dims": ((arr, (0, 0)), {}),
-        "kron": ((arr, "x"), {}), "outer": ((arr, None), {}), "nan_to_num": ((arr,), {"nan": "x"}),
-        "power": ((arr, "x"), {}), "isfinite": ((object(),), {}),
-        "cumulative_sum": ((arr,), {"axis": (0, 1)}), "nanmean": ((arr,), {"axis": 2}),
-        "var": ((arr,), {"ddof": "x"}), "std": ((arr,), {"ddof": None, "axis": 5}),
+        "zeros": ((2.5,), {}),
+        "ones": (("3",), {}),
+        "empty": ((-1,), {}),
+        "full": (((2**62, 4), 1.0), {}),
+        "arange": ((0, 5, 0), {}),
+        "linspace": ((0, 1, -1), {}),
+        "eye": ((2**70,), {}),
+        "identity": ((-2,), {}),
+        "tri": ((1.5,), {}),
+        "reshape": ((arr, (4, 4)), {}),
+        "broadcast_to": ((arr, (3, 3)), {}),
+        "tile": ((arr, 1.5), {}),
+        "repeat": ((arr, 1.5), {}),
+        "pad": ((arr, -1), {}),
+        "split": ((arr, 0), {}),
+        "array_split": ((arr, -1), {}),
+        "concatenate": (([arr, A1],), {}),
+        "stack": (([arr, A1],), {}),
+        "vstack": (([],), {}),
+        "hstack": (([],), {}),
+        "where": ((arr, A1, arr), {}),
+        "clip": ((arr, "x"), {}),
+        "take": ((arr, [1]), {"mode": "zz"}),
+        "take_along_axis": ((arr, np.array([[0.5]])), {"axis": 0}),
+        "meshgrid": ((A1, A1), {"indexing": "zz"}),
+        "diagonal": ((arr, 0, 0, 0), {}),
+        "trace": ((A1,), {}),
+        "tril": ((A1,), {}),
+        "astype": ((arr, "zz"), {}),
+        "round": ((arr, 1.5), {}),
+        "atleast_2d": ((object(),), {}),
+        "add": ((arr, "x"), {}),
+        "sin": (("x",), {}),
+        "roll": ((arr, 1.5), {}),
+        "moveaxis": ((arr, 0, 0.5), {}),
+        "swapaxes": ((arr, 0, 5), {}),
+        "ravel": ((arr,), {"order": "Z"}),
+        "transpose": ((arr, (0, 0)), {}),
+        "squeeze": ((arr, 0), {}),
+        "expand_dims": ((arr, (0, 0)), {}),
+        "flip": ((arr, 1.5), {}),
+        "matmul": ((arr, arr), {}),
+        "dot": ((arr, arr), {}),
+        "tensordot": ((arr, arr), {"axes": 3}),
+        "vecdot": ((arr, arr), {"axis": 2}),
+        "average": ((arr,), {"weights": A1, "axis": 1}),
+        "zeros_like": ((arr,), {"shape": -1}),
+        "full_like": ((arr, 1.0), {"shape": 2.5}),
+        "diag": ((A1,), {"k": 1.5}),
+        "broadcast_arrays": ((arr, A1), {}),
+        "hsplit": ((arr, 2), {}),
+        "vsplit": ((arr, 0), {}),
+        "permute_dims": ((arr, (0, 0)), {}),
+        "kron": ((arr, "x"), {}),
+        "outer": ((arr, None), {}),
+        "nan_to_num": ((arr,), {"nan": "x"}),
+        "power": ((arr, "x"), {}),
+        "isfinite": ((object(),), {}),
+        "cumulative_sum": ((arr,), {"axis": (0, 1)}),
+        "nanmean": ((arr,), {"axis": 2}),
+        "var": ((arr,), {"ddof": "x"}),
+        "std": ((arr,), {"ddof": None, "axis": 5}),
     }
     return fixed.get(name, ((arr,), {"axis": 1.5}))

@@ -129,9 +129,9 @@ def test_sinc_derivatives_match_jax(x0):
 
 def test_sinc_second_derivative_at_zero():
     d2 = functx.grad(functx.grad(fnp.sinc))(np.float64(0.0))
-    np.testing.assert_allclose(float(d2), -np.pi ** 2 / 3, rtol=1e-12)
+    np.testing.assert_allclose(float(d2), -(np.pi**2) / 3, rtol=1e-12)
     d4 = functx.grad(functx.grad(functx.grad(functx.grad(fnp.sinc))))(np.float64(0.0))
-    np.testing.assert_allclose(float(d4), np.pi ** 4 / 5, rtol=1e-12)
+    np.testing.assert_allclose(float(d4), np.pi**4 / 5, rtol=1e-12)
 
 
 @given(st.floats(-4, 4))
@@ -169,23 +169,40 @@ REJECTED = {
     "pad_float": (lambda: fnp.pad(x4, 1.5), FunctxTypeError, "pad"),
     "pad_none": (lambda: fnp.pad(x4, None), FunctxTypeError, "pad"),
     "pad_bad_mode": (lambda: fnp.pad(x4, 1, mode="zz"), FunctxValueError, "pad"),
-    "pad_empty_wrap": (lambda: fnp.pad(np.zeros((0, 2)), 1, mode="wrap"), FunctxValueError,
-                       "pad"),
-    "meshgrid_indexing": (lambda: fnp.meshgrid(x4, x4, indexing="zz"), FunctxValueError,
-                          "meshgrid"),
+    "pad_empty_wrap": (lambda: fnp.pad(np.zeros((0, 2)), 1, mode="wrap"), FunctxValueError, "pad"),
+    "meshgrid_indexing": (
+        lambda: fnp.meshgrid(x4, x4, indexing="zz"),
+        FunctxValueError,
+        "meshgrid",
+    ),
     "array_split_negative": (lambda: fnp.array_split(x4, -1), FunctxValueError, "array_split"),
     "array_split_zero": (lambda: fnp.array_split(x4, 0), FunctxValueError, "array_split"),
     "split_float": (lambda: fnp.split(x4, 1.5), FunctxTypeError, "split"),
-    "bool_mask_short": (lambda: fnp.asarray(x4)[np.array([True, False])], FunctxIndexError,
-                        "boolean index"),
-    "bool_mask_axis1": (lambda: fnp.asarray(x23)[:, np.array([True, False])], FunctxIndexError,
-                        "boolean index"),
-    "bool_mask_2d": (lambda: fnp.asarray(x23)[np.ones((3, 2), bool)], FunctxIndexError,
-                     "boolean index"),
-    "bool_mask_list": (lambda: fnp.asarray(x4)[[True, False, True]], FunctxIndexError,
-                       "boolean index"),
-    "bool_mask_at_set": (lambda: fnp.asarray(x4).at[np.array([True, False])].set(1.0),
-                         FunctxIndexError, "boolean index"),
+    "bool_mask_short": (
+        lambda: fnp.asarray(x4)[np.array([True, False])],
+        FunctxIndexError,
+        "boolean index",
+    ),
+    "bool_mask_axis1": (
+        lambda: fnp.asarray(x23)[:, np.array([True, False])],
+        FunctxIndexError,
+        "boolean index",
+    ),
+    "bool_mask_2d": (
+        lambda: fnp.asarray(x23)[np.ones((3, 2), bool)],
+        FunctxIndexError,
+        "boolean index",
+    ),
+    "bool_mask_list": (
+        lambda: fnp.asarray(x4)[[True, False, True]],
+        FunctxIndexError,
+        "boolean index",
+    ),
+    "bool_mask_at_set": (
+        lambda: fnp.asarray(x4).at[np.array([True, False])].set(1.0),
+        FunctxIndexError,
+        "boolean index",
+    ),
     "argmax_tuple_axis": (lambda: fnp.argmax(x23, axis=(0, 1)), FunctxTypeError, "argmax"),
     "sum_float_axis": (lambda: fnp.sum(x23, axis=1.0), FunctxTypeError, "sum"),
     "sum_str_axis": (lambda: fnp.sum(x23, axis="0"), FunctxTypeError, "sum"),
@@ -207,8 +224,11 @@ REJECTED = {
     "linspace_float_num": (lambda: fnp.linspace(0, 1, 2.5), FunctxTypeError, "linspace"),
     "tile_negative": (lambda: fnp.tile(x4, -1), FunctxValueError, "tile"),
     "reshape_negative": (lambda: fnp.reshape(x4, (-2, -2)), FunctxValueError, "reshape"),
-    "broadcast_to_negative": (lambda: fnp.broadcast_to(x4, (-1, 4)), FunctxValueError,
-                              "broadcast_to"),
+    "broadcast_to_negative": (
+        lambda: fnp.broadcast_to(x4, (-1, 4)),
+        FunctxValueError,
+        "broadcast_to",
+    ),
     "var_str_ddof": (lambda: fnp.var(x4, ddof="1"), FunctxTypeError, "var"),
 }
 
@@ -233,32 +253,45 @@ def test_axis_errors_are_value_errors_like_jax_and_keep_type_error():
 
 def test_valid_calls_still_match_jax():
     cases = [
-        lambda m: m.pad(x23, ((1, 2), (0, 1))), lambda m: m.pad(x23, (1, 2)),
-        lambda m: m.pad(x23, [1]), lambda m: m.pad(x23, 2, mode="reflect"),
-        lambda m: m.repeat(x4, np.array([1, 2, 0, 1])), lambda m: m.repeat(x23, 2, axis=1),
-        lambda m: m.array_split(x4, 3)[1], lambda m: m.split(x4, [1, 3])[1],
-        lambda m: m.arange(0.0, 1.0, 0.25), lambda m: m.eye(3, 4, k=1), lambda m: m.tri(3, 4, -1),
-        lambda m: m.meshgrid(x4, x4[:2], indexing="ij")[1], lambda m: m.tile(x4, (2, 1)),
+        lambda m: m.pad(x23, ((1, 2), (0, 1))),
+        lambda m: m.pad(x23, (1, 2)),
+        lambda m: m.pad(x23, [1]),
+        lambda m: m.pad(x23, 2, mode="reflect"),
+        lambda m: m.repeat(x4, np.array([1, 2, 0, 1])),
+        lambda m: m.repeat(x23, 2, axis=1),
+        lambda m: m.array_split(x4, 3)[1],
+        lambda m: m.split(x4, [1, 3])[1],
+        lambda m: m.arange(0.0, 1.0, 0.25),
+        lambda m: m.eye(3, 4, k=1),
+        lambda m: m.tri(3, 4, -1),
+        lambda m: m.meshgrid(x4, x4[:2], indexing="ij")[1],
+        lambda m: m.tile(x4, (2, 1)),
         lambda m: m.asarray(x23)[np.array([True, False])],
         lambda m: m.asarray(x23)[..., np.array([True, False, True])],
-        lambda m: m.argmax(x23, axis=np.int64(1)), lambda m: m.sum(x23, axis=[0, 1]),
+        lambda m: m.argmax(x23, axis=np.int64(1)),
+        lambda m: m.sum(x23, axis=[0, 1]),
     ]
     for c in cases:
-        np.testing.assert_allclose(np.asarray(c(fnp)), np.asarray(c(jnp)), rtol=1e-6,
-                                   err_msg=inspect.getsource(c))
+        np.testing.assert_allclose(
+            np.asarray(c(fnp)), np.asarray(c(jnp)), rtol=1e-6, err_msg=inspect.getsource(c)
+        )
 
 
 def test_numpy_integer_arrays_as_shapes_reps_and_axes_are_accepted_like_jax():
     # the shared validators first took only tuples and lists: reshape(x, np.array([3, 2])) and
     # tile(x, np.array([1, 2])) were rejected as "must be an integer"
     cases = [
-        lambda m: m.reshape(x23, np.array([3, 2])), lambda m: m.asarray(x23).reshape(np.array([6])),
-        lambda m: m.tile(x23, np.array([1, 2])), lambda m: m.transpose(x23, np.array([1, 0])),
-        lambda m: m.sum(x23, axis=np.array([0])), lambda m: m.flip(x23, axis=np.array([1])),
+        lambda m: m.reshape(x23, np.array([3, 2])),
+        lambda m: m.asarray(x23).reshape(np.array([6])),
+        lambda m: m.tile(x23, np.array([1, 2])),
+        lambda m: m.transpose(x23, np.array([1, 0])),
+        lambda m: m.sum(x23, axis=np.array([0])),
+        lambda m: m.flip(x23, axis=np.array([1])),
         lambda m: m.roll(x23, np.array([1, 2]), axis=np.array([0, 1])),
         # shift and axis broadcast against each other (NumPy's rule): were rejected, and before
         # that the shifts after the first were dropped (roll(x, (1, 1), axis=-1) rolled by 1)
-        lambda m: m.roll(x23, (1, 1), axis=-1), lambda m: m.roll(x23, (1, -3), axis=(1,)),
+        lambda m: m.roll(x23, (1, 1), axis=-1),
+        lambda m: m.roll(x23, (1, -3), axis=(1,)),
         lambda m: m.roll(x23, 1, axis=(0, 1)),
     ]
     for c in cases:
@@ -271,19 +304,32 @@ def test_sinc_var_under_jit():
     xs = np.linspace(-3, 3, 101)
     np.testing.assert_allclose(np.asarray(functx.jit(fnp.sinc)(xs)), np.sinc(xs), atol=1e-15)
     d2 = functx.jit(functx.grad(functx.grad(fnp.sinc)))(np.float64(0.0))
-    np.testing.assert_allclose(float(d2), -np.pi ** 2 / 3, rtol=1e-12)
+    np.testing.assert_allclose(float(d2), -(np.pi**2) / 3, rtol=1e-12)
     assert np.isnan(float(functx.jit(lambda v: fnp.var(v, ddof=5))(np.arange(4.0))))
 
 
-@pytest.mark.parametrize("a, b", [(1.0, 1.0), (-3.0, -3.0), (1.0, 2.0), (0.0, -30.0),
-                                  (-np.inf, 1.0), (2.0, -np.inf), (np.inf, np.inf), (np.nan, 1.0)])
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        (1.0, 1.0),
+        (-3.0, -3.0),
+        (1.0, 2.0),
+        (0.0, -30.0),
+        (-np.inf, 1.0),
+        (2.0, -np.inf),
+        (np.inf, np.inf),
+        (np.nan, 1.0),
+    ],
+)
 def test_logaddexp_value_and_gradient_match_jax(a, b):
     """At a tie each operand's derivative is 1/2 (it was (0, 1)); a -inf operand gives a finite
     gradient; softplus and log_sigmoid, built on it, inherit the fix."""
     a, b = np.float64(a), np.float64(b)
-    np.testing.assert_allclose(np.asarray(fnp.logaddexp(a, b)), np.asarray(jnp.logaddexp(a, b)),
-                               rtol=1e-15)
+    np.testing.assert_allclose(
+        np.asarray(fnp.logaddexp(a, b)), np.asarray(jnp.logaddexp(a, b)), rtol=1e-15
+    )
     got = functx.grad(fnp.logaddexp, argnums=(0, 1))(a, b)
     want = jax.grad(jnp.logaddexp, argnums=(0, 1))(a, b)
-    np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64),
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        np.asarray(got, np.float64), np.asarray(want, np.float64), rtol=1e-12
+    )
