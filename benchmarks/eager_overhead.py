@@ -43,8 +43,10 @@ def main():
         import jax.numpy as jnp
 
         ja, jb = jnp.asarray(x), jnp.asarray(y)
-        rows += [("jax.numpy.add(a, b)", lambda: jnp.add(ja, jb).block_until_ready()),
-                 ("jax.numpy.sin(a)", lambda: jnp.sin(ja).block_until_ready())]
+        rows += [
+            ("jax.numpy.add(a, b)", lambda: jnp.add(ja, jb).block_until_ready()),
+            ("jax.numpy.sin(a)", lambda: jnp.sin(ja).block_until_ready()),
+        ]
     except ImportError:
         pass
     base = per_call_us(rows[0][1])

@@ -83,8 +83,9 @@ def fx_args(args):
     """The arguments as functx GPU arrays (when functx has them), else the torch tensors."""
     if hasattr(functx, "device_put"):
         gpu = functx.devices("gpu")[0]
-        return tuple(functx.tree_util.tree_map(lambda t: functx.device_put(t, gpu), a)
-                     for a in args)
+        return tuple(
+            functx.tree_util.tree_map(lambda t: functx.device_put(t, gpu), a) for a in args
+        )
     return args
 
 
@@ -134,7 +135,7 @@ def torch_rel_err(got, want) -> float:
     g, w = g.reshape(-1), w.reshape(-1)
     d2 = n2 = 0.0
     for i in range(0, g.numel(), 1 << 26):
-        gc, wc = g[i:i + (1 << 26)].double(), w[i:i + (1 << 26)].double()
+        gc, wc = g[i : i + (1 << 26)].double(), w[i : i + (1 << 26)].double()
         if not torch.isfinite(gc).all():
             return float("nan")
         d2 += float(torch.sum((gc - wc) ** 2))
@@ -236,8 +237,9 @@ class Workload:
     for functx (``ns`` = (numpy, lax, nn, grad, vmap) of functx) and JAX; ``torch_fn`` the torch
     version (or None); ``ref(args_np_subset)`` float64 reference outputs of ``subset``."""
 
-    def __init__(self, name, make, fn, torch_fn, subset, ref_subset, out_subset, tol=1e-5,
-                 jax_tol=1e-4):
+    def __init__(
+        self, name, make, fn, torch_fn, subset, ref_subset, out_subset, tol=1e-5, jax_tol=1e-4
+    ):
         self.name, self.make, self.fn, self.torch_fn = name, make, fn, torch_fn
         self.subset, self.ref_subset, self.out_subset = subset, ref_subset, out_subset
         self.tol, self.jax_tol = tol, jax_tol
@@ -258,9 +260,11 @@ def rows(k):
 
 def eager_ref(fn):
     """The functx interpreter (NumPy) on float64 copies."""
+
     def ref(args64):
         out = fn("fx", *[functx.tree_util.tree_map(fnp.asarray, a) for a in args64])
         return [np.asarray(o) for o in leaves(out)]
+
     return ref
 
 
@@ -280,12 +284,14 @@ def workloads(size="full"):
 
     def ln_grad_fn(which, x, gm, bt, dy):
         mod, np_, _, _ = _ns(which)
-        return mod.grad(lambda x, gm, bt: np_.sum(layer_norm(np_, x, gm, bt) * dy),
-                        argnums=(0, 1, 2))(x, gm, bt)
+        return mod.grad(
+            lambda x, gm, bt: np_.sum(layer_norm(np_, x, gm, bt) * dy), argnums=(0, 1, 2)
+        )(x, gm, bt)
 
     def torch_ln_grad(x, gm, bt, dy):
-        return torch.func.grad(lambda x, gm, bt: (torch_layer_norm(x, gm, bt) * dy).sum(),
-                               argnums=(0, 1, 2))(x, gm, bt)
+        return torch.func.grad(
+            lambda x, gm, bt: (torch_layer_norm(x, gm, bt) * dy).sum(), argnums=(0, 1, 2)
+        )(x, gm, bt)
 
     def ln_grad_ref(args):
         x, gm, bt, dy = (torch.as_tensor(a) for a in args)
@@ -302,9 +308,10 @@ def workloads(size="full"):
 
     def scan_grad_fn(which, a, b, w):
         mod, np_, lax, _ = _ns(which)
-        return mod.grad(lambda a, b: np_.sum(lax.associative_scan(linrec_combine, (a, b),
-                                                                  axis=1)[1] * w),
-                        argnums=(0, 1))(a, b)
+        return mod.grad(
+            lambda a, b: np_.sum(lax.associative_scan(linrec_combine, (a, b), axis=1)[1] * w),
+            argnums=(0, 1),
+        )(a, b)
 
     def torch_scan(a, b):
         from torch._higher_order_ops.associative_scan import associative_scan
@@ -329,8 +336,9 @@ def workloads(size="full"):
 
     def per_sample_fn(which, p, x, y):
         mod, np_, _, nn = _ns(which)
-        return mod.vmap(mod.grad(functools.partial(mlp_loss, np_, nn)),
-                        in_axes=(None, 0, 0))(p, x, y)
+        return mod.vmap(mod.grad(functools.partial(mlp_loss, np_, nn)), in_axes=(None, 0, 0))(
+            p, x, y
+        )
 
     def torch_per_sample(p, x, y):
         def loss(p, x, y):
@@ -342,45 +350,101 @@ def workloads(size="full"):
         return torch.func.vmap(torch.func.grad(loss), in_dims=(None, 0, 0))(p, x, y)
 
     def mlp_make():
-        p = {"w1": randn(I, H) * I ** -0.5, "b1": randn(H) * 0.1,
-             "w2": randn(H, H) * H ** -0.5, "b2": randn(H) * 0.1,
-             "w3": randn(H, 10) * H ** -0.5, "b3": randn(10) * 0.1}
+        p = {
+            "w1": randn(I, H) * I**-0.5,
+            "b1": randn(H) * 0.1,
+            "w2": randn(H, H) * H**-0.5,
+            "b2": randn(H) * 0.1,
+            "w3": randn(H, 10) * H**-0.5,
+            "b3": randn(10) * 0.1,
+        }
         x = randn(BATCH, I)
-        y = torch.nn.functional.one_hot(torch.randint(0, 10, (BATCH,), device=DEV,
-                                                      generator=g), 10).float()
+        y = torch.nn.functional.one_hot(
+            torch.randint(0, 10, (BATCH,), device=DEV, generator=g), 10
+        ).float()
         return p, x, y
 
     out = [
-        Workload(f"layer norm {R}x{C}", lambda: (randn(R, C) * 2 + 0.5, randn(C), randn(C)),
-                 ln_fn, torch_layer_norm, rows(256), eager_ref(ln_fn),
-                 lambda outs: [o[:256] for o in outs]),
-        Workload(f"layer norm grad {R}x{C}",
-                 lambda: (randn(R, C) * 2 + 0.5, randn(C), randn(C), randn(R, C)),
-                 ln_grad_fn, torch_ln_grad, None, None, None, tol=1e-5, jax_tol=1e-4),
-        Workload(f"softmax {R}x{C}", lambda: (randn(R, C) * 3,), softmax_fn,
-                 lambda x: torch.softmax(x, -1), rows(256), eager_ref(softmax_fn),
-                 lambda outs: [o[:256] for o in outs]),
-        Workload(f"scan B={B} L={L} D={D}",
-                 lambda: (torch.rand(B, L, D, device=DEV, generator=g) * 0.5 + 0.5,
-                          randn(B, L, D)),
-                 scan_fn, torch_scan, lambda args: tuple(a[:2] for a in args),
-                 lambda args: [linrec_f64(*args)], lambda outs: [o[:2] for o in outs]),
-        Workload(f"scan grad B={B} L={L} D={D}",
-                 lambda: (torch.rand(B, L, D, device=DEV, generator=g) * 0.5 + 0.5,
-                          randn(B, L, D), randn(B, L, D)),
-                 scan_grad_fn, torch_scan_grad, lambda args: tuple(a[:2] for a in args),
-                 lambda args: list(linrec_grad_f64(*args)), lambda outs: [o[:2] for o in outs]),
-        Workload(f"tanh-GELU 2^{int(math.log2(NG))}", lambda: (randn(NG) * 3,), gelu_fn,
-                 lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
-                 lambda args: (args[0][:1 << 20],), eager_ref(gelu_fn),
-                 lambda outs: [o[:1 << 20] for o in outs]),
-        Workload(f"argmax+logsumexp {R}x{C}", lambda: (randn(R, C) * 3,), amax_lse_fn,
-                 lambda x: (x.argmax(1), torch.logsumexp(x, 1)), rows(256), eager_ref(amax_lse_fn),
-                 lambda outs: [o[:256] for o in outs]),
-        Workload(f"per-sample grads MLP {I}-{H}-{H}-10 batch {BATCH}", mlp_make, per_sample_fn,
-                 torch_per_sample,
-                 lambda args: (args[0], args[1][:8], args[2][:8]), eager_ref(per_sample_fn),
-                 lambda outs: [o[:8] for o in outs], tol=1e-5, jax_tol=1e-4),
+        Workload(
+            f"layer norm {R}x{C}",
+            lambda: (randn(R, C) * 2 + 0.5, randn(C), randn(C)),
+            ln_fn,
+            torch_layer_norm,
+            rows(256),
+            eager_ref(ln_fn),
+            lambda outs: [o[:256] for o in outs],
+        ),
+        Workload(
+            f"layer norm grad {R}x{C}",
+            lambda: (randn(R, C) * 2 + 0.5, randn(C), randn(C), randn(R, C)),
+            ln_grad_fn,
+            torch_ln_grad,
+            None,
+            None,
+            None,
+            tol=1e-5,
+            jax_tol=1e-4,
+        ),
+        Workload(
+            f"softmax {R}x{C}",
+            lambda: (randn(R, C) * 3,),
+            softmax_fn,
+            lambda x: torch.softmax(x, -1),
+            rows(256),
+            eager_ref(softmax_fn),
+            lambda outs: [o[:256] for o in outs],
+        ),
+        Workload(
+            f"scan B={B} L={L} D={D}",
+            lambda: (torch.rand(B, L, D, device=DEV, generator=g) * 0.5 + 0.5, randn(B, L, D)),
+            scan_fn,
+            torch_scan,
+            lambda args: tuple(a[:2] for a in args),
+            lambda args: [linrec_f64(*args)],
+            lambda outs: [o[:2] for o in outs],
+        ),
+        Workload(
+            f"scan grad B={B} L={L} D={D}",
+            lambda: (
+                torch.rand(B, L, D, device=DEV, generator=g) * 0.5 + 0.5,
+                randn(B, L, D),
+                randn(B, L, D),
+            ),
+            scan_grad_fn,
+            torch_scan_grad,
+            lambda args: tuple(a[:2] for a in args),
+            lambda args: list(linrec_grad_f64(*args)),
+            lambda outs: [o[:2] for o in outs],
+        ),
+        Workload(
+            f"tanh-GELU 2^{int(math.log2(NG))}",
+            lambda: (randn(NG) * 3,),
+            gelu_fn,
+            lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+            lambda args: (args[0][: 1 << 20],),
+            eager_ref(gelu_fn),
+            lambda outs: [o[: 1 << 20] for o in outs],
+        ),
+        Workload(
+            f"argmax+logsumexp {R}x{C}",
+            lambda: (randn(R, C) * 3,),
+            amax_lse_fn,
+            lambda x: (x.argmax(1), torch.logsumexp(x, 1)),
+            rows(256),
+            eager_ref(amax_lse_fn),
+            lambda outs: [o[:256] for o in outs],
+        ),
+        Workload(
+            f"per-sample grads MLP {I}-{H}-{H}-10 batch {BATCH}",
+            mlp_make,
+            per_sample_fn,
+            torch_per_sample,
+            lambda args: (args[0], args[1][:8], args[2][:8]),
+            eager_ref(per_sample_fn),
+            lambda outs: [o[:8] for o in outs],
+            tol=1e-5,
+            jax_tol=1e-4,
+        ),
     ]
     # the layer-norm gradient's float64 reference: torch autograd in float64 on 256 rows (the
     # column sums dg and db need every row, so this one compares them on those rows only)
@@ -426,29 +490,39 @@ def run_workload(w: Workload, use_torch: bool, sweep: bool):
     out3 = leaves(fx(*fargs))
     out4 = leaves(fx(*fargs))
     sync_torch(None)
-    rec["graphs"] = (exe.graph_mode if exe.use_graphs and exe.graph_safe else "none") \
-        if exe else None
+    rec["graphs"] = (
+        (exe.graph_mode if exe.use_graphs and exe.graph_safe else "none") if exe else None
+    )
     rec["graph_note"] = exe.graph_note if exe else ""  # a capture that failed
-    rec["repeat_err"] = max([rec["repeat_err"]] + [torch_rel_err(a, b) for o in (out3, out4)
-                                                   for a, b in zip(o, out)])
+    rec["repeat_err"] = max(
+        [rec["repeat_err"]] + [torch_rel_err(a, b) for o in (out3, out4) for a, b in zip(o, out)]
+    )
     del out3, out4
     # float64 reference on a slice
     if w.subset is not None:
         sub = w.subset(args)
-        sub64 = [np.asarray(as_torch(t).double().cpu()) if isinstance(t, torch.Tensor)
-                 else functx.tree_util.tree_map(lambda v: v.double().cpu().numpy(), t)
-                 for t in sub]
+        sub64 = [
+            np.asarray(as_torch(t).double().cpu())
+            if isinstance(t, torch.Tensor)
+            else functx.tree_util.tree_map(lambda v: v.double().cpu().numpy(), t)
+            for t in sub
+        ]
         ref = w.ref_subset(sub64)
         if getattr(w, "recompute_subset", False):
             got = [np.asarray(as_torch(o).double().cpu()) for o in leaves(fx(*fx_args(sub)))]
         else:
-            got = [np.asarray(as_torch(o).double().cpu()) for o in w.out_subset(
-                [as_torch(o) for o in out])]
+            got = [
+                np.asarray(as_torch(o).double().cpu())
+                for o in w.out_subset([as_torch(o) for o in out])
+            ]
         errs = []
         for gg, rr in zip(got, ref):
             if np.asarray(rr).dtype.kind in "iu" or gg.dtype.kind in "iu":
-                errs.append(float(np.mean(np.asarray(gg).astype(np.int64)
-                                          != np.asarray(rr).astype(np.int64))))
+                errs.append(
+                    float(
+                        np.mean(np.asarray(gg).astype(np.int64) != np.asarray(rr).astype(np.int64))
+                    )
+                )
             else:
                 errs.append(rel_err(gg, rr))
         rec["err_f64"] = max(errs)
@@ -469,13 +543,19 @@ def run_workload(w: Workload, use_torch: bool, sweep: bool):
     rec["err_jax"] = max(errs)
     del jout
     exact.close()
-    ok = (rec.get("err_f64", 0) <= w.tol and rec["err_jax"] <= w.jax_tol
-          and rec["repeat_err"] <= 1e-6 and not rec["graph_note"])
+    ok = (
+        rec.get("err_f64", 0) <= w.tol
+        and rec["err_jax"] <= w.jax_tol
+        and rec["repeat_err"] <= 1e-6
+        and not rec["graph_note"]
+    )
     rec["ok"] = bool(ok)
-    say(f"kernels={rec['kernels']} launch={rec['launch_modes']} graphs={rec['graphs']} "
+    say(
+        f"kernels={rec['kernels']} launch={rec['launch_modes']} graphs={rec['graphs']} "
         f"first call {rec['fx_first_s']:.2f}s  err vs f64 {rec.get('err_f64', float('nan')):.2e}  "
         f"vs JAX {rec['err_jax']:.2e}  repeat {rec['repeat_err']:.1e}  {rec['graph_note']}"
-        f"{'OK' if ok else 'FAILED'}")
+        f"{'OK' if ok else 'FAILED'}"
+    )
     del out, out2
     # timings
     rec["fx_s"] = timeit(lambda: fx(*fargs), sync_torch)
@@ -487,10 +567,12 @@ def run_workload(w: Workload, use_torch: bool, sweep: bool):
             tout = tc(*args)
             torch.cuda.synchronize()
             rec["torch_first_s"] = time.perf_counter() - t0
-            rec["err_torch"] = max(torch_rel_err(a, b) if as_torch(a).dtype.is_floating_point
-                                   else float((as_torch(a).long() != as_torch(b).long())
-                                              .double().mean())
-                                   for a, b in zip(leaves(fx(*fargs)), leaves(tout)))
+            rec["err_torch"] = max(
+                torch_rel_err(a, b)
+                if as_torch(a).dtype.is_floating_point
+                else float((as_torch(a).long() != as_torch(b).long()).double().mean())
+                for a, b in zip(leaves(fx(*fargs)), leaves(tout))
+            )
             del tout
             rec["torch_s"] = timeit(lambda: tc(*args), sync_torch)
         except Exception as e:  # noqa: BLE001 - reported in the table
@@ -503,17 +585,26 @@ def run_workload(w: Workload, use_torch: bool, sweep: bool):
             rec["jax_highest_s"] = timeit(lambda: jh(*jargs), sync_jax)
         with functx.default_matmul_precision("highest"):
             rec["fx_highest_s"] = timeit(lambda: fx(*fargs), sync_torch)
-        rec["err_jax_tf32"] = max(torch_rel_err(a, b) for a, b in zip(
-            leaves(fx(*fargs)), jax.tree_util.tree_leaves(jf(*jargs))))
+        rec["err_jax_tf32"] = max(
+            torch_rel_err(a, b)
+            for a, b in zip(leaves(fx(*fargs)), jax.tree_util.tree_leaves(jf(*jargs)))
+        )
         fh, jh_s = rec["fx_highest_s"], rec["jax_highest_s"]
-        say(f"float32 products: functx {fh * 1e3:.3f} ms, JAX {jh_s * 1e3:.3f} ms "
-            f"(x{jh_s / fh:.2f}); TF32 results: functx vs JAX {rec['err_jax_tf32']:.1e}")
+        say(
+            f"float32 products: functx {fh * 1e3:.3f} ms, JAX {jh_s * 1e3:.3f} ms "
+            f"(x{jh_s / fh:.2f}); TF32 results: functx vs JAX {rec['err_jax_tf32']:.1e}"
+        )
     gbs = byt / rec["fx_s"] / 1e9
     rec["fx_gbs"] = gbs
-    say(f"functx {rec['fx_s'] * 1e3:.3f} ms ({gbs:.0f} GB/s)  jax {rec['jax_s'] * 1e3:.3f} ms "
+    say(
+        f"functx {rec['fx_s'] * 1e3:.3f} ms ({gbs:.0f} GB/s)  jax {rec['jax_s'] * 1e3:.3f} ms "
         f"(x{rec['jax_s'] / rec['fx_s']:.2f})  torch.compile "
-        + (f"{rec['torch_s'] * 1e3:.3f} ms (x{rec['torch_s'] / rec['fx_s']:.2f})"
-           if "torch_s" in rec else rec.get("torch_error", "-")))
+        + (
+            f"{rec['torch_s'] * 1e3:.3f} ms (x{rec['torch_s'] / rec['fx_s']:.2f})"
+            if "torch_s" in rec
+            else rec.get("torch_error", "-")
+        )
+    )
     if sweep:
         rec["sweep"] = run_sweep(w, args)
     emit(rec)
@@ -527,18 +618,28 @@ def run_sweep(w: Workload, args):
 
     variants = []
     if w.name.startswith("scan"):
-        for lanes, elems in [(32, 4096), (16, 4096), (64, 4096), (32, 8192), (16, 2048),
-                             (8, 2048), (16, 8192)]:
-            variants.append((f"lanes={lanes} elems={elems}",
-                             Blocks(strided_scan_lanes=lanes, elems=elems)))
+        for lanes, elems in [
+            (32, 4096),
+            (16, 4096),
+            (64, 4096),
+            (32, 8192),
+            (16, 2048),
+            (8, 2048),
+            (16, 8192),
+        ]:
+            variants.append(
+                (f"lanes={lanes} elems={elems}", Blocks(strided_scan_lanes=lanes, elems=elems))
+            )
     elif w.name.startswith("tanh-GELU"):
         for pw, warps in [(1024, 4), (2048, 4), (2048, 8), (4096, 8), (512, 4)]:
-            variants.append((f"block={pw} warps={warps}",
-                             Blocks(pointwise=pw, pointwise_warps=warps)))
+            variants.append(
+                (f"block={pw} warps={warps}", Blocks(pointwise=pw, pointwise_warps=warps))
+            )
     elif w.name.startswith("per-sample"):
         for pw, warps in [(1024, 4), (2048, 4), (4096, 4), (4096, 8), (8192, 8)]:
-            variants.append((f"block={pw} warps={warps}",
-                             Blocks(pointwise=pw, pointwise_warps=warps)))
+            variants.append(
+                (f"block={pw} warps={warps}", Blocks(pointwise=pw, pointwise_warps=warps))
+            )
     elif w.name.startswith(("layer norm", "softmax", "argmax")):
         for warps in (4, 8, 16):
             variants.append((f"warps={warps}", Blocks(reduce_warps=warps)))
@@ -611,17 +712,41 @@ def run_dispatch(use_torch: bool):
         rec["part_signature_us"] = per_call(lambda: placement.gpu_signature((xa,))) * 1e6
         rec["part_call_arrays_us"] = per_call(lambda: dexe.call_arrays((xa,))) * 1e6
         rec["part_run_on_us"] = per_call(lambda: exe.run_on(tdev, [x])) * 1e6
-        rec["part_empty_strided_us"] = per_call(
-            lambda: torch.empty_strided((), (), dtype=torch.float32, device=tdev)) * 1e6
+        rec["part_empty_strided_us"] = (
+            per_call(lambda: torch.empty_strided((), (), dtype=torch.float32, device=tdev)) * 1e6
+        )
         rec["part_run_us"] = per_call(lambda: exe.module.run([x], [], [y0])) * 1e6
         rec["part_site_us"] = per_call(lambda: site(1, 1, x, y0)) * 1e6
         if fast[0]:  # Triton 3.6's C launch function, as the site calls it
-            rec["part_launcher_us"] = per_call(lambda: fast[1](
-                1, 1, 1, stream, fast[2], fast[3], fast[4], None, None, fast[5], None, None,
-                None, px, py)) * 1e6
+            rec["part_launcher_us"] = (
+                per_call(
+                    lambda: fast[1](
+                        1,
+                        1,
+                        1,
+                        stream,
+                        fast[2],
+                        fast[3],
+                        fast[4],
+                        None,
+                        None,
+                        fast[5],
+                        None,
+                        None,
+                        None,
+                        px,
+                        py,
+                    )
+                )
+                * 1e6
+            )
         else:
-            rec["part_launcher_us"] = per_call(lambda: fast[1](
-                1, 1, 1, stream, fast[2], fast[5], None, None, None, px, py)) * 1e6
+            rec["part_launcher_us"] = (
+                per_call(
+                    lambda: fast[1](1, 1, 1, stream, fast[2], fast[5], None, None, None, px, py)
+                )
+                * 1e6
+            )
     if CUDA:
         exe.use_graphs = True
         exe(x)
@@ -631,8 +756,10 @@ def run_dispatch(use_torch: bool):
         exe.use_graphs = False
     jf = jax.jit(lambda x: x + 1.0)
     jx = jax.dlpack.from_dlpack(x)
-    rec["jax_us"] = per_call(lambda: jf(jx), sync=lambda r: jax.block_until_ready(r)
-                             if r is not None else None) * 1e6
+    rec["jax_us"] = (
+        per_call(lambda: jf(jx), sync=lambda r: jax.block_until_ready(r) if r is not None else None)
+        * 1e6
+    )
     rec["jax_latency_us"] = latency(lambda: jf(jx), sync_jax) * 1e6
     if use_torch:
         try:
@@ -652,12 +779,14 @@ def run_launch_overhead(size="full"):
     say("\n=== launch overhead of a many-kernel step (per-sample grads, batch 8)")
     g = torch.Generator(device=DEV).manual_seed(1)
     i, h = (32, 64) if size == "tiny" else (784, 1024)
-    p = {"w1": torch.randn(i, h, device=DEV, generator=g) * i ** -0.5,
-         "b1": torch.zeros(h, device=DEV), "w2": torch.randn(h, h, device=DEV,
-                                                            generator=g) * h ** -0.5,
-         "b2": torch.zeros(h, device=DEV), "w3": torch.randn(h, 10, device=DEV,
-                                                            generator=g) * h ** -0.5,
-         "b3": torch.zeros(10, device=DEV)}
+    p = {
+        "w1": torch.randn(i, h, device=DEV, generator=g) * i**-0.5,
+        "b1": torch.zeros(h, device=DEV),
+        "w2": torch.randn(h, h, device=DEV, generator=g) * h**-0.5,
+        "b2": torch.zeros(h, device=DEV),
+        "w3": torch.randn(h, 10, device=DEV, generator=g) * h**-0.5,
+        "b3": torch.zeros(10, device=DEV),
+    }
     x = torch.randn(8, i, device=DEV, generator=g)
     y = torch.nn.functional.one_hot(torch.arange(8, device=DEV) % 10, 10).float()
 
@@ -671,8 +800,12 @@ def run_launch_overhead(size="full"):
     ref = [as_torch(o).clone() for o in leaves(f(*args))]
     exe = triton_exe(f)
     flat = [as_torch(t) for t in leaves((p, x, y))]
-    rec = {"workload": "launch overhead, per-sample step batch 8", "kernels": exe.kernel_count(),
-           "launches": exe.n_launches, "graphs_by_default": exe.use_graphs}
+    rec = {
+        "workload": "launch overhead, per-sample step batch 8",
+        "kernels": exe.kernel_count(),
+        "launches": exe.n_launches,
+        "graphs_by_default": exe.use_graphs,
+    }
     rec["jit_default_us"] = timeit(lambda: f(*args), sync_torch) * 1e6
     exe.use_graphs = False
     rec["direct_us"] = timeit(lambda: exe(*flat), sync_torch) * 1e6
@@ -714,19 +847,23 @@ def run_copy():
 
 # --- the table -----------------------------------------------------------------------------------
 def table(copy_gbs):
-    say("\n| workload (float32) | functx ms | GB/s | % copy | jax ms | x jax | torch.compile ms "
-        "| x torch | err vs f64 | err vs JAX | ok |")
+    say(
+        "\n| workload (float32) | functx ms | GB/s | % copy | jax ms | x jax | torch.compile ms "
+        "| x torch | err vs f64 | err vs JAX | ok |"
+    )
     say("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in RESULTS:
         if "fx_s" not in r:
             continue
         ts = r.get("torch_s")
-        say(f"| {r['workload']} ({r['kernels']} kernels) | {r['fx_s'] * 1e3:.3f} | "
+        say(
+            f"| {r['workload']} ({r['kernels']} kernels) | {r['fx_s'] * 1e3:.3f} | "
             f"{r['fx_gbs']:.0f} | {100 * r['fx_gbs'] / copy_gbs:.0f}% | {r['jax_s'] * 1e3:.3f} | "
             f"{r['jax_s'] / r['fx_s']:.2f} | "
             + (f"{ts * 1e3:.3f} | {ts / r['fx_s']:.2f} | " if ts else "- | - | ")
             + f"{r.get('err_f64', float('nan')):.1e} | {r['err_jax']:.1e} | "
-            f"{'yes' if r['ok'] else 'NO'} |")
+            f"{'yes' if r['ok'] else 'NO'} |"
+        )
     for r in RESULTS:
         if r["workload"].startswith(("dispatch", "launch")):
             say(json.dumps(r))
@@ -748,15 +885,16 @@ def main():
     import jax
     import triton
 
-    say(f"GPU {torch.cuda.get_device_name() if CUDA else 'none (' + DEV + ')'}, torch "
+    say(
+        f"GPU {torch.cuda.get_device_name() if CUDA else 'none (' + DEV + ')'}, torch "
         f"{torch.__version__}, triton "
         f"{triton.__version__}, jax {jax.__version__} ({jax.devices()[0].platform}), "
-        f"python {sys.version.split()[0]}; functx cache {os.environ.get('FUNCTX_CACHE_DIR')}")
+        f"python {sys.version.split()[0]}; functx cache {os.environ.get('FUNCTX_CACHE_DIR')}"
+    )
     copy_gbs = run_copy()
     only = [s.strip() for s in opts.only.split(",") if s.strip()]
     if not only or "dispatch" in only:
-        for fn in (lambda: run_dispatch(not opts.no_torch),
-                   lambda: run_launch_overhead(opts.size)):
+        for fn in (lambda: run_dispatch(not opts.no_torch), lambda: run_launch_overhead(opts.size)):
             try:
                 fn()
             except Exception:  # noqa: BLE001

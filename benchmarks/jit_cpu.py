@@ -106,8 +106,11 @@ def make_functx(kind):
     if kind == "scan":
         return functx.jit(lambda a, b: flax.associative_scan(_lin, (a, b), axis=1)[1])
     if kind == "scan_grad":
-        return functx.jit(functx.grad(
-            lambda a, b: flax.associative_scan(_lin, (a, b), axis=1)[1].sum(), argnums=(0, 1)))
+        return functx.jit(
+            functx.grad(
+                lambda a, b: flax.associative_scan(_lin, (a, b), axis=1)[1].sum(), argnums=(0, 1)
+            )
+        )
     if kind == "gelu":
         return functx.jit(lambda x: fnn.gelu(x, approximate=True))
     if kind == "argmax_lse":
@@ -132,8 +135,11 @@ def make_jax(kind):
     if kind == "scan":
         return jax.jit(lambda a, b: jax.lax.associative_scan(_lin, (a, b), axis=1)[1])
     if kind == "scan_grad":
-        return jax.jit(jax.grad(
-            lambda a, b: jax.lax.associative_scan(_lin, (a, b), axis=1)[1].sum(), argnums=(0, 1)))
+        return jax.jit(
+            jax.grad(
+                lambda a, b: jax.lax.associative_scan(_lin, (a, b), axis=1)[1].sum(), argnums=(0, 1)
+            )
+        )
     if kind == "gelu":
         return jax.jit(lambda x: jax.nn.gelu(x, approximate=True))
     if kind == "argmax_lse":
@@ -153,7 +159,8 @@ def make_torch(kind):
         f = lambda x: torch.nn.functional.layer_norm(x, x.shape[-1:], eps=1e-5)  # noqa: E731
     elif kind == "ln_grad":
         f = torch.func.grad(  # noqa: E731
-            lambda x: torch.nn.functional.layer_norm(x, x.shape[-1:], eps=1e-5).sum())
+            lambda x: torch.nn.functional.layer_norm(x, x.shape[-1:], eps=1e-5).sum()
+        )
     elif kind == "softmax":
         f = lambda x: torch.softmax(x, dim=-1)  # noqa: E731
     elif kind == "gelu":
@@ -230,11 +237,13 @@ print(t1 - t0, time.perf_counter() - t1)
 FIRST_CALL = _FIRST_CALL.format(
     setup="import functx, functx.numpy as fnp\nfrom functx import nn as fnn",
     run="f = functx.jit(functx.vmap(functx.grad(P.make_loss(fnp, fnn)), in_axes=(None, 0, 0)))\n"
-        "functx.block_until_ready(f(params, xs, ys))")
+    "functx.block_until_ready(f(params, xs, ys))",
+)
 FIRST_CALL_JAX = _FIRST_CALL.format(
     setup="import jax, jax.numpy as jnp",
     run="f = jax.jit(jax.vmap(jax.grad(P.make_loss(jnp, jax.nn)), in_axes=(None, 0, 0)))\n"
-        "jax.block_until_ready(f(params, xs, ys))")
+    "jax.block_until_ready(f(params, xs, ys))",
+)
 
 
 def first_call(n: int = 5):
@@ -249,14 +258,22 @@ def first_call(n: int = 5):
     # on our development machines) a checkout recompiles its ~50 modules at every import
     # (0.3 s). One untimed import writes them first. functx's own compile cache stays empty.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    subprocess.run([sys.executable, "-c", "import functx, functx.numpy, functx.nn; "
-                    "import functx.lowering.compile, functx.lowering.cpp, "
-                    "functx.lowering.program_cache, functx.lowering.runtime"],
-                   env=env, check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import functx, functx.numpy, functx.nn; "
+            "import functx.lowering.compile, functx.lowering.cpp, "
+            "functx.lowering.program_cache, functx.lowering.runtime",
+        ],
+        env=env,
+        check=True,
+    )
 
     def child(code):
-        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                             text=True, check=True).stdout.split()
+        out = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        ).stdout.split()
         return float(out[-2]), float(out[-1])
 
     # alternating, so that a slow stretch of this shared machine slows both libraries
@@ -309,24 +326,32 @@ def main():
                 t = median_time(fn, reps)
                 times[lib] = min(times.get(lib, t), t)
         rows.append((name, nbytes, times))
-    print(f"{'workload':30s} {'functx ms':>10s} {'GB/s':>7s} {'jax ms':>9s} {'x jax':>7s} "
-          f"{'torch ms':>9s} {'x torch':>8s}")
+    print(
+        f"{'workload':30s} {'functx ms':>10s} {'GB/s':>7s} {'jax ms':>9s} {'x jax':>7s} "
+        f"{'torch ms':>9s} {'x torch':>8s}"
+    )
     for name, nbytes, t in rows:
         fx = t["functx"]
         jx = t.get("jax")
         tx = t.get("torch.compile")
-        print(f"{name:30s} {fx * 1e3:10.3f} {nbytes / fx / 1e9:7.1f} "
-              f"{(jx or float('nan')) * 1e3:9.3f} {(jx / fx if jx else float('nan')):7.2f} "
-              f"{(tx or float('nan')) * 1e3:9.3f} {(tx / fx if tx else float('nan')):8.2f}")
+        print(
+            f"{name:30s} {fx * 1e3:10.3f} {nbytes / fx / 1e9:7.1f} "
+            f"{(jx or float('nan')) * 1e3:9.3f} {(jx / fx if jx else float('nan')):7.2f} "
+            f"{(tx or float('nan')) * 1e3:9.3f} {(tx / fx if tx else float('nan')):8.2f}"
+        )
     if not args.only or "dispatch" in args.only:
         d = dispatch(reps)
-        print("dispatch of jit(x + 1.0) on a scalar, us: "
-              + ", ".join(f"{k} {v:.1f}" for k, v in d.items()))
+        print(
+            "dispatch of jit(x + 1.0) on a scalar, us: "
+            + ", ".join(f"{k} {v:.1f}" for k, v in d.items())
+        )
     if not args.only or "first" in args.only:
         fc = first_call(args.first_runs)
-        print(f"first per-sample-gradient result in a fresh process, median of {args.first_runs} "
-              "alternating runs, s (imports + first call): "
-              + ", ".join(f"{k} {a:.2f} + {b:.3f}" for k, (a, b) in fc.items()))
+        print(
+            f"first per-sample-gradient result in a fresh process, median of {args.first_runs} "
+            "alternating runs, s (imports + first call): "
+            + ", ".join(f"{k} {a:.2f} + {b:.3f}" for k, (a, b) in fc.items())
+        )
 
 
 if __name__ == "__main__":

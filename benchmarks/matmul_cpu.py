@@ -46,8 +46,10 @@ def main():
         import jax.numpy as jnp
     except ImportError:
         jax = None
-    print(f"{'product (float32)':38s} {'functx us':>10s} {'numpy us':>10s} {'x numpy':>8s} "
-          f"{'jax us':>9s} {'x jax':>7s} {'err':>8s}")
+    print(
+        f"{'product (float32)':38s} {'functx us':>10s} {'numpy us':>10s} {'x numpy':>8s} "
+        f"{'jax us':>9s} {'x jax':>7s} {'err':>8s}"
+    )
     for name, sa, sb in SHAPES:
         a = rng.standard_normal(sa).astype(np.float32)
         b = rng.standard_normal(sb).astype(np.float32)
@@ -57,8 +59,10 @@ def main():
         got = np.asarray(f(fa, fb))
         err = float(np.abs(got - want).max() / np.abs(want).max())
         assert err < 1e-5, (name, err)
-        runners = {"functx": lambda: functx.block_until_ready(f(fa, fb)),
-                   "numpy": lambda: np.matmul(a, b)}
+        runners = {
+            "functx": lambda: functx.block_until_ready(f(fa, fb)),
+            "numpy": lambda: np.matmul(a, b),
+        }
         if jax is not None:
             ja, jb = jnp.asarray(a), jnp.asarray(b)
             jf = jax.jit(lambda x, y: x @ y)
@@ -70,8 +74,10 @@ def main():
                 t = median_time(fn, args.reps)
                 best[lib] = min(best.get(lib, t), t)
         fx, nx, jx = best["functx"], best["numpy"], best.get("jax", float("nan"))
-        print(f"{name:38s} {fx * 1e6:10.1f} {nx * 1e6:10.1f} {nx / fx:8.2f} {jx * 1e6:9.1f} "
-              f"{jx / fx:7.2f} {err:8.1e}")
+        print(
+            f"{name:38s} {fx * 1e6:10.1f} {nx * 1e6:10.1f} {nx / fx:8.2f} {jx * 1e6:9.1f} "
+            f"{jx / fx:7.2f} {err:8.1e}"
+        )
 
 
 if __name__ == "__main__":

@@ -22,8 +22,13 @@ BATCH = 128
 
 
 def init(rng):
-    return [{"w": (rng.standard_normal((m, n)) / np.sqrt(m)).astype(np.float32),
-             "b": np.zeros(n, np.float32)} for m, n in zip(SIZES[:-1], SIZES[1:])]
+    return [
+        {
+            "w": (rng.standard_normal((m, n)) / np.sqrt(m)).astype(np.float32),
+            "b": np.zeros(n, np.float32),
+        }
+        for m, n in zip(SIZES[:-1], SIZES[1:])
+    ]
 
 
 def make_loss(np_mod, nn_mod):
@@ -121,7 +126,8 @@ def main():
         for g, r in zip(f_jit(params, xs, ys), ref):
             np.testing.assert_allclose(np.asarray(g["w"]), r["w"], rtol=1e-3, atol=1e-4)
         results["functx jit(vmap(grad))"] = timeit(
-            lambda: functx.block_until_ready(f_jit(params, xs, ys)), reps)
+            lambda: functx.block_until_ready(f_jit(params, xs, ys)), reps
+        )
     results["numpy by hand"] = timeit(lambda: numpy_per_sample(params, xs, ys), reps)
     try:
         import jax
@@ -131,7 +137,8 @@ def main():
         for g, r in zip(j_psg(params, xs, ys), ref):
             np.testing.assert_allclose(np.asarray(g["w"]), r["w"], rtol=1e-3, atol=1e-4)
         results["jax jit(vmap(grad))"] = timeit(
-            lambda: jax.block_until_ready(j_psg(params, xs, ys)), reps)
+            lambda: jax.block_until_ready(j_psg(params, xs, ys)), reps
+        )
     except ImportError:
         pass
     try:

@@ -76,13 +76,16 @@ def jax_functions():
             h = ab[0] * h + ab[1]
             return h, h
 
-        _, hs = jax.lax.scan(step, jnp.zeros_like(b[:, 0]),
-                             (jnp.moveaxis(a, 1, 0), jnp.moveaxis(b, 1, 0)))
+        _, hs = jax.lax.scan(
+            step, jnp.zeros_like(b[:, 0]), (jnp.moveaxis(a, 1, 0), jnp.moveaxis(b, 1, 0))
+        )
         return jnp.moveaxis(hs, 0, 1)
 
     out = {}
-    for name, fwd in (("jax jit(associative_scan)", assoc_forward),
-                      ("jax jit(scan)", scan_forward)):
+    for name, fwd in (
+        ("jax jit(associative_scan)", assoc_forward),
+        ("jax jit(scan)", scan_forward),
+    ):
         grad = jax.grad(lambda a, b, gy, fwd=fwd: jnp.sum(fwd(a, b) * gy), argnums=(0, 1))
         out[name] = (jax.jit(fwd), jax.jit(grad), jax.block_until_ready)
     return out
@@ -133,16 +136,24 @@ def main():
     for name, (fwd, grad, block) in impls.items():
         check(name, fwd(a, b), want_h, "forward")
         check(name, grad(a, b, gy), want_g, "gradient")
-        results[name] = (timeit(lambda: block(fwd(a, b)), reps),
-                         timeit(lambda: block(grad(a, b, gy)), reps))
+        results[name] = (
+            timeit(lambda: block(fwd(a, b)), reps),
+            timeit(lambda: block(grad(a, b, gy)), reps),
+        )
 
     base = results.get("jax jit(associative_scan)")
-    print(f"linear recurrence h_t = a_t h_(t-1) + b_t: B={B}, L={L}, D={D}, float32, scan over L; "
-          f"median of {reps}")
-    print(f"machine: {platform.machine()} {platform.processor() or ''}, {os.cpu_count()} CPUs, "
-          f"numpy {np.__version__}")
-    print(f"{'implementation':34s} {'forward ms':>11s} {'x jax assoc':>11s} "
-          f"{'gradient ms':>12s} {'x jax assoc':>11s} {'grad/fwd':>9s}")
+    print(
+        f"linear recurrence h_t = a_t h_(t-1) + b_t: B={B}, L={L}, D={D}, float32, scan over L; "
+        f"median of {reps}"
+    )
+    print(
+        f"machine: {platform.machine()} {platform.processor() or ''}, {os.cpu_count()} CPUs, "
+        f"numpy {np.__version__}"
+    )
+    print(
+        f"{'implementation':34s} {'forward ms':>11s} {'x jax assoc':>11s} "
+        f"{'gradient ms':>12s} {'x jax assoc':>11s} {'grad/fwd':>9s}"
+    )
     for name, (tf, tg) in results.items():
         rf = f"{tf / base[0]:10.2f}x" if base else "          -"
         rg = f"{tg / base[1]:10.2f}x" if base else "          -"

@@ -42,8 +42,9 @@ def scalar_aval(x) -> ShapedArray:
         if not -(2**63) <= x < 2**64:
             from functx.errors import FunctxOverflowError, where
 
-            raise FunctxOverflowError(f"Python int {x} is too large for any functx integer "
-                                      f"dtype{where()}")
+            raise FunctxOverflowError(
+                f"Python int {x} is too large for any functx integer dtype{where()}"
+            )
         return ShapedArray((), dtypes.int32, True)
     if isinstance(x, float):
         return ShapedArray((), dtypes.float32, True)
@@ -87,42 +88,109 @@ class ArrayMethods:
         return (self[i] for i in range(self.shape[0]))
 
     # arithmetic
-    def __add__(self, o): return _fnp().add(self, o)
-    def __radd__(self, o): return _fnp().add(o, self)
-    def __sub__(self, o): return _fnp().subtract(self, o)
-    def __rsub__(self, o): return _fnp().subtract(o, self)
-    def __mul__(self, o): return _fnp().multiply(self, o)
-    def __rmul__(self, o): return _fnp().multiply(o, self)
-    def __truediv__(self, o): return _fnp().true_divide(self, o)
-    def __rtruediv__(self, o): return _fnp().true_divide(o, self)
-    def __floordiv__(self, o): return _fnp().floor_divide(self, o)
-    def __rfloordiv__(self, o): return _fnp().floor_divide(o, self)
-    def __mod__(self, o): return _fnp().remainder(self, o)
-    def __rmod__(self, o): return _fnp().remainder(o, self)
-    def __divmod__(self, o): return _fnp().divmod(self, o)
-    def __rdivmod__(self, o): return _fnp().divmod(o, self)
-    def __pow__(self, o): return _fnp().power(self, o)
-    def __rpow__(self, o): return _fnp().power(o, self)
-    def __matmul__(self, o): return _fnp().matmul(self, o)
-    def __rmatmul__(self, o): return _fnp().matmul(o, self)
-    def __neg__(self): return _fnp().negative(self)
-    def __pos__(self): return _fnp().positive(self)
-    def __abs__(self): return _fnp().abs(self)
-    def __invert__(self): return _fnp().invert(self)
-    def __and__(self, o): return _fnp().bitwise_and(self, o)
-    def __rand__(self, o): return _fnp().bitwise_and(o, self)
-    def __or__(self, o): return _fnp().bitwise_or(self, o)
-    def __ror__(self, o): return _fnp().bitwise_or(o, self)
-    def __xor__(self, o): return _fnp().bitwise_xor(self, o)
-    def __rxor__(self, o): return _fnp().bitwise_xor(o, self)
+    def __add__(self, o):
+        return _fnp().add(self, o)
+
+    def __radd__(self, o):
+        return _fnp().add(o, self)
+
+    def __sub__(self, o):
+        return _fnp().subtract(self, o)
+
+    def __rsub__(self, o):
+        return _fnp().subtract(o, self)
+
+    def __mul__(self, o):
+        return _fnp().multiply(self, o)
+
+    def __rmul__(self, o):
+        return _fnp().multiply(o, self)
+
+    def __truediv__(self, o):
+        return _fnp().true_divide(self, o)
+
+    def __rtruediv__(self, o):
+        return _fnp().true_divide(o, self)
+
+    def __floordiv__(self, o):
+        return _fnp().floor_divide(self, o)
+
+    def __rfloordiv__(self, o):
+        return _fnp().floor_divide(o, self)
+
+    def __mod__(self, o):
+        return _fnp().remainder(self, o)
+
+    def __rmod__(self, o):
+        return _fnp().remainder(o, self)
+
+    def __divmod__(self, o):
+        return _fnp().divmod(self, o)
+
+    def __rdivmod__(self, o):
+        return _fnp().divmod(o, self)
+
+    def __pow__(self, o):
+        return _fnp().power(self, o)
+
+    def __rpow__(self, o):
+        return _fnp().power(o, self)
+
+    def __matmul__(self, o):
+        return _fnp().matmul(self, o)
+
+    def __rmatmul__(self, o):
+        return _fnp().matmul(o, self)
+
+    def __neg__(self):
+        return _fnp().negative(self)
+
+    def __pos__(self):
+        return _fnp().positive(self)
+
+    def __abs__(self):
+        return _fnp().abs(self)
+
+    def __invert__(self):
+        return _fnp().invert(self)
+
+    def __and__(self, o):
+        return _fnp().bitwise_and(self, o)
+
+    def __rand__(self, o):
+        return _fnp().bitwise_and(o, self)
+
+    def __or__(self, o):
+        return _fnp().bitwise_or(self, o)
+
+    def __ror__(self, o):
+        return _fnp().bitwise_or(o, self)
+
+    def __xor__(self, o):
+        return _fnp().bitwise_xor(self, o)
+
+    def __rxor__(self, o):
+        return _fnp().bitwise_xor(o, self)
 
     # comparisons
-    def __eq__(self, o): return _fnp().equal(self, o)
-    def __ne__(self, o): return _fnp().not_equal(self, o)
-    def __lt__(self, o): return _fnp().less(self, o)
-    def __le__(self, o): return _fnp().less_equal(self, o)
-    def __gt__(self, o): return _fnp().greater(self, o)
-    def __ge__(self, o): return _fnp().greater_equal(self, o)
+    def __eq__(self, o):
+        return _fnp().equal(self, o)
+
+    def __ne__(self, o):
+        return _fnp().not_equal(self, o)
+
+    def __lt__(self, o):
+        return _fnp().less(self, o)
+
+    def __le__(self, o):
+        return _fnp().less_equal(self, o)
+
+    def __gt__(self, o):
+        return _fnp().greater(self, o)
+
+    def __ge__(self, o):
+        return _fnp().greater_equal(self, o)
+
     __hash__ = None
 
     def __getitem__(self, idx):
@@ -131,11 +199,14 @@ class ArrayMethods:
         return indexing.getitem(self, idx)
 
     def __setitem__(self, idx, value):
-        raise TypeError(f"functx arrays are immutable: {type(self).__name__} does not support item "
-                        "assignment. Instead of `x[idx] = y`, write `x = x.at[idx].set(y)`.")
+        raise TypeError(
+            f"functx arrays are immutable: {type(self).__name__} does not support item "
+            "assignment. Instead of `x[idx] = y`, write `x = x.at[idx].set(y)`."
+        )
 
     # methods
-    def astype(self, dtype): return _fnp().astype(self, dtype)
+    def astype(self, dtype):
+        return _fnp().astype(self, dtype)
 
     def reshape(self, *shape, order="C"):
         shape = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
@@ -178,17 +249,39 @@ class ArrayMethods:
     def argmin(self, axis=None, keepdims=False):
         return _fnp().argmin(self, axis=axis, keepdims=keepdims)
 
-    def cumsum(self, axis=None, dtype=None): return _fnp().cumsum(self, axis=axis, dtype=dtype)
-    def cumprod(self, axis=None, dtype=None): return _fnp().cumprod(self, axis=axis, dtype=dtype)
-    def squeeze(self, axis=None): return _fnp().squeeze(self, axis=axis)
-    def ravel(self): return _fnp().ravel(self)
-    def flatten(self): return _fnp().ravel(self)
-    def swapaxes(self, a, b): return _fnp().swapaxes(self, a, b)
-    def dot(self, o): return _fnp().dot(self, o)
-    def clip(self, min=None, max=None): return _fnp().clip(self, min, max)
-    def round(self, decimals=0): return _fnp().round(self, decimals)
-    def conj(self): return self
-    def copy(self): return _fnp().array(self, copy=True)
+    def cumsum(self, axis=None, dtype=None):
+        return _fnp().cumsum(self, axis=axis, dtype=dtype)
+
+    def cumprod(self, axis=None, dtype=None):
+        return _fnp().cumprod(self, axis=axis, dtype=dtype)
+
+    def squeeze(self, axis=None):
+        return _fnp().squeeze(self, axis=axis)
+
+    def ravel(self):
+        return _fnp().ravel(self)
+
+    def flatten(self):
+        return _fnp().ravel(self)
+
+    def swapaxes(self, a, b):
+        return _fnp().swapaxes(self, a, b)
+
+    def dot(self, o):
+        return _fnp().dot(self, o)
+
+    def clip(self, min=None, max=None):
+        return _fnp().clip(self, min, max)
+
+    def round(self, decimals=0):
+        return _fnp().round(self, decimals)
+
+    def conj(self):
+        return self
+
+    def copy(self):
+        return _fnp().array(self, copy=True)
+
     real = property(lambda self: self)
 
 
@@ -203,7 +296,7 @@ def _aligned_copy(x: np.ndarray, dtype) -> np.ndarray:
     n = x.size * dtype.itemsize
     raw = np.empty(n + 64, np.uint8)
     skip = -raw.ctypes.data % 64
-    out = raw[skip:skip + n].view(dtype).reshape(x.shape)
+    out = raw[skip : skip + n].view(dtype).reshape(x.shape)
     np.copyto(out, x, casting="unsafe")
     return out
 
@@ -220,9 +313,11 @@ class Array(ArrayMethods):
     def __init__(self, value, dtype=None):
         arr = Array.from_value(value, dtype)
         if type(arr) not in (Array, UncommittedArray):
-            raise TypeError(f"functx.Array(...) makes host arrays; for data on a GPU "
-                            f"({type(value).__name__}) use functx.numpy.asarray(x), which keeps "
-                            "it on its device")
+            raise TypeError(
+                f"functx.Array(...) makes host arrays; for data on a GPU "
+                f"({type(value).__name__}) use functx.numpy.asarray(x), which keeps "
+                "it on its device"
+            )
         self._value, self.aval = arr._value, arr.aval
 
     @classmethod
@@ -242,22 +337,26 @@ class Array(ArrayMethods):
                 return x
             if type(x) not in (Array, UncommittedArray):  # on a device: convert there
                 return _fnp().astype(x, dtype)
-            return cls._new(x._value.astype(dtypes.canonicalize(dtype)),
-                            ShapedArray(x.shape, dtypes.canonicalize(dtype)))
+            return cls._new(
+                x._value.astype(dtypes.canonicalize(dtype)),
+                ShapedArray(x.shape, dtypes.canonicalize(dtype)),
+            )
         weak = False
         if is_python_scalar(x):
             aval = scalar_aval(x)
             weak = aval.weak_type and dtype is None
             try:
-                value = np.asarray(x, dtypes.canonicalize(dtype) if dtype is not None
-                                   else aval.dtype)
+                value = np.asarray(
+                    x, dtypes.canonicalize(dtype) if dtype is not None else aval.dtype
+                )
             except OverflowError:
                 from functx.errors import FunctxOverflowError, where
 
                 raise FunctxOverflowError(
                     f"Python int {x} is too large to convert to "
                     f"{dtypes.canonicalize(dtype) if dtype is not None else aval.dtype} (use "
-                    f"a wider dtype, or enable x64){where()}") from None
+                    f"a wider dtype, or enable x64){where()}"
+                ) from None
         elif isinstance(x, np.ndarray) and x.nbytes >= _ALIGN_MIN:
             value = _aligned_copy(x, x.dtype if dtype is None else dtypes.canonicalize(dtype))
         elif isinstance(x, (np.ndarray, np.generic)):
@@ -282,7 +381,8 @@ class Array(ArrayMethods):
             raise FunctxTypeError(
                 f"functx cannot make an array from {type(x).__name__}: {x!r:.80}; pass arrays or "
                 f"Python scalars, or register the class as a pytree node "
-                f"(functx.tree_util.register_pytree_node){where()}")
+                f"(functx.tree_util.register_pytree_node){where()}"
+            )
         if weak_type is not None:
             weak = weak_type
         dt = dtypes.canonicalize(value.dtype)
@@ -306,8 +406,10 @@ class Array(ArrayMethods):
         if dtype is None or np.dtype(dtype) == self._value.dtype:
             return self._value
         if copy is False:  # NumPy 2's protocol: refuse rather than copy silently
-            raise ValueError(f"converting a functx {self.dtype} array to {np.dtype(dtype)} needs "
-                             "a copy, but copy=False was requested")
+            raise ValueError(
+                f"converting a functx {self.dtype} array to {np.dtype(dtype)} needs "
+                "a copy, but copy=False was requested"
+            )
         return self._value.astype(dtype)
 
     def __dlpack__(self, *args, **kwargs):
@@ -316,18 +418,28 @@ class Array(ArrayMethods):
     def __dlpack_device__(self):
         return self._value.__dlpack_device__()
 
-    def __bool__(self): return bool(self._value)
-    def __int__(self): return int(self._value)
-    def __float__(self): return float(self._value)
-    def __complex__(self): return complex(self._value)
+    def __bool__(self):
+        return bool(self._value)
+
+    def __int__(self):
+        return int(self._value)
+
+    def __float__(self):
+        return float(self._value)
+
+    def __complex__(self):
+        return complex(self._value)
 
     def __index__(self):
         if not dtypes.is_int(self.dtype) and self.dtype != dtypes.bool_:
             raise TypeError(f"only integer arrays can be used as an index, not {self.dtype}")
         return int(self._value)
 
-    def item(self, *args): return self._value.item(*args)
-    def tolist(self): return self._value.tolist()
+    def item(self, *args):
+        return self._value.item(*args)
+
+    def tolist(self):
+        return self._value.tolist()
 
     def __format__(self, spec):
         return format(self._value.item(), spec) if self.ndim == 0 else format(str(self), spec)
@@ -413,12 +525,17 @@ def _from_sequence(x, dtype):
         return _fnp().stack_nested(x, dtype)
     if dtype is None:
         if all(is_python_scalar(v) for v in leaves) and leaves:
-            dt, weak = dtypes.result_type(*[(scalar_aval(v).dtype, scalar_aval(v).weak_type)
-                                            for v in leaves])
+            dt, weak = dtypes.result_type(
+                *[(scalar_aval(v).dtype, scalar_aval(v).weak_type) for v in leaves]
+            )
             value = _seq_array(x, dt)
             return Array._new(value, ShapedArray(value.shape, dt, False))
-        avals = [(scalar_aval(v).dtype, True) if is_python_scalar(v)
-                 else (dtypes.canonicalize(np.asarray(v).dtype), False) for v in leaves]
+        avals = [
+            (scalar_aval(v).dtype, True)
+            if is_python_scalar(v)
+            else (dtypes.canonicalize(np.asarray(v).dtype), False)
+            for v in leaves
+        ]
         dt = dtypes.result_type(*avals)[0] if avals else dtypes.float32
     else:
         dt = dtypes.canonicalize(dtype)
@@ -434,13 +551,16 @@ def _seq_array(x, dt):
     except OverflowError as e:
         from functx.errors import FunctxOverflowError, where
 
-        raise FunctxOverflowError(f"cannot make an {dt} array from {x!r:.60}: {e}{where()}"
-                                  ) from None
+        raise FunctxOverflowError(
+            f"cannot make an {dt} array from {x!r:.60}: {e}{where()}"
+        ) from None
     except ValueError as e:
         from functx.errors import FunctxValueError, where
 
-        raise FunctxValueError(f"cannot make an array from {x!r:.60}: the nested sequences "
-                               f"must have a regular shape ({e}){where()}") from None
+        raise FunctxValueError(
+            f"cannot make an array from {x!r:.60}: the nested sequences "
+            f"must have a regular shape ({e}){where()}"
+        ) from None
 
 
 class _IndexUpdateHelper:
@@ -472,9 +592,19 @@ class _IndexUpdateRef:
 
         return indexing.getitem(self.array, self.index, mode=mode, fill_value=fill_value)
 
-    def set(self, values): return self._scatter(values, None)
-    def add(self, values): return self._scatter(values, "add")
-    def multiply(self, values): return self._scatter(values, "mul")
+    def set(self, values):
+        return self._scatter(values, None)
+
+    def add(self, values):
+        return self._scatter(values, "add")
+
+    def multiply(self, values):
+        return self._scatter(values, "mul")
+
     mul = multiply
-    def min(self, values): return self._scatter(values, "min")
-    def max(self, values): return self._scatter(values, "max")
+
+    def min(self, values):
+        return self._scatter(values, "min")
+
+    def max(self, values):
+        return self._scatter(values, "max")

@@ -36,7 +36,7 @@ P.registry["associative_scan"] = associative_scan_p
 
 
 def _elem_aval(a: ShapedArray, axis: int) -> ShapedArray:
-    return ShapedArray(a.shape[:axis] + a.shape[axis + 1:], a.dtype)
+    return ShapedArray(a.shape[:axis] + a.shape[axis + 1 :], a.dtype)
 
 
 def _abstract_eval(*args, combine, num_consts, axis, reverse, affine):
@@ -45,14 +45,18 @@ def _abstract_eval(*args, combine, num_consts, axis, reverse, affine):
         raise FunctxTypeError("associative_scan needs at least one array")
     n = {x.shape[axis] if x.ndim > axis else None for x in xs}
     if None in n or len(n) != 1:
-        raise FunctxTypeError(f"associative_scan: all elems must share the scan axis {axis}, got "
-                              + ", ".join(x.str_short() for x in xs))
+        raise FunctxTypeError(
+            f"associative_scan: all elems must share the scan axis {axis}, got "
+            + ", ".join(x.str_short() for x in xs)
+        )
     want = [_elem_aval(x, axis) for x in xs]
     got = combine.out_avals
     if len(got) != len(want) or not all(same_type(a, b) for a, b in zip(got, want)):
-        raise FunctxTypeError("associative_scan: the combine function must return one element of "
-                              f"the same type: expected {[a.str_short() for a in want]}, got "
-                              f"{[a.str_short() for a in got]}")
+        raise FunctxTypeError(
+            "associative_scan: the combine function must return one element of "
+            f"the same type: expected {[a.str_short() for a in want]}, got "
+            f"{[a.str_short() for a in got]}"
+        )
     return [x.update(weak_type=False) for x in xs]
 
 
@@ -95,8 +99,13 @@ def ladder(combine: ClosedJaxpr, consts, xs, axis):
     odd = ladder(combine, consts, _combine_over_axis(combine, consts, a, b, axis), axis)
     m = (n - 1) // 2
     if m:
-        rest = _combine_over_axis(combine, consts, [_slice(o, 0, m, 1, axis) for o in odd],
-                                  [_slice(x, 2, n, 2, axis) for x in xs], axis)
+        rest = _combine_over_axis(
+            combine,
+            consts,
+            [_slice(o, 0, m, 1, axis) for o in odd],
+            [_slice(x, 2, n, 2, axis) for x in xs],
+            axis,
+        )
         even = [lax.concatenate([_slice(x, 0, 1, 1, axis), r], axis) for x, r in zip(xs, rest)]
     else:
         even = [_slice(x, 0, 1, 1, axis) for x in xs]
@@ -132,14 +141,21 @@ def _np_ladder(combine, consts, xs, axis):
 
     def apply(a, b):
         wrap = [Array._new(v, ShapedArray(v.shape, v.dtype)) for v in a + b]
-        outs = _combine_over_axis(combine, consts, wrap[:len(a)], wrap[len(a):], axis)
+        outs = _combine_over_axis(combine, consts, wrap[: len(a)], wrap[len(a) :], axis)
         return [np.asarray(o) for o in outs]
 
-    odd = _np_ladder(combine, consts, apply([_take(x, 0, n - 1, 2, axis) for x in xs],
-                                            [_take(x, 1, n, 2, axis) for x in xs]), axis)
+    odd = _np_ladder(
+        combine,
+        consts,
+        apply([_take(x, 0, n - 1, 2, axis) for x in xs], [_take(x, 1, n, 2, axis) for x in xs]),
+        axis,
+    )
     m = (n - 1) // 2
-    rest = apply([_take(o, 0, m, 1, axis) for o in odd],
-                 [_take(x, 2, n, 2, axis) for x in xs]) if m else [None] * len(xs)
+    rest = (
+        apply([_take(o, 0, m, 1, axis) for o in odd], [_take(x, 2, n, 2, axis) for x in xs])
+        if m
+        else [None] * len(xs)
+    )
     outs = []
     for x, o, r in zip(xs, odd, rest):
         out = np.empty(x.shape, x.dtype)
@@ -152,8 +168,10 @@ def _np_ladder(combine, consts, xs, axis):
 
 
 def _impl(*args, combine, num_consts, axis, reverse, affine):
-    consts = [Array._new(np.asarray(c).view(), ShapedArray(np.shape(c), np.asarray(c).dtype))
-              for c in args[:num_consts]]
+    consts = [
+        Array._new(np.asarray(c).view(), ShapedArray(np.shape(c), np.asarray(c).dtype))
+        for c in args[:num_consts]
+    ]
     xs = [np.flip(x, axis) if reverse else np.asarray(x) for x in args[num_consts:]]
     out = _np_ladder(combine, consts, xs, axis)
     if reverse:
@@ -170,13 +188,13 @@ def associative_scan(fn, elems, reverse: bool = False, axis: int = 0):
     combine ``fn(a, b)`` (JAX's ``lax.associative_scan``). With ``reverse`` the scan runs from the
     end (result ``i`` combines elements ``i..n-1``, the later elements on the left as in JAX)."""
     if not callable(fn):
-        raise FunctxTypeError(f"associative_scan: fn must be callable, got {type(fn).__name__}"
-                              f"{where()}")
+        raise FunctxTypeError(
+            f"associative_scan: fn must be callable, got {type(fn).__name__}{where()}"
+        )
     if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
         raise FunctxTypeError(f"associative_scan: axis must be an integer, got {axis!r}{where()}")
     if not isinstance(reverse, (bool, np.bool_)):
-        raise FunctxTypeError(f"associative_scan: reverse must be a bool, got {reverse!r}"
-                              f"{where()}")
+        raise FunctxTypeError(f"associative_scan: reverse must be a bool, got {reverse!r}{where()}")
     return _associative_scan(fn, elems, bool(reverse), int(axis), None)
 
 
@@ -187,14 +205,18 @@ def _associative_scan(fn, elems, reverse, axis, affine):
     avals = [get_aval(x) for x in leaves]
     nd = avals[0].ndim
     if not -nd <= axis < max(nd, 1) or nd == 0:
-        raise FunctxValueError(f"associative_scan: axis {axis} is out of range for "
-                              f"{avals[0].str_short()}{where()}")
+        raise FunctxValueError(
+            f"associative_scan: axis {axis} is out of range for {avals[0].str_short()}{where()}"
+        )
     axis = axis % nd
     sizes = {a.shape[axis] if a.ndim > axis else None for a in avals}
     if len(sizes) != 1 or None in sizes:
-        raise FunctxTypeError("associative_scan: array inputs must all have the same size along "
-                              "the scan axis, got " + ", ".join(a.str_short() for a in avals)
-                              + f" (axis {axis}){where()}")
+        raise FunctxTypeError(
+            "associative_scan: array inputs must all have the same size along "
+            "the scan axis, got "
+            + ", ".join(a.str_short() for a in avals)
+            + f" (axis {axis}){where()}"
+        )
     elem_avals = [_elem_aval(a, axis) for a in avals]
     box = {}
 
@@ -209,20 +231,31 @@ def _associative_scan(fn, elems, reverse, axis, affine):
 
     closed, _ = trace_flat(flat, elem_avals + elem_avals)
     if box["tree"] != tree:
-        raise FunctxTypeError(f"associative_scan: the combine function must return the structure "
-                              f"of its inputs, {tree}; got {box['tree']}{where()}")
+        raise FunctxTypeError(
+            f"associative_scan: the combine function must return the structure "
+            f"of its inputs, {tree}; got {box['tree']}{where()}"
+        )
     got = closed.out_avals
     if not all(same_type(g, e) for g, e in zip(got, elem_avals)):
         raise FunctxTypeError(
             "associative_scan: the combine function must return elements of the input types "
-            f"{[a.str_short() for a in elem_avals]}, got {[a.str_short() for a in got]}{where()}")
+            f"{[a.str_short() for a in elem_avals]}, got {[a.str_short() for a in got]}{where()}"
+        )
     j = closed.jaxpr
     combine = ClosedJaxpr(Jaxpr([], j.constvars + j.invars, j.eqns, j.outvars), [])
-    leaves = [lax.convert_element_type(x, a.dtype) if get_aval(x).weak_type else x
-              for x, a in zip(leaves, avals)]
-    outs = associative_scan_p.bind(*closed.consts, *leaves, combine=combine,
-                                   num_consts=len(closed.consts), axis=axis, reverse=bool(reverse),
-                                   affine=affine)
+    leaves = [
+        lax.convert_element_type(x, a.dtype) if get_aval(x).weak_type else x
+        for x, a in zip(leaves, avals)
+    ]
+    outs = associative_scan_p.bind(
+        *closed.consts,
+        *leaves,
+        combine=combine,
+        num_consts=len(closed.consts),
+        axis=axis,
+        reverse=bool(reverse),
+        affine=affine,
+    )
     return tree_unflatten(tree, outs)
 
 
@@ -265,7 +298,7 @@ def _affine_combine(k, pattern):
         a1, b1 = first
         a2, b2 = second
         prod = []
-        for (m, n) in pattern:
+        for m, n in pattern:
             acc = None
             for l in range(k):
                 if (m, l) in idx and (l, n) in idx:
@@ -293,15 +326,20 @@ def _coefficient_pattern(combine, num_consts, elem_avals, lanes):
     pattern = []
 
     def probe(*args):
-        cs, a, b = args[:num_consts], args[num_consts:num_consts + k], args[num_consts + k:]
+        cs, a, b = args[:num_consts], args[num_consts : num_consts + k], args[num_consts + k :]
         for col in lanes:
             ts = [J.Zero(J.tangent_aval(c)) for c in const_avals]
-            ts += [lax.full_like(a[m], 1) if m == col else J.Zero(J.tangent_aval(elem_avals[m]))
-                   for m in range(k)]
+            ts += [
+                lax.full_like(a[m], 1) if m == col else J.Zero(J.tangent_aval(elem_avals[m]))
+                for m in range(k)
+            ]
             ts += [J.Zero(J.tangent_aval(e)) for e in elem_avals]
             _, touts = J.jvp_eval(combine.jaxpr, [], list(cs) + list(a) + list(b), ts)
-            pattern.extend((local[m], local[col]) for m, t in enumerate(touts)
-                           if m in local and not isinstance(t, J.Zero))
+            pattern.extend(
+                (local[m], local[col])
+                for m, t in enumerate(touts)
+                if m in local and not isinstance(t, J.Zero)
+            )
         return [], None
 
     trace_flat(probe, list(const_avals) + list(elem_avals) + list(elem_avals))
@@ -317,8 +355,12 @@ def _lanewise_jvp(primals, tangents, combine, num_consts, axis, reverse, ys):
     k = len(lanes)
     n = x_avals[0].shape[axis]
     out = [J.Zero(J.tangent_aval(a)) for a in x_avals]
-    dxs = [lax.full(x_avals[m].shape, 0, x_avals[m].dtype) if isinstance(t, J.Zero)
-           else J.instantiate(t) for m, t in ((m, tangents[num_consts + m]) for m in lanes)]
+    dxs = [
+        lax.full(x_avals[m].shape, 0, x_avals[m].dtype)
+        if isinstance(t, J.Zero)
+        else J.instantiate(t)
+        for m, t in ((m, tangents[num_consts + m]) for m in lanes)
+    ]
     if n < 2 or not k:
         for m, t in zip(lanes, dxs):
             out[m] = t
@@ -353,14 +395,17 @@ def _lanewise_jvp(primals, tangents, combine, num_consts, axis, reverse, ys):
         _, b = J.jvp_eval(combine.jaxpr, [], args, ts)
         zero = lax.full_like(yp[lanes[0]], 0)
         a_list = [entries.get(e, zero) for e in closed_pat]
-        b_list = [J.instantiate(b[m]) if not isinstance(b[m], J.Zero) else lax.full_like(yp[m], 0)
-                  for m in lanes]
+        b_list = [
+            J.instantiate(b[m]) if not isinstance(b[m], J.Zero) else lax.full_like(yp[m], 0)
+            for m in lanes
+        ]
         return a_list, b_list
 
     from functx.transforms.vmap import vmap
 
     a_mid, b_mid = vmap(coefficients, in_axes=(None, axis, axis, axis), out_axes=axis)(
-        consts, prev, cur, dcur)
+        consts, prev, cur, dcur
+    )
     first = [_slice(t, n - 1, n, 1, axis) if reverse else _slice(t, 0, 1, 1, axis) for t in dxs]
     zero_a = [lax.full_like(_slice(dxs[0], 0, 1, 1, axis), 0) for _ in closed_pat]
     if reverse:
@@ -369,8 +414,9 @@ def _lanewise_jvp(primals, tangents, combine, num_consts, axis, reverse, ys):
     else:
         a_all = [lax.concatenate([z, a], axis) for a, z in zip(a_mid, zero_a)]
         b_all = [lax.concatenate([f, b], axis) for b, f in zip(b_mid, first)]
-    _, h = _associative_scan(_affine_combine(k, closed_pat), (a_all, b_all), reverse, axis,
-                             (k, closed_pat))
+    _, h = _associative_scan(
+        _affine_combine(k, closed_pat), (a_all, b_all), reverse, axis, (k, closed_pat)
+    )
     for m, t in zip(lanes, h):
         out[m] = t
     return out
@@ -393,16 +439,19 @@ def _ladder_jaxpr(combine, num_consts, axis, reverse, avals):
 
 def _jvp_rule(primals, tangents, *, combine, num_consts, axis, reverse, affine):
     const_tangent = any(not isinstance(t, J.Zero) for t in tangents[:num_consts])
-    float_dtypes = {get_aval(x).dtype for x in primals[num_consts:]
-                    if J.is_differentiable(get_aval(x))}
+    float_dtypes = {
+        get_aval(x).dtype for x in primals[num_consts:] if J.is_differentiable(get_aval(x))
+    }
     if const_tangent or len(float_dtypes) > 1 or not is_lanewise(combine, num_consts):
         # The affine tangent recurrence needs a lane-wise combine of one float dtype that does not
         # depend on a differentiated closed-over value; otherwise differentiate the ladder.
-        closed = _ladder_jaxpr(combine, num_consts, axis, reverse,
-                               tuple(get_aval(p) for p in primals))
+        closed = _ladder_jaxpr(
+            combine, num_consts, axis, reverse, tuple(get_aval(p) for p in primals)
+        )
         return J.jvp_eval(closed.jaxpr, closed.consts, list(primals), list(tangents))
-    ys = associative_scan_p.bind(*primals, combine=combine, num_consts=num_consts, axis=axis,
-                                 reverse=reverse, affine=affine)
+    ys = associative_scan_p.bind(
+        *primals, combine=combine, num_consts=num_consts, axis=axis, reverse=reverse, affine=affine
+    )
     if all(isinstance(t, J.Zero) for t in tangents):
         return ys, [J.Zero(J.tangent_aval(get_aval(y))) for y in ys]
     return ys, _lanewise_jvp(primals, tangents, combine, num_consts, axis, reverse, ys)
@@ -415,15 +464,18 @@ def _transpose_rule(cts, *args, combine, num_consts, axis, reverse, affine):
     """Transpose of an affine scan ``h_i = A_i h_{i-1} + b_i`` with respect to ``b``: the same
     recurrence backwards, ``g_j = ct_j + A_{j+1}^T g_{j+1}``."""
     if affine is None:
-        raise UnsupportedError(f"associative_scan is linear only in the b-part of an affine scan; "
-                               f"this one cannot be transposed{where()}")
+        raise UnsupportedError(
+            f"associative_scan is linear only in the b-part of an affine scan; "
+            f"this one cannot be transposed{where()}"
+        )
     k, pattern = affine
     npat = len(pattern)
-    a_ent = args[num_consts:num_consts + npat]
-    b_ent = args[num_consts + npat:]
+    a_ent = args[num_consts : num_consts + npat]
+    b_ent = args[num_consts + npat :]
     if any(T.is_undefined(a) for a in a_ent) or any(T.is_undefined(c) for c in args[:num_consts]):
-        raise UnsupportedError(f"associative_scan: the coefficients of an affine scan are not "
-                               f"linear{where()}")
+        raise UnsupportedError(
+            f"associative_scan: the coefficients of an affine scan are not linear{where()}"
+        )
     ct_a, ct_h = cts[:npat], cts[npat:]
     if any(not isinstance(c, J.Zero) for c in ct_a):
         raise UnsupportedError(f"associative_scan: cotangent of the coefficient products{where()}")
@@ -441,19 +493,31 @@ def _transpose_rule(cts, *args, combine, num_consts, axis, reverse, affine):
         a_t = [a_ent[idx[(lanes[m], lanes[nn])]] for (nn, m) in t_pattern]
         zero = [lax.full_like(_slice(a, 0, 1, 1, axis), 0) for a in a_t]
         if reverse:  # forward: h_i = A_i h_{i+1} + b_i; transpose runs i = 0..n-1 with A_{j-1}^T
-            shifted = [lax.concatenate([z, _slice(a, 0, n - 1, 1, axis)], axis)
-                       for a, z in zip(a_t, zero)]
+            shifted = [
+                lax.concatenate([z, _slice(a, 0, n - 1, 1, axis)], axis) for a, z in zip(a_t, zero)
+            ]
         else:
-            shifted = [lax.concatenate([_slice(a, 1, n, 1, axis), z], axis)
-                       for a, z in zip(a_t, zero)]
-        cts_g = [lax.full(b_avals[m].shape, 0, b_avals[m].dtype) if isinstance(ct_h[m], J.Zero)
-                 else ct_h[m] for m in lanes]
-        _, g_lanes = _associative_scan(_affine_combine(len(lanes), t_pattern), (shifted, cts_g),
-                                       not reverse, axis, (len(lanes), t_pattern))
+            shifted = [
+                lax.concatenate([_slice(a, 1, n, 1, axis), z], axis) for a, z in zip(a_t, zero)
+            ]
+        cts_g = [
+            lax.full(b_avals[m].shape, 0, b_avals[m].dtype)
+            if isinstance(ct_h[m], J.Zero)
+            else ct_h[m]
+            for m in lanes
+        ]
+        _, g_lanes = _associative_scan(
+            _affine_combine(len(lanes), t_pattern),
+            (shifted, cts_g),
+            not reverse,
+            axis,
+            (len(lanes), t_pattern),
+        )
         for m, gm in zip(lanes, g_lanes):
             g[m] = gm
-    return [None] * (num_consts + npat) + [gi if T.is_undefined(b) else None
-                                           for gi, b in zip(g, b_ent)]
+    return [None] * (num_consts + npat) + [
+        gi if T.is_undefined(b) else None for gi, b in zip(g, b_ent)
+    ]
 
 
 def _components(k, pattern):
@@ -477,8 +541,9 @@ def _cum(fn_name, combine):
         if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
             raise FunctxTypeError(f"{fn_name}: axis must be an integer, got {axis!r}{where()}")
         if not -nd <= axis < nd:
-            raise FunctxValueError(f"{fn_name}: axis {axis} is out of bounds for an array of "
-                                   f"rank {nd}{where()}")
+            raise FunctxValueError(
+                f"{fn_name}: axis {axis} is out of bounds for an array of rank {nd}{where()}"
+            )
         if not isinstance(reverse, (bool, np.bool_)):
             raise FunctxTypeError(f"{fn_name}: reverse must be a bool, got {reverse!r}{where()}")
         return _associative_scan(combine, x, bool(reverse), int(axis) % nd, None)
@@ -503,8 +568,17 @@ cummax = _cum("cummax", lax.max)
 cummin = _cum("cummin", lax.min)
 cumlogsumexp = _cum("cumlogsumexp", _logaddexp)
 
-__all__ = ["associative_scan", "associative_scan_p", "cumsum", "cumprod", "cummax", "cummin",
-           "cumlogsumexp", "ladder", "is_lanewise"]
+__all__ = [
+    "associative_scan",
+    "associative_scan_p",
+    "cumsum",
+    "cumprod",
+    "cummax",
+    "cummin",
+    "cumlogsumexp",
+    "ladder",
+    "is_lanewise",
+]
 
 
 # --- vmap: batch axes become element axes of the combine -----------------------------------------
@@ -519,9 +593,16 @@ def _batch_rule(args, dims, *, combine, num_consts, axis, reverse, affine):
     batched, _ = V.batch_jaxpr(combine, cdims + [0] * (2 * k), size, force_out_dims=[0] * k)
     j = batched.jaxpr
     new_combine = ClosedJaxpr(Jaxpr([], j.constvars + j.invars, j.eqns, j.outvars), [])
-    outs = associative_scan_p.bind(*batched.consts, *consts, *xs, combine=new_combine,
-                                   num_consts=len(batched.consts) + num_consts, axis=axis + 1,
-                                   reverse=reverse, affine=affine)
+    outs = associative_scan_p.bind(
+        *batched.consts,
+        *consts,
+        *xs,
+        combine=new_combine,
+        num_consts=len(batched.consts) + num_consts,
+        axis=axis + 1,
+        reverse=reverse,
+        affine=affine,
+    )
     return outs, [0] * k
 
 

@@ -95,12 +95,15 @@ def _jvp_closed(closed: ClosedJaxpr, nonzeros, instantiate):
     box = {}
 
     def fun(*args):
-        ps, ts = list(args[:len(in_avals)]), iter(args[len(in_avals):])
-        tangents = [next(ts) if nz else J.Zero(J.tangent_aval(a))
-                    for a, nz in zip(in_avals, nonzeros)]
+        ps, ts = list(args[: len(in_avals)]), iter(args[len(in_avals) :])
+        tangents = [
+            next(ts) if nz else J.Zero(J.tangent_aval(a)) for a, nz in zip(in_avals, nonzeros)
+        ]
         outs, touts = J.jvp_eval(closed.jaxpr, closed.consts, ps, tangents)
-        out_nz = [(not isinstance(t, J.Zero) or inst) and J.is_differentiable(o.aval)
-                  for t, inst, o in zip(touts, instantiate, closed.jaxpr.outvars)]
+        out_nz = [
+            (not isinstance(t, J.Zero) or inst) and J.is_differentiable(o.aval)
+            for t, inst, o in zip(touts, instantiate, closed.jaxpr.outvars)
+        ]
         box["nz"] = out_nz
         return outs + [J.instantiate(t) for t, nz in zip(touts, out_nz) if nz], None
 
@@ -120,7 +123,7 @@ def _transpose_closed(closed: ClosedJaxpr, linear_mask, ct_avals):
     res_avals = [a for a, lin in zip(in_avals, linear_mask) if not lin]
 
     def fun(*args):
-        res, cts = iter(args[:len(res_avals)]), list(args[len(res_avals):])
+        res, cts = iter(args[: len(res_avals)]), list(args[len(res_avals) :])
         full = [T.UndefinedPrimal(a) if lin else next(res) for a, lin in zip(in_avals, linear_mask)]
         cts_in = T.backward_pass(closed.jaxpr, closed.consts, full, cts)
         return [J.instantiate(c) for c, lin in zip(cts_in, linear_mask) if lin], None
@@ -137,9 +140,12 @@ def _share_consts(hoisted):
     for i, (j, cs) in enumerate(hoisted):
         invars = []
         for k, (_, cs2) in enumerate(hoisted):
-            invars.extend(j.jaxpr.invars[:len(cs)] if k == i else [Var(get_aval(x)) for x in cs2])
-        wrapped.append(ClosedJaxpr(Jaxpr([], invars + j.jaxpr.invars[len(cs):], j.jaxpr.eqns,
-                                         j.jaxpr.outvars), []))
+            invars.extend(j.jaxpr.invars[: len(cs)] if k == i else [Var(get_aval(x)) for x in cs2])
+        wrapped.append(
+            ClosedJaxpr(
+                Jaxpr([], invars + j.jaxpr.invars[len(cs) :], j.jaxpr.eqns, j.jaxpr.outvars), []
+            )
+        )
     return tuple(wrapped), all_consts
 
 
@@ -151,14 +157,17 @@ cond_p = _prim("cond")
 
 def _cond_eval(index, *ops, branches):
     if index.shape != () or index.dtype not in dtypes.INTEGERS:
-        raise FunctxTypeError(f"cond: the branch index must be an integer scalar, got "
-                              f"{index.str_short()}")
+        raise FunctxTypeError(
+            f"cond: the branch index must be an integer scalar, got {index.str_short()}"
+        )
     for b in branches:
         if len(b.in_avals) != len(ops) or not all(same_type(a, o) for a, o in zip(b.in_avals, ops)):
             raise FunctxTypeError(f"cond: branch takes {_types(b.in_avals)}, given {_types(ops)}")
     outs = branches[0].out_avals
-    return [a.update(weak_type=all(b.out_avals[i].weak_type for b in branches))
-            for i, a in enumerate(outs)]
+    return [
+        a.update(weak_type=all(b.out_avals[i].weak_type for b in branches))
+        for i, a in enumerate(outs)
+    ]
 
 
 def _cond_impl(index, *ops, branches):
@@ -183,12 +192,15 @@ def _common_branches(what, funs, operands, labels):
         if t != out_tree0:
             raise FunctxTypeError(
                 f"{what} branches must return the same structure: {label} {_fname(f)} returns "
-                f"{t} but {name0} returns {out_tree0}{where()}")
+                f"{t} but {name0} returns {out_tree0}{where()}"
+            )
         if len(c.out_avals) != len(out_avals0) or not all(
-                same_type(a, b) for a, b in zip(c.out_avals, out_avals0)):
+            same_type(a, b) for a, b in zip(c.out_avals, out_avals0)
+        ):
             raise FunctxTypeError(
                 f"{what} branches must return the same types: {label} {_fname(f)} returns "
-                f"{_types(c.out_avals)} but {name0} returns {_types(out_avals0)}{where()}")
+                f"{_types(c.out_avals)} but {name0} returns {_types(out_avals0)}{where()}"
+            )
     all_consts, const_avals = [], []
     for c, _ in traced:
         all_consts.extend(c.consts)
@@ -198,16 +210,19 @@ def _common_branches(what, funs, operands, labels):
         invars = []
         for j, avs in enumerate(const_avals):
             invars.extend(c.jaxpr.constvars if j == i else [Var(a) for a in avs])
-        branches.append(ClosedJaxpr(Jaxpr([], invars + c.jaxpr.invars, c.jaxpr.eqns,
-                                          c.jaxpr.outvars), []))
+        branches.append(
+            ClosedJaxpr(Jaxpr([], invars + c.jaxpr.invars, c.jaxpr.eqns, c.jaxpr.outvars), [])
+        )
     return tuple(branches), all_consts, leaves, out_tree0
 
 
 def _check_concrete_or_scalar(pred, what):
     a = get_aval(pred)
     if a.shape != ():
-        raise FunctxTypeError(f"{what} must be a scalar, got {a.str_short()}{where()}; for an "
-                              "elementwise choice use functx.numpy.where")
+        raise FunctxTypeError(
+            f"{what} must be a scalar, got {a.str_short()}{where()}; for an "
+            "elementwise choice use functx.numpy.where"
+        )
     return a
 
 
@@ -218,16 +233,21 @@ def cond(pred, true_fun, false_fun, *operands):
     batched predicate both branches run and the results are selected.
     """
     if not callable(true_fun) or not callable(false_fun):
-        raise FunctxTypeError(f"cond: true_fun and false_fun must be callable, got "
-                              f"{type(true_fun).__name__} and {type(false_fun).__name__}{where()}")
+        raise FunctxTypeError(
+            f"cond: true_fun and false_fun must be callable, got "
+            f"{type(true_fun).__name__} and {type(false_fun).__name__}{where()}"
+        )
     a = _check_concrete_or_scalar(pred, "cond predicate")
     if a.dtype != dtypes.bool_ and a.dtype not in dtypes.INTEGERS and a.dtype not in dtypes.FLOATS:
-        raise FunctxTypeError(f"cond predicate must be a boolean or number, got {a.str_short()}"
-                              f"{where()}")
-    index = lax.convert_element_type(lax.ne(pred, lax.full((), 0, a.dtype))
-                                     if a.dtype != dtypes.bool_ else pred, dtypes.int32)
+        raise FunctxTypeError(
+            f"cond predicate must be a boolean or number, got {a.str_short()}{where()}"
+        )
+    index = lax.convert_element_type(
+        lax.ne(pred, lax.full((), 0, a.dtype)) if a.dtype != dtypes.bool_ else pred, dtypes.int32
+    )
     branches, consts, leaves, out_tree = _common_branches(
-        "cond", (false_fun, true_fun), operands, ("false_fun", "true_fun"))
+        "cond", (false_fun, true_fun), operands, ("false_fun", "true_fun")
+    )
     outs = cond_p.bind(index, *consts, *leaves, branches=branches)
     return tree_unflatten(out_tree, outs)
 
@@ -236,22 +256,28 @@ def switch(index, branches, *operands):
     """``branches[clamp(index)](*operands)`` as one ``cond`` equation."""
     a = _check_concrete_or_scalar(index, "switch index")
     if a.dtype not in dtypes.INTEGERS:
-        raise FunctxTypeError(f"switch index must be an integer scalar, got {a.str_short()}"
-                              f"{where()}")
+        raise FunctxTypeError(
+            f"switch index must be an integer scalar, got {a.str_short()}{where()}"
+        )
     if not isinstance(branches, (list, tuple)):
-        raise FunctxTypeError(f"switch: branches must be a sequence of callables, got "
-                              f"{type(branches).__name__}{where()}")
+        raise FunctxTypeError(
+            f"switch: branches must be a sequence of callables, got "
+            f"{type(branches).__name__}{where()}"
+        )
     branches = tuple(branches)
     if not branches:
         raise FunctxValueError(f"switch needs at least one branch{where()}")
     bad = [i for i, b in enumerate(branches) if not callable(b)]
     if bad:
-        raise FunctxTypeError(f"switch: branches must be callables; branch {bad[0]} is "
-                              f"{type(branches[bad[0]]).__name__}{where()}")
+        raise FunctxTypeError(
+            f"switch: branches must be callables; branch {bad[0]} is "
+            f"{type(branches[bad[0]]).__name__}{where()}"
+        )
     idx = lax.convert_element_type(index, dtypes.int32)
     idx = lax.clamp(0, idx, len(branches) - 1)
     bs, consts, leaves, out_tree = _common_branches(
-        "switch", branches, operands, [f"branch {i}" for i in range(len(branches))])
+        "switch", branches, operands, [f"branch {i}" for i in range(len(branches))]
+    )
     outs = cond_p.bind(idx, *consts, *leaves, branches=bs)
     return tree_unflatten(out_tree, outs)
 
@@ -269,8 +295,10 @@ def _cond_jvp(primals, tangents, *, branches):
     res = cond_p.bind(index, *all_consts, *ops, *ts, branches=tuple(wrapped))
     n = len(out_diff)
     outs, t_it = res[:n], iter(res[n:])
-    touts = [next(t_it) if d else J.Zero(J.tangent_aval(a))
-             for d, a in zip(out_diff, branches[0].out_avals)]
+    touts = [
+        next(t_it) if d else J.Zero(J.tangent_aval(a))
+        for d, a in zip(out_diff, branches[0].out_avals)
+    ]
     return outs, touts
 
 
@@ -309,11 +337,15 @@ def _cond_partial_eval(eqn, unknowns):
         kc, _ = trace_flat(kfun, [v.aval for v in k.invars])
         known_branches.append(kc)
         u = pe.unknown
-        pre = [Var(a) for a in res_avals[:offsets[i]]]
-        post = [Var(a) for a in res_avals[offsets[i + 1]:]]
+        pre = [Var(a) for a in res_avals[: offsets[i]]]
+        post = [Var(a) for a in res_avals[offsets[i + 1] :]]
         n_res_i = len(pe.res_avals)
-        unknown_branches.append(ClosedJaxpr(
-            Jaxpr([], pre + u.invars[:n_res_i] + post + u.invars[n_res_i:], u.eqns, u.outvars), []))
+        unknown_branches.append(
+            ClosedJaxpr(
+                Jaxpr([], pre + u.invars[:n_res_i] + post + u.invars[n_res_i:], u.eqns, u.outvars),
+                [],
+            )
+        )
     if any(len(b.consts) for b in known_branches):
         return None  # (the known branches create no array constants in practice)
     res_vars = [Var(a) for a in res_avals]
@@ -322,10 +354,20 @@ def _cond_partial_eval(eqn, unknowns):
     unknown_ops = [a for a, u in zip(eqn.invars[1:], ops_uk) if u]
     known_outs = [v for v, u in zip(eqn.outvars, out_uk) if not u]
     unknown_outs = [v for v, u in zip(eqn.outvars, out_uk) if u]
-    k_eqn = Eqn(cond_p, [index] + known_ops, known_outs + res_vars,
-                {"branches": tuple(known_branches)}, eqn.source_info)
-    u_eqn = Eqn(cond_p, [index] + res_vars + unknown_ops, unknown_outs,
-                {"branches": tuple(unknown_branches)}, eqn.source_info)
+    k_eqn = Eqn(
+        cond_p,
+        [index] + known_ops,
+        known_outs + res_vars,
+        {"branches": tuple(known_branches)},
+        eqn.source_info,
+    )
+    u_eqn = Eqn(
+        cond_p,
+        [index] + res_vars + unknown_ops,
+        unknown_outs,
+        {"branches": tuple(unknown_branches)},
+        eqn.source_info,
+    )
     return [k_eqn], [u_eqn], out_uk, [index] + res_vars
 
 
@@ -354,13 +396,17 @@ scan_p = _prim("scan")
 
 
 def _scan_eval(*args, jaxpr, num_consts, num_carry, length, reverse, unroll):
-    consts, carry, xs = args[:num_consts], args[num_consts:num_consts + num_carry], \
-        args[num_consts + num_carry:]
+    consts, carry, xs = (
+        args[:num_consts],
+        args[num_consts : num_consts + num_carry],
+        args[num_consts + num_carry :],
+    )
     body_in = jaxpr.in_avals
     for x in xs:
         if x.ndim == 0 or x.shape[0] != length:
-            raise FunctxTypeError(f"scan: xs leaves must have leading axis {length}, got "
-                                  f"{x.str_short()}")
+            raise FunctxTypeError(
+                f"scan: xs leaves must have leading axis {length}, got {x.str_short()}"
+            )
     x_avals = [ShapedArray(x.shape[1:], x.dtype, x.weak_type) for x in xs]
     given = list(consts) + list(carry) + x_avals
     if len(given) != len(body_in) or not all(same_type(a, b) for a, b in zip(given, body_in)):
@@ -372,18 +418,20 @@ def _scan_eval(*args, jaxpr, num_consts, num_carry, length, reverse, unroll):
 
 def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse, unroll):
     consts = list(args[:num_consts])
-    carry = list(args[num_consts:num_consts + num_carry])
-    xs = args[num_consts + num_carry:]
+    carry = list(args[num_consts : num_consts + num_carry])
+    xs = args[num_consts + num_carry :]
     ys = []
-    for i in (range(length - 1, -1, -1) if reverse else range(length)):
+    for i in range(length - 1, -1, -1) if reverse else range(length):
         out = eval_jaxpr(jaxpr.jaxpr, [], *consts, *carry, *[x[i] for x in xs])
         carry, y = out[:num_carry], out[num_carry:]
         ys.append(_np(y))
     if reverse:
         ys.reverse()
     y_avals = jaxpr.out_avals[num_carry:]
-    stacked = [np.stack([y[k] for y in ys]) if ys else np.zeros((0,) + a.shape, a.dtype)
-               for k, a in enumerate(y_avals)]
+    stacked = [
+        np.stack([y[k] for y in ys]) if ys else np.zeros((0,) + a.shape, a.dtype)
+        for k, a in enumerate(y_avals)
+    ]
     return _np(carry, args) + stacked
 
 
@@ -398,8 +446,9 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
         raise FunctxTypeError(f"scan: f must be callable, got {type(f).__name__}{where()}")
     if length is not None:
         if isinstance(length, (bool, np.bool_)) or not isinstance(length, (int, np.integer)):
-            raise FunctxTypeError(f"scan: length must be a non-negative int, got {length!r}"
-                                  f"{where()}")
+            raise FunctxTypeError(
+                f"scan: length must be a non-negative int, got {length!r}{where()}"
+            )
         if length < 0:
             raise FunctxValueError(f"scan: length must be non-negative, got {length}{where()}")
     if not isinstance(reverse, (bool, np.bool_)):
@@ -416,11 +465,11 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     if length is not None:
         lengths.add(int(length))
     if len(lengths) > 1:
-        raise FunctxTypeError(f"scan got values with different leading axis sizes: "
-                              f"{sorted(lengths)}{where()}")
+        raise FunctxTypeError(
+            f"scan got values with different leading axis sizes: {sorted(lengths)}{where()}"
+        )
     if not lengths:
-        raise FunctxTypeError(f"scan got no values to scan over and `length` not provided"
-                              f"{where()}")
+        raise FunctxTypeError(f"scan got no values to scan over and `length` not provided{where()}")
     n = lengths.pop()
     c_leaves, c_tree = tree_flatten(init)
     c_avals = [get_aval(c) for c in c_leaves]
@@ -428,12 +477,14 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     box = {}
 
     def body(*leaves):
-        carry = tree_unflatten(c_tree, list(leaves[:len(c_leaves)]))
-        x = tree_unflatten(x_tree, list(leaves[len(c_leaves):]))
+        carry = tree_unflatten(c_tree, list(leaves[: len(c_leaves)]))
+        x = tree_unflatten(x_tree, list(leaves[len(c_leaves) :]))
         out = f(carry, x)
         if not isinstance(out, tuple) or len(out) != 2:
-            raise FunctxTypeError(f"scan body {_fname(f)} must return a pair (carry, y), got "
-                                  f"{type(out).__name__}{where()}")
+            raise FunctxTypeError(
+                f"scan body {_fname(f)} must return a pair (carry, y), got "
+                f"{type(out).__name__}{where()}"
+            )
         new_c, y = out
         nc_leaves, nc_tree = tree_flatten(new_c)
         y_leaves, y_tree = tree_flatten(y)
@@ -442,33 +493,44 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
 
     closed, _ = trace_flat(body, c_avals + x_avals)
     if box["c_tree"] != c_tree:
-        raise FunctxTypeError(f"scan body {_fname(f)} must return a carry with the structure of "
-                              f"its input: {c_tree} != {box['c_tree']}{where()}")
-    c_leaves, c_avals, changed = _promote_weak(c_leaves, c_avals,
-                                               closed.out_avals[:len(c_leaves)])
+        raise FunctxTypeError(
+            f"scan body {_fname(f)} must return a carry with the structure of "
+            f"its input: {c_tree} != {box['c_tree']}{where()}"
+        )
+    c_leaves, c_avals, changed = _promote_weak(c_leaves, c_avals, closed.out_avals[: len(c_leaves)])
     if changed:
         closed, _ = trace_flat(body, c_avals + x_avals)
-    c_out = closed.out_avals[:len(c_leaves)]
+    c_out = closed.out_avals[: len(c_leaves)]
     if not all(same_type(a, b) for a, b in zip(c_avals, c_out)):
         raise FunctxTypeError(
             f"scan body function carry input and carry output must have equal types: "
-            f"{_fname(f)} takes carry {_types(c_avals)} and returns {_types(c_out)}{where()}")
+            f"{_fname(f)} takes carry {_types(c_avals)} and returns {_types(c_out)}{where()}"
+        )
     body_j, consts = _hoist(closed)
-    outs = scan_p.bind(*consts, *c_leaves, *x_leaves, jaxpr=body_j, num_consts=len(consts),
-                       num_carry=len(c_leaves), length=n, reverse=bool(reverse), unroll=unroll)
-    carry = tree_unflatten(c_tree, outs[:len(c_leaves)])
-    ys = tree_unflatten(box["y_tree"], outs[len(c_leaves):])
+    outs = scan_p.bind(
+        *consts,
+        *c_leaves,
+        *x_leaves,
+        jaxpr=body_j,
+        num_consts=len(consts),
+        num_carry=len(c_leaves),
+        length=n,
+        reverse=bool(reverse),
+        unroll=unroll,
+    )
+    carry = tree_unflatten(c_tree, outs[: len(c_leaves)])
+    ys = tree_unflatten(box["y_tree"], outs[len(c_leaves) :])
     return carry, ys
 
 
 def _split3(xs, a, b):
-    return list(xs[:a]), list(xs[a:a + b]), list(xs[a + b:])
+    return list(xs[:a]), list(xs[a : a + b]), list(xs[a + b :])
 
 
 def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, reverse, unroll):
     nz = [not isinstance(t, J.Zero) for t in tangents]
     c_nz, k_nz, x_nz = _split3(nz, num_consts, num_carry)
-    k_diff = [J.is_differentiable(a) for a in jaxpr.in_avals[num_consts:num_consts + num_carry]]
+    k_diff = [J.is_differentiable(a) for a in jaxpr.in_avals[num_consts : num_consts + num_carry]]
     while True:  # carries with a nonzero tangent: fixpoint
         out_nz = _natural_out_nz(jaxpr, c_nz + k_nz + x_nz)
         new = [(a or b) and d for a, b, d in zip(k_nz, out_nz[:num_carry], k_diff)]
@@ -480,8 +542,8 @@ def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, revers
     bj = body.jaxpr
     nh = len(hconsts)
     n_in = len(jaxpr.in_avals)
-    p_in = bj.invars[nh:nh + n_in]
-    t_in = iter(bj.invars[nh + n_in:])
+    p_in = bj.invars[nh : nh + n_in]
+    t_in = iter(bj.invars[nh + n_in :])
     pc, pk, px = _split3(p_in, num_consts, num_carry)
     tc = [next(t_in) for z in c_nz if z]
     tk = [next(t_in) for z in k_nz if z]
@@ -492,27 +554,59 @@ def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, revers
     t_all = [next(t_out) if z else None for z in out_nz]
     tk_out = [t for t in t_all[:num_carry] if t is not None]
     ty_out = [t for t in t_all[num_carry:] if t is not None]
-    new_body = ClosedJaxpr(Jaxpr([], bj.invars[:nh] + pc + tc + pk + tk + px + tx, bj.eqns,
-                                 p_out[:num_carry] + tk_out + p_out[num_carry:] + ty_out), [])
+    new_body = ClosedJaxpr(
+        Jaxpr(
+            [],
+            bj.invars[:nh] + pc + tc + pk + tk + px + tx,
+            bj.eqns,
+            p_out[:num_carry] + tk_out + p_out[num_carry:] + ty_out,
+        ),
+        [],
+    )
     c, k, x = _split3(primals, num_consts, num_carry)
     tcv, tkv, txv = _split3(tangents, num_consts, num_carry)
     tcv = [t for t, z in zip(tcv, c_nz) if z]
-    tkv = [J.instantiate(t) if not isinstance(t, J.Zero) else _zeros(J.tangent_aval(get_aval(p)))
-           for t, p, z in zip(tkv, k, k_nz) if z]
+    tkv = [
+        J.instantiate(t) if not isinstance(t, J.Zero) else _zeros(J.tangent_aval(get_aval(p)))
+        for t, p, z in zip(tkv, k, k_nz)
+        if z
+    ]
     txv = [t for t, z in zip(txv, x_nz) if z]
-    outs = scan_p.bind(*hconsts, *c, *tcv, *k, *tkv, *x, *txv, jaxpr=new_body,
-                       num_consts=nh + len(c) + len(tcv), num_carry=len(k) + len(tkv),
-                       length=length, reverse=reverse, unroll=unroll)
+    outs = scan_p.bind(
+        *hconsts,
+        *c,
+        *tcv,
+        *k,
+        *tkv,
+        *x,
+        *txv,
+        jaxpr=new_body,
+        num_consts=nh + len(c) + len(tcv),
+        num_carry=len(k) + len(tkv),
+        length=length,
+        reverse=reverse,
+        unroll=unroll,
+    )
     kk = outs[:num_carry]
-    tk_o = iter(outs[num_carry:num_carry + len(tkv)])
-    rest = outs[num_carry + len(tkv):]
+    tk_o = iter(outs[num_carry : num_carry + len(tkv)])
+    rest = outs[num_carry + len(tkv) :]
     ys, ty_o = rest[:n_y], iter(rest[n_y:])
-    out_avals = _scan_eval(*[get_aval(p) for p in primals], jaxpr=jaxpr, num_consts=num_consts,
-                           num_carry=num_carry, length=length, reverse=reverse, unroll=unroll)
-    touts = [next(tk_o) if z else J.Zero(J.tangent_aval(a))
-             for z, a in zip(k_nz, out_avals[:num_carry])]
-    touts += [next(ty_o) if z else J.Zero(J.tangent_aval(a))
-              for z, a in zip(out_nz[num_carry:], out_avals[num_carry:])]
+    out_avals = _scan_eval(
+        *[get_aval(p) for p in primals],
+        jaxpr=jaxpr,
+        num_consts=num_consts,
+        num_carry=num_carry,
+        length=length,
+        reverse=reverse,
+        unroll=unroll,
+    )
+    touts = [
+        next(tk_o) if z else J.Zero(J.tangent_aval(a)) for z, a in zip(k_nz, out_avals[:num_carry])
+    ]
+    touts += [
+        next(ty_o) if z else J.Zero(J.tangent_aval(a))
+        for z, a in zip(out_nz[num_carry:], out_avals[num_carry:])
+    ]
     return list(kk) + list(ys), touts
 
 
@@ -538,12 +632,16 @@ def _scan_partial_eval(eqn, unknowns):
     res_vars = known.outvars[n_known_out:]
     # Residuals that are known body consts are loop-invariant: pass them straight through.
     const_pos = {v.id: i for i, (v, u) in enumerate(zip(body.invars[:nc], c_uk)) if not u}
-    xs_pos = {v.id: i for i, (v, u) in enumerate(zip(body.invars[nc + nk:], x_uk)) if not u}
+    xs_pos = {v.id: i for i, (v, u) in enumerate(zip(body.invars[nc + nk :], x_uk)) if not u}
     inv = [i for i, r in enumerate(res_vars) if type(r) is Var and r.id in const_pos]
     fwd = [i for i, r in enumerate(res_vars) if type(r) is Var and r.id in xs_pos]
     stk = [i for i in range(n_res) if i not in inv and i not in fwd]
-    known_body = ClosedJaxpr(Jaxpr([], known.invars, known.eqns,
-                                   known.outvars[:n_known_out] + [res_vars[i] for i in stk]), [])
+    known_body = ClosedJaxpr(
+        Jaxpr(
+            [], known.invars, known.eqns, known.outvars[:n_known_out] + [res_vars[i] for i in stk]
+        ),
+        [],
+    )
     if known.constvars:
         return None
     c_in, k_in, x_in = _split3(eqn.invars, nc, nk)
@@ -553,24 +651,41 @@ def _scan_partial_eval(eqn, unknowns):
     k_outs_carry = [v for v, u in zip(eqn.outvars[:nk], out_uk[:nk]) if not u]
     k_outs_y = [v for v, u in zip(eqn.outvars[nk:], out_uk[nk:]) if not u]
     length = p["length"]
-    stacked = [Var(ShapedArray((length,) + pe.res_avals[i].shape, pe.res_avals[i].dtype))
-               for i in stk]
-    k_eqn = Eqn(scan_p, kc + kk + kx, k_outs_carry + k_outs_y + stacked,
-                dict(p, jaxpr=known_body, num_consts=len(kc), num_carry=len(kk)), eqn.source_info)
+    stacked = [
+        Var(ShapedArray((length,) + pe.res_avals[i].shape, pe.res_avals[i].dtype)) for i in stk
+    ]
+    k_eqn = Eqn(
+        scan_p,
+        kc + kk + kx,
+        k_outs_carry + k_outs_y + stacked,
+        dict(p, jaxpr=known_body, num_consts=len(kc), num_carry=len(kk)),
+        eqn.source_info,
+    )
     # unknown body: residuals + unknown inputs, reordered into consts / carry / xs.
     u_res = unk.invars[:n_res]
     u_c, u_k, u_x = _split3(unk.invars[n_res:], sum(c_uk), sum(k_uk))
-    u_body = ClosedJaxpr(Jaxpr([], [u_res[i] for i in inv] + u_c + u_k
-                               + [u_res[i] for i in stk + fwd] + u_x, unk.eqns, unk.outvars), [])
+    u_body = ClosedJaxpr(
+        Jaxpr(
+            [],
+            [u_res[i] for i in inv] + u_c + u_k + [u_res[i] for i in stk + fwd] + u_x,
+            unk.eqns,
+            unk.outvars,
+        ),
+        [],
+    )
     inv_outer = [c_in[const_pos[res_vars[i].id]] for i in inv]
     fwd_outer = [x_in[xs_pos[res_vars[i].id]] for i in fwd]
     uc = [a for a, u in zip(c_in, c_uk) if u]
     uk = [a for a, u in zip(k_in, k_uk) if u]
     ux = [a for a, u in zip(x_in, x_uk) if u]
     u_outs = [v for v, u in zip(eqn.outvars, out_uk) if u]
-    u_eqn = Eqn(scan_p, inv_outer + uc + uk + stacked + fwd_outer + ux, u_outs,
-                dict(p, jaxpr=u_body, num_consts=len(inv_outer) + len(uc), num_carry=len(uk)),
-                eqn.source_info)
+    u_eqn = Eqn(
+        scan_p,
+        inv_outer + uc + uk + stacked + fwd_outer + ux,
+        u_outs,
+        dict(p, jaxpr=u_body, num_consts=len(inv_outer) + len(uc), num_carry=len(uk)),
+        eqn.source_info,
+    )
     residual_vars = [a for a in u_eqn.invars if type(a) is not Literal]
     return [k_eqn], [u_eqn], out_uk, residual_vars
 
@@ -584,8 +699,15 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, u
     # jvp instantiates) gets its cotangent computed and dropped.
     c_lin = [T.is_undefined(a) for a in c]
     x_lin = [T.is_undefined(a) for a in x]
-    out_avals = _scan_eval(*[T._aval(a) for a in args], jaxpr=jaxpr, num_consts=num_consts,
-                           num_carry=num_carry, length=length, reverse=reverse, unroll=unroll)
+    out_avals = _scan_eval(
+        *[T._aval(a) for a in args],
+        jaxpr=jaxpr,
+        num_consts=num_consts,
+        num_carry=num_carry,
+        length=length,
+        reverse=reverse,
+        unroll=unroll,
+    )
     cts = [_zeros(a) if isinstance(ct, J.Zero) else ct for ct, a in zip(cts, out_avals)]
     ct_k, ct_y = cts[:num_carry], cts[num_carry:]
     body_in = jaxpr.in_avals
@@ -604,30 +726,46 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, u
         rx = [next(it) for _ in res_x_avals]
         cy = [next(it) for _ in y_avals]
         rc_it, rx_it = iter(rc), iter(rx)
-        full = ([T.UndefinedPrimal(a) if lv else next(rc_it) for a, lv in zip(bc, c_lin)]
-                + [T.UndefinedPrimal(a) for a in bk]
-                + [T.UndefinedPrimal(a) if lv else next(rx_it) for a, lv in zip(bx, x_lin)])
+        full = (
+            [T.UndefinedPrimal(a) if lv else next(rc_it) for a, lv in zip(bc, c_lin)]
+            + [T.UndefinedPrimal(a) for a in bk]
+            + [T.UndefinedPrimal(a) if lv else next(rx_it) for a, lv in zip(bx, x_lin)]
+        )
         cts_in = T.backward_pass(jaxpr.jaxpr, [], full, ck + cy)
         cts_in = [J.instantiate(ct) if lv else None for ct, lv in zip(cts_in, lin_mask)]
         cc, kk, xx = _split3(cts_in, num_consts, num_carry)
         new_acc = [lax.add(a, ct) for a, ct in zip(acc, [ct for ct in cc if ct is not None])]
         return new_acc + kk + [ct for ct in xx if ct is not None], None
 
-    closed_t, _ = trace_flat(body_t, res_c_avals + lin_c_avals + list(bk) + res_x_avals
-                             + list(y_avals))
+    closed_t, _ = trace_flat(
+        body_t, res_c_avals + lin_c_avals + list(bk) + res_x_avals + list(y_avals)
+    )
     body_j, hconsts = _hoist(closed_t)
     res_c = [a for a in c if not T.is_undefined(a)]
     res_x = [a for a in x if not T.is_undefined(a)]
     acc0 = [_zeros(a) for a in lin_c_avals]
-    outs = scan_p.bind(*hconsts, *res_c, *acc0, *ct_k, *res_x, *ct_y, jaxpr=body_j,
-                       num_consts=len(hconsts) + len(res_c), num_carry=len(acc0) + num_carry,
-                       length=length, reverse=not reverse, unroll=unroll)
-    acc = iter(outs[:len(acc0)])
-    ck_in = outs[len(acc0):len(acc0) + num_carry]
-    cx = iter(outs[len(acc0) + num_carry:])
-    return ([next(acc) if lv else None for lv in c_lin]
-            + [ct if T.is_undefined(a) else None for ct, a in zip(ck_in, k)]
-            + [next(cx) if lv else None for lv in x_lin])
+    outs = scan_p.bind(
+        *hconsts,
+        *res_c,
+        *acc0,
+        *ct_k,
+        *res_x,
+        *ct_y,
+        jaxpr=body_j,
+        num_consts=len(hconsts) + len(res_c),
+        num_carry=len(acc0) + num_carry,
+        length=length,
+        reverse=not reverse,
+        unroll=unroll,
+    )
+    acc = iter(outs[: len(acc0)])
+    ck_in = outs[len(acc0) : len(acc0) + num_carry]
+    cx = iter(outs[len(acc0) + num_carry :])
+    return (
+        [next(acc) if lv else None for lv in c_lin]
+        + [ct if T.is_undefined(a) else None for ct, a in zip(ck_in, k)]
+        + [next(cx) if lv else None for lv in x_lin]
+    )
 
 
 T.transpose_rules[scan_p] = _scan_transpose
@@ -644,6 +782,7 @@ def map(f, xs):  # noqa: A001
 def fori_loop(lower, upper, body_fun, init_val, unroll=1):
     """``lax.fori_loop``: a scan when ``lower`` and ``upper`` are concrete (reverse mode works),
     a while_loop otherwise."""
+
     def _checked(out, v):
         o_leaves, o_tree = tree_flatten(out)
         v_leaves, v_tree = tree_flatten(v)
@@ -651,23 +790,27 @@ def fori_loop(lower, upper, body_fun, init_val, unroll=1):
         if o_tree != v_tree:
             raise FunctxTypeError(
                 f"fori_loop: body_fun {_fname(body_fun)} must return a value with the structure of "
-                f"init_val: takes {v_tree}, returns {o_tree}{where()}")
+                f"init_val: takes {v_tree}, returns {o_tree}{where()}"
+            )
         if not all(same_type(a, b) for a, b in zip(o_avals, v_avals)):
             raise FunctxTypeError(
                 f"fori_loop: body_fun {_fname(body_fun)} output and input must have identical "
-                f"types: takes {_types(v_avals)}, returns {_types(o_avals)}{where()}")
+                f"types: takes {_types(v_avals)}, returns {_types(o_avals)}{where()}"
+            )
         return out
 
     if not callable(body_fun):
-        raise FunctxTypeError(f"fori_loop: body_fun must be callable, got "
-                              f"{type(body_fun).__name__}{where()}")
+        raise FunctxTypeError(
+            f"fori_loop: body_fun must be callable, got {type(body_fun).__name__}{where()}"
+        )
     for name, b in (("lower", lower), ("upper", upper)):
         ok = isinstance(b, (int, np.integer)) and not isinstance(b, (bool, np.bool_))
         if not ok and not isinstance(b, (str, bytes)) and hasattr(b, "dtype"):
             ok = np.shape(b) == () and get_aval(b).dtype in dtypes.INTEGERS
         if not ok:
-            raise FunctxTypeError(f"fori_loop: {name} must be an integer scalar, got {b!r:.60}"
-                                  f"{where()}")
+            raise FunctxTypeError(
+                f"fori_loop: {name} must be an integer scalar, got {b!r:.60}{where()}"
+            )
     concrete = not isinstance(lower, Tracer) and not isinstance(upper, Tracer)
     if concrete:
         lo, hi = int(lower), int(upper)
@@ -706,8 +849,8 @@ def _while_eval(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
 
 def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     cc = args[:cond_nconsts]
-    bc = args[cond_nconsts:cond_nconsts + body_nconsts]
-    carry = list(args[cond_nconsts + body_nconsts:])
+    bc = args[cond_nconsts : cond_nconsts + body_nconsts]
+    carry = list(args[cond_nconsts + body_nconsts :])
     while bool(np.asarray(eval_jaxpr(cond_jaxpr.jaxpr, [], *cc, *carry)[0])):
         carry = eval_jaxpr(body_jaxpr.jaxpr, [], *bc, *carry)
     return _np(carry, args)
@@ -721,20 +864,29 @@ def while_loop(cond_fun, body_fun, init_val):
     """``lax.while_loop``: repeat ``val = body_fun(val)`` while ``cond_fun(val)``. Forward mode and
     vmap work; reverse mode raises (use scan or fori_loop with static bounds)."""
     if not callable(cond_fun) or not callable(body_fun):
-        raise FunctxTypeError(f"while_loop: cond_fun and body_fun must be callable, got "
-                              f"{type(cond_fun).__name__} and {type(body_fun).__name__}{where()}")
+        raise FunctxTypeError(
+            f"while_loop: cond_fun and body_fun must be callable, got "
+            f"{type(cond_fun).__name__} and {type(body_fun).__name__}{where()}"
+        )
     leaves, tree = tree_flatten(init_val)
     avals = list(J.arg_avals("while_loop (init_val)", leaves, (init_val,)))
     cond_closed, cond_tree = _trace(cond_fun, avals, tree, star=False)
-    if len(cond_closed.out_avals) != 1 or cond_closed.out_avals[0].shape != () or \
-            cond_closed.out_avals[0].dtype != dtypes.bool_:
-        raise FunctxTypeError(f"while_loop: cond_fun {_fname(cond_fun)} must return a boolean "
-                              f"scalar, but got output type(s) {_types(cond_closed.out_avals)}"
-                              f"{where()}")
+    if (
+        len(cond_closed.out_avals) != 1
+        or cond_closed.out_avals[0].shape != ()
+        or cond_closed.out_avals[0].dtype != dtypes.bool_
+    ):
+        raise FunctxTypeError(
+            f"while_loop: cond_fun {_fname(cond_fun)} must return a boolean "
+            f"scalar, but got output type(s) {_types(cond_closed.out_avals)}"
+            f"{where()}"
+        )
     body_closed, body_tree = _trace(body_fun, avals, tree, star=False)
     if body_tree != tree:
-        raise FunctxTypeError(f"while_loop: body_fun {_fname(body_fun)} must return a value with "
-                              f"the structure of init_val: {tree} != {body_tree}{where()}")
+        raise FunctxTypeError(
+            f"while_loop: body_fun {_fname(body_fun)} must return a value with "
+            f"the structure of init_val: {tree} != {body_tree}{where()}"
+        )
     leaves, avals, changed = _promote_weak(leaves, avals, body_closed.out_avals)
     if changed:
         cond_closed, _ = _trace(cond_fun, avals, tree, star=False)
@@ -742,11 +894,19 @@ def while_loop(cond_fun, body_fun, init_val):
     if not all(same_type(a, b) for a, b in zip(avals, body_closed.out_avals)):
         raise FunctxTypeError(
             f"while_loop: body_fun {_fname(body_fun)} output and input must have identical types: "
-            f"takes {_types(avals)}, returns {_types(body_closed.out_avals)}{where()}")
+            f"takes {_types(avals)}, returns {_types(body_closed.out_avals)}{where()}"
+        )
     cj, cconsts = _hoist(cond_closed)
     bj, bconsts = _hoist(body_closed)
-    outs = while_p.bind(*cconsts, *bconsts, *leaves, cond_jaxpr=cj, body_jaxpr=bj,
-                        cond_nconsts=len(cconsts), body_nconsts=len(bconsts))
+    outs = while_p.bind(
+        *cconsts,
+        *bconsts,
+        *leaves,
+        cond_jaxpr=cj,
+        body_jaxpr=bj,
+        cond_nconsts=len(cconsts),
+        body_nconsts=len(bconsts),
+    )
     return tree_unflatten(tree, outs)
 
 
@@ -765,8 +925,8 @@ def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_
     bj = body.jaxpr
     nh = len(hconsts)
     n_in = len(body_jaxpr.in_avals)
-    p_in = bj.invars[nh:nh + n_in]
-    t_in = iter(bj.invars[nh + n_in:])
+    p_in = bj.invars[nh : nh + n_in]
+    t_in = iter(bj.invars[nh + n_in :])
     pbc, pk = p_in[:body_nconsts], p_in[body_nconsts:]
     tbc = [next(t_in) for z in bc_nz if z]
     tk = [next(t_in) for z in k_nz if z]
@@ -775,16 +935,29 @@ def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_
     cjj = cond_jaxpr.jaxpr
     t_dummy = [Var(J.tangent_aval(a)) for a, z in zip(body_jaxpr.out_avals, k_nz) if z]
     new_cond = ClosedJaxpr(Jaxpr([], cjj.invars + t_dummy, cjj.eqns, cjj.outvars), [])
-    tbcv = [t for t, z in zip(tangents[cond_nconsts:cond_nconsts + body_nconsts], bc_nz) if z]
-    tkv = [J.instantiate(t) if not isinstance(t, J.Zero) else _zeros(J.tangent_aval(get_aval(p)))
-           for t, p, z in zip(tangents[cond_nconsts + body_nconsts:], k, k_nz) if z]
-    outs = while_p.bind(*cc, *hconsts, *bc, *tbcv, *k, *tkv, cond_jaxpr=new_cond,
-                        body_jaxpr=new_body, cond_nconsts=cond_nconsts,
-                        body_nconsts=nh + len(bc) + len(tbcv))
+    tbcv = [t for t, z in zip(tangents[cond_nconsts : cond_nconsts + body_nconsts], bc_nz) if z]
+    tkv = [
+        J.instantiate(t) if not isinstance(t, J.Zero) else _zeros(J.tangent_aval(get_aval(p)))
+        for t, p, z in zip(tangents[cond_nconsts + body_nconsts :], k, k_nz)
+        if z
+    ]
+    outs = while_p.bind(
+        *cc,
+        *hconsts,
+        *bc,
+        *tbcv,
+        *k,
+        *tkv,
+        cond_jaxpr=new_cond,
+        body_jaxpr=new_body,
+        cond_nconsts=cond_nconsts,
+        body_nconsts=nh + len(bc) + len(tbcv),
+    )
     n = len(k)
     t_it = iter(outs[n:])
-    touts = [next(t_it) if z else J.Zero(J.tangent_aval(a))
-             for z, a in zip(k_nz, body_jaxpr.out_avals)]
+    touts = [
+        next(t_it) if z else J.Zero(J.tangent_aval(a)) for z, a in zip(k_nz, body_jaxpr.out_avals)
+    ]
     return outs[:n], touts
 
 
@@ -793,7 +966,8 @@ J.jvp_rules[while_p] = _while_jvp
 
 _WHILE_REVERSE_ERROR = (
     "Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with dynamic "
-    "start/stop values. Try using lax.scan, or using fori_loop with static start/stop.")
+    "start/stop values. Try using lax.scan, or using fori_loop with static start/stop."
+)
 
 
 def _while_partial_eval(eqn, unknowns):
@@ -814,19 +988,31 @@ def _while_partial_eval(eqn, unknowns):
     if cond_pe.out_unknowns[0] or all(k_uk):
         return None
     n_known = len(k_uk) - sum(k_uk)
-    known_body = passes.dce_jaxpr(Jaxpr([], pe.known.invars, pe.known.eqns,
-                                        pe.known.outvars[:n_known]))
-    known_cond = passes.dce_jaxpr(Jaxpr([], cond_pe.known.invars, cond_pe.known.eqns,
-                                        cond_pe.known.outvars[:1]))
+    known_body = passes.dce_jaxpr(
+        Jaxpr([], pe.known.invars, pe.known.eqns, pe.known.outvars[:n_known])
+    )
+    known_cond = passes.dce_jaxpr(
+        Jaxpr([], cond_pe.known.invars, cond_pe.known.eqns, cond_pe.known.outvars[:1])
+    )
     cc, bc, k = _split3(eqn.invars, ncc, nbc)
-    known_in = ([a for a, u in zip(cc, cc_uk) if not u], [a for a, u in zip(bc, bc_uk) if not u],
-                [a for a, u in zip(k, k_uk) if not u])
-    k_eqn = Eqn(while_p, known_in[0] + known_in[1] + known_in[2],
-                [v for v, u in zip(eqn.outvars, k_uk) if not u],
-                dict(p, cond_jaxpr=ClosedJaxpr(known_cond, []),
-                     body_jaxpr=ClosedJaxpr(known_body, []),
-                     cond_nconsts=len(known_in[0]), body_nconsts=len(known_in[1])),
-                eqn.source_info)
+    known_in = (
+        [a for a, u in zip(cc, cc_uk) if not u],
+        [a for a, u in zip(bc, bc_uk) if not u],
+        [a for a, u in zip(k, k_uk) if not u],
+    )
+    k_eqn = Eqn(
+        while_p,
+        known_in[0] + known_in[1] + known_in[2],
+        [v for v, u in zip(eqn.outvars, k_uk) if not u],
+        dict(
+            p,
+            cond_jaxpr=ClosedJaxpr(known_cond, []),
+            body_jaxpr=ClosedJaxpr(known_body, []),
+            cond_nconsts=len(known_in[0]),
+            body_nconsts=len(known_in[1]),
+        ),
+        eqn.source_info,
+    )
     u_eqn = eqn.replace(outvars=[v if u else Var(v.aval) for v, u in zip(eqn.outvars, k_uk)])
     residuals = [a for a, u in zip(eqn.invars, unknowns) if not u and type(a) is not Literal]
     return [k_eqn], [u_eqn], k_uk, residuals
@@ -842,8 +1028,17 @@ def _while_transpose(cts, *args, **params):
 T.transpose_rules[while_p] = _while_transpose
 
 
-__all__ = ["cond", "switch", "scan", "map", "fori_loop", "while_loop", "cond_p", "scan_p",
-           "while_p"]
+__all__ = [
+    "cond",
+    "switch",
+    "scan",
+    "map",
+    "fori_loop",
+    "while_loop",
+    "cond_p",
+    "scan_p",
+    "while_p",
+]
 
 
 # =================================================================================================
@@ -888,8 +1083,9 @@ def _cond_batch(args, dims, *, branches):
     for k in range(n_out):
         shape = get_aval(results[0][k]).shape
         which = lax.broadcast_in_dim(idx, shape, (0,))
-        outs.append(lax.select_n(which, *[r[k] for r in results]) if len(branches) > 1
-                    else results[0][k])
+        outs.append(
+            lax.select_n(which, *[r[k] for r in results]) if len(branches) > 1 else results[0][k]
+        )
     return outs, [0] * n_out
 
 
@@ -912,8 +1108,18 @@ def _scan_batch(args, dims, *, jaxpr, num_consts, num_carry, length, reverse, un
     body, consts, out_dims = _batch_closed(jaxpr, in_dims, size, force)
     k2 = [V.bdim_at_front(v, d, size) if b else v for v, d, b in zip(k, kd, k_b)]
     x2 = [v if d is None else V.moveaxis(v, d, 1) for v, d in zip(x, xd)]
-    outs = scan_p.bind(*consts, *c, *k2, *x2, jaxpr=body, num_consts=len(consts) + num_consts,
-                       num_carry=num_carry, length=length, reverse=reverse, unroll=unroll)
+    outs = scan_p.bind(
+        *consts,
+        *c,
+        *k2,
+        *x2,
+        jaxpr=body,
+        num_consts=len(consts) + num_consts,
+        num_carry=num_carry,
+        length=length,
+        reverse=reverse,
+        unroll=unroll,
+    )
     y_dims = [None if d is None else d + 1 for d in out_dims[num_carry:]]
     return outs, [0 if b else None for b in k_b] + y_dims
 
@@ -937,9 +1143,17 @@ def _while_batch(args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
     bj, bconsts, _ = _batch_closed(body_jaxpr, list(bcd) + kdims, size, kdims)
     k2 = [V.bdim_at_front(v, d, size) if b else v for v, d, b in zip(k, kd, k_b)]
     if pd[0] is None:
-        outs = while_p.bind(*cconsts, *cc, *bconsts, *bc, *k2, cond_jaxpr=cj, body_jaxpr=bj,
-                            cond_nconsts=len(cconsts) + len(cc),
-                            body_nconsts=len(bconsts) + len(bc))
+        outs = while_p.bind(
+            *cconsts,
+            *cc,
+            *bconsts,
+            *bc,
+            *k2,
+            cond_jaxpr=cj,
+            body_jaxpr=bj,
+            cond_nconsts=len(cconsts) + len(cc),
+            body_nconsts=len(bconsts) + len(bc),
+        )
         return outs, kdims
     # Loop while any example's predicate holds; examples that are done keep their state.
     n_cc, n_bc = len(cconsts) + len(cc), len(bconsts) + len(bc)
@@ -950,7 +1164,7 @@ def _while_batch(args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
         return [lax.reduce_or(p, (0,))], None
 
     def masked_body(*a):
-        ccs, bcs, carry = a[:n_cc], a[n_cc:n_cc + n_bc], a[n_cc + n_bc:]
+        ccs, bcs, carry = a[:n_cc], a[n_cc : n_cc + n_bc], a[n_cc + n_bc :]
         p = eval_jaxpr(cj.jaxpr, [], *ccs, *carry)[0]
         new = eval_jaxpr(bj.jaxpr, [], *bcs, *carry)
         out = []
@@ -965,9 +1179,21 @@ def _while_batch(args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
     acj, acc = _hoist(acj)
     mbj, _ = trace_flat(masked_body, c_avals + b_avals + k_avals)
     mbj, mbc = _hoist(mbj)
-    outs = while_p.bind(*acc, *cconsts, *cc, *mbc, *cconsts, *cc, *bconsts, *bc, *k2,
-                        cond_jaxpr=acj, body_jaxpr=mbj, cond_nconsts=len(acc) + n_cc,
-                        body_nconsts=len(mbc) + n_cc + n_bc)
+    outs = while_p.bind(
+        *acc,
+        *cconsts,
+        *cc,
+        *mbc,
+        *cconsts,
+        *cc,
+        *bconsts,
+        *bc,
+        *k2,
+        cond_jaxpr=acj,
+        body_jaxpr=mbj,
+        cond_nconsts=len(acc) + n_cc,
+        body_nconsts=len(mbc) + n_cc + n_bc,
+    )
     return outs, [0] * len(k2)
 
 

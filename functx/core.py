@@ -39,8 +39,12 @@ class ShapedArray:
         return int(np.prod(self.shape, dtype=np.int64))
 
     def __eq__(self, other):
-        return (isinstance(other, ShapedArray) and self.shape == other.shape
-                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+        return (
+            isinstance(other, ShapedArray)
+            and self.shape == other.shape
+            and self.dtype == other.dtype
+            and self.weak_type == other.weak_type
+        )
 
     def __hash__(self):
         if self._hash is None:
@@ -51,9 +55,11 @@ class ShapedArray:
         return ShapedArray(self.shape, self.dtype, False) if self.weak_type else self
 
     def update(self, shape=None, dtype=None, weak_type=None) -> ShapedArray:
-        return ShapedArray(self.shape if shape is None else shape,
-                           self.dtype if dtype is None else dtype,
-                           self.weak_type if weak_type is None else weak_type)
+        return ShapedArray(
+            self.shape if shape is None else shape,
+            self.dtype if dtype is None else dtype,
+            self.weak_type if weak_type is None else weak_type,
+        )
 
     def str_short(self) -> str:
         return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
@@ -121,8 +127,13 @@ class Eqn:
         self.source_info = source_info
 
     def replace(self, **kw) -> Eqn:
-        fields = dict(prim=self.prim, invars=self.invars, outvars=self.outvars,
-                      params=self.params, source_info=self.source_info)
+        fields = dict(
+            prim=self.prim,
+            invars=self.invars,
+            outvars=self.outvars,
+            params=self.params,
+            source_info=self.source_info,
+        )
         fields.update(kw)
         return Eqn(**fields)
 
@@ -266,8 +277,11 @@ def _pp_eqn(e: Eqn, names, indent) -> str:
     outs = " ".join(names.bind(v) for v in e.outvars)
     params = ""
     if e.params:
-        params = "[" + " ".join(f"{k}={_fmt_param(v, names, indent)}"
-                                for k, v in sorted(e.params.items())) + "]"
+        params = (
+            "["
+            + " ".join(f"{k}={_fmt_param(v, names, indent)}" for k, v in sorted(e.params.items()))
+            + "]"
+        )
     ins = " ".join(names(v) for v in e.invars)
     return f"{outs} = {e.prim.name}{params} {ins}".rstrip()
 
@@ -305,8 +319,9 @@ def typecheck_jaxpr(jaxpr: Jaxpr | ClosedJaxpr) -> None:
         for v, c in zip(jaxpr.jaxpr.constvars, jaxpr.consts):
             shape, dtype = np.shape(c), np.asarray(c).dtype
             if shape != v.aval.shape or dtype != v.aval.dtype:
-                raise FunctxTypeError(f"typecheck: const for {v.aval.str_short()} has "
-                                      f"shape {shape} and dtype {dtype}")
+                raise FunctxTypeError(
+                    f"typecheck: const for {v.aval.str_short()} has shape {shape} and dtype {dtype}"
+                )
         jaxpr = jaxpr.jaxpr
     defined: set[int] = set()
 
@@ -341,12 +356,15 @@ def typecheck_jaxpr(jaxpr: Jaxpr | ClosedJaxpr) -> None:
         out = e.prim.abstract_eval(*[v.aval for v in e.invars], **e.params)
         out = out if e.prim.multiple_results else [out]
         if len(out) != len(e.outvars):
-            raise FunctxTypeError(f"typecheck: {where} has {len(e.outvars)} outputs, "
-                                  f"inference gives {len(out)}")
+            raise FunctxTypeError(
+                f"typecheck: {where} has {len(e.outvars)} outputs, inference gives {len(out)}"
+            )
         for v, a in zip(e.outvars, out):
             if not same_type(v.aval, a):
-                raise FunctxTypeError(f"typecheck: {where} output is {v.aval.str_short()}, "
-                                      f"inference gives {a.str_short()}")
+                raise FunctxTypeError(
+                    f"typecheck: {where} output is {v.aval.str_short()}, "
+                    f"inference gives {a.str_short()}"
+                )
             define(v, where)
     for v in jaxpr.outvars:
         use(v, "outvars")

@@ -30,9 +30,15 @@ def _custom_jvp_batch(args, dims, *, call_jaxpr, jvp, num_consts, name, symbolic
         o, t = V.vmap(one, in_axes=(xdims, xdims), out_axes=0)(list(xs), list(ts))
         return list(o), list(t)
 
-    outs = custom_jvp_call_p.bind(*hconsts, *args, call_jaxpr=call, jvp=jvp_batched,
-                                  num_consts=len(hconsts) + num_consts, name=name,
-                                  symbolic_zeros=False)
+    outs = custom_jvp_call_p.bind(
+        *hconsts,
+        *args,
+        call_jaxpr=call,
+        jvp=jvp_batched,
+        num_consts=len(hconsts) + num_consts,
+        name=name,
+        symbolic_zeros=False,
+    )
     return outs, [0] * len(outs)
 
 
@@ -51,12 +57,22 @@ def _custom_vjp_batch(args, dims, *, call_jaxpr, fwd, bwd, num_consts, name):
 
     def bwd_batched(res, cts):
         cts_x = V.vmap(lambda r, c: list(bwd(list(r), list(c))), in_axes=(0, 0), out_axes=0)(
-            list(res), list(cts))
-        return [V.moveaxis(c, 0, d) if d is not None else lax.reduce_sum(c, (0,))
-                for c, d in zip(cts_x, xdims)]
+            list(res), list(cts)
+        )
+        return [
+            V.moveaxis(c, 0, d) if d is not None else lax.reduce_sum(c, (0,))
+            for c, d in zip(cts_x, xdims)
+        ]
 
-    outs = custom_vjp_call_p.bind(*hconsts, *args, call_jaxpr=call, fwd=fwd_batched,
-                                  bwd=bwd_batched, num_consts=len(hconsts) + num_consts, name=name)
+    outs = custom_vjp_call_p.bind(
+        *hconsts,
+        *args,
+        call_jaxpr=call,
+        fwd=fwd_batched,
+        bwd=bwd_batched,
+        num_consts=len(hconsts) + num_consts,
+        name=name,
+    )
     return outs, [0] * len(outs)
 
 
@@ -66,11 +82,15 @@ def _custom_lin_batch(args, dims, *, num_res, bwd, out_avals, name):
     new_avals = tuple(V.batched_aval(a, 0, size) for a in out_avals)
 
     def bwd_batched(res, cts):
-        return list(V.vmap(lambda r, c: list(bwd(list(r), list(c))), in_axes=(0, 0),
-                           out_axes=0)(list(res), list(cts)))
+        return list(
+            V.vmap(lambda r, c: list(bwd(list(r), list(c))), in_axes=(0, 0), out_axes=0)(
+                list(res), list(cts)
+            )
+        )
 
-    outs = custom_lin_p.bind(*args, num_res=num_res, bwd=bwd_batched, out_avals=new_avals,
-                             name=name)
+    outs = custom_lin_p.bind(
+        *args, num_res=num_res, bwd=bwd_batched, out_avals=new_avals, name=name
+    )
     return outs, [0] * len(outs)
 
 

@@ -42,8 +42,10 @@ def _resolve_kwargs(fun, args, kwargs):
     ba = sig.bind(*args, **kwargs)
     ba.apply_defaults()
     if ba.kwargs:
-        raise FunctxTypeError(f"keyword-only arguments are not supported by custom derivative "
-                              f"function {_fun_name(fun)}{where()}")
+        raise FunctxTypeError(
+            f"keyword-only arguments are not supported by custom derivative "
+            f"function {_fun_name(fun)}{where()}"
+        )
     return ba.args
 
 
@@ -89,7 +91,8 @@ def _check_const_tangents(tangents, num_consts, name):
     if any(not isinstance(t, J.Zero) for t in tangents[:num_consts]):
         raise UnsupportedError(
             f"{name} closes over a value that is being differentiated{where()}; pass that value "
-            "to the function as an argument instead")
+            "to the function as an argument instead"
+        )
 
 
 # --- custom_jvp ----------------------------------------------------------------------------------
@@ -178,14 +181,22 @@ class custom_jvp:
             primals = tree_unflatten(in_tree, xs)
             # with symbolic_zeros the rule sees SymbolicZero (functx's Zero) for tangents known
             # to be zero, and may return one
-            tangents = tree_unflatten(in_tree, [
-                J.zeros_like_aval(J.tangent_aval(get_aval(x)))
-                if isinstance(t, J.Zero) and not symbolic else t for x, t in zip(xs, ts)])
+            tangents = tree_unflatten(
+                in_tree,
+                [
+                    J.zeros_like_aval(J.tangent_aval(get_aval(x)))
+                    if isinstance(t, J.Zero) and not symbolic
+                    else t
+                    for x, t in zip(xs, ts)
+                ],
+            )
             nondiff = [args[i] for i in nd]
             res = user_jvp(*nondiff, tuple(primals), tuple(tangents))
             if not isinstance(res, (tuple, list)) or len(res) != 2:
-                raise FunctxTypeError(f"custom_jvp rule of {name} must return a pair "
-                                      f"(primal_out, tangent_out){where()}")
+                raise FunctxTypeError(
+                    f"custom_jvp rule of {name} must return a pair "
+                    f"(primal_out, tangent_out){where()}"
+                )
             out, tout = res
             o_leaves, o_tree = tree_flatten(out)
             t_leaves, t_tree = tree_flatten(tout)
@@ -193,7 +204,8 @@ class custom_jvp:
                 raise FunctxTypeError(
                     f"custom_jvp rule of {name} must return primal and tangent outputs with the "
                     f"structure of {name}'s output, {out_tree}; got {o_tree} and {t_tree}"
-                    f"{where()}")
+                    f"{where()}"
+                )
             fixed = []
             for a, o, t in zip(out_avals, o_leaves, t_leaves):
                 ta = t.aval if isinstance(t, J.Zero) else get_aval(t)
@@ -202,7 +214,8 @@ class custom_jvp:
                     raise FunctxTypeError(
                         f"custom_jvp rule of {name}: outputs must have the shapes of {name}'s "
                         f"outputs ({a.str_short()}), got {get_aval(o).str_short()} and "
-                        f"{ta.str_short()}{where()}")
+                        f"{ta.str_short()}{where()}"
+                    )
                 if want.dtype == dtypes.float0:  # an integer output carries no tangent
                     t = J.Zero(want)
                 elif ta.dtype != want.dtype and not isinstance(t, J.Zero):
@@ -210,15 +223,22 @@ class custom_jvp:
                         raise FunctxTypeError(
                             f"custom_jvp rule of {name}: the tangent output must have dtype "
                             f"{want.dtype} for the primal output {a.str_short()}, got "
-                            f"{ta.str_short()}{where()}")
+                            f"{ta.str_short()}{where()}"
+                        )
                     t = lax.convert_element_type(t, want.dtype)  # a weakly typed scalar
                 fixed.append(t)
             return o_leaves, fixed
 
         del fun
-        outs = custom_jvp_call_p.bind(*consts, *leaves, call_jaxpr=call, jvp=jvp_flat,
-                                      num_consts=len(consts), name=name,
-                                      symbolic_zeros=self.symbolic_zeros)
+        outs = custom_jvp_call_p.bind(
+            *consts,
+            *leaves,
+            call_jaxpr=call,
+            jvp=jvp_flat,
+            num_consts=len(consts),
+            name=name,
+            symbolic_zeros=self.symbolic_zeros,
+        )
         return tree_unflatten(out_tree, outs)
 
 
@@ -234,8 +254,10 @@ custom_lin_p.abstract_eval = lambda *avals, out_avals, **_: list(out_avals)
 
 
 def _custom_lin_impl(*args, name, **_):
-    raise UnsupportedError(f"can't apply forward-mode autodiff (jvp) to a custom_vjp function "
-                           f"({name}); use grad/vjp, or define a custom_jvp{where()}")
+    raise UnsupportedError(
+        f"can't apply forward-mode autodiff (jvp) to a custom_vjp function "
+        f"({name}); use grad/vjp, or define a custom_jvp{where()}"
+    )
 
 
 custom_lin_p.impl = _custom_lin_impl
@@ -323,14 +345,16 @@ class custom_vjp:
                 full[i] = d
             res = user_fwd(*full)
             if not isinstance(res, (tuple, list)) or len(res) != 2:
-                raise FunctxTypeError(f"custom_vjp fwd of {name} must return a pair "
-                                      f"(output, residuals){where()}")
+                raise FunctxTypeError(
+                    f"custom_vjp fwd of {name} must return a pair (output, residuals){where()}"
+                )
             out, r = res
             o_leaves, o_tree = tree_flatten(out)
             if o_tree != out_tree:
                 raise FunctxTypeError(
                     f"custom_vjp fwd of {name} must return an output with the structure of "
-                    f"{name}'s output, {out_tree}; got {o_tree}{where()}")
+                    f"{name}'s output, {out_tree}; got {o_tree}{where()}"
+                )
             r_leaves, r_tree = tree_flatten(r)
             res_tree_box[:] = [r_tree]
             return o_leaves, r_leaves
@@ -346,35 +370,52 @@ class custom_vjp:
                     got += f" of length {len(out)}"
                 raise FunctxTypeError(
                     f"custom_vjp bwd of {name} must return a tuple with one cotangent per "
-                    f"differentiable argument ({len(dyn_idx)}), got {got}{where()}")
+                    f"differentiable argument ({len(dyn_idx)}), got {got}{where()}"
+                )
             flat = []
             for k, (o, tree) in enumerate(zip(out, dyn_trees)):
                 if o is None:
                     n = tree.num_leaves
                     start = len(flat)
-                    flat.extend(J.zeros_like_aval(J.tangent_aval(a))
-                                for a in x_avals[start:start + n])
+                    flat.extend(
+                        J.zeros_like_aval(J.tangent_aval(a)) for a in x_avals[start : start + n]
+                    )
                     continue
                 o_leaves, o_tree = tree_flatten(o)
                 if o_tree != tree:
                     raise FunctxTypeError(
                         f"custom_vjp bwd of {name}: cotangent {k} must have the structure of "
-                        f"argument {dyn_idx[k]}, {tree}; got {o_tree}{where()}")
+                        f"argument {dyn_idx[k]}, {tree}; got {o_tree}{where()}"
+                    )
                 flat.extend(o_leaves)
             for a, c in zip(x_avals, flat):
                 if get_aval(c).shape != a.shape:
                     raise FunctxTypeError(
                         f"custom_vjp bwd of {name} returned a cotangent of shape "
                         f"{get_aval(c).str_short()} for an argument of shape {a.str_short()}"
-                        f"{where()}")
+                        f"{where()}"
+                    )
             return flat
 
-        outs = custom_vjp_call_p.bind(*consts, *leaves, call_jaxpr=call, fwd=fwd_flat,
-                                      bwd=bwd_flat, num_consts=len(consts), name=name)
+        outs = custom_vjp_call_p.bind(
+            *consts,
+            *leaves,
+            call_jaxpr=call,
+            fwd=fwd_flat,
+            bwd=bwd_flat,
+            num_consts=len(consts),
+            name=name,
+        )
         return tree_unflatten(out_tree, outs)
 
 
 SymbolicZero = J.Zero  # what a ``symbolic_zeros=True`` rule receives for a zero tangent
 
-__all__ = ["custom_jvp", "custom_vjp", "SymbolicZero", "custom_jvp_call_p", "custom_vjp_call_p",
-           "custom_lin_p"]
+__all__ = [
+    "custom_jvp",
+    "custom_vjp",
+    "SymbolicZero",
+    "custom_jvp_call_p",
+    "custom_vjp_call_p",
+    "custom_lin_p",
+]

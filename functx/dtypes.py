@@ -29,8 +29,21 @@ float64 = np.dtype(np.float64)
 # float0 is the dtype of tangents of integer inputs (JAX's name); it holds no data.
 float0 = np.dtype([("float0", np.void, 0)])
 
-SUPPORTED = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-             float16, bfloat16, float32, float64)
+SUPPORTED = (
+    bool_,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+    float16,
+    bfloat16,
+    float32,
+    float64,
+)
 FLOATS = (float16, bfloat16, float32, float64)
 SIGNED = (int8, int16, int32, int64)
 UNSIGNED = (uint8, uint16, uint32, uint64)
@@ -41,9 +54,22 @@ _CANONICAL = {d: d for d in SUPPORTED + (float0,)}
 default_float = float32
 default_int = int32
 
-_SHORT = {bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i64", uint8: "u8",
-          uint16: "u16", uint32: "u32", uint64: "u64", float16: "f16", bfloat16: "bf16",
-          float32: "f32", float64: "f64", float0: "float0"}
+_SHORT = {
+    bool_: "bool",
+    int8: "i8",
+    int16: "i16",
+    int32: "i32",
+    int64: "i64",
+    uint8: "u8",
+    uint16: "u16",
+    uint32: "u32",
+    uint64: "u64",
+    float16: "f16",
+    bfloat16: "bf16",
+    float32: "f32",
+    float64: "f64",
+    float0: "float0",
+}
 
 
 def short_name(dtype: np.dtype) -> str:
@@ -70,13 +96,19 @@ def canonicalize(dtype) -> np.dtype:
     try:
         dt = np.dtype(dtype)
     except (TypeError, ValueError):
-        raise FunctxTypeError(f"{dtype!r:.60} is not a dtype; supported: "
-                              + ", ".join(str(d) for d in SUPPORTED) + where()) from None
+        raise FunctxTypeError(
+            f"{dtype!r:.60} is not a dtype; supported: "
+            + ", ".join(str(d) for d in SUPPORTED)
+            + where()
+        ) from None
     if dt == float0:
         return float0
     if dt not in SUPPORTED:
-        raise FunctxTypeError(f"functx does not support dtype {dt}; supported: "
-                              + ", ".join(str(d) for d in SUPPORTED) + where())
+        raise FunctxTypeError(
+            f"functx does not support dtype {dt}; supported: "
+            + ", ".join(str(d) for d in SUPPORTED)
+            + where()
+        )
     return dt
 
 

@@ -31,16 +31,19 @@ def _abstract_eval(*args, computation, dimensions):
     ops, inits = args[:n], args[n:]
     for o in ops[1:]:
         if o.shape != ops[0].shape:
-            raise FunctxTypeError("reduce: operands must have equal shapes, got "
-                                  + ", ".join(o.str_short() for o in ops))
+            raise FunctxTypeError(
+                "reduce: operands must have equal shapes, got "
+                + ", ".join(o.str_short() for o in ops)
+            )
     for o, i in zip(ops, inits):
         if i.shape != () or i.dtype != o.dtype:
-            raise FunctxTypeError(f"reduce: init value {i.str_short()} must be a scalar of the "
-                                  f"operand's dtype {o.str_short()}")
+            raise FunctxTypeError(
+                f"reduce: init value {i.str_short()} must be a scalar of the "
+                f"operand's dtype {o.str_short()}"
+            )
     for d in dimensions:
         if not 0 <= d < ops[0].ndim:
-            raise FunctxTypeError(f"reduce: dimension {d} is out of range for "
-                                  f"{ops[0].str_short()}")
+            raise FunctxTypeError(f"reduce: dimension {d} is out of range for {ops[0].str_short()}")
     shape = tuple(s for i, s in enumerate(ops[0].shape) if i not in dimensions)
     return [ShapedArray(shape, o.dtype) for o in ops]
 
@@ -74,7 +77,7 @@ def _impl(*args, computation, dimensions):
         k = xs[0].shape[-1]
         half = k // 2
         lo = [x[..., :half] for x in xs]
-        hi = [x[..., half:2 * half] for x in xs]
+        hi = [x[..., half : 2 * half] for x in xs]
         comb = _apply(computation, lo, hi)
         if k % 2:
             comb = [np.concatenate([c, x[..., -1:]], -1) for c, x in zip(comb, xs)]
@@ -86,9 +89,14 @@ def _impl(*args, computation, dimensions):
 
 reduce_p.impl = _impl
 
-_MONOIDS = {P.add_p: ("reduce_sum", 0), P.mul_p: ("reduce_prod", 1), P.max_p: ("reduce_max", None),
-            P.min_p: ("reduce_min", None), P.and_p: ("reduce_and", None),
-            P.or_p: ("reduce_or", None)}
+_MONOIDS = {
+    P.add_p: ("reduce_sum", 0),
+    P.mul_p: ("reduce_prod", 1),
+    P.max_p: ("reduce_max", None),
+    P.min_p: ("reduce_min", None),
+    P.and_p: ("reduce_and", None),
+    P.or_p: ("reduce_or", None),
+}
 
 
 def _monoid(closed: ClosedJaxpr, init, dtype):
@@ -99,7 +107,9 @@ def _monoid(closed: ClosedJaxpr, init, dtype):
         return None
     e = j.eqns[0]
     if e.prim not in _MONOIDS or [v.id for v in e.invars if hasattr(v, "id")] not in (
-            [j.invars[0].id, j.invars[1].id], [j.invars[1].id, j.invars[0].id]):
+        [j.invars[0].id, j.invars[1].id],
+        [j.invars[1].id, j.invars[0].id],
+    ):
         return None
     if j.outvars[0] is not e.outvars[0]:
         return None
@@ -130,22 +140,28 @@ def reduce(operands, init_values, computation, dimensions):  # noqa: A001
     flat_ops, tree = tree_flatten(operands)
     flat_init, init_tree = tree_flatten(init_values)
     if tree != init_tree:
-        raise FunctxTypeError(f"reduce: operands and init_values must have the same structure, "
-                              f"got {tree} and {init_tree}{where()}")
+        raise FunctxTypeError(
+            f"reduce: operands and init_values must have the same structure, "
+            f"got {tree} and {init_tree}{where()}"
+        )
     if not callable(computation):
-        raise FunctxTypeError(f"reduce: computation must be callable, got "
-                              f"{type(computation).__name__}{where()}")
+        raise FunctxTypeError(
+            f"reduce: computation must be callable, got {type(computation).__name__}{where()}"
+        )
     if not flat_ops:
         raise FunctxTypeError(f"reduce needs at least one operand{where()}")
     nd = get_aval(flat_ops[0]).ndim
     try:
         dims = [operator.index(d) for d in dimensions]
     except TypeError:
-        raise FunctxTypeError(f"reduce: dimensions must be a sequence of ints, got "
-                              f"{dimensions!r}{where()}") from None
+        raise FunctxTypeError(
+            f"reduce: dimensions must be a sequence of ints, got {dimensions!r}{where()}"
+        ) from None
     if any(not -nd <= d < nd for d in dims) or len({d % nd for d in dims}) != len(dims):
-        raise FunctxValueError(f"reduce: dimensions {tuple(dims)} are out of range or repeated "
-                               f"for {get_aval(flat_ops[0]).str_short()}{where()}")
+        raise FunctxValueError(
+            f"reduce: dimensions {tuple(dims)} are out of range or repeated "
+            f"for {get_aval(flat_ops[0]).str_short()}{where()}"
+        )
     dims = tuple(sorted(d % nd for d in dims))
     avals = [ShapedArray((), get_aval(o).dtype) for o in flat_ops]
     box = {}
@@ -159,9 +175,11 @@ def reduce(operands, init_values, computation, dimensions):  # noqa: A001
 
     closed, _ = trace_flat(flat, avals + avals)
     if box["tree"] != tree or not all(same_type(a, b) for a, b in zip(closed.out_avals, avals)):
-        raise FunctxTypeError(f"reduce: the computation must return the structure and scalar "
-                              f"types of its inputs, {[a.str_short() for a in avals]}; got "
-                              f"{[a.str_short() for a in closed.out_avals]}{where()}")
+        raise FunctxTypeError(
+            f"reduce: the computation must return the structure and scalar "
+            f"types of its inputs, {[a.str_short() for a in avals]}; got "
+            f"{[a.str_short() for a in closed.out_avals]}{where()}"
+        )
     if len(flat_ops) == 1:
         prim = _monoid(closed, flat_init[0], avals[0].dtype)
         if prim is not None:
@@ -176,9 +194,11 @@ def reduce(operands, init_values, computation, dimensions):  # noqa: A001
 
 
 def _jvp(primals, tangents, **params):
-    raise UnsupportedError(f"Differentiation rule for 'reduce' not implemented: a custom "
-                           f"reduction differentiates only when it is a sum, product, max or min "
-                           f"(which functx.lax.reduce turns into reduce_sum & co.){where()}")
+    raise UnsupportedError(
+        f"Differentiation rule for 'reduce' not implemented: a custom "
+        f"reduction differentiates only when it is a sum, product, max or min "
+        f"(which functx.lax.reduce turns into reduce_sum & co.){where()}"
+    )
 
 
 J.jvp_rules[reduce_p] = _jvp

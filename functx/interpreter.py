@@ -13,8 +13,9 @@ from functx.core import ClosedJaxpr, Jaxpr, Literal
 
 def eval_jaxpr(jaxpr: Jaxpr, consts, *args) -> list:
     if len(args) != len(jaxpr.invars):
-        raise TypeError(f"eval_jaxpr: the Jaxpr takes {len(jaxpr.invars)} arguments, "
-                        f"got {len(args)}")
+        raise TypeError(
+            f"eval_jaxpr: the Jaxpr takes {len(jaxpr.invars)} arguments, got {len(args)}"
+        )
     env = {}
     for v, x in zip(jaxpr.constvars, consts):
         env[v.id] = x

@@ -37,8 +37,16 @@ from functx.transforms import passes
 class Lowered:
     """What ``jit(f).lower(*args)`` returns: the final Jaxpr and the generated source."""
 
-    def __init__(self, jaxpr: ClosedJaxpr, executable, in_tree=None, in_avals=(), out_tree=None,
-                 what="jit", runner=None):
+    def __init__(
+        self,
+        jaxpr: ClosedJaxpr,
+        executable,
+        in_tree=None,
+        in_avals=(),
+        out_tree=None,
+        what="jit",
+        runner=None,
+    ):
         self.jaxpr = jaxpr
         self.executable = executable  # the program (its source, kernels, shared object)
         self._runner = executable if runner is None else runner  # what Compiled calls
@@ -49,8 +57,10 @@ class Lowered:
 
     def as_text(self) -> str:
         lang = "Triton" if hasattr(self.executable, "exe") else "C++"
-        return (f"# Jaxpr\n{self.jaxpr}\n\n# kernels\n{self.executable.kernels_text}\n\n"
-                f"# {lang}\n{self.executable.source}")
+        return (
+            f"# Jaxpr\n{self.jaxpr}\n\n# kernels\n{self.executable.kernels_text}\n\n"
+            f"# {lang}\n{self.executable.source}"
+        )
 
     def kernel_count(self) -> int:
         return self.executable.kernels_text.count("kernel ")
@@ -77,31 +87,39 @@ class Compiled:
         return self._lowered.as_text()
 
     def __call__(self, *args, **kwargs):
-        leaves, tree = optree.tree_flatten((args, kwargs), none_is_leaf=False,
-                                           namespace=tracing.PYTREE_NAMESPACE)
+        leaves, tree = optree.tree_flatten(
+            (args, kwargs), none_is_leaf=False, namespace=tracing.PYTREE_NAMESPACE
+        )
         if tree != self.in_tree:
             raise FunctxTypeError(
                 f"{self._what}: the compiled function was called with arguments of another pytree "
                 f"structure: compiled for {self.in_tree}, called with {tree} (pass the dynamic "
-                f"arguments given to lower(), static ones left out){where()}")
+                f"arguments given to lower(), static ones left out){where()}"
+            )
         got = []
         for x in leaves:
             try:
                 got.append(get_aval(x))
             except Exception:  # noqa: BLE001 - reported below as what it is
                 got.append(None)
-        bad = [i for i, (a, b) in enumerate(zip(self.in_avals, got))
-               if b is None or a.shape != b.shape or a.dtype != b.dtype]
+        bad = [
+            i
+            for i, (a, b) in enumerate(zip(self.in_avals, got))
+            if b is None or a.shape != b.shape or a.dtype != b.dtype
+        ]
         if bad:
+
             def fmt(avals):
                 return ", ".join("?" if a is None else a.str_short() for a in avals)
+
             i = bad[0]
             raise FunctxTypeError(
                 f"{self._what}: computation compiled for input types:\n  {fmt(self.in_avals)}\n"
                 f"called with:\n  {fmt(got)}\n(argument leaf {i} differs: expected "
                 f"{self.in_avals[i].str_short()}, got "
                 f"{'a ' + type(leaves[i]).__name__ if got[i] is None else got[i].str_short()}); "
-                f"lower and compile again for these arguments{where()}")
+                f"lower and compile again for these arguments{where()}"
+            )
         return tree_unflatten(self.out_tree, self._exe(leaves))
 
 
@@ -132,8 +150,9 @@ def _executable(closed, place):
     if zeros:
         j = closed.jaxpr
         keep = [v for v in j.outvars if v.aval.dtype != dtypes.float0]
-        closed = passes.dce_closed(ClosedJaxpr(Jaxpr(j.constvars, j.invars, j.eqns, keep),
-                                               closed.consts))
+        closed = passes.dce_closed(
+            ClosedJaxpr(Jaxpr(j.constvars, j.invars, j.eqns, keep), closed.consts)
+        )
     if place == "cpu":
         exe = compile_jaxpr(closed, "cpu")
     else:
@@ -156,8 +175,10 @@ class _WithFloat0:
 
     def __call__(self, leaves):
         outs = iter(self.inner(leaves))
-        return [np.zeros(self.zeros[i].shape, dtypes.float0) if i in self.zeros else next(outs)
-                for i in range(self.n_out)]
+        return [
+            np.zeros(self.zeros[i].shape, dtypes.float0) if i in self.zeros else next(outs)
+            for i in range(self.n_out)
+        ]
 
 
 def _run(exe, leaves):
@@ -185,23 +206,26 @@ def _describe_change(old_key, new_key) -> str:
 
 
 def _placement(leaves, backend, what):
-    """"cpu" or the GPU ``Device`` a call runs on: where its committed arguments live (else the
+    """ "cpu" or the GPU ``Device`` a call runs on: where its committed arguments live (else the
     default device); ``backend`` ("cpu" or "triton"), when given, must agree."""
     dev, _ = _pl.op_device(leaves, what, "argument leaf")
     if backend == "cpu" and dev is not _pl.CPU:
         raise _pl.DeviceError(
             f"{what} was asked for backend='cpu' but its arguments are on {dev}; copy them to "
-            "the host with functx.device_put(x, functx.devices('cpu')[0]), or drop backend=")
+            "the host with functx.device_put(x, functx.devices('cpu')[0]), or drop backend="
+        )
     if backend == "triton" and dev.platform != "gpu":
         raise _pl.DeviceError(
             f"{what} was asked for backend='triton' (a GPU) but its arguments are on {dev}; "
-            "put them on a GPU first: functx.device_put(x, functx.devices('gpu')[0])")
+            "put them on a GPU first: functx.device_put(x, functx.devices('gpu')[0])"
+        )
     return "cpu" if dev is _pl.CPU else dev
 
 
 def _check_static(static_argnums, static_argnames):
     """``static_argnums`` (an int or a sequence of ints) and ``static_argnames`` (a str or a
     sequence of str) as tuples; anything else is a FunctxTypeError."""
+
     def ints(v):
         return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
@@ -214,8 +238,10 @@ def _check_static(static_argnums, static_argnames):
     if ints(static_argnums):
         nums = (int(static_argnums),)
     elif items is None or not all(ints(a) for a in items):
-        raise FunctxTypeError(f"jit: static_argnums must be an int or a sequence of ints, got "
-                              f"{static_argnums!r:.60}{where()}")
+        raise FunctxTypeError(
+            f"jit: static_argnums must be an int or a sequence of ints, got "
+            f"{static_argnums!r:.60}{where()}"
+        )
     else:
         nums = tuple(int(a) for a in items)
     if static_argnames is None:
@@ -227,8 +253,10 @@ def _check_static(static_argnums, static_argnames):
     if isinstance(static_argnames, str):
         names = (static_argnames,)
     elif items is None or not all(isinstance(a, str) for a in items):
-        raise FunctxTypeError(f"jit: static_argnames must be a str or a sequence of str, got "
-                              f"{static_argnames!r:.60}{where()}")
+        raise FunctxTypeError(
+            f"jit: static_argnames must be a str or a sequence of str, got "
+            f"{static_argnames!r:.60}{where()}"
+        )
     else:
         names = items
     return nums, names
@@ -237,20 +265,25 @@ def _check_static(static_argnums, static_argnames):
 class Jitted:
     def __init__(self, fun, static_argnums=(), static_argnames=(), backend=None):
         if backend not in (None, "cpu", "triton"):
-            raise FunctxValueError(f"jit: backend must be None, 'cpu' or 'triton', not "
-                                   f"{backend!r}{where()}")
+            raise FunctxValueError(
+                f"jit: backend must be None, 'cpu' or 'triton', not {backend!r}{where()}"
+            )
         if not callable(fun):
-            raise FunctxTypeError(f"jit: expected a callable value, got {fun!r:.80} of type "
-                                  f"{type(fun).__name__}{where()}")
+            raise FunctxTypeError(
+                f"jit: expected a callable value, got {fun!r:.80} of type "
+                f"{type(fun).__name__}{where()}"
+            )
         static_argnums, static_argnames = _check_static(static_argnums, static_argnames)
         functools.update_wrapper(self, fun)
         self.fun = fun
         self._what = f"jit({getattr(fun, '__name__', type(fun).__name__)})"  # for errors
         self.backend = backend
-        self.static_argnums = (static_argnums,) if isinstance(static_argnums, int) \
-            else tuple(static_argnums)
-        self.static_argnames = (static_argnames,) if isinstance(static_argnames, str) \
-            else tuple(static_argnames)
+        self.static_argnums = (
+            (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+        )
+        self.static_argnames = (
+            (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+        )
         self._infer_static_from_signature()
         # the compiled programs, least recently used first (at most FUNCTX_JIT_CACHE_SIZE)
         self.cache: collections.OrderedDict = collections.OrderedDict()
@@ -271,8 +304,9 @@ class Jitted:
             params = list(inspect.signature(self.fun).parameters.values())
         except (TypeError, ValueError):
             return
-        positional = [p.name for p in params
-                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        positional = [
+            p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
         kinds = {p.kind for p in params}
         if inspect.Parameter.VAR_POSITIONAL not in kinds:
             bad = [i for i in self.static_argnums if not -len(positional) <= i < len(positional)]
@@ -280,14 +314,16 @@ class Jitted:
                 raise FunctxValueError(
                     f"{self._what}: static_argnums={self.static_argnums} names argument {bad[0]}, "
                     f"but the function takes only {len(positional)} positional arguments"
-                    f"{where()}")
+                    f"{where()}"
+                )
         if inspect.Parameter.VAR_KEYWORD not in kinds:
             named = {p.name for p in params if p.kind != p.VAR_POSITIONAL}
             bad = sorted(set(self.static_argnames) - named)
             if bad:
                 raise FunctxValueError(
                     f"{self._what}: static_argnames names {bad}, which the function does not "
-                    f"take (its arguments: {sorted(named)}){where()}")
+                    f"take (its arguments: {sorted(named)}){where()}"
+                )
         nums, names = set(self.static_argnums), set(self.static_argnames)
         for name in list(names):
             if name in positional:
@@ -306,8 +342,9 @@ class Jitted:
         try:
             hash((stat, stat_kw))
         except TypeError as e:
-            raise FunctxTypeError(f"jit: static arguments must be hashable ({e}){where()}"
-                                  ) from None
+            raise FunctxTypeError(
+                f"jit: static arguments must be hashable ({e}){where()}"
+            ) from None
         return dyn_args, dyn_kw, stat, stat_kw
 
     def _trace(self, args, kwargs):
@@ -343,8 +380,7 @@ class Jitted:
                     return outs[0] if hit[1] is None else tree_unflatten(hit[1], outs)
             # host Arrays (committed to the CPU, so no placement to decide): one lookup by their
             # avals, then the compiled program (about 1.3 us in all on a 2-core VM)
-            hit = self._cpu_calls.get(tuple([a.aval if type(a) is Array else None
-                                             for a in args]))
+            hit = self._cpu_calls.get(tuple([a.aval if type(a) is Array else None for a in args]))
             # (0-d Arrays alone have no device: the call goes to the default device, the CPU
             # for certain only while this process has no GPU)
             if hit is not None and (hit[3] or not _pl.GPU_IN_USE):
@@ -359,15 +395,25 @@ class Jitted:
                 in_tree = self._flat_trees.get(len(args))
                 if in_tree is None:
                     in_tree = self._flat_trees[len(args)] = optree.tree_structure(
-                        (args, {}), none_is_leaf=False, namespace=tracing.PYTREE_NAMESPACE)
+                        (args, {}), none_is_leaf=False, namespace=tracing.PYTREE_NAMESPACE
+                    )
             else:
-                leaves, in_tree = optree.tree_flatten((args, {}), none_is_leaf=False,
-                                                      namespace=tracing.PYTREE_NAMESPACE)
+                leaves, in_tree = optree.tree_flatten(
+                    (args, {}), none_is_leaf=False, namespace=tracing.PYTREE_NAMESPACE
+                )
             try:
-                place = _placement(leaves, self.backend, self._what) if _pl.GPU_IN_USE \
+                place = (
+                    _placement(leaves, self.backend, self._what)
+                    if _pl.GPU_IN_USE
                     else self.backend or "cpu"
-                key = (in_tree, tuple([x.aval for x in leaves]), ((), ()), place,
-                       None if place == "cpu" else _pl.matmul_precision())
+                )
+                key = (
+                    in_tree,
+                    tuple([x.aval for x in leaves]),
+                    ((), ()),
+                    place,
+                    None if place == "cpu" else _pl.matmul_precision(),
+                )
                 entry = self.cache.get(key)
             except AttributeError:
                 entry = None
@@ -382,12 +428,19 @@ class Jitted:
             closed, _, out_tree, _ = tracing.trace_pytree(f, *tree_unflatten(in_tree, leaves))
             return tree_unflatten(out_tree, eval_jaxpr(closed.jaxpr, closed.consts, *leaves))
         place = _placement(leaves, self.backend, self._what)
-        key = (in_tree, tuple(get_aval(x) for x in leaves), statics, place,
-               None if place == "cpu" else _pl.matmul_precision())
+        key = (
+            in_tree,
+            tuple(get_aval(x) for x in leaves),
+            statics,
+            place,
+            None if place == "cpu" else _pl.matmul_precision(),
+        )
         entry = self.cache.get(key)
         if entry is None:
-            _log(f"compiling {getattr(self.fun, '__name__', 'function')} for {place}: "
-                 f"{_describe_change(self.last_key, key)}")
+            _log(
+                f"compiling {getattr(self.fun, '__name__', 'function')} for {place}: "
+                f"{_describe_change(self.last_key, key)}"
+            )
             entry = self._compile(f, leaves, in_tree, place)
             self._insert(key, entry)
         else:
@@ -441,14 +494,24 @@ class Jitted:
         """Remember ``entry`` for the fast path when ``args`` are all host Arrays (at least one:
         a call without arguments runs on the default device, which may change; so does a call
         with 0-d Arrays alone, which the fast path takes only while no GPU is in use)."""
-        if args and key[3] == "cpu" and key[2] == ((), ()) and hasattr(entry[0], "run_arrays") \
-                and all(type(a) is Array for a in args):
+        if (
+            args
+            and key[3] == "cpu"
+            and key[2] == ((), ())
+            and hasattr(entry[0], "run_arrays")
+            and all(type(a) is Array for a in args)
+        ):
             exe, out_tree = entry
             sig = tuple([a.aval for a in args])
             if sig not in self._cpu_calls and key in self.cache:
                 committed = any(a.shape for a in sig)  # (placement._classify)
-                self._cpu_calls[sig] = [exe, None if out_tree.is_leaf() else out_tree, key,
-                                        committed, False]
+                self._cpu_calls[sig] = [
+                    exe,
+                    None if out_tree.is_leaf() else out_tree,
+                    key,
+                    committed,
+                    False,
+                ]
                 self._fast_of.setdefault(key, []).append((self._cpu_calls, sig))
 
     def _compile(self, f, leaves, in_tree, place="cpu"):
@@ -458,8 +521,7 @@ class Jitted:
     def _final_jaxpr(self, f, leaves, in_tree, place):
         a, kw = tree_unflatten(in_tree, leaves)
         closed, _, out_tree, _ = tracing.trace_pytree(f, a, kw)
-        _pl.check_consts(closed.consts, _pl.CPU if place == "cpu" else place,
-                              self._what)
+        _pl.check_consts(closed.consts, _pl.CPU if place == "cpu" else place, self._what)
         return passes.divide_by_reciprocals(passes.simplify(closed)), out_tree
 
     def lower(self, *args, **kwargs) -> Lowered:
@@ -469,8 +531,9 @@ class Jitted:
         runner = _executable(closed, place)
         inner = getattr(runner, "inner", runner)  # (under _WithFloat0)
         program = inner.exe if isinstance(inner, _pl.DeviceExecutable) else runner
-        return Lowered(closed, program, in_tree, [get_aval(x) for x in leaves], out_tree,
-                       self._what, runner)
+        return Lowered(
+            closed, program, in_tree, [get_aval(x) for x in leaves], out_tree, self._what, runner
+        )
 
 
 def jit(fun=None, *, static_argnums=(), static_argnames=(), backend=None):
@@ -491,6 +554,7 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), backend=None):
       >>> print(f.lower(np.ones(4, np.float32)).as_text())
     """
     if fun is None:
-        return functools.partial(jit, static_argnums=static_argnums,
-                                 static_argnames=static_argnames, backend=backend)
+        return functools.partial(
+            jit, static_argnums=static_argnums, static_argnames=static_argnames, backend=backend
+        )
     return Jitted(fun, static_argnums, static_argnames, backend)

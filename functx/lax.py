@@ -39,27 +39,33 @@ def _int(op, what, v):
     if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
         return int(v)
     if isinstance(v, (float, np.floating, complex, str, bytes, bool, np.bool_)) or v is None:
-        raise FunctxTypeError(f"{op}: {what} must be an integer, got {v!r} of type "
-                              f"{type(v).__name__}{_loc()}")
+        raise FunctxTypeError(
+            f"{op}: {what} must be an integer, got {v!r} of type {type(v).__name__}{_loc()}"
+        )
     try:
         return operator.index(v)
     except TypeError as e:
         if isinstance(e, FunctxError):  # a ConcretizationError for a traced value
             raise
-        raise FunctxTypeError(f"{op}: {what} must be an integer, got {v!r} of type "
-                              f"{type(v).__name__}{_loc()}") from None
+        raise FunctxTypeError(
+            f"{op}: {what} must be an integer, got {v!r} of type {type(v).__name__}{_loc()}"
+        ) from None
 
 
 def _ints(op, what, vs):
     """A tuple of Python ints from a sequence (see ``_int``)."""
-    if isinstance(vs, (int, np.integer, float, np.floating, str, bytes)) or vs is None \
-            or not hasattr(vs, "__iter__"):
+    if (
+        isinstance(vs, (int, np.integer, float, np.floating, str, bytes))
+        or vs is None
+        or not hasattr(vs, "__iter__")
+    ):
         raise FunctxTypeError(f"{op}: {what} must be a sequence of integers, got {vs!r}{_loc()}")
     try:
         items = list(vs)
     except TypeError:
-        raise FunctxTypeError(f"{op}: {what} must be a sequence of integers, got {vs!r:.60}"
-                              f"{_loc()}") from None
+        raise FunctxTypeError(
+            f"{op}: {what} must be a sequence of integers, got {vs!r:.60}{_loc()}"
+        ) from None
     return tuple(_int(op, what, v) for v in items)
 
 
@@ -83,8 +89,9 @@ def _axis(op, axis, ndim, err=FunctxValueError, what="axis"):
 
 def _bool(op, what, v):
     if not isinstance(v, (bool, np.bool_)):
-        raise FunctxTypeError(f"{op}: {what} must be a bool, got {v!r} of type "
-                              f"{type(v).__name__}{_loc()}")
+        raise FunctxTypeError(
+            f"{op}: {what} must be a bool, got {v!r} of type {type(v).__name__}{_loc()}"
+        )
     return bool(v)
 
 
@@ -107,11 +114,13 @@ def _py_scalar_as(x, dtype):
         with np.errstate(over="ignore"):  # a float beyond the dtype's range is inf, as in JAX
             return np.asarray(x, dtype)
     except OverflowError:
-        raise FunctxOverflowError(f"Python int {x} is too large to convert to {np.dtype(dtype)}"
-                                  f"{_loc()}") from None
+        raise FunctxOverflowError(
+            f"Python int {x} is too large to convert to {np.dtype(dtype)}{_loc()}"
+        ) from None
     except (TypeError, ValueError) as e:  # NaN or inf to an integer dtype, ...
-        raise FunctxTypeError(f"cannot convert the Python scalar {x!r} to {np.dtype(dtype)}: "
-                              f"{e}{_loc()}") from None
+        raise FunctxTypeError(
+            f"cannot convert the Python scalar {x!r} to {np.dtype(dtype)}: {e}{_loc()}"
+        ) from None
 
 
 def _binary_operands(x, y):
@@ -172,11 +181,16 @@ class RoundingMethod:
 def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):  # noqa: A001
     """Round to an integral value: ``rounding_method`` 0 (AWAY_FROM_ZERO) or 1
     (TO_NEAREST_EVEN)."""
-    if not isinstance(rounding_method, (int, np.integer)) or \
-            isinstance(rounding_method, (bool, np.bool_)) or rounding_method not in (0, 1):
-        raise FunctxValueError(f"round: {rounding_method!r} is not a valid RoundingMethod; use "
-                               f"RoundingMethod.AWAY_FROM_ZERO (0) or TO_NEAREST_EVEN (1)"
-                               f"{_loc()}")
+    if (
+        not isinstance(rounding_method, (int, np.integer))
+        or isinstance(rounding_method, (bool, np.bool_))
+        or rounding_method not in (0, 1)
+    ):
+        raise FunctxValueError(
+            f"round: {rounding_method!r} is not a valid RoundingMethod; use "
+            f"RoundingMethod.AWAY_FROM_ZERO (0) or TO_NEAREST_EVEN (1)"
+            f"{_loc()}"
+        )
     return P.round_p.bind(x, rounding_method=int(rounding_method))
 
 
@@ -256,23 +270,26 @@ def _iota_dtype(dtype):
         raise FunctxTypeError(f"iota: dtype must be an integer or float dtype, got None{_loc()}")
     dt = dtypes.canonicalize(dtype)
     if dt not in dtypes.INTEGERS and dt not in dtypes.FLOATS:
-        raise FunctxTypeError(f"iota does not accept dtype {dt}; use an integer or float dtype"
-                              f"{_loc()}")
+        raise FunctxTypeError(
+            f"iota does not accept dtype {dt}; use an integer or float dtype{_loc()}"
+        )
     return dt
 
 
 def iota(dtype, size: int):
     """``[0, 1, ..., size - 1]`` of ``dtype`` (integer or float)."""
-    return P.iota_p.bind(dtype=_iota_dtype(dtype), shape=_sizes("iota", "size", (size,)),
-                         dimension=0)
+    return P.iota_p.bind(
+        dtype=_iota_dtype(dtype), shape=_sizes("iota", "size", (size,)), dimension=0
+    )
 
 
 def broadcasted_iota(dtype, shape, dimension: int):
     shape = _sizes("broadcasted_iota", "shape", shape)
     dimension = _int("broadcasted_iota", "dimension", dimension)
     if not 0 <= dimension < len(shape):
-        raise FunctxValueError(f"broadcasted_iota: dimension {dimension} is out of range for shape "
-                               f"{shape}{_loc()}")
+        raise FunctxValueError(
+            f"broadcasted_iota: dimension {dimension} is out of range for shape {shape}{_loc()}"
+        )
     return P.iota_p.bind(dtype=_iota_dtype(dtype), shape=shape, dimension=dimension)
 
 
@@ -313,15 +330,15 @@ def reduce_or(x, axes):
 
 
 def argmax(x, axis: int, index_dtype=dtypes.int32):
-    return P.argmax_p.bind(x, axes=(_int("argmax", "axis", axis),),
-                           index_dtype=dtypes.canonicalize(index_dtype))
+    return P.argmax_p.bind(
+        x, axes=(_int("argmax", "axis", axis),), index_dtype=dtypes.canonicalize(index_dtype)
+    )
 
 
 def argmin(x, axis: int, index_dtype=dtypes.int32):
-    return P.argmin_p.bind(x, axes=(_int("argmin", "axis", axis),),
-                           index_dtype=dtypes.canonicalize(index_dtype))
-
-
+    return P.argmin_p.bind(
+        x, axes=(_int("argmin", "axis", axis),), index_dtype=dtypes.canonicalize(index_dtype)
+    )
 
 
 # --- shapes --------------------------------------------------------------------------------------
@@ -360,8 +377,12 @@ def transpose(x, permutation):
 
 def squeeze(x, dimensions):
     nd = _aval(x).ndim
-    dimensions = tuple(sorted(_axis("squeeze", d, nd, what="dimension")
-                              for d in _ints("squeeze", "dimensions", dimensions)))
+    dimensions = tuple(
+        sorted(
+            _axis("squeeze", d, nd, what="dimension")
+            for d in _ints("squeeze", "dimensions", dimensions)
+        )
+    )
     if not dimensions and _is_array(x):
         return x
     return P.squeeze_p.bind(x, dimensions=dimensions)
@@ -390,11 +411,16 @@ def slice(x, start_indices, limit_indices, strides=None):  # noqa: A001
         strides = _ints("slice", "strides", strides)
         strides = None if all(s == 1 for s in strides) else strides
     aval = _aval(x)
-    if strides is None and start_indices == (0,) * aval.ndim and limit_indices == aval.shape \
-            and _is_array(x):
+    if (
+        strides is None
+        and start_indices == (0,) * aval.ndim
+        and limit_indices == aval.shape
+        and _is_array(x)
+    ):
         return x
-    return P.slice_p.bind(x, start_indices=start_indices, limit_indices=limit_indices,
-                          strides=strides)
+    return P.slice_p.bind(
+        x, start_indices=start_indices, limit_indices=limit_indices, strides=strides
+    )
 
 
 def slice_in_dim(x, start_index, limit_index, stride=1, axis=0):
@@ -409,9 +435,11 @@ def slice_in_dim(x, start_index, limit_index, stride=1, axis=0):
     start, limit = start + n if start < 0 else start, limit + n if limit < 0 else limit
     stride = _int("slice_in_dim", "stride", stride)
     if not 0 <= start <= limit <= n or stride < 1:
-        raise FunctxTypeError(f"slice_in_dim: start {start_index}, limit {limit_index}, stride "
-                              f"{stride} do not fit axis {axis} of {aval.str_short()} (need "
-                              f"0 <= start <= limit <= {n} and stride >= 1){_loc()}")
+        raise FunctxTypeError(
+            f"slice_in_dim: start {start_index}, limit {limit_index}, stride "
+            f"{stride} do not fit axis {axis} of {aval.str_short()} (need "
+            f"0 <= start <= limit <= {n} and stride >= 1){_loc()}"
+        )
     starts = [0] * aval.ndim
     limits = list(aval.shape)
     strides = [1] * aval.ndim
@@ -426,8 +454,9 @@ def index_in_dim(x, index, axis=0, keepdims=True):
     n = aval.shape[axis]
     i = _int("index_in_dim", "index", index)
     if not -n <= i < n:
-        raise FunctxIndexError(f"index_in_dim: index {i} is out of bounds for axis {axis} with "
-                               f"size {n}{_loc()}")
+        raise FunctxIndexError(
+            f"index_in_dim: index {i} is out of bounds for axis {axis} with size {n}{_loc()}"
+        )
     index = i % n
     out = slice_in_dim(x, index, index + 1, 1, axis)
     return out if keepdims else squeeze(out, (axis,))
@@ -441,17 +470,23 @@ def _index_scalar(i):
 
 def _index_list(op, starts):
     """The start indices as a list: a sequence of ints or integer scalars (arrays, tracers)."""
-    if isinstance(starts, (str, bytes)) or not hasattr(starts, "__iter__") or \
-            (hasattr(starts, "ndim") and starts.ndim == 0):
-        raise FunctxTypeError(f"{op}: start_indices must be a sequence of integer scalars, got "
-                              f"{starts!r:.60}{_loc()}")
+    if (
+        isinstance(starts, (str, bytes))
+        or not hasattr(starts, "__iter__")
+        or (hasattr(starts, "ndim") and starts.ndim == 0)
+    ):
+        raise FunctxTypeError(
+            f"{op}: start_indices must be a sequence of integer scalars, got {starts!r:.60}{_loc()}"
+        )
     out = list(starts)
     for i in out:
         if isinstance(i, (bool, np.bool_)) or not (
-                isinstance(i, (int, np.integer)) or (hasattr(i, "dtype") and np.ndim(i) == 0
-                                                     and _aval(i).dtype in dtypes.INTEGERS)):
-            raise FunctxTypeError(f"{op}: start indices must be integer scalars, got {i!r:.60}"
-                                  f"{_loc()}")
+            isinstance(i, (int, np.integer))
+            or (hasattr(i, "dtype") and np.ndim(i) == 0 and _aval(i).dtype in dtypes.INTEGERS)
+        ):
+            raise FunctxTypeError(
+                f"{op}: start indices must be integer scalars, got {i!r:.60}{_loc()}"
+            )
     return out
 
 
@@ -477,13 +512,15 @@ def dynamic_slice(x, start_indices, slice_sizes):
     """The window of ``slice_sizes`` at ``start_indices`` (negative starts wrap once, then the
     window is clamped into the array, as in JAX)."""
     start_indices = _wrap_negative(_index_list("dynamic_slice", start_indices), _aval(x).shape)
-    return P.dynamic_slice_p.bind(x, *start_indices,
-                                  slice_sizes=_sizes("dynamic_slice", "slice_sizes", slice_sizes))
+    return P.dynamic_slice_p.bind(
+        x, *start_indices, slice_sizes=_sizes("dynamic_slice", "slice_sizes", slice_sizes)
+    )
 
 
 def dynamic_update_slice(x, update, start_indices):
-    start_indices = _wrap_negative(_index_list("dynamic_update_slice", start_indices),
-                                   _aval(x).shape)
+    start_indices = _wrap_negative(
+        _index_list("dynamic_update_slice", start_indices), _aval(x).shape
+    )
     return P.dynamic_update_slice_p.bind(x, update, *start_indices)
 
 
@@ -519,8 +556,10 @@ def concatenate(operands, dimension: int):
     if len(operands) == 1 and _is_array(operands[0]):
         nd = _aval(operands[0]).ndim
         if not 0 <= dimension < nd:
-            raise FunctxTypeError(f"concatenate: dimension {dimension} is out of bounds for an "
-                                  f"array of rank {nd}{_loc()}")
+            raise FunctxTypeError(
+                f"concatenate: dimension {dimension} is out of bounds for an "
+                f"array of rank {nd}{_loc()}"
+            )
         return operands[0]
     return P.concatenate_p.bind(*operands, dimension=dimension)
 
@@ -531,8 +570,10 @@ def pad(x, padding_value, padding_config):
     except TypeError:
         triples = None
     if triples is None or any(len(t) != 3 for t in triples):
-        raise FunctxTypeError(f"pad: padding_config must be a sequence of (low, high, interior) "
-                              f"triples, one per axis, got {padding_config!r}{_loc()}")
+        raise FunctxTypeError(
+            f"pad: padding_config must be a sequence of (low, high, interior) "
+            f"triples, one per axis, got {padding_config!r}{_loc()}"
+        )
     padding_config = tuple(_ints("pad", "padding_config", t) for t in triples)
     if is_python_scalar(padding_value):
         padding_value = _scalar_like(padding_value, x)
@@ -552,8 +593,9 @@ def full(shape, fill_value, dtype=None):
 
 def full_like(x, fill_value, dtype=None, shape=None):
     aval = _aval(x)
-    return full(aval.shape if shape is None else shape, fill_value,
-                aval.dtype if dtype is None else dtype)
+    return full(
+        aval.shape if shape is None else shape, fill_value, aval.dtype if dtype is None else dtype
+    )
 
 
 def zeros_like_array(x):
@@ -566,6 +608,7 @@ class Precision(enum.Enum):
     ``dot``, ``functx.numpy.matmul``, ...). On a GPU, float32 products take TF32 inputs unless
     it is HIGHEST; the CPU always computes in float32. Strings work too: "default", "high",
     "highest", "bfloat16", "tensorfloat32", "float32"."""
+
     DEFAULT = 0
     HIGH = 1
     HIGHEST = 2
@@ -581,8 +624,9 @@ def canonicalize_precision(precision):
         return None
     if isinstance(precision, (tuple, list)):
         if len(precision) != 2:
-            raise ValueError(f"dot_general: precision must be one value or a pair, got "
-                             f"{precision!r}")
+            raise ValueError(
+                f"dot_general: precision must be one value or a pair, got {precision!r}"
+            )
         modes = [canonicalize_precision(p) for p in precision]
         if "float32" in modes:
             return "float32"
@@ -596,30 +640,41 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     try:
         (lc, rc), (lb, rb) = dimension_numbers
     except (TypeError, ValueError):
-        raise FunctxTypeError(f"dot_general: dimension_numbers must be ((lhs_contracting, "
-                              f"rhs_contracting), (lhs_batch, rhs_batch)), got "
-                              f"{dimension_numbers!r:.80}{_loc()}") from None
+        raise FunctxTypeError(
+            f"dot_general: dimension_numbers must be ((lhs_contracting, "
+            f"rhs_contracting), (lhs_batch, rhs_batch)), got "
+            f"{dimension_numbers!r:.80}{_loc()}"
+        ) from None
     what = "dimension_numbers"
-    dn = ((_ints("dot_general", what, lc), _ints("dot_general", what, rc)),
-          (_ints("dot_general", what, lb), _ints("dot_general", what, rb)))
+    dn = (
+        (_ints("dot_general", what, lc), _ints("dot_general", what, rc)),
+        (_ints("dot_general", what, lb), _ints("dot_general", what, rb)),
+    )
     pet = None if preferred_element_type is None else dtypes.canonicalize(preferred_element_type)
     if pet is not None and pet == _aval(lhs).dtype:
         pet = None
     precision = canonicalize_precision(precision)
     if precision is None:  # (kept out of the Jaxpr, like JAX's precision=None)
         return P.dot_general_p.bind(lhs, rhs, dimension_numbers=dn, preferred_element_type=pet)
-    return P.dot_general_p.bind(lhs, rhs, dimension_numbers=dn, preferred_element_type=pet,
-                                precision=precision)
+    return P.dot_general_p.bind(
+        lhs, rhs, dimension_numbers=dn, preferred_element_type=pet, precision=precision
+    )
 
 
 def dot(lhs, rhs, precision=None, preferred_element_type=None):
     """Vector/matrix product contracting the last axis of lhs with the first of rhs (rank <= 2)."""
     la, ra = _aval(lhs), _aval(rhs)
     if la.ndim not in (1, 2) or ra.ndim not in (1, 2):
-        raise TypeError(f"lax.dot takes rank 1 or 2 operands, got {la.str_short()} and "
-                        f"{ra.str_short()}")
-    return dot_general(lhs, rhs, (((la.ndim - 1,), (0,)), ((), ())), precision=precision,
-                       preferred_element_type=preferred_element_type)
+        raise TypeError(
+            f"lax.dot takes rank 1 or 2 operands, got {la.str_short()} and {ra.str_short()}"
+        )
+    return dot_general(
+        lhs,
+        rhs,
+        (((la.ndim - 1,), (0,)), ((), ())),
+        precision=precision,
+        preferred_element_type=preferred_element_type,
+    )
 
 
 def _prod(xs):
@@ -630,9 +685,30 @@ from functx.associative_scan import associative_scan, cumlogsumexp, cummax, cumm
 from functx.control_flow import cond, fori_loop, map, scan, switch, while_loop  # noqa: E402,F401,A004
 from functx.generic_reduce import reduce  # noqa: E402,F401,A004
 
-__all__ = [n for n in dir() if not n.startswith("_") and n not in
-           ("annotations", "builtins", "math", "operator", "np", "dtypes", "P", "Array",
-            "ShapedArray", "FunctxError", "FunctxIndexError", "FunctxTypeError",
-            "FunctxOverflowError",
-            "FunctxValueError",
-            "Tracer", "get_aval", "tree_flatten", "tree_unflatten", "is_python_scalar")]
+__all__ = [
+    n
+    for n in dir()
+    if not n.startswith("_")
+    and n
+    not in (
+        "annotations",
+        "builtins",
+        "math",
+        "operator",
+        "np",
+        "dtypes",
+        "P",
+        "Array",
+        "ShapedArray",
+        "FunctxError",
+        "FunctxIndexError",
+        "FunctxTypeError",
+        "FunctxOverflowError",
+        "FunctxValueError",
+        "Tracer",
+        "get_aval",
+        "tree_flatten",
+        "tree_unflatten",
+        "is_python_scalar",
+    )
+]

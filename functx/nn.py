@@ -152,11 +152,11 @@ def _axes(axis, ndim):
     out = []
     for a in axes:
         if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer)):
-            raise FunctxTypeError(f"axis must be an int or a tuple of ints, got {axis!r:.60}"
-                                  f"{_loc()}")
+            raise FunctxTypeError(
+                f"axis must be an int or a tuple of ints, got {axis!r:.60}{_loc()}"
+            )
         if not -ndim <= a < ndim:
-            raise FunctxTypeError(f"axis {a} is out of bounds for an array of rank {ndim}"
-                                  f"{_loc()}")
+            raise FunctxTypeError(f"axis {a} is out of bounds for an array of rank {ndim}{_loc()}")
         out.append(int(a) % ndim)
     return tuple(out)
 
@@ -219,8 +219,9 @@ def log_softmax(x, axis=-1, where=None):
     return out
 
 
-def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, *,
-                algorithm: str = "fast"):
+def standardize(
+    x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, *, algorithm: str = "fast"
+):
     """``(x - mean) / sqrt(variance + epsilon)``, JAX's ``nn.standardize``.
 
     ``algorithm="fast"`` (JAX's default) computes the variance as ``E[x^2] - E[x]^2`` clipped at
@@ -234,30 +235,37 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, 
         if algorithm == "stable":
             variance = jnp.mean(jnp.square(x - mean), axis=axes, keepdims=True, where=where)
         elif algorithm == "fast":
-            variance = jnp.mean(jnp.square(x), axis=axes, keepdims=True, where=where) \
-                - jnp.square(mean)
+            variance = jnp.mean(jnp.square(x), axis=axes, keepdims=True, where=where) - jnp.square(
+                mean
+            )
             variance = jnp.clip(variance, 0)
         else:
-            raise FunctxTypeError(f"standardize: unknown algorithm {algorithm!r}; expected "
-                                  f"'fast' or 'stable'{_loc()}")
+            raise FunctxTypeError(
+                f"standardize: unknown algorithm {algorithm!r}; expected 'fast' or 'stable'{_loc()}"
+            )
     return jnp.subtract(x, mean) * lax.rsqrt(jnp.add(variance, epsilon))
 
 
 def one_hot(x, num_classes: int, *, dtype=None, axis=-1):
     """One-hot encode ``x`` along a new ``axis``; out-of-range values give all-zero rows, like
     JAX. The default dtype is float32."""
-    if isinstance(num_classes, (bool, np.bool_)) or not isinstance(num_classes, (int, np.integer)) \
-            or num_classes < 0:
-        raise FunctxTypeError(f"one_hot: num_classes must be a non-negative int, got "
-                              f"{num_classes!r:.60}{_loc()}")
+    if (
+        isinstance(num_classes, (bool, np.bool_))
+        or not isinstance(num_classes, (int, np.integer))
+        or num_classes < 0
+    ):
+        raise FunctxTypeError(
+            f"one_hot: num_classes must be a non-negative int, got {num_classes!r:.60}{_loc()}"
+        )
     x = _arr(x)
     dtype = dtypes.default_float if dtype is None else dtypes.canonicalize(dtype)
     out_ndim = x.ndim + 1
     if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
         raise FunctxTypeError(f"one_hot: axis must be an int, got {axis!r:.60}{_loc()}")
     if not -out_ndim <= axis < out_ndim:
-        raise FunctxTypeError(f"one_hot: axis {axis} is out of bounds for a result of rank "
-                              f"{out_ndim}{_loc()}")
+        raise FunctxTypeError(
+            f"one_hot: axis {axis} is out of bounds for a result of rank {out_ndim}{_loc()}"
+        )
     axis = axis % out_ndim
     shape = [1] * x.ndim
     shape.insert(axis, int(num_classes))
@@ -265,5 +273,20 @@ def one_hot(x, num_classes: int, *, dtype=None, axis=-1):
     return jnp.astype(jnp.equal(jnp.expand_dims(x, axis), classes), dtype)
 
 
-__all__ = ["relu", "relu6", "sigmoid", "log_sigmoid", "silu", "swish", "softplus", "elu",
-           "leaky_relu", "gelu", "logsumexp", "softmax", "log_softmax", "standardize", "one_hot"]
+__all__ = [
+    "relu",
+    "relu6",
+    "sigmoid",
+    "log_sigmoid",
+    "silu",
+    "swish",
+    "softplus",
+    "elu",
+    "leaky_relu",
+    "gelu",
+    "logsumexp",
+    "softmax",
+    "log_softmax",
+    "standardize",
+    "one_hot",
+]

@@ -147,8 +147,10 @@ def _no_gpu_message(what: str) -> str:
         why = 'torch and triton are not installed (pip install "functx[gpu]")'
     else:
         why = "torch sees no CUDA device (torch.cuda.is_available() is False)"
-    return (f"{what}: no GPU is available: {why}. To run the GPU code path on the CPU for tests, "
-            "set TRITON_INTERPRET=1 before functx first looks for devices.")
+    return (
+        f"{what}: no GPU is available: {why}. To run the GPU code path on the CPU for tests, "
+        "set TRITON_INTERPRET=1 before functx first looks for devices."
+    )
 
 
 def devices(backend: str | None = None) -> list[Device]:
@@ -222,8 +224,10 @@ def _check_device(device, what: str) -> Device:
         return device
     if isinstance(device, str):
         return _parse_device(device, what)
-    raise DeviceError(f"{what}: expected a functx device (from functx.devices()), got "
-                      f"{type(device).__name__} {device!r:.60}")
+    raise DeviceError(
+        f"{what}: expected a functx device (from functx.devices()), got "
+        f"{type(device).__name__} {device!r:.60}"
+    )
 
 
 def get_default_device() -> Device:
@@ -275,9 +279,15 @@ class default_device:
 # --- The default precision of matrix products ----------------------------------------------------
 # JAX's names. On a GPU, float32 products take TF32 (10-bit mantissa) inputs unless the precision
 # is "highest"/"float32", as JAX does there; the CPU always computes in float32.
-_PRECISIONS = {"default": "tensorfloat32", "fastest": "tensorfloat32", "bfloat16": "tensorfloat32",
-               "high": "tensorfloat32", "tensorfloat32": "tensorfloat32",
-               "highest": "float32", "float32": "float32"}
+_PRECISIONS = {
+    "default": "tensorfloat32",
+    "fastest": "tensorfloat32",
+    "bfloat16": "tensorfloat32",
+    "high": "tensorfloat32",
+    "tensorfloat32": "tensorfloat32",
+    "highest": "float32",
+    "float32": "float32",
+}
 
 
 class _PrecisionState(threading.local):
@@ -295,14 +305,17 @@ def _check_precision(value, what: str) -> str:
         return "tensorfloat32"
     name = value.lower() if isinstance(value, str) else value
     if name not in _PRECISIONS:
-        raise ValueError(f"{what}: unknown matmul precision {value!r}; use one of "
-                         f"{', '.join(repr(k) for k in _PRECISIONS)} (or None)")
+        raise ValueError(
+            f"{what}: unknown matmul precision {value!r}; use one of "
+            f"{', '.join(repr(k) for k in _PRECISIONS)} (or None)"
+        )
     return _PRECISIONS[name]
 
 
 if os.environ.get("FUNCTX_DEFAULT_MATMUL_PRECISION", "").strip():
-    _global_precision = _check_precision(os.environ["FUNCTX_DEFAULT_MATMUL_PRECISION"].strip(),
-                                         "FUNCTX_DEFAULT_MATMUL_PRECISION")
+    _global_precision = _check_precision(
+        os.environ["FUNCTX_DEFAULT_MATMUL_PRECISION"].strip(), "FUNCTX_DEFAULT_MATMUL_PRECISION"
+    )
 
 
 def matmul_precision() -> str:
@@ -351,8 +364,10 @@ class _Config:
             _global_precision = _check_precision(value, name)
             return
         if name not in self._DEVICE:
-            raise ValueError(f"functx.config has no option {name!r}; it has "
-                             f"{', '.join(self._DEVICE + self._PRECISION)}")
+            raise ValueError(
+                f"functx.config has no option {name!r}; it has "
+                f"{', '.join(self._DEVICE + self._PRECISION)}"
+            )
         _global_default = None if value is None else _check_device(value, name)
         _note_default(_global_default)
 
@@ -367,8 +382,10 @@ class _Config:
         return _global_precision
 
     def __repr__(self):
-        return (f"functx.config(functx_default_device={_global_default!r}, "
-                f"jax_default_matmul_precision={_global_precision!r})")
+        return (
+            f"functx.config(functx_default_device={_global_default!r}, "
+            f"jax_default_matmul_precision={_global_precision!r})"
+        )
 
 
 config = _Config()
@@ -378,11 +395,21 @@ if os.environ.get("FUNCTX_DEFAULT_DEVICE", "").strip().lower() not in ("", "cpu"
 
 
 # --- dtypes between NumPy and torch ---------------------------------------------------------------
-_TORCH_NAME = {dtypes.bool_: "bool", dtypes.int8: "int8", dtypes.int16: "int16",
-               dtypes.int32: "int32", dtypes.int64: "int64", dtypes.uint8: "uint8",
-               dtypes.uint16: "uint16", dtypes.uint32: "uint32", dtypes.uint64: "uint64",
-               dtypes.float16: "float16", dtypes.bfloat16: "bfloat16",
-               dtypes.float32: "float32", dtypes.float64: "float64"}
+_TORCH_NAME = {
+    dtypes.bool_: "bool",
+    dtypes.int8: "int8",
+    dtypes.int16: "int16",
+    dtypes.int32: "int32",
+    dtypes.int64: "int64",
+    dtypes.uint8: "uint8",
+    dtypes.uint16: "uint16",
+    dtypes.uint32: "uint32",
+    dtypes.uint64: "uint64",
+    dtypes.float16: "float16",
+    dtypes.bfloat16: "bfloat16",
+    dtypes.float32: "float32",
+    dtypes.float64: "float64",
+}
 
 
 def torch_dtype(dt):
@@ -436,8 +463,10 @@ class GpuArray(Array):
     __slots__ = ("_device", "_committed")
 
     def __init__(self, *args, **kwargs):
-        raise TypeError("GPU arrays are made with functx.device_put(x, device) or "
-                        "functx.numpy.asarray(x, device=device)")
+        raise TypeError(
+            "GPU arrays are made with functx.device_put(x, device) or "
+            "functx.numpy.asarray(x, device=device)"
+        )
 
     @classmethod
     def _new(cls, tensor, aval: ShapedArray, device: Device, committed: bool = True) -> GpuArray:
@@ -462,8 +491,10 @@ class GpuArray(Array):
 
     def __array__(self, dtype=None, copy=None):
         if copy is False:
-            raise ValueError(f"a GPU array ({self._device}) has no host buffer to view: "
-                             "np.asarray(x) copies it to the host (copy=False cannot)")
+            raise ValueError(
+                f"a GPU array ({self._device}) has no host buffer to view: "
+                "np.asarray(x) copies it to the host (copy=False cannot)"
+            )
         v = self._host()
         return v if dtype is None else v.astype(dtype)
 
@@ -473,18 +504,28 @@ class GpuArray(Array):
     def __dlpack_device__(self):
         return self._value.__dlpack_device__()
 
-    def __bool__(self): return bool(self._host())
-    def __int__(self): return int(self._host())
-    def __float__(self): return float(self._host())
-    def __complex__(self): return complex(self._host())
+    def __bool__(self):
+        return bool(self._host())
+
+    def __int__(self):
+        return int(self._host())
+
+    def __float__(self):
+        return float(self._host())
+
+    def __complex__(self):
+        return complex(self._host())
 
     def __index__(self):
         if not dtypes.is_int(self.dtype) and self.dtype != dtypes.bool_:
             raise TypeError(f"only integer arrays can be used as an index, not {self.dtype}")
         return int(self._host())
 
-    def item(self, *args): return self._host().item(*args)
-    def tolist(self): return self._host().tolist()
+    def item(self, *args):
+        return self._host().item(*args)
+
+    def tolist(self):
+        return self._host().tolist()
 
     def __format__(self, spec):
         return format(self._host().item(), spec) if self.ndim == 0 else format(str(self), spec)
@@ -554,8 +595,7 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
 
     if device is None:
         dev = get_default_device()
-        return tree_util.tree_map(
-            lambda v: v if isinstance(v, Array) else _leaf_to(v, dev), x)
+        return tree_util.tree_map(lambda v: v if isinstance(v, Array) else _leaf_to(v, dev), x)
     dev = _check_device(device, "functx.device_put")
     return tree_util.tree_map(lambda v: _leaf_to(v, dev), x)
 
@@ -595,8 +635,10 @@ def from_foreign(x, dtype=None):
 
     kind, index = x.__dlpack_device__()
     if int(kind) != 2:  # kDLCUDA; the host kinds are handled by Array.from_value
-        raise FunctxError(f"functx cannot import an array from DLPack device type {int(kind)} "
-                          "(functx knows the CPU and CUDA GPUs)")
+        raise FunctxError(
+            f"functx cannot import an array from DLPack device type {int(kind)} "
+            "(functx knows the CPU and CUDA GPUs)"
+        )
     device = _cuda_device(int(index))
     t = x if isinstance(x, torch.Tensor) else torch.from_dlpack(x)
     t = t.detach().clone(memory_format=torch.contiguous_format)
@@ -642,8 +684,9 @@ def _cuda_device(index) -> Device:
     for d in _gpus():
         if isinstance(d, CudaDevice) and d.id == (index or 0):
             return d
-    raise NoDeviceError(f"an array on CUDA device {index} was given, but functx sees "
-                        f"{_gpus() or 'no GPU'}")
+    raise NoDeviceError(
+        f"an array on CUDA device {index} was given, but functx sees {_gpus() or 'no GPU'}"
+    )
 
 
 def _describe(x) -> str:
@@ -669,7 +712,8 @@ def op_device(args, what: str, label: str = "operand"):
                     f"{_describe(args[first])} is on {device}, {label} {i} {_describe(a)} is on "
                     f"{dev}{where()}. functx does not copy between devices implicitly: move one "
                     f"of them first with functx.device_put(x, device), e.g. "
-                    f"functx.device_put(x, functx.devices({device.platform!r})[{device.id}]).")
+                    f"functx.device_put(x, functx.devices({device.platform!r})[{device.id}])."
+                )
     if device is not None:
         return device, True
     return get_default_device(), False
@@ -720,8 +764,7 @@ def _scalar_tensor(value: np.ndarray, device):
     if t is None:
         import torch
 
-        t = torch.full((), value.item(), dtype=torch_dtype(value.dtype),
-                       device=device.torch_device)
+        t = torch.full((), value.item(), dtype=torch_dtype(value.dtype), device=device.torch_device)
         if len(_SCALARS) >= 1024:
             _SCALARS.pop(next(iter(_SCALARS)))
         _SCALARS[key] = t
@@ -735,8 +778,13 @@ def _run_on_gpu(prim, args, params, device, committed):
         leaves.append(v)
         avals.append(av)
     out_avals = tracing._abstract_eval(prim, avals, params)
-    key = (prim, tuple(params.items()), tuple(avals), device,
-           matmul_precision() if prim.name == "dot_general" else None)
+    key = (
+        prim,
+        tuple(params.items()),
+        tuple(avals),
+        device,
+        matmul_precision() if prim.name == "dot_general" else None,
+    )
     try:
         exe = _OP_CACHE.get(key)
     except TypeError:  # unhashable parameters: compile without caching
@@ -763,8 +811,10 @@ def _compile_op(prim, params, avals):
         return (list(out) if prim.multiple_results else [out]), None
 
     closed, _ = tracing.trace_flat(one, avals)
-    log(f"compiling eager {prim.name} for the GPU: "
-        f"{', '.join(a.str_short() for a in avals) or 'no operands'}")
+    log(
+        f"compiling eager {prim.name} for the GPU: "
+        f"{', '.join(a.str_short() for a in avals) or 'no operands'}"
+    )
     return compile_jaxpr(passes.simplify(closed), "triton")
 
 
@@ -781,8 +831,9 @@ def call_on(device, exe, leaves):
 
 def _wrap_gpu(t, aval, device, committed):
     tdev = device.torch_device
-    if t.device != tdev and not (tdev.type == "cuda" and t.device.type == "cuda"
-                                 and t.device.index in (None, tdev.index)):
+    if t.device != tdev and not (
+        tdev.type == "cuda" and t.device.type == "cuda" and t.device.index in (None, tdev.index)
+    ):
         # a program without tensor inputs allocates on torch's default device
         t = t.to(tdev)
     return GpuArray._new(t, aval, device, committed)
@@ -863,13 +914,35 @@ def check_consts(consts, device, what: str) -> None:
             raise DeviceError(
                 f"{what} runs on {device} (where its arguments are) but uses an array "
                 f"{c.aval.str_short()} committed to {c._device} that it closes over{where()}. "
-                "Pass it as an argument, or move it with functx.device_put(x, device).")
+                "Pass it as an argument, or move it with functx.device_put(x, device)."
+            )
 
 
 tracing._placement = sys.modules[__name__]
 
-__all__ = ["CPU", "CpuDevice", "CudaDevice", "Device", "DeviceError", "DeviceExecutable",
-           "GpuArray", "InterpretedGpuDevice", "NoDeviceError", "bind_eager", "config",
-           "default_backend", "default_device", "default_matmul_precision", "device_count",
-           "device_get", "device_put", "devices", "get_default_device", "gpu_signature",
-           "local_devices", "matmul_precision", "op_device", "place_new"]
+__all__ = [
+    "CPU",
+    "CpuDevice",
+    "CudaDevice",
+    "Device",
+    "DeviceError",
+    "DeviceExecutable",
+    "GpuArray",
+    "InterpretedGpuDevice",
+    "NoDeviceError",
+    "bind_eager",
+    "config",
+    "default_backend",
+    "default_device",
+    "default_matmul_precision",
+    "device_count",
+    "device_get",
+    "device_put",
+    "devices",
+    "get_default_device",
+    "gpu_signature",
+    "local_devices",
+    "matmul_precision",
+    "op_device",
+    "place_new",
+]

@@ -64,6 +64,7 @@ try:
 
         return impl
 except (ImportError, TypeError):  # pragma: no cover - other NumPy versions
+
     def _quiet(fn):
         def impl(*args, **params):
             with np.errstate(all="ignore"):
@@ -87,8 +88,10 @@ def _upcast(fn):
 def _unary_eval(name, kinds):
     def abstract_eval(x, **params):
         if kinds == "float" and x.dtype not in dtypes.FLOATS:
-            _err(f"{name} needs a floating-point operand, got {x.str_short()}; "
-                 "convert it with .astype(jnp.float32) first")
+            _err(
+                f"{name} needs a floating-point operand, got {x.str_short()}; "
+                "convert it with .astype(jnp.float32) first"
+            )
         if kinds == "number" and x.dtype == dtypes.bool_:
             _err(f"{name} does not accept a bool operand, got {x.str_short()}")
         if kinds == "intbool" and x.dtype in dtypes.FLOATS:
@@ -238,8 +241,10 @@ def _broadcast_shapes(name, avals):
         if shape is None:
             shape = a.shape
         elif a.shape != shape:
-            _err(f"{name} got incompatible shapes {_fmt(avals)}; functx.lax ops need equal shapes "
-                 "(functx.numpy functions broadcast for you)")
+            _err(
+                f"{name} got incompatible shapes {_fmt(avals)}; functx.lax ops need equal shapes "
+                "(functx.numpy functions broadcast for you)"
+            )
     return () if shape is None else shape
 
 
@@ -247,8 +252,10 @@ def _same_dtypes(name, avals):
     d = avals[0].dtype
     for a in avals[1:]:
         if a.dtype != d:
-            _err(f"{name} got different dtypes {_fmt(avals)}; functx.lax ops need equal dtypes "
-                 "(functx.numpy functions promote for you)")
+            _err(
+                f"{name} got different dtypes {_fmt(avals)}; functx.lax ops need equal dtypes "
+                "(functx.numpy functions promote for you)"
+            )
     return d
 
 
@@ -345,8 +352,14 @@ for _name, (_fn, _kinds) in _BINARY.items():
     _p.impl = _quiet(_fn)
     globals()[f"{_name}_p"] = _p
 
-_COMPARE = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
-            "gt": np.greater, "ge": np.greater_equal}
+_COMPARE = {
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+}
 for _name, _fn in _COMPARE.items():
     _p = _prim(_name, "compare")
     _p.abstract_eval = _binary_eval(_name, "any", out_dtype=dtypes.bool_)
@@ -376,8 +389,10 @@ def _select_n_eval(which, *cases):
         if c.shape != cases[0].shape or c.dtype != cases[0].dtype:
             _err(f"select_n cases must have the same shape and dtype, got {_fmt(cases)}")
     if which.shape not in ((), cases[0].shape):
-        _err(f"select_n predicate shape {which.str_short()} must be scalar or match the cases "
-             f"{cases[0].str_short()}")
+        _err(
+            f"select_n predicate shape {which.str_short()} must be scalar or match the cases "
+            f"{cases[0].str_short()}"
+        )
     return ShapedArray(cases[0].shape, cases[0].dtype, all(c.weak_type for c in cases))
 
 
@@ -459,11 +474,17 @@ def _reduce_eval(name, kinds):
 
 def _identity(name, dtype):
     if name == "reduce_max":
-        return -np.inf if dtype.kind == "f" or dtype == dtypes.bfloat16 else (
-            False if dtype == np.bool_ else np.iinfo(dtype).min)
+        return (
+            -np.inf
+            if dtype.kind == "f" or dtype == dtypes.bfloat16
+            else (False if dtype == np.bool_ else np.iinfo(dtype).min)
+        )
     if name == "reduce_min":
-        return np.inf if dtype.kind == "f" or dtype == dtypes.bfloat16 else (
-            True if dtype == np.bool_ else np.iinfo(dtype).max)
+        return (
+            np.inf
+            if dtype.kind == "f" or dtype == dtypes.bfloat16
+            else (True if dtype == np.bool_ else np.iinfo(dtype).max)
+        )
     raise KeyError(name)
 
 
@@ -487,24 +508,38 @@ def _reduce_impl(name):
             elif name == "reduce_prod":
                 out = np.prod(xc, axis=axes, dtype=xc.dtype)
             elif name == "reduce_max":
-                out = _zero_sign(np.max(xc, axis=axes, initial=_identity(name, x.dtype)), xc,
-                                 axes, True)
+                out = _zero_sign(
+                    np.max(xc, axis=axes, initial=_identity(name, x.dtype)), xc, axes, True
+                )
             elif name == "reduce_min":
-                out = _zero_sign(np.min(xc, axis=axes, initial=_identity(name, x.dtype)), xc,
-                                 axes, False)
+                out = _zero_sign(
+                    np.min(xc, axis=axes, initial=_identity(name, x.dtype)), xc, axes, False
+                )
             elif name == "reduce_and":
-                out = np.all(xc, axis=axes) if x.dtype == np.bool_ else \
-                    np.bitwise_and.reduce(xc, axis=axes)
+                out = (
+                    np.all(xc, axis=axes)
+                    if x.dtype == np.bool_
+                    else np.bitwise_and.reduce(xc, axis=axes)
+                )
             else:
-                out = np.any(xc, axis=axes) if x.dtype == np.bool_ else \
-                    np.bitwise_or.reduce(xc, axis=axes)
+                out = (
+                    np.any(xc, axis=axes)
+                    if x.dtype == np.bool_
+                    else np.bitwise_or.reduce(xc, axis=axes)
+                )
         return np.asarray(out).astype(x.dtype)
 
     return impl
 
 
-for _name, _kinds in [("reduce_sum", "number"), ("reduce_prod", "number"), ("reduce_max", "any"),
-                      ("reduce_min", "any"), ("reduce_and", "intbool"), ("reduce_or", "intbool")]:
+for _name, _kinds in [
+    ("reduce_sum", "number"),
+    ("reduce_prod", "number"),
+    ("reduce_max", "any"),
+    ("reduce_min", "any"),
+    ("reduce_and", "intbool"),
+    ("reduce_or", "intbool"),
+]:
     _p = _prim(_name, "reduce")
     _p.abstract_eval = _reduce_eval(_name, _kinds)
     _p.impl = _reduce_impl(_name)
@@ -517,8 +552,9 @@ def _argreduce_eval(name):
         if len(axes) != 1:
             _err(f"{name} reduces exactly one axis, got axes={axes}")
         if x.shape[axes[0]] == 0:
-            _err(f"{name}: cannot take the {name[3:]} of an empty axis {axes[0]} of "
-                 f"{x.str_short()}")
+            _err(
+                f"{name}: cannot take the {name[3:]} of an empty axis {axes[0]} of {x.str_short()}"
+            )
         if index_dtype not in dtypes.INTEGERS:
             _err(f"{name}: index_dtype must be an integer dtype, got {index_dtype}")
         n = x.shape[axes[0]]
@@ -528,7 +564,8 @@ def _argreduce_eval(name):
             raise FunctxOverflowError(
                 f"{name}: axis {axes[0]} of {x.str_short()} has {n} elements, more than "
                 f"index_dtype {np.dtype(index_dtype).name} can index{where()}; pass "
-                f"index_dtype=int64 to functx.lax.{name}, or split the axis")
+                f"index_dtype=int64 to functx.lax.{name}, or split the axis"
+            )
         shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
         return ShapedArray(shape, index_dtype)
 
@@ -558,16 +595,23 @@ broadcast_in_dim_p = _prim("broadcast_in_dim", "shape")
 
 def _broadcast_in_dim_eval(x, *, shape, broadcast_dimensions):
     if len(broadcast_dimensions) != x.ndim:
-        _err(f"broadcast_in_dim: operand {x.str_short()} needs {x.ndim} broadcast_dimensions, "
-             f"got {broadcast_dimensions}")
-    if any(not 0 <= d < len(shape) for d in broadcast_dimensions) or \
-            list(broadcast_dimensions) != sorted(set(broadcast_dimensions)):
-        _err(f"broadcast_in_dim: broadcast_dimensions {broadcast_dimensions} must be strictly "
-             f"increasing axes of the result shape {shape}")
+        _err(
+            f"broadcast_in_dim: operand {x.str_short()} needs {x.ndim} broadcast_dimensions, "
+            f"got {broadcast_dimensions}"
+        )
+    if any(not 0 <= d < len(shape) for d in broadcast_dimensions) or list(
+        broadcast_dimensions
+    ) != sorted(set(broadcast_dimensions)):
+        _err(
+            f"broadcast_in_dim: broadcast_dimensions {broadcast_dimensions} must be strictly "
+            f"increasing axes of the result shape {shape}"
+        )
     for i, d in enumerate(broadcast_dimensions):
         if x.shape[i] not in (1, shape[d]):
-            _err(f"broadcast_in_dim: operand {x.str_short()} cannot broadcast to {shape} "
-                 f"(axis {i} has size {x.shape[i]}, target axis {d} has size {shape[d]})")
+            _err(
+                f"broadcast_in_dim: operand {x.str_short()} cannot broadcast to {shape} "
+                f"(axis {i} has size {x.shape[i]}, target axis {d} has size {shape[d]})"
+            )
     if any(s < 0 for s in shape):
         _err(f"broadcast_in_dim: negative size in {shape}")
     return ShapedArray(shape, x.dtype, x.weak_type)
@@ -588,8 +632,10 @@ reshape_p = _prim("reshape", "shape")
 
 def _reshape_eval(x, *, new_sizes):
     if any(s < 0 for s in new_sizes) or math.prod(new_sizes) != math.prod(x.shape):
-        _err(f"reshape: cannot reshape {x.str_short()} ({math.prod(x.shape)} elements) "
-             f"to shape {tuple(new_sizes)}")
+        _err(
+            f"reshape: cannot reshape {x.str_short()} ({math.prod(x.shape)} elements) "
+            f"to shape {tuple(new_sizes)}"
+        )
     return ShapedArray(new_sizes, x.dtype, x.weak_type)
 
 
@@ -601,8 +647,10 @@ transpose_p = _prim("transpose", "shape")
 
 def _transpose_eval(x, *, permutation):
     if sorted(permutation) != list(range(x.ndim)):
-        _err(f"transpose: permutation {permutation} is not a permutation of the axes of "
-             f"{x.str_short()}")
+        _err(
+            f"transpose: permutation {permutation} is not a permutation of the axes of "
+            f"{x.str_short()}"
+        )
     return ShapedArray([x.shape[p] for p in permutation], x.dtype, x.weak_type)
 
 
@@ -617,8 +665,9 @@ def _squeeze_eval(x, *, dimensions):
     for d in dimensions:
         if x.shape[d] != 1:
             _err(f"squeeze: axis {d} of {x.str_short()} has size {x.shape[d]}, not 1")
-    return ShapedArray([s for i, s in enumerate(x.shape) if i not in dimensions], x.dtype,
-                       x.weak_type)
+    return ShapedArray(
+        [s for i, s in enumerate(x.shape) if i not in dimensions], x.dtype, x.weak_type
+    )
 
 
 squeeze_p.abstract_eval = _squeeze_eval
@@ -656,14 +705,18 @@ slice_p = _prim("slice", "shape")
 def _slice_eval(x, *, start_indices, limit_indices, strides=None):
     n = x.ndim
     if len(start_indices) != n or len(limit_indices) != n or (strides and len(strides) != n):
-        _err(f"slice: operand {x.str_short()} needs {n} start/limit indices, got "
-             f"{start_indices}, {limit_indices}")
+        _err(
+            f"slice: operand {x.str_short()} needs {n} start/limit indices, got "
+            f"{start_indices}, {limit_indices}"
+        )
     strides = strides or (1,) * n
     shape = []
     for s, l, st, d in zip(start_indices, limit_indices, strides, x.shape):
         if not (0 <= s <= l <= d) or st < 1:
-            _err(f"slice: start {start_indices}, limit {limit_indices}, strides {strides} are out "
-                 f"of range for {x.str_short()}")
+            _err(
+                f"slice: start {start_indices}, limit {limit_indices}, strides {strides} are out "
+                f"of range for {x.str_short()}"
+            )
         shape.append(0 if l == s else (l - s - 1) // st + 1)
     return ShapedArray(shape, x.dtype, x.weak_type)
 
@@ -685,8 +738,9 @@ def _concatenate_eval(*xs, dimension):
     _check_axes("concatenate", (dimension,), xs[0].ndim)
     _same_dtypes("concatenate", xs)
     for x in xs[1:]:
-        if x.ndim != xs[0].ndim or any(a != b for i, (a, b) in enumerate(zip(x.shape, xs[0].shape))
-                                       if i != dimension):
+        if x.ndim != xs[0].ndim or any(
+            a != b for i, (a, b) in enumerate(zip(x.shape, xs[0].shape)) if i != dimension
+        ):
             _err(f"concatenate along axis {dimension} needs equal shapes elsewhere, got {_fmt(xs)}")
     shape = list(xs[0].shape)
     shape[dimension] = sum(x.shape[dimension] for x in xs)
@@ -701,11 +755,15 @@ pad_p = _prim("pad", "shape")
 
 def _pad_eval(x, padval, *, padding_config):
     if padval.shape != () or padval.dtype != x.dtype:
-        _err(f"pad: padding value must be a scalar of the operand's dtype, got "
-             f"{padval.str_short()} for {x.str_short()}")
+        _err(
+            f"pad: padding value must be a scalar of the operand's dtype, got "
+            f"{padval.str_short()} for {x.str_short()}"
+        )
     if len(padding_config) != x.ndim:
-        _err(f"pad: operand {x.str_short()} needs {x.ndim} (low, high, interior) triples, got "
-             f"{padding_config}")
+        _err(
+            f"pad: operand {x.str_short()} needs {x.ndim} (low, high, interior) triples, got "
+            f"{padding_config}"
+        )
     shape = []
     for d, (lo, hi, interior) in zip(x.shape, padding_config):
         if interior < 0:
@@ -718,14 +776,17 @@ def _pad_eval(x, padval, *, padding_config):
 
 
 def _pad_impl(x, padval, *, padding_config):
-    big = [max(lo, 0) + max(hi, 0) + d + max(d - 1, 0) * it
-           for d, (lo, hi, it) in zip(x.shape, padding_config)]
+    big = [
+        max(lo, 0) + max(hi, 0) + d + max(d - 1, 0) * it
+        for d, (lo, hi, it) in zip(x.shape, padding_config)
+    ]
     out = np.full(big, padval, dtype=x.dtype)
-    idx = tuple(slice(max(lo, 0), max(lo, 0) + d + max(d - 1, 0) * it, it + 1)
-                for d, (lo, hi, it) in zip(x.shape, padding_config))
+    idx = tuple(
+        slice(max(lo, 0), max(lo, 0) + d + max(d - 1, 0) * it, it + 1)
+        for d, (lo, hi, it) in zip(x.shape, padding_config)
+    )
     out[idx] = x
-    crop = tuple(slice(-min(lo, 0), n + min(hi, 0))
-                 for n, (lo, hi, _) in zip(big, padding_config))
+    crop = tuple(slice(-min(lo, 0), n + min(hi, 0)) for n, (lo, hi, _) in zip(big, padding_config))
     return out[crop]
 
 
@@ -769,8 +830,11 @@ dynamic_update_slice_p = _prim("dynamic_update_slice", "index")
 
 def _dynamic_update_slice_eval(x, update, *idx):
     _check_index_scalars("dynamic_update_slice", idx, x.ndim)
-    if update.ndim != x.ndim or any(u > d for u, d in zip(update.shape, x.shape)) \
-            or update.dtype != x.dtype:
+    if (
+        update.ndim != x.ndim
+        or any(u > d for u, d in zip(update.shape, x.shape))
+        or update.dtype != x.dtype
+    ):
         _err(f"dynamic_update_slice: update {update.str_short()} does not fit in {x.str_short()}")
     return ShapedArray(x.shape, x.dtype, x.weak_type)
 
@@ -795,8 +859,10 @@ gather_p = _prim("gather", "index")
 def _gather_eval(x, idx, *, axes, mode, fill_value=None):
     _check_axes("gather", axes, x.ndim)
     if idx.dtype not in dtypes.INTEGERS or idx.ndim < 1 or idx.shape[-1] != len(axes):
-        _err(f"gather: indices must be an integer array of shape (..., {len(axes)}), got "
-             f"{idx.str_short()} for operand {x.str_short()}")
+        _err(
+            f"gather: indices must be an integer array of shape (..., {len(axes)}), got "
+            f"{idx.str_short()} for operand {x.str_short()}"
+        )
     if mode not in ("clip", "fill"):
         _err(f"gather: mode must be 'clip' or 'fill', got {mode!r}")
     if mode == "clip" and any(x.shape[a] == 0 for a in axes) and math.prod(idx.shape[:-1]):
@@ -823,7 +889,7 @@ def _gather_impl(x, idx, *, axes, mode, fill_value=None):
     ok = np.all((idx >= 0) & (idx < dims), axis=-1)
     safe = np.where(ok[..., None], idx, 0)
     if moved.size == 0:
-        out = np.zeros(idx.shape[:-1] + moved.shape[len(axes):], x.dtype)
+        out = np.zeros(idx.shape[:-1] + moved.shape[len(axes) :], x.dtype)
     else:
         out = moved[tuple(safe[..., i] for i in range(len(axes)))]
     fill = _default_fill(x.dtype) if fill_value is None else fill_value
@@ -850,12 +916,16 @@ def _scatter_eval(name):
     def abstract_eval(x, idx, upd, *, axes, mode):
         _check_axes(name, axes, x.ndim)
         if idx.dtype not in dtypes.INTEGERS or idx.ndim < 1 or idx.shape[-1] != len(axes):
-            _err(f"{name}: indices must be an integer array of shape (..., {len(axes)}), got "
-                 f"{idx.str_short()} for operand {x.str_short()}")
+            _err(
+                f"{name}: indices must be an integer array of shape (..., {len(axes)}), got "
+                f"{idx.str_short()} for operand {x.str_short()}"
+            )
         rest = tuple(d for i, d in enumerate(x.shape) if i not in axes)
         if upd.shape != idx.shape[:-1] + rest or upd.dtype != x.dtype:
-            _err(f"{name}: updates must be {x.dtype}{list(idx.shape[:-1] + rest)} for operand "
-                 f"{x.str_short()} and indices {idx.str_short()}, got {upd.str_short()}")
+            _err(
+                f"{name}: updates must be {x.dtype}{list(idx.shape[:-1] + rest)} for operand "
+                f"{x.str_short()} and indices {idx.str_short()}, got {upd.str_short()}"
+            )
         if mode not in ("drop", "clip"):
             _err(f"{name}: mode must be 'drop' or 'clip', got {mode!r}")
         return ShapedArray(x.shape, x.dtype, x.weak_type)
@@ -872,7 +942,7 @@ def _scatter_impl(combine):
         k = len(axes)
         n = math.prod(idx.shape[:-1])  # explicit: reshape(-1, ...) is ambiguous for empty arrays
         flat_idx = idx.reshape(n, k)
-        flat_upd = upd.reshape((n,) + upd.shape[idx.ndim - 1:])
+        flat_upd = upd.reshape((n,) + upd.shape[idx.ndim - 1 :])
         if mode == "clip":
             flat_idx = np.clip(flat_idx, 0, np.maximum(dims - 1, 0))
         else:
@@ -888,8 +958,13 @@ def _scatter_impl(combine):
     return impl
 
 
-for _name, _comb in [("scatter", None), ("scatter_add", np.add), ("scatter_mul", np.multiply),
-                     ("scatter_min", np.minimum), ("scatter_max", np.maximum)]:
+for _name, _comb in [
+    ("scatter", None),
+    ("scatter_add", np.add),
+    ("scatter_mul", np.multiply),
+    ("scatter_min", np.minimum),
+    ("scatter_max", np.maximum),
+]:
     _p = _prim(_name, "index")
     _p.abstract_eval = _scatter_eval(_name)
     _p.impl = _scatter_impl(_comb)
@@ -900,8 +975,7 @@ for _name, _comb in [("scatter", None), ("scatter_add", np.add), ("scatter_mul",
 dot_general_p = _prim("dot_general", "contract")
 
 
-def _dot_general_eval(lhs, rhs, *, dimension_numbers, preferred_element_type=None,
-                      precision=None):
+def _dot_general_eval(lhs, rhs, *, dimension_numbers, preferred_element_type=None, precision=None):
     (lc, rc), (lb, rb) = dimension_numbers
     name = "dot_general"
     _check_axes(name, tuple(lc) + tuple(lb), lhs.ndim)
@@ -910,19 +984,22 @@ def _dot_general_eval(lhs, rhs, *, dimension_numbers, preferred_element_type=Non
         _err(f"{name}: contracting/batch dimensions {dimension_numbers} do not pair up")
     for a, b in list(zip(lc, rc)) + list(zip(lb, rb)):
         if lhs.shape[a] != rhs.shape[b]:
-            _err(f"{name}: cannot contract {lhs.str_short()} with {rhs.str_short()}: axis {a} "
-                 f"has size {lhs.shape[a]} but axis {b} has size {rhs.shape[b]}")
+            _err(
+                f"{name}: cannot contract {lhs.str_short()} with {rhs.str_short()}: axis {a} "
+                f"has size {lhs.shape[a]} but axis {b} has size {rhs.shape[b]}"
+            )
     if lhs.dtype != rhs.dtype:
         _err(f"{name}: operands need equal dtypes, got {_fmt((lhs, rhs))}")
     out = preferred_element_type or lhs.dtype
-    shape = ([lhs.shape[i] for i in lb]
-             + [d for i, d in enumerate(lhs.shape) if i not in lc and i not in lb]
-             + [d for i, d in enumerate(rhs.shape) if i not in rc and i not in rb])
+    shape = (
+        [lhs.shape[i] for i in lb]
+        + [d for i, d in enumerate(lhs.shape) if i not in lc and i not in lb]
+        + [d for i, d in enumerate(rhs.shape) if i not in rc and i not in rb]
+    )
     return ShapedArray(shape, out, lhs.weak_type and rhs.weak_type)
 
 
-def _dot_general_impl(lhs, rhs, *, dimension_numbers, preferred_element_type=None,
-                      precision=None):
+def _dot_general_impl(lhs, rhs, *, dimension_numbers, preferred_element_type=None, precision=None):
     # (NumPy computes float32 products in float32 whatever the precision)
     (lc, rc), (lb, rb) = dimension_numbers
     out_dtype = preferred_element_type or lhs.dtype

@@ -10,8 +10,12 @@ from functx.tracing import get_aval, tree_flatten, tree_unflatten
 from functx.transforms.jvp import jvp
 from functx.transforms.vjp import vjp
 
-_DEFAULT_TOL = {dtypes.float16: 1e-1, dtypes.bfloat16: 1e-1, dtypes.float32: 2e-2,
-                dtypes.float64: 1e-5}
+_DEFAULT_TOL = {
+    dtypes.float16: 1e-1,
+    dtypes.bfloat16: 1e-1,
+    dtypes.float32: 2e-2,
+    dtypes.float64: 1e-5,
+}
 EPS = 1e-4
 
 
@@ -68,16 +72,18 @@ def numerical_jvp(f, primals, tangents, eps=EPS):
     hi = f(*tree_unflatten(tree, _add_scaled(p_leaves, t_leaves, eps)))
     lo = f(*tree_unflatten(tree, _add_scaled(p_leaves, t_leaves, -eps)))
     hi_l, lo_l = tree_flatten(hi)[0], tree_flatten(lo)[0]
-    return [(_np(h) - _np(l)) / (2 * eps) if _np(h) is not None else None
-            for h, l in zip(hi_l, lo_l)]
+    return [
+        (_np(h) - _np(l)) / (2 * eps) if _np(h) is not None else None for h, l in zip(hi_l, lo_l)
+    ]
 
 
 def _assert_close(a, b, atol, rtol, what):
     for x, y in zip(a, b):
         if x is None or y is None:
             continue
-        np.testing.assert_allclose(np.asarray(x, np.float64), np.asarray(y, np.float64),
-                                   atol=atol, rtol=rtol, err_msg=what)
+        np.testing.assert_allclose(
+            np.asarray(x, np.float64), np.asarray(y, np.float64), atol=atol, rtol=rtol, err_msg=what
+        )
 
 
 def check_jvp(f, args, atol=None, rtol=None, eps=EPS, rng=None):
@@ -106,13 +112,23 @@ def check_vjp(f, args, atol=None, rtol=None, eps=EPS, rng=None, check_transpose=
     num = numerical_jvp(f, args, v, eps)
     lhs = _inner(tree_flatten(cts_in)[0], v_leaves)
     rhs = _inner(ct_leaves, num)
-    np.testing.assert_allclose(lhs, rhs, atol=atol * max(1.0, abs(rhs)), rtol=rtol,
-                               err_msg="vjp vs finite differences: <vjp(ct), v> != <ct, J v>")
+    np.testing.assert_allclose(
+        lhs,
+        rhs,
+        atol=atol * max(1.0, abs(rhs)),
+        rtol=rtol,
+        err_msg="vjp vs finite differences: <vjp(ct), v> != <ct, J v>",
+    )
     if check_transpose:
         _, t_out = jvp(f, tuple(args), tuple(v))
         ad = _inner(ct_leaves, tree_flatten(t_out)[0])
-        np.testing.assert_allclose(lhs, ad, atol=atol * max(1.0, abs(ad)), rtol=rtol,
-                                   err_msg="vjp is not the transpose of jvp")
+        np.testing.assert_allclose(
+            lhs,
+            ad,
+            atol=atol * max(1.0, abs(ad)),
+            rtol=rtol,
+            err_msg="vjp is not the transpose of jvp",
+        )
 
 
 def check_grads(f, args, order, modes=("fwd", "rev"), atol=None, rtol=None, eps=None):
@@ -134,8 +150,10 @@ def check_grads(f, args, order, modes=("fwd", "rev"), atol=None, rtol=None, eps=
     """
     eps = eps or EPS
     leaves, tree = tree_flatten(tuple(args))
-    args = tree_unflatten(tree, [Array.from_value(x) if isinstance(x, (np.ndarray, np.generic))
-                                 else x for x in leaves])
+    args = tree_unflatten(
+        tree,
+        [Array.from_value(x) if isinstance(x, (np.ndarray, np.generic)) else x for x in leaves],
+    )
     rng = np.random.default_rng(0)
 
     def _check(fn, fargs, k):

@@ -46,16 +46,20 @@ class Tracer(ArrayMethods):
     def _concrete_error(self, what: str, hint: str):
         raise ConcretizationError(
             f"{what} needs a concrete value, but this is a traced array {self.aval.str_short()} "
-            f"inside a functx transform{where()}. {hint}")
+            f"inside a functx transform{where()}. {hint}"
+        )
 
     def __bool__(self):
         self._concrete_error(
             "Converting to bool (an `if`, `while`, `and`/`or`, or `assert`)",
             "Use functx.lax.cond or functx.numpy.where for a value-dependent choice, "
-            "functx.lax.while_loop for a value-dependent loop, or mark the argument static.")
+            "functx.lax.while_loop for a value-dependent loop, or mark the argument static.",
+        )
 
-    _HINT = ("Keep it an array (use functx.lax.cond or functx.numpy.where for value-dependent "
-             "choices), or mark the argument static (static_argnums) so it is a Python value.")
+    _HINT = (
+        "Keep it an array (use functx.lax.cond or functx.numpy.where for value-dependent "
+        "choices), or mark the argument static (static_argnums) so it is a Python value."
+    )
 
     def __int__(self):
         self._concrete_error("int()", self._HINT)
@@ -64,15 +68,19 @@ class Tracer(ArrayMethods):
         self._concrete_error("float()", self._HINT)
 
     def __index__(self):
-        self._concrete_error("Using a traced value as a Python index or size",
-                             "Use functx.lax.dynamic_slice for traced offsets, or mark the "
-                             "argument static (static_argnums).")
+        self._concrete_error(
+            "Using a traced value as a Python index or size",
+            "Use functx.lax.dynamic_slice for traced offsets, or mark the "
+            "argument static (static_argnums).",
+        )
 
     __complex__ = __float__
 
     def __array__(self, dtype=None, copy=None):
-        self._concrete_error("Converting to a NumPy array (np.asarray)",
-                             "Use functx.numpy functions inside traced code instead of NumPy ones.")
+        self._concrete_error(
+            "Converting to a NumPy array (np.asarray)",
+            "Use functx.numpy functions inside traced code instead of NumPy ones.",
+        )
 
     def item(self):
         self._concrete_error(".item()", "Keep it an array inside traced code.")
@@ -116,7 +124,8 @@ class Builder:
                 raise FunctxError(
                     f"A tracer {x!r} from a finished trace was used{where()}: a value computed "
                     "inside a transformed function escaped it (stored in a global or a closure). "
-                    "Return it from the function instead.")
+                    "Return it from the function instead."
+                )
             self.lifted_tracers = True
             return self._const(x, x.aval)
         if is_python_scalar(x):
@@ -213,7 +222,8 @@ def _as_value(x):
         raise FunctxError(
             f"A tracer {x!r} from a finished trace was used{where()}: a value computed inside a "
             "transformed function escaped it (stored in a global or a closure). Return it from "
-            "the function instead.")
+            "the function instead."
+        )
     if is_python_scalar(x):
         aval = scalar_aval(x)
         try:
@@ -221,8 +231,10 @@ def _as_value(x):
         except OverflowError:
             from functx.errors import FunctxOverflowError
 
-            raise FunctxOverflowError(f"Python int {x} is too large to convert to {aval.dtype} "
-                                      f"(use a wider dtype, or enable x64){where()}") from None
+            raise FunctxOverflowError(
+                f"Python int {x} is too large to convert to {aval.dtype} "
+                f"(use a wider dtype, or enable x64){where()}"
+            ) from None
     if isinstance(x, (np.ndarray, np.generic)) and x.dtype in dtypes.SUPPORTED:
         v = np.asarray(x)
         return v, ShapedArray(v.shape, v.dtype), v.ndim > 0
@@ -317,8 +329,9 @@ core.set_bind(bind)
 
 # --- pytrees -------------------------------------------------------------------------------------
 def tree_flatten(tree, is_leaf=None):
-    return optree.tree_flatten(tree, is_leaf=is_leaf, none_is_leaf=False,
-                               namespace=PYTREE_NAMESPACE)
+    return optree.tree_flatten(
+        tree, is_leaf=is_leaf, none_is_leaf=False, namespace=PYTREE_NAMESPACE
+    )
 
 
 def tree_unflatten(treedef, leaves):
@@ -397,8 +410,9 @@ class TraceCache:
         self.entries[key] = value
 
 
-def trace_pytree(fun: Callable, args: tuple, kwargs: dict | None = None,
-                 cache: TraceCache | None = None):
+def trace_pytree(
+    fun: Callable, args: tuple, kwargs: dict | None = None, cache: TraceCache | None = None
+):
     """Trace ``fun(*args, **kwargs)`` (pytrees) into a ClosedJaxpr over the flattened leaves.
 
     Returns ``(closed, in_tree, out_tree, leaves)`` where ``leaves`` are the flat arguments.
@@ -447,8 +461,9 @@ def make_jaxpr(fun: Callable, static_argnums: int | tuple[int, ...] = ()):
       { lambda ; a:f32[3]. let b:f32[3] = sin a; c:f32[3] = mul b 2.0:f32[] in (c,) }
     """
     if not callable(fun):
-        raise FunctxTypeError(f"make_jaxpr: expected a callable value, got "
-                              f"{type(fun).__name__}{where()}")
+        raise FunctxTypeError(
+            f"make_jaxpr: expected a callable value, got {type(fun).__name__}{where()}"
+        )
     static_argnums = _as_tuple(static_argnums)
 
     @functools.wraps(fun)
@@ -465,7 +480,21 @@ def make_jaxpr(fun: Callable, static_argnums: int | tuple[int, ...] = ()):
     return traced
 
 
-__all__ = ["Tracer", "Builder", "bind", "bind_host", "make_jaxpr", "trace_flat", "flatten_fun",
-           "trace_pytree",
-           "TraceCache", "source_info", "new_trace",
-           "tree_flatten", "tree_unflatten", "ShapeDtypeStruct", "get_aval", "is_tracing"]
+__all__ = [
+    "Tracer",
+    "Builder",
+    "bind",
+    "bind_host",
+    "make_jaxpr",
+    "trace_flat",
+    "flatten_fun",
+    "trace_pytree",
+    "TraceCache",
+    "source_info",
+    "new_trace",
+    "tree_flatten",
+    "tree_unflatten",
+    "ShapeDtypeStruct",
+    "get_aval",
+    "is_tracing",
+]

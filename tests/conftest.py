@@ -17,9 +17,16 @@ except ImportError:  # pragma: no cover - jax is a test dependency
     jax = None
 
 settings.register_profile(
-    "functx", max_examples=15, deadline=None, derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                           HealthCheck.filter_too_much])
+    "functx",
+    max_examples=15,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+    ],
+)
 settings.load_profile(os.environ.get("FUNCTX_HYPOTHESIS_PROFILE", "functx"))
 
 
@@ -43,15 +50,23 @@ def tutorial_output(tmp_path_factory):
         if name not in cache:
             env = dict(os.environ)
             env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")]).rstrip(
-                os.pathsep)
+                os.pathsep
+            )
             env.setdefault("JAX_PLATFORMS", "cpu")
-            cache[name] = subprocess.run([sys.executable, str(root / "tutorials" / name)],
-                                         cwd=tmp_path_factory.mktemp("tutorial"), env=env,
-                                         capture_output=True, text=True, timeout=300)
+            cache[name] = subprocess.run(
+                [sys.executable, str(root / "tutorials" / name)],
+                cwd=tmp_path_factory.mktemp("tutorial"),
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
         proc = cache[name]
-        assert proc.returncode == 0, (f"exit status {proc.returncode}\n--- stdout ---\n"
-                                      f"{proc.stdout[-4000:]}\n--- stderr ---\n"
-                                      f"{proc.stderr[-4000:]}")
+        assert proc.returncode == 0, (
+            f"exit status {proc.returncode}\n--- stdout ---\n"
+            f"{proc.stdout[-4000:]}\n--- stderr ---\n"
+            f"{proc.stderr[-4000:]}"
+        )
         return proc.stdout
 
     return run

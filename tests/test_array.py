@@ -58,17 +58,30 @@ def test_transpose_and_reshape_vs_numpy(x):
         np.testing.assert_array_equal(np.asarray(a.transpose(*perm)), x.transpose(*perm))
 
 
-BINOPS = [operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
-          operator.mod, operator.pow, operator.lt, operator.le, operator.gt, operator.ge,
-          operator.eq, operator.ne]
+BINOPS = [
+    operator.add,
+    operator.sub,
+    operator.mul,
+    operator.truediv,
+    operator.floordiv,
+    operator.mod,
+    operator.pow,
+    operator.lt,
+    operator.le,
+    operator.gt,
+    operator.ge,
+    operator.eq,
+    operator.ne,
+]
 INTOPS = [operator.and_, operator.or_, operator.xor]
 
 
 def _jax_aval(fn, *args):
     """JAX's result dtype and weak flag, by tracing (no compilation)."""
     S = jax.ShapeDtypeStruct
-    specs = [a if isinstance(a, (int, float)) else S(np.shape(a), np.asarray(a).dtype)
-             for a in args]
+    specs = [
+        a if isinstance(a, (int, float)) else S(np.shape(a), np.asarray(a).dtype) for a in args
+    ]
     dyn = [i for i, a in enumerate(specs) if isinstance(a, S)]
 
     def f(*d):
@@ -110,8 +123,12 @@ def test_binary_operators_vs_numpy_and_jax(op, dtype):
             assert ours.dtype == jdt
             if jdt != np.bool_:  # (JAX marks `int_array < 2.0` weakly typed: a bool artifact)
                 assert ours.weak_type == jweak
-            npargs = [np.asarray(v, ours.dtype if ours.dtype != np.bool_ else dtype)
-                      if isinstance(v, (int, float)) else v for v in args]
+            npargs = [
+                np.asarray(v, ours.dtype if ours.dtype != np.bool_ else dtype)
+                if isinstance(v, (int, float))
+                else v
+                for v in args
+            ]
             with np.errstate(all="ignore"):
                 np.testing.assert_allclose(np.asarray(ours), op(*npargs), rtol=1e-6)
 
@@ -154,11 +171,25 @@ def test_comparisons_return_bool_arrays_and_are_unhashable():
         hash(a)
 
 
-@pytest.mark.parametrize("index", [
-    0, -1, 1, slice(None), slice(1, None), slice(None, None, -1), slice(0, 3, 2), (0, 1),
-    (slice(None), 1), (Ellipsis, 0), (None, 0), (0, None, slice(None)), (1, Ellipsis, None),
-    (slice(-2, None), slice(None, 1)),
-])
+@pytest.mark.parametrize(
+    "index",
+    [
+        0,
+        -1,
+        1,
+        slice(None),
+        slice(1, None),
+        slice(None, None, -1),
+        slice(0, 3, 2),
+        (0, 1),
+        (slice(None), 1),
+        (Ellipsis, 0),
+        (None, 0),
+        (0, None, slice(None)),
+        (1, Ellipsis, None),
+        (slice(-2, None), slice(None, 1)),
+    ],
+)
 def test_getitem_basic_vs_numpy(index):
     x = np.arange(24.0).reshape(3, 4, 2)
     ours = fnp.asarray(x)[index]
@@ -185,8 +216,13 @@ def test_at_updates_vs_numpy_and_jax(method, index):
     vals = np.float64(10.0) if isinstance(index, tuple) else np.full(np.shape(x[index]), 10.0)
     ours = getattr(a.at[index], method)(vals)
     ref = x.copy()
-    ufunc = {"set": None, "add": np.add, "multiply": np.multiply, "min": np.minimum,
-             "max": np.maximum}[method]
+    ufunc = {
+        "set": None,
+        "add": np.add,
+        "multiply": np.multiply,
+        "min": np.minimum,
+        "max": np.maximum,
+    }[method]
     if ufunc is None:
         ref[index] = vals
     else:
@@ -249,8 +285,9 @@ def test_dlpack_export_to_numpy_is_zero_copy():
     assert a.__dlpack_device__() == (1, 0)  # kDLCPU
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.int8, np.uint8, np.bool_,
-                                   np.float16])
+@pytest.mark.parametrize(
+    "dtype", [np.float32, np.float64, np.int64, np.int8, np.uint8, np.bool_, np.float16]
+)
 def test_dlpack_export_to_torch(dtype):
     x = (np.arange(6) % 3).astype(dtype).reshape(2, 3)
     a = fnp.asarray(x)
@@ -260,18 +297,25 @@ def test_dlpack_export_to_torch(dtype):
     assert tuple(t.shape) == x.shape
 
 
-@pytest.mark.parametrize("tdtype,ndtype", [("float32", np.float32), ("float64", np.float64),
-                                           ("int64", np.int64), ("int32", np.int32),
-                                           ("uint8", np.uint8), ("bool", np.bool_),
-                                           ("float16", np.float16),
-                                           ("bfloat16", ml_dtypes.bfloat16)])
+@pytest.mark.parametrize(
+    "tdtype,ndtype",
+    [
+        ("float32", np.float32),
+        ("float64", np.float64),
+        ("int64", np.int64),
+        ("int32", np.int32),
+        ("uint8", np.uint8),
+        ("bool", np.bool_),
+        ("float16", np.float16),
+        ("bfloat16", ml_dtypes.bfloat16),
+    ],
+)
 def test_dlpack_import_from_torch(tdtype, ndtype):
     t = torch.arange(6).reshape(2, 3).to(getattr(torch, tdtype))
     a = fnp.asarray(t)
     assert isinstance(a, functx.Array)
     assert a.dtype == np.dtype(ndtype) and a.shape == (2, 3)
-    np.testing.assert_array_equal(np.asarray(a).astype(np.float64),
-                                  t.to(torch.float64).numpy())
+    np.testing.assert_array_equal(np.asarray(a).astype(np.float64), t.to(torch.float64).numpy())
     t.zero_()  # the functx array holds its own copy
     assert np.asarray(a).astype(np.float64).sum() == sum(range(6)) if tdtype != "bool" else True
 
@@ -293,12 +337,14 @@ def test_astype_vs_jax():
         ours = a.astype(dt)
         theirs = jjnp.asarray(x).astype(dt)
         assert ours.dtype == np.dtype(dt)
-        np.testing.assert_array_equal(np.asarray(ours).astype(np.float64),
-                                      np.asarray(theirs).astype(np.float64))
+        np.testing.assert_array_equal(
+            np.asarray(ours).astype(np.float64), np.asarray(theirs).astype(np.float64)
+        )
 
 
-@given(x=f64_arrays(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4)),
-       data=st.data())
+@given(
+    x=f64_arrays(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4)), data=st.data()
+)
 def test_reduction_methods_vs_numpy(x, data):
     a = fnp.asarray(x)
     axis = data.draw(st.sampled_from([None] + list(range(-x.ndim, x.ndim))))
@@ -309,12 +355,14 @@ def test_reduction_methods_vs_numpy(x, data):
         np.testing.assert_allclose(np.asarray(ours), ref, rtol=1e-9, atol=1e-9, err_msg=name)
     for name in ["argmax", "argmin"]:
         ax = None if axis is None else axis
-        np.testing.assert_array_equal(np.asarray(getattr(a, name)(axis=ax)),
-                                      getattr(x, name)(axis=ax), err_msg=name)
+        np.testing.assert_array_equal(
+            np.asarray(getattr(a, name)(axis=ax)), getattr(x, name)(axis=ax), err_msg=name
+        )
     np.testing.assert_array_equal(np.asarray(a.any(axis=axis)), (x != 0).any(axis=axis))
     np.testing.assert_array_equal(np.asarray((a > 0).all(axis=axis)), (x > 0).all(axis=axis))
-    np.testing.assert_allclose(np.asarray(a.cumsum(axis=axis)), x.cumsum(axis=axis), rtol=1e-9,
-                               atol=1e-9)
+    np.testing.assert_allclose(
+        np.asarray(a.cumsum(axis=axis)), x.cumsum(axis=axis), rtol=1e-9, atol=1e-9
+    )
 
 
 def test_other_methods_vs_numpy():
@@ -338,11 +386,18 @@ def test_other_methods_vs_numpy():
 
 
 REPR_CASES = [
-    np.array([1.0, 2.0], np.float32), np.array(1.5), np.array([[1, 2], [3, 4]], np.int8),
-    np.array([True, False]), np.zeros((0,), np.float32), np.zeros((0, 3), np.float32),
-    np.zeros((2, 0), np.int32), np.arange(3, dtype=np.float16),
-    np.arange(3).astype(ml_dtypes.bfloat16), np.arange(2000, dtype=np.float32),
-    np.array([np.nan, np.inf, -0.0]), np.array(7, np.uint32),
+    np.array([1.0, 2.0], np.float32),
+    np.array(1.5),
+    np.array([[1, 2], [3, 4]], np.int8),
+    np.array([True, False]),
+    np.zeros((0,), np.float32),
+    np.zeros((0, 3), np.float32),
+    np.zeros((2, 0), np.int32),
+    np.arange(3, dtype=np.float16),
+    np.arange(3).astype(ml_dtypes.bfloat16),
+    np.arange(2000, dtype=np.float32),
+    np.array([np.nan, np.inf, -0.0]),
+    np.array(7, np.uint32),
 ]
 
 

@@ -55,11 +55,17 @@ COMBINES = {
     "min": (lambda np_: np_.minimum, lambda rng, s: rng.standard_normal(s), False),
     "logaddexp": (lambda np_: np_.logaddexp, lambda rng, s: rng.standard_normal(s), False),
     "linrec": (_linrec, lambda rng, s: (rng.uniform(-1, 1, s), rng.standard_normal(s)), False),
-    "matmul": (lambda np_: (lambda x, y: x @ y),
-               lambda rng, s: rng.standard_normal(s + (2, 2)) * 0.7, True),
+    "matmul": (
+        lambda np_: lambda x, y: x @ y,
+        lambda rng, s: rng.standard_normal(s + (2, 2)) * 0.7,
+        True,
+    ),
     "welford": (_welford, lambda rng, s: (np.ones(s), rng.standard_normal(s), np.zeros(s)), False),
-    "pytree": (_pytree, lambda rng, s: {"sum": rng.standard_normal(s),
-                                        "max": rng.standard_normal(s)}, False),
+    "pytree": (
+        _pytree,
+        lambda rng, s: {"sum": rng.standard_normal(s), "max": rng.standard_normal(s)},
+        False,
+    ),
 }
 
 
@@ -83,9 +89,15 @@ def _both(name, elems, **kw):
 
 
 # --- values --------------------------------------------------------------------------------------
-@given(name=st.sampled_from(sorted(COMBINES)), n=st.integers(0, 9),
-       extra=st.lists(st.integers(1, 3), max_size=2), pos=st.integers(0, 2),
-       negative=st.booleans(), reverse=st.booleans(), seed=st.integers(0, 2**16))
+@given(
+    name=st.sampled_from(sorted(COMBINES)),
+    n=st.integers(0, 9),
+    extra=st.lists(st.integers(1, 3), max_size=2),
+    pos=st.integers(0, 2),
+    negative=st.booleans(),
+    reverse=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
 def test_matches_jax(name, n, extra, pos, negative, reverse, seed):
     rng = np.random.default_rng(seed)
     pos = min(pos, len(extra))
@@ -151,15 +163,24 @@ def test_eager_scan_does_not_touch_its_input(n):
 def test_cumulative_helpers():
     rng = np.random.default_rng(0)
     x = rng.permutation(np.linspace(-2, 2, 60))[:30].reshape(5, 6)  # distinct: no max/min ties
-    refs = [(AS.cumsum, np.add), (AS.cumprod, np.multiply), (AS.cummax, np.maximum),
-            (AS.cummin, np.minimum), (AS.cumlogsumexp, np.logaddexp)]
+    refs = [
+        (AS.cumsum, np.add),
+        (AS.cumprod, np.multiply),
+        (AS.cummax, np.maximum),
+        (AS.cummin, np.minimum),
+        (AS.cumlogsumexp, np.logaddexp),
+    ]
     for fx, ufunc in refs:
         for axis in (0, 1, -1):
             for reverse in (False, True):
-                want = np.flip(ufunc.accumulate(np.flip(x, axis), axis), axis) if reverse \
+                want = (
+                    np.flip(ufunc.accumulate(np.flip(x, axis), axis), axis)
+                    if reverse
                     else ufunc.accumulate(x, axis)
-                np.testing.assert_allclose(np.asarray(fx(x, axis=axis, reverse=reverse)), want,
-                                           rtol=1e-12)
+                )
+                np.testing.assert_allclose(
+                    np.asarray(fx(x, axis=axis, reverse=reverse)), want, rtol=1e-12
+                )
         check_grads(lambda x, fx=fx: fx(x, axis=1, reverse=True), (x,), order=1)
 
 
@@ -170,8 +191,9 @@ def test_combine_closing_over_a_value():
     ws, x = rng.uniform(0.5, 1.0, (3, 4)), rng.standard_normal((7, 4)) * 0.3
 
     def make(lax_, np_):
-        return lambda w, x: np_.sum(np_.sin(lax_.associative_scan(lambda a, b: a + b + w * a * b,
-                                                                  x)))
+        return lambda w, x: np_.sum(
+            np_.sin(lax_.associative_scan(lambda a, b: a + b + w * a * b, x))
+        )
 
     f, g = make(lax, fnp), make(jax.lax, jnp)
     np.testing.assert_allclose(float(f(ws[0], x)), float(jax.jit(g)(ws[0], x)), rtol=1e-12)
@@ -203,15 +225,18 @@ def test_integer_lanes_are_not_differentiated():
 
     def loss(lax_, np_):
         def f(x):
-            n, mean, m2 = lax_.associative_scan(_welford_int_counts(np_), (cnt, x, x * x),
-                                                reverse=True)
-            return np_.sum(mean ** 2) + np_.sum(m2 / n.astype(x.dtype))
+            n, mean, m2 = lax_.associative_scan(
+                _welford_int_counts(np_), (cnt, x, x * x), reverse=True
+            )
+            return np_.sum(mean**2) + np_.sum(m2 / n.astype(x.dtype))
+
         return f
 
     fx, jx = loss(lax, fnp), loss(jax.lax, jnp)
     np.testing.assert_allclose(float(fx(x)), float(jax.jit(jx)(x)), rtol=1e-12)
-    np.testing.assert_allclose(np.asarray(functx.grad(fx)(x)), jax.jit(jax.grad(jx))(x),
-                               rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        np.asarray(functx.grad(fx)(x)), jax.jit(jax.grad(jx))(x), rtol=1e-10, atol=1e-12
+    )
     check_grads(fx, (x,), order=2)
     closed = functx.make_jaxpr(functx.grad(fx))(x)
     assert any(e.params["affine"] for e in _scan_eqns(closed.jaxpr))  # still the affine scan
@@ -223,8 +248,10 @@ def test_mixed_float_dtypes_fall_back_to_the_ladder():
     def loss(lax_, np_):
         def f(a, b):  # a float64 running product and a float32 recurrence
             out = lax_.associative_scan(
-                lambda p, q: (p[0] * q[0], q[0].astype(np.float32) * p[1] + q[1]), (a, b))
+                lambda p, q: (p[0] * q[0], q[0].astype(np.float32) * p[1] + q[1]), (a, b)
+            )
             return np_.sum(out[0]) + np_.sum(out[1]).astype(np.float64)
+
         return f
 
     got = functx.grad(loss(lax, fnp), argnums=(0, 1))(a, b)
@@ -268,12 +295,15 @@ def test_vmap_matches_jax(in_axes, axis, reverse):
 
     def run(lax_, np_, vmap):
         def f(a, b):
-            return lax_.associative_scan(_linrec(np_), (a, b), axis=axis % 2 if lax_ is jax.lax
-                                         else axis, reverse=reverse)
+            return lax_.associative_scan(
+                _linrec(np_), (a, b), axis=axis % 2 if lax_ is jax.lax else axis, reverse=reverse
+            )
+
         return vmap(f, in_axes=in_axes if isinstance(in_axes, tuple) else (in_axes, in_axes))(a, b)
 
-    _assert_tree_close(run(lax, fnp, functx.vmap),
-                       run(jax.lax, jnp, lambda *a, **k: jax.jit(jax.vmap(*a, **k))))
+    _assert_tree_close(
+        run(lax, fnp, functx.vmap), run(jax.lax, jnp, lambda *a, **k: jax.jit(jax.vmap(*a, **k)))
+    )
 
 
 @pytest.mark.parametrize("name", ["logaddexp", "linrec", "matmul", "welford", "pytree"])
@@ -286,6 +316,7 @@ def test_vmap_of_grad_and_grad_of_vmap(name):
         def f(e):
             out = lax_.associative_scan(make(np_), e, axis=0 if name == "matmul" else -1)
             return sum(np_.sum(np_.sin(leaf)) for leaf in jax.tree.leaves(out))
+
         return f
 
     fx, jx = loss(lax, fnp), loss(jax.lax, jnp)
@@ -295,10 +326,19 @@ def test_vmap_of_grad_and_grad_of_vmap(name):
 
 
 # --- derivatives ---------------------------------------------------------------------------------
-_GRAD_CASES = [("add", 0, False), ("mul", 1, True), ("max", 0, False), ("min", -1, True),
-               ("logaddexp", 1, False), ("linrec", 0, True), ("linrec", -1, False),
-               ("matmul", 0, False), ("matmul", 0, True), ("welford", 0, False),
-               ("pytree", 1, True)]
+_GRAD_CASES = [
+    ("add", 0, False),
+    ("mul", 1, True),
+    ("max", 0, False),
+    ("min", -1, True),
+    ("logaddexp", 1, False),
+    ("linrec", 0, True),
+    ("linrec", -1, False),
+    ("matmul", 0, False),
+    ("matmul", 0, True),
+    ("welford", 0, False),
+    ("pytree", 1, True),
+]
 
 
 @pytest.mark.parametrize("name,axis,reverse", _GRAD_CASES)
@@ -308,14 +348,15 @@ def test_check_grads(name, axis, reverse, n):
     rng = np.random.default_rng(n)
     shape = (n, 3) if axis == 0 else (3, n)
     if name in ("max", "min"):  # distinct values: no ties, where max/min are not differentiable
-        elems = rng.permutation(np.linspace(-2, 2, 2 * n * 3))[:n * 3].reshape(shape)
+        elems = rng.permutation(np.linspace(-2, 2, 2 * n * 3))[: n * 3].reshape(shape)
     else:
         elems = gen(rng, shape)
     leaves, tree = jax.tree.flatten(elems)
 
     def f(*leaves):
-        out = lax.associative_scan(make(fnp), jax.tree.unflatten(tree, list(leaves)), axis=axis,
-                                   reverse=reverse)
+        out = lax.associative_scan(
+            make(fnp), jax.tree.unflatten(tree, list(leaves)), axis=axis, reverse=reverse
+        )
         return [fnp.sin(o) for o in jax.tree.leaves(out)]
 
     if name == "welford":  # counts are not differentiated
@@ -327,8 +368,9 @@ def test_check_grads(name, axis, reverse, n):
 
 def test_lanewise_classification():
     def combine_of(fn, avals):
-        return AS.associative_scan_p, functx.make_jaxpr(
-            lambda x: lax.associative_scan(fn, x))(avals).eqns[0].params
+        return AS.associative_scan_p, functx.make_jaxpr(lambda x: lax.associative_scan(fn, x))(
+            avals
+        ).eqns[0].params
 
     for name in ("add", "mul", "max", "min", "logaddexp", "linrec", "welford", "pytree"):
         make, gen, _ = COMBINES[name]
@@ -362,8 +404,9 @@ def test_gradient_jaxpr_has_scans_not_a_ladder(name):
         elems = gen(np.random.default_rng(0), (n, 4))
 
         def loss(e):
-            return sum(fnp.sum(fnp.sin(o)) for o in jax.tree.leaves(
-                lax.associative_scan(make(fnp), e)))
+            return sum(
+                fnp.sum(fnp.sin(o)) for o in jax.tree.leaves(lax.associative_scan(make(fnp), e))
+            )
 
         return functx.make_jaxpr(functx.grad(loss))(elems)
 
@@ -377,8 +420,11 @@ def test_gradient_jaxpr_has_scans_not_a_ladder(name):
     # the affine tangent scan only shifts its k x k coefficients by one, with unit strides.
     k = len(jax.tree.leaves(gen(np.random.default_rng(0), (1,))))
     assert c_small.get("slice", 0) < 4 * k * 6, c_small
-    assert all(e.params.get("strides") in (None, (1,) * len(e.params["start_indices"]))
-               for e in large.eqns if e.prim.name == "slice")
+    assert all(
+        e.params.get("strides") in (None, (1,) * len(e.params["start_indices"]))
+        for e in large.eqns
+        if e.prim.name == "slice"
+    )
 
 
 @pytest.mark.parametrize("reverse", [False, True])
@@ -399,6 +445,7 @@ def test_gradient_of_linear_recurrence_runs_the_scan_backwards(reverse):
     # The tangent recurrence is diagonal (lanes independent); the running product's cotangent is
     # zero (only h is used), so only h's lane is scanned backwards.
     assert backward[0].params["affine"] == (1, ((0, 0),))
+
     def loss_both(a, b):
         outs = lax.associative_scan(_linrec(fnp), (a, b), reverse=reverse)
         return fnp.sum(outs[0] ** 2) + fnp.sum(outs[1] ** 2)
@@ -426,7 +473,8 @@ def test_gradient_of_linear_recurrence_runs_the_scan_backwards(reverse):
 
 def test_jvp_jaxpr_is_one_affine_scan():
     x = np.random.default_rng(0).standard_normal((128, 3))
-    closed = functx.make_jaxpr(lambda x, t: functx.jvp(
-        lambda x: lax.associative_scan(fnp.logaddexp, x), (x,), (t,)))(x, x)
+    closed = functx.make_jaxpr(
+        lambda x, t: functx.jvp(lambda x: lax.associative_scan(fnp.logaddexp, x), (x,), (t,))
+    )(x, x)
     scans = _scan_eqns(closed.jaxpr)
     assert len(scans) == 2 and scans[1].params["affine"] == (1, ((0, 0),))

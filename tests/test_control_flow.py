@@ -70,8 +70,9 @@ def scan_reverse_fn(lx, np_):
 
 def scan_length_fn(lx, np_):
     def f(x):  # no xs: a length and an integer carry
-        (i, c), ys = lx.scan(lambda c, _: ((c[0] + 1, np_.cos(c[1]) * c[1] + c[0]), c[1]),
-                             (0, x[0]), None, length=4)
+        (i, c), ys = lx.scan(
+            lambda c, _: ((c[0] + 1, np_.cos(c[1]) * c[1] + c[0]), c[1]), (0, x[0]), None, length=4
+        )
         return np_.sum(c) + np_.sum(ys) + i
 
     return f
@@ -96,7 +97,7 @@ def cond_fn(lx, np_):
 def switch_fn(lx, np_):
     def f(x):
         i = (np_.sum(x[0] > 0)).astype(np_.int32)  # 0..3: clamped into 0..2
-        out = lx.switch(i, [lambda a: np_.sin(a), lambda a: a ** 3, lambda a: np_.exp(a) * a], x)
+        out = lx.switch(i, [lambda a: np_.sin(a), lambda a: a**3, lambda a: np_.exp(a) * a], x)
         return np_.sum(out)
 
     return f
@@ -125,8 +126,19 @@ def nested_fn(lx, np_):
     return f
 
 
-CASES = {f.__name__: f for f in [scan_fn, scan_reverse_fn, scan_length_fn, cond_fn, switch_fn,
-                                 fori_static_fn, map_fn, nested_fn]}
+CASES = {
+    f.__name__: f
+    for f in [
+        scan_fn,
+        scan_reverse_fn,
+        scan_length_fn,
+        cond_fn,
+        switch_fn,
+        fori_static_fn,
+        map_fn,
+        nested_fn,
+    ]
+}
 
 
 def _x(seed=0, shape=(4, 3)):
@@ -156,12 +168,15 @@ def test_vmap_compositions_match_jax(name):
     _close(functx.vmap(functx.grad(fx))(xs), want_g)
     _close(functx.grad(lambda xs: functx.vmap(fx)(xs).sum())(xs), want_g)
     # the batch axis elsewhere
-    _close(functx.vmap(functx.grad(fx), in_axes=2, out_axes=1)(np.moveaxis(xs, 0, 2)),
-           np.moveaxis(want_g, 0, 1))
+    _close(
+        functx.vmap(functx.grad(fx), in_axes=2, out_axes=1)(np.moveaxis(xs, 0, 2)),
+        np.moveaxis(want_g, 0, 1),
+    )
 
 
-@pytest.mark.parametrize("name", ["scan_fn", "scan_reverse_fn", "cond_fn", "fori_static_fn",
-                                  "nested_fn"])
+@pytest.mark.parametrize(
+    "name", ["scan_fn", "scan_reverse_fn", "cond_fn", "fori_static_fn", "nested_fn"]
+)
 def test_check_grads(name):
     check_grads(CASES[name](*FX), (_x(3, (3, 3)),), order=2)
 
@@ -170,11 +185,14 @@ def test_scan_with_batched_consts_only_and_unbatched_carry():
     def f(lx, np_):
         def g(w, c0):
             return lx.scan(lambda c, x: (c + w * x, c * w), c0, np_.arange(4.0))
+
         return g
 
     w, c0 = np.linspace(0.1, 0.9, 5), np.array(0.3)
-    _close(functx.vmap(f(*FX), in_axes=(0, None))(w, c0),
-           jax.jit(jax.vmap(f(*JX), in_axes=(0, None)))(w, c0))
+    _close(
+        functx.vmap(f(*FX), in_axes=(0, None))(w, c0),
+        jax.jit(jax.vmap(f(*JX), in_axes=(0, None)))(w, c0),
+    )
 
 
 def test_scan_zero_length():
@@ -207,22 +225,32 @@ def test_dynamic_loops_forward_mode_and_vmap(make):
     for n in (0, 3):
         _close(fx(x, np.int32(n)), jax.jit(jx)(x, np.int32(n)))
         # jvp, with the bound traced (an argument of the jvp'd function)
-        _close(functx.jvp(fx, (x, np.int32(n)), (t, np.zeros((), jax.dtypes.float0))),
-               jax.jit(lambda x, t, n: jax.jvp(jx, (x, n), (t, np.zeros((), jax.dtypes.float0))))(
-                   x, t, np.int32(n)))
+        _close(
+            functx.jvp(fx, (x, np.int32(n)), (t, np.zeros((), jax.dtypes.float0))),
+            jax.jit(lambda x, t, n: jax.jvp(jx, (x, n), (t, np.zeros((), jax.dtypes.float0))))(
+                x, t, np.int32(n)
+            ),
+        )
     ns = np.array([0, 1, 4, 2], np.int32)
     xs = np.stack([_x(s, (3,)) for s in range(4)])
     # batched bound (a batched predicate), batched state, both
-    _close(functx.vmap(fx, in_axes=(None, 0))(x, ns),
-           jax.jit(jax.vmap(jx, in_axes=(None, 0)))(x, ns))
-    _close(functx.vmap(fx, in_axes=(0, None))(xs, np.int32(3)),
-           jax.jit(jax.vmap(jx, in_axes=(0, None)))(xs, np.int32(3)))
+    _close(
+        functx.vmap(fx, in_axes=(None, 0))(x, ns), jax.jit(jax.vmap(jx, in_axes=(None, 0)))(x, ns)
+    )
+    _close(
+        functx.vmap(fx, in_axes=(0, None))(xs, np.int32(3)),
+        jax.jit(jax.vmap(jx, in_axes=(0, None)))(xs, np.int32(3)),
+    )
     _close(functx.vmap(fx)(xs, ns), jax.jit(jax.vmap(jx))(xs, ns))
     # jacfwd under vmap, jvp under vmap
-    _close(functx.vmap(functx.jacfwd(fx), in_axes=(None, 0))(x, ns),
-           jax.jit(jax.vmap(jax.jacfwd(jx), in_axes=(None, 0)))(x, ns))
-    _close(functx.vmap(lambda x, t, n: functx.jvp(lambda x: fx(x, n), (x,), (t,)))(xs, xs, ns),
-           jax.jit(jax.vmap(lambda x, t, n: jax.jvp(lambda x: jx(x, n), (x,), (t,))))(xs, xs, ns))
+    _close(
+        functx.vmap(functx.jacfwd(fx), in_axes=(None, 0))(x, ns),
+        jax.jit(jax.vmap(jax.jacfwd(jx), in_axes=(None, 0)))(x, ns),
+    )
+    _close(
+        functx.vmap(lambda x, t, n: functx.jvp(lambda x: fx(x, n), (x,), (t,)))(xs, xs, ns),
+        jax.jit(jax.vmap(lambda x, t, n: jax.jvp(lambda x: jx(x, n), (x,), (t,))))(xs, xs, ns),
+    )
 
 
 def test_fori_loop_bounds_static_vs_traced():
@@ -246,9 +274,11 @@ def test_while_loop_linearize_matches_jax():
     _close(f_jvp(t), j_jvp(t))
 
 
-WHILE_ERROR = ("Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop "
-               "with dynamic start/stop values. Try using lax.scan, or using fori_loop with "
-               "static start/stop")
+WHILE_ERROR = (
+    "Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop "
+    "with dynamic start/stop values. Try using lax.scan, or using fori_loop with "
+    "static start/stop"
+)
 
 
 def _next_line():
@@ -262,8 +292,9 @@ def test_reverse_mode_of_while_loop_raises_jax_error():
         jax.grad(lambda x: jnp.sum(while_fn(*JX)(x, 3)[0]))(x)
 
     def f(x):
-        return fnp.sum(lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2.0),
-                                      (0, x))[1])
+        return fnp.sum(
+            lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2.0), (0, x))[1]
+        )
 
     line = f"{__file__}:{inspect.getsourcelines(f)[1] + 1}"
     for grad in (functx.grad, functx.jacrev):
@@ -373,7 +404,9 @@ def test_non_scalar_predicate():
     with pytest.raises(FunctxTypeError, match="cond_fun <lambda> must return a boolean scalar"):
         lax.while_loop(lambda c: c > 0, lambda c: c - 1, x)
     # a per-example scalar predicate under vmap is fine: both branches run and are selected
-    out = functx.vmap(lambda x: lax.cond(x > 0, lambda x: x, lambda x: -x, x))(np.array([1., -2.]))
+    out = functx.vmap(lambda x: lax.cond(x > 0, lambda x: x, lambda x: -x, x))(
+        np.array([1.0, -2.0])
+    )
     np.testing.assert_array_equal(np.asarray(out), [1.0, 2.0])
 
 
@@ -400,18 +433,21 @@ def test_declared_transpose_errors():
     params = closed.eqns[0].params
     with pytest.raises(UnsupportedError, match="cannot be transposed"):
         T.transpose_rules[associative_scan_p](
-            [np.ones(4)], T.UndefinedPrimal(functx.ShapedArray((4,), np.float64)), **params)
+            [np.ones(4)], T.UndefinedPrimal(functx.ShapedArray((4,), np.float64)), **params
+        )
 
 
 def test_eager_loops_leave_the_callers_arrays_writeable():
     """An eager control-flow result that is an input passed through must be a copy (the eager
     path freezes the arrays it returns)."""
-    for run in (lambda x: lax.cond(True, lambda x: x, lambda x: -x, x),
-                lambda x: lax.switch(0, [lambda x: x], x),
-                lambda x: lax.scan(lambda c, _: (c, None), x, None, length=0),
-                lambda x: lax.while_loop(lambda c: False, lambda c: c, x),
-                lambda x: lax.fori_loop(0, 0, lambda i, c: c, x),
-                lambda x: lax.associative_scan(lax.add, x)):
+    for run in (
+        lambda x: lax.cond(True, lambda x: x, lambda x: -x, x),
+        lambda x: lax.switch(0, [lambda x: x], x),
+        lambda x: lax.scan(lambda c, _: (c, None), x, None, length=0),
+        lambda x: lax.while_loop(lambda c: False, lambda c: c, x),
+        lambda x: lax.fori_loop(0, 0, lambda i, c: c, x),
+        lambda x: lax.associative_scan(lax.add, x),
+    ):
         x = np.arange(1.0)
         run(x)
         assert x.flags.writeable

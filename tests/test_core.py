@@ -42,58 +42,132 @@ def _norm(s: str) -> str:
 
 # --- golden strings ----------------------------------------------------------------------------
 GOLDEN = [
-    ("sin_mul", lambda x: fnp.sin(x) * 2.0, (X3,), {},
-     "{ lambda ; a:f32[3]. let b:f32[3] = sin a; c:f32[3] = mul b 2.0:f32[] in (c,) }"),
-    ("int_literal", lambda x: x + 1, (np.ones(3, np.int32),), {},
-     "{ lambda ; a:i32[3]. let b:i32[3] = add a 1:i32[] in (b,) }"),
-    ("bool_literal", lambda x: (x > 0) | True, (X3,), {},
-     "{ lambda ; a:f32[3]. let b:bool[3] = gt a 0.0:f32[]; c:bool[3] = or b True:bool[] in (c,) }"),
-    ("negative_literal", lambda x: x * -1.5, (X3,), {},
-     "{ lambda ; a:f32[3]. let b:f32[3] = mul a -1.5:f32[] in (b,) }"),
-    ("constvar", lambda x: x + CONST, (X3,), {},
-     "{ lambda a:f32[3]; b:f32[3]. let c:f32[3] = add b a in (c,) }"),
-    ("two_consts", lambda x: x * CONST + CONST * 2.0, (X3,), {},
-     "{ lambda a:f32[3]; b:f32[3]. let\n"
-     "    c:f32[3] = mul b a\n"
-     "    d:f32[3] = mul a 2.0:f32[]\n"
-     "    e:f32[3] = add c d\n"
-     "  in (e,) }"),
-    ("params", lambda x: fnp.sum(x, axis=1), (X23,), {},
-     "{ lambda ; a:f32[2,3]. let b:f32[2] = reduce_sum[axes=(1,)] a in (b,) }"),
-    ("transpose", lambda x: x.T, (X23,), {},
-     "{ lambda ; a:f32[2,3]. let b:f32[3,2] = transpose[permutation=(1, 0)] a in (b,) }"),
-    ("two_outputs", lambda x, y: (x + y, x - y), (X3, X3), {},
-     "{ lambda ; a:f32[3] b:f32[3]. let c:f32[3] = add a b; d:f32[3] = sub a b in (c, d) }"),
-    ("pytree_in_out", lambda d: {"a": d["x"] * 2, "b": (d["y"], d["x"])},
-     ({"x": X3, "y": np.int32(3)},), {},
-     "{ lambda ; a:f32[3] b:i32[]. let c:f32[3] = mul a 2.0:f32[] in (c, b, a) }"),
-    ("static_argnums", lambda x, n: x * n, (X3, 3), {"static_argnums": 1},
-     "{ lambda ; a:f32[3]. let b:f32[3] = mul a 3.0:f32[] in (b,) }"),
-    ("static_argnums_tuple", lambda n, x, k: x[:n] + k, (2, X3, 1.0), {"static_argnums": (0,)},
-     "{ lambda ; a:f32[3] b:f32[]. let\n"
-     "    c:f32[2] = slice[limit_indices=(2,) start_indices=(0,) strides=None] a\n"
-     "    d:f32[2] = add c b\n"
-     "  in (d,) }"),
-    ("no_arguments", lambda: fnp.zeros(3) + 1.0, (), {},
-     "{ lambda ; . let\n"
-     "    a:f32[3] = broadcast_in_dim[broadcast_dimensions=() shape=(3,)] 0.0:f32[]\n"
-     "    b:f32[3] = add a 1.0:f32[]\n"
-     "  in (b,) }"),
-    ("literal_output", lambda x: 1.0, (X3,), {},
-     "{ lambda ; a:f32[3]. let  in (1.0:f32[],) }"),
-    ("softmax_multiline", lambda x: fnp.exp(x) / fnp.sum(fnp.exp(x)), (X3,), {},
-     "{ lambda ; a:f32[3]. let\n"
-     "    b:f32[3] = exp a\n"
-     "    c:f32[3] = exp a\n"
-     "    d:f32[] = reduce_sum[axes=(0,)] c\n"
-     "    e:f32[3] = div b d\n"
-     "  in (e,) }"),
-    ("matmul_long_params", lambda x: x @ x.T, (X23,), {},
-     "{ lambda ; a:f32[2,3]. let\n"
-     "    b:f32[3,2] = transpose[permutation=(1, 0)] a\n"
-     "    c:f32[2,2] = dot_general[dimension_numbers=(((1,), (0,)), ((), ())) "
-     "preferred_element_type=None] a b\n"
-     "  in (c,) }"),
+    (
+        "sin_mul",
+        lambda x: fnp.sin(x) * 2.0,
+        (X3,),
+        {},
+        "{ lambda ; a:f32[3]. let b:f32[3] = sin a; c:f32[3] = mul b 2.0:f32[] in (c,) }",
+    ),
+    (
+        "int_literal",
+        lambda x: x + 1,
+        (np.ones(3, np.int32),),
+        {},
+        "{ lambda ; a:i32[3]. let b:i32[3] = add a 1:i32[] in (b,) }",
+    ),
+    (
+        "bool_literal",
+        lambda x: (x > 0) | True,
+        (X3,),
+        {},
+        "{ lambda ; a:f32[3]. let b:bool[3] = gt a 0.0:f32[]; c:bool[3] = or b True:bool[] "
+        "in (c,) }",
+    ),
+    (
+        "negative_literal",
+        lambda x: x * -1.5,
+        (X3,),
+        {},
+        "{ lambda ; a:f32[3]. let b:f32[3] = mul a -1.5:f32[] in (b,) }",
+    ),
+    (
+        "constvar",
+        lambda x: x + CONST,
+        (X3,),
+        {},
+        "{ lambda a:f32[3]; b:f32[3]. let c:f32[3] = add b a in (c,) }",
+    ),
+    (
+        "two_consts",
+        lambda x: x * CONST + CONST * 2.0,
+        (X3,),
+        {},
+        "{ lambda a:f32[3]; b:f32[3]. let\n"
+        "    c:f32[3] = mul b a\n"
+        "    d:f32[3] = mul a 2.0:f32[]\n"
+        "    e:f32[3] = add c d\n"
+        "  in (e,) }",
+    ),
+    (
+        "params",
+        lambda x: fnp.sum(x, axis=1),
+        (X23,),
+        {},
+        "{ lambda ; a:f32[2,3]. let b:f32[2] = reduce_sum[axes=(1,)] a in (b,) }",
+    ),
+    (
+        "transpose",
+        lambda x: x.T,
+        (X23,),
+        {},
+        "{ lambda ; a:f32[2,3]. let b:f32[3,2] = transpose[permutation=(1, 0)] a in (b,) }",
+    ),
+    (
+        "two_outputs",
+        lambda x, y: (x + y, x - y),
+        (X3, X3),
+        {},
+        "{ lambda ; a:f32[3] b:f32[3]. let c:f32[3] = add a b; d:f32[3] = sub a b in (c, d) }",
+    ),
+    (
+        "pytree_in_out",
+        lambda d: {"a": d["x"] * 2, "b": (d["y"], d["x"])},
+        ({"x": X3, "y": np.int32(3)},),
+        {},
+        "{ lambda ; a:f32[3] b:i32[]. let c:f32[3] = mul a 2.0:f32[] in (c, b, a) }",
+    ),
+    (
+        "static_argnums",
+        lambda x, n: x * n,
+        (X3, 3),
+        {"static_argnums": 1},
+        "{ lambda ; a:f32[3]. let b:f32[3] = mul a 3.0:f32[] in (b,) }",
+    ),
+    (
+        "static_argnums_tuple",
+        lambda n, x, k: x[:n] + k,
+        (2, X3, 1.0),
+        {"static_argnums": (0,)},
+        "{ lambda ; a:f32[3] b:f32[]. let\n"
+        "    c:f32[2] = slice[limit_indices=(2,) start_indices=(0,) strides=None] a\n"
+        "    d:f32[2] = add c b\n"
+        "  in (d,) }",
+    ),
+    (
+        "no_arguments",
+        lambda: fnp.zeros(3) + 1.0,
+        (),
+        {},
+        "{ lambda ; . let\n"
+        "    a:f32[3] = broadcast_in_dim[broadcast_dimensions=() shape=(3,)] 0.0:f32[]\n"
+        "    b:f32[3] = add a 1.0:f32[]\n"
+        "  in (b,) }",
+    ),
+    ("literal_output", lambda x: 1.0, (X3,), {}, "{ lambda ; a:f32[3]. let  in (1.0:f32[],) }"),
+    (
+        "softmax_multiline",
+        lambda x: fnp.exp(x) / fnp.sum(fnp.exp(x)),
+        (X3,),
+        {},
+        "{ lambda ; a:f32[3]. let\n"
+        "    b:f32[3] = exp a\n"
+        "    c:f32[3] = exp a\n"
+        "    d:f32[] = reduce_sum[axes=(0,)] c\n"
+        "    e:f32[3] = div b d\n"
+        "  in (e,) }",
+    ),
+    (
+        "matmul_long_params",
+        lambda x: x @ x.T,
+        (X23,),
+        {},
+        "{ lambda ; a:f32[2,3]. let\n"
+        "    b:f32[3,2] = transpose[permutation=(1, 0)] a\n"
+        "    c:f32[2,2] = dot_general[dimension_numbers=(((1,), (0,)), ((), ())) "
+        "preferred_element_type=None] a b\n"
+        "  in (c,) }",
+    ),
 ]
 
 
@@ -112,11 +186,11 @@ def _chain(np_):
 
 
 JAX_SAME = [  # functions whose Jaxpr is the same in JAX (same primitives, no extra params)
-    ("sin_mul", lambda np_: (lambda x: np_.sin(x) * 2.0), X3),
-    ("arith", lambda np_: (lambda x, y: (x + y, x - y, x * y)), (X3, X3)),
-    ("compare_or", lambda np_: (lambda x: (x > 0) | (x < -1.0)), X3),
-    ("int_add", lambda np_: (lambda x: x + 1), np.ones(3, np.int32)),
-    ("transpose", lambda np_: (lambda x: x.T), X23),
+    ("sin_mul", lambda np_: lambda x: np_.sin(x) * 2.0, X3),
+    ("arith", lambda np_: lambda x, y: (x + y, x - y, x * y), (X3, X3)),
+    ("compare_or", lambda np_: lambda x: (x > 0) | (x < -1.0), X3),
+    ("int_add", lambda np_: lambda x: x + 1, np.ones(3, np.int32)),
+    ("transpose", lambda np_: lambda x: x.T, X23),
     ("more_than_26_vars", _chain, X3),
 ]
 

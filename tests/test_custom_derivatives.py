@@ -62,8 +62,10 @@ def test_custom_jvp_rule_is_used_and_matches_jax():
     _close(functx.jvp(f_fx, (x, y), (F64(1), F64(2))), jax.jvp(f_jx, (x, y), (F64(1), F64(2))))
     # higher order differentiates the rule
     _close(functx.grad(functx.grad(f_fx))(x, y), jax.jit(jax.grad(jax.grad(f_jx)))(x, y))
-    _close(functx.hessian(lambda v: f_fx(v[0], v[1]))(np.array([x, y])),
-           jax.jit(jax.hessian(lambda v: f_jx(v[0], v[1])))(np.array([x, y])))
+    _close(
+        functx.hessian(lambda v: f_fx(v[0], v[1]))(np.array([x, y])),
+        jax.jit(jax.hessian(lambda v: f_jx(v[0], v[1])))(np.array([x, y])),
+    )
     # Jacobians
     xs = np.linspace(-1, 1, 4)
     _close(functx.jacfwd(f_fx)(xs, y), jax.jit(jax.jacfwd(f_jx))(xs, y))
@@ -84,7 +86,8 @@ def test_custom_jvp_jaxprs():
     # the gradient Jaxpr holds the rule's equations, not the call
     assert str(functx.make_jaxpr(functx.grad(f_fx))(x, x)) == (
         "{ lambda ; a:f32[] b:f32[]. let\n    c:f32[] = cos a\n    d:f32[] = mul c b\n"
-        "    e:f32[] = mul d 2.0:f32[]\n  in (e,) }")
+        "    e:f32[] = mul d 2.0:f32[]\n  in (e,) }"
+    )
 
 
 def test_custom_jvp_nondiff_argnums():
@@ -104,12 +107,14 @@ def test_custom_jvp_nondiff_argnums():
     japp.defjvp(lambda fn, p, t: (japp(fn, p[0]), t[0] * 3.0))
     x = F64(0.5)
     assert float(functx.grad(lambda v: app(fnp.sin, v))(x)) == 3.0
-    _close(functx.grad(lambda v: app(fnp.sin, v) * v)(x),
-           jax.grad(lambda v: japp(jnp.sin, v) * v)(x))
+    _close(
+        functx.grad(lambda v: app(fnp.sin, v) * v)(x), jax.grad(lambda v: japp(jnp.sin, v) * v)(x)
+    )
+
     # a static int argument
     @partial(functx.custom_jvp, nondiff_argnums=(1,))
     def power(x, n):
-        return x ** n
+        return x**n
 
     power.defjvp(lambda n, p, t: (power(p[0], n), n * p[0] ** (n - 1) * t[0]))
     check_grads(lambda v: power(v, 3), (np.array([0.5, -1.5]),), order=2)
@@ -162,14 +167,15 @@ def test_custom_jvp_pytrees_kwargs_and_stop_gradient_in_rule():
     np.testing.assert_allclose(g["b"], [0.0, 0.0])
     # second order through the stop_gradient is zero in b
     h = functx.grad(lambda b: functx.grad(lambda d: f(d)["out"])({"a": d["a"], "b": b})["a"].sum())(
-        d["b"])
+        d["b"]
+    )
     np.testing.assert_allclose(h, [0.0, 0.0])
 
 
 def test_custom_jvp_integer_inputs_and_outputs():
     @functx.custom_jvp
     def f(x, n):
-        return x ** n, fnp.argmax(x)
+        return x**n, fnp.argmax(x)
 
     @f.defjvp
     def f_jvp(primals, tangents):
@@ -264,8 +270,9 @@ def test_custom_vjp_pytree_residuals_and_arguments():
     _close(out, jout)
     ct = np.array([1.0, -2.0])
     _close(f_vjp(ct), j_vjp(ct))
-    check_grads(lambda x, a, b: res_fx(x, {"a": a, "b": b}), (x, d["a"], d["b"]), order=1,
-                modes=("rev",))
+    check_grads(
+        lambda x, a, b: res_fx(x, {"a": a, "b": b}), (x, d["a"], d["b"]), order=1, modes=("rev",)
+    )
 
 
 def test_custom_vjp_grad_of_grad_differentiates_bwd():
@@ -283,8 +290,7 @@ def test_custom_vjp_bwd_returning_none_and_integer_args():
     def f(x, y, n):
         return x * y * n
 
-    f.defvjp(lambda x, y, n: (f(x, y, n), (x, y, n)),
-             lambda r, g: (g * r[1] * r[2], None, None))
+    f.defvjp(lambda x, y, n: (f(x, y, n), (x, y, n)), lambda r, g: (g * r[1] * r[2], None, None))
     gx, gy = functx.grad(f, (0, 1))(F64(2.0), F64(3.0), 4)
     assert float(gx) == 12.0 and float(gy) == 0.0
 
@@ -339,19 +345,35 @@ def _two_arg_vjp(bwd):
 
 def test_custom_vjp_bwd_with_the_wrong_count_or_structure():
     f = _two_arg_vjp(lambda r, g: (g * r[1],))
-    msg = _check_error(FunctxTypeError, r"custom_vjp bwd of mulxy must return a tuple with one "
-                       r"cotangent per differentiable argument \(2\), got tuple of length 1",
-                       lambda: functx.grad(f)(F64(1.0), F64(2.0)), _lineno())
+    msg = _check_error(
+        FunctxTypeError,
+        r"custom_vjp bwd of mulxy must return a tuple with one "
+        r"cotangent per differentiable argument \(2\), got tuple of length 1",
+        lambda: functx.grad(f)(F64(1.0), F64(2.0)),
+        _lineno(),
+    )
     f = _two_arg_vjp(lambda r, g: g * r[1])
-    _check_error(FunctxTypeError, "mulxy must return a tuple .* got Tracer",
-                 lambda: functx.grad(f)(F64(1.0), F64(2.0)), _lineno())
+    _check_error(
+        FunctxTypeError,
+        "mulxy must return a tuple .* got Tracer",
+        lambda: functx.grad(f)(F64(1.0), F64(2.0)),
+        _lineno(),
+    )
     f = _two_arg_vjp(lambda r, g: (g * r[1], (g, g)))
-    _check_error(FunctxTypeError, r"bwd of mulxy: cotangent 1 must have the structure of arg",
-                 lambda: functx.grad(f)(F64(1.0), F64(2.0)), _lineno())
+    _check_error(
+        FunctxTypeError,
+        r"bwd of mulxy: cotangent 1 must have the structure of arg",
+        lambda: functx.grad(f)(F64(1.0), F64(2.0)),
+        _lineno(),
+    )
     f = _two_arg_vjp(lambda r, g: (g * r[1], fnp.ones(3)))
-    _check_error(FunctxTypeError, r"bwd of mulxy returned a cotangent of shape f32\[3\] for an "
-                 r"argument of shape f64\[\]", lambda: functx.grad(f)(F64(1.0), F64(2.0)),
-                 _lineno() - 1)
+    _check_error(
+        FunctxTypeError,
+        r"bwd of mulxy returned a cotangent of shape f32\[3\] for an "
+        r"argument of shape f64\[\]",
+        lambda: functx.grad(f)(F64(1.0), F64(2.0)),
+        _lineno() - 1,
+    )
     del msg
 
 
@@ -361,11 +383,19 @@ def test_custom_vjp_fwd_errors():
         return x * 2
 
     f.defvjp(lambda x: x * 2, lambda r, g: (g,))
-    _check_error(FunctxTypeError, "custom_vjp fwd of f must return a pair",
-                 lambda: functx.grad(f)(F64(1.0)), _lineno())
+    _check_error(
+        FunctxTypeError,
+        "custom_vjp fwd of f must return a pair",
+        lambda: functx.grad(f)(F64(1.0)),
+        _lineno(),
+    )
     f.defvjp(lambda x: ((x, x), None), lambda r, g: (g,))
-    _check_error(FunctxTypeError, "custom_vjp fwd of f must return an output with the structure",
-                 lambda: functx.grad(f)(F64(1.0)), _lineno())
+    _check_error(
+        FunctxTypeError,
+        "custom_vjp fwd of f must return an output with the structure",
+        lambda: functx.grad(f)(F64(1.0)),
+        _lineno(),
+    )
 
     @functx.custom_vjp
     def undefined(x):
@@ -377,10 +407,13 @@ def test_custom_vjp_fwd_errors():
 
 def test_jvp_of_a_custom_vjp_function():
     f = _two_arg_vjp(lambda r, g: (g * r[1], g * r[0]))
-    msg = _check_error(UnsupportedError, r"can't apply forward-mode autodiff \(jvp\) to a "
-                       r"custom_vjp function \(mulxy\)",
-                       lambda: functx.jvp(f, (F64(1.0), F64(2.0)), (F64(1.0), F64(0.0))),
-                       _lineno() - 1)
+    msg = _check_error(
+        UnsupportedError,
+        r"can't apply forward-mode autodiff \(jvp\) to a "
+        r"custom_vjp function \(mulxy\)",
+        lambda: functx.jvp(f, (F64(1.0), F64(2.0)), (F64(1.0), F64(0.0))),
+        _lineno() - 1,
+    )
     with pytest.raises(UnsupportedError, match="custom_vjp function"):
         functx.jacfwd(f)(np.ones(2), F64(2.0))
     del msg
@@ -392,18 +425,34 @@ def test_custom_jvp_rule_errors():
         return fnp.sin(x)
 
     f.defjvp(lambda p, t: f(p[0]))
-    _check_error(FunctxTypeError, "custom_jvp rule of f must return a pair",
-                 lambda: functx.grad(f)(F64(1.0)), _lineno())
+    _check_error(
+        FunctxTypeError,
+        "custom_jvp rule of f must return a pair",
+        lambda: functx.grad(f)(F64(1.0)),
+        _lineno(),
+    )
     f.defjvp(lambda p, t: (f(p[0]), (t[0], t[0])))
-    _check_error(FunctxTypeError, "custom_jvp rule of f must return primal and tangent outputs "
-                 "with the structure", lambda: functx.grad(f)(F64(1.0)), _lineno())
+    _check_error(
+        FunctxTypeError,
+        "custom_jvp rule of f must return primal and tangent outputs with the structure",
+        lambda: functx.grad(f)(F64(1.0)),
+        _lineno(),
+    )
     f.defjvp(lambda p, t: (f(p[0]), fnp.ones(3)))
-    _check_error(FunctxTypeError, r"custom_jvp rule of f: outputs must have the shapes",
-                 lambda: functx.grad(f)(F64(1.0)), _lineno())
+    _check_error(
+        FunctxTypeError,
+        r"custom_jvp rule of f: outputs must have the shapes",
+        lambda: functx.grad(f)(F64(1.0)),
+        _lineno(),
+    )
     f.defjvp(lambda p, t: (f(p[0]), t[0].astype(np.float32)))
-    _check_error(FunctxTypeError, r"custom_jvp rule of f: the tangent output must have dtype "
-                 r"float64 for the primal output f64\[\], got f32\[\]",
-                 lambda: functx.grad(f)(F64(1.0)), _lineno())
+    _check_error(
+        FunctxTypeError,
+        r"custom_jvp rule of f: the tangent output must have dtype "
+        r"float64 for the primal output f64\[\], got f32\[\]",
+        lambda: functx.grad(f)(F64(1.0)),
+        _lineno(),
+    )
     f.defjvp(lambda p, t: (f(p[0]), 0.0))  # a Python scalar takes the output's dtype
     assert float(functx.grad(f)(F64(1.0))) == 0.0
 
@@ -424,5 +473,9 @@ def test_differentiating_a_closed_over_value_is_an_error():
         f.defjvp(lambda p, t: (f(p[0]), t[0] * s))
         return f(F64(2.0))  # the error names this line, where f is called
 
-    _check_error(UnsupportedError, "custom_jvp function f closes over a value that is being "
-                 "differentiated", lambda: functx.grad(outer)(F64(1.0)), _lineno() - 3)
+    _check_error(
+        UnsupportedError,
+        "custom_jvp function f closes over a value that is being differentiated",
+        lambda: functx.grad(outer)(F64(1.0)),
+        _lineno() - 3,
+    )

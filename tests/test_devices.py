@@ -40,8 +40,9 @@ pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
 GPU = functx.devices("gpu")[0] if functx.default_backend() == "gpu" else None
 needs_gpu = pytest.mark.skipif(GPU is None, reason="no GPU (nor TRITON_INTERPRET=1 with triton)")
-needs_cuda = pytest.mark.skipif(GPU is None or GPU.torch_device.type != "cuda",
-                                reason="needs a CUDA GPU")
+needs_cuda = pytest.mark.skipif(
+    GPU is None or GPU.torch_device.type != "cuda", reason="needs a CUDA GPU"
+)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -71,8 +72,9 @@ def assert_close(got, want, rtol=2e-6, atol=1e-6):
     got, want = np.asarray(got), np.asarray(want)
     assert got.shape == want.shape and got.dtype == want.dtype, (got.dtype, want.dtype)
     if want.dtype.kind == "f":
-        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol,
-                                   atol=atol)
+        np.testing.assert_allclose(
+            got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol
+        )
     else:
         np.testing.assert_array_equal(got, want)
 
@@ -90,17 +92,20 @@ def line_of(offset=0) -> str:
 
 # --- installing: the CPU needs neither torch nor triton ----------------------------------------
 def test_cpu_use_never_imports_torch_or_triton(tmp_path):
-    code = ("import sys, numpy as np, functx, functx.numpy as jnp\n"
-            "x = jnp.asarray(np.arange(3.0, dtype=np.float32))\n"
-            "y = functx.jit(lambda a: jnp.tanh(a) * 2.0)(x) + jnp.zeros(3)\n"
-            "g = functx.grad(lambda a: (a * a).sum())(x)\n"
-            "assert x.device == functx.devices('cpu')[0] and y.device is x.device\n"
-            "functx.device_put(x, functx.devices('cpu')[0]); functx.device_get(y)\n"
-            "print(sorted(m for m in ('torch', 'triton') if m in sys.modules))\n")
+    code = (
+        "import sys, numpy as np, functx, functx.numpy as jnp\n"
+        "x = jnp.asarray(np.arange(3.0, dtype=np.float32))\n"
+        "y = functx.jit(lambda a: jnp.tanh(a) * 2.0)(x) + jnp.zeros(3)\n"
+        "g = functx.grad(lambda a: (a * a).sum())(x)\n"
+        "assert x.device == functx.devices('cpu')[0] and y.device is x.device\n"
+        "functx.device_put(x, functx.devices('cpu')[0]); functx.device_get(y)\n"
+        "print(sorted(m for m in ('torch', 'triton') if m in sys.modules))\n"
+    )
     env = _env(FUNCTX_CACHE_DIR=str(tmp_path))
     env.pop("FUNCTX_DEFAULT_DEVICE", None)
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                          timeout=240)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=240
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip() == "[]", proc.stdout
 
@@ -143,8 +148,17 @@ def test_no_gpu_is_a_clear_error(monkeypatch):
 
 
 # --- placement and transfers ---------------------------------------------------------------------
-DTYPES = [np.float32, np.float64, np.float16, ml_dtypes.bfloat16, np.int32, np.int64, np.int8,
-          np.uint8, np.bool_]
+DTYPES = [
+    np.float32,
+    np.float64,
+    np.float16,
+    ml_dtypes.bfloat16,
+    np.int32,
+    np.int64,
+    np.int8,
+    np.uint8,
+    np.bool_,
+]
 
 
 @needs_gpu
@@ -248,8 +262,10 @@ finite = st.floats(-10, 10, width=32)
 
 @needs_gpu
 @pytest.mark.parametrize("name", list(ELEMENTWISE))
-@given(x=hnp.arrays(np.float32, (3, 4), elements=finite),
-       y=hnp.arrays(np.float32, (3, 4), elements=finite))
+@given(
+    x=hnp.arrays(np.float32, (3, 4), elements=finite),
+    y=hnp.arrays(np.float32, (3, 4), elements=finite),
+)
 def test_eager_elementwise_on_gpu_matches_cpu(name, x, y):
     f = ELEMENTWISE[name]
     got = f(*on_gpu(x, y))
@@ -278,9 +294,12 @@ def test_eager_transforms_and_control_flow_on_gpu():
     def body(c, r):
         return c * 0.5 + r, c.sum()
 
-    for f in [functx.grad(loss), functx.vmap(lambda r: r @ r),
-              lambda w: lax.scan(body, fnp.zeros(4), w),
-              lambda w: lax.cond(True, lambda a: a * 2, lambda a: a, w)]:
+    for f in [
+        functx.grad(loss),
+        functx.vmap(lambda r: r @ r),
+        lambda w: lax.scan(body, fnp.zeros(4), w),
+        lambda w: lax.cond(True, lambda a: a * 2, lambda a: a, w),
+    ]:
         got, want = f(on_gpu(x)), f(on_cpu(x))
         for g, w in zip(functx.tree_util.tree_leaves(got), functx.tree_util.tree_leaves(want)):
             assert_on(g, GPU)
@@ -327,8 +346,13 @@ def test_mixing_host_and_gpu_arrays_raises():
         x + y  # noqa: B018
     where = line_of(-1)
     msg = str(e.value)
-    for part in ["add:", f"operand 0 f32[3] is on {GPU!r}",
-                 "operand 1 f32[3] is on CpuDevice(id=0)", where, "functx.device_put"]:
+    for part in [
+        "add:",
+        f"operand 0 f32[3] is on {GPU!r}",
+        "operand 1 f32[3] is on CpuDevice(id=0)",
+        where,
+        "functx.device_put",
+    ]:
         assert part in msg, (part, msg)
     assert isinstance(e.value, ValueError)  # as JAX's incompatible-devices error
     with pytest.raises(functx.DeviceError, match=r"dot_general: .*f32\[2,3\].*CpuDevice"):
@@ -372,8 +396,11 @@ def test_jit_device_errors():
     with pytest.raises(functx.DeviceError) as e:
         functx.jit(f)(x, np.ones(3, np.float32))
     where = line_of(-1)
-    for part in ["jit(f): argument leafs on different devices", "argument leaf 1 f32[3] is on "
-                 "CpuDevice(id=0)", where]:
+    for part in [
+        "jit(f): argument leafs on different devices",
+        "argument leaf 1 f32[3] is on CpuDevice(id=0)",
+        where,
+    ]:
         assert part in str(e.value), (part, str(e.value))
     with pytest.raises(functx.DeviceError, match="backend='cpu'"):
         functx.jit(f, backend="cpu")(x, 1.0)
@@ -437,11 +464,14 @@ def test_jitted_calls_with_host_scalars_alone_follow_the_default_device():
 
 @needs_gpu
 def test_default_device_from_the_environment(tmp_path):
-    code = ("import functx, functx.numpy as jnp, numpy as np\n"
-            "print(jnp.ones(2).device.platform, jnp.asarray(np.ones(2)).device.platform,"
-            " functx.devices('cpu')[0])\n")
+    code = (
+        "import functx, functx.numpy as jnp, numpy as np\n"
+        "print(jnp.ones(2).device.platform, jnp.asarray(np.ones(2)).device.platform,"
+        " functx.devices('cpu')[0])\n"
+    )
     env = _env(FUNCTX_CACHE_DIR=str(tmp_path), FUNCTX_DEFAULT_DEVICE="gpu")
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                          timeout=240)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=240
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.split() == ["gpu", "gpu", "CpuDevice(id=0)"]

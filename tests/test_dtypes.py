@@ -89,27 +89,42 @@ def test_result_type_single_and_many():
     assert dtypes.result_type((dtypes.float16, True)) == (dtypes.float16, True)
     assert dtypes.result_type((BOOL, True)) == (BOOL, False)
     assert dtypes.result_type((I32, True), (F32, True), (dtypes.int8, False)) == (F32, True)
-    assert dtypes.result_type((dtypes.uint8, False), (dtypes.int8, False),
-                              (dtypes.float16, False)) == (dtypes.float16, False)
+    assert dtypes.result_type(
+        (dtypes.uint8, False), (dtypes.int8, False), (dtypes.float16, False)
+    ) == (dtypes.float16, False)
     with jax.enable_x64(False):
-        r = jax.eval_shape(lambda a, b, c: a + b + c, *[
-            jax.ShapeDtypeStruct((), d, weak_type=w)
-            for d, w in [(I32, True), (F32, True), (dtypes.int8, False)]])
+        r = jax.eval_shape(
+            lambda a, b, c: a + b + c,
+            *[
+                jax.ShapeDtypeStruct((), d, weak_type=w)
+                for d, w in [(I32, True), (F32, True), (dtypes.int8, False)]
+            ],
+        )
     assert (np.dtype(r.dtype), r.weak_type) == (F32, True)
 
 
 # --- Weak types on concrete arrays, against jax.numpy ------------------------------------------
 # (dtype, Python scalar, the functx result dtype where it differs from x64 JAX by design)
 CASES = [
-    (F32, 2.0, None), (dtypes.int8, 1, None), (dtypes.bfloat16, 1.0, None),
-    (dtypes.float16, 3, None), (dtypes.uint8, 7, None), (F64, 2.0, None), (I64, 3, None),
-    (I32, 1.0, F32), (dtypes.int8, 1.5, F32), (dtypes.uint32, 0.5, F32), (BOOL, 1, I32),
-    (BOOL, 2.5, F32), (BOOL, True, None), (dtypes.int16, True, None), (F32, True, None),
+    (F32, 2.0, None),
+    (dtypes.int8, 1, None),
+    (dtypes.bfloat16, 1.0, None),
+    (dtypes.float16, 3, None),
+    (dtypes.uint8, 7, None),
+    (F64, 2.0, None),
+    (I64, 3, None),
+    (I32, 1.0, F32),
+    (dtypes.int8, 1.5, F32),
+    (dtypes.uint32, 0.5, F32),
+    (BOOL, 1, I32),
+    (BOOL, 2.5, F32),
+    (BOOL, True, None),
+    (dtypes.int16, True, None),
+    (F32, True, None),
 ]
 
 
-@pytest.mark.parametrize("dtype,scalar,design", CASES,
-                         ids=[f"{d}-{s!r}" for d, s, _ in CASES])
+@pytest.mark.parametrize("dtype,scalar,design", CASES, ids=[f"{d}-{s!r}" for d, s, _ in CASES])
 @pytest.mark.parametrize("op", ["add", "multiply", "subtract", "maximum"])
 def test_scalar_weak_type_vs_jax(dtype, scalar, design, op):
     if op == "subtract" and dtype == BOOL and isinstance(scalar, bool):
@@ -128,8 +143,9 @@ def test_scalar_weak_type_vs_jax(dtype, scalar, design, op):
         with jax.enable_x64(False):
             t32 = getattr(jjnp, op)(jjnp.asarray(x), scalar)
         assert ours.dtype == t32.dtype and ours.weak_type == t32.weak_type
-    np.testing.assert_allclose(np.asarray(ours).astype(np.float64),
-                               np.asarray(theirs).astype(np.float64), rtol=1e-2)
+    np.testing.assert_allclose(
+        np.asarray(ours).astype(np.float64), np.asarray(theirs).astype(np.float64), rtol=1e-2
+    )
 
 
 def test_named_weak_type_examples():
@@ -219,8 +235,12 @@ def test_issubdtype_and_kinds():
 def test_finfo_iinfo_vs_jax():
     for d in dtypes.FLOATS:
         a, b = dtypes.finfo(d), jjnp.finfo(d)
-        assert (float(a.eps), float(a.max), float(a.tiny), a.bits) == \
-            (float(b.eps), float(b.max), float(b.tiny), b.bits), d
+        assert (float(a.eps), float(a.max), float(a.tiny), a.bits) == (
+            float(b.eps),
+            float(b.max),
+            float(b.tiny),
+            b.bits,
+        ), d
     for d in dtypes.INTEGERS:
         assert (dtypes.iinfo(d).min, dtypes.iinfo(d).max) == (jjnp.iinfo(d).min, jjnp.iinfo(d).max)
 

@@ -64,8 +64,15 @@ def f_assert(x):
     return x
 
 
-CONCRETE = [("if", f_if), ("bool", f_bool), ("int", f_int), ("float", f_float),
-            ("while", f_while), ("and", f_and), ("assert", f_assert)]
+CONCRETE = [
+    ("if", f_if),
+    ("bool", f_bool),
+    ("int", f_int),
+    ("float", f_float),
+    ("while", f_while),
+    ("and", f_and),
+    ("assert", f_assert),
+]
 
 
 @pytest.mark.parametrize("name,f", CONCRETE, ids=[c[0] for c in CONCRETE])
@@ -102,8 +109,11 @@ def test_concretization_index_and_numpy_conversion():
     assert "functx.numpy" in str(info.value)
 
 
-@pytest.mark.xfail(strict=True, reason="numpy/_core.py `_shape` iterates a traced size and fails "
-                                       "with 'iteration over a 0-d array' instead")
+@pytest.mark.xfail(
+    strict=True,
+    reason="numpy/_core.py `_shape` iterates a traced size and fails "
+    "with 'iteration over a 0-d array' instead",
+)
 def test_traced_shape_argument_is_a_concretization_error():
     with pytest.raises(ConcretizationError, match=_at("L-zeros")):
         functx.make_jaxpr(lambda n: fnp.zeros(n))(np.int32(3))  # L-zeros
@@ -149,16 +159,42 @@ def test_numpy_broadcast_error():
     assert re.search(_at("L-np-add"), msg), msg
 
 
-@pytest.mark.parametrize("marker,f,args,words", [
-    ("L-reshape", lambda x: x.reshape(4), (X3,), ["reshape", "f32[3]", "(4,)"]),  # L-reshape
-    ("L-dot", lambda x, y: lax.dot(x, y), (X3, X4), ["dot_general", "f32[3]", "f32[4]"]),  # L-dot
-    ("L-sin-int", lambda x: lax.sin(x), (np.ones(3, np.int32),), ["sin", "i32[3]"]),  # L-sin-int
-    ("L-concat", lambda x, y: lax.concatenate([x, y[None]], 0), (X3, X4),  # L-concat
-     ["concatenate", "f32[3]", "f32[1,4]"]),
-    ("L-bid", lambda x: lax.broadcast_in_dim(x, (4,), (0,)), (X3,),  # L-bid
-     ["broadcast_in_dim", "f32[3]", "(4,)"]),
-    ("L-reduce", lambda x: lax.reduce_sum(x, (1,)), (X3,), ["reduce_sum", "axis 1"]),  # L-reduce
-])
+@pytest.mark.parametrize(
+    "marker,f,args,words",
+    [
+        ("L-reshape", lambda x: x.reshape(4), (X3,), ["reshape", "f32[3]", "(4,)"]),  # L-reshape
+        (
+            "L-dot",
+            lambda x, y: lax.dot(x, y),
+            (X3, X4),
+            ["dot_general", "f32[3]", "f32[4]"],
+        ),  # L-dot
+        (
+            "L-sin-int",
+            lambda x: lax.sin(x),
+            (np.ones(3, np.int32),),
+            ["sin", "i32[3]"],
+        ),  # L-sin-int
+        (
+            "L-concat",
+            lambda x, y: lax.concatenate([x, y[None]], 0),
+            (X3, X4),  # L-concat
+            ["concatenate", "f32[3]", "f32[1,4]"],
+        ),
+        (
+            "L-bid",
+            lambda x: lax.broadcast_in_dim(x, (4,), (0,)),
+            (X3,),  # L-bid
+            ["broadcast_in_dim", "f32[3]", "(4,)"],
+        ),
+        (
+            "L-reduce",
+            lambda x: lax.reduce_sum(x, (1,)),
+            (X3,),
+            ["reduce_sum", "axis 1"],
+        ),  # L-reduce
+    ],
+)
 def test_op_errors_name_op_shapes_and_line(marker, f, args, words):
     with pytest.raises(FunctxTypeError) as info:
         functx.make_jaxpr(f)(*args)

@@ -26,8 +26,9 @@ from functx import placement as P  # noqa: E402
 
 GPU = functx.devices("gpu")[0] if functx.default_backend() == "gpu" else None
 needs_gpu = pytest.mark.skipif(GPU is None, reason="no GPU (nor TRITON_INTERPRET=1 with triton)")
-needs_cuda = pytest.mark.skipif(GPU is None or GPU.torch_device.type != "cuda",
-                                reason="needs a CUDA GPU")
+needs_cuda = pytest.mark.skipif(
+    GPU is None or GPU.torch_device.type != "cuda", reason="needs a CUDA GPU"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -64,8 +65,9 @@ def test_config_update_and_the_block_wins():
     assert P.matmul_precision() == "tensorfloat32"
     with pytest.raises(ValueError, match="jax_default_matmul_precision"):
         functx.config.update("jax_default_matmul_precision", "double")
-    with pytest.raises(ValueError, match="has no option 'jax_matmul'.*"
-                                         "jax_default_matmul_precision"):
+    with pytest.raises(
+        ValueError, match="has no option 'jax_matmul'.*jax_default_matmul_precision"
+    ):
         functx.config.update("jax_matmul", "highest")
 
 
@@ -85,8 +87,9 @@ def test_the_environment_sets_the_default(tmp_path):
 
     code = "from functx import placement as P; print(P.matmul_precision())"
     env = dict(os.environ, FUNCTX_DEFAULT_MATMUL_PRECISION="highest")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
     assert out.stdout.strip() == "float32"
     env["FUNCTX_DEFAULT_MATMUL_PRECISION"] = "nonsense"
     bad = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
@@ -94,8 +97,9 @@ def test_the_environment_sets_the_default(tmp_path):
 
 
 def _dot_lines(text):
-    return [ln.split("#")[0].strip() for ln in text.splitlines()
-            if ln.strip().startswith("_fx_dot(")]
+    return [
+        ln.split("#")[0].strip() for ln in text.splitlines() if ln.strip().startswith("_fx_dot(")
+    ]
 
 
 @needs_gpu
@@ -118,8 +122,10 @@ def test_jit_on_a_gpu_compiles_products_for_the_precision_in_force(capfd, monkey
         y2 = f(ga, gb)  # the fast path's key has the precision too
     y3 = f(ga, gb)
     err = capfd.readouterr().err
-    assert err.count("compiling") == 2 and "default matmul precision changed: " \
-        "tensorfloat32 -> float32" in err, err
+    assert (
+        err.count("compiling") == 2
+        and "default matmul precision changed: tensorfloat32 -> float32" in err
+    ), err
     assert len(f.cache) == 2
     want = np.tanh(a.astype(np.float64) @ b)
     np.testing.assert_allclose(np.asarray(y2), want, rtol=2e-6, atol=1e-7)
@@ -136,8 +142,11 @@ def test_eager_products_on_a_gpu_follow_the_precision():
         (a @ a).block_until_ready()
     modes = {k[-1] for k in P._OP_CACHE if k[0].name == "dot_general" and k[3] is GPU}
     assert modes == {"tensorfloat32", "float32"}
-    lines = {k[-1]: _dot_lines(v.source)[0] for k, v in P._OP_CACHE.items()
-             if k[0].name == "dot_general" and k[3] is GPU and k[2][0].shape == (3, 3)}
+    lines = {
+        k[-1]: _dot_lines(v.source)[0]
+        for k, v in P._OP_CACHE.items()
+        if k[0].name == "dot_general" and k[3] is GPU and k[2][0].shape == (3, 3)
+    }
     assert lines["tensorfloat32"].endswith("True)") and lines["float32"].endswith("False)")
 
 
@@ -161,8 +170,9 @@ def test_products_set_torchs_switch_for_the_call_and_restore_it(monkeypatch):
 
     state = {"mode": "none"}
     seen = []
-    monkeypatch.setattr(rt, "_fp32_mode", (lambda: state["mode"],
-                                           lambda v: state.update(mode=v), "tf32", "ieee"))
+    monkeypatch.setattr(
+        rt, "_fp32_mode", (lambda: state["mode"], lambda v: state.update(mode=v), "tf32", "ieee")
+    )
     monkeypatch.setattr(torch, "matmul", lambda a, b, out: seen.append(state["mode"]))
     out = SimpleNamespace(dtype=torch.float32, device=SimpleNamespace(type="cuda"))
     rt.matmul(None, None, out, True)
@@ -185,8 +195,11 @@ def test_tf32_and_float32_products_on_a_real_gpu():
     b = rng.standard_normal((512, 128)).astype(np.float32)
     want = a.astype(np.float64) @ b
     ga, gb = functx.device_put((a, b), GPU)
-    before = torch.backends.cuda.matmul.fp32_precision if hasattr(
-        torch.backends.cuda.matmul, "fp32_precision") else torch.backends.cuda.matmul.allow_tf32
+    before = (
+        torch.backends.cuda.matmul.fp32_precision
+        if hasattr(torch.backends.cuda.matmul, "fp32_precision")
+        else torch.backends.cuda.matmul.allow_tf32
+    )
     f = functx.jit(lambda a, b: a @ b)
 
     def err(y):
@@ -198,8 +211,11 @@ def test_tf32_and_float32_products_on_a_real_gpu():
         eager = err(ga @ gb)
     assert full < 1e-6 and eager < 1e-6, (full, eager)
     assert 1e-5 < tf32 < 3e-3, tf32  # TF32: 10-bit mantissas
-    after = torch.backends.cuda.matmul.fp32_precision if hasattr(
-        torch.backends.cuda.matmul, "fp32_precision") else torch.backends.cuda.matmul.allow_tf32
+    after = (
+        torch.backends.cuda.matmul.fp32_precision
+        if hasattr(torch.backends.cuda.matmul, "fp32_precision")
+        else torch.backends.cuda.matmul.allow_tf32
+    )
     assert after == before
 
 
@@ -210,8 +226,9 @@ def test_precision_argument_names_and_pairs():
     canon = lax.canonicalize_precision
     assert canon(None) is None
     assert canon(lax.Precision.HIGHEST) == canon("highest") == canon("float32") == "float32"
-    assert canon(lax.Precision.DEFAULT) == canon("high") == canon("tensorfloat32") \
-        == "tensorfloat32"
+    assert (
+        canon(lax.Precision.DEFAULT) == canon("high") == canon("tensorfloat32") == "tensorfloat32"
+    )
     assert canon(("default", lax.Precision.HIGHEST)) == "float32"  # the higher of a pair
     assert canon((None, "high")) == "tensorfloat32" and canon((None, None)) is None
     with pytest.raises(ValueError, match="precision: unknown matmul precision 'fp16'"):
@@ -229,19 +246,25 @@ def test_precision_argument_is_in_the_jaxpr_and_survives_grad_and_vmap():
     assert "precision=float32" in str(mm)
     plain = functx.make_jaxpr(lambda a, b: a @ b)(a, b)
     assert "precision" not in str(plain)  # None stays out, as in JAX
-    g = functx.make_jaxpr(functx.grad(
-        lambda a, b: fnp.einsum("ij,jk->ik", a, b, precision="highest").sum(), argnums=(0, 1)))
+    g = functx.make_jaxpr(
+        functx.grad(
+            lambda a, b: fnp.einsum("ij,jk->ik", a, b, precision="highest").sum(), argnums=(0, 1)
+        )
+    )
     text = str(g(a, b))
     assert text.count("dot_general") == 2 and text.count("precision=float32") == 2, text
     v = functx.make_jaxpr(functx.vmap(lambda x, y: fnp.dot(x, y, precision="highest")))(a, a)
     assert "precision=float32" in str(v)
-    for f in (lambda a, b: fnp.dot(a, b, precision="high"),
-              lambda a, b: fnp.tensordot(a, b, 1, precision="high"),
-              lambda a, b: fnp.inner(a, b.T, precision="high"),
-              lambda a, b: lax.dot(a, b, precision="high")):
+    for f in (
+        lambda a, b: fnp.dot(a, b, precision="high"),
+        lambda a, b: fnp.tensordot(a, b, 1, precision="high"),
+        lambda a, b: fnp.inner(a, b.T, precision="high"),
+        lambda a, b: lax.dot(a, b, precision="high"),
+    ):
         assert "precision=tensorfloat32" in str(functx.make_jaxpr(f)(a, b))
     np.testing.assert_array_equal(  # values: the CPU computes float32 whatever the precision
-        np.asarray(functx.jit(lambda a, b: fnp.matmul(a, b, precision="high"))(a, b)), a @ b)
+        np.asarray(functx.jit(lambda a, b: fnp.matmul(a, b, precision="high"))(a, b)), a @ b
+    )
 
 
 @needs_gpu

@@ -40,13 +40,19 @@ N, SHAPES, _pad = H.N, H.SHAPES, H._pad
 
 # --- Elementwise activations ---------------------------------------------------------------------
 ACTIVATIONS = {
-    "relu": lambda m, x: m.relu(x), "relu6": lambda m, x: m.relu6(x),
-    "sigmoid": lambda m, x: m.sigmoid(x), "log_sigmoid": lambda m, x: m.log_sigmoid(x),
-    "silu": lambda m, x: m.silu(x), "swish": lambda m, x: m.swish(x),
-    "softplus": lambda m, x: m.softplus(x), "elu": lambda m, x: m.elu(x),
-    "elu_alpha": lambda m, x: m.elu(x, alpha=0.5), "leaky_relu": lambda m, x: m.leaky_relu(x),
+    "relu": lambda m, x: m.relu(x),
+    "relu6": lambda m, x: m.relu6(x),
+    "sigmoid": lambda m, x: m.sigmoid(x),
+    "log_sigmoid": lambda m, x: m.log_sigmoid(x),
+    "silu": lambda m, x: m.silu(x),
+    "swish": lambda m, x: m.swish(x),
+    "softplus": lambda m, x: m.softplus(x),
+    "elu": lambda m, x: m.elu(x),
+    "elu_alpha": lambda m, x: m.elu(x, alpha=0.5),
+    "leaky_relu": lambda m, x: m.leaky_relu(x),
     "leaky_relu_slope": lambda m, x: m.leaky_relu(x, negative_slope=0.2),
-    "gelu": lambda m, x: m.gelu(x), "gelu_tanh": lambda m, x: m.gelu(x, approximate=True),
+    "gelu": lambda m, x: m.gelu(x),
+    "gelu_tanh": lambda m, x: m.gelu(x, approximate=True),
     "gelu_exact": lambda m, x: m.gelu(x, approximate=False),
 }
 ACT_DTYPES = (F32, F64, F16, BF16, I32)
@@ -63,7 +69,7 @@ def test_activation(name, data):
     dt = data.draw(st.sampled_from(dts), label="dtype")
     x = data.draw(arrays(dt, data.draw(SHAPES, label="shape")), label="x")
     fn = lambda a: ACTIVATIONS[name](fnn, a)  # noqa: E731
-    ref = np.asarray(REF(("nn_act", dt), name, _pad(x)))[:x.size].reshape(x.shape)
+    ref = np.asarray(REF(("nn_act", dt), name, _pad(x)))[: x.size].reshape(x.shape)
     assert_matches(fn(x), ref, [dt])
     check_traced(fn, x)
 
@@ -75,8 +81,9 @@ def test_integer_inputs_are_converted_to_float():
     for name in ("sigmoid", "silu", "gelu", "softplus", "elu", "relu6", "leaky_relu"):
         out = getattr(fnn, name)(x)
         assert out.dtype == F32, name
-        np.testing.assert_allclose(np.asarray(out), np.asarray(getattr(jnn, name)(
-            x.astype(F32))), rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(
+            np.asarray(out), np.asarray(getattr(jnn, name)(x.astype(F32))), rtol=1e-6, atol=1e-6
+        )
     assert fnn.relu(x).dtype == I32
 
 
@@ -90,11 +97,16 @@ AXIS_FNS = {
     "logsumexp_sign": lambda m, x, ax, w: m.logsumexp(x, axis=ax, b=x * 0.5 - 1, return_sign=True),
     "standardize": lambda m, x, ax, w: m.standardize(x, axis=ax, where=w),
     "standardize_stats": lambda m, x, ax, w: m.standardize(
-        x, axis=ax, mean=0.5, variance=x[..., :1] * x[..., :1] + 1, epsilon=1e-3),
+        x, axis=ax, mean=0.5, variance=x[..., :1] * x[..., :1] + 1, epsilon=1e-3
+    ),
 }
 # shape: (axes, dtypes)
-NORM_SHAPES = {(2, 3, 4): ((-1, 0, (0, 2), None), (F32, F64, BF16)), (3, 0): ((-1, 0), (F32,)),
-               (5,): ((0, None), (F32,)), (): (((), None), (F32,))}
+NORM_SHAPES = {
+    (2, 3, 4): ((-1, 0, (0, 2), None), (F32, F64, BF16)),
+    (3, 0): ((-1, 0), (F32,)),
+    (5,): ((0, None), (F32,)),
+    (): (((), None), (F32,)),
+}
 # The variance's E[x^2] - E[x]^2 cancels: a few ulps of the sums become large relative errors.
 NORM_RTOL = {("standardize", F32): 2e-3, ("standardize", BF16): 1e-1, ("standardize", F64): 1e-9}
 
@@ -103,9 +115,12 @@ for _shape, (_axes, _dts) in NORM_SHAPES.items():
         for _k, _f in AXIS_FNS.items():
             for _ax in _axes:
                 for _masked in (False, True):
-                    REF.case(("nn_norm", _shape, _dt), [(_shape, _dt), (_shape, np.bool_)],
-                             (_k, _ax, _masked), lambda x, w, f=_f, ax=_ax, mk=_masked: f(
-                                 jnn, x, ax, w if mk else None))
+                    REF.case(
+                        ("nn_norm", _shape, _dt),
+                        [(_shape, _dt), (_shape, np.bool_)],
+                        (_k, _ax, _masked),
+                        lambda x, w, f=_f, ax=_ax, mk=_masked: f(jnn, x, ax, w if mk else None),
+                    )
 
 
 @pytest.mark.parametrize("name", list(AXIS_FNS))
@@ -120,8 +135,12 @@ def test_normalization(name, data):
     x = data.draw(arrays(dt, shape, lo=-5, hi=5, specials=dt != F64), label="x")
     w = data.draw(hnp.arrays(np.bool_, shape), label="where")
     group, key = ("nn_norm", shape, dt), (name, axis, masked)
-    fn = lambda a, m: AXIS_FNS[name](fnn, functx.numpy.asarray(a), axis,  # noqa: E731
-                                     m if masked else None)
+    fn = lambda a, m: AXIS_FNS[name](
+        fnn,
+        functx.numpy.asarray(a),
+        axis,  # noqa: E731
+        m if masked else None,
+    )
     if not REF.accepts(group, key):
         with pytest.raises((FunctxTypeError, ValueError, TypeError, IndexError)):
             fn(x, w)
@@ -133,20 +152,22 @@ def test_normalization(name, data):
 
 def test_softmax_extremes():
     """Infinities: -inf entries get probability 0, an all -inf row is NaN, as in JAX."""
-    x = np.array([[-np.inf, 0.0, 1.0], [np.inf, 0.0, 1.0], [-np.inf] * 3, [1e30, 1e30, -1e30]],
-                 F32)
+    x = np.array([[-np.inf, 0.0, 1.0], [np.inf, 0.0, 1.0], [-np.inf] * 3, [1e30, 1e30, -1e30]], F32)
     for name in ("softmax", "log_softmax", "logsumexp"):
         assert_matches(getattr(fnn, name)(x, axis=-1), getattr(jnn, name)(x, axis=-1), [F32])
 
 
 # --- one_hot -------------------------------------------------------------------------------------
 ONE_HOT = {
-    "default": lambda m, x: m.one_hot(x, 4), "axis0": lambda m, x: m.one_hot(x, 4, axis=0),
-    "axis1": lambda m, x: m.one_hot(x, 3, axis=1), "int_dtype": lambda m, x: m.one_hot(
-        x, 5, dtype=np.int32), "bool_dtype": lambda m, x: m.one_hot(x, 2, dtype=np.bool_),
-    "bf16": lambda m, x: m.one_hot(x, 4, dtype=BF16), "one": lambda m, x: m.one_hot(x, 1),
-    "zero_classes": lambda m, x: m.one_hot(x, 0), "neg_axis": lambda m, x: m.one_hot(x, 6,
-                                                                                     axis=-2),
+    "default": lambda m, x: m.one_hot(x, 4),
+    "axis0": lambda m, x: m.one_hot(x, 4, axis=0),
+    "axis1": lambda m, x: m.one_hot(x, 3, axis=1),
+    "int_dtype": lambda m, x: m.one_hot(x, 5, dtype=np.int32),
+    "bool_dtype": lambda m, x: m.one_hot(x, 2, dtype=np.bool_),
+    "bf16": lambda m, x: m.one_hot(x, 4, dtype=BF16),
+    "one": lambda m, x: m.one_hot(x, 1),
+    "zero_classes": lambda m, x: m.one_hot(x, 0),
+    "neg_axis": lambda m, x: m.one_hot(x, 6, axis=-2),
 }
 ONE_HOT_DTYPES = (I32, I8, U8, I64)
 for _k, _f in ONE_HOT.items():

@@ -48,9 +48,33 @@ LOW = (F16, BF16)
 
 # --- The coverage table ------------------------------------------------------------------------
 # primitive name -> the test function (in this file) that checks it against a reference.
-_UNARY_FLOAT = ["floor", "ceil", "exp", "exp2", "log", "log1p", "expm1", "sqrt", "rsqrt", "cbrt",
-                "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh",
-                "acosh", "atanh", "logistic", "erf", "lgamma"]
+_UNARY_FLOAT = [
+    "floor",
+    "ceil",
+    "exp",
+    "exp2",
+    "log",
+    "log1p",
+    "expm1",
+    "sqrt",
+    "rsqrt",
+    "cbrt",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "logistic",
+    "erf",
+    "lgamma",
+]
 _BINARY = ["add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "nextafter"]
 _COMPARE = ["eq", "ne", "lt", "le", "gt", "ge"]
 _BITWISE = ["and", "or", "xor"]
@@ -64,7 +88,9 @@ ELSEWHERE = "tested in another file under tests/"
 PRIMITIVE_TESTS = {
     **{n: "test_unary_float" for n in _UNARY_FLOAT},
     "round": "test_round",
-    "neg": "test_unary_number", "abs": "test_unary_number", "sign": "test_unary_number",
+    "neg": "test_unary_number",
+    "abs": "test_unary_number",
+    "sign": "test_unary_number",
     "not": "test_not",
     "is_finite": "test_is_finite",
     "integer_pow": "test_integer_pow",
@@ -76,7 +102,8 @@ PRIMITIVE_TESTS = {
     "iota": "test_iota",
     "stop_gradient": "test_stop_gradient",
     **{n: "test_reduce" for n in _REDUCE},
-    "argmax": "test_argreduce", "argmin": "test_argreduce",
+    "argmax": "test_argreduce",
+    "argmin": "test_argreduce",
     "broadcast_in_dim": "test_broadcast_in_dim",
     "reshape": "test_reshape",
     "transpose": "test_transpose",
@@ -93,8 +120,13 @@ PRIMITIVE_TESTS = {
     "dot_general": "test_dot_general",
     # Higher-order primitives registered by other modules are tested with their feature: some test
     # file under tests/ must name them.
-    "custom_jvp_call": ELSEWHERE, "custom_vjp_call": ELSEWHERE, "custom_lin": ELSEWHERE,
-    "cond": ELSEWHERE, "while": ELSEWHERE, "scan": ELSEWHERE, "associative_scan": ELSEWHERE,
+    "custom_jvp_call": ELSEWHERE,
+    "custom_vjp_call": ELSEWHERE,
+    "custom_lin": ELSEWHERE,
+    "cond": ELSEWHERE,
+    "while": ELSEWHERE,
+    "scan": ELSEWHERE,
+    "associative_scan": ELSEWHERE,
     "reduce": ELSEWHERE,
 }
 
@@ -138,8 +170,9 @@ def _bits(a: np.ndarray) -> np.ndarray:
 
 def _identical(a, b, what):
     a, b = np.asarray(a), np.asarray(b)
-    assert a.dtype == b.dtype and a.shape == b.shape, \
+    assert a.dtype == b.dtype and a.shape == b.shape, (
         f"{what}: {a.dtype}{a.shape} vs {b.dtype}{b.shape}"
+    )
     if a.dtype.kind in "fV" or a.dtype == BF16:  # NaN == NaN here, and -0.0 != 0.0
         an, bn = np.isnan(a.astype(np.float64)), np.isnan(b.astype(np.float64))
         assert np.array_equal(an, bn), what
@@ -188,12 +221,20 @@ def assert_close(actual, expected, ulps=4.0, atol=0.0):
     assert actual.shape == expected.shape, (actual.shape, expected.shape)
     if dt in FLOATS:
         with np.errstate(all="ignore"):
-            e = expected.astype(np.float64).astype(dt).astype(np.float64) \
-                if expected.dtype != LD else expected.astype(dt).astype(np.float64)
+            e = (
+                expected.astype(np.float64).astype(dt).astype(np.float64)
+                if expected.dtype != LD
+                else expected.astype(dt).astype(np.float64)
+            )
         a = actual.astype(np.float64)
         fi = ml_dtypes.finfo(dt)
-        np.testing.assert_allclose(a, e, rtol=ulps * _eps(dt),
-                                   atol=atol + ulps * float(fi.smallest_subnormal), equal_nan=True)
+        np.testing.assert_allclose(
+            a,
+            e,
+            rtol=ulps * _eps(dt),
+            atol=atol + ulps * float(fi.smallest_subnormal),
+            equal_nan=True,
+        )
     else:
         np.testing.assert_array_equal(actual, expected.astype(dt))
 
@@ -211,8 +252,9 @@ def assert_matches_jax(ours, theirs, rtol=0.0, atol=0.0, err_msg=""):
             a = a.astype(np.float64)
             return np.where(np.abs(a) < tiny, 0.0, a)
 
-        np.testing.assert_allclose(flush(ours), flush(theirs), rtol=rtol, atol=atol,
-                                   equal_nan=True, err_msg=err_msg)
+        np.testing.assert_allclose(
+            flush(ours), flush(theirs), rtol=rtol, atol=atol, equal_nan=True, err_msg=err_msg
+        )
     else:
         np.testing.assert_array_equal(ours, theirs, err_msg=err_msg)
 
@@ -246,8 +288,9 @@ def _py(v):
 
 
 # --- Strategies --------------------------------------------------------------------------------
-SHAPES = st.one_of(st.just(()), st.just((0,)), hnp.array_shapes(min_dims=0, max_dims=3,
-                                                                  min_side=0, max_side=4))
+SHAPES = st.one_of(
+    st.just(()), st.just((0,)), hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4)
+)
 NONEMPTY = hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4)
 
 
@@ -256,12 +299,19 @@ def elements(dtype, lo=None, hi=None, nan=True, inf=True):
         return st.booleans()
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
-        return st.integers(info.min if lo is None else max(lo, info.min),
-                           info.max if hi is None else min(hi, info.max))
+        return st.integers(
+            info.min if lo is None else max(lo, info.min),
+            info.max if hi is None else min(hi, info.max),
+        )
     width = {F64: 64, F32: 32, F16: 16, BF16: 32}[dtype]
     bounded = lo is not None or hi is not None
-    return st.floats(min_value=lo, max_value=hi, allow_nan=nan and not bounded,
-                     allow_infinity=inf and not bounded, width=width)
+    return st.floats(
+        min_value=lo,
+        max_value=hi,
+        allow_nan=nan and not bounded,
+        allow_infinity=inf and not bounded,
+        width=width,
+    )
 
 
 def arrays(dtype, shape, **kw):
@@ -270,8 +320,33 @@ def arrays(dtype, shape, **kw):
     return hnp.arrays(dtype, shape, elements=elements(dtype, **kw))
 
 
-SPECIAL = [0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 1.5, 2.5, -2.5, 3.0, -3.0, 0.1, -0.7, 0.999, 7.0,
-           20.0, -20.0, 100.0, 1e10, -1e10, 1e-10, 1e-300, math.nan, math.inf, -math.inf]
+SPECIAL = [
+    0.0,
+    -0.0,
+    0.5,
+    -0.5,
+    1.0,
+    -1.0,
+    1.5,
+    2.5,
+    -2.5,
+    3.0,
+    -3.0,
+    0.1,
+    -0.7,
+    0.999,
+    7.0,
+    20.0,
+    -20.0,
+    100.0,
+    1e10,
+    -1e10,
+    1e-10,
+    1e-300,
+    math.nan,
+    math.inf,
+    -math.inf,
+]
 
 
 def special_values(dtype, n=40, seed=0):
@@ -314,21 +389,46 @@ def _lgamma_ref(x):
 
 # name -> (reference on a long-double array, jax.lax function)
 UNARY_REF = {
-    "floor": (np.floor, jlax.floor), "ceil": (np.ceil, jlax.ceil),
-    "exp": (np.exp, jlax.exp), "exp2": (np.exp2, jlax.exp2), "log": (np.log, jlax.log),
-    "log1p": (np.log1p, jlax.log1p), "expm1": (np.expm1, jlax.expm1),
-    "sqrt": (np.sqrt, jlax.sqrt), "rsqrt": (lambda x: 1 / np.sqrt(x), jlax.rsqrt),
-    "cbrt": (np.cbrt, jlax.cbrt), "sin": (np.sin, jlax.sin), "cos": (np.cos, jlax.cos),
-    "tan": (np.tan, jlax.tan), "asin": (np.arcsin, jlax.asin), "acos": (np.arccos, jlax.acos),
-    "atan": (np.arctan, jlax.atan), "sinh": (np.sinh, jlax.sinh), "cosh": (np.cosh, jlax.cosh),
-    "tanh": (np.tanh, jlax.tanh), "asinh": (np.arcsinh, jlax.asinh),
-    "acosh": (np.arccosh, jlax.acosh), "atanh": (np.arctanh, jlax.atanh),
+    "floor": (np.floor, jlax.floor),
+    "ceil": (np.ceil, jlax.ceil),
+    "exp": (np.exp, jlax.exp),
+    "exp2": (np.exp2, jlax.exp2),
+    "log": (np.log, jlax.log),
+    "log1p": (np.log1p, jlax.log1p),
+    "expm1": (np.expm1, jlax.expm1),
+    "sqrt": (np.sqrt, jlax.sqrt),
+    "rsqrt": (lambda x: 1 / np.sqrt(x), jlax.rsqrt),
+    "cbrt": (np.cbrt, jlax.cbrt),
+    "sin": (np.sin, jlax.sin),
+    "cos": (np.cos, jlax.cos),
+    "tan": (np.tan, jlax.tan),
+    "asin": (np.arcsin, jlax.asin),
+    "acos": (np.arccos, jlax.acos),
+    "atan": (np.arctan, jlax.atan),
+    "sinh": (np.sinh, jlax.sinh),
+    "cosh": (np.cosh, jlax.cosh),
+    "tanh": (np.tanh, jlax.tanh),
+    "asinh": (np.arcsinh, jlax.asinh),
+    "acosh": (np.arccosh, jlax.acosh),
+    "atanh": (np.arctanh, jlax.atanh),
     "logistic": (lambda x: 1 / (1 + np.exp(-x)), jlax.logistic),
-    "erf": (_erf_ref, jlax.erf), "lgamma": (_lgamma_ref, jlax.lgamma),
+    "erf": (_erf_ref, jlax.erf),
+    "lgamma": (_lgamma_ref, jlax.lgamma),
 }
 # Functions of huge arguments whose float32 NumPy kernels are accurate only to a few ulp.
-_LOOSE = {"tan": 8, "sin": 8, "cos": 8, "lgamma": 16, "erf": 8, "acosh": 8, "asinh": 8,
-          "atanh": 8, "logistic": 8, "expm1": 8, "log1p": 8}
+_LOOSE = {
+    "tan": 8,
+    "sin": 8,
+    "cos": 8,
+    "lgamma": 16,
+    "erf": 8,
+    "acosh": 8,
+    "asinh": 8,
+    "atanh": 8,
+    "logistic": 8,
+    "expm1": 8,
+    "log1p": 8,
+}
 
 
 def _unary_ref(name, x):
@@ -394,18 +494,40 @@ def test_round(data):
 
 @pytest.mark.parametrize("dtype", [F64, F32])
 def test_round_edge_cases_vs_jax(dtype):
-    x = np.concatenate([special_values(dtype),
-                        np.asarray([0.49999999999999994, 2.0**52 + 1, -(2.0**52 + 1), 2.0**23 + 1,
-                                    0.49999997, 4.5, 5.5, -4.5, -5.5], np.float64).astype(dtype)])
+    x = np.concatenate(
+        [
+            special_values(dtype),
+            np.asarray(
+                [
+                    0.49999999999999994,
+                    2.0**52 + 1,
+                    -(2.0**52 + 1),
+                    2.0**23 + 1,
+                    0.49999997,
+                    4.5,
+                    5.5,
+                    -4.5,
+                    -5.5,
+                ],
+                np.float64,
+            ).astype(dtype),
+        ]
+    )
     for method in (0, 1):
         ours = np.asarray(flax.round(x, method))
         _identical(ours, np.asarray(jlax.round(x, method)), f"round method {method}")
-        _identical(ours, pyref(lambda v: _round_ref(v, method), x, dtype=dtype).astype(dtype),
-                   f"round method {method}")
+        _identical(
+            ours,
+            pyref(lambda v: _round_ref(v, method), x, dtype=dtype).astype(dtype),
+            f"round method {method}",
+        )
 
 
-_NUM_REF = {"neg": lambda v: -v, "abs": abs,
-            "sign": lambda v: v if v != v or v == 0 else (1 if v > 0 else -1) * type(v)(1)}
+_NUM_REF = {
+    "neg": lambda v: -v,
+    "abs": abs,
+    "sign": lambda v: v if v != v or v == 0 else (1 if v > 0 else -1) * type(v)(1),
+}
 
 
 @pytest.mark.parametrize("name", ["neg", "abs", "sign"])
@@ -426,8 +548,11 @@ def test_unary_number(name, data):
 @pytest.mark.parametrize("name", ["neg", "abs", "sign"])
 @pytest.mark.parametrize("dtype", [F64, F32, I32, I8])
 def test_unary_number_vs_jax(name, dtype):
-    x = special_values(dtype) if dtype in FLOATS else \
-        np.array([0, 1, -1, 5, -7, np.iinfo(dtype).min, np.iinfo(dtype).max], dtype)
+    x = (
+        special_values(dtype)
+        if dtype in FLOATS
+        else np.array([0, 1, -1, 5, -7, np.iinfo(dtype).min, np.iinfo(dtype).max], dtype)
+    )
     _identical(np.asarray(getattr(flax, name)(x)), np.asarray(getattr(jlax, name)(x)), name)
 
 
@@ -478,8 +603,9 @@ def test_integer_pow_vs_jax(dtype):
     ys = [0, 1, 2, 3, 7, 200] + ([-1, -2, -3, 16777217] if dtype in FLOATS else [])
     refs = jax.jit(lambda v: [jlax.integer_pow(v, y) for y in ys])(x)  # one compile
     for y, ref in zip(ys, refs):
-        assert_matches_jax(flax.integer_pow(x, y), ref,
-                           rtol=1e-6 if dtype == F32 else 1e-14, err_msg=f"y={y}")
+        assert_matches_jax(
+            flax.integer_pow(x, y), ref, rtol=1e-6 if dtype == F32 else 1e-14, err_msg=f"y={y}"
+        )
 
 
 # --- Elementwise binary ------------------------------------------------------------------------
@@ -546,12 +672,22 @@ def _ipow(a, b, dtype):
 
 
 _FLOAT_BINARY_REF = {
-    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-    "div": _fdiv, "rem": _ffmod, "max": _fmax, "min": _fmin,
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "div": _fdiv,
+    "rem": _ffmod,
+    "max": _fmax,
+    "min": _fmin,
 }
 _INT_BINARY_REF = {
-    "add": lambda a, b, d: a + b, "sub": lambda a, b, d: a - b, "mul": lambda a, b, d: a * b,
-    "div": _idiv, "rem": _irem, "pow": _ipow, "max": lambda a, b, d: max(a, b),
+    "add": lambda a, b, d: a + b,
+    "sub": lambda a, b, d: a - b,
+    "mul": lambda a, b, d: a * b,
+    "div": _idiv,
+    "rem": _irem,
+    "pow": _ipow,
+    "max": lambda a, b, d: max(a, b),
     "min": lambda a, b, d: min(a, b),
 }
 _FLOAT_ONLY = ("atan2", "nextafter")
@@ -562,8 +698,10 @@ def _binary_operands(data, dtype, dtype2=None, **kw):
     mode = data.draw(st.sampled_from(["same", "same", "left0d", "right0d"]), label="mode")
     xs = () if mode == "left0d" else shape
     ys = () if mode == "right0d" else shape
-    return (data.draw(arrays(dtype, xs, **kw), label="x"),
-            data.draw(arrays(dtype2 or dtype, ys, **kw), label="y"))
+    return (
+        data.draw(arrays(dtype, xs, **kw), label="x"),
+        data.draw(arrays(dtype2 or dtype, ys, **kw), label="y"),
+    )
 
 
 @pytest.mark.parametrize("name", _BINARY)
@@ -579,8 +717,10 @@ def test_binary_float(name, data):
         x, _ = _binary_operands(data, dtype)
         y = data.draw(arrays(dtype, np.shape(x) if np.ndim(x) else (), lo=-3, hi=12))
         if data.draw(st.booleans()):
-            x, y = np.broadcast_to(x, np.broadcast_shapes(x.shape, y.shape)).copy(), \
-                np.broadcast_to(y, np.broadcast_shapes(x.shape, y.shape)).copy()
+            x, y = (
+                np.broadcast_to(x, np.broadcast_shapes(x.shape, y.shape)).copy(),
+                np.broadcast_to(y, np.broadcast_shapes(x.shape, y.shape)).copy(),
+            )
     else:
         x, y = _binary_operands(data, dtype)
     out = run(prim, x, y)
@@ -619,9 +759,18 @@ def test_pow_float_int_exponent(data):
         assert_close(out, x.astype(LD) ** y.astype(LD), ulps=4)
 
 
-_JAX_BINARY = {"add": jlax.add, "sub": jlax.sub, "mul": jlax.mul, "div": jlax.div,
-               "rem": jlax.rem, "pow": jlax.pow, "max": jlax.max, "min": jlax.min,
-               "atan2": jlax.atan2, "nextafter": jlax.nextafter}
+_JAX_BINARY = {
+    "add": jlax.add,
+    "sub": jlax.sub,
+    "mul": jlax.mul,
+    "div": jlax.div,
+    "rem": jlax.rem,
+    "pow": jlax.pow,
+    "max": jlax.max,
+    "min": jlax.min,
+    "atan2": jlax.atan2,
+    "nextafter": jlax.nextafter,
+}
 
 
 @pytest.mark.parametrize("name", _BINARY)
@@ -634,8 +783,13 @@ def test_binary_vs_jax(name, dtype):
         x, y = (a.ravel() for a in np.meshgrid(v, v))
     else:
         info = np.iinfo(dtype)
-        v = np.array(sorted({0, 1, 2, 3, 7, info.max, info.max - 1, info.min, info.min + 1}
-                            | ({-1, -2, -3, -7} if dtype.kind == "i" else set())), dtype)
+        v = np.array(
+            sorted(
+                {0, 1, 2, 3, 7, info.max, info.max - 1, info.min, info.min + 1}
+                | ({-1, -2, -3, -7} if dtype.kind == "i" else set())
+            ),
+            dtype,
+        )
         x, y = (a.ravel() for a in np.meshgrid(v, v))
     ours = getattr(flax, name)(x, y)
     ref = _JAX_BINARY[name](x, y)
@@ -651,8 +805,14 @@ def test_compare(data):
     x, y = _binary_operands(data, dtype)
     out = run(P.registry[name], x, y)
     assert out.dtype == BOOL
-    ops = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
-           "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b}
+    ops = {
+        "eq": lambda a, b: a == b,
+        "ne": lambda a, b: a != b,
+        "lt": lambda a, b: a < b,
+        "le": lambda a, b: a <= b,
+        "gt": lambda a, b: a > b,
+        "ge": lambda a, b: a >= b,
+    }
     np.testing.assert_array_equal(out, pyref(ops[name], x, y, dtype=BOOL))
 
 
@@ -660,8 +820,9 @@ def test_compare(data):
 def test_compare_vs_jax(name):
     v = special_values(F32, n=4)
     x, y = (a.ravel() for a in np.meshgrid(v, v))
-    np.testing.assert_array_equal(np.asarray(getattr(flax, name)(x, y)),
-                                  np.asarray(getattr(jlax, name)(x, y)))
+    np.testing.assert_array_equal(
+        np.asarray(getattr(flax, name)(x, y)), np.asarray(getattr(jlax, name)(x, y))
+    )
 
 
 @pytest.mark.parametrize("name", _BITWISE)
@@ -692,8 +853,9 @@ def test_select_n(data):
     pred_kind = data.draw(st.sampled_from([BOOL, I32]))
     n = data.draw(st.integers(1, 2 if pred_kind == BOOL else 4))
     pshape = data.draw(st.sampled_from([shape, ()]))
-    which = data.draw(arrays(BOOL, pshape) if pred_kind == BOOL else arrays(I32, pshape, lo=0,
-                                                                             hi=n - 1))
+    which = data.draw(
+        arrays(BOOL, pshape) if pred_kind == BOOL else arrays(I32, pshape, lo=0, hi=n - 1)
+    )
     cases = [data.draw(arrays(dtype, shape)) for _ in range(n)]
     out = run(P.select_n_p, which, *cases)
     ref = np.empty(shape, dtype)
@@ -761,15 +923,49 @@ def test_convert_element_type(data):
 def test_convert_element_type_vs_jax(src):
     if src in FLOATS:
         with np.errstate(over="ignore"):
-            x = np.concatenate([special_values(src), np.array(
-                [2.0**31, -(2.0**31), 2.0**31 - 128, 255.5, 256, -1.5, 2.0**63, 2.0**64, 1e30,
-                 -1e30, 65504.0, 70000.0], np.float64).astype(src)])
+            x = np.concatenate(
+                [
+                    special_values(src),
+                    np.array(
+                        [
+                            2.0**31,
+                            -(2.0**31),
+                            2.0**31 - 128,
+                            255.5,
+                            256,
+                            -1.5,
+                            2.0**63,
+                            2.0**64,
+                            1e30,
+                            -1e30,
+                            65504.0,
+                            70000.0,
+                        ],
+                        np.float64,
+                    ).astype(src),
+                ]
+            )
     elif src == BOOL:
         x = np.array([True, False])
     else:
         info = np.iinfo(src)
-        x = np.array([0, 1, -1, 127, 128, 255, 256, 2**24 + 1, 2**31 - 1, info.min, info.max,
-                      2**60 + 2**36 + 1], np.int64).astype(src)
+        x = np.array(
+            [
+                0,
+                1,
+                -1,
+                127,
+                128,
+                255,
+                256,
+                2**24 + 1,
+                2**31 - 1,
+                info.min,
+                info.max,
+                2**60 + 2**36 + 1,
+            ],
+            np.int64,
+        ).astype(src)
     # all conversions of one source in one compiled JAX function (one compile, not eleven)
     refs = jax.jit(lambda v: [jlax.convert_element_type(v, d) for d in _CVT])(x)
     for dst, ref in zip(_CVT, refs):
@@ -804,8 +1000,9 @@ def test_stop_gradient(data):
 
 # --- Reductions --------------------------------------------------------------------------------
 def _axes(data, ndim):
-    return tuple(sorted(data.draw(st.sets(st.integers(0, ndim - 1), max_size=ndim)))) if ndim \
-        else ()
+    return (
+        tuple(sorted(data.draw(st.sets(st.integers(0, ndim - 1), max_size=ndim)))) if ndim else ()
+    )
 
 
 def _reduce_ref(name, x, axes):
@@ -814,7 +1011,8 @@ def _reduce_ref(name, x, axes):
     keep = [i for i in range(x.ndim) if i not in axes]
     out_shape = tuple(x.shape[i] for i in keep)
     moved = np.moveaxis(x, keep + list(axes), range(x.ndim)).reshape(
-        out_shape + (math.prod(x.shape[a] for a in axes),))
+        out_shape + (math.prod(x.shape[a] for a in axes),)
+    )
     out = np.empty(out_shape, dtype=LD if dtype in FLOATS else object)
     for idx in np.ndindex(out_shape):
         vals = [_py(v) for v in moved[idx]]
@@ -832,12 +1030,17 @@ def _reduce_ref(name, x, axes):
             else:
                 r = max(vals) if name == "reduce_max" else min(vals)
         elif name == "reduce_and":
-            r = all(vals) if dtype == BOOL else (-1 if not vals else
-                                                 __import__("functools").reduce(
-                                                     lambda a, b: a & b, vals))
+            r = (
+                all(vals)
+                if dtype == BOOL
+                else (-1 if not vals else __import__("functools").reduce(lambda a, b: a & b, vals))
+            )
         else:
-            r = any(vals) if dtype == BOOL else __import__("functools").reduce(
-                lambda a, b: a | b, vals, 0)
+            r = (
+                any(vals)
+                if dtype == BOOL
+                else __import__("functools").reduce(lambda a, b: a | b, vals, 0)
+            )
         out[idx] = r if dtype in FLOATS or dtype == BOOL else wrap(int(r), dtype)
     return out, moved
 
@@ -854,8 +1057,11 @@ def test_reduce(name, data):
     dtype = data.draw(st.sampled_from(kinds))
     shape = data.draw(SHAPES)
     axes = _axes(data, len(shape))
-    kw = dict(lo=-2, hi=2) if name == "reduce_prod" and dtype in FLOATS else \
-        (dict(lo=-1e6, hi=1e6) if name == "reduce_sum" and dtype in (F64, F32) else {})
+    kw = (
+        dict(lo=-2, hi=2)
+        if name == "reduce_prod" and dtype in FLOATS
+        else (dict(lo=-1e6, hi=1e6) if name == "reduce_sum" and dtype in (F64, F32) else {})
+    )
     x = data.draw(arrays(dtype, shape, **kw))
     out = run(P.registry[name], x, axes=axes)
     ref, moved = _reduce_ref(name, x, axes)
@@ -864,12 +1070,20 @@ def test_reduce(name, data):
         with np.errstate(all="ignore"):
             scale = np.abs(moved.astype(LD)).sum(-1) if name == "reduce_sum" else np.abs(ref)
         if dtype in LOW:  # accumulated in float32, rounded once
-            assert_close(out, ref.astype(np.float64), ulps=1,
-                         atol=float(n * _eps(F32) * np.max(scale, initial=0)))
+            assert_close(
+                out,
+                ref.astype(np.float64),
+                ulps=1,
+                atol=float(n * _eps(F32) * np.max(scale, initial=0)),
+            )
         else:
-            np.testing.assert_allclose(out.astype(np.float64), ref.astype(np.float64),
-                                       atol=float(n * _eps(dtype) * np.max(scale, initial=0)),
-                                       rtol=n * _eps(dtype), equal_nan=True)
+            np.testing.assert_allclose(
+                out.astype(np.float64),
+                ref.astype(np.float64),
+                atol=float(n * _eps(dtype) * np.max(scale, initial=0)),
+                rtol=n * _eps(dtype),
+                equal_nan=True,
+            )
     elif dtype in FLOATS:  # max/min of -0.0 and 0.0 may be either zero
         np.testing.assert_array_equal(out.astype(np.float64), ref.astype(np.float64))
     else:
@@ -877,8 +1091,10 @@ def test_reduce(name, data):
 
 
 @pytest.mark.parametrize("name", _REDUCE)
-@pytest.mark.parametrize("shape,axes", [((0, 3), (0,)), ((2, 0), (1,)), ((2, 0), (0, 1)),
-                                        ((2, 3), ()), ((), ()), ((2, 3, 4), (0, 2))])
+@pytest.mark.parametrize(
+    "shape,axes",
+    [((0, 3), (0,)), ((2, 0), (1,)), ((2, 0), (0, 1)), ((2, 3), ()), ((), ()), ((2, 3, 4), (0, 2))],
+)
 def test_reduce_vs_jax(name, shape, axes):
     """Including empty axes, which give the identity (-inf for max, True for and, ...)."""
     dtypes_ = [BOOL, I32] if name in ("reduce_and", "reduce_or") else [F32, I32, U8]
@@ -925,8 +1141,15 @@ def test_argreduce(name, data):
     assume(nonempty)
     axis = data.draw(st.sampled_from(nonempty))
     if dtype in FLOATS:  # few distinct values: ties and NaNs are common
-        x = data.draw(hnp.arrays(F64, shape, elements=st.sampled_from(
-            [0.0, -0.0, 1.0, -1.0, 2.5, math.nan, math.inf, -math.inf]))).astype(dtype)
+        x = data.draw(
+            hnp.arrays(
+                F64,
+                shape,
+                elements=st.sampled_from(
+                    [0.0, -0.0, 1.0, -1.0, 2.5, math.nan, math.inf, -math.inf]
+                ),
+            )
+        ).astype(dtype)
     else:
         x = data.draw(arrays(dtype, shape, lo=0, hi=3))
     index_dtype = data.draw(st.sampled_from([I32, I64]))
@@ -939,14 +1162,24 @@ def test_argreduce(name, data):
 
 @pytest.mark.parametrize("name", ["argmax", "argmin"])
 def test_argreduce_vs_jax(name):
-    x = np.array([[1.0, np.nan, 3.0, np.nan], [2.0, 2.0, -1.0, -1.0], [-np.inf, np.inf, 0.0, -0.0],
-                  [5.0, 5.0, 5.0, 5.0]], np.float32)
+    x = np.array(
+        [
+            [1.0, np.nan, 3.0, np.nan],
+            [2.0, 2.0, -1.0, -1.0],
+            [-np.inf, np.inf, 0.0, -0.0],
+            [5.0, 5.0, 5.0, 5.0],
+        ],
+        np.float32,
+    )
     for axis in (0, 1):
-        np.testing.assert_array_equal(np.asarray(getattr(flax, name)(x, axis)),
-                                      np.asarray(getattr(jlax, name)(x, axis, np.int32)))
+        np.testing.assert_array_equal(
+            np.asarray(getattr(flax, name)(x, axis)),
+            np.asarray(getattr(jlax, name)(x, axis, np.int32)),
+        )
     b = np.array([False, True, True, False])
-    np.testing.assert_array_equal(np.asarray(getattr(flax, name)(b, 0)),
-                                  np.asarray(getattr(jlax, name)(b, 0, np.int32)))
+    np.testing.assert_array_equal(
+        np.asarray(getattr(flax, name)(b, 0)), np.asarray(getattr(jlax, name)(b, 0, np.int32))
+    )
 
 
 # --- Cumulative reductions ---------------------------------------------------------------------
@@ -990,8 +1223,11 @@ def test_cumulative(name, data):
     shape = data.draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=5))
     axis = data.draw(st.integers(0, len(shape) - 1))
     reverse = data.draw(st.booleans())
-    kw = dict(lo=-2, hi=2) if name == "cumprod" and dtype in FLOATS else \
-        (dict(lo=-1e4, hi=1e4) if name == "cumsum" and dtype in FLOATS else {})
+    kw = (
+        dict(lo=-2, hi=2)
+        if name == "cumprod" and dtype in FLOATS
+        else (dict(lo=-1e4, hi=1e4) if name == "cumsum" and dtype in FLOATS else {})
+    )
     x = data.draw(arrays(dtype, shape, **kw))
     out = np.asarray(getattr(flax, name)(x, axis, reverse))  # an associative_scan
     ref = _cum_ref(name, x, axis, reverse)
@@ -1000,11 +1236,14 @@ def test_cumulative(name, data):
         acc = F32 if dtype in LOW else dtype
         scale = np.max(np.abs(x.astype(np.float64)), initial=0) if name != "cumprod" else 1.0
         with np.errstate(all="ignore"):
-            np.testing.assert_allclose(out.astype(np.float64), ref.astype(dtype).astype(np.float64),
-                                       rtol=n * _eps(acc) + (_eps(dtype) if dtype in LOW else 0),
-                                       atol=n * _eps(acc) * (scale if math.isfinite(scale) else 0)
-                                       + (n * _eps(dtype) * scale if dtype in LOW else 0),
-                                       equal_nan=True)
+            np.testing.assert_allclose(
+                out.astype(np.float64),
+                ref.astype(dtype).astype(np.float64),
+                rtol=n * _eps(acc) + (_eps(dtype) if dtype in LOW else 0),
+                atol=n * _eps(acc) * (scale if math.isfinite(scale) else 0)
+                + (n * _eps(dtype) * scale if dtype in LOW else 0),
+                equal_nan=True,
+            )
     elif dtype in FLOATS:  # max/min of -0.0 and 0.0 may be either zero
         np.testing.assert_array_equal(out.astype(np.float64), ref.astype(np.float64))
     else:
@@ -1017,16 +1256,20 @@ def test_cumulative_vs_jax(name):
     for axis, reverse in itertools.product((0, 1), (False, True)):
         ours = np.asarray(getattr(flax, name)(x, axis, reverse))
         theirs = np.asarray(getattr(jlax, name)(x, axis, reverse))
-        np.testing.assert_allclose(ours, theirs, rtol=1e-14, equal_nan=True,
-                                   err_msg=f"axis={axis} reverse={reverse}")
+        np.testing.assert_allclose(
+            ours, theirs, rtol=1e-14, equal_nan=True, err_msg=f"axis={axis} reverse={reverse}"
+        )
 
 
 # --- Shape ops ---------------------------------------------------------------------------------
 @st.composite
 def broadcast_case(draw):
     out_shape = draw(hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=3))
-    dims = tuple(sorted(draw(st.sets(st.integers(0, len(out_shape) - 1), max_size=len(out_shape)))
-                        )) if out_shape else ()
+    dims = (
+        tuple(sorted(draw(st.sets(st.integers(0, len(out_shape) - 1), max_size=len(out_shape)))))
+        if out_shape
+        else ()
+    )
     in_shape = tuple(draw(st.sampled_from([out_shape[d], 1])) for d in dims)
     return in_shape, out_shape, dims
 
@@ -1043,9 +1286,11 @@ def test_broadcast_in_dim(case, data):
     _identical(out, ref, "broadcast_in_dim")
     if dims:
         with pytest.raises(FunctxTypeError, match="broadcast_in_dim"):
-            P.broadcast_in_dim_p.abstract_eval(ShapedArray(in_shape, dtype), shape=shape,
-                                               broadcast_dimensions=dims[::-1] + dims[:0]
-                                               if len(dims) > 1 else (len(shape),))
+            P.broadcast_in_dim_p.abstract_eval(
+                ShapedArray(in_shape, dtype),
+                shape=shape,
+                broadcast_dimensions=dims[::-1] + dims[:0] if len(dims) > 1 else (len(shape),),
+            )
 
 
 @given(data=st.data())
@@ -1090,8 +1335,15 @@ def test_transpose(data):
 def test_squeeze_expand_dims(data):
     base = data.draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=3))
     n = len(base) + data.draw(st.integers(0, 2))
-    ones = sorted(data.draw(st.sets(st.integers(0, n - 1), min_size=n - len(base),
-                                    max_size=n - len(base)))) if n else []
+    ones = (
+        sorted(
+            data.draw(
+                st.sets(st.integers(0, n - 1), min_size=n - len(base), max_size=n - len(base))
+            )
+        )
+        if n
+        else []
+    )
     it = iter(base)
     full = tuple(1 if i in ones else next(it) for i in range(n))
     x = data.draw(arrays(F32, base))
@@ -1128,17 +1380,23 @@ def test_slice(data):
         strides.append(data.draw(st.integers(1, 3)))
     strides = data.draw(st.sampled_from([None, tuple(strides)]))
     x = data.draw(arrays(F64, shape))
-    out = run(P.slice_p, x, start_indices=tuple(starts), limit_indices=tuple(limits),
-              strides=strides)
+    out = run(
+        P.slice_p, x, start_indices=tuple(starts), limit_indices=tuple(limits), strides=strides
+    )
     st_ = strides or (1,) * len(shape)
     ranges = [list(range(s, l, k)) for s, l, k in zip(starts, limits, st_)]
     ref = np.array([x[tuple(i)] for i in itertools.product(*ranges)], F64).reshape(
-        [len(r) for r in ranges])
+        [len(r) for r in ranges]
+    )
     _identical(out, ref, "slice")
     if shape:
         with pytest.raises(FunctxTypeError, match="slice"):
-            P.slice_p.abstract_eval(ShapedArray(shape, F64), start_indices=tuple(starts),
-                                    limit_indices=tuple(d + 1 for d in shape), strides=None)
+            P.slice_p.abstract_eval(
+                ShapedArray(shape, F64),
+                start_indices=tuple(starts),
+                limit_indices=tuple(d + 1 for d in shape),
+                strides=None,
+            )
 
 
 @given(data=st.data())
@@ -1159,8 +1417,9 @@ def test_concatenate(data):
         src[dim] -= offsets[k]
         assert out[idx] == xs[k][tuple(src)]
     with pytest.raises(FunctxTypeError, match="concatenate"):
-        P.concatenate_p.abstract_eval(ShapedArray(shape, I32), ShapedArray(shape, F32),
-                                      dimension=dim)
+        P.concatenate_p.abstract_eval(
+            ShapedArray(shape, I32), ShapedArray(shape, F32), dimension=dim
+        )
 
 
 def _pad_ref(x, padval, config):
@@ -1176,8 +1435,10 @@ def _pad_ref(x, padval, config):
 @given(data=st.data())
 def test_pad(data):
     shape = data.draw(SHAPES)
-    config = tuple((data.draw(st.integers(-3, 3)), data.draw(st.integers(-3, 3)),
-                    data.draw(st.integers(0, 2))) for _ in shape)
+    config = tuple(
+        (data.draw(st.integers(-3, 3)), data.draw(st.integers(-3, 3)), data.draw(st.integers(0, 2)))
+        for _ in shape
+    )
     assume(all(lo + hi + d + max(d - 1, 0) * it >= 0 for d, (lo, hi, it) in zip(shape, config)))
     dtype = data.draw(st.sampled_from([F64, I32, BOOL, F32]))
     x = data.draw(arrays(dtype, shape))
@@ -1186,11 +1447,22 @@ def test_pad(data):
     _identical(out, _pad_ref(x, padval, config), "pad")
 
 
-@pytest.mark.parametrize("config", [((1, 2, 0),), ((-1, -2, 0),), ((0, 0, 2),), ((-2, 3, 1),),
-                                    ((2, -4, 3),), ((-5, 0, 2),), ((1, 1, 1), (-1, 2, 0))])
+@pytest.mark.parametrize(
+    "config",
+    [
+        ((1, 2, 0),),
+        ((-1, -2, 0),),
+        ((0, 0, 2),),
+        ((-2, 3, 1),),
+        ((2, -4, 3),),
+        ((-5, 0, 2),),
+        ((1, 1, 1), (-1, 2, 0)),
+    ],
+)
 def test_pad_vs_jax(config):
     x = np.arange(1, 1 + 4 * (3 if len(config) == 2 else 1), dtype=np.float32).reshape(
-        (4, 3) if len(config) == 2 else (4,))
+        (4, 3) if len(config) == 2 else (4,)
+    )
     ours = np.asarray(flax.pad(x, -1.0, config))
     np.testing.assert_array_equal(ours, np.asarray(jlax.pad(x, np.float32(-1), config)))
     np.testing.assert_array_equal(ours, _pad_ref(x, np.float32(-1), config))
@@ -1198,14 +1470,17 @@ def test_pad_vs_jax(config):
 
 def test_pad_rejects():
     with pytest.raises(FunctxTypeError, match="negative size"):
-        P.pad_p.abstract_eval(ShapedArray((3,), F32), ShapedArray((), F32),
-                              padding_config=((-2, -2, 0),))
+        P.pad_p.abstract_eval(
+            ShapedArray((3,), F32), ShapedArray((), F32), padding_config=((-2, -2, 0),)
+        )
     with pytest.raises(FunctxTypeError, match="interior"):
-        P.pad_p.abstract_eval(ShapedArray((3,), F32), ShapedArray((), F32),
-                              padding_config=((0, 0, -1),))
+        P.pad_p.abstract_eval(
+            ShapedArray((3,), F32), ShapedArray((), F32), padding_config=((0, 0, -1),)
+        )
     with pytest.raises(FunctxTypeError, match="padding value"):
-        P.pad_p.abstract_eval(ShapedArray((3,), F32), ShapedArray((), F64),
-                              padding_config=((0, 0, 0),))
+        P.pad_p.abstract_eval(
+            ShapedArray((3,), F32), ShapedArray((), F64), padding_config=((0, 0, 0),)
+        )
 
 
 _X234 = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
@@ -1218,10 +1493,16 @@ _SHAPE_OPS_VS_JAX = [  # (name, functx call, jax call): the same lax function in
     ("rev", lambda m: m.rev(_X234, (0, 2))),
     ("slice", lambda m: m.slice(_X234, (0, 1, 0), (2, 3, 4), (1, 1, 3))),
     ("concatenate", lambda m: m.concatenate([_X234, _X234[:, :1] * 2], 1)),
-    ("dynamic_slice", lambda m: m.dynamic_slice(_X234, (np.int32(1), np.int32(2),
-                                                         np.int32(7)), (1, 2, 2))),
-    ("dynamic_update_slice", lambda m: m.dynamic_update_slice(
-        _X234, -_X234[:1, :2, :2], (np.int32(1), np.int32(5), np.int32(1)))),
+    (
+        "dynamic_slice",
+        lambda m: m.dynamic_slice(_X234, (np.int32(1), np.int32(2), np.int32(7)), (1, 2, 2)),
+    ),
+    (
+        "dynamic_update_slice",
+        lambda m: m.dynamic_update_slice(
+            _X234, -_X234[:1, :2, :2], (np.int32(1), np.int32(5), np.int32(1))
+        ),
+    ),
     ("select_n", lambda m: m.select_n(_X234 > 7, _X234, -_X234)),
     ("bitwise_not", lambda m: m.bitwise_not(np.array([0, 5, -3], np.int32))),
 ]
@@ -1244,8 +1525,12 @@ def test_dynamic_slice(data):
     shape = data.draw(SHAPES)
     sizes = tuple(data.draw(st.integers(0, d)) for d in shape)
     idx_dtype = data.draw(st.sampled_from([I32, I64, U8]))
-    starts = [np.asarray(data.draw(st.integers(-6, 8) if idx_dtype != U8 else st.integers(0, 8)),
-                         idx_dtype) for _ in shape]
+    starts = [
+        np.asarray(
+            data.draw(st.integers(-6, 8) if idx_dtype != U8 else st.integers(0, 8)), idx_dtype
+        )
+        for _ in shape
+    ]
     x = data.draw(arrays(F32, shape))
     out = run(P.dynamic_slice_p, x, *starts, slice_sizes=sizes)
     st_ = [_clamp_start(i, d, s) for i, d, s in zip(starts, shape, sizes)]
@@ -1270,8 +1555,10 @@ def test_dynamic_update_slice(data):
     if shape:
         with pytest.raises(FunctxTypeError, match="dynamic_update_slice"):
             P.dynamic_update_slice_p.abstract_eval(
-                ShapedArray(shape, I32), ShapedArray(tuple(d + 1 for d in shape), I32),
-                *[ShapedArray((), I32)] * len(shape))
+                ShapedArray(shape, I32),
+                ShapedArray(tuple(d + 1 for d in shape), I32),
+                *[ShapedArray((), I32)] * len(shape),
+            )
 
 
 @st.composite
@@ -1309,14 +1596,16 @@ def test_gather(case, data):
     mode = data.draw(st.sampled_from(["clip", "fill"]))
     if mode == "clip" and any(shape[a] == 0 for a in axes) and idx[..., 0].size:
         with pytest.raises(FunctxTypeError, match="empty axis"):
-            P.gather_p.abstract_eval(ShapedArray(shape, F32), ShapedArray(idx.shape, I32),
-                                     axes=axes, mode=mode)
+            P.gather_p.abstract_eval(
+                ShapedArray(shape, F32), ShapedArray(idx.shape, I32), axes=axes, mode=mode
+            )
         return
     dtype = data.draw(st.sampled_from([F64, I32, U8, BOOL]))
     fill = data.draw(st.sampled_from([None, 7]))
     x = data.draw(arrays(dtype, shape))
-    params = dict(axes=axes, mode=mode) if fill is None else dict(axes=axes, mode=mode,
-                                                                   fill_value=fill)
+    params = (
+        dict(axes=axes, mode=mode) if fill is None else dict(axes=axes, mode=mode, fill_value=fill)
+    )
     out = run(P.gather_p, x, idx, **params)
     default = {F64: math.nan, I32: np.iinfo(I32).min, U8: 255, BOOL: True}[dtype]
     _identical(out, _gather_ref(x, idx, axes, mode, default if fill is None else fill), "gather")
@@ -1374,12 +1663,19 @@ def test_scatter(name, case, data):
                 sub[j] = combine(sub[j], new[j])
     if dtype in FLOATS:
         with np.errstate(all="ignore"):
-            np.testing.assert_allclose(out.astype(np.float64), ref.astype(dtype).astype(np.float64),
-                                       rtol=1e-12 if dtype == F64 else 1e-5, equal_nan=True)
+            np.testing.assert_allclose(
+                out.astype(np.float64),
+                ref.astype(dtype).astype(np.float64),
+                rtol=1e-12 if dtype == F64 else 1e-5,
+                equal_nan=True,
+            )
     else:
-        np.testing.assert_array_equal(out, np.vectorize(lambda v: wrap(int(v), dtype),
-                                                        otypes=[dtype])(ref) if ref.size else
-                                      ref.astype(dtype))
+        np.testing.assert_array_equal(
+            out,
+            np.vectorize(lambda v: wrap(int(v), dtype), otypes=[dtype])(ref)
+            if ref.size
+            else ref.astype(dtype),
+        )
 
 
 def test_scatter_add_duplicates_and_out_of_bounds():
@@ -1392,26 +1688,37 @@ def test_scatter_add_duplicates_and_out_of_bounds():
     ok = (idx[:, 0] >= 0) & (idx[:, 0] < 5)
     np.add.at(ref, idx[ok, 0], upd[ok])
     np.testing.assert_array_equal(out, ref)
-    np.testing.assert_array_equal(np.asarray(functx.numpy.zeros(5).at[idx[:, 0]].add(upd)),
-                                  np.asarray(jjnp.zeros(5).at[idx[:, 0]].add(upd)))
+    np.testing.assert_array_equal(
+        np.asarray(functx.numpy.zeros(5).at[idx[:, 0]].add(upd)),
+        np.asarray(jjnp.zeros(5).at[idx[:, 0]].add(upd)),
+    )
 
 
 def test_index_rejects():
     with pytest.raises(FunctxTypeError, match="gather"):
-        P.gather_p.abstract_eval(ShapedArray((3,), F32), ShapedArray((2, 1), F32), axes=(0,),
-                                 mode="clip")
+        P.gather_p.abstract_eval(
+            ShapedArray((3,), F32), ShapedArray((2, 1), F32), axes=(0,), mode="clip"
+        )
     with pytest.raises(FunctxTypeError, match="gather"):
-        P.gather_p.abstract_eval(ShapedArray((3,), F32), ShapedArray((2, 2), I32), axes=(0,),
-                                 mode="clip")
+        P.gather_p.abstract_eval(
+            ShapedArray((3,), F32), ShapedArray((2, 2), I32), axes=(0,), mode="clip"
+        )
     with pytest.raises(FunctxTypeError, match="scatter_add"):
-        P.scatter_add_p.abstract_eval(ShapedArray((3,), F32), ShapedArray((2, 1), I32),
-                                      ShapedArray((3,), F32), axes=(0,), mode="drop")
+        P.scatter_add_p.abstract_eval(
+            ShapedArray((3,), F32),
+            ShapedArray((2, 1), I32),
+            ShapedArray((3,), F32),
+            axes=(0,),
+            mode="drop",
+        )
     with pytest.raises(FunctxTypeError, match="dynamic_slice"):
-        P.dynamic_slice_p.abstract_eval(ShapedArray((3,), F32), ShapedArray((), F32),
-                                        slice_sizes=(1,))
+        P.dynamic_slice_p.abstract_eval(
+            ShapedArray((3,), F32), ShapedArray((), F32), slice_sizes=(1,)
+        )
     with pytest.raises(FunctxTypeError, match="dynamic_slice"):
-        P.dynamic_slice_p.abstract_eval(ShapedArray((3,), F32), ShapedArray((), I32),
-                                        slice_sizes=(4,))
+        P.dynamic_slice_p.abstract_eval(
+            ShapedArray((3,), F32), ShapedArray((), I32), slice_sizes=(4,)
+        )
 
 
 # --- Contraction -------------------------------------------------------------------------------
@@ -1423,19 +1730,31 @@ def dot_case(draw):
     C = [draw(size) for _ in range(nc)]
     L = [draw(size) for _ in range(nl)]
     R = [draw(size) for _ in range(nr)]
-    lhs_axes = [("b", i) for i in range(nb)] + [("l", i) for i in range(nl)] + \
-        [("c", i) for i in range(nc)]
-    rhs_axes = [("b", i) for i in range(nb)] + [("c", i) for i in range(nc)] + \
-        [("r", i) for i in range(nr)]
+    lhs_axes = (
+        [("b", i) for i in range(nb)]
+        + [("l", i) for i in range(nl)]
+        + [("c", i) for i in range(nc)]
+    )
+    rhs_axes = (
+        [("b", i) for i in range(nb)]
+        + [("c", i) for i in range(nc)]
+        + [("r", i) for i in range(nr)]
+    )
     lhs_axes = draw(st.permutations(lhs_axes))
     rhs_axes = draw(st.permutations(rhs_axes))
     sizes = {"b": B, "c": C, "l": L, "r": R}
     lshape = tuple(sizes[k][i] for k, i in lhs_axes)
     rshape = tuple(sizes[k][i] for k, i in rhs_axes)
-    dn = ((tuple(lhs_axes.index(("c", i)) for i in range(nc)),
-           tuple(rhs_axes.index(("c", i)) for i in range(nc))),
-          (tuple(lhs_axes.index(("b", i)) for i in range(nb)),
-           tuple(rhs_axes.index(("b", i)) for i in range(nb))))
+    dn = (
+        (
+            tuple(lhs_axes.index(("c", i)) for i in range(nc)),
+            tuple(rhs_axes.index(("c", i)) for i in range(nc)),
+        ),
+        (
+            tuple(lhs_axes.index(("b", i)) for i in range(nb)),
+            tuple(rhs_axes.index(("b", i)) for i in range(nb)),
+        ),
+    )
     return lshape, rshape, dn, lhs_axes, rhs_axes
 
 
@@ -1448,17 +1767,31 @@ def _einsum_spec(lhs_axes, rhs_axes):
     ls = "".join(let(a) for a in lhs_axes)
     rs = "".join(let(a) for a in rhs_axes)
     nb = sum(1 for a in lhs_axes if a[0] == "b")
-    out = "".join(let(("b", i)) for i in range(nb)) + \
-        "".join(let(a) for a in lhs_axes if a[0] == "l") + \
-        "".join(let(a) for a in rhs_axes if a[0] == "r")
+    out = (
+        "".join(let(("b", i)) for i in range(nb))
+        + "".join(let(a) for a in lhs_axes if a[0] == "l")
+        + "".join(let(a) for a in rhs_axes if a[0] == "r")
+    )
     return f"{ls},{rs}->{out}"
 
 
 @given(case=dot_case(), data=st.data())
 def test_dot_general(case, data):
     lshape, rshape, dn, la, ra = case
-    dtype, pet = data.draw(st.sampled_from([(F64, None), (F32, None), (I32, None), (BOOL, None),
-                                            (F16, None), (F16, F32), (I8, I32), (BF16, F32)]))
+    dtype, pet = data.draw(
+        st.sampled_from(
+            [
+                (F64, None),
+                (F32, None),
+                (I32, None),
+                (BOOL, None),
+                (F16, None),
+                (F16, F32),
+                (I8, I32),
+                (BF16, F32),
+            ]
+        )
+    )
     kw = dict(lo=-10, hi=10) if dtype != BOOL else {}
     lhs = data.draw(arrays(dtype, lshape, **kw))
     rhs = data.draw(arrays(dtype, rshape, **kw))
@@ -1470,28 +1803,37 @@ def test_dot_general(case, data):
         bound = np.einsum(spec, np.abs(lhs.astype(LD)), np.abs(rhs.astype(LD)))
         k = max(math.prod(lshape[i] for i in dn[0][0]), 1)
         acc = pet or (F32 if dtype in LOW else dtype)
-        tol = (k + 1) * _eps(acc) * bound.astype(np.float64) + \
-            _eps(pet or dtype) * np.abs(ref.astype(np.float64))
+        tol = (k + 1) * _eps(acc) * bound.astype(np.float64) + _eps(pet or dtype) * np.abs(
+            ref.astype(np.float64)
+        )
         assert np.all(np.abs(out.astype(np.float64) - ref.astype(np.float64)) <= tol + 1e-300)
     elif dtype == BOOL:
         ref = np.einsum(spec, lhs.astype(np.int64), rhs.astype(np.int64)) != 0
         np.testing.assert_array_equal(out, ref)
     else:
         ref = np.einsum(spec, lhs.astype(np.int64), rhs.astype(np.int64))
-        np.testing.assert_array_equal(out, np.vectorize(lambda v: wrap(int(v), pet or dtype))(ref)
-                                      if ref.size else ref.astype(pet or dtype))
+        np.testing.assert_array_equal(
+            out,
+            np.vectorize(lambda v: wrap(int(v), pet or dtype))(ref)
+            if ref.size
+            else ref.astype(pet or dtype),
+        )
 
 
-@pytest.mark.parametrize("dn,lshape,rshape", [
-    ((((1,), (0,)), ((), ())), (2, 3), (3, 4)),
-    ((((0,), (1,)), ((), ())), (3, 2), (4, 3)),
-    ((((2,), (1,)), ((0,), (0,))), (2, 3, 4), (2, 4, 5)),
-    ((((0, 2), (2, 0)), ((1,), (1,))), (3, 2, 4), (4, 2, 3)),
-    ((((), ()), ((), ())), (2,), (3,)),
-    ((((0,), (0,)), ((), ())), (0,), (0,)),
-])
-@pytest.mark.parametrize("dtype,pet", [(F32, None), (F64, None), (I32, None), (I8, I32),
-                                       (F16, F32)])
+@pytest.mark.parametrize(
+    "dn,lshape,rshape",
+    [
+        ((((1,), (0,)), ((), ())), (2, 3), (3, 4)),
+        ((((0,), (1,)), ((), ())), (3, 2), (4, 3)),
+        ((((2,), (1,)), ((0,), (0,))), (2, 3, 4), (2, 4, 5)),
+        ((((0, 2), (2, 0)), ((1,), (1,))), (3, 2, 4), (4, 2, 3)),
+        ((((), ()), ((), ())), (2,), (3,)),
+        ((((0,), (0,)), ((), ())), (0,), (0,)),
+    ],
+)
+@pytest.mark.parametrize(
+    "dtype,pet", [(F32, None), (F64, None), (I32, None), (I8, I32), (F16, F32)]
+)
 def test_dot_general_vs_jax(dn, lshape, rshape, dtype, pet):
     rng = np.random.default_rng(1)
     lhs = (rng.normal(size=lshape) * 4).astype(dtype)
@@ -1499,17 +1841,27 @@ def test_dot_general_vs_jax(dn, lshape, rshape, dtype, pet):
     ours = np.asarray(flax.dot_general(lhs, rhs, dn, preferred_element_type=pet))
     theirs = np.asarray(jlax.dot_general(lhs, rhs, dn, preferred_element_type=pet))
     assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
-    np.testing.assert_allclose(ours.astype(np.float64), theirs.astype(np.float64), rtol=1e-5,
-                               atol=1e-4)
+    np.testing.assert_allclose(
+        ours.astype(np.float64), theirs.astype(np.float64), rtol=1e-5, atol=1e-4
+    )
 
 
 def test_dot_general_rejects():
     with pytest.raises(FunctxTypeError, match="cannot contract"):
-        P.dot_general_p.abstract_eval(ShapedArray((2, 3), F32), ShapedArray((4, 5), F32),
-                                      dimension_numbers=(((1,), (0,)), ((), ())))
+        P.dot_general_p.abstract_eval(
+            ShapedArray((2, 3), F32),
+            ShapedArray((4, 5), F32),
+            dimension_numbers=(((1,), (0,)), ((), ())),
+        )
     with pytest.raises(FunctxTypeError, match="dtypes"):
-        P.dot_general_p.abstract_eval(ShapedArray((2, 3), F32), ShapedArray((3, 5), F64),
-                                      dimension_numbers=(((1,), (0,)), ((), ())))
+        P.dot_general_p.abstract_eval(
+            ShapedArray((2, 3), F32),
+            ShapedArray((3, 5), F64),
+            dimension_numbers=(((1,), (0,)), ((), ())),
+        )
     with pytest.raises(FunctxTypeError, match="pair up"):
-        P.dot_general_p.abstract_eval(ShapedArray((2, 3), F32), ShapedArray((3, 5), F32),
-                                      dimension_numbers=(((1,), ()), ((), ())))
+        P.dot_general_p.abstract_eval(
+            ShapedArray((2, 3), F32),
+            ShapedArray((3, 5), F32),
+            dimension_numbers=(((1,), ()), ((), ())),
+        )

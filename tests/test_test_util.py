@@ -30,8 +30,9 @@ X = np.array([0.3, -1.2, 2.0])
 def test_passes_on_correct_derivatives():
     check_grads(fnp.sin, (X,), order=3)
     check_grads(_custom_jvp(fnp.sin, fnp.cos), (X,), order=2)
-    check_grads(lambda d: {"y": fnp.sum(d["a"] ** 2) * d["b"]},
-                ({"a": X, "b": np.float64(2.0)},), order=2)
+    check_grads(
+        lambda d: {"y": fnp.sum(d["a"] ** 2) * d["b"]}, ({"a": X, "b": np.float64(2.0)},), order=2
+    )
 
 
 def test_fails_on_a_wrong_first_derivative():
@@ -62,7 +63,7 @@ def test_fails_when_vjp_is_not_the_transpose_of_jvp():
 
 def test_python_scalars_integers_and_float32():
     check_grads(lambda x: x * 3.0 + fnp.sin(x), (0.5,), order=2)  # a weakly typed float32
-    check_grads(lambda x, n: x ** n, (X, 3), order=2)  # an integer argument is data
+    check_grads(lambda x, n: x**n, (X, 3), order=2)  # an integer argument is data
     check_grads(lambda x, i: x * i, (X, np.arange(3)), order=2)
     check_grads(fnp.tanh, (X.astype(np.float32),), order=2)
     # a float32 output of a float64 function is checked with float32's tolerance
@@ -70,8 +71,8 @@ def test_python_scalars_integers_and_float32():
 
 
 def test_numerical_jvp_and_explicit_tolerances():
-    num = numerical_jvp(lambda x: x ** 3, (X,), (np.ones(3),))
-    np.testing.assert_allclose(num[0], 3 * X ** 2, rtol=1e-7)
+    num = numerical_jvp(lambda x: x**3, (X,), (np.ones(3),))
+    np.testing.assert_allclose(num[0], 3 * X**2, rtol=1e-7)
     bad = _custom_jvp(fnp.exp, lambda x: fnp.exp(x) * 1.001)
     check_jvp(bad, (X,), atol=1e-2, rtol=1e-2)  # loose enough
     with pytest.raises(AssertionError):

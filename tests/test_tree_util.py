@@ -30,14 +30,19 @@ class Box:
         self.lo, self.hi, self.name = lo, hi, name
 
     def __eq__(self, other):
-        return type(other) is Box and (self.lo, self.hi, self.name) == (other.lo, other.hi,
-                                                                        other.name)
+        return type(other) is Box and (self.lo, self.hi, self.name) == (
+            other.lo,
+            other.hi,
+            other.name,
+        )
 
 
-tu.register_pytree_node(Box, lambda b: ((b.lo, b.hi), b.name),
-                        lambda name, children: Box(*children, name=name))
-jtu.register_pytree_node(Box, lambda b: ((b.lo, b.hi), b.name),
-                         lambda name, children: Box(*children, name=name))
+tu.register_pytree_node(
+    Box, lambda b: ((b.lo, b.hi), b.name), lambda name, children: Box(*children, name=name)
+)
+jtu.register_pytree_node(
+    Box, lambda b: ((b.lo, b.hi), b.name), lambda name, children: Box(*children, name=name)
+)
 
 
 @tu.register_pytree_node_class
@@ -143,8 +148,10 @@ def test_register_pytree_node_class_round_trip():
     leaves, treedef = tu.tree_flatten(tree)
     assert leaves == [1, 2, 3, 4, 5]
     assert tu.tree_unflatten(treedef, leaves) == tree
-    assert tu.tree_map(lambda v: -v, tree) == (Pair(-1, [-2, -3], tag="t"),
-                                               Pair(Pair(-4, -5), None))
+    assert tu.tree_map(lambda v: -v, tree) == (
+        Pair(-1, [-2, -3], tag="t"),
+        Pair(Pair(-4, -5), None),
+    )
 
 
 def test_register_dataclass_round_trip():
@@ -177,8 +184,9 @@ def test_tree_map_with_several_trees_and_is_leaf():
 
 def test_tree_reduce_all_and_children():
     tree = [1, (2, 3), {"a": 4}]
-    assert tu.tree_reduce(lambda u, v: u + v, tree) == 10 == jtu.tree_reduce(lambda u, v: u + v,
-                                                                               tree)
+    assert (
+        tu.tree_reduce(lambda u, v: u + v, tree) == 10 == jtu.tree_reduce(lambda u, v: u + v, tree)
+    )
     assert tu.tree_reduce(lambda u, v: u + v, tree, 100) == 110
     assert tu.tree_reduce(lambda u, v: (u, v), [1], None) == (None, 1)  # None is an initializer
     assert jtu.tree_reduce(lambda u, v: (u, v), [1], None) == (None, 1)

@@ -34,8 +34,12 @@ def loss(params, x, y):
 
 
 rng = np.random.default_rng(0)
-params = {"w1": rng.standard_normal((3, 4)) / 2, "b1": np.zeros(4),
-          "w2": rng.standard_normal((4, 2)) / 2, "b2": np.zeros(2)}
+params = {
+    "w1": rng.standard_normal((3, 4)) / 2,
+    "b1": np.zeros(4),
+    "w2": rng.standard_normal((4, 2)) / 2,
+    "b2": np.zeros(2),
+}
 x = rng.standard_normal((5, 3))
 y = rng.standard_normal((5, 2))
 
@@ -99,8 +103,9 @@ try:
     jg = jax.jit(jax.grad(jloss))(params, x, y)
     for k in params:
         np.testing.assert_allclose(g[k], jg[k], rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(jac, jax.jit(jax.jacrev(jmodel, argnums=1))(params, x),
-                               rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        jac, jax.jit(jax.jacrev(jmodel, argnums=1))(params, x), rtol=1e-10, atol=1e-12
+    )
     jhess = jax.jit(jax.hessian(lambda w2: jloss({**params, "w2": w2}, x, y)))(params["w2"])
     np.testing.assert_allclose(hess, jhess, rtol=1e-10, atol=1e-12)
     checks += 3
@@ -148,8 +153,10 @@ def best_of(f, repeat=20):
 grad_loss = functx.grad(loss)
 t_loss = best_of(lambda: loss(params, x, y))
 t_grad = best_of(lambda: grad_loss(params, x, y))
-print(f"eager loss {t_loss * 1e6:.0f} us, eager grad {t_grad * 1e6:.0f} us "
-      f"(ratio {t_grad / t_loss:.1f}x)")
+print(
+    f"eager loss {t_loss * 1e6:.0f} us, eager grad {t_grad * 1e6:.0f} us "
+    f"(ratio {t_grad / t_loss:.1f}x)"
+)
 
 # %%
 print(f"autodiff tutorial: all {checks} checks passed")

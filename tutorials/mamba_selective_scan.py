@@ -140,7 +140,7 @@ for i, (name, x) in enumerate(zip(names, args)):
         hi, lo = [a.copy() for a in args], [a.copy() for a in args]
         hi[i][idx] += eps
         lo[i][idx] -= eps
-        fd = ((reference_forward(*hi)[0] * gy).sum() - (reference_forward(*lo)[0] * gy).sum())
+        fd = (reference_forward(*hi)[0] * gy).sum() - (reference_forward(*lo)[0] * gy).sum()
         fd /= 2 * eps
         assert abs(fd - grads_ref[i][idx]) < 1e-6 * max(1.0, abs(fd)), (name, idx)
 print("hand-written backward matches finite differences")
@@ -150,6 +150,7 @@ print("hand-written backward matches finite differences")
 
 # %%
 if jax is not None:
+
     def jax_loss(u, delta, A, B, C):
         return jnp.sum(selective_scan(u, delta, A, B, C, np_=jnp, lax_=jax.lax) * gy)
 
@@ -187,19 +188,30 @@ closed = functx.make_jaxpr(grad_fn)(*args)
 print(closed)
 scans = [e for e in closed.eqns if e.prim.name == "associative_scan"]
 for e in scans:
-    print(f"associative_scan reverse={e.params['reverse']} over {e.outvars[0].aval.str_short()}"
-          f"{' (the transposed tangent scan)' if e.params['affine'] else ''}")
+    print(
+        f"associative_scan reverse={e.params['reverse']} over {e.outvars[0].aval.str_short()}"
+        f"{' (the transposed tangent scan)' if e.params['affine'] else ''}"
+    )
 c_small = count(closed.jaxpr)
-print(f"L={L}: {c_small['associative_scan']} associative_scan equations, "
-      f"{c_small['slice']} slice equations, {len(closed.eqns)} equations in all")
+print(
+    f"L={L}: {c_small['associative_scan']} associative_scan equations, "
+    f"{c_small['slice']} slice equations, {len(closed.eqns)} equations in all"
+)
 
 L_big = 192
-big = (rng.standard_normal((batch, L_big, D)), rng.uniform(0.1, 1.0, (batch, L_big, D)), A,
-       rng.standard_normal((batch, L_big, N)), rng.standard_normal((batch, L_big, N)))
+big = (
+    rng.standard_normal((batch, L_big, D)),
+    rng.uniform(0.1, 1.0, (batch, L_big, D)),
+    A,
+    rng.standard_normal((batch, L_big, N)),
+    rng.standard_normal((batch, L_big, N)),
+)
 gy = rng.standard_normal((batch, L_big, D))  # (loss reads gy; its shape follows L)
 c_big = count(functx.make_jaxpr(grad_fn)(*big).jaxpr)
-print(f"L={L_big}: {c_big['associative_scan']} associative_scan equations, "
-      f"{c_big['slice']} slice equations")
+print(
+    f"L={L_big}: {c_big['associative_scan']} associative_scan equations, "
+    f"{c_big['slice']} slice equations"
+)
 assert c_small == c_big and c_small["associative_scan"] >= 2
 assert any(e.params["reverse"] and e.params["affine"] for e in scans)
 
@@ -207,6 +219,7 @@ assert any(e.params["reverse"] and e.params["affine"] for e in scans)
 # ## 4. Time the eager path
 # Eagerly, each associative_scan runs O(log L) vectorised NumPy passes. A plain NumPy loop over L
 # is the baseline (a jitted backend would emit one scan kernel; see `benchmarks/scan.py`).
+
 
 # %%
 def best_of(fn, reps=3):
@@ -223,6 +236,8 @@ t_np = best_of(lambda: reference_forward(*big))
 t_fx_grad = best_of(lambda: grad_fn(*big))
 t_np_grad = best_of(lambda: reference_backward(*big, gy))
 print(f"forward  L={L_big}: functx eager {t_fx * 1e3:7.2f} ms   NumPy loop {t_np * 1e3:7.2f} ms")
-print(f"gradient L={L_big}: functx eager {t_fx_grad * 1e3:7.2f} ms   "
-      f"NumPy hand-written {t_np_grad * 1e3:7.2f} ms")
+print(
+    f"gradient L={L_big}: functx eager {t_fx_grad * 1e3:7.2f} ms   "
+    f"NumPy hand-written {t_np_grad * 1e3:7.2f} ms"
+)
 print("mamba tutorial: all checks passed")

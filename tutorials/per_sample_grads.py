@@ -15,9 +15,13 @@ from functx import nn
 
 
 def init_mlp(rng, sizes):
-    return {f"layer{i}": {"w": (rng.standard_normal((m, n)) / np.sqrt(m)).astype(np.float32),
-                          "b": np.zeros(n, np.float32)}
-            for i, (m, n) in enumerate(zip(sizes[:-1], sizes[1:]))}
+    return {
+        f"layer{i}": {
+            "w": (rng.standard_normal((m, n)) / np.sqrt(m)).astype(np.float32),
+            "b": np.zeros(n, np.float32),
+        }
+        for i, (m, n) in enumerate(zip(sizes[:-1], sizes[1:]))
+    }
 
 
 def mlp(params, x):
@@ -87,8 +91,9 @@ try:
     jgrads = jax.vmap(jax.grad(jloss), in_axes=(None, 0, 0))(params, xs, ys)
     for name in params:
         for p in ("w", "b"):
-            np.testing.assert_allclose(np.asarray(grads[name][p]), np.asarray(jgrads[name][p]),
-                                       rtol=2e-5, atol=2e-6)
+            np.testing.assert_allclose(
+                np.asarray(grads[name][p]), np.asarray(jgrads[name][p]), rtol=2e-5, atol=2e-6
+            )
     print("matches jax.vmap(jax.grad(loss))")
 except ImportError:
     print("JAX is not installed: skipped the comparison with JAX")
@@ -97,6 +102,7 @@ except ImportError:
 # ## A linear model
 #
 # For least squares, the per-example gradient has a closed form: `(x . w - y) * x`.
+
 
 # %%
 def lsq(w, x, y):

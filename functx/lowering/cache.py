@@ -47,8 +47,18 @@ import warnings
 
 from functx.errors import CacheWarning, FunctxError, FunctxValueError
 
-FLAGS = ["-O3", "-march=native", "-mprefer-vector-width=512", "-fopenmp", "-fPIC", "-shared",
-         "-std=c++17", "-fwrapv", "-fno-math-errno", "-fno-trapping-math"]
+FLAGS = [
+    "-O3",
+    "-march=native",
+    "-mprefer-vector-width=512",
+    "-fopenmp",
+    "-fPIC",
+    "-shared",
+    "-std=c++17",
+    "-fwrapv",
+    "-fno-math-errno",
+    "-fno-trapping-math",
+]
 
 
 def _libmvec_flags():
@@ -210,7 +220,8 @@ def _locked(path: str):
                             f"functx.jit: waited {limit:g} s for the cache lock {path}, held by "
                             "another process that is compiling the same code; raise "
                             "FUNCTX_CACHE_LOCK_TIMEOUT (seconds) if that compile is just slow, "
-                            "or end the process holding the lock") from None
+                            "or end the process holding the lock"
+                        ) from None
         yield
     finally:
         os.close(fd)  # (releases the lock)
@@ -226,8 +237,9 @@ def _run(cmd: list, what: str, deadline: float | None = None) -> subprocess.Comp
 
 
 def _spawn(cmd: list) -> subprocess.Popen:
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    return subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
 
 
 def _wait(proc, cmd, what, deadline, limit) -> subprocess.CompletedProcess:
@@ -239,10 +251,12 @@ def _wait(proc, cmd, what, deadline, limit) -> subprocess.CompletedProcess:
         except OSError:
             proc.kill()
         proc.communicate()
-        raise CompileError(f"functx.jit: the C++ compiler did not finish {what} within "
-                           f"{limit:g} s (FUNCTX_COMPILE_TIMEOUT)\ncommand: {' '.join(cmd)}\n"
-                           "raise FUNCTX_COMPILE_TIMEOUT (seconds) if the program is just large, "
-                           "or check the compiler") from None
+        raise CompileError(
+            f"functx.jit: the C++ compiler did not finish {what} within "
+            f"{limit:g} s (FUNCTX_COMPILE_TIMEOUT)\ncommand: {' '.join(cmd)}\n"
+            "raise FUNCTX_COMPILE_TIMEOUT (seconds) if the program is just large, "
+            "or check the compiler"
+        ) from None
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
@@ -250,8 +264,10 @@ def _wait(proc, cmd, what, deadline, limit) -> subprocess.CompletedProcess:
 def compiler() -> str:
     cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
     if not cxx:
-        raise CompileError("functx.jit needs a C++ compiler and none was found: install g++ "
-                           "(Debian/Ubuntu: apt-get install g++) or set CXX")
+        raise CompileError(
+            "functx.jit needs a C++ compiler and none was found: install g++ "
+            "(Debian/Ubuntu: apt-get install g++) or set CXX"
+        )
     return cxx
 
 
@@ -264,8 +280,12 @@ def compiler_id() -> str:
     memo = None
     try:
         st = os.stat(path)
-        memo = os.path.join(cache_dir(), "compiler-" + hashlib.sha256(
-            f"{path}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:16] + ".txt")
+        memo = os.path.join(
+            cache_dir(),
+            "compiler-"
+            + hashlib.sha256(f"{path}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:16]
+            + ".txt",
+        )
         line = read_file(memo).decode().strip()
         if line:
             return line
@@ -284,9 +304,11 @@ def _run_compiler_version() -> str:
     try:
         out = _run([compiler(), "--version"], "printing its version")
     except OSError as e:
-        raise CompileError(f"functx.jit could not run the C++ compiler {compiler()!r} ({e}): "
-                           "install g++ (Debian/Ubuntu: apt-get install g++) or point CXX at a "
-                           "working compiler") from None
+        raise CompileError(
+            f"functx.jit could not run the C++ compiler {compiler()!r} ({e}): "
+            "install g++ (Debian/Ubuntu: apt-get install g++) or point CXX at a "
+            "working compiler"
+        ) from None
     return out.stdout.splitlines()[0] if out.stdout else compiler()
 
 
@@ -339,16 +361,19 @@ def private_dir() -> str:
 
 def _configured_dir() -> str:
     return os.environ.get("FUNCTX_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "functx")
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "functx"
+    )
 
 
 def _untrusted(path: str, why: str) -> str:
     d = private_dir()
-    _warn_once(("untrusted", path, why),
-               f"functx: the cache directory {path} is {why}; another user could plant code "
-               f"there that functx would load, so it is not used and compiled code goes to the "
-               f"private directory {d} for this process. Make it yours and private (chown, then "
-               f"chmod 700 {path}) or set FUNCTX_CACHE_DIR to a directory only you can write.")
+    _warn_once(
+        ("untrusted", path, why),
+        f"functx: the cache directory {path} is {why}; another user could plant code "
+        f"there that functx would load, so it is not used and compiled code goes to the "
+        f"private directory {d} for this process. Make it yours and private (chown, then "
+        f"chmod 700 {path}) or set FUNCTX_CACHE_DIR to a directory only you can write.",
+    )
     return d
 
 
@@ -366,8 +391,11 @@ def cache_dir() -> str:
         st = os.lstat(base)
     except OSError as e:
         d = private_dir()
-        _warn_once(("unusable", base), f"functx: cache directory {base} is not writable ({e}); "
-                   f"compiled code goes to {d} for this process")
+        _warn_once(
+            ("unusable", base),
+            f"functx: cache directory {base} is not writable ({e}); "
+            f"compiled code goes to {d} for this process",
+        )
         return d
     why = "not a directory" if not stat.S_ISDIR(st.st_mode) else _foreign(st)
     if why is None:
@@ -408,8 +436,10 @@ def _unsafe_parent(real: str) -> str | None:
         if st.st_uid not in (0, os.geteuid()):
             return f"inside {p}, owned by uid {st.st_uid}, who can replace it"
         if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
-            return (f"inside {p}, writable by group or others (mode "
-                    f"{stat.S_IMODE(st.st_mode):04o}), who can replace it")
+            return (
+                f"inside {p}, writable by group or others (mode "
+                f"{stat.S_IMODE(st.st_mode):04o}), who can replace it"
+            )
 
 
 def subdir(*names: str) -> str:
@@ -482,8 +512,7 @@ def _key(units, flags) -> str:
 def cached(source, extra_flags=(), suffix="") -> str | None:
     """Path of the valid shared object for ``source`` (a string, or a list of translation
     units) already in the cache, else None."""
-    so = os.path.join(cache_dir(), _key(_units(source), FLAGS + list(extra_flags)) + suffix
-                      + ".so")
+    so = os.path.join(cache_dir(), _key(_units(source), FLAGS + list(extra_flags)) + suffix + ".so")
     return so if _valid(so) else None
 
 
@@ -519,8 +548,9 @@ def prelude_header(text: str) -> str | None:
     The header is compared with ``text`` (a planted or damaged one is rewritten) and the
     precompiled form's sidecar names the hash of the text it was built from."""
     d = cache_dir()
-    key = hashlib.sha256((text + "\0" + compiler_id() + "\0" + " ".join(FLAGS) + "\0"
-                          + cpu_id()).encode()).hexdigest()[:16]
+    key = hashlib.sha256(
+        (text + "\0" + compiler_id() + "\0" + " ".join(FLAGS) + "\0" + cpu_id()).encode()
+    ).hexdigest()[:16]
     h = os.path.join(d, f"fx_prelude_{key}.h")
     gch = h + ".gch"
     text_digest = hashlib.sha256(text.encode()).hexdigest()
@@ -537,13 +567,14 @@ def prelude_header(text: str) -> str | None:
                 _remove(gch)  # (gcc would take a stale one that fits the flags)
                 tmp = _temp_beside(gch, ".tmp.gch")
                 try:
-                    proc = _run([compiler(), *FLAGS, "-x", "c++-header", h, "-o", tmp],
-                                "building the prelude's precompiled header")
+                    proc = _run(
+                        [compiler(), *FLAGS, "-x", "c++-header", h, "-o", tmp],
+                        "building the prelude's precompiled header",
+                    )
                     if proc.returncode == 0:
                         os.chmod(tmp, 0o600)  # (the compiler made it by the umask)
                         _replace(tmp, gch)
-                        write_file(gch + ".sha256",
-                                   f"{_digest(gch)} {text_digest}".encode())
+                        write_file(gch + ".sha256", f"{_digest(gch)} {text_digest}".encode())
                 finally:
                     _unlink_quiet(tmp)
     except CompileError:  # (timed out: the units parse the header's text)
@@ -579,17 +610,24 @@ class PreludeBuild:
 def join_units(units, where: str | None = None) -> str:
     """Translation units as one text (what ``as_text`` shows), with the prelude header they
     include (from ``where``, the cache directory by default) written out in full."""
+
     def expand(u):
         m = _INCLUDE.match(u)
         if m is None:
             return u
         try:
-            return read_file(os.path.join(where or cache_dir(), m.group(1))).decode() + "\n" \
-                + u[m.end():]
+            return (
+                read_file(os.path.join(where or cache_dir(), m.group(1))).decode()
+                + "\n"
+                + u[m.end() :]
+            )
         except (OSError, UnicodeDecodeError):
             return u
-    return "\n".join(expand(u) if i == 0 else f"// --- translation unit {i} ---\n{expand(u)}"
-                     for i, u in enumerate(units))
+
+    return "\n".join(
+        expand(u) if i == 0 else f"// --- translation unit {i} ---\n{expand(u)}"
+        for i, u in enumerate(units)
+    )
 
 
 def read_source(so: str) -> str:
@@ -604,8 +642,10 @@ def _check(proc, src, cmd):
     if proc.returncode != 0:
         if "No space left on device" in proc.stderr:
             raise OSError(errno.ENOSPC, f"no space left on device compiling {src}")
-        raise CompileError(f"functx.jit: the C++ compiler failed on generated source {src}"
-                           f"\ncommand: {' '.join(cmd)}\n{proc.stderr[-4000:]}")
+        raise CompileError(
+            f"functx.jit: the C++ compiler failed on generated source {src}"
+            f"\ncommand: {' '.join(cmd)}\n{proc.stderr[-4000:]}"
+        )
 
 
 def _build(srcs, flags, tmp):
@@ -622,8 +662,10 @@ def _build(srcs, flags, tmp):
         cmds = [[compiler(), *flags, "-c", s, "-o", o] for s, o in zip(srcs, objs)]
         deadline = time.monotonic() + compile_timeout()
         procs = [_spawn(c) for c in cmds]
-        done = [_wait(p, c, f"compiling {s}", deadline, compile_timeout())
-                for p, c, s in zip(procs, cmds, srcs)]
+        done = [
+            _wait(p, c, f"compiling {s}", deadline, compile_timeout())
+            for p, c, s in zip(procs, cmds, srcs)
+        ]
         for res, s, c in zip(done, srcs, cmds):
             _check(res, s, c)
         cmd = [compiler(), *flags, *objs, "-o", tmp, *LIBS]
@@ -656,19 +698,26 @@ def compile_cached(source, extra_flags=(), suffix="") -> tuple[str, bool]:
     except OSError as e:
         fallback = private_dir()
         if d == fallback:
-            raise CompileError(f"functx.jit could not write compiled code to {d} ({e}): free "
-                               "some disk space or set FUNCTX_CACHE_DIR to a writable "
-                               "directory") from None
-        _warn_once(("unwritable", d), f"functx: could not write compiled code to the cache "
-                   f"directory {d} ({e}); what is not cached there yet is compiled in the "
-                   f"private directory {fallback} for this process (free some disk space or "
-                   "make the cache writable to keep it)")
+            raise CompileError(
+                f"functx.jit could not write compiled code to {d} ({e}): free "
+                "some disk space or set FUNCTX_CACHE_DIR to a writable "
+                "directory"
+            ) from None
+        _warn_once(
+            ("unwritable", d),
+            f"functx: could not write compiled code to the cache "
+            f"directory {d} ({e}); what is not cached there yet is compiled in the "
+            f"private directory {fallback} for this process (free some disk space or "
+            "make the cache writable to keep it)",
+        )
         try:  # (-I: the prelude header the units include may be in the cache directory)
             return _compile_in(fallback, key, units, flags, ["-I", d])
         except OSError as e2:
-            raise CompileError(f"functx.jit could not write compiled code to {d} ({e}) nor to "
-                               f"{fallback} ({e2}): free some disk space or set "
-                               "FUNCTX_CACHE_DIR to a writable directory") from None
+            raise CompileError(
+                f"functx.jit could not write compiled code to {d} ({e}) nor to "
+                f"{fallback} ({e2}): free some disk space or set "
+                "FUNCTX_CACHE_DIR to a writable directory"
+            ) from None
 
 
 def _compile_in(d, key, units, flags, extra) -> tuple[str, bool]:
@@ -676,8 +725,9 @@ def _compile_in(d, key, units, flags, extra) -> tuple[str, bool]:
     with _locked(os.path.join(d, f"{key}.lock")):
         if _valid(so):
             return so, False
-        srcs = [os.path.join(d, f"{key}.cpp" if i == 0 else f"{key}.{i}.cpp")
-                for i in range(len(units))]
+        srcs = [
+            os.path.join(d, f"{key}.cpp" if i == 0 else f"{key}.{i}.cpp") for i in range(len(units))
+        ]
         for src, text in zip(srcs, units):
             write_file(src, text.encode())
         tmp = _temp_beside(so, ".tmp.so")

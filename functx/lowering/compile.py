@@ -38,8 +38,10 @@ def _compile_triton(closed):
     t0 = time.perf_counter()
     exe = triton_backend.compile_triton(closed)
     state = "new module" if exe.module_written else "module from the cache"
-    log(f"generated {exe.kernel_count()} Triton kernels in {time.perf_counter() - t0:.2f}s "
-        f"({state}: {exe.module_path})")
+    log(
+        f"generated {exe.kernel_count()} Triton kernels in {time.perf_counter() - t0:.2f}s "
+        f"({state}: {exe.module_path})"
+    )
     return JitExecutable(exe)
 
 
@@ -76,8 +78,17 @@ def _lower_cpp(closed):
     t0 = time.perf_counter()
     so, compiled = cache.compile_cached(srcs)
     if compiled:
-        log(f"compiled {len(kernels)} kernels in {time.perf_counter() - t0:.2f}s"
-            + (f" ({len(srcs)} translation units at once)" if len(srcs) > 1 else ""))
-    return runtime.Executable(so, len(g.inputs), [c for _, c in g.consts], out_specs, out_map,
-                              cache.join_units(srcs), schedule.describe(kernels),
-                              in_dtypes=[n.dtype for n in g.inputs])
+        log(
+            f"compiled {len(kernels)} kernels in {time.perf_counter() - t0:.2f}s"
+            + (f" ({len(srcs)} translation units at once)" if len(srcs) > 1 else "")
+        )
+    return runtime.Executable(
+        so,
+        len(g.inputs),
+        [c for _, c in g.consts],
+        out_specs,
+        out_map,
+        cache.join_units(srcs),
+        schedule.describe(kernels),
+        in_dtypes=[n.dtype for n in g.inputs],
+    )

@@ -41,11 +41,21 @@ from functx.lowering.loops import (
 from functx.lowering.prelude import PRELUDE
 from functx.lowering.schedule import Kernel, KernelCtx
 
-_STORAGE = {dtypes.bool_: "bool", dtypes.int8: "int8_t", dtypes.int16: "int16_t",
-            dtypes.int32: "int32_t", dtypes.int64: "int64_t", dtypes.uint8: "uint8_t",
-            dtypes.uint16: "uint16_t", dtypes.uint32: "uint32_t", dtypes.uint64: "uint64_t",
-            dtypes.float16: "_Float16", dtypes.bfloat16: "uint16_t", dtypes.float32: "float",
-            dtypes.float64: "double"}
+_STORAGE = {
+    dtypes.bool_: "bool",
+    dtypes.int8: "int8_t",
+    dtypes.int16: "int16_t",
+    dtypes.int32: "int32_t",
+    dtypes.int64: "int64_t",
+    dtypes.uint8: "uint8_t",
+    dtypes.uint16: "uint16_t",
+    dtypes.uint32: "uint32_t",
+    dtypes.uint64: "uint64_t",
+    dtypes.float16: "_Float16",
+    dtypes.bfloat16: "uint16_t",
+    dtypes.float32: "float",
+    dtypes.float64: "double",
+}
 
 
 def storage_type(dt) -> str:
@@ -61,7 +71,6 @@ def compute_type(dt) -> str:
 
 def _is_float(dt) -> bool:
     return np.dtype(dt) in dtypes.FLOATS
-
 
 
 # The main translation unit's own part: the BLAS entry points (set once the program is loaded).
@@ -84,7 +93,6 @@ UNITS_MAX = 4
 # of restrict pointers (2,000 outputs).
 SPLIT_BUFFERS = 256
 _MAIN_ONLY = ("fx_sub", "fx_sgemm", "fx_dgemm", "fx_alloc", "fx_free", "fx_gemm_narrow")
-
 
 
 def _num(v, dt) -> str:
@@ -139,15 +147,42 @@ class _SympyC:
 
 _ic = _SympyC()
 
-_FLOAT_FN = {"exp": "fx_exp", "exp2": "fx::exp2", "log": "fx_log", "log1p": "fx::log1p",
-             "expm1": "fx::expm1", "sqrt": "fx::sqrt", "cbrt": "fx::cbrt", "sin": "fx::sin",
-             "cos": "fx::cos", "tan": "fx::tan", "asin": "fx::asin", "acos": "fx::acos",
-             "atan": "fx::atan", "sinh": "fx::sinh", "cosh": "fx::cosh", "tanh": "fx_tanh",
-             "asinh": "fx::asinh", "acosh": "fx::acosh", "atanh": "fx::atanh",
-             "erf": "fx::erf", "lgamma": "fx::lgamma", "floor": "fx::floor",
-             "ceil": "fx::ceil"}
-_BIN = {"add": "+", "sub": "-", "mul": "*", "eq": "==", "ne": "!=", "lt": "<", "le": "<=",
-        "gt": ">", "ge": ">="}
+_FLOAT_FN = {
+    "exp": "fx_exp",
+    "exp2": "fx::exp2",
+    "log": "fx_log",
+    "log1p": "fx::log1p",
+    "expm1": "fx::expm1",
+    "sqrt": "fx::sqrt",
+    "cbrt": "fx::cbrt",
+    "sin": "fx::sin",
+    "cos": "fx::cos",
+    "tan": "fx::tan",
+    "asin": "fx::asin",
+    "acos": "fx::acos",
+    "atan": "fx::atan",
+    "sinh": "fx::sinh",
+    "cosh": "fx::cosh",
+    "tanh": "fx_tanh",
+    "asinh": "fx::asinh",
+    "acosh": "fx::acosh",
+    "atanh": "fx::atanh",
+    "erf": "fx::erf",
+    "lgamma": "fx::lgamma",
+    "floor": "fx::floor",
+    "ceil": "fx::ceil",
+}
+_BIN = {
+    "add": "+",
+    "sub": "-",
+    "mul": "*",
+    "eq": "==",
+    "ne": "!=",
+    "lt": "<",
+    "le": "<=",
+    "gt": ">",
+    "ge": ">=",
+}
 
 
 class Emitter:
@@ -217,8 +252,12 @@ class Emitter:
             x, ready = stack.pop()
             if id(x) in self.by_id:
                 continue
-            if ready or self.outer is not None and not isinstance(x, (Const, Acc)) and \
-                    not self._depends(x):
+            if (
+                ready
+                or self.outer is not None
+                and not isinstance(x, (Const, Acc))
+                and not self._depends(x)
+            ):
                 self._one(x)  # (what the outer emitter takes, it walks itself)
                 continue
             kids = _operands(x)
@@ -234,8 +273,9 @@ class Emitter:
             self.keep.append(e)
             return out
         code = self._emit(e)
-        if isinstance(e, (Const, Acc, Sym)) or (isinstance(e, Idx) and
-                                                sympy.sympify(e.expr).is_Atom):
+        if isinstance(e, (Const, Acc, Sym)) or (
+            isinstance(e, Idx) and sympy.sympify(e.expr).is_Atom
+        ):
             out = code
         else:
             out = self.temp(compute_type(e.dtype), code)
@@ -332,8 +372,11 @@ class Emitter:
         if name == "sign":
             return f"fx_sign<{ct}>({a[0]})"
         if name == "round":
-            return f"fx::nearbyint({a[0]})" if params.get("rounding_method", 1) == 1 \
+            return (
+                f"fx::nearbyint({a[0]})"
+                if params.get("rounding_method", 1) == 1
                 else f"fx::round({a[0]})"
+            )
         if name == "rsqrt":
             return f"(({ct})1 / fx::sqrt({a[0]}))"
         if name == "logistic":
@@ -438,6 +481,8 @@ def _decide_parallel(lines: list[str]) -> list[str]:
 _PAR_ITEMS = 64  # a pointwise loop is split into at least this many parallel items...
 _TILE = 4096  # ...of at least this many elements
 _ROW_CACHE_ELEMS = 1 << 14  # reduction rows up to this long may keep costly values on the stack
+
+
 def _size(e) -> int:
     return sum(1 for _ in subexprs(e))
 
@@ -553,23 +598,28 @@ class CppProgram:
         full = k.full_index()
         if n_rows == 0:
             return
-        lines = [f"  // kernel {k.index}: reduce axes {k.axes} of {k.shape}",
-                 f"  #pragma omp parallel for schedule(static) if({n_rows}LL * {max(n_inner, 1)}LL"
-                 f" >= {_PAR} && {n_rows}LL > 1)",
-                 f"  for (int64_t row = 0; row < {n_rows}LL; ++row) {{"]
+        lines = [
+            f"  // kernel {k.index}: reduce axes {k.axes} of {k.shape}",
+            f"  #pragma omp parallel for schedule(static) if({n_rows}LL * {max(n_inner, 1)}LL"
+            f" >= {_PAR} && {n_rows}LL > 1)",
+            f"  for (int64_t row = 0; row < {n_rows}LL; ++row) {{",
+        ]
         lines += ["    " + s for s in _decompose([str(v) for v in rv], rows, "row")]
         acc_names: dict = {}
         row_off = _ic(flat_offset(rv, rows)) if rows else "0"
         # element expressions first (one context per phase: each pass, then the maps), so that
         # costly subexpressions shared between phases can be kept in a row buffer
         ctxs = [KernelCtx(k, rv) for _ in range(len(k.passes) + 1)]
-        pass_vals = [[r.params["operand"].load(full, c) for r in red]
-                     for red, c in zip(k.passes, ctxs)]
+        pass_vals = [
+            [r.params["operand"].load(full, c) for r in red] for red, c in zip(k.passes, ctxs)
+        ]
         map_vals = [m.fn(full, ctxs[-1]) for m in k.maps]
         keep, reuse = self._row_cache(k, full, ctxs)
         cascade_at = _cascade_split(inner)
-        lines += [f"    alignas(64) {ct} {name}[{n_inner}];" for name, ct in
-                  dict.fromkeys((name, ct) for keeps in keep for name, ct, _ in keeps)]
+        lines += [
+            f"    alignas(64) {ct} {name}[{n_inner}];"
+            for name, ct in dict.fromkeys((name, ct) for keeps in keep for name, ct, _ in keeps)
+        ]
         for p, red_nodes in enumerate(k.passes):
             decls, updates = [], []
             hoist = Emitter("    ", prefix=f"h{p}_")
@@ -592,15 +642,21 @@ class CppProgram:
                     bi = f"ai{r.id}"
                     ident = self._lowest(x.dtype) if op == "argmax" else self._highest(x.dtype)
                     nan = _is_float(x.dtype)
-                    decls.append(f"{ct} {a} = {ident}; int {a}_nan = 0;" if nan else
-                                 f"{ct} {a} = {ident};")
-                    updates.append(f"{a} = ({v} {cmp} {a}) ? {v} : {a};"
-                                   + (f" {a}_nan |= ({v} != {v});" if nan else ""))
+                    decls.append(
+                        f"{ct} {a} = {ident}; int {a}_nan = 0;" if nan else f"{ct} {a} = {ident};"
+                    )
+                    updates.append(
+                        f"{a} = ({v} {cmp} {a}) ? {v} : {a};"
+                        + (f" {a}_nan |= ({v} != {v});" if nan else "")
+                    )
                     clauses.append(f"reduction({'max' if cmp == '>' else 'min'}:{a})")
                     if nan:
                         clauses.append(f"reduction(|:{a}_nan)")
-                    hit = (f"((!{a}_nan & ({{v}} == {a})) | ({a}_nan & ({{v}} != {{v}})))" if nan
-                           else f"({{v}} == {a})")
+                    hit = (
+                        f"((!{a}_nan & ({{v}} == {a})) | ({a}_nan & ({{v}} != {{v}})))"
+                        if nan
+                        else f"({{v}} == {a})"
+                    )
                     index_loops.append((bi, val_e, hit))
                     acc_names[(r.id, 0)] = f"(({compute_type(r.dtype)}){bi})"
                     continue
@@ -609,16 +665,23 @@ class CppProgram:
                     init = "-" if op == "argmax" else ""
                     cmp = ">" if op == "argmax" else "<"
                     if _is_float(x.dtype):
-                        decls.append(f"{ct} {a} = {init}fx::limits<{ct}>::infinity(); "
-                                     f"int64_t {bi} = 0;")
-                        updates.append(f"if (!({a} != {a}) && ({v} {cmp} {a} || {v} != {v})) "
-                                       f"{{ {a} = {v}; {bi} = jflat; }}")
+                        decls.append(
+                            f"{ct} {a} = {init}fx::limits<{ct}>::infinity(); int64_t {bi} = 0;"
+                        )
+                        updates.append(
+                            f"if (!({a} != {a}) && ({v} {cmp} {a} || {v} != {v})) "
+                            f"{{ {a} = {v}; {bi} = jflat; }}"
+                        )
                     else:
                         lim = "lowest" if op == "argmax" else "max"
-                        decls.append(f"{ct} {a} = fx::limits<{ct}>::{lim}(); "
-                                     f"int64_t {bi} = 0; bool {a}_set = false;")
-                        updates.append(f"if (!{a}_set || {v} {cmp} {a}) {{ {a} = {v}; "
-                                       f"{bi} = jflat; {a}_set = true; }}")
+                        decls.append(
+                            f"{ct} {a} = fx::limits<{ct}>::{lim}(); "
+                            f"int64_t {bi} = 0; bool {a}_set = false;"
+                        )
+                        updates.append(
+                            f"if (!{a}_set || {v} {cmp} {a}) {{ {a} = {v}; "
+                            f"{bi} = jflat; {a}_set = true; }}"
+                        )
                     acc_names[(r.id, 0)] = f"(({compute_type(r.dtype)}){bi})"
                     continue
                 is_bool = np.dtype(x.dtype) == dtypes.bool_
@@ -632,8 +695,10 @@ class CppProgram:
                     # only then, keeps the sign test out of the hot loop)
                     decls.append(f"{ct} {a} = {ident}; int {a}_nan = 0;")
                     updates.append(f"{a} = ({v} {cmp} {a}) ? {v} : {a}; {a}_nan |= ({v} != {v});")
-                    clauses += [f"reduction({'max' if cmp == '>' else 'min'}:{a})",
-                                f"reduction(|:{a}_nan)"]
+                    clauses += [
+                        f"reduction({'max' if cmp == '>' else 'min'}:{a})",
+                        f"reduction(|:{a}_nan)",
+                    ]
                     zero_fixes.append((a, val_e, zsign, "+" if cmp == ">" else "-", ct))
                     post.append(f"if ({a}_nan) {a} = fx::limits<{ct}>::quiet_NaN();")
                     continue
@@ -642,10 +707,16 @@ class CppProgram:
                     "reduce_prod": ("1", f"{a} * {v}", "*"),
                     "reduce_max": (self._lowest(x.dtype), f"fx_max<{ct}>({a}, {v})", "max"),
                     "reduce_min": (self._highest(x.dtype), f"fx_min<{ct}>({a}, {v})", "min"),
-                    "reduce_and": ("true" if is_bool else f"(({ct})-1)", f"({ct})({a} & {v})",
-                                   "&&" if is_bool else "&"),
-                    "reduce_or": ("false" if is_bool else "0", f"({ct})({a} | {v})",
-                                  "||" if is_bool else "|"),
+                    "reduce_and": (
+                        "true" if is_bool else f"(({ct})-1)",
+                        f"({ct})({a} & {v})",
+                        "&&" if is_bool else "&",
+                    ),
+                    "reduce_or": (
+                        "false" if is_bool else "0",
+                        f"({ct})({a} | {v})",
+                        "||" if is_bool else "|",
+                    ),
                 }[op]
                 if is_bool and op in ("reduce_and", "reduce_or"):
                     comb = f"{a} {'&&' if op == 'reduce_and' else '||'} {v}"
@@ -662,12 +733,19 @@ class CppProgram:
             updates += [f"{name}[jflat] = {em(e)};" for name, _, e in keep[p]]
             lines += ["    " + d for d in decls]
             lines += hoist.lines
-            has_arg = any(r.params["op"] in ("argmax", "argmin") and
-                          np.dtype(r.params["operand"].dtype) == dtypes.bool_ for r in red_nodes)
-            lines += self._inner_loops(iv, inner, em.lines + [em.indent + u for u in updates],
-                                       needs_jflat=has_arg or bool(keep[p] or reuse[p]),
-                                       simd_clauses=None if has_arg else clauses,
-                                       cascade=(cascade_at, cascade) if cascade else None)
+            has_arg = any(
+                r.params["op"] in ("argmax", "argmin")
+                and np.dtype(r.params["operand"].dtype) == dtypes.bool_
+                for r in red_nodes
+            )
+            lines += self._inner_loops(
+                iv,
+                inner,
+                em.lines + [em.indent + u for u in updates],
+                needs_jflat=has_arg or bool(keep[p] or reuse[p]),
+                simd_clauses=None if has_arg else clauses,
+                cascade=(cascade_at, cascade) if cascade else None,
+            )
             lines += [f"    float {a} = (float){a}_w;" for a in cascade]
             if index_loops:
                 lines += self._index_loop(k, index_loops, acc_names, iv, reuse[p])
@@ -686,11 +764,13 @@ class CppProgram:
             stores = []
             for m, val_e in zip(k.maps, map_vals):
                 val = em(val_e)
-                stores.append(em.indent + _store(m.buf, em.offset(flat_offset(full, k.shape)), val,
-                                                 m.dtype))
+                stores.append(
+                    em.indent + _store(m.buf, em.offset(flat_offset(full, k.shape)), val, m.dtype)
+                )
             lines += hoist.lines
-            lines += self._inner_loops(iv, inner, em.lines + stores, simd=True,
-                                       needs_jflat=bool(reuse[-1]))
+            lines += self._inner_loops(
+                iv, inner, em.lines + stores, simd=True, needs_jflat=bool(reuse[-1])
+            )
         if k.epilogue:
             em = Emitter("    ")
             em.acc_names = acc_names
@@ -717,8 +797,13 @@ class CppProgram:
             updates.append(f"{bi} = fx_imin({bi}, {hit.format(v=v)} ? jflat : {n_inner}LL);")
             clauses.append(f"reduction(min:{bi})")
         lines = [f"    int64_t {bi} = {n_inner}LL;" for bi, _, _ in index_loops] + hoist.lines
-        lines += self._inner_loops(iv, k.inner_shape, em.lines + [em.indent + u for u in updates],
-                                   needs_jflat=True, simd_clauses=clauses)
+        lines += self._inner_loops(
+            iv,
+            k.inner_shape,
+            em.lines + [em.indent + u for u in updates],
+            needs_jflat=True,
+            simd_clauses=clauses,
+        )
         return lines
 
     def _zero_sign(self, k: Kernel, fix, acc_names, iv, reuse):
@@ -732,11 +817,15 @@ class CppProgram:
         self._reuse(em, reuse)
         v = em(val_e)
         body = em.lines + [f"{em.indent}{a}_z |= ({v} == 0 && __builtin_signbit({v}) == {zsign});"]
-        loop = self._inner_loops(iv, k.inner_shape, body, needs_jflat=bool(reuse),
-                                 simd_clauses=[f"reduction(|:{a}_z)"])
-        return ([f"    if ({a} == 0) {{", f"      int {a}_z = 0;"] + hoist.lines
-                + ["  " + ln for ln in loop]
-                + [f"      if ({a}_z) {a} = {sign}({ct})0;", "    }"])
+        loop = self._inner_loops(
+            iv, k.inner_shape, body, needs_jflat=bool(reuse), simd_clauses=[f"reduction(|:{a}_z)"]
+        )
+        return (
+            [f"    if ({a} == 0) {{", f"      int {a}_z = 0;"]
+            + hoist.lines
+            + ["  " + ln for ln in loop]
+            + [f"      if ({a}_z) {a} = {sign}({ct})0;", "    }"]
+        )
 
     def _row_cache(self, k: Kernel, full, ctxs):
         """Costly element subexpressions (a transcendental function of the row's elements) that
@@ -776,8 +865,9 @@ class CppProgram:
             em.by_id[id(e)] = f"{name}[jflat]"
             em.keep.append(e)
 
-    def _inner_loops(self, iv, inner, body, needs_jflat=False, simd=False, simd_clauses=None,
-                     cascade=None):
+    def _inner_loops(
+        self, iv, inner, body, needs_jflat=False, simd=False, simd_clauses=None, cascade=None
+    ):
         """Loops over the reduced axes around ``body``. ``cascade``: ``((d, g), names)`` of
         _cascade_split and the float partial sums (declared here, per block) that each block
         adds to ``<name>_w``, a double declared by the caller."""
@@ -841,7 +931,7 @@ class CppProgram:
         axis, reverse = group["axis"], group["reverse"]
         shape = xs[0].shape
         n = shape[axis]
-        pre, post = shape[:axis], shape[axis + 1:]
+        pre, post = shape[:axis], shape[axis + 1 :]
         n_pre, n_post = math.prod(pre), math.prod(post)
         if n == 0 or n_pre * n_post == 0:
             return
@@ -861,50 +951,73 @@ class CppProgram:
         raw = lanewise_exprs(group["combine"], cvals + accs + curs)
         # a float32 running sum (cumsum) carries its prefix in double: in float32 each addition
         # rounds, and the prefix stops growing at 2^24 ulp of the first element
-        wide = [np.dtype(x.dtype) == dtypes.float32 and isinstance(e, Op) and e.name == "add"
-                and {id(a) for a in e.args} == {id(accs[m]), id(curs[m])}
-                for m, (x, e) in enumerate(zip(xs, raw))]
+        wide = [
+            np.dtype(x.dtype) == dtypes.float32
+            and isinstance(e, Op)
+            and e.name == "add"
+            and {id(a) for a in e.args} == {id(accs[m]), id(curs[m])}
+            for m, (x, e) in enumerate(zip(xs, raw))
+        ]
         new = [None if w else em(e) for w, e in zip(wide, raw)]
         off = em.offset(flat_offset(full, shape))
         first = f"{n - 1}LL" if reverse else "0"
-        loop = (f"for (int64_t j = {n - 1}LL; j >= 0; --j)" if reverse
-                else f"for (int64_t j = 0; j < {n}LL; ++j)")
-        lines = [f"  // kernel {k.index}: associative_scan along axis {axis} of {shape}",
-                 f"  #pragma omp parallel for schedule(static) if({n_pre * n_post}LL * {n}LL >= "
-                 f"{_PAR})",
-                 f"  for (int64_t task = 0; task < {n_pre * n_blocks}LL; ++task) {{",
-                 f"    const int64_t pflat = task / {n_blocks}LL;",
-                 f"    const int64_t q0_ = (task % {n_blocks}LL) * {block}LL;",
-                 f"    const int64_t len = fx_imin({block}LL, {n_post}LL - q0_);"]
+        loop = (
+            f"for (int64_t j = {n - 1}LL; j >= 0; --j)"
+            if reverse
+            else f"for (int64_t j = 0; j < {n}LL; ++j)"
+        )
+        lines = [
+            f"  // kernel {k.index}: associative_scan along axis {axis} of {shape}",
+            f"  #pragma omp parallel for schedule(static) if({n_pre * n_post}LL * {n}LL >= {_PAR})",
+            f"  for (int64_t task = 0; task < {n_pre * n_blocks}LL; ++task) {{",
+            f"    const int64_t pflat = task / {n_blocks}LL;",
+            f"    const int64_t q0_ = (task % {n_blocks}LL) * {block}LL;",
+            f"    const int64_t len = fx_imin({block}LL, {n_post}LL - q0_);",
+        ]
         lines += ["    " + s for s in _decompose([str(v) for v in pv], pre, "pflat")]
-        lines += [f"    {'double' if w else compute_type(x.dtype)} acc{m}[{block}];"
-                  for m, (x, w) in enumerate(zip(xs, wide))]
+        lines += [
+            f"    {'double' if w else compute_type(x.dtype)} acc{m}[{block}];"
+            for m, (x, w) in enumerate(zip(xs, wide))
+        ]
         # Large outputs (rows of whole cache lines) go through a staging row and streaming
         # stores; each stored node's name for this position: its buffer, or its staging row.
         stored = [o for o in outs if o.buf] + [e for e in k.epilogue if e.buf]
-        streamed = {o.id for o in stored if o.size * np.dtype(o.dtype).itemsize >= _STREAM_MIN
-                    and n_post * np.dtype(o.dtype).itemsize % 64 == 0}
-        lines += [f"    {storage_type(o.dtype)} st{o.id}[{block}] __attribute__((aligned(64)));"
-                  for o in stored if o.id in streamed]
+        streamed = {
+            o.id
+            for o in stored
+            if o.size * np.dtype(o.dtype).itemsize >= _STREAM_MIN
+            and n_post * np.dtype(o.dtype).itemsize % 64 == 0
+        }
+        lines += [
+            f"    {storage_type(o.dtype)} st{o.id}[{block}] __attribute__((aligned(64)));"
+            for o in stored
+            if o.id in streamed
+        ]
 
         def store(o, val):
             if o.id in streamed:
                 return _store(f"st{o.id}", "ii", val, o.dtype)
             return _store(o.buf, off, val, o.dtype)
 
-        lines += [f"    {loop} {{",
-                  "      #pragma omp simd",
-                  "      for (int64_t ii = 0; ii < len; ++ii) {",
-                  "        const int64_t qflat = q0_ + ii;"]
+        lines += [
+            f"    {loop} {{",
+            "      #pragma omp simd",
+            "      for (int64_t ii = 0; ii < len; ++ii) {",
+            "        const int64_t qflat = q0_ + ii;",
+        ]
         lines += ["        " + s for s in _decompose([str(v) for v in qv], post, "qflat")]
         lines += em.lines
-        lines += [f"        {'double' if w else compute_type(x.dtype)} nv{m};"
-                  for m, (x, w) in enumerate(zip(xs, wide))]
+        lines += [
+            f"        {'double' if w else compute_type(x.dtype)} nv{m};"
+            for m, (x, w) in enumerate(zip(xs, wide))
+        ]
         lines += [f"        if (j == {first}) {{"]
         lines += [f"          nv{m} = {c};" for m, c in enumerate(cur)]
         lines += ["        } else {"]
-        lines += [f"          nv{m} = acc{m}[ii] + (double){c};" if w else f"          nv{m} = {v};"
-                  for m, (w, c, v) in enumerate(zip(wide, cur, new))]
+        lines += [
+            f"          nv{m} = acc{m}[ii] + (double){c};" if w else f"          nv{m} = {v};"
+            for m, (w, c, v) in enumerate(zip(wide, cur, new))
+        ]
         lines += ["        }"]
         lines += [f"        acc{m}[ii] = nv{m};" for m in range(len(xs))]
         # (the rounded value is the scan's output, and what the epilogue reads)
@@ -921,8 +1034,11 @@ class CppProgram:
         lines.append("      }")
         if streamed:
             row = em.offset(flat_offset(tuple(pv) + (j,) + (0,) * len(qv), shape))
-            lines += [f"      fx_stream({o.buf} + {row} + q0_, st{o.id}, len * "
-                      f"sizeof(*{o.buf}));" for o in stored if o.id in streamed]
+            lines += [
+                f"      fx_stream({o.buf} + {row} + q0_, st{o.id}, len * sizeof(*{o.buf}));"
+                for o in stored
+                if o.id in streamed
+            ]
         lines.append("    }")
         if streamed:
             lines.append("    fx_stream_fence();")
@@ -951,21 +1067,28 @@ class CppProgram:
         accs = [Sym(o.dtype, f"acc{m}") for m, o in enumerate(ops)]
         curs = [Sym(o.dtype, c) for o, c in zip(ops, cur)]
         new = [em(e) for e in lanewise_exprs(group["computation"], accs + curs)]
-        body = em.lines + [f"{em.indent}{compute_type(o.dtype)} nv{m} = {v};"
-                           for m, (o, v) in enumerate(zip(ops, new))]
+        body = em.lines + [
+            f"{em.indent}{compute_type(o.dtype)} nv{m} = {v};"
+            for m, (o, v) in enumerate(zip(ops, new))
+        ]
         body += [f"{em.indent}acc{m} = nv{m};" for m in range(len(ops))]
-        lines = [f"  // kernel {k.index}: reduce (custom combine) over axes {axes} of {shape}",
-                 f"  #pragma omp parallel for schedule(static) if({n_rows}LL * "
-                 f"{max(math.prod(inner), 1)}LL >= {_PAR} && {n_rows}LL > 1)",
-                 f"  for (int64_t row = 0; row < {n_rows}LL; ++row) {{"]
+        lines = [
+            f"  // kernel {k.index}: reduce (custom combine) over axes {axes} of {shape}",
+            f"  #pragma omp parallel for schedule(static) if({n_rows}LL * "
+            f"{max(math.prod(inner), 1)}LL >= {_PAR} && {n_rows}LL > 1)",
+            f"  for (int64_t row = 0; row < {n_rows}LL; ++row) {{",
+        ]
         lines += ["    " + s for s in _decompose([str(v) for v in rv], rows, "row")]
         lines += em0.lines
-        lines += [f"    {compute_type(o.dtype)} acc{m} = {v};" for m, (o, v) in
-                  enumerate(zip(ops, init_vals))]
+        lines += [
+            f"    {compute_type(o.dtype)} acc{m} = {v};"
+            for m, (o, v) in enumerate(zip(ops, init_vals))
+        ]
         lines += self._inner_loops(iv, inner, body)
         off = _ic(flat_offset(rv, rows)) if rows else "0"
-        lines += ["    " + _store(o.buf, off, f"acc{m}", o.dtype) for m, o in enumerate(outs)
-                  if o.buf]
+        lines += [
+            "    " + _store(o.buf, off, f"acc{m}", o.dtype) for m, o in enumerate(outs) if o.buf
+        ]
         lines.append("  }")
         self.body += lines
 
@@ -995,19 +1118,24 @@ class CppProgram:
         if blas and np.dtype(lhs.dtype) == np.dtype(node.dtype):
             lda = m if ta else kk
             ldb = kk if tb else nn
-            lines += [f"  if ({blas}) {{",
-                      f"    for (int64_t b = 0; b < {bsz}LL; ++b)",
-                      f"      {blas}(101, {112 if ta else 111}, {112 if tb else 111}, {m}LL, "
-                      f"{nn}LL,"
-                      f" {kk}LL, ({ct})1, {la} + b * {m * kk}LL, {lda}LL, {rb_} + b * {kk * nn}LL,"
-                      f" {ldb}LL, ({ct})0, {node.buf} + b * {m * nn}LL, {nn}LL);",
-                      "  } else {"]
+            lines += [
+                f"  if ({blas}) {{",
+                f"    for (int64_t b = 0; b < {bsz}LL; ++b)",
+                f"      {blas}(101, {112 if ta else 111}, {112 if tb else 111}, {m}LL, "
+                f"{nn}LL,"
+                f" {kk}LL, ({ct})1, {la} + b * {m * kk}LL, {lda}LL, {rb_} + b * {kk * nn}LL,"
+                f" {ldb}LL, ({ct})0, {node.buf} + b * {m * nn}LL, {nn}LL);",
+                "  } else {",
+            ]
         else:
             lines.append("  {")
         a_idx = f"(t * {m}LL + ii)" if ta else f"(ii * {kk}LL + t)"
         b_idx = f"(jj * {kk}LL + t)" if tb else f"(t * {nn}LL + jj)"
-        acc_t = "double" if ct == "double" else ("float" if _is_float(node.dtype) else
-                                                 compute_type(node.dtype))
+        acc_t = (
+            "double"
+            if ct == "double"
+            else ("float" if _is_float(node.dtype) else compute_type(node.dtype))
+        )
 
         def rd(buf, idx, dt, sz):
             raw = f"{buf}[b * {sz}LL + {idx}]"
@@ -1017,15 +1145,23 @@ class CppProgram:
 
         a_read = rd(la, a_idx, lhs.dtype, m * kk)
         b_read = rd(rb_, b_idx, rhs.dtype, kk * nn)
-        lines += [f"    #pragma omp parallel for collapse(2) if({bsz * m * nn * kk}LL >= {_PAR})",
-                  f"    for (int64_t b = 0; b < {bsz}LL; ++b)",
-                  f"    for (int64_t ii = 0; ii < {m}LL; ++ii) {{",
-                  f"      for (int64_t jj = 0; jj < {nn}LL; ++jj) {{",
-                  f"        {acc_t} s = 0;",
-                  f"        for (int64_t t = 0; t < {kk}LL; ++t) s += {a_read} * {b_read};",
-                  "        " + _store(node.buf, f"b * {m * nn}LL + ii * {nn}LL + jj",
-                                      f"({compute_type(node.dtype)})s", node.dtype),
-                  "      }", "    }"]
+        lines += [
+            f"    #pragma omp parallel for collapse(2) if({bsz * m * nn * kk}LL >= {_PAR})",
+            f"    for (int64_t b = 0; b < {bsz}LL; ++b)",
+            f"    for (int64_t ii = 0; ii < {m}LL; ++ii) {{",
+            f"      for (int64_t jj = 0; jj < {nn}LL; ++jj) {{",
+            f"        {acc_t} s = 0;",
+            f"        for (int64_t t = 0; t < {kk}LL; ++t) s += {a_read} * {b_read};",
+            "        "
+            + _store(
+                node.buf,
+                f"b * {m * nn}LL + ii * {nn}LL + jj",
+                f"({compute_type(node.dtype)})s",
+                node.dtype,
+            ),
+            "      }",
+            "    }",
+        ]
         lines += close
         self.body += lines
 
@@ -1043,54 +1179,67 @@ class CppProgram:
         b_t, b_j = (1, kk) if tb else (nn, 1)
         lanes = 64 // np.dtype(node.dtype).itemsize
         if 2 <= nn < lanes and m > nn and a_t == 1:  # few columns, rows of A contiguous
-            return [f"  if (fx_gemm_narrow<{ct}, {nn}>({bsz}LL, {m}LL, {kk}LL, {la}, {a_i}LL, "
-                    f"{rb_}, {b_t}LL, {b_j}LL, {c}, {nn}LL)) return 1;"]
+            return [
+                f"  if (fx_gemm_narrow<{ct}, {nn}>({bsz}LL, {m}LL, {kk}LL, {la}, {a_i}LL, "
+                f"{rb_}, {b_t}LL, {b_j}LL, {c}, {nn}LL)) return 1;"
+            ]
         if 2 <= nn < lanes and m > nn:  # few columns: C^T = B^T A^T, C stored transposed
-            return [f"  fx_gemm<{ct}>({bsz}LL, {nn}LL, {kk}LL, {m}LL, {rb_}, {b_j}LL, {b_t}LL, "
-                    f"{la}, {a_t}LL, {a_i}LL, {c}, 1LL, {nn}LL, {work}LL >= {_PAR_DOT});"]
+            return [
+                f"  fx_gemm<{ct}>({bsz}LL, {nn}LL, {kk}LL, {m}LL, {rb_}, {b_j}LL, {b_t}LL, "
+                f"{la}, {a_t}LL, {a_i}LL, {c}, 1LL, {nn}LL, {work}LL >= {_PAR_DOT});"
+            ]
         if m >= 4 and nn >= 2:
-            return [f"  fx_gemm<{ct}>({bsz}LL, {m}LL, {kk}LL, {nn}LL, {la}, {a_i}LL, {a_t}LL, "
-                    f"{rb_}, {b_t}LL, {b_j}LL, {c}, {nn}LL, 1LL, {work}LL >= {_PAR_DOT});"]
+            return [
+                f"  fx_gemm<{ct}>({bsz}LL, {m}LL, {kk}LL, {nn}LL, {la}, {a_i}LL, {a_t}LL, "
+                f"{rb_}, {b_t}LL, {b_j}LL, {c}, {nn}LL, 1LL, {work}LL >= {_PAR_DOT});"
+            ]
         tb = tb or nn == 1  # a single column of B is contiguous either way
         a_el = f"{la}[b * {m * kk}LL + " + (f"t * {m}LL + ii]" if ta else f"ii * {kk}LL + t]")
-        lines = [f"  #pragma omp parallel for collapse(2) schedule(static) "
-                 f"if({work}LL >= {_PAR_DOT})",
-                 f"  for (int64_t b = 0; b < {bsz}LL; ++b)",
-                 f"  for (int64_t ii = 0; ii < {m}LL; ++ii) {{",
-                 f"    {ct}* __restrict crow = {c} + b * {m * nn}LL + ii * {nn}LL;"]
+        lines = [
+            f"  #pragma omp parallel for collapse(2) schedule(static) if({work}LL >= {_PAR_DOT})",
+            f"  for (int64_t b = 0; b < {bsz}LL; ++b)",
+            f"  for (int64_t ii = 0; ii < {m}LL; ++ii) {{",
+            f"    {ct}* __restrict crow = {c} + b * {m * nn}LL + ii * {nn}LL;",
+        ]
         if not tb:
-            lines += ["    #pragma omp simd",
-                      f"    for (int64_t jj = 0; jj < {nn}LL; ++jj) crow[jj] = 0;",
-                      f"    for (int64_t t = 0; t < {kk}LL; ++t) {{",
-                      f"      const {ct} av = {a_el};",
-                      f"      const {ct}* __restrict brow = {rb_} + b * {kk * nn}LL + t * {nn}LL;",
-                      "      #pragma omp simd",
-                      f"      for (int64_t jj = 0; jj < {nn}LL; ++jj) crow[jj] += av * brow[jj];",
-                      "    }"]
+            lines += [
+                "    #pragma omp simd",
+                f"    for (int64_t jj = 0; jj < {nn}LL; ++jj) crow[jj] = 0;",
+                f"    for (int64_t t = 0; t < {kk}LL; ++t) {{",
+                f"      const {ct} av = {a_el};",
+                f"      const {ct}* __restrict brow = {rb_} + b * {kk * nn}LL + t * {nn}LL;",
+                "      #pragma omp simd",
+                f"      for (int64_t jj = 0; jj < {nn}LL; ++jj) crow[jj] += av * brow[jj];",
+                "    }",
+            ]
         elif ct == "float" and kk > _SUM_BLOCK:
             # long float32 dot products: blocks in SIMD lanes, the blocks' sums in double (see
             # _cascade_split)
             g = _SUM_BLOCK
             end = f"fx_imin(tb + {g}LL, {kk}LL)" if kk % g else f"tb + {g}LL"
-            lines += [f"    for (int64_t jj = 0; jj < {nn}LL; ++jj) {{",
-                      f"      const {ct}* __restrict bcol = {rb_} + b * {kk * nn}LL + jj * {kk}LL;",
-                      "      double sw = 0;",
-                      f"      for (int64_t tb = 0; tb < {kk}LL; tb += {g}LL) {{",
-                      "        float s = 0.0f;",
-                      "        #pragma omp simd reduction(+:s)",
-                      f"        for (int64_t t = tb; t < {end}; ++t) s += {a_el} * bcol[t];",
-                      "        sw += (double)s;",
-                      "      }",
-                      "      crow[jj] = (float)sw;",
-                      "    }"]
+            lines += [
+                f"    for (int64_t jj = 0; jj < {nn}LL; ++jj) {{",
+                f"      const {ct}* __restrict bcol = {rb_} + b * {kk * nn}LL + jj * {kk}LL;",
+                "      double sw = 0;",
+                f"      for (int64_t tb = 0; tb < {kk}LL; tb += {g}LL) {{",
+                "        float s = 0.0f;",
+                "        #pragma omp simd reduction(+:s)",
+                f"        for (int64_t t = tb; t < {end}; ++t) s += {a_el} * bcol[t];",
+                "        sw += (double)s;",
+                "      }",
+                "      crow[jj] = (float)sw;",
+                "    }",
+            ]
         else:
-            lines += [f"    for (int64_t jj = 0; jj < {nn}LL; ++jj) {{",
-                      f"      const {ct}* __restrict bcol = {rb_} + b * {kk * nn}LL + jj * {kk}LL;",
-                      f"      {ct} s = 0;",
-                      "      #pragma omp simd reduction(+:s)",
-                      f"      for (int64_t t = 0; t < {kk}LL; ++t) s += {a_el} * bcol[t];",
-                      "      crow[jj] = s;",
-                      "    }"]
+            lines += [
+                f"    for (int64_t jj = 0; jj < {nn}LL; ++jj) {{",
+                f"      const {ct}* __restrict bcol = {rb_} + b * {kk * nn}LL + jj * {kk}LL;",
+                f"      {ct} s = 0;",
+                "      #pragma omp simd reduction(+:s)",
+                f"      for (int64_t t = 0; t < {kk}LL; ++t) s += {a_el} * bcol[t];",
+                "      crow[jj] = s;",
+                "    }",
+            ]
         return lines + ["  }"]
 
     def _copy_into(self, dst: str, src: Node, k: Kernel, shape, dtype):
@@ -1103,8 +1252,10 @@ class CppProgram:
         ctx = KernelCtx(k)
         val = em(src.load(tuple(iv), ctx))
         store = _store(dst, em.offset(flat_offset(iv, shape)), val, dtype)
-        lines = [f"  #pragma omp parallel for schedule(static) if({n}LL >= {_PAR})",
-                 f"  for (int64_t flat = 0; flat < {n}LL; ++flat) {{"]
+        lines = [
+            f"  #pragma omp parallel for schedule(static) if({n}LL >= {_PAR})",
+            f"  for (int64_t flat = 0; flat < {n}LL; ++flat) {{",
+        ]
         lines += ["    " + s for s in _decompose([str(v) for v in iv], shape, "flat")]
         lines += em.lines + ["    " + store, "  }"]
         return lines
@@ -1128,9 +1279,10 @@ class CppProgram:
         em = Emitter("      ")
         ctx = KernelCtx(k)
         ct = compute_type(x.dtype)
-        idx_vals = [em(Op(dtypes.int64, "convert",
-                          (ind.load(tuple(bv) + (sympy.Integer(c),), ctx),)))
-                    for c in range(len(axes))]
+        idx_vals = [
+            em(Op(dtypes.int64, "convert", (ind.load(tuple(bv) + (sympy.Integer(c),), ctx),)))
+            for c in range(len(axes))
+        ]
         u = em(upd.load(tuple(bv) + tuple(rv), ctx))
         conds, offs = [], []
         full = {}
@@ -1147,11 +1299,18 @@ class CppProgram:
             offs.append(f"({full[a]}) * {s}LL")
         off = " + ".join(offs) if offs else "0"
         tgt = f"{node.buf}[{off}]"
-        cur = f"fx_bf16_to_f32({tgt})" if np.dtype(x.dtype) == dtypes.bfloat16 else (
-            f"((float){tgt})" if np.dtype(x.dtype) == dtypes.float16 else tgt)
-        new = {"scatter": u, "scatter_add": f"{cur} + {u}", "scatter_mul": f"{cur} * {u}",
-               "scatter_min": f"fx_min<{ct}>({cur}, {u})",
-               "scatter_max": f"fx_max<{ct}>({cur}, {u})"}[op]
+        cur = (
+            f"fx_bf16_to_f32({tgt})"
+            if np.dtype(x.dtype) == dtypes.bfloat16
+            else (f"((float){tgt})" if np.dtype(x.dtype) == dtypes.float16 else tgt)
+        )
+        new = {
+            "scatter": u,
+            "scatter_add": f"{cur} + {u}",
+            "scatter_mul": f"{cur} * {u}",
+            "scatter_min": f"fx_min<{ct}>({cur}, {u})",
+            "scatter_max": f"fx_max<{ct}>({cur}, {u})",
+        }[op]
         stmt = _store(node.buf, off, f"({ct})({new})", x.dtype)
         if conds:
             stmt = f"if ({' && '.join(conds)}) {{ {stmt} }}"
@@ -1175,16 +1334,28 @@ class CppProgram:
             return
         em = Emitter("    ")
         ctx = KernelCtx(k)
-        st = [em(Op(dtypes.int64, "clamp", (Op(dtypes.int64, "convert", (s.load((), ctx),)),
-                                             Const(dtypes.int64, 0),
-                                             Const(dtypes.int64, d - u))))
-              for s, d, u in zip(starts, x.shape, upd.shape)]
+        st = [
+            em(
+                Op(
+                    dtypes.int64,
+                    "clamp",
+                    (
+                        Op(dtypes.int64, "convert", (s.load((), ctx),)),
+                        Const(dtypes.int64, 0),
+                        Const(dtypes.int64, d - u),
+                    ),
+                )
+            )
+            for s, d, u in zip(starts, x.shape, upd.shape)
+        ]
         uv = [sym(f"u{i}") for i in range(len(upd.shape))]
         em2 = Emitter("    ")
         em2.counter = em.counter + 1000  # distinct temporaries from the start-index block
         val = em2(upd.load(tuple(uv), ctx))
-        off = " + ".join(f"({s} + {v}) * {stv}LL" for s, v, stv in
-                         zip(st, uv, strides_of(x.shape))) or "0"
+        off = (
+            " + ".join(f"({s} + {v}) * {stv}LL" for s, v, stv in zip(st, uv, strides_of(x.shape)))
+            or "0"
+        )
         lines += ["  {"] + em.lines
         lines += [f"  for (int64_t uflat = 0; uflat < {n}LL; ++uflat) {{"]
         lines += ["    " + s for s in _decompose([str(v) for v in uv], upd.shape, "uflat")]
@@ -1227,10 +1398,12 @@ class CppProgram:
             st = storage_type(n.dtype)
             size = max(n.size, 1)
             a, b = f"{tag}_a{m}", f"{tag}_b{m}"
-            lines += [f"    {st}* {a} = ({st}*)fx_alloc({size}ULL * sizeof({st}));",
-                      f"    {st}* {b} = ({st}*)fx_alloc({size}ULL * sizeof({st}));",
-                      f"    if (!{a} || !{b}) return 1;",
-                      f"    fx_copy({a}, {src}, {n.size}ULL * sizeof({st}));"]
+            lines += [
+                f"    {st}* {a} = ({st}*)fx_alloc({size}ULL * sizeof({st}));",
+                f"    {st}* {b} = ({st}*)fx_alloc({size}ULL * sizeof({st}));",
+                f"    if (!{a} || !{b}) return 1;",
+                f"    fx_copy({a}, {src}, {n.size}ULL * sizeof({st}));",
+            ]
             a_names.append(a)
             b_names.append(b)
             sizes.append(f"{size}ULL * sizeof({st})")
@@ -1238,11 +1411,15 @@ class CppProgram:
 
     def _loop_scan(self, k: Kernel, group):
         ins, outs = group["ins"], group["outs"]
-        nc, nk, length, reverse = group["num_consts"], group["num_carry"], group["length"], \
-            group["reverse"]
+        nc, nk, length, reverse = (
+            group["num_consts"],
+            group["num_carry"],
+            group["length"],
+            group["reverse"],
+        )
         body = group["jaxpr"]
         name, bconsts = self._sub(body)
-        consts, carry, xs = ins[:nc], ins[nc:nc + nk], ins[nc + nk:]
+        consts, carry, xs = ins[:nc], ins[nc : nc + nk], ins[nc + nk :]
         carry_out, ys = outs[:nk], outs[nk:]
         tag = f"s{k.index}"
         lines = [f"  // kernel {k.index}: scan of length {length} calling {name}", "  {"]
@@ -1252,11 +1429,15 @@ class CppProgram:
         x_ptrs = [f"{x.buf} + {idx} * {math.prod(x.shape[1:])}LL" for x in xs]
         y_ptrs = [f"{y.buf} + {idx} * {math.prod(y.shape[1:])}LL" for y in ys]
         n_args = nc + nk + len(xs) + len(bconsts) + nk + len(ys)
-        lines += [f"    for (int64_t it = 0; it < {length}LL; ++it) {{",
-                  f"      void* sa[{max(n_args, 1)}] = {{"
-                  + self._ptr_list([c.buf for c in consts] + a_names + x_ptrs + bconsts + b_names
-                                   + y_ptrs) + "};",
-                  f"      if ({name}(sa)) return 1;"]
+        lines += [
+            f"    for (int64_t it = 0; it < {length}LL; ++it) {{",
+            f"      void* sa[{max(n_args, 1)}] = {{"
+            + self._ptr_list(
+                [c.buf for c in consts] + a_names + x_ptrs + bconsts + b_names + y_ptrs
+            )
+            + "};",
+            f"      if ({name}(sa)) return 1;",
+        ]
         lines += [f"      fx::swap({a}, {b});" for a, b in zip(a_names, b_names)]
         lines += ["    }"]
         for n, a in zip(carry_out, a_names):
@@ -1270,21 +1451,24 @@ class CppProgram:
         ncc, nbc = group["cond_nconsts"], group["body_nconsts"]
         cname, cconsts = self._sub(group["cond_jaxpr"])
         bname, bconsts = self._sub(group["body_jaxpr"])
-        cc, bc, carry = ins[:ncc], ins[ncc:ncc + nbc], ins[ncc + nbc:]
+        cc, bc, carry = ins[:ncc], ins[ncc : ncc + nbc], ins[ncc + nbc :]
         tag = f"w{k.index}"
         lines = [f"  // kernel {k.index}: while_loop calling {cname} and {bname}", "  {"]
         cl, a_names, b_names, sizes = self._carry_buffers(tag, outs, [c.buf for c in carry])
         lines += cl
-        lines += [f"    bool {tag}_flag = false;",
-                  "    while (true) {",
-                  f"      void* ca[{ncc + len(carry) + len(cconsts) + 1}] = {{"
-                  + self._ptr_list([c.buf for c in cc] + a_names + cconsts + [f"&{tag}_flag"])
-                  + "};",
-                  f"      if ({cname}(ca)) return 1;",
-                  f"      if (!{tag}_flag) break;",
-                  f"      void* ba[{max(nbc + 2 * len(carry) + len(bconsts), 1)}] = {{"
-                  + self._ptr_list([c.buf for c in bc] + a_names + bconsts + b_names) + "};",
-                  f"      if ({bname}(ba)) return 1;"]
+        lines += [
+            f"    bool {tag}_flag = false;",
+            "    while (true) {",
+            f"      void* ca[{ncc + len(carry) + len(cconsts) + 1}] = {{"
+            + self._ptr_list([c.buf for c in cc] + a_names + cconsts + [f"&{tag}_flag"])
+            + "};",
+            f"      if ({cname}(ca)) return 1;",
+            f"      if (!{tag}_flag) break;",
+            f"      void* ba[{max(nbc + 2 * len(carry) + len(bconsts), 1)}] = {{"
+            + self._ptr_list([c.buf for c in bc] + a_names + bconsts + b_names)
+            + "};",
+            f"      if ({bname}(ba)) return 1;",
+        ]
         lines += [f"      fx::swap({a}, {b});" for a, b in zip(a_names, b_names)]
         lines += ["    }"]
         for n, a in zip(outs, a_names):
@@ -1297,17 +1481,22 @@ class CppProgram:
         ins, outs = group["ins"], group["outs"]
         branches = group["branches"]
         index, ops = ins[0], ins[1:]
-        lines = [f"  // kernel {k.index}: cond with {len(branches)} branches", "  {",
-                 f"    const int64_t bi = fx_clamp((int64_t){index.buf}[0], 0, "
-                 f"{len(branches) - 1}LL);"]
+        lines = [
+            f"  // kernel {k.index}: cond with {len(branches)} branches",
+            "  {",
+            f"    const int64_t bi = fx_clamp((int64_t){index.buf}[0], 0, {len(branches) - 1}LL);",
+        ]
         for b, br in enumerate(branches):
             name, consts = self._sub(br)
             n_args = len(ops) + len(consts) + len(outs)
-            lines += [f"    if (bi == {b}) {{",
-                      f"      void* a[{max(n_args, 1)}] = {{"
-                      + self._ptr_list([o.buf for o in ops] + consts + [o.buf for o in outs])
-                      + "};",
-                      f"      if ({name}(a)) return 1;", "    }"]
+            lines += [
+                f"    if (bi == {b}) {{",
+                f"      void* a[{max(n_args, 1)}] = {{"
+                + self._ptr_list([o.buf for o in ops] + consts + [o.buf for o in outs])
+                + "};",
+                f"      if ({name}(a)) return 1;",
+                "    }",
+            ]
         lines.append("  }")
         self.body += lines
 
@@ -1360,8 +1549,10 @@ class CppProgram:
                 seen[node.id] = f"out{i}"
             else:
                 arg_lines.append(f"  {st}* out{i}_dst = ({st}*)args[{pos}];")
-                copies.append(f"  fx_copy(out{i}_dst, {seen.get(node.id, node.buf)}, "
-                              f"{node.size}ULL * sizeof({st}));")
+                copies.append(
+                    f"  fx_copy(out{i}_dst, {seen.get(node.id, node.buf)}, "
+                    f"{node.size}ULL * sizeof({st}));"
+                )
                 seen.setdefault(node.id, node.buf)
             pos += 1
         allocs, frees = [], []
@@ -1369,29 +1560,40 @@ class CppProgram:
             if n.buf and n.buf not in decl and not n.buf.startswith("out"):
                 decl.add(n.buf)
                 st = storage_type(n.dtype)
-                allocs.append(f"  {st}* __restrict {n.buf} = ({st}*)fx_alloc("
-                              f"{max(n.size, 1)}ULL * sizeof({st}));")
+                allocs.append(
+                    f"  {st}* __restrict {n.buf} = ({st}*)fx_alloc("
+                    f"{max(n.size, 1)}ULL * sizeof({st}));"
+                )
                 allocs.append(f"  if (!{n.buf}) return 1;")
                 env.append((f"{st}*", n.buf))
                 frees.append(f"  fx_free({n.buf}, {max(n.size, 1)}ULL * sizeof({st}));")
         body = self.body
         if units > 1 or len(env) > SPLIT_BUFFERS:
-            self._arg_of = {m.group(1): int(m.group(2)) for m in
-                            (re.search(r"\b(\w+) = \([^)]*\)args\[(\d+)\];$", ln)
-                             for ln in arg_lines) if m}
+            self._arg_of = {
+                m.group(1): int(m.group(2))
+                for m in (re.search(r"\b(\w+) = \([^)]*\)args\[(\d+)\];$", ln) for ln in arg_lines)
+                if m
+            }
             body = self._split(body, spans, env, units)
         self.body, self.g = saved_body, saved_g
-        head = f"static int {name}(void** args) {{" if static else \
-            f'extern "C" int {name}(void** args) {{'
-        return "\n".join([head] + arg_lines + allocs + body + copies + frees
-                         + ["  return 0;", "}", ""])
+        head = (
+            f"static int {name}(void** args) {{"
+            if static
+            else f'extern "C" int {name}(void** args) {{'
+        )
+        return "\n".join(
+            [head] + arg_lines + allocs + body + copies + frees + ["  return 0;", "}", ""]
+        )
 
     def _split(self, body, spans, env, units):
         """Move the kernels of ``body`` that use no main-unit state into functions
         ``fx_k<index>(void** env)`` (``env``: every buffer of the program, in ``env``'s order),
         balanced over ``units`` translation units by source length; returns the new body."""
-        movable = [(len("\n".join(body[a:b])), i, a, b) for i, a, b in spans
-                   if b > a and not any(w in "\n".join(body[a:b]) for w in _MAIN_ONLY)]
+        movable = [
+            (len("\n".join(body[a:b])), i, a, b)
+            for i, a, b in spans
+            if b > a and not any(w in "\n".join(body[a:b]) for w in _MAIN_ONLY)
+        ]
         moved = sum(m[0] for m in movable)
         every = len(env) > SPLIT_BUFFERS  # each kernel a function of its own (see SPLIT_BUFFERS)
         if moved < SPLIT_MIN_CHARS and not every:
@@ -1410,20 +1612,31 @@ class CppProgram:
         out, pos = ["  void* fx_env[] = {" + ", ".join(f"(void*){n}" for _, n in env) + "};"], 0
         if every:  # a loop over a table, not thousands of stores (see SPLIT_BUFFERS)
             from_args = [self._arg_of[n] for _, n in env if n in self._arg_of]
-            out = [f"  static const int32_t fx_env_arg[] = {{{', '.join(map(str, from_args))}}};",
-                   f"  void* fx_env[{len(env)}];",
-                   f"  for (int j = 0; j < {len(from_args)}; ++j) fx_env[j] = args[fx_env_arg[j]];"]
-            out += [f"  fx_env[{j}] = (void*){n};" for j, (_, n) in enumerate(env)
-                    if n not in self._arg_of]
-            assert all(n in self._arg_of for _, n in env[:len(from_args)])
+            out = [
+                f"  static const int32_t fx_env_arg[] = {{{', '.join(map(str, from_args))}}};",
+                f"  void* fx_env[{len(env)}];",
+                f"  for (int j = 0; j < {len(from_args)}; ++j) fx_env[j] = args[fx_env_arg[j]];",
+            ]
+            out += [
+                f"  fx_env[{j}] = (void*){n};"
+                for j, (_, n) in enumerate(env)
+                if n not in self._arg_of
+            ]
+            assert all(n in self._arg_of for _, n in env[: len(from_args)])
         for i, (u, a, b) in sorted(home.items(), key=lambda h: h[1][1]):
             out += body[pos:a] + [f"  if (fx_k{i}(fx_env)) return 1;"]
             # (only the buffers the kernel names: thousands of unused restrict pointers per
             # function cost the compiler seconds)
             used = set(re.findall(r"[A-Za-z_]\w*", "\n".join(body[a:b])))
             mine = [d for d, (_, n) in zip(decls, env) if n in used]
-            self.units[u].append("\n".join([f'extern "C" int fx_k{i}(void** fx_env) {{']
-                                           + mine + body[a:b] + ["  return 0;", "}", ""]))
+            self.units[u].append(
+                "\n".join(
+                    [f'extern "C" int fx_k{i}(void** fx_env) {{']
+                    + mine
+                    + body[a:b]
+                    + ["  return 0;", "}", ""]
+                )
+            )
             if u:
                 self.units[0].append(f'extern "C" int fx_k{i}(void** fx_env);')
             pos = b
@@ -1434,8 +1647,9 @@ class CppProgram:
         enough to be worth compiling at the same time (see SPLIT_MIN_CHARS). Each starts with
         the prelude, or with an ``#include`` of ``header`` holding it (``cache.prelude_header``)."""
         self.subs, self.units = [], []
-        main = self.function("fx_run", self.g, self.kernels, static=False,
-                             units=min(units, UNITS_MAX))
+        main = self.function(
+            "fx_run", self.g, self.kernels, static=False, units=min(units, UNITS_MAX)
+        )
         pre = PRELUDE if header is None else f'#include "{os.path.basename(header)}"\n'
         if not self.units:
             return ["\n".join([pre, MAIN_PRELUDE] + self.subs + [main])]

@@ -156,9 +156,34 @@ class Op(E):
 
 
 # Op names that cost much more than an add or a multiply (a polynomial, a division, a call)
-COSTLY = frozenset({"exp", "exp2", "expm1", "log", "log1p", "tanh", "logistic", "sin", "cos",
-                    "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh",
-                    "atanh", "erf", "erf_inv", "lgamma", "digamma", "pow"})
+COSTLY = frozenset(
+    {
+        "exp",
+        "exp2",
+        "expm1",
+        "log",
+        "log1p",
+        "tanh",
+        "logistic",
+        "sin",
+        "cos",
+        "tan",
+        "asin",
+        "acos",
+        "atan",
+        "atan2",
+        "sinh",
+        "cosh",
+        "asinh",
+        "acosh",
+        "atanh",
+        "erf",
+        "erf_inv",
+        "lgamma",
+        "digamma",
+        "pow",
+    }
+)
 
 
 def subexprs(e):
@@ -270,8 +295,10 @@ def _lower_eqns(g: Graph, j: Jaxpr, env: dict):
     for e in j.eqns:
         rule = lowerings.get(e.prim)
         if rule is None:
-            raise UnsupportedError(f"jit: primitive '{e.prim.name}' has no lowering to compiled "
-                                   f"code{where(e.source_info)}")
+            raise UnsupportedError(
+                f"jit: primitive '{e.prim.name}' has no lowering to compiled "
+                f"code{where(e.source_info)}"
+            )
         ins = [_read(g, env, a) for a in e.invars]
         outs = rule(g, ins, [v.aval for v in e.outvars], **e.params)
         outs = outs if isinstance(outs, list) else [outs]
@@ -333,17 +360,22 @@ def _convert(g, ins, avals, *, new_dtype, weak_type=False):
     x = ins[0]
     if x.dtype == new_dtype:
         return x
-    return _pw(g, x.shape, new_dtype,
-               lambda idx, ctx: Op(new_dtype, "convert", (x.load(idx, ctx),)), ins)
+    return _pw(
+        g, x.shape, new_dtype, lambda idx, ctx: Op(new_dtype, "convert", (x.load(idx, ctx),)), ins
+    )
 
 
 lowerings[P.convert_element_type_p] = _convert
 
 
 def _iota(g, ins, avals, *, dtype, shape, dimension):
-    return _pw(g, shape, dtype,
-               lambda idx, ctx: Op(dtype, "convert", (Idx(dtypes.int64, idx[dimension]),)),
-               [])
+    return _pw(
+        g,
+        shape,
+        dtype,
+        lambda idx, ctx: Op(dtype, "convert", (Idx(dtypes.int64, idx[dimension]),)),
+        [],
+    )
 
 
 lowerings[P.iota_p] = _iota
@@ -357,8 +389,15 @@ def _view(g, x, shape, index_map, dtype=None):
 
 def _broadcast_in_dim(g, ins, avals, *, shape, broadcast_dimensions):
     x = ins[0]
-    return _view(g, x, shape, lambda idx: [idx[d] if x.shape[i] != 1 else sympy.Integer(0)
-                                           for i, d in enumerate(broadcast_dimensions)])
+    return _view(
+        g,
+        x,
+        shape,
+        lambda idx: [
+            idx[d] if x.shape[i] != 1 else sympy.Integer(0)
+            for i, d in enumerate(broadcast_dimensions)
+        ],
+    )
 
 
 def _transpose(g, ins, avals, *, permutation):
@@ -381,8 +420,9 @@ def _squeeze(g, ins, avals, *, dimensions):
 
 def _expand_dims(g, ins, avals, *, dimensions):
     x = ins[0]
-    return _view(g, x, avals[0].shape,
-                 lambda idx: [v for i, v in enumerate(idx) if i not in dimensions])
+    return _view(
+        g, x, avals[0].shape, lambda idx: [v for i, v in enumerate(idx) if i not in dimensions]
+    )
 
 
 def reshape_index(idx, new_shape, old_shape):
@@ -435,20 +475,31 @@ def _reshape(g, ins, avals, *, new_sizes):
 
 def _rev(g, ins, avals, *, dimensions):
     x = ins[0]
-    return _view(g, x, x.shape, lambda idx: [x.shape[i] - 1 - v if i in dimensions else v
-                                             for i, v in enumerate(idx)])
+    return _view(
+        g,
+        x,
+        x.shape,
+        lambda idx: [x.shape[i] - 1 - v if i in dimensions else v for i, v in enumerate(idx)],
+    )
 
 
 def _slice(g, ins, avals, *, start_indices, limit_indices, strides=None):
     x = ins[0]
     st = strides or (1,) * len(x.shape)
-    return _view(g, x, avals[0].shape, lambda idx: [s + k * v for s, k, v in
-                                                    zip(start_indices, st, idx)])
+    return _view(
+        g, x, avals[0].shape, lambda idx: [s + k * v for s, k, v in zip(start_indices, st, idx)]
+    )
 
 
 def _in_range(idx_e, lo, hi):
-    return Op(dtypes.bool_, "and", (Op(dtypes.bool_, "ge", (idx_e, Const(dtypes.int64, lo))),
-                                    Op(dtypes.bool_, "lt", (idx_e, Const(dtypes.int64, hi)))))
+    return Op(
+        dtypes.bool_,
+        "and",
+        (
+            Op(dtypes.bool_, "ge", (idx_e, Const(dtypes.int64, lo))),
+            Op(dtypes.bool_, "lt", (idx_e, Const(dtypes.int64, hi))),
+        ),
+    )
 
 
 def _pad(g, ins, avals, *, padding_config):
@@ -473,8 +524,9 @@ def _pad(g, ins, avals, *, padding_config):
                 conds.append(Op(dtypes.bool_, "ge", (Idx(dtypes.int64, q), Const(dtypes.int64, 0))))
                 q = guard_clamp(q, lo=0)
             if hi > 0:
-                conds.append(Op(dtypes.bool_, "lt",
-                                (Idx(dtypes.int64, rel), Const(dtypes.int64, d))))
+                conds.append(
+                    Op(dtypes.bool_, "lt", (Idx(dtypes.int64, rel), Const(dtypes.int64, d)))
+                )
                 q = guard_clamp(q, hi=d - 1)
             safe.append(q)
         val = x.load(safe, ctx) if x.size else Const(x.dtype, 0)
@@ -499,24 +551,33 @@ def _concatenate(g, ins, avals, *, dimension):
             if x.shape[dimension] == 0:
                 continue
             sub = list(idx)
-            sub[dimension] = guard_clamp(idx[dimension] - int(offs[k]), 0,
-                                         x.shape[dimension] - 1)
+            sub[dimension] = guard_clamp(idx[dimension] - int(offs[k]), 0, x.shape[dimension] - 1)
             val = x.load(sub, ctx)
             if out is None:
                 out = val
             else:
-                cond = Op(dtypes.bool_, "lt", (Idx(dtypes.int64, idx[dimension]),
-                                               Const(dtypes.int64, int(offs[k + 1]))))
+                cond = Op(
+                    dtypes.bool_,
+                    "lt",
+                    (Idx(dtypes.int64, idx[dimension]), Const(dtypes.int64, int(offs[k + 1]))),
+                )
                 out = Op(avals[0].dtype, "select", (cond, val, out))
         return out
 
     return _pw(g, shape, avals[0].dtype, fn, ins)
 
 
-for _p, _r in [(P.broadcast_in_dim_p, _broadcast_in_dim), (P.transpose_p, _transpose),
-               (P.squeeze_p, _squeeze), (P.expand_dims_p, _expand_dims), (P.reshape_p, _reshape),
-               (P.rev_p, _rev), (P.slice_p, _slice), (P.pad_p, _pad),
-               (P.concatenate_p, _concatenate)]:
+for _p, _r in [
+    (P.broadcast_in_dim_p, _broadcast_in_dim),
+    (P.transpose_p, _transpose),
+    (P.squeeze_p, _squeeze),
+    (P.expand_dims_p, _expand_dims),
+    (P.reshape_p, _reshape),
+    (P.rev_p, _rev),
+    (P.slice_p, _slice),
+    (P.pad_p, _pad),
+    (P.concatenate_p, _concatenate),
+]:
     lowerings[_p] = _r
 
 
@@ -588,8 +649,15 @@ lowerings[P.gather_p] = _gather
 def _reduce(name):
     def rule(g, ins, avals, *, axes):
         x = ins[0]
-        return g.add(Node(avals[0].shape, avals[0].dtype, kind="reduce", inputs=[x],
-                          params={"op": name, "axes": tuple(axes), "operand": x}))
+        return g.add(
+            Node(
+                avals[0].shape,
+                avals[0].dtype,
+                kind="reduce",
+                inputs=[x],
+                params={"op": name, "axes": tuple(axes), "operand": x},
+            )
+        )
 
     return rule
 
@@ -601,8 +669,15 @@ for _name in ("reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_a
 def _argreduce(name):
     def rule(g, ins, avals, *, axes, index_dtype):
         x = ins[0]
-        return g.add(Node(avals[0].shape, index_dtype, kind="reduce", inputs=[x],
-                          params={"op": name, "axes": tuple(axes), "operand": x}))
+        return g.add(
+            Node(
+                avals[0].shape,
+                index_dtype,
+                kind="reduce",
+                inputs=[x],
+                params={"op": name, "axes": tuple(axes), "operand": x},
+            )
+        )
 
     return rule
 
@@ -611,8 +686,7 @@ lowerings[P.argmax_p] = _argreduce("argmax")
 lowerings[P.argmin_p] = _argreduce("argmin")
 
 
-def _dot_general(g, ins, avals, *, dimension_numbers, preferred_element_type=None,
-                 precision=None):
+def _dot_general(g, ins, avals, *, dimension_numbers, preferred_element_type=None, precision=None):
     lhs, rhs = ins
     (lc, rc), (lb, rb) = dimension_numbers
     out = avals[0]
@@ -647,13 +721,25 @@ def _dot_general(g, ins, avals, *, dimension_numbers, preferred_element_type=Non
     rc_s = [rc[i] for i in order]
     a, ta = _blas_operand(g, lhs, list(lb), lf, lc_s)
     b, tb = _blas_operand(g, rhs, list(rb), rc_s, rf)
-    return g.add(Node(out.shape, out.dtype, kind="dot", inputs=[a, b],
-                      params={"lhs": a, "rhs": b, "lhs_trans": ta, "rhs_trans": tb,
-                              "batch": math.prod(lhs.shape[i] for i in lb),
-                              "m": math.prod(lhs.shape[i] for i in lf),
-                              "k": math.prod(lhs.shape[i] for i in lc),
-                              "n": math.prod(rhs.shape[i] for i in rf),
-                              "precision": precision}))
+    return g.add(
+        Node(
+            out.shape,
+            out.dtype,
+            kind="dot",
+            inputs=[a, b],
+            params={
+                "lhs": a,
+                "rhs": b,
+                "lhs_trans": ta,
+                "rhs_trans": tb,
+                "batch": math.prod(lhs.shape[i] for i in lb),
+                "m": math.prod(lhs.shape[i] for i in lf),
+                "k": math.prod(lhs.shape[i] for i in lc),
+                "n": math.prod(rhs.shape[i] for i in rf),
+                "precision": precision,
+            },
+        )
+    )
 
 
 _BUFFERED = ("input", "reduce", "dot", "scan", "scatter", "dus")
@@ -695,8 +781,11 @@ def _same_order_source(x):
         return None
     ivars = tuple(sym(f"i{d}") for d in range(len(x.shape)))
     e = x.fn(ivars, _Reads())
-    return s if isinstance(e, Load) and e.buf == f"n{s.id}" and \
-        reads_in_order(e, ivars, x.shape) else None
+    return (
+        s
+        if isinstance(e, Load) and e.buf == f"n{s.id}" and reads_in_order(e, ivars, x.shape)
+        else None
+    )
 
 
 def _blas_operand(g, x, batch, first, second):
@@ -707,11 +796,18 @@ def _blas_operand(g, x, batch, first, second):
     copy."""
     perm = x.params.get("permutation")
     if perm is not None:  # axis a of x is axis perm[a] of the node it transposes
-        return _blas_operand(g, x.inputs[0], [perm[a] for a in batch],
-                             [perm[a] for a in first], [perm[a] for a in second])
+        return _blas_operand(
+            g,
+            x.inputs[0],
+            [perm[a] for a in batch],
+            [perm[a] for a in first],
+            [perm[a] for a in second],
+        )
     nd = len(x.shape)
-    if batch == list(range(len(batch))) and (first + second == list(range(len(batch), nd))
-                                             or second + first == list(range(len(batch), nd))):
+    if batch == list(range(len(batch))) and (
+        first + second == list(range(len(batch), nd))
+        or second + first == list(range(len(batch), nd))
+    ):
         trans = first + second != list(range(len(batch), nd))
         src = x
         while (s := _same_order_source(src)) is not None:
@@ -735,9 +831,22 @@ lowerings[P.dot_general_p] = _dot_general
 def _scatter(name):
     def rule(g, ins, avals, *, axes, mode):
         x, ind, upd = ins
-        return g.add(Node(x.shape, x.dtype, kind="scatter", inputs=[x, ind, upd],
-                          params={"op": name, "axes": axes, "mode": mode, "operand": x,
-                                  "indices": ind, "updates": upd}))
+        return g.add(
+            Node(
+                x.shape,
+                x.dtype,
+                kind="scatter",
+                inputs=[x, ind, upd],
+                params={
+                    "op": name,
+                    "axes": axes,
+                    "mode": mode,
+                    "operand": x,
+                    "indices": ind,
+                    "updates": upd,
+                },
+            )
+        )
 
     return rule
 
@@ -748,8 +857,15 @@ for _name in ("scatter", "scatter_add", "scatter_mul", "scatter_min", "scatter_m
 
 def _dynamic_update_slice(g, ins, avals):
     x, upd, starts = ins[0], ins[1], ins[2:]
-    return g.add(Node(x.shape, x.dtype, kind="dus", inputs=[x, upd] + list(starts),
-                      params={"operand": x, "update": upd, "starts": list(starts)}))
+    return g.add(
+        Node(
+            x.shape,
+            x.dtype,
+            kind="dus",
+            inputs=[x, upd] + list(starts),
+            params={"operand": x, "update": upd, "starts": list(starts)},
+        )
+    )
 
 
 lowerings[P.dynamic_update_slice_p] = _dynamic_update_slice
@@ -808,15 +924,19 @@ def lanewise_exprs(combine: ClosedJaxpr, inputs: list) -> list:
             else:
                 val = cases[-1]
                 for k in range(len(cases) - 2, -1, -1):
-                    val = Op(out_dt, "select", (Op(dtypes.bool_, "le", (w, Const(w.dtype, k))),
-                                                cases[k], val))
+                    val = Op(
+                        out_dt,
+                        "select",
+                        (Op(dtypes.bool_, "le", (w, Const(w.dtype, k))), cases[k], val),
+                    )
         elif name == "convert_element_type":
             val = Op(out_dt, "convert", (ins[0],)) if ins[0].dtype != out_dt else ins[0]
         elif name in ("broadcast_in_dim", "stop_gradient"):
             val = ins[0]
         else:
             raise UnsupportedError(
-                f"jit: '{name}' in a lane-wise scan combine{where(e.source_info)}")
+                f"jit: '{name}' in a lane-wise scan combine{where(e.source_info)}"
+            )
         env[e.outvars[0].id] = val
     return [read(a) for a in j.outvars]
 
@@ -825,8 +945,9 @@ def _associative_scan(g, ins, avals, *, combine, num_consts, axis, reverse, affi
     from functx.associative_scan import _ladder_jaxpr, is_lanewise
 
     if not is_lanewise(combine, num_consts):
-        closed = _ladder_jaxpr(combine, num_consts, axis, reverse,
-                               tuple(a for a in [_aval_of(n) for n in ins]))
+        closed = _ladder_jaxpr(
+            combine, num_consts, axis, reverse, tuple(a for a in [_aval_of(n) for n in ins])
+        )
         env = {}
         for v, n in zip(closed.jaxpr.invars, ins):
             env[v.id] = n
@@ -838,8 +959,14 @@ def _associative_scan(g, ins, avals, *, combine, num_consts, axis, reverse, affi
             env[v.id] = n
         _lower_eqns(g, closed.jaxpr, env)
         return [_read(g, env, a) for a in closed.jaxpr.outvars]
-    group = {"consts": ins[:num_consts], "xs": ins[num_consts:], "combine": combine,
-             "axis": axis, "reverse": reverse, "outs": []}
+    group = {
+        "consts": ins[:num_consts],
+        "xs": ins[num_consts:],
+        "combine": combine,
+        "axis": axis,
+        "reverse": reverse,
+        "outs": [],
+    }
     outs = []
     for a in avals:
         n = g.add(Node(a.shape, a.dtype, kind="ascan", inputs=list(ins), params={"group": group}))
@@ -878,8 +1005,9 @@ def _loop_group(g, ins, avals, kind, **params):
 def register_control_flow_lowerings():
     for name in ("scan", "while", "cond"):
         if name in P.registry:
-            lowerings[P.registry[name]] = (
-                lambda g, ins, avals, _k=name, **params: _loop_group(g, ins, avals, _k, **params))
+            lowerings[P.registry[name]] = lambda g, ins, avals, _k=name, **params: _loop_group(
+                g, ins, avals, _k, **params
+            )
 
 
 register_control_flow_lowerings()
@@ -888,12 +1016,18 @@ register_control_flow_lowerings()
 # --- generic reduce ------------------------------------------------------------------------------
 def _generic_reduce(g, ins, avals, *, computation, dimensions):
     n = len(ins) // 2
-    group = {"ops": ins[:n], "inits": ins[n:], "computation": computation,
-             "axes": tuple(dimensions), "outs": []}
+    group = {
+        "ops": ins[:n],
+        "inits": ins[n:],
+        "computation": computation,
+        "axes": tuple(dimensions),
+        "outs": [],
+    }
     outs = []
     for a in avals:
-        node = g.add(Node(a.shape, a.dtype, kind="greduce", inputs=list(ins),
-                          params={"group": group}))
+        node = g.add(
+            Node(a.shape, a.dtype, kind="greduce", inputs=list(ins), params={"group": group})
+        )
         group["outs"].append(node)
         outs.append(node)
     return outs

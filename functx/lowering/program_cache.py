@@ -33,8 +33,16 @@ import numpy as np
 from functx import dtypes  # noqa: F401  (registers bfloat16's name with NumPy)
 from functx.core import ClosedJaxpr, Jaxpr
 
-_STAGES = ("loops.py", "schedule.py", "cpp.py", "prelude.py", "compile.py", "runtime.py",
-           "cache.py", "program_cache.py")
+_STAGES = (
+    "loops.py",
+    "schedule.py",
+    "cpp.py",
+    "prelude.py",
+    "compile.py",
+    "runtime.py",
+    "cache.py",
+    "program_cache.py",
+)
 _ADDRESS = re.compile(r" at 0x[0-9a-f]+")
 _SO_NAME = re.compile(r"[0-9a-f]{32}\.so\Z")
 
@@ -71,8 +79,13 @@ def key_of(closed: ClosedJaxpr) -> str | None:
     if "..." in text or _ADDRESS.search(text):
         return None
     h = hashlib.sha256()
-    for part in (text, _stages_digest(), cache.compiler_id(), " ".join(cache.FLAGS + cache.LIBS),
-                 cache.cpu_id()):
+    for part in (
+        text,
+        _stages_digest(),
+        cache.compiler_id(),
+        " ".join(cache.FLAGS + cache.LIBS),
+        cache.cpu_id(),
+    ):
         h.update(part.encode())
         h.update(b"\0")
     consts: list = []
@@ -112,8 +125,7 @@ def load(key: str, closed: ClosedJaxpr):
     try:
         meta_path, npz_path = _paths(key)
         meta = json.loads(cache.read_file(meta_path))
-        if meta["key"] != key or not isinstance(meta["so"], str) \
-                or not _SO_NAME.match(meta["so"]):
+        if meta["key"] != key or not isinstance(meta["so"], str) or not _SO_NAME.match(meta["so"]):
             return None
         in_avals, out_avals = closed.in_avals, closed.out_avals
         if meta["n_in"] != len(in_avals) or meta["out_specs"] != _specs(out_avals):
@@ -127,19 +139,28 @@ def load(key: str, closed: ClosedJaxpr):
             if sorted(z.files) != sorted(f"c{i}" for i in range(len(meta["consts"]))):
                 return None
             consts = [z[f"c{i}"] for i in range(len(meta["consts"]))]
-        if [[list(c.shape), c.dtype.name] for c in consts] != meta["consts"] \
-                or _consts_digest(consts) != meta["consts_sha256"]:
+        if [[list(c.shape), c.dtype.name] for c in consts] != meta["consts"] or _consts_digest(
+            consts
+        ) != meta["consts_sha256"]:
             return None
         source = cache.read_source(so)
         out_specs = [(tuple(a.shape), np.dtype(a.dtype)) for a in out_avals]
         in_dtypes = [np.dtype(a.dtype) for a in in_avals] or None
         kernels_text = str(meta["kernels_text"])
-    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile,
-            UnicodeDecodeError):
+    except (
+        OSError,
+        ValueError,
+        KeyError,
+        TypeError,
+        EOFError,
+        zipfile.BadZipFile,
+        UnicodeDecodeError,
+    ):
         return None
     out_map = [("buf", i, aval) for i, aval in enumerate(out_avals)]
-    return runtime.Executable(so, len(in_avals), consts, out_specs, out_map, source,
-                              kernels_text, in_dtypes=in_dtypes)
+    return runtime.Executable(
+        so, len(in_avals), consts, out_specs, out_map, source, kernels_text, in_dtypes=in_dtypes
+    )
 
 
 def store(key: str, exe, closed: ClosedJaxpr | None = None) -> None:
@@ -151,19 +172,24 @@ def store(key: str, exe, closed: ClosedJaxpr | None = None) -> None:
     try:
         if os.path.dirname(exe.so_path) != cache.cache_dir():
             return
-        meta = {"key": key, "so": os.path.basename(exe.so_path),
-                "so_sha256": cache.valid_digest(exe.so_path), "n_in": exe.n_in,
-                "consts": [[list(np.shape(c)), np.asarray(c).dtype.name] for c in exe.consts],
-                "consts_sha256": _consts_digest(exe.consts),
-                "out_specs": [[[int(n) for n in s], np.dtype(d).name] for s, d in exe.out_specs],
-                "in_dtypes": [np.dtype(d).name for d in exe.in_dtypes or ()],
-                "kernels_text": exe.kernels_text}
+        meta = {
+            "key": key,
+            "so": os.path.basename(exe.so_path),
+            "so_sha256": cache.valid_digest(exe.so_path),
+            "n_in": exe.n_in,
+            "consts": [[list(np.shape(c)), np.asarray(c).dtype.name] for c in exe.consts],
+            "consts_sha256": _consts_digest(exe.consts),
+            "out_specs": [[[int(n) for n in s], np.dtype(d).name] for s, d in exe.out_specs],
+            "in_dtypes": [np.dtype(d).name for d in exe.in_dtypes or ()],
+            "kernels_text": exe.kernels_text,
+        }
         if meta["so_sha256"] is None or not _SO_NAME.match(meta["so"]):
             return
-        if closed is not None and (meta["n_in"] != len(closed.in_avals)
-                                   or meta["out_specs"] != _specs(closed.out_avals)
-                                   or meta["in_dtypes"] != [np.dtype(a.dtype).name
-                                                            for a in closed.in_avals]):
+        if closed is not None and (
+            meta["n_in"] != len(closed.in_avals)
+            or meta["out_specs"] != _specs(closed.out_avals)
+            or meta["in_dtypes"] != [np.dtype(a.dtype).name for a in closed.in_avals]
+        ):
             return  # (it would never load)
         meta_path, npz_path = _paths(key)
         buf = io.BytesIO()

@@ -33,11 +33,15 @@ def gemm_pointers() -> tuple[int, int]:
             lib = ctypes.CDLL(path)
         except OSError:
             continue
-        for s, d in (("scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_"),
-                     ("cblas_sgemm64_", "cblas_dgemm64_")):
+        for s, d in (
+            ("scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_"),
+            ("cblas_sgemm64_", "cblas_dgemm64_"),
+        ):
             if hasattr(lib, s) and hasattr(lib, d):
-                return (ctypes.cast(getattr(lib, s), ctypes.c_void_p).value,
-                        ctypes.cast(getattr(lib, d), ctypes.c_void_p).value)
+                return (
+                    ctypes.cast(getattr(lib, s), ctypes.c_void_p).value,
+                    ctypes.cast(getattr(lib, d), ctypes.c_void_p).value,
+                )
     return 0, 0
 
 
@@ -224,8 +228,9 @@ def _take(shape, dtype):
 class Executable:
     """A compiled program: call it with the flat input arrays, get the flat outputs."""
 
-    def __init__(self, so_path, n_in, consts, out_specs, out_map, source, kernels_text,
-                 in_dtypes=None):
+    def __init__(
+        self, so_path, n_in, consts, out_specs, out_map, source, kernels_text, in_dtypes=None
+    ):
         self.so_path = so_path
         self.lib = ctypes.CDLL(so_path)
         self.lib.fx_set_gemm.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
@@ -238,8 +243,9 @@ class Executable:
         self.in_specs = None  # [(shape, dtype)] of the inputs, checked by __call__ (compile.py)
         self.consts = [np.ascontiguousarray(c) for c in consts]
         self.out_specs = out_specs  # [(shape, dtype)] for each output buffer
-        self._out_alloc = [(s, d, math.prod(s) * np.dtype(d).itemsize < _POOL_MIN)
-                           for s, d in out_specs]
+        self._out_alloc = [
+            (s, d, math.prod(s) * np.dtype(d).itemsize < _POOL_MIN) for s, d in out_specs
+        ]
         self.out_map = out_map  # per program output: ("buf", k, aval) | ("in", i, aval)
         self.source = source
         self.kernels_text = kernels_text
@@ -256,13 +262,16 @@ class Executable:
     def run(self, leaves):
         """``self(leaves)`` without the check, for a caller that has already matched the
         shapes and dtypes (``functx.jit``: they are part of its cache key)."""
-        outs = [np.empty(shape, dtype) if small else _take(shape, dtype)
-                for shape, dtype, small in self._out_alloc]
+        outs = [
+            np.empty(shape, dtype) if small else _take(shape, dtype)
+            for shape, dtype, small in self._out_alloc
+        ]
         if self._call is None:
             self._call = _fast[0]  # None until the extension is built (see fast_call)
         if self._call is not None:
-            bufs = [x._value if type(x) is Array else self._convert(x, i)
-                    for i, x in enumerate(leaves)]
+            bufs = [
+                x._value if type(x) is Array else self._convert(x, i) for i, x in enumerate(leaves)
+            ]
             bufs += self.consts
             bufs += outs
             rc = self._call(self._addr, bufs)
@@ -294,8 +303,14 @@ class Executable:
         """A function ``run(args)`` for this program's inputs, constants and outputs, written out
         (one allocation per output, one list of buffers, one C call, the result Arrays) rather
         than looped over. Anything unusual (a non-contiguous input) goes through ``self``."""
-        env = {"call": call, "addr": self._addr, "empty": np.empty, "take": _take,
-               "new": Array._new, "slow": self._slow}
+        env = {
+            "call": call,
+            "addr": self._addr,
+            "empty": np.empty,
+            "take": _take,
+            "new": Array._new,
+            "slow": self._slow,
+        }
         lines = ["def run(args):"]
         bufs = [f"args[{i}]._value" for i in range(self.n_in)]
         for j, c in enumerate(self.consts):
@@ -325,8 +340,10 @@ class Executable:
         """The count of the flat inputs, and the shape and dtype of each buffer: a program reads
         and writes exactly the sizes it was compiled for."""
         if len(leaves) != self.n_in:
-            raise FunctxTypeError(f"functx.jit: the compiled program takes {self.n_in} flat "
-                                  f"inputs, called with {len(leaves)}")
+            raise FunctxTypeError(
+                f"functx.jit: the compiled program takes {self.n_in} flat "
+                f"inputs, called with {len(leaves)}"
+            )
         for i, (x, spec) in enumerate(zip(leaves, self.in_specs or ())):
             v = x._value if type(x) is Array else x
             shape, dtype = np.shape(v), getattr(v, "dtype", None)
@@ -334,7 +351,8 @@ class Executable:
                 raise FunctxTypeError(
                     f"functx.jit: input {i} of the compiled program must be "
                     f"{np.dtype(spec[1]).name}{list(spec[0])}, not "
-                    f"{getattr(dtype, 'name', type(x).__name__)}{list(shape)}")
+                    f"{getattr(dtype, 'name', type(x).__name__)}{list(shape)}"
+                )
 
     def _convert(self, x, i):
         """A Python scalar, list or foreign array as a C-contiguous buffer of the traced dtype."""

@@ -46,8 +46,7 @@ class KernelCtx:
         k = self.kernel
         if k is not None and k.kind in ("reduce", "ascan") and node.id in k.reduction_ids:
             # a guarded read (pad, concatenate) of the current element is the current element
-            if tuple(idx) != self.row_vars and \
-                    tuple(unclamped(i) for i in idx) != self.row_vars:
+            if tuple(idx) != self.row_vars and tuple(unclamped(i) for i in idx) != self.row_vars:
                 raise NotRowAligned(node)
             self.accs.add(node.id)
             return Acc(node.dtype, node.id)
@@ -104,8 +103,11 @@ class Kernel:
         """ascan: the element being computed, ``(p0, ..., j, q0, ...)`` with ``j`` along the axis
         (the names both backends' scan loops use)."""
         axis = self.nodes[0].params["group"]["axis"]
-        return tuple(sym(f"p{i}") for i in range(axis)) + (sym("j"),) + \
-            tuple(sym(f"q{i}") for i in range(len(self.shape) - axis - 1))
+        return (
+            tuple(sym(f"p{i}") for i in range(axis))
+            + (sym("j"),)
+            + tuple(sym(f"q{i}") for i in range(len(self.shape) - axis - 1))
+        )
 
     def full_index(self):
         rv, iv = iter(self.row_vars()), iter(self.inner_vars())
@@ -187,8 +189,12 @@ def _stored_for_reuse(g: Graph, realise: set) -> set:
             else:
                 count = max(count, r.params["operand"].size if r.kind == "reduce" else r.size)
         evals[n.id] = count
-        if n.kind != "pointwise" or n.fn is None or n.id in realise or \
-                count < max(REUSE * n.size, REUSE_MIN):
+        if (
+            n.kind != "pointwise"
+            or n.fn is None
+            or n.id in realise
+            or count < max(REUSE * n.size, REUSE_MIN)
+        ):
             continue
         e = n.fn(tuple(sym(f"i{d}") for d in range(len(n.shape))), _Stored(realise | stored))
         if costly(e) and not _reads_reduction(n, realise):
@@ -261,12 +267,19 @@ def schedule(g: Graph) -> list[Kernel]:
             axes = n.params["axes"]
             joined = False
             for k in reversed(kernels):
-                if k.kind == "reduce" and k.shape == x.shape and k.axes == axes and not k.maps \
-                        and not k.epilogue:
+                if (
+                    k.kind == "reduce"
+                    and k.shape == x.shape
+                    and k.axes == axes
+                    and not k.maps
+                    and not k.epilogue
+                ):
                     ok, accs = _trial(k, n, k.full_index(), kernel_of)
                     if ok:
-                        p = 1 + max((i for i, ps in enumerate(k.passes)
-                                     for r in ps if r.id in accs), default=-1)
+                        p = 1 + max(
+                            (i for i, ps in enumerate(k.passes) for r in ps if r.id in accs),
+                            default=-1,
+                        )
                         while len(k.passes) <= p:
                             k.passes.append([])
                         k.passes[p].append(n)
@@ -303,8 +316,9 @@ def schedule(g: Graph) -> list[Kernel]:
                         k.inline_ids.add(n.id)
                         placed = True
                 elif k.kind == "pointwise" and k.shape == n.shape:
-                    ok, _ = _trial(k, n, tuple(sym(f"i{d}") for d in range(len(n.shape))),
-                                   kernel_of)
+                    ok, _ = _trial(
+                        k, n, tuple(sym(f"i{d}") for d in range(len(n.shape))), kernel_of
+                    )
                     if ok:
                         k.nodes.append(n)
                         k.inline_ids.add(n.id)
@@ -335,8 +349,13 @@ def schedule(g: Graph) -> list[Kernel]:
 def _drop_scan_buffers(g: Graph, kernels, realise, outputs):
     """A scan output that is not a program output and that only its own kernel's epilogue
     reads is never stored (the epilogue reads it from registers)."""
-    fused = {o.id: k for k in kernels if k.kind == "ascan" and k.epilogue
-             for o in k.nodes if o.id not in outputs and o.buf}
+    fused = {
+        o.id: k
+        for k in kernels
+        if k.kind == "ascan" and k.epilogue
+        for o in k.nodes
+        if o.id not in outputs and o.buf
+    }
     if not fused:
         return
     by_id = {n.id: n for n in g.nodes}
@@ -364,15 +383,18 @@ def describe(kernels) -> str:
     for k in kernels:
         if k.kind == "reduce":
             ops = [[r.params["op"] for r in p] for p in k.passes]
-            lines.append(f"kernel {k.index}: reduce over axes {k.axes} of {k.shape}: passes {ops}"
-                         f", {len(k.maps)} map, {len(k.epilogue)} epilogue")
+            lines.append(
+                f"kernel {k.index}: reduce over axes {k.axes} of {k.shape}: passes {ops}"
+                f", {len(k.maps)} map, {len(k.epilogue)} epilogue"
+            )
         elif k.kind == "ascan":
             outs = ", ".join(f"t{n.id}" + ("" if n.buf else " (not stored)") for n in k.nodes)
             ep = "; epilogue -> " + ", ".join(f"t{n.id}" for n in k.epilogue) if k.epilogue else ""
             lines.append(f"kernel {k.index}: ascan {k.shape} -> {outs}{ep}")
         else:
-            lines.append(f"kernel {k.index}: {k.kind} {k.shape} -> "
-                         + ", ".join(f"t{n.id}" for n in k.nodes))
+            lines.append(
+                f"kernel {k.index}: {k.kind} {k.shape} -> " + ", ".join(f"t{n.id}" for n in k.nodes)
+            )
     return "\n".join(lines)
 
 

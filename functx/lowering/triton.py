@@ -102,14 +102,30 @@ from functx.lowering.triton_runtime import (  # noqa: F401 (re-exported)
 )
 
 # --- dtypes --------------------------------------------------------------------------------------
-_TL = {dtypes.bool_: "tl.int1", dtypes.int8: "tl.int8", dtypes.int16: "tl.int16",
-       dtypes.int32: "tl.int32", dtypes.int64: "tl.int64", dtypes.uint8: "tl.uint8",
-       dtypes.uint16: "tl.uint16", dtypes.uint32: "tl.uint32", dtypes.uint64: "tl.uint64",
-       dtypes.float16: "tl.float16", dtypes.bfloat16: "tl.bfloat16", dtypes.float32: "tl.float32",
-       dtypes.float64: "tl.float64"}
+_TL = {
+    dtypes.bool_: "tl.int1",
+    dtypes.int8: "tl.int8",
+    dtypes.int16: "tl.int16",
+    dtypes.int32: "tl.int32",
+    dtypes.int64: "tl.int64",
+    dtypes.uint8: "tl.uint8",
+    dtypes.uint16: "tl.uint16",
+    dtypes.uint32: "tl.uint32",
+    dtypes.uint64: "tl.uint64",
+    dtypes.float16: "tl.float16",
+    dtypes.bfloat16: "tl.bfloat16",
+    dtypes.float32: "tl.float32",
+    dtypes.float64: "tl.float64",
+}
 _HALF = (dtypes.float16, dtypes.bfloat16)
-_ATOMIC_ADD = (dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64, dtypes.uint32,
-               dtypes.uint64)
+_ATOMIC_ADD = (
+    dtypes.float32,
+    dtypes.float64,
+    dtypes.int32,
+    dtypes.int64,
+    dtypes.uint32,
+    dtypes.uint64,
+)
 
 
 def tl_dtype(dt) -> str:
@@ -312,13 +328,41 @@ class V(NamedTuple):
 
 _NO = frozenset()
 
-_LIBDEVICE_1 = {"exp": "exp", "exp2": "exp2", "log": "log", "log1p": "log1p", "expm1": "expm1",
-                "sin": "sin", "cos": "cos", "tan": "tan", "asin": "asin", "acos": "acos",
-                "atan": "atan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh",
-                "asinh": "asinh", "acosh": "acosh", "atanh": "atanh", "erf": "erf",
-                "lgamma": "lgamma", "cbrt": "cbrt"}
-_EXACT_IN_HALF = {"select", "convert", "clamp", "neg", "abs", "max", "min", "floor", "ceil",
-                  "sign", "round"}
+_LIBDEVICE_1 = {
+    "exp": "exp",
+    "exp2": "exp2",
+    "log": "log",
+    "log1p": "log1p",
+    "expm1": "expm1",
+    "sin": "sin",
+    "cos": "cos",
+    "tan": "tan",
+    "asin": "asin",
+    "acos": "acos",
+    "atan": "atan",
+    "sinh": "sinh",
+    "cosh": "cosh",
+    "tanh": "tanh",
+    "asinh": "asinh",
+    "acosh": "acosh",
+    "atanh": "atanh",
+    "erf": "erf",
+    "lgamma": "lgamma",
+    "cbrt": "cbrt",
+}
+_EXACT_IN_HALF = {
+    "select",
+    "convert",
+    "clamp",
+    "neg",
+    "abs",
+    "max",
+    "min",
+    "floor",
+    "ceil",
+    "sign",
+    "round",
+}
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
 
@@ -329,8 +373,15 @@ class Emitter:
     axes to the mask variable of those axes; ``counter`` is shared by all emitters of a kernel so
     that temporaries never reuse a name (Triton treats a reassigned name as loop-carried)."""
 
-    def __init__(self, indent: str, counter, tags: dict, masks: dict, known: dict | None = None,
-                 names: dict | None = None):
+    def __init__(
+        self,
+        indent: str,
+        counter,
+        tags: dict,
+        masks: dict,
+        known: dict | None = None,
+        names: dict | None = None,
+    ):
         self.indent = indent
         self.counter = counter
         self.tags = tags
@@ -408,8 +459,12 @@ class Emitter:
             off = e.offset
             t = ("L", np.dtype(e.dtype).str, e.buf, self._skey(off) if isinstance(off, E) else off)
         elif isinstance(e, Op):
-            t = ("O", np.dtype(e.dtype).str, e.name,
-                 tuple(self._skey(a) if isinstance(a, E) else a for a in e.args))
+            t = (
+                "O",
+                np.dtype(e.dtype).str,
+                e.name,
+                tuple(self._skey(a) if isinstance(a, E) else a for a in e.args),
+            )
         elif isinstance(e, Acc):
             t = ("A", e.node, e.which)
         elif isinstance(e, Sym):
@@ -502,16 +557,20 @@ class Emitter:
                 return out(f"({a[0]} / {a[1]})")
             x, y = t
             if _is_signed(in_dt):
-                return out(f"tl.where({y} == 0, -1, tl.where({y} == -1, -{x}, {x} // "
-                           f"tl.where(({y} == 0) | ({y} == -1), 1, {y})))")
+                return out(
+                    f"tl.where({y} == 0, -1, tl.where({y} == -1, -{x}, {x} // "
+                    f"tl.where(({y} == 0) | ({y} == -1), 1, {y})))"
+                )
             return out(f"tl.where({y} == 0, {_highest(in_dt)}, {x} // tl.where({y} == 0, 1, {y}))")
         if name == "rem":
             if fl:
                 return out(f"libdevice.fmod({t[0]}, {t[1]})")
             x, y = t
             if _is_signed(in_dt):
-                return out(f"tl.where({y} == 0, {x}, tl.where({y} == -1, 0, {x} % "
-                           f"tl.where(({y} == 0) | ({y} == -1), 1, {y})))")
+                return out(
+                    f"tl.where({y} == 0, {x}, tl.where({y} == -1, 0, {x} % "
+                    f"tl.where(({y} == 0) | ({y} == -1), 1, {y})))"
+                )
             return out(f"tl.where({y} == 0, {x}, {x} % tl.where({y} == 0, 1, {y}))")
         if name == "pow":
             if fl:
@@ -536,8 +595,10 @@ class Emitter:
         if name == "sign":
             x = t[0]
             if fl:
-                return out(f"tl.where({x} != {x}, {x}, tl.where({x} > 0, 1.0, "
-                           f"tl.where({x} < 0, -1.0, {x})))")
+                return out(
+                    f"tl.where({x} != {x}, {x}, tl.where({x} > 0, 1.0, "
+                    f"tl.where({x} < 0, -1.0, {x})))"
+                )
             if _is_signed(in_dt):
                 return out(f"(({x} > 0).to({ct}) - ({x} < 0).to({ct}))")
             return out(f"({x} > 0).to({ct})")
@@ -595,8 +656,10 @@ class Emitter:
             lo, hi = np.iinfo(to).min, np.iinfo(to).max
             lo_f, hi_f = repr(float(lo)), repr(float(hi))
             safe = f"tl.where(({x} > {lo_f}) & ({x} < {hi_f}), {x}, 0.0).to({tl_dtype(to)})"
-            return (f"tl.where({x} != {x}, 0, tl.where({x} <= {lo_f}, {lo}, "
-                    f"tl.where({x} >= {hi_f}, {hi}, {safe})))")
+            return (
+                f"tl.where({x} != {x}, 0, tl.where({x} <= {lo_f}, {lo}, "
+                f"tl.where({x} >= {hi_f}, {hi}, {safe})))"
+            )
         if to in _HALF:
             # round through the storage type so values match the stored precision (from float64
             # through float32, as the C++ backend does)
@@ -741,8 +804,15 @@ def _fx_dot(a, b, out, bsz, m, k, n, ta, tb, tf32):
 class TritonProgram:
     """Triton source for one scheduled graph: ``TritonProgram(graph, kernels).source()``."""
 
-    def __init__(self, graph: Graph, kernels: list[Kernel], blocks: Blocks | None = None, *,
-                 parent: TritonProgram | None = None, prefix: str = ""):
+    def __init__(
+        self,
+        graph: Graph,
+        kernels: list[Kernel],
+        blocks: Blocks | None = None,
+        *,
+        parent: TritonProgram | None = None,
+        prefix: str = "",
+    ):
         self.g = graph
         self.kernels = kernels
         self.root = parent.root if parent is not None else self
@@ -779,8 +849,10 @@ class TritonProgram:
         self.host.append(f"    {site}({g[0]}, {g[1]}, {', '.join(bufs)})")
 
     def _define(self, name, bufs, body: list[str], comment: str):
-        self.defs.append("\n".join(["@triton.jit", f"def {name}({', '.join(bufs)}):",
-                                    f"    # {comment}"] + body) + "\n")
+        self.defs.append(
+            "\n".join(["@triton.jit", f"def {name}({', '.join(bufs)}):", f"    # {comment}"] + body)
+            + "\n"
+        )
 
     @staticmethod
     def _store(buf: str, ptr_off: str, v: V, dt, mask: str | None, hint: str = "") -> str:
@@ -797,8 +869,11 @@ class TritonProgram:
         written = sum(n * np.dtype(dt).itemsize for _, dt, _ in stores)
         if not limit or written < limit:
             return set()
-        return {nd.buf for nd in self.g.nodes if nd.buf and nd.size < n
-                and nd.size * np.dtype(nd.dtype).itemsize <= limit // 8}
+        return {
+            nd.buf
+            for nd in self.g.nodes
+            if nd.buf and nd.size < n and nd.size * np.dtype(nd.dtype).itemsize <= limit // 8
+        }
 
     @staticmethod
     def _ordered(*groups) -> list[str]:
@@ -814,11 +889,18 @@ class TritonProgram:
         if src is not None:  # a copy of another buffer in the same order: that buffer will do
             node = k.nodes[0]
             self.aliases.add(node.buf)
-            self.host.append(f"    {node.buf} = {src}  # kernel {k.index}: {k.shape}, the "
-                             f"elements of {src} in order (no copy)")
+            self.host.append(
+                f"    {node.buf} = {src}  # kernel {k.index}: {k.shape}, the "
+                f"elements of {src} in order (no copy)"
+            )
             return
-        self._flat_kernel(self._kname(k, "pointwise"), k, k.shape,
-                          [(nd.buf, nd.dtype, nd.fn) for nd in k.nodes], f"pointwise {k.shape}")
+        self._flat_kernel(
+            self._kname(k, "pointwise"),
+            k,
+            k.shape,
+            [(nd.buf, nd.dtype, nd.fn) for nd in k.nodes],
+            f"pointwise {k.shape}",
+        )
 
     def _same_elements(self, k: Kernel) -> str | None:
         """The buffer a pointwise kernel copies element for element (a reshape or an added unit
@@ -849,26 +931,33 @@ class TritonProgram:
         ivars = [sym(f"i{d}") for d in range(len(shape))]
         counter = itertools.count()
         known = {sympy.expand(flat_offset(ivars, shape)): "flat"} if shape else {}
-        em = Emitter("    ", counter, {v.name: "f" for v in ivars}, {frozenset("f"): "mask"},
-                     known)
+        em = Emitter("    ", counter, {v.name: "f" for v in ivars}, {frozenset("f"): "mask"}, known)
         em.keep_in_cache = self._reused_inputs(n, stores)
         ctx = KernelCtx(k)
-        body = [f"    flat = {self._pid()} * {block} + tl.arange(0, {block})",
-                f"    mask = flat < {n}"]
+        body = [
+            f"    flat = {self._pid()} * {block} + tl.arange(0, {block})",
+            f"    mask = flat < {n}",
+        ]
         body += ["    " + s for s in _decompose([v.name for v in ivars], shape, "flat")]
         values = [(buf, dt, em(fn(tuple(ivars), ctx))) for buf, dt, fn in stores]
         hint = ', eviction_policy="evict_first"' if em.kept else ""
-        body += em.lines + ["    " + self._store(buf, "flat", v, dt, "mask", hint)
-                            for buf, dt, v in values]
+        body += em.lines + [
+            "    " + self._store(buf, "flat", v, dt, "mask", hint) for buf, dt, v in values
+        ]
         bufs = self._ordered(em.bufs, [b for b, _, _ in stores])
         self._define(name, bufs, body, comment)
-        self._launch(name, -(-n // block), bufs,
-                     max(1, min(self.blocks.pointwise_warps, block // 128)))
+        self._launch(
+            name, -(-n // block), bufs, max(1, min(self.blocks.pointwise_warps, block // 128))
+        )
 
     def _copy(self, k: Kernel, src, dst: str, dt, what: str):
-        self._flat_kernel(self._kname(k, "copy"), k, src.shape,
-                          [(dst, dt, lambda idx, ctx: src.load(idx, ctx))],
-                          f"{what}: copy of the operand")
+        self._flat_kernel(
+            self._kname(k, "copy"),
+            k,
+            src.shape,
+            [(dst, dt, lambda idx, ctx: src.load(idx, ctx))],
+            f"{what}: copy of the operand",
+        )
 
     def _dus(self, k: Kernel):
         node = k.nodes[0]
@@ -881,11 +970,21 @@ class TritonProgram:
         def fn(idx, ctx):
             off = Const(dtypes.int64, 0)
             for s, d, u, v, st in zip(starts, x.shape, upd.shape, idx, strides_of(x.shape)):
-                c = Op(dtypes.int64, "clamp", (Op(dtypes.int64, "convert", (s.load((), ctx),)),
-                                                Const(dtypes.int64, 0), Const(dtypes.int64, d - u)))
+                c = Op(
+                    dtypes.int64,
+                    "clamp",
+                    (
+                        Op(dtypes.int64, "convert", (s.load((), ctx),)),
+                        Const(dtypes.int64, 0),
+                        Const(dtypes.int64, d - u),
+                    ),
+                )
                 pos = Op(dtypes.int64, "add", (c, Idx(dtypes.int64, v)))
-                off = Op(dtypes.int64, "add", (off, Op(dtypes.int64, "mul", (
-                    pos, Const(dtypes.int64, st)))))
+                off = Op(
+                    dtypes.int64,
+                    "add",
+                    (off, Op(dtypes.int64, "mul", (pos, Const(dtypes.int64, st)))),
+                )
             return off
 
         # a flat kernel over the update: its "value" is the destination offset; the store is
@@ -893,14 +992,20 @@ class TritonProgram:
         n = upd.size
         block = min(_next_pow2(n), self.blocks.pointwise)
         uvars = [sym(f"i{d}") for d in range(len(upd.shape))]
-        em = Emitter("    ", itertools.count(), {v.name: "f" for v in uvars},
-                     {frozenset("f"): "mask"},
-                     {sympy.expand(flat_offset(uvars, upd.shape)): "flat"} if upd.shape else {})
+        em = Emitter(
+            "    ",
+            itertools.count(),
+            {v.name: "f" for v in uvars},
+            {frozenset("f"): "mask"},
+            {sympy.expand(flat_offset(uvars, upd.shape)): "flat"} if upd.shape else {},
+        )
         ctx = KernelCtx(k)
         off = em(fn(tuple(uvars), ctx))
         val = em(upd.load(tuple(uvars), ctx))
-        body = [f"    flat = {self._pid()} * {block} + tl.arange(0, {block})",
-                f"    mask = flat < {n}"]
+        body = [
+            f"    flat = {self._pid()} * {block} + tl.arange(0, {block})",
+            f"    mask = flat < {n}",
+        ]
         body += ["    " + s for s in _decompose([v.name for v in uvars], upd.shape, "flat")]
         body += em.lines
         o = off.code if "f" in off.deps else f"{off.code} + flat * 0"
@@ -926,10 +1031,14 @@ class TritonProgram:
         n_b, n_r = math.prod(bshape), math.prod(rshape)
         if n_b == 0 or n_r == 0 or x.size == 0:
             return
-        if op == "scatter_add" and self.blocks.atomic_scatter_add and \
-                np.dtype(x.dtype) in _ATOMIC_ADD:
-            return self._scatter_add_atomic(k, node, x, ind, upd, axes, mode, bshape, rshape,
-                                            rest_axes)
+        if (
+            op == "scatter_add"
+            and self.blocks.atomic_scatter_add
+            and np.dtype(x.dtype) in _ATOMIC_ADD
+        ):
+            return self._scatter_add_atomic(
+                k, node, x, ind, upd, axes, mode, bshape, rshape, rest_axes
+            )
         qb = min(_next_pow2(n_r), self.blocks.pointwise)
         bv = [sym(f"b{i}") for i in range(nb)]
         qv = [sym(f"q{i}") for i in range(len(rshape))]
@@ -945,15 +1054,21 @@ class TritonProgram:
             cur = f"{cur}.to(tl.float32)"
         uu = Emitter.tensor(u)
         fl = _is_float(x.dtype)
-        new = {"scatter": uu, "scatter_add": f"cur + {uu}", "scatter_mul": f"cur * {uu}",
-               "scatter_min": f"_fx_fmin(cur, {uu})" if fl else f"tl.minimum(cur, {uu})",
-               "scatter_max": f"_fx_fmax(cur, {uu})" if fl else f"tl.maximum(cur, {uu})"}[op]
+        new = {
+            "scatter": uu,
+            "scatter_add": f"cur + {uu}",
+            "scatter_mul": f"cur * {uu}",
+            "scatter_min": f"_fx_fmin(cur, {uu})" if fl else f"tl.minimum(cur, {uu})",
+            "scatter_max": f"_fx_fmax(cur, {uu})" if fl else f"tl.maximum(cur, {uu})",
+        }[op]
         if np.dtype(x.dtype) == dtypes.bool_ and op in ("scatter_add", "scatter_max"):
             new = f"cur | {uu}"
         elif np.dtype(x.dtype) == dtypes.bool_ and op in ("scatter_mul", "scatter_min"):
             new = f"cur & {uu}"
-        body = [f"    qflat = {self._pid()} * {qb} + tl.arange(0, {qb})",
-                f"    qmask = qflat < {n_r}"]
+        body = [
+            f"    qflat = {self._pid()} * {qb} + tl.arange(0, {qb})",
+            f"    qmask = qflat < {n_r}",
+        ]
         body += ["    " + s for s in _decompose([v.name for v in qv], rshape, "qflat")]
         body += [f"    for bflat in range({n_b}):"]
         body += ["        " + s for s in _decompose([v.name for v in bv], bshape, "bflat")]
@@ -961,8 +1076,10 @@ class TritonProgram:
         body += [f"        off = {off} + qflat * 0"]
         if op != "scatter":
             body.append(f"        cur = {cur}")
-        body.append("        " + self._store(node.buf, "off", V(new, frozenset("q"), False,
-                                                                  x.dtype), x.dtype, m))
+        body.append(
+            "        "
+            + self._store(node.buf, "off", V(new, frozenset("q"), False, x.dtype), x.dtype, m)
+        )
         name = self._kname(k, "scatter")
         bufs = self._ordered(em.bufs, [node.buf])
         self._define(name, bufs, body, f"{op} of {upd.shape} into {x.shape} (updates in order)")
@@ -973,9 +1090,10 @@ class TritonProgram:
         """The update value, the in-bounds conditions (mode "fill"/"drop") and the flat offset
         into ``x`` of a scatter's element (batch ``bv``, window ``qv``)."""
         ctx = KernelCtx(k)
-        idx_vals = [em(Op(dtypes.int64, "convert", (ind.load(tuple(bv) + (sympy.Integer(c),),
-                                                             ctx),)))
-                    for c in range(len(axes))]
+        idx_vals = [
+            em(Op(dtypes.int64, "convert", (ind.load(tuple(bv) + (sympy.Integer(c),), ctx),)))
+            for c in range(len(axes))
+        ]
         u = em(upd.load(tuple(bv) + tuple(qv), ctx))
         conds, full = [], {}
         for a, iv_ in zip(axes, idx_vals):
@@ -987,8 +1105,9 @@ class TritonProgram:
                 full[a] = iv_.code
         for a, v in zip(rest_axes, qv):
             full[a] = v.name
-        off = " + ".join(f"({full[a]}) * {st}" for a, st in zip(range(len(x.shape)),
-                                                               strides_of(x.shape)))
+        off = " + ".join(
+            f"({full[a]}) * {st}" for a, st in zip(range(len(x.shape)), strides_of(x.shape))
+        )
         return u, conds, off
 
     def _scatter_add_atomic(self, k, node, x, ind, upd, axes, mode, bshape, rshape, rest_axes):
@@ -1003,11 +1122,13 @@ class TritonProgram:
         masks = {frozenset("b"): "bmask", frozenset("q"): "qmask", frozenset("bq"): "mask"}
         em = Emitter("    ", itertools.count(), tags, masks)
         u, conds, off = self._scatter_target(k, em, x, ind, upd, axes, mode, bv, qv, rest_axes)
-        body = [f"    bflat = {self._pid()} * {bb} + tl.arange(0, {bb})[:, None]",
-                f"    bmask = bflat < {n_b}",
-                f"    qflat = tl.program_id(1) * {qb} + tl.arange(0, {qb})[None, :]",
-                f"    qmask = qflat < {n_r}",
-                "    mask = bmask & qmask"]
+        body = [
+            f"    bflat = {self._pid()} * {bb} + tl.arange(0, {bb})[:, None]",
+            f"    bmask = bflat < {n_b}",
+            f"    qflat = tl.program_id(1) * {qb} + tl.arange(0, {qb})[None, :]",
+            f"    qmask = qflat < {n_r}",
+            "    mask = bmask & qmask",
+        ]
         body += ["    " + st for st in _decompose([v.name for v in bv], bshape, "bflat")]
         body += ["    " + st for st in _decompose([v.name for v in qv], rshape, "qflat")]
         body += em.lines
@@ -1015,8 +1136,10 @@ class TritonProgram:
         if conds:
             body.append(f"    ok = tl.where({' & '.join(f'({c})' for c in conds)}, mask, False)")
             m = "ok"
-        body.append(f"    tl.atomic_add({node.buf} + ({off}) + bflat * 0 + qflat * 0, "
-                    f"{Emitter.tensor(u)}, mask={m})")
+        body.append(
+            f"    tl.atomic_add({node.buf} + ({off}) + bflat * 0 + qflat * 0, "
+            f"{Emitter.tensor(u)}, mask={m})"
+        )
         name = self._kname(k, "scatter_add")
         bufs = self._ordered(em.bufs, [node.buf])
         self._define(name, bufs, body, f"scatter_add of {upd.shape} into {x.shape} (atomics)")
@@ -1035,8 +1158,12 @@ class TritonProgram:
         if n_rows == 0:
             return
         n = len(ops)
-        cname = self._combine_fn(k, [o.dtype for o in ops], [],
-                                 lambda cs, a, b: lanewise_exprs(group["computation"], a + b))
+        cname = self._combine_fn(
+            k,
+            [o.dtype for o in ops],
+            [],
+            lambda cs, a, b: lanewise_exprs(group["computation"], a + b),
+        )
         ib = min(_next_pow2(max(n_inner, 1)), self.blocks.reduce_inner)
         rb = min(_next_pow2(n_rows), max(1, self.blocks.elems // ib))
         rv = [sym(f"r{i}") for i in range(len(rows))]
@@ -1049,8 +1176,10 @@ class TritonProgram:
         ctx = KernelCtx(k)
         em0 = Emitter("    ", counter, tags, masks)
         init_v = [em0(i.load((), ctx)) for i in inits]
-        body = [f"    rflat = {self._pid()} * {rb} + tl.arange(0, {rb})[:, None]",
-                f"    rmask = rflat < {n_rows}"]
+        body = [
+            f"    rflat = {self._pid()} * {rb} + tl.arange(0, {rb})[:, None]",
+            f"    rmask = rflat < {n_rows}",
+        ]
         body += ["    " + s for s in _decompose([v.name for v in rv], rows, "rflat")]
         body += em0.lines
         accs = [f"acc{m}" for m in range(n)]
@@ -1061,23 +1190,30 @@ class TritonProgram:
         def chunk(indent, start):
             em = Emitter(indent, counter, tags, masks)
             cur = [em(o.load(full, ctx)) for o in ops]
-            lines = [f"{indent}jflat = {start} + tl.arange(0, {ib})[None, :]",
-                     f"{indent}jmask = jflat < {n_inner}",
-                     f"{indent}mask = rmask & jmask"]
+            lines = [
+                f"{indent}jflat = {start} + tl.arange(0, {ib})[None, :]",
+                f"{indent}jmask = jflat < {n_inner}",
+                f"{indent}mask = rmask & jmask",
+            ]
             lines += [indent + s for s in _decompose([v.name for v in iv], inner, "jflat")]
             lines += em.lines
             cs = [f"g{m}_{next(counter)}" for m in range(n)]
             for c, v, iv_ in zip(cs, cur, init_v):
-                lines.append(f"{indent}{c} = tl.where(mask, {Emitter.tensor(v)}, "
-                             f"{Emitter.tensor(iv_)})")
+                lines.append(
+                    f"{indent}{c} = tl.where(mask, {Emitter.tensor(v)}, {Emitter.tensor(iv_)})"
+                )
             rs = [c + "r" for c in cs]
             if n == 1:
-                lines += [f"{indent}{rs[0]} = tl.reduce({cs[0]}, 1, {cname}, keep_dims=True)",
-                          f"{indent}acc0 = {cname}(acc0, {rs[0]})"]
+                lines += [
+                    f"{indent}{rs[0]} = tl.reduce({cs[0]}, 1, {cname}, keep_dims=True)",
+                    f"{indent}acc0 = {cname}(acc0, {rs[0]})",
+                ]
             else:
-                lines += [f"{indent}{', '.join(rs)} = tl.reduce(({', '.join(cs)}), 1, {cname}, "
-                          "keep_dims=True)",
-                          f"{indent}{', '.join(accs)} = {cname}({', '.join(accs + rs)})"]
+                lines += [
+                    f"{indent}{', '.join(rs)} = tl.reduce(({', '.join(cs)}), 1, {cname}, "
+                    "keep_dims=True)",
+                    f"{indent}{', '.join(accs)} = {cname}({', '.join(accs + rs)})",
+                ]
             bufs_read.update(em.bufs)
             return lines
 
@@ -1089,8 +1225,12 @@ class TritonProgram:
                 body += chunk("        ", "jstart")
         for a, o in zip(accs, outs):
             if o.buf:
-                body.append("    " + self._store(o.buf, "rflat", V(a, frozenset("r"), False,
-                                                                    o.dtype), o.dtype, "rmask"))
+                body.append(
+                    "    "
+                    + self._store(
+                        o.buf, "rflat", V(a, frozenset("r"), False, o.dtype), o.dtype, "rmask"
+                    )
+                )
         name = self._kname(k, "greduce")
         bufs = self._ordered(bufs_read, [o.buf for o in outs if o.buf])
         self._define(name, bufs, body, f"reduce (custom combine) over axes {axes} of {shape}")
@@ -1116,8 +1256,9 @@ class TritonProgram:
             return r.params["operand"].load(full, ctx)
 
         def args_of(e):
-            return [a for a in e.args if not isinstance(a, tuple)], \
-                dict(a for a in e.args if isinstance(a, tuple))
+            return [a for a in e.args if not isinstance(a, tuple)], dict(
+                a for a in e.args if isinstance(a, tuple)
+            )
 
         def square_base(e):
             if isinstance(e, Op):
@@ -1138,14 +1279,20 @@ class TritonProgram:
             for x, c in pairs:
                 if isinstance(x, Acc) and x.node == r0.id and isinstance(c, Const):
                     v = float(c.value)
-                    if (e.name == "div" and v == n_inner) or \
-                            (e.name == "mul" and abs(v * n_inner - 1.0) < 1e-6):
+                    if (e.name == "div" and v == n_inner) or (
+                        e.name == "mul" and abs(v * n_inner - 1.0) < 1e-6
+                    ):
                         return True
             return False
 
         def sums(p):
-            return [r for r in p if r.params["op"] == "reduce_sum"
-                    and _is_float(r.params["operand"].dtype) and _is_float(r.dtype)]
+            return [
+                r
+                for r in p
+                if r.params["op"] == "reduce_sum"
+                and _is_float(r.params["operand"].dtype)
+                and _is_float(r.dtype)
+            ]
 
         out, pairs = [list(passes[0])], {}
         for p in passes[1:]:
@@ -1194,8 +1341,7 @@ class TritonProgram:
         rv, iv, full = k.row_vars(), k.inner_vars(), k.full_index()
         nd = len(k.shape)
         contiguous = k.axes == tuple(range(nd - len(k.axes), nd)) or n_rows == 1
-        itemsize = max(np.dtype(r.params["operand"].dtype).itemsize
-                       for p in k.passes for r in p)
+        itemsize = max(np.dtype(r.params["operand"].dtype).itemsize for p in k.passes for r in p)
         rb, ib, warps = reduce_plan(contiguous, n_rows, n_inner, itemsize, self.blocks)
         n_chunks = max(1, -(-n_inner // ib))
         persistent = n_chunks == 1
@@ -1211,8 +1357,13 @@ class TritonProgram:
             m.fn(full, probe)
         maps_join_last = bool(k.maps) and not (probe.accs & ids_of[-1])
         split, per_split = 1, n_chunks
-        if len(passes) == 1 and not pairs and (not k.maps or maps_join_last) and n_chunks > 1 \
-                and row_progs < self.blocks.min_programs:
+        if (
+            len(passes) == 1
+            and not pairs
+            and (not k.maps or maps_join_last)
+            and n_chunks > 1
+            and row_progs < self.blocks.min_programs
+        ):
             split = min(n_chunks, -(-self.blocks.min_programs // row_progs))
             per_split = -(-n_chunks // split)
             split = -(-n_chunks // per_split)
@@ -1249,17 +1400,19 @@ class TritonProgram:
             return code
 
         def head(pid):
-            return [f"    rflat = {pid} * {rb} + tl.arange(0, {rb})[:, None]",
-                    f"    rmask = rflat < {n_rows}",
-                    "    rzero = rflat * 0"] + \
-                ["    " + s for s in _decompose([v.name for v in rv], rows, "rflat")]
+            return [
+                f"    rflat = {pid} * {rb} + tl.arange(0, {rb})[:, None]",
+                f"    rmask = rflat < {n_rows}",
+                "    rzero = rflat * 0",
+            ] + ["    " + s for s in _decompose([v.name for v in rv], rows, "rflat")]
 
         def chunk_head(indent, start):
-            return [f"{indent}jflat = {start} + tl.arange(0, {ib})[None, :]",
-                    f"{indent}jmask = jflat < {n_inner}",
-                    f"{indent}mask = rmask & jmask",
-                    f"{indent}jzero = jflat * 0"] + \
-                [indent + s for s in _decompose([v.name for v in iv], inner, "jflat")]
+            return [
+                f"{indent}jflat = {start} + tl.arange(0, {ib})[None, :]",
+                f"{indent}jmask = jflat < {n_inner}",
+                f"{indent}mask = rmask & jmask",
+                f"{indent}jzero = jflat * 0",
+            ] + [indent + s for s in _decompose([v.name for v in iv], inner, "jflat")]
 
         def over_inner(make_body):
             """Lines running ``make_body(indent)`` for each chunk of the reduced elements."""
@@ -1267,8 +1420,11 @@ class TritonProgram:
                 return []
             if n_inner <= ib:
                 return chunk_head("    ", "0") + make_body("    ")
-            return [f"    for jstart in range(0, {n_inner}, {ib}):"] \
-                + chunk_head("        ", "jstart") + make_body("        ")
+            return (
+                [f"    for jstart in range(0, {n_inner}, {ib}):"]
+                + chunk_head("        ", "jstart")
+                + make_body("        ")
+            )
 
         # one spec per reduction: its accumulator(s), identity, dtype and final value
         specs = []
@@ -1288,15 +1444,18 @@ class TritonProgram:
                     final = f"    {a}_out = {a}_i.to({tl_compute(r.dtype)})"
                     acc[(r.id, 0)] = V(f"{a}_out", frozenset("r"), False, r.dtype)
                 else:
-                    ident = {"reduce_sum": "0", "reduce_prod": "1",
-                             "reduce_max": "0" if is_bool else _lowest(xdt),
-                             "reduce_min": "1" if is_bool else _highest(xdt),
-                             "reduce_and": "1" if is_bool else ("-1" if _is_signed(xdt) else
-                                                               _highest(xdt)),
-                             "reduce_or": "0"}[op]
+                    ident = {
+                        "reduce_sum": "0",
+                        "reduce_prod": "1",
+                        "reduce_max": "0" if is_bool else _lowest(xdt),
+                        "reduce_min": "1" if is_bool else _highest(xdt),
+                        "reduce_and": "1"
+                        if is_bool
+                        else ("-1" if _is_signed(xdt) else _highest(xdt)),
+                        "reduce_or": "0",
+                    }[op]
                     final = f"    {a}_out = {a} != 0" if is_bool else None
-                    acc[(r.id, 0)] = V(f"{a}_out" if is_bool else a, frozenset("r"), False,
-                                       r.dtype)
+                    acc[(r.id, 0)] = V(f"{a}_out" if is_bool else a, frozenset("r"), False, r.dtype)
                 # each chunk's tl.reduce is a tree; the running sum of the chunks' sums must
                 # not add an error that grows with the row's length: a float32 sum carries a
                 # Kahan compensation across chunks (float32 work, as fast as the plain sum on
@@ -1308,11 +1467,21 @@ class TritonProgram:
                     final = f"    {a} = ((w{r.id} + wk{r.id}) * {n_inner}).to({rdt})"
                 elif wide and welford:  # the second moment, kept in float64
                     final = f"    {a} = {a}.to({rdt})"
-                specs.append(SimpleNamespace(r=r, op=op, a=a, ident=ident, rdt=rdt, final=final,
-                                             arg=op in ("argmax", "argmin"),
-                                             acc_t="tl.float64" if wide and welford else rdt,
-                                             kahan=wide and not welford,
-                                             fl=_is_float(xdt), bool=is_bool))
+                specs.append(
+                    SimpleNamespace(
+                        r=r,
+                        op=op,
+                        a=a,
+                        ident=ident,
+                        rdt=rdt,
+                        final=final,
+                        arg=op in ("argmax", "argmin"),
+                        acc_t="tl.float64" if wide and welford else rdt,
+                        kahan=wide and not welford,
+                        fl=_is_float(xdt),
+                        bool=is_bool,
+                    )
+                )
         spec_of = {s.r.id: s for s in specs}
 
         def inits(ss):
@@ -1332,27 +1501,37 @@ class TritonProgram:
             indices, for argmax/argmin) into the accumulators of ``s``."""
             a = s.a
             if s.arg:
-                return [f"{indent}{c}v, {c}i = tl.reduce(({c}, {idx}), 1, _fx_{s.op}, "
-                        "keep_dims=True)",
-                        f"{indent}{a}, {a}_i = _fx_{s.op}({a}, {a}_i, {c}v, {c}i)"]
-            fn = {"reduce_sum": "_fx_add", "reduce_prod": "_fx_mul",
-                  "reduce_max": "_fx_fmax" if s.fl else "_fx_imax",
-                  "reduce_min": "_fx_fmin" if s.fl else "_fx_imin",
-                  "reduce_and": "_fx_and", "reduce_or": "_fx_or"}[s.op]
+                return [
+                    f"{indent}{c}v, {c}i = tl.reduce(({c}, {idx}), 1, _fx_{s.op}, keep_dims=True)",
+                    f"{indent}{a}, {a}_i = _fx_{s.op}({a}, {a}_i, {c}v, {c}i)",
+                ]
+            fn = {
+                "reduce_sum": "_fx_add",
+                "reduce_prod": "_fx_mul",
+                "reduce_max": "_fx_fmax" if s.fl else "_fx_imax",
+                "reduce_min": "_fx_fmin" if s.fl else "_fx_imin",
+                "reduce_and": "_fx_and",
+                "reduce_or": "_fx_or",
+            }[s.op]
             red = f"tl.reduce({c}, 1, {fn}, keep_dims=True)"
             if s.kahan:  # a compensated running sum of the chunks' sums
-                return [f"{indent}{a}_y = {red} - {a}_c",
-                        f"{indent}{a}_t = {a} + {a}_y",
-                        # (no compensation once the sum is infinite: inf - inf is NaN)
-                        f"{indent}{a}_c = tl.where({a}_t - {a}_t == 0, ({a}_t - {a}) - {a}_y, "
-                        "0.0)",
-                        f"{indent}{a} = {a}_t"]
+                return [
+                    f"{indent}{a}_y = {red} - {a}_c",
+                    f"{indent}{a}_t = {a} + {a}_y",
+                    # (no compensation once the sum is infinite: inf - inf is NaN)
+                    f"{indent}{a}_c = tl.where({a}_t - {a}_t == 0, ({a}_t - {a}) - {a}_y, 0.0)",
+                    f"{indent}{a} = {a}_t",
+                ]
             if s.acc_t != s.rdt:
                 red = f"{red}.to({s.acc_t})"
-            comb = {"reduce_sum": "{a} + {s}", "reduce_prod": "{a} * {s}",
-                    "reduce_max": "_fx_fmax({a}, {s})" if s.fl else "tl.maximum({a}, {s})",
-                    "reduce_min": "_fx_fmin({a}, {s})" if s.fl else "tl.minimum({a}, {s})",
-                    "reduce_and": "{a} & {s}", "reduce_or": "{a} | {s}"}[s.op]
+            comb = {
+                "reduce_sum": "{a} + {s}",
+                "reduce_prod": "{a} * {s}",
+                "reduce_max": "_fx_fmax({a}, {s})" if s.fl else "tl.maximum({a}, {s})",
+                "reduce_min": "_fx_fmin({a}, {s})" if s.fl else "tl.minimum({a}, {s})",
+                "reduce_and": "{a} & {s}",
+                "reduce_or": "{a} | {s}",
+            }[s.op]
             return [f"{indent}{a} = ({comb.format(a=a, s=red)}).to({s.acc_t})"]
 
         def welford_shift(red_nodes):
@@ -1367,8 +1546,10 @@ class TritonProgram:
             for r in red_nodes:
                 if r.id in partner:
                     v = em(r.params["operand"].load(first, ctx))
-                    lines.append(f"    wk{r.id} = tl.broadcast_to({em.tensor(v)}, [{rb}, 1])"
-                                 f".to({spec_of[r.id].rdt})")
+                    lines.append(
+                        f"    wk{r.id} = tl.broadcast_to({em.tensor(v)}, [{rb}, 1])"
+                        f".to({spec_of[r.id].rdt})"
+                    )
             return em.flush() + lines
 
         def welford_fold(indent, s, val):
@@ -1376,18 +1557,19 @@ class TritonProgram:
             chunk's own pair."""
             i, t = s.r.id, s.rdt
             m2 = spec_of[partner[i]].a
-            return [f"{indent}wv{i} = {val} - wk{i}",
-                    f"{indent}wc{i} = tl.where(mask, wv{i}, 0)",
-                    f"{indent}wold{i} = tl.full([{rb}, 1], 0, {t}) + jstart",
-                    f"{indent}wn{i} = tl.minimum({n_inner} - wold{i}, {ib})",
-                    f"{indent}wm{i} = tl.reduce(wc{i}, 1, _fx_add, keep_dims=True) / wn{i}",
-                    f"{indent}wd{i} = tl.where(mask, wv{i} - wm{i}, 0)",
-                    f"{indent}wq{i} = tl.reduce(wd{i} * wd{i}, 1, _fx_add, keep_dims=True)",
-                    f"{indent}wdel{i} = wm{i} - w{i}",
-                    f"{indent}wtot{i} = wold{i} + wn{i}",
-                    f"{indent}w{i} = w{i} + wdel{i} * (wn{i} / wtot{i})",
-                    f"{indent}{m2} = {m2} + wq{i} + wdel{i} * wdel{i} * "
-                    f"(wold{i} * wn{i} / wtot{i})"]
+            return [
+                f"{indent}wv{i} = {val} - wk{i}",
+                f"{indent}wc{i} = tl.where(mask, wv{i}, 0)",
+                f"{indent}wold{i} = tl.full([{rb}, 1], 0, {t}) + jstart",
+                f"{indent}wn{i} = tl.minimum({n_inner} - wold{i}, {ib})",
+                f"{indent}wm{i} = tl.reduce(wc{i}, 1, _fx_add, keep_dims=True) / wn{i}",
+                f"{indent}wd{i} = tl.where(mask, wv{i} - wm{i}, 0)",
+                f"{indent}wq{i} = tl.reduce(wd{i} * wd{i}, 1, _fx_add, keep_dims=True)",
+                f"{indent}wdel{i} = wm{i} - w{i}",
+                f"{indent}wtot{i} = wold{i} + wn{i}",
+                f"{indent}w{i} = w{i} + wdel{i} * (wn{i} / wtot{i})",
+                f"{indent}{m2} = {m2} + wq{i} + wdel{i} * wdel{i} * (wold{i} * wn{i} / wtot{i})",
+            ]
 
         def updates(em, ctx, red_nodes, indent):
             """The statements folding one chunk into the accumulators of ``red_nodes``."""
@@ -1423,18 +1605,21 @@ class TritonProgram:
             return em.flush() + lines
 
         def stores():
-            return ["    " + self._store(s.r.buf, "rflat", acc[(s.r.id, 0)], s.r.dtype, "rmask")
-                    for s in specs]
+            return [
+                "    " + self._store(s.r.buf, "rflat", acc[(s.r.id, 0)], s.r.dtype, "rmask")
+                for s in specs
+            ]
 
         ops = [[r.params["op"] for r in p] for p in k.passes]
         variant = "persistent" if persistent else "looped"
         if pairs:
             variant += f", {len(pairs)} Welford pair(s)"
-        what = (f"reduce axes {k.axes} of {k.shape}: passes {ops}, {len(k.maps)} map, "
-                f"{len(k.epilogue)} epilogue; {rb} rows x {ib} ({variant})")
+        what = (
+            f"reduce axes {k.axes} of {k.shape}: passes {ops}, {len(k.maps)} map, "
+            f"{len(k.epilogue)} epilogue; {rb} rows x {ib} ({variant})"
+        )
         name = self._kname(k, "reduce")
-        stored = [s.r.buf for s in specs] + [m.buf for m in k.maps] + \
-            [m.buf for m in k.epilogue]
+        stored = [s.r.buf for s in specs] + [m.buf for m in k.maps] + [m.buf for m in k.epilogue]
 
         if split == 1:
             body = head(self._pid())
@@ -1465,8 +1650,9 @@ class TritonProgram:
                     body += over_inner(make)
                     body += [spec_of[r.id].final for r in p if spec_of[r.id].final]
                 if k.maps and not maps_join_last:
-                    body += over_inner(lambda indent: map_stores(emitter(indent),
-                                                                 KernelCtx(k, rv), indent))
+                    body += over_inner(
+                        lambda indent: map_stores(emitter(indent), KernelCtx(k, rv), indent)
+                    )
             body += stores()
             body += epilogue(emitter("    "), KernelCtx(k, rv))
             bufs = self._ordered(reads(), stored)
@@ -1481,11 +1667,14 @@ class TritonProgram:
             if s.arg:
                 parts.append((f"p{s.r.id}_i", idx_t))
         for pn, dt in parts:
-            self.host.append(f"    {pn} = torch.empty({n_rows * split}, "
-                             f"dtype=torch.{dt[3:]}, device=dev)")
+            self.host.append(
+                f"    {pn} = torch.empty({n_rows * split}, dtype=torch.{dt[3:]}, device=dev)"
+            )
         body = head(self._pid()) + ["    sp = tl.program_id(1)"] + inits(specs)
-        body += [f"    for jc in range({per_split}):",
-                 f"        jstart = (sp * {per_split} + jc) * {ib}"]
+        body += [
+            f"    for jc in range({per_split}):",
+            f"        jstart = (sp * {per_split} + jc) * {ib}",
+        ]
         em, ctx = emitter("        "), KernelCtx(k, rv)
         body += chunk_head("        ", "jstart") + updates(em, ctx, passes[0], "        ")
         if k.maps:
@@ -1494,31 +1683,52 @@ class TritonProgram:
             val = f"{s.a}.to(tl.float64) - {s.a}_c.to(tl.float64)" if s.kahan else s.a
             body.append(f"    tl.store(p{s.r.id} + rflat * {split} + sp, {val}, mask=rmask)")
             if s.arg:
-                body.append(f"    tl.store(p{s.r.id}_i + rflat * {split} + sp, {s.a}_i, "
-                            "mask=rmask)")
+                body.append(
+                    f"    tl.store(p{s.r.id}_i + rflat * {split} + sp, {s.a}_i, mask=rmask)"
+                )
         map_bufs = [m.buf for m in k.maps]
         bufs = self._ordered(reads(), [pn for pn, _ in parts], map_bufs)
-        self._define(name + "_part", bufs, body,
-                     f"{what}; partials over {split} splits of {per_split} chunks")
+        self._define(
+            name + "_part",
+            bufs,
+            body,
+            f"{what}; partials over {split} splits of {per_split} chunks",
+        )
         self._launch(name + "_part", f"{row_progs}, {split}", bufs, warps)
         ems.clear()
         sp2 = _next_pow2(split)
         # the partials of a compensated sum fold in float64 (no loop here, so no carry)
-        specs = [SimpleNamespace(**{**vars(s), "kahan": False, "acc_t": "tl.float64",
-                                    "final": f"    {s.a} = {s.a}.to({s.rdt})"})
-                 if s.kahan else s for s in specs]
+        specs = [
+            SimpleNamespace(
+                **{
+                    **vars(s),
+                    "kahan": False,
+                    "acc_t": "tl.float64",
+                    "final": f"    {s.a} = {s.a}.to({s.rdt})",
+                }
+            )
+            if s.kahan
+            else s
+            for s in specs
+        ]
         body = head(self._pid()) + inits(specs)
-        body += [f"    sidx = tl.arange(0, {sp2})[None, :]",
-                 "    pmask = rmask & (sidx < {})".format(split)]
+        body += [
+            f"    sidx = tl.arange(0, {sp2})[None, :]",
+            "    pmask = rmask & (sidx < {})".format(split),
+        ]
         for s in specs:
             c = f"c{s.r.id}"
-            body.append(f"    {c} = tl.load(p{s.r.id} + rflat * {split} + sidx, mask=pmask, "
-                        f"other={s.ident})")
+            body.append(
+                f"    {c} = tl.load(p{s.r.id} + rflat * {split} + sidx, mask=pmask, "
+                f"other={s.ident})"
+            )
             idx = None
             if s.arg:
                 idx = f"{c}_i"
-                body.append(f"    {idx} = tl.load(p{s.r.id}_i + rflat * {split} + sidx, "
-                            f"mask=pmask, other={idx_past})")
+                body.append(
+                    f"    {idx} = tl.load(p{s.r.id}_i + rflat * {split} + sidx, "
+                    f"mask=pmask, other={idx_past})"
+                )
             body += fold("    ", s, c, idx)
         body += [s.final for s in specs if s.final]
         body += stores()
@@ -1537,9 +1747,17 @@ class TritonProgram:
             a = [f"a{i}" for i in range(n)]
             b = [f"b{i}" for i in range(n)]
             rets = [f"tl.where(t, {y}, {x})" for x, y in zip(a, b)] + ["tl.where(t, ib, ia)"]
-            self.defs.append("\n".join([
-                "@triton.jit", f"def {name}({', '.join(a + ['ia'] + b + ['ib'])}):",
-                "    t = ib > ia", f"    return {', '.join(rets)}"]) + "\n")
+            self.defs.append(
+                "\n".join(
+                    [
+                        "@triton.jit",
+                        f"def {name}({', '.join(a + ['ia'] + b + ['ib'])}):",
+                        "    t = ib > ia",
+                        f"    return {', '.join(rets)}",
+                    ]
+                )
+                + "\n"
+            )
         return name
 
     def _combine_fn(self, k: Kernel, xdts, cdts, build) -> str:
@@ -1553,11 +1771,21 @@ class TritonProgram:
         for sy in a_syms + b_syms + c_syms:
             ce.syms[sy.name] = V(sy.name, frozenset("s"), False, sy.dtype)
         new = [ce(e) for e in build(c_syms, a_syms, b_syms)]
-        params = [sy.name for sy in a_syms] + [sy.name for sy in c_syms] + \
-            [sy.name for sy in b_syms] + [f"bc{i}" for i in range(len(cdts))]
+        params = (
+            [sy.name for sy in a_syms]
+            + [sy.name for sy in c_syms]
+            + [sy.name for sy in b_syms]
+            + [f"bc{i}" for i in range(len(cdts))]
+        )
         rets = [Emitter.tensor(v) for v in new] + [sy.name for sy in c_syms]
-        self.defs.append("\n".join(["@triton.jit", f"def {name}({', '.join(params)}):"]
-                                   + ce.lines + [f"    return {', '.join(rets)}"]) + "\n")
+        self.defs.append(
+            "\n".join(
+                ["@triton.jit", f"def {name}({', '.join(params)}):"]
+                + ce.lines
+                + [f"    return {', '.join(rets)}"]
+            )
+            + "\n"
+        )
         return name
 
     def _scan_kernel(self, k: Kernel, xs, consts, outs, axis, reverse, combine, what: str):
@@ -1565,7 +1793,7 @@ class TritonProgram:
         (lane-wise), chunked along the axis with a carried prefix."""
         shape = xs[0].shape
         n = shape[axis]
-        pre, post = shape[:axis], shape[axis + 1:]
+        pre, post = shape[:axis], shape[axis + 1 :]
         n_pre, n_post = math.prod(pre), math.prod(post)
         n_lanes = n_pre * n_post
         if n == 0 or n_lanes == 0:
@@ -1582,12 +1810,13 @@ class TritonProgram:
         nx, nc = len(xs), len(consts)
         m_all = nx + nc
 
-        cname = self._combine_fn(k, [x.dtype for x in xs], [c.dtype for c in consts],
-                                 combine)
+        cname = self._combine_fn(k, [x.dtype for x in xs], [c.dtype for c in consts], combine)
         last = self._pick_last(m_all)
 
-        body = [f"    lflat = {self._pid()} * {lb} + tl.arange(0, {lb})[:, None]",
-                f"    lmask = lflat < {n_lanes}"]
+        body = [
+            f"    lflat = {self._pid()} * {lb} + tl.arange(0, {lb})[:, None]",
+            f"    lmask = lflat < {n_lanes}",
+        ]
         if pre:
             body.append(f"    pflat = lflat // {n_post}")
             body += ["    " + s for s in _decompose([v.name for v in pv], pre, "pflat")]
@@ -1606,10 +1835,12 @@ class TritonProgram:
             cbs.append(f"cb{i}")
 
         def chunk(indent, start, first):
-            lines = [f"{indent}s = {start} + tl.arange(0, {sb})[None, :]",
-                     f"{indent}smask = s < {n}",
-                     f"{indent}mask = lmask & smask",
-                     f"{indent}j = {n - 1} - s" if reverse else f"{indent}j = s"]
+            lines = [
+                f"{indent}s = {start} + tl.arange(0, {sb})[None, :]",
+                f"{indent}smask = s < {n}",
+                f"{indent}mask = lmask & smask",
+                f"{indent}j = {n - 1} - s" if reverse else f"{indent}j = s",
+            ]
             em = Emitter(indent, counter, tags, masks)
             cur = [em(x.load(full, ctx)) for x in xs]
             lines += em.flush()
@@ -1619,8 +1850,9 @@ class TritonProgram:
             if m_all == 1:
                 lines.append(f"{indent}y0 = tl.associative_scan({xb[0]}, 1, {cname})")
             else:
-                lines.append(f"{indent}{', '.join(ys)} = tl.associative_scan(("
-                             f"{', '.join(xb)}), 1, {cname})")
+                lines.append(
+                    f"{indent}{', '.join(ys)} = tl.associative_scan(({', '.join(xb)}), 1, {cname})"
+                )
             carries = [f"carry{i}" for i in range(m_all)]
             if not first:
                 # prefix of the earlier chunks: combine(carry, y) (the carry is the left operand)
@@ -1629,13 +1861,24 @@ class TritonProgram:
             off = em.index(flat_offset(full, shape))
             for i, o in enumerate(outs):
                 if o.buf:
-                    lines.append(indent + self._store(o.buf, off.code,
-                                                      V(ys[i], frozenset("ls"), False, o.dtype),
-                                                      o.dtype, "mask"))
+                    lines.append(
+                        indent
+                        + self._store(
+                            o.buf,
+                            off.code,
+                            V(ys[i], frozenset("ls"), False, o.dtype),
+                            o.dtype,
+                            "mask",
+                        )
+                    )
             if k.epilogue:  # pointwise nodes at these positions, reading ys (schedule.py)
                 # (the chunk's emitter: a load of the scan's own operands is not repeated)
-                em.acc.update({(o.id, 0): V(ys[i], frozenset("ls"), False, o.dtype)
-                               for i, o in enumerate(outs)})
+                em.acc.update(
+                    {
+                        (o.id, 0): V(ys[i], frozenset("ls"), False, o.dtype)
+                        for i, o in enumerate(outs)
+                    }
+                )
                 ectx = KernelCtx(k, full)
                 for e in k.epilogue:
                     v = em(e.fn(full, ectx))
@@ -1643,8 +1886,10 @@ class TritonProgram:
                     lines.append(indent + self._store(e.buf, off.code, v, e.dtype, "mask"))
                 all_bufs.update(em.bufs)
             if n > sb:
-                lines.append(f"{indent}{', '.join(carries)}, _ = tl.reduce(({', '.join(ys)}, "
-                             f"tl.where(mask, s, -1)), 1, {last}, keep_dims=True)")
+                lines.append(
+                    f"{indent}{', '.join(carries)}, _ = tl.reduce(({', '.join(ys)}, "
+                    f"tl.where(mask, s, -1)), 1, {last}, keep_dims=True)"
+                )
             return lines
 
         body += chunk("    ", "0", True)
@@ -1654,8 +1899,13 @@ class TritonProgram:
         name = self._kname(k, "scan")
         stored = [o.buf for o in outs if o.buf] + [e.buf for e in k.epilogue]
         bufs = self._ordered(all_bufs, stored)
-        self._define(name, bufs, body, f"{what} along axis {axis} of {shape}"
-                     f"{' (reverse)' if reverse else ''}; {lb} lanes x {sb}")
+        self._define(
+            name,
+            bufs,
+            body,
+            f"{what} along axis {axis} of {shape}"
+            f"{' (reverse)' if reverse else ''}; {lb} lanes x {sb}",
+        )
         self._launch(name, -(-n_lanes // lb), bufs, warps)
 
     def _ascan(self, k: Kernel):
@@ -1664,8 +1914,16 @@ class TritonProgram:
         def combine(cs, accs, curs):
             return lanewise_exprs(group["combine"], list(cs) + list(accs) + list(curs))
 
-        self._scan_kernel(k, group["xs"], group["consts"], group["outs"], group["axis"],
-                          group["reverse"], combine, "associative_scan")
+        self._scan_kernel(
+            k,
+            group["xs"],
+            group["consts"],
+            group["outs"],
+            group["axis"],
+            group["reverse"],
+            combine,
+            "associative_scan",
+        )
 
     def _scan(self, k: Kernel):
         node = k.nodes[0]
@@ -1683,12 +1941,16 @@ class TritonProgram:
                 return [Op(dt, "max" if op == "cummax" else "min", (a, b))]
             m = Op(dt, "max", (a, b))
             d = Op(dt, "sub", (a, b))
-            soft = Op(dt, "add", (m, Op(dt, "log1p", (Op(dt, "exp", (Op(dt, "neg", (
-                Op(dt, "abs", (d,)),)),)),))))
+            soft = Op(
+                dt,
+                "add",
+                (m, Op(dt, "log1p", (Op(dt, "exp", (Op(dt, "neg", (Op(dt, "abs", (d,)),)),)),))),
+            )
             return [Op(dt, "select", (Op(dtypes.bool_, "ne", (d, d)), Op(dt, "add", (a, b)), soft))]
 
-        self._scan_kernel(k, [x], [], [node], node.params["axis"], node.params["reverse"],
-                          combine, op)
+        self._scan_kernel(
+            k, [x], [], [node], node.params["axis"], node.params["reverse"], combine, op
+        )
 
     # --- matrix products (host) ----------------------------------------------------------------
     def _dot(self, k: Kernel):
@@ -1699,9 +1961,11 @@ class TritonProgram:
             return
         # the product's own precision=, else the default (see functx.default_matmul_precision)
         tf32 = (p.get("precision") or placement.matmul_precision()) != "float32"
-        self.host.append(f"    _fx_dot({lhs.buf}, {rhs.buf}, {node.buf}, {p['batch']}, {p['m']}, "
-                         f"{p['k']}, {p['n']}, {p['lhs_trans']}, {p['rhs_trans']}, {tf32})"
-                         f"  # kernel {k.index}: dot_general {lhs.shape} x {rhs.shape}")
+        self.host.append(
+            f"    _fx_dot({lhs.buf}, {rhs.buf}, {node.buf}, {p['batch']}, {p['m']}, "
+            f"{p['k']}, {p['n']}, {p['lhs_trans']}, {p['rhs_trans']}, {tf32})"
+            f"  # kernel {k.index}: dot_general {lhs.shape} x {rhs.shape}"
+        )
 
     # --- control flow: host loops over sub-programs -----------------------------------------------
     def _sub(self, closed) -> tuple[str, list[str]]:
@@ -1745,7 +2009,7 @@ class TritonProgram:
         ins, outs = group["ins"], group["outs"]
         nc, nk, length = group["num_consts"], group["num_carry"], group["length"]
         name, bconsts = self._sub(group["jaxpr"])
-        consts, carry, xs = ins[:nc], ins[nc:nc + nk], ins[nc + nk:]
+        consts, carry, xs = ins[:nc], ins[nc : nc + nk], ins[nc + nk :]
         carry_out, ys = outs[:nk], outs[nk:]
         tag = f"L{k.index}"
         lines, a, b = self._carries(tag, carry)
@@ -1757,9 +2021,10 @@ class TritonProgram:
 
         args = [self._view(c) for c in consts] + a + [at(x) for x in xs]
         res = b + [at(y) for y in ys]
-        lines += [f"    for it in range({length}):",
-                  f"        {name}([{', '.join(args)}], [{', '.join(bconsts)}], "
-                  f"[{', '.join(res)}])"]
+        lines += [
+            f"    for it in range({length}):",
+            f"        {name}([{', '.join(args)}], [{', '.join(bconsts)}], [{', '.join(res)}])",
+        ]
         if a:
             lines.append(f"        {', '.join(a + b)} = {', '.join(b + a)}")
         lines += [f"    {self._view(n)}.copy_({x})" for n, x in zip(carry_out, a)]
@@ -1770,36 +2035,43 @@ class TritonProgram:
         ncc, nbc = group["cond_nconsts"], group["body_nconsts"]
         cname, cconsts = self._sub(group["cond_jaxpr"])
         bname, bconsts = self._sub(group["body_jaxpr"])
-        cc, bc, carry = ins[:ncc], ins[ncc:ncc + nbc], ins[ncc + nbc:]
+        cc, bc, carry = ins[:ncc], ins[ncc : ncc + nbc], ins[ncc + nbc :]
         tag = f"W{k.index}"
         lines, a, b = self._carries(tag, carry)
-        lines += [f"    {tag}flag = torch.empty(1, dtype=torch.bool, device=dev)",
-                  "    while True:",
-                  f"        {cname}([{', '.join([self._view(c) for c in cc] + a)}], "
-                  f"[{', '.join(cconsts)}], [{tag}flag])",
-                  f"        if not bool({tag}flag.item()):",
-                  "            break",
-                  f"        {bname}([{', '.join([self._view(c) for c in bc] + a)}], "
-                  f"[{', '.join(bconsts)}], [{', '.join(b)}])"]
+        lines += [
+            f"    {tag}flag = torch.empty(1, dtype=torch.bool, device=dev)",
+            "    while True:",
+            f"        {cname}([{', '.join([self._view(c) for c in cc] + a)}], "
+            f"[{', '.join(cconsts)}], [{tag}flag])",
+            f"        if not bool({tag}flag.item()):",
+            "            break",
+            f"        {bname}([{', '.join([self._view(c) for c in bc] + a)}], "
+            f"[{', '.join(bconsts)}], [{', '.join(b)}])",
+        ]
         if a:
             lines.append(f"        {', '.join(a + b)} = {', '.join(b + a)}")
         lines += [f"    {self._view(n)}.copy_({x})" for n, x in zip(outs, a)]
-        self.host += [f"    # kernel {k.index}: while_loop calling {cname} and {bname} "
-                      "(the condition is read on the host each iteration)"] + lines
+        self.host += [
+            f"    # kernel {k.index}: while_loop calling {cname} and {bname} "
+            "(the condition is read on the host each iteration)"
+        ] + lines
 
     def _loop_cond(self, k: Kernel, group):
         ins, outs = group["ins"], group["outs"]
         branches = group["branches"]
         index, ops = ins[0], ins[1:]
         tag = f"C{k.index}"
-        lines = [f"    # kernel {k.index}: cond with {len(branches)} branches",
-                 f"    {tag} = min(max(int({index.buf}.view(-1)[0].item()), 0), "
-                 f"{len(branches) - 1})"]
+        lines = [
+            f"    # kernel {k.index}: cond with {len(branches)} branches",
+            f"    {tag} = min(max(int({index.buf}.view(-1)[0].item()), 0), {len(branches) - 1})",
+        ]
         for bi, br in enumerate(branches):
             name, consts = self._sub(br)
-            lines += [f"    {'if' if bi == 0 else 'elif'} {tag} == {bi}:",
-                      f"        {name}([{', '.join(self._view(o) for o in ops)}], "
-                      f"[{', '.join(consts)}], [{', '.join(self._view(o) for o in outs)}])"]
+            lines += [
+                f"    {'if' if bi == 0 else 'elif'} {tag} == {bi}:",
+                f"        {name}([{', '.join(self._view(o) for o in ops)}], "
+                f"[{', '.join(consts)}], [{', '.join(self._view(o) for o in outs)}])",
+            ]
         self.host += lines
 
     # --- the module ----------------------------------------------------------------------------
@@ -1830,13 +2102,16 @@ class TritonProgram:
         for n in g.nodes:
             if n.buf and n.buf not in declared:
                 declared.add(n.buf)
-                allocs.append(f"    {n.buf} = torch.empty({max(n.size, 1)}, "
-                              f"dtype=torch.{torch_dtype_name(n.dtype)}, device=dev)")
+                allocs.append(
+                    f"    {n.buf} = torch.empty({max(n.size, 1)}, "
+                    f"dtype=torch.{torch_dtype_name(n.dtype)}, device=dev)"
+                )
         copies = []
         for i, node in enumerate(g.outputs):
             if node.buf != f"out{i}":
-                copies.append(f"    out{i}.view(-1)[:{node.size}].copy_("
-                              f"{node.buf}.view(-1)[:{node.size}])")
+                copies.append(
+                    f"    out{i}.view(-1)[:{node.size}].copy_({node.buf}.view(-1)[:{node.size}])"
+                )
         body = allocs + self.host + copies
         if any("device=dev" in ln for ln in body):  # (only where used: each line costs)
             head.append("    dev = out0.device" if out_names else "    dev = None")
@@ -1851,8 +2126,12 @@ class TritonProgram:
         self.host = []
         self.aliases = set()
         main = self.function("run")
-        return "\n".join([PRELUDE] + ["\n" + d for d in self.defs]
-                         + ["\n" + f for f in self.subs] + ["\n" + main])
+        return "\n".join(
+            [PRELUDE]
+            + ["\n" + d for d in self.defs]
+            + ["\n" + f for f in self.subs]
+            + ["\n" + main]
+        )
 
 
 # --- NumPy stand-ins for libdevice under TRITON_INTERPRET=1 ------------------------------------
@@ -1872,13 +2151,35 @@ def _lgamma(x):
 
 
 _NP_LIBDEVICE = {
-    "exp": np.exp, "exp2": np.exp2, "log": np.log, "log1p": np.log1p, "expm1": np.expm1,
-    "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
-    "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "asinh": np.arcsinh,
-    "acosh": np.arccosh, "atanh": np.arctanh, "cbrt": np.cbrt, "sqrt": np.sqrt,
-    "erf": np.vectorize(math.erf, otypes=[np.float64]), "lgamma": _lgamma,
-    "pow": np.power, "fmod": np.fmod, "atan2": np.arctan2, "nextafter": np.nextafter,
-    "nearbyint": np.rint, "rint": np.rint, "round": _round_half_away, "trunc": np.trunc,
+    "exp": np.exp,
+    "exp2": np.exp2,
+    "log": np.log,
+    "log1p": np.log1p,
+    "expm1": np.expm1,
+    "sin": np.sin,
+    "cos": np.cos,
+    "tan": np.tan,
+    "asin": np.arcsin,
+    "acos": np.arccos,
+    "atan": np.arctan,
+    "sinh": np.sinh,
+    "cosh": np.cosh,
+    "tanh": np.tanh,
+    "asinh": np.arcsinh,
+    "acosh": np.arccosh,
+    "atanh": np.arctanh,
+    "cbrt": np.cbrt,
+    "sqrt": np.sqrt,
+    "erf": np.vectorize(math.erf, otypes=[np.float64]),
+    "lgamma": _lgamma,
+    "pow": np.power,
+    "fmod": np.fmod,
+    "atan2": np.arctan2,
+    "nextafter": np.nextafter,
+    "nearbyint": np.rint,
+    "rint": np.rint,
+    "round": _round_half_away,
+    "trunc": np.trunc,
 }
 
 
@@ -1899,18 +2200,21 @@ class _InterpreterLibdevice:
 
         ref = next(a for a in args if isinstance(a, tl.tensor))
         data = [a.handle.data if isinstance(a, tl.tensor) else a for a in args]
-        shapes = [list(a.type.shape) for a in args if isinstance(a, tl.tensor) and
-                  a.type.is_block()]
+        shapes = [
+            list(a.type.shape) for a in args if isinstance(a, tl.tensor) and a.type.is_block()
+        ]
         np_dt = ref.handle.data.dtype
         with np.errstate(all="ignore"):
             out = np.asarray(fn(*data)).astype(np_dt)
         if shapes:
             shape = list(np.broadcast_shapes(*[tuple(s) for s in shapes]))
             out = np.broadcast_to(out, shape).copy()
-            return tl.tensor(TensorHandle(out, ref.dtype.scalar), tl.block_type(ref.dtype.scalar,
-                                                                                shape))
-        return tl.tensor(TensorHandle(out.reshape(-1)[:1].copy(), ref.dtype.scalar),
-                         ref.dtype.scalar)
+            return tl.tensor(
+                TensorHandle(out, ref.dtype.scalar), tl.block_type(ref.dtype.scalar, shape)
+            )
+        return tl.tensor(
+            TensorHandle(out.reshape(-1)[:1].copy(), ref.dtype.scalar), ref.dtype.scalar
+        )
 
 
 interpreter_libdevice = _InterpreterLibdevice()
@@ -1938,6 +2242,18 @@ def compile_triton(closed, blocks: Blocks | None = None) -> TritonExecutable:
     return TritonExecutable(g, kernels, src, schedule.describe(kernels))
 
 
-__all__ = ["TritonProgram", "TritonExecutable", "JitExecutable", "Blocks", "compile_triton",
-           "reduce_plan", "scan_plan", "PRELUDE", "interpreter_libdevice", "tl_dtype",
-           "tl_compute", "load_module", "to_torch"]
+__all__ = [
+    "TritonProgram",
+    "TritonExecutable",
+    "JitExecutable",
+    "Blocks",
+    "compile_triton",
+    "reduce_plan",
+    "scan_plan",
+    "PRELUDE",
+    "interpreter_libdevice",
+    "tl_dtype",
+    "tl_compute",
+    "load_module",
+    "to_torch",
+]

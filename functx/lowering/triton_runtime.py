@@ -61,10 +61,21 @@ from functx import dtypes
 from functx.lowering import cache
 from functx.lowering.compile import log
 
-_TORCH = {dtypes.bool_: "bool", dtypes.int8: "int8", dtypes.int16: "int16", dtypes.int32: "int32",
-          dtypes.int64: "int64", dtypes.uint8: "uint8", dtypes.uint16: "uint16",
-          dtypes.uint32: "uint32", dtypes.uint64: "uint64", dtypes.float16: "float16",
-          dtypes.bfloat16: "bfloat16", dtypes.float32: "float32", dtypes.float64: "float64"}
+_TORCH = {
+    dtypes.bool_: "bool",
+    dtypes.int8: "int8",
+    dtypes.int16: "int16",
+    dtypes.int32: "int32",
+    dtypes.int64: "int64",
+    dtypes.uint8: "uint8",
+    dtypes.uint16: "uint16",
+    dtypes.uint32: "uint32",
+    dtypes.uint64: "uint64",
+    dtypes.float16: "float16",
+    dtypes.bfloat16: "bfloat16",
+    dtypes.float32: "float32",
+    dtypes.float64: "float64",
+}
 
 
 def torch_dtype_name(dt) -> str:
@@ -125,8 +136,9 @@ def _hooks_active() -> bool:
     if rt is None:
         return False
     a, b = rt.launch_enter_hook, rt.launch_exit_hook
-    return (a is not None and getattr(a, "calls", True)) or \
-        (b is not None and getattr(b, "calls", True))
+    return (a is not None and getattr(a, "calls", True)) or (
+        b is not None and getattr(b, "calls", True)
+    )
 
 
 def _aligned(args) -> bool:
@@ -146,12 +158,13 @@ class Site:
         self.num_warps = num_warps
         self.fast: dict = {}  # device index -> _fast_entry(compiled kernel)
         self.name = getattr(kernel, "__name__", None) or getattr(
-            getattr(kernel, "fn", None), "__name__", "kernel")
+            getattr(kernel, "fn", None), "__name__", "kernel"
+        )
         self.note = ""  # why launches go through Triton, when they do
 
     @property
     def mode(self) -> str:
-        """"direct" once launches skip Triton's dispatch, else "triton"."""
+        """ "direct" once launches skip Triton's dispatch, else "triton"."""
         return "direct" if self.fast else "triton"
 
     def __call__(self, g0, g1, *args):
@@ -168,8 +181,22 @@ class Site:
                     bits |= p
                 if not bits & 15:  # compiled for 16-byte aligned buffers
                     if f[0]:  # the launcher's C function (no scratch memory to allocate)
-                        f[1](g0, g1, 1, _cuda[1](dev), f[2], f[3], f[4], None, None, f[5],
-                             None, None, None, *ptrs)
+                        f[1](
+                            g0,
+                            g1,
+                            1,
+                            _cuda[1](dev),
+                            f[2],
+                            f[3],
+                            f[4],
+                            None,
+                            None,
+                            f[5],
+                            None,
+                            None,
+                            None,
+                            *ptrs,
+                        )
                     else:  # the launcher object
                         f[1](g0, g1, 1, _cuda[1](dev), f[2], f[5], None, None, None, *ptrs)
                     return
@@ -202,13 +229,22 @@ def _fast_entry(ck):
     run = ck.run
     import triton
 
-    c_ok = (triton.__version__.startswith("3.6.") and callable(getattr(run, "launch", None))
-            and getattr(run, "global_scratch_size", 1) == 0
-            and getattr(run, "profile_scratch_size", 1) == 0
-            and getattr(run, "num_ctas", 1) == 1)
+    c_ok = (
+        triton.__version__.startswith("3.6.")
+        and callable(getattr(run, "launch", None))
+        and getattr(run, "global_scratch_size", 1) == 0
+        and getattr(run, "profile_scratch_size", 1) == 0
+        and getattr(run, "num_ctas", 1) == 1
+    )
     if c_ok:
-        return (True, run.launch, ck.function, run.launch_cooperative_grid, run.launch_pdl,
-                ck.packed_metadata)
+        return (
+            True,
+            run.launch,
+            ck.function,
+            run.launch_cooperative_grid,
+            run.launch_pdl,
+            ck.packed_metadata,
+        )
     return (False, run, ck.function, None, None, ck.packed_metadata)
 
 
@@ -228,8 +264,12 @@ def _bind_fp32_mode():
 
     m = torch.backends.cuda.matmul
     if hasattr(m, "fp32_precision"):
-        _fp32_mode = (lambda: m.fp32_precision, lambda v: setattr(m, "fp32_precision", v),
-                      "tf32", "ieee")
+        _fp32_mode = (
+            lambda: m.fp32_precision,
+            lambda v: setattr(m, "fp32_precision", v),
+            "tf32",
+            "ieee",
+        )
     else:
         _fp32_mode = (lambda: m.allow_tf32, lambda v: setattr(m, "allow_tf32", v), True, False)
 
@@ -318,7 +358,7 @@ def _graph_policy(n_launches: int) -> bool:
 
 
 def _graph_mode(n_launches: int, io_bytes: int) -> str:
-    """"copy" where copying the inputs and outputs costs less than the graph saves, else
+    """ "copy" where copying the inputs and outputs costs less than the graph saves, else
     "in place"."""
     return "copy" if io_bytes <= max(n_launches, 1) * GRAPH_BYTES_PER_LAUNCH else "in place"
 
@@ -358,8 +398,9 @@ class GraphMemory:
             return False
         held = sum(g.held_bytes() for g in users)
         while held + nbytes > self.budget:
-            freed = next((b for b in (g.drop_oldest(keep if g is graphs else None)
-                                      for g in users) if b), 0)
+            freed = next(
+                (b for b in (g.drop_oldest(keep if g is graphs else None) for g in users) if b), 0
+            )
             if not freed:
                 return False
             held -= freed
@@ -381,8 +422,7 @@ class InPlaceGraphs:
     ``memory``) it captures no more.
     """
 
-    def __init__(self, capture, nbytes: int, memory: GraphMemory,
-                 limit: int = GRAPH_INSTANCES):
+    def __init__(self, capture, nbytes: int, memory: GraphMemory, limit: int = GRAPH_INSTANCES):
         global _storage_use_count
         if _storage_use_count is None:
             import torch
@@ -418,8 +458,11 @@ class InPlaceGraphs:
             # every instance's outputs are held (or none yet): capture another, if allowed
             if found:
                 self.graphs[key] = found
-            if len(found) >= self.limit or self.captures >= GRAPH_MAX_CAPTURES or \
-                    self.held_bytes(key) + self.nbytes > self.memory.budget:
+            if (
+                len(found) >= self.limit
+                or self.captures >= GRAPH_MAX_CAPTURES
+                or self.held_bytes(key) + self.nbytes > self.memory.budget
+            ):
                 return None
             while self.instances() >= self.limit and self.drop_oldest(key):
                 pass  # this executable's graphs for other addresses go first
@@ -460,8 +503,12 @@ def _graph_memory(dev) -> GraphMemory:
     if mem is None:
         import torch
 
-        mem = _GRAPH_MEMORY.setdefault(dev, GraphMemory(  # (one per device, whatever threads)
-            torch.cuda.get_device_properties(dev).total_memory // 4))
+        mem = _GRAPH_MEMORY.setdefault(
+            dev,
+            GraphMemory(  # (one per device, whatever threads)
+                torch.cuda.get_device_properties(dev).total_memory // 4
+            ),
+        )
     return mem
 
 
@@ -475,23 +522,28 @@ class TritonExecutable:
         self.source = source
         self.kernels_text = kernels_text
         self.n_kernels = len(kernels)
-        self.in_specs = [(tuple(n.shape), n.dtype, getattr(torch, torch_dtype_name(n.dtype)),
-                          math.prod(n.shape)) for n in graph.inputs]
-        self.out_specs = [(tuple(n.shape), _strides(n.shape),
-                           getattr(torch, torch_dtype_name(n.dtype))) for n in graph.outputs]
+        self.in_specs = [
+            (tuple(n.shape), n.dtype, getattr(torch, torch_dtype_name(n.dtype)), math.prod(n.shape))
+            for n in graph.inputs
+        ]
+        self.out_specs = [
+            (tuple(n.shape), _strides(n.shape), getattr(torch, torch_dtype_name(n.dtype)))
+            for n in graph.outputs
+        ]
         self.consts = [(np.asarray(c), n.dtype) for n, c in graph.consts]
         self._device_consts: dict = {}
         self.module, self.module_path, self.module_written = load_module(source)
-        self.sites = [v for k, v in vars(self.module).items()
-                      if k.startswith("_L") and isinstance(v, Site)]
+        self.sites = [
+            v for k, v in vars(self.module).items() if k.startswith("_L") and isinstance(v, Site)
+        ]
         self.graph_safe = ".item()" not in source
         self.n_launches = len(self.sites) + source.count("    _fx_dot(")
         io_bytes = sum(n * np.dtype(dt).itemsize for _, dt, _, n in self.in_specs) + sum(
-            math.prod(n.shape) * np.dtype(n.dtype).itemsize for n in graph.outputs)
+            math.prod(n.shape) * np.dtype(n.dtype).itemsize for n in graph.outputs
+        )
         self.use_graphs = _graph_policy(self.n_launches)
         self.graph_mode = _graph_mode(self.n_launches, io_bytes)
-        self.out_bytes = sum(math.prod(n.shape) * np.dtype(n.dtype).itemsize
-                             for n in graph.outputs)
+        self.out_bytes = sum(math.prod(n.shape) * np.dtype(n.dtype).itemsize for n in graph.outputs)
         self.graph_note = ""  # why a capture failed, if one did
         self._graphs: dict = {}
         self._graph_lock = threading.Lock()
@@ -541,12 +593,17 @@ class TritonExecutable:
             dev = default_device(args)
         ins = list(args)
         for i, (a, spec) in enumerate(zip(args, specs)):
-            if type(a) is not torch.Tensor or a.dtype is not spec[2] or a.device != dev \
-                    or not a.is_contiguous():
+            if (
+                type(a) is not torch.Tensor
+                or a.dtype is not spec[2]
+                or a.device != dev
+                or not a.is_contiguous()
+            ):
                 ins[i] = a = to_torch(a, spec[1], dev)
             if a.numel() != spec[3]:
-                raise TypeError(f"argument of shape {tuple(np.shape(args[i]))} where "
-                                f"{spec[0]} was compiled")
+                raise TypeError(
+                    f"argument of shape {tuple(np.shape(args[i]))} where {spec[0]} was compiled"
+                )
         return self.run_on(dev, ins)
 
     def run_on(self, dev, ins):
@@ -579,8 +636,10 @@ class TritonExecutable:
             torch.cuda.synchronize(dev)
         self._ran.add(dev)
         where = "interpreter" if interpreting() else f"cache {cache.triton_kernel_dir()}"
-        log(f"first run of {self.n_kernels} kernels on {dev}: {time.perf_counter() - t0:.2f}s "
-            f"(Triton compiles or loads its kernels; {where})")
+        log(
+            f"first run of {self.n_kernels} kernels on {dev}: {time.perf_counter() - t0:.2f}s "
+            f"(Triton compiles or loads its kernels; {where})"
+        )
         return outs
 
     # --- CUDA graphs ---------------------------------------------------------------------------
@@ -599,8 +658,10 @@ class TritonExecutable:
                     if not isinstance(state, InPlaceGraphs):
                         me = weakref.ref(self)  # (no cycle through the graphs)
                         state = self._graphs[key] = InPlaceGraphs(
-                            lambda ins: me()._capture_in_place(dev, ins), self.out_bytes,
-                            _graph_memory(dev))
+                            lambda ins: me()._capture_in_place(dev, ins),
+                            self.out_bytes,
+                            _graph_memory(dev),
+                        )
                     return state(ins)
                 if not isinstance(state, tuple):
                     state = self._graphs[key] = self._capture(dev, ins)
@@ -630,8 +691,10 @@ class TritonExecutable:
             outs = self._outputs(dev)
             self.module.run(ins, consts, outs)
         nbytes = max(torch.cuda.memory_reserved(dev) - before, self.out_bytes)
-        log(f"captured {self.n_kernels} kernels into a CUDA graph on {dev} reading the inputs in "
-            f"place ({nbytes / 2**20:.0f} MiB), in {time.perf_counter() - t0:.2f}s")
+        log(
+            f"captured {self.n_kernels} kernels into a CUDA graph on {dev} reading the inputs in "
+            f"place ({nbytes / 2**20:.0f} MiB), in {time.perf_counter() - t0:.2f}s"
+        )
         return g.replay, outs, nbytes
 
     def _capture(self, dev, ins):
@@ -651,8 +714,10 @@ class TritonExecutable:
         with torch.cuda.graph(g):
             static_out = self._outputs(dev)
             self.module.run(static_in, consts, static_out)
-        log(f"captured {self.n_kernels} kernels into a CUDA graph on {dev} in "
-            f"{time.perf_counter() - t0:.2f}s")
+        log(
+            f"captured {self.n_kernels} kernels into a CUDA graph on {dev} in "
+            f"{time.perf_counter() - t0:.2f}s"
+        )
         return static_in, static_out, g
 
 
@@ -671,6 +736,17 @@ class JitExecutable:
         return self._call(leaves)
 
 
-__all__ = ["Site", "site", "GraphMemory", "InPlaceGraphs", "load_module", "to_torch",
-           "default_device", "TritonExecutable", "JitExecutable", "interpreting",
-           "torch_dtype_name", "matmul"]
+__all__ = [
+    "Site",
+    "site",
+    "GraphMemory",
+    "InPlaceGraphs",
+    "load_module",
+    "to_torch",
+    "default_device",
+    "TritonExecutable",
+    "JitExecutable",
+    "interpreting",
+    "torch_dtype_name",
+    "matmul",
+]

@@ -108,8 +108,9 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
     except OverflowError as e:
         raise FunctxOverflowError(f"asarray: {e}{_loc()}") from None
     except (TypeError, ValueError) as e:
-        raise FunctxTypeError(f"asarray: cannot convert {type(a).__name__} to an array ({e})"
-                              f"{_loc()}") from None
+        raise FunctxTypeError(
+            f"asarray: cannot convert {type(a).__name__} to an array ({e}){_loc()}"
+        ) from None
     return _placed(out, device)
 
 
@@ -164,8 +165,11 @@ def full(shape, fill_value, dtype=None, *, device=None):
     if dtype is None and not is_python_scalar(fill_value):
         fv = asarray(fill_value)
         return broadcast_to(fv, _shape(shape, "full"))
-    dt = _dt(dtype, None, op="full") if dtype is not None else dtypes.result_type(
-        (_aval(fill_value).dtype, False))[0]
+    dt = (
+        _dt(dtype, None, op="full")
+        if dtype is not None
+        else dtypes.result_type((_aval(fill_value).dtype, False))[0]
+    )
     return broadcast_to(lax.convert_element_type(fill_value, dt), _shape(shape, "full"))
 
 
@@ -178,14 +182,20 @@ def _like_device(a, device):
 
 def zeros_like(a, dtype=None, shape=None, *, device=None):
     av = _aval(a)
-    return zeros(av.shape if shape is None else shape, av.dtype if dtype is None else dtype,
-                 device=_like_device(a, device))
+    return zeros(
+        av.shape if shape is None else shape,
+        av.dtype if dtype is None else dtype,
+        device=_like_device(a, device),
+    )
 
 
 def ones_like(a, dtype=None, shape=None, *, device=None):
     av = _aval(a)
-    return ones(av.shape if shape is None else shape, av.dtype if dtype is None else dtype,
-                device=_like_device(a, device))
+    return ones(
+        av.shape if shape is None else shape,
+        av.dtype if dtype is None else dtype,
+        device=_like_device(a, device),
+    )
 
 
 def empty_like(a, dtype=None, shape=None, *, device=None):
@@ -194,14 +204,20 @@ def empty_like(a, dtype=None, shape=None, *, device=None):
 
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
     av = _aval(a)
-    return full(av.shape if shape is None else shape, fill_value,
-                av.dtype if dtype is None else dtype, device=_like_device(a, device))
+    return full(
+        av.shape if shape is None else shape,
+        fill_value,
+        av.dtype if dtype is None else dtype,
+        device=_like_device(a, device),
+    )
 
 
 def _concrete_number(x, what):
     if isinstance(x, Tracer):
-        raise FunctxTypeError(f"{what} must be a concrete Python number, got a traced array "
-                              f"{x.aval.str_short()}{_loc()}; mark it static (static_argnums)")
+        raise FunctxTypeError(
+            f"{what} must be a concrete Python number, got a traced array "
+            f"{x.aval.str_short()}{_loc()}; mark it static (static_argnums)"
+        )
     return x.item() if isinstance(x, (Array, np.ndarray, np.generic)) else x
 
 
@@ -215,11 +231,15 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
     if step == 0:
         raise FunctxValueError(f"arange: step must not be zero{_loc()}")
     if not builtins.all(math.isfinite(v) for v in (start, stop, step)):
-        raise FunctxValueError(f"arange: start, stop and step must be finite, got "
-                               f"({start}, {stop}, {step}){_loc()}")
+        raise FunctxValueError(
+            f"arange: start, stop and step must be finite, got ({start}, {stop}, {step}){_loc()}"
+        )
     if dtype is None:
-        dtype = dtypes.float32 if builtins.any(isinstance(v, (float, np.floating))
-                                               for v in (start, stop, step)) else dtypes.int32
+        dtype = (
+            dtypes.float32
+            if builtins.any(isinstance(v, (float, np.floating)) for v in (start, stop, step))
+            else dtypes.int32
+        )
     dtype = _dt(dtype, None, "arange")
     n = builtins.max(int(math.ceil((stop - start) / step)), 0)
     _v.check_size((n,), "arange", "length", dtype)
@@ -231,8 +251,7 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
     return _placed(UncommittedArray._new(v, ShapedArray(v.shape, dtype)), device)
 
 
-def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
-             device=None):
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, device=None):
     if device is not None:
         return _made_on(device, linspace, start, stop, num, endpoint, retstep, dtype, axis)
     num = _v.integer(num, "linspace", "num", minimum=0)
@@ -240,10 +259,15 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     for name, v in (("start", start), ("stop", stop)):
         if not _is_array(v) and not isinstance(v, np.ndarray):
             _v.number(v, "linspace", name)
-    dt = _dt(dtype, dtypes.float32, "linspace") if dtype is not None else \
-        result_type(start, stop, float)
-    start, stop = asarray(start, dt if dt in dtypes.FLOATS else dtypes.float32), \
-        asarray(stop, dt if dt in dtypes.FLOATS else dtypes.float32)
+    dt = (
+        _dt(dtype, dtypes.float32, "linspace")
+        if dtype is not None
+        else result_type(start, stop, float)
+    )
+    start, stop = (
+        asarray(start, dt if dt in dtypes.FLOATS else dtypes.float32),
+        asarray(stop, dt if dt in dtypes.FLOATS else dtypes.float32),
+    )
     div = (num - 1) if endpoint else num
     bshape = builtins.max(start.ndim, stop.ndim)
     shape = broadcast_shapes(start.shape, stop.shape)
@@ -278,7 +302,7 @@ def _nmk(N, M, k, dtype, op):
     _v.check_size((N, M), op, "(N, M)", dt)
     if builtins.max(N, M) >= 2**31:
         raise FunctxOverflowError(f"{op}: N={N}, M={M} does not fit int32 indices{_loc()}")
-    return N, M, builtins.min(builtins.max(k, -2**31 + 1), 2**31 - 1), dt
+    return N, M, builtins.min(builtins.max(k, -(2**31) + 1), 2**31 - 1), dt
 
 
 def identity(n, dtype=None, *, device=None):
@@ -309,8 +333,9 @@ def triu(m, k=0):
 
 
 def astype(x, dtype, copy=False):
-    return lax.convert_element_type(asarray(x) if not _is_array(x) else x,
-                                    _dt(dtype, None, "astype"))
+    return lax.convert_element_type(
+        asarray(x) if not _is_array(x) else x, _dt(dtype, None, "astype")
+    )
 
 
 # --- promotion and broadcasting ------------------------------------------------------------------
@@ -319,8 +344,9 @@ def broadcast_shapes(*shapes):
     for dims in zip(*[(1,) * (builtins.max(map(len, shapes)) - len(s)) + tuple(s) for s in shapes]):
         sizes = {d for d in dims if d != 1}
         if len(sizes) > 1:
-            raise FunctxTypeError(f"shapes {', '.join(map(str, shapes))} cannot be broadcast "
-                                  f"together{_loc()}")
+            raise FunctxTypeError(
+                f"shapes {', '.join(map(str, shapes))} cannot be broadcast together{_loc()}"
+            )
         out.append(sizes.pop() if sizes else 1)
     return tuple(out)
 
@@ -339,8 +365,9 @@ def _promote(name, *args, kind=None):
     except FunctxError:
         raise
     except OverflowError as e:
-        raise FunctxOverflowError(f"{name}: an operand does not fit its dtype ({e}){_loc()}") \
-            from None
+        raise FunctxOverflowError(
+            f"{name}: an operand does not fit its dtype ({e}){_loc()}"
+        ) from None
 
 
 def _promote_general(name, args, kind):
@@ -354,9 +381,11 @@ def _promote_general(name, args, kind):
     try:
         shape = broadcast_shapes(*shapes)
     except FunctxTypeError:
-        raise FunctxTypeError(f"{name}: operands of shapes "
-                              f"{', '.join(a.str_short() for a in avals)} cannot be broadcast "
-                              f"together{_loc()}") from None
+        raise FunctxTypeError(
+            f"{name}: operands of shapes "
+            f"{', '.join(a.str_short() for a in avals)} cannot be broadcast "
+            f"together{_loc()}"
+        ) from None
     out = []
     for a, av in zip(args, avals):
         if is_python_scalar(a):
@@ -388,7 +417,8 @@ def _promote_fast(args, kind):
         a = args[0]
         t = type(a)
         if (t is Array or t is UncommittedArray) and (
-                kind is None or a.aval.dtype in dtypes.FLOATS):
+            kind is None or a.aval.dtype in dtypes.FLOATS
+        ):
             return [a]
         return None
     if len(args) != 2:
@@ -398,8 +428,12 @@ def _promote_fast(args, kind):
     if tx is Array or tx is UncommittedArray:
         if ty is Array or ty is UncommittedArray:
             ax, ay = x.aval, y.aval
-            if ax.shape == ay.shape and ax.dtype == ay.dtype and (
-                    kind is None or ax.dtype in dtypes.FLOATS) and ax.weak_type == ay.weak_type:
+            if (
+                ax.shape == ay.shape
+                and ax.dtype == ay.dtype
+                and (kind is None or ax.dtype in dtypes.FLOATS)
+                and ax.weak_type == ay.weak_type
+            ):
                 return [x, y]
             return None
         if ty not in (float, int):
@@ -442,8 +476,9 @@ def broadcast_to(x, shape):
         return x
     n = len(shape) - av.ndim
     if n < 0 or builtins.any(s not in (1, t) for s, t in zip(av.shape, shape[n:])):
-        raise FunctxTypeError(f"broadcast_to: cannot broadcast {av.str_short()} to shape "
-                              f"{shape}{_loc()}")
+        raise FunctxTypeError(
+            f"broadcast_to: cannot broadcast {av.str_short()} to shape {shape}{_loc()}"
+        )
     return lax.broadcast_in_dim(x, shape, tuple(range(n, len(shape))))
 
 
@@ -553,8 +588,7 @@ def round(a, decimals=0):  # noqa: A001
     decimals = builtins.max(builtins.min(decimals, 400), -400)
     dt = _aval(a).dtype
     if dt == dtypes.bool_:
-        raise FunctxTypeError(f"round does not accept bool operands, like jax.numpy.round"
-                              f"{_loc()}")
+        raise FunctxTypeError(f"round does not accept bool operands, like jax.numpy.round{_loc()}")
     if dt not in dtypes.FLOATS:
         if decimals >= 0:
             return a
@@ -564,7 +598,7 @@ def round(a, decimals=0):  # noqa: A001
         return astype(rint(astype(a, dtypes.float64) / f) * f, dt)
     if decimals == 0:
         return lax.round(a, lax.RoundingMethod.TO_NEAREST_EVEN)
-    f = np.asarray(10.0 ** decimals, dt)
+    f = np.asarray(10.0**decimals, dt)
     return lax.round(a * f, lax.RoundingMethod.TO_NEAREST_EVEN) / f
 
 
@@ -644,9 +678,10 @@ def signbit(x, /):
     (x,) = _promote("signbit", x)
     if _aval(x).dtype in dtypes.FLOATS:
         # -0.0 and negative NaNs have the sign bit: 1/x is -inf for -0.0.
-        return logical_or(lax.lt(x, _const(0, x)),
-                          logical_and(lax.eq(x, _const(0, x)),
-                                      lax.lt(lax.div(_const(1, x), x), _const(0, x))))
+        return logical_or(
+            lax.lt(x, _const(0, x)),
+            logical_and(lax.eq(x, _const(0, x)), lax.lt(lax.div(_const(1, x), x), _const(0, x))),
+        )
     return less(x, 0)
 
 
@@ -661,16 +696,22 @@ def _ufunc2(lax_fn, name, kind="any"):
 
 
 def add(x1, x2, /):
-    if (type(x1) is Array or type(x1) is UncommittedArray) and (
-            type(x2) is Array or type(x2) is UncommittedArray) and x1.aval == x2.aval:  # fast path
+    if (
+        (type(x1) is Array or type(x1) is UncommittedArray)
+        and (type(x2) is Array or type(x2) is UncommittedArray)
+        and x1.aval == x2.aval
+    ):  # fast path
         return lax.add(x1, x2) if x1.dtype != dtypes.bool_ else lax.bitwise_or(x1, x2)
     x1, x2 = _promote("add", x1, x2)
     return lax.bitwise_or(x1, x2) if _is_bool(x1) else lax.add(x1, x2)
 
 
 def multiply(x1, x2, /):
-    if (type(x1) is Array or type(x1) is UncommittedArray) and (
-            type(x2) is Array or type(x2) is UncommittedArray) and x1.aval == x2.aval:
+    if (
+        (type(x1) is Array or type(x1) is UncommittedArray)
+        and (type(x2) is Array or type(x2) is UncommittedArray)
+        and x1.aval == x2.aval
+    ):
         return lax.mul(x1, x2) if x1.dtype != dtypes.bool_ else lax.bitwise_and(x1, x2)
     x1, x2 = _promote("multiply", x1, x2)
     return lax.bitwise_and(x1, x2) if _is_bool(x1) else lax.mul(x1, x2)
@@ -679,8 +720,9 @@ def multiply(x1, x2, /):
 def subtract(x1, x2, /):
     x1, x2 = _promote("subtract", x1, x2)
     if _is_bool(x1):
-        raise FunctxTypeError(f"subtract does not accept bool operands{_loc()}; "
-                              "use logical_xor or convert to int")
+        raise FunctxTypeError(
+            f"subtract does not accept bool operands{_loc()}; use logical_xor or convert to int"
+        )
     return lax.sub(x1, x2)
 
 
@@ -741,8 +783,9 @@ def remainder(x1, x2, /):
     r = lax.rem(x1, x2)
     if dtypes.is_unsigned(_aval(x1).dtype):
         return r
-    fix = logical_and(not_equal(r, 0),
-                      not_equal(lax.lt(r, _const(0, r)), lax.lt(x2, _const(0, x2))))
+    fix = logical_and(
+        not_equal(r, 0), not_equal(lax.lt(r, _const(0, r)), lax.lt(x2, _const(0, x2)))
+    )
     return where(fix, lax.add(r, x2), r)
 
 
@@ -782,12 +825,18 @@ def power(x1, x2, /):
     if k is not None:
         (x1,) = _promote_numeric("power", x1)
         if k < 0 and _aval(x1).dtype not in dtypes.FLOATS:
-            raise FunctxTypeError(f"power: integers to negative integer powers are not "
-                                  f"allowed{_loc()}")
+            raise FunctxTypeError(
+                f"power: integers to negative integer powers are not allowed{_loc()}"
+            )
         return lax.integer_pow(x1, k)
     a1, a2 = _aval(x1), _aval(x2)
-    if (a1.dtype in dtypes.FLOATS and a2.dtype in dtypes.INTEGERS and not a2.weak_type
-            and _is_array(x1) and _is_array(x2)):
+    if (
+        a1.dtype in dtypes.FLOATS
+        and a2.dtype in dtypes.INTEGERS
+        and not a2.weak_type
+        and _is_array(x1)
+        and _is_array(x2)
+    ):
         # float ** integer array: the exponent stays an integer (lax.pow's mixed form, which
         # JAX keeps so that the derivative in x is defined at x == 0).
         shape = broadcast_shapes(a1.shape, a2.shape)
@@ -853,8 +902,11 @@ def hypot(x1, x2, /):
     big, small = lax.max(a, b), lax.min(a, b)
     safe = where(lax.eq(big, _const(0, big)), _const(1, big), big)
     r = lax.div(small, safe)
-    out = where(lax.eq(big, _const(0, big)), big,
-                lax.mul(big, lax.sqrt(lax.add(_const(1, r), lax.mul(r, r)))))
+    out = where(
+        lax.eq(big, _const(0, big)),
+        big,
+        lax.mul(big, lax.sqrt(lax.add(_const(1, r), lax.mul(r, r)))),
+    )
     # An infinite operand gives inf even when the other is NaN (C99, and JAX).
     inf = _const(np.inf, a)
     return where(logical_or(lax.eq(a, inf), lax.eq(b, inf)), inf, out)
@@ -907,9 +959,11 @@ def sinc(x, /):
 
 def heaviside(x1, x2, /):
     x1, x2 = _promote_float("heaviside", x1, x2)
-    return where(lax.lt(x1, _const(0, x1)), _const(0, x1),
-                 where(lax.gt(x1, _const(0, x1)), _const(1, x1),
-                       where(lax.ne(x1, x1), x1, x2)))
+    return where(
+        lax.lt(x1, _const(0, x1)),
+        _const(0, x1),
+        where(lax.gt(x1, _const(0, x1)), _const(1, x1), where(lax.ne(x1, x1), x1, x2)),
+    )
 
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
@@ -948,8 +1002,9 @@ def _bitwise(lax_fn, name):
     def fn(x1, x2, /):
         x1, x2 = _promote(name, x1, x2)
         if _aval(x1).dtype in dtypes.FLOATS:
-            raise FunctxTypeError(f"{name} needs integer or bool operands, got "
-                                  f"{_aval(x1).str_short()}{_loc()}")
+            raise FunctxTypeError(
+                f"{name} needs integer or bool operands, got {_aval(x1).str_short()}{_loc()}"
+            )
         return lax_fn(x1, x2)
 
     fn.__name__ = name
@@ -964,8 +1019,9 @@ bitwise_xor = _bitwise(lax.bitwise_xor, "bitwise_xor")
 def invert(x, /):
     (x,) = _promote("invert", x)
     if _aval(x).dtype in dtypes.FLOATS:
-        raise FunctxTypeError(f"invert needs an integer or bool operand, got "
-                              f"{_aval(x).str_short()}{_loc()}")
+        raise FunctxTypeError(
+            f"invert needs an integer or bool operand, got {_aval(x).str_short()}{_loc()}"
+        )
     return lax.bitwise_not(x)
 
 
@@ -975,8 +1031,10 @@ bitwise_not = bitwise_invert = invert
 def where(condition, x=None, y=None, /):
     """Three-argument ``where``: elements of ``x`` where ``condition`` else ``y``."""
     if x is None or y is None:
-        raise FunctxTypeError("functx.numpy.where needs three arguments: the one-argument form has "
-                              f"a data-dependent shape{_loc()}; use nonzero on a concrete array")
+        raise FunctxTypeError(
+            "functx.numpy.where needs three arguments: the one-argument form has "
+            f"a data-dependent shape{_loc()}; use nonzero on a concrete array"
+        )
     condition = asarray(condition) if not _is_array(condition) else condition
     c = astype(condition, bool_) if _aval(condition).dtype != bool_ else condition
     x, y = _promote("where", x, y)
@@ -1075,12 +1133,21 @@ def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # no
     av = _aval(a)
     axes = _norm_axis(axis, av.ndim, "max axis")
     if builtins.any(av.shape[i] == 0 for i in axes) and initial is None:
-        raise FunctxValueError(f"max of an empty axis of {av.str_short()} has no identity; "
-                               f"pass initial={_loc()}")  # (JAX: ValueError)
+        raise FunctxValueError(
+            f"max of an empty axis of {av.str_short()} has no identity; pass initial={_loc()}"
+        )  # (JAX: ValueError)
     if where is not None:
-        a = _where3(where, a, full((), -np.inf if av.dtype in dtypes.FLOATS else
-                                   (dtypes.iinfo(av.dtype).min if av.dtype != bool_ else False),
-                                   av.dtype))
+        a = _where3(
+            where,
+            a,
+            full(
+                (),
+                -np.inf
+                if av.dtype in dtypes.FLOATS
+                else (dtypes.iinfo(av.dtype).min if av.dtype != bool_ else False),
+                av.dtype,
+            ),
+        )
     r = lax.reduce_max(a, axes)
     if initial is not None:
         r = maximum(r, astype(initial, av.dtype))
@@ -1092,12 +1159,21 @@ def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # no
     av = _aval(a)
     axes = _norm_axis(axis, av.ndim, "min axis")
     if builtins.any(av.shape[i] == 0 for i in axes) and initial is None:
-        raise FunctxValueError(f"min of an empty axis of {av.str_short()} has no identity; "
-                               f"pass initial={_loc()}")  # (JAX: ValueError)
+        raise FunctxValueError(
+            f"min of an empty axis of {av.str_short()} has no identity; pass initial={_loc()}"
+        )  # (JAX: ValueError)
     if where is not None:
-        a = _where3(where, a, full((), np.inf if av.dtype in dtypes.FLOATS else
-                                   (dtypes.iinfo(av.dtype).max if av.dtype != bool_ else True),
-                                   av.dtype))
+        a = _where3(
+            where,
+            a,
+            full(
+                (),
+                np.inf
+                if av.dtype in dtypes.FLOATS
+                else (dtypes.iinfo(av.dtype).max if av.dtype != bool_ else True),
+                av.dtype,
+            ),
+        )
     r = lax.reduce_min(a, axes)
     if initial is not None:
         r = minimum(r, astype(initial, av.dtype))
@@ -1187,22 +1263,28 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
         avg = mean(a, axis, keepdims=keepdims)
         wsum = full((), _count(av, axes), _aval(avg).dtype)
     else:
-        a, weights = _promote_only(a, asarray(weights) if not _is_array(weights) else weights,
-                                   kind="inexact")
+        a, weights = _promote_only(
+            a, asarray(weights) if not _is_array(weights) else weights, kind="inexact"
+        )
         wv = _aval(weights)
         if wv.shape != av.shape:
             if axis is None:
-                raise FunctxTypeError(f"average: axis must be given when the shapes of a "
-                                      f"{av.str_short()} and weights {wv.str_short()} differ"
-                                      f"{_loc()}")
-            user = tuple(_canon_axis(x, av.ndim) for x in (
-                axis if isinstance(axis, (tuple, list)) else (axis,)))
+                raise FunctxTypeError(
+                    f"average: axis must be given when the shapes of a "
+                    f"{av.str_short()} and weights {wv.str_short()} differ"
+                    f"{_loc()}"
+                )
+            user = tuple(
+                _canon_axis(x, av.ndim)
+                for x in (axis if isinstance(axis, (tuple, list)) else (axis,))
+            )
             if wv.shape != tuple(av.shape[x] for x in user):
-                raise FunctxTypeError(f"average: the shape of weights {wv.str_short()} must be "
-                                      f"that of a {av.str_short()} along axis {axis}{_loc()}")
+                raise FunctxTypeError(
+                    f"average: the shape of weights {wv.str_short()} must be "
+                    f"that of a {av.str_short()} along axis {axis}{_loc()}"
+                )
             weights = transpose(weights, tuple(int(i) for i in np.argsort(user)))
-            weights = reshape(weights, tuple(d if i in axes else 1
-                                             for i, d in enumerate(av.shape)))
+            weights = reshape(weights, tuple(d if i in axes else 1 for i, d in enumerate(av.shape)))
         wsum = sum(weights, axis, keepdims=keepdims)
         avg = true_divide(sum(multiply(a, weights), axis, keepdims=keepdims), wsum)
     if returned:
@@ -1247,12 +1329,15 @@ def _cumulative(lax_fn, name):
         av = _aval(a)
         ax = _canon_axis(axis, av.ndim, f"{name} axis")
         # Like JAX: bools accumulate in the default integer, other dtypes in themselves.
-        dt = _dt(dtype, None, "cumsum/cumprod") if dtype is not None else (
-            dtypes.default_int if av.dtype == dtypes.bool_ else av.dtype)
+        dt = (
+            _dt(dtype, None, "cumsum/cumprod")
+            if dtype is not None
+            else (dtypes.default_int if av.dtype == dtypes.bool_ else av.dtype)
+        )
         return lax_fn(astype(a, dt), ax)
 
     f.__name__ = name
-    f.__doc__ = (f"``jax.numpy.{name}``: bools accumulate in int32, other dtypes keep theirs.")
+    f.__doc__ = f"``jax.numpy.{name}``: bools accumulate in int32, other dtypes keep theirs."
     return f
 
 
@@ -1265,20 +1350,27 @@ def _cumulative_api(fn, name, identity, promote=True):
         x = asarray(x) if not _is_array(x) else x
         av = _aval(x)
         if av.ndim == 0:
-            raise FunctxTypeError(f"{name} needs an array of rank >= 1, got {av.str_short()}"
-                                  f"{_loc()}")
+            raise FunctxTypeError(
+                f"{name} needs an array of rank >= 1, got {av.str_short()}{_loc()}"
+            )
         if axis is None:
             if av.ndim > 1:
-                raise FunctxTypeError(f"{name}: axis must be given for an array of rank "
-                                      f"{av.ndim}{_loc()}")
+                raise FunctxTypeError(
+                    f"{name}: axis must be given for an array of rank {av.ndim}{_loc()}"
+                )
             x = ravel(x)
             axis = 0
         ax = _canon_axis(axis, _aval(x).ndim, f"{name} axis")
         # Like JAX: cumulative_sum promotes like sum (small integers and bools to int32);
         # cumulative_prod like cumprod (only bools, to int32).
         xdt = _aval(x).dtype
-        dt = _dt(dtype, None, "cumulative_sum/prod") if dtype is not None else (
-            _sum_dtype(xdt) if promote else dtypes.default_int if xdt == dtypes.bool_ else xdt)
+        dt = (
+            _dt(dtype, None, "cumulative_sum/prod")
+            if dtype is not None
+            else (
+                _sum_dtype(xdt) if promote else dtypes.default_int if xdt == dtypes.bool_ else xdt
+            )
+        )
         out = fn(astype(x, dt), ax)
         if include_initial:
             shape = list(_aval(out).shape)
@@ -1348,13 +1440,15 @@ def reshape(a, shape=None, order="C", *, newshape=None):
     if builtins.any(d < -1 for d in shape):
         raise FunctxValueError(f"reshape: shape {tuple(shape)} has a negative dimension{_loc()}")
     if shape.count(-1) > 1:
-        raise FunctxTypeError(f"reshape: can only specify one unknown dimension, got {shape}"
-                              f"{_loc()}")
+        raise FunctxTypeError(
+            f"reshape: can only specify one unknown dimension, got {shape}{_loc()}"
+        )
     if -1 in shape:
         known = math.prod(s for s in shape if s != -1)
         if known == 0 or av.size % known:
-            raise FunctxTypeError(f"reshape: cannot reshape {av.str_short()} into shape "
-                                  f"{tuple(shape)}{_loc()}")
+            raise FunctxTypeError(
+                f"reshape: cannot reshape {av.str_short()} into shape {tuple(shape)}{_loc()}"
+            )
         shape[shape.index(-1)] = av.size // known
     return lax.reshape(a, tuple(shape))
 
@@ -1368,8 +1462,9 @@ def transpose(a, axes=None):
     nd = _aval(a).ndim
     if axes is None:
         axes = tuple(range(nd))[::-1]
-    axes = tuple(_canon_axis(x, nd, "transpose axes") for x in _v.axis_seq(axes, "transpose",
-                                                                            "axes"))
+    axes = tuple(
+        _canon_axis(x, nd, "transpose axes") for x in _v.axis_seq(axes, "transpose", "axes")
+    )
     if sorted(axes) != list(range(nd)):
         raise FunctxTypeError(f"transpose: axes {axes} are not a permutation of {nd} axes{_loc()}")
     return lax.transpose(a, axes)
@@ -1385,16 +1480,20 @@ def matrix_transpose(x, /):
 def moveaxis(a, source, destination):
     a = asarray(a) if not _is_array(a) else a
     nd = _aval(a).ndim
-    src = [_canon_axis(s, nd, "moveaxis source") for s in _v.axis_seq(source, "moveaxis",
-                                                                          "source")]
-    dst = [_canon_axis(d, nd, "moveaxis destination")
-           for d in _v.axis_seq(destination, "moveaxis", "destination")]
+    src = [_canon_axis(s, nd, "moveaxis source") for s in _v.axis_seq(source, "moveaxis", "source")]
+    dst = [
+        _canon_axis(d, nd, "moveaxis destination")
+        for d in _v.axis_seq(destination, "moveaxis", "destination")
+    ]
     if len(set(src)) != len(src) or len(set(dst)) != len(dst):
-        raise FunctxTypeError(f"moveaxis: repeated axis in source {source} or destination "
-                              f"{destination}{_loc()}")
+        raise FunctxTypeError(
+            f"moveaxis: repeated axis in source {source} or destination {destination}{_loc()}"
+        )
     if len(src) != len(dst):
-        raise FunctxTypeError(f"moveaxis: source {source} and destination {destination} must have "
-                              f"the same number of elements{_loc()}")
+        raise FunctxTypeError(
+            f"moveaxis: source {source} and destination {destination} must have "
+            f"the same number of elements{_loc()}"
+        )
     order = [i for i in range(nd) if i not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -1419,9 +1518,11 @@ def squeeze(a, axis=None):
         axes = _norm_axis(axis, av.ndim, "squeeze axis")
         for i in axes:
             if av.shape[i] != 1:
-                raise FunctxTypeError(f"squeeze: cannot select an axis to squeeze out which has "
-                                      f"size not equal to one: axis {i} of {av.str_short()}"
-                                      f"{_loc()}")
+                raise FunctxTypeError(
+                    f"squeeze: cannot select an axis to squeeze out which has "
+                    f"size not equal to one: axis {i} of {av.str_short()}"
+                    f"{_loc()}"
+                )
     return lax.squeeze(a, axes)
 
 
@@ -1479,7 +1580,8 @@ def concatenate(arrays, axis=0, dtype=None):
         if _aval(a).ndim != nd:
             raise FunctxTypeError(
                 "concatenate: all the input arrays must have the same number of dimensions, got "
-                f"{', '.join(_aval(x).str_short() for x in arrays)}{_loc()}")
+                f"{', '.join(_aval(x).str_short() for x in arrays)}{_loc()}"
+            )
     return lax.concatenate(arrays, _canon_axis(axis, nd, "concatenate axis"))
 
 
@@ -1501,8 +1603,10 @@ def stack(arrays, axis=0, dtype=None):
         raise FunctxTypeError(f"stack needs at least one array{_loc()}")
     shapes = {_aval(a).shape for a in arrays}
     if len(shapes) != 1:
-        raise FunctxTypeError(f"stack: all input arrays must have the same shape, got "
-                              f"{', '.join(_aval(a).str_short() for a in arrays)}{_loc()}")
+        raise FunctxTypeError(
+            f"stack: all input arrays must have the same shape, got "
+            f"{', '.join(_aval(a).str_short() for a in arrays)}{_loc()}"
+        )
     nd = _aval(arrays[0]).ndim + 1
     axis = _canon_axis(axis, nd, "stack axis")
     arrays = _promote_only(*arrays)
@@ -1549,23 +1653,31 @@ def split(ary, indices_or_sections, axis=0):
         if k <= 0:
             raise FunctxValueError(f"split: the number of sections must be > 0, got {k}{_loc()}")
         if k > _MAX_SECTIONS:
-            raise FunctxOverflowError(f"split: {k} sections is more than functx makes "
-                                      f"({_MAX_SECTIONS}){_loc()}")
+            raise FunctxOverflowError(
+                f"split: {k} sections is more than functx makes ({_MAX_SECTIONS}){_loc()}"
+            )
         if n % k:
-            raise FunctxValueError(f"split: array split does not result in an equal division: "
-                                   f"axis of size {n} into {k} sections{_loc()}")
+            raise FunctxValueError(
+                f"split: array split does not result in an equal division: "
+                f"axis of size {n} into {k} sections{_loc()}"
+            )
         bounds = [i * (n // k) for i in range(k + 1)]
     else:
-        if not isinstance(indices_or_sections, (list, tuple, np.ndarray, Array)) or np.ndim(
-                indices_or_sections) != 1:
-            raise FunctxTypeError(f"split: indices_or_sections must be an int or a sequence of "
-                                  f"ints, got {indices_or_sections!r}{_loc()}")
+        if (
+            not isinstance(indices_or_sections, (list, tuple, np.ndarray, Array))
+            or np.ndim(indices_or_sections) != 1
+        ):
+            raise FunctxTypeError(
+                f"split: indices_or_sections must be an int or a sequence of "
+                f"ints, got {indices_or_sections!r}{_loc()}"
+            )
         idx = [_v.integer(i, "split", "index") for i in indices_or_sections]
         # NumPy's rules: negative indices count from the end, then clip into [0, n].
-        bounds = [0] + [builtins.min(builtins.max(i + n if i < 0 else i, 0), n)
-                        for i in idx] + [n]
-    return [lax.slice_in_dim(ary, bounds[i], builtins.max(bounds[i + 1], bounds[i]), 1, axis)
-            for i in range(len(bounds) - 1)]
+        bounds = [0] + [builtins.min(builtins.max(i + n if i < 0 else i, 0), n) for i in idx] + [n]
+    return [
+        lax.slice_in_dim(ary, bounds[i], builtins.max(bounds[i + 1], bounds[i]), 1, axis)
+        for i in range(len(bounds) - 1)
+    ]
 
 
 def array_split(ary, indices_or_sections, axis=0):
@@ -1574,11 +1686,13 @@ def array_split(ary, indices_or_sections, axis=0):
         n = _aval(ary).shape[_canon_axis(axis, _aval(ary).ndim, "array_split axis")]
         k = _v.integer(indices_or_sections, "array_split", "indices_or_sections")
         if k <= 0:
-            raise FunctxValueError(f"array_split: the number of sections must be > 0, got {k}"
-                                   f"{_loc()}")
+            raise FunctxValueError(
+                f"array_split: the number of sections must be > 0, got {k}{_loc()}"
+            )
         if k > _MAX_SECTIONS:
-            raise FunctxOverflowError(f"array_split: {k} sections is more than functx makes "
-                                      f"({_MAX_SECTIONS}){_loc()}")
+            raise FunctxOverflowError(
+                f"array_split: {k} sections is more than functx makes ({_MAX_SECTIONS}){_loc()}"
+            )
         sizes = [n // k + (1 if i < n % k else 0) for i in range(k)]
         indices_or_sections = list(np.cumsum(sizes)[:-1])
     return split(ary, indices_or_sections, axis)
@@ -1626,9 +1740,11 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
     n = av.shape[axis]
     if total_repeat_length is None:
         if isinstance(repeats, Tracer):
-            raise FunctxTypeError(f"repeat with traced repeats has a data-dependent shape"
-                                  f"{_loc()}; pass a concrete array or an int, or give "
-                                  "total_repeat_length")
+            raise FunctxTypeError(
+                f"repeat with traced repeats has a data-dependent shape"
+                f"{_loc()}; pass a concrete array or an int, or give "
+                "total_repeat_length"
+            )
         try:
             reps = np.asarray(repeats)
         except (TypeError, ValueError):
@@ -1638,23 +1754,30 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
         if (reps < 0).any():
             raise FunctxValueError(f"repeat: repeats must be >= 0, got {repeats!r}{_loc()}")
         if reps.ndim > 1 or (reps.ndim == 1 and reps.shape[0] not in (1, n)):
-            raise FunctxValueError(f"repeat: repeats of shape {reps.shape} must be a scalar or "
-                                   f"have one entry per element ({n}) along axis {axis}{_loc()}")
-        _v.check_size((int(reps.max(initial=0)) * n if reps.ndim == 0 else int(
-            reps.astype(object).sum()),) + av.shape[:axis] + av.shape[axis + 1:], "repeat",
-            "output shape", av.dtype)
+            raise FunctxValueError(
+                f"repeat: repeats of shape {reps.shape} must be a scalar or "
+                f"have one entry per element ({n}) along axis {axis}{_loc()}"
+            )
+        _v.check_size(
+            (int(reps.max(initial=0)) * n if reps.ndim == 0 else int(reps.astype(object).sum()),)
+            + av.shape[:axis]
+            + av.shape[axis + 1 :],
+            "repeat",
+            "output shape",
+            av.dtype,
+        )
         if reps.ndim == 0:
             r = int(reps)
-            shape = av.shape[:axis + 1] + (r,) + av.shape[axis + 1:]
+            shape = av.shape[: axis + 1] + (r,) + av.shape[axis + 1 :]
             dims = tuple(range(axis + 1)) + tuple(range(axis + 2, av.ndim + 1))
             out = lax.broadcast_in_dim(a, shape, dims)
-            return lax.reshape(out, av.shape[:axis] + (n * r,) + av.shape[axis + 1:])
+            return lax.reshape(out, av.shape[:axis] + (n * r,) + av.shape[axis + 1 :])
         idx = np.repeat(np.arange(n), np.broadcast_to(reps.ravel(), (n,)))
         return take(a, Array.from_value(idx.astype(np.int32)), axis=axis)
     # A static output length: JAX's construction, which works for traced repeats.
     total = _v.integer(total_repeat_length, "repeat", "total_repeat_length", minimum=0)
     if total == 0 or n == 0:
-        return a if n == 0 else zeros(av.shape[:axis] + (0,) + av.shape[axis + 1:], av.dtype)
+        return a if n == 0 else zeros(av.shape[:axis] + (0,) + av.shape[axis + 1 :], av.dtype)
     reps = broadcast_to(ravel(asarray(repeats)), (n,))
     exclusive = roll(reps, 1).at[0].set(0)
     starts = cumsum(exclusive)
@@ -1681,13 +1804,15 @@ def roll(a, shift, axis=None):
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), _aval(a).shape)
     if isinstance(shift, Tracer):
-        raise FunctxTypeError(f"roll with a traced shift is not supported{_loc()}; "
-                              "pass a Python int")
+        raise FunctxTypeError(
+            f"roll with a traced shift is not supported{_loc()}; pass a Python int"
+        )
     shifts = _v.axis_seq(shift, "roll", "shift")
     axes = _v.axis_seq(axis, "roll", "axis")
     if len(shifts) != len(axes) and 1 not in (len(shifts), len(axes)):
-        raise FunctxValueError(f"roll: shift {shift} and axis {axis} must have the same length"
-                               f"{_loc()}")
+        raise FunctxValueError(
+            f"roll: shift {shift} and axis {axis} must have the same length{_loc()}"
+        )
     # broadcast against each other as NumPy and JAX do (shifts of one axis add up)
     if len(shifts) == 1 and len(axes) > 1:
         shifts = shifts * len(axes)
@@ -1700,49 +1825,77 @@ def roll(a, shift, axis=None):
         if n == 0:
             continue
         if isinstance(s, Tracer):
-            raise FunctxTypeError(f"roll with a traced shift is not supported{_loc()}; "
-                                  "pass a Python int")
+            raise FunctxTypeError(
+                f"roll with a traced shift is not supported{_loc()}; pass a Python int"
+            )
         s = int(s) % n
         if s:
-            a = lax.concatenate([lax.slice_in_dim(a, n - s, n, 1, ax),
-                                 lax.slice_in_dim(a, 0, n - s, 1, ax)], ax)
+            a = lax.concatenate(
+                [lax.slice_in_dim(a, n - s, n, 1, ax), lax.slice_in_dim(a, 0, n - s, 1, ax)], ax
+            )
     return a
 
 
-_PAD_MODES = ("constant", "edge", "linear_ramp", "maximum", "mean", "median", "minimum",
-              "reflect", "symmetric", "wrap", "empty")
+_PAD_MODES = (
+    "constant",
+    "edge",
+    "linear_ramp",
+    "maximum",
+    "mean",
+    "median",
+    "minimum",
+    "reflect",
+    "symmetric",
+    "wrap",
+    "empty",
+)
 
 
 def _pad_width(pad_width, av):
     """``pad_width`` as an (ndim, 2) array of non-negative ints: an int, a pair, one pair per axis
     (NumPy's forms); a functx error otherwise."""
     if isinstance(pad_width, Tracer):
-        raise FunctxTypeError(f"pad: pad_width must be concrete, got {_v._describe(pad_width)}"
-                              f"{_loc()}")
+        raise FunctxTypeError(
+            f"pad: pad_width must be concrete, got {_v._describe(pad_width)}{_loc()}"
+        )
     try:
         raw = np.asarray(pad_width if not _is_array(pad_width) else np.asarray(pad_width))
     except (TypeError, ValueError):
-        raise FunctxTypeError(f"pad: pad_width must be an int, a pair of ints or one pair per "
-                              f"axis, got {pad_width!r}{_loc()}") from None
-    if raw.dtype == np.bool_ or raw.dtype not in (np.dtype(np.int8), np.dtype(np.int16),
-                                                  np.dtype(np.int32), np.dtype(np.int64),
-                                                  np.dtype(np.uint8), np.dtype(np.uint16),
-                                                  np.dtype(np.uint32), np.dtype(np.uint64)):
+        raise FunctxTypeError(
+            f"pad: pad_width must be an int, a pair of ints or one pair per "
+            f"axis, got {pad_width!r}{_loc()}"
+        ) from None
+    if raw.dtype == np.bool_ or raw.dtype not in (
+        np.dtype(np.int8),
+        np.dtype(np.int16),
+        np.dtype(np.int32),
+        np.dtype(np.int64),
+        np.dtype(np.uint8),
+        np.dtype(np.uint16),
+        np.dtype(np.uint32),
+        np.dtype(np.uint64),
+    ):
         if not (raw.size == 0 and raw.dtype == np.float64):
-            raise FunctxTypeError(f"pad: pad_width must hold integers, got {pad_width!r}"
-                                  f"{_loc()}")
+            raise FunctxTypeError(f"pad: pad_width must hold integers, got {pad_width!r}{_loc()}")
         raw = raw.astype(np.int64)
     ok = {(), (1,), (2,), (1, 1), (1, 2), (av.ndim, 1), (av.ndim, 2)}
     if raw.shape not in ok:
-        raise FunctxValueError(f"pad: pad_width of shape {raw.shape} does not fit "
-                               f"{av.str_short()}: give an int, a pair, or {av.ndim} pairs"
-                               f"{_loc()}")
-    pw = np.broadcast_to(raw.reshape(-1, 2) if raw.ndim and raw.shape[-1] == 2 else
-                         raw.reshape(-1, 1), (av.ndim, 2)).astype(object)
+        raise FunctxValueError(
+            f"pad: pad_width of shape {raw.shape} does not fit "
+            f"{av.str_short()}: give an int, a pair, or {av.ndim} pairs"
+            f"{_loc()}"
+        )
+    pw = np.broadcast_to(
+        raw.reshape(-1, 2) if raw.ndim and raw.shape[-1] == 2 else raw.reshape(-1, 1), (av.ndim, 2)
+    ).astype(object)
     if (pw < 0).any():
         raise FunctxValueError(f"pad: pad_width {pad_width!r} has a negative width{_loc()}")
-    _v.check_size(tuple(int(d + lo + hi) for d, (lo, hi) in zip(av.shape, pw)), "pad",
-                  "padded shape", av.dtype)
+    _v.check_size(
+        tuple(int(d + lo + hi) for d, (lo, hi) in zip(av.shape, pw)),
+        "pad",
+        "padded shape",
+        av.dtype,
+    )
     return [(int(lo), int(hi)) for lo, hi in pw]
 
 
@@ -1751,22 +1904,30 @@ def pad(array, pad_width, mode="constant", constant_values=0):
     av = _aval(array)
     pw = _pad_width(pad_width, av)
     if not isinstance(mode, str) or mode not in _PAD_MODES:
-        raise FunctxValueError(f"pad: unknown mode {mode!r}; the modes are "
-                               f"{', '.join(map(repr, _PAD_MODES))}{_loc()}")
+        raise FunctxValueError(
+            f"pad: unknown mode {mode!r}; the modes are {', '.join(map(repr, _PAD_MODES))}{_loc()}"
+        )
     if mode not in ("constant", "edge", "wrap", "reflect", "symmetric"):
-        raise UnsupportedError(f"pad: mode {mode!r} is not supported by functx; use 'constant', "
-                               f"'edge', 'wrap', 'reflect' or 'symmetric'{_loc()}")
+        raise UnsupportedError(
+            f"pad: mode {mode!r} is not supported by functx; use 'constant', "
+            f"'edge', 'wrap', 'reflect' or 'symmetric'{_loc()}"
+        )
     if mode != "constant":
         for ax, (lo, hi) in enumerate(pw):
             if av.shape[ax] == 0 and lo + hi:
-                raise FunctxValueError(f"pad: cannot pad the empty axis {ax} of "
-                                       f"{av.str_short()} with mode={mode!r}{_loc()}")
+                raise FunctxValueError(
+                    f"pad: cannot pad the empty axis {ax} of "
+                    f"{av.str_short()} with mode={mode!r}{_loc()}"
+                )
     if mode == "constant":
         cv = np.asarray(constant_values)
         if cv.ndim:
             raise FunctxTypeError(f"pad: only scalar constant_values are supported{_loc()}")
-        return lax.pad(array, lax.convert_element_type(cv.item(), av.dtype),
-                       [(int(lo), int(hi), 0) for lo, hi in pw])
+        return lax.pad(
+            array,
+            lax.convert_element_type(cv.item(), av.dtype),
+            [(int(lo), int(hi), 0) for lo, hi in pw],
+        )
     if mode in ("edge", "wrap", "reflect", "symmetric"):
         out = array
         for ax, (lo, hi) in enumerate(pw):
@@ -1795,8 +1956,10 @@ def take(a, indices, axis=None, mode=None, fill_value=None):
 
     a = asarray(a) if not _is_array(a) else a
     if mode == "raise":
-        raise UnsupportedError(f"take: mode='raise' is not supported (it needs a data-dependent "
-                               f"check){_loc()}; use 'fill', 'clip' or 'wrap'")
+        raise UnsupportedError(
+            f"take: mode='raise' is not supported (it needs a data-dependent "
+            f"check){_loc()}; use 'fill', 'clip' or 'wrap'"
+        )
     mode = _v.choice("fill" if mode is None else mode, ("fill", "clip", "wrap"), "take", "mode")
     if axis is None:
         a = ravel(a)
@@ -1809,18 +1972,27 @@ def take(a, indices, axis=None, mode=None, fill_value=None):
         raise FunctxTypeError(f"take: indices must be integers, got {iv.str_short()}{_loc()}")
     n = av.shape[axis]
     if mode != "fill" and n == 0 and iv.size:
-        raise FunctxIndexError(f"take: cannot take {iv.str_short()} from the empty axis {axis} "
-                               f"of {av.str_short()} with mode={mode!r}{_loc()}")
+        raise FunctxIndexError(
+            f"take: cannot take {iv.str_short()} from the empty axis {axis} "
+            f"of {av.str_short()} with mode={mode!r}{_loc()}"
+        )
     if mode == "clip" and n:
         # NumPy and JAX clip the raw index into [0, n): -1 gives the first element, not the last.
-        indices = clip(indices, np.asarray(0, iv.dtype)[()], np.asarray(
-            builtins.min(n - 1, int(dtypes.iinfo(iv.dtype).max)), iv.dtype)[()])
+        indices = clip(
+            indices,
+            np.asarray(0, iv.dtype)[()],
+            np.asarray(builtins.min(n - 1, int(dtypes.iinfo(iv.dtype).max)), iv.dtype)[()],
+        )
     elif mode == "wrap" and n:
-        indices = remainder(indices, np.asarray(n, iv.dtype)[()]) if n <= int(
-            dtypes.iinfo(iv.dtype).max) else indices
+        indices = (
+            remainder(indices, np.asarray(n, iv.dtype)[()])
+            if n <= int(dtypes.iinfo(iv.dtype).max)
+            else indices
+        )
     idx = (slice(None),) * axis + (indices,)
-    return indexing.getitem(a, idx, mode="fill" if mode == "fill" else "clip",
-                            fill_value=fill_value)
+    return indexing.getitem(
+        a, idx, mode="fill" if mode == "fill" else "clip", fill_value=fill_value
+    )
 
 
 def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
@@ -1828,17 +2000,24 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
 
     arr = asarray(arr) if not _is_array(arr) else arr
     indices = asarray(indices) if not _is_array(indices) else indices
-    _v.choice("fill" if mode is None else mode, ("fill", "clip", "promise_in_bounds", "drop"),
-              "take_along_axis", "mode")
+    _v.choice(
+        "fill" if mode is None else mode,
+        ("fill", "clip", "promise_in_bounds", "drop"),
+        "take_along_axis",
+        "mode",
+    )
     av, iv = _aval(arr), _aval(indices)
     if iv.dtype not in dtypes.INTEGERS:
-        raise FunctxTypeError(f"take_along_axis: indices must be integers, got "
-                              f"{iv.str_short()}{_loc()}")
+        raise FunctxTypeError(
+            f"take_along_axis: indices must be integers, got {iv.str_short()}{_loc()}"
+        )
     if axis is None:
         return take_along_axis(ravel(arr), ravel(indices), 0, mode, fill_value)
     if av.ndim != iv.ndim:
-        raise FunctxTypeError(f"take_along_axis: indices {iv.str_short()} and array "
-                              f"{av.str_short()} must have the same rank{_loc()}")
+        raise FunctxTypeError(
+            f"take_along_axis: indices {iv.str_short()} and array "
+            f"{av.str_short()} must have the same rank{_loc()}"
+        )
     axis = _canon_axis(axis, av.ndim, "take_along_axis axis")
     idx = []
     for i in range(av.ndim):
@@ -1848,12 +2027,17 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
             # array and indices broadcast against each other off the axis, as in NumPy
             n = builtins.max(av.shape[i], iv.shape[i])
             if iv.shape[i] not in (1, n) or av.shape[i] not in (1, n):
-                raise FunctxTypeError(f"take_along_axis: indices {iv.str_short()} do not "
-                                      f"broadcast against {av.str_short()}{_loc()}")
+                raise FunctxTypeError(
+                    f"take_along_axis: indices {iv.str_short()} do not "
+                    f"broadcast against {av.str_short()}{_loc()}"
+                )
             shape = [1] * av.ndim
             shape[i] = n
-            idx.append(lax.broadcasted_iota(dtypes.int32, tuple(shape), i) if av.shape[i] > 1
-                       else zeros(tuple(shape), dtypes.int32))
+            idx.append(
+                lax.broadcasted_iota(dtypes.int32, tuple(shape), i)
+                if av.shape[i] > 1
+                else zeros(tuple(shape), dtypes.int32)
+            )
     return indexing.getitem(arr, tuple(idx), mode=mode or "fill", fill_value=fill_value)
 
 
@@ -1862,14 +2046,23 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     av = _aval(a)
     offset = _v.integer(offset, "diagonal", "offset")
     if av.ndim < 2:
-        raise FunctxValueError(f"diagonal needs an array of rank >= 2, got {av.str_short()}"
-                               f"{_loc()}")
-    if _canon_axis(axis1, av.ndim, "diagonal axis1") == _canon_axis(axis2, av.ndim,
-                                                                    "diagonal axis2"):
-        raise FunctxValueError(f"diagonal: axis1 and axis2 must differ, got {axis1} and {axis2}"
-                               f"{_loc()}")
-    a = moveaxis(a, (_canon_axis(axis1, av.ndim, "diagonal axis1"),
-                     _canon_axis(axis2, av.ndim, "diagonal axis2")), (-2, -1))
+        raise FunctxValueError(
+            f"diagonal needs an array of rank >= 2, got {av.str_short()}{_loc()}"
+        )
+    if _canon_axis(axis1, av.ndim, "diagonal axis1") == _canon_axis(
+        axis2, av.ndim, "diagonal axis2"
+    ):
+        raise FunctxValueError(
+            f"diagonal: axis1 and axis2 must differ, got {axis1} and {axis2}{_loc()}"
+        )
+    a = moveaxis(
+        a,
+        (
+            _canon_axis(axis1, av.ndim, "diagonal axis1"),
+            _canon_axis(axis2, av.ndim, "diagonal axis2"),
+        ),
+        (-2, -1),
+    )
     n, m = _aval(a).shape[-2:]
     offset = builtins.max(builtins.min(offset, m), -n)  # beyond the array: the same empty result
     k = builtins.max(0, builtins.min(n + builtins.min(offset, 0), m - builtins.max(offset, 0)))
@@ -1877,8 +2070,14 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     cols = np.arange(k) + builtins.max(offset, 0)
     from functx.numpy import indexing
 
-    return indexing.getitem(a, (Ellipsis, Array.from_value(rows.astype(np.int32)),
-                                Array.from_value(cols.astype(np.int32))))
+    return indexing.getitem(
+        a,
+        (
+            Ellipsis,
+            Array.from_value(rows.astype(np.int32)),
+            Array.from_value(cols.astype(np.int32)),
+        ),
+    )
 
 
 def diag(v, k=0):
@@ -1931,32 +2130,49 @@ def matmul(a, b, /, *, precision=None, preferred_element_type=None):
     a, b = _promote_dot("matmul", a, b)
     av, bv = _aval(a), _aval(b)
     if av.ndim == 0 or bv.ndim == 0:
-        raise FunctxTypeError(f"matmul: operands must not be scalars, got {av.str_short()} and "
-                              f"{bv.str_short()}{_loc()}")
+        raise FunctxTypeError(
+            f"matmul: operands must not be scalars, got {av.str_short()} and "
+            f"{bv.str_short()}{_loc()}"
+        )
     a2 = lax.expand_dims(a, (0,)) if av.ndim == 1 else a
     b2 = lax.expand_dims(b, (1,)) if bv.ndim == 1 else b
     a2v, b2v = _aval(a2), _aval(b2)
     if a2v.shape[-1] != b2v.shape[-2]:
-        raise FunctxTypeError(f"matmul: contracting dimensions differ: {av.str_short()} @ "
-                              f"{bv.str_short()} ({a2v.shape[-1]} != {b2v.shape[-2]}){_loc()}")
+        raise FunctxTypeError(
+            f"matmul: contracting dimensions differ: {av.str_short()} @ "
+            f"{bv.str_short()} ({a2v.shape[-1]} != {b2v.shape[-2]}){_loc()}"
+        )
     batch = broadcast_shapes(a2v.shape[:-2], b2v.shape[:-2])
     nb = len(batch)
     # Unbatched operands (rank 2) stay unbatched: dot_general folds them into free dimensions.
     if b2v.ndim == 2:
-        out = lax.dot_general(broadcast_to(a2, batch + a2v.shape[-2:]) if a2v.ndim > 2 else a2, b2,
-                              (((a2v.ndim - 1 if a2v.ndim > 2 else 1,), (0,)), ((), ())),
-                              precision=precision, preferred_element_type=preferred_element_type)
+        out = lax.dot_general(
+            broadcast_to(a2, batch + a2v.shape[-2:]) if a2v.ndim > 2 else a2,
+            b2,
+            (((a2v.ndim - 1 if a2v.ndim > 2 else 1,), (0,)), ((), ())),
+            precision=precision,
+            preferred_element_type=preferred_element_type,
+        )
     elif a2v.ndim == 2:
-        out = lax.dot_general(a2, broadcast_to(b2, batch + b2v.shape[-2:]),
-                              (((1,), (nb,)), ((), ())),
-                              precision=precision, preferred_element_type=preferred_element_type)
+        out = lax.dot_general(
+            a2,
+            broadcast_to(b2, batch + b2v.shape[-2:]),
+            (((1,), (nb,)), ((), ())),
+            precision=precision,
+            preferred_element_type=preferred_element_type,
+        )
         # result: (m, batch..., n) -> (batch..., m, n)
         out = moveaxis(out, 0, nb)
     else:
         a3 = broadcast_to(a2, batch + a2v.shape[-2:])
         b3 = broadcast_to(b2, batch + b2v.shape[-2:])
-        out = lax.dot_general(a3, b3, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))),
-                              precision=precision, preferred_element_type=preferred_element_type)
+        out = lax.dot_general(
+            a3,
+            b3,
+            (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))),
+            precision=precision,
+            preferred_element_type=preferred_element_type,
+        )
     if av.ndim == 1:
         out = lax.squeeze(out, (_aval(out).ndim - 2,))
     if bv.ndim == 1:
@@ -1970,15 +2186,26 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
     if av.ndim == 0 or bv.ndim == 0:
         return multiply(a, b)
     if bv.ndim == 1:
-        return lax.dot_general(a, b, (((av.ndim - 1,), (0,)), ((), ())),
-                               precision=precision, preferred_element_type=preferred_element_type)
-    return lax.dot_general(a, b, (((av.ndim - 1,), (bv.ndim - 2,)), ((), ())),
-                           precision=precision, preferred_element_type=preferred_element_type)
+        return lax.dot_general(
+            a,
+            b,
+            (((av.ndim - 1,), (0,)), ((), ())),
+            precision=precision,
+            preferred_element_type=preferred_element_type,
+        )
+    return lax.dot_general(
+        a,
+        b,
+        (((av.ndim - 1,), (bv.ndim - 2,)), ((), ())),
+        precision=precision,
+        preferred_element_type=preferred_element_type,
+    )
 
 
 def vdot(a, b, *, precision=None, preferred_element_type=None):
-    return dot(ravel(a), ravel(b), precision=precision,
-               preferred_element_type=preferred_element_type)
+    return dot(
+        ravel(a), ravel(b), precision=precision, preferred_element_type=preferred_element_type
+    )
 
 
 def vecdot(x1, x2, /, *, axis=-1, preferred_element_type=None):
@@ -1987,17 +2214,21 @@ def vecdot(x1, x2, /, *, axis=-1, preferred_element_type=None):
     x1, x2 = _promote_dot("vecdot", x1, x2)
     s1, s2 = _aval(x1).shape, _aval(x2).shape
     if not s1 or not s2:
-        raise FunctxValueError(f"vecdot: operands must have rank >= 1, got shapes {s1} and {s2}"
-                               f"{_loc()}")
+        raise FunctxValueError(
+            f"vecdot: operands must have rank >= 1, got shapes {s1} and {s2}{_loc()}"
+        )
     axis = _v.integer(axis, "vecdot", "axis")
     if not (-len(s1) <= axis < len(s1) and -len(s2) <= axis < len(s2)):
-        raise _v.AxisError(f"vecdot: axis {axis} is out of bounds for shapes {s1} and {s2}"
-                           f"{_loc()}")
+        raise _v.AxisError(f"vecdot: axis {axis} is out of bounds for shapes {s1} and {s2}{_loc()}")
     if s1[axis] != s2[axis]:
-        raise FunctxTypeError(f"vecdot: axes must match; got shapes {s1} and {s2} with "
-                              f"axis={axis}{_loc()}")
-    dt = _aval(x1).dtype if preferred_element_type is None else \
-        dtypes.canonicalize(preferred_element_type)
+        raise FunctxTypeError(
+            f"vecdot: axes must match; got shapes {s1} and {s2} with axis={axis}{_loc()}"
+        )
+    dt = (
+        _aval(x1).dtype
+        if preferred_element_type is None
+        else dtypes.canonicalize(preferred_element_type)
+    )
     return sum(multiply(astype(x1, dt), astype(x2, dt)), axis=axis, dtype=dt)
 
 
@@ -2006,8 +2237,13 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
     av, bv = _aval(a), _aval(b)
     if av.ndim == 0 or bv.ndim == 0:
         return multiply(a, b)
-    return lax.dot_general(a, b, (((av.ndim - 1,), (bv.ndim - 1,)), ((), ())),
-                           precision=precision, preferred_element_type=preferred_element_type)
+    return lax.dot_general(
+        a,
+        b,
+        (((av.ndim - 1,), (bv.ndim - 1,)), ((), ())),
+        precision=precision,
+        preferred_element_type=preferred_element_type,
+    )
 
 
 def outer(a, b):
@@ -2021,20 +2257,29 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     if _v.is_int_like(axes):
         axes = _v.integer(axes, "tensordot", "axes", minimum=0)
         if axes > builtins.min(av.ndim, bv.ndim):
-            raise FunctxValueError(f"tensordot: axes={axes} is more than the rank of "
-                                   f"{av.str_short()} or {bv.str_short()}{_loc()}")
+            raise FunctxValueError(
+                f"tensordot: axes={axes} is more than the rank of "
+                f"{av.str_short()} or {bv.str_short()}{_loc()}"
+            )
         axes = (tuple(range(av.ndim - axes, av.ndim)), tuple(range(axes)))
     if not isinstance(axes, (tuple, list)) or len(axes) != 2:
-        raise FunctxTypeError(f"tensordot: axes must be an int or a pair of axis sequences, got "
-                              f"{axes!r}{_loc()}")
+        raise FunctxTypeError(
+            f"tensordot: axes must be an int or a pair of axis sequences, got {axes!r}{_loc()}"
+        )
     ax_a, ax_b = (_v.axis_seq(x, "tensordot", "axes") for x in axes)
     if len(ax_a) != len(ax_b):
-        raise FunctxValueError(f"tensordot: the axes {ax_a} and {ax_b} must have the same length"
-                               f"{_loc()}")
+        raise FunctxValueError(
+            f"tensordot: the axes {ax_a} and {ax_b} must have the same length{_loc()}"
+        )
     ax_a = tuple(_canon_axis(x, av.ndim, "tensordot axis") for x in ax_a)
     ax_b = tuple(_canon_axis(x, bv.ndim, "tensordot axis") for x in ax_b)
-    return lax.dot_general(a, b, ((ax_a, ax_b), ((), ())), precision=precision,
-                           preferred_element_type=preferred_element_type)
+    return lax.dot_general(
+        a,
+        b,
+        ((ax_a, ax_b), ((), ())),
+        precision=precision,
+        preferred_element_type=preferred_element_type,
+    )
 
 
 def kron(a, b):
@@ -2054,5 +2299,6 @@ def einsum(subscripts, *operands, optimize=None, precision=None, preferred_eleme
     import importlib
 
     impl = importlib.import_module("functx.numpy.einsum").einsum
-    return impl(subscripts, *operands, precision=precision,
-                preferred_element_type=preferred_element_type)
+    return impl(
+        subscripts, *operands, precision=precision, preferred_element_type=preferred_element_type
+    )

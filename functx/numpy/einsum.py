@@ -21,21 +21,26 @@ def _parse(subscripts: str, ndims):
         ins, out, explicit = subscripts, None, False
     terms = ins.split(",")
     if len(terms) != len(ndims):
-        raise FunctxTypeError(f"einsum: {len(terms)} subscript terms for {len(ndims)} operands"
-                              f"{where()}")
+        raise FunctxTypeError(
+            f"einsum: {len(terms)} subscript terms for {len(ndims)} operands{where()}"
+        )
     used = set(c for c in subscripts if c.isalpha())
     free = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz" if c not in used]
-    n_ell = max((nd - (len(t) - 3) if "..." in t else 0) for t, nd in zip(terms, ndims)) \
-        if any("..." in t for t in terms) else 0
+    n_ell = (
+        max((nd - (len(t) - 3) if "..." in t else 0) for t, nd in zip(terms, ndims))
+        if any("..." in t for t in terms)
+        else 0
+    )
     ell = "".join(free[:n_ell])
     parsed = []
     for t, nd in zip(terms, ndims):
         if "..." in t:
             k = nd - (len(t) - 3)
-            t = t.replace("...", ell[n_ell - k:] if k else "")
+            t = t.replace("...", ell[n_ell - k :] if k else "")
         if len(t) != nd:
-            raise FunctxTypeError(f"einsum: term {t!r} has {len(t)} indices for an operand of rank "
-                                  f"{nd}{where()}")
+            raise FunctxTypeError(
+                f"einsum: term {t!r} has {len(t)} indices for an operand of rank {nd}{where()}"
+            )
         parsed.append(t)
     if explicit:
         out = out.replace("...", ell)
@@ -62,7 +67,7 @@ def _diagonal(x, term):
         x = jnp.moveaxis(x, (i, j), (-2, -1))
         eye = jnp.eye(n, dtype=dtypes.bool_)
         x = _sum(jnp.where(eye, x, jnp.zeros((), get_aval(x).dtype)), (-1,))
-        term = term[:i] + term[i + 1:j] + term[j + 1:] + dup
+        term = term[:i] + term[i + 1 : j] + term[j + 1 :] + dup
 
 
 def _sum(x, axes):
@@ -122,12 +127,18 @@ def einsum(subscripts, *operands, precision=None, preferred_element_type=None):
         common = [c for c in at if c in t]
         batch = [c for c in common if c in later]
         contract = [c for c in common if c not in later]
-        dn = (([at.index(c) for c in contract], [t.index(c) for c in contract]),
-              ([at.index(c) for c in batch], [t.index(c) for c in batch]))
-        acc = lax.dot_general(acc, o, dn, precision=precision,
-                              preferred_element_type=preferred_element_type)
-        at = "".join(batch) + "".join(c for c in at if c not in common) + \
-            "".join(c for c in t if c not in common)
+        dn = (
+            ([at.index(c) for c in contract], [t.index(c) for c in contract]),
+            ([at.index(c) for c in batch], [t.index(c) for c in batch]),
+        )
+        acc = lax.dot_general(
+            acc, o, dn, precision=precision, preferred_element_type=preferred_element_type
+        )
+        at = (
+            "".join(batch)
+            + "".join(c for c in at if c not in common)
+            + "".join(c for c in t if c not in common)
+        )
     # Sum what the output does not keep, then order the axes like the output.
     axes = tuple(i for i, c in enumerate(at) if c not in out)
     if axes:
@@ -137,4 +148,3 @@ def einsum(subscripts, *operands, precision=None, preferred_element_type=None):
     if preferred_element_type is not None:
         acc = jnp.astype(acc, preferred_element_type)
     return acc
-

@@ -21,8 +21,7 @@ def _is_int(x):
 
 
 def _is_index_array(x):
-    return isinstance(x, (Array, Tracer, np.ndarray, list)) or (
-        isinstance(x, tuple) and False)
+    return isinstance(x, (Array, Tracer, np.ndarray, list)) or (isinstance(x, tuple) and False)
 
 
 def _index_constant(v: np.ndarray) -> Array:
@@ -42,7 +41,8 @@ def _to_index_array(x, dim_name):
         if isinstance(x, Tracer):
             raise FunctxTypeError(
                 f"Boolean mask indexing with a traced mask {av.str_short()} has a data-dependent "
-                f"shape{where()}. Use functx.numpy.where(mask, x, 0) or a concrete mask.")
+                f"shape{where()}. Use functx.numpy.where(mask, x, 0) or a concrete mask."
+            )
         return None  # handled by the caller (expanded through nonzero)
     if av.dtype not in dtypes.INTEGERS:
         raise FunctxTypeError(f"Indexing with {av.str_short()}: indices must be integers{where()}")
@@ -75,11 +75,18 @@ def _expand(idx, ndim, shape=None):
     n_ell = sum(1 for it in items if it is Ellipsis)
     if n_ell > 1:
         raise FunctxIndexError(f"an index can only have a single ellipsis ('...'){where()}")
-    consumed = sum(1 for it in items if it is not None and it is not Ellipsis
-                   and not (isinstance(it, tuple) and it and it[0] == "mask0"))
+    consumed = sum(
+        1
+        for it in items
+        if it is not None
+        and it is not Ellipsis
+        and not (isinstance(it, tuple) and it and it[0] == "mask0")
+    )
     if consumed > ndim:
-        raise FunctxIndexError(f"too many indices for array: array is {ndim}-dimensional, but "
-                               f"{consumed} were indexed{where()}")
+        raise FunctxIndexError(
+            f"too many indices for array: array is {ndim}-dimensional, but "
+            f"{consumed} were indexed{where()}"
+        )
     if masks and shape is not None:
         _check_masks(items, masks, shape, consumed)
     out = []
@@ -102,12 +109,13 @@ def _check_masks(items, masks, shape, consumed):
     for k, it in enumerate(items):
         if k in pending:
             mshape = pending[k]
-            got = tuple(shape[ax:ax + len(mshape)])
+            got = tuple(shape[ax : ax + len(mshape)])
             if got != tuple(mshape):
                 raise FunctxIndexError(
                     f"boolean index did not match the indexed array: a mask of shape "
                     f"{tuple(mshape)} at axis {ax}, but the array's dimensions there are {got}"
-                    f"{where()}")
+                    f"{where()}"
+                )
         if it is Ellipsis:
             ax += ndim - consumed
         elif it is not None and not (isinstance(it, tuple) and it and it[0] == "mask0"):
@@ -145,7 +153,8 @@ def getitem(x, idx, mode=None, fill_value=None):
                 if isinstance(part, Tracer):
                     raise FunctxTypeError(
                         f"Slice bounds must be static Python ints, got a traced value{where()}. "
-                        "Use functx.lax.dynamic_slice for traced offsets.")
+                        "Use functx.lax.dynamic_slice for traced offsets."
+                    )
             if it.step == 0:
                 raise FunctxValueError(f"slice step cannot be zero{where()}")
             sl = slice(*(None if p is None else int(p) for p in (it.start, it.stop, it.step)))
@@ -163,8 +172,9 @@ def getitem(x, idx, mode=None, fill_value=None):
         elif _is_int(it) and not has_array:
             i = int(it)
             if not -n <= i < n:
-                raise FunctxIndexError(f"index {i} is out of bounds for axis {ax} with size {n}"
-                                       f"{where()}")
+                raise FunctxIndexError(
+                    f"index {i} is out of bounds for axis {ax} with size {n}{where()}"
+                )
             i %= n
             starts.append(i)
             limits.append(i + 1)
@@ -187,8 +197,9 @@ def getitem(x, idx, mode=None, fill_value=None):
         if _is_int(it):
             n = shape[ax]
             if not -n <= int(it) < n:
-                raise FunctxIndexError(f"index {int(it)} is out of bounds for axis {ax} with "
-                                       f"size {n}{where()}")
+                raise FunctxIndexError(
+                    f"index {int(it)} is out of bounds for axis {ax} with size {n}{where()}"
+                )
             arr = Array.from_value(np.asarray(int(it) % n, np.int32))
         else:
             arr = _to_index_array(it, ax)
@@ -201,8 +212,11 @@ def getitem(x, idx, mode=None, fill_value=None):
     for ax, a in zip(adv_axes, adv):
         av = get_aval(a)
         if dtypes.is_signed(av.dtype):
-            a = jnp.where(lax.lt(a, 0), lax.add(a, np.asarray(dims[ax], av.dtype)[()]
-                                               if not av.weak_type else dims[ax]), a)
+            a = jnp.where(
+                lax.lt(a, 0),
+                lax.add(a, np.asarray(dims[ax], av.dtype)[()] if not av.weak_type else dims[ax]),
+                a,
+            )
         norm.append(jnp.astype(a, dtypes.int32) if get_aval(a).dtype != dtypes.int64 else a)
     wide = any(get_aval(a).dtype == dtypes.int64 for a in norm)
     idx_dtype = dtypes.int64 if wide else dtypes.int32
@@ -216,26 +230,43 @@ def getitem(x, idx, mode=None, fill_value=None):
     elif mode in ("fill", "drop"):
         gmode = "fill"
     else:
-        raise FunctxValueError(f"indexing mode must be 'clip', 'fill', 'drop' or "
-                               f"'promise_in_bounds', got {mode!r}{where()}")
-    out = P.gather_p.bind(x, indices, axes=tuple(adv_axes), mode=gmode,
-                          fill_value=None if fill_value is None else fill_value)
+        raise FunctxValueError(
+            f"indexing mode must be 'clip', 'fill', 'drop' or "
+            f"'promise_in_bounds', got {mode!r}{where()}"
+        )
+    out = P.gather_p.bind(
+        x,
+        indices,
+        axes=tuple(adv_axes),
+        mode=gmode,
+        fill_value=None if fill_value is None else fill_value,
+    )
     # NumPy puts the broadcast index dimensions where the first advanced index stood when the
     # advanced indices are adjacent, and first otherwise.
     contiguous = adv_axes == list(range(adv_axes[0], adv_axes[0] + len(adv_axes)))
     if contiguous and adv_axes[0] > 0:
         nb = len(bshape)
         first = adv_axes[0]
-        perm = list(range(nb, nb + first)) + list(range(nb)) + list(
-            range(nb + first, get_aval(out).ndim))
+        perm = (
+            list(range(nb, nb + first))
+            + list(range(nb))
+            + list(range(nb + first, get_aval(out).ndim))
+        )
         out = lax.transpose(out, perm)
     return out
 
 
 def _static_basic(items):
-    return all(_is_int(it) or (isinstance(it, slice) and it.step in (None, 1)
-                               and not isinstance(it.start, Tracer)
-                               and not isinstance(it.stop, Tracer)) for it in items)
+    return all(
+        _is_int(it)
+        or (
+            isinstance(it, slice)
+            and it.step in (None, 1)
+            and not isinstance(it.start, Tracer)
+            and not isinstance(it.stop, Tracer)
+        )
+        for it in items
+    )
 
 
 def scatter_update(x, idx, values, mode):
@@ -249,27 +280,38 @@ def scatter_update(x, idx, values, mode):
     if dt != xv.dtype:
         # Like JAX: update in the promoted dtype, then convert back (so an int32 array's
         # .at[i].add(2.5) adds 2.5 and truncates the sum, rather than adding 2).
-        out = scatter_update(lax.convert_element_type(x, dt), idx,
-                             lax.convert_element_type(values, dt), mode)
+        out = scatter_update(
+            lax.convert_element_type(x, dt), idx, lax.convert_element_type(values, dt), mode
+        )
         return lax.convert_element_type(out, xv.dtype, xv.weak_type)
-    values = lax.convert_element_type(values, xv.dtype, xv.weak_type) \
-        if get_aval(values).dtype != xv.dtype else values
+    values = (
+        lax.convert_element_type(values, xv.dtype, xv.weak_type)
+        if get_aval(values).dtype != xv.dtype
+        else values
+    )
     raw = idx if isinstance(idx, tuple) else (idx,)
     if not any(i is None or isinstance(i, (Array, Tracer, np.ndarray, list)) for i in raw):
         items = _expand(idx, xv.ndim, xv.shape)
         if _static_basic(items):
             return _update_static(x, items, values, mode)
     # General case: gather the flat positions the index selects, then scatter into the flat array.
-    pos = lax.reshape(lax.iota(dtypes.int32 if xv.size < 2**31 else dtypes.int64, xv.size),
-                      xv.shape)
+    pos = lax.reshape(
+        lax.iota(dtypes.int32 if xv.size < 2**31 else dtypes.int64, xv.size), xv.shape
+    )
     sel = getitem(pos, idx, mode="fill", fill_value=-1)
     sv = get_aval(sel)
     upd = jnp.broadcast_to(values, sv.shape)
     flat = lax.reshape(x, (xv.size,))
-    prim = {None: P.scatter_p, "add": P.scatter_add_p, "mul": P.scatter_mul_p,
-            "min": P.scatter_min_p, "max": P.scatter_max_p}[mode]
-    out = prim.bind(flat, lax.reshape(sel, (sv.size, 1)), lax.reshape(upd, (sv.size,)),
-                    axes=(0,), mode="drop")
+    prim = {
+        None: P.scatter_p,
+        "add": P.scatter_add_p,
+        "mul": P.scatter_mul_p,
+        "min": P.scatter_min_p,
+        "max": P.scatter_max_p,
+    }[mode]
+    out = prim.bind(
+        flat, lax.reshape(sel, (sv.size, 1)), lax.reshape(upd, (sv.size,)), axes=(0,), mode="drop"
+    )
     return lax.reshape(out, xv.shape)
 
 
@@ -282,8 +324,9 @@ def _update_static(x, items, values, mode):
         if _is_int(it):
             i = int(it)
             if not -n <= i < n:
-                raise FunctxIndexError(f"index {i} is out of bounds for axis {ax} with size {n}"
-                                       f"{where()}")
+                raise FunctxIndexError(
+                    f"index {i} is out of bounds for axis {ax} with size {n}{where()}"
+                )
             starts.append(i % n)
             sizes.append(1)
         else:

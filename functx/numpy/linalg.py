@@ -74,11 +74,15 @@ def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002
                 return jnp.max(s, axis=row, keepdims=keepdims, initial=0)
             return jnp.min(s, axis=row, keepdims=keepdims)
         if ord in ("nuc", 2, -2):
-            raise FunctxTypeError(f"norm: matrix ord={ord!r} needs a singular value "
-                                  f"decomposition, which functx does not have{where()}")
+            raise FunctxTypeError(
+                f"norm: matrix ord={ord!r} needs a singular value "
+                f"decomposition, which functx does not have{where()}"
+            )
         raise FunctxTypeError(f"norm: invalid order {ord!r} for a matrix norm{where()}")
-    raise FunctxTypeError(f"norm: improper number of axes {axis}: pass one axis for a vector "
-                          f"norm or two for a matrix norm{where()}")
+    raise FunctxTypeError(
+        f"norm: improper number of axes {axis}: pass one axis for a vector "
+        f"norm or two for a matrix norm{where()}"
+    )
 
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):  # noqa: A002
@@ -93,8 +97,9 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):  # noqa: A002
         return jnp.min(jnp.abs(x), axis=axis, keepdims=keepdims)
     if ord == 0:
         if x.dtype not in (jnp.float16, jnp.bfloat16, jnp.float32, jnp.float64):
-            raise FunctxTypeError(f"vector_norm: ord=0 needs a float array, got "
-                                  f"{x.aval.str_short()}{where()}")
+            raise FunctxTypeError(
+                f"vector_norm: ord=0 needs a float array, got {x.aval.str_short()}{where()}"
+            )
         return jnp.sum(jnp.not_equal(x, 0), dtype=x.dtype, axis=axis, keepdims=keepdims)
     if ord == 1:
         return jnp.sum(jnp.abs(x), axis=axis, keepdims=keepdims)
@@ -117,5 +122,13 @@ vecdot = jnp.vecdot
 outer = jnp.outer
 matrix_transpose = jnp.matrix_transpose
 
-__all__ = ["norm", "vector_norm", "matrix_norm", "matmul", "tensordot", "vecdot", "outer",
-           "matrix_transpose"]
+__all__ = [
+    "norm",
+    "vector_norm",
+    "matrix_norm",
+    "matmul",
+    "tensordot",
+    "vecdot",
+    "outer",
+    "matrix_transpose",
+]

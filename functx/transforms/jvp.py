@@ -66,9 +66,13 @@ def as_arrays(xs) -> list:
     (a NumPy array of the user's) passed through. float0 zeros and tracers stay as they are."""
     from functx.tracing import Tracer
 
-    return [x if isinstance(x, (Array, Tracer)) or (isinstance(x, np.ndarray)
-                                                    and x.dtype == dtypes.float0)
-            else Array.from_value(x) for x in xs]
+    return [
+        x
+        if isinstance(x, (Array, Tracer))
+        or (isinstance(x, np.ndarray) and x.dtype == dtypes.float0)
+        else Array.from_value(x)
+        for x in xs
+    ]
 
 
 def add_tangents(a, b):
@@ -116,7 +120,8 @@ def jvp_eval(jaxpr: Jaxpr, consts, primals, tangents):
                 if rule is None:
                     raise UnsupportedError(
                         f"Differentiation rule for '{eqn.prim.name}' not implemented "
-                        f"(jvp){where(eqn.source_info)}")
+                        f"(jvp){where(eqn.source_info)}"
+                    )
                 outs, touts = rule(ps, ts, **eqn.params)
                 if not eqn.prim.multiple_results:
                     outs, touts = [outs], [touts]
@@ -134,7 +139,7 @@ def jvp_jaxpr(closed: ClosedJaxpr, nonzeros: list[bool]) -> tuple[ClosedJaxpr, l
     out_nz = []
 
     def fun(*args):
-        primals, ts = list(args[:len(in_avals)]), iter(args[len(in_avals):])
+        primals, ts = list(args[: len(in_avals)]), iter(args[len(in_avals) :])
         tangents = [next(ts) if nz else Zero(tangent_aval(a)) for a, nz in zip(in_avals, nonzeros)]
         outs, touts = jvp_eval(closed.jaxpr, closed.consts, primals, tangents)
         out_nz[:] = [not isinstance(t, Zero) for t in touts]
@@ -187,8 +192,10 @@ def defjvp_linear(prim):
     def rule(primals, tangents, **params):
         ans = prim.bind(*primals, **params)
         avals = [get_aval(p) for p in primals]
-        ts = [instantiate(t) if not isinstance(t, Zero) else _zero_for(a) for t, a in
-              zip(tangents, avals)]
+        ts = [
+            instantiate(t) if not isinstance(t, Zero) else _zero_for(a)
+            for t, a in zip(tangents, avals)
+        ]
         return ans, prim.bind(*ts, **params)
 
     jvp_rules[prim] = rule
@@ -216,15 +223,38 @@ def defjvp_binary(prim, dx, dy):
 
 
 # --- elementwise unary ---------------------------------------------------------------------------
-for _p in (P.sign_p, P.floor_p, P.ceil_p, P.round_p, P.is_finite_p, P.not_p, P.stop_gradient_p,
-           P.nextafter_p, P.iota_p, P.argmax_p, P.argmin_p, P.reduce_and_p, P.reduce_or_p,
-           P.and_p, P.or_p, P.xor_p, P.eq_p, P.ne_p, P.lt_p, P.le_p, P.gt_p, P.ge_p):
+for _p in (
+    P.sign_p,
+    P.floor_p,
+    P.ceil_p,
+    P.round_p,
+    P.is_finite_p,
+    P.not_p,
+    P.stop_gradient_p,
+    P.nextafter_p,
+    P.iota_p,
+    P.argmax_p,
+    P.argmin_p,
+    P.reduce_and_p,
+    P.reduce_or_p,
+    P.and_p,
+    P.or_p,
+    P.xor_p,
+    P.eq_p,
+    P.ne_p,
+    P.lt_p,
+    P.le_p,
+    P.gt_p,
+    P.ge_p,
+):
     nondifferentiable.add(_p)
 
 jvp_rules[P.neg_p] = lambda ps, ts: (lax.neg(ps[0]), lax.neg(ts[0]))
 # d|x|/dx is 1 at 0 (and -0.0), as in JAX.
-defjvp_unary(P.abs_p, lambda x, ans: lax.select(lax.ge(x, _const(x, 0)), lax.full_like(x, 1),
-                                                lax.full_like(x, -1)))
+defjvp_unary(
+    P.abs_p,
+    lambda x, ans: lax.select(lax.ge(x, _const(x, 0)), lax.full_like(x, 1), lax.full_like(x, -1)),
+)
 defjvp_unary(P.exp_p, lambda x, ans: ans)
 defjvp_unary(P.exp2_p, lambda x, ans: lax.mul(ans, _const(x, np.log(2))))
 defjvp_unary(P.log_p, lambda x, ans: lax.integer_pow(x, -1))
@@ -243,17 +273,21 @@ defjvp_unary(P.sinh_p, lambda x, ans: lax.cosh(x))
 defjvp_unary(P.cosh_p, lambda x, ans: lax.sinh(x))
 defjvp_unary(P.tanh_p, lambda x, ans: lax.sub(_const(x, 1), lax.mul(ans, ans)))
 defjvp_unary(P.asinh_p, lambda x, ans: lax.rsqrt(lax.add(lax.mul(x, x), _const(x, 1))))
-defjvp_unary(P.acosh_p, lambda x, ans: lax.rsqrt(lax.mul(lax.sub(x, _const(x, 1)),
-                                                         lax.add(x, _const(x, 1)))))
+defjvp_unary(
+    P.acosh_p, lambda x, ans: lax.rsqrt(lax.mul(lax.sub(x, _const(x, 1)), lax.add(x, _const(x, 1))))
+)
 defjvp_unary(P.atanh_p, lambda x, ans: lax.integer_pow(lax.sub(_const(x, 1), lax.mul(x, x)), -1))
 defjvp_unary(P.logistic_p, lambda x, ans: lax.mul(ans, lax.sub(_const(x, 1), ans)))
-defjvp_unary(P.erf_p, lambda x, ans: lax.mul(_const(x, 2 / np.sqrt(np.pi)),
-                                             lax.exp(lax.neg(lax.mul(x, x)))))
+defjvp_unary(
+    P.erf_p, lambda x, ans: lax.mul(_const(x, 2 / np.sqrt(np.pi)), lax.exp(lax.neg(lax.mul(x, x))))
+)
 
 
 def _lgamma_jvp(primals, tangents):
-    raise UnsupportedError(f"Differentiation rule for 'lgamma' not implemented: it needs digamma, "
-                           f"which functx does not have yet{where()}")
+    raise UnsupportedError(
+        f"Differentiation rule for 'lgamma' not implemented: it needs digamma, "
+        f"which functx does not have yet{where()}"
+    )
 
 
 jvp_rules[P.lgamma_p] = _lgamma_jvp
@@ -289,11 +323,14 @@ def _sub_jvp(primals, tangents):
 jvp_rules[P.add_p] = _add_jvp
 jvp_rules[P.sub_p] = _sub_jvp
 defjvp_binary(P.mul_p, lambda x, y, ans: y, lambda x, y, ans: x)
-defjvp_binary(P.div_p, lambda x, y, ans: lax.integer_pow(y, -1),
-              lambda x, y, ans: lax.neg(lax.div(ans, y)))
-defjvp_binary(P.rem_p, lambda x, y, ans: lax.full_like(ans, 1),
-              lambda x, y, ans: lax.neg(lax.mul(lax.sign(lax.div(x, y)),
-                                                lax.floor(lax.abs(lax.div(x, y))))))
+defjvp_binary(
+    P.div_p, lambda x, y, ans: lax.integer_pow(y, -1), lambda x, y, ans: lax.neg(lax.div(ans, y))
+)
+defjvp_binary(
+    P.rem_p,
+    lambda x, y, ans: lax.full_like(ans, 1),
+    lambda x, y, ans: lax.neg(lax.mul(lax.sign(lax.div(x, y)), lax.floor(lax.abs(lax.div(x, y))))),
+)
 
 
 def _pow_dx(x, y, ans):
@@ -342,18 +379,27 @@ def _minmax_partials(x, y, ans):
     return _balanced_eq(xb, ans, yb), _balanced_eq(yb, ans, xb)
 
 
-defjvp_binary(P.max_p, lambda x, y, ans: _minmax_partials(x, y, ans)[0],
-              lambda x, y, ans: _minmax_partials(x, y, ans)[1])
-defjvp_binary(P.min_p, lambda x, y, ans: _minmax_partials(x, y, ans)[0],
-              lambda x, y, ans: _minmax_partials(x, y, ans)[1])
+defjvp_binary(
+    P.max_p,
+    lambda x, y, ans: _minmax_partials(x, y, ans)[0],
+    lambda x, y, ans: _minmax_partials(x, y, ans)[1],
+)
+defjvp_binary(
+    P.min_p,
+    lambda x, y, ans: _minmax_partials(x, y, ans)[0],
+    lambda x, y, ans: _minmax_partials(x, y, ans)[1],
+)
 
 
 def _atan2_denominator(x, y):
     return lax.add(lax.mul(x, x), lax.mul(y, y))
 
 
-defjvp_binary(P.atan2_p, lambda x, y, ans: lax.div(y, _atan2_denominator(x, y)),
-              lambda x, y, ans: lax.neg(lax.div(x, _atan2_denominator(x, y))))
+defjvp_binary(
+    P.atan2_p,
+    lambda x, y, ans: lax.div(y, _atan2_denominator(x, y)),
+    lambda x, y, ans: lax.neg(lax.div(x, _atan2_denominator(x, y))),
+)
 
 
 # --- select, convert -----------------------------------------------------------------------------
@@ -363,8 +409,10 @@ def _select_n_jvp(primals, tangents):
     tcases = tangents[1:]
     if all(isinstance(t, Zero) for t in tcases):
         return ans, Zero(tangent_aval(get_aval(ans)))
-    ts = [instantiate(t) if not isinstance(t, Zero) else _zero_for(get_aval(c))
-          for t, c in zip(tcases, cases)]
+    ts = [
+        instantiate(t) if not isinstance(t, Zero) else _zero_for(get_aval(c))
+        for t, c in zip(tcases, cases)
+    ]
     return ans, lax.select_n(which, *ts)
 
 
@@ -382,8 +430,16 @@ def _convert_jvp(primals, tangents, *, new_dtype, weak_type=False):
 jvp_rules[P.convert_element_type_p] = _convert_jvp
 
 # --- linear structural primitives ----------------------------------------------------------------
-for _p in (P.broadcast_in_dim_p, P.reshape_p, P.transpose_p, P.squeeze_p, P.expand_dims_p,
-           P.rev_p, P.slice_p, P.reduce_sum_p):
+for _p in (
+    P.broadcast_in_dim_p,
+    P.reshape_p,
+    P.transpose_p,
+    P.squeeze_p,
+    P.expand_dims_p,
+    P.rev_p,
+    P.slice_p,
+    P.reduce_sum_p,
+):
     defjvp_linear(_p)
 
 
@@ -412,8 +468,10 @@ def _index_linear_jvp(prim, n_linear):
 
     def rule(primals, tangents, **params):
         ans = prim.bind(*primals, **params)
-        lin = [(_zero_for(get_aval(p)) if isinstance(t, Zero) else t)
-               for p, t in zip(primals[:n_linear], tangents[:n_linear])]
+        lin = [
+            (_zero_for(get_aval(p)) if isinstance(t, Zero) else t)
+            for p, t in zip(primals[:n_linear], tangents[:n_linear])
+        ]
         return ans, prim.bind(*lin, *primals[n_linear:], **params)
 
     jvp_rules[prim] = rule
@@ -476,11 +534,14 @@ def _scatter_mul_jvp(primals, tangents, *, axes, mode):
         out = add_tangents(out, lax.mul(tx, m))
     if not isinstance(tu, Zero):
         gmode = "clip" if mode == "clip" else "fill"
-        at = P.gather_p.bind(ans, idx, axes=axes, mode=gmode,
-                             fill_value=None if gmode == "clip" else 0)
+        at = P.gather_p.bind(
+            ans, idx, axes=axes, mode=gmode, fill_value=None if gmode == "clip" else 0
+        )
         coef = lax.div(at, u)
-        out = add_tangents(out, P.scatter_add_p.bind(lax.full_like(x, 0), idx, lax.mul(tu, coef),
-                                                     axes=axes, mode=mode))
+        out = add_tangents(
+            out,
+            P.scatter_add_p.bind(lax.full_like(x, 0), idx, lax.mul(tu, coef), axes=axes, mode=mode),
+        )
     return ans, out
 
 
@@ -493,17 +554,22 @@ def _scatter_minmax_jvp(prim):
         tx, tu = tangents[0], tangents[2]
         ans = prim.bind(x, idx, u, axes=axes, mode=mode)
         gmode = "clip" if mode == "clip" else "fill"
-        at = P.gather_p.bind(ans, idx, axes=axes, mode=gmode,
-                             fill_value=None if gmode == "clip" else 0)
+        at = P.gather_p.bind(
+            ans, idx, axes=axes, mode=gmode, fill_value=None if gmode == "clip" else 0
+        )
         from_x = lax.convert_element_type(lax.eq(x, ans), get_aval(x).dtype)
         from_u = lax.convert_element_type(lax.eq(u, at), get_aval(x).dtype)
-        counts = lax.add(from_x, P.scatter_add_p.bind(lax.full_like(x, 0), idx, from_u, axes=axes,
-                                                      mode=mode))
+        counts = lax.add(
+            from_x, P.scatter_add_p.bind(lax.full_like(x, 0), idx, from_u, axes=axes, mode=mode)
+        )
         tx = _zero_for(get_aval(x)) if isinstance(tx, Zero) else tx
         tu = _zero_for(get_aval(u)) if isinstance(tu, Zero) else tu
-        num = lax.add(lax.mul(tx, from_x),
-                      P.scatter_add_p.bind(lax.full_like(x, 0), idx, lax.mul(tu, from_u),
-                                           axes=axes, mode=mode))
+        num = lax.add(
+            lax.mul(tx, from_x),
+            P.scatter_add_p.bind(
+                lax.full_like(x, 0), idx, lax.mul(tu, from_u), axes=axes, mode=mode
+            ),
+        )
         return ans, lax.div(num, counts)
 
     jvp_rules[prim] = rule
@@ -576,8 +642,6 @@ def _reduce_prod_jvp(primals, tangents, *, axes):
 jvp_rules[P.reduce_prod_p] = _reduce_prod_jvp
 
 
-
-
 # --- contraction ---------------------------------------------------------------------------------
 def _dot_general_jvp(primals, tangents, **params):
     (lhs, rhs), (tl, tr) = primals, tangents
@@ -604,8 +668,10 @@ def fun_name(fun) -> str:
 def check_callable(what, fun):
     """``fun`` must be callable (JAX: 'Expected a callable value')."""
     if not callable(fun):
-        raise FunctxTypeError(f"{what}: expected a callable value, got {fun!r:.80} of type "
-                              f"{type(fun).__name__}{where()}")
+        raise FunctxTypeError(
+            f"{what}: expected a callable value, got {fun!r:.80} of type "
+            f"{type(fun).__name__}{where()}"
+        )
 
 
 class ArgnumsError(FunctxTypeError, ValueError):
@@ -616,9 +682,11 @@ class ArgnumsError(FunctxTypeError, ValueError):
 def check_argnums(what, argnums, name="argnums"):
     """``argnums``: an int or a non-empty sequence of distinct ints (the range is checked at call
     time, when the number of arguments is known)."""
+
     def bad():
-        return FunctxTypeError(f"{what}: {name} must be an int or a sequence of ints, got "
-                               f"{argnums!r}{where()}")
+        return FunctxTypeError(
+            f"{what}: {name} must be an int or a sequence of ints, got {argnums!r}{where()}"
+        )
 
     if isinstance(argnums, (bool, np.bool_)):
         raise bad()
@@ -630,8 +698,9 @@ def check_argnums(what, argnums, name="argnums"):
         nums = tuple(argnums)
     except TypeError:  # a 0-d array
         raise bad() from None
-    if not nums or any(isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer))
-                       for a in nums):
+    if not nums or any(
+        isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer)) for a in nums
+    ):
         raise bad()
     if len(set(int(a) for a in nums)) != len(nums):
         raise ArgnumsError(f"{what}: {name} {nums} repeats an argument{where()}")
@@ -646,7 +715,8 @@ def bad_argument(what, args, kwargs=None):
     from functx.tracing import PYTREE_NAMESPACE
 
     paths, leaves, _ = optree.tree_flatten_with_path(
-        (tuple(args), dict(kwargs or {})), none_is_leaf=False, namespace=PYTREE_NAMESPACE)
+        (tuple(args), dict(kwargs or {})), none_is_leaf=False, namespace=PYTREE_NAMESPACE
+    )
     for path, leaf in zip(paths, leaves):
         try:
             get_aval(leaf)
@@ -659,7 +729,8 @@ def bad_argument(what, args, kwargs=None):
                 f"{what}: {kind} {path[1]!r}{sub} of type {tname} is not a valid functx type "
                 f"(an array, a Python scalar, or a pytree of them); pass arrays, or register the "
                 f"class as a pytree node with functx.tree_util.register_pytree_node (or "
-                f"register_dataclass){where()}")
+                f"register_dataclass){where()}"
+            )
             err.bad_argument = True
             return err
     return None
@@ -687,21 +758,26 @@ def _check_tangent(p, t, path):
     else:
         ta = get_aval(t)
     if pa.shape != ta.shape:
-        raise FunctxTypeError(f"jvp of {path}: primal and tangent arguments must have equal "
-                              f"shapes; got primal {pa.str_short()} and tangent {ta.str_short()}"
-                              f"{where()}")
+        raise FunctxTypeError(
+            f"jvp of {path}: primal and tangent arguments must have equal "
+            f"shapes; got primal {pa.str_short()} and tangent {ta.str_short()}"
+            f"{where()}"
+        )
     if not is_differentiable(pa):
         if ta.dtype != dtypes.float0:
             raise FunctxTypeError(
                 f"jvp of {path}: primal and tangent dtypes must be equal, or for an integer or "
                 f"bool primal the tangent dtype must be float0; got primal {pa.str_short()} and "
-                f"tangent {ta.str_short()} (use np.zeros(shape, functx.dtypes.float0)){where()}")
+                f"tangent {ta.str_short()} (use np.zeros(shape, functx.dtypes.float0)){where()}"
+            )
         return t
     if is_python_scalar(t) and not isinstance(t, bool):
         return Array.from_value(np.asarray(t, pa.dtype))
     if ta.dtype != pa.dtype:
-        raise FunctxTypeError(f"jvp of {path}: primal and tangent dtypes must be equal; got "
-                              f"primal {pa.str_short()} and tangent {ta.str_short()}{where()}")
+        raise FunctxTypeError(
+            f"jvp of {path}: primal and tangent dtypes must be equal; got "
+            f"primal {pa.str_short()} and tangent {ta.str_short()}{where()}"
+        )
     return t
 
 
@@ -721,16 +797,22 @@ def jvp(fun, primals, tangents, has_aux=False):
     check_callable("jvp", fun)
     fname = fun_name(fun)
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
-        raise FunctxTypeError(f"jvp of {fname}: primals and tangents must be tuples or lists, got "
-                              f"{type(primals).__name__} and {type(tangents).__name__}{where()}")
+        raise FunctxTypeError(
+            f"jvp of {fname}: primals and tangents must be tuples or lists, got "
+            f"{type(primals).__name__} and {type(tangents).__name__}{where()}"
+        )
     p_leaves, p_tree = tree_flatten(tuple(primals))
     t_leaves, t_tree = tree_flatten(tuple(tangents))
     if p_tree != t_tree:
-        raise FunctxTypeError(f"jvp of {fname}: primal and tangent arguments must have the same "
-                              f"tree structure; got {p_tree} and {t_tree}{where()}")
+        raise FunctxTypeError(
+            f"jvp of {fname}: primal and tangent arguments must have the same "
+            f"tree structure; got {p_tree} and {t_tree}{where()}"
+        )
     arg_avals(f"jvp of {fname}", p_leaves, primals)
-    t_leaves = [_check_tangent(p, t, f"{fname}, leaf {i}")
-                for i, (p, t) in enumerate(zip(p_leaves, t_leaves))]
+    t_leaves = [
+        _check_tangent(p, t, f"{fname}, leaf {i}")
+        for i, (p, t) in enumerate(zip(p_leaves, t_leaves))
+    ]
     traced, leaves = L.trace_user_fun(fun, tuple(primals), has_aux)
     closed = traced.closed
     nonzeros = [is_differentiable(get_aval(x)) for x in leaves]
@@ -741,8 +823,10 @@ def jvp(fun, primals, tangents, has_aux=False):
     res = as_arrays(eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *leaves, *t_in))
     n_all = len(closed.out_avals)
     outs, touts_nz = res[:n_all], iter(res[n_all:])
-    touts = [next(touts_nz) if nz else zeros_like_aval(tangent_aval(a))
-             for nz, a in zip(out_nz, closed.out_avals)]
+    touts = [
+        next(touts_nz) if nz else zeros_like_aval(tangent_aval(a))
+        for nz, a in zip(out_nz, closed.out_avals)
+    ]
     n = traced.n_out
     out = (tree_unflatten(traced.out_tree, outs[:n]), tree_unflatten(traced.out_tree, touts[:n]))
     return out + (tree_unflatten(traced.aux_tree, outs[n:]),) if has_aux else out

@@ -66,7 +66,8 @@ def trace_user_fun(fun, args: tuple, has_aux: bool = False, kwargs=None):
             if not isinstance(out, tuple) or len(out) != 2:
                 raise FunctxTypeError(
                     f"{fun_name(fun)} has has_aux=True, so it must return a pair (output, aux); "
-                    f"it returned {type(out).__name__}{where()}")
+                    f"it returned {type(out).__name__}{where()}"
+                )
             out, aux = out
             aux_leaves, aux_tree = tree_flatten(aux)
         out_leaves, out_tree = tree_flatten(out)
@@ -116,11 +117,14 @@ def partial_eval_jvp(jvp_closed: ClosedJaxpr, n_primals: int, n_primal_outs: int
     j = jvp_closed.jaxpr
     n_t = len(j.invars) - n_primals
     n_tout = len(j.outvars) - n_primal_outs
-    pe = partial_eval_jaxpr(j, [False] * n_primals + [True] * n_t,
-                            [False] * n_primal_outs + [True] * n_tout)
+    pe = partial_eval_jaxpr(
+        j, [False] * n_primals + [True] * n_t, [False] * n_primal_outs + [True] * n_tout
+    )
     if any(pe.out_unknowns[:n_primal_outs]):
-        raise FunctxTypeError("linearize: a primal output depends on a tangent; a custom_jvp "
-                              "rule must compute its primal output from primals only")
+        raise FunctxTypeError(
+            "linearize: a primal output depends on a tangent; a custom_jvp "
+            "rule must compute its primal output from primals only"
+        )
     primal_closed = passes.dce_closed(ClosedJaxpr(pe.known, jvp_closed.consts))
     return Linearized(primal_closed, passes.dce_jaxpr(pe.unknown), len(pe.res_avals), None)
 
@@ -137,8 +141,9 @@ def linearize(fun, *primals):
     """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` evaluates the linear map (the jvp)
     without recomputing the primal: JAX's ``linearize``."""
     if not callable(fun):
-        raise FunctxTypeError(f"linearize: expected a callable value, got {type(fun).__name__}"
-                              f"{where()}")
+        raise FunctxTypeError(
+            f"linearize: expected a callable value, got {type(fun).__name__}{where()}"
+        )
     traced, leaves = trace_user_fun(fun, primals)
     nonzeros = tuple(is_differentiable(get_aval(x)) for x in leaves)
     lin = linearize_jaxpr(traced.closed, nonzeros, traced.n_out)
@@ -150,16 +155,28 @@ def linearize(fun, *primals):
     def f_jvp(*tangents):
         t_leaves, t_tree = tree_flatten((tuple(tangents), {}))
         if t_tree != traced.in_tree:
-            raise FunctxTypeError(f"linearize: tangents must have the structure of the primals, "
-                                  f"{traced.in_tree}; got {t_tree}{where()}")
+            raise FunctxTypeError(
+                f"linearize: tangents must have the structure of the primals, "
+                f"{traced.in_tree}; got {t_tree}{where()}"
+            )
         ts = [t for t, nz in zip(t_leaves, nonzeros) if nz]
         t_out = iter(as_arrays(eval_jaxpr(lin.linear, [], *residuals, *ts)))
-        touts = [next(t_out) if nz else zeros_like_aval(tangent_aval(a))
-                 for nz, a in zip(lin.out_nz, out_avals)]
+        touts = [
+            next(t_out) if nz else zeros_like_aval(tangent_aval(a))
+            for nz, a in zip(lin.out_nz, out_avals)
+        ]
         return tree_unflatten(traced.out_tree, touts)
 
     return tree_unflatten(traced.out_tree, outs), f_jvp
 
 
-__all__ = ["Traced", "trace_user_fun", "cached_jvp_jaxpr", "partial_eval_jvp", "linearize_jaxpr",
-           "linearize", "Linearized", "Zero"]
+__all__ = [
+    "Traced",
+    "trace_user_fun",
+    "cached_jvp_jaxpr",
+    "partial_eval_jvp",
+    "linearize_jaxpr",
+    "linearize",
+    "Linearized",
+    "Zero",
+]

@@ -63,8 +63,9 @@ def partial_eval_jaxpr(jaxpr: Jaxpr, in_unknowns, instantiate=False) -> PartialE
 
     n_out = len(jaxpr.outvars)
     inst = [instantiate] * n_out if isinstance(instantiate, bool) else list(instantiate)
-    out_unknowns = [(type(v) is not Literal and v.id in unknown) or bool(i)
-                    for v, i in zip(jaxpr.outvars, inst)]
+    out_unknowns = [
+        (type(v) is not Literal and v.id in unknown) or bool(i) for v, i in zip(jaxpr.outvars, inst)
+    ]
 
     residuals, res_ids, copied, copied_ids = [], set(), [], set()
 
@@ -89,10 +90,18 @@ def partial_eval_jaxpr(jaxpr: Jaxpr, in_unknowns, instantiate=False) -> PartialE
             need(v)
 
     known_outs = [v for v, u in zip(jaxpr.outvars, out_unknowns) if not u]
-    known = Jaxpr(jaxpr.constvars, [v for v, u in zip(jaxpr.invars, in_unknowns) if not u],
-                  known_eqns, known_outs + residuals)
-    unk = Jaxpr([], residuals + [v for v, u in zip(jaxpr.invars, in_unknowns) if u],
-                copied + unk_eqns, [v for v, u in zip(jaxpr.outvars, out_unknowns) if u])
+    known = Jaxpr(
+        jaxpr.constvars,
+        [v for v, u in zip(jaxpr.invars, in_unknowns) if not u],
+        known_eqns,
+        known_outs + residuals,
+    )
+    unk = Jaxpr(
+        [],
+        residuals + [v for v, u in zip(jaxpr.invars, in_unknowns) if u],
+        copied + unk_eqns,
+        [v for v, u in zip(jaxpr.outvars, out_unknowns) if u],
+    )
     return PartialEval(known, unk, out_unknowns, [v.aval for v in residuals])
 
 

@@ -12,8 +12,11 @@ from functx.core import ClosedJaxpr, Eqn, Jaxpr, Literal
 def dce_jaxpr(jaxpr: Jaxpr, used_outputs=None) -> Jaxpr:
     """Drop equations whose outputs are unused (and outputs not in ``used_outputs``);
     constvars no equation needs are dropped too (use ``dce_closed`` to keep consts in step)."""
-    outvars = jaxpr.outvars if used_outputs is None else \
-        [v for v, u in zip(jaxpr.outvars, used_outputs) if u]
+    outvars = (
+        jaxpr.outvars
+        if used_outputs is None
+        else [v for v, u in zip(jaxpr.outvars, used_outputs) if u]
+    )
     live = {v.id for v in outvars if type(v) is not Literal}
     eqns = []
     for e in reversed(jaxpr.eqns):
@@ -30,13 +33,16 @@ def dce_closed(closed: ClosedJaxpr) -> ClosedJaxpr:
     used = {a.id for e in j.eqns for a in e.invars if type(a) is not Literal}
     used |= {v.id for v in j.outvars if type(v) is not Literal}
     keep = [(v, c) for v, c in zip(j.constvars, closed.consts) if v.id in used]
-    return ClosedJaxpr(Jaxpr([v for v, _ in keep], j.invars, j.eqns, j.outvars),
-                       [c for _, c in keep])
+    return ClosedJaxpr(
+        Jaxpr([v for v, _ in keep], j.invars, j.eqns, j.outvars), [c for _, c in keep]
+    )
 
 
 def _key(e: Eqn, rename):
-    ins = tuple(("lit", repr(a.val), a.aval) if type(a) is Literal else rename.get(a.id, a.id)
-                for a in e.invars)
+    ins = tuple(
+        ("lit", repr(a.val), a.aval) if type(a) is Literal else rename.get(a.id, a.id)
+        for a in e.invars
+    )
     try:
         params = tuple(sorted(e.params.items()))
         hash(params)
@@ -85,9 +91,14 @@ def fold_scalar_constants(jaxpr: Jaxpr) -> Jaxpr:
 
     for e in jaxpr.eqns:
         e = e.replace(invars=[sub(a) for a in e.invars])
-        if (not e.prim.multiple_results and e.invars and e.outvars[0].aval.shape == ()
-                and all(type(a) is Literal for a in e.invars) and e.prim.impl is not None
-                and not any(isinstance(p, (ClosedJaxpr, Jaxpr)) for p in e.params.values())):
+        if (
+            not e.prim.multiple_results
+            and e.invars
+            and e.outvars[0].aval.shape == ()
+            and all(type(a) is Literal for a in e.invars)
+            and e.prim.impl is not None
+            and not any(isinstance(p, (ClosedJaxpr, Jaxpr)) for p in e.params.values())
+        ):
             vals = [np.asarray(a.val, a.aval.dtype) for a in e.invars]
             out = np.asarray(e.prim.impl(*vals, **e.params)).astype(e.outvars[0].aval.dtype)
             aval = e.outvars[0].aval
@@ -130,8 +141,12 @@ def drop_identities(jaxpr: Jaxpr) -> Jaxpr:
                 same = y
         elif e.prim is P.integer_pow_p and e.params["y"] == 1:
             same = e.invars[0]
-        elif e.prim in (P.reshape_p, P.convert_element_type_p, P.broadcast_in_dim_p,
-                        P.transpose_p) and _keeps_layout(e):
+        elif e.prim in (
+            P.reshape_p,
+            P.convert_element_type_p,
+            P.broadcast_in_dim_p,
+            P.transpose_p,
+        ) and _keeps_layout(e):
             same = e.invars[0]
         if same is not None and type(same) is not Literal and same.aval == out.aval:
             alias[out.id] = same
@@ -194,8 +209,11 @@ def divide_by_reciprocals(closed: ClosedJaxpr) -> ClosedJaxpr:
             else:
                 r = Var(b.aval)
                 eqns.append(Eqn(P.div_p, [one, b], [r], {}, e.source_info))
-        elif type(b) is not Literal and b.id in made_by_broadcast and \
-                made_by_broadcast[b.id].invars[0].aval.size < b.aval.size:
+        elif (
+            type(b) is not Literal
+            and b.id in made_by_broadcast
+            and made_by_broadcast[b.id].invars[0].aval.size < b.aval.size
+        ):
             bc = made_by_broadcast[b.id]
             src = bc.invars[0]
             inv = Var(src.aval)

@@ -85,12 +85,16 @@ def backward_pass(jaxpr: Jaxpr, consts, args, cts_out):
         if all(c is None for c in cts):
             continue
         cts = [Zero(v.aval) if c is None else c for v, c in zip(eqn.outvars, cts)]
-        invals = [UndefinedPrimal(a.aval) if type(a) is not Literal and a.id in linear
-                  else read(a) for a in eqn.invars]
+        invals = [
+            UndefinedPrimal(a.aval) if type(a) is not Literal and a.id in linear else read(a)
+            for a in eqn.invars
+        ]
         rule = transpose_rules.get(eqn.prim)
         if rule is None:
-            raise UnsupportedError(f"Transpose rule (for reverse-mode differentiation) for "
-                                   f"'{eqn.prim.name}' not implemented{where(eqn.source_info)}")
+            raise UnsupportedError(
+                f"Transpose rule (for reverse-mode differentiation) for "
+                f"'{eqn.prim.name}' not implemented{where(eqn.source_info)}"
+            )
         with source_info(eqn.source_info):
             cts_in = rule(cts if eqn.prim.multiple_results else cts[0], *invals, **eqn.params)
         for a, ct in zip(eqn.invars, cts_in):
@@ -133,22 +137,28 @@ def _inst(ct, aval):
 
 # --- elementwise ---------------------------------------------------------------------------------
 def _add_t(ct, x, y):
-    return [unbroadcast(ct, _aval(x)) if is_undefined(x) else None,
-            unbroadcast(ct, _aval(y)) if is_undefined(y) else None]
+    return [
+        unbroadcast(ct, _aval(x)) if is_undefined(x) else None,
+        unbroadcast(ct, _aval(y)) if is_undefined(y) else None,
+    ]
 
 
 def _sub_t(ct, x, y):
     neg = ct if isinstance(ct, Zero) else lax.neg(ct)
-    return [unbroadcast(ct, _aval(x)) if is_undefined(x) else None,
-            unbroadcast(neg, _aval(y)) if is_undefined(y) else None]
+    return [
+        unbroadcast(ct, _aval(x)) if is_undefined(x) else None,
+        unbroadcast(neg, _aval(y)) if is_undefined(y) else None,
+    ]
 
 
 def _mul_t(ct, x, y):
     if is_undefined(x) and is_undefined(y):
         raise UnsupportedError(f"mul of two linear values is not linear{where()}")
     if isinstance(ct, Zero):
-        return [Zero(_aval(x)) if is_undefined(x) else None,
-                Zero(_aval(y)) if is_undefined(y) else None]
+        return [
+            Zero(_aval(x)) if is_undefined(x) else None,
+            Zero(_aval(y)) if is_undefined(y) else None,
+        ]
     if is_undefined(x):
         return [unbroadcast(lax.mul(ct, y), x.aval), None]
     return [None, unbroadcast(lax.mul(x, ct), y.aval)]
@@ -217,8 +227,9 @@ def _reduce_sum_t(ct, aval, *, axes):
 
 def _broadcast_in_dim_t(ct, aval, *, shape, broadcast_dimensions):
     new_axes = tuple(i for i in range(len(shape)) if i not in broadcast_dimensions)
-    stretched = tuple(d for i, d in enumerate(broadcast_dimensions)
-                      if aval.shape[i] == 1 and shape[d] != 1)
+    stretched = tuple(
+        d for i, d in enumerate(broadcast_dimensions) if aval.shape[i] == 1 and shape[d] != 1
+    )
     out = lax.reduce_sum(ct, tuple(sorted(new_axes + stretched))) if new_axes or stretched else ct
     return lax.reshape(out, aval.shape)
 
@@ -236,12 +247,15 @@ def _slice_t(ct, aval, *, start_indices, limit_indices, strides=None):
 
 def _pad_t(ct, x, pv, *, padding_config):
     if isinstance(ct, Zero):
-        return [Zero(_aval(x)) if is_undefined(x) else None,
-                Zero(_aval(pv)) if is_undefined(pv) else None]
+        return [
+            Zero(_aval(x)) if is_undefined(x) else None,
+            Zero(_aval(pv)) if is_undefined(pv) else None,
+        ]
     xa = _aval(x)
     # Undo the low/high padding (negative padding slices), then take every (interior+1)-th element.
-    unpadded = lax.pad(ct, lax.full((), 0, xa.dtype),
-                       [(-lo, -hi, 0) for lo, hi, _ in padding_config])
+    unpadded = lax.pad(
+        ct, lax.full((), 0, xa.dtype), [(-lo, -hi, 0) for lo, hi, _ in padding_config]
+    )
     ua = get_aval(unpadded)
     t_x = lax.slice(unpadded, (0,) * xa.ndim, ua.shape, [i + 1 for _, _, i in padding_config])
     t_pv = None
@@ -269,13 +283,17 @@ def _concatenate_t(ct, *xs, dimension):
 transpose_rules[P.reduce_sum_p] = _structural(_reduce_sum_t)
 transpose_rules[P.broadcast_in_dim_p] = _structural(_broadcast_in_dim_t)
 transpose_rules[P.reshape_p] = _structural(
-    lambda ct, aval, *, new_sizes: lax.reshape(ct, aval.shape))
+    lambda ct, aval, *, new_sizes: lax.reshape(ct, aval.shape)
+)
 transpose_rules[P.transpose_p] = _structural(
-    lambda ct, aval, *, permutation: lax.transpose(ct, tuple(np.argsort(permutation))))
+    lambda ct, aval, *, permutation: lax.transpose(ct, tuple(np.argsort(permutation)))
+)
 transpose_rules[P.squeeze_p] = _structural(
-    lambda ct, aval, *, dimensions: lax.reshape(ct, aval.shape))
+    lambda ct, aval, *, dimensions: lax.reshape(ct, aval.shape)
+)
 transpose_rules[P.expand_dims_p] = _structural(
-    lambda ct, aval, *, dimensions: lax.reshape(ct, aval.shape))
+    lambda ct, aval, *, dimensions: lax.reshape(ct, aval.shape)
+)
 transpose_rules[P.rev_p] = _structural(lambda ct, aval, *, dimensions: lax.rev(ct, dimensions))
 transpose_rules[P.slice_p] = _structural(_slice_t)
 transpose_rules[P.pad_p] = _pad_t
@@ -292,8 +310,10 @@ def _dynamic_slice_t(ct, x, *idx, slice_sizes):
 def _dus_t(ct, x, upd, *idx):
     ua = _aval(upd)
     if isinstance(ct, Zero):
-        return [Zero(_aval(x)) if is_undefined(x) else None,
-                Zero(ua) if is_undefined(upd) else None] + [None] * len(idx)
+        return [
+            Zero(_aval(x)) if is_undefined(x) else None,
+            Zero(ua) if is_undefined(upd) else None,
+        ] + [None] * len(idx)
     # (the primitives themselves: lax's wrappers also wrap negative starts, the primitives only
     # clamp, and the rules must index exactly as the equation they transpose)
     t_x = P.dynamic_update_slice_p.bind(ct, _zeros(ua), *idx) if is_undefined(x) else None
@@ -310,23 +330,33 @@ def _gather_t(ct, x, idx, *, axes, mode, fill_value=None):
 
 def _gather_back(ct, idx, axes, mode):
     gmode = "clip" if mode == "clip" else "fill"
-    return P.gather_p.bind(ct, idx, axes=axes, mode=gmode,
-                           fill_value=None if gmode == "clip" else 0)
+    return P.gather_p.bind(
+        ct, idx, axes=axes, mode=gmode, fill_value=None if gmode == "clip" else 0
+    )
 
 
 def _scatter_add_t(ct, x, idx, upd, *, axes, mode):
     if isinstance(ct, Zero):
-        return [Zero(_aval(x)) if is_undefined(x) else None, None,
-                Zero(_aval(upd)) if is_undefined(upd) else None]
-    return [ct if is_undefined(x) else None, None,
-            _gather_back(ct, idx, axes, mode) if is_undefined(upd) else None]
+        return [
+            Zero(_aval(x)) if is_undefined(x) else None,
+            None,
+            Zero(_aval(upd)) if is_undefined(upd) else None,
+        ]
+    return [
+        ct if is_undefined(x) else None,
+        None,
+        _gather_back(ct, idx, axes, mode) if is_undefined(upd) else None,
+    ]
 
 
 def _scatter_t(ct, x, idx, upd, *, axes, mode):
     ua = _aval(upd)
     if isinstance(ct, Zero):
-        return [Zero(_aval(x)) if is_undefined(x) else None, None,
-                Zero(ua) if is_undefined(upd) else None]
+        return [
+            Zero(_aval(x)) if is_undefined(x) else None,
+            None,
+            Zero(ua) if is_undefined(upd) else None,
+        ]
     t_x = P.scatter_p.bind(ct, idx, _zeros(ua), axes=axes, mode=mode) if is_undefined(x) else None
     t_u = _gather_back(ct, idx, axes, mode) if is_undefined(upd) else None
     return [t_x, None, t_u]
@@ -369,16 +399,16 @@ def _dot_transpose_operand(ct, other, operand_aval, dn, operand_is_lhs, precisio
     return out
 
 
-def _dot_general_t(ct, lhs, rhs, *, dimension_numbers, preferred_element_type=None,
-                   precision=None):
+def _dot_general_t(ct, lhs, rhs, *, dimension_numbers, preferred_element_type=None, precision=None):
     if is_undefined(lhs) and is_undefined(rhs):
         raise UnsupportedError(f"dot_general of two linear values is not linear{where()}")
     if isinstance(ct, Zero):
-        return [Zero(_aval(lhs)) if is_undefined(lhs) else None,
-                Zero(_aval(rhs)) if is_undefined(rhs) else None]
+        return [
+            Zero(_aval(lhs)) if is_undefined(lhs) else None,
+            Zero(_aval(rhs)) if is_undefined(rhs) else None,
+        ]
     if is_undefined(lhs):
-        return [_dot_transpose_operand(ct, rhs, lhs.aval, dimension_numbers, True, precision),
-                None]
+        return [_dot_transpose_operand(ct, rhs, lhs.aval, dimension_numbers, True, precision), None]
     return [None, _dot_transpose_operand(ct, lhs, rhs.aval, dimension_numbers, False, precision)]
 
 
@@ -388,5 +418,10 @@ transpose_rules[P.dot_general_p] = _dot_general_t
 # coverage test checks this set against ``transpose_rules``.
 LINEAR_PRIMITIVES = frozenset(transpose_rules)
 
-__all__ = ["backward_pass", "transpose_rules", "UndefinedPrimal", "LINEAR_PRIMITIVES",
-           "unbroadcast"]
+__all__ = [
+    "backward_pass",
+    "transpose_rules",
+    "UndefinedPrimal",
+    "LINEAR_PRIMITIVES",
+    "unbroadcast",
+]

@@ -45,14 +45,15 @@ def _as_argnums(argnums, nargs, fname, what="grad"):
     nums = (int(argnums),) if single else tuple(int(a) for a in argnums)
     for a in nums:
         if not -nargs <= a < nargs:
-            raise ArgnumsError(f"{what} of {fname}: argnums {argnums} is out of range for a "
-                                  f"call with {nargs} positional arguments (differentiating "
-                                  f"with respect to argnums={a} needs at least "
-                                  f"{a + 1 if a >= 0 else -a} positional arguments){where()}")
+            raise ArgnumsError(
+                f"{what} of {fname}: argnums {argnums} is out of range for a "
+                f"call with {nargs} positional arguments (differentiating "
+                f"with respect to argnums={a} needs at least "
+                f"{a + 1 if a >= 0 else -a} positional arguments){where()}"
+            )
     nums = tuple(a % nargs for a in nums)
     if len(set(nums)) != len(nums):
-        raise ArgnumsError(f"{what} of {fname}: argnums {argnums} names an argument twice"
-                               f"{where()}")
+        raise ArgnumsError(f"{what} of {fname}: argnums {argnums} names an argument twice{where()}")
     return single, nums
 
 
@@ -69,8 +70,10 @@ def _leaf_ranges(args):
 # --- vjp -----------------------------------------------------------------------------------------
 def _vjp_parts(fun, primals, has_aux, nonzero_mask=None):
     traced, leaves = trace_user_fun(fun, tuple(primals), has_aux)
-    nonzeros = tuple(is_differentiable(get_aval(x)) and (nonzero_mask is None or nonzero_mask[i])
-                     for i, x in enumerate(leaves))
+    nonzeros = tuple(
+        is_differentiable(get_aval(x)) and (nonzero_mask is None or nonzero_mask[i])
+        for i, x in enumerate(leaves)
+    )
     lin = linearize_jaxpr(traced.closed, nonzeros, traced.n_out)
     return traced, leaves, nonzeros, lin
 
@@ -95,30 +98,48 @@ def vjp(fun, *primals, has_aux=False):
         if ct_tree != traced.out_tree:
             raise FunctxTypeError(
                 f"vjp of {fname}: the cotangent must have the structure of the primal output, "
-                f"{traced.out_tree}; got {ct_tree}{where()}")
+                f"{traced.out_tree}; got {ct_tree}{where()}"
+            )
         for i, (c, a) in enumerate(zip(ct_leaves, out_avals)):
             ca = get_aval(c)
             if ca.shape != a.shape:
                 raise FunctxTypeError(
                     f"vjp of {fname}: cotangent leaf {i} has shape {ca.str_short()}, the primal "
-                    f"output has {a.str_short()}{where()}")
-            if a.dtype in dtypes.FLOATS and ca.dtype not in dtypes.FLOATS \
-                    and not is_python_scalar(c):
+                    f"output has {a.str_short()}{where()}"
+                )
+            if (
+                a.dtype in dtypes.FLOATS
+                and ca.dtype not in dtypes.FLOATS
+                and not is_python_scalar(c)
+            ):
                 raise FunctxValueError(
                     f"vjp of {fname}: cotangent leaf {i} has dtype {ca.str_short()}, but the "
                     f"primal output {a.str_short()} needs a float cotangent of its dtype"
-                    f"{where()}")
-        cts_out = [ct_leaves[i] if i < n else Zero(tangent_aval(a))
-                   for i, (nz, a) in enumerate(zip(lin.out_nz, out_avals)) if nz]
-        cts_out = [c if isinstance(c, Zero) or get_aval(c).dtype == a.dtype
-                   else lax.convert_element_type(c, a.dtype)
-                   for c, a in zip(cts_out, [a for nz, a in zip(lin.out_nz, out_avals) if nz])]
-        args = list(residuals) + [UndefinedPrimal(tangent_aval(get_aval(x)))
-                                  for x, nz in zip(leaves, nonzeros) if nz]
-        cts = iter(as_arrays(instantiate(c) for c in
-                             backward_pass(lin.linear, [], args, cts_out)[lin.n_res:]))
-        out = [next(cts) if nz else zeros_like_aval(tangent_aval(get_aval(x)))
-               for x, nz in zip(leaves, nonzeros)]
+                    f"{where()}"
+                )
+        cts_out = [
+            ct_leaves[i] if i < n else Zero(tangent_aval(a))
+            for i, (nz, a) in enumerate(zip(lin.out_nz, out_avals))
+            if nz
+        ]
+        cts_out = [
+            c
+            if isinstance(c, Zero) or get_aval(c).dtype == a.dtype
+            else lax.convert_element_type(c, a.dtype)
+            for c, a in zip(cts_out, [a for nz, a in zip(lin.out_nz, out_avals) if nz])
+        ]
+        args = list(residuals) + [
+            UndefinedPrimal(tangent_aval(get_aval(x))) for x, nz in zip(leaves, nonzeros) if nz
+        ]
+        cts = iter(
+            as_arrays(
+                instantiate(c) for c in backward_pass(lin.linear, [], args, cts_out)[lin.n_res :]
+            )
+        )
+        out = [
+            next(cts) if nz else zeros_like_aval(tangent_aval(get_aval(x)))
+            for x, nz in zip(leaves, nonzeros)
+        ]
         return tree_unflatten(traced.in_tree, out)[0]
 
     primal_out = tree_unflatten(traced.out_tree, outs[:n])
@@ -155,11 +176,15 @@ def _grad_jaxpr(closed: ClosedJaxpr, nonzeros: tuple, n_out: int, with_value: bo
         res = eval_jaxpr(lin.primal.jaxpr, lin.primal.consts, *leaves)
         outs, residuals = res[:n_all], res[n_all:]
         seed = lax.full((), 1, out_avals[0].dtype)
-        cts_out = [seed if i == 0 else Zero(tangent_aval(a))
-                   for i, (nz, a) in enumerate(zip(lin.out_nz, out_avals)) if nz]
-        args = list(residuals) + [UndefinedPrimal(tangent_aval(a))
-                                  for a, nz in zip(in_avals, nonzeros) if nz]
-        grads = [instantiate(g) for g in backward_pass(lin.linear, [], args, cts_out)[lin.n_res:]]
+        cts_out = [
+            seed if i == 0 else Zero(tangent_aval(a))
+            for i, (nz, a) in enumerate(zip(lin.out_nz, out_avals))
+            if nz
+        ]
+        args = list(residuals) + [
+            UndefinedPrimal(tangent_aval(a)) for a, nz in zip(in_avals, nonzeros) if nz
+        ]
+        grads = [instantiate(g) for g in backward_pass(lin.linear, [], args, cts_out)[lin.n_res :]]
         return (list(outs) if with_value else list(outs[1:])) + grads, None
 
     g, _ = trace_flat(flat, in_avals)
@@ -170,17 +195,23 @@ def _grad_jaxpr(closed: ClosedJaxpr, nonzeros: tuple, n_out: int, with_value: bo
 
 def _check_grad_output(traced, fname):
     if traced.n_out != 1 or traced.out_tree != tree_flatten(0.0)[1]:
-        raise FunctxTypeError(f"Gradient only defined for scalar-output functions; {fname} "
-                              f"returned a {traced.out_tree}{where()}")
+        raise FunctxTypeError(
+            f"Gradient only defined for scalar-output functions; {fname} "
+            f"returned a {traced.out_tree}{where()}"
+        )
     a = traced.closed.out_avals[0]
     if a.shape != ():
-        raise FunctxTypeError(f"Gradient only defined for scalar-output functions. Output had "
-                              f"shape: {a.shape}. (grad of {fname}{where()}; use jacrev or vjp "
-                              "for non-scalar outputs)")
+        raise FunctxTypeError(
+            f"Gradient only defined for scalar-output functions. Output had "
+            f"shape: {a.shape}. (grad of {fname}{where()}; use jacrev or vjp "
+            "for non-scalar outputs)"
+        )
     if not is_differentiable(a):
-        raise FunctxTypeError(f"grad requires real-valued outputs (output dtype that is a "
-                              f"sub-dtype of np.floating), but got {a.dtype.name} (grad of "
-                              f"{fname}{where()})")
+        raise FunctxTypeError(
+            f"grad requires real-valued outputs (output dtype that is a "
+            f"sub-dtype of np.floating), but got {a.dtype.name} (grad of "
+            f"{fname}{where()})"
+        )
 
 
 def value_and_grad(fun, argnums=0, has_aux=False, allow_int=False, _with_value=True):
@@ -240,7 +271,8 @@ def value_and_grad(fun, argnums=0, has_aux=False, allow_int=False, _with_value=T
                         f"grad requires real- or complex-valued inputs (input dtype that is a "
                         f"sub-dtype of np.inexact), but got {av.dtype.name}. If you want to use "
                         f"Boolean- or integer-valued inputs, use vjp or set allow_int to True. "
-                        f"(argument {pos[a]} of {fname}{where()})")
+                        f"(argument {pos[a]} of {fname}{where()})"
+                    )
                 mask[i] = is_differentiable(av)
         g = _grad_jaxpr(traced.closed, tuple(mask), traced.n_out, _with_value)
         res = as_arrays(eval_jaxpr(g.jaxpr, g.consts, *leaves))
@@ -248,11 +280,15 @@ def value_and_grad(fun, argnums=0, has_aux=False, allow_int=False, _with_value=T
         outs, grads = res[:n_all], iter(res[n_all:])
         if not _with_value:
             outs = [None] + list(outs)
-        per_leaf = [next(grads) if m else (zeros_like_aval(tangent_aval(get_aval(x)))
-                                           if i in _flat(ranges, nums) else None)
-                    for i, (x, m) in enumerate(zip(leaves, mask))]
-        arg_grads = [tree_unflatten(tree_flatten(args[a])[1], [per_leaf[i] for i in ranges[a]])
-                     for a in nums]
+        per_leaf = [
+            next(grads)
+            if m
+            else (zeros_like_aval(tangent_aval(get_aval(x))) if i in _flat(ranges, nums) else None)
+            for i, (x, m) in enumerate(zip(leaves, mask))
+        ]
+        arg_grads = [
+            tree_unflatten(tree_flatten(args[a])[1], [per_leaf[i] for i in ranges[a]]) for a in nums
+        ]
         grad_out = arg_grads[0] if single else tuple(arg_grads)
         value = outs[0]
         if has_aux:
@@ -269,8 +305,7 @@ def _flat(ranges, nums):
 def _is_static(a) -> bool:
     """Python values (and containers of them) that need not be traced."""
     leaves = tree_flatten(a)[0]
-    return all(type(x) in (bool, int, float, str) for x in leaves) and (
-        bool(leaves) or a is None)
+    return all(type(x) in (bool, int, float, str) for x in leaves) and (bool(leaves) or a is None)
 
 
 def _bind_static(fun, static, n):
@@ -319,7 +354,7 @@ def _basis(avals, total):
     for a in avals:
         n = int(np.prod(a.shape, dtype=np.int64))
         block = np.zeros((total, n), dtype=a.dtype)
-        block[off:off + n] = np.eye(n, dtype=a.dtype)
+        block[off : off + n] = np.eye(n, dtype=a.dtype)
         out.append(Array.from_value(block.reshape((total,) + a.shape)))
         off += n
     return out
@@ -332,9 +367,11 @@ def _check_float_inputs(leaves, what, fname, args=()):
         raise bad_argument(f"{what} of {fname}", args) or e from None
     for av in avals:
         if not is_differentiable(av):
-            raise FunctxTypeError(f"{what} requires real-valued inputs (input dtype that is a "
-                                  f"sub-dtype of np.floating), but got {av.dtype.name} ({what} of "
-                                  f"{fname}{where()})")
+            raise FunctxTypeError(
+                f"{what} requires real-valued inputs (input dtype that is a "
+                f"sub-dtype of np.floating), but got {av.dtype.name} ({what} of "
+                f"{fname}{where()})"
+            )
 
 
 def jacfwd(fun, argnums=0, has_aux=False):
@@ -366,7 +403,8 @@ def jacfwd(fun, argnums=0, has_aux=False):
             return y, ty
 
         outs = vmap(push, out_axes=(None, 0, None) if has_aux else (None, 0))(
-            *_basis(x_avals, total))
+            *_basis(x_avals, total)
+        )
         y, ty = outs[0], outs[1]
         y_leaves, y_tree = tree_flatten(y)
         ty_leaves = tree_flatten(ty)[0]

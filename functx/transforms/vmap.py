@@ -126,7 +126,8 @@ def _rule_for(eqn):
     if rule is None:
         raise UnsupportedError(
             f"vmap: primitive '{eqn.prim.name}' has no batching rule{where(eqn.source_info)}. "
-            "Register one in functx.transforms.vmap.batching_rules.")
+            "Register one in functx.transforms.vmap.batching_rules."
+        )
     return rule
 
 
@@ -140,7 +141,8 @@ def _check_rule_output(eqn, outs, out_ds, size):
             raise FunctxError(
                 f"vmap: the batching rule of '{eqn.prim.name}' returned {got.str_short()} with "
                 f"batch axis {d}, but the per-example result is {v.aval.str_short()} (expected "
-                f"{want.str_short()}){where(eqn.source_info)}. This is a bug in the rule.")
+                f"{want.str_short()}){where(eqn.source_info)}. This is a bug in the rule."
+            )
 
 
 def batch_eval(jaxpr, consts, args, dims, axis_size: int):
@@ -161,8 +163,11 @@ def batch_eval(jaxpr, consts, args, dims, axis_size: int):
             x, d = read(a)
             vals.append(x)
             ds.append(d)
-        ctx = (tracing.source_info(eqn.source_info) if eqn.source_info is not None
-               else contextlib.nullcontext())
+        ctx = (
+            tracing.source_info(eqn.source_info)
+            if eqn.source_info is not None
+            else contextlib.nullcontext()
+        )
         with ctx:
             if all(d is None for d in ds):
                 outs = eqn.prim.bind(*vals, **eqn.params)
@@ -398,8 +403,13 @@ def _dynamic_slice_rule(args, dims, *, slice_sizes):
     if dx is None:
         out = P.gather_p.bind(x, ind, axes=tuple(G), mode="clip", fill_value=None)
     else:
-        out = P.gather_p.bind(moveaxis(x, dx, 0), _with_batch_column(ind, size),
-                              axes=(0,) + tuple(j + 1 for j in G), mode="clip", fill_value=None)
+        out = P.gather_p.bind(
+            moveaxis(x, dx, 0),
+            _with_batch_column(ind, size),
+            axes=(0,) + tuple(j + 1 for j in G),
+            mode="clip",
+            fill_value=None,
+        )
     # out is (B, *window over G, *rest); put the axes back in the operand's order.
     pos = {j: 1 + k for k, j in enumerate(G)} | {j: 1 + len(G) + k for k, j in enumerate(rest)}
     return lax.transpose(out, [0] + [pos[j] for j in range(len(full))]), 0
@@ -429,8 +439,9 @@ def _dynamic_update_slice_rule(args, dims, **params):
     x, upd = bdim_at_front(x, dx, size), bdim_at_front(upd, du, size)
     rest = [j for j in range(len(full)) if j not in G]
     upd = lax.transpose(upd, [0] + [j + 1 for j in G] + [j + 1 for j in rest])
-    out = P.scatter_p.bind(x, _with_batch_column(ind, size), upd,
-                           axes=(0,) + tuple(j + 1 for j in G), mode="clip")
+    out = P.scatter_p.bind(
+        x, _with_batch_column(ind, size), upd, axes=(0,) + tuple(j + 1 for j in G), mode="clip"
+    )
     return out, 0
 
 
@@ -439,16 +450,22 @@ def _gather_rule(args, dims, *, axes, mode, fill_value=None):
     if di is None:
         # The operand's batch axis is one of the kept axes: the result keeps it in that order.
         out_d = (_ndim(idx) - 1) + dx - sum(a < dx for a in axes)
-        return P.gather_p.bind(x, idx, axes=shift_axes(axes, dx), mode=mode,
-                               fill_value=fill_value), out_d
+        return P.gather_p.bind(
+            x, idx, axes=shift_axes(axes, dx), mode=mode, fill_value=fill_value
+        ), out_d
     if dx is None:
         if di == _ndim(idx) - 1:  # the batch axis follows the index-vector axis: move it in front
             idx, di = moveaxis(idx, di, 0), 0
         return P.gather_p.bind(x, idx, axes=axes, mode=mode, fill_value=fill_value), di
     size = _shape(x)[dx]
     idx = _with_batch_column(_widen_for(moveaxis(idx, di, 0), size), size)
-    return P.gather_p.bind(moveaxis(x, dx, 0), idx, axes=(0,) + tuple(a + 1 for a in axes),
-                           mode=mode, fill_value=fill_value), 0
+    return P.gather_p.bind(
+        moveaxis(x, dx, 0),
+        idx,
+        axes=(0,) + tuple(a + 1 for a in axes),
+        mode=mode,
+        fill_value=fill_value,
+    ), 0
 
 
 def _scatter_rule(prim: Primitive):
@@ -470,13 +487,16 @@ def _scatter_rule(prim: Primitive):
 
 # Contraction: both operands batched -> one more dot_general batch dimension; one operand batched
 # -> its batch axis is just another free dimension (the other operand is untouched).
-def _dot_general_rule(args, dims, *, dimension_numbers, preferred_element_type=None,
-                      precision=None):
+def _dot_general_rule(
+    args, dims, *, dimension_numbers, preferred_element_type=None, precision=None
+):
     (lhs, rhs), (dl, dr) = args, dims
     (lc, rc), (lb, rb) = dimension_numbers
     if dl is not None and dr is not None:
-        dn = ((shift_axes(lc, dl), shift_axes(rc, dr)),
-              ((dl,) + shift_axes(lb, dl), (dr,) + shift_axes(rb, dr)))
+        dn = (
+            (shift_axes(lc, dl), shift_axes(rc, dr)),
+            ((dl,) + shift_axes(lb, dl), (dr,) + shift_axes(rb, dr)),
+        )
         out_d = 0
     elif dl is not None:
         lc, lb = shift_axes(lc, dl), shift_axes(lb, dl)
@@ -488,8 +508,9 @@ def _dot_general_rule(args, dims, *, dimension_numbers, preferred_element_type=N
         n_lfree = _ndim(lhs) - len(lc) - len(lb)
         dn, out_d = ((lc, rc), (lb, rb)), len(lb) + n_lfree + free.index(dr)
     prec = {} if precision is None else {"precision": precision}
-    return P.dot_general_p.bind(lhs, rhs, dimension_numbers=dn,
-                                preferred_element_type=preferred_element_type, **prec), out_d
+    return P.dot_general_p.bind(
+        lhs, rhs, dimension_numbers=dn, preferred_element_type=preferred_element_type, **prec
+    ), out_d
 
 
 def _register_rules():
@@ -505,23 +526,25 @@ def _register_rules():
     for p in P.registry.values():
         if p.group in by_group:
             batching_rules[p] = by_group[p.group](p)
-    batching_rules.update({
-        P.stop_gradient_p: _elementwise_rule(P.stop_gradient_p),
-        P.iota_p: _iota_rule,
-        P.broadcast_in_dim_p: _broadcast_in_dim_rule,
-        P.reshape_p: _reshape_rule,
-        P.transpose_p: _transpose_rule,
-        P.squeeze_p: _squeeze_rule,
-        P.expand_dims_p: _expand_dims_rule,
-        P.rev_p: _rev_rule,
-        P.slice_p: _slice_rule,
-        P.concatenate_p: _concatenate_rule,
-        P.pad_p: _pad_rule,
-        P.dynamic_slice_p: _dynamic_slice_rule,
-        P.dynamic_update_slice_p: _dynamic_update_slice_rule,
-        P.gather_p: _gather_rule,
-        P.dot_general_p: _dot_general_rule,
-    })
+    batching_rules.update(
+        {
+            P.stop_gradient_p: _elementwise_rule(P.stop_gradient_p),
+            P.iota_p: _iota_rule,
+            P.broadcast_in_dim_p: _broadcast_in_dim_rule,
+            P.reshape_p: _reshape_rule,
+            P.transpose_p: _transpose_rule,
+            P.squeeze_p: _squeeze_rule,
+            P.expand_dims_p: _expand_dims_rule,
+            P.rev_p: _rev_rule,
+            P.slice_p: _slice_rule,
+            P.concatenate_p: _concatenate_rule,
+            P.pad_p: _pad_rule,
+            P.dynamic_slice_p: _dynamic_slice_rule,
+            P.dynamic_update_slice_p: _dynamic_update_slice_rule,
+            P.gather_p: _gather_rule,
+            P.dot_general_p: _dot_general_rule,
+        }
+    )
     for p in (P.scatter_p, P.scatter_add_p, P.scatter_mul_p, P.scatter_min_p, P.scatter_max_p):
         batching_rules[p] = _scatter_rule(p)
 
@@ -544,34 +567,47 @@ _NM = _NotMapped()
 def _spec_leaves(spec, tree, what: str, tree_name: str) -> list:
     """Broadcast the axes prefix ``spec`` against ``tree``: one axis (int or _NM) per leaf."""
     try:
-        marked = optree.tree_map(lambda a: _NM if a is None else a, spec, none_is_leaf=True,
-                                 namespace=tracing.PYTREE_NAMESPACE)
-        bad = [a for a in optree.tree_leaves(marked, namespace=tracing.PYTREE_NAMESPACE)
-               if a is not _NM and (isinstance(a, bool) or not isinstance(a, (int, np.integer)))]
+        marked = optree.tree_map(
+            lambda a: _NM if a is None else a,
+            spec,
+            none_is_leaf=True,
+            namespace=tracing.PYTREE_NAMESPACE,
+        )
+        bad = [
+            a
+            for a in optree.tree_leaves(marked, namespace=tracing.PYTREE_NAMESPACE)
+            if a is not _NM and (isinstance(a, bool) or not isinstance(a, (int, np.integer)))
+        ]
         if bad:
-            raise BatchingTypeError(f"vmap {what} must be ints or None (or containers of them), "
-                                f"got {bad[0]!r} in {spec!r}{where()}")
-        return optree.broadcast_prefix(marked, tree, none_is_leaf=False,
-                                       namespace=tracing.PYTREE_NAMESPACE)
+            raise BatchingTypeError(
+                f"vmap {what} must be ints or None (or containers of them), "
+                f"got {bad[0]!r} in {spec!r}{where()}"
+            )
+        return optree.broadcast_prefix(
+            marked, tree, none_is_leaf=False, namespace=tracing.PYTREE_NAMESPACE
+        )
     except ValueError as e:
         if isinstance(e, BatchingError):
             raise
         struct = optree.tree_structure(tree, none_is_leaf=False, namespace=tracing.PYTREE_NAMESPACE)
-        raise BatchingError(f"vmap {what} {spec!r} is not a tree prefix of the {tree_name} "
-                            f"(structure {struct}): {e}{where()}") from None
+        raise BatchingError(
+            f"vmap {what} {spec!r} is not a tree prefix of the {tree_name} "
+            f"(structure {struct}): {e}{where()}"
+        ) from None
 
 
 def _path_str(path, roots) -> str:
     """``args[1]['w']`` for the path (0, 1, 'w') with roots ("args", "kwargs"); ``out[0]``."""
     name = roots[path[0]] if roots else "out"
-    for k in path[1 if roots else 0:]:
+    for k in path[1 if roots else 0 :]:
         name += f"[{k!r}]" if isinstance(k, str) else f"[{k}]"
     return name
 
 
 def _arg_paths(args, kwargs) -> list[str]:
-    paths, _, _ = optree.tree_flatten_with_path((args, kwargs), none_is_leaf=False,
-                                                namespace=tracing.PYTREE_NAMESPACE)
+    paths, _, _ = optree.tree_flatten_with_path(
+        (args, kwargs), none_is_leaf=False, namespace=tracing.PYTREE_NAMESPACE
+    )
     return [_path_str(p, ("args", "kwargs")) for p in paths]
 
 
@@ -589,31 +625,41 @@ def _mapped_dims(leaves, axes, args, kwargs, axis_size):
         ax = int(ax)
         if not -a.ndim <= ax < a.ndim:
             paths = paths or _arg_paths(args, kwargs)
-            hint = (f"the axis must be in [{-a.ndim}, {a.ndim - 1}]" if a.ndim else
-                    "a scalar has no axis to map: give it in_axes None")
+            hint = (
+                f"the axis must be in [{-a.ndim}, {a.ndim - 1}]"
+                if a.ndim
+                else "a scalar has no axis to map: give it in_axes None"
+            )
             raise BatchingError(
                 f"vmap was asked to map {paths[i]} of type {a.str_short()} along axis {ax}, but it "
-                f"has rank {a.ndim} ({hint}){where()}")
+                f"has rank {a.ndim} ({hint}){where()}"
+            )
         dims.append(ax % a.ndim)
         sizes.append((i, a.shape[ax % a.ndim]))
     found = {s for _, s in sizes}
     if len(found) > 1 or (found and axis_size is not None and found != {axis_size}):
         paths = paths or _arg_paths(args, kwargs)
-        lines = "; ".join(f"{paths[i]} ({avals[i].str_short()}) has size {s} along axis {dims[i]}"
-                          for i, s in sizes)
+        lines = "; ".join(
+            f"{paths[i]} ({avals[i].str_short()}) has size {s} along axis {dims[i]}"
+            for i, s in sizes
+        )
         given = f" and axis_size={axis_size} was given" if axis_size is not None else ""
-        raise BatchingError(f"vmap got inconsistent sizes for the mapped axes: {lines}{given}"
-                            f"{where()}")
+        raise BatchingError(
+            f"vmap got inconsistent sizes for the mapped axes: {lines}{given}{where()}"
+        )
     if not found:
         if axis_size is None:
-            raise BatchingError("vmap needs axis_size when no argument is mapped (every in_axes "
-                                f"entry is None){where()}")
+            raise BatchingError(
+                "vmap needs axis_size when no argument is mapped (every in_axes "
+                f"entry is None){where()}"
+            )
         return dims, int(axis_size)
     return dims, found.pop()
 
 
-def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0,
-         axis_size: int | None = None) -> Callable:
+def vmap(
+    fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | None = None
+) -> Callable:
     """Vectorise ``fun`` over an axis of its arguments.
 
     Arguments:
@@ -635,11 +681,14 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0,
     from functx.transforms.jvp import check_callable
 
     check_callable("vmap", fun)
-    if axis_size is not None and (isinstance(axis_size, (bool, np.bool_))
-                                  or not isinstance(axis_size, (int, np.integer))
-                                  or axis_size < 0):
-        raise BatchingTypeError(f"vmap axis_size must be None or a non-negative int, got "
-                            f"{axis_size!r}{where()}")
+    if axis_size is not None and (
+        isinstance(axis_size, (bool, np.bool_))
+        or not isinstance(axis_size, (int, np.integer))
+        or axis_size < 0
+    ):
+        raise BatchingTypeError(
+            f"vmap axis_size must be None or a non-negative int, got {axis_size!r}{where()}"
+        )
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
     if isinstance(in_axes, np.integer):
@@ -647,7 +696,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0,
     if not (in_axes is None or isinstance(in_axes, (int, tuple))) or isinstance(in_axes, bool):
         raise BatchingTypeError(
             "vmap in_axes must be an int, None, or a tuple of entries corresponding to the "
-            f"positional arguments, got {in_axes!r}{where()}")
+            f"positional arguments, got {in_axes!r}{where()}"
+        )
     if isinstance(out_axes, list):
         out_axes = tuple(out_axes)
     cache = tracing.TraceCache()
@@ -658,7 +708,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0,
             raise BatchingError(
                 f"vmap in_axes {in_axes!r} has {len(in_axes)} entries but {_name(fun)} was called "
                 f"with {len(args)} positional argument(s); give one entry per positional argument"
-                f"{where()}")
+                f"{where()}"
+            )
         leaves, in_tree = tracing.tree_flatten((args, kwargs))
         spec = (in_axes, {k: 0 for k in kwargs})
         axes = _spec_leaves(spec, (args, kwargs), "in_axes", "arguments")
@@ -667,21 +718,27 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0,
         key = (in_tree, avals, tuple(dims), size)
         hit = cache.get(key)
         if hit is None:
-            per_example = [a if d is None else a.update(shape=a.shape[:d] + a.shape[d + 1:])
-                           for a, d in zip(avals, dims)]
+            per_example = [
+                a if d is None else a.update(shape=a.shape[:d] + a.shape[d + 1 :])
+                for a, d in zip(avals, dims)
+            ]
             closed, out_tree = tracing.trace_flat(tracing.flatten_fun(fun, in_tree), per_example)
             force = _out_dims(out_axes, out_tree, closed.out_avals)
-            new, out_dims = batch_jaxpr(closed, dims, size,
-                                        force_out_dims=[None if a is _NM else a for a in force])
+            new, out_dims = batch_jaxpr(
+                closed, dims, size, force_out_dims=[None if a is _NM else a for a in force]
+            )
             for i, (a, d) in enumerate(zip(force, out_dims)):
                 if a is _NM and d is not None:
                     paths, _, _ = optree.tree_flatten_with_path(
                         optree.tree_unflatten(out_tree, [0] * out_tree.num_leaves),
-                        none_is_leaf=False, namespace=tracing.PYTREE_NAMESPACE)
+                        none_is_leaf=False,
+                        namespace=tracing.PYTREE_NAMESPACE,
+                    )
                     raise BatchingError(
                         f"vmap has a mapped output {_path_str(paths[i], None)} of "
                         f"{_name(fun)} but its out_axes is None: an output that depends on "
-                        f"the mapped arguments needs an axis{where()}")
+                        f"the mapped arguments needs an axis{where()}"
+                    )
             hit = (new, out_tree)
             cache.put(key, hit, new)
         new, out_tree = hit
@@ -705,12 +762,26 @@ def _out_dims(out_axes, out_tree, out_avals) -> list:
             if not -n <= a < n:
                 raise BatchingError(
                     f"vmap out_axes {a} is out of range for an output of per-example type "
-                    f"{aval.str_short()} (must be in [{-n}, {n - 1}]){where()}")
+                    f"{aval.str_short()} (must be in [{-n}, {n - 1}]){where()}"
+                )
             a = int(a) % n
         out.append(a)
     return out
 
 
-__all__ = ["vmap", "batch_jaxpr", "batch_eval", "batching_rules", "not_mapped", "moveaxis",
-           "matchaxis", "bdim_at_front", "axis_size_of", "batched_aval", "broadcast_batched",
-           "shift_axes", "BatchingError", "BatchingTypeError"]
+__all__ = [
+    "vmap",
+    "batch_jaxpr",
+    "batch_eval",
+    "batching_rules",
+    "not_mapped",
+    "moveaxis",
+    "matchaxis",
+    "bdim_at_front",
+    "axis_size_of",
+    "batched_aval",
+    "broadcast_batched",
+    "shift_axes",
+    "BatchingError",
+    "BatchingTypeError",
+]

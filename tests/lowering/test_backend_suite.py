@@ -60,10 +60,26 @@ FLOAT_DTYPES = (F64, F32, F16, BF16)
 NAN, INF = math.nan, math.inf
 
 # --- the two namespaces ----------------------------------------------------------------------
-FX = SimpleNamespace(name="functx", np=fnp, lax=flax, nn=fnn, grad=functx.grad,
-                     vmap=functx.vmap, jit=functx.jit, value_and_grad=functx.value_and_grad)
-JX = SimpleNamespace(name="jax", np=jnp, lax=jax.lax, nn=jax.nn, grad=jax.grad,
-                     vmap=jax.vmap, jit=jax.jit, value_and_grad=jax.value_and_grad)
+FX = SimpleNamespace(
+    name="functx",
+    np=fnp,
+    lax=flax,
+    nn=fnn,
+    grad=functx.grad,
+    vmap=functx.vmap,
+    jit=functx.jit,
+    value_and_grad=functx.value_and_grad,
+)
+JX = SimpleNamespace(
+    name="jax",
+    np=jnp,
+    lax=jax.lax,
+    nn=jax.nn,
+    grad=jax.grad,
+    vmap=jax.vmap,
+    jit=jax.jit,
+    value_and_grad=jax.value_and_grad,
+)
 
 # (rtol, atol) per dtype; a case may scale them.
 TOL = {F64: (1e-12, 1e-13), F32: (2e-6, 1e-6), F16: (2e-3, 1e-3), BF16: (1.6e-2, 1e-2)}
@@ -111,8 +127,14 @@ def assert_same(got, want, what, tol=1.0, check_dtype=True):
         assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != {want.dtype}"
     if want.dtype in FLOAT_DTYPES or got.dtype in FLOAT_DTYPES:
         rtol, atol = TOL.get(want.dtype, TOL[F64])
-        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
-                                   rtol=rtol * tol, atol=atol * tol, equal_nan=True, err_msg=what)
+        np.testing.assert_allclose(
+            got.astype(np.float64),
+            want.astype(np.float64),
+            rtol=rtol * tol,
+            atol=atol * tol,
+            equal_nan=True,
+            err_msg=what,
+        )
     else:
         np.testing.assert_array_equal(got, want, err_msg=what)
 
@@ -264,11 +286,61 @@ BACKENDS = ["eager", "cpp", "triton"]
 # =============================================================================================
 # The cases
 # =============================================================================================
-SPECIAL = [-3.5, -2.0, -1.0, -0.7, -0.5, -0.0, 0.0, 0.3, 0.5, 0.9, 1.0, 1.5, 2.5, 3.0, 10.0,
-           100.0, NAN, INF, -INF, 1e-7, -1e-7, 0.25]
-UNARY_FLOAT = ["floor", "ceil", "exp", "exp2", "log", "log1p", "expm1", "sqrt", "rsqrt", "cbrt",
-               "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh",
-               "acosh", "atanh", "logistic", "erf", "lgamma", "neg", "abs", "sign", "is_finite"]
+SPECIAL = [
+    -3.5,
+    -2.0,
+    -1.0,
+    -0.7,
+    -0.5,
+    -0.0,
+    0.0,
+    0.3,
+    0.5,
+    0.9,
+    1.0,
+    1.5,
+    2.5,
+    3.0,
+    10.0,
+    100.0,
+    NAN,
+    INF,
+    -INF,
+    1e-7,
+    -1e-7,
+    0.25,
+]
+UNARY_FLOAT = [
+    "floor",
+    "ceil",
+    "exp",
+    "exp2",
+    "log",
+    "log1p",
+    "expm1",
+    "sqrt",
+    "rsqrt",
+    "cbrt",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "logistic",
+    "erf",
+    "lgamma",
+    "neg",
+    "abs",
+    "sign",
+    "is_finite",
+]
 
 
 def _unary(ns, x):
@@ -285,8 +357,11 @@ def _unary(ns, x):
 
 
 for _dt in (F32, F64):
-    case(lambda rng, dt=_dt: (np.array(SPECIAL, dt).reshape(2, 11),), tol=4.0,
-         name=f"unary_{_dt.name}")(_unary)
+    case(
+        lambda rng, dt=_dt: (np.array(SPECIAL, dt).reshape(2, 11),),
+        tol=4.0,
+        name=f"unary_{_dt.name}",
+    )(_unary)
 
 _YS = [-2.0, -0.0, 0.0, 0.5, 1.0, 3.0, NAN, INF, -INF]
 BINARY = ["add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "nextafter"]
@@ -312,12 +387,18 @@ for _dt in (F32, F64):
 IMIN, IMAX = np.iinfo(np.int32).min, np.iinfo(np.int32).max
 
 
-@case(lambda rng: (np.array([5, -7, IMIN, 3, 0, IMAX, -1, 9, 100, -100, 7, IMIN], I32),
-                   np.array([0, 2, -1, -2, 0, 1, -1, 3, -7, 7, 7, 1], I32)))
+@case(
+    lambda rng: (
+        np.array([5, -7, IMIN, 3, 0, IMAX, -1, 9, 100, -100, 7, IMIN], I32),
+        np.array([0, 2, -1, -2, 0, 1, -1, 3, -7, 7, 7, 1], I32),
+    )
+)
 def int32_ops(ns, x, y):
     lax = ns.lax
-    out = {n: getattr(lax, n)(x, y) for n in ["add", "sub", "mul", "div", "rem", "max", "min"]
-           + COMPARE}
+    out = {
+        n: getattr(lax, n)(x, y)
+        for n in ["add", "sub", "mul", "div", "rem", "max", "min"] + COMPARE
+    }
     for n in ["neg", "abs", "sign"]:
         out[n] = getattr(lax, n)(x)
     out["and"] = lax.bitwise_and(x, y)
@@ -330,56 +411,119 @@ def int32_ops(ns, x, y):
     return out
 
 
-@case(lambda rng: (np.array([0, 1, 7, 200, 255, 128], U8), np.array([0, 3, 2, 100, 1, 128], U8),
-                   np.array([-128, 127, -1, 5, 0, 64], I8),
-                   np.array([0, 1, 2**32 - 1, 12345, 7, 2**31], U32),
-                   np.array([-(2**62), 2**62, -1, 3, 0, 2**40], I64)))
+@case(
+    lambda rng: (
+        np.array([0, 1, 7, 200, 255, 128], U8),
+        np.array([0, 3, 2, 100, 1, 128], U8),
+        np.array([-128, 127, -1, 5, 0, 64], I8),
+        np.array([0, 1, 2**32 - 1, 12345, 7, 2**31], U32),
+        np.array([-(2**62), 2**62, -1, 3, 0, 2**40], I64),
+    )
+)
 def small_int_dtypes(ns, a, b, c, d, e):
     lax = ns.lax
-    return {"u8_add": lax.add(a, b), "u8_mul": lax.mul(a, b), "u8_div": lax.div(a, b),
-            "u8_rem": lax.rem(a, b), "u8_sub": lax.sub(a, b), "u8_max": lax.max(a, b),
-            "u8_not": lax.bitwise_not(a), "u8_lt": lax.lt(a, b),
-            "i8_neg": lax.neg(c), "i8_abs": lax.abs(c), "i8_add": lax.add(c, c),
-            "i8_mul": lax.mul(c, c), "i8_div": lax.div(c, np.full(6, -1, I8)),
-            "u32_xor": lax.bitwise_xor(d, d[::-1]), "u32_not": lax.bitwise_not(d),
-            "u32_div": lax.div(d, np.array([1, 2, 3, 4, 5, 0], U32)),
-            "u32_sign": lax.sign(d), "i64_mul": lax.mul(e, e), "i64_sign": lax.sign(e),
-            "i64_ge": lax.ge(e, e[::-1])}
+    return {
+        "u8_add": lax.add(a, b),
+        "u8_mul": lax.mul(a, b),
+        "u8_div": lax.div(a, b),
+        "u8_rem": lax.rem(a, b),
+        "u8_sub": lax.sub(a, b),
+        "u8_max": lax.max(a, b),
+        "u8_not": lax.bitwise_not(a),
+        "u8_lt": lax.lt(a, b),
+        "i8_neg": lax.neg(c),
+        "i8_abs": lax.abs(c),
+        "i8_add": lax.add(c, c),
+        "i8_mul": lax.mul(c, c),
+        "i8_div": lax.div(c, np.full(6, -1, I8)),
+        "u32_xor": lax.bitwise_xor(d, d[::-1]),
+        "u32_not": lax.bitwise_not(d),
+        "u32_div": lax.div(d, np.array([1, 2, 3, 4, 5, 0], U32)),
+        "u32_sign": lax.sign(d),
+        "i64_mul": lax.mul(e, e),
+        "i64_sign": lax.sign(e),
+        "i64_ge": lax.ge(e, e[::-1]),
+    }
 
 
-@case(lambda rng: (np.array([True, False, True, False, True, True]),
-                   np.array([True, True, False, False, False, True]),
-                   np.arange(6, dtype=F32), -np.arange(6, dtype=F32)))
+@case(
+    lambda rng: (
+        np.array([True, False, True, False, True, True]),
+        np.array([True, True, False, False, False, True]),
+        np.arange(6, dtype=F32),
+        -np.arange(6, dtype=F32),
+    )
+)
 def bool_ops(ns, p, q, a, b):
     lax = ns.lax
-    return {"and": lax.bitwise_and(p, q), "or": lax.bitwise_or(p, q),
-            "xor": lax.bitwise_xor(p, q), "not": lax.bitwise_not(p), "eq": lax.eq(p, q),
-            "ne": lax.ne(p, q), "lt": lax.lt(p, q), "max": lax.max(p, q),
-            "select_bool": lax.select_n(p, a, b), "select": lax.select(q, a, b),
-            "where": ns.np.where(p & ~q, a, 7.0),
-            "to_f32": lax.convert_element_type(p, np.float32),
-            "to_i32": lax.convert_element_type(q, np.int32),
-            "all": lax.reduce_and(p, (0,)), "any": lax.reduce_or(q, (0,))}
+    return {
+        "and": lax.bitwise_and(p, q),
+        "or": lax.bitwise_or(p, q),
+        "xor": lax.bitwise_xor(p, q),
+        "not": lax.bitwise_not(p),
+        "eq": lax.eq(p, q),
+        "ne": lax.ne(p, q),
+        "lt": lax.lt(p, q),
+        "max": lax.max(p, q),
+        "select_bool": lax.select_n(p, a, b),
+        "select": lax.select(q, a, b),
+        "where": ns.np.where(p & ~q, a, 7.0),
+        "to_f32": lax.convert_element_type(p, np.float32),
+        "to_i32": lax.convert_element_type(q, np.int32),
+        "all": lax.reduce_and(p, (0,)),
+        "any": lax.reduce_or(q, (0,)),
+    }
 
 
-@case(lambda rng: (np.array([0, 1, 2, 2, 1, 0, 2, 1], I32), rng.standard_normal(8).astype(F32),
-                   rng.standard_normal(8).astype(F32), rng.standard_normal(8).astype(F32)))
+@case(
+    lambda rng: (
+        np.array([0, 1, 2, 2, 1, 0, 2, 1], I32),
+        rng.standard_normal(8).astype(F32),
+        rng.standard_normal(8).astype(F32),
+        rng.standard_normal(8).astype(F32),
+    )
+)
 def select_n_int(ns, which, a, b, c):
     lax = ns.lax
-    return {"select3": lax.select_n(which, a, b, c),
-            "select2": lax.select_n(lax.convert_element_type(which, np.int32) % 2, a, c),
-            "select1": lax.select_n(which * 0, b),
-            "select_scalar_pred": lax.select_n(which[3] > 1, a, b)}
+    return {
+        "select3": lax.select_n(which, a, b, c),
+        "select2": lax.select_n(lax.convert_element_type(which, np.int32) % 2, a, c),
+        "select1": lax.select_n(which * 0, b),
+        "select_scalar_pred": lax.select_n(which[3] > 1, a, b),
+    }
 
 
-_CONV_F = [-1.5, -0.5, 0.5, 2.7, 300.0, -300.0, 1e10, -1e10, NAN, INF, -INF, 65504.0, 1e-8,
-           2.0**31, -(2.0**31), 2.0**63, 3.0e38, -0.0]
+_CONV_F = [
+    -1.5,
+    -0.5,
+    0.5,
+    2.7,
+    300.0,
+    -300.0,
+    1e10,
+    -1e10,
+    NAN,
+    INF,
+    -INF,
+    65504.0,
+    1e-8,
+    2.0**31,
+    -(2.0**31),
+    2.0**63,
+    3.0e38,
+    -0.0,
+]
 
 
-@case(lambda rng: (np.array(_CONV_F, F32), np.array(_CONV_F, F64),
-                   np.array([0, 1, -1, 127, 128, 255, 256, IMIN, IMAX, 65537], I32),
-                   np.array([1.0, -2.5, 3.0e38, NAN, 1e-3], BF16),
-                   np.array([1.0, -2.5, 65504.0, NAN, 1e-3], F16)))
+@case(
+    lambda rng: (
+        np.array(_CONV_F, F32),
+        np.array(_CONV_F, F64),
+        np.array([0, 1, -1, 127, 128, 255, 256, IMIN, IMAX, 65537], I32),
+        np.array([1.0, -2.5, 3.0e38, NAN, 1e-3], BF16),
+        np.array([1.0, -2.5, 65504.0, NAN, 1e-3], F16),
+    )
+)
 def convert(ns, f, d, i, b, h):
     cv = ns.lax.convert_element_type
     out = {}
@@ -399,12 +543,15 @@ def convert(ns, f, d, i, b, h):
 @case(lambda rng: (rng.standard_normal((3, 4)).astype(F32),))
 def iota(ns, x):
     lax = ns.lax
-    return {"iota_i32": lax.iota(np.int32, 7), "iota_f32": lax.iota(np.float32, 5),
-            "iota_i64": lax.iota(np.int64, 3),
-            "biota0": lax.broadcasted_iota(np.int32, (3, 4), 0),
-            "biota1": lax.broadcasted_iota(np.float32, (3, 4), 1),
-            "fused": x * lax.broadcasted_iota(np.float32, (3, 4), 1)
-            + lax.convert_element_type(lax.broadcasted_iota(np.int32, (3, 4), 0), np.float32)}
+    return {
+        "iota_i32": lax.iota(np.int32, 7),
+        "iota_f32": lax.iota(np.float32, 5),
+        "iota_i64": lax.iota(np.int64, 3),
+        "biota0": lax.broadcasted_iota(np.int32, (3, 4), 0),
+        "biota1": lax.broadcasted_iota(np.float32, (3, 4), 1),
+        "fused": x * lax.broadcasted_iota(np.float32, (3, 4), 1)
+        + lax.convert_element_type(lax.broadcasted_iota(np.int32, (3, 4), 0), np.float32),
+    }
 
 
 def _reduction_args(rng):
@@ -445,8 +592,14 @@ def reductions(ns, x, xi, b, e, ei, eb):
     return out
 
 
-@case(lambda rng: (rng.standard_normal((4, 6)).astype(F32), rng.integers(0, 99, (4, 6)).astype(I32),
-                   np.zeros((0, 3), F32)), tol=4.0)
+@case(
+    lambda rng: (
+        rng.standard_normal((4, 6)).astype(F32),
+        rng.integers(0, 99, (4, 6)).astype(I32),
+        np.zeros((0, 3), F32),
+    ),
+    tol=4.0,
+)
 def generic_reduce(ns, x, xi, e):
     """``lax.reduce`` with combines that are not a built-in monoid: one fused kernel each."""
     lax = ns.lax
@@ -458,11 +611,15 @@ def generic_reduce(ns, x, xi, e):
         return ns.np.where(take1, v1, v2), ns.np.where(take1, i1, i2)
 
     out = {}
-    out["argmax_v"], out["argmax_i"] = lax.reduce((x, ind), (np.float32(-INF), np.int32(0)),
-                                                  argmax_pair, (1,))
+    out["argmax_v"], out["argmax_i"] = lax.reduce(
+        (x, ind), (np.float32(-INF), np.int32(0)), argmax_pair, (1,)
+    )
     out["sum_and_max0"], out["sum_and_max1"] = lax.reduce(
-        (x, x * 2.0), (np.float32(0), np.float32(-INF)),
-        lambda a, b: (a[0] + b[0], lax.max(a[1], b[1])), (0,))
+        (x, x * 2.0),
+        (np.float32(0), np.float32(-INF)),
+        lambda a, b: (a[0] + b[0], lax.max(a[1], b[1])),
+        (0,),
+    )
     out["logaddexp"] = lax.reduce(x, np.float32(-INF), ns.np.logaddexp, (1,))
     out["logaddexp_all"] = lax.reduce(x, np.float32(-INF), ns.np.logaddexp, (0, 1))
     out["xor"] = lax.reduce(xi, np.int32(0), lax.bitwise_xor, (0,))
@@ -472,8 +629,16 @@ def generic_reduce(ns, x, xi, e):
 
 
 def _argreduce_args(rng):
-    x = np.array([[1, 3, 3, 0, 2, 1], [NAN, 1, NAN, 5, 5, 0], [2, 2, 2, 2, 2, 2],
-                  [-INF, -INF, 1, INF, INF, -INF], [NAN, NAN, NAN, NAN, NAN, NAN]], F32)
+    x = np.array(
+        [
+            [1, 3, 3, 0, 2, 1],
+            [NAN, 1, NAN, 5, 5, 0],
+            [2, 2, 2, 2, 2, 2],
+            [-INF, -INF, 1, INF, INF, -INF],
+            [NAN, NAN, NAN, NAN, NAN, NAN],
+        ],
+        F32,
+    )
     xi = np.array([[1, 3, 3, 0, 2, 1], [IMIN, IMIN, 0, IMAX, IMAX, 5], [4, 4, 4, 4, 4, 4]], I32)
     return x, x.astype(F64), xi
 
@@ -514,9 +679,15 @@ def cumulative(ns, x, xi, xd):
     return out
 
 
-@case(lambda rng: (rng.standard_normal((2, 3, 4)).astype(F32), rng.standard_normal(3).astype(F32),
-                   rng.standard_normal((1, 4)).astype(F32), rng.standard_normal((2, 3)).astype(F32),
-                   rng.standard_normal((1, 3)).astype(F32)))
+@case(
+    lambda rng: (
+        rng.standard_normal((2, 3, 4)).astype(F32),
+        rng.standard_normal(3).astype(F32),
+        rng.standard_normal((1, 4)).astype(F32),
+        rng.standard_normal((2, 3)).astype(F32),
+        rng.standard_normal((1, 3)).astype(F32),
+    )
+)
 def views(ns, x, v, r, m, m1):
     lax = ns.lax
     y = x * 2.0 + 1.0  # a pointwise (unrealised) operand
@@ -526,19 +697,25 @@ def views(ns, x, v, r, m, m1):
         "bcast_vec": lax.broadcast_in_dim(v, (2, 3, 4), (1,)),
         "bcast_size1": lax.broadcast_in_dim(r, (3, 4), (0, 1)) + s,
         "bcast_scalar": lax.broadcast_in_dim(v[1], (2, 2), ()),
-        "reshape_merge": lax.reshape(y, (6, 4)), "reshape_merge2": lax.reshape(y, (2, 12)),
-        "reshape_flat": lax.reshape(y, (24,)), "reshape_mixed": lax.reshape(y, (4, 6)),
-        "reshape_mixed2": lax.reshape(y, (3, 8)), "reshape_ones": lax.reshape(y, (1, 24, 1)),
+        "reshape_merge": lax.reshape(y, (6, 4)),
+        "reshape_merge2": lax.reshape(y, (2, 12)),
+        "reshape_flat": lax.reshape(y, (24,)),
+        "reshape_mixed": lax.reshape(y, (4, 6)),
+        "reshape_mixed2": lax.reshape(y, (3, 8)),
+        "reshape_ones": lax.reshape(y, (1, 24, 1)),
         "reshape_split": lax.reshape(lax.reshape(y, (24,)), (4, 3, 2)),
         "reshape_scalar": lax.reshape(y[:1, :1, :1], ()),
         "reshape_buffer": lax.reshape(s, (2, 6)),
         "reshape_transposed": lax.reshape(t, (8, 3)),
-        "transpose": t, "transpose2": lax.transpose(y, (1, 2, 0)),
-        "squeeze": lax.squeeze(r, (0,)), "squeeze_mid": lax.squeeze(y[:, 1:2, :], (1,)),
+        "transpose": t,
+        "transpose2": lax.transpose(y, (1, 2, 0)),
+        "squeeze": lax.squeeze(r, (0,)),
+        "squeeze_mid": lax.squeeze(y[:, 1:2, :], (1,)),
         "expand_dims": lax.expand_dims(m, (0, 2)),
         "slice_strided": lax.slice(x, (0, 1, 0), (2, 3, 4), (1, 2, 3)),
         "slice_strided2": lax.slice(y, (1, 0, 1), (2, 3, 4), (1, 2, 2)),
-        "rev": lax.rev(y, (0, 2)), "rev_slice": lax.rev(lax.slice(x, (0, 0, 1), (2, 3, 4)), (2,)),
+        "rev": lax.rev(y, (0, 2)),
+        "rev_slice": lax.rev(lax.slice(x, (0, 0, 1), (2, 3, 4)), (2,)),
         "pad": lax.pad(m, np.float32(0.5), [(1, 2, 0), (-1, 1, 2)]),
         "pad_negative": lax.pad(m, np.float32(-1), [(-1, 0, 1), (2, -2, 0)]),
         "pad_interior_neg": lax.pad(m, np.float32(9), [(-2, 1, 1), (0, -3, 2)]),
@@ -546,7 +723,8 @@ def views(ns, x, v, r, m, m1):
         "concat0": lax.concatenate([m, m1, m1 * 2.0], 0),
         "concat1": lax.concatenate([m, m * 3.0, lax.slice(m, (0, 0), (2, 0))], 1),
         "concat_views": lax.concatenate(
-            [lax.rev(m, (1,)), lax.transpose(lax.transpose(m1, (1, 0)), (1, 0))], 0),
+            [lax.rev(m, (1,)), lax.transpose(lax.transpose(m1, (1, 0)), (1, 0))], 0
+        ),
         "np_views": ns.np.flip(ns.np.swapaxes(y, 0, 2), 1)[::2, :, ::-1],
     }
 
@@ -567,8 +745,13 @@ def _fx_scatter(op, x, idx, upd, axes, mode):
     return P.registry[op].bind(x, idx, upd, axes=axes, mode=mode)
 
 
-_AT = {"scatter": "set", "scatter_add": "add", "scatter_mul": "multiply", "scatter_min": "min",
-       "scatter_max": "max"}
+_AT = {
+    "scatter": "set",
+    "scatter_add": "add",
+    "scatter_mul": "multiply",
+    "scatter_min": "min",
+    "scatter_max": "max",
+}
 
 
 @case(_gather_args)
@@ -597,19 +780,27 @@ def gather_scatter(ns, x, idx, uniq, upd, xi):
                 out[f"{op}_{mode}"] = getattr(x.at[ind], _AT[op])(u, mode=mode)
         if ns is FX:
             out[f"{op}_axis1"] = _fx_scatter(op, x, (ind[:2] % 5)[:, None], upd.T[:2], (1,), "drop")
-            out[f"{op}_i32"] = _fx_scatter(op, xi, ind[:, None], ns.np.astype(u, np.int32) + 1,
-                                           (0,), "drop")
+            out[f"{op}_i32"] = _fx_scatter(
+                op, xi, ind[:, None], ns.np.astype(u, np.int32) + 1, (0,), "drop"
+            )
         else:
             out[f"{op}_axis1"] = getattr(x.at[:, ind[:2] % 5], _AT[op])(upd.T[:2].T, mode="drop")
             out[f"{op}_i32"] = getattr(xi.at[ind], _AT[op])(u.astype(np.int32) + 1, mode="drop")
     return out
 
 
-@case(lambda rng: (rng.standard_normal((3, 4)).astype(F32), rng.standard_normal((4, 5)).astype(F32),
-                   rng.standard_normal((2, 3, 4)).astype(F64),
-                   rng.standard_normal((2, 4, 5)).astype(F64),
-                   rng.integers(-5, 5, (3, 4)).astype(I32), rng.integers(-5, 5, (4, 2)).astype(I32),
-                   rng.integers(-100, 100, (3, 4)).astype(I8)), tol=8.0)
+@case(
+    lambda rng: (
+        rng.standard_normal((3, 4)).astype(F32),
+        rng.standard_normal((4, 5)).astype(F32),
+        rng.standard_normal((2, 3, 4)).astype(F64),
+        rng.standard_normal((2, 4, 5)).astype(F64),
+        rng.integers(-5, 5, (3, 4)).astype(I32),
+        rng.integers(-5, 5, (4, 2)).astype(I32),
+        rng.integers(-100, 100, (3, 4)).astype(I8),
+    ),
+    tol=8.0,
+)
 def dot_general(ns, a, b, a3, b3, ai, bi, a8):
     lax = ns.lax
     dg = lax.dot_general
@@ -634,14 +825,21 @@ def dot_general(ns, a, b, a3, b3, ai, bi, a8):
         "int32_T": dg(ai, ai, (((0,), (0,)), ((), ()))),
         "int8_to_int32": dg(a8, a8, (((1,), (1,)), ((), ())), preferred_element_type=np.int32),
         "f32_to_f64": dg(a, b, (((1,), (0,)), ((), ())), preferred_element_type=np.float64),
-        "np_matmul": ns.np.matmul(a3, b3), "np_dot": ns.np.dot(a, b),
+        "np_matmul": ns.np.matmul(a3, b3),
+        "np_dot": ns.np.dot(a, b),
     }
 
 
-@case(lambda rng: (rng.standard_normal((4, 6)).astype(F16), rng.standard_normal((4, 6)).astype(F16),
-                   rng.standard_normal((4, 6)).astype(BF16),
-                   rng.standard_normal((4, 6)).astype(BF16),
-                   rng.standard_normal((6, 3)).astype(BF16)), tol=2.0)
+@case(
+    lambda rng: (
+        rng.standard_normal((4, 6)).astype(F16),
+        rng.standard_normal((4, 6)).astype(F16),
+        rng.standard_normal((4, 6)).astype(BF16),
+        rng.standard_normal((4, 6)).astype(BF16),
+        rng.standard_normal((6, 3)).astype(BF16),
+    ),
+    tol=2.0,
+)
 def low_precision(ns, h, h2, b, b2, bm):
     lax = ns.lax
     out = {}
@@ -671,39 +869,67 @@ def _layer_norm(ns, x, g, b, eps=1e-5):
     return (x - mean) / ns.np.sqrt(var + eps) * g + b
 
 
-@case(lambda rng: (rng.standard_normal((5, 7)).astype(F32) * 3, rng.standard_normal(7).astype(F32),
-                   rng.standard_normal(7).astype(F32), rng.standard_normal((7, 4)).astype(F32),
-                   np.array([0, 4, -1, 2, -5], I32), rng.standard_normal((2, 5, 7)).astype(F64)),
-      tol=8.0)
+@case(
+    lambda rng: (
+        rng.standard_normal((5, 7)).astype(F32) * 3,
+        rng.standard_normal(7).astype(F32),
+        rng.standard_normal(7).astype(F32),
+        rng.standard_normal((7, 4)).astype(F32),
+        np.array([0, 4, -1, 2, -5], I32),
+        rng.standard_normal((2, 5, 7)).astype(F64),
+    ),
+    tol=8.0,
+)
 def composites(ns, x, g, b, w, idx, x3):
     np_, nn = ns.np, ns.nn
 
     return {
-        "softmax": nn.softmax(x, axis=-1), "softmax0": nn.softmax(x, axis=0),
-        "log_softmax": nn.log_softmax(x), "logsumexp": nn.logsumexp(x, axis=1),
-        "logsumexp_all": nn.logsumexp(x), "logsumexp_f64": nn.logsumexp(x3, axis=(0, 2)),
-        "layer_norm": _layer_norm(ns, x, g, b), "layer_norm_f64": _layer_norm(ns, x3, 1.0, 0.0),
-        "gelu_tanh": nn.gelu(x, approximate=True), "gelu_erf": nn.gelu(x, approximate=False),
-        "relu": nn.relu(x), "sigmoid": nn.sigmoid(x), "softplus": nn.softplus(x),
-        "silu": nn.silu(x), "one_hot": nn.one_hot(idx % 4, 4, dtype=np.float32),
-        "matmul": np_.matmul(x, w), "matmul_bcast": np_.matmul(x3.astype(np.float32), w),
-        "einsum_mm": np_.einsum("ij,jk->ik", x, w), "einsum_T": np_.einsum("ij->ji", x),
+        "softmax": nn.softmax(x, axis=-1),
+        "softmax0": nn.softmax(x, axis=0),
+        "log_softmax": nn.log_softmax(x),
+        "logsumexp": nn.logsumexp(x, axis=1),
+        "logsumexp_all": nn.logsumexp(x),
+        "logsumexp_f64": nn.logsumexp(x3, axis=(0, 2)),
+        "layer_norm": _layer_norm(ns, x, g, b),
+        "layer_norm_f64": _layer_norm(ns, x3, 1.0, 0.0),
+        "gelu_tanh": nn.gelu(x, approximate=True),
+        "gelu_erf": nn.gelu(x, approximate=False),
+        "relu": nn.relu(x),
+        "sigmoid": nn.sigmoid(x),
+        "softplus": nn.softplus(x),
+        "silu": nn.silu(x),
+        "one_hot": nn.one_hot(idx % 4, 4, dtype=np.float32),
+        "matmul": np_.matmul(x, w),
+        "matmul_bcast": np_.matmul(x3.astype(np.float32), w),
+        "einsum_mm": np_.einsum("ij,jk->ik", x, w),
+        "einsum_T": np_.einsum("ij->ji", x),
         "einsum_batch": np_.einsum("bij,bkj->bik", x3, x3),
         "einsum_mv": np_.einsum("ij,j->i", x, g),
-        "index_array": x[idx], "index_cols": x[:, idx[:3]], "index_strided": x[::2, 1::3],
-        "index_rev": x[::-1, 2], "index_mixed": x[idx[1:4], 1:5], "index_scalar": x[2, 3],
-        "at_add": x.at[idx].add(1.0), "at_set": x.at[2:4].set(0.0),
+        "index_array": x[idx],
+        "index_cols": x[:, idx[:3]],
+        "index_strided": x[::2, 1::3],
+        "index_rev": x[::-1, 2],
+        "index_mixed": x[idx[1:4], 1:5],
+        "index_scalar": x[2, 3],
+        "at_add": x.at[idx].add(1.0),
+        "at_set": x.at[2:4].set(0.0),
         "at_mul": x.at[1, idx].multiply(2.0),
-        "where": np_.where(x > 0, x, 0.1 * x), "clip": np_.clip(x, -1.0, 1.0),
-        "var": np_.var(x, axis=0), "std": np_.std(x3, axis=-1),
+        "where": np_.where(x > 0, x, 0.1 * x),
+        "clip": np_.clip(x, -1.0, 1.0),
+        "var": np_.var(x, axis=0),
+        "std": np_.std(x3, axis=-1),
         "take_along": np_.take_along_axis(x, ns.lax.abs(idx)[:, None] % 7, axis=1),
     }
 
 
 # --- transforms under jit --------------------------------------------------------------------
 def _mlp_params(rng):
-    return {"w1": rng.standard_normal((4, 8)) * 0.5, "b1": rng.standard_normal(8) * 0.1,
-            "w2": rng.standard_normal((8, 3)) * 0.5, "b2": rng.standard_normal(3) * 0.1}
+    return {
+        "w1": rng.standard_normal((4, 8)) * 0.5,
+        "b1": rng.standard_normal(8) * 0.1,
+        "w2": rng.standard_normal((8, 3)) * 0.5,
+        "b2": rng.standard_normal(3) * 0.1,
+    }
 
 
 def _mlp(ns, p, x):
@@ -733,7 +959,7 @@ def transforms_mlp(ns, p, x, y):
     out["vmap_in_axes"] = ns.vmap(lambda w, xi: ns.np.tanh(xi @ w), in_axes=(None, 1))(p["w1"], x.T)
     # jit inside a transform inlines: grad(jit(f))
     out["grad_of_jit"] = ns.grad(ns.jit(lambda xx: loss(p, xx, y)))(x)
-    out["grad_grad"] = ns.grad(lambda s: ns.grad(lambda t: ns.np.sin(t) * t ** 3)(s))(x[0, 0])
+    out["grad_grad"] = ns.grad(lambda s: ns.grad(lambda t: ns.np.sin(t) * t**3)(s))(x[0, 0])
     return out
 
 
@@ -748,8 +974,14 @@ def _linrec_combine(ns):
 
 
 def _cf_args(rng):
-    return (rng.uniform(0.5, 1.0, (7, 3)), rng.standard_normal((7, 3)),
-            rng.standard_normal((5, 2, 2)) * 0.7, np.int32(4), np.int32(1), np.float64(2.0))
+    return (
+        rng.uniform(0.5, 1.0, (7, 3)),
+        rng.standard_normal((7, 3)),
+        rng.standard_normal((5, 2, 2)) * 0.7,
+        np.int32(4),
+        np.int32(1),
+        np.float64(2.0),
+    )
 
 
 @case(_cf_args, tol=100.0)
@@ -763,13 +995,17 @@ def control_flow(ns, a, b, m, n, k, s):
 
     out["scan_carry"], out["scan_ys"] = lax.scan(step, np_.zeros(3, b.dtype), b)
     out["scan_rev_carry"], out["scan_rev_ys"] = lax.scan(step, b[0], a, reverse=True)
-    (c1, c2), ys = lax.scan(lambda c, x: ((c[0] + x[0], c[1] * x[1]), c[0] - x[1]),
-                            (np_.zeros(3, a.dtype), np_.ones(3, a.dtype)), (a, b))
+    (c1, c2), ys = lax.scan(
+        lambda c, x: ((c[0] + x[0], c[1] * x[1]), c[0] - x[1]),
+        (np_.zeros(3, a.dtype), np_.ones(3, a.dtype)),
+        (a, b),
+    )
     out["scan_tree0"], out["scan_tree1"], out["scan_tree_ys"] = c1, c2, ys
-    out["map"] = lax.map(lambda r: np_.sum(r ** 2) + r[0], b)
+    out["map"] = lax.map(lambda r: np_.sum(r**2) + r[0], b)
     out["fori_static"] = lax.fori_loop(0, 5, lambda i, c: c * 0.5 + i, a[0])
     out["fori_traced"] = lax.fori_loop(
-        0, n, lambda i, c: c * 0.5 + lax.convert_element_type(i, c.dtype), a[1])
+        0, n, lambda i, c: c * 0.5 + lax.convert_element_type(i, c.dtype), a[1]
+    )
 
     def newton_cond(c):
         return (np_.abs(c[0] * c[0] - s) > 1e-12) & (c[1] < 50)
@@ -777,8 +1013,9 @@ def control_flow(ns, a, b, m, n, k, s):
     def newton_body(c):
         return 0.5 * (c[0] + s / c[0]), c[1] + 1
 
-    out["while_sqrt"], out["while_iters"] = lax.while_loop(newton_cond, newton_body,
-                                                           (s, np.int32(0)))
+    out["while_sqrt"], out["while_iters"] = lax.while_loop(
+        newton_cond, newton_body, (s, np.int32(0))
+    )
     out["cond_true"] = lax.cond(n > 2, lambda x: x * 2.0, lambda x: x - 1.0, a[0])
     out["cond_false"] = lax.cond(n > 10, lambda x: x * 2.0, lambda x: x - 1.0, a[0])
     branches = [lambda x: x + 1.0, lambda x: np_.sin(x), lambda x: x * x]
@@ -817,15 +1054,19 @@ def test_case(backend, name):
     if backend != "eager":
         assert_same_dicts(got, eager_result(name), f"{name}: {backend} vs eager", c.tol)
     if c.vs_jax:
-        assert_same_dicts(got, jax_result(name), f"{name}: {backend} vs jax",
-                          c.jax_tol if c.jax_tol is not None else c.tol)
+        assert_same_dicts(
+            got,
+            jax_result(name),
+            f"{name}: {backend} vs jax",
+            c.jax_tol if c.jax_tol is not None else c.tol,
+        )
 
 
 def _prims_of(jaxpr, acc):
     for e in jaxpr.eqns:
         acc.add(e.prim.name)
         for v in e.params.values():
-            for sub in (v if isinstance(v, (list, tuple)) else [v]):
+            for sub in v if isinstance(v, (list, tuple)) else [v]:
                 if isinstance(sub, functx.ClosedJaxpr):
                     _prims_of(sub.jaxpr, acc)
                 elif isinstance(sub, functx.Jaxpr):
@@ -851,16 +1092,21 @@ def test_suite_covers_every_lowering():
 # --- dynamic_slice / dynamic_update_slice with hypothesis-drawn (clamped) starts ---------------
 def _dyn(ns, x, upd, i0, i1, j0, j1):
     lax = ns.lax
-    return {"ds": lax.dynamic_slice(x, (i0, i1), (2, 3)),
-            "ds_fused": lax.dynamic_slice(x * 2.0, (j0, i1), (4, 1)) + 1.0,
-            "ds_full": lax.dynamic_slice(x, (j1, i0), (5, 6)),
-            "dus": lax.dynamic_update_slice(x, upd, (j0, j1)),
-            "dus_fused": lax.dynamic_update_slice(x + 1.0, upd * 3.0, (i0, j1)) - 1.0,
-            "dyn_index": lax.dynamic_index_in_dim(x, i0, axis=1, keepdims=False)}
+    return {
+        "ds": lax.dynamic_slice(x, (i0, i1), (2, 3)),
+        "ds_fused": lax.dynamic_slice(x * 2.0, (j0, i1), (4, 1)) + 1.0,
+        "ds_full": lax.dynamic_slice(x, (j1, i0), (5, 6)),
+        "dus": lax.dynamic_update_slice(x, upd, (j0, j1)),
+        "dus_fused": lax.dynamic_update_slice(x + 1.0, upd * 3.0, (i0, j1)) - 1.0,
+        "dyn_index": lax.dynamic_index_in_dim(x, i0, axis=1, keepdims=False),
+    }
 
 
-_DYN = {"cpp": functx.jit(functools.partial(_dyn, FX)), "jax": jax.jit(functools.partial(_dyn, JX)),
-        "triton": functx.jit(functools.partial(_dyn, FX), backend="triton")}
+_DYN = {
+    "cpp": functx.jit(functools.partial(_dyn, FX)),
+    "jax": jax.jit(functools.partial(_dyn, JX)),
+    "triton": functx.jit(functools.partial(_dyn, FX), backend="triton"),
+}
 _DYN_X = np.arange(30, dtype=F32).reshape(5, 6) / 7.0
 _DYN_U = -np.arange(6, dtype=F32).reshape(2, 3) - 1.0
 
@@ -886,15 +1132,24 @@ _F32_VALUES = st.floats(-60, 60, width=32) | st.sampled_from([0.0, -0.0, 1.0, -1
 
 @pytest.mark.parametrize("backend", ["cpp", "triton"])
 @settings(max_examples=8)
-@given(xs=st.lists(_F32_VALUES, min_size=22, max_size=22),
-       ys=st.lists(_F32_VALUES, min_size=9, max_size=9))
+@given(
+    xs=st.lists(_F32_VALUES, min_size=22, max_size=22),
+    ys=st.lists(_F32_VALUES, min_size=9, max_size=9),
+)
 def test_random_values_compiled_vs_eager(backend, xs, ys):
     """The unary_float32 and binary_float32 programs (compiled once) on drawn values."""
     x = np.array(xs, F32).reshape(2, 11)
     jitted = _JITTED if backend == "cpp" else _TRITON_JITTED
-    for name, args in (("unary_float32", (x,)),
-                       ("binary_float32", tuple(v.reshape(-1) for v in np.meshgrid(
-                           np.array(xs, F32), np.array(ys, F32), indexing="ij")))):
+    for name, args in (
+        ("unary_float32", (x,)),
+        (
+            "binary_float32",
+            tuple(
+                v.reshape(-1)
+                for v in np.meshgrid(np.array(xs, F32), np.array(ys, F32), indexing="ij")
+            ),
+        ),
+    ):
         c = CASES[name]
         if name not in jitted:
             jitted[name] = jit_for(backend, functools.partial(c.fn, FX))
@@ -909,15 +1164,20 @@ def _shape_program(ns, x):
     lax, np_ = ns.lax, ns.np
     y = x * 2.0 + 1.0
     n = x.ndim
-    return {"sum_last": np_.sum(y, axis=-1), "max_first": np_.max(y, axis=0),
-            "softmax0": ns.nn.softmax(y, axis=0), "mean_all": np_.mean(np_.tanh(y)),
-            "transpose": lax.transpose(y, tuple(reversed(range(n)))) - 1.0,
-            "reshape": lax.reshape(lax.reshape(y, (x.size,)), tuple(reversed(x.shape))) * 3.0,
-            "cumsum0": lax.cumsum(y, axis=0, reverse=True),
-            "strided": y[::2] * y[::2],
-            "pad": lax.pad(y, np.float32(-1),
-                           [(1, -1 if x.shape[0] > 1 else 0, 1)] + [(0, 1, 0)] * (n - 1)),
-            "argmax0": lax.argmax(y, 0, np.int32)}
+    return {
+        "sum_last": np_.sum(y, axis=-1),
+        "max_first": np_.max(y, axis=0),
+        "softmax0": ns.nn.softmax(y, axis=0),
+        "mean_all": np_.mean(np_.tanh(y)),
+        "transpose": lax.transpose(y, tuple(reversed(range(n)))) - 1.0,
+        "reshape": lax.reshape(lax.reshape(y, (x.size,)), tuple(reversed(x.shape))) * 3.0,
+        "cumsum0": lax.cumsum(y, axis=0, reverse=True),
+        "strided": y[::2] * y[::2],
+        "pad": lax.pad(
+            y, np.float32(-1), [(1, -1 if x.shape[0] > 1 else 0, 1)] + [(0, 1, 0)] * (n - 1)
+        ),
+        "argmax0": lax.argmax(y, 0, np.int32),
+    }
 
 
 @pytest.mark.parametrize("backend", ["cpp", "triton"])
@@ -936,10 +1196,12 @@ def test_drawn_shapes_compiled_vs_eager_and_jax(backend, shape):
 
 # --- gather / scatter with hypothesis-drawn out-of-range indices ------------------------------
 def _gs(x, idx, upd):
-    out = {"gather_clip": _fx_gather(x, idx[:, None], (0,), "clip"),
-           "gather_fill": _fx_gather(x, idx[:, None], (0,), "fill"),
-           "gather2_fill": _fx_gather(x, fnp.stack([idx, idx], -1), (0, 1), "fill"),
-           "index": x[idx]}
+    out = {
+        "gather_clip": _fx_gather(x, idx[:, None], (0,), "clip"),
+        "gather_fill": _fx_gather(x, idx[:, None], (0,), "fill"),
+        "gather2_fill": _fx_gather(x, fnp.stack([idx, idx], -1), (0, 1), "fill"),
+        "index": x[idx],
+    }
     for op in _AT:
         for mode in ("drop", "clip"):
             out[f"{op}_{mode}"] = _fx_scatter(op, x, idx[:, None], upd, (0,), mode)
@@ -949,8 +1211,13 @@ def _gs(x, idx, upd):
 
 
 _GS_JIT = {"cpp": functx.jit(_gs), "triton": functx.jit(_gs, backend="triton")}
-_GS_JAX = jax.jit(lambda x, i, u: {"index": x.at[i].get(mode="clip"), "at_add": x.at[i].add(u),
-                                   "at_max": x.at[i, 1].max(u[:, 0])})
+_GS_JAX = jax.jit(
+    lambda x, i, u: {
+        "index": x.at[i].get(mode="clip"),
+        "at_add": x.at[i].add(u),
+        "at_max": x.at[i, 1].max(u[:, 0]),
+    }
+)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -976,15 +1243,24 @@ def test_gather_scatter_out_of_range(backend, idx):
 # --- signed zeros in max/min (compared bit for bit: assert_allclose treats -0.0 == 0.0) ----------
 def _max_min_elementwise(ns, x, y):
     lax = ns.lax
-    return {"max": lax.max(x, y), "min": lax.min(x, y), "max_rev": lax.max(y, x),
-            "min_rev": lax.min(y, x), "cummax": lax.cummax(x, axis=0),
-            "cummin": lax.cummin(y, axis=0)}
+    return {
+        "max": lax.max(x, y),
+        "min": lax.min(x, y),
+        "max_rev": lax.max(y, x),
+        "min_rev": lax.min(y, x),
+        "cummax": lax.cummax(x, axis=0),
+        "cummin": lax.cummin(y, axis=0),
+    }
 
 
 def _max_min_reductions(ns, x, y):
     lax = ns.lax
-    return {"reduce_max": lax.reduce_max(x, (0,)), "reduce_min": lax.reduce_min(y, (0,)),
-            "reduce_max2": lax.reduce_max(y, (0,)), "reduce_min2": lax.reduce_min(x, (0,))}
+    return {
+        "reduce_max": lax.reduce_max(x, (0,)),
+        "reduce_min": lax.reduce_min(y, (0,)),
+        "reduce_max2": lax.reduce_max(y, (0,)),
+        "reduce_min2": lax.reduce_min(x, (0,)),
+    }
 
 
 _ZX = np.array([-0.0, 0.0, -0.0], F32)
@@ -1002,8 +1278,6 @@ def _check_signed_zeros(fn, backend):
         g = to_np(got[k])
         assert_same(g, want[k], k)
         np.testing.assert_array_equal(np.signbit(g), np.signbit(want[k]), err_msg=f"sign of {k}")
-
-
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -1072,6 +1346,7 @@ def test_dus_with_constant_starts(dt, backend):
 
     For int64 the bug writes at row ``2 * x[0] + u0``: x is all ones so that the wrong row (2)
     stays inside the buffer (other values write out of bounds and corrupt the heap)."""
+
     def f(ns, x):
         out = {"dus": ns.lax.dynamic_update_slice(x, x[:1] * 2, (1, 0))}
         if x.dtype != I64:
@@ -1081,9 +1356,11 @@ def test_dus_with_constant_starts(dt, backend):
     x = np.ones((3, 4), dt) if dt == I64 else np.arange(12, dtype=dt).reshape(3, 4)
     with backend_env(backend):
         got = jit_for(backend, functools.partial(f, FX))(*on_backend(backend, (x,)))
-    assert_same_dicts(np_dict(got),
-                      {k: np.asarray(v) for k, v in jax.jit(functools.partial(f, JX))(x).items()},
-                      "dus with constant starts vs jax")
+    assert_same_dicts(
+        np_dict(got),
+        {k: np.asarray(v) for k, v in jax.jit(functools.partial(f, JX))(x).items()},
+        "dus with constant starts vs jax",
+    )
 
 
 def _nested_scan(ns, x):
@@ -1104,8 +1381,9 @@ def _cond_in_scan(ns, x):
 
 def _while_in_scan(ns, x):
     def body(c, row):
-        r, k = ns.lax.while_loop(lambda s: s[1] < 3, lambda s: (s[0] * 1.5 + 1.0, s[1] + 1),
-                                 (row, np.int32(0)))
+        r, k = ns.lax.while_loop(
+            lambda s: s[1] < 3, lambda s: (s[0] * 1.5 + 1.0, s[1] + 1), (row, np.int32(0))
+        )
         return c + r, k
 
     return ns.lax.scan(body, ns.np.zeros(4, x.dtype), x)
@@ -1125,13 +1403,15 @@ def test_nested_control_flow(fn, backend):
 # --- fusion: kernel counts of the compiled programs (both compiled backends) -----------------
 def _ln_grad(ns, x, g, b, dy):
     return ns.grad(lambda x, g, b: ns.np.sum(_layer_norm(ns, x, g, b) * dy), argnums=(0, 1, 2))(
-        x, g, b)
+        x, g, b
+    )
 
 
 def _linrec_grad(ns, a, b):
     comb = _linrec_combine(ns)
-    return ns.grad(lambda a, b: ns.np.sum(ns.lax.associative_scan(comb, (a, b))[1] ** 2),
-                   argnums=(0, 1))(a, b)
+    return ns.grad(
+        lambda a, b: ns.np.sum(ns.lax.associative_scan(comb, (a, b))[1] ** 2), argnums=(0, 1)
+    )(a, b)
 
 
 _FX8 = np.random.default_rng(7).standard_normal((8, 33)).astype(F32)
@@ -1139,19 +1419,47 @@ _G33 = np.random.default_rng(8).standard_normal(33).astype(F32)
 _A = np.random.default_rng(9).uniform(0.5, 1.0, (40, 3)).astype(F32)
 # name -> (fn(ns, *args), args, kernels: the exact count, tolerance scale)
 FUSION = {
-    "elementwise_chain": (lambda ns, x, y: ns.np.exp(ns.np.sin(x) * 2.0 + 1.0) / (1.0 + y * y)
-                          - ns.np.tanh(x * y) + ns.np.maximum(x, 0.0), (_FX8, _FX8[::-1]), 1, 4),
-    "views": (lambda ns, x: ns.np.reshape(ns.lax.transpose(x, (1, 0))[::2] * 2.0, (8, 17))
-              + x[:, :17] + x[0][None, :17], (_FX8,), 1, 1),
+    "elementwise_chain": (
+        lambda ns, x, y: (
+            ns.np.exp(ns.np.sin(x) * 2.0 + 1.0) / (1.0 + y * y)
+            - ns.np.tanh(x * y)
+            + ns.np.maximum(x, 0.0)
+        ),
+        (_FX8, _FX8[::-1]),
+        1,
+        4,
+    ),
+    "views": (
+        lambda ns, x: (
+            ns.np.reshape(ns.lax.transpose(x, (1, 0))[::2] * 2.0, (8, 17))
+            + x[:, :17]
+            + x[0][None, :17]
+        ),
+        (_FX8,),
+        1,
+        1,
+    ),
     "softmax": (lambda ns, x: ns.nn.softmax(x, axis=-1), (_FX8,), 1, 2),
     "layer_norm": (lambda ns, x, g: _layer_norm(ns, x, g, g * 0.5), (_FX8, _G33), 1, 8),
-    "same_rows_share": (lambda ns, x: (ns.np.sum(x, 1), ns.np.max(x, 1), ns.np.min(x * 2.0, 1)),
-                        (_FX8,), 1, 2),
-    "argmax_logsumexp": (lambda ns, x: (ns.np.argmax(x, 1), ns.nn.logsumexp(x, axis=1)),
-                         (_FX8,), 1, 2),
+    "same_rows_share": (
+        lambda ns, x: (ns.np.sum(x, 1), ns.np.max(x, 1), ns.np.min(x * 2.0, 1)),
+        (_FX8,),
+        1,
+        2,
+    ),
+    "argmax_logsumexp": (
+        lambda ns, x: (ns.np.argmax(x, 1), ns.nn.logsumexp(x, axis=1)),
+        (_FX8,),
+        1,
+        2,
+    ),
     "gelu": (lambda ns, x: ns.nn.gelu(x), (_FX8,), 1, 2),
-    "matmul_bias_relu": (lambda ns, x, w: ns.nn.relu(x @ w + 1.0), (_FX8, _FX8.T[:, :5].copy()),
-                         2, 8),
+    "matmul_bias_relu": (
+        lambda ns, x, w: ns.nn.relu(x @ w + 1.0),
+        (_FX8, _FX8.T[:, :5].copy()),
+        2,
+        8,
+    ),
     "layer_norm_grad": (_ln_grad, (_FX8, _G33, _G33, _FX8[::-1].copy()), 2, 50),
     "linrec_grad": (_linrec_grad, (_A, _A[::-1] - 0.7), 2, 50),
 }
@@ -1175,8 +1483,9 @@ def test_fusion_kernel_counts(backend, name):
     ref = jax.tree_util.tree_leaves(jax.jit(functools.partial(fn, JX))(*args))
     for i, (g, w, r) in enumerate(zip(got, want, ref)):
         assert_same(g, np.asarray(w), f"{name} output {i}: {backend} vs eager", tol)
-        assert_same(g, np.asarray(r), f"{name} output {i}: {backend} vs jax", tol,
-                    check_dtype=False)
+        assert_same(
+            g, np.asarray(r), f"{name} output {i}: {backend} vs jax", tol, check_dtype=False
+        )
 
 
 def test_every_primitive_lowers_for_triton_or_names_itself():

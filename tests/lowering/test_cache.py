@@ -54,8 +54,11 @@ def _expected():
 
 def _env(cache_dir):
     env = dict(os.environ)
-    env.update(FUNCTX_CACHE_DIR=str(cache_dir), FUNCTX_LOG_COMPILES="1",
-               PYTHONPATH=REPO + os.pathsep + env.get("PYTHONPATH", ""))
+    env.update(
+        FUNCTX_CACHE_DIR=str(cache_dir),
+        FUNCTX_LOG_COMPILES="1",
+        PYTHONPATH=REPO + os.pathsep + env.get("PYTHONPATH", ""),
+    )
     return env
 
 
@@ -63,8 +66,14 @@ def _start(cache_dir, tag):
     d = pathlib.Path(cache_dir).parent
     ready = d / f"ready-{tag}"
     go = d / "go"
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(ready), str(go)], env=_env(cache_dir),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(ready), str(go)],
+        env=_env(cache_dir),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
     return proc, ready, go
 
 
@@ -143,7 +152,7 @@ def _corrupt(so, how):
     elif how == "flipped":
         data = bytearray(open(so, "rb").read())
         mid = len(data) // 2
-        data[mid:mid + 64] = bytes(b ^ 0xFF for b in data[mid:mid + 64])
+        data[mid : mid + 64] = bytes(b ^ 0xFF for b in data[mid : mid + 64])
         open(so, "wb").write(bytes(data))
     elif how == "no_checksum":
         os.unlink(so + ".sha256")
@@ -193,8 +202,10 @@ def test_read_only_cache_dir_falls_back_with_warning(tmp_path, monkeypatch):
     d.chmod(0o500)
     try:
         if os.access(d, os.W_OK):
-            pytest.skip("running as root (or with CAP_DAC_OVERRIDE): chmod 0o500 does not stop "
-                        "writes; test_unusable_cache_dir_falls_back_with_warning covers the path")
+            pytest.skip(
+                "running as root (or with CAP_DAC_OVERRIDE): chmod 0o500 does not stop "
+                "writes; test_unusable_cache_dir_falls_back_with_warning covers the path"
+            )
         monkeypatch.setenv("FUNCTX_CACHE_DIR", str(d))
         monkeypatch.setattr(cache, "_fallback_dir", None)
         with pytest.warns(RuntimeWarning, match="not writable"):
@@ -334,10 +345,19 @@ def test_units_include_the_prelude_through_a_precompiled_header(tmp_path, monkey
     src = open(lowered.executable.so_path[:-3] + ".cpp").read()
     assert src.startswith(f'#include "{os.path.basename(h)}"\n')  # beside it: relocatable
     text = lowered.as_text()  # shown with the prelude written out
-    assert "#include \"fx_prelude" not in text and prelude.PRELUDE in text
-    out = subprocess.run([cache.compiler(), *cache.FLAGS, "-Winvalid-pch", "-H", "-fsyntax-only",
-                          lowered.executable.so_path[:-3] + ".cpp"], capture_output=True,
-                         text=True)
+    assert '#include "fx_prelude' not in text and prelude.PRELUDE in text
+    out = subprocess.run(
+        [
+            cache.compiler(),
+            *cache.FLAGS,
+            "-Winvalid-pch",
+            "-H",
+            "-fsyntax-only",
+            lowered.executable.so_path[:-3] + ".cpp",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert f"! {h}.gch" in out.stderr, out.stderr[:2000]  # gcc used the precompiled header
     # a corrupted precompiled header is rebuilt before the next compile
     with open(h + ".gch", "r+b") as f:

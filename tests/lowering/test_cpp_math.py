@@ -13,15 +13,19 @@ RNG = np.random.default_rng(0)
 
 
 def _grid(lo, hi, n=400_001):
-    return np.concatenate([np.linspace(lo, hi, n, dtype=np.float32),
-                           RNG.uniform(lo, hi, n // 4).astype(np.float32)])
+    return np.concatenate(
+        [np.linspace(lo, hi, n, dtype=np.float32), RNG.uniform(lo, hi, n // 4).astype(np.float32)]
+    )
 
 
 CASES = {
     "exp": (fnp.exp, np.exp, _grid(-104, 89), 1.5),
-    "log": (fnp.log, np.log,
-            np.concatenate([_grid(1e-6, 10), np.geomspace(1e-44, 3e38, 100_000, dtype=np.float32)]),
-            1.5),
+    "log": (
+        fnp.log,
+        np.log,
+        np.concatenate([_grid(1e-6, 10), np.geomspace(1e-44, 3e38, 100_000, dtype=np.float32)]),
+        1.5,
+    ),
     "tanh": (fnp.tanh, np.tanh, _grid(-12, 12), 5.0),
 }
 
@@ -43,8 +47,7 @@ def test_max_ulp_error(name):
 
 
 def test_special_values():
-    xs = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e30, -3e38, 9.0, 8.999, 1e-40],
-                  np.float32)
+    xs = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e30, -3e38, 9.0, 8.999, 1e-40], np.float32)
     with np.errstate(all="ignore"):
         for f, ref_f in [(fnp.exp, np.exp), (fnp.log, np.log), (fnp.tanh, np.tanh)]:
             got = np.asarray(functx.jit(f, backend="cpu")(xs))

@@ -49,8 +49,9 @@ def _layer_norm(x, g, b, eps=1e-5):
 
 def test_elementwise_chain_is_one_kernel():
     def f(x, y):
-        return (fnp.exp(fnp.sin(x) * 2.0 + 1.0) / (1.0 + y * y) - fnp.tanh(x * y)
-                + fnp.maximum(x, 0.0))
+        return (
+            fnp.exp(fnp.sin(x) * 2.0 + 1.0) / (1.0 + y * y) - fnp.tanh(x * y) + fnp.maximum(x, 0.0)
+        )
 
     ks = lower_and_check(f, X, X[::-1].copy())
     assert len(ks) == 1, ks
@@ -59,6 +60,7 @@ def test_elementwise_chain_is_one_kernel():
 
 def test_views_fuse_into_the_consumer():
     """Transposes, broadcasts, slices and reshapes are index expressions, not copies."""
+
     def f(x):
         t = lax.transpose(x, (1, 0))[::2]  # (17, 8)
         return fnp.reshape(t * 2.0, (8, 17)) + x[:, :17] + x[0][None, :17]
@@ -121,16 +123,23 @@ def test_matrix_products_read_transposed_operands_in_place():
     w = RNG.standard_normal((17, 40)).astype(np.float32)
     b = RNG.standard_normal((3, 12, 40)).astype(np.float32)
     c = RNG.standard_normal((3, 17, 40)).astype(np.float32)
-    cases = [(lambda x, w: x @ w.T, (x, w), ["dot"]),
-             (lambda x, w: w @ x.T, (x, w), ["dot"]),
-             (lambda x, w: fnp.tanh(x.T.T @ w.T), (x, w), ["dot", "pointwise"]),
-             (lambda b, c: b @ fnp.transpose(c, (0, 2, 1)), (b, c), ["dot"])]
+    cases = [
+        (lambda x, w: x @ w.T, (x, w), ["dot"]),
+        (lambda x, w: w @ x.T, (x, w), ["dot"]),
+        (lambda x, w: fnp.tanh(x.T.T @ w.T), (x, w), ["dot", "pointwise"]),
+        (lambda b, c: b @ fnp.transpose(c, (0, 2, 1)), (b, c), ["dot"]),
+    ]
     for f, args, kinds in cases:
         ks = lower_and_check(f, *args, rtol=1e-5, atol=1e-5)
         assert [k.split(":")[1].split()[0] for k in ks] == kinds, ks
     d = RNG.standard_normal((40, 3, 12)).astype(np.float32)  # batch axis in the middle
-    ks = lower_and_check(lambda d, c: fnp.transpose(d, (1, 2, 0)) @ fnp.transpose(c, (0, 2, 1)),
-                         d, c, rtol=1e-5, atol=1e-5)
+    ks = lower_and_check(
+        lambda d, c: fnp.transpose(d, (1, 2, 0)) @ fnp.transpose(c, (0, 2, 1)),
+        d,
+        c,
+        rtol=1e-5,
+        atol=1e-5,
+    )
     assert [k.split(":")[1].split()[0] for k in ks] == ["pointwise", "dot"], ks
 
 
@@ -153,8 +162,8 @@ def test_costly_values_read_through_a_broadcast_are_stored_once(monkeypatch, tmp
     ks = lower_and_check(outer, a, b)
     assert len(ks) == 2 and "(4, 32, 1)" in ks[0] and "(4, 32, 16)" in ks[1], ks
     src = functx.jit(outer).lower(a, b).as_text()
-    second = src[src.index("// kernel 1"):]
-    assert "tanh" in src[src.index("// kernel 0"):src.index("// kernel 1")]
+    second = src[src.index("// kernel 1") :]
+    assert "tanh" in src[src.index("// kernel 0") : src.index("// kernel 1")]
     assert "tanh" not in second, second
     assert len(lower_and_check(lambda a, b: (a * 2.0)[:, :, None] * b[:, None, :], a, b)) == 1
     monkeypatch.setenv("FUNCTX_CACHE_DIR", str(tmp_path / "high"))
@@ -182,8 +191,11 @@ def test_linear_recurrence_gradient_has_two_ascan_kernels():
     ks = lower_and_check(g, a, b, rtol=1e-4, atol=1e-5)
     assert len(ks) == 2 and all("ascan" in k for k in ks), ks
     assert "epilogue" in ks[1] and ks[1].count("(not stored)") == 2, ks
-    ref = jax.jit(jax.grad(lambda a, b: jnp.sum(jax.lax.associative_scan(_combine, (a, b))[1] ** 2),
-                           argnums=(0, 1)))(a, b)
+    ref = jax.jit(
+        jax.grad(
+            lambda a, b: jnp.sum(jax.lax.associative_scan(_combine, (a, b))[1] ** 2), argnums=(0, 1)
+        )
+    )(a, b)
     for got, want in zip(lower_and_check.last_output, ref):
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-4, atol=1e-5)
 

@@ -158,8 +158,11 @@ def test_weak_type_is_part_of_the_signature(compile_log):
     assert len(compile_log()) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="the compile log names the flat leaf index ('argument "
-                   "leaf 3') instead of the argument that changed (y, position 1)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="the compile log names the flat leaf index ('argument "
+    "leaf 3') instead of the argument that changed (y, position 1)",
+)
 def test_compile_log_names_the_argument_of_a_pytree_call(compile_log):
     jf = functx.jit(lambda params, y: params["a"] * params["b"] + params["c"] + fnp.sum(y))
     params = {"a": X3, "b": X3, "c": X3}
@@ -182,10 +185,14 @@ def test_pytree_inputs_and_outputs(compile_log):
         return out
 
     rng = np.random.default_rng(0)
-    params = {"w": rng.standard_normal((3, 2)).astype(np.float32),
-              "b": rng.standard_normal(2).astype(np.float32)}
-    xs = (rng.standard_normal((4, 3)).astype(np.float32),
-          rng.standard_normal((1, 3)).astype(np.float32))
+    params = {
+        "w": rng.standard_normal((3, 2)).astype(np.float32),
+        "b": rng.standard_normal(2).astype(np.float32),
+    }
+    xs = (
+        rng.standard_normal((4, 3)).astype(np.float32),
+        rng.standard_normal((1, 3)).astype(np.float32),
+    )
     out = f(params, xs)
     assert set(out) == {"h", "sum", "pair"} and out["pair"][1] is None
     assert isinstance(out["h"], list) and isinstance(out["pair"], tuple)
@@ -347,6 +354,7 @@ def _run_threads(fn, n=4):
 def test_thread_safety_of_one_jitted_function():
     """4 threads call one compiled function at once with different inputs, 5 times each; the
     inputs are large enough that the kernels use OpenMP inside."""
+
     @functx.jit
     def f(x, s):
         y = fnp.tanh(x * s) + x

@@ -61,8 +61,10 @@ def test_every_primitive(name):
     prim = P.registry[name]
     if prim in loops.lowerings:
         return
-    assert name in PROVOKERS, (f"primitive {name!r} has no lowering in functx.lowering.loops and "
-                               f"no provoker here: add one of the two")
+    assert name in PROVOKERS, (
+        f"primitive {name!r} has no lowering in functx.lowering.loops and "
+        f"no provoker here: add one of the two"
+    )
     fn = PROVOKERS[name]
     with pytest.raises(UnsupportedError) as info:
         functx.jit(fn)(X)

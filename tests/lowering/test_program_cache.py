@@ -39,10 +39,21 @@ print("sympy imported:", "sympy" in sys.modules)
 
 
 def _child(cache_dir):
-    env = dict(os.environ, FUNCTX_CACHE_DIR=str(cache_dir), FUNCTX_LOG_COMPILES="1",
-               PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True,
-                          cwd=REPO, timeout=300, check=False)
+    env = dict(
+        os.environ,
+        FUNCTX_CACHE_DIR=str(cache_dir),
+        FUNCTX_LOG_COMPILES="1",
+        PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.strip().splitlines()
     return np.array(eval(lines[0])), lines[1], proc.stderr  # noqa: S307

@@ -86,22 +86,39 @@ def test_generated_loops_vectorise(name, tmp_path):
     src = functx.jit(fn).lower(x).executable.source
     path = tmp_path / "k.cpp"
     path.write_text(src)
-    proc = subprocess.run([cache.compiler(), *cache.FLAGS, "-fopt-info-vec-optimized", str(path),
-                           "-o", str(tmp_path / "k.so"), *cache.LIBS],
-                          capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [
+            cache.compiler(),
+            *cache.FLAGS,
+            "-fopt-info-vec-optimized",
+            str(path),
+            "-o",
+            str(tmp_path / "k.so"),
+            *cache.LIBS,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     body_start = src.index('extern "C" int fx_run')
     first_line = src[:body_start].count("\n") + 1
-    vectorised = [int(m.split(":")[1]) for m in proc.stderr.splitlines()
-                  if "loop vectorized" in m and m.startswith(str(path))]
-    inner_loops = [i + 1 for i, line in enumerate(src.splitlines())
-                   if i + 1 > first_line and "for (int64_t j0" in line or
-                   (i + 1 > first_line and "for (int64_t i1" in line)]
+    vectorised = [
+        int(m.split(":")[1])
+        for m in proc.stderr.splitlines()
+        if "loop vectorized" in m and m.startswith(str(path))
+    ]
+    inner_loops = [
+        i + 1
+        for i, line in enumerate(src.splitlines())
+        if i + 1 > first_line
+        and "for (int64_t j0" in line
+        or (i + 1 > first_line and "for (int64_t i1" in line)
+    ]
     assert inner_loops, src[body_start:]
     # every inner loop is reported vectorised (the report names the loop, its pragma line or
     # one of the index bindings at the top of its body)
     for ln in inner_loops:
-        assert set(range(ln - 1, ln + 3)) & set(vectorised), (ln, vectorised,
-                                                              proc.stderr[-2000:])
+        assert set(range(ln - 1, ln + 3)) & set(vectorised), (ln, vectorised, proc.stderr[-2000:])
 
 
 def test_variance_of_offset_data_as_accurate_as_jax():
@@ -121,8 +138,9 @@ def test_variance_of_offset_data_as_accurate_as_jax():
 def test_cache_dir_env_is_used(tmp_path, monkeypatch):
     monkeypatch.setenv("FUNCTX_CACHE_DIR", str(tmp_path))
     f = functx.jit(lambda x: x * 3.0 + 0.25)
-    np.testing.assert_allclose(np.asarray(f(np.arange(5, dtype=np.float32))),
-                               np.arange(5) * 3.0 + 0.25)
+    np.testing.assert_allclose(
+        np.asarray(f(np.arange(5, dtype=np.float32))), np.arange(5) * 3.0 + 0.25
+    )
     assert any(p.endswith(".so") for p in os.listdir(tmp_path))
 
 
@@ -130,9 +148,10 @@ def test_parallel_loops_are_decided_when_generated():
     """Loop sizes are static, so whether a loop runs on several threads is decided in the
     generated code: a small program opens no OpenMP region (libgomp's call costs about 0.25 us
     even when its ``if`` clause is false), a large one opens it unconditionally."""
+
     def program(n):
         src = functx.jit(lambda x: fnp.tanh(x) * 2.0).lower(np.ones(n, np.float32)).as_text()
-        return src[src.index('extern "C" int fx_run'):]
+        return src[src.index('extern "C" int fx_run') :]
 
     small, large = program(1000), program(1 << 20)
     assert "omp parallel" not in small, small
@@ -183,8 +202,15 @@ def test_argmax_first_index_nan_and_ties_match_jax(op, dtype):
 
 
 @settings(max_examples=12, deadline=None)
-@given(st.integers(1, 3), st.integers(1, 30), st.integers(1, 300), st.integers(1, 70),
-       st.booleans(), st.booleans(), st.sampled_from([np.float32, np.float64]))
+@given(
+    st.integers(1, 3),
+    st.integers(1, 30),
+    st.integers(1, 300),
+    st.integers(1, 70),
+    st.booleans(),
+    st.booleans(),
+    st.sampled_from([np.float32, np.float64]),
+)
 @example(2, 13, 300, 37, True, False, np.float32)  # k past one packed block, edge tiles
 @example(1, 12, 513, 16, False, True, np.float64)
 @example(3, 5, 40, 2, True, True, np.float32)

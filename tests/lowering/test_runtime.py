@@ -58,8 +58,9 @@ def test_concurrent_calls_keep_their_own_buffers():
     def work(c):
         try:
             for _ in range(10):
-                np.testing.assert_allclose(np.asarray(f(x, np.float32(c))), expect[c],
-                                           rtol=1e-4, atol=1e-5)
+                np.testing.assert_allclose(
+                    np.asarray(f(x, np.float32(c))), expect[c], rtol=1e-4, atol=1e-5
+                )
         except AssertionError as e:  # reported on the main thread
             errors.append(e)
 

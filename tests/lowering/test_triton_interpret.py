@@ -49,10 +49,22 @@ def interpreter(monkeypatch):
         monkeypatch.setenv("TRITON_INTERPRET", "1")
 
 
-FX = SimpleNamespace(np=fnp, lax=flax, nn=fnn, grad=functx.grad, vmap=functx.vmap,
-                     associative_scan=flax.associative_scan)
-JX = SimpleNamespace(np=jnp, lax=jax.lax, nn=jax.nn, grad=jax.grad, vmap=jax.vmap,
-                     associative_scan=jax.lax.associative_scan)
+FX = SimpleNamespace(
+    np=fnp,
+    lax=flax,
+    nn=fnn,
+    grad=functx.grad,
+    vmap=functx.vmap,
+    associative_scan=flax.associative_scan,
+)
+JX = SimpleNamespace(
+    np=jnp,
+    lax=jax.lax,
+    nn=jax.nn,
+    grad=jax.grad,
+    vmap=jax.vmap,
+    associative_scan=jax.lax.associative_scan,
+)
 
 F32, F64, I32 = (np.dtype(t) for t in (np.float32, np.float64, np.int32))
 NAN, INF = math.nan, math.inf
@@ -76,8 +88,9 @@ def assert_same(got, want, what, tol=1.0, check_dtype=True):
         want = want.astype(got.dtype)
     if want.dtype.kind == "f":
         rtol, atol = TOL.get(want.dtype, TOL[F32])
-        np.testing.assert_allclose(got, want, rtol=rtol * tol, atol=atol * tol, equal_nan=True,
-                                   err_msg=what)
+        np.testing.assert_allclose(
+            got, want, rtol=rtol * tol, atol=atol * tol, equal_nan=True, err_msg=what
+        )
     else:
         np.testing.assert_array_equal(got, want, err_msg=what)
 
@@ -88,8 +101,10 @@ def check(fn, *args, tol=1.0, blocks=SMALL, vs_jax=True):
     f = functools.partial(fn, FX)
     closed = passes.simplify(functx.make_jaxpr(f)(*args))
     exe = compile_triton(closed, blocks)
-    leaves = [torch.as_tensor(np.asarray(a), device=DEVICE) if GPU else a
-              for a in functx.tree_util.tree_leaves(args)]
+    leaves = [
+        torch.as_tensor(np.asarray(a), device=DEVICE) if GPU else a
+        for a in functx.tree_util.tree_leaves(args)
+    ]
     got = [to_numpy(t) for t in exe(*leaves)]
     eager = functx.tree_util.tree_leaves(f(*functx.tree_util.tree_map(fnp.asarray, args)))
     assert len(got) == len(eager)
@@ -105,8 +120,11 @@ def check(fn, *args, tol=1.0, blocks=SMALL, vs_jax=True):
 def kernel_comments(exe) -> list[str]:
     """The first comment line of each generated kernel (what it is, its blocks, its variant)."""
     lines = exe.source.splitlines()
-    return [lines[i + 2] for i, ln in enumerate(lines)
-            if ln == "@triton.jit" and lines[i + 1].startswith("def k")]
+    return [
+        lines[i + 2]
+        for i, ln in enumerate(lines)
+        if ln == "@triton.jit" and lines[i + 1].startswith("def k")
+    ]
 
 
 # --- the block tables ----------------------------------------------------------------------------
@@ -128,24 +146,43 @@ def test_block_tables():
 # --- reductions: persistent, looped, split, Welford ----------------------------------------------
 @pytest.mark.parametrize("split", [True, False], ids=["split", "rows-only"])
 def test_reductions_with_nan_ties_and_argmax(split):
-    x = np.array([[1.0, 3.0, 3.0, -2.0, 0.5] * 5,
-                  [1.0, NAN, 2.0, NAN, 9.0] * 5,
-                  [-INF, -INF, -INF, -INF, -INF] * 5,
-                  [0.0, -0.0, 0.0, -1.0, -0.0] * 5], F32)  # 25 columns: two chunks of 16
+    x = np.array(
+        [
+            [1.0, 3.0, 3.0, -2.0, 0.5] * 5,
+            [1.0, NAN, 2.0, NAN, 9.0] * 5,
+            [-INF, -INF, -INF, -INF, -INF] * 5,
+            [0.0, -0.0, 0.0, -1.0, -0.0] * 5,
+        ],
+        F32,
+    )  # 25 columns: two chunks of 16
     xi = RNG.integers(-5, 5, (4, 25)).astype(I32)
 
     def f(ns, x, xi):
         np_, lax = ns.np, ns.lax
-        return {"sum": np_.sum(x, axis=1), "max": np_.max(x, axis=1), "min": np_.min(x, axis=1),
-                "max0": np_.max(x, axis=0), "sum_all": np_.sum(np_.where(x == x, x, 0.0)),
-                "prod": lax.reduce_prod(x[:, :7] + 2.0, (1,)), "argmax": np_.argmax(x, axis=1),
-                "argmin": np_.argmin(x, axis=1), "argmax0": np_.argmax(x, axis=0),
-                "argmax_i": np_.argmax(xi, axis=1), "argmin_i": np_.argmin(xi, axis=1),
-                "isum": np_.sum(xi, axis=1), "imax": np_.max(xi, axis=0)}
+        return {
+            "sum": np_.sum(x, axis=1),
+            "max": np_.max(x, axis=1),
+            "min": np_.min(x, axis=1),
+            "max0": np_.max(x, axis=0),
+            "sum_all": np_.sum(np_.where(x == x, x, 0.0)),
+            "prod": lax.reduce_prod(x[:, :7] + 2.0, (1,)),
+            "argmax": np_.argmax(x, axis=1),
+            "argmin": np_.argmin(x, axis=1),
+            "argmax0": np_.argmax(x, axis=0),
+            "argmax_i": np_.argmax(xi, axis=1),
+            "argmin_i": np_.argmin(xi, axis=1),
+            "isum": np_.sum(xi, axis=1),
+            "imax": np_.max(xi, axis=0),
+        }
 
     # with the split, single-pass reductions write partials over chunks, then fold them
-    blocks = SMALL if split else Blocks(pointwise=64, reduce_inner=16, scan=16, elems=256,
-                                        persistent=16, min_programs=1)
+    blocks = (
+        SMALL
+        if split
+        else Blocks(
+            pointwise=64, reduce_inner=16, scan=16, elems=256, persistent=16, min_programs=1
+        )
+    )
     exe = check(f, x, xi, blocks=blocks)
     assert ("_reduce_part(" in exe.source) == split
 
@@ -163,16 +200,18 @@ def test_softmax_layer_norm_logsumexp_are_one_kernel_each(blocks):
     x = (RNG.standard_normal((5, 37)) * 3 + 100).astype(F32)  # a large mean: Welford's case
     g, b = RNG.standard_normal(37).astype(F32), RNG.standard_normal(37).astype(F32)
     looped = blocks is SMALL
-    for name, fn, args in [("softmax", lambda ns, x: ns.nn.softmax(x, axis=-1), (x,)),
-                           ("layer norm", _layer_norm, (x, g, b)),
-                           ("logsumexp", lambda ns, x: ns.nn.logsumexp(x, axis=-1), (x,))]:
+    for name, fn, args in [
+        ("softmax", lambda ns, x: ns.nn.softmax(x, axis=-1), (x,)),
+        ("layer norm", _layer_norm, (x, g, b)),
+        ("logsumexp", lambda ns, x: ns.nn.logsumexp(x, axis=-1), (x,)),
+    ]:
         # (a mean of 100 and a deviation of 3 amplify float32 rounding: the interpreter sums
         # sequentially, eager NumPy pairwise)
         exe = check(fn, *args, tol=16.0, blocks=blocks)
         assert exe.kernel_count() == 1, exe.kernels_text
         (comment,) = kernel_comments(exe)
         assert ("(looped" in comment) == looped and ("(persistent)" in comment) != looped, comment
-        body = exe.source[exe.source.index("def k0_reduce"):exe.source.index("\n_L0 =")]
+        body = exe.source[exe.source.index("def k0_reduce") : exe.source.index("\n_L0 =")]
         if not looped:
             assert body.count("tl.load(in0 +") == 1, body  # one load of the row, shared
         if name == "layer norm":
@@ -204,8 +243,8 @@ def test_welford_variance_and_moments_that_do_not_pair(shift):
     np.testing.assert_allclose(std, np.sqrt((d * d).mean(1)), rtol=2e-5)
     # the third moment inherits the float32 mean's rounding (so does the eager interpreter's)
     eager_m3 = np.asarray(f(fnp.asarray(x))[2])
-    bound = 2 * max(np.abs(eager_m3 - (d ** 3).mean(1)).max(), 1e-5)
-    assert np.abs(m3 - (d ** 3).mean(1)).max() <= bound
+    bound = 2 * max(np.abs(eager_m3 - (d**3).mean(1)).max(), 1e-5)
+    assert np.abs(m3 - (d**3).mean(1)).max() <= bound
 
 
 def test_column_reduction_with_a_map_phase_splits_and_fuses():
@@ -217,14 +256,15 @@ def test_column_reduction_with_a_map_phase_splits_and_fuses():
     dy = RNG.standard_normal((40, 8)).astype(F32)
 
     def f(ns, x, g, b, dy):
-        return ns.grad(lambda x, g, b: ns.np.sum(_layer_norm(ns, x, g, b) * dy),
-                       argnums=(0, 1, 2))(x, g, b)
+        return ns.grad(lambda x, g, b: ns.np.sum(_layer_norm(ns, x, g, b) * dy), argnums=(0, 1, 2))(
+            x, g, b
+        )
 
     exe = check(f, x, g, b, dy, tol=50.0)
     assert exe.kernel_count() == 2, exe.kernels_text
     assert "_reduce_part(" in exe.source
-    part = exe.source[exe.source.index("_reduce_part("):]
-    part = part[:part.index("\n_L")]
+    part = exe.source[exe.source.index("_reduce_part(") :]
+    part = part[: part.index("\n_L")]
     assert part.count("for jc in range") == 1 and "out0 +" in part, part  # dx in the loop
 
 
@@ -240,8 +280,12 @@ def test_linear_recurrence_along_a_strided_axis(reverse):
     n = 37
     a = RNG.uniform(-1, 1, (2, n, 5)).astype(F32)
     b = RNG.standard_normal((2, n, 5)).astype(F32)
-    exe = check(lambda ns, a, b: ns.associative_scan(_linrec, (a, b), reverse=reverse, axis=1),
-                a, b, tol=4.0)
+    exe = check(
+        lambda ns, a, b: ns.associative_scan(_linrec, (a, b), reverse=reverse, axis=1),
+        a,
+        b,
+        tol=4.0,
+    )
     assert "tl.associative_scan" in exe.source and "reverse=True" not in exe.source
     (comment,) = kernel_comments(exe)
     assert "16 lanes x 8" in comment, comment  # 10 lanes: 16 per block; chunks of 256//2//16
@@ -260,12 +304,13 @@ def test_linear_recurrence_gradient_fuses_into_the_reverse_scan(axis):
     def f(ns, a, b):
         def loss(a, b):
             return ns.np.sum(ns.associative_scan(_linrec, (a, b), axis=axis)[1] ** 2)
+
         return ns.grad(loss, argnums=(0, 1))(a, b)
 
     exe = check(f, a, b, tol=8.0)
     comments = kernel_comments(exe)
     assert len(comments) == 2 and all("associative_scan" in c for c in comments), comments
-    sig = exe.source[exe.source.rindex("@triton.jit"):].splitlines()[1]
+    sig = exe.source[exe.source.rindex("@triton.jit") :].splitlines()[1]
     # a, the forward state and the two gradients: no buffer for the reverse scan's state
     assert sig.count(",") == 3 and "out0" in sig and "out1" in sig, sig
 
@@ -277,9 +322,11 @@ def test_ordered_scatter_add_and_dynamic_update_slice():
     start = np.array(2, np.int32)
 
     def f(ns, w, idx, start):
-        return {"grad": ns.grad(lambda w: ns.np.sum(w[idx] ** 2 * 0.5))(w),
-                "add": w.at[idx].add(1.0),
-                "dus": ns.lax.dynamic_update_slice(w, w[:2] * 10.0, (start, np.int32(1)))}
+        return {
+            "grad": ns.grad(lambda w: ns.np.sum(w[idx] ** 2 * 0.5))(w),
+            "add": w.at[idx].add(1.0),
+            "dus": ns.lax.dynamic_update_slice(w, w[:2] * 10.0, (start, np.int32(1))),
+        }
 
     blocks = Blocks(pointwise=64, reduce_inner=16, scan=16, elems=256, atomic_scatter_add=False)
     exe = check(f, w, idx, start, tol=4.0, blocks=blocks)
@@ -289,10 +336,17 @@ def test_ordered_scatter_add_and_dynamic_update_slice():
 def test_int64_index_arithmetic():
     """What programs of 2**31 elements or more get (forced here on tiny shapes)."""
     x = RNG.standard_normal((3, 21)).astype(F32)
-    big = Blocks(pointwise=64, reduce_inner=16, scan=16, elems=256, persistent=16,
-                 int64_index=True)
-    exe = check(lambda ns, x: {"sm": ns.nn.softmax(x * 2.0, axis=0), "am": ns.np.argmax(x, 1),
-                               "cs": ns.np.cumsum(x, axis=1)}, x, blocks=big, tol=2.0)
+    big = Blocks(pointwise=64, reduce_inner=16, scan=16, elems=256, persistent=16, int64_index=True)
+    exe = check(
+        lambda ns, x: {
+            "sm": ns.nn.softmax(x * 2.0, axis=0),
+            "am": ns.np.argmax(x, 1),
+            "cs": ns.np.cumsum(x, axis=1),
+        },
+        x,
+        blocks=big,
+        tol=2.0,
+    )
     assert "tl.program_id(0).to(tl.int64)" in exe.source
 
 
@@ -376,9 +430,14 @@ def test_launch_site_calls_the_c_launcher_of_triton_3_6(monkeypatch):
     monkeypatch.setattr(triton, "__version__", "3.6.0")
     k = _Kernel()
     calls = []
-    k.compiled.run = SimpleNamespace(launch=lambda *a: calls.append(a), global_scratch_size=0,
-                                     profile_scratch_size=0, num_ctas=1,
-                                     launch_cooperative_grid=False, launch_pdl=True)
+    k.compiled.run = SimpleNamespace(
+        launch=lambda *a: calls.append(a),
+        global_scratch_size=0,
+        profile_scratch_size=0,
+        num_ctas=1,
+        launch_cooperative_grid=False,
+        launch_pdl=True,
+    )
     site = rt.site(k, 4)
     a = _Buf(256)
     site(2, 1, a)
@@ -413,6 +472,7 @@ def _fake_capture(captured, nbytes=20):
     """A stand-in for ``TritonExecutable._capture_in_place`` on the CPU: the 'graph' reads its
     two inputs as captured and writes ``2 * a + b`` and ``sum(a)`` into new output buffers at
     each replay."""
+
     def capture(ins):
         a, b = ins
         outs = [torch.empty(4), torch.empty(())]
@@ -421,13 +481,16 @@ def _fake_capture(captured, nbytes=20):
         def replay():
             outs[0].copy_(a * 2 + b)
             outs[1].copy_(a.sum())
+
         return replay, outs, nbytes
+
     return capture
 
 
 def _graphs(captured, nbytes=20, memory=None, limit=2):
-    return rt.InPlaceGraphs(_fake_capture(captured, nbytes), nbytes,
-                            memory or rt.GraphMemory(100), limit)
+    return rt.InPlaceGraphs(
+        _fake_capture(captured, nbytes), nbytes, memory or rt.GraphMemory(100), limit
+    )
 
 
 def test_in_place_graphs_hand_out_outputs_only_once_nothing_holds_them():
@@ -618,8 +681,11 @@ def test_large_pointwise_kernels_keep_reused_inputs_in_l2():
         return ns.np.tanh(x[:, None]) * y[None, :] + z
 
     exe = check(fn, x, y, z, blocks=dataclasses.replace(SMALL, stream_bytes=1024))
-    loads = {ln.split("tl.load(")[1].split(" ")[0]: ln for ln in exe.source.splitlines()
-             if "tl.load(" in ln}
+    loads = {
+        ln.split("tl.load(")[1].split(" ")[0]: ln
+        for ln in exe.source.splitlines()
+        if "tl.load(" in ln
+    }
     assert set(loads) == {"in0", "in1", "in2"}
     assert all('eviction_policy="evict_last"' in loads[b] for b in ("in0", "in1"))
     assert "eviction_policy" not in loads["in2"]
@@ -636,12 +702,18 @@ def test_copies_that_keep_the_element_order_are_not_made():
     w = RNG.standard_normal((4, 5)).astype(F32)
     idx = np.array([3, 1, 7], np.int32)
     exe = check(lambda ns, x, i: ns.np.tanh(x.reshape(12)[i]) * 2, x, idx)
-    assert "t2 = in0  # kernel 0: (12,), the elements of in0 in order (no copy)" in exe.source, \
+    assert "t2 = in0  # kernel 0: (12,), the elements of in0 in order (no copy)" in exe.source, (
         exe.source
+    )
     assert exe.source.count("def k") == 1  # only the gather and tanh: no copy kernel
     with functx.default_matmul_precision("highest"), jax.default_matmul_precision("highest"):
-        exe = check(lambda ns, x, w: ns.np.tanh(ns.lax.dot_general(
-            x[None], w, (((2,), (0,)), ((), ()))))[0] * 2, x, w)
+        exe = check(
+            lambda ns, x, w: (
+                ns.np.tanh(ns.lax.dot_general(x[None], w, (((2,), (0,)), ((), ()))))[0] * 2
+            ),
+            x,
+            w,
+        )
     assert "_fx_dot(in0, in1, " in exe.source, exe.source
     assert exe.source.count("def k") == 1  # only the tanh
     exe = check(lambda ns, x: x.reshape(2, 6), x)
@@ -658,8 +730,7 @@ def test_interpreter_launches_go_through_triton():
 
 
 # --- disk cache, logging, as_text --------------------------------------------------------------
-def test_modules_and_triton_kernels_are_cached_under_functx_cache_dir(tmp_path, monkeypatch,
-                                                                       capfd):
+def test_modules_and_triton_kernels_are_cached_under_functx_cache_dir(tmp_path, monkeypatch, capfd):
     monkeypatch.setenv("FUNCTX_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("FUNCTX_LOG_COMPILES", "1")
     monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
@@ -667,8 +738,11 @@ def test_modules_and_triton_kernels_are_cached_under_functx_cache_dir(tmp_path, 
     jf = functx.jit(lambda x: fnp.exp(x) - 1.5, backend="triton")
     arg = functx.device_put(x, functx.devices("gpu")[0]) if hasattr(functx, "device_put") else x
     capfd.readouterr()
-    np.testing.assert_allclose(np.asarray(functx.device_get(jf(arg)) if hasattr(
-        functx, "device_get") else jf(arg)), np.exp(x) - 1.5, rtol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(functx.device_get(jf(arg)) if hasattr(functx, "device_get") else jf(arg)),
+        np.exp(x) - 1.5,
+        rtol=1e-6,
+    )
     err = capfd.readouterr().err
     modules = tmp_path / "triton" / "modules"
     (path,) = modules.glob("functx_triton_*.py")

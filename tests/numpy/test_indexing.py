@@ -37,42 +37,66 @@ I = lambda *a: np.array(a, np.int32)  # noqa: E731, E741 - index arrays in the t
 
 # --- x[idx] for a table of indices ---------------------------------------------------------------
 GETITEM = {
-    "int": 0, "neg_int": -1, "two_ints": (1, 2), "all_ints": (3, -1, 0), "int_last": (Ellipsis, 1),
-    "slice": slice(1, 3), "step": slice(None, None, 2), "reverse": slice(None, None, -1),
-    "neg_step": slice(4, 0, -2), "neg_start_step": slice(-2, None, -3),
-    "slice_oob": slice(10, 20), "slice_neg_oob": slice(-10, 2), "empty_slice": slice(3, 1),
+    "int": 0,
+    "neg_int": -1,
+    "two_ints": (1, 2),
+    "all_ints": (3, -1, 0),
+    "int_last": (Ellipsis, 1),
+    "slice": slice(1, 3),
+    "step": slice(None, None, 2),
+    "reverse": slice(None, None, -1),
+    "neg_step": slice(4, 0, -2),
+    "neg_start_step": slice(-2, None, -3),
+    "slice_oob": slice(10, 20),
+    "slice_neg_oob": slice(-10, 2),
+    "empty_slice": slice(3, 1),
     "slices": (slice(None), slice(1, None, 2), slice(None, 2)),
-    "none": None, "none_int": (None, 0), "none_both": (None, Ellipsis, None),
-    "ellipsis": Ellipsis, "int_ellipsis": (0, Ellipsis), "empty_tuple": (),
-    "mixed_basic": (1, None, slice(None), -1), "none_middle": (slice(None), None, 2),
-    "array": I(0, 2), "array_neg": I(-1, 3), "array_2d": I([[0, 1], [2, 3]]),
-    "arrays_adjacent": (I(0, 1), I(2, 3)), "arrays_all": (I(0, 1), I(2, 3), I(5, 0)),
+    "none": None,
+    "none_int": (None, 0),
+    "none_both": (None, Ellipsis, None),
+    "ellipsis": Ellipsis,
+    "int_ellipsis": (0, Ellipsis),
+    "empty_tuple": (),
+    "mixed_basic": (1, None, slice(None), -1),
+    "none_middle": (slice(None), None, 2),
+    "array": I(0, 2),
+    "array_neg": I(-1, 3),
+    "array_2d": I([[0, 1], [2, 3]]),
+    "arrays_adjacent": (I(0, 1), I(2, 3)),
+    "arrays_all": (I(0, 1), I(2, 3), I(5, 0)),
     "array_after_slice": (slice(None), I(0, 2)),
     "arrays_after_slice": (slice(None), I(0, 2), I(1, 1)),
     "arrays_separated": (I(0, 2), slice(None), I(1, 1)),
-    "array_int": (I(0, 2), 1), "int_slice_array": (1, slice(None), I(0, 2)),
+    "array_int": (I(0, 2), 1),
+    "int_slice_array": (1, slice(None), I(0, 2)),
     "int_array_separated": (I(0, 1), 0, I(1, 2)),
     "int_array_adjacent": (slice(None), 1, I(0, 1, 2)),
     "arrays_slice_between": (I(0, 2), slice(1, 3), I(1, 1)),
-    "ellipsis_array": (Ellipsis, I(0, 2)), "none_array_none": (None, I(0, 2), None),
+    "ellipsis_array": (Ellipsis, I(0, 2)),
+    "none_array_none": (None, I(0, 2), None),
     "array_none_array": (I(0, 2), None, I(1, 1)),
     "broadcast_arrays": (slice(None), I([[0], [1]]), I(0, 1, 2)),
     "broadcast_separated": (I(0, 2), I([[0], [1]]), slice(None)),
     "array_reverse": (0, I(1, 2), slice(None, None, -1)),
-    "array_oob": (I(5, -5, 100),), "array_oob_last": (slice(None), slice(None), I(7, -9)),
+    "array_oob": (I(5, -5, 100),),
+    "array_oob_last": (slice(None), slice(None), I(7, -9)),
     "mask": np.array([True, False, True, True]),
     "mask_axis1": (slice(None), np.array([True, False, True, False, True])),
     "mask_2d": np.array([[True, False, True, False, True]] * 4),
-    "mask_scalar": (True, 1), "np_int": (np.int32(1),),
-    "np_int64_slice": (np.int64(2), slice(None)), "empty_array": I(),
-    "empty_array_slice": (I(), slice(None)), "zero_slice": (slice(0, 0),),
+    "mask_scalar": (True, 1),
+    "np_int": (np.int32(1),),
+    "np_int64_slice": (np.int64(2), slice(None)),
+    "empty_array": I(),
+    "empty_array_slice": (I(), slice(None)),
+    "zero_slice": (slice(0, 0),),
     "unit_arrays": (I(0), I(1), I(2)),
 }
 DTYPES = (F32, I32, BOOL)
 for _k, _idx in GETITEM.items():
     for _dt in DTYPES:
-        REF.case(("getitem", _dt), [(SHAPE, _dt)], _k,
-                 lambda x, idx=_idx: jax.numpy.asarray(x)[idx])
+        REF.case(
+            ("getitem", _dt), [(SHAPE, _dt)], _k, lambda x, idx=_idx: jax.numpy.asarray(x)[idx]
+        )
 
 
 @pytest.mark.parametrize("key", list(GETITEM))
@@ -87,13 +111,26 @@ def test_getitem(key, data):
     check_traced(fn, x)
 
 
-SMALL = {"0d": ((), [(), None, Ellipsis, (None, Ellipsis)]),
-         "empty": ((0, 3), [slice(1, None), (slice(None), I(0, 2)), (Ellipsis, 1),
-                            (slice(None), slice(None, None, -1))])}
+SMALL = {
+    "0d": ((), [(), None, Ellipsis, (None, Ellipsis)]),
+    "empty": (
+        (0, 3),
+        [
+            slice(1, None),
+            (slice(None), I(0, 2)),
+            (Ellipsis, 1),
+            (slice(None), slice(None, None, -1)),
+        ],
+    ),
+}
 for _name, (_shape, _idxs) in SMALL.items():
     for _i, _idx in enumerate(_idxs):
-        REF.case(("getitem_small", _name), [(_shape, F32)], _i,
-                 lambda x, idx=_idx: jax.numpy.asarray(x)[idx])
+        REF.case(
+            ("getitem_small", _name),
+            [(_shape, F32)],
+            _i,
+            lambda x, idx=_idx: jax.numpy.asarray(x)[idx],
+        )
 
 
 @pytest.mark.parametrize("name", list(SMALL))
@@ -162,8 +199,12 @@ DYNAMIC = {
     "x.at[i, 1].mul": lambda m, x, i: x.at[i, 1].multiply(3),
 }
 for _k, _f in DYNAMIC.items():
-    REF.case(("dynamic",), [(SHAPE, F32), ((), I32)], _k,
-             lambda x, i, f=_f: f(jax.numpy, jax.numpy.asarray(x), i))
+    REF.case(
+        ("dynamic",),
+        [(SHAPE, F32), ((), I32)],
+        _k,
+        lambda x, i, f=_f: f(jax.numpy, jax.numpy.asarray(x), i),
+    )
 
 
 @pytest.mark.parametrize("key", list(DYNAMIC))
@@ -181,17 +222,32 @@ def test_traced_integer_index(key, data):
 
 # --- x.at[idx].op(values) ------------------------------------------------------------------------
 AT_INDICES = {
-    "int": 0, "neg": -1, "two_ints": (1, 2), "slice": slice(1, 3), "step": slice(None, None, 2),
-    "reverse": slice(None, None, -1), "step_neg": (slice(None), slice(4, None, -3)),
-    "col": (slice(None), 2), "ellipsis": (Ellipsis, 1), "none": (None, 0),
-    "array": I(0, 2), "dup": I(0, 0, 1, 0), "dup_all": I(1, 1, 1), "oob": I(-1, 5, -7, 100),
-    "pairs_dup": (I(0, 0), I(1, 1)), "array_col": (slice(None), I(0, 2)),
-    "separated": (I(0, 2), slice(None), I(1, 1)), "array_int": (I(0, 3), 1),
-    "broadcast": (slice(None), I([[0], [1]]), I(0, 1, 2)), "mask": np.array([True, False, True,
-                                                                             True]),
-    "slices_step": (slice(1, 3), slice(None, None, 3)), "slice_oob": (slice(10, 20),),
-    "int_slice_int": (0, slice(None), -1), "tail": (slice(-3, None), 2, slice(None)),
-    "array_none": (I(0, 1), None), "oob_pairs": (I(0, 9, -9), I(1, 1, 1)),
+    "int": 0,
+    "neg": -1,
+    "two_ints": (1, 2),
+    "slice": slice(1, 3),
+    "step": slice(None, None, 2),
+    "reverse": slice(None, None, -1),
+    "step_neg": (slice(None), slice(4, None, -3)),
+    "col": (slice(None), 2),
+    "ellipsis": (Ellipsis, 1),
+    "none": (None, 0),
+    "array": I(0, 2),
+    "dup": I(0, 0, 1, 0),
+    "dup_all": I(1, 1, 1),
+    "oob": I(-1, 5, -7, 100),
+    "pairs_dup": (I(0, 0), I(1, 1)),
+    "array_col": (slice(None), I(0, 2)),
+    "separated": (I(0, 2), slice(None), I(1, 1)),
+    "array_int": (I(0, 3), 1),
+    "broadcast": (slice(None), I([[0], [1]]), I(0, 1, 2)),
+    "mask": np.array([True, False, True, True]),
+    "slices_step": (slice(1, 3), slice(None, None, 3)),
+    "slice_oob": (slice(10, 20),),
+    "int_slice_int": (0, slice(None), -1),
+    "tail": (slice(-3, None), 2, slice(None)),
+    "array_none": (I(0, 1), None),
+    "oob_pairs": (I(0, 9, -9), I(1, 1, 1)),
 }
 AT_OPS = ["set", "add", "mul", "min", "max", "get"]
 N_VALUES = 160  # enough values for the largest update
@@ -205,20 +261,30 @@ def _at_case(m, x, v, idx, op, shape):
     ref = m.asarray(x).at[idx]
     if op == "get":
         return ref.get()
-    vals = m.reshape(m.asarray(v)[:int(np.prod(shape))], shape)
+    vals = m.reshape(m.asarray(v)[: int(np.prod(shape))], shape)
     if op in ("mul",):
         vals = m.where(vals > 0, 2, -1).astype(vals.dtype)  # keep products small
     return getattr(ref, "multiply" if op == "mul" else op)(vals)
 
 
-AT_DTYPES = {"set": (F32, I32, BOOL), "get": (F32, BOOL), "add": (F32, I32), "mul": (F32, I32),
-             "min": (F32, I32), "max": (F64, I32)}
+AT_DTYPES = {
+    "set": (F32, I32, BOOL),
+    "get": (F32, BOOL),
+    "add": (F32, I32),
+    "mul": (F32, I32),
+    "min": (F32, I32),
+    "max": (F64, I32),
+}
 for _k, _idx in AT_INDICES.items():
     _shape = _indexed_shape(_idx)
     for _op in AT_OPS:
         for _dt in AT_DTYPES[_op]:
-            REF.case(("at", _dt), [(SHAPE, _dt), ((N_VALUES,), _dt)], (_k, _op),
-                     lambda x, v, idx=_idx, op=_op, s=_shape: _at_case(jax.numpy, x, v, idx, op, s))
+            REF.case(
+                ("at", _dt),
+                [(SHAPE, _dt), ((N_VALUES,), _dt)],
+                (_k, _op),
+                lambda x, v, idx=_idx, op=_op, s=_shape: _at_case(jax.numpy, x, v, idx, op, s),
+            )
 
 
 @pytest.mark.parametrize("key", list(AT_INDICES))
@@ -241,9 +307,14 @@ def test_at(key, data):
 AT_SCALARS = {("set", 7), ("add", 2.5), ("add", True), ("mul", -2), ("min", 0), ("max", 1)}
 for _k in ("oob", "dup", "broadcast", "slice"):
     for _op, _s in AT_SCALARS:
-        REF.case(("at_scalar",), [(SHAPE, I32)], (_k, _op, _s),
-                 lambda x, idx=AT_INDICES[_k], op=_op, s=_s: getattr(
-                     jax.numpy.asarray(x).at[idx], "multiply" if op == "mul" else op)(s))
+        REF.case(
+            ("at_scalar",),
+            [(SHAPE, I32)],
+            (_k, _op, _s),
+            lambda x, idx=AT_INDICES[_k], op=_op, s=_s: getattr(
+                jax.numpy.asarray(x).at[idx], "multiply" if op == "mul" else op
+            )(s),
+        )
 
 
 # JAX warns that adding 2.5 to an int32 array will become an error; it still computes it.
@@ -254,7 +325,8 @@ def test_at_python_scalar_values(key):
     x = np.arange(np.prod(SHAPE), dtype=I32).reshape(SHAPE) % 7 - 3
     for op, s in AT_SCALARS:
         fn = lambda a, op=op, s=s: getattr(  # noqa: E731
-            fnp.asarray(a).at[AT_INDICES[key]], "multiply" if op == "mul" else op)(s)
+            fnp.asarray(a).at[AT_INDICES[key]], "multiply" if op == "mul" else op
+        )(s)
         assert_matches(fn(x), REF(("at_scalar",), (key, op, s), x), [I32])
         check_traced(fn, x)
 
@@ -262,8 +334,13 @@ def test_at_python_scalar_values(key):
 def test_at_get_modes():
     x = np.arange(np.prod(SHAPE), dtype=F32).reshape(SHAPE)
     idx = I(0, 9, -9, 3)
-    for kw in ({}, {"mode": "clip"}, {"mode": "fill"}, {"mode": "fill", "fill_value": -1.0},
-               {"mode": "promise_in_bounds"}):
+    for kw in (
+        {},
+        {"mode": "clip"},
+        {"mode": "fill"},
+        {"mode": "fill", "fill_value": -1.0},
+        {"mode": "promise_in_bounds"},
+    ):
         out = fnp.asarray(x).at[idx].get(**kw)
         want = jax.numpy.asarray(x).at[idx].get(**kw)
         if kw.get("mode") == "promise_in_bounds":  # unspecified out of range: compare in range

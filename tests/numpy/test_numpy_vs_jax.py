@@ -37,8 +37,9 @@ from functx.core import jaxpr_as_fun
 from functx.errors import FunctxTypeError
 
 BF16, F16, F32, F64 = (np.dtype(d) for d in (ml_dtypes.bfloat16, "float16", "float32", "float64"))
-I8, U8, I32, I64, U32, BOOL = (np.dtype(d) for d in ("int8", "uint8", "int32", "int64", "uint32",
-                                                      "bool"))
+I8, U8, I32, I64, U32, BOOL = (
+    np.dtype(d) for d in ("int8", "uint8", "int32", "int64", "uint32", "bool")
+)
 FLOATS = (F16, BF16, F32, F64)
 MAIN_DTYPES = (F32, F64, I32, BOOL)
 RTOL = {F16: 1e-2, BF16: 1e-2, F32: 1e-5, F64: 1e-12}
@@ -76,11 +77,14 @@ def assert_close(actual, expected, dtype=None, rtol=None):
     assert actual.shape == expected.shape, (actual.shape, expected.shape)
     if dtype in FLOATS:
         tol = RTOL[dtype] if rtol is None else rtol
-        np.testing.assert_allclose(_as_f64(actual), _as_f64(expected), rtol=tol, atol=tol,
-                                   equal_nan=True)
+        np.testing.assert_allclose(
+            _as_f64(actual), _as_f64(expected), rtol=tol, atol=tol, equal_nan=True
+        )
     else:
-        np.testing.assert_array_equal(actual.astype(np.int64) if dtype != BOOL else actual,
-                                      expected.astype(np.int64) if dtype != BOOL else expected)
+        np.testing.assert_array_equal(
+            actual.astype(np.int64) if dtype != BOOL else actual,
+            expected.astype(np.int64) if dtype != BOOL else expected,
+        )
 
 
 def _leaves(tree):
@@ -233,12 +237,18 @@ nan_to_num""".split()
 # functx names JAX dropped: compared with the function JAX documents as the replacement.
 JNP_NAME = {"fix": "trunc", "row_stack": "vstack"}
 # f16/bf16 run for this sample of the elementwise functions.
-LOW_PRECISION = set("""abs exp log tanh sqrt floor negative square reciprocal isnan rint sign expm1
+LOW_PRECISION = set(
+    """abs exp log tanh sqrt floor negative square reciprocal isnan rint sign expm1
 log1p sin arctan2 add multiply divide maximum power logaddexp hypot equal floor_divide
-subtract""".split())
+subtract""".split()
+)
 # Input ranges where the default [-10, 10] would only test overflow or conditioning.
-DOMAIN = {"tan": (-1.5, 1.5), "arccosh": (0.5, 10.0), "acosh": (0.5, 10.0),
-          **{n: (-1.25, 1.25) for n in "arcsin asin arccos acos arctanh atanh".split()}}
+DOMAIN = {
+    "tan": (-1.5, 1.5),
+    "arccosh": (0.5, 10.0),
+    "acosh": (0.5, 10.0),
+    **{n: (-1.25, 1.25) for n in "arcsin asin arccos acos arctanh atanh".split()},
+}
 
 
 def _jnp(name):
@@ -260,12 +270,18 @@ for _name in UNARY:
 def test_unary(name, data):
     dtypes_ok = [d for d in _unary_dtypes(name) if REF.accepts(("unary", d), name)]
     dt = data.draw(st.sampled_from(dtypes_ok), label="dtype")
-    x = data.draw(arrays(dt, data.draw(SHAPES, label="shape"), **dict(
-        zip(("lo", "hi"), DOMAIN.get(name, (-10.0, 10.0))))), label="x")
+    x = data.draw(
+        arrays(
+            dt,
+            data.draw(SHAPES, label="shape"),
+            **dict(zip(("lo", "hi"), DOMAIN.get(name, (-10.0, 10.0)))),
+        ),
+        label="x",
+    )
     fn = getattr(fnp, name)
     out = fn(x)
     # Elementwise: JAX's result on the padded input, cut back to the drawn shape.
-    ref = np.asarray(REF(("unary", dt), name, _pad(x)))[:x.size].reshape(x.shape)
+    ref = np.asarray(REF(("unary", dt), name, _pad(x)))[: x.size].reshape(x.shape)
     assert_matches(out, ref, [dt])
     check_traced(fn, x)
 
@@ -287,10 +303,20 @@ float_power floor_divide fmax fmin fmod greater greater_equal heaviside hypot le
 logaddexp logaddexp2 logical_and logical_or logical_xor maximum minimum mod multiply nextafter
 not_equal pow power remainder subtract true_divide""".split()
 # Mixed-dtype pairs exercise the promotion lattice (bool, signed/unsigned, low floats).
-MIXED_PAIRS = [(F32, I32), (I32, F64), (BOOL, I32), (F16, F32), (BF16, F16), (I8, U8), (U8, I32),
-               (BF16, I32), (F32, BOOL)]
-MIXED_SAMPLE = set("add subtract multiply true_divide floor_divide maximum power equal arctan2 "
-                   "remainder".split())
+MIXED_PAIRS = [
+    (F32, I32),
+    (I32, F64),
+    (BOOL, I32),
+    (F16, F32),
+    (BF16, F16),
+    (I8, U8),
+    (U8, I32),
+    (BF16, I32),
+    (F32, BOOL),
+]
+MIXED_SAMPLE = set(
+    "add subtract multiply true_divide floor_divide maximum power equal arctan2 remainder".split()
+)
 
 
 def _binary_pairs(name):
@@ -309,8 +335,10 @@ for _name in BINARY:
 def test_binary(name, data):
     pairs = [p for p in _binary_pairs(name) if REF.accepts(("binary",) + p, name)]
     d1, d2 = data.draw(st.sampled_from(pairs), label="dtypes")
-    shapes = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3,
-                                                         max_side=4), label="shapes")
+    shapes = data.draw(
+        hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=4),
+        label="shapes",
+    )
     x = data.draw(arrays(d1, shapes.input_shapes[0]), label="x")
     y = data.draw(arrays(d2, shapes.input_shapes[1]), label="y")
     if name in ("divide", "true_divide") and BOOL in (d1, d2):
@@ -320,16 +348,19 @@ def test_binary(name, data):
     out = fn(x, y)
     bx, by = np.broadcast_arrays(x, y)
     ref = REF(("binary", d1, d2), name, _pad(bx), _pad(by))
-    ref = jax.tree.map(lambda r: np.asarray(r)[:bx.size].reshape(bx.shape), ref)
+    ref = jax.tree.map(lambda r: np.asarray(r)[: bx.size].reshape(bx.shape), ref)
     assert_matches(out, ref, [d1, d2])
     check_traced(fn, x, y)
 
 
 # Python scalars are weakly typed: the array's dtype wins (2.5 + f16 is f16, 300 + u8 wraps).
 WEAK_OPS = {
-    "add": lambda m, x, s: m.add(s, x), "true_divide": lambda m, x, s: m.true_divide(x, s),
-    "maximum": lambda m, x, s: m.maximum(x, s), "power": lambda m, x, s: m.power(s, x),
-    "where": lambda m, x, s: m.where(x > 1, x, s), "greater": lambda m, x, s: m.greater(x, s),
+    "add": lambda m, x, s: m.add(s, x),
+    "true_divide": lambda m, x, s: m.true_divide(x, s),
+    "maximum": lambda m, x, s: m.maximum(x, s),
+    "power": lambda m, x, s: m.power(s, x),
+    "where": lambda m, x, s: m.where(x > 1, x, s),
+    "greater": lambda m, x, s: m.greater(x, s),
     "floor_divide": lambda m, x, s: m.floor_divide(x, s),
     "operators": lambda m, x, s: (m.asarray(x) * s - s) / (s + 1),
 }
@@ -338,8 +369,9 @@ WEAK_DTYPES = [F16, BF16, F32, I8, U8, I32, BOOL]
 for _op, _f in WEAK_OPS.items():
     for _s in WEAK_SCALARS:
         for _dt in WEAK_DTYPES:
-            REF.case(("weak", _dt), [((5,), _dt)], (_op, repr(_s)),
-                     functools.partial(_f, jnp, s=_s))
+            REF.case(
+                ("weak", _dt), [((5,), _dt)], (_op, repr(_s)), functools.partial(_f, jnp, s=_s)
+            )
 
 
 @pytest.mark.parametrize("op", list(WEAK_OPS))
@@ -399,10 +431,15 @@ for _shape, _dts in RED_SHAPES.items():
             for _axis in AXES:
                 for _kd in (False, True):
                     if (_name in NO_KEEPDIMS and _kd) or (
-                            _name in SINGLE_AXIS and isinstance(_axis, tuple)):
+                        _name in SINGLE_AXIS and isinstance(_axis, tuple)
+                    ):
                         continue
-                    REF.case(("reduce", _shape, _dt), [(_shape, _dt)], (_name, _axis, _kd),
-                             functools.partial(_red_call, jnp, _name, axis=_axis, keepdims=_kd))
+                    REF.case(
+                        ("reduce", _shape, _dt),
+                        [(_shape, _dt)],
+                        (_name, _axis, _kd),
+                        functools.partial(_red_call, jnp, _name, axis=_axis, keepdims=_kd),
+                    )
 
 
 @pytest.mark.parametrize("name", REDUCTIONS)
@@ -411,8 +448,10 @@ for _shape, _dts in RED_SHAPES.items():
 def test_reduction(name, data):
     shape = data.draw(st.sampled_from(list(RED_SHAPES)), label="shape")
     dt = data.draw(st.sampled_from(RED_SHAPES[shape]), label="dtype")
-    axis = data.draw(st.sampled_from([a for a in AXES if not (
-        name in SINGLE_AXIS and isinstance(a, tuple))]), label="axis")
+    axis = data.draw(
+        st.sampled_from([a for a in AXES if not (name in SINGLE_AXIS and isinstance(a, tuple))]),
+        label="axis",
+    )
     keepdims = False if name in NO_KEEPDIMS else data.draw(st.booleans(), label="keepdims")
     x = data.draw(arrays(dt, shape, lo=-5, hi=5), label="x")
     group, key = ("reduce", shape, dt), (name, axis, keepdims)
@@ -430,8 +469,20 @@ def test_reduction(name, data):
 # --- Everything else: cases over a shared set of named inputs ------------------------------------
 # Each case is ``fn(m, *inputs)`` with ``m`` the namespace (functx.numpy or jax.numpy); its
 # parameter names pick the inputs. The cases of one dtype compile together.
-INPUTS = {"a": (2, 3, 4), "b": (3, 4), "c": (4, 5), "v": (4,), "w": (3,), "s": (), "e": (0, 3),
-          "d": (2, 4, 5), "q": (3, 3), "p": (5, 4, 3), "u": (2, 1, 3, 4), "z": (4, 2)}
+INPUTS = {
+    "a": (2, 3, 4),
+    "b": (3, 4),
+    "c": (4, 5),
+    "v": (4,),
+    "w": (3,),
+    "s": (),
+    "e": (0, 3),
+    "d": (2, 4, 5),
+    "q": (3, 3),
+    "p": (5, 4, 3),
+    "u": (2, 1, 3, 4),
+    "z": (4, 2),
+}
 _INPUT_NAMES = list(INPUTS)
 I = functools.partial(np.array, dtype=np.int32)  # noqa: E741 - index arrays in the cases
 ALL = MAIN_DTYPES
@@ -556,8 +607,11 @@ CASES = [
     Case("repeat", lambda m, b: m.repeat(b, 2)),
     Case("repeat_axis", lambda m, a: m.repeat(a, 3, -1)),
     Case("repeat_array", lambda m, a: m.repeat(a, I([1, 0, 2]), 1)),
-    Case("repeat_total", lambda m, a, w: m.repeat(a, m.abs(w).astype(m.int32), 1,
-                                                  total_repeat_length=5), NUM),
+    Case(
+        "repeat_total",
+        lambda m, a, w: m.repeat(a, m.abs(w).astype(m.int32), 1, total_repeat_length=5),
+        NUM,
+    ),
     Case("repeat_total_pad", lambda m, v: m.repeat(v, 2, total_repeat_length=11)),
     Case("flip", lambda m, a: m.flip(a)),
     Case("flip_axis", lambda m, a: m.flip(a, (0, 2))),
@@ -605,8 +659,9 @@ CASES = [
     Case("clip_arrays", lambda m, a, v: m.clip(a, v, 2), NUM),
     Case("round_decimals", lambda m, b: m.round(b * 3.3, 2), FLT),
     Case("round_negative", lambda m, b: m.round(b * 31.7, -1), FLT),
-    Case("nan_to_num_args", lambda m, b: m.nan_to_num(b / 0.0, nan=1.0, posinf=2.0, neginf=-2.0),
-         FLT),
+    Case(
+        "nan_to_num_args", lambda m, b: m.nan_to_num(b / 0.0, nan=1.0, posinf=2.0, neginf=-2.0), FLT
+    ),
     Case("result_type", lambda m, a, v: m.zeros((), m.result_type(a, v.astype(m.float16)))),
     # reductions with options
     Case("sum_dtype", lambda m, b: m.sum(b, axis=1, dtype=m.float32)),
@@ -624,16 +679,24 @@ CASES = [
     Case("any_where", lambda m, b: m.any(b, axis=1, where=b != 1)),
     Case("all_where", lambda m, b: m.all(b, axis=0, where=b != 1)),
     Case("average_weights", lambda m, b, v: m.average(b, axis=1, weights=m.abs(v) + 1), NUM),
-    Case("average_axes", lambda m, a, b: m.average(a, axis=(2, 1), weights=m.abs(b.T) + 1,
-                                                   keepdims=True, returned=True), NUM),
+    Case(
+        "average_axes",
+        lambda m, a, b: m.average(
+            a, axis=(2, 1), weights=m.abs(b.T) + 1, keepdims=True, returned=True
+        ),
+        NUM,
+    ),
     Case("average_returned", lambda m, b: m.average(b, axis=0, returned=True), NUM),
-    Case("average_full_weights", lambda m, b: m.average(b, weights=m.abs(b) + 1, returned=True),
-         NUM),
+    Case(
+        "average_full_weights", lambda m, b: m.average(b, weights=m.abs(b) + 1, returned=True), NUM
+    ),
     Case("cumsum_dtype", lambda m, b: m.cumsum(b, axis=1, dtype=m.float32)),
-    Case("cumulative_sum_initial",
-         lambda m, b: m.cumulative_sum(b, axis=1, include_initial=True)),
-    Case("cumulative_prod_initial",
-         lambda m, b: m.cumulative_prod(b, axis=0, include_initial=True), NUM),
+    Case("cumulative_sum_initial", lambda m, b: m.cumulative_sum(b, axis=1, include_initial=True)),
+    Case(
+        "cumulative_prod_initial",
+        lambda m, b: m.cumulative_prod(b, axis=0, include_initial=True),
+        NUM,
+    ),
     Case("count_nonzero_axis", lambda m, a: m.count_nonzero(a, axis=(0, 2))),
     Case("nanmean_nan", lambda m, b: m.nanmean(m.where(b > 0, m.nan, b), axis=1), FLT),
     Case("nansum_nan", lambda m, b: m.nansum(m.where(b > 0, m.nan, b), axis=0), FLT),
@@ -660,8 +723,12 @@ CASES = [
     Case("matmul_vec_batch", lambda m, v, d: m.matmul(v, d)),
     Case("matmul_empty", lambda m, e, b: m.matmul(e, b)),
     Case("matmul_zero_k", lambda m, e: m.matmul(e.T, e)),
-    Case("matmul_preferred", lambda m, b, c: m.matmul(b, c, preferred_element_type=m.float64),
-         FLT, asks=(F64,)),
+    Case(
+        "matmul_preferred",
+        lambda m, b, c: m.matmul(b, c, preferred_element_type=m.float64),
+        FLT,
+        asks=(F64,),
+    ),
     Case("outer", lambda m, w, v: m.outer(w, v)),
     Case("outer_nd", lambda m, b, v: m.outer(b, v)),
     Case("inner", lambda m, b, z: m.inner(b, z.T)),
@@ -686,23 +753,42 @@ CASES = [
     Case("linalg.matrix_transpose", lambda m, a: m.linalg.matrix_transpose(a)),
     Case("linalg.vector_norm", lambda m, a: m.linalg.vector_norm(a), FLT),
     Case("linalg.vector_norm_axes", lambda m, a: m.linalg.vector_norm(a, axis=(0, 2), ord=1)),
-    Case("linalg.vector_norm_inf", lambda m, a: m.linalg.vector_norm(a, axis=1, ord=m.inf,
-                                                                     keepdims=True)),
+    Case(
+        "linalg.vector_norm_inf",
+        lambda m, a: m.linalg.vector_norm(a, axis=1, ord=m.inf, keepdims=True),
+    ),
     Case("linalg.vector_norm_p", lambda m, b: m.linalg.vector_norm(b, axis=0, ord=3), FLT),
     Case("linalg.matrix_norm", lambda m, a: m.linalg.matrix_norm(a)),
     Case("linalg.matrix_norm_1", lambda m, a: m.linalg.matrix_norm(a, ord=1, keepdims=True)),
 ]
 # linalg.norm: every supported ord over vectors (one axis), matrices (two) and None.
 for _o in (None, 1, 2, np.inf, -np.inf, 0, 3, 0.5, -1, -2):
-    CASES.append(Case(f"linalg.norm_vec_{_o}", functools.partial(
-        lambda m, b, o: m.linalg.norm(b, ord=o, axis=1), o=_o)))
-    CASES.append(Case(f"linalg.norm_1d_{_o}", functools.partial(
-        lambda m, v, o: m.linalg.norm(v, ord=o), o=_o)))
+    CASES.append(
+        Case(
+            f"linalg.norm_vec_{_o}",
+            functools.partial(lambda m, b, o: m.linalg.norm(b, ord=o, axis=1), o=_o),
+        )
+    )
+    CASES.append(
+        Case(
+            f"linalg.norm_1d_{_o}", functools.partial(lambda m, v, o: m.linalg.norm(v, ord=o), o=_o)
+        )
+    )
 for _o in (None, "fro", 1, -1, np.inf, -np.inf):
-    CASES.append(Case(f"linalg.norm_mat_{_o}", functools.partial(
-        lambda m, a, o: m.linalg.norm(a, ord=o, axis=(2, 0)), o=_o)))
-    CASES.append(Case(f"linalg.norm_mat_kd_{_o}", functools.partial(
-        lambda m, a, o: m.linalg.norm(a, ord=o, axis=(0, 1), keepdims=True), o=_o)))
+    CASES.append(
+        Case(
+            f"linalg.norm_mat_{_o}",
+            functools.partial(lambda m, a, o: m.linalg.norm(a, ord=o, axis=(2, 0)), o=_o),
+        )
+    )
+    CASES.append(
+        Case(
+            f"linalg.norm_mat_kd_{_o}",
+            functools.partial(
+                lambda m, a, o: m.linalg.norm(a, ord=o, axis=(0, 1), keepdims=True), o=_o
+            ),
+        )
+    )
 CASES += [
     Case("linalg.norm_all", lambda m, a: m.linalg.norm(a)),
     Case("linalg.norm_all_kd", lambda m, a: m.linalg.norm(a, keepdims=True)),
@@ -722,8 +808,7 @@ def _case_fn(case, m):
 
 for _c in CASES:
     for _dt in _c.dtypes:
-        REF.case(("case", _dt), [(INPUTS[n], _dt) for n in _INPUT_NAMES], _c.cid,
-                 _case_fn(_c, jnp))
+        REF.case(("case", _dt), [(INPUTS[n], _dt) for n in _INPUT_NAMES], _c.cid, _case_fn(_c, jnp))
 
 
 @pytest.mark.parametrize("cid", list(CASES_BY_ID))
@@ -734,8 +819,12 @@ def test_case(cid, data):
     dts = [d for d in case.dtypes if REF.accepts(("case", d), cid)]
     assert dts, f"JAX rejects every dtype of {cid}: {REF.rejection(('case', case.dtypes[0]), cid)}"
     dt = data.draw(st.sampled_from(dts), label="dtype")
-    args = [data.draw(arrays(dt, INPUTS[n], lo=-4, hi=4, specials=False), label=n)
-            if n in case.inputs else np.zeros(INPUTS[n], dt) for n in _INPUT_NAMES]
+    args = [
+        data.draw(arrays(dt, INPUTS[n], lo=-4, hi=4, specials=False), label=n)
+        if n in case.inputs
+        else np.zeros(INPUTS[n], dt)
+        for n in _INPUT_NAMES
+    ]
     fn = _case_fn(case, fnp)
     out = fn(*args)
     assert_matches(out, REF(("case", dt), cid, *args), [dt, *case.asks], rtol=case.rtol)
@@ -755,27 +844,56 @@ def test_constants_and_dtype_objects():
     for name in ("pi", "e", "inf", "euler_gamma"):
         assert getattr(fnp, name) == getattr(jnp, name)
     assert np.isnan(fnp.nan) and fnp.newaxis is None
-    for name in ("bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-                 "uint64", "float16", "float32", "float64", "bfloat16", "float_", "int_"):
+    for name in (
+        "bool_",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float16",
+        "float32",
+        "float64",
+        "bfloat16",
+        "float_",
+        "int_",
+    ):
         assert np.dtype(getattr(fnp, name)) == np.dtype(getattr(jnp, name)), name
-    for name in ("integer", "signedinteger", "unsignedinteger", "floating", "inexact", "number",
-                 "generic"):
+    for name in (
+        "integer",
+        "signedinteger",
+        "unsignedinteger",
+        "floating",
+        "inexact",
+        "number",
+        "generic",
+    ):
         assert getattr(fnp, name) is getattr(jnp, name), name
     assert fnp.dtype("float32") == jnp.dtype("float32")
     assert isinstance(fnp.zeros(2), fnp.ndarray)
     for a, b in [(F16, BF16), (I8, U8), (I32, F16), (BOOL, I8), (U32, I32), (F32, I64)]:
         assert fnp.promote_types(a, b) == jnp.promote_types(a, b), (a, b)
         assert fnp.result_type(np.zeros(1, a), np.zeros(1, b)) == jnp.result_type(
-            np.zeros(1, a), np.zeros(1, b))
+            np.zeros(1, a), np.zeros(1, b)
+        )
     for d in (F16, BF16, F32, F64):
         fi, ji = fnp.finfo(d), jnp.finfo(d)
         assert (float(fi.eps), float(fi.max), fi.bits) == (float(ji.eps), float(ji.max), ji.bits)
     assert fnp.iinfo(I8).max == jnp.iinfo(I8).max and fnp.iinfo(U32).min == 0
-    for d, kind in [(BF16, fnp.floating), (I32, fnp.integer), (U8, fnp.unsignedinteger),
-                    (F16, fnp.inexact), (BOOL, fnp.number)]:
+    for d, kind in [
+        (BF16, fnp.floating),
+        (I32, fnp.integer),
+        (U8, fnp.unsignedinteger),
+        (F16, fnp.inexact),
+        (BOOL, fnp.number),
+    ]:
         assert fnp.issubdtype(d, kind) == jnp.issubdtype(d, kind), (d, kind)
-    assert fnp.broadcast_shapes((2, 1, 3), (4, 1), ()) == jnp.broadcast_shapes((2, 1, 3), (4, 1),
-                                                                               ())
+    assert fnp.broadcast_shapes((2, 1, 3), (4, 1), ()) == jnp.broadcast_shapes(
+        (2, 1, 3), (4, 1), ()
+    )
 
 
 def test_documented_defaults():
@@ -849,16 +967,24 @@ def test_matmul_shape_mismatch_error():
 
 
 BAD_AXIS_CALLS = {
-    "sum": lambda x: fnp.sum(x, axis=2), "mean": lambda x: fnp.mean(x, axis=-3),
-    "max": lambda x: fnp.max(x, axis=(0, 5)), "argmax": lambda x: fnp.argmax(x, axis=2),
-    "cumsum": lambda x: fnp.cumsum(x, axis=3), "squeeze": lambda x: fnp.squeeze(x, 4),
-    "expand_dims": lambda x: fnp.expand_dims(x, 3), "moveaxis": lambda x: fnp.moveaxis(x, 0, 2),
-    "swapaxes": lambda x: fnp.swapaxes(x, 0, 5), "transpose": lambda x: fnp.transpose(x, (0, 2)),
+    "sum": lambda x: fnp.sum(x, axis=2),
+    "mean": lambda x: fnp.mean(x, axis=-3),
+    "max": lambda x: fnp.max(x, axis=(0, 5)),
+    "argmax": lambda x: fnp.argmax(x, axis=2),
+    "cumsum": lambda x: fnp.cumsum(x, axis=3),
+    "squeeze": lambda x: fnp.squeeze(x, 4),
+    "expand_dims": lambda x: fnp.expand_dims(x, 3),
+    "moveaxis": lambda x: fnp.moveaxis(x, 0, 2),
+    "swapaxes": lambda x: fnp.swapaxes(x, 0, 5),
+    "transpose": lambda x: fnp.transpose(x, (0, 2)),
     "concatenate": lambda x: fnp.concatenate([x, x], axis=2),
-    "stack": lambda x: fnp.stack([x, x], axis=-4), "flip": lambda x: fnp.flip(x, 2),
-    "split": lambda x: fnp.split(x, 2, axis=2), "roll": lambda x: fnp.roll(x, 1, axis=2),
+    "stack": lambda x: fnp.stack([x, x], axis=-4),
+    "flip": lambda x: fnp.flip(x, 2),
+    "split": lambda x: fnp.split(x, 2, axis=2),
+    "roll": lambda x: fnp.roll(x, 1, axis=2),
     "take": lambda x: fnp.take(x, np.zeros(1, I32), axis=2),
-    "repeat": lambda x: fnp.repeat(x, 2, axis=-3), "norm": lambda x: fnp.linalg.norm(x, axis=2),
+    "repeat": lambda x: fnp.repeat(x, 2, axis=-3),
+    "norm": lambda x: fnp.linalg.norm(x, axis=2),
     "diagonal": lambda x: fnp.diagonal(x, 0, 0, 2),
     "sum_0d": lambda x: fnp.sum(x[0, 0], axis=0),
 }

@@ -63,8 +63,11 @@ def _u(lo, hi):
 
 def _away(lo, hi, gap):
     """Uniform values in [lo, hi] at least ``gap`` away from 0 (kinks and poles live there)."""
-    return lambda rng, s: rng.choice([-1.0, 1.0], s) * rng.uniform(gap, hi, s) if lo < 0 \
+    return lambda rng, s: (
+        rng.choice([-1.0, 1.0], s) * rng.uniform(gap, hi, s)
+        if lo < 0
         else rng.uniform(max(lo, gap), hi, s)
+    )
 
 
 def _unary(gen, **params):
@@ -126,150 +129,312 @@ CASES: dict[str, list[Case]] = {
     "atanh": _unary(_u(-0.8, 0.8)),
     "logistic": _unary(_u(-4, 4)),
     "erf": _unary(_u(-2, 2)),
-    "integer_pow": (_unary(_u(-2, 2), y=0) + _unary(_u(-2, 2), y=1) + _unary(_u(-2, 2), y=2)
-                    + _unary(_u(-2, 2), y=3) + _unary(_away(-2, 2, 0.3), y=-2)),
+    "integer_pow": (
+        _unary(_u(-2, 2), y=0)
+        + _unary(_u(-2, 2), y=1)
+        + _unary(_u(-2, 2), y=2)
+        + _unary(_u(-2, 2), y=3)
+        + _unary(_away(-2, 2, 0.3), y=-2)
+    ),
     "add": _binary(_u(-2, 2), _u(-2, 2)),
     "sub": _binary(_u(-2, 2), _u(-2, 2)),
     "mul": _binary(_u(-2, 2), _u(-2, 2)),
     "div": _binary(_u(-2, 2), _away(-2, 2, 0.3)),
     # x / y stays away from integers, where rem jumps.
-    "rem": _binary(lambda rng, s: rng.uniform(0.1, 0.4, s) + rng.integers(0, 3, s),
-                   lambda rng, s: np.ones(s) + rng.uniform(-0.01, 0.01, s)),
+    "rem": _binary(
+        lambda rng, s: rng.uniform(0.1, 0.4, s) + rng.integers(0, 3, s),
+        lambda rng, s: np.ones(s) + rng.uniform(-0.01, 0.01, s),
+    ),
     "pow": _binary(_u(0.3, 2), _u(-2, 2)),
     "max": [Case(lambda rng, s: ([_distinct(rng, s), _distinct(rng, s) + 0.025], {}))]
-    + _binary(_u(-2, -1), _u(1, 2)) + _binary(_u(1, 2), _u(-2, -1)),
+    + _binary(_u(-2, -1), _u(1, 2))
+    + _binary(_u(1, 2), _u(-2, -1)),
     "min": [Case(lambda rng, s: ([_distinct(rng, s), _distinct(rng, s) + 0.025], {}))]
-    + _binary(_u(-2, -1), _u(1, 2)) + _binary(_u(1, 2), _u(-2, -1)),
+    + _binary(_u(-2, -1), _u(1, 2))
+    + _binary(_u(1, 2), _u(-2, -1)),
     "atan2": _binary(_away(-2, 2, 0.3), _away(-2, 2, 0.3)),
     "select_n": [
-        Case(lambda rng, s: ([rng.standard_normal(s), rng.standard_normal(s)],
-                             {0: rng.random(s) < 0.5})),
-        Case(lambda rng, s: ([rng.standard_normal(s), rng.standard_normal(s)],
-                             {0: np.bool_(rng.random() < 0.5)})),
+        Case(
+            lambda rng, s: (
+                [rng.standard_normal(s), rng.standard_normal(s)],
+                {0: rng.random(s) < 0.5},
+            )
+        ),
+        Case(
+            lambda rng, s: (
+                [rng.standard_normal(s), rng.standard_normal(s)],
+                {0: np.bool_(rng.random() < 0.5)},
+            )
+        ),
         Case(lambda rng, s: ([rng.standard_normal(s)] * 3, {0: _idx(rng, s, 0, 3)})),
     ],
     "convert_element_type": [
-        Case(lambda rng, s: ([rng.standard_normal(s)], {}),
-             {"new_dtype": np.dtype(F64), "weak_type": True}),
-        Case(lambda rng, s: ([rng.standard_normal(s)], {}),
-             {"new_dtype": np.dtype(F32), "weak_type": False}),
-        Case(lambda rng, s: ([rng.standard_normal(s).astype(F32)], {}),
-             {"new_dtype": np.dtype(F64), "weak_type": False}),
+        Case(
+            lambda rng, s: ([rng.standard_normal(s)], {}),
+            {"new_dtype": np.dtype(F64), "weak_type": True},
+        ),
+        Case(
+            lambda rng, s: ([rng.standard_normal(s)], {}),
+            {"new_dtype": np.dtype(F32), "weak_type": False},
+        ),
+        Case(
+            lambda rng, s: ([rng.standard_normal(s).astype(F32)], {}),
+            {"new_dtype": np.dtype(F64), "weak_type": False},
+        ),
     ],
-    "reduce_sum": [Case(lambda rng, s: ([rng.standard_normal((2, 3, 4))], {}), {"axes": ax}, False)
-                   for ax in [(0,), (1, 2), (0, 1, 2), ()]],
-    "reduce_prod": [Case(lambda rng, s: ([rng.uniform(0.5, 1.5, (2, 3, 4))], {}), {"axes": ax},
-                         False) for ax in [(0,), (1, 2), (0, 1, 2), ()]]
+    "reduce_sum": [
+        Case(lambda rng, s: ([rng.standard_normal((2, 3, 4))], {}), {"axes": ax}, False)
+        for ax in [(0,), (1, 2), (0, 1, 2), ()]
+    ],
+    "reduce_prod": [
+        Case(lambda rng, s: ([rng.uniform(0.5, 1.5, (2, 3, 4))], {}), {"axes": ax}, False)
+        for ax in [(0,), (1, 2), (0, 1, 2), ()]
+    ]
     # with zeros: one, and two in a row (the gradient is then exactly the product of the others)
     + _fixed(lambda rng, s: ([np.array([[0.0, 2.0, 3.0], [1.5, 0.0, 0.0]])], {}), {"axes": (1,)})
     + _fixed(lambda rng, s: ([np.zeros((2, 0))], {}), {"axes": (1,)}),
-    "reduce_max": [Case(lambda rng, s: ([_distinct(rng, (2, 3, 4))], {}), {"axes": ax}, False)
-                   for ax in [(0,), (1, 2), (0, 1, 2)]],
-    "reduce_min": [Case(lambda rng, s: ([_distinct(rng, (2, 3, 4))], {}), {"axes": ax}, False)
-                   for ax in [(0,), (1, 2), (0, 1, 2)]],
-    "broadcast_in_dim": [
-        Case(lambda rng, s: ([rng.standard_normal((3,))], {}),
-             {"shape": (2, 3, 4), "broadcast_dimensions": (1,)}, False),
-        Case(lambda rng, s: ([rng.standard_normal((1, 3))], {}),
-             {"shape": (5, 3), "broadcast_dimensions": (0, 1)}, False),
-        Case(lambda rng, s: ([rng.standard_normal(())], {}),
-             {"shape": (2, 3), "broadcast_dimensions": ()}, False),
+    "reduce_max": [
+        Case(lambda rng, s: ([_distinct(rng, (2, 3, 4))], {}), {"axes": ax}, False)
+        for ax in [(0,), (1, 2), (0, 1, 2)]
     ],
-    "reshape": [Case(lambda rng, s: ([rng.standard_normal((2, 3, 4))], {}), {"new_sizes": (6, 4)},
-                     False),
-                Case(lambda rng, s: ([rng.standard_normal(())], {}), {"new_sizes": (1, 1)}, False)],
-    "transpose": [Case(lambda rng, s: ([rng.standard_normal((2, 3, 4))], {}),
-                       {"permutation": (2, 0, 1)}, False)],
-    "squeeze": [Case(lambda rng, s: ([rng.standard_normal((2, 1, 3, 1))], {}),
-                     {"dimensions": (1, 3)}, False)],
-    "expand_dims": [Case(lambda rng, s: ([rng.standard_normal((2, 3))], {}),
-                         {"dimensions": (0, 2)}, False)],
-    "rev": [Case(lambda rng, s: ([rng.standard_normal((3, 4))], {}), {"dimensions": d}, False)
-            for d in [(1,), (0, 1)]],
+    "reduce_min": [
+        Case(lambda rng, s: ([_distinct(rng, (2, 3, 4))], {}), {"axes": ax}, False)
+        for ax in [(0,), (1, 2), (0, 1, 2)]
+    ],
+    "broadcast_in_dim": [
+        Case(
+            lambda rng, s: ([rng.standard_normal((3,))], {}),
+            {"shape": (2, 3, 4), "broadcast_dimensions": (1,)},
+            False,
+        ),
+        Case(
+            lambda rng, s: ([rng.standard_normal((1, 3))], {}),
+            {"shape": (5, 3), "broadcast_dimensions": (0, 1)},
+            False,
+        ),
+        Case(
+            lambda rng, s: ([rng.standard_normal(())], {}),
+            {"shape": (2, 3), "broadcast_dimensions": ()},
+            False,
+        ),
+    ],
+    "reshape": [
+        Case(lambda rng, s: ([rng.standard_normal((2, 3, 4))], {}), {"new_sizes": (6, 4)}, False),
+        Case(lambda rng, s: ([rng.standard_normal(())], {}), {"new_sizes": (1, 1)}, False),
+    ],
+    "transpose": [
+        Case(
+            lambda rng, s: ([rng.standard_normal((2, 3, 4))], {}), {"permutation": (2, 0, 1)}, False
+        )
+    ],
+    "squeeze": [
+        Case(
+            lambda rng, s: ([rng.standard_normal((2, 1, 3, 1))], {}), {"dimensions": (1, 3)}, False
+        )
+    ],
+    "expand_dims": [
+        Case(lambda rng, s: ([rng.standard_normal((2, 3))], {}), {"dimensions": (0, 2)}, False)
+    ],
+    "rev": [
+        Case(lambda rng, s: ([rng.standard_normal((3, 4))], {}), {"dimensions": d}, False)
+        for d in [(1,), (0, 1)]
+    ],
     "slice": [
-        Case(lambda rng, s: ([rng.standard_normal((5, 6))], {}),
-             {"start_indices": (1, 0), "limit_indices": (4, 6), "strides": (2, 1)}, False),
-        Case(lambda rng, s: ([rng.standard_normal((5, 6))], {}),
-             {"start_indices": (0, 2), "limit_indices": (5, 3), "strides": None}, False),
-        Case(lambda rng, s: ([rng.standard_normal((7,))], {}),
-             {"start_indices": (1,), "limit_indices": (7,), "strides": (3,)}, False),
+        Case(
+            lambda rng, s: ([rng.standard_normal((5, 6))], {}),
+            {"start_indices": (1, 0), "limit_indices": (4, 6), "strides": (2, 1)},
+            False,
+        ),
+        Case(
+            lambda rng, s: ([rng.standard_normal((5, 6))], {}),
+            {"start_indices": (0, 2), "limit_indices": (5, 3), "strides": None},
+            False,
+        ),
+        Case(
+            lambda rng, s: ([rng.standard_normal((7,))], {}),
+            {"start_indices": (1,), "limit_indices": (7,), "strides": (3,)},
+            False,
+        ),
     ],
     "concatenate": [
-        Case(lambda rng, s: ([rng.standard_normal((2, 3)), rng.standard_normal((1, 3)),
-                              rng.standard_normal((4, 3))], {}), {"dimension": 0}, False),
-        Case(lambda rng, s: ([rng.standard_normal((2, 1)), rng.standard_normal((2, 2))], {}),
-             {"dimension": 1}, False),
+        Case(
+            lambda rng, s: (
+                [
+                    rng.standard_normal((2, 3)),
+                    rng.standard_normal((1, 3)),
+                    rng.standard_normal((4, 3)),
+                ],
+                {},
+            ),
+            {"dimension": 0},
+            False,
+        ),
+        Case(
+            lambda rng, s: ([rng.standard_normal((2, 1)), rng.standard_normal((2, 2))], {}),
+            {"dimension": 1},
+            False,
+        ),
     ],
     "pad": [
-        Case(lambda rng, s: ([rng.standard_normal((3, 4)), rng.standard_normal(())], {}),
-             {"padding_config": ((1, 2, 0), (0, 1, 1))}, False),
-        Case(lambda rng, s: ([rng.standard_normal((3, 4)), rng.standard_normal(())], {}),
-             {"padding_config": ((-1, 1, 0), (2, -1, 1))}, False),
-        Case(lambda rng, s: ([rng.standard_normal((3,)), rng.standard_normal(())], {}),
-             {"padding_config": ((0, 0, 2),)}, False),
+        Case(
+            lambda rng, s: ([rng.standard_normal((3, 4)), rng.standard_normal(())], {}),
+            {"padding_config": ((1, 2, 0), (0, 1, 1))},
+            False,
+        ),
+        Case(
+            lambda rng, s: ([rng.standard_normal((3, 4)), rng.standard_normal(())], {}),
+            {"padding_config": ((-1, 1, 0), (2, -1, 1))},
+            False,
+        ),
+        Case(
+            lambda rng, s: ([rng.standard_normal((3,)), rng.standard_normal(())], {}),
+            {"padding_config": ((0, 0, 2),)},
+            False,
+        ),
     ],
     "dynamic_slice": [
-        Case(lambda rng, s: ([rng.standard_normal((5, 6))],
-                             {1: _idx(rng, (), -2, 8), 2: _idx(rng, (), -2, 8)}),
-             {"slice_sizes": (2, 3)}, False),
-        Case(lambda rng, s: ([rng.standard_normal((5,))], {1: _idx(rng, (), -2, 8)}),
-             {"slice_sizes": (5,)}, False),
+        Case(
+            lambda rng, s: (
+                [rng.standard_normal((5, 6))],
+                {1: _idx(rng, (), -2, 8), 2: _idx(rng, (), -2, 8)},
+            ),
+            {"slice_sizes": (2, 3)},
+            False,
+        ),
+        Case(
+            lambda rng, s: ([rng.standard_normal((5,))], {1: _idx(rng, (), -2, 8)}),
+            {"slice_sizes": (5,)},
+            False,
+        ),
     ],
     "dynamic_update_slice": [
-        Case(lambda rng, s: ([rng.standard_normal((5, 6)), rng.standard_normal((2, 3))],
-                             {2: _idx(rng, (), -2, 8), 3: _idx(rng, (), -2, 8)}), {}, False),
-        Case(lambda rng, s: ([rng.standard_normal((3,)), rng.standard_normal((3,))],
-                             {2: _idx(rng, (), -2, 8)}), {}, False),
+        Case(
+            lambda rng, s: (
+                [rng.standard_normal((5, 6)), rng.standard_normal((2, 3))],
+                {2: _idx(rng, (), -2, 8), 3: _idx(rng, (), -2, 8)},
+            ),
+            {},
+            False,
+        ),
+        Case(
+            lambda rng, s: (
+                [rng.standard_normal((3,)), rng.standard_normal((3,))],
+                {2: _idx(rng, (), -2, 8)},
+            ),
+            {},
+            False,
+        ),
     ],
     "gather": [
         # (out of range, mode "fill" returns the fill value: a constant, not NaN, for the
         # finite differences)
-        Case(lambda rng, s: ([rng.standard_normal((5, 4))], {1: _idx(rng, (3, 1), -1, 7)}),
-             {"axes": (0,), "mode": mode, "fill_value": fill}, False)
+        Case(
+            lambda rng, s: ([rng.standard_normal((5, 4))], {1: _idx(rng, (3, 1), -1, 7)}),
+            {"axes": (0,), "mode": mode, "fill_value": fill},
+            False,
+        )
         for mode, fill in (("clip", None), ("fill", 2.0))
-    ] + [
-        Case(lambda rng, s: ([rng.standard_normal((5, 4))], {1: _idx(rng, (3, 1), 0, 5)}),
-             {"axes": (0,), "mode": "fill", "fill_value": None}, False),
-        Case(lambda rng, s: ([rng.standard_normal((5, 4, 3))], {1: _idx(rng, (2, 2, 2), 0, 3)}),
-             {"axes": (0, 2), "mode": "clip", "fill_value": None}, False),
-        Case(lambda rng, s: ([rng.standard_normal((5, 4))], {1: _idx(rng, (1,), 0, 4)}),
-             {"axes": (1,), "mode": "fill", "fill_value": 0.5}, False),
+    ]
+    + [
+        Case(
+            lambda rng, s: ([rng.standard_normal((5, 4))], {1: _idx(rng, (3, 1), 0, 5)}),
+            {"axes": (0,), "mode": "fill", "fill_value": None},
+            False,
+        ),
+        Case(
+            lambda rng, s: ([rng.standard_normal((5, 4, 3))], {1: _idx(rng, (2, 2, 2), 0, 3)}),
+            {"axes": (0, 2), "mode": "clip", "fill_value": None},
+            False,
+        ),
+        Case(
+            lambda rng, s: ([rng.standard_normal((5, 4))], {1: _idx(rng, (1,), 0, 4)}),
+            {"axes": (1,), "mode": "fill", "fill_value": 0.5},
+            False,
+        ),
         # repeated indices: the cotangents accumulate
-        Case(lambda rng, s: ([rng.standard_normal((3,))], {1: np.array([[0], [2], [0]], I32)}),
-             {"axes": (0,), "mode": "clip", "fill_value": None}, False),
+        Case(
+            lambda rng, s: ([rng.standard_normal((3,))], {1: np.array([[0], [2], [0]], I32)}),
+            {"axes": (0,), "mode": "clip", "fill_value": None},
+            False,
+        ),
     ],
     "scatter": [
-        Case(lambda rng, s: ([rng.standard_normal((5, 4)), rng.standard_normal((3, 4))],
-                             {1: _perm_idx(rng, 5, 3)}), {"axes": (0,), "mode": "drop"}, False),
-        Case(lambda rng, s: ([rng.standard_normal((4, 5)), rng.standard_normal((2, 4))],
-                             {1: np.array([[1], [7]], I32)}), {"axes": (1,), "mode": "drop"},
-             False),
+        Case(
+            lambda rng, s: (
+                [rng.standard_normal((5, 4)), rng.standard_normal((3, 4))],
+                {1: _perm_idx(rng, 5, 3)},
+            ),
+            {"axes": (0,), "mode": "drop"},
+            False,
+        ),
+        Case(
+            lambda rng, s: (
+                [rng.standard_normal((4, 5)), rng.standard_normal((2, 4))],
+                {1: np.array([[1], [7]], I32)},
+            ),
+            {"axes": (1,), "mode": "drop"},
+            False,
+        ),
     ],
     "scatter_add": [
-        Case(lambda rng, s: ([rng.standard_normal((5, 4)), rng.standard_normal((3, 4))],
-                             {1: _perm_idx(rng, 5, 3)}), {"axes": (0,), "mode": "drop"}, False),
-    ] + [
-        Case(lambda rng, s: ([rng.standard_normal((5,)), rng.standard_normal((4,))],
-                             {1: _idx(rng, (4, 1), -1, 6)}), {"axes": (0,), "mode": m}, False)
+        Case(
+            lambda rng, s: (
+                [rng.standard_normal((5, 4)), rng.standard_normal((3, 4))],
+                {1: _perm_idx(rng, 5, 3)},
+            ),
+            {"axes": (0,), "mode": "drop"},
+            False,
+        ),
+    ]
+    + [
+        Case(
+            lambda rng, s: (
+                [rng.standard_normal((5,)), rng.standard_normal((4,))],
+                {1: _idx(rng, (4, 1), -1, 6)},
+            ),
+            {"axes": (0,), "mode": m},
+            False,
+        )
         for m in ("drop", "clip")
     ],
     "scatter_mul": [
-        Case(lambda rng, s: ([rng.standard_normal((5, 4)), _away(-2, 2, 0.3)(rng, (3, 4))],
-                             {1: _perm_idx(rng, 5, 3)}), {"axes": (0,), "mode": "drop"}, False),
-        Case(lambda rng, s: ([rng.standard_normal((5,)), _away(-2, 2, 0.3)(rng, (4,))],
-                             {1: _idx(rng, (4, 1), 0, 5)}), {"axes": (0,), "mode": "drop"}, False),
+        Case(
+            lambda rng, s: (
+                [rng.standard_normal((5, 4)), _away(-2, 2, 0.3)(rng, (3, 4))],
+                {1: _perm_idx(rng, 5, 3)},
+            ),
+            {"axes": (0,), "mode": "drop"},
+            False,
+        ),
+        Case(
+            lambda rng, s: (
+                [rng.standard_normal((5,)), _away(-2, 2, 0.3)(rng, (4,))],
+                {1: _idx(rng, (4, 1), 0, 5)},
+            ),
+            {"axes": (0,), "mode": "drop"},
+            False,
+        ),
     ],
     "scatter_min": [
-        Case(lambda rng, s: (list(np.split(_distinct(rng, (8, 4)), [5])),
-                             {1: _perm_idx(rng, 5, 3)}), {"axes": (0,), "mode": "drop"}, False),
+        Case(
+            lambda rng, s: (list(np.split(_distinct(rng, (8, 4)), [5])), {1: _perm_idx(rng, 5, 3)}),
+            {"axes": (0,), "mode": "drop"},
+            False,
+        ),
     ],
     "scatter_max": [
-        Case(lambda rng, s: (list(np.split(_distinct(rng, (8, 4)), [5])),
-                             {1: _perm_idx(rng, 5, 3)}), {"axes": (0,), "mode": "drop"}, False),
+        Case(
+            lambda rng, s: (list(np.split(_distinct(rng, (8, 4)), [5])), {1: _perm_idx(rng, 5, 3)}),
+            {"axes": (0,), "mode": "drop"},
+            False,
+        ),
     ],
     "dot_general": [
-        Case(lambda rng, s, ls=ls, rs=rs: ([rng.standard_normal(ls), rng.standard_normal(rs)], {}),
-             {"dimension_numbers": dn, "preferred_element_type": None}, False)
+        Case(
+            lambda rng, s, ls=ls, rs=rs: ([rng.standard_normal(ls), rng.standard_normal(rs)], {}),
+            {"dimension_numbers": dn, "preferred_element_type": None},
+            False,
+        )
         for ls, rs, dn in [
             ((2, 3, 4), (2, 4, 5), (((2,), (1,)), ((0,), (0,)))),
             ((3, 4), (4,), (((1,), (0,)), ((), ()))),
@@ -278,15 +443,22 @@ CASES: dict[str, list[Case]] = {
             ((3, 2), (2, 3), (((), ()), ((), ()))),
             ((2, 3, 4), (4, 3, 2), (((1, 2), (1, 0)), ((), ()))),
         ]
-    ] + [
+    ]
+    + [
         # float32 operands, a float64 product: cotangents come back in float32
-        Case(lambda rng, s: ([rng.standard_normal((3, 4)).astype(F32),
-                              rng.standard_normal((4, 2)).astype(F32)], {}),
-             {"dimension_numbers": (((1,), (0,)), ((), ())),
-              "preferred_element_type": np.dtype(F64)}, False),
+        Case(
+            lambda rng, s: (
+                [rng.standard_normal((3, 4)).astype(F32), rng.standard_normal((4, 2)).astype(F32)],
+                {},
+            ),
+            {
+                "dimension_numbers": (((1,), (0,)), ((), ())),
+                "preferred_element_type": np.dtype(F64),
+            },
+            False,
+        ),
     ],
 }
-
 
 
 # --- Primitives that hold functions: control flow and custom derivatives, through their APIs -----
@@ -294,16 +466,21 @@ def _cond_fn(fixed):
     w = np.array([0.5, -1.5, 2.0])  # a closed-over constant becomes an operand of the equation
 
     def f(x, y):
-        return lax.cond(fixed["pred"], lambda a, b: fnp.sin(a) * b + w,
-                        lambda a, b: a * a - fnp.exp(b), x, y)
+        return lax.cond(
+            fixed["pred"], lambda a, b: fnp.sin(a) * b + w, lambda a, b: a * a - fnp.exp(b), x, y
+        )
 
     return f
 
 
 def _switch_fn(fixed):
     def f(x, y):
-        return lax.switch(fixed["index"], [lambda a, b: a * b, lambda a, b: fnp.tanh(a) + b,
-                                           lambda a, b: (a - b) ** 2], x, y)
+        return lax.switch(
+            fixed["index"],
+            [lambda a, b: a * b, lambda a, b: fnp.tanh(a) + b, lambda a, b: (a - b) ** 2],
+            x,
+            y,
+        )
 
     return f
 
@@ -313,6 +490,7 @@ def _scan_fn(fixed):
         def body(c, x):
             c = fnp.sin(c) * x + c * 0.5
             return c, c * x
+
         return lax.scan(body, c0, xs, reverse=fixed["reverse"])
 
     return f
@@ -330,6 +508,7 @@ def _while_fn(fixed):  # forward mode only, as in JAX
         def body(c):
             i, v = c
             return i + 1, fnp.sin(v) * s + v
+
         return lax.while_loop(lambda c: c[0] < fixed["n"], body, (0, x))[1]
 
     return f
@@ -345,30 +524,75 @@ _softplus.defjvp(lambda p, t: (_softplus(p[0]), t[0] * functx.nn.sigmoid(p[0])))
 
 @functx.custom_vjp
 def _cube(x, y):
-    return x ** 3 * y
+    return x**3 * y
 
 
-_cube.defvjp(lambda x, y: (x ** 3 * y, (x, y)),
-             lambda r, g: (3 * r[0] ** 2 * r[1] * g, r[0] ** 3 * g))
+_cube.defvjp(
+    lambda x, y: (x**3 * y, (x, y)), lambda r, g: (3 * r[0] ** 2 * r[1] * g, r[0] ** 3 * g)
+)
 
-CASES.update({
-    "cond": [Case(lambda rng, s, pred=pred: ([rng.standard_normal(3), rng.standard_normal(3)],
-                                             {"pred": pred}), fn=_cond_fn, shapes=False)
-             for pred in (True, False)]
-    + [Case(lambda rng, s, i=i: ([rng.standard_normal((2,)), rng.standard_normal((2,))],
-                                 {"index": i}), fn=_switch_fn, shapes=False) for i in (0, 1, 5)],
-    "scan": [Case(lambda rng, s, r=r: ([rng.standard_normal(2), rng.standard_normal((4, 2))],
-                                       {"reverse": r}), fn=_scan_fn, shapes=False)
-             for r in (False, True)]
-    + [Case(lambda rng, s: ([rng.standard_normal(3), rng.standard_normal((3, 3)) / 2], {}),
-            fn=_fori_fn, shapes=False)],
-    "while": [Case(lambda rng, s: ([rng.standard_normal(3), rng.standard_normal(3)], {"n": 3}),
-                   fn=_while_fn, shapes=False, modes=("fwd",))],
-    "custom_jvp_call": [Case(lambda rng, s: ([rng.standard_normal(s)], {}),
-                             fn=lambda fixed: _softplus)],
-    "custom_vjp_call": [Case(lambda rng, s: ([rng.standard_normal(s), rng.standard_normal(s)], {}),
-                             fn=lambda fixed: _cube, modes=("rev",))],
-})
+CASES.update(
+    {
+        "cond": [
+            Case(
+                lambda rng, s, pred=pred: (
+                    [rng.standard_normal(3), rng.standard_normal(3)],
+                    {"pred": pred},
+                ),
+                fn=_cond_fn,
+                shapes=False,
+            )
+            for pred in (True, False)
+        ]
+        + [
+            Case(
+                lambda rng, s, i=i: (
+                    [rng.standard_normal((2,)), rng.standard_normal((2,))],
+                    {"index": i},
+                ),
+                fn=_switch_fn,
+                shapes=False,
+            )
+            for i in (0, 1, 5)
+        ],
+        "scan": [
+            Case(
+                lambda rng, s, r=r: (
+                    [rng.standard_normal(2), rng.standard_normal((4, 2))],
+                    {"reverse": r},
+                ),
+                fn=_scan_fn,
+                shapes=False,
+            )
+            for r in (False, True)
+        ]
+        + [
+            Case(
+                lambda rng, s: ([rng.standard_normal(3), rng.standard_normal((3, 3)) / 2], {}),
+                fn=_fori_fn,
+                shapes=False,
+            )
+        ],
+        "while": [
+            Case(
+                lambda rng, s: ([rng.standard_normal(3), rng.standard_normal(3)], {"n": 3}),
+                fn=_while_fn,
+                shapes=False,
+                modes=("fwd",),
+            )
+        ],
+        "custom_jvp_call": [
+            Case(lambda rng, s: ([rng.standard_normal(s)], {}), fn=lambda fixed: _softplus)
+        ],
+        "custom_vjp_call": [
+            Case(
+                lambda rng, s: ([rng.standard_normal(s), rng.standard_normal(s)], {}),
+                fn=lambda fixed: _cube,
+                modes=("rev",),
+            )
+        ],
+    }
+)
 
 
 def _linrec(a, b):  # the linear recurrence h_i = a_i h_{i-1} + b_i: a lane-wise combine
@@ -376,17 +600,32 @@ def _linrec(a, b):  # the linear recurrence h_i = a_i h_{i-1} + b_i: a lane-wise
 
 
 CASES["associative_scan"] = [
-    Case(lambda rng, s: ([rng.standard_normal((5, 2))], {}), shapes=False,
-         fn=lambda fixed: lambda x: lax.associative_scan(lax.add, x, axis=1)),
-    Case(lambda rng, s: ([rng.uniform(0.5, 1.5, (4, 3))], {}), shapes=False,
-         fn=lambda fixed: lambda x: lax.associative_scan(lax.mul, x, reverse=True)),
-    Case(lambda rng, s: ([rng.uniform(-1, 1, (6, 2)), rng.standard_normal((6, 2))], {}),
-         shapes=False, fn=lambda fixed: lambda a, b: lax.associative_scan(_linrec, (a, b))),
-    Case(lambda rng, s: ([rng.standard_normal((5, 3))], {}), shapes=False,
-         fn=lambda fixed: lambda x: lax.associative_scan(fnp.logaddexp, x)),
+    Case(
+        lambda rng, s: ([rng.standard_normal((5, 2))], {}),
+        shapes=False,
+        fn=lambda fixed: lambda x: lax.associative_scan(lax.add, x, axis=1),
+    ),
+    Case(
+        lambda rng, s: ([rng.uniform(0.5, 1.5, (4, 3))], {}),
+        shapes=False,
+        fn=lambda fixed: lambda x: lax.associative_scan(lax.mul, x, reverse=True),
+    ),
+    Case(
+        lambda rng, s: ([rng.uniform(-1, 1, (6, 2)), rng.standard_normal((6, 2))], {}),
+        shapes=False,
+        fn=lambda fixed: lambda a, b: lax.associative_scan(_linrec, (a, b)),
+    ),
+    Case(
+        lambda rng, s: ([rng.standard_normal((5, 3))], {}),
+        shapes=False,
+        fn=lambda fixed: lambda x: lax.associative_scan(fnp.logaddexp, x),
+    ),
     # not lane-wise: 2x2 matrix products (the jvp of the O(log n) ladder)
-    Case(lambda rng, s: ([rng.standard_normal((4, 2, 2)) / 2], {}), shapes=False,
-         fn=lambda fixed: lambda m: lax.associative_scan(lambda a, b: b @ a, m)),
+    Case(
+        lambda rng, s: ([rng.standard_normal((4, 2, 2)) / 2], {}),
+        shapes=False,
+        fn=lambda fixed: lambda m: lax.associative_scan(lambda a, b: b @ a, m),
+    ),
 ]
 # custom_lin (the linear half of a custom_vjp function) is checked through custom_vjp_call; lgamma
 # and the generic reduce have declared unsupported jvps (tested below).
@@ -410,14 +649,16 @@ def _shape_strategy():
     return st.lists(st.integers(1, 3), min_size=0, max_size=3).map(tuple)
 
 
-DIFFERENTIABLE = sorted(n for n, p in P.registry.items()
-                        if p not in J.nondifferentiable and n not in NOT_IN_TABLE)
+DIFFERENTIABLE = sorted(
+    n for n, p in P.registry.items() if p not in J.nondifferentiable and n not in NOT_IN_TABLE
+)
 
 
 # --- Coverage ------------------------------------------------------------------------------------
 def test_every_primitive_has_a_jvp_rule_or_is_declared_nondifferentiable():
-    missing = sorted(n for n, p in P.registry.items()
-                     if p not in J.jvp_rules and p not in J.nondifferentiable)
+    missing = sorted(
+        n for n, p in P.registry.items() if p not in J.jvp_rules and p not in J.nondifferentiable
+    )
     assert not missing, f"primitives with no jvp rule and no nondifferentiable mark: {missing}"
     both = sorted(n for n, p in P.registry.items() if p in J.jvp_rules and p in J.nondifferentiable)
     assert not both, f"primitives both differentiable and not: {both}"
@@ -523,10 +764,18 @@ def test_piecewise_constant_functions_have_zero_gradients_like_jax():
         g = lambda v, name=name: jnp.sum(getattr(jnp, name)(v) * v)  # noqa: E731
         np.testing.assert_allclose(functx.grad(f)(x), _jgrad(g)(x), err_msg=name)
     # comparisons, argmax, iota, stop_gradient, is_finite: no tangent flows
-    h = lambda v: fnp.sum(fnp.where(v > 0, 1.0, 0.0) + fnp.argmax(v) * v  # noqa: E731
-                          + lax.stop_gradient(v) ** 2 + fnp.isfinite(v) * v)
-    hj = lambda v: jnp.sum(jnp.where(v > 0, 1.0, 0.0) + jnp.argmax(v) * v  # noqa: E731
-                           + jax.lax.stop_gradient(v) ** 2 + jnp.isfinite(v) * v)
+    h = lambda v: fnp.sum(
+        fnp.where(v > 0, 1.0, 0.0)
+        + fnp.argmax(v) * v  # noqa: E731
+        + lax.stop_gradient(v) ** 2
+        + fnp.isfinite(v) * v
+    )
+    hj = lambda v: jnp.sum(
+        jnp.where(v > 0, 1.0, 0.0)
+        + jnp.argmax(v) * v  # noqa: E731
+        + jax.lax.stop_gradient(v) ** 2
+        + jnp.isfinite(v) * v
+    )
     np.testing.assert_allclose(functx.grad(h)(x), _jgrad(hj)(x))
     # nextafter is piecewise constant in functx (JAX has no rule for it and raises)
     np.testing.assert_array_equal(functx.grad(lambda v: fnp.nextafter(v, 0.0).sum())(x), 0 * x)
@@ -552,11 +801,15 @@ JVP_CASES = {
     "sin_cos": (lambda m, x, y: m.sin(x) * m.cos(y), [(3, 2), (3, 2)]),
     "broadcast_scalar": (lambda m, x, y: x * y + y, [(4,), ()]),
     "matmul": (lambda m, a, b: m.tanh(a @ b), [(3, 4), (4, 2)]),
-    "reductions": (lambda m, x, y: m.max(x, axis=0) * m.prod(y) + m.mean(x) - m.var(y),
-                   [(3, 4), (4,)]),
+    "reductions": (
+        lambda m, x, y: m.max(x, axis=0) * m.prod(y) + m.mean(x) - m.var(y),
+        [(3, 4), (4,)],
+    ),
     "cum": (lambda m, x, y: m.cumsum(x, axis=1) * m.cumprod(y), [(3, 4), (4,)]),
-    "index": (lambda m, x, y: x[1:, ::2] * y[0] + x[m.array([0, 2, 2])][:, :2].sum(),
-              [(3, 4), (2,)]),
+    "index": (
+        lambda m, x, y: x[1:, ::2] * y[0] + x[m.array([0, 2, 2])][:, :2].sum(),
+        [(3, 4), (2,)],
+    ),
     "where_clip": (lambda m, x, y: m.where(x > 0, m.clip(x, -0.5, 0.5), y), [(5,), (5,)]),
     "pytree_mlp": None,
 }
@@ -565,8 +818,11 @@ JVP_CASES = {
 @pytest.mark.parametrize("name", sorted(JVP_CASES))
 def test_jvp_matches_jax(name, rng):
     if name == "pytree_mlp":
-        p = {"w1": rng.standard_normal((3, 4)), "b1": rng.standard_normal(4),
-             "w2": rng.standard_normal((4, 2))}
+        p = {
+            "w1": rng.standard_normal((3, 4)),
+            "b1": rng.standard_normal(4),
+            "w2": rng.standard_normal((4, 2)),
+        }
         x = rng.standard_normal((5, 3))
         tp = {k: rng.standard_normal(v.shape) for k, v in p.items()}
         out, t = functx.jvp(lambda p: _mlp(fnp, p, x), (p,), (tp,))
@@ -619,8 +875,10 @@ def test_jvp_mismatched_shapes_names_the_line():
         functx.jvp(fnp.sin, np.zeros(3), np.zeros(3))
     # the error names the function
     with pytest.raises(FunctxTypeError, match=r"jvp of mul3 \(defined at .*test_jvp.py"):
+
         def mul3(x):
             return x * 3
+
         functx.jvp(mul3, (np.zeros(3),), (np.zeros(2),))
 
 

@@ -33,11 +33,13 @@ def test_division_by_a_broadcast_becomes_a_product_with_the_reciprocal():
     j = passes.divide_by_reciprocals(functx.make_jaxpr(lambda x, s: x / s)(x, np.float32(2)))
     assert _prims(j) == ["div", "mul"], str(j)
     # left alone: a full divisor, a transposed one, integers, bfloat16, a scalar quotient
-    for f, args in [(lambda x, y: x / y, (x, x)), (lambda x, y: x / y.T, (x, x.T.copy())),
-                    (lambda x, s: x // s, (x.astype(np.int32), s.astype(np.int32))),
-                    (lambda x, s: x / s, (x.astype(ml_dtypes.bfloat16),
-                                          s.astype(ml_dtypes.bfloat16))),
-                    (lambda a, b: a / b, (np.float32(3), np.float32(7)))]:
+    for f, args in [
+        (lambda x, y: x / y, (x, x)),
+        (lambda x, y: x / y.T, (x, x.T.copy())),
+        (lambda x, s: x // s, (x.astype(np.int32), s.astype(np.int32))),
+        (lambda x, s: x / s, (x.astype(ml_dtypes.bfloat16), s.astype(ml_dtypes.bfloat16))),
+        (lambda a, b: a / b, (np.float32(3), np.float32(7))),
+    ]:
         closed = functx.make_jaxpr(f)(*args)
         assert passes.divide_by_reciprocals(closed) is closed
 
@@ -47,10 +49,18 @@ def test_jit_divides_as_jax_jit_does(dtype):
     x = RNG.standard_normal((64, 96)).astype(dtype)
     s = RNG.uniform(0.5, 3.0, (64, 1)).astype(dtype)
     row = RNG.uniform(0.5, 3.0, (96,)).astype(dtype)
-    fns = [lambda x, s, r: x / s, lambda x, s, r: x / r, lambda x, s, r: x / 1.7,
-           lambda x, s, r: fnp.exp(x) / fnp.sum(fnp.exp(x), axis=1, keepdims=True)]
-    jfns = [lambda x, s, r: x / s, lambda x, s, r: x / r, lambda x, s, r: x / 1.7,
-            lambda x, s, r: jnp.exp(x) / jnp.sum(jnp.exp(x), axis=1, keepdims=True)]
+    fns = [
+        lambda x, s, r: x / s,
+        lambda x, s, r: x / r,
+        lambda x, s, r: x / 1.7,
+        lambda x, s, r: fnp.exp(x) / fnp.sum(fnp.exp(x), axis=1, keepdims=True),
+    ]
+    jfns = [
+        lambda x, s, r: x / s,
+        lambda x, s, r: x / r,
+        lambda x, s, r: x / 1.7,
+        lambda x, s, r: jnp.exp(x) / jnp.sum(jnp.exp(x), axis=1, keepdims=True),
+    ]
     for i, (f, jf) in enumerate(zip(fns[:3], jfns[:3])):  # (conftest: JAX in x64 mode)
         got = np.asarray(functx.jit(f)(x, s, row))
         want = np.asarray(jax.jit(jf)(x, s, row))
@@ -62,4 +72,3 @@ def test_jit_divides_as_jax_jit_does(dtype):
     if dtype not in (np.float32, np.float64):  # (halves: the fused sum rounds differently)
         return
     np.testing.assert_array_equal(got, e * (np.asarray(1, dtype) / tot))
-

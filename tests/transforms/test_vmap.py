@@ -63,13 +63,28 @@ def _ew(nargs, shapes=((2, 3), (3,), ()), dtypes_=FLOATS, params=None, mix_scala
     """Elementwise cases: every operand of one shape, and (binary) one operand a scalar."""
     cases = []
     for s in shapes:
-        cases.append(Case(lambda rng, dt, s=s: [_vals(rng, s, dt) for _ in range(nargs)],
-                          params or {}, dtypes_))
+        cases.append(
+            Case(
+                lambda rng, dt, s=s: [_vals(rng, s, dt) for _ in range(nargs)],
+                params or {},
+                dtypes_,
+            )
+        )
         if nargs == 2 and mix_scalar and s:
-            cases.append(Case(lambda rng, dt, s=s: [_vals(rng, s, dt), _vals(rng, (), dt)],
-                              params or {}, dtypes_))
-            cases.append(Case(lambda rng, dt, s=s: [_vals(rng, (), dt), _vals(rng, s, dt)],
-                              params or {}, dtypes_))
+            cases.append(
+                Case(
+                    lambda rng, dt, s=s: [_vals(rng, s, dt), _vals(rng, (), dt)],
+                    params or {},
+                    dtypes_,
+                )
+            )
+            cases.append(
+                Case(
+                    lambda rng, dt, s=s: [_vals(rng, (), dt), _vals(rng, s, dt)],
+                    params or {},
+                    dtypes_,
+                )
+            )
     return cases
 
 
@@ -78,16 +93,43 @@ def _fn(f, dtypes_=FLOATS, params=None):
 
 
 CASES: dict[str, list[Case]] = {}
-for _n in ["floor", "ceil", "exp", "exp2", "log", "log1p", "expm1", "sqrt", "rsqrt", "cbrt", "sin",
-           "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
-           "logistic", "erf", "lgamma", "is_finite", "stop_gradient"]:
+for _n in [
+    "floor",
+    "ceil",
+    "exp",
+    "exp2",
+    "log",
+    "log1p",
+    "expm1",
+    "sqrt",
+    "rsqrt",
+    "cbrt",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "logistic",
+    "erf",
+    "lgamma",
+    "is_finite",
+    "stop_gradient",
+]:
     CASES[_n] = _ew(1)
 for _n in ["neg", "abs", "sign"]:
     CASES[_n] = _ew(1, dtypes_=(F32, I32))
 CASES["round"] = _ew(1, params={"rounding_method": 0}) + _ew(1, params={"rounding_method": 1})
 CASES["not"] = _ew(1, dtypes_=(BOOL, I32))
-CASES["integer_pow"] = _ew(1, params={"y": 3}) + _ew(1, params={"y": -2}) + \
-    _ew(1, dtypes_=(I32,), params={"y": 2})
+CASES["integer_pow"] = (
+    _ew(1, params={"y": 3}) + _ew(1, params={"y": -2}) + _ew(1, dtypes_=(I32,), params={"y": 2})
+)
 for _n in ["add", "sub", "mul", "div", "rem", "max", "min"]:
     CASES[_n] = _ew(2, dtypes_=(F32, F64, I32))
 for _n in ["pow", "atan2", "nextafter"]:
@@ -98,42 +140,72 @@ for _n in ["and", "or", "xor"]:
     CASES[_n] = _ew(2, dtypes_=(BOOL, I32))
 
 CASES["select_n"] = [
-    Case(lambda rng, dt: [_vals(rng, (2, 3), BOOL), _vals(rng, (2, 3), dt), _vals(rng, (2, 3), dt)],
-         dtypes=(F32, I32)),
+    Case(
+        lambda rng, dt: [_vals(rng, (2, 3), BOOL), _vals(rng, (2, 3), dt), _vals(rng, (2, 3), dt)],
+        dtypes=(F32, I32),
+    ),
     Case(lambda rng, dt: [_vals(rng, (), BOOL), _vals(rng, (3,), dt), _vals(rng, (3,), dt)]),
-    Case(lambda rng, dt: [_idx(rng, (4,), 0, 3), _vals(rng, (4,), dt), _vals(rng, (4,), dt),
-                          _vals(rng, (4,), dt)]),
+    Case(
+        lambda rng, dt: [
+            _idx(rng, (4,), 0, 3),
+            _vals(rng, (4,), dt),
+            _vals(rng, (4,), dt),
+            _vals(rng, (4,), dt),
+        ]
+    ),
     Case(lambda rng, dt: [_vals(rng, (), BOOL), _vals(rng, (), dt), _vals(rng, (), dt)]),
 ]
 CASES["convert_element_type"] = [
-    Case(lambda rng, dt: [_vals(rng, (2, 3), dt) * 3], {"new_dtype": np.dtype(I32),
-                                                        "weak_type": False}),
-    Case(lambda rng, dt: [_vals(rng, (3,), dt)], {"new_dtype": np.dtype(BOOL), "weak_type": False},
-         (F32, I32)),
-    Case(lambda rng, dt: [_vals(rng, (), dt)], {"new_dtype": np.dtype(F64), "weak_type": False},
-         (F32, I32)),
+    Case(
+        lambda rng, dt: [_vals(rng, (2, 3), dt) * 3],
+        {"new_dtype": np.dtype(I32), "weak_type": False},
+    ),
+    Case(
+        lambda rng, dt: [_vals(rng, (3,), dt)],
+        {"new_dtype": np.dtype(BOOL), "weak_type": False},
+        (F32, I32),
+    ),
+    Case(
+        lambda rng, dt: [_vals(rng, (), dt)],
+        {"new_dtype": np.dtype(F64), "weak_type": False},
+        (F32, I32),
+    ),
 ]
-CASES["iota"] = [Case(lambda rng, dt: [], {"dtype": np.dtype(I32), "shape": (2, 3),
-                                           "dimension": 1}, (I32,))]
+CASES["iota"] = [
+    Case(lambda rng, dt: [], {"dtype": np.dtype(I32), "shape": (2, 3), "dimension": 1}, (I32,))
+]
 
 for _n in ["reduce_sum", "reduce_prod", "reduce_max", "reduce_min"]:
-    CASES[_n] = [Case(lambda rng, dt: [_vals(rng, (2, 3, 4), dt)], {"axes": ax}, (F32, F64, I32))
-                 for ax in [(0,), (1, 2), (0, 1, 2), ()]]
+    CASES[_n] = [
+        Case(lambda rng, dt: [_vals(rng, (2, 3, 4), dt)], {"axes": ax}, (F32, F64, I32))
+        for ax in [(0,), (1, 2), (0, 1, 2), ()]
+    ]
 for _n in ["reduce_and", "reduce_or"]:
-    CASES[_n] = [Case(lambda rng, dt: [_vals(rng, (2, 3, 4), dt)], {"axes": ax}, (BOOL, I32))
-                 for ax in [(0,), (0, 2), ()]]
+    CASES[_n] = [
+        Case(lambda rng, dt: [_vals(rng, (2, 3, 4), dt)], {"axes": ax}, (BOOL, I32))
+        for ax in [(0,), (0, 2), ()]
+    ]
 for _n in ["argmax", "argmin"]:
-    CASES[_n] = [Case(lambda rng, dt: [_vals(rng, (2, 3, 4), dt)],
-                      {"axes": ax, "index_dtype": np.dtype(I32)}, (F32, I32))
-                 for ax in [(0,), (1,), (2,)]]
+    CASES[_n] = [
+        Case(
+            lambda rng, dt: [_vals(rng, (2, 3, 4), dt)],
+            {"axes": ax, "index_dtype": np.dtype(I32)},
+            (F32, I32),
+        )
+        for ax in [(0,), (1,), (2,)]
+    ]
 
 CASES["broadcast_in_dim"] = [
-    Case(lambda rng, dt: [_vals(rng, (3,), dt)],
-         {"shape": (2, 3, 4), "broadcast_dimensions": (1,)}),
-    Case(lambda rng, dt: [_vals(rng, (1, 3), dt)],
-         {"shape": (5, 3), "broadcast_dimensions": (0, 1)}),
-    Case(lambda rng, dt: [_vals(rng, (2, 3), dt)],
-         {"shape": (2, 4, 3), "broadcast_dimensions": (0, 2)}),
+    Case(
+        lambda rng, dt: [_vals(rng, (3,), dt)], {"shape": (2, 3, 4), "broadcast_dimensions": (1,)}
+    ),
+    Case(
+        lambda rng, dt: [_vals(rng, (1, 3), dt)], {"shape": (5, 3), "broadcast_dimensions": (0, 1)}
+    ),
+    Case(
+        lambda rng, dt: [_vals(rng, (2, 3), dt)],
+        {"shape": (2, 4, 3), "broadcast_dimensions": (0, 2)},
+    ),
     Case(lambda rng, dt: [_vals(rng, (), dt)], {"shape": (2, 3), "broadcast_dimensions": ()}),
 ]
 CASES["reshape"] = [
@@ -159,44 +231,82 @@ CASES["rev"] = [
     Case(lambda rng, dt: [_vals(rng, (3, 4), dt)], {"dimensions": (0, 1)}),
 ]
 CASES["slice"] = [
-    Case(lambda rng, dt: [_vals(rng, (5, 6), dt)],
-         {"start_indices": (1, 0), "limit_indices": (4, 6), "strides": (2, 1)}),
-    Case(lambda rng, dt: [_vals(rng, (5, 6), dt)],
-         {"start_indices": (0, 2), "limit_indices": (5, 3), "strides": None}),
+    Case(
+        lambda rng, dt: [_vals(rng, (5, 6), dt)],
+        {"start_indices": (1, 0), "limit_indices": (4, 6), "strides": (2, 1)},
+    ),
+    Case(
+        lambda rng, dt: [_vals(rng, (5, 6), dt)],
+        {"start_indices": (0, 2), "limit_indices": (5, 3), "strides": None},
+    ),
 ]
 CASES["concatenate"] = [
-    Case(lambda rng, dt: [_vals(rng, (2, 3), dt), _vals(rng, (1, 3), dt), _vals(rng, (4, 3), dt)],
-         {"dimension": 0}),
+    Case(
+        lambda rng, dt: [_vals(rng, (2, 3), dt), _vals(rng, (1, 3), dt), _vals(rng, (4, 3), dt)],
+        {"dimension": 0},
+    ),
     Case(lambda rng, dt: [_vals(rng, (2, 1), dt), _vals(rng, (2, 2), dt)], {"dimension": 1}),
 ]
 CASES["pad"] = [
-    Case(lambda rng, dt: [_vals(rng, (3, 4), dt), _vals(rng, (), dt)],
-         {"padding_config": ((1, 2, 0), (0, 1, 1))}, (F32, I32)),
-    Case(lambda rng, dt: [_vals(rng, (3, 4), dt), _vals(rng, (), dt)],
-         {"padding_config": ((-1, 1, 0), (2, -1, 1))}),
+    Case(
+        lambda rng, dt: [_vals(rng, (3, 4), dt), _vals(rng, (), dt)],
+        {"padding_config": ((1, 2, 0), (0, 1, 1))},
+        (F32, I32),
+    ),
+    Case(
+        lambda rng, dt: [_vals(rng, (3, 4), dt), _vals(rng, (), dt)],
+        {"padding_config": ((-1, 1, 0), (2, -1, 1))},
+    ),
 ]
 CASES["dynamic_slice"] = [
-    Case(lambda rng, dt: [_vals(rng, (5, 6), dt), _idx(rng, (), -2, 8), _idx(rng, (), -2, 8)],
-         {"slice_sizes": (2, 6)}, (F32, I32)),
-    Case(lambda rng, dt: [_vals(rng, (5, 6), dt), _idx(rng, (), -2, 8), _idx(rng, (), -2, 8)],
-         {"slice_sizes": (3, 4)}),
+    Case(
+        lambda rng, dt: [_vals(rng, (5, 6), dt), _idx(rng, (), -2, 8), _idx(rng, (), -2, 8)],
+        {"slice_sizes": (2, 6)},
+        (F32, I32),
+    ),
+    Case(
+        lambda rng, dt: [_vals(rng, (5, 6), dt), _idx(rng, (), -2, 8), _idx(rng, (), -2, 8)],
+        {"slice_sizes": (3, 4)},
+    ),
     Case(lambda rng, dt: [_vals(rng, (5,), dt), _idx(rng, (), -2, 8, I64)], {"slice_sizes": (5,)}),
 ]
 CASES["dynamic_update_slice"] = [
-    Case(lambda rng, dt: [_vals(rng, (5, 6), dt), _vals(rng, (2, 3), dt), _idx(rng, (), -2, 8),
-                          _idx(rng, (), -2, 8)], {}, (F32, I32)),
-    Case(lambda rng, dt: [_vals(rng, (5, 6), dt), _vals(rng, (5, 2), dt), _idx(rng, (), -2, 8),
-                          _idx(rng, (), -2, 8)]),
+    Case(
+        lambda rng, dt: [
+            _vals(rng, (5, 6), dt),
+            _vals(rng, (2, 3), dt),
+            _idx(rng, (), -2, 8),
+            _idx(rng, (), -2, 8),
+        ],
+        {},
+        (F32, I32),
+    ),
+    Case(
+        lambda rng, dt: [
+            _vals(rng, (5, 6), dt),
+            _vals(rng, (5, 2), dt),
+            _idx(rng, (), -2, 8),
+            _idx(rng, (), -2, 8),
+        ]
+    ),
     Case(lambda rng, dt: [_vals(rng, (3,), dt), _vals(rng, (3,), dt), _idx(rng, (), -2, 8)]),
 ]
 CASES["gather"] = [
-    Case(lambda rng, dt: [_vals(rng, (5, 4), dt), _idx(rng, (3, 1), -1, 7)],
-         {"axes": (0,), "mode": mode, "fill_value": None}, (F32, I32)) for mode in ("clip", "fill")
+    Case(
+        lambda rng, dt: [_vals(rng, (5, 4), dt), _idx(rng, (3, 1), -1, 7)],
+        {"axes": (0,), "mode": mode, "fill_value": None},
+        (F32, I32),
+    )
+    for mode in ("clip", "fill")
 ] + [
-    Case(lambda rng, dt: [_vals(rng, (5, 4, 3), dt), _idx(rng, (2, 2, 2), 0, 3)],
-         {"axes": (0, 2), "mode": "clip", "fill_value": None}),
-    Case(lambda rng, dt: [_vals(rng, (5, 4), dt), _idx(rng, (1,), 0, 4)],
-         {"axes": (1,), "mode": "fill", "fill_value": 0.5}),
+    Case(
+        lambda rng, dt: [_vals(rng, (5, 4, 3), dt), _idx(rng, (2, 2, 2), 0, 3)],
+        {"axes": (0, 2), "mode": "clip", "fill_value": None},
+    ),
+    Case(
+        lambda rng, dt: [_vals(rng, (5, 4), dt), _idx(rng, (1,), 0, 4)],
+        {"axes": (1,), "mode": "fill", "fill_value": 0.5},
+    ),
 ]
 
 
@@ -206,23 +316,43 @@ def _perm_idx(rng, n, k):
 
 for _n in ["scatter", "scatter_add", "scatter_mul", "scatter_min", "scatter_max"]:
     CASES[_n] = [
-        Case(lambda rng, dt: [_vals(rng, (5, 4), dt), _perm_idx(rng, 5, 3), _vals(rng, (3, 4), dt)],
-             {"axes": (0,), "mode": "drop"}, (F32, I32)),
-        Case(lambda rng, dt: [_vals(rng, (4, 5), dt), _perm_idx(rng, 5, 2), _vals(rng, (2, 4), dt)],
-             {"axes": (1,), "mode": "clip"}),
-        Case(lambda rng, dt: [_vals(rng, (3, 4), dt),
-                              np.stack([_idx(rng, (2,), -1, 4), _idx(rng, (2,), 0, 5)], -1),
-                              _vals(rng, (2,), dt)], {"axes": (0, 1), "mode": "drop"}),
+        Case(
+            lambda rng, dt: [_vals(rng, (5, 4), dt), _perm_idx(rng, 5, 3), _vals(rng, (3, 4), dt)],
+            {"axes": (0,), "mode": "drop"},
+            (F32, I32),
+        ),
+        Case(
+            lambda rng, dt: [_vals(rng, (4, 5), dt), _perm_idx(rng, 5, 2), _vals(rng, (2, 4), dt)],
+            {"axes": (1,), "mode": "clip"},
+        ),
+        Case(
+            lambda rng, dt: [
+                _vals(rng, (3, 4), dt),
+                np.stack([_idx(rng, (2,), -1, 4), _idx(rng, (2,), 0, 5)], -1),
+                _vals(rng, (2,), dt),
+            ],
+            {"axes": (0, 1), "mode": "drop"},
+        ),
     ]
     if _n != "scatter":  # duplicate indices (scatter's winner among duplicates is unspecified)
-        CASES[_n].append(Case(lambda rng, dt: [_vals(rng, (5,), dt), _idx(rng, (4, 1), 0, 5),
-                                               _vals(rng, (4,), dt)],
-                              {"axes": (0,), "mode": "drop"}))
+        CASES[_n].append(
+            Case(
+                lambda rng, dt: [
+                    _vals(rng, (5,), dt),
+                    _idx(rng, (4, 1), 0, 5),
+                    _vals(rng, (4,), dt),
+                ],
+                {"axes": (0,), "mode": "drop"},
+            )
+        )
 
 
 def _dg(ls, rs, dn):
-    return Case(lambda rng, dt: [_vals(rng, ls, dt), _vals(rng, rs, dt)],
-                {"dimension_numbers": dn, "preferred_element_type": None}, (F32, F64, I32))
+    return Case(
+        lambda rng, dt: [_vals(rng, ls, dt), _vals(rng, rs, dt)],
+        {"dimension_numbers": dn, "preferred_element_type": None},
+        (F32, F64, I32),
+    )
 
 
 CASES["dot_general"] = [
@@ -236,8 +366,16 @@ CASES["dot_general"] = [
 
 # Higher-order primitives (with sub-Jaxprs or user callbacks) are tested through their public API
 # below (test_vmap_higher_order, test_vmap_custom_*), not from the table.
-HIGHER_ORDER = {"cond", "scan", "while", "associative_scan", "reduce", "custom_jvp_call",
-                "custom_vjp_call", "custom_lin"}
+HIGHER_ORDER = {
+    "cond",
+    "scan",
+    "while",
+    "associative_scan",
+    "reduce",
+    "custom_jvp_call",
+    "custom_vjp_call",
+    "custom_lin",
+}
 
 
 def test_every_primitive_has_a_batching_rule_and_a_test_case():
@@ -272,12 +410,20 @@ def test_batching_rule_matches_loop(name, data):
     size = data.draw(st.integers(1, 3), label="batch")
     rng = np.random.default_rng(data.draw(st.integers(0, 2**16), label="seed"))
     examples = [case.make(rng, dt) for _ in range(size)]
-    in_axes = tuple(data.draw(st.one_of(st.none(), st.integers(-np.ndim(a) - 1, np.ndim(a))),
-                              label=f"in_axes[{i}]") for i, a in enumerate(examples[0]))
-    batched_args = [examples[0][i] if ax is None else np.stack([ex[i] for ex in examples], ax)
-                    for i, ax in enumerate(in_axes)]
-    per_example = [[ex[i] if ax is not None else examples[0][i] for i, ax in enumerate(in_axes)]
-                   for ex in examples]
+    in_axes = tuple(
+        data.draw(
+            st.one_of(st.none(), st.integers(-np.ndim(a) - 1, np.ndim(a))), label=f"in_axes[{i}]"
+        )
+        for i, a in enumerate(examples[0])
+    )
+    batched_args = [
+        examples[0][i] if ax is None else np.stack([ex[i] for ex in examples], ax)
+        for i, ax in enumerate(in_axes)
+    ]
+    per_example = [
+        [ex[i] if ax is not None else examples[0][i] for i, ax in enumerate(in_axes)]
+        for ex in examples
+    ]
     with np.errstate(all="ignore"):
         want = [np.asarray(prim.bind(*a, **case.params)) for a in per_example]
         out_axis = data.draw(st.integers(-want[0].ndim - 1, want[0].ndim), label="out_axes")
@@ -312,56 +458,113 @@ JAX_CASES = {
     "exp_div_axis1": (lambda m, x, y: m.np.exp(x) / y, [_a(3, 4), _a(4, 3)], (1, 0)),
     "where": (lambda m, x, y: m.np.where(x > 0, x, y * 2), [_a(5, 3), _a(3)], (0, None)),
     "clip_abs": (lambda m, x: m.np.clip(m.np.abs(x), 0.2, 1.0), [_a(4, 3)], 0),
-    "sum_mean_keepdims": (lambda m, x: m.np.sum(x, axis=0) + m.np.mean(x, axis=-1, keepdims=True),
-                          [_a(4, 3, 3)], 1),
-    "max_min_prod": (lambda m, x: m.np.max(x, axis=1) - m.np.min(x) * m.np.prod(x, axis=0),
-                     [_a(3, 3, 4)], -1),
+    "sum_mean_keepdims": (
+        lambda m, x: m.np.sum(x, axis=0) + m.np.mean(x, axis=-1, keepdims=True),
+        [_a(4, 3, 3)],
+        1,
+    ),
+    "max_min_prod": (
+        lambda m, x: m.np.max(x, axis=1) - m.np.min(x) * m.np.prod(x, axis=0),
+        [_a(3, 3, 4)],
+        -1,
+    ),
     "var_std": (lambda m, x: m.np.var(x, axis=0) + m.np.std(x), [_a(5, 3, 4)], 2),
-    "argmax_argmin": (lambda m, x: m.np.argmax(x, axis=-1) + m.np.argmin(x, axis=0),
-                      [_a(4, 3, 3)], 0),
-    "cumsum_cumprod": (lambda m, x: m.np.cumsum(x, axis=0) + m.np.cumprod(x, axis=1),
-                       [_a(3, 4, 2)], 2),
+    "argmax_argmin": (
+        lambda m, x: m.np.argmax(x, axis=-1) + m.np.argmin(x, axis=0),
+        [_a(4, 3, 3)],
+        0,
+    ),
+    "cumsum_cumprod": (
+        lambda m, x: m.np.cumsum(x, axis=0) + m.np.cumprod(x, axis=1),
+        [_a(3, 4, 2)],
+        2,
+    ),
     "matmul_shared_weight": (lambda m, x, w: m.np.tanh(x @ w), [_a(6, 3), _a(3, 2)], (0, None)),
     "matmul_both": (lambda m, x, w: x @ w, [_a(6, 2, 3), _a(3, 6, 4)], (0, 1)),
     "matmul_weight_mapped": (lambda m, x, w: x @ w, [_a(2, 3), _a(3, 5, 4)], (None, 1)),
     "einsum": (lambda m, a, b: m.np.einsum("ij,jk->ki", a, b), [_a(4, 2, 3), _a(3, 5)], (0, None)),
-    "einsum_both": (lambda m, a, b: m.np.einsum("ij,jk->ik", a, b), [_a(4, 2, 3), _a(3, 4, 5)],
-                    (0, 1)),
+    "einsum_both": (
+        lambda m, a, b: m.np.einsum("ij,jk->ik", a, b),
+        [_a(4, 2, 3), _a(3, 4, 5)],
+        (0, 1),
+    ),
     "dot_vdot": (lambda m, a, b: m.np.dot(a, b) + m.np.vdot(a, a), [_a(5, 3), _a(3)], (0, None)),
-    "outer_tensordot": (lambda m, a, b: m.np.outer(a, b) + m.np.tensordot(a, b, 0),
-                        [_a(4, 3), _a(4, 3)], 0),
-    "take": (lambda m, x, i: m.np.take(x, i, axis=0), [_a(5, 4), _idx(_r, (3, 2), 0, 5)],
-             (None, 0)),
-    "take_both": (lambda m, x, i: m.np.take(x, i, axis=1), [_a(3, 4, 5), _idx(_r, (3, 2), -5, 5)],
-                  (0, 0)),
+    "outer_tensordot": (
+        lambda m, a, b: m.np.outer(a, b) + m.np.tensordot(a, b, 0),
+        [_a(4, 3), _a(4, 3)],
+        0,
+    ),
+    "take": (
+        lambda m, x, i: m.np.take(x, i, axis=0),
+        [_a(5, 4), _idx(_r, (3, 2), 0, 5)],
+        (None, 0),
+    ),
+    "take_both": (
+        lambda m, x, i: m.np.take(x, i, axis=1),
+        [_a(3, 4, 5), _idx(_r, (3, 2), -5, 5)],
+        (0, 0),
+    ),
     "index_traced_scalar": (lambda m, x, i: x[i], [_a(4, 6), _idx(_r, (4,), -6, 6)], (0, 0)),
-    "index_array": (lambda m, x, i: m.np.asarray(x)[:, i] * 2,
-                    [_a(4, 6), _idx(_r, (3, 2), 0, 4)], (None, 0)),
-    "take_along_axis": (lambda m, x, i: m.np.take_along_axis(x, i, axis=0),
-                        [_a(3, 4, 2), _idx(_r, (3, 4, 2), 0, 4)], (0, 0)),
+    "index_array": (
+        lambda m, x, i: m.np.asarray(x)[:, i] * 2,
+        [_a(4, 6), _idx(_r, (3, 2), 0, 4)],
+        (None, 0),
+    ),
+    "take_along_axis": (
+        lambda m, x, i: m.np.take_along_axis(x, i, axis=0),
+        [_a(3, 4, 2), _idx(_r, (3, 4, 2), 0, 4)],
+        (0, 0),
+    ),
     "at_set": (lambda m, x, i, v: x.at[i].set(v), [_a(4, 5), _idx(_r, (4,), 0, 5), _a(4)], 0),
-    "at_add_array": (lambda m, x, i, v: x.at[i].add(v),
-                     [_a(3, 5), _idx(_r, (3, 2), 0, 5), _a(3, 2)], (0, 0, 0)),
-    "at_add_shared_x": (lambda m, x, i, v: m.np.asarray(x).at[i].add(v),
-                        [_a(5), _idx(_r, (3,), 0, 5), _a(3)], (None, 0, 0)),
-    "dynamic_slice": (lambda m, x, i: m.lax.dynamic_slice(x, (i, i * 0 + 1), (2, 3)),
-                      [_a(4, 5, 6), _idx(_r, (4,), 0, 6)], 0),
-    "dynamic_update_slice": (lambda m, x, u, i: m.lax.dynamic_update_slice(x, u, (i, i * 0)),
-                             [_a(5, 4), _a(3, 2, 4), _idx(_r, (3,), 0, 6)], (None, 0, 0)),
+    "at_add_array": (
+        lambda m, x, i, v: x.at[i].add(v),
+        [_a(3, 5), _idx(_r, (3, 2), 0, 5), _a(3, 2)],
+        (0, 0, 0),
+    ),
+    "at_add_shared_x": (
+        lambda m, x, i, v: m.np.asarray(x).at[i].add(v),
+        [_a(5), _idx(_r, (3,), 0, 5), _a(3)],
+        (None, 0, 0),
+    ),
+    "dynamic_slice": (
+        lambda m, x, i: m.lax.dynamic_slice(x, (i, i * 0 + 1), (2, 3)),
+        [_a(4, 5, 6), _idx(_r, (4,), 0, 6)],
+        0,
+    ),
+    "dynamic_update_slice": (
+        lambda m, x, u, i: m.lax.dynamic_update_slice(x, u, (i, i * 0)),
+        [_a(5, 4), _a(3, 2, 4), _idx(_r, (3,), 0, 6)],
+        (None, 0, 0),
+    ),
     "softmax": (lambda m, x: m.nn.softmax(x), [_a(4, 3, 5)], 1),
-    "log_softmax_logsumexp": (lambda m, x: m.nn.log_softmax(x) + m.nn.logsumexp(x, axis=0),
-                              [_a(4, 3, 5)], 0),
+    "log_softmax_logsumexp": (
+        lambda m, x: m.nn.log_softmax(x) + m.nn.logsumexp(x, axis=0),
+        [_a(4, 3, 5)],
+        0,
+    ),
     "gelu_relu": (lambda m, x: m.nn.gelu(x) + m.nn.relu(x), [_a(4, 3)], 0),
-    "concatenate_stack": (lambda m, x, y: m.np.concatenate([x, y], axis=0)
-                          + m.np.stack([x, y])[0, 0], [_a(3, 2, 4), _a(2, 4)], (0, None)),
-    "pad_roll_flip": (lambda m, x: m.np.roll(m.np.flip(m.np.pad(x, ((1, 2), (0, 1)))), 2, axis=1),
-                      [_a(3, 4, 2)], 0),
+    "concatenate_stack": (
+        lambda m, x, y: m.np.concatenate([x, y], axis=0) + m.np.stack([x, y])[0, 0],
+        [_a(3, 2, 4), _a(2, 4)],
+        (0, None),
+    ),
+    "pad_roll_flip": (
+        lambda m, x: m.np.roll(m.np.flip(m.np.pad(x, ((1, 2), (0, 1)))), 2, axis=1),
+        [_a(3, 4, 2)],
+        0,
+    ),
     "reshape_transpose": (lambda m, x: m.np.reshape(x.T, (-1,)) + m.np.ravel(x), [_a(3, 2, 4)], 1),
     "squeeze_expand": (lambda m, x: m.np.expand_dims(m.np.squeeze(x, 1), 0), [_a(3, 4, 1, 2)], 1),
-    "tril_triu_diag": (lambda m, x: m.np.tril(x) + m.np.triu(x, 1) + m.np.diag(m.np.diagonal(x)),
-                       [_a(3, 4, 4)], 0),
-    "astype_bool": (lambda m, x: m.np.logical_and(x > 0, x < 1).astype(m.np.float32) + 1,
-                    [_a(4, 3)], 0),
+    "tril_triu_diag": (
+        lambda m, x: m.np.tril(x) + m.np.triu(x, 1) + m.np.diag(m.np.diagonal(x)),
+        [_a(3, 4, 4)],
+        0,
+    ),
+    "astype_bool": (
+        lambda m, x: m.np.logical_and(x > 0, x < 1).astype(m.np.float32) + 1,
+        [_a(4, 3)],
+        0,
+    ),
     "broadcast_to": (lambda m, x: m.np.broadcast_to(x, (2, 3)) * m.np.ones((2, 1)), [_a(4, 3)], 0),
     "linalg_norm": (lambda m, x: m.np.linalg.norm(x, axis=-1), [_a(4, 3, 2)], 0),
 }
@@ -405,8 +608,12 @@ def test_nested_vmap_three_deep_matches_loops():
 
     g = vmap(vmap(vmap(f, (None, None, 0)), (None, 0, None)), (0, None, None))
     got = g(a, b, c)
-    want = np.array([[[np.sum(np.sin(a[i]) * c[k]) + b[j] for k in range(5)] for j in range(4)]
-                     for i in range(2)])
+    want = np.array(
+        [
+            [[np.sum(np.sin(a[i]) * c[k]) + b[j] for k in range(5)] for j in range(4)]
+            for i in range(2)
+        ]
+    )
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)
     assert got.shape == (2, 4, 5)
 
@@ -421,8 +628,9 @@ def test_closure_over_array_stays_unbatched():
     W = fnp.asarray(np.arange(6.0).reshape(3, 2))
     f = vmap(lambda x: x @ W + fnp.sum(fnp.cos(W)))
     xs = np.ones((5, 3))
-    np.testing.assert_allclose(np.asarray(f(xs)), xs @ np.arange(6.0).reshape(3, 2)
-                               + np.cos(np.arange(6.0)).sum())
+    np.testing.assert_allclose(
+        np.asarray(f(xs)), xs @ np.arange(6.0).reshape(3, 2) + np.cos(np.arange(6.0)).sum()
+    )
     jaxpr = functx.make_jaxpr(f)(xs)
     cos = [e for e in jaxpr.eqns if e.prim.name == "cos"]
     # cos(W) is computed once, not per example
@@ -457,8 +665,9 @@ def test_kwargs_are_mapped_over_axis_0():
         return x * scale
 
     x, s = np.arange(3.0), np.arange(3.0) + 1
-    np.testing.assert_allclose(np.asarray(vmap(f, in_axes=None)(x, scale=s)),
-                               x[None, :] * s[:, None])
+    np.testing.assert_allclose(
+        np.asarray(vmap(f, in_axes=None)(x, scale=s)), x[None, :] * s[:, None]
+    )
 
 
 def test_axis_size_without_mapped_inputs_broadcasts():
@@ -530,13 +739,15 @@ def test_both_batched_dot_general_gets_a_batch_dimension():
 
 def test_batch_axis_is_not_moved_needlessly():
     jaxpr = functx.make_jaxpr(vmap(lambda x: fnp.sum(fnp.exp(x), axis=0), in_axes=1, out_axes=0))(
-        np.ones((3, 5, 4)))
+        np.ones((3, 5, 4))
+    )
     assert [e.prim.name for e in jaxpr.eqns] == ["exp", "reduce_sum"], str(jaxpr)
 
 
 def test_scalar_operand_stays_scalar():
     jaxpr = functx.make_jaxpr(vmap(lambda x, c: x * c, in_axes=(0, None)))(
-        np.ones((5, 3), np.float32), np.float32(2))
+        np.ones((5, 3), np.float32), np.float32(2)
+    )
     assert [e.prim.name for e in jaxpr.eqns] == ["mul"]
 
 
@@ -666,8 +877,9 @@ def test_shape_error_inside_vmap_names_line():
 # --- Compositions with autodiff (enabled once functx.grad and friends exist) -------------------
 def _needs(*names):
     missing = [n for n in names if not hasattr(functx, n)]
-    return pytest.mark.skipif(bool(missing),
-                              reason=f"functx.{', '.join(missing)} not yet available")
+    return pytest.mark.skipif(
+        bool(missing), reason=f"functx.{', '.join(missing)} not yet available"
+    )
 
 
 def _loss(m, w, x):
@@ -764,12 +976,15 @@ def test_vmap_of_jacrev_per_example_jacobians():
 # --- Higher-order primitives: control flow and custom derivatives --------------------------------
 def _has_rule(name):
     p = P.registry.get(name)
-    return pytest.mark.skipif(p is None or p not in batching_rules,
-                              reason=f"no vmap batching rule for {name} yet")
+    return pytest.mark.skipif(
+        p is None or p not in batching_rules, reason=f"no vmap batching rule for {name} yet"
+    )
 
 
 _i = _idx(np.random.default_rng(2), (4,), 0, 3)
 _n = _idx(np.random.default_rng(3), (4,), 0, 5)
+
+
 def _max_and_index(m):  # a variadic reduction that is no monoid of its own
     def combine(a, b):
         take_b = (b[0] > a[0]) | ((b[0] == a[0]) & (b[1] < a[1]))
@@ -780,34 +995,90 @@ def _max_and_index(m):  # a variadic reduction that is no monoid of its own
 
 # name: (primitive, f(ns, *args), args, in_axes)
 HIGHER_ORDER_CASES = {
-    "reduce_variadic": ("reduce", lambda m, x: m.lax.reduce(
-        (x, m.lax.broadcasted_iota(np.int32, x.shape, 1)), (np.float64(-np.inf), np.int32(0)),
-        _max_and_index(m), (1,)), [_a(4, 3, 5)], 1),
-    "cond_batched_pred": ("cond", lambda m, x, p: m.lax.cond(
-        p > 0, lambda x: m.np.sin(x), lambda x: m.np.cos(x) * 2, x), [_a(4, 3), _a(4)], 0),
-    "cond_shared_pred": ("cond", lambda m, x, p: m.lax.cond(
-        p > 0, lambda x: m.np.sin(x), lambda x: x * 2, x), [_a(4, 3), _a()], (0, None)),
-    "cond_closure": ("cond", lambda m, x, w: m.lax.cond(
-        m.np.sum(x) > 0, lambda: x * w, lambda: x - w), [_a(4, 3), _a(3, 4)], (0, 1)),
-    "switch": ("cond", lambda m, x, i: m.lax.switch(
-        i, [lambda x: x, lambda x: m.np.exp(x), lambda x: -x], x), [_a(4, 3), _i], 0),
-    "scan_batched_xs": ("scan", lambda m, c, xs: m.lax.scan(
-        lambda c, x: (c * 0.5 + x, m.np.sin(c)), c, xs), [_a(3), _a(4, 5, 3)], (None, 0)),
-    "scan_batched_init": ("scan", lambda m, c, xs: m.lax.scan(
-        lambda c, x: (c * x, c + x), c, xs), [_a(4, 3), _a(5, 3)], (0, None)),
-    "fori_loop": ("scan", lambda m, x: m.lax.fori_loop(0, 3, lambda i, v: v * v - 0.5, x),
-                  [_a(4, 3)], 1),
-    "map": ("scan", lambda m, x: m.lax.map(lambda r: m.np.sum(r ** 2), x), [_a(4, 5, 3)], 0),
-    "while_batched_cond": ("while", lambda m, x, n: m.lax.while_loop(
-        lambda s: s[0] < n, lambda s: (s[0] + 1, s[1] * 1.5 + 1), (0, x))[1],
-        [_a(4, 3), _n], 0),
-    "while_shared_cond": ("while", lambda m, x: m.lax.while_loop(
-        lambda s: s[0] < 3, lambda s: (s[0] + 1, m.np.sin(s[1])), (0, x))[1], [_a(4, 3)], 0),
-    "associative_scan": ("associative_scan", lambda m, x: m.lax.associative_scan(m.np.add, x),
-                         [_a(3, 5)], 1),
-    "associative_scan_pair": ("associative_scan", lambda m, a, b: m.lax.associative_scan(
-        lambda p, q: (p[0] * q[0], q[0] * p[1] + q[1]), (a, b), axis=1), [_a(4, 2, 5), _a(4, 2, 5)],
-        0),
+    "reduce_variadic": (
+        "reduce",
+        lambda m, x: m.lax.reduce(
+            (x, m.lax.broadcasted_iota(np.int32, x.shape, 1)),
+            (np.float64(-np.inf), np.int32(0)),
+            _max_and_index(m),
+            (1,),
+        ),
+        [_a(4, 3, 5)],
+        1,
+    ),
+    "cond_batched_pred": (
+        "cond",
+        lambda m, x, p: m.lax.cond(p > 0, lambda x: m.np.sin(x), lambda x: m.np.cos(x) * 2, x),
+        [_a(4, 3), _a(4)],
+        0,
+    ),
+    "cond_shared_pred": (
+        "cond",
+        lambda m, x, p: m.lax.cond(p > 0, lambda x: m.np.sin(x), lambda x: x * 2, x),
+        [_a(4, 3), _a()],
+        (0, None),
+    ),
+    "cond_closure": (
+        "cond",
+        lambda m, x, w: m.lax.cond(m.np.sum(x) > 0, lambda: x * w, lambda: x - w),
+        [_a(4, 3), _a(3, 4)],
+        (0, 1),
+    ),
+    "switch": (
+        "cond",
+        lambda m, x, i: m.lax.switch(i, [lambda x: x, lambda x: m.np.exp(x), lambda x: -x], x),
+        [_a(4, 3), _i],
+        0,
+    ),
+    "scan_batched_xs": (
+        "scan",
+        lambda m, c, xs: m.lax.scan(lambda c, x: (c * 0.5 + x, m.np.sin(c)), c, xs),
+        [_a(3), _a(4, 5, 3)],
+        (None, 0),
+    ),
+    "scan_batched_init": (
+        "scan",
+        lambda m, c, xs: m.lax.scan(lambda c, x: (c * x, c + x), c, xs),
+        [_a(4, 3), _a(5, 3)],
+        (0, None),
+    ),
+    "fori_loop": (
+        "scan",
+        lambda m, x: m.lax.fori_loop(0, 3, lambda i, v: v * v - 0.5, x),
+        [_a(4, 3)],
+        1,
+    ),
+    "map": ("scan", lambda m, x: m.lax.map(lambda r: m.np.sum(r**2), x), [_a(4, 5, 3)], 0),
+    "while_batched_cond": (
+        "while",
+        lambda m, x, n: m.lax.while_loop(
+            lambda s: s[0] < n, lambda s: (s[0] + 1, s[1] * 1.5 + 1), (0, x)
+        )[1],
+        [_a(4, 3), _n],
+        0,
+    ),
+    "while_shared_cond": (
+        "while",
+        lambda m, x: m.lax.while_loop(
+            lambda s: s[0] < 3, lambda s: (s[0] + 1, m.np.sin(s[1])), (0, x)
+        )[1],
+        [_a(4, 3)],
+        0,
+    ),
+    "associative_scan": (
+        "associative_scan",
+        lambda m, x: m.lax.associative_scan(m.np.add, x),
+        [_a(3, 5)],
+        1,
+    ),
+    "associative_scan_pair": (
+        "associative_scan",
+        lambda m, a, b: m.lax.associative_scan(
+            lambda p, q: (p[0] * q[0], q[0] * p[1] + q[1]), (a, b), axis=1
+        ),
+        [_a(4, 2, 5), _a(4, 2, 5)],
+        0,
+    ),
 }
 
 
@@ -874,10 +1145,14 @@ def test_vmap_custom_jvp():
     js, _ = _custom_fns(jnp, jax.custom_jvp, jax.custom_vjp)
     xs = _a(4, 3)
     _tree_close(vmap(fs)(xs), jax.vmap(js)(xs))
-    _tree_close(functx.grad(lambda x: fnp.sum(vmap(fs)(x)))(xs),
-                jax.grad(lambda x: jnp.sum(jax.vmap(js)(x)))(xs))
-    _tree_close(vmap(functx.grad(lambda x: fnp.sum(fs(x))))(xs),
-                jax.vmap(jax.grad(lambda x: jnp.sum(js(x))))(xs))
+    _tree_close(
+        functx.grad(lambda x: fnp.sum(vmap(fs)(x)))(xs),
+        jax.grad(lambda x: jnp.sum(jax.vmap(js)(x)))(xs),
+    )
+    _tree_close(
+        vmap(functx.grad(lambda x: fnp.sum(fs(x))))(xs),
+        jax.vmap(jax.grad(lambda x: jnp.sum(js(x))))(xs),
+    )
     _tree_close(functx.jvp(vmap(fs), (xs,), (xs,)), jax.jvp(jax.vmap(js), (xs,), (xs,)))
     _tree_close(functx.jacfwd(vmap(fs))(xs), jax.jacfwd(jax.vmap(js))(xs))
 
@@ -888,9 +1163,14 @@ def test_vmap_custom_vjp():
     _, jc = _custom_fns(jnp, jax.custom_jvp, jax.custom_vjp)
     xs, w = _a(4, 3), _a(3)
     _tree_close(vmap(fc, (0, None))(xs, w), jax.vmap(jc, (0, None))(xs, w))
-    _tree_close(functx.grad(lambda x, w: fnp.sum(vmap(fc, (0, None))(x, w)), (0, 1))(xs, w),
-                jax.grad(lambda x, w: jnp.sum(jax.vmap(jc, (0, None))(x, w)), (0, 1))(xs, w))
-    _tree_close(vmap(functx.grad(lambda x, w: fnp.sum(fc(x, w)), (0, 1)), (0, None))(xs, w),
-                jax.vmap(jax.grad(lambda x, w: jnp.sum(jc(x, w)), (0, 1)), (0, None))(xs, w))
-    _tree_close(functx.jacrev(vmap(lambda x: fc(x, w)))(xs),
-                jax.jacrev(jax.vmap(lambda x: jc(x, w)))(xs))
+    _tree_close(
+        functx.grad(lambda x, w: fnp.sum(vmap(fc, (0, None))(x, w)), (0, 1))(xs, w),
+        jax.grad(lambda x, w: jnp.sum(jax.vmap(jc, (0, None))(x, w)), (0, 1))(xs, w),
+    )
+    _tree_close(
+        vmap(functx.grad(lambda x, w: fnp.sum(fc(x, w)), (0, 1)), (0, None))(xs, w),
+        jax.vmap(jax.grad(lambda x, w: jnp.sum(jc(x, w)), (0, 1)), (0, None))(xs, w),
+    )
+    _tree_close(
+        functx.jacrev(vmap(lambda x: fc(x, w)))(xs), jax.jacrev(jax.vmap(lambda x: jc(x, w)))(xs)
+    )
