@@ -12,8 +12,7 @@ import numpy as np
 
 import functx
 import functx.numpy as fnp
-from functx import lax
-from functx import primitives as P
+from functx import lax, primitives as P
 
 
 def per_call_us(fn, number=20000, repeat=5):

@@ -21,8 +21,7 @@ import numpy as np
 
 import functx
 import functx.numpy as fnp
-from functx import lax as flax
-from functx import nn as fnn
+from functx import lax as flax, nn as fnn
 
 
 def median_time(fn, reps, warmup=2):

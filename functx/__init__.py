@@ -4,9 +4,15 @@ Write a pure numerical function with ``functx.numpy``; functx traces it into a p
 (``make_jaxpr``), transforms it, and runs it.
 """
 
-from functx import custom_batching as _custom_batching  # noqa: F401  (registers vmap rules)
-from functx import dtypes, errors, lax, nn, tree_util
-from functx import numpy as numpy  # noqa: PLC0414
+from functx import (
+    custom_batching as _custom_batching,  # noqa: F401  (registers vmap rules)
+    dtypes,
+    errors,
+    lax,
+    nn,
+    numpy as numpy,  # noqa: PLC0414
+    tree_util,
+)
 from functx.array import Array
 from functx.core import ClosedJaxpr, Jaxpr, ShapedArray, typecheck_jaxpr
 from functx.custom_derivatives import custom_jvp, custom_vjp

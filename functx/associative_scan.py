@@ -21,15 +21,13 @@ import functools
 
 import numpy as np
 
-from functx import lax
-from functx import primitives as P
+from functx import ops, primitives as P
 from functx.array import Array
 from functx.core import ClosedJaxpr, Jaxpr, Primitive, ShapedArray, same_type
 from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError, where
 from functx.interpreter import eval_jaxpr
 from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
-from functx.transforms import jvp as J
-from functx.transforms import transpose as T
+from functx.transforms import jvp as J, transpose as T
 
 associative_scan_p = Primitive("associative_scan", multiple_results=True, group="scan")
 P.registry["associative_scan"] = associative_scan_p
@@ -86,7 +84,7 @@ def _combine_fun(combine, nc):
 
 
 def _slice(x, start, stop, step, axis):
-    return lax.slice_in_dim(x, start, stop, step, axis)
+    return ops.slice_in_dim(x, start, stop, step, axis)
 
 
 def ladder(combine: ClosedJaxpr, consts, xs, axis):
@@ -106,7 +104,7 @@ def ladder(combine: ClosedJaxpr, consts, xs, axis):
             [_slice(x, 2, n, 2, axis) for x in xs],
             axis,
         )
-        even = [lax.concatenate([_slice(x, 0, 1, 1, axis), r], axis) for x, r in zip(xs, rest)]
+        even = [ops.concatenate([_slice(x, 0, 1, 1, axis), r], axis) for x, r in zip(xs, rest)]
     else:
         even = [_slice(x, 0, 1, 1, axis) for x in xs]
     return [_interleave(e, o, axis) for e, o in zip(even, odd)]
@@ -118,13 +116,13 @@ def _interleave(even, odd, axis):
     if no < ne:
         cfg = [(0, 0, 0)] * oa.ndim
         cfg[axis] = (0, ne - no, 0)
-        odd = lax.pad(odd, lax.full((), 0, oa.dtype), cfg)
-    e = lax.expand_dims(even, (axis + 1,))
-    o = lax.expand_dims(odd, (axis + 1,))
-    both = lax.concatenate([e, o], axis + 1)
+        odd = ops.pad(odd, ops.full((), 0, oa.dtype), cfg)
+    e = ops.expand_dims(even, (axis + 1,))
+    o = ops.expand_dims(odd, (axis + 1,))
+    both = ops.concatenate([e, o], axis + 1)
     shape = list(ea.shape)
     shape[axis] = 2 * ne
-    flat = lax.reshape(both, tuple(shape))
+    flat = ops.reshape(both, tuple(shape))
     return _slice(flat, 0, ne + no, 1, axis)
 
 
@@ -244,7 +242,7 @@ def _associative_scan(fn, elems, reverse, axis, affine):
     j = closed.jaxpr
     combine = ClosedJaxpr(Jaxpr([], j.constvars + j.invars, j.eqns, j.outvars), [])
     leaves = [
-        lax.convert_element_type(x, a.dtype) if get_aval(x).weak_type else x
+        ops.convert_element_type(x, a.dtype) if get_aval(x).weak_type else x
         for x, a in zip(leaves, avals)
     ]
     outs = associative_scan_p.bind(
@@ -302,15 +300,15 @@ def _affine_combine(k, pattern):
             acc = None
             for l in range(k):
                 if (m, l) in idx and (l, n) in idx:
-                    t = lax.mul(a2[idx[(m, l)]], a1[idx[(l, n)]])
-                    acc = t if acc is None else lax.add(acc, t)
-            prod.append(acc if acc is not None else lax.full_like(a1[0], 0))
+                    t = ops.mul(a2[idx[(m, l)]], a1[idx[(l, n)]])
+                    acc = t if acc is None else ops.add(acc, t)
+            prod.append(acc if acc is not None else ops.full_like(a1[0], 0))
         b = []
         for m in range(k):
             acc = b2[m]
             for l in range(k):
                 if (m, l) in idx:
-                    acc = lax.add(acc, lax.mul(a2[idx[(m, l)]], b1[l]))
+                    acc = ops.add(acc, ops.mul(a2[idx[(m, l)]], b1[l]))
             b.append(acc)
         return prod, b
 
@@ -330,7 +328,7 @@ def _coefficient_pattern(combine, num_consts, elem_avals, lanes):
         for col in lanes:
             ts = [J.Zero(J.tangent_aval(c)) for c in const_avals]
             ts += [
-                lax.full_like(a[m], 1) if m == col else J.Zero(J.tangent_aval(elem_avals[m]))
+                ops.full_like(a[m], 1) if m == col else J.Zero(J.tangent_aval(elem_avals[m]))
                 for m in range(k)
             ]
             ts += [J.Zero(J.tangent_aval(e)) for e in elem_avals]
@@ -356,7 +354,7 @@ def _lanewise_jvp(primals, tangents, combine, num_consts, axis, reverse, ys):
     n = x_avals[0].shape[axis]
     out = [J.Zero(J.tangent_aval(a)) for a in x_avals]
     dxs = [
-        lax.full(x_avals[m].shape, 0, x_avals[m].dtype)
+        ops.full(x_avals[m].shape, 0, x_avals[m].dtype)
         if isinstance(t, J.Zero)
         else J.instantiate(t)
         for m, t in ((m, tangents[num_consts + m]) for m in lanes)
@@ -384,7 +382,7 @@ def _lanewise_jvp(primals, tangents, combine, num_consts, axis, reverse, ys):
         entries = {}
         for j, col in enumerate(lanes):
             ts = list(zeros)
-            ts[len(cs) + col] = lax.full_like(yp[col], 1)
+            ts[len(cs) + col] = ops.full_like(yp[col], 1)
             _, touts = J.jvp_eval(combine.jaxpr, [], args, ts)
             for i, m in enumerate(lanes):
                 if not isinstance(touts[m], J.Zero):
@@ -393,10 +391,10 @@ def _lanewise_jvp(primals, tangents, combine, num_consts, axis, reverse, ys):
         for m, t in zip(lanes, dxc):
             ts[len(cs) + len(yp) + m] = t
         _, b = J.jvp_eval(combine.jaxpr, [], args, ts)
-        zero = lax.full_like(yp[lanes[0]], 0)
+        zero = ops.full_like(yp[lanes[0]], 0)
         a_list = [entries.get(e, zero) for e in closed_pat]
         b_list = [
-            J.instantiate(b[m]) if not isinstance(b[m], J.Zero) else lax.full_like(yp[m], 0)
+            J.instantiate(b[m]) if not isinstance(b[m], J.Zero) else ops.full_like(yp[m], 0)
             for m in lanes
         ]
         return a_list, b_list
@@ -407,13 +405,13 @@ def _lanewise_jvp(primals, tangents, combine, num_consts, axis, reverse, ys):
         consts, prev, cur, dcur
     )
     first = [_slice(t, n - 1, n, 1, axis) if reverse else _slice(t, 0, 1, 1, axis) for t in dxs]
-    zero_a = [lax.full_like(_slice(dxs[0], 0, 1, 1, axis), 0) for _ in closed_pat]
+    zero_a = [ops.full_like(_slice(dxs[0], 0, 1, 1, axis), 0) for _ in closed_pat]
     if reverse:
-        a_all = [lax.concatenate([a, z], axis) for a, z in zip(a_mid, zero_a)]
-        b_all = [lax.concatenate([b, f], axis) for b, f in zip(b_mid, first)]
+        a_all = [ops.concatenate([a, z], axis) for a, z in zip(a_mid, zero_a)]
+        b_all = [ops.concatenate([b, f], axis) for b, f in zip(b_mid, first)]
     else:
-        a_all = [lax.concatenate([z, a], axis) for a, z in zip(a_mid, zero_a)]
-        b_all = [lax.concatenate([f, b], axis) for b, f in zip(b_mid, first)]
+        a_all = [ops.concatenate([z, a], axis) for a, z in zip(a_mid, zero_a)]
+        b_all = [ops.concatenate([f, b], axis) for b, f in zip(b_mid, first)]
     _, h = _associative_scan(
         _affine_combine(k, closed_pat), (a_all, b_all), reverse, axis, (k, closed_pat)
     )
@@ -427,10 +425,10 @@ def _ladder_jaxpr(combine, num_consts, axis, reverse, avals):
     def fun(*args):
         consts, xs = list(args[:num_consts]), list(args[num_consts:])
         if reverse:
-            xs = [lax.rev(x, (axis,)) for x in xs]
+            xs = [ops.rev(x, (axis,)) for x in xs]
         out = ladder(combine, consts, xs, axis)
         if reverse:
-            out = [lax.rev(o, (axis,)) for o in out]
+            out = [ops.rev(o, (axis,)) for o in out]
         return out, None
 
     closed, _ = trace_flat(fun, list(avals))
@@ -491,17 +489,17 @@ def _transpose_rule(cts, *args, combine, num_consts, axis, reverse, affine):
         local = {m: i for i, m in enumerate(lanes)}
         t_pattern = tuple(sorted((local[nn], local[m]) for (m, nn) in pattern if m in local))
         a_t = [a_ent[idx[(lanes[m], lanes[nn])]] for (nn, m) in t_pattern]
-        zero = [lax.full_like(_slice(a, 0, 1, 1, axis), 0) for a in a_t]
+        zero = [ops.full_like(_slice(a, 0, 1, 1, axis), 0) for a in a_t]
         if reverse:  # forward: h_i = A_i h_{i+1} + b_i; transpose runs i = 0..n-1 with A_{j-1}^T
             shifted = [
-                lax.concatenate([z, _slice(a, 0, n - 1, 1, axis)], axis) for a, z in zip(a_t, zero)
+                ops.concatenate([z, _slice(a, 0, n - 1, 1, axis)], axis) for a, z in zip(a_t, zero)
             ]
         else:
             shifted = [
-                lax.concatenate([_slice(a, 1, n, 1, axis), z], axis) for a, z in zip(a_t, zero)
+                ops.concatenate([_slice(a, 1, n, 1, axis), z], axis) for a, z in zip(a_t, zero)
             ]
         cts_g = [
-            lax.full(b_avals[m].shape, 0, b_avals[m].dtype)
+            ops.full(b_avals[m].shape, 0, b_avals[m].dtype)
             if isinstance(ct_h[m], J.Zero)
             else ct_h[m]
             for m in lanes
@@ -554,18 +552,18 @@ def _cum(fn_name, combine):
 
 
 def _logaddexp(a, b):
-    amax = lax.max(a, b)
-    delta = lax.sub(a, b)
-    nan = lax.ne(delta, delta)
-    safe = lax.select(nan, lax.full_like(delta, 0), delta)
-    out = lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(safe)))))
-    return lax.select(nan, lax.add(a, b), out)
+    amax = ops.max(a, b)
+    delta = ops.sub(a, b)
+    nan = ops.ne(delta, delta)
+    safe = ops.select(nan, ops.full_like(delta, 0), delta)
+    out = ops.add(amax, ops.log1p(ops.exp(ops.neg(ops.abs(safe)))))
+    return ops.select(nan, ops.add(a, b), out)
 
 
-cumsum = _cum("cumsum", lax.add)
-cumprod = _cum("cumprod", lax.mul)
-cummax = _cum("cummax", lax.max)
-cummin = _cum("cummin", lax.min)
+cumsum = _cum("cumsum", ops.add)
+cumprod = _cum("cumprod", ops.mul)
+cummax = _cum("cummax", ops.max)
+cummin = _cum("cummin", ops.min)
 cumlogsumexp = _cum("cumlogsumexp", _logaddexp)
 
 __all__ = [
@@ -613,3 +611,40 @@ def _register_batching():
 
 
 _register_batching()
+
+
+# --- reduce_prod's derivative (it needs cumprod) ------------------------------------------------
+def _exclusive_cumprod(x, axis, reverse):
+    """prod of the elements strictly before each position (after, when reverse)."""
+    n = get_aval(x).shape[axis]
+    nd = get_aval(x).ndim
+    c = cumprod(x, axis, reverse)
+    cfg = [(0, 0, 0)] * nd
+    cfg[axis] = (0, 1, 0) if reverse else (1, 0, 0)
+    padded = ops.pad(c, J._const(x, 1), cfg)
+    start = [0] * nd
+    start[axis] = 1 if reverse else 0
+    limit = list(get_aval(padded).shape)
+    limit[axis] = start[axis] + n
+    return ops.slice(padded, start, limit)
+
+
+def _reduce_prod_jvp(primals, tangents, *, axes):
+    (x,), (t,) = primals, tangents
+    ans = P.reduce_prod_p.bind(x, axes=axes)
+    xa = get_aval(x)
+    kept = [i for i in range(xa.ndim) if i not in axes]
+    perm = kept + list(axes)
+    n_red = int(np.prod([xa.shape[i] for i in axes], dtype=np.int64))
+    flat_shape = tuple(xa.shape[i] for i in kept) + (n_red,)
+    xf = ops.reshape(ops.transpose(x, perm), flat_shape)
+    tf = ops.reshape(ops.transpose(t, perm), flat_shape)
+    if n_red == 0:
+        return ans, J.Zero(J.tangent_aval(get_aval(ans)))
+    last = len(flat_shape) - 1
+    # d prod / d x_j = prod_{k != j} x_k = (prod before j) * (prod after j): exact with zeros.
+    others = ops.mul(_exclusive_cumprod(xf, last, False), _exclusive_cumprod(xf, last, True))
+    return ans, ops.reduce_sum(ops.mul(tf, others), (last,))
+
+
+J.jvp_rules[P.reduce_prod_p] = _reduce_prod_jvp

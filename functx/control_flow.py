@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from functx import dtypes, lax
-from functx import primitives as P
+from functx import dtypes, ops, primitives as P
 from functx.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Primitive, ShapedArray, Var, same_type
 from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError, where
 from functx.interpreter import eval_jaxpr
 from functx.tracing import Tracer, get_aval, trace_flat, tree_flatten, tree_unflatten
-from functx.transforms import jvp as J
-from functx.transforms import passes
-from functx.transforms import transpose as T
+from functx.transforms import jvp as J, passes, transpose as T
 from functx.transforms.partial_eval import partial_eval_jaxpr, partial_eval_rules
 
 
@@ -65,7 +62,7 @@ def _promote_weak(leaves, in_avals, out_avals):
     for i, (a, o) in enumerate(zip(in_avals, out_avals)):
         if a.weak_type and a.shape == o.shape and a.dtype != o.dtype:
             dt = dtypes.result_type((a.dtype, True), (o.dtype, o.weak_type))[0]
-            leaves[i] = lax.convert_element_type(leaves[i], dt)
+            leaves[i] = ops.convert_element_type(leaves[i], dt)
             in_avals[i] = get_aval(leaves[i])
             changed = True
     return leaves, in_avals, changed
@@ -83,7 +80,7 @@ def _np(outs, args=()):
 
 
 def _zeros(aval):
-    return lax.full(aval.shape, 0, aval.dtype)
+    return ops.full(aval.shape, 0, aval.dtype)
 
 
 def _jvp_closed(closed: ClosedJaxpr, nonzeros, instantiate):
@@ -155,14 +152,18 @@ def _share_consts(hoisted):
 cond_p = _prim("cond")
 
 
-def _cond_eval(index, *ops, branches):
+def _cond_eval(index, *operands, branches):
     if index.shape != () or index.dtype not in dtypes.INTEGERS:
         raise FunctxTypeError(
             f"cond: the branch index must be an integer scalar, got {index.str_short()}"
         )
     for b in branches:
-        if len(b.in_avals) != len(ops) or not all(same_type(a, o) for a, o in zip(b.in_avals, ops)):
-            raise FunctxTypeError(f"cond: branch takes {_types(b.in_avals)}, given {_types(ops)}")
+        if len(b.in_avals) != len(operands) or not all(
+            same_type(a, o) for a, o in zip(b.in_avals, operands)
+        ):
+            raise FunctxTypeError(
+                f"cond: branch takes {_types(b.in_avals)}, given {_types(operands)}"
+            )
     outs = branches[0].out_avals
     return [
         a.update(weak_type=all(b.out_avals[i].weak_type for b in branches))
@@ -170,9 +171,9 @@ def _cond_eval(index, *ops, branches):
     ]
 
 
-def _cond_impl(index, *ops, branches):
+def _cond_impl(index, *operands, branches):
     i = int(np.clip(int(index), 0, len(branches) - 1))
-    return _np(eval_jaxpr(branches[i].jaxpr, [], *ops), ops)
+    return _np(eval_jaxpr(branches[i].jaxpr, [], *operands), operands)
 
 
 cond_p.abstract_eval = _cond_eval
@@ -242,8 +243,8 @@ def cond(pred, true_fun, false_fun, *operands):
         raise FunctxTypeError(
             f"cond predicate must be a boolean or number, got {a.str_short()}{where()}"
         )
-    index = lax.convert_element_type(
-        lax.ne(pred, lax.full((), 0, a.dtype)) if a.dtype != dtypes.bool_ else pred, dtypes.int32
+    index = ops.convert_element_type(
+        ops.ne(pred, ops.full((), 0, a.dtype)) if a.dtype != dtypes.bool_ else pred, dtypes.int32
     )
     branches, consts, leaves, out_tree = _common_branches(
         "cond", (false_fun, true_fun), operands, ("false_fun", "true_fun")
@@ -273,8 +274,8 @@ def switch(index, branches, *operands):
             f"switch: branches must be callables; branch {bad[0]} is "
             f"{type(branches[bad[0]]).__name__}{where()}"
         )
-    idx = lax.convert_element_type(index, dtypes.int32)
-    idx = lax.clamp(0, idx, len(branches) - 1)
+    idx = ops.convert_element_type(index, dtypes.int32)
+    idx = ops.clamp(0, idx, len(branches) - 1)
     bs, consts, leaves, out_tree = _common_branches(
         "switch", branches, operands, [f"branch {i}" for i in range(len(branches))]
     )
@@ -283,7 +284,7 @@ def switch(index, branches, *operands):
 
 
 def _cond_jvp(primals, tangents, *, branches):
-    index, ops = primals[0], primals[1:]
+    index, operands = primals[0], primals[1:]
     nz = [not isinstance(t, J.Zero) for t in tangents[1:]]
     out_diff = [J.is_differentiable(a) for a in branches[0].out_avals]
     hoisted = []
@@ -292,7 +293,7 @@ def _cond_jvp(primals, tangents, *, branches):
         hoisted.append((j, consts))
     wrapped, all_consts = _share_consts(hoisted)
     ts = [t for t, z in zip(tangents[1:], nz) if z]
-    res = cond_p.bind(index, *all_consts, *ops, *ts, branches=tuple(wrapped))
+    res = cond_p.bind(index, *all_consts, *operands, *ts, branches=tuple(wrapped))
     n = len(out_diff)
     outs, t_it = res[:n], iter(res[n:])
     touts = [
@@ -374,11 +375,11 @@ def _cond_partial_eval(eqn, unknowns):
 partial_eval_rules[cond_p] = _cond_partial_eval
 
 
-def _cond_transpose(cts, index, *ops, branches):
+def _cond_transpose(cts, index, *operands, branches):
     if T.is_undefined(index):
         raise UnsupportedError(f"cond is not linear in its branch index{where()}")
-    lin = [T.is_undefined(x) for x in ops]
-    res = [x for x in ops if not T.is_undefined(x)]
+    lin = [T.is_undefined(x) for x in operands]
+    res = [x for x in operands if not T.is_undefined(x)]
     out_avals = branches[0].out_avals
     cts = [_zeros(a) if isinstance(c, J.Zero) else c for c, a in zip(cts, out_avals)]
     wrapped, all_consts = _share_consts([_transpose_closed(b, lin, out_avals) for b in branches])
@@ -734,7 +735,7 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, u
         cts_in = T.backward_pass(jaxpr.jaxpr, [], full, ck + cy)
         cts_in = [J.instantiate(ct) if lv else None for ct, lv in zip(cts_in, lin_mask)]
         cc, kk, xx = _split3(cts_in, num_consts, num_carry)
-        new_acc = [lax.add(a, ct) for a, ct in zip(acc, [ct for ct in cc if ct is not None])]
+        new_acc = [ops.add(a, ct) for a, ct in zip(acc, [ct for ct in cc if ct is not None])]
         return new_acc + kk + [ct for ct in xx if ct is not None], None
 
     closed_t, _ = trace_flat(
@@ -818,22 +819,22 @@ def fori_loop(lower, upper, body_fun, init_val, unroll=1):
 
         def body(carry, _):
             i, v = carry
-            return (lax.add(i, lax.full((), 1, dt)), _checked(body_fun(i, v), v)), None
+            return (ops.add(i, ops.full((), 1, dt)), _checked(body_fun(i, v), v)), None
 
-        (_, out), _ = scan(body, (lax.full((), lo, dt), init_val), None, length=max(hi - lo, 0))
+        (_, out), _ = scan(body, (ops.full((), lo, dt), init_val), None, length=max(hi - lo, 0))
         return out
 
     def cond_fn(c):
-        return lax.lt(c[0], c[1])
+        return ops.lt(c[0], c[1])
 
     def body_fn(c):
         i, u, v = c
-        return lax.add(i, lax.full((), 1, get_aval(i).dtype)), u, _checked(body_fun(i, v), v)
+        return ops.add(i, ops.full((), 1, get_aval(i).dtype)), u, _checked(body_fun(i, v), v)
 
     lo_a, hi_a = get_aval(lower), get_aval(upper)
     dt = dtypes.result_type((lo_a.dtype, lo_a.weak_type), (hi_a.dtype, hi_a.weak_type))[0]
-    lo = lax.convert_element_type(lower, dt)
-    hi = lax.convert_element_type(upper, dt)
+    lo = ops.convert_element_type(lower, dt)
+    hi = ops.convert_element_type(upper, dt)
     return while_loop(cond_fn, body_fn, (lo, hi, init_val))[2]
 
 
@@ -1056,7 +1057,7 @@ def _batch_closed(closed, in_dims, size, force_out_dims=None):
 
 def _cond_batch(args, dims, *, branches):
     size = V.axis_size_of(args, dims)
-    index, ops = args[0], args[1:]
+    index, operands = args[0], args[1:]
     idims, odims = dims[0], list(dims[1:])
     n_out = len(branches[0].out_avals)
     if idims is None:
@@ -1070,21 +1071,21 @@ def _cond_batch(args, dims, *, branches):
             j, consts, _ = _batch_closed(b, odims, size, force)
             hoisted.append((j, consts))
         wrapped, all_consts = _share_consts(hoisted)
-        outs = cond_p.bind(index, *all_consts, *ops, branches=wrapped)
+        outs = cond_p.bind(index, *all_consts, *operands, branches=wrapped)
         return outs, force
     # A batched index: run every branch and select per example.
     results = []
     for b in branches:
         j, consts, _ = _batch_closed(b, odims, size, [0] * n_out)
-        results.append(eval_jaxpr(j.jaxpr, [], *consts, *ops))
+        results.append(eval_jaxpr(j.jaxpr, [], *consts, *operands))
     idx = V.bdim_at_front(index, idims, size)
-    idx = lax.clamp(0, idx, len(branches) - 1)
+    idx = ops.clamp(0, idx, len(branches) - 1)
     outs = []
     for k in range(n_out):
         shape = get_aval(results[0][k]).shape
-        which = lax.broadcast_in_dim(idx, shape, (0,))
+        which = ops.broadcast_in_dim(idx, shape, (0,))
         outs.append(
-            lax.select_n(which, *[r[k] for r in results]) if len(branches) > 1 else results[0][k]
+            ops.select_n(which, *[r[k] for r in results]) if len(branches) > 1 else results[0][k]
         )
     return outs, [0] * n_out
 
@@ -1161,7 +1162,7 @@ def _while_batch(args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
 
     def any_cond(*a):
         p = eval_jaxpr(cj.jaxpr, [], *a)[0]
-        return [lax.reduce_or(p, (0,))], None
+        return [ops.reduce_or(p, (0,))], None
 
     def masked_body(*a):
         ccs, bcs, carry = a[:n_cc], a[n_cc : n_cc + n_bc], a[n_cc + n_bc :]
@@ -1169,8 +1170,8 @@ def _while_batch(args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
         new = eval_jaxpr(bj.jaxpr, [], *bcs, *carry)
         out = []
         for old, nv in zip(carry, new):
-            which = lax.broadcast_in_dim(p, get_aval(nv).shape, (0,))
-            out.append(lax.select(which, nv, old))
+            which = ops.broadcast_in_dim(p, get_aval(nv).shape, (0,))
+            out.append(ops.select(which, nv, old))
         return out, None
 
     c_avals = [get_aval(v) for v in list(cconsts) + list(cc)]

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from functx import lax
+from functx import ops
 from functx.core import ClosedJaxpr, Jaxpr
 from functx.custom_derivatives import custom_jvp_call_p, custom_lin_p, custom_vjp_call_p
 from functx.transforms import vmap as V
@@ -60,7 +60,7 @@ def _custom_vjp_batch(args, dims, *, call_jaxpr, fwd, bwd, num_consts, name):
             list(res), list(cts)
         )
         return [
-            V.moveaxis(c, 0, d) if d is not None else lax.reduce_sum(c, (0,))
+            V.moveaxis(c, 0, d) if d is not None else ops.reduce_sum(c, (0,))
             for c, d in zip(cts_x, xdims)
         ]
 

@@ -15,15 +15,13 @@ import inspect
 
 import numpy as np
 
-from functx import dtypes, lax
-from functx import primitives as P
+from functx import dtypes, ops, primitives as P
 from functx.array import is_python_scalar
 from functx.core import ClosedJaxpr, Jaxpr, Primitive
 from functx.errors import FunctxTypeError, UnsupportedError, where
 from functx.interpreter import eval_jaxpr
 from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
-from functx.transforms import jvp as J
-from functx.transforms import transpose as T
+from functx.transforms import jvp as J, transpose as T
 
 
 def _fun_name(f):
@@ -225,7 +223,7 @@ class custom_jvp:
                             f"{want.dtype} for the primal output {a.str_short()}, got "
                             f"{ta.str_short()}{where()}"
                         )
-                    t = lax.convert_element_type(t, want.dtype)  # a weakly typed scalar
+                    t = ops.convert_element_type(t, want.dtype)  # a weakly typed scalar
                 fixed.append(t)
             return o_leaves, fixed
 

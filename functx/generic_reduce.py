@@ -14,8 +14,7 @@ import operator
 
 import numpy as np
 
-from functx import dtypes, lax
-from functx import primitives as P
+from functx import dtypes, ops, primitives as P
 from functx.core import ClosedJaxpr, Jaxpr, Primitive, ShapedArray, same_type
 from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError, where
 from functx.interpreter import eval_jaxpr
@@ -28,24 +27,26 @@ P.registry["reduce"] = reduce_p
 
 def _abstract_eval(*args, computation, dimensions):
     n = len(args) // 2
-    ops, inits = args[:n], args[n:]
-    for o in ops[1:]:
-        if o.shape != ops[0].shape:
+    operands, inits = args[:n], args[n:]
+    for o in operands[1:]:
+        if o.shape != operands[0].shape:
             raise FunctxTypeError(
                 "reduce: operands must have equal shapes, got "
-                + ", ".join(o.str_short() for o in ops)
+                + ", ".join(o.str_short() for o in operands)
             )
-    for o, i in zip(ops, inits):
+    for o, i in zip(operands, inits):
         if i.shape != () or i.dtype != o.dtype:
             raise FunctxTypeError(
                 f"reduce: init value {i.str_short()} must be a scalar of the "
                 f"operand's dtype {o.str_short()}"
             )
     for d in dimensions:
-        if not 0 <= d < ops[0].ndim:
-            raise FunctxTypeError(f"reduce: dimension {d} is out of range for {ops[0].str_short()}")
-    shape = tuple(s for i, s in enumerate(ops[0].shape) if i not in dimensions)
-    return [ShapedArray(shape, o.dtype) for o in ops]
+        if not 0 <= d < operands[0].ndim:
+            raise FunctxTypeError(
+                f"reduce: dimension {d} is out of range for {operands[0].str_short()}"
+            )
+    shape = tuple(s for i, s in enumerate(operands[0].shape) if i not in dimensions)
+    return [ShapedArray(shape, o.dtype) for o in operands]
 
 
 reduce_p.abstract_eval = _abstract_eval
@@ -67,11 +68,11 @@ def _apply(computation, a, b):
 
 def _impl(*args, computation, dimensions):
     n = len(args) // 2
-    ops, inits = [np.asarray(a) for a in args[:n]], [np.asarray(a) for a in args[n:]]
-    keep = [i for i in range(ops[0].ndim) if i not in dimensions]
-    rest = tuple(ops[0].shape[i] for i in keep)
-    m = int(np.prod([ops[0].shape[i] for i in dimensions], dtype=np.int64))
-    xs = [np.transpose(o, keep + list(dimensions)).reshape(rest + (m,)) for o in ops]
+    operands, inits = [np.asarray(a) for a in args[:n]], [np.asarray(a) for a in args[n:]]
+    keep = [i for i in range(operands[0].ndim) if i not in dimensions]
+    rest = tuple(operands[0].shape[i] for i in keep)
+    m = int(np.prod([operands[0].shape[i] for i in dimensions], dtype=np.int64))
+    xs = [np.transpose(o, keep + list(dimensions)).reshape(rest + (m,)) for o in operands]
     acc = [np.broadcast_to(i, rest).copy() for i in inits]
     while xs[0].shape[-1] > 1:
         k = xs[0].shape[-1]
@@ -84,7 +85,7 @@ def _impl(*args, computation, dimensions):
         xs = comb
     if xs[0].shape[-1] == 1:
         acc = _apply(computation, acc, [x[..., 0] for x in xs])
-    return [np.asarray(a).astype(o.dtype) for a, o in zip(acc, ops)]
+    return [np.asarray(a).astype(o.dtype) for a, o in zip(acc, operands)]
 
 
 reduce_p.impl = _impl
@@ -188,7 +189,7 @@ def reduce(operands, init_values, computation, dimensions):  # noqa: A001
     comp = ClosedJaxpr(Jaxpr([], j.constvars + j.invars, j.eqns, j.outvars), [])
     if closed.consts:
         raise FunctxTypeError(f"reduce: the computation must not close over arrays{where()}")
-    inits = [lax.convert_element_type(i, a.dtype) for i, a in zip(flat_init, avals)]
+    inits = [ops.convert_element_type(i, a.dtype) for i, a in zip(flat_init, avals)]
     outs = reduce_p.bind(*flat_ops, *inits, computation=comp, dimensions=dims)
     return tree_unflatten(tree, outs)
 
@@ -209,12 +210,12 @@ def _batch(args, dims, *, computation, dimensions):
 
     n = len(args) // 2
     size = V.axis_size_of(args, dims)
-    ops = [V.bdim_at_front(a, d, size) for a, d in zip(args[:n], dims[:n])]
+    operands = [V.bdim_at_front(a, d, size) for a, d in zip(args[:n], dims[:n])]
     inits = args[n:]
     if any(d is not None for d in dims[n:]):
         raise UnsupportedError(f"vmap of reduce with batched init values{where()}")
     new_dims = tuple(d + 1 for d in dimensions)
-    outs = reduce_p.bind(*ops, *inits, computation=computation, dimensions=new_dims)
+    outs = reduce_p.bind(*operands, *inits, computation=computation, dimensions=new_dims)
     return outs, [0] * n
 
 

@@ -1,714 +1,231 @@
-"""``functx.lax``: the primitive-level API with JAX's names.
+"""``functx.lax``: the primitive-level API with JAX's names (a re-export surface).
 
-lax functions do not broadcast or promote (functx.numpy does); Python scalars take the dtype of the
-array operand, as in JAX.
+lax functions do not broadcast or promote (``functx.numpy`` does); Python scalars take the dtype of
+the array operand, as in JAX. The op builders live in ``functx.ops`` and the higher-order
+primitives beside their rules; this file only names what is public, each name once.
 """
 
-from __future__ import annotations
-
-import builtins
-import enum
-import math
-import operator
-
-import numpy as np
-
-from functx import dtypes
-from functx import primitives as P
-from functx.array import Array, is_python_scalar
-from functx.core import ShapedArray
-from functx.errors import (
-    FunctxError,
-    FunctxIndexError,
-    FunctxOverflowError,
-    FunctxTypeError,
-    FunctxValueError,
+# ruff: noqa: A004
+from functx.associative_scan import (
+    associative_scan as associative_scan,
+    cumlogsumexp as cumlogsumexp,
+    cummax as cummax,
+    cummin as cummin,
+    cumprod as cumprod,
+    cumsum as cumsum,
 )
-from functx.errors import where as _loc
-from functx.tracing import Tracer, get_aval, tree_flatten, tree_unflatten
-
-
-def _aval(x) -> ShapedArray:
-    return get_aval(x)
-
-
-# --- argument checks (JAX rejects these; reading them as something else gives wrong answers) ----
-def _int(op, what, v):
-    """``v`` as a Python int: ints, NumPy integers and integer scalar arrays; a float (even 2.0),
-    a bool-free non-integer or a sequence is a FunctxTypeError naming ``op`` and ``what``."""
-    if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
-        return int(v)
-    if isinstance(v, (float, np.floating, complex, str, bytes, bool, np.bool_)) or v is None:
-        raise FunctxTypeError(
-            f"{op}: {what} must be an integer, got {v!r} of type {type(v).__name__}{_loc()}"
-        )
-    try:
-        return operator.index(v)
-    except TypeError as e:
-        if isinstance(e, FunctxError):  # a ConcretizationError for a traced value
-            raise
-        raise FunctxTypeError(
-            f"{op}: {what} must be an integer, got {v!r} of type {type(v).__name__}{_loc()}"
-        ) from None
-
-
-def _ints(op, what, vs):
-    """A tuple of Python ints from a sequence (see ``_int``)."""
-    if (
-        isinstance(vs, (int, np.integer, float, np.floating, str, bytes))
-        or vs is None
-        or not hasattr(vs, "__iter__")
-    ):
-        raise FunctxTypeError(f"{op}: {what} must be a sequence of integers, got {vs!r}{_loc()}")
-    try:
-        items = list(vs)
-    except TypeError:
-        raise FunctxTypeError(
-            f"{op}: {what} must be a sequence of integers, got {vs!r:.60}{_loc()}"
-        ) from None
-    return tuple(_int(op, what, v) for v in items)
-
-
-def _sizes(op, what, vs):
-    """A shape: non-negative ints."""
-    out = _ints(op, what, vs)
-    if any(d < 0 for d in out):
-        raise FunctxTypeError(f"{op}: {what} must be non-negative, got {out}{_loc()}")
-    if math.prod(d for d in out if d) >= 2**58:  # (NumPy refuses these even with a 0 size)
-        raise FunctxOverflowError(f"{op}: {what} {out} has too many elements{_loc()}")
-    return out
-
-
-def _axis(op, axis, ndim, err=FunctxValueError, what="axis"):
-    """``axis`` in ``[-ndim, ndim)`` made non-negative; out of range raises ``err``."""
-    a = _int(op, what, axis)
-    if not -ndim <= a < ndim:
-        raise err(f"{op}: {what} {a} is out of bounds for an array of rank {ndim}{_loc()}")
-    return a % ndim
-
-
-def _bool(op, what, v):
-    if not isinstance(v, (bool, np.bool_)):
-        raise FunctxTypeError(
-            f"{op}: {what} must be a bool, got {v!r} of type {type(v).__name__}{_loc()}"
-        )
-    return bool(v)
-
-
-def _is_array(x):
-    return isinstance(x, (Array, Tracer))
-
-
-def _scalar_like(x, like):
-    """A Python scalar operand of a lax op takes the other operand's dtype (weakly)."""
-    aval = _aval(like)
-    if aval.weak_type and aval.dtype in (dtypes.default_float, dtypes.default_int):
-        return float(x) if aval.dtype == dtypes.default_float else int(x)
-    return Array.from_value(_py_scalar_as(x, aval.dtype))
-
-
-def _py_scalar_as(x, dtype):
-    """``np.asarray(x, dtype)`` for a Python scalar; an int out of the dtype's range is a
-    FunctxOverflowError (JAX: OverflowError), not a wrapped-around value."""
-    try:
-        with np.errstate(over="ignore"):  # a float beyond the dtype's range is inf, as in JAX
-            return np.asarray(x, dtype)
-    except OverflowError:
-        raise FunctxOverflowError(
-            f"Python int {x} is too large to convert to {np.dtype(dtype)}{_loc()}"
-        ) from None
-    except (TypeError, ValueError) as e:  # NaN or inf to an integer dtype, ...
-        raise FunctxTypeError(
-            f"cannot convert the Python scalar {x!r} to {np.dtype(dtype)}: {e}{_loc()}"
-        ) from None
-
-
-def _binary_operands(x, y):
-    if is_python_scalar(x) and not is_python_scalar(y):
-        x = _scalar_like(x, y)
-    elif is_python_scalar(y) and not is_python_scalar(x):
-        y = _scalar_like(y, x)
-    return x, y
-
-
-# --- elementwise ---------------------------------------------------------------------------------
-def _unary(prim):
-    def fn(x):
-        return prim.bind(x)
-
-    fn.__name__ = prim.name
-    fn.__doc__ = f"Elementwise ``{prim.name}`` (the primitive)."
-    return fn
-
-
-neg = _unary(P.neg_p)
-abs = _unary(P.abs_p)  # noqa: A001
-sign = _unary(P.sign_p)
-floor = _unary(P.floor_p)
-ceil = _unary(P.ceil_p)
-exp = _unary(P.exp_p)
-exp2 = _unary(P.exp2_p)
-log = _unary(P.log_p)
-log1p = _unary(P.log1p_p)
-expm1 = _unary(P.expm1_p)
-sqrt = _unary(P.sqrt_p)
-rsqrt = _unary(P.rsqrt_p)
-cbrt = _unary(P.cbrt_p)
-sin = _unary(P.sin_p)
-cos = _unary(P.cos_p)
-tan = _unary(P.tan_p)
-asin = _unary(P.asin_p)
-acos = _unary(P.acos_p)
-atan = _unary(P.atan_p)
-sinh = _unary(P.sinh_p)
-cosh = _unary(P.cosh_p)
-tanh = _unary(P.tanh_p)
-asinh = _unary(P.asinh_p)
-acosh = _unary(P.acosh_p)
-atanh = _unary(P.atanh_p)
-logistic = _unary(P.logistic_p)
-erf = _unary(P.erf_p)
-lgamma = _unary(P.lgamma_p)
-is_finite = _unary(P.is_finite_p)
-bitwise_not = _unary(P.not_p)
-
-
-class RoundingMethod:
-    AWAY_FROM_ZERO = 0
-    TO_NEAREST_EVEN = 1
-
-
-def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):  # noqa: A001
-    """Round to an integral value: ``rounding_method`` 0 (AWAY_FROM_ZERO) or 1
-    (TO_NEAREST_EVEN)."""
-    if (
-        not isinstance(rounding_method, (int, np.integer))
-        or isinstance(rounding_method, (bool, np.bool_))
-        or rounding_method not in (0, 1)
-    ):
-        raise FunctxValueError(
-            f"round: {rounding_method!r} is not a valid RoundingMethod; use "
-            f"RoundingMethod.AWAY_FROM_ZERO (0) or TO_NEAREST_EVEN (1)"
-            f"{_loc()}"
-        )
-    return P.round_p.bind(x, rounding_method=int(rounding_method))
-
-
-def integer_pow(x, y: int):
-    """``x ** y`` for an integer ``y`` (a float that is a whole number is accepted, as in JAX)."""
-    if isinstance(y, (float, np.floating)) and float(y).is_integer():
-        y = int(y)
-    return P.integer_pow_p.bind(x, y=_int("integer_pow", "the exponent y", y))
-
-
-def square(x):
-    return integer_pow(x, 2)
-
-
-def reciprocal(x):
-    return integer_pow(x, -1)
-
-
-def _binary(prim):
-    def fn(x, y):
-        x, y = _binary_operands(x, y)
-        return prim.bind(x, y)
-
-    fn.__name__ = prim.name
-    fn.__doc__ = f"Elementwise ``{prim.name}`` (the primitive; equal shapes or a scalar operand)."
-    return fn
-
-
-add = _binary(P.add_p)
-sub = _binary(P.sub_p)
-mul = _binary(P.mul_p)
-div = _binary(P.div_p)
-rem = _binary(P.rem_p)
-pow = _binary(P.pow_p)  # noqa: A001
-max = _binary(P.max_p)  # noqa: A001
-min = _binary(P.min_p)  # noqa: A001
-atan2 = _binary(P.atan2_p)
-nextafter = _binary(P.nextafter_p)
-eq = _binary(P.eq_p)
-ne = _binary(P.ne_p)
-lt = _binary(P.lt_p)
-le = _binary(P.le_p)
-gt = _binary(P.gt_p)
-ge = _binary(P.ge_p)
-bitwise_and = _binary(P.and_p)
-bitwise_or = _binary(P.or_p)
-bitwise_xor = _binary(P.xor_p)
-
-
-def select_n(which, *cases):
-    return P.select_n_p.bind(which, *cases)
-
-
-def select(pred, on_true, on_false):
-    """``on_true`` where ``pred`` else ``on_false`` (JAX's argument order)."""
-    return P.select_n_p.bind(pred, on_false, on_true)
-
-
-def clamp(min, x, max):  # noqa: A002
-    return P.min_p.bind(P.max_p.bind(*_binary_operands(x, min)), _binary_operands(x, max)[1])
-
-
-def convert_element_type(x, new_dtype, weak_type: bool = False):
-    if new_dtype is None:
-        raise FunctxTypeError(f"convert_element_type: new_dtype must be a dtype, got None{_loc()}")
-    new_dtype = dtypes.canonicalize(new_dtype)
-    aval = _aval(x)
-    if aval.dtype == new_dtype and aval.weak_type == weak_type and _is_array(x):
-        return x
-    if is_python_scalar(x) and not weak_type:
-        return Array.from_value(_py_scalar_as(x, new_dtype))
-    return P.convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
-
-
-def _iota_dtype(dtype):
-    if dtype is None:
-        raise FunctxTypeError(f"iota: dtype must be an integer or float dtype, got None{_loc()}")
-    dt = dtypes.canonicalize(dtype)
-    if dt not in dtypes.INTEGERS and dt not in dtypes.FLOATS:
-        raise FunctxTypeError(
-            f"iota does not accept dtype {dt}; use an integer or float dtype{_loc()}"
-        )
-    return dt
-
-
-def iota(dtype, size: int):
-    """``[0, 1, ..., size - 1]`` of ``dtype`` (integer or float)."""
-    return P.iota_p.bind(
-        dtype=_iota_dtype(dtype), shape=_sizes("iota", "size", (size,)), dimension=0
-    )
-
-
-def broadcasted_iota(dtype, shape, dimension: int):
-    shape = _sizes("broadcasted_iota", "shape", shape)
-    dimension = _int("broadcasted_iota", "dimension", dimension)
-    if not 0 <= dimension < len(shape):
-        raise FunctxValueError(
-            f"broadcasted_iota: dimension {dimension} is out of range for shape {shape}{_loc()}"
-        )
-    return P.iota_p.bind(dtype=_iota_dtype(dtype), shape=shape, dimension=dimension)
-
-
-def stop_gradient(x):
-    """Identity whose derivative is zero; works on pytrees (integer leaves pass through)."""
-    leaves, tree = tree_flatten(x)
-    out = [P.stop_gradient_p.bind(v) if _aval(v).dtype in dtypes.FLOATS else v for v in leaves]
-    return tree_unflatten(tree, out)
-
-
-# --- reductions ----------------------------------------------------------------------------------
-def _axes(axes, op="reduce"):
-    return tuple(sorted(_ints(op, "axes", axes)))
-
-
-def reduce_sum(x, axes):
-    return P.reduce_sum_p.bind(x, axes=_axes(axes))
-
-
-def reduce_prod(x, axes):
-    return P.reduce_prod_p.bind(x, axes=_axes(axes))
-
-
-def reduce_max(x, axes):
-    return P.reduce_max_p.bind(x, axes=_axes(axes))
-
-
-def reduce_min(x, axes):
-    return P.reduce_min_p.bind(x, axes=_axes(axes))
-
-
-def reduce_and(x, axes):
-    return P.reduce_and_p.bind(x, axes=_axes(axes))
-
-
-def reduce_or(x, axes):
-    return P.reduce_or_p.bind(x, axes=_axes(axes))
-
-
-def argmax(x, axis: int, index_dtype=dtypes.int32):
-    return P.argmax_p.bind(
-        x, axes=(_int("argmax", "axis", axis),), index_dtype=dtypes.canonicalize(index_dtype)
-    )
-
-
-def argmin(x, axis: int, index_dtype=dtypes.int32):
-    return P.argmin_p.bind(
-        x, axes=(_int("argmin", "axis", axis),), index_dtype=dtypes.canonicalize(index_dtype)
-    )
-
-
-# --- shapes --------------------------------------------------------------------------------------
-def broadcast_in_dim(x, shape, broadcast_dimensions):
-    shape = _sizes("broadcast_in_dim", "shape", shape)
-    broadcast_dimensions = _ints("broadcast_in_dim", "broadcast_dimensions", broadcast_dimensions)
-    aval = _aval(x)
-    if aval.shape == shape and broadcast_dimensions == tuple(range(len(shape))) and _is_array(x):
-        return x
-    return P.broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=broadcast_dimensions)
-
-
-def broadcast(x, sizes):
-    """Add leading dimensions ``sizes``."""
-    aval = _aval(x)
-    sizes = _sizes("broadcast", "sizes", sizes)
-    n = len(sizes)
-    return broadcast_in_dim(x, tuple(sizes) + aval.shape, tuple(range(n, n + aval.ndim)))
-
-
-def reshape(x, new_sizes, dimensions=None):
-    if dimensions is not None:
-        x = transpose(x, dimensions)
-    new_sizes = _sizes("reshape", "new_sizes", new_sizes)
-    if _aval(x).shape == new_sizes and _is_array(x):
-        return x
-    return P.reshape_p.bind(x, new_sizes=new_sizes)
-
-
-def transpose(x, permutation):
-    permutation = _ints("transpose", "permutation", permutation)
-    if permutation == tuple(range(len(permutation))) and _is_array(x):
-        return x
-    return P.transpose_p.bind(x, permutation=permutation)
-
-
-def squeeze(x, dimensions):
-    nd = _aval(x).ndim
-    dimensions = tuple(
-        sorted(
-            _axis("squeeze", d, nd, what="dimension")
-            for d in _ints("squeeze", "dimensions", dimensions)
-        )
-    )
-    if not dimensions and _is_array(x):
-        return x
-    return P.squeeze_p.bind(x, dimensions=dimensions)
-
-
-def expand_dims(x, dimensions):
-    dimensions = _ints("expand_dims", "dimensions", dimensions)
-    n = _aval(x).ndim + len(dimensions)
-    dimensions = tuple(sorted(_axis("expand_dims", d, n, what="dimension") for d in dimensions))
-    if not dimensions and _is_array(x):
-        return x
-    return P.expand_dims_p.bind(x, dimensions=dimensions)
-
-
-def rev(x, dimensions):
-    dimensions = tuple(sorted(_ints("rev", "dimensions", dimensions)))
-    if not dimensions and _is_array(x):
-        return x
-    return P.rev_p.bind(x, dimensions=dimensions)
-
-
-def slice(x, start_indices, limit_indices, strides=None):  # noqa: A001
-    start_indices = _ints("slice", "start_indices", start_indices)
-    limit_indices = _ints("slice", "limit_indices", limit_indices)
-    if strides is not None:
-        strides = _ints("slice", "strides", strides)
-        strides = None if all(s == 1 for s in strides) else strides
-    aval = _aval(x)
-    if (
-        strides is None
-        and start_indices == (0,) * aval.ndim
-        and limit_indices == aval.shape
-        and _is_array(x)
-    ):
-        return x
-    return P.slice_p.bind(
-        x, start_indices=start_indices, limit_indices=limit_indices, strides=strides
-    )
-
-
-def slice_in_dim(x, start_index, limit_index, stride=1, axis=0):
-    """``x[..., start:limit:stride, ...]`` along ``axis``. ``None`` means the start (end); a
-    negative index counts from the end once; then ``0 <= start <= limit <= size`` must hold, as in
-    JAX (no clamping)."""
-    aval = _aval(x)
-    axis = _axis("slice_in_dim", axis, aval.ndim, FunctxIndexError)
-    n = aval.shape[axis]
-    start = 0 if start_index is None else _int("slice_in_dim", "start_index", start_index)
-    limit = n if limit_index is None else _int("slice_in_dim", "limit_index", limit_index)
-    start, limit = start + n if start < 0 else start, limit + n if limit < 0 else limit
-    stride = _int("slice_in_dim", "stride", stride)
-    if not 0 <= start <= limit <= n or stride < 1:
-        raise FunctxTypeError(
-            f"slice_in_dim: start {start_index}, limit {limit_index}, stride "
-            f"{stride} do not fit axis {axis} of {aval.str_short()} (need "
-            f"0 <= start <= limit <= {n} and stride >= 1){_loc()}"
-        )
-    starts = [0] * aval.ndim
-    limits = list(aval.shape)
-    strides = [1] * aval.ndim
-    starts[axis], limits[axis], strides[axis] = start, limit, stride
-    return slice(x, starts, limits, strides)
-
-
-def index_in_dim(x, index, axis=0, keepdims=True):
-    """The slice at ``index`` (negative counts from the end) along ``axis``."""
-    aval = _aval(x)
-    axis = _axis("index_in_dim", axis, aval.ndim, FunctxIndexError)
-    n = aval.shape[axis]
-    i = _int("index_in_dim", "index", index)
-    if not -n <= i < n:
-        raise FunctxIndexError(
-            f"index_in_dim: index {i} is out of bounds for axis {axis} with size {n}{_loc()}"
-        )
-    index = i % n
-    out = slice_in_dim(x, index, index + 1, 1, axis)
-    return out if keepdims else squeeze(out, (axis,))
-
-
-def _index_scalar(i):
-    if is_python_scalar(i) or isinstance(i, (np.integer, np.ndarray)):
-        return Array.from_value(np.asarray(i, np.int32))
-    return i
-
-
-def _index_list(op, starts):
-    """The start indices as a list: a sequence of ints or integer scalars (arrays, tracers)."""
-    if (
-        isinstance(starts, (str, bytes))
-        or not hasattr(starts, "__iter__")
-        or (hasattr(starts, "ndim") and starts.ndim == 0)
-    ):
-        raise FunctxTypeError(
-            f"{op}: start_indices must be a sequence of integer scalars, got {starts!r:.60}{_loc()}"
-        )
-    out = list(starts)
-    for i in out:
-        if isinstance(i, (bool, np.bool_)) or not (
-            isinstance(i, (int, np.integer))
-            or (hasattr(i, "dtype") and np.ndim(i) == 0 and _aval(i).dtype in dtypes.INTEGERS)
-        ):
-            raise FunctxTypeError(
-                f"{op}: start indices must be integer scalars, got {i!r:.60}{_loc()}"
-            )
-    return out
-
-
-def _wrap_negative(starts, shape):
-    """JAX wraps negative start indices once (i + size) before clamping them into range."""
-    out = []
-    for i, d in zip(starts, shape):
-        if isinstance(i, (int, np.integer)):
-            # clamped into the array anyway (JAX's semantics): clamp first so that a huge Python
-            # int cannot overflow the index dtype
-            i = builtins.min(builtins.max(int(i) + d if i < 0 else int(i), 0), d)
-            out.append(_index_scalar(i))
-            continue
-        i = _index_scalar(i)
-        a = _aval(i)
-        if a.dtype in dtypes.SIGNED:
-            i = select(lt(i, 0), add(i, np.asarray(d, a.dtype)[()]), i)
-        out.append(i)
-    return out
-
-
-def dynamic_slice(x, start_indices, slice_sizes):
-    """The window of ``slice_sizes`` at ``start_indices`` (negative starts wrap once, then the
-    window is clamped into the array, as in JAX)."""
-    start_indices = _wrap_negative(_index_list("dynamic_slice", start_indices), _aval(x).shape)
-    return P.dynamic_slice_p.bind(
-        x, *start_indices, slice_sizes=_sizes("dynamic_slice", "slice_sizes", slice_sizes)
-    )
-
-
-def dynamic_update_slice(x, update, start_indices):
-    start_indices = _wrap_negative(
-        _index_list("dynamic_update_slice", start_indices), _aval(x).shape
-    )
-    return P.dynamic_update_slice_p.bind(x, update, *start_indices)
-
-
-def dynamic_slice_in_dim(x, start_index, slice_size, axis=0):
-    aval = _aval(x)
-    axis = _axis("dynamic_slice_in_dim", axis, aval.ndim, FunctxIndexError)
-    starts = [0] * aval.ndim
-    starts[axis] = start_index
-    sizes = list(aval.shape)
-    sizes[axis] = slice_size
-    return dynamic_slice(x, starts, sizes)
-
-
-def dynamic_index_in_dim(x, index, axis=0, keepdims=True):
-    axis = _axis("dynamic_index_in_dim", axis, _aval(x).ndim, FunctxIndexError)
-    out = dynamic_slice_in_dim(x, index, 1, axis)
-    return out if keepdims else squeeze(out, (axis,))
-
-
-def dynamic_update_slice_in_dim(x, update, start_index, axis):
-    aval = _aval(x)
-    axis = _axis("dynamic_update_slice_in_dim", axis, aval.ndim, FunctxIndexError)
-    starts = [0] * aval.ndim
-    starts[axis] = start_index
-    return dynamic_update_slice(x, update, starts)
-
-
-def concatenate(operands, dimension: int):
-    operands = list(operands)
-    dimension = _int("concatenate", "dimension", dimension)
-    if not operands:
-        raise FunctxValueError(f"concatenate needs a non-empty sequence of arrays{_loc()}")
-    if len(operands) == 1 and _is_array(operands[0]):
-        nd = _aval(operands[0]).ndim
-        if not 0 <= dimension < nd:
-            raise FunctxTypeError(
-                f"concatenate: dimension {dimension} is out of bounds for an "
-                f"array of rank {nd}{_loc()}"
-            )
-        return operands[0]
-    return P.concatenate_p.bind(*operands, dimension=dimension)
-
-
-def pad(x, padding_value, padding_config):
-    try:
-        triples = [tuple(t) for t in padding_config]
-    except TypeError:
-        triples = None
-    if triples is None or any(len(t) != 3 for t in triples):
-        raise FunctxTypeError(
-            f"pad: padding_config must be a sequence of (low, high, interior) "
-            f"triples, one per axis, got {padding_config!r}{_loc()}"
-        )
-    padding_config = tuple(_ints("pad", "padding_config", t) for t in triples)
-    if is_python_scalar(padding_value):
-        padding_value = _scalar_like(padding_value, x)
-    return P.pad_p.bind(x, padding_value, padding_config=padding_config)
-
-
-def full(shape, fill_value, dtype=None):
-    shape = _sizes("full", "shape", shape if isinstance(shape, (tuple, list)) else (shape,))
-    if dtype is not None:
-        v = convert_element_type(fill_value, dtype)
-    elif is_python_scalar(fill_value):
-        v = fill_value
-    else:
-        v = fill_value
-    return broadcast_in_dim(v, shape, ())
-
-
-def full_like(x, fill_value, dtype=None, shape=None):
-    aval = _aval(x)
-    return full(
-        aval.shape if shape is None else shape, fill_value, aval.dtype if dtype is None else dtype
-    )
-
-
-def zeros_like_array(x):
-    return full_like(x, 0)
-
-
-# --- contraction ---------------------------------------------------------------------------------
-class Precision(enum.Enum):
-    """JAX's names for the precision of a matrix product (``precision=`` of ``dot_general``,
-    ``dot``, ``functx.numpy.matmul``, ...). On a GPU, float32 products take TF32 inputs unless
-    it is HIGHEST; the CPU always computes in float32. Strings work too: "default", "high",
-    "highest", "bfloat16", "tensorfloat32", "float32"."""
-
-    DEFAULT = 0
-    HIGH = 1
-    HIGHEST = 2
-
-
-def canonicalize_precision(precision):
-    """None (the default matmul precision decides: ``functx.default_matmul_precision``), or the
-    float32 product mode ``precision`` asks for: "tensorfloat32" or "float32". A pair names one
-    precision per operand; the higher one counts."""
-    from functx.placement import _check_precision
-
-    if precision is None:
-        return None
-    if isinstance(precision, (tuple, list)):
-        if len(precision) != 2:
-            raise ValueError(
-                f"dot_general: precision must be one value or a pair, got {precision!r}"
-            )
-        modes = [canonicalize_precision(p) for p in precision]
-        if "float32" in modes:
-            return "float32"
-        return None if modes == [None, None] else "tensorfloat32"
-    if isinstance(precision, Precision):
-        precision = precision.name
-    return _check_precision(precision, "dot_general: precision")
-
-
-def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
-    try:
-        (lc, rc), (lb, rb) = dimension_numbers
-    except (TypeError, ValueError):
-        raise FunctxTypeError(
-            f"dot_general: dimension_numbers must be ((lhs_contracting, "
-            f"rhs_contracting), (lhs_batch, rhs_batch)), got "
-            f"{dimension_numbers!r:.80}{_loc()}"
-        ) from None
-    what = "dimension_numbers"
-    dn = (
-        (_ints("dot_general", what, lc), _ints("dot_general", what, rc)),
-        (_ints("dot_general", what, lb), _ints("dot_general", what, rb)),
-    )
-    pet = None if preferred_element_type is None else dtypes.canonicalize(preferred_element_type)
-    if pet is not None and pet == _aval(lhs).dtype:
-        pet = None
-    precision = canonicalize_precision(precision)
-    if precision is None:  # (kept out of the Jaxpr, like JAX's precision=None)
-        return P.dot_general_p.bind(lhs, rhs, dimension_numbers=dn, preferred_element_type=pet)
-    return P.dot_general_p.bind(
-        lhs, rhs, dimension_numbers=dn, preferred_element_type=pet, precision=precision
-    )
-
-
-def dot(lhs, rhs, precision=None, preferred_element_type=None):
-    """Vector/matrix product contracting the last axis of lhs with the first of rhs (rank <= 2)."""
-    la, ra = _aval(lhs), _aval(rhs)
-    if la.ndim not in (1, 2) or ra.ndim not in (1, 2):
-        raise TypeError(
-            f"lax.dot takes rank 1 or 2 operands, got {la.str_short()} and {ra.str_short()}"
-        )
-    return dot_general(
-        lhs,
-        rhs,
-        (((la.ndim - 1,), (0,)), ((), ())),
-        precision=precision,
-        preferred_element_type=preferred_element_type,
-    )
-
-
-def _prod(xs):
-    return math.prod(xs)
-
-
-from functx.associative_scan import associative_scan, cumlogsumexp, cummax, cummin, cumprod, cumsum  # noqa: E402,E501,F401
-from functx.control_flow import cond, fori_loop, map, scan, switch, while_loop  # noqa: E402,F401,A004
-from functx.generic_reduce import reduce  # noqa: E402,F401,A004
+from functx.control_flow import (
+    cond as cond,
+    fori_loop as fori_loop,
+    map as map,
+    scan as scan,
+    switch as switch,
+    while_loop as while_loop,
+)
+from functx.generic_reduce import (
+    reduce as reduce,
+)
+from functx.ops import (
+    Precision as Precision,
+    RoundingMethod as RoundingMethod,
+    abs as abs,
+    acos as acos,
+    acosh as acosh,
+    add as add,
+    argmax as argmax,
+    argmin as argmin,
+    asin as asin,
+    asinh as asinh,
+    atan as atan,
+    atan2 as atan2,
+    atanh as atanh,
+    bitwise_and as bitwise_and,
+    bitwise_not as bitwise_not,
+    bitwise_or as bitwise_or,
+    bitwise_xor as bitwise_xor,
+    broadcast as broadcast,
+    broadcast_in_dim as broadcast_in_dim,
+    broadcasted_iota as broadcasted_iota,
+    canonicalize_precision as canonicalize_precision,
+    cbrt as cbrt,
+    ceil as ceil,
+    clamp as clamp,
+    concatenate as concatenate,
+    convert_element_type as convert_element_type,
+    cos as cos,
+    cosh as cosh,
+    div as div,
+    dot as dot,
+    dot_general as dot_general,
+    dynamic_index_in_dim as dynamic_index_in_dim,
+    dynamic_slice as dynamic_slice,
+    dynamic_slice_in_dim as dynamic_slice_in_dim,
+    dynamic_update_slice as dynamic_update_slice,
+    dynamic_update_slice_in_dim as dynamic_update_slice_in_dim,
+    eq as eq,
+    erf as erf,
+    exp as exp,
+    exp2 as exp2,
+    expand_dims as expand_dims,
+    expm1 as expm1,
+    floor as floor,
+    full as full,
+    full_like as full_like,
+    ge as ge,
+    gt as gt,
+    index_in_dim as index_in_dim,
+    integer_pow as integer_pow,
+    iota as iota,
+    is_finite as is_finite,
+    le as le,
+    lgamma as lgamma,
+    log as log,
+    log1p as log1p,
+    logistic as logistic,
+    lt as lt,
+    max as max,
+    min as min,
+    mul as mul,
+    ne as ne,
+    neg as neg,
+    nextafter as nextafter,
+    pad as pad,
+    pow as pow,
+    reciprocal as reciprocal,
+    reduce_and as reduce_and,
+    reduce_max as reduce_max,
+    reduce_min as reduce_min,
+    reduce_or as reduce_or,
+    reduce_prod as reduce_prod,
+    reduce_sum as reduce_sum,
+    rem as rem,
+    reshape as reshape,
+    rev as rev,
+    round as round,
+    rsqrt as rsqrt,
+    select as select,
+    select_n as select_n,
+    sign as sign,
+    sin as sin,
+    sinh as sinh,
+    slice as slice,
+    slice_in_dim as slice_in_dim,
+    sqrt as sqrt,
+    square as square,
+    squeeze as squeeze,
+    stop_gradient as stop_gradient,
+    sub as sub,
+    tan as tan,
+    tanh as tanh,
+    transpose as transpose,
+    zeros_like_array as zeros_like_array,
+)
 
 __all__ = [
-    n
-    for n in dir()
-    if not n.startswith("_")
-    and n
-    not in (
-        "annotations",
-        "builtins",
-        "math",
-        "operator",
-        "np",
-        "dtypes",
-        "P",
-        "Array",
-        "ShapedArray",
-        "FunctxError",
-        "FunctxIndexError",
-        "FunctxTypeError",
-        "FunctxOverflowError",
-        "FunctxValueError",
-        "Tracer",
-        "get_aval",
-        "tree_flatten",
-        "tree_unflatten",
-        "is_python_scalar",
-    )
+    "Precision",
+    "RoundingMethod",
+    "abs",
+    "acos",
+    "acosh",
+    "add",
+    "argmax",
+    "argmin",
+    "asin",
+    "asinh",
+    "associative_scan",
+    "atan",
+    "atan2",
+    "atanh",
+    "bitwise_and",
+    "bitwise_not",
+    "bitwise_or",
+    "bitwise_xor",
+    "broadcast",
+    "broadcast_in_dim",
+    "broadcasted_iota",
+    "canonicalize_precision",
+    "cbrt",
+    "ceil",
+    "clamp",
+    "concatenate",
+    "cond",
+    "convert_element_type",
+    "cos",
+    "cosh",
+    "cumlogsumexp",
+    "cummax",
+    "cummin",
+    "cumprod",
+    "cumsum",
+    "div",
+    "dot",
+    "dot_general",
+    "dynamic_index_in_dim",
+    "dynamic_slice",
+    "dynamic_slice_in_dim",
+    "dynamic_update_slice",
+    "dynamic_update_slice_in_dim",
+    "eq",
+    "erf",
+    "exp",
+    "exp2",
+    "expand_dims",
+    "expm1",
+    "floor",
+    "fori_loop",
+    "full",
+    "full_like",
+    "ge",
+    "gt",
+    "index_in_dim",
+    "integer_pow",
+    "iota",
+    "is_finite",
+    "le",
+    "lgamma",
+    "log",
+    "log1p",
+    "logistic",
+    "lt",
+    "map",
+    "max",
+    "min",
+    "mul",
+    "ne",
+    "neg",
+    "nextafter",
+    "pad",
+    "pow",
+    "reciprocal",
+    "reduce",
+    "reduce_and",
+    "reduce_max",
+    "reduce_min",
+    "reduce_or",
+    "reduce_prod",
+    "reduce_sum",
+    "rem",
+    "reshape",
+    "rev",
+    "round",
+    "rsqrt",
+    "scan",
+    "select",
+    "select_n",
+    "sign",
+    "sin",
+    "sinh",
+    "slice",
+    "slice_in_dim",
+    "sqrt",
+    "square",
+    "squeeze",
+    "stop_gradient",
+    "sub",
+    "switch",
+    "tan",
+    "tanh",
+    "transpose",
+    "while_loop",
+    "zeros_like_array",
 ]

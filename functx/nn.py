@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from functx import dtypes, lax
-from functx import numpy as jnp
+from functx import dtypes, numpy as jnp, ops
 from functx.custom_derivatives import custom_jvp
-from functx.errors import FunctxTypeError
-from functx.errors import where as _loc
+from functx.errors import FunctxTypeError, where as _loc
 
 
 def _arr(x):
@@ -40,7 +38,7 @@ def _relu_jvp(primals, tangents):
     (x,), (t,) = primals, tangents
     x = _arr(x)
     # the derivative is 1 where x > 0 and 0 elsewhere, including at 0 (JAX's choice)
-    return _relu(x), lax.select(x > 0, t, lax.full_like(t, 0))
+    return _relu(x), ops.select(x > 0, t, ops.full_like(t, 0))
 
 
 relu = custom_jvp(_relu)
@@ -56,7 +54,7 @@ def _relu6(x):
 def _relu6_jvp(primals, tangents):
     (x,), (t,) = primals, tangents
     inside = jnp.logical_and(x > 0, x < 6)
-    return _relu6(x), lax.select(inside, t, lax.full_like(t, 0))
+    return _relu6(x), ops.select(inside, t, ops.full_like(t, 0))
 
 
 _relu6_cj = custom_jvp(_relu6)
@@ -71,7 +69,7 @@ def relu6(x):
 
 def sigmoid(x):
     """The logistic function ``1 / (1 + exp(-x))``."""
-    return lax.logistic(_float(x))
+    return ops.logistic(_float(x))
 
 
 def log_sigmoid(x):
@@ -82,7 +80,7 @@ def log_sigmoid(x):
 def silu(x):
     """``x * sigmoid(x)``."""
     x = _float(x)
-    return x * lax.logistic(x)
+    return x * ops.logistic(x)
 
 
 swish = silu
@@ -95,7 +93,7 @@ def _softplus(x):
 def _softplus_jvp(primals, tangents):
     # d/dx log(1 + exp(x)) = sigmoid(x) everywhere (0.5 at 0, where logaddexp's formula has a tie)
     (x,), (t,) = primals, tangents
-    return _softplus(x), t * lax.logistic(x)
+    return _softplus(x), t * ops.logistic(x)
 
 
 _softplus_cj = custom_jvp(_softplus)
@@ -134,10 +132,10 @@ def gelu(x, approximate: bool = True):
     x = _float(x)
     if approximate:
         c = jnp.asarray(np.sqrt(2 / np.pi), x.dtype)
-        cdf = 0.5 * (1.0 + jnp.tanh(c * (x + 0.044715 * lax.integer_pow(x, 3))))
+        cdf = 0.5 * (1.0 + jnp.tanh(c * (x + 0.044715 * ops.integer_pow(x, 3))))
         return x * cdf
     half = jnp.asarray(np.sqrt(0.5), x.dtype)
-    return 0.5 * x * (1.0 + lax.erf(x * half))
+    return 0.5 * x * (1.0 + ops.erf(x * half))
 
 
 def _axes(axis, ndim):
@@ -175,7 +173,7 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
         a = _float(a)
     axes = _axes(axis, a.ndim)
     amax = jnp.max(a, axis=axes, keepdims=True, where=where, initial=-np.inf)
-    amax = lax.stop_gradient(jnp.where(jnp.isfinite(amax), amax, jnp.zeros((), a.dtype)))
+    amax = ops.stop_gradient(jnp.where(jnp.isfinite(amax), amax, jnp.zeros((), a.dtype)))
     e = jnp.exp(a - amax)
     if b is not None:
         e = e * b
@@ -198,7 +196,7 @@ def softmax(x, axis=-1, where=None):
     axes = _axes(axis, x.ndim)
     xmax = jnp.max(x, axis=axes, keepdims=True, where=where, initial=-np.inf)
     safe = x if where is None else jnp.where(where, x, -np.inf)
-    unnormalized = jnp.exp(safe - lax.stop_gradient(xmax))
+    unnormalized = jnp.exp(safe - ops.stop_gradient(xmax))
     out = unnormalized / jnp.sum(unnormalized, axis=axes, keepdims=True, where=where)
     if where is not None:
         out = jnp.where(where, out, jnp.zeros((), out.dtype))
@@ -211,7 +209,7 @@ def log_softmax(x, axis=-1, where=None):
     axes = _axes(axis, x.ndim)
     xmax = jnp.max(x, axis=axes, keepdims=True, where=where, initial=-np.inf)
     safe = x if where is None else jnp.where(where, x, -np.inf)
-    shifted = safe - lax.stop_gradient(xmax)
+    shifted = safe - ops.stop_gradient(xmax)
     lse = jnp.log(jnp.sum(jnp.exp(shifted), axis=axes, keepdims=True, where=where))
     out = shifted - lse
     if where is not None:
@@ -243,7 +241,7 @@ def standardize(
             raise FunctxTypeError(
                 f"standardize: unknown algorithm {algorithm!r}; expected 'fast' or 'stable'{_loc()}"
             )
-    return jnp.subtract(x, mean) * lax.rsqrt(jnp.add(variance, epsilon))
+    return jnp.subtract(x, mean) * ops.rsqrt(jnp.add(variance, epsilon))
 
 
 def one_hot(x, num_classes: int, *, dtype=None, axis=-1):
@@ -269,7 +267,7 @@ def one_hot(x, num_classes: int, *, dtype=None, axis=-1):
     axis = axis % out_ndim
     shape = [1] * x.ndim
     shape.insert(axis, int(num_classes))
-    classes = lax.broadcasted_iota(x.dtype, tuple(shape), axis)
+    classes = ops.broadcasted_iota(x.dtype, tuple(shape), axis)
     return jnp.astype(jnp.equal(jnp.expand_dims(x, axis), classes), dtype)
 
 

@@ -10,8 +10,7 @@ import hypothesis.extra.numpy as hnp
 import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 import functx
 import functx.numpy as fnp

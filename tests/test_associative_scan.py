@@ -10,13 +10,11 @@ import inspect
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 import functx
 import functx.numpy as fnp
-from functx import associative_scan as AS
-from functx import lax
+from functx import associative_scan as AS, lax
 from functx.core import ClosedJaxpr, Jaxpr
 from functx.errors import FunctxTypeError, FunctxValueError
 from functx.test_util import check_grads

@@ -19,8 +19,7 @@ from functx.associative_scan import associative_scan_p
 from functx.control_flow import cond_p, scan_p, while_p
 from functx.errors import FunctxTypeError, UnsupportedError
 from functx.test_util import check_grads
-from functx.transforms import jvp as J
-from functx.transforms import transpose as T
+from functx.transforms import jvp as J, transpose as T
 from functx.transforms.partial_eval import partial_eval_rules
 from functx.transforms.vmap import batching_rules
 
@@ -296,7 +295,8 @@ def test_reverse_mode_of_while_loop_raises_jax_error():
             lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2.0), (0, x))[1]
         )
 
-    line = f"{__file__}:{inspect.getsourcelines(f)[1] + 1}"
+    src, first = inspect.getsourcelines(f)
+    line = f"{__file__}:{first + next(i for i, s in enumerate(src) if 'while_loop' in s)}"
     for grad in (functx.grad, functx.jacrev):
         with pytest.raises(UnsupportedError) as e:
             grad(f)(x)

@@ -8,8 +8,7 @@ import pytest
 
 import functx
 import functx.numpy as fnp
-from functx import lax
-from functx import primitives as P
+from functx import lax, primitives as P
 from functx.core import (
     ClosedJaxpr,
     Eqn,

@@ -23,14 +23,19 @@ from pathlib import Path  # noqa: E402
 import ml_dtypes  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-from hypothesis import given  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import (
+    given,  # noqa: E402
+    strategies as st,  # noqa: E402
+)
 from hypothesis.extra import numpy as hnp  # noqa: E402
 
 import functx  # noqa: E402
 import functx.numpy as fnp  # noqa: E402
-from functx import lax, nn  # noqa: E402
-from functx import placement as P  # noqa: E402
+from functx import (  # noqa: E402
+    lax,
+    nn,
+    placement as P,  # noqa: E402
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 CPU = functx.devices("cpu")[0]

@@ -25,13 +25,10 @@ import ml_dtypes
 import mpmath
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import assume, given, settings, strategies as st
 
 import functx
-from functx import dtypes
-from functx import lax as flax
-from functx import primitives as P
+from functx import dtypes, lax as flax, primitives as P
 from functx.core import ShapedArray, jaxpr_as_fun, typecheck_jaxpr
 from functx.errors import FunctxTypeError
 

@@ -26,8 +26,7 @@ from typing import Any, Callable
 import numpy as np
 import sympy
 
-from functx import dtypes
-from functx import primitives as P
+from functx import dtypes, primitives as P
 from functx.core import ClosedJaxpr, Jaxpr, Literal
 from functx.errors import UnsupportedError, where
 

@@ -1,9 +1,11 @@
 """``functx.numpy``: NumPy's API with JAX's semantics (promotion, immutability), traceable."""
 
 # The submodules load first, so that the functions imported below (``einsum``) take their names.
-from functx.numpy import einsum as _einsum_module  # noqa: F401
-from functx.numpy import indexing as _indexing_module  # noqa: F401
-from functx.numpy import linalg
+from functx.numpy import (
+    einsum as _einsum_module,  # noqa: F401
+    indexing as _indexing_module,  # noqa: F401
+    linalg,
+)
 from functx.numpy._core import (  # noqa: F401
     abs,
     absolute,

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from functx import dtypes, lax, placement, tracing
+from functx import associative_scan as _ascan, dtypes, ops, placement, tracing
 from functx.array import Array, UncommittedArray, is_python_scalar
 from functx.core import ShapedArray
 from functx.errors import (
@@ -24,8 +24,8 @@ from functx.errors import (
     FunctxTypeError,
     FunctxValueError,
     UnsupportedError,
+    where as _loc,
 )
-from functx.errors import where as _loc
 from functx.numpy import _validate as _v
 from functx.tracing import Tracer, get_aval
 
@@ -120,7 +120,7 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):  #
         if type(out) in _HOST:
             out = Array.from_value(np.asarray(out), weak_type=False)
         else:  # a tracer, or an array on a device
-            out = lax.convert_element_type(out, out.dtype, weak_type=False)
+            out = ops.convert_element_type(out, out.dtype, weak_type=False)
     if ndmin > out.ndim:
         out = reshape(out, (1,) * (ndmin - out.ndim) + out.shape)
     return out
@@ -145,14 +145,14 @@ def _dt(dtype, default=dtypes.float32, op="functx.numpy"):
 
 def zeros(shape, dtype=None, *, device=None):
     if device is None:
-        return lax.full(_shape(shape, "zeros"), 0, _dt(dtype, op="zeros"))
-    return _made_on(device, lax.full, _shape(shape, "zeros"), 0, _dt(dtype, op="zeros"))
+        return ops.full(_shape(shape, "zeros"), 0, _dt(dtype, op="zeros"))
+    return _made_on(device, ops.full, _shape(shape, "zeros"), 0, _dt(dtype, op="zeros"))
 
 
 def ones(shape, dtype=None, *, device=None):
     if device is None:
-        return lax.full(_shape(shape, "ones"), 1, _dt(dtype, op="ones"))
-    return _made_on(device, lax.full, _shape(shape, "ones"), 1, _dt(dtype, op="ones"))
+        return ops.full(_shape(shape, "ones"), 1, _dt(dtype, op="ones"))
+    return _made_on(device, ops.full, _shape(shape, "ones"), 1, _dt(dtype, op="ones"))
 
 
 def empty(shape, dtype=None, *, device=None):
@@ -170,7 +170,7 @@ def full(shape, fill_value, dtype=None, *, device=None):
         if dtype is not None
         else dtypes.result_type((_aval(fill_value).dtype, False))[0]
     )
-    return broadcast_to(lax.convert_element_type(fill_value, dt), _shape(shape, "full"))
+    return broadcast_to(ops.convert_element_type(fill_value, dt), _shape(shape, "full"))
 
 
 def _like_device(a, device):
@@ -244,9 +244,9 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
     n = builtins.max(int(math.ceil((stop - start) / step)), 0)
     _v.check_size((n,), "arange", "length", dtype)
     if n == 0:
-        return _made_on(device, lax.full, (0,), 0, dtype)
+        return _made_on(device, ops.full, (0,), 0, dtype)
     if start == 0 and step == 1 and dtype in dtypes.INTEGERS:
-        return _made_on(device, lax.iota, dtype, n)
+        return _made_on(device, ops.iota, dtype, n)
     v = np.arange(start, stop, step).astype(dtype)  # made from scalars: uncommitted
     return _placed(UncommittedArray._new(v, ShapedArray(v.shape, dtype)), device)
 
@@ -271,7 +271,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     div = (num - 1) if endpoint else num
     bshape = builtins.max(start.ndim, stop.ndim)
     shape = broadcast_shapes(start.shape, stop.shape)
-    idx = lax.broadcasted_iota(start.dtype, (num,) + shape, 0)
+    idx = ops.broadcasted_iota(start.dtype, (num,) + shape, 0)
     s, t = broadcast_to(start, shape)[None], broadcast_to(stop, shape)[None]
     step = (t - s) / div if div > 0 else zeros_like(s)
     out = s + idx * step if num > 1 else s + zeros((num,) + shape, start.dtype)
@@ -287,8 +287,8 @@ def eye(N, M=None, k=0, dtype=None, *, device=None):
     if device is not None:
         return _made_on(device, eye, N, M, k, dtype)
     N, M, k, dt = _nmk(N, M, k, dtype, "eye")
-    r = lax.broadcasted_iota(dtypes.int32, (N, M), 0)
-    c = lax.broadcasted_iota(dtypes.int32, (N, M), 1)
+    r = ops.broadcasted_iota(dtypes.int32, (N, M), 0)
+    c = ops.broadcasted_iota(dtypes.int32, (N, M), 1)
     return astype(equal(c - r, k), dt)
 
 
@@ -311,8 +311,8 @@ def identity(n, dtype=None, *, device=None):
 
 def tri(N, M=None, k=0, dtype=None):
     N, M, k, dt = _nmk(N, M, k, dtype, "tri")
-    r = astype(lax.broadcasted_iota(dtypes.int32, (N, M), 0), dtypes.int64)
-    c = astype(lax.broadcasted_iota(dtypes.int32, (N, M), 1), dtypes.int64)
+    r = astype(ops.broadcasted_iota(dtypes.int32, (N, M), 0), dtypes.int64)
+    c = astype(ops.broadcasted_iota(dtypes.int32, (N, M), 1), dtypes.int64)
     return astype(less_equal(c, r + np.int64(k)), dt)
 
 
@@ -333,7 +333,7 @@ def triu(m, k=0):
 
 
 def astype(x, dtype, copy=False):
-    return lax.convert_element_type(
+    return ops.convert_element_type(
         asarray(x) if not _is_array(x) else x, _dt(dtype, None, "astype")
     )
 
@@ -397,12 +397,12 @@ def _promote_general(name, args, kind):
             with np.errstate(over="ignore"):
                 a = Array.from_value(np.asarray(a).astype(dt))
         elif av.dtype != dt:
-            a = lax.convert_element_type(a, dt, weak_type=weak)
+            a = ops.convert_element_type(a, dt, weak_type=weak)
         elif not _is_array(a):
             a = Array.from_value(a)
         if av.shape != shape and av.shape != ():
             n = len(shape) - av.ndim
-            a = lax.broadcast_in_dim(a, shape, tuple(range(n, len(shape))))
+            a = ops.broadcast_in_dim(a, shape, tuple(range(n, len(shape))))
         out.append(a)
     return out
 
@@ -479,7 +479,7 @@ def broadcast_to(x, shape):
         raise FunctxTypeError(
             f"broadcast_to: cannot broadcast {av.str_short()} to shape {shape}{_loc()}"
         )
-    return lax.broadcast_in_dim(x, shape, tuple(range(n, len(shape))))
+    return ops.broadcast_in_dim(x, shape, tuple(range(n, len(shape))))
 
 
 def broadcast_arrays(*args):
@@ -498,28 +498,28 @@ def _ufunc1(lax_fn, name, kind="float"):
     return fn
 
 
-sin = _ufunc1(lax.sin, "sin")
-cos = _ufunc1(lax.cos, "cos")
-tan = _ufunc1(lax.tan, "tan")
-arcsin = _ufunc1(lax.asin, "arcsin")
-arccos = _ufunc1(lax.acos, "arccos")
-arctan = _ufunc1(lax.atan, "arctan")
-sinh = _ufunc1(lax.sinh, "sinh")
-cosh = _ufunc1(lax.cosh, "cosh")
-tanh = _ufunc1(lax.tanh, "tanh")
-arcsinh = _ufunc1(lax.asinh, "arcsinh")
-arccosh = _ufunc1(lax.acosh, "arccosh")
-arctanh = _ufunc1(lax.atanh, "arctanh")
-exp = _ufunc1(lax.exp, "exp")
-exp2 = _ufunc1(lax.exp2, "exp2")
-expm1 = _ufunc1(lax.expm1, "expm1")
-log = _ufunc1(lax.log, "log")
-log1p = _ufunc1(lax.log1p, "log1p")
-sqrt = _ufunc1(lax.sqrt, "sqrt")
-cbrt = _ufunc1(lax.cbrt, "cbrt")
+sin = _ufunc1(ops.sin, "sin")
+cos = _ufunc1(ops.cos, "cos")
+tan = _ufunc1(ops.tan, "tan")
+arcsin = _ufunc1(ops.asin, "arcsin")
+arccos = _ufunc1(ops.acos, "arccos")
+arctan = _ufunc1(ops.atan, "arctan")
+sinh = _ufunc1(ops.sinh, "sinh")
+cosh = _ufunc1(ops.cosh, "cosh")
+tanh = _ufunc1(ops.tanh, "tanh")
+arcsinh = _ufunc1(ops.asinh, "arcsinh")
+arccosh = _ufunc1(ops.acosh, "arccosh")
+arctanh = _ufunc1(ops.atanh, "arctanh")
+exp = _ufunc1(ops.exp, "exp")
+exp2 = _ufunc1(ops.exp2, "exp2")
+expm1 = _ufunc1(ops.expm1, "expm1")
+log = _ufunc1(ops.log, "log")
+log1p = _ufunc1(ops.log1p, "log1p")
+sqrt = _ufunc1(ops.sqrt, "sqrt")
+cbrt = _ufunc1(ops.cbrt, "cbrt")
 asin, acos, atan = arcsin, arccos, arctan
 asinh, acosh, atanh = arcsinh, arccosh, arctanh
-negative = _ufunc1(lax.neg, "negative", "any")
+negative = _ufunc1(ops.neg, "negative", "any")
 
 
 def _is_bool(x):
@@ -534,7 +534,7 @@ def abs(x, /):  # noqa: A001
     (x,) = _promote("abs", x)
     if _is_bool(x) or dtypes.is_unsigned(_aval(x).dtype):
         return x
-    return lax.abs(x)
+    return ops.abs(x)
 
 
 absolute = abs
@@ -544,24 +544,24 @@ def sign(x, /):
     (x,) = _promote("sign", x)
     if _is_bool(x):
         raise FunctxTypeError(f"sign does not accept bool operands, like jax.numpy.sign{_loc()}")
-    return lax.sign(x)
+    return ops.sign(x)
 
 
 def floor(x, /):
     (x,) = _promote("floor", x)
-    return lax.floor(x) if _aval(x).dtype in dtypes.FLOATS else x
+    return ops.floor(x) if _aval(x).dtype in dtypes.FLOATS else x
 
 
 def ceil(x, /):
     (x,) = _promote("ceil", x)
-    return lax.ceil(x) if _aval(x).dtype in dtypes.FLOATS else x
+    return ops.ceil(x) if _aval(x).dtype in dtypes.FLOATS else x
 
 
 def trunc(x, /):
     (x,) = _promote("trunc", x)
     if _aval(x).dtype not in dtypes.FLOATS:
         return x
-    return where(lax.lt(x, 0), lax.ceil(x), lax.floor(x))
+    return where(ops.lt(x, 0), ops.ceil(x), ops.floor(x))
 
 
 fix = trunc
@@ -572,8 +572,8 @@ def rint(x, /):
     or float64 for 64-bit integers; JAX with x64 enabled gives float64 for all)."""
     (x,) = _promote("rint", x)
     if _aval(x).dtype not in dtypes.FLOATS:
-        return lax.convert_element_type(x, _inexact(_aval(x).dtype))
-    return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
+        return ops.convert_element_type(x, _inexact(_aval(x).dtype))
+    return ops.round(x, ops.RoundingMethod.TO_NEAREST_EVEN)
 
 
 def round(a, decimals=0):  # noqa: A001
@@ -597,9 +597,9 @@ def round(a, decimals=0):  # noqa: A001
         f = 10 ** (-decimals)
         return astype(rint(astype(a, dtypes.float64) / f) * f, dt)
     if decimals == 0:
-        return lax.round(a, lax.RoundingMethod.TO_NEAREST_EVEN)
+        return ops.round(a, ops.RoundingMethod.TO_NEAREST_EVEN)
     f = np.asarray(10.0**decimals, dt)
-    return lax.round(a * f, lax.RoundingMethod.TO_NEAREST_EVEN) / f
+    return ops.round(a * f, ops.RoundingMethod.TO_NEAREST_EVEN) / f
 
 
 around = round
@@ -607,22 +607,22 @@ around = round
 
 def square(x, /):
     (x,) = _promote_numeric("square", x)
-    return lax.integer_pow(x, 2)
+    return ops.integer_pow(x, 2)
 
 
 def reciprocal(x, /):
     (x,) = _promote_float("reciprocal", x)
-    return lax.integer_pow(x, -1)
+    return ops.integer_pow(x, -1)
 
 
 def log2(x, /):
     (x,) = _promote_float("log2", x)
-    return lax.div(lax.log(x), _const(np.log(2), x))
+    return ops.div(ops.log(x), _const(np.log(2), x))
 
 
 def log10(x, /):
     (x,) = _promote_float("log10", x)
-    return lax.div(lax.log(x), _const(np.log(10), x))
+    return ops.div(ops.log(x), _const(np.log(10), x))
 
 
 def _const(v, like):
@@ -632,12 +632,12 @@ def _const(v, like):
 
 def deg2rad(x, /):
     (x,) = _promote_float("deg2rad", x)
-    return lax.mul(x, _const(np.pi / 180, x))
+    return ops.mul(x, _const(np.pi / 180, x))
 
 
 def rad2deg(x, /):
     (x,) = _promote_float("rad2deg", x)
-    return lax.mul(x, _const(180 / np.pi, x))
+    return ops.mul(x, _const(180 / np.pi, x))
 
 
 radians, degrees = deg2rad, rad2deg
@@ -647,21 +647,21 @@ def isfinite(x, /):
     (x,) = _promote("isfinite", x)
     if _aval(x).dtype not in dtypes.FLOATS:
         return full(_aval(x).shape, True, dtypes.bool_)
-    return lax.is_finite(x)
+    return ops.is_finite(x)
 
 
 def isnan(x, /):
     (x,) = _promote("isnan", x)
     if _aval(x).dtype not in dtypes.FLOATS:
         return full(_aval(x).shape, False, dtypes.bool_)
-    return lax.ne(x, x)
+    return ops.ne(x, x)
 
 
 def isinf(x, /):
     (x,) = _promote("isinf", x)
     if _aval(x).dtype not in dtypes.FLOATS:
         return full(_aval(x).shape, False, dtypes.bool_)
-    return lax.eq(lax.abs(x), _const(np.inf, x))
+    return ops.eq(ops.abs(x), _const(np.inf, x))
 
 
 def isposinf(x, /):
@@ -679,8 +679,8 @@ def signbit(x, /):
     if _aval(x).dtype in dtypes.FLOATS:
         # -0.0 and negative NaNs have the sign bit: 1/x is -inf for -0.0.
         return logical_or(
-            lax.lt(x, _const(0, x)),
-            logical_and(lax.eq(x, _const(0, x)), lax.lt(lax.div(_const(1, x), x), _const(0, x))),
+            ops.lt(x, _const(0, x)),
+            logical_and(ops.eq(x, _const(0, x)), ops.lt(ops.div(_const(1, x), x), _const(0, x))),
         )
     return less(x, 0)
 
@@ -701,9 +701,9 @@ def add(x1, x2, /):
         and (type(x2) is Array or type(x2) is UncommittedArray)
         and x1.aval == x2.aval
     ):  # fast path
-        return lax.add(x1, x2) if x1.dtype != dtypes.bool_ else lax.bitwise_or(x1, x2)
+        return ops.add(x1, x2) if x1.dtype != dtypes.bool_ else ops.bitwise_or(x1, x2)
     x1, x2 = _promote("add", x1, x2)
-    return lax.bitwise_or(x1, x2) if _is_bool(x1) else lax.add(x1, x2)
+    return ops.bitwise_or(x1, x2) if _is_bool(x1) else ops.add(x1, x2)
 
 
 def multiply(x1, x2, /):
@@ -712,9 +712,9 @@ def multiply(x1, x2, /):
         and (type(x2) is Array or type(x2) is UncommittedArray)
         and x1.aval == x2.aval
     ):
-        return lax.mul(x1, x2) if x1.dtype != dtypes.bool_ else lax.bitwise_and(x1, x2)
+        return ops.mul(x1, x2) if x1.dtype != dtypes.bool_ else ops.bitwise_and(x1, x2)
     x1, x2 = _promote("multiply", x1, x2)
-    return lax.bitwise_and(x1, x2) if _is_bool(x1) else lax.mul(x1, x2)
+    return ops.bitwise_and(x1, x2) if _is_bool(x1) else ops.mul(x1, x2)
 
 
 def subtract(x1, x2, /):
@@ -723,12 +723,12 @@ def subtract(x1, x2, /):
         raise FunctxTypeError(
             f"subtract does not accept bool operands{_loc()}; use logical_xor or convert to int"
         )
-    return lax.sub(x1, x2)
+    return ops.sub(x1, x2)
 
 
 def true_divide(x1, x2, /):
     x1, x2 = _promote_float("true_divide", x1, x2)
-    return lax.div(x1, x2)
+    return ops.div(x1, x2)
 
 
 divide = true_divide
@@ -741,11 +741,11 @@ def _promote_numeric(name, *args):
 
 def _int_floordiv(x1, x2):
     """Integer floor division as JAX computes it (x // 0 follows XLA: -1, then the sign fix)."""
-    q = lax.div(x1, x2)
+    q = ops.div(x1, x2)
     if dtypes.is_unsigned(_aval(x1).dtype):
         return q
-    fix = logical_and(not_equal(lax.sign(x1), lax.sign(x2)), not_equal(lax.rem(x1, x2), 0))
-    return where(fix, lax.sub(q, _const(1, q)), q)
+    fix = logical_and(not_equal(ops.sign(x1), ops.sign(x2)), not_equal(ops.rem(x1, x2), 0))
+    return where(fix, ops.sub(q, _const(1, q)), q)
 
 
 def floor_divide(x1, x2, /):
@@ -759,19 +759,19 @@ def floor_divide(x1, x2, /):
 
 def _float_divmod(x1, x2):
     # CPython's float_divmod, as jax.numpy computes it.
-    mod = lax.rem(x1, x2)
-    x1c = where(lax.eq(x2, _const(0, x2)), x1, lax.sub(x1, mod))
-    div = lax.div(x1c, x2)
-    ind = logical_and(not_equal(mod, 0), not_equal(lax.sign(x2), lax.sign(mod)))
-    mod = where(ind, lax.add(mod, x2), mod)
-    div = where(ind, lax.sub(div, _const(1, div)), div)
-    return lax.round(div, lax.RoundingMethod.AWAY_FROM_ZERO), mod
+    mod = ops.rem(x1, x2)
+    x1c = where(ops.eq(x2, _const(0, x2)), x1, ops.sub(x1, mod))
+    div = ops.div(x1c, x2)
+    ind = logical_and(not_equal(mod, 0), not_equal(ops.sign(x2), ops.sign(mod)))
+    mod = where(ind, ops.add(mod, x2), mod)
+    div = where(ind, ops.sub(div, _const(1, div)), div)
+    return ops.round(div, ops.RoundingMethod.AWAY_FROM_ZERO), mod
 
 
 def _nonzero_int_divisor(x2):
     """Integer ``x % 0`` is 0 in JAX: the divisor 0 is replaced by 1."""
     if _aval(x2).dtype in dtypes.INTEGERS:
-        return where(lax.eq(x2, _const(0, x2)), _const(1, x2), x2)
+        return where(ops.eq(x2, _const(0, x2)), _const(1, x2), x2)
     return x2
 
 
@@ -780,13 +780,13 @@ def remainder(x1, x2, /):
     is 0)."""
     x1, x2 = _promote_numeric("remainder", x1, x2)
     x2 = _nonzero_int_divisor(x2)
-    r = lax.rem(x1, x2)
+    r = ops.rem(x1, x2)
     if dtypes.is_unsigned(_aval(x1).dtype):
         return r
     fix = logical_and(
-        not_equal(r, 0), not_equal(lax.lt(r, _const(0, r)), lax.lt(x2, _const(0, x2)))
+        not_equal(r, 0), not_equal(ops.lt(r, _const(0, r)), ops.lt(x2, _const(0, x2)))
     )
-    return where(fix, lax.add(r, x2), r)
+    return where(fix, ops.add(r, x2), r)
 
 
 mod = remainder
@@ -797,7 +797,7 @@ def fmod(x1, x2, /):
     is_bool = result_type(x1, x2) == dtypes.bool_
     x1, x2 = _promote_numeric("fmod", x1, x2)
     # JAX guards only integer divisors: bool operands keep XLA's x % 0 == x.
-    return lax.rem(x1, x2 if is_bool else _nonzero_int_divisor(x2))
+    return ops.rem(x1, x2 if is_bool else _nonzero_int_divisor(x2))
 
 
 def divmod(x1, x2, /):  # noqa: A001
@@ -828,7 +828,7 @@ def power(x1, x2, /):
             raise FunctxTypeError(
                 f"power: integers to negative integer powers are not allowed{_loc()}"
             )
-        return lax.integer_pow(x1, k)
+        return ops.integer_pow(x1, k)
     a1, a2 = _aval(x1), _aval(x2)
     if (
         a1.dtype in dtypes.FLOATS
@@ -837,14 +837,14 @@ def power(x1, x2, /):
         and _is_array(x1)
         and _is_array(x2)
     ):
-        # float ** integer array: the exponent stays an integer (lax.pow's mixed form, which
+        # float ** integer array: the exponent stays an integer (ops.pow's mixed form, which
         # JAX keeps so that the derivative in x is defined at x == 0).
         shape = broadcast_shapes(a1.shape, a2.shape)
-        return lax.pow(broadcast_to(x1, shape), broadcast_to(x2, shape))
+        return ops.pow(broadcast_to(x1, shape), broadcast_to(x2, shape))
     x1, x2 = _promote_numeric("power", x1, x2)
     if _aval(x1).dtype in dtypes.INTEGERS:
         return _pow_int_int(x1, x2)
-    return lax.pow(x1, x2)
+    return ops.pow(x1, x2)
 
 
 def _pow_int_int(x1, x2):
@@ -855,11 +855,11 @@ def _pow_int_int(x1, x2):
     shape = broadcast_shapes(_aval(x1).shape, _aval(x2).shape)
     x1, x2 = broadcast_to(x1, shape), broadcast_to(x2, shape)
     zero, one = zeros((), dt), ones((), dt)
-    acc = where(logical_and(lax.eq(x1, zero), lax.ne(x2, zero)), zero, one)
+    acc = where(logical_and(ops.eq(x1, zero), ops.ne(x2, zero)), zero, one)
     for k in range(6):
-        bit = lax.ne(lax.bitwise_and(x2, np.asarray(1 << k, dt)[()]), zero)
-        acc = where(bit, lax.mul(acc, x1), acc)
-        x1 = lax.mul(x1, x1)
+        bit = ops.ne(ops.bitwise_and(x2, np.asarray(1 << k, dt)[()]), zero)
+        acc = where(bit, ops.mul(acc, x1), acc)
+        x1 = ops.mul(x1, x1)
     return acc
 
 
@@ -870,46 +870,46 @@ def float_power(x1, x2, /):
     """``power`` after promotion to a float dtype, like ``jax.numpy.float_power`` (so float32
     inputs give float32, not NumPy's float64)."""
     x1, x2 = _promote_float("float_power", x1, x2)
-    return lax.pow(x1, x2)
+    return ops.pow(x1, x2)
 
 
-maximum = _ufunc2(lax.max, "maximum")
-minimum = _ufunc2(lax.min, "minimum")
-arctan2 = _ufunc2(lax.atan2, "arctan2", "float")
+maximum = _ufunc2(ops.max, "maximum")
+minimum = _ufunc2(ops.min, "minimum")
+arctan2 = _ufunc2(ops.atan2, "arctan2", "float")
 atan2 = arctan2
-nextafter = _ufunc2(lax.nextafter, "nextafter", "float")
-equal = _ufunc2(lax.eq, "equal")
-not_equal = _ufunc2(lax.ne, "not_equal")
-less = _ufunc2(lax.lt, "less")
-less_equal = _ufunc2(lax.le, "less_equal")
-greater = _ufunc2(lax.gt, "greater")
-greater_equal = _ufunc2(lax.ge, "greater_equal")
+nextafter = _ufunc2(ops.nextafter, "nextafter", "float")
+equal = _ufunc2(ops.eq, "equal")
+not_equal = _ufunc2(ops.ne, "not_equal")
+less = _ufunc2(ops.lt, "less")
+less_equal = _ufunc2(ops.le, "less_equal")
+greater = _ufunc2(ops.gt, "greater")
+greater_equal = _ufunc2(ops.ge, "greater_equal")
 
 
 def fmax(x1, x2, /):
     x1, x2 = _promote("fmax", x1, x2)
-    return where(isnan(x2), x1, where(isnan(x1), x2, lax.max(x1, x2)))
+    return where(isnan(x2), x1, where(isnan(x1), x2, ops.max(x1, x2)))
 
 
 def fmin(x1, x2, /):
     x1, x2 = _promote("fmin", x1, x2)
-    return where(isnan(x2), x1, where(isnan(x1), x2, lax.min(x1, x2)))
+    return where(isnan(x2), x1, where(isnan(x1), x2, ops.min(x1, x2)))
 
 
 def hypot(x1, x2, /):
     x1, x2 = _promote_float("hypot", x1, x2)
-    a, b = lax.abs(x1), lax.abs(x2)
-    big, small = lax.max(a, b), lax.min(a, b)
-    safe = where(lax.eq(big, _const(0, big)), _const(1, big), big)
-    r = lax.div(small, safe)
+    a, b = ops.abs(x1), ops.abs(x2)
+    big, small = ops.max(a, b), ops.min(a, b)
+    safe = where(ops.eq(big, _const(0, big)), _const(1, big), big)
+    r = ops.div(small, safe)
     out = where(
-        lax.eq(big, _const(0, big)),
+        ops.eq(big, _const(0, big)),
         big,
-        lax.mul(big, lax.sqrt(lax.add(_const(1, r), lax.mul(r, r)))),
+        ops.mul(big, ops.sqrt(ops.add(_const(1, r), ops.mul(r, r)))),
     )
     # An infinite operand gives inf even when the other is NaN (C99, and JAX).
     inf = _const(np.inf, a)
-    return where(logical_or(lax.eq(a, inf), lax.eq(b, inf)), inf, out)
+    return where(logical_or(ops.eq(a, inf), ops.eq(b, inf)), inf, out)
 
 
 def copysign(x1, x2, /):
@@ -920,21 +920,21 @@ def copysign(x1, x2, /):
 
 def logaddexp(x1, x2, /):
     x1, x2 = _promote_float("logaddexp", x1, x2)
-    delta = lax.sub(x1, x2)
+    delta = ops.sub(x1, x2)
     # big + log1p(exp(small - big)) with the operands (not the results) chosen by where: the
     # derivative is exp(x_i - out) for each operand, 1/2 each at a tie, as JAX's, and never NaN
     # where one operand is -inf. Equal infinities give delta = NaN: the answer is x1 + x2.
-    first = lax.ge(delta, _const(0, delta))
-    both_inf = logical_and(isnan(delta), lax.eq(x1, x2))  # (NaN operands: NaN, as JAX)
+    first = ops.ge(delta, _const(0, delta))
+    both_inf = logical_and(isnan(delta), ops.eq(x1, x2))  # (NaN operands: NaN, as JAX)
     big, small = where(first, x1, x2), where(first, x2, x1)
-    gap = where(both_inf, _const(0, delta), lax.sub(small, big))  # (no NaN in the derivative)
-    return where(both_inf, lax.add(x1, x2), lax.add(big, lax.log1p(lax.exp(gap))))
+    gap = where(both_inf, _const(0, delta), ops.sub(small, big))  # (no NaN in the derivative)
+    return where(both_inf, ops.add(x1, x2), ops.add(big, ops.log1p(ops.exp(gap))))
 
 
 def logaddexp2(x1, x2, /):
     x1, x2 = _promote_float("logaddexp2", x1, x2)
     ln2 = _const(np.log(2), x1)
-    return lax.div(logaddexp(lax.mul(x1, ln2), lax.mul(x2, ln2)), ln2)
+    return ops.div(logaddexp(ops.mul(x1, ln2), ops.mul(x2, ln2)), ln2)
 
 
 # sin(y)/y = sum_k (-1)^k y^(2k) / (2k+1)!: the series sinc uses for |pi x| < 1, so that every
@@ -947,22 +947,22 @@ def sinc(x, /):
     """``sin(pi x) / (pi x)``, 1 at 0, like ``jax.numpy.sinc``, with every derivative (of any
     order) right at and near 0: a power series there, the quotient elsewhere."""
     (x,) = _promote_float("sinc", x)
-    pix = lax.mul(x, _const(np.pi, x))
-    small = lax.lt(lax.abs(pix), _const(1, x))
-    y2 = lax.mul(pix, pix)
+    pix = ops.mul(x, _const(np.pi, x))
+    small = ops.lt(ops.abs(pix), _const(1, x))
+    y2 = ops.mul(pix, pix)
     series = _const(_SINC_SERIES[-1], x)
     for c in _SINC_SERIES[-2::-1]:
-        series = lax.add(lax.mul(series, y2), _const(c, x))
+        series = ops.add(ops.mul(series, y2), _const(c, x))
     safe = where(small, _const(1, x), pix)
-    return where(small, series, lax.div(lax.sin(safe), safe))
+    return where(small, series, ops.div(ops.sin(safe), safe))
 
 
 def heaviside(x1, x2, /):
     x1, x2 = _promote_float("heaviside", x1, x2)
     return where(
-        lax.lt(x1, _const(0, x1)),
+        ops.lt(x1, _const(0, x1)),
         _const(0, x1),
-        where(lax.gt(x1, _const(0, x1)), _const(1, x1), where(lax.ne(x1, x1), x1, x2)),
+        where(ops.gt(x1, _const(0, x1)), _const(1, x1), where(ops.ne(x1, x1), x1, x2)),
     )
 
 
@@ -989,13 +989,13 @@ def _logical(lax_fn, name):
     return fn
 
 
-logical_and = _logical(lax.bitwise_and, "logical_and")
-logical_or = _logical(lax.bitwise_or, "logical_or")
-logical_xor = _logical(lax.bitwise_xor, "logical_xor")
+logical_and = _logical(ops.bitwise_and, "logical_and")
+logical_or = _logical(ops.bitwise_or, "logical_or")
+logical_xor = _logical(ops.bitwise_xor, "logical_xor")
 
 
 def logical_not(x, /):
-    return lax.bitwise_not(astype(x, bool_))
+    return ops.bitwise_not(astype(x, bool_))
 
 
 def _bitwise(lax_fn, name):
@@ -1011,9 +1011,9 @@ def _bitwise(lax_fn, name):
     return fn
 
 
-bitwise_and = _bitwise(lax.bitwise_and, "bitwise_and")
-bitwise_or = _bitwise(lax.bitwise_or, "bitwise_or")
-bitwise_xor = _bitwise(lax.bitwise_xor, "bitwise_xor")
+bitwise_and = _bitwise(ops.bitwise_and, "bitwise_and")
+bitwise_or = _bitwise(ops.bitwise_or, "bitwise_or")
+bitwise_xor = _bitwise(ops.bitwise_xor, "bitwise_xor")
 
 
 def invert(x, /):
@@ -1022,7 +1022,7 @@ def invert(x, /):
         raise FunctxTypeError(
             f"invert needs an integer or bool operand, got {_aval(x).str_short()}{_loc()}"
         )
-    return lax.bitwise_not(x)
+    return ops.bitwise_not(x)
 
 
 bitwise_not = bitwise_invert = invert
@@ -1040,7 +1040,7 @@ def where(condition, x=None, y=None, /):
     x, y = _promote("where", x, y)
     shape = broadcast_shapes(_aval(c).shape, _aval(x).shape, _aval(y).shape)
     c, x, y = broadcast_to(c, shape), broadcast_to(x, shape), broadcast_to(y, shape)
-    return lax.select_n(c, y, x)
+    return ops.select_n(c, y, x)
 
 
 def clip(a, a_min=None, a_max=None, /, *, min=None, max=None):  # noqa: A002
@@ -1076,7 +1076,7 @@ def _canon_axis(axis, ndim, name="axis"):
 def _keep(out, axes, shape, keepdims):
     if not keepdims:
         return out
-    return lax.reshape(out, tuple(1 if i in axes else d for i, d in enumerate(shape)))
+    return ops.reshape(out, tuple(1 if i in axes else d for i, d in enumerate(shape)))
 
 
 def _sum_dtype(dt):
@@ -1108,7 +1108,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
     a = astype(a, dt)
     if where is not None:
         a = _where_arg(a, where, zeros((), dt))
-    r = lax.reduce_sum(a, axes) if dt != dtypes.bool_ else lax.reduce_or(a, axes)
+    r = ops.reduce_sum(a, axes) if dt != dtypes.bool_ else ops.reduce_or(a, axes)
     if initial is not None:
         r = add(r, astype(initial, dt))
     return _keep(r, axes, av.shape, keepdims)
@@ -1122,7 +1122,7 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
     a = astype(a, dt)
     if where is not None:
         a = _where_arg(a, where, ones((), dt))
-    r = lax.reduce_prod(a, axes) if dt != dtypes.bool_ else lax.reduce_and(a, axes)
+    r = ops.reduce_prod(a, axes) if dt != dtypes.bool_ else ops.reduce_and(a, axes)
     if initial is not None:
         r = multiply(r, astype(initial, dt))
     return _keep(r, axes, av.shape, keepdims)
@@ -1148,7 +1148,7 @@ def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # no
                 av.dtype,
             ),
         )
-    r = lax.reduce_max(a, axes)
+    r = ops.reduce_max(a, axes)
     if initial is not None:
         r = maximum(r, astype(initial, av.dtype))
     return _keep(r, axes, av.shape, keepdims)
@@ -1174,7 +1174,7 @@ def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # no
                 av.dtype,
             ),
         )
-    r = lax.reduce_min(a, axes)
+    r = ops.reduce_min(a, axes)
     if initial is not None:
         r = minimum(r, astype(initial, av.dtype))
     return _keep(r, axes, av.shape, keepdims)
@@ -1188,7 +1188,7 @@ def any(a, axis=None, out=None, keepdims=False, where=None):  # noqa: A001
     av = _aval(a)
     axes = _norm_axis(axis, av.ndim, "any axis")
     a = _where_arg(a, where, False)
-    return _keep(lax.reduce_or(a, axes), axes, av.shape, keepdims)
+    return _keep(ops.reduce_or(a, axes), axes, av.shape, keepdims)
 
 
 def all(a, axis=None, out=None, keepdims=False, where=None):  # noqa: A001
@@ -1196,7 +1196,7 @@ def all(a, axis=None, out=None, keepdims=False, where=None):  # noqa: A001
     av = _aval(a)
     axes = _norm_axis(axis, av.ndim, "all axis")
     a = _where_arg(a, where, True)
-    return _keep(lax.reduce_and(a, axes), axes, av.shape, keepdims)
+    return _keep(ops.reduce_and(a, axes), axes, av.shape, keepdims)
 
 
 def _count(av, axes):
@@ -1308,8 +1308,8 @@ def _argreduce(fn, name):
     return f
 
 
-argmax = _argreduce(lax.argmax, "argmax")
-argmin = _argreduce(lax.argmin, "argmin")
+argmax = _argreduce(ops.argmax, "argmax")
+argmin = _argreduce(ops.argmin, "argmin")
 
 
 def count_nonzero(a, axis=None, keepdims=False):
@@ -1341,8 +1341,8 @@ def _cumulative(lax_fn, name):
     return f
 
 
-cumsum = _cumulative(lax.cumsum, "cumsum")
-cumprod = _cumulative(lax.cumprod, "cumprod")
+cumsum = _cumulative(_ascan.cumsum, "cumsum")
+cumprod = _cumulative(_ascan.cumprod, "cumprod")
 
 
 def _cumulative_api(fn, name, identity, promote=True):
@@ -1450,7 +1450,7 @@ def reshape(a, shape=None, order="C", *, newshape=None):
                 f"reshape: cannot reshape {av.str_short()} into shape {tuple(shape)}{_loc()}"
             )
         shape[shape.index(-1)] = av.size // known
-    return lax.reshape(a, tuple(shape))
+    return ops.reshape(a, tuple(shape))
 
 
 def ravel(a, order="C"):
@@ -1467,7 +1467,7 @@ def transpose(a, axes=None):
     )
     if sorted(axes) != list(range(nd)):
         raise FunctxTypeError(f"transpose: axes {axes} are not a permutation of {nd} axes{_loc()}")
-    return lax.transpose(a, axes)
+    return ops.transpose(a, axes)
 
 
 permute_dims = transpose
@@ -1497,7 +1497,7 @@ def moveaxis(a, source, destination):
     order = [i for i in range(nd) if i not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
-    return lax.transpose(a, tuple(order))
+    return ops.transpose(a, tuple(order))
 
 
 def swapaxes(a, axis1, axis2):
@@ -1506,7 +1506,7 @@ def swapaxes(a, axis1, axis2):
     perm = list(range(nd))
     i, j = _canon_axis(axis1, nd, "swapaxes axis1"), _canon_axis(axis2, nd, "swapaxes axis2")
     perm[i], perm[j] = perm[j], perm[i]
-    return lax.transpose(a, tuple(perm))
+    return ops.transpose(a, tuple(perm))
 
 
 def squeeze(a, axis=None):
@@ -1523,7 +1523,7 @@ def squeeze(a, axis=None):
                     f"size not equal to one: axis {i} of {av.str_short()}"
                     f"{_loc()}"
                 )
-    return lax.squeeze(a, axes)
+    return ops.squeeze(a, axes)
 
 
 def expand_dims(a, axis):
@@ -1533,7 +1533,7 @@ def expand_dims(a, axis):
     dims = sorted(_canon_axis(d, n, "expand_dims axis") for d in axes)
     if len(set(dims)) != len(dims):
         raise FunctxTypeError(f"expand_dims: repeated axis in {axis}{_loc()}")
-    return lax.expand_dims(a, tuple(dims))
+    return ops.expand_dims(a, tuple(dims))
 
 
 def atleast_1d(*arys):
@@ -1582,7 +1582,7 @@ def concatenate(arrays, axis=0, dtype=None):
                 "concatenate: all the input arrays must have the same number of dimensions, got "
                 f"{', '.join(_aval(x).str_short() for x in arrays)}{_loc()}"
             )
-    return lax.concatenate(arrays, _canon_axis(axis, nd, "concatenate axis"))
+    return ops.concatenate(arrays, _canon_axis(axis, nd, "concatenate axis"))
 
 
 def _promote_only(*arrays, kind=None):
@@ -1590,7 +1590,7 @@ def _promote_only(*arrays, kind=None):
     dt, weak = dtypes.result_type(*[(_aval(a).dtype, _aval(a).weak_type) for a in arrays])
     if kind == "inexact":
         dt = _inexact(dt)
-    return [lax.convert_element_type(a, dt, weak) if _aval(a).dtype != dt else a for a in arrays]
+    return [ops.convert_element_type(a, dt, weak) if _aval(a).dtype != dt else a for a in arrays]
 
 
 def concat(arrays, /, *, axis=0):
@@ -1612,7 +1612,7 @@ def stack(arrays, axis=0, dtype=None):
     arrays = _promote_only(*arrays)
     if dtype is not None:
         arrays = [astype(a, dtype) for a in arrays]
-    return lax.concatenate([lax.expand_dims(a, (axis,)) for a in arrays], axis)
+    return ops.concatenate([ops.expand_dims(a, (axis,)) for a in arrays], axis)
 
 
 def vstack(tup, dtype=None):
@@ -1675,7 +1675,7 @@ def split(ary, indices_or_sections, axis=0):
         # NumPy's rules: negative indices count from the end, then clip into [0, n].
         bounds = [0] + [builtins.min(builtins.max(i + n if i < 0 else i, 0), n) for i in idx] + [n]
     return [
-        lax.slice_in_dim(ary, bounds[i], builtins.max(bounds[i + 1], bounds[i]), 1, axis)
+        ops.slice_in_dim(ary, bounds[i], builtins.max(bounds[i + 1], bounds[i]), 1, axis)
         for i in range(len(bounds) - 1)
     ]
 
@@ -1723,8 +1723,8 @@ def tile(A, reps):
     for i, (r, s) in enumerate(zip(reps, shape)):
         big += [r, s]
         dims.append(2 * i + 1)
-    out = lax.broadcast_in_dim(A, tuple(big), tuple(dims))
-    return lax.reshape(out, tuple(r * s for r, s in zip(reps, shape)))
+    out = ops.broadcast_in_dim(A, tuple(big), tuple(dims))
+    return ops.reshape(out, tuple(r * s for r, s in zip(reps, shape)))
 
 
 def repeat(a, repeats, axis=None, *, total_repeat_length=None):
@@ -1770,8 +1770,8 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
             r = int(reps)
             shape = av.shape[: axis + 1] + (r,) + av.shape[axis + 1 :]
             dims = tuple(range(axis + 1)) + tuple(range(axis + 2, av.ndim + 1))
-            out = lax.broadcast_in_dim(a, shape, dims)
-            return lax.reshape(out, av.shape[:axis] + (n * r,) + av.shape[axis + 1 :])
+            out = ops.broadcast_in_dim(a, shape, dims)
+            return ops.reshape(out, av.shape[:axis] + (n * r,) + av.shape[axis + 1 :])
         idx = np.repeat(np.arange(n), np.broadcast_to(reps.ravel(), (n,)))
         return take(a, Array.from_value(idx.astype(np.int32)), axis=axis)
     # A static output length: JAX's construction, which works for traced repeats.
@@ -1788,7 +1788,7 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
 
 def flip(m, axis=None):
     m = asarray(m) if not _is_array(m) else m
-    return lax.rev(m, _norm_axis(axis, _aval(m).ndim, "flip axis"))
+    return ops.rev(m, _norm_axis(axis, _aval(m).ndim, "flip axis"))
 
 
 def fliplr(m):
@@ -1830,8 +1830,8 @@ def roll(a, shift, axis=None):
             )
         s = int(s) % n
         if s:
-            a = lax.concatenate(
-                [lax.slice_in_dim(a, n - s, n, 1, ax), lax.slice_in_dim(a, 0, n - s, 1, ax)], ax
+            a = ops.concatenate(
+                [ops.slice_in_dim(a, n - s, n, 1, ax), ops.slice_in_dim(a, 0, n - s, 1, ax)], ax
             )
     return a
 
@@ -1923,9 +1923,9 @@ def pad(array, pad_width, mode="constant", constant_values=0):
         cv = np.asarray(constant_values)
         if cv.ndim:
             raise FunctxTypeError(f"pad: only scalar constant_values are supported{_loc()}")
-        return lax.pad(
+        return ops.pad(
             array,
-            lax.convert_element_type(cv.item(), av.dtype),
+            ops.convert_element_type(cv.item(), av.dtype),
             [(int(lo), int(hi), 0) for lo, hi in pw],
         )
     if mode in ("edge", "wrap", "reflect", "symmetric"):
@@ -2034,7 +2034,7 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
             shape = [1] * av.ndim
             shape[i] = n
             idx.append(
-                lax.broadcasted_iota(dtypes.int32, tuple(shape), i)
+                ops.broadcasted_iota(dtypes.int32, tuple(shape), i)
                 if av.shape[i] > 1
                 else zeros(tuple(shape), dtypes.int32)
             )
@@ -2086,8 +2086,8 @@ def diag(v, k=0):
     if v.ndim == 1:
         n = v.shape[0] + builtins.abs(k)
         _v.check_size((n, n), "diag", "output shape", v.dtype)
-        r = lax.broadcasted_iota(dtypes.int32, (n, n), 0)
-        c = lax.broadcasted_iota(dtypes.int32, (n, n), 1)
+        r = ops.broadcasted_iota(dtypes.int32, (n, n), 0)
+        c = ops.broadcasted_iota(dtypes.int32, (n, n), 1)
         vv = pad(v, (builtins.max(-k, 0), builtins.max(k, 0)))
         src = broadcast_to(vv[:, None], (n, n))  # entry (r, r + k) is vv[r]
         return where(equal(c - r, k), src, zeros((), v.dtype))
@@ -2134,8 +2134,8 @@ def matmul(a, b, /, *, precision=None, preferred_element_type=None):
             f"matmul: operands must not be scalars, got {av.str_short()} and "
             f"{bv.str_short()}{_loc()}"
         )
-    a2 = lax.expand_dims(a, (0,)) if av.ndim == 1 else a
-    b2 = lax.expand_dims(b, (1,)) if bv.ndim == 1 else b
+    a2 = ops.expand_dims(a, (0,)) if av.ndim == 1 else a
+    b2 = ops.expand_dims(b, (1,)) if bv.ndim == 1 else b
     a2v, b2v = _aval(a2), _aval(b2)
     if a2v.shape[-1] != b2v.shape[-2]:
         raise FunctxTypeError(
@@ -2146,7 +2146,7 @@ def matmul(a, b, /, *, precision=None, preferred_element_type=None):
     nb = len(batch)
     # Unbatched operands (rank 2) stay unbatched: dot_general folds them into free dimensions.
     if b2v.ndim == 2:
-        out = lax.dot_general(
+        out = ops.dot_general(
             broadcast_to(a2, batch + a2v.shape[-2:]) if a2v.ndim > 2 else a2,
             b2,
             (((a2v.ndim - 1 if a2v.ndim > 2 else 1,), (0,)), ((), ())),
@@ -2154,7 +2154,7 @@ def matmul(a, b, /, *, precision=None, preferred_element_type=None):
             preferred_element_type=preferred_element_type,
         )
     elif a2v.ndim == 2:
-        out = lax.dot_general(
+        out = ops.dot_general(
             a2,
             broadcast_to(b2, batch + b2v.shape[-2:]),
             (((1,), (nb,)), ((), ())),
@@ -2166,7 +2166,7 @@ def matmul(a, b, /, *, precision=None, preferred_element_type=None):
     else:
         a3 = broadcast_to(a2, batch + a2v.shape[-2:])
         b3 = broadcast_to(b2, batch + b2v.shape[-2:])
-        out = lax.dot_general(
+        out = ops.dot_general(
             a3,
             b3,
             (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))),
@@ -2174,9 +2174,9 @@ def matmul(a, b, /, *, precision=None, preferred_element_type=None):
             preferred_element_type=preferred_element_type,
         )
     if av.ndim == 1:
-        out = lax.squeeze(out, (_aval(out).ndim - 2,))
+        out = ops.squeeze(out, (_aval(out).ndim - 2,))
     if bv.ndim == 1:
-        out = lax.squeeze(out, (_aval(out).ndim - 1,))
+        out = ops.squeeze(out, (_aval(out).ndim - 1,))
     return out
 
 
@@ -2186,14 +2186,14 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
     if av.ndim == 0 or bv.ndim == 0:
         return multiply(a, b)
     if bv.ndim == 1:
-        return lax.dot_general(
+        return ops.dot_general(
             a,
             b,
             (((av.ndim - 1,), (0,)), ((), ())),
             precision=precision,
             preferred_element_type=preferred_element_type,
         )
-    return lax.dot_general(
+    return ops.dot_general(
         a,
         b,
         (((av.ndim - 1,), (bv.ndim - 2,)), ((), ())),
@@ -2237,7 +2237,7 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
     av, bv = _aval(a), _aval(b)
     if av.ndim == 0 or bv.ndim == 0:
         return multiply(a, b)
-    return lax.dot_general(
+    return ops.dot_general(
         a,
         b,
         (((av.ndim - 1,), (bv.ndim - 1,)), ((), ())),
@@ -2273,7 +2273,7 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
         )
     ax_a = tuple(_canon_axis(x, av.ndim, "tensordot axis") for x in ax_a)
     ax_b = tuple(_canon_axis(x, bv.ndim, "tensordot axis") for x in ax_b)
-    return lax.dot_general(
+    return ops.dot_general(
         a,
         b,
         ((ax_a, ax_b), ((), ())),

@@ -15,8 +15,8 @@ from functx.errors import (
     FunctxOverflowError,
     FunctxTypeError,
     FunctxValueError,
+    where as _loc,
 )
-from functx.errors import where as _loc
 from functx.tracing import Tracer
 
 # The largest array functx can describe: its byte size must fit a signed 64-bit integer.

@@ -7,7 +7,7 @@ output needs and batches the ones they do.
 
 from __future__ import annotations
 
-from functx import dtypes, lax
+from functx import dtypes
 from functx.errors import FunctxTypeError, where
 from functx.tracing import get_aval
 
@@ -80,11 +80,11 @@ def _sum(x, axes):
 def einsum(subscripts, *operands, precision=None, preferred_element_type=None):
     from functx.numpy import _core as jnp
 
-    ops = [jnp.asarray(o) for o in operands]
-    ops = jnp._promote_only(*ops) if len(ops) > 1 else ops
-    terms, out = _parse(subscripts, [get_aval(o).ndim for o in ops])
+    arrs = [jnp.asarray(o) for o in operands]
+    arrs = jnp._promote_only(*arrs) if len(arrs) > 1 else arrs
+    terms, out = _parse(subscripts, [get_aval(o).ndim for o in arrs])
     sizes = {}
-    for t, o in zip(terms, ops):
+    for t, o in zip(terms, arrs):
         for c, n in zip(t, get_aval(o).shape):
             if sizes.setdefault(c, n) != n and n != 1 and sizes[c] != 1:
                 raise FunctxTypeError(f"einsum: index {c!r} has sizes {sizes[c]} and {n}{where()}")
@@ -94,7 +94,7 @@ def einsum(subscripts, *operands, precision=None, preferred_element_type=None):
             raise FunctxTypeError(f"einsum: output index {c!r} is in no input{where()}")
 
     pending = []
-    for t, o in zip(terms, ops):
+    for t, o in zip(terms, arrs):
         o, t = _diagonal(o, t)
         # broadcast size-1 dimensions to the common size
         shape = tuple(sizes[c] for c in t)
@@ -131,7 +131,7 @@ def einsum(subscripts, *operands, precision=None, preferred_element_type=None):
             ([at.index(c) for c in contract], [t.index(c) for c in contract]),
             ([at.index(c) for c in batch], [t.index(c) for c in batch]),
         )
-        acc = lax.dot_general(
+        acc = ops.dot_general(
             acc, o, dn, precision=precision, preferred_element_type=preferred_element_type
         )
         at = (
@@ -144,7 +144,7 @@ def einsum(subscripts, *operands, precision=None, preferred_element_type=None):
     if axes:
         acc = _sum(acc, axes)
         at = "".join(c for c in at if c in out)
-    acc = lax.transpose(acc, tuple(at.index(c) for c in out))
+    acc = ops.transpose(acc, tuple(at.index(c) for c in out))
     if preferred_element_type is not None:
         acc = jnp.astype(acc, preferred_element_type)
     return acc

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from functx import dtypes, lax
-from functx import primitives as P
+from functx import dtypes, ops, primitives as P
 from functx.array import Array, UncommittedArray
 from functx.errors import FunctxIndexError, FunctxTypeError, FunctxValueError, where
 from functx.tracing import Tracer, get_aval
@@ -135,7 +134,7 @@ def _parse(x, idx):
         else:
             per_axis.append(it)
     if new_axes:
-        x = lax.expand_dims(x, tuple(new_axes))
+        x = ops.expand_dims(x, tuple(new_axes))
     return x, per_axis
 
 
@@ -184,10 +183,10 @@ def getitem(x, idx, mode=None, fill_value=None):
             starts.append(0)
             limits.append(n)
             strides.append(1)
-    x = lax.slice(x, starts, limits, strides)
-    x = lax.rev(x, rev_dims)
+    x = ops.slice(x, starts, limits, strides)
+    x = ops.rev(x, rev_dims)
     if not has_array:
-        return lax.squeeze(x, squeeze_dims)
+        return ops.squeeze(x, squeeze_dims)
 
     # 2. Integer arrays (and ints) gather: advanced items broadcast together.
     adv_axes, adv = [], []
@@ -213,8 +212,8 @@ def getitem(x, idx, mode=None, fill_value=None):
         av = get_aval(a)
         if dtypes.is_signed(av.dtype):
             a = jnp.where(
-                lax.lt(a, 0),
-                lax.add(a, np.asarray(dims[ax], av.dtype)[()] if not av.weak_type else dims[ax]),
+                ops.lt(a, 0),
+                ops.add(a, np.asarray(dims[ax], av.dtype)[()] if not av.weak_type else dims[ax]),
                 a,
             )
         norm.append(jnp.astype(a, dtypes.int32) if get_aval(a).dtype != dtypes.int64 else a)
@@ -252,7 +251,7 @@ def getitem(x, idx, mode=None, fill_value=None):
             + list(range(nb))
             + list(range(nb + first, get_aval(out).ndim))
         )
-        out = lax.transpose(out, perm)
+        out = ops.transpose(out, perm)
     return out
 
 
@@ -281,11 +280,11 @@ def scatter_update(x, idx, values, mode):
         # Like JAX: update in the promoted dtype, then convert back (so an int32 array's
         # .at[i].add(2.5) adds 2.5 and truncates the sum, rather than adding 2).
         out = scatter_update(
-            lax.convert_element_type(x, dt), idx, lax.convert_element_type(values, dt), mode
+            ops.convert_element_type(x, dt), idx, ops.convert_element_type(values, dt), mode
         )
-        return lax.convert_element_type(out, xv.dtype, xv.weak_type)
+        return ops.convert_element_type(out, xv.dtype, xv.weak_type)
     values = (
-        lax.convert_element_type(values, xv.dtype, xv.weak_type)
+        ops.convert_element_type(values, xv.dtype, xv.weak_type)
         if get_aval(values).dtype != xv.dtype
         else values
     )
@@ -295,13 +294,13 @@ def scatter_update(x, idx, values, mode):
         if _static_basic(items):
             return _update_static(x, items, values, mode)
     # General case: gather the flat positions the index selects, then scatter into the flat array.
-    pos = lax.reshape(
-        lax.iota(dtypes.int32 if xv.size < 2**31 else dtypes.int64, xv.size), xv.shape
+    pos = ops.reshape(
+        ops.iota(dtypes.int32 if xv.size < 2**31 else dtypes.int64, xv.size), xv.shape
     )
     sel = getitem(pos, idx, mode="fill", fill_value=-1)
     sv = get_aval(sel)
     upd = jnp.broadcast_to(values, sv.shape)
-    flat = lax.reshape(x, (xv.size,))
+    flat = ops.reshape(x, (xv.size,))
     prim = {
         None: P.scatter_p,
         "add": P.scatter_add_p,
@@ -310,9 +309,9 @@ def scatter_update(x, idx, values, mode):
         "max": P.scatter_max_p,
     }[mode]
     out = prim.bind(
-        flat, lax.reshape(sel, (sv.size, 1)), lax.reshape(upd, (sv.size,)), axes=(0,), mode="drop"
+        flat, ops.reshape(sel, (sv.size, 1)), ops.reshape(upd, (sv.size,)), axes=(0,), mode="drop"
     )
-    return lax.reshape(out, xv.shape)
+    return ops.reshape(out, xv.shape)
 
 
 def _update_static(x, items, values, mode):
@@ -335,11 +334,11 @@ def _update_static(x, items, values, mode):
             sizes.append(max(stop - start, 0))
             view_shape.append(sizes[-1])
     upd = jnp.broadcast_to(values, tuple(view_shape))
-    upd = lax.reshape(upd, tuple(sizes))
+    upd = ops.reshape(upd, tuple(sizes))
     if mode is not None:
-        cur = lax.slice(x, starts, [s + n for s, n in zip(starts, sizes)])
-        fn = {"add": lax.add, "mul": lax.mul, "min": lax.min, "max": lax.max}[mode]
+        cur = ops.slice(x, starts, [s + n for s, n in zip(starts, sizes)])
+        fn = {"add": ops.add, "mul": ops.mul, "min": ops.min, "max": ops.max}[mode]
         upd = fn(cur, upd)
     if 0 in sizes:
         return x
-    return lax.dynamic_update_slice(x, upd, starts)
+    return ops.dynamic_update_slice(x, upd, starts)

@@ -11,8 +11,7 @@ Differences from ``jax.numpy.linalg`` (deliberate):
 from __future__ import annotations
 
 from functx.errors import FunctxTypeError, where
-from functx.numpy import _core as jnp
-from functx.numpy import _validate as _v
+from functx.numpy import _core as jnp, _validate as _v
 
 
 def _sqrt_sumsq(x, axis, keepdims):

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from functx import dtypes, lax
-from functx import primitives as P
+from functx import dtypes, ops, primitives as P
 from functx.array import Array, is_python_scalar
 from functx.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray
 from functx.errors import FunctxTypeError, UnsupportedError, where
@@ -47,7 +46,7 @@ def tangent_aval(aval: ShapedArray) -> ShapedArray:
 def zeros_like_aval(aval: ShapedArray):
     if aval.dtype == dtypes.float0:
         return np.zeros(aval.shape, dtypes.float0)
-    return lax.full(aval.shape, 0, aval.dtype)
+    return ops.full(aval.shape, 0, aval.dtype)
 
 
 def instantiate(t, aval=None):
@@ -80,7 +79,7 @@ def add_tangents(a, b):
         return b
     if isinstance(b, Zero):
         return a
-    return lax.add(a, b)
+    return ops.add(a, b)
 
 
 # --- the rewrite ---------------------------------------------------------------------------------
@@ -157,7 +156,7 @@ def _bcast(t, shape):
     a = get_aval(t)
     if a.shape == tuple(shape):
         return t
-    return lax.broadcast_in_dim(t, shape, ())
+    return ops.broadcast_in_dim(t, shape, ())
 
 
 def _const(x, v):
@@ -172,7 +171,7 @@ def _scale(t, coef, shape):
     """t * coef with a symbolic zero passing through."""
     if isinstance(t, Zero):
         return Zero(ShapedArray(shape, t.aval.dtype))
-    return lax.mul(_bcast(t, shape) if get_aval(coef).shape == () else t, coef)
+    return ops.mul(_bcast(t, shape) if get_aval(coef).shape == () else t, coef)
 
 
 def defjvp_unary(prim, deriv):
@@ -202,7 +201,7 @@ def defjvp_linear(prim):
 
 
 def _zero_for(aval):
-    return lax.full(aval.shape, 0, aval.dtype)
+    return ops.full(aval.shape, 0, aval.dtype)
 
 
 def defjvp_binary(prim, dx, dy):
@@ -249,37 +248,37 @@ for _p in (
 ):
     nondifferentiable.add(_p)
 
-jvp_rules[P.neg_p] = lambda ps, ts: (lax.neg(ps[0]), lax.neg(ts[0]))
+jvp_rules[P.neg_p] = lambda ps, ts: (ops.neg(ps[0]), ops.neg(ts[0]))
 # d|x|/dx is 1 at 0 (and -0.0), as in JAX.
 defjvp_unary(
     P.abs_p,
-    lambda x, ans: lax.select(lax.ge(x, _const(x, 0)), lax.full_like(x, 1), lax.full_like(x, -1)),
+    lambda x, ans: ops.select(ops.ge(x, _const(x, 0)), ops.full_like(x, 1), ops.full_like(x, -1)),
 )
 defjvp_unary(P.exp_p, lambda x, ans: ans)
-defjvp_unary(P.exp2_p, lambda x, ans: lax.mul(ans, _const(x, np.log(2))))
-defjvp_unary(P.log_p, lambda x, ans: lax.integer_pow(x, -1))
-defjvp_unary(P.log1p_p, lambda x, ans: lax.integer_pow(lax.add(x, _const(x, 1)), -1))
-defjvp_unary(P.expm1_p, lambda x, ans: lax.add(ans, _const(x, 1)))
-defjvp_unary(P.sqrt_p, lambda x, ans: lax.div(_const(x, 0.5), ans))
-defjvp_unary(P.rsqrt_p, lambda x, ans: lax.mul(lax.div(ans, x), _const(x, -0.5)))
-defjvp_unary(P.cbrt_p, lambda x, ans: lax.mul(lax.integer_pow(ans, -2), _const(x, 1 / 3)))
-defjvp_unary(P.sin_p, lambda x, ans: lax.cos(x))
-defjvp_unary(P.cos_p, lambda x, ans: lax.neg(lax.sin(x)))
-defjvp_unary(P.tan_p, lambda x, ans: lax.add(_const(x, 1), lax.mul(ans, ans)))
-defjvp_unary(P.asin_p, lambda x, ans: lax.rsqrt(lax.sub(_const(x, 1), lax.mul(x, x))))
-defjvp_unary(P.acos_p, lambda x, ans: lax.neg(lax.rsqrt(lax.sub(_const(x, 1), lax.mul(x, x)))))
-defjvp_unary(P.atan_p, lambda x, ans: lax.integer_pow(lax.add(_const(x, 1), lax.mul(x, x)), -1))
-defjvp_unary(P.sinh_p, lambda x, ans: lax.cosh(x))
-defjvp_unary(P.cosh_p, lambda x, ans: lax.sinh(x))
-defjvp_unary(P.tanh_p, lambda x, ans: lax.sub(_const(x, 1), lax.mul(ans, ans)))
-defjvp_unary(P.asinh_p, lambda x, ans: lax.rsqrt(lax.add(lax.mul(x, x), _const(x, 1))))
+defjvp_unary(P.exp2_p, lambda x, ans: ops.mul(ans, _const(x, np.log(2))))
+defjvp_unary(P.log_p, lambda x, ans: ops.integer_pow(x, -1))
+defjvp_unary(P.log1p_p, lambda x, ans: ops.integer_pow(ops.add(x, _const(x, 1)), -1))
+defjvp_unary(P.expm1_p, lambda x, ans: ops.add(ans, _const(x, 1)))
+defjvp_unary(P.sqrt_p, lambda x, ans: ops.div(_const(x, 0.5), ans))
+defjvp_unary(P.rsqrt_p, lambda x, ans: ops.mul(ops.div(ans, x), _const(x, -0.5)))
+defjvp_unary(P.cbrt_p, lambda x, ans: ops.mul(ops.integer_pow(ans, -2), _const(x, 1 / 3)))
+defjvp_unary(P.sin_p, lambda x, ans: ops.cos(x))
+defjvp_unary(P.cos_p, lambda x, ans: ops.neg(ops.sin(x)))
+defjvp_unary(P.tan_p, lambda x, ans: ops.add(_const(x, 1), ops.mul(ans, ans)))
+defjvp_unary(P.asin_p, lambda x, ans: ops.rsqrt(ops.sub(_const(x, 1), ops.mul(x, x))))
+defjvp_unary(P.acos_p, lambda x, ans: ops.neg(ops.rsqrt(ops.sub(_const(x, 1), ops.mul(x, x)))))
+defjvp_unary(P.atan_p, lambda x, ans: ops.integer_pow(ops.add(_const(x, 1), ops.mul(x, x)), -1))
+defjvp_unary(P.sinh_p, lambda x, ans: ops.cosh(x))
+defjvp_unary(P.cosh_p, lambda x, ans: ops.sinh(x))
+defjvp_unary(P.tanh_p, lambda x, ans: ops.sub(_const(x, 1), ops.mul(ans, ans)))
+defjvp_unary(P.asinh_p, lambda x, ans: ops.rsqrt(ops.add(ops.mul(x, x), _const(x, 1))))
 defjvp_unary(
-    P.acosh_p, lambda x, ans: lax.rsqrt(lax.mul(lax.sub(x, _const(x, 1)), lax.add(x, _const(x, 1))))
+    P.acosh_p, lambda x, ans: ops.rsqrt(ops.mul(ops.sub(x, _const(x, 1)), ops.add(x, _const(x, 1))))
 )
-defjvp_unary(P.atanh_p, lambda x, ans: lax.integer_pow(lax.sub(_const(x, 1), lax.mul(x, x)), -1))
-defjvp_unary(P.logistic_p, lambda x, ans: lax.mul(ans, lax.sub(_const(x, 1), ans)))
+defjvp_unary(P.atanh_p, lambda x, ans: ops.integer_pow(ops.sub(_const(x, 1), ops.mul(x, x)), -1))
+defjvp_unary(P.logistic_p, lambda x, ans: ops.mul(ans, ops.sub(_const(x, 1), ans)))
 defjvp_unary(
-    P.erf_p, lambda x, ans: lax.mul(_const(x, 2 / np.sqrt(np.pi)), lax.exp(lax.neg(lax.mul(x, x))))
+    P.erf_p, lambda x, ans: ops.mul(_const(x, 2 / np.sqrt(np.pi)), ops.exp(ops.neg(ops.mul(x, x))))
 )
 
 
@@ -295,10 +294,10 @@ jvp_rules[P.lgamma_p] = _lgamma_jvp
 
 def _integer_pow_deriv(x, ans, *, y):
     if y == 0:
-        return lax.full_like(x, 0)
+        return ops.full_like(x, 0)
     if y == 1:
-        return lax.full_like(x, 1)
-    return lax.mul(_const(x, y), x if y == 2 else lax.integer_pow(x, y - 1))
+        return ops.full_like(x, 1)
+    return ops.mul(_const(x, y), x if y == 2 else ops.integer_pow(x, y - 1))
 
 
 defjvp_unary(P.integer_pow_p, _integer_pow_deriv)
@@ -307,16 +306,16 @@ defjvp_unary(P.integer_pow_p, _integer_pow_deriv)
 # --- elementwise binary --------------------------------------------------------------------------
 def _add_jvp(primals, tangents):
     (x, y), (tx, ty) = primals, tangents
-    ans = lax.add(x, y)
+    ans = ops.add(x, y)
     shape = get_aval(ans).shape
     return ans, add_tangents(_bcast(tx, shape), _bcast(ty, shape))
 
 
 def _sub_jvp(primals, tangents):
     (x, y), (tx, ty) = primals, tangents
-    ans = lax.sub(x, y)
+    ans = ops.sub(x, y)
     shape = get_aval(ans).shape
-    nty = ty if isinstance(ty, Zero) else lax.neg(ty)
+    nty = ty if isinstance(ty, Zero) else ops.neg(ty)
     return ans, add_tangents(_bcast(tx, shape), _bcast(nty, shape))
 
 
@@ -324,31 +323,31 @@ jvp_rules[P.add_p] = _add_jvp
 jvp_rules[P.sub_p] = _sub_jvp
 defjvp_binary(P.mul_p, lambda x, y, ans: y, lambda x, y, ans: x)
 defjvp_binary(
-    P.div_p, lambda x, y, ans: lax.integer_pow(y, -1), lambda x, y, ans: lax.neg(lax.div(ans, y))
+    P.div_p, lambda x, y, ans: ops.integer_pow(y, -1), lambda x, y, ans: ops.neg(ops.div(ans, y))
 )
 defjvp_binary(
     P.rem_p,
-    lambda x, y, ans: lax.full_like(ans, 1),
-    lambda x, y, ans: lax.neg(lax.mul(lax.sign(lax.div(x, y)), lax.floor(lax.abs(lax.div(x, y))))),
+    lambda x, y, ans: ops.full_like(ans, 1),
+    lambda x, y, ans: ops.neg(ops.mul(ops.sign(ops.div(x, y)), ops.floor(ops.abs(ops.div(x, y))))),
 )
 
 
 def _pow_dx(x, y, ans):
     if get_aval(y).dtype != get_aval(x).dtype:
-        y = lax.convert_element_type(y, get_aval(x).dtype)
+        y = ops.convert_element_type(y, get_aval(x).dtype)
     # y * x**(y-1), with 0 where y == 0 (so d/dx 0**0 is 0, like JAX).
-    jac = lax.mul(y, lax.pow(x, lax.sub(y, _const(y, 1))))
-    return lax.select(lax.eq(y, _const(y, 0)), lax.full_like(jac, 0), jac)
+    jac = ops.mul(y, ops.pow(x, ops.sub(y, _const(y, 1))))
+    return ops.select(ops.eq(y, _const(y, 0)), ops.full_like(jac, 0), jac)
 
 
 def _pow_dy(x, y, ans):
-    safe_x = lax.select(lax.eq(x, _const(x, 0)), lax.full_like(x, 1), x)
-    return lax.mul(lax.log(safe_x), ans)
+    safe_x = ops.select(ops.eq(x, _const(x, 0)), ops.full_like(x, 1), x)
+    return ops.mul(ops.log(safe_x), ans)
 
 
 def _pow_jvp(primals, tangents):
     (x, y), (tx, ty) = primals, tangents
-    ans = lax.pow(x, y)
+    ans = ops.pow(x, y)
     shape = get_aval(ans).shape
     out = Zero(ShapedArray(shape, get_aval(ans).dtype))
     if not isinstance(tx, Zero):
@@ -363,14 +362,14 @@ jvp_rules[P.pow_p] = _pow_jvp
 
 def _balanced_eq(x, z, y):
     """1 where x alone attains z, 0.5 where x and y tie, 0 elsewhere (JAX's tie split)."""
-    one = lax.full_like(z, 1)
-    half = lax.full_like(z, 0.5)
-    zero = lax.full_like(z, 0)
-    return lax.select(lax.eq(x, z), lax.select(lax.eq(y, z), half, one), zero)
+    one = ops.full_like(z, 1)
+    half = ops.full_like(z, 0.5)
+    zero = ops.full_like(z, 0)
+    return ops.select(ops.eq(x, z), ops.select(ops.eq(y, z), half, one), zero)
 
 
 def _bshape(x, shape):
-    return x if get_aval(x).shape == tuple(shape) else lax.broadcast_in_dim(x, shape, ())
+    return x if get_aval(x).shape == tuple(shape) else ops.broadcast_in_dim(x, shape, ())
 
 
 def _minmax_partials(x, y, ans):
@@ -392,20 +391,20 @@ defjvp_binary(
 
 
 def _atan2_denominator(x, y):
-    return lax.add(lax.mul(x, x), lax.mul(y, y))
+    return ops.add(ops.mul(x, x), ops.mul(y, y))
 
 
 defjvp_binary(
     P.atan2_p,
-    lambda x, y, ans: lax.div(y, _atan2_denominator(x, y)),
-    lambda x, y, ans: lax.neg(lax.div(x, _atan2_denominator(x, y))),
+    lambda x, y, ans: ops.div(y, _atan2_denominator(x, y)),
+    lambda x, y, ans: ops.neg(ops.div(x, _atan2_denominator(x, y))),
 )
 
 
 # --- select, convert -----------------------------------------------------------------------------
 def _select_n_jvp(primals, tangents):
     which, *cases = primals
-    ans = lax.select_n(which, *cases)
+    ans = ops.select_n(which, *cases)
     tcases = tangents[1:]
     if all(isinstance(t, Zero) for t in tcases):
         return ans, Zero(tangent_aval(get_aval(ans)))
@@ -413,7 +412,7 @@ def _select_n_jvp(primals, tangents):
         instantiate(t) if not isinstance(t, Zero) else _zero_for(get_aval(c))
         for t, c in zip(tcases, cases)
     ]
-    return ans, lax.select_n(which, *ts)
+    return ans, ops.select_n(which, *ts)
 
 
 jvp_rules[P.select_n_p] = _select_n_jvp
@@ -444,9 +443,9 @@ for _p in (
 
 
 def _concatenate_jvp(primals, tangents, *, dimension):
-    ans = lax.concatenate(primals, dimension)
+    ans = ops.concatenate(primals, dimension)
     ts = [_zero_for(get_aval(p)) if isinstance(t, Zero) else t for p, t in zip(primals, tangents)]
-    return ans, lax.concatenate(ts, dimension)
+    return ans, ops.concatenate(ts, dimension)
 
 
 jvp_rules[P.concatenate_p] = _concatenate_jvp
@@ -528,19 +527,19 @@ def _scatter_mul_jvp(primals, tangents, *, axes, mode):
     x, idx, u = primals
     tx, tu = tangents[0], tangents[2]
     ans = P.scatter_mul_p.bind(x, idx, u, axes=axes, mode=mode)
-    m = P.scatter_mul_p.bind(lax.full_like(x, 1), idx, u, axes=axes, mode=mode)
+    m = P.scatter_mul_p.bind(ops.full_like(x, 1), idx, u, axes=axes, mode=mode)
     out = Zero(tangent_aval(get_aval(ans)))
     if not isinstance(tx, Zero):
-        out = add_tangents(out, lax.mul(tx, m))
+        out = add_tangents(out, ops.mul(tx, m))
     if not isinstance(tu, Zero):
         gmode = "clip" if mode == "clip" else "fill"
         at = P.gather_p.bind(
             ans, idx, axes=axes, mode=gmode, fill_value=None if gmode == "clip" else 0
         )
-        coef = lax.div(at, u)
+        coef = ops.div(at, u)
         out = add_tangents(
             out,
-            P.scatter_add_p.bind(lax.full_like(x, 0), idx, lax.mul(tu, coef), axes=axes, mode=mode),
+            P.scatter_add_p.bind(ops.full_like(x, 0), idx, ops.mul(tu, coef), axes=axes, mode=mode),
         )
     return ans, out
 
@@ -557,20 +556,20 @@ def _scatter_minmax_jvp(prim):
         at = P.gather_p.bind(
             ans, idx, axes=axes, mode=gmode, fill_value=None if gmode == "clip" else 0
         )
-        from_x = lax.convert_element_type(lax.eq(x, ans), get_aval(x).dtype)
-        from_u = lax.convert_element_type(lax.eq(u, at), get_aval(x).dtype)
-        counts = lax.add(
-            from_x, P.scatter_add_p.bind(lax.full_like(x, 0), idx, from_u, axes=axes, mode=mode)
+        from_x = ops.convert_element_type(ops.eq(x, ans), get_aval(x).dtype)
+        from_u = ops.convert_element_type(ops.eq(u, at), get_aval(x).dtype)
+        counts = ops.add(
+            from_x, P.scatter_add_p.bind(ops.full_like(x, 0), idx, from_u, axes=axes, mode=mode)
         )
         tx = _zero_for(get_aval(x)) if isinstance(tx, Zero) else tx
         tu = _zero_for(get_aval(u)) if isinstance(tu, Zero) else tu
-        num = lax.add(
-            lax.mul(tx, from_x),
+        num = ops.add(
+            ops.mul(tx, from_x),
             P.scatter_add_p.bind(
-                lax.full_like(x, 0), idx, lax.mul(tu, from_u), axes=axes, mode=mode
+                ops.full_like(x, 0), idx, ops.mul(tu, from_u), axes=axes, mode=mode
             ),
         )
-        return ans, lax.div(num, counts)
+        return ans, ops.div(num, counts)
 
     jvp_rules[prim] = rule
 
@@ -587,7 +586,7 @@ def _keepdims_shape(shape, axes):
 def _expand_back(y, shape, axes):
     """Broadcast a reduction's result back over the reduced axes."""
     kept = [i for i in range(len(shape)) if i not in axes]
-    return lax.broadcast_in_dim(y, shape, tuple(kept))
+    return ops.broadcast_in_dim(y, shape, tuple(kept))
 
 
 def _reduce_minmax_jvp(prim):
@@ -595,9 +594,9 @@ def _reduce_minmax_jvp(prim):
         (x,), (t,) = primals, tangents
         ans = prim.bind(x, axes=axes)
         shape = get_aval(x).shape
-        loc = lax.convert_element_type(lax.eq(x, _expand_back(ans, shape, axes)), get_aval(x).dtype)
-        counts = lax.reduce_sum(loc, axes)
-        return ans, lax.div(lax.reduce_sum(lax.mul(t, loc), axes), counts)
+        loc = ops.convert_element_type(ops.eq(x, _expand_back(ans, shape, axes)), get_aval(x).dtype)
+        counts = ops.reduce_sum(loc, axes)
+        return ans, ops.div(ops.reduce_sum(ops.mul(t, loc), axes), counts)
 
     jvp_rules[prim] = rule
 
@@ -606,40 +605,7 @@ _reduce_minmax_jvp(P.reduce_max_p)
 _reduce_minmax_jvp(P.reduce_min_p)
 
 
-def _exclusive_cumprod(x, axis, reverse):
-    """prod of the elements strictly before each position (after, when reverse)."""
-    n = get_aval(x).shape[axis]
-    nd = get_aval(x).ndim
-    c = lax.cumprod(x, axis, reverse)
-    cfg = [(0, 0, 0)] * nd
-    cfg[axis] = (0, 1, 0) if reverse else (1, 0, 0)
-    padded = lax.pad(c, _const(x, 1), cfg)
-    start = [0] * nd
-    start[axis] = 1 if reverse else 0
-    limit = list(get_aval(padded).shape)
-    limit[axis] = start[axis] + n
-    return lax.slice(padded, start, limit)
-
-
-def _reduce_prod_jvp(primals, tangents, *, axes):
-    (x,), (t,) = primals, tangents
-    ans = P.reduce_prod_p.bind(x, axes=axes)
-    xa = get_aval(x)
-    kept = [i for i in range(xa.ndim) if i not in axes]
-    perm = kept + list(axes)
-    n_red = int(np.prod([xa.shape[i] for i in axes], dtype=np.int64))
-    flat_shape = tuple(xa.shape[i] for i in kept) + (n_red,)
-    xf = lax.reshape(lax.transpose(x, perm), flat_shape)
-    tf = lax.reshape(lax.transpose(t, perm), flat_shape)
-    if n_red == 0:
-        return ans, Zero(tangent_aval(get_aval(ans)))
-    last = len(flat_shape) - 1
-    # d prod / d x_j = prod_{k != j} x_k = (prod before j) * (prod after j): exact with zeros.
-    others = lax.mul(_exclusive_cumprod(xf, last, False), _exclusive_cumprod(xf, last, True))
-    return ans, lax.reduce_sum(lax.mul(tf, others), (last,))
-
-
-jvp_rules[P.reduce_prod_p] = _reduce_prod_jvp
+# reduce_prod's rule uses cumprod, an associative scan: it lives in functx/associative_scan.py.
 
 
 # --- contraction ---------------------------------------------------------------------------------

@@ -184,8 +184,7 @@ def divide_by_reciprocals(closed: ClosedJaxpr) -> ClosedJaxpr:
     the exact one, as JAX's does. Eager operations divide exactly, as JAX's do. Top level only."""
     import numpy as np
 
-    from functx import dtypes
-    from functx import primitives as P
+    from functx import dtypes, primitives as P
     from functx.core import ShapedArray, Var
 
     jaxpr = closed.jaxpr

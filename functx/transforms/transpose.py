@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from functx import lax
-from functx import primitives as P
+from functx import ops, primitives as P
 from functx.core import Jaxpr, Literal, ShapedArray
 from functx.errors import UnsupportedError, where
 from functx.tracing import get_aval, source_info
@@ -75,7 +74,7 @@ def backward_pass(jaxpr: Jaxpr, consts, args, cts_out):
         if type(v) is Literal or isinstance(ct, Zero) or ct is None or v.id not in linear:
             return
         prev = ct_env.get(v.id)
-        ct_env[v.id] = ct if prev is None else lax.add(prev, ct)
+        ct_env[v.id] = ct if prev is None else ops.add(prev, ct)
 
     for v, ct in zip(jaxpr.outvars, cts_out):
         add_ct(v, ct)
@@ -121,14 +120,14 @@ def unbroadcast(ct, aval: ShapedArray):
         return Zero(aval)
     cta = get_aval(ct)
     if cta.shape != aval.shape:
-        ct = lax.reduce_sum(ct, tuple(range(cta.ndim)))
+        ct = ops.reduce_sum(ct, tuple(range(cta.ndim)))
     if get_aval(ct).dtype != aval.dtype:
-        ct = lax.convert_element_type(ct, aval.dtype)
+        ct = ops.convert_element_type(ct, aval.dtype)
     return ct
 
 
 def _zeros(aval):
-    return lax.full(aval.shape, 0, aval.dtype)
+    return ops.full(aval.shape, 0, aval.dtype)
 
 
 def _inst(ct, aval):
@@ -144,7 +143,7 @@ def _add_t(ct, x, y):
 
 
 def _sub_t(ct, x, y):
-    neg = ct if isinstance(ct, Zero) else lax.neg(ct)
+    neg = ct if isinstance(ct, Zero) else ops.neg(ct)
     return [
         unbroadcast(ct, _aval(x)) if is_undefined(x) else None,
         unbroadcast(neg, _aval(y)) if is_undefined(y) else None,
@@ -160,8 +159,8 @@ def _mul_t(ct, x, y):
             Zero(_aval(y)) if is_undefined(y) else None,
         ]
     if is_undefined(x):
-        return [unbroadcast(lax.mul(ct, y), x.aval), None]
-    return [None, unbroadcast(lax.mul(x, ct), y.aval)]
+        return [unbroadcast(ops.mul(ct, y), x.aval), None]
+    return [None, unbroadcast(ops.mul(x, ct), y.aval)]
 
 
 def _div_t(ct, x, y):
@@ -169,20 +168,20 @@ def _div_t(ct, x, y):
         raise UnsupportedError(f"div is not linear in its denominator{where()}")
     if isinstance(ct, Zero):
         return [Zero(x.aval), None]
-    return [unbroadcast(lax.div(ct, y), x.aval), None]
+    return [unbroadcast(ops.div(ct, y), x.aval), None]
 
 
 transpose_rules[P.add_p] = _add_t
 transpose_rules[P.sub_p] = _sub_t
 transpose_rules[P.mul_p] = _mul_t
 transpose_rules[P.div_p] = _div_t
-transpose_rules[P.neg_p] = lambda ct, x: [ct if isinstance(ct, Zero) else lax.neg(ct)]
+transpose_rules[P.neg_p] = lambda ct, x: [ct if isinstance(ct, Zero) else ops.neg(ct)]
 
 
 def _convert_t(ct, x, *, new_dtype, weak_type=False):
     if isinstance(ct, Zero):
         return [Zero(x.aval)]
-    return [lax.convert_element_type(ct, x.aval.dtype, x.aval.weak_type)]
+    return [ops.convert_element_type(ct, x.aval.dtype, x.aval.weak_type)]
 
 
 transpose_rules[P.convert_element_type_p] = _convert_t
@@ -201,7 +200,7 @@ def _select_n_t(ct, which, *cases):
             z = _zeros(get_aval(ct))
             branches = [z] * len(cases)
             branches[i] = ct
-            out.append(lax.select_n(which, *branches))
+            out.append(ops.select_n(which, *branches))
     return out
 
 
@@ -222,7 +221,7 @@ def _structural(fn):
 
 def _reduce_sum_t(ct, aval, *, axes):
     kept = tuple(i for i in range(aval.ndim) if i not in axes)
-    return lax.broadcast_in_dim(ct, aval.shape, kept)
+    return ops.broadcast_in_dim(ct, aval.shape, kept)
 
 
 def _broadcast_in_dim_t(ct, aval, *, shape, broadcast_dimensions):
@@ -230,8 +229,8 @@ def _broadcast_in_dim_t(ct, aval, *, shape, broadcast_dimensions):
     stretched = tuple(
         d for i, d in enumerate(broadcast_dimensions) if aval.shape[i] == 1 and shape[d] != 1
     )
-    out = lax.reduce_sum(ct, tuple(sorted(new_axes + stretched))) if new_axes or stretched else ct
-    return lax.reshape(out, aval.shape)
+    out = ops.reduce_sum(ct, tuple(sorted(new_axes + stretched))) if new_axes or stretched else ct
+    return ops.reshape(out, aval.shape)
 
 
 def _slice_t(ct, aval, *, start_indices, limit_indices, strides=None):
@@ -242,7 +241,7 @@ def _slice_t(ct, aval, *, start_indices, limit_indices, strides=None):
         cfg.append((s, d - last, st - 1) if n else (s, d - s, 0))
     if any(n == 0 for n in get_aval(ct).shape):
         return _zeros(aval)
-    return lax.pad(ct, lax.full((), 0, aval.dtype), cfg)
+    return ops.pad(ct, ops.full((), 0, aval.dtype), cfg)
 
 
 def _pad_t(ct, x, pv, *, padding_config):
@@ -253,15 +252,15 @@ def _pad_t(ct, x, pv, *, padding_config):
         ]
     xa = _aval(x)
     # Undo the low/high padding (negative padding slices), then take every (interior+1)-th element.
-    unpadded = lax.pad(
-        ct, lax.full((), 0, xa.dtype), [(-lo, -hi, 0) for lo, hi, _ in padding_config]
+    unpadded = ops.pad(
+        ct, ops.full((), 0, xa.dtype), [(-lo, -hi, 0) for lo, hi, _ in padding_config]
     )
     ua = get_aval(unpadded)
-    t_x = lax.slice(unpadded, (0,) * xa.ndim, ua.shape, [i + 1 for _, _, i in padding_config])
+    t_x = ops.slice(unpadded, (0,) * xa.ndim, ua.shape, [i + 1 for _, _, i in padding_config])
     t_pv = None
     if is_undefined(pv):
-        total = lax.reduce_sum(ct, tuple(range(get_aval(ct).ndim)))
-        t_pv = lax.sub(total, lax.reduce_sum(t_x, tuple(range(xa.ndim))))
+        total = ops.reduce_sum(ct, tuple(range(get_aval(ct).ndim)))
+        t_pv = ops.sub(total, ops.reduce_sum(t_x, tuple(range(xa.ndim))))
     return [t_x if is_undefined(x) else None, t_pv]
 
 
@@ -273,7 +272,7 @@ def _concatenate_t(ct, *xs, dimension):
             if isinstance(ct, Zero):
                 out.append(Zero(x.aval))
             else:
-                out.append(lax.slice_in_dim(ct, start, start + n, 1, dimension))
+                out.append(ops.slice_in_dim(ct, start, start + n, 1, dimension))
         else:
             out.append(None)
         start += n
@@ -283,18 +282,18 @@ def _concatenate_t(ct, *xs, dimension):
 transpose_rules[P.reduce_sum_p] = _structural(_reduce_sum_t)
 transpose_rules[P.broadcast_in_dim_p] = _structural(_broadcast_in_dim_t)
 transpose_rules[P.reshape_p] = _structural(
-    lambda ct, aval, *, new_sizes: lax.reshape(ct, aval.shape)
+    lambda ct, aval, *, new_sizes: ops.reshape(ct, aval.shape)
 )
 transpose_rules[P.transpose_p] = _structural(
-    lambda ct, aval, *, permutation: lax.transpose(ct, tuple(np.argsort(permutation)))
+    lambda ct, aval, *, permutation: ops.transpose(ct, tuple(np.argsort(permutation)))
 )
 transpose_rules[P.squeeze_p] = _structural(
-    lambda ct, aval, *, dimensions: lax.reshape(ct, aval.shape)
+    lambda ct, aval, *, dimensions: ops.reshape(ct, aval.shape)
 )
 transpose_rules[P.expand_dims_p] = _structural(
-    lambda ct, aval, *, dimensions: lax.reshape(ct, aval.shape)
+    lambda ct, aval, *, dimensions: ops.reshape(ct, aval.shape)
 )
-transpose_rules[P.rev_p] = _structural(lambda ct, aval, *, dimensions: lax.rev(ct, dimensions))
+transpose_rules[P.rev_p] = _structural(lambda ct, aval, *, dimensions: ops.rev(ct, dimensions))
 transpose_rules[P.slice_p] = _structural(_slice_t)
 transpose_rules[P.pad_p] = _pad_t
 transpose_rules[P.concatenate_p] = _concatenate_t
@@ -389,13 +388,13 @@ def _dot_transpose_operand(ct, other, operand_aval, dn, operand_is_lhs, precisio
         ct_other_free = list(range(nb, nb + len(other_free)))
     dims = ((tuple(ct_other_free), tuple(other_free)), (tuple(range(nb)), tuple(other_b)))
     if oa.dtype != get_aval(ct).dtype:  # preferred_element_type: ct has the product's dtype
-        other = lax.convert_element_type(other, get_aval(ct).dtype)
-    out = lax.dot_general(ct, other, dims, precision=precision)
+        other = ops.convert_element_type(other, get_aval(ct).dtype)
+    out = ops.dot_general(ct, other, dims, precision=precision)
     # out layout: [batch, my free dims, my contracting dims ordered as the other's sorted ones]
     order = list(mine_b) + mine_free + [mine_c[i] for i in np.argsort(other_c)]
-    out = lax.transpose(out, tuple(np.argsort(order)))
+    out = ops.transpose(out, tuple(np.argsort(order)))
     if get_aval(out).dtype != operand_aval.dtype:
-        out = lax.convert_element_type(out, operand_aval.dtype)
+        out = ops.convert_element_type(out, operand_aval.dtype)
     return out
 
 

@@ -13,7 +13,7 @@ import weakref
 
 import numpy as np
 
-from functx import dtypes, lax
+from functx import dtypes, ops
 from functx.array import Array, is_python_scalar
 from functx.core import ClosedJaxpr
 from functx.errors import FunctxTypeError, FunctxValueError, where
@@ -125,7 +125,7 @@ def vjp(fun, *primals, has_aux=False):
         cts_out = [
             c
             if isinstance(c, Zero) or get_aval(c).dtype == a.dtype
-            else lax.convert_element_type(c, a.dtype)
+            else ops.convert_element_type(c, a.dtype)
             for c, a in zip(cts_out, [a for nz, a in zip(lin.out_nz, out_avals) if nz])
         ]
         args = list(residuals) + [
@@ -175,7 +175,7 @@ def _grad_jaxpr(closed: ClosedJaxpr, nonzeros: tuple, n_out: int, with_value: bo
     def flat(*leaves):
         res = eval_jaxpr(lin.primal.jaxpr, lin.primal.consts, *leaves)
         outs, residuals = res[:n_all], res[n_all:]
-        seed = lax.full((), 1, out_avals[0].dtype)
+        seed = ops.full((), 1, out_avals[0].dtype)
         cts_out = [
             seed if i == 0 else Zero(tangent_aval(a))
             for i, (nz, a) in enumerate(zip(lin.out_nz, out_avals))
@@ -413,9 +413,9 @@ def jacfwd(fun, argnums=0, has_aux=False):
             ya = get_aval(yl)
             per_x, off = [], 0
             for xa in x_avals:
-                piece = lax.slice_in_dim(tl, off, off + xa.size, 1, 0)  # (n_x, *y.shape)
-                piece = lax.transpose(piece, tuple(range(1, ya.ndim + 1)) + (0,))
-                per_x.append(lax.reshape(piece, ya.shape + xa.shape))
+                piece = ops.slice_in_dim(tl, off, off + xa.size, 1, 0)  # (n_x, *y.shape)
+                piece = ops.transpose(piece, tuple(range(1, ya.ndim + 1)) + (0,))
+                per_x.append(ops.reshape(piece, ya.shape + xa.shape))
                 off += xa.size
             tree = tree_unflatten(x_tree, per_x)
             blocks.append(tree[0] if single else tree)
@@ -459,8 +459,8 @@ def jacrev(fun, argnums=0, has_aux=False, allow_int=False):
         for ya in y_avals:
             per_x = []
             for cl, xa in zip(ct_leaves, x_avals):
-                piece = lax.slice_in_dim(cl, off, off + ya.size, 1, 0)  # (n_y, *x.shape)
-                per_x.append(lax.reshape(piece, ya.shape + xa.shape))
+                piece = ops.slice_in_dim(cl, off, off + ya.size, 1, 0)  # (n_y, *x.shape)
+                per_x.append(ops.reshape(piece, ya.shape + xa.shape))
             off += ya.size
             tree = tree_unflatten(x_tree, per_x)
             blocks.append(tree[0] if single else tree)

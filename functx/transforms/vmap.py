@@ -32,8 +32,7 @@ from typing import Any, Callable
 import numpy as np
 import optree
 
-from functx import dtypes, lax, tracing
-from functx import primitives as P
+from functx import dtypes, ops, primitives as P, tracing
 from functx.array import Array
 from functx.core import ClosedJaxpr, Literal, Primitive, ShapedArray
 from functx.errors import FunctxError, UnsupportedError, where
@@ -73,14 +72,14 @@ def moveaxis(x, src: int, dst: int):
         return x
     perm = [i for i in range(_ndim(x)) if i != src]
     perm.insert(dst, src)
-    return lax.transpose(x, perm)
+    return ops.transpose(x, perm)
 
 
 def broadcast_batched(x, size: int, axis: int):
     """Give the unbatched ``x`` a batch axis of ``size`` at position ``axis``."""
     shape = list(_shape(x))
     shape.insert(axis, size)
-    return lax.broadcast_in_dim(x, shape, [i for i in range(len(shape)) if i != axis])
+    return ops.broadcast_in_dim(x, shape, [i for i in range(len(shape)) if i != axis])
 
 
 def matchaxis(x, src: BatchDim, dst: int, size: int):
@@ -242,11 +241,11 @@ def _elementwise_rule(prim: Primitive, scalar_ok: Callable[[int], bool] = lambda
                 if k == 0 and scalar_ok(i):
                     new.append(x)
                 else:
-                    new.append(lax.broadcast_in_dim(x, full, others if k else ()))
+                    new.append(ops.broadcast_in_dim(x, full, others if k else ()))
             elif k == r:
                 new.append(moveaxis(x, d, out_d))
             else:  # a batched per-example scalar among full-rank operands
-                new.append(lax.broadcast_in_dim(x, full, (out_d,)))
+                new.append(ops.broadcast_in_dim(x, full, (out_d,)))
         return prim.bind(*new, **params), out_d
 
     return rule
@@ -339,11 +338,11 @@ def _pad_rule(args, dims, *, padding_config):
     per_example = _shape(x)[1:]
     zero = Array._new(np.zeros((), aval.dtype), aval.update(shape=()))
     y = P.pad_p.bind(x, zero, padding_config=((0, 0, 0),) + tuple(padding_config))
-    mask = lax.pad(lax.full(per_example, False), True, padding_config)
+    mask = ops.pad(ops.full(per_example, False), True, padding_config)
     out_shape = _shape(y)
-    mask = lax.broadcast_in_dim(mask, out_shape, tuple(range(1, len(out_shape))))
-    pv = lax.broadcast_in_dim(padval, out_shape, (0,))
-    return lax.select_n(mask, y, pv), 0
+    mask = ops.broadcast_in_dim(mask, out_shape, tuple(range(1, len(out_shape))))
+    pv = ops.broadcast_in_dim(padval, out_shape, (0,))
+    return ops.select_n(mask, y, pv), 0
 
 
 # Indexing. Batched start indices turn dynamic_slice into a gather and dynamic_update_slice into a
@@ -357,14 +356,14 @@ def _index_dtype(idx_vals, size):
 
 def _with_batch_column(idx, size):
     """``idx`` (batch axis in front) with an iota column prepended: the index of the example."""
-    col = lax.broadcasted_iota(tracing.get_aval(idx).dtype, _shape(idx)[:-1] + (1,), 0)
-    return lax.concatenate([col, idx], _ndim(idx) - 1)
+    col = ops.broadcasted_iota(tracing.get_aval(idx).dtype, _shape(idx)[:-1] + (1,), 0)
+    return ops.concatenate([col, idx], _ndim(idx) - 1)
 
 
 def _widen_for(idx, size):
     dt = tracing.get_aval(idx).dtype
     if size - 1 > np.iinfo(dt).max:
-        return lax.convert_element_type(idx, dtypes.int64)
+        return ops.convert_element_type(idx, dtypes.int64)
     return idx
 
 
@@ -374,12 +373,12 @@ def _window_indices(G, starts, sdims, window, full, size, dtype):
     gshape = (size,) + tuple(window[j] for j in G)
     cols = []
     for k, j in enumerate(G):
-        s = lax.convert_element_type(starts[j], dtype)
-        s = lax.clamp(0, s, full[j] - window[j])
-        s = lax.broadcast_in_dim(s, gshape, (0,) if sdims[j] is not None else ())
-        pos = lax.broadcasted_iota(dtype, gshape, k + 1)
-        cols.append(lax.expand_dims(lax.add(s, pos), (len(gshape),)))
-    return lax.concatenate(cols, len(gshape))
+        s = ops.convert_element_type(starts[j], dtype)
+        s = ops.clamp(0, s, full[j] - window[j])
+        s = ops.broadcast_in_dim(s, gshape, (0,) if sdims[j] is not None else ())
+        pos = ops.broadcasted_iota(dtype, gshape, k + 1)
+        cols.append(ops.expand_dims(ops.add(s, pos), (len(gshape),)))
+    return ops.concatenate(cols, len(gshape))
 
 
 def _dynamic_slice_rule(args, dims, *, slice_sizes):
@@ -412,7 +411,7 @@ def _dynamic_slice_rule(args, dims, *, slice_sizes):
         )
     # out is (B, *window over G, *rest); put the axes back in the operand's order.
     pos = {j: 1 + k for k, j in enumerate(G)} | {j: 1 + len(G) + k for k, j in enumerate(rest)}
-    return lax.transpose(out, [0] + [pos[j] for j in range(len(full))]), 0
+    return ops.transpose(out, [0] + [pos[j] for j in range(len(full))]), 0
 
 
 def _dynamic_update_slice_rule(args, dims, **params):
@@ -438,7 +437,7 @@ def _dynamic_update_slice_rule(args, dims, **params):
     ind = _window_indices(G, idx, di, window, full, size, _index_dtype(idx, size))
     x, upd = bdim_at_front(x, dx, size), bdim_at_front(upd, du, size)
     rest = [j for j in range(len(full)) if j not in G]
-    upd = lax.transpose(upd, [0] + [j + 1 for j in G] + [j + 1 for j in rest])
+    upd = ops.transpose(upd, [0] + [j + 1 for j in G] + [j + 1 for j in rest])
     out = P.scatter_p.bind(
         x, _with_batch_column(ind, size), upd, axes=(0,) + tuple(j + 1 for j in G), mode="clip"
     )

@@ -36,8 +36,7 @@ from typing import Callable
 import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import functx
 import functx.lax as flax

@@ -11,8 +11,7 @@ import jax
 import jax.numpy as jjnp
 import numpy as np
 import pytest
-from hypothesis import example, given
-from hypothesis import strategies as st
+from hypothesis import example, given, strategies as st
 
 import functx
 import functx.numpy as fnp

@@ -6,8 +6,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 import functx
 import functx.numpy as fnp

@@ -28,8 +28,7 @@ import functx  # noqa: E402
 import functx.lax as flax  # noqa: E402
 import functx.nn as fnn  # noqa: E402
 import functx.numpy as fnp  # noqa: E402
-from functx.lowering import cache  # noqa: E402
-from functx.lowering import triton_runtime as rt  # noqa: E402
+from functx.lowering import cache, triton_runtime as rt  # noqa: E402
 from functx.lowering.triton import Blocks, compile_triton, reduce_plan, scan_plan  # noqa: E402
 from functx.transforms import passes  # noqa: E402
 

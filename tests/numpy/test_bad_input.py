@@ -8,8 +8,7 @@ import warnings
 
 import jax.numpy as jnp
 import numpy as np
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 import functx.numpy as fnp
 from functx.errors import FunctxError

@@ -10,8 +10,7 @@ import string
 import jax
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from test_numpy_vs_jax import (
     BOOL,
     F16,

@@ -13,8 +13,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 from test_numpy_vs_jax import (
     BOOL,

@@ -27,8 +27,7 @@ import ml_dtypes
 import numpy as np
 import optree
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
 import functx

@@ -11,18 +11,14 @@ from typing import Callable
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import functx
 import functx.numpy as fnp
-from functx import lax
-from functx import primitives as P
+from functx import lax, primitives as P
 from functx.errors import FunctxTypeError, UnsupportedError
 from functx.test_util import check_grads
-from functx.transforms import jvp as J
-from functx.transforms import linearize as L
-from functx.transforms import transpose as T
+from functx.transforms import jvp as J, linearize as L, transpose as T
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy

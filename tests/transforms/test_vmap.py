@@ -10,13 +10,11 @@ from typing import Callable
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 import functx
 import functx.numpy as fnp
-from functx import lax
-from functx import primitives as P
+from functx import lax, primitives as P
 from functx.core import Primitive, ShapedArray
 from functx.errors import FunctxError, UnsupportedError
 from functx.transforms.vmap import BatchingError, batch_jaxpr, batching_rules, vmap
