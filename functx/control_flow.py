@@ -13,8 +13,9 @@ import numpy as np
 
 from functx import dtypes, ops, primitives as P
 from functx.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Primitive, ShapedArray, Var, same_type
-from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError, where
+from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError
 from functx.interpreter import eval_jaxpr
+from functx.source_info import where
 from functx.tracing import Tracer, get_aval, trace_flat, tree_flatten, tree_unflatten
 from functx.transforms import jvp as J, passes, transpose as T
 from functx.transforms.partial_eval import partial_eval_jaxpr, partial_eval_rules

@@ -10,7 +10,7 @@ lowering) produces or consumes one, and every one prints in JAX's format::
 from __future__ import annotations
 
 import itertools
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -103,17 +103,6 @@ class Literal:
 
 
 Atom = Var | Literal
-
-
-class SourceInfo(NamedTuple):
-    """Where the user's code bound an equation: the first stack frame outside functx."""
-
-    file: str
-    line: int
-    function: str
-
-    def __str__(self):
-        return f"{self.file}:{self.line} ({self.function})"
 
 
 class Eqn:

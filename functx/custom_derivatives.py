@@ -18,8 +18,9 @@ import numpy as np
 from functx import dtypes, ops, primitives as P
 from functx.array import is_python_scalar
 from functx.core import ClosedJaxpr, Jaxpr, Primitive
-from functx.errors import FunctxTypeError, UnsupportedError, where
+from functx.errors import FunctxTypeError, UnsupportedError
 from functx.interpreter import eval_jaxpr
+from functx.source_info import where
 from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
 from functx.transforms import jvp as J, transpose as T
 

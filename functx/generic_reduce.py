@@ -16,8 +16,9 @@ import numpy as np
 
 from functx import dtypes, ops, primitives as P
 from functx.core import ClosedJaxpr, Jaxpr, Primitive, ShapedArray, same_type
-from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError, where
+from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError
 from functx.interpreter import eval_jaxpr
+from functx.source_info import where
 from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
 from functx.transforms import jvp as J
 

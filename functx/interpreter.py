@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from functx import tracing
 from functx.core import ClosedJaxpr, Jaxpr, Literal
+from functx.source_info import source_info
 
 
 def eval_jaxpr(jaxpr: Jaxpr, consts, *args) -> list:
@@ -29,7 +30,7 @@ def eval_jaxpr(jaxpr: Jaxpr, consts, *args) -> list:
     for eqn in jaxpr.eqns:
         invals = [read(a) for a in eqn.invars]
         if staging and eqn.source_info is not None:
-            with tracing.source_info(eqn.source_info):
+            with source_info(eqn.source_info):
                 outs = eqn.prim.bind(*invals, **eqn.params)
         else:
             outs = eqn.prim.bind(*invals, **eqn.params)

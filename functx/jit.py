@@ -24,10 +24,11 @@ import optree
 from functx import dtypes, placement as _pl, tracing
 from functx.array import Array
 from functx.core import ClosedJaxpr, Jaxpr
-from functx.errors import FunctxTypeError, FunctxValueError, where
+from functx.errors import FunctxTypeError, FunctxValueError
 from functx.interpreter import eval_jaxpr
 from functx.lowering.compile import compile_jaxpr, log as _log
 from functx.lowering.runtime import Executable
+from functx.source_info import where
 from functx.tracing import Tracer, get_aval, tree_flatten, tree_unflatten
 from functx.transforms import passes
 

@@ -44,7 +44,8 @@ import numpy as np
 from functx import dtypes, tracing
 from functx.array import Array, UncommittedArray, is_python_scalar, scalar_aval
 from functx.core import ShapedArray
-from functx.errors import FunctxError, where
+from functx.errors import FunctxError
+from functx.source_info import where
 
 
 class DeviceError(FunctxError, ValueError):

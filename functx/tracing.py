@@ -16,10 +16,11 @@ from typing import Any, Callable
 import numpy as np
 import optree
 
-from functx import core, dtypes
+from functx import core, dtypes, source_info
 from functx.array import Array, ArrayMethods, UncommittedArray, is_python_scalar, scalar_aval
 from functx.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
-from functx.errors import ConcretizationError, FunctxError, FunctxTypeError, user_frame, where
+from functx.errors import ConcretizationError, FunctxError, FunctxTypeError
+from functx.source_info import where
 
 PYTREE_NAMESPACE = "functx"
 
@@ -91,12 +92,11 @@ class Tracer(ArrayMethods):
 
 # --- The builder ---------------------------------------------------------------------------------
 class _TraceState(threading.local):
-    """Per-thread trace state: the active builders and the source lines of rewritten equations
-    (so one thread tracing never captures another thread's computation)."""
+    """Per-thread trace state: the active builders (so one thread tracing never captures another
+    thread's computation)."""
 
     def __init__(self):
         self.stack: list[Builder] = []
-        self.source_stack: list = []
 
 
 _state = _TraceState()
@@ -146,7 +146,7 @@ class Builder:
 
     def add_eqn(self, prim, args, params):
         atoms = [self.to_atom(a) for a in args]
-        src = _state.source_stack[-1] if _state.source_stack else user_frame()
+        src = source_info.current()
         out_avals = _abstract_eval(prim, [a.aval for a in atoms], params)
         if prim.multiple_results:
             outs = [self.new_tracer(a) for a in out_avals]
@@ -176,24 +176,6 @@ class _Tracing:
         assert popped is self.builder
 
 
-class source_info:
-    """Attribute the equations emitted inside this block to ``info`` (the user's line of the
-    equation a transform is rewriting), so errors in transformed code point at the user's source."""
-
-    def __init__(self, info):
-        self.info = info
-
-    def __enter__(self):
-        _state.source_stack.append(self.info)
-
-    def __exit__(self, *exc):
-        _state.source_stack.pop()
-
-
-def current_source_info():
-    return _state.source_stack[-1] if _state.source_stack else user_frame()
-
-
 def new_trace() -> _Tracing:
     return _Tracing(Builder())
 
@@ -209,7 +191,7 @@ def _abstract_eval(prim, avals, params):
     except FunctxTypeError as e:
         msg = str(e)
         if "(at " not in msg:
-            msg += where(_state.source_stack[-1] if _state.source_stack else None)
+            msg += where()
         raise type(e)(msg) from None
 
 
@@ -490,7 +472,6 @@ __all__ = [
     "flatten_fun",
     "trace_pytree",
     "TraceCache",
-    "source_info",
     "new_trace",
     "tree_flatten",
     "tree_unflatten",

@@ -24,9 +24,9 @@ from functx.errors import (
     FunctxTypeError,
     FunctxValueError,
     UnsupportedError,
-    where as _loc,
 )
 from functx.numpy import _validate as _v
+from functx.source_info import where as _loc
 from functx.tracing import Tracer, get_aval
 
 # --- dtypes --------------------------------------------------------------------------------------

@@ -12,7 +12,8 @@ import numpy as np
 
 from functx import ops, primitives as P
 from functx.core import Jaxpr, Literal, ShapedArray
-from functx.errors import UnsupportedError, where
+from functx.errors import UnsupportedError
+from functx.source_info import where
 from functx.tracing import get_aval, source_info
 from functx.transforms.jvp import Zero
 
