@@ -7,7 +7,7 @@ Jaxpr into an outer trace.
 
 from __future__ import annotations
 
-from functx import tracing
+from functx import core
 from functx.core import ClosedJaxpr, Jaxpr, Literal
 from functx.source_info import source_info
 
@@ -26,7 +26,7 @@ def eval_jaxpr(jaxpr: Jaxpr, consts, *args) -> list:
     def read(a):
         return a.val if type(a) is Literal else env[a.id]
 
-    staging = tracing.is_tracing()
+    staging = core.is_tracing()
     for eqn in jaxpr.eqns:
         invals = [read(a) for a in eqn.invars]
         if staging and eqn.source_info is not None:
@@ -42,5 +42,10 @@ def eval_jaxpr(jaxpr: Jaxpr, consts, *args) -> list:
     return [read(a) for a in jaxpr.outvars]
 
 
-def eval_closed(closed: ClosedJaxpr, *args) -> list:
-    return eval_jaxpr(closed.jaxpr, closed.consts, *args)
+def jaxpr_as_fun(closed: ClosedJaxpr):
+    """A Python function that evaluates ``closed`` (eagerly, or inlined under a trace)."""
+
+    def fun(*args):
+        return eval_jaxpr(closed.jaxpr, closed.consts, *args)
+
+    return fun
