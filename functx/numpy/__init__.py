@@ -1,7 +1,9 @@
 """``functx.numpy``: NumPy's API with JAX's semantics (promotion, immutability), traceable."""
 
 # The submodules load first, so that the functions imported below (``einsum``) take their names.
+from functx import array as _array
 from functx.numpy import (
+    _core,
     einsum as _einsum_module,  # noqa: F401
     indexing as _indexing_module,  # noqa: F401
     linalg,
@@ -202,7 +204,6 @@ from functx.numpy._core import (  # noqa: F401
     square,
     squeeze,
     stack,
-    stack_nested,  # noqa: F401  (used by Array)
     std,
     subtract,
     sum,
@@ -233,6 +234,13 @@ from functx.numpy._core import (  # noqa: F401
     where,
     zeros,
     zeros_like,
+)
+
+# The functions Array's and Tracer's operators and methods call (the table functx.array documents).
+_array.numpy_functions.update(
+    {name: getattr(_core, name) for name in _array.NUMPY_FUNCTIONS},
+    getitem=_indexing_module.getitem,
+    scatter_update=_indexing_module.scatter_update,
 )
 
 __all__ = [

@@ -14,8 +14,8 @@ import math
 
 import numpy as np
 
-from functx import associative_scan as _ascan, dtypes, ops, placement, tracing
-from functx.array import Array, UncommittedArray, is_python_scalar
+from functx import associative_scan as _ascan, dtypes, ops, tracing
+from functx.array import Array, UncommittedArray, device_rule, is_python_scalar
 from functx.core import ShapedArray
 from functx.errors import (
     FunctxError,
@@ -73,13 +73,13 @@ def result_type(*args):
 # --- array creation ------------------------------------------------------------------------------
 # ``device=`` (JAX's keyword) puts the new array on that device, committed to it; without it, data
 # converted by asarray/array goes to the default device and arrays built from scalars (zeros, eye,
-# arange, ...) are uncommitted there (see functx.placement).
+# arange, ...) are uncommitted there (see the devices package, which fills array.device_rules).
 def _placed(out, device):
     if device is None and not tracing._default_off_cpu:
         return out  # the CPU default: nothing to do
     if isinstance(out, Tracer):
         return out
-    return placement.place_new(out, device)
+    return device_rule("place_new")(out, device)
 
 
 def _made_on(device, make, *args):
@@ -87,7 +87,7 @@ def _made_on(device, make, *args):
     device, uncommitted."""
     if device is None:
         return make(*args)
-    with placement.default_device(device):
+    with device_rule("default_device")(device):
         out = make(*args)
     return _placed(out, device)
 
@@ -407,7 +407,7 @@ def _promote_general(name, args, kind):
     return out
 
 
-_HOST = (Array, UncommittedArray)  # host arrays (committed or not: see functx.placement)
+_HOST = (Array, UncommittedArray)  # host arrays (committed or not: see the devices package)
 
 
 def _promote_fast(args, kind):
