@@ -1951,9 +1951,9 @@ def pad(array, pad_width, mode="constant", constant_values=0):
 
 
 # --- indexing helpers ----------------------------------------------------------------------------
+# (They index through the arrays' own ``[]`` and ``.at[].get``, which call functx.numpy.indexing:
+# that module builds on this one.)
 def take(a, indices, axis=None, mode=None, fill_value=None):
-    from functx.numpy import indexing
-
     a = asarray(a) if not _is_array(a) else a
     if mode == "raise":
         raise UnsupportedError(
@@ -1990,14 +1990,10 @@ def take(a, indices, axis=None, mode=None, fill_value=None):
             else indices
         )
     idx = (slice(None),) * axis + (indices,)
-    return indexing.getitem(
-        a, idx, mode="fill" if mode == "fill" else "clip", fill_value=fill_value
-    )
+    return a.at[idx].get(mode="fill" if mode == "fill" else "clip", fill_value=fill_value)
 
 
 def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
-    from functx.numpy import indexing
-
     arr = asarray(arr) if not _is_array(arr) else arr
     indices = asarray(indices) if not _is_array(indices) else indices
     _v.choice(
@@ -2038,7 +2034,7 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
                 if av.shape[i] > 1
                 else zeros(tuple(shape), dtypes.int32)
             )
-    return indexing.getitem(arr, tuple(idx), mode=mode or "fill", fill_value=fill_value)
+    return arr.at[tuple(idx)].get(mode=mode or "fill", fill_value=fill_value)
 
 
 def diagonal(a, offset=0, axis1=0, axis2=1):
@@ -2068,16 +2064,11 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     k = builtins.max(0, builtins.min(n + builtins.min(offset, 0), m - builtins.max(offset, 0)))
     rows = np.arange(k) - builtins.min(offset, 0)
     cols = np.arange(k) + builtins.max(offset, 0)
-    from functx.numpy import indexing
-
-    return indexing.getitem(
-        a,
-        (
-            Ellipsis,
-            Array.from_value(rows.astype(np.int32)),
-            Array.from_value(cols.astype(np.int32)),
-        ),
-    )
+    return a[
+        Ellipsis,
+        Array.from_value(rows.astype(np.int32)),
+        Array.from_value(cols.astype(np.int32)),
+    ]
 
 
 def diag(v, k=0):
