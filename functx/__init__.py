@@ -5,7 +5,6 @@ Write a pure numerical function with ``functx.numpy``; functx traces it into a p
 """
 
 from functx import (
-    custom_batching as _custom_batching,  # noqa: F401  (registers vmap rules)
     dtypes as dtypes,
     errors as errors,
     lax as lax,
@@ -14,15 +13,15 @@ from functx import (
     tree_util as tree_util,
 )
 from functx.array import Array as Array
+from functx.control.custom_derivatives import (
+    custom_jvp as custom_jvp,
+    custom_vjp as custom_vjp,
+)
 from functx.core import (
     ClosedJaxpr as ClosedJaxpr,
     Jaxpr as Jaxpr,
     ShapedArray as ShapedArray,
     typecheck_jaxpr as typecheck_jaxpr,
-)
-from functx.custom_derivatives import (
-    custom_jvp as custom_jvp,
-    custom_vjp as custom_vjp,
 )
 from functx.errors import (
     CacheWarning as CacheWarning,

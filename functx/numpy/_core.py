@@ -14,8 +14,9 @@ import math
 
 import numpy as np
 
-from functx import associative_scan as _ascan, dtypes, ops, tracing
+from functx import dtypes, ops, tracing
 from functx.array import Array, UncommittedArray, device_rule, is_python_scalar
+from functx.control import associative_scan as _ascan
 from functx.core import ShapedArray
 from functx.errors import (
     FunctxError,
