@@ -1,8 +1,9 @@
-"""Stage 1 of lowering: Jaxpr -> loop IR (``loopir.py``), through the table ``lowerings``.
+"""Stage 1 of lowering: Jaxpr -> loop IR (``loopir.py``), through the table ``rules.lowerings``.
 
-``lowerings`` maps each primitive to its rule ``rule(g, ins, out_avals, **params)``, which adds
-nodes to the graph ``g`` and returns the node (or list of nodes) of the equation's outputs. View
-primitives (broadcast, reshape, transpose, squeeze, expand_dims, slice, rev, pad, concatenate,
+``lowerings`` (``rules.py``) maps each primitive to its rule ``rule(g, ins, out_avals, **params)``,
+which adds nodes to the graph ``g`` and returns the node (or list of nodes) of the equation's
+outputs; this module registers the rules of the first-order primitives. View primitives
+(broadcast, reshape, transpose, squeeze, expand_dims, slice, rev, pad, concatenate,
 dynamic_slice, gather) never copy: they rewrite the index and read their operand. Elementwise
 primitives build expression trees. Reductions, matrix products, scatters and control flow become
 realised nodes (see ``loopir.py``).
@@ -34,9 +35,9 @@ from functx.lowering.loopir import (
     strides_of,
     sym,
 )
+from functx.lowering.rules import lowerings
 
 # --- lowering a Jaxpr ----------------------------------------------------------------------------
-lowerings: dict = {}
 
 
 def lower_jaxpr(closed: ClosedJaxpr) -> Graph:

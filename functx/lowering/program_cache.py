@@ -34,6 +34,7 @@ from functx import dtypes  # noqa: F401  (registers bfloat16's name with NumPy)
 from functx.core import ClosedJaxpr, Jaxpr
 
 _STAGES = (  # files, or packages (every .py file in them, by name)
+    "rules.py",
     "loopir.py",
     "lower.py",
     "schedule.py",
