@@ -487,7 +487,7 @@ _reduce_minmax_jvp(P.reduce_max_p)
 _reduce_minmax_jvp(P.reduce_min_p)
 
 
-# reduce_prod's rule uses cumprod, an associative scan: it lives in functx/associative_scan.py.
+# reduce_prod's rule uses cumprod, an associative scan: it lives in functx/control/associative_scan.py.
 
 
 # --- contraction ---------------------------------------------------------------------------------
