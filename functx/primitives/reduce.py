@@ -23,7 +23,9 @@ import numpy as np
 
 from functx import dtypes
 from functx.core import ShapedArray
+from functx.errors import FunctxOverflowError
 from functx.primitives.base import LOW_FLOATS, check_axes, err, prim
+from functx.source_info import where
 
 
 @dataclass(frozen=True)
@@ -181,8 +183,6 @@ def _argreduce_eval(name):
             err(f"{name}: index_dtype must be an integer dtype, got {index_dtype}")
         n = x.shape[axes[0]]
         if n - 1 > np.iinfo(index_dtype).max:
-            from functx.errors import FunctxOverflowError, where
-
             raise FunctxOverflowError(
                 f"{name}: axis {axes[0]} of {x.str_short()} has {n} elements, more than "
                 f"index_dtype {np.dtype(index_dtype).name} can index{where()}; pass "

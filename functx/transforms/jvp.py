@@ -14,9 +14,10 @@ import numpy as np
 from functx import dtypes, ops, primitives as P
 from functx.array import Array, is_python_scalar
 from functx.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray
-from functx.errors import FunctxTypeError, UnsupportedError, where
+from functx.errors import FunctxTypeError, UnsupportedError
 from functx.primitives import elementwise as E
-from functx.tracing import get_aval, source_info, trace_flat, tree_flatten, tree_unflatten
+from functx.source_info import source_info, where
+from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
 
 # --- symbolic zeros ------------------------------------------------------------------------------
 
@@ -487,7 +488,8 @@ _reduce_minmax_jvp(P.reduce_max_p)
 _reduce_minmax_jvp(P.reduce_min_p)
 
 
-# reduce_prod's rule uses cumprod, an associative scan: it lives in functx/control/associative_scan.py.
+# reduce_prod's rule uses cumprod, an associative scan: it lives in
+# functx/control/associative_scan.py.
 
 
 # --- contraction ---------------------------------------------------------------------------------
