@@ -281,7 +281,7 @@ def elementwise_rule(row: E.Elementwise):
 for _row in E.ROWS:
     if _row.jvp == E.NONDIFF:
         nondifferentiable.add(P.registry[_row.name])
-    else:
+    elif _row.jvp is not None:  # (a row without a derivative: jvp names it when it is needed)
         jvp_rules[P.registry[_row.name]] = elementwise_rule(_row)
 
 for _p in (
