@@ -179,7 +179,9 @@ def _row_problems(row):
     if not callable(row.numpy):
         out.append("numpy: no NumPy implementation")
     d = row.jvp
-    if isinstance(d, E.Unsupported):
+    if d is None:
+        out.append("jvp: no derivative (a function, a pair of partials, Linear, NONDIFF)")
+    elif isinstance(d, E.Unsupported):
         if not d.reason:
             out.append("jvp: Unsupported without a reason")
     elif isinstance(d, E.Linear):

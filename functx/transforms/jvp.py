@@ -9,15 +9,28 @@ equations are linear in the tangents (with coefficients computed from primals on
 
 from __future__ import annotations
 
+import weakref
+from typing import NamedTuple
+
 import numpy as np
+import optree
 
 from functx import dtypes, ops, primitives as P
 from functx.array import Array, is_python_scalar
 from functx.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray
 from functx.errors import FunctxTypeError, UnsupportedError
+from functx.interpreter import eval_jaxpr
 from functx.primitives import elementwise as E
 from functx.source_info import source_info, where
-from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
+from functx.tracing import (
+    PYTREE_NAMESPACE,
+    Tracer,
+    get_aval,
+    trace_flat,
+    tree_flatten,
+    tree_unflatten,
+)
+from functx.transforms import passes
 
 # --- symbolic zeros ------------------------------------------------------------------------------
 
@@ -65,8 +78,6 @@ def zeros_if_needed(ts, avals):
 def as_arrays(xs) -> list:
     """Eagerly computed results as functx Arrays: a Jaxpr output may be a literal, or an input
     (a NumPy array of the user's) passed through. float0 zeros and tracers stay as they are."""
-    from functx.tracing import Tracer
-
     return [
         x
         if isinstance(x, (Array, Tracer))
@@ -270,7 +281,7 @@ def elementwise_rule(row: E.Elementwise):
 for _row in E.ROWS:
     if _row.jvp == E.NONDIFF:
         nondifferentiable.add(P.registry[_row.name])
-    else:
+    elif _row.jvp is not None:  # (a row without a derivative: jvp names it when it is needed)
         jvp_rules[P.registry[_row.name]] = elementwise_rule(_row)
 
 for _p in (
@@ -560,10 +571,6 @@ def bad_argument(what, args, kwargs=None):
     """The FunctxTypeError for the first leaf of ``(args, kwargs)`` that is not an array (an
     unregistered class, a string, ...): it names the argument, the leaf's type and what to do.
     None when every leaf is fine."""
-    import optree
-
-    from functx.tracing import PYTREE_NAMESPACE
-
     paths, leaves, _ = optree.tree_flatten_with_path(
         (tuple(args), dict(kwargs or {})), none_is_leaf=False, namespace=PYTREE_NAMESPACE
     )
@@ -631,6 +638,78 @@ def _check_tangent(p, t, path):
     return t
 
 
+# --- tracing user functions (pytrees, has_aux), with a cache ------------------------------------
+class Traced(NamedTuple):
+    closed: ClosedJaxpr  # flat args -> flat outputs + flat aux
+    in_tree: object
+    out_tree: object
+    aux_tree: object
+    n_out: int
+
+
+_trace_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def trace_user_fun(fun, args: tuple, has_aux: bool = False, kwargs=None):
+    """Trace ``fun(*args)`` into a ClosedJaxpr over the flat leaves of ``args``.
+
+    Returns ``(traced, leaves)``. With ``has_aux`` the function returns ``(out, aux)`` and the
+    aux leaves follow the outputs. Traces are cached per function, tree structure and avals."""
+    leaves, in_tree = tree_flatten((tuple(args), dict(kwargs or {})))
+    avals = arg_avals(lambda: fun_name(fun), leaves, args, kwargs)
+    key = (in_tree, avals, has_aux)
+    try:
+        per_fun = _trace_cache.setdefault(fun, {})
+    except TypeError:
+        per_fun = {}
+    hit = per_fun.get(key)
+    if hit is not None:
+        return hit, leaves
+    info = {}
+
+    def flat(*xs):
+        a, kw = tree_unflatten(in_tree, list(xs))
+        out = fun(*a, **kw)
+        aux_leaves, aux_tree = [], None
+        if has_aux:
+            if not isinstance(out, tuple) or len(out) != 2:
+                raise FunctxTypeError(
+                    f"{fun_name(fun)} has has_aux=True, so it must return a pair (output, aux); "
+                    f"it returned {type(out).__name__}{where()}"
+                )
+            out, aux = out
+            aux_leaves, aux_tree = tree_flatten(aux)
+        out_leaves, out_tree = tree_flatten(out)
+        info.update(out_tree=out_tree, aux_tree=aux_tree, n_out=len(out_leaves))
+        return out_leaves + aux_leaves, None
+
+    closed, _ = trace_flat(flat, avals)
+    traced = Traced(closed, in_tree, info["out_tree"], info["aux_tree"], info["n_out"])
+    if not any(hasattr(c, "builder") for c in closed.consts):  # no tracers of an outer trace
+        if len(per_fun) > 64:
+            per_fun.pop(next(iter(per_fun)))
+        per_fun[key] = traced
+    return traced, leaves
+
+
+_jvp_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def clear_caches():
+    """Forget the cached traces and jvp Jaxprs (a custom derivative rule was (re)defined, and the
+    Jaxprs traced before hold the old one)."""
+    _trace_cache.clear()
+    _jvp_cache.clear()
+
+
+def cached_jvp_jaxpr(closed: ClosedJaxpr, nonzeros: tuple):
+    per = _jvp_cache.setdefault(closed, {})
+    if nonzeros not in per:
+        j, out_nz = jvp_jaxpr(closed, list(nonzeros))
+        per[nonzeros] = (passes.simplify(j), out_nz)
+    return per[nonzeros]
+
+
 def jvp(fun, primals, tangents, has_aux=False):
     """Forward-mode derivative: ``(fun(*primals), J(fun)(primals) @ tangents)``.
 
@@ -642,8 +721,6 @@ def jvp(fun, primals, tangents, has_aux=False):
     Example:
       >>> functx.jvp(functx.numpy.sin, (0.0,), (1.0,))
     """
-    from functx.transforms import linearize as L
-
     check_callable("jvp", fun)
     fname = fun_name(fun)
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
@@ -663,13 +740,11 @@ def jvp(fun, primals, tangents, has_aux=False):
         _check_tangent(p, t, f"{fname}, leaf {i}")
         for i, (p, t) in enumerate(zip(p_leaves, t_leaves))
     ]
-    traced, leaves = L.trace_user_fun(fun, tuple(primals), has_aux)
+    traced, leaves = trace_user_fun(fun, tuple(primals), has_aux)
     closed = traced.closed
     nonzeros = [is_differentiable(get_aval(x)) for x in leaves]
-    jaxpr, out_nz = L.cached_jvp_jaxpr(closed, tuple(nonzeros))
+    jaxpr, out_nz = cached_jvp_jaxpr(closed, tuple(nonzeros))
     t_in = [t for t, nz in zip(t_leaves, nonzeros) if nz]
-    from functx.interpreter import eval_jaxpr
-
     res = as_arrays(eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *leaves, *t_in))
     n_all = len(closed.out_avals)
     outs, touts_nz = res[:n_all], iter(res[n_all:])
