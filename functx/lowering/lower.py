@@ -29,6 +29,7 @@ from functx.lowering.loopir import (
     Node,
     Op,
     _Reads,
+    error_context,
     flat_offset,
     guard_clamp,
     reads_in_order,
@@ -79,12 +80,21 @@ def _lower_eqns(g: Graph, j: Jaxpr, env: dict):
                 f"code{where(e.source_info)}"
             )
         ins = [_read(g, env, a) for a in e.invars]
-        outs = rule(g, ins, [v.aval for v in e.outvars], **e.params)
+        first = len(g.nodes)
+        with error_context(lambda err, e=e: _eqn_context(e)):
+            outs = rule(g, ins, [v.aval for v in e.outvars], **e.params)
         outs = outs if isinstance(outs, list) else [outs]
-        for v, n in zip(e.outvars, outs):
+        for n in g.nodes[first:] + outs:  # (the nodes it made, and outputs it passed through)
             if n.source_info is None:
-                n.source_info = e.source_info
+                n.source_info, n.prim = e.source_info, e.prim.name
+        for v, n in zip(e.outvars, outs):
             env[v.id] = n
+
+
+def _eqn_context(e) -> str:
+    """What a lowering rule's error gets appended: the primitive and the user's line."""
+    line = f" at {e.source_info}" if e.source_info is not None else ""
+    return f" (while lowering '{e.prim.name}'{line})"
 
 
 def _pw(g, shape, dtype, fn, inputs) -> Node:
