@@ -5,7 +5,6 @@ Write a pure numerical function with ``functx.numpy``; functx traces it into a p
 """
 
 from functx import (
-    custom_batching as _custom_batching,  # noqa: F401  (registers vmap rules)
     dtypes,
     errors,
     lax,
@@ -14,8 +13,8 @@ from functx import (
     tree_util,
 )
 from functx.array import Array
+from functx.control.custom_derivatives import custom_jvp, custom_vjp
 from functx.core import ClosedJaxpr, Jaxpr, ShapedArray, typecheck_jaxpr
-from functx.custom_derivatives import custom_jvp, custom_vjp
 from functx.errors import (
     CacheWarning,
     ConcretizationError,

@@ -36,15 +36,15 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import sys
 import threading
 
 import numpy as np
 
-from functx import dtypes, tracing
+from functx import core, dtypes, tracing
 from functx.array import Array, UncommittedArray, is_python_scalar, scalar_aval
 from functx.core import ShapedArray
-from functx.errors import FunctxError, where
+from functx.errors import FunctxError
+from functx.source_info import where
 
 
 class DeviceError(FunctxError, ValueError):
@@ -918,7 +918,7 @@ def check_consts(consts, device, what: str) -> None:
             )
 
 
-tracing._placement = sys.modules[__name__]
+core.eager_rules["gpu"] = bind_eager
 
 __all__ = [
     "CPU",

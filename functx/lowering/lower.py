@@ -18,7 +18,7 @@ import sympy
 
 from functx import dtypes, primitives as P
 from functx.core import ClosedJaxpr, Jaxpr, Literal
-from functx.errors import UnsupportedError, where
+from functx.errors import UnsupportedError
 from functx.lowering.loopir import (
     Const,
     FloorDiv,
@@ -37,6 +37,7 @@ from functx.lowering.loopir import (
     sym,
 )
 from functx.lowering.rules import lowerings
+from functx.source_info import where
 
 # --- lowering a Jaxpr ----------------------------------------------------------------------------
 
@@ -696,7 +697,7 @@ def lanewise_exprs(combine: ClosedJaxpr, inputs: list) -> list:
 
 
 def _associative_scan(g, ins, avals, *, combine, num_consts, axis, reverse, affine):
-    from functx.associative_scan import _ladder_jaxpr, is_lanewise
+    from functx.control.associative_scan import _ladder_jaxpr, is_lanewise
 
     if not is_lanewise(combine, num_consts):
         closed = _ladder_jaxpr(

@@ -14,8 +14,9 @@ import math
 
 import numpy as np
 
-from functx import associative_scan as _ascan, dtypes, ops, placement, tracing
+from functx import dtypes, ops, placement, tracing
 from functx.array import Array, UncommittedArray, is_python_scalar
+from functx.control import associative_scan as _ascan
 from functx.core import ShapedArray
 from functx.errors import (
     FunctxError,
@@ -24,9 +25,9 @@ from functx.errors import (
     FunctxTypeError,
     FunctxValueError,
     UnsupportedError,
-    where as _loc,
 )
 from functx.numpy import _validate as _v
+from functx.source_info import where as _loc
 from functx.tracing import Tracer, get_aval
 
 # --- dtypes --------------------------------------------------------------------------------------
