@@ -5,6 +5,7 @@ Write a pure numerical function with ``functx.numpy``; functx traces it into a p
 """
 
 from functx import (
+    config as config,  # noqa: PLC0414
     custom_batching as _custom_batching,  # noqa: F401  (registers vmap rules)
     dtypes,
     errors,
@@ -14,6 +15,7 @@ from functx import (
     tree_util,
 )
 from functx.array import Array
+from functx.config import default_matmul_precision
 from functx.core import ClosedJaxpr, Jaxpr, ShapedArray, typecheck_jaxpr
 from functx.custom_derivatives import custom_jvp, custom_vjp
 from functx.errors import (
@@ -30,10 +32,8 @@ from functx.jit import jit
 from functx.placement import (
     Device,
     DeviceError,
-    config,
     default_backend,
     default_device,
-    default_matmul_precision,
     device_count,
     device_get,
     device_put,

@@ -620,7 +620,7 @@ def canonicalize_precision(precision):
     """None (the default matmul precision decides: ``functx.default_matmul_precision``), or the
     float32 product mode ``precision`` asks for: "tensorfloat32" or "float32". A pair names one
     precision per operand; the higher one counts."""
-    from functx.placement import _check_precision
+    from functx.config import check_precision as _check_precision
 
     if precision is None:
         return None

@@ -35,14 +35,14 @@ with the Triton backend and cached by (primitive, parameters, operand types, dev
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
 import threading
 
 import numpy as np
 
-from functx import dtypes, tracing
+from functx import config, dtypes, tracing
 from functx.array import Array, UncommittedArray, is_python_scalar, scalar_aval
+from functx.config import matmul_precision
 from functx.core import ShapedArray
 from functx.errors import FunctxError, where
 
@@ -119,7 +119,7 @@ GPU_IN_USE = False  # set once a GPU device object exists; jit's dispatch fast p
 
 
 def _interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+    return config.triton_interpret()
 
 
 def _gpus() -> list:
@@ -193,13 +193,7 @@ def default_backend() -> str:
 
 
 # --- The default device ---------------------------------------------------------------------------
-class _DefaultState(threading.local):
-    def __init__(self):
-        self.stack: list = []
-
-
-_default_local = _DefaultState()
-_global_default: Device | None = None  # set by config.update; None: the environment's, else CPU
+# The setting lives in functx.config (which cannot import this module): it asks _check_device.
 _env_default: Device | None = None
 
 
@@ -230,13 +224,23 @@ def _check_device(device, what: str) -> Device:
     )
 
 
+def _check_and_note(device, what: str) -> Device:
+    # INTERIM (until tracing reads config.default_off_cpu()): keep tracing's flag in step.
+    dev = _check_device(device, what)
+    if dev is not CPU:
+        tracing._default_off_cpu = True
+    return dev
+
+
+config.checkers["device"] = _check_and_note
+tracing._default_off_cpu = config.default_off_cpu()
+
+
 def get_default_device() -> Device:
     """The device new arrays and operations without committed operands go to."""
-    stack = _default_local.stack
-    if stack and stack[-1] is not None:
-        return stack[-1]
-    if _global_default is not None:
-        return _global_default
+    dev = config.default_device_setting()
+    if dev is not None:
+        return dev
     if _env_default is not None:
         return _env_default
     return _resolve_env_default()
@@ -245,7 +249,7 @@ def get_default_device() -> Device:
 def _resolve_env_default() -> Device:
     """``FUNCTX_DEFAULT_DEVICE``, read once (a GPU there is looked up on first use)."""
     global _env_default
-    spec = os.environ.get("FUNCTX_DEFAULT_DEVICE", "").strip()
+    spec = config.default_device_spec()
     if not spec or spec.lower() in ("cpu", "cpu:0"):
         _env_default = CPU
     else:
@@ -253,145 +257,19 @@ def _resolve_env_default() -> Device:
     return _env_default
 
 
-def _note_default(device: Device | None) -> None:
-    """Tell the eager path to look up the default device for uncommitted operations (it skips
-    that lookup while the default can only be the CPU)."""
-    if device is not None and device is not CPU:
-        tracing._default_off_cpu = True
-
-
 class default_device:
     """``with functx.default_device(device):`` makes ``device`` the default in the block (this
     thread only), like ``jax.default_device``; None means the configured default."""
 
     def __init__(self, device):
-        self.device = None if device is None else _check_device(device, "functx.default_device")
+        self.device = None if device is None else _check_and_note(device, "functx.default_device")
 
     def __enter__(self):
-        _note_default(self.device)
-        _default_local.stack.append(self.device)
+        config.push_default_device(self.device)
         return self.device
 
     def __exit__(self, *exc):
-        _default_local.stack.pop()
-
-
-# --- The default precision of matrix products ----------------------------------------------------
-# JAX's names. On a GPU, float32 products take TF32 (10-bit mantissa) inputs unless the precision
-# is "highest"/"float32", as JAX does there; the CPU always computes in float32.
-_PRECISIONS = {
-    "default": "tensorfloat32",
-    "fastest": "tensorfloat32",
-    "bfloat16": "tensorfloat32",
-    "high": "tensorfloat32",
-    "tensorfloat32": "tensorfloat32",
-    "highest": "float32",
-    "float32": "float32",
-}
-
-
-class _PrecisionState(threading.local):
-    def __init__(self):
-        self.stack: list = []
-
-
-_precision_local = _PrecisionState()
-_global_precision = "tensorfloat32"  # config.update's setting, resolved
-
-
-def _check_precision(value, what: str) -> str:
-    """The float32 product mode ("tensorfloat32" or "float32") a precision name stands for."""
-    if value is None:
-        return "tensorfloat32"
-    name = value.lower() if isinstance(value, str) else value
-    if name not in _PRECISIONS:
-        raise ValueError(
-            f"{what}: unknown matmul precision {value!r}; use one of "
-            f"{', '.join(repr(k) for k in _PRECISIONS)} (or None)"
-        )
-    return _PRECISIONS[name]
-
-
-if os.environ.get("FUNCTX_DEFAULT_MATMUL_PRECISION", "").strip():
-    _global_precision = _check_precision(
-        os.environ["FUNCTX_DEFAULT_MATMUL_PRECISION"].strip(), "FUNCTX_DEFAULT_MATMUL_PRECISION"
-    )
-
-
-def matmul_precision() -> str:
-    """How float32 matrix products run on a GPU here: "tensorfloat32" or "float32" (the innermost
-    ``default_matmul_precision`` block, else ``config``'s setting)."""
-    stack = _precision_local.stack
-    return stack[-1] if stack else _global_precision
-
-
-class default_matmul_precision:
-    """``with functx.default_matmul_precision("highest"):`` sets the precision of the float32
-    matrix products (``@``, ``dot``, ``matmul``, ``einsum``, ``dot_general``) that run in the
-    block, eagerly or under ``jit``, in this thread, like ``jax.default_matmul_precision``.
-
-    On a GPU, JAX's default takes TF32 inputs (about 3 significant digits, with float32
-    accumulation); "highest" or "float32" gives full float32. "default", "high", "bfloat16" and
-    "tensorfloat32" all mean TF32 here (functx's GPU backend has those two modes). The CPU
-    computes in float32 whatever the setting. ``jit`` compiles again when the setting changes.
-    A product's own ``precision=`` argument (``functx.lax.Precision``) wins over the setting.
-    Outside any block: ``functx.config.update("jax_default_matmul_precision", ...)``, else the
-    environment's ``FUNCTX_DEFAULT_MATMUL_PRECISION``, else TF32.
-    """
-
-    def __init__(self, precision):
-        self.mode = _check_precision(precision, "functx.default_matmul_precision")
-
-    def __enter__(self):
-        _precision_local.stack.append(self.mode)
-
-    def __exit__(self, *exc):
-        _precision_local.stack.pop()
-
-
-class _Config:
-    """``functx.config.update(name, value)``: the settings JAX keeps in ``jax.config`` that functx
-    has: the default device ("functx_default_device"; "jax_default_device" is accepted for
-    ported code) and the default precision of float32 matrix products
-    ("jax_default_matmul_precision": see ``functx.default_matmul_precision``)."""
-
-    _DEVICE = ("functx_default_device", "jax_default_device")
-    _PRECISION = ("jax_default_matmul_precision",)
-
-    def update(self, name: str, value) -> None:
-        global _global_default, _global_precision
-        if name in self._PRECISION:
-            _global_precision = _check_precision(value, name)
-            return
-        if name not in self._DEVICE:
-            raise ValueError(
-                f"functx.config has no option {name!r}; it has "
-                f"{', '.join(self._DEVICE + self._PRECISION)}"
-            )
-        _global_default = None if value is None else _check_device(value, name)
-        _note_default(_global_default)
-
-    @property
-    def functx_default_device(self):
-        return _global_default
-
-    jax_default_device = functx_default_device
-
-    @property
-    def jax_default_matmul_precision(self):
-        return _global_precision
-
-    def __repr__(self):
-        return (
-            f"functx.config(functx_default_device={_global_default!r}, "
-            f"jax_default_matmul_precision={_global_precision!r})"
-        )
-
-
-config = _Config()
-
-if os.environ.get("FUNCTX_DEFAULT_DEVICE", "").strip().lower() not in ("", "cpu", "cpu:0"):
-    tracing._default_off_cpu = True  # resolved (importing torch) on first use
+        config.pop_default_device()
 
 
 # --- dtypes between NumPy and torch ---------------------------------------------------------------
@@ -931,10 +809,8 @@ __all__ = [
     "InterpretedGpuDevice",
     "NoDeviceError",
     "bind_eager",
-    "config",
     "default_backend",
     "default_device",
-    "default_matmul_precision",
     "device_count",
     "device_get",
     "device_put",
@@ -942,7 +818,6 @@ __all__ = [
     "get_default_device",
     "gpu_signature",
     "local_devices",
-    "matmul_precision",
     "op_device",
     "place_new",
 ]

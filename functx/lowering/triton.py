@@ -71,7 +71,7 @@ from typing import NamedTuple
 import numpy as np
 import sympy
 
-from functx import dtypes, placement
+from functx import config, dtypes
 from functx.errors import UnsupportedError
 from functx.lowering.loops import (
     Acc,
@@ -1960,7 +1960,7 @@ class TritonProgram:
         if node.size == 0:
             return
         # the product's own precision=, else the default (see functx.default_matmul_precision)
-        tf32 = (p.get("precision") or placement.matmul_precision()) != "float32"
+        tf32 = (p.get("precision") or config.matmul_precision()) != "float32"
         self.host.append(
             f"    _fx_dot({lhs.buf}, {rhs.buf}, {node.buf}, {p['batch']}, {p['m']}, "
             f"{p['k']}, {p['n']}, {p['lhs_trans']}, {p['rhs_trans']}, {tf32})"
