@@ -7,7 +7,7 @@ output needs and batches the ones they do.
 
 from __future__ import annotations
 
-from functx import dtypes
+from functx import dtypes, ops
 from functx.errors import FunctxTypeError, where
 from functx.tracing import get_aval
 
