@@ -18,6 +18,16 @@ from functx.array import Array
 from functx.config import default_matmul_precision
 from functx.core import ClosedJaxpr, Jaxpr, ShapedArray, typecheck_jaxpr
 from functx.custom_derivatives import custom_jvp, custom_vjp
+from functx.devices.device import (
+    Device,
+    DeviceError,
+    default_backend,
+    default_device,
+    device_count,
+    devices,
+    local_devices,
+)
+from functx.devices.transfer import device_get, device_put
 from functx.errors import (
     CacheWarning,
     ConcretizationError,
@@ -29,17 +39,6 @@ from functx.errors import (
     UnsupportedError,
 )
 from functx.jit import jit
-from functx.placement import (
-    Device,
-    DeviceError,
-    default_backend,
-    default_device,
-    device_count,
-    device_get,
-    device_put,
-    devices,
-    local_devices,
-)
 from functx.tracing import ShapeDtypeStruct, make_jaxpr
 from functx.transforms.jvp import jvp
 from functx.transforms.linearize import linearize

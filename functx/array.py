@@ -1,5 +1,5 @@
 """``functx.Array``: an immutable array holding a NumPy buffer, and the methods it shares with
-tracers. (GPU arrays are a subclass, ``functx.placement.GpuArray``; placement rules live there.)
+tracers. (GPU arrays are a subclass, ``functx.devices.GpuArray``; placement rules live there.)
 
 Operators and methods call ``functx.numpy``, so they behave the same on concrete arrays (eager) and
 on tracers (staged into a Jaxpr).
@@ -304,7 +304,7 @@ def _aligned_copy(x: np.ndarray, dtype) -> np.ndarray:
 class Array(ArrayMethods):
     """An immutable n-dimensional array on the CPU (a read-only NumPy buffer underneath).
 
-    Arrays on a GPU are instances too (``functx.placement.GpuArray``); ``x.device`` says where an
+    Arrays on a GPU are instances too (``functx.devices.GpuArray``); ``x.device`` says where an
     array lives.
     """
 
@@ -363,7 +363,7 @@ class Array(ArrayMethods):
             value = np.array(x, dtype=None if dtype is None else dtypes.canonicalize(dtype))
         elif hasattr(x, "__dlpack__") and not isinstance(x, (list, tuple)):
             if _on_device(x):
-                from functx import placement
+                from functx.devices import transfer as placement
 
                 return placement.from_foreign(x, dtype)
             value = _from_dlpack(x)
@@ -392,7 +392,7 @@ class Array(ArrayMethods):
     dtype = property(lambda self: self._value.dtype)
     weak_type = property(lambda self: self.aval.weak_type)
     device = property(lambda self: _cpu_device())
-    # see functx.placement: 0-d host arrays are scalars, and UncommittedArray is not committed
+    # see functx.devices: 0-d host arrays are scalars, and UncommittedArray is not committed
     committed = property(lambda self: self._value.ndim > 0)
 
     def devices(self):
@@ -464,14 +464,14 @@ class Array(ArrayMethods):
 class UncommittedArray(Array):
     """A host array built from Python scalars alone (``zeros``, ``iota``, ``eye``, ...): like
     JAX's uncommitted arrays it goes with the device of the committed array it meets (see
-    ``functx.placement``). Everything else about it is an ``Array``."""
+    ``functx.devices``). Everything else about it is an ``Array``."""
 
     __slots__ = ()
     committed = property(lambda self: False)
 
 
 def _cpu_device():
-    from functx.placement import CPU
+    from functx.devices.device import CPU
 
     return CPU
 

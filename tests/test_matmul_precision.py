@@ -23,7 +23,7 @@ import pytest  # noqa: E402
 import functx  # noqa: E402
 import functx.numpy as fnp  # noqa: E402
 from functx import config as C  # noqa: E402
-from functx import placement as P  # noqa: E402
+from functx.devices import eager as P  # noqa: E402
 
 GPU = functx.devices("gpu")[0] if functx.default_backend() == "gpu" else None
 needs_gpu = pytest.mark.skipif(GPU is None, reason="no GPU (nor TRITON_INTERPRET=1 with triton)")

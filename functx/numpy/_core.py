@@ -14,9 +14,11 @@ import math
 
 import numpy as np
 
-from functx import associative_scan as _ascan, dtypes, ops, placement, tracing
+from functx import associative_scan as _ascan, dtypes, ops, tracing
 from functx.array import Array, UncommittedArray, is_python_scalar
 from functx.core import ShapedArray
+from functx.devices.device import default_device as _default_device
+from functx.devices.transfer import place_new as _place_new
 from functx.errors import (
     FunctxError,
     FunctxIndexError,
@@ -73,13 +75,13 @@ def result_type(*args):
 # --- array creation ------------------------------------------------------------------------------
 # ``device=`` (JAX's keyword) puts the new array on that device, committed to it; without it, data
 # converted by asarray/array goes to the default device and arrays built from scalars (zeros, eye,
-# arange, ...) are uncommitted there (see functx.placement).
+# arange, ...) are uncommitted there (see functx.devices).
 def _placed(out, device):
     if device is None and not tracing._default_off_cpu:
         return out  # the CPU default: nothing to do
     if isinstance(out, Tracer):
         return out
-    return placement.place_new(out, device)
+    return _place_new(out, device)
 
 
 def _made_on(device, make, *args):
@@ -87,7 +89,7 @@ def _made_on(device, make, *args):
     device, uncommitted."""
     if device is None:
         return make(*args)
-    with placement.default_device(device):
+    with _default_device(device):
         out = make(*args)
     return _placed(out, device)
 
@@ -407,7 +409,7 @@ def _promote_general(name, args, kind):
     return out
 
 
-_HOST = (Array, UncommittedArray)  # host arrays (committed or not: see functx.placement)
+_HOST = (Array, UncommittedArray)  # host arrays (committed or not: see functx.devices)
 
 
 def _promote_fast(args, kind):

@@ -25,7 +25,7 @@ def _is_index_array(x):
 
 def _index_constant(v: np.ndarray) -> Array:
     """An index array written in the index expression (a list or NumPy array): a constant of the
-    expression, uncommitted (it goes with the indexed array's device; see functx.placement)."""
+    expression, uncommitted (it goes with the indexed array's device; see functx.devices)."""
     v = np.array(v)
     return UncommittedArray._new(v, get_aval(v))
 
