@@ -6,7 +6,6 @@ Write a pure numerical function with ``functx.numpy``; functx traces it into a p
 
 from functx import (
     config as config,  # noqa: PLC0414
-    custom_batching as _custom_batching,  # noqa: F401  (registers vmap rules)
     dtypes,
     errors,
     lax,
@@ -16,8 +15,8 @@ from functx import (
 )
 from functx.array import Array
 from functx.config import default_matmul_precision
+from functx.control.custom_derivatives import custom_jvp, custom_vjp
 from functx.core import ClosedJaxpr, Jaxpr, ShapedArray, typecheck_jaxpr
-from functx.custom_derivatives import custom_jvp, custom_vjp
 from functx.devices.device import (
     Device,
     DeviceError,

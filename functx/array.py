@@ -40,7 +40,8 @@ def scalar_aval(x) -> ShapedArray:
         return ShapedArray((), dtypes.bool_, False)
     if isinstance(x, int):
         if not -(2**63) <= x < 2**64:
-            from functx.errors import FunctxOverflowError, where
+            from functx.errors import FunctxOverflowError
+            from functx.source_info import where
 
             raise FunctxOverflowError(
                 f"Python int {x} is too large for any functx integer dtype{where()}"
@@ -350,7 +351,8 @@ class Array(ArrayMethods):
                     x, dtypes.canonicalize(dtype) if dtype is not None else aval.dtype
                 )
             except OverflowError:
-                from functx.errors import FunctxOverflowError, where
+                from functx.errors import FunctxOverflowError
+                from functx.source_info import where
 
                 raise FunctxOverflowError(
                     f"Python int {x} is too large to convert to "
@@ -376,7 +378,8 @@ class Array(ArrayMethods):
             if dtype is not None:
                 value = value.astype(dtypes.canonicalize(dtype))
         else:
-            from functx.errors import FunctxTypeError, where
+            from functx.errors import FunctxTypeError
+            from functx.source_info import where
 
             raise FunctxTypeError(
                 f"functx cannot make an array from {type(x).__name__}: {x!r:.80}; pass arrays or "
@@ -549,13 +552,15 @@ def _seq_array(x, dt):
     try:
         return np.array(x, dtype=dt)
     except OverflowError as e:
-        from functx.errors import FunctxOverflowError, where
+        from functx.errors import FunctxOverflowError
+        from functx.source_info import where
 
         raise FunctxOverflowError(
             f"cannot make an {dt} array from {x!r:.60}: {e}{where()}"
         ) from None
     except ValueError as e:
-        from functx.errors import FunctxValueError, where
+        from functx.errors import FunctxValueError
+        from functx.source_info import where
 
         raise FunctxValueError(
             f"cannot make an array from {x!r:.60}: the nested sequences "

@@ -5,12 +5,17 @@ A Jaxpr is a list of equations in SSA form. Every stage of functx (tracing, each
 lowering) produces or consumes one, and every one prints in JAX's format::
 
     { lambda ; a:f32[3]. let b:f32[3] = sin a; c:f32[3] = mul b 2.0:f32[] in (c,) }
+
+This module also holds the trace stack and ``bind``: a primitive call goes to the innermost active
+trace (its ``process_primitive`` records the equation), else to the eager path registered in
+``eager_rules``.
 """
 
 from __future__ import annotations
 
 import itertools
-from typing import Any, NamedTuple
+import threading
+from typing import Callable
 
 import numpy as np
 
@@ -103,17 +108,6 @@ class Literal:
 
 
 Atom = Var | Literal
-
-
-class SourceInfo(NamedTuple):
-    """Where the user's code bound an equation: the first stack frame outside functx."""
-
-    file: str
-    line: int
-    function: str
-
-    def __str__(self):
-        return f"{self.file}:{self.line} ({self.function})"
 
 
 class Eqn:
@@ -209,19 +203,57 @@ class Primitive:
         self.impl = None
 
     def bind(self, *args, **params):
-        return _bind(self, args, params)
+        return bind(self, args, params)
 
     def __repr__(self):
         return self.name
 
 
-def _bind(prim, args, params):  # replaced by functx.tracing at import
-    raise RuntimeError("functx.tracing is not initialised")
+# --- The trace stack and bind --------------------------------------------------------------------
+class _TraceState(threading.local):
+    """Per-thread trace state: the active traces, innermost last (so one thread tracing never
+    captures another thread's computation)."""
+
+    def __init__(self):
+        self.stack: list = []
 
 
-def set_bind(fn):
-    global _bind
-    _bind = fn
+trace_state = _TraceState()
+
+
+def is_tracing() -> bool:
+    """Whether a trace is active in this thread (a primitive call is staged, not run)."""
+    return bool(trace_state.stack)
+
+
+class active_trace:
+    """Context manager that makes ``trace`` the innermost active trace of this thread. A trace is
+    any object with ``process_primitive(prim, args, params)`` (``functx.tracing.Builder``)."""
+
+    def __init__(self, trace):
+        self.trace = trace
+
+    def __enter__(self):
+        trace_state.stack.append(self.trace)
+        return self.trace
+
+    def __exit__(self, *exc):
+        popped = trace_state.stack.pop()
+        assert popped is self.trace
+
+
+# The eager path, by platform: fn(prim, args, params) -> result(s). "cpu" (the entry point of every
+# eager call: functx.tracing's NumPy path) decides where an operation runs and hands operations
+# on GPU arrays to "gpu" (filled by functx's devices package at import).
+eager_rules: dict[str, Callable] = {}
+
+
+def bind(prim: Primitive, args, params: dict):
+    """Apply ``prim`` to ``args``: staged into the innermost active trace, else run eagerly."""
+    stack = trace_state.stack
+    if stack:
+        return stack[-1].process_primitive(prim, args, params)
+    return eager_rules["cpu"](prim, args, params)
 
 
 # --- The printer ---------------------------------------------------------------------------------
@@ -368,17 +400,3 @@ def typecheck_jaxpr(jaxpr: Jaxpr | ClosedJaxpr) -> None:
             define(v, where)
     for v in jaxpr.outvars:
         use(v, "outvars")
-
-
-def jaxpr_as_fun(closed: ClosedJaxpr):
-    """A Python function that evaluates ``closed`` (eagerly, or inlined under a trace)."""
-    from functx.interpreter import eval_jaxpr
-
-    def fun(*args):
-        return eval_jaxpr(closed.jaxpr, closed.consts, *args)
-
-    return fun
-
-
-def literal_value(atom) -> Any:
-    return atom.val if isinstance(atom, Literal) else None

@@ -21,7 +21,7 @@ import numpy as np
 import functx
 import functx.numpy as jnp
 from functx import nn
-from functx.core import jaxpr_as_fun
+from functx.interpreter import jaxpr_as_fun
 
 N_IN, N_HIDDEN, N_CLASSES, BATCH = 4, 8, 3, 16
 

@@ -91,7 +91,8 @@ def canonicalize(dtype) -> np.dtype:
         return bool_
     if isinstance(dtype, str) and dtype == "bfloat16":
         return bfloat16
-    from functx.errors import FunctxTypeError, where
+    from functx.errors import FunctxTypeError
+    from functx.source_info import where
 
     try:
         dt = np.dtype(dtype)

@@ -2,13 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
-
-_PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-# Modules inside the package that are user code (their lines are the ones to report).
-_USER_FILES = {os.path.join(_PKG_DIR, "demo.py")}
-
 
 class FunctxError(Exception):
     """Base class of every error functx raises on purpose."""
@@ -43,28 +36,3 @@ class CacheWarning(UserWarning, RuntimeWarning):
     """A compile-cache directory functx does not trust (owned by another user, or writable by
     others) or cannot write: functx goes on with a private temporary directory. Filter it with
     ``warnings.filterwarnings("ignore", category=functx.CacheWarning)``."""
-
-
-def user_frame():
-    """The innermost stack frame outside the functx package: the user's line."""
-    from functx.core import SourceInfo
-
-    f = sys._getframe(1)
-    while f is not None:
-        fn = f.f_code.co_filename
-        if not fn.startswith(_PKG_DIR) or fn in _USER_FILES:
-            return SourceInfo(fn, f.f_lineno, f.f_code.co_name)
-        f = f.f_back
-    return None
-
-
-def where(source_info=None) -> str:
-    """' (at file:line (function))' for the given source info, else the equation a transform is
-    rewriting, else the current user frame."""
-    si = source_info
-    if si is None:
-        from functx import tracing
-
-        stack = tracing._state.source_stack
-        si = stack[-1] if stack else user_frame()
-    return f" (at {si})" if si else ""

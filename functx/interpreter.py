@@ -7,8 +7,9 @@ Jaxpr into an outer trace.
 
 from __future__ import annotations
 
-from functx import tracing
+from functx import core
 from functx.core import ClosedJaxpr, Jaxpr, Literal
+from functx.source_info import source_info
 
 
 def eval_jaxpr(jaxpr: Jaxpr, consts, *args) -> list:
@@ -25,11 +26,11 @@ def eval_jaxpr(jaxpr: Jaxpr, consts, *args) -> list:
     def read(a):
         return a.val if type(a) is Literal else env[a.id]
 
-    staging = tracing.is_tracing()
+    staging = core.is_tracing()
     for eqn in jaxpr.eqns:
         invals = [read(a) for a in eqn.invars]
         if staging and eqn.source_info is not None:
-            with tracing.source_info(eqn.source_info):
+            with source_info(eqn.source_info):
                 outs = eqn.prim.bind(*invals, **eqn.params)
         else:
             outs = eqn.prim.bind(*invals, **eqn.params)
@@ -41,5 +42,10 @@ def eval_jaxpr(jaxpr: Jaxpr, consts, *args) -> list:
     return [read(a) for a in jaxpr.outvars]
 
 
-def eval_closed(closed: ClosedJaxpr, *args) -> list:
-    return eval_jaxpr(closed.jaxpr, closed.consts, *args)
+def jaxpr_as_fun(closed: ClosedJaxpr):
+    """A Python function that evaluates ``closed`` (eagerly, or inlined under a trace)."""
+
+    def fun(*args):
+        return eval_jaxpr(closed.jaxpr, closed.consts, *args)
+
+    return fun

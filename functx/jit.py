@@ -22,7 +22,7 @@ import types
 import numpy as np
 import optree
 
-from functx import dtypes, tracing
+from functx import core, dtypes, tracing
 from functx.array import Array
 from functx.config import jit_cache_size, matmul_precision
 from functx.core import ClosedJaxpr, Jaxpr
@@ -30,10 +30,11 @@ from functx.devices import device as _device, eager as _eager
 from functx.devices.device import CPU, DeviceError
 from functx.devices.eager import DeviceExecutable, check_consts, gpu_signature
 from functx.devices.transfer import op_device
-from functx.errors import FunctxTypeError, FunctxValueError, where
+from functx.errors import FunctxTypeError, FunctxValueError
 from functx.interpreter import eval_jaxpr
 from functx.lowering.compile import compile_jaxpr, log as _log
 from functx.lowering.runtime import Executable
+from functx.source_info import where
 from functx.tracing import Tracer, get_aval, tree_flatten, tree_unflatten
 from functx.transforms import passes
 
@@ -365,7 +366,7 @@ class Jitted:
         return self if obj is None else types.MethodType(self, obj)
 
     def __call__(self, *args, **kwargs):
-        if not kwargs and not self.static_argnums and not tracing._state.stack:
+        if not kwargs and not self.static_argnums and not core.trace_state.stack:
             # the dispatch fast paths. GPU arrays committed to one device: one look at each
             # (gpu_signature), one lookup, the kernels (about 10 us on an H100 host in all)
             if _device.GPU_IN_USE and self.backend != "cpu":
@@ -422,7 +423,7 @@ class Jitted:
                 self._note_cpu_call(args, entry, key)
                 return tree_unflatten(entry[1], _run(entry[0], leaves))
         f, leaves, in_tree, statics = self._trace(args, kwargs)
-        if any(isinstance(x, Tracer) for x in leaves) or tracing.is_tracing():
+        if any(isinstance(x, Tracer) for x in leaves) or core.is_tracing():
             closed, _, out_tree, _ = tracing.trace_pytree(f, *tree_unflatten(in_tree, leaves))
             return tree_unflatten(out_tree, eval_jaxpr(closed.jaxpr, closed.consts, *leaves))
         place = _placement(leaves, self.backend, self._what)

@@ -6,7 +6,7 @@ primitives beside their rules; this file only names what is public, each name on
 """
 
 # ruff: noqa: A004
-from functx.associative_scan import (
+from functx.control.associative_scan import (
     associative_scan as associative_scan,
     cumlogsumexp as cumlogsumexp,
     cummax as cummax,
@@ -14,16 +14,20 @@ from functx.associative_scan import (
     cumprod as cumprod,
     cumsum as cumsum,
 )
-from functx.control_flow import (
+from functx.control.cond import (
     cond as cond,
-    fori_loop as fori_loop,
+    switch as switch,
+)
+from functx.control.generic_reduce import (
+    reduce as reduce,
+)
+from functx.control.scan import (
     map as map,
     scan as scan,
-    switch as switch,
-    while_loop as while_loop,
 )
-from functx.generic_reduce import (
-    reduce as reduce,
+from functx.control.while_loop import (
+    fori_loop as fori_loop,
+    while_loop as while_loop,
 )
 from functx.ops import (
     Precision as Precision,

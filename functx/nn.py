@@ -15,8 +15,9 @@ from __future__ import annotations
 import numpy as np
 
 from functx import dtypes, numpy as jnp, ops
-from functx.custom_derivatives import custom_jvp
-from functx.errors import FunctxTypeError, where as _loc
+from functx.control.custom_derivatives import custom_jvp
+from functx.errors import FunctxTypeError
+from functx.source_info import where as _loc
 
 
 def _arr(x):

@@ -25,8 +25,8 @@ from functx.errors import (
     FunctxOverflowError,
     FunctxTypeError,
     FunctxValueError,
-    where as _loc,
 )
+from functx.source_info import where as _loc
 from functx.tracing import Tracer, get_aval, tree_flatten, tree_unflatten
 
 

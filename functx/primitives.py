@@ -559,7 +559,8 @@ def _argreduce_eval(name):
             _err(f"{name}: index_dtype must be an integer dtype, got {index_dtype}")
         n = x.shape[axes[0]]
         if n - 1 > np.iinfo(index_dtype).max:
-            from functx.errors import FunctxOverflowError, where
+            from functx.errors import FunctxOverflowError
+            from functx.source_info import where
 
             raise FunctxOverflowError(
                 f"{name}: axis {axes[0]} of {x.str_short()} has {n} elements, more than "

@@ -1,8 +1,9 @@
-"""Tracing: tracers, the builder that records equations, ``bind`` and ``make_jaxpr``.
+"""Tracing: tracers, the builder that records equations, the eager NumPy path and ``make_jaxpr``.
 
-While a builder is active every primitive call is staged into it (JAX's "omnistaging"); with no
-builder active, ``bind`` runs the primitive's NumPy implementation at once (the eager path), or,
-when an operand lives on a GPU, hands the operation to ``functx.placement`` (which runs it there).
+While a builder is active every primitive call (``core.bind``) is staged into it (JAX's
+"omnistaging"); with no builder active, ``core.bind`` calls ``core.eager_rules["cpu"]``, this
+module's ``eager_bind``, which runs the primitive's NumPy implementation at once, or, when an
+operand lives on a GPU, hands the operation to ``core.eager_rules["gpu"]`` (the devices package).
 A builder nested inside another lifts tracers of the outer one into constvars, so tracing a
 transformed function inside an outer trace records a self-contained Jaxpr that the caller inlines.
 """
@@ -10,7 +11,6 @@ transformed function inside an outer trace records a self-contained Jaxpr that t
 from __future__ import annotations
 
 import functools
-import threading
 from typing import Any, Callable
 
 import numpy as np
@@ -19,7 +19,8 @@ import optree
 from functx import core, dtypes
 from functx.array import Array, ArrayMethods, UncommittedArray, is_python_scalar, scalar_aval
 from functx.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
-from functx.errors import ConcretizationError, FunctxError, FunctxTypeError, user_frame, where
+from functx.errors import ConcretizationError, FunctxError, FunctxOverflowError, FunctxTypeError
+from functx.source_info import current, where
 
 PYTREE_NAMESPACE = "functx"
 
@@ -90,21 +91,9 @@ class Tracer(ArrayMethods):
 
 
 # --- The builder ---------------------------------------------------------------------------------
-class _TraceState(threading.local):
-    """Per-thread trace state: the active builders and the source lines of rewritten equations
-    (so one thread tracing never captures another thread's computation)."""
-
-    def __init__(self):
-        self.stack: list[Builder] = []
-        self.source_stack: list = []
-
-
-_state = _TraceState()
-
-
 class Builder:
-    """Records equations for one trace. ``consts`` are concrete arrays or tracers of outer
-    traces."""
+    """Records equations for one trace (the trace object of ``core.active_trace``). ``consts`` are
+    concrete arrays or tracers of outer traces."""
 
     def __init__(self):
         self.eqns: list[Eqn] = []
@@ -120,7 +109,7 @@ class Builder:
         if isinstance(x, Tracer):
             if x.builder is self:
                 return x.ir_var
-            if x.builder not in _state.stack:
+            if x.builder not in core.trace_state.stack:
                 raise FunctxError(
                     f"A tracer {x!r} from a finished trace was used{where()}: a value computed "
                     "inside a transformed function escaped it (stored in a global or a closure). "
@@ -144,9 +133,10 @@ class Builder:
             self.consts.append(x)
         return v
 
-    def add_eqn(self, prim, args, params):
+    def process_primitive(self, prim, args, params):
+        """Record ``prim`` applied to ``args`` (``core.bind`` under this trace); new tracers."""
         atoms = [self.to_atom(a) for a in args]
-        src = _state.source_stack[-1] if _state.source_stack else user_frame()
+        src = current()
         out_avals = _abstract_eval(prim, [a.aval for a in atoms], params)
         if prim.multiple_results:
             outs = [self.new_tracer(a) for a in out_avals]
@@ -161,61 +151,26 @@ class Builder:
         return ClosedJaxpr(jaxpr, self.consts)
 
 
-class _Tracing:
-    """Context manager that makes a builder the active one."""
-
-    def __init__(self, builder):
-        self.builder = builder
-
-    def __enter__(self):
-        _state.stack.append(self.builder)
-        return self.builder
-
-    def __exit__(self, *exc):
-        popped = _state.stack.pop()
-        assert popped is self.builder
+def new_trace() -> core.active_trace:
+    """A context manager that makes a new ``Builder`` the active trace (and gives it)."""
+    return core.active_trace(Builder())
 
 
-class source_info:
-    """Attribute the equations emitted inside this block to ``info`` (the user's line of the
-    equation a transform is rewriting), so errors in transformed code point at the user's source."""
-
-    def __init__(self, info):
-        self.info = info
-
-    def __enter__(self):
-        _state.source_stack.append(self.info)
-
-    def __exit__(self, *exc):
-        _state.source_stack.pop()
-
-
-def current_source_info():
-    return _state.source_stack[-1] if _state.source_stack else user_frame()
-
-
-def new_trace() -> _Tracing:
-    return _Tracing(Builder())
-
-
-def is_tracing() -> bool:
-    return bool(_state.stack)
-
-
-# --- bind ----------------------------------------------------------------------------------------
+# --- The eager path ------------------------------------------------------------------------------
 def _abstract_eval(prim, avals, params):
     try:
         return prim.abstract_eval(*avals, **params)
     except FunctxTypeError as e:
         msg = str(e)
         if "(at " not in msg:
-            msg += where(_state.source_stack[-1] if _state.source_stack else None)
+            msg += where()
         raise type(e)(msg) from None
 
 
 def _as_value(x):
-    """The NumPy value, aval and committedness of a concrete argument of ``bind`` that is not a
-    committed host ``Array``; None for an argument on a GPU (``functx.placement`` runs those)."""
+    """The NumPy value, aval and committedness of a concrete argument of ``eager_bind`` that is
+    not a committed host ``Array``; None for an argument on a GPU (``core.eager_rules["gpu"]``
+    runs those)."""
     if type(x) is UncommittedArray:
         return x._value, x.aval, False
     if isinstance(x, Tracer):
@@ -229,8 +184,6 @@ def _as_value(x):
         try:
             return np.asarray(x, aval.dtype), aval, False
         except OverflowError:
-            from functx.errors import FunctxOverflowError
-
             raise FunctxOverflowError(
                 f"Python int {x} is too large to convert to {aval.dtype} "
                 f"(use a wider dtype, or enable x64){where()}"
@@ -246,18 +199,18 @@ def _as_value(x):
     return arr._value, arr.aval, arr._value.ndim > 0
 
 
-# Set by functx.placement: the module itself, and whether the default device may be other than the
-# CPU (then operations without committed operands ask functx.placement where to run).
-_placement = None
+# STUB (h1, interim): whether the default device may be other than the CPU (then operations
+# without committed operands ask core.eager_rules["gpu"] where to run). functx.placement still
+# sets it; once h5's functx/config.py is on main this becomes config.default_off_cpu().
 _default_off_cpu = False
 
 
-def bind(prim, args, params):
-    if _state.stack:
-        return _state.stack[-1].add_eqn(prim, args, params)
-    # The eager path: shape/dtype inference (which also validates), then the NumPy impl.
-    # Results are committed (see functx.placement) unless every operand was a scalar (a Python
-    # scalar or a 0-d host array) or uncommitted.
+def eager_bind(prim, args, params):
+    """``core.bind`` outside any trace (``core.eager_rules["cpu"]``): shape/dtype inference (which
+    also validates), then the NumPy implementation. Results are committed (see the devices
+    package) unless every operand was a scalar (a Python scalar or a 0-d host array) or
+    uncommitted. Operations on GPU arrays, and, when the default device may be a GPU, those
+    without committed operands, go to ``core.eager_rules["gpu"]``."""
     vals, avals = [], []
     committed = False
     for a in args:
@@ -269,19 +222,19 @@ def bind(prim, args, params):
         else:
             got = _as_value(a)
             if got is None:
-                return _placement.bind_eager(prim, args, params)
+                return core.eager_rules["gpu"](prim, args, params)
             v, av, c = got
             vals.append(v)
             avals.append(av)
             if c:
                 committed = True
     if not committed and _default_off_cpu:
-        return _placement.bind_eager(prim, args, params)
+        return core.eager_rules["gpu"](prim, args, params)
     return _run_host(prim, vals, avals, params, args, committed)
 
 
 def bind_host(prim, args, params, committed: bool):
-    """``bind``'s NumPy path for operands all on the host (``functx.placement`` calls it)."""
+    """``eager_bind``'s NumPy path for operands all on the host (the devices package calls it)."""
     vals, avals = [], []
     for a in args:
         if type(a) is Array:
@@ -324,7 +277,7 @@ def _wrap_uncommitted(value, aval: ShapedArray) -> Array:
     return _wrap(value, aval, UncommittedArray)
 
 
-core.set_bind(bind)
+core.eager_rules["cpu"] = eager_bind
 
 
 # --- pytrees -------------------------------------------------------------------------------------
@@ -483,18 +436,16 @@ def make_jaxpr(fun: Callable, static_argnums: int | tuple[int, ...] = ()):
 __all__ = [
     "Tracer",
     "Builder",
-    "bind",
     "bind_host",
+    "eager_bind",
     "make_jaxpr",
     "trace_flat",
     "flatten_fun",
     "trace_pytree",
     "TraceCache",
-    "source_info",
     "new_trace",
     "tree_flatten",
     "tree_unflatten",
     "ShapeDtypeStruct",
     "get_aval",
-    "is_tracing",
 ]

@@ -11,7 +11,8 @@ import functools
 
 import optree
 
-from functx.errors import FunctxError, FunctxTypeError, FunctxValueError, where
+from functx.errors import FunctxError, FunctxTypeError, FunctxValueError
+from functx.source_info import where
 from functx.tracing import PYTREE_NAMESPACE
 
 PyTreeDef = optree.PyTreeSpec

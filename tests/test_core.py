@@ -16,10 +16,10 @@ from functx.core import (
     Literal,
     ShapedArray,
     Var,
-    jaxpr_as_fun,
     typecheck_jaxpr,
 )
 from functx.errors import FunctxTypeError
+from functx.interpreter import jaxpr_as_fun
 
 jax = pytest.importorskip("jax")
 jjnp = jax.numpy

@@ -165,34 +165,34 @@ def test_numpy_broadcast_error():
         ("L-reshape", lambda x: x.reshape(4), (X3,), ["reshape", "f32[3]", "(4,)"]),  # L-reshape
         (
             "L-dot",
-            lambda x, y: lax.dot(x, y),
+            lambda x, y: lax.dot(x, y),  # L-dot
             (X3, X4),
             ["dot_general", "f32[3]", "f32[4]"],
-        ),  # L-dot
+        ),
         (
             "L-sin-int",
-            lambda x: lax.sin(x),
+            lambda x: lax.sin(x),  # L-sin-int
             (np.ones(3, np.int32),),
             ["sin", "i32[3]"],
-        ),  # L-sin-int
+        ),
         (
             "L-concat",
-            lambda x, y: lax.concatenate([x, y[None]], 0),
-            (X3, X4),  # L-concat
+            lambda x, y: lax.concatenate([x, y[None]], 0),  # L-concat
+            (X3, X4),
             ["concatenate", "f32[3]", "f32[1,4]"],
         ),
         (
             "L-bid",
-            lambda x: lax.broadcast_in_dim(x, (4,), (0,)),
-            (X3,),  # L-bid
+            lambda x: lax.broadcast_in_dim(x, (4,), (0,)),  # L-bid
+            (X3,),
             ["broadcast_in_dim", "f32[3]", "(4,)"],
         ),
         (
             "L-reduce",
-            lambda x: lax.reduce_sum(x, (1,)),
+            lambda x: lax.reduce_sum(x, (1,)),  # L-reduce
             (X3,),
             ["reduce_sum", "axis 1"],
-        ),  # L-reduce
+        ),
     ],
 )
 def test_op_errors_name_op_shapes_and_line(marker, f, args, words):

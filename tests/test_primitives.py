@@ -29,8 +29,9 @@ from hypothesis import assume, given, settings, strategies as st
 
 import functx
 from functx import dtypes, lax as flax, primitives as P
-from functx.core import ShapedArray, jaxpr_as_fun, typecheck_jaxpr
+from functx.core import ShapedArray, typecheck_jaxpr
 from functx.errors import FunctxTypeError
+from functx.interpreter import jaxpr_as_fun
 
 jax = pytest.importorskip("jax")
 jlax = jax.lax

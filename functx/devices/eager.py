@@ -8,17 +8,16 @@ The compiler is above this package: ``compilers`` is the table ``functx.jit`` fi
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 
-from functx import tracing
+from functx import core, tracing
 from functx.array import Array, UncommittedArray, is_python_scalar, scalar_aval
 from functx.config import matmul_precision
 from functx.devices.device import CPU, CudaDevice, DeviceError
 from functx.devices.gpu_array import GpuArray, host_to_torch, torch_dtype
 from functx.devices.transfer import is_torch_tensor, leaf_to, op_device
-from functx.errors import FunctxError, where
+from functx.errors import FunctxError
+from functx.source_info import where
 
 # --- Eager operations -----------------------------------------------------------------------------
 _OP_CACHE: dict = {}
@@ -227,6 +226,4 @@ def check_consts(consts, device, what: str) -> None:
             )
 
 
-# INTERIM, until the eager path reads core.eager_rules["gpu"] (h1): then
-# core.eager_rules["gpu"] = bind_eager, and this line goes.
-tracing._placement = sys.modules[__name__]
+core.eager_rules["gpu"] = bind_eager

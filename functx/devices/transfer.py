@@ -19,7 +19,8 @@ from functx.devices.device import (
     get_default_device,
 )
 from functx.devices.gpu_array import GpuArray, host_to_torch, numpy_dtype, torch_dtype
-from functx.errors import FunctxError, where
+from functx.errors import FunctxError
+from functx.source_info import where
 
 
 # --- Transfers ------------------------------------------------------------------------------------

@@ -28,7 +28,8 @@ import sympy
 
 from functx import dtypes, primitives as P
 from functx.core import ClosedJaxpr, Jaxpr, Literal
-from functx.errors import UnsupportedError, where
+from functx.errors import UnsupportedError
+from functx.source_info import where
 
 
 # --- index arithmetic ----------------------------------------------------------------------------

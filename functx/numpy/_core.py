@@ -14,8 +14,9 @@ import math
 
 import numpy as np
 
-from functx import associative_scan as _ascan, dtypes, ops, tracing
+from functx import dtypes, ops, tracing
 from functx.array import Array, UncommittedArray, is_python_scalar
+from functx.control import associative_scan as _ascan
 from functx.core import ShapedArray
 from functx.devices.device import default_device as _default_device
 from functx.devices.transfer import place_new as _place_new
@@ -26,9 +27,9 @@ from functx.errors import (
     FunctxTypeError,
     FunctxValueError,
     UnsupportedError,
-    where as _loc,
 )
 from functx.numpy import _validate as _v
+from functx.source_info import where as _loc
 from functx.tracing import Tracer, get_aval
 
 # --- dtypes --------------------------------------------------------------------------------------

@@ -10,13 +10,8 @@ import operator
 import numpy as np
 
 from functx import dtypes
-from functx.errors import (
-    FunctxIndexError,
-    FunctxOverflowError,
-    FunctxTypeError,
-    FunctxValueError,
-    where as _loc,
-)
+from functx.errors import FunctxIndexError, FunctxOverflowError, FunctxTypeError, FunctxValueError
+from functx.source_info import where as _loc
 from functx.tracing import Tracer
 
 # The largest array functx can describe: its byte size must fit a signed 64-bit integer.

@@ -8,7 +8,8 @@ output needs and batches the ones they do.
 from __future__ import annotations
 
 from functx import dtypes, ops
-from functx.errors import FunctxTypeError, where
+from functx.errors import FunctxTypeError
+from functx.source_info import where
 from functx.tracing import get_aval
 
 

@@ -11,7 +11,8 @@ import numpy as np
 
 from functx import dtypes, ops, primitives as P
 from functx.array import Array, UncommittedArray
-from functx.errors import FunctxIndexError, FunctxTypeError, FunctxValueError, where
+from functx.errors import FunctxIndexError, FunctxTypeError, FunctxValueError
+from functx.source_info import where
 from functx.tracing import Tracer, get_aval
 
 

@@ -10,8 +10,9 @@ Differences from ``jax.numpy.linalg`` (deliberate):
 
 from __future__ import annotations
 
-from functx.errors import FunctxTypeError, where
+from functx.errors import FunctxTypeError
 from functx.numpy import _core as jnp, _validate as _v
+from functx.source_info import where
 
 
 def _sqrt_sumsq(x, axis, keepdims):

@@ -14,8 +14,9 @@ import numpy as np
 from functx import dtypes, ops, primitives as P
 from functx.array import Array, is_python_scalar
 from functx.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray
-from functx.errors import FunctxTypeError, UnsupportedError, where
-from functx.tracing import get_aval, source_info, trace_flat, tree_flatten, tree_unflatten
+from functx.errors import FunctxTypeError, UnsupportedError
+from functx.source_info import source_info, where
+from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
 
 # --- symbolic zeros ------------------------------------------------------------------------------
 

@@ -13,8 +13,9 @@ import weakref
 from typing import NamedTuple
 
 from functx.core import ClosedJaxpr, Jaxpr
-from functx.errors import FunctxTypeError, where
+from functx.errors import FunctxTypeError
 from functx.interpreter import eval_jaxpr
+from functx.source_info import where
 from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
 from functx.transforms import passes
 from functx.transforms.jvp import (

@@ -12,8 +12,9 @@ import numpy as np
 
 from functx import ops, primitives as P
 from functx.core import Jaxpr, Literal, ShapedArray
-from functx.errors import UnsupportedError, where
-from functx.tracing import get_aval, source_info
+from functx.errors import UnsupportedError
+from functx.source_info import source_info, where
+from functx.tracing import get_aval
 from functx.transforms.jvp import Zero
 
 

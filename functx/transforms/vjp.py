@@ -16,8 +16,9 @@ import numpy as np
 from functx import dtypes, ops
 from functx.array import Array, is_python_scalar
 from functx.core import ClosedJaxpr
-from functx.errors import FunctxTypeError, FunctxValueError, where
+from functx.errors import FunctxTypeError, FunctxValueError
 from functx.interpreter import eval_jaxpr
+from functx.source_info import where
 from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
 from functx.transforms import passes
 from functx.transforms.jvp import (

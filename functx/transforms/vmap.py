@@ -35,8 +35,9 @@ import optree
 from functx import dtypes, ops, primitives as P, tracing
 from functx.array import Array
 from functx.core import ClosedJaxpr, Literal, Primitive, ShapedArray
-from functx.errors import FunctxError, UnsupportedError, where
+from functx.errors import FunctxError, UnsupportedError
 from functx.interpreter import eval_jaxpr
+from functx.source_info import source_info, where
 
 not_mapped = None
 
@@ -163,7 +164,7 @@ def batch_eval(jaxpr, consts, args, dims, axis_size: int):
             vals.append(x)
             ds.append(d)
         ctx = (
-            tracing.source_info(eqn.source_info)
+            source_info(eqn.source_info)
             if eqn.source_info is not None
             else contextlib.nullcontext()
         )

@@ -32,8 +32,8 @@ from hypothesis.extra import numpy as hnp
 
 import functx
 import functx.numpy as fnp
-from functx.core import jaxpr_as_fun
 from functx.errors import FunctxTypeError
+from functx.interpreter import jaxpr_as_fun
 
 BF16, F16, F32, F64 = (np.dtype(d) for d in (ml_dtypes.bfloat16, "float16", "float32", "float64"))
 I8, U8, I32, I64, U32, BOOL = (

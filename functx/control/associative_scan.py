@@ -24,10 +24,11 @@ import numpy as np
 from functx import ops, primitives as P
 from functx.array import Array
 from functx.core import ClosedJaxpr, Jaxpr, Primitive, ShapedArray, same_type
-from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError, where
+from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError
 from functx.interpreter import eval_jaxpr
+from functx.source_info import where
 from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
-from functx.transforms import jvp as J, transpose as T
+from functx.transforms import jvp as J, transpose as T, vmap as V
 
 associative_scan_p = Primitive("associative_scan", multiple_results=True, group="scan")
 P.registry["associative_scan"] = associative_scan_p
@@ -64,11 +65,9 @@ associative_scan_p.abstract_eval = _abstract_eval
 # --- the O(log n) ladder -------------------------------------------------------------------------
 def _combine_over_axis(combine: ClosedJaxpr, consts, a, b, axis):
     """Apply the element-wise combine to every pair along ``axis`` (a vmap of the combine)."""
-    from functx.transforms.vmap import vmap
-
     k = len(a)
     fn = _combine_fun(combine, len(consts))
-    return vmap(fn, in_axes=(None, axis, axis), out_axes=axis)(list(consts), list(a), list(b))[:k]
+    return V.vmap(fn, in_axes=(None, axis, axis), out_axes=axis)(list(consts), list(a), list(b))[:k]
 
 
 @functools.lru_cache(maxsize=256)
@@ -399,9 +398,7 @@ def _lanewise_jvp(primals, tangents, combine, num_consts, axis, reverse, ys):
         ]
         return a_list, b_list
 
-    from functx.transforms.vmap import vmap
-
-    a_mid, b_mid = vmap(coefficients, in_axes=(None, axis, axis, axis), out_axes=axis)(
+    a_mid, b_mid = V.vmap(coefficients, in_axes=(None, axis, axis, axis), out_axes=axis)(
         consts, prev, cur, dcur
     )
     first = [_slice(t, n - 1, n, 1, axis) if reverse else _slice(t, 0, 1, 1, axis) for t in dxs]
@@ -581,8 +578,6 @@ __all__ = [
 
 # --- vmap: batch axes become element axes of the combine -----------------------------------------
 def _batch_rule(args, dims, *, combine, num_consts, axis, reverse, affine):
-    from functx.transforms import vmap as V
-
     size = V.axis_size_of(args, dims)
     consts, xs = list(args[:num_consts]), list(args[num_consts:])
     cdims = list(dims[:num_consts])
@@ -604,13 +599,7 @@ def _batch_rule(args, dims, *, combine, num_consts, axis, reverse, affine):
     return outs, [0] * k
 
 
-def _register_batching():
-    from functx.transforms import vmap as V
-
-    V.batching_rules[associative_scan_p] = _batch_rule
-
-
-_register_batching()
+V.batching_rules[associative_scan_p] = _batch_rule
 
 
 # --- reduce_prod's derivative (it needs cumprod) ------------------------------------------------

@@ -15,8 +15,10 @@ import pytest
 import functx
 import functx.numpy as fnp
 from functx import lax
-from functx.associative_scan import associative_scan_p
-from functx.control_flow import cond_p, scan_p, while_p
+from functx.control.associative_scan import associative_scan_p
+from functx.control.cond import cond_p
+from functx.control.scan import scan_p
+from functx.control.while_loop import while_p
 from functx.errors import FunctxTypeError, UnsupportedError
 from functx.test_util import check_grads
 from functx.transforms import jvp as J, transpose as T

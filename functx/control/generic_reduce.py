@@ -16,10 +16,11 @@ import numpy as np
 
 from functx import dtypes, ops, primitives as P
 from functx.core import ClosedJaxpr, Jaxpr, Primitive, ShapedArray, same_type
-from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError, where
+from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError
 from functx.interpreter import eval_jaxpr
+from functx.source_info import where
 from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
-from functx.transforms import jvp as J
+from functx.transforms import jvp as J, vmap as V
 
 reduce_p = Primitive("reduce", multiple_results=True, group="generic_reduce")
 P.registry["reduce"] = reduce_p
@@ -54,15 +55,13 @@ reduce_p.abstract_eval = _abstract_eval
 
 def _apply(computation, a, b):
     """The combine applied elementwise to arrays (a vmap of the scalar computation)."""
-    from functx.transforms.vmap import vmap
-
     shape = np.shape(a[0])
     fn = lambda *xs: eval_jaxpr(computation.jaxpr, computation.consts, *xs)  # noqa: E731
     flat_a = [np.reshape(x, (-1,)) for x in a]
     flat_b = [np.reshape(x, (-1,)) for x in b]
     if flat_a[0].size == 0:
         return [np.reshape(x, shape) for x in a]
-    out = vmap(fn)(*flat_a, *flat_b)
+    out = V.vmap(fn)(*flat_a, *flat_b)
     return [np.reshape(np.asarray(o), shape) for o in out]
 
 
@@ -206,8 +205,6 @@ J.jvp_rules[reduce_p] = _jvp
 
 
 def _batch(args, dims, *, computation, dimensions):
-    from functx.transforms import vmap as V
-
     n = len(args) // 2
     size = V.axis_size_of(args, dims)
     operands = [V.bdim_at_front(a, d, size) for a, d in zip(args[:n], dims[:n])]
@@ -219,12 +216,6 @@ def _batch(args, dims, *, computation, dimensions):
     return outs, [0] * n
 
 
-def _register():
-    from functx.transforms import vmap as V
-
-    V.batching_rules[reduce_p] = _batch
-
-
-_register()
+V.batching_rules[reduce_p] = _batch
 
 __all__ = ["reduce", "reduce_p"]

@@ -14,7 +14,7 @@ import pytest
 import functx
 import functx.numpy as fnp
 from functx import lax
-from functx.custom_derivatives import SymbolicZero
+from functx.control.custom_derivatives import SymbolicZero
 from functx.errors import FunctxTypeError, UnsupportedError
 from functx.test_util import check_grads
 

@@ -14,7 +14,8 @@ from hypothesis import given, strategies as st
 
 import functx
 import functx.numpy as fnp
-from functx import associative_scan as AS, lax
+from functx import lax
+from functx.control import associative_scan as AS
 from functx.core import ClosedJaxpr, Jaxpr
 from functx.errors import FunctxTypeError, FunctxValueError
 from functx.test_util import check_grads

@@ -5,7 +5,9 @@ function (``call_jaxpr``) and the user's rule. Evaluating it runs ``call_jaxpr``
 calls the rule instead. ``custom_vjp`` records ``custom_vjp_call``; its jvp runs the user's ``fwd``
 and emits a ``custom_lin`` equation, a linear primitive whose transpose is the user's ``bwd``.
 Values closed over by the function are passed as leading operands (``num_consts``); they must not
-carry a derivative of their own (pass such values as arguments).
+carry a derivative of their own (pass such values as arguments). Under ``vmap`` the traced function
+is batched like any Jaxpr and the user's rules are wrapped in ``vmap``, so they see one example at a
+time, as they were written.
 """
 
 from __future__ import annotations
@@ -14,14 +16,16 @@ import functools
 import inspect
 
 import numpy as np
+import optree
 
 from functx import dtypes, ops, primitives as P
 from functx.array import is_python_scalar
 from functx.core import ClosedJaxpr, Jaxpr, Primitive
-from functx.errors import FunctxTypeError, UnsupportedError, where
+from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError
 from functx.interpreter import eval_jaxpr
-from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
-from functx.transforms import jvp as J, transpose as T
+from functx.source_info import where
+from functx.tracing import PYTREE_NAMESPACE, get_aval, trace_flat, tree_flatten, tree_unflatten
+from functx.transforms import jvp as J, transpose as T, vjp, vmap as V
 
 
 def _fun_name(f):
@@ -80,9 +84,21 @@ def _eval_call(*args, call_jaxpr, num_consts, **_):
 
 def _rules_changed():
     """A custom rule was (re)defined: Jaxprs traced before it hold the old one."""
-    from functx.transforms import vjp
-
     vjp.clear_caches()
+
+
+def _tree_map(f, tree, *rest):
+    """``functx.tree_util.tree_map`` (which lives in a layer above this one), for ``defjvps``."""
+    treedef = tree_flatten(tree)[1]
+    for i, r in enumerate(rest):
+        try:
+            treedef.flatten_up_to(r)
+        except (ValueError, TypeError) as e:
+            raise FunctxValueError(
+                f"tree_map: tree {i + 1} of rest does not have the "
+                f"structure of the first tree, {treedef}: {e}{where()}"
+            ) from None
+    return optree.tree_map(f, tree, *rest, none_is_leaf=False, namespace=PYTREE_NAMESPACE)
 
 
 def _check_const_tangents(tangents, num_consts, name):
@@ -145,17 +161,15 @@ class custom_jvp:
         """One rule per argument: ``jvp_i(tangent_i, primal_out, *primals) -> contribution``."""
 
         def jvp(primals, tangents):
-            from functx.tree_util import tree_map
-
             out = self(*primals)
             acc = None
             for rule, t in zip(jvps, tangents):
                 if rule is None:
                     continue
                 c = rule(t, out, *primals)
-                acc = c if acc is None else tree_map(lambda a, b: a + b, acc, c)
+                acc = c if acc is None else _tree_map(lambda a, b: a + b, acc, c)
             if acc is None:
-                acc = tree_map(lambda o: o * 0, out)
+                acc = _tree_map(lambda o: o * 0, out)
             return out, acc
 
         self.defjvp(jvp)
@@ -405,6 +419,99 @@ class custom_vjp:
             name=name,
         )
         return tree_unflatten(out_tree, outs)
+
+
+# --- batching: the traced function is batched like any Jaxpr, and the user's rules are wrapped in
+# ``vmap`` so that they see one example at a time, as they were written.
+
+
+def _batched_call(call_jaxpr, dims, size):
+    n_out = len(call_jaxpr.out_avals)
+    batched, _ = V.batch_jaxpr(call_jaxpr, list(dims), size, force_out_dims=[0] * n_out)
+    j = batched.jaxpr
+    return ClosedJaxpr(Jaxpr([], j.constvars + j.invars, j.eqns, j.outvars), []), batched.consts
+
+
+def _custom_jvp_batch(args, dims, *, call_jaxpr, jvp, num_consts, name, symbolic_zeros):
+    size = V.axis_size_of(args, dims)
+    call, hconsts = _batched_call(call_jaxpr, dims, size)
+    xdims = list(dims[num_consts:])
+
+    def jvp_batched(xs, ts):
+        def one(xs1, ts1):
+            o, t = jvp(list(xs1), list(ts1))
+            return list(o), list(t)
+
+        o, t = V.vmap(one, in_axes=(xdims, xdims), out_axes=0)(list(xs), list(ts))
+        return list(o), list(t)
+
+    outs = custom_jvp_call_p.bind(
+        *hconsts,
+        *args,
+        call_jaxpr=call,
+        jvp=jvp_batched,
+        num_consts=len(hconsts) + num_consts,
+        name=name,
+        symbolic_zeros=False,
+    )
+    return outs, [0] * len(outs)
+
+
+def _custom_vjp_batch(args, dims, *, call_jaxpr, fwd, bwd, num_consts, name):
+    size = V.axis_size_of(args, dims)
+    call, hconsts = _batched_call(call_jaxpr, dims, size)
+    xdims = list(dims[num_consts:])
+
+    def fwd_batched(xs):
+        def one(xs1):
+            o, r = fwd(list(xs1))
+            return list(o), list(r)
+
+        o, r = V.vmap(one, in_axes=(xdims,), out_axes=0)(list(xs))
+        return list(o), list(r)
+
+    def bwd_batched(res, cts):
+        cts_x = V.vmap(lambda r, c: list(bwd(list(r), list(c))), in_axes=(0, 0), out_axes=0)(
+            list(res), list(cts)
+        )
+        return [
+            V.moveaxis(c, 0, d) if d is not None else ops.reduce_sum(c, (0,))
+            for c, d in zip(cts_x, xdims)
+        ]
+
+    outs = custom_vjp_call_p.bind(
+        *hconsts,
+        *args,
+        call_jaxpr=call,
+        fwd=fwd_batched,
+        bwd=bwd_batched,
+        num_consts=len(hconsts) + num_consts,
+        name=name,
+    )
+    return outs, [0] * len(outs)
+
+
+def _custom_lin_batch(args, dims, *, num_res, bwd, out_avals, name):
+    size = V.axis_size_of(args, dims)
+    args = [V.bdim_at_front(a, d, size) for a, d in zip(args, dims)]
+    new_avals = tuple(V.batched_aval(a, 0, size) for a in out_avals)
+
+    def bwd_batched(res, cts):
+        return list(
+            V.vmap(lambda r, c: list(bwd(list(r), list(c))), in_axes=(0, 0), out_axes=0)(
+                list(res), list(cts)
+            )
+        )
+
+    outs = custom_lin_p.bind(
+        *args, num_res=num_res, bwd=bwd_batched, out_avals=new_avals, name=name
+    )
+    return outs, [0] * len(outs)
+
+
+V.batching_rules[custom_jvp_call_p] = _custom_jvp_batch
+V.batching_rules[custom_vjp_call_p] = _custom_vjp_batch
+V.batching_rules[custom_lin_p] = _custom_lin_batch
 
 
 SymbolicZero = J.Zero  # what a ``symbolic_zeros=True`` rule receives for a zero tangent

@@ -1,0 +1,29 @@
+"""Higher-order primitives: each file holds one primitive (or a family) with ALL its rules (shape
+inference, eager implementation, jvp, partial evaluation, transpose, batching), registered into the
+tables of ``functx.primitives`` and ``functx.transforms``.
+
+* ``common.py``: what cond, scan and while share (tracing a function into a consts-free Jaxpr, jvp,
+  transpose and batching of such a Jaxpr).
+* ``cond.py``: ``cond`` and ``switch`` (the ``cond`` primitive).
+* ``scan.py``: ``scan`` and ``map`` (the ``scan`` primitive).
+* ``while_loop.py``: ``while_loop`` and ``fori_loop`` (the ``while`` primitive; ``fori_loop`` with
+  static bounds is a ``scan``).
+* ``associative_scan.py``: ``associative_scan`` and the cumulative reductions built on it
+  (``cumsum``, ``cumprod``, ``cummax``, ``cummin``, ``cumlogsumexp``); ``reduce_prod``'s jvp, which
+  uses ``cumprod``.
+* ``generic_reduce.py``: ``lax.reduce`` with a user-supplied combine (the ``reduce`` primitive).
+* ``custom_derivatives.py``: ``custom_jvp`` and ``custom_vjp`` (``custom_jvp_call``,
+  ``custom_vjp_call``, ``custom_lin``) and their batching.
+
+Importing the package imports every file, so every rule is registered. The public names are
+re-exported by ``functx.lax`` and ``functx`` (``custom_jvp``, ``custom_vjp``).
+"""
+
+from functx.control import (
+    associative_scan as associative_scan,
+    cond as cond,
+    custom_derivatives as custom_derivatives,
+    generic_reduce as generic_reduce,
+    scan as scan,
+    while_loop as while_loop,
+)
