@@ -5,44 +5,63 @@ Write a pure numerical function with ``functx.numpy``; functx traces it into a p
 """
 
 from functx import (
-    config as config,  # noqa: PLC0414
-    dtypes,
-    errors,
-    lax,
-    nn,
-    numpy as numpy,  # noqa: PLC0414
-    tree_util,
+    config as config,
+    dtypes as dtypes,
+    errors as errors,
+    lax as lax,
+    nn as nn,
+    numpy as numpy,
+    tree_util as tree_util,
 )
-from functx.array import Array
-from functx.config import default_matmul_precision
-from functx.control.custom_derivatives import custom_jvp, custom_vjp
-from functx.core import ClosedJaxpr, Jaxpr, ShapedArray, typecheck_jaxpr
+from functx.array import Array as Array
+from functx.config import default_matmul_precision as default_matmul_precision
+from functx.control.custom_derivatives import (
+    custom_jvp as custom_jvp,
+    custom_vjp as custom_vjp,
+)
+from functx.core import (
+    ClosedJaxpr as ClosedJaxpr,
+    Jaxpr as Jaxpr,
+    ShapedArray as ShapedArray,
+    typecheck_jaxpr as typecheck_jaxpr,
+)
 from functx.devices.device import (
-    Device,
-    DeviceError,
-    default_backend,
-    default_device,
-    device_count,
-    devices,
-    local_devices,
+    Device as Device,
+    DeviceError as DeviceError,
+    default_backend as default_backend,
+    default_device as default_device,
+    device_count as device_count,
+    devices as devices,
+    local_devices as local_devices,
 )
-from functx.devices.transfer import device_get, device_put
+from functx.devices.transfer import device_get as device_get, device_put as device_put
 from functx.errors import (
-    CacheWarning,
-    ConcretizationError,
-    FunctxError,
-    FunctxIndexError,
-    FunctxOverflowError,
-    FunctxTypeError,
-    FunctxValueError,
-    UnsupportedError,
+    CacheWarning as CacheWarning,
+    ConcretizationError as ConcretizationError,
+    FunctxError as FunctxError,
+    FunctxIndexError as FunctxIndexError,
+    FunctxOverflowError as FunctxOverflowError,
+    FunctxTypeError as FunctxTypeError,
+    FunctxValueError as FunctxValueError,
+    UnsupportedError as UnsupportedError,
 )
-from functx.jit import jit
-from functx.tracing import ShapeDtypeStruct, make_jaxpr
-from functx.transforms.jvp import jvp
-from functx.transforms.linearize import linearize
-from functx.transforms.vjp import grad, hessian, jacfwd, jacobian, jacrev, value_and_grad, vjp
-from functx.transforms.vmap import vmap
+from functx.jit import jit as jit
+from functx.tracing import (
+    ShapeDtypeStruct as ShapeDtypeStruct,
+    make_jaxpr as make_jaxpr,
+)
+from functx.transforms.jvp import jvp as jvp
+from functx.transforms.linearize import linearize as linearize
+from functx.transforms.vjp import (
+    grad as grad,
+    hessian as hessian,
+    jacfwd as jacfwd,
+    jacobian as jacobian,
+    jacrev as jacrev,
+    value_and_grad as value_and_grad,
+    vjp as vjp,
+)
+from functx.transforms.vmap import vmap as vmap
 
 __version__ = "0.1.0"
 

@@ -12,6 +12,7 @@ import importlib.util
 import threading
 
 from functx import config, tracing
+from functx.array import device_rules
 from functx.errors import FunctxError
 
 
@@ -200,7 +201,6 @@ def _check_and_note(device, what: str) -> Device:
     return dev
 
 
-config.checkers["device"] = _check_and_note
 tracing._default_off_cpu = config.default_off_cpu()
 
 
@@ -248,3 +248,9 @@ def cuda_device(index) -> Device:
     raise NoDeviceError(
         f"an array on CUDA device {index} was given, but functx sees {gpu_devices() or 'no GPU'}"
     )
+
+
+# --- the tables of lower modules that this module fills ---------------------------------------
+config.checkers["device"] = _check_and_note
+device_rules["cpu_device"] = CPU
+device_rules["default_device"] = default_device

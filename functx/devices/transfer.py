@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from functx import dtypes, tracing, tree_util
-from functx.array import Array, UncommittedArray, is_python_scalar
+from functx.array import Array, UncommittedArray, device_rules, is_python_scalar
 from functx.core import ShapedArray
 from functx.devices.device import (
     CPU,
@@ -114,6 +114,10 @@ def from_foreign(x, dtype=None):
         t = t.to(torch_dtype(dtypes.canonicalize(dtype)))
     dt = numpy_dtype(t.dtype)
     return GpuArray._new(t, ShapedArray(tuple(t.shape), dt), device)
+
+
+device_rules["from_foreign"] = from_foreign
+device_rules["place_new"] = place_new
 
 
 # --- Placement ------------------------------------------------------------------------------------
