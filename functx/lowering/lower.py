@@ -427,7 +427,7 @@ def _gather(g, ins, avals, *, axes, mode, fill_value=None):
         ctx.note_read(x)
         val = Load(x.dtype, x.buf, _offset_e(full, x.shape)) if x.size else Const(x.dtype, 0)
         if mode == "fill":
-            fv = P._default_fill(np.dtype(x.dtype)) if fill_value is None else fill_value
+            fv = P.default_fill(np.dtype(x.dtype)) if fill_value is None else fill_value
             fill = Const(x.dtype, np.asarray(fv).astype(x.dtype)[()])
             val = Op(x.dtype, "select", (ok, val, fill))
         return val
