@@ -32,7 +32,7 @@ from functx.devices.eager import DeviceExecutable, check_consts, gpu_signature
 from functx.devices.transfer import op_device
 from functx.errors import FunctxTypeError, FunctxValueError
 from functx.interpreter import eval_jaxpr
-from functx.lowering.compile import compile_jaxpr, log as _log
+from functx.lowering.compile import compile_jaxpr, log as _log, loop_ir_text
 from functx.lowering.runtime import Executable
 from functx.source_info import where
 from functx.tracing import Tracer, get_aval, tree_flatten, tree_unflatten
@@ -61,9 +61,13 @@ class Lowered:
         self._what = what
 
     def as_text(self) -> str:
+        """The stages of the program as text: the final Jaxpr, the loop IR (one line per node,
+        with its kernel), the kernels (one line each) and the generated C++ or Triton source."""
         lang = "Triton" if hasattr(self.executable, "exe") else "C++"
+        loop_ir = loop_ir_text(getattr(self.executable, "closed", self.jaxpr))
         return (
-            f"# Jaxpr\n{self.jaxpr}\n\n# kernels\n{self.executable.kernels_text}\n\n"
+            f"# Jaxpr\n{self.jaxpr}\n\n# loop IR\n{loop_ir}\n\n"
+            f"# kernels\n{self.executable.kernels_text}\n\n"
             f"# {lang}\n{self.executable.source}"
         )
 
