@@ -942,7 +942,7 @@ def lanewise_exprs(combine: ClosedJaxpr, inputs: list) -> list:
 
 
 def _associative_scan(g, ins, avals, *, combine, num_consts, axis, reverse, affine):
-    from functx.associative_scan import _ladder_jaxpr, is_lanewise
+    from functx.control.associative_scan import _ladder_jaxpr, is_lanewise
 
     if not is_lanewise(combine, num_consts):
         closed = _ladder_jaxpr(
