@@ -22,8 +22,8 @@ GPU is TF32 for functx and JAX (torch.compile: torch's default, float32). The pe
 workload also times both in float32 and compares their TF32 results.
 
 ``--sweep`` also times block-size variants of the scan, GELU and the persistent reductions (the
-table in ``functx/lowering/triton.py`` was chosen from such a sweep). Results stream to stdout as
-they come and, as JSON lines, to ``$OUT/gpu_results.jsonl`` when ``OUT`` is set.
+table in ``functx/lowering/triton/blocks.py`` was chosen from such a sweep). Results stream to
+stdout as they come and, as JSON lines, to ``$OUT/gpu_results.jsonl`` when ``OUT`` is set.
 """
 
 from __future__ import annotations
@@ -613,7 +613,8 @@ def run_workload(w: Workload, use_torch: bool, sweep: bool):
 
 def run_sweep(w: Workload, args):
     """Block-size variants of the workload's kernels (compile_triton with explicit Blocks)."""
-    from functx.lowering.triton import Blocks, compile_triton
+    from functx.lowering.triton.blocks import Blocks
+    from functx.lowering.triton.program import compile_triton
     from functx.transforms import passes
 
     variants = []

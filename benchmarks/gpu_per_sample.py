@@ -163,7 +163,7 @@ def per_sample():
     import functx
     import functx.nn as fnn
     import functx.numpy as fnp
-    from functx.lowering import triton_runtime as rt
+    from functx.lowering.triton import runtime as rt
 
     print("=== per-sample gradients, MLP 784-1024-1024-10, batch 1024", flush=True)
     g = torch.Generator(device="cuda").manual_seed(0)

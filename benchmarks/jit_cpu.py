@@ -262,7 +262,7 @@ def first_call(n: int = 5):
             sys.executable,
             "-c",
             "import functx, functx.numpy, functx.nn; "
-            "import functx.lowering.compile, functx.lowering.cpp, "
+            "import functx.lowering.compile, functx.lowering.cpp.program, "
             "functx.lowering.program_cache, functx.lowering.runtime",
         ],
         env=env,

@@ -1,6 +1,6 @@
 """Matrix products of the CPU benchmark shapes: functx.jit against NumPy's matmul (its own
 OpenBLAS) and jax.jit, in one process. functx generates vectorised loops for products of up to
-2^24 multiply-adds and calls NumPy's BLAS above that (see ``lowering/cpp.py``, ``_dot``).
+2^24 multiply-adds and calls NumPy's BLAS above that (see ``lowering/cpp/dot.py``).
 
 Shapes: the per-sample-gradient MLP (256-256-256-10, batch 128) forward and backward products,
 and one square product above the threshold. Each library's time is the best of 3 alternating

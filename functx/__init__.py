@@ -5,45 +5,64 @@ Write a pure numerical function with ``functx.numpy``; functx traces it into a p
 """
 
 from functx import (
-    dtypes,
-    errors,
-    lax,
-    nn,
-    numpy as numpy,  # noqa: PLC0414
-    tree_util,
+    dtypes as dtypes,
+    errors as errors,
+    lax as lax,
+    nn as nn,
+    numpy as numpy,
+    tree_util as tree_util,
 )
-from functx.array import Array
-from functx.control.custom_derivatives import custom_jvp, custom_vjp
-from functx.core import ClosedJaxpr, Jaxpr, ShapedArray, typecheck_jaxpr
+from functx.array import Array as Array
+from functx.control.custom_derivatives import (
+    custom_jvp as custom_jvp,
+    custom_vjp as custom_vjp,
+)
+from functx.core import (
+    ClosedJaxpr as ClosedJaxpr,
+    Jaxpr as Jaxpr,
+    ShapedArray as ShapedArray,
+    typecheck_jaxpr as typecheck_jaxpr,
+)
 from functx.errors import (
-    CacheWarning,
-    ConcretizationError,
-    FunctxError,
-    FunctxIndexError,
-    FunctxOverflowError,
-    FunctxTypeError,
-    FunctxValueError,
-    UnsupportedError,
+    CacheWarning as CacheWarning,
+    ConcretizationError as ConcretizationError,
+    FunctxError as FunctxError,
+    FunctxIndexError as FunctxIndexError,
+    FunctxOverflowError as FunctxOverflowError,
+    FunctxTypeError as FunctxTypeError,
+    FunctxValueError as FunctxValueError,
+    UnsupportedError as UnsupportedError,
 )
-from functx.jit import jit
+from functx.jit import jit as jit
 from functx.placement import (
-    Device,
-    DeviceError,
-    config,
-    default_backend,
-    default_device,
-    default_matmul_precision,
-    device_count,
-    device_get,
-    device_put,
-    devices,
-    local_devices,
+    Device as Device,
+    DeviceError as DeviceError,
+    config as config,
+    default_backend as default_backend,
+    default_device as default_device,
+    default_matmul_precision as default_matmul_precision,
+    device_count as device_count,
+    device_get as device_get,
+    device_put as device_put,
+    devices as devices,
+    local_devices as local_devices,
 )
-from functx.tracing import ShapeDtypeStruct, make_jaxpr
-from functx.transforms.jvp import jvp
-from functx.transforms.linearize import linearize
-from functx.transforms.vjp import grad, hessian, jacfwd, jacobian, jacrev, value_and_grad, vjp
-from functx.transforms.vmap import vmap
+from functx.tracing import (
+    ShapeDtypeStruct as ShapeDtypeStruct,
+    make_jaxpr as make_jaxpr,
+)
+from functx.transforms.jvp import jvp as jvp
+from functx.transforms.linearize import linearize as linearize
+from functx.transforms.vjp import (
+    grad as grad,
+    hessian as hessian,
+    jacfwd as jacfwd,
+    jacobian as jacobian,
+    jacrev as jacrev,
+    value_and_grad as value_and_grad,
+    vjp as vjp,
+)
+from functx.transforms.vmap import vmap as vmap
 
 __version__ = "0.1.0"
 

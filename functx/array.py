@@ -1,16 +1,54 @@
 """``functx.Array``: an immutable array holding a NumPy buffer, and the methods it shares with
-tracers. (GPU arrays are a subclass, ``functx.placement.GpuArray``; placement rules live there.)
+tracers. (GPU arrays are a subclass, made by the devices package; placement rules live there.)
 
-Operators and methods call ``functx.numpy``, so they behave the same on concrete arrays (eager) and
-on tracers (staged into a Jaxpr).
+Operators and methods call ``functx.numpy`` functions, so they behave the same on concrete arrays
+(eager) and on tracers (staged into a Jaxpr). ``functx.numpy`` builds on this module, so it reaches
+them through a table that ``functx.numpy`` fills at import, ``numpy_functions``; the device queries
+(``Array.device``, importing a DLPack producer on a GPU, placing new arrays) go through
+``device_rules``, which the devices package fills at import.
 """
 
 from __future__ import annotations
+
+from typing import Any, Callable
 
 import numpy as np
 
 from functx import dtypes
 from functx.core import ShapedArray
+from functx.errors import FunctxError, FunctxOverflowError, FunctxTypeError, FunctxValueError
+from functx.source_info import where
+
+# --- Tables that higher modules fill at import ---------------------------------------------------
+# The functx.numpy functions that the operators and methods of Array and Tracer call, by their
+# functx.numpy name (the names in NUMPY_FUNCTIONS, plus "getitem" and "scatter_update" from
+# functx.numpy.indexing). functx.numpy fills it at import.
+NUMPY_FUNCTIONS = (
+    "abs", "add", "all", "any", "argmax", "argmin", "array", "astype", "bitwise_and",
+    "bitwise_or", "bitwise_xor", "clip", "cumprod", "cumsum", "divmod", "dot", "equal",
+    "floor_divide", "greater", "greater_equal", "invert", "less", "less_equal", "matmul", "max",
+    "mean", "min", "multiply", "negative", "not_equal", "positive", "power", "prod", "ravel",
+    "remainder", "reshape", "round", "squeeze", "stack_nested", "std", "subtract", "sum",
+    "swapaxes", "transpose", "true_divide", "var",
+)  # fmt: skip
+numpy_functions: dict[str, Callable] = {}
+
+# What only the devices package knows, filled by it at import:
+#   "cpu_device":     the CPU device object (``Array.device`` of every host array);
+#   "from_foreign":   fn(x, dtype) -> Array, a DLPack producer whose buffer is on a GPU;
+#   "place_new":      fn(array, device) -> Array, a new array put on ``device`` (None: the
+#                     default device), committed there when ``device`` is given;
+#   "default_device": the ``functx.default_device(device)`` context manager class.
+device_rules: dict[str, Any] = {}
+
+
+def device_rule(name: str):
+    """``device_rules[name]``, or an error saying the devices package is not imported."""
+    rule = device_rules.get(name)
+    if rule is None:
+        raise FunctxError(f"internal: functx's devices package is not imported (no {name!r})")
+    return rule
+
 
 _PY_SCALARS = (bool, int, float)
 
@@ -40,9 +78,6 @@ def scalar_aval(x) -> ShapedArray:
         return ShapedArray((), dtypes.bool_, False)
     if isinstance(x, int):
         if not -(2**63) <= x < 2**64:
-            from functx.errors import FunctxOverflowError
-            from functx.source_info import where
-
             raise FunctxOverflowError(
                 f"Python int {x} is too large for any functx integer dtype{where()}"
             )
@@ -52,18 +87,7 @@ def scalar_aval(x) -> ShapedArray:
     raise TypeError(f"{type(x).__name__} is not a Python scalar functx accepts")
 
 
-_FNP = None
-
-
-def _fnp():
-    """functx.numpy, imported on first use (it imports this module); cached because every operator
-    calls it (an import statement costs about 1 us even when the module is loaded)."""
-    global _FNP
-    if _FNP is None:
-        import functx.numpy as fnp
-
-        _FNP = fnp
-    return _FNP
+_fn = numpy_functions
 
 
 class ArrayMethods:
@@ -74,8 +98,8 @@ class ArrayMethods:
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
-    T = property(lambda self: _fnp().transpose(self))
-    mT = property(lambda self: _fnp().swapaxes(self, -1, -2))
+    T = property(lambda self: _fn["transpose"](self))
+    mT = property(lambda self: _fn["swapaxes"](self, -1, -2))
     at = property(lambda self: _IndexUpdateHelper(self))
 
     def __len__(self):
@@ -90,114 +114,112 @@ class ArrayMethods:
 
     # arithmetic
     def __add__(self, o):
-        return _fnp().add(self, o)
+        return _fn["add"](self, o)
 
     def __radd__(self, o):
-        return _fnp().add(o, self)
+        return _fn["add"](o, self)
 
     def __sub__(self, o):
-        return _fnp().subtract(self, o)
+        return _fn["subtract"](self, o)
 
     def __rsub__(self, o):
-        return _fnp().subtract(o, self)
+        return _fn["subtract"](o, self)
 
     def __mul__(self, o):
-        return _fnp().multiply(self, o)
+        return _fn["multiply"](self, o)
 
     def __rmul__(self, o):
-        return _fnp().multiply(o, self)
+        return _fn["multiply"](o, self)
 
     def __truediv__(self, o):
-        return _fnp().true_divide(self, o)
+        return _fn["true_divide"](self, o)
 
     def __rtruediv__(self, o):
-        return _fnp().true_divide(o, self)
+        return _fn["true_divide"](o, self)
 
     def __floordiv__(self, o):
-        return _fnp().floor_divide(self, o)
+        return _fn["floor_divide"](self, o)
 
     def __rfloordiv__(self, o):
-        return _fnp().floor_divide(o, self)
+        return _fn["floor_divide"](o, self)
 
     def __mod__(self, o):
-        return _fnp().remainder(self, o)
+        return _fn["remainder"](self, o)
 
     def __rmod__(self, o):
-        return _fnp().remainder(o, self)
+        return _fn["remainder"](o, self)
 
     def __divmod__(self, o):
-        return _fnp().divmod(self, o)
+        return _fn["divmod"](self, o)
 
     def __rdivmod__(self, o):
-        return _fnp().divmod(o, self)
+        return _fn["divmod"](o, self)
 
     def __pow__(self, o):
-        return _fnp().power(self, o)
+        return _fn["power"](self, o)
 
     def __rpow__(self, o):
-        return _fnp().power(o, self)
+        return _fn["power"](o, self)
 
     def __matmul__(self, o):
-        return _fnp().matmul(self, o)
+        return _fn["matmul"](self, o)
 
     def __rmatmul__(self, o):
-        return _fnp().matmul(o, self)
+        return _fn["matmul"](o, self)
 
     def __neg__(self):
-        return _fnp().negative(self)
+        return _fn["negative"](self)
 
     def __pos__(self):
-        return _fnp().positive(self)
+        return _fn["positive"](self)
 
     def __abs__(self):
-        return _fnp().abs(self)
+        return _fn["abs"](self)
 
     def __invert__(self):
-        return _fnp().invert(self)
+        return _fn["invert"](self)
 
     def __and__(self, o):
-        return _fnp().bitwise_and(self, o)
+        return _fn["bitwise_and"](self, o)
 
     def __rand__(self, o):
-        return _fnp().bitwise_and(o, self)
+        return _fn["bitwise_and"](o, self)
 
     def __or__(self, o):
-        return _fnp().bitwise_or(self, o)
+        return _fn["bitwise_or"](self, o)
 
     def __ror__(self, o):
-        return _fnp().bitwise_or(o, self)
+        return _fn["bitwise_or"](o, self)
 
     def __xor__(self, o):
-        return _fnp().bitwise_xor(self, o)
+        return _fn["bitwise_xor"](self, o)
 
     def __rxor__(self, o):
-        return _fnp().bitwise_xor(o, self)
+        return _fn["bitwise_xor"](o, self)
 
     # comparisons
     def __eq__(self, o):
-        return _fnp().equal(self, o)
+        return _fn["equal"](self, o)
 
     def __ne__(self, o):
-        return _fnp().not_equal(self, o)
+        return _fn["not_equal"](self, o)
 
     def __lt__(self, o):
-        return _fnp().less(self, o)
+        return _fn["less"](self, o)
 
     def __le__(self, o):
-        return _fnp().less_equal(self, o)
+        return _fn["less_equal"](self, o)
 
     def __gt__(self, o):
-        return _fnp().greater(self, o)
+        return _fn["greater"](self, o)
 
     def __ge__(self, o):
-        return _fnp().greater_equal(self, o)
+        return _fn["greater_equal"](self, o)
 
     __hash__ = None
 
     def __getitem__(self, idx):
-        from functx.numpy import indexing
-
-        return indexing.getitem(self, idx)
+        return _fn["getitem"](self, idx)
 
     def __setitem__(self, idx, value):
         raise TypeError(
@@ -207,81 +229,81 @@ class ArrayMethods:
 
     # methods
     def astype(self, dtype):
-        return _fnp().astype(self, dtype)
+        return _fn["astype"](self, dtype)
 
     def reshape(self, *shape, order="C"):
         shape = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
-        return _fnp().reshape(self, shape, order=order)
+        return _fn["reshape"](self, shape, order=order)
 
     def transpose(self, *axes):
         axes = axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes
-        return _fnp().transpose(self, axes or None)
+        return _fn["transpose"](self, axes or None)
 
     def sum(self, axis=None, dtype=None, keepdims=False, **kw):
-        return _fnp().sum(self, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
+        return _fn["sum"](self, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
 
     def prod(self, axis=None, dtype=None, keepdims=False, **kw):
-        return _fnp().prod(self, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
+        return _fn["prod"](self, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
 
     def mean(self, axis=None, dtype=None, keepdims=False, **kw):
-        return _fnp().mean(self, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
+        return _fn["mean"](self, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
 
     def var(self, axis=None, dtype=None, ddof=0, keepdims=False, **kw):
-        return _fnp().var(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kw)
+        return _fn["var"](self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kw)
 
     def std(self, axis=None, dtype=None, ddof=0, keepdims=False, **kw):
-        return _fnp().std(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kw)
+        return _fn["std"](self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kw)
 
     def max(self, axis=None, keepdims=False, **kw):
-        return _fnp().max(self, axis=axis, keepdims=keepdims, **kw)
+        return _fn["max"](self, axis=axis, keepdims=keepdims, **kw)
 
     def min(self, axis=None, keepdims=False, **kw):
-        return _fnp().min(self, axis=axis, keepdims=keepdims, **kw)
+        return _fn["min"](self, axis=axis, keepdims=keepdims, **kw)
 
     def any(self, axis=None, out=None, keepdims=False, **kw):
-        return _fnp().any(self, axis=axis, keepdims=keepdims, **kw)
+        return _fn["any"](self, axis=axis, keepdims=keepdims, **kw)
 
     def all(self, axis=None, out=None, keepdims=False, **kw):
-        return _fnp().all(self, axis=axis, keepdims=keepdims, **kw)
+        return _fn["all"](self, axis=axis, keepdims=keepdims, **kw)
 
     def argmax(self, axis=None, keepdims=False):
-        return _fnp().argmax(self, axis=axis, keepdims=keepdims)
+        return _fn["argmax"](self, axis=axis, keepdims=keepdims)
 
     def argmin(self, axis=None, keepdims=False):
-        return _fnp().argmin(self, axis=axis, keepdims=keepdims)
+        return _fn["argmin"](self, axis=axis, keepdims=keepdims)
 
     def cumsum(self, axis=None, dtype=None):
-        return _fnp().cumsum(self, axis=axis, dtype=dtype)
+        return _fn["cumsum"](self, axis=axis, dtype=dtype)
 
     def cumprod(self, axis=None, dtype=None):
-        return _fnp().cumprod(self, axis=axis, dtype=dtype)
+        return _fn["cumprod"](self, axis=axis, dtype=dtype)
 
     def squeeze(self, axis=None):
-        return _fnp().squeeze(self, axis=axis)
+        return _fn["squeeze"](self, axis=axis)
 
     def ravel(self):
-        return _fnp().ravel(self)
+        return _fn["ravel"](self)
 
     def flatten(self):
-        return _fnp().ravel(self)
+        return _fn["ravel"](self)
 
     def swapaxes(self, a, b):
-        return _fnp().swapaxes(self, a, b)
+        return _fn["swapaxes"](self, a, b)
 
     def dot(self, o):
-        return _fnp().dot(self, o)
+        return _fn["dot"](self, o)
 
     def clip(self, min=None, max=None):
-        return _fnp().clip(self, min, max)
+        return _fn["clip"](self, min, max)
 
     def round(self, decimals=0):
-        return _fnp().round(self, decimals)
+        return _fn["round"](self, decimals)
 
     def conj(self):
         return self
 
     def copy(self):
-        return _fnp().array(self, copy=True)
+        return _fn["array"](self, copy=True)
 
     real = property(lambda self: self)
 
@@ -305,8 +327,8 @@ def _aligned_copy(x: np.ndarray, dtype) -> np.ndarray:
 class Array(ArrayMethods):
     """An immutable n-dimensional array on the CPU (a read-only NumPy buffer underneath).
 
-    Arrays on a GPU are instances too (``functx.placement.GpuArray``); ``x.device`` says where an
-    array lives.
+    Arrays on a GPU are instances too (the devices package's ``GpuArray``); ``x.device`` says
+    where an array lives.
     """
 
     __slots__ = ("_value", "aval")
@@ -337,7 +359,7 @@ class Array(ArrayMethods):
             if dtype is None or dtypes.canonicalize(dtype) == x.dtype:
                 return x
             if type(x) not in (Array, UncommittedArray):  # on a device: convert there
-                return _fnp().astype(x, dtype)
+                return _fn["astype"](x, dtype)
             return cls._new(
                 x._value.astype(dtypes.canonicalize(dtype)),
                 ShapedArray(x.shape, dtypes.canonicalize(dtype)),
@@ -351,9 +373,6 @@ class Array(ArrayMethods):
                     x, dtypes.canonicalize(dtype) if dtype is not None else aval.dtype
                 )
             except OverflowError:
-                from functx.errors import FunctxOverflowError
-                from functx.source_info import where
-
                 raise FunctxOverflowError(
                     f"Python int {x} is too large to convert to "
                     f"{dtypes.canonicalize(dtype) if dtype is not None else aval.dtype} (use "
@@ -365,9 +384,7 @@ class Array(ArrayMethods):
             value = np.array(x, dtype=None if dtype is None else dtypes.canonicalize(dtype))
         elif hasattr(x, "__dlpack__") and not isinstance(x, (list, tuple)):
             if _on_device(x):
-                from functx import placement
-
-                return placement.from_foreign(x, dtype)
+                return device_rule("from_foreign")(x, dtype)
             value = _from_dlpack(x)
             if dtype is not None:
                 value = value.astype(dtypes.canonicalize(dtype))
@@ -378,9 +395,6 @@ class Array(ArrayMethods):
             if dtype is not None:
                 value = value.astype(dtypes.canonicalize(dtype))
         else:
-            from functx.errors import FunctxTypeError
-            from functx.source_info import where
-
             raise FunctxTypeError(
                 f"functx cannot make an array from {type(x).__name__}: {x!r:.80}; pass arrays or "
                 f"Python scalars, or register the class as a pytree node "
@@ -395,7 +409,7 @@ class Array(ArrayMethods):
     dtype = property(lambda self: self._value.dtype)
     weak_type = property(lambda self: self.aval.weak_type)
     device = property(lambda self: _cpu_device())
-    # see functx.placement: 0-d host arrays are scalars, and UncommittedArray is not committed
+    # see the devices package: 0-d host arrays are scalars, and UncommittedArray is not committed
     committed = property(lambda self: self._value.ndim > 0)
 
     def devices(self):
@@ -467,16 +481,14 @@ class Array(ArrayMethods):
 class UncommittedArray(Array):
     """A host array built from Python scalars alone (``zeros``, ``iota``, ``eye``, ...): like
     JAX's uncommitted arrays it goes with the device of the committed array it meets (see
-    ``functx.placement``). Everything else about it is an ``Array``."""
+    the devices package). Everything else about it is an ``Array``."""
 
     __slots__ = ()
     committed = property(lambda self: False)
 
 
 def _cpu_device():
-    from functx.placement import CPU
-
-    return CPU
+    return device_rule("cpu_device")
 
 
 def _on_device(x) -> bool:
@@ -525,7 +537,7 @@ def _from_sequence(x, dtype):
 
     walk(x)
     if any(not is_python_scalar(v) and not isinstance(v, (np.ndarray, np.generic)) for v in leaves):
-        return _fnp().stack_nested(x, dtype)
+        return _fn["stack_nested"](x, dtype)
     if dtype is None:
         if all(is_python_scalar(v) for v in leaves) and leaves:
             dt, weak = dtypes.result_type(
@@ -552,16 +564,10 @@ def _seq_array(x, dt):
     try:
         return np.array(x, dtype=dt)
     except OverflowError as e:
-        from functx.errors import FunctxOverflowError
-        from functx.source_info import where
-
         raise FunctxOverflowError(
             f"cannot make an {dt} array from {x!r:.60}: {e}{where()}"
         ) from None
     except ValueError as e:
-        from functx.errors import FunctxValueError
-        from functx.source_info import where
-
         raise FunctxValueError(
             f"cannot make an array from {x!r:.60}: the nested sequences "
             f"must have a regular shape ({e}){where()}"
@@ -588,14 +594,10 @@ class _IndexUpdateRef:
         self.index = index
 
     def _scatter(self, values, mode):
-        from functx.numpy import indexing
-
-        return indexing.scatter_update(self.array, self.index, values, mode)
+        return _fn["scatter_update"](self.array, self.index, values, mode)
 
     def get(self, *, mode=None, fill_value=None):
-        from functx.numpy import indexing
-
-        return indexing.getitem(self.array, self.index, mode=mode, fill_value=fill_value)
+        return _fn["getitem"](self.array, self.index, mode=mode, fill_value=fill_value)
 
     def set(self, values):
         return self._scatter(values, None)

@@ -12,6 +12,9 @@ import functools
 import ml_dtypes
 import numpy as np
 
+from functx.errors import FunctxTypeError
+from functx.source_info import where
+
 bool_ = np.dtype(np.bool_)
 int8 = np.dtype(np.int8)
 int16 = np.dtype(np.int16)
@@ -91,9 +94,6 @@ def canonicalize(dtype) -> np.dtype:
         return bool_
     if isinstance(dtype, str) and dtype == "bfloat16":
         return bfloat16
-    from functx.errors import FunctxTypeError
-    from functx.source_info import where
-
     try:
         dt = np.dtype(dtype)
     except (TypeError, ValueError):

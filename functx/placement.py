@@ -41,7 +41,7 @@ import threading
 import numpy as np
 
 from functx import core, dtypes, tracing
-from functx.array import Array, UncommittedArray, is_python_scalar, scalar_aval
+from functx.array import Array, UncommittedArray, device_rules, is_python_scalar, scalar_aval
 from functx.core import ShapedArray
 from functx.errors import FunctxError
 from functx.source_info import where
@@ -919,6 +919,9 @@ def check_consts(consts, device, what: str) -> None:
 
 
 core.eager_rules["gpu"] = bind_eager
+device_rules.update(
+    cpu_device=CPU, from_foreign=from_foreign, place_new=place_new, default_device=default_device
+)
 
 __all__ = [
     "CPU",

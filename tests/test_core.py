@@ -8,7 +8,7 @@ import pytest
 
 import functx
 import functx.numpy as fnp
-from functx import lax, primitives as P
+from functx import core, lax, primitives as P
 from functx.core import (
     ClosedJaxpr,
     Eqn,
@@ -344,3 +344,26 @@ def test_hand_broken_jaxprs_name_the_equation():
     broken = Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.eqns[::-1], jaxpr.outvars)
     with pytest.raises(FunctxTypeError, match=r"cos at .*test_core\.py"):
         typecheck_jaxpr(broken)
+
+
+def test_bind_goes_to_the_innermost_trace_else_the_eager_path():
+    """core.bind: an active trace's process_primitive records the call; with none, the eager
+    path registered in core.eager_rules["cpu"] runs it."""
+
+    class Recorder:
+        def __init__(self):
+            self.calls = []
+
+        def process_primitive(self, prim, args, params):
+            self.calls.append((prim.name, len(args), params))
+            return "staged"
+
+    outer, inner = Recorder(), Recorder()
+    assert not core.is_tracing()
+    with core.active_trace(outer), core.active_trace(inner):
+        assert core.is_tracing()
+        assert lax.add(X3, X3) == "staged"
+    assert inner.calls == [("add", 2, {})] and outer.calls == []
+    assert not core.is_tracing()
+    assert core.eager_rules["cpu"] is functx.tracing.eager_bind
+    np.testing.assert_array_equal(np.asarray(lax.add(X3, X3)), X3 + X3)

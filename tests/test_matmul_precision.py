@@ -162,11 +162,11 @@ def test_the_cpu_ignores_the_setting():
 
 
 def test_products_set_torchs_switch_for_the_call_and_restore_it(monkeypatch):
-    """``triton_runtime.matmul`` on a CUDA float32 output: torch's TF32 switch holds the wanted
+    """``triton.runtime.matmul`` on a CUDA float32 output: torch's TF32 switch holds the wanted
     mode during the product and its previous value after, whatever that was."""
     import torch
 
-    from functx.lowering import triton_runtime as rt
+    from functx.lowering.triton import runtime as rt
 
     state = {"mode": "none"}
     seen = []

@@ -160,6 +160,89 @@ def test_coverage():
         assert set(group) <= set(P.registry)
 
 
+def _row_problems(row):
+    """Each field of an elementwise row that a transform or backend needs and the row lacks."""
+    E = P.elementwise
+    out = []
+
+    def spelled(what, v):
+        if isinstance(v, E.Unsupported):
+            if not v.reason:
+                out.append(f"{what}: Unsupported without a reason")
+        elif not (isinstance(v, str) and v) and not callable(v):
+            out.append(f"{what}: needs a function name, a template, a callable or Unsupported")
+
+    if row.group not in ("unary", "binary", "compare", "bitwise"):
+        out.append(f"group {row.group!r} is not an elementwise group")
+    if row.kinds not in ("float", "number", "intbool", "any"):
+        out.append(f"operand kinds {row.kinds!r} unknown")
+    if not callable(row.numpy):
+        out.append("numpy: no NumPy implementation")
+    d = row.jvp
+    if d is None:
+        out.append("jvp: no derivative (a function, a pair of partials, Linear, NONDIFF)")
+    elif isinstance(d, E.Unsupported):
+        if not d.reason:
+            out.append("jvp: Unsupported without a reason")
+    elif isinstance(d, E.Linear):
+        if len(d.signs) != row.arity:
+            out.append(f"jvp: Linear needs {row.arity} signs")
+    elif d != E.NONDIFF:
+        ok = callable(d) if row.arity == 1 else (len(d) == 2 and all(map(callable, d)))
+        if not ok:
+            out.append("jvp: no derivative (a function, a pair of partials, Linear, NONDIFF)")
+    spelled("cpp (functx.lowering C++ renderer)", row.cpp)
+    spelled("triton (functx.lowering Triton renderer)", row.triton)
+    if (
+        isinstance(row.triton, str)
+        and row.triton.startswith("libdevice.")
+        and "{" not in row.triton
+    ):
+        stand_in = row.interpret or row.numpy
+        if not callable(stand_in):
+            out.append("interpret: no NumPy stand-in for TRITON_INTERPRET")
+    if not isinstance(row.costly, bool):
+        out.append("costly: must be True or False")
+    if row.builder not in ("plain", "custom"):
+        out.append(f"builder {row.builder!r} unknown")
+    if not hasattr(flax, row.public_name):
+        out.append(f"no public functx.lax.{row.public_name}")
+    return out
+
+
+def test_elementwise_rows_are_complete():
+    """Every elementwise primitive has ONE row, and every row has each field that the eager path,
+    jvp, both renderers, the Triton interpreter and the scheduler's cost model read (or says
+    explicitly, with a reason, that it is unsupported)."""
+    E = P.elementwise
+    names = [r.name for r in E.ROWS]
+    assert len(names) == len(set(names)), "an elementwise op has two rows"
+    elementwise = {p.name for g in ("unary", "binary", "compare", "bitwise") for p in P.by_group(g)}
+    assert elementwise == set(names), (
+        f"elementwise primitives without a row: {sorted(elementwise - set(names))}"
+    )
+    problems = [f"{r.name}: {m}" for r in E.ROWS for m in _row_problems(r)]
+    assert not problems, "elementwise rows missing pieces:\n" + "\n".join(problems)
+
+
+def test_reduction_semantics_cover_every_reduction():
+    """Each reduce primitive has one row of reduction semantics, whose combine is an elementwise
+    row, and whose identity is one of that combine for every dtype it accepts."""
+    R = P.reduce
+    assert set(R.SEMANTICS) | set(R.ARG) == {p.name for p in P.by_group("reduce")}
+    for r in R.SEMANTICS.values():
+        assert r.combine in P.elementwise.ROW, f"{r.name}: combine {r.combine!r} is not a row"
+        for dt in (F64, F32, F16, BF16, I8, I32, I64, U8, U32, U64, BOOL):
+            if (r.kinds == "number" and dt == BOOL) or (r.kinds == "intbool" and dt in FLOATS):
+                continue
+            ident, v = (
+                np.asarray(R.identity(r.name, dt), dt),
+                np.asarray(True if dt == BOOL else 3, dt),
+            )
+            combined = P.registry[r.combine].impl(ident, v)
+            assert combined == v, f"{r.name}: {ident} is no identity of {r.combine} for {dt}"
+
+
 # --- Running a primitive three ways ------------------------------------------------------------
 def _bits(a: np.ndarray) -> np.ndarray:
     a = np.ascontiguousarray(a)
@@ -1024,7 +1107,7 @@ def _reduce_ref(name, x, axes):
             if dtype in FLOATS and any(v != v for v in vals):
                 r = LD(math.nan)
             elif not vals:
-                r = P._identity(name, dtype)
+                r = P.identity(name, dtype)
             else:
                 r = max(vals) if name == "reduce_max" else min(vals)
         elif name == "reduce_and":

@@ -62,7 +62,7 @@ FLAGS = [
 
 
 def _libmvec_flags():
-    """Link glibc's vector math library when it exists (see the prelude in cpp.py)."""
+    """Link glibc's vector math library when it exists (see the prelude in cpp/prelude.py)."""
     import ctypes.util
 
     return ["-lmvec"] if ctypes.util.find_library("mvec") else []

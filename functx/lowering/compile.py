@@ -1,7 +1,7 @@
 """From a final Jaxpr to something ``functx.jit`` can call: the backend-independent entry point.
 
-``compile_jaxpr(closed, backend)`` lowers (``loops.py``), schedules (``schedule.py``), generates
-source (``cpp.py`` or ``triton.py``) and compiles it (``cache.py``), returning an executable that
+``compile_jaxpr(closed, backend)`` lowers (``lower.py``), schedules (``schedule.py``), generates
+source (``cpp/`` or ``triton/``) and compiles it (``cache.py``), returning an executable that
 takes the flat list of argument leaves and returns the flat list of outputs.
 ``FUNCTX_LOG_COMPILES=1`` makes ``log`` print each step to stderr.
 """
@@ -31,9 +31,9 @@ def compile_jaxpr(closed, backend: str = "cpu"):
 def _compile_triton(closed):
     """Generate the Triton module and load it through the disk cache (the module file is keyed
     by a hash of its source; Triton compiles the kernels at their first launch, into its own
-    cache under the same directory: see ``triton_runtime.py``)."""
-    from functx.lowering import triton as triton_backend
-    from functx.lowering.triton_runtime import JitExecutable
+    cache under the same directory: see ``triton/runtime.py``)."""
+    from functx.lowering.triton import program as triton_backend
+    from functx.lowering.triton.runtime import JitExecutable
 
     t0 = time.perf_counter()
     exe = triton_backend.compile_triton(closed)
@@ -62,15 +62,17 @@ def _compile_cpp(closed):
 
 
 def _lower_cpp(closed):
-    from functx.lowering import cache, prelude
+    from functx.lowering import cache
+    from functx.lowering.cpp import prelude
 
     # the prelude's precompiled header builds on another core while SymPy is imported
     header = cache.PreludeBuild(prelude.PRELUDE)
-    from functx.lowering import cpp, loops, runtime, schedule
+    from functx.lowering import lower, runtime, schedule
+    from functx.lowering.cpp import program
 
-    g = loops.lower_jaxpr(closed)
+    g = lower.lower_jaxpr(closed)
     kernels = schedule.schedule(g)
-    prog = cpp.CppProgram(g, kernels)
+    prog = program.CppProgram(g, kernels)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     srcs = prog.sources(units=cores or 1, header=header.header())
     out_specs = [(n.shape, n.dtype) for n in g.outputs]

@@ -33,11 +33,12 @@ import numpy as np
 from functx import dtypes  # noqa: F401  (registers bfloat16's name with NumPy)
 from functx.core import ClosedJaxpr, Jaxpr
 
-_STAGES = (
-    "loops.py",
+_STAGES = (  # files, or packages (every .py file in them, by name)
+    "rules.py",
+    "loopir.py",
+    "lower.py",
     "schedule.py",
-    "cpp.py",
-    "prelude.py",
+    "cpp",
     "compile.py",
     "runtime.py",
     "cache.py",
@@ -51,9 +52,16 @@ _SO_NAME = re.compile(r"[0-9a-f]{32}\.so\Z")
 def _stages_digest() -> str:
     h = hashlib.sha256()
     here = os.path.dirname(os.path.abspath(__file__))
-    for name in _STAGES:
-        with open(os.path.join(here, name), "rb") as f:
-            h.update(f.read())
+    for stage in _STAGES:
+        path = os.path.join(here, stage)
+        names = (
+            [os.path.join(stage, n) for n in sorted(os.listdir(path)) if n.endswith(".py")]
+            if os.path.isdir(path)
+            else [stage]
+        )
+        for name in names:
+            with open(os.path.join(here, name), "rb") as f:
+                h.update(f.read())
     return h.hexdigest()
 
 

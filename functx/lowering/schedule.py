@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import sympy
 
-from functx.lowering.loops import Acc, Graph, Load, Node, costly, sym, unclamped
+from functx.lowering.loopir import Acc, Graph, Load, Node, costly, sym, unclamped
 
 
 class NotRowAligned(Exception):

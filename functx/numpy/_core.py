@@ -14,8 +14,8 @@ import math
 
 import numpy as np
 
-from functx import dtypes, ops, placement, tracing
-from functx.array import Array, UncommittedArray, is_python_scalar
+from functx import dtypes, ops, tracing
+from functx.array import Array, UncommittedArray, device_rule, is_python_scalar
 from functx.control import associative_scan as _ascan
 from functx.core import ShapedArray
 from functx.errors import (
@@ -74,13 +74,13 @@ def result_type(*args):
 # --- array creation ------------------------------------------------------------------------------
 # ``device=`` (JAX's keyword) puts the new array on that device, committed to it; without it, data
 # converted by asarray/array goes to the default device and arrays built from scalars (zeros, eye,
-# arange, ...) are uncommitted there (see functx.placement).
+# arange, ...) are uncommitted there (see the devices package, which fills array.device_rules).
 def _placed(out, device):
     if device is None and not tracing._default_off_cpu:
         return out  # the CPU default: nothing to do
     if isinstance(out, Tracer):
         return out
-    return placement.place_new(out, device)
+    return device_rule("place_new")(out, device)
 
 
 def _made_on(device, make, *args):
@@ -88,7 +88,7 @@ def _made_on(device, make, *args):
     device, uncommitted."""
     if device is None:
         return make(*args)
-    with placement.default_device(device):
+    with device_rule("default_device")(device):
         out = make(*args)
     return _placed(out, device)
 
@@ -408,7 +408,7 @@ def _promote_general(name, args, kind):
     return out
 
 
-_HOST = (Array, UncommittedArray)  # host arrays (committed or not: see functx.placement)
+_HOST = (Array, UncommittedArray)  # host arrays (committed or not: see the devices package)
 
 
 def _promote_fast(args, kind):
@@ -1952,9 +1952,9 @@ def pad(array, pad_width, mode="constant", constant_values=0):
 
 
 # --- indexing helpers ----------------------------------------------------------------------------
+# (They index through the arrays' own ``[]`` and ``.at[].get``, which call functx.numpy.indexing:
+# that module builds on this one.)
 def take(a, indices, axis=None, mode=None, fill_value=None):
-    from functx.numpy import indexing
-
     a = asarray(a) if not _is_array(a) else a
     if mode == "raise":
         raise UnsupportedError(
@@ -1991,14 +1991,10 @@ def take(a, indices, axis=None, mode=None, fill_value=None):
             else indices
         )
     idx = (slice(None),) * axis + (indices,)
-    return indexing.getitem(
-        a, idx, mode="fill" if mode == "fill" else "clip", fill_value=fill_value
-    )
+    return a.at[idx].get(mode="fill" if mode == "fill" else "clip", fill_value=fill_value)
 
 
 def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
-    from functx.numpy import indexing
-
     arr = asarray(arr) if not _is_array(arr) else arr
     indices = asarray(indices) if not _is_array(indices) else indices
     _v.choice(
@@ -2039,7 +2035,7 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
                 if av.shape[i] > 1
                 else zeros(tuple(shape), dtypes.int32)
             )
-    return indexing.getitem(arr, tuple(idx), mode=mode or "fill", fill_value=fill_value)
+    return arr.at[tuple(idx)].get(mode=mode or "fill", fill_value=fill_value)
 
 
 def diagonal(a, offset=0, axis1=0, axis2=1):
@@ -2069,16 +2065,11 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     k = builtins.max(0, builtins.min(n + builtins.min(offset, 0), m - builtins.max(offset, 0)))
     rows = np.arange(k) - builtins.min(offset, 0)
     cols = np.arange(k) + builtins.max(offset, 0)
-    from functx.numpy import indexing
-
-    return indexing.getitem(
-        a,
-        (
-            Ellipsis,
-            Array.from_value(rows.astype(np.int32)),
-            Array.from_value(cols.astype(np.int32)),
-        ),
-    )
+    return a[
+        Ellipsis,
+        Array.from_value(rows.astype(np.int32)),
+        Array.from_value(cols.astype(np.int32)),
+    ]
 
 
 def diag(v, k=0):

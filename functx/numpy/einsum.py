@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from functx import dtypes, ops
 from functx.errors import FunctxTypeError
+from functx.numpy import _core as jnp
 from functx.source_info import where
 from functx.tracing import get_aval
 
@@ -56,8 +57,6 @@ def _parse(subscripts: str, ndims):
 
 def _diagonal(x, term):
     """Take the diagonal over indices repeated in one term."""
-    from functx.numpy import _core as jnp
-
     while True:
         dup = next((c for c in term if term.count(c) > 1), None)
         if dup is None:
@@ -73,14 +72,10 @@ def _diagonal(x, term):
 
 def _sum(x, axes):
     """Sum in the operand's own dtype, as a contraction does (bools: logical or, like JAX)."""
-    from functx.numpy import _core as jnp
-
     return jnp.sum(x, axis=tuple(axes), dtype=get_aval(x).dtype)
 
 
 def einsum(subscripts, *operands, precision=None, preferred_element_type=None):
-    from functx.numpy import _core as jnp
-
     arrs = [jnp.asarray(o) for o in operands]
     arrs = jnp._promote_only(*arrs) if len(arrs) > 1 else arrs
     terms, out = _parse(subscripts, [get_aval(o).ndim for o in arrs])

@@ -12,6 +12,7 @@ import numpy as np
 from functx import dtypes, ops, primitives as P
 from functx.array import Array, UncommittedArray
 from functx.errors import FunctxIndexError, FunctxTypeError, FunctxValueError
+from functx.numpy import _core as jnp
 from functx.source_info import where
 from functx.tracing import Tracer, get_aval
 
@@ -26,7 +27,7 @@ def _is_index_array(x):
 
 def _index_constant(v: np.ndarray) -> Array:
     """An index array written in the index expression (a list or NumPy array): a constant of the
-    expression, uncommitted (it goes with the indexed array's device; see functx.placement)."""
+    expression, uncommitted (it goes with the indexed array's device; see the devices package)."""
     v = np.array(v)
     return UncommittedArray._new(v, get_aval(v))
 
@@ -205,8 +206,6 @@ def getitem(x, idx, mode=None, fill_value=None):
             arr = _to_index_array(it, ax)
         adv_axes.append(ax)
         adv.append(arr)
-    from functx.numpy import _core as jnp
-
     dims = get_aval(x).shape
     norm = []
     for ax, a in zip(adv_axes, adv):
@@ -271,8 +270,6 @@ def _static_basic(items):
 
 def scatter_update(x, idx, values, mode):
     """``x.at[idx].set/add/mul/min/max(values)``."""
-    from functx.numpy import _core as jnp
-
     x = x if isinstance(x, (Array, Tracer)) else Array.from_value(x)
     xv = get_aval(x)
     values = jnp.asarray(values) if not isinstance(values, (Array, Tracer)) else values
@@ -316,8 +313,6 @@ def scatter_update(x, idx, values, mode):
 
 
 def _update_static(x, items, values, mode):
-    from functx.numpy import _core as jnp
-
     xv = get_aval(x)
     starts, sizes, view_shape = [], [], []
     for ax, (it, n) in enumerate(zip(items, xv.shape)):

@@ -9,14 +9,28 @@ equations are linear in the tangents (with coefficients computed from primals on
 
 from __future__ import annotations
 
+import weakref
+from typing import NamedTuple
+
 import numpy as np
+import optree
 
 from functx import dtypes, ops, primitives as P
 from functx.array import Array, is_python_scalar
 from functx.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray
 from functx.errors import FunctxTypeError, UnsupportedError
+from functx.interpreter import eval_jaxpr
+from functx.primitives import elementwise as E
 from functx.source_info import source_info, where
-from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
+from functx.tracing import (
+    PYTREE_NAMESPACE,
+    Tracer,
+    get_aval,
+    trace_flat,
+    tree_flatten,
+    tree_unflatten,
+)
+from functx.transforms import passes
 
 # --- symbolic zeros ------------------------------------------------------------------------------
 
@@ -64,8 +78,6 @@ def zeros_if_needed(ts, avals):
 def as_arrays(xs) -> list:
     """Eagerly computed results as functx Arrays: a Jaxpr output may be a literal, or an input
     (a NumPy array of the user's) passed through. float0 zeros and tracers stay as they are."""
-    from functx.tracing import Tracer
-
     return [
         x
         if isinstance(x, (Array, Tracer))
@@ -175,17 +187,6 @@ def _scale(t, coef, shape):
     return ops.mul(_bcast(t, shape) if get_aval(coef).shape == () else t, coef)
 
 
-def defjvp_unary(prim, deriv):
-    """``deriv(x, ans) -> d ans / d x`` (elementwise)."""
-
-    def rule(primals, tangents, **params):
-        (x,), (t,) = primals, tangents
-        ans = prim.bind(x, **params)
-        return ans, _scale(t, deriv(x, ans, **params), get_aval(ans).shape)
-
-    jvp_rules[prim] = rule
-
-
 def defjvp_linear(prim):
     """The tangent of a linear primitive is the primitive applied to the tangents."""
 
@@ -205,201 +206,93 @@ def _zero_for(aval):
     return ops.full(aval.shape, 0, aval.dtype)
 
 
-def defjvp_binary(prim, dx, dy):
-    """``dx(x, y, ans)`` and ``dy(x, y, ans)``: the partial derivatives (elementwise)."""
+# --- elementwise: one rule for every row of the table -------------------------------------------
+class RowOps:
+    """What a row's derivative function receives as ``ops``: the op builders of ``functx.ops``,
+    plus ``shape_of`` and ``dtype_of`` (which accept Python scalars, the values of literals)."""
 
-    def rule(primals, tangents, **params):
+    def __getattr__(self, name):
+        return getattr(ops, name)
+
+    @staticmethod
+    def shape_of(x):
+        return get_aval(x).shape
+
+    @staticmethod
+    def dtype_of(x):
+        return get_aval(x).dtype
+
+
+_row_ops = RowOps()
+
+
+def _linear_tangent(primals, tangents, signs, shape):
+    out = Zero(ShapedArray(shape, get_aval(primals[0]).dtype))
+    for t, s in zip(tangents, signs):
+        if not isinstance(t, Zero) and s < 0:
+            t = ops.neg(t)
+        out = add_tangents(out, _bcast(t, shape))
+    return out
+
+
+def elementwise_rule(row: E.Elementwise):
+    """The jvp rule of one elementwise row, from its ``jvp`` field."""
+    prim = P.registry[row.name]
+    d = row.jvp
+    if isinstance(d, E.Unsupported):
+
+        def unsupported(primals, tangents, **params):
+            raise UnsupportedError(
+                f"Differentiation rule for '{row.name}' not implemented: {d.reason}{where()}"
+            )
+
+        return unsupported
+    if isinstance(d, E.Linear):
+
+        def linear(primals, tangents, **params):
+            ans = prim.bind(*primals, **params)
+            return ans, _linear_tangent(primals, tangents, d.signs, get_aval(ans).shape)
+
+        return linear
+    if row.arity == 1:
+
+        def unary(primals, tangents, **params):
+            (x,), (t,) = primals, tangents
+            ans = prim.bind(x, **params)
+            return ans, _scale(t, d(_row_ops, x, ans, **params), get_aval(ans).shape)
+
+        return unary
+    dx, dy = d
+
+    def binary(primals, tangents, **params):
         (x, y), (tx, ty) = primals, tangents
         ans = prim.bind(x, y, **params)
         shape = get_aval(ans).shape
         out = Zero(ShapedArray(shape, get_aval(ans).dtype))
         if not isinstance(tx, Zero):
-            out = add_tangents(out, _scale(tx, dx(x, y, ans), shape))
+            out = add_tangents(out, _scale(tx, dx(_row_ops, x, y, ans), shape))
         if not isinstance(ty, Zero):
-            out = add_tangents(out, _scale(ty, dy(x, y, ans), shape))
+            out = add_tangents(out, _scale(ty, dy(_row_ops, x, y, ans), shape))
         return ans, out
 
-    jvp_rules[prim] = rule
+    return binary
 
 
-# --- elementwise unary ---------------------------------------------------------------------------
+for _row in E.ROWS:
+    if _row.jvp == E.NONDIFF:
+        nondifferentiable.add(P.registry[_row.name])
+    elif _row.jvp is not None:  # (a row without a derivative: jvp names it when it is needed)
+        jvp_rules[P.registry[_row.name]] = elementwise_rule(_row)
+
 for _p in (
-    P.sign_p,
-    P.floor_p,
-    P.ceil_p,
-    P.round_p,
-    P.is_finite_p,
-    P.not_p,
     P.stop_gradient_p,
-    P.nextafter_p,
     P.iota_p,
     P.argmax_p,
     P.argmin_p,
     P.reduce_and_p,
     P.reduce_or_p,
-    P.and_p,
-    P.or_p,
-    P.xor_p,
-    P.eq_p,
-    P.ne_p,
-    P.lt_p,
-    P.le_p,
-    P.gt_p,
-    P.ge_p,
 ):
     nondifferentiable.add(_p)
-
-jvp_rules[P.neg_p] = lambda ps, ts: (ops.neg(ps[0]), ops.neg(ts[0]))
-# d|x|/dx is 1 at 0 (and -0.0), as in JAX.
-defjvp_unary(
-    P.abs_p,
-    lambda x, ans: ops.select(ops.ge(x, _const(x, 0)), ops.full_like(x, 1), ops.full_like(x, -1)),
-)
-defjvp_unary(P.exp_p, lambda x, ans: ans)
-defjvp_unary(P.exp2_p, lambda x, ans: ops.mul(ans, _const(x, np.log(2))))
-defjvp_unary(P.log_p, lambda x, ans: ops.integer_pow(x, -1))
-defjvp_unary(P.log1p_p, lambda x, ans: ops.integer_pow(ops.add(x, _const(x, 1)), -1))
-defjvp_unary(P.expm1_p, lambda x, ans: ops.add(ans, _const(x, 1)))
-defjvp_unary(P.sqrt_p, lambda x, ans: ops.div(_const(x, 0.5), ans))
-defjvp_unary(P.rsqrt_p, lambda x, ans: ops.mul(ops.div(ans, x), _const(x, -0.5)))
-defjvp_unary(P.cbrt_p, lambda x, ans: ops.mul(ops.integer_pow(ans, -2), _const(x, 1 / 3)))
-defjvp_unary(P.sin_p, lambda x, ans: ops.cos(x))
-defjvp_unary(P.cos_p, lambda x, ans: ops.neg(ops.sin(x)))
-defjvp_unary(P.tan_p, lambda x, ans: ops.add(_const(x, 1), ops.mul(ans, ans)))
-defjvp_unary(P.asin_p, lambda x, ans: ops.rsqrt(ops.sub(_const(x, 1), ops.mul(x, x))))
-defjvp_unary(P.acos_p, lambda x, ans: ops.neg(ops.rsqrt(ops.sub(_const(x, 1), ops.mul(x, x)))))
-defjvp_unary(P.atan_p, lambda x, ans: ops.integer_pow(ops.add(_const(x, 1), ops.mul(x, x)), -1))
-defjvp_unary(P.sinh_p, lambda x, ans: ops.cosh(x))
-defjvp_unary(P.cosh_p, lambda x, ans: ops.sinh(x))
-defjvp_unary(P.tanh_p, lambda x, ans: ops.sub(_const(x, 1), ops.mul(ans, ans)))
-defjvp_unary(P.asinh_p, lambda x, ans: ops.rsqrt(ops.add(ops.mul(x, x), _const(x, 1))))
-defjvp_unary(
-    P.acosh_p, lambda x, ans: ops.rsqrt(ops.mul(ops.sub(x, _const(x, 1)), ops.add(x, _const(x, 1))))
-)
-defjvp_unary(P.atanh_p, lambda x, ans: ops.integer_pow(ops.sub(_const(x, 1), ops.mul(x, x)), -1))
-defjvp_unary(P.logistic_p, lambda x, ans: ops.mul(ans, ops.sub(_const(x, 1), ans)))
-defjvp_unary(
-    P.erf_p, lambda x, ans: ops.mul(_const(x, 2 / np.sqrt(np.pi)), ops.exp(ops.neg(ops.mul(x, x))))
-)
-
-
-def _lgamma_jvp(primals, tangents):
-    raise UnsupportedError(
-        f"Differentiation rule for 'lgamma' not implemented: it needs digamma, "
-        f"which functx does not have yet{where()}"
-    )
-
-
-jvp_rules[P.lgamma_p] = _lgamma_jvp
-
-
-def _integer_pow_deriv(x, ans, *, y):
-    if y == 0:
-        return ops.full_like(x, 0)
-    if y == 1:
-        return ops.full_like(x, 1)
-    return ops.mul(_const(x, y), x if y == 2 else ops.integer_pow(x, y - 1))
-
-
-defjvp_unary(P.integer_pow_p, _integer_pow_deriv)
-
-
-# --- elementwise binary --------------------------------------------------------------------------
-def _add_jvp(primals, tangents):
-    (x, y), (tx, ty) = primals, tangents
-    ans = ops.add(x, y)
-    shape = get_aval(ans).shape
-    return ans, add_tangents(_bcast(tx, shape), _bcast(ty, shape))
-
-
-def _sub_jvp(primals, tangents):
-    (x, y), (tx, ty) = primals, tangents
-    ans = ops.sub(x, y)
-    shape = get_aval(ans).shape
-    nty = ty if isinstance(ty, Zero) else ops.neg(ty)
-    return ans, add_tangents(_bcast(tx, shape), _bcast(nty, shape))
-
-
-jvp_rules[P.add_p] = _add_jvp
-jvp_rules[P.sub_p] = _sub_jvp
-defjvp_binary(P.mul_p, lambda x, y, ans: y, lambda x, y, ans: x)
-defjvp_binary(
-    P.div_p, lambda x, y, ans: ops.integer_pow(y, -1), lambda x, y, ans: ops.neg(ops.div(ans, y))
-)
-defjvp_binary(
-    P.rem_p,
-    lambda x, y, ans: ops.full_like(ans, 1),
-    lambda x, y, ans: ops.neg(ops.mul(ops.sign(ops.div(x, y)), ops.floor(ops.abs(ops.div(x, y))))),
-)
-
-
-def _pow_dx(x, y, ans):
-    if get_aval(y).dtype != get_aval(x).dtype:
-        y = ops.convert_element_type(y, get_aval(x).dtype)
-    # y * x**(y-1), with 0 where y == 0 (so d/dx 0**0 is 0, like JAX).
-    jac = ops.mul(y, ops.pow(x, ops.sub(y, _const(y, 1))))
-    return ops.select(ops.eq(y, _const(y, 0)), ops.full_like(jac, 0), jac)
-
-
-def _pow_dy(x, y, ans):
-    safe_x = ops.select(ops.eq(x, _const(x, 0)), ops.full_like(x, 1), x)
-    return ops.mul(ops.log(safe_x), ans)
-
-
-def _pow_jvp(primals, tangents):
-    (x, y), (tx, ty) = primals, tangents
-    ans = ops.pow(x, y)
-    shape = get_aval(ans).shape
-    out = Zero(ShapedArray(shape, get_aval(ans).dtype))
-    if not isinstance(tx, Zero):
-        out = add_tangents(out, _scale(tx, _pow_dx(x, y, ans), shape))
-    if not isinstance(ty, Zero) and is_differentiable(get_aval(y)):
-        out = add_tangents(out, _scale(ty, _pow_dy(x, y, ans), shape))
-    return ans, out
-
-
-jvp_rules[P.pow_p] = _pow_jvp
-
-
-def _balanced_eq(x, z, y):
-    """1 where x alone attains z, 0.5 where x and y tie, 0 elsewhere (JAX's tie split)."""
-    one = ops.full_like(z, 1)
-    half = ops.full_like(z, 0.5)
-    zero = ops.full_like(z, 0)
-    return ops.select(ops.eq(x, z), ops.select(ops.eq(y, z), half, one), zero)
-
-
-def _bshape(x, shape):
-    return x if get_aval(x).shape == tuple(shape) else ops.broadcast_in_dim(x, shape, ())
-
-
-def _minmax_partials(x, y, ans):
-    shape = get_aval(ans).shape
-    xb, yb = _bshape(x, shape), _bshape(y, shape)
-    return _balanced_eq(xb, ans, yb), _balanced_eq(yb, ans, xb)
-
-
-defjvp_binary(
-    P.max_p,
-    lambda x, y, ans: _minmax_partials(x, y, ans)[0],
-    lambda x, y, ans: _minmax_partials(x, y, ans)[1],
-)
-defjvp_binary(
-    P.min_p,
-    lambda x, y, ans: _minmax_partials(x, y, ans)[0],
-    lambda x, y, ans: _minmax_partials(x, y, ans)[1],
-)
-
-
-def _atan2_denominator(x, y):
-    return ops.add(ops.mul(x, x), ops.mul(y, y))
-
-
-defjvp_binary(
-    P.atan2_p,
-    lambda x, y, ans: ops.div(y, _atan2_denominator(x, y)),
-    lambda x, y, ans: ops.neg(ops.div(x, _atan2_denominator(x, y))),
-)
 
 
 # --- select, convert -----------------------------------------------------------------------------
@@ -606,7 +499,8 @@ _reduce_minmax_jvp(P.reduce_max_p)
 _reduce_minmax_jvp(P.reduce_min_p)
 
 
-# reduce_prod's rule uses cumprod, an associative scan: it lives in functx/associative_scan.py.
+# reduce_prod's rule uses cumprod, an associative scan: it lives in
+# functx/control/associative_scan.py.
 
 
 # --- contraction ---------------------------------------------------------------------------------
@@ -677,10 +571,6 @@ def bad_argument(what, args, kwargs=None):
     """The FunctxTypeError for the first leaf of ``(args, kwargs)`` that is not an array (an
     unregistered class, a string, ...): it names the argument, the leaf's type and what to do.
     None when every leaf is fine."""
-    import optree
-
-    from functx.tracing import PYTREE_NAMESPACE
-
     paths, leaves, _ = optree.tree_flatten_with_path(
         (tuple(args), dict(kwargs or {})), none_is_leaf=False, namespace=PYTREE_NAMESPACE
     )
@@ -748,6 +638,78 @@ def _check_tangent(p, t, path):
     return t
 
 
+# --- tracing user functions (pytrees, has_aux), with a cache ------------------------------------
+class Traced(NamedTuple):
+    closed: ClosedJaxpr  # flat args -> flat outputs + flat aux
+    in_tree: object
+    out_tree: object
+    aux_tree: object
+    n_out: int
+
+
+_trace_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def trace_user_fun(fun, args: tuple, has_aux: bool = False, kwargs=None):
+    """Trace ``fun(*args)`` into a ClosedJaxpr over the flat leaves of ``args``.
+
+    Returns ``(traced, leaves)``. With ``has_aux`` the function returns ``(out, aux)`` and the
+    aux leaves follow the outputs. Traces are cached per function, tree structure and avals."""
+    leaves, in_tree = tree_flatten((tuple(args), dict(kwargs or {})))
+    avals = arg_avals(lambda: fun_name(fun), leaves, args, kwargs)
+    key = (in_tree, avals, has_aux)
+    try:
+        per_fun = _trace_cache.setdefault(fun, {})
+    except TypeError:
+        per_fun = {}
+    hit = per_fun.get(key)
+    if hit is not None:
+        return hit, leaves
+    info = {}
+
+    def flat(*xs):
+        a, kw = tree_unflatten(in_tree, list(xs))
+        out = fun(*a, **kw)
+        aux_leaves, aux_tree = [], None
+        if has_aux:
+            if not isinstance(out, tuple) or len(out) != 2:
+                raise FunctxTypeError(
+                    f"{fun_name(fun)} has has_aux=True, so it must return a pair (output, aux); "
+                    f"it returned {type(out).__name__}{where()}"
+                )
+            out, aux = out
+            aux_leaves, aux_tree = tree_flatten(aux)
+        out_leaves, out_tree = tree_flatten(out)
+        info.update(out_tree=out_tree, aux_tree=aux_tree, n_out=len(out_leaves))
+        return out_leaves + aux_leaves, None
+
+    closed, _ = trace_flat(flat, avals)
+    traced = Traced(closed, in_tree, info["out_tree"], info["aux_tree"], info["n_out"])
+    if not any(hasattr(c, "builder") for c in closed.consts):  # no tracers of an outer trace
+        if len(per_fun) > 64:
+            per_fun.pop(next(iter(per_fun)))
+        per_fun[key] = traced
+    return traced, leaves
+
+
+_jvp_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def clear_caches():
+    """Forget the cached traces and jvp Jaxprs (a custom derivative rule was (re)defined, and the
+    Jaxprs traced before hold the old one)."""
+    _trace_cache.clear()
+    _jvp_cache.clear()
+
+
+def cached_jvp_jaxpr(closed: ClosedJaxpr, nonzeros: tuple):
+    per = _jvp_cache.setdefault(closed, {})
+    if nonzeros not in per:
+        j, out_nz = jvp_jaxpr(closed, list(nonzeros))
+        per[nonzeros] = (passes.simplify(j), out_nz)
+    return per[nonzeros]
+
+
 def jvp(fun, primals, tangents, has_aux=False):
     """Forward-mode derivative: ``(fun(*primals), J(fun)(primals) @ tangents)``.
 
@@ -759,8 +721,6 @@ def jvp(fun, primals, tangents, has_aux=False):
     Example:
       >>> functx.jvp(functx.numpy.sin, (0.0,), (1.0,))
     """
-    from functx.transforms import linearize as L
-
     check_callable("jvp", fun)
     fname = fun_name(fun)
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
@@ -780,13 +740,11 @@ def jvp(fun, primals, tangents, has_aux=False):
         _check_tangent(p, t, f"{fname}, leaf {i}")
         for i, (p, t) in enumerate(zip(p_leaves, t_leaves))
     ]
-    traced, leaves = L.trace_user_fun(fun, tuple(primals), has_aux)
+    traced, leaves = trace_user_fun(fun, tuple(primals), has_aux)
     closed = traced.closed
     nonzeros = [is_differentiable(get_aval(x)) for x in leaves]
-    jaxpr, out_nz = L.cached_jvp_jaxpr(closed, tuple(nonzeros))
+    jaxpr, out_nz = cached_jvp_jaxpr(closed, tuple(nonzeros))
     t_in = [t for t, nz in zip(t_leaves, nonzeros) if nz]
-    from functx.interpreter import eval_jaxpr
-
     res = as_arrays(eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *leaves, *t_in))
     n_all = len(closed.out_avals)
     outs, touts_nz = res[:n_all], iter(res[n_all:])

@@ -9,97 +9,24 @@ pass.
 
 from __future__ import annotations
 
-import weakref
 from typing import NamedTuple
 
 from functx.core import ClosedJaxpr, Jaxpr
 from functx.errors import FunctxTypeError
 from functx.interpreter import eval_jaxpr
 from functx.source_info import where
-from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
+from functx.tracing import get_aval, tree_flatten, tree_unflatten
 from functx.transforms import passes
 from functx.transforms.jvp import (
     Zero,
-    arg_avals,
     as_arrays,
-    fun_name,
+    cached_jvp_jaxpr,
     is_differentiable,
-    jvp_jaxpr,
     tangent_aval,
+    trace_user_fun,
     zeros_like_aval,
 )
-
-
-# --- tracing user functions (pytrees, has_aux), with a cache ------------------------------------
-class Traced(NamedTuple):
-    closed: ClosedJaxpr  # flat args -> flat outputs + flat aux
-    in_tree: object
-    out_tree: object
-    aux_tree: object
-    n_out: int
-
-
-_trace_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def trace_user_fun(fun, args: tuple, has_aux: bool = False, kwargs=None):
-    """Trace ``fun(*args)`` into a ClosedJaxpr over the flat leaves of ``args``.
-
-    Returns ``(traced, leaves)``. With ``has_aux`` the function returns ``(out, aux)`` and the
-    aux leaves follow the outputs. Traces are cached per function, tree structure and avals."""
-    leaves, in_tree = tree_flatten((tuple(args), dict(kwargs or {})))
-    avals = arg_avals(lambda: fun_name(fun), leaves, args, kwargs)
-    key = (in_tree, avals, has_aux)
-    try:
-        per_fun = _trace_cache.setdefault(fun, {})
-    except TypeError:
-        per_fun = {}
-    hit = per_fun.get(key)
-    if hit is not None:
-        return hit, leaves
-    info = {}
-
-    def flat(*xs):
-        a, kw = tree_unflatten(in_tree, list(xs))
-        out = fun(*a, **kw)
-        aux_leaves, aux_tree = [], None
-        if has_aux:
-            if not isinstance(out, tuple) or len(out) != 2:
-                raise FunctxTypeError(
-                    f"{fun_name(fun)} has has_aux=True, so it must return a pair (output, aux); "
-                    f"it returned {type(out).__name__}{where()}"
-                )
-            out, aux = out
-            aux_leaves, aux_tree = tree_flatten(aux)
-        out_leaves, out_tree = tree_flatten(out)
-        info.update(out_tree=out_tree, aux_tree=aux_tree, n_out=len(out_leaves))
-        return out_leaves + aux_leaves, None
-
-    closed, _ = trace_flat(flat, avals)
-    traced = Traced(closed, in_tree, info["out_tree"], info["aux_tree"], info["n_out"])
-    if not any(hasattr(c, "builder") for c in closed.consts):  # no tracers of an outer trace
-        if len(per_fun) > 64:
-            per_fun.pop(next(iter(per_fun)))
-        per_fun[key] = traced
-    return traced, leaves
-
-
-_jvp_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def clear_caches():
-    """Forget the cached traces and jvp Jaxprs (a custom derivative rule was (re)defined, and the
-    Jaxprs traced before hold the old one)."""
-    _trace_cache.clear()
-    _jvp_cache.clear()
-
-
-def cached_jvp_jaxpr(closed: ClosedJaxpr, nonzeros: tuple):
-    per = _jvp_cache.setdefault(closed, {})
-    if nonzeros not in per:
-        j, out_nz = jvp_jaxpr(closed, list(nonzeros))
-        per[nonzeros] = (passes.simplify(j), out_nz)
-    return per[nonzeros]
+from functx.transforms.partial_eval import partial_eval_jaxpr
 
 
 # --- partial evaluation --------------------------------------------------------------------------
@@ -113,8 +40,6 @@ class Linearized(NamedTuple):
 def partial_eval_jvp(jvp_closed: ClosedJaxpr, n_primals: int, n_primal_outs: int) -> Linearized:
     """Split a jvp Jaxpr (primals + tangents -> primal outs + tangent outs) in two: the tangents
     are the unknowns (see ``partial_eval.partial_eval_jaxpr``)."""
-    from functx.transforms.partial_eval import partial_eval_jaxpr
-
     j = jvp_closed.jaxpr
     n_t = len(j.invars) - n_primals
     n_tout = len(j.outvars) - n_primal_outs
@@ -172,9 +97,6 @@ def linearize(fun, *primals):
 
 
 __all__ = [
-    "Traced",
-    "trace_user_fun",
-    "cached_jvp_jaxpr",
     "partial_eval_jvp",
     "linearize_jaxpr",
     "linearize",

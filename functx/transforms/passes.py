@@ -6,7 +6,11 @@ with the same primitive, inputs and params compute the same values.
 
 from __future__ import annotations
 
-from functx.core import ClosedJaxpr, Eqn, Jaxpr, Literal
+import numpy as np
+
+from functx import dtypes, primitives as P
+from functx.array import Array
+from functx.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
 
 
 def dce_jaxpr(jaxpr: Jaxpr, used_outputs=None) -> Jaxpr:
@@ -79,9 +83,6 @@ def cse_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
 def fold_scalar_constants(jaxpr: Jaxpr) -> Jaxpr:
     """Evaluate equations whose inputs are all literals and whose single output is a scalar
     (``mul 1.0 2.0``), replacing their output by a literal."""
-    import numpy as np
-
-    from functx.array import Array
 
     folded: dict[int, Literal] = {}
     eqns = []
@@ -120,7 +121,6 @@ def drop_identities(jaxpr: Jaxpr) -> Jaxpr:
     as the backward pass of a sum makes), ``integer_pow[y=1] x``, and reshapes, converts and
     broadcasts to the operand's own type. Exact (``x * 1 == x`` for every float, NaN and -0.0
     included), and only where the result has exactly the operand's type."""
-    from functx import primitives as P
 
     ones: set[int] = set()  # variables holding a broadcast of the literal 1
     alias: dict[int, object] = {}
@@ -159,7 +159,6 @@ def drop_identities(jaxpr: Jaxpr) -> Jaxpr:
 
 def _keeps_layout(e) -> bool:
     """A reshape/convert/broadcast/transpose that maps its operand to itself."""
-    from functx import primitives as P
 
     a = e.invars[0].aval
     if e.prim is P.transpose_p:
@@ -182,10 +181,6 @@ def divide_by_reciprocals(closed: ClosedJaxpr) -> ClosedJaxpr:
     computes exactly this on the CPU for float16, float32 and float64 (not bfloat16, which XLA
     computes in float32), so ``functx.jit`` does too: the quotient can differ by an ulp from
     the exact one, as JAX's does. Eager operations divide exactly, as JAX's do. Top level only."""
-    import numpy as np
-
-    from functx import dtypes, primitives as P
-    from functx.core import ShapedArray, Var
 
     jaxpr = closed.jaxpr
     floats = {np.dtype(dtypes.float16), np.dtype(np.float32), np.dtype(np.float64)}

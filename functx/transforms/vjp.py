@@ -28,14 +28,18 @@ from functx.transforms.jvp import (
     bad_argument,
     check_argnums,
     check_callable,
+    clear_caches as clear_trace_caches,
     fun_name,
     instantiate,
     is_differentiable,
+    jvp,
     tangent_aval,
+    trace_user_fun,
     zeros_like_aval,
 )
-from functx.transforms.linearize import linearize_jaxpr, trace_user_fun
+from functx.transforms.linearize import linearize_jaxpr
 from functx.transforms.transpose import UndefinedPrimal, backward_pass
+from functx.transforms.vmap import vmap
 
 _fun_name = fun_name
 
@@ -154,10 +158,8 @@ _grad_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def clear_caches():
-    """Forget every cached trace, jvp and gradient Jaxpr (see ``linearize.clear_caches``)."""
-    from functx.transforms import linearize
-
-    linearize.clear_caches()
+    """Forget every cached trace, jvp and gradient Jaxpr (see ``jvp.clear_caches``)."""
+    clear_trace_caches()
     _grad_cache.clear()
 
 
@@ -378,8 +380,6 @@ def _check_float_inputs(leaves, what, fname, args=()):
 def jacfwd(fun, argnums=0, has_aux=False):
     """The Jacobian by forward mode: ``vmap`` of ``jvp`` over the standard basis of the inputs.
     For output leaf ``y`` and input leaf ``x`` the block has shape ``y.shape + x.shape``."""
-    from functx.transforms.jvp import jvp
-    from functx.transforms.vmap import vmap
 
     check_callable("jacfwd", fun)
     check_argnums("jacfwd", argnums)
@@ -428,7 +428,6 @@ def jacfwd(fun, argnums=0, has_aux=False):
 
 def jacrev(fun, argnums=0, has_aux=False, allow_int=False):
     """The Jacobian by reverse mode: ``vmap`` of ``vjp`` over the standard basis of the outputs."""
-    from functx.transforms.vmap import vmap
 
     check_callable("jacrev", fun)
     check_argnums("jacrev", argnums)

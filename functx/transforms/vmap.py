@@ -38,6 +38,7 @@ from functx.core import ClosedJaxpr, Literal, Primitive, ShapedArray
 from functx.errors import FunctxError, UnsupportedError
 from functx.interpreter import eval_jaxpr
 from functx.source_info import source_info, where
+from functx.transforms.jvp import arg_avals, check_callable
 
 not_mapped = None
 
@@ -613,8 +614,6 @@ def _arg_paths(args, kwargs) -> list[str]:
 
 def _mapped_dims(leaves, axes, args, kwargs, axis_size):
     """Normalise the in_axes of each leaf, check them and the sizes; returns (dims, size)."""
-    from functx.transforms.jvp import arg_avals
-
     avals = arg_avals("vmap", leaves, args, kwargs)
     paths = None
     dims, sizes = [], []
@@ -678,8 +677,6 @@ def vmap(
       >>> functx.vmap(lambda x: x @ W)(jnp.ones((5, 3))).shape
       (5, 2)
     """
-    from functx.transforms.jvp import check_callable
-
     check_callable("vmap", fun)
     if axis_size is not None and (
         isinstance(axis_size, (bool, np.bool_))

@@ -43,7 +43,7 @@ import functx.lax as flax
 import functx.nn as fnn
 import functx.numpy as fnp
 from functx import primitives as P
-from functx.lowering import loops
+from functx.lowering import lower
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
@@ -179,7 +179,7 @@ _TRITON_JITTED: dict = {}
 
 
 def _triton_blocks():
-    from functx.lowering.triton import Blocks
+    from functx.lowering.triton.blocks import Blocks
 
     # reductions of more than 16 elements loop in chunks of 16 (and split when single-pass),
     # scans take chunks of 16 positions (4 along a strided axis)
@@ -196,7 +196,7 @@ def backend_env(backend):
         return
     pytest.importorskip("torch")
     pytest.importorskip("triton")
-    from functx.lowering import triton as tri
+    from functx.lowering.triton import program as tri
 
     old_env, old_blocks = os.environ.get("TRITON_INTERPRET"), tri.DEFAULT_BLOCKS
     if not TRITON_GPU:
@@ -1082,7 +1082,7 @@ def test_suite_covers_every_lowering():
         closed = functx.make_jaxpr(functools.partial(c.fn, FX))(*args_of(c))
         _prims_of(passes.simplify(closed).jaxpr, seen)
     seen |= {"dynamic_slice", "dynamic_update_slice"}  # the hypothesis tests below
-    lowered = {p.name for p in loops.lowerings}
+    lowered = {p.name for p in lower.lowerings}
     # custom_jvp_call / custom_vjp_call are exercised by the custom-derivative test below
     missing = sorted(lowered - seen - {"custom_jvp_call", "custom_vjp_call"})
     assert not missing, f"primitives with a lowering that no backend case runs: {missing}"
@@ -1494,7 +1494,7 @@ def test_every_primitive_lowers_for_triton_or_names_itself():
     itself too."""
     from functx.errors import UnsupportedError
 
-    missing = sorted(n for n, p in P.registry.items() if p not in loops.lowerings)
+    missing = sorted(n for n, p in P.registry.items() if p not in lower.lowerings)
 
     @functx.custom_vjp
     def vjp_only(x):

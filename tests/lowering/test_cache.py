@@ -304,10 +304,10 @@ def test_a_failing_unit_is_named(tmp_path, monkeypatch):
 
 
 def test_large_programs_are_split_and_compute_the_same(tmp_path, monkeypatch):
-    """Kernels move into functions of other translation units (``cpp.SPLIT_MIN_CHARS``): the
+    """Kernels move into functions of other translation units (``cpp.program.SPLIT_MIN_CHARS``): the
     program computes what the one-unit build computes, and a second process loading it from
     the program cache shows every unit's source."""
-    from functx.lowering import cpp
+    from functx.lowering.cpp import program
 
     rng = np.random.default_rng(0)
     xs = [rng.standard_normal((64, 48)).astype(np.float32) for _ in range(2)]
@@ -319,7 +319,7 @@ def test_large_programs_are_split_and_compute_the_same(tmp_path, monkeypatch):
 
     one = [np.asarray(v) for v in functx.jit(f)(*xs)]
     monkeypatch.setenv("FUNCTX_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(cpp, "SPLIT_MIN_CHARS", 0)
+    monkeypatch.setattr(program, "SPLIT_MIN_CHARS", 0)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
     lowered = functx.jit(f).lower(*xs)
     text = lowered.as_text()
@@ -327,7 +327,7 @@ def test_large_programs_are_split_and_compute_the_same(tmp_path, monkeypatch):
     for got, want in zip(lowered.compile()(*xs), one):
         np.testing.assert_array_equal(np.asarray(got), want)
     # from the program cache (no code generation this time): the same object, every unit shown
-    monkeypatch.setattr(cpp, "CppProgram", None)
+    monkeypatch.setattr(program, "CppProgram", None)
     second = functx.jit(f).lower(*xs)
     assert second.executable.so_path == lowered.executable.so_path
     assert second.as_text() == text
@@ -335,7 +335,7 @@ def test_large_programs_are_split_and_compute_the_same(tmp_path, monkeypatch):
 
 # --- the prelude's precompiled header ----------------------------------------------------------
 def test_units_include_the_prelude_through_a_precompiled_header(tmp_path, monkeypatch):
-    from functx.lowering import prelude
+    from functx.lowering.cpp import prelude
 
     monkeypatch.setenv("FUNCTX_CACHE_DIR", str(tmp_path))
     lowered = functx.jit(lambda x: x * 3.0 - 1.0).lower(X)

@@ -245,7 +245,7 @@ def test_a_lock_left_by_a_dead_process_does_not_block(fresh, monkeypatch):
 # --- damaged files -----------------------------------------------------------------------------
 @pytest.mark.parametrize("gch", ["removed", "kept"])
 def test_a_corrupted_prelude_header_is_rewritten(fresh, gch):
-    from functx.lowering import prelude
+    from functx.lowering.cpp import prelude
 
     h = cache.prelude_header(prelude.PRELUDE)
     with open(h, "w") as f:

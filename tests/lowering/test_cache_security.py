@@ -84,7 +84,7 @@ _SEED: list = []  # the prelude header's files, built once (the precompiled form
 
 @pytest.fixture(scope="module", autouse=True)
 def _prelude_seed(tmp_path_factory):
-    from functx.lowering import prelude
+    from functx.lowering.cpp import prelude
 
     d = tmp_path_factory.mktemp("prelude") / "cache"
     mp = pytest.MonkeyPatch()
@@ -204,7 +204,7 @@ def test_an_index_entry_cannot_name_a_file_outside_the_cache(tmp_path, monkeypat
 
 
 def test_a_planted_prelude_header_is_rewritten(tmp_path, monkeypatch, fresh):
-    from functx.lowering import prelude
+    from functx.lowering.cpp import prelude
 
     marker = tmp_path / "marker"
     name = _header_name()
@@ -232,7 +232,7 @@ _SRC = 'extern "C" int fx_run(void** a) { (void)a; return 7; }\n// %s\n'
 def test_a_link_at_a_name_functx_writes_is_not_followed(tmp_path, monkeypatch, fresh, which):
     import ctypes
 
-    from functx.lowering import prelude
+    from functx.lowering.cpp import prelude
 
     victim = tmp_path / "victim.txt"
     victim.write_text("precious")

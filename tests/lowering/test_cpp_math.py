@@ -1,4 +1,4 @@
-"""The C++ backend's own exp, log and tanh (vectorisable polynomials in cpp.py's prelude) stay
+"""The C++ backend's own exp, log and tanh (vectorisable polynomials in cpp/prelude.py) stay
 within a few ulp of the float64 result over dense grids, with IEEE special values; the bounds
 are at or near what XLA's float32 functions reach on the same grids (tanh: functx 4.7, XLA 4.4
 ulp; exp: functx 1.0, XLA 5.2)."""

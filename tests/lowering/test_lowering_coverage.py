@@ -20,7 +20,7 @@ import functx.lax as lax
 import functx.numpy as fnp
 from functx import primitives as P
 from functx.errors import UnsupportedError
-from functx.lowering import loops
+from functx.lowering import lower as loops
 
 X = np.linspace(-1, 1, 4).astype(np.float32)
 THIS_FILE = os.path.abspath(__file__)

@@ -254,13 +254,13 @@ def _linear(c1, c2):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_large_scan_outputs_are_written_with_streaming_stores(dtype):
-    """Scan outputs of at least cpp._STREAM_MIN bytes, whose rows of lanes are whole cache lines,
-    are staged a row at a time and written with streaming stores (the prelude's ``fx_stream``):
-    the linear-recurrence gradient's forward states and both gradients, against a float64
-    recurrence by hand. A smaller problem keeps plain stores."""
-    from functx.lowering import cpp
+    """Scan outputs of at least cpp.ascan._STREAM_MIN bytes, whose rows of lanes are whole cache
+    lines, are staged a row at a time and written with streaming stores (the prelude's
+    ``fx_stream``): the linear-recurrence gradient's forward states and both gradients, against a
+    float64 recurrence by hand. A smaller problem keeps plain stores."""
+    from functx.lowering.cpp import ascan
 
-    rows = cpp._STREAM_MIN // (np.dtype(dtype).itemsize * 1024 * 2)  # each output: _STREAM_MIN
+    rows = ascan._STREAM_MIN // (np.dtype(dtype).itemsize * 1024 * 2)  # each output: _STREAM_MIN
     rng = np.random.default_rng(3)
     a = rng.uniform(0.5, 1.0, (2, rows, 1024)).astype(dtype)
     b = rng.standard_normal((2, rows, 1024)).astype(dtype)

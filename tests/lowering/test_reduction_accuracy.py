@@ -223,7 +223,7 @@ def test_argmax_whose_index_does_not_fit_int32_raises():
 def _triton(fn, x, blocks):
     pytest.importorskip("torch")
     pytest.importorskip("triton")
-    from functx.lowering.triton import compile_triton
+    from functx.lowering.triton.program import compile_triton
     from functx.transforms import passes
 
     exe = compile_triton(passes.simplify(functx.make_jaxpr(fn)(x)), blocks)
@@ -237,7 +237,7 @@ def test_triton_sums_compensate_across_chunks(monkeypatch, split):
     and loses all of the 96; the compensated running sum (and float64 partials when the row is
     split) keeps it exact (each chunk's own tree sum is exact here)."""
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    from functx.lowering.triton import Blocks
+    from functx.lowering.triton.blocks import Blocks
 
     blocks = Blocks(
         pointwise=64,
@@ -259,7 +259,7 @@ def test_triton_sums_compensate_across_chunks(monkeypatch, split):
 
 def test_triton_welford_accumulates_in_float64(monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    from functx.lowering.triton import Blocks
+    from functx.lowering.triton.blocks import Blocks
 
     blocks = Blocks(pointwise=64, reduce_inner=16, scan=16, elems=256, persistent=16)
     rng = np.random.default_rng(0)

@@ -28,8 +28,10 @@ import functx  # noqa: E402
 import functx.lax as flax  # noqa: E402
 import functx.nn as fnn  # noqa: E402
 import functx.numpy as fnp  # noqa: E402
-from functx.lowering import cache, triton_runtime as rt  # noqa: E402
-from functx.lowering.triton import Blocks, compile_triton, reduce_plan, scan_plan  # noqa: E402
+from functx.lowering import cache  # noqa: E402
+from functx.lowering.triton import runtime as rt  # noqa: E402
+from functx.lowering.triton.blocks import Blocks, reduce_plan, scan_plan  # noqa: E402
+from functx.lowering.triton.program import compile_triton  # noqa: E402
 from functx.transforms import passes  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)

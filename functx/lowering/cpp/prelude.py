@@ -1,7 +1,7 @@
 """The C++ prelude every generated translation unit starts with: the C headers, a small ``fx``
 namespace, and the helpers the kernels call (max/min with NaN, integer division, exp, log and
-tanh that vectorise, the buffer pool). Kept apart from ``cpp.py`` (which needs SymPy) so that its
-precompiled header can be built while SymPy is imported (``cache.PreludeBuild``).
+tanh that vectorise, the buffer pool). Kept apart from ``program.py`` (which needs SymPy) so that
+its precompiled header can be built while SymPy is imported (``cache.PreludeBuild``).
 """
 
 PRELUDE = r"""

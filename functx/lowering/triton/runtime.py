@@ -1,4 +1,4 @@
-"""Running generated Triton modules (``triton.py`` writes them): loading through the disk cache,
+"""Running generated Triton modules (``program.py`` writes them): loading through the disk cache,
 launch sites, and the executables ``functx.jit`` holds.
 
 * **Loading.** A module's source is stored under ``<FUNCTX_CACHE_DIR>/triton/modules`` keyed by

@@ -1,0 +1,167 @@
+"""C++ matrix products: generated loops for small products, the BLAS NumPy links otherwise."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from functx import dtypes
+from functx.lowering.cpp.emit import _PAR, _SUM_BLOCK, _is_float, _store, compute_type
+from functx.lowering.schedule import Kernel
+
+# and generated matrix products of at least this many multiply-adds: below, waking the other
+# threads costs more than they save (128x10 @ 10x256: 9.9 us on one thread, 17 us on two)
+_PAR_DOT = 1 << 20
+
+
+_SMALL_GEMM = 1 << 24  # matrix products of at most this many multiply-adds are generated code
+
+
+def render(prog, k: Kernel):
+    node = k.nodes[0]
+    p = node.params
+    lhs, rhs = p["lhs"], p["rhs"]
+    ta, tb = p["lhs_trans"], p["rhs_trans"]
+    bsz, m, kk, nn = p["batch"], p["m"], p["k"], p["n"]
+    ct = compute_type(node.dtype)
+    la, rb_ = lhs.buf, rhs.buf
+    lines = [f"  // kernel {k.index}: dot_general {lhs.shape} x {rhs.shape} -> {node.shape}"]
+    if bsz * m * nn == 0:
+        prog.body += lines
+        return
+    if kk == 0:
+        lines += [f"  memset({node.buf}, 0, {bsz * m * nn}ULL * sizeof(*{node.buf}));"]
+        prog.body += lines
+        return
+    blas = {dtypes.float32: "fx_sgemm", dtypes.float64: "fx_dgemm"}.get(np.dtype(node.dtype))
+    close = ["  }"]
+    same = np.dtype(lhs.dtype) == np.dtype(node.dtype) == np.dtype(rhs.dtype)
+    if blas and same and bsz * m * nn * kk <= _SMALL_GEMM:
+        lines += _small_gemm(node, la, rb_, ta, tb, bsz, m, kk, nn, ct)
+        prog.body += lines
+        return
+    if blas and np.dtype(lhs.dtype) == np.dtype(node.dtype):
+        lda = m if ta else kk
+        ldb = kk if tb else nn
+        lines += [
+            f"  if ({blas}) {{",
+            f"    for (int64_t b = 0; b < {bsz}LL; ++b)",
+            f"      {blas}(101, {112 if ta else 111}, {112 if tb else 111}, {m}LL, "
+            f"{nn}LL,"
+            f" {kk}LL, ({ct})1, {la} + b * {m * kk}LL, {lda}LL, {rb_} + b * {kk * nn}LL,"
+            f" {ldb}LL, ({ct})0, {node.buf} + b * {m * nn}LL, {nn}LL);",
+            "  } else {",
+        ]
+    else:
+        lines.append("  {")
+    a_idx = f"(t * {m}LL + ii)" if ta else f"(ii * {kk}LL + t)"
+    b_idx = f"(jj * {kk}LL + t)" if tb else f"(t * {nn}LL + jj)"
+    acc_t = (
+        "double"
+        if ct == "double"
+        else ("float" if _is_float(node.dtype) else compute_type(node.dtype))
+    )
+
+    def rd(buf, idx, dt, sz):
+        raw = f"{buf}[b * {sz}LL + {idx}]"
+        if np.dtype(dt) == dtypes.bfloat16:
+            return f"(({acc_t})fx_bf16_to_f32({raw}))"
+        return f"(({acc_t}){raw})"
+
+    a_read = rd(la, a_idx, lhs.dtype, m * kk)
+    b_read = rd(rb_, b_idx, rhs.dtype, kk * nn)
+    lines += [
+        f"    #pragma omp parallel for collapse(2) if({bsz * m * nn * kk}LL >= {_PAR})",
+        f"    for (int64_t b = 0; b < {bsz}LL; ++b)",
+        f"    for (int64_t ii = 0; ii < {m}LL; ++ii) {{",
+        f"      for (int64_t jj = 0; jj < {nn}LL; ++jj) {{",
+        f"        {acc_t} s = 0;",
+        f"        for (int64_t t = 0; t < {kk}LL; ++t) s += {a_read} * {b_read};",
+        "        "
+        + _store(
+            node.buf,
+            f"b * {m * nn}LL + ii * {nn}LL + jj",
+            f"({compute_type(node.dtype)})s",
+            node.dtype,
+        ),
+        "      }",
+        "    }",
+    ]
+    lines += close
+    prog.body += lines
+
+
+def _small_gemm(node, la, rb_, ta, tb, bsz, m, kk, nn, ct):
+    """A generated matrix product for problems too small for BLAS's threads (idle, they spin
+    against the OpenMP threads). From 4 rows and 2 columns up, the prelude's register-tiled
+    ``fx_gemm`` (one tile shape per machine; for fewer columns than a vector holds, on the
+    transposed problem); below, one row of C at a time:
+    ``c += a * B[t, :]`` in vector form when B is stored (K, N), vector dot products when
+    B's columns are contiguous."""
+    c = node.buf
+    work = bsz * m * nn * kk
+    a_i, a_t = (1, m) if ta else (kk, 1)
+    b_t, b_j = (1, kk) if tb else (nn, 1)
+    lanes = 64 // np.dtype(node.dtype).itemsize
+    if 2 <= nn < lanes and m > nn and a_t == 1:  # few columns, rows of A contiguous
+        return [
+            f"  if (fx_gemm_narrow<{ct}, {nn}>({bsz}LL, {m}LL, {kk}LL, {la}, {a_i}LL, "
+            f"{rb_}, {b_t}LL, {b_j}LL, {c}, {nn}LL)) return 1;"
+        ]
+    if 2 <= nn < lanes and m > nn:  # few columns: C^T = B^T A^T, C stored transposed
+        return [
+            f"  fx_gemm<{ct}>({bsz}LL, {nn}LL, {kk}LL, {m}LL, {rb_}, {b_j}LL, {b_t}LL, "
+            f"{la}, {a_t}LL, {a_i}LL, {c}, 1LL, {nn}LL, {work}LL >= {_PAR_DOT});"
+        ]
+    if m >= 4 and nn >= 2:
+        return [
+            f"  fx_gemm<{ct}>({bsz}LL, {m}LL, {kk}LL, {nn}LL, {la}, {a_i}LL, {a_t}LL, "
+            f"{rb_}, {b_t}LL, {b_j}LL, {c}, {nn}LL, 1LL, {work}LL >= {_PAR_DOT});"
+        ]
+    tb = tb or nn == 1  # a single column of B is contiguous either way
+    a_el = f"{la}[b * {m * kk}LL + " + (f"t * {m}LL + ii]" if ta else f"ii * {kk}LL + t]")
+    lines = [
+        f"  #pragma omp parallel for collapse(2) schedule(static) if({work}LL >= {_PAR_DOT})",
+        f"  for (int64_t b = 0; b < {bsz}LL; ++b)",
+        f"  for (int64_t ii = 0; ii < {m}LL; ++ii) {{",
+        f"    {ct}* __restrict crow = {c} + b * {m * nn}LL + ii * {nn}LL;",
+    ]
+    if not tb:
+        lines += [
+            "    #pragma omp simd",
+            f"    for (int64_t jj = 0; jj < {nn}LL; ++jj) crow[jj] = 0;",
+            f"    for (int64_t t = 0; t < {kk}LL; ++t) {{",
+            f"      const {ct} av = {a_el};",
+            f"      const {ct}* __restrict brow = {rb_} + b * {kk * nn}LL + t * {nn}LL;",
+            "      #pragma omp simd",
+            f"      for (int64_t jj = 0; jj < {nn}LL; ++jj) crow[jj] += av * brow[jj];",
+            "    }",
+        ]
+    elif ct == "float" and kk > _SUM_BLOCK:
+        # long float32 dot products: blocks in SIMD lanes, the blocks' sums in double (see
+        # _cascade_split)
+        g = _SUM_BLOCK
+        end = f"fx_imin(tb + {g}LL, {kk}LL)" if kk % g else f"tb + {g}LL"
+        lines += [
+            f"    for (int64_t jj = 0; jj < {nn}LL; ++jj) {{",
+            f"      const {ct}* __restrict bcol = {rb_} + b * {kk * nn}LL + jj * {kk}LL;",
+            "      double sw = 0;",
+            f"      for (int64_t tb = 0; tb < {kk}LL; tb += {g}LL) {{",
+            "        float s = 0.0f;",
+            "        #pragma omp simd reduction(+:s)",
+            f"        for (int64_t t = tb; t < {end}; ++t) s += {a_el} * bcol[t];",
+            "        sw += (double)s;",
+            "      }",
+            "      crow[jj] = (float)sw;",
+            "    }",
+        ]
+    else:
+        lines += [
+            f"    for (int64_t jj = 0; jj < {nn}LL; ++jj) {{",
+            f"      const {ct}* __restrict bcol = {rb_} + b * {kk * nn}LL + jj * {kk}LL;",
+            f"      {ct} s = 0;",
+            "      #pragma omp simd reduction(+:s)",
+            f"      for (int64_t t = 0; t < {kk}LL; ++t) s += {a_el} * bcol[t];",
+            "      crow[jj] = s;",
+            "    }",
+        ]
+    return lines + ["  }"]

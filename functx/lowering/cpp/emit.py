@@ -1,0 +1,409 @@
+"""C++ element code: storage and compute types, number literals, the SymPy-to-C index printer
+(``_ic``), the C spellings of element operations (``_FLOAT_FN``, ``_BIN``) and the ``Emitter``
+that prints element expressions (``E`` trees of ``loopir.py``) as C statements, plus the small
+helpers every kernel kind uses (stores, the parallel threshold, index decomposition)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import sympy
+
+from functx import dtypes
+from functx.errors import UnsupportedError
+from functx.lowering.loopir import Acc, Const, FloorDiv, Guard, Idx, Load, ModI, Op, Sym, strides_of
+
+_STORAGE = {
+    dtypes.bool_: "bool",
+    dtypes.int8: "int8_t",
+    dtypes.int16: "int16_t",
+    dtypes.int32: "int32_t",
+    dtypes.int64: "int64_t",
+    dtypes.uint8: "uint8_t",
+    dtypes.uint16: "uint16_t",
+    dtypes.uint32: "uint32_t",
+    dtypes.uint64: "uint64_t",
+    dtypes.float16: "_Float16",
+    dtypes.bfloat16: "uint16_t",
+    dtypes.float32: "float",
+    dtypes.float64: "double",
+}
+
+
+def storage_type(dt) -> str:
+    return _STORAGE[np.dtype(dt)]
+
+
+def compute_type(dt) -> str:
+    dt = np.dtype(dt)
+    if dt in (dtypes.float16, dtypes.bfloat16):
+        return "float"
+    return _STORAGE[dt]
+
+
+def _is_float(dt) -> bool:
+    return np.dtype(dt) in dtypes.FLOATS
+
+
+def _num(v, dt) -> str:
+    dt = np.dtype(dt)
+    ct = compute_type(dt)
+    if dt == dtypes.bool_:
+        return "true" if bool(v) else "false"
+    if _is_float(dt):
+        f = float(v)
+        if math.isnan(f):
+            return f"fx::limits<{ct}>::quiet_NaN()"
+        if math.isinf(f):
+            return f"({'-' if f < 0 else ''}fx::limits<{ct}>::infinity())"
+        return f"(({ct}){f!r})"
+    i = int(v)
+    if dt == dtypes.int64 and i == -(2**63):
+        return "fx::limits<int64_t>::lowest()"
+    return f"(({ct}){i}{'ULL' if dt.kind == 'u' else 'LL'})"
+
+
+class _SympyC:
+    """Print SymPy index expressions as C integer arithmetic."""
+
+    def __call__(self, e) -> str:
+        e = sympy.sympify(e)
+        if e.is_Integer:
+            return f"{int(e)}LL"
+        if e.is_Symbol:
+            return str(e)
+        if isinstance(e, Guard):
+            return self(e.args[1])
+        if isinstance(e, FloorDiv):
+            return f"({self(e.args[0])} / {self(e.args[1])})"
+        if isinstance(e, ModI):
+            return f"({self(e.args[0])} % {self(e.args[1])})"
+        if e.is_Add:
+            return "(" + " + ".join(self(a) for a in e.args) + ")"
+        if e.is_Mul:
+            return "(" + " * ".join(self(a) for a in e.args) + ")"
+        if isinstance(e, sympy.Max):
+            out = self(e.args[0])
+            for a in e.args[1:]:
+                out = f"fx_imax({out}, {self(a)})"
+            return out
+        if isinstance(e, sympy.Min):
+            out = self(e.args[0])
+            for a in e.args[1:]:
+                out = f"fx_imin({out}, {self(a)})"
+            return out
+        raise UnsupportedError(f"jit: cannot print index expression {e}")
+
+
+_ic = _SympyC()
+
+
+_FLOAT_FN = {
+    "exp": "fx_exp",
+    "exp2": "fx::exp2",
+    "log": "fx_log",
+    "log1p": "fx::log1p",
+    "expm1": "fx::expm1",
+    "sqrt": "fx::sqrt",
+    "cbrt": "fx::cbrt",
+    "sin": "fx::sin",
+    "cos": "fx::cos",
+    "tan": "fx::tan",
+    "asin": "fx::asin",
+    "acos": "fx::acos",
+    "atan": "fx::atan",
+    "sinh": "fx::sinh",
+    "cosh": "fx::cosh",
+    "tanh": "fx_tanh",
+    "asinh": "fx::asinh",
+    "acosh": "fx::acosh",
+    "atanh": "fx::atanh",
+    "erf": "fx::erf",
+    "lgamma": "fx::lgamma",
+    "floor": "fx::floor",
+    "ceil": "fx::ceil",
+}
+
+
+_BIN = {
+    "add": "+",
+    "sub": "-",
+    "mul": "*",
+    "eq": "==",
+    "ne": "!=",
+    "lt": "<",
+    "le": "<=",
+    "gt": ">",
+    "ge": ">=",
+}
+
+
+class Emitter:
+    """Emits statements computing element expressions, sharing repeated subexpressions."""
+
+    def __init__(self, indent: str, prefix: str = "v"):
+        self.indent = indent
+        self.prefix = prefix
+        self.lines: list[str] = []
+        self.by_id: dict[int, str] = {}
+        self.keep: list = []
+        self.counter = 0
+        self.acc_names: dict = {}
+        # Loop-invariant hoisting: subexpressions that do not involve ``inner`` (the innermost
+        # loop's index symbols) are emitted by ``outer``, before the loop.
+        self.outer: Emitter | None = None
+        self.inner: frozenset = frozenset()
+        self._dep: dict[int, bool] = {}
+
+    def hoisting(self, outer: Emitter, inner_syms) -> Emitter:
+        self.outer = outer
+        outer.acc_names = self.acc_names
+        self.inner = frozenset(inner_syms)
+        return self
+
+    def _depends(self, e) -> bool:
+        hit = self._dep.get(id(e))
+        if hit is not None:
+            return hit
+        stack = [(e, False)]  # (an explicit stack: expressions may be deep)
+        while stack:
+            x, ready = stack.pop()
+            if id(x) in self._dep:
+                continue
+            kids = _operands(x)
+            if not ready and kids:
+                stack.append((x, True))
+                stack.extend((k, False) for k in kids if id(k) not in self._dep)
+                continue
+            if isinstance(x, (Const, Acc)):
+                out = False
+            elif isinstance(x, Sym):
+                out = True
+            elif isinstance(x, Idx):
+                out = bool(sympy.sympify(x.expr).free_symbols & self.inner)
+            elif isinstance(x, Load) and not kids:
+                out = bool(sympy.sympify(x.offset).free_symbols & self.inner)
+            else:
+                out = any(self._dep[id(k)] for k in kids)
+            self._dep[id(x)] = out
+        return self._dep[id(e)]
+
+    def temp(self, ctype: str, code: str) -> str:
+        name = f"{self.prefix}{self.counter}"
+        self.counter += 1
+        self.lines.append(f"{self.indent}const {ctype} {name} = {code};")
+        return name
+
+    def __call__(self, e) -> str:
+        hit = self.by_id.get(id(e))
+        if hit is not None:
+            return hit
+        # operands first, from an explicit stack in the order a recursive walk would take them
+        # (left to right, depth first), so that deep expressions need no deep Python recursion
+        stack = [(e, False)]
+        while stack:
+            x, ready = stack.pop()
+            if id(x) in self.by_id:
+                continue
+            if (
+                ready
+                or self.outer is not None
+                and not isinstance(x, (Const, Acc))
+                and not self._depends(x)
+            ):
+                self._one(x)  # (what the outer emitter takes, it walks itself)
+                continue
+            kids = _operands(x)
+            stack.append((x, True))
+            stack.extend((k, False) for k in reversed(kids) if id(k) not in self.by_id)
+        return self.by_id[id(e)]
+
+    def _one(self, e) -> str:
+        """Emit ``e``, whose operands are emitted already."""
+        if self.outer is not None and not isinstance(e, (Const, Acc)) and not self._depends(e):
+            out = self.outer(e)
+            self.by_id[id(e)] = out
+            self.keep.append(e)
+            return out
+        code = self._emit(e)
+        if isinstance(e, (Const, Acc, Sym)) or (
+            isinstance(e, Idx) and sympy.sympify(e.expr).is_Atom
+        ):
+            out = code
+        else:
+            out = self.temp(compute_type(e.dtype), code)
+        self.by_id[id(e)] = out
+        self.keep.append(e)
+        return out
+
+    def offset(self, off) -> str:
+        if isinstance(off, (Const, Idx, Op, Load)):
+            return self(off)
+        off = sympy.sympify(off)
+        if self.outer is not None and off.is_Add:
+            # the terms that do not vary in the inner loop are computed once, before it: an
+            # address the compiler sees as base + affine(i) becomes a contiguous vector load
+            # (a clamp such as max(0, i - 1) in the address otherwise makes it a gather)
+            inv = [t for t in off.args if not t.free_symbols & self.inner]
+            var = [t for t in off.args if t.free_symbols & self.inner]
+            if var and any(not t.is_Number for t in inv):
+                return f"({_ic(sympy.Add(*var))} + {self.outer.index_temp(sympy.Add(*inv))})"
+        return _ic(off)
+
+    def index_temp(self, e) -> str:
+        key = ("index", e)
+        hit = self.by_id.get(key)
+        if hit is None:
+            hit = self.by_id[key] = self.temp("int64_t", _ic(e))
+        return hit
+
+    def _emit(self, e) -> str:
+        if isinstance(e, Const):
+            return _num(e.value, e.dtype)
+        if isinstance(e, Idx):
+            return f"((int64_t){_ic(e.expr)})"
+        if isinstance(e, Acc):
+            return self.acc_names[(e.node, e.which)]
+        if isinstance(e, Sym):
+            return e.name
+        if isinstance(e, Load):
+            raw = f"{e.buf}[{self.offset(e.offset)}]"
+            dt = np.dtype(e.dtype)
+            if dt == dtypes.bfloat16:
+                return f"fx_bf16_to_f32({raw})"
+            if dt == dtypes.float16:
+                return f"((float){raw})"
+            return raw
+        if isinstance(e, Op):
+            code = self._op(e)
+            dt = np.dtype(e.dtype)
+            if e.name != "convert" and dt == dtypes.bfloat16:
+                return f"fx_bf16_to_f32(fx_f32_to_bf16({code}))"
+            if e.name != "convert" and dt == dtypes.float16:
+                return f"((float)(_Float16)({code}))"
+            return code
+        raise TypeError(e)
+
+    def _op(self, e: Op) -> str:
+        name = e.name
+        params = dict(a for a in e.args if isinstance(a, tuple))
+        args = [a for a in e.args if not isinstance(a, tuple)]
+        a = [self(x) for x in args]
+        ct = compute_type(e.dtype)
+        in_dt = np.dtype(args[0].dtype) if args else np.dtype(e.dtype)
+        in_ct = compute_type(in_dt)
+        fl = _is_float(in_dt)
+        if name in _BIN:
+            return f"({a[0]} {_BIN[name]} {a[1]})"
+        if name in ("and", "or", "xor"):
+            op = {"and": "&", "or": "|", "xor": "^"}[name]
+            return f"(({ct})({a[0]} {op} {a[1]}))"
+        if name == "not":
+            return f"(!{a[0]})" if in_dt == dtypes.bool_ else f"(({ct})~{a[0]})"
+        if name == "div":
+            return f"({a[0]} / {a[1]})" if fl else f"fx_idiv<{ct}>({a[0]}, {a[1]})"
+        if name == "rem":
+            return f"fx::fmod({a[0]}, {a[1]})" if fl else f"fx_irem<{ct}>({a[0]}, {a[1]})"
+        if name == "pow":
+            if fl:
+                return f"fx::pow({a[0]}, ({ct}){a[1]})"
+            return f"fx_ipow_int<{ct}>({a[0]}, {a[1]})"
+        if name == "max":
+            return f"fx_max<{ct}>({a[0]}, {a[1]})"
+        if name == "min":
+            return f"fx_min<{ct}>({a[0]}, {a[1]})"
+        if name == "atan2":
+            return f"fx::atan2({a[0]}, {a[1]})"
+        if name == "nextafter":
+            if np.dtype(e.dtype) in (dtypes.float16, dtypes.bfloat16):
+                raise UnsupportedError("jit: nextafter of float16/bfloat16 is not supported")
+            return f"fx::nextafter({a[0]}, {a[1]})"
+        if name == "neg":
+            return f"(({ct})(-{a[0]}))"
+        if name == "abs":
+            return f"fx::fabs({a[0]})" if fl else f"(({ct})({a[0]} < 0 ? -{a[0]} : {a[0]}))"
+        if name == "sign":
+            return f"fx_sign<{ct}>({a[0]})"
+        if name == "round":
+            return (
+                f"fx::nearbyint({a[0]})"
+                if params.get("rounding_method", 1) == 1
+                else f"fx::round({a[0]})"
+            )
+        if name == "rsqrt":
+            return f"(({ct})1 / fx::sqrt({a[0]}))"
+        if name == "logistic":
+            return f"fx_logistic<{ct}>({a[0]})"
+        if name == "is_finite":
+            return f"(({a[0]} - {a[0]}) == 0)"  # false for inf and NaN; vectorises
+        if name in _FLOAT_FN:
+            fn = _FLOAT_FN[name]
+            return f"{fn}<{ct}>({a[0]})" if fn.startswith("fx_") else f"{fn}({a[0]})"
+        if name == "integer_pow":
+            return self._ipow(a[0], params["y"], ct)
+        if name == "select":
+            return f"({a[0]} ? {a[1]} : {a[2]})"
+        if name == "convert":
+            to = np.dtype(e.dtype)
+            src = in_ct
+            if to in (dtypes.float16, dtypes.bfloat16):
+                # round through the storage type so values match the stored precision
+                if to == dtypes.float16:
+                    return f"((float)(_Float16)fx_convert<float, {src}>({a[0]}))"
+                return f"fx_bf16_to_f32(fx_f32_to_bf16(fx_convert<float, {src}>({a[0]})))"
+            return f"fx_convert<{ct}, {src}>({a[0]})"
+        if name == "clamp":
+            return f"fx_clamp({a[0]}, {a[1]}, {a[2]})"
+        raise UnsupportedError(f"jit: no C++ for elementwise op '{name}'")
+
+    def _ipow(self, x: str, y: int, ct: str) -> str:
+        if y == 0:
+            return f"(({ct})1)"
+        n = abs(y)
+        acc, base = None, x
+        while n:
+            if n & 1:
+                acc = base if acc is None else self.temp(ct, f"{acc} * {base}")
+            n >>= 1
+            if n:
+                base = self.temp(ct, f"{base} * {base}")
+        return f"(({ct})1 / {acc})" if y < 0 else acc
+
+
+def _operands(e) -> list:
+    """The expressions ``e`` reads directly (its operands, or a data-dependent load offset)."""
+    if isinstance(e, Op):
+        return [a for a in e.args if not isinstance(a, tuple)]
+    if isinstance(e, Load) and isinstance(e.offset, (Const, Idx, Op, Load)):
+        return [e.offset]
+    return []
+
+
+def _store(buf: str, off: str, val: str, dt) -> str:
+    dt = np.dtype(dt)
+    if dt == dtypes.bfloat16:
+        return f"{buf}[{off}] = fx_f32_to_bf16({val});"
+    if dt == dtypes.float16:
+        return f"{buf}[{off}] = (_Float16)({val});"
+    return f"{buf}[{off}] = {val};"
+
+
+_PAR = 1 << 15  # parallelise loops of at least this many elements
+
+
+# float32 sums over more elements than this are cascaded (see _cascade_split)
+_SUM_BLOCK = 128
+
+
+def _decompose(vars_, shape, flat_name):
+    """Statements binding ``vars_`` to the multi-index of ``flat_name`` in ``shape``."""
+    out = []
+    for v, s, d in zip(vars_, strides_of(shape), shape):
+        expr = f"{flat_name}"
+        if s != 1:
+            expr = f"({expr} / {s}LL)"
+        if s * d != math.prod(shape):
+            expr = f"({expr} % {d}LL)"
+        out.append(f"const int64_t {v} = {expr};")
+    return out

@@ -1,0 +1,386 @@
+"""C++ reduction kernels: rows of sums, max/min, products, argmax/argmin and Welford moments,
+with the pointwise work around them fused in (row caches, cascaded sums, zero-sign fixes)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from functx import dtypes
+from functx.lowering.cpp.emit import (
+    _PAR,
+    _SUM_BLOCK,
+    Emitter,
+    _decompose,
+    _ic,
+    _is_float,
+    _store,
+    compute_type,
+)
+from functx.lowering.loopir import Op, costly, flat_offset, subexprs
+from functx.lowering.schedule import Kernel, KernelCtx
+
+_ROW_CACHE_ELEMS = 1 << 14  # reduction rows up to this long may keep costly values on the stack
+
+
+def _size(e) -> int:
+    return sum(1 for _ in subexprs(e))
+
+
+def _contains(big, e) -> bool:
+    return any(s is e for s in subexprs(big))
+
+
+def _cascade_split(inner):
+    """Where a float32 sum over the reduced axes ``inner`` is cut into blocks: ``(d, g)``, the
+    loop over axis ``d`` taken ``g`` iterations at a time so that a block (those iterations and
+    the loops inside) covers at most _SUM_BLOCK elements, or None when the whole row fits one
+    block. Each block sums in float SIMD lanes (a lane adds at most _SUM_BLOCK / lanes values)
+    and the blocks' sums meet in a double, so the error stays that of a short float sum whatever
+    the row's length (one float accumulator per lane stops growing at 2^24 ulp)."""
+    if math.prod(inner) <= _SUM_BLOCK:
+        return None
+    d, below = len(inner) - 1, 1
+    while d > 0 and below * inner[d] <= _SUM_BLOCK:
+        below *= inner[d]
+        d -= 1
+    return d, max(1, _SUM_BLOCK // below)
+
+
+def render(prog, k: Kernel):
+    rows = k.row_shape
+    inner = k.inner_shape
+    n_rows = math.prod(rows)
+    n_inner = math.prod(inner)
+    rv, iv = k.row_vars(), k.inner_vars()
+    full = k.full_index()
+    if n_rows == 0:
+        return
+    lines = [
+        f"  // kernel {k.index}: reduce axes {k.axes} of {k.shape}",
+        f"  #pragma omp parallel for schedule(static) if({n_rows}LL * {max(n_inner, 1)}LL"
+        f" >= {_PAR} && {n_rows}LL > 1)",
+        f"  for (int64_t row = 0; row < {n_rows}LL; ++row) {{",
+    ]
+    lines += ["    " + s for s in _decompose([str(v) for v in rv], rows, "row")]
+    acc_names: dict = {}
+    row_off = _ic(flat_offset(rv, rows)) if rows else "0"
+    # element expressions first (one context per phase: each pass, then the maps), so that
+    # costly subexpressions shared between phases can be kept in a row buffer
+    ctxs = [KernelCtx(k, rv) for _ in range(len(k.passes) + 1)]
+    pass_vals = [[r.params["operand"].load(full, c) for r in red] for red, c in zip(k.passes, ctxs)]
+    map_vals = [m.fn(full, ctxs[-1]) for m in k.maps]
+    keep, reuse = _row_cache(prog, k, full, ctxs)
+    cascade_at = _cascade_split(inner)
+    lines += [
+        f"    alignas(64) {ct} {name}[{n_inner}];"
+        for name, ct in dict.fromkeys((name, ct) for keeps in keep for name, ct, _ in keeps)
+    ]
+    for p, red_nodes in enumerate(k.passes):
+        decls, updates = [], []
+        hoist = Emitter("    ", prefix=f"h{p}_")
+        em = Emitter("      " + "  " * max(len(inner) - 1, 0))
+        em.acc_names = acc_names
+        em.hoisting(hoist, iv)
+        _reuse(em, reuse[p])
+        clauses, post, index_loops, zero_fixes, cascade = [], [], [], [], []
+        for r, val_e in zip(red_nodes, pass_vals[p]):
+            op = r.params["op"]
+            x = r.params["operand"]
+            v = em(val_e)
+            ct = compute_type(x.dtype)
+            a = f"a{r.id}"
+            acc_names[(r.id, 0)] = a
+            if op in ("argmax", "argmin") and np.dtype(x.dtype) != dtypes.bool_:
+                # vectorisable: the extreme value (with a NaN flag) in this pass, then the
+                # first index holding it (or the first NaN) in a second loop over the row
+                cmp = ">" if op == "argmax" else "<"
+                bi = f"ai{r.id}"
+                ident = _lowest(x.dtype) if op == "argmax" else _highest(x.dtype)
+                nan = _is_float(x.dtype)
+                decls.append(
+                    f"{ct} {a} = {ident}; int {a}_nan = 0;" if nan else f"{ct} {a} = {ident};"
+                )
+                updates.append(
+                    f"{a} = ({v} {cmp} {a}) ? {v} : {a};"
+                    + (f" {a}_nan |= ({v} != {v});" if nan else "")
+                )
+                clauses.append(f"reduction({'max' if cmp == '>' else 'min'}:{a})")
+                if nan:
+                    clauses.append(f"reduction(|:{a}_nan)")
+                hit = (
+                    f"((!{a}_nan & ({{v}} == {a})) | ({a}_nan & ({{v}} != {{v}})))"
+                    if nan
+                    else f"({{v}} == {a})"
+                )
+                index_loops.append((bi, val_e, hit))
+                acc_names[(r.id, 0)] = f"(({compute_type(r.dtype)}){bi})"
+                continue
+            if op in ("argmax", "argmin"):  # bool operands: one scalar loop
+                bi = f"ai{r.id}"
+                init = "-" if op == "argmax" else ""
+                cmp = ">" if op == "argmax" else "<"
+                if _is_float(x.dtype):
+                    decls.append(
+                        f"{ct} {a} = {init}fx::limits<{ct}>::infinity(); int64_t {bi} = 0;"
+                    )
+                    updates.append(
+                        f"if (!({a} != {a}) && ({v} {cmp} {a} || {v} != {v})) "
+                        f"{{ {a} = {v}; {bi} = jflat; }}"
+                    )
+                else:
+                    lim = "lowest" if op == "argmax" else "max"
+                    decls.append(
+                        f"{ct} {a} = fx::limits<{ct}>::{lim}(); "
+                        f"int64_t {bi} = 0; bool {a}_set = false;"
+                    )
+                    updates.append(
+                        f"if (!{a}_set || {v} {cmp} {a}) {{ {a} = {v}; "
+                        f"{bi} = jflat; {a}_set = true; }}"
+                    )
+                acc_names[(r.id, 0)] = f"(({compute_type(r.dtype)}){bi})"
+                continue
+            is_bool = np.dtype(x.dtype) == dtypes.bool_
+            if op in ("reduce_max", "reduce_min") and _is_float(x.dtype):
+                # vectorisable: the plain comparison (which skips NaN) plus a NaN flag
+                cmp = ">" if op == "reduce_max" else "<"
+                ident = _lowest(x.dtype) if op == "reduce_max" else _highest(x.dtype)
+                # a zero of the sign that wins ties: +0.0 for max, -0.0 for min
+                zsign = "0" if cmp == ">" else "1"
+                # (which zero, when the extreme is a zero: a second loop over the row, run
+                # only then, keeps the sign test out of the hot loop)
+                decls.append(f"{ct} {a} = {ident}; int {a}_nan = 0;")
+                updates.append(f"{a} = ({v} {cmp} {a}) ? {v} : {a}; {a}_nan |= ({v} != {v});")
+                clauses += [
+                    f"reduction({'max' if cmp == '>' else 'min'}:{a})",
+                    f"reduction(|:{a}_nan)",
+                ]
+                zero_fixes.append((a, val_e, zsign, "+" if cmp == ">" else "-", ct))
+                post.append(f"if ({a}_nan) {a} = fx::limits<{ct}>::quiet_NaN();")
+                continue
+            ident, comb, clause = {
+                "reduce_sum": ("0", f"{a} + {v}", "+"),
+                "reduce_prod": ("1", f"{a} * {v}", "*"),
+                "reduce_max": (_lowest(x.dtype), f"fx_max<{ct}>({a}, {v})", "max"),
+                "reduce_min": (_highest(x.dtype), f"fx_min<{ct}>({a}, {v})", "min"),
+                "reduce_and": (
+                    "true" if is_bool else f"(({ct})-1)",
+                    f"({ct})({a} & {v})",
+                    "&&" if is_bool else "&",
+                ),
+                "reduce_or": (
+                    "false" if is_bool else "0",
+                    f"({ct})({a} | {v})",
+                    "||" if is_bool else "|",
+                ),
+            }[op]
+            if is_bool and op in ("reduce_and", "reduce_or"):
+                comb = f"{a} {'&&' if op == 'reduce_and' else '||'} {v}"
+            if op == "reduce_sum" and ct == "float" and cascade_at is not None:
+                # blocks of at most _SUM_BLOCK elements summed in float lanes, the blocks'
+                # partial sums added in double: the error does not grow with the row
+                decls.append(f"double {a}_w = 0;")
+                cascade.append(a)
+            else:
+                decls.append(f"{ct} {a} = ({ct}){ident};")
+            updates.append(f"{a} = {comb};")
+            if clauses is not None:
+                clauses.append(f"reduction({clause}:{a})")
+        updates += [f"{name}[jflat] = {em(e)};" for name, _, e in keep[p]]
+        lines += ["    " + d for d in decls]
+        lines += hoist.lines
+        has_arg = any(
+            r.params["op"] in ("argmax", "argmin")
+            and np.dtype(r.params["operand"].dtype) == dtypes.bool_
+            for r in red_nodes
+        )
+        lines += _inner_loops(
+            prog,
+            iv,
+            inner,
+            em.lines + [em.indent + u for u in updates],
+            needs_jflat=has_arg or bool(keep[p] or reuse[p]),
+            simd_clauses=None if has_arg else clauses,
+            cascade=(cascade_at, cascade) if cascade else None,
+        )
+        lines += [f"    float {a} = (float){a}_w;" for a in cascade]
+        if index_loops:
+            lines += _index_loop(prog, k, index_loops, acc_names, iv, reuse[p])
+        for fix in zero_fixes:
+            lines += _zero_sign(prog, k, fix, acc_names, iv, reuse[p])
+        lines += ["    " + q for q in post]
+    # stores of the reductions that own buffers used outside the row
+    for r in [r for p in k.passes for r in p]:
+        lines.append(f"    {_store(r.buf, row_off, acc_names[(r.id, 0)], r.dtype)}")
+    if k.maps:
+        hoist = Emitter("    ", prefix="hm")
+        em = Emitter("      " + "  " * max(len(inner) - 1, 0))
+        em.acc_names = acc_names
+        em.hoisting(hoist, iv)
+        _reuse(em, reuse[-1])
+        stores = []
+        for m, val_e in zip(k.maps, map_vals):
+            val = em(val_e)
+            stores.append(
+                em.indent + _store(m.buf, em.offset(flat_offset(full, k.shape)), val, m.dtype)
+            )
+        lines += hoist.lines
+        lines += _inner_loops(
+            prog, iv, inner, em.lines + stores, simd=True, needs_jflat=bool(reuse[-1])
+        )
+    if k.epilogue:
+        em = Emitter("    ")
+        em.acc_names = acc_names
+        ctx = KernelCtx(k, rv)
+        for m in k.epilogue:
+            val = em(m.fn(rv, ctx))
+            em.lines.append("    " + _store(m.buf, row_off, val, m.dtype))
+        lines += em.lines
+    lines.append("  }")
+    prog.body += lines
+
+
+def _index_loop(prog, k: Kernel, index_loops, acc_names, iv, reuse):
+    """The second loop of a vectorised argmax/argmin: the first position where the row's
+    element equals the extreme value found by the pass (or is NaN, if the row has one)."""
+    n_inner = math.prod(k.inner_shape)
+    hoist = Emitter("    ", prefix="hi_")
+    em = Emitter("      " + "  " * max(len(k.inner_shape) - 1, 0))
+    em.acc_names = acc_names
+    em.hoisting(hoist, iv)
+    _reuse(em, reuse)
+    updates, clauses = [], []
+    for bi, val_e, hit in index_loops:
+        v = em(val_e)
+        updates.append(f"{bi} = fx_imin({bi}, {hit.format(v=v)} ? jflat : {n_inner}LL);")
+        clauses.append(f"reduction(min:{bi})")
+    lines = [f"    int64_t {bi} = {n_inner}LL;" for bi, _, _ in index_loops] + hoist.lines
+    lines += _inner_loops(
+        prog,
+        iv,
+        k.inner_shape,
+        em.lines + [em.indent + u for u in updates],
+        needs_jflat=True,
+        simd_clauses=clauses,
+    )
+    return lines
+
+
+def _zero_sign(prog, k: Kernel, fix, acc_names, iv, reuse):
+    """When a float max (min) of a row is zero, whether +0 (-0) occurs in the row: that
+    zero is the result (JAX's max(-0, +0) is +0 whatever the order)."""
+    a, val_e, zsign, sign, ct = fix
+    hoist = Emitter("      ", prefix=f"hz{a}_")
+    em = Emitter("        " + "  " * max(len(k.inner_shape) - 1, 0))
+    em.acc_names = acc_names
+    em.hoisting(hoist, iv)
+    _reuse(em, reuse)
+    v = em(val_e)
+    body = em.lines + [f"{em.indent}{a}_z |= ({v} == 0 && __builtin_signbit({v}) == {zsign});"]
+    loop = _inner_loops(
+        prog, iv, k.inner_shape, body, needs_jflat=bool(reuse), simd_clauses=[f"reduction(|:{a}_z)"]
+    )
+    return (
+        [f"    if ({a} == 0) {{", f"      int {a}_z = 0;"]
+        + hoist.lines
+        + ["  " + ln for ln in loop]
+        + [f"      if ({a}_z) {a} = {sign}({ct})0;", "    }"]
+    )
+
+
+def _row_cache(prog, k: Kernel, full, ctxs):
+    """Costly element subexpressions (a transcendental function of the row's elements) that
+    more than one phase of a reduction kernel computes, e.g. softmax's ``exp(x - max)`` in
+    the sum pass and again in the normalising map: the first phase stores them in a row
+    buffer on the stack, later phases read it. Returns, per phase, the (buffer, C type,
+    expression) to store and the (expression, buffer) pairs to read."""
+    n_inner = math.prod(k.inner_shape)
+    keep: list = [[] for _ in ctxs]
+    reuse: list = [[] for _ in ctxs]
+    if not k.inner_shape or n_inner > _ROW_CACHE_ELEMS:
+        return keep, reuse
+    first: dict = {}  # node id -> (phase, expression)
+    chosen: list = []
+    for p, ctx in enumerate(ctxs):
+        for (nid, idx), e in ctx.memo.items():
+            if idx != full or not isinstance(e, Op):
+                continue
+            if nid not in first:
+                first[nid] = (p, e)
+            elif first[nid][0] < p and costly(e):
+                chosen.append((nid, p, e))
+    taken: dict = {}
+    for nid, p, e in sorted(chosen, key=lambda c: -_size(c[2])):
+        if any(_contains(big, e) for big, _ in reuse[p]):
+            continue  # already inside a reused larger expression
+        q, e0 = first[nid]
+        if nid not in taken:
+            taken[nid] = f"rc{len(taken)}_{k.index}"
+            keep[q].append((taken[nid], compute_type(e0.dtype), e0))
+        reuse[p].append((e, taken[nid]))
+    return keep, reuse
+
+
+def _reuse(em: Emitter, reuse: list):
+    for e, name in reuse:
+        em.by_id[id(e)] = f"{name}[jflat]"
+        em.keep.append(e)
+
+
+def _inner_loops(
+    prog, iv, inner, body, needs_jflat=False, simd=False, simd_clauses=None, cascade=None
+):
+    """Loops over the reduced axes around ``body``. ``cascade``: ``((d, g), names)`` of
+    _cascade_split and the float partial sums (declared here, per block) that each block
+    adds to ``<name>_w``, a double declared by the caller."""
+    if not inner:
+        pre = ["    {", "      const int64_t jflat = 0;"] if needs_jflat else ["    {"]
+        return pre + body + ["    }"]
+    out = []
+    ind = "    "
+    (cut, g), sums = cascade if cascade else ((-1, 0), [])
+    for d, (v, n) in enumerate(zip(iv, inner)):
+        lo, hi = "0", f"{n}LL"
+        if d == cut:
+            out.append(f"{ind}for (int64_t blk_{v} = 0; blk_{v} < {n}LL; blk_{v} += {g}LL) {{")
+            ind += "  "
+            if n % g:
+                out.append(f"{ind}const int64_t end_{v} = fx_imin(blk_{v} + {g}LL, {n}LL);")
+            out += [f"{ind}float {a} = 0.0f;" for a in sums]
+            lo, hi = f"blk_{v}", f"end_{v}" if n % g else f"blk_{v} + {g}LL"
+        if d == len(inner) - 1 and simd:
+            out.append(f"{ind}#pragma omp simd")
+        elif d == len(inner) - 1 and simd_clauses is not None:
+            out.append(f"{ind}#pragma omp simd {' '.join(simd_clauses)}".rstrip())
+        out.append(f"{ind}for (int64_t {v} = {lo}; {v} < {hi}; ++{v}) {{")
+        ind += "  "
+    if needs_jflat:
+        out.append(f"{ind}const int64_t jflat = {_ic(flat_offset(iv, inner))};")
+    out += body
+    for d in reversed(range(len(inner))):
+        ind = ind[:-2]
+        out.append(f"{ind}}}")
+        if d == cut:
+            out += [f"{ind}{a}_w += (double){a};" for a in sums]
+            ind = ind[:-2]
+            out.append(f"{ind}}}")
+    return out
+
+
+def _lowest(dt):
+    dt = np.dtype(dt)
+    if _is_float(dt):
+        return f"-fx::limits<{compute_type(dt)}>::infinity()"
+    if dt == dtypes.bool_:
+        return "false"
+    return f"fx::limits<{compute_type(dt)}>::lowest()"
+
+
+def _highest(dt):
+    dt = np.dtype(dt)
+    if _is_float(dt):
+        return f"fx::limits<{compute_type(dt)}>::infinity()"
+    if dt == dtypes.bool_:
+        return "true"
+    return f"fx::limits<{compute_type(dt)}>::max()"

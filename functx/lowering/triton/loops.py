@@ -1,0 +1,102 @@
+"""Triton control-flow kernels: scan, while and cond loops on the host calling sub-programs."""
+
+from __future__ import annotations
+
+import math
+
+from functx.lowering.schedule import Kernel
+
+
+def render(prog, k: Kernel):
+    """A control-flow loop kernel, through ``LOOP_KINDS`` (its group's type)."""
+    group = k.nodes[0].params["group"]
+    LOOP_KINDS[group["type"]](prog, k, group)
+
+
+def _view(n) -> str:
+    """A flat view of ``n``'s buffer (arguments and outputs arrive shaped)."""
+    return f"{n.buf}.view(-1)[:{n.size}]"
+
+
+def _carries(prog, tag, inits):
+    a = [f"{tag}a{m}" for m in range(len(inits))]
+    b = [f"{tag}b{m}" for m in range(len(inits))]
+    lines = [f"    {x} = {_view(n)}.clone()" for x, n in zip(a, inits)]
+    lines += [f"    {y} = torch.empty_like({x})" for x, y in zip(a, b)]
+    return lines, a, b
+
+
+def _loop_scan(prog, k: Kernel, group):
+    ins, outs = group["ins"], group["outs"]
+    nc, nk, length = group["num_consts"], group["num_carry"], group["length"]
+    name, bconsts = prog._sub(group["jaxpr"])
+    consts, carry, xs = ins[:nc], ins[nc : nc + nk], ins[nc + nk :]
+    carry_out, ys = outs[:nk], outs[nk:]
+    tag = f"L{k.index}"
+    lines, a, b = _carries(prog, tag, carry)
+    i = f"({length - 1} - it)" if group["reverse"] else "it"
+
+    def at(n):
+        sz = math.prod(n.shape[1:])
+        return f"{n.buf}.view(-1)[{i} * {sz}:({i} + 1) * {sz}]"
+
+    args = [_view(c) for c in consts] + a + [at(x) for x in xs]
+    res = b + [at(y) for y in ys]
+    lines += [
+        f"    for it in range({length}):",
+        f"        {name}([{', '.join(args)}], [{', '.join(bconsts)}], [{', '.join(res)}])",
+    ]
+    if a:
+        lines.append(f"        {', '.join(a + b)} = {', '.join(b + a)}")
+    lines += [f"    {_view(n)}.copy_({x})" for n, x in zip(carry_out, a)]
+    prog.host += [f"    # kernel {k.index}: scan of length {length} calling {name}"] + lines
+
+
+def _loop_while(prog, k: Kernel, group):
+    ins, outs = group["ins"], group["outs"]
+    ncc, nbc = group["cond_nconsts"], group["body_nconsts"]
+    cname, cconsts = prog._sub(group["cond_jaxpr"])
+    bname, bconsts = prog._sub(group["body_jaxpr"])
+    cc, bc, carry = ins[:ncc], ins[ncc : ncc + nbc], ins[ncc + nbc :]
+    tag = f"W{k.index}"
+    lines, a, b = _carries(prog, tag, carry)
+    lines += [
+        f"    {tag}flag = torch.empty(1, dtype=torch.bool, device=dev)",
+        "    while True:",
+        f"        {cname}([{', '.join([_view(c) for c in cc] + a)}], "
+        f"[{', '.join(cconsts)}], [{tag}flag])",
+        f"        if not bool({tag}flag.item()):",
+        "            break",
+        f"        {bname}([{', '.join([_view(c) for c in bc] + a)}], "
+        f"[{', '.join(bconsts)}], [{', '.join(b)}])",
+    ]
+    if a:
+        lines.append(f"        {', '.join(a + b)} = {', '.join(b + a)}")
+    lines += [f"    {_view(n)}.copy_({x})" for n, x in zip(outs, a)]
+    prog.host += [
+        f"    # kernel {k.index}: while_loop calling {cname} and {bname} "
+        "(the condition is read on the host each iteration)"
+    ] + lines
+
+
+def _loop_cond(prog, k: Kernel, group):
+    ins, outs = group["ins"], group["outs"]
+    branches = group["branches"]
+    index, ops = ins[0], ins[1:]
+    tag = f"C{k.index}"
+    lines = [
+        f"    # kernel {k.index}: cond with {len(branches)} branches",
+        f"    {tag} = min(max(int({index.buf}.view(-1)[0].item()), 0), {len(branches) - 1})",
+    ]
+    for bi, br in enumerate(branches):
+        name, consts = prog._sub(br)
+        lines += [
+            f"    {'if' if bi == 0 else 'elif'} {tag} == {bi}:",
+            f"        {name}([{', '.join(_view(o) for o in ops)}], "
+            f"[{', '.join(consts)}], [{', '.join(_view(o) for o in outs)}])",
+        ]
+    prog.host += lines
+
+
+# the loop kernels by their group's type (``lower.py``'s control-flow lowering)
+LOOP_KINDS = {"scan": _loop_scan, "while": _loop_while, "cond": _loop_cond}

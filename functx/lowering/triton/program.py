@@ -1,0 +1,355 @@
+"""Stage 3 of lowering, GPU flavour: Triton source for a scheduled graph (``TritonProgram``).
+
+The same loop IR (``loopir.py``) and the same kernels (``schedule.py``) as the C++ backend, printed
+as one Python module: a prelude of small ``@triton.jit`` helpers (JAX's semantics for max/min with
+NaN, argmax/argmin as value-index pairs, the combines of reductions), one ``@triton.jit`` kernel
+per scheduled kernel, each launched through a module-level *launch site* (``_L0 = _fx_site(k0_..,
+warps)``: see ``runtime.py``, which loads and runs the module), and a host function
+``run(inputs, consts, outputs)`` that launches them in order on contiguous torch tensors
+(intermediates are allocated with ``torch.empty`` on the outputs' device).
+
+* ``pointwise``: flat 1-D blocks; the multi-index comes from the flat offset with ``//`` and ``%``;
+  the tail is masked.
+* ``reduce``: a block of rows per program, in one of three variants chosen by size
+  (``reduce_plan``): *persistent*, when a row fits in registers (up to 8192 float32 elements): it
+  is loaded once and every pass, the map phase (softmax's output) and the epilogue use it there;
+  *looped*, for longer rows: each pass loops over chunks of the row and folds each chunk's
+  ``tl.reduce`` into per-row accumulators; a mean/variance pair (a sum, then a sum of squared
+  deviations from ``sum / n``) is one Welford pass over shifted values (``_welford``), and a map
+  phase that does not read the last pass's results joins that pass's loop; *split*, for a
+  single pass with too few blocks of rows to fill the GPU (a full sum, a column sum of a tall
+  matrix): partial accumulators over slices of the chunks, then a folding kernel that runs the
+  epilogue. Softmax and layer norm are one kernel each, as on the CPU.
+* ``ascan`` (lane-wise ``associative_scan``): ``tl.associative_scan``
+  over a chunk of the scan axis (any length: chunks in a loop) with the combine function emitted
+  as its own ``@triton.jit`` function; the prefix carried across chunks is the previous chunk's
+  *last* element (picked by index, never with a value reduction, which would assume
+  commutativity). Reverse scans flip the indices themselves (Triton's ``reverse=`` is not used).
+  Along a strided axis a block is 32 neighbouring lanes by a short chunk (``scan_plan``).
+* ``greduce`` (``lax.reduce`` with a custom combine): ``tl.reduce`` with the combine emitted as
+  a function (XLA's contract: commutative, associative, the init value an identity).
+* ``dot``: ``torch.matmul`` on the realised operands (cuBLAS), called from the host function;
+  float32 products use TF32 unless the default matmul precision (read when the program is
+  generated: ``functx.default_matmul_precision``) is "highest"/"float32", as in JAX.
+* ``scatter``: the operand is copied, then one program per block of the update window applies
+  the updates *in order* (deterministic, duplicates combine as on the CPU); ``scatter_add`` of
+  32/64-bit types uses atomics over (updates x window) blocks instead (``Blocks`` can turn that
+  off).
+* ``dus``: a copy, then a kernel over the update with the clamped, data-dependent starts.
+* ``loop`` (``scan``, ``while_loop``, ``cond``): host Python loops calling sub-programs (their own
+  host functions in the same module, nested to any depth); a ``while_loop`` reads its predicate
+  back to the host each iteration, a ``cond`` its branch index.
+
+Block sizes and warps come from a small table (``Blocks``, ``reduce_plan``, ``scan_plan``),
+chosen from sweeps on an H100 (``benchmarks/gpu.py --sweep``); they are constants of the
+generated source, so they are cached with it. An element operation with no Triton counterpart
+raises ``UnsupportedError`` naming it. Kernels go to the renderer of their kind through
+``KERNEL_KINDS`` (one module per kind).
+
+Element expressions become Triton values with *dependencies*: the block axes they vary along
+(``f`` for a pointwise kernel's flat block; ``r``/``j`` for a reduction's rows/inner chunk;
+``l``/``s`` for a scan's lanes/positions). A load is masked with the mask of exactly the axes its
+offset depends on, so a row-only load in a reduction is a ``[ROWS, 1]`` block, not a broadcast.
+Equal expressions share one value (one load, one ``exp``). Constants are Python literals where
+Triton types them weakly (next to a tensor operand), and ``tl.full([], v, dtype)`` otherwise (a
+bare float literal would be float32). Half-precision values compute in float32 and are rounded to
+their type after each operation, as JAX does.
+
+Transcendental functions call ``libdevice`` (CUDA's math library: Triton's own ``tl.exp`` is an
+approximate ``ex2``). Under ``TRITON_INTERPRET=1`` Triton cannot run libdevice, so the generated
+module binds ``libdevice`` to ``interpreter_libdevice`` (``interpreter.py``), NumPy stand-ins with
+the same names.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import sympy
+
+from functx.errors import UnsupportedError
+from functx.lowering import schedule
+from functx.lowering.loopir import Graph, Node, Sym, flat_offset, sym
+from functx.lowering.lower import lower_jaxpr
+from functx.lowering.schedule import Kernel, KernelCtx
+from functx.lowering.triton import ascan, dot, dus, greduce, loops, pointwise, reduce, scatter
+from functx.lowering.triton.blocks import Blocks
+from functx.lowering.triton.emit import _HALF, Emitter, V, _decompose, _next_pow2, tl_dtype
+from functx.lowering.triton.prelude import PRELUDE
+from functx.lowering.triton.runtime import TritonExecutable, torch_dtype_name
+
+DEFAULT_BLOCKS = Blocks()  # what ``compile_triton`` uses when given no blocks (tests swap it)
+
+
+# The kernel kinds of ``schedule.py`` and their renderers: ``render(prog, k)`` adds kernel ``k``'s
+# ``@triton.jit`` definitions to ``prog.defs`` and its launches to ``prog.host``.
+KERNEL_KINDS = {
+    "pointwise": pointwise.render,
+    "reduce": reduce.render,
+    "ascan": ascan.render,
+    "greduce": greduce.render,
+    "dot": dot.render,
+    "scatter": scatter.render,
+    "dus": dus.render,
+    "loop": loops.render,
+}
+
+
+def render_kernel(prog, k: Kernel) -> None:
+    """Add the Triton of kernel ``k`` to ``prog``, through ``KERNEL_KINDS``."""
+    render = KERNEL_KINDS.get(k.kind)
+    if render is None:
+        raise UnsupportedError(f"jit: no Triton renderer for kernel kind {k.kind!r}")
+    render(prog, k)
+
+
+class TritonProgram:
+    """Triton source for one scheduled graph: ``TritonProgram(graph, kernels).source()``."""
+
+    def __init__(
+        self,
+        graph: Graph,
+        kernels: list[Kernel],
+        blocks: Blocks | None = None,
+        *,
+        parent: TritonProgram | None = None,
+        prefix: str = "",
+    ):
+        self.g = graph
+        self.kernels = kernels
+        self.root = parent.root if parent is not None else self
+        self.blocks = blocks or (parent.blocks if parent is not None else DEFAULT_BLOCKS)
+        self.prefix = prefix  # of kernel names (sub-programs of control flow)
+        self.host: list[str] = []  # the body of this program's host function
+        self.aliases: set = set()  # buffers that name another one (see _same_elements)
+        if parent is None:
+            self.n_sites = 0  # launch sites of the module
+            self.defs: list[str] = []  # kernels and helpers, shared by all sub-programs
+            self.helpers: set = set()
+            self.subs: list[str] = []  # host functions of sub-programs
+        else:
+            self.defs, self.helpers, self.subs = self.root.defs, self.root.helpers, self.root.subs
+        self.big = self.blocks.int64_index or any(n.size >= 2**31 - 1 for n in graph.nodes)
+
+    # --- utilities -----------------------------------------------------------------------------
+    def _kname(self, k: Kernel, what: str) -> str:
+        return f"{self.prefix}k{k.index}_{what}"
+
+    def _pid(self) -> str:
+        return "tl.program_id(0).to(tl.int64)" if self.big else "tl.program_id(0)"
+
+    def _launch(self, name, grid, bufs, num_warps=4):
+        """A launch of kernel ``name`` through a launch site (``runtime.site``): a
+        module-level object that, once Triton has compiled the kernel, calls the compiled
+        kernel's launcher directly."""
+        g = [str(grid)] if isinstance(grid, int) else [x.strip() for x in grid.split(",")]
+        g += ["1"] * (2 - len(g))
+        root = self.root
+        site = f"_L{root.n_sites}"
+        root.n_sites += 1
+        self.defs.append(f"{site} = _fx_site({name}, {num_warps})\n")
+        self.host.append(f"    {site}({g[0]}, {g[1]}, {', '.join(bufs)})")
+
+    def _define(self, name, bufs, body: list[str], comment: str):
+        self.defs.append(
+            "\n".join(["@triton.jit", f"def {name}({', '.join(bufs)}):", f"    # {comment}"] + body)
+            + "\n"
+        )
+
+    @staticmethod
+    def _store(buf: str, ptr_off: str, v: V, dt, mask: str | None, hint: str = "") -> str:
+        val = Emitter.tensor(v)
+        if np.dtype(dt) in _HALF:
+            val = f"{val}.to({tl_dtype(dt)})"
+        m = f", mask={mask}" if mask else ""
+        return f"tl.store({buf} + {ptr_off}, {val}{m}{hint})"
+
+    def _reused_inputs(self, n: int, stores) -> set:
+        """The buffers a pointwise kernel over ``n`` elements writing ``stores`` should keep in
+        L2 (see ``Blocks.stream_bytes``): smaller than the iteration, so read many times."""
+        limit = self.blocks.stream_bytes
+        written = sum(n * np.dtype(dt).itemsize for _, dt, _ in stores)
+        if not limit or written < limit:
+            return set()
+        return {
+            nd.buf
+            for nd in self.g.nodes
+            if nd.buf and nd.size < n and nd.size * np.dtype(nd.dtype).itemsize <= limit // 8
+        }
+
+    @staticmethod
+    def _ordered(*groups) -> list[str]:
+        out: dict = {}
+        for g in groups:
+            for b in g:
+                out[b] = None
+        return list(out)
+
+    def _flat_kernel(self, name, k: Kernel, shape, stores, comment):
+        """A kernel over the flat elements of ``shape`` storing each ``(buf, dtype, fn)`` with
+        ``fn(index, ctx)`` the element expression."""
+        n = math.prod(shape)
+        if n == 0:
+            return
+        block = min(_next_pow2(n), self.blocks.pointwise)
+        ivars = [sym(f"i{d}") for d in range(len(shape))]
+        counter = itertools.count()
+        known = {sympy.expand(flat_offset(ivars, shape)): "flat"} if shape else {}
+        em = Emitter("    ", counter, {v.name: "f" for v in ivars}, {frozenset("f"): "mask"}, known)
+        em.keep_in_cache = self._reused_inputs(n, stores)
+        ctx = KernelCtx(k)
+        body = [
+            f"    flat = {self._pid()} * {block} + tl.arange(0, {block})",
+            f"    mask = flat < {n}",
+        ]
+        body += ["    " + s for s in _decompose([v.name for v in ivars], shape, "flat")]
+        values = [(buf, dt, em(fn(tuple(ivars), ctx))) for buf, dt, fn in stores]
+        hint = ', eviction_policy="evict_first"' if em.kept else ""
+        body += em.lines + [
+            "    " + self._store(buf, "flat", v, dt, "mask", hint) for buf, dt, v in values
+        ]
+        bufs = self._ordered(em.bufs, [b for b, _, _ in stores])
+        self._define(name, bufs, body, comment)
+        self._launch(
+            name, -(-n // block), bufs, max(1, min(self.blocks.pointwise_warps, block // 128))
+        )
+
+    def _copy(self, k: Kernel, src, dst: str, dt, what: str):
+        self._flat_kernel(
+            self._kname(k, "copy"),
+            k,
+            src.shape,
+            [(dst, dt, lambda idx, ctx: src.load(idx, ctx))],
+            f"{what}: copy of the operand",
+        )
+
+    def _combine_fn(self, k: Kernel, xdts, cdts, build) -> str:
+        """A ``@triton.jit`` combine ``(a..., ac..., b..., bc...) -> (new..., ac...)`` from
+        ``build(const_syms, a_syms, b_syms) -> [E]`` (constants ride along as operands)."""
+        name = f"_fx_comb_{self.prefix}{k.index}"
+        ce = Emitter("    ", itertools.count(), {}, {})
+        a_syms = [Sym(dt, f"a{i}") for i, dt in enumerate(xdts)]
+        b_syms = [Sym(dt, f"b{i}") for i, dt in enumerate(xdts)]
+        c_syms = [Sym(dt, f"ac{i}") for i, dt in enumerate(cdts)]
+        for sy in a_syms + b_syms + c_syms:
+            ce.syms[sy.name] = V(sy.name, frozenset("s"), False, sy.dtype)
+        new = [ce(e) for e in build(c_syms, a_syms, b_syms)]
+        params = (
+            [sy.name for sy in a_syms]
+            + [sy.name for sy in c_syms]
+            + [sy.name for sy in b_syms]
+            + [f"bc{i}" for i in range(len(cdts))]
+        )
+        rets = [Emitter.tensor(v) for v in new] + [sy.name for sy in c_syms]
+        self.defs.append(
+            "\n".join(
+                ["@triton.jit", f"def {name}({', '.join(params)}):"]
+                + ce.lines
+                + [f"    return {', '.join(rets)}"]
+            )
+            + "\n"
+        )
+        return name
+
+    # --- control flow: host loops over sub-programs -----------------------------------------------
+    def _sub(self, closed) -> tuple[str, list[str]]:
+        """A host function ``_subN(inputs, consts, outputs)`` for a sub-Jaxpr (its kernels join
+        the module); returns its name and this program's names for its constants."""
+        sg = lower_jaxpr(closed)
+        sk = schedule.schedule(sg)
+        name = f"_sub{len(self.subs)}"
+        self.subs.append("")  # reserve the name (nested sub-programs come first)
+        index = len(self.subs) - 1
+        child = TritonProgram(sg, sk, parent=self, prefix=f"s{index}_")
+        self.subs[index] = child.function(name)  # may add constants of nested programs
+        const_names = []
+        for n, arr in sg.consts:
+            pn = self.g.add(Node(n.shape, n.dtype, kind="input"))
+            pn.buf = f"c{len(self.g.consts)}"
+            self.g.consts.append((pn, arr))
+            const_names.append(pn.buf)
+        return name, const_names
+
+    # --- the module ----------------------------------------------------------------------------
+    def function(self, name: str) -> str:
+        """Emit this program's kernels and return its host function ``name(inputs, consts,
+        outputs)`` on flat, contiguous torch tensors (outputs preallocated)."""
+        g = self.g
+        outs: dict = {}
+        for i, node in enumerate(g.outputs):
+            if node.id in outs or node.kind == "input":
+                continue
+            outs[node.id] = f"out{i}"
+            node.buf = outs[node.id]
+        for k in self.kernels:
+            render_kernel(self, k)
+        head = [f"def {name}(inputs, consts, outputs):"]
+        names = [n.buf for n in g.inputs]
+        if names:
+            head.append(f"    {', '.join(names)}, = inputs")
+        if g.consts:
+            head.append(f"    {', '.join(n.buf for n, _ in g.consts)}, = consts")
+        out_names = [f"out{i}" for i in range(len(g.outputs))]
+        if out_names:
+            head.append(f"    {', '.join(out_names)}, = outputs")
+        declared = set(names) | {n.buf for n, _ in g.consts} | set(out_names)
+        allocs = []
+        declared |= self.aliases
+        for n in g.nodes:
+            if n.buf and n.buf not in declared:
+                declared.add(n.buf)
+                allocs.append(
+                    f"    {n.buf} = torch.empty({max(n.size, 1)}, "
+                    f"dtype=torch.{torch_dtype_name(n.dtype)}, device=dev)"
+                )
+        copies = []
+        for i, node in enumerate(g.outputs):
+            if node.buf != f"out{i}":
+                copies.append(
+                    f"    out{i}.view(-1)[:{node.size}].copy_({node.buf}.view(-1)[:{node.size}])"
+                )
+        body = allocs + self.host + copies
+        if any("device=dev" in ln for ln in body):  # (only where used: each line costs)
+            head.append("    dev = out0.device" if out_names else "    dev = None")
+        return "\n".join(head + body + ["    return outputs"]) + "\n"
+
+    def source(self) -> str:
+        """The whole module: the prelude, the kernels, the sub-programs and ``run``."""
+        self.defs.clear()
+        self.helpers.clear()
+        self.subs.clear()
+        self.n_sites = 0
+        self.host = []
+        self.aliases = set()
+        main = self.function("run")
+        return "\n".join(
+            [PRELUDE]
+            + ["\n" + d for d in self.defs]
+            + ["\n" + f for f in self.subs]
+            + ["\n" + main]
+        )
+
+
+def compile_triton(closed, blocks: Blocks | None = None) -> TritonExecutable:
+    """Lower, schedule and generate Triton for ``closed`` (a ClosedJaxpr), and load the module.
+
+    Arguments:
+      closed: the program (``functx.make_jaxpr(f)(*args)``, simplified or not).
+      blocks: block-size limits (defaults suit a GPU; tests use small ones).
+    Returns:
+      A ``TritonExecutable`` (``runtime.py``): call it with the flat arguments to get
+      torch tensors; ``.as_text()`` shows the kernels and the generated source.
+    Example:
+      >>> exe = compile_triton(functx.make_jaxpr(lambda x: functx.numpy.tanh(x) * 2.0)(x))
+      >>> (y,) = exe(x)
+    """
+    g = lower_jaxpr(closed)
+    kernels = schedule.schedule(g)
+    prog = TritonProgram(g, kernels, blocks)
+    src = prog.source()
+    return TritonExecutable(g, kernels, src, schedule.describe(kernels))
+
+
+__all__ = ["TritonProgram", "KERNEL_KINDS", "render_kernel", "DEFAULT_BLOCKS", "compile_triton"]

@@ -1,0 +1,191 @@
+"""The layers contract: imports inside functx point down only.
+
+Every module of the package is parsed (``ast``, no import), and each ``import``/``from ... import``
+of a functx module, at module level or inside a function, is checked against ``LAYERS`` below:
+importing a module of a higher layer fails, naming both modules and both layers. Modules of one
+layer may import each other. An import inside a function must also be listed in
+``LAZY_IMPORTS`` (with its reason): a function-level import that only breaks a cycle is not
+allowed (move the code, or register into a table the lower module owns).
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import pytest
+
+PKG = pathlib.Path(__file__).resolve().parent.parent / "functx"
+
+# The layers, lowest first: (layer name, module-name prefixes). A module belongs to the layer of
+# its longest matching prefix ("functx.lowering.loopir" before "functx.lowering"); "functx" alone
+# is the package's __init__. Keep this in step with the layer list in /work/shared/DESIGN.md.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("leaves", ("functx.errors", "functx.dtypes", "functx.config", "functx.source_info")),
+    ("core", ("functx.core",)),
+    ("primitives", ("functx.primitives",)),
+    ("array/tracing/interpreter", ("functx.array", "functx.tracing", "functx.interpreter")),
+    ("loop IR", ("functx.lowering.loopir", "functx.lowering.lower")),
+    ("ops", ("functx.ops",)),
+    ("transforms", ("functx.transforms",)),
+    ("control", ("functx.control",)),
+    (
+        "public",
+        ("functx.lax", "functx.numpy", "functx.nn", "functx.tree_util", "functx.test_util"),
+    ),
+    ("devices", ("functx.devices", "functx.placement")),  # (placement: until devices/ replaces it)
+    ("lowering", ("functx.lowering",)),
+    ("top", ("functx.jit", "functx.demo", "functx")),
+]
+
+# Function-level imports of functx modules that are honest (not cycle breakers), as
+# (importing module, imported module): reason.
+LAZY_IMPORTS: dict[tuple[str, str], str] = {
+    # Triton is an optional dependency: only a jit on a GPU imports the Triton backend.
+    ("functx.lowering.compile", "functx.lowering.triton"): "optional dependency (triton)",
+    ("functx.lowering.compile", "functx.lowering.triton_runtime"): "optional dependency (triton)",
+    # The C++ lowering imports SymPy; a process whose programs all come from the program cache
+    # never imports it (tests/lowering/test_program_cache.py checks that).
+    ("functx.lowering.compile", "functx.lowering.cpp"): "SymPy only on a program-cache miss",
+    ("functx.lowering.compile", "functx.lowering.loops"): "SymPy only on a program-cache miss",
+    ("functx.lowering.compile", "functx.lowering.schedule"): "SymPy only on a program-cache miss",
+}
+
+
+def _modules() -> dict[str, pathlib.Path]:
+    mods = {}
+    for path in sorted(PKG.rglob("*.py")):
+        parts = list(path.relative_to(PKG.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        mods[".".join(parts)] = path
+    return mods
+
+
+MODULES = _modules()
+
+
+def layer_of(module: str) -> int | None:
+    """The index in LAYERS of ``module``'s layer (None: no prefix matches)."""
+    best, best_len = None, -1
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and len(p) > best_len:
+                if p == "functx" and module != "functx":
+                    continue  # "functx" names the package's __init__ only
+                best, best_len = i, len(p)
+    return best
+
+
+def _is_package(module: str) -> bool:
+    return MODULES.get(module, pathlib.Path()).name == "__init__.py"
+
+
+def _resolve(node, importer: str) -> list[str]:
+    """The functx modules an import statement imports (a name imported from a package is the
+    submodule when there is one)."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names if a.name.split(".")[0] == "functx"]
+    base = node.module or ""
+    if node.level:
+        pkg = importer if _is_package(importer) else importer.rpartition(".")[0]
+        for _ in range(node.level - 1):
+            pkg = pkg.rpartition(".")[0]
+        base = f"{pkg}.{base}" if base else pkg
+    if base.split(".")[0] != "functx":
+        return []
+    out = []
+    for a in node.names:
+        sub = f"{base}.{a.name}"
+        out.append(sub if sub in MODULES else base)
+    return out
+
+
+def _imports(module: str, path: pathlib.Path):
+    """(imported module, line, inside a function) for each functx import of ``module``; imports
+    under ``if TYPE_CHECKING:`` do not run and are skipped."""
+    tree = ast.parse(path.read_text(), str(path))
+    found = []
+
+    def walk(node, in_function):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                continue
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                for target in dict.fromkeys(_resolve(child, module)):
+                    found.append((target, child.lineno, in_function))
+            walk(
+                child,
+                in_function
+                or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)),
+            )
+
+    walk(tree, False)
+    return found
+
+
+IMPORTS = {m: _imports(m, p) for m, p in MODULES.items()}
+
+
+def _where(module, line):
+    return f"{MODULES[module].relative_to(PKG.parent)}:{line}"
+
+
+def test_every_module_has_a_layer():
+    missing = [m for m in MODULES if layer_of(m) is None]
+    assert not missing, f"modules in no layer (add them to LAYERS): {missing}"
+
+
+def test_imported_modules_exist():
+    bad = [
+        f"{_where(module, line)}: {module} imports {target}, which does not exist"
+        for module, imports in IMPORTS.items()
+        for target, line, _ in imports
+        if target not in MODULES
+    ]
+    assert not bad, "imports of missing functx modules:\n" + "\n".join(bad)
+
+
+def test_imports_point_down():
+    bad = []
+    for module, imports in IMPORTS.items():
+        mine = layer_of(module)
+        for target, line, _ in imports:
+            theirs = layer_of(target)
+            if mine is not None and theirs is not None and theirs > mine:
+                bad.append(
+                    f"{_where(module, line)}: {module} (layer {LAYERS[mine][0]!r}) imports "
+                    f"{target} (layer {LAYERS[theirs][0]!r}, higher)"
+                )
+    assert not bad, "upward imports:\n" + "\n".join(bad)
+
+
+def test_no_function_level_imports():
+    bad = []
+    for module, imports in IMPORTS.items():
+        for target, line, in_function in imports:
+            if in_function and (module, target) not in LAZY_IMPORTS:
+                bad.append(f"{_where(module, line)}: {module} imports {target} inside a function")
+    assert not bad, (
+        "function-level imports of functx modules (import at the top, move the code down, or "
+        "register into a table of the lower module; list honest lazy imports in LAZY_IMPORTS):\n"
+        + "\n".join(bad)
+    )
+
+
+@pytest.mark.parametrize(
+    "module,layer",
+    [
+        ("functx", "top"),
+        ("functx.errors", "leaves"),
+        ("functx.lowering.loopir", "loop IR"),
+        ("functx.lowering.loopir.x", "loop IR"),
+        ("functx.lowering.cpp", "lowering"),
+        ("functx.numpy._core", "public"),
+        ("functx.lax", "public"),
+        ("functx.laxx", None),
+    ],
+)
+def test_layer_map(module, layer):
+    i = layer_of(module)
+    assert (LAYERS[i][0] if i is not None else None) == layer
