@@ -700,7 +700,7 @@ def run_dispatch(use_torch: bool):
     rec["exe_us"] = per_call(lambda: exe(x)) * 1e6
     rec["launch_modes"] = exe.launch_modes()
     if CUDA:  # what the path is made of, piece by piece (jit's GPU fast path first)
-        from functx import placement
+        from functx.devices import eager as placement
 
         sig = placement.gpu_signature((xa,))
         dexe = f._gpu_calls[sig][0]

@@ -5,6 +5,7 @@ Write a pure numerical function with ``functx.numpy``; functx traces it into a p
 """
 
 from functx import (
+    config as config,
     dtypes as dtypes,
     errors as errors,
     lax as lax,
@@ -13,6 +14,7 @@ from functx import (
     tree_util as tree_util,
 )
 from functx.array import Array as Array
+from functx.config import default_matmul_precision as default_matmul_precision
 from functx.control.custom_derivatives import (
     custom_jvp as custom_jvp,
     custom_vjp as custom_vjp,
@@ -23,6 +25,16 @@ from functx.core import (
     ShapedArray as ShapedArray,
     typecheck_jaxpr as typecheck_jaxpr,
 )
+from functx.devices.device import (
+    Device as Device,
+    DeviceError as DeviceError,
+    default_backend as default_backend,
+    default_device as default_device,
+    device_count as device_count,
+    devices as devices,
+    local_devices as local_devices,
+)
+from functx.devices.transfer import device_get as device_get, device_put as device_put
 from functx.errors import (
     CacheWarning as CacheWarning,
     ConcretizationError as ConcretizationError,
@@ -34,19 +46,6 @@ from functx.errors import (
     UnsupportedError as UnsupportedError,
 )
 from functx.jit import jit as jit
-from functx.placement import (
-    Device as Device,
-    DeviceError as DeviceError,
-    config as config,
-    default_backend as default_backend,
-    default_device as default_device,
-    default_matmul_precision as default_matmul_precision,
-    device_count as device_count,
-    device_get as device_get,
-    device_put as device_put,
-    devices as devices,
-    local_devices as local_devices,
-)
 from functx.tracing import (
     ShapeDtypeStruct as ShapeDtypeStruct,
     make_jaxpr as make_jaxpr,

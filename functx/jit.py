@@ -1,32 +1,38 @@
 """``functx.jit``: trace once per signature, lower to C++ or Triton, compile (cached on disk), run.
 
-The program runs on the device its arguments live on (``functx.placement.op_device``: committed
-arguments must agree): C++ for the CPU, Triton kernels for a GPU, whose outputs come back as GPU
-arrays. A jitted function keeps a cache keyed by the tree structure, the abstract values of the
-array arguments, the values of the static arguments and the device. Called with tracers of an
-outer transform it inlines its Jaxpr instead, so ``grad(jit(f))`` and ``jit(grad(f))`` both work.
-``FUNCTX_LOG_COMPILES=1`` logs each compilation with the reason (which argument changed);
-``FUNCTX_JIT_CACHE_SIZE`` bounds how many compiled signatures each jitted function keeps (default
-1024, least recently used evicted first: an evicted signature compiles again, from the disk cache).
+The program runs on the device its arguments live on (``functx.devices.transfer.op_device``:
+committed arguments must agree): C++ for the CPU, Triton kernels for a GPU, whose outputs come
+back as GPU arrays. A jitted function keeps a cache keyed by the tree structure, the abstract
+values of the array arguments, the values of the static arguments and the device. Called with
+tracers of an outer transform it inlines its Jaxpr instead, so ``grad(jit(f))`` and
+``jit(grad(f))`` both work. ``FUNCTX_LOG_COMPILES=1`` logs each compilation with the reason
+(which argument changed); ``FUNCTX_JIT_CACHE_SIZE`` bounds how many compiled signatures each
+jitted function keeps (default 1024, least recently used evicted first: an evicted signature
+compiles again, from the disk cache). This module also fills
+``functx.devices.eager.compilers["triton"]``: eager GPU operations compile through it.
 """
 
 from __future__ import annotations
 
 import collections
 import functools
-import os
 import threading
 import types
 
 import numpy as np
 import optree
 
-from functx import core, dtypes, placement as _pl, tracing
+from functx import core, dtypes, tracing
 from functx.array import Array
+from functx.config import jit_cache_size, matmul_precision
 from functx.core import ClosedJaxpr, Jaxpr
+from functx.devices import device as _device, eager as _eager
+from functx.devices.device import CPU, DeviceError
+from functx.devices.eager import DeviceExecutable, check_consts, gpu_signature
+from functx.devices.transfer import op_device
 from functx.errors import FunctxTypeError, FunctxValueError
 from functx.interpreter import eval_jaxpr
-from functx.lowering.compile import compile_jaxpr, log as _log
+from functx.lowering.compile import compile_jaxpr, log as _log, loop_ir_text
 from functx.lowering.runtime import Executable
 from functx.source_info import where
 from functx.tracing import Tracer, get_aval, tree_flatten, tree_unflatten
@@ -55,9 +61,13 @@ class Lowered:
         self._what = what
 
     def as_text(self) -> str:
+        """The stages of the program as text: the final Jaxpr, the loop IR (one line per node,
+        with its kernel), the kernels (one line each) and the generated C++ or Triton source."""
         lang = "Triton" if hasattr(self.executable, "exe") else "C++"
+        loop_ir = loop_ir_text(getattr(self.executable, "closed", self.jaxpr))
         return (
-            f"# Jaxpr\n{self.jaxpr}\n\n# kernels\n{self.executable.kernels_text}\n\n"
+            f"# Jaxpr\n{self.jaxpr}\n\n# loop IR\n{loop_ir}\n\n"
+            f"# kernels\n{self.executable.kernels_text}\n\n"
             f"# {lang}\n{self.executable.source}"
         )
 
@@ -122,23 +132,17 @@ class Compiled:
         return tree_unflatten(self.out_tree, self._exe(leaves))
 
 
-DEFAULT_CACHE_SIZE = 1024
 _CACHE_LOCK = threading.Lock()  # (evictions: compiles are rare, so one lock for all functions)
 
 
-def cache_size() -> int:
-    """How many compiled programs each jitted function keeps (``FUNCTX_JIT_CACHE_SIZE``, default
-    1024; least recently used go first)."""
-    raw = os.environ.get("FUNCTX_JIT_CACHE_SIZE", "").strip()
-    if not raw:
-        return DEFAULT_CACHE_SIZE
-    try:
-        n = int(raw)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise FunctxValueError(f"FUNCTX_JIT_CACHE_SIZE must be a positive integer, not {raw!r}")
-    return n
+def _compile_eager(closed, what: str):
+    """How an eager GPU operation compiles (``functx.devices.eager.compilers["triton"]``): log
+    ``what``, then a Triton executable for ``closed``."""
+    _log(what)
+    return compile_jaxpr(passes.simplify(closed), "triton")
+
+
+_eager.compilers["triton"] = _compile_eager
 
 
 def _executable(closed, place):
@@ -155,7 +159,7 @@ def _executable(closed, place):
     if place == "cpu":
         exe = compile_jaxpr(closed, "cpu")
     else:
-        exe = _pl.DeviceExecutable(compile_jaxpr(closed, "triton"), closed.out_avals, place)
+        exe = DeviceExecutable(compile_jaxpr(closed, "triton"), closed.out_avals, place)
     return _WithFloat0(exe, zeros, n_out) if zeros else exe
 
 
@@ -207,18 +211,18 @@ def _describe_change(old_key, new_key) -> str:
 def _placement(leaves, backend, what):
     """ "cpu" or the GPU ``Device`` a call runs on: where its committed arguments live (else the
     default device); ``backend`` ("cpu" or "triton"), when given, must agree."""
-    dev, _ = _pl.op_device(leaves, what, "argument leaf")
-    if backend == "cpu" and dev is not _pl.CPU:
-        raise _pl.DeviceError(
+    dev, _ = op_device(leaves, what, "argument leaf")
+    if backend == "cpu" and dev is not CPU:
+        raise DeviceError(
             f"{what} was asked for backend='cpu' but its arguments are on {dev}; copy them to "
             "the host with functx.device_put(x, functx.devices('cpu')[0]), or drop backend="
         )
     if backend == "triton" and dev.platform != "gpu":
-        raise _pl.DeviceError(
+        raise DeviceError(
             f"{what} was asked for backend='triton' (a GPU) but its arguments are on {dev}; "
             "put them on a GPU first: functx.device_put(x, functx.devices('gpu')[0])"
         )
-    return "cpu" if dev is _pl.CPU else dev
+    return "cpu" if dev is CPU else dev
 
 
 def _check_static(static_argnums, static_argnames):
@@ -369,8 +373,8 @@ class Jitted:
         if not kwargs and not self.static_argnums and not core.trace_state.stack:
             # the dispatch fast paths. GPU arrays committed to one device: one look at each
             # (gpu_signature), one lookup, the kernels (about 10 us on an H100 host in all)
-            if _pl.GPU_IN_USE and self.backend != "cpu":
-                sig = _pl.gpu_signature(args)
+            if _device.GPU_IN_USE and self.backend != "cpu":
+                sig = gpu_signature(args)
                 hit = self._gpu_calls.get(sig) if sig is not None else None
                 if hit is not None:
                     self.last_key = hit[2]
@@ -382,7 +386,7 @@ class Jitted:
             hit = self._cpu_calls.get(tuple([a.aval if type(a) is Array else None for a in args]))
             # (0-d Arrays alone have no device: the call goes to the default device, the CPU
             # for certain only while this process has no GPU)
-            if hit is not None and (hit[3] or not _pl.GPU_IN_USE):
+            if hit is not None and (hit[3] or not _device.GPU_IN_USE):
                 self.last_key = hit[2]
                 hit[4] = True  # (used: see _insert)
                 outs = hit[0].run_arrays(args)
@@ -403,7 +407,7 @@ class Jitted:
             try:
                 place = (
                     _placement(leaves, self.backend, self._what)
-                    if _pl.GPU_IN_USE
+                    if _device.GPU_IN_USE
                     else self.backend or "cpu"
                 )
                 key = (
@@ -411,7 +415,7 @@ class Jitted:
                     tuple([x.aval for x in leaves]),
                     ((), ()),
                     place,
-                    None if place == "cpu" else _pl.matmul_precision(),
+                    None if place == "cpu" else matmul_precision(),
                 )
                 entry = self.cache.get(key)
             except AttributeError:
@@ -432,7 +436,7 @@ class Jitted:
             tuple(get_aval(x) for x in leaves),
             statics,
             place,
-            None if place == "cpu" else _pl.matmul_precision(),
+            None if place == "cpu" else matmul_precision(),
         )
         entry = self.cache.get(key)
         if entry is None:
@@ -455,7 +459,7 @@ class Jitted:
         """Cache ``entry``, then evict the least recently used programs beyond the size limit
         (with their fast-path records). Calls through the fast paths only mark their record
         as used: such an entry gets a second chance (moved to the back) instead of going."""
-        limit = cache_size()
+        limit = jit_cache_size()
         with _CACHE_LOCK:
             self.cache[key] = entry
             chances = len(self.cache)
@@ -483,7 +487,7 @@ class Jitted:
         """Remember ``entry`` for the fast path when ``args`` are GPU arrays on one device."""
         if key[3] == "cpu" or key[2] != ((), ()):
             return
-        sig = _pl.gpu_signature(args)
+        sig = gpu_signature(args)
         if sig is not None and sig not in self._gpu_calls and key in self.cache:
             exe, out_tree = entry
             self._gpu_calls[sig] = [exe, None if out_tree.is_leaf() else out_tree, key, False]
@@ -503,7 +507,7 @@ class Jitted:
             exe, out_tree = entry
             sig = tuple([a.aval for a in args])
             if sig not in self._cpu_calls and key in self.cache:
-                committed = any(a.shape for a in sig)  # (placement._classify)
+                committed = any(a.shape for a in sig)  # (functx.devices.transfer._classify)
                 self._cpu_calls[sig] = [
                     exe,
                     None if out_tree.is_leaf() else out_tree,
@@ -520,7 +524,7 @@ class Jitted:
     def _final_jaxpr(self, f, leaves, in_tree, place):
         a, kw = tree_unflatten(in_tree, leaves)
         closed, _, out_tree, _ = tracing.trace_pytree(f, a, kw)
-        _pl.check_consts(closed.consts, _pl.CPU if place == "cpu" else place, self._what)
+        check_consts(closed.consts, CPU if place == "cpu" else place, self._what)
         return passes.divide_by_reciprocals(passes.simplify(closed)), out_tree
 
     def lower(self, *args, **kwargs) -> Lowered:
@@ -529,7 +533,7 @@ class Jitted:
         closed, out_tree = self._final_jaxpr(f, leaves, in_tree, place)
         runner = _executable(closed, place)
         inner = getattr(runner, "inner", runner)  # (under _WithFloat0)
-        program = inner.exe if isinstance(inner, _pl.DeviceExecutable) else runner
+        program = inner.exe if isinstance(inner, DeviceExecutable) else runner
         return Lowered(
             closed, program, in_tree, [get_aval(x) for x in leaves], out_tree, self._what, runner
         )
@@ -541,7 +545,7 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), backend=None):
     The program runs where its arguments live: C++ kernels on the CPU, Triton kernels on a GPU
     (the outputs are then GPU arrays on that device). Arguments committed to different devices
     are an error; arguments without a device (Python scalars) go with the others, and a call
-    with none runs on the default device (see ``functx.placement``).
+    with none runs on the default device (see ``functx.devices``).
 
     Arguments:
       fun: a function of pytrees of arrays.

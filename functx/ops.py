@@ -18,6 +18,7 @@ import numpy as np
 
 from functx import dtypes, primitives as P
 from functx.array import Array, is_python_scalar
+from functx.config import check_precision as _check_precision
 from functx.core import ShapedArray
 from functx.errors import (
     FunctxError,
@@ -620,8 +621,6 @@ def canonicalize_precision(precision):
     """None (the default matmul precision decides: ``functx.default_matmul_precision``), or the
     float32 product mode ``precision`` asks for: "tensorfloat32" or "float32". A pair names one
     precision per operand; the higher one counts."""
-    from functx.placement import _check_precision
-
     if precision is None:
         return None
     if isinstance(precision, (tuple, list)):

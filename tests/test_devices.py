@@ -1,4 +1,4 @@
-"""Devices and placement (``functx/placement.py``): device objects, ``device_put``, GPU arrays,
+"""Devices and placement (``functx/devices/``): device objects, ``device_put``, GPU arrays,
 eager operations and ``jit`` on a GPU, the mixing errors, the default device.
 
 Without CUDA these run on ``InterpretedGpuDevice``: ``TRITON_INTERPRET=1`` is set before Triton is
@@ -31,11 +31,8 @@ from hypothesis.extra import numpy as hnp  # noqa: E402
 
 import functx  # noqa: E402
 import functx.numpy as fnp  # noqa: E402
-from functx import (  # noqa: E402
-    lax,
-    nn,
-    placement as P,  # noqa: E402
-)
+from functx import lax, nn  # noqa: E402
+from functx.devices import device as D  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CPU = functx.devices("cpu")[0]
@@ -144,7 +141,7 @@ def test_gpu_device():
 
 
 def test_no_gpu_is_a_clear_error(monkeypatch):
-    monkeypatch.setattr(P, "_gpu_list", [])
+    monkeypatch.setattr(D, "_gpu_list", [])
     with pytest.raises(functx.FunctxError, match=r"no GPU is available.*TRITON_INTERPRET=1"):
         functx.devices("gpu")
     with pytest.raises(RuntimeError):

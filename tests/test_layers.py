@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("core", ("functx.core",)),
     ("primitives", ("functx.primitives",)),
     ("array/tracing/interpreter", ("functx.array", "functx.tracing", "functx.interpreter")),
-    ("loop IR", ("functx.lowering.loopir", "functx.lowering.lower")),
+    ("loop IR", ("functx.lowering.rules", "functx.lowering.loopir", "functx.lowering.lower")),
     ("ops", ("functx.ops",)),
     ("transforms", ("functx.transforms",)),
     ("control", ("functx.control",)),
@@ -42,13 +42,13 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 # (importing module, imported module): reason.
 LAZY_IMPORTS: dict[tuple[str, str], str] = {
     # Triton is an optional dependency: only a jit on a GPU imports the Triton backend.
-    ("functx.lowering.compile", "functx.lowering.triton"): "optional dependency (triton)",
-    ("functx.lowering.compile", "functx.lowering.triton_runtime"): "optional dependency (triton)",
+    ("functx.lowering.compile", "functx.lowering.triton.program"): "optional dependency (triton)",
+    ("functx.lowering.compile", "functx.lowering.triton.runtime"): "optional dependency (triton)",
     # The C++ lowering imports SymPy; a process whose programs all come from the program cache
     # never imports it (tests/lowering/test_program_cache.py checks that).
-    ("functx.lowering.compile", "functx.lowering.cpp"): "SymPy only on a program-cache miss",
-    ("functx.lowering.compile", "functx.lowering.loops"): "SymPy only on a program-cache miss",
+    ("functx.lowering.compile", "functx.lowering.lower"): "SymPy only on a program-cache miss",
     ("functx.lowering.compile", "functx.lowering.schedule"): "SymPy only on a program-cache miss",
+    ("functx.lowering.compile", "functx.lowering.cpp.program"): "SymPy only on a cache miss",
 }
 
 

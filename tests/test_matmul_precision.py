@@ -22,7 +22,8 @@ import pytest  # noqa: E402
 
 import functx  # noqa: E402
 import functx.numpy as fnp  # noqa: E402
-from functx import placement as P  # noqa: E402
+from functx import config as C  # noqa: E402
+from functx.devices import eager as P  # noqa: E402
 
 GPU = functx.devices("gpu")[0] if functx.default_backend() == "gpu" else None
 needs_gpu = pytest.mark.skipif(GPU is None, reason="no GPU (nor TRITON_INTERPRET=1 with triton)")
@@ -33,24 +34,24 @@ needs_cuda = pytest.mark.skipif(
 
 @pytest.fixture(autouse=True)
 def _restore_config():
-    saved = P._global_precision
+    saved = C._global_precision
     yield
-    P._global_precision = saved
+    C._global_precision = saved
 
 
 def test_names_and_nesting():
-    assert P.matmul_precision() == "tensorfloat32"  # JAX's default on a GPU
+    assert C.matmul_precision() == "tensorfloat32"  # JAX's default on a GPU
     with functx.default_matmul_precision("highest"):
-        assert P.matmul_precision() == "float32"
+        assert C.matmul_precision() == "float32"
         with functx.default_matmul_precision("tensorfloat32"):
-            assert P.matmul_precision() == "tensorfloat32"
+            assert C.matmul_precision() == "tensorfloat32"
         with functx.default_matmul_precision("float32"):
-            assert P.matmul_precision() == "float32"
-        assert P.matmul_precision() == "float32"
-    assert P.matmul_precision() == "tensorfloat32"
+            assert C.matmul_precision() == "float32"
+        assert C.matmul_precision() == "float32"
+    assert C.matmul_precision() == "tensorfloat32"
     for name in ("default", "high", "bfloat16", "DEFAULT", None):
         with functx.default_matmul_precision(name):
-            assert P.matmul_precision() == "tensorfloat32"
+            assert C.matmul_precision() == "tensorfloat32"
     with pytest.raises(ValueError, match=r"unknown matmul precision 'fp64'.*'highest'"):
         functx.default_matmul_precision("fp64")
 
@@ -58,11 +59,11 @@ def test_names_and_nesting():
 def test_config_update_and_the_block_wins():
     functx.config.update("jax_default_matmul_precision", "highest")
     assert functx.config.jax_default_matmul_precision == "float32"
-    assert P.matmul_precision() == "float32"
+    assert C.matmul_precision() == "float32"
     with functx.default_matmul_precision("default"):
-        assert P.matmul_precision() == "tensorfloat32"
+        assert C.matmul_precision() == "tensorfloat32"
     functx.config.update("jax_default_matmul_precision", None)
-    assert P.matmul_precision() == "tensorfloat32"
+    assert C.matmul_precision() == "tensorfloat32"
     with pytest.raises(ValueError, match="jax_default_matmul_precision"):
         functx.config.update("jax_default_matmul_precision", "double")
     with pytest.raises(
@@ -74,10 +75,10 @@ def test_config_update_and_the_block_wins():
 def test_a_block_holds_for_its_thread_only():
     seen = []
     with functx.default_matmul_precision("highest"):
-        t = threading.Thread(target=lambda: seen.append(P.matmul_precision()))
+        t = threading.Thread(target=lambda: seen.append(C.matmul_precision()))
         t.start()
         t.join()
-        assert P.matmul_precision() == "float32"
+        assert C.matmul_precision() == "float32"
     assert seen == ["tensorfloat32"]
 
 
@@ -85,7 +86,7 @@ def test_the_environment_sets_the_default(tmp_path):
     import subprocess
     import sys
 
-    code = "from functx import placement as P; print(P.matmul_precision())"
+    code = "from functx import config as C; print(C.matmul_precision())"
     env = dict(os.environ, FUNCTX_DEFAULT_MATMUL_PRECISION="highest")
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True

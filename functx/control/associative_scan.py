@@ -626,8 +626,8 @@ def _lowering(g, ins, avals, *, combine, num_consts, axis, reverse, affine):
             n.buf = f"c{len(g.consts)}"
             g.consts.append((n, arr))
             env[v.id] = n
-        lower._lower_eqns(g, closed.jaxpr, env)
-        return [lower._read(g, env, a) for a in closed.jaxpr.outvars]
+        lower.lower_eqns(g, closed.jaxpr, env)
+        return [lower.read(g, env, a) for a in closed.jaxpr.outvars]
     group = {
         "consts": ins[:num_consts],
         "xs": ins[num_consts:],

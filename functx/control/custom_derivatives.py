@@ -525,8 +525,8 @@ def _inline_call(g, ins, avals, *, call_jaxpr, **params):
     env = {}
     for v, n in zip(call_jaxpr.jaxpr.invars, ins):
         env[v.id] = n
-    lower._lower_eqns(g, call_jaxpr.jaxpr, env)
-    return [lower._read(g, env, a) for a in call_jaxpr.jaxpr.outvars]
+    lower.lower_eqns(g, call_jaxpr.jaxpr, env)
+    return [lower.read(g, env, a) for a in call_jaxpr.jaxpr.outvars]
 
 
 lowerings[custom_jvp_call_p] = _inline_call

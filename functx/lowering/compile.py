@@ -23,9 +23,19 @@ def log(msg: str) -> None:
 def compile_jaxpr(closed, backend: str = "cpu"):
     """An executable for ``closed`` (a ClosedJaxpr): "cpu" gives C++ kernels, "triton" Triton
     kernels on torch tensors."""
-    if backend == "triton":
-        return _compile_triton(closed)
-    return _compile_cpp(closed)
+    exe = _compile_triton(closed) if backend == "triton" else _compile_cpp(closed)
+    exe.closed = closed  # what it computes (``loop_ir_text`` lowers it again to print)
+    return exe
+
+
+def loop_ir_text(closed) -> str:
+    """The loop IR of ``closed`` (a ClosedJaxpr) as the backends see it: lowered, scheduled and
+    printed with its kernel grouping (``loopir.pp_graph``); ``lower(...).as_text()`` shows it.
+    Lowered again here, so a program loaded from the program cache prints it too."""
+    from functx.lowering import loopir, lower, schedule  # lazy: sympy stays out of import functx
+
+    g = lower.lower_jaxpr(closed)
+    return loopir.pp_graph(g, schedule.schedule(g))
 
 
 def _compile_triton(closed):

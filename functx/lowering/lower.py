@@ -29,6 +29,7 @@ from functx.lowering.loopir import (
     Node,
     Op,
     _Reads,
+    error_context,
     flat_offset,
     guard_clamp,
     reads_in_order,
@@ -42,6 +43,8 @@ from functx.source_info import where
 
 
 def lower_jaxpr(closed: ClosedJaxpr) -> Graph:
+    """The loop IR of ``closed``: a ``Graph`` with an input node per constant and argument and
+    the nodes of every equation (``lower_eqns``); ``graph.outputs`` are the outputs' nodes."""
     g = Graph()
     env = {}
     j = closed.jaxpr
@@ -56,9 +59,9 @@ def lower_jaxpr(closed: ClosedJaxpr) -> Graph:
         n.buf = f"in{i}"
         g.inputs.append(n)
         env[v.id] = n
-    _lower_eqns(g, j, env)
+    lower_eqns(g, j, env)
     for a in j.outvars:
-        g.outputs.append(_read(g, env, a))
+        g.outputs.append(read(g, env, a))
     return g
 
 
@@ -67,11 +70,15 @@ def _literal_node(g, a: Literal) -> Node:
     return g.add(Node((), a.aval.dtype, fn=lambda idx, ctx, v=val, d=a.aval.dtype: Const(d, v)))
 
 
-def _read(g, env, a):
+def read(g, env, a):
+    """The node of atom ``a`` (a Var of ``env``, or a Literal: a new constant node)."""
     return _literal_node(g, a) if type(a) is Literal else env[a.id]
 
 
-def _lower_eqns(g: Graph, j: Jaxpr, env: dict):
+def lower_eqns(g: Graph, j: Jaxpr, env: dict):
+    """Add the nodes of ``j``'s equations to ``g``, reading their inputs from ``env`` (Var id ->
+    node) and binding their outputs there; each rule (``rules.lowerings``) runs in its equation's
+    context: an exception it raises names the primitive and the user's line."""
     for e in j.eqns:
         rule = lowerings.get(e.prim)
         if rule is None:
@@ -79,13 +86,22 @@ def _lower_eqns(g: Graph, j: Jaxpr, env: dict):
                 f"jit: primitive '{e.prim.name}' has no lowering to compiled "
                 f"code{where(e.source_info)}"
             )
-        ins = [_read(g, env, a) for a in e.invars]
-        outs = rule(g, ins, [v.aval for v in e.outvars], **e.params)
+        ins = [read(g, env, a) for a in e.invars]
+        first = len(g.nodes)
+        with error_context(lambda err, e=e: _eqn_context(e)):
+            outs = rule(g, ins, [v.aval for v in e.outvars], **e.params)
         outs = outs if isinstance(outs, list) else [outs]
-        for v, n in zip(e.outvars, outs):
+        for n in g.nodes[first:] + outs:  # (the nodes it made, and outputs it passed through)
             if n.source_info is None:
-                n.source_info = e.source_info
+                n.source_info, n.prim = e.source_info, e.prim.name
+        for v, n in zip(e.outvars, outs):
             env[v.id] = n
+
+
+def _eqn_context(e) -> str:
+    """What a lowering rule's error gets appended: the primitive and the user's line."""
+    line = f" at {e.source_info}" if e.source_info is not None else ""
+    return f" (while lowering '{e.prim.name}'{line})"
 
 
 def _pw(g, shape, dtype, fn, inputs) -> Node:

@@ -23,8 +23,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import sympy
 
+from functx.lowering import loopir
 from functx.lowering.loopir import Acc, Graph, Load, Node, costly, sym, unclamped
 
 
@@ -398,4 +400,56 @@ def describe(kernels) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["schedule", "Kernel", "KernelCtx", "NotRowAligned", "describe", "sympy", "Node"]
+def verify(graph: Graph, kernels) -> None:
+    """Check a scheduled graph: ``loopir.verify(graph, kernels)``, then the element expressions
+    each kernel builds, in the kernel's context as the renderers build them: stored pointwise
+    nodes at the kernel's loop index; a reduction's operands (each pass may read the
+    accumulators of earlier passes only), map phase (at the full index) and epilogue (at the
+    row index); a scan's epilogue at the scanned position. Indices use only the kernel's loop
+    symbols; accumulators name the kernel's own reductions. Raises ``loopir.LoopIRError``."""
+    loopir.verify(graph, kernels)
+
+    def check(node, e, allowed, accs=frozenset()):
+        if np.dtype(e.dtype) != np.dtype(node.dtype):
+            loopir.fail(node, f"in kernel {k.index}: its expression has dtype {e.dtype}")
+        loopir.verify_expr(e, node, graph, set(allowed), frozenset(accs))
+
+    for k in kernels:
+        if k.kind == "pointwise":
+            ivars = loopir.loop_vars(len(k.shape))
+            ctx = KernelCtx(k)
+            for n in k.nodes:
+                if n.fn is None:
+                    loopir.fail(n, f"stored by pointwise kernel {k.index} without an expression")
+                check(n, n.fn(ivars, ctx), ivars)
+        elif k.kind == "reduce":
+            rv, full = k.row_vars(), k.full_index()
+            ctx = KernelCtx(k, rv)
+            done: set = set()
+            for p in k.passes:
+                for r in p:
+                    if r.id not in k.reduction_ids:
+                        loopir.fail(r, f"in a pass of kernel {k.index} but not its reductions")
+                    op = r.params["operand"]
+                    check(op, op.load(full, KernelCtx(k, rv)), full, done)
+                done |= {r.id for r in p}
+            for m in k.maps:
+                check(m, m.fn(full, ctx), full, k.reduction_ids)
+            for m in k.epilogue:
+                check(m, m.fn(rv, ctx), rv, k.reduction_ids)
+        elif k.kind == "ascan":
+            full = k.scan_index()
+            for m in k.epilogue:
+                check(m, m.fn(full, KernelCtx(k, full)), full, k.reduction_ids)
+
+
+__all__ = [
+    "schedule",
+    "Kernel",
+    "KernelCtx",
+    "NotRowAligned",
+    "describe",
+    "verify",
+    "sympy",
+    "Node",
+]

@@ -202,7 +202,7 @@ def backend_env(backend):
     if not TRITON_GPU:
         os.environ["TRITON_INTERPRET"] = "1"
     tri.DEFAULT_BLOCKS = _triton_blocks()
-    # functx.placement looks for GPUs once per process: if it found none before the interpreter
+    # functx.devices looks for GPUs once per process: if it found none before the interpreter
     # was on, look again now (its stand-in GPU exists only under TRITON_INTERPRET=1), and put
     # its findings back afterwards
     pl = _placement_module()
@@ -228,7 +228,7 @@ def backend_env(backend):
 
 def _placement_module():
     try:
-        from functx import placement
+        from functx.devices import device as placement
     except ImportError:  # before GPU arrays: jit(backend="triton") takes host arrays
         return None
     return placement

@@ -12,7 +12,8 @@ import sympy
 
 from functx import dtypes
 from functx.errors import UnsupportedError
-from functx.lowering.loopir import Acc, Const, FloorDiv, Guard, Idx, Load, ModI, Op, Sym, strides_of
+from functx.lowering.common import IndexPrinter, decompose
+from functx.lowering.loopir import Acc, Const, Idx, Load, Op, Sym
 
 _STORAGE = {
     dtypes.bool_: "bool",
@@ -64,36 +65,17 @@ def _num(v, dt) -> str:
     return f"(({ct}){i}{'ULL' if dt.kind == 'u' else 'LL'})"
 
 
-class _SympyC:
-    """Print SymPy index expressions as C integer arithmetic."""
+class _SympyC(IndexPrinter):
+    """Print SymPy index expressions as C integer arithmetic (``int64_t``)."""
 
-    def __call__(self, e) -> str:
-        e = sympy.sympify(e)
-        if e.is_Integer:
-            return f"{int(e)}LL"
-        if e.is_Symbol:
-            return str(e)
-        if isinstance(e, Guard):
-            return self(e.args[1])
-        if isinstance(e, FloorDiv):
-            return f"({self(e.args[0])} / {self(e.args[1])})"
-        if isinstance(e, ModI):
-            return f"({self(e.args[0])} % {self(e.args[1])})"
-        if e.is_Add:
-            return "(" + " + ".join(self(a) for a in e.args) + ")"
-        if e.is_Mul:
-            return "(" + " * ".join(self(a) for a in e.args) + ")"
-        if isinstance(e, sympy.Max):
-            out = self(e.args[0])
-            for a in e.args[1:]:
-                out = f"fx_imax({out}, {self(a)})"
-            return out
-        if isinstance(e, sympy.Min):
-            out = self(e.args[0])
-            for a in e.args[1:]:
-                out = f"fx_imin({out}, {self(a)})"
-            return out
-        raise UnsupportedError(f"jit: cannot print index expression {e}")
+    def integer(self, v: int) -> str:
+        return f"{v}LL"
+
+    def extremum(self, is_max: bool, args: list) -> str:
+        out = args[0]
+        for a in args[1:]:
+            out = f"{'fx_imax' if is_max else 'fx_imin'}({out}, {a})"
+        return out
 
 
 _ic = _SympyC()
@@ -398,12 +380,5 @@ _SUM_BLOCK = 128
 
 def _decompose(vars_, shape, flat_name):
     """Statements binding ``vars_`` to the multi-index of ``flat_name`` in ``shape``."""
-    out = []
-    for v, s, d in zip(vars_, strides_of(shape), shape):
-        expr = f"{flat_name}"
-        if s != 1:
-            expr = f"({expr} / {s}LL)"
-        if s * d != math.prod(shape):
-            expr = f"({expr} % {d}LL)"
-        out.append(f"const int64_t {v} = {expr};")
-    return out
+    exprs = decompose(shape, flat_name, "/", _ic.integer)
+    return [f"const int64_t {v} = {x};" for v, x in zip(vars_, exprs)]

@@ -17,12 +17,12 @@ import os
 import re
 
 from functx.errors import UnsupportedError
+from functx.lowering.common import adopt_consts, render_context, sub_program
 from functx.lowering.cpp import ascan, dot, dus, greduce, loops, pointwise, reduce, scatter
 from functx.lowering.cpp.emit import _PAR, Emitter, _decompose, _store, storage_type
 from functx.lowering.cpp.prelude import PRELUDE
 from functx.lowering.loopir import Graph, Node, flat_offset, sym
-from functx.lowering.lower import lower_jaxpr
-from functx.lowering.schedule import Kernel, KernelCtx, schedule
+from functx.lowering.schedule import Kernel, KernelCtx
 
 # The main translation unit's own part: the BLAS entry points (set once the program is loaded).
 MAIN_PRELUDE = r"""
@@ -112,7 +112,8 @@ def render_kernel(prog, k: Kernel) -> None:
     render = KERNEL_KINDS.get(k.kind)
     if render is None:
         raise UnsupportedError(f"jit: no C++ renderer for kernel kind {k.kind!r}")
-    render(prog, k)
+    with render_context(k, "C++"):
+        render(prog, k)
 
 
 class CppProgram:
@@ -146,16 +147,10 @@ class CppProgram:
     def _sub(self, closed) -> tuple[str, list[str]]:
         """Compile a sub-Jaxpr into a static function of the same calling convention as fx_run;
         returns its name and the parent's names for the sub-program's constants."""
-        sg = lower_jaxpr(closed)
-        sk = schedule(sg)
+        sg, sk = sub_program(closed)
         self.n_subs = getattr(self, "n_subs", 0) + 1
         name = f"fx_sub{self.n_subs}"
-        const_names = []
-        for n, arr in sg.consts:
-            pn = self.g.add(Node(n.shape, n.dtype, kind="input"))
-            pn.buf = f"c{len(self.g.consts)}"
-            self.g.consts.append((pn, arr))
-            const_names.append(pn.buf)
+        const_names = adopt_consts(self.g, sg.consts)
         # nested sub-programs are appended while this one is generated, so they come first
         self.subs.append(self.function(name, sg, sk, static=True))
         return name, const_names

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functx import placement
+from functx import config
 from functx.lowering.schedule import Kernel
 
 
@@ -14,7 +14,7 @@ def render(prog, k: Kernel):
     if node.size == 0:
         return
     # the product's own precision=, else the default (see functx.default_matmul_precision)
-    tf32 = (p.get("precision") or placement.matmul_precision()) != "float32"
+    tf32 = (p.get("precision") or config.matmul_precision()) != "float32"
     prog.host.append(
         f"    _fx_dot({lhs.buf}, {rhs.buf}, {node.buf}, {p['batch']}, {p['m']}, "
         f"{p['k']}, {p['n']}, {p['lhs_trans']}, {p['rhs_trans']}, {tf32})"

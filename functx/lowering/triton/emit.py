@@ -12,18 +12,15 @@ import sympy
 
 from functx import dtypes
 from functx.errors import UnsupportedError
+from functx.lowering.common import IndexPrinter, decompose
 from functx.lowering.loopir import (
     Acc,
     Const,
     E,
-    FloorDiv,
-    Guard,
     Idx,
     Load,
-    ModI,
     Op,
     Sym,
-    strides_of,
 )
 
 # --- dtypes --------------------------------------------------------------------------------------
@@ -111,57 +108,36 @@ def _highest(dt) -> str:
 
 
 # --- index expressions ---------------------------------------------------------------------------
-class _SympyPy:
+class _SympyPy(IndexPrinter):
     """Print SymPy index expressions as Triton integer arithmetic (all values are non-negative,
     so Triton's truncating ``//`` and ``%`` are floor division and modulo)."""
+
+    div = "//"
+    what = "jit (Triton)"
 
     def __init__(self, names: dict, known: dict):
         self.names = names  # symbol name -> variable name in the kernel
         self.known = known  # expanded expression -> variable name (flat offsets)
 
-    def __call__(self, e) -> str:
-        e = sympy.sympify(e)
-        hit = self.known.get(e)
-        if hit is not None:
-            return hit
-        if e.is_Integer:
-            return str(int(e))
-        if e.is_Symbol:
-            return self.names.get(e.name, e.name)
-        if isinstance(e, Guard):
-            return self(e.args[1])
-        if isinstance(e, FloorDiv):
-            return f"({self(e.args[0])} // {self(e.args[1])})"
-        if isinstance(e, ModI):
-            return f"({self(e.args[0])} % {self(e.args[1])})"
-        if e.is_Add:
-            return "(" + " + ".join(self(a) for a in e.args) + ")"
-        if e.is_Mul:
-            return "(" + " * ".join(self(a) for a in e.args) + ")"
-        if isinstance(e, (sympy.Max, sympy.Min)):
-            fn = "tl.maximum" if isinstance(e, sympy.Max) else "tl.minimum"
-            args = [self(a) for a in e.args]
-            # a literal first argument is fine as long as one is a tensor; keep tensors first
-            args.sort(key=lambda s: s.lstrip("-").isdigit())
-            out = args[0]
-            for a in args[1:]:
-                out = f"{fn}({out}, {a})"
-            return out
-        raise UnsupportedError(f"jit (Triton): cannot print index expression {e}")
+    def lookup(self, e) -> str | None:
+        return self.known.get(e)
+
+    def symbol(self, name: str) -> str:
+        return self.names.get(name, name)
+
+    def extremum(self, is_max: bool, args: list) -> str:
+        fn = "tl.maximum" if is_max else "tl.minimum"
+        # a literal first argument is fine as long as one is a tensor; keep tensors first
+        args.sort(key=lambda s: s.lstrip("-").isdigit())
+        out = args[0]
+        for a in args[1:]:
+            out = f"{fn}({out}, {a})"
+        return out
 
 
 def _decompose(names, shape, flat: str) -> list[str]:
     """Statements binding ``names`` to the multi-index of ``flat`` in ``shape``."""
-    out = []
-    total = math.prod(shape)
-    for v, s, d in zip(names, strides_of(shape), shape):
-        expr = flat
-        if s != 1:
-            expr = f"({expr} // {s})"
-        if s * d != total:
-            expr = f"({expr} % {d})"
-        out.append(f"{v} = {expr}")
-    return out
+    return [f"{v} = {x}" for v, x in zip(names, decompose(shape, flat, "//", str))]
 
 
 # --- element expressions -------------------------------------------------------------------------

@@ -71,7 +71,8 @@ import sympy
 
 from functx.errors import UnsupportedError
 from functx.lowering import schedule
-from functx.lowering.loopir import Graph, Node, Sym, flat_offset, sym
+from functx.lowering.common import adopt_consts, render_context, sub_program
+from functx.lowering.loopir import Graph, Sym, flat_offset, sym
 from functx.lowering.lower import lower_jaxpr
 from functx.lowering.schedule import Kernel, KernelCtx
 from functx.lowering.triton import ascan, dot, dus, greduce, loops, pointwise, reduce, scatter
@@ -102,7 +103,8 @@ def render_kernel(prog, k: Kernel) -> None:
     render = KERNEL_KINDS.get(k.kind)
     if render is None:
         raise UnsupportedError(f"jit: no Triton renderer for kernel kind {k.kind!r}")
-    render(prog, k)
+    with render_context(k, "Triton"):
+        render(prog, k)
 
 
 class TritonProgram:
@@ -257,20 +259,13 @@ class TritonProgram:
     def _sub(self, closed) -> tuple[str, list[str]]:
         """A host function ``_subN(inputs, consts, outputs)`` for a sub-Jaxpr (its kernels join
         the module); returns its name and this program's names for its constants."""
-        sg = lower_jaxpr(closed)
-        sk = schedule.schedule(sg)
+        sg, sk = sub_program(closed)
         name = f"_sub{len(self.subs)}"
         self.subs.append("")  # reserve the name (nested sub-programs come first)
         index = len(self.subs) - 1
         child = TritonProgram(sg, sk, parent=self, prefix=f"s{index}_")
         self.subs[index] = child.function(name)  # may add constants of nested programs
-        const_names = []
-        for n, arr in sg.consts:
-            pn = self.g.add(Node(n.shape, n.dtype, kind="input"))
-            pn.buf = f"c{len(self.g.consts)}"
-            self.g.consts.append((pn, arr))
-            const_names.append(pn.buf)
-        return name, const_names
+        return name, adopt_consts(self.g, sg.consts)
 
     # --- the module ----------------------------------------------------------------------------
     def function(self, name: str) -> str:

@@ -1,0 +1,308 @@
+"""``functx.config``: the environment variables functx reads, the default-device and
+matmul-precision state, and ``functx.config.update``. A leaf: it imports only ``functx.errors``.
+
+Environment variables (each read where noted; the functions here read them at every call, so a
+test may change one with ``monkeypatch.setenv``):
+
+==================================  ==============================================================
+``FUNCTX_DEFAULT_DEVICE``           the default device (``cpu``, ``gpu``, ``gpu:1``): read once,
+                                    on first use (``default_device_spec``); a non-CPU value makes
+                                    ``default_off_cpu()`` true from import on
+``FUNCTX_DEFAULT_MATMUL_PRECISION`` the default float32 matmul precision: read once, at import
+``FUNCTX_JIT_CACHE_SIZE``           programs each jitted function keeps (``jit_cache_size``)
+``FUNCTX_OUTPUT_POOL_MB``           bound of the GPU output pool (``output_pool_mb``)
+``FUNCTX_COMPILE_TIMEOUT``          seconds one C++ compiler run may take (``compile_timeout``)
+``FUNCTX_CACHE_LOCK_TIMEOUT``       seconds to wait for another process's compile
+                                    (``cache_lock_timeout``)
+``FUNCTX_CACHE_DIR``                the compile cache (``cache_dir_setting``; else
+                                    ``$XDG_CACHE_HOME/functx`` or ``~/.cache/functx``)
+``FUNCTX_LOG_COMPILES``             print a line per compile to stderr (``log_compiles``)
+``FUNCTX_TRITON_DIRECT``            launch Triton kernels without Triton's launcher
+                                    (``triton_direct``, default on)
+``FUNCTX_CUDA_GRAPHS``              "auto" (default), on or off (``cuda_graphs_mode``)
+``TRITON_INTERPRET``                Triton's CPU interpreter; with no CUDA it also makes the
+                                    stand-in GPU device (``triton_interpret``)
+``TRITON_CACHE_DIR``                Triton's kernel cache: one the user set wins over functx's
+                                    (read and set by ``functx.lowering.cache``)
+``CXX``                             the C++ compiler (read by ``functx.lowering.cache``)
+``OMP_WAIT_POLICY``                 set to PASSIVE unless given (by ``functx.lowering.runtime``)
+==================================  ==============================================================
+
+The default device: the innermost ``with functx.default_device(d):`` of this thread, else
+``functx.config.update("functx_default_device", d)``, else ``FUNCTX_DEFAULT_DEVICE``, else the
+CPU. This module keeps the first two as opaque device objects (it does not import
+``functx.devices``, which makes and checks them: it registers the check in ``checkers``).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from functx.errors import FunctxError, FunctxValueError
+
+
+# --- environment knobs ---------------------------------------------------------------------------
+def _flag(name: str, default: str) -> bool:
+    return os.environ.get(name, default) not in ("", "0")
+
+
+def default_device_spec() -> str:
+    """``FUNCTX_DEFAULT_DEVICE``, stripped ("" when unset)."""
+    return os.environ.get("FUNCTX_DEFAULT_DEVICE", "").strip()
+
+
+DEFAULT_JIT_CACHE_SIZE = 1024
+
+
+def jit_cache_size() -> int:
+    """How many compiled programs each jitted function keeps (``FUNCTX_JIT_CACHE_SIZE``, default
+    1024; least recently used go first)."""
+    raw = os.environ.get("FUNCTX_JIT_CACHE_SIZE", "").strip()
+    if not raw:
+        return DEFAULT_JIT_CACHE_SIZE
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise FunctxValueError(f"FUNCTX_JIT_CACHE_SIZE must be a positive integer, not {raw!r}")
+    return n
+
+
+def output_pool_mb(default: float) -> float:
+    """``FUNCTX_OUTPUT_POOL_MB`` as a number of MiB; ``default`` when unset or not a number."""
+    raw = os.environ.get("FUNCTX_OUTPUT_POOL_MB", "")
+    try:
+        return float(raw) if raw else default
+    except ValueError:
+        return default
+
+
+def seconds(name: str, default: float) -> float:
+    """A positive number of seconds from the environment variable ``name`` (``default`` when
+    unset; capped at 1e6, so ``inf`` means no limit)."""
+    raw = os.environ.get(name, "")
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise FunctxValueError(f"{name}={raw!r}: expected a positive number of seconds")
+    return min(value, 1e6)  # (inf: no limit; poll() overflows past 24 days)
+
+
+def compile_timeout() -> float:
+    """Seconds one compiler run may take (``FUNCTX_COMPILE_TIMEOUT``, default 600)."""
+    return seconds("FUNCTX_COMPILE_TIMEOUT", 600.0)
+
+
+def cache_lock_timeout() -> float:
+    """Seconds to wait for another process compiling the same program
+    (``FUNCTX_CACHE_LOCK_TIMEOUT``, default 900)."""
+    return seconds("FUNCTX_CACHE_LOCK_TIMEOUT", 900.0)
+
+
+def cache_dir_setting() -> str:
+    """The configured compile-cache directory: ``FUNCTX_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/functx``, else ``~/.cache/functx``."""
+    return os.environ.get("FUNCTX_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "functx"
+    )
+
+
+def log_compiles() -> bool:
+    """Whether ``FUNCTX_LOG_COMPILES`` asks for a line on stderr per compile."""
+    return _flag("FUNCTX_LOG_COMPILES", "")
+
+
+def triton_interpret() -> bool:
+    """Whether Triton runs kernels in its CPU interpreter (``TRITON_INTERPRET=1``)."""
+    return _flag("TRITON_INTERPRET", "0")
+
+
+def triton_direct() -> bool:
+    """Whether Triton kernels may be launched directly (``FUNCTX_TRITON_DIRECT``, default 1)."""
+    return _flag("FUNCTX_TRITON_DIRECT", "1")
+
+
+def cuda_graphs_mode() -> str:
+    """``FUNCTX_CUDA_GRAPHS``, lower-cased (default "auto")."""
+    return os.environ.get("FUNCTX_CUDA_GRAPHS", "auto").lower()
+
+
+# --- the default device --------------------------------------------------------------------------
+class _DefaultState(threading.local):
+    def __init__(self):
+        self.stack: list = []
+
+
+_default_local = _DefaultState()
+_global_default = None  # set by config.update; None: the environment's, else the CPU
+# Whether the default device may be other than the CPU: set once a non-CPU device is made the
+# default (or the environment names one), never cleared.
+_off_cpu = default_device_spec().lower() not in ("", "cpu", "cpu:0")
+
+
+def default_off_cpu() -> bool:
+    """Whether the default device may be other than the CPU. While it is false, an eager
+    operation with no committed operand runs on the host without asking for the default device
+    (a non-CPU default set once, by ``FUNCTX_DEFAULT_DEVICE``, ``config.update`` or
+    ``functx.default_device``, makes it true for the rest of the process)."""
+    return _off_cpu
+
+
+def _note_default(device) -> None:
+    global _off_cpu
+    if device is not None and device.platform != "cpu":
+        _off_cpu = True
+
+
+def default_device_setting():
+    """The default device set in this process, or None when only the environment (or nothing)
+    sets it: the innermost ``functx.default_device`` block of this thread that names a device,
+    else ``config.update``'s setting."""
+    stack = _default_local.stack
+    if stack and stack[-1] is not None:
+        return stack[-1]
+    return _global_default
+
+
+def push_default_device(device) -> None:
+    """Enter a ``functx.default_device(device)`` block in this thread (``device`` checked by
+    ``functx.devices``; None: the configured default)."""
+    _note_default(device)
+    _default_local.stack.append(device)
+
+
+def pop_default_device() -> None:
+    """Leave the innermost ``functx.default_device`` block of this thread."""
+    _default_local.stack.pop()
+
+
+# Checks of option values that need a higher module: "device" -> fn(value, what) -> Device,
+# registered by functx.devices at import (it turns "gpu:1" into a device or raises).
+checkers: dict = {}
+
+
+def _check_device(value, what: str):
+    check = checkers.get("device")
+    if check is None:
+        raise FunctxError(f"internal: {what} needs functx.devices, which is not imported")
+    return check(value, what)
+
+
+# --- the default precision of matrix products ----------------------------------------------------
+# JAX's names. On a GPU, float32 products take TF32 (10-bit mantissa) inputs unless the precision
+# is "highest"/"float32", as JAX does there; the CPU always computes in float32.
+_PRECISIONS = {
+    "default": "tensorfloat32",
+    "fastest": "tensorfloat32",
+    "bfloat16": "tensorfloat32",
+    "high": "tensorfloat32",
+    "tensorfloat32": "tensorfloat32",
+    "highest": "float32",
+    "float32": "float32",
+}
+
+
+class _PrecisionState(threading.local):
+    def __init__(self):
+        self.stack: list = []
+
+
+_precision_local = _PrecisionState()
+_global_precision = "tensorfloat32"  # config.update's setting, resolved
+
+
+def check_precision(value, what: str) -> str:
+    """The float32 product mode ("tensorfloat32" or "float32") a precision name stands for."""
+    if value is None:
+        return "tensorfloat32"
+    name = value.lower() if isinstance(value, str) else value
+    if name not in _PRECISIONS:
+        raise ValueError(
+            f"{what}: unknown matmul precision {value!r}; use one of "
+            f"{', '.join(repr(k) for k in _PRECISIONS)} (or None)"
+        )
+    return _PRECISIONS[name]
+
+
+if os.environ.get("FUNCTX_DEFAULT_MATMUL_PRECISION", "").strip():
+    _global_precision = check_precision(
+        os.environ["FUNCTX_DEFAULT_MATMUL_PRECISION"].strip(), "FUNCTX_DEFAULT_MATMUL_PRECISION"
+    )
+
+
+def matmul_precision() -> str:
+    """How float32 matrix products run on a GPU here: "tensorfloat32" or "float32" (the innermost
+    ``default_matmul_precision`` block, else ``config``'s setting)."""
+    stack = _precision_local.stack
+    return stack[-1] if stack else _global_precision
+
+
+class default_matmul_precision:
+    """``with functx.default_matmul_precision("highest"):`` sets the precision of the float32
+    matrix products (``@``, ``dot``, ``matmul``, ``einsum``, ``dot_general``) that run in the
+    block, eagerly or under ``jit``, in this thread, like ``jax.default_matmul_precision``.
+
+    On a GPU, JAX's default takes TF32 inputs (about 3 significant digits, with float32
+    accumulation); "highest" or "float32" gives full float32. "default", "high", "bfloat16" and
+    "tensorfloat32" all mean TF32 here (functx's GPU backend has those two modes). The CPU
+    computes in float32 whatever the setting. ``jit`` compiles again when the setting changes.
+    A product's own ``precision=`` argument (``functx.lax.Precision``) wins over the setting.
+    Outside any block: ``functx.config.update("jax_default_matmul_precision", ...)``, else the
+    environment's ``FUNCTX_DEFAULT_MATMUL_PRECISION``, else TF32.
+    """
+
+    def __init__(self, precision):
+        self.mode = check_precision(precision, "functx.default_matmul_precision")
+
+    def __enter__(self):
+        _precision_local.stack.append(self.mode)
+
+    def __exit__(self, *exc):
+        _precision_local.stack.pop()
+
+
+# --- functx.config.update ------------------------------------------------------------------------
+# This module is ``functx.config``: ``update`` and the option names below are what JAX's
+# ``jax.config`` has that functx has.
+_DEVICE = ("functx_default_device", "jax_default_device")
+_PRECISION = ("jax_default_matmul_precision",)
+
+
+def update(name: str, value) -> None:
+    """``functx.config.update(name, value)``: the settings JAX keeps in ``jax.config`` that functx
+    has: the default device ("functx_default_device"; "jax_default_device" is accepted for
+    ported code) and the default precision of float32 matrix products
+    ("jax_default_matmul_precision": see ``functx.default_matmul_precision``). Read them back as
+    attributes: ``functx.config.functx_default_device``."""
+    global _global_default, _global_precision
+    if name in _PRECISION:
+        _global_precision = check_precision(value, name)
+        return
+    if name not in _DEVICE:
+        raise ValueError(
+            f"functx.config has no option {name!r}; it has {', '.join(_DEVICE + _PRECISION)}"
+        )
+    _global_default = None if value is None else _check_device(value, name)
+    _note_default(_global_default)
+
+
+def __getattr__(name: str):
+    if name in _DEVICE:
+        return _global_default
+    if name in _PRECISION:
+        return _global_precision
+    raise AttributeError(f"module 'functx.config' has no attribute {name!r}")
+
+
+__all__ = [
+    "default_matmul_precision",
+    "default_off_cpu",
+    "matmul_precision",
+    "update",
+]

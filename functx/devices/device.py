@@ -1,0 +1,256 @@
+"""Devices and the default device: the device objects (``CpuDevice``, ``CudaDevice``,
+``InterpretedGpuDevice``), ``functx.devices()`` and its relatives, the placement errors, and the
+default device (its setting lives in ``functx.config``; this module turns names such as "gpu:1"
+into devices and registers that check in ``config.checkers``).
+
+GPUs are looked up on first use (importing torch only then): ``gpu_devices()``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+
+from functx import config, tracing
+from functx.array import device_rules
+from functx.errors import FunctxError
+
+
+class DeviceError(FunctxError, ValueError):
+    """Operands on different devices, or a device argument that cannot be used."""
+
+
+class NoDeviceError(FunctxError, RuntimeError):
+    """A platform was asked for that this process has no device of (no GPU, say)."""
+
+
+# --- Devices --------------------------------------------------------------------------------------
+class Device:
+    """One device. ``platform`` is "cpu" or "gpu"; ``id`` its index on that platform."""
+
+    platform = "?"
+    device_kind = "?"
+    process_index = 0
+
+    def __init__(self, id: int):  # noqa: A002 (JAX's name)
+        self.id = id
+
+    @property
+    def torch_device(self):
+        raise NotImplementedError
+
+    def __repr__(self):
+        return f"{type(self).__name__}(id={self.id})"
+
+
+class CpuDevice(Device):
+    """The host: arrays are NumPy buffers and jit compiles C++."""
+
+    platform = "cpu"
+    device_kind = "cpu"
+
+
+class CudaDevice(Device):
+    """A CUDA GPU: arrays are torch CUDA tensors and jit compiles Triton kernels."""
+
+    platform = "gpu"
+
+    def __init__(self, id: int):  # noqa: A002
+        super().__init__(id)
+        import torch
+
+        self._torch = torch.device("cuda", id)
+        self.device_kind = torch.cuda.get_device_name(id)
+
+    @property
+    def torch_device(self):
+        return self._torch
+
+
+class InterpretedGpuDevice(Device):
+    """A stand-in GPU for machines without one (``TRITON_INTERPRET=1``, no CUDA): its buffers are
+    CPU torch tensors and its Triton kernels run in Triton's interpreter, slowly. For tests."""
+
+    platform = "gpu"
+    device_kind = "Triton interpreter on the CPU (no real GPU)"
+
+    @property
+    def torch_device(self):
+        import torch
+
+        return torch.device("cpu")
+
+
+CPU = CpuDevice(0)
+_gpu_list: list | None = None
+_gpu_lock = threading.Lock()
+GPU_IN_USE = False  # set once a GPU device object exists; jit's dispatch fast path reads it
+
+
+def gpu_devices() -> list:
+    """The GPU devices, found on first use (importing torch only then)."""
+    global _gpu_list, GPU_IN_USE
+    if _gpu_list is None:
+        with _gpu_lock:
+            if _gpu_list is None:
+                found = []
+                if importlib.util.find_spec("torch") is not None:
+                    import torch
+
+                    if torch.cuda.is_available():
+                        found = [CudaDevice(i) for i in range(torch.cuda.device_count())]
+                    elif (
+                        config.triton_interpret() and importlib.util.find_spec("triton") is not None
+                    ):
+                        found = [InterpretedGpuDevice(0)]
+                if found:
+                    GPU_IN_USE = True
+                _gpu_list = found
+    return _gpu_list
+
+
+def _no_gpu_message(what: str) -> str:
+    if importlib.util.find_spec("torch") is None or importlib.util.find_spec("triton") is None:
+        why = 'torch and triton are not installed (pip install "functx[gpu]")'
+    else:
+        why = "torch sees no CUDA device (torch.cuda.is_available() is False)"
+    return (
+        f"{what}: no GPU is available: {why}. To run the GPU code path on the CPU for tests, "
+        "set TRITON_INTERPRET=1 before functx first looks for devices."
+    )
+
+
+def devices(backend: str | None = None) -> list[Device]:
+    """The devices of a platform, like ``jax.devices``.
+
+    Arguments:
+      backend: "cpu", "gpu" (or "cuda"), or None for the default platform: the GPUs when there are
+        any, else the CPU (as JAX's default backend).
+    Returns:
+      A list of ``Device`` objects: ``[CpuDevice(id=0)]``, ``[CudaDevice(id=0), ...]``.
+    Example:
+      >>> functx.devices("cpu")
+      [CpuDevice(id=0)]
+    """
+    if backend is None:
+        return list(gpu_devices()) or [CPU]
+    name = backend.lower() if isinstance(backend, str) else backend
+    if name == "cpu":
+        return [CPU]
+    if name in ("gpu", "cuda"):
+        gpus = gpu_devices()
+        if not gpus:
+            raise NoDeviceError(_no_gpu_message(f"functx.devices({backend!r})"))
+        return list(gpus)
+    raise ValueError(f"functx.devices: unknown platform {backend!r}; use 'cpu' or 'gpu'")
+
+
+def local_devices(backend: str | None = None) -> list[Device]:
+    """The same as ``devices`` (functx runs in one process)."""
+    return devices(backend)
+
+
+def device_count(backend: str | None = None) -> int:
+    return len(devices(backend))
+
+
+def default_backend() -> str:
+    """The platform ``devices()`` lists: "gpu" when there is one, else "cpu"."""
+    return "gpu" if gpu_devices() else "cpu"
+
+
+# --- The default device ---------------------------------------------------------------------------
+# The setting lives in functx.config (which cannot import this module): it asks check_device.
+_env_default: Device | None = None
+
+
+def _parse_device(spec: str, what: str) -> Device:
+    s = spec.strip().lower()
+    name, _, idx = s.partition(":")
+    if name == "cpu" and idx in ("", "0"):
+        return CPU
+    if name in ("gpu", "cuda") and (idx == "" or idx.isdigit()):
+        gpus = gpu_devices()
+        i = int(idx or 0)
+        if not gpus:
+            raise NoDeviceError(_no_gpu_message(f"{what}={spec!r}"))
+        if i >= len(gpus):
+            raise NoDeviceError(f"{what}={spec!r}: there are {len(gpus)} GPUs ({gpus})")
+        return gpus[i]
+    raise ValueError(f"{what}={spec!r}: expected 'cpu', 'gpu' or 'gpu:N'")
+
+
+def check_device(device, what: str) -> Device:
+    """``device`` as a ``Device``: a device object as is, a name ("cpu", "gpu", "gpu:N") looked
+    up; anything else is a ``DeviceError`` naming ``what``."""
+    if isinstance(device, Device):
+        return device
+    if isinstance(device, str):
+        return _parse_device(device, what)
+    raise DeviceError(
+        f"{what}: expected a functx device (from functx.devices()), got "
+        f"{type(device).__name__} {device!r:.60}"
+    )
+
+
+def _check_and_note(device, what: str) -> Device:
+    # INTERIM (until tracing reads config.default_off_cpu()): keep tracing's flag in step.
+    dev = check_device(device, what)
+    if dev is not CPU:
+        tracing._default_off_cpu = True
+    return dev
+
+
+tracing._default_off_cpu = config.default_off_cpu()
+
+
+def get_default_device() -> Device:
+    """The device new arrays and operations without committed operands go to."""
+    dev = config.default_device_setting()
+    if dev is not None:
+        return dev
+    if _env_default is not None:
+        return _env_default
+    return _resolve_env_default()
+
+
+def _resolve_env_default() -> Device:
+    """``FUNCTX_DEFAULT_DEVICE``, read once (a GPU there is looked up on first use)."""
+    global _env_default
+    spec = config.default_device_spec()
+    if not spec or spec.lower() in ("cpu", "cpu:0"):
+        _env_default = CPU
+    else:
+        _env_default = _parse_device(spec, "FUNCTX_DEFAULT_DEVICE")
+    return _env_default
+
+
+class default_device:
+    """``with functx.default_device(device):`` makes ``device`` the default in the block (this
+    thread only), like ``jax.default_device``; None means the configured default."""
+
+    def __init__(self, device):
+        self.device = None if device is None else _check_and_note(device, "functx.default_device")
+
+    def __enter__(self):
+        config.push_default_device(self.device)
+        return self.device
+
+    def __exit__(self, *exc):
+        config.pop_default_device()
+
+
+def cuda_device(index) -> Device:
+    """The ``CudaDevice`` of torch's CUDA device ``index`` (None: 0)."""
+    for d in gpu_devices():
+        if isinstance(d, CudaDevice) and d.id == (index or 0):
+            return d
+    raise NoDeviceError(
+        f"an array on CUDA device {index} was given, but functx sees {gpu_devices() or 'no GPU'}"
+    )
+
+
+# --- the tables of lower modules that this module fills ---------------------------------------
+config.checkers["device"] = _check_and_note
+device_rules["cpu_device"] = CPU
+device_rules["default_device"] = default_device
