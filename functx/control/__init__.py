@@ -1,9 +1,10 @@
 """Higher-order primitives: each file holds one primitive (or a family) with ALL its rules (shape
-inference, eager implementation, jvp, partial evaluation, transpose, batching), registered into the
-tables of ``functx.primitives`` and ``functx.transforms``.
+inference, eager implementation, jvp, partial evaluation, transpose, batching, and its lowering to
+the loop IR), registered into the tables of ``functx.primitives``, ``functx.transforms`` and
+``functx.lowering.rules``.
 
 * ``common.py``: what cond, scan and while share (tracing a function into a consts-free Jaxpr, jvp,
-  transpose and batching of such a Jaxpr).
+  transpose and batching of such a Jaxpr, their lowering to a loop over compiled sub-programs).
 * ``cond.py``: ``cond`` and ``switch`` (the ``cond`` primitive).
 * ``scan.py``: ``scan`` and ``map`` (the ``scan`` primitive).
 * ``while_loop.py``: ``while_loop`` and ``fori_loop`` (the ``while`` primitive; ``fori_loop`` with

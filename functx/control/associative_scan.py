@@ -13,6 +13,7 @@ backend can emit one scan kernel for it.
   recurrence. Its transpose is the same scan run backwards with ``A`` transposed and shifted, so
   the gradient of a lane-wise scan is made of scans of the same length (Mamba's backward pass).
 * jvp of any other combine: the jvp of the O(log n) ladder (correct, not a single scan).
+* Lowering (``jit``): a lane-wise combine becomes one scan kernel; any other, the ladder.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from functx.array import Array
 from functx.core import ClosedJaxpr, Jaxpr, Primitive, ShapedArray, same_type
 from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError
 from functx.interpreter import eval_jaxpr
+from functx.lowering.rules import lowerings
 from functx.source_info import where
 from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
 from functx.transforms import jvp as J, transpose as T, vmap as V
@@ -600,6 +602,49 @@ def _batch_rule(args, dims, *, combine, num_consts, axis, reverse, affine):
 
 
 V.batching_rules[associative_scan_p] = _batch_rule
+
+
+# --- jit: one scan kernel for a lane-wise combine, else the ladder --------------------------------
+def _lowering(g, ins, avals, *, combine, num_consts, axis, reverse, affine):
+    """A lane-wise combine becomes ``ascan`` nodes (one scan kernel, the combine inlined by the
+    backend); any other combine is the O(log n) ladder, lowered equation by equation."""
+    # imported here, when jit lowers: the loop IR imports SymPy, which `import functx`
+    # must not (tests/lowering/test_program_cache.py)
+    from functx.lowering import lower
+    from functx.lowering.loopir import Node
+
+    if not is_lanewise(combine, num_consts):
+        closed = _ladder_jaxpr(
+            combine, num_consts, axis, reverse, tuple(ShapedArray(n.shape, n.dtype) for n in ins)
+        )
+        env = {}
+        for v, n in zip(closed.jaxpr.invars, ins):
+            env[v.id] = n
+        for v, c in zip(closed.jaxpr.constvars, closed.consts):
+            arr = np.asarray(c)
+            n = g.add(Node(tuple(arr.shape), v.aval.dtype, kind="input"))
+            n.buf = f"c{len(g.consts)}"
+            g.consts.append((n, arr))
+            env[v.id] = n
+        lower.lower_eqns(g, closed.jaxpr, env)
+        return [lower.read(g, env, a) for a in closed.jaxpr.outvars]
+    group = {
+        "consts": ins[:num_consts],
+        "xs": ins[num_consts:],
+        "combine": combine,
+        "axis": axis,
+        "reverse": reverse,
+        "outs": [],
+    }
+    outs = []
+    for a in avals:
+        n = g.add(Node(a.shape, a.dtype, kind="ascan", inputs=list(ins), params={"group": group}))
+        group["outs"].append(n)
+        outs.append(n)
+    return outs
+
+
+lowerings[associative_scan_p] = _lowering
 
 
 # --- reduce_prod's derivative (it needs cumprod) ------------------------------------------------

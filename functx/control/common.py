@@ -155,3 +155,22 @@ def batch_closed(closed, in_dims, size, force_out_dims=None):
     batched, out_dims = V.batch_jaxpr(closed, in_dims, size, force_out_dims=force_out_dims)
     hoisted, consts = hoist(batched)
     return hoisted, consts, out_dims
+
+
+# --- jit: a loop over compiled sub-programs -------------------------------------------------------
+def lower_to_loop(g, ins, avals, kind, **params):
+    """The lowering of ``cond``, ``scan`` and ``while`` (``kind``) to the loop IR: one ``loop`` node
+    per output, sharing one group whose sub-Jaxprs the backends' loop kernels compile and run."""
+    # imported here, when jit lowers: the loop IR imports SymPy, which `import functx`
+    # must not (tests/lowering/test_program_cache.py)
+    from functx.lowering.loopir import Node
+
+    group = {"type": kind, "ins": list(ins), "outs": [], **params}
+    outs = []
+    for a in avals:
+        n = g.add(Node(a.shape, a.dtype, kind="loop", inputs=list(ins), params={"group": group}))
+        group["outs"].append(n)
+        outs.append(n)
+    if outs:
+        outs[0].params["needs_buffer"] = [x for x in ins]
+    return outs

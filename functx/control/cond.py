@@ -1,8 +1,9 @@
 """``cond`` and ``switch``: one ``cond`` equation whose branches are sub-Jaxprs.
 
 All rules of the ``cond`` primitive are here: shape inference, the eager implementation, jvp,
-partial evaluation (the tangent half becomes a ``cond`` of its own), transpose and batching (an
-unbatched index keeps one ``cond``; a batched one runs every branch and selects).
+partial evaluation (the tangent half becomes a ``cond`` of its own), transpose, batching (an
+unbatched index keeps one ``cond``; a batched one runs every branch and selects) and the lowering
+(a loop kernel over the branches' compiled sub-programs).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from functx.control.common import (
     control_primitive,
     fun_name,
     jvp_closed,
+    lower_to_loop,
     share_consts,
     trace_pytree,
     transpose_closed,
@@ -25,6 +27,7 @@ from functx.control.common import (
 from functx.core import ClosedJaxpr, Eqn, Jaxpr, Var, same_type
 from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError
 from functx.interpreter import eval_jaxpr
+from functx.lowering.rules import lowerings
 from functx.source_info import where
 from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
 from functx.transforms import jvp as J, transpose as T, vmap as V
@@ -307,5 +310,13 @@ def _cond_batch(args, dims, *, branches):
 
 
 V.batching_rules[cond_p] = _cond_batch
+
+
+def _cond_lowering(g, ins, avals, **params):
+    """jit: a ``loop`` kernel that runs the chosen branch's compiled sub-program."""
+    return lower_to_loop(g, ins, avals, "cond", **params)
+
+
+lowerings[cond_p] = _cond_lowering
 
 __all__ = ["cond", "switch", "cond_p"]

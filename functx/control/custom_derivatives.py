@@ -23,6 +23,7 @@ from functx.array import is_python_scalar
 from functx.core import ClosedJaxpr, Jaxpr, Primitive
 from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError
 from functx.interpreter import eval_jaxpr
+from functx.lowering.rules import lowerings
 from functx.source_info import where
 from functx.tracing import PYTREE_NAMESPACE, get_aval, trace_flat, tree_flatten, tree_unflatten
 from functx.transforms import jvp as J, transpose as T, vjp, vmap as V
@@ -513,6 +514,23 @@ V.batching_rules[custom_jvp_call_p] = _custom_jvp_batch
 V.batching_rules[custom_vjp_call_p] = _custom_vjp_batch
 V.batching_rules[custom_lin_p] = _custom_lin_batch
 
+
+# --- jit: the traced function is inlined ---------------------------------------------------------
+def _inline_call(g, ins, avals, *, call_jaxpr, **params):
+    """custom_jvp_call / custom_vjp_call: a call of their traced function."""
+    # imported here, when jit lowers: the loop IR imports SymPy, which `import functx`
+    # must not (tests/lowering/test_program_cache.py)
+    from functx.lowering import lower
+
+    env = {}
+    for v, n in zip(call_jaxpr.jaxpr.invars, ins):
+        env[v.id] = n
+    lower.lower_eqns(g, call_jaxpr.jaxpr, env)
+    return [lower.read(g, env, a) for a in call_jaxpr.jaxpr.outvars]
+
+
+lowerings[custom_jvp_call_p] = _inline_call
+lowerings[custom_vjp_call_p] = _inline_call
 
 SymbolicZero = J.Zero  # what a ``symbolic_zeros=True`` rule receives for a zero tangent
 

@@ -5,7 +5,8 @@ tuples of scalars. A computation that is plain addition, multiplication, max, mi
 single operand with its identity as the initial value becomes ``reduce_sum`` & co. (so it
 differentiates, as JAX's does); anything else records one ``reduce`` equation whose combine is a
 traced Jaxpr on scalars. Eagerly it runs O(log n) vectorised passes (halving the reduced axis);
-``jit`` lowers it to one fused loop with the combine inlined, like the built-in reductions.
+``jit`` lowers it (``_lowering`` below) to one fused loop with the combine inlined, like the
+built-in reductions.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from functx import dtypes, ops, primitives as P
 from functx.core import ClosedJaxpr, Jaxpr, Primitive, ShapedArray, same_type
 from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError
 from functx.interpreter import eval_jaxpr
+from functx.lowering.rules import lowerings
 from functx.source_info import where
 from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
 from functx.transforms import jvp as J, vmap as V
@@ -217,5 +219,32 @@ def _batch(args, dims, *, computation, dimensions):
 
 
 V.batching_rules[reduce_p] = _batch
+
+
+def _lowering(g, ins, avals, *, computation, dimensions):
+    """jit: ``greduce`` nodes, one fused loop per row with the combine inlined by the backend."""
+    # imported here, when jit lowers: the loop IR imports SymPy, which `import functx`
+    # must not (tests/lowering/test_program_cache.py)
+    from functx.lowering.loopir import Node
+
+    n = len(ins) // 2
+    group = {
+        "ops": ins[:n],
+        "inits": ins[n:],
+        "computation": computation,
+        "axes": tuple(dimensions),
+        "outs": [],
+    }
+    outs = []
+    for a in avals:
+        node = g.add(
+            Node(a.shape, a.dtype, kind="greduce", inputs=list(ins), params={"group": group})
+        )
+        group["outs"].append(node)
+        outs.append(node)
+    return outs
+
+
+lowerings[reduce_p] = _lowering
 
 __all__ = ["reduce", "reduce_p"]

@@ -2,7 +2,8 @@
 
 All rules of the ``scan`` primitive are here: shape inference, the eager implementation, jvp,
 partial evaluation (known and unknown halves, residuals stacked per iteration), transpose (the
-same scan run backwards) and batching.
+same scan run backwards), batching and the lowering (a loop kernel over the body's compiled
+sub-program).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from functx.control.common import (
     fun_name,
     hoist,
     jvp_closed,
+    lower_to_loop,
     natural_out_nz,
     promote_weak,
     split3,
@@ -26,6 +28,7 @@ from functx.control.common import (
 from functx.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var, same_type
 from functx.errors import FunctxTypeError, FunctxValueError
 from functx.interpreter import eval_jaxpr
+from functx.lowering.rules import lowerings
 from functx.source_info import where
 from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
 from functx.transforms import jvp as J, transpose as T, vmap as V
@@ -451,5 +454,13 @@ def _scan_batch(args, dims, *, jaxpr, num_consts, num_carry, length, reverse, un
 
 
 V.batching_rules[scan_p] = _scan_batch
+
+
+def _scan_lowering(g, ins, avals, **params):
+    """jit: a ``loop`` kernel that runs the body's compiled sub-program per iteration."""
+    return lower_to_loop(g, ins, avals, "scan", **params)
+
+
+lowerings[scan_p] = _scan_lowering
 
 __all__ = ["scan", "map", "scan_p"]

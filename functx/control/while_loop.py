@@ -1,8 +1,9 @@
 """``while_loop`` (and ``fori_loop``): one ``while`` equation with a cond and a body sub-Jaxpr.
 
 All rules of the ``while`` primitive are here: shape inference, the eager implementation, jvp,
-partial evaluation, the transpose rule (reverse mode raises JAX's error) and batching (a batched
-predicate loops while any example's holds). ``fori_loop`` with static bounds is a ``scan``
+partial evaluation, the transpose rule (reverse mode raises JAX's error), batching (a batched
+predicate loops while any example's holds) and the lowering (a loop kernel over the compiled cond
+and body). ``fori_loop`` with static bounds is a ``scan``
 (reverse mode works), with traced bounds a ``while_loop``.
 """
 
@@ -18,6 +19,7 @@ from functx.control.common import (
     fun_name,
     hoist,
     jvp_closed,
+    lower_to_loop,
     natural_out_nz,
     promote_weak,
     split3,
@@ -29,6 +31,7 @@ from functx.control.scan import scan
 from functx.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Var, same_type
 from functx.errors import FunctxTypeError, UnsupportedError
 from functx.interpreter import eval_jaxpr
+from functx.lowering.rules import lowerings
 from functx.source_info import where
 from functx.tracing import Tracer, get_aval, trace_flat, tree_flatten, tree_unflatten
 from functx.transforms import jvp as J, passes, transpose as T, vmap as V
@@ -355,5 +358,13 @@ def _while_batch(args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
 
 
 V.batching_rules[while_p] = _while_batch
+
+
+def _while_lowering(g, ins, avals, **params):
+    """jit: a ``loop`` kernel that runs the compiled cond and body while cond holds."""
+    return lower_to_loop(g, ins, avals, "while", **params)
+
+
+lowerings[while_p] = _while_lowering
 
 __all__ = ["fori_loop", "while_loop", "while_p"]
