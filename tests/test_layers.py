@@ -5,7 +5,9 @@ of a functx module, at module level or inside a function, is checked against ``L
 importing a module of a higher layer fails, naming both modules and both layers. Modules of one
 layer may import each other. An import inside a function must also be listed in
 ``LAZY_IMPORTS`` (with its reason): a function-level import that only breaks a cycle is not
-allowed (move the code, or register into a table the lower module owns).
+allowed (move the code, or register into a table the lower module owns). And no module assigns
+another functx module's attributes at import time (``tracing._flag = ...``, ``setattr``);
+registering into a table the other module owns (``core.eager_rules["gpu"] = ...``) is the way.
 """
 
 from __future__ import annotations
@@ -178,6 +180,56 @@ def test_no_function_level_imports():
         "function-level imports of functx modules (import at the top, move the code down, or "
         "register into a table of the lower module; list honest lazy imports in LAZY_IMPORTS):\n"
         + "\n".join(bad)
+    )
+
+
+def _module_aliases(tree, module: str) -> set[str]:
+    """Names bound at module level to functx modules by imports."""
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            targets = _resolve(node, module)
+            for a, target in zip(node.names, targets):
+                if target in MODULES and (isinstance(node, ast.Import) or target.endswith(a.name)):
+                    names.add((a.asname or a.name).split(".")[0])
+    return names
+
+
+def test_no_module_assigns_another_modules_globals():
+    bad = []
+    for module, path in MODULES.items():
+        tree = ast.parse(path.read_text(), str(path))
+        aliases = _module_aliases(tree, module)
+
+        def visit(node):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                return  # runs later, if at all (not at import)
+            targets = []
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if (
+                    isinstance(t, ast.Attribute)
+                    and isinstance(t.value, ast.Name)
+                    and t.value.id in aliases
+                ):
+                    bad.append(f"{_where(module, node.lineno)}: {module} sets {ast.unparse(t)}")
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "setattr"
+                and node.args
+                and isinstance(node.args[0], ast.Name)
+                and node.args[0].id in aliases
+            ):
+                bad.append(f"{_where(module, node.lineno)}: {module} calls {ast.unparse(node)}")
+            for child in ast.iter_child_nodes(node):
+                visit(child)
+
+        visit(tree)
+    assert not bad, (
+        "modules assigning another module's attributes at import time (register into a table "
+        "the other module owns instead):\n" + "\n".join(bad)
     )
 
 
