@@ -144,36 +144,25 @@ def _unary(prim):
     return fn
 
 
-neg = _unary(P.neg_p)
-abs = _unary(P.abs_p)  # noqa: A001
-sign = _unary(P.sign_p)
-floor = _unary(P.floor_p)
-ceil = _unary(P.ceil_p)
-exp = _unary(P.exp_p)
-exp2 = _unary(P.exp2_p)
-log = _unary(P.log_p)
-log1p = _unary(P.log1p_p)
-expm1 = _unary(P.expm1_p)
-sqrt = _unary(P.sqrt_p)
-rsqrt = _unary(P.rsqrt_p)
-cbrt = _unary(P.cbrt_p)
-sin = _unary(P.sin_p)
-cos = _unary(P.cos_p)
-tan = _unary(P.tan_p)
-asin = _unary(P.asin_p)
-acos = _unary(P.acos_p)
-atan = _unary(P.atan_p)
-sinh = _unary(P.sinh_p)
-cosh = _unary(P.cosh_p)
-tanh = _unary(P.tanh_p)
-asinh = _unary(P.asinh_p)
-acosh = _unary(P.acosh_p)
-atanh = _unary(P.atanh_p)
-logistic = _unary(P.logistic_p)
-erf = _unary(P.erf_p)
-lgamma = _unary(P.lgamma_p)
-is_finite = _unary(P.is_finite_p)
-bitwise_not = _unary(P.not_p)
+def _binary(prim):
+    def fn(x, y):
+        x, y = _binary_operands(x, y)
+        return prim.bind(x, y)
+
+    fn.__name__ = prim.name
+    fn.__doc__ = f"Elementwise ``{prim.name}`` (the primitive; equal shapes or a scalar operand)."
+    return fn
+
+
+# The plain elementwise builders: one per row of the elementwise table
+# (functx.primitives.elementwise.ROWS) whose ``builder`` is "plain", named by the row's public (lax)
+# name: ``neg(x)``, ``sin(x)``, ``add(x, y)``, ``max(x, y)``, ``bitwise_not(x)``, ... Adding such a
+# row adds its builder here; rows with their own builder ("custom": round, integer_pow) are below.
+for _row in P.elementwise.ROWS:
+    if _row.builder == "plain":
+        _build = _unary if _row.arity == 1 else _binary
+        globals()[_row.public_name] = _build(P.registry[_row.name])
+del _row, _build
 
 
 class RoundingMethod:
@@ -210,37 +199,6 @@ def square(x):
 
 def reciprocal(x):
     return integer_pow(x, -1)
-
-
-def _binary(prim):
-    def fn(x, y):
-        x, y = _binary_operands(x, y)
-        return prim.bind(x, y)
-
-    fn.__name__ = prim.name
-    fn.__doc__ = f"Elementwise ``{prim.name}`` (the primitive; equal shapes or a scalar operand)."
-    return fn
-
-
-add = _binary(P.add_p)
-sub = _binary(P.sub_p)
-mul = _binary(P.mul_p)
-div = _binary(P.div_p)
-rem = _binary(P.rem_p)
-pow = _binary(P.pow_p)  # noqa: A001
-max = _binary(P.max_p)  # noqa: A001
-min = _binary(P.min_p)  # noqa: A001
-atan2 = _binary(P.atan2_p)
-nextafter = _binary(P.nextafter_p)
-eq = _binary(P.eq_p)
-ne = _binary(P.ne_p)
-lt = _binary(P.lt_p)
-le = _binary(P.le_p)
-gt = _binary(P.gt_p)
-ge = _binary(P.ge_p)
-bitwise_and = _binary(P.and_p)
-bitwise_or = _binary(P.or_p)
-bitwise_xor = _binary(P.xor_p)
 
 
 def select_n(which, *cases):
@@ -506,7 +464,8 @@ def _wrap_negative(starts, shape):
         i = _index_scalar(i)
         a = _aval(i)
         if a.dtype in dtypes.SIGNED:
-            i = select(lt(i, 0), add(i, np.asarray(d, a.dtype)[()]), i)
+            # (lt and add are built from the elementwise table above)
+            i = select(lt(i, 0), add(i, np.asarray(d, a.dtype)[()]), i)  # noqa: F821
         out.append(i)
     return out
 

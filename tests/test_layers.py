@@ -35,7 +35,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "public",
         ("functx.lax", "functx.numpy", "functx.nn", "functx.tree_util", "functx.test_util"),
     ),
-    ("devices", ("functx.devices", "functx.placement")),  # (placement: until devices/ replaces it)
+    ("devices", ("functx.devices",)),
     ("lowering", ("functx.lowering",)),
     ("top", ("functx.jit", "functx.demo", "functx")),
 ]
@@ -46,19 +46,22 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     # Triton (and torch) are optional dependencies: only a jit on a GPU imports that backend.
     ("functx.lowering.compile", "functx.lowering.triton.program"): "optional dependency (triton)",
     ("functx.lowering.compile", "functx.lowering.triton.runtime"): "optional dependency (triton)",
-    # The C++ lowering imports SymPy and starts the compiler; a process whose programs all come
-    # from the program cache does neither (tests/lowering/test_program_cache.py checks SymPy).
+    # The loop IR imports SymPy, which `import functx` must not (the program-cache test checks
+    # that): only a C++ program-cache miss, as_text, or a control rule run at lowering imports it.
     ("functx.lowering.compile", "functx.lowering.loopir"): "SymPy only on a program-cache miss",
     ("functx.lowering.compile", "functx.lowering.lower"): "SymPy only on a program-cache miss",
     ("functx.lowering.compile", "functx.lowering.schedule"): "SymPy only on a program-cache miss",
     ("functx.lowering.compile", "functx.lowering.cpp.program"): "SymPy only on a cache miss",
-    ("functx.lowering.compile", "functx.lowering.cpp.prelude"): "compiler only on a cache miss",
-    ("functx.lowering.compile", "functx.lowering.cache"): "compiler only on a cache miss",
+    ("functx.control.common", "functx.lowering.loopir"): "SymPy only when jit lowers",
+    ("functx.control.associative_scan", "functx.lowering.loopir"): "SymPy only when jit lowers",
+    ("functx.control.associative_scan", "functx.lowering.lower"): "SymPy only when jit lowers",
+    ("functx.control.generic_reduce", "functx.lowering.loopir"): "SymPy only when jit lowers",
+    ("functx.control.custom_derivatives", "functx.lowering.lower"): "SymPy only when jit lowers",
     # cache.py (subprocess, the compiler lookup) costs ~85 ms of `import functx`: first use only.
-    ("functx.lowering.compile", "functx.lowering.program_cache"): "import time of `import functx`",
-    ("functx.lowering.runtime", "functx.lowering.cache"): "import time of `import functx`",
+    ("functx.lowering.compile", "functx.lowering.cpp.prelude"): "import time of `import functx`",
+    ("functx.lowering.compile", "functx.lowering.cache"): "import time of `import functx`",
     ("functx.lowering.program_cache", "functx.lowering.cache"): "import time of `import functx`",
-    ("functx.lowering.program_cache", "functx.lowering.runtime"): "import time of `import functx`",
+    ("functx.lowering.runtime", "functx.lowering.cache"): "import time of `import functx`",
 }
 
 
