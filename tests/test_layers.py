@@ -127,6 +127,14 @@ def _imports(module: str, path: pathlib.Path):
             if isinstance(child, (ast.Import, ast.ImportFrom)):
                 for target in dict.fromkeys(_resolve(child, module)):
                     found.append((target, child.lineno, in_function))
+            elif (  # importlib.import_module("functx....") / __import__("functx....")
+                isinstance(child, ast.Call)
+                and ast.unparse(child.func) in ("importlib.import_module", "__import__")
+                and child.args
+                and isinstance(child.args[0], ast.Constant)
+                and str(child.args[0].value).split(".")[0] == "functx"
+            ):
+                found.append((child.args[0].value, child.lineno, in_function))
             walk(
                 child,
                 in_function
