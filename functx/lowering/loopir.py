@@ -27,6 +27,7 @@ import numpy as np
 import sympy
 
 from functx import dtypes
+from functx.primitives.elementwise import ROWS
 
 
 # --- index arithmetic ----------------------------------------------------------------------------
@@ -152,35 +153,9 @@ class Op(E):
     args: tuple
 
 
-# Op names that cost much more than an add or a multiply (a polynomial, a division, a call)
-COSTLY = frozenset(
-    {
-        "exp",
-        "exp2",
-        "expm1",
-        "log",
-        "log1p",
-        "tanh",
-        "logistic",
-        "sin",
-        "cos",
-        "tan",
-        "asin",
-        "acos",
-        "atan",
-        "atan2",
-        "sinh",
-        "cosh",
-        "asinh",
-        "acosh",
-        "atanh",
-        "erf",
-        "erf_inv",
-        "lgamma",
-        "digamma",
-        "pow",
-    }
-)
+#: Op names that cost much more than an add or a multiply (a polynomial, a division, a call): the
+#: elementwise rows marked ``costly`` (``functx.primitives.elementwise``).
+COSTLY = frozenset(row.name for row in ROWS if row.costly)
 
 
 def subexprs(e):

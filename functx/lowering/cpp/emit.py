@@ -1,5 +1,6 @@
 """C++ element code: storage and compute types, number literals, the SymPy-to-C index printer
-(``_ic``), the C spellings of element operations (``_FLOAT_FN``, ``_BIN``) and the ``Emitter``
+(``_ic``), the C spellings of element operations (read from the rows of
+``functx.primitives.elementwise`` by ``render_row``) and the ``Emitter``
 that prints element expressions (``E`` trees of ``loopir.py``) as C statements, plus the small
 helpers every kernel kind uses (stores, the parallel threshold, index decomposition)."""
 
@@ -14,6 +15,7 @@ from functx import dtypes
 from functx.errors import UnsupportedError
 from functx.lowering.common import IndexPrinter, decompose
 from functx.lowering.loopir import Acc, Const, Idx, Load, Op, Sym
+from functx.primitives.elementwise import ROW, Unsupported
 
 _STORAGE = {
     dtypes.bool_: "bool",
@@ -81,44 +83,38 @@ class _SympyC(IndexPrinter):
 _ic = _SympyC()
 
 
-_FLOAT_FN = {
-    "exp": "fx_exp",
-    "exp2": "fx::exp2",
-    "log": "fx_log",
-    "log1p": "fx::log1p",
-    "expm1": "fx::expm1",
-    "sqrt": "fx::sqrt",
-    "cbrt": "fx::cbrt",
-    "sin": "fx::sin",
-    "cos": "fx::cos",
-    "tan": "fx::tan",
-    "asin": "fx::asin",
-    "acos": "fx::acos",
-    "atan": "fx::atan",
-    "sinh": "fx::sinh",
-    "cosh": "fx::cosh",
-    "tanh": "fx_tanh",
-    "asinh": "fx::asinh",
-    "acosh": "fx::acosh",
-    "atanh": "fx::atanh",
-    "erf": "fx::erf",
-    "lgamma": "fx::lgamma",
-    "floor": "fx::floor",
-    "ceil": "fx::ceil",
-}
+class OpView:
+    """What a row's C++ spelling sees of one element operation (``functx.primitives.elementwise``):
+    the printed operands ``a``, the compute type ``ct``, the operand and result dtypes, whether the
+    operand is a float (``fl``) and the op's parameters."""
+
+    __slots__ = ("em", "a", "ct", "in_dt", "dt", "fl", "params")
+
+    def __init__(self, em, a, ct, in_dt, dt, fl, params):
+        self.em, self.a, self.ct, self.in_dt, self.dt, self.fl = em, a, ct, in_dt, dt, fl
+        self.params = params
+
+    def ipow(self, x: str, y: int, ct: str) -> str:
+        return self.em._ipow(x, y, ct)
+
+    @staticmethod
+    def unsupported(msg: str):
+        raise UnsupportedError(f"jit: {msg}")
 
 
-_BIN = {
-    "add": "+",
-    "sub": "-",
-    "mul": "*",
-    "eq": "==",
-    "ne": "!=",
-    "lt": "<",
-    "le": "<=",
-    "gt": ">",
-    "ge": ">=",
-}
+def render_row(name: str, v: OpView) -> str:
+    """The C++ of elementwise op ``name`` from its row: a function name called on the operands, a
+    template (``{0}``, ``{1}``: operands, ``{ct}``: compute type) or a callable of ``v``."""
+    row = ROW.get(name)
+    spelling = None if row is None else row.cpp
+    if spelling is None or isinstance(spelling, Unsupported):
+        why = "" if spelling is None else f": {spelling.reason}"
+        raise UnsupportedError(f"jit: no C++ for elementwise op '{name}'{why}")
+    if callable(spelling):
+        return spelling(v)
+    if "{" in spelling:
+        return spelling.format(*v.a, ct=v.ct)
+    return f"{spelling}({', '.join(v.a)})"
 
 
 class Emitter:
@@ -276,54 +272,6 @@ class Emitter:
         in_dt = np.dtype(args[0].dtype) if args else np.dtype(e.dtype)
         in_ct = compute_type(in_dt)
         fl = _is_float(in_dt)
-        if name in _BIN:
-            return f"({a[0]} {_BIN[name]} {a[1]})"
-        if name in ("and", "or", "xor"):
-            op = {"and": "&", "or": "|", "xor": "^"}[name]
-            return f"(({ct})({a[0]} {op} {a[1]}))"
-        if name == "not":
-            return f"(!{a[0]})" if in_dt == dtypes.bool_ else f"(({ct})~{a[0]})"
-        if name == "div":
-            return f"({a[0]} / {a[1]})" if fl else f"fx_idiv<{ct}>({a[0]}, {a[1]})"
-        if name == "rem":
-            return f"fx::fmod({a[0]}, {a[1]})" if fl else f"fx_irem<{ct}>({a[0]}, {a[1]})"
-        if name == "pow":
-            if fl:
-                return f"fx::pow({a[0]}, ({ct}){a[1]})"
-            return f"fx_ipow_int<{ct}>({a[0]}, {a[1]})"
-        if name == "max":
-            return f"fx_max<{ct}>({a[0]}, {a[1]})"
-        if name == "min":
-            return f"fx_min<{ct}>({a[0]}, {a[1]})"
-        if name == "atan2":
-            return f"fx::atan2({a[0]}, {a[1]})"
-        if name == "nextafter":
-            if np.dtype(e.dtype) in (dtypes.float16, dtypes.bfloat16):
-                raise UnsupportedError("jit: nextafter of float16/bfloat16 is not supported")
-            return f"fx::nextafter({a[0]}, {a[1]})"
-        if name == "neg":
-            return f"(({ct})(-{a[0]}))"
-        if name == "abs":
-            return f"fx::fabs({a[0]})" if fl else f"(({ct})({a[0]} < 0 ? -{a[0]} : {a[0]}))"
-        if name == "sign":
-            return f"fx_sign<{ct}>({a[0]})"
-        if name == "round":
-            return (
-                f"fx::nearbyint({a[0]})"
-                if params.get("rounding_method", 1) == 1
-                else f"fx::round({a[0]})"
-            )
-        if name == "rsqrt":
-            return f"(({ct})1 / fx::sqrt({a[0]}))"
-        if name == "logistic":
-            return f"fx_logistic<{ct}>({a[0]})"
-        if name == "is_finite":
-            return f"(({a[0]} - {a[0]}) == 0)"  # false for inf and NaN; vectorises
-        if name in _FLOAT_FN:
-            fn = _FLOAT_FN[name]
-            return f"{fn}<{ct}>({a[0]})" if fn.startswith("fx_") else f"{fn}({a[0]})"
-        if name == "integer_pow":
-            return self._ipow(a[0], params["y"], ct)
         if name == "select":
             return f"({a[0]} ? {a[1]} : {a[2]})"
         if name == "convert":
@@ -337,7 +285,7 @@ class Emitter:
             return f"fx_convert<{ct}, {src}>({a[0]})"
         if name == "clamp":
             return f"fx_clamp({a[0]}, {a[1]}, {a[2]})"
-        raise UnsupportedError(f"jit: no C++ for elementwise op '{name}'")
+        return render_row(name, OpView(self, a, ct, in_dt, np.dtype(e.dtype), fl, params))
 
     def _ipow(self, x: str, y: int, ct: str) -> str:
         if y == 0:

@@ -2,9 +2,17 @@
 namespace, and the helpers the kernels call (max/min with NaN, integer division, exp, log and
 tanh that vectorise, the buffer pool). Kept apart from ``program.py`` (which needs SymPy) so that
 its precompiled header can be built while SymPy is imported (``cache.PreludeBuild``).
+
+The elementwise rows (``functx.primitives.elementwise``) whose C++ spelling is a libm function
+``fx::<name>`` that the list below does not wrap get their ``FX_MATH1``/``FX_MATH2`` line
+generated (``_row_math``): a new op with a C equivalent needs no edit here.
 """
 
-PRELUDE = r"""
+import re
+
+from functx.primitives.elementwise import ROWS
+
+_PRELUDE_HEAD = r"""
 // C headers only: libstdc++'s C++ headers take longer to parse than most programs take to compile.
 // _GLIBCXX_INCLUDE_NEXT_C_HEADERS makes libstdc++'s <math.h> and friends hand over to glibc's
 // directly. glibc declares its vectorised math (libmvec: expf, sinf, logf, ...) only under
@@ -54,6 +62,9 @@ FX_MATH1(cbrt) FX_MATH1(sin) FX_MATH1(cos) FX_MATH1(tan) FX_MATH1(asin) FX_MATH1
 FX_MATH1(atan) FX_MATH1(sinh) FX_MATH1(cosh) FX_MATH1(tanh) FX_MATH1(asinh) FX_MATH1(acosh)
 FX_MATH1(atanh) FX_MATH1(erf) FX_MATH1(lgamma) FX_MATH1(floor) FX_MATH1(ceil) FX_MATH1(fabs)
 FX_MATH1(nearbyint) FX_MATH1(round)
+"""
+# (here: the FX_MATH lines of the rows not wrapped above, see _row_math)
+_PRELUDE_TAIL = r"""
 FX_MATH2(fmod) FX_MATH2(pow) FX_MATH2(atan2) FX_MATH2(nextafter) FX_MATH2(copysign)
 #undef FX_MATH1
 #undef FX_MATH2
@@ -473,3 +484,20 @@ static int fx_gemm_narrow(int64_t bsz, int64_t m, int64_t k, const T* A, int64_t
 }
 #pragma GCC pop_options
 """
+
+
+def _row_math() -> str:
+    """``FX_MATH1(name)``/``FX_MATH2(name)`` lines for the rows spelled ``fx::<name>`` that the
+    prelude does not wrap yet."""
+    listed = set(re.findall(r"FX_MATH[12]\((\w+)\)", _PRELUDE_HEAD + _PRELUDE_TAIL))
+    lines = [
+        f"FX_MATH{row.arity}({row.cpp[4:]})"
+        for row in ROWS
+        if isinstance(row.cpp, str)
+        and re.fullmatch(r"fx::\w+", row.cpp)
+        and row.cpp[4:] not in listed
+    ]
+    return "".join(line + "\n" for line in lines)
+
+
+PRELUDE = _PRELUDE_HEAD + _row_math() + _PRELUDE_TAIL[1:]  # (the tail opens with a newline)

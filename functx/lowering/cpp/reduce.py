@@ -20,6 +20,7 @@ from functx.lowering.cpp.emit import (
 )
 from functx.lowering.loopir import Op, costly, flat_offset, subexprs
 from functx.lowering.schedule import Kernel, KernelCtx
+from functx.primitives.reduce import ARG, SEMANTICS, identity
 
 _ROW_CACHE_ELEMS = 1 << 14  # reduction rows up to this long may keep costly values on the stack
 
@@ -97,7 +98,7 @@ def render(prog, k: Kernel):
                 # first index holding it (or the first NaN) in a second loop over the row
                 cmp = ">" if op == "argmax" else "<"
                 bi = f"ai{r.id}"
-                ident = _lowest(x.dtype) if op == "argmax" else _highest(x.dtype)
+                ident = identity_literal(op, x.dtype)
                 nan = _is_float(x.dtype)
                 decls.append(
                     f"{ct} {a} = {ident}; int {a}_nan = 0;" if nan else f"{ct} {a} = {ident};"
@@ -145,9 +146,9 @@ def render(prog, k: Kernel):
             if op in ("reduce_max", "reduce_min") and _is_float(x.dtype):
                 # vectorisable: the plain comparison (which skips NaN) plus a NaN flag
                 cmp = ">" if op == "reduce_max" else "<"
-                ident = _lowest(x.dtype) if op == "reduce_max" else _highest(x.dtype)
+                ident = identity_literal(op, x.dtype)
                 # a zero of the sign that wins ties: +0.0 for max, -0.0 for min
-                zsign = "0" if cmp == ">" else "1"
+                zsign, zero = _zero_rule(op)
                 # (which zero, when the extreme is a zero: a second loop over the row, run
                 # only then, keeps the sign test out of the hot loop)
                 decls.append(f"{ct} {a} = {ident}; int {a}_nan = 0;")
@@ -156,24 +157,17 @@ def render(prog, k: Kernel):
                     f"reduction({'max' if cmp == '>' else 'min'}:{a})",
                     f"reduction(|:{a}_nan)",
                 ]
-                zero_fixes.append((a, val_e, zsign, "+" if cmp == ">" else "-", ct))
+                zero_fixes.append((a, val_e, zsign, zero, ct))
                 post.append(f"if ({a}_nan) {a} = fx::limits<{ct}>::quiet_NaN();")
                 continue
-            ident, comb, clause = {
-                "reduce_sum": ("0", f"{a} + {v}", "+"),
-                "reduce_prod": ("1", f"{a} * {v}", "*"),
-                "reduce_max": (_lowest(x.dtype), f"fx_max<{ct}>({a}, {v})", "max"),
-                "reduce_min": (_highest(x.dtype), f"fx_min<{ct}>({a}, {v})", "min"),
-                "reduce_and": (
-                    "true" if is_bool else f"(({ct})-1)",
-                    f"({ct})({a} & {v})",
-                    "&&" if is_bool else "&",
-                ),
-                "reduce_or": (
-                    "false" if is_bool else "0",
-                    f"({ct})({a} | {v})",
-                    "||" if is_bool else "|",
-                ),
+            ident = identity_literal(op, x.dtype)
+            comb, clause = {
+                "reduce_sum": (f"{a} + {v}", "+"),
+                "reduce_prod": (f"{a} * {v}", "*"),
+                "reduce_max": (f"fx_max<{ct}>({a}, {v})", "max"),
+                "reduce_min": (f"fx_min<{ct}>({a}, {v})", "min"),
+                "reduce_and": (f"({ct})({a} & {v})", "&&" if is_bool else "&"),
+                "reduce_or": (f"({ct})({a} | {v})", "||" if is_bool else "|"),
             }[op]
             if is_bool and op in ("reduce_and", "reduce_or"):
                 comb = f"{a} {'&&' if op == 'reduce_and' else '||'} {v}"
@@ -368,19 +362,25 @@ def _inner_loops(
     return out
 
 
-def _lowest(dt):
+def identity_literal(op: str, dt) -> str:
+    """The C++ of reduction ``op``'s identity for operands of ``dt``, from the reduction table
+    (``functx.primitives.reduce``): the extremes as ``fx::limits``, all-ones as ``(T)-1``."""
     dt = np.dtype(dt)
-    if _is_float(dt):
-        return f"-fx::limits<{compute_type(dt)}>::infinity()"
+    ct = compute_type(dt)
+    kind = SEMANTICS[ARG[op].like if op in ARG else op].identity
+    v = identity(op, dt)
     if dt == dtypes.bool_:
-        return "false"
-    return f"fx::limits<{compute_type(dt)}>::lowest()"
+        return "true" if v else "false"
+    if kind in ("lowest", "highest"):
+        if _is_float(dt):
+            return f"{'-' if v < 0 else ''}fx::limits<{ct}>::infinity()"
+        return f"fx::limits<{ct}>::{'lowest' if kind == 'lowest' else 'max'}()"
+    if kind == "all_ones":
+        return f"(({ct})-1)"
+    return str(int(v))
 
 
-def _highest(dt):
-    dt = np.dtype(dt)
-    if _is_float(dt):
-        return f"fx::limits<{compute_type(dt)}>::infinity()"
-    if dt == dtypes.bool_:
-        return "true"
-    return f"fx::limits<{compute_type(dt)}>::max()"
+def _zero_rule(op: str):
+    """For a float max/min: (the sign bit of the zero that wins a tie of zeros, its sign)."""
+    neg = bool(np.signbit(SEMANTICS[op].zero_sign))
+    return ("1", "-") if neg else ("0", "+")

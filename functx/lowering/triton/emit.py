@@ -1,6 +1,7 @@
-"""Triton element code: Triton dtypes, literals, the SymPy-to-Python index printer, the libdevice
-and comparison spellings of element operations, and the ``Emitter`` that prints element
-expressions (``E`` trees of ``loopir.py``) as Triton values with their block dependencies."""
+"""Triton element code: Triton dtypes, literals, the SymPy-to-Python index printer, the spellings
+of element operations (read from the rows of ``functx.primitives.elementwise`` by
+``render_row``), and the ``Emitter`` that prints element expressions (``E`` trees of
+``loopir.py``) as Triton values with their block dependencies."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ from functx.lowering.loopir import (
     Op,
     Sym,
 )
+from functx.primitives.elementwise import ROW, Unsupported
+from functx.primitives.reduce import highest, identity, lowest
 
 # --- dtypes --------------------------------------------------------------------------------------
 _TL = {
@@ -89,22 +92,30 @@ def _typed(code: str, dt) -> str:
     return f"tl.full([], {code}, {tl_compute(dt)})"
 
 
+def _py_value(v) -> str:
+    """A reduction-table value (``functx.primitives.reduce``) as a Triton literal."""
+    if isinstance(v, (bool, np.bool_)):
+        return "True" if v else "False"
+    if isinstance(v, float) and math.isinf(v):
+        return "float('inf')" if v > 0 else "-float('inf')"
+    return str(int(v))
+
+
 def _lowest(dt) -> str:
-    dt = np.dtype(dt)
-    if _is_float(dt):
-        return "-float('inf')"
-    if dt == dtypes.bool_:
-        return "False"
-    return str(int(np.iinfo(dt).min))
+    return _py_value(lowest(dt))
 
 
 def _highest(dt) -> str:
-    dt = np.dtype(dt)
-    if _is_float(dt):
-        return "float('inf')"
-    if dt == dtypes.bool_:
-        return "True"
-    return str(int(np.iinfo(dt).max))
+    return _py_value(highest(dt))
+
+
+def identity_literal(op: str, dt) -> str:
+    """The Triton literal of reduction ``op``'s identity for operands of ``dt`` (bools as 0/1:
+    they accumulate in int32)."""
+    v = identity(op, dt)
+    if np.dtype(dt) == dtypes.bool_:
+        return "1" if v else "0"
+    return _py_value(v)
 
 
 # --- index expressions ---------------------------------------------------------------------------
@@ -154,46 +165,52 @@ class V(NamedTuple):
 _NO = frozenset()
 
 
-_LIBDEVICE_1 = {
-    "exp": "exp",
-    "exp2": "exp2",
-    "log": "log",
-    "log1p": "log1p",
-    "expm1": "expm1",
-    "sin": "sin",
-    "cos": "cos",
-    "tan": "tan",
-    "asin": "asin",
-    "acos": "acos",
-    "atan": "atan",
-    "sinh": "sinh",
-    "cosh": "cosh",
-    "tanh": "tanh",
-    "asinh": "asinh",
-    "acosh": "acosh",
-    "atanh": "atanh",
-    "erf": "erf",
-    "lgamma": "lgamma",
-    "cbrt": "cbrt",
-}
+# loop-IR operations that are no primitive row, whose half-precision results are exact
+_EXACT_IN_HALF = {"select", "convert", "clamp"}
 
 
-_EXACT_IN_HALF = {
-    "select",
-    "convert",
-    "clamp",
-    "neg",
-    "abs",
-    "max",
-    "min",
-    "floor",
-    "ceil",
-    "sign",
-    "round",
-}
+class OpView:
+    """What a row's Triton spelling sees of one element operation
+    (``functx.primitives.elementwise``): the operands as printed ``a`` (literals may stay bare next
+    to a tensor) and as typed tensors ``t``, the compute type ``ct``, the operand and result
+    dtypes, ``fl``/``signed`` of the operand dtype and the op's parameters."""
+
+    __slots__ = ("em", "a", "t", "ct", "in_dt", "dt", "fl", "signed", "params")
+
+    def __init__(self, em, a, t, ct, in_dt, dt, fl, params):
+        self.em, self.a, self.t, self.ct, self.in_dt, self.dt = em, a, t, ct, in_dt, dt
+        self.fl, self.signed, self.params = fl, _is_signed(in_dt), params
+
+    def temp(self, code: str) -> str:
+        return self.em.temp(code)
+
+    def ipow(self, x: str, y: int, dt) -> str:
+        return self.em._ipow(x, y, dt)
+
+    @staticmethod
+    def highest(dt) -> str:
+        return _highest(dt)
+
+    @staticmethod
+    def unsupported(msg: str):
+        raise UnsupportedError(f"jit (Triton): {msg}")
 
 
-_CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+def render_row(name: str, v: OpView) -> str:
+    """The Triton of elementwise op ``name`` from its row: a function name (``libdevice.erf``)
+    called on the typed operands, a template (``{0}``/``{1}``: operands, ``{t0}``/``{t1}``: typed
+    operands, ``{ct}``: compute type) or a callable of ``v``."""
+    row = ROW.get(name)
+    spelling = None if row is None else row.triton
+    if spelling is None or isinstance(spelling, Unsupported):
+        why = "" if spelling is None else f": {spelling.reason}"
+        raise UnsupportedError(f"jit (Triton): no Triton for elementwise op '{name}'{why}")
+    if callable(spelling):
+        return spelling(v)
+    if "{" in spelling:
+        typed = {f"t{i}": x for i, x in enumerate(v.t)}
+        return spelling.format(*v.a, ct=v.ct, **typed)
+    return f"{spelling}({', '.join(v.t)})"
 
 
 class Emitter:
@@ -362,96 +379,15 @@ class Emitter:
         ct = tl_compute(dt)
         # halves compute in float32 but round every result to their own precision (as JAX
         # and the C++ backend do), except where the result is exact anyway
-        rounds = dt in _HALF and name not in _EXACT_IN_HALF
+        row = ROW.get(name)
+        exact = name in _EXACT_IN_HALF or (row is not None and row.exact_in_half)
+        rounds = dt in _HALF and not exact
 
         def out(code):
             if rounds:
                 code = f"({code}).to({tl_dtype(dt)}).to(tl.float32)"
             return V(code, deps, False, dt)
 
-        if name in ("add", "sub", "mul"):
-            if dt == dtypes.bool_:
-                op = {"add": "|", "sub": "^", "mul": "&"}[name]
-                return out(f"({a[0]} {op} {a[1]})")
-            op = {"add": "+", "sub": "-", "mul": "*"}[name]
-            return out(f"({a[0]} {op} {a[1]})")
-        if name in _CMP:
-            return out(f"({a[0]} {_CMP[name]} {a[1]})")
-        if name in ("and", "or", "xor"):
-            op = {"and": "&", "or": "|", "xor": "^"}[name]
-            return out(f"({a[0]} {op} {a[1]})")
-        if name == "not":
-            return out(f"({t[0]} == 0)" if in_dt == dtypes.bool_ else f"(~{t[0]})")
-        if name == "div":
-            if fl:
-                return out(f"({a[0]} / {a[1]})")
-            x, y = t
-            if _is_signed(in_dt):
-                return out(
-                    f"tl.where({y} == 0, -1, tl.where({y} == -1, -{x}, {x} // "
-                    f"tl.where(({y} == 0) | ({y} == -1), 1, {y})))"
-                )
-            return out(f"tl.where({y} == 0, {_highest(in_dt)}, {x} // tl.where({y} == 0, 1, {y}))")
-        if name == "rem":
-            if fl:
-                return out(f"libdevice.fmod({t[0]}, {t[1]})")
-            x, y = t
-            if _is_signed(in_dt):
-                return out(
-                    f"tl.where({y} == 0, {x}, tl.where({y} == -1, 0, {x} % "
-                    f"tl.where(({y} == 0) | ({y} == -1), 1, {y})))"
-                )
-            return out(f"tl.where({y} == 0, {x}, {x} % tl.where({y} == 0, 1, {y}))")
-        if name == "pow":
-            if fl:
-                return out(f"libdevice.pow({t[0]}, {t[1]})")
-            return out(f"_fx_ipow_{'s' if _is_signed(in_dt) else 'u'}({t[0]}, {t[1]})")
-        if name in ("max", "min"):
-            if fl:
-                return out(f"_fx_f{name}({t[0]}, {t[1]})")
-            if dt == dtypes.bool_:
-                return out(f"({a[0]} {'|' if name == 'max' else '&'} {a[1]})")
-            return out(f"tl.{'maximum' if name == 'max' else 'minimum'}({t[0]}, {t[1]})")
-        if name == "atan2":
-            return out(f"libdevice.atan2({t[0]}, {t[1]})")
-        if name == "nextafter":
-            if dt in _HALF:
-                raise UnsupportedError("jit (Triton): nextafter of float16/bfloat16")
-            return out(f"libdevice.nextafter({t[0]}, {t[1]})")
-        if name == "neg":
-            return out(f"(-{t[0]})")
-        if name == "abs":
-            return out(f"tl.abs({t[0]})")
-        if name == "sign":
-            x = t[0]
-            if fl:
-                return out(
-                    f"tl.where({x} != {x}, {x}, tl.where({x} > 0, 1.0, "
-                    f"tl.where({x} < 0, -1.0, {x})))"
-                )
-            if _is_signed(in_dt):
-                return out(f"(({x} > 0).to({ct}) - ({x} < 0).to({ct}))")
-            return out(f"({x} > 0).to({ct})")
-        if name == "round":
-            fn = "nearbyint" if params.get("rounding_method", 1) == 1 else "round"
-            return out(f"libdevice.{fn}({t[0]})")
-        if name in ("sqrt", "rsqrt"):
-            # IEEE-rounded (tl.sqrt is approximate in float32; float64's is exact)
-            root = f"tl.sqrt_rn({t[0]})" if ct == "tl.float32" else f"tl.sqrt({t[0]})"
-            return out(root if name == "sqrt" else f"(1.0 / {root})")
-        if name == "logistic":
-            x = t[0]
-            ex = self.temp(f"libdevice.exp(-tl.abs({x}))")
-            return out(f"tl.where({x} >= 0, 1.0 / (1.0 + {ex}), {ex} / (1.0 + {ex}))")
-        if name == "is_finite":
-            x = t[0]
-            return out(f"(({x} == {x}) & (tl.abs({x}) != float('inf')))")
-        if name in ("floor", "ceil"):
-            return out(f"tl.{name}({t[0]})")
-        if name in _LIBDEVICE_1:
-            return out(f"libdevice.{_LIBDEVICE_1[name]}({t[0]})")
-        if name == "integer_pow":
-            return out(self._ipow(t[0], params["y"], dt))
         if name == "select":
             c = t[0]
             if vs[1].lit and vs[2].lit:
@@ -461,7 +397,7 @@ class Emitter:
             return out(self._convert(t[0], in_dt, dt))
         if name == "clamp":
             return out(f"tl.minimum(tl.maximum({t[0]}, {a[1]}), {a[2]})")
-        raise UnsupportedError(f"jit (Triton): no Triton for elementwise op '{name}'")
+        return out(render_row(name, OpView(self, a, t, ct, in_dt, dt, fl, params)))
 
     def _ipow(self, x: str, y: int, dt) -> str:
         if y == 0:

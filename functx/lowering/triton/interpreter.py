@@ -4,9 +4,10 @@ libdevice): the generated module binds ``libdevice`` to ``interpreter_libdevice`
 from __future__ import annotations
 
 import functools
-import math
 
 import numpy as np
+
+from functx.primitives.elementwise import ROWS
 
 
 # --- NumPy stand-ins for libdevice under TRITON_INTERPRET=1 ------------------------------------
@@ -15,46 +16,29 @@ def _round_half_away(x):
     return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
 
 
-def _lgamma(x):
-    def one(v):
-        try:
-            return math.lgamma(v)
-        except ValueError:
-            return math.inf
-
-    return np.vectorize(one, otypes=[np.float64])(x)
+def _libdevice_rows():
+    """The stand-in of each libdevice function an elementwise row calls (``triton`` spelled
+    ``libdevice.<fn>``): the row's ``interpret`` function, else its NumPy implementation."""
+    out = {}
+    for row in ROWS:
+        if isinstance(row.triton, str) and row.triton.startswith("libdevice."):
+            if "{" not in row.triton:
+                out[row.triton[len("libdevice.") :]] = row.interpret or row.numpy
+    return out
 
 
 _NP_LIBDEVICE = {
-    "exp": np.exp,
-    "exp2": np.exp2,
-    "log": np.log,
-    "log1p": np.log1p,
-    "expm1": np.expm1,
-    "sin": np.sin,
-    "cos": np.cos,
-    "tan": np.tan,
-    "asin": np.arcsin,
-    "acos": np.arccos,
-    "atan": np.arctan,
-    "sinh": np.sinh,
-    "cosh": np.cosh,
-    "tanh": np.tanh,
-    "asinh": np.arcsinh,
-    "acosh": np.arccosh,
-    "atanh": np.arctanh,
-    "cbrt": np.cbrt,
+    # the libdevice functions the renderers' special cases call (round, rem, pow, nextafter, ...)
     "sqrt": np.sqrt,
-    "erf": np.vectorize(math.erf, otypes=[np.float64]),
-    "lgamma": _lgamma,
     "pow": np.power,
     "fmod": np.fmod,
-    "atan2": np.arctan2,
     "nextafter": np.nextafter,
     "nearbyint": np.rint,
     "rint": np.rint,
     "round": _round_half_away,
     "trunc": np.trunc,
+    "exp": np.exp,
+    **_libdevice_rows(),
 }
 
 

@@ -18,11 +18,9 @@ from functx.lowering.triton.emit import (
     Emitter,
     V,
     _decompose,
-    _highest,
     _is_float,
-    _is_signed,
-    _lowest,
     _next_pow2,
+    identity_literal,
     tl_compute,
 )
 
@@ -229,21 +227,11 @@ def render(prog, k: Kernel):
             rdt = "tl.int32" if is_bool else tl_compute(xdt)
             if op in ("argmax", "argmin"):
                 # masked lanes hold the identity; their indices are past every real one
-                if is_bool:
-                    ident = "0" if op == "argmax" else "1"
-                else:
-                    ident = _lowest(xdt) if op == "argmax" else _highest(xdt)
+                ident = identity_literal(op, xdt)
                 final = f"    {a}_out = {a}_i.to({tl_compute(r.dtype)})"
                 acc[(r.id, 0)] = V(f"{a}_out", frozenset("r"), False, r.dtype)
             else:
-                ident = {
-                    "reduce_sum": "0",
-                    "reduce_prod": "1",
-                    "reduce_max": "0" if is_bool else _lowest(xdt),
-                    "reduce_min": "1" if is_bool else _highest(xdt),
-                    "reduce_and": "1" if is_bool else ("-1" if _is_signed(xdt) else _highest(xdt)),
-                    "reduce_or": "0",
-                }[op]
+                ident = identity_literal(op, xdt)
                 final = f"    {a}_out = {a} != 0" if is_bool else None
                 acc[(r.id, 0)] = V(f"{a}_out" if is_bool else a, frozenset("r"), False, r.dtype)
             # each chunk's tl.reduce is a tree; the running sum of the chunks' sums must
