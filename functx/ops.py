@@ -144,7 +144,25 @@ def _unary(prim):
     return fn
 
 
-# The plain unary and binary builders come from the elementwise table (below, after _binary).
+def _binary(prim):
+    def fn(x, y):
+        x, y = _binary_operands(x, y)
+        return prim.bind(x, y)
+
+    fn.__name__ = prim.name
+    fn.__doc__ = f"Elementwise ``{prim.name}`` (the primitive; equal shapes or a scalar operand)."
+    return fn
+
+
+# The plain elementwise builders: one per row of the elementwise table
+# (functx.primitives.elementwise.ROWS) whose ``builder`` is "plain", named by the row's public (lax)
+# name: ``neg(x)``, ``sin(x)``, ``add(x, y)``, ``max(x, y)``, ``bitwise_not(x)``, ... Adding such a
+# row adds its builder here; rows with their own builder ("custom": round, integer_pow) are below.
+for _row in P.elementwise.ROWS:
+    if _row.builder == "plain":
+        _build = _unary if _row.arity == 1 else _binary
+        globals()[_row.public_name] = _build(P.registry[_row.name])
+del _row, _build
 
 
 class RoundingMethod:
@@ -181,27 +199,6 @@ def square(x):
 
 def reciprocal(x):
     return integer_pow(x, -1)
-
-
-def _binary(prim):
-    def fn(x, y):
-        x, y = _binary_operands(x, y)
-        return prim.bind(x, y)
-
-    fn.__name__ = prim.name
-    fn.__doc__ = f"Elementwise ``{prim.name}`` (the primitive; equal shapes or a scalar operand)."
-    return fn
-
-
-# One builder per row of the elementwise table whose builder is "plain", under its lax name
-# (``abs``, ``add``, ``bitwise_not``, ...): a new row needs no edit here. ``functx.lax`` re-exports
-# each by name; the rows with parameters or argument checks (round, integer_pow) are written out
-# above.
-for _row in P.elementwise.ROWS:
-    if _row.builder == "plain":
-        _make = _unary if _row.arity == 1 else _binary
-        globals()[_row.public_name] = _make(P.registry[_row.name])
-del _row, _make
 
 
 def select_n(which, *cases):

@@ -6,7 +6,11 @@ import numpy as np
 
 from functx import dtypes
 from functx.array import Array, is_python_scalar
-from functx.tracing import get_aval, tree_flatten, tree_unflatten
+from functx.tracing import (
+    get_aval as get_aval,  # (public here too: in __all__)
+    tree_flatten,
+    tree_unflatten,
+)
 from functx.transforms.jvp import jvp
 from functx.transforms.vjp import vjp
 

@@ -5,7 +5,9 @@ of a functx module, at module level or inside a function, is checked against ``L
 importing a module of a higher layer fails, naming both modules and both layers. Modules of one
 layer may import each other. An import inside a function must also be listed in
 ``LAZY_IMPORTS`` (with its reason): a function-level import that only breaks a cycle is not
-allowed (move the code, or register into a table the lower module owns).
+allowed (move the code, or register into a table the lower module owns). And no module assigns
+another functx module's attributes at import time (``tracing._flag = ...``, ``setattr``);
+registering into a table the other module owns (``core.eager_rules["gpu"] = ...``) is the way.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "public",
         ("functx.lax", "functx.numpy", "functx.nn", "functx.tree_util", "functx.test_util"),
     ),
-    ("devices", ("functx.devices", "functx.placement")),  # (placement: until devices/ replaces it)
+    ("devices", ("functx.devices",)),
     ("lowering", ("functx.lowering",)),
     ("top", ("functx.jit", "functx.demo", "functx")),
 ]
@@ -44,19 +46,22 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     # Triton (and torch) are optional dependencies: only a jit on a GPU imports that backend.
     ("functx.lowering.compile", "functx.lowering.triton.program"): "optional dependency (triton)",
     ("functx.lowering.compile", "functx.lowering.triton.runtime"): "optional dependency (triton)",
-    # The C++ lowering imports SymPy and starts the compiler; a process whose programs all come
-    # from the program cache does neither (tests/lowering/test_program_cache.py checks SymPy).
+    # The loop IR imports SymPy, which `import functx` must not (the program-cache test checks
+    # that): only a C++ program-cache miss, as_text, or a control rule run at lowering imports it.
     ("functx.lowering.compile", "functx.lowering.loopir"): "SymPy only on a program-cache miss",
     ("functx.lowering.compile", "functx.lowering.lower"): "SymPy only on a program-cache miss",
     ("functx.lowering.compile", "functx.lowering.schedule"): "SymPy only on a program-cache miss",
     ("functx.lowering.compile", "functx.lowering.cpp.program"): "SymPy only on a cache miss",
-    ("functx.lowering.compile", "functx.lowering.cpp.prelude"): "compiler only on a cache miss",
-    ("functx.lowering.compile", "functx.lowering.cache"): "compiler only on a cache miss",
+    ("functx.control.common", "functx.lowering.loopir"): "SymPy only when jit lowers",
+    ("functx.control.associative_scan", "functx.lowering.loopir"): "SymPy only when jit lowers",
+    ("functx.control.associative_scan", "functx.lowering.lower"): "SymPy only when jit lowers",
+    ("functx.control.generic_reduce", "functx.lowering.loopir"): "SymPy only when jit lowers",
+    ("functx.control.custom_derivatives", "functx.lowering.lower"): "SymPy only when jit lowers",
     # cache.py (subprocess, the compiler lookup) costs ~85 ms of `import functx`: first use only.
-    ("functx.lowering.compile", "functx.lowering.program_cache"): "import time of `import functx`",
-    ("functx.lowering.runtime", "functx.lowering.cache"): "import time of `import functx`",
+    ("functx.lowering.compile", "functx.lowering.cpp.prelude"): "import time of `import functx`",
+    ("functx.lowering.compile", "functx.lowering.cache"): "import time of `import functx`",
     ("functx.lowering.program_cache", "functx.lowering.cache"): "import time of `import functx`",
-    ("functx.lowering.program_cache", "functx.lowering.runtime"): "import time of `import functx`",
+    ("functx.lowering.runtime", "functx.lowering.cache"): "import time of `import functx`",
 }
 
 
@@ -122,6 +127,14 @@ def _imports(module: str, path: pathlib.Path):
             if isinstance(child, (ast.Import, ast.ImportFrom)):
                 for target in dict.fromkeys(_resolve(child, module)):
                     found.append((target, child.lineno, in_function))
+            elif (  # importlib.import_module("functx....") / __import__("functx....")
+                isinstance(child, ast.Call)
+                and ast.unparse(child.func) in ("importlib.import_module", "__import__")
+                and child.args
+                and isinstance(child.args[0], ast.Constant)
+                and str(child.args[0].value).split(".")[0] == "functx"
+            ):
+                found.append((child.args[0].value, child.lineno, in_function))
             walk(
                 child,
                 in_function
@@ -178,6 +191,56 @@ def test_no_function_level_imports():
         "function-level imports of functx modules (import at the top, move the code down, or "
         "register into a table of the lower module; list honest lazy imports in LAZY_IMPORTS):\n"
         + "\n".join(bad)
+    )
+
+
+def _module_aliases(tree, module: str) -> set[str]:
+    """Names bound at module level to functx modules by imports."""
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            targets = _resolve(node, module)
+            for a, target in zip(node.names, targets):
+                if target in MODULES and (isinstance(node, ast.Import) or target.endswith(a.name)):
+                    names.add((a.asname or a.name).split(".")[0])
+    return names
+
+
+def test_no_module_assigns_another_modules_globals():
+    bad = []
+    for module, path in MODULES.items():
+        tree = ast.parse(path.read_text(), str(path))
+        aliases = _module_aliases(tree, module)
+
+        def visit(node):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                return  # runs later, if at all (not at import)
+            targets = []
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if (
+                    isinstance(t, ast.Attribute)
+                    and isinstance(t.value, ast.Name)
+                    and t.value.id in aliases
+                ):
+                    bad.append(f"{_where(module, node.lineno)}: {module} sets {ast.unparse(t)}")
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "setattr"
+                and node.args
+                and isinstance(node.args[0], ast.Name)
+                and node.args[0].id in aliases
+            ):
+                bad.append(f"{_where(module, node.lineno)}: {module} calls {ast.unparse(node)}")
+            for child in ast.iter_child_nodes(node):
+                visit(child)
+
+        visit(tree)
+    assert not bad, (
+        "modules assigning another module's attributes at import time (register into a table "
+        "the other module owns instead):\n" + "\n".join(bad)
     )
 
 

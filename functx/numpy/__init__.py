@@ -1,10 +1,8 @@
 """``functx.numpy``: NumPy's API with JAX's semantics (promotion, immutability), traceable."""
 
-# The submodules load first, so that the functions imported below (``einsum``) take their names.
 from functx import array as _array
 from functx.numpy import (
     _core,
-    einsum as _einsum_module,  # noqa: F401  (loads first: the function einsum takes the name)
     indexing as _indexing_module,
     linalg as linalg,
 )
@@ -76,7 +74,6 @@ from functx.numpy._core import (
     dstack as dstack,
     dtype as dtype,
     e as e,
-    einsum as einsum,
     empty as empty,
     empty_like as empty_like,
     equal as equal,
@@ -235,6 +232,7 @@ from functx.numpy._core import (
     zeros as zeros,
     zeros_like as zeros_like,
 )
+from functx.numpy._einsum import einsum as einsum
 
 # The functions Array's and Tracer's operators and methods call (the table functx.array documents).
 _array.numpy_functions.update(

@@ -2282,15 +2282,3 @@ def kron(a, b):
     ae = reshape(a, tuple(x for s in a.shape for x in (s, 1)))
     be = reshape(b, tuple(x for s in b.shape for x in (1, s)))
     return reshape(multiply(ae, be), tuple(s * t for s, t in zip(a.shape, b.shape)))
-
-
-def einsum(subscripts, *operands, optimize=None, precision=None, preferred_element_type=None):
-    """Einstein summation, like ``jax.numpy.einsum`` (``optimize`` is ignored: operands are
-    contracted left to right)."""
-    # Imported by name from sys.modules: ``functx.numpy.einsum`` is this function, not the module.
-    import importlib
-
-    impl = importlib.import_module("functx.numpy.einsum").einsum
-    return impl(
-        subscripts, *operands, precision=precision, preferred_element_type=preferred_element_type
-    )

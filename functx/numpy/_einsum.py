@@ -75,7 +75,9 @@ def _sum(x, axes):
     return jnp.sum(x, axis=tuple(axes), dtype=get_aval(x).dtype)
 
 
-def einsum(subscripts, *operands, precision=None, preferred_element_type=None):
+def einsum(subscripts, *operands, optimize=None, precision=None, preferred_element_type=None):
+    """Einstein summation, like ``jax.numpy.einsum`` (``optimize`` is ignored: operands are
+    contracted left to right)."""
     arrs = [jnp.asarray(o) for o in operands]
     arrs = jnp._promote_only(*arrs) if len(arrs) > 1 else arrs
     terms, out = _parse(subscripts, [get_aval(o).ndim for o in arrs])
