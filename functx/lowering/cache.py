@@ -45,7 +45,8 @@ import threading
 import time
 import warnings
 
-from functx.errors import CacheWarning, FunctxError, FunctxValueError
+from functx import config
+from functx.errors import CacheWarning, FunctxError
 
 FLAGS = [
     "-O3",
@@ -74,31 +75,6 @@ LIBS = _libmvec_flags()
 class CompileError(FunctxError, RuntimeError):
     """The C++ compiler rejected generated code (a functx bug: please report it), or did not
     finish in time, or the cache could not be used."""
-
-
-# --- knobs ---------------------------------------------------------------------------------------
-def _seconds(name: str, default: float) -> float:
-    raw = os.environ.get(name, "")
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise FunctxValueError(f"{name}={raw!r}: expected a positive number of seconds")
-    return min(value, 1e6)  # (inf: no limit; poll() overflows past 24 days)
-
-
-def compile_timeout() -> float:
-    """Seconds one compiler run may take (``FUNCTX_COMPILE_TIMEOUT``, default 600)."""
-    return _seconds("FUNCTX_COMPILE_TIMEOUT", 600.0)
-
-
-def lock_timeout() -> float:
-    """Seconds to wait for another process compiling the same entry
-    (``FUNCTX_CACHE_LOCK_TIMEOUT``, default 900)."""
-    return _seconds("FUNCTX_CACHE_LOCK_TIMEOUT", 900.0)
 
 
 # --- files nobody else can have planted ---------------------------------------------------
@@ -199,13 +175,13 @@ def _open_lock(path: str) -> int:
 
 @contextlib.contextmanager
 def _locked(path: str):
-    """Hold the ``flock`` on ``path`` (waiting at most ``lock_timeout()`` seconds)."""
+    """Hold the ``flock`` on ``path`` (waiting at most ``config.cache_lock_timeout()`` seconds)."""
     fd = _open_lock(path)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            limit = lock_timeout()
+            limit = config.cache_lock_timeout()
             deadline = time.monotonic() + limit
             delay = 0.002
             while True:
@@ -229,7 +205,7 @@ def _locked(path: str):
 
 def _run(cmd: list, what: str, deadline: float | None = None) -> subprocess.CompletedProcess:
     """Run a compiler command, killing it (and what it started) at the deadline."""
-    limit = compile_timeout()
+    limit = config.compile_timeout()
     if deadline is None:
         deadline = time.monotonic() + limit
     proc = _spawn(cmd)
@@ -359,12 +335,6 @@ def private_dir() -> str:
         return _fallback_dir
 
 
-def _configured_dir() -> str:
-    return os.environ.get("FUNCTX_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "functx"
-    )
-
-
 def _untrusted(path: str, why: str) -> str:
     d = private_dir()
     _warn_once(
@@ -382,7 +352,7 @@ def cache_dir() -> str:
     user's and nobody else can write it, else (with a ``CacheWarning``) a private temporary
     directory. A root this process cannot write is still returned: its entries are read, and
     new code is compiled in the private directory (``compile_cached``)."""
-    base = _configured_dir()
+    base = config.cache_dir_setting()
     try:
         _makedirs_private(base)
         # (a root that is a link to a directory of yours is fine; the directory it points at
@@ -651,7 +621,7 @@ def _check(proc, src, cmd):
 def _build(srcs, flags, tmp):
     """Compile the translation units ``srcs`` into the shared object ``tmp``: one compiler run
     for one unit; for several, one run per unit at the same time, then a link. Each run is
-    killed after ``compile_timeout()`` seconds."""
+    killed after ``config.compile_timeout()`` seconds."""
     if len(srcs) == 1:
         cmd = [compiler(), *flags, srcs[0], "-o", tmp, *LIBS]
         _check(_run(cmd, f"compiling {srcs[0]}"), srcs[0], cmd)
@@ -660,10 +630,10 @@ def _build(srcs, flags, tmp):
     procs = []
     try:
         cmds = [[compiler(), *flags, "-c", s, "-o", o] for s, o in zip(srcs, objs)]
-        deadline = time.monotonic() + compile_timeout()
+        deadline = time.monotonic() + config.compile_timeout()
         procs = [_spawn(c) for c in cmds]
         done = [
-            _wait(p, c, f"compiling {s}", deadline, compile_timeout())
+            _wait(p, c, f"compiling {s}", deadline, config.compile_timeout())
             for p, c, s in zip(procs, cmds, srcs)
         ]
         for res, s, c in zip(done, srcs, cmds):

@@ -14,11 +14,12 @@ import time
 
 import numpy as np
 
+from functx import config
 from functx.lowering import program_cache, runtime
 
 
 def log(msg: str) -> None:
-    if os.environ.get("FUNCTX_LOG_COMPILES", "") not in ("", "0"):
+    if config.log_compiles():
         print(f"functx: {msg}", file=sys.stderr)
 
 

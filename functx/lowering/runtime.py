@@ -14,6 +14,7 @@ import weakref
 
 import numpy as np
 
+from functx import config
 from functx.array import Array
 from functx.errors import FunctxTypeError
 
@@ -149,12 +150,7 @@ _returned: collections.deque = collections.deque()  # blocks given back, not yet
 
 def pool_limit() -> int:
     """The output pool's bound in bytes (``FUNCTX_OUTPUT_POOL_MB``, default 256 MiB)."""
-    raw = os.environ.get("FUNCTX_OUTPUT_POOL_MB", "")
-    try:
-        mb = float(raw) if raw else _POOL_DEFAULT_MB
-    except ValueError:
-        mb = _POOL_DEFAULT_MB
-    return max(0, int(mb * (1 << 20)))
+    return max(0, int(config.output_pool_mb(_POOL_DEFAULT_MB) * (1 << 20)))
 
 
 def pooled_bytes() -> int:

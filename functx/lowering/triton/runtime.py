@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import importlib.util
 import math
-import os
 import sys
 import threading
 import time
@@ -57,7 +56,7 @@ import weakref
 
 import numpy as np
 
-from functx import dtypes
+from functx import config, dtypes
 from functx.lowering import cache
 from functx.lowering.compile import log
 
@@ -84,11 +83,11 @@ def torch_dtype_name(dt) -> str:
 
 def interpreting() -> bool:
     """Whether Triton runs kernels in its CPU interpreter (``TRITON_INTERPRET=1``)."""
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+    return config.triton_interpret()
 
 
 def _direct_allowed() -> bool:
-    return os.environ.get("FUNCTX_TRITON_DIRECT", "1") not in ("", "0")
+    return config.triton_direct()
 
 
 # --- loading -------------------------------------------------------------------------------------
@@ -351,7 +350,7 @@ GRAPH_MAX_CAPTURES = 16  # in-place captures of one executable, at most
 
 def _graph_policy(n_launches: int) -> bool:
     """Whether a program replays CUDA graphs (see the module's docstring)."""
-    mode = os.environ.get("FUNCTX_CUDA_GRAPHS", "auto").lower()
+    mode = config.cuda_graphs_mode()
     if mode in ("0", "", "no", "off"):
         return False
     return mode != "auto" or n_launches >= GRAPH_MIN_LAUNCHES
