@@ -144,36 +144,7 @@ def _unary(prim):
     return fn
 
 
-neg = _unary(P.neg_p)
-abs = _unary(P.abs_p)  # noqa: A001
-sign = _unary(P.sign_p)
-floor = _unary(P.floor_p)
-ceil = _unary(P.ceil_p)
-exp = _unary(P.exp_p)
-exp2 = _unary(P.exp2_p)
-log = _unary(P.log_p)
-log1p = _unary(P.log1p_p)
-expm1 = _unary(P.expm1_p)
-sqrt = _unary(P.sqrt_p)
-rsqrt = _unary(P.rsqrt_p)
-cbrt = _unary(P.cbrt_p)
-sin = _unary(P.sin_p)
-cos = _unary(P.cos_p)
-tan = _unary(P.tan_p)
-asin = _unary(P.asin_p)
-acos = _unary(P.acos_p)
-atan = _unary(P.atan_p)
-sinh = _unary(P.sinh_p)
-cosh = _unary(P.cosh_p)
-tanh = _unary(P.tanh_p)
-asinh = _unary(P.asinh_p)
-acosh = _unary(P.acosh_p)
-atanh = _unary(P.atanh_p)
-logistic = _unary(P.logistic_p)
-erf = _unary(P.erf_p)
-lgamma = _unary(P.lgamma_p)
-is_finite = _unary(P.is_finite_p)
-bitwise_not = _unary(P.not_p)
+# The plain unary and binary builders come from the elementwise table (below, after _binary).
 
 
 class RoundingMethod:
@@ -222,25 +193,15 @@ def _binary(prim):
     return fn
 
 
-add = _binary(P.add_p)
-sub = _binary(P.sub_p)
-mul = _binary(P.mul_p)
-div = _binary(P.div_p)
-rem = _binary(P.rem_p)
-pow = _binary(P.pow_p)  # noqa: A001
-max = _binary(P.max_p)  # noqa: A001
-min = _binary(P.min_p)  # noqa: A001
-atan2 = _binary(P.atan2_p)
-nextafter = _binary(P.nextafter_p)
-eq = _binary(P.eq_p)
-ne = _binary(P.ne_p)
-lt = _binary(P.lt_p)
-le = _binary(P.le_p)
-gt = _binary(P.gt_p)
-ge = _binary(P.ge_p)
-bitwise_and = _binary(P.and_p)
-bitwise_or = _binary(P.or_p)
-bitwise_xor = _binary(P.xor_p)
+# One builder per row of the elementwise table whose builder is "plain", under its lax name
+# (``abs``, ``add``, ``bitwise_not``, ...): a new row needs no edit here. ``functx.lax`` re-exports
+# each by name; the rows with parameters or argument checks (round, integer_pow) are written out
+# above.
+for _row in P.elementwise.ROWS:
+    if _row.builder == "plain":
+        _make = _unary if _row.arity == 1 else _binary
+        globals()[_row.public_name] = _make(P.registry[_row.name])
+del _row, _make
 
 
 def select_n(which, *cases):
@@ -506,7 +467,8 @@ def _wrap_negative(starts, shape):
         i = _index_scalar(i)
         a = _aval(i)
         if a.dtype in dtypes.SIGNED:
-            i = select(lt(i, 0), add(i, np.asarray(d, a.dtype)[()]), i)
+            below = P.lt_p.bind(*_binary_operands(i, 0))
+            i = select(below, P.add_p.bind(i, np.asarray(d, a.dtype)[()]), i)
         out.append(i)
     return out
 

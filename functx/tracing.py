@@ -16,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 import optree
 
-from functx import core, dtypes
+from functx import config, core, dtypes
 from functx.array import Array, ArrayMethods, UncommittedArray, is_python_scalar, scalar_aval
 from functx.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
 from functx.errors import ConcretizationError, FunctxError, FunctxOverflowError, FunctxTypeError
@@ -199,12 +199,6 @@ def _as_value(x):
     return arr._value, arr.aval, arr._value.ndim > 0
 
 
-# STUB (h1, interim): whether the default device may be other than the CPU (then operations
-# without committed operands ask core.eager_rules["gpu"] where to run). functx.placement still
-# sets it; once h5's functx/config.py is on main this becomes config.default_off_cpu().
-_default_off_cpu = False
-
-
 def eager_bind(prim, args, params):
     """``core.bind`` outside any trace (``core.eager_rules["cpu"]``): shape/dtype inference (which
     also validates), then the NumPy implementation. Results are committed (see the devices
@@ -228,7 +222,7 @@ def eager_bind(prim, args, params):
             avals.append(av)
             if c:
                 committed = True
-    if not committed and _default_off_cpu:
+    if not committed and config.default_off_cpu():
         return core.eager_rules["gpu"](prim, args, params)
     return _run_host(prim, vals, avals, params, args, committed)
 

@@ -41,14 +41,22 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 # Function-level imports of functx modules that are honest (not cycle breakers), as
 # (importing module, imported module): reason.
 LAZY_IMPORTS: dict[tuple[str, str], str] = {
-    # Triton is an optional dependency: only a jit on a GPU imports the Triton backend.
+    # Triton (and torch) are optional dependencies: only a jit on a GPU imports that backend.
     ("functx.lowering.compile", "functx.lowering.triton.program"): "optional dependency (triton)",
     ("functx.lowering.compile", "functx.lowering.triton.runtime"): "optional dependency (triton)",
-    # The C++ lowering imports SymPy; a process whose programs all come from the program cache
-    # never imports it (tests/lowering/test_program_cache.py checks that).
+    # The C++ lowering imports SymPy and starts the compiler; a process whose programs all come
+    # from the program cache does neither (tests/lowering/test_program_cache.py checks SymPy).
+    ("functx.lowering.compile", "functx.lowering.loopir"): "SymPy only on a program-cache miss",
     ("functx.lowering.compile", "functx.lowering.lower"): "SymPy only on a program-cache miss",
     ("functx.lowering.compile", "functx.lowering.schedule"): "SymPy only on a program-cache miss",
     ("functx.lowering.compile", "functx.lowering.cpp.program"): "SymPy only on a cache miss",
+    ("functx.lowering.compile", "functx.lowering.cpp.prelude"): "compiler only on a cache miss",
+    ("functx.lowering.compile", "functx.lowering.cache"): "compiler only on a cache miss",
+    # cache.py (subprocess, the compiler lookup) costs ~85 ms of `import functx`: first use only.
+    ("functx.lowering.compile", "functx.lowering.program_cache"): "import time of `import functx`",
+    ("functx.lowering.runtime", "functx.lowering.cache"): "import time of `import functx`",
+    ("functx.lowering.program_cache", "functx.lowering.cache"): "import time of `import functx`",
+    ("functx.lowering.program_cache", "functx.lowering.runtime"): "import time of `import functx`",
 }
 
 

@@ -151,6 +151,7 @@ def local_devices(backend: str | None = None) -> list[Device]:
 
 
 def device_count(backend: str | None = None) -> int:
+    """How many devices ``devices(backend)`` lists."""
     return len(devices(backend))
 
 

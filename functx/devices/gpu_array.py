@@ -30,12 +30,14 @@ _TORCH_NAME = {
 
 
 def torch_dtype(dt):
+    """The torch dtype of NumPy dtype ``dt``."""
     import torch
 
     return getattr(torch, _TORCH_NAME[np.dtype(dt)])
 
 
 def numpy_dtype(tdt) -> np.dtype:
+    """The NumPy dtype of torch dtype ``tdt`` (a FunctxError if functx has none)."""
     name = str(tdt).rpartition(".")[2]
     for k, v in _TORCH_NAME.items():
         if v == name:

@@ -125,6 +125,7 @@ _COMMITTED, _UNCOMMITTED, _SCALAR = range(3)
 
 
 def is_torch_tensor(x) -> bool:
+    """Whether ``x`` is a torch tensor (without importing torch)."""
     return type(x).__module__.startswith("torch") and hasattr(x, "data_ptr")
 
 

@@ -750,10 +750,6 @@ def _compile_in(d, key, units, flags, extra) -> tuple[str, bool]:
 _ours: str | None = None  # the TRITON_CACHE_DIR value this module set (not the user's)
 
 
-def triton_dir() -> str:
-    return subdir("triton")
-
-
 def triton_kernel_dir() -> str:
     """Point Triton's kernel cache at ``<cache>/triton/kernels`` (through ``triton.knobs``
     where it exists, else ``TRITON_CACHE_DIR``) and return it. A ``TRITON_CACHE_DIR`` the user

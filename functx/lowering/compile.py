@@ -14,6 +14,8 @@ import time
 
 import numpy as np
 
+from functx.lowering import program_cache, runtime
+
 
 def log(msg: str) -> None:
     if os.environ.get("FUNCTX_LOG_COMPILES", "") not in ("", "0"):
@@ -42,6 +44,7 @@ def _compile_triton(closed):
     """Generate the Triton module and load it through the disk cache (the module file is keyed
     by a hash of its source; Triton compiles the kernels at their first launch, into its own
     cache under the same directory: see ``triton/runtime.py``)."""
+    # lazy: optional dependencies (torch, triton)
     from functx.lowering.triton import program as triton_backend
     from functx.lowering.triton.runtime import JitExecutable
 
@@ -56,8 +59,6 @@ def _compile_triton(closed):
 
 
 def _compile_cpp(closed):
-    from functx.lowering import program_cache
-
     key = program_cache.key_of(closed)
     exe = program_cache.load(key, closed) if key is not None else None
     if exe is not None:
@@ -72,12 +73,14 @@ def _compile_cpp(closed):
 
 
 def _lower_cpp(closed):
+    # lazy: only on a program-cache miss (cache.py costs ~85 ms of import functx)
     from functx.lowering import cache
     from functx.lowering.cpp import prelude
 
     # the prelude's precompiled header builds on another core while SymPy is imported
     header = cache.PreludeBuild(prelude.PRELUDE)
-    from functx.lowering import lower, runtime, schedule
+    # lazy: SymPy only on a program-cache miss (tests/lowering/test_program_cache.py)
+    from functx.lowering import lower, schedule
     from functx.lowering.cpp import program
 
     g = lower.lower_jaxpr(closed)

@@ -538,7 +538,7 @@ def _dot_general(g, ins, avals, *, dimension_numbers, preferred_element_type=Non
     )
 
 
-_BUFFERED = ("input", "reduce", "dot", "scan", "scatter", "dus")
+_BUFFERED = ("input", "reduce", "dot", "scatter", "dus")
 
 
 def _same_order_source(x):

@@ -32,6 +32,7 @@ import numpy as np
 
 from functx import dtypes  # noqa: F401  (registers bfloat16's name with NumPy)
 from functx.core import ClosedJaxpr, Jaxpr
+from functx.lowering import runtime
 
 _STAGES = (  # files, or packages (every .py file in them, by name)
     "rules.py",
@@ -82,7 +83,7 @@ def _consts(obj, out: list):
 
 def key_of(closed: ClosedJaxpr) -> str | None:
     """The index key of ``closed``, or None when its printout does not identify it."""
-    from functx.lowering import cache
+    from functx.lowering import cache  # lazy: cache.py costs ~85 ms of import functx
 
     text = str(closed)
     if "..." in text or _ADDRESS.search(text):
@@ -107,7 +108,7 @@ def key_of(closed: ClosedJaxpr) -> str | None:
 
 
 def _paths(key: str) -> tuple[str, str]:
-    from functx.lowering import cache
+    from functx.lowering import cache  # lazy: cache.py costs ~85 ms of import functx
 
     d = cache.subdir("programs")
     return os.path.join(d, f"{key}.json"), os.path.join(d, f"{key}.npz")
@@ -129,7 +130,7 @@ def _specs(avals) -> list:
 def load(key: str, closed: ClosedJaxpr):
     """The Executable stored under ``key``, or None (also for an entry that does not agree with
     ``closed``: see the module's docstring)."""
-    from functx.lowering import cache, runtime
+    from functx.lowering import cache  # lazy: cache.py costs ~85 ms of import functx
 
     try:
         meta_path, npz_path = _paths(key)
@@ -176,7 +177,7 @@ def store(key: str, exe, closed: ClosedJaxpr | None = None) -> None:
     """Record ``exe`` (a just-compiled Executable) under ``key``; atomic, best effort. Nothing
     is recorded for an executable whose shared object is not in the cache directory (compiled in
     the private one) or whose inputs and outputs do not agree with ``closed``."""
-    from functx.lowering import cache
+    from functx.lowering import cache  # lazy: cache.py costs ~85 ms of import functx
 
     try:
         if os.path.dirname(exe.so_path) != cache.cache_dir():

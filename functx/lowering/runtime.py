@@ -94,7 +94,7 @@ def _load_fast(so):
 
 
 def _build_fast(flags):
-    from functx.lowering import cache
+    from functx.lowering import cache  # lazy: cache.py costs ~85 ms of import functx
 
     try:
         so, _ = cache.compile_cached(_CALL_SRC, extra_flags=flags, suffix="-pyext")
@@ -112,7 +112,7 @@ def fast_call():
         return _fast[0]
     import sysconfig
 
-    from functx.lowering import cache
+    from functx.lowering import cache  # lazy: cache.py costs ~85 ms of import functx
 
     flags = ["-I" + sysconfig.get_paths()["include"], *_PYEXT_FLAGS]
     with _fast_lock:

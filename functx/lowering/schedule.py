@@ -16,7 +16,11 @@ matrix products, scatters) owns a buffer. Kernels:
   scan's shape that read its outputs only at the position being computed (the gradient of a
   linear recurrence: ``g_a[t] = lambda[t] * h[t - 1]``) join it as its epilogue, evaluated at
   each position as the scan reaches it. An output read by nothing else is then never stored.
-* ``scan``, ``dot``, ``scatter``, ``dus``: one kernel each.
+* ``greduce``, ``loop`` (scan, while_loop, cond), ``dot``, ``scatter``, ``dus``: one kernel each.
+
+The kernel kinds are the keys of each backend's ``KERNEL_KINDS`` (``cpp/program.py``,
+``triton/program.py``). ``verify`` checks a scheduled graph (``loopir.verify`` plus the
+expressions each kernel builds).
 """
 
 from __future__ import annotations
@@ -24,10 +28,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import sympy
 
 from functx.lowering import loopir
-from functx.lowering.loopir import Acc, Graph, Load, Node, costly, sym, unclamped
+from functx.lowering.loopir import Acc, Graph, Load, costly, sym, unclamped
 
 
 class NotRowAligned(Exception):
@@ -450,6 +453,4 @@ __all__ = [
     "NotRowAligned",
     "describe",
     "verify",
-    "sympy",
-    "Node",
 ]

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from functx import dtypes, ops, tracing
+from functx import config, dtypes, ops
 from functx.array import Array, UncommittedArray, device_rule, is_python_scalar
 from functx.control import associative_scan as _ascan
 from functx.core import ShapedArray
@@ -76,7 +76,7 @@ def result_type(*args):
 # converted by asarray/array goes to the default device and arrays built from scalars (zeros, eye,
 # arange, ...) are uncommitted there (see the devices package, which fills array.device_rules).
 def _placed(out, device):
-    if device is None and not tracing._default_off_cpu:
+    if device is None and not config.default_off_cpu():
         return out  # the CPU default: nothing to do
     if isinstance(out, Tracer):
         return out

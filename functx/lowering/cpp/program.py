@@ -311,8 +311,5 @@ class CppProgram:
         others = ["\n".join([pre] + u) for u in self.units[1:] if u]
         return ["\n".join([pre, MAIN_PRELUDE] + self.subs + self.units[0] + [main])] + others
 
-    def source(self) -> str:
-        return self.sources()[0]
-
 
 __all__ = ["CppProgram", "KERNEL_KINDS", "render_kernel"]
