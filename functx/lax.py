@@ -68,6 +68,7 @@ from functx.ops import (
     dynamic_update_slice_in_dim as dynamic_update_slice_in_dim,
     eq as eq,
     erf as erf,
+    erfc as erfc,
     exp as exp,
     exp2 as exp2,
     expand_dims as expand_dims,
