@@ -172,6 +172,7 @@ __all__ = [
     "dynamic_update_slice_in_dim",
     "eq",
     "erf",
+    "erfc",
     "exp",
     "exp2",
     "expand_dims",
