@@ -71,6 +71,7 @@ _UNARY_FLOAT = [
     "atanh",
     "logistic",
     "erf",
+    "erfc",
     "lgamma",
 ]
 _BINARY = ["add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "nextafter"]
@@ -458,6 +459,11 @@ def _erf_ref(x):
         return pyref(_mp(mpmath.erf), x.astype(np.float64), dtype=F64)
 
 
+def _erfc_ref(x):
+    with mpmath.workdps(30):
+        return pyref(_mp(mpmath.erfc), x.astype(np.float64), dtype=F64)
+
+
 def _lgamma_ref(x):
     def lg(v):
         if math.isinf(v):
@@ -494,6 +500,7 @@ UNARY_REF = {
     "atanh": (np.arctanh, jlax.atanh),
     "logistic": (lambda x: 1 / (1 + np.exp(-x)), jlax.logistic),
     "erf": (_erf_ref, jlax.erf),
+    "erfc": (_erfc_ref, jlax.erfc),
     "lgamma": (_lgamma_ref, jlax.lgamma),
 }
 # Functions of huge arguments whose float32 NumPy kernels are accurate only to a few ulp.
@@ -503,6 +510,7 @@ _LOOSE = {
     "cos": 8,
     "lgamma": 16,
     "erf": 8,
+    "erfc": 8,
     "acosh": 8,
     "asinh": 8,
     "atanh": 8,
@@ -514,7 +522,7 @@ _LOOSE = {
 
 def _unary_ref(name, x):
     with np.errstate(all="ignore"):
-        return UNARY_REF[name][0](x.astype(LD) if name not in ("erf", "lgamma") else x)
+        return UNARY_REF[name][0](x.astype(LD) if name not in ("erf", "erfc", "lgamma") else x)
 
 
 @pytest.mark.parametrize("name", _UNARY_FLOAT)

@@ -635,6 +635,15 @@ ROWS: tuple[Elementwise, ...] = (
         costly=True,
     ),
     _u(
+        "erfc",
+        "float",
+        _vectorize_scalar(math.erfc),
+        lambda ops, x, ans: ops.mul(-_TWO_OVER_SQRT_PI, ops.exp(ops.neg(ops.mul(x, x)))),
+        "fx::erfc",
+        "libdevice.erfc",
+        costly=True,
+    ),
+    _u(
         "lgamma",
         "float",
         _vectorize_scalar(math.lgamma),

@@ -334,6 +334,7 @@ UNARY_FLOAT = [
     "atanh",
     "logistic",
     "erf",
+    "erfc",
     "lgamma",
     "neg",
     "abs",

@@ -125,6 +125,7 @@ CASES: dict[str, list[Case]] = {
     "atanh": _unary(_u(-0.8, 0.8)),
     "logistic": _unary(_u(-4, 4)),
     "erf": _unary(_u(-2, 2)),
+    "erfc": _unary(_u(-2, 2)),
     "integer_pow": (
         _unary(_u(-2, 2), y=0)
         + _unary(_u(-2, 2), y=1)

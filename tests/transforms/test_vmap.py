@@ -116,6 +116,7 @@ for _n in [
     "atanh",
     "logistic",
     "erf",
+    "erfc",
     "lgamma",
     "is_finite",
     "stop_gradient",
