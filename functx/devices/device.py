@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.util
 import threading
 
-from functx import config, tracing
+from functx import config
 from functx.array import device_rules
 from functx.errors import FunctxError
 
@@ -194,17 +194,6 @@ def check_device(device, what: str) -> Device:
     )
 
 
-def _check_and_note(device, what: str) -> Device:
-    # INTERIM (until tracing reads config.default_off_cpu()): keep tracing's flag in step.
-    dev = check_device(device, what)
-    if dev is not CPU:
-        tracing._default_off_cpu = True
-    return dev
-
-
-tracing._default_off_cpu = config.default_off_cpu()
-
-
 def get_default_device() -> Device:
     """The device new arrays and operations without committed operands go to."""
     dev = config.default_device_setting()
@@ -231,7 +220,7 @@ class default_device:
     thread only), like ``jax.default_device``; None means the configured default."""
 
     def __init__(self, device):
-        self.device = None if device is None else _check_and_note(device, "functx.default_device")
+        self.device = None if device is None else check_device(device, "functx.default_device")
 
     def __enter__(self):
         config.push_default_device(self.device)
@@ -252,6 +241,6 @@ def cuda_device(index) -> Device:
 
 
 # --- the tables of lower modules that this module fills ---------------------------------------
-config.checkers["device"] = _check_and_note
+config.checkers["device"] = check_device
 device_rules["cpu_device"] = CPU
 device_rules["default_device"] = default_device
