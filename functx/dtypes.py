@@ -52,6 +52,9 @@ SIGNED = (int8, int16, int32, int64)
 UNSIGNED = (uint8, uint16, uint32, uint64)
 INTEGERS = SIGNED + UNSIGNED
 
+# torch's name of each supported dtype (GPU buffers are torch tensors): NumPy's own name.
+TORCH_NAMES = {d: d.name for d in SUPPORTED}
+
 _CANONICAL = {d: d for d in SUPPORTED + (float0,)}
 
 default_float = float32

@@ -12,34 +12,19 @@ from functx.devices.device import Device, devices
 from functx.errors import FunctxError
 
 # --- dtypes between NumPy and torch ---------------------------------------------------------------
-_TORCH_NAME = {
-    dtypes.bool_: "bool",
-    dtypes.int8: "int8",
-    dtypes.int16: "int16",
-    dtypes.int32: "int32",
-    dtypes.int64: "int64",
-    dtypes.uint8: "uint8",
-    dtypes.uint16: "uint16",
-    dtypes.uint32: "uint32",
-    dtypes.uint64: "uint64",
-    dtypes.float16: "float16",
-    dtypes.bfloat16: "bfloat16",
-    dtypes.float32: "float32",
-    dtypes.float64: "float64",
-}
 
 
 def torch_dtype(dt):
     """The torch dtype of NumPy dtype ``dt``."""
     import torch
 
-    return getattr(torch, _TORCH_NAME[np.dtype(dt)])
+    return getattr(torch, dtypes.TORCH_NAMES[np.dtype(dt)])
 
 
 def numpy_dtype(tdt) -> np.dtype:
     """The NumPy dtype of torch dtype ``tdt`` (a FunctxError if functx has none)."""
     name = str(tdt).rpartition(".")[2]
-    for k, v in _TORCH_NAME.items():
+    for k, v in dtypes.TORCH_NAMES.items():
         if v == name:
             return k
     raise FunctxError(f"functx has no dtype for torch's {tdt}")

@@ -60,25 +60,9 @@ from functx import config, dtypes
 from functx.lowering import cache
 from functx.lowering.compile import log
 
-_TORCH = {
-    dtypes.bool_: "bool",
-    dtypes.int8: "int8",
-    dtypes.int16: "int16",
-    dtypes.int32: "int32",
-    dtypes.int64: "int64",
-    dtypes.uint8: "uint8",
-    dtypes.uint16: "uint16",
-    dtypes.uint32: "uint32",
-    dtypes.uint64: "uint64",
-    dtypes.float16: "float16",
-    dtypes.bfloat16: "bfloat16",
-    dtypes.float32: "float32",
-    dtypes.float64: "float64",
-}
-
 
 def torch_dtype_name(dt) -> str:
-    return _TORCH[np.dtype(dt)]
+    return dtypes.TORCH_NAMES[np.dtype(dt)]
 
 
 def interpreting() -> bool:
