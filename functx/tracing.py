@@ -137,7 +137,7 @@ class Builder:
         """Record ``prim`` applied to ``args`` (``core.bind`` under this trace); new tracers."""
         atoms = [self.to_atom(a) for a in args]
         src = current()
-        out_avals = _abstract_eval(prim, [a.aval for a in atoms], params)
+        out_avals = abstract_eval_checked(prim, [a.aval for a in atoms], params)
         if prim.multiple_results:
             outs = [self.new_tracer(a) for a in out_avals]
         else:
@@ -157,7 +157,8 @@ def new_trace() -> core.active_trace:
 
 
 # --- The eager path ------------------------------------------------------------------------------
-def _abstract_eval(prim, avals, params):
+def abstract_eval_checked(prim, avals, params):
+    """``prim``'s output avals for ``avals``; a shape/dtype error gets the user's line."""
     try:
         return prim.abstract_eval(*avals, **params)
     except FunctxTypeError as e:
@@ -167,7 +168,7 @@ def _abstract_eval(prim, avals, params):
         raise type(e)(msg) from None
 
 
-def _as_value(x):
+def as_value(x):
     """The NumPy value, aval and committedness of a concrete argument of ``eager_bind`` that is
     not a committed host ``Array``; None for an argument on a GPU (``core.eager_rules["gpu"]``
     runs those)."""
@@ -214,7 +215,7 @@ def eager_bind(prim, args, params):
             if a.aval.shape:
                 committed = True
         else:
-            got = _as_value(a)
+            got = as_value(a)
             if got is None:
                 return core.eager_rules["gpu"](prim, args, params)
             v, av, c = got
@@ -235,7 +236,7 @@ def bind_host(prim, args, params, committed: bool):
             vals.append(a._value)
             avals.append(a.aval)
         else:
-            v, av, _ = _as_value(a)
+            v, av, _ = as_value(a)
             vals.append(v)
             avals.append(av)
     return _run_host(prim, vals, avals, params, args, committed)
@@ -243,7 +244,7 @@ def bind_host(prim, args, params, committed: bool):
 
 def _run_host(prim, vals, avals, params, args, committed: bool):
     """Check the operands' types, run the NumPy implementation, wrap the results as Arrays."""
-    out_avals = _abstract_eval(prim, avals, params)
+    out_avals = abstract_eval_checked(prim, avals, params)
     out = prim.impl(*vals, **params)
     wrap = _wrap if committed else _wrap_uncommitted
     if prim.multiple_results:

@@ -49,7 +49,7 @@ def _gpu_leaf(a, device):
         if a.device.type == "cuda":
             return a, tracing.get_aval(a)
         a = np.asarray(a.detach())
-    v, aval, _ = tracing._as_value(a)  # a NumPy scalar or 0-d array
+    v, aval, _ = tracing.as_value(a)  # a NumPy scalar or 0-d array
     return _scalar_tensor(v, device), aval
 
 
@@ -77,7 +77,7 @@ def _run_on_gpu(prim, args, params, device, committed):
         v, av = _gpu_leaf(a, device)
         leaves.append(v)
         avals.append(av)
-    out_avals = tracing._abstract_eval(prim, avals, params)
+    out_avals = tracing.abstract_eval_checked(prim, avals, params)
     key = (
         prim,
         tuple(params.items()),
