@@ -195,13 +195,14 @@ def test_no_function_level_imports():
 
 
 def _module_aliases(tree, module: str) -> set[str]:
-    """Names bound at module level to functx modules by imports."""
+    """Names bound at module level by imports from functx: modules, and the classes and objects
+    imported from them (``Array.__add__ = ...`` patches another module's class)."""
     names = set()
     for node in tree.body:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             targets = _resolve(node, module)
             for a, target in zip(node.names, targets):
-                if target in MODULES and (isinstance(node, ast.Import) or target.endswith(a.name)):
+                if target in MODULES:
                     names.add((a.asname or a.name).split(".")[0])
     return names
 
@@ -239,8 +240,9 @@ def test_no_module_assigns_another_modules_globals():
 
         visit(tree)
     assert not bad, (
-        "modules assigning another module's attributes at import time (register into a table "
-        "the other module owns instead):\n" + "\n".join(bad)
+        "modules assigning attributes of another module, or of a class or object imported from "
+        "one, at import time (register into a table the other module owns instead):\n"
+        + "\n".join(bad)
     )
 
 
