@@ -13,6 +13,7 @@ import builtins
 import enum
 import math
 import operator
+import textwrap
 
 import numpy as np
 
@@ -158,11 +159,66 @@ def _binary(prim):
 # (functx.primitives.elementwise.ROWS) whose ``builder`` is "plain", named by the row's public (lax)
 # name: ``neg(x)``, ``sin(x)``, ``add(x, y)``, ``max(x, y)``, ``bitwise_not(x)``, ... Adding such a
 # row adds its builder here; rows with their own builder ("custom": round, integer_pow) are below.
+# Example operands for the docstrings, by (group, operand kinds); ops with a narrower domain
+# have their own.
+_EXAMPLE_ARGS = {
+    ("unary", "float"): ([0.5, 0.75],),
+    ("unary", "number"): ([-1.5, 2.0],),
+    ("unary", "intbool"): (np.int32([0, 5]),),
+    ("binary", "float"): ([0.5, 0.75], [2.0, 4.0]),
+    ("binary", "number"): ([0.5, 3.0], [2.0, 1.0]),
+    ("binary", "any"): ([0.5, 3.0], [2.0, 1.0]),
+    ("compare", "any"): ([0.5, 3.0], [2.0, 1.0]),
+    ("bitwise", "intbool"): (np.int32([12, 10]), np.int32([10, 6])),
+}
+_EXAMPLE_ARGS_OF = {"acosh": ([1.5, 2.0],)}
+
+
+def _wrap(text: str) -> str:
+    return textwrap.fill(text, 96, initial_indent=" " * 4, subsequent_indent=" " * 6)
+
+
+def _doc(row) -> str:
+    """The docstring of a builder made from an elementwise row: what it computes, its arguments,
+    its result and an example whose output the row's own implementation printed."""
+    args = _EXAMPLE_ARGS_OF.get(row.name) or _EXAMPLE_ARGS[(row.group, row.kinds)]
+    args = [np.asarray(a, np.float32) if isinstance(a, list) else a for a in args]
+    out = P.registry[row.name].impl(*args)
+    shown = ", ".join(f"np.{a.dtype.name}({a.tolist()})" for a in args)
+    kinds = {
+        "float": "a floating-point dtype",
+        "number": "a numeric (not bool) dtype",
+        "intbool": "an integer or bool dtype",
+        "any": "of any kind",
+    }[row.kinds]
+    if row.arity == 1:
+        params = f"x: an array or scalar of {kinds}."
+        what = f"``{row.name}`` of each element of ``x``"
+    else:
+        params = (
+            f"x, y: arrays of one shape and one dtype, {kinds} (either may be a Python "
+            "scalar, which takes the other's dtype); functx.lax does not broadcast or "
+            "promote."
+        )
+        what = f"``{row.name}`` of ``x`` and ``y``, element by element"
+    kind = "a bool array" if row.group == "compare" or row.name == "is_finite" else "an array"
+    return (
+        f"{what} (JAX's ``jax.lax.{row.public_name}``; the ``{row.name}`` primitive).\n\n"
+        f"Arguments:\n{_wrap(params)}\n\n"
+        f"Returns:\n    {kind} of the operands' shape.\n\n"
+        f"Example:\n    >>> import numpy as np\n    >>> from functx import lax\n"
+        f"    >>> print(lax.{row.public_name}({shown}))\n    {out}\n"
+    )
+
+
 for _row in P.elementwise.ROWS:
     if _row.builder == "plain":
         _build = _unary if _row.arity == 1 else _binary
-        globals()[_row.public_name] = _build(P.registry[_row.name])
-del _row, _build
+        _fn = _build(P.registry[_row.name])
+        _fn.__name__ = _fn.__qualname__ = _row.public_name
+        _fn.__doc__ = _doc(_row)
+        globals()[_row.public_name] = _fn
+del _row, _build, _fn
 
 
 class RoundingMethod:

@@ -355,3 +355,33 @@ def test_dtype_errors_are_functx_errors():
         fnp.asarray(np.array(["a"]))
     assert isinstance(e.value, FunctxError)
     assert jjnp.zeros(3).dtype == np.float64  # (JAX is the reference; x64 is on in tests)
+
+
+# --- the elementwise builders' docstrings ---------------------------------------------------------
+@pytest.mark.parametrize(
+    "name",
+    [r.public_name for r in functx.primitives.elementwise.ROWS if r.builder == "plain"],
+)
+def test_elementwise_docstring_examples_run(name):
+    """Each builder made from an elementwise row documents its arguments and result, and its
+    example runs and prints what the docstring says (doctest)."""
+    import doctest
+
+    fn = getattr(lax, name)
+    assert "Arguments:" in fn.__doc__ and "Returns:" in fn.__doc__, fn.__doc__
+    (test,) = doctest.DocTestFinder().find(fn, name, globs={})
+    assert test.examples, fn.__doc__
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    result = runner.run(test)
+    assert result.failed == 0 and result.attempted == len(test.examples)
+    # and the value agrees with JAX's
+    args = [np.asarray(eval(a, {"np": np})) for a in _example_args(fn.__doc__)]
+    np.testing.assert_allclose(
+        np.asarray(fn(*args)), np.asarray(getattr(jax.lax, name)(*args)), rtol=2e-6
+    )
+
+
+def _example_args(doc):
+    call = next(line for line in doc.splitlines() if "print(lax." in line)
+    inner = call.split("print(lax.", 1)[1].split("(", 1)[1].rsplit("))", 1)[0]
+    return [p if p.endswith("])") else p + ")" for p in inner.split("), ")]
