@@ -26,14 +26,19 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("leaves", ("functx.errors", "functx.dtypes", "functx.config", "functx.source_info")),
     ("core", ("functx.core",)),
     ("primitives", ("functx.primitives",)),
-    ("array/tracing/interpreter", ("functx.array", "functx.tracing", "functx.interpreter")),
+    (
+        "array/tracing/interpreter",
+        # (tree_util is public, but it needs only tracing's pytree namespace: control and devices
+        # map over pytrees with it)
+        ("functx.array", "functx.tracing", "functx.interpreter", "functx.tree_util"),
+    ),
     ("loop IR", ("functx.lowering.rules", "functx.lowering.loopir", "functx.lowering.lower")),
     ("ops", ("functx.ops",)),
     ("transforms", ("functx.transforms",)),
     ("control", ("functx.control",)),
     (
         "public",
-        ("functx.lax", "functx.numpy", "functx.nn", "functx.tree_util", "functx.test_util"),
+        ("functx.lax", "functx.numpy", "functx.nn", "functx.test_util"),
     ),
     ("devices", ("functx.devices",)),
     ("lowering", ("functx.lowering",)),

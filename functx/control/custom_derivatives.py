@@ -16,17 +16,17 @@ import functools
 import inspect
 
 import numpy as np
-import optree
 
 from functx import dtypes, ops, primitives as P
 from functx.array import is_python_scalar
 from functx.core import ClosedJaxpr, Jaxpr, Primitive
-from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError
+from functx.errors import FunctxTypeError, UnsupportedError
 from functx.interpreter import eval_jaxpr
 from functx.lowering.rules import lowerings
 from functx.source_info import where
-from functx.tracing import PYTREE_NAMESPACE, get_aval, trace_flat, tree_flatten, tree_unflatten
+from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
 from functx.transforms import jvp as J, transpose as T, vjp, vmap as V
+from functx.tree_util import tree_map
 
 
 def _fun_name(f):
@@ -86,20 +86,6 @@ def _eval_call(*args, call_jaxpr, num_consts, **_):
 def _rules_changed():
     """A custom rule was (re)defined: Jaxprs traced before it hold the old one."""
     vjp.clear_caches()
-
-
-def _tree_map(f, tree, *rest):
-    """``functx.tree_util.tree_map`` (which lives in a layer above this one), for ``defjvps``."""
-    treedef = tree_flatten(tree)[1]
-    for i, r in enumerate(rest):
-        try:
-            treedef.flatten_up_to(r)
-        except (ValueError, TypeError) as e:
-            raise FunctxValueError(
-                f"tree_map: tree {i + 1} of rest does not have the "
-                f"structure of the first tree, {treedef}: {e}{where()}"
-            ) from None
-    return optree.tree_map(f, tree, *rest, none_is_leaf=False, namespace=PYTREE_NAMESPACE)
 
 
 def _check_const_tangents(tangents, num_consts, name):
@@ -168,9 +154,9 @@ class custom_jvp:
                 if rule is None:
                     continue
                 c = rule(t, out, *primals)
-                acc = c if acc is None else _tree_map(lambda a, b: a + b, acc, c)
+                acc = c if acc is None else tree_map(lambda a, b: a + b, acc, c)
             if acc is None:
-                acc = _tree_map(lambda o: o * 0, out)
+                acc = tree_map(lambda o: o * 0, out)
             return out, acc
 
         self.defjvp(jvp)
