@@ -194,14 +194,14 @@ def register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_ke
             children's key paths are ``FlattenedIndexKey``s.
 
     Returns:
-        None (as JAX).
+        ``nodetype`` (JAX returns None; returning the class lets this decorate it).
 
     Example:
         >>> from functx import tree_util
         >>> class Pt:
         ...     def __init__(self, x, y):
         ...         self.x, self.y = x, y
-        >>> tree_util.register_pytree_node(
+        >>> _ = tree_util.register_pytree_node(
         ...     Pt, lambda p: ((p.x, p.y), None), lambda _, c: Pt(*c))
         >>> tree_util.tree_leaves(Pt(1, 2))
         [1, 2]
@@ -210,8 +210,8 @@ def register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_ke
     _check_callable("register_pytree_node", "unflatten_func", unflatten_func)
     if flatten_with_keys_func is not None:
         register_pytree_with_keys(nodetype, flatten_with_keys_func, unflatten_func, flatten_func)
-        return
-    _register(
+        return nodetype
+    return _register(
         "register_pytree_node",
         nodetype,
         flatten_func,
