@@ -401,30 +401,20 @@ def _key_of(e):
     return FlattenedIndexKey(e.entry)
 
 
-class _PathLeaf:
-    """A subtree that ``is_leaf(path, x)`` marked as a leaf (unregistered: optree sees a leaf)."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value):
-        self.value = value
-
-
-def _mark(tree, is_leaf, path):
-    """``tree`` with every subtree for which ``is_leaf(path, x)`` holds wrapped in _PathLeaf."""
-    if is_leaf(path, tree):
-        return _PathLeaf(tree)
-    if tree is None:
-        return None
+def _decide(tree, is_leaf, path, decisions):
+    """Call ``is_leaf(path, x)`` on every subtree, in the pre-order optree visits them (stopping
+    below a subtree judged a leaf); append each answer to ``decisions``."""
+    stop = bool(is_leaf(path, tree))
+    decisions.append(stop)
+    if stop or tree is None:
+        return
     accessors, children, spec = optree.tree_flatten_with_accessor(
         tree, lambda x: x is not tree, none_is_leaf=False, namespace=PYTREE_NAMESPACE
     )
     if spec.is_leaf():
-        return tree
-    marked = [
-        _mark(c, is_leaf, (*path, _key_of(a[0]))) for a, c in zip(accessors, children, strict=True)
-    ]
-    return optree.tree_unflatten(spec, marked)
+        return
+    for a, c in zip(accessors, children, strict=True):
+        _decide(c, is_leaf, (*path, _key_of(a[0])), decisions)
 
 
 def tree_flatten_with_path(tree, is_leaf=None, is_leaf_takes_path=False):
@@ -448,8 +438,12 @@ def tree_flatten_with_path(tree, is_leaf=None, is_leaf_takes_path=False):
     """
     _check_callable("tree_flatten_with_path", "is_leaf", is_leaf, optional=True)
     if is_leaf is not None and is_leaf_takes_path:
-        tree = _mark(tree, is_leaf, ())
-        is_leaf = None
+        # optree's is_leaf sees no path: ask is_leaf(path, x) first, in optree's visiting order,
+        # then replay the answers (no node is rebuilt, so no user unflatten runs)
+        decisions = []
+        _decide(tree, is_leaf, (), decisions)
+        answers = iter(decisions)
+        is_leaf = lambda x: next(answers)  # noqa: E731
     accessors, leaves, treedef = _call_optree(
         "tree_flatten_with_path",
         optree.tree_flatten_with_accessor,
@@ -458,10 +452,9 @@ def tree_flatten_with_path(tree, is_leaf=None, is_leaf_takes_path=False):
         none_is_leaf=False,
         namespace=PYTREE_NAMESPACE,
     )
-    pairs = [
-        (tuple(_key_of(e) for e in a), x.value if isinstance(x, _PathLeaf) else x)
-        for a, x in zip(accessors, leaves, strict=True)
-    ]
+    if is_leaf_takes_path and is_leaf is not None and next(answers, None) is not None:
+        raise FunctxError("tree_flatten_with_path: optree visited fewer nodes than expected")
+    pairs = [(tuple(_key_of(e) for e in a), x) for a, x in zip(accessors, leaves, strict=True)]
     return pairs, treedef
 
 

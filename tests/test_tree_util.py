@@ -398,3 +398,24 @@ def test_docstring_examples_run():
             runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
             runner.run(test)
             assert runner.failures == 0, name
+
+
+def test_is_leaf_takes_path_rebuilds_nothing():
+    calls = []
+
+    class Checked:
+        def __init__(self, v):
+            self.v = v
+
+    tu.register_pytree_node(
+        Checked, lambda c: ((c.v,), None), lambda _, ch: calls.append(ch) or Checked(*ch)
+    )
+    tree = {"c": Checked([1, (2, 3)]), "d": [Checked(4)]}
+    pred = lambda p, x: isinstance(x, tuple)  # noqa: E731
+    pairs = tu.tree_leaves_with_path(tree, is_leaf=pred, is_leaf_takes_path=True)
+    assert [tu.keystr(p) for p, _ in pairs] == [
+        "['c'][<flat index 0>][0]",
+        "['c'][<flat index 0>][1]",
+        "['d'][0][<flat index 0>]",
+    ]
+    assert [x for _, x in pairs] == [1, (2, 3), 4] and calls == []
