@@ -8,9 +8,11 @@ from functx import (
     config as config,
     dtypes as dtypes,
     errors as errors,
+    flatten_util as flatten_util,
     lax as lax,
     nn as nn,
     numpy as numpy,
+    tree as tree,
     tree_util as tree_util,
 )
 from functx.array import Array as Array
@@ -106,6 +108,7 @@ __all__ = [
     "local_devices",
     "dtypes",
     "errors",
+    "flatten_util",
     "grad",
     "jit",
     "hessian",
@@ -118,6 +121,7 @@ __all__ = [
     "make_jaxpr",
     "nn",
     "numpy",
+    "tree",
     "tree_util",
     "typecheck_jaxpr",
     "value_and_grad",
