@@ -45,10 +45,16 @@ from functx.errors import (
     FunctxValueError as FunctxValueError,
     UnsupportedError as UnsupportedError,
 )
-from functx.jit import jit as jit
+from functx.jit import (
+    clear_caches as clear_caches,
+    disable_jit as disable_jit,
+    jit as jit,
+)
 from functx.tracing import (
     ShapeDtypeStruct as ShapeDtypeStruct,
+    eval_shape as eval_shape,
     make_jaxpr as make_jaxpr,
+    named_scope as named_scope,
 )
 from functx.transforms.jvp import jvp as jvp
 from functx.transforms.linearize import linearize as linearize
@@ -93,6 +99,7 @@ __all__ = [
     "ShapedArray",
     "UnsupportedError",
     "block_until_ready",
+    "clear_caches",
     "config",
     "custom_jvp",
     "custom_vjp",
@@ -103,9 +110,11 @@ __all__ = [
     "device_get",
     "device_put",
     "devices",
+    "disable_jit",
     "local_devices",
     "dtypes",
     "errors",
+    "eval_shape",
     "grad",
     "jit",
     "hessian",
@@ -116,6 +125,7 @@ __all__ = [
     "lax",
     "linearize",
     "make_jaxpr",
+    "named_scope",
     "nn",
     "numpy",
     "tree_util",
