@@ -375,6 +375,8 @@ def clear_caches() -> None:
     paths) and the transforms' trace caches. The next call traces again (and loads the
     program from the disk cache, which stays, as JAX's persistent cache does).
 
+    Arguments:
+      none.
     Returns:
       None.
     Example:

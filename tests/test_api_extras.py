@@ -6,6 +6,7 @@ builtin classes JAX raises."""
 
 from __future__ import annotations
 
+import doctest
 import threading
 
 import numpy as np
@@ -276,6 +277,10 @@ def test_lower_and_make_jaxpr_accept_shape_dtype_structs():
         jax.ShapeDtypeStruct(x.shape, F32), jax.ShapeDtypeStruct(y.shape, F32)
     )
     np.testing.assert_allclose(np.asarray(out), np.asarray(ref.compile()(x, y)), rtol=1e-6)
+    # calling (not lowering) with a struct is a TypeError in both
+    for lib in (functx, jax):
+        with pytest.raises(TypeError):
+            lib.jit(lambda a: a * 2)(lib.ShapeDtypeStruct((2,), F32))
     # mixed: one struct, one array, and a keyword
     low = functx.jit(lambda a, *, b: a * b).lower(sx, b=x)
     np.testing.assert_array_equal(np.asarray(low.compile()(x, b=x)), x * x)
@@ -448,3 +453,19 @@ def test_donate_with_varargs_keywords_and_decorator():
     x = np.ones(2, F32)
     np.testing.assert_array_equal(np.asarray(g(x)), 2 * x)
     np.testing.assert_array_equal(x, np.ones(2, F32))  # donation ignored: x is untouched
+
+
+@pytest.mark.parametrize(
+    "name", ["eval_shape", "ShapeDtypeStruct", "disable_jit", "clear_caches", "named_scope"]
+)
+def test_docstring_examples_run(name):
+    obj = getattr(functx, name)
+    doc = obj.__doc__
+    for section in ("Arguments:", "Returns:", "Example:"):
+        assert section in doc, (name, section)
+    tests = doctest.DocTestFinder().find(obj, name, globs={"functx": functx, "np": np})
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    for t in tests:
+        runner.run(t)
+    result = runner.summarize(verbose=False)
+    assert result.attempted > 0 and result.failed == 0, name
