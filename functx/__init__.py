@@ -14,7 +14,10 @@ from functx import (
     tree_util as tree_util,
 )
 from functx.array import Array as Array
-from functx.config import default_matmul_precision as default_matmul_precision
+from functx.config import (
+    default_matmul_precision as default_matmul_precision,
+    disable_jit as disable_jit,
+)
 from functx.control.custom_derivatives import (
     custom_jvp as custom_jvp,
     custom_vjp as custom_vjp,
@@ -47,7 +50,6 @@ from functx.errors import (
 )
 from functx.jit import (
     clear_caches as clear_caches,
-    disable_jit as disable_jit,
     jit as jit,
 )
 from functx.tracing import (

@@ -23,9 +23,9 @@ import weakref
 import numpy as np
 import optree
 
-from functx import core, dtypes, tracing
+from functx import config as _config, core, dtypes, tracing
 from functx.array import Array
-from functx.config import jit_cache_size, matmul_precision
+from functx.config import jit_cache_size, jit_disabled, matmul_precision
 from functx.core import ClosedJaxpr, Jaxpr
 from functx.devices import device as _device, eager as _eager
 from functx.devices.device import CPU, DeviceError
@@ -306,66 +306,6 @@ def _check_donate(donate_argnums, donate_argnames):
     return nums, names
 
 
-class _DisableState(threading.local):
-    def __init__(self):
-        self.stack: list = []
-
-
-_disable_local = _DisableState()
-_disable_blocks = 0  # open disable_jit blocks in all threads (the dispatch path checks it first)
-
-
-class disable_jit:
-    """``with functx.disable_jit():`` runs jitted functions eagerly in this thread, as JAX's
-    ``jax.disable_jit``: a ``jit(f)`` called in the block calls ``f`` itself on its arguments
-    (no trace, no compile, no cache), so Python side effects and prints in ``f`` run at every
-    call and see concrete values. ``disable_jit(False)`` inside the block turns jit back on. The
-    setting is per thread, as JAX's context managers are; also usable as a decorator. Control
-    flow (``lax.scan``, ``while_loop``, ``cond``) still traces its functions (JAX runs them as
-    Python loops under ``disable_jit``; functx does not yet).
-
-    Arguments:
-      disable: True (default) to run jitted functions eagerly, False to compile them again.
-    Returns:
-      a context manager.
-    Example:
-      >>> f = functx.jit(lambda x: print("called") or x + 1)
-      >>> with functx.disable_jit():
-      ...     _ = f(1.0)
-      ...     _ = f(1.0)
-      called
-      called
-    """
-
-    def __init__(self, disable: bool = True):
-        self.disable = bool(disable)
-
-    def __enter__(self):
-        global _disable_blocks
-        _disable_local.stack.append(self.disable)
-        with _CACHE_LOCK:
-            _disable_blocks += 1
-
-    def __exit__(self, *exc):
-        global _disable_blocks
-        _disable_local.stack.pop()
-        with _CACHE_LOCK:
-            _disable_blocks -= 1
-
-    def __call__(self, fun):
-        @functools.wraps(fun)
-        def wrapped(*args, **kwargs):
-            with disable_jit(self.disable):
-                return fun(*args, **kwargs)
-
-        return wrapped
-
-
-def _jit_disabled() -> bool:
-    stack = _disable_local.stack
-    return bool(stack) and stack[-1]
-
-
 _live_jitted: weakref.WeakSet = weakref.WeakSet()  # every live Jitted (clear_caches)
 
 
@@ -560,7 +500,7 @@ class Jitted:
         return self if obj is None else types.MethodType(self, obj)
 
     def __call__(self, *args, **kwargs):
-        if _disable_blocks and _jit_disabled():
+        if _config.disable_jit_active and jit_disabled():
             return self.fun(*args, **kwargs)
         if not kwargs and not self.static_argnums and not core.trace_state.stack:
             # the dispatch fast paths. GPU arrays committed to one device: one look at each

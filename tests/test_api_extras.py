@@ -354,6 +354,27 @@ def test_disable_jit_is_per_thread_and_a_decorator():
     assert len(calls) == 3
 
 
+def test_disable_jit_config_option_like_jax():
+    for lib in (functx, jax):
+        f, calls = _counting(lib)
+        f(np.float32(0.0))
+        assert lib.config.jax_disable_jit is False
+        lib.config.update("jax_disable_jit", True)
+        try:
+            assert lib.config.jax_disable_jit is True
+            f(np.float32(0.0))
+            f(np.float32(0.0))
+            assert len(calls) == 3, lib
+            with lib.disable_jit(False):
+                assert lib.config.jax_disable_jit is False
+                f(np.float32(0.0))
+            assert len(calls) == 3, lib
+        finally:
+            lib.config.update("jax_disable_jit", False)
+        f(np.float32(0.0))
+        assert len(calls) == 3, lib
+
+
 # --- clear_caches ---
 def test_clear_caches_retraces_like_jax():
     for lib in (functx, jax):
