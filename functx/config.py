@@ -302,8 +302,10 @@ class disable_jit:
     call and see concrete values. ``disable_jit(False)`` inside the block turns jit back on. The
     setting is per thread, as JAX's context managers are; outside any block,
     ``functx.config.update("jax_disable_jit", True)`` sets it for every thread. Also usable as a
-    decorator. Control flow (``lax.scan``, ``while_loop``, ``cond``) still traces its functions
-    (JAX runs them as Python loops under ``disable_jit``; functx does not yet).
+    decorator. As in JAX, control flow runs in Python in the block: ``lax.scan`` (and
+    ``fori_loop`` with concrete bounds) loops over the slices and stacks the outputs,
+    ``while_loop`` loops while its condition is concrete, ``cond``/``switch`` with a concrete
+    predicate call one branch.
 
     Arguments:
       disable: True (default) to run jitted functions eagerly, False to compile them again.

@@ -354,6 +354,33 @@ def test_disable_jit_is_per_thread_and_a_decorator():
     assert len(calls) == 3
 
 
+def test_disable_jit_runs_control_flow_in_python_like_jax():
+    def prog(lax):
+        log = []
+
+        def body(c, x):
+            log.append("scan")
+            return c + x, {"p": c * x, "n": None}
+
+        r1 = lax.scan(body, np.float32(0), np.arange(4, dtype=F32))
+        r2 = lax.scan(body, np.float32(1), np.ones((3, 2), F32), reverse=True)
+        r3 = lax.while_loop(lambda v: (log.append("cond"), v < 10)[1], lambda v: v * 2, I32(1))
+        r4 = lax.cond(np.float32(1) > 0, lambda v: (log.append("t"), v + 1)[1], lambda v: v, F32(3))
+        r5 = lax.fori_loop(0, 3, lambda i, v: (log.append("fori"), v + i)[1], I32(0))
+        r6 = lax.switch(5, [lambda: I32(0), lambda: I32(1)])
+        leaves = jax.tree_util.tree_leaves((r1, r2, r3, r4, r5, r6))
+        return [(np.asarray(v).tolist(), np.asarray(v).dtype) for v in leaves], log
+
+    with functx.disable_jit():
+        got = prog(flax)
+    with jax.disable_jit():
+        want = prog(jlax)
+    assert got == want
+    for lib, lax in ((functx, flax), (jax, jlax)):
+        with lib.disable_jit(), pytest.raises(ValueError, match="zero-length scan"):
+            lax.scan(lambda c, x: (c, x), 0.0, np.zeros((0,), F32))
+
+
 def test_disable_jit_config_option_like_jax():
     for lib in (functx, jax):
         f, calls = _counting(lib)
