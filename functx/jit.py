@@ -37,7 +37,7 @@ from functx.lowering.compile import compile_jaxpr, log as _log, loop_ir_text
 from functx.lowering.runtime import Executable
 from functx.source_info import where
 from functx.tracing import ShapeDtypeStruct, Tracer, get_aval, tree_flatten, tree_unflatten
-from functx.transforms import passes
+from functx.transforms import passes, vjp as _vjp
 
 
 class Lowered:
@@ -312,8 +312,9 @@ _live_jitted: weakref.WeakSet = weakref.WeakSet()  # every live Jitted (clear_ca
 def clear_caches() -> None:
     """Drop every in-memory cache of compiled programs and traces, as JAX's
     ``jax.clear_caches``: each jitted function's compiled signatures (and its dispatch fast
-    paths) and the transforms' trace caches. The next call traces again (and loads the
-    program from the disk cache, which stays, as JAX's persistent cache does).
+    paths) and the transforms' caches (traces, jvp and gradient Jaxprs). The next call traces
+    again (and loads the program from the disk cache, which stays, as JAX's persistent cache
+    does).
 
     Arguments:
       none.
@@ -335,6 +336,7 @@ def clear_caches() -> None:
             j._cpu_calls.clear()
             j.last_key = None
     tracing.clear_trace_caches()
+    _vjp.clear_caches()  # (and jvp's: traces, jvp and gradient Jaxprs)
 
 
 class Jitted:

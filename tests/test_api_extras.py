@@ -418,6 +418,26 @@ def test_clear_caches_retraces_like_jax():
     assert functx.clear_caches() is None
 
 
+def test_clear_caches_forgets_transform_traces():
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return fnp.sum(fnp.sin(x))
+
+    g, v = functx.grad(f), functx.vmap(f)
+    x = np.ones(3, F32)
+    want = np.cos(x)
+    for _ in range(2):
+        np.testing.assert_allclose(np.asarray(g(x)), want, rtol=1e-6)
+        v(np.ones((2, 3), F32))
+    n = len(calls)
+    functx.clear_caches()
+    np.testing.assert_allclose(np.asarray(g(x)), want, rtol=1e-6)
+    v(np.ones((2, 3), F32))
+    assert len(calls) > n  # traced again
+
+
 # --- named_scope ---
 def test_named_scope_changes_nothing():
     def f(x):
