@@ -486,8 +486,9 @@ def eval_shape(fun: Callable, *args, **kwargs):
 
     Arguments:
       fun: a function of pytrees of arrays.
-      *args, **kwargs: pytrees whose leaves are arrays, NumPy arrays, Python scalars or
-        ``ShapeDtypeStruct``s (all traced; none of their values is read).
+      *args, **kwargs: pytrees whose leaves are arrays, NumPy arrays, Python scalars,
+        ``ShapeDtypeStruct``s or any object with ``shape`` and ``dtype`` attributes (all
+        traced; none of their values is read).
     Returns:
       ``fun``'s output pytree with each array leaf replaced by a ``ShapeDtypeStruct`` of its
       shape, dtype and weak type.
@@ -506,6 +507,18 @@ def eval_shape(fun: Callable, *args, **kwargs):
         try:
             avals.append(get_aval(x))
         except FunctxError as e:
+            if hasattr(x, "shape") and hasattr(x, "dtype"):  # any struct-like (as JAX takes)
+                try:
+                    avals.append(
+                        ShapedArray(
+                            tuple(x.shape),
+                            dtypes.canonicalize(x.dtype),
+                            bool(getattr(x, "weak_type", False)),
+                        )
+                    )
+                    continue
+                except Exception:  # noqa: BLE001 - reported below as what it is
+                    pass
             raise FunctxTypeError(
                 f"eval_shape: error interpreting argument to {fun!r:.80} as an abstract array: {e}"
             ) from None

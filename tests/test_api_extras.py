@@ -162,6 +162,25 @@ def test_eval_shape_never_computes():
     assert len(calls) == 1 and calls[0] is not functx.Array
 
 
+def test_eval_shape_takes_struct_likes_like_jax():
+    class Like:
+        shape = (2, 3)
+        dtype = np.dtype(F32)
+
+    class NoDtype:
+        shape = (2,)
+
+    def f(np_):
+        return lambda x: np_.sum(x, axis=0)
+
+    for like in (Like(), jax.ShapeDtypeStruct((2, 3), F32)):
+        got, want = functx.eval_shape(f(fnp), like), jax.eval_shape(f(jnp), like)
+        assert _spec(got) == _spec(want)
+    for lib in (functx, jax):
+        with pytest.raises(TypeError):
+            lib.eval_shape(lambda x: x, NoDtype())
+
+
 def test_eval_shape_rejects_non_arrays_like_jax():
     for bad in ["a", object()]:
         with pytest.raises(TypeError):
