@@ -16,7 +16,10 @@ from functx import (
     tree_util as tree_util,
 )
 from functx.array import Array as Array
-from functx.config import default_matmul_precision as default_matmul_precision
+from functx.config import (
+    default_matmul_precision as default_matmul_precision,
+    disable_jit as disable_jit,
+)
 from functx.control.custom_derivatives import (
     custom_jvp as custom_jvp,
     custom_vjp as custom_vjp,
@@ -47,10 +50,15 @@ from functx.errors import (
     FunctxValueError as FunctxValueError,
     UnsupportedError as UnsupportedError,
 )
-from functx.jit import jit as jit
+from functx.jit import (
+    clear_caches as clear_caches,
+    jit as jit,
+)
 from functx.tracing import (
     ShapeDtypeStruct as ShapeDtypeStruct,
+    eval_shape as eval_shape,
     make_jaxpr as make_jaxpr,
+    named_scope as named_scope,
 )
 from functx.transforms.jvp import jvp as jvp
 from functx.transforms.linearize import linearize as linearize
@@ -95,6 +103,7 @@ __all__ = [
     "ShapedArray",
     "UnsupportedError",
     "block_until_ready",
+    "clear_caches",
     "config",
     "custom_jvp",
     "custom_vjp",
@@ -105,9 +114,11 @@ __all__ = [
     "device_get",
     "device_put",
     "devices",
+    "disable_jit",
     "local_devices",
     "dtypes",
     "errors",
+    "eval_shape",
     "flatten_util",
     "grad",
     "jit",
@@ -119,6 +130,7 @@ __all__ = [
     "lax",
     "linearize",
     "make_jaxpr",
+    "named_scope",
     "nn",
     "numpy",
     "tree",
