@@ -149,20 +149,7 @@ def test_all_names_and_docstring_examples():
             assert runner.failures == 0, name
 
 
-@pytest.mark.parametrize(
-    "jit",
-    [
-        False,
-        pytest.param(
-            True,
-            marks=pytest.mark.xfail(
-                reason="functx.jit's C++ program for this Adam step gives w == 0 on a fresh "
-                "FUNCTX_CACHE_DIR (a jit bug, not a tree one: the eager step is right)",
-                strict=False,
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("jit", [False, True])
 def test_example_libraries_optimizers_runs_on_functx_trees(jit):
     """The installed JAX's optimizers.py (jax.tree.flatten/map/unflatten, a NamedTuple registered
     as a pytree), run with functx in place of jax: no optree warning, JAX's numbers."""
