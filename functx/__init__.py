@@ -11,6 +11,7 @@ from functx import (
     lax as lax,
     nn as nn,
     numpy as numpy,
+    scipy as scipy,
     tree_util as tree_util,
 )
 from functx.array import Array as Array
@@ -118,6 +119,7 @@ __all__ = [
     "make_jaxpr",
     "nn",
     "numpy",
+    "scipy",
     "tree_util",
     "typecheck_jaxpr",
     "value_and_grad",

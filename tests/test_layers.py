@@ -38,7 +38,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("control", ("functx.control",)),
     (
         "public",
-        ("functx.lax", "functx.numpy", "functx.nn", "functx.test_util"),
+        ("functx.lax", "functx.numpy", "functx.nn", "functx.scipy", "functx.test_util"),
     ),
     ("devices", ("functx.devices",)),
     ("lowering", ("functx.lowering",)),
