@@ -41,7 +41,9 @@ def draw(data, dt, shape, label="x"):
         info = np.iinfo(dt)
         lo, hi = max(info.min, -50), min(info.max, 50)
         return data.draw(hnp.arrays(dt, shape, elements=st.integers(lo, hi)), label=label)
-    a = data.draw(hnp.arrays(F64, shape, elements=st.floats(-5, 5)), label=label)
+    a = data.draw(
+        hnp.arrays(F64, shape, elements=st.floats(-5, 5, allow_subnormal=False)), label=label
+    )
     return a.astype(dt)
 
 
