@@ -8,14 +8,19 @@ from functx import (
     config as config,
     dtypes as dtypes,
     errors as errors,
+    flatten_util as flatten_util,
     lax as lax,
     nn as nn,
     numpy as numpy,
     scipy as scipy,
+    tree as tree,
     tree_util as tree_util,
 )
 from functx.array import Array as Array
-from functx.config import default_matmul_precision as default_matmul_precision
+from functx.config import (
+    default_matmul_precision as default_matmul_precision,
+    disable_jit as disable_jit,
+)
 from functx.control.custom_derivatives import (
     custom_jvp as custom_jvp,
     custom_vjp as custom_vjp,
@@ -46,10 +51,15 @@ from functx.errors import (
     FunctxValueError as FunctxValueError,
     UnsupportedError as UnsupportedError,
 )
-from functx.jit import jit as jit
+from functx.jit import (
+    clear_caches as clear_caches,
+    jit as jit,
+)
 from functx.tracing import (
     ShapeDtypeStruct as ShapeDtypeStruct,
+    eval_shape as eval_shape,
     make_jaxpr as make_jaxpr,
+    named_scope as named_scope,
 )
 from functx.transforms.jvp import jvp as jvp
 from functx.transforms.linearize import linearize as linearize
@@ -94,6 +104,7 @@ __all__ = [
     "ShapedArray",
     "UnsupportedError",
     "block_until_ready",
+    "clear_caches",
     "config",
     "custom_jvp",
     "custom_vjp",
@@ -104,9 +115,12 @@ __all__ = [
     "device_get",
     "device_put",
     "devices",
+    "disable_jit",
     "local_devices",
     "dtypes",
     "errors",
+    "eval_shape",
+    "flatten_util",
     "grad",
     "jit",
     "hessian",
@@ -117,9 +131,11 @@ __all__ = [
     "lax",
     "linearize",
     "make_jaxpr",
+    "named_scope",
     "nn",
     "numpy",
     "scipy",
+    "tree",
     "tree_util",
     "typecheck_jaxpr",
     "value_and_grad",

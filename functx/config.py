@@ -36,6 +36,7 @@ CPU. This module keeps the first two as opaque device objects (it does not impor
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 
@@ -267,26 +268,112 @@ class default_matmul_precision:
         _precision_local.stack.pop()
 
 
+# --- disable_jit ---------------------------------------------------------------------------------
+class _DisableJitState(threading.local):
+    def __init__(self):
+        self.stack: list = []
+
+
+_disable_local = _DisableJitState()
+_global_disable_jit = False  # config.update("jax_disable_jit", ...)
+_disable_blocks = 0  # open disable_jit blocks in all threads
+_disable_lock = threading.Lock()
+# True while jit may be off anywhere (the setting, or a block in some thread): jit's dispatch
+# reads this one attribute before anything else
+disable_jit_active = False
+
+
+def jit_disabled() -> bool:
+    """Whether ``jit`` runs functions eagerly here: the innermost ``disable_jit`` block of this
+    thread, else ``functx.config.update("jax_disable_jit", ...)``'s setting (default False)."""
+    stack = _disable_local.stack
+    return stack[-1] if stack else _global_disable_jit
+
+
+def _note_disable() -> None:
+    global disable_jit_active
+    disable_jit_active = _global_disable_jit or _disable_blocks > 0
+
+
+class disable_jit:
+    """``with functx.disable_jit():`` runs jitted functions eagerly in this thread, as JAX's
+    ``jax.disable_jit``: a ``jit(f)`` called in the block calls ``f`` itself on its arguments
+    (no trace, no compile, no cache), so Python side effects and prints in ``f`` run at every
+    call and see concrete values. ``disable_jit(False)`` inside the block turns jit back on. The
+    setting is per thread, as JAX's context managers are; outside any block,
+    ``functx.config.update("jax_disable_jit", True)`` sets it for every thread. Also usable as a
+    decorator. As in JAX, control flow runs in Python in the block: ``lax.scan`` (and
+    ``fori_loop`` with concrete bounds) loops over the slices and stacks the outputs,
+    ``while_loop`` loops while its condition is concrete, ``cond``/``switch`` with a concrete
+    predicate call one branch.
+
+    Arguments:
+      disable: True (default) to run jitted functions eagerly, False to compile them again.
+    Returns:
+      a context manager.
+    Example:
+      >>> f = functx.jit(lambda x: print("called") or x + 1)
+      >>> with functx.disable_jit():
+      ...     _ = f(1.0)
+      ...     _ = f(1.0)
+      called
+      called
+    """
+
+    def __init__(self, disable: bool = True):
+        self.disable = bool(disable)
+
+    def __enter__(self):
+        global _disable_blocks
+        _disable_local.stack.append(self.disable)
+        with _disable_lock:
+            _disable_blocks += 1
+            _note_disable()
+
+    def __exit__(self, *exc):
+        global _disable_blocks
+        _disable_local.stack.pop()
+        with _disable_lock:
+            _disable_blocks -= 1
+            _note_disable()
+
+    def __call__(self, fun):
+        @functools.wraps(fun)
+        def wrapped(*args, **kwargs):
+            with disable_jit(self.disable):
+                return fun(*args, **kwargs)
+
+        return wrapped
+
+
 # --- functx.config.update ------------------------------------------------------------------------
 # This module is ``functx.config``: ``update`` and the option names below are what JAX's
 # ``jax.config`` has that functx has.
 _DEVICE = ("functx_default_device", "jax_default_device")
 _PRECISION = ("jax_default_matmul_precision",)
+_DISABLE_JIT = ("jax_disable_jit",)
 
 
 def update(name: str, value) -> None:
     """``functx.config.update(name, value)``: the settings JAX keeps in ``jax.config`` that functx
     has: the default device ("functx_default_device"; "jax_default_device" is accepted for
     ported code) and the default precision of float32 matrix products
-    ("jax_default_matmul_precision": see ``functx.default_matmul_precision``). Read them back as
-    attributes: ``functx.config.functx_default_device``."""
-    global _global_default, _global_precision
+    ("jax_default_matmul_precision": see ``functx.default_matmul_precision``), and whether
+    ``jit`` runs functions eagerly ("jax_disable_jit": see ``functx.disable_jit``). Read them
+    back as attributes: ``functx.config.functx_default_device``."""
+    global _global_default, _global_precision, _global_disable_jit
     if name in _PRECISION:
         _global_precision = check_precision(value, name)
         return
+    if name in _DISABLE_JIT:
+        _global_disable_jit = bool(value)
+        with _disable_lock:
+            _note_disable()
+        return
     if name not in _DEVICE:
         raise ValueError(
-            f"functx.config has no option {name!r}; it has {', '.join(_DEVICE + _PRECISION)}"
+            f"functx.config has no option {name!r}; it has "
+            f"{', '.join(_DEVICE + _PRECISION + _DISABLE_JIT)}"
         )
     _global_default = None if value is None else _check_device(value, name)
     _note_default(_global_default)
@@ -297,12 +384,16 @@ def __getattr__(name: str):
         return _global_default
     if name in _PRECISION:
         return _global_precision
+    if name in _DISABLE_JIT:
+        return jit_disabled()
     raise AttributeError(f"module 'functx.config' has no attribute {name!r}")
 
 
 __all__ = [
     "default_matmul_precision",
     "default_off_cpu",
+    "disable_jit",
+    "jit_disabled",
     "matmul_precision",
     "update",
 ]

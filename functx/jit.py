@@ -18,13 +18,14 @@ import collections
 import functools
 import threading
 import types
+import weakref
 
 import numpy as np
 import optree
 
-from functx import core, dtypes, tracing
+from functx import config as _config, core, dtypes, tracing
 from functx.array import Array
-from functx.config import jit_cache_size, matmul_precision
+from functx.config import jit_cache_size, jit_disabled, matmul_precision
 from functx.core import ClosedJaxpr, Jaxpr
 from functx.devices import device as _device, eager as _eager
 from functx.devices.device import CPU, DeviceError
@@ -35,8 +36,8 @@ from functx.interpreter import eval_jaxpr
 from functx.lowering.compile import compile_jaxpr, log as _log, loop_ir_text
 from functx.lowering.runtime import Executable
 from functx.source_info import where
-from functx.tracing import Tracer, get_aval, tree_flatten, tree_unflatten
-from functx.transforms import passes
+from functx.tracing import ShapeDtypeStruct, Tracer, get_aval, tree_flatten, tree_unflatten
+from functx.transforms import passes, vjp as _vjp
 
 
 class Lowered:
@@ -265,8 +266,89 @@ def _check_static(static_argnums, static_argnames):
     return nums, names
 
 
+def _check_donate(donate_argnums, donate_argnames):
+    """``donate_argnums`` (an int or an iterable of ints) and ``donate_argnames`` (a str or an
+    iterable of str) as tuples, with JAX's TypeErrors for anything else."""
+    if donate_argnums is None:
+        nums = ()
+    elif isinstance(donate_argnums, (int, np.integer)) and not isinstance(donate_argnums, bool):
+        nums = (int(donate_argnums),)
+    else:
+        try:
+            items = tuple(donate_argnums)
+        except TypeError:
+            raise FunctxTypeError(
+                f"jit: donate_argnums must be an int or a sequence of ints, got "
+                f"{donate_argnums!r:.60}{where()}"
+            ) from None
+        bad = [a for a in items if not isinstance(a, (int, np.integer)) or isinstance(a, bool)]
+        if bad:
+            raise FunctxTypeError(
+                f"jit: donate_argnums must be ints, got {bad[0]!r:.60} of type "
+                f"{type(bad[0]).__name__}{where()}"
+            )
+        nums = tuple(int(a) for a in items)
+    if donate_argnames is None:
+        names = ()
+    elif isinstance(donate_argnames, str):
+        names = (donate_argnames,)
+    else:
+        try:
+            names = tuple(donate_argnames)
+        except TypeError:
+            raise FunctxTypeError(
+                f"jit: donate_argnames must be a str or a sequence of str, got "
+                f"{donate_argnames!r:.60}{where()}"
+            ) from None
+        bad = [a for a in names if not isinstance(a, str)]
+        if bad:
+            raise FunctxTypeError(f"jit: argument is not a string: {bad[0]!r:.60}{where()}")
+    return nums, names
+
+
+_live_jitted: weakref.WeakSet = weakref.WeakSet()  # every live Jitted (clear_caches)
+
+
+def clear_caches() -> None:
+    """Drop every in-memory cache of compiled programs and traces, as JAX's
+    ``jax.clear_caches``: each jitted function's compiled signatures (and its dispatch fast
+    paths) and the transforms' caches (traces, jvp and gradient Jaxprs). The next call traces
+    again (and loads the program from the disk cache, which stays, as JAX's persistent cache
+    does).
+
+    Arguments:
+      none.
+    Returns:
+      None.
+    Example:
+      >>> f = functx.jit(lambda x: print("traced") or x * 2.0)
+      >>> _ = f(np.float32(1.0))
+      traced
+      >>> functx.clear_caches()
+      >>> _ = f(np.float32(1.0))
+      traced
+    """
+    with _CACHE_LOCK:
+        for j in list(_live_jitted):
+            j.cache.clear()
+            j._fast_of.clear()
+            j._gpu_calls.clear()
+            j._cpu_calls.clear()
+            j.last_key = None
+    tracing.clear_trace_caches()
+    _vjp.clear_caches()  # (and jvp's: traces, jvp and gradient Jaxprs)
+
+
 class Jitted:
-    def __init__(self, fun, static_argnums=(), static_argnames=(), backend=None):
+    def __init__(
+        self,
+        fun,
+        static_argnums=(),
+        static_argnames=(),
+        backend=None,
+        donate_argnums=None,
+        donate_argnames=None,
+    ):
         if backend not in (None, "cpu", "triton"):
             raise FunctxValueError(
                 f"jit: backend must be None, 'cpu' or 'triton', not {backend!r}{where()}"
@@ -277,6 +359,9 @@ class Jitted:
                 f"{type(fun).__name__}{where()}"
             )
         static_argnums, static_argnames = _check_static(static_argnums, static_argnames)
+        # donation is checked as JAX checks it, then ignored: functx never reuses an argument's
+        # buffer for an output, and leaves the argument usable
+        self.donate_argnums, self.donate_argnames = _check_donate(donate_argnums, donate_argnames)
         functools.update_wrapper(self, fun)
         self.fun = fun
         self._what = f"jit({getattr(fun, '__name__', type(fun).__name__)})"  # for errors
@@ -298,6 +383,7 @@ class Jitted:
         # whether one of them is committed to the CPU: not 0-d)
         self._cpu_calls: dict = {}
         self.last_key = None
+        _live_jitted.add(self)
 
     def _infer_static_from_signature(self):
         """Like JAX, static_argnums and static_argnames imply each other through the signature."""
@@ -335,6 +421,52 @@ class Jitted:
             if 0 <= i < len(positional) and params[i].kind == params[i].POSITIONAL_OR_KEYWORD:
                 names.add(positional[i])
         self.static_argnums, self.static_argnames = tuple(sorted(nums)), tuple(sorted(names))
+        self._infer_donate(params, positional, kinds)
+
+    def _infer_donate(self, params, positional, kinds):
+        """JAX's checks of donate_argnums/donate_argnames against the signature (ValueErrors),
+        and the two completed through it, as the static ones are."""
+        import inspect
+
+        if not self.donate_argnums and not self.donate_argnames:
+            return
+        if inspect.Parameter.VAR_POSITIONAL not in kinds:
+            bad = [i for i in self.donate_argnums if not -len(positional) <= i < len(positional)]
+            if bad:
+                raise FunctxValueError(
+                    f"Jitted function has donate_argnums={self.donate_argnums}, but only accepts "
+                    f"{len(positional)} positional arguments.{where()}"
+                )
+        if inspect.Parameter.VAR_KEYWORD not in kinds:
+            named = {p.name for p in params if p.kind != p.VAR_POSITIONAL}
+            bad = set(self.donate_argnames) - named
+            if bad:
+                raise FunctxValueError(
+                    f"Jitted function has invalid argnames {bad} in donate_argnames. Function "
+                    f"does not take these args.{where()}"
+                )
+        nums, names = set(self.donate_argnums), set(self.donate_argnames)
+        for name in list(names):
+            if name in positional:
+                nums.add(positional.index(name))
+        for i in list(nums):
+            j = i % len(positional) if -len(positional) <= i < len(positional) else None
+            if j is not None and params[j].kind == params[j].POSITIONAL_OR_KEYWORD:
+                names.add(positional[j])
+        both = names & set(self.static_argnames)
+        if both:
+            raise FunctxValueError(
+                f"static_argnames and donate_argnames cannot intersect. Argument names {both} "
+                f"appear in both static_argnames and donate_argnames{where()}"
+            )
+        both = {i % len(positional) if positional else i for i in nums} & {
+            i % len(positional) if positional else i for i in self.static_argnums
+        }
+        if both:
+            raise FunctxValueError(
+                f"static_argnums and donate_argnums cannot intersect: {sorted(both)}{where()}"
+            )
+        self.donate_argnums, self.donate_argnames = tuple(sorted(nums)), tuple(sorted(names))
 
     def _split(self, args, kwargs):
         static = {i % len(args) for i in self.static_argnums if -len(args) <= i < len(args)}
@@ -370,6 +502,8 @@ class Jitted:
         return self if obj is None else types.MethodType(self, obj)
 
     def __call__(self, *args, **kwargs):
+        if _config.disable_jit_active and jit_disabled():
+            return self.fun(*args, **kwargs)
         if not kwargs and not self.static_argnums and not core.trace_state.stack:
             # the dispatch fast paths. GPU arrays committed to one device: one look at each
             # (gpu_signature), one lookup, the kernels (about 10 us on an H100 host in all)
@@ -529,7 +663,9 @@ class Jitted:
 
     def lower(self, *args, **kwargs) -> Lowered:
         f, leaves, in_tree, _ = self._trace(args, kwargs)
-        place = _placement(leaves, self.backend, self._what)
+        # (ShapeDtypeStructs stand for arrays without data, on no device)
+        real = [x for x in leaves if not isinstance(x, ShapeDtypeStruct)]
+        place = _placement(real, self.backend, self._what)
         closed, out_tree = self._final_jaxpr(f, leaves, in_tree, place)
         runner = _executable(closed, place)
         inner = getattr(runner, "inner", runner)  # (under _WithFloat0)
@@ -539,25 +675,46 @@ class Jitted:
         )
 
 
-def jit(fun=None, *, static_argnums=(), static_argnames=(), backend=None):
+def jit(
+    fun=None,
+    *,
+    static_argnums=(),
+    static_argnames=(),
+    donate_argnums=None,
+    donate_argnames=None,
+    backend=None,
+):
     """Compile ``fun`` to fused kernels (JAX's ``jit``); usable as a decorator.
 
     The program runs where its arguments live: C++ kernels on the CPU, Triton kernels on a GPU
     (the outputs are then GPU arrays on that device). Arguments committed to different devices
     are an error; arguments without a device (Python scalars) go with the others, and a call
-    with none runs on the default device (see ``functx.devices``).
+    with none runs on the default device (see ``functx.devices``). ``jit(f).lower(*args)``
+    accepts ``ShapeDtypeStruct`` leaves in place of arrays. Under ``functx.disable_jit()`` a
+    jitted function calls ``fun`` directly.
 
     Arguments:
       fun: a function of pytrees of arrays.
       static_argnums / static_argnames: arguments treated as compile-time constants.
+      donate_argnums / donate_argnames: arguments whose buffers JAX may reuse for outputs.
+        They are checked as JAX checks them (TypeError for a wrong type, ValueError for an
+        argument the function does not take or one also static); functx then ignores them:
+        no buffer is reused, and donated arrays stay usable (JAX deletes them).
       backend: None (follow the arguments), or "cpu" / "triton" to insist on the CPU or a GPU:
         arguments elsewhere are then an error.
+    Returns:
+      the jitted function (``.lower(*args)`` gives its program as text).
     Example:
       >>> f = functx.jit(lambda x: functx.numpy.tanh(x) * 2.0)
       >>> print(f.lower(np.ones(4, np.float32)).as_text())
     """
     if fun is None:
         return functools.partial(
-            jit, static_argnums=static_argnums, static_argnames=static_argnames, backend=backend
+            jit,
+            static_argnums=static_argnums,
+            static_argnames=static_argnames,
+            donate_argnums=donate_argnums,
+            donate_argnames=donate_argnames,
+            backend=backend,
         )
-    return Jitted(fun, static_argnums, static_argnames, backend)
+    return Jitted(fun, static_argnums, static_argnames, backend, donate_argnums, donate_argnames)

@@ -10,7 +10,9 @@ transformed function inside an outer trace records a self-contained Jaxpr that t
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import weakref
 from typing import Any, Callable
 
 import numpy as np
@@ -288,17 +290,54 @@ def tree_unflatten(treedef, leaves):
 
 # --- make_jaxpr ----------------------------------------------------------------------------------
 class ShapeDtypeStruct:
-    """An abstract argument: a shape and a dtype, for tracing without data."""
+    """An abstract array: a shape, a dtype and a weak type, for tracing without data (JAX's
+    ``jax.ShapeDtypeStruct``). ``eval_shape`` returns them; ``eval_shape``, ``make_jaxpr`` and
+    ``jit(f).lower`` accept them wherever an array argument goes.
 
-    __slots__ = ("shape", "dtype", "weak_type")
+    Arguments:
+      shape: a sequence of ints.
+      dtype: anything ``numpy.dtype`` accepts (kept as given, as JAX keeps it).
+      sharding: accepted for JAX's signature; functx has one device per array, and ignores it.
+      weak_type: whether the array is weakly typed (as a Python scalar's is).
+    Returns:
+      the struct; ``.shape``, ``.dtype``, ``.weak_type``, ``.ndim``, ``.size``; equal structs
+      compare equal and hash alike.
+    Example:
+      >>> functx.ShapeDtypeStruct((2, 3), np.float32)
+      ShapeDtypeStruct(shape=(2, 3), dtype=float32)
+    """
 
-    def __init__(self, shape, dtype, weak_type: bool = False):
+    __slots__ = ("shape", "dtype", "weak_type", "sharding")
+
+    def __init__(self, shape, dtype, *, sharding=None, weak_type: bool = False):
         self.shape = tuple(shape)
         self.dtype = dtypes.canonicalize(dtype)
-        self.weak_type = weak_type
+        self.weak_type = bool(weak_type)
+        self.sharding = sharding
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __eq__(self, other):
+        if not isinstance(other, ShapeDtypeStruct):
+            return False
+        return (self.shape, self.dtype, self.weak_type) == (
+            other.shape,
+            other.dtype,
+            other.weak_type,
+        )
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype, self.weak_type))
 
     def __repr__(self):
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype})"
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
 
 
 def get_aval(x) -> ShapedArray:
@@ -338,6 +377,9 @@ def flatten_fun(f, in_tree):
     return flat
 
 
+_trace_caches: weakref.WeakSet = weakref.WeakSet()  # every live TraceCache (clear_trace_caches)
+
+
 class TraceCache:
     """Traced Jaxprs of one function keyed by (tree structure, abstract values): a repeated
     ``grad(f)(x)`` does not retrace. Traces that closed over tracers of an outer trace are not
@@ -346,6 +388,10 @@ class TraceCache:
     def __init__(self, maxsize: int = 64):
         self.maxsize = maxsize
         self.entries: dict = {}
+        _trace_caches.add(self)
+
+    def clear(self):
+        self.entries.clear()
 
     def get(self, key):
         return self.entries.get(key)
@@ -356,6 +402,12 @@ class TraceCache:
         if len(self.entries) >= self.maxsize:
             self.entries.pop(next(iter(self.entries)))
         self.entries[key] = value
+
+
+def clear_trace_caches() -> None:
+    """Empty every live ``TraceCache`` (``functx.clear_caches`` calls it)."""
+    for c in list(_trace_caches):
+        c.clear()
 
 
 def trace_pytree(
@@ -428,12 +480,84 @@ def make_jaxpr(fun: Callable, static_argnums: int | tuple[int, ...] = ()):
     return traced
 
 
+def eval_shape(fun: Callable, *args, **kwargs):
+    """The shapes and dtypes of ``fun(*args, **kwargs)``, found by tracing: nothing is computed
+    (JAX's ``jax.eval_shape``).
+
+    Arguments:
+      fun: a function of pytrees of arrays.
+      *args, **kwargs: pytrees whose leaves are arrays, NumPy arrays, Python scalars,
+        ``ShapeDtypeStruct``s or any object with ``shape`` and ``dtype`` attributes (all
+        traced; none of their values is read).
+    Returns:
+      ``fun``'s output pytree with each array leaf replaced by a ``ShapeDtypeStruct`` of its
+      shape, dtype and weak type.
+    Example:
+      >>> functx.eval_shape(lambda x, y: (x @ y, y.sum()), np.ones((2, 3), np.float32),
+      ...                   functx.ShapeDtypeStruct((3, 4), np.float32))
+      (ShapeDtypeStruct(shape=(2, 4), dtype=float32), ShapeDtypeStruct(shape=(), dtype=float32))
+    """
+    if not callable(fun):
+        raise FunctxTypeError(
+            f"eval_shape: expected a callable value, got {type(fun).__name__}{where()}"
+        )
+    leaves, in_tree = tree_flatten((args, kwargs))
+    avals = []
+    for x in leaves:
+        try:
+            avals.append(get_aval(x))
+        except FunctxError as e:
+            if hasattr(x, "shape") and hasattr(x, "dtype"):  # any struct-like (as JAX takes)
+                try:
+                    avals.append(
+                        ShapedArray(
+                            tuple(x.shape),
+                            dtypes.canonicalize(x.dtype),
+                            bool(getattr(x, "weak_type", False)),
+                        )
+                    )
+                    continue
+                except Exception:  # noqa: BLE001 - reported below as what it is
+                    pass
+            raise FunctxTypeError(
+                f"eval_shape: error interpreting argument to {fun!r:.80} as an abstract array: {e}"
+            ) from None
+    closed, out_tree = trace_flat(flatten_fun(fun, in_tree), avals)
+    outs = [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in closed.out_avals]
+    return tree_unflatten(out_tree, outs)
+
+
+@contextlib.contextmanager
+def named_scope(name: str):
+    """A context manager (and decorator) naming the operations inside it, as JAX's
+    ``jax.named_scope``: JAX adds ``name`` to the name stack of their equations, for profilers
+    and HLO dumps. functx has neither, so the block runs unchanged: values, Jaxprs and compiled
+    programs are the same as without it (a documented no-op); only the name is checked.
+
+    Arguments:
+      name: a str (anything else is a FunctxTypeError, a TypeError, as in JAX).
+    Returns:
+      a context manager.
+    Example:
+      >>> with functx.named_scope("layer1"):
+      ...     y = functx.numpy.tanh(np.float32(0.5))
+      >>> print(round(float(y), 6))
+      0.462117
+    """
+    if not isinstance(name, str):
+        raise FunctxTypeError("named_scope name argument must be a string.")
+    yield
+
+
 __all__ = [
     "Tracer",
     "Builder",
     "bind_host",
     "eager_bind",
+    "clear_trace_caches",
+    "eval_shape",
     "make_jaxpr",
+    "named_scope",
     "trace_flat",
     "flatten_fun",
     "trace_pytree",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import warnings
 
 import optree
 
@@ -137,8 +138,22 @@ def tree_reduce(function, tree, initializer=_NO_INITIALIZER, is_leaf=None):
     return functools.reduce(function, leaves, initializer)
 
 
-def tree_all(tree):
-    return all(tree_leaves(tree))
+def tree_all(tree, *, is_leaf=None):
+    """Whether every leaf of ``tree`` is truthy (True for a tree with no leaves).
+
+    Arguments:
+        tree: a pytree.
+        is_leaf: optional predicate marking subtrees to treat as leaves.
+
+    Returns:
+        A Python bool.
+
+    Example:
+        >>> from functx import tree_util
+        >>> tree_util.tree_all([True, {"a": 1}]), tree_util.tree_all([0, None])
+        (True, False)
+    """
+    return all(tree_leaves(tree, is_leaf))
 
 
 def treedef_children(treedef):
@@ -146,27 +161,62 @@ def treedef_children(treedef):
     return treedef.children()
 
 
-def register_pytree_node(nodetype, flatten_func, unflatten_func):
-    """Register a container: ``flatten_func(x) -> (children, aux)``,
-    ``unflatten_func(aux, children) -> x`` (JAX's signatures)."""
+def _register(op, nodetype, flatten, unflatten, path_entry_type=None):
+    """Register ``nodetype`` in functx's namespace; optree's warning that a NamedTuple subclass
+    overrides the global registration is not shown (JAX shows none)."""
     if not isinstance(nodetype, type):
-        raise FunctxTypeError(
-            f"register_pytree_node: nodetype must be a class, got {nodetype!r:.60}{where()}"
-        )
-    _check_callable("register_pytree_node", "flatten_func", flatten_func)
-    _check_callable("register_pytree_node", "unflatten_func", unflatten_func)
+        raise FunctxTypeError(f"{op}: nodetype must be a class, got {nodetype!r:.60}{where()}")
+    kw = {} if path_entry_type is None else {"path_entry_type": path_entry_type}
     try:
-        optree.register_pytree_node(
-            nodetype,
-            flatten_func,
-            lambda aux, children: unflatten_func(aux, children),
-            namespace=PYTREE_NAMESPACE,
-        )
+        with warnings.catch_warnings():
+            warnings.filterwarnings(
+                "ignore", message=r"PyTree type .* is a subclass of", category=UserWarning
+            )
+            optree.register_pytree_node(
+                nodetype, flatten, unflatten, namespace=PYTREE_NAMESPACE, **kw
+            )
     except ValueError as e:  # registered twice, or a built-in container
         raise FunctxValueError(
-            f"register_pytree_node: cannot register {nodetype.__name__}: {e}{where()}"
+            f"Duplicate custom PyTreeDef type registration for {nodetype}: {op}: {e}{where()}"
         ) from None
     return nodetype
+
+
+def register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_keys_func=None):
+    """Register a container: ``flatten_func(x) -> (children, aux)``,
+    ``unflatten_func(aux, children) -> x`` (JAX's signatures).
+
+    Arguments:
+        nodetype: the class to register.
+        flatten_func: ``x -> (children, aux_data)``.
+        unflatten_func: ``(aux_data, children) -> x``.
+        flatten_with_keys_func: optional ``x -> (((key, child), ...), aux_data)``; without it the
+            children's key paths are ``FlattenedIndexKey``s.
+
+    Returns:
+        ``nodetype`` (JAX returns None; returning the class lets this decorate it).
+
+    Example:
+        >>> from functx import tree_util
+        >>> class Pt:
+        ...     def __init__(self, x, y):
+        ...         self.x, self.y = x, y
+        >>> _ = tree_util.register_pytree_node(
+        ...     Pt, lambda p: ((p.x, p.y), None), lambda _, c: Pt(*c))
+        >>> tree_util.tree_leaves(Pt(1, 2))
+        [1, 2]
+    """
+    _check_callable("register_pytree_node", "flatten_func", flatten_func)
+    _check_callable("register_pytree_node", "unflatten_func", unflatten_func)
+    if flatten_with_keys_func is not None:
+        register_pytree_with_keys(nodetype, flatten_with_keys_func, unflatten_func, flatten_func)
+        return nodetype
+    return _register(
+        "register_pytree_node",
+        nodetype,
+        flatten_func,
+        lambda aux, children: unflatten_func(aux, children),
+    )
 
 
 def register_pytree_node_class(cls):
@@ -191,16 +241,461 @@ def register_dataclass(nodetype=None, data_fields=None, meta_fields=None, drop_f
         meta_fields = [f.name for f in fields if f.metadata.get("static", False)]
     data_fields, meta_fields = list(data_fields), list(meta_fields or ())
 
+    keys = tuple(GetAttrKey(n) for n in data_fields)
+
     def flatten(x):
-        return [getattr(x, n) for n in data_fields], tuple(getattr(x, n) for n in meta_fields)
+        meta = tuple(getattr(x, n) for n in meta_fields)
+        return [getattr(x, n) for n in data_fields], meta, keys
 
     def unflatten(meta, children):
         kw = dict(zip(data_fields, children))
         kw.update(zip(meta_fields, meta))
         return nodetype(**kw)
 
-    register_pytree_node(nodetype, flatten, unflatten)
+    _register("register_dataclass", nodetype, flatten, unflatten, _KeyEntry)
     return nodetype
+
+
+# --- key paths -----------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class SequenceKey:
+    """The key of a list or tuple child: prints as ``[idx]``.
+
+    Arguments:
+        idx: the child's index.
+
+    Returns:
+        A key path entry.
+
+    Example:
+        >>> from functx import tree_util
+        >>> print(tree_util.SequenceKey(1))
+        [1]
+    """
+
+    idx: int
+
+    def __str__(self):
+        return f"[{self.idx!r}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class DictKey:
+    """The key of a dict child: prints as ``['key']``.
+
+    Arguments:
+        key: the dict key.
+
+    Returns:
+        A key path entry.
+
+    Example:
+        >>> from functx import tree_util
+        >>> print(tree_util.DictKey("a"))
+        ['a']
+    """
+
+    key: object
+
+    def __str__(self):
+        return f"[{self.key!r}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class GetAttrKey:
+    """The key of an attribute child (NamedTuple fields, dataclass fields): prints as ``.name``.
+
+    Arguments:
+        name: the attribute name.
+
+    Returns:
+        A key path entry.
+
+    Example:
+        >>> from functx import tree_util
+        >>> print(tree_util.GetAttrKey("x"))
+        .x
+    """
+
+    name: str
+
+    def __str__(self):
+        return f".{self.name}"
+
+
+@dataclasses.dataclass(frozen=True)
+class FlattenedIndexKey:
+    """The key of a child of a node registered without keys: its index among the children.
+
+    Arguments:
+        key: the child's index in the flattened children.
+
+    Returns:
+        A key path entry.
+
+    Example:
+        >>> from functx import tree_util
+        >>> print(tree_util.FlattenedIndexKey(0))
+        [<flat index 0>]
+    """
+
+    key: int
+
+    def __str__(self):
+        return f"[<flat index {self.key}>]"
+
+
+def keystr(keys, *, simple=False, separator=""):
+    """Print a key path (as ``tree_flatten_with_path`` gives it).
+
+    Arguments:
+        keys: a tuple of key entries (or anything with a ``str``).
+        simple: print ``0``, ``a``, ``x`` rather than ``[0]``, ``['a']``, ``.x``.
+        separator: the string between entries.
+
+    Returns:
+        A string.
+
+    Example:
+        >>> from functx import tree_util
+        >>> [(p, _)] = tree_util.tree_leaves_with_path({"a": [1]})
+        >>> tree_util.keystr(p), tree_util.keystr(p, simple=True, separator="/")
+        ("['a'][0]", 'a/0')
+    """
+    return separator.join(_simple_str(k) if simple else str(k) for k in keys)
+
+
+def _simple_str(k):
+    if isinstance(k, SequenceKey):
+        return str(k.idx)
+    if isinstance(k, (DictKey, FlattenedIndexKey)):
+        return str(k.key)
+    if isinstance(k, GetAttrKey):
+        return str(k.name)
+    return str(k)
+
+
+class _KeyEntry(optree.PyTreeEntry):
+    """An optree path entry whose ``entry`` is a JAX-style key (for nodes registered with keys)."""
+
+    def __call__(self, obj):
+        children, _, entries, _ = optree.tree_flatten_one_level(
+            obj, none_is_leaf=False, namespace=PYTREE_NAMESPACE
+        )
+        return children[list(entries).index(self.entry)]
+
+    def codify(self, node=""):
+        return f"{node}{self.entry}"
+
+
+def _key_of(e):
+    """The JAX key of one optree path entry."""
+    if isinstance(e, _KeyEntry):
+        return e.entry
+    if isinstance(e, (optree.NamedTupleEntry, optree.StructSequenceEntry, optree.DataclassEntry)):
+        return GetAttrKey(e.field)
+    if isinstance(e, optree.SequenceEntry):
+        return SequenceKey(e.entry)
+    if isinstance(e, optree.MappingEntry):
+        return DictKey(e.entry)
+    return FlattenedIndexKey(e.entry)
+
+
+def _decide(tree, is_leaf, path, decisions):
+    """Call ``is_leaf(path, x)`` on every subtree, in the pre-order optree visits them (stopping
+    below a subtree judged a leaf); append each answer to ``decisions``."""
+    stop = bool(is_leaf(path, tree))
+    decisions.append(stop)
+    if stop or tree is None:
+        return
+    accessors, children, spec = optree.tree_flatten_with_accessor(
+        tree, lambda x: x is not tree, none_is_leaf=False, namespace=PYTREE_NAMESPACE
+    )
+    if spec.is_leaf():
+        return
+    for a, c in zip(accessors, children, strict=True):
+        _decide(c, is_leaf, (*path, _key_of(a[0])), decisions)
+
+
+def tree_flatten_with_path(tree, is_leaf=None, is_leaf_takes_path=False):
+    """Like ``tree_flatten``, with each leaf's key path.
+
+    Arguments:
+        tree: a pytree.
+        is_leaf: optional predicate marking subtrees to treat as leaves: ``is_leaf(x)``, or
+            ``is_leaf(path, x)`` with ``is_leaf_takes_path=True``.
+        is_leaf_takes_path: whether ``is_leaf`` takes the key path first.
+
+    Returns:
+        ``([(path, leaf), ...], treedef)``; a path is a tuple of ``SequenceKey``, ``DictKey``,
+        ``GetAttrKey`` and ``FlattenedIndexKey`` entries.
+
+    Example:
+        >>> from functx import tree_util
+        >>> pairs, _ = tree_util.tree_flatten_with_path({"w": (1, 2)})
+        >>> [(tree_util.keystr(p), x) for p, x in pairs]
+        [("['w'][0]", 1), ("['w'][1]", 2)]
+    """
+    _check_callable("tree_flatten_with_path", "is_leaf", is_leaf, optional=True)
+    if is_leaf is not None and is_leaf_takes_path:
+        # optree's is_leaf sees no path: ask is_leaf(path, x) first, in optree's visiting order,
+        # then replay the answers (no node is rebuilt, so no user unflatten runs)
+        decisions = []
+        _decide(tree, is_leaf, (), decisions)
+        answers = iter(decisions)
+        is_leaf = lambda x: next(answers)  # noqa: E731
+    accessors, leaves, treedef = _call_optree(
+        "tree_flatten_with_path",
+        optree.tree_flatten_with_accessor,
+        tree,
+        is_leaf=is_leaf,
+        none_is_leaf=False,
+        namespace=PYTREE_NAMESPACE,
+    )
+    if is_leaf_takes_path and is_leaf is not None and next(answers, None) is not None:
+        raise FunctxError("tree_flatten_with_path: optree visited fewer nodes than expected")
+    pairs = [(tuple(_key_of(e) for e in a), x) for a, x in zip(accessors, leaves, strict=True)]
+    return pairs, treedef
+
+
+def tree_leaves_with_path(tree, is_leaf=None, is_leaf_takes_path=False):
+    """The leaves of ``tree`` with their key paths.
+
+    Arguments:
+        tree: a pytree.
+        is_leaf: optional predicate marking subtrees to treat as leaves.
+        is_leaf_takes_path: whether ``is_leaf`` takes ``(path, x)``.
+
+    Returns:
+        A list of ``(path, leaf)`` pairs, left to right.
+
+    Example:
+        >>> from functx import tree_util
+        >>> tree_util.tree_leaves_with_path([1, {"b": 2}])
+        [((SequenceKey(idx=0),), 1), ((SequenceKey(idx=1), DictKey(key='b')), 2)]
+    """
+    return tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)[0]
+
+
+def _flatten_rest(op, treedef, rest):
+    out = []
+    for i, r in enumerate(rest):
+        try:
+            out.append(treedef.flatten_up_to(r))
+        except (ValueError, TypeError) as e:
+            raise FunctxValueError(
+                f"{op}: tree {i + 1} of rest does not have the structure of the first tree, "
+                f"{treedef}: {e}{where()}"
+            ) from None
+    return out
+
+
+def tree_map_with_path(f, tree, *rest, is_leaf=None, is_leaf_takes_path=False):
+    """Apply ``f(path, leaf, *rest_leaves)`` to every leaf of ``tree``.
+
+    Arguments:
+        f: a function of the key path, the leaf and the matching leaves of ``rest``.
+        tree: a pytree.
+        *rest: pytrees with ``tree``'s structure (or with it as a prefix).
+        is_leaf: optional predicate marking subtrees to treat as leaves.
+        is_leaf_takes_path: whether ``is_leaf`` takes ``(path, x)``.
+
+    Returns:
+        A pytree of ``tree``'s structure holding ``f``'s results.
+
+    Example:
+        >>> from functx import tree_util
+        >>> tree_util.tree_map_with_path(lambda p, x: tree_util.keystr(p) + str(x), {"a": [1]})
+        {'a': ["['a'][0]1"]}
+    """
+    _check_callable("tree_map_with_path", "f", f)
+    pairs, treedef = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
+    others = _flatten_rest("tree_map_with_path", treedef, rest)
+    outs = [f(p, x, *xs) for (p, x), *xs in zip(pairs, *others, strict=True)]
+    return optree.tree_unflatten(treedef, outs)
+
+
+def tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose):
+    """Turn a tree of structure ``outer(inner)`` into one of structure ``inner(outer)``.
+
+    Arguments:
+        outer_treedef: the outer structure.
+        inner_treedef: the inner structure, or None to take the first outer leaf's.
+        pytree_to_transpose: the tree to transpose.
+
+    Returns:
+        The transposed tree.
+
+    Example:
+        >>> from functx import tree_util
+        >>> outer = tree_util.tree_structure([0, 0])
+        >>> tree_util.tree_transpose(outer, None, [(1, 2), (3, 4)])
+        ([1, 3], [2, 4])
+    """
+    _check_treedef("tree_transpose", outer_treedef)
+    try:
+        subtrees = outer_treedef.flatten_up_to(pytree_to_transpose)
+    except (ValueError, TypeError) as e:
+        raise FunctxTypeError(f"tree_transpose: {e}{where()}") from None
+    if inner_treedef is None:
+        inner_treedef = tree_structure(subtrees[0]) if subtrees else tree_structure(None)
+    _check_treedef("tree_transpose", inner_treedef)
+    rows = []
+    for sub in subtrees:
+        if tree_structure(sub) != inner_treedef:
+            raise FunctxTypeError(
+                f"tree_transpose: Mismatch\n{tree_structure(sub)}\n != \n{inner_treedef}{where()}"
+            )
+        rows.append(tree_leaves(sub))
+    cols = [optree.tree_unflatten(outer_treedef, list(c)) for c in zip(*rows, strict=True)]
+    if not rows:
+        cols = [optree.tree_unflatten(outer_treedef, [])] * inner_treedef.num_leaves
+    return optree.tree_unflatten(inner_treedef, cols)
+
+
+def register_pytree_with_keys(nodetype, flatten_with_keys, unflatten_func, flatten_func=None):
+    """Register a container whose children have key paths.
+
+    Arguments:
+        nodetype: the class to register.
+        flatten_with_keys: ``x -> (((key, child), ...), aux_data)``.
+        unflatten_func: ``(aux_data, children) -> x``.
+        flatten_func: optional ``x -> (children, aux_data)`` (accepted as JAX does; the keyed
+            flatten gives the same children).
+
+    Returns:
+        None (as JAX).
+
+    Example:
+        >>> from functx import tree_util
+        >>> class Pt:
+        ...     def __init__(self, x, y):
+        ...         self.x, self.y = x, y
+        >>> K = tree_util.GetAttrKey
+        >>> tree_util.register_pytree_with_keys(
+        ...     Pt, lambda p: (((K("x"), p.x), (K("y"), p.y)), None), lambda _, c: Pt(*c))
+        >>> [tree_util.keystr(p) for p, _ in tree_util.tree_leaves_with_path(Pt(1, 2))]
+        ['.x', '.y']
+    """
+    _check_callable("register_pytree_with_keys", "flatten_with_keys", flatten_with_keys)
+    _check_callable("register_pytree_with_keys", "unflatten_func", unflatten_func)
+    _check_callable("register_pytree_with_keys", "flatten_func", flatten_func, optional=True)
+
+    def flatten(x):
+        keyed, aux = flatten_with_keys(x)
+        keyed = list(keyed)
+        return [c for _, c in keyed], aux, tuple(k for k, _ in keyed)
+
+    _register(
+        "register_pytree_with_keys",
+        nodetype,
+        flatten,
+        lambda aux, children: unflatten_func(aux, children),
+        _KeyEntry,
+    )
+
+
+def register_pytree_with_keys_class(cls):
+    """Class decorator: the class defines ``tree_flatten_with_keys`` and classmethod
+    ``tree_unflatten``.
+
+    Arguments:
+        cls: the class.
+
+    Returns:
+        ``cls``.
+
+    Example:
+        >>> from functx import tree_util
+        >>> @tree_util.register_pytree_with_keys_class
+        ... class V:
+        ...     def __init__(self, a):
+        ...         self.a = a
+        ...     def tree_flatten_with_keys(self):
+        ...         return ((tree_util.GetAttrKey("a"), self.a),), None
+        ...     @classmethod
+        ...     def tree_unflatten(cls, aux, children):
+        ...         return cls(*children)
+        >>> tree_util.keystr(tree_util.tree_leaves_with_path(V(3))[0][0])
+        '.a'
+    """
+    register_pytree_with_keys(cls, lambda x: x.tree_flatten_with_keys(), cls.tree_unflatten)
+    return cls
+
+
+def register_static(cls):
+    """Register ``cls`` as a pytree with no leaves: its instances are static structure.
+
+    Arguments:
+        cls: a hashable class.
+
+    Returns:
+        ``cls`` (so it works as a decorator).
+
+    Example:
+        >>> from functx import tree_util
+        >>> @tree_util.register_static
+        ... class Tag(str):
+        ...     pass
+        >>> tree_util.tree_leaves([1, Tag("t")])
+        [1]
+    """
+    register_pytree_with_keys(cls, lambda x: ((), x), lambda x, _: x)
+    return cls
+
+
+class _HashableCallable:
+    """A Partial used as another Partial's function: part of the static structure."""
+
+    __slots__ = ("fun",)
+
+    def __init__(self, fun):
+        self.fun = fun
+
+    def __call__(self, *args, **kw):
+        return self.fun(*args, **kw)
+
+    def __eq__(self, other):
+        return isinstance(other, _HashableCallable) and self.fun is other.fun
+
+    def __hash__(self):
+        return id(self.fun)
+
+
+class Partial(functools.partial):
+    """A ``functools.partial`` that is a pytree: the bound arguments are its leaves, the function
+    its static structure, so it can be passed to and returned from transformed functions.
+
+    Arguments:
+        func: the function.
+        *args: positional arguments to bind (pytrees).
+        **kw: keyword arguments to bind (pytrees).
+
+    Returns:
+        A callable pytree.
+
+    Example:
+        >>> import functx
+        >>> from functx import tree_util
+        >>> add = tree_util.Partial(lambda a, b: a + b, 1.0)
+        >>> tree_util.tree_leaves(add), add(2.0)
+        ([1.0], 3.0)
+    """
+
+    def __new__(klass, func, *args, **kw):
+        if isinstance(func, functools.partial):
+            func = _HashableCallable(func)  # functools.partial would merge it: keep it static
+        return super().__new__(klass, func, *args, **kw)
+
+
+register_pytree_with_keys(
+    Partial,
+    lambda p: (
+        ((FlattenedIndexKey(0), p.args), (FlattenedIndexKey(1), p.keywords)),
+        p.func,
+    ),
+    lambda func, xs: Partial(func, *xs[0], **xs[1]),
+)
 
 
 __all__ = [
@@ -216,4 +711,17 @@ __all__ = [
     "register_pytree_node",
     "register_pytree_node_class",
     "register_dataclass",
+    "register_pytree_with_keys",
+    "register_pytree_with_keys_class",
+    "register_static",
+    "tree_flatten_with_path",
+    "tree_leaves_with_path",
+    "tree_map_with_path",
+    "tree_transpose",
+    "keystr",
+    "SequenceKey",
+    "DictKey",
+    "GetAttrKey",
+    "FlattenedIndexKey",
+    "Partial",
 ]

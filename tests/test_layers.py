@@ -29,8 +29,14 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     (
         "array/tracing/interpreter",
         # (tree_util is public, but it needs only tracing's pytree namespace: control and devices
-        # map over pytrees with it)
-        ("functx.array", "functx.tracing", "functx.interpreter", "functx.tree_util"),
+        # map over pytrees with it; functx.tree is its jax.tree names)
+        (
+            "functx.array",
+            "functx.tracing",
+            "functx.interpreter",
+            "functx.tree_util",
+            "functx.tree",
+        ),
     ),
     ("loop IR", ("functx.lowering.rules", "functx.lowering.loopir", "functx.lowering.lower")),
     ("ops", ("functx.ops",)),
@@ -38,7 +44,14 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("control", ("functx.control",)),
     (
         "public",
-        ("functx.lax", "functx.numpy", "functx.nn", "functx.scipy", "functx.test_util"),
+        (
+            "functx.lax",
+            "functx.numpy",
+            "functx.nn",
+            "functx.scipy",
+            "functx.test_util",
+            "functx.flatten_util",
+        ),
     ),
     ("devices", ("functx.devices",)),
     ("lowering", ("functx.lowering",)),

@@ -209,3 +209,213 @@ def test_arrays_are_leaves_and_pytrees_flow_through_make_jaxpr():
     assert isinstance(out["p"], Params) and out["p"].name == "layer"
     np.testing.assert_array_equal(np.asarray(out["box"].hi), np.arange(3.0) * 2)
     assert out["n"] is None
+
+
+# --- key paths, Partial, register_pytree_with_keys, register_static (issue 18) -------------------
+class Keyed:
+    """Registered with keys in both libraries: children a and b under GetAttrKey names."""
+
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+    def __eq__(self, other):
+        return type(other) is Keyed and (self.a, self.b) == (other.a, other.b)
+
+
+def _keyed_flatten(mod):
+    return lambda k: (((mod.GetAttrKey("a"), k.a), (mod.DictKey("bee"), k.b)), None)
+
+
+tu.register_pytree_with_keys(Keyed, _keyed_flatten(tu), lambda _, c: Keyed(*c))
+jtu.register_pytree_with_keys(Keyed, _keyed_flatten(jtu), lambda _, c: Keyed(*c))
+jtu.register_dataclass(Params)
+
+
+@dataclasses.dataclass(frozen=True)
+class Static:
+    tag: str
+
+
+tu.register_static(Static)
+jtu.register_static(Static)
+
+PATH_TREES = [
+    *BUILTIN_TREES,
+    [Box(1, (2, 3), "b"), {"k": Box(4, None)}],
+    {"p": Params(w=1, b=[2, 3]), "e": Explicit(data=(4, 5), meta=1)},
+    (Keyed(1, {"x": 2}), Keyed(None, [3])),
+    [Static("s"), 1, {"q": Static("t")}],
+]
+
+
+@pytest.mark.parametrize("tree", PATH_TREES, ids=repr)
+def test_paths_print_as_jax(tree):
+    pairs, treedef = tu.tree_flatten_with_path(tree)
+    jpairs, jtreedef = jtu.tree_flatten_with_path(tree)
+    assert [tu.keystr(p) for p, _ in pairs] == [jtu.keystr(p) for p, _ in jpairs]
+    assert [jtu.keystr(p) for p, _ in pairs] == [tu.keystr(p) for p, _ in jpairs]
+    for simple, sep in [(True, "/"), (False, ","), (True, "")]:
+        assert [tu.keystr(p, simple=simple, separator=sep) for p, _ in pairs] == [
+            jtu.keystr(p, simple=simple, separator=sep) for p, _ in jpairs
+        ]
+    assert [x for _, x in pairs] == [x for _, x in jpairs]
+    assert treedef.num_leaves == jtreedef.num_leaves
+    assert [repr(k) for p, _ in pairs for k in p] == [repr(k) for p, _ in jpairs for k in p]
+    assert [(tu.keystr(p), x) for p, x in tu.tree_leaves_with_path(tree)] == [
+        (jtu.keystr(p), x) for p, x in jtu.tree_leaves_with_path(tree)
+    ]
+    f = lambda p, x: (tu.keystr(p), x)  # noqa: E731
+    jf = lambda p, x: (jtu.keystr(p), x)  # noqa: E731
+    assert tu.tree_map_with_path(f, tree) == jtu.tree_map_with_path(jf, tree)
+    assert tu.tree_map_with_path(lambda p, x, y: (len(p), x, y), tree, tree) == (
+        jtu.tree_map_with_path(lambda p, x, y: (len(p), x, y), tree, tree)
+    )
+
+
+def test_is_leaf_takes_path_and_is_leaf():
+    tree = {"a": [1, (2, None)], "n": None, "b": (3, Point(4, 5))}
+    for pred in [lambda p, x: len(p) == 1, lambda p, x: isinstance(x, tuple) and len(p) > 1]:
+        ours = tu.tree_leaves_with_path(tree, is_leaf=pred, is_leaf_takes_path=True)
+        theirs = jtu.tree_leaves_with_path(tree, is_leaf=pred, is_leaf_takes_path=True)
+        assert [(tu.keystr(p), x) for p, x in ours] == [(jtu.keystr(p), x) for p, x in theirs]
+        f = lambda p, x: tu.keystr(p)  # noqa: E731
+        assert tu.tree_map_with_path(
+            f, tree, is_leaf=pred, is_leaf_takes_path=True
+        ) == jtu.tree_map_with_path(f, tree, is_leaf=pred, is_leaf_takes_path=True)
+        _, treedef = tu.tree_flatten_with_path(tree, is_leaf=pred, is_leaf_takes_path=True)
+        assert treedef.num_leaves == len(theirs)
+    is_tuple = lambda x: isinstance(x, tuple)  # noqa: E731
+    assert [tu.keystr(p) for p, _ in tu.tree_leaves_with_path(tree, is_leaf=is_tuple)] == [
+        jtu.keystr(p) for p, _ in jtu.tree_leaves_with_path(tree, is_leaf=is_tuple)
+    ]
+
+
+def test_tree_map_with_path_mismatch_is_a_value_error():
+    with pytest.raises(ValueError):
+        jtu.tree_map_with_path(lambda p, x, y: x, {"a": 1}, {"b": 1})
+    with pytest.raises(ValueError):
+        tu.tree_map_with_path(lambda p, x, y: x, {"a": 1}, {"b": 1})
+
+
+def test_key_classes_as_jax():
+    for name, arg in [
+        ("SequenceKey", 3),
+        ("DictKey", "k"),
+        ("DictKey", 7),
+        ("GetAttrKey", "w"),
+        ("FlattenedIndexKey", 2),
+    ]:
+        ours, theirs = getattr(tu, name)(arg), getattr(jtu, name)(arg)
+        assert str(ours) == str(theirs) and repr(ours) == repr(theirs)
+        assert tu.keystr((ours,), simple=True) == jtu.keystr((theirs,), simple=True)
+        assert ours == getattr(tu, name)(arg) and hash(ours) == hash(getattr(tu, name)(arg))
+        assert ours.__match_args__ == theirs.__match_args__
+    assert tu.keystr(("x", 1), separator=".") == jtu.keystr(("x", 1), separator=".")
+
+
+def test_partial_is_a_pytree_as_jax():
+    def f(a, b, c=0.0):
+        return a * b + c
+
+    p, jp = tu.Partial(f, 2.0, c=1.0), jtu.Partial(f, 2.0, c=1.0)
+    assert isinstance(p, __import__("functools").partial)
+    assert p(3.0) == jp(3.0) == 7.0
+    assert tu.tree_leaves(p) == jtu.tree_leaves(jp) == [2.0, 1.0]
+    assert [tu.keystr(k) for k, _ in tu.tree_leaves_with_path(p)] == [
+        jtu.keystr(k) for k, _ in jtu.tree_leaves_with_path(jp)
+    ]
+    doubled = tu.tree_map(lambda v: v * 2, p)
+    assert type(doubled) is tu.Partial and doubled(3.0) == jtu.tree_map(lambda v: v * 2, jp)(3.0)
+    nested, jnested = tu.Partial(p, 5.0), jtu.Partial(jp, 5.0)  # the inner Partial is static
+    assert tu.tree_leaves(nested) == jtu.tree_leaves(jnested) == [5.0]
+    assert nested() == jnested() == 11.0
+    # through jit and grad, as JAX
+    x = fnp.asarray(np.float32(3.0))
+    g = functx.jit(lambda q, y: q(y))(tu.Partial(fnp.multiply, x), x)
+    assert float(g) == 9.0
+    dq = functx.grad(lambda q: q(2.0))(tu.Partial(f, x, c=x))
+    jdq = jax.grad(lambda q: q(2.0))(jtu.Partial(f, np.float32(3.0), c=np.float32(3.0)))
+    assert type(dq) is tu.Partial
+    assert [float(v) for v in tu.tree_leaves(dq)] == [float(v) for v in jtu.tree_leaves(jdq)]
+
+
+def test_register_static_has_no_leaves():
+    tree = [Static("s"), 1]
+    assert tu.tree_leaves(tree) == jtu.tree_leaves(tree) == [1]
+    assert tu.tree_structure([Static("a")]) != tu.tree_structure([Static("b")])
+    assert tu.tree_map(lambda v: v + 1, tree) == [Static("s"), 2]
+    out = functx.jit(lambda s, y: y * 2 if s.tag == "s" else y)(Static("s"), fnp.asarray(1.0))
+    assert float(out) == 2.0
+
+
+def test_registration_prints_no_optree_warnings(recwarn):
+    class NT(NamedTuple):
+        u: Any
+
+    class Plain:
+        pass
+
+    tu.register_pytree_node(NT, lambda n: ((n.u,), None), lambda _, c: NT(*c))
+    tu.register_pytree_node(Plain, lambda n: ((), None), lambda _, c: Plain())
+    with pytest.raises(ValueError):
+        jtu.register_pytree_node(Box, lambda b: ((), None), lambda _, c: None)
+    with pytest.raises(ValueError, match="Duplicate custom PyTreeDef type registration"):
+        tu.register_pytree_node(Plain, lambda n: ((), None), lambda _, c: Plain())
+    with pytest.raises(ValueError):
+        tu.register_pytree_with_keys(Keyed, _keyed_flatten(tu), lambda _, c: Keyed(*c))
+    assert not [w for w in recwarn if "optree" in str(w.filename) or "PyTree" in str(w.message)]
+    assert tu.tree_leaves(NT([1, 2])) == [1, 2]
+    T = type("T", (), {})
+    assert tu.register_pytree_node(T, lambda n: ((), None), lambda *_: T()) is T
+
+
+def test_tree_transpose_and_tree_all_as_jax():
+    outer = tu.tree_structure([0, 0])
+    inner = tu.tree_structure({"x": 0, "y": (0, 0)})
+    tree = [{"x": 1, "y": (2, 3)}, {"x": 4, "y": (5, 6)}]
+    jouter, jinner = jtu.tree_structure([0, 0]), jtu.tree_structure({"x": 0, "y": (0, 0)})
+    assert tu.tree_transpose(outer, inner, tree) == jtu.tree_transpose(jouter, jinner, tree)
+    assert tu.tree_transpose(outer, None, tree) == jtu.tree_transpose(jouter, None, tree)
+    bad = [{"x": 1, "y": (2, 3)}, {"x": 4, "y": (5,)}]
+    with pytest.raises(TypeError):
+        jtu.tree_transpose(jouter, jinner, bad)
+    with pytest.raises(TypeError):
+        tu.tree_transpose(outer, inner, bad)
+    for t in [[], [1, (0,)], {"a": None}]:
+        assert tu.tree_all(t) == jtu.tree_all(t)
+    is_t = lambda x: isinstance(x, tuple)  # noqa: E731
+    assert tu.tree_all([1, (0,)], is_leaf=is_t) == jtu.tree_all([1, (0,)], is_leaf=is_t)
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    for name in tu.__all__:
+        obj = getattr(tu, name)
+        for test in doctest.DocTestFinder().find(obj, name, globs={}):
+            if name in ("PyTreeDef",):
+                continue
+            runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+            runner.run(test)
+            assert runner.failures == 0, name
+
+
+def test_is_leaf_takes_path_rebuilds_nothing():
+    calls = []
+
+    class Checked:
+        def __init__(self, v):
+            self.v = v
+
+    tu.register_pytree_node(
+        Checked, lambda c: ((c.v,), None), lambda _, ch: calls.append(ch) or Checked(*ch)
+    )
+    tree = {"c": Checked([1, (2, 3)]), "d": [Checked(4)]}
+    pred = lambda p, x: isinstance(x, tuple)  # noqa: E731
+    pairs = tu.tree_leaves_with_path(tree, is_leaf=pred, is_leaf_takes_path=True)
+    assert [tu.keystr(p) for p, _ in pairs] == [
+        "['c'][<flat index 0>][0]",
+        "['c'][<flat index 0>][1]",
+        "['d'][0][<flat index 0>]",
+    ]
+    assert [x for _, x in pairs] == [1, (2, 3), 4] and calls == []

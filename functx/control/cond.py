@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from functx import dtypes, ops
+from functx import config, dtypes, ops
 from functx.control.common import (
     as_ndarrays,
     batch_closed,
@@ -29,7 +29,7 @@ from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError
 from functx.interpreter import eval_jaxpr
 from functx.lowering.rules import lowerings
 from functx.source_info import where
-from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
+from functx.tracing import Tracer, get_aval, trace_flat, tree_flatten, tree_unflatten
 from functx.transforms import jvp as J, transpose as T, vmap as V
 from functx.transforms.partial_eval import partial_eval_jaxpr, partial_eval_rules
 
@@ -127,6 +127,9 @@ def cond(pred, true_fun, false_fun, *operands):
         raise FunctxTypeError(
             f"cond predicate must be a boolean or number, got {a.str_short()}{where()}"
         )
+    if config.jit_disabled() and not isinstance(pred, Tracer):
+        # under disable_jit a concrete predicate picks the branch in Python, as in JAX
+        return (true_fun if bool(np.asarray(pred)) else false_fun)(*operands)
     index = ops.convert_element_type(
         ops.ne(pred, ops.full((), 0, a.dtype)) if a.dtype != dtypes.bool_ else pred, dtypes.int32
     )
@@ -158,6 +161,9 @@ def switch(index, branches, *operands):
             f"switch: branches must be callables; branch {bad[0]} is "
             f"{type(branches[bad[0]]).__name__}{where()}"
         )
+    if config.jit_disabled() and not isinstance(index, Tracer):
+        # under disable_jit a concrete index picks the branch in Python, as in JAX
+        return branches[min(max(int(np.asarray(index)), 0), len(branches) - 1)](*operands)
     idx = ops.convert_element_type(index, dtypes.int32)
     idx = ops.clamp(0, idx, len(branches) - 1)
     bs, consts, leaves, out_tree = _common_branches(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from functx import ops
+from functx import config, ops
 from functx.control.common import (
     as_ndarrays,
     batch_closed,
@@ -81,6 +81,30 @@ scan_p.abstract_eval = _scan_eval
 scan_p.impl = _scan_impl
 
 
+def _python_scan(f, init, x_leaves, x_tree, n, reverse):
+    """``scan`` under ``disable_jit``: a Python loop calling ``f`` on each slice, the ``y``s
+    stacked at the end, as JAX runs it."""
+    if n == 0:
+        raise FunctxValueError(
+            "zero-length scan is not supported in disable_jit() mode because the output type is "
+            f"unknown.{where()}"
+        )
+    carry, ys = init, []
+    for i in reversed(range(n)) if reverse else range(n):
+        x = tree_unflatten(x_tree, [ops.index_in_dim(v, i, 0, keepdims=False) for v in x_leaves])
+        carry, y = f(carry, x)
+        ys.append(y)
+    if reverse:
+        ys.reverse()
+    y_leaves = [tree_flatten(y)[0] for y in ys]
+    y_tree = tree_flatten(ys[0])[1]
+    stacked = [
+        ops.concatenate([ops.expand_dims(row[j], (0,)) for row in y_leaves], 0)
+        for j in range(len(y_leaves[0]))
+    ]
+    return carry, tree_unflatten(y_tree, stacked)
+
+
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     """``lax.scan``: loop ``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns the
     final carry and the stacked ``y``s. One ``scan`` equation; reverse mode stacks residuals."""
@@ -113,6 +137,8 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     if not lengths:
         raise FunctxTypeError(f"scan got no values to scan over and `length` not provided{where()}")
     n = lengths.pop()
+    if config.jit_disabled():
+        return _python_scan(f, init, x_leaves, x_tree, n, reverse)
     c_leaves, c_tree = tree_flatten(init)
     c_avals = [get_aval(c) for c in c_leaves]
     x_avals = [ShapedArray(get_aval(x).shape[1:], get_aval(x).dtype) for x in x_leaves]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from functx import dtypes, ops
+from functx import config, dtypes, ops
 from functx.control.common import (
     as_ndarrays,
     batch_closed,
@@ -29,7 +29,7 @@ from functx.control.common import (
 )
 from functx.control.scan import scan
 from functx.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Var, same_type
-from functx.errors import FunctxTypeError, UnsupportedError
+from functx.errors import ConcretizationError, FunctxTypeError, UnsupportedError
 from functx.interpreter import eval_jaxpr
 from functx.lowering.rules import lowerings
 from functx.source_info import where
@@ -124,6 +124,15 @@ def while_loop(cond_fun, body_fun, init_val):
             f"while_loop: cond_fun and body_fun must be callable, got "
             f"{type(cond_fun).__name__} and {type(body_fun).__name__}{where()}"
         )
+    if config.jit_disabled():
+        # under disable_jit the loop runs in Python, as in JAX; a traced condition falls back
+        try:
+            val = init_val
+            while cond_fun(val):
+                val = body_fun(val)
+            return val
+        except ConcretizationError:
+            pass
     leaves, tree = tree_flatten(init_val)
     avals = list(J.arg_avals("while_loop (init_val)", leaves, (init_val,)))
     cond_closed, cond_tree = trace_pytree(cond_fun, avals, tree, star=False)

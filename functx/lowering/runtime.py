@@ -358,16 +358,18 @@ class Executable:
 
     def _call_ctypes(self, leaves, outs):
         ptrs = []
-        keep = []
+        keep = []  # every buffer whose address is passed lives until the call returns
         for i, x in enumerate(leaves):
             v = x._value if type(x) is Array else self._convert(x, i)
             if not v.flags.c_contiguous:
                 v = np.ascontiguousarray(v)
-                keep.append(v)
+            keep.append(v)
             ptrs.append(v.__array_interface__["data"][0])
         ptrs += self._const_ptrs
         ptrs += [o.__array_interface__["data"][0] for o in outs]
-        return self.fn(self._arg_type(*ptrs))
+        rc = self.fn(self._arg_type(*ptrs))
+        del keep
+        return rc
 
 
 __all__ = ["Executable", "gemm_pointers"]

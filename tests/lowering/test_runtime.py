@@ -119,3 +119,58 @@ def test_dead_outputs_kept_for_reuse_stay_bounded(monkeypatch, limit_mb):
     assert _rss_bytes() - rss <= bound + (48 << 20), (_rss_bytes() - rss) >> 20
     if limit_mb != 0:  # the size given back last is still there
         assert runtime._take(((1 << 21) + 1024 * 60,), np.float32).ctypes.data == last
+
+
+# --- inputs converted for the call live until it returns -----------------------------------------
+def _program_of(jitted):
+    (entry,) = jitted.cache.values()
+    return entry[0]
+
+
+def test_converted_inputs_live_through_the_ctypes_call():
+    """The ctypes path (taken before the call extension is built, and for non-contiguous
+    inputs) passes raw addresses: every buffer it converts must outlive the call. It used to
+    drop the contiguous copy of an input that was not a host Array (an array of ones from
+    ``jnp.ones``, a strided NumPy view) right after taking its address, so the program read
+    freed memory:
+    ``jit(lambda a, b, c: a + b)(jnp.ones(3), jnp.zeros(3), jnp.zeros(3))`` gave zeros."""
+    import weakref
+
+    f = functx.jit(lambda a, b, c: a + b + 2.0 * c)
+    strided = np.arange(6, dtype=np.float32)[::2] + 1.0  # [1, 3, 5], not contiguous
+    args = [fnp.ones(3, "float32"), strided[::-1][::-1], fnp.zeros(3, "float32")]
+    np.testing.assert_array_equal(f(*args), [2.0, 4.0, 6.0])
+    exe = _program_of(f)
+    converted = []
+    convert = exe._convert
+
+    def tracked(x, i):
+        v = convert(x, i)
+        converted.append(weakref.ref(v))
+        return v
+
+    alive_at_call = []
+    fn = exe.fn
+
+    def checked(*ptrs):
+        alive_at_call.append(all(r() is not None for r in converted))
+        return fn(*ptrs)
+
+    exe._convert, exe.fn = tracked, checked
+    try:
+        outs = [np.empty(3, np.float32)]
+        assert exe._call_ctypes(args, outs) == 0
+    finally:
+        del exe._convert, exe.fn
+    assert converted and alive_at_call == [True]
+    np.testing.assert_array_equal(outs[0], [2.0, 4.0, 6.0])
+
+
+def test_uncommitted_and_strided_inputs_give_the_eager_result():
+    for n in range(2, 6):
+        f = functx.jit(lambda *xs: sum(x * (k + 1) for k, x in enumerate(xs)))
+        want = np.full(4, sum((k + 1) * (k + 1.0) for k in range(n)), np.float32)
+        xs = [fnp.full(4, k + 1.0, "float32") for k in range(n)]  # stride-0 views
+        np.testing.assert_array_equal(f(*xs), want)
+        views = [np.full(8, k + 1.0, np.float32)[::2] for k in range(n)]  # not contiguous
+        np.testing.assert_array_equal(f(*views), want)
