@@ -12,6 +12,7 @@ from functx import (
     lax as lax,
     nn as nn,
     numpy as numpy,
+    scipy as scipy,
     tree as tree,
     tree_util as tree_util,
 )
@@ -133,6 +134,7 @@ __all__ = [
     "named_scope",
     "nn",
     "numpy",
+    "scipy",
     "tree",
     "tree_util",
     "typecheck_jaxpr",

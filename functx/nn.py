@@ -16,7 +16,7 @@ import numpy as np
 
 from functx import dtypes, numpy as jnp, ops
 from functx.control.custom_derivatives import custom_jvp
-from functx.errors import FunctxTypeError
+from functx.errors import FunctxTypeError, FunctxValueError
 from functx.source_info import where as _loc
 
 
@@ -137,6 +137,124 @@ def gelu(x, approximate: bool = True):
         return x * cdf
     half = jnp.asarray(np.sqrt(0.5), x.dtype)
     return 0.5 * x * (1.0 + ops.erf(x * half))
+
+
+def selu(x):
+    """Scaled exponential linear unit: ``scale * elu(x, alpha)`` with JAX's constants
+    (``alpha = 1.6732632423543772848170429916717``, ``scale = 1.0507009873554804934193349852946``).
+
+    The derivative at 0 is that of the negative side (``scale * alpha``), as in JAX.
+
+    Arguments:
+      x: the input (integers are converted to float).
+    Returns:
+      An array of the input's float dtype.
+
+    Example:
+      >>> import functx
+      >>> print(functx.nn.selu(functx.numpy.array([-1.0, 0.0, 2.0])))
+      [-1.1113307  0.         2.101402 ]
+    """
+    alpha = 1.6732632423543772848170429916717
+    scale = 1.0507009873554804934193349852946
+    return scale * elu(x, alpha)
+
+
+def celu(x, alpha=1.0):
+    """Continuously differentiable exponential linear unit:
+    ``max(x, 0) + alpha * expm1(min(x, 0) / alpha)`` (JAX's formula; the derivative at 0 is 1).
+
+    Arguments:
+      x: the input (integers are converted to float).
+      alpha: the scale of the negative side (a scalar or an array broadcastable to ``x``).
+    Returns:
+      An array of the input's float dtype.
+
+    Example:
+      >>> import functx
+      >>> print(functx.nn.celu(functx.numpy.array([-1.0, 0.0, 2.0]), alpha=0.5))
+      [-0.43233237  0.          2.        ]
+    """
+    x = _float(x)
+    return jnp.maximum(x, 0.0) + alpha * jnp.expm1(jnp.minimum(x, 0.0) / alpha)
+
+
+def glu(x, axis=-1):
+    """Gated linear unit: ``x1 * sigmoid(x2)``, where ``x1`` and ``x2`` are the two halves of ``x``
+    along ``axis``.
+
+    Arguments:
+      x: the input; its ``axis`` dimension must be even (integers are converted to float).
+      axis: the axis to split.
+    Returns:
+      An array of the input's float dtype, ``axis`` halved.
+    Raises:
+      ValueError (as functx's FunctxValueError): an odd ``axis`` size (JAX asserts).
+
+    Example:
+      >>> import functx
+      >>> print(functx.nn.glu(functx.numpy.array([1.0, 2.0, 0.0, 100.0])))
+      [0.5 2. ]
+    """
+    x = _float(x)
+    (ax,) = _axes(axis, x.ndim)
+    if x.shape[ax] % 2:
+        raise FunctxValueError(f"glu: axis size must be divisible by 2, got {x.shape[ax]}{_loc()}")
+    x1, x2 = jnp.split(x, 2, ax)
+    return x1 * ops.logistic(x2)
+
+
+def hard_tanh(x):
+    """``x`` clipped to ``[-1, 1]`` (JAX's ``where`` form: the derivative is 1 on the closed
+    interval, kinks included, and 0 outside). Integer inputs keep their dtype, as in JAX.
+
+    Arguments:
+      x: the input.
+    Returns:
+      An array of the input's dtype.
+
+    Example:
+      >>> import functx
+      >>> print(functx.nn.hard_tanh(functx.numpy.array([-2.0, 0.5, 3.0])))
+      [-1.   0.5  1. ]
+    """
+    x = _arr(x)
+    return jnp.where(x > 1, 1, jnp.where(x < -1, -1, x))
+
+
+def soft_sign(x):
+    """``x / (|x| + 1)`` (JAX's ``jax.nn.soft_sign``).
+
+    Arguments:
+      x: the input (integers are converted to float).
+    Returns:
+      An array of the input's float dtype.
+
+    Example:
+      >>> import functx
+      >>> print(functx.nn.soft_sign(functx.numpy.array([-3.0, 0.0, 1.0])))
+      [-0.75  0.    0.5 ]
+    """
+    x = _float(x)
+    return x / (jnp.abs(x) + 1)
+
+
+def sparse_plus(x):
+    """The sparse plus function: 0 for ``x <= -1``, ``x`` for ``x >= 1`` and ``(x + 1)^2 / 4``
+    between (JAX's ``where`` form: the derivative is 0 at -1 and 1 at 1).
+
+    Arguments:
+      x: the input (integers are converted to float).
+    Returns:
+      An array of the input's float dtype.
+
+    Example:
+      >>> import functx
+      >>> print(functx.nn.sparse_plus(functx.numpy.array([-2.0, 0.0, 2.0])))
+      [0.   0.25 2.  ]
+    """
+    x = _float(x)
+    return jnp.where(x <= -1.0, 0.0, jnp.where(x >= 1.0, x, (x + 1.0) ** 2 / 4))
 
 
 def _axes(axis, ndim):
@@ -288,4 +406,10 @@ __all__ = [
     "log_softmax",
     "standardize",
     "one_hot",
+    "selu",
+    "celu",
+    "glu",
+    "hard_tanh",
+    "soft_sign",
+    "sparse_plus",
 ]

@@ -691,3 +691,143 @@ def dot(lhs, rhs, precision=None, preferred_element_type=None):
         precision=precision,
         preferred_element_type=preferred_element_type,
     )
+
+
+# --- bit shifts (composites: integer multiply/divide by powers of two; no shift primitive) -------
+
+
+class _Elementwise:
+    """The plain elementwise builders by name (they are made from the table above, so linters
+    do not see them as this module's names)."""
+
+    def __getattr__(self, name):
+        return globals()[name]
+
+
+_ew = _Elementwise()
+
+
+def _shift_operands(op, x, y):
+    """The two operands of a shift as arrays of one integer dtype (a Python int takes the other
+    operand's dtype, as in JAX's lax)."""
+    if is_python_scalar(x) and is_python_scalar(y):
+        x, y = np.asarray(x, dtypes.default_int), np.asarray(y, dtypes.default_int)
+    elif is_python_scalar(x):
+        x = np.asarray(x, _aval(y).dtype)
+    elif is_python_scalar(y):
+        y = np.asarray(y, _aval(x).dtype)
+    dx, dy = _aval(x).dtype, _aval(y).dtype
+    if dx != dy:
+        raise FunctxTypeError(
+            f"{op} requires arguments to have the same dtypes, got {dx}, {dy}.{_loc()}"
+        )
+    if np.dtype(dx) not in dtypes.INTEGERS:
+        raise FunctxTypeError(
+            f"{op} does not accept dtype {dx}. Accepted dtypes are subtypes of integer.{_loc()}"
+        )
+    return x, y, np.dtype(dx), np.dtype(dx).itemsize * 8
+
+
+def _shift_pow2(n, dtype, bits):
+    """``2 ** n`` for ``0 <= n < bits`` by binary powering (the top power of a signed dtype wraps
+    to its minimum, which is the bit pattern a shift gives)."""
+    out = full_like(n, 1)
+    for k in range(bits.bit_length() - 1):
+        bit = _ew.ne(_ew.bitwise_and(n, np.asarray(1 << k, dtype)), np.asarray(0, dtype))
+        out = select_n(bit, out, _ew.mul(out, np.asarray(1 << (1 << k), dtype)))
+    return out
+
+
+def _shift_valid(y, dtype, bits):
+    valid = _ew.lt(y, np.asarray(bits, dtype))
+    if np.dtype(dtype) in dtypes.SIGNED:
+        valid = _ew.bitwise_and(valid, _ew.ge(y, np.asarray(0, dtype)))
+    return valid
+
+
+def shift_left(x, y):
+    """``x << y`` elementwise (XLA's semantics: a shift amount outside ``[0, bits)`` gives 0).
+
+    Built from integer multiplication by ``2 ** y`` (no shift primitive).
+
+    Arguments:
+      x, y: integer arrays of the same dtype and shape (a Python int takes the other's dtype).
+    Returns:
+      An array of ``x``'s dtype.
+
+    Example:
+      >>> import functx, numpy as np
+      >>> x, y = np.array([1, 3, -1], np.int8), np.array([2, 7, 9], np.int8)
+      >>> print(functx.lax.shift_left(x, y))
+      [   4 -128    0]
+    """
+    x, y, dt, bits = _shift_operands("shift_left", x, y)
+    valid = _shift_valid(y, dt, bits)
+    p = _shift_pow2(select_n(valid, full_like(y, 0), y), dt, bits)
+    return select_n(valid, full_like(x, 0), _ew.mul(x, p))
+
+
+def _floor_div_pow2(x, p):
+    q, r = _ew.div(x, p), _ew.rem(x, p)
+    return select_n(_ew.lt(r, full_like(r, 0)), q, _ew.sub(q, full_like(q, 1)))
+
+
+def _logical_right(x, y, dt, bits):
+    valid = _shift_valid(y, dt, bits)
+    if dt in dtypes.UNSIGNED:
+        p = _shift_pow2(select_n(valid, full_like(y, 0), y), dt, bits)
+        return select_n(valid, full_like(x, 0), _ew.div(x, p))
+    # signed: one arithmetic step, the sign bit cleared, then the rest on a non-negative value
+    pos = _ew.bitwise_and(valid, _ew.gt(y, full_like(y, 0)))
+    n1 = select_n(pos, full_like(y, 0), _ew.sub(y, full_like(y, 1)))
+    half = _ew.bitwise_and(_floor_div_pow2(x, full_like(x, 2)), np.asarray(np.iinfo(dt).max, dt))
+    shifted = _ew.div(half, _shift_pow2(n1, dt, bits))
+    return select_n(valid, full_like(x, 0), select_n(pos, x, shifted))
+
+
+def shift_right_logical(x, y):
+    """``x >> y`` elementwise filling with zero bits (XLA's semantics: a shift amount outside
+    ``[0, bits)`` gives 0). Built from integer division by powers of two (no shift primitive).
+
+    Arguments:
+      x, y: integer arrays of the same dtype and shape (a Python int takes the other's dtype).
+    Returns:
+      An array of ``x``'s dtype.
+
+    Example:
+      >>> import functx, numpy as np
+      >>> x, y = np.array([-1, 64], np.int8), np.array([1, 3], np.int8)
+      >>> print(functx.lax.shift_right_logical(x, y))
+      [127   8]
+    """
+    x, y, dt, bits = _shift_operands("shift_right_logical", x, y)
+    return _logical_right(x, y, dt, bits)
+
+
+def shift_right_arithmetic(x, y):
+    """``x >> y`` elementwise filling with copies of the sign bit (XLA's semantics: a shift
+    amount outside ``[0, bits)`` fills every bit with the sign bit). Built from integer division
+    by powers of two (no shift primitive); for unsigned dtypes the top bit is the "sign".
+
+    Arguments:
+      x, y: integer arrays of the same dtype and shape (a Python int takes the other's dtype).
+    Returns:
+      An array of ``x``'s dtype.
+
+    Example:
+      >>> import functx, numpy as np
+      >>> x, y = np.array([-7, 7], np.int8), np.array([1, 9], np.int8)
+      >>> print(functx.lax.shift_right_arithmetic(x, y))
+      [-4  0]
+    """
+    x, y, dt, bits = _shift_operands("shift_right_arithmetic", x, y)
+    if dt in dtypes.UNSIGNED:
+        logical = _logical_right(x, y, dt, bits)
+        ones = full_like(x, np.iinfo(dt).max)
+        fill = _ew.bitwise_not(_logical_right(ones, y, dt, bits))
+        top = _ew.ge(x, np.asarray(1 << (bits - 1), dt))
+        return select_n(top, logical, _ew.bitwise_or(logical, fill))
+    big = _ew.bitwise_not(_shift_valid(y, dt, bits - 1))
+    p = _shift_pow2(select_n(big, y, full_like(y, 0)), dt, bits)
+    sign = select_n(_ew.lt(x, full_like(x, 0)), full_like(x, 0), full_like(x, -1))
+    return select_n(big, _floor_div_pow2(x, p), sign)

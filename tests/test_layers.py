@@ -44,7 +44,14 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("control", ("functx.control",)),
     (
         "public",
-        ("functx.lax", "functx.numpy", "functx.nn", "functx.test_util", "functx.flatten_util"),
+        (
+            "functx.lax",
+            "functx.numpy",
+            "functx.nn",
+            "functx.scipy",
+            "functx.test_util",
+            "functx.flatten_util",
+        ),
     ),
     ("devices", ("functx.devices",)),
     ("lowering", ("functx.lowering",)),

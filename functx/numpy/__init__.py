@@ -233,6 +233,20 @@ from functx.numpy._core import (
     zeros_like as zeros_like,
 )
 from functx.numpy._einsum import einsum as einsum
+from functx.numpy._more import (
+    allclose as allclose,
+    array_equal as array_equal,
+    cross as cross,
+    diff as diff,
+    ediff1d as ediff1d,
+    isclose as isclose,
+    iscomplexobj as iscomplexobj,
+    isscalar as isscalar,
+    left_shift as left_shift,
+    right_shift as right_shift,
+    select as select,
+    trapezoid as trapezoid,
+)
 
 # The functions Array's and Tracer's operators and methods call (the table functx.array documents).
 _array.numpy_functions.update(
@@ -242,6 +256,18 @@ _array.numpy_functions.update(
 )
 
 __all__ = [
+    "allclose",
+    "array_equal",
+    "cross",
+    "diff",
+    "ediff1d",
+    "isclose",
+    "iscomplexobj",
+    "isscalar",
+    "left_shift",
+    "right_shift",
+    "select",
+    "trapezoid",
     "linalg",
     "abs",
     "absolute",
