@@ -42,6 +42,21 @@ def loss(params, x, labels):
 
 # --- the reference: the same model in plain NumPy, float64 ---------------------------------------
 def nll_ref(params, x, labels):
+    """The per-example negative log-likelihood of the MLP, in NumPy float64 (the reference).
+
+    Arguments:
+      params: dict with "w1", "b1", "w2", "b2" (arrays of any float dtype).
+      x: inputs of shape (batch, N_IN).
+      labels: int class labels of shape (batch,).
+
+    Returns:
+      A float64 NumPy array of shape (batch,).
+
+    Example:
+      >>> params, x, labels = make_inputs()
+      >>> nll_ref(params, x, labels).shape == (BATCH,)
+      True
+    """
     p = {k: np.asarray(v, np.float64) for k, v in params.items()}
     h = np.tanh(np.asarray(x, np.float64) @ p["w1"] + p["b1"])
     logits = h @ p["w2"] + p["b2"]
@@ -51,10 +66,38 @@ def nll_ref(params, x, labels):
 
 
 def loss_ref(params, x, labels):
+    """The mean of ``nll_ref`` over the batch (the reference loss).
+
+    Arguments:
+      params, x, labels: as for ``nll_ref``.
+
+    Returns:
+      A float64 scalar.
+
+    Example:
+      >>> params, x, labels = make_inputs()
+      >>> float(loss_ref(params, x, labels)) > 0
+      True
+    """
     return nll_ref(params, x, labels).mean()
 
 
 def make_inputs(dtype=np.float32, seed=0):
+    """Random parameters, inputs and labels for the demo's MLP.
+
+    Arguments:
+      dtype: the float dtype of the parameters and inputs.
+      seed: the NumPy random seed.
+
+    Returns:
+      ``(params, x, labels)``: a dict of weights and biases, inputs of shape (BATCH, N_IN) and
+      int32 labels of shape (BATCH,).
+
+    Example:
+      >>> params, x, labels = make_inputs(np.float64, seed=1)
+      >>> x.dtype, labels.shape == (BATCH,)
+      (dtype('float64'), True)
+    """
     rng = np.random.default_rng(seed)
     params = {
         "w1": rng.standard_normal((N_IN, N_HIDDEN)) / np.sqrt(N_IN),
@@ -101,6 +144,19 @@ class Checks:
 
 
 def section(title: str) -> None:
+    """Print a section heading: ``== title ====...``.
+
+    Arguments:
+      title: the heading text.
+
+    Returns:
+      None.
+
+    Example:
+      >>> section("grad")  # doctest: +ELLIPSIS
+      <BLANKLINE>
+      == grad ===...
+    """
     print(f"\n== {title} " + "=" * max(0, 76 - len(title)))
 
 
@@ -113,6 +169,15 @@ def central_differences(f, params, direction, eps=1e-6):
 
 # --- the demo ------------------------------------------------------------------------------------
 def main() -> int:
+    """Run the demo: trace, transform and jit the MLP, check every result against the NumPy
+    reference, print each stage and the checks.
+
+    Returns:
+      0 if every check passed, 1 otherwise (the process exit status).
+
+    Example:
+      ``python -m functx.demo`` (prints the stages and "all N checks passed").
+    """
     t0 = time.perf_counter()
     checks = Checks()
     params, x, labels = make_inputs(np.float32)

@@ -340,6 +340,26 @@ def clear_caches() -> None:
 
 
 class Jitted:
+    """A jit-compiled function, what ``functx.jit(fun)`` returns: calling it traces ``fun`` once per
+    signature (tree structure, shapes and dtypes, static arguments, device), compiles the Jaxpr
+    to C++ or Triton and runs the cached program; ``lower(*args)`` gives the stages as text.
+
+    Arguments:
+      fun: the function to compile.
+      static_argnums, static_argnames: arguments passed as Python values (part of the cache key).
+      backend: None (where the arguments live), "cpu" or "triton".
+      donate_argnums, donate_argnames: validated as JAX does, then ignored.
+
+    Returns:
+      (Calling it) the outputs of ``fun``, as arrays in ``fun``'s output tree.
+
+    Example:
+      >>> import numpy as np, functx
+      >>> f = functx.jit(lambda x: x * 2.0 + 1.0)
+      >>> print(f(np.arange(3, dtype=np.float32)))
+      [1. 3. 5.]
+    """
+
     def __init__(
         self,
         fun,

@@ -116,6 +116,25 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
 
 
 def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):  # noqa: A002
+    """An array from ``object`` (JAX's ``jnp.array``): like ``asarray``, but a Python scalar gives
+    a strongly typed array, and ``ndmin`` prepends size-1 axes. Arrays are immutable, so ``copy``
+    and ``order`` change nothing.
+
+    Arguments:
+      object: an array, scalar, nested list or tuple, or a buffer of another library.
+      dtype: the dtype (default: inferred as JAX infers it).
+      copy, order: accepted for NumPy compatibility.
+      ndmin: the least number of dimensions of the result.
+      device: where to place it (default: the default device).
+
+    Returns:
+      A functx Array.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.array([1.0, 2.0], ndmin=2)
+      Array([[1., 2.]], dtype=float32)
+    """
     out = asarray(object, dtype, device=device)
     if is_python_scalar(object) and dtype is None and _is_array(out):
         if type(out) in _HOST:
