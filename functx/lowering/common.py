@@ -124,7 +124,19 @@ def render_context(k, backend: str):
     )
 
 
+def render_kernel(kinds: dict, backend: str, prog, k) -> None:
+    """Render kernel ``k`` into ``prog`` with the backend's function for its kind (``kinds``,
+    the backend's ``KERNEL_KINDS``), in ``render_context``; a kind the backend lacks is an
+    ``UnsupportedError`` naming it."""
+    render = kinds.get(k.kind)
+    if render is None:
+        raise UnsupportedError(f"jit: no {backend} renderer for kernel kind {k.kind!r}")
+    with render_context(k, backend):
+        render(prog, k)
+
+
 __all__ = [
+    "render_kernel",
     "IndexPrinter",
     "decompose",
     "sub_program",

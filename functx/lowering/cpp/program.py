@@ -16,8 +16,8 @@ import math
 import os
 import re
 
-from functx.errors import UnsupportedError
-from functx.lowering.common import adopt_consts, render_context, sub_program
+from functx.lowering import common
+from functx.lowering.common import adopt_consts, sub_program
 from functx.lowering.cpp import ascan, dot, dus, greduce, loops, pointwise, reduce, scatter
 from functx.lowering.cpp.emit import _PAR, Emitter, _decompose, _store, storage_type
 from functx.lowering.cpp.prelude import PRELUDE
@@ -109,11 +109,7 @@ KERNEL_KINDS = {
 
 def render_kernel(prog, k: Kernel) -> None:
     """Append the C++ of kernel ``k`` to ``prog.body``, through ``KERNEL_KINDS``."""
-    render = KERNEL_KINDS.get(k.kind)
-    if render is None:
-        raise UnsupportedError(f"jit: no C++ renderer for kernel kind {k.kind!r}")
-    with render_context(k, "C++"):
-        render(prog, k)
+    common.render_kernel(KERNEL_KINDS, "C++", prog, k)
 
 
 class CppProgram:

@@ -69,9 +69,8 @@ import math
 import numpy as np
 import sympy
 
-from functx.errors import UnsupportedError
-from functx.lowering import schedule
-from functx.lowering.common import adopt_consts, render_context, sub_program
+from functx.lowering import common, schedule
+from functx.lowering.common import adopt_consts, sub_program
 from functx.lowering.loopir import Graph, Sym, flat_offset, sym
 from functx.lowering.lower import lower_jaxpr
 from functx.lowering.schedule import Kernel, KernelCtx
@@ -100,11 +99,7 @@ KERNEL_KINDS = {
 
 def render_kernel(prog, k: Kernel) -> None:
     """Add the Triton of kernel ``k`` to ``prog``, through ``KERNEL_KINDS``."""
-    render = KERNEL_KINDS.get(k.kind)
-    if render is None:
-        raise UnsupportedError(f"jit: no Triton renderer for kernel kind {k.kind!r}")
-    with render_context(k, "Triton"):
-        render(prog, k)
+    common.render_kernel(KERNEL_KINDS, "Triton", prog, k)
 
 
 class TritonProgram:
