@@ -57,8 +57,28 @@ TORCH_NAMES = {d: d.name for d in SUPPORTED}
 
 _CANONICAL = {d: d for d in SUPPORTED + (float0,)}
 
-default_float = float32
-default_int = int32
+
+def default_float() -> np.dtype:
+    """The dtype of a Python ``float`` and of float defaults (``jnp.zeros``, samplers): float32.
+
+    Example:
+        >>> from functx import dtypes
+        >>> dtypes.default_float()
+        dtype('float32')
+    """
+    return float32
+
+
+def default_int() -> np.dtype:
+    """The dtype of a Python ``int`` and of integer defaults (``jnp.arange(3)``): int32.
+
+    Example:
+        >>> from functx import dtypes
+        >>> dtypes.default_int()
+        dtype('int32')
+    """
+    return int32
+
 
 _SHORT = {
     bool_: "bool",
@@ -90,9 +110,9 @@ def canonicalize(dtype) -> np.dtype:
         if dt is not None:
             return dt
     if dtype is float:
-        return default_float
+        return default_float()
     if dtype is int:
-        return default_int
+        return default_int()
     if dtype is bool:
         return bool_
     if isinstance(dtype, str) and dtype == "bfloat16":
@@ -300,9 +320,9 @@ def _result_type_cached(pairs):
         # A Python float joined with integers gives the default float (int32 + 1.0 -> weak
         # float32); uint64 joined with int64 has no integer type and needs float64.
         strong = functools.reduce(_join, {d for d, w in pairs if not w})
-        return (float64 if strong == _F else default_float), True
+        return (float64 if strong == _F else default_float()), True
     if node == _I:
-        return default_int, True
+        return default_int(), True
     return node, False
 
 
@@ -336,9 +356,9 @@ def dtype_of_python_scalar(x) -> np.dtype:
     if isinstance(x, (bool, np.bool_)):
         return bool_
     if isinstance(x, int):
-        return default_int
+        return default_int()
     if isinstance(x, float):
-        return default_float
+        return default_float()
     if isinstance(x, complex):
         raise TypeError("functx does not support complex numbers")
     raise TypeError(f"not a Python scalar: {type(x).__name__}")

@@ -375,7 +375,7 @@ def one_hot(x, num_classes: int, *, dtype=None, axis=-1):
             f"one_hot: num_classes must be a non-negative int, got {num_classes!r:.60}{_loc()}"
         )
     x = _arr(x)
-    dtype = dtypes.default_float if dtype is None else dtypes.canonicalize(dtype)
+    dtype = dtypes.default_float() if dtype is None else dtypes.canonicalize(dtype)
     out_ndim = x.ndim + 1
     if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
         raise FunctxTypeError(f"one_hot: axis must be an int, got {axis!r:.60}{_loc()}")

@@ -106,8 +106,8 @@ def _is_array(x):
 def _scalar_like(x, like):
     """A Python scalar operand of a lax op takes the other operand's dtype (weakly)."""
     aval = _aval(like)
-    if aval.weak_type and aval.dtype in (dtypes.default_float, dtypes.default_int):
-        return float(x) if aval.dtype == dtypes.default_float else int(x)
+    if aval.weak_type and aval.dtype in (dtypes.default_float(), dtypes.default_int()):
+        return float(x) if aval.dtype == dtypes.default_float() else int(x)
     return Array.from_value(_py_scalar_as(x, aval.dtype))
 
 
@@ -711,7 +711,7 @@ def _shift_operands(op, x, y):
     """The two operands of a shift as arrays of one integer dtype (a Python int takes the other
     operand's dtype, as in JAX's lax)."""
     if is_python_scalar(x) and is_python_scalar(y):
-        x, y = np.asarray(x, dtypes.default_int), np.asarray(y, dtypes.default_int)
+        x, y = np.asarray(x, dtypes.default_int()), np.asarray(y, dtypes.default_int())
     elif is_python_scalar(x):
         x = np.asarray(x, _aval(y).dtype)
     elif is_python_scalar(y):

@@ -409,7 +409,7 @@ def _promote_general(name, args, kind):
     out = []
     for a, av in zip(args, avals):
         if is_python_scalar(a):
-            if weak and dt in (dtypes.default_float, dtypes.default_int):
+            if weak and dt in (dtypes.default_float(), dtypes.default_int()):
                 a = float(a) if dt in dtypes.FLOATS else int(a)
                 out.append(a)
                 continue
@@ -467,7 +467,7 @@ def _promote_fast(args, kind):
     if av.dtype not in dtypes.FLOATS:
         return None
     if av.weak_type:
-        if av.dtype != dtypes.default_float:
+        if av.dtype != dtypes.default_float():
             return None
         conv = float(scalar)
     else:
@@ -485,7 +485,7 @@ def _inexact(dt):
     """JAX's ``to_inexact_dtype``: the float dtype an integer or bool dtype computes in."""
     if dt in dtypes.FLOATS:
         return dt
-    return dtypes.float64 if dt in (dtypes.int64, dtypes.uint64) else dtypes.default_float
+    return dtypes.float64 if dt in (dtypes.int64, dtypes.uint64) else dtypes.default_float()
 
 
 def broadcast_to(x, shape):
@@ -1352,7 +1352,7 @@ def _cumulative(lax_fn, name):
         dt = (
             _dt(dtype, None, "cumsum/cumprod")
             if dtype is not None
-            else (dtypes.default_int if av.dtype == dtypes.bool_ else av.dtype)
+            else (dtypes.default_int() if av.dtype == dtypes.bool_ else av.dtype)
         )
         return lax_fn(astype(a, dt), ax)
 
@@ -1388,7 +1388,7 @@ def _cumulative_api(fn, name, identity, promote=True):
             _dt(dtype, None, "cumulative_sum/prod")
             if dtype is not None
             else (
-                _sum_dtype(xdt) if promote else dtypes.default_int if xdt == dtypes.bool_ else xdt
+                _sum_dtype(xdt) if promote else dtypes.default_int() if xdt == dtypes.bool_ else xdt
             )
         )
         out = fn(astype(x, dt), ax)
