@@ -8,6 +8,7 @@ from functx import (
     config as config,
     dtypes as dtypes,
     errors as errors,
+    experimental as experimental,
     flatten_util as flatten_util,
     lax as lax,
     nn as nn,
@@ -20,6 +21,7 @@ from functx.array import Array as Array
 from functx.config import (
     default_matmul_precision as default_matmul_precision,
     disable_jit as disable_jit,
+    enable_x64 as enable_x64,
 )
 from functx.control.custom_derivatives import (
     custom_jvp as custom_jvp,
@@ -118,8 +120,10 @@ __all__ = [
     "disable_jit",
     "local_devices",
     "dtypes",
+    "enable_x64",
     "errors",
     "eval_shape",
+    "experimental",
     "flatten_util",
     "grad",
     "jit",

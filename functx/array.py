@@ -81,9 +81,12 @@ def scalar_aval(x) -> ShapedArray:
             raise FunctxOverflowError(
                 f"Python int {x} is too large for any functx integer dtype{where()}"
             )
-        return ShapedArray((), dtypes.int32, True)
+        dt = dtypes.default_int()
+        if dt == dtypes.int32 and not -(2**31) <= x < 2**31:  # (jax_enable_x64 off)
+            raise FunctxOverflowError(f"Python int {x} too large to convert to int32{where()}")
+        return ShapedArray((), dt, True)
     if isinstance(x, float):
-        return ShapedArray((), dtypes.float32, True)
+        return ShapedArray((), dtypes.default_float(), True)
     raise TypeError(f"{type(x).__name__} is not a Python scalar functx accepts")
 
 
@@ -379,7 +382,7 @@ class Array(ArrayMethods):
                     f"a wider dtype, or enable x64){where()}"
                 ) from None
         elif isinstance(x, np.ndarray) and x.nbytes >= _ALIGN_MIN:
-            value = _aligned_copy(x, x.dtype if dtype is None else dtypes.canonicalize(dtype))
+            value = _aligned_copy(x, dtypes.canonicalize(x.dtype if dtype is None else dtype))
         elif isinstance(x, (np.ndarray, np.generic)):
             value = np.array(x, dtype=None if dtype is None else dtypes.canonicalize(dtype))
         elif hasattr(x, "__dlpack__") and not isinstance(x, (list, tuple)):
@@ -403,6 +406,8 @@ class Array(ArrayMethods):
         if weak_type is not None:
             weak = weak_type
         dt = dtypes.canonicalize(value.dtype)
+        if dt != value.dtype:  # a 64-bit NumPy input while jax_enable_x64 is off
+            value = value.astype(dt)
         return cls._new(value, ShapedArray(value.shape, dt, weak))
 
     shape = property(lambda self: self._value.shape)
@@ -551,7 +556,7 @@ def _from_sequence(x, dtype):
             else (dtypes.canonicalize(np.asarray(v).dtype), False)
             for v in leaves
         ]
-        dt = dtypes.result_type(*avals)[0] if avals else dtypes.float32
+        dt = dtypes.result_type(*avals)[0] if avals else dtypes.default_float()
     else:
         dt = dtypes.canonicalize(dtype)
     value = _seq_array(x, dt)

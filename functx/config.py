@@ -26,6 +26,7 @@ test may change one with ``monkeypatch.setenv``):
                                     (read and set by ``functx.lowering.cache``)
 ``CXX``                             the C++ compiler (read by ``functx.lowering.cache``)
 ``OMP_WAIT_POLICY``                 set to PASSIVE unless given (by ``functx.lowering.runtime``)
+``JAX_ENABLE_X64``                  JAX's name: the initial ``jax_enable_x64`` (read at import)
 ==================================  ==============================================================
 
 The default device: the innermost ``with functx.default_device(d):`` of this thread, else
@@ -346,12 +347,145 @@ class disable_jit:
         return wrapped
 
 
+# --- jax_enable_x64 ------------------------------------------------------------------------------
+# Off by default, as in JAX: 64-bit inputs and dtype requests canonicalize to 32 bits and Python
+# scalars are weak int32/float32; on, they stay 64-bit and the defaults are int64/float64. Set by
+# ``update("jax_enable_x64", ...)``, by the ``JAX_ENABLE_X64`` environment variable (read once, at
+# import) and, per thread, by ``functx.enable_x64(...)`` / ``functx.experimental.enable_x64()``
+# blocks. ``dtypes`` reads it at every canonicalization and ``jit`` keys its programs on it.
+_TRUE = ("y", "yes", "t", "true", "on", "1")
+_FALSE = ("n", "no", "f", "false", "off", "0")
+
+
+def _env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    val = raw.strip().lower()
+    if val in _TRUE:
+        return True
+    if val in _FALSE:
+        return False
+    raise ValueError(f"invalid truth value {raw!r} for environment {name!r}")
+
+
+class _X64State(threading.local):
+    def __init__(self):
+        self.stack: list = []
+
+
+_x64_local = _X64State()
+_global_x64 = _env_bool("JAX_ENABLE_X64", False)
+_x64_blocks = 0  # open x64 blocks in all threads: while 0, the global setting alone decides
+_x64_lock = threading.Lock()
+
+
+def x64_on() -> bool:
+    """Whether 64-bit dtypes are enabled here (JAX's ``jax_enable_x64``): the innermost
+    ``enable_x64`` block of this thread, else ``update("jax_enable_x64", ...)``'s setting, else
+    the ``JAX_ENABLE_X64`` environment variable (default off).
+
+    Returns:
+      ``True`` or ``False``.
+
+    Example:
+      >>> from functx import config
+      >>> config.x64_on()
+      False
+    """
+    if _x64_blocks:
+        stack = _x64_local.stack
+        if stack:
+            return stack[-1]
+    return _global_x64
+
+
+def push_x64(value: bool) -> None:
+    """Enter a block of this thread in which ``jax_enable_x64`` is ``value``."""
+    global _x64_blocks
+    _x64_local.stack.append(bool(value))
+    with _x64_lock:
+        _x64_blocks += 1
+
+
+def pop_x64() -> None:
+    """Leave the innermost ``jax_enable_x64`` block of this thread."""
+    global _x64_blocks
+    _x64_local.stack.pop()
+    with _x64_lock:
+        _x64_blocks -= 1
+
+
+class _BoolState:
+    """A JAX-style configuration state, here ``functx.enable_x64`` (``jax.enable_x64`` in JAX
+    0.10): ``.value`` reads it, ``with functx.enable_x64(True):`` sets it in a block of this
+    thread (also usable as a decorator).
+
+    Arguments:
+      new_val: the value inside the block.
+
+    Returns:
+      a context manager.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> with functx.enable_x64(True):
+      ...     print(jnp.arange(3).dtype, functx.enable_x64.value)
+      int64 True
+      >>> jnp.arange(3).dtype
+      dtype('int32')
+    """
+
+    def __init__(self, name: str):
+        self.name = name
+
+    @property
+    def value(self) -> bool:
+        return x64_on()
+
+    def __call__(self, new_val):
+        return _X64Block(new_val)
+
+    def __bool__(self):
+        raise TypeError(
+            f"bool() not supported for instances of type 'State' (did you mean to use "
+            f"'functx.{self.name[4:]}.value' instead?)"
+        )
+
+    def __repr__(self):
+        return f"State(name={self.name!r}, value={self.value})"
+
+
+class _X64Block:
+    def __init__(self, value):
+        self.value = bool(value)
+
+    def __enter__(self):
+        push_x64(self.value)
+        return self
+
+    def __exit__(self, *exc):
+        pop_x64()
+
+    def __call__(self, fun):
+        @functools.wraps(fun)
+        def wrapped(*args, **kwargs):
+            with _X64Block(self.value):
+                return fun(*args, **kwargs)
+
+        return wrapped
+
+
+enable_x64 = _BoolState("jax_enable_x64")
+
+
 # --- functx.config.update ------------------------------------------------------------------------
 # This module is ``functx.config``: ``update`` and the option names below are what JAX's
 # ``jax.config`` has that functx has.
 _DEVICE = ("functx_default_device", "jax_default_device")
 _PRECISION = ("jax_default_matmul_precision",)
 _DISABLE_JIT = ("jax_disable_jit",)
+_X64 = ("jax_enable_x64",)
 
 
 def update(name: str, value) -> None:
@@ -359,9 +493,14 @@ def update(name: str, value) -> None:
     has: the default device ("functx_default_device"; "jax_default_device" is accepted for
     ported code) and the default precision of float32 matrix products
     ("jax_default_matmul_precision": see ``functx.default_matmul_precision``), and whether
-    ``jit`` runs functions eagerly ("jax_disable_jit": see ``functx.disable_jit``). Read them
-    back as attributes: ``functx.config.functx_default_device``."""
-    global _global_default, _global_precision, _global_disable_jit
+    ``jit`` runs functions eagerly ("jax_disable_jit": see ``functx.disable_jit``), and whether
+    64-bit dtypes are enabled ("jax_enable_x64", off by default as in JAX: see
+    ``functx.enable_x64``). Read them back as attributes (``functx.config.jax_enable_x64``) or
+    with ``functx.config.read(name)``."""
+    global _global_default, _global_precision, _global_disable_jit, _global_x64
+    if name in _X64:
+        _global_x64 = bool(value)
+        return
     if name in _PRECISION:
         _global_precision = check_precision(value, name)
         return
@@ -373,13 +512,35 @@ def update(name: str, value) -> None:
     if name not in _DEVICE:
         raise ValueError(
             f"functx.config has no option {name!r}; it has "
-            f"{', '.join(_DEVICE + _PRECISION + _DISABLE_JIT)}"
+            f"{', '.join(_DEVICE + _PRECISION + _DISABLE_JIT + _X64)}"
         )
     _global_default = None if value is None else _check_device(value, name)
     _note_default(_global_default)
 
 
+def read(name: str):
+    """The value of the option ``name`` (``functx.config.read("jax_enable_x64")``), as JAX's
+    ``jax.config.read``.
+
+    Arguments:
+      name: an option ``update`` accepts.
+
+    Returns:
+      its current value.
+
+    Example:
+      >>> functx.config.read("jax_enable_x64")
+      False
+    """
+    try:
+        return __getattr__(name)
+    except AttributeError:
+        raise AttributeError(f"Unrecognized config option: {name}") from None
+
+
 def __getattr__(name: str):
+    if name in _X64 or name == "x64_enabled":
+        return x64_on()
     if name in _DEVICE:
         return _global_default
     if name in _PRECISION:
@@ -393,7 +554,10 @@ __all__ = [
     "default_matmul_precision",
     "default_off_cpu",
     "disable_jit",
+    "enable_x64",
     "jit_disabled",
     "matmul_precision",
+    "read",
     "update",
+    "x64_on",
 ]

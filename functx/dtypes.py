@@ -1,17 +1,22 @@
 """dtypes and JAX's type-promotion lattice, with weak-typed Python scalars.
 
-functx uses NumPy dtype objects everywhere (bfloat16 comes from ml_dtypes). Defaults follow JAX
-(Python ``float`` -> float32, ``int`` -> int32) but there is no global x64 switch: a float64 or
-int64 array stays 64-bit.
+functx uses NumPy dtype objects everywhere (bfloat16 comes from ml_dtypes). The
+``jax_enable_x64`` flag (``functx.config``) decides, as in JAX: off (the default), 64-bit dtypes
+canonicalize to 32 bits (``canonicalize(float64)`` is float32, NumPy float64 inputs become float32
+arrays, an explicit float64 request warns and gives float32) and Python ``float``/``int`` are weak
+float32/int32; on, 64-bit dtypes stay and the defaults are float64/int64.
 """
 
 from __future__ import annotations
 
 import functools
+import sys
+import warnings
 
 import ml_dtypes
 import numpy as np
 
+from functx import config
 from functx.errors import FunctxTypeError
 from functx.source_info import where
 
@@ -55,29 +60,70 @@ INTEGERS = SIGNED + UNSIGNED
 # torch's name of each supported dtype (GPU buffers are torch tensors): NumPy's own name.
 TORCH_NAMES = {d: d.name for d in SUPPORTED}
 
-_CANONICAL = {d: d for d in SUPPORTED + (float0,)}
+# The 32-bit dtype each 64-bit one becomes while jax_enable_x64 is off (a table: the complex
+# dtypes add their row).
+TO_32BIT = {float64: float32, int64: int32, uint64: uint32}
+
+_CANONICAL = {d: d for d in SUPPORTED + (float0,)}  # x64 on
+_CANONICAL_32 = {d: TO_32BIT.get(d, d) for d in SUPPORTED + (float0,)}  # x64 off
+
+
+def x64_enabled() -> bool:
+    """Whether 64-bit dtypes are enabled (JAX's ``jax_enable_x64``; see ``functx.config``).
+
+    Returns:
+        ``True`` or ``False`` (off by default, as in JAX).
+
+    Example:
+        >>> from functx import dtypes
+        >>> dtypes.x64_enabled()
+        False
+    """
+    return config.x64_on()
 
 
 def default_float() -> np.dtype:
-    """The dtype of a Python ``float`` and of float defaults (``jnp.zeros``, samplers): float32.
+    """The dtype of a Python ``float`` and of float defaults (``jnp.zeros``, samplers): float32,
+    float64 while ``jax_enable_x64`` is on.
+
+    Returns:
+        a NumPy dtype.
 
     Example:
         >>> from functx import dtypes
         >>> dtypes.default_float()
         dtype('float32')
     """
-    return float32
+    return float64 if config.x64_on() else float32
 
 
 def default_int() -> np.dtype:
-    """The dtype of a Python ``int`` and of integer defaults (``jnp.arange(3)``): int32.
+    """The dtype of a Python ``int`` and of integer defaults (``jnp.arange(3)``): int32, int64
+    while ``jax_enable_x64`` is on.
+
+    Returns:
+        a NumPy dtype.
 
     Example:
         >>> from functx import dtypes
         >>> dtypes.default_int()
         dtype('int32')
     """
-    return int32
+    return int64 if config.x64_on() else int32
+
+
+def default_uint() -> np.dtype:
+    """The default unsigned integer dtype: uint32, uint64 while ``jax_enable_x64`` is on.
+
+    Returns:
+        a NumPy dtype.
+
+    Example:
+        >>> from functx import dtypes
+        >>> dtypes.default_uint()
+        dtype('uint32')
+    """
+    return uint64 if config.x64_on() else uint32
 
 
 _SHORT = {
@@ -104,9 +150,23 @@ def short_name(dtype: np.dtype) -> str:
 
 
 def canonicalize(dtype) -> np.dtype:
-    """Turn anything NumPy understands as a dtype (or a Python type) into a supported np.dtype."""
+    """Turn anything NumPy understands as a dtype (or a Python type) into a supported np.dtype,
+    the canonical one of the ``jax_enable_x64`` mode (JAX's ``canonicalize_dtype``): with the
+    flag off, 64-bit dtypes give their 32-bit counterparts, silently.
+
+    Arguments:
+        dtype: a dtype, a NumPy or Python type, or a name.
+
+    Returns:
+        a NumPy dtype functx supports.
+
+    Example:
+        >>> from functx import dtypes
+        >>> dtypes.canonicalize('float64'), dtypes.canonicalize(int)
+        (dtype('float32'), dtype('int32'))
+    """
     if isinstance(dtype, np.dtype):  # the hot path (every eager result): one dict lookup
-        dt = _CANONICAL.get(dtype)
+        dt = (_CANONICAL if config.x64_on() else _CANONICAL_32).get(dtype)
         if dt is not None:
             return dt
     if dtype is float:
@@ -132,6 +192,59 @@ def canonicalize(dtype) -> np.dtype:
             f"functx does not support dtype {dt}; supported: "
             + ", ".join(str(d) for d in SUPPORTED)
             + where()
+        )
+    return dt if config.x64_on() else _CANONICAL_32[dt]
+
+
+_PY_TYPES = (bool, int, float, complex)
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` of a warning that points at the first frame outside functx."""
+    pkg = __file__[: -len("dtypes.py")]
+    f, level = sys._getframe(2), 2
+    while f is not None and f.f_code.co_filename.startswith(pkg):
+        f, level = f.f_back, level + 1
+    return level
+
+
+def check_user_dtype(dtype, fun_name: str = "") -> np.dtype:
+    """A dtype the user asked for (``dtype=`` of ``zeros``, ``astype``, ...), canonicalized as
+    JAX does it: with ``jax_enable_x64`` off, an explicit 64-bit dtype warns (JAX's UserWarning,
+    "Explicitly requested dtype float64 requested in zeros is not available, and will be
+    truncated to dtype float32...") and gives the 32-bit one; a Python type (``float``, ``int``)
+    gives the default dtype without a warning.
+
+    Arguments:
+        dtype: the requested dtype (a dtype, a NumPy or Python type, or a name).
+        fun_name: the function's name, for the warning.
+
+    Returns:
+        the canonical NumPy dtype.
+
+    Example:
+        >>> import warnings
+        >>> from functx import dtypes
+        >>> with warnings.catch_warnings(record=True) as w:
+        ...     warnings.simplefilter("always")
+        ...     print(dtypes.check_user_dtype("float64", "zeros"), w[0].category.__name__)
+        float32 UserWarning
+    """
+    if isinstance(dtype, type) and dtype in _PY_TYPES:
+        return canonicalize(dtype)
+    dt = canonicalize(dtype)
+    if config.x64_on() or dt == float0:
+        return dt
+    full = np.dtype(dtype) if not (isinstance(dtype, str) and dtype == "bfloat16") else dt
+    if full != dt:
+        where_ = f" requested in {fun_name}" if fun_name else ""
+        warnings.warn(
+            f"Explicitly requested dtype {full}{where_} is not available, and will be "
+            f"truncated to dtype {dt}. To enable more dtypes, set the jax_enable_x64 "
+            "configuration option or the JAX_ENABLE_X64 shell environment variable. See "
+            "https://github.com/jax-ml/jax#current-gotchas for more.",
+            UserWarning,
+            stacklevel=_user_stacklevel(),
         )
     return dt
 
@@ -301,8 +414,14 @@ def _node(dtype, weak):
 
 
 @functools.lru_cache(maxsize=None)
-def _result_type_cached(pairs):
-    # JAX's rules (jax._src.dtypes.lattice_result_type), with functx's float32/int32 defaults.
+def _result_type_cached(pairs, x64):
+    # (keyed on the x64 flag: its result is canonical for that mode)
+    d, w = _lattice_result(pairs)
+    return (d if x64 else TO_32BIT.get(d, d)), w
+
+
+def _lattice_result(pairs):
+    # JAX's rules (jax._src.dtypes.lattice_result_type), with the mode's default dtypes.
     if len(pairs) == 1:
         d, w = pairs[0]
         return d, w and d != bool_
@@ -330,8 +449,10 @@ def result_type(*pairs) -> tuple[np.dtype, bool]:
     """Promote ``(dtype, weak_type)`` pairs with JAX's lattice; returns ``(dtype, weak_type)``."""
     for d, w in pairs:  # hot path: already (np.dtype, bool) pairs, the cache key as given
         if not isinstance(d, np.dtype) or w.__class__ is not bool:
-            return _result_type_cached(tuple((np.dtype(d), bool(w)) for d, w in pairs))
-    return _result_type_cached(pairs)
+            return _result_type_cached(
+                tuple((np.dtype(d), bool(w)) for d, w in pairs), config.x64_on()
+            )
+    return _result_type_cached(pairs, config.x64_on())
 
 
 def promote_types(a, b) -> np.dtype:
@@ -340,7 +461,8 @@ def promote_types(a, b) -> np.dtype:
 
 
 def dtype_of_python_scalar(x) -> np.dtype:
-    """The dtype a Python scalar takes in functx (weakly typed, as in JAX with x64 off).
+    """The dtype a Python scalar takes (weakly typed): int32/float32, or int64/float64 while
+    ``jax_enable_x64`` is on, as in JAX.
 
     Arguments:
         x: a Python ``bool``, ``int``, ``float`` or ``complex`` (or a NumPy bool).

@@ -194,7 +194,9 @@ def _run(exe, leaves):
 def _describe_change(old_key, new_key) -> str:
     if old_key is None:
         return "first call"
-    (ot, oa, os_, ob, op), (nt, na, ns, nb, np_) = old_key, new_key
+    (ot, oa, os_, ob, op, ox), (nt, na, ns, nb, np_, nx) = old_key, new_key
+    if ox != nx:
+        return f"jax_enable_x64 changed: {ox} -> {nx}"
     if ob != nb:
         return f"device changed: {ob} -> {nb}"
     if op != np_:
@@ -529,7 +531,7 @@ class Jitted:
             # (gpu_signature), one lookup, the kernels (about 10 us on an H100 host in all)
             if _device.GPU_IN_USE and self.backend != "cpu":
                 sig = gpu_signature(args)
-                hit = self._gpu_calls.get(sig) if sig is not None else None
+                hit = self._gpu_calls.get((sig, _config.x64_on())) if sig is not None else None
                 if hit is not None:
                     self.last_key = hit[2]
                     hit[3] = True  # (used: see _insert)
@@ -537,7 +539,9 @@ class Jitted:
                     return outs[0] if hit[1] is None else tree_unflatten(hit[1], outs)
             # host Arrays (committed to the CPU, so no placement to decide): one lookup by their
             # avals, then the compiled program (about 1.3 us in all on a 2-core VM)
-            hit = self._cpu_calls.get(tuple([a.aval if type(a) is Array else None for a in args]))
+            hit = self._cpu_calls.get(
+                (tuple([a.aval if type(a) is Array else None for a in args]), _config.x64_on())
+            )
             # (0-d Arrays alone have no device: the call goes to the default device, the CPU
             # for certain only while this process has no GPU)
             if hit is not None and (hit[3] or not _device.GPU_IN_USE):
@@ -570,6 +574,7 @@ class Jitted:
                     ((), ()),
                     place,
                     None if place == "cpu" else matmul_precision(),
+                    _config.x64_on(),
                 )
                 entry = self.cache.get(key)
             except AttributeError:
@@ -591,6 +596,7 @@ class Jitted:
             statics,
             place,
             None if place == "cpu" else matmul_precision(),
+            _config.x64_on(),  # (the flag changes what tracing makes: JAX keys on it too)
         )
         entry = self.cache.get(key)
         if entry is None:
@@ -642,6 +648,7 @@ class Jitted:
         if key[3] == "cpu" or key[2] != ((), ()):
             return
         sig = gpu_signature(args)
+        sig = None if sig is None else (sig, key[5])
         if sig is not None and sig not in self._gpu_calls and key in self.cache:
             exe, out_tree = entry
             self._gpu_calls[sig] = [exe, None if out_tree.is_leaf() else out_tree, key, False]
@@ -659,9 +666,10 @@ class Jitted:
             and all(type(a) is Array for a in args)
         ):
             exe, out_tree = entry
-            sig = tuple([a.aval for a in args])
+            avals = tuple([a.aval for a in args])
+            sig = (avals, key[5])
             if sig not in self._cpu_calls and key in self.cache:
-                committed = any(a.shape for a in sig)  # (functx.devices.transfer._classify)
+                committed = any(a.shape for a in avals)  # (functx.devices.transfer._classify)
                 self._cpu_calls[sig] = [
                     exe,
                     None if out_tree.is_leaf() else out_tree,

@@ -273,7 +273,7 @@ def clamp(min, x, max):  # noqa: A002
 def convert_element_type(x, new_dtype, weak_type: bool = False):
     if new_dtype is None:
         raise FunctxTypeError(f"convert_element_type: new_dtype must be a dtype, got None{_loc()}")
-    new_dtype = dtypes.canonicalize(new_dtype)
+    new_dtype = dtypes.check_user_dtype(new_dtype, "convert_element_type")
     aval = _aval(x)
     if aval.dtype == new_dtype and aval.weak_type == weak_type and _is_array(x):
         return x
@@ -285,7 +285,7 @@ def convert_element_type(x, new_dtype, weak_type: bool = False):
 def _iota_dtype(dtype):
     if dtype is None:
         raise FunctxTypeError(f"iota: dtype must be an integer or float dtype, got None{_loc()}")
-    dt = dtypes.canonicalize(dtype)
+    dt = dtypes.check_user_dtype(dtype, "broadcasted_iota")
     if dt not in dtypes.INTEGERS and dt not in dtypes.FLOATS:
         raise FunctxTypeError(
             f"iota does not accept dtype {dt}; use an integer or float dtype{_loc()}"

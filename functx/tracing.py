@@ -349,7 +349,7 @@ def get_aval(x) -> ShapedArray:
     if is_python_scalar(x):
         return scalar_aval(x)
     if isinstance(x, (np.ndarray, np.generic)) and x.dtype in dtypes.SUPPORTED:
-        return ShapedArray(np.shape(x), x.dtype)
+        return ShapedArray(np.shape(x), dtypes.canonicalize(x.dtype))
     if type(x).__module__.startswith("torch") and hasattr(x, "data_ptr"):
         # a torch tensor (possibly on a GPU): its aval without copying it to the host
         return ShapedArray(tuple(x.shape), dtypes.canonicalize(str(x.dtype).split(".")[-1]))

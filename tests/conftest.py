@@ -1,11 +1,17 @@
-"""Shared test setup: JAX (the reference) runs with float64 enabled so float64 inputs stay float64;
-hypothesis runs a small, deterministic number of examples so the suite stays inside its budget."""
+"""Shared test setup: JAX (the reference) and functx both run with ``jax_enable_x64`` on (one of
+JAX's own CI configurations), so float64 inputs stay float64 and Python scalars are weak 64-bit;
+tests of the default mode run under ``x64_off()`` (both libraries' flags off in a block), and
+tests/test_x64.py checks both modes. Hypothesis runs a small, deterministic number of examples so
+the suite stays inside its budget."""
 
 import os
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
+
+import functx
+from x64util import x64_off
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
@@ -15,6 +21,16 @@ try:
     jax.config.update("jax_enable_x64", True)
 except ImportError:  # pragma: no cover - jax is a test dependency
     jax = None
+
+functx.config.update("jax_enable_x64", True)
+
+
+@pytest.fixture
+def no_x64():
+    """Run the test with ``jax_enable_x64`` off in functx and in JAX (their default mode)."""
+    with x64_off():
+        yield
+
 
 settings.register_profile(
     "functx",

@@ -170,6 +170,7 @@ GOLDEN = [
 ]
 
 
+@pytest.mark.usefixtures("no_x64")  # (JAX's default mode prints these)
 @pytest.mark.parametrize("name,f,args,kw,expected", GOLDEN, ids=[g[0] for g in GOLDEN])
 def test_printer_golden(name, f, args, kw, expected):
     assert pp(f, *args, **kw) == expected

@@ -1,9 +1,8 @@
 """dtypes and promotion against JAX: the promotion table, weak types, defaults.
 
-JAX runs with x64 enabled (tests/conftest.py), where a Python float defaults to float64. functx
-keeps JAX's 32-bit defaults (Python float -> float32, int -> int32) with 64-bit arrays still 64-bit:
-where JAX's x64 result is a weakly typed *default* dtype, the tests expect functx's default instead,
-and they compare exactly with JAX in 32-bit mode (``jax.enable_x64(False)``) for 32-bit operands.
+Both JAX and functx run with ``jax_enable_x64`` on (tests/conftest.py), where a Python float
+defaults to float64; the tests of the default mode run both with it off (``x64_off``), and compare
+exactly in each mode.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ import pytest
 import functx
 import functx.numpy as fnp
 from functx import dtypes
+from x64util import x64_off
 
 jax = pytest.importorskip("jax")
 jjnp = jax.numpy
@@ -31,22 +31,13 @@ def _pairs(ds):
     return [(d, False) for d in ds] + [(d, True) for d in ds if d != BOOL]
 
 
-def _jax_result(a, b, x64=True):
+def _jax_result(a, b):
     """JAX's (dtype, weak_type) for ``a + b`` of two (dtype, weak) operands, by tracing only."""
     S = jax.ShapeDtypeStruct
-    with jax.enable_x64(x64):
+    if True:
         op = (lambda p, q: p | q) if a[0] == b[0] == BOOL else (lambda p, q: p + q)
         r = jax.eval_shape(op, S((), a[0], weak_type=a[1]), S((), b[0], weak_type=b[1]))
     return np.dtype(r.dtype), bool(r.weak_type)
-
-
-def _expected_from_x64(a, b, theirs):
-    """JAX's x64 answer with functx's defaults: a weak result of mixed weak/strong operands is the
-    default of its kind (float32/int32 in functx, 64-bit in x64 JAX)."""
-    dt, weak = theirs
-    if weak and a[1] != b[1]:
-        return (F32 if dt.kind == "f" else I32), True
-    return theirs  # all strong (uint64 with a signed int: weak float64), or all weak
 
 
 def test_promote_types_all_pairs_vs_jax():
@@ -59,8 +50,11 @@ def test_promote_types_all_pairs_vs_jax():
 
 
 def test_promote_types_accepts_python_types_and_names():
-    assert dtypes.promote_types(float, "int8") == F32
-    assert dtypes.promote_types(int, bool) == I32
+    assert dtypes.promote_types(float, "int8") == F64
+    assert dtypes.promote_types(int, bool) == I64
+    with x64_off():
+        assert dtypes.promote_types(float, "int8") == F32
+        assert dtypes.promote_types(int, bool) == I32
     assert dtypes.promote_types("bfloat16", np.float16) == F32
     assert dtypes.promote_types(np.uint64, np.int64) == F64
 
@@ -70,21 +64,19 @@ def test_result_type_vs_jax_x64(a):
     for b in _pairs(ALL):
         ours = dtypes.result_type(a, b)
         assert ours == dtypes.result_type(b, a)
-        assert ours == _expected_from_x64(a, b, _jax_result(a, b)), (a, b)
+        assert ours == _jax_result(a, b), (a, b)
 
 
 @pytest.mark.parametrize("a", _pairs(NARROW), ids=lambda p: f"{p[0]}{'_w' if p[1] else ''}")
 def test_result_type_vs_jax_x32(a):
-    """In JAX's 32-bit mode the defaults agree with functx's, so the answer must be identical —
-    except where functx keeps a 64-bit result (uint32 with int32 -> int64) that x32 JAX narrows."""
-    for b in _pairs(NARROW):
-        ours = dtypes.result_type(a, b)
-        if ours[0].itemsize == 8:
-            assert _jax_result(a, b, x64=True) == ours, (a, b)
-            continue
-        assert ours == _jax_result(a, b, x64=False), (a, b)
+    """In the 32-bit mode of both, the answer must be identical (uint32 with int32 narrowed to
+    int32 as JAX narrows it)."""
+    with x64_off():
+        for b in _pairs(NARROW):
+            assert dtypes.result_type(a, b) == _jax_result(a, b), (a, b)
 
 
+@pytest.mark.usefixtures("no_x64")
 def test_result_type_single_and_many():
     assert dtypes.result_type((dtypes.float16, True)) == (dtypes.float16, True)
     assert dtypes.result_type((BOOL, True)) == (BOOL, False)
@@ -113,11 +105,11 @@ CASES = [
     (dtypes.uint8, 7, None),
     (F64, 2.0, None),
     (I64, 3, None),
-    (I32, 1.0, F32),
-    (dtypes.int8, 1.5, F32),
-    (dtypes.uint32, 0.5, F32),
-    (BOOL, 1, I32),
-    (BOOL, 2.5, F32),
+    (I32, 1.0, None),
+    (dtypes.int8, 1.5, None),
+    (dtypes.uint32, 0.5, None),
+    (BOOL, 1, None),
+    (BOOL, 2.5, None),
     (BOOL, True, None),
     (dtypes.int16, True, None),
     (F32, True, None),
@@ -148,6 +140,7 @@ def test_scalar_weak_type_vs_jax(dtype, scalar, design, op):
     )
 
 
+@pytest.mark.usefixtures("no_x64")
 def test_named_weak_type_examples():
     f32 = fnp.asarray(np.ones(3, np.float32))
     assert (f32 * 2.0).dtype == F32 and not (f32 * 2.0).weak_type
@@ -166,6 +159,7 @@ def test_named_weak_type_examples():
     assert (fnp.asarray(1) * 2.5).dtype == F32
 
 
+@pytest.mark.usefixtures("no_x64")
 def test_weak_types_in_traced_jaxprs():
     def f(x):
         y = x * 2.0  # the literal is weak f32; x's dtype wins
@@ -193,17 +187,21 @@ def test_array_array_promotion_vs_jax_x32(op):
             ours = functx.make_jaxpr(getattr(fnp, op))(np.ones(2, a), np.ones(2, b)).out_avals[0]
         except TypeError as e:
             pytest.fail(f"{op}({a}, {b}) failed: {e}")
-        with jax.enable_x64(False):
+        with x64_off():
+            ours = functx.make_jaxpr(getattr(fnp, op))(np.ones(2, a), np.ones(2, b)).out_avals[0]
             theirs = jax.eval_shape(getattr(jjnp, op), S((2,), a), S((2,), b))
-        if ours.dtype.itemsize == 8:  # uint32 with int32 -> int64 (narrowed by x32 JAX)
-            continue
         assert ours.dtype == np.dtype(theirs.dtype), (op, a, b)
 
 
 # --- dtype utilities ---------------------------------------------------------------------------
 def test_canonicalize():
-    assert dtypes.canonicalize(float) == F32
-    assert dtypes.canonicalize(int) == I32
+    assert dtypes.canonicalize(float) == F64
+    assert dtypes.canonicalize(int) == I64
+    with x64_off():
+        assert dtypes.canonicalize(float) == F32
+        assert dtypes.canonicalize(int) == I32
+        assert dtypes.canonicalize(np.float64) == F32
+        assert dtypes.canonicalize("uint64") == dtypes.uint32
     assert dtypes.canonicalize(bool) == BOOL
     assert dtypes.canonicalize("bfloat16") == dtypes.bfloat16
     assert dtypes.canonicalize(ml_dtypes.bfloat16) == dtypes.bfloat16
@@ -247,8 +245,11 @@ def test_finfo_iinfo_vs_jax():
 
 def test_python_scalar_dtypes():
     assert dtypes.dtype_of_python_scalar(True) == BOOL
-    assert dtypes.dtype_of_python_scalar(3) == I32
-    assert dtypes.dtype_of_python_scalar(3.0) == F32
+    assert dtypes.dtype_of_python_scalar(3) == I64
+    assert dtypes.dtype_of_python_scalar(3.0) == F64
+    with x64_off():
+        assert dtypes.dtype_of_python_scalar(3) == I32
+        assert dtypes.dtype_of_python_scalar(3.0) == F32
     with pytest.raises(TypeError, match="complex"):
         dtypes.dtype_of_python_scalar(1j)
     with pytest.raises(OverflowError):

@@ -1,10 +1,10 @@
 """``functx.numpy`` functions: composites of functx.lax with NumPy's broadcasting and JAX's
 promotion.
 
-Defaults differ from JAX with x64 enabled by design: Python floats and ``arange``/``zeros`` give
-float32 and int32 (JAX without x64), sums of small integers accumulate in int32, indices
-(``argmax``) are int32, and integer inputs of float functions compute in float32 (float64 for 64-bit
-integers, as JAX's ``to_inexact_dtype`` maps them). Explicit 64-bit inputs stay 64-bit.
+Dtype defaults follow JAX's ``jax_enable_x64`` flag: off (the default), Python floats and
+``arange``/``zeros`` give float32 and int32, sums of small integers accumulate in int32, indices
+(``argmax``) are int32, and an explicit 64-bit ``dtype=`` warns and gives its 32-bit counterpart;
+on, all of these are 64-bit.
 """
 
 from __future__ import annotations
@@ -150,7 +150,9 @@ def stack_nested(x, dtype=None):
     """``jnp.array`` of nested lists holding arrays or tracers."""
     if isinstance(x, (list, tuple)):
         if not x:
-            return Array.from_value(np.zeros((0,), dtypes.float32 if dtype is None else dtype))
+            return Array.from_value(
+                np.zeros((0,), dtypes.default_float() if dtype is None else dtype)
+            )
         return stack([stack_nested(v, dtype) for v in x])
     return asarray(x, dtype)
 
@@ -159,7 +161,12 @@ def _shape(shape, op="functx.numpy", dtype=None):
     return _v.shape(shape, op, dtype=dtype)
 
 
-def _dt(dtype, default=dtypes.float32, op="functx.numpy"):
+_DEFAULT_FLOAT = object()  # (``_dt``'s default: the mode's default float, read at each call)
+
+
+def _dt(dtype, default=_DEFAULT_FLOAT, op="functx.numpy"):
+    if dtype is None and default is _DEFAULT_FLOAT:
+        return dtypes.default_float()
     return _v.dtype(dtype, op, default=default)
 
 
@@ -256,9 +263,9 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
         )
     if dtype is None:
         dtype = (
-            dtypes.float32
+            dtypes.default_float()
             if builtins.any(isinstance(v, (float, np.floating)) for v in (start, stop, step))
-            else dtypes.int32
+            else dtypes.default_int()
         )
     dtype = _dt(dtype, None, "arange")
     n = builtins.max(int(math.ceil((stop - start) / step)), 0)
@@ -279,14 +286,10 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     for name, v in (("start", start), ("stop", stop)):
         if not _is_array(v) and not isinstance(v, np.ndarray):
             _v.number(v, "linspace", name)
-    dt = (
-        _dt(dtype, dtypes.float32, "linspace")
-        if dtype is not None
-        else result_type(start, stop, float)
-    )
+    dt = _dt(dtype, op="linspace") if dtype is not None else _inexact(result_type(start, stop))
     start, stop = (
-        asarray(start, dt if dt in dtypes.FLOATS else dtypes.float32),
-        asarray(stop, dt if dt in dtypes.FLOATS else dtypes.float32),
+        asarray(start, dt if dt in dtypes.FLOATS else dtypes.default_float()),
+        asarray(stop, dt if dt in dtypes.FLOATS else dtypes.default_float()),
     )
     div = (num - 1) if endpoint else num
     bshape = builtins.max(start.ndim, stop.ndim)
@@ -318,7 +321,7 @@ def _nmk(N, M, k, dtype, op):
     N = _v.integer(N, op, "N", minimum=0)
     M = N if M is None else _v.integer(M, op, "M", minimum=0)
     k = _v.integer(k, op, "k")
-    dt = _dt(dtype, dtypes.float32, op)
+    dt = _dt(dtype, op=op)
     _v.check_size((N, M), op, "(N, M)", dt)
     if builtins.max(N, M) >= 2**31:
         raise FunctxOverflowError(f"{op}: N={N}, M={M} does not fit int32 indices{_loc()}")
@@ -331,9 +334,10 @@ def identity(n, dtype=None, *, device=None):
 
 def tri(N, M=None, k=0, dtype=None):
     N, M, k, dt = _nmk(N, M, k, dtype, "tri")
-    r = astype(ops.broadcasted_iota(dtypes.int32, (N, M), 0), dtypes.int64)
-    c = astype(ops.broadcasted_iota(dtypes.int32, (N, M), 1), dtypes.int64)
-    return astype(less_equal(c, r + np.int64(k)), dt)
+    wide = dtypes.int64 if dtypes.x64_enabled() else dtypes.int32
+    r = astype(ops.broadcasted_iota(dtypes.int32, (N, M), 0), wide)
+    c = astype(ops.broadcasted_iota(dtypes.int32, (N, M), 1), wide)
+    return astype(less_equal(c, r + np.asarray(k, wide)), dt)
 
 
 def _tri_mask(m, k, lower):
@@ -466,6 +470,8 @@ def _promote_fast(args, kind):
     av = arr.aval
     if av.dtype not in dtypes.FLOATS:
         return None
+    if type(scalar) is int and not -(2**31) <= scalar < 2**31:
+        return None  # (the general path: an OverflowError while jax_enable_x64 is off)
     if av.weak_type:
         if av.dtype != dtypes.default_float():
             return None
@@ -485,7 +491,8 @@ def _inexact(dt):
     """JAX's ``to_inexact_dtype``: the float dtype an integer or bool dtype computes in."""
     if dt in dtypes.FLOATS:
         return dt
-    return dtypes.float64 if dt in (dtypes.int64, dtypes.uint64) else dtypes.default_float()
+    # (int32 and narrower give float32 in both modes; int64 exists only with x64 on)
+    return dtypes.float64 if dt in (dtypes.int64, dtypes.uint64) else dtypes.float32
 
 
 def broadcast_to(x, shape):
@@ -588,11 +595,11 @@ fix = trunc
 
 
 def rint(x, /):
-    """Round to the nearest integer (ties to even). Integers and bools convert to float (float32,
-    or float64 for 64-bit integers; JAX with x64 enabled gives float64 for all)."""
+    """Round to the nearest integer (ties to even). Integers and bools convert to the default
+    float (float32, float64 with x64 on), as JAX's ``rint`` does."""
     (x,) = _promote("rint", x)
     if _aval(x).dtype not in dtypes.FLOATS:
-        return ops.convert_element_type(x, _inexact(_aval(x).dtype))
+        return ops.convert_element_type(x, dtypes.default_float())
     return ops.round(x, ops.RoundingMethod.TO_NEAREST_EVEN)
 
 
@@ -1102,11 +1109,11 @@ def _keep(out, axes, shape, keepdims):
 def _sum_dtype(dt):
     """JAX promotes bool and small integers to the default integer for sum and prod."""
     if dt == dtypes.bool_:
-        return dtypes.int32
-    if dt in (dtypes.int8, dtypes.int16):
-        return dtypes.int32
-    if dt in (dtypes.uint8, dtypes.uint16):
-        return dtypes.uint32
+        return dtypes.default_int()
+    if dt in (dtypes.int8, dtypes.int16, dtypes.int32):
+        return dtypes.default_int()
+    if dt in (dtypes.uint8, dtypes.uint16, dtypes.uint32):
+        return dtypes.default_uint()
     return dt
 
 
@@ -1318,10 +1325,10 @@ def _argreduce(fn, name):
         av = _aval(a)
         if axis is None:
             flat = ravel(a)
-            r = fn(flat, 0, dtypes.int32)
+            r = fn(flat, 0, dtypes.default_int())
             return reshape(r, (1,) * av.ndim) if keepdims else r
         ax = _canon_axis(axis, av.ndim, f"{name} axis")
-        r = fn(a, ax, dtypes.int32)
+        r = fn(a, ax, dtypes.default_int())
         return _keep(r, (ax,), av.shape, keepdims)
 
     f.__name__ = name

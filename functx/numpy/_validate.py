@@ -125,11 +125,12 @@ def choice(x, allowed, op, arg):
 
 
 def dtype(dt, op, arg="dtype", default=None):
-    """A supported dtype (``default`` when None)."""
+    """A supported dtype the user asked for (``default`` when None), canonical for the
+    ``jax_enable_x64`` mode (an explicit 64-bit one warns as JAX's does while it is off)."""
     if dt is None:
         return default
     try:
-        return dtypes.canonicalize(dt)
+        return dtypes.check_user_dtype(dt, op)
     except (TypeError, ValueError) as e:
         raise FunctxTypeError(
             f"{op}: {arg} {dt!r} is not a supported dtype ({e}){_loc()}"
