@@ -210,7 +210,8 @@ def main() -> int:
         section("3. grad: the gradient is a Jaxpr too")
         print(functx.make_jaxpr(functx.grad(loss))(params, x, labels))
         p64, x64, _ = make_inputs(np.float64)
-        g64 = functx.grad(loss)(p64, x64, labels)
+        with functx.enable_x64(True):  # float64 stays float64 in JAX's x64 mode only
+            g64 = functx.grad(loss)(p64, x64, labels)
         rng = np.random.default_rng(1)
         for i in range(3):
             d = {k: rng.standard_normal(v.shape) for k, v in p64.items()}

@@ -193,7 +193,10 @@ def as_value(x):
             ) from None
     if isinstance(x, (np.ndarray, np.generic)) and x.dtype in dtypes.SUPPORTED:
         v = np.asarray(x)
-        return v, ShapedArray(v.shape, v.dtype), v.ndim > 0
+        dt = dtypes.canonicalize(v.dtype)
+        if dt != v.dtype:  # a 64-bit NumPy operand while jax_enable_x64 is off
+            v = v.astype(dt)
+        return v, ShapedArray(v.shape, dt), v.ndim > 0
     if isinstance(x, Array):
         return None  # a GPU array
     arr = Array.from_value(x)

@@ -9,9 +9,9 @@ import os
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
+from x64util import x64_off
 
 import functx
-from x64util import x64_off
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 

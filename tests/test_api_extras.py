@@ -12,6 +12,7 @@ import threading
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
+from x64util import x64_off
 
 import functx
 import functx.lax as flax
@@ -26,10 +27,9 @@ F32, I32 = np.float32, np.int32
 
 @pytest.fixture(autouse=True)
 def _jax_default_dtypes():
-    """JAX as its users run it: x64 off (conftest turns it on for the float64 tests elsewhere).
-    The cases here use 32-bit arrays and Python scalars, whose dtypes functx already gives as
-    JAX's default mode does; float64 inputs come with issue 18's x64 switch."""
-    with jax.enable_x64(False):
+    """JAX and functx as their users run them: x64 off (conftest turns it on in both for the
+    float64 tests elsewhere)."""
+    with x64_off():
         yield
 
 
@@ -352,7 +352,8 @@ def test_disable_jit_is_per_thread_and_a_decorator():
 
     def other():
         ready.wait()
-        f(np.float32(0.0))  # jit is on in this thread: the cached program, no Python
+        with x64_off():  # (the mode of the main thread's block: the same program)
+            f(np.float32(0.0))  # jit is on in this thread: the cached program, no Python
         done.set()
 
     t = threading.Thread(target=other)
@@ -545,6 +546,7 @@ def test_donate_with_varargs_keywords_and_decorator():
 @pytest.mark.parametrize(
     "name", ["eval_shape", "ShapeDtypeStruct", "disable_jit", "clear_caches", "named_scope"]
 )
+@pytest.mark.usefixtures("no_x64")
 def test_docstring_examples_run(name):
     obj = getattr(functx, name)
     doc = obj.__doc__

@@ -324,6 +324,7 @@ def test_weak_typed_scalars_keep_the_array_dtype():
     assert not np.signbit(np.asarray(x * 0.0)).any() and np.signbit(np.asarray(x * -0.0)).all()
 
 
+@pytest.mark.usefixtures("no_x64")
 @needs_gpu
 def test_uncommitted_arrays_go_with_the_committed_device():
     z = fnp.zeros(3)
@@ -440,8 +441,8 @@ def test_default_device_context_and_config():
     finally:
         functx.config.update("functx_default_device", None)
     assert fnp.ones(2).device is CPU
-    with pytest.raises(ValueError, match="no option 'jax_enable_x64'"):
-        functx.config.update("jax_enable_x64", True)
+    with pytest.raises(ValueError, match="no option 'jax_no_such_option'"):
+        functx.config.update("jax_no_such_option", True)
 
 
 @needs_gpu

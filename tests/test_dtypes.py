@@ -12,11 +12,11 @@ import itertools
 import ml_dtypes
 import numpy as np
 import pytest
+from x64util import x64_off
 
 import functx
 import functx.numpy as fnp
 from functx import dtypes
-from x64util import x64_off
 
 jax = pytest.importorskip("jax")
 jjnp = jax.numpy

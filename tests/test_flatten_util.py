@@ -64,6 +64,7 @@ def test_ravel_pytree_as_jax(tree):
     _check(tree)
 
 
+@pytest.mark.usefixtures("no_x64")
 def test_python_scalars_as_jax_without_x64():
     # the test session runs JAX with x64 on; JAX's default (x64 off) is what functx follows here
     with jax.enable_x64(False):
@@ -173,6 +174,7 @@ def test_ravel_pytree_under_grad():
     _same(functx.grad(model(unravel))(flat), jax.grad(model(junravel))(jflat))
 
 
+@pytest.mark.usefixtures("no_x64")
 def test_docstring_example_runs():
     assert functx.flatten_util.ravel_pytree is ravel_pytree
     for test in doctest.DocTestFinder().find(ravel_pytree, "ravel_pytree", globs={}):

@@ -362,6 +362,7 @@ def test_dtype_errors_are_functx_errors():
     "name",
     [r.public_name for r in functx.primitives.elementwise.ROWS if r.builder == "plain"],
 )
+@pytest.mark.usefixtures("no_x64")
 def test_elementwise_docstring_examples_run(name):
     """Each builder made from an elementwise row documents its arguments and result, and its
     example runs and prints what the docstring says (doctest)."""

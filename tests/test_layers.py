@@ -51,6 +51,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "functx.scipy",
             "functx.test_util",
             "functx.flatten_util",
+            "functx.experimental",
         ),
     ),
     ("devices", ("functx.devices",)),

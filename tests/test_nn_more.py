@@ -92,6 +92,7 @@ def test_check_grads(name):
     check_grads(lambda v: ACTS[name](fnn, v), (x,), order=2)
 
 
+@pytest.mark.usefixtures("no_x64")
 def test_jit_and_docstrings():
     x = np.linspace(-3, 3, 8).astype(np.float32)
     for f in ACTS.values():

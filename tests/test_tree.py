@@ -123,6 +123,7 @@ def test_tree_functions_under_jit():
     assert [float(x.sum()) for x in ft.leaves(out)] == [4.0, 6.0]
 
 
+@pytest.mark.usefixtures("no_x64")
 def test_all_names_and_docstring_examples():
     assert sorted(ft.__all__) == sorted(
         n

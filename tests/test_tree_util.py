@@ -387,6 +387,7 @@ def test_tree_transpose_and_tree_all_as_jax():
     assert tu.tree_all([1, (0,)], is_leaf=is_t) == jtu.tree_all([1, (0,)], is_leaf=is_t)
 
 
+@pytest.mark.usefixtures("no_x64")
 def test_docstring_examples_run():
     import doctest
 

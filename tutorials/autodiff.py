@@ -21,6 +21,8 @@ import functx.numpy as jnp
 from functx import nn
 from functx.test_util import check_grads
 
+functx.config.update("jax_enable_x64", True)  # float64 checks below, as JAX's x64 mode
+
 
 def model(params, x):
     """A two-layer perceptron with a GELU, on a batch of inputs."""

@@ -30,6 +30,8 @@ import functx
 import functx.numpy as fnp
 from functx import lax
 
+functx.config.update("jax_enable_x64", True)  # float64 checks, as JAX's x64 mode below
+
 try:
     import jax
 

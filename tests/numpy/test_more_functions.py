@@ -226,6 +226,7 @@ def test_shift_errors_as_jax():
             mod.left_shift(np.ones(2, np.float32), 1)
 
 
+@pytest.mark.usefixtures("no_x64")
 def test_traced_and_docstring_examples():
     x = np.arange(6.0).reshape(2, 3)
     f = lambda v: (fjnp.diff(v, append=0.0), fjnp.trapezoid(v), fjnp.cross(v, v[::-1]))  # noqa: E731

@@ -11,8 +11,8 @@ once into one XLA computation that returns every case's result. Elementwise func
 flattened and padded to a fixed length, so that every drawn shape reuses one compilation; their
 result shape and dtype come from ``jax.eval_shape`` on the drawn shape.
 
-conftest enables JAX's x64 mode, in which JAX's *default* dtypes are 64-bit. functx keeps float32
-and int32 defaults by design: ``functx_dtype`` maps JAX's dtype to the one functx documents.
+conftest enables x64 mode in both JAX and functx (``jax_enable_x64``), so the default dtypes are
+64-bit in both and the dtypes must agree exactly; tests/test_x64.py covers the default mode.
 """
 
 from __future__ import annotations
@@ -51,17 +51,9 @@ _NARROW = {I64: I32, np.dtype("uint64"): U32, F64: F32}
 
 
 def functx_dtype(jax_dtype, in_dtypes) -> np.dtype:
-    """The dtype functx documents where JAX (x64 on) gives ``jax_dtype``: a 64-bit result that no
-    input asked for (JAX's x64 default integer, float or index) is 32-bit in functx. A float64
-    result is asked for by a float64 or 64-bit integer input, an int64 result by an int64 one."""
-    jd = np.dtype(jax_dtype)
-    ins = {np.dtype(d) for d in in_dtypes}
-    wide_ints = ins & {I64, np.dtype("uint64")}
-    if jd == F64 and (F64 in ins or wide_ints):
-        return jd
-    if jd in (I64, np.dtype("uint64")) and wide_ints:
-        return jd
-    return _NARROW.get(jd, jd)
+    """The dtype functx must give where JAX gives ``jax_dtype``: the same one (both run with
+    ``jax_enable_x64`` in the same mode). ``in_dtypes`` is kept for the callers."""
+    return np.dtype(jax_dtype)
 
 
 def _as_f64(a):

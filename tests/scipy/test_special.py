@@ -201,6 +201,7 @@ def test_traced_and_jitted():
     )
 
 
+@pytest.mark.usefixtures("no_x64")
 def test_namespace_and_docstring_examples():
     import functx.scipy  # noqa: F401
 
