@@ -314,7 +314,12 @@ class ShapeDtypeStruct:
 
     def __init__(self, shape, dtype, *, sharding=None, weak_type: bool = False):
         self.shape = tuple(shape)
-        self.dtype = dtypes.canonicalize(dtype)
+        dt = dtypes.canonicalize(dtype)  # (checks it)
+        try:  # kept as given, 64 bits included, as JAX keeps it (traced as canonical: get_aval)
+            raw = np.dtype(dtype)
+        except TypeError:
+            raw = dt
+        self.dtype = raw if raw in dtypes.SUPPORTED else dt
         self.weak_type = bool(weak_type)
         self.sharding = sharding
 
@@ -348,7 +353,7 @@ def get_aval(x) -> ShapedArray:
     if isinstance(x, (Tracer, Array)):
         return x.aval
     if isinstance(x, ShapeDtypeStruct):
-        return ShapedArray(x.shape, x.dtype, x.weak_type)
+        return ShapedArray(x.shape, dtypes.canonicalize(x.dtype), x.weak_type)
     if is_python_scalar(x):
         return scalar_aval(x)
     if isinstance(x, (np.ndarray, np.generic)) and x.dtype in dtypes.SUPPORTED:

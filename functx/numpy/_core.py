@@ -135,7 +135,7 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):  #
       >>> jnp.array([1.0, 2.0], ndmin=2)
       Array([[1., 2.]], dtype=float32)
     """
-    out = asarray(object, dtype, device=device)
+    out = asarray(object, None if dtype is None else _dt(dtype, op="array"), device=device)
     if is_python_scalar(object) and dtype is None and _is_array(out):
         if type(out) in _HOST:
             out = Array.from_value(np.asarray(out), weak_type=False)
@@ -183,7 +183,7 @@ def ones(shape, dtype=None, *, device=None):
 
 
 def empty(shape, dtype=None, *, device=None):
-    return zeros(shape, dtype, device=device)
+    return zeros(shape, _dt(dtype, op="empty"), device=device)
 
 
 def full(shape, fill_value, dtype=None, *, device=None):
@@ -211,7 +211,7 @@ def zeros_like(a, dtype=None, shape=None, *, device=None):
     av = _aval(a)
     return zeros(
         av.shape if shape is None else shape,
-        av.dtype if dtype is None else dtype,
+        av.dtype if dtype is None else _dt(dtype, op="zeros_like"),
         device=_like_device(a, device),
     )
 
@@ -220,13 +220,15 @@ def ones_like(a, dtype=None, shape=None, *, device=None):
     av = _aval(a)
     return ones(
         av.shape if shape is None else shape,
-        av.dtype if dtype is None else dtype,
+        av.dtype if dtype is None else _dt(dtype, op="ones_like"),
         device=_like_device(a, device),
     )
 
 
 def empty_like(a, dtype=None, shape=None, *, device=None):
-    return zeros_like(a, dtype, shape, device=device)
+    return zeros_like(
+        a, None if dtype is None else _dt(dtype, op="empty_like"), shape, device=device
+    )
 
 
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
@@ -234,7 +236,7 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
     return full(
         av.shape if shape is None else shape,
         fill_value,
-        av.dtype if dtype is None else dtype,
+        av.dtype if dtype is None else _dt(dtype, op="full_like"),
         device=_like_device(a, device),
     )
 
@@ -329,7 +331,7 @@ def _nmk(N, M, k, dtype, op):
 
 
 def identity(n, dtype=None, *, device=None):
-    return eye(n, dtype=dtype, device=device)
+    return eye(n, dtype=None if dtype is None else _dt(dtype, op="identity"), device=device)
 
 
 def tri(N, M=None, k=0, dtype=None):

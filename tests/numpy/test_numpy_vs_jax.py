@@ -377,15 +377,15 @@ def test_python_scalar_weak_types(op, data):
     if op in ("true_divide", "floor_divide", "operators") and dt == BOOL:
         x = np.ones_like(x)
     fn = functools.partial(WEAK_OPS[op], fnp, s=s)
-    # A Python float with an integer array gives JAX's default float (float64 with x64 on),
-    # functx's is float32: functx_dtype accounts for it since no input is 64-bit.
+    # A Python float with an integer array gives the default float (float64 with x64 on).
     assert_matches(fn(x), REF(("weak", dt), (op, repr(s)), x), [dt])
     check_traced(fn, x)
 
 
+@pytest.mark.usefixtures("no_x64")
 def test_python_scalars_alone_use_functx_defaults():
-    """Python scalars alone give functx's documented defaults (JAX without x64): weak int32 and
-    weak float32."""
+    """Python scalars alone give the default mode's defaults (as JAX without x64): weak int32 and
+    weak float32 (tests/test_x64.py checks both modes against JAX)."""
     assert fnp.add(1, 2).dtype == I32 and fnp.add(1, 2).weak_type
     assert fnp.multiply(1.5, 2).dtype == F32 and fnp.multiply(1.5, 2).weak_type
     assert fnp.sin(1).dtype == F32 and fnp.sqrt(2.0).dtype == F32
@@ -888,17 +888,18 @@ def test_constants_and_dtype_objects():
     )
 
 
+@pytest.mark.usefixtures("no_x64")
 def test_documented_defaults():
-    """functx keeps 32-bit defaults (JAX without x64): where JAX's x64 mode gives 64 bits for
-    an input that is not 64-bit, functx gives 32. Explicit 64-bit inputs stay 64-bit."""
+    """The default mode (x64 off, as JAX's): 32-bit defaults, and 64-bit inputs canonicalize to
+    32 bits (tests/test_x64.py checks both modes against JAX)."""
     assert fnp.arange(5).dtype == I32 and fnp.linspace(0, 1, 3).dtype == F32
     assert fnp.zeros(3).dtype == F32 and fnp.eye(2).dtype == F32
     x32, x64 = np.arange(6, dtype=I32).reshape(2, 3), np.arange(6, dtype=I64).reshape(2, 3)
-    assert fnp.sum(x32).dtype == I32 and fnp.sum(x64).dtype == I64
+    assert fnp.sum(x32).dtype == I32 and fnp.sum(x64).dtype == I32
     assert fnp.argmax(np.ones(3, F64)).dtype == I32
-    assert fnp.mean(x32).dtype == F32 and fnp.mean(x64).dtype == F64
-    assert fnp.sin(x32).dtype == F32 and fnp.sin(x64).dtype == F64
-    assert fnp.rint(x32).dtype == F32 and fnp.true_divide(x64, 2).dtype == F64
+    assert fnp.mean(x32).dtype == F32 and fnp.mean(x64).dtype == F32
+    assert fnp.sin(x32).dtype == F32 and fnp.sin(x64).dtype == F32
+    assert fnp.rint(x32).dtype == F32 and fnp.true_divide(x64, 2).dtype == F32
     assert fnp.cumsum(np.ones(3, I8)).dtype == I8 and fnp.cumsum(np.ones(3, BOOL)).dtype == I32
 
 
