@@ -365,7 +365,7 @@ def test_custom_vjp_bwd_with_the_wrong_count_or_structure():
     f = _two_arg_vjp(lambda r, g: (g * r[1], fnp.ones(3)))
     _check_error(
         FunctxTypeError,
-        r"bwd of mulxy returned a cotangent of shape f32\[3\] for an "
+        r"bwd of mulxy returned a cotangent of shape f64\[3\] for an "
         r"argument of shape f64\[\]",
         lambda: functx.grad(f)(F64(1.0), F64(2.0)),
     )
