@@ -195,7 +195,7 @@ def full(shape, fill_value, dtype=None, *, device=None):
 
 def _like_device(a, device):
     """``*_like(a)`` makes its array where ``a`` is (JAX keeps ``a``'s placement)."""
-    if device is not None or not isinstance(a, Array) or type(a) in _HOST:
+    if device is not None or isinstance(a, Tracer) or not isinstance(a, Array) or type(a) in _HOST:
         return device
     return a.device
 

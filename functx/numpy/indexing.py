@@ -60,7 +60,11 @@ def _expand(idx, ndim, shape=None):
         if isinstance(it, (bool, np.bool_)):
             items.append(("mask0", bool(it)))
             continue
-        if isinstance(it, (Array, np.ndarray)) and it.dtype == np.bool_:  # (no copy to read it)
+        if (
+            isinstance(it, (Array, np.ndarray))
+            and not isinstance(it, Tracer)
+            and it.dtype == np.bool_
+        ):  # (no copy to read it)
             mask = np.asarray(it)
             if mask.ndim == 0:
                 items.append(("mask0", bool(mask)))
