@@ -16,7 +16,7 @@ import numpy as np
 
 from functx import dtypes, numpy as jnp, ops
 from functx.control.custom_derivatives import custom_jvp
-from functx.errors import FunctxTypeError, FunctxValueError
+from functx.errors import FunctxTypeError, FunctxValueError, missing_name_hook as _missing_name_hook
 from functx.source_info import where as _loc
 
 
@@ -389,6 +389,9 @@ def one_hot(x, num_classes: int, *, dtype=None, axis=-1):
     classes = ops.broadcasted_iota(x.dtype, tuple(shape), axis)
     return jnp.astype(jnp.equal(jnp.expand_dims(x, axis), classes), dtype)
 
+
+# A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
+__getattr__ = _missing_name_hook(__name__)
 
 __all__ = [
     "relu",
