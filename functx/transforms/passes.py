@@ -1,7 +1,9 @@
 """Jaxpr -> Jaxpr clean-up passes: dead-code elimination and common-subexpression elimination.
 
-Every primitive is pure, so an equation none of whose outputs is used can go, and two equations
-with the same primitive, inputs and params compute the same values.
+Every primitive but those in ``effectful`` is pure, so an equation none of whose outputs is used
+can go, and two equations with the same primitive, inputs and params compute the same values.
+``effectful`` (host callbacks that print, say: ``functx/control/callbacks.py`` registers them)
+are always kept and never merged.
 """
 
 from __future__ import annotations
@@ -11,6 +13,21 @@ import numpy as np
 from functx import dtypes, primitives as P
 from functx.array import Array
 from functx.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
+
+#: Primitives with a side effect: DCE keeps their equations, CSE never merges two of them.
+effectful: set = set()
+
+
+def has_effects(e: Eqn) -> bool:
+    """Whether ``e`` is effectful or holds a sub-Jaxpr (a loop body, a branch) with an effect."""
+    if e.prim in effectful:
+        return True
+    for p in e.params.values():
+        for j in p if isinstance(p, tuple) else (p,):
+            j = j.jaxpr if isinstance(j, ClosedJaxpr) else j
+            if isinstance(j, Jaxpr) and any(has_effects(x) for x in j.eqns):
+                return True
+    return False
 
 
 def dce_jaxpr(jaxpr: Jaxpr, used_outputs=None) -> Jaxpr:
@@ -24,7 +41,7 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs=None) -> Jaxpr:
     live = {v.id for v in outvars if type(v) is not Literal}
     eqns = []
     for e in reversed(jaxpr.eqns):
-        if any(v.id in live for v in e.outvars):
+        if any(v.id in live for v in e.outvars) or (effectful and has_effects(e)):
             eqns.append(e)
             live.update(a.id for a in e.invars if type(a) is not Literal)
     eqns.reverse()
@@ -47,6 +64,8 @@ def _key(e: Eqn, rename):
         ("lit", repr(a.val), a.aval) if type(a) is Literal else rename.get(a.id, a.id)
         for a in e.invars
     )
+    if effectful and has_effects(e):
+        return None
     try:
         params = tuple(sorted(e.params.items()))
         hash(params)
