@@ -112,8 +112,27 @@ def test_callback_errors_propagate_from_compiled_code():
 
     with pytest.raises(KeyError, match="from the callback"):
         functx.jit(lambda x: (debug.callback(bad, x), x + 1)[1])(X)
-    with pytest.raises(ValueError):
-        debug.print("{missing}", X)  # as jax.debug.print: no such keyword argument
+    with pytest.raises(KeyError):
+        debug.print("{missing}", X)  # as jax.debug.print: str.format's error
+    with pytest.raises(ValueError, match="Unused positional arguments"):
+        debug.print("{}", X, X)
+
+
+def test_print_formats_like_jax(capsys):
+    # (what JAX 0.10.2 prints, recorded): non-array leaves as they are, Python scalars as weak
+    # arrays, a format without placeholders followed by its arguments, the two-call form
+    def run():
+        debug.print("{:.2f} {s} {}", np.float32(1.23456), [1, None], s="hi")
+        debug.print("no placeholders", X[:2], 3, skip_format_check=True)
+        debug.print(ordered=True)("{x}", x=np.int32(7))
+        functx.jit(lambda x: debug.print("{} {}", x, 2.5))(np.float32(0.5))
+
+    assert _printed(capsys, run) == [
+        "1.23 hi [Array(1, dtype=int32, weak_type=True), None]",
+        "no placeholders [0. 1.] 3",
+        "7",
+        "0.5 2.5",
+    ]
 
 
 def _pure(m, method):

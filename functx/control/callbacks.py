@@ -28,7 +28,7 @@ from functx.array import Array
 from functx.control.common import lower_to_loop
 from functx.control.scan import scan
 from functx.core import Primitive, ShapedArray
-from functx.errors import FunctxTypeError, FunctxValueError
+from functx.errors import FunctxError, FunctxTypeError, FunctxValueError
 from functx.lowering.rules import lowerings
 from functx.primitives import registry
 from functx.source_info import where
@@ -36,32 +36,67 @@ from functx.tracing import get_aval, tree_flatten, tree_unflatten
 from functx.transforms import jvp as J, passes, transpose as T, vmap as V
 
 
-def _as_array(x) -> Array:
+def _as_array(x, weak=False) -> Array:
     """A runtime value (a NumPy array) as the functx Array a callback receives (a copy)."""
     v = np.array(x, copy=True)
-    return Array._new(v, ShapedArray(v.shape, v.dtype))
+    return Array._new(v, ShapedArray(v.shape, v.dtype, weak))
+
+
+def split_static(leaves):
+    """The leaves that are arrays (operands of the equation) and the others (``{position:
+    value}``: strings, None, any object), which the callback receives as they are (JAX's rule
+    for debug callbacks)."""
+    dyn, static = [], {}
+    for i, x in enumerate(leaves):
+        try:
+            get_aval(x)
+        except (FunctxError, TypeError):
+            static[i] = x
+            continue
+        dyn.append(x)
+    return dyn, static
 
 
 class HostFn:
     """The Python side of a callback equation: calls ``fun`` (the user's function on pytrees)
-    with the flat operands as functx Arrays, and returns its flat results as NumPy arrays of the
-    declared shapes and dtypes (``out_avals``). Hashes by identity; prints with its address."""
+    with the flat operands as functx Arrays (of the operands' weak types, with the non-array
+    leaves ``static`` put back), and returns its flat results as NumPy arrays of the declared
+    shapes and dtypes (``out_avals``). Hashes by identity; prints with its address."""
 
-    __slots__ = ("fun", "in_tree", "out_avals", "out_tree", "label", "__weakref__")
+    __slots__ = (
+        "fun",
+        "in_tree",
+        "out_avals",
+        "out_tree",
+        "label",
+        "static",
+        "weak",
+        "__weakref__",
+    )
 
-    def __init__(self, fun, in_tree, out_avals=(), out_tree=None, label="callback"):
+    def __init__(
+        self, fun, in_tree, out_avals=(), out_tree=None, label="callback", static=None, weak=()
+    ):
         self.fun = fun
         self.in_tree = in_tree
         self.out_avals = tuple(out_avals)
         self.out_tree = out_tree
         self.label = label
+        self.static = dict(static or {})
+        self.weak = tuple(weak)
+
+    def args(self, flat):
+        """The user's ``(args, kwargs)`` from the flat operand values."""
+        it = iter(_as_array(x, i < len(self.weak) and self.weak[i]) for i, x in enumerate(flat))
+        n = len(flat) + len(self.static)
+        leaves = [self.static[i] if i in self.static else next(it) for i in range(n)]
+        return tree_unflatten(self.in_tree, leaves)
 
     def __repr__(self):
         return f"<{self.label} at 0x{id(self):x}>"
 
     def __call__(self, *flat):
-        leaves = [_as_array(x) for x in flat]
-        args, kwargs = tree_unflatten(self.in_tree, leaves)
+        args, kwargs = self.args(flat)
         out = self.fun(*args, **kwargs)
         if self.out_tree is None:
             return []
@@ -300,10 +335,9 @@ def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_meth
             f"but got: {vmap_method}"
         )
     leaves, in_tree = tree_flatten((args, kwargs))
-    for x in leaves:
-        get_aval(x)
+    weak = [get_aval(x).weak_type for x in leaves]
     avals, out_tree = _result_avals(result_shape_dtypes)
-    fn = HostFn(callback, in_tree, avals, out_tree, label=_name(callback))
+    fn = HostFn(callback, in_tree, avals, out_tree, label=_name(callback), weak=weak)
     outs = pure_callback_p.bind(
         *leaves, callback=fn, result_avals=tuple(avals), vmap_method=vmap_method
     )
@@ -324,10 +358,10 @@ def debug_callback(callback, *args, ordered=False, partitioned=False, **kwargs):
             f"but got an object of type {type(callback)}"
         )
     leaves, in_tree = tree_flatten((args, kwargs))
-    for x in leaves:
-        get_aval(x)
-    fn = HostFn(callback, in_tree, label=_name(callback))
-    debug_callback_p.bind(*leaves, callback=fn, ordered=bool(ordered))
+    dyn, static = split_static(leaves)
+    weak = [get_aval(x).weak_type for x in dyn]
+    fn = HostFn(callback, in_tree, label=_name(callback), static=static, weak=weak)
+    debug_callback_p.bind(*dyn, callback=fn, ordered=bool(ordered))
 
 
 __all__ = [
