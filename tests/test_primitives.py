@@ -131,6 +131,7 @@ PRIMITIVE_TESTS = {
     "name": ELSEWHERE,
     "debug_callback": ELSEWHERE,
     "pure_callback": ELSEWHERE,
+    "io_callback": ELSEWHERE,
 }
 
 

@@ -259,6 +259,45 @@ def _pure_batch(args, dims, *, callback, result_avals, vmap_method):
 V.batching_rules[pure_callback_p] = _pure_batch
 
 
+# --- io_callback ---------------------------------------------------------------------------------
+io_callback_p = Primitive("io_callback", multiple_results=True, group="callback")
+registry["io_callback"] = io_callback_p
+io_callback_p.abstract_eval = lambda *avals, callback, result_avals, ordered: list(result_avals)
+io_callback_p.impl = lambda *vals, callback, result_avals, ordered: callback(*vals)
+passes.effectful.add(io_callback_p)
+
+
+def _io_jvp(primals, tangents, **params):
+    raise FunctxValueError("IO callbacks do not support JVP.")
+
+
+def _io_transpose(cts, *args, **params):
+    raise FunctxValueError("IO callbacks do not support transpose.")
+
+
+def _io_batch(args, dims, *, callback, result_avals, ordered):
+    if ordered:
+        raise FunctxValueError("Cannot `vmap` ordered IO callback.")
+    args = [a if d is None else V.moveaxis(a, d, 0) for a, d in zip(args, dims)]
+    mapped = [d is not None for d in dims]
+    fixed = [a for a, m in zip(args, mapped) if not m]
+
+    def body(c, x):
+        it_f, it_x = iter(fixed), iter(x)
+        one = [next(it_x) if m else next(it_f) for m in mapped]
+        return c, io_callback_p.bind(
+            *one, callback=callback, result_avals=result_avals, ordered=False
+        )
+
+    _, ys = scan(body, (), [a for a, m in zip(args, mapped) if m])
+    return list(ys), [0] * len(ys)
+
+
+J.jvp_rules[io_callback_p] = _io_jvp
+T.transpose_rules[io_callback_p] = _io_transpose
+V.batching_rules[io_callback_p] = _io_batch
+
+
 # --- jit: a host step of the compiled program ----------------------------------------------------
 def _host_lowering(g, ins, avals, *, callback, **params):
     """One ``loop`` node of group type ``host`` per output (a token node when there is none, so
@@ -278,6 +317,7 @@ def _host_lowering(g, ins, avals, *, callback, **params):
 
 lowerings[debug_callback_p] = _host_lowering
 lowerings[pure_callback_p] = _host_lowering
+lowerings[io_callback_p] = _host_lowering
 
 
 # --- the public functions ------------------------------------------------------------------------
@@ -344,6 +384,39 @@ def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_meth
     return tree_unflatten(out_tree, outs)
 
 
+def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered=False, **kwargs):
+    """Call a Python function with side effects on runtime values from traced or compiled code
+    (JAX's ``jax.experimental.io_callback``): never dropped, never merged with another call, run
+    in program order; no derivatives (JAX's ValueError); under ``vmap`` (unordered only) once
+    per example.
+
+    Arguments:
+      callback: a function of pytrees of arrays returning a pytree matching
+        ``result_shape_dtypes`` (None for no result).
+      result_shape_dtypes: a pytree of ``ShapeDtypeStruct`` describing the results.
+      *args, **kwargs: pytrees of arrays passed to ``callback``.
+      sharding: accepted for JAX's signature (one device: ignored).
+      ordered: whether calls keep their program order (functx always does; an ordered call
+        cannot be vmapped, as in JAX).
+    Returns:
+      a pytree of Arrays of the declared shapes and dtypes.
+    Example:
+      >>> seen = []
+      >>> f = lambda x: io_callback(lambda v: seen.append(float(v)) or v, x, x)
+      >>> print(functx.jit(f)(np.float32(2.0)), seen)
+      2.0 [2.0]
+    """
+    del sharding
+    leaves, in_tree = tree_flatten((args, kwargs))
+    weak = [get_aval(x).weak_type for x in leaves]
+    avals, out_tree = _result_avals(result_shape_dtypes)
+    fn = HostFn(callback, in_tree, avals, out_tree, label=_name(callback), weak=weak)
+    outs = io_callback_p.bind(
+        *leaves, callback=fn, result_avals=tuple(avals), ordered=bool(ordered)
+    )
+    return tree_unflatten(out_tree, outs)
+
+
 def _name(f) -> str:
     return getattr(f, "__name__", type(f).__name__)
 
@@ -368,6 +441,8 @@ __all__ = [
     "HostFn",
     "debug_callback",
     "debug_callback_p",
+    "io_callback",
+    "io_callback_p",
     "pure_callback",
     "pure_callback_p",
 ]

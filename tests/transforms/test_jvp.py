@@ -648,8 +648,10 @@ DECLARED_UNSUPPORTED = {
     "reduce": lambda x: lax.reduce(x, 0.0, lambda a, b: fnp.maximum(a, b) * 1.0, (0,)),
 }
 # the host callbacks (tests/test_debug.py): debug_callback has no outputs (its jvp calls it on the
-# primals), pure_callback's jvp raises JAX's ValueError
-NOT_IN_TABLE = {"custom_lin", "debug_callback", "pure_callback"} | set(DECLARED_UNSUPPORTED)
+# primals), pure_callback's and io_callback's jvps raise JAX's ValueError
+NOT_IN_TABLE = {"custom_lin", "debug_callback", "pure_callback", "io_callback"} | set(
+    DECLARED_UNSUPPORTED
+)
 
 
 def _merge(diff, fixed, positions=None):

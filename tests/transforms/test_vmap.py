@@ -379,6 +379,7 @@ HIGHER_ORDER = {
     "name",
     "debug_callback",
     "pure_callback",
+    "io_callback",
 }
 
 
