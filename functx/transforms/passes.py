@@ -8,6 +8,8 @@ are always kept and never merged.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from functx import dtypes, primitives as P
@@ -18,15 +20,28 @@ from functx.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
 effectful: set = set()
 
 
+_effects_of: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # ClosedJaxpr -> bool
+
+
+def _jaxpr_has_effects(j) -> bool:
+    if isinstance(j, ClosedJaxpr):
+        hit = _effects_of.get(j)
+        if hit is None:
+            hit = _effects_of[j] = any(has_effects(x) for x in j.jaxpr.eqns)
+        return hit
+    return isinstance(j, Jaxpr) and any(has_effects(x) for x in j.eqns)
+
+
 def has_effects(e: Eqn) -> bool:
     """Whether ``e`` is effectful or holds a sub-Jaxpr (a loop body, a branch) with an effect."""
     if e.prim in effectful:
         return True
     for p in e.params.values():
-        for j in p if isinstance(p, tuple) else (p,):
-            j = j.jaxpr if isinstance(j, ClosedJaxpr) else j
-            if isinstance(j, Jaxpr) and any(has_effects(x) for x in j.eqns):
+        if isinstance(p, tuple):
+            if any(_jaxpr_has_effects(j) for j in p):
                 return True
+        elif _jaxpr_has_effects(p):
+            return True
     return False
 
 
