@@ -11,7 +11,16 @@ import builtins
 import inspect
 import types
 
-from functx.control.remat import checkpoint, checkpoint_name, checkpoint_p, name_p, remat
+from functx.control.remat import (
+    Offloadable,
+    Recompute,
+    Saveable,
+    checkpoint,
+    checkpoint_name,
+    checkpoint_p,
+    name_p,
+    remat,
+)
 from functx.core import ClosedJaxpr, Literal
 from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
 from functx.transforms.jvp import is_differentiable
@@ -71,6 +80,25 @@ def save_from_both_policies(policy_1, policy_2):
     return policy
 
 
+def save_and_offload_only_these_names(
+    *, names_which_can_be_saved, names_which_can_be_offloaded, offload_src, offload_dst
+):
+    """A policy saving the values named in either list (functx has one memory: the offloaded
+    ones are saved where they are)."""
+    names = frozenset(names_which_can_be_saved) | frozenset(names_which_can_be_offloaded)
+
+    def policy(prim, *_, **params):
+        return prim is name_p and params["name"] in names
+
+    return policy
+
+
+def offload_dot_with_no_batch_dims(offload_src, offload_dst):
+    """A policy saving the matrix products without batch dimensions (functx has one memory:
+    they are saved where they are)."""
+    return dots_with_no_batch_dims_saveable
+
+
 checkpoint_policies = types.SimpleNamespace(
     everything_saveable=everything_saveable,
     nothing_saveable=nothing_saveable,
@@ -82,6 +110,8 @@ checkpoint_policies = types.SimpleNamespace(
     save_any_names_but_these=save_any_names_but_these,
     save_anything_except_these_names=save_any_names_but_these,
     save_from_both_policies=save_from_both_policies,
+    save_and_offload_only_these_names=save_and_offload_only_these_names,
+    offload_dot_with_no_batch_dims=offload_dot_with_no_batch_dims,
 )
 
 
@@ -182,6 +212,9 @@ def print_saved_residuals(f, *args, **kwargs) -> None:
 
 
 __all__ = [
+    "Offloadable",
+    "Recompute",
+    "Saveable",
     "checkpoint",
     "checkpoint_name",
     "checkpoint_policies",

@@ -25,6 +25,9 @@ Jaxpr. What changes is reverse mode:
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
+
+import numpy as np
 
 from functx.control.common import batch_closed, hoist
 from functx.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Primitive, Var
@@ -77,10 +80,47 @@ J.jvp_rules[checkpoint_p] = _jvp
 
 
 # --- partial evaluation: save what the policy allows, recompute the rest -------------------------
+class RecomputeType:
+    """What a policy returns for a value to recompute (``Recompute``; or False)."""
+
+    def __repr__(self):
+        return "Recompute"
+
+
+class SaveableType:
+    """What a policy returns for a value to save (``Saveable``; or True)."""
+
+    def __repr__(self):
+        return "Saveable"
+
+
+Recompute = RecomputeType()
+Saveable = SaveableType()
+
+
+class Offloadable(NamedTuple):
+    """A value to save in another memory (``src`` -> ``dst``); functx has one memory per
+    device, so an offloadable value is saved where it is."""
+
+    src: str
+    dst: str
+
+
 def _saveable(policy, eqn) -> bool:
     if policy is None:
         return False
-    return bool(policy(eqn.prim, *[a.aval for a in eqn.invars], **eqn.params))
+    case = policy(eqn.prim, *[a.aval for a in eqn.invars], **eqn.params)
+    if isinstance(case, (bool, np.bool_)):
+        return bool(case)
+    if isinstance(case, (SaveableType, Offloadable)):
+        return True
+    if isinstance(case, RecomputeType):
+        return False
+    raise FunctxTypeError(
+        "Value returned by a remat policy should be a bool or `ad_checkpoint.Recompute`, "
+        f"`ad_checkpoint.Saveable` or `ad_checkpoint.Offloadable(...)`. Got {case} of type "
+        f"{type(case)}."
+    )
 
 
 def _partial_eval(eqn, unknowns):
@@ -283,4 +323,13 @@ def checkpoint_name(x, name):
     return tree_unflatten(tree, [name_p.bind(v, name=name) for v in leaves])
 
 
-__all__ = ["checkpoint", "checkpoint_name", "checkpoint_p", "name_p", "remat"]
+__all__ = [
+    "Offloadable",
+    "Recompute",
+    "Saveable",
+    "checkpoint",
+    "checkpoint_name",
+    "checkpoint_p",
+    "name_p",
+    "remat",
+]
