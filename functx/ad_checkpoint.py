@@ -161,7 +161,7 @@ def saved_residuals(f, *args, **kwargs) -> list:
     Returns:
       a list of (ShapedArray, str).
     Example:
-      >>> len(saved_residuals(functx.checkpoint(functx.numpy.sin), np.ones(3, np.float32)))
+      >>> len(functx.ad_checkpoint.saved_residuals(functx.checkpoint(functx.numpy.sin), np.ones(3, np.float32)))
       1
     """
     leaves, in_tree = tree_flatten((args, kwargs))
@@ -204,7 +204,8 @@ def print_saved_residuals(f, *args, **kwargs) -> None:
     Returns:
       None.
     Example:
-      >>> print_saved_residuals(functx.checkpoint(functx.numpy.sin), np.ones(3, np.float32))
+      >>> functx.ad_checkpoint.print_saved_residuals(
+      ...     functx.checkpoint(functx.numpy.sin), np.ones(3, np.float32))
       f32[3] from the argument x
     """
     for aval, src in saved_residuals(f, *args, **kwargs):

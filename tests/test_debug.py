@@ -226,8 +226,7 @@ def test_docstrings():
     from functx.control.callbacks import io_callback
 
     for obj in (debug.print, debug.callback, functx.pure_callback, io_callback):
-        globs = {"functx": functx, "np": np, "io_callback": io_callback}
-        for t in doctest.DocTestFinder().find(obj, globs=globs):
+        for t in doctest.DocTestFinder().find(obj, globs={"functx": functx, "np": np}):
             r = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
             r.run(t)
             assert r.failures == 0, obj

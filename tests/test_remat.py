@@ -172,8 +172,7 @@ def test_static_argnums_print_and_docstrings(capsys):
         fck.saved_residuals,
         fck.print_saved_residuals,
     ):
-        globs = {"functx": functx, "np": np, **vars(fck)}
-        for t in doctest.DocTestFinder().find(obj, globs=globs):
+        for t in doctest.DocTestFinder().find(obj, globs={"functx": functx, "np": np}):
             r = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
             r.run(t)
             assert r.failures == 0, obj

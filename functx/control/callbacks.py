@@ -402,6 +402,7 @@ def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered=Fal
       a pytree of Arrays of the declared shapes and dtypes.
     Example:
       >>> seen = []
+      >>> io_callback = functx.control.callbacks.io_callback
       >>> f = lambda x: io_callback(lambda v: seen.append(float(v)) or v, x, x)
       >>> print(functx.jit(f)(np.float32(2.0)), seen)
       2.0 [2.0]
