@@ -152,6 +152,13 @@ def test_remat_scan_body_like_jax():
     assert counts[1] < counts[0]
 
 
+def test_effects_are_replayed_by_the_recomputation(capsys):
+    f = functx.checkpoint(lambda x: (functx.debug.print("p {}", x), fnp.sin(x))[1])
+    for run in (functx.grad(f), functx.jit(functx.grad(f))):
+        run(1.0)
+        assert capsys.readouterr().out == "p 1.0\np 1.0\n"  # (what JAX 0.10.2 prints)
+
+
 def test_static_argnums_print_and_docstrings(capsys):
     def f(x, n):
         for _ in range(n):

@@ -9,7 +9,8 @@ Jaxpr. What changes is reverse mode:
   into its known (primal) and unknown (tangent) halves, then keeps as residuals only the values
   the *policy* allows (``policy(prim, *input_avals, **params)`` is asked about the equation that
   made each one) plus the checkpoint's own inputs; every other value the tangent half reads is
-  *recomputed* there, from the saved ones. The known half becomes one ``checkpoint`` equation
+  *recomputed* there, from the saved ones (effects, a ``debug.print`` say, run again there, as
+  in JAX). The known half becomes one ``checkpoint`` equation
   returning the saved residuals, the unknown half another (``differentiated=True``) holding the
   recomputation and the linear equations;
 * **transpose** of that unknown half is traced into one more ``checkpoint`` equation: the
@@ -141,9 +142,10 @@ def _partial_eval(eqn, unknowns):
     for pos in range(len(known.eqns) - 1, -1, -1):
         e = known.eqns[pos]
         outs = [v for v in e.outvars if v.id in need]
-        if not outs:
+        effect = passes.has_effects(e)  # (replayed by the recomputation, as in JAX)
+        if not outs and not effect:
             continue
-        if e.prim in passes.effectful or _saveable(policy, e):
+        if not effect and _saveable(policy, e):
             for v in outs:
                 saved_at[v.id] = (pos, v)
             continue
