@@ -22,6 +22,7 @@ from functx.control.remat import (
     remat,
 )
 from functx.core import ClosedJaxpr, Literal
+from functx.errors import missing_name_hook as _missing_name_hook
 from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
 from functx.transforms.jvp import is_differentiable
 from functx.transforms.linearize import linearize_jaxpr
@@ -161,7 +162,8 @@ def saved_residuals(f, *args, **kwargs) -> list:
     Returns:
       a list of (ShapedArray, str).
     Example:
-      >>> len(functx.ad_checkpoint.saved_residuals(functx.checkpoint(functx.numpy.sin), np.ones(3, np.float32)))
+      >>> f = functx.checkpoint(functx.numpy.sin)
+      >>> len(functx.ad_checkpoint.saved_residuals(f, np.ones(3, np.float32)))
       1
     """
     leaves, in_tree = tree_flatten((args, kwargs))
@@ -223,3 +225,6 @@ __all__ = [
     "remat",
     "saved_residuals",
 ]
+
+# A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
+__getattr__ = _missing_name_hook(__name__)

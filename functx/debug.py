@@ -15,7 +15,11 @@ import sys
 import numpy as np
 
 from functx.control.callbacks import debug_callback
-from functx.errors import FunctxTypeError, FunctxValueError
+from functx.errors import (
+    FunctxTypeError,
+    FunctxValueError,
+    missing_name_hook as _missing_name_hook,
+)
 
 
 def callback(callback=None, *args, ordered=False, partitioned=False, **kwargs):
@@ -127,3 +131,6 @@ def print(  # noqa: A001
 
 
 __all__ = ["callback", "print"]
+
+# A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
+__getattr__ = _missing_name_hook(__name__)
