@@ -202,12 +202,16 @@ def test_canonicalize():
         assert dtypes.canonicalize(int) == I32
         assert dtypes.canonicalize(np.float64) == F32
         assert dtypes.canonicalize("uint64") == dtypes.uint32
+        assert dtypes.canonicalize(complex) == dtypes.complex64
+        assert dtypes.canonicalize("complex128") == dtypes.complex64
     assert dtypes.canonicalize(bool) == BOOL
     assert dtypes.canonicalize("bfloat16") == dtypes.bfloat16
     assert dtypes.canonicalize(ml_dtypes.bfloat16) == dtypes.bfloat16
     assert dtypes.canonicalize("float16") == dtypes.float16
     assert dtypes.canonicalize(np.uint16) == dtypes.uint16
-    for bad in (np.complex64, object, "U3", np.float128 if hasattr(np, "float128") else "c16"):
+    assert dtypes.canonicalize(complex) == dtypes.complex128
+    assert dtypes.canonicalize("complex128") == dtypes.complex128
+    for bad in (object, "U3", np.float128 if hasattr(np, "float128") else "c16"):
         with pytest.raises(TypeError, match="functx does not support dtype"):
             dtypes.canonicalize(bad)
 
@@ -231,7 +235,7 @@ def test_issubdtype_and_kinds():
 
 
 def test_finfo_iinfo_vs_jax():
-    for d in dtypes.FLOATS:
+    for d in dtypes.FLOATS + dtypes.COMPLEX:
         a, b = dtypes.finfo(d), jjnp.finfo(d)
         assert (float(a.eps), float(a.max), float(a.tiny), a.bits) == (
             float(b.eps),
@@ -247,10 +251,10 @@ def test_python_scalar_dtypes():
     assert dtypes.dtype_of_python_scalar(True) == BOOL
     assert dtypes.dtype_of_python_scalar(3) == I64
     assert dtypes.dtype_of_python_scalar(3.0) == F64
+    assert dtypes.dtype_of_python_scalar(1j) == dtypes.complex128
     with x64_off():
         assert dtypes.dtype_of_python_scalar(3) == I32
         assert dtypes.dtype_of_python_scalar(3.0) == F32
-    with pytest.raises(TypeError, match="complex"):
-        dtypes.dtype_of_python_scalar(1j)
+        assert dtypes.dtype_of_python_scalar(1j) == dtypes.complex64
     with pytest.raises(OverflowError):
         fnp.asarray(np.ones(2, np.int8)) + 2**70

@@ -258,7 +258,10 @@ KINDS = {1: [("i32",), ("b",), ("pi",)], 2: [("i32", "pf"), ("u8", "i32")]}
 # (library, name, argument kinds, mode): functx's dtype differs from JAX's by design. functx.nn
 # computes integer and bool inputs of every activation in float32 (to_inexact); JAX's relu6, elu,
 # leaky_relu, ... mix them with a Python float, which gives float64 with x64 on.
-_NN_INT = ("relu6", "elu", "leaky_relu", "selu", "celu", "sparse_plus", "softplus", "soft_sign")
+_NN_INT = (
+    *("relu6", "elu", "leaky_relu", "selu", "celu", "sparse_plus", "softplus", "soft_sign"),
+    *("hard_sigmoid", "hard_silu", "hard_swish", "mish", "sparse_sigmoid"),
+)
 KNOWN = {("nn", n, k, True) for n in _NN_INT for k in (("i32",), ("b",))} | {
     ("nn", "relu", ("b",), False),  # (relu of bool: a bool in functx, int32 in JAX)
     ("nn", "relu", ("b",), True),
