@@ -8,6 +8,7 @@ too): inside the block, in this thread, ``jax_enable_x64`` is on (off).
 from __future__ import annotations
 
 from functx import config
+from functx.errors import missing_name_hook as _missing_name_hook
 
 
 def enable_x64(new_val: bool = True):
@@ -48,5 +49,8 @@ def disable_x64():
     """
     return config.enable_x64(False)
 
+
+# A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
+__getattr__ = _missing_name_hook(__name__)
 
 __all__ = ["disable_x64", "enable_x64"]

@@ -210,6 +210,7 @@ def test_argmax_past_2_31_with_int64_indices():
     assert np.dtype(got.dtype) == np.int64 and int(got) == 2**31 + _AT
 
 
+@pytest.mark.usefixtures("no_x64")
 def test_argmax_whose_index_does_not_fit_int32_raises():
     """jnp.argmax's int32 result cannot hold the index: an error naming argmax and the size,
     not a negative index."""
