@@ -4,6 +4,7 @@ tests of the default mode run under ``x64_off()`` (both libraries' flags off in 
 tests/test_x64.py checks both modes. Hypothesis runs a small, deterministic number of examples so
 the suite stays inside its budget."""
 
+import doctest
 import os
 
 import numpy as np
@@ -23,6 +24,18 @@ except ImportError:  # pragma: no cover - jax is a test dependency
     jax = None
 
 functx.config.update("jax_enable_x64", True)
+
+# Docstring examples show what users see: JAX's default mode (x64 off). Every doctest run in the
+# suite (doctest.testmod, run_docstring_examples, DocTestRunner.run) runs in that mode.
+_doctest_run = doctest.DocTestRunner.run
+
+
+def _doctest_run_default_mode(self, *args, **kwargs):
+    with x64_off():
+        return _doctest_run(self, *args, **kwargs)
+
+
+doctest.DocTestRunner.run = _doctest_run_default_mode
 
 
 @pytest.fixture
