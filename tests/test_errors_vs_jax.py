@@ -28,6 +28,12 @@ I3 = np.arange(3, dtype=np.int32)
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
+class _Obj:
+    """Not an array and not a pytree: JAX passes it to the function when not differentiated."""
+
+    k = 3.0
+
+
 def _cases(m):
     jnp, lax = m.numpy, m.lax
 
@@ -42,6 +48,10 @@ def _cases(m):
         "lax.mul size1 both": lambda: lax.mul(np.ones((2, 1), F), np.ones((1, 3), F)),
         "lax.sub scalar-array": lambda: lax.sub(A3, F(1)),
         "lax.dot_general contract": lambda: lax.dot_general(A23, A23, (((1,), (0,)), ((), ()))),
+        "lax.dot_general dtypes": lambda: lax.dot_general(A23, I3, (((1,), (0,)), ((), ()))),
+        "lax.dot_general f16 i16": lambda: lax.dot_general(
+            A3.astype(np.float16), I3.astype(np.int16), (((0,), (0,)), ((), ()))
+        ),
         "lax.reshape size": lambda: lax.reshape(A23, (4,)),
         "lax.concatenate shape": lambda: lax.concatenate([A23, A34], 0),
         "lax.concatenate dim": lambda: lax.concatenate([A23, A23], 2),
@@ -87,6 +97,12 @@ def _cases(m):
         "grad int array": lambda: m.grad(lambda x: (x * 2).sum())(I3),
         "grad non-array arg outside argnums": lambda: m.grad(lambda x, s: x * len(s))(F(1), "abc"),
         "grad non-array arg in argnums": lambda: m.grad(lambda x, s: x)(F(1), "abc") and None,
+        "grad function arg": lambda: m.grad(lambda x, f: f(x))(F(2), jnp.sin),
+        "grad object arg": lambda: m.grad(lambda x, o: x * o.k)(F(2), _Obj()),
+        "grad str kwarg": lambda: m.grad(lambda x, s="a": x * len(s))(F(2), s="abc"),
+        "value_and_grad object arg": lambda: m.value_and_grad(lambda x, o: x * o.k)(F(2), _Obj()),
+        "grad object in argnums": lambda: m.grad(lambda x, o: x * o.k, argnums=1)(F(2), _Obj()),
+        "vjp object arg": lambda: m.vjp(lambda x, o: x * o.k, F(2), _Obj()),
         "grad argnums oob": lambda: m.grad(lambda x: x, argnums=2)(F(1)),
         "grad has_aux not pair": lambda: m.grad(lambda x: x, has_aux=True)(F(1)),
         "vjp ct shape": lambda: m.vjp(lambda x: x * 2, A3)[1](A2),
