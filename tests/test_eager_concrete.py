@@ -85,6 +85,7 @@ CASES = [
     ("vjp", lambda m: lambda x: m.vjp(relu_sq(m), x)[1](F(1.0)), (F(2.0),)),
     ("linearize", lambda m: lambda x: m.linearize(relu_sq(m), x)[1](F(1.0)), (F(-2.0),)),
     ("jacrev_vector", lambda m: m.jacrev(vector_branch(m)), (-np.ones(2, np.float32),)),
+    ("bool_mask", lambda m: m.grad(lambda x: x[x > 0].sum()), (np.array([1, -1, 2], F),)),
     (
         "list_index",
         lambda m: m.grad(list_index(m), allow_int=True),

@@ -34,6 +34,12 @@ class _Obj:
     k = 3.0
 
 
+def _leak(m):
+    leaked = []
+    m.jit(lambda x: leaked.append(x) or x)(A3)
+    return leaked[0]
+
+
 def _cases(m):
     jnp, lax = m.numpy, m.lax
 
@@ -90,6 +96,8 @@ def _cases(m):
         "at set oob": lambda: jnp.ones(3).at[5].set(2.0),
         "jit bool": lambda: m.jit(lambda x: 1 if x > 0 else 2)(F(1)),
         "jit int": lambda: m.jit(lambda x: int(x))(F(1)),
+        "jit bool mask": lambda: m.jit(lambda x: x[x > 0])(A3),
+        "escaped tracer": lambda: _leak(m) + 1.0,
         "jit static unhashable": lambda: m.jit(lambda x, y: x, static_argnums=1)(A3, [1]),
         "jit not callable": lambda: m.jit(3),
         "grad nonscalar": grad_nonscalar,
@@ -168,6 +176,24 @@ def test_error_class_matches_jax(name):
             f"{type(ours_exc).__name__}: {ours_exc}"
         )
     assert isinstance(ours_exc, (FunctxError, TypeError)), repr(ours_exc)
+
+
+JAX_ERROR_CLASSES = [
+    ("TracerBoolConversionError", lambda m: m.jit(lambda x: 1 if x > 0 else 2)(F(1))),
+    ("TracerIntegerConversionError", lambda m: m.jit(lambda i: [1, 2][i])(np.int32(0))),
+    ("TracerArrayConversionError", lambda m: m.jit(lambda x: np.asarray(x))(A3)),
+    ("ConcretizationTypeError", lambda m: m.jit(lambda x: int(x))(F(1))),
+    ("NonConcreteBooleanIndexError", lambda m: m.jit(lambda x: x[x > 0])(A3)),
+    ("UnexpectedTracerError", lambda m: _leak(m) + 1.0),
+]
+
+
+@pytest.mark.parametrize("name,fn", JAX_ERROR_CLASSES, ids=[c[0] for c in JAX_ERROR_CLASSES])
+def test_jax_errors_names(name, fn):
+    with pytest.raises(getattr(jax.errors, name)):
+        fn(jax)
+    with pytest.raises(getattr(functx.errors, name)):
+        fn(functx)
 
 
 # --- names JAX has and functx lacks ---------------------------------------------------------------
