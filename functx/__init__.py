@@ -5,7 +5,9 @@ Write a pure numerical function with ``functx.numpy``; functx traces it into a p
 """
 
 from functx import (
+    ad_checkpoint as ad_checkpoint,
     config as config,
+    debug as debug,
     dtypes as dtypes,
     errors as errors,
     flatten_util as flatten_util,
@@ -16,15 +18,18 @@ from functx import (
     tree as tree,
     tree_util as tree_util,
 )
+from functx.ad_checkpoint import checkpoint_policies as checkpoint_policies
 from functx.array import Array as Array
 from functx.config import (
     default_matmul_precision as default_matmul_precision,
     disable_jit as disable_jit,
 )
+from functx.control.callbacks import pure_callback as pure_callback
 from functx.control.custom_derivatives import (
     custom_jvp as custom_jvp,
     custom_vjp as custom_vjp,
 )
+from functx.control.remat import checkpoint as checkpoint, remat as remat
 from functx.core import (
     ClosedJaxpr as ClosedJaxpr,
     Jaxpr as Jaxpr,
@@ -111,11 +116,15 @@ __all__ = [
     "ShapeDtypeStruct",
     "ShapedArray",
     "UnsupportedError",
+    "ad_checkpoint",
     "block_until_ready",
+    "checkpoint",
+    "checkpoint_policies",
     "clear_caches",
     "config",
     "custom_jvp",
     "custom_vjp",
+    "debug",
     "default_backend",
     "default_device",
     "default_matmul_precision",
@@ -142,6 +151,8 @@ __all__ = [
     "named_scope",
     "nn",
     "numpy",
+    "pure_callback",
+    "remat",
     "scipy",
     "tree",
     "tree_util",
