@@ -265,7 +265,6 @@ def value_and_grad(fun, argnums=0, has_aux=False, allow_int=False, _with_value=T
                 raise
             what = "value_and_grad" if _with_value else "grad"
             raise bad_argument(f"{what} of {fname}", all_args, kwargs) or e from None
-        _check_grad_output(traced, fname)
         ranges = _leaf_ranges(args)
         mask = [False] * len(leaves)
         for a in nums:
@@ -279,6 +278,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, allow_int=False, _with_value=T
                         f"(argument {pos[a]} of {fname}{where()})"
                     )
                 mask[i] = is_differentiable(av)
+        _check_grad_output(traced, fname)  # (after the inputs, as JAX checks them first)
         g = _grad_jaxpr(traced.closed, tuple(mask), traced.n_out, _with_value)
         res = as_arrays(eval_jaxpr(g.jaxpr, g.consts, *leaves))
         n_all = len(traced.closed.out_avals) - (0 if _with_value else 1)
