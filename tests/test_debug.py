@@ -154,6 +154,7 @@ SEEN = {
     "sequential": ["() ()", "() ()", "() ()"],
     "expand_dims": ["(3,) (1,)"],
     "broadcast_all": ["(3,) (3,)"],
+    "legacy_vectorized": ["(3,) ()"],
 }
 
 
