@@ -179,6 +179,16 @@ def test_pure_callback_like_jax(capsys):
         functx.pure_callback(np.sin, functx.ShapeDtypeStruct((3,), np.float32), X, vmap_method="x")
 
 
+def test_log_sends_records_with_the_users_line(caplog):
+    import logging
+
+    with caplog.at_level(logging.INFO, logger="functx.debug"):
+        functx.jit(lambda x: debug.log("x = {}", x))(X[:2])
+    (rec,) = caplog.records
+    assert rec.getMessage() == "x = [0. 1.]" and rec.levelno == logging.INFO
+    assert rec.pathname == __file__ and rec.name == "functx.debug"
+
+
 def test_io_callback_like_jax():
     from functx.control.callbacks import io_callback
 
@@ -226,7 +236,7 @@ def test_triton_host_steps_in_the_interpreter(capsys, monkeypatch):
 def test_docstrings():
     from functx.control.callbacks import io_callback
 
-    for obj in (debug.print, debug.callback, functx.pure_callback, io_callback):
+    for obj in (debug.print, debug.callback, debug.log, functx.pure_callback, io_callback):
         for t in doctest.DocTestFinder().find(obj, globs={"functx": functx, "np": np}):
             r = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
             r.run(t)
