@@ -161,7 +161,8 @@ def saved_residuals(f, *args, **kwargs) -> list:
     Returns:
       a list of (ShapedArray, str).
     Example:
-      >>> len(functx.ad_checkpoint.saved_residuals(functx.checkpoint(functx.numpy.sin), np.ones(3, np.float32)))
+      >>> f = functx.checkpoint(functx.numpy.sin)
+      >>> len(functx.ad_checkpoint.saved_residuals(f, np.ones(3, np.float32)))
       1
     """
     leaves, in_tree = tree_flatten((args, kwargs))
