@@ -107,6 +107,38 @@ def test_jit_prints_from_the_compiled_program(capsys):
     assert _printed(capsys, lambda: w(np.int32(0))) == ["it 0", "it 1", "it 2"]
 
 
+def test_host_steps_of_programs_sharing_code_on_threads_and_nested():
+    import threading
+
+    def adder(k):
+        def f(v):
+            out = functx.ShapeDtypeStruct(v.shape, v.dtype)
+            return functx.pure_callback(lambda a: np.asarray(a) + k, out, v)
+
+        return functx.jit(f)
+
+    fs = [adder(1), adder(2)]  # one C++ source, two sets of callbacks
+    bad = []
+
+    def work(k):
+        for _ in range(50):
+            if not np.array_equal(np.asarray(fs[k](X)), X + k + 1):
+                bad.append(k)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not bad
+    outer = functx.jit(
+        lambda v: functx.pure_callback(
+            lambda a: np.asarray(fs[0](a)) * 10, functx.ShapeDtypeStruct(v.shape, v.dtype), v
+        )
+    )
+    np.testing.assert_array_equal(outer(X), (X + 1) * 10)
+
+
 def test_callback_errors_propagate_from_compiled_code():
     def bad(v):
         raise KeyError("from the callback")
