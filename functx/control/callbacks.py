@@ -215,10 +215,7 @@ class _Batched:
         return f"<{self.label} at 0x{id(self):x}>"
 
     def __call__(self, *flat):
-        leaves = [
-            Array._new(np.array(x), ShapedArray(np.shape(x), np.asarray(x).dtype)) for x in flat
-        ]
-        args, kwargs = tree_unflatten(self.inner.in_tree, leaves)
+        args, kwargs = self.inner.args(flat)
         got, _ = tree_flatten(self.inner.fun(*args, **kwargs))
         return [np.asarray(x, a.dtype) for x, a in zip(got, self.inner.out_avals)]
 
