@@ -49,12 +49,15 @@ from functx.devices.transfer import device_get as device_get, device_put as devi
 from functx.errors import (
     CacheWarning as CacheWarning,
     ConcretizationError as ConcretizationError,
+    FunctxArgumentError as FunctxArgumentError,
+    FunctxAttributeError as FunctxAttributeError,
     FunctxError as FunctxError,
     FunctxIndexError as FunctxIndexError,
     FunctxOverflowError as FunctxOverflowError,
     FunctxTypeError as FunctxTypeError,
     FunctxValueError as FunctxValueError,
     UnsupportedError as UnsupportedError,
+    missing_name_hook as _missing_name_hook,
 )
 from functx.jit import (
     clear_caches as clear_caches,
@@ -92,6 +95,9 @@ def block_until_ready(x):
     return x
 
 
+# A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
+__getattr__ = _missing_name_hook(__name__)
+
 __all__ = [
     "Array",
     "CacheWarning",
@@ -102,6 +108,8 @@ __all__ = [
     "FunctxError",
     "FunctxIndexError",
     "FunctxOverflowError",
+    "FunctxArgumentError",
+    "FunctxAttributeError",
     "FunctxTypeError",
     "FunctxValueError",
     "Jaxpr",

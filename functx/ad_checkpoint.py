@@ -22,6 +22,7 @@ from functx.control.remat import (
     remat,
 )
 from functx.core import ClosedJaxpr, Literal
+from functx.errors import missing_name_hook as _missing_name_hook
 from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
 from functx.transforms.jvp import is_differentiable
 from functx.transforms.linearize import linearize_jaxpr
@@ -224,3 +225,6 @@ __all__ = [
     "remat",
     "saved_residuals",
 ]
+
+# A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
+__getattr__ = _missing_name_hook(__name__)

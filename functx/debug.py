@@ -17,7 +17,11 @@ import sys
 import numpy as np
 
 from functx.control.callbacks import debug_callback
-from functx.errors import FunctxTypeError, FunctxValueError
+from functx.errors import (
+    FunctxTypeError,
+    FunctxValueError,
+    missing_name_hook as _missing_name_hook,
+)
 from functx.source_info import current
 
 _logger = logging.getLogger(__name__)
@@ -179,3 +183,6 @@ def log(fmt=None, *args, ordered=False, partitioned=False, skip_format_check=Fal
 
 
 __all__ = ["callback", "log", "print"]
+
+# A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
+__getattr__ = _missing_name_hook(__name__)

@@ -23,7 +23,16 @@ PKG = pathlib.Path(__file__).resolve().parent.parent / "functx"
 # its longest matching prefix ("functx.lowering.loopir" before "functx.lowering"); "functx" alone
 # is the package's __init__. Keep this in step with the layer list in CONTRIBUTING.md.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("leaves", ("functx.errors", "functx.dtypes", "functx.config", "functx.source_info")),
+    (
+        "leaves",
+        (
+            "functx.errors",
+            "functx._jax_names",
+            "functx.dtypes",
+            "functx.config",
+            "functx.source_info",
+        ),
+    ),
     ("core", ("functx.core",)),
     ("primitives", ("functx.primitives",)),
     (
