@@ -50,12 +50,12 @@ def device_rule(name: str):
     return rule
 
 
-_PY_SCALARS = (bool, int, float)
+_PY_SCALARS = (bool, int, float, complex)
 
 
 def is_python_scalar(x) -> bool:
-    """Whether ``x`` is a Python ``bool``, ``int`` or ``float`` (or a subclass that is not a NumPy
-    scalar): the values that take a weak type in functx, as in JAX.
+    """Whether ``x`` is a Python ``bool``, ``int``, ``float`` or ``complex`` (or a subclass that
+    is not a NumPy scalar): the values that take a weak type in functx, as in JAX.
 
     Arguments:
         x: any value.
@@ -84,6 +84,8 @@ def scalar_aval(x) -> ShapedArray:
         return ShapedArray((), dtypes.int32, True)
     if isinstance(x, float):
         return ShapedArray((), dtypes.float32, True)
+    if isinstance(x, complex):
+        return ShapedArray((), dtypes.default_complex(), True)
     raise TypeError(f"{type(x).__name__} is not a Python scalar functx accepts")
 
 

@@ -28,6 +28,8 @@ float16 = np.dtype(np.float16)
 bfloat16 = np.dtype(ml_dtypes.bfloat16)
 float32 = np.dtype(np.float32)
 float64 = np.dtype(np.float64)
+complex64 = np.dtype(np.complex64)
+complex128 = np.dtype(np.complex128)
 
 # float0 is the dtype of tangents of integer inputs (JAX's name); it holds no data.
 float0 = np.dtype([("float0", np.void, 0)])
@@ -46,8 +48,14 @@ SUPPORTED = (
     bfloat16,
     float32,
     float64,
+    complex64,
+    complex128,
 )
 FLOATS = (float16, bfloat16, float32, float64)
+COMPLEX = (complex64, complex128)
+# The real dtype of each complex dtype's parts, and back (float16/bfloat16 go to complex64).
+REAL_OF = {complex64: float32, complex128: float64}
+COMPLEX_OF = {float16: complex64, bfloat16: complex64, float32: complex64, float64: complex128}
 SIGNED = (int8, int16, int32, int64)
 UNSIGNED = (uint8, uint16, uint32, uint64)
 INTEGERS = SIGNED + UNSIGNED
@@ -80,6 +88,20 @@ def default_int() -> np.dtype:
     return int32
 
 
+def default_complex() -> np.dtype:
+    """The dtype of a Python ``complex`` (``1j``): the complex type of :func:`default_float`.
+
+    Returns:
+        complex64 while the default float is float32, complex128 when it is float64.
+
+    Example:
+        >>> from functx import dtypes
+        >>> dtypes.default_complex()
+        dtype('complex64')
+    """
+    return complex128 if default_float() == float64 else complex64
+
+
 _SHORT = {
     bool_: "bool",
     int8: "i8",
@@ -94,6 +116,8 @@ _SHORT = {
     bfloat16: "bf16",
     float32: "f32",
     float64: "f64",
+    complex64: "c64",
+    complex128: "c128",
     float0: "float0",
 }
 
@@ -115,6 +139,8 @@ def canonicalize(dtype) -> np.dtype:
         return default_int()
     if dtype is bool:
         return bool_
+    if dtype is complex:
+        return default_complex()
     if isinstance(dtype, str) and dtype == "bfloat16":
         return bfloat16
     try:
@@ -151,6 +177,41 @@ def is_float(dtype) -> bool:
         (True, False)
     """
     return np.dtype(dtype) in FLOATS
+
+
+def is_complex(dtype) -> bool:
+    """Whether ``dtype`` is one of functx's complex dtypes (complex64, complex128).
+
+    Arguments:
+        dtype: anything ``numpy.dtype`` accepts (a dtype, a type or a name).
+
+    Returns:
+        ``True`` or ``False``.
+
+    Example:
+        >>> from functx import dtypes
+        >>> dtypes.is_complex('complex64'), dtypes.is_complex('float32')
+        (True, False)
+    """
+    return np.dtype(dtype) in COMPLEX
+
+
+def is_inexact(dtype) -> bool:
+    """Whether ``dtype`` is floating or complex (the dtypes that have derivatives).
+
+    Arguments:
+        dtype: anything ``numpy.dtype`` accepts (a dtype, a type or a name).
+
+    Returns:
+        ``True`` or ``False``.
+
+    Example:
+        >>> from functx import dtypes
+        >>> dtypes.is_inexact('complex128'), dtypes.is_inexact('int8')
+        (True, False)
+    """
+    dt = np.dtype(dtype)
+    return dt in FLOATS or dt in COMPLEX
 
 
 def is_int(dtype) -> bool:
@@ -215,6 +276,8 @@ def issubdtype(dtype, category) -> bool:
 def finfo(dtype):
     """Machine limits of a floating dtype, bfloat16 included (``ml_dtypes.finfo``).
 
+    For a complex dtype, the limits of its real parts (complex64 -> float32), as in JAX.
+
     Arguments:
         dtype: anything ``numpy.dtype`` accepts (a dtype, a type or a name).
 
@@ -247,8 +310,9 @@ def iinfo(dtype):
 
 
 # --- The promotion lattice -----------------------------------------------------------------------
-# Nodes are dtypes plus the two weak kinds "i*" (Python int) and "f*" (Python float).
-_I, _F = "i*", "f*"
+# Nodes are dtypes plus the three weak kinds "i*" (Python int), "f*" (Python float) and "c*"
+# (Python complex): bool < ints < floats < complex, as in JAX.
+_I, _F, _C = "i*", "f*", "c*"
 _EDGES = {
     bool_: [_I],
     _I: [uint8, int8],
@@ -260,11 +324,14 @@ _EDGES = {
     int16: [int32],
     int32: [int64],
     int64: [_F],
-    _F: [float16, bfloat16],
+    _F: [float16, bfloat16, _C],
     float16: [float32],
     bfloat16: [float32],
-    float32: [float64],
-    float64: [],
+    float32: [float64, complex64],
+    float64: [complex128],
+    _C: [complex64],
+    complex64: [complex128],
+    complex128: [],
 }
 
 
@@ -288,7 +355,7 @@ def _join(a, b):
     for n in common:
         if _UPPER[n] >= common:
             return n
-    raise TypeError(f"no common type for {a} and {b}")  # unreachable: float64 tops the lattice
+    raise TypeError(f"no common type for {a} and {b}")  # unreachable: complex128 tops the lattice
 
 
 def _node(dtype, weak):
@@ -297,6 +364,8 @@ def _node(dtype, weak):
             return _F
         if dtype in INTEGERS:
             return _I
+        if dtype in COMPLEX:
+            return _C
     return dtype
 
 
@@ -314,13 +383,19 @@ def _result_type_cached(pairs):
         # Only weak operands: join their dtypes as if strong, and stay weak (weak f16 + weak f16
         # is weak f16, not the default float).
         node = functools.reduce(_join, dts)
-        return (float64 if node == _F else node), node != bool_  # _F: uint64 with a signed int
+        if node == _F:  # uint64 with a signed int
+            node = float64
+        return node, node != bool_
     node = functools.reduce(_join, {_node(d, w) for d, w in pairs})
     if node == _F:
         # A Python float joined with integers gives the default float (int32 + 1.0 -> weak
         # float32); uint64 joined with int64 has no integer type and needs float64.
         strong = functools.reduce(_join, {d for d, w in pairs if not w})
         return (float64 if strong == _F else default_float()), True
+    if node == _C:
+        # A Python complex joined with integers or a weak float gives the default complex.
+        strong = functools.reduce(_join, {d for d, w in pairs if not w})
+        return (complex128 if strong == _F else default_complex()), True
     if node == _I:
         return default_int(), True
     return node, False
@@ -352,6 +427,8 @@ def dtype_of_python_scalar(x) -> np.dtype:
         >>> from functx import dtypes
         >>> dtypes.dtype_of_python_scalar(1), dtypes.dtype_of_python_scalar(1.0)
         (dtype('int32'), dtype('float32'))
+        >>> dtypes.dtype_of_python_scalar(1j)
+        dtype('complex64')
     """
     if isinstance(x, (bool, np.bool_)):
         return bool_
@@ -360,5 +437,5 @@ def dtype_of_python_scalar(x) -> np.dtype:
     if isinstance(x, float):
         return default_float()
     if isinstance(x, complex):
-        raise TypeError("functx does not support complex numbers")
+        return default_complex()
     raise TypeError(f"not a Python scalar: {type(x).__name__}")

@@ -45,7 +45,7 @@ def _expected_from_x64(a, b, theirs):
     default of its kind (float32/int32 in functx, 64-bit in x64 JAX)."""
     dt, weak = theirs
     if weak and a[1] != b[1]:
-        return (F32 if dt.kind == "f" else I32), True
+        return {"f": F32, "c": dtypes.complex64}.get(dt.kind, I32), True
     return theirs  # all strong (uint64 with a signed int: weak float64), or all weak
 
 
@@ -209,7 +209,9 @@ def test_canonicalize():
     assert dtypes.canonicalize(ml_dtypes.bfloat16) == dtypes.bfloat16
     assert dtypes.canonicalize("float16") == dtypes.float16
     assert dtypes.canonicalize(np.uint16) == dtypes.uint16
-    for bad in (np.complex64, object, "U3", np.float128 if hasattr(np, "float128") else "c16"):
+    assert dtypes.canonicalize(complex) == dtypes.complex64
+    assert dtypes.canonicalize("complex128") == dtypes.complex128
+    for bad in (object, "U3", np.float128 if hasattr(np, "float128") else "c16"):
         with pytest.raises(TypeError, match="functx does not support dtype"):
             dtypes.canonicalize(bad)
 
@@ -233,7 +235,7 @@ def test_issubdtype_and_kinds():
 
 
 def test_finfo_iinfo_vs_jax():
-    for d in dtypes.FLOATS:
+    for d in dtypes.FLOATS + dtypes.COMPLEX:
         a, b = dtypes.finfo(d), jjnp.finfo(d)
         assert (float(a.eps), float(a.max), float(a.tiny), a.bits) == (
             float(b.eps),
@@ -249,7 +251,6 @@ def test_python_scalar_dtypes():
     assert dtypes.dtype_of_python_scalar(True) == BOOL
     assert dtypes.dtype_of_python_scalar(3) == I32
     assert dtypes.dtype_of_python_scalar(3.0) == F32
-    with pytest.raises(TypeError, match="complex"):
-        dtypes.dtype_of_python_scalar(1j)
+    assert dtypes.dtype_of_python_scalar(1j) == dtypes.complex64
     with pytest.raises(OverflowError):
         fnp.asarray(np.ones(2, np.int8)) + 2**70
