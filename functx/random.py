@@ -9,11 +9,19 @@ same key, shape and dtype give JAX's bits, eagerly and under ``jit``, ``vmap``, 
 ``fori_loop``, where the hash compiles into the kernels that consume it.
 
 Which results equal JAX's to the bit: ``bits``, ``split``, ``fold_in``, ``uniform``, ``randint``,
-``bernoulli``, ``rademacher``, ``permutation``, ``choice`` and ``categorical`` (an argmax of
-values that agree to an ulp). Samplers that apply a transcendental function to uniform bits
-(``normal``, ``truncated_normal``, ``gumbel``, ``exponential``, ``laplace``, ``logistic``)
-follow JAX's formulas step by step, but XLA evaluates ``log``/``log1p``/``erf`` with its own
-polynomials where functx calls the C library: they agree to about one ulp, not always to the bit.
+``bernoulli``, ``rademacher``, ``permutation``, ``choice``, ``categorical`` (an argmax of values
+that agree to an ulp) and ``poisson`` (integer counts). Samplers that apply a transcendental
+function to uniform bits (``normal``, ``truncated_normal``, ``gumbel``, ``exponential``,
+``laplace``, ``logistic``, and through them ``gamma``, ``loggamma``, ``beta``, ``dirichlet``,
+``generalized_normal``, ``ball``, ``multivariate_normal``, ``orthogonal``) follow JAX's
+algorithms step by step, the same keys drawn in the same order, but XLA evaluates
+``log``/``log1p``/``erf``/``pow`` with its own polynomials where functx calls the C library: they
+agree to a few ulp, not always to the bit. Two more differences: XLA fuses ``uniform``'s scaling
+``u * (maxval - minval) + minval`` into a fused multiply-add, which functx reproduces exactly for
+float32 (computing it in float64) but not for float64 (an ulp apart at most); and
+``multivariate_normal``/``orthogonal`` factor with small unrolled Cholesky and Gram-Schmidt
+composites (functx has no linear algebra primitives yet: ``method="svd"``/``"eigh"`` raise
+``NotImplementedError``), equal to LAPACK's factors to rounding.
 
 Sorting (``permutation``, ``choice`` without replacement, ``categorical(replace=False)``) uses a
 bitonic sorting network on (key, index) pairs written with ``functx.numpy`` (functx has no sort
@@ -29,28 +37,38 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from functx import dtypes, lax, numpy as jnp, tree_util
+from functx import dtypes, lax, nn, numpy as jnp, tree_util
 from functx.control.threefry import threefry2x32
 from functx.errors import FunctxTypeError, FunctxValueError
+from functx.transforms.vmap import vmap as functx_vmap
 
 __all__ = [
     "KeyArray",
     "PRNGKey",
+    "ball",
     "bernoulli",
+    "beta",
     "bits",
     "categorical",
     "choice",
     "clone",
+    "dirichlet",
     "exponential",
     "fold_in",
+    "gamma",
+    "generalized_normal",
     "gumbel",
     "key",
     "key_data",
     "key_impl",
     "laplace",
+    "loggamma",
     "logistic",
+    "multivariate_normal",
     "normal",
+    "orthogonal",
     "permutation",
+    "poisson",
     "rademacher",
     "randint",
     "split",
@@ -1272,3 +1290,463 @@ def logistic(key, shape=(), dtype=None):
     dt = _float_dtype("logistic", dtype)
     u = _uniform(data, _shape("logistic", shape), dt, np.asarray(dtypes.finfo(dt).tiny, dt), 1.0)
     return jnp.log(u) - jnp.log1p(jnp.negative(u))
+
+
+# --- gamma and the distributions built on it -----------------------------------------------------
+def _gamma_one(data, alpha, log_space):
+    """One Gamma(alpha) sample by Marsaglia and Tsang's rejection method (JAX's loop, so the same
+    keys are drawn in the same order); alpha < 1 is boosted by ``u ** (1 / alpha)``."""
+    dt = alpha.dtype
+
+    def c(v):
+        return np.asarray(v, dt)
+
+    boost_mask = alpha >= c(1)
+    alpha_orig = alpha
+    alpha = jnp.where(boost_mask, alpha, alpha + c(1))
+    d = alpha - c(1.0 / 3.0)
+    cc = c(1.0 / 3.0) / jnp.sqrt(d)
+
+    def cond_fn(state):
+        _, x, v, u = state
+        squeeze = u >= c(1) - c(0.0331) * (x * x)
+        return squeeze & (jnp.log(u) >= x * c(0.5) + d * (c(1) - v + jnp.log(v)))
+
+    def body_fn(state):
+        keys = _split(state[0], (3,))
+        key, x_key, u_key = keys[0], keys[1], keys[2]
+
+        def next_xv(kxv):
+            kk = _split(kxv[0], (2,))
+            x = _normal(kk[1], (), dt)
+            return kk[0], x, c(1) + x * cc
+
+        _, x, v = lax.while_loop(lambda kxv: kxv[2] <= c(0), next_xv, (x_key, c(0), c(-1)))
+        return key, x * x, v * v * v, _uniform(u_key, (), dt, 0.0, 1.0)
+
+    keys = _split(data, (2,))
+    _, _, v, _ = lax.while_loop(cond_fn, body_fn, (keys[0], c(0), c(1), c(2)))
+    sub = keys[1]
+    if log_space:
+        log_samples = jnp.negative(
+            jnp.negative(jnp.log1p(jnp.negative(_uniform(sub, (), dt, 0.0, 1.0))))
+        )
+        log_boost = jnp.where(
+            boost_mask | (log_samples == c(0)), c(0), log_samples * (c(1) / alpha_orig)
+        )
+        return jnp.log(d) + jnp.log(v) + log_boost
+    samples = c(1) - _uniform(sub, (), dt, 0.0, 1.0)
+    boost = jnp.where(boost_mask, c(1), lax.pow(samples, c(1) / alpha_orig))
+    return d * v * boost
+
+
+def _gamma(data, a, shape, dtype, log_space):
+    a = lax.convert_element_type(jnp.asarray(a), dtype)
+    if shape is None:
+        shape = a.shape
+    else:
+        _check_shape("gamma", shape, a.shape)
+    a = jnp.broadcast_to(a, shape)
+    n = math.prod(shape)
+    if n == 0:
+        return jnp.zeros(shape, dtype)
+    keys = _split(data, (n,))
+    one = functx_vmap(lambda k, al: _gamma_one(k, al, log_space))
+    return jnp.reshape(one(keys, jnp.reshape(a, (n,))), shape)
+
+
+def gamma(key, a, shape=None, dtype=None):
+    """Gamma(a, 1) samples, as ``jax.random.gamma`` (Marsaglia-Tsang rejection per element).
+
+    Arguments:
+        key: a single key.
+        a: the shape parameter(s), broadcast-compatible with ``shape``.
+        shape: the result's shape (default ``a``'s shape).
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+
+    Returns:
+        An array of ``shape`` and ``dtype``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.gamma(random.PRNGKey(0), np.float32(2.0), (3,), np.float32))
+        [1.5897877 1.7599413 1.1290071]
+    """
+    data, _ = _check_key("gamma", key)
+    dt = _float_dtype("gamma", dtype)
+    return _gamma(data, a, None if shape is None else _shape("gamma", shape), dt, False)
+
+
+def loggamma(key, a, shape=None, dtype=None):
+    """The logarithm of Gamma(a, 1) samples, accurate for small ``a``, as
+    ``jax.random.loggamma``.
+
+    Arguments:
+        key: a single key.
+        a: the shape parameter(s), broadcast-compatible with ``shape``.
+        shape: the result's shape (default ``a``'s shape).
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+
+    Returns:
+        An array of ``shape`` and ``dtype``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.loggamma(random.PRNGKey(0), np.float32(0.5), (3,), np.float32))
+        [-0.12265955  0.02866276 -3.05603   ]
+    """
+    data, _ = _check_key("loggamma", key)
+    dt = _float_dtype("gamma", dtype)
+    return _gamma(data, a, None if shape is None else _shape("loggamma", shape), dt, True)
+
+
+def beta(key, a, b, shape=None, dtype=None):
+    """Beta(a, b) samples, as ``jax.random.beta`` (a ratio of two log-gamma samples).
+
+    Arguments:
+        key: a single key.
+        a: the first shape parameter, broadcast-compatible with ``shape``.
+        b: the second shape parameter, broadcast-compatible with ``shape``.
+        shape: the result's shape (default: the parameters' broadcast shape).
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+
+    Returns:
+        An array of ``shape`` and ``dtype``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.beta(random.PRNGKey(0), np.float32(2.0), np.float32(3.0), (3,)))
+        [0.23627363 0.4904596  0.6837948 ]
+    """
+    data, _ = _check_key("beta", key)
+    dt = _float_dtype("beta", dtype)
+    if shape is None:
+        shape = _broadcast_shapes("beta", np.shape(a), np.shape(b))
+    else:
+        shape = _shape("beta", shape)
+        _check_shape("beta", shape, np.shape(a), np.shape(b))
+    a = jnp.broadcast_to(lax.convert_element_type(jnp.asarray(a), dt), shape)
+    b = jnp.broadcast_to(lax.convert_element_type(jnp.asarray(b), dt), shape)
+    keys = _split(data, (2,))
+    log_a = _gamma(keys[0], a, shape, dt, True)
+    log_b = _gamma(keys[1], b, shape, dt, True)
+    log_max = jnp.maximum(log_a, log_b)
+    ga, gb = jnp.exp(log_a - log_max), jnp.exp(log_b - log_max)
+    return ga / (ga + gb)
+
+
+def dirichlet(key, alpha, shape=None, dtype=None):
+    """Dirichlet(alpha) samples (the last axis of ``alpha`` holds the concentrations), as
+    ``jax.random.dirichlet``.
+
+    Arguments:
+        key: a single key.
+        alpha: the concentrations, shape ``(..., k)``.
+        shape: the batch shape (default ``alpha.shape[:-1]``).
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+
+    Returns:
+        An array of shape ``shape + (k,)`` whose last axis sums to 1.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.dirichlet(random.PRNGKey(0), np.ones(3, np.float32)))
+        [0.36472058 0.42828935 0.2069901 ]
+    """
+    data, _ = _check_key("dirichlet", key)
+    dt = _float_dtype("dirichlet", dtype)
+    if np.ndim(alpha) < 1:
+        raise FunctxValueError(
+            f"dirichlet requires alpha.ndim >= 1, got alpha.ndim == {np.ndim(alpha)}"
+        )
+    if shape is None:
+        shape = np.shape(alpha)[:-1]
+    else:
+        shape = _shape("dirichlet", shape)
+        _check_shape("dirichlet", shape, np.shape(alpha)[:-1])
+    alpha = lax.convert_element_type(jnp.asarray(alpha), dt)
+    log_g = _gamma(data, alpha, (*shape, alpha.shape[-1]), dt, True)
+    return nn.softmax(log_g, axis=-1)
+
+
+def _poisson_knuth(data, lam, shape, dtype, max_iters):
+    def body(carry):
+        i, k, rng, log_prod = carry
+        keys = _split(rng, (2,))
+        k = jnp.where(log_prod > -lam, k + np.asarray(1, dtype), k)
+        u = _uniform(keys[1], shape, dtypes.float32, 0.0, 1.0)
+        return i + 1, k, keys[0], log_prod + jnp.log(u)
+
+    def cond(carry):
+        i, log_prod = carry[0], carry[3]
+        return jnp.any(log_prod > -lam) & (i < max_iters)
+
+    init = (
+        jnp.asarray(0, dtypes.default_int()),
+        jnp.zeros(shape, dtype),
+        data,
+        jnp.zeros(shape, dtypes.float32),
+    )
+    k = lax.while_loop(cond, body, init)[1]
+    return (k - np.asarray(1, dtype)).astype(dtype)
+
+
+def _poisson_rejection(data, lam, shape, dtype, max_iters):
+    f32 = dtypes.float32
+
+    def c(v):
+        return np.asarray(v, f32)
+
+    log_lam = jnp.log(lam)
+    b = c(0.931) + c(2.53) * jnp.sqrt(lam)
+    a = c(-0.059) + c(0.02483) * b
+    inv_alpha = c(1.1239) + c(1.1328) / (b - c(3.4))
+    v_r = c(0.9277) - c(3.6224) / (b - c(2))
+
+    def body(carry):
+        i, k_out, accepted, rng = carry
+        keys = _split(rng, (3,))
+        u = _uniform(keys[1], shape, f32, 0.0, 1.0) - c(0.5)
+        v = _uniform(keys[2], shape, f32, 0.0, 1.0)
+        u_shifted = c(0.5) - jnp.abs(u)
+        k = jnp.floor((c(2) * a / u_shifted + b) * u + lam + c(0.43))
+        s = jnp.log(v * inv_alpha / (a / (u_shifted * u_shifted) + b))
+        t = -lam + k * log_lam - lax.lgamma(k + c(1))
+        accept1 = (u_shifted >= c(0.07)) & (v <= v_r)
+        reject = (k < c(0)) | ((u_shifted < c(0.013)) & (v > u_shifted))
+        accept = accept1 | (~reject & (s <= t))
+        return i + 1, jnp.where(accept, k, k_out), accepted | accept, keys[0]
+
+    def cond(carry):
+        i, _, accepted, _ = carry
+        return jnp.any(~accepted) & (i < max_iters)
+
+    init = (
+        jnp.asarray(0, dtypes.default_int()),
+        jnp.full(shape, -1.0, f32),
+        jnp.zeros(shape, bool),
+        data,
+    )
+    return lax.while_loop(cond, body, init)[1].astype(dtype)
+
+
+def poisson(key, lam, shape=None, dtype=None):
+    """Poisson(lam) samples, as ``jax.random.poisson`` (Knuth's method below ``lam = 10``,
+    transformed rejection above it).
+
+    Arguments:
+        key: a single key.
+        lam: the rate(s), broadcast to ``shape``.
+        shape: the result's shape (default ``lam``'s shape).
+        dtype: an integer dtype (default int64 with ``jax_enable_x64``, else int32).
+
+    Returns:
+        An integer array of ``shape`` and ``dtype``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.poisson(random.PRNGKey(0), 3.0, (5,), np.int32))
+        [0 0 4 4 1]
+    """
+    data, _ = _check_key("poisson", key)
+    dt = _user_dtype("poisson", dtype, int)
+    shape = np.shape(lam) if shape is None else _shape("poisson", shape)
+    lam = lax.convert_element_type(jnp.broadcast_to(jnp.asarray(lam), shape), dtypes.float32)
+    use_knuth = jnp.isnan(lam) | (lam < np.float32(10))
+    lam_knuth = jnp.where(use_knuth, lam, np.float32(0))
+    lam_rejection = jnp.where(use_knuth, np.float32(1e5), lam)
+    max_iters = int(dtypes.iinfo(dt).max)
+    result = jnp.where(
+        use_knuth,
+        _poisson_knuth(data, lam_knuth, shape, dt, max_iters),
+        _poisson_rejection(data, lam_rejection, shape, dt, max_iters),
+    )
+    return jnp.where(lam == np.float32(0), jnp.zeros_like(result), result)
+
+
+def generalized_normal(key, p, shape=(), dtype=None):
+    """Samples with density proportional to ``exp(-|x| ** p)``, as
+    ``jax.random.generalized_normal``.
+
+    Arguments:
+        key: a single key.
+        p: the shape parameter (positive).
+        shape: the result's shape. Default ``()``.
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+
+    Returns:
+        An array of ``shape`` and ``dtype``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.generalized_normal(random.PRNGKey(0), 2.0, (3,), np.float32))
+        [ 0.9542763   0.09015025 -1.1525422 ]
+    """
+    data, _ = _check_key("generalized_normal", key)
+    dt = _float_dtype("generalized_normal", dtype)
+    return _generalized_normal(data, p, _shape("generalized_normal", shape), dt)
+
+
+def _generalized_normal(data, p, shape, dtype):
+    keys = _split(data, (2,))
+    g = _gamma(keys[0], 1 / p, shape, dtype, False)
+    r = rademacher(keys[1], shape, dtype)
+    return r * g ** (1 / p)
+
+
+def ball(key, d, p=2, shape=(), dtype=None):
+    """Uniform samples from the unit Lp ball in ``d`` dimensions, as ``jax.random.ball``.
+
+    Arguments:
+        key: a single key.
+        d: the dimension (a nonnegative int).
+        p: the p of the Lp norm. Default 2.
+        shape: the batch shape. Default ``()``.
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+
+    Returns:
+        An array of shape ``shape + (d,)``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.ball(random.PRNGKey(0), 3, dtype=np.float32))
+        [0.91715974 0.39274216 0.0116535 ]
+    """
+    data, _ = _check_key("ball", key)
+    dt = _float_dtype("ball", dtype)
+    shape, d = _shape("ball", shape), operator.index(d)
+    keys = _split(data, (2,))
+    g = _generalized_normal(keys[0], p, (*shape, d), dt)
+    e = jnp.negative(jnp.log1p(jnp.negative(_uniform(keys[1], shape, dt, 0.0, 1.0))))
+    return g / (((jnp.abs(g) ** p).sum(-1) + e) ** (1 / p))[..., None]
+
+
+def _cholesky(a):
+    """The lower Cholesky factor of symmetric positive definite matrices ``a`` (..., n, n),
+    column by column (n static; functx has no linear algebra primitives yet)."""
+    n = a.shape[-1]
+    rows = np.arange(n)
+    cols = []
+    for j in range(n):
+        prev = jnp.stack(cols, axis=-1) if cols else jnp.zeros((*a.shape[:-1], 0), a.dtype)
+        # a[..., :, j] - L[..., :, :j] @ L[..., j, :j]
+        s = a[..., :, j] - jnp.sum(prev * prev[..., j : j + 1, :], axis=-1)
+        dj = jnp.sqrt(s[..., j])
+        col = jnp.where(rows > j, s / dj[..., None], jnp.where(rows == j, dj[..., None], 0.0))
+        cols.append(col.astype(a.dtype))
+    return jnp.stack(cols, axis=-1)
+
+
+def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
+    """Multivariate normal samples, as ``jax.random.multivariate_normal``
+    (``mean + L @ z`` with ``L`` the Cholesky factor of ``cov`` and ``z`` standard normal).
+
+    Arguments:
+        key: a single key.
+        mean: the means, shape ``(..., n)``.
+        cov: the covariances, shape ``(..., n, n)`` (positive definite).
+        shape: the batch shape (default: the broadcast batch shapes of ``mean`` and ``cov``).
+        dtype: a float dtype (default: ``mean``'s).
+        method: ``"cholesky"`` (``"svd"`` and ``"eigh"`` need the linear algebra of issue 19:
+            ``NotImplementedError``).
+
+    Returns:
+        An array of shape ``shape + mean.shape[-1:]``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> cov = np.array([[2.0, 0.5], [0.5, 1.0]], np.float32)
+        >>> print(random.multivariate_normal(random.PRNGKey(0), np.zeros(2, np.float32), cov))
+        [2.2947626 2.4681525]
+    """
+    data, _ = _check_key("multivariate_normal", key)
+    if method not in ("svd", "eigh", "cholesky"):
+        raise FunctxValueError("method must be one of {'svd', 'eigh', 'cholesky'}")
+    mean, cov = jnp.asarray(mean), jnp.asarray(cov)
+    inexact = jnp.result_type(mean, cov)
+    if not dtypes.is_float(inexact):
+        inexact = dtypes.default_float()
+    mean, cov = mean.astype(inexact), cov.astype(inexact)
+    dt = mean.dtype if dtype is None else _float_dtype("multivariate_normal", dtype)
+    if not dtypes.is_float(dt):
+        raise FunctxValueError(
+            f"dtype argument to `multivariate_normal` must be a float dtype, got {dt}"
+        )
+    if mean.ndim < 1:
+        raise FunctxValueError(
+            f"multivariate_normal requires mean.ndim >= 1, got mean.ndim == {mean.ndim}"
+        )
+    if cov.ndim < 2:
+        raise FunctxValueError(
+            f"multivariate_normal requires cov.ndim >= 2, got cov.ndim == {cov.ndim}"
+        )
+    n = mean.shape[-1]
+    if cov.shape[-2:] != (n, n):
+        raise FunctxValueError(
+            f"multivariate_normal requires cov.shape == (..., n, n) for n={n}, but got "
+            f"cov.shape == {cov.shape}."
+        )
+    if shape is None:
+        shape = _broadcast_shapes("multivariate_normal", mean.shape[:-1], cov.shape[:-2])
+    else:
+        shape = _shape("multivariate_normal", shape)
+        _check_shape("normal", shape, mean.shape[:-1], cov.shape[:-2])
+    if method != "cholesky":
+        raise NotImplementedError(
+            f"multivariate_normal(method={method!r}) needs an eigendecomposition, which functx "
+            "does not have yet: use method='cholesky'"
+        )
+    factor = _cholesky(cov)
+    z = _normal(data, (*shape, n), dt)
+    return mean + jnp.einsum("...ij,...j->...i", factor, z)
+
+
+def _qr_q(z):
+    """The Q of the QR decomposition of ``z`` (..., m, n), m >= n, with R's diagonal made
+    positive (modified Gram-Schmidt, n static)."""
+    qs = []
+    for j in range(z.shape[-1]):
+        v = z[..., :, j]
+        for q in qs:
+            v = v - jnp.sum(q * v, axis=-1, keepdims=True) * q
+        qs.append(v / jnp.sqrt(jnp.sum(v * v, axis=-1, keepdims=True)))
+    return jnp.stack(qs, axis=-1)
+
+
+def orthogonal(key, n, shape=(), dtype=None, m=None):
+    """A uniformly random orthogonal ``n x m`` matrix (semi-orthogonal when ``n != m``), as
+    ``jax.random.orthogonal`` (the Q of the QR decomposition of a normal matrix, with R's
+    diagonal made positive).
+
+    Arguments:
+        key: a single key.
+        n: the number of rows.
+        shape: the batch shape. Default ``()``.
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+        m: the number of columns (default ``n``).
+
+    Returns:
+        An array of shape ``shape + (n, m)``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> q = random.orthogonal(random.PRNGKey(0), 3, dtype=np.float32)
+        >>> print(np.allclose(np.asarray(q) @ np.asarray(q).T, np.eye(3), atol=1e-5))
+        True
+    """
+    data, _ = _check_key("orthogonal", key)
+    dt = _float_dtype("orthogonal", dtype)
+    shape, n = _shape("orthogonal", shape), operator.index(n)
+    m = n if m is None else operator.index(m)
+    z = _normal(data, (*shape, max(n, m), min(n, m)), dt)
+    q = _qr_q(z)
+    return jnp.swapaxes(q, -1, -2) if n < m else q
