@@ -39,7 +39,11 @@ import numpy as np
 
 from functx import dtypes, lax, nn, numpy as jnp, tree_util
 from functx.control.threefry import threefry2x32
-from functx.errors import FunctxTypeError, FunctxValueError
+from functx.errors import (
+    FunctxTypeError,
+    FunctxValueError,
+    missing_name_hook as _missing_name_hook,
+)
 from functx.transforms.vmap import vmap as functx_vmap
 
 __all__ = [
@@ -1750,3 +1754,7 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
     z = _normal(data, (*shape, max(n, m), min(n, m)), dt)
     q = _qr_q(z)
     return jnp.swapaxes(q, -1, -2) if n < m else q
+
+
+# A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
+__getattr__ = _missing_name_hook(__name__)
