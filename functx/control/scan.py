@@ -27,7 +27,7 @@ from functx.control.common import (
     zeros_of,
 )
 from functx.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var, same_type
-from functx.errors import FunctxTypeError, FunctxValueError
+from functx.errors import FunctxArgumentError, FunctxTypeError, FunctxValueError
 from functx.interpreter import eval_jaxpr
 from functx.lowering.rules import lowerings
 from functx.source_info import where
@@ -132,7 +132,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     if length is not None:
         lengths.add(int(length))
     if len(lengths) > 1:
-        raise FunctxTypeError(
+        raise FunctxArgumentError(
             f"scan got values with different leading axis sizes: {sorted(lengths)}{where()}"
         )
     if not lengths:
