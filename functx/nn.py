@@ -16,7 +16,12 @@ import numpy as np
 
 from functx import dtypes, numpy as jnp, ops
 from functx.control.custom_derivatives import custom_jvp
-from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError
+from functx.errors import (
+    FunctxTypeError,
+    FunctxValueError,
+    UnsupportedError,
+    missing_name_hook as _missing_name_hook,
+)
 from functx.source_info import where as _loc
 
 
@@ -707,6 +712,9 @@ def dot_product_attention(
         return out, jnp.reshape(lse, out_shape[:-1])
     return out
 
+
+# A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
+__getattr__ = _missing_name_hook(__name__)
 
 __all__ = [
     "relu",

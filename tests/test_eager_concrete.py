@@ -153,3 +153,26 @@ def test_float_index_of_a_valued_tracer_is_a_type_error():
         jax.grad(lambda x: x * TABLE[x])(1.0)
     with pytest.raises(TypeError):
         functx.grad(lambda x: x * TABLE[x])(1.0)
+
+
+def test_tracers_are_instances_of_array_under_every_transform():
+    seen = []
+
+    def make():  # a new function each time: no transform reuses another's cached trace
+        def f(x):
+            seen.append((isinstance(x, functx.Array), type(x) is functx.Array))
+            return (x * 2.0).sum()
+
+        return f
+
+    x = np.ones(2, np.float32)
+    functx.jit(make())(x)
+    functx.vmap(make())(x)
+    functx.grad(make())(x)
+    functx.jvp(make(), (x,), (x,))
+    functx.make_jaxpr(make())(x)
+    assert seen == [(True, False)] * 5
+    assert isinstance(fnp.ones(2), functx.Array) and not isinstance(x, functx.Array)
+    assert not isinstance(1.0, functx.Array)
+    # subclasses keep the plain check
+    assert not isinstance(functx.make_jaxpr, functx.Array)

@@ -127,6 +127,11 @@ PRIMITIVE_TESTS = {
     "scan": ELSEWHERE,
     "associative_scan": ELSEWHERE,
     "reduce": ELSEWHERE,
+    "checkpoint": ELSEWHERE,
+    "name": ELSEWHERE,
+    "debug_callback": ELSEWHERE,
+    "pure_callback": ELSEWHERE,
+    "io_callback": ELSEWHERE,
 }
 
 

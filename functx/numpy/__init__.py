@@ -1,6 +1,7 @@
 """``functx.numpy``: NumPy's API with JAX's semantics (promotion, immutability), traceable."""
 
 from functx import array as _array
+from functx.errors import missing_name_hook as _missing_name_hook
 from functx.numpy import (
     _core,
     indexing as _indexing_module,
@@ -296,6 +297,10 @@ _array.numpy_functions.update(
     getitem=_indexing_module.getitem,
     scatter_update=_indexing_module.scatter_update,
 )
+
+
+# A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
+__getattr__ = _missing_name_hook(__name__)
 
 __all__ = [
     "linalg",

@@ -17,7 +17,7 @@ import numpy as np
 
 from functx import nn as _nn, numpy as jnp, ops
 from functx.control.custom_derivatives import custom_jvp
-from functx.errors import FunctxTypeError, FunctxValueError
+from functx.errors import FunctxTypeError, FunctxValueError, missing_name_hook as _missing_name_hook
 from functx.source_info import where as _loc
 
 
@@ -630,6 +630,9 @@ def log_ndtr(x, series_order=3):
         _LOG_NDTR[series_order] = _make_log_ndtr(series_order)
     return _LOG_NDTR[series_order](x)
 
+
+# A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
+__getattr__ = _missing_name_hook(__name__)
 
 __all__ = [
     "betaln",

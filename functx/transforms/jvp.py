@@ -18,7 +18,12 @@ import optree
 from functx import dtypes, ops, primitives as P
 from functx.array import Array, is_python_scalar
 from functx.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray
-from functx.errors import ConcretizationError, FunctxTypeError, UnsupportedError
+from functx.errors import (
+    ConcretizationError,
+    FunctxArgumentError,
+    FunctxTypeError,
+    UnsupportedError,
+)
 from functx.interpreter import eval_jaxpr
 from functx.primitives import elementwise as E
 from functx.source_info import source_info, where
@@ -616,7 +621,7 @@ def _check_tangent(p, t, path):
     else:
         ta = get_aval(t)
     if pa.shape != ta.shape:
-        raise FunctxTypeError(
+        raise FunctxArgumentError(
             f"jvp of {path}: primal and tangent arguments must have equal "
             f"shapes; got primal {pa.str_short()} and tangent {ta.str_short()}"
             f"{where()}"

@@ -7,6 +7,7 @@ beta functions), ``poisson.entropy``, and ``multivariate_normal``
 (it needs a Cholesky factorization: functx has no linear algebra decompositions yet).
 """
 
+from functx.errors import missing_name_hook as _missing_name_hook
 from functx.scipy.stats import (
     bernoulli as bernoulli,
     beta as beta,
@@ -24,6 +25,9 @@ from functx.scipy.stats import (
     t as t,
     uniform as uniform,
 )
+
+# A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
+__getattr__ = _missing_name_hook(__name__)
 
 __all__ = [
     "bernoulli",
