@@ -6,6 +6,16 @@ from functx.numpy import (
     indexing as _indexing_module,
     linalg as linalg,
 )
+from functx.numpy._complex import (
+    angle as angle,
+    conj as conj,
+    conjugate as conjugate,
+    imag as imag,
+    iscomplex as iscomplex,
+    isreal as isreal,
+    isrealobj as isrealobj,
+    real as real,
+)
 from functx.numpy._core import (
     abs as abs,
     absolute as absolute,
@@ -54,6 +64,9 @@ from functx.numpy._core import (
     ceil as ceil,
     clip as clip,
     column_stack as column_stack,
+    complex64 as complex64,
+    complex128 as complex128,
+    complexfloating as complexfloating,
     concat as concat,
     concatenate as concatenate,
     copysign as copysign,
@@ -252,10 +265,21 @@ from functx.numpy._more import (
 _array.numpy_functions.update(
     {name: getattr(_core, name) for name in _array.NUMPY_FUNCTIONS},
     getitem=_indexing_module.getitem,
+    real=real,
+    imag=imag,
+    conjugate=conjugate,
     scatter_update=_indexing_module.scatter_update,
 )
 
 __all__ = [
+    "angle",
+    "conj",
+    "conjugate",
+    "imag",
+    "iscomplex",
+    "isreal",
+    "isrealobj",
+    "real",
     "allclose",
     "array_equal",
     "cross",
@@ -352,6 +376,9 @@ __all__ = [
     "fliplr",
     "flipud",
     "float16",
+    "complex64",
+    "complex128",
+    "complexfloating",
     "float32",
     "float64",
     "float_",

@@ -36,6 +36,8 @@ int8, int16, int32, int64 = dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int6
 uint8, uint16, uint32, uint64 = dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64
 float16, bfloat16 = dtypes.float16, dtypes.bfloat16
 float32, float64 = dtypes.float32, dtypes.float64
+complex64, complex128 = dtypes.complex64, dtypes.complex128
+complexfloating = np.complexfloating
 float_ = float64
 int_ = int64
 integer, signedinteger, unsignedinteger = np.integer, np.signedinteger, np.unsignedinteger
@@ -483,7 +485,7 @@ def _promote_float(name, *args):
 
 def _inexact(dt):
     """JAX's ``to_inexact_dtype``: the float dtype an integer or bool dtype computes in."""
-    if dt in dtypes.FLOATS:
+    if dt in dtypes.FLOATS or dt in dtypes.COMPLEX:
         return dt
     return dtypes.float64 if dt in (dtypes.int64, dtypes.uint64) else dtypes.default_float()
 
