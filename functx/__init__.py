@@ -5,7 +5,9 @@ Write a pure numerical function with ``functx.numpy``; functx traces it into a p
 """
 
 from functx import (
+    ad_checkpoint as ad_checkpoint,
     config as config,
+    debug as debug,
     dtypes as dtypes,
     errors as errors,
     flatten_util as flatten_util,
@@ -16,15 +18,18 @@ from functx import (
     tree as tree,
     tree_util as tree_util,
 )
+from functx.ad_checkpoint import checkpoint_policies as checkpoint_policies
 from functx.array import Array as Array
 from functx.config import (
     default_matmul_precision as default_matmul_precision,
     disable_jit as disable_jit,
 )
+from functx.control.callbacks import pure_callback as pure_callback
 from functx.control.custom_derivatives import (
     custom_jvp as custom_jvp,
     custom_vjp as custom_vjp,
 )
+from functx.control.remat import checkpoint as checkpoint, remat as remat
 from functx.core import (
     ClosedJaxpr as ClosedJaxpr,
     Jaxpr as Jaxpr,
@@ -44,12 +49,15 @@ from functx.devices.transfer import device_get as device_get, device_put as devi
 from functx.errors import (
     CacheWarning as CacheWarning,
     ConcretizationError as ConcretizationError,
+    FunctxArgumentError as FunctxArgumentError,
+    FunctxAttributeError as FunctxAttributeError,
     FunctxError as FunctxError,
     FunctxIndexError as FunctxIndexError,
     FunctxOverflowError as FunctxOverflowError,
     FunctxTypeError as FunctxTypeError,
     FunctxValueError as FunctxValueError,
     UnsupportedError as UnsupportedError,
+    missing_name_hook as _missing_name_hook,
 )
 from functx.jit import (
     clear_caches as clear_caches,
@@ -87,6 +95,9 @@ def block_until_ready(x):
     return x
 
 
+# A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
+__getattr__ = _missing_name_hook(__name__)
+
 __all__ = [
     "Array",
     "CacheWarning",
@@ -97,17 +108,23 @@ __all__ = [
     "FunctxError",
     "FunctxIndexError",
     "FunctxOverflowError",
+    "FunctxArgumentError",
+    "FunctxAttributeError",
     "FunctxTypeError",
     "FunctxValueError",
     "Jaxpr",
     "ShapeDtypeStruct",
     "ShapedArray",
     "UnsupportedError",
+    "ad_checkpoint",
     "block_until_ready",
+    "checkpoint",
+    "checkpoint_policies",
     "clear_caches",
     "config",
     "custom_jvp",
     "custom_vjp",
+    "debug",
     "default_backend",
     "default_device",
     "default_matmul_precision",
@@ -134,6 +151,8 @@ __all__ = [
     "named_scope",
     "nn",
     "numpy",
+    "pure_callback",
+    "remat",
     "scipy",
     "tree",
     "tree_util",

@@ -330,11 +330,31 @@ def _aligned_copy(x: np.ndarray, dtype) -> np.ndarray:
     return out
 
 
-class Array(ArrayMethods):
+class _ArrayType(type):
+    """``Array``'s metaclass: ``isinstance(x, functx.Array)`` is also True for the tracers of
+    every transform (``jit``, ``vmap``, ``grad``, ...), as JAX's ``jax.Array`` is for its tracers,
+    so user code that checks for an array works the same traced or not. ``type(x)`` is
+    unchanged, and subclasses (``UncommittedArray``, ``GpuArray``) keep the plain check. Inside
+    functx a test that must tell a concrete array from a tracer checks for the tracer first, or
+    uses ``is_concrete_array``."""
+
+    def __instancecheck__(cls, obj):
+        if type.__instancecheck__(cls, obj):
+            return True
+        return cls is Array and isinstance(obj, ArrayMethods)
+
+
+def is_concrete_array(x) -> bool:
+    """Whether ``x`` is a ``functx.Array`` with a buffer (not a tracer)."""
+    return type.__instancecheck__(Array, x)
+
+
+class Array(ArrayMethods, metaclass=_ArrayType):
     """An immutable n-dimensional array on the CPU (a read-only NumPy buffer underneath).
 
     Arrays on a GPU are instances too (the devices package's ``GpuArray``); ``x.device`` says
-    where an array lives.
+    where an array lives. Tracers are instances too for ``isinstance`` (as in JAX), never for
+    ``type(x)``.
     """
 
     __slots__ = ("_value", "aval")
@@ -361,7 +381,7 @@ class Array(ArrayMethods):
     def from_value(cls, x, dtype=None, weak_type=None) -> Array:
         """Convert an Array, NumPy array or scalar, nested list or DLPack producer (copying).
         A DLPack producer on a CUDA GPU (a torch tensor, say) becomes a GPU array on that GPU."""
-        if isinstance(x, Array):
+        if is_concrete_array(x):
             if dtype is None or dtypes.canonicalize(dtype) == x.dtype:
                 return x
             if type(x) not in (Array, UncommittedArray):  # on a device: convert there

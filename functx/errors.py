@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functx._jax_names import JAX_NAMES
+
 
 class FunctxError(Exception):
     """Base class of every error functx raises on purpose."""
@@ -16,6 +18,16 @@ class FunctxValueError(FunctxError, ValueError):
     an unknown mode or option, a length that does not match."""
 
 
+class FunctxArgumentError(FunctxTypeError, FunctxValueError):
+    """A bad argument (a shape or size mismatch, an unhashable static argument, ...) for which
+    JAX raises ValueError where functx's check raised TypeError, or the reverse: an instance of
+    both, so that the ``except`` clauses of programs written for JAX, and functx's own, catch it."""
+
+
+class FunctxZeroDivisionError(FunctxValueError, ZeroDivisionError):
+    """A zero step or divisor where JAX raises ZeroDivisionError (``arange(0, 3, 0)``)."""
+
+
 class FunctxIndexError(FunctxError, IndexError):
     """An index out of range where JAX (and NumPy) raise IndexError."""
 
@@ -28,6 +40,10 @@ class ConcretizationError(FunctxError, TypeError):
     """Python needed a concrete value (``bool``, ``int``, ``if``, ``while``) of a traced array."""
 
 
+class FunctxAttributeError(FunctxError, AttributeError):
+    """A name JAX has that functx does not implement yet (a module's ``__getattr__``)."""
+
+
 class UnsupportedError(FunctxError, NotImplementedError):
     """A primitive has no rule in some transform or backend."""
 
@@ -36,3 +52,35 @@ class CacheWarning(UserWarning, RuntimeWarning):
     """A compile-cache directory functx does not trust (owned by another user, or writable by
     others) or cannot write: functx goes on with a private temporary directory. Filter it with
     ``warnings.filterwarnings("ignore", category=functx.CacheWarning)``."""
+
+
+# --- names JAX has and functx lacks ---------------------------------------------------------------
+DIFFERENCES = "docs/differences.md"
+_names: dict[str, frozenset] = {}
+
+
+def missing_name(module: str, name: str) -> AttributeError:
+    """The error for ``module.name`` that does not exist: a ``FunctxAttributeError`` saying it is
+    not implemented yet (and where the differences are listed) when JAX's counterpart of
+    ``module`` has the name, else Python's plain AttributeError."""
+    entry = JAX_NAMES.get(module)
+    if entry is not None:
+        if module not in _names:
+            _names[module] = frozenset(entry[1].split())
+        if name in _names[module]:
+            return FunctxAttributeError(
+                f"module {module!r} has no attribute {name!r}: JAX's {entry[0]}.{name} is not "
+                f"implemented in functx yet ({DIFFERENCES} in the functx repository lists what "
+                "functx lacks and where it differs from JAX)"
+            )
+    return AttributeError(f"module {module!r} has no attribute {name!r}")
+
+
+def missing_name_hook(module: str):
+    """A module ``__getattr__`` for ``module`` that raises ``missing_name``'s error: a public
+    namespace writes ``__getattr__ = missing_name_hook(__name__)``."""
+
+    def __getattr__(name: str):
+        raise missing_name(module, name)
+
+    return __getattr__

@@ -7,7 +7,7 @@ import functools
 import numpy as np
 
 from functx import lax, numpy as jnp, tree_util
-from functx.errors import FunctxTypeError, FunctxValueError
+from functx.errors import FunctxTypeError, FunctxValueError, missing_name_hook as _missing_name_hook
 from functx.source_info import where
 
 
@@ -82,5 +82,8 @@ def _unravel(treedef, sizes, shapes, casts, flat):
         leaves = [lax.convert_element_type(x, d) for x, d in zip(leaves, casts[0], strict=True)]
     return tree_util.tree_unflatten(treedef, leaves)
 
+
+# A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
+__getattr__ = _missing_name_hook(__name__)
 
 __all__ = ["ravel_pytree"]

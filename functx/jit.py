@@ -31,7 +31,7 @@ from functx.devices import device as _device, eager as _eager
 from functx.devices.device import CPU, DeviceError
 from functx.devices.eager import DeviceExecutable, check_consts, gpu_signature
 from functx.devices.transfer import op_device
-from functx.errors import FunctxTypeError, FunctxValueError
+from functx.errors import FunctxArgumentError, FunctxTypeError, FunctxValueError
 from functx.interpreter import eval_jaxpr
 from functx.lowering.compile import compile_jaxpr, log as _log, loop_ir_text
 from functx.lowering.runtime import Executable
@@ -497,7 +497,7 @@ class Jitted:
         try:
             hash((stat, stat_kw))
         except TypeError as e:
-            raise FunctxTypeError(
+            raise FunctxArgumentError(
                 f"jit: static arguments must be hashable ({e}){where()}"
             ) from None
         return dyn_args, dyn_kw, stat, stat_kw

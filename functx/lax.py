@@ -29,6 +29,7 @@ from functx.control.while_loop import (
     fori_loop as fori_loop,
     while_loop as while_loop,
 )
+from functx.errors import missing_name_hook as _missing_name_hook
 from functx.ops import (
     Precision as Precision,
     RoundingMethod as RoundingMethod,
@@ -132,6 +133,9 @@ from functx.ops import (
     transpose as transpose,
     zeros_like_array as zeros_like_array,
 )
+
+# A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
+__getattr__ = _missing_name_hook(__name__)
 
 __all__ = [
     "Precision",

@@ -16,7 +16,12 @@ import numpy as np
 
 from functx import dtypes, numpy as jnp, ops
 from functx.control.custom_derivatives import custom_jvp
-from functx.errors import FunctxTypeError, FunctxValueError
+from functx.errors import (
+    FunctxTypeError,
+    FunctxValueError,
+    UnsupportedError,
+    missing_name_hook as _missing_name_hook,
+)
 from functx.source_info import where as _loc
 
 
@@ -390,6 +395,327 @@ def one_hot(x, num_classes: int, *, dtype=None, axis=-1):
     return jnp.astype(jnp.equal(jnp.expand_dims(x, axis), classes), dtype)
 
 
+def hard_sigmoid(x):
+    """``relu6(x + 3) / 6``: a piecewise-linear sigmoid.
+
+    Arguments:
+      x: the input (integers are converted to float).
+    Returns:
+      An array of ``x``'s float dtype.
+
+    Example:
+      >>> import functx.nn as nn, functx.numpy as jnp
+      >>> print(nn.hard_sigmoid(jnp.array([-4.0, 0.0, 1.5, 4.0])))
+      [0.   0.5  0.75 1.  ]
+    """
+    return relu6(_float(x) + 3.0) / 6.0
+
+
+def hard_silu(x):
+    """``x * hard_sigmoid(x)`` (also named ``hard_swish``).
+
+    Arguments:
+      x: the input (integers are converted to float).
+    Returns:
+      An array of ``x``'s float dtype.
+
+    Example:
+      >>> import functx.nn as nn, functx.numpy as jnp
+      >>> print(nn.hard_silu(jnp.array([-4.0, 0.0, 1.5, 4.0])))
+      [-0.     0.     1.125  4.   ]
+    """
+    x = _float(x)
+    return x * hard_sigmoid(x)
+
+
+hard_swish = hard_silu
+
+
+def identity(x):
+    """The identity activation: ``x`` itself, as an array.
+
+    Arguments:
+      x: the input.
+    Returns:
+      ``x`` as an array (same dtype).
+
+    Example:
+      >>> import functx.nn as nn
+      >>> print(nn.identity([1.0, 2.0]))
+      [1. 2.]
+    """
+    return _arr(x)
+
+
+def tanh(x, /):
+    """The hyperbolic tangent (``jax.nn.tanh`` is ``jax.numpy.tanh``).
+
+    Arguments:
+      x: the input (integers are converted to float).
+    Returns:
+      An array of ``x``'s float dtype.
+
+    Example:
+      >>> import functx.nn as nn, functx.numpy as jnp
+      >>> print(nn.tanh(jnp.array([0.0])))
+      [0.]
+    """
+    return jnp.tanh(x)
+
+
+def mish(x):
+    """``x * tanh(softplus(x))``.
+
+    Arguments:
+      x: the input (integers are converted to float).
+    Returns:
+      An array of ``x``'s float dtype.
+
+    Example:
+      >>> import functx.nn as nn, functx.numpy as jnp
+      >>> print(nn.mish(jnp.array([0.0, 1.0])))
+      [0.        0.8650984]
+    """
+    x = _float(x)
+    return x * jnp.tanh(softplus(x))
+
+
+def squareplus(x, b=4):
+    """``(x + sqrt(x**2 + b)) / 2``: a smooth ReLU.
+
+    Arguments:
+      x: the input (integers are converted to float).
+      b: the smoothness (``b = 0`` is ReLU).
+    Returns:
+      An array of ``x``'s float dtype.
+
+    Example:
+      >>> import functx.nn as nn, functx.numpy as jnp
+      >>> print(nn.squareplus(jnp.array([0.0, 3.0])))
+      [1.        3.3027756]
+    """
+    x = _float(x)
+    b = jnp.astype(_arr(b), x.dtype)
+    return (x + jnp.sqrt(jnp.square(x) + b)) / 2
+
+
+def sparse_sigmoid(x):
+    """``clip(x + 1, 0, 2) / 2``: the sparsemax counterpart of the sigmoid.
+
+    Arguments:
+      x: the input (integers are converted to float).
+    Returns:
+      An array of ``x``'s float dtype.
+
+    Example:
+      >>> import functx.nn as nn, functx.numpy as jnp
+      >>> print(nn.sparse_sigmoid(jnp.array([-2.0, 0.0, 0.5, 2.0])))
+      [0.   0.5  0.75 1.  ]
+    """
+    x = _float(x)
+    return 0.5 * jnp.clip(x + 1.0, 0.0, 2.0)
+
+
+def _log1mexp(x):
+    small = x < np.log(2.0)
+    # each branch sees a safe operand, so the unused one never makes a NaN
+    a = jnp.where(small, x, jnp.ones((), x.dtype))
+    b = jnp.where(small, jnp.ones((), x.dtype), x)
+    return jnp.where(small, jnp.log(-jnp.expm1(-a)), jnp.log1p(-jnp.exp(-b)))
+
+
+def _log1mexp_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _log1mexp(x), t / jnp.expm1(x)
+
+
+_log1mexp_cj = custom_jvp(_log1mexp)
+_log1mexp_cj.defjvp(_log1mexp_jvp)
+
+
+def log1mexp(x):
+    """``log(1 - exp(-x))`` computed stably (``expm1`` below ``log 2``, ``log1p`` above); the
+    derivative is ``1 / expm1(x)``.
+
+    Arguments:
+      x: a non-negative input (integers are converted to float).
+    Returns:
+      An array of ``x``'s float dtype (NaN for ``x < 0``, ``-inf`` at 0).
+
+    Example:
+      >>> import functx.nn as nn, functx.numpy as jnp
+      >>> print(nn.log1mexp(jnp.array([0.1, 5.0])))
+      [-2.3521686  -0.00676075]
+    """
+    return _log1mexp_cj(_float(x))
+
+
+def logmeanexp(x, axis=None, where=None, keepdims=False):
+    """``log(mean(exp(x)))`` computed stably: ``logsumexp`` minus the log of the count.
+
+    Arguments:
+      x: the input.
+      axis: an int, a tuple of ints, or None (all axes).
+      where: elements to include.
+      keepdims: keep the reduced axes as size-1 dimensions.
+    Returns:
+      An array of ``x``'s float dtype.
+
+    Example:
+      >>> import functx.nn as nn, functx.numpy as jnp
+      >>> print(nn.logmeanexp(jnp.array([0.0, 0.0, 0.0])))
+      0.0
+    """
+    x = _float(x)
+    lse = logsumexp(x, axis=axis, keepdims=keepdims, where=where)
+    if where is None:
+        axes = _axes(axis, x.ndim)
+        count = jnp.asarray(np.asarray(int(np.prod([x.shape[a] for a in axes])), lse.dtype))
+    else:
+        mask = jnp.broadcast_to(_arr(where), x.shape)
+        count = jnp.sum(jnp.astype(mask, lse.dtype), axis=axis, keepdims=keepdims)
+    return lse - jnp.log(count)
+
+
+def _as_4d(t):
+    t = _arr(t)
+    return jnp.reshape(t, (1,) * (4 - t.ndim) + t.shape) if t.ndim < 4 else t
+
+
+def dot_product_attention(
+    query,
+    key,
+    value,
+    bias=None,
+    mask=None,
+    *,
+    scale=None,
+    is_causal=False,
+    query_seq_lengths=None,
+    key_value_seq_lengths=None,
+    local_window_size=None,
+    implementation=None,
+    return_residual=False,
+):
+    """Scaled dot-product attention, ``softmax(q k^T * scale + bias, masked) v``, with JAX's
+    ``implementation='xla'`` semantics: shapes ``(B, T, N, H)`` for the query and ``(B, S, K, H)``
+    for key and value (the batch dimension may be left out; ``N`` a multiple of ``K``: grouped
+    query attention), logits in at least float32, the softmax in float32, masked logits set to
+    ``-0.7 * finfo.max`` (so a fully masked row averages the values, as in JAX).
+
+    Arguments:
+      query: ``(B, T, N, H)`` or ``(T, N, H)``.
+      key, value: ``(B, S, K, H)`` or ``(S, K, H)``, of one dtype (the query's too).
+      bias: added to the logits, broadcastable to ``(B, N, T, S)``.
+      mask: a bool array broadcastable to ``(B, N, T, S)``: True keeps a logit.
+      scale: the logits' scale (default ``1 / sqrt(H)``).
+      is_causal: also mask key positions after the query position.
+      query_seq_lengths, key_value_seq_lengths: int32 ``(B,)`` valid lengths (padding masks).
+      local_window_size: an int or ``(left, right)``: keep keys within this window of the query.
+      implementation: None or ``'xla'`` (``'cudnn'`` is not available in functx).
+      return_residual: also return the log-sum-exp of the logits, ``(B, T, N)``.
+    Returns:
+      The attention output, of the query's shape and the key's dtype (and the residual).
+
+    Example:
+      >>> import functx.nn as nn, functx.numpy as jnp
+      >>> q = jnp.ones((2, 1, 4))
+      >>> v = jnp.arange(8.0).reshape(2, 1, 4)
+      >>> print(nn.dot_product_attention(q, q, v, is_causal=True))
+      [[[0. 1. 2. 3.]]
+      <BLANKLINE>
+       [[2. 3. 4. 5.]]]
+    """
+    if implementation not in (None, "xla"):
+        raise UnsupportedError(
+            f"dot_product_attention: implementation={implementation!r} is not available in "
+            f"functx (use None or 'xla'){_loc()}"
+        )
+    out_shape = _arr(query).shape
+    q, k, v = _as_4d(query), _as_4d(key), _as_4d(value)
+    bias = _as_4d(bias) if bias is not None else None
+    mask = _as_4d(mask) if mask is not None else None
+    B, S, K, H = k.shape
+
+    def check(t, shape, dtype, name):
+        if t is None:
+            return
+        if t.ndim != len(shape):
+            raise FunctxValueError(f"{name} ndim should be {len(shape)}, but got {t.ndim}{_loc()}")
+        if dtype is not None and t.dtype != dtype:
+            raise FunctxValueError(f"{name} dtype should be {dtype}, but got {t.dtype}{_loc()}")
+        if any(d != -1 and t.shape[i] != d for i, d in enumerate(shape)):
+            raise FunctxValueError(f"{name} shape should be {shape}: but got {t.shape}{_loc()}")
+
+    qlen = _arr(query_seq_lengths) if query_seq_lengths is not None else None
+    kvlen = _arr(key_value_seq_lengths) if key_value_seq_lengths is not None else None
+    check(v, [B, S, K, H], k.dtype, "value")
+    check(q, [B, -1, -1, H], k.dtype, "query")
+    check(mask, [-1] * 4, np.dtype(bool), "mask")
+    check(bias, [-1] * 4, None, "bias")
+    check(qlen, [B], np.dtype("int32"), "query_seq_lengths")
+    check(kvlen, [B], np.dtype("int32"), "key_value_seq_lengths")
+    _, T, N, _ = q.shape
+    if N % K != 0:
+        raise FunctxValueError(
+            "The number of query heads must be a multiple of key/value heads, but got "
+            f"{N} vs {K}{_loc()}"
+        )
+    G = N // K
+    scale = 1.0 / np.sqrt(H) if scale is None else scale
+    ldt = dtypes.promote_types(q.dtype, dtypes.float32)
+    qg = jnp.reshape(jnp.astype(q, ldt), (B, T, K, G, H))
+    logits = jnp.einsum("btkgh,bskh->bkgts", qg, jnp.astype(k, ldt))
+    logits = jnp.reshape(logits, (B, N, T, S)) * jnp.asarray(np.asarray(scale, ldt))
+    if bias is not None:
+        logits = jnp.astype(logits + bias, ldt)
+    keep = mask
+    extra = []
+    if is_causal:
+        extra.append(jnp.tril(jnp.ones((T, S), dtypes.bool_)))
+    if local_window_size is not None:
+        left, right = (
+            (local_window_size, local_window_size)
+            if isinstance(local_window_size, int)
+            else local_window_size
+        )
+        qi = jnp.arange(T, dtype=np.int32)[:, None]
+        ki = jnp.arange(S, dtype=np.int32)[None, :]
+        extra.append(jnp.logical_and(qi <= ki + left, qi >= ki - right))
+    if qlen is not None or kvlen is not None:
+        pad = jnp.ones((B, 1, T, S), dtypes.bool_)
+        if qlen is not None:
+            pad = jnp.logical_and(
+                pad, (jnp.arange(T, dtype=np.int32)[:, None] < qlen[:, None, None, None])
+            )
+        if kvlen is not None:
+            pad = jnp.logical_and(
+                pad, (jnp.arange(S, dtype=np.int32)[None, :] < kvlen[:, None, None, None])
+            )
+        extra.append(pad)
+    for m in extra:
+        keep = m if keep is None else jnp.logical_and(keep, m)
+    if keep is not None:
+        big = -0.7 * min(float(dtypes.finfo(ldt).max), float(np.finfo(np.float32).max))
+        logits = jnp.where(keep, logits, jnp.asarray(np.asarray(big, ldt)))
+    logits32 = jnp.astype(logits, dtypes.float32)
+    probs = jnp.astype(softmax(logits32, axis=-1), k.dtype)
+    pg = jnp.reshape(probs, (B, K, G, T, S))
+    out = jnp.reshape(jnp.einsum("bkgts,bskh->btkgh", pg, v), (B, T, N, H))
+    if qlen is not None:
+        valid = jnp.arange(T, dtype=np.int32)[None, :] < qlen[:, None]
+        out = out * jnp.astype(valid[:, :, None, None], out.dtype)
+    out = jnp.reshape(out, out_shape)
+    if return_residual:
+        lse = jnp.astype(logsumexp(logits32, axis=-1), k.dtype)
+        lse = ops.stop_gradient(jnp.transpose(lse, (0, 2, 1)))
+        return out, jnp.reshape(lse, out_shape[:-1])
+    return out
+
+
+# A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
+__getattr__ = _missing_name_hook(__name__)
+
 __all__ = [
     "relu",
     "relu6",
@@ -412,4 +738,15 @@ __all__ = [
     "hard_tanh",
     "soft_sign",
     "sparse_plus",
+    "hard_sigmoid",
+    "hard_silu",
+    "hard_swish",
+    "identity",
+    "tanh",
+    "mish",
+    "squareplus",
+    "sparse_sigmoid",
+    "log1mexp",
+    "logmeanexp",
+    "dot_product_attention",
 ]

@@ -148,13 +148,34 @@ def _unary(prim):
     return fn
 
 
+def _size_one_broadcast(x, y):
+    """As JAX 0.10's lax binary ops: operands of one rank whose shapes differ only where one of
+    them has size 1 are broadcast to the common shape (``add(f32[1,3], f32[2,3])``); any other
+    mismatch is left to the primitive's shape check (a TypeError, as in JAX)."""
+    sx, sy = getattr(x, "shape", ()), getattr(y, "shape", ())
+    if sx == sy or not sx or not sy or len(sx) != len(sy):
+        return x, y
+    if not all(a == b or a == 1 or b == 1 for a, b in zip(sx, sy)):
+        return x, y
+    shape = tuple(builtins.max(a, b) for a, b in zip(sx, sy))
+    dims = tuple(range(len(shape)))
+    if sx != shape:
+        x = broadcast_in_dim(x, shape, dims)
+    if sy != shape:
+        y = broadcast_in_dim(y, shape, dims)
+    return x, y
+
+
 def _binary(prim):
     def fn(x, y):
-        x, y = _binary_operands(x, y)
+        x, y = _size_one_broadcast(*_binary_operands(x, y))
         return prim.bind(x, y)
 
     fn.__name__ = prim.name
-    fn.__doc__ = f"Elementwise ``{prim.name}`` (the primitive; equal shapes or a scalar operand)."
+    fn.__doc__ = (
+        f"Elementwise ``{prim.name}`` (the primitive): equal shapes, a scalar operand, or, as in "
+        "JAX, shapes of one rank that differ only in size-1 dimensions."
+    )
     return fn
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import operator
 import weakref
 from typing import Any, Callable
 
@@ -29,15 +30,22 @@ PYTREE_NAMESPACE = "functx"
 
 # --- Tracers -------------------------------------------------------------------------------------
 class Tracer(ArrayMethods):
-    """A stand-in for an array while a function is being traced; it records what is done to it."""
+    """A stand-in for an array while a function is being traced; it records what is done to it.
 
-    __slots__ = ("aval", "builder", "ir_var")
+    ``value`` is the concrete NumPy value when the trace knows it (the eager ``grad``, ``vjp``,
+    ``jvp``, ... of a function on concrete arguments: a ``ValuedBuilder``), else None. With a
+    value, ``bool``, ``int``, ``operator.index`` and ``.item()`` give it, as JAX's do for the
+    tracers of eager transforms; ``float``, ``complex``, ``.tolist()`` and ``np.asarray`` raise
+    ConcretizationError even then, as JAX 0.10 does."""
+
+    __slots__ = ("aval", "builder", "ir_var", "value")
     __array_priority__ = 1000
 
-    def __init__(self, builder: Builder, aval: ShapedArray):
+    def __init__(self, builder: Builder, aval: ShapedArray, value=None):
         self.aval = aval
         self.builder = builder
         self.ir_var = Var(aval)
+        self.value = value
 
     shape = property(lambda self: self.aval.shape)
     dtype = property(lambda self: self.aval.dtype)
@@ -53,6 +61,8 @@ class Tracer(ArrayMethods):
         )
 
     def __bool__(self):
+        if self.value is not None:
+            return bool(self.value)
         self._concrete_error(
             "Converting to bool (an `if`, `while`, `and`/`or`, or `assert`)",
             "Use functx.lax.cond or functx.numpy.where for a value-dependent choice, "
@@ -64,20 +74,31 @@ class Tracer(ArrayMethods):
         "choices), or mark the argument static (static_argnums) so it is a Python value."
     )
 
+    _EVEN_EAGER = " (JAX raises here even in an eager grad; use int() or .item().)"
+
     def __int__(self):
+        if self.value is not None:
+            return int(self.value)
         self._concrete_error("int()", self._HINT)
 
     def __float__(self):
-        self._concrete_error("float()", self._HINT)
+        self._concrete_error("float()", self._HINT + self._EVEN_EAGER)
+
+    def __complex__(self):
+        self._concrete_error("complex()", self._HINT + self._EVEN_EAGER)
 
     def __index__(self):
+        if self.value is not None:
+            if not dtypes.is_int(self.dtype) and self.dtype != dtypes.bool_:
+                raise FunctxTypeError(
+                    f"only integer arrays can be used as an index, not {self.dtype}{where()}"
+                )
+            return operator.index(self.value)
         self._concrete_error(
             "Using a traced value as a Python index or size",
             "Use functx.lax.dynamic_slice for traced offsets, or mark the "
             "argument static (static_argnums).",
         )
-
-    __complex__ = __float__
 
     def __array__(self, dtype=None, copy=None):
         self._concrete_error(
@@ -85,7 +106,9 @@ class Tracer(ArrayMethods):
             "Use functx.numpy functions inside traced code instead of NumPy ones.",
         )
 
-    def item(self):
+    def item(self, *args):
+        if self.value is not None:
+            return self.value.item(*args)
         self._concrete_error(".item()", "Keep it an array inside traced code.")
 
     def tolist(self):
@@ -151,6 +174,62 @@ class Builder:
         outvars = [self.to_atom(o) for o in outs]
         jaxpr = Jaxpr(self.constvars, [t.ir_var for t in in_tracers], self.eqns, outvars)
         return ClosedJaxpr(jaxpr, self.consts)
+
+
+def _known_value(x):
+    """The concrete NumPy value of an operand of a ``ValuedBuilder``'s equation, or None."""
+    if isinstance(x, Tracer):
+        return x.value
+    if type(x) in (Array, UncommittedArray):
+        return x._value
+    if is_python_scalar(x):
+        return np.asarray(x, scalar_aval(x).dtype)
+    if isinstance(x, (np.ndarray, np.generic)):
+        return np.asarray(x)
+    return None  # a GPU array: its value stays unknown
+
+
+class ValuedBuilder(Builder):
+    """A builder whose tracers carry their concrete values: it evaluates each primitive it
+    records on the known operand values (the NumPy implementation, with no trace active), so
+    Python control flow on the tracers works (the eager transforms' trace; its Jaxpr is
+    specialised to the values and never cached). An output whose operands are not all known
+    (a GPU constant) has no value."""
+
+    def process_primitive(self, prim, args, params):
+        outs = Builder.process_primitive(self, prim, args, params)
+        vals = []
+        for a in args:
+            v = _known_value(a)
+            if v is None:
+                return outs
+            vals.append(v)
+        saved, core.trace_state.stack = core.trace_state.stack, []
+        try:
+            with np.errstate(all="ignore"):
+                res = prim.impl(*vals, **params)
+        except Exception:  # noqa: BLE001 - the value stays unknown; running the Jaxpr reports it
+            return outs
+        finally:
+            core.trace_state.stack = saved
+        tracers = outs if prim.multiple_results else [outs]
+        res = res if prim.multiple_results else [res]
+        for t, r in zip(tracers, res):
+            r = np.asarray(getattr(r, "_value", r))
+            t.value = r if r.dtype == t.aval.dtype else r.astype(t.aval.dtype)
+        return outs
+
+
+def known_values(leaves):
+    """The concrete NumPy values of argument leaves (arrays, scalars, valued tracers), or None if
+    one of them is not known (a tracer of an abstract trace, a GPU array, a struct)."""
+    vals = []
+    for x in leaves:
+        v = _known_value(x)
+        if v is None:
+            return None
+        vals.append(v)
+    return vals
 
 
 def new_trace() -> core.active_trace:
@@ -356,8 +435,15 @@ def get_aval(x) -> ShapedArray:
     return Array.from_value(x).aval
 
 
-def trace_flat(flat_fun: Callable, in_avals) -> tuple[ClosedJaxpr, Any]:
-    """Trace ``flat_fun(*tracers) -> (flat outputs, aux)`` into a ClosedJaxpr."""
+def trace_flat(flat_fun: Callable, in_avals, values=None) -> tuple[ClosedJaxpr, Any]:
+    """Trace ``flat_fun(*tracers) -> (flat outputs, aux)`` into a ClosedJaxpr. With ``values``
+    (one concrete NumPy value per input) the tracers carry values (a ``ValuedBuilder``)."""
+    if values is not None:
+        with core.active_trace(ValuedBuilder()) as b:
+            tracers = [Tracer(b, a, v) for a, v in zip(in_avals, values)]
+            outs, aux = flat_fun(*tracers)
+            closed = b.build(tracers, outs)
+        return closed, aux
     with new_trace() as b:
         tracers = [b.new_tracer(a) for a in in_avals]
         outs, aux = flat_fun(*tracers)
@@ -552,6 +638,8 @@ def named_scope(name: str):
 __all__ = [
     "Tracer",
     "Builder",
+    "ValuedBuilder",
+    "known_values",
     "bind_host",
     "eager_bind",
     "clear_trace_caches",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functx import tree_util
+from functx.errors import missing_name_hook as _missing_name_hook
 from functx.tree_util import _NO_INITIALIZER
 
 
@@ -221,6 +222,9 @@ def flatten_with_path(tree, is_leaf=None, is_leaf_takes_path=False):
     """
     return tree_util.tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
 
+
+# A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
+__getattr__ = _missing_name_hook(__name__)
 
 __all__ = [
     "all",

@@ -12,7 +12,12 @@ import warnings
 
 import optree
 
-from functx.errors import FunctxError, FunctxTypeError, FunctxValueError
+from functx.errors import (
+    FunctxError,
+    FunctxTypeError,
+    FunctxValueError,
+    missing_name_hook as _missing_name_hook,
+)
 from functx.source_info import where
 from functx.tracing import PYTREE_NAMESPACE
 
@@ -697,6 +702,9 @@ register_pytree_with_keys(
     lambda func, xs: Partial(func, *xs[0], **xs[1]),
 )
 
+
+# A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
+__getattr__ = _missing_name_hook(__name__)
 
 __all__ = [
     "PyTreeDef",

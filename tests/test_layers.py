@@ -23,7 +23,16 @@ PKG = pathlib.Path(__file__).resolve().parent.parent / "functx"
 # its longest matching prefix ("functx.lowering.loopir" before "functx.lowering"); "functx" alone
 # is the package's __init__. Keep this in step with the layer list in CONTRIBUTING.md.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("leaves", ("functx.errors", "functx.dtypes", "functx.config", "functx.source_info")),
+    (
+        "leaves",
+        (
+            "functx.errors",
+            "functx._jax_names",
+            "functx.dtypes",
+            "functx.config",
+            "functx.source_info",
+        ),
+    ),
     ("core", ("functx.core",)),
     ("primitives", ("functx.primitives",)),
     (
@@ -51,6 +60,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "functx.scipy",
             "functx.test_util",
             "functx.flatten_util",
+            "functx.debug",
+            "functx.ad_checkpoint",
         ),
     ),
     ("devices", ("functx.devices",)),
@@ -75,6 +86,7 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     ("functx.control.associative_scan", "functx.lowering.lower"): "SymPy only when jit lowers",
     ("functx.control.generic_reduce", "functx.lowering.loopir"): "SymPy only when jit lowers",
     ("functx.control.custom_derivatives", "functx.lowering.lower"): "SymPy only when jit lowers",
+    ("functx.control.remat", "functx.lowering.lower"): "SymPy only when jit lowers",
     # cache.py (subprocess, the compiler lookup) costs ~85 ms of `import functx`: first use only.
     ("functx.lowering.compile", "functx.lowering.cpp.prelude"): "import time of `import functx`",
     ("functx.lowering.compile", "functx.lowering.cache"): "import time of `import functx`",

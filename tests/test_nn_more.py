@@ -102,3 +102,124 @@ def test_jit_and_docstrings():
         assert "Arguments:" in doc and "Returns:" in doc and "Example:" in doc, name
         assert doctest.run_docstring_examples(getattr(fnn, name), {}) is None
     assert doctest.testmod(fnn).failed == 0
+
+
+# --- hard_sigmoid, hard_silu/hard_swish, identity, tanh, mish, squareplus, sparse_sigmoid,
+# log1mexp, logmeanexp, dot_product_attention: every JAX reference of these tests comes from ONE
+# jax.jit (a single XLA compile; JAX's eager calls would compile each function separately).
+NEW_ACTS = {
+    "hard_sigmoid": lambda m, x: m.hard_sigmoid(x),
+    "hard_silu": lambda m, x: m.hard_silu(x),
+    "hard_swish": lambda m, x: m.hard_swish(x),
+    "identity": lambda m, x: m.identity(x),
+    "tanh": lambda m, x: m.tanh(x),
+    "mish": lambda m, x: m.mish(x),
+    "squareplus": lambda m, x: m.squareplus(x),
+    "squareplus_b": lambda m, x: m.squareplus(x, 0.5),
+    "sparse_sigmoid": lambda m, x: m.sparse_sigmoid(x),
+    "log1mexp": lambda m, x: m.log1mexp(m.relu(x) + 0.01),
+}
+ATT = np.random.default_rng(0).normal(size=(4, 2, 5, 4, 3)).astype(np.float32)
+ATT_MASK = np.random.default_rng(1).uniform(size=(2, 4, 5, 5)) > 0.3
+ATT_BIAS = np.random.default_rng(2).normal(size=(1, 4, 5, 5)).astype(np.float32)
+
+
+def _attention_cases(m, q, k, v, bias, mask):
+    k2, v2 = k[:, :, :2], v[:, :, :2]  # 2 key/value heads for 4 query heads
+    return [
+        m.dot_product_attention(q, k, v, bias, mask, scale=0.3),
+        m.dot_product_attention(q, k2, v2, is_causal=True),
+    ]
+
+
+def _all_new(m, x, q, k, v, bias, mask):
+    grad = jax.grad if m is jnn else functx.grad
+    out = [f(m, x) for f in NEW_ACTS.values()]
+    # elementwise functions: the gradient of the sum is the derivative at each point
+    out += [grad(lambda u, f=f: f(m, u).sum())(x) for f in NEW_ACTS.values()]
+    out += [
+        m.logmeanexp(x),
+        m.logmeanexp(x, where=x > 0),
+        m.logmeanexp(x.reshape(2, -1), 1, keepdims=True),
+    ]
+    return out + _attention_cases(m, q, k, v, bias, mask)
+
+
+def test_new_activations_and_attention_match_jax():
+    x = np.concatenate([KINKS[np.isfinite(KINKS)], [-3.3, 2.9, 4.0, -4.0, 3.0, -3.0]]).astype(F32)
+    args = (x, ATT[0], ATT[1], ATT[2], ATT_BIAS, ATT_MASK)
+    ref = jax.jit(lambda *a: _all_new(jnn, *a))(*args)
+    out = _all_new(fnn, *args)
+    assert len(out) == len(ref)
+    for o, r in zip(out, ref):
+        assert_same(o, r, 2e-5)
+
+
+def _attention_ref(q, k, v, keep, scale=None):
+    """JAX's 'xla' attention written out in NumPy: (B, T, N, H) with N == K, masked logits
+    -0.7 * float32 max, the softmax in float32."""
+    scale = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
+    logits = np.einsum("btnh,bsnh->bnts", q, k) * np.float32(scale)
+    logits = np.where(keep, logits, np.float32(-0.7 * np.finfo(np.float32).max))
+    p = np.exp(logits - logits.max(-1, keepdims=True))
+    p = p / p.sum(-1, keepdims=True)
+    lse = np.log(np.exp(logits - logits.max(-1, keepdims=True)).sum(-1)) + logits.max(-1)
+    return np.einsum("bnts,bsnh->btnh", p, v).astype(np.float32), lse.transpose(0, 2, 1)
+
+
+def test_attention_masks_and_padding_match_the_formula():
+    q, k, v = ATT[0], ATT[1], ATT[2]
+    T = S = 5
+    none = np.ones((1, 1, T, S), bool)
+    causal = np.tril(none)
+    assert_same(
+        fnn.dot_product_attention(q[0], k[0], v[0], is_causal=True),
+        _attention_ref(q[:1], k[:1], v[:1], causal)[0][0],
+        2e-5,
+    )
+    masked = ATT_MASK[:, :1] & False  # every logit masked: the values are averaged, as in JAX
+    assert_same(
+        fnn.dot_product_attention(q, k, v, mask=masked), _attention_ref(q, k, v, masked)[0], 2e-5
+    )
+    qi, ki = np.arange(T)[:, None], np.arange(S)[None, :]
+    window = (qi <= ki + 1) & (qi >= ki - 1)
+    qlen = np.array([3, 5], np.int32)
+    out = fnn.dot_product_attention(q, k, v, query_seq_lengths=qlen, local_window_size=1)
+    pad = (np.arange(T)[None, :, None] < qlen[:, None, None])[:, None]
+    ref = (
+        _attention_ref(q, k, v, window & pad)[0]
+        * (np.arange(T)[None, :] < qlen[:, None])[:, :, None, None]
+    )
+    assert_same(out, ref, 2e-5)
+    kvlen = np.array([2, 4], np.int32)
+    out, res = fnn.dot_product_attention(q, k, v, key_value_seq_lengths=kvlen, return_residual=True)
+    ref, lse = _attention_ref(q, k, v, (ki[None] < kvlen[:, None, None])[:, None])
+    assert_same(out, ref, 2e-5)
+    assert_same(res, lse.astype(np.float32), 2e-5)
+    f64 = [t[:1, :3].astype(np.float64) for t in (q, k, v)]
+    bias, mask = ATT_BIAS[:, :, :3, :3], ATT_MASK[:1, :, :3, :3]
+    # the softmax runs in float32 (JAX's choice) even for float64 inputs: loose tolerances
+    check_grads(
+        lambda *a: fnn.dot_product_attention(*a, bias, mask), f64, 1, atol=2e-3, rtol=2e-3, eps=1e-3
+    )
+
+
+def test_new_activations_errors_jit_and_docstrings():
+    q = ATT[0]
+    for mod in (fnn, jnn):
+        with pytest.raises(ValueError):
+            mod.dot_product_attention(q, q[:, :, :3], q[:, :, :3])  # 4 heads vs 3
+        with pytest.raises(ValueError):
+            mod.dot_product_attention(q, q, q.astype(np.float16))
+        with pytest.raises(ValueError):
+            mod.dot_product_attention(q, q, q, mask=ATT_MASK.astype(np.int32))
+    with pytest.raises(NotImplementedError):
+        fnn.dot_product_attention(q, q, q, implementation="cudnn")
+    f = lambda q: fnn.dot_product_attention(q, q, q, is_causal=True)  # noqa: E731
+    assert "dot_general" in str(functx.make_jaxpr(f)(q))  # traces (jit compiles this Jaxpr)
+    check_grads(
+        lambda v: fnn.mish(v) + fnn.log1mexp(v * v + 0.1), (np.array([-1.3, 0.4, 2.2]),), order=1
+    )
+    for name in ("hard_sigmoid", "mish", "log1mexp", "logmeanexp", "dot_product_attention"):
+        assert "Example:" in getattr(fnn, name).__doc__
+    assert doctest.testmod(fnn).failed == 0

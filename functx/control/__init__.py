@@ -16,15 +16,23 @@ the loop IR), registered into the tables of ``functx.primitives``, ``functx.tran
 * ``custom_derivatives.py``: ``custom_jvp`` and ``custom_vjp`` (``custom_jvp_call``,
   ``custom_vjp_call``, ``custom_lin``) and their batching.
 
+* ``callbacks.py``: host callbacks (``debug_callback``, ``pure_callback``), run eagerly, under
+  every transform, and as host steps of compiled programs.
+
+* ``remat.py``: ``checkpoint``/``remat`` (the ``checkpoint`` primitive: policies decide what the
+  backward pass keeps; the rest is recomputed) and ``checkpoint_name`` (the ``name`` primitive).
+
 Importing the package imports every file, so every rule is registered. The public names are
 re-exported by ``functx.lax`` and ``functx`` (``custom_jvp``, ``custom_vjp``).
 """
 
 from functx.control import (
     associative_scan as associative_scan,
+    callbacks as callbacks,
     cond as cond,
     custom_derivatives as custom_derivatives,
     generic_reduce as generic_reduce,
+    remat as remat,
     scan as scan,
     while_loop as while_loop,
 )

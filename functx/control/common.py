@@ -6,11 +6,13 @@ build on.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from functx import dtypes, ops, primitives as P
 from functx.core import ClosedJaxpr, Jaxpr, Primitive, Var
-from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
+from functx.tracing import TraceCache, get_aval, trace_flat, tree_flatten, tree_unflatten
 from functx.transforms import jvp as J, transpose as T, vmap as V
 
 
@@ -33,9 +35,32 @@ def hoist(closed: ClosedJaxpr):
     return hoisted, list(closed.consts)
 
 
+# One TraceCache per live body function: `while_loop(c, b, x)` called again with arguments of
+# the same structure and types reuses the Jaxprs of `c` and `b` instead of tracing them again,
+# as JAX does (a body that closed over tracers of an outer trace is never kept).
+_body_caches: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def body_cache(fun):
+    """The TraceCache of a body function, or None where it cannot have one."""
+    try:
+        cache = _body_caches.get(fun)
+        if cache is None:
+            cache = _body_caches[fun] = TraceCache(maxsize=8)
+        return cache
+    except TypeError:  # not weakly referenceable (a builtin) or not hashable: no cache
+        return None
+
+
 def trace_pytree(fun, avals, in_tree, star=True):
     """Trace ``fun`` on pytree arguments with the given leaf avals; returns (closed, out_tree).
-    With ``star`` the tree is a tuple of positional arguments, else the single argument."""
+    With ``star`` the tree is a tuple of positional arguments, else the single argument.
+    Traces are cached per function (see ``_body_caches``)."""
+    cache = body_cache(fun)
+    key = (in_tree, tuple(avals), star, dtypes.default_float(), dtypes.default_int())
+    hit = cache.get(key) if cache is not None else None
+    if hit is not None:
+        return hit
     box = {}
 
     def flat(*xs):
@@ -46,6 +71,8 @@ def trace_pytree(fun, avals, in_tree, star=True):
         return leaves, None
 
     closed, _ = trace_flat(flat, avals)
+    if cache is not None:
+        cache.put(key, (closed, box["tree"]), closed)
     return closed, box["tree"]
 
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from functx import config, ops
+from functx import config, dtypes, ops
 from functx.control.common import (
     as_ndarrays,
     batch_closed,
+    body_cache,
     control_primitive,
     fun_name,
     hoist,
@@ -26,7 +27,7 @@ from functx.control.common import (
     zeros_of,
 )
 from functx.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var, same_type
-from functx.errors import FunctxTypeError, FunctxValueError
+from functx.errors import FunctxArgumentError, FunctxTypeError, FunctxValueError
 from functx.interpreter import eval_jaxpr
 from functx.lowering.rules import lowerings
 from functx.source_info import where
@@ -131,7 +132,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     if length is not None:
         lengths.add(int(length))
     if len(lengths) > 1:
-        raise FunctxTypeError(
+        raise FunctxArgumentError(
             f"scan got values with different leading axis sizes: {sorted(lengths)}{where()}"
         )
     if not lengths:
@@ -159,7 +160,19 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
         box.update(c_tree=nc_tree, y_tree=y_tree, n_y=len(y_leaves))
         return nc_leaves + y_leaves, None
 
-    closed, _ = trace_flat(body, c_avals + x_avals)
+    def trace_body(c_avals):
+        cache = body_cache(f)
+        key = ("scan", c_tree, x_tree, tuple(c_avals), tuple(x_avals), dtypes.default_float())
+        hit = cache.get(key) if cache is not None else None
+        if hit is not None:
+            box.update(hit[1])
+            return hit[0]
+        closed, _ = trace_flat(body, c_avals + x_avals)
+        if cache is not None:
+            cache.put(key, (closed, dict(box)), closed)
+        return closed
+
+    closed = trace_body(c_avals)
     if box["c_tree"] != c_tree:
         raise FunctxTypeError(
             f"scan body {fun_name(f)} must return a carry with the structure of "
@@ -167,7 +180,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
         )
     c_leaves, c_avals, changed = promote_weak(c_leaves, c_avals, closed.out_avals[: len(c_leaves)])
     if changed:
-        closed, _ = trace_flat(body, c_avals + x_avals)
+        closed = trace_body(c_avals)
     c_out = closed.out_avals[: len(c_leaves)]
     if not all(same_type(a, b) for a, b in zip(c_avals, c_out)):
         raise FunctxTypeError(

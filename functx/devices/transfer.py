@@ -75,7 +75,7 @@ def device_get(x):
     def get(v):
         if isinstance(v, GpuArray):
             return v._host()
-        if isinstance(v, Array):
+        if isinstance(v, Array) and not isinstance(v, tracing.Tracer):
             return np.asarray(v)
         return v
 

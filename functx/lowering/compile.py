@@ -107,4 +107,5 @@ def _lower_cpp(closed):
         cache.join_units(srcs),
         schedule.describe(kernels),
         in_dtypes=[n.dtype for n in g.inputs],
+        host=prog.host_calls,
     )

@@ -221,16 +221,75 @@ def _take(shape, dtype):
     return np.frombuffer(holder, dtype).reshape(shape)
 
 
+# The C signature of the host-callback dispatcher a program calls for its host steps.
+HOST_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p))
+
+
+class HostDispatch:
+    """What a program with host steps calls back (``fx_host(index, buffers)``): step ``index``
+    of ``steps`` (``(callable, input avals, output (shape, dtype)s)``) gets copies of its input
+    buffers as NumPy arrays and its results are copied into the output buffers. An exception is
+    kept in ``error`` (the program then stops, returning 1) for the caller to raise.
+
+    Each program (a ``.so`` loaded once per path by the dynamic loader) holds one dispatcher
+    pointer, so the executable sets its own before every call (``bind``)."""
+
+    def __init__(self, steps):
+        self.steps = list(steps)
+        self.error = None
+        self.c_fn = HOST_FN(self._dispatch)
+
+    def _dispatch(self, index, ptrs):
+        try:
+            fn, in_avals, out_specs = self.steps[index]
+            args = []
+            for j, a in enumerate(in_avals):
+                dt = np.dtype(a.dtype)
+                n = math.prod(a.shape)
+                if n:
+                    raw = (ctypes.c_char * (n * dt.itemsize)).from_address(ptrs[j])
+                    args.append(np.frombuffer(raw, dt).reshape(a.shape).copy())
+                else:
+                    args.append(np.zeros(a.shape, dt))
+            outs = fn(*args)
+            for k, (o, (shape, dtype)) in enumerate(zip(outs, out_specs)):
+                o = np.ascontiguousarray(np.asarray(o, dtype).reshape(shape))
+                if o.nbytes:
+                    ctypes.memmove(ptrs[len(in_avals) + k], o.ctypes.data, o.nbytes)
+            return 0
+        except BaseException as e:  # noqa: BLE001 - re-raised by the caller of the program
+            self.error = e
+            return 1
+
+    def raise_error(self):
+        err, self.error = self.error, None
+        if err is not None:
+            raise err
+
+
 class Executable:
     """A compiled program: call it with the flat input arrays, get the flat outputs."""
 
     def __init__(
-        self, so_path, n_in, consts, out_specs, out_map, source, kernels_text, in_dtypes=None
+        self,
+        so_path,
+        n_in,
+        consts,
+        out_specs,
+        out_map,
+        source,
+        kernels_text,
+        in_dtypes=None,
+        host=None,
     ):
         self.so_path = so_path
         self.lib = ctypes.CDLL(so_path)
         self.lib.fx_set_gemm.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
         self.lib.fx_set_gemm(*gemm_pointers())
+        self.host = HostDispatch(host) if host else None
+        if self.host is not None:
+            self.lib.fx_set_host.argtypes = [ctypes.c_void_p]
+            self._host_ptr = ctypes.cast(self.host.c_fn, ctypes.c_void_p).value
         self.fn = self.lib.fx_run
         self.fn.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
         self.fn.restype = ctypes.c_int
@@ -258,6 +317,8 @@ class Executable:
     def run(self, leaves):
         """``self(leaves)`` without the check, for a caller that has already matched the
         shapes and dtypes (``functx.jit``: they are part of its cache key)."""
+        if self.host is not None:
+            self.lib.fx_set_host(self._host_ptr)
         outs = [
             np.empty(shape, dtype) if small else _take(shape, dtype)
             for shape, dtype, small in self._out_alloc
@@ -276,6 +337,8 @@ class Executable:
         else:
             rc = self._call_ctypes(leaves, outs)
         if rc != 0:
+            if self.host is not None:
+                self.host.raise_error()
             raise MemoryError("functx.jit: the compiled program could not allocate its buffers")
         result = []
         for kind, k, aval in self.out_map:
@@ -290,7 +353,7 @@ class Executable:
         """``self(args)`` for a sequence of host Arrays (``functx.jit``'s fast path). Once the
         call extension is loaded this method is replaced by a runner made for this program
         (``_runner``), which saves about half of the Python time per call."""
-        if _fast[0] is None:
+        if _fast[0] is None or self.host is not None:
             return self(list(args))
         self.run_arrays = self._runner(_fast[0])
         return self.run_arrays(args)

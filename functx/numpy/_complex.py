@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from functx import dtypes, ops
 from functx.numpy import _core as jnp
-from functx.numpy._more import iscomplexobj
 
 
 def _arr(x):
@@ -137,20 +136,3 @@ def isreal(x, /):
     """
     x = _arr(x)
     return jnp.equal(imag(x), 0)
-
-
-def isrealobj(x):
-    """Whether ``x`` does not have a complex type or dtype (JAX's ``jax.numpy.isrealobj``).
-
-    Arguments:
-      x: any object with a dtype, or a scalar.
-
-    Returns:
-      a Python bool.
-
-    Example:
-      >>> import functx.numpy as jnp
-      >>> print(jnp.isrealobj(jnp.array([1.0])), jnp.isrealobj(1j))
-      True False
-    """
-    return not iscomplexobj(x)

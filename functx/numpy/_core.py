@@ -19,11 +19,13 @@ from functx.array import Array, UncommittedArray, device_rule, is_python_scalar
 from functx.control import associative_scan as _ascan
 from functx.core import ShapedArray
 from functx.errors import (
+    FunctxArgumentError,
     FunctxError,
     FunctxIndexError,
     FunctxOverflowError,
     FunctxTypeError,
     FunctxValueError,
+    FunctxZeroDivisionError,
     UnsupportedError,
 )
 from functx.numpy import _validate as _v
@@ -197,7 +199,7 @@ def full(shape, fill_value, dtype=None, *, device=None):
 
 def _like_device(a, device):
     """``*_like(a)`` makes its array where ``a`` is (JAX keeps ``a``'s placement)."""
-    if device is not None or not isinstance(a, Array) or type(a) in _HOST:
+    if device is not None or isinstance(a, Tracer) or not isinstance(a, Array) or type(a) in _HOST:
         return device
     return a.device
 
@@ -251,7 +253,7 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
         start, stop = 0, start
     step = 1 if step is None else step
     if step == 0:
-        raise FunctxValueError(f"arange: step must not be zero{_loc()}")
+        raise FunctxZeroDivisionError(f"arange: step must not be zero{_loc()}")
     if not builtins.all(math.isfinite(v) for v in (start, stop, step)):
         raise FunctxValueError(
             f"arange: start, stop and step must be finite, got ({start}, {stop}, {step}){_loc()}"
@@ -366,7 +368,7 @@ def broadcast_shapes(*shapes):
     for dims in zip(*[(1,) * (builtins.max(map(len, shapes)) - len(s)) + tuple(s) for s in shapes]):
         sizes = {d for d in dims if d != 1}
         if len(sizes) > 1:
-            raise FunctxTypeError(
+            raise FunctxArgumentError(
                 f"shapes {', '.join(map(str, shapes))} cannot be broadcast together{_loc()}"
             )
         out.append(sizes.pop() if sizes else 1)
@@ -403,7 +405,7 @@ def _promote_general(name, args, kind):
     try:
         shape = broadcast_shapes(*shapes)
     except FunctxTypeError:
-        raise FunctxTypeError(
+        raise FunctxArgumentError(
             f"{name}: operands of shapes "
             f"{', '.join(a.str_short() for a in avals)} cannot be broadcast "
             f"together{_loc()}"
@@ -1462,13 +1464,13 @@ def reshape(a, shape=None, order="C", *, newshape=None):
     if builtins.any(d < -1 for d in shape):
         raise FunctxValueError(f"reshape: shape {tuple(shape)} has a negative dimension{_loc()}")
     if shape.count(-1) > 1:
-        raise FunctxTypeError(
+        raise FunctxArgumentError(
             f"reshape: can only specify one unknown dimension, got {shape}{_loc()}"
         )
     if -1 in shape:
         known = math.prod(s for s in shape if s != -1)
         if known == 0 or av.size % known:
-            raise FunctxTypeError(
+            raise FunctxArgumentError(
                 f"reshape: cannot reshape {av.str_short()} into shape {tuple(shape)}{_loc()}"
             )
         shape[shape.index(-1)] = av.size // known
@@ -1540,7 +1542,7 @@ def squeeze(a, axis=None):
         axes = _norm_axis(axis, av.ndim, "squeeze axis")
         for i in axes:
             if av.shape[i] != 1:
-                raise FunctxTypeError(
+                raise FunctxArgumentError(
                     f"squeeze: cannot select an axis to squeeze out which has "
                     f"size not equal to one: axis {i} of {av.str_short()}"
                     f"{_loc()}"
@@ -1625,7 +1627,7 @@ def stack(arrays, axis=0, dtype=None):
         raise FunctxTypeError(f"stack needs at least one array{_loc()}")
     shapes = {_aval(a).shape for a in arrays}
     if len(shapes) != 1:
-        raise FunctxTypeError(
+        raise FunctxArgumentError(
             f"stack: all input arrays must have the same shape, got "
             f"{', '.join(_aval(a).str_short() for a in arrays)}{_loc()}"
         )

@@ -8,7 +8,7 @@ output needs and batches the ones they do.
 from __future__ import annotations
 
 from functx import dtypes, ops
-from functx.errors import FunctxTypeError
+from functx.errors import FunctxArgumentError, FunctxTypeError
 from functx.numpy import _core as jnp
 from functx.source_info import where
 from functx.tracing import get_aval
@@ -85,7 +85,9 @@ def einsum(subscripts, *operands, optimize=None, precision=None, preferred_eleme
     for t, o in zip(terms, arrs):
         for c, n in zip(t, get_aval(o).shape):
             if sizes.setdefault(c, n) != n and n != 1 and sizes[c] != 1:
-                raise FunctxTypeError(f"einsum: index {c!r} has sizes {sizes[c]} and {n}{where()}")
+                raise FunctxArgumentError(
+                    f"einsum: index {c!r} has sizes {sizes[c]} and {n}{where()}"
+                )
             sizes[c] = max(sizes[c], n)
     for c in out:
         if c not in sizes:

@@ -1,7 +1,15 @@
 """More of NumPy's API with JAX's semantics, as composites of ``functx.numpy``'s functions:
 comparisons of whole arrays (``isclose``, ``allclose``, ``array_equal``), differences and
-integrals (``diff``, ``ediff1d``, ``trapezoid``), ``cross``, ``select``, the bit shifts, and the
-inspection functions ``isscalar``/``iscomplexobj``."""
+integrals (``diff``, ``ediff1d``, ``trapezoid``), ``cross``, ``select``, the bit shifts, the
+inspection functions ``isscalar``/``iscomplexobj``, the NaN-ignoring reductions,
+``frexp``/``ldexp``, ``gcd``/``lcm``, ``delete``/``insert``/``append``, ``piecewise``,
+``interp``, histograms and
+``bincount``, ``cov``/``corrcoef`` and index helpers.
+
+Deviations from JAX: ``delete`` and ``insert`` need concrete indices (JAX traces
+``delete(..., assume_unique_indices=True)`` and ``insert``); ``interp(period=)`` is not supported
+(it needs a sort); ``histogram``, ``bincount``, ``digitize`` and ``interp`` compare every value with
+every edge (quadratic, fine for the sizes they are used at)."""
 
 from __future__ import annotations
 
@@ -10,7 +18,12 @@ import operator
 import numpy as np
 
 from functx import dtypes, lax
-from functx.errors import FunctxTypeError, FunctxValueError
+from functx.errors import (
+    ConcretizationError,
+    FunctxTypeError,
+    FunctxValueError,
+    UnsupportedError,
+)
 from functx.numpy import _core as jnp
 from functx.source_info import where as _loc
 from functx.tracing import Tracer
@@ -372,17 +385,1459 @@ def right_shift(x1, x2, /):
     return lax.shift_right_arithmetic(x1, x2)
 
 
+# --- NaN-ignoring reductions ----------------------------------------------------------------------
+def _nan_mask(a, where):
+    a = _arr(a)
+    if np.dtype(jnp._aval(a).dtype) not in dtypes.FLOATS:
+        return a, where
+    keep = jnp.logical_not(jnp.isnan(a))
+    return a, keep if where is None else jnp.logical_and(keep, where)
+
+
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    """``sum`` treating NaNs as zero.
+
+    Arguments:
+      a: the input array.
+      axis: an int, a tuple of ints, or None (all axes).
+      dtype: the accumulation and result dtype (default: as ``jnp.sum``).
+      out: unsupported (None), as in JAX.
+      keepdims: keep the reduced axes as size-1 dimensions.
+      initial: a starting value added to the sum.
+      where: elements to include.
+    Returns:
+      An array of ``sum``'s dtype.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.nansum(jnp.array([1.0, jnp.nan, 2.0])))
+      3.0
+    """
+    a, mask = _nan_mask(a, where)
+    return jnp.sum(a, axis, dtype, keepdims=keepdims, initial=initial, where=mask)
+
+
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    """``prod`` treating NaNs as one.
+
+    Arguments:
+      a: the input array.
+      axis: an int, a tuple of ints, or None (all axes).
+      dtype: the accumulation and result dtype (default: as ``jnp.prod``).
+      out: unsupported (None), as in JAX.
+      keepdims: keep the reduced axes as size-1 dimensions.
+      initial: a starting value multiplied in.
+      where: elements to include.
+    Returns:
+      An array of ``prod``'s dtype.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.nanprod(jnp.array([2.0, jnp.nan, 3.0])))
+      6.0
+    """
+    a, mask = _nan_mask(a, where)
+    return jnp.prod(a, axis, dtype, keepdims=keepdims, initial=initial, where=mask)
+
+
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
+    """``mean`` of the non-NaN elements (NaN where there are none).
+
+    Arguments:
+      a: the input array.
+      axis: an int, a tuple of ints, or None (all axes).
+      dtype: the result dtype (default: ``a``'s float dtype).
+      out: unsupported (None), as in JAX.
+      keepdims: keep the reduced axes as size-1 dimensions.
+      where: elements to include.
+    Returns:
+      An array of a float dtype.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.nanmean(jnp.array([1.0, jnp.nan, 2.0])))
+      1.5
+    """
+    a, mask = _nan_mask(a, where)
+    return jnp.mean(a, axis, dtype, keepdims=keepdims, where=mask)
+
+
+def _nan_extremum(fn, fill, a, axis, keepdims, initial, where):
+    a = _arr(a)
+    dt = jnp._aval(a).dtype
+    if np.dtype(dt) not in dtypes.FLOATS:
+        return fn(a, axis, keepdims=keepdims, initial=initial, where=where)
+    nan = jnp.isnan(a)
+    if where is not None:
+        nan = jnp.logical_or(nan, jnp.logical_not(where))
+    out = fn(jnp.where(nan, jnp.full((), fill, dt), a), axis, keepdims=keepdims, initial=initial)
+    if initial is not None:
+        return out
+    # Like JAX: a slice without a number gives NaN.
+    return jnp.where(jnp.all(nan, axis, keepdims=keepdims), jnp.full((), np.nan, dt), out)
+
+
+def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    """``max`` ignoring NaNs (NaN where a slice has only NaNs and no ``initial``).
+
+    Arguments:
+      a: the input array.
+      axis: an int, a tuple of ints, or None (all axes).
+      out: unsupported (None), as in JAX.
+      keepdims: keep the reduced axes as size-1 dimensions.
+      initial: a lower bound for the result.
+      where: elements to include.
+    Returns:
+      An array of ``a``'s dtype.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.nanmax(jnp.array([[1.0, jnp.nan], [jnp.nan, jnp.nan]]), axis=1))
+      [ 1. nan]
+    """
+    return _nan_extremum(jnp.max, -np.inf, a, axis, keepdims, initial, where)
+
+
+def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    """``min`` ignoring NaNs (NaN where a slice has only NaNs and no ``initial``).
+
+    Arguments:
+      a: the input array.
+      axis: an int, a tuple of ints, or None (all axes).
+      out: unsupported (None), as in JAX.
+      keepdims: keep the reduced axes as size-1 dimensions.
+      initial: an upper bound for the result.
+      where: elements to include.
+    Returns:
+      An array of ``a``'s dtype.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.nanmin(jnp.array([3.0, jnp.nan, 2.0])))
+      2.0
+    """
+    return _nan_extremum(jnp.min, np.inf, a, axis, keepdims, initial, where)
+
+
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None):
+    """``var`` of the non-NaN elements (NaN where fewer than ``ddof + 1`` remain).
+
+    Arguments:
+      a: the input array.
+      axis: an int, a tuple of ints, or None (all axes).
+      dtype: the result dtype (default: ``a``'s float dtype).
+      out: unsupported (None), as in JAX.
+      ddof: the delta degrees of freedom.
+      keepdims: keep the reduced axes as size-1 dimensions.
+      where: elements to include.
+      mean: a precomputed mean (with ``keepdims=True`` shape), or None.
+    Returns:
+      An array of a float dtype.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.nanvar(jnp.array([1.0, jnp.nan, 3.0])))
+      1.0
+    """
+    (a,) = jnp._promote_float("nanvar", _arr(a))
+    acc = jnp._aval(a).dtype
+    keep = jnp.logical_not(jnp.isnan(a))
+    if where is not None:
+        keep = jnp.logical_and(keep, where)
+    keep = jnp.broadcast_to(keep, jnp._aval(a).shape)
+    if mean is None:
+        mean = nanmean(a, axis, keepdims=True, where=keep)
+    # zero the excluded entries before squaring, so that their NaNs never reach the gradient
+    c = jnp.where(keep, a - jnp.astype(_arr(mean), acc), jnp.zeros((), acc))
+    s = jnp.sum(c * c, axis, keepdims=keepdims)
+    dof = jnp.sum(jnp.astype(keep, acc), axis, keepdims=keepdims) - np.asarray(ddof, acc)
+    ok = dof > np.asarray(0, acc)
+    out = jnp.where(ok, s / jnp.where(ok, dof, jnp.ones((), acc)), jnp.full((), np.nan, acc))
+    return out if dtype is None else jnp.astype(out, dtype)
+
+
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None):
+    """``std`` of the non-NaN elements, ``sqrt(nanvar(...))``.
+
+    Arguments:
+      a: the input array.
+      axis: an int, a tuple of ints, or None (all axes).
+      dtype: the result dtype (default: ``a``'s float dtype).
+      out: unsupported (None), as in JAX.
+      ddof: the delta degrees of freedom.
+      keepdims: keep the reduced axes as size-1 dimensions.
+      where: elements to include.
+      mean: a precomputed mean, or None.
+    Returns:
+      An array of a float dtype.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.nanstd(jnp.array([1.0, jnp.nan, 3.0])))
+      1.0
+    """
+    return jnp.sqrt(nanvar(a, axis, dtype, None, ddof, keepdims, where, mean))
+
+
+def _nan_arg(fn, fill, a, axis, keepdims):
+    a = _arr(a)
+    dt = jnp._aval(a).dtype
+    if np.dtype(dt) not in dtypes.FLOATS:
+        return fn(a, axis, keepdims=keepdims)
+    nan = jnp.isnan(a)
+    out = fn(jnp.where(nan, jnp.full((), fill, dt), a), axis, keepdims=keepdims)
+    # Like JAX: an all-NaN slice gives -1.
+    return jnp.where(jnp.all(nan, axis, keepdims=bool(keepdims)), -1, out)
+
+
+def nanargmax(a, axis=None, out=None, keepdims=None):
+    """The index of the largest non-NaN element (-1 for a slice of only NaNs).
+
+    Arguments:
+      a: the input array.
+      axis: an int, or None (the flattened array).
+      out: unsupported (None), as in JAX.
+      keepdims: keep the reduced axis as a size-1 dimension.
+    Returns:
+      An int32 array (int64 with x64).
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.nanargmax(jnp.array([1.0, jnp.nan, 3.0])))
+      2
+    """
+    return _nan_arg(jnp.argmax, -np.inf, a, axis, keepdims)
+
+
+def nanargmin(a, axis=None, out=None, keepdims=None):
+    """The index of the smallest non-NaN element (-1 for a slice of only NaNs).
+
+    Arguments:
+      a: the input array.
+      axis: an int, or None (the flattened array).
+      out: unsupported (None), as in JAX.
+      keepdims: keep the reduced axis as a size-1 dimension.
+    Returns:
+      An int32 array (int64 with x64).
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.nanargmin(jnp.array([1.0, jnp.nan, -3.0])))
+      2
+    """
+    return _nan_arg(jnp.argmin, np.inf, a, axis, keepdims)
+
+
+def nancumsum(a, axis=None, dtype=None, out=None):
+    """``cumsum`` treating NaNs as zero.
+
+    Arguments:
+      a: the input array.
+      axis: an int, or None (the flattened array).
+      dtype: the accumulation and result dtype.
+      out: unsupported (None), as in JAX.
+    Returns:
+      An array of ``cumsum``'s dtype.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.nancumsum(jnp.array([1.0, jnp.nan, 2.0])))
+      [1. 1. 3.]
+    """
+    a = _arr(a)
+    if np.dtype(jnp._aval(a).dtype) in dtypes.FLOATS:
+        a = jnp.where(jnp.isnan(a), jnp.zeros((), jnp._aval(a).dtype), a)
+    return jnp.cumsum(a, axis, dtype)
+
+
+def nancumprod(a, axis=None, dtype=None, out=None):
+    """``cumprod`` treating NaNs as one.
+
+    Arguments:
+      a: the input array.
+      axis: an int, or None (the flattened array).
+      dtype: the accumulation and result dtype.
+      out: unsupported (None), as in JAX.
+    Returns:
+      An array of ``cumprod``'s dtype.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.nancumprod(jnp.array([2.0, jnp.nan, 3.0])))
+      [2. 2. 6.]
+    """
+    a = _arr(a)
+    if np.dtype(jnp._aval(a).dtype) in dtypes.FLOATS:
+        a = jnp.where(jnp.isnan(a), jnp.ones((), jnp._aval(a).dtype), a)
+    return jnp.cumprod(a, axis, dtype)
+
+
+# --- floating-point decomposition, integer arithmetic ---------------------------------------------
+def _scale2(x, e):
+    """``x * 2.0 ** e`` for an integer array ``e``, exact, by two factors applied one after the
+    other, so that exponents beyond the normal range (subnormal results, ``2**-e`` of a
+    subnormal) stay representable."""
+    dt = jnp._aval(x).dtype
+    half = jnp.floor_divide(e, 2)
+    return (x * jnp.exp2(jnp.astype(half, dt))) * jnp.exp2(jnp.astype(e - half, dt))
+
+
+def frexp(x, /):
+    """Splits ``x`` into a mantissa in ``[0.5, 1)`` (in magnitude) and a power-of-two exponent:
+    ``x == m * 2**e``; zero, infinities and NaN give themselves and exponent 0.
+
+    Arguments:
+      x: a real array (integers are converted to float).
+    Returns:
+      A pair ``(m, e)``: ``m`` of ``x``'s float dtype, ``e`` int32.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> m, e = jnp.frexp(jnp.array([8.0, -3.0, 0.0]))
+      >>> print(m, e)
+      [ 0.5  -0.75  0.  ] [4 2 0]
+    """
+    (x,) = jnp._promote_float("frexp", _arr(x))
+    dt = jnp._aval(x).dtype
+    special = jnp.logical_or(jnp.logical_or(jnp.isinf(x), jnp.isnan(x)), x == 0)
+    ax = jnp.abs(jnp.where(special, jnp.ones((), dt), x))
+    # log2 in float32 is exact enough to be off by at most one; the two corrections fix that.
+    e = (
+        jnp.astype(
+            jnp.floor(jnp.log2(jnp.astype(ax, np.float64 if dt == dtypes.float64 else np.float32))),
+            np.int32,
+        )
+        + 1
+    )
+    m = _scale2(ax, -e)
+    big = m >= 1
+    m, e = jnp.where(big, m * 0.5, m), jnp.where(big, e + 1, e)
+    small = m < 0.5
+    m, e = jnp.where(small, m * 2, m), jnp.where(small, e - 1, e)
+    m = jnp.where(x < 0, -m, m)
+    return jnp.where(special, x, m), jnp.where(special, 0, e)
+
+
+def ldexp(x1, x2, /):
+    """``x1 * 2**x2`` elementwise, exact where the result is representable.
+
+    Arguments:
+      x1: a real array (integers are converted to float).
+      x2: an integer array (broadcast with ``x1``).
+    Returns:
+      An array of ``x1``'s float dtype.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.ldexp(jnp.array([1.0, 0.75]), jnp.array([3, -2])))
+      [8.     0.1875]
+    """
+    x1, x2 = _arr(x1), _arr(x2)
+    d1, d2 = np.dtype(jnp._aval(x1).dtype), np.dtype(jnp._aval(x2).dtype)
+    if d1.kind == "c" or d2.kind in "fc" or d2 == dtypes.bfloat16:
+        raise FunctxValueError(f"ldexp not supported for input types {(d1, d2)}{_loc()}")
+    (x1,) = jnp._promote_float("ldexp", x1)
+    m, e = frexp(x1)
+    e = jnp.astype(e, np.int32) + jnp.astype(x2, np.int32)
+    out = _scale2(m, e)
+    return jnp.where(jnp.logical_or(jnp.isinf(x1), x1 == 0), x1, out)
+
+
+def _int_args(name, x1, x2):
+    x1, x2 = jnp._promote_numeric(name, _arr(x1), _arr(x2))
+    dt = np.dtype(jnp._aval(x1).dtype)
+    if dt not in dtypes.INTEGERS:
+        raise FunctxValueError(f"Arguments to jax.numpy.{name} must be integers.{_loc()}")
+    return jnp.broadcast_arrays(x1, x2)
+
+
+def gcd(x1, x2):
+    """The greatest common divisor of ``|x1|`` and ``|x2|`` elementwise (``gcd(0, 0) == 0``).
+
+    Arguments:
+      x1, x2: integer arrays (broadcast and promoted together).
+    Returns:
+      An array of the promoted integer dtype.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.gcd(jnp.array([12, 7, 0]), jnp.array([18, 5, 4])))
+      [6 1 4]
+    """
+    x1, x2 = _int_args("gcd", x1, x2)
+
+    def body(c):
+        a, b = c
+        nz = b != 0
+        r = lax.rem(a, jnp.where(nz, b, jnp.ones_like(b)))
+        return jnp.where(nz, b, a), jnp.where(nz, r, jnp.zeros_like(b))
+
+    g, _ = lax.while_loop(lambda c: jnp.any(c[1] != 0), body, (jnp.abs(x1), jnp.abs(x2)))
+    return g
+
+
+def lcm(x1, x2):
+    """The least common multiple of ``|x1|`` and ``|x2|`` elementwise (0 if either is 0).
+
+    Arguments:
+      x1, x2: integer arrays (broadcast and promoted together).
+    Returns:
+      An array of the promoted integer dtype.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.lcm(jnp.array([4, 6, 0]), jnp.array([6, 4, 3])))
+      [12 12  0]
+    """
+    x1, x2 = _int_args("lcm", x1, x2)
+    d = gcd(x1, x2)
+    safe = jnp.where(d == 0, jnp.ones_like(d), d)
+    return jnp.where(d == 0, jnp.zeros_like(d), jnp.abs(x1 * jnp.floor_divide(x2, safe)))
+
+
+def fabs(x, /):
+    """The absolute value, as a float (integers are converted first).
+
+    Arguments:
+      x: a real array.
+    Returns:
+      An array of ``x``'s float dtype.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.fabs(jnp.array([-2, 3])))
+      [2. 3.]
+    """
+    (x,) = jnp._promote_float("fabs", _arr(x))
+    return jnp.abs(x)
+
+
+bitwise_left_shift = left_shift
+bitwise_right_shift = right_shift
+
+
+# --- inserting and deleting -----------------------------------------------------------------------
+def _concrete(x, what):
+    if isinstance(x, Tracer):
+        raise ConcretizationError(
+            f"the {what} must be concrete (a NumPy array or Python value), "
+            f"got a traced value{_loc()}"
+        )
+    return np.asarray(x)
+
+
+def delete(arr, obj, axis=None, *, assume_unique_indices=False):
+    """``arr`` without the entries ``obj`` along ``axis`` (the flattened array if None).
+
+    Arguments:
+      arr: an array.
+      obj: an int, a slice, or an array of ints or a bool mask (concrete: the result's shape
+        depends on it).
+      axis: the axis to delete along, or None.
+      assume_unique_indices: accepted for JAX's signature (the indices must be concrete anyway).
+    Returns:
+      An array of ``arr``'s dtype.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.delete(jnp.arange(6), jnp.array([0, 2])))
+      [1 3 4 5]
+    """
+    a = _arr(arr)
+    if axis is None:
+        a, axis = jnp.ravel(a), 0
+    nd = jnp._aval(a).ndim
+    axis = jnp._canon_axis(_static_int(axis, "'axis' argument of jnp.delete"), nd)
+    n = jnp._aval(a).shape[axis]
+    lead = (slice(None),) * axis
+    if not isinstance(obj, (slice, np.ndarray, list, tuple)) and not jnp._is_array(obj):
+        try:
+            i = operator.index(obj)
+        except TypeError:
+            pass
+        else:
+            if not -n <= i < n:
+                raise FunctxValueError(
+                    f"axis {i} is out of bounds for array of dimension {n}{_loc()}"
+                )
+            i %= n
+            return jnp.concatenate(
+                [a[lead + (slice(0, i),)], a[lead + (slice(i + 1, None),)]], axis
+            )
+    if isinstance(obj, slice):
+        keep = np.ones(n, bool)
+        keep[np.arange(n)[obj]] = False
+    else:
+        o = _concrete(obj, "'obj' array argument of jnp.delete()")
+        if o.dtype == bool:
+            if o.shape != (n,):
+                raise FunctxValueError(
+                    "np.delete(arr, obj): for boolean indices, obj must be one-dimensional with "
+                    f"length matching specified axis.{_loc()}"
+                )
+            keep = ~o
+        elif o.dtype.kind in "iu":
+            keep = np.ones(n, bool)
+            keep[o] = False
+        else:
+            raise FunctxValueError(
+                f"np.delete(arr, obj): got obj.dtype={o.dtype}; must be integer or bool.{_loc()}"
+            )
+    return jnp.take(a, jnp.asarray(np.nonzero(keep)[0].astype(np.int32)), axis=axis)
+
+
+def insert(arr, obj, values, axis=None):
+    """``arr`` with ``values`` inserted before the indices ``obj`` along ``axis``.
+
+    Arguments:
+      arr: an array.
+      obj: an int, a slice, or a 1-D array of ints (concrete: the result's shape depends on it).
+      values: the values (cast to ``arr``'s dtype, broadcast to the inserted slices).
+      axis: the axis, or None (the flattened array).
+    Returns:
+      An array of ``arr``'s dtype.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.insert(jnp.arange(4), 1, 9))
+      [0 9 1 2 3]
+    """
+    a = _arr(arr)
+    if axis is None:
+        a, axis = jnp.ravel(a), 0
+    av = jnp._aval(a)
+    axis = jnp._canon_axis(_static_int(axis, "'axis' argument of jnp.insert"), av.ndim)
+    n = av.shape[axis]
+    if isinstance(obj, slice):
+        idx = np.arange(*obj.indices(n))
+    else:
+        idx = _concrete(obj, "'obj' argument of jnp.insert()")
+    if idx.ndim > 1:
+        raise FunctxValueError(
+            "jnp.insert(): obj must be a slice, a one-dimensional array, or a scalar; "
+            f"got {obj}{_loc()}"
+        )
+    if idx.dtype.kind not in "iu":
+        if idx.size == 0:
+            idx = idx.astype(int)
+        else:
+            raise FunctxValueError(
+                f"jnp.insert(): index array must be integer typed; got {obj}{_loc()}"
+            )
+    v = jnp.astype(_arr(values), av.dtype)
+    vnd = jnp._aval(v).ndim
+    if vnd < av.ndim:
+        v = jnp.reshape(v, (1,) * (av.ndim - vnd) + jnp._aval(v).shape)
+    if idx.size == 1:
+        if idx.ndim == 0:
+            v = jnp.moveaxis(v, 0, axis)
+        idx = np.full(jnp._aval(v).shape[axis], idx.ravel()[0])
+    k = np.broadcast_shapes(idx.shape, (jnp._aval(v).shape[axis],))[0]
+    idx = np.clip(np.where(idx < 0, idx + n, idx), 0, n)
+    idx = np.broadcast_to(idx, (k,))
+    vshape = list(av.shape)
+    vshape[axis] = k
+    v = jnp.broadcast_to(v, tuple(vshape))
+    # positions in the result: value j goes to idx[j] + (its rank among the sorted insertions)
+    order = np.argsort(idx, kind="stable")
+    vpos = np.empty(k, np.int64)
+    vpos[order] = idx[order] + np.arange(k)
+    is_v = np.zeros(n + k, bool)
+    is_v[vpos] = True
+    src = np.empty(n + k, np.int64)
+    src[~is_v] = np.arange(n)
+    src[vpos] = n + np.arange(k)
+    both = jnp.concatenate([a, v], axis)
+    return jnp.take(both, jnp.asarray(src.astype(np.int32)), axis=axis)
+
+
+def append(arr, values, axis=None):
+    """``arr`` with ``values`` appended along ``axis`` (both flattened if None).
+
+    Arguments:
+      arr, values: arrays (promoted together).
+      axis: the axis, or None.
+    Returns:
+      An array of the promoted dtype.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.append(jnp.array([1, 2]), jnp.array([[3, 4]])))
+      [1 2 3 4]
+    """
+    if axis is None:
+        return jnp.concatenate([jnp.ravel(_arr(arr)), jnp.ravel(_arr(values))], 0)
+    return jnp.concatenate([_arr(arr), _arr(values)], axis)
+
+
+# --- piecewise functions, interpolation, histograms -----------------------------------------------
+def piecewise(x, condlist, funclist, *args, **kw):
+    """Evaluates ``funclist[i]`` where ``condlist[i]`` holds (the last condition wins), the extra
+    function (if ``len(funclist) == len(condlist) + 1``) where none holds; a non-callable entry
+    is a constant. Every function runs on the whole array.
+
+    Arguments:
+      x: the input array.
+      condlist: a bool array or a sequence of bool arrays of ``x``'s shape.
+      funclist: functions of ``x`` (and ``*args``, ``**kw``) or constants.
+      args, kw: passed to each function.
+    Returns:
+      An array of ``x``'s dtype and shape.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> x = jnp.array([-2.0, 0.5, 3.0])
+      >>> print(jnp.piecewise(x, [x < 0, x > 1], [lambda v: -v, lambda v: v * 10, 0.0]))
+      [ 2.  0. 30.]
+    """
+    x = _arr(x)
+    av = jnp._aval(x)
+    if isinstance(condlist, (list, tuple)):
+        conds = [jnp.astype(_arr(c), dtypes.bool_) for c in condlist]
+    else:  # an array: one condition per entry of its first axis, as in JAX
+        c = jnp.astype(_arr(condlist), dtypes.bool_)
+        conds = [c[i] for i in range(len(c))]
+    nc, nf = len(conds), len(funclist)
+    if nf not in (nc, nc + 1):
+        raise FunctxValueError(
+            f"with {nc} condition(s), either {nc} or {nc + 1} functions are expected; "
+            f"got {nf}{_loc()}"
+        )
+    conds = [jnp.broadcast_to(c, av.shape) for c in conds]
+    if nf == nc + 1:
+        none = jnp.logical_not(jnp.any(jnp.stack(conds), 0)) if conds else jnp.ones(av.shape, bool)
+        conds = [none, *conds]
+        funcs = [funclist[-1], *funclist[:-1]]
+    else:
+        funcs = list(funclist)
+    out = jnp.zeros(av.shape, av.dtype)
+    for c, f in zip(conds, funcs):
+        val = f(x, *args, **kw) if callable(f) else f
+        out = jnp.where(c, jnp.astype(_arr(val), av.dtype), out)
+    return out
+
+
+def _count_le(xp, x, right):
+    """How many of the sorted 1-D ``xp`` are ``<= x`` (``right``) or ``< x``, for each ``x``."""
+    cmp = jnp.less_equal if right else jnp.less
+    return jnp.sum(jnp.astype(cmp(xp, x[..., None]), np.int32), -1)
+
+
+def interp(x, xp, fp, left=None, right=None, period=None):
+    """Piecewise-linear interpolation of the points ``(xp, fp)`` at ``x`` (``xp`` increasing).
+
+    Arguments:
+      x: where to evaluate.
+      xp: the 1-D increasing sample points.
+      fp: the 1-D values at ``xp``.
+      left, right: the values below ``xp[0]`` / above ``xp[-1]`` (default ``fp[0]``/``fp[-1]``).
+      period: unsupported here (functx has no sort yet): raises ``UnsupportedError``.
+    Returns:
+      An array of ``x``'s shape and the promoted float dtype.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> xp, fp = jnp.array([0.0, 1.0, 2.0]), jnp.array([0.0, 10.0, 0.0])
+      >>> print(jnp.interp(jnp.array([0.5, 1.5, 5.0]), xp, fp))
+      [5. 5. 0.]
+    """
+    if period is not None:
+        raise UnsupportedError(f"jnp.interp(period=...) needs a sort, which functx lacks{_loc()}")
+    x, xp, fp = jnp._promote_only(_arr(x), _arr(xp), _arr(fp), kind="inexact")
+    if jnp._aval(xp).ndim != 1 or jnp._aval(fp).ndim != 1:
+        raise FunctxValueError(f"xp and fp must be one-dimensional arrays{_loc()}")
+    n = jnp._aval(xp).shape[0]
+    if jnp._aval(fp).shape[0] != n or n < 1:
+        raise FunctxValueError(f"xp and fp must be of the same size, at least 1{_loc()}")
+    dt = jnp._aval(x).dtype
+    if n == 1:
+        i = jnp.ones(jnp._aval(x).shape, np.int32)
+        xp, fp = jnp.concatenate([xp, xp]), jnp.concatenate([fp, fp])
+    else:
+        i = jnp.clip(_count_le(xp, x, True), 1, n - 1)
+    x0, x1, f0, f1 = xp[i - 1], xp[i], fp[i - 1], fp[i]
+    dx = x1 - x0
+    tiny = jnp.abs(dx) <= np.asarray(np.spacing(np.finfo(dt).eps), dt)
+    f = jnp.where(tiny, f0, f0 + (x - x0) / jnp.where(tiny, jnp.ones((), dt), dx) * (f1 - f0))
+    lo = fp[0] if left is None else jnp.astype(_arr(left), dt)
+    hi = fp[-1] if right is None else jnp.astype(_arr(right), dt)
+    f = jnp.where(x < xp[0], lo, f)
+    return jnp.where(x > xp[-1], hi, f)
+
+
+def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002
+    """The edges of ``bins`` equal bins over ``range`` (default: ``a``'s min and max; a zero
+    width range is widened by 0.5 on each side), or ``bins`` itself if it is an array.
+
+    Arguments:
+      a: the data (flattened).
+      bins: a static number of bins, or an array of edges.
+      range: ``(lo, hi)`` or None.
+      weights: unused, as in JAX.
+    Returns:
+      A 1-D array of ``bins + 1`` edges, of ``a``'s float dtype.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.histogram_bin_edges(jnp.array([0.0, 1.0, 4.0]), bins=4))
+      [0. 1. 2. 3. 4.]
+    """
+    arr = jnp.ravel(_arr(a))
+    dt = dtypes.float32 if jnp._aval(arr).dtype not in dtypes.FLOATS else jnp._aval(arr).dtype
+    if np.ndim(bins) == 1 or (jnp._is_array(bins) and jnp._aval(bins).ndim == 1):
+        return _arr(bins)
+    nb = _static_int(bins, "'bins' argument of jnp.histogram_bin_edges")
+    if range is None:
+        lo, hi = jnp.min(arr), jnp.max(arr)
+    else:
+        lo, hi = _arr(range[0]), _arr(range[1])
+    lo, hi = jnp.astype(lo, dt), jnp.astype(hi, dt)
+    same = lo == hi
+    lo = jnp.where(same, lo - np.asarray(0.5, dt), lo)
+    hi = jnp.where(same, hi + np.asarray(0.5, dt), hi)
+    return jnp.linspace(lo, hi, nb + 1, dtype=dt)
+
+
+def histogram(a, bins=10, range=None, weights=None, density=None):  # noqa: A002
+    """The counts (or weight sums) of ``a`` in each bin; the last bin includes its right edge;
+    values outside the edges are not counted.
+
+    Arguments:
+      a: the data (flattened).
+      bins: a static number of bins, or an array of increasing edges.
+      range: ``(lo, hi)`` or None (``a``'s min and max).
+      weights: an array of ``a``'s shape, or None (ones).
+      density: normalize to a probability density.
+    Returns:
+      A pair ``(hist, bin_edges)`` of float arrays.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> hist, edges = jnp.histogram(jnp.array([0.0, 0.5, 1.0, 3.0, 4.0]), bins=4)
+      >>> print(hist)
+      [2. 1. 0. 2.]
+    """
+    if weights is not None and jnp._aval(_arr(weights)).shape != jnp._aval(_arr(a)).shape:
+        raise FunctxValueError(f"weights should have the same shape as a.{_loc()}")
+    w = jnp.ones_like(_arr(a)) if weights is None else _arr(weights)
+    arr, w = jnp._promote_float("histogram", jnp.ravel(_arr(a)), jnp.ravel(w))
+    edges = histogram_bin_edges(arr, bins, range)
+    ne = jnp._aval(edges).shape[0]
+    idx = _count_le(jnp.astype(edges, jnp._aval(arr).dtype), arr, True)
+    idx = jnp.where(arr == edges[-1], ne - 1, idx)
+    hit = idx[:, None] == jnp.arange(1, ne, dtype=np.int32)
+    counts = jnp.sum(jnp.where(hit, w[:, None], jnp.zeros((), jnp._aval(w).dtype)), 0)
+    if density:
+        counts = counts / jnp.astype(diff(edges), jnp._aval(counts).dtype) / jnp.sum(counts)
+    return counts, edges
+
+
+def bincount(x, weights=None, minlength=0, *, length=None, out_sharding=None):
+    """The number of occurrences (or the sum of ``weights``) of each value ``0 .. length-1`` in
+    the non-negative integer array ``x`` (negative values count as 0; values ``>= length`` are
+    dropped).
+
+    Arguments:
+      x: a 1-D integer array.
+      weights: an array of ``x``'s shape, or None (counts).
+      minlength: the least length when ``length`` is None.
+      length: the static result length (required under ``jit``: the default ``max(x) + 1``
+        needs ``x``'s value).
+      out_sharding: accepted for JAX's signature; must be None.
+    Returns:
+      A 1-D array of ``weights``' dtype (int32 counts without weights).
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.bincount(jnp.array([0, 1, 1, 3]), length=5))
+      [1 2 0 1 0]
+    """
+    x = _arr(x)
+    if np.dtype(jnp._aval(x).dtype) not in dtypes.INTEGERS:
+        raise FunctxTypeError(
+            f"x argument to bincount must have an integer type; got {jnp._aval(x).dtype}{_loc()}"
+        )
+    if jnp._aval(x).ndim != 1:
+        raise FunctxValueError(f"only 1-dimensional input supported.{_loc()}")
+    minlength = _static_int(minlength, "minlength argument of jnp.bincount")
+    if minlength < 0:
+        raise FunctxValueError(f"minlength must be non-negative; got minlength={minlength}{_loc()}")
+    if length is None:
+        xv = _concrete(x, "'x' argument of jnp.bincount (or pass length=)")
+        length = max(minlength, int(xv.max()) + 1 if xv.size else 0)
+    else:
+        length = _static_int(length, "length argument of jnp.bincount")
+    if weights is None:
+        w = jnp.ones(jnp._aval(x).shape, dtypes.default_int())
+    else:
+        w = _arr(weights)
+    wdt = jnp._aval(w).dtype
+    hit = jnp.maximum(x, 0)[:, None] == jnp.arange(length, dtype=jnp._aval(x).dtype)
+    return jnp.sum(jnp.where(hit, w[:, None], jnp.zeros((), wdt)), 0, dtype=wdt)
+
+
+def digitize(x, bins, right=False, *, method=None):
+    """The index of the bin of ``bins`` (monotonic, 1-D) each ``x`` falls in.
+
+    Arguments:
+      x: the values.
+      bins: 1-D increasing or decreasing edges.
+      right: whether bins include their right edge instead of their left.
+      method: accepted for JAX's signature (the comparison method is always used).
+    Returns:
+      An int32 array of ``x``'s shape.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.digitize(jnp.array([0.5, 1.0, 2.5]), jnp.array([0.0, 1.0, 2.0])))
+      [1 2 3]
+    """
+    x, b = _arr(x), _arr(bins)
+    if jnp._aval(b).ndim != 1:
+        raise FunctxValueError(
+            f"digitize: bins must be a 1-dimensional array; got bins={bins}{_loc()}"
+        )
+    n = jnp._aval(b).shape[0]
+    if n == 0:
+        return jnp.zeros(jnp._aval(x).shape, np.int32)
+    x, b = jnp._promote_only(x, b)
+    up = _count_le(b, x, not right)
+    down = n - _count_le(b[::-1], x, not right)
+    return jnp.where(b[-1] >= b[0], up, down)
+
+
+# --- statistics -----------------------------------------------------------------------------------
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, dtype=None):
+    """The covariance matrix of the variables in the rows (``rowvar``) or columns of ``m``
+    (and ``y``).
+
+    Arguments:
+      m: a 1-D or 2-D array of observations.
+      y: more variables, in ``m``'s layout, or None.
+      rowvar: whether rows are variables (else columns).
+      bias: normalize by N instead of N - 1.
+      ddof: overrides ``bias`` when given.
+      fweights: integer frequency weights per observation.
+      aweights: observation weights.
+      dtype: the computation dtype.
+    Returns:
+      A 2-D array (a scalar for a single variable) of a float dtype.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.cov(jnp.array([[0.0, 1.0, 2.0], [2.0, 1.0, 0.0]])))
+      [[ 1. -1.]
+       [-1.  1.]]
+    """
+    if y is not None:
+        m, y = jnp._promote_only(_arr(m), _arr(y), kind="inexact")
+    else:
+        (m,) = jnp._promote_float("cov", _arr(m))
+    if dtype is not None:
+        m = jnp.astype(m, dtype)
+    if jnp._aval(m).ndim > 2:
+        raise FunctxValueError(f"m has more than 2 dimensions{_loc()}")
+    X = jnp.atleast_2d(m)
+    if not rowvar and jnp._aval(X).shape[0] != 1:
+        X = X.T
+    if jnp._aval(X).shape[0] == 0:
+        return jnp.full((0, 0), np.nan, jnp._aval(X).dtype)
+    if y is not None:
+        if jnp._aval(y).ndim > 2:
+            raise FunctxValueError(f"y has more than 2 dimensions{_loc()}")
+        yy = jnp.atleast_2d(jnp.astype(y, jnp._aval(X).dtype))
+        if not rowvar and jnp._aval(yy).shape[0] != 1:
+            yy = yy.T
+        X = jnp.concatenate([X, yy], 0)
+    dt = jnp._aval(X).dtype
+    if ddof is None:
+        ddof = 0 if bias else 1
+    n = jnp._aval(X).shape[1]
+    w = None
+    if fweights is not None:
+        fw = _arr(fweights)
+        if jnp._aval(fw).ndim > 1 or jnp._aval(fw).shape[0] != n:
+            raise FunctxValueError(f"fweights must be 1-D with one weight per observation{_loc()}")
+        if np.dtype(jnp._aval(fw).dtype) not in dtypes.INTEGERS:
+            raise FunctxTypeError(f"fweights must be integer.{_loc()}")
+        w = jnp.astype(fw, dt)
+    if aweights is not None:
+        aw = _arr(aweights)
+        if jnp._aval(aw).ndim > 1 or jnp._aval(aw).shape[0] != n:
+            raise FunctxValueError(f"aweights must be 1-D with one weight per observation{_loc()}")
+        aw = jnp.astype(aw, dt)
+        w = aw if w is None else w * aw
+    if w is None:
+        avg = jnp.mean(X, 1)
+        fact = jnp.asarray(np.asarray(n - ddof, dt))
+        Xc = X - avg[:, None]
+        c = jnp.matmul(Xc, Xc.T)
+    else:
+        wsum = jnp.sum(w)
+        avg = jnp.sum(X * w, 1) / wsum
+        if ddof == 0:
+            fact = wsum
+        elif aweights is None:
+            fact = wsum - ddof
+        else:
+            fact = wsum - ddof * jnp.sum(w * aw) / wsum
+        Xc = X - avg[:, None]
+        c = jnp.matmul(Xc, (Xc * w).T)
+    return jnp.squeeze(c / fact)
+
+
+def corrcoef(x, y=None, rowvar=True, dtype=None):
+    """The Pearson correlation coefficients, ``cov / outer(std, std)``, clipped to [-1, 1].
+
+    Arguments:
+      x: a 1-D or 2-D array of observations.
+      y: more variables, or None.
+      rowvar: whether rows are variables (else columns).
+      dtype: the computation dtype.
+    Returns:
+      A 2-D array (1.0 for a single variable) of a float dtype.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.corrcoef(jnp.array([[0.0, 1.0, 2.0], [0.0, 2.0, 4.0]])))
+      [[1. 1.]
+       [1. 1.]]
+    """
+    c = cov(x, y, rowvar, dtype=dtype)
+    if jnp._aval(c).ndim == 0:
+        return c / c
+    d = jnp.diagonal(c)
+    s = jnp.sqrt(d)
+    return jnp.clip(c / s[:, None] / s[None, :], -1, 1)
+
+
+# --- index helpers --------------------------------------------------------------------------------
+def _shape_tuple(shape, what):
+    shape = (shape,) if not isinstance(shape, (tuple, list)) else shape
+    return tuple(_static_int(s, what) for s in shape)
+
+
+def unravel_index(indices, shape):
+    """The coordinates in an array of ``shape`` of the flat (C-order) ``indices``; out-of-range
+    indices are clipped, negative ones count from the end (as in JAX).
+
+    Arguments:
+      indices: an integer array.
+      shape: the array shape (static).
+    Returns:
+      A tuple of arrays of ``indices``' dtype, one per dimension.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.unravel_index(jnp.array([5, 7]), (2, 4)))
+      (Array([1, 1], dtype=int32), Array([1, 3], dtype=int32))
+    """
+    idx = _arr(indices)
+    if np.dtype(jnp._aval(idx).dtype) not in dtypes.INTEGERS:
+        raise FunctxTypeError(
+            f"unravel_index: indices should be integers, got {jnp._aval(idx).dtype}{_loc()}"
+        )
+    shape = _shape_tuple(shape, "'shape' argument of jnp.unravel_index")
+    if any(s < 0 for s in shape):
+        raise FunctxValueError(f"unravel_index: shape should be non-negative.{_loc()}")
+    total = int(np.prod(shape, dtype=np.int64))
+    dt = jnp._aval(idx).dtype
+    if total == 0:
+        raise FunctxValueError(
+            f"unravel_index: index out of bounds for an empty shape {shape}{_loc()}"
+        )
+    i = jnp.clip(idx, -total, total - 1)
+    i = jnp.where(i < 0, i + jnp.asarray(np.asarray(total, dt)), i)
+    out, stride = [], total
+    for s in shape:
+        stride //= s
+        out.append(jnp.floor_divide(i, np.asarray(stride, dt)) % np.asarray(s, dt))
+    return tuple(out)
+
+
+def ravel_multi_index(multi_index, dims, mode="raise", order="C", *, dtype=None):
+    """The flat index of coordinates ``multi_index`` in an array of shape ``dims``.
+
+    Arguments:
+      multi_index: a sequence of integer arrays, one per dimension.
+      dims: the array shape (static).
+      mode: ``'raise'`` (indices must be concrete and in range), ``'wrap'`` or ``'clip'``.
+      order: ``'C'`` or ``'F'``.
+      dtype: the result dtype (default: the indices' promoted dtype).
+    Returns:
+      An integer array of the broadcast shape.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.ravel_multi_index((jnp.array([1, 0]), jnp.array([2, 3])), (2, 4)))
+      [6 3]
+    """
+    dims = _shape_tuple(dims, "'dims' argument of jnp.ravel_multi_index")
+    if len(multi_index) != len(dims):
+        raise FunctxValueError(
+            f"parameter multi_index must be a sequence of length {len(dims)}{_loc()}"
+        )
+    if order not in ("C", "F"):
+        raise FunctxValueError(f"only 'C' or 'F' order is permitted{_loc()}")
+    idx = [_arr(i) for i in multi_index]
+    for i in idx:
+        if np.dtype(jnp._aval(i).dtype) not in dtypes.INTEGERS:
+            raise FunctxTypeError(f"only int indices permitted, got {jnp._aval(i).dtype}{_loc()}")
+    idx = list(jnp._promote_only(*idx)) if idx else idx
+    if dtype is not None:
+        idx = [jnp.astype(i, dtype) for i in idx]
+    if mode == "raise":
+        for i, d in zip(idx, dims):
+            v = _concrete(i, "index of jnp.ravel_multi_index with mode='raise'")
+            if np.any(v < 0) or np.any(v >= d):
+                raise FunctxValueError(f"invalid entry in coordinates array{_loc()}")
+    elif mode == "clip":
+        idx = [jnp.clip(i, 0, d - 1) for i, d in zip(idx, dims)]
+    elif mode == "wrap":
+        idx = [i % d for i, d in zip(idx, dims)]
+    else:
+        raise FunctxValueError(
+            f"invalid mode={mode!r}. Expected 'raise', 'wrap', or 'clip'{_loc()}"
+        )
+    order_dims = list(range(len(dims)))[:: -1 if order == "C" else 1]
+    out, stride = None, 1
+    for k in order_dims:
+        term = idx[k] * stride if stride != 1 else idx[k]
+        out = term if out is None else out + term
+        stride *= dims[k]
+    return out
+
+
+def _index_pair(rows, cols):
+    it = dtypes.default_int()
+    return jnp.asarray(rows.astype(it)), jnp.asarray(cols.astype(it))
+
+
+def tril_indices(n, k=0, m=None):
+    """The row and column indices of the lower triangle (on and below diagonal ``k``) of an
+    ``(n, m)`` array.
+
+    Arguments:
+      n, m: the array's rows and columns (``m`` defaults to ``n``; static).
+      k: the diagonal offset.
+    Returns:
+      A pair of int32 arrays (int64 with x64).
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.tril_indices(2))
+      (Array([0, 1, 1], dtype=int32), Array([0, 0, 1], dtype=int32))
+    """
+    n, k = (
+        _static_int(n, "n argument of jnp.tril_indices"),
+        _static_int(k, "k argument of jnp.tril_indices"),
+    )
+    m = n if m is None else _static_int(m, "m argument of jnp.tril_indices")
+    return _index_pair(*np.tril_indices(n, k, m))
+
+
+def triu_indices(n, k=0, m=None):
+    """The row and column indices of the upper triangle (on and above diagonal ``k``) of an
+    ``(n, m)`` array.
+
+    Arguments:
+      n, m: the array's rows and columns (``m`` defaults to ``n``; static).
+      k: the diagonal offset.
+    Returns:
+      A pair of int32 arrays (int64 with x64).
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.triu_indices(2))
+      (Array([0, 0, 1], dtype=int32), Array([0, 1, 1], dtype=int32))
+    """
+    n, k = (
+        _static_int(n, "n argument of jnp.triu_indices"),
+        _static_int(k, "k argument of jnp.triu_indices"),
+    )
+    m = n if m is None else _static_int(m, "m argument of jnp.triu_indices")
+    return _index_pair(*np.triu_indices(n, k, m))
+
+
+def _shape_of(arr, name):
+    shape = jnp._aval(arr).shape if jnp._is_array(arr) else np.shape(arr)
+    if len(shape) != 2:
+        raise FunctxValueError(
+            f"jax.numpy.{name}: input array must be 2-D, got {len(shape)}-D{_loc()}"
+        )
+    return shape
+
+
+def tril_indices_from(arr, k=0):
+    """``tril_indices`` for the shape of the 2-D ``arr``.
+
+    Arguments:
+      arr: a 2-D array (only its shape is used).
+      k: the diagonal offset.
+    Returns:
+      A pair of int32 arrays.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.tril_indices_from(jnp.ones((2, 3)), k=1))
+      (Array([0, 0, 1, 1, 1], dtype=int32), Array([0, 1, 0, 1, 2], dtype=int32))
+    """
+    n, m = _shape_of(arr, "tril_indices_from")
+    return tril_indices(n, k, m)
+
+
+def triu_indices_from(arr, k=0):
+    """``triu_indices`` for the shape of the 2-D ``arr``.
+
+    Arguments:
+      arr: a 2-D array (only its shape is used).
+      k: the diagonal offset.
+    Returns:
+      A pair of int32 arrays.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.triu_indices_from(jnp.ones((3, 2))))
+      (Array([0, 0, 1], dtype=int32), Array([0, 1, 1], dtype=int32))
+    """
+    n, m = _shape_of(arr, "triu_indices_from")
+    return triu_indices(n, k, m)
+
+
+def diag_indices(n, ndim=2):
+    """The indices of the main diagonal of an ``n``-sided ``ndim``-dimensional array.
+
+    Arguments:
+      n: the side length (static).
+      ndim: the number of dimensions.
+    Returns:
+      A tuple of ``ndim`` equal int32 arrays ``arange(n)``.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.diag_indices(2))
+      (Array([0, 1], dtype=int32), Array([0, 1], dtype=int32))
+    """
+    n = _static_int(n, "n argument of jnp.diag_indices")
+    ndim = _static_int(ndim, "ndim argument of jnp.diag_indices")
+    if n < 0:
+        raise FunctxValueError(f"n argument to diag_indices must be nonnegative, got {n}{_loc()}")
+    if ndim < 0:
+        raise FunctxValueError(
+            f"ndim argument to diag_indices must be nonnegative, got {ndim}{_loc()}"
+        )
+    return (jnp.arange(n, dtype=dtypes.default_int()),) * ndim
+
+
+def diag_indices_from(arr):
+    """``diag_indices`` for ``arr``, whose sides must all be equal.
+
+    Arguments:
+      arr: an array of at least 2 dimensions, all of one length.
+    Returns:
+      A tuple of int32 arrays.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(len(jnp.diag_indices_from(jnp.ones((2, 2, 2)))))
+      3
+    """
+    shape = jnp._aval(_arr(arr)).shape
+    if len(shape) < 2:
+        raise FunctxValueError(f"input array must be at least 2-d{_loc()}")
+    if len(set(shape)) != 1:
+        raise FunctxValueError(f"All dimensions of input must be of equal length{_loc()}")
+    return diag_indices(shape[0], len(shape))
+
+
+def indices(dimensions, dtype=None, sparse=False):
+    """An array of the index grid of an array of shape ``dimensions``.
+
+    Arguments:
+      dimensions: the shape (static).
+      dtype: the integer dtype (default int32).
+      sparse: return a tuple of broadcastable arrays instead of one stacked array.
+    Returns:
+      An array of shape ``(len(dimensions), *dimensions)``, or a tuple.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.indices((2, 3))[1])
+      [[0 1 2]
+       [0 1 2]]
+    """
+    dims = _shape_tuple(dimensions, "dimensions argument of jnp.indices")
+    dt = dtypes.default_int() if dtype is None else dtype
+    out = []
+    for i, d in enumerate(dims):
+        shape = [1] * len(dims)
+        shape[i] = d
+        r = jnp.reshape(jnp.arange(d, dtype=dt), tuple(shape))
+        out.append(r if sparse else jnp.broadcast_to(r, dims))
+    if sparse:
+        return tuple(out)
+    return jnp.stack(out, 0) if out else jnp.zeros((0,), dt)
+
+
+def vander(x, N=None, increasing=False):
+    """The Vandermonde matrix: columns are powers of ``x`` (decreasing unless ``increasing``).
+
+    Arguments:
+      x: a 1-D array.
+      N: the number of columns (default ``len(x)``).
+      increasing: powers from 0 up instead of down.
+    Returns:
+      A 2-D array ``(len(x), N)``.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.vander(jnp.array([1, 2, 3]), 3))
+      [[1 1 1]
+       [4 2 1]
+       [9 3 1]]
+    """
+    x = _arr(x)
+    if jnp._aval(x).ndim != 1:
+        raise FunctxValueError(f"x must be a one-dimensional array{_loc()}")
+    n = jnp._aval(x).shape[0] if N is None else _static_int(N, "N argument of jnp.vander")
+    if n < 0:
+        raise FunctxValueError(f"N must be nonnegative{_loc()}")
+    p = jnp.arange(n, dtype=jnp._aval(x).dtype)  # powers of x's dtype, as in JAX
+    if not increasing:
+        p = p[::-1]
+    return jnp.power(x[:, None], p[None, :])
+
+
+def rot90(m, k=1, axes=(0, 1)):
+    """``m`` rotated by 90 degrees ``k`` times in the plane of ``axes`` (from the first axis
+    toward the second).
+
+    Arguments:
+      m: an array of at least 2 dimensions.
+      k: the number of rotations (static).
+      axes: two distinct axes.
+    Returns:
+      An array of ``m``'s dtype.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.rot90(jnp.array([[1, 2], [3, 4]])))
+      [[2 4]
+       [1 3]]
+    """
+    m = _arr(m)
+    nd = jnp._aval(m).ndim
+    if len(axes) != 2:
+        raise FunctxValueError(f"len(axes) must be 2.{_loc()}")
+    k = _static_int(k, "k argument of jnp.rot90") % 4
+    a0, a1 = (jnp._canon_axis(a, nd) for a in axes)
+    if a0 == a1:
+        raise FunctxValueError(f"Axes must be different{_loc()}")
+    if k == 0:
+        return m
+    if k == 2:
+        return jnp.flip(jnp.flip(m, a0), a1)
+    perm = list(range(nd))
+    perm[a0], perm[a1] = perm[a1], perm[a0]
+    if k == 1:
+        return jnp.transpose(jnp.flip(m, a1), perm)
+    return jnp.flip(jnp.transpose(m, perm), a1)
+
+
+def rollaxis(a, axis, start=0):
+    """``a`` with ``axis`` moved to before position ``start`` (NumPy's legacy ``moveaxis``).
+
+    Arguments:
+      a: an array.
+      axis: the axis to move.
+      start: the position it ends up before.
+    Returns:
+      A view of ``a`` with permuted axes.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.rollaxis(jnp.ones((2, 3, 4)), 2).shape)
+      (4, 2, 3)
+    """
+    a = _arr(a)
+    nd = jnp._aval(a).ndim
+    axis = jnp._canon_axis(axis, nd)
+    start = _static_int(start, "start argument of jnp.rollaxis")
+    if not -nd <= start <= nd:
+        raise FunctxValueError(f"start={start} must satisfy {-nd}<=start<={nd}{_loc()}")
+    if start < 0:
+        start += nd
+    if start > axis:
+        start -= 1
+    return jnp.moveaxis(a, axis, start)
+
+
+def diagflat(v, k=0):
+    """A 2-D array with the flattened ``v`` on diagonal ``k``.
+
+    Arguments:
+      v: an array (flattened).
+      k: the diagonal offset.
+    Returns:
+      A square 2-D array of ``v``'s dtype.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.diagflat(jnp.array([[1, 2]])))
+      [[1 0]
+       [0 2]]
+    """
+    return jnp.diag(jnp.ravel(_arr(v)), k)
+
+
+def array_equiv(a1, a2):
+    """Whether ``a1`` and ``a2`` broadcast together and are equal everywhere.
+
+    Arguments:
+      a1, a2: arrays.
+    Returns:
+      A bool scalar array (False if the shapes do not broadcast).
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.array_equiv(jnp.array([1, 2]), jnp.array([[1, 2], [1, 2]])))
+      True
+    """
+    a1, a2 = _arr(a1), _arr(a2)
+    try:
+        np.broadcast_shapes(jnp._aval(a1).shape, jnp._aval(a2).shape)
+    except ValueError:
+        return jnp.asarray(False)
+    return jnp.all(a1 == a2)
+
+
+def isrealobj(x):
+    """Whether ``x`` has no complex type or dtype (``not iscomplexobj(x)``).
+
+    Arguments:
+      x: any object.
+    Returns:
+      A Python bool.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.isrealobj(jnp.array([1.0])), jnp.isrealobj(1j))
+      True False
+    """
+    return not iscomplexobj(x)
+
+
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    """``base ** linspace(start, stop, num)``.
+
+    Arguments:
+      start, stop: the first and last exponents.
+      num: the number of points (static).
+      endpoint: include ``stop``.
+      base: the base.
+      dtype: the result dtype (default: float).
+      axis: where the new axis goes for array endpoints.
+    Returns:
+      A float array.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.logspace(0, 2, 3))
+      [  1.  10. 100.]
+    """
+    lin = jnp.linspace(start, stop, num, endpoint=endpoint, axis=axis)
+    dt = jnp._aval(lin).dtype
+    out = jnp.power(jnp.astype(_arr(base), dt), lin)
+    return out if dtype is None else jnp.astype(out, dtype)
+
+
+def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+    """Numbers spaced evenly on a log scale from ``start`` to ``stop`` (of one sign).
+
+    Arguments:
+      start, stop: the first and last values (nonzero).
+      num: the number of points (static).
+      endpoint: include ``stop``.
+      dtype: the result dtype (default: float).
+      axis: where the new axis goes for array endpoints.
+    Returns:
+      A float array.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.geomspace(1, 1000, 4))
+      [   1.   10.  100. 1000.]
+    """
+    s, e = jnp._promote_only(_arr(start), _arr(stop), kind="inexact")
+    sign = jnp.sign(s)
+    lin = jnp.linspace(jnp.log10(s * sign), jnp.log10(e * sign), num, endpoint=endpoint, axis=axis)
+    out = jnp.power(jnp.asarray(np.asarray(10.0, jnp._aval(lin).dtype)), lin)
+    nd = jnp._aval(out).ndim
+    shape = [1] * nd
+    if jnp._aval(sign).ndim:
+        shape = list(jnp._aval(sign).shape)
+        shape.insert(jnp._canon_axis(axis, nd), 1)
+    out = out * jnp.reshape(sign, tuple(shape))
+    return out if dtype is None else jnp.astype(out, dtype)
+
+
 __all__ = [
     "allclose",
+    "append",
     "array_equal",
+    "array_equiv",
+    "bincount",
+    "bitwise_left_shift",
+    "bitwise_right_shift",
+    "corrcoef",
+    "cov",
     "cross",
+    "delete",
+    "diag_indices",
+    "diag_indices_from",
+    "diagflat",
     "diff",
+    "digitize",
     "ediff1d",
+    "fabs",
+    "frexp",
+    "gcd",
+    "geomspace",
+    "histogram",
+    "histogram_bin_edges",
+    "indices",
+    "insert",
+    "interp",
     "isclose",
     "iscomplexobj",
+    "isrealobj",
     "isscalar",
+    "lcm",
+    "ldexp",
     "left_shift",
+    "logspace",
+    "nanargmax",
+    "nanargmin",
+    "nancumprod",
+    "nancumsum",
+    "nanmax",
+    "nanmean",
+    "nanmin",
+    "nanprod",
+    "nanstd",
+    "nansum",
+    "nanvar",
+    "piecewise",
+    "ravel_multi_index",
     "right_shift",
+    "rollaxis",
+    "rot90",
     "select",
     "trapezoid",
+    "tril_indices",
+    "tril_indices_from",
+    "triu_indices",
+    "triu_indices_from",
+    "unravel_index",
+    "vander",
 ]

@@ -10,7 +10,13 @@ import operator
 import numpy as np
 
 from functx import dtypes
-from functx.errors import FunctxIndexError, FunctxOverflowError, FunctxTypeError, FunctxValueError
+from functx.errors import (
+    FunctxArgumentError,
+    FunctxIndexError,
+    FunctxOverflowError,
+    FunctxTypeError,
+    FunctxValueError,
+)
 from functx.source_info import where as _loc
 from functx.tracing import Tracer
 
@@ -102,7 +108,7 @@ def shape(s, op, arg="shape", *, dtype=None):
     else:
         dims = (integer(s, op, arg),)
     if any(d < 0 for d in dims):
-        raise FunctxValueError(f"{op}: {arg} {dims} has a negative dimension{_loc()}")
+        raise FunctxArgumentError(f"{op}: {arg} {dims} has a negative dimension{_loc()}")
     check_size(dims, op, arg, dtype)
     return dims
 

@@ -60,7 +60,11 @@ def _expand(idx, ndim, shape=None):
         if isinstance(it, (bool, np.bool_)):
             items.append(("mask0", bool(it)))
             continue
-        if isinstance(it, (Array, np.ndarray)) and it.dtype == np.bool_:  # (no copy to read it)
+        if (
+            isinstance(it, (Array, np.ndarray))
+            and not isinstance(it, Tracer)
+            and it.dtype == np.bool_
+        ):  # (no copy to read it)
             mask = np.asarray(it)
             if mask.ndim == 0:
                 items.append(("mask0", bool(mask)))
@@ -171,12 +175,7 @@ def getitem(x, idx, mode=None, fill_value=None):
             limits.append(hi)
             strides.append(st)
         elif _is_int(it) and not has_array:
-            i = int(it)
-            if not -n <= i < n:
-                raise FunctxIndexError(
-                    f"index {i} is out of bounds for axis {ax} with size {n}{where()}"
-                )
-            i %= n
+            i = _clamp_static(int(it), n, ax)
             starts.append(i)
             limits.append(i + 1)
             strides.append(1)
@@ -197,11 +196,7 @@ def getitem(x, idx, mode=None, fill_value=None):
             continue
         if _is_int(it):
             n = shape[ax]
-            if not -n <= int(it) < n:
-                raise FunctxIndexError(
-                    f"index {int(it)} is out of bounds for axis {ax} with size {n}{where()}"
-                )
-            arr = Array.from_value(np.asarray(int(it) % n, np.int32))
+            arr = Array.from_value(np.asarray(_clamp_static(int(it), n, ax), np.int32))
         else:
             arr = _to_index_array(it, ax)
         adv_axes.append(ax)
@@ -268,6 +263,16 @@ def _static_basic(items):
     )
 
 
+def _clamp_static(i: int, n: int, ax: int) -> int:
+    """A static integer index into an axis of size ``n``, clamped into range as JAX 0.10 does
+    (``jnp.arange(10)[11]`` is 9, ``[-11]`` is 0); an axis of size 0 has no element to give."""
+    if n == 0:
+        raise FunctxIndexError(f"index {i} is out of bounds for axis {ax} with size 0{where()}")
+    if i < 0:
+        i += n
+    return min(max(i, 0), n - 1)
+
+
 def scatter_update(x, idx, values, mode):
     """``x.at[idx].set/add/mul/min/max(values)``."""
     x = x if isinstance(x, (Array, Tracer)) else Array.from_value(x)
@@ -319,9 +324,11 @@ def _update_static(x, items, values, mode):
         if _is_int(it):
             i = int(it)
             if not -n <= i < n:
-                raise FunctxIndexError(
-                    f"index {i} is out of bounds for axis {ax} with size {n}{where()}"
-                )
+                if n == 0:
+                    raise FunctxIndexError(
+                        f"index {i} is out of bounds for axis {ax} with size 0{where()}"
+                    )
+                return x  # as JAX: an update out of bounds is dropped
             starts.append(i % n)
             sizes.append(1)
         else:

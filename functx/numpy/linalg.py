@@ -10,7 +10,7 @@ Differences from ``jax.numpy.linalg`` (deliberate):
 
 from __future__ import annotations
 
-from functx.errors import FunctxTypeError
+from functx.errors import FunctxTypeError, missing_name_hook as _missing_name_hook
 from functx.numpy import _core as jnp, _validate as _v
 from functx.source_info import where
 
@@ -121,6 +121,10 @@ tensordot = jnp.tensordot
 vecdot = jnp.vecdot
 outer = jnp.outer
 matrix_transpose = jnp.matrix_transpose
+
+
+# A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
+__getattr__ = _missing_name_hook(__name__)
 
 __all__ = [
     "norm",

@@ -13,7 +13,7 @@ import numpy as np
 
 from functx import dtypes
 from functx.core import Primitive
-from functx.errors import FunctxTypeError
+from functx.errors import FunctxArgumentError, FunctxTypeError
 
 #: Every primitive by name. Modules that define primitives (control flow, custom derivatives)
 #: register theirs here too.
@@ -43,7 +43,9 @@ def fmt(avals):
 def check_axes(name, axes, ndim):
     for a in axes:
         if not isinstance(a, (int, np.integer)) or not 0 <= a < ndim:
-            err(f"{name}: axis {a} is out of range for an array of rank {ndim}")
+            raise FunctxArgumentError(
+                f"{name}: axis {a} is out of range for an array of rank {ndim}"
+            )
     if len(set(axes)) != len(axes):
         err(f"{name}: repeated axes {axes}")
 

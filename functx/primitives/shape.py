@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from functx.core import ShapedArray
+from functx.errors import FunctxArgumentError
 from functx.primitives.base import check_axes, err, fmt, prim, same_dtypes
 
 iota_p = prim("iota", "special")
@@ -75,7 +76,7 @@ reshape_p = prim("reshape", "shape")
 
 def _reshape_eval(x, *, new_sizes):
     if any(s < 0 for s in new_sizes) or math.prod(new_sizes) != math.prod(x.shape):
-        err(
+        raise FunctxArgumentError(
             f"reshape: cannot reshape {x.str_short()} ({math.prod(x.shape)} elements) "
             f"to shape {tuple(new_sizes)}"
         )

@@ -3,6 +3,10 @@
 Only ``special`` exists so far (``import functx.scipy.special``).
 """
 
+from functx.errors import missing_name_hook as _missing_name_hook
 from functx.scipy import special as special
+
+# A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
+__getattr__ = _missing_name_hook(__name__)
 
 __all__ = ["special"]

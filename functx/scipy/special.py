@@ -4,17 +4,20 @@ Each is a composite of functx primitives (no new primitive): ``xlogy``, ``xlog1p
 ``entr`` and ``log_ndtr`` carry JAX's custom derivative rules, so ``grad`` gives JAX's values at
 the special points (``xlogy(0, 0)`` is 0, its gradient ``(-inf, nan)``, as in JAX). Integer
 inputs are converted to a float dtype first (float64 for 64-bit integers, float32 otherwise), as
-everywhere in functx; JAX with x64 enabled gives float64 for all integers. ``gammaln`` has no
-derivative yet (it needs digamma).
+everywhere in functx; JAX with x64 enabled gives float64 for all integers. ``gammaln``'s
+derivative is ``digamma`` (a composite here: ``lax.lgamma`` itself still has no derivative);
+``erfinv`` and ``ndtri`` are approximations refined by Newton/Halley steps (a few ulp from JAX's).
 """
 
 from __future__ import annotations
+
+import operator
 
 import numpy as np
 
 from functx import nn as _nn, numpy as jnp, ops
 from functx.control.custom_derivatives import custom_jvp
-from functx.errors import FunctxTypeError, FunctxValueError
+from functx.errors import FunctxTypeError, FunctxValueError, missing_name_hook as _missing_name_hook
 from functx.source_info import where as _loc
 
 
@@ -88,10 +91,43 @@ def erfc(x):
     return ops.erfc(x)
 
 
-def gammaln(x):
-    """The log of the absolute value of the gamma function (``lax.lgamma``).
+def _digamma(x):
+    # reflection below 1/2, then six steps of the recurrence psi(y) = psi(y + 1) - 1/y, then
+    # the asymptotic series of psi at y + 6 >= 6.5 (terms to z**-10: below 1e-12)
+    neg = x < _c(0.5, x)
+    y = jnp.where(neg, _c(1, x) - x, x)
+    acc = jnp.zeros_like(y)
+    for k in range(6):
+        acc = acc + _c(1, x) / (y + _c(k, x))
+    z = y + _c(6, x)
+    w = _c(1, x) / (z * z)
+    series = w * (
+        _c(1 / 12, x)
+        - w * (_c(1 / 120, x) - w * (_c(1 / 252, x) - w * (_c(1 / 240, x) - w * _c(1 / 132, x))))
+    )
+    psi = jnp.log(z) - _c(0.5, x) / z - series - acc
+    reflected = psi - _c(np.pi, x) / jnp.tan(_c(np.pi, x) * x)
+    # poles at 0, -1, -2, ...: NaN, as JAX gives
+    pole = jnp.logical_and(x <= _c(0, x), x == jnp.floor(x))
+    return jnp.where(pole, jnp.full_like(x, np.nan), jnp.where(neg, reflected, psi))
 
-    Its derivative (digamma) is not implemented yet: ``grad`` raises ``UnsupportedError``.
+
+@custom_jvp
+def _gammaln(x):
+    return ops.lgamma(x)
+
+
+def _gammaln_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _gammaln(x), t * _digamma(x)
+
+
+_gammaln.defjvp(_gammaln_jvp)
+
+
+def gammaln(x):
+    """The log of the absolute value of the gamma function (``lax.lgamma``); its derivative is
+    ``digamma``.
 
     Arguments:
       x: the input (integers are converted to float).
@@ -105,7 +141,219 @@ def gammaln(x):
       [0.        3.1780539]
     """
     (x,) = _float("gammaln", x)
-    return ops.lgamma(x)
+    return _gammaln(x)
+
+
+def digamma(x):
+    """The digamma function ``psi(x) = d/dx log(gamma(x))`` (NaN at the poles 0, -1, ...).
+
+    Computed as a composite: reflection below 1/2, the recurrence, and the asymptotic series.
+
+    Arguments:
+      x: the input (integers are converted to float).
+    Returns:
+      An array of the input's float dtype.
+
+    Example:
+      >>> import functx
+      >>> import functx.scipy.special as fs
+      >>> print(fs.digamma(functx.numpy.array([1.0, 0.5])))
+      [-0.5772159 -1.9635105]
+    """
+    (x,) = _float("digamma", x)
+    return _digamma(x)
+
+
+def betaln(a, b):
+    """The log of the absolute value of the beta function, ``gammaln(a) + gammaln(b) -
+    gammaln(a + b)``.
+
+    Arguments:
+      a, b: arrays (broadcast together; integers are converted to float).
+    Returns:
+      An array of the promoted float dtype.
+
+    Example:
+      >>> import functx
+      >>> import functx.scipy.special as fs
+      >>> print(fs.betaln(functx.numpy.array([1.0, 2.0]), functx.numpy.array([1.0, 3.0])))
+      [ 0.        -2.4849067]
+    """
+    a, b = _float("betaln", a, b)
+    return _gammaln(a) + _gammaln(b) - _gammaln(a + b)
+
+
+def multigammaln(a, d):
+    """The log of the multivariate gamma function of dimension ``d``:
+    ``d (d - 1) / 4 log(pi) + sum_{j < d} gammaln(a - j / 2)``.
+
+    Arguments:
+      a: the input (integers are converted to float).
+      d: the dimension (a static positive int).
+    Returns:
+      An array of ``a``'s float dtype.
+
+    Example:
+      >>> import functx
+      >>> import functx.scipy.special as fs
+      >>> print(fs.multigammaln(functx.numpy.array(3.0), 2))
+      1.550195
+    """
+    try:
+        d = operator.index(d)
+    except TypeError:
+        raise FunctxTypeError(f"d must be a concrete int, got {d!r:.60}{_loc()}") from None
+    if d < 1:
+        raise FunctxValueError(f"d should be a positive integer{_loc()}")
+    (a,) = _float("multigammaln", a)
+    out = _c(d * (d - 1) / 4 * np.log(np.pi), a)
+    for j in range(d):
+        out = out + _gammaln(a - _c(j / 2, a))
+    return out
+
+
+# Giles' single-precision approximation of erfinv ("Approximating the erfinv function", 2010),
+# refined by one Newton step on erf.
+_ERFINV_CENTRAL = (
+    2.81022636e-08,
+    3.43273939e-07,
+    -3.5233877e-06,
+    -4.39150654e-06,
+    0.00021858087,
+    -0.00125372503,
+    -0.00417768164,
+    0.246640727,
+    1.50140941,
+)
+_ERFINV_TAIL = (
+    -0.000200214257,
+    0.000100950558,
+    0.00134934322,
+    -0.00367342844,
+    0.00573950773,
+    -0.0076224613,
+    0.00943887047,
+    1.00167406,
+    2.83297682,
+)
+
+
+def _horner(coeffs, w):
+    p = _c(coeffs[0], w)
+    for c in coeffs[1:]:
+        p = p * w + _c(c, w)
+    return p
+
+
+def _erfinv(x):
+    w = -jnp.log((_c(1, x) - x) * (_c(1, x) + x))
+    central = w < _c(5, x)
+    wc = jnp.where(central, w, _c(5, x)) - _c(2.5, x)
+    wt = jnp.sqrt(jnp.where(central, _c(5, x), w)) - _c(3, x)
+    y = jnp.where(central, _horner(_ERFINV_CENTRAL, wc), _horner(_ERFINV_TAIL, wt)) * x
+    finite = jnp.isfinite(y)
+    ys = jnp.where(finite, y, jnp.zeros_like(y))
+    step = (ops.erf(ys) - x) / (_c(2 / np.sqrt(np.pi), x) * jnp.exp(-ys * ys))
+    y = jnp.where(jnp.logical_and(finite, jnp.isfinite(step)), ys - step, y)
+    y = jnp.where(x == _c(1, x), jnp.full_like(x, np.inf), y)
+    y = jnp.where(x == _c(-1, x), jnp.full_like(x, -np.inf), y)
+    return jnp.where(jnp.abs(x) > _c(1, x), jnp.full_like(x, np.nan), y)
+
+
+def erfinv(x):
+    """The inverse error function on ``[-1, 1]`` (``±inf`` at ``±1``, NaN outside).
+
+    Arguments:
+      x: the input (integers are converted to float).
+    Returns:
+      An array of the input's float dtype.
+
+    Example:
+      >>> import functx
+      >>> import functx.scipy.special as fs
+      >>> print(fs.erfinv(functx.numpy.array([0.0, 0.5])))
+      [0.         0.47693628]
+    """
+    (x,) = _float("erfinv", x)
+    return _erfinv(x)
+
+
+# Acklam's rational approximation of the normal quantile, refined by Halley steps on ndtr.
+_NDTRI_A = (
+    -3.969683028665376e01,
+    2.209460984245205e02,
+    -2.759285104469687e02,
+    1.383577518672690e02,
+    -3.066479806614716e01,
+    2.506628277459239e00,
+)
+_NDTRI_B = (
+    -5.447609879822406e01,
+    1.615858368580409e02,
+    -1.556989798598866e02,
+    6.680131188771972e01,
+    -1.328068155288572e01,
+    1.0,
+)
+_NDTRI_C = (
+    -7.784894002430293e-03,
+    -3.223964580411365e-01,
+    -2.400758277161838e00,
+    -2.549732539343734e00,
+    4.374664141464968e00,
+    2.938163982698783e00,
+)
+_NDTRI_D = (
+    7.784695709041462e-03,
+    3.224671290700398e-01,
+    2.445134137142996e00,
+    3.754408661907416e00,
+    1.0,
+)
+
+
+def _ndtri(p):
+    lo = _c(0.02425, p)
+    central = jnp.logical_and(p >= lo, p <= _c(1, p) - lo)
+    q = jnp.where(central, p, _c(0.5, p)) - _c(0.5, p)
+    r = q * q
+    xc = q * _horner(_NDTRI_A, r) / _horner(_NDTRI_B, r)
+    pt = jnp.where(central, _c(0.01, p), jnp.minimum(p, _c(1, p) - p))
+    pt = jnp.where(pt > _c(0, p), pt, _c(0.01, p))
+    t = jnp.sqrt(_c(-2, p) * jnp.log(pt))
+    xt = _horner(_NDTRI_C, t) / _horner(_NDTRI_D, t)
+    xt = jnp.where(p < _c(0.5, p), xt, -xt)
+    x = jnp.where(central, xc, xt)
+    for _ in range(2):
+        # Halley: e = ndtr(x) - p (above 0 as (1 - p) - ndtr(-x), accurate in the upper tail)
+        upper = x > _c(0, p)
+        e = jnp.where(upper, (_c(1, p) - p) - _ndtr(-x), _ndtr(x) - p)
+        pdf = jnp.exp(-x * x / _c(2, p)) / _c(np.sqrt(2 * np.pi), p)
+        ok = pdf > _c(0, p)
+        u = e / jnp.where(ok, pdf, _c(1, p))
+        x = jnp.where(ok, x - u / (_c(1, p) + x * u / _c(2, p)), x)
+    x = jnp.where(p == _c(0, p), jnp.full_like(p, -np.inf), x)
+    x = jnp.where(p == _c(1, p), jnp.full_like(p, np.inf), x)
+    return jnp.where(jnp.logical_or(p < _c(0, p), p > _c(1, p)), jnp.full_like(p, np.nan), x)
+
+
+def ndtri(p):
+    """The inverse of ``ndtr``: the standard normal quantile (``-inf`` at 0, ``inf`` at 1, NaN
+    outside [0, 1]).
+
+    Arguments:
+      p: probabilities (integers are converted to float).
+    Returns:
+      An array of ``p``'s float dtype.
+
+    Example:
+      >>> import functx
+      >>> import functx.scipy.special as fs
+      >>> print(fs.ndtri(functx.numpy.array([0.5, 0.975])))
+      [0.        1.9599645]
+    """
+    (p,) = _float("ndtri", p)
+    return _ndtri(p)
 
 
 def expit(x):
@@ -383,7 +631,15 @@ def log_ndtr(x, series_order=3):
     return _LOG_NDTR[series_order](x)
 
 
+# A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
+__getattr__ = _missing_name_hook(__name__)
+
 __all__ = [
+    "betaln",
+    "digamma",
+    "erfinv",
+    "multigammaln",
+    "ndtri",
     "entr",
     "erf",
     "erfc",

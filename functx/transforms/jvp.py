@@ -18,7 +18,12 @@ import optree
 from functx import dtypes, ops, primitives as P
 from functx.array import Array, is_python_scalar
 from functx.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray
-from functx.errors import FunctxTypeError, UnsupportedError
+from functx.errors import (
+    ConcretizationError,
+    FunctxArgumentError,
+    FunctxTypeError,
+    UnsupportedError,
+)
 from functx.interpreter import eval_jaxpr
 from functx.primitives import elementwise as E
 from functx.source_info import source_info, where
@@ -26,6 +31,7 @@ from functx.tracing import (
     PYTREE_NAMESPACE,
     Tracer,
     get_aval,
+    known_values,
     trace_flat,
     tree_flatten,
     tree_unflatten,
@@ -638,7 +644,7 @@ def _check_tangent(p, t, path):
     else:
         ta = get_aval(t)
     if pa.shape != ta.shape:
-        raise FunctxTypeError(
+        raise FunctxArgumentError(
             f"jvp of {path}: primal and tangent arguments must have equal "
             f"shapes; got primal {pa.str_short()} and tangent {ta.str_short()}"
             f"{where()}"
@@ -686,7 +692,7 @@ def trace_user_fun(fun, args: tuple, has_aux: bool = False, kwargs=None):
     except TypeError:
         per_fun = {}
     hit = per_fun.get(key)
-    if hit is not None:
+    if hit is not None and hit is not _NEEDS_VALUES:
         return hit, leaves
     info = {}
 
@@ -706,13 +712,37 @@ def trace_user_fun(fun, args: tuple, has_aux: bool = False, kwargs=None):
         info.update(out_tree=out_tree, aux_tree=aux_tree, n_out=len(out_leaves))
         return out_leaves + aux_leaves, None
 
-    closed, _ = trace_flat(flat, avals)
+    # First abstractly (the trace is cached for every value of these types); if the function
+    # needs a concrete value (Python control flow on an argument, ``int(x)``), again on tracers
+    # that carry the arguments' values, as JAX's eager transforms do: that trace is specialised
+    # to the values and never cached, and the key is marked so the next call skips the first try.
+    values = None
+    if hit is _NEEDS_VALUES:
+        values = known_values(leaves)
+    if values is None:
+        try:
+            closed, _ = trace_flat(flat, avals)
+        except ConcretizationError:
+            values = known_values(leaves)
+            if values is None:
+                raise
+            _remember(per_fun, key, _NEEDS_VALUES)
+    if values is not None:
+        closed, _ = trace_flat(flat, avals, values)
+        return Traced(closed, in_tree, info["out_tree"], info["aux_tree"], info["n_out"]), leaves
     traced = Traced(closed, in_tree, info["out_tree"], info["aux_tree"], info["n_out"])
     if not any(hasattr(c, "builder") for c in closed.consts):  # no tracers of an outer trace
-        if len(per_fun) > 64:
-            per_fun.pop(next(iter(per_fun)))
-        per_fun[key] = traced
+        _remember(per_fun, key, traced)
     return traced, leaves
+
+
+_NEEDS_VALUES = object()  # a cache entry: this function needs concrete values for these types
+
+
+def _remember(per_fun, key, entry):
+    if len(per_fun) > 64:
+        per_fun.pop(next(iter(per_fun)))
+    per_fun[key] = entry
 
 
 _jvp_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -1,16 +1,48 @@
 """Jaxpr -> Jaxpr clean-up passes: dead-code elimination and common-subexpression elimination.
 
-Every primitive is pure, so an equation none of whose outputs is used can go, and two equations
-with the same primitive, inputs and params compute the same values.
+Every primitive but those in ``effectful`` is pure, so an equation none of whose outputs is used
+can go, and two equations with the same primitive, inputs and params compute the same values.
+``effectful`` (host callbacks that print, say: ``functx/control/callbacks.py`` registers them)
+are always kept and never merged.
 """
 
 from __future__ import annotations
+
+import weakref
 
 import numpy as np
 
 from functx import dtypes, primitives as P
 from functx.array import Array
 from functx.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
+
+#: Primitives with a side effect: DCE keeps their equations, CSE never merges two of them.
+effectful: set = set()
+
+
+_effects_of: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # ClosedJaxpr -> bool
+
+
+def _jaxpr_has_effects(j) -> bool:
+    if isinstance(j, ClosedJaxpr):
+        hit = _effects_of.get(j)
+        if hit is None:
+            hit = _effects_of[j] = any(has_effects(x) for x in j.jaxpr.eqns)
+        return hit
+    return isinstance(j, Jaxpr) and any(has_effects(x) for x in j.eqns)
+
+
+def has_effects(e: Eqn) -> bool:
+    """Whether ``e`` is effectful or holds a sub-Jaxpr (a loop body, a branch) with an effect."""
+    if e.prim in effectful:
+        return True
+    for p in e.params.values():
+        if isinstance(p, tuple):
+            if any(_jaxpr_has_effects(j) for j in p):
+                return True
+        elif _jaxpr_has_effects(p):
+            return True
+    return False
 
 
 def dce_jaxpr(jaxpr: Jaxpr, used_outputs=None) -> Jaxpr:
@@ -24,7 +56,7 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs=None) -> Jaxpr:
     live = {v.id for v in outvars if type(v) is not Literal}
     eqns = []
     for e in reversed(jaxpr.eqns):
-        if any(v.id in live for v in e.outvars):
+        if any(v.id in live for v in e.outvars) or (effectful and has_effects(e)):
             eqns.append(e)
             live.update(a.id for a in e.invars if type(a) is not Literal)
     eqns.reverse()
@@ -47,6 +79,8 @@ def _key(e: Eqn, rename):
         ("lit", repr(a.val), a.aval) if type(a) is Literal else rename.get(a.id, a.id)
         for a in e.invars
     )
+    if effectful and has_effects(e):
+        return None
     try:
         params = tuple(sorted(e.params.items()))
         hash(params)

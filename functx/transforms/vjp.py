@@ -16,7 +16,7 @@ import numpy as np
 from functx import dtypes, ops
 from functx.array import Array, is_python_scalar
 from functx.core import ClosedJaxpr
-from functx.errors import FunctxTypeError, FunctxValueError
+from functx.errors import FunctxArgumentError, FunctxTypeError, FunctxValueError
 from functx.interpreter import eval_jaxpr
 from functx.source_info import where
 from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
@@ -108,7 +108,7 @@ def vjp(fun, *primals, has_aux=False):
         for i, (c, a) in enumerate(zip(ct_leaves, out_avals)):
             ca = get_aval(c)
             if ca.shape != a.shape:
-                raise FunctxTypeError(
+                raise FunctxArgumentError(
                     f"vjp of {fname}: cotangent leaf {i} has shape {ca.str_short()}, the primal "
                     f"output has {a.str_short()}{where()}"
                 )

@@ -453,3 +453,30 @@ def test_eager_loops_leave_the_callers_arrays_writeable():
         x = np.arange(1.0)
         run(x)
         assert x.flags.writeable
+
+
+def test_bodies_are_not_traced_again_on_identical_calls():
+    """As in JAX, while_loop/cond/scan reuse the Jaxpr of a body function they traced before
+    for arguments of the same structure and types; new types trace again."""
+    traces = []
+
+    def body(c):
+        traces.append(c)
+        return c + 1
+
+    def cond_fun(c):
+        return c < 3
+
+    def step(c, x):
+        traces.append(x)
+        return c + x, c
+
+    counts = []
+    for _ in range(3):
+        assert int(lax.while_loop(cond_fun, body, 0)) == 3
+        assert float(lax.cond(True, body, body, 1.0)) == 2.0
+        lax.scan(step, 0.0, np.arange(3.0, dtype=np.float32))
+        counts.append(len(traces))
+    assert counts[0] >= 3 and counts[0] == counts[1] == counts[2], counts
+    lax.while_loop(cond_fun, body, 0.5)  # a new carry type traces again
+    assert len(traces) == counts[0] + 1

@@ -243,3 +243,337 @@ def test_traced_and_docstring_examples():
     for name in ("shift_left", "shift_right_logical", "shift_right_arithmetic"):
         doctest.run_docstring_examples(getattr(flax, name), {})
         assert "Example:" in getattr(flax, name).__doc__
+
+
+# --- NaN reductions, frexp/ldexp, gcd/lcm, delete/insert, piecewise, interp, histograms, ... ----
+# Running JAX means compiling every function (seconds each on the CI machine), so these tests take
+# the values from NumPy, whose semantics jax.numpy follows for these functions, and the shapes and
+# dtypes from JAX itself without running it: jax.eval_shape traces without compiling, with x64 off
+# (the 32-bit inputs used here give the same dtypes in functx). One test runs a few under jax.jit.
+NANS = np.array([[1.5, np.nan, -2.0, 4.0], [np.nan] * 4, [0.5, 3.0, np.nan, 1.0]], np.float32)
+INDEX_DT = functx.dtypes.default_int()
+
+
+def compare(f, *args, rtol=1e-6, ref=np, jax_types=True):
+    """``f(functx.numpy, *args)`` output by output: values against ``f(ref, *args)``, shapes and
+    dtypes against ``jax.eval_shape`` of ``f(jax.numpy, *args)``."""
+    import warnings
+
+    outs = jax.tree_util.tree_leaves(f(fjnp, *args))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        refs = jax.tree_util.tree_leaves(f(ref, *args))
+    assert len(outs) == len(refs)
+    if jax_types:
+        with jax.enable_x64(False):
+            types = jax.tree_util.tree_leaves(jax.eval_shape(lambda *a: f(jjnp, *a), *args))
+        assert len(types) == len(outs)
+    for k, (o, r) in enumerate(zip(outs, refs)):
+        o, r = np.asarray(o), np.asarray(r)
+        if jax_types:
+            assert (o.shape, o.dtype) == (types[k].shape, types[k].dtype), (k, o, types[k])
+        assert_same(o, r.astype(o.dtype), rtol)
+
+
+NAN_KWS = [
+    {},
+    {"axis": 1},
+    {"axis": 0, "keepdims": True},
+    {"axis": 1, "where": np.array([1, 0, 1, 1], bool)},
+]
+
+
+def test_nan_reductions():
+    def f(m, a):
+        out = []
+        for name in ("nansum", "nanprod", "nanmean", "nanmax", "nanmin", "nanvar", "nanstd"):
+            for kw in NAN_KWS:
+                if name in ("nanmax", "nanmin") and "where" in kw:
+                    kw = {**kw, "initial": 0}
+                out.append(getattr(m, name)(a, **kw))
+        for kw in [{"axis": 1, "initial": 2}, {"axis": 0, "dtype": F32}]:
+            out += [m.nansum(a, **kw), m.nanprod(a, **kw)]
+        out += [
+            m.nanvar(a, axis=1, ddof=1),
+            m.nanmax(a, axis=1, initial=10),
+            m.nanstd(a, 0, ddof=2),
+        ]
+        out += [m.nanvar(a, 1, mean=m.nanmean(a, 1, keepdims=True))]
+        for name in ("nancumsum", "nancumprod"):
+            out += [getattr(m, name)(a), getattr(m, name)(a, axis=1, dtype=F32)]
+        out += [m.nanmax(a[:, :0], axis=1, initial=0), m.nanmin(a[:1].astype(np.int8), initial=-3)]
+        for name in ("nanargmax", "nanargmin"):
+            some = a[np.array([0, 2])]  # NumPy raises on an all-NaN slice, JAX gives -1 (below)
+            out += [
+                getattr(m, name)(some),
+                getattr(m, name)(some, 1),
+                getattr(m, name)(some, 0, keepdims=True),
+            ]
+        return out
+
+    compare(f, NANS)
+    for name in ("nanargmax", "nanargmin"):
+        out = getattr(fjnp, name)(NANS, 1)
+        assert out.dtype == fjnp.argmax(NANS).dtype
+        np.testing.assert_array_equal(out, [3, -1, 1] if name == "nanargmax" else [2, -1, 0])
+
+
+def test_frexp_ldexp_gcd_lcm():
+    x32 = np.array([8.0, -3.0, 0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, 0.1, 3e38], F32)
+    e = np.array([3, -2, 5, 0, 1, -1, 2, 140, -200, -1], np.int32)
+    a = np.array([12, 7, 0, -4, 0, 18], np.int32)
+    b = np.array([[18], [-5]], np.int8)
+
+    def f(m, x32, x64, e, a, b):
+        return [
+            m.frexp(x32),
+            m.frexp(x64),
+            m.ldexp(x32, e),
+            m.ldexp(x64, e),
+            m.frexp(a)[0],
+            m.gcd(a, b),
+            m.lcm(a, b),
+            m.fabs(a),
+        ]
+
+    compare(f, x32, x32, e, a, b, rtol=0)
+    compare(f, x32, x32.astype(F64) * 1e-270, e, a, b, rtol=0, jax_types=False)
+    # JAX's XLA flushes float32 subnormals to zero; functx (and NumPy) keep them exact
+    np.testing.assert_array_equal(fjnp.frexp(np.float32(1e-40))[0], np.frexp(np.float32(1e-40))[0])
+    for mod in (fjnp, jjnp):
+        with pytest.raises(ValueError):
+            mod.gcd(np.ones(2, np.float32), 2)
+        with pytest.raises(ValueError):
+            mod.ldexp(np.ones(2, np.float32), np.ones(2, np.float32))
+
+
+def test_delete_insert_append():
+    # JAX's delete/insert/append are NumPy's (jax.numpy's own tests compare them with NumPy);
+    # NumPy is the cheap reference here, one case each runs against JAX.
+    a = np.arange(12, dtype=np.int32).reshape(3, 4)
+    for obj, axis in [
+        (1, None),
+        (-1, 1),
+        (np.array([0, 2]), 1),
+        (slice(0, 3, 2), 0),
+        (np.array([True, False, True]), 0),
+    ]:
+        assert_same(fjnp.delete(a, obj, axis), np.delete(a, obj, axis))
+    for obj, vals, axis in [
+        (1, 9, None),
+        (np.array([0, 2, 2]), np.array([7, 8, 9]), 1),
+        (-1, np.array([5, 6, 7, 8]), 0),
+        (slice(None), 0.5, 1),
+        (np.array([3]), np.array([[1], [2], [3]]), 1),
+        (np.array([4, 0]), np.array([[1, 2]]), 1),
+    ]:
+        assert_same(fjnp.insert(a, obj, vals, axis), np.insert(a, obj, vals, axis))
+    assert_same(fjnp.append(a, np.ones(2, I8)), np.append(a, np.ones(2, I8)))
+    assert_same(fjnp.append(a, a[:1], axis=0), np.append(a, a[:1], axis=0))
+    for mod in (fjnp, jjnp):
+        with pytest.raises(ValueError):
+            mod.delete(a, np.array([1.0]))
+        with pytest.raises(ValueError):
+            mod.insert(a, np.array([[1]]), 0)
+    with pytest.raises(functx.errors.ConcretizationError):
+        functx.jit(lambda o: fjnp.delete(a, o))(np.array([1]))
+
+
+def test_piecewise_interp_histogram_bincount_digitize():
+    x = np.linspace(-3, 3, 13, dtype=np.float32)
+    xp = np.array([-2.0, -1.0, 0.5, 0.5, 2.0], np.float32)
+    fp = np.array([1.0, -1.0, 3.0, 4.0, 0.0], np.float32)
+    data = np.array([0.0, 0.5, 1.0, 3.0, 4.0, -1.0, 2.0, 2.0], np.float32)
+    w = np.arange(8, dtype=np.float32)
+    ints = np.array([0, 1, 1, 3, -2, 7], np.int32)
+
+    def f(m, x, xp, fp, data, w, ints):
+        fl = [lambda v: -v, lambda v, k=2.0: v * k, 1.0]
+        out = [
+            m.piecewise(x, [x < 0, x > 1], fl),
+            m.piecewise(x, [x > 0], [m.sin]),
+        ]
+        out += [
+            m.interp(x, xp, fp),
+            m.interp(x, xp, fp, left=-9, right=9),
+            m.interp(x, xp[:1], fp[:1]),
+            m.interp(ints, ints[:2] * 2, ints[:2]),
+        ]
+        for kw in [
+            {},
+            {"bins": 4},
+            {"bins": 3, "range": (0, 2)},
+            {"weights": w, "density": True},
+            {"bins": m.array([0.0, 1.0, 3.0])},
+        ]:
+            hist, edges = m.histogram(data, **kw)
+            out += [hist.astype(np.float32), edges]  # JAX's counts are float, NumPy's int
+        out += [m.histogram(ints[:3] * 0 + 2)[0].astype(F32), m.histogram_bin_edges(data, 5)]
+        for bins in (m.array([0.0, 1.0, 2.0]), m.array([2.0, 1.0, 0.0])):
+            out += [m.digitize(data, bins), m.digitize(data, bins, right=True)]
+        return out
+
+    compare(f, x, xp, fp, data, w, ints)
+    assert fjnp.histogram(data)[0].dtype == F32
+    nonneg = np.maximum(ints, 0)
+    np.testing.assert_array_equal(fjnp.bincount(ints), np.bincount(nonneg))
+    assert_same(fjnp.bincount(ints, length=4), np.bincount(nonneg)[:4].astype(INDEX_DT))
+    assert_same(fjnp.bincount(ints, w[:6], length=10), np.bincount(nonneg, w[:6], 10).astype(F32))
+    # a bool array of conditions: one per entry, each for the whole array (as in JAX)
+    out = fjnp.piecewise(x, np.array([False, True]), [lambda v: v * 0, lambda v: v * 10])
+    assert_same(out, x * 10)
+    np.testing.assert_array_equal(
+        fjnp.bincount(ints, minlength=9), np.bincount(np.maximum(ints, 0), minlength=9)
+    )
+    for mod in (fjnp, jjnp):
+        with pytest.raises(TypeError):
+            mod.bincount(np.ones(3, np.float32))
+        with pytest.raises(ValueError):
+            mod.piecewise(x, [x > 0], [1, 2, 3])
+
+
+def test_cov_corrcoef():
+    rng = np.random.default_rng(0)
+    m = rng.normal(size=(3, 5)).astype(np.float32)
+    y = rng.normal(size=(5,)).astype(np.float32)
+    fw, aw = np.array([1, 2, 1, 3, 1], np.int32), rng.uniform(0.5, 1, 5).astype(np.float32)
+
+    def f(m, x, y, fw, aw):
+        out = [
+            m.cov(x, **kw)
+            for kw in [
+                {},
+                {"bias": True},
+                {"ddof": 0},
+                {"fweights": fw},
+                {"aweights": aw},
+                {"fweights": fw, "aweights": aw},
+            ]
+        ]
+        out += [
+            m.cov(y),
+            m.cov(fw),
+            m.corrcoef(x),
+            m.corrcoef(x[0], y),
+            m.corrcoef(y),
+        ]
+        return out
+
+    compare(f, m, y, fw, aw, rtol=1e-5)
+
+
+def test_index_helpers():
+    idx = np.array([5, 7, 1, 0], np.int32)
+    mi = (np.array([1, 0, 2], np.int32), np.array([2, 3, 5], np.int32))
+    a = np.arange(24, dtype=np.int32).reshape(2, 3, 4)
+
+    def f(m, idx, a):
+        out = list(m.unravel_index(idx, (2, 4)))
+        out += [
+            m.ravel_multi_index(mi, (2, 4), mode=mode, order=order)
+            for mode in ("wrap", "clip")
+            for order in ("C", "F")
+        ]
+        for x in (
+            a[0, 0].astype(np.int32),
+            a[0, 0, :2].astype(F32) * 0.5,
+            a[0, 0, :2].astype(np.int8),
+        ):
+            out += [m.vander(x), m.vander(x, 4, increasing=True)]
+        out += [m.rot90(a, k) for k in range(-1, 4)] + [
+            m.rot90(a, 1, (2, 0)),
+            m.rot90(a, 3, (2, 0)),
+        ]
+        out += [m.rollaxis(a, ax, st) for ax, st in [(2, 0), (0, 3), (1, -1)]]
+        out += [m.diagflat(a[0, :2, :2], 1)]
+        out += [m.array_equiv(x, y) for x, y in [(a[0], a[0, :1]), (a[0], a[1])]]
+        out += [
+            m.logspace(0, 2, 5),
+            m.logspace(0, 2, 4, base=2.0, endpoint=False),
+            m.geomspace(1, 1000, 4),
+            m.geomspace(-1, -16, 5),
+        ]
+        return out
+
+    compare(f, idx, a, rtol=1e-5)
+    # out-of-range flat indices are clipped, negative ones count from the end (JAX's rule)
+    oob = fjnp.unravel_index(np.array([-1, 30, -30], np.int32), (2, 4))
+    np.testing.assert_array_equal(np.stack(oob), [[1, 1, 0], [3, 3, 0]])
+    ok = (np.array([1, 0]), np.array([2, 3]))
+    np.testing.assert_array_equal(
+        fjnp.ravel_multi_index(ok, (2, 4)), jjnp.ravel_multi_index(ok, (2, 4))
+    )
+    for mod in (fjnp, jjnp):
+        with pytest.raises(ValueError):
+            mod.ravel_multi_index(mi, (2, 4))
+    for args in [(3,), (3, 1), (2, -1, 4)]:
+        for name in ("tril_indices", "triu_indices"):
+            for o, r in zip(getattr(fjnp, name)(*args), getattr(np, name)(*args)):
+                assert o.dtype == INDEX_DT
+                np.testing.assert_array_equal(o, r)
+    z = np.ones((2, 3))
+    for name in ("tril_indices_from", "triu_indices_from", "diag_indices_from"):
+        arg = z if name != "diag_indices_from" else z[:, :2]
+        for o, r in zip(getattr(fjnp, name)(arg), getattr(np, name)(arg)):
+            np.testing.assert_array_equal(o, r)
+    for o, r in zip(fjnp.diag_indices(3, 3), np.diag_indices(3, 3)):
+        np.testing.assert_array_equal(o, r)
+    np.testing.assert_array_equal(fjnp.indices((2, 3)), np.indices((2, 3)))
+    for o, r in zip(fjnp.indices((2, 3), sparse=True), np.indices((2, 3), sparse=True)):
+        np.testing.assert_array_equal(o, r)
+    assert fjnp.isrealobj(a) and not fjnp.isrealobj(1j)
+    # NumPy (and JAX's documentation) give False for shapes that do not broadcast; JAX 0.10.2
+    # raises TypeError there
+    assert not fjnp.array_equiv(a[0], a[0, :2])
+
+
+def test_more_names_types_match_jax():
+    a = np.arange(12, dtype=np.int32).reshape(3, 4)
+    ints = np.array([0, 1, 1, 3, 7], np.int32)
+
+    def f(m, a, ints):
+        some = NANS[np.array([0, 2])]
+        return [
+            m.append(a, a[:1], axis=0),
+            m.append(a, ints),
+            m.delete(a, 1, 1),
+            m.insert(a, 2, 5, 0),
+            m.bincount(ints, minlength=8) if m is np else m.bincount(ints, length=8),
+            m.bitwise_left_shift(a, 2),
+            m.bitwise_right_shift(a, 1),
+            m.nanargmax(some, 1),
+            m.nanargmin(some, 0),
+            m.nancumsum(NANS, 1),
+            m.nancumprod(NANS),
+            m.indices((2, 3)),
+            m.tril_indices(3, 1),
+            m.triu_indices(2, 0, 3),
+            m.tril_indices_from(a),
+            m.triu_indices_from(a, -1),
+            m.diag_indices(3),
+            m.diag_indices_from(a[:3, :3]),
+        ]
+
+    compare(f, a, ints)
+    assert fjnp.isrealobj(a) and not fjnp.isrealobj(1j) and not jjnp.iscomplexobj(a)
+    assert fjnp.isrealobj is not None and jjnp.isrealobj(a)
+
+
+def test_new_names_trace_jit_and_grad():
+    # functx.jit against functx's eager results (compared above); the gradient against its formula
+    x = np.array([1.0, np.nan, 3.0, -2.0], np.float32)
+
+    def f(v):
+        m, e = fjnp.frexp(v)
+        xp = v[:2] * 0 + np.array([0.0, 2.0], F32)
+        return fjnp.nanvar(v), m, e, fjnp.interp(v, xp, v[:2] * 0 + 1.0), fjnp.nancumsum(v)
+
+    assert str(functx.make_jaxpr(f)(x)).startswith("{ lambda")
+    for o, r in zip(functx.jit(f)(x), f(x)):
+        assert_same(o, r)
+    g = functx.grad(lambda u: fjnp.nansum(u * u) + fjnp.nanmax(u) + fjnp.nanstd(u))(x)
+    keep = ~np.isnan(x)
+    v = x[keep]
+    expected = np.full_like(x, np.nan)  # NaN at the NaN input, as JAX gives
+    expected[keep] = 2 * v + (v == v.max()) + (v - v.mean()) / (v.size * v.std())
+    assert_same(g, expected, 1e-5)

@@ -629,13 +629,34 @@ CASES["associative_scan"] = [
         fn=lambda fixed: lambda m: lax.associative_scan(lambda a, b: b @ a, m),
     ),
 ]
+# checkpoint's linear half recomputes primal values (nonlinear equations, by design), so its
+# reverse mode is checked by tests/test_remat.py (residuals and gradients against JAX)
+CASES["checkpoint"] = [
+    Case(
+        lambda rng, s: ([rng.standard_normal((3,))], {}),
+        shapes=False,
+        fn=lambda fixed: functx.checkpoint(lambda x: fnp.sin(fnp.sin(x)) * x),
+        modes=("fwd",),
+    )
+]
+CASES["name"] = [
+    Case(
+        lambda rng, s: ([rng.standard_normal((3,))], {}),
+        shapes=False,
+        fn=lambda fixed: lambda x: functx.ad_checkpoint.checkpoint_name(fnp.sin(x), "a") * x,
+    )
+]
 # custom_lin (the linear half of a custom_vjp function) is checked through custom_vjp_call; lgamma
 # and the generic reduce have declared unsupported jvps (tested below).
 DECLARED_UNSUPPORTED = {
     "lgamma": lambda x: lax.lgamma(x),
     "reduce": lambda x: lax.reduce(x, 0.0, lambda a, b: fnp.maximum(a, b) * 1.0, (0,)),
 }
-NOT_IN_TABLE = {"custom_lin"} | set(DECLARED_UNSUPPORTED)
+# the host callbacks (tests/test_debug.py): debug_callback has no outputs (its jvp calls it on the
+# primals), pure_callback's and io_callback's jvps raise JAX's ValueError
+NOT_IN_TABLE = {"custom_lin", "debug_callback", "pure_callback", "io_callback"} | set(
+    DECLARED_UNSUPPORTED
+)
 
 
 def _merge(diff, fixed, positions=None):

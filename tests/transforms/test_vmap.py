@@ -379,6 +379,12 @@ HIGHER_ORDER = {
     "custom_jvp_call",
     "custom_vjp_call",
     "custom_lin",
+    # tests/test_remat.py and tests/test_debug.py (checkpoint_name's `name` is the identity)
+    "checkpoint",
+    "name",
+    "debug_callback",
+    "pure_callback",
+    "io_callback",
 }
 
 

@@ -129,5 +129,24 @@ def _loop_cond(prog, k: Kernel, group):
     prog.body += lines
 
 
+def _host(prog, k: Kernel, group):
+    """A host step (``functx/control/callbacks.py``): the Python dispatcher the runtime set with
+    ``fx_set_host`` is called with the step's index and its operand and result buffers. It runs
+    between kernels, on the calling thread (never inside an OpenMP region)."""
+    index = len(prog.host_calls)
+    outs = group["outs"][: group["n_out"]]
+    prog.host_calls.append(
+        (group["callback"], group["in_avals"], [(n.shape, n.dtype) for n in outs])
+    )
+    bufs = [n.buf for n in group["ins"]] + [n.buf for n in outs]
+    prog.body += [
+        f"  // kernel {k.index}: host step {index}",
+        "  {",
+        f"    void* h[{max(len(bufs), 1)}] = {{" + _ptr_list(bufs) + "};",
+        f"    if (!fx_host || fx_host({index}LL, h)) return 1;",
+        "  }",
+    ]
+
+
 # the loop kernels by their group's type (``lower.py``'s control-flow lowering)
-LOOP_KINDS = {"scan": _loop_scan, "while": _loop_while, "cond": _loop_cond}
+LOOP_KINDS = {"scan": _loop_scan, "while": _loop_while, "cond": _loop_cond, "host": _host}

@@ -24,7 +24,8 @@ from functx.lowering.cpp.prelude import PRELUDE
 from functx.lowering.loopir import Graph, Node, flat_offset, sym
 from functx.lowering.schedule import Kernel, KernelCtx
 
-# The main translation unit's own part: the BLAS entry points (set once the program is loaded).
+# The main translation unit's own part: the BLAS entry points (set once the program is loaded) and
+# the host-callback dispatcher (``runtime.Executable`` sets it for programs with host steps).
 MAIN_PRELUDE = r"""
 static fx_sgemm_t fx_sgemm = nullptr;
 static fx_dgemm_t fx_dgemm = nullptr;
@@ -32,6 +33,9 @@ extern "C" void fx_set_gemm(void* s, void* d) {
   fx_sgemm = (fx_sgemm_t)s;
   fx_dgemm = (fx_dgemm_t)d;
 }
+typedef int (*fx_host_t)(int64_t, void**);
+static fx_host_t fx_host = nullptr;
+extern "C" void fx_set_host(void* h) { fx_host = (fx_host_t)h; }
 """
 
 
@@ -51,7 +55,7 @@ UNITS_MAX = 4
 SPLIT_BUFFERS = 256
 
 
-_MAIN_ONLY = ("fx_sub", "fx_sgemm", "fx_dgemm", "fx_alloc", "fx_free", "fx_gemm_narrow")
+_MAIN_ONLY = ("fx_sub", "fx_sgemm", "fx_dgemm", "fx_alloc", "fx_free", "fx_gemm_narrow", "fx_host")
 
 
 _OMP_IF = re.compile(r"^(\s*#pragma omp parallel for\b.*?)\s*if\((.*)\)\s*$")
@@ -120,6 +124,9 @@ class CppProgram:
         self.kernels = kernels
         self.body: list[str] = []
         self.subs: list = []
+        # host steps (callbacks), by the index the program passes to fx_host: (callable,
+        # input avals, output avals); the runtime dispatches on it
+        self.host_calls: list = []
 
     def _copy_into(self, dst: str, src: Node, k: Kernel, shape, dtype):
         """Loop writing ``src`` (an expression) into ``dst`` (contiguous)."""
@@ -297,7 +304,7 @@ class CppProgram:
         """The program's translation units: one, or up to ``units`` when its kernels are large
         enough to be worth compiling at the same time (see SPLIT_MIN_CHARS). Each starts with
         the prelude, or with an ``#include`` of ``header`` holding it (``cache.prelude_header``)."""
-        self.subs, self.units = [], []
+        self.subs, self.units, self.host_calls = [], [], []
         main = self.function(
             "fx_run", self.g, self.kernels, static=False, units=min(units, UNITS_MAX)
         )

@@ -98,5 +98,24 @@ def _loop_cond(prog, k: Kernel, group):
     prog.host += lines
 
 
+def _host(prog, k: Kernel, group):
+    """A host step (``functx/control/callbacks.py``): the host code calls the module's
+    ``_fx_host`` (the executable's dispatcher, set before each run) with the step's index and
+    flat views of its operand and result buffers, between kernel launches."""
+    root = prog.root
+    if not root.host_calls:
+        root.defs.append("_fx_host = None  # the host-step dispatcher (set before each run)\n")
+    index = len(root.host_calls)
+    outs = group["outs"][: group["n_out"]]
+    root.host_calls.append(
+        (group["callback"], group["in_avals"], [(n.shape, n.dtype) for n in outs])
+    )
+    prog.host += [
+        f"    # kernel {k.index}: host step {index}",
+        f"    _fx_host({index}, [{', '.join(_view(n) for n in group['ins'])}], "
+        f"[{', '.join(_view(n) for n in outs)}])",
+    ]
+
+
 # the loop kernels by their group's type (``lower.py``'s control-flow lowering)
-LOOP_KINDS = {"scan": _loop_scan, "while": _loop_while, "cond": _loop_cond}
+LOOP_KINDS = {"scan": _loop_scan, "while": _loop_while, "cond": _loop_cond, "host": _host}

@@ -130,6 +130,8 @@ class TritonProgram:
             self.defs: list[str] = []  # kernels and helpers, shared by all sub-programs
             self.helpers: set = set()
             self.subs: list[str] = []  # host functions of sub-programs
+            # host steps (callbacks) by index: (callable, input avals, output (shape, dtype)s)
+            self.host_calls: list = []
         else:
             self.defs, self.helpers, self.subs = self.root.defs, self.root.helpers, self.root.subs
         self.big = self.blocks.int64_index or any(n.size >= 2**31 - 1 for n in graph.nodes)
@@ -315,6 +317,7 @@ class TritonProgram:
         self.helpers.clear()
         self.subs.clear()
         self.n_sites = 0
+        self.host_calls = []
         self.host = []
         self.aliases = set()
         main = self.function("run")
@@ -369,7 +372,7 @@ def compile_triton(closed, blocks: Blocks | None = None) -> TritonExecutable:
     kernels = schedule.schedule(g)
     prog = TritonProgram(g, kernels, blocks)
     src = prog.source()
-    return TritonExecutable(g, kernels, src, schedule.describe(kernels))
+    return TritonExecutable(g, kernels, src, schedule.describe(kernels), host=prog.host_calls)
 
 
 __all__ = ["TritonProgram", "KERNEL_KINDS", "render_kernel", "DEFAULT_BLOCKS", "compile_triton"]

@@ -495,11 +495,29 @@ def _graph_memory(dev) -> GraphMemory:
     return mem
 
 
+def _to_numpy(t, dtype):
+    """A flat tensor's values as a NumPy array of ``dtype`` (bfloat16 through its bits)."""
+    import torch
+
+    dt = np.dtype(dtype)
+    if t.dtype == torch.bfloat16:
+        return t.detach().view(torch.int16).cpu().numpy().view(dt).copy()
+    return t.detach().cpu().numpy().astype(dt, copy=True)
+
+
+def _from_numpy(a, torch_dtype):
+    import torch
+
+    if torch_dtype == torch.bfloat16:
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(a)
+
+
 class TritonExecutable:
     """A compiled program: call it with the flat inputs (torch tensors, NumPy arrays, functx
     Arrays or scalars); returns the outputs as torch tensors on the inputs' device."""
 
-    def __init__(self, graph, kernels, source: str, kernels_text: str):
+    def __init__(self, graph, kernels, source: str, kernels_text: str, host=None):
         import torch
 
         self.source = source
@@ -519,7 +537,9 @@ class TritonExecutable:
         self.sites = [
             v for k, v in vars(self.module).items() if k.startswith("_L") and isinstance(v, Site)
         ]
-        self.graph_safe = ".item()" not in source
+        # host steps (callbacks) run Python between launches: never inside a CUDA graph
+        self.host_calls = list(host or ())
+        self.graph_safe = ".item()" not in source and not self.host_calls
         self.n_launches = len(self.sites) + source.count("    _fx_dot(")
         io_bytes = sum(n * np.dtype(dt).itemsize for _, dt, _, n in self.in_specs) + sum(
             math.prod(n.shape) * np.dtype(n.dtype).itemsize for n in graph.outputs
@@ -605,12 +625,25 @@ class TritonExecutable:
             self._last = (dev, consts)
         empty = self._torch.empty_strided  # (on an H100 host: 2.7 us, torch.empty 3.8)
         outs = [empty(s, st, dtype=t, device=dev) for s, st, t in self.out_specs]
+        if self.host_calls:
+            self.module._fx_host = self._host_step
         self.module.run(ins, consts, outs)
         return outs
+
+    def _host_step(self, index, ins, outs):
+        """Host step ``index``: its callable on NumPy copies of ``ins`` (flat tensors), the
+        results copied into ``outs``."""
+        fn, in_avals, out_specs = self.host_calls[index]
+        args = [_to_numpy(t, a.dtype).reshape(a.shape) for t, a in zip(ins, in_avals)]
+        for o, r, (shape, dtype) in zip(outs, fn(*args), out_specs):
+            r = np.ascontiguousarray(np.asarray(r, dtype).reshape(shape)).reshape(-1)
+            o.copy_(_from_numpy(r, o.dtype))
 
     def _first_run(self, dev, ins, outs):
         t0 = time.perf_counter()
         consts = self._consts(dev)
+        if self.host_calls:
+            self.module._fx_host = self._host_step
         self.module.run(ins, consts, outs)
         self._last = (dev, consts)
         if dev.type == "cuda":

@@ -1,0 +1,136 @@
+"""``functx.debug``: printing and callbacks on runtime values, inside ``jit``, ``vmap``, ``grad``
+and control flow (JAX's ``jax.debug``).
+
+Each call records a ``debug_callback`` equation (``functx/control/callbacks.py``): eagerly it
+runs at once; under ``jit`` the compiled program calls it as a host step, in program order, with
+the values the program computed; under ``vmap`` it runs once per example; under ``grad`` it
+prints the forward pass's values once.
+"""
+
+from __future__ import annotations
+
+import string
+import sys
+
+import numpy as np
+
+from functx.control.callbacks import debug_callback
+from functx.errors import (
+    FunctxTypeError,
+    FunctxValueError,
+    missing_name_hook as _missing_name_hook,
+)
+
+
+def callback(callback=None, *args, ordered=False, partitioned=False, **kwargs):
+    """Call ``callback(*args, **kwargs)`` on the runtime values of ``args`` (JAX's
+    ``jax.debug.callback``), for its side effects; its result is ignored. Leaves of ``args`` that
+    are not arrays (strings, None, ...) reach ``callback`` as they are.
+
+    Arguments:
+      callback: a Python function; it receives functx Arrays in the pytrees of ``args``. With
+        ``callback=None`` (the two-call form), returns a function taking ``(callback, *args,
+        **kwargs)`` with these options.
+      *args, **kwargs: pytrees of arrays (traced or concrete).
+      ordered: accepted for JAX's signature; functx runs callbacks in program order always.
+      partitioned: accepted for JAX's signature (one device).
+    Returns:
+      None (or, in the two-call form, the function described above).
+    Example:
+      >>> def f(x):
+      ...     functx.debug.callback(lambda v: print("got", v), x * 2)
+      ...     return x + 1
+      >>> _ = functx.jit(f)(np.float32(1.5))
+      got 3.0
+    """
+    if callback is None:
+        if args or kwargs:
+            raise FunctxTypeError(
+                f"debug_callback received unexpected arguments in the two-call form: "
+                f"args={args} kwargs={kwargs}"
+            )
+        return lambda cb, *a, **kw: debug_callback(
+            cb, *a, ordered=ordered, partitioned=partitioned, **kw
+        )
+    debug_callback(callback, *args, ordered=ordered, partitioned=partitioned, **kwargs)
+    return None
+
+
+class _FormatCheck(string.Formatter):
+    """Formats nothing; raises (JAX's ValueError) for arguments the format string leaves
+    unused, and (str.format's KeyError/IndexError) for fields without an argument."""
+
+    def format_field(self, value, format_spec):
+        return ""
+
+    def check_unused_args(self, used_args, args, kwargs):
+        unused = [a for i, a in enumerate(args) if i not in used_args]
+        if unused:
+            raise FunctxValueError(f"Unused positional arguments to `jax.debug.print`: {unused}")
+        unused_kw = [k for k in kwargs if k not in used_args]
+        if unused_kw:
+            raise FunctxValueError(
+                f"Unused keyword arguments to `jax.debug.print`: {unused_kw}. You may be "
+                'passing an f-string (i.e, `f"{x}"`) into `jax.debug.print` and instead '
+                "should pass in a regular string."
+            )
+
+
+def print(  # noqa: A001
+    fmt=None, *args, ordered=False, partitioned=False, skip_format_check=False, **kwargs
+):
+    """Print ``fmt.format(*args, **kwargs)`` with the runtime values of the arrays (JAX's
+    ``jax.debug.print``): from compiled code under ``jit``, once per example under ``vmap``,
+    the forward values under ``grad``, every iteration inside ``scan``/``while_loop``. NumPy's
+    print options are those in force at the call.
+
+    Arguments:
+      fmt: a ``str.format`` format string (not an f-string); one without placeholders is
+        followed by the arguments, space-separated. With ``fmt=None`` (the two-call form),
+        returns a function taking ``(fmt, *args, **kwargs)`` with these options.
+      *args, **kwargs: pytrees of arrays (or other objects) to format.
+      ordered: accepted for JAX's signature; functx prints in program order always.
+      partitioned: accepted for JAX's signature (one device).
+      skip_format_check: do not check that the arguments match the format string.
+    Returns:
+      None (or, in the two-call form, the function described above).
+    Example:
+      >>> @functx.jit
+      ... def f(x):
+      ...     functx.debug.print("x = {}", x)
+      ...     return x * 2
+      >>> _ = f(np.arange(3.0, dtype=np.float32))
+      x = [0. 1. 2.]
+    """
+
+    def print_(fmt, *args, **kwargs):
+        if not skip_format_check:
+            _FormatCheck().format(fmt, *args, **kwargs)
+        placeholders = bool(fmt) and next(iter(string.Formatter().parse(fmt)))[1] is not None
+        options = np.get_printoptions()
+
+        def debug_print(*a, **kw):
+            with np.printoptions(**options):
+                if placeholders:
+                    msg = fmt.format(*a, **kw)
+                else:
+                    msg = " ".join((fmt, *(str(x) for x in a)))
+            sys.stdout.write(msg + "\n")
+
+        debug_callback(debug_print, *args, ordered=ordered, partitioned=partitioned, **kwargs)
+
+    if fmt is not None:
+        print_(fmt, *args, **kwargs)
+        return None
+    if args or kwargs:
+        raise FunctxTypeError(
+            f"debug_print received unexpected arguments in the two-call form: "
+            f"args={args} kwargs={kwargs}"
+        )
+    return print_
+
+
+__all__ = ["callback", "print"]
+
+# A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
+__getattr__ = _missing_name_hook(__name__)

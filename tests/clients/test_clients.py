@@ -1,0 +1,158 @@
+"""The client suite: small JAX programs of the kinds researchers write, each run twice in this
+process, once with JAX and once with functx, and compared.
+
+Each program in ``programs/`` is plain JAX code (``import jax``, ``from jax import random``...)
+with a ``main()`` that returns a pytree of results. The functx run executes the same source with
+only its import lines rewritten (``import jax`` -> ``import functx as jax`` and so on); JAX's
+``jax.example_libraries`` modules a program imports are the installed JAX's own source files,
+loaded with the same rewrite. Nothing else changes: data are synthetic and step counts small,
+which each program states in its docstring.
+
+The comparison: the same tree structure, the same dtype for every leaf, integer and boolean
+leaves (random bits, argmaxes, counts) equal, floating leaves equal to the program's ``RTOL`` /
+``ATOL``. Each run starts with ``jax_enable_x64`` off in both libraries (their default; a program
+that wants float64 turns it on in its first lines, as scientific scripts do), and the suite's
+setting is restored afterwards.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import re
+import sys
+import types
+
+import jax
+import numpy as np
+import pytest
+
+import functx
+
+PROGRAMS = pathlib.Path(__file__).parent / "programs"
+JAX_DIR = pathlib.Path(jax.__file__).parent
+FAKE_LIBS = "functx_clients_example_libraries"
+
+# Import lines of a JAX program and their functx spelling, tried in order on each line.
+_SWAPS = (
+    (re.compile(r"^(\s*)import jax$"), r"\1import functx as jax"),
+    (re.compile(r"^(\s*)import jax\.([\w.]+) as (\w+)$"), r"\1import functx.\2 as \3"),
+    (re.compile(r"^(\s*)from jax\.example_libraries import "), rf"\1from {FAKE_LIBS} import "),
+    (re.compile(r"^(\s*)from jax(\.[\w.]+)? import "), r"\1from functx\2 import "),
+)
+_NEEDS = re.compile(rf"^\s*from {FAKE_LIBS} import (.+)$", re.M)
+
+
+def swap_imports(src: str) -> str:
+    """``src`` with its JAX import lines rewritten to import functx; other lines unchanged."""
+    out = []
+    for line in src.splitlines():
+        for pattern, repl in _SWAPS:
+            new = pattern.sub(repl, line)
+            if new != line:
+                line = new
+                break
+        else:
+            assert not re.match(r"^\s*(import|from) jax\b", line), f"unhandled import: {line}"
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def _example_library(name: str) -> types.ModuleType:
+    """The installed JAX's ``jax/example_libraries/<name>.py`` run with functx in place of jax."""
+    package = sys.modules.get(FAKE_LIBS)
+    if package is None:
+        package = types.ModuleType(FAKE_LIBS)
+        package.__path__ = []
+        sys.modules[FAKE_LIBS] = package
+    if not hasattr(package, name):
+        path = JAX_DIR / "example_libraries" / f"{name}.py"
+        module = types.ModuleType(f"{FAKE_LIBS}.{name}")
+        module.__file__ = str(path)
+        exec(compile(swap_imports(path.read_text()), str(path), "exec"), module.__dict__)
+        sys.modules[module.__name__] = module
+        setattr(package, name, module)
+    return getattr(package, name)
+
+
+def run_program(path: pathlib.Path, *, with_functx: bool):
+    src = path.read_text()
+    if with_functx:
+        src = swap_imports(src)
+        for names in _NEEDS.findall(src):
+            for name in names.split(","):
+                _example_library(name.strip().split(" as ")[0])
+    module = types.ModuleType(f"client_{path.stem}_{'functx' if with_functx else 'jax'}")
+    module.__file__ = str(path)
+    exec(compile(src, str(path), "exec"), module.__dict__)
+    return module.main(), module
+
+
+class _FreshConfig:
+    """Both libraries with jax_enable_x64 off (their default) inside; the old settings after."""
+
+    def __enter__(self):
+        self.old = (jax.config.jax_enable_x64, functx.config.jax_enable_x64)
+        jax.config.update("jax_enable_x64", False)
+        functx.config.update("jax_enable_x64", False)
+
+    def __exit__(self, *exc):
+        jax.config.update("jax_enable_x64", self.old[0])
+        functx.config.update("jax_enable_x64", self.old[1])
+
+
+def _leaves(tree, prefix="result"):
+    """(path, leaf) pairs of a tree of dicts, lists and tuples, in a fixed order."""
+    if isinstance(tree, dict):
+        for k in sorted(tree):
+            yield from _leaves(tree[k], f"{prefix}[{k!r}]")
+    elif isinstance(tree, (list, tuple)):
+        yield (prefix + ".__len__", len(tree))
+        for i, v in enumerate(tree):
+            yield from _leaves(v, f"{prefix}[{i}]")
+    else:
+        yield prefix, tree
+
+
+def compare(ours, theirs, rtol: float, atol: float) -> int:
+    """Assert two result trees agree (see the module docstring); returns the number of leaves."""
+    a, b = list(_leaves(ours)), list(_leaves(theirs))
+    assert [p for p, _ in a] == [p for p, _ in b], "result trees differ in structure"
+    for (path, x), (_, y) in zip(a, b):
+        if path.endswith(".__len__"):
+            assert x == y, path
+            continue
+        x, y = np.asarray(x), np.asarray(y)
+        assert x.dtype == y.dtype, f"{path}: functx {x.dtype}, JAX {y.dtype}"
+        assert x.shape == y.shape, f"{path}: functx {x.shape}, JAX {y.shape}"
+        if x.dtype.kind in "biu":
+            np.testing.assert_array_equal(x, y, err_msg=path)
+        else:
+            np.testing.assert_allclose(x, y, rtol=rtol, atol=atol, err_msg=path)
+    return len(a)
+
+
+ALL = sorted(p.stem for p in PROGRAMS.glob("*.py"))
+
+
+def test_the_suite_has_at_least_twelve_programs():
+    assert len(ALL) >= 12, ALL
+
+
+def test_swap_imports_rewrites_only_import_lines():
+    src = "import jax\nimport jax.numpy as jnp\nfrom jax import random, grad\nx = 'import jax'\n"
+    assert swap_imports(src) == (
+        "import functx as jax\nimport functx.numpy as jnp\n"
+        "from functx import random, grad\nx = 'import jax'\n"
+    )
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_program_gives_jax_results(name):
+    path = PROGRAMS / f"{name}.py"
+    with _FreshConfig():
+        theirs, module = run_program(path, with_functx=False)
+        theirs = jax.tree_util.tree_map(np.asarray, theirs)
+    with _FreshConfig():
+        ours, _ = run_program(path, with_functx=True)
+    n = compare(ours, theirs, getattr(module, "RTOL", 1e-5), getattr(module, "ATOL", 1e-6))
+    assert n > 0
