@@ -145,6 +145,22 @@ def test_eager_ops_match_numpy_and_jax_dtypes(dt):
     _ref_close(fnp.einsum("ij,kj->ik", m, m), m2 @ m2.T, lambda v: v @ v.T, m, rtol=1e-5)
 
 
+def test_jnp_comparisons_tests_and_rounding_of_complex():
+    # lexicographic order (real parts, then imaginary), as JAX's and NumPy's jnp/np.less
+    z = np.array([1 + 2j, 1 + 3j, np.nan + 1j, np.inf - 1j, 2 - 5j, 1.5 + 2.5j], C64)
+    w = np.array([1 + 3j, 1 + 2j, 0, 0, 2 - 5j, 1.5 - 2.5j], C64)
+    with np.errstate(invalid="ignore"):  # (NumPy's reference warns about the NaN)
+        for name in ("less", "less_equal", "greater", "greater_equal"):
+            ref = getattr(np, name)(z, w)
+            _ref_close(getattr(fnp, name)(z, w), ref, getattr(jnp, name), z, w)
+        for name in ("isnan", "isinf", "isfinite", "rint"):
+            _ref_close(getattr(fnp, name)(z), getattr(np, name)(z), getattr(jnp, name), z)
+    _ref_close(fnp.round(z[4:], 1), np.round(z[4:], 1), lambda v: jnp.round(v, 1), z[4:])
+    for name in ("floor", "ceil", "trunc"):
+        with pytest.raises(TypeError):
+            getattr(fnp, name)(z)
+
+
 def test_ordering_and_real_only_ops_raise_like_jax():
     z = fnp.asarray(Z)
     cases = [
