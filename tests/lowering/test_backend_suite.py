@@ -1043,6 +1043,13 @@ def control_flow(ns, a, b, m, n, k, s):
     return out
 
 
+@case(lambda rng: (np.array([0, 42], U32),), name="random_threefry")
+def random_threefry(ns, k):
+    # functx.random's hash (the threefry2x32 primitive); bit-level tests in tests/test_random.py
+    r = functx.random if ns.name == "functx" else jax.random
+    return {"bits": r.bits(k, (4,), U32)}
+
+
 # =============================================================================================
 # The tests
 # =============================================================================================
