@@ -42,7 +42,10 @@ def _int(op, what, v):
     a bool-free non-integer or a sequence is a FunctxTypeError naming ``op`` and ``what``."""
     if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
         return int(v)
-    if isinstance(v, (float, np.floating, complex, str, bytes, bool, np.bool_)) or v is None:
+    if (
+        isinstance(v, (float, np.floating, builtins.complex, str, bytes, bool, np.bool_))
+        or v is None
+    ):
         raise FunctxTypeError(
             f"{op}: {what} must be an integer, got {v!r} of type {type(v).__name__}{_loc()}"
         )
@@ -276,6 +279,80 @@ def square(x):
 
 def reciprocal(x):
     return integer_pow(x, -1)
+
+
+def real(x):
+    """The real part of each element of a complex array (JAX's ``jax.lax.real``).
+
+    Arguments:
+        x: a complex64 or complex128 array (or a Python complex).
+
+    Returns:
+        a float32 (complex64) or float64 (complex128) array of ``x``'s shape.
+
+    Example:
+        >>> import numpy as np
+        >>> from functx import lax
+        >>> print(lax.real(np.complex64([1 + 2j, -3j])))
+        [ 1. -0.]
+    """
+    return P.real_p.bind(x)
+
+
+def imag(x):
+    """The imaginary part of each element of a complex array (JAX's ``jax.lax.imag``).
+
+    Arguments:
+        x: a complex64 or complex128 array (or a Python complex).
+
+    Returns:
+        a float32 (complex64) or float64 (complex128) array of ``x``'s shape.
+
+    Example:
+        >>> import numpy as np
+        >>> from functx import lax
+        >>> print(lax.imag(np.complex64([1 + 2j, -3j])))
+        [ 2. -3.]
+    """
+    return P.imag_p.bind(x)
+
+
+def conj(x):
+    """The complex conjugate of each element (JAX's ``jax.lax.conj``); a real operand gives its
+    complex value (float32 -> complex64).
+
+    Arguments:
+        x: a floating-point or complex array.
+
+    Returns:
+        a complex array of ``x``'s shape.
+
+    Example:
+        >>> import numpy as np
+        >>> from functx import lax
+        >>> print(lax.conj(np.complex64([1 + 2j, 3 - 1j])))
+        [1.-2.j 3.+1.j]
+    """
+    return P.conj_p.bind(x)
+
+
+def complex(x, y):  # noqa: A001
+    """``x + 1j * y`` from real and imaginary parts (JAX's ``jax.lax.complex``).
+
+    Arguments:
+        x, y: float32 or float64 arrays of one shape and dtype (either may be a Python scalar,
+            which takes the other's dtype).
+
+    Returns:
+        a complex64 (float32 parts) or complex128 (float64 parts) array.
+
+    Example:
+        >>> import numpy as np
+        >>> from functx import lax
+        >>> print(lax.complex(np.float32([1, 2]), np.float32([3, -4])))
+        [1.+3.j 2.-4.j]
+    """
+    return P.complex_p.bind(*_binary_operands(x, y))
 
 
 def select_n(which, *cases):
@@ -673,7 +750,34 @@ def canonicalize_precision(precision):
     return _check_precision(precision, "dot_general: precision")
 
 
+def _dot_rank(dt):
+    """XLA's order of element types for a product of mixed operands (JAX's dot_general dtype
+    rule): complex, then exponent range, mantissa, bit width, signedness."""
+    cplx = dtypes.is_complex(dt)
+    if dtypes.is_float(dt) or cplx:
+        fi = dtypes.finfo(dt)
+        return (cplx, int(fi.maxexp), int(fi.nmant), int(fi.bits), True)
+    bits = 1 if dt == dtypes.bool_ else np.dtype(dt).itemsize * 8
+    return (False, -1, -1, bits, np.dtype(dt).kind != "u")
+
+
+def _dot_operands(lhs, rhs):
+    """Operands of different dtypes meet in the more precise one, as JAX's ``dot_general``
+    computes them (``f32 @ i32`` is f32); two of equal rank but different types are a
+    TypeError, as in JAX."""
+    ld, rd = _aval(lhs).dtype, _aval(rhs).dtype
+    if ld == rd:
+        return lhs, rhs
+    lr, rr = _dot_rank(ld), _dot_rank(rd)
+    if lr == rr:
+        raise FunctxTypeError(f"dot_general argument type error: {ld}, {rd}{_loc()}")
+    if lr > rr:
+        return lhs, convert_element_type(rhs, ld)
+    return convert_element_type(lhs, rd), rhs
+
+
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+    lhs, rhs = _dot_operands(lhs, rhs)
     try:
         (lc, rc), (lb, rb) = dimension_numbers
     except (TypeError, ValueError):
