@@ -395,7 +395,8 @@ class Array(ArrayMethods, metaclass=_ArrayType):
             )
         weak = False
         if is_python_scalar(x):
-            aval = scalar_aval(x)
+            # (with a dtype given, the int need not fit the default integer: uint32's max)
+            aval = scalar_aval(x) if dtype is None else ShapedArray((), dtypes.canonicalize(dtype))
             weak = aval.weak_type and dtype is None
             try:
                 value = np.asarray(

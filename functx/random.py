@@ -37,7 +37,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from functx import dtypes, lax, nn, numpy as jnp, tree_util
+from functx import config, dtypes, lax, nn, numpy as jnp, tree_util
 from functx.control.threefry import threefry2x32
 from functx.errors import FunctxTypeError, FunctxValueError, missing_name_hook
 from functx.transforms.vmap import vmap as functx_vmap
@@ -574,8 +574,9 @@ def _uniform(data, shape, dtype, minval, maxval):
         # XLA fuses floats * span + minval into one fused multiply-add: the product of two
         # float32 numbers is exact in float64, so the float64 sum rounds (almost always) the same
         f64 = dtypes.float64
-        wide = lax.convert_element_type(floats, f64) * lax.convert_element_type(span, f64)
-        scaled = lax.convert_element_type(wide + lax.convert_element_type(minval, f64), dtype)
+        with config.enable_x64(True):  # (float64 arithmetic whatever the jax_enable_x64 mode)
+            wide = lax.convert_element_type(floats, f64) * lax.convert_element_type(span, f64)
+            scaled = lax.convert_element_type(wide + lax.convert_element_type(minval, f64), dtype)
     elif dtype == dtypes.float64:
         scaled = _fma64(floats, span, minval)
     else:

@@ -74,10 +74,12 @@ def test_promotion_matches_jax():
             for b in pairs:
                 if a[1] and b[1]:
                     continue
-                ours = dtypes.result_type((np.dtype(a[0]), a[1]), (np.dtype(b[0]), b[1]))
+                with functx.enable_x64(x64):
+                    ours = dtypes.result_type((np.dtype(a[0]), a[1]), (np.dtype(b[0]), b[1]))
                 assert ours == _jax_promote(a, b, x64), (a, b)
 
 
+@pytest.mark.usefixtures("no_x64")  # (the default mode's dtypes; x64 ones in the block below)
 def test_creation_and_python_complex():
     x = fnp.ones(3, F32)
     y = 1j * x
@@ -85,8 +87,10 @@ def test_creation_and_python_complex():
     _close(y, 1j * jnp.ones(3, F32))
     assert fnp.asarray(1j).dtype == C64 and fnp.asarray(1j).weak_type
     assert fnp.array([1 + 2j, 3]).dtype == C64
-    assert fnp.asarray(np.ones(2, C128)).dtype == C128
-    assert (fnp.ones(2, F64) * 1j).dtype == C128
+    with functx.enable_x64(True):
+        assert fnp.asarray(np.ones(2, C128)).dtype == C128
+        assert (fnp.ones(2, F64) * 1j).dtype == C128
+    assert fnp.asarray(np.ones(2, C128)).dtype == C64
     assert (fnp.arange(3) + 1j).dtype == C64  # int32 + weak complex: the default complex
     assert fnp.zeros(2, fnp.complex64).dtype == C64
     assert dtypes.canonicalize(complex) == C64

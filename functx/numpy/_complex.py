@@ -96,7 +96,11 @@ def angle(z, deg=False):
     if _is_complex(z):
         re, im = ops.real(z), ops.imag(z)
     else:
-        (re,) = jnp._promote_float("angle", z)
+        # (as JAX: integers, bools and 0-d floats compute in the default float)
+        av = jnp._aval(z)
+        re = ops.convert_element_type(
+            z, av.dtype if av.dtype in dtypes.FLOATS and av.ndim else dtypes.default_float()
+        )
         im = jnp.zeros_like(re)
     out = jnp.arctan2(im, re)
     return jnp.rad2deg(out) if deg else out

@@ -1825,7 +1825,7 @@ def _scalar_type(dt, doc_value):
     Example:
       >>> import functx.numpy as jnp
       >>> print(jnp.{name}({doc_value!r}), jnp.zeros(2, jnp.{name}).dtype == jnp.{name})
-      {jnp.asarray(doc_value, dtype=dt)} True
+      {np.asarray(doc_value, dtype=dt)} True
     """,
         },
     )

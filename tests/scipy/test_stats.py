@@ -147,9 +147,10 @@ def _every_call(m):
     return out
 
 
+@pytest.mark.usefixtures("no_x64")
 def test_shapes_and_dtypes_match_jax():
     outs = _every_call(fst)
-    with jax.enable_x64(False):
+    with jax.enable_x64(functx.config.jax_enable_x64):  # (functx's mode: x64 in the suite)
         refs = jax.eval_shape(lambda: _every_call(jst))
     assert len(outs) == len(refs)
     for k, (o, r) in enumerate(zip(outs, refs)):
