@@ -39,7 +39,11 @@ import numpy as np
 
 from functx import dtypes, lax, nn, numpy as jnp, tree_util
 from functx.control.threefry import threefry2x32
-from functx.errors import FunctxTypeError, FunctxValueError, missing_name_hook
+from functx.errors import (
+    FunctxTypeError,
+    FunctxValueError,
+    missing_name_hook as _missing_name_hook,
+)
 from functx.transforms.vmap import vmap as functx_vmap
 
 __all__ = [
@@ -90,9 +94,6 @@ __all__ = [
     "weibull_min",
     "wrap_key_data",
 ]
-
-# A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
-__getattr__ = missing_name_hook(__name__)
 
 _U32 = dtypes.uint32
 _UINT = {8: dtypes.uint8, 16: dtypes.uint16, 32: dtypes.uint32, 64: dtypes.uint64}
@@ -2180,3 +2181,7 @@ def key_dtype(impl_spec=None):
     """
     _check_impl(impl_spec)
     return KEY_DTYPE
+
+
+# A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
+__getattr__ = _missing_name_hook(__name__)

@@ -127,12 +127,12 @@ PRIMITIVE_TESTS = {
     "scan": ELSEWHERE,
     "associative_scan": ELSEWHERE,
     "reduce": ELSEWHERE,
-    "threefry2x32": ELSEWHERE,
     "checkpoint": ELSEWHERE,
     "name": ELSEWHERE,
     "debug_callback": ELSEWHERE,
     "pure_callback": ELSEWHERE,
     "io_callback": ELSEWHERE,
+    "threefry2x32": ELSEWHERE,
 }
 
 

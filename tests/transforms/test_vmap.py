@@ -374,13 +374,13 @@ HIGHER_ORDER = {
     "custom_jvp_call",
     "custom_vjp_call",
     "custom_lin",
-    "threefry2x32",  # two results, which the table test cannot stack: tests/test_random.py
     # tests/test_remat.py and tests/test_debug.py (checkpoint_name's `name` is the identity)
     "checkpoint",
     "name",
     "debug_callback",
     "pure_callback",
     "io_callback",
+    "threefry2x32",  # two results, which the table test cannot stack: tests/test_random.py
 }
 
 
