@@ -10,7 +10,8 @@ same key, shape and dtype give JAX's bits, eagerly and under ``jit``, ``vmap``, 
 
 Which results equal JAX's to the bit: ``bits``, ``split``, ``fold_in``, ``uniform``, ``randint``,
 ``bernoulli``, ``rademacher``, ``permutation``, ``choice``, ``categorical`` (an argmax of values
-that agree to an ulp) and ``poisson`` (integer counts). Samplers that apply a transcendental
+that agree to an ulp), and the counts of ``poisson``, ``geometric``, ``binomial`` and
+``multinomial``. Samplers that apply a transcendental
 function to uniform bits (``normal``, ``truncated_normal``, ``gumbel``, ``exponential``,
 ``laplace``, ``logistic``, and through them ``gamma``, ``loggamma``, ``beta``, ``dirichlet``,
 ``generalized_normal``, ``ball``, ``multivariate_normal``, ``orthogonal``) follow JAX's
@@ -52,6 +53,7 @@ __all__ = [
     "ball",
     "bernoulli",
     "beta",
+    "binomial",
     "bits",
     "categorical",
     "cauchy",
@@ -76,6 +78,7 @@ __all__ = [
     "logistic",
     "lognormal",
     "maxwell",
+    "multinomial",
     "multivariate_normal",
     "normal",
     "orthogonal",
@@ -2181,6 +2184,203 @@ def key_dtype(impl_spec=None):
     """
     _check_impl(impl_spec)
     return KEY_DTYPE
+
+
+# --- binomial and multinomial -----------------------------------------------------------------
+_STIRLING_TAIL = (
+    0.0810614667953272,
+    0.0413406959554092,
+    0.0276779256849983,
+    0.02079067210376509,
+    0.0166446911898211,
+    0.0138761288230707,
+    0.0118967099458917,
+    0.0104112652619720,
+    0.00925546218271273,
+    0.00833056343336287,
+)
+
+
+def _stirling_tail(k):
+    """log(k!) minus Stirling's approximation of it: a table below 10, the series above."""
+    dt = k.dtype
+    table = jnp.asarray(np.asarray(_STIRLING_TAIL, dt))
+    small = k <= np.asarray(9, dt)
+    k = jnp.clip(k, np.asarray(0, dt), np.asarray(9, dt))
+    kp1sq = (k + np.asarray(1, dt)) * (k + np.asarray(1, dt))
+    approx = (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + np.asarray(1, dt))
+    return jnp.where(small, table[jnp.floor(k).astype(np.int32)], approx)
+
+
+def _binomial_inversion(data, count, prob, shape, max_iters):
+    dt = prob.dtype
+    log1m = jnp.log1p(jnp.negative(prob))
+
+    def body(carry):
+        i, num_geom, geom_sum, rng = carry
+        keys = _split(rng, (2,))
+        num_geom = jnp.where(geom_sum <= count, num_geom + np.asarray(1, dt), num_geom)
+        u = _uniform(keys[0], shape, dt, 0.0, 1.0)
+        return i + 1, num_geom, geom_sum + jnp.ceil(jnp.log(u) / log1m), keys[1]
+
+    def cond(carry):
+        return jnp.any(carry[2] <= count) & (carry[0] < max_iters)
+
+    z = jnp.zeros(shape, dt)
+    k = lax.while_loop(cond, body, (jnp.asarray(0, dtypes.default_int()), z, z, data))[1]
+    return k - np.asarray(1, dt)
+
+
+def _btrs(data, count, prob, shape, max_iters):
+    dt = prob.dtype
+
+    def c(v):
+        return np.asarray(v, dt)
+
+    stddev = jnp.sqrt(count * prob * (c(1) - prob))
+    b = c(1.15) + c(2.53) * stddev
+    a = c(-0.0873) + c(0.0248) * b + c(0.01) * prob
+    cc = count * prob + c(0.5)
+    v_r = c(0.92) - c(4.2) / b
+    r = prob / (c(1) - prob)
+    alpha = (c(2.83) + c(5.1) / b) * stddev
+    m = jnp.floor((count + c(1)) * prob)
+
+    def body(carry):
+        i, k_out, accepted, rng = carry
+        keys = _split(rng, (3,))
+        u = _uniform(keys[1], shape, dt, 0.0, 1.0) - c(0.5)
+        v = _uniform(keys[2], shape, dt, 0.0, 1.0)
+        us = c(0.5) - jnp.abs(u)
+        accept1 = (us >= c(0.07)) & (v <= v_r)
+        k = jnp.floor((c(2) * a / us + b) * u + cc)
+        reject = (k < c(0)) | (k > count)
+        v = jnp.log(v * alpha / (a / (us * us) + b))
+        ub = (
+            (m + c(0.5)) * jnp.log((m + c(1)) / (r * (count - m + c(1))))
+            + (count + c(1)) * jnp.log((count - m + c(1)) / (count - k + c(1)))
+            + (k + c(0.5)) * jnp.log(r * (count - k + c(1)) / (k + c(1)))
+            + _stirling_tail(m)
+            + _stirling_tail(count - m)
+            - _stirling_tail(k)
+            - _stirling_tail(count - k)
+        )
+        accept = accept1 | (~reject & (v <= ub))
+        return i + 1, jnp.where(accept, k, k_out), accepted | accept, keys[0]
+
+    def cond(carry):
+        return jnp.any(~carry[2]) & (carry[0] < max_iters)
+
+    init = (
+        jnp.asarray(0, dtypes.default_int()),
+        jnp.full(shape, -1.0, dt),
+        jnp.zeros(shape, bool),
+        data,
+    )
+    return lax.while_loop(cond, body, init)[1]
+
+
+def _binomial(data, count, prob, shape, dtype):
+    prob = jnp.asarray(prob)
+    if not dtypes.is_float(prob.dtype):
+        prob = prob.astype(float)
+    pdt = prob.dtype
+    count = jnp.broadcast_to(lax.convert_element_type(jnp.asarray(count), pdt), shape)
+    prob = jnp.broadcast_to(prob, shape)
+    p_lt_half = prob < np.asarray(0.5, pdt)
+    q = jnp.where(p_lt_half, prob, np.asarray(1, pdt) - prob)
+    count_bad = jnp.isnan(count) | (count < np.asarray(0, pdt))
+    count_inf = jnp.isinf(count)
+    q_nan, q_neg = jnp.isnan(q), q < np.asarray(0, pdt)
+    q = jnp.where(q_nan | q_neg, np.asarray(0.01, pdt), q)
+    use_inversion = count_bad | (count * q <= np.asarray(10, pdt))
+    count = jnp.floor(count)
+    count_inv = jnp.where(use_inversion, count, np.asarray(0, pdt))
+    count_btrs = jnp.where(use_inversion, np.asarray(1e4, pdt), count)
+    q_btrs = jnp.where(use_inversion, np.asarray(0.5, pdt), q)
+    max_iters = float(dtypes.finfo(dtype).max)
+    samples = jnp.where(
+        use_inversion,
+        _binomial_inversion(data, count_inv, q, shape, max_iters),
+        _btrs(data, count_btrs, q_btrs, shape, max_iters),
+    ).astype(dtype)
+    invalid = q_neg | q_nan | count_bad
+    samples = jnp.where(invalid, np.asarray(np.nan, dtype), samples)
+    samples = jnp.where(count_inf & ~invalid, np.asarray(np.inf, dtype), samples)
+    return jnp.where(
+        p_lt_half | count_bad | q_nan | count_inf, samples, count.astype(dtype) - samples
+    )
+
+
+def binomial(key, n, p, shape=None, dtype=None):
+    """Binomial(n, p) samples (as floats), as ``jax.random.binomial`` (inversion for small
+    ``n * p``, the BTRS rejection sampler above).
+
+    Arguments:
+        key: a single key.
+        n: the number(s) of trials.
+        p: the success probability (or probabilities).
+        shape: the result's shape (default: the parameters' broadcast shape).
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+
+    Returns:
+        An array of ``shape`` and ``dtype`` holding counts.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.binomial(random.PRNGKey(0), 10.0, np.float32(0.3), (4,)))
+        [2. 2. 1. 2.]
+    """
+    data, _ = _check_key("binomial", key)
+    dt = _float_dtype("binomial", dtype)
+    shape = _param_shape("binomial", shape, n, p)
+    return _binomial(data, n, p, shape, dt)
+
+
+def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
+    """Multinomial(n, p) counts (categories along ``p``'s last axis), as
+    ``jax.random.multinomial`` (a chain of binomials over the categories, in a scan).
+
+    Arguments:
+        key: a single key.
+        n: the number(s) of trials.
+        p: the category probabilities, shape ``(..., k)``.
+        shape: the result's shape (default ``p.shape``), ending in ``k``.
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+        unroll: accepted for JAX's signature (the scan is not unrolled).
+
+    Returns:
+        An array of ``shape`` and ``dtype`` holding counts that sum to ``n``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> p = np.array([0.2, 0.3, 0.5], np.float32)
+        >>> print(random.multinomial(random.PRNGKey(0), 10.0, p))
+        [1. 1. 8.]
+    """
+    data, _ = _check_key("multinomial", key)
+    dt = _float_dtype("multinomial", dtype)
+    n, p = jnp.asarray(n), jnp.asarray(p)
+    ft = jnp.result_type(n, p)
+    if not dtypes.is_float(ft):
+        ft = dtypes.default_float()
+    n, p = n.astype(ft), p.astype(ft)
+    shape = p.shape if shape is None else _shape("multinomial", shape)
+    n = jnp.broadcast_to(n, shape[:-1])
+    p = jnp.moveaxis(jnp.broadcast_to(p, shape), -1, 0)
+    remaining = jnp.flip(jnp.cumsum(jnp.flip(p, 0), axis=0), 0)
+    ratios = p / jnp.where(remaining == 0, np.asarray(1, ft), remaining)
+    keys = _split(data, (ratios.shape[0],))
+
+    def step(remainder, ratio_key):
+        ratio, k = ratio_key
+        count = _binomial(k, remainder, jnp.clip(ratio, 0, 1), remainder.shape, remainder.dtype)
+        return remainder - count, count
+
+    _, counts = lax.scan(step, n, (ratios, keys))
+    return jnp.moveaxis(counts, 0, -1).astype(dt)
 
 
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).

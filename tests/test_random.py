@@ -188,6 +188,10 @@ def _samplers_loops(r, k):
         "geometric": r.geometric(k3, np.float32(0.3), (6,), np.int32),
         "triangular": r.triangular(k1, F32(0.0), F32(1.0), F32(3.0), (5,), F32),
         "lognormal": r.lognormal(k2, F32(0.5), (4,), F32),
+        "binomial": r.binomial(
+            k3, np.array([5.0, 50.0, 400.0], F32), np.array([0.2, 0.7, 0.4], F32)
+        ),
+        "multinomial": r.multinomial(k1, F32(10.0), np.array([0.2, 0.3, 0.5], F32)),
     }
 
 
