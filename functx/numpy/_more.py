@@ -246,8 +246,7 @@ def isscalar(element):
 
 def iscomplexobj(x):
     """Whether ``x`` has a complex type or dtype (JAX's check: Python and NumPy complex values and
-    arrays are). functx has no complex dtype yet, so this is ``False`` for every functx array and
-    tracer.
+    arrays are, and so are functx's complex64/complex128 arrays and tracers).
 
     Arguments:
       x: any object.
@@ -1782,14 +1781,84 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     return out if dtype is None else jnp.astype(out, dtype)
 
 
+# --- scalar types ---------------------------------------------------------------------------------
+class _ScalarMeta(type):
+    """The metaclass of ``functx.numpy.float32`` and its kin (JAX's scalar types): the class is
+    a dtype everywhere NumPy accepts one (``np.dtype(jnp.float32)``, ``x.astype(jnp.float32)``,
+    comparisons with dtypes and NumPy scalar types), and calling it makes a functx array."""
+
+    def __hash__(cls):
+        return hash(cls.dtype.type)
+
+    def __eq__(cls, other):
+        return cls is other or cls.dtype.type == other
+
+    def __ne__(cls, other):
+        return not cls == other
+
+    def __call__(cls, x=0):
+        return jnp.asarray(x, dtype=cls.dtype)
+
+    def __instancecheck__(cls, instance):
+        return isinstance(instance, cls.dtype.type)
+
+    def __repr__(cls):
+        return f"<class 'functx.numpy.{cls.__name__}'>"
+
+
+def _scalar_type(dt, doc_value):
+    dt = np.dtype(dt)
+    name = "bool_" if dt == np.dtype(bool) else dt.name
+    return _ScalarMeta(
+        name,
+        (),
+        {
+            "dtype": dt,
+            "__module__": "functx.numpy",
+            "__doc__": f"""The {dt.name} scalar type: usable as a dtype, and callable.
+
+    Arguments:
+      x: a value or array (default 0), converted as ``jnp.asarray(x, dtype={name})``.
+    Returns:
+      A functx array of dtype {dt.name} (a scalar for a scalar ``x``).
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.{name}({doc_value!r}), jnp.zeros(2, jnp.{name}).dtype == jnp.{name})
+      {jnp.asarray(doc_value, dtype=dt)} True
+    """,
+        },
+    )
+
+
+bool_ = _scalar_type(dtypes.bool_, True)
+int8 = _scalar_type(dtypes.int8, 3)
+int16 = _scalar_type(dtypes.int16, 3)
+int32 = _scalar_type(dtypes.int32, 3)
+int64 = _scalar_type(dtypes.int64, 3)
+uint8 = _scalar_type(dtypes.uint8, 3)
+uint16 = _scalar_type(dtypes.uint16, 3)
+uint32 = _scalar_type(dtypes.uint32, 3)
+uint64 = _scalar_type(dtypes.uint64, 3)
+float16 = _scalar_type(dtypes.float16, 0.5)
+bfloat16 = _scalar_type(dtypes.bfloat16, 0.5)
+float32 = _scalar_type(dtypes.float32, 0.5)
+float64 = _scalar_type(dtypes.float64, 0.5)
+float_ = float64
+int_ = int64
+single, double = float32, float64
+
+
 __all__ = [
     "allclose",
     "append",
     "array_equal",
     "array_equiv",
+    "bfloat16",
     "bincount",
     "bitwise_left_shift",
     "bitwise_right_shift",
+    "bool_",
     "corrcoef",
     "cov",
     "cross",
@@ -1799,8 +1868,13 @@ __all__ = [
     "diagflat",
     "diff",
     "digitize",
+    "double",
     "ediff1d",
     "fabs",
+    "float16",
+    "float32",
+    "float64",
+    "float_",
     "frexp",
     "gcd",
     "geomspace",
@@ -1808,6 +1882,11 @@ __all__ = [
     "histogram_bin_edges",
     "indices",
     "insert",
+    "int16",
+    "int32",
+    "int64",
+    "int8",
+    "int_",
     "interp",
     "isclose",
     "iscomplexobj",
@@ -1834,11 +1913,16 @@ __all__ = [
     "rollaxis",
     "rot90",
     "select",
+    "single",
     "trapezoid",
     "tril_indices",
     "tril_indices_from",
     "triu_indices",
     "triu_indices_from",
+    "uint16",
+    "uint32",
+    "uint64",
+    "uint8",
     "unravel_index",
     "vander",
 ]

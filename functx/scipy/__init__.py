@@ -1,12 +1,12 @@
 """``functx.scipy``: JAX's ``jax.scipy`` names, as composites of functx's primitives.
 
-Only ``special`` exists so far (``import functx.scipy.special``).
+``special`` and ``stats`` so far (``import functx.scipy.special``, ``functx.scipy.stats``).
 """
 
 from functx.errors import missing_name_hook as _missing_name_hook
-from functx.scipy import special as special
+from functx.scipy import special as special, stats as stats
 
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
 __getattr__ = _missing_name_hook(__name__)
 
-__all__ = ["special"]
+__all__ = ["special", "stats"]

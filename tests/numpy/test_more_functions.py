@@ -577,3 +577,33 @@ def test_new_names_trace_jit_and_grad():
     expected = np.full_like(x, np.nan)  # NaN at the NaN input, as JAX gives
     expected[keep] = 2 * v + (v == v.max()) + (v - v.mean()) / (v.size * v.std())
     assert_same(g, expected, 1e-5)
+
+
+def test_scalar_types_are_dtypes_and_constructors_as_in_jax():
+    names = ["bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+    names += ["float16", "bfloat16", "float32", "float64"]
+    for name in names:
+        f, j = getattr(fjnp, name), getattr(jjnp, name)
+        assert np.dtype(f) == np.dtype(j) and fjnp.dtype(f) == np.dtype(j)
+        assert (
+            f == np.dtype(j)
+            and np.dtype(j) == f
+            and f == np.dtype(j).type
+            and f != np.int16
+            or name == "int16"
+        )
+        assert hash(f) == hash(np.dtype(j).type) and {f: 1}[np.dtype(j).type] == 1
+        v = 1 if name != "bool_" else True
+        out = f(v)
+        assert isinstance(out, functx.Array) and out.dtype == np.dtype(j) and out.shape == ()
+        assert fjnp.zeros(2, f).dtype == np.dtype(j) and fjnp.ones(2).astype(f).dtype == np.dtype(j)
+        assert isinstance(np.dtype(j).type(1), f) and not isinstance(1.5, f)
+    assert fjnp.issubdtype(fjnp.float32, fjnp.floating) and fjnp.finfo(fjnp.bfloat16).bits == 16
+    assert float(fjnp.float32(0.5)) == 0.5 and int(fjnp.int32(3.7)) == int(jjnp.int32(3.7))
+    np.testing.assert_array_equal(fjnp.int8(np.array([1.9, -2.5])), [1, -2])
+    assert fjnp.float_ is fjnp.float64 and fjnp.int_ is fjnp.int64
+    assert fjnp.single == jjnp.single and fjnp.double == jjnp.double
+    out = functx.jit(lambda x: fjnp.float32(x) * 2)(np.arange(3, dtype=np.int32))
+    assert out.dtype == np.float32
+    assert functx.grad(lambda x: fjnp.float32(x) * x)(2.0) == 4.0
+    assert "Example:" in fjnp.float32.__doc__
