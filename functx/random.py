@@ -1056,8 +1056,19 @@ def normal(key, shape=(), dtype=None):
         [ 1.6226422   2.0252647  -0.43359444]
     """
     data, _ = _check_key("normal", key)
-    dt = _float_dtype("normal", dtype, "a float or complex dtype")
-    return _normal(data, _shape("normal", shape), dt)
+    shape = _shape("normal", shape)
+    dt = _user_dtype("normal", dtype, float)
+    if dtypes.is_complex(dt):  # real and imaginary parts from two keys, scaled by 1/sqrt(2)
+        real = dtypes.float32 if dt == dtypes.complex64 else dtypes.float64
+        keys = _split(data, (2,))
+        re, im = _normal(keys[0], shape, real), _normal(keys[1], shape, real)
+        z = lax.complex(re, im) if hasattr(lax, "complex") else re.astype(dt) + 1j * im.astype(dt)
+        return z.astype(dt) / np.asarray(np.sqrt(2), dt)
+    if not dtypes.is_float(dt):
+        raise FunctxValueError(
+            f"dtype argument to `normal` must be a float or complex dtype, got {dt}"
+        )
+    return _normal(data, shape, dt)
 
 
 def truncated_normal(key, lower, upper, shape=None, dtype=None):

@@ -297,6 +297,14 @@ def test_live_spot_check_against_jax(reference):
         same(reference["x32"][1][name], v)
 
 
+def test_complex_normal():
+    with _default_mode():
+        got = fr.normal(KEYS[0], (6,), np.complex64)
+        want = jr.normal(KEYS[0], (6,), np.complex64)
+    assert np.asarray(got).dtype == np.complex64
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=4e-7, atol=4e-7)
+
+
 def test_transcendental_samplers_mostly_equal_bits(reference):
     # only where XLA's log1p rounds differently from the C library's (a few percent)
     with _default_mode():
