@@ -19,7 +19,7 @@ algorithms step by step, the same keys drawn in the same order, but XLA evaluate
 ``log``/``log1p``/``erf``/``pow`` with its own polynomials where functx calls the C library: they
 agree to a few ulp, not always to the bit. XLA fuses ``uniform``'s scaling
 ``u * (maxval - minval) + minval`` into a fused multiply-add; functx rounds it once too (in
-float64 for float32, with Dekker's exact product for float64). ``multivariate_normal`` and
+Dekker's exact product and Knuth's exact sum). ``multivariate_normal`` and
 ``orthogonal`` factor with small unrolled Cholesky and Gram-Schmidt
 composites (functx has no linear algebra primitives yet: ``method="svd"``/``"eigh"`` raise
 ``NotImplementedError``), equal to LAPACK's factors to rounding.
@@ -574,14 +574,8 @@ def _uniform(data, shape, dtype, minval, maxval):
     _broadcast_shapes("uniform", shape, minval.shape, maxval.shape)
     floats = _unit_floats(data, shape, dtype)
     span = maxval - minval
-    if dtype == dtypes.float32:
-        # XLA fuses floats * span + minval into one fused multiply-add: the product of two
-        # float32 numbers is exact in float64, so the float64 sum rounds (almost always) the same
-        f64 = dtypes.float64
-        wide = lax.convert_element_type(floats, f64) * lax.convert_element_type(span, f64)
-        scaled = lax.convert_element_type(wide + lax.convert_element_type(minval, f64), dtype)
-    elif dtype == dtypes.float64:
-        scaled = _fma64(floats, span, minval)
+    if dtype in (dtypes.float32, dtypes.float64):
+        scaled = _fma(floats, span, minval)
     else:
         scaled = floats * span + minval
     # (max(scaled, minval): the same as JAX's max(minval, scaled), operands in the order that
@@ -589,13 +583,15 @@ def _uniform(data, shape, dtype, minval, maxval):
     return jnp.reshape(jnp.maximum(scaled, minval), shape)
 
 
-def _fma64(a, b, c):
-    """``a * b + c`` rounded once (almost always), in float64 arithmetic alone: Dekker's exact
+def _fma(a, b, c):
+    """``a * b + c`` rounded once (almost always), in the operands' own precision: Dekker's exact
     product and Knuth's exact sum, then one final rounding (XLA fuses uniform's scaling into a
     fused multiply-add)."""
+    dt = a.dtype
+    factor = np.asarray(2.0 ** ((dtypes.finfo(dt).nmant + 2) // 2) + 1, dt)  # Veltkamp's split
 
     def split(x):
-        t = x * np.float64(134217729.0)  # 2**27 + 1: Veltkamp's splitting
+        t = x * factor
         hi = t - (t - x)
         return hi, x - hi
 
@@ -648,7 +644,8 @@ def _as_int_array(x):
 def _randint(data, shape, minval, maxval, dtype):
     minval, maxval = _as_int_array(minval), _as_int_array(maxval)
     _check_shape("randint", shape, minval.shape, maxval.shape)
-    top = _convert_and_clip_integer(jnp.asarray(dtypes.iinfo(dtype).max, dtype), maxval.dtype)
+    top = jnp.asarray(np.asarray(dtypes.iinfo(dtype).max, dtype))
+    top = _convert_and_clip_integer(top, maxval.dtype)
     maxval_out_of_range = maxval > top
     minval = _convert_and_clip_integer(minval, dtype)
     maxval = _convert_and_clip_integer(maxval, dtype)
@@ -660,7 +657,7 @@ def _randint(data, shape, minval, maxval, dtype):
     span = jnp.where(maxval <= minval, np.asarray(1, udt), span)
     span = jnp.where(maxval_out_of_range & (maxval > minval), span + np.asarray(1, udt), span)
     span = jnp.broadcast_to(span, shape)
-    mult = lax.rem(jnp.full(shape, 2 ** (nbits // 2), udt), span)
+    mult = lax.rem(jnp.full(shape, np.asarray(2 ** (nbits // 2), udt)), span)
     mult = lax.rem(lax.mul(mult, mult), span)
     offset = lax.add(lax.mul(lax.rem(higher, span), mult), lax.rem(lower, span))
     offset = lax.rem(offset, span)
@@ -750,7 +747,7 @@ class _Ascending:
 
     @staticmethod
     def pad(dtype):
-        return jnp.asarray(np.iinfo(dtype).max, dtype)
+        return jnp.asarray(np.asarray(np.iinfo(dtype).max, dtype))
 
 
 class _Descending:
@@ -759,7 +756,7 @@ class _Descending:
 
     @staticmethod
     def pad(dtype):
-        return jnp.asarray(-np.inf, dtype)
+        return jnp.asarray(np.asarray(-np.inf, dtype))
 
 
 def _sort_along(sort_keys, x, axis):
