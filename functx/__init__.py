@@ -14,6 +14,7 @@ from functx import (
     lax as lax,
     nn as nn,
     numpy as numpy,
+    random as random,
     scipy as scipy,
     tree as tree,
     tree_util as tree_util,
@@ -43,9 +44,14 @@ from functx.devices.device import (
     default_device as default_device,
     device_count as device_count,
     devices as devices,
+    local_device_count as local_device_count,
     local_devices as local_devices,
+    process_count as process_count,
+    process_index as process_index,
+    process_indices as process_indices,
 )
 from functx.devices.transfer import device_get as device_get, device_put as device_put
+from functx.dtypes import float0 as float0
 from functx.errors import (
     CacheWarning as CacheWarning,
     ConcretizationError as ConcretizationError,
@@ -71,6 +77,7 @@ from functx.tracing import (
 )
 from functx.transforms.jvp import jvp as jvp
 from functx.transforms.linearize import linearize as linearize
+from functx.transforms.transpose import linear_transpose as linear_transpose
 from functx.transforms.vjp import (
     grad as grad,
     hessian as hessian,
@@ -129,12 +136,17 @@ __all__ = [
     "default_device",
     "default_matmul_precision",
     "device_count",
+    "local_device_count",
+    "process_count",
+    "process_index",
+    "process_indices",
     "device_get",
     "device_put",
     "devices",
     "disable_jit",
     "local_devices",
     "dtypes",
+    "random",
     "errors",
     "eval_shape",
     "flatten_util",
@@ -147,6 +159,8 @@ __all__ = [
     "jvp",
     "lax",
     "linearize",
+    "linear_transpose",
+    "float0",
     "make_jaxpr",
     "named_scope",
     "nn",

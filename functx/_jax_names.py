@@ -94,6 +94,13 @@ JAX_NAMES: dict[str, tuple[str, str]] = {
         "fft fft2 fftfreq fftn fftshift hfft ifft ifft2 ifftn ifftshift ihfft irfft irfft2 "
         "irfftn rfft rfft2 rfftfreq rfftn",
     ),
+    "functx.errors": (
+        "jax.errors",
+        "ConcretizationTypeError InconclusiveDimensionOperation JAXIndexError JAXTypeError "
+        "JaxRuntimeError JaxprTypeError KeyReuseError NonConcreteBooleanIndexError "
+        "TracerArrayConversionError TracerBoolConversionError TracerIntegerConversionError "
+        "UnexpectedTracerError",
+    ),
     "functx.lax": (
         "jax.lax",
         "AccuracyMode ConvDimensionNumbers ConvGeneralDilatedDimensionNumbers DotAlgorithm "

@@ -9,6 +9,8 @@ prints the forward pass's values once.
 
 from __future__ import annotations
 
+import copy
+import logging
 import string
 import sys
 
@@ -20,6 +22,9 @@ from functx.errors import (
     FunctxValueError,
     missing_name_hook as _missing_name_hook,
 )
+from functx.source_info import current
+
+_logger = logging.getLogger(__name__)
 
 
 def callback(callback=None, *args, ordered=False, partitioned=False, **kwargs):
@@ -77,7 +82,13 @@ class _FormatCheck(string.Formatter):
 
 
 def print(  # noqa: A001
-    fmt=None, *args, ordered=False, partitioned=False, skip_format_check=False, **kwargs
+    fmt=None,
+    *args,
+    ordered=False,
+    partitioned=False,
+    skip_format_check=False,
+    _use_logging=False,
+    **kwargs,
 ):
     """Print ``fmt.format(*args, **kwargs)`` with the runtime values of the arrays (JAX's
     ``jax.debug.print``): from compiled code under ``jit``, once per example under ``vmap``,
@@ -108,6 +119,18 @@ def print(  # noqa: A001
             _FormatCheck().format(fmt, *args, **kwargs)
         placeholders = bool(fmt) and next(iter(string.Formatter().parse(fmt)))[1] is not None
         options = np.get_printoptions()
+        record = None
+        if _use_logging:  # a record naming the user's line, sent when the values are known
+            src = current()
+            record = _logger.makeRecord(
+                _logger.name,
+                logging.INFO,
+                src.file if src else "(unknown file)",
+                src.line if src else 0,
+                "",
+                (),
+                None,
+            )
 
         def debug_print(*a, **kw):
             with np.printoptions(**options):
@@ -115,7 +138,12 @@ def print(  # noqa: A001
                     msg = fmt.format(*a, **kw)
                 else:
                     msg = " ".join((fmt, *(str(x) for x in a)))
-            sys.stdout.write(msg + "\n")
+            if record is None:
+                sys.stdout.write(msg + "\n")
+            else:
+                r = copy.copy(record)
+                r.msg = msg
+                _logger.handle(r)
 
         debug_callback(debug_print, *args, ordered=ordered, partitioned=partitioned, **kwargs)
 
@@ -130,7 +158,31 @@ def print(  # noqa: A001
     return print_
 
 
-__all__ = ["callback", "print"]
+def log(fmt=None, *args, ordered=False, partitioned=False, skip_format_check=False, **kwargs):
+    """``print``'s message sent to the logger ``functx.debug`` at level INFO instead of standard
+    output, with the caller's file and line (JAX's ``jax.debug.log``).
+
+    Arguments:
+      fmt, *args, **kwargs, ordered, partitioned, skip_format_check: as ``print``'s.
+    Returns:
+      None (or, with ``fmt=None``, the two-call form's function).
+    Example:
+      >>> import logging
+      >>> logging.getLogger("functx.debug").setLevel(logging.INFO)
+      >>> functx.debug.log("x = {}", np.float32(2.0))  # (to the logger's handlers)
+    """
+    return print(
+        fmt,
+        *args,
+        ordered=ordered,
+        partitioned=partitioned,
+        skip_format_check=skip_format_check,
+        _use_logging=True,
+        **kwargs,
+    )
+
+
+__all__ = ["callback", "log", "print"]
 
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
 __getattr__ = _missing_name_hook(__name__)

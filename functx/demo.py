@@ -267,7 +267,7 @@ def main() -> int:
     try:
         functx.make_jaxpr(relu_with_if)(np.float32(1.0))
     except functx.ConcretizationError as e:
-        print(f"  {type(e).__name__}: {e}")
+        print(f"  {type(e).__name__} (a functx.ConcretizationError): {e}")
     else:
         checks.failed.append("tracing `if v > 0` should raise ConcretizationError")
         print("  FAIL  tracing `if v > 0` did not raise")

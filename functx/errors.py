@@ -44,6 +44,31 @@ class FunctxAttributeError(FunctxError, AttributeError):
     """A name JAX has that functx does not implement yet (a module's ``__getattr__``)."""
 
 
+# JAX's names for the concretization errors (``jax.errors``): functx raises these subclasses.
+ConcretizationTypeError = ConcretizationError
+
+
+class TracerBoolConversionError(ConcretizationError):
+    """``bool()`` of a traced array (an ``if``, ``while``, ``and``/``or``, ``assert``)."""
+
+
+class TracerIntegerConversionError(ConcretizationError):
+    """``operator.index()`` of a traced array (a Python index or size)."""
+
+
+class TracerArrayConversionError(ConcretizationError):
+    """``numpy.asarray()`` (``__array__``) of a traced array."""
+
+
+class UnexpectedTracerError(FunctxTypeError):
+    """A tracer used after its trace ended (a value stored in a global or a closure)."""
+
+
+class NonConcreteBooleanIndexError(FunctxTypeError, FunctxIndexError):
+    """A boolean mask index that is traced: the result's shape would depend on its values
+    (JAX's NonConcreteBooleanIndexError, an IndexError; a TypeError in functx before)."""
+
+
 class UnsupportedError(FunctxError, NotImplementedError):
     """A primitive has no rule in some transform or backend."""
 
@@ -84,3 +109,7 @@ def missing_name_hook(module: str):
         raise missing_name(module, name)
 
     return __getattr__
+
+
+# A JAX name functx lacks (jax.errors'): an AttributeError that says so.
+__getattr__ = missing_name_hook(__name__)

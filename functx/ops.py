@@ -673,7 +673,34 @@ def canonicalize_precision(precision):
     return _check_precision(precision, "dot_general: precision")
 
 
+def _dot_rank(dt):
+    """XLA's order of element types for a product of mixed operands (JAX's dot_general dtype
+    rule): complex, then exponent range, mantissa, bit width, signedness."""
+    cplx = dtypes.is_complex(dt)
+    if dtypes.is_float(dt) or cplx:
+        fi = dtypes.finfo(dt)
+        return (cplx, int(fi.maxexp), int(fi.nmant), int(fi.bits), True)
+    bits = 1 if dt == dtypes.bool_ else np.dtype(dt).itemsize * 8
+    return (False, -1, -1, bits, np.dtype(dt).kind != "u")
+
+
+def _dot_operands(lhs, rhs):
+    """Operands of different dtypes meet in the more precise one, as JAX's ``dot_general``
+    computes them (``f32 @ i32`` is f32); two of equal rank but different types are a
+    TypeError, as in JAX."""
+    ld, rd = _aval(lhs).dtype, _aval(rhs).dtype
+    if ld == rd:
+        return lhs, rhs
+    lr, rr = _dot_rank(ld), _dot_rank(rd)
+    if lr == rr:
+        raise FunctxTypeError(f"dot_general argument type error: {ld}, {rd}{_loc()}")
+    if lr > rr:
+        return lhs, convert_element_type(rhs, ld)
+    return convert_element_type(lhs, rd), rhs
+
+
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+    lhs, rhs = _dot_operands(lhs, rhs)
     try:
         (lc, rc), (lb, rb) = dimension_numbers
     except (TypeError, ValueError):

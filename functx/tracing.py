@@ -22,7 +22,16 @@ import optree
 from functx import config, core, dtypes
 from functx.array import Array, ArrayMethods, UncommittedArray, is_python_scalar, scalar_aval
 from functx.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
-from functx.errors import ConcretizationError, FunctxError, FunctxOverflowError, FunctxTypeError
+from functx.errors import (
+    ConcretizationError,
+    FunctxError,
+    FunctxOverflowError,
+    FunctxTypeError,
+    TracerArrayConversionError,
+    TracerBoolConversionError,
+    TracerIntegerConversionError,
+    UnexpectedTracerError,
+)
 from functx.source_info import current, where
 
 PYTREE_NAMESPACE = "functx"
@@ -54,8 +63,8 @@ class Tracer(ArrayMethods):
     def __repr__(self):
         return f"Traced<{self.aval.str_short()}>"
 
-    def _concrete_error(self, what: str, hint: str):
-        raise ConcretizationError(
+    def _concrete_error(self, what: str, hint: str, cls=ConcretizationError):
+        raise cls(
             f"{what} needs a concrete value, but this is a traced array {self.aval.str_short()} "
             f"inside a functx transform{where()}. {hint}"
         )
@@ -67,6 +76,7 @@ class Tracer(ArrayMethods):
             "Converting to bool (an `if`, `while`, `and`/`or`, or `assert`)",
             "Use functx.lax.cond or functx.numpy.where for a value-dependent choice, "
             "functx.lax.while_loop for a value-dependent loop, or mark the argument static.",
+            TracerBoolConversionError,
         )
 
     _HINT = (
@@ -98,12 +108,14 @@ class Tracer(ArrayMethods):
             "Using a traced value as a Python index or size",
             "Use functx.lax.dynamic_slice for traced offsets, or mark the "
             "argument static (static_argnums).",
+            TracerIntegerConversionError,
         )
 
     def __array__(self, dtype=None, copy=None):
         self._concrete_error(
             "Converting to a NumPy array (np.asarray)",
             "Use functx.numpy functions inside traced code instead of NumPy ones.",
+            TracerArrayConversionError,
         )
 
     def item(self, *args):
@@ -135,7 +147,7 @@ class Builder:
             if x.builder is self:
                 return x.ir_var
             if x.builder not in core.trace_state.stack:
-                raise FunctxError(
+                raise UnexpectedTracerError(
                     f"A tracer {x!r} from a finished trace was used{where()}: a value computed "
                     "inside a transformed function escaped it (stored in a global or a closure). "
                     "Return it from the function instead."
@@ -256,7 +268,7 @@ def as_value(x):
     if type(x) is UncommittedArray:
         return x._value, x.aval, False
     if isinstance(x, Tracer):
-        raise FunctxError(
+        raise UnexpectedTracerError(
             f"A tracer {x!r} from a finished trace was used{where()}: a value computed inside a "
             "transformed function escaped it (stored in a global or a closure). Return it from "
             "the function instead."

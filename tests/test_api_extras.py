@@ -556,3 +556,35 @@ def test_docstring_examples_run(name):
         runner.run(t)
     result = runner.summarize(verbose=False)
     assert result.attempted > 0 and result.failed == 0, name
+
+
+def test_linear_transpose_matches_jax():
+    def f(x, y):
+        return {"a": 2.0 * x[::-1] + y.sum(), "b": jnp_like_cumsum(x)}
+
+    def jnp_like_cumsum(x):
+        return x[:2] * 3.0
+
+    primals = (np.zeros(3, np.float32), np.zeros(2, np.float32))
+    ct = {"a": np.arange(3.0, dtype=np.float32), "b": np.array([1.0, -2.0], np.float32)}
+    ours = functx.linear_transpose(f, *primals)(ct)
+    theirs = jax.linear_transpose(f, *primals)(ct)
+    assert len(ours) == len(theirs) == 2
+    for a, b in zip(ours, theirs):
+        assert np.asarray(a).dtype == np.asarray(b).dtype
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b))
+    shapes = functx.ShapeDtypeStruct((3,), np.float32), functx.ShapeDtypeStruct((2,), np.float32)
+    again = functx.linear_transpose(f, *shapes)(ct)
+    np.testing.assert_allclose(np.asarray(again[0]), np.asarray(theirs[0]))
+    with pytest.raises(NotImplementedError, match="not linear"):
+        functx.linear_transpose(lambda x: x * x, primals[0])(primals[0])
+    with pytest.raises(TypeError, match="float or complex"):
+        functx.linear_transpose(lambda x: x, np.zeros(2, np.int32))
+
+
+def test_process_and_device_counts_as_jax_on_one_host():
+    assert functx.process_count() == jax.process_count() == 1
+    assert functx.process_index() == jax.process_index() == 0
+    assert functx.process_indices() == list(jax.process_indices()) == [0]
+    assert functx.local_device_count("cpu") == 1
+    assert functx.float0 == jax.float0

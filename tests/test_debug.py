@@ -9,6 +9,7 @@ import doctest
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import functx
 import functx.numpy as fnp
@@ -66,9 +67,10 @@ WANT_VMAP = (
 
 
 def test_print_eager_jit_grad_vmap_like_jax(capsys):
+    jf = functx.jit(F)
     for name, run in [
         ("eager", lambda: F(X)),
-        ("jit", lambda: functx.jit(F)(X)),
+        ("jit", lambda: jf(X)),
         ("grad", lambda: functx.grad(F)(X)),
         ("jit grad", lambda: functx.jit(functx.grad(F))(X)),
     ]:
@@ -78,7 +80,6 @@ def test_print_eager_jit_grad_vmap_like_jax(capsys):
     assert sorted(got[9:12]) == sorted(WANT_VMAP[9:12])  # the scan's first step, and so on
     assert sorted(got) == sorted(WANT_VMAP)
     # the second jit call runs the cached program: it prints again
-    jf = functx.jit(F)
     assert _printed(capsys, lambda: jf(X + 1))[0] == "x = [1. 2. 3.]"
 
 
@@ -104,6 +105,38 @@ def test_jit_prints_from_the_compiled_program(capsys):
         )
     )
     assert _printed(capsys, lambda: w(np.int32(0))) == ["it 0", "it 1", "it 2"]
+
+
+def test_host_steps_of_programs_sharing_code_on_threads_and_nested():
+    import threading
+
+    def adder(k):
+        def f(v):
+            out = functx.ShapeDtypeStruct(v.shape, v.dtype)
+            return functx.pure_callback(lambda a: np.asarray(a) + k, out, v)
+
+        return functx.jit(f)
+
+    fs = [adder(1), adder(2)]  # one C++ source, two sets of callbacks
+    bad = []
+
+    def work(k):
+        for _ in range(50):
+            if not np.array_equal(np.asarray(fs[k](X)), X + k + 1):
+                bad.append(k)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not bad
+    outer = functx.jit(
+        lambda v: functx.pure_callback(
+            lambda a: np.asarray(fs[0](a)) * 10, functx.ShapeDtypeStruct(v.shape, v.dtype), v
+        )
+    )
+    np.testing.assert_array_equal(outer(X), (X + 1) * 10)
 
 
 def test_callback_errors_propagate_from_compiled_code():
@@ -154,6 +187,7 @@ SEEN = {
     "sequential": ["() ()", "() ()", "() ()"],
     "expand_dims": ["(3,) (1,)"],
     "broadcast_all": ["(3,) (3,)"],
+    "legacy_vectorized": ["(3,) ()"],
 }
 
 
@@ -176,6 +210,66 @@ def test_pure_callback_like_jax(capsys):
         jax.grad(lambda x: _pure(jax, None)(x, y).sum())(X)
     with pytest.raises(ValueError, match="vmap_method"):
         functx.pure_callback(np.sin, functx.ShapeDtypeStruct((3,), np.float32), X, vmap_method="x")
+
+
+DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.int32, np.uint32, np.float16, np.float32]
+
+
+def test_host_steps_pass_every_dtype_through():
+    """The compiled program's buffers reach the callback, and its results come back, bit for bit
+    and with their dtypes (one program for all of them)."""
+    xs = [(np.arange(6).reshape(2, 3) % 3 - 1).astype(d) for d in DTYPES]
+    xs.append(xs[-1].astype(functx.dtypes.bfloat16))
+    seen = []
+
+    def f(*xs):
+        debug.callback(lambda *v: seen.append([np.asarray(a) for a in v]), *xs)
+        structs = [functx.ShapeDtypeStruct(x.shape, x.dtype) for x in xs]
+        return functx.pure_callback(lambda *v: [np.asarray(a)[::-1] for a in v], structs, *xs)
+
+    outs = functx.jit(f)(*xs)
+    for x, o, s in zip(xs, outs, seen[0]):
+        assert o.dtype == x.dtype and s.dtype == x.dtype
+        np.testing.assert_array_equal(np.asarray(o), x[::-1])
+        np.testing.assert_array_equal(s, x)
+
+
+@settings(max_examples=4, deadline=None)
+@given(
+    shape=st.lists(st.integers(1, 3), max_size=3).map(tuple),
+    dtype=st.sampled_from(DTYPES),
+    axis=st.integers(0, 3),
+)
+def test_vmapped_callbacks_see_each_example(shape, dtype, axis):
+    x = (np.arange(int(np.prod(shape)) * 2).reshape((2,) + shape) % 5).astype(dtype)
+    axis = axis % x.ndim
+    xb = np.moveaxis(x, 0, axis)
+    seen = []
+    functx.vmap(lambda v: debug.callback(lambda a: seen.append(np.asarray(a)), v), axis)(xb)
+    assert len(seen) == 2
+    for i in range(2):
+        assert seen[i].dtype == x.dtype
+        np.testing.assert_array_equal(seen[i], x[i])
+    got = functx.vmap(
+        lambda v: functx.pure_callback(
+            lambda a: np.array(a),
+            functx.ShapeDtypeStruct(v.shape, v.dtype),
+            v,
+            vmap_method="sequential",
+        ),
+        axis,
+    )(xb)
+    np.testing.assert_array_equal(got, x)
+
+
+def test_log_sends_records_with_the_users_line(caplog):
+    import logging
+
+    with caplog.at_level(logging.INFO, logger="functx.debug"):
+        functx.jit(lambda x: debug.log("x = {}", x))(X[:2])
+    (rec,) = caplog.records
+    assert rec.getMessage() == "x = [0. 1.]" and rec.levelno == logging.INFO
+    assert rec.pathname == __file__ and rec.name == "functx.debug"
 
 
 def test_io_callback_like_jax():
@@ -225,7 +319,7 @@ def test_triton_host_steps_in_the_interpreter(capsys, monkeypatch):
 def test_docstrings():
     from functx.control.callbacks import io_callback
 
-    for obj in (debug.print, debug.callback, functx.pure_callback, io_callback):
+    for obj in (debug.print, debug.callback, debug.log, functx.pure_callback, io_callback):
         for t in doctest.DocTestFinder().find(obj, globs={"functx": functx, "np": np}):
             r = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
             r.run(t)

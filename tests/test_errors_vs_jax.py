@@ -28,6 +28,18 @@ I3 = np.arange(3, dtype=np.int32)
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
+class _Obj:
+    """Not an array and not a pytree: JAX passes it to the function when not differentiated."""
+
+    k = 3.0
+
+
+def _leak(m):
+    leaked = []
+    m.jit(lambda x: leaked.append(x) or x)(A3)
+    return leaked[0]
+
+
 def _cases(m):
     jnp, lax = m.numpy, m.lax
 
@@ -42,6 +54,10 @@ def _cases(m):
         "lax.mul size1 both": lambda: lax.mul(np.ones((2, 1), F), np.ones((1, 3), F)),
         "lax.sub scalar-array": lambda: lax.sub(A3, F(1)),
         "lax.dot_general contract": lambda: lax.dot_general(A23, A23, (((1,), (0,)), ((), ()))),
+        "lax.dot_general dtypes": lambda: lax.dot_general(A23, I3, (((1,), (0,)), ((), ()))),
+        "lax.dot_general f16 i16": lambda: lax.dot_general(
+            A3.astype(np.float16), I3.astype(np.int16), (((0,), (0,)), ((), ()))
+        ),
         "lax.reshape size": lambda: lax.reshape(A23, (4,)),
         "lax.concatenate shape": lambda: lax.concatenate([A23, A34], 0),
         "lax.concatenate dim": lambda: lax.concatenate([A23, A23], 2),
@@ -80,6 +96,8 @@ def _cases(m):
         "at set oob": lambda: jnp.ones(3).at[5].set(2.0),
         "jit bool": lambda: m.jit(lambda x: 1 if x > 0 else 2)(F(1)),
         "jit int": lambda: m.jit(lambda x: int(x))(F(1)),
+        "jit bool mask": lambda: m.jit(lambda x: x[x > 0])(A3),
+        "escaped tracer": lambda: _leak(m) + 1.0,
         "jit static unhashable": lambda: m.jit(lambda x, y: x, static_argnums=1)(A3, [1]),
         "jit not callable": lambda: m.jit(3),
         "grad nonscalar": grad_nonscalar,
@@ -87,6 +105,12 @@ def _cases(m):
         "grad int array": lambda: m.grad(lambda x: (x * 2).sum())(I3),
         "grad non-array arg outside argnums": lambda: m.grad(lambda x, s: x * len(s))(F(1), "abc"),
         "grad non-array arg in argnums": lambda: m.grad(lambda x, s: x)(F(1), "abc") and None,
+        "grad function arg": lambda: m.grad(lambda x, f: f(x))(F(2), jnp.sin),
+        "grad object arg": lambda: m.grad(lambda x, o: x * o.k)(F(2), _Obj()),
+        "grad str kwarg": lambda: m.grad(lambda x, s="a": x * len(s))(F(2), s="abc"),
+        "value_and_grad object arg": lambda: m.value_and_grad(lambda x, o: x * o.k)(F(2), _Obj()),
+        "grad object in argnums": lambda: m.grad(lambda x, o: x * o.k, argnums=1)(F(2), _Obj()),
+        "vjp object arg": lambda: m.vjp(lambda x, o: x * o.k, F(2), _Obj()),
         "grad argnums oob": lambda: m.grad(lambda x: x, argnums=2)(F(1)),
         "grad has_aux not pair": lambda: m.grad(lambda x: x, has_aux=True)(F(1)),
         "vjp ct shape": lambda: m.vjp(lambda x: x * 2, A3)[1](A2),
@@ -152,6 +176,24 @@ def test_error_class_matches_jax(name):
             f"{type(ours_exc).__name__}: {ours_exc}"
         )
     assert isinstance(ours_exc, (FunctxError, TypeError)), repr(ours_exc)
+
+
+JAX_ERROR_CLASSES = [
+    ("TracerBoolConversionError", lambda m: m.jit(lambda x: 1 if x > 0 else 2)(F(1))),
+    ("TracerIntegerConversionError", lambda m: m.jit(lambda i: [1, 2][i])(np.int32(0))),
+    ("TracerArrayConversionError", lambda m: m.jit(lambda x: np.asarray(x))(A3)),
+    ("ConcretizationTypeError", lambda m: m.jit(lambda x: int(x))(F(1))),
+    ("NonConcreteBooleanIndexError", lambda m: m.jit(lambda x: x[x > 0])(A3)),
+    ("UnexpectedTracerError", lambda m: _leak(m) + 1.0),
+]
+
+
+@pytest.mark.parametrize("name,fn", JAX_ERROR_CLASSES, ids=[c[0] for c in JAX_ERROR_CLASSES])
+def test_jax_errors_names(name, fn):
+    with pytest.raises(getattr(jax.errors, name)):
+        fn(jax)
+    with pytest.raises(getattr(functx.errors, name)):
+        fn(functx)
 
 
 # --- names JAX has and functx lacks ---------------------------------------------------------------

@@ -57,6 +57,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "functx.lax",
             "functx.numpy",
             "functx.nn",
+            "functx.random",
             "functx.scipy",
             "functx.test_util",
             "functx.flatten_util",
@@ -87,6 +88,8 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     ("functx.control.generic_reduce", "functx.lowering.loopir"): "SymPy only when jit lowers",
     ("functx.control.custom_derivatives", "functx.lowering.lower"): "SymPy only when jit lowers",
     ("functx.control.remat", "functx.lowering.lower"): "SymPy only when jit lowers",
+    ("functx.control.threefry", "functx.lowering.lower"): "SymPy only when jit lowers",
+    ("functx.control.threefry", "functx.lowering.loopir"): "SymPy only when jit lowers",
     # cache.py (subprocess, the compiler lookup) costs ~85 ms of `import functx`: first use only.
     ("functx.lowering.compile", "functx.lowering.cpp.prelude"): "import time of `import functx`",
     ("functx.lowering.compile", "functx.lowering.cache"): "import time of `import functx`",

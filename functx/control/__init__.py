@@ -13,6 +13,8 @@ the loop IR), registered into the tables of ``functx.primitives``, ``functx.tran
   (``cumsum``, ``cumprod``, ``cummax``, ``cummin``, ``cumlogsumexp``); ``reduce_prod``'s jvp, which
   uses ``cumprod``.
 * ``generic_reduce.py``: ``lax.reduce`` with a user-supplied combine (the ``reduce`` primitive).
+* ``threefry.py``: the ``threefry2x32`` hash under ``functx.random`` (not higher-order, but a
+  primitive with all its rules, its lowering included, in one file).
 * ``custom_derivatives.py``: ``custom_jvp`` and ``custom_vjp`` (``custom_jvp_call``,
   ``custom_vjp_call``, ``custom_lin``) and their batching.
 
@@ -34,5 +36,6 @@ from functx.control import (
     generic_reduce as generic_reduce,
     remat as remat,
     scan as scan,
+    threefry as threefry,
     while_loop as while_loop,
 )

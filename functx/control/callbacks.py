@@ -215,10 +215,7 @@ class _Batched:
         return f"<{self.label} at 0x{id(self):x}>"
 
     def __call__(self, *flat):
-        leaves = [
-            Array._new(np.array(x), ShapedArray(np.shape(x), np.asarray(x).dtype)) for x in flat
-        ]
-        args, kwargs = tree_unflatten(self.inner.in_tree, leaves)
+        args, kwargs = self.inner.args(flat)
         got, _ = tree_flatten(self.inner.fun(*args, **kwargs))
         return [np.asarray(x, a.dtype) for x, a in zip(got, self.inner.out_avals)]
 
@@ -227,9 +224,10 @@ def _pure_batch(args, dims, *, callback, result_avals, vmap_method):
     size = V.axis_size_of(args, dims)
     args = [a if d is None else V.moveaxis(a, d, 0) for a, d in zip(args, dims)]
     batched_avals = tuple(V.batched_aval(a, 0, size) for a in result_avals)
-    if vmap_method in ("expand_dims", "broadcast_all"):
-        n = size if vmap_method == "broadcast_all" else 1
-        args = [ops.broadcast(a, (n,)) if d is None else a for a, d in zip(args, dims)]
+    if vmap_method in ("expand_dims", "broadcast_all", "legacy_vectorized"):
+        if vmap_method != "legacy_vectorized":  # (which passes unmapped operands as they are)
+            n = size if vmap_method == "broadcast_all" else 1
+            args = [ops.broadcast(a, (n,)) if d is None else a for a, d in zip(args, dims)]
         inner = callback.inner if isinstance(callback, _Batched) else callback
         outs = pure_callback_p.bind(
             *args, callback=_Batched(inner), result_avals=batched_avals, vmap_method=vmap_method

@@ -155,6 +155,62 @@ def device_count(backend: str | None = None) -> int:
     return len(devices(backend))
 
 
+def local_device_count(backend: str | None = None) -> int:
+    """How many devices this process sees: ``device_count(backend)`` (functx runs in one process).
+
+    Arguments:
+      backend: "cpu", "gpu" or None (the default platform).
+    Returns:
+      an int.
+    Example:
+      >>> functx.local_device_count("cpu")
+      1
+    """
+    return device_count(backend)
+
+
+def process_count(backend: str | None = None) -> int:
+    """The number of processes of the computation: 1 (functx runs in one process).
+
+    Arguments:
+      backend: accepted for JAX's signature.
+    Returns:
+      1.
+    Example:
+      >>> functx.process_count()
+      1
+    """
+    return 1
+
+
+def process_index(backend: str | None = None) -> int:
+    """This process's index among ``process_count()`` processes: 0.
+
+    Arguments:
+      backend: accepted for JAX's signature.
+    Returns:
+      0.
+    Example:
+      >>> functx.process_index()
+      0
+    """
+    return 0
+
+
+def process_indices(backend: str | None = None) -> list[int]:
+    """The indices of all processes: ``[0]``.
+
+    Arguments:
+      backend: accepted for JAX's signature.
+    Returns:
+      a list of ints.
+    Example:
+      >>> functx.process_indices()
+      [0]
+    """
+    return [0]
+
+
 def default_backend() -> str:
     """The platform ``devices()`` lists: "gpu" when there is one, else "cpu"."""
     return "gpu" if gpu_devices() else "cpu"

@@ -224,20 +224,30 @@ def _take(shape, dtype):
 # The C signature of the host-callback dispatcher a program calls for its host steps.
 HOST_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p))
 
+# The host steps of the program running on each thread. A program calls ``fx_host`` on the thread
+# that called it (host steps run between kernels, outside OpenMP regions), so one process-wide
+# dispatcher serves every program, whichever executables share its shared object, on any thread.
+_running = threading.local()
+
+
+def _dispatch_running(index, ptrs):
+    return _running.host._dispatch(index, ptrs)
+
+
+_HOST_DISPATCHER = HOST_FN(_dispatch_running)
+_HOST_DISPATCHER_ADDR = ctypes.cast(_HOST_DISPATCHER, ctypes.c_void_p).value
+
 
 class HostDispatch:
     """What a program with host steps calls back (``fx_host(index, buffers)``): step ``index``
     of ``steps`` (``(callable, input avals, output (shape, dtype)s)``) gets copies of its input
     buffers as NumPy arrays and its results are copied into the output buffers. An exception is
     kept in ``error`` (the program then stops, returning 1) for the caller to raise.
-
-    Each program (a ``.so`` loaded once per path by the dynamic loader) holds one dispatcher
-    pointer, so the executable sets its own before every call (``bind``)."""
+    ``Executable.run`` makes it the running thread's dispatcher for the call (``_running``)."""
 
     def __init__(self, steps):
         self.steps = list(steps)
         self.error = None
-        self.c_fn = HOST_FN(self._dispatch)
 
     def _dispatch(self, index, ptrs):
         try:
@@ -289,7 +299,7 @@ class Executable:
         self.host = HostDispatch(host) if host else None
         if self.host is not None:
             self.lib.fx_set_host.argtypes = [ctypes.c_void_p]
-            self._host_ptr = ctypes.cast(self.host.c_fn, ctypes.c_void_p).value
+            self.lib.fx_set_host(_HOST_DISPATCHER_ADDR)
         self.fn = self.lib.fx_run
         self.fn.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
         self.fn.restype = ctypes.c_int
@@ -317,8 +327,16 @@ class Executable:
     def run(self, leaves):
         """``self(leaves)`` without the check, for a caller that has already matched the
         shapes and dtypes (``functx.jit``: they are part of its cache key)."""
-        if self.host is not None:
-            self.lib.fx_set_host(self._host_ptr)
+        if self.host is not None:  # (a callback may run another program: restore after)
+            outer = getattr(_running, "host", None)
+            _running.host = self.host
+            try:
+                return self._run(leaves)
+            finally:
+                _running.host = outer
+        return self._run(leaves)
+
+    def _run(self, leaves):
         outs = [
             np.empty(shape, dtype) if small else _take(shape, dtype)
             for shape, dtype, small in self._out_alloc

@@ -11,7 +11,12 @@ import numpy as np
 
 from functx import dtypes, ops, primitives as P
 from functx.array import Array, UncommittedArray
-from functx.errors import FunctxIndexError, FunctxTypeError, FunctxValueError
+from functx.errors import (
+    FunctxIndexError,
+    FunctxTypeError,
+    FunctxValueError,
+    NonConcreteBooleanIndexError,
+)
 from functx.numpy import _core as jnp
 from functx.source_info import where
 from functx.tracing import Tracer, get_aval
@@ -40,7 +45,7 @@ def _to_index_array(x, dim_name):
     av = get_aval(x)
     if av.dtype == dtypes.bool_:
         if isinstance(x, Tracer):
-            raise FunctxTypeError(
+            raise NonConcreteBooleanIndexError(
                 f"Boolean mask indexing with a traced mask {av.str_short()} has a data-dependent "
                 f"shape{where()}. Use functx.numpy.where(mask, x, 0) or a concrete mask."
             )
@@ -60,12 +65,13 @@ def _expand(idx, ndim, shape=None):
         if isinstance(it, (bool, np.bool_)):
             items.append(("mask0", bool(it)))
             continue
+        known = it.value if isinstance(it, Tracer) else it  # (eager grad's tracers have one)
         if (
-            isinstance(it, (Array, np.ndarray))
-            and not isinstance(it, Tracer)
-            and it.dtype == np.bool_
+            isinstance(known, (Array, np.ndarray))
+            and not isinstance(known, Tracer)
+            and known.dtype == np.bool_
         ):  # (no copy to read it)
-            mask = np.asarray(it)
+            mask = np.asarray(known)
             if mask.ndim == 0:
                 items.append(("mask0", bool(mask)))
             else:

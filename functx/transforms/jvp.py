@@ -22,6 +22,7 @@ from functx.errors import (
     ConcretizationError,
     FunctxArgumentError,
     FunctxTypeError,
+    NonConcreteBooleanIndexError,
     UnsupportedError,
 )
 from functx.interpreter import eval_jaxpr
@@ -699,7 +700,7 @@ def trace_user_fun(fun, args: tuple, has_aux: bool = False, kwargs=None):
     if values is None:
         try:
             closed, _ = trace_flat(flat, avals)
-        except ConcretizationError:
+        except (ConcretizationError, NonConcreteBooleanIndexError):
             values = known_values(leaves)
             if values is None:
                 raise

@@ -12,9 +12,9 @@ import numpy as np
 
 from functx import ops, primitives as P
 from functx.core import Jaxpr, Literal, ShapedArray
-from functx.errors import UnsupportedError
+from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError
 from functx.source_info import source_info, where
-from functx.tracing import get_aval
+from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
 from functx.transforms.jvp import Zero
 
 
@@ -425,3 +425,66 @@ __all__ = [
     "LINEAR_PRIMITIVES",
     "unbroadcast",
 ]
+
+
+# --- linear_transpose ----------------------------------------------------------------------------
+def linear_transpose(fun, *primals, reduce_axes=()):
+    """The transpose of a linear function, as ``jax.linear_transpose``.
+
+    ``fun`` is traced once on the types of ``primals`` (arrays or ``ShapeDtypeStruct``; only shapes
+    and dtypes matter) and its Jaxpr is transposed, so that ``transposed(ct)`` computes
+    ``A^T ct`` where ``fun(x) = A x``. A function that is not linear in its inputs fails with an
+    error naming the non-linear operation.
+
+    Arguments:
+      fun: a function linear in all its (pytree) arguments, returning a pytree of arrays.
+      *primals: example arguments (or ``ShapeDtypeStruct``) giving their pytree structure, shapes
+        and dtypes.
+      reduce_axes: accepted for JAX's signature; must be empty (as in JAX 0.10).
+    Returns:
+      ``transposed(out_cotangent)`` taking a pytree shaped like ``fun``'s output and returning a
+      tuple with one cotangent pytree per primal.
+    Example:
+      >>> import functx, numpy as np
+      >>> f = lambda x: 2.0 * x[::-1]
+      >>> t = functx.linear_transpose(f, np.zeros(3, np.float32))
+      >>> print(t(np.array([1.0, 2.0, 3.0], np.float32))[0])
+      [6. 4. 2.]
+    """
+    if reduce_axes:
+        raise FunctxValueError(f"linear_transpose: reduce_axes is not supported{where()}")
+    leaves, in_tree = tree_flatten(tuple(primals))
+    in_avals = [get_aval(x) for x in leaves]
+    for a in in_avals:
+        if not np.issubdtype(a.dtype, np.inexact):
+            raise FunctxTypeError(
+                f"linear_transpose only supports float or complex inputs, got {a.str_short()}"
+                f"{where()}"
+            )
+    box = {}
+
+    def flat(*xs):
+        out = fun(*tree_unflatten(in_tree, list(xs)))
+        out_leaves, box["tree"] = tree_flatten(out)
+        return out_leaves, None
+
+    closed, _ = trace_flat(flat, in_avals)
+    out_tree, out_avals = box["tree"], closed.out_avals
+
+    def transposed(out_cotangent):
+        ct_leaves, ct_tree = tree_flatten(out_cotangent)
+        if ct_tree != out_tree or any(
+            tuple(np.shape(c)) != a.shape for c, a in zip(ct_leaves, out_avals)
+        ):
+            raise FunctxTypeError(
+                f"linear_transpose: cotangent must have the structure and shapes of the "
+                f"function's output {out_tree} {[a.str_short() for a in out_avals]}, got "
+                f"{ct_tree}{where()}"
+            )
+        cts = [ops.convert_element_type(c, a.dtype) for c, a in zip(ct_leaves, out_avals)]
+        args = [UndefinedPrimal(a) for a in in_avals]
+        outs = backward_pass(closed.jaxpr, closed.consts, args, cts)
+        outs = [_zeros(a) if isinstance(o, Zero) else o for o, a in zip(outs, in_avals)]
+        return tuple(tree_unflatten(in_tree, outs))
+
+    return transposed

@@ -256,6 +256,8 @@ def value_and_grad(fun, argnums=0, has_aux=False, allow_int=False, _with_value=T
         else:
             f_eff = fun
             pos = list(range(len(args)))
+        if kwargs and _has_non_array(tree_flatten(kwargs)[0]):  # JAX passes them as they are
+            f_eff, kwargs = functools.partial(f_eff, **kwargs), {}
         try:
             traced, leaves = trace_user_fun(f_eff, args, has_aux, kwargs)
         except FunctxTypeError as e:
@@ -263,7 +265,6 @@ def value_and_grad(fun, argnums=0, has_aux=False, allow_int=False, _with_value=T
                 raise
             what = "value_and_grad" if _with_value else "grad"
             raise bad_argument(f"{what} of {fname}", all_args, kwargs) or e from None
-        _check_grad_output(traced, fname)
         ranges = _leaf_ranges(args)
         mask = [False] * len(leaves)
         for a in nums:
@@ -277,6 +278,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, allow_int=False, _with_value=T
                         f"(argument {pos[a]} of {fname}{where()})"
                     )
                 mask[i] = is_differentiable(av)
+        _check_grad_output(traced, fname)  # (after the inputs, as JAX checks them first)
         g = _grad_jaxpr(traced.closed, tuple(mask), traced.n_out, _with_value)
         res = as_arrays(eval_jaxpr(g.jaxpr, g.consts, *leaves))
         n_all = len(traced.closed.out_avals) - (0 if _with_value else 1)
@@ -306,9 +308,22 @@ def _flat(ranges, nums):
 
 
 def _is_static(a) -> bool:
-    """Python values (and containers of them) that need not be traced."""
+    """Python values (and containers of them) that need not be traced, and, as JAX passes the
+    arguments it does not differentiate as they are, anything that is not an array (a function,
+    an object of an unregistered class, a string)."""
     leaves = tree_flatten(a)[0]
-    return all(type(x) in (bool, int, float, str) for x in leaves) and (bool(leaves) or a is None)
+    if all(type(x) in (bool, int, float, str) for x in leaves) and (bool(leaves) or a is None):
+        return True
+    return _has_non_array(leaves)
+
+
+def _has_non_array(leaves) -> bool:
+    for x in leaves:
+        try:
+            get_aval(x)
+        except (TypeError, ValueError, AttributeError):
+            return True
+    return False
 
 
 def _bind_static(fun, static, n):

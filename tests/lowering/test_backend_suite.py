@@ -47,6 +47,7 @@ from functx.lowering import lower
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
+from jax import ad_checkpoint as jax_ad_checkpoint, experimental as jax_experimental  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
@@ -68,6 +69,13 @@ FX = SimpleNamespace(
     vmap=functx.vmap,
     jit=functx.jit,
     value_and_grad=functx.value_and_grad,
+    checkpoint=functx.checkpoint,
+    checkpoint_name=functx.ad_checkpoint.checkpoint_name,
+    policies=functx.checkpoint_policies,
+    ShapeDtypeStruct=functx.ShapeDtypeStruct,
+    pure_callback=functx.pure_callback,
+    debug_callback=functx.debug.callback,
+    io_callback=functx.control.callbacks.io_callback,
 )
 JX = SimpleNamespace(
     name="jax",
@@ -78,6 +86,13 @@ JX = SimpleNamespace(
     vmap=jax.vmap,
     jit=jax.jit,
     value_and_grad=jax.value_and_grad,
+    checkpoint=jax.checkpoint,
+    checkpoint_name=jax_ad_checkpoint.checkpoint_name,
+    policies=jax.checkpoint_policies,
+    ShapeDtypeStruct=jax.ShapeDtypeStruct,
+    pure_callback=jax.pure_callback,
+    debug_callback=jax.debug.callback,
+    io_callback=jax_experimental.io_callback,
 )
 
 # (rtol, atol) per dtype; a case may scale them.
@@ -963,6 +978,24 @@ def transforms_mlp(ns, p, x, y):
     return out
 
 
+@case(lambda rng: (rng.standard_normal((3, 4)).astype(F32),))
+def remat_and_callbacks(ns, x):
+    """checkpoint (a policy keeping the named value) and the host callbacks as host steps."""
+
+    def f(v):
+        h = ns.checkpoint_name(ns.np.sin(v * 2.0), "h")
+        return (ns.np.tanh(h) * v).sum()
+
+    ck = ns.checkpoint(f, policy=ns.policies.save_only_these_names("h"))
+    sds = ns.ShapeDtypeStruct(x.shape, x.dtype)
+    ns.debug_callback(lambda a: None, x)
+    return {
+        "grad": ns.grad(ck)(x),
+        "pure": ns.pure_callback(lambda a: np.asarray(a) * 2, sds, x) + 1.0,
+        "io": ns.io_callback(lambda a: np.cos(np.asarray(a)), sds, x * 3.0),
+    }
+
+
 # --- control flow under jit ------------------------------------------------------------------
 def _linrec_combine(ns):
     def combine(c1, c2):
@@ -1041,6 +1074,13 @@ def control_flow(ns, a, b, m, n, k, s):
     out["matprod_rev"] = lax.associative_scan(lambda x, y: np_.matmul(x, y), m, reverse=True)
     out["scan_grad"] = ns.grad(lambda bb: np_.sum(lax.scan(step, np_.zeros(3, bb.dtype), bb)[1]))(b)
     return out
+
+
+@case(lambda rng: (np.array([0, 42], U32),), name="random_threefry")
+def random_threefry(ns, k):
+    # functx.random's hash (the threefry2x32 primitive); bit-level tests in tests/test_random.py
+    r = functx.random if ns.name == "functx" else jax.random
+    return {"bits": r.bits(k, (4,), U32)}
 
 
 # =============================================================================================

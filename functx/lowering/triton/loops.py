@@ -104,7 +104,7 @@ def _host(prog, k: Kernel, group):
     flat views of its operand and result buffers, between kernel launches."""
     root = prog.root
     if not root.host_calls:
-        root.defs.append("_fx_host = None  # the host-step dispatcher (set before each run)\n")
+        root.defs.append("_fx_host = None  # the host-step dispatcher (set by runtime.py)\n")
     index = len(root.host_calls)
     outs = group["outs"][: group["n_out"]]
     root.host_calls.append(

@@ -495,6 +495,15 @@ def _graph_memory(dev) -> GraphMemory:
     return mem
 
 
+# The executable whose host code runs on each thread: generated modules (shared by executables
+# of the same source) call their host steps through ``_host_step_running``.
+_running = threading.local()
+
+
+def _host_step_running(index, ins, outs):
+    return _running.exe._host_step(index, ins, outs)
+
+
 def _to_numpy(t, dtype):
     """A flat tensor's values as a NumPy array of ``dtype`` (bfloat16 through its bits)."""
     import torch
@@ -539,6 +548,8 @@ class TritonExecutable:
         ]
         # host steps (callbacks) run Python between launches: never inside a CUDA graph
         self.host_calls = list(host or ())
+        if self.host_calls:  # (the module's dispatcher: the same function for every executable)
+            self.module._fx_host = _host_step_running
         self.graph_safe = ".item()" not in source and not self.host_calls
         self.n_launches = len(self.sites) + source.count("    _fx_dot(")
         io_bytes = sum(n * np.dtype(dt).itemsize for _, dt, _, n in self.in_specs) + sum(
@@ -625,10 +636,21 @@ class TritonExecutable:
             self._last = (dev, consts)
         empty = self._torch.empty_strided  # (on an H100 host: 2.7 us, torch.empty 3.8)
         outs = [empty(s, st, dtype=t, device=dev) for s, st, t in self.out_specs]
-        if self.host_calls:
-            self.module._fx_host = self._host_step
-        self.module.run(ins, consts, outs)
+        self._run_module(ins, consts, outs)
         return outs
+
+    def _run_module(self, ins, consts, outs):
+        """The module's ``run``; with host steps, this executable is the thread's running one
+        for the call (the module's ``_fx_host`` routes to it; a callback may run another)."""
+        if not self.host_calls:
+            self.module.run(ins, consts, outs)
+            return
+        outer = getattr(_running, "exe", None)
+        _running.exe = self
+        try:
+            self.module.run(ins, consts, outs)
+        finally:
+            _running.exe = outer
 
     def _host_step(self, index, ins, outs):
         """Host step ``index``: its callable on NumPy copies of ``ins`` (flat tensors), the
@@ -642,9 +664,7 @@ class TritonExecutable:
     def _first_run(self, dev, ins, outs):
         t0 = time.perf_counter()
         consts = self._consts(dev)
-        if self.host_calls:
-            self.module._fx_host = self._host_step
-        self.module.run(ins, consts, outs)
+        self._run_module(ins, consts, outs)
         self._last = (dev, consts)
         if dev.type == "cuda":
             import torch

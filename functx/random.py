@@ -1,0 +1,1760 @@
+"""``functx.random``: JAX's counter-based pseudo-random numbers, bit for bit.
+
+A key is either a raw ``uint32[..., 2]`` array (``PRNGKey``, JAX's legacy keys) or a typed key
+array (``key``: a ``KeyArray`` whose shape leaves out the trailing 2). Every function takes both
+and returns the kind it was given. Keys are split and sampled with the Threefry-2x32 hash (the
+``threefry2x32`` primitive of ``functx.control.threefry``) in JAX's default configuration
+(``jax_threefry_partitionable``: the counters of an array of bits are its element indices), so the
+same key, shape and dtype give JAX's bits, eagerly and under ``jit``, ``vmap``, ``scan`` and
+``fori_loop``, where the hash compiles into the kernels that consume it.
+
+Which results equal JAX's to the bit: ``bits``, ``split``, ``fold_in``, ``uniform``, ``randint``,
+``bernoulli``, ``rademacher``, ``permutation``, ``choice``, ``categorical`` (an argmax of values
+that agree to an ulp) and ``poisson`` (integer counts). Samplers that apply a transcendental
+function to uniform bits (``normal``, ``truncated_normal``, ``gumbel``, ``exponential``,
+``laplace``, ``logistic``, and through them ``gamma``, ``loggamma``, ``beta``, ``dirichlet``,
+``generalized_normal``, ``ball``, ``multivariate_normal``, ``orthogonal``) follow JAX's
+algorithms step by step, the same keys drawn in the same order, but XLA evaluates
+``log``/``log1p``/``erf``/``pow`` with its own polynomials where functx calls the C library: they
+agree to a few ulp, not always to the bit. Two more differences: XLA fuses ``uniform``'s scaling
+``u * (maxval - minval) + minval`` into a fused multiply-add, which functx reproduces exactly for
+float32 (computing it in float64) but not for float64 (an ulp apart at most); and
+``multivariate_normal``/``orthogonal`` factor with small unrolled Cholesky and Gram-Schmidt
+composites (functx has no linear algebra primitives yet: ``method="svd"``/``"eigh"`` raise
+``NotImplementedError``), equal to LAPACK's factors to rounding.
+
+Sorting (``permutation``, ``choice`` without replacement, ``categorical(replace=False)``) uses a
+bitonic sorting network on (key, index) pairs written with ``functx.numpy`` (functx has no sort
+primitive yet): it gives exactly the stable sort JAX uses, in O(n log^2 n).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+
+from functx import dtypes, lax, nn, numpy as jnp, tree_util
+from functx.control.threefry import threefry2x32
+from functx.errors import (
+    FunctxTypeError,
+    FunctxValueError,
+    missing_name_hook as _missing_name_hook,
+)
+from functx.transforms.vmap import vmap as functx_vmap
+
+__all__ = [
+    "KeyArray",
+    "PRNGKey",
+    "ball",
+    "bernoulli",
+    "beta",
+    "bits",
+    "categorical",
+    "choice",
+    "clone",
+    "dirichlet",
+    "exponential",
+    "fold_in",
+    "gamma",
+    "generalized_normal",
+    "gumbel",
+    "key",
+    "key_data",
+    "key_impl",
+    "laplace",
+    "loggamma",
+    "logistic",
+    "multivariate_normal",
+    "normal",
+    "orthogonal",
+    "permutation",
+    "poisson",
+    "rademacher",
+    "randint",
+    "split",
+    "truncated_normal",
+    "uniform",
+    "wrap_key_data",
+]
+
+_U32 = dtypes.uint32
+_UINT = {8: dtypes.uint8, 16: dtypes.uint16, 32: dtypes.uint32, 64: dtypes.uint64}
+
+
+# --- typed keys ----------------------------------------------------------------------------------
+class _KeyDType:
+    """The dtype of typed keys, printed as JAX prints it (``key<fry>``)."""
+
+    name = "key<fry>"
+
+    def __repr__(self):
+        return self.name
+
+    __str__ = __repr__
+
+    def __eq__(self, other):
+        return isinstance(other, _KeyDType) or other == self.name
+
+    def __hash__(self):
+        return hash(self.name)
+
+
+KEY_DTYPE = _KeyDType()
+
+
+class KeyArray:
+    """An array of typed Threefry keys (what ``key`` and ``wrap_key_data`` return).
+
+    Its ``shape`` leaves out the trailing 2 of the ``uint32`` key data (``key_data`` returns the
+    data). It is a pytree whose one leaf is that data, so it passes through ``jit``, ``vmap``,
+    ``lax.scan`` carries and ``tree_util``.
+    """
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data):
+        self._data = data
+
+    @property
+    def shape(self):
+        return tuple(np.shape(self._data)[:-1])
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return math.prod(self.shape)
+
+    @property
+    def dtype(self):
+        return KEY_DTYPE
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def __getitem__(self, idx):
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        if any(i is Ellipsis for i in idx):
+            idx = (*idx, slice(None))
+        return KeyArray(self._data[idx])
+
+    def __eq__(self, other):
+        if not isinstance(other, KeyArray):
+            return NotImplemented
+        return jnp.all(jnp.asarray(self._data) == jnp.asarray(other._data), axis=-1)
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else jnp.logical_not(eq)
+
+    __hash__ = None
+
+    def reshape(self, *shape):
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return KeyArray(jnp.reshape(self._data, (*shape, 2)))
+
+    def __repr__(self):
+        return f"Array({self.shape}, dtype={KEY_DTYPE}) overlaying:\n{self._data}"
+
+
+tree_util.register_pytree_node(KeyArray, lambda k: ((k._data,), None), lambda _, c: KeyArray(c[0]))
+
+
+def _check_key(name, key, allow_batched=False):
+    """The uint32[..., 2] data of ``key`` and whether it was a typed key."""
+    if isinstance(key, KeyArray):
+        data, typed, shape = jnp.asarray(key._data), True, key.shape
+    else:
+        try:
+            data = jnp.asarray(key)
+        except Exception:
+            raise FunctxTypeError(f"unexpected PRNG key type {type(key)}") from None
+        typed, shape = False, data.shape
+        if data.dtype != _U32:
+            raise FunctxTypeError(
+                "functx encountered invalid PRNG key data: expected key_data.dtype = uint32; "
+                f"got dtype={data.dtype}"
+            )
+    if data.shape[-1:] != (2,):
+        raise FunctxTypeError(
+            "functx encountered invalid PRNG key data: expected key_data.shape to end with "
+            f"(2,); got shape={data.shape}"
+        )
+    if not allow_batched and data.ndim > 1:
+        raise FunctxValueError(
+            f"{name} accepts a single key, but was given a key array of shape {shape} != (). "
+            "Use functx.vmap for batching."
+        )
+    return data, typed
+
+
+def _out_key(typed, data):
+    return KeyArray(data) if typed else data
+
+
+# --- the Threefry-based core (on key data) --------------------------------------------------------
+def _iota_2x32(shape):
+    """The high and low words of each element's flat index (JAX's ``iota_2x32_shape``)."""
+    n = math.prod(shape)
+    if not shape:
+        z = jnp.zeros((), _U32)
+        return z, z
+    if n >= 2**32:
+        raise NotImplementedError("random bits array of size 2 ** 32 or more")
+    lo = lax.reshape(lax.iota(_U32, n), shape)
+    return jnp.zeros(shape, _U32), lo
+
+
+def _hash_counters(data, shape):
+    hi, lo = _iota_2x32(shape)
+    return threefry2x32(data[0], data[1], hi, lo)
+
+
+def _split(data, shape):
+    y1, y2 = _hash_counters(data, shape)
+    return jnp.stack([y1, y2], axis=len(shape))
+
+
+def _fold_in(data, msg):
+    y1, y2 = threefry2x32(data[0], data[1], jnp.zeros((), _U32), msg)
+    return jnp.stack([y1, y2])
+
+
+def _bits(data, bit_width, shape):
+    y1, y2 = _hash_counters(data, shape)
+    dt = _UINT[bit_width]
+    if bit_width == 64:
+        hi = lax.convert_element_type(y1, dt)
+        lo = lax.convert_element_type(y2, dt)
+        return lax.bitwise_or(lax.mul(hi, np.asarray(2**32, dt)), lo)
+    x = lax.bitwise_xor(y1, y2)
+    return x if bit_width == 32 else lax.convert_element_type(x, dt)
+
+
+# --- arguments ---------------------------------------------------------------------------------
+def _x64():
+    return dtypes.default_int() == dtypes.int64
+
+
+def _user_dtype(name, dtype, default):
+    """A requested dtype, canonicalized as JAX does: ``None`` is the default of the
+    ``jax_enable_x64`` mode (``float`` or ``int``), and an explicit 64-bit dtype that the mode
+    narrows to 32 bits warns, as JAX's does."""
+    if dtype is None:
+        return dtypes.canonicalize(default)
+    dt = dtypes.canonicalize(dtype)
+    if dtype not in (float, int) and np.dtype(dtype) != dt:
+        warnings.warn(
+            f"Explicitly requested dtype {np.dtype(dtype)} requested in {name} is not "
+            f"available, and will be truncated to dtype {dt}. To enable more dtypes, set the "
+            "jax_enable_x64 configuration option or the JAX_ENABLE_X64 shell environment "
+            "variable.",
+            UserWarning,
+            stacklevel=3,
+        )
+    return dt
+
+
+def _float_dtype(name, dtype, what="a float dtype"):
+    dt = _user_dtype(name, dtype, float)
+    if not dtypes.is_float(dt):
+        raise FunctxValueError(f"dtype argument to `{name}` must be {what}, got {dt}")
+    return dt
+
+
+def _shape(name, shape):
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    try:
+        shape = tuple(operator.index(d) for d in shape)
+    except TypeError:
+        raise FunctxTypeError(
+            f"{name}: shape must be a sequence of integers, got {shape!r}"
+        ) from None
+    if any(d < 0 for d in shape):
+        raise FunctxValueError(f"{name}: shape {shape} has a negative dimension")
+    return shape
+
+
+def _check_shape(name, shape, *param_shapes):
+    if param_shapes:
+        got = np.broadcast_shapes(shape, *param_shapes)
+        if got != tuple(shape):
+            raise FunctxValueError(
+                f"{name} parameter shapes must be broadcast-compatible with shape argument, and "
+                f"the result of broadcasting the shapes must equal the shape argument, but got "
+                f"result {got} for shape argument {tuple(shape)}."
+            )
+
+
+def _broadcast_shapes(name, *shapes):
+    try:
+        return np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise FunctxTypeError(
+            f"{name} got incompatible shapes for broadcasting: "
+            + ", ".join(str(tuple(s)) for s in shapes)
+        ) from None
+
+
+# --- keys -----------------------------------------------------------------------------------------
+def _seed_data(ctor, seed):
+    if isinstance(seed, KeyArray):
+        raise FunctxTypeError(f"{ctor} accepts a scalar seed, but was given a PRNG key.")
+    if np.ndim(seed):
+        raise FunctxTypeError(
+            f"{ctor} accepts a scalar seed, but was given an array of shape {np.shape(seed)} "
+            "!= (). Use functx.vmap for batching"
+        )
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)):
+        # Python ints go through int64 (too large: OverflowError, as in JAX), then canonicalize
+        seed = jnp.asarray(np.int64(seed) if isinstance(seed, int) else seed)
+    else:
+        seed = jnp.asarray(seed)
+    if not dtypes.is_int(seed.dtype):
+        raise FunctxTypeError(f"PRNG key seed must be an integer; got {seed!r}")
+    if seed.dtype.itemsize == 8:
+        hi = lax.convert_element_type(
+            lax.shift_right_logical(seed, np.asarray(32, seed.dtype)), _U32
+        )
+    else:
+        hi = jnp.zeros((), _U32)
+    lo = lax.convert_element_type(seed, _U32)  # the low 32 bits (a wrapping conversion)
+    return jnp.stack([hi, lo])
+
+
+def PRNGKey(seed, *, impl=None):  # noqa: N802 - JAX's name
+    """A raw key (a ``uint32[2]`` array) from an integer seed, as ``jax.random.PRNGKey``.
+
+    Arguments:
+        seed: a 64- or 32-bit integer (a Python int goes through int64, as in JAX).
+        impl: only ``None`` or ``"threefry2x32"`` (the one implementation functx has).
+
+    Returns:
+        The key: ``[seed >> 32, seed & 0xFFFFFFFF]`` as uint32 (the high word is 0 for 32-bit
+        seeds).
+
+    Example:
+        >>> import functx.random as random
+        >>> print(random.PRNGKey(42))
+        [ 0 42]
+    """
+    _check_impl(impl)
+    return _seed_data("PRNGKey", seed)
+
+
+def key(seed, *, impl=None, dtype=None):
+    """A typed key (a ``KeyArray`` of shape ``()``) from an integer seed, as ``jax.random.key``.
+
+    Arguments:
+        seed: a 64- or 32-bit integer.
+        impl: only ``None`` or ``"threefry2x32"``.
+        dtype: the same, spelled as JAX's key dtype argument.
+
+    Returns:
+        A scalar key array, which every ``functx.random`` function takes.
+
+    Example:
+        >>> import functx.random as random
+        >>> k = random.key(0)
+        >>> print(k.shape, k.dtype, random.key_data(k))
+        () key<fry> [0 0]
+    """
+    if impl is not None and dtype is not None:
+        raise FunctxValueError("Cannot specify both `impl` and `dtype` arguments to key")
+    _check_impl(impl if dtype is None else dtype)
+    return KeyArray(_seed_data("key", seed))
+
+
+def _check_impl(impl):
+    if impl is not None and impl not in ("threefry2x32", KEY_DTYPE):
+        raise FunctxValueError(
+            f"unrecognized PRNG implementation {impl!r}: functx has only 'threefry2x32'"
+        )
+
+
+def key_data(keys):
+    """The ``uint32`` data of an array of keys (``shape + (2,)``), as ``jax.random.key_data``.
+
+    Arguments:
+        keys: a typed key array, or raw key data (returned as it is).
+
+    Returns:
+        A uint32 array whose last axis has size 2.
+
+    Example:
+        >>> import functx.random as random
+        >>> print(random.key_data(random.split(random.key(0))))
+        [[1797259609 2579123966]
+         [ 928981903 3453687069]]
+    """
+    data, _ = _check_key("key_data", keys, allow_batched=True)
+    return data
+
+
+def wrap_key_data(key_bits_array, *, impl=None, dtype=None):
+    """Typed keys around ``uint32`` key data, as ``jax.random.wrap_key_data``.
+
+    Arguments:
+        key_bits_array: a uint32 array whose last axis has size 2.
+        impl: only ``None`` or ``"threefry2x32"``.
+        dtype: the same, spelled as JAX's key dtype argument.
+
+    Returns:
+        A ``KeyArray`` of shape ``key_bits_array.shape[:-1]``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> k = random.wrap_key_data(np.array([0, 42], np.uint32))
+        >>> print(k.shape, random.key_data(k))
+        () [ 0 42]
+    """
+    if impl is not None and dtype is not None:
+        raise FunctxValueError("Cannot specify both `impl` and `dtype` arguments to wrap_key_data")
+    _check_impl(impl if dtype is None else dtype)
+    data, _ = _check_key("wrap_key_data", key_bits_array, allow_batched=True)
+    return KeyArray(data)
+
+
+def key_impl(keys):
+    """The name of the keys' PRNG implementation: ``"threefry2x32"`` (``jax.random.key_impl``).
+
+    Arguments:
+        keys: typed keys or raw key data.
+
+    Returns:
+        ``"threefry2x32"``.
+
+    Example:
+        >>> import functx.random as random
+        >>> random.key_impl(random.key(0))
+        'threefry2x32'
+    """
+    _check_key("key_impl", keys, allow_batched=True)
+    return "threefry2x32"
+
+
+def split(key, num=2):
+    """Split a key into ``num`` new keys (a new leading axis, or axes for a tuple ``num``),
+    as ``jax.random.split``.
+
+    Arguments:
+        key: a single key (raw ``uint32[2]`` data or a typed key).
+        num: a positive integer or a tuple of them: the shape of the new keys. Default 2.
+
+    Returns:
+        The new keys, of the kind ``key`` was: raw data of shape ``(*num, 2)``, or typed keys of
+        shape ``num``.
+
+    Example:
+        >>> import functx.random as random
+        >>> print(random.split(random.PRNGKey(0)))
+        [[1797259609 2579123966]
+         [ 928981903 3453687069]]
+    """
+    data, typed = _check_key("split", key)
+    shape = _shape("split", tuple(num) if isinstance(num, Sequence) else (num,))
+    return _out_key(typed, _split(data, shape))
+
+
+def fold_in(key, data):
+    """A new key from ``key`` and a 32-bit integer, as ``jax.random.fold_in``.
+
+    Arguments:
+        key: a single key.
+        data: a scalar integer (taken modulo 2**32).
+
+    Returns:
+        A new key of the kind ``key`` was.
+
+    Example:
+        >>> import functx.random as random
+        >>> print(random.fold_in(random.PRNGKey(0), 1))
+        [ 928981903 3453687069]
+    """
+    kdata, typed = _check_key("fold_in", key)
+    if np.ndim(data):
+        raise FunctxTypeError(
+            f"fold_in accepts a scalar, but was given an array of shape {np.shape(data)} != (). "
+            "Use functx.vmap for batching."
+        )
+    if isinstance(data, (int, np.integer)):
+        msg = jnp.asarray(np.asarray(data, _U32))  # (a Python int out of range: OverflowError)
+    else:
+        msg = lax.convert_element_type(jnp.asarray(data), _U32)
+    return _out_key(typed, _fold_in(kdata, msg))
+
+
+def clone(key):
+    """The key itself (``jax.random.clone``: keys are immutable values in functx).
+
+    Arguments:
+        key: a key or array of keys.
+
+    Returns:
+        ``key``.
+
+    Example:
+        >>> import functx.random as random
+        >>> print(random.clone(random.PRNGKey(3)))
+        [0 3]
+    """
+    return key
+
+
+def bits(key, shape=(), dtype=None):
+    """Uniform random bits as unsigned integers, as ``jax.random.bits``.
+
+    Arguments:
+        key: a single key.
+        shape: the result's shape. Default ``()``.
+        dtype: an unsigned integer dtype (default uint64 with ``jax_enable_x64``, else uint32).
+
+    Returns:
+        An array of ``shape`` and ``dtype``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.bits(random.PRNGKey(0), (3,), np.uint32))
+        [4070199207 4202968722 1427181096]
+    """
+    data, _ = _check_key("bits", key)
+    dt = _user_dtype("bits", dtype, np.uint64 if _x64() else np.uint32)
+    if not dtypes.is_unsigned(dt):
+        raise FunctxValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dt}")
+    return _bits(data, dt.itemsize * 8, _shape("bits", shape))
+
+
+# --- uniform floats and integers ------------------------------------------------------------------
+def _unit_floats(data, shape, dtype):
+    """Floats in [0, 1): the mantissa bits of ``bits`` under exponent 0, minus 1 (JAX's uniform
+    bits before scaling; computed as ``m * 2**-nmant``, the same numbers exactly)."""
+    fi = dtypes.finfo(dtype)
+    nmant = int(fi.nmant)
+    rng_bits = fi.bits if nmant >= 8 else 8  # (JAX draws 8 bits for bfloat16)
+    b = _bits(data, rng_bits, shape)
+    udt = _UINT[rng_bits]
+    m = lax.div(b, np.asarray(2 ** (rng_bits - nmant), udt))  # a logical right shift
+    return lax.mul(lax.convert_element_type(m, dtype), np.asarray(2.0**-nmant, dtype))
+
+
+def _uniform(data, shape, dtype, minval, maxval):
+    minval = lax.convert_element_type(jnp.asarray(minval), dtype)
+    maxval = lax.convert_element_type(jnp.asarray(maxval), dtype)
+    _broadcast_shapes("uniform", shape, minval.shape, maxval.shape)
+    floats = _unit_floats(data, shape, dtype)
+    span = maxval - minval
+    if dtype == dtypes.float32:
+        # XLA fuses floats * span + minval into one fused multiply-add: the product of two
+        # float32 numbers is exact in float64, so the float64 sum rounds (almost always) the same
+        f64 = dtypes.float64
+        wide = lax.convert_element_type(floats, f64) * lax.convert_element_type(span, f64)
+        scaled = lax.convert_element_type(wide + lax.convert_element_type(minval, f64), dtype)
+    else:
+        scaled = floats * span + minval
+    # (max(scaled, minval): the same as JAX's max(minval, scaled), operands in the order that
+    # Triton's interpreter takes when minval is a constant)
+    return jnp.reshape(jnp.maximum(scaled, minval), shape)
+
+
+def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
+    """Uniform floats in ``[minval, maxval)``, as ``jax.random.uniform``.
+
+    Arguments:
+        key: a single key.
+        shape: the result's shape. Default ``()``.
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+        minval: the inclusive lower bound, broadcast-compatible with ``shape``. Default 0.
+        maxval: the exclusive upper bound, broadcast-compatible with ``shape``. Default 1.
+
+    Returns:
+        An array of ``shape`` and ``dtype``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.uniform(random.PRNGKey(0), (3,), np.float32))
+        [0.947667   0.9785799  0.33229148]
+    """
+    data, _ = _check_key("uniform", key)
+    dt = _float_dtype("uniform", dtype)
+    return _uniform(data, _shape("uniform", shape), dt, minval, maxval)
+
+
+def _convert_and_clip_integer(val, dtype):
+    lo = max(int(dtypes.iinfo(dtype).min), int(dtypes.iinfo(val.dtype).min))
+    hi = min(int(dtypes.iinfo(dtype).max), int(dtypes.iinfo(val.dtype).max))
+    lo, hi = np.asarray(lo, val.dtype), np.asarray(hi, val.dtype)
+    return jnp.clip(val, lo, hi).astype(dtype)
+
+
+def _as_int_array(x):
+    x = jnp.asarray(x)
+    return x if dtypes.is_int(x.dtype) else x.astype(int)
+
+
+def _randint(data, shape, minval, maxval, dtype):
+    minval, maxval = _as_int_array(minval), _as_int_array(maxval)
+    _check_shape("randint", shape, minval.shape, maxval.shape)
+    top = _convert_and_clip_integer(jnp.asarray(dtypes.iinfo(dtype).max, dtype), maxval.dtype)
+    maxval_out_of_range = maxval > top
+    minval = _convert_and_clip_integer(minval, dtype)
+    maxval = _convert_and_clip_integer(maxval, dtype)
+    nbits = dtypes.iinfo(dtype).bits
+    keys = _split(data, (2,))
+    higher, lower = _bits(keys[0], nbits, shape), _bits(keys[1], nbits, shape)
+    udt = _UINT[nbits]
+    span = lax.convert_element_type(maxval - minval, udt)
+    span = jnp.where(maxval <= minval, np.asarray(1, udt), span)
+    span = jnp.where(maxval_out_of_range & (maxval > minval), span + np.asarray(1, udt), span)
+    span = jnp.broadcast_to(span, shape)
+    mult = lax.rem(jnp.full(shape, 2 ** (nbits // 2), udt), span)
+    mult = lax.rem(lax.mul(mult, mult), span)
+    offset = lax.add(lax.mul(lax.rem(higher, span), mult), lax.rem(lower, span))
+    offset = lax.rem(offset, span)
+    return jnp.broadcast_to(minval, shape) + lax.convert_element_type(offset, dtype)
+
+
+def randint(key, shape, minval, maxval, dtype=None):
+    """Uniform integers in ``[minval, maxval)``, as ``jax.random.randint``.
+
+    Arguments:
+        key: a single key.
+        shape: the result's shape.
+        minval: the inclusive lower bound (clipped to the dtype's range), broadcast-compatible
+            with ``shape``.
+        maxval: the exclusive upper bound (clipped to the dtype's range plus one).
+        dtype: an integer dtype (default int64 with ``jax_enable_x64``, else int32).
+
+    Returns:
+        An array of ``shape`` and ``dtype``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.randint(random.PRNGKey(0), (5,), 0, 10, np.int32))
+        [9 0 2 3 1]
+    """
+    data, _ = _check_key("randint", key)
+    dt = _user_dtype("randint", dtype, int)
+    if not dtypes.is_int(dt) or dt == dtypes.bool_:
+        raise FunctxTypeError(f"randint only accepts integer dtypes, got {dt}")
+    shape = _shape("randint", shape)
+    info = dtypes.iinfo(dt)
+    sample_dt = dt
+    if info.bits < 32:
+        sample_dt = dtypes.int32
+        minval = jnp.clip(_as_int_array(minval).astype(np.int32), int(info.min), int(info.max))
+        maxval = jnp.clip(_as_int_array(maxval).astype(np.int32), int(info.min), int(info.max) + 1)
+    return _randint(data, shape, minval, maxval, sample_dt).astype(dt)
+
+
+# --- sorting by random keys (a bitonic network on (key, index) pairs) ---------------------------
+def _sort_order(keys, less):
+    """The permutation (int32, along the last axis) that sorts ``keys`` stably by ``less``
+    (``less(ka, kb)`` a strict order; equal keys keep their index order)."""
+    n = keys.shape[-1]
+    if n <= 1:
+        return jnp.zeros(keys.shape, np.int32)
+    size = 1 << (n - 1).bit_length()
+    batch = keys.shape[:-1]
+    idx = jnp.broadcast_to(jnp.arange(size, dtype=np.int32), (*batch, size))
+    if size > n:
+        pad = jnp.broadcast_to(less.pad(keys.dtype), (*batch, size - n))
+        keys = jnp.concatenate([keys, pad], axis=-1)
+
+    def before(ka, ia, kb, ib):  # (ka, ia) sorts before (kb, ib)
+        return less(ka, kb) | ((ka == kb) & (ia < ib))
+
+    s = 2
+    while s <= size:
+        j = s // 2
+        while j >= 1:
+            blocks = size // (2 * j)
+            k3 = jnp.reshape(keys, (*batch, blocks, 2, j))
+            i3 = jnp.reshape(idx, (*batch, blocks, 2, j))
+            ka, kb = k3[..., 0, :], k3[..., 1, :]
+            ia, ib = i3[..., 0, :], i3[..., 1, :]
+            # the direction of each block: ascending where bit s of its first position is 0
+            up = ((np.arange(blocks) * 2 * j) & s) == 0
+            up = np.broadcast_to(up[:, None], (blocks, j))
+            swap = jnp.where(up, before(kb, ib, ka, ia), before(ka, ia, kb, ib))
+            keys = jnp.reshape(
+                jnp.stack([jnp.where(swap, kb, ka), jnp.where(swap, ka, kb)], axis=-2),
+                (*batch, size),
+            )
+            idx = jnp.reshape(
+                jnp.stack([jnp.where(swap, ib, ia), jnp.where(swap, ia, ib)], axis=-2),
+                (*batch, size),
+            )
+            j //= 2
+        s *= 2
+    return idx[..., :n]
+
+
+class _Ascending:
+    def __call__(self, a, b):
+        return a < b
+
+    @staticmethod
+    def pad(dtype):
+        return jnp.asarray(np.iinfo(dtype).max, dtype)
+
+
+class _Descending:
+    def __call__(self, a, b):
+        return a > b
+
+    @staticmethod
+    def pad(dtype):
+        return jnp.asarray(-np.inf, dtype)
+
+
+def _sort_along(sort_keys, x, axis):
+    """``x`` reordered along ``axis`` by the stable ascending order of ``sort_keys`` (JAX's
+    ``lax.sort_key_val``)."""
+    k = jnp.moveaxis(sort_keys, axis, -1)
+    order = _sort_order(k, _Ascending())
+    out = jnp.take_along_axis(jnp.moveaxis(x, axis, -1), order, axis=-1)
+    return jnp.moveaxis(out, -1, axis)
+
+
+def _top_k_indices(x, k):
+    """The indices of the ``k`` largest entries along the last axis, largest first, ties by
+    index (``lax.top_k``)."""
+    return _sort_order(x, _Descending())[..., :k]
+
+
+def _shuffle(data, x, axis):
+    exponent = 3  # JAX's number of sort rounds: ceil(3 ln(size) / ln(2**32 - 1))
+    rounds = int(np.ceil(exponent * np.log(max(1, x.size)) / np.log(np.iinfo(np.uint32).max)))
+    for _ in range(rounds):
+        keys = _split(data, (2,))
+        data, sub = keys[0], keys[1]
+        x = _sort_along(_bits(sub, 32, x.shape), x, axis)
+    return x
+
+
+def _canonical_axis(axis, ndim):
+    axis = operator.index(axis)
+    if not -ndim <= axis < ndim:
+        raise FunctxValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    return axis % ndim
+
+
+def permutation(key, x, axis=0, independent=False):
+    """A random permutation of ``range(x)`` or of ``x`` along ``axis``, as
+    ``jax.random.permutation``.
+
+    Arguments:
+        key: a single key.
+        x: an integer n (permute ``arange(n)``) or an array.
+        axis: the axis to permute. Default 0.
+        independent: permute each slice along ``axis`` independently (else whole slices move).
+
+    Returns:
+        The permuted array.
+
+    Example:
+        >>> import functx.random as random
+        >>> print(random.permutation(random.PRNGKey(0), 5))
+        [0 1 4 3 2]
+    """
+    data, _ = _check_key("permutation", key)
+    if not np.ndim(x):
+        dt = x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
+        if not np.issubdtype(dt, np.integer):
+            raise FunctxTypeError("x must be an integer or at least 1-dimensional")
+        return _shuffle(data, jnp.arange(int(x)), 0)
+    x = jnp.asarray(x)
+    axis = _canonical_axis(axis, x.ndim)
+    if independent or x.ndim == 1:
+        return _shuffle(data, x, axis)
+    ind = _shuffle(data, jnp.arange(x.shape[axis]), 0)
+    return jnp.take(x, ind, axis=axis)
+
+
+def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
+    """Random samples of ``a`` (or of ``arange(a)``), as ``jax.random.choice``.
+
+    Arguments:
+        key: a single key.
+        a: an array to sample along ``axis``, or an integer n (sample ``arange(n)``).
+        shape: the sample's shape (a sequence). Default ``()``.
+        replace: sample with replacement. Default True.
+        p: optional probabilities of the entries (default uniform).
+        axis: the axis of ``a`` to sample along. Default 0.
+        mode: the ``gumbel`` mode used when ``p`` is given and ``replace`` is False.
+
+    Returns:
+        The samples: of shape ``shape`` for an integer ``a``, else ``a.shape`` with ``axis``
+        replaced by ``shape``.
+
+    Example:
+        >>> import functx.random as random
+        >>> print(random.choice(random.PRNGKey(0), 10, (4,), replace=False))
+        [0 1 8 5]
+    """
+    data, _ = _check_key("choice", key)
+    if not isinstance(shape, Sequence):
+        raise FunctxTypeError(
+            f"shape argument of functx.random.choice must be a sequence, got {shape}"
+        )
+    shape = _shape("choice", shape)
+    arr = jnp.asarray(a)
+    if arr.ndim == 0:
+        n_inputs = int(a)
+    else:
+        axis = _canonical_axis(axis, arr.ndim)
+        n_inputs = arr.shape[axis]
+    n_draws = math.prod(shape)
+    if n_draws == 0:
+        return jnp.zeros(shape, dtype=arr.dtype)
+    if n_inputs <= 0:
+        raise FunctxValueError("a must be greater than 0 unless no samples are taken")
+    if not replace and n_draws > n_inputs:
+        raise FunctxValueError(
+            f"Cannot take a larger sample (size {n_draws}) than population (size {n_inputs}) "
+            "when 'replace=False'"
+        )
+    if p is None:
+        if replace:
+            ind = randint(data, shape, 0, n_inputs)
+            result = ind if arr.ndim == 0 else jnp.take(arr, ind, axis=axis)
+        else:
+            perm = permutation(data, n_inputs if arr.ndim == 0 else arr, axis)
+            result = lax.slice_in_dim(perm, 0, n_draws, axis=axis if arr.ndim else 0)
+    else:
+        p_arr = jnp.asarray(p)
+        if not dtypes.is_float(p_arr.dtype):
+            p_arr = p_arr.astype(float)
+        if p_arr.shape != (n_inputs,):
+            raise FunctxValueError(
+                "p must be None or a 1D vector with the same size as a.shape[axis]. "
+                f"p has shape {p_arr.shape} and a.shape[axis] is {n_inputs}."
+            )
+        if replace:
+            p_cuml = jnp.cumsum(p_arr)
+            r = p_cuml[-1] * (1 - uniform(data, shape, dtype=p_cuml.dtype))
+            # searchsorted(p_cuml, r, side="left"): how many cumulative sums are below r
+            ind = jnp.sum(p_cuml < jnp.expand_dims(r, -1), axis=-1).astype(int)
+        else:
+            g = gumbel(data, (n_inputs,), dtype=p_arr.dtype, mode=mode) + jnp.log(p_arr)
+            ind = _top_k_indices(g, n_draws).astype(int)
+        result = ind if arr.ndim == 0 else jnp.take(arr, ind, axis=axis)
+    out_shape = shape if arr.ndim == 0 else arr.shape[:axis] + shape + arr.shape[axis + 1 :]
+    return jnp.reshape(result, out_shape)
+
+
+# --- continuous distributions ---------------------------------------------------------------------
+# Giles, "Approximating the erfinv function" (GPU Computing Gems, 2011): the single- and
+# double-precision polynomials XLA evaluates for erf_inv, in w = -log(1 - x^2).
+_ERFINV32 = (
+    (
+        2.81022636e-08,
+        3.43273939e-07,
+        -3.5233877e-06,
+        -4.39150654e-06,
+        0.00021858087,
+        -0.00125372503,
+        -0.00417768164,
+        0.246640727,
+        1.50140941,
+    ),
+    (
+        -0.000200214257,
+        0.000100950558,
+        0.00134934322,
+        -0.00367342844,
+        0.00573950773,
+        -0.0076224613,
+        0.00943887047,
+        1.00167406,
+        2.83297682,
+    ),
+)
+_ERFINV64_LT_6_25 = (
+    -3.6444120640178196996e-21,
+    -1.685059138182016589e-19,
+    1.2858480715256400167e-18,
+    1.115787767802518096e-17,
+    -1.333171662854620906e-16,
+    2.0972767875968561637e-17,
+    6.6376381343583238325e-15,
+    -4.0545662729752068639e-14,
+    -8.1519341976054721522e-14,
+    2.6335093153082322977e-12,
+    -1.2975133253453532498e-11,
+    -5.4154120542946279317e-11,
+    1.051212273321532285e-09,
+    -4.1126339803469836976e-09,
+    -2.9070369957882005086e-08,
+    4.2347877827932403518e-07,
+    -1.3654692000834678645e-06,
+    -1.3882523362786468719e-05,
+    0.0001867342080340571352,
+    -0.00074070253416626697512,
+    -0.0060336708714301490533,
+    0.24015818242558961693,
+    1.6536545626831027356,
+)
+_ERFINV64_LT_16 = (
+    2.2137376921775787049e-09,
+    9.0756561938885390979e-08,
+    -2.7517406297064545428e-07,
+    1.8239629214389227755e-08,
+    1.5027403968909827627e-06,
+    -4.013867526981545969e-06,
+    2.9234449089955446044e-06,
+    1.2475304481671778723e-05,
+    -4.7318229009055733981e-05,
+    6.8284851459573175448e-05,
+    2.4031110387097893999e-05,
+    -0.0003550375203628474796,
+    0.00095328937973738049703,
+    -0.0016882755560235047313,
+    0.0024914420961078508066,
+    -0.0037512085075692412107,
+    0.005370914553590063617,
+    1.0052589676941592334,
+    3.0838856104922207635,
+)
+_ERFINV64_GE_16 = (
+    -2.7109920616438573243e-11,
+    -2.5556418169965252055e-10,
+    1.5076572693500548083e-09,
+    -3.7894654401267369937e-09,
+    7.6157012080783393804e-09,
+    -1.4960026627149240478e-08,
+    2.9147953450901080826e-08,
+    -6.7711997758452339498e-08,
+    2.2900482228026654717e-07,
+    -9.9298272942317002539e-07,
+    4.5260625972231537039e-06,
+    -1.9681778105531670567e-05,
+    7.5995277030017761139e-05,
+    -0.00021503011930044477347,
+    -0.00013871931833623122026,
+    1.0103004648645343977,
+    4.8499064014085844221,
+)
+
+
+def _erf_inv(x):
+    """erf^-1 by Giles' polynomials (float16/bfloat16 computed in float32, as XLA does)."""
+    dt = x.dtype
+    if dt in (dtypes.float16, dtypes.bfloat16):
+        return _erf_inv(x.astype(np.float32)).astype(dt)
+
+    def c(v):
+        return np.asarray(v, dt)
+
+    w = jnp.negative(jnp.log1p(x * jnp.negative(x)))
+    if dt == dtypes.float32:
+        small = w < c(5.0)
+        w = jnp.where(small, w - c(2.5), jnp.sqrt(w) - c(3.0))
+        lo, hi = _ERFINV32
+        p = jnp.where(small, c(lo[0]), c(hi[0]))
+        for a, b in zip(lo[1:], hi[1:]):
+            p = jnp.where(small, c(a), c(b)) + p * w
+    else:
+        lt625, lt16 = w < c(6.25), w < c(16.0)
+        w = jnp.where(lt625, w - c(3.125), jnp.sqrt(w) - jnp.where(lt16, c(3.25), c(5.0)))
+
+        def coef(i):
+            v = c(_ERFINV64_LT_6_25[i])
+            if i < 19:
+                v = jnp.where(lt625, v, c(_ERFINV64_LT_16[i]))
+            if i < 17:
+                v = jnp.where(lt16, v, c(_ERFINV64_GE_16[i]))
+            return v
+
+        p = coef(0)
+        for i in range(1, 17):
+            p = coef(i) + p * w
+        for i in range(17, 19):
+            p = jnp.where(lt16, coef(i) + p * w, p)
+        for i in range(19, 23):
+            p = jnp.where(lt625, coef(i) + p * w, p)
+    return jnp.where(jnp.abs(x) == c(1.0), x * c(np.inf), p * x)
+
+
+def _normal(data, shape, dtype):
+    lo = np.nextafter(np.asarray(-1.0, dtype), np.asarray(0.0, dtype))
+    u = _uniform(data, shape, dtype, lo, np.asarray(1.0, dtype))
+    return np.asarray(np.sqrt(2), dtype) * _erf_inv(u)
+
+
+def normal(key, shape=(), dtype=None):
+    """Standard normal samples, as ``jax.random.normal`` (``sqrt(2) * erfinv(u)`` for ``u``
+    uniform in ``(-1, 1)``).
+
+    Arguments:
+        key: a single key.
+        shape: the result's shape. Default ``()``.
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+
+    Returns:
+        An array of ``shape`` and ``dtype``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.normal(random.PRNGKey(0), (3,), np.float32))
+        [ 1.6226422   2.0252647  -0.43359444]
+    """
+    data, _ = _check_key("normal", key)
+    dt = _float_dtype("normal", dtype, "a float or complex dtype")
+    return _normal(data, _shape("normal", shape), dt)
+
+
+def truncated_normal(key, lower, upper, shape=None, dtype=None):
+    """Normal samples truncated to ``(lower, upper)``, as ``jax.random.truncated_normal``.
+
+    Arguments:
+        key: a single key.
+        lower: the lower bound, broadcast-compatible with ``shape``.
+        upper: the upper bound, broadcast-compatible with ``shape``.
+        shape: the result's shape (default: the bounds' broadcast shape).
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+
+    Returns:
+        An array of ``shape`` and ``dtype`` with values strictly inside the bounds.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.truncated_normal(random.PRNGKey(0), -1.0, 1.0, (3,), np.float32))
+        [ 0.8618594  0.9412883 -0.2910484]
+    """
+    data, _ = _check_key("truncated_normal", key)
+    dt = _float_dtype("truncated_normal", dtype)
+    if shape is None:
+        shape = _broadcast_shapes("truncated_normal", np.shape(lower), np.shape(upper))
+    else:
+        shape = _shape("truncated_normal", shape)
+        _check_shape("truncated_normal", shape, np.shape(lower), np.shape(upper))
+    sqrt2 = np.asarray(np.sqrt(2), dt)
+    lower = lax.convert_element_type(jnp.asarray(lower), dt)
+    upper = lax.convert_element_type(jnp.asarray(upper), dt)
+    a = lax.erf(lower / sqrt2)
+    b = lax.erf(upper / sqrt2)
+    u = _uniform(data, shape, dt, a, b)
+    out = sqrt2 * _erf_inv(u)
+    return jnp.clip(
+        out,
+        lax.nextafter(lax.stop_gradient(lower), jnp.full(lower.shape, np.inf, dt)),
+        lax.nextafter(lax.stop_gradient(upper), jnp.full(upper.shape, -np.inf, dt)),
+    )
+
+
+def bernoulli(key, p=0.5, shape=None, mode="low"):
+    """Random booleans, True with probability ``p``, as ``jax.random.bernoulli``.
+
+    Arguments:
+        key: a single key.
+        p: the probability (a float or float array), broadcast-compatible with ``shape``.
+        shape: the result's shape (default ``p``'s shape).
+        mode: ``"low"`` (one uniform) or ``"high"`` (two uniforms: finer probabilities).
+
+    Returns:
+        A bool array of ``shape``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.bernoulli(random.PRNGKey(0), np.float32(0.5), (4,)))
+        [False False  True  True]
+    """
+    if shape is not None:
+        shape = _shape("bernoulli", shape)
+    if mode not in ("high", "low"):
+        raise FunctxValueError(f"got mode={mode!r}, expected 'high' or 'low'")
+    data, _ = _check_key("bernoulli", key)
+    p = jnp.asarray(p)
+    if not dtypes.is_float(p.dtype):
+        raise FunctxTypeError(
+            f"bernoulli probability `p` must have a floating dtype, got {p.dtype}."
+        )
+    if shape is None:
+        shape = p.shape
+    else:
+        _check_shape("bernoulli", shape, p.shape)
+    dt = p.dtype
+    if mode == "high":
+        u = _uniform(data, (2, *shape), dt, 0.0, 1.0)
+        u1, u2 = u[0], u[1] * np.asarray(2.0 ** -dtypes.finfo(dt).nmant, dt)
+        return u2 < p - u1
+    return _uniform(data, shape, dt, 0.0, 1.0) < p
+
+
+def rademacher(key, shape=(), dtype=None):
+    """Random signs -1 and +1 with equal probability, as ``jax.random.rademacher``.
+
+    Arguments:
+        key: a single key.
+        shape: the result's shape. Default ``()``.
+        dtype: the result's dtype (default int64 with ``jax_enable_x64``, else int32).
+
+    Returns:
+        An array of ``shape`` and ``dtype``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.rademacher(random.PRNGKey(0), (4,), np.int32))
+        [-1 -1  1  1]
+    """
+    data, _ = _check_key("rademacher", key)
+    dt = _user_dtype("rademacher", dtype, int)
+    shape = _shape("rademacher", shape)
+    b = bernoulli(data, np.asarray(0.5, dtypes.default_float()), shape).astype(dt)
+    return (2 * b - 1).astype(dt)
+
+
+def _gumbel(data, shape, dtype, mode):
+    fi = dtypes.finfo(dtype)
+    if mode == "high":
+        u = _uniform(data, (2, *shape), dtype, 0.0, 1.0)
+        high, low = u[0], u[1]
+        x = jnp.where(
+            high >= np.asarray(0.5, dtype),
+            high,
+            high + np.asarray(2.0**-fi.nmant, dtype) * low + np.asarray(fi.tiny, dtype),
+        )
+        return jnp.negative(jnp.log(jnp.negative(jnp.log1p(jnp.negative(x)))))
+    u = _uniform(data, shape, dtype, np.asarray(fi.tiny, dtype), 1.0)
+    return jnp.negative(jnp.log(jnp.negative(jnp.log(u))))
+
+
+def _gumbel_mode(mode):
+    mode = "low" if mode is None else mode
+    if mode not in ("high", "low"):
+        raise FunctxValueError(
+            f"Must provide valid mode for gumbel got: {mode} (functx has 'low' and 'high')"
+        )
+    return mode
+
+
+def gumbel(key, shape=(), dtype=None, mode=None):
+    """Standard Gumbel samples (``-log(-log(u))``), as ``jax.random.gumbel``.
+
+    Arguments:
+        key: a single key.
+        shape: the result's shape. Default ``()``.
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+        mode: ``"low"`` (default) or ``"high"`` (two uniforms, for a finer upper tail).
+
+    Returns:
+        An array of ``shape`` and ``dtype``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.gumbel(random.PRNGKey(0), (3,), np.float32))
+        [ 2.9233725   3.8326178  -0.09689324]
+    """
+    data, _ = _check_key("gumbel", key)
+    dt = _float_dtype("gumbel", dtype)
+    return _gumbel(data, _shape("gumbel", shape), dt, _gumbel_mode(mode))
+
+
+def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
+    """Samples of categories with unnormalized log-probabilities ``logits``, as
+    ``jax.random.categorical`` (the argmax of ``logits`` plus Gumbel noise).
+
+    Arguments:
+        key: a single key.
+        logits: the log-probabilities, categories along ``axis``.
+        axis: the categories' axis. Default -1.
+        shape: the result's shape: a prefix of sample dimensions followed by the batch shape
+            (``logits.shape`` without ``axis``; the default).
+        replace: draw with replacement (default); without, the samples of one batch entry are
+            distinct.
+        mode: the ``gumbel`` mode.
+
+    Returns:
+        int indices of ``shape``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> logits = np.log(np.array([0.1, 0.2, 0.7], np.float32))
+        >>> print(random.categorical(random.PRNGKey(0), logits, shape=(6,)))
+        [1 2 2 1 2 2]
+    """
+    data, _ = _check_key("categorical", key)
+    logits = jnp.asarray(logits)
+    axis = _canonical_axis(axis, logits.ndim)
+    batch_shape = tuple(np.delete(logits.shape, axis))
+    if shape is None:
+        shape = batch_shape
+    else:
+        shape = _shape("categorical", shape)
+        _check_shape("categorical", shape, batch_shape)
+    mode = _gumbel_mode(mode)
+    prefix = shape[: len(shape) - len(batch_shape)]
+    if replace:
+        gshape = list(shape[len(shape) - len(batch_shape) :])
+        gshape.insert(axis, logits.shape[axis])
+        noise = _gumbel(data, (*prefix, *gshape), logits.dtype, mode)
+        return jnp.argmax(
+            noise + jnp.reshape(logits, (1,) * len(prefix) + logits.shape), axis=axis + len(prefix)
+        )
+    logits = logits + _gumbel(data, logits.shape, logits.dtype, mode)
+    k = math.prod(prefix)
+    if k > logits.shape[axis]:
+        raise FunctxValueError(
+            f"Number of samples without replacement ({k}) cannot exceed number of categories "
+            f"({logits.shape[axis]})."
+        )
+    ind = _top_k_indices(jnp.moveaxis(logits, axis, -1), k).astype(int)  # batch + (k,)
+    ind = jnp.moveaxis(ind, -1, 0)
+    return jnp.reshape(ind, shape)
+
+
+def exponential(key, shape=(), dtype=None):
+    """Standard exponential samples (``-log1p(-u)``), as ``jax.random.exponential``.
+
+    Arguments:
+        key: a single key.
+        shape: the result's shape. Default ``()``.
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+
+    Returns:
+        An array of ``shape`` and ``dtype``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.exponential(random.PRNGKey(0), (3,), np.float32))
+        [2.950128   3.8434246  0.40390354]
+    """
+    data, _ = _check_key("exponential", key)
+    dt = _float_dtype("exponential", dtype)
+    u = _uniform(data, _shape("exponential", shape), dt, 0.0, 1.0)
+    return jnp.negative(jnp.log1p(jnp.negative(u)))
+
+
+def laplace(key, shape=(), dtype=None):
+    """Standard Laplace samples, as ``jax.random.laplace``.
+
+    Arguments:
+        key: a single key.
+        shape: the result's shape. Default ``()``.
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+
+    Returns:
+        An array of ``shape`` and ``dtype``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.laplace(random.PRNGKey(0), (3,), np.float32))
+        [-2.2569816  -3.1502788   0.40859547]
+    """
+    data, _ = _check_key("laplace", key)
+    dt = _float_dtype("laplace", dtype)
+    lo = np.asarray(-1.0 + float(dtypes.finfo(dt).epsneg), dt)
+    u = _uniform(data, _shape("laplace", shape), dt, lo, 1.0)
+    return jnp.sign(u) * jnp.log1p(jnp.negative(jnp.abs(u)))
+
+
+def logistic(key, shape=(), dtype=None):
+    """Standard logistic samples (``log(u) - log1p(-u)``), as ``jax.random.logistic``.
+
+    Arguments:
+        key: a single key.
+        shape: the result's shape. Default ``()``.
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+
+    Returns:
+        An array of ``shape`` and ``dtype``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.logistic(random.PRNGKey(0), (3,), np.float32))
+        [ 2.896376   3.8217716 -0.6978392]
+    """
+    data, _ = _check_key("logistic", key)
+    dt = _float_dtype("logistic", dtype)
+    u = _uniform(data, _shape("logistic", shape), dt, np.asarray(dtypes.finfo(dt).tiny, dt), 1.0)
+    return jnp.log(u) - jnp.log1p(jnp.negative(u))
+
+
+# --- gamma and the distributions built on it -----------------------------------------------------
+def _gamma_one(data, alpha, log_space):
+    """One Gamma(alpha) sample by Marsaglia and Tsang's rejection method (JAX's loop, so the same
+    keys are drawn in the same order); alpha < 1 is boosted by ``u ** (1 / alpha)``."""
+    dt = alpha.dtype
+
+    def c(v):
+        return np.asarray(v, dt)
+
+    boost_mask = alpha >= c(1)
+    alpha_orig = alpha
+    alpha = jnp.where(boost_mask, alpha, alpha + c(1))
+    d = alpha - c(1.0 / 3.0)
+    cc = c(1.0 / 3.0) / jnp.sqrt(d)
+
+    def cond_fn(state):
+        _, x, v, u = state
+        squeeze = u >= c(1) - c(0.0331) * (x * x)
+        return squeeze & (jnp.log(u) >= x * c(0.5) + d * (c(1) - v + jnp.log(v)))
+
+    def body_fn(state):
+        keys = _split(state[0], (3,))
+        key, x_key, u_key = keys[0], keys[1], keys[2]
+
+        def next_xv(kxv):
+            kk = _split(kxv[0], (2,))
+            x = _normal(kk[1], (), dt)
+            return kk[0], x, c(1) + x * cc
+
+        _, x, v = lax.while_loop(lambda kxv: kxv[2] <= c(0), next_xv, (x_key, c(0), c(-1)))
+        return key, x * x, v * v * v, _uniform(u_key, (), dt, 0.0, 1.0)
+
+    keys = _split(data, (2,))
+    _, _, v, _ = lax.while_loop(cond_fn, body_fn, (keys[0], c(0), c(1), c(2)))
+    sub = keys[1]
+    if log_space:
+        log_samples = jnp.negative(
+            jnp.negative(jnp.log1p(jnp.negative(_uniform(sub, (), dt, 0.0, 1.0))))
+        )
+        log_boost = jnp.where(
+            boost_mask | (log_samples == c(0)), c(0), log_samples * (c(1) / alpha_orig)
+        )
+        return jnp.log(d) + jnp.log(v) + log_boost
+    samples = c(1) - _uniform(sub, (), dt, 0.0, 1.0)
+    boost = jnp.where(boost_mask, c(1), lax.pow(samples, c(1) / alpha_orig))
+    return d * v * boost
+
+
+def _gamma(data, a, shape, dtype, log_space):
+    a = lax.convert_element_type(jnp.asarray(a), dtype)
+    if shape is None:
+        shape = a.shape
+    else:
+        _check_shape("gamma", shape, a.shape)
+    a = jnp.broadcast_to(a, shape)
+    n = math.prod(shape)
+    if n == 0:
+        return jnp.zeros(shape, dtype)
+    keys = _split(data, (n,))
+    one = functx_vmap(lambda k, al: _gamma_one(k, al, log_space))
+    return jnp.reshape(one(keys, jnp.reshape(a, (n,))), shape)
+
+
+def gamma(key, a, shape=None, dtype=None):
+    """Gamma(a, 1) samples, as ``jax.random.gamma`` (Marsaglia-Tsang rejection per element).
+
+    Arguments:
+        key: a single key.
+        a: the shape parameter(s), broadcast-compatible with ``shape``.
+        shape: the result's shape (default ``a``'s shape).
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+
+    Returns:
+        An array of ``shape`` and ``dtype``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.gamma(random.PRNGKey(0), np.float32(2.0), (3,), np.float32))
+        [1.5897877 1.7599413 1.1290071]
+    """
+    data, _ = _check_key("gamma", key)
+    dt = _float_dtype("gamma", dtype)
+    return _gamma(data, a, None if shape is None else _shape("gamma", shape), dt, False)
+
+
+def loggamma(key, a, shape=None, dtype=None):
+    """The logarithm of Gamma(a, 1) samples, accurate for small ``a``, as
+    ``jax.random.loggamma``.
+
+    Arguments:
+        key: a single key.
+        a: the shape parameter(s), broadcast-compatible with ``shape``.
+        shape: the result's shape (default ``a``'s shape).
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+
+    Returns:
+        An array of ``shape`` and ``dtype``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.loggamma(random.PRNGKey(0), np.float32(0.5), (3,), np.float32))
+        [-0.12265955  0.02866276 -3.05603   ]
+    """
+    data, _ = _check_key("loggamma", key)
+    dt = _float_dtype("gamma", dtype)
+    return _gamma(data, a, None if shape is None else _shape("loggamma", shape), dt, True)
+
+
+def beta(key, a, b, shape=None, dtype=None):
+    """Beta(a, b) samples, as ``jax.random.beta`` (a ratio of two log-gamma samples).
+
+    Arguments:
+        key: a single key.
+        a: the first shape parameter, broadcast-compatible with ``shape``.
+        b: the second shape parameter, broadcast-compatible with ``shape``.
+        shape: the result's shape (default: the parameters' broadcast shape).
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+
+    Returns:
+        An array of ``shape`` and ``dtype``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.beta(random.PRNGKey(0), np.float32(2.0), np.float32(3.0), (3,)))
+        [0.23627363 0.4904596  0.6837948 ]
+    """
+    data, _ = _check_key("beta", key)
+    dt = _float_dtype("beta", dtype)
+    if shape is None:
+        shape = _broadcast_shapes("beta", np.shape(a), np.shape(b))
+    else:
+        shape = _shape("beta", shape)
+        _check_shape("beta", shape, np.shape(a), np.shape(b))
+    a = jnp.broadcast_to(lax.convert_element_type(jnp.asarray(a), dt), shape)
+    b = jnp.broadcast_to(lax.convert_element_type(jnp.asarray(b), dt), shape)
+    keys = _split(data, (2,))
+    log_a = _gamma(keys[0], a, shape, dt, True)
+    log_b = _gamma(keys[1], b, shape, dt, True)
+    log_max = jnp.maximum(log_a, log_b)
+    ga, gb = jnp.exp(log_a - log_max), jnp.exp(log_b - log_max)
+    return ga / (ga + gb)
+
+
+def dirichlet(key, alpha, shape=None, dtype=None):
+    """Dirichlet(alpha) samples (the last axis of ``alpha`` holds the concentrations), as
+    ``jax.random.dirichlet``.
+
+    Arguments:
+        key: a single key.
+        alpha: the concentrations, shape ``(..., k)``.
+        shape: the batch shape (default ``alpha.shape[:-1]``).
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+
+    Returns:
+        An array of shape ``shape + (k,)`` whose last axis sums to 1.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.dirichlet(random.PRNGKey(0), np.ones(3, np.float32)))
+        [0.36472058 0.42828935 0.2069901 ]
+    """
+    data, _ = _check_key("dirichlet", key)
+    dt = _float_dtype("dirichlet", dtype)
+    if np.ndim(alpha) < 1:
+        raise FunctxValueError(
+            f"dirichlet requires alpha.ndim >= 1, got alpha.ndim == {np.ndim(alpha)}"
+        )
+    if shape is None:
+        shape = np.shape(alpha)[:-1]
+    else:
+        shape = _shape("dirichlet", shape)
+        _check_shape("dirichlet", shape, np.shape(alpha)[:-1])
+    alpha = lax.convert_element_type(jnp.asarray(alpha), dt)
+    log_g = _gamma(data, alpha, (*shape, alpha.shape[-1]), dt, True)
+    return nn.softmax(log_g, axis=-1)
+
+
+def _poisson_knuth(data, lam, shape, dtype, max_iters):
+    def body(carry):
+        i, k, rng, log_prod = carry
+        keys = _split(rng, (2,))
+        k = jnp.where(log_prod > -lam, k + np.asarray(1, dtype), k)
+        u = _uniform(keys[1], shape, dtypes.float32, 0.0, 1.0)
+        return i + 1, k, keys[0], log_prod + jnp.log(u)
+
+    def cond(carry):
+        i, log_prod = carry[0], carry[3]
+        return jnp.any(log_prod > -lam) & (i < max_iters)
+
+    init = (
+        jnp.asarray(0, dtypes.default_int()),
+        jnp.zeros(shape, dtype),
+        data,
+        jnp.zeros(shape, dtypes.float32),
+    )
+    k = lax.while_loop(cond, body, init)[1]
+    return (k - np.asarray(1, dtype)).astype(dtype)
+
+
+def _poisson_rejection(data, lam, shape, dtype, max_iters):
+    f32 = dtypes.float32
+
+    def c(v):
+        return np.asarray(v, f32)
+
+    log_lam = jnp.log(lam)
+    b = c(0.931) + c(2.53) * jnp.sqrt(lam)
+    a = c(-0.059) + c(0.02483) * b
+    inv_alpha = c(1.1239) + c(1.1328) / (b - c(3.4))
+    v_r = c(0.9277) - c(3.6224) / (b - c(2))
+
+    def body(carry):
+        i, k_out, accepted, rng = carry
+        keys = _split(rng, (3,))
+        u = _uniform(keys[1], shape, f32, 0.0, 1.0) - c(0.5)
+        v = _uniform(keys[2], shape, f32, 0.0, 1.0)
+        u_shifted = c(0.5) - jnp.abs(u)
+        k = jnp.floor((c(2) * a / u_shifted + b) * u + lam + c(0.43))
+        s = jnp.log(v * inv_alpha / (a / (u_shifted * u_shifted) + b))
+        t = -lam + k * log_lam - lax.lgamma(k + c(1))
+        accept1 = (u_shifted >= c(0.07)) & (v <= v_r)
+        reject = (k < c(0)) | ((u_shifted < c(0.013)) & (v > u_shifted))
+        accept = accept1 | (~reject & (s <= t))
+        return i + 1, jnp.where(accept, k, k_out), accepted | accept, keys[0]
+
+    def cond(carry):
+        i, _, accepted, _ = carry
+        return jnp.any(~accepted) & (i < max_iters)
+
+    init = (
+        jnp.asarray(0, dtypes.default_int()),
+        jnp.full(shape, -1.0, f32),
+        jnp.zeros(shape, bool),
+        data,
+    )
+    return lax.while_loop(cond, body, init)[1].astype(dtype)
+
+
+def poisson(key, lam, shape=None, dtype=None):
+    """Poisson(lam) samples, as ``jax.random.poisson`` (Knuth's method below ``lam = 10``,
+    transformed rejection above it).
+
+    Arguments:
+        key: a single key.
+        lam: the rate(s), broadcast to ``shape``.
+        shape: the result's shape (default ``lam``'s shape).
+        dtype: an integer dtype (default int64 with ``jax_enable_x64``, else int32).
+
+    Returns:
+        An integer array of ``shape`` and ``dtype``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.poisson(random.PRNGKey(0), 3.0, (5,), np.int32))
+        [0 0 4 4 1]
+    """
+    data, _ = _check_key("poisson", key)
+    dt = _user_dtype("poisson", dtype, int)
+    shape = np.shape(lam) if shape is None else _shape("poisson", shape)
+    lam = lax.convert_element_type(jnp.broadcast_to(jnp.asarray(lam), shape), dtypes.float32)
+    use_knuth = jnp.isnan(lam) | (lam < np.float32(10))
+    lam_knuth = jnp.where(use_knuth, lam, np.float32(0))
+    lam_rejection = jnp.where(use_knuth, np.float32(1e5), lam)
+    max_iters = int(dtypes.iinfo(dt).max)
+    result = jnp.where(
+        use_knuth,
+        _poisson_knuth(data, lam_knuth, shape, dt, max_iters),
+        _poisson_rejection(data, lam_rejection, shape, dt, max_iters),
+    )
+    return jnp.where(lam == np.float32(0), jnp.zeros_like(result), result)
+
+
+def generalized_normal(key, p, shape=(), dtype=None):
+    """Samples with density proportional to ``exp(-|x| ** p)``, as
+    ``jax.random.generalized_normal``.
+
+    Arguments:
+        key: a single key.
+        p: the shape parameter (positive).
+        shape: the result's shape. Default ``()``.
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+
+    Returns:
+        An array of ``shape`` and ``dtype``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.generalized_normal(random.PRNGKey(0), 2.0, (3,), np.float32))
+        [ 0.9542763   0.09015025 -1.1525422 ]
+    """
+    data, _ = _check_key("generalized_normal", key)
+    dt = _float_dtype("generalized_normal", dtype)
+    return _generalized_normal(data, p, _shape("generalized_normal", shape), dt)
+
+
+def _generalized_normal(data, p, shape, dtype):
+    keys = _split(data, (2,))
+    g = _gamma(keys[0], 1 / p, shape, dtype, False)
+    r = rademacher(keys[1], shape, dtype)
+    return r * g ** (1 / p)
+
+
+def ball(key, d, p=2, shape=(), dtype=None):
+    """Uniform samples from the unit Lp ball in ``d`` dimensions, as ``jax.random.ball``.
+
+    Arguments:
+        key: a single key.
+        d: the dimension (a nonnegative int).
+        p: the p of the Lp norm. Default 2.
+        shape: the batch shape. Default ``()``.
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+
+    Returns:
+        An array of shape ``shape + (d,)``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.ball(random.PRNGKey(0), 3, dtype=np.float32))
+        [0.91715974 0.39274216 0.0116535 ]
+    """
+    data, _ = _check_key("ball", key)
+    dt = _float_dtype("ball", dtype)
+    shape, d = _shape("ball", shape), operator.index(d)
+    keys = _split(data, (2,))
+    g = _generalized_normal(keys[0], p, (*shape, d), dt)
+    e = jnp.negative(jnp.log1p(jnp.negative(_uniform(keys[1], shape, dt, 0.0, 1.0))))
+    return g / (((jnp.abs(g) ** p).sum(-1) + e) ** (1 / p))[..., None]
+
+
+def _cholesky(a):
+    """The lower Cholesky factor of symmetric positive definite matrices ``a`` (..., n, n),
+    column by column (n static; functx has no linear algebra primitives yet)."""
+    n = a.shape[-1]
+    rows = np.arange(n)
+    cols = []
+    for j in range(n):
+        prev = jnp.stack(cols, axis=-1) if cols else jnp.zeros((*a.shape[:-1], 0), a.dtype)
+        # a[..., :, j] - L[..., :, :j] @ L[..., j, :j]
+        s = a[..., :, j] - jnp.sum(prev * prev[..., j : j + 1, :], axis=-1)
+        dj = jnp.sqrt(s[..., j])
+        col = jnp.where(rows > j, s / dj[..., None], jnp.where(rows == j, dj[..., None], 0.0))
+        cols.append(col.astype(a.dtype))
+    return jnp.stack(cols, axis=-1)
+
+
+def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
+    """Multivariate normal samples, as ``jax.random.multivariate_normal``
+    (``mean + L @ z`` with ``L`` the Cholesky factor of ``cov`` and ``z`` standard normal).
+
+    Arguments:
+        key: a single key.
+        mean: the means, shape ``(..., n)``.
+        cov: the covariances, shape ``(..., n, n)`` (positive definite).
+        shape: the batch shape (default: the broadcast batch shapes of ``mean`` and ``cov``).
+        dtype: a float dtype (default: ``mean``'s).
+        method: ``"cholesky"`` (``"svd"`` and ``"eigh"`` need the linear algebra of issue 19:
+            ``NotImplementedError``).
+
+    Returns:
+        An array of shape ``shape + mean.shape[-1:]``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> cov = np.array([[2.0, 0.5], [0.5, 1.0]], np.float32)
+        >>> print(random.multivariate_normal(random.PRNGKey(0), np.zeros(2, np.float32), cov))
+        [2.2947626 2.4681525]
+    """
+    data, _ = _check_key("multivariate_normal", key)
+    if method not in ("svd", "eigh", "cholesky"):
+        raise FunctxValueError("method must be one of {'svd', 'eigh', 'cholesky'}")
+    mean, cov = jnp.asarray(mean), jnp.asarray(cov)
+    inexact = jnp.result_type(mean, cov)
+    if not dtypes.is_float(inexact):
+        inexact = dtypes.default_float()
+    mean, cov = mean.astype(inexact), cov.astype(inexact)
+    dt = mean.dtype if dtype is None else _float_dtype("multivariate_normal", dtype)
+    if not dtypes.is_float(dt):
+        raise FunctxValueError(
+            f"dtype argument to `multivariate_normal` must be a float dtype, got {dt}"
+        )
+    if mean.ndim < 1:
+        raise FunctxValueError(
+            f"multivariate_normal requires mean.ndim >= 1, got mean.ndim == {mean.ndim}"
+        )
+    if cov.ndim < 2:
+        raise FunctxValueError(
+            f"multivariate_normal requires cov.ndim >= 2, got cov.ndim == {cov.ndim}"
+        )
+    n = mean.shape[-1]
+    if cov.shape[-2:] != (n, n):
+        raise FunctxValueError(
+            f"multivariate_normal requires cov.shape == (..., n, n) for n={n}, but got "
+            f"cov.shape == {cov.shape}."
+        )
+    if shape is None:
+        shape = _broadcast_shapes("multivariate_normal", mean.shape[:-1], cov.shape[:-2])
+    else:
+        shape = _shape("multivariate_normal", shape)
+        _check_shape("normal", shape, mean.shape[:-1], cov.shape[:-2])
+    if method != "cholesky":
+        raise NotImplementedError(
+            f"multivariate_normal(method={method!r}) needs an eigendecomposition, which functx "
+            "does not have yet: use method='cholesky'"
+        )
+    factor = _cholesky(cov)
+    z = _normal(data, (*shape, n), dt)
+    return mean + jnp.einsum("...ij,...j->...i", factor, z)
+
+
+def _qr_q(z):
+    """The Q of the QR decomposition of ``z`` (..., m, n), m >= n, with R's diagonal made
+    positive (modified Gram-Schmidt, n static)."""
+    qs = []
+    for j in range(z.shape[-1]):
+        v = z[..., :, j]
+        for q in qs:
+            v = v - jnp.sum(q * v, axis=-1, keepdims=True) * q
+        qs.append(v / jnp.sqrt(jnp.sum(v * v, axis=-1, keepdims=True)))
+    return jnp.stack(qs, axis=-1)
+
+
+def orthogonal(key, n, shape=(), dtype=None, m=None):
+    """A uniformly random orthogonal ``n x m`` matrix (semi-orthogonal when ``n != m``), as
+    ``jax.random.orthogonal`` (the Q of the QR decomposition of a normal matrix, with R's
+    diagonal made positive).
+
+    Arguments:
+        key: a single key.
+        n: the number of rows.
+        shape: the batch shape. Default ``()``.
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+        m: the number of columns (default ``n``).
+
+    Returns:
+        An array of shape ``shape + (n, m)``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> q = random.orthogonal(random.PRNGKey(0), 3, dtype=np.float32)
+        >>> print(np.allclose(np.asarray(q) @ np.asarray(q).T, np.eye(3), atol=1e-5))
+        True
+    """
+    data, _ = _check_key("orthogonal", key)
+    dt = _float_dtype("orthogonal", dtype)
+    shape, n = _shape("orthogonal", shape), operator.index(n)
+    m = n if m is None else operator.index(m)
+    z = _normal(data, (*shape, max(n, m), min(n, m)), dt)
+    q = _qr_q(z)
+    return jnp.swapaxes(q, -1, -2) if n < m else q
+
+
+# A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
+__getattr__ = _missing_name_hook(__name__)
