@@ -22,7 +22,7 @@ from functx.source_info import where
 # --- Tables that higher modules fill at import ---------------------------------------------------
 # The functx.numpy functions that the operators and methods of Array and Tracer call, by their
 # functx.numpy name (the names in NUMPY_FUNCTIONS, plus "getitem" and "scatter_update" from
-# functx.numpy.indexing). functx.numpy fills it at import.
+# functx.numpy.indexing and "real", "imag", "conjugate"). functx.numpy fills it at import.
 NUMPY_FUNCTIONS = (
     "abs", "add", "all", "any", "argmax", "argmin", "array", "astype", "bitwise_and",
     "bitwise_or", "bitwise_xor", "clip", "cumprod", "cumsum", "divmod", "dot", "equal",
@@ -302,12 +302,16 @@ class ArrayMethods:
         return _fn["round"](self, decimals)
 
     def conj(self):
-        return self
+        return _fn["conjugate"](self)
+
+    def conjugate(self):
+        return _fn["conjugate"](self)
 
     def copy(self):
         return _fn["array"](self, copy=True)
 
-    real = property(lambda self: self)
+    real = property(lambda self: _fn["real"](self))
+    imag = property(lambda self: _fn["imag"](self))
 
 
 _ALIGN_MIN = 1 << 16

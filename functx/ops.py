@@ -42,7 +42,10 @@ def _int(op, what, v):
     a bool-free non-integer or a sequence is a FunctxTypeError naming ``op`` and ``what``."""
     if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
         return int(v)
-    if isinstance(v, (float, np.floating, complex, str, bytes, bool, np.bool_)) or v is None:
+    if (
+        isinstance(v, (float, np.floating, builtins.complex, str, bytes, bool, np.bool_))
+        or v is None
+    ):
         raise FunctxTypeError(
             f"{op}: {what} must be an integer, got {v!r} of type {type(v).__name__}{_loc()}"
         )
@@ -276,6 +279,80 @@ def square(x):
 
 def reciprocal(x):
     return integer_pow(x, -1)
+
+
+def real(x):
+    """The real part of each element of a complex array (JAX's ``jax.lax.real``).
+
+    Arguments:
+        x: a complex64 or complex128 array (or a Python complex).
+
+    Returns:
+        a float32 (complex64) or float64 (complex128) array of ``x``'s shape.
+
+    Example:
+        >>> import numpy as np
+        >>> from functx import lax
+        >>> print(lax.real(np.complex64([1 + 2j, -3j])))
+        [ 1. -0.]
+    """
+    return P.real_p.bind(x)
+
+
+def imag(x):
+    """The imaginary part of each element of a complex array (JAX's ``jax.lax.imag``).
+
+    Arguments:
+        x: a complex64 or complex128 array (or a Python complex).
+
+    Returns:
+        a float32 (complex64) or float64 (complex128) array of ``x``'s shape.
+
+    Example:
+        >>> import numpy as np
+        >>> from functx import lax
+        >>> print(lax.imag(np.complex64([1 + 2j, -3j])))
+        [ 2. -3.]
+    """
+    return P.imag_p.bind(x)
+
+
+def conj(x):
+    """The complex conjugate of each element (JAX's ``jax.lax.conj``); a real operand gives its
+    complex value (float32 -> complex64).
+
+    Arguments:
+        x: a floating-point or complex array.
+
+    Returns:
+        a complex array of ``x``'s shape.
+
+    Example:
+        >>> import numpy as np
+        >>> from functx import lax
+        >>> print(lax.conj(np.complex64([1 + 2j, 3 - 1j])))
+        [1.-2.j 3.+1.j]
+    """
+    return P.conj_p.bind(x)
+
+
+def complex(x, y):  # noqa: A001
+    """``x + 1j * y`` from real and imaginary parts (JAX's ``jax.lax.complex``).
+
+    Arguments:
+        x, y: float32 or float64 arrays of one shape and dtype (either may be a Python scalar,
+            which takes the other's dtype).
+
+    Returns:
+        a complex64 (float32 parts) or complex128 (float64 parts) array.
+
+    Example:
+        >>> import numpy as np
+        >>> from functx import lax
+        >>> print(lax.complex(np.float32([1, 2]), np.float32([3, -4])))
+        [1.+3.j 2.-4.j]
+    """
+    return P.complex_p.bind(*_binary_operands(x, y))
 
 
 def select_n(which, *cases):

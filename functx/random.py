@@ -16,10 +16,10 @@ function to uniform bits (``normal``, ``truncated_normal``, ``gumbel``, ``expone
 ``generalized_normal``, ``ball``, ``multivariate_normal``, ``orthogonal``) follow JAX's
 algorithms step by step, the same keys drawn in the same order, but XLA evaluates
 ``log``/``log1p``/``erf``/``pow`` with its own polynomials where functx calls the C library: they
-agree to a few ulp, not always to the bit. Two more differences: XLA fuses ``uniform``'s scaling
-``u * (maxval - minval) + minval`` into a fused multiply-add, which functx reproduces exactly for
-float32 (computing it in float64) but not for float64 (an ulp apart at most); and
-``multivariate_normal``/``orthogonal`` factor with small unrolled Cholesky and Gram-Schmidt
+agree to a few ulp, not always to the bit. XLA fuses ``uniform``'s scaling
+``u * (maxval - minval) + minval`` into a fused multiply-add; functx rounds it once too (in
+float64 for float32, with Dekker's exact product for float64). ``multivariate_normal`` and
+``orthogonal`` factor with small unrolled Cholesky and Gram-Schmidt
 composites (functx has no linear algebra primitives yet: ``method="svd"``/``"eigh"`` raise
 ``NotImplementedError``), equal to LAPACK's factors to rounding.
 
@@ -39,11 +39,7 @@ import numpy as np
 
 from functx import dtypes, lax, nn, numpy as jnp, tree_util
 from functx.control.threefry import threefry2x32
-from functx.errors import (
-    FunctxTypeError,
-    FunctxValueError,
-    missing_name_hook as _missing_name_hook,
-)
+from functx.errors import FunctxTypeError, FunctxValueError, missing_name_hook
 from functx.transforms.vmap import vmap as functx_vmap
 
 __all__ = [
@@ -54,32 +50,49 @@ __all__ = [
     "beta",
     "bits",
     "categorical",
+    "cauchy",
+    "chisquare",
     "choice",
     "clone",
     "dirichlet",
+    "double_sided_maxwell",
     "exponential",
+    "f",
     "fold_in",
     "gamma",
     "generalized_normal",
+    "geometric",
     "gumbel",
     "key",
     "key_data",
+    "key_dtype",
     "key_impl",
     "laplace",
     "loggamma",
     "logistic",
+    "lognormal",
+    "maxwell",
     "multivariate_normal",
     "normal",
     "orthogonal",
+    "pareto",
     "permutation",
     "poisson",
     "rademacher",
     "randint",
+    "rayleigh",
     "split",
+    "t",
+    "triangular",
     "truncated_normal",
     "uniform",
+    "wald",
+    "weibull_min",
     "wrap_key_data",
 ]
+
+# A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
+__getattr__ = missing_name_hook(__name__)
 
 _U32 = dtypes.uint32
 _UINT = {8: dtypes.uint8, 16: dtypes.uint16, 32: dtypes.uint32, 64: dtypes.uint64}
@@ -563,11 +576,33 @@ def _uniform(data, shape, dtype, minval, maxval):
         f64 = dtypes.float64
         wide = lax.convert_element_type(floats, f64) * lax.convert_element_type(span, f64)
         scaled = lax.convert_element_type(wide + lax.convert_element_type(minval, f64), dtype)
+    elif dtype == dtypes.float64:
+        scaled = _fma64(floats, span, minval)
     else:
         scaled = floats * span + minval
     # (max(scaled, minval): the same as JAX's max(minval, scaled), operands in the order that
     # Triton's interpreter takes when minval is a constant)
     return jnp.reshape(jnp.maximum(scaled, minval), shape)
+
+
+def _fma64(a, b, c):
+    """``a * b + c`` rounded once (almost always), in float64 arithmetic alone: Dekker's exact
+    product and Knuth's exact sum, then one final rounding (XLA fuses uniform's scaling into a
+    fused multiply-add)."""
+
+    def split(x):
+        t = x * np.float64(134217729.0)  # 2**27 + 1: Veltkamp's splitting
+        hi = t - (t - x)
+        return hi, x - hi
+
+    p = a * b
+    ahi, alo = split(a)
+    bhi, blo = split(b)
+    e = ((ahi * bhi - p) + ahi * blo + alo * bhi) + alo * blo
+    s = p + c
+    bb = s - p
+    t = (p - (s - bb)) + (c - bb)
+    return s + (t + e)
 
 
 def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
@@ -1756,5 +1791,392 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
     return jnp.swapaxes(q, -1, -2) if n < m else q
 
 
-# A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
-__getattr__ = _missing_name_hook(__name__)
+# --- more distributions, composed of the ones above (JAX's formulas) -------------------------
+def _param_shape(name, shape, *params):
+    if shape is None:
+        return _broadcast_shapes(name, *(np.shape(p) for p in params))
+    shape = _shape(name, shape)
+    _check_shape(name, shape, *(np.shape(p) for p in params))
+    return shape
+
+
+def _as(x, dt):
+    return lax.convert_element_type(jnp.asarray(x), dt)
+
+
+def cauchy(key, shape=(), dtype=None):
+    """Standard Cauchy samples, as ``jax.random.cauchy``.
+
+    Arguments:
+        key: a single key.
+        shape: the result's shape. Default ``()``.
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+
+    Returns:
+        An array of ``shape`` and ``dtype``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.cauchy(random.PRNGKey(0), (3,), np.float32))
+        [ 6.0274944  14.837895   -0.58172226]
+    """
+    data, _ = _check_key("cauchy", key)
+    dt = _float_dtype("cauchy", dtype)
+    u = _uniform(data, _shape("cauchy", shape), dt, np.asarray(dtypes.finfo(dt).eps, dt), 1.0)
+    return jnp.tan(np.asarray(np.pi, dt) * (u - np.asarray(0.5, dt)))
+
+
+def pareto(key, b, shape=None, dtype=None):
+    """Pareto samples with shape parameter ``b``, as ``jax.random.pareto``.
+
+    Arguments:
+        key: a single key.
+        b: the shape parameter(s).
+        shape: the result's shape (default ``b``'s).
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+
+    Returns:
+        An array of ``shape`` and ``dtype``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.pareto(random.PRNGKey(0), 3.0, (3,), np.float32))
+        [2.673467  3.6007476 1.1441184]
+    """
+    data, _ = _check_key("pareto", key)
+    dt = _float_dtype("pareto", dtype)
+    shape = _param_shape("pareto", shape, b)
+    e = jnp.negative(jnp.log1p(jnp.negative(_uniform(data, shape, dt, 0.0, 1.0))))
+    return jnp.exp(e / _as(b, dt))
+
+
+def _chisquare(data, df, shape, dt):
+    half_df = _as(df, dt) / np.asarray(2, dt)
+    return jnp.exp(_gamma(data, half_df, shape, dt, True)) * np.asarray(2, dt)
+
+
+def chisquare(key, df, shape=None, dtype=None):
+    """Chi-square samples with ``df`` degrees of freedom, as ``jax.random.chisquare``.
+
+    Arguments:
+        key: a single key.
+        df: the degrees of freedom.
+        shape: the result's shape (default ``df``'s).
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+
+    Returns:
+        An array of ``shape`` and ``dtype``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.chisquare(random.PRNGKey(0), 2.0, (3,), np.float32))
+        [1.2369726  1.4525698  0.70201963]
+    """
+    data, _ = _check_key("chisquare", key)
+    dt = _float_dtype("chisquare", dtype)
+    return _chisquare(data, df, _param_shape("chisquare", shape, df), dt)
+
+
+def f(key, dfnum, dfden, shape=None, dtype=None):
+    """F-distribution samples, as ``jax.random.f``.
+
+    Arguments:
+        key: a single key.
+        dfnum: the numerator's degrees of freedom.
+        dfden: the denominator's degrees of freedom.
+        shape: the result's shape (default: the parameters' broadcast shape).
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+
+    Returns:
+        An array of ``shape`` and ``dtype``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.f(random.PRNGKey(0), 3.0, 5.0, (3,), np.float32))
+        [2.5797071  0.19219676 0.1597769 ]
+    """
+    data, _ = _check_key("f", key)
+    dt = _float_dtype("f", dtype)
+    shape = _param_shape("f", shape, dfnum, dfden)
+    keys = _split(data, (2,))
+    num = _chisquare(keys[1], dfnum, shape, dt) / _as(dfnum, dt)
+    den = _chisquare(keys[0], dfden, shape, dt) / _as(dfden, dt)
+    return num / den
+
+
+def t(key, df, shape=None, dtype=None):
+    """Student's t samples with ``df`` degrees of freedom, as ``jax.random.t``.
+
+    Arguments:
+        key: a single key.
+        df: the degrees of freedom.
+        shape: the result's shape (default ``df``'s).
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+
+    Returns:
+        An array of ``shape`` and ``dtype``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.t(random.PRNGKey(0), 4.0, (3,), np.float32))
+        [ 0.7160013 -2.417441  -1.414403 ]
+    """
+    data, _ = _check_key("t", key)
+    dt = _float_dtype("t", dtype)
+    shape = _param_shape("t", shape, df)
+    keys = _split(data, (2,))
+    n = _normal(keys[0], shape, dt)
+    half_df = _as(df, dt) / np.asarray(2, dt)
+    g = _gamma(keys[1], half_df, shape, dt, False)
+    return n * jnp.sqrt(half_df / g)
+
+
+def _maxwell(data, shape, dt):
+    n = _normal(data, (*shape, 3), dt)
+    return jnp.sqrt(jnp.sum(n * n, axis=-1))
+
+
+def maxwell(key, shape=(), dtype=None):
+    """Maxwell samples (the norm of three standard normals), as ``jax.random.maxwell``.
+
+    Arguments:
+        key: a single key.
+        shape: the result's shape. Default ``()``.
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+
+    Returns:
+        An array of ``shape`` and ``dtype``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.maxwell(random.PRNGKey(0), (3,), np.float32))
+        [2.6310966 0.9910329 0.9649306]
+    """
+    data, _ = _check_key("maxwell", key)
+    dt = _float_dtype("maxwell", dtype)
+    return _maxwell(data, _shape("maxwell", shape), dt)
+
+
+def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
+    """Double-sided Maxwell samples, as ``jax.random.double_sided_maxwell``.
+
+    Arguments:
+        key: a single key.
+        loc: the location(s).
+        scale: the scale(s).
+        shape: the batch shape; the parameters' broadcast shape is appended. Default ``()``.
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+
+    Returns:
+        An array of ``shape`` plus the parameters' broadcast shape.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.double_sided_maxwell(random.PRNGKey(0), 0.0, 1.0, (3,), np.float32))
+        [ 1.5457209  1.5741276 -2.0825305]
+    """
+    data, _ = _check_key("double_sided_maxwell", key)
+    dt = _float_dtype("double_sided_maxwell", dtype)
+    params = _broadcast_shapes("double_sided_maxwell", np.shape(loc), np.shape(scale))
+    shape = _shape("double_sided_maxwell", shape) or params
+    shape = (*shape, *params)
+    keys = _split(data, (2,))
+    m = _maxwell(keys[0], shape, dt)
+    sign = rademacher(keys[1], shape, dt)
+    return sign * m * _as(scale, dt) + _as(loc, dt)
+
+
+def weibull_min(key, scale, concentration, shape=(), dtype=None):
+    """Weibull samples, as ``jax.random.weibull_min``.
+
+    Arguments:
+        key: a single key.
+        scale: the scale(s).
+        concentration: the concentration(s).
+        shape: the result's shape. Default ``()``.
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+
+    Returns:
+        An array of ``shape`` and ``dtype``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.weibull_min(random.PRNGKey(0), 1.0, 2.0, (3,), np.float32))
+        [1.7175937  1.9604654  0.63553405]
+    """
+    data, _ = _check_key("weibull_min", key)
+    dt = _float_dtype("weibull_min", dtype)
+    u = _uniform(data, _shape("weibull_min", shape), dt, 0.0, 1.0)
+    return jnp.power(jnp.negative(jnp.log1p(jnp.negative(u))), 1.0 / _as(concentration, dt)) * _as(
+        scale, dt
+    )
+
+
+def rayleigh(key, scale, shape=None, dtype=None):
+    """Rayleigh samples, as ``jax.random.rayleigh``.
+
+    Arguments:
+        key: a single key.
+        scale: the scale(s).
+        shape: the result's shape (default ``scale``'s).
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+
+    Returns:
+        An array of ``shape`` and ``dtype``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.rayleigh(random.PRNGKey(0), 1.0, (3,), np.float32))
+        [0.32787833 0.20810027 1.4844142 ]
+    """
+    data, _ = _check_key("rayleigh", key)
+    dt = _float_dtype("rayleigh", dtype)
+    shape = _param_shape("rayleigh", shape, scale)
+    u = _uniform(data, shape, dt, 0.0, 1.0)
+    scale = jnp.broadcast_to(_as(scale, dt), shape)
+    return scale * jnp.sqrt(jnp.log(u) * np.asarray(-2, dt))
+
+
+def wald(key, mean, shape=None, dtype=None):
+    """Wald (inverse Gaussian) samples, as ``jax.random.wald``.
+
+    Arguments:
+        key: a single key.
+        mean: the mean(s).
+        shape: the result's shape (default ``mean``'s).
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+
+    Returns:
+        An array of ``shape`` and ``dtype``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.wald(random.PRNGKey(0), 1.0, (3,), np.float32))
+        [0.3805977  0.41566527 0.48107237]
+    """
+    data, _ = _check_key("wald", key)
+    dt = _float_dtype("wald", dtype)
+    shape = _param_shape("wald", shape, mean)
+    keys = _split(data, (2,))
+    mean = jnp.broadcast_to(_as(mean, dt), shape)
+    v = _normal(keys[0], shape, dt)
+    z = _uniform(keys[1], shape, dt, 0.0, 1.0)
+    y = v * v
+    y_sq, mean_sq = y * y, mean * mean
+    two, four = np.asarray(2, dt), np.asarray(4, dt)
+    sqrt_term = jnp.sqrt(four * mean * y + mean_sq * y_sq)
+    x = mean + mean_sq * y / two - mean / two * sqrt_term
+    return jnp.where(z <= mean / (mean + x), x, mean_sq / x)
+
+
+def geometric(key, p, shape=None, dtype=None):
+    """Geometric samples (the number of trials to the first success), as ``jax.random.geometric``.
+
+    Arguments:
+        key: a single key.
+        p: the success probability.
+        shape: the result's shape (default ``p``'s).
+        dtype: an integer dtype (default int64 with ``jax_enable_x64``, else int32).
+
+    Returns:
+        An integer array of ``shape``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.geometric(random.PRNGKey(0), np.float32(0.3), (3,), np.int32))
+        [1 1 4]
+    """
+    data, _ = _check_key("geometric", key)
+    dt = _user_dtype("geometric", dtype, int)
+    shape = _param_shape("geometric", shape, p)
+    p = jnp.asarray(p)
+    if not dtypes.is_float(p.dtype):
+        p = p.astype(float)
+    u = _uniform(data, shape, p.dtype, 0.0, 1.0)
+    u = jnp.where(u == 0, np.asarray(1, p.dtype), u)
+    g = jnp.floor(jnp.log(u) / jnp.broadcast_to(jnp.log1p(jnp.negative(p)), shape))
+    return (g + np.asarray(1, p.dtype)).astype(dt)
+
+
+def triangular(key, left, mode, right, shape=None, dtype=None):
+    """Triangular samples, as ``jax.random.triangular``.
+
+    Arguments:
+        key: a single key.
+        left: the lower limit(s).
+        mode: the peak(s).
+        right: the upper limit(s).
+        shape: the result's shape (default: the parameters' broadcast shape).
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+
+    Returns:
+        An array of ``shape`` and ``dtype``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.triangular(random.PRNGKey(0), 0.0, 1.0, 3.0, (3,), np.float32))
+        [2.4396448 2.6415021 0.998436 ]
+    """
+    data, _ = _check_key("triangular", key)
+    dt = _float_dtype("triangular", dtype)
+    shape = _param_shape("triangular", shape, left, mode, right)
+    left, mode, right = (jnp.broadcast_to(_as(v, dt), shape) for v in (left, mode, right))
+    fc = (mode - left) / (right - left)
+    u = _uniform(data, shape, dt, 0.0, 1.0)
+    out1 = left + jnp.sqrt(u * (right - left) * (mode - left))
+    out2 = right - jnp.sqrt((np.asarray(1, dt) - u) * (right - left) * (right - mode))
+    return jnp.where(u < fc, out1, out2)
+
+
+def lognormal(key, sigma=np.float32(1), shape=None, dtype=None):  # noqa: B008 - JAX's default
+    """Log-normal samples (``exp(sigma * normal)``), as ``jax.random.lognormal``.
+
+    Arguments:
+        key: a single key.
+        sigma: the standard deviation of the logarithm. Default 1.
+        shape: the result's shape (default ``sigma``'s).
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+
+    Returns:
+        An array of ``shape`` and ``dtype``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.lognormal(random.PRNGKey(0), 0.5, (3,), np.float32))
+        [2.2508798  2.7528381  0.80509317]
+    """
+    data, _ = _check_key("lognormal", key)
+    dt = _float_dtype("lognormal", dtype)
+    shape = _param_shape("lognormal", shape, sigma)
+    return jnp.exp(_normal(data, shape, dt) * _as(sigma, dt))
+
+
+def key_dtype(impl_spec=None):
+    """The dtype of typed keys (``key<fry>``), as ``jax.random.key_dtype``.
+
+    Arguments:
+        impl_spec: only ``None`` or ``"threefry2x32"``.
+
+    Returns:
+        The key dtype, which ``key`` and ``wrap_key_data`` accept as ``dtype=``.
+
+    Example:
+        >>> import functx.random as random
+        >>> print(random.key_dtype())
+        key<fry>
+    """
+    _check_impl(impl_spec)
+    return KEY_DTYPE

@@ -19,6 +19,8 @@ _DEFAULT_TOL = {
     dtypes.bfloat16: 1e-1,
     dtypes.float32: 2e-2,
     dtypes.float64: 1e-5,
+    dtypes.complex64: 2e-2,
+    dtypes.complex128: 1e-5,
 }
 EPS = 1e-4
 
@@ -37,22 +39,30 @@ def _dtype(x):
 
 
 def _np(x):
-    return np.asarray(x, dtype=np.float64) if np.asarray(x).dtype != dtypes.float0 else None
+    """A leaf as float64 (complex128 for complex leaves); None for float0 ones."""
+    dt = np.asarray(x).dtype
+    if dt == dtypes.float0:
+        return None
+    return np.asarray(x, dtype=np.complex128 if dt.kind == "c" else np.float64)
 
 
 def _rand_like(rng, x):
     a = get_aval(x)
+    if a.dtype in dtypes.COMPLEX:
+        return (rng.standard_normal(a.shape) + 1j * rng.standard_normal(a.shape)).astype(a.dtype)
     if a.dtype not in dtypes.FLOATS:
         return np.zeros(a.shape, dtypes.float0)
     return rng.standard_normal(a.shape).astype(a.dtype)
 
 
 def _inner(a_leaves, b_leaves):
+    """The real part of the bilinear pairing ``sum(a * b)``: with JAX's convention for complex
+    reverse mode (transposes without conjugation), ``<vjp(ct), v> == <ct, J v>`` in it."""
     total = 0.0
     for a, b in zip(a_leaves, b_leaves):
         a, b = _np(a), _np(b)
         if a is not None and b is not None:
-            total += float(np.sum(a * b))
+            total += float(np.real(np.sum(a * b)))
     return total
 
 
@@ -61,11 +71,11 @@ def _add_scaled(args_leaves, t_leaves, eps):
     out = []
     for x, t in zip(args_leaves, t_leaves):
         a = get_aval(x)
-        if a.dtype not in dtypes.FLOATS:
+        if not dtypes.is_inexact(a.dtype):
             out.append(x)
             continue
-        v = (np.asarray(x, np.float64) + eps * np.asarray(t, np.float64)).astype(a.dtype)
-        out.append(float(v) if is_python_scalar(x) else Array._new(np.asarray(v), a))
+        v = (_np(x) + eps * _np(t)).astype(a.dtype)
+        out.append(v.item() if is_python_scalar(x) else Array._new(np.asarray(v), a))
     return out
 
 
@@ -85,9 +95,7 @@ def _assert_close(a, b, atol, rtol, what):
     for x, y in zip(a, b):
         if x is None or y is None:
             continue
-        np.testing.assert_allclose(
-            np.asarray(x, np.float64), np.asarray(y, np.float64), atol=atol, rtol=rtol, err_msg=what
-        )
+        np.testing.assert_allclose(_np(x), _np(y), atol=atol, rtol=rtol, err_msg=what)
 
 
 def check_jvp(f, args, atol=None, rtol=None, eps=EPS, rng=None):

@@ -63,6 +63,22 @@ def range_sum(np_):
     return lambda x: sum(x for _ in range(int(x)))
 
 
+def cond_then_if(m):
+    def f(x):
+        y = m.lax.cond(x > 0, lambda v: v * 2, lambda v: v, x)
+        return y * (1 if y > 1 else 2)
+
+    return f
+
+
+def loop_then_if(m):
+    def f(x):
+        y = m.lax.fori_loop(0, 3, lambda i, c: c * 2, x)
+        return y if y > 5 else -y
+
+    return f
+
+
 def _same(ours, theirs):
     ol, tl = jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)
     assert len(ol) == len(tl)
@@ -85,6 +101,8 @@ CASES = [
     ("vjp", lambda m: lambda x: m.vjp(relu_sq(m), x)[1](F(1.0)), (F(2.0),)),
     ("linearize", lambda m: lambda x: m.linearize(relu_sq(m), x)[1](F(1.0)), (F(-2.0),)),
     ("jacrev_vector", lambda m: m.jacrev(vector_branch(m)), (-np.ones(2, np.float32),)),
+    ("cond_then_if", lambda m: m.grad(cond_then_if(m)), (F(1.0),)),
+    ("loop_then_if", lambda m: m.grad(loop_then_if(m)), (F(1.0),)),
     ("bool_mask", lambda m: m.grad(lambda x: x[x > 0].sum()), (np.array([1, -1, 2], F),)),
     (
         "list_index",

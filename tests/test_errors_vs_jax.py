@@ -36,7 +36,7 @@ class _Obj:
 
 def _leak(m):
     leaked = []
-    m.jit(lambda x: leaked.append(x) or x)(A3)
+    m.make_jaxpr(lambda x: leaked.append(x) or x)(A3)  # (traced, not compiled)
     return leaked[0]
 
 

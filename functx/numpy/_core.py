@@ -38,6 +38,8 @@ int8, int16, int32, int64 = dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int6
 uint8, uint16, uint32, uint64 = dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64
 float16, bfloat16 = dtypes.float16, dtypes.bfloat16
 float32, float64 = dtypes.float32, dtypes.float64
+complex64, complex128 = dtypes.complex64, dtypes.complex128
+complexfloating = np.complexfloating
 float_ = float64
 int_ = int64
 integer, signedinteger, unsignedinteger = np.integer, np.signedinteger, np.unsignedinteger
@@ -485,7 +487,7 @@ def _promote_float(name, *args):
 
 def _inexact(dt):
     """JAX's ``to_inexact_dtype``: the float dtype an integer or bool dtype computes in."""
-    if dt in dtypes.FLOATS:
+    if dt in dtypes.FLOATS or dt in dtypes.COMPLEX:
         return dt
     return dtypes.float64 if dt in (dtypes.int64, dtypes.uint64) else dtypes.default_float()
 
@@ -569,18 +571,28 @@ def sign(x, /):
     return ops.sign(x)
 
 
+def _no_complex(name, x):
+    if _aval(x).dtype in dtypes.COMPLEX:
+        raise FunctxTypeError(
+            f"{name} does not accept complex operands, like jax.numpy.{name}{_loc()}"
+        )
+
+
 def floor(x, /):
     (x,) = _promote("floor", x)
+    _no_complex("floor", x)
     return ops.floor(x) if _aval(x).dtype in dtypes.FLOATS else x
 
 
 def ceil(x, /):
     (x,) = _promote("ceil", x)
+    _no_complex("ceil", x)
     return ops.ceil(x) if _aval(x).dtype in dtypes.FLOATS else x
 
 
 def trunc(x, /):
     (x,) = _promote("trunc", x)
+    _no_complex("trunc", x)
     if _aval(x).dtype not in dtypes.FLOATS:
         return x
     return where(ops.lt(x, 0), ops.ceil(x), ops.floor(x))
@@ -593,6 +605,8 @@ def rint(x, /):
     """Round to the nearest integer (ties to even). Integers and bools convert to float (float32,
     or float64 for 64-bit integers; JAX with x64 enabled gives float64 for all)."""
     (x,) = _promote("rint", x)
+    if _aval(x).dtype in dtypes.COMPLEX:  # each part, as in JAX
+        return ops.complex(rint(ops.real(x)), rint(ops.imag(x)))
     if _aval(x).dtype not in dtypes.FLOATS:
         return ops.convert_element_type(x, _inexact(_aval(x).dtype))
     return ops.round(x, ops.RoundingMethod.TO_NEAREST_EVEN)
@@ -602,6 +616,8 @@ def round(a, decimals=0):  # noqa: A001
     """Round to ``decimals`` places (ties to even), like ``jax.numpy.round``; integers are
     returned unchanged (for ``decimals < 0``, where JAX raises, functx rounds them too)."""
     (a,) = _promote("round", a)
+    if _aval(a).dtype in dtypes.COMPLEX:  # each part, as in JAX
+        return ops.complex(round(ops.real(a), decimals), round(ops.imag(a), decimals))
     decimals = _v.integer(decimals, "round", "decimals")
     if builtins.abs(decimals) > 2**31 - 1:
         raise FunctxOverflowError(f"round: decimals {decimals} does not fit int32{_loc()}")
@@ -667,6 +683,8 @@ radians, degrees = deg2rad, rad2deg
 
 def isfinite(x, /):
     (x,) = _promote("isfinite", x)
+    if _aval(x).dtype in dtypes.COMPLEX:  # both parts finite, as in JAX
+        return logical_and(ops.is_finite(ops.real(x)), ops.is_finite(ops.imag(x)))
     if _aval(x).dtype not in dtypes.FLOATS:
         return full(_aval(x).shape, True, dtypes.bool_)
     return ops.is_finite(x)
@@ -674,13 +692,15 @@ def isfinite(x, /):
 
 def isnan(x, /):
     (x,) = _promote("isnan", x)
-    if _aval(x).dtype not in dtypes.FLOATS:
+    if _aval(x).dtype not in dtypes.FLOATS and _aval(x).dtype not in dtypes.COMPLEX:
         return full(_aval(x).shape, False, dtypes.bool_)
     return ops.ne(x, x)
 
 
 def isinf(x, /):
     (x,) = _promote("isinf", x)
+    if _aval(x).dtype in dtypes.COMPLEX:  # either part infinite, as in JAX
+        return logical_or(isinf(ops.real(x)), isinf(ops.imag(x)))
     if _aval(x).dtype not in dtypes.FLOATS:
         return full(_aval(x).shape, False, dtypes.bool_)
     return ops.eq(ops.abs(x), _const(np.inf, x))
@@ -902,10 +922,28 @@ atan2 = arctan2
 nextafter = _ufunc2(ops.nextafter, "nextafter", "float")
 equal = _ufunc2(ops.eq, "equal")
 not_equal = _ufunc2(ops.ne, "not_equal")
-less = _ufunc2(ops.lt, "less")
-less_equal = _ufunc2(ops.le, "less_equal")
-greater = _ufunc2(ops.gt, "greater")
-greater_equal = _ufunc2(ops.ge, "greater_equal")
+
+
+def _ordered(lax_fn, name):
+    """An ordered comparison; complex operands compare lexicographically (real parts, then
+    imaginary parts), as in JAX."""
+
+    def fn(x1, x2, /):
+        x1, x2 = _promote(name, x1, x2)
+        if _aval(x1).dtype in dtypes.COMPLEX:
+            r1, r2 = ops.real(x1), ops.real(x2)
+            return ops.select(ops.eq(r1, r2), lax_fn(ops.imag(x1), ops.imag(x2)), lax_fn(r1, r2))
+        return lax_fn(x1, x2)
+
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name} with broadcasting, like ``jax.numpy.{name}``."
+    return fn
+
+
+less = _ordered(ops.lt, "less")
+less_equal = _ordered(ops.le, "less_equal")
+greater = _ordered(ops.gt, "greater")
+greater_equal = _ordered(ops.ge, "greater_equal")
 
 
 def fmax(x1, x2, /):

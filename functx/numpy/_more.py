@@ -246,8 +246,7 @@ def isscalar(element):
 
 def iscomplexobj(x):
     """Whether ``x`` has a complex type or dtype (JAX's check: Python and NumPy complex values and
-    arrays are). functx has no complex dtype yet, so this is ``False`` for every functx array and
-    tracer.
+    arrays are, and so are functx's complex64/complex128 arrays and tracers).
 
     Arguments:
       x: any object.

@@ -5,13 +5,15 @@ A row (``Elementwise``) holds everything about its op, and every layer reads it 
 - ``numpy``: the NumPy implementation the eager path runs (wrapped by group: float unary ops
   compute float16/bfloat16 in float32, binary and compare ops run without NumPy warnings);
 - ``kinds``: the operand dtypes it accepts ("float", "number" = no bool, "intbool", "any");
+  ``complex``: whether complex64/complex128 operands are accepted too (as in JAX's ``lax``);
 - ``jvp``: the derivative, read by ``functx.transforms.jvp`` (one generic rule for every row):
   ``NONDIFF`` (piecewise constant or integer/bool result: no tangent), ``Linear(signs)`` (the
   tangent is the signed sum of the operands' tangents), a function ``(ops, x, ans, **params)`` of a
   unary op giving ``d ans / d x``, a pair of such functions ``(ops, x, y, ans)`` of a binary op
-  giving the two partial derivatives, or ``Unsupported(reason)``. ``ops`` is the op-builder
-  namespace the transform passes in (primitives never import it); Python scalars combine with an
-  operand in its dtype, as in ``functx.lax``;
+  giving the two partial derivatives, ``APPLY`` (linear: the tangent is the op applied to the
+  operands' tangents, zeros filled in: ``real``, ``complex``) or ``Unsupported(reason)``.
+  ``ops`` is the op-builder namespace the transform passes in (primitives never import it);
+  Python scalars combine with an operand in its dtype, as in ``functx.lax``;
 - ``cpp``: its C++ spelling for ``functx.lowering.cpp``: a function name (``"fx::erf"``: a libm
   function the prelude wraps for float and double), a template over the printed operands ``{0}``,
   ``{1}`` and the compute type ``{ct}``, a callable ``(ctx) -> str`` for the special cases (integer
@@ -61,6 +63,8 @@ class Linear:
 
 #: The derivative of an op whose result carries no tangent.
 NONDIFF = "nondifferentiable"
+#: The derivative of an op linear in all its operands together: the op applied to the tangents.
+APPLY = "apply"
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,7 @@ class Elementwise:
     lax_name: str | None = None
     builder: str = "plain"
     abstract_eval: Callable | None = None  # a rule of its own (None: by group and kinds)
+    complex: bool = False  # complex operands accepted (kinds "float": floats or complex)
 
     @property
     def arity(self) -> int:
@@ -112,6 +117,8 @@ def _vectorize_scalar(fn):
 
 
 def _logistic(x):
+    if x.dtype.kind == "c":
+        return (1 / (1 + np.exp(-x))).astype(x.dtype)
     e = np.exp(-np.abs(x))
     return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype)
 
@@ -133,6 +140,9 @@ def _round(x, rounding_method=1):
 def _sign(x):
     if x.dtype.kind in "iub":
         return np.sign(x)
+    if x.dtype.kind == "c":  # x / |x|, and 0 at 0 (as XLA)
+        a = np.abs(x)
+        return np.where(a == 0, 0, x / np.where(a == 0, 1, a)).astype(x.dtype)
     return np.where(x == 0, x, np.sign(x))  # sign(-0.0) is -0.0, as in XLA
 
 
@@ -209,6 +219,22 @@ def _signed_zero_fix(fn, neg):
 
 
 # --- derivatives (functions of ops, the operands and the result) ---------------------------------
+def _real(x):
+    return np.real(x).copy()
+
+
+def _imag(x):
+    return np.imag(x).copy()
+
+
+def _conj(x):
+    return np.conj(x).astype(dtypes.COMPLEX_OF.get(x.dtype, x.dtype))
+
+
+def _complex(x, y):
+    return (x + 1j * y).astype(dtypes.COMPLEX_OF[x.dtype])
+
+
 def _abs_deriv(ops, x, ans):
     # d|x|/dx is 1 at 0 (and -0.0), as in JAX.
     return ops.select(ops.ge(x, 0), ops.full_like(x, 1), ops.full_like(x, -1))
@@ -402,11 +428,22 @@ def _tl_integer_pow(c):
 
 
 # --- the table -----------------------------------------------------------------------------------
+# The rows that accept complex operands as well (JAX's ``_num`` and ``_float | _complex`` ops);
+# comparisons other than eq/ne, rem, atan2, rounding and the special functions do not.
+_COMPLEX_OK = frozenset(
+    "neg abs sign exp exp2 log log1p expm1 sqrt rsqrt sin cos tan asin acos atan sinh cosh tanh "
+    "asinh acosh atanh logistic integer_pow add sub mul div pow eq ne real imag conj "
+    "complex".split()
+)
+
+
 def _u(name, kinds, numpy, jvp, cpp, triton, **kw):
+    kw.setdefault("complex", name in _COMPLEX_OK)
     return Elementwise(name, "unary", kinds, numpy, jvp, cpp, triton, **kw)
 
 
 def _b(name, kinds, numpy, jvp, cpp, triton, **kw):
+    kw.setdefault("complex", name in _COMPLEX_OK)
     return Elementwise(name, "binary", kinds, numpy, jvp, cpp, triton, **kw)
 
 
@@ -419,9 +456,37 @@ def _is_finite_eval(x):
 def _integer_pow_eval(x, *, y):
     if x.dtype == dtypes.bool_:
         err(f"integer_pow does not accept a bool operand, got {x.str_short()}")
-    if y < 0 and x.dtype not in dtypes.FLOATS:
+    if y < 0 and not dtypes.is_inexact(x.dtype):
         err(f"integer_pow with a negative exponent {y} needs a float operand, got {x.str_short()}")
     return x
+
+
+def _complex_part_eval(name):
+    def abstract_eval(x):
+        if x.dtype not in dtypes.COMPLEX:
+            err(f"{name} needs a complex operand, got {x.str_short()}")
+        return ShapedArray(x.shape, dtypes.REAL_OF[x.dtype], x.weak_type)
+
+    return abstract_eval
+
+
+def _abs_eval(x):
+    if x.dtype == dtypes.bool_:
+        err(f"abs does not accept a bool operand, got {x.str_short()}")
+    return ShapedArray(x.shape, dtypes.REAL_OF.get(x.dtype, x.dtype), x.weak_type)
+
+
+def _conj_eval(x):
+    if x.dtype not in dtypes.COMPLEX_OF and x.dtype not in dtypes.COMPLEX:
+        err(f"conj needs a floating-point or complex operand, got {x.str_short()}")
+    return ShapedArray(x.shape, dtypes.COMPLEX_OF.get(x.dtype, x.dtype), x.weak_type)
+
+
+def _complex_eval(x, y):
+    if x.dtype != y.dtype or x.dtype not in (dtypes.float32, dtypes.float64):
+        err(f"complex needs two float32 or two float64 operands of one dtype, got {fmt((x, y))}")
+    shape = x.shape if x.shape == y.shape else broadcast_shapes("complex", (x, y))
+    return ShapedArray(shape, dtypes.COMPLEX_OF[x.dtype], x.weak_type and y.weak_type)
 
 
 _TWO_OVER_SQRT_PI = float(2 / np.sqrt(np.pi))
@@ -432,7 +497,16 @@ ROWS: tuple[Elementwise, ...] = (
     _u(
         "neg", "number", np.negative, Linear((-1,)), "(({ct})(-{0}))", "(-{t0})", exact_in_half=True
     ),
-    _u("abs", "number", np.abs, _abs_deriv, _cpp_abs, "tl.abs({t0})", exact_in_half=True),
+    _u(
+        "abs",
+        "number",
+        np.abs,
+        _abs_deriv,  # complex operands: functx.transforms.jvp's rule of its own
+        _cpp_abs,
+        "tl.abs({t0})",
+        exact_in_half=True,
+        abstract_eval=_abs_eval,
+    ),
     _u("sign", "number", _sign, NONDIFF, "fx_sign<{ct}>({0})", _tl_sign, exact_in_half=True),
     _u("floor", "float", np.floor, NONDIFF, "fx::floor", "tl.floor({t0})", exact_in_half=True),
     _u("ceil", "float", np.ceil, NONDIFF, "fx::ceil", "tl.ceil({t0})", exact_in_half=True),
@@ -653,6 +727,40 @@ ROWS: tuple[Elementwise, ...] = (
         costly=True,
     ),
     _u("not", "intbool", _not, NONDIFF, _cpp_not, _tl_not, lax_name="bitwise_not"),
+    # --- complex parts ---
+    _u(
+        "real",
+        "any",
+        _real,
+        APPLY,
+        "fx::real({0})",
+        Unsupported("complex numbers are not supported by the Triton backend yet"),
+        exact_in_half=True,
+        builder="custom",
+        abstract_eval=_complex_part_eval("real"),
+    ),
+    _u(
+        "imag",
+        "any",
+        _imag,
+        APPLY,
+        "fx::imag({0})",
+        Unsupported("complex numbers are not supported by the Triton backend yet"),
+        exact_in_half=True,
+        builder="custom",
+        abstract_eval=_complex_part_eval("imag"),
+    ),
+    _u(
+        "conj",
+        "any",
+        _conj,
+        APPLY,
+        "fx::conj({0})",
+        Unsupported("complex numbers are not supported by the Triton backend yet"),
+        exact_in_half=True,
+        builder="custom",
+        abstract_eval=_conj_eval,
+    ),
     _u(
         "is_finite",
         "float",
@@ -734,10 +842,28 @@ ROWS: tuple[Elementwise, ...] = (
         costly=True,
     ),
     _b("nextafter", "float", np.nextafter, NONDIFF, _cpp_nextafter, _tl_nextafter),
+    _b(
+        "complex",
+        "float",
+        _complex,
+        APPLY,
+        "fx::complex({0}, {1})",
+        Unsupported("complex numbers are not supported by the Triton backend yet"),
+        exact_in_half=True,
+        builder="custom",
+        abstract_eval=_complex_eval,
+    ),
     # --- compare (bool results) ---
     *(
         Elementwise(
-            name, "compare", "any", fn, NONDIFF, f"({{0}} {op} {{1}})", f"({{0}} {op} {{1}})"
+            name,
+            "compare",
+            "any",
+            fn,
+            NONDIFF,
+            f"({{0}} {op} {{1}})",
+            f"({{0}} {op} {{1}})",
+            complex=name in _COMPLEX_OK,
         )
         for name, fn, op in (
             ("eq", np.equal, "=="),
@@ -775,6 +901,10 @@ ROW: dict[str, Elementwise] = {r.name: r for r in ROWS}
 # --- abstract evaluation -------------------------------------------------------------------------
 def _unary_eval(name, kinds):
     def abstract_eval(x, **params):
+        if x.dtype in dtypes.COMPLEX:
+            if not ROW[name].complex:
+                err(f"{name} does not accept a complex operand, got {x.str_short()}")
+            return x
         if kinds == "float" and x.dtype not in dtypes.FLOATS:
             err(
                 f"{name} needs a floating-point operand, got {x.str_short()}; "
@@ -782,7 +912,7 @@ def _unary_eval(name, kinds):
             )
         if kinds == "number" and x.dtype == dtypes.bool_:
             err(f"{name} does not accept a bool operand, got {x.str_short()}")
-        if kinds == "intbool" and x.dtype in dtypes.FLOATS:
+        if kinds == "intbool" and dtypes.is_inexact(x.dtype):
             err(f"{name} needs an integer or bool operand, got {x.str_short()}")
         return x
 
@@ -808,21 +938,23 @@ def broadcast_shapes(name, avals):
 def _binary_eval(name, kinds, out_dtype=None):
     def abstract_eval(x, y):
         if x.dtype != y.dtype:
-            if name == "pow" and y.dtype in dtypes.INTEGERS and x.dtype in dtypes.FLOATS:
+            if name == "pow" and y.dtype in dtypes.INTEGERS and dtypes.is_inexact(x.dtype):
                 pass  # float ** int, as lax.pow allows
             else:
                 same_dtypes(name, (x, y))
+        if x.dtype in dtypes.COMPLEX and not ROW[name].complex:
+            err(f"{name} does not accept complex operands, got {fmt((x, y))}")
         if x is y:
             shape = x.shape
         elif x.shape == y.shape:
             shape = x.shape
         else:
             shape = broadcast_shapes(name, (x, y))
-        if kinds == "float" and x.dtype not in dtypes.FLOATS:
+        if kinds == "float" and not dtypes.is_inexact(x.dtype):
             err(f"{name} needs floating-point operands, got {fmt((x, y))}")
         if kinds == "number" and x.dtype == dtypes.bool_:
             err(f"{name} does not accept bool operands, got {fmt((x, y))}")
-        if kinds == "intbool" and x.dtype in dtypes.FLOATS:
+        if kinds == "intbool" and dtypes.is_inexact(x.dtype):
             err(f"{name} needs integer or bool operands, got {fmt((x, y))}")
         if out_dtype is not None:
             return ShapedArray(shape, out_dtype)
@@ -842,7 +974,8 @@ def _register(row: Elementwise):
         p.abstract_eval, p.impl = _binary_eval(row.name, row.kinds), row.numpy
     else:
         out = dtypes.bool_ if row.group == "compare" else None
-        p.abstract_eval, p.impl = _binary_eval(row.name, row.kinds, out), quiet(row.numpy)
+        p.abstract_eval = _binary_eval(row.name, row.kinds, out)
+        p.impl = quiet(row.numpy)
     return p
 
 
@@ -893,6 +1026,8 @@ def _convert_eval(x, *, new_dtype, weak_type=False):
 def _convert_impl(x, *, new_dtype, weak_type=False):
     if new_dtype == np.bool_:
         return x != 0
+    if x.dtype.kind == "c" and new_dtype.kind != "c":
+        x = np.real(x)  # the real part, as XLA converts
     if x.dtype.kind == "f" or x.dtype == dtypes.bfloat16:
         if new_dtype.kind in "iu":
             # Saturate out-of-range values and send NaN to 0, as XLA does.

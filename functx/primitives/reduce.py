@@ -124,8 +124,10 @@ def _reduce_eval(name, kinds):
         check_axes(name, axes, x.ndim)
         if kinds == "number" and x.dtype == dtypes.bool_:
             err(f"{name} does not accept bool operands, got {x.str_short()}")
-        if kinds == "intbool" and x.dtype in dtypes.FLOATS:
+        if kinds == "intbool" and dtypes.is_inexact(x.dtype):
             err(f"{name} needs integer or bool operands, got {x.str_short()}")
+        if kinds == "any" and x.dtype in dtypes.COMPLEX:
+            err(f"{name} does not accept complex operands (no ordering), got {x.str_short()}")
         shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
         return ShapedArray(shape, x.dtype, x.weak_type)
 
@@ -179,6 +181,8 @@ def _argreduce_eval(name):
             err(f"{name} reduces exactly one axis, got axes={axes}")
         if x.shape[axes[0]] == 0:
             err(f"{name}: cannot take the {name[3:]} of an empty axis {axes[0]} of {x.str_short()}")
+        if x.dtype in dtypes.COMPLEX:
+            err(f"{name} does not accept complex operands (no ordering), got {x.str_short()}")
         if index_dtype not in dtypes.INTEGERS:
             err(f"{name}: index_dtype must be an integer dtype, got {index_dtype}")
         n = x.shape[axes[0]]

@@ -55,11 +55,13 @@ class Zero:
 
 
 def is_differentiable(aval) -> bool:
-    return aval.dtype in dtypes.FLOATS
+    """Floating and complex values carry tangents (of their own dtype)."""
+    return aval.dtype in dtypes.FLOATS or aval.dtype in dtypes.COMPLEX
 
 
 def tangent_aval(aval: ShapedArray) -> ShapedArray:
-    """Float inputs have tangents of their own dtype; integer and bool ones have float0 tangents."""
+    """Float and complex inputs have tangents of their own dtype; integer and bool ones have
+    float0 tangents."""
     if is_differentiable(aval):
         return ShapedArray(aval.shape, aval.dtype)
     return ShapedArray(aval.shape, dtypes.float0)
@@ -288,6 +290,8 @@ def elementwise_rule(row: E.Elementwise):
 for _row in E.ROWS:
     if _row.jvp == E.NONDIFF:
         nondifferentiable.add(P.registry[_row.name])
+    elif _row.jvp == E.APPLY:
+        defjvp_linear(P.registry[_row.name])
     elif _row.jvp is not None:  # (a row without a derivative: jvp names it when it is needed)
         jvp_rules[P.registry[_row.name]] = elementwise_rule(_row)
 
@@ -300,6 +304,25 @@ for _p in (
     P.reduce_or_p,
 ):
     nondifferentiable.add(_p)
+
+
+def _abs_jvp(primals, tangents):
+    """|x|: the row's rule for real operands; for complex ones JAX's
+    ``real(t * conj(x) / |x|)``, with |x| = 0 replaced by 1 (a zero tangent at 0)."""
+    (x,), (t,) = primals, tangents
+    if get_aval(x).dtype not in dtypes.COMPLEX:
+        return _abs_real_jvp(primals, tangents)
+    ans = ops.abs(x)
+    if isinstance(t, Zero):
+        return ans, Zero(tangent_aval(get_aval(ans)))
+    dt = get_aval(x).dtype
+    safe = ops.select(ops.eq(ans, 0), ops.full_like(ans, 1), ans)
+    coef = ops.div(ops.conj(x), ops.convert_element_type(safe, dt))
+    return ans, ops.real(ops.mul(_bcast(t, get_aval(ans).shape), coef))
+
+
+_abs_real_jvp = jvp_rules[P.abs_p]
+jvp_rules[P.abs_p] = _abs_jvp
 
 
 # --- select, convert -----------------------------------------------------------------------------
@@ -322,7 +345,7 @@ jvp_rules[P.select_n_p] = _select_n_jvp
 def _convert_jvp(primals, tangents, *, new_dtype, weak_type=False):
     (x,), (t,) = primals, tangents
     ans = P.convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
-    if new_dtype not in dtypes.FLOATS or isinstance(t, Zero):
+    if not dtypes.is_inexact(new_dtype) or isinstance(t, Zero):
         return ans, Zero(tangent_aval(get_aval(ans)))
     return ans, P.convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
 

@@ -179,6 +179,44 @@ transpose_rules[P.div_p] = _div_t
 transpose_rules[P.neg_p] = lambda ct, x: [ct if isinstance(ct, Zero) else ops.neg(ct)]
 
 
+# Complex parts. JAX transposes them as R-linear maps without conjugating (its convention for
+# complex reverse mode): real^T(t) = t + 0j, imag^T(t) = -t * 1j, complex^T(t) = (re t, -im t).
+def _real_t(ct, x):
+    if isinstance(ct, Zero):
+        return [Zero(x.aval)]
+    return [ops.complex(ct, ops.full_like(ct, 0))]
+
+
+def _imag_t(ct, x):
+    if isinstance(ct, Zero):
+        return [Zero(x.aval)]
+    return [ops.complex(ops.full_like(ct, 0), ops.neg(ct))]
+
+
+def _conj_t(ct, x):
+    if isinstance(ct, Zero):
+        return [Zero(x.aval)]
+    return [ops.conj(ct) if x.aval.dtype == get_aval(ct).dtype else ops.real(ct)]
+
+
+def _complex_t(ct, x, y):
+    if isinstance(ct, Zero):
+        return [
+            Zero(_aval(x)) if is_undefined(x) else None,
+            Zero(_aval(y)) if is_undefined(y) else None,
+        ]
+    return [
+        unbroadcast(ops.real(ct), x.aval) if is_undefined(x) else None,
+        unbroadcast(ops.neg(ops.imag(ct)), y.aval) if is_undefined(y) else None,
+    ]
+
+
+transpose_rules[P.real_p] = _real_t
+transpose_rules[P.imag_p] = _imag_t
+transpose_rules[P.conj_p] = _conj_t
+transpose_rules[P.complex_p] = _complex_t
+
+
 def _convert_t(ct, x, *, new_dtype, weak_type=False):
     if isinstance(ct, Zero):
         return [Zero(x.aval)]

@@ -196,7 +196,37 @@ def _grad_jaxpr(closed: ClosedJaxpr, nonzeros: tuple, n_out: int, with_value: bo
     return g
 
 
-def _check_grad_output(traced, fname):
+def _holomorphic_msg(what, kind, dt):
+    return f"{what} with holomorphic=True requires {kind} with complex dtype, but got {dt.name}."
+
+
+def _check_rev_output(what, a, holomorphic, fname):
+    """JAX's output check of reverse-mode derivatives (grad, jacrev)."""
+    if holomorphic:
+        if a.dtype not in dtypes.COMPLEX:
+            raise FunctxTypeError(
+                _holomorphic_msg(what, "outputs", a.dtype) + f" ({what} of {fname}{where()})"
+            )
+    elif not is_differentiable(a) or a.dtype in dtypes.COMPLEX:
+        hint = (
+            " For holomorphic differentiation, pass holomorphic=True. For differentiating "
+            "non-holomorphic functions involving complex outputs, use functx.vjp directly."
+            if a.dtype in dtypes.COMPLEX
+            else ""
+        )
+        raise FunctxTypeError(
+            f"{what} requires real-valued outputs (output dtype that is a "
+            f"sub-dtype of np.floating), but got {a.dtype.name}.{hint} ({what} of "
+            f"{fname}{where()})"
+        )
+
+
+def _check_holomorphic_input(what, av, holomorphic, where_text):
+    if holomorphic and av.dtype not in dtypes.COMPLEX:
+        raise FunctxTypeError(_holomorphic_msg(what, "inputs", av.dtype) + f" ({where_text})")
+
+
+def _check_grad_output(traced, fname, holomorphic=False):
     if traced.n_out != 1 or traced.out_tree != tree_flatten(0.0)[1]:
         raise FunctxTypeError(
             f"Gradient only defined for scalar-output functions; {fname} "
@@ -209,21 +239,22 @@ def _check_grad_output(traced, fname):
             f"shape: {a.shape}. (grad of {fname}{where()}; use jacrev or vjp "
             "for non-scalar outputs)"
         )
-    if not is_differentiable(a):
-        raise FunctxTypeError(
-            f"grad requires real-valued outputs (output dtype that is a "
-            f"sub-dtype of np.floating), but got {a.dtype.name} (grad of "
-            f"{fname}{where()})"
-        )
+    _check_rev_output("grad", a, holomorphic, fname)
 
 
-def value_and_grad(fun, argnums=0, has_aux=False, allow_int=False, _with_value=True):
+def value_and_grad(
+    fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, _with_value=True
+):
     """A function returning ``(fun(*args), grad)`` (``((value, aux), grad)`` with has_aux).
 
     Arguments:
       fun: scalar-valued function of pytrees of float arrays.
       argnums: an int or a tuple of ints: which positional arguments to differentiate.
       has_aux: ``fun`` returns ``(value, aux)``; aux is returned, not differentiated.
+      holomorphic: ``fun`` is holomorphic (complex inputs and a complex output): the gradient
+        is its complex derivative. Without it, complex inputs are allowed (JAX's convention:
+        the gradient of a real ``f(x + iy)`` is ``df/dx - i df/dy``) but the output must be real.
+      allow_int: allow integer and bool inputs (their gradients are float0 zeros).
     Example:
       >>> functx.value_and_grad(lambda x: (x ** 2).sum())(functx.numpy.arange(3.0))
     """
@@ -270,6 +301,9 @@ def value_and_grad(fun, argnums=0, has_aux=False, allow_int=False, _with_value=T
         for a in nums:
             for i in ranges[a]:
                 av = get_aval(leaves[i])
+                _check_holomorphic_input(
+                    "grad", av, holomorphic, f"argument {pos[a]} of {fname}{where()}"
+                )
                 if not is_differentiable(av) and not allow_int:
                     raise FunctxTypeError(
                         f"grad requires real- or complex-valued inputs (input dtype that is a "
@@ -278,7 +312,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, allow_int=False, _with_value=T
                         f"(argument {pos[a]} of {fname}{where()})"
                     )
                 mask[i] = is_differentiable(av)
-        _check_grad_output(traced, fname)  # (after the inputs, as JAX checks them first)
+        _check_grad_output(traced, fname, holomorphic)  # (after the inputs, as JAX checks them)
         g = _grad_jaxpr(traced.closed, tuple(mask), traced.n_out, _with_value)
         res = as_arrays(eval_jaxpr(g.jaxpr, g.consts, *leaves))
         n_all = len(traced.closed.out_avals) - (0 if _with_value else 1)
@@ -337,13 +371,13 @@ def _bind_static(fun, static, n):
     return f
 
 
-def grad(fun, argnums=0, has_aux=False, allow_int=False):
+def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     """The gradient of a scalar-valued function, as a function (JAX's ``grad``).
 
     Example:
       >>> functx.grad(lambda x: functx.numpy.sin(x).sum())(functx.numpy.zeros(3))  # ones
     """
-    vg = value_and_grad(fun, argnums, has_aux, allow_int, _with_value=False)
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, _with_value=False)
 
     @functools.wraps(fun)
     def g(*args, **kwargs):
@@ -378,23 +412,34 @@ def _basis(avals, total):
     return out
 
 
-def _check_float_inputs(leaves, what, fname, args=()):
+def _check_float_inputs(leaves, what, fname, args=(), holomorphic=False):
+    """JAX's input checks: holomorphic derivatives need complex inputs; jacfwd otherwise real
+    ones; jacrev real or complex ones."""
     try:
         avals = [get_aval(x) for x in leaves]
     except (TypeError, ValueError, AttributeError) as e:
         raise bad_argument(f"{what} of {fname}", args) or e from None
     for av in avals:
-        if not is_differentiable(av):
+        _check_holomorphic_input(what, av, holomorphic, f"{what} of {fname}{where()}")
+        cplx = av.dtype in dtypes.COMPLEX
+        if not is_differentiable(av) or (cplx and what == "jacfwd" and not holomorphic):
+            hint = (
+                ". For holomorphic differentiation, pass holomorphic=True. For differentiating "
+                "non-holomorphic functions involving complex inputs, use functx.vjp directly"
+                if cplx
+                else ""
+            )
             raise FunctxTypeError(
                 f"{what} requires real-valued inputs (input dtype that is a "
-                f"sub-dtype of np.floating), but got {av.dtype.name} ({what} of "
+                f"sub-dtype of np.floating), but got {av.dtype.name}{hint} ({what} of "
                 f"{fname}{where()})"
             )
 
 
-def jacfwd(fun, argnums=0, has_aux=False):
+def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     """The Jacobian by forward mode: ``vmap`` of ``jvp`` over the standard basis of the inputs.
-    For output leaf ``y`` and input leaf ``x`` the block has shape ``y.shape + x.shape``."""
+    For output leaf ``y`` and input leaf ``x`` the block has shape ``y.shape + x.shape``;
+    ``holomorphic=True`` takes complex inputs and outputs (the complex derivative)."""
 
     check_callable("jacfwd", fun)
     check_argnums("jacfwd", argnums)
@@ -405,7 +450,7 @@ def jacfwd(fun, argnums=0, has_aux=False):
         single, nums = _as_argnums(argnums, len(args), fname, "jacfwd")
         dyn = tuple(args[a] for a in nums)
         x_leaves, x_tree = tree_flatten(dyn)
-        _check_float_inputs(x_leaves, "jacfwd", fname, args)
+        _check_float_inputs(x_leaves, "jacfwd", fname, args, holomorphic)
         x_avals = [get_aval(x) for x in x_leaves]
         total = sum(a.size for a in x_avals)
         f = _partial_args(fun, args, nums)
@@ -423,6 +468,12 @@ def jacfwd(fun, argnums=0, has_aux=False):
         )
         y, ty = outs[0], outs[1]
         y_leaves, y_tree = tree_flatten(y)
+        for yl in y_leaves if holomorphic else ():
+            dt = get_aval(yl).dtype
+            if dt not in dtypes.COMPLEX:
+                raise FunctxTypeError(
+                    _holomorphic_msg("jacfwd", "outputs", dt) + f" (jacfwd of {fname}{where()})"
+                )
         ty_leaves = tree_flatten(ty)[0]
         blocks = []
         for yl, tl in zip(y_leaves, ty_leaves):
@@ -441,8 +492,9 @@ def jacfwd(fun, argnums=0, has_aux=False):
     return jac
 
 
-def jacrev(fun, argnums=0, has_aux=False, allow_int=False):
-    """The Jacobian by reverse mode: ``vmap`` of ``vjp`` over the standard basis of the outputs."""
+def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
+    """The Jacobian by reverse mode: ``vmap`` of ``vjp`` over the standard basis of the outputs;
+    ``holomorphic=True`` takes complex inputs and outputs (the complex derivative)."""
 
     check_callable("jacrev", fun)
     check_argnums("jacrev", argnums)
@@ -453,7 +505,7 @@ def jacrev(fun, argnums=0, has_aux=False, allow_int=False):
         single, nums = _as_argnums(argnums, len(args), fname, "jacrev")
         dyn = tuple(args[a] for a in nums)
         x_leaves, x_tree = tree_flatten(dyn)
-        _check_float_inputs(x_leaves, "jacrev", fname, args)
+        _check_float_inputs(x_leaves, "jacrev", fname, args, holomorphic)
         f = _partial_args(fun, args, nums)
         if has_aux:
             y, f_vjp, aux = vjp(f, *dyn, has_aux=True)
@@ -461,6 +513,8 @@ def jacrev(fun, argnums=0, has_aux=False, allow_int=False):
             y, f_vjp = vjp(f, *dyn)
         y_leaves, y_tree = tree_flatten(y)
         y_avals = [get_aval(v) for v in y_leaves]
+        for ya in y_avals:
+            _check_rev_output("jacrev", ya, holomorphic, fname)
         total = sum(a.size for a in y_avals)
 
         def pull(*ct_leaves):
@@ -488,9 +542,14 @@ def jacrev(fun, argnums=0, has_aux=False, allow_int=False):
 jacobian = jacrev
 
 
-def hessian(fun, argnums=0, has_aux=False):
+def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
     """``jacfwd(jacrev(fun))``: the Hessian of a scalar function of pytrees."""
-    return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
+    return jacfwd(
+        jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic),
+        argnums,
+        has_aux=has_aux,
+        holomorphic=holomorphic,
+    )
 
 
 __all__ = ["vjp", "grad", "value_and_grad", "jacfwd", "jacrev", "jacobian", "hessian"]

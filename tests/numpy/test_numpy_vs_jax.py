@@ -929,6 +929,11 @@ def test_every_public_function_is_compared():
     # tests/numpy/test_more_functions.py compares its functions itself: a name it calls both as
     # functx's (fjnp.name) and as JAX's (jjnp.name) counts as compared
     more = (pathlib.Path(__file__).parent / "test_more_functions.py").read_text()
+    # tests/test_complex.py compares the complex functions (its UNARY list, and what it calls as
+    # fnp.name) with NumPy's values and JAX's dtypes
+    cplx = (pathlib.Path(__file__).parents[1] / "test_complex.py").read_text()
+    covered |= set(re.findall(r"\bfnp\.(\w+)", cplx))
+    covered |= set(re.findall(r'"(\w+)"', cplx.split("UNARY = [")[1].split("]")[0]))
     covered |= set(re.findall(r"\bfjnp\.(\w+)", more)) & set(re.findall(r"\bjjnp\.(\w+)", more))
     covered |= set(re.findall(r"\bm\.(\w+)", more))  # its compare(f): f(m) for functx, NumPy, JAX
     missing = sorted(set(fnp.__all__) - covered)

@@ -126,6 +126,11 @@ CASES: dict[str, list[Case]] = {
     "logistic": _unary(_u(-4, 4)),
     "erf": _unary(_u(-2, 2)),
     "erfc": _unary(_u(-2, 2)),
+    "real": _unary(lambda rng, s: rng.standard_normal(s) + 1j * rng.standard_normal(s)),
+    "imag": _unary(lambda rng, s: rng.standard_normal(s) + 1j * rng.standard_normal(s)),
+    "conj": _unary(lambda rng, s: rng.standard_normal(s) + 1j * rng.standard_normal(s))
+    + _unary(_u(-2, 2)),
+    "complex": _binary(_u(-2, 2), _u(-2, 2)),
     "integer_pow": (
         _unary(_u(-2, 2), y=0)
         + _unary(_u(-2, 2), y=1)

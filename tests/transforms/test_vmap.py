@@ -36,6 +36,8 @@ def _vals(rng, shape, dt):
         return rng.random(shape) < 0.5
     if dt.kind in "iu":
         return rng.integers(-4, 5, shape).astype(dt)
+    if dt.kind == "c":
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dt)
     return rng.standard_normal(shape).astype(dt)
 
 
@@ -126,6 +128,9 @@ for _n in ["neg", "abs", "sign"]:
     CASES[_n] = _ew(1, dtypes_=(F32, I32))
 CASES["round"] = _ew(1, params={"rounding_method": 0}) + _ew(1, params={"rounding_method": 1})
 CASES["not"] = _ew(1, dtypes_=(BOOL, I32))
+for _n in ["real", "imag", "conj"]:
+    CASES[_n] = _ew(1, dtypes_=(np.dtype(np.complex64),))
+CASES["complex"] = _ew(2, dtypes_=(F32, F64))
 CASES["integer_pow"] = (
     _ew(1, params={"y": 3}) + _ew(1, params={"y": -2}) + _ew(1, dtypes_=(I32,), params={"y": 2})
 )

@@ -31,6 +31,8 @@ _STORAGE = {
     dtypes.bfloat16: "uint16_t",
     dtypes.float32: "float",
     dtypes.float64: "double",
+    dtypes.complex64: "fx::c64",
+    dtypes.complex128: "fx::c128",
 }
 
 
@@ -52,6 +54,10 @@ def _is_float(dt) -> bool:
 def _num(v, dt) -> str:
     dt = np.dtype(dt)
     ct = compute_type(dt)
+    if dt in dtypes.COMPLEX:
+        part = dtypes.REAL_OF[dt]
+        v = complex(v)
+        return f"fx::complex({_num(v.real, part)}, {_num(v.imag, part)})"
     if dt == dtypes.bool_:
         return "true" if bool(v) else "false"
     if _is_float(dt):
@@ -271,7 +277,7 @@ class Emitter:
         ct = compute_type(e.dtype)
         in_dt = np.dtype(args[0].dtype) if args else np.dtype(e.dtype)
         in_ct = compute_type(in_dt)
-        fl = _is_float(in_dt)
+        fl = _is_float(in_dt) or in_dt in dtypes.COMPLEX  # (complex: the float spellings)
         if name == "select":
             return f"({a[0]} ? {a[1]} : {a[2]})"
         if name == "convert":

@@ -33,7 +33,13 @@ namespace fx {
 template <class A, class B> constexpr bool is_same = false;
 template <class A> constexpr bool is_same<A, A> = true;
 template <class T> constexpr bool is_float = is_same<T, float> || is_same<T, double>;
-template <class T> constexpr bool is_integral = !is_float<T> && !is_same<T, _Float16>;
+// complex64/complex128: GCC's complex types (C99 _Complex; NumPy's layout, two parts in a row).
+// Their arithmetic is C99's (Annex G: an infinite product or quotient is not NaN), as XLA's.
+typedef __complex__ float c64;
+typedef __complex__ double c128;
+template <class T> constexpr bool is_complex = is_same<T, c64> || is_same<T, c128>;
+template <class T> constexpr bool is_integral =
+    !is_float<T> && !is_same<T, _Float16> && !is_complex<T>;
 template <class T> constexpr bool is_signed = !is_integral<T> || (T)-1 < (T)0;
 template <class T> struct limits {  // integers and bool
   static constexpr T lowest() { return is_signed<T> ? (T)((T)1 << (sizeof(T) * 8 - 1)) : (T)0; }
@@ -68,6 +74,35 @@ _PRELUDE_TAIL = r"""
 FX_MATH2(fmod) FX_MATH2(pow) FX_MATH2(atan2) FX_MATH2(nextafter) FX_MATH2(copysign)
 #undef FX_MATH1
 #undef FX_MATH2
+// The complex functions (GCC's builtins: inline code or libm's c* functions).
+#define FX_CMATH1(name) \
+  static inline c64 name(c64 x) { return __builtin_c##name##f(x); } \
+  static inline c128 name(c128 x) { return __builtin_c##name(x); }
+FX_CMATH1(exp) FX_CMATH1(log) FX_CMATH1(sqrt) FX_CMATH1(sin) FX_CMATH1(cos) FX_CMATH1(tan)
+FX_CMATH1(asin) FX_CMATH1(acos) FX_CMATH1(atan) FX_CMATH1(sinh) FX_CMATH1(cosh) FX_CMATH1(tanh)
+FX_CMATH1(asinh) FX_CMATH1(acosh) FX_CMATH1(atanh)
+#undef FX_CMATH1
+static inline c64 pow(c64 x, c64 y) { return __builtin_cpowf(x, y); }
+static inline c128 pow(c128 x, c128 y) { return __builtin_cpow(x, y); }
+static inline c64 exp2(c64 x) { return exp(x * 0.693147180559945309f); }
+static inline c128 exp2(c128 x) { return exp(x * 0.693147180559945309); }
+static inline c64 expm1(c64 x) { return exp(x) - 1.0f; }
+static inline c128 expm1(c128 x) { return exp(x) - 1.0; }
+static inline c64 log1p(c64 x) { return log(x + 1.0f); }
+static inline c128 log1p(c128 x) { return log(x + 1.0); }
+static inline float fabs(c64 x) { return __builtin_cabsf(x); }
+static inline double fabs(c128 x) { return __builtin_cabs(x); }
+static inline float real(c64 x) { return __real__ x; }
+static inline double real(c128 x) { return __real__ x; }
+static inline float imag(c64 x) { return __imag__ x; }
+static inline double imag(c128 x) { return __imag__ x; }
+static inline c64 conj(c64 x) { return ~x; }
+static inline c128 conj(c128 x) { return ~x; }
+static inline c64 conj(float x) { return (c64)x; }
+static inline c128 conj(double x) { return (c128)x; }
+static inline c64 complex(float re, float im) { c64 z; __real__ z = re; __imag__ z = im; return z; }
+static inline c128 complex(double re, double im) {
+  c128 z; __real__ z = re; __imag__ z = im; return z; }
 static inline float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 static inline double fma(double a, double b, double c) { return __builtin_fma(a, b, c); }
 template <class T> static inline void swap(T& a, T& b) { T t = a; a = b; b = t; }
@@ -109,7 +144,9 @@ template <class T> static inline T fx_ipow_int(T a, T b) {
   if (b < 0) { if (a == 1) return 1; if (a == (T)-1) return (b % 2 == 0) ? 1 : (T)-1; return 0; }
   T r = 1; while (b) { if (b & 1) r *= a; a *= a; b >>= 1; } return r; }
 template <class T> static inline T fx_sign(T a) {
-  if constexpr (fx::is_float<T>) {
+  if constexpr (fx::is_complex<T>) {
+    const auto m = fx::fabs(a); return m == 0 ? a * 0 : a / m; }
+  else if constexpr (fx::is_float<T>) {
     return a != a ? a : (a > 0 ? (T)1 : (a < 0 ? (T)-1 : a)); }
   else if constexpr (fx::is_signed<T>) { return (T)((a > 0) - (a < 0)); }
   else { return (T)(a > 0); } }
@@ -195,9 +232,13 @@ template <class T> static inline T fx_tanh(T x) {
   if constexpr (fx::is_same<T, float>) { return fx_tanhf(x); }
   else { return fx::tanh(x); } }
 template <class T> static inline T fx_logistic(T x) {
-  T e = fx_exp<T>(-fx::fabs(x)); return x >= 0 ? (T)1 / ((T)1 + e) : e / ((T)1 + e); }
+  if constexpr (fx::is_complex<T>) { return (T)1 / ((T)1 + fx::exp(-x)); }
+  else {
+    T e = fx_exp<T>(-fx::fabs(x)); return x >= 0 ? (T)1 / ((T)1 + e) : e / ((T)1 + e); } }
 template <class To, class From> static inline To fx_convert(From x) {
-  if constexpr (fx::is_same<To, bool>) { return x != 0; }
+  if constexpr (fx::is_same<To, bool>) { return x != (From)0; }
+  else if constexpr (fx::is_complex<From> && !fx::is_complex<To>) {  // the real part, as XLA
+    return fx_convert<To, decltype(fx::real(x))>(fx::real(x)); }
   else if constexpr (fx::is_float<From> && fx::is_integral<To>) {
     if (x != x) return 0;
     if (x <= (From)fx::limits<To>::lowest()) return fx::limits<To>::lowest();

@@ -69,6 +69,9 @@ import math
 import numpy as np
 import sympy
 
+from functx import dtypes
+from functx.core import ClosedJaxpr, Jaxpr
+from functx.errors import UnsupportedError
 from functx.lowering import common, schedule
 from functx.lowering.common import adopt_consts, sub_program
 from functx.lowering.loopir import Graph, Sym, flat_offset, sym
@@ -79,6 +82,7 @@ from functx.lowering.triton.blocks import Blocks
 from functx.lowering.triton.emit import _HALF, Emitter, V, _decompose, _next_pow2, tl_dtype
 from functx.lowering.triton.prelude import PRELUDE
 from functx.lowering.triton.runtime import TritonExecutable, torch_dtype_name
+from functx.source_info import where
 
 DEFAULT_BLOCKS = Blocks()  # what ``compile_triton`` uses when given no blocks (tests swap it)
 
@@ -325,6 +329,31 @@ class TritonProgram:
         )
 
 
+def _reject_complex(jaxpr: Jaxpr) -> None:
+    """Complex values are not supported by the Triton backend yet: an ``UnsupportedError`` naming
+    the first equation that has one (its primitive and source line), never a wrong answer."""
+    for v in jaxpr.invars:
+        if v.aval.dtype in dtypes.COMPLEX:
+            raise UnsupportedError(
+                f"jit (Triton): complex numbers ({v.aval.str_short()} input) are not supported "
+                "by the Triton backend yet; jit on the CPU (C++) computes them"
+            )
+    for e in jaxpr.eqns:
+        for v in list(e.invars) + list(e.outvars):
+            if getattr(v.aval, "dtype", None) in dtypes.COMPLEX:
+                raise UnsupportedError(
+                    f"jit (Triton): complex numbers ({e.prim.name} of {v.aval.str_short()}) are "
+                    f"not supported by the Triton backend yet; jit on the CPU (C++) computes "
+                    f"them{where(e.source_info)}"
+                )
+        for p in e.params.values():
+            for sub in p if isinstance(p, (tuple, list)) else (p,):
+                if isinstance(sub, ClosedJaxpr):
+                    _reject_complex(sub.jaxpr)
+                elif isinstance(sub, Jaxpr):
+                    _reject_complex(sub)
+
+
 def compile_triton(closed, blocks: Blocks | None = None) -> TritonExecutable:
     """Lower, schedule and generate Triton for ``closed`` (a ClosedJaxpr), and load the module.
 
@@ -338,6 +367,7 @@ def compile_triton(closed, blocks: Blocks | None = None) -> TritonExecutable:
       >>> exe = compile_triton(functx.make_jaxpr(lambda x: functx.numpy.tanh(x) * 2.0)(x))
       >>> (y,) = exe(x)
     """
+    _reject_complex(closed.jaxpr)
     g = lower_jaxpr(closed)
     kernels = schedule.schedule(g)
     prog = TritonProgram(g, kernels, blocks)

@@ -1,0 +1,324 @@
+"""Complex numbers (complex64, complex128) against JAX: dtypes and promotion, creation, eager values
+of the elementwise ops, reductions, matmul and a complex ``associative_scan`` (the LRU/S5 linear
+recurrence), autodiff with JAX's convention (``grad`` of real functions of complex inputs,
+``holomorphic=True``, ``vjp``, ``jacfwd``/``jacrev``) and its errors, ``vmap``, and ``jit`` on the
+C++ backend (one compiled program checks many ops). The Triton backend rejects complex programs
+with an ``UnsupportedError`` (never a wrong answer).
+
+JAX runs with x64 on (tests/conftest.py): every case gives explicit dtypes.
+"""
+
+from __future__ import annotations
+
+import doctest
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import functx
+import functx.lax as flax
+import functx.numpy as fnp
+from functx import dtypes
+from functx.errors import UnsupportedError
+from functx.test_util import check_grads
+
+jax = pytest.importorskip("jax")
+jnp = jax.numpy
+
+C64, C128, F32, F64 = np.complex64, np.complex128, np.float32, np.float64
+RNG = np.random.default_rng(0)
+
+
+def _c(shape, dt=C64, scale=1.0):
+    return (scale * (RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape))).astype(dt)
+
+
+Z = np.array([1 + 2j, 3 - 1j, -0.5 + 0.25j, 0.3 - 0.7j], C64)
+W = np.array([0.5 - 1j, 2 + 1j, 1.5 + 0.1j, -0.4 - 1j], C64)
+
+
+def _close(ours, theirs, rtol=2e-5, atol=2e-6):
+    ours, theirs = np.asarray(ours), np.asarray(theirs)
+    assert ours.dtype == theirs.dtype, (ours.dtype, theirs.dtype)
+    np.testing.assert_allclose(ours, theirs, rtol=rtol, atol=atol)
+
+
+def _tree_close(ours, theirs, **kw):
+    a, b = jax.tree.leaves(ours), jax.tree.leaves(theirs)
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        _close(x, y, **kw)
+
+
+# --- dtypes, promotion, creation -------------------------------------------------------------
+def _jax_promote(a, b, x64):
+    S = jax.ShapeDtypeStruct
+    with jax.enable_x64(x64):
+        r = jax.eval_shape(
+            lambda p, q: p | q if p.dtype == q.dtype == np.bool_ else p + q,
+            S((), a[0], weak_type=a[1]),
+            S((), b[0], weak_type=b[1]),
+        )
+    return np.dtype(r.dtype), bool(r.weak_type)
+
+
+def test_promotion_matches_jax():
+    # 32-bit operands against JAX without x64 (functx's mode), 64-bit ones with x64
+    for kinds, x64 in (
+        ([C64, F32, np.float16, np.int32, np.uint8, np.bool_], False),
+        ([C128, F64, C64, np.int64], True),
+    ):
+        pairs = [(d, False) for d in kinds] + [(d, True) for d in kinds[:3] if not x64]
+        for a in pairs:
+            for b in pairs:
+                if a[1] and b[1]:
+                    continue
+                ours = dtypes.result_type((np.dtype(a[0]), a[1]), (np.dtype(b[0]), b[1]))
+                assert ours == _jax_promote(a, b, x64), (a, b)
+
+
+def test_creation_and_python_complex():
+    x = fnp.ones(3, F32)
+    y = 1j * x
+    assert y.dtype == C64 and not y.weak_type
+    _close(y, 1j * jnp.ones(3, F32))
+    assert fnp.asarray(1j).dtype == C64 and fnp.asarray(1j).weak_type
+    assert fnp.array([1 + 2j, 3]).dtype == C64
+    assert fnp.asarray(np.ones(2, C128)).dtype == C128
+    assert (fnp.ones(2, F64) * 1j).dtype == C128
+    assert (fnp.arange(3) + 1j).dtype == C64  # int32 + weak complex: the default complex
+    assert fnp.zeros(2, fnp.complex64).dtype == C64
+    assert dtypes.canonicalize(complex) == C64
+    assert float(dtypes.finfo(C64).eps) == float(jnp.finfo(C64).eps)
+    assert fnp.iscomplexobj(fnp.asarray(Z)) and fnp.isrealobj(fnp.ones(2))
+    assert not jnp.isrealobj(jnp.asarray(Z)) and not fnp.isrealobj(Z)
+    assert fnp.issubdtype(fnp.complex128, fnp.complexfloating)
+    assert jnp.issubdtype(jnp.complex128, jnp.complexfloating)
+
+
+# --- eager values: against NumPy's complex128, dtypes against JAX (traced only) ------------------
+UNARY = [
+    "exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "arcsin", "arccos", "arctan",
+    "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "negative", "square", "reciprocal",
+    "abs", "sign", "real", "imag", "conj", "conjugate", "angle", "iscomplex", "isreal", "exp2",
+    "log2", "log10",
+]  # fmt: skip
+BINARY = ["add", "subtract", "multiply", "true_divide", "power", "equal", "not_equal"]
+
+
+def _ref_close(ours, ref, jax_fn, *args, rtol=1e-5):
+    """``ours`` equals NumPy's complex128 ``ref`` (to the dtype's precision) and has JAX's dtype."""
+    want = jax.eval_shape(jax_fn, *[jax.ShapeDtypeStruct(np.shape(a), a.dtype) for a in args])
+    assert np.asarray(ours).dtype == want.dtype, (np.asarray(ours).dtype, want.dtype)
+    np.testing.assert_allclose(np.asarray(ours), ref, rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("dt", [C64, C128])
+def test_eager_ops_match_numpy_and_jax_dtypes(dt):
+    z, w = Z.astype(dt), W.astype(dt)
+    z2, w2 = Z.astype(C128), W.astype(C128)
+    tol = 2e-6 if dt == C64 else 1e-12
+    for name in UNARY:
+        ref = getattr(np, name)(z2)
+        _ref_close(getattr(fnp, name)(z), ref, getattr(jnp, name), z, rtol=tol)
+    for name in BINARY:
+        ref = getattr(np, name)(z2, w2)
+        _ref_close(getattr(fnp, name)(z, w), ref, getattr(jnp, name), z, w, rtol=tol)
+    _ref_close(fnp.asarray(z) ** 3, z2**3, lambda v: v**3, z, rtol=tol)
+    _ref_close(fnp.asarray(z) ** 0.5, z2**0.5, lambda v: v**0.5, z, rtol=tol)
+    _ref_close(
+        flax.complex(z.real, w.imag), z2.real + 1j * w2.imag, jax.lax.complex, z.real, w.imag
+    )
+    _ref_close(flax.conj(z.real), z2.real + 0j, jax.lax.conj, z.real)
+    a = fnp.asarray(z)
+    np.testing.assert_array_equal(a.real, z.real)
+    np.testing.assert_array_equal(a.imag, z.imag)
+    np.testing.assert_array_equal(a.conj(), z.conj())
+    np.testing.assert_array_equal(fnp.where(fnp.abs(z) > 1, z, w), np.where(np.abs(z) > 1, z, w))
+    m = _c((3, 4), dt)
+    m2 = m.astype(C128)
+    for name in ("sum", "prod", "mean", "cumsum", "cumprod"):
+        ref = getattr(np, name)(m2, axis=1)
+        _ref_close(getattr(fnp, name)(m, axis=1), ref, getattr(jnp, name), m, rtol=1e-5)
+    _ref_close(fnp.asarray(m) @ m.T, m2 @ m2.T, lambda v: v @ v.T, m, rtol=1e-5)
+    _ref_close(fnp.einsum("ij,kj->ik", m, m), m2 @ m2.T, lambda v: v @ v.T, m, rtol=1e-5)
+
+
+def test_jnp_comparisons_tests_and_rounding_of_complex():
+    # lexicographic order (real parts, then imaginary), as JAX's and NumPy's jnp/np.less
+    z = np.array([1 + 2j, 1 + 3j, np.nan + 1j, np.inf - 1j, 2 - 5j, 1.5 + 2.5j], C64)
+    w = np.array([1 + 3j, 1 + 2j, 0, 0, 2 - 5j, 1.5 - 2.5j], C64)
+    with np.errstate(invalid="ignore"):  # (NumPy's reference warns about the NaN)
+        for name in ("less", "less_equal", "greater", "greater_equal"):
+            ref = getattr(np, name)(z, w)
+            _ref_close(getattr(fnp, name)(z, w), ref, getattr(jnp, name), z, w)
+        for name in ("isnan", "isinf", "isfinite", "rint"):
+            _ref_close(getattr(fnp, name)(z), getattr(np, name)(z), getattr(jnp, name), z)
+    _ref_close(fnp.round(z[4:], 1), np.round(z[4:], 1), lambda v: jnp.round(v, 1), z[4:])
+    for name in ("floor", "ceil", "trunc"):
+        with pytest.raises(TypeError):
+            getattr(fnp, name)(z)
+
+
+def test_ordering_and_real_only_ops_raise_like_jax():
+    z = fnp.asarray(Z)
+    cases = [
+        (lambda L, x: L.lt(x, x)),
+        (lambda L, x: L.rem(x, x)),
+        (lambda L, x: L.floor(x)),
+    ]
+    for case in cases:
+        with pytest.raises(TypeError):
+            case(jax.lax, jnp.asarray(Z))
+        with pytest.raises(TypeError):
+            case(flax, z)
+
+
+def _lru(lax, np_):
+    """The LRU/S5 linear recurrence h_t = a_t * h_{t-1} + b_t, as a parallel scan."""
+
+    def combine(x, y):
+        return y[0] * x[0], y[0] * x[1] + y[1]
+
+    def f(lam, b):
+        a = np_.broadcast_to(lam, b.shape)
+        return lax.associative_scan(combine, (a, b), axis=0)[1]
+
+    return f
+
+
+def test_associative_scan_linear_recurrence():
+    lam = (0.9 * np.exp(1j * np.linspace(0.1, 1.0, 3))).astype(C64)
+    b = _c((6, 3))
+    h, ref = np.zeros(3, C128), []
+    for t in range(6):  # the recurrence, sequentially in complex128
+        h = lam * h + b[t]
+        ref.append(h)
+    out = _lru(flax, fnp)(lam, b)
+    assert out.dtype == C64
+    np.testing.assert_allclose(out, np.array(ref), rtol=1e-5, atol=1e-6)
+    # reverse mode through the complex combine, checked against finite differences
+    check_grads(lambda lam, b: fnp.sum(fnp.abs(_lru(flax, fnp)(lam, b)) ** 2), (lam, b), 1)
+
+
+# --- autodiff with JAX's convention (each side's cases in one function: one JAX compile) -------
+GRAD_CASES = [
+    (lambda N, L: lambda z: N.sum(N.abs(z) ** 2), {}),
+    (lambda N, L: lambda z: N.sum(N.real(z * z)), {}),
+    (lambda N, L: lambda z: N.sum(N.imag(N.exp(z))), {}),
+    (lambda N, L: lambda z: N.sum(N.angle(z)), {}),
+    (lambda N, L: lambda z: N.sum(N.abs(N.sqrt(z) / (z + 1) - N.conj(z) * z**3)), {}),
+    (lambda N, L: lambda z: N.sum(N.sin(z) * z + N.log(z)), {"holomorphic": True}),
+]
+
+
+def _derivatives(J, N, L):
+    def f(z, w, ct, x):
+        out = [J.grad(make(N, L), **kw)(z) for make, kw in GRAD_CASES]
+
+        def g(z):
+            return N.exp(z) * N.conj(z) + N.real(z)
+
+        def h(z):
+            return N.tanh(z) * z
+
+        out.append(J.vjp(g, z)[1](ct))
+        out.append(J.jvp(g, (z,), (w,)))
+        out.append(J.jacfwd(h, holomorphic=True)(z))
+        out.append(J.jacrev(h, holomorphic=True)(z))
+        out.append(J.jacrev(lambda z: N.abs(z * z))(z))
+        out.append(J.grad(lambda x: N.abs(N.sum(L.complex(x, 2 * x) * (1 + 2j))))(x))
+        out.append(J.hessian(lambda z: N.sum(N.sin(z) * z), holomorphic=True)(z))
+        out.append(J.vmap(J.grad(lambda v: N.abs(N.exp(v) * v)))(z))
+        return out
+
+    return f
+
+
+def test_derivatives_match_jax():
+    args = (Z, W, _c(Z.shape), np.float32([0.3, -1.2]))
+    ours = _derivatives(functx, fnp, flax)(*args)
+    theirs = jax.jit(_derivatives(jax, jnp, jax.lax))(*args)
+    _tree_close(ours, theirs, rtol=1e-4, atol=1e-5)
+
+
+def test_derivative_errors_match_jax():
+    calls = [
+        lambda J, N: J.grad(lambda z: N.sum(z))(Z),  # complex output without holomorphic
+        lambda J, N: J.grad(lambda z: N.sum(z), holomorphic=True)(np.float32([1.0])),
+        lambda J, N: J.grad(lambda z: N.sum(N.abs(z)), holomorphic=True)(Z),
+        lambda J, N: J.jacfwd(lambda z: z)(Z),  # complex input without holomorphic
+        lambda J, N: J.jacrev(lambda z: z)(Z),  # complex output without holomorphic
+    ]
+    for call in calls:
+        with pytest.raises(TypeError) as theirs:
+            call(jax, jnp)
+        with pytest.raises(TypeError) as ours:
+            call(functx, fnp)
+        head = str(theirs.value).split(",")[0].split(".")[0]
+        assert head in str(ours.value), (str(ours.value), str(theirs.value))
+
+
+@settings(max_examples=3)
+@given(
+    shape=st.sampled_from([(), (3,), (2, 2)]),
+    dt=st.sampled_from([C64, C128]),
+    seed=st.integers(0, 100),
+)
+def test_check_grads_and_vmap(shape, dt, seed):
+    rng = np.random.default_rng(seed)
+    z = (rng.uniform(0.5, 1.5, shape) * np.exp(1j * rng.uniform(-1, 1, shape))).astype(dt)
+
+    def f(z):
+        return fnp.exp(z) * fnp.conj(z) + fnp.sqrt(z) * flax.real(z) - 1j * fnp.abs(z)
+
+    with np.errstate(all="ignore"):
+        check_grads(f, (z,), order=1, atol=5e-2 if dt == C64 else None)
+    zz = np.stack([z, z * 0.5])
+    out = functx.vmap(f)(zz)
+    assert out.dtype == dt
+    np.testing.assert_allclose(out, np.stack([f(z), f(z * 0.5)]), rtol=1e-5)
+
+
+# --- jit: complex64 and complex128 in one C++ program -----------------------------------------
+def _many(N, L, grad):
+    def f(z, w, m):
+        return [
+            z + w, z - w, z * w, z / w, -z, N.exp(z), N.log(z), N.sqrt(z), N.sin(z), N.tanh(z),
+            N.arcsinh(z), z**3, z**2.5, N.abs(z), N.real(z), N.imag(z), N.conj(z),
+            L.complex(N.real(z), N.imag(w)), N.sign(z), N.where(N.abs(z) > 1, z, w), z == w,
+            N.real(z * 2.5j), N.sum(m, axis=1), N.prod(z), N.cumsum(m, axis=1),
+            m @ m.T, _lru(L, N)(z[:3] * 0.5, m.T),
+            grad(lambda v: N.sum(N.abs(N.exp(v) * v) ** 2))(z),
+        ]  # fmt: skip
+
+    return f
+
+
+def test_jit_cpp_matches_eager():
+    f = _many(fnp, flax, functx.grad)
+    args = [(Z.astype(dt), W.astype(dt), _c((3, 4), dt)) for dt in (C64, C128)]
+    ours = functx.jit(lambda a, b: (f(*a), f(*b)))(*args)
+    for out, a, tol in zip(ours, args, (2e-5, 1e-12)):
+        _tree_close(out, f(*a), rtol=tol, atol=tol)
+
+
+def test_triton_rejects_complex_programs():
+    from functx.lowering.triton.program import compile_triton
+
+    closed = functx.make_jaxpr(lambda z: fnp.exp(z) * 2)(Z)
+    with pytest.raises(UnsupportedError, match="complex numbers"):
+        compile_triton(closed)
+
+
+def test_docstring_examples_run():
+    from functx import ops
+    from functx.numpy import _complex
+
+    for mod in (_complex,):
+        assert doctest.testmod(mod, raise_on_error=True).attempted > 0
+    for fn in (ops.real, ops.imag, ops.conj, ops.complex):
+        for t in doctest.DocTestFinder().find(fn):
+            doctest.DocTestRunner().run(t)
+            assert doctest.DocTestRunner().run(t).failed == 0
