@@ -10,7 +10,8 @@ same key, shape and dtype give JAX's bits, eagerly and under ``jit``, ``vmap``, 
 
 Which results equal JAX's to the bit: ``bits``, ``split``, ``fold_in``, ``uniform``, ``randint``,
 ``bernoulli``, ``rademacher``, ``permutation``, ``choice``, ``categorical`` (an argmax of values
-that agree to an ulp) and ``poisson`` (integer counts). Samplers that apply a transcendental
+that agree to an ulp), and the counts of ``poisson``, ``geometric``, ``binomial`` and
+``multinomial``. Samplers that apply a transcendental
 function to uniform bits (``normal``, ``truncated_normal``, ``gumbel``, ``exponential``,
 ``laplace``, ``logistic``, and through them ``gamma``, ``loggamma``, ``beta``, ``dirichlet``,
 ``generalized_normal``, ``ball``, ``multivariate_normal``, ``orthogonal``) follow JAX's
@@ -18,7 +19,7 @@ algorithms step by step, the same keys drawn in the same order, but XLA evaluate
 ``log``/``log1p``/``erf``/``pow`` with its own polynomials where functx calls the C library: they
 agree to a few ulp, not always to the bit. XLA fuses ``uniform``'s scaling
 ``u * (maxval - minval) + minval`` into a fused multiply-add; functx rounds it once too (in
-float64 for float32, with Dekker's exact product for float64). ``multivariate_normal`` and
+Dekker's exact product and Knuth's exact sum). ``multivariate_normal`` and
 ``orthogonal`` factor with small unrolled Cholesky and Gram-Schmidt
 composites (functx has no linear algebra primitives yet: ``method="svd"``/``"eigh"`` raise
 ``NotImplementedError``), equal to LAPACK's factors to rounding.
@@ -39,7 +40,11 @@ import numpy as np
 
 from functx import dtypes, lax, nn, numpy as jnp, tree_util
 from functx.control.threefry import threefry2x32
-from functx.errors import FunctxTypeError, FunctxValueError, missing_name_hook
+from functx.errors import (
+    FunctxTypeError,
+    FunctxValueError,
+    missing_name_hook as _missing_name_hook,
+)
 from functx.transforms.vmap import vmap as functx_vmap
 
 __all__ = [
@@ -48,6 +53,7 @@ __all__ = [
     "ball",
     "bernoulli",
     "beta",
+    "binomial",
     "bits",
     "categorical",
     "cauchy",
@@ -72,6 +78,7 @@ __all__ = [
     "logistic",
     "lognormal",
     "maxwell",
+    "multinomial",
     "multivariate_normal",
     "normal",
     "orthogonal",
@@ -90,9 +97,6 @@ __all__ = [
     "weibull_min",
     "wrap_key_data",
 ]
-
-# A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
-__getattr__ = missing_name_hook(__name__)
 
 _U32 = dtypes.uint32
 _UINT = {8: dtypes.uint8, 16: dtypes.uint16, 32: dtypes.uint32, 64: dtypes.uint64}
@@ -570,14 +574,8 @@ def _uniform(data, shape, dtype, minval, maxval):
     _broadcast_shapes("uniform", shape, minval.shape, maxval.shape)
     floats = _unit_floats(data, shape, dtype)
     span = maxval - minval
-    if dtype == dtypes.float32:
-        # XLA fuses floats * span + minval into one fused multiply-add: the product of two
-        # float32 numbers is exact in float64, so the float64 sum rounds (almost always) the same
-        f64 = dtypes.float64
-        wide = lax.convert_element_type(floats, f64) * lax.convert_element_type(span, f64)
-        scaled = lax.convert_element_type(wide + lax.convert_element_type(minval, f64), dtype)
-    elif dtype == dtypes.float64:
-        scaled = _fma64(floats, span, minval)
+    if dtype in (dtypes.float32, dtypes.float64):
+        scaled = _fma(floats, span, minval)
     else:
         scaled = floats * span + minval
     # (max(scaled, minval): the same as JAX's max(minval, scaled), operands in the order that
@@ -585,13 +583,15 @@ def _uniform(data, shape, dtype, minval, maxval):
     return jnp.reshape(jnp.maximum(scaled, minval), shape)
 
 
-def _fma64(a, b, c):
-    """``a * b + c`` rounded once (almost always), in float64 arithmetic alone: Dekker's exact
+def _fma(a, b, c):
+    """``a * b + c`` rounded once (almost always), in the operands' own precision: Dekker's exact
     product and Knuth's exact sum, then one final rounding (XLA fuses uniform's scaling into a
     fused multiply-add)."""
+    dt = a.dtype
+    factor = np.asarray(2.0 ** ((dtypes.finfo(dt).nmant + 2) // 2) + 1, dt)  # Veltkamp's split
 
     def split(x):
-        t = x * np.float64(134217729.0)  # 2**27 + 1: Veltkamp's splitting
+        t = x * factor
         hi = t - (t - x)
         return hi, x - hi
 
@@ -644,7 +644,8 @@ def _as_int_array(x):
 def _randint(data, shape, minval, maxval, dtype):
     minval, maxval = _as_int_array(minval), _as_int_array(maxval)
     _check_shape("randint", shape, minval.shape, maxval.shape)
-    top = _convert_and_clip_integer(jnp.asarray(dtypes.iinfo(dtype).max, dtype), maxval.dtype)
+    top = jnp.asarray(np.asarray(dtypes.iinfo(dtype).max, dtype))
+    top = _convert_and_clip_integer(top, maxval.dtype)
     maxval_out_of_range = maxval > top
     minval = _convert_and_clip_integer(minval, dtype)
     maxval = _convert_and_clip_integer(maxval, dtype)
@@ -656,7 +657,7 @@ def _randint(data, shape, minval, maxval, dtype):
     span = jnp.where(maxval <= minval, np.asarray(1, udt), span)
     span = jnp.where(maxval_out_of_range & (maxval > minval), span + np.asarray(1, udt), span)
     span = jnp.broadcast_to(span, shape)
-    mult = lax.rem(jnp.full(shape, 2 ** (nbits // 2), udt), span)
+    mult = lax.rem(jnp.full(shape, np.asarray(2 ** (nbits // 2), udt)), span)
     mult = lax.rem(lax.mul(mult, mult), span)
     offset = lax.add(lax.mul(lax.rem(higher, span), mult), lax.rem(lower, span))
     offset = lax.rem(offset, span)
@@ -746,7 +747,7 @@ class _Ascending:
 
     @staticmethod
     def pad(dtype):
-        return jnp.asarray(np.iinfo(dtype).max, dtype)
+        return jnp.asarray(np.asarray(np.iinfo(dtype).max, dtype))
 
 
 class _Descending:
@@ -755,7 +756,7 @@ class _Descending:
 
     @staticmethod
     def pad(dtype):
-        return jnp.asarray(-np.inf, dtype)
+        return jnp.asarray(np.asarray(-np.inf, dtype))
 
 
 def _sort_along(sort_keys, x, axis):
@@ -1052,8 +1053,19 @@ def normal(key, shape=(), dtype=None):
         [ 1.6226422   2.0252647  -0.43359444]
     """
     data, _ = _check_key("normal", key)
-    dt = _float_dtype("normal", dtype, "a float or complex dtype")
-    return _normal(data, _shape("normal", shape), dt)
+    shape = _shape("normal", shape)
+    dt = _user_dtype("normal", dtype, float)
+    if dtypes.is_complex(dt):  # real and imaginary parts from two keys, scaled by 1/sqrt(2)
+        real = dtypes.float32 if dt == dtypes.complex64 else dtypes.float64
+        keys = _split(data, (2,))
+        re, im = _normal(keys[0], shape, real), _normal(keys[1], shape, real)
+        z = lax.complex(re, im) if hasattr(lax, "complex") else re.astype(dt) + 1j * im.astype(dt)
+        return z.astype(dt) / np.asarray(np.sqrt(2), dt)
+    if not dtypes.is_float(dt):
+        raise FunctxValueError(
+            f"dtype argument to `normal` must be a float or complex dtype, got {dt}"
+        )
+    return _normal(data, shape, dt)
 
 
 def truncated_normal(key, lower, upper, shape=None, dtype=None):
@@ -2180,3 +2192,204 @@ def key_dtype(impl_spec=None):
     """
     _check_impl(impl_spec)
     return KEY_DTYPE
+
+
+# --- binomial and multinomial -----------------------------------------------------------------
+_STIRLING_TAIL = (
+    0.0810614667953272,
+    0.0413406959554092,
+    0.0276779256849983,
+    0.02079067210376509,
+    0.0166446911898211,
+    0.0138761288230707,
+    0.0118967099458917,
+    0.0104112652619720,
+    0.00925546218271273,
+    0.00833056343336287,
+)
+
+
+def _stirling_tail(k):
+    """log(k!) minus Stirling's approximation of it: a table below 10, the series above."""
+    dt = k.dtype
+    table = jnp.asarray(np.asarray(_STIRLING_TAIL, dt))
+    small = k <= np.asarray(9, dt)
+    k = jnp.clip(k, np.asarray(0, dt), np.asarray(9, dt))
+    kp1sq = (k + np.asarray(1, dt)) * (k + np.asarray(1, dt))
+    approx = (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + np.asarray(1, dt))
+    return jnp.where(small, table[jnp.floor(k).astype(np.int32)], approx)
+
+
+def _binomial_inversion(data, count, prob, shape, max_iters):
+    dt = prob.dtype
+    log1m = jnp.log1p(jnp.negative(prob))
+
+    def body(carry):
+        i, num_geom, geom_sum, rng = carry
+        keys = _split(rng, (2,))
+        num_geom = jnp.where(geom_sum <= count, num_geom + np.asarray(1, dt), num_geom)
+        u = _uniform(keys[0], shape, dt, 0.0, 1.0)
+        return i + 1, num_geom, geom_sum + jnp.ceil(jnp.log(u) / log1m), keys[1]
+
+    def cond(carry):
+        return jnp.any(carry[2] <= count) & (carry[0] < max_iters)
+
+    z = jnp.zeros(shape, dt)
+    k = lax.while_loop(cond, body, (jnp.asarray(0, dtypes.default_int()), z, z, data))[1]
+    return k - np.asarray(1, dt)
+
+
+def _btrs(data, count, prob, shape, max_iters):
+    dt = prob.dtype
+
+    def c(v):
+        return np.asarray(v, dt)
+
+    stddev = jnp.sqrt(count * prob * (c(1) - prob))
+    b = c(1.15) + c(2.53) * stddev
+    a = c(-0.0873) + c(0.0248) * b + c(0.01) * prob
+    cc = count * prob + c(0.5)
+    v_r = c(0.92) - c(4.2) / b
+    r = prob / (c(1) - prob)
+    alpha = (c(2.83) + c(5.1) / b) * stddev
+    m = jnp.floor((count + c(1)) * prob)
+
+    def body(carry):
+        i, k_out, accepted, rng = carry
+        keys = _split(rng, (3,))
+        u = _uniform(keys[1], shape, dt, 0.0, 1.0) - c(0.5)
+        v = _uniform(keys[2], shape, dt, 0.0, 1.0)
+        us = c(0.5) - jnp.abs(u)
+        accept1 = (us >= c(0.07)) & (v <= v_r)
+        k = jnp.floor((c(2) * a / us + b) * u + cc)
+        reject = (k < c(0)) | (k > count)
+        v = jnp.log(v * alpha / (a / (us * us) + b))
+        ub = (
+            (m + c(0.5)) * jnp.log((m + c(1)) / (r * (count - m + c(1))))
+            + (count + c(1)) * jnp.log((count - m + c(1)) / (count - k + c(1)))
+            + (k + c(0.5)) * jnp.log(r * (count - k + c(1)) / (k + c(1)))
+            + _stirling_tail(m)
+            + _stirling_tail(count - m)
+            - _stirling_tail(k)
+            - _stirling_tail(count - k)
+        )
+        accept = accept1 | (~reject & (v <= ub))
+        return i + 1, jnp.where(accept, k, k_out), accepted | accept, keys[0]
+
+    def cond(carry):
+        return jnp.any(~carry[2]) & (carry[0] < max_iters)
+
+    init = (
+        jnp.asarray(0, dtypes.default_int()),
+        jnp.full(shape, -1.0, dt),
+        jnp.zeros(shape, bool),
+        data,
+    )
+    return lax.while_loop(cond, body, init)[1]
+
+
+def _binomial(data, count, prob, shape, dtype):
+    prob = jnp.asarray(prob)
+    if not dtypes.is_float(prob.dtype):
+        prob = prob.astype(float)
+    pdt = prob.dtype
+    count = jnp.broadcast_to(lax.convert_element_type(jnp.asarray(count), pdt), shape)
+    prob = jnp.broadcast_to(prob, shape)
+    p_lt_half = prob < np.asarray(0.5, pdt)
+    q = jnp.where(p_lt_half, prob, np.asarray(1, pdt) - prob)
+    count_bad = jnp.isnan(count) | (count < np.asarray(0, pdt))
+    count_inf = jnp.isinf(count)
+    q_nan, q_neg = jnp.isnan(q), q < np.asarray(0, pdt)
+    q = jnp.where(q_nan | q_neg, np.asarray(0.01, pdt), q)
+    use_inversion = count_bad | (count * q <= np.asarray(10, pdt))
+    count = jnp.floor(count)
+    count_inv = jnp.where(use_inversion, count, np.asarray(0, pdt))
+    count_btrs = jnp.where(use_inversion, np.asarray(1e4, pdt), count)
+    q_btrs = jnp.where(use_inversion, np.asarray(0.5, pdt), q)
+    max_iters = float(dtypes.finfo(dtype).max)
+    samples = jnp.where(
+        use_inversion,
+        _binomial_inversion(data, count_inv, q, shape, max_iters),
+        _btrs(data, count_btrs, q_btrs, shape, max_iters),
+    ).astype(dtype)
+    invalid = q_neg | q_nan | count_bad
+    samples = jnp.where(invalid, np.asarray(np.nan, dtype), samples)
+    samples = jnp.where(count_inf & ~invalid, np.asarray(np.inf, dtype), samples)
+    return jnp.where(
+        p_lt_half | count_bad | q_nan | count_inf, samples, count.astype(dtype) - samples
+    )
+
+
+def binomial(key, n, p, shape=None, dtype=None):
+    """Binomial(n, p) samples (as floats), as ``jax.random.binomial`` (inversion for small
+    ``n * p``, the BTRS rejection sampler above).
+
+    Arguments:
+        key: a single key.
+        n: the number(s) of trials.
+        p: the success probability (or probabilities).
+        shape: the result's shape (default: the parameters' broadcast shape).
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+
+    Returns:
+        An array of ``shape`` and ``dtype`` holding counts.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> print(random.binomial(random.PRNGKey(0), 10.0, np.float32(0.3), (4,)))
+        [2. 2. 1. 2.]
+    """
+    data, _ = _check_key("binomial", key)
+    dt = _float_dtype("binomial", dtype)
+    shape = _param_shape("binomial", shape, n, p)
+    return _binomial(data, n, p, shape, dt)
+
+
+def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
+    """Multinomial(n, p) counts (categories along ``p``'s last axis), as
+    ``jax.random.multinomial`` (a chain of binomials over the categories, in a scan).
+
+    Arguments:
+        key: a single key.
+        n: the number(s) of trials.
+        p: the category probabilities, shape ``(..., k)``.
+        shape: the result's shape (default ``p.shape``), ending in ``k``.
+        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
+        unroll: accepted for JAX's signature (the scan is not unrolled).
+
+    Returns:
+        An array of ``shape`` and ``dtype`` holding counts that sum to ``n``.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> p = np.array([0.2, 0.3, 0.5], np.float32)
+        >>> print(random.multinomial(random.PRNGKey(0), 10.0, p))
+        [1. 1. 8.]
+    """
+    data, _ = _check_key("multinomial", key)
+    dt = _float_dtype("multinomial", dtype)
+    n, p = jnp.asarray(n), jnp.asarray(p)
+    ft = jnp.result_type(n, p)
+    if not dtypes.is_float(ft):
+        ft = dtypes.default_float()
+    n, p = n.astype(ft), p.astype(ft)
+    shape = p.shape if shape is None else _shape("multinomial", shape)
+    n = jnp.broadcast_to(n, shape[:-1])
+    p = jnp.moveaxis(jnp.broadcast_to(p, shape), -1, 0)
+    remaining = jnp.flip(jnp.cumsum(jnp.flip(p, 0), axis=0), 0)
+    ratios = p / jnp.where(remaining == 0, np.asarray(1, ft), remaining)
+    keys = _split(data, (ratios.shape[0],))
+
+    def step(remainder, ratio_key):
+        ratio, k = ratio_key
+        count = _binomial(k, remainder, jnp.clip(ratio, 0, 1), remainder.shape, remainder.dtype)
+        return remainder - count, count
+
+    _, counts = lax.scan(step, n, (ratios, keys))
+    return jnp.moveaxis(counts, 0, -1).astype(dt)
+
+
+# A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
+__getattr__ = _missing_name_hook(__name__)

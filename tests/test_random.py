@@ -188,6 +188,10 @@ def _samplers_loops(r, k):
         "geometric": r.geometric(k3, np.float32(0.3), (6,), np.int32),
         "triangular": r.triangular(k1, F32(0.0), F32(1.0), F32(3.0), (5,), F32),
         "lognormal": r.lognormal(k2, F32(0.5), (4,), F32),
+        "binomial": r.binomial(
+            k3, np.array([5.0, 50.0, 400.0], F32), np.array([0.2, 0.7, 0.4], F32)
+        ),
+        "multinomial": r.multinomial(k1, F32(10.0), np.array([0.2, 0.3, 0.5], F32)),
     }
 
 
@@ -291,6 +295,14 @@ def test_live_spot_check_against_jax(reference):
         live = jax.jit(lambda k: spot(jr, k))(KEYS[1])
     for name, v in live.items():
         same(reference["x32"][1][name], v)
+
+
+def test_complex_normal():
+    with _default_mode():
+        got = fr.normal(KEYS[0], (6,), np.complex64)
+        want = jr.normal(KEYS[0], (6,), np.complex64)
+    assert np.asarray(got).dtype == np.complex64
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=4e-7, atol=4e-7)
 
 
 def test_transcendental_samplers_mostly_equal_bits(reference):
