@@ -22,7 +22,8 @@ from functx.source_info import where
 # --- Tables that higher modules fill at import ---------------------------------------------------
 # The functx.numpy functions that the operators and methods of Array and Tracer call, by their
 # functx.numpy name (the names in NUMPY_FUNCTIONS, plus "getitem" and "scatter_update" from
-# functx.numpy.indexing and "real", "imag", "conjugate"). functx.numpy fills it at import.
+# functx.numpy.indexing, "real", "imag", "conjugate", and "array_namespace": a function returning
+# the functx.numpy module, for __array_namespace__). functx.numpy fills it at import.
 NUMPY_FUNCTIONS = (
     "abs", "add", "all", "any", "argmax", "argmin", "array", "astype", "bitwise_and",
     "bitwise_or", "bitwise_xor", "clip", "cumprod", "cumsum", "divmod", "dot", "equal",
@@ -230,8 +231,24 @@ class ArrayMethods:
         )
 
     # methods
-    def astype(self, dtype):
-        return _fn["astype"](self, dtype)
+    def astype(self, dtype, copy=False, device=None):
+        out = _fn["astype"](self, dtype)
+        return out if device is None else out.to_device(device)
+
+    def __array_namespace__(self, *, api_version=None):
+        """The Array API namespace of functx arrays: ``functx.numpy``."""
+        if api_version not in (None, "2021.12", "2022.12", "2023.12", "2024.12"):
+            raise ValueError(f"Unrecognized array API version: {api_version!r}")
+        return _fn["array_namespace"]()
+
+    def to_device(self, device, /, *, stream=None):
+        """The array on ``device`` (the Array API's ``to_device``); a traced value stays as it is,
+        as placement happens outside a trace."""
+        if stream is not None:
+            raise NotImplementedError("to_device: the stream argument is not supported")
+        if type(self).__name__.endswith("Tracer") or not hasattr(self, "_value"):
+            return self
+        return device_rule("place_new")(self, device)
 
     def reshape(self, *shape, order="C"):
         shape = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape

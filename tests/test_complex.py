@@ -153,6 +153,9 @@ def test_jnp_comparisons_tests_and_rounding_of_complex():
         for name in ("less", "less_equal", "greater", "greater_equal"):
             ref = getattr(np, name)(z, w)
             _ref_close(getattr(fnp, name)(z, w), ref, getattr(jnp, name), z, w)
+        for name in ("maximum", "minimum"):
+            ref = getattr(np, name)(z[4:], w[4:])
+            _ref_close(getattr(fnp, name)(z[4:], w[4:]), ref, getattr(jnp, name), z, w)
         for name in ("isnan", "isinf", "isfinite", "rint"):
             _ref_close(getattr(fnp, name)(z), getattr(np, name)(z), getattr(jnp, name), z)
     _ref_close(fnp.round(z[4:], 1), np.round(z[4:], 1), lambda v: jnp.round(v, 1), z[4:])

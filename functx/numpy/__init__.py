@@ -1,5 +1,7 @@
 """``functx.numpy``: NumPy's API with JAX's semantics (promotion, immutability), traceable."""
 
+import sys as _sys
+
 from functx import array as _array
 from functx.errors import missing_name_hook as _missing_name_hook
 from functx.numpy import (
@@ -228,6 +230,7 @@ from functx.numpy._core import (
 )
 from functx.numpy._einsum import einsum as einsum
 from functx.numpy._more import (
+    __array_namespace_info__ as __array_namespace_info__,
     allclose as allclose,
     append as append,
     array_equal as array_equal,
@@ -309,6 +312,8 @@ from functx.numpy._more import (
 _array.numpy_functions.update(
     {name: getattr(_core, name) for name in _array.NUMPY_FUNCTIONS},
     getitem=_indexing_module.getitem,
+    # Array.__array_namespace__: this module
+    array_namespace=lambda: _sys.modules[__name__],
     real=real,
     imag=imag,
     conjugate=conjugate,
@@ -321,6 +326,7 @@ __getattr__ = _missing_name_hook(__name__)
 
 __all__ = [
     "linalg",
+    "__array_namespace_info__",
     "abs",
     "absolute",
     "acos",

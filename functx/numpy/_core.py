@@ -915,8 +915,23 @@ def float_power(x1, x2, /):
     return ops.pow(x1, x2)
 
 
-maximum = _ufunc2(ops.max, "maximum")
-minimum = _ufunc2(ops.min, "minimum")
+def _extremum(lax_fn, name):
+    """maximum/minimum; complex operands compare lexicographically, as in JAX."""
+
+    def fn(x1, x2, /):
+        x1, x2 = _promote(name, x1, x2)
+        if _aval(x1).dtype in dtypes.COMPLEX:
+            first = greater_equal(x1, x2) if name == "maximum" else less_equal(x1, x2)
+            return where(first, x1, x2)
+        return lax_fn(x1, x2)
+
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name} with broadcasting, like ``jax.numpy.{name}``."
+    return fn
+
+
+maximum = _extremum(ops.max, "maximum")
+minimum = _extremum(ops.min, "minimum")
 arctan2 = _ufunc2(ops.atan2, "arctan2", "float")
 atan2 = arctan2
 nextafter = _ufunc2(ops.nextafter, "nextafter", "float")

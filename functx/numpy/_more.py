@@ -17,7 +17,7 @@ import operator
 
 import numpy as np
 
-from functx import dtypes, lax
+from functx import array as _array, dtypes, lax
 from functx.errors import (
     ConcretizationError,
     FunctxTypeError,
@@ -1825,7 +1825,7 @@ def _scalar_type(dt, doc_value):
     Example:
       >>> import functx.numpy as jnp
       >>> print(jnp.{name}({doc_value!r}), jnp.zeros(2, jnp.{name}).dtype == jnp.{name})
-      {jnp.asarray(doc_value, dtype=dt)} True
+      {np.asarray(doc_value, dtype=dt)} True
     """,
         },
     )
@@ -1847,6 +1847,76 @@ float64 = _scalar_type(dtypes.float64, 0.5)
 float_ = float64
 int_ = int64
 single, double = float32, float64
+
+
+# --- Array API inspection ----------------------------------------------------------------------
+class _ArrayNamespaceInfo:
+    """What ``functx.numpy.__array_namespace_info__()`` returns (the Array API's inspection
+    namespace): capabilities, default device, default dtypes, supported dtypes, devices."""
+
+    def capabilities(self):
+        """The optional Array API features: none of the data-dependent ones (as in JAX)."""
+        return {"boolean indexing": False, "data-dependent shapes": False, "max dimensions": 64}
+
+    def default_device(self):
+        """None: arrays go to the default device (``functx.config``), as in JAX."""
+        return None
+
+    def devices(self):
+        """The devices arrays can be placed on (None meaning the default one first, as in JAX)."""
+        return [None, _array.device_rule("cpu_device")]
+
+    def default_dtypes(self, *, device=None):
+        """The default dtypes: floats, complex numbers, integers and indices."""
+        return {
+            "real floating": dtypes.default_float(),
+            "complex floating": dtypes.default_complex(),
+            "integral": dtypes.default_int(),
+            "indexing": dtypes.default_int(),
+        }
+
+    def dtypes(self, *, device=None, kind=None):
+        """The supported dtypes of a kind (``"bool"``, ``"signed integer"``, ``"unsigned
+        integer"``, ``"integral"``, ``"real floating"``, ``"complex floating"``, ``"numeric"``, or
+        a tuple of kinds), by name; 64-bit ones only with x64."""
+        x64 = dtypes.default_int().itemsize == 8
+        groups = {
+            "bool": ["bool"],
+            "signed integer": ["int8", "int16", "int32"] + (["int64"] if x64 else []),
+            "unsigned integer": ["uint8", "uint16", "uint32"] + (["uint64"] if x64 else []),
+            "real floating": ["float32"] + (["float64"] if x64 else []),
+            "complex floating": ["complex64"] + (["complex128"] if x64 else []),
+        }
+        groups["integral"] = groups["signed integer"] + groups["unsigned integer"]
+        groups["numeric"] = groups["integral"] + groups["real floating"]
+        groups["numeric"] += groups["complex floating"]
+        if kind is None:
+            names = groups["bool"] + groups["numeric"]
+        else:
+            names = []
+            for k in (kind,) if isinstance(kind, str) else kind:
+                if k not in groups:
+                    raise FunctxValueError(f"unsupported kind: {k!r}{_loc()}")
+                names += groups[k]
+        return {n: np.dtype(n) for n in names}
+
+
+def __array_namespace_info__():
+    """The Array API inspection namespace of ``functx.numpy``.
+
+    Arguments:
+      (none)
+    Returns:
+      An object with ``capabilities()``, ``default_device()``, ``default_dtypes()``,
+      ``dtypes(kind=)`` and ``devices()``.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> info = jnp.__array_namespace_info__()
+      >>> print(info.default_dtypes()["real floating"], sorted(info.dtypes(kind="bool")))
+      float32 ['bool']
+    """
+    return _ArrayNamespaceInfo()
 
 
 __all__ = [

@@ -607,3 +607,25 @@ def test_scalar_types_are_dtypes_and_constructors_as_in_jax():
     assert out.dtype == np.float32
     assert functx.grad(lambda x: fjnp.float32(x) * x)(2.0) == 4.0
     assert "Example:" in fjnp.float32.__doc__
+
+
+def test_array_api_inspection_as_jax():
+    x = fjnp.ones(3)
+    assert x.__array_namespace__() is fjnp and x.__array_namespace__(api_version="2023.12") is fjnp
+    for arr in (x, jjnp.ones(3)):
+        with pytest.raises(ValueError):
+            arr.__array_namespace__(api_version="1999.01")
+    assert x.to_device(x.device).device == x.device
+    assert x.astype(fjnp.int8, device=x.device).dtype == np.int8
+    np.testing.assert_array_equal(
+        x.clip(min=0.5, max=0.7), jjnp.ones(3, np.float32).clip(min=0.5, max=0.7)
+    )
+    info, jinfo = fjnp.__array_namespace_info__(), jjnp.__array_namespace_info__()
+    assert info.capabilities() == jinfo.capabilities() and info.default_device() is None
+    with jax.enable_x64(False):
+        assert info.default_dtypes() == jinfo.default_dtypes()
+        for kind in (None, "bool", "integral", "real floating", ("bool", "signed integer")):
+            assert info.dtypes(kind=kind) == jinfo.dtypes(kind=kind), kind
+    assert info.devices()[0] is None and x.device in info.devices()
+    out = functx.jit(lambda v: v.__array_namespace__().sum(v.astype(fjnp.int8)))(np.ones(3))
+    assert int(out) == 3

@@ -716,6 +716,10 @@ def dot_product_attention(
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
 __getattr__ = _missing_name_hook(__name__)
 
+# The initializers draw with functx.random, which imports this module: imported last, once every
+# name above exists.
+from functx.nn import initializers as initializers  # noqa: E402
+
 __all__ = [
     "relu",
     "relu6",
@@ -749,4 +753,5 @@ __all__ = [
     "log1mexp",
     "logmeanexp",
     "dot_product_attention",
+    "initializers",
 ]
