@@ -574,7 +574,14 @@ def _uniform(data, shape, dtype, minval, maxval):
     _broadcast_shapes("uniform", shape, minval.shape, maxval.shape)
     floats = _unit_floats(data, shape, dtype)
     span = maxval - minval
-    if dtype in (dtypes.float32, dtypes.float64):
+    f64 = dtypes.float64
+    if dtype == dtypes.float32 and dtypes.canonicalize(f64) == f64:
+        # the product of two float32 numbers is exact in float64, so the float64 sum rounds
+        # (almost always) as the fused multiply-add does; compiled code keeps it so too
+        wide = lax.convert_element_type(floats, f64) * lax.convert_element_type(span, f64)
+        scaled = lax.convert_element_type(wide + lax.convert_element_type(minval, f64), dtype)
+    elif dtype in (dtypes.float32, dtypes.float64):
+        # (without float64: Dekker's product, which a compiler contracting to FMAs may perturb)
         scaled = _fma(floats, span, minval)
     else:
         scaled = floats * span + minval

@@ -632,3 +632,25 @@ def test_array_api_inspection_as_jax():
     assert info.devices()[0] is None and x.device in info.devices()
     out = functx.jit(lambda v: v.__array_namespace__().sum(v.astype(fjnp.int8)))(np.ones(3))
     assert int(out) == 3
+
+
+def test_lax_population_count():
+    xs = {}
+    for dt in (I8, np.dtype(np.int16), I32, I64, U8, np.dtype(np.uint16), U32, np.dtype(np.uint64)):
+        info = np.iinfo(dt)
+        xs[dt] = np.array([0, 1, 7, 96, info.max, info.min, info.max // 3, info.max // 5], dt)
+    for dt, x in xs.items():
+        out = flax.population_count(x)
+        with jax.enable_x64(True):
+            ref = jax.eval_shape(jlax.population_count, x)
+        assert (out.dtype, out.shape) == (ref.dtype, ref.shape)
+        bits = dt.itemsize * 8
+        expected = [bin(int(v) & (2**bits - 1)).count("1") for v in x]
+        np.testing.assert_array_equal(out, np.array(expected, dt))
+    np.testing.assert_array_equal(
+        functx.jit(flax.population_count)(xs[I32]), flax.population_count(xs[I32])
+    )
+    for mod in (flax, jlax):
+        with pytest.raises(TypeError):
+            mod.population_count(np.ones(2, np.float32))
+    assert "Example:" in flax.population_count.__doc__
