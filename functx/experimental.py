@@ -8,6 +8,7 @@ too): inside the block, in this thread, ``jax_enable_x64`` is on (off).
 from __future__ import annotations
 
 from functx import config
+from functx.control.callbacks import io_callback as io_callback
 from functx.errors import missing_name_hook as _missing_name_hook
 
 
@@ -53,4 +54,4 @@ def disable_x64():
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
 __getattr__ = _missing_name_hook(__name__)
 
-__all__ = ["disable_x64", "enable_x64"]
+__all__ = ["disable_x64", "enable_x64", "io_callback"]
