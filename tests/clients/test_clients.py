@@ -34,11 +34,12 @@ FAKE_LIBS = "functx_clients_example_libraries"
 
 # Import lines of a JAX program and their functx spelling, tried in order on each line.
 _SWAPS = (
-    (re.compile(r"^(\s*)import jax$"), r"\1import functx as jax"),
-    (re.compile(r"^(\s*)import jax\.([\w.]+) as (\w+)$"), r"\1import functx.\2 as \3"),
+    (re.compile(r"^(\s*)import jax(\s*#.*)?$"), r"\1import functx as jax\2"),
+    (re.compile(r"^(\s*)import jax\.([\w.]+) as (\w+)(\s*#.*)?$"), r"\1import functx.\2 as \3\4"),
     (re.compile(r"^(\s*)from jax\.example_libraries import "), rf"\1from {FAKE_LIBS} import "),
     (re.compile(r"^(\s*)from jax(\.[\w.]+)? import "), r"\1from functx\2 import "),
 )
+_PRIVATE = re.compile(r"^\s*from jax\._src\.util import ")
 _NEEDS = re.compile(rf"^\s*from {FAKE_LIBS} import (.+)$", re.M)
 
 
@@ -46,6 +47,9 @@ def swap_imports(src: str) -> str:
     """``src`` with its JAX import lines rewritten to import functx; other lines unchanged."""
     out = []
     for line in src.splitlines():
+        if _PRIVATE.match(line):  # JAX's pure-Python helpers (safe_zip...): not its API, kept
+            out.append(line)
+            continue
         for pattern, repl in _SWAPS:
             new = pattern.sub(repl, line)
             if new != line:

@@ -6,7 +6,7 @@ cookbook's `if` on a concrete value under eager grad."""
 import jax.numpy as jnp
 from jax import grad, hessian, jacfwd, jacrev, jvp, random, value_and_grad, vjp, vmap
 
-RTOL, ATOL = 2e-5, 1e-6
+RTOL, ATOL = 1e-4, 1e-6  # float32 second derivatives: other rounding orders than XLA's
 
 
 def sigmoid(x):
