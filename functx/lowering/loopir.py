@@ -465,7 +465,12 @@ def verify_expr(e, n: Node, graph: Graph, allowed: set, accs=frozenset()) -> Non
                 f"symbol of the node ({', '.join(sorted(map(str, allowed))) or 'none'})",
             )
 
+    seen: set = set()  # expressions are DAGs (a value read by several ops): visit each once
+
     def walk(x):
+        if id(x) in seen:
+            return
+        seen.add(id(x))
         if not isinstance(x, E):
             fail(n, f"element expression part {x!r} is not an E")
         try:
