@@ -107,15 +107,16 @@ class Case:
     tol: float = 1.0  # multiplies TOL
     vs_jax: bool = True  # compare with JAX (False where JAX has no counterpart)
     jax_tol: float | None = None  # tolerance scale against JAX (default: ``tol``)
+    triton_unsupported: bool = False  # Triton raises UnsupportedError up front (complex values)
 
 
 CASES: dict[str, Case] = {}
 
 
-def case(make_args, tol=1.0, vs_jax=True, jax_tol=None, name=None):
+def case(make_args, tol=1.0, vs_jax=True, jax_tol=None, name=None, triton_unsupported=False):
     def deco(fn):
         n = name or fn.__name__
-        CASES[n] = Case(n, fn, make_args, tol, vs_jax, jax_tol)
+        CASES[n] = Case(n, fn, make_args, tol, vs_jax, jax_tol, triton_unsupported)
         return fn
 
     return deco
@@ -1083,6 +1084,17 @@ def random_threefry(ns, k):
     return {"bits": r.bits(k, (4,), U32)}
 
 
+@case(
+    lambda rng: (rng.standard_normal((3, 4)).astype(F32), rng.standard_normal((3, 4)).astype(F32)),
+    triton_unsupported=True,
+)
+def complex_arithmetic(ns, x, y):
+    # complex64 values inside a C++ program (Triton has no complex lanes yet: it refuses them)
+    z = ns.lax.complex(x, y)
+    w = z * ns.np.conj(z) + ns.np.exp(z) / (z + 2.0)
+    return {"re": ns.np.real(w), "im": ns.np.imag(w), "abs_sum": ns.np.abs(ns.np.sum(z * z))}
+
+
 # =============================================================================================
 # The tests
 # =============================================================================================
@@ -1090,6 +1102,12 @@ def random_threefry(ns, k):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_case(backend, name):
     c = CASES[name]
+    if backend == "triton" and c.triton_unsupported:
+        from functx.errors import UnsupportedError
+
+        with pytest.raises(UnsupportedError, match="complex"):
+            triton_result(name)
+        return
     got = {"eager": eager_result, "cpp": cpp_result, "triton": triton_result}[backend](name)
     if backend != "eager":
         assert_same_dicts(got, eager_result(name), f"{name}: {backend} vs eager", c.tol)
