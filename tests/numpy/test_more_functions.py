@@ -612,6 +612,7 @@ def test_scalar_types_are_dtypes_and_constructors_as_in_jax():
     assert "Example:" in fjnp.float32.__doc__
 
 
+@pytest.mark.usefixtures("no_x64")
 def test_array_api_inspection_as_jax():
     x = fjnp.ones(3)
     assert x.__array_namespace__() is fjnp and x.__array_namespace__(api_version="2023.12") is fjnp
