@@ -203,6 +203,18 @@ class ArrayMethods:
     def __rxor__(self, o):
         return _fn["bitwise_xor"](o, self)
 
+    def __lshift__(self, o):
+        return _fn["left_shift"](self, o)
+
+    def __rlshift__(self, o):
+        return _fn["left_shift"](o, self)
+
+    def __rshift__(self, o):
+        return _fn["right_shift"](self, o)
+
+    def __rrshift__(self, o):
+        return _fn["right_shift"](o, self)
+
     # comparisons
     def __eq__(self, o):
         return _fn["equal"](self, o)

@@ -37,6 +37,7 @@ CPU. This module keeps the first two as opaque device objects (it does not impor
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import threading
@@ -245,7 +246,7 @@ def matmul_precision() -> str:
     return stack[-1] if stack else _global_precision
 
 
-class default_matmul_precision:
+class default_matmul_precision(contextlib.ContextDecorator):
     """``with functx.default_matmul_precision("highest"):`` sets the precision of the float32
     matrix products (``@``, ``dot``, ``matmul``, ``einsum``, ``dot_general``) that run in the
     block, eagerly or under ``jit``, in this thread, like ``jax.default_matmul_precision``.

@@ -477,3 +477,22 @@ def test_device_put_and_block_until_ready():
     assert functx.block_until_ready(out) is out
     assert out["a"].block_until_ready() is out["a"]
     assert out["b"][0].dtype == dtypes.default_float() and out["b"][1].dtype == np.int8
+
+
+def test_shift_operators_as_jax():
+    """``<<`` and ``>>`` on Arrays and tracers are jnp.left_shift/right_shift, as in JAX."""
+    import jax.numpy as jjnp
+
+    x, s = np.array([1, 8, -16], np.int32), np.array([1, 2, 3], np.int32)
+
+    def f(ns, a, b):
+        return [a << b, a >> 2, 3 << b, a >> b]
+
+    want = f(jjnp, jjnp.asarray(x), jjnp.asarray(s))
+    jitted = functx.jit(lambda a, b: f(fnp, a, b))
+    for got in (f(fnp, fnp.asarray(x), fnp.asarray(s)), jitted(x, s)):
+        for g, w in zip(got, want):
+            assert np.asarray(g).dtype == np.asarray(w).dtype
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    with pytest.raises(TypeError):
+        fnp.ones(2, np.float32) << 1

@@ -280,3 +280,20 @@ def test_a_products_own_precision_wins_over_the_default():
     with functx.default_matmul_precision("highest"):
         (line,) = _dot_lines(lo.lower(ga, gb).as_text())
     assert line.endswith("True)")
+
+
+def test_default_matmul_precision_as_a_decorator():
+    """Like JAX's (a contextlib context manager), it also decorates a function."""
+    from functx import config
+
+    seen = []
+
+    @functx.default_matmul_precision("highest")
+    def f():
+        seen.append(config.matmul_precision())
+
+    before = config.matmul_precision()
+    f()
+    f()
+    assert seen == ["float32", "float32"]  # "highest" is full float32 inside each call
+    assert config.matmul_precision() == before  # and the setting is back after it

@@ -317,6 +317,8 @@ _array.numpy_functions.update(
     real=real,
     imag=imag,
     conjugate=conjugate,
+    left_shift=left_shift,
+    right_shift=right_shift,
     scatter_update=_indexing_module.scatter_update,
 )
 
