@@ -175,22 +175,78 @@ def _dt(dtype, default=_DEFAULT_FLOAT, op="functx.numpy"):
 
 
 def zeros(shape, dtype=None, *, device=None):
+    """An array of zeros, as ``jnp.zeros``.
+
+    Arguments:
+      shape: an int or a sequence of ints.
+      dtype: the dtype (default: the default float, float32 unless ``jax_enable_x64``).
+      device: where to make it (default: the default device).
+    Returns:
+      An Array of ``shape`` and ``dtype``.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.zeros((2, 3)))
+      [[0. 0. 0.]
+       [0. 0. 0.]]
+    """
     if device is None:
         return ops.full(_shape(shape, "zeros"), 0, _dt(dtype, op="zeros"))
     return _made_on(device, ops.full, _shape(shape, "zeros"), 0, _dt(dtype, op="zeros"))
 
 
 def ones(shape, dtype=None, *, device=None):
+    """An array of ones, as ``jnp.ones``.
+
+    Arguments:
+      shape: an int or a sequence of ints.
+      dtype: the dtype (default: the default float).
+      device: where to make it (default: the default device).
+    Returns:
+      An Array of ``shape`` and ``dtype``.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.ones(3, "int32"))
+      [1 1 1]
+    """
     if device is None:
         return ops.full(_shape(shape, "ones"), 1, _dt(dtype, op="ones"))
     return _made_on(device, ops.full, _shape(shape, "ones"), 1, _dt(dtype, op="ones"))
 
 
 def empty(shape, dtype=None, *, device=None):
+    """An array of ``shape`` and ``dtype``, as ``jnp.empty``: zeros, as in JAX (no uninitialized
+    memory).
+
+    Arguments:
+      shape: an int or a sequence of ints.
+      dtype: the dtype (default: the default float).
+      device: where to make it (default: the default device).
+    Returns:
+      An Array of zeros.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.empty(2))
+      [0. 0.]
+    """
     return zeros(shape, _dt(dtype, op="empty"), device=device)
 
 
 def full(shape, fill_value, dtype=None, *, device=None):
+    """An array filled with ``fill_value``, as ``jnp.full``.
+
+    Arguments:
+      shape: an int or a sequence of ints.
+      fill_value: a scalar, or an array broadcast to ``shape``.
+      dtype: the dtype (default: ``fill_value``'s, a Python scalar taking the default type).
+      device: where to make it (default: the default device).
+    Returns:
+      An Array of ``shape``.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.full((2, 2), 7))
+      [[7 7]
+       [7 7]]
+    """
     if device is not None:
         return _made_on(device, full, shape, fill_value, dtype)
     if dtype is None and not is_python_scalar(fill_value):
@@ -212,6 +268,20 @@ def _like_device(a, device):
 
 
 def zeros_like(a, dtype=None, shape=None, *, device=None):
+    """Zeros with the shape and dtype of ``a``, as ``jnp.zeros_like``.
+
+    Arguments:
+      a: an array (or anything with a shape and dtype).
+      dtype: overrides ``a``'s dtype.
+      shape: overrides ``a``'s shape.
+      device: where to make it (default: where ``a`` is).
+    Returns:
+      An Array of zeros.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.zeros_like(jnp.arange(3)))
+      [0 0 0]
+    """
     av = _aval(a)
     return zeros(
         av.shape if shape is None else shape,
@@ -221,6 +291,20 @@ def zeros_like(a, dtype=None, shape=None, *, device=None):
 
 
 def ones_like(a, dtype=None, shape=None, *, device=None):
+    """Ones with the shape and dtype of ``a``, as ``jnp.ones_like``.
+
+    Arguments:
+      a: an array (or anything with a shape and dtype).
+      dtype: overrides ``a``'s dtype.
+      shape: overrides ``a``'s shape.
+      device: where to make it (default: where ``a`` is).
+    Returns:
+      An Array of ones.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.ones_like(jnp.arange(3), dtype="float32"))
+      [1. 1. 1.]
+    """
     av = _aval(a)
     return ones(
         av.shape if shape is None else shape,
@@ -230,12 +314,41 @@ def ones_like(a, dtype=None, shape=None, *, device=None):
 
 
 def empty_like(a, dtype=None, shape=None, *, device=None):
+    """An array with the shape and dtype of ``a``, as ``jnp.empty_like``: zeros, as in JAX.
+
+    Arguments:
+      a: an array (or anything with a shape and dtype).
+      dtype: overrides ``a``'s dtype.
+      shape: overrides ``a``'s shape.
+      device: where to make it (default: where ``a`` is).
+    Returns:
+      An Array of zeros.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.empty_like(jnp.ones(2)))
+      [0. 0.]
+    """
     return zeros_like(
         a, None if dtype is None else _dt(dtype, op="empty_like"), shape, device=device
     )
 
 
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
+    """``fill_value`` with the shape and dtype of ``a``, as ``jnp.full_like``.
+
+    Arguments:
+      a: an array (or anything with a shape and dtype).
+      fill_value: a scalar, or an array broadcast to the shape.
+      dtype: overrides ``a``'s dtype.
+      shape: overrides ``a``'s shape.
+      device: where to make it (default: where ``a`` is).
+    Returns:
+      An Array.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.full_like(jnp.zeros(3), 2.5))
+      [2.5 2.5 2.5]
+    """
     av = _aval(a)
     return full(
         av.shape if shape is None else shape,
