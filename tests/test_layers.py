@@ -58,6 +58,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "functx.numpy",
             "functx.nn",
             "functx.random",
+            "functx._xlamath",
             "functx.scipy",
             "functx.test_util",
             "functx.flatten_util",

@@ -1,0 +1,67 @@
+"""functx._xlamath against XLA's CPU math: ``log``, ``log1p`` and ``erf_inv`` as ``jax.jit``
+computes them, bit for bit (the functions functx.random applies to uniform bits), and the
+emulated fused multiply-add against an exact one."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import functx.numpy as fjnp
+from functx import _xlamath as xm
+
+jax = pytest.importorskip("jax")
+from jax import lax  # noqa: E402
+
+RNG = np.random.default_rng(7)
+
+
+def _inputs(dt):
+    """Uniform-looking values in (0, 1) and (-1, 1), and positive numbers across the exponents."""
+    u = RNG.random(4000).astype(dt)
+    wide = np.exp(RNG.uniform(-80, 80, 2000)).astype(dt)
+    return {
+        "log": np.concatenate([u, wide, np.array([0, 1, np.inf, -1, np.nan], dt)]),
+        "log1p": np.concatenate([u * 2 - 1, u * 1e-3, wide, np.array([-1, 0, np.inf], dt)]),
+        "erf_inv": np.concatenate([u * 2 - 1, np.array([-1, 1, 0], dt)]),
+    }
+
+
+def _same_bits(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype
+    both_nan = np.isnan(got) & np.isnan(want)
+    bad = got.view(np.uint8).reshape(got.size, -1) != want.view(np.uint8).reshape(want.size, -1)
+    bad = bad.any(axis=1) & ~both_nan
+    assert not bad.any(), (got[bad][:5], want[bad][:5])
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_functions_give_xlas_bits(dt):
+    ours = {"log": xm.log, "log1p": xm.log1p, "erf_inv": xm.erf_inv}
+    theirs = jax.jit(
+        lambda d: {
+            "log": lax.log(d["log"]),
+            "log1p": lax.log1p(d["log1p"]),
+            "erf_inv": lax.erf_inv(d["erf_inv"]),
+        }
+    )
+    x = _inputs(dt)
+    want = theirs(x)
+    for name, f in ours.items():
+        _same_bits(f(fjnp.asarray(x[name])), want[name])
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_fma_rounds_once(dt):
+    a, b, c = (RNG.standard_normal(500).astype(dt) for _ in range(3))
+    c[:100] = -(a[:100] * b[:100])  # (cancellation: the low part decides)
+    got = np.asarray(xm.fma(fjnp.asarray(a), fjnp.asarray(b), fjnp.asarray(c)))
+    # (float32: the exact value fits float64 here, so rounding through it rounds once)
+    want = [
+        dt(float(Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))))
+        for x, y, z in zip(a, b, c)
+    ]
+    np.testing.assert_array_equal(got, np.asarray(want, dt))
