@@ -138,6 +138,14 @@ PRIMITIVE_TESTS = {
     "pure_callback": ELSEWHERE,
     "io_callback": ELSEWHERE,
     "threefry2x32": ELSEWHERE,
+    # The special functions: tests/scipy/test_lax_special.py (against scipy, mpmath and JAX).
+    **{
+        n: ELSEWHERE
+        for n in (
+            "erf_inv digamma bessel_i0e bessel_i1e igamma igammac igamma_grad_a "
+            "random_gamma_grad polygamma zeta"
+        ).split()
+    },
 }
 
 
