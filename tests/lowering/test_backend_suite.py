@@ -352,6 +352,7 @@ UNARY_FLOAT = [
     "erf",
     "erfc",
     "lgamma",
+    "erf_inv",
     "neg",
     "abs",
     "sign",
@@ -399,6 +400,39 @@ def _binary(ns, x, y):
 
 for _dt in (F32, F64):
     case(lambda rng, dt=_dt: _binary_args(dt), tol=4.0, name=f"binary_{_dt.name}")(_binary)
+
+# The special functions (functx.primitives.special): C++ runs them; Triton refuses them up front
+# (erf_inv, a libdevice function, runs on both: it is in UNARY_FLOAT). Compiled against eager
+# only: XLA takes 5-8 s to compile each of the igamma family, so tests/scipy/test_lax_special.py
+# checks them against scipy (JAX's own reference) and the cheap ones against JAX.
+_SP_A = [0.5, 1.0, 2.5, 7.0, 30.0, 0.0, -1.5, NAN]
+_SP_X = [0.25, 1.0, 3.0, 8.0, 40.0, 0.0, -2.5, INF]
+
+
+def _special_args(dt):
+    a, x = np.meshgrid(np.array(_SP_A, dt), np.array(_SP_X, dt), indexing="ij")
+    return a.reshape(-1), x.reshape(-1)
+
+
+def _special(ns, a, x):
+    lax = ns.lax
+    out = {n: getattr(lax, n)(a, x) for n in ["igamma", "igammac", "igamma_grad_a"]}
+    out["random_gamma_grad"] = lax.random_gamma_grad(a, x)
+    out["polygamma"] = lax.polygamma(ns.np.minimum(ns.np.floor(ns.np.abs(a)), 3.0), x)
+    out["zeta"] = lax.zeta(a + 1.5, x)
+    for n in ["digamma", "bessel_i0e", "bessel_i1e"]:
+        out[n] = getattr(lax, n)(x)
+    return out
+
+
+for _dt in (F32, F64):
+    case(
+        lambda rng, dt=_dt: _special_args(dt),
+        tol=4.0,
+        vs_jax=False,
+        name=f"special_{_dt.name}",
+        triton_unsupported="no Triton implementation",
+    )(_special)
 
 IMIN, IMAX = np.iinfo(np.int32).min, np.iinfo(np.int32).max
 
@@ -1126,7 +1160,8 @@ def test_case(backend, name):
     if backend == "triton" and c.triton_unsupported:
         from functx.errors import UnsupportedError
 
-        with pytest.raises(UnsupportedError, match="complex"):
+        why = c.triton_unsupported if isinstance(c.triton_unsupported, str) else "complex"
+        with pytest.raises(UnsupportedError, match=why):
             triton_result(name)
         return
     got = {"eager": eager_result, "cpp": cpp_result, "triton": triton_result}[backend](name)
