@@ -700,6 +700,10 @@ class TritonExecutable:
         """Host step ``index``: its callable on NumPy copies of ``ins`` (flat tensors), the
         results copied into ``outs``."""
         fn, in_avals, out_specs = self.host_calls[index]
+        on_device = getattr(fn, "torch", None)  # a library step that runs on the device itself
+        if on_device is not None:  # (FFT: torch.fft on the step's device tensors)
+            on_device(ins, outs)
+            return
         args = [_to_numpy(t, a.dtype).reshape(a.shape) for t, a in zip(ins, in_avals)]
         for o, r, (shape, dtype) in zip(outs, fn(*args), out_specs):
             r = np.ascontiguousarray(np.asarray(r, dtype).reshape(shape)).reshape(-1)
