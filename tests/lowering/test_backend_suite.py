@@ -140,6 +140,11 @@ def assert_same(got, want, what, tol=1.0, check_dtype=True):
     assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
     if check_dtype:
         assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != {want.dtype}"
+    if want.dtype.kind == "c" and got.dtype.kind == "c":  # each part at its float's tolerance
+        part = F32 if want.dtype == np.complex64 else F64
+        for f in (np.real, np.imag):
+            assert_same(f(got).astype(part), f(want).astype(part), what, tol, check_dtype)
+        return
     if want.dtype in FLOAT_DTYPES or got.dtype in FLOAT_DTYPES:
         rtol, atol = TOL.get(want.dtype, TOL[F64])
         np.testing.assert_allclose(
@@ -1139,15 +1144,42 @@ def linalg_cholesky_solve(ns, a, b):
     }
 
 
-@case(
-    lambda rng: (rng.standard_normal((3, 4)).astype(F32), rng.standard_normal((3, 4)).astype(F32)),
-    triton_unsupported=True,
-)
-def complex_arithmetic(ns, x, y):
-    # complex64 values inside a C++ program (Triton has no complex lanes yet: it refuses them)
-    z = ns.lax.complex(x, y)
-    w = z * ns.np.conj(z) + ns.np.exp(z) / (z + 2.0)
-    return {"re": ns.np.real(w), "im": ns.np.imag(w), "abs_sum": ns.np.abs(ns.np.sum(z * z))}
+def _complex_args(rng):
+    def c(shape, dt):
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dt)
+
+    return (c((5, 3), np.complex64), c((3,), np.complex128))
+
+
+@case(_complex_args, tol=8.0)
+def complex_lanes(ns, z, w):
+    # complex inputs and outputs, functions, reductions, products, scans and ordering (Triton:
+    # every complex value as a pair of real lanes, functx/lowering/complex_lanes.py)
+    np_, lax = ns.np, ns.lax
+    lam = 0.9 * np_.exp(1j * np_.real(z[0]))
+
+    def combine(x, y):  # the LRU/S5 linear recurrence, as a parallel scan
+        return y[0] * x[0], y[0] * x[1] + y[1]
+
+    h = lax.associative_scan(combine, (np_.broadcast_to(lam, z.shape), z), axis=0)[1]
+    carry, ys = lax.scan(lambda c, x: (c * 0.5 + x, c * x), w, z.astype(w.dtype))
+    u = lax.complex(np_.real(z) * 2.0, np_.imag(z))  # (from real parts)
+    v = u * np_.conj(u) + np_.exp(u) / (u + 2.0)
+    return {
+        "re": np_.real(v),
+        "im": np_.imag(v),
+        "abs_sum": np_.abs(np_.sum(u * u)),
+        "lru": h,
+        "fns": np_.sqrt(z) / (np_.log(z) + 2.0) - np_.sin(z) * np_.tanh(z) + z**3,
+        "abs_angle": np_.abs(w) + np_.angle(w),
+        "matmul": z.T @ z,
+        "prod_cumsum": np_.prod(z, axis=0) + np_.cumsum(z, axis=0)[-1],
+        "max_min": lax.max(z, z[::-1]) - np_.min(z, axis=0),
+        "scan_carry": carry,
+        "scan_ys": ys,
+        "c128": np_.exp(w) * np_.conj(w) / (w + 1j),
+        "eq": z == z[::-1],
+    }
 
 
 # =============================================================================================
