@@ -6,6 +6,7 @@ primitives beside their rules; this file only names what is public, each name on
 """
 
 # ruff: noqa: A004
+from functx.control import linalg as linalg
 from functx.control.associative_scan import (
     associative_scan as associative_scan,
     cumlogsumexp as cumlogsumexp,
@@ -212,6 +213,7 @@ __all__ = [
     "is_finite",
     "le",
     "lgamma",
+    "linalg",
     "log",
     "log1p",
     "logistic",

@@ -23,6 +23,9 @@ the loop IR), registered into the tables of ``functx.primitives``, ``functx.tran
 * ``callbacks.py``: host callbacks (``debug_callback``, ``pure_callback``), run eagerly, under
   every transform, and as host steps of compiled programs.
 
+* ``linalg.py``: the dense linear algebra primitives (``functx.lax.linalg``): cholesky,
+  triangular_solve, lu, eigh, qr, svd, run by LAPACK eagerly and as library steps under ``jit``.
+
 * ``remat.py``: ``checkpoint``/``remat`` (the ``checkpoint`` primitive: policies decide what the
   backward pass keeps; the rest is recomputed) and ``checkpoint_name`` (the ``name`` primitive).
 
@@ -37,6 +40,7 @@ from functx.control import (
     custom_derivatives as custom_derivatives,
     fft as fft,
     generic_reduce as generic_reduce,
+    linalg as linalg,
     remat as remat,
     scan as scan,
     threefry as threefry,

@@ -1092,6 +1092,27 @@ def random_threefry(ns, k):
     return {"bits": r.bits(k, (4,), U32)}
 
 
+def _spd_pair(rng):
+    a = rng.standard_normal((2, 3, 3))
+    return (
+        (a @ a.transpose(0, 2, 1) + 3 * np.eye(3)).astype(F32),
+        rng.standard_normal((2, 3, 2)).astype(F32),
+    )
+
+
+@case(_spd_pair, tol=50.0, vs_jax=False)
+def linalg_cholesky_solve(ns, a, b):
+    # lax.linalg's library steps (LAPACK through NumPy/SciPy) between fused kernels; the rest of
+    # their tests (against JAX too) are in tests/numpy/test_linalg.py
+    lin = ns.lax.linalg
+    L = lin.cholesky(a * 1.0)
+    x = lin.triangular_solve(L, b, left_side=True, lower=True)
+    return {
+        "L": L,
+        "x": lin.triangular_solve(L, x + 1.0, left_side=True, lower=True, transpose_a=True),
+    }
+
+
 @case(
     lambda rng: (rng.standard_normal((3, 4)).astype(F32), rng.standard_normal((3, 4)).astype(F32)),
     triton_unsupported=True,
