@@ -19,6 +19,11 @@ from functx.control.cond import (
     cond as cond,
     switch as switch,
 )
+from functx.control.fft import (
+    FftType as FftType,
+    fft as fft,
+    fft_p as fft_p,
+)
 from functx.control.generic_reduce import (
     reduce as reduce,
 )
@@ -150,6 +155,7 @@ from functx.ops import (
 __getattr__ = _missing_name_hook(__name__)
 
 __all__ = [
+    "FftType",
     "Precision",
     "RoundingMethod",
     "abs",
@@ -206,6 +212,8 @@ __all__ = [
     "exp2",
     "expand_dims",
     "expm1",
+    "fft",
+    "fft_p",
     "floor",
     "fori_loop",
     "full",

@@ -1116,6 +1116,14 @@ def control_flow(ns, a, b, m, n, k, s):
     return out
 
 
+@case(lambda rng: (rng.standard_normal((3, 8)).astype(F32),), triton_unsupported=True)
+def fft_conv(ns, x):
+    # the fft primitive as a library step (pocketfft from C++; Triton refuses complex values)
+    fft = ns.np.fft
+    conv = lambda v: fft.irfft(fft.rfft(v, n=16) * fft.rfft(v[::-1], n=16), n=16)
+    return {"conv": conv(x), "grad": ns.grad(lambda v: ns.np.sum(conv(v) ** 2))(x)}
+
+
 @case(lambda rng: (np.array([0, 42], U32),), name="random_threefry")
 def random_threefry(ns, k):
     # functx.random's hash (the threefry2x32 primitive); bit-level tests in tests/test_random.py

@@ -641,6 +641,23 @@ CASES["associative_scan"] = [
         fn=lambda fixed: lambda m: lax.associative_scan(lambda a, b: b @ a, m),
     ),
 ]
+CASES["fft"] = [
+    Case(
+        lambda rng, s: ([rng.standard_normal((2, 6))], {}),
+        shapes=False,
+        fn=lambda fixed: lambda x: lax.fft(x, "rfft", (6,)),
+    ),
+    Case(
+        lambda rng, s: ([rng.standard_normal((3, 4))], {}),
+        shapes=False,
+        fn=lambda fixed: lambda x: lax.fft(lax.fft(x, "fft", (3, 4)), "ifft", (4,)),
+    ),
+    Case(
+        lambda rng, s: ([rng.standard_normal((3, 4))], {}),
+        shapes=False,
+        fn=lambda fixed: lambda x: lax.fft(lax.fft(x, "rfft", (3, 4)), "irfft", (3, 5)),
+    ),
+]
 # checkpoint's linear half recomputes primal values (nonlinear equations, by design), so its
 # reverse mode is checked by tests/test_remat.py (residuals and gradients against JAX)
 CASES["checkpoint"] = [

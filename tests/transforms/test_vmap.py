@@ -165,6 +165,14 @@ CASES["select_n"] = [
     ),
     Case(lambda rng, dt: [_vals(rng, (), BOOL), _vals(rng, (), dt), _vals(rng, (), dt)]),
 ]
+# (a real result: the batched and per-example transforms agree to rounding, not bit for bit)
+CASES["fft"] = [
+    Case(
+        lambda rng, dt: [_vals(rng, (2, 3), dt)],
+        {"fft_type": functx.lax.FftType.IRFFT, "fft_lengths": (4,)},
+        (np.dtype(np.complex128),),
+    )
+]
 CASES["convert_element_type"] = [
     Case(
         lambda rng, dt: [_vals(rng, (2, 3), dt) * 3],
