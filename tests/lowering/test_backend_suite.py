@@ -1146,10 +1146,10 @@ def linalg_cholesky_solve(ns, a, b):
     lin = ns.lax.linalg
     L = lin.cholesky(a * 1.0)
     x = lin.triangular_solve(L, b, left_side=True, lower=True)
-    return {
-        "L": L,
-        "x": lin.triangular_solve(L, x + 1.0, left_side=True, lower=True, transpose_a=True),
-    }
+    y = lin.triangular_solve(L, x + 1.0, left_side=True, lower=True, transpose_a=True)
+    lu, piv, perm = lin.lu(a - 2.0)
+    perm2 = lin.lu_pivots_to_permutation(piv, 3)
+    return {"L": L, "x": y, "lu": lu, "piv": piv, "perm": perm + perm2}
 
 
 def _complex_args(rng):

@@ -403,6 +403,8 @@ HIGHER_ORDER = {
     # matrix operands (batched over leading axes): vmap against a loop in tests/numpy/test_linalg.py
     "cholesky",
     "triangular_solve",
+    "lu",
+    "lu_pivots_to_permutation",
 }
 
 
