@@ -171,7 +171,9 @@ def _sort_group(g, ins, avals, dimension, num_keys, mode, k, index):
     }
     outs = []
     for a in avals:
-        node = g.add(Node(a.shape, a.dtype, kind="sort", inputs=list(ins), params={"group": group}))
+        # the operands are read from buffers (the Triton kernel indexes them itself)
+        params = {"group": group, "needs_buffer": list(ins)}
+        node = g.add(Node(a.shape, a.dtype, kind="sort", inputs=list(ins), params=params))
         group["outs"].append(node)
         outs.append(node)
     return outs

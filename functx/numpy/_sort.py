@@ -543,7 +543,9 @@ def _unique_1d(x, size, fill_value, equal_nan, name):
     else:
         fill = ops.convert_element_type(fill_value, get_aval(x).dtype)
     values = ops.broadcast_in_dim(fill, (size,), ()).at[slot].set(s)
-    index = jnp.zeros((size,), idt).at[slot].set(perm)
+    # (JAX fills the missing slots' indices with the first value's index)
+    first_index = perm[0] if n else jnp.zeros((), idt)
+    index = ops.broadcast_in_dim(first_index, (size,), ()).at[slot].set(perm)
     inverse = jnp.zeros((n,), idt).at[perm].set(gid)
     counts = jnp.zeros((size,), idt).at[gid].add(ops.full((n,), 1, idt))
     return values, index, inverse, counts
