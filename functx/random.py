@@ -41,7 +41,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from functx import _xlamath as _xm, dtypes, lax, nn, numpy as jnp, tree_util
+from functx import _xlamath as _xm, config, dtypes, lax, nn, numpy as jnp, tree_util
 from functx.control.threefry import threefry2x32
 from functx.errors import (
     FunctxTypeError,
@@ -1056,9 +1056,45 @@ def rademacher(key, shape=(), dtype=None):
     return (2 * b - 1).astype(dt)
 
 
+def _fixed_point_float32(hi, lo):
+    """The uint64 fixed-point fraction ``(hi * 2**32 + lo) / 2**64`` truncated to a float32 (24
+    significant bits): JAX's conversion for ``gumbel(mode="highest")``, which builds the float's
+    bits from the count of leading zeros."""
+    with config.enable_x64(True):  # (uint64 and float64 inside; the result is float32)
+        u64, f64 = dtypes.uint64, dtypes.float64
+        n = lax.bitwise_or(
+            lax.mul(lax.convert_element_type(hi, u64), np.asarray(2**32, u64)),
+            lax.convert_element_type(lo, u64),
+        )
+        _, e = jnp.frexp(lax.convert_element_type(n, f64))  # 2**(e-1) <= n, up to rounding
+        k = jnp.maximum(e - 25, 0).astype(np.int32)
+        t = lax.shift_right_logical(n, lax.convert_element_type(k, u64))
+        over = t >= np.asarray(2**24, u64)  # (n rounded up to a power of two)
+        t = jnp.where(over, lax.shift_right_logical(t, np.asarray(1, u64)), t)
+        k = jnp.where(over, k + 1, k)
+        m = lax.convert_element_type(t, dtypes.float32)  # < 2**24: exact
+        return jnp.ldexp(m, k - 64).astype(dtypes.float32)
+
+
 def _gumbel(data, shape, dtype, mode):
     fi = dtypes.finfo(dtype)
-    if mode == "high":
+    if mode == "highest" and dtype == dtypes.float32:
+        b = _bits(data, 32, (2, *shape))
+        hi, lo = b[0], b[1]
+        u32 = dtypes.uint32
+        full = np.asarray(0xFFFFFFFF, u32)
+        # 1 - bits in the same fixed point: the two's complement of the pair
+        neg_lo = lax.bitwise_not(lo)
+        neg_hi = lax.bitwise_not(hi) + lax.convert_element_type(neg_lo == full, u32)
+        neg_lo = neg_lo + np.asarray(1, u32)
+        flip = hi < np.asarray(2**31, u32)
+        x = _fixed_point_float32(jnp.where(flip, hi, neg_hi), jnp.where(flip, lo, neg_lo))
+        return jnp.where(
+            flip,
+            jnp.negative(_xm.log(jnp.negative(_xm.log1p(jnp.negative(x))))),
+            jnp.negative(_xm.log(jnp.negative(_xm.log(x)))),
+        )
+    if mode in ("high", "highest"):
         u = _uniform(data, (2, *shape), dtype, 0.0, 1.0)
         high, low = u[0], u[1]
         x = jnp.where(
@@ -1073,10 +1109,8 @@ def _gumbel(data, shape, dtype, mode):
 
 def _gumbel_mode(mode):
     mode = "low" if mode is None else mode
-    if mode not in ("high", "low"):
-        raise FunctxValueError(
-            f"Must provide valid mode for gumbel got: {mode} (functx has 'low' and 'high')"
-        )
+    if mode not in ("highest", "high", "low"):
+        raise FunctxValueError(f"Must provide valid mode for gumbel got: {mode}")
     return mode
 
 
@@ -1087,7 +1121,9 @@ def gumbel(key, shape=(), dtype=None, mode=None):
         key: a single key.
         shape: the result's shape. Default ``()``.
         dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
-        mode: ``"low"`` (default) or ``"high"`` (two uniforms, for a finer upper tail).
+        mode: ``"low"`` (default), ``"high"`` (two uniforms, for a finer upper tail) or
+            ``"highest"`` (float32: 64 random bits as a fixed-point fraction, truncated to a
+            float with all its significant bits; other dtypes as ``"high"``).
 
     Returns:
         An array of ``shape`` and ``dtype``.

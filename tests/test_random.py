@@ -87,6 +87,7 @@ def _samplers_32(r, k):
         "exponential_float32": r.exponential(k2, (16,), F32),
         "gumbel_float32": r.gumbel(k2, (16,), F32),
         "gumbel_high_float32": r.gumbel(k3, (16,), F32, mode="high"),
+        "gumbel_highest_float32": r.gumbel(k1, (16,), F32, mode="highest"),
         "laplace_float32": r.laplace(k3, (16,), F32),
         "logistic_float32": r.logistic(k1, (16,), F32),
         "bernoulli_float32": r.bernoulli(k1, np.asarray(0.3, F32), (50,)),
