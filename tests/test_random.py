@@ -86,7 +86,6 @@ def _samplers_32(r, k):
         "normal_float32": r.normal(k1, (64,), F32),
         "exponential_float32": r.exponential(k2, (16,), F32),
         "gumbel_float32": r.gumbel(k2, (16,), F32),
-        "gumbel_high_float32": r.gumbel(k3, (16,), F32, mode="high"),
         "gumbel_highest_float32": r.gumbel(k1, (16,), F32, mode="highest"),
         "laplace_float32": r.laplace(k3, (16,), F32),
         "logistic_float32": r.logistic(k1, (16,), F32),
@@ -109,7 +108,6 @@ def _samplers_64(r, k):
         "uniform_range_float64": r.uniform(k2, (2, 20), F64, -2.0, 3.0),
         "randint_int64": r.randint(k1, (30,), -3, 100, np.int64),
         "normal_float64": r.normal(k1, (64,), F64),
-        "exponential_float64": r.exponential(k2, (16,), F64),
         "gumbel_float64": r.gumbel(k2, (16,), F64),
     }
 
@@ -278,8 +276,7 @@ def _program(k, typed):
         "fold_in_7": fr.fold_in(k, 7),
         "uniform_range_float32": fr.uniform(k2, (2, 20), F32, -2.0, 3.0),
         "randint_int32": fr.randint(k1, (30,), -3, 100, np.int32),
-        "normal_float32": fr.normal(k1, (64,), F32),  # (XLA's log1p and erf_inv, compiled)
-        "gumbel_float32": fr.gumbel(k2, (16,), F32),  # (XLA's log)
+        "normal_float32": fr.normal(k1, (64,), F32),  # (XLA's log1p, log and erf_inv, compiled)
         "scan": (kc, s, ys),
         "fori": functx.lax.fori_loop(0, 3, lambda i, kk: fr.fold_in(kk, i), k2),
         "vmap": functx.vmap(lambda kk: fr.bits(kk, (2,), np.uint32))(fr.split(k, 3)),
