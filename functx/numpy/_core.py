@@ -988,7 +988,7 @@ def power(x1, x2, /):
     k = _concrete_int(x2)
     if k is not None:
         (x1,) = _promote_numeric("power", x1)
-        if k < 0 and _aval(x1).dtype not in dtypes.FLOATS:
+        if k < 0 and not dtypes.is_inexact(_aval(x1).dtype):  # (complex too, as JAX)
             raise FunctxTypeError(
                 f"power: integers to negative integer powers are not allowed{_loc()}"
             )
