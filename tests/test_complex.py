@@ -375,8 +375,8 @@ def test_triton_computes_complex_as_pairs_of_real_lanes(monkeypatch):
     _close(y.numpy(), np.conj(Z) * 2)
     _close(seen[0], np.conj(Z) * 2 + 1)
     # what it does not cover is refused by name, never computed wrong
-    closed = functx.make_jaxpr(lambda z: flax.reduce(z, 0j, lambda a, b: a * b + b, (0,)))(Z)
-    with pytest.raises(UnsupportedError, match="of complex values is not supported"):
+    closed = functx.make_jaxpr(flax.linalg.cholesky)(np.eye(2, dtype=C64))
+    with pytest.raises(UnsupportedError, match="cholesky of complex values is not supported"):
         compile_triton(closed)
 
 
@@ -390,6 +390,13 @@ _LANE_FNS = {
     "pow": lambda z, w: (z**w, z**3, z**-2, fnp.conj(z) ** 0, flax.max(z, w), flax.min(z, w)),
     "reduce": lambda z, w: (fnp.prod(z, axis=0), fnp.max(z, axis=-1), fnp.min(w), fnp.sum(z)),
     "cast": lambda z, w: (z.astype(np.complex128), fnp.real(w).astype(z.dtype), z.astype(bool)),
+    "control": lambda z, w: (
+        flax.reduce((z, w), (1 + 0j, 0j), lambda a, b: (a[0] * b[0], a[1] + b[1]), (0,)),
+        flax.while_loop(lambda c: c[1] < 3, lambda c: (c[0] * w + 1j, c[1] + 1), (z, 0)),
+        flax.cond(fnp.sum(z).real > 0, lambda v: v * 2j, lambda v: v / w, z),
+        flax.scan(lambda c, x: (c * x + 1j, c - x), z[0], z),
+        flax.associative_scan(lambda a, b: a * b, z, axis=0),
+    ),
 }
 
 
@@ -422,7 +429,7 @@ def test_real_lane_rewrite_matches_complex_eager(group, shape, dt, seed):
         w.view(w.real.dtype).reshape(shape + (2,)),
     )
     with np.errstate(all="ignore"):
-        want = [np.asarray(v) for v in f(z, w)]
+        want = [np.asarray(v) for v in jax.tree.leaves(f(z, w))]
     for o, c, ref in zip(outs, cout, want):
         o = np.asarray(o)
         got = o.view(ref.dtype).reshape(ref.shape) if c else o

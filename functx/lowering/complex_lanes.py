@@ -13,9 +13,9 @@ values of one shape, and each equation that touches one is rewritten into real o
 - shape and indexing operations, ``select_n``, ``reduce_sum`` (applied to both parts);
 - ``reduce_prod``, ``reduce_max``/``reduce_min`` (a reduction over the pair: ``lax.reduce``),
   ``dot_general`` (four real products);
-- ``associative_scan``, ``scan``, ``while``, ``cond`` (their functions rewritten the same way,
-  complex carries and elements as pairs) and calls (``custom_jvp_call``, ``custom_vjp_call``,
-  ``checkpoint``: their body, inlined);
+- ``associative_scan``, ``reduce``, ``scan``, ``while``, ``cond`` (their functions rewritten
+  the same way, complex carries and elements as pairs) and calls (``custom_jvp_call``,
+  ``custom_vjp_call``, ``checkpoint``: their body, inlined);
 - host callbacks (``pure_callback``, ``io_callback``, ``debug_callback``): complex operands
   and results cross as real arrays with a trailing axis of 2, the user's function still sees
   complex NumPy arrays.
@@ -603,6 +603,17 @@ def _rule(e, vals):  # noqa: C901 (one dispatch over the primitives, read top to
         fns = [(lambda *a, b=b: tuple(_flatten(b(*a)))) for b in branches]
         out = lax.switch(index, fns, *flat)
         return _unflatten(list(out), [v.aval for v in e.outvars])
+    if name == "reduce":  # lax.reduce with a complex operand: its computation on pairs
+        n = len(e.outvars)
+        fn = _closed_fun(p["computation"])
+
+        def computation(x, y):
+            return tuple(_flatten(fn(*x, *y)))
+
+        outs = lax.reduce(
+            tuple(_flatten(vals[:n])), tuple(_flatten(vals[n:])), computation, p["dimensions"]
+        )
+        return _unflatten(list(outs), [v.aval for v in e.outvars])
     if name in ("pure_callback", "io_callback", "debug_callback"):
         return _callback(e, vals, in_c)
     if name in ("custom_jvp_call", "custom_vjp_call", "checkpoint"):
