@@ -357,6 +357,7 @@ UNARY_FLOAT = [
     "erf",
     "erfc",
     "lgamma",
+    "erf_inv",
     "neg",
     "abs",
     "sign",
@@ -404,6 +405,39 @@ def _binary(ns, x, y):
 
 for _dt in (F32, F64):
     case(lambda rng, dt=_dt: _binary_args(dt), tol=4.0, name=f"binary_{_dt.name}")(_binary)
+
+# The special functions (functx.primitives.special): C++ runs them; Triton refuses them up front
+# (erf_inv, a libdevice function, runs on both: it is in UNARY_FLOAT). Compiled against eager
+# only: XLA takes 5-8 s to compile each of the igamma family, so tests/scipy/test_lax_special.py
+# checks them against scipy (JAX's own reference) and the cheap ones against JAX.
+_SP_A = [0.5, 1.0, 2.5, 7.0, 30.0, 0.0, -1.5, NAN]
+_SP_X = [0.25, 1.0, 3.0, 8.0, 40.0, 0.0, -2.5, INF]
+
+
+def _special_args(dt):
+    a, x = np.meshgrid(np.array(_SP_A, dt), np.array(_SP_X, dt), indexing="ij")
+    return a.reshape(-1), x.reshape(-1)
+
+
+def _special(ns, a, x):
+    lax = ns.lax
+    out = {n: getattr(lax, n)(a, x) for n in ["igamma", "igammac", "igamma_grad_a"]}
+    out["random_gamma_grad"] = lax.random_gamma_grad(a, x)
+    out["polygamma"] = lax.polygamma(ns.np.minimum(ns.np.floor(ns.np.abs(a)), 3.0), x)
+    out["zeta"] = lax.zeta(a + 1.5, x)
+    for n in ["digamma", "bessel_i0e", "bessel_i1e"]:
+        out[n] = getattr(lax, n)(x)
+    return out
+
+
+for _dt in (F32, F64):
+    case(
+        lambda rng, dt=_dt: _special_args(dt),
+        tol=4.0,
+        vs_jax=False,
+        name=f"special_{_dt.name}",
+        triton_unsupported="no Triton implementation",
+    )(_special)
 
 IMIN, IMAX = np.iinfo(np.int32).min, np.iinfo(np.int32).max
 
@@ -1082,6 +1116,14 @@ def control_flow(ns, a, b, m, n, k, s):
     return out
 
 
+@case(lambda rng: (rng.standard_normal((3, 8)).astype(F32),), triton_unsupported=True)
+def fft_conv(ns, x):
+    # the fft primitive as a library step (pocketfft from C++; Triton refuses complex values)
+    fft = ns.np.fft
+    conv = lambda v: fft.irfft(fft.rfft(v, n=16) * fft.rfft(v[::-1], n=16), n=16)
+    return {"conv": conv(x), "grad": ns.grad(lambda v: ns.np.sum(conv(v) ** 2))(x)}
+
+
 @case(lambda rng: (np.array([0, 42], U32),), name="random_threefry")
 def random_threefry(ns, k):
     # functx.random's hash (the threefry2x32 primitive); bit-level tests in tests/test_random.py
@@ -1104,10 +1146,10 @@ def linalg_cholesky_solve(ns, a, b):
     lin = ns.lax.linalg
     L = lin.cholesky(a * 1.0)
     x = lin.triangular_solve(L, b, left_side=True, lower=True)
-    return {
-        "L": L,
-        "x": lin.triangular_solve(L, x + 1.0, left_side=True, lower=True, transpose_a=True),
-    }
+    y = lin.triangular_solve(L, x + 1.0, left_side=True, lower=True, transpose_a=True)
+    lu, piv, perm = lin.lu(a - 2.0)
+    perm2 = lin.lu_pivots_to_permutation(piv, 3)
+    return {"L": L, "x": y, "lu": lu, "piv": piv, "perm": perm + perm2}
 
 
 def _complex_args(rng):
@@ -1148,6 +1190,23 @@ def complex_lanes(ns, z, w):
     }
 
 
+def _sort_args(rng):
+    x = rng.standard_normal((3, 7)).astype(F32)
+    x[0, 2], x[1, 4], x[2, 0], x[2, 1] = np.nan, -0.0, 0.0, x[2, 3]
+    return x, rng.integers(0, 3, (3, 7)).astype(np.int32)
+
+
+@case(_sort_args, name="sort_top_k")
+def sort_top_k(ns, x, y):
+    # the sort kernel (functx/lowering/{cpp,triton}/sort.py): JAX's order, several keys, top_k
+    lax = ns.lax
+    return {
+        "keys2": lax.sort((y, x * 2.0), num_keys=2),
+        "argsort": ns.np.argsort(x, axis=0, descending=True),
+        "top_k": lax.top_k(x, 3),
+    }
+
+
 # =============================================================================================
 # The tests
 # =============================================================================================
@@ -1158,7 +1217,8 @@ def test_case(backend, name):
     if backend == "triton" and c.triton_unsupported:
         from functx.errors import UnsupportedError
 
-        with pytest.raises(UnsupportedError, match="complex"):
+        why = c.triton_unsupported if isinstance(c.triton_unsupported, str) else "complex"
+        with pytest.raises(UnsupportedError, match=why):
             triton_result(name)
         return
     got = {"eager": eager_result, "cpp": cpp_result, "triton": triton_result}[backend](name)
