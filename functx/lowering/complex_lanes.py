@@ -38,6 +38,7 @@ import numpy as np
 
 from functx import dtypes, lax, ops, tracing
 from functx.array import Array
+from functx.control import fft as fft_mod
 from functx.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray
 from functx.errors import UnsupportedError
 from functx.source_info import source_info, where
@@ -616,6 +617,11 @@ def _rule(e, vals):  # noqa: C901 (one dispatch over the primitives, read top to
         return _unflatten(list(outs), [v.aval for v in e.outvars])
     if name in ("pure_callback", "io_callback", "debug_callback"):
         return _callback(e, vals, in_c)
+    # fft: its own real-lanes form (functx/control/fft.py's on_lanes, where the fft branch has it;
+    # until then, refused by name below)
+    on_lanes = getattr(fft_mod, "on_lanes", None) if name == "fft" else None
+    if on_lanes is not None:
+        return on_lanes(vals[0], p["fft_type"], p["fft_lengths"], Pair)
     if name in ("custom_jvp_call", "custom_vjp_call", "checkpoint"):
         sub = p.get("call_jaxpr", p.get("jaxpr"))
         if isinstance(sub, ClosedJaxpr):
