@@ -21,6 +21,8 @@ the loop IR), registered into the tables of ``functx.primitives``, ``functx.tran
 * ``callbacks.py``: host callbacks (``debug_callback``, ``pure_callback``), run eagerly, under
   every transform, and as host steps of compiled programs.
 
+* ``betainc.py``: ``lax.betainc`` (a composite of a ``fori_loop`` with JAX's custom derivative).
+
 * ``remat.py``: ``checkpoint``/``remat`` (the ``checkpoint`` primitive: policies decide what the
   backward pass keeps; the rest is recomputed) and ``checkpoint_name`` (the ``name`` primitive).
 
@@ -30,6 +32,7 @@ re-exported by ``functx.lax`` and ``functx`` (``custom_jvp``, ``custom_vjp``).
 
 from functx.control import (
     associative_scan as associative_scan,
+    betainc as betainc,
     callbacks as callbacks,
     cond as cond,
     custom_derivatives as custom_derivatives,
