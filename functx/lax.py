@@ -6,6 +6,7 @@ primitives beside their rules; this file only names what is public, each name on
 """
 
 # ruff: noqa: A004
+from functx.control import linalg as linalg
 from functx.control.associative_scan import (
     associative_scan as associative_scan,
     cumlogsumexp as cumlogsumexp,
@@ -19,12 +20,22 @@ from functx.control.cond import (
     cond as cond,
     switch as switch,
 )
+from functx.control.fft import (
+    FftType as FftType,
+    fft as fft,
+    fft_p as fft_p,
+)
 from functx.control.generic_reduce import (
     reduce as reduce,
 )
 from functx.control.scan import (
     map as map,
     scan as scan,
+)
+from functx.control.sort import (
+    sort as sort,
+    sort_key_val as sort_key_val,
+    top_k as top_k,
 )
 from functx.control.while_loop import (
     fori_loop as fori_loop,
@@ -150,6 +161,7 @@ from functx.ops import (
 __getattr__ = _missing_name_hook(__name__)
 
 __all__ = [
+    "FftType",
     "Precision",
     "RoundingMethod",
     "abs",
@@ -207,6 +219,8 @@ __all__ = [
     "exp2",
     "expand_dims",
     "expm1",
+    "fft",
+    "fft_p",
     "floor",
     "fori_loop",
     "full",
@@ -223,6 +237,7 @@ __all__ = [
     "is_finite",
     "le",
     "lgamma",
+    "linalg",
     "log",
     "log1p",
     "logistic",
@@ -264,6 +279,8 @@ __all__ = [
     "sinh",
     "slice",
     "slice_in_dim",
+    "sort",
+    "sort_key_val",
     "sqrt",
     "square",
     "squeeze",
@@ -271,6 +288,7 @@ __all__ = [
     "sub",
     "switch",
     "tan",
+    "top_k",
     "tanh",
     "transpose",
     "while_loop",

@@ -117,6 +117,16 @@ def _vectorize_scalar(fn):
     return impl
 
 
+def _complex_pick(x, y, greater):
+    """JAX's max/min of complex operands (lexicographic, as XLA lowers them): ``x`` where its
+    real part orders before/after ``y``'s, or the real parts are equal and the imaginary parts
+    do; ``y`` otherwise (so a NaN part makes the result ``y``)."""
+    cmp = np.greater if greater else np.less
+    with np.errstate(invalid="ignore"):
+        pick = np.where(x.real == y.real, cmp(x.imag, y.imag), cmp(x.real, y.real))
+    return np.where(pick, x, y).astype(x.dtype)
+
+
 def _logistic(x):
     if x.dtype.kind == "c":
         return (1 / (1 + np.exp(-x))).astype(x.dtype)
@@ -208,6 +218,8 @@ def _signed_zero_fix(fn, neg):
     """np.maximum/np.minimum return either zero for (0.0, -0.0); XLA orders -0.0 below +0.0."""
 
     def impl(x, y):
+        if x.dtype.kind == "c":
+            return _complex_pick(x, y, not neg)
         out = fn(x, y)
         if out.dtype.kind == "f" or out.dtype == dtypes.bfloat16:
             both = (x == 0) & (y == 0)
@@ -949,6 +961,7 @@ ROWS: tuple[Elementwise, ...] = (
         "fx_max<{ct}>({0}, {1})",
         _tl_minmax("max"),
         exact_in_half=True,
+        complex=True,  # lexicographic, as JAX (``_complex_pick``)
     ),
     _b(
         "min",
@@ -958,6 +971,7 @@ ROWS: tuple[Elementwise, ...] = (
         "fx_min<{ct}>({0}, {1})",
         _tl_minmax("min"),
         exact_in_half=True,
+        complex=True,
     ),
     _b(
         "atan2",

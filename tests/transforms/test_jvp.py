@@ -641,6 +641,23 @@ CASES["associative_scan"] = [
         fn=lambda fixed: lambda m: lax.associative_scan(lambda a, b: b @ a, m),
     ),
 ]
+CASES["fft"] = [
+    Case(
+        lambda rng, s: ([rng.standard_normal((2, 6))], {}),
+        shapes=False,
+        fn=lambda fixed: lambda x: lax.fft(x, "rfft", (6,)),
+    ),
+    Case(
+        lambda rng, s: ([rng.standard_normal((3, 4))], {}),
+        shapes=False,
+        fn=lambda fixed: lambda x: lax.fft(lax.fft(x, "fft", (3, 4)), "ifft", (4,)),
+    ),
+    Case(
+        lambda rng, s: ([rng.standard_normal((3, 4))], {}),
+        shapes=False,
+        fn=lambda fixed: lambda x: lax.fft(lax.fft(x, "rfft", (3, 4)), "irfft", (3, 5)),
+    ),
+]
 # checkpoint's linear half recomputes primal values (nonlinear equations, by design), so its
 # reverse mode is checked by tests/test_remat.py (residuals and gradients against JAX)
 CASES["checkpoint"] = [
@@ -658,6 +675,20 @@ CASES["name"] = [
         fn=lambda fixed: lambda x: functx.ad_checkpoint.checkpoint_name(fnp.sin(x), "a") * x,
     )
 ]
+CASES["sort"] = [
+    Case(
+        lambda rng, s: ([rng.standard_normal((2, 5))], {}),
+        shapes=False,
+        fn=lambda fixed: lambda x: lax.sort(x, dimension=1),
+    )
+]
+CASES["top_k"] = [
+    Case(
+        lambda rng, s: ([rng.standard_normal((6,))], {}),
+        shapes=False,
+        fn=lambda fixed: lambda x: lax.top_k(x, 3)[0],
+    )
+]
 # custom_lin (the linear half of a custom_vjp function) is checked through custom_vjp_call; the
 # generic reduce and the special functions JAX has no derivative of have declared unsupported jvps
 # (tested below and in tests/scipy/test_lax_special.py).
@@ -672,6 +703,8 @@ DECLARED_UNSUPPORTED = {
 NOT_IN_TABLE = {"custom_lin", "debug_callback", "pure_callback", "io_callback"} | set(
     DECLARED_UNSUPPORTED
 )
+# dense linear algebra: check_grads (both modes, order 2) in tests/numpy/test_linalg.py
+NOT_IN_TABLE |= {"cholesky", "triangular_solve", "lu"}
 
 
 def _merge(diff, fixed, positions=None):

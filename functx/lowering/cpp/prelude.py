@@ -124,14 +124,22 @@ static inline uint16_t fx_f32_to_bf16(float f) {
 
 // max/min propagate NaN and order -0.0 below +0.0, like XLA's; selects only, so loops vectorise
 // (for two zeros, a + b is +0.0 unless both are -0.0, and -(-a - b) is -0.0 unless both are +0.0).
+// Complex operands order lexicographically (real parts, then imaginary), as JAX lowers them:
+// a where it orders after (before) b, else b, so a NaN part gives b.
+template <class T> static inline T fx_cpick(T a, T b, bool greater) {
+  const auto ra = __real__ a, rb = __real__ b, ia = __imag__ a, ib = __imag__ b;
+  const bool pick = ra == rb ? (greater ? ia > ib : ia < ib) : (greater ? ra > rb : ra < rb);
+  return pick ? a : b; }
 template <class T> static inline T fx_max(T a, T b) {
+  if constexpr (fx::is_complex<T>) { return fx_cpick(a, b, true); } else {
   const T m = (a > b || a != a) ? a : b;
   if constexpr (fx::is_float<T>) { return (a == 0 && b == 0) ? a + b : m; }
-  else { return m; } }
+  else { return m; } } }
 template <class T> static inline T fx_min(T a, T b) {
+  if constexpr (fx::is_complex<T>) { return fx_cpick(a, b, false); } else {
   const T m = (a < b || a != a) ? a : b;
   if constexpr (fx::is_float<T>) { return (a == 0 && b == 0) ? -(-a - b) : m; }
-  else { return m; } }
+  else { return m; } } }
 template <class T> static inline T fx_idiv(T a, T b) {
   if (b == 0) return fx::is_signed<T> ? (T)-1 : fx::limits<T>::max();
   if (fx::is_signed<T> && b == (T)-1) return (T)(0 - a);
