@@ -260,3 +260,30 @@ def test_stats_distribution_functions_against_scipy():
     with x64_off():
         assert fst.gamma.cdf(np.float32(1.0), 2.0).dtype == F32
         assert fst.beta.sf(0.5, 2, 3).dtype == F32
+
+
+def test_multivariate_normal_against_scipy_and_jax():
+    import scipy.stats as ss
+
+    import functx.scipy.stats as fst
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((3, 3))
+    cov = a @ a.T + np.eye(3)
+    x, mu = rng.standard_normal((4, 3)), rng.standard_normal(3)
+    mvn = fst.multivariate_normal
+    _close(mvn.logpdf(x, mu, cov), ss.multivariate_normal.logpdf(x, mu, cov), F64)
+    _close(mvn.pdf(x, mu, cov), ss.multivariate_normal.pdf(x, mu, cov), F64)
+    covs = np.stack([cov, 2 * cov])  # a batch of covariances against a batch of points
+    want = [ss.multivariate_normal.logpdf(x[i], mu, covs[i]) for i in range(2)]
+    _close(mvn.logpdf(x[:2], mu, covs), want, F64)
+    _close(mvn.logpdf(x, mu, 2.0), ss.multivariate_normal.logpdf(x, mu, 2.0 * np.eye(3)), F64)
+    _close(mvn.logpdf(0.3, 0.1, 2.0), ss.norm.logpdf(0.3, 0.1, np.sqrt(2.0)), F64)
+    # gradients through cholesky and the triangular solve (compiled cholesky: the linalg tests)
+    check_grads(lambda m, c: mvn.logpdf(x, m, c + c.T), (mu, cov / 2), order=1)
+    with pytest.raises(NotImplementedError, match="allow_singular"):
+        mvn.logpdf(x, mu, cov, allow_singular=True)
+    with pytest.raises(ValueError, match="incompatible shapes"):
+        mvn.logpdf(x, mu, np.eye(2))
+    with x64_off():
+        assert mvn.logpdf(x, mu, cov).dtype == F32
