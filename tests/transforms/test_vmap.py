@@ -391,6 +391,9 @@ HIGHER_ORDER = {
     "triangular_solve",
     "lu",
     "lu_pivots_to_permutation",
+    "eigh",
+    "qr",
+    "svd",
 }
 
 
