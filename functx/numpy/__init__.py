@@ -6,6 +6,7 @@ from functx import array as _array
 from functx.errors import missing_name_hook as _missing_name_hook
 from functx.numpy import (
     _core,
+    fft as fft,
     indexing as _indexing_module,
     linalg as linalg,
 )
@@ -371,6 +372,7 @@ __all__ = [
     "unique_counts",
     "unique_inverse",
     "unique_values",
+    "fft",
     "linalg",
     "__array_namespace_info__",
     "abs",
