@@ -51,6 +51,12 @@ CASES = [
             x, size=12, fill_value=7.0, return_index=True, return_inverse=True, return_counts=True
         ),
     ),
+    (
+        "unique axis",
+        lambda m, x: m.numpy.unique(
+            m.numpy.round(x.reshape(5, 2) / 2.0), axis=0, size=5, return_inverse=True
+        ),
+    ),
     ("nonzero size", lambda m, x: m.numpy.nonzero(x.reshape(2, 5), size=9, fill_value=-1)),
     (
         "quantile",
@@ -216,3 +222,21 @@ def test_jit_cpp_against_eager():
     got = functx.jit(both)(z, x[0])  # one C++ program
     same(got, both(z, x[0]))
     same(got, (np.sort(z), jax.grad(topk2(jax))(x[0])))
+
+
+def test_docstring_examples_run():
+    """Every public function here has Arguments, Returns and an Example that runs (default mode)."""
+    import doctest
+
+    from functx.control import sort as lax_sort
+    from functx.numpy import _sort
+
+    fns = [getattr(_sort, n) for n in _sort.__all__]
+    fns += [lax_sort.sort, lax_sort.sort_key_val, lax_sort.top_k]
+    for fn in fns:
+        doc = fn.__doc__ or ""
+        assert "Arguments:" in doc and "Returns:" in doc and ">>>" in doc, fn.__name__
+        (test,) = doctest.DocTestFinder().find(fn, fn.__name__, globs={})
+        runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+        runner.run(test)
+        assert runner.failures == 0, fn.__name__
