@@ -351,6 +351,7 @@ _array.numpy_functions.update(
 __getattr__ = _missing_name_hook(__name__)
 
 __all__ = [
+    "fft",
     "argpartition",
     "argsort",
     "argwhere",
@@ -372,7 +373,6 @@ __all__ = [
     "unique_counts",
     "unique_inverse",
     "unique_values",
-    "fft",
     "linalg",
     "__array_namespace_info__",
     "abs",

@@ -400,13 +400,13 @@ HIGHER_ORDER = {
     "pure_callback",
     "io_callback",
     "threefry2x32",  # two results, which the table test cannot stack: tests/test_random.py
-    "sort",  # several results: vmap against a loop in tests/numpy/test_sort.py
-    "top_k",  # two results: tests/numpy/test_sort.py
     # matrix operands (batched over leading axes): vmap against a loop in tests/numpy/test_linalg.py
     "cholesky",
     "triangular_solve",
     "lu",
     "lu_pivots_to_permutation",
+    "sort",  # several results: vmap against a loop in tests/numpy/test_sort.py
+    "top_k",  # two results: tests/numpy/test_sort.py
 }
 
 
