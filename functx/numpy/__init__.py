@@ -6,6 +6,7 @@ from functx import array as _array
 from functx.errors import missing_name_hook as _missing_name_hook
 from functx.numpy import (
     _core,
+    fft as fft,
     indexing as _indexing_module,
     linalg as linalg,
 )
@@ -327,6 +328,7 @@ _array.numpy_functions.update(
 __getattr__ = _missing_name_hook(__name__)
 
 __all__ = [
+    "fft",
     "linalg",
     "__array_namespace_info__",
     "abs",

@@ -1037,9 +1037,6 @@ def _extremum(lax_fn, name):
 
     def fn(x1, x2, /):
         x1, x2 = _promote(name, x1, x2)
-        if _aval(x1).dtype in dtypes.COMPLEX:
-            first = greater_equal(x1, x2) if name == "maximum" else less_equal(x1, x2)
-            return where(first, x1, x2)
         return lax_fn(x1, x2)
 
     fn.__name__ = name
@@ -1238,6 +1235,15 @@ def where(condition, x=None, y=None, /):
 def clip(a, a_min=None, a_max=None, /, *, min=None, max=None):  # noqa: A002
     a_min = a_min if min is None else min
     a_max = a_max if max is None else max
+    if builtins.any(
+        _aval(v).dtype in dtypes.COMPLEX
+        for v in (a, a_min, a_max)
+        if v is not None and (_is_array(v) or not isinstance(v, (bool, int, float)))
+    ):
+        raise FunctxValueError(
+            "clip: complex values have no ordering and cannot be clipped; clip "
+            f"functx.numpy.real/imag of them instead{_loc()}"
+        )  # (JAX: ValueError)
     if a_min is not None:
         a = maximum(a, a_min)
     if a_max is not None:
@@ -1335,7 +1341,7 @@ def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # no
             full(
                 (),
                 -np.inf
-                if av.dtype in dtypes.FLOATS
+                if av.dtype in dtypes.FLOATS or av.dtype in dtypes.COMPLEX
                 else (dtypes.iinfo(av.dtype).min if av.dtype != bool_ else False),
                 av.dtype,
             ),
@@ -1361,7 +1367,7 @@ def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # no
             full(
                 (),
                 np.inf
-                if av.dtype in dtypes.FLOATS
+                if av.dtype in dtypes.FLOATS or av.dtype in dtypes.COMPLEX
                 else (dtypes.iinfo(av.dtype).max if av.dtype != bool_ else True),
                 av.dtype,
             ),

@@ -1,4 +1,5 @@
-"""``functx.numpy.linalg``: norms (and matrix products re-exported from functx.numpy).
+"""``functx.numpy.linalg``: decompositions and solves (on ``functx.lax.linalg``'s primitives),
+norms, and the matrix products re-exported from functx.numpy.
 
 Differences from ``jax.numpy.linalg`` (deliberate):
 
@@ -10,6 +11,7 @@ Differences from ``jax.numpy.linalg`` (deliberate):
 
 from __future__ import annotations
 
+from functx import lax
 from functx.errors import FunctxTypeError, missing_name_hook as _missing_name_hook
 from functx.numpy import _core as jnp, _validate as _v
 from functx.source_info import where
@@ -116,6 +118,43 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):  # noqa: A002
     return norm(x, ord, (-2, -1), keepdims)
 
 
+def _inexact(name, *xs):
+    """The operands as Arrays of one inexact dtype (JAX's ``promote_dtypes_inexact``)."""
+    del name
+    xs = [jnp.asarray(x) if not jnp._is_array(x) else x for x in xs]
+    return jnp._promote_only(*xs, kind="inexact")
+
+
+def _mT(x):
+    return jnp.swapaxes(x, -1, -2)
+
+
+def _mH(x):
+    x = _mT(x)
+    return lax.conj(x) if x.dtype.kind == "c" else x
+
+
+def cholesky(a, *, upper=False, symmetrize_input=True):
+    """The Cholesky factor of Hermitian positive-definite matrices, like
+    ``jax.numpy.linalg.cholesky``.
+
+    Arguments:
+      a: an array ``[..., n, n]`` (integers are promoted to a float dtype).
+      upper: return the upper factor ``U`` (``a = U^H U``) instead of the lower ``L``
+        (``a = L L^H``).
+      symmetrize_input: factor ``(a + a^H) / 2`` (True) or read only one triangle.
+    Returns:
+      The factor, shape ``[..., n, n]``; NaNs where ``a`` is not positive definite.
+    Example:
+      >>> functx.numpy.linalg.cholesky(functx.numpy.array([[4.0, 2.0], [2.0, 5.0]]))
+      Array([[2., 0.],
+             [1., 2.]], dtype=float32)
+    """
+    (a,) = _inexact("cholesky", a)
+    L = lax.linalg.cholesky(a, symmetrize_input=symmetrize_input)
+    return _mH(L) if upper else L
+
+
 matmul = jnp.matmul
 tensordot = jnp.tensordot
 vecdot = jnp.vecdot
@@ -127,6 +166,7 @@ matrix_transpose = jnp.matrix_transpose
 __getattr__ = _missing_name_hook(__name__)
 
 __all__ = [
+    "cholesky",
     "norm",
     "vector_norm",
     "matrix_norm",
