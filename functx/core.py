@@ -113,6 +113,11 @@ Atom = Var | Literal
 class Eqn:
     __slots__ = ("prim", "invars", "outvars", "params", "source_info")
 
+    @property
+    def primitive(self):
+        """The equation's primitive (JAX's name for ``prim``)."""
+        return self.prim
+
     def __init__(self, prim, invars, outvars, params, source_info=None):
         self.prim = prim
         self.invars = list(invars)

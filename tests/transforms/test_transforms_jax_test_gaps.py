@@ -86,3 +86,35 @@ def test_pullback_jaxpr_keeps_precision_highest():
     out, pullback = functx.vjp(dot, x, y)
     text = str(functx.make_jaxpr(pullback)(out))
     assert text.count("precision=(Precision.HIGHEST, Precision.HIGHEST)") == 2, text
+
+
+def test_promotion_settings_as_jax():
+    for ours, theirs, ok, other in [
+        (functx.numpy_rank_promotion, jax.numpy_rank_promotion, "allow", "raise"),
+        (functx.numpy_dtype_promotion, jax.numpy_dtype_promotion, "standard", "strict"),
+    ]:
+        with ours(ok):
+            assert float((fnp.ones((2, 3)) + fnp.ones(3)).sum()) == 12.0
+
+        @ours(ok)
+        def f(x):
+            return x + 1
+
+        assert float(f(1.0)) == 2.0
+        with pytest.raises(functx.errors.UnsupportedError):
+            with ours(other):
+                pass
+        with pytest.raises(ValueError):
+            theirs("bogus")
+        with pytest.raises(ValueError):
+            ours("bogus")
+
+
+def test_check_grads_takes_tolerances_by_dtype_and_eqn_primitive():
+    from functx.test_util import check_grads
+
+    x = np.linspace(0.5, 1.5, 3).astype(np.float32)
+    tol = {np.float32: 5e-2, np.float64: 1e-6}
+    check_grads(lambda v: (v * fnp.sin(v)).sum(), (x,), 2, atol=tol, rtol=tol)
+    eqn = functx.make_jaxpr(fnp.sin)(x).jaxpr.eqns[0]
+    assert eqn.primitive is eqn.prim and eqn.primitive.name == "sin"
