@@ -182,8 +182,8 @@ def load(path):
 
 
 _MISSING = [
-    re.compile(r"functx lacks ([\w.]+)"),
     re.compile(r"JAX's ([\w.]+) is not implemented in functx"),
+    re.compile(r"functx lacks (jax[\w.]*)"),
     re.compile(r"module '([\w.]+)' has no attribute '(\w+)'"),
     re.compile(r"No module named '([\w.]+)'; '[\w.]+' is not a package"),
 ]
@@ -207,7 +207,9 @@ def summary(args):
     causes = collections.Counter()
     rows = []
     for name in args.files:
-        path = os.path.join(args.out, f"{name}.jsonl")
+        # ``NAME@DIR`` takes that file's results from another --out folder (runs of other settings)
+        name, _, where = name.partition("@")
+        path = os.path.join(where or args.out, f"{name}.jsonl")
         if not os.path.exists(path):
             continue
         collected, res = load(path)
@@ -240,7 +242,7 @@ def main():
     p.add_argument("--jax-git", default="/work/.mirror/jax-ml+jax/repo")
     p.add_argument("--ref", default="jax-v0.10.2")
     p.add_argument("--out", default="/tmp/jaxtests")
-    p.add_argument("--files", nargs="*", default=FILES)
+    p.add_argument("--files", nargs="*", default=FILES, help="with --summary, NAME@DIR too")
     p.add_argument("--timeout", type=int, default=60, help="seconds per case")
     p.add_argument("--num-cases", type=int, default=10, help="JAX_NUM_GENERATED_CASES")
     p.add_argument("--summary", action="store_true", help="only summarise earlier results")
