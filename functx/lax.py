@@ -31,6 +31,11 @@ from functx.control.scan import (
     map as map,
     scan as scan,
 )
+from functx.control.sort import (
+    sort as sort,
+    sort_key_val as sort_key_val,
+    top_k as top_k,
+)
 from functx.control.while_loop import (
     fori_loop as fori_loop,
     while_loop as while_loop,
@@ -272,6 +277,8 @@ __all__ = [
     "sinh",
     "slice",
     "slice_in_dim",
+    "sort",
+    "sort_key_val",
     "sqrt",
     "square",
     "squeeze",
@@ -279,6 +286,7 @@ __all__ = [
     "sub",
     "switch",
     "tan",
+    "top_k",
     "tanh",
     "transpose",
     "while_loop",

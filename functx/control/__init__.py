@@ -15,6 +15,8 @@ the loop IR), registered into the tables of ``functx.primitives``, ``functx.tran
 * ``generic_reduce.py``: ``lax.reduce`` with a user-supplied combine (the ``reduce`` primitive).
 * ``threefry.py``: the ``threefry2x32`` hash under ``functx.random`` (not higher-order, but a
   primitive with all its rules, its lowering included, in one file).
+* ``sort.py``: ``sort`` and ``top_k`` (``lax.sort``, ``sort_key_val``, ``top_k``), not
+  higher-order, with all their rules and their lowering to ``sort`` kernels.
 * ``custom_derivatives.py``: ``custom_jvp`` and ``custom_vjp`` (``custom_jvp_call``,
   ``custom_vjp_call``, ``custom_lin``) and their batching.
 * ``fft.py``: the ``fft`` primitive (``lax.fft``: FFT, IFFT, RFFT, IRFFT), pocketfft eagerly and
@@ -43,6 +45,7 @@ from functx.control import (
     linalg as linalg,
     remat as remat,
     scan as scan,
+    sort as sort,
     threefry as threefry,
     while_loop as while_loop,
 )

@@ -452,9 +452,239 @@ def triangular_solve(
     return out
 
 
+# --- lu ------------------------------------------------------------------------------------------
+def _lu_abstract(x):
+    batch = _check_operands("lu", [x], [2])
+    m, n = x.shape[-2:]
+    i32 = np.dtype(np.int32)
+    return [
+        ShapedArray(x.shape, x.dtype, _weak(x)),
+        ShapedArray((*batch, min(m, n)), i32),
+        ShapedArray((*batch, m), i32),
+    ]
+
+
+_GETRF: dict = {}
+
+
+def _getrf_fn(dt):
+    f = _GETRF.get(np.dtype(dt))
+    if f is None:
+        from scipy.linalg import lapack  # SciPy: an optional dependency of the eager path
+
+        f = _GETRF[np.dtype(dt)] = lapack.get_lapack_funcs("getrf", dtype=dt)
+    return f
+
+
+def _pivots_to_perm(piv, m):
+    perm = np.arange(m, dtype=np.int32)
+    for i, j in enumerate(piv):
+        perm[i], perm[j] = perm[j], perm[i]
+    return perm
+
+
+def _lu_impl(x):
+    """LAPACK's getrf on each matrix: the packed factors, 0-based pivots and the permutation
+    they make; a singular matrix keeps its factors (JAX's CPU result)."""
+    x = np.asarray(x)
+    m, n = x.shape[-2:]
+    k = min(m, n)
+    lead = x.shape[:-2]
+    out = np.empty(x.shape, x.dtype)
+    piv = np.empty((*lead, k), np.int32)
+    perm = np.empty((*lead, m), np.int32)
+    if x.size == 0:
+        piv[...] = np.arange(k, dtype=np.int32)
+        perm[...] = np.arange(m, dtype=np.int32)
+        return [out, piv, perm]
+    getrf = _getrf_fn(x.dtype)
+    fx, fo = x.reshape((-1, m, n)), out.reshape((-1, m, n))
+    fp, fq = piv.reshape((-1, k)), perm.reshape((-1, m))
+    for i in range(fx.shape[0]):
+        lu, p, info = getrf(fx[i])
+        if info < 0:
+            fo[i] = np.nan
+        else:
+            fo[i] = lu
+        fp[i] = p[:k]
+        fq[i] = _pivots_to_perm(p[:k], m)
+    return [out, piv, perm]
+
+
+lu_p = _define("lu", _lu_abstract, _lu_impl, multiple_results=True)
+
+
+def permute_rows(perm, x, inverse=False):
+    """``x[..., perm, :]`` (or the inverse permutation's) for int32 ``perm`` ``[..., m]`` and
+    ``x`` ``[..., m, k]`` of the same batch shape: a product with the one-hot permutation
+    matrix, linear in ``x``."""
+    xa = get_aval(x)
+    m = xa.shape[-2]
+    nd = xa.ndim
+    shape = (*xa.shape[:-2], m, m)
+    rows = ops.broadcast_in_dim(perm, shape, tuple(range(nd - 1)))
+    cols = ops.broadcast_in_dim(ops.iota(np.int32, m), shape, (nd - 1,))
+    onehot = ops.convert_element_type(ops.eq(rows, cols), xa.dtype)
+    return matmul(_T(onehot) if inverse else onehot, x)
+
+
+def _slice2(x, r0, r1, c0, c1):
+    a = get_aval(x)
+    lead = a.shape[:-2]
+    return ops.slice(x, (0,) * len(lead) + (r0, c0), (*lead, r1, c1))
+
+
+def _pad2(x, rows, cols):
+    """Pad the last two axes at their end with ``rows``/``cols`` zeros."""
+    a = get_aval(x)
+    cfg = [(0, 0, 0)] * (a.ndim - 2) + [(0, rows, 0), (0, cols, 0)]
+    return ops.pad(x, ops.full((), 0, a.dtype), cfg)
+
+
+def _eye(n, dt, lead=()):
+    e = _eye_like(ops.full((n, n), 0, dt))
+    return ops.broadcast_in_dim(e, (*lead, n, n), (len(lead), len(lead) + 1)) if lead else e
+
+
+def _lu_jvp(primals, tangents):
+    (a,), (da,) = primals, tangents
+    lu, piv, perm = lu_p.bind(a)
+    out = [lu, piv, perm]
+    int_t = [Zero(J.tangent_aval(get_aval(piv))), Zero(J.tangent_aval(get_aval(perm)))]
+    if isinstance(da, Zero):
+        return out, [Zero(J.tangent_aval(get_aval(lu))), *int_t]
+    # De Hoog, Anderssen and Lukas: L' = L tril(L^-1 A' U^-1, -1), U' = triu(L^-1 A' U^-1) U,
+    # with L and U padded to square (an identity block) for rectangular matrices
+    at = get_aval(a)
+    m, n = at.shape[-2:]
+    k = min(m, n)
+    lead = at.shape[:-2]
+    dt = at.dtype
+    l_ = ops.add(_pad2(tril(_slice2(lu, 0, m, 0, k), -1), 0, m - k), _eye(m, dt, lead))
+    u = _pad2(triu(_slice2(lu, 0, k, 0, n)), n - k, 0)
+    if n > k:  # (an identity block in U's lower right corner)
+        z = ops.full((), 0, dt)
+        eye = ops.pad(_eye(n - k, dt, lead), z, [(0, 0, 0)] * len(lead) + [(k, 0, 0)] * 2)
+        u = ops.add(u, eye)
+    la = triangular_solve_p.bind(
+        l_,
+        permute_rows(perm, da),
+        left_side=True,
+        lower=True,
+        transpose_a=False,
+        conjugate_a=False,
+        unit_diagonal=True,
+    )
+    lau = triangular_solve_p.bind(
+        u,
+        la,
+        left_side=False,
+        lower=False,
+        transpose_a=False,
+        conjugate_a=False,
+        unit_diagonal=False,
+    )
+    dlu = ops.add(matmul(l_, tril(lau, -1)), matmul(triu(lau), u))
+    return out, [dlu, *int_t]
+
+
+J.jvp_rules[lu_p] = _lu_jvp
+
+
+def lu(x):
+    """LU decomposition with partial pivoting, ``P A = L U`` (JAX's ``jax.lax.linalg.lu``).
+
+    Arguments:
+      x: a batch of matrices ``[..., m, n]``, float or complex.
+    Returns:
+      ``(lu, pivots, permutation)``: ``L`` (unit diagonal, not stored) and ``U`` packed in one
+      matrix of ``x``'s shape; the int32 row swaps ``[..., min(m, n)]``; and the int32
+      permutation ``[..., m]`` they make (``x[permutation] = L U``).
+    Example:
+      >>> lu, piv, perm = functx.lax.linalg.lu(np.array([[1.0, 2.0], [3.0, 4.0]], np.float32))
+      >>> lu
+      Array([[3.        , 4.        ],
+             [0.33333334, 0.6666666 ]], dtype=float32)
+      >>> piv, perm
+      (Array([1, 1], dtype=int32), Array([1, 0], dtype=int32))
+    """
+    out = lu_p.bind(x)
+    return out[0], out[1], out[2]
+
+
+# --- lu_pivots_to_permutation ------------------------------------------------------------------
+def _p2p_abstract(pivots, *, permutation_size):
+    if pivots.dtype != np.dtype(np.int32):
+        raise TypeError(
+            f"lu_pivots_to_permutation does not accept dtype {_name_dtype(pivots.dtype)}. "
+            "Accepted dtypes are subtypes of int32."
+        )
+    if pivots.ndim < 1:
+        raise ValueError(
+            "Argument to lu_pivots_to_permutation must have rank >= 1 and dtype int32. "
+            f"Got shape={pivots.shape} and dtype={pivots.dtype}"
+        )
+    if permutation_size < pivots.shape[-1]:
+        raise ValueError(
+            "Output permutation size {} has to exceed the trailing dimension of "
+            "the pivots. Got pivots size {}".format(permutation_size, pivots.shape[-1])
+        )
+    return ShapedArray((*pivots.shape[:-1], permutation_size), np.dtype(np.int32))
+
+
+def _p2p_impl(pivots, *, permutation_size):
+    pivots = np.asarray(pivots)
+    lead = pivots.shape[:-1]
+    out = np.empty((*lead, permutation_size), np.int32)
+    fo = out.reshape((-1, permutation_size))
+    for i, p in enumerate(pivots.reshape((-1, pivots.shape[-1]))):
+        fo[i] = _pivots_to_perm(p, permutation_size)
+    return out
+
+
+lu_pivots_to_permutation_p = _define("lu_pivots_to_permutation", _p2p_abstract, _p2p_impl)
+J.nondifferentiable.add(lu_pivots_to_permutation_p)
+
+
+def lu_pivots_to_permutation(pivots, permutation_size: int):
+    """The permutation that the row swaps ``pivots`` of an LU decomposition make (JAX's
+    ``jax.lax.linalg.lu_pivots_to_permutation``).
+
+    Arguments:
+      pivots: int32 row swaps ``[..., k]`` (row ``i`` was swapped with row ``pivots[i]``).
+      permutation_size: the number of rows ``m >= k``.
+    Returns:
+      The int32 permutation ``[..., m]``.
+    Example:
+      >>> functx.lax.linalg.lu_pivots_to_permutation(np.array([2, 2], np.int32), 3)
+      Array([2, 0, 1], dtype=int32)
+    """
+    return lu_pivots_to_permutation_p.bind(pivots, permutation_size=int(permutation_size))
+
+
+def lu_solve(lu, permutation, b, trans=0):
+    """Solve ``A x = b`` (``trans`` 0), ``A^T x = b`` (1) or ``A^H x = b`` (2) from ``A``'s
+    packed LU factors and permutation; ``b`` is ``[..., m, k]`` with the factors' batch shape."""
+    tri = dict(left_side=True, conjugate_a=False)
+    if trans == 0:
+        x = permute_rows(permutation, b)
+        x = triangular_solve(lu, x, lower=True, unit_diagonal=True, **tri)
+        return triangular_solve(lu, x, lower=False, **tri)
+    if trans not in (1, 2):
+        raise ValueError(f"'trans' value must be 0, 1, or 2, got {trans}")
+    tri = dict(left_side=True, transpose_a=True, conjugate_a=trans == 2)
+    x = triangular_solve(lu, b, lower=False, **tri)
+    x = triangular_solve(lu, x, lower=True, unit_diagonal=True, **tri)
+    return permute_rows(permutation, x, inverse=True)
+
+
 __all__ = [
     "cholesky",
     "cholesky_p",
+    "lu",
+    "lu_p",
+    "lu_pivots_to_permutation",
+    "lu_pivots_to_permutation_p",
     "symmetrize",
     "triangular_solve",
     "triangular_solve_p",

@@ -9,8 +9,9 @@ from __future__ import annotations
 import warnings
 
 from functx import lax
+from functx.control.linalg import lu_solve as _lu_solve
 from functx.errors import missing_name_hook as _missing_name_hook
-from functx.numpy import _core as jnp
+from functx.numpy import _core as jnp, linalg as _jla
 from functx.numpy.linalg import _inexact, _mH
 
 
@@ -161,7 +162,180 @@ def solve_triangular(
     )
 
 
+def lu(a, permute_l=False, overwrite_a=False, check_finite=True):
+    """LU decomposition with partial pivoting, ``a = p l u``, like ``jax.scipy.linalg.lu``.
+
+    Arguments:
+      a: a matrix ``[m, n]`` (or a batch of them).
+      permute_l: return ``(p l, u)`` instead of ``(p, l, u)``.
+      overwrite_a, check_finite: accepted and ignored (as in JAX).
+    Returns:
+      ``(p, l, u)``: the permutation matrix ``[m, m]`` (of ``a``'s real dtype), the unit lower
+      triangular ``l`` ``[m, k]`` and the upper triangular ``u`` ``[k, n]``, ``k = min(m, n)``;
+      or ``(p l, u)``.
+    Example:
+      >>> p, l, u = functx.scipy.linalg.lu(np.array([[1.0, 2.0], [3.0, 4.0]], np.float32))
+      >>> p
+      Array([[0., 1.],
+             [1., 0.]], dtype=float32)
+    """
+    del overwrite_a, check_finite
+    (a,) = _inexact("lu", a)
+    lu_, _, perm = lax.linalg.lu(a)
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    rows = jnp.arange(m, dtype=perm.dtype)
+    p = jnp.equal(perm[..., None, :], rows[:, None]).astype(a.dtype)
+    p = lax.real(p) if a.dtype.kind == "c" else p  # (JAX's: a real matrix)
+    l_ = jnp.tril(lu_, -1)[..., :, :k] + jnp.eye(m, k, dtype=a.dtype)
+    u = jnp.triu(lu_)[..., :k, :]
+    if permute_l:
+        return jnp.matmul(p, l_, precision=lax.Precision.HIGHEST), u
+    return p, l_, u
+
+
+def lu_factor(a, overwrite_a=False, check_finite=True):
+    """The packed LU factorization for ``lu_solve``, like ``jax.scipy.linalg.lu_factor``.
+
+    Arguments:
+      a: matrices ``[..., m, n]``.
+      overwrite_a, check_finite: accepted and ignored (as in JAX).
+    Returns:
+      ``(lu, piv)``: ``L`` (unit diagonal not stored) and ``U`` packed, and the int32 row swaps.
+    Example:
+      >>> lu, piv = functx.scipy.linalg.lu_factor(np.array([[1.0, 2.0], [3.0, 4.0]], np.float32))
+      >>> piv
+      Array([1, 1], dtype=int32)
+    """
+    del overwrite_a, check_finite
+    (a,) = _inexact("lu_factor", a)
+    lu_, piv, _ = lax.linalg.lu(a)
+    return lu_, piv
+
+
+def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
+    """Solve ``a x = b`` from ``lu_factor(a)``, like ``jax.scipy.linalg.lu_solve``.
+
+    Arguments:
+      lu_and_piv: ``(lu, piv)`` from ``lu_factor``.
+      b: ``[..., n]`` or ``[..., n, k]``.
+      trans: 0 (``a x = b``), 1 (``a^T x = b``) or 2 (``a^H x = b``).
+      overwrite_b, check_finite: accepted and ignored (as in JAX).
+    Returns:
+      ``x``, of ``b``'s shape.
+    Example:
+      >>> f = functx.scipy.linalg.lu_factor(np.array([[2.0, 1.0], [1.0, 3.0]], np.float32))
+      >>> functx.scipy.linalg.lu_solve(f, np.array([4.0, 7.0], np.float32))
+      Array([1., 2.], dtype=float32)
+    """
+    del overwrite_b, check_finite
+    lu_, piv = lu_and_piv
+    lu_, b = _inexact("lu_solve", lu_, b)
+    perm = lax.linalg.lu_pivots_to_permutation(piv, lu_.shape[-2])
+    vector = _vector_rhs("lu_solve", lu_, b)
+    bcore = 1 if vector else 2
+    batch = jnp.broadcast_shapes(lu_.shape[:-2], perm.shape[:-1], b.shape[: b.ndim - bcore])
+    lu_ = jnp.broadcast_to(lu_, batch + lu_.shape[-2:])
+    perm = jnp.broadcast_to(perm, batch + perm.shape[-1:])
+    b = jnp.broadcast_to(b, batch + b.shape[b.ndim - bcore :])
+    if vector:
+        return _lu_solve(lu_, perm, b[..., None], trans)[..., 0]
+    return _lu_solve(lu_, perm, b, trans)
+
+
+def solve(
+    a,
+    b,
+    lower=False,
+    overwrite_a=False,
+    overwrite_b=False,
+    debug=False,
+    check_finite=True,
+    assume_a="gen",
+):
+    """Solve ``a x = b``, like ``jax.scipy.linalg.solve``: LU for ``assume_a`` 'gen', 'sym'
+    and 'her', Cholesky (of the ``lower`` triangle) for 'pos'.
+
+    Arguments:
+      a: square matrices ``[..., n, n]``.
+      b: ``[..., n]`` or ``[..., n, k]``.
+      lower: for 'pos', which triangle of ``a`` to read.
+      overwrite_a, overwrite_b, debug, check_finite: accepted and ignored (as in JAX).
+      assume_a: 'gen', 'sym', 'her' or 'pos'.
+    Returns:
+      ``x``.
+    Example:
+      >>> a = np.array([[4.0, 2.0], [2.0, 5.0]], np.float32)
+      >>> functx.scipy.linalg.solve(a, np.array([6.0, 7.0], np.float32), assume_a="pos")
+      Array([1., 1.], dtype=float32)
+    """
+    del overwrite_a, overwrite_b, debug, check_finite
+    valid = ["gen", "sym", "her", "pos"]
+    if assume_a not in valid:
+        raise ValueError(f"Expected assume_a to be one of {valid}; got {assume_a!r}")
+    if assume_a != "pos":
+        return _jla.solve(a, b)
+    a, b = _inexact("solve", a, b)
+    if not (
+        a.ndim >= 2
+        and b.ndim in (a.ndim, a.ndim - 1)
+        and a.shape[-1] == a.shape[-2] == b.shape[a.ndim - 2]
+    ):
+        raise ValueError(
+            "The arguments to solve must have shapes a=[..., m, m] and b=[..., m, k] or "
+            f"b=[..., m]; got a={a.shape} and b={b.shape}"
+        )
+    c = cholesky(a, lower=lower)
+    vector = a.ndim == b.ndim + 1
+    b = _trisolve(c, b, vector, lower=lower, transpose_a=not lower, conjugate_a=not lower)
+    return _trisolve(c, b, vector, lower=lower, transpose_a=lower, conjugate_a=lower)
+
+
+def inv(a, overwrite_a=False, check_finite=True):
+    """The inverse of square matrices, like ``jax.scipy.linalg.inv``.
+
+    Arguments:
+      a: ``[..., n, n]``.
+      overwrite_a, check_finite: accepted and ignored (as in JAX).
+    Returns:
+      The inverses.
+    Example:
+      >>> functx.scipy.linalg.inv(np.array([[2.0, 0.0], [0.0, 4.0]], np.float32))
+      Array([[0.5 , 0.  ],
+             [0.  , 0.25]], dtype=float32)
+    """
+    del overwrite_a, check_finite
+    return _jla.inv(a)
+
+
+def det(a, overwrite_a=False, check_finite=True):
+    """The determinant of square matrices, like ``jax.scipy.linalg.det``.
+
+    Arguments:
+      a: ``[..., n, n]``.
+      overwrite_a, check_finite: accepted and ignored (as in JAX).
+    Returns:
+      The determinants, shape ``a.shape[:-2]``.
+    Example:
+      >>> functx.scipy.linalg.det(np.array([[1.0, 2.0], [3.0, 4.0]], np.float32))
+      Array(-2., dtype=float32)
+    """
+    del overwrite_a, check_finite
+    return _jla.det(a)
+
+
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
 __getattr__ = _missing_name_hook(__name__)
 
-__all__ = ["cho_factor", "cho_solve", "cholesky", "solve_triangular"]
+__all__ = [
+    "cho_factor",
+    "cho_solve",
+    "cholesky",
+    "det",
+    "inv",
+    "lu",
+    "lu_factor",
+    "lu_solve",
+    "solve",
+    "solve_triangular",
+]

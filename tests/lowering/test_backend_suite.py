@@ -1146,10 +1146,10 @@ def linalg_cholesky_solve(ns, a, b):
     lin = ns.lax.linalg
     L = lin.cholesky(a * 1.0)
     x = lin.triangular_solve(L, b, left_side=True, lower=True)
-    return {
-        "L": L,
-        "x": lin.triangular_solve(L, x + 1.0, left_side=True, lower=True, transpose_a=True),
-    }
+    y = lin.triangular_solve(L, x + 1.0, left_side=True, lower=True, transpose_a=True)
+    lu, piv, perm = lin.lu(a - 2.0)
+    perm2 = lin.lu_pivots_to_permutation(piv, 3)
+    return {"L": L, "x": y, "lu": lu, "piv": piv, "perm": perm + perm2}
 
 
 def _complex_args(rng):
@@ -1187,6 +1187,23 @@ def complex_lanes(ns, z, w):
         "scan_ys": ys,
         "c128": np_.exp(w) * np_.conj(w) / (w + 1j),
         "eq": z == z[::-1],
+    }
+
+
+def _sort_args(rng):
+    x = rng.standard_normal((3, 7)).astype(F32)
+    x[0, 2], x[1, 4], x[2, 0], x[2, 1] = np.nan, -0.0, 0.0, x[2, 3]
+    return x, rng.integers(0, 3, (3, 7)).astype(np.int32)
+
+
+@case(_sort_args, name="sort_top_k")
+def sort_top_k(ns, x, y):
+    # the sort kernel (functx/lowering/{cpp,triton}/sort.py): JAX's order, several keys, top_k
+    lax = ns.lax
+    return {
+        "keys2": lax.sort((y, x * 2.0), num_keys=2),
+        "argsort": ns.np.argsort(x, axis=0, descending=True),
+        "top_k": lax.top_k(x, 3),
     }
 
 

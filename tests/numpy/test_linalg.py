@@ -156,6 +156,96 @@ CASES = {
         lambda a, b: _solve_vec(np.conj(np.triu(_up(a))), _up(b)),
     ),
 }
+
+
+def _lu_ref(a):
+    import scipy.linalg as sl
+
+    a = _up(a)
+    flat = a.reshape((-1, *a.shape[-2:]))
+    outs = [sl.lu_factor(m) for m in flat]
+    lu = np.stack([o[0] for o in outs]).reshape(a.shape)
+    piv = np.stack([o[1] for o in outs]).astype(np.int32).reshape((*a.shape[:-2], -1))
+    m = a.shape[-2]
+    perm = np.empty((*a.shape[:-2], m), np.int32).reshape((-1, m))
+    for i, p in enumerate(piv.reshape((-1, piv.shape[-1]))):
+        q = np.arange(m)
+        for j, k in enumerate(p):
+            q[[j, k]] = q[[k, j]]
+        perm[i] = q
+    return lu, piv, perm.reshape((*a.shape[:-2], m))
+
+
+def _scipy_lu_ref(a):
+    import scipy.linalg as sl
+
+    return sl.lu(_up(a))
+
+
+CASES.update(
+    {
+        "lax.lu": (
+            functx.lax.linalg.lu,
+            jax.lax.linalg.lu,
+            lambda rng, b, dt: (_mat(rng, (*b, 4, 3), dt),),
+            _lu_ref,
+        ),
+        "jnp.solve": (
+            fnp.linalg.solve,
+            jnp.linalg.solve,
+            lambda rng, b, dt: (_mat(rng, (*b, 4, 4), dt), _mat(rng, (*b, 4, 2), dt)),
+            lambda a, b: np.linalg.solve(_up(a), _up(b)),
+        ),
+        "jnp.solve_vec": (
+            fnp.linalg.solve,
+            jnp.linalg.solve,
+            lambda rng, b, dt: (_mat(rng, (*b, 3, 3), dt), _mat(rng, (3,), dt)),
+            lambda a, b: np.linalg.solve(_up(a), _up(b)),
+        ),
+        "jnp.inv": (
+            fnp.linalg.inv,
+            jnp.linalg.inv,
+            lambda rng, b, dt: (_mat(rng, (*b, 4, 4), dt),),
+            lambda a: np.linalg.inv(_up(a)),
+        ),
+        "jnp.det": (
+            fnp.linalg.det,
+            jnp.linalg.det,
+            lambda rng, b, dt: (_mat(rng, (*b, 4, 4), dt),),
+            lambda a: np.linalg.det(_up(a)),
+        ),
+        "jnp.det_2x2": (
+            fnp.linalg.det,
+            jnp.linalg.det,
+            lambda rng, b, dt: (_mat(rng, (*b, 2, 2), dt),),
+            lambda a: np.linalg.det(_up(a)),
+        ),
+        "jnp.slogdet": (
+            fnp.linalg.slogdet,
+            jnp.linalg.slogdet,
+            lambda rng, b, dt: (_mat(rng, (*b, 4, 4), dt),),
+            lambda a: tuple(np.linalg.slogdet(_up(a))),
+        ),
+        "scipy.lu": (
+            fsl.lu,
+            jsl.lu,
+            lambda rng, b, dt: (_mat(rng, (3, 4), dt),),
+            _scipy_lu_ref,
+        ),
+        "scipy.lu_solve_T": (
+            lambda a, b: fsl.lu_solve(fsl.lu_factor(a), b, trans=1),
+            lambda a, b: jsl.lu_solve(jsl.lu_factor(a), b, trans=1),
+            lambda rng, b, dt: (_mat(rng, (*b, 3, 3), dt), _mat(rng, (*b, 3, 2), dt)),
+            lambda a, b: np.linalg.solve(np.swapaxes(_up(a), -1, -2), _up(b)),
+        ),
+        "scipy.solve_pos": (
+            lambda a, b: fsl.solve(a, b, assume_a="pos"),
+            lambda a, b: jsl.solve(a, b, assume_a="pos"),
+            lambda rng, b, dt: (_spd(rng, (*b, 3, 3), dt), _mat(rng, (*b, 3, 2), dt)),
+            lambda a, b: np.linalg.solve(_mH(_lower_only(_mH(a))), _up(b)),
+        ),
+    }
+)
 DTYPES = [F32, F64, C64, C128]
 
 
@@ -172,8 +262,14 @@ def _check_case(name, batch, dt):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         want = jax.eval_shape(jx, *args)
-    assert (got.shape, got.dtype) == (want.shape, want.dtype), name
-    np.testing.assert_allclose(np.asarray(got), ref(*args), **_tol(got.dtype))
+    got, want, refs = (
+        tuple(x) if isinstance(x, (tuple, list)) else (x,) for x in (got, want, ref(*args))
+    )
+    assert len(got) == len(want) == len(refs), name
+    for g, w, r in zip(got, want, refs):
+        assert (g.shape, g.dtype) == (w.shape, w.dtype), (name, g.aval, w)
+        tol = _tol(g.dtype if g.dtype.kind in "fc" else dt)
+        np.testing.assert_allclose(np.asarray(g), r, **tol, err_msg=name)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -207,12 +303,7 @@ def test_values_vs_jax():
         _close(fx(*args), jax.jit(jx)(*args))
 
 
-JIT_CASES = (
-    "jnp.cholesky",
-    "scipy.cho_solve",
-    "lax.triangular_solve_right",
-    "scipy.solve_triangular_C",
-)
+JIT_CASES = ("jnp.cholesky", "jnp.inv", "scipy.lu_solve_T", "lax.triangular_solve_right")
 
 
 def _cho_loss(x):
@@ -242,7 +333,7 @@ def test_jit_matches_eager():
 
 
 def test_vmap_matches_loop():
-    for name in ("jnp.cholesky", "scipy.cho_solve", "lax.triangular_solve_right"):
+    for name in ("jnp.cholesky", "scipy.cho_solve", "lax.triangular_solve_right", "jnp.solve"):
         fx = CASES[name][0]
         args = _args(name, (3,), F64)
         if len(args) == 1:
@@ -273,6 +364,46 @@ def test_gradients():
     check_grads(lambda x: fnp.linalg.cholesky(x), (ac,), order=1)
     tc = _tri(rng, (3, 3), C128, True)
     check_grads(lambda a, b: fsl.solve_triangular(a, b, lower=True, trans=2), (tc, b), order=1)
+
+
+def test_gradients_lu_family():
+    rng = _rng(4)
+    a = _mat(rng, (4, 4), F64)
+    b = _mat(rng, (4, 2), F64)
+    check_grads(fnp.linalg.solve, (a, b), order=2, modes=["rev"])
+    check_grads(fnp.linalg.inv, (a,), order=1)
+    check_grads(fnp.linalg.det, (a,), order=1)
+    check_grads(lambda a: fnp.linalg.slogdet(a)[1], (a,), order=1)
+    check_grads(lambda a: functx.lax.linalg.lu(a)[0], (_mat(rng, (3, 4), F64),), order=1)
+    check_grads(lambda a: functx.lax.linalg.lu(a)[0], (_mat(rng, (4, 3), F64),), order=1)
+    check_grads(lambda a, b: fsl.lu_solve(fsl.lu_factor(a), b, trans=2), (a, b), order=1)
+    ac = a + 1j * _mat(rng, (4, 4), F64)
+    check_grads(fnp.linalg.slogdet, (ac,), order=1)
+    check_grads(fnp.linalg.det, (ac,), order=1)
+
+
+def test_lu_edge_cases():
+    z = np.zeros((3, 3))
+    sign, logdet = fnp.linalg.slogdet(z)
+    assert float(sign) == 0 and float(logdet) == -np.inf
+    assert float(fnp.linalg.det(z)) == 0.0
+    x = np.array([[1.0, 2.0], [2.0, 4.0]])  # singular: LU keeps its factors (JAX's values)
+    lu, piv, perm = functx.lax.linalg.lu(x)
+    np.testing.assert_array_equal(lu, [[2.0, 4.0], [0.5, 0.0]])
+    np.testing.assert_array_equal(piv, [1, 1])
+    np.testing.assert_array_equal(perm, [1, 0])
+    piv = np.array([[2, 2, 2], [1, 2, 2]], np.int32)  # (JAX's permutations)
+    got = functx.lax.linalg.lu_pivots_to_permutation(piv, 4)
+    np.testing.assert_array_equal(got, [[2, 0, 1, 3], [1, 2, 0, 3]])
+    assert got.dtype == np.int32
+    for bad in (np.ones((2, 3)), np.ones(3)):  # (JAX's ValueError)
+        for f in (fnp.linalg.inv, fnp.linalg.det, fnp.linalg.slogdet):
+            with pytest.raises(ValueError):
+                f(bad)
+    with pytest.raises(ValueError, match="solve"):
+        fnp.linalg.solve(np.eye(3), np.ones((2, 3)))
+    with pytest.raises(ValueError, match="assume_a"):
+        fsl.solve(np.eye(3), np.ones(3), assume_a="bad")
 
 
 def test_not_positive_definite_gives_nan():

@@ -675,6 +675,20 @@ CASES["name"] = [
         fn=lambda fixed: lambda x: functx.ad_checkpoint.checkpoint_name(fnp.sin(x), "a") * x,
     )
 ]
+CASES["sort"] = [
+    Case(
+        lambda rng, s: ([rng.standard_normal((2, 5))], {}),
+        shapes=False,
+        fn=lambda fixed: lambda x: lax.sort(x, dimension=1),
+    )
+]
+CASES["top_k"] = [
+    Case(
+        lambda rng, s: ([rng.standard_normal((6,))], {}),
+        shapes=False,
+        fn=lambda fixed: lambda x: lax.top_k(x, 3)[0],
+    )
+]
 # custom_lin (the linear half of a custom_vjp function) is checked through custom_vjp_call; the
 # generic reduce and the special functions JAX has no derivative of have declared unsupported jvps
 # (tested below and in tests/scipy/test_lax_special.py).
@@ -690,7 +704,7 @@ NOT_IN_TABLE = {"custom_lin", "debug_callback", "pure_callback", "io_callback"} 
     DECLARED_UNSUPPORTED
 )
 # dense linear algebra: check_grads (both modes, order 2) in tests/numpy/test_linalg.py
-NOT_IN_TABLE |= {"cholesky", "triangular_solve"}
+NOT_IN_TABLE |= {"cholesky", "triangular_solve", "lu"}
 
 
 def _merge(diff, fixed, positions=None):

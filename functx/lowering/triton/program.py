@@ -75,7 +75,7 @@ from functx.lowering.complex_lanes import split_complex, uses_complex
 from functx.lowering.loopir import Graph, Sym, flat_offset, sym
 from functx.lowering.lower import lower_jaxpr
 from functx.lowering.schedule import Kernel, KernelCtx
-from functx.lowering.triton import ascan, dot, dus, greduce, loops, pointwise, reduce, scatter
+from functx.lowering.triton import ascan, dot, dus, greduce, loops, pointwise, reduce, scatter, sort
 from functx.lowering.triton.blocks import Blocks
 from functx.lowering.triton.emit import _HALF, Emitter, V, _decompose, _next_pow2, tl_dtype
 from functx.lowering.triton.prelude import PRELUDE
@@ -95,6 +95,7 @@ KERNEL_KINDS = {
     "scatter": scatter.render,
     "dus": dus.render,
     "loop": loops.render,
+    "sort": sort.render,
 }
 
 
