@@ -6,6 +6,7 @@ primitives beside their rules; this file only names what is public, each name on
 """
 
 # ruff: noqa: A004
+from functx.control import linalg as linalg
 from functx.control.associative_scan import (
     associative_scan as associative_scan,
     cumlogsumexp as cumlogsumexp,
@@ -18,12 +19,22 @@ from functx.control.cond import (
     cond as cond,
     switch as switch,
 )
+from functx.control.fft import (
+    FftType as FftType,
+    fft as fft,
+    fft_p as fft_p,
+)
 from functx.control.generic_reduce import (
     reduce as reduce,
 )
 from functx.control.scan import (
     map as map,
     scan as scan,
+)
+from functx.control.sort import (
+    sort as sort,
+    sort_key_val as sort_key_val,
+    top_k as top_k,
 )
 from functx.control.while_loop import (
     fori_loop as fori_loop,
@@ -44,6 +55,8 @@ from functx.ops import (
     atan as atan,
     atan2 as atan2,
     atanh as atanh,
+    bessel_i0e as bessel_i0e,
+    bessel_i1e as bessel_i1e,
     bitwise_and as bitwise_and,
     bitwise_not as bitwise_not,
     bitwise_or as bitwise_or,
@@ -61,6 +74,7 @@ from functx.ops import (
     convert_element_type as convert_element_type,
     cos as cos,
     cosh as cosh,
+    digamma as digamma,
     div as div,
     dot as dot,
     dot_general as dot_general,
@@ -71,6 +85,7 @@ from functx.ops import (
     dynamic_update_slice_in_dim as dynamic_update_slice_in_dim,
     eq as eq,
     erf as erf,
+    erf_inv as erf_inv,
     erfc as erfc,
     exp as exp,
     exp2 as exp2,
@@ -81,6 +96,9 @@ from functx.ops import (
     full_like as full_like,
     ge as ge,
     gt as gt,
+    igamma as igamma,
+    igamma_grad_a as igamma_grad_a,
+    igammac as igammac,
     imag as imag,
     index_in_dim as index_in_dim,
     integer_pow as integer_pow,
@@ -99,8 +117,10 @@ from functx.ops import (
     neg as neg,
     nextafter as nextafter,
     pad as pad,
+    polygamma as polygamma,
     population_count as population_count,
     pow as pow,
+    random_gamma_grad as random_gamma_grad,
     real as real,
     reciprocal as reciprocal,
     reduce_and as reduce_and,
@@ -133,12 +153,14 @@ from functx.ops import (
     tanh as tanh,
     transpose as transpose,
     zeros_like_array as zeros_like_array,
+    zeta as zeta,
 )
 
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
 __getattr__ = _missing_name_hook(__name__)
 
 __all__ = [
+    "FftType",
     "Precision",
     "RoundingMethod",
     "abs",
@@ -153,6 +175,8 @@ __all__ = [
     "atan",
     "atan2",
     "atanh",
+    "bessel_i0e",
+    "bessel_i1e",
     "bitwise_and",
     "bitwise_not",
     "bitwise_or",
@@ -176,6 +200,7 @@ __all__ = [
     "cummin",
     "cumprod",
     "cumsum",
+    "digamma",
     "div",
     "dot",
     "dot_general",
@@ -186,17 +211,23 @@ __all__ = [
     "dynamic_update_slice_in_dim",
     "eq",
     "erf",
+    "erf_inv",
     "erfc",
     "exp",
     "exp2",
     "expand_dims",
     "expm1",
+    "fft",
+    "fft_p",
     "floor",
     "fori_loop",
     "full",
     "full_like",
     "ge",
     "gt",
+    "igamma",
+    "igamma_grad_a",
+    "igammac",
     "imag",
     "index_in_dim",
     "integer_pow",
@@ -204,6 +235,7 @@ __all__ = [
     "is_finite",
     "le",
     "lgamma",
+    "linalg",
     "log",
     "log1p",
     "logistic",
@@ -216,7 +248,9 @@ __all__ = [
     "neg",
     "nextafter",
     "pad",
+    "polygamma",
     "pow",
+    "random_gamma_grad",
     "real",
     "reciprocal",
     "reduce",
@@ -243,6 +277,8 @@ __all__ = [
     "sinh",
     "slice",
     "slice_in_dim",
+    "sort",
+    "sort_key_val",
     "sqrt",
     "square",
     "squeeze",
@@ -250,8 +286,10 @@ __all__ = [
     "sub",
     "switch",
     "tan",
+    "top_k",
     "tanh",
     "transpose",
     "while_loop",
     "zeros_like_array",
+    "zeta",
 ]

@@ -195,7 +195,11 @@ _EXAMPLE_ARGS = {
     ("compare", "any"): ([0.5, 3.0], [2.0, 1.0]),
     ("bitwise", "intbool"): (np.int32([12, 10]), np.int32([10, 6])),
 }
-_EXAMPLE_ARGS_OF = {"acosh": ([1.5, 2.0],)}
+_EXAMPLE_ARGS_OF = {
+    "acosh": ([1.5, 2.0],),
+    "polygamma": ([1.0, 2.0], [0.5, 3.0]),
+    "zeta": ([2.0, 3.0], [1.0, 2.0]),
+}
 
 
 def _wrap(text: str) -> str:

@@ -2,8 +2,9 @@
 of the elementwise ops, reductions, matmul and a complex ``associative_scan`` (the LRU/S5 linear
 recurrence), autodiff with JAX's convention (``grad`` of real functions of complex inputs,
 ``holomorphic=True``, ``vjp``, ``jacfwd``/``jacrev``) and its errors, ``vmap``, and ``jit`` on the
-C++ backend (one compiled program checks many ops). The Triton backend rejects complex programs
-with an ``UnsupportedError`` (never a wrong answer).
+C++ backend (one compiled program checks many ops); the Triton backend computes them as pairs
+of real lanes (``functx/lowering/complex_lanes.py``). ``max``/``min`` order complex values as JAX
+does (lexicographically, JAX's NaN behaviour) on eager, C++ and Triton.
 
 JAX runs with x64 on (tests/conftest.py): every case gives explicit dtypes.
 """
@@ -182,6 +183,45 @@ def test_ordering_and_real_only_ops_raise_like_jax():
             case(flax, z)
 
 
+# --- ordering: lax.max/min and max/min reductions (lexicographic, JAX's NaN behaviour) -------
+_NAN = np.nan
+ORD_B = np.array([1 + 2j, complex(_NAN, 0), 3, complex(1, _NAN), 2j, 1 + 2j], C64)
+ORD_C = np.array([complex(1, _NAN), 1 + 1j, complex(_NAN, 1), 1 + 3j, 2j, 1 + 2j], C64)
+
+
+def _ordering(N, L):
+    def f(b, c, m):
+        out = [L.max(b, c), L.min(b, c), L.max(c, b), L.min(c, b), N.maximum(b, 1 + 1j)]
+        for v in (b, c, b[::-1], c[::-1], m):
+            out += [N.max(v), N.min(v)]
+        out += [N.max(m, axis=0), N.min(m, axis=1), N.max(b, where=b.real > 1, initial=0j)]
+        return out
+
+    return f
+
+
+ORD_M = np.array([[1 + 2j, 3j, 1 + 1j], [1 + 1j, 0, 1 + 1j], [1 + 2j, -1j, 1 - 1j]], C128)
+
+
+def test_complex_max_min_order_like_jax():
+    # (compiled: in test_jit_cpp_matches_eager's program, against these eager values)
+    args = (ORD_B, ORD_C, ORD_M)
+    _tree_close(
+        _ordering(fnp, flax)(*args), jax.jit(_ordering(jnp, jax.lax))(*args), rtol=0, atol=0
+    )
+    # the tangent of the operand chosen (both halves where they are equal), as JAX's jvp
+    t = (W, W * 2j)
+    theirs = jax.jit(lambda p, q: jax.jvp(jax.lax.max, p, q))((Z, Z[::-1]), t)
+    _tree_close(functx.jvp(flax.max, (Z, Z[::-1]), t), theirs)
+    for J, N in ((jax, jnp), (functx, fnp)):
+        with pytest.raises(TypeError):  # argmax/argmin: no complex comparator in JAX
+            N.argmax(Z)
+        with pytest.raises(TypeError):
+            J.lax.argmin(Z, 0, np.int32)
+        with pytest.raises(ValueError):  # clip: "complex values have no ordering"
+            N.clip(Z, 0, 1)
+
+
 def _lru(lax, np_):
     """The LRU/S5 linear recurrence h_t = a_t * h_{t-1} + b_t, as a parallel scan."""
 
@@ -306,16 +346,28 @@ def _many(N, L, grad):
 def test_jit_cpp_matches_eager():
     f = _many(fnp, flax, functx.grad)
     args = [(Z.astype(dt), W.astype(dt), _c((3, 4), dt)) for dt in (C64, C128)]
-    ours = functx.jit(lambda a, b: (f(*a), f(*b)))(*args)
+    g, o = _ordering(fnp, flax), (ORD_B, ORD_C, ORD_M)
+    ours, ours_o = functx.jit(lambda a, b, o: ((f(*a), f(*b)), g(*o)))(*args, o)
     for out, a, tol in zip(ours, args, (2e-5, 1e-12)):
         _tree_close(out, f(*a), rtol=tol, atol=tol)
+    _tree_close(ours_o, g(*o), rtol=0, atol=0)  # complex max/min (NaN parts included)
 
 
-def test_triton_rejects_complex_programs():
+def test_triton_computes_complex_as_pairs_of_real_lanes(monkeypatch):
+    # the Triton backend (its CPU interpreter) on complex max/min with NaN parts, exactly as
+    # eager (and so JAX); the LRU scan and the functions run in tests/lowering/test_backend_suite
+    pytest.importorskip("triton")
     from functx.lowering.triton.program import compile_triton
 
-    closed = functx.make_jaxpr(lambda z: fnp.exp(z) * 2)(Z)
-    with pytest.raises(UnsupportedError, match="complex numbers"):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    g, o = _ordering(fnp, flax), (ORD_B, ORD_C, ORD_M)
+    outs = compile_triton(functx.make_jaxpr(g)(*o))(*o)
+    _tree_close([t.numpy() for t in outs], g(*o), rtol=0, atol=0)
+    # what it does not cover is refused by name, never computed wrong
+    closed = functx.make_jaxpr(
+        lambda z: functx.pure_callback(np.conj, jax.ShapeDtypeStruct(z.shape, z.dtype), z)
+    )(Z)
+    with pytest.raises(UnsupportedError, match="pure_callback of complex values"):
         compile_triton(closed)
 
 

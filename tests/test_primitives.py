@@ -133,11 +133,27 @@ PRIMITIVE_TESTS = {
     "conj": ELSEWHERE,
     "complex": ELSEWHERE,
     "checkpoint": ELSEWHERE,
+    "fft": ELSEWHERE,  # tests/numpy/test_fft.py
     "name": ELSEWHERE,
     "debug_callback": ELSEWHERE,
     "pure_callback": ELSEWHERE,
     "io_callback": ELSEWHERE,
     "threefry2x32": ELSEWHERE,
+    # dense linear algebra: tests/numpy/test_linalg.py (against NumPy and JAX)
+    "cholesky": ELSEWHERE,
+    "triangular_solve": ELSEWHERE,
+    # The special functions: tests/scipy/test_lax_special.py (against scipy, mpmath and JAX).
+    **{
+        n: ELSEWHERE
+        for n in (
+            "erf_inv digamma bessel_i0e bessel_i1e igamma igammac igamma_grad_a "
+            "random_gamma_grad polygamma zeta"
+        ).split()
+    },
+    "lu": ELSEWHERE,
+    "lu_pivots_to_permutation": ELSEWHERE,
+    "sort": ELSEWHERE,
+    "top_k": ELSEWHERE,
 }
 
 

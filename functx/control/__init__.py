@@ -15,11 +15,18 @@ the loop IR), registered into the tables of ``functx.primitives``, ``functx.tran
 * ``generic_reduce.py``: ``lax.reduce`` with a user-supplied combine (the ``reduce`` primitive).
 * ``threefry.py``: the ``threefry2x32`` hash under ``functx.random`` (not higher-order, but a
   primitive with all its rules, its lowering included, in one file).
+* ``sort.py``: ``sort`` and ``top_k`` (``lax.sort``, ``sort_key_val``, ``top_k``), not
+  higher-order, with all their rules and their lowering to ``sort`` kernels.
 * ``custom_derivatives.py``: ``custom_jvp`` and ``custom_vjp`` (``custom_jvp_call``,
   ``custom_vjp_call``, ``custom_lin``) and their batching.
+* ``fft.py``: the ``fft`` primitive (``lax.fft``: FFT, IFFT, RFFT, IRFFT), pocketfft eagerly and
+  a library step under ``jit``.
 
 * ``callbacks.py``: host callbacks (``debug_callback``, ``pure_callback``), run eagerly, under
   every transform, and as host steps of compiled programs.
+
+* ``linalg.py``: the dense linear algebra primitives (``functx.lax.linalg``): cholesky,
+  triangular_solve, lu, eigh, qr, svd, run by LAPACK eagerly and as library steps under ``jit``.
 
 * ``remat.py``: ``checkpoint``/``remat`` (the ``checkpoint`` primitive: policies decide what the
   backward pass keeps; the rest is recomputed) and ``checkpoint_name`` (the ``name`` primitive).
@@ -33,9 +40,12 @@ from functx.control import (
     callbacks as callbacks,
     cond as cond,
     custom_derivatives as custom_derivatives,
+    fft as fft,
     generic_reduce as generic_reduce,
+    linalg as linalg,
     remat as remat,
     scan as scan,
+    sort as sort,
     threefry as threefry,
     while_loop as while_loop,
 )

@@ -266,7 +266,18 @@ class Sym(E):
 
 # --- printing ------------------------------------------------------------------------------------
 # the kinds of node lowering makes (``lower.py`` and the control-flow lowerings)
-NODE_KINDS = ("input", "pointwise", "reduce", "dot", "scatter", "dus", "ascan", "greduce", "loop")
+NODE_KINDS = (
+    "input",
+    "pointwise",
+    "reduce",
+    "dot",
+    "scatter",
+    "dus",
+    "ascan",
+    "greduce",
+    "loop",
+    "sort",
+)
 
 
 def loop_vars(n: int) -> tuple:

@@ -176,12 +176,15 @@ def load(key: str, closed: ClosedJaxpr):
 def store(key: str, exe, closed: ClosedJaxpr | None = None) -> None:
     """Record ``exe`` (a just-compiled Executable) under ``key``; atomic, best effort. Nothing
     is recorded for an executable whose shared object is not in the cache directory (compiled in
-    the private one) or whose inputs and outputs do not agree with ``closed``."""
+    the private one), that has host steps, or whose inputs and outputs do not agree with
+    ``closed``."""
     from functx.lowering import cache  # lazy: cache.py costs ~85 ms of import functx
 
     try:
         if os.path.dirname(exe.so_path) != cache.cache_dir():
             return
+        if getattr(exe, "host", None) is not None:
+            return  # host steps (library steps of lax.linalg) are Python callables: not stored
         meta = {
             "key": key,
             "so": os.path.basename(exe.so_path),

@@ -335,7 +335,7 @@ def schedule(g: Graph) -> list[Kernel]:
                 k.sealed = n.id in cuts
             kernel_of[n.id] = kernels[-1].index if not placed else k.index
             continue
-        if n.kind in ("ascan", "loop", "greduce"):
+        if n.kind in ("ascan", "loop", "greduce", "sort"):
             group = n.params["group"]
             if group["outs"][0].id in kernel_of:
                 kernel_of[n.id] = kernel_of[group["outs"][0].id]

@@ -6,6 +6,7 @@ from functx import array as _array
 from functx.errors import missing_name_hook as _missing_name_hook
 from functx.numpy import (
     _core,
+    fft as fft,
     indexing as _indexing_module,
     linalg as linalg,
 )
@@ -230,7 +231,6 @@ from functx.numpy._core import (
     vecdot as vecdot,
     vsplit as vsplit,
     vstack as vstack,
-    where as where,
     zeros as zeros,
     zeros_like as zeros_like,
 )
@@ -313,6 +313,30 @@ from functx.numpy._more import (
     unravel_index as unravel_index,
     vander as vander,
 )
+from functx.numpy._sort import (
+    argpartition as argpartition,
+    argsort as argsort,
+    argwhere as argwhere,
+    flatnonzero as flatnonzero,
+    lexsort as lexsort,
+    median as median,
+    nanmedian as nanmedian,
+    nanpercentile as nanpercentile,
+    nanquantile as nanquantile,
+    nonzero as nonzero,
+    partition as partition,
+    percentile as percentile,
+    quantile as quantile,
+    searchsorted as searchsorted,
+    sort as sort,
+    sort_complex as sort_complex,
+    unique as unique,
+    unique_all as unique_all,
+    unique_counts as unique_counts,
+    unique_inverse as unique_inverse,
+    unique_values as unique_values,
+    where as where,
+)
 
 # The functions Array's and Tracer's operators and methods call (the table functx.array documents).
 _array.numpy_functions.update(
@@ -333,6 +357,28 @@ _array.numpy_functions.update(
 __getattr__ = _missing_name_hook(__name__)
 
 __all__ = [
+    "fft",
+    "argpartition",
+    "argsort",
+    "argwhere",
+    "flatnonzero",
+    "lexsort",
+    "median",
+    "nanmedian",
+    "nanpercentile",
+    "nanquantile",
+    "nonzero",
+    "partition",
+    "percentile",
+    "quantile",
+    "searchsorted",
+    "sort",
+    "sort_complex",
+    "unique",
+    "unique_all",
+    "unique_counts",
+    "unique_inverse",
+    "unique_values",
     "linalg",
     "__array_namespace_info__",
     "abs",

@@ -1067,9 +1067,6 @@ def _extremum(lax_fn, name):
 
     def fn(x1, x2, /):
         x1, x2 = _promote(name, x1, x2)
-        if _aval(x1).dtype in dtypes.COMPLEX:
-            first = greater_equal(x1, x2) if name == "maximum" else less_equal(x1, x2)
-            return where(first, x1, x2)
         return lax_fn(x1, x2)
 
     fn.__name__ = name
@@ -1390,7 +1387,7 @@ def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # no
             full(
                 (),
                 -np.inf
-                if av.dtype in dtypes.FLOATS
+                if av.dtype in dtypes.FLOATS or av.dtype in dtypes.COMPLEX
                 else (dtypes.iinfo(av.dtype).min if av.dtype != bool_ else False),
                 av.dtype,
             ),
@@ -1416,7 +1413,7 @@ def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # no
             full(
                 (),
                 np.inf
-                if av.dtype in dtypes.FLOATS
+                if av.dtype in dtypes.FLOATS or av.dtype in dtypes.COMPLEX
                 else (dtypes.iinfo(av.dtype).max if av.dtype != bool_ else True),
                 av.dtype,
             ),

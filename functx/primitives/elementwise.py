@@ -44,6 +44,7 @@ import numpy as np
 
 from functx import dtypes
 from functx.core import ShapedArray
+from functx.primitives import special as S
 from functx.primitives.base import LOW_FLOATS, err, fmt, prim, quiet, same_dtypes, upcast
 
 
@@ -114,6 +115,16 @@ def _vectorize_scalar(fn):
         return np.asarray(ufunc(x.astype(np.float64)), np.float64).astype(x.dtype)
 
     return impl
+
+
+def _complex_pick(x, y, greater):
+    """JAX's max/min of complex operands (lexicographic, as XLA lowers them): ``x`` where its
+    real part orders before/after ``y``'s, or the real parts are equal and the imaginary parts
+    do; ``y`` otherwise (so a NaN part makes the result ``y``)."""
+    cmp = np.greater if greater else np.less
+    with np.errstate(invalid="ignore"):
+        pick = np.where(x.real == y.real, cmp(x.imag, y.imag), cmp(x.real, y.real))
+    return np.where(pick, x, y).astype(x.dtype)
 
 
 def _logistic(x):
@@ -207,6 +218,8 @@ def _signed_zero_fix(fn, neg):
     """np.maximum/np.minimum return either zero for (0.0, -0.0); XLA orders -0.0 below +0.0."""
 
     def impl(x, y):
+        if x.dtype.kind == "c":
+            return _complex_pick(x, y, not neg)
         out = fn(x, y)
         if out.dtype.kind == "f" or out.dtype == dtypes.bfloat16:
             both = (x == 0) & (y == 0)
@@ -425,6 +438,38 @@ def _tl_logistic(c):
 
 def _tl_integer_pow(c):
     return c.ipow(c.t[0], c.params["y"], c.dt)
+
+
+# --- the special functions' derivatives and spellings --------------------------------------------
+_SQRT_PI_OVER_2 = math.sqrt(math.pi) / 2
+_NO_TRITON = Unsupported(
+    "this special function has no Triton implementation yet (use the C++ backend)"
+)
+
+
+def _sp(fn, first="", last=""):
+    """The C++ spelling of a special function: ``fx_sp::<fn>`` of the operands in double."""
+    return lambda c: (
+        f"(({c.ct})fx_sp::{fn}({first}" + ", ".join(f"(double)({a})" for a in c.a) + f"{last}))"
+    )
+
+
+def _bessel_i1e_deriv(ops, x, ans):
+    # i0e(x) - i1e(x) (sign(x) + 1/x), and 1/2 near 0 (JAX's rule)
+    eps = float(np.finfo(ops.dtype_of(x)).eps)
+    not_tiny = ops.gt(ops.abs(x), eps)
+    safe = ops.select(not_tiny, x, ops.full_like(x, eps))
+    d = ops.sub(ops.bessel_i0e(safe), ops.mul(ans, ops.add(ops.sign(safe), ops.div(1, safe))))
+    return ops.select(not_tiny, d, ops.full_like(x, 0.5))
+
+
+def _gamma_density(ops, a, x):
+    """d igamma(a, x) / dx = exp(-x + (a - 1) log x - lgamma(a))."""
+    return ops.exp(ops.sub(ops.add(ops.neg(x), ops.mul(ops.sub(a, 1), ops.log(x))), ops.lgamma(a)))
+
+
+def _polygamma_dm(ops, m, x, ans):
+    raise ValueError("polygamma gradient with respect to m is not supported")
 
 
 # --- the table -----------------------------------------------------------------------------------
@@ -721,9 +766,106 @@ ROWS: tuple[Elementwise, ...] = (
         "lgamma",
         "float",
         _vectorize_scalar(math.lgamma),
-        Unsupported("it needs digamma, which functx does not have yet"),
+        lambda ops, x, ans: ops.digamma(x),
         "fx::lgamma",
         "libdevice.lgamma",
+        costly=True,
+    ),
+    # --- special functions (functx.primitives.special; C++: the prelude's fx_sp namespace) ---
+    _u(
+        "erf_inv",
+        "float",
+        S.vectorize(S.erf_inv),
+        lambda ops, x, ans: ops.mul(_SQRT_PI_OVER_2, ops.exp(ops.mul(ans, ans))),
+        _sp("erf_inv"),
+        "libdevice.erfinv",
+        costly=True,
+    ),
+    _u(
+        "digamma",
+        "float",
+        S.vectorize(S.digamma),
+        lambda ops, x, ans: ops.polygamma(ops.full_like(x, 1), x),
+        _sp("digamma"),
+        _NO_TRITON,
+        costly=True,
+    ),
+    _u(
+        "bessel_i0e",
+        "float",
+        S.vectorize(S.bessel_i0e),
+        lambda ops, x, ans: ops.sub(ops.bessel_i1e(x), ops.mul(ops.sign(x), ans)),
+        _sp("bessel_ie", "0, "),
+        _NO_TRITON,
+        costly=True,
+    ),
+    _u(
+        "bessel_i1e",
+        "float",
+        S.vectorize(S.bessel_i1e),
+        _bessel_i1e_deriv,
+        _sp("bessel_ie", "1, "),
+        _NO_TRITON,
+        costly=True,
+    ),
+    _b(
+        "igamma",
+        "float",
+        S.vectorize(S.igamma),
+        (
+            lambda ops, a, x, ans: ops.igamma_grad_a(a, x),
+            lambda ops, a, x, ans: _gamma_density(ops, a, x),
+        ),
+        _sp("igamma", last=", 0"),
+        _NO_TRITON,
+        costly=True,
+    ),
+    _b(
+        "igammac",
+        "float",
+        S.vectorize(S.igammac),
+        (
+            lambda ops, a, x, ans: ops.neg(ops.igamma_grad_a(a, x)),
+            lambda ops, a, x, ans: ops.neg(_gamma_density(ops, a, x)),
+        ),
+        _sp("igamma", last=", 1"),
+        _NO_TRITON,
+        costly=True,
+    ),
+    _b(
+        "igamma_grad_a",
+        "float",
+        S.vectorize(S.igamma_grad_a),
+        Unsupported("JAX has no derivative of igamma_grad_a either"),
+        _sp("igamma", last=", 2"),
+        _NO_TRITON,
+        costly=True,
+    ),
+    _b(
+        "random_gamma_grad",
+        "float",
+        S.vectorize(S.random_gamma_grad),
+        Unsupported("the derivative of random_gamma_grad is not implemented"),
+        _sp("igamma", last=", 3"),
+        _NO_TRITON,
+        costly=True,
+    ),
+    _b(
+        "polygamma",
+        "float",
+        S.vectorize(S.polygamma),
+        (_polygamma_dm, lambda ops, m, x, ans: ops.polygamma(ops.add(m, 1), x)),
+        _sp("polygamma"),
+        _NO_TRITON,
+        costly=True,
+    ),
+    _b(
+        "zeta",
+        "float",
+        S.vectorize(S.zeta),
+        Unsupported("JAX has no derivative of zeta either"),
+        _sp("zeta"),
+        _NO_TRITON,
         costly=True,
     ),
     _u("not", "intbool", _not, NONDIFF, _cpp_not, _tl_not, lax_name="bitwise_not"),
@@ -819,6 +961,7 @@ ROWS: tuple[Elementwise, ...] = (
         "fx_max<{ct}>({0}, {1})",
         _tl_minmax("max"),
         exact_in_half=True,
+        complex=True,  # lexicographic, as JAX (``_complex_pick``)
     ),
     _b(
         "min",
@@ -828,6 +971,7 @@ ROWS: tuple[Elementwise, ...] = (
         "fx_min<{ct}>({0}, {1})",
         _tl_minmax("min"),
         exact_in_half=True,
+        complex=True,
     ),
     _b(
         "atan2",

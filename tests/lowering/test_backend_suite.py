@@ -140,6 +140,11 @@ def assert_same(got, want, what, tol=1.0, check_dtype=True):
     assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
     if check_dtype:
         assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != {want.dtype}"
+    if want.dtype.kind == "c" and got.dtype.kind == "c":  # each part at its float's tolerance
+        part = F32 if want.dtype == np.complex64 else F64
+        for f in (np.real, np.imag):
+            assert_same(f(got).astype(part), f(want).astype(part), what, tol, check_dtype)
+        return
     if want.dtype in FLOAT_DTYPES or got.dtype in FLOAT_DTYPES:
         rtol, atol = TOL.get(want.dtype, TOL[F64])
         np.testing.assert_allclose(
@@ -352,6 +357,7 @@ UNARY_FLOAT = [
     "erf",
     "erfc",
     "lgamma",
+    "erf_inv",
     "neg",
     "abs",
     "sign",
@@ -399,6 +405,39 @@ def _binary(ns, x, y):
 
 for _dt in (F32, F64):
     case(lambda rng, dt=_dt: _binary_args(dt), tol=4.0, name=f"binary_{_dt.name}")(_binary)
+
+# The special functions (functx.primitives.special): C++ runs them; Triton refuses them up front
+# (erf_inv, a libdevice function, runs on both: it is in UNARY_FLOAT). Compiled against eager
+# only: XLA takes 5-8 s to compile each of the igamma family, so tests/scipy/test_lax_special.py
+# checks them against scipy (JAX's own reference) and the cheap ones against JAX.
+_SP_A = [0.5, 1.0, 2.5, 7.0, 30.0, 0.0, -1.5, NAN]
+_SP_X = [0.25, 1.0, 3.0, 8.0, 40.0, 0.0, -2.5, INF]
+
+
+def _special_args(dt):
+    a, x = np.meshgrid(np.array(_SP_A, dt), np.array(_SP_X, dt), indexing="ij")
+    return a.reshape(-1), x.reshape(-1)
+
+
+def _special(ns, a, x):
+    lax = ns.lax
+    out = {n: getattr(lax, n)(a, x) for n in ["igamma", "igammac", "igamma_grad_a"]}
+    out["random_gamma_grad"] = lax.random_gamma_grad(a, x)
+    out["polygamma"] = lax.polygamma(ns.np.minimum(ns.np.floor(ns.np.abs(a)), 3.0), x)
+    out["zeta"] = lax.zeta(a + 1.5, x)
+    for n in ["digamma", "bessel_i0e", "bessel_i1e"]:
+        out[n] = getattr(lax, n)(x)
+    return out
+
+
+for _dt in (F32, F64):
+    case(
+        lambda rng, dt=_dt: _special_args(dt),
+        tol=4.0,
+        vs_jax=False,
+        name=f"special_{_dt.name}",
+        triton_unsupported="no Triton implementation",
+    )(_special)
 
 IMIN, IMAX = np.iinfo(np.int32).min, np.iinfo(np.int32).max
 
@@ -1077,6 +1116,14 @@ def control_flow(ns, a, b, m, n, k, s):
     return out
 
 
+@case(lambda rng: (rng.standard_normal((3, 8)).astype(F32),), triton_unsupported=True)
+def fft_conv(ns, x):
+    # the fft primitive as a library step (pocketfft from C++; Triton refuses complex values)
+    fft = ns.np.fft
+    conv = lambda v: fft.irfft(fft.rfft(v, n=16) * fft.rfft(v[::-1], n=16), n=16)
+    return {"conv": conv(x), "grad": ns.grad(lambda v: ns.np.sum(conv(v) ** 2))(x)}
+
+
 @case(lambda rng: (np.array([0, 42], U32),), name="random_threefry")
 def random_threefry(ns, k):
     # functx.random's hash (the threefry2x32 primitive); bit-level tests in tests/test_random.py
@@ -1084,15 +1131,80 @@ def random_threefry(ns, k):
     return {"bits": r.bits(k, (4,), U32)}
 
 
-@case(
-    lambda rng: (rng.standard_normal((3, 4)).astype(F32), rng.standard_normal((3, 4)).astype(F32)),
-    triton_unsupported=True,
-)
-def complex_arithmetic(ns, x, y):
-    # complex64 values inside a C++ program (Triton has no complex lanes yet: it refuses them)
-    z = ns.lax.complex(x, y)
-    w = z * ns.np.conj(z) + ns.np.exp(z) / (z + 2.0)
-    return {"re": ns.np.real(w), "im": ns.np.imag(w), "abs_sum": ns.np.abs(ns.np.sum(z * z))}
+def _spd_pair(rng):
+    a = rng.standard_normal((2, 3, 3))
+    return (
+        (a @ a.transpose(0, 2, 1) + 3 * np.eye(3)).astype(F32),
+        rng.standard_normal((2, 3, 2)).astype(F32),
+    )
+
+
+@case(_spd_pair, tol=50.0, vs_jax=False)
+def linalg_cholesky_solve(ns, a, b):
+    # lax.linalg's library steps (LAPACK through NumPy/SciPy) between fused kernels; the rest of
+    # their tests (against JAX too) are in tests/numpy/test_linalg.py
+    lin = ns.lax.linalg
+    L = lin.cholesky(a * 1.0)
+    x = lin.triangular_solve(L, b, left_side=True, lower=True)
+    y = lin.triangular_solve(L, x + 1.0, left_side=True, lower=True, transpose_a=True)
+    lu, piv, perm = lin.lu(a - 2.0)
+    perm2 = lin.lu_pivots_to_permutation(piv, 3)
+    return {"L": L, "x": y, "lu": lu, "piv": piv, "perm": perm + perm2}
+
+
+def _complex_args(rng):
+    def c(shape, dt):
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dt)
+
+    return (c((5, 3), np.complex64), c((3,), np.complex128))
+
+
+@case(_complex_args, tol=8.0)
+def complex_lanes(ns, z, w):
+    # complex inputs and outputs, functions, reductions, products, scans and ordering (Triton:
+    # every complex value as a pair of real lanes, functx/lowering/complex_lanes.py)
+    np_, lax = ns.np, ns.lax
+    lam = 0.9 * np_.exp(1j * np_.real(z[0]))
+
+    def combine(x, y):  # the LRU/S5 linear recurrence, as a parallel scan
+        return y[0] * x[0], y[0] * x[1] + y[1]
+
+    h = lax.associative_scan(combine, (np_.broadcast_to(lam, z.shape), z), axis=0)[1]
+    carry, ys = lax.scan(lambda c, x: (c * 0.5 + x, c * x), w, z.astype(w.dtype))
+    u = lax.complex(np_.real(z) * 2.0, np_.imag(z))  # (from real parts)
+    v = u * np_.conj(u) + np_.exp(u) / (u + 2.0)
+    return {
+        "re": np_.real(v),
+        "im": np_.imag(v),
+        "abs_sum": np_.abs(np_.sum(u * u)),
+        "lru": h,
+        "fns": np_.sqrt(z) / (np_.log(z) + 2.0) - np_.sin(z) * np_.tanh(z) + z**3,
+        "abs_angle": np_.abs(w) + np_.angle(w),
+        "matmul": z.T @ z,
+        "prod_cumsum": np_.prod(z, axis=0) + np_.cumsum(z, axis=0)[-1],
+        "max_min": lax.max(z, z[::-1]) - np_.min(z, axis=0),
+        "scan_carry": carry,
+        "scan_ys": ys,
+        "c128": np_.exp(w) * np_.conj(w) / (w + 1j),
+        "eq": z == z[::-1],
+    }
+
+
+def _sort_args(rng):
+    x = rng.standard_normal((3, 7)).astype(F32)
+    x[0, 2], x[1, 4], x[2, 0], x[2, 1] = np.nan, -0.0, 0.0, x[2, 3]
+    return x, rng.integers(0, 3, (3, 7)).astype(np.int32)
+
+
+@case(_sort_args, name="sort_top_k")
+def sort_top_k(ns, x, y):
+    # the sort kernel (functx/lowering/{cpp,triton}/sort.py): JAX's order, several keys, top_k
+    lax = ns.lax
+    return {
+        "keys2": lax.sort((y, x * 2.0), num_keys=2),
+        "argsort": ns.np.argsort(x, axis=0, descending=True),
+        "top_k": lax.top_k(x, 3),
+    }
 
 
 # =============================================================================================
@@ -1105,7 +1217,8 @@ def test_case(backend, name):
     if backend == "triton" and c.triton_unsupported:
         from functx.errors import UnsupportedError
 
-        with pytest.raises(UnsupportedError, match="complex"):
+        why = c.triton_unsupported if isinstance(c.triton_unsupported, str) else "complex"
+        with pytest.raises(UnsupportedError, match=why):
             triton_result(name)
         return
     got = {"eager": eager_result, "cpp": cpp_result, "triton": triton_result}[backend](name)

@@ -175,6 +175,10 @@ def test_every_elementwise_row_renders_in_both_backends(name):
             except UnsupportedError as e:
                 assert name in str(e), f"{backend} error for {name} does not name it: {e}"
                 known = name == "nextafter" and np.dtype(dt) in (np.float16, functx.dtypes.bfloat16)
+                # a row whose spelling is an explicit Unsupported (special functions on Triton)
+                known = known or isinstance(
+                    getattr(row, "cpp" if backend == "C++" else "triton"), E.Unsupported
+                )
                 assert known, f"{name} of {np.dtype(dt)} has no {backend} spelling: {e}"
                 continue
             assert isinstance(code, str) and code, f"{backend} spelling of {name} is empty"

@@ -126,6 +126,18 @@ CASES: dict[str, list[Case]] = {
     "logistic": _unary(_u(-4, 4)),
     "erf": _unary(_u(-2, 2)),
     "erfc": _unary(_u(-2, 2)),
+    "lgamma": _unary(_u(0.5, 4)),
+    "digamma": _unary(_u(0.5, 4)),
+    "erf_inv": _unary(_u(-0.8, 0.8)),
+    "bessel_i0e": _unary(_away(-3, 3, 0.2)),
+    "bessel_i1e": _unary(_away(-3, 3, 0.2)),
+    # second order in a needs igamma_grad_a's derivative, which JAX lacks too: a stays fixed here
+    # (tests/scipy/test_lax_special.py checks the first derivative in a)
+    "igamma": [Case(lambda rng, s: ([rng.uniform(0.5, 3, s)], {0: rng.uniform(0.5, 3, s)}))],
+    "igammac": [Case(lambda rng, s: ([rng.uniform(0.5, 3, s)], {0: rng.uniform(0.5, 3, s)}))],
+    "polygamma": [
+        Case(lambda rng, s: ([rng.uniform(0.5, 3, s)], {0: np.float64(rng.integers(0, 3, s))}))
+    ],
     "real": _unary(lambda rng, s: rng.standard_normal(s) + 1j * rng.standard_normal(s)),
     "imag": _unary(lambda rng, s: rng.standard_normal(s) + 1j * rng.standard_normal(s)),
     "conj": _unary(lambda rng, s: rng.standard_normal(s) + 1j * rng.standard_normal(s))
@@ -629,6 +641,23 @@ CASES["associative_scan"] = [
         fn=lambda fixed: lambda m: lax.associative_scan(lambda a, b: b @ a, m),
     ),
 ]
+CASES["fft"] = [
+    Case(
+        lambda rng, s: ([rng.standard_normal((2, 6))], {}),
+        shapes=False,
+        fn=lambda fixed: lambda x: lax.fft(x, "rfft", (6,)),
+    ),
+    Case(
+        lambda rng, s: ([rng.standard_normal((3, 4))], {}),
+        shapes=False,
+        fn=lambda fixed: lambda x: lax.fft(lax.fft(x, "fft", (3, 4)), "ifft", (4,)),
+    ),
+    Case(
+        lambda rng, s: ([rng.standard_normal((3, 4))], {}),
+        shapes=False,
+        fn=lambda fixed: lambda x: lax.fft(lax.fft(x, "rfft", (3, 4)), "irfft", (3, 5)),
+    ),
+]
 # checkpoint's linear half recomputes primal values (nonlinear equations, by design), so its
 # reverse mode is checked by tests/test_remat.py (residuals and gradients against JAX)
 CASES["checkpoint"] = [
@@ -646,10 +675,27 @@ CASES["name"] = [
         fn=lambda fixed: lambda x: functx.ad_checkpoint.checkpoint_name(fnp.sin(x), "a") * x,
     )
 ]
-# custom_lin (the linear half of a custom_vjp function) is checked through custom_vjp_call; lgamma
-# and the generic reduce have declared unsupported jvps (tested below).
+CASES["sort"] = [
+    Case(
+        lambda rng, s: ([rng.standard_normal((2, 5))], {}),
+        shapes=False,
+        fn=lambda fixed: lambda x: lax.sort(x, dimension=1),
+    )
+]
+CASES["top_k"] = [
+    Case(
+        lambda rng, s: ([rng.standard_normal((6,))], {}),
+        shapes=False,
+        fn=lambda fixed: lambda x: lax.top_k(x, 3)[0],
+    )
+]
+# custom_lin (the linear half of a custom_vjp function) is checked through custom_vjp_call; the
+# generic reduce and the special functions JAX has no derivative of have declared unsupported jvps
+# (tested below and in tests/scipy/test_lax_special.py).
 DECLARED_UNSUPPORTED = {
-    "lgamma": lambda x: lax.lgamma(x),
+    "zeta": lambda x: lax.zeta(x, 2.0),
+    "igamma_grad_a": lambda x: lax.igamma_grad_a(x, 2.0),
+    "random_gamma_grad": lambda x: lax.random_gamma_grad(x, 2.0),
     "reduce": lambda x: lax.reduce(x, 0.0, lambda a, b: fnp.maximum(a, b) * 1.0, (0,)),
 }
 # the host callbacks (tests/test_debug.py): debug_callback has no outputs (its jvp calls it on the
@@ -657,6 +703,8 @@ DECLARED_UNSUPPORTED = {
 NOT_IN_TABLE = {"custom_lin", "debug_callback", "pure_callback", "io_callback"} | set(
     DECLARED_UNSUPPORTED
 )
+# dense linear algebra: check_grads (both modes, order 2) in tests/numpy/test_linalg.py
+NOT_IN_TABLE |= {"cholesky", "triangular_solve", "lu"}
 
 
 def _merge(diff, fixed, positions=None):
@@ -751,15 +799,15 @@ def test_lax_reduce_with_a_monoid_differentiates_like_jax():
         np.testing.assert_allclose(g, jg, rtol=1e-12)
 
 
-def test_lgamma_jvp_raises_a_declared_unsupported_error():
-    with pytest.raises(UnsupportedError, match=r"lgamma.*digamma") as e:
-        functx.grad(lambda x: lax.lgamma(x))(2.0)
+def test_special_function_jvps_raise_declared_unsupported_errors():
+    with pytest.raises(UnsupportedError, match=r"zeta") as e:
+        functx.grad(lambda x: lax.zeta(x, 2.0))(3.0)
     assert f"test_jvp.py:{_lineno() - 1}" in str(e.value)
-    with pytest.raises(UnsupportedError, match="lgamma"):
-        functx.jvp(lax.lgamma, (2.0,), (1.0,))
-    # the primal alone is fine, and so is a derivative that does not flow through lgamma
-    g = functx.grad(lambda x: x * lax.lgamma(lax.stop_gradient(x)))(np.float64(3.0))
-    assert np.isclose(float(g), np.log(2.0))
+    with pytest.raises(NotImplementedError, match="igamma_grad_a"):
+        functx.jvp(lambda a: lax.igamma_grad_a(a, 2.0), (2.0,), (1.0,))
+    # the primal alone is fine, and so is a derivative that does not flow through zeta
+    g = functx.grad(lambda x: x * lax.zeta(lax.stop_gradient(x), 2.0))(np.float64(3.0))
+    assert np.isclose(float(g), float(jax.lax.zeta(3.0, 2.0)))
 
 
 # --- check_grads on every differentiable primitive ----------------------------------------------

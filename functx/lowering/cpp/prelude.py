@@ -124,14 +124,22 @@ static inline uint16_t fx_f32_to_bf16(float f) {
 
 // max/min propagate NaN and order -0.0 below +0.0, like XLA's; selects only, so loops vectorise
 // (for two zeros, a + b is +0.0 unless both are -0.0, and -(-a - b) is -0.0 unless both are +0.0).
+// Complex operands order lexicographically (real parts, then imaginary), as JAX lowers them:
+// a where it orders after (before) b, else b, so a NaN part gives b.
+template <class T> static inline T fx_cpick(T a, T b, bool greater) {
+  const auto ra = __real__ a, rb = __real__ b, ia = __imag__ a, ib = __imag__ b;
+  const bool pick = ra == rb ? (greater ? ia > ib : ia < ib) : (greater ? ra > rb : ra < rb);
+  return pick ? a : b; }
 template <class T> static inline T fx_max(T a, T b) {
+  if constexpr (fx::is_complex<T>) { return fx_cpick(a, b, true); } else {
   const T m = (a > b || a != a) ? a : b;
   if constexpr (fx::is_float<T>) { return (a == 0 && b == 0) ? a + b : m; }
-  else { return m; } }
+  else { return m; } } }
 template <class T> static inline T fx_min(T a, T b) {
+  if constexpr (fx::is_complex<T>) { return fx_cpick(a, b, false); } else {
   const T m = (a < b || a != a) ? a : b;
   if constexpr (fx::is_float<T>) { return (a == 0 && b == 0) ? -(-a - b) : m; }
-  else { return m; } }
+  else { return m; } } }
 template <class T> static inline T fx_idiv(T a, T b) {
   if (b == 0) return fx::is_signed<T> ? (T)-1 : fx::limits<T>::max();
   if (fx::is_signed<T> && b == (T)-1) return (T)(0 - a);
@@ -526,6 +534,144 @@ static int fx_gemm_narrow(int64_t bsz, int64_t m, int64_t k, const T* A, int64_t
 #pragma GCC pop_options
 """
 
+# The special functions of functx.lax (erf_inv, digamma, the incomplete gamma family, polygamma,
+# zeta, the scaled Bessel functions): the algorithms of functx/primitives/special.py, computed in
+# double (a float result is rounded once), so compiled and eager results agree to a few ulp.
+_SPECIAL = r"""
+namespace fx_sp {
+static const double eps = 2.220446049250313e-16;
+static const double inf = __builtin_huge_val(), nan = __builtin_nan("");
+static inline bool isint(double x) { return x == ::floor(x); }
+static double digamma(double x) {
+  if (x != x || x == -inf) return nan;
+  if (x == inf) return inf;
+  if (x <= 0 && isint(x)) return nan;
+  double r = 0;
+  if (x < 0) { r = -M_PI / ::tan(M_PI * (x - ::round(x))); x = 1 - x; }
+  while (x < 10) { r -= 1 / x; x += 1; }
+  double z = 1 / (x * x);
+  double tail = z * (1.0 / 12 - z * (1.0 / 120 - z * (1.0 / 252 - z * (1.0 / 240 - z * (1.0 / 132
+                - z * (691.0 / 32760 - z / 12))))));
+  return r + ::log(x) - 0.5 / x - tail; }
+static const double zeta_a[12] = {12.0, -720.0, 30240.0, -1209600.0, 47900160.0,
+  -1892437580.3183791606, 74724249600.0, -2950130727918.164224, 116467828143500.67249,
+  -4597978722407472.6105, 181521054019435467.73, -7166165256175667011.3};
+static double zeta(double x, double q) {
+  if (x == 1) return inf;
+  if (x != x || q != q || x == inf || q == inf) return nan;
+  if (q <= 0 && (q == -inf || isint(q)))
+    return (x >= 0 && isint(x) && ::fmod(x, 2.0) == 0) ? inf : nan;
+  if (x < 1 || (q < 0 && !isint(x))) return nan;
+  if (q > 1e8) return (1 / (x - 1) + 1 / (2 * q)) * ::pow(q, 1 - x);
+  double s = ::pow(q, -x), a = q, b = 0; int i = 0;
+  while (i < 9 || a <= 9) {
+    ++i; a += 1; b = ::pow(a, -x); s += b;
+    if (::fabs(b / s) < eps) return s; }
+  double w = a; s += b * w / (x - 1) - 0.5 * b; a = 1; double k = 0;
+  for (i = 0; i < 12; ++i) {
+    a *= x + k; b /= w; double t = a * b / zeta_a[i]; s += t;
+    if (::fabs(t / s) < eps) break;
+    k += 1; a *= x + k; b /= w; k += 1; }
+  return s; }
+static double polygamma(double m, double x) {
+  if (m != m || x != x || !(m >= 0 && m < inf) || !isint(m)) return nan;
+  if (m == 0) return digamma(x);
+  return (::fmod(m, 2.0) == 1 ? 1.0 : -1.0) * ::exp(::lgamma(m + 1)) * zeta(m + 1, x); }
+static void series(double a, double x, double* ans_, double* dans_) {
+  double r = a, c = 1, ans = 1, dc = 0, dans = 0;
+  for (int n = 0; n < 2000; ++n) {
+    r += 1; dc = dc * x / r - c * x / (r * r); c *= x / r; ans += c; dans += dc;
+    if (c <= ans * eps && ::fabs(dc) <= ::fabs(dans) * eps) break; }
+  *ans_ = ans; *dans_ = dans; }
+static void cfrac(double a, double x, double* ans_, double* dans_) {
+  double y = 1 - a, z = x + 2 - a, c = 0;
+  double pkm2 = 1, qkm2 = x, pkm1 = x + 1, qkm1 = z * x;
+  double dpkm2 = 0, dqkm2 = 0, dpkm1 = 0, dqkm1 = -x;
+  double ans = pkm1 / qkm1, dans = (dpkm1 - ans * dqkm1) / qkm1;
+  for (int n = 0; n < 2000; ++n) {
+    c += 1; y += 1; z += 2;
+    double yc = y * c, pk = pkm1 * z - pkm2 * yc, qk = qkm1 * z - qkm2 * yc;
+    double dpk = dpkm1 * z - pkm1 - dpkm2 * yc + pkm2 * c;
+    double dqk = dqkm1 * z - qkm1 - dqkm2 * yc + qkm2 * c;
+    bool done = false;
+    if (qk != 0) {
+      double r = pk / qk, dr = (dpk - r * dqk) / qk;
+      double t = r != 0 ? ::fabs((ans - r) / r) : 0, dt = dr != 0 ? ::fabs((dans - dr) / dr) : 0;
+      ans = r; dans = dr; done = t <= eps && dt <= eps; }
+    pkm2 = pkm1; pkm1 = pk; qkm2 = qkm1; qkm1 = qk;
+    dpkm2 = dpkm1; dpkm1 = dpk; dqkm2 = dqkm1; dqkm1 = dqk;
+    if (::fabs(pk) > 4503599627370496.0) {
+      const double s = 1 / 4503599627370496.0;
+      pkm2 *= s; pkm1 *= s; qkm2 *= s; qkm1 *= s; dpkm2 *= s; dpkm1 *= s; dqkm2 *= s; dqkm1 *= s; }
+    if (done) break; }
+  *ans_ = ans; *dans_ = dans; }
+// kind: 0 igamma, 1 igammac, 2 igamma_grad_a, 3 random_gamma_grad (JAX's domain rules)
+static double igamma(double a, double x, int kind) {
+  if (a != a || x != x || x < 0 || a < 0) return nan;
+  bool cf;
+  if (kind >= 2) {
+    if (a == 0 || x == inf) return nan;
+    if (x == 0) return 0;
+    cf = x > 1 && x > a;
+  } else if (x == 0) { return a == 0 ? nan : (double)kind;
+  } else if (x == inf) { return 1.0 - kind;
+  } else if (kind == 0) { cf = x >= 1 && x > a;
+  } else { if (a == 0) return 0; cf = !(x < 1 || x < a); }
+  double lx = ::log(x), ax = a * lx - x - (a != 0 ? ::lgamma(a) : inf), ans, dans;
+  if (kind == 3) {
+    if (cf) { cfrac(a, x, &ans, &dans); return x * (dans + ans * (lx - digamma(a))); }
+    series(a, x, &ans, &dans); return -x / a * (dans + ans * (lx - digamma(a + 1))); }
+  double e = ax < -709.782712893384 ? 0.0 : ::exp(ax);
+  if (cf) {
+    cfrac(a, x, &ans, &dans);
+    if (kind == 2) return -e * (dans + ans * (lx - digamma(a)));
+    double q = ans * e; return kind == 0 ? 1 - q : q; }
+  if (a == 0) return nan;
+  series(a, x, &ans, &dans);
+  if (kind == 2) return e / a * (dans + ans * (lx - digamma(a + 1)));
+  double p = ans * e / a; return kind == 0 ? p : 1 - p; }
+static double bessel_ie(int nu, double x) {
+  double ax = ::fabs(x), out;
+  if (x != x) return nan;
+  if (ax == inf) return 0;
+  if (ax <= 20) {
+    double q = x * x / 4, t = 1, s = 1;
+    for (int k = 1;; ++k) { t *= q / (k * (k + nu)); s += t; if (t <= s * eps * 0.5) break; }
+    out = s * ::exp(-ax) * (nu ? ax / 2 : 1.0);
+  } else {
+    double mu = 4.0 * nu * nu, s = 1, t = 1;
+    for (int k = 1; k < 60; ++k) {
+      double nt = t * ((2.0 * k - 1) * (2.0 * k - 1) - mu) / (8.0 * k * ax);
+      if (::fabs(nt) >= ::fabs(t)) break;
+      t = nt; s += t;
+      if (::fabs(t) <= ::fabs(s) * eps * 0.5) break; }
+    out = s / ::sqrt(2 * M_PI * ax); }
+  return nu && x < 0 ? -out : out; }
+static double erf_inv(double x) {
+  if (x != x || ::fabs(x) > 1) return nan;
+  if (::fabs(x) == 1) return ::copysign(inf, x);
+  if (x == 0) return x;
+  double w = -::log((1 - x) * (1 + x)), p;
+  if (w < 5) {
+    w -= 2.5; p = 2.81022636e-08;
+    p = 3.43273939e-07 + p * w; p = -3.5233877e-06 + p * w; p = -4.39150654e-06 + p * w;
+    p = 0.00021858087 + p * w; p = -0.00125372503 + p * w; p = -0.00417768164 + p * w;
+    p = 0.246640727 + p * w; p = 1.50140941 + p * w;
+  } else {
+    w = ::sqrt(w) - 3; p = -0.000200214257;
+    p = 0.000100950558 + p * w; p = 0.00134934322 + p * w; p = -0.00367342844 + p * w;
+    p = 0.00573950773 + p * w; p = -0.0076224613 + p * w; p = 0.00943887047 + p * w;
+    p = 1.00167406 + p * w; p = 2.83297682 + p * w; }
+  double ax = ::fabs(x), y = ::fabs(p * x), k = 2 / ::sqrt(M_PI);
+  for (int n = 0; n < 50; ++n) {
+    double f = ax < 0.5 ? ::erf(y) - ax : (1 - ax) - ::erfc(y), d = k * ::exp(-y * y);
+    if (d == 0) break;
+    double step = f / d; step /= 1 + y * step; y -= step;
+    if (::fabs(step) <= y * eps) break; }
+  return ::copysign(y, x); }
+}  // namespace fx_sp
+"""
+
 
 def _row_math() -> str:
     """``FX_MATH1(name)``/``FX_MATH2(name)`` lines for the rows spelled ``fx::<name>`` that the
@@ -541,4 +687,6 @@ def _row_math() -> str:
     return "".join(line + "\n" for line in lines)
 
 
-PRELUDE = _PRELUDE_HEAD + _row_math() + _PRELUDE_TAIL[1:]  # (the tail opens with a newline)
+PRELUDE = (
+    _PRELUDE_HEAD + _row_math() + _PRELUDE_TAIL[1:] + _SPECIAL[1:]
+)  # (each opens with a newline)

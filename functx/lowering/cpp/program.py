@@ -18,7 +18,7 @@ import re
 
 from functx.lowering import common
 from functx.lowering.common import adopt_consts, sub_program
-from functx.lowering.cpp import ascan, dot, dus, greduce, loops, pointwise, reduce, scatter
+from functx.lowering.cpp import ascan, dot, dus, greduce, loops, pointwise, reduce, scatter, sort
 from functx.lowering.cpp.emit import _PAR, Emitter, _decompose, _store, storage_type
 from functx.lowering.cpp.prelude import PRELUDE
 from functx.lowering.loopir import Graph, Node, flat_offset, sym
@@ -108,6 +108,7 @@ KERNEL_KINDS = {
     "scatter": scatter.render,
     "dus": dus.render,
     "loop": loops.render,
+    "sort": sort.render,
 }
 
 

@@ -86,6 +86,7 @@ def render(prog, k: Kernel):
         em.hoisting(hoist, iv)
         _reuse(em, reuse[p])
         clauses, post, index_loops, zero_fixes, cascade = [], [], [], [], []
+        serial = False
         for r, val_e in zip(red_nodes, pass_vals[p]):
             op = r.params["op"]
             x = r.params["operand"]
@@ -171,6 +172,11 @@ def render(prog, k: Kernel):
             }[op]
             if is_bool and op in ("reduce_and", "reduce_or"):
                 comb = f"{a} {'&&' if op == 'reduce_and' else '||'} {v}"
+            if op in ("reduce_max", "reduce_min") and x.dtype in dtypes.COMPLEX:
+                # lexicographic (fx_max/fx_min): no OpenMP reduction of that kind, so the row
+                # is folded in order, left to right
+                serial = True
+                clause = None
             if op == "reduce_sum" and ct == "float" and cascade_at is not None:
                 # blocks of at most _SUM_BLOCK elements summed in float lanes, the blocks'
                 # partial sums added in double: the error does not grow with the row
@@ -179,7 +185,7 @@ def render(prog, k: Kernel):
             else:
                 decls.append(f"{ct} {a} = ({ct}){ident};")
             updates.append(f"{a} = {comb};")
-            if clauses is not None:
+            if clause is not None:
                 clauses.append(f"reduction({clause}:{a})")
         updates += [f"{name}[jflat] = {em(e)};" for name, _, e in keep[p]]
         lines += ["    " + d for d in decls]
@@ -195,7 +201,7 @@ def render(prog, k: Kernel):
             inner,
             em.lines + [em.indent + u for u in updates],
             needs_jflat=has_arg or bool(keep[p] or reuse[p]),
-            simd_clauses=None if has_arg else clauses,
+            simd_clauses=None if has_arg or serial else clauses,
             cascade=(cascade_at, cascade) if cascade else None,
         )
         lines += [f"    float {a} = (float){a}_w;" for a in cascade]
@@ -371,6 +377,10 @@ def identity_literal(op: str, dt) -> str:
     v = identity(op, dt)
     if dt == dtypes.bool_:
         return "true" if v else "false"
+    if dt in dtypes.COMPLEX and kind in ("lowest", "highest"):
+        pt = "float" if dt == dtypes.complex64 else "double"
+        sign = "-" if kind == "lowest" else ""
+        return f"fx::complex({sign}fx::limits<{pt}>::infinity(), ({pt})0)"
     if kind in ("lowest", "highest"):
         if _is_float(dt):
             return f"{'-' if v < 0 else ''}fx::limits<{ct}>::infinity()"

@@ -69,20 +69,17 @@ import math
 import numpy as np
 import sympy
 
-from functx import dtypes
-from functx.core import ClosedJaxpr, Jaxpr
-from functx.errors import UnsupportedError
 from functx.lowering import common, schedule
 from functx.lowering.common import adopt_consts, sub_program
+from functx.lowering.complex_lanes import split_complex, uses_complex
 from functx.lowering.loopir import Graph, Sym, flat_offset, sym
 from functx.lowering.lower import lower_jaxpr
 from functx.lowering.schedule import Kernel, KernelCtx
-from functx.lowering.triton import ascan, dot, dus, greduce, loops, pointwise, reduce, scatter
+from functx.lowering.triton import ascan, dot, dus, greduce, loops, pointwise, reduce, scatter, sort
 from functx.lowering.triton.blocks import Blocks
 from functx.lowering.triton.emit import _HALF, Emitter, V, _decompose, _next_pow2, tl_dtype
 from functx.lowering.triton.prelude import PRELUDE
 from functx.lowering.triton.runtime import TritonExecutable, torch_dtype_name
-from functx.source_info import where
 
 DEFAULT_BLOCKS = Blocks()  # what ``compile_triton`` uses when given no blocks (tests swap it)
 
@@ -98,6 +95,7 @@ KERNEL_KINDS = {
     "scatter": scatter.render,
     "dus": dus.render,
     "loop": loops.render,
+    "sort": sort.render,
 }
 
 
@@ -329,31 +327,6 @@ class TritonProgram:
         )
 
 
-def _reject_complex(jaxpr: Jaxpr) -> None:
-    """Complex values are not supported by the Triton backend yet: an ``UnsupportedError`` naming
-    the first equation that has one (its primitive and source line), never a wrong answer."""
-    for v in jaxpr.invars:
-        if v.aval.dtype in dtypes.COMPLEX:
-            raise UnsupportedError(
-                f"jit (Triton): complex numbers ({v.aval.str_short()} input) are not supported "
-                "by the Triton backend yet; jit on the CPU (C++) computes them"
-            )
-    for e in jaxpr.eqns:
-        for v in list(e.invars) + list(e.outvars):
-            if getattr(v.aval, "dtype", None) in dtypes.COMPLEX:
-                raise UnsupportedError(
-                    f"jit (Triton): complex numbers ({e.prim.name} of {v.aval.str_short()}) are "
-                    f"not supported by the Triton backend yet; jit on the CPU (C++) computes "
-                    f"them{where(e.source_info)}"
-                )
-        for p in e.params.values():
-            for sub in p if isinstance(p, (tuple, list)) else (p,):
-                if isinstance(sub, ClosedJaxpr):
-                    _reject_complex(sub.jaxpr)
-                elif isinstance(sub, Jaxpr):
-                    _reject_complex(sub)
-
-
 def compile_triton(closed, blocks: Blocks | None = None) -> TritonExecutable:
     """Lower, schedule and generate Triton for ``closed`` (a ClosedJaxpr), and load the module.
 
@@ -367,12 +340,17 @@ def compile_triton(closed, blocks: Blocks | None = None) -> TritonExecutable:
       >>> exe = compile_triton(functx.make_jaxpr(lambda x: functx.numpy.tanh(x) * 2.0)(x))
       >>> (y,) = exe(x)
     """
-    _reject_complex(closed.jaxpr)
+    complex_io = None
+    if uses_complex(closed.jaxpr):  # complex values as pairs of real lanes (complex_lanes.py)
+        closed, cin, cout = split_complex(closed)
+        complex_io = (cin, cout)
     g = lower_jaxpr(closed)
     kernels = schedule.schedule(g)
     prog = TritonProgram(g, kernels, blocks)
     src = prog.source()
-    return TritonExecutable(g, kernels, src, schedule.describe(kernels), host=prog.host_calls)
+    return TritonExecutable(
+        g, kernels, src, schedule.describe(kernels), host=prog.host_calls, complex_io=complex_io
+    )
 
 
 __all__ = ["TritonProgram", "KERNEL_KINDS", "render_kernel", "DEFAULT_BLOCKS", "compile_triton"]

@@ -522,11 +522,17 @@ def _from_numpy(a, torch_dtype):
     return torch.from_numpy(a)
 
 
+def _np_complex(tdt):
+    import torch
+
+    return {torch.complex64: dtypes.complex64, torch.complex128: dtypes.complex128}[tdt]
+
+
 class TritonExecutable:
     """A compiled program: call it with the flat inputs (torch tensors, NumPy arrays, functx
     Arrays or scalars); returns the outputs as torch tensors on the inputs' device."""
 
-    def __init__(self, graph, kernels, source: str, kernels_text: str, host=None):
+    def __init__(self, graph, kernels, source: str, kernels_text: str, host=None, complex_io=None):
         import torch
 
         self.source = source
@@ -564,6 +570,19 @@ class TritonExecutable:
         self._ran: set = set()
         self._last = (None, None)  # (device, its constants): the common single-device case
         self._torch = torch
+        # complex inputs and outputs (``complex_io``: which ones, from complex_lanes.py): the
+        # kernels see them as real arrays with a trailing axis of 2 (torch.view_as_real)
+        self.complex_io = None
+        if complex_io is not None:
+            cin, cout = complex_io
+            cdt = [
+                getattr(torch, torch_dtype_name(dtypes.COMPLEX_OF[n.dtype])) for n in graph.inputs
+            ]
+            self.complex_io = (
+                [t if c else None for t, c in zip(cdt, cin)],
+                list(cout),
+            )
+            self.run_on = self._run_complex  # (real programs keep the plain method)
 
     def as_text(self) -> str:
         return f"# kernels\n{self.kernels_text}\n\n# Triton\n{self.source}"
@@ -606,6 +625,8 @@ class TritonExecutable:
         if dev is None:
             dev = default_device(args)
         ins = list(args)
+        if self.complex_io is not None:
+            args = ins = self._complex_args(ins, dev)
         for i, (a, spec) in enumerate(zip(args, specs)):
             if (
                 type(a) is not torch.Tensor
@@ -623,7 +644,7 @@ class TritonExecutable:
     def run_on(self, dev, ins):
         """Run on ``dev`` (a torch device) with ``ins`` already as the kernels take them:
         contiguous tensors on ``dev`` of the compiled dtypes and sizes (``call`` makes them so;
-        GPU arrays' buffers are). Returns new output tensors."""
+        GPU arrays' buffers are; complex ones as complex tensors). Returns new output tensors."""
         if self.use_graphs and self.graph_safe and dev.type == "cuda":
             outs = self._graphed(dev, ins)
             if outs is not None:
@@ -638,6 +659,29 @@ class TritonExecutable:
         outs = [empty(s, st, dtype=t, device=dev) for s, st, t in self.out_specs]
         self._run_module(ins, consts, outs)
         return outs
+
+    def _complex_args(self, args, dev):
+        """The complex arguments as real views (a trailing axis of 2) of complex tensors."""
+        torch = self._torch
+        out = list(args)
+        for i, (a, tdt) in enumerate(zip(args, self.complex_io[0])):
+            if tdt is not None and not (type(a) is torch.Tensor and not a.is_complex()):
+                t = (
+                    to_torch(a, _np_complex(tdt), dev)
+                    if not (type(a) is torch.Tensor and a.dtype is tdt and a.device == dev)
+                    else a
+                )
+                out[i] = torch.view_as_real(t.contiguous())
+        return out
+
+    def _run_complex(self, dev, ins):
+        torch = self._torch
+        ins = [
+            torch.view_as_real(t.contiguous()) if c is not None and t.is_complex() else t
+            for t, c in zip(ins, self.complex_io[0])
+        ]
+        outs = TritonExecutable.run_on(self, dev, ins)
+        return [torch.view_as_complex(o) if c else o for o, c in zip(outs, self.complex_io[1])]
 
     def _run_module(self, ins, consts, outs):
         """The module's ``run``; with host steps, this executable is the thread's running one
@@ -656,6 +700,10 @@ class TritonExecutable:
         """Host step ``index``: its callable on NumPy copies of ``ins`` (flat tensors), the
         results copied into ``outs``."""
         fn, in_avals, out_specs = self.host_calls[index]
+        on_device = getattr(fn, "torch", None)  # a library step that runs on the device itself
+        if on_device is not None:  # (FFT: torch.fft on the step's device tensors)
+            on_device(ins, outs)
+            return
         args = [_to_numpy(t, a.dtype).reshape(a.shape) for t, a in zip(ins, in_avals)]
         for o, r, (shape, dtype) in zip(outs, fn(*args), out_specs):
             r = np.ascontiguousarray(np.asarray(r, dtype).reshape(shape)).reshape(-1)

@@ -1,0 +1,348 @@
+"""The ``fft`` primitive (``functx.lax.fft``), with all its rules.
+
+One primitive with JAX's parameters: ``fft_type`` (an ``FftType``: FFT, IFFT, RFFT, IRFFT) and
+``fft_lengths`` (the lengths of the trailing ``len(fft_lengths)`` axes it transforms):
+
+* shape and dtype rules with JAX's errors (a ``ValueError`` for a dtype or shape the transform
+  does not take); ``lax.fft`` converts its operand first as JAX does (complex for FFT, IFFT and
+  IRFFT, a real inexact dtype for RFFT), so complex64 stays complex64 and float64 gives
+  complex128;
+* the eager implementation: pocketfft, through ``scipy.fft`` when SciPy is installed, else through
+  ``numpy.fft`` (the same C++ library; NumPy 2's single-precision complex transforms measured
+  15-30 times slower than SciPy's here, the double-precision ones the same), keeping the single
+  precision of complex64 and float32 operands;
+* JAX's jvp (the primitive is linear) and transpose rules: the transpose of FFT is FFT and of
+  IFFT is IFFT (the DFT matrix is symmetric); RFFT's and IRFFT's transposes are an IRFFT and an
+  RFFT with the mask that accounts for the spectrum's Hermitian redundancy, as JAX writes them;
+* batching: the batch axis goes first and the primitive is bound again (it transforms trailing
+  axes only);
+* under ``jit``, a *library step* of the compiled program: a host step (the mechanism of the host
+  callbacks, ``functx/control/callbacks.py``) that hands the step's buffers to the same
+  pocketfft call. On the C++ backend the program calls it between kernels through its
+  ``fx_host`` pointer; on the Triton backend the host code calls it between launches, and a
+  runtime that passes the step its device tensors (``FftStep.torch``) gets cuFFT through
+  ``torch.fft``. A library step rather than generated code: an FFT's cost is an O(n log n)
+  library call that a ~10 us Python dispatch does not bound from a few thousand points up.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+
+import numpy as np
+
+from functx import dtypes, ops, primitives as P
+from functx.control.common import lower_to_loop
+from functx.core import Primitive, ShapedArray
+from functx.errors import FunctxTypeError, FunctxValueError
+from functx.lowering.rules import lowerings
+from functx.tracing import get_aval
+from functx.transforms import jvp as J, transpose as T, vmap as V
+from functx.transforms.jvp import Zero
+
+
+class FftType(enum.IntEnum):
+    """Which transform ``lax.fft`` computes (JAX's ``jax.lax.FftType``)."""
+
+    FFT = 0
+    "Forward complex-to-complex FFT."
+    IFFT = 1
+    "Inverse complex-to-complex FFT."
+    RFFT = 2
+    "Forward real-to-complex FFT."
+    IRFFT = 3
+    "Inverse real-to-complex FFT."
+
+
+_BY_NAME = {
+    "fft": FftType.FFT,
+    "ifft": FftType.IFFT,
+    "rfft": FftType.RFFT,
+    "irfft": FftType.IRFFT,
+}
+
+
+def fft_type_of(fft_type) -> FftType:
+    """An ``FftType`` from a member or from its name ("fft" or "FFT", ...), with JAX's errors."""
+    if isinstance(fft_type, str):
+        t = _BY_NAME.get(fft_type.lower()) if fft_type in _BY_NAME or fft_type.isupper() else None
+        if t is None:
+            raise FunctxValueError(f"Unknown FFT type '{fft_type}'")
+        return t
+    if isinstance(fft_type, FftType):
+        return fft_type
+    raise FunctxTypeError(f"Unknown FFT type value '{fft_type}'")
+
+
+def _complex_of(dt) -> np.dtype:
+    return np.dtype(np.complex128 if np.dtype(dt) == np.float64 else np.complex64)
+
+
+def _real_of(dt) -> np.dtype:
+    return np.dtype(np.float64 if np.dtype(dt) == np.complex128 else np.float32)
+
+
+def _is_complex(dt) -> bool:
+    return np.dtype(dt) in dtypes.COMPLEX
+
+
+# --- the primitive -------------------------------------------------------------------------------
+fft_p = Primitive("fft", group="fft")
+P.registry["fft"] = fft_p
+
+
+def _fft_abstract(x, *, fft_type, fft_lengths):
+    k = len(fft_lengths)
+    if k > x.ndim:
+        raise FunctxValueError(
+            f"FFT input shape {x.shape} must have at least as many input dimensions as "
+            f"fft_lengths {fft_lengths}."
+        )
+    minor = tuple(x.shape[x.ndim - k :])
+    if fft_type == FftType.RFFT:
+        if np.dtype(x.dtype) not in (np.float32, np.float64):
+            raise FunctxValueError(
+                f"RFFT input must be float32 or float64, got {np.dtype(x.dtype)}"
+            )
+        if minor != fft_lengths:
+            raise FunctxValueError(
+                f"RFFT input shape {x.shape} minor dimensions must be equal to fft_lengths "
+                f"{fft_lengths}"
+            )
+        shape = x.shape[: x.ndim - k] + fft_lengths[:-1] + (fft_lengths[-1] // 2 + 1,)
+        return ShapedArray(shape, _complex_of(x.dtype))
+    if not _is_complex(x.dtype):
+        name = "IRFFT" if fft_type == FftType.IRFFT else "FFT"
+        raise FunctxValueError(
+            f"{name} input must be complex64 or complex128, got {np.dtype(x.dtype)}"
+        )
+    if fft_type == FftType.IRFFT:
+        if minor[:-1] != fft_lengths[:-1]:
+            raise FunctxValueError(
+                f"IRFFT input shape {x.shape} minor dimensions must be equal to all except the "
+                f"last fft_length, got fft_lengths={fft_lengths!r}"
+            )
+        return ShapedArray(x.shape[: x.ndim - k] + fft_lengths, _real_of(x.dtype))
+    if minor != fft_lengths:
+        raise FunctxValueError(
+            f"FFT input shape {x.shape} minor dimensions must be equal to fft_lengths {fft_lengths}"
+        )
+    return ShapedArray(x.shape, x.dtype)
+
+
+fft_p.abstract_eval = _fft_abstract
+
+_pocketfft = []  # the module computing transforms: scipy.fft, or numpy.fft without SciPy
+
+
+def _library():
+    if not _pocketfft:
+        try:  # (SciPy is optional; its single-precision transforms are the fast ones)
+            import scipy.fft as lib
+        except ImportError:  # pragma: no cover - SciPy is installed with the test extras
+            lib = np.fft
+        _pocketfft.append(lib)
+    return _pocketfft[0]
+
+
+def _fft_impl(x, *, fft_type, fft_lengths):
+    out = _fft_abstract(ShapedArray(x.shape, x.dtype), fft_type=fft_type, fft_lengths=fft_lengths)
+    k = len(fft_lengths)
+    axes = tuple(range(x.ndim - k, x.ndim))
+    if math.prod(out.shape) == 0 or math.prod(x.shape) == 0:
+        return np.zeros(out.shape, out.dtype)  # (XLA's result; pocketfft refuses length 0)
+    lib = _library()
+    x = np.asarray(x)
+    if fft_type == FftType.FFT:
+        y = lib.fftn(x, axes=axes)
+    elif fft_type == FftType.IFFT:
+        y = lib.ifftn(x, axes=axes)
+    elif fft_type == FftType.RFFT:
+        y = lib.rfftn(x, axes=axes)
+    else:
+        y = lib.irfftn(x, s=fft_lengths, axes=axes)
+    return np.asarray(y, out.dtype).reshape(out.shape)
+
+
+fft_p.impl = _fft_impl
+
+
+def bind_fft(x, fft_type, fft_lengths):
+    """``fft_p`` on ``x`` (no conversion: the operand's dtype must be the transform's)."""
+    return fft_p.bind(x, fft_type=FftType(fft_type), fft_lengths=tuple(fft_lengths))
+
+
+def fft(x, fft_type, fft_lengths):
+    """The discrete Fourier transform over the trailing ``len(fft_lengths)`` axes (JAX's
+    ``jax.lax.fft``).
+
+    Arguments:
+      x: the operand; converted first as JAX does: to a complex dtype for FFT, IFFT and IRFFT
+        (float64 and int64 to complex128, the others to complex64), to a real inexact dtype for
+        RFFT (a complex operand is a ValueError; float16 and bfloat16 are refused by the
+        primitive, as in JAX).
+      fft_type: an ``FftType`` or its name ("fft", "ifft", "rfft", "irfft", any case JAX takes).
+      fft_lengths: the lengths of the transformed trailing axes (for IRFFT the last one is the
+        length of the real result, the operand's last axis being ``n // 2 + 1``).
+    Returns:
+      The transform: complex of the operand's shape (FFT, IFFT), complex with the last axis
+      ``n // 2 + 1`` long (RFFT), or real with the trailing axes ``fft_lengths`` (IRFFT). The
+      inverse transforms are scaled by ``1 / prod(fft_lengths)``.
+    Example:
+      >>> print(functx.lax.fft(np.array([1.0, 2.0, 3.0, 4.0]), "rfft", (4,)))
+      [10.+0.j -2.+2.j -2.+0.j]
+    """
+    typ = fft_type_of(fft_type)
+    try:
+        fft_lengths = tuple(int(n) for n in fft_lengths)
+    except TypeError:
+        raise FunctxTypeError(
+            f"lax.fft: fft_lengths must be a sequence of ints, got {fft_lengths!r}"
+        ) from None
+    dt = np.dtype(get_aval(x).dtype)
+    inexact = dt if dtypes.is_inexact(dt) else _to_inexact(dt)
+    if typ == FftType.RFFT:
+        if _is_complex(dt):
+            raise FunctxValueError("only real valued inputs supported for rfft")
+        new = inexact
+    else:
+        new = dt if _is_complex(dt) else _complex_of(inexact)
+    x = ops.convert_element_type(x, new)
+    if not fft_lengths:
+        return x  # (nothing to transform; XLA takes no rank-0 FFT either)
+    return bind_fft(x, typ, fft_lengths)
+
+
+def _to_inexact(dt) -> np.dtype:
+    """JAX's ``to_inexact_dtype``: 64-bit integers to float64, other integers and bool to
+    float32 (then canonicalized: float64 is float32 with x64 off)."""
+    if np.dtype(dt) in (np.int64, np.uint64):
+        return dtypes.canonicalize(np.float64)
+    return np.dtype(np.float32)
+
+
+# --- derivatives ---------------------------------------------------------------------------------
+J.defjvp_linear(fft_p)
+
+
+def _hermitian_mask(m: int, n: int, dtype) -> np.ndarray:
+    """The weights of a half spectrum of ``m`` entries of a length-``n`` real signal: 2 for the
+    entries that stand for a conjugate pair, 1 for the zero frequency (and Nyquist's, ``n``
+    even)."""
+    mask = np.full(m, 2.0, dtype)
+    mask[0] = 1.0
+    if n % 2 == 0:
+        mask[m - 1] = 1.0
+    return mask
+
+
+def _along_last(w: np.ndarray, shape):
+    """The vector ``w`` broadcast along the last axis of ``shape``."""
+    return ops.broadcast_in_dim(w, shape, (len(shape) - 1,))
+
+
+def _fft_transpose(ct, x, *, fft_type, fft_lengths):
+    if isinstance(ct, Zero):
+        return [Zero(x.aval)]
+    n = math.prod(fft_lengths)
+    if fft_type == FftType.RFFT:
+        # irfft of the conjugated cotangent, each doubled entry halved, times the length
+        cdt = get_aval(ct).dtype
+        w = _hermitian_mask(get_aval(ct).shape[-1], fft_lengths[-1], cdt)
+        t = ops.mul(ops.conj(ct), _along_last((1 / w).astype(cdt), get_aval(ct).shape))
+        out = bind_fft(t, FftType.IRFFT, fft_lengths)
+        return [ops.mul(out, ops.full(get_aval(out).shape, n, get_aval(out).dtype))]
+    if fft_type == FftType.IRFFT:
+        y = bind_fft(ct, FftType.RFFT, fft_lengths)
+        cdt = get_aval(y).dtype
+        w = _hermitian_mask(get_aval(y).shape[-1], fft_lengths[-1], cdt) / np.asarray(n, cdt)
+        return [ops.conj(ops.mul(y, _along_last(w.astype(cdt), get_aval(y).shape)))]
+    return [bind_fft(ct, fft_type, fft_lengths)]
+
+
+T.transpose_rules[fft_p] = _fft_transpose
+
+
+# --- batching ------------------------------------------------------------------------------------
+def _fft_batch(args, dims, *, fft_type, fft_lengths):
+    (x,), (d,) = args, dims
+    return bind_fft(V.moveaxis(x, d, 0), fft_type, fft_lengths), 0
+
+
+V.batching_rules[fft_p] = _fft_batch
+
+
+# --- jit: a library step of the compiled program -------------------------------------------------
+class FftStep:
+    """The host step of an ``fft`` equation under ``jit``: pocketfft on the step's operand buffer
+    (``__call__``, NumPy arrays in, a list of results out) or cuFFT on device tensors
+    (``torch``). Prints with its address, as the callbacks' ``HostFn`` does."""
+
+    __slots__ = ("fft_type", "fft_lengths", "in_aval", "out_aval", "__weakref__")
+
+    def __init__(self, fft_type, fft_lengths, in_aval, out_aval):
+        self.fft_type = FftType(fft_type)
+        self.fft_lengths = tuple(fft_lengths)
+        self.in_aval = in_aval
+        self.out_aval = out_aval
+
+    def __repr__(self):
+        return f"<fft {self.fft_type.name} {self.fft_lengths} at 0x{id(self):x}>"
+
+    def __call__(self, x):
+        return [_fft_impl(x, fft_type=self.fft_type, fft_lengths=self.fft_lengths)]
+
+    def torch(self, ins, outs):
+        """The step on torch tensors (the Triton runtime's buffers, flat): ``torch.fft`` (cuFFT
+        on a GPU) from ``ins[0]`` into ``outs[0]``. A complex buffer may come as a complex
+        tensor or as its interleaved real and imaginary parts (a real tensor twice as long)."""
+        import torch  # (optional dependency: only a Triton program calls this)
+
+        x = _torch_view(torch, ins[0], self.in_aval)
+        k = len(self.fft_lengths)
+        dims = tuple(range(x.ndim - k, x.ndim))
+        if math.prod(self.out_aval.shape) == 0 or x.numel() == 0:
+            y = torch.zeros(self.out_aval.shape, dtype=_torch_dtype(torch, self.out_aval.dtype))
+            y = y.to(x.device)
+        elif self.fft_type == FftType.FFT:
+            y = torch.fft.fftn(x, dim=dims)
+        elif self.fft_type == FftType.IFFT:
+            y = torch.fft.ifftn(x, dim=dims)
+        elif self.fft_type == FftType.RFFT:
+            y = torch.fft.rfftn(x, dim=dims)
+        else:
+            # cuFFT's multi-axis C2R assumes Hermitian symmetry on every axis; pocketfft's
+            # (and XLA's) only on the last: inverse complex transforms first, then a 1-D C2R
+            if k > 1:
+                x = torch.fft.ifftn(x, dim=dims[:-1])
+            y = torch.fft.irfft(x, n=self.fft_lengths[-1], dim=-1)
+        out = outs[0]
+        if out.is_complex() or not y.is_complex():
+            out.copy_(y.reshape(-1))
+        else:
+            out.copy_(torch.view_as_real(y.contiguous()).reshape(-1))
+
+
+def _torch_dtype(torch, dt):
+    return getattr(torch, np.dtype(dt).name)
+
+
+def _torch_view(torch, t, aval):
+    if _is_complex(aval.dtype) and not t.is_complex():
+        return torch.view_as_complex(t.reshape(*aval.shape, 2).contiguous())
+    return t.reshape(aval.shape)
+
+
+def _fft_lowering(g, ins, avals, *, fft_type, fft_lengths):
+    in_avals = [ShapedArray(n.shape, n.dtype) for n in ins]
+    step = FftStep(fft_type, fft_lengths, in_avals[0], avals[0])
+    return lower_to_loop(
+        g, ins, list(avals), "host", callback=step, in_avals=in_avals, n_out=len(avals)
+    )
+
+
+lowerings[fft_p] = _fft_lowering
+
+
+__all__ = ["FftStep", "FftType", "fft", "fft_p", "fft_type_of"]

@@ -1,0 +1,691 @@
+"""Dense linear algebra primitives (``functx.lax.linalg``), each with all its rules.
+
+Every primitive works on the last two axes of its operands and is batched over the leading ones
+(JAX's ``linalg_primitive`` convention: the operands have the same number of batch axes). Each has:
+
+* shape and dtype rules with JAX's errors (``TypeError`` for a rank below 2 or an integer dtype,
+  ``ValueError`` for a non-square matrix or mismatched operands);
+* an eager implementation through LAPACK (NumPy's ``numpy.linalg`` gufuncs, which loop over the
+  batch in C, and SciPy's BLAS/LAPACK wrappers);
+* JAX's jvp (and, for the linear operand of ``triangular_solve``, transpose) rules, written with
+  the op builders and these primitives, so ``grad`` and higher derivatives compose;
+* a batching rule: batch axes go to the front and the primitive is bound on the bigger batch;
+* under ``jit``, a *library step* of the compiled program: a host step (the mechanism of the
+  host callbacks, ``functx/control/callbacks.py``) that hands the step's buffers to the same
+  LAPACK calls. On the C++ backend the program calls it between kernels through its ``fx_host``
+  pointer; on the Triton backend the host code calls it between launches. The step's callable
+  prints with its address: the disk program cache skips such programs (the shared object is
+  still cached by its source).
+
+Why a host step rather than generated C++ calling LAPACK's function pointers: the dense
+factorizations are O(n^3) library calls whose cost dwarfs a Python dispatch (about 10 us) from
+about 32x32 up, and NumPy's gufuncs already loop over a batch in C; the measurements are in
+``benchmarks/linalg.py``.
+
+Primitives: ``cholesky``, ``triangular_solve``, ``lu`` (LU with partial pivoting: the packed
+factors, the pivots and the permutation), ``eigh`` (with JAX's eigenvalue order and gradient
+rule), ``qr`` and ``svd``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from functx import dtypes, ops, primitives as P
+from functx.control.common import lower_to_loop
+from functx.core import Primitive, ShapedArray
+from functx.lowering.rules import lowerings
+from functx.tracing import get_aval
+from functx.transforms import jvp as J, transpose as T, vmap as V
+from functx.transforms.jvp import Zero
+
+_HIGHEST = ops.Precision.HIGHEST
+
+
+# --- helpers on traced values ----------------------------------------------------------------
+def _is_complex(dt) -> bool:
+    return np.dtype(dt) in dtypes.COMPLEX
+
+
+def _T(x):
+    """Swap the last two axes."""
+    n = np.ndim(x)
+    return ops.transpose(x, (*range(n - 2), n - 1, n - 2))
+
+
+def _conj(x):
+    return ops.conj(x) if _is_complex(get_aval(x).dtype) else x
+
+
+def _H(x):
+    return _conj(_T(x))
+
+
+def _mask(shape, k, lower):
+    """A bool mask of shape ``shape`` (last two axes): below-or-on diagonal ``k`` if ``lower``,
+    above-or-on if not."""
+    r = ops.broadcasted_iota(np.int32, shape, len(shape) - 2)
+    c = ops.broadcasted_iota(np.int32, shape, len(shape) - 1)
+    d = ops.sub(c, r)
+    return ops.le(d, ops.full((), k, np.int32)) if lower else ops.ge(d, ops.full((), k, np.int32))
+
+
+def tril(x, k=0):
+    """The lower triangle (on and below diagonal ``k``) of the last two axes of ``x``."""
+    a = get_aval(x)
+    return ops.select(_mask(a.shape, k, True), x, ops.full(a.shape, 0, a.dtype))
+
+
+def triu(x, k=0):
+    """The upper triangle (on and above diagonal ``k``) of the last two axes of ``x``."""
+    a = get_aval(x)
+    return ops.select(_mask(a.shape, k, False), x, ops.full(a.shape, 0, a.dtype))
+
+
+def _eye_like(x):
+    a = get_aval(x)
+    n = a.shape[-1]
+    m = _mask((n, n), 0, True)
+    e = ops.convert_element_type(ops.bitwise_and(m, _mask((n, n), 0, False)), a.dtype)
+    return e
+
+
+def matmul(a, b):
+    """A batched matrix product over the last two axes (same batch shape), at full precision."""
+    n = np.ndim(a)
+    batch = tuple(range(n - 2))
+    return ops.dot_general(a, b, (((n - 1,), (n - 2,)), (batch, batch)), precision=_HIGHEST)
+
+
+def symmetrize(x):
+    """``(x + x^H) / 2`` over the last two axes (a true division, as JAX's: integers give
+    floats)."""
+    dt = get_aval(x).dtype
+    if not (dt in dtypes.FLOATS or _is_complex(dt)):
+        big = np.dtype(dt) in (np.dtype(np.int64), np.dtype(np.uint64))
+        x = ops.convert_element_type(x, np.float64 if big else np.float32)
+        dt = get_aval(x).dtype
+    return ops.div(ops.add(x, _H(x)), ops.full((), 2, dt))
+
+
+# --- the shared machinery ----------------------------------------------------------------------
+def _name_dtype(dt) -> str:
+    return np.dtype(dt).name
+
+
+def _check_operands(name, avals, ranks):
+    for i, (a, r) in enumerate(zip(avals, ranks)):
+        if a.ndim < r:
+            raise TypeError(
+                f"Input {i} to {name} must have rank at least {r}, but got shape={a.shape}"
+            )
+    nb = [a.ndim - r for a, r in zip(avals, ranks)]
+    if any(b != nb[0] for b in nb):
+        raise TypeError(
+            f"All inputs to {name} must have the same number of batch dimensions, but got "
+            f"{nb} batch dimensions for the inputs."
+        )
+    for a in avals:
+        if not (a.dtype in dtypes.FLOATS or _is_complex(a.dtype)):
+            raise TypeError(
+                f"{name} does not accept dtype {_name_dtype(a.dtype)}. Accepted dtypes are "
+                "subtypes of floating, complexfloating."
+            )
+    if any(a.dtype != avals[0].dtype for a in avals):
+        raise TypeError(
+            f"{name} requires arguments to have the same dtypes, got "
+            + ", ".join(_name_dtype(a.dtype) for a in avals)
+            + "."
+        )
+    return avals[0].shape[: nb[0]]
+
+
+class LibraryStep:
+    """The host step of a linear-algebra equation under ``jit``: the primitive's LAPACK
+    implementation on the step's operand buffers. Prints with its address, as the callbacks'
+    ``HostFn`` does, so the disk program cache (which cannot restore host steps) never indexes
+    a program with one; the compiled shared object is still cached by its source."""
+
+    __slots__ = ("prim", "params", "__weakref__")
+
+    def __init__(self, prim, params):
+        self.prim = prim
+        self.params = dict(params)
+
+    def __repr__(self):
+        ps = ", ".join(f"{k}={v!r}" for k, v in sorted(self.params.items()))
+        return f"<lapack {self.prim.name}({ps}) at 0x{id(self):x}>"
+
+    def __call__(self, *vals):
+        out = self.prim.impl(*vals, **self.params)
+        return list(out) if self.prim.multiple_results else [out]
+
+
+def _library_lowering(prim):
+    def rule(g, ins, avals, **params):
+        in_avals = [ShapedArray(n.shape, n.dtype) for n in ins]
+        return lower_to_loop(
+            g,
+            ins,
+            list(avals),
+            "host",
+            callback=LibraryStep(prim, params),
+            in_avals=in_avals,
+            n_out=len(avals),
+        )
+
+    return rule
+
+
+def _batch_front(prim):
+    """The batching rule of a primitive batched over leading axes: batch axes to the front
+    (unbatched operands broadcast), one bind on the bigger batch."""
+
+    def rule(args, dims, **params):
+        size = V.axis_size_of(args, dims)
+        new = [
+            ops.broadcast(a, (size,)) if d is None else V.moveaxis(a, d, 0)
+            for a, d in zip(args, dims)
+        ]
+        out = prim.bind(*new, **params)
+        if prim.multiple_results:
+            return list(out), [0] * len(out)
+        return out, 0
+
+    return rule
+
+
+def _define(name, abstract_eval, impl, multiple_results=False):
+    p = Primitive(name, multiple_results=multiple_results, group="linalg")
+    P.registry[name] = p
+    p.abstract_eval = abstract_eval
+    p.impl = impl
+    V.batching_rules[p] = _batch_front(p)
+    lowerings[p] = _library_lowering(p)
+    return p
+
+
+def _weak(*avals):
+    return all(a.weak_type for a in avals)
+
+
+# --- cholesky ------------------------------------------------------------------------------------
+def _cholesky_abstract(x):
+    batch = _check_operands("cholesky", [x], [2])
+    if x.shape[-1] != x.shape[-2]:
+        raise ValueError(
+            f"The input to cholesky must be a square matrix. Got shape {x.shape[-2:]}."
+        )
+    return ShapedArray((*batch, *x.shape[-2:]), x.dtype, _weak(x))
+
+
+def _cholesky_impl(x):
+    """The lower Cholesky factor of each matrix, reading its lower triangle; a matrix LAPACK
+    cannot factor (not positive definite) gives NaNs, as JAX's CPU lowering does."""
+    x = np.asarray(x)
+    if x.size == 0:
+        return x.copy()
+    try:
+        return np.linalg.cholesky(x).astype(x.dtype, copy=False)
+    except np.linalg.LinAlgError:
+        pass
+    flat = x.reshape((-1, *x.shape[-2:]))
+    out = np.empty_like(flat)
+    for i, m in enumerate(flat):
+        try:
+            out[i] = np.linalg.cholesky(m)
+        except np.linalg.LinAlgError:
+            out[i] = np.nan
+    return out.reshape(x.shape)
+
+
+cholesky_p = _define("cholesky", _cholesky_abstract, _cholesky_impl)
+
+
+def _cholesky_jvp(primals, tangents):
+    (x,), (dx,) = primals, tangents
+    L = tril(cholesky_p.bind(x))
+    if isinstance(dx, Zero):
+        return L, Zero(J.tangent_aval(get_aval(L)))
+    # Murray, "Differentiation of the Cholesky decomposition" (arXiv:1602.07527):
+    # dL = L phi(L^-1 dA L^-H), phi = the lower triangle with its diagonal halved
+    tmp = triangular_solve(L, dx, left_side=False, transpose_a=True, conjugate_a=True, lower=True)
+    inner = triangular_solve(L, tmp, left_side=True, lower=True)
+    half = ops.add(ops.full((), 1, get_aval(x).dtype), _eye_like(x))
+    nd = np.ndim(inner)
+    phi = ops.div(tril(inner), ops.broadcast_in_dim(half, get_aval(inner).shape, (nd - 2, nd - 1)))
+    return L, matmul(L, phi)
+
+
+J.jvp_rules[cholesky_p] = _cholesky_jvp
+
+
+def cholesky(x, *, symmetrize_input: bool = True):
+    """Cholesky decomposition ``A = L L^H`` of Hermitian positive-definite matrices (JAX's
+    ``jax.lax.linalg.cholesky``).
+
+    Arguments:
+      x: a batch of square matrices, shape ``[..., n, n]``, float or complex.
+      symmetrize_input: if True, factor ``(x + x^H) / 2``; if False, only the lower triangle of
+        ``x`` is read.
+    Returns:
+      The lower-triangular factor ``L``, shape and dtype of ``x``; a matrix that is not positive
+      definite gives a matrix of NaNs.
+    Example:
+      >>> x = np.array([[4.0, 2.0], [2.0, 5.0]], np.float32)
+      >>> functx.lax.linalg.cholesky(x)
+      Array([[2., 0.],
+             [1., 2.]], dtype=float32)
+    """
+    if symmetrize_input:
+        x = symmetrize(x)
+    return tril(cholesky_p.bind(x))
+
+
+# --- triangular_solve --------------------------------------------------------------------------
+def _trisolve_abstract(a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
+    batch = _check_operands("triangular_solve", [a, b], [2, 2])
+    if a.shape[-1] != a.shape[-2]:
+        raise ValueError(
+            "The first input to triangular_solve must be a square matrix. Got shape "
+            f"{a.shape[-2:]}."
+        )
+    common = -2 if left_side else -1
+    if a.shape[-1] != b.shape[common]:
+        raise ValueError(
+            "Incompatible shapes for arguments to triangular_solve: "
+            f"{a.shape[-2:]} and {b.shape[-2:]}."
+        )
+    return ShapedArray((*batch, *b.shape[-2:]), b.dtype, _weak(a, b))
+
+
+def _trsm_one(a, b, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
+    from_blas = _trsm_fn(a.dtype)
+    conj_only = conjugate_a and not transpose_a and np.iscomplexobj(a)
+    trans = (2 if conjugate_a and np.iscomplexobj(a) else 1) if transpose_a else 0
+    if conj_only:  # conj(A) X = B  <=>  A conj(X) = conj(B)
+        b = np.conj(b)
+    x = from_blas(
+        1.0,
+        np.asfortranarray(a),
+        np.asfortranarray(b),
+        side=0 if left_side else 1,
+        lower=int(lower),
+        trans_a=trans,
+        diag=int(unit_diagonal),
+    )
+    return np.conj(x) if conj_only else x
+
+
+_TRSM: dict = {}
+
+
+def _trsm_fn(dt):
+    f = _TRSM.get(np.dtype(dt))
+    if f is None:
+        # SciPy is an optional dependency of the eager path only
+        from scipy.linalg import blas
+
+        f = _TRSM[np.dtype(dt)] = blas.get_blas_funcs("trsm", dtype=dt)
+    return f
+
+
+def _trisolve_impl(a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
+    a, b = np.asarray(a), np.asarray(b)
+    out = np.empty(b.shape, b.dtype)
+    if out.size == 0:
+        return out
+    fa = a.reshape((-1, *a.shape[-2:]))
+    fb = b.reshape((-1, *b.shape[-2:]))
+    fo = out.reshape((-1, *b.shape[-2:]))
+    for i in range(fb.shape[0]):
+        fo[i] = _trsm_one(fa[i], fb[i], left_side, lower, transpose_a, conjugate_a, unit_diagonal)
+    return out
+
+
+triangular_solve_p = _define("triangular_solve", _trisolve_abstract, _trisolve_impl)
+
+
+def _trisolve_jvp(primals, tangents, **params):
+    (a, b), (da, db) = primals, tangents
+    ans = triangular_solve_p.bind(a, b, **params)
+    out = Zero(J.tangent_aval(get_aval(ans)))
+    if not isinstance(db, Zero):
+        out = J.add_tangents(out, triangular_solve_p.bind(a, db, **params))
+    if not isinstance(da, Zero):
+        out = J.add_tangents(out, _trisolve_jvp_a(da, ans, a, **params))
+    return ans, out
+
+
+def _trisolve_jvp_a(g_a, ans, a, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
+    k = 1 if unit_diagonal else 0
+    g_a = tril(g_a, -k) if lower else triu(g_a, k)
+    g_a = ops.neg(g_a)
+    g_a = _T(g_a) if transpose_a else g_a
+    g_a = _conj(g_a) if conjugate_a else g_a
+    params = dict(
+        left_side=left_side,
+        lower=lower,
+        transpose_a=transpose_a,
+        conjugate_a=conjugate_a,
+        unit_diagonal=unit_diagonal,
+    )
+    m, n = get_aval(ans).shape[-2:]
+    if left_side:
+        if m > n:
+            return triangular_solve_p.bind(a, matmul(g_a, ans), **params)
+        return matmul(triangular_solve_p.bind(a, g_a, **params), ans)
+    if m < n:
+        return triangular_solve_p.bind(a, matmul(ans, g_a), **params)
+    return matmul(ans, triangular_solve_p.bind(a, g_a, **params))
+
+
+def _trisolve_transpose(ct, a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
+    if T.is_undefined(a):
+        raise ValueError("triangular_solve is not linear in its first operand")
+    if isinstance(ct, Zero):
+        return [None, Zero(b.aval)]
+    ct_b = triangular_solve_p.bind(
+        a,
+        ct,
+        left_side=left_side,
+        lower=lower,
+        transpose_a=not transpose_a,
+        conjugate_a=conjugate_a,
+        unit_diagonal=unit_diagonal,
+    )
+    return [None, ct_b]
+
+
+J.jvp_rules[triangular_solve_p] = _trisolve_jvp
+T.transpose_rules[triangular_solve_p] = _trisolve_transpose
+
+
+def triangular_solve(
+    a,
+    b,
+    *,
+    left_side: bool = False,
+    lower: bool = False,
+    transpose_a: bool = False,
+    conjugate_a: bool = False,
+    unit_diagonal: bool = False,
+):
+    """Solve ``op(a) x = b`` (``left_side=True``) or ``x op(a) = b`` for triangular ``a`` (JAX's
+    ``jax.lax.linalg.triangular_solve``); ``op`` transposes and/or conjugates ``a``.
+
+    Arguments:
+      a: a batch of triangular matrices ``[..., m, m]``; only the triangle ``lower`` names is read.
+      b: a batch of matrices ``[..., m, n]`` (``left_side``) or ``[..., n, m]``, or one
+        rank lower (a batch of vectors).
+      left_side: which of the two equations to solve.
+      lower: whether ``a`` is lower (True) or upper (False) triangular.
+      transpose_a: use the transpose of ``a``.
+      conjugate_a: use the complex conjugate of ``a`` (no effect for real ``a``).
+      unit_diagonal: assume a diagonal of ones (not read).
+    Returns:
+      ``x``, of ``b``'s shape and dtype.
+    Example:
+      >>> a = np.array([[2.0, 0.0], [1.0, 4.0]], np.float32)
+      >>> b = np.array([[2.0], [9.0]], np.float32)
+      >>> functx.lax.linalg.triangular_solve(a, b, left_side=True, lower=True)
+      Array([[1.],
+             [2.]], dtype=float32)
+    """
+    a_dt = get_aval(a).dtype
+    conjugate_a = bool(conjugate_a) and _is_complex(a_dt)
+    singleton = np.ndim(b) == np.ndim(a) - 1
+    if singleton:
+        b = ops.expand_dims(b, (np.ndim(b) if left_side else np.ndim(b) - 1,))
+    out = triangular_solve_p.bind(
+        a,
+        b,
+        left_side=bool(left_side),
+        lower=bool(lower),
+        transpose_a=bool(transpose_a),
+        conjugate_a=conjugate_a,
+        unit_diagonal=bool(unit_diagonal),
+    )
+    if singleton:
+        n = np.ndim(out)
+        out = ops.squeeze(out, (n - 1,) if left_side else (n - 2,))
+    return out
+
+
+# --- lu ------------------------------------------------------------------------------------------
+def _lu_abstract(x):
+    batch = _check_operands("lu", [x], [2])
+    m, n = x.shape[-2:]
+    i32 = np.dtype(np.int32)
+    return [
+        ShapedArray(x.shape, x.dtype, _weak(x)),
+        ShapedArray((*batch, min(m, n)), i32),
+        ShapedArray((*batch, m), i32),
+    ]
+
+
+_GETRF: dict = {}
+
+
+def _getrf_fn(dt):
+    f = _GETRF.get(np.dtype(dt))
+    if f is None:
+        from scipy.linalg import lapack  # SciPy: an optional dependency of the eager path
+
+        f = _GETRF[np.dtype(dt)] = lapack.get_lapack_funcs("getrf", dtype=dt)
+    return f
+
+
+def _pivots_to_perm(piv, m):
+    perm = np.arange(m, dtype=np.int32)
+    for i, j in enumerate(piv):
+        perm[i], perm[j] = perm[j], perm[i]
+    return perm
+
+
+def _lu_impl(x):
+    """LAPACK's getrf on each matrix: the packed factors, 0-based pivots and the permutation
+    they make; a singular matrix keeps its factors (JAX's CPU result)."""
+    x = np.asarray(x)
+    m, n = x.shape[-2:]
+    k = min(m, n)
+    lead = x.shape[:-2]
+    out = np.empty(x.shape, x.dtype)
+    piv = np.empty((*lead, k), np.int32)
+    perm = np.empty((*lead, m), np.int32)
+    if x.size == 0:
+        piv[...] = np.arange(k, dtype=np.int32)
+        perm[...] = np.arange(m, dtype=np.int32)
+        return [out, piv, perm]
+    getrf = _getrf_fn(x.dtype)
+    fx, fo = x.reshape((-1, m, n)), out.reshape((-1, m, n))
+    fp, fq = piv.reshape((-1, k)), perm.reshape((-1, m))
+    for i in range(fx.shape[0]):
+        lu, p, info = getrf(fx[i])
+        if info < 0:
+            fo[i] = np.nan
+        else:
+            fo[i] = lu
+        fp[i] = p[:k]
+        fq[i] = _pivots_to_perm(p[:k], m)
+    return [out, piv, perm]
+
+
+lu_p = _define("lu", _lu_abstract, _lu_impl, multiple_results=True)
+
+
+def permute_rows(perm, x, inverse=False):
+    """``x[..., perm, :]`` (or the inverse permutation's) for int32 ``perm`` ``[..., m]`` and
+    ``x`` ``[..., m, k]`` of the same batch shape: a product with the one-hot permutation
+    matrix, linear in ``x``."""
+    xa = get_aval(x)
+    m = xa.shape[-2]
+    nd = xa.ndim
+    shape = (*xa.shape[:-2], m, m)
+    rows = ops.broadcast_in_dim(perm, shape, tuple(range(nd - 1)))
+    cols = ops.broadcast_in_dim(ops.iota(np.int32, m), shape, (nd - 1,))
+    onehot = ops.convert_element_type(ops.eq(rows, cols), xa.dtype)
+    return matmul(_T(onehot) if inverse else onehot, x)
+
+
+def _slice2(x, r0, r1, c0, c1):
+    a = get_aval(x)
+    lead = a.shape[:-2]
+    return ops.slice(x, (0,) * len(lead) + (r0, c0), (*lead, r1, c1))
+
+
+def _pad2(x, rows, cols):
+    """Pad the last two axes at their end with ``rows``/``cols`` zeros."""
+    a = get_aval(x)
+    cfg = [(0, 0, 0)] * (a.ndim - 2) + [(0, rows, 0), (0, cols, 0)]
+    return ops.pad(x, ops.full((), 0, a.dtype), cfg)
+
+
+def _eye(n, dt, lead=()):
+    e = _eye_like(ops.full((n, n), 0, dt))
+    return ops.broadcast_in_dim(e, (*lead, n, n), (len(lead), len(lead) + 1)) if lead else e
+
+
+def _lu_jvp(primals, tangents):
+    (a,), (da,) = primals, tangents
+    lu, piv, perm = lu_p.bind(a)
+    out = [lu, piv, perm]
+    int_t = [Zero(J.tangent_aval(get_aval(piv))), Zero(J.tangent_aval(get_aval(perm)))]
+    if isinstance(da, Zero):
+        return out, [Zero(J.tangent_aval(get_aval(lu))), *int_t]
+    # De Hoog, Anderssen and Lukas: L' = L tril(L^-1 A' U^-1, -1), U' = triu(L^-1 A' U^-1) U,
+    # with L and U padded to square (an identity block) for rectangular matrices
+    at = get_aval(a)
+    m, n = at.shape[-2:]
+    k = min(m, n)
+    lead = at.shape[:-2]
+    dt = at.dtype
+    l_ = ops.add(_pad2(tril(_slice2(lu, 0, m, 0, k), -1), 0, m - k), _eye(m, dt, lead))
+    u = _pad2(triu(_slice2(lu, 0, k, 0, n)), n - k, 0)
+    if n > k:  # (an identity block in U's lower right corner)
+        z = ops.full((), 0, dt)
+        eye = ops.pad(_eye(n - k, dt, lead), z, [(0, 0, 0)] * len(lead) + [(k, 0, 0)] * 2)
+        u = ops.add(u, eye)
+    la = triangular_solve_p.bind(
+        l_,
+        permute_rows(perm, da),
+        left_side=True,
+        lower=True,
+        transpose_a=False,
+        conjugate_a=False,
+        unit_diagonal=True,
+    )
+    lau = triangular_solve_p.bind(
+        u,
+        la,
+        left_side=False,
+        lower=False,
+        transpose_a=False,
+        conjugate_a=False,
+        unit_diagonal=False,
+    )
+    dlu = ops.add(matmul(l_, tril(lau, -1)), matmul(triu(lau), u))
+    return out, [dlu, *int_t]
+
+
+J.jvp_rules[lu_p] = _lu_jvp
+
+
+def lu(x):
+    """LU decomposition with partial pivoting, ``P A = L U`` (JAX's ``jax.lax.linalg.lu``).
+
+    Arguments:
+      x: a batch of matrices ``[..., m, n]``, float or complex.
+    Returns:
+      ``(lu, pivots, permutation)``: ``L`` (unit diagonal, not stored) and ``U`` packed in one
+      matrix of ``x``'s shape; the int32 row swaps ``[..., min(m, n)]``; and the int32
+      permutation ``[..., m]`` they make (``x[permutation] = L U``).
+    Example:
+      >>> lu, piv, perm = functx.lax.linalg.lu(np.array([[1.0, 2.0], [3.0, 4.0]], np.float32))
+      >>> lu
+      Array([[3.        , 4.        ],
+             [0.33333334, 0.6666666 ]], dtype=float32)
+      >>> piv, perm
+      (Array([1, 1], dtype=int32), Array([1, 0], dtype=int32))
+    """
+    out = lu_p.bind(x)
+    return out[0], out[1], out[2]
+
+
+# --- lu_pivots_to_permutation ------------------------------------------------------------------
+def _p2p_abstract(pivots, *, permutation_size):
+    if pivots.dtype != np.dtype(np.int32):
+        raise TypeError(
+            f"lu_pivots_to_permutation does not accept dtype {_name_dtype(pivots.dtype)}. "
+            "Accepted dtypes are subtypes of int32."
+        )
+    if pivots.ndim < 1:
+        raise ValueError(
+            "Argument to lu_pivots_to_permutation must have rank >= 1 and dtype int32. "
+            f"Got shape={pivots.shape} and dtype={pivots.dtype}"
+        )
+    if permutation_size < pivots.shape[-1]:
+        raise ValueError(
+            "Output permutation size {} has to exceed the trailing dimension of "
+            "the pivots. Got pivots size {}".format(permutation_size, pivots.shape[-1])
+        )
+    return ShapedArray((*pivots.shape[:-1], permutation_size), np.dtype(np.int32))
+
+
+def _p2p_impl(pivots, *, permutation_size):
+    pivots = np.asarray(pivots)
+    lead = pivots.shape[:-1]
+    out = np.empty((*lead, permutation_size), np.int32)
+    fo = out.reshape((-1, permutation_size))
+    for i, p in enumerate(pivots.reshape((-1, pivots.shape[-1]))):
+        fo[i] = _pivots_to_perm(p, permutation_size)
+    return out
+
+
+lu_pivots_to_permutation_p = _define("lu_pivots_to_permutation", _p2p_abstract, _p2p_impl)
+J.nondifferentiable.add(lu_pivots_to_permutation_p)
+
+
+def lu_pivots_to_permutation(pivots, permutation_size: int):
+    """The permutation that the row swaps ``pivots`` of an LU decomposition make (JAX's
+    ``jax.lax.linalg.lu_pivots_to_permutation``).
+
+    Arguments:
+      pivots: int32 row swaps ``[..., k]`` (row ``i`` was swapped with row ``pivots[i]``).
+      permutation_size: the number of rows ``m >= k``.
+    Returns:
+      The int32 permutation ``[..., m]``.
+    Example:
+      >>> functx.lax.linalg.lu_pivots_to_permutation(np.array([2, 2], np.int32), 3)
+      Array([2, 0, 1], dtype=int32)
+    """
+    return lu_pivots_to_permutation_p.bind(pivots, permutation_size=int(permutation_size))
+
+
+def lu_solve(lu, permutation, b, trans=0):
+    """Solve ``A x = b`` (``trans`` 0), ``A^T x = b`` (1) or ``A^H x = b`` (2) from ``A``'s
+    packed LU factors and permutation; ``b`` is ``[..., m, k]`` with the factors' batch shape."""
+    tri = dict(left_side=True, conjugate_a=False)
+    if trans == 0:
+        x = permute_rows(permutation, b)
+        x = triangular_solve(lu, x, lower=True, unit_diagonal=True, **tri)
+        return triangular_solve(lu, x, lower=False, **tri)
+    if trans not in (1, 2):
+        raise ValueError(f"'trans' value must be 0, 1, or 2, got {trans}")
+    tri = dict(left_side=True, transpose_a=True, conjugate_a=trans == 2)
+    x = triangular_solve(lu, b, lower=False, **tri)
+    x = triangular_solve(lu, x, lower=True, unit_diagonal=True, **tri)
+    return permute_rows(permutation, x, inverse=True)
+
+
+__all__ = [
+    "cholesky",
+    "cholesky_p",
+    "lu",
+    "lu_p",
+    "lu_pivots_to_permutation",
+    "lu_pivots_to_permutation_p",
+    "symmetrize",
+    "triangular_solve",
+    "triangular_solve_p",
+]

@@ -1,0 +1,341 @@
+"""``functx.scipy.linalg``: JAX's ``jax.scipy.linalg`` names on ``functx.lax.linalg``'s primitives.
+
+As in JAX, ``overwrite_*``, ``check_finite`` and ``debug`` are accepted and ignored; a matrix
+that is not positive definite gives NaNs instead of an error.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from functx import lax
+from functx.control.linalg import lu_solve as _lu_solve
+from functx.errors import missing_name_hook as _missing_name_hook
+from functx.numpy import _core as jnp, linalg as _jla
+from functx.numpy.linalg import _inexact, _mH
+
+
+def _bcast_batch(a, b, a_core, b_core):
+    """``a`` and ``b`` with their batch axes (all but the last ``a_core``/``b_core``)
+    broadcast to one shape."""
+    ba, bb = a.shape[: a.ndim - a_core], b.shape[: b.ndim - b_core]
+    batch = jnp.broadcast_shapes(ba, bb)
+    if ba != batch:
+        a = jnp.broadcast_to(a, batch + a.shape[a.ndim - a_core :])
+    if bb != batch:
+        b = jnp.broadcast_to(b, batch + b.shape[b.ndim - b_core :])
+    return a, b
+
+
+def _vector_rhs(name, a, b):
+    """Whether ``b`` is a (batch of) vector(s): JAX's signature choice, with its FutureWarning
+    for a batch of 1D right-hand sides."""
+    if b.ndim == 1:
+        return True
+    if a.ndim == b.ndim + 1 and a.shape[-1] == b.shape[-1]:
+        warnings.warn(
+            f"jax.scipy.linalg.{name}: batched 1D solves with b.ndim > 1 are deprecated, and in "
+            "the future will be treated as a batched 2D solve. Use "
+            f"{name}(..., b[..., None]).squeeze(-1) to avoid this warning.",
+            FutureWarning,
+            stacklevel=3,
+        )
+        return True
+    return False
+
+
+def _trisolve(a, b, vector, **params):
+    if vector:
+        a, b = _bcast_batch(a, b, 2, 1)
+        return lax.linalg.triangular_solve(a, b[..., None], left_side=True, **params)[..., 0]
+    a, b = _bcast_batch(a, b, 2, 2)
+    return lax.linalg.triangular_solve(a, b, left_side=True, **params)
+
+
+def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
+    """The Cholesky factor of Hermitian positive-definite matrices, like
+    ``jax.scipy.linalg.cholesky`` (the upper factor by default; only one triangle is read).
+
+    Arguments:
+      a: an array ``[..., n, n]``.
+      lower: return the lower factor ``L`` (``a = L L^H``) instead of the upper ``U``
+        (``a = U^H U``); the same triangle of ``a`` is read.
+      overwrite_a, check_finite: accepted and ignored (as in JAX).
+    Returns:
+      The factor, of ``a``'s shape and inexact dtype.
+    Example:
+      >>> functx.scipy.linalg.cholesky(np.array([[4.0, 2.0], [2.0, 5.0]], np.float32))
+      Array([[2., 1.],
+             [0., 2.]], dtype=float32)
+    """
+    del overwrite_a, check_finite
+    (a,) = _inexact("cholesky", a)
+    L = lax.linalg.cholesky(a if lower else _mH(a), symmetrize_input=False)
+    return L if lower else _mH(L)
+
+
+def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
+    """The Cholesky factorization for ``cho_solve``, like ``jax.scipy.linalg.cho_factor``.
+
+    Arguments:
+      a: an array ``[..., n, n]``.
+      lower: compute the lower factor (else the upper one).
+      overwrite_a, check_finite: accepted and ignored (as in JAX).
+    Returns:
+      The pair ``(c, lower)``: the factor (its other triangle zero) and the flag.
+    Example:
+      >>> c, low = functx.scipy.linalg.cho_factor(np.array([[4.0, 2.0], [2.0, 5.0]], np.float32))
+      >>> c, low
+      (Array([[2., 1.],
+             [0., 2.]], dtype=float32), False)
+    """
+    del overwrite_a, check_finite
+    return (cholesky(a, lower=lower), lower)
+
+
+def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
+    """Solve ``a x = b`` from ``a``'s Cholesky factorization, like ``jax.scipy.linalg.cho_solve``.
+
+    Arguments:
+      c_and_lower: the pair ``(c, lower)`` from ``cho_factor``.
+      b: the right-hand side, ``[..., n]`` or ``[..., n, k]``.
+      overwrite_b, check_finite: accepted and ignored (as in JAX).
+    Returns:
+      ``x``, of ``b``'s shape.
+    Example:
+      >>> cf = functx.scipy.linalg.cho_factor(np.array([[4.0, 2.0], [2.0, 5.0]], np.float32))
+      >>> functx.scipy.linalg.cho_solve(cf, np.array([6.0, 7.0], np.float32))
+      Array([1., 1.], dtype=float32)
+    """
+    del overwrite_b, check_finite
+    c, lower = c_and_lower
+    c, b = _inexact("cho_solve", c, b)
+    vector = _vector_rhs("cho_solve", c, b)
+    b = _trisolve(c, b, vector, lower=lower, transpose_a=not lower, conjugate_a=not lower)
+    return _trisolve(c, b, vector, lower=lower, transpose_a=lower, conjugate_a=lower)
+
+
+_TRANS = {0: (False, False), "N": (False, False), 1: (True, False), "T": (True, False)}
+_TRANS.update({2: (True, True), "C": (True, True)})
+
+
+def solve_triangular(
+    a,
+    b,
+    trans=0,
+    lower=False,
+    unit_diagonal=False,
+    overwrite_b=False,
+    debug=None,
+    check_finite=True,
+):
+    """Solve ``op(a) x = b`` for triangular ``a``, like ``jax.scipy.linalg.solve_triangular``.
+
+    Arguments:
+      a: triangular matrices ``[..., n, n]`` (only the triangle ``lower`` names is read).
+      b: the right-hand side, ``[..., n]`` or ``[..., n, k]``.
+      trans: ``op``: 0 or 'N' (``a``), 1 or 'T' (``a^T``), 2 or 'C' (``a^H``).
+      lower: whether ``a`` is lower triangular.
+      unit_diagonal: assume ones on the diagonal (not read).
+      overwrite_b, debug, check_finite: accepted and ignored (as in JAX).
+    Returns:
+      ``x``, of ``b``'s shape and the promoted inexact dtype.
+    Example:
+      >>> a = np.array([[2.0, 0.0], [1.0, 4.0]], np.float32)
+      >>> functx.scipy.linalg.solve_triangular(a, np.array([2.0, 9.0], np.float32), lower=True)
+      Array([1., 2.], dtype=float32)
+    """
+    del overwrite_b, debug, check_finite
+    if trans not in _TRANS:
+        raise ValueError(f"Invalid 'trans' value {trans}")
+    transpose_a, conjugate_a = _TRANS[trans]
+    a, b = _inexact("solve_triangular", a, b)
+    vector = _vector_rhs("solve_triangular", a, b)
+    return _trisolve(
+        a,
+        b,
+        vector,
+        lower=lower,
+        transpose_a=transpose_a,
+        conjugate_a=conjugate_a,
+        unit_diagonal=unit_diagonal,
+    )
+
+
+def lu(a, permute_l=False, overwrite_a=False, check_finite=True):
+    """LU decomposition with partial pivoting, ``a = p l u``, like ``jax.scipy.linalg.lu``.
+
+    Arguments:
+      a: a matrix ``[m, n]`` (or a batch of them).
+      permute_l: return ``(p l, u)`` instead of ``(p, l, u)``.
+      overwrite_a, check_finite: accepted and ignored (as in JAX).
+    Returns:
+      ``(p, l, u)``: the permutation matrix ``[m, m]`` (of ``a``'s real dtype), the unit lower
+      triangular ``l`` ``[m, k]`` and the upper triangular ``u`` ``[k, n]``, ``k = min(m, n)``;
+      or ``(p l, u)``.
+    Example:
+      >>> p, l, u = functx.scipy.linalg.lu(np.array([[1.0, 2.0], [3.0, 4.0]], np.float32))
+      >>> p
+      Array([[0., 1.],
+             [1., 0.]], dtype=float32)
+    """
+    del overwrite_a, check_finite
+    (a,) = _inexact("lu", a)
+    lu_, _, perm = lax.linalg.lu(a)
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    rows = jnp.arange(m, dtype=perm.dtype)
+    p = jnp.equal(perm[..., None, :], rows[:, None]).astype(a.dtype)
+    p = lax.real(p) if a.dtype.kind == "c" else p  # (JAX's: a real matrix)
+    l_ = jnp.tril(lu_, -1)[..., :, :k] + jnp.eye(m, k, dtype=a.dtype)
+    u = jnp.triu(lu_)[..., :k, :]
+    if permute_l:
+        return jnp.matmul(p, l_, precision=lax.Precision.HIGHEST), u
+    return p, l_, u
+
+
+def lu_factor(a, overwrite_a=False, check_finite=True):
+    """The packed LU factorization for ``lu_solve``, like ``jax.scipy.linalg.lu_factor``.
+
+    Arguments:
+      a: matrices ``[..., m, n]``.
+      overwrite_a, check_finite: accepted and ignored (as in JAX).
+    Returns:
+      ``(lu, piv)``: ``L`` (unit diagonal not stored) and ``U`` packed, and the int32 row swaps.
+    Example:
+      >>> lu, piv = functx.scipy.linalg.lu_factor(np.array([[1.0, 2.0], [3.0, 4.0]], np.float32))
+      >>> piv
+      Array([1, 1], dtype=int32)
+    """
+    del overwrite_a, check_finite
+    (a,) = _inexact("lu_factor", a)
+    lu_, piv, _ = lax.linalg.lu(a)
+    return lu_, piv
+
+
+def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
+    """Solve ``a x = b`` from ``lu_factor(a)``, like ``jax.scipy.linalg.lu_solve``.
+
+    Arguments:
+      lu_and_piv: ``(lu, piv)`` from ``lu_factor``.
+      b: ``[..., n]`` or ``[..., n, k]``.
+      trans: 0 (``a x = b``), 1 (``a^T x = b``) or 2 (``a^H x = b``).
+      overwrite_b, check_finite: accepted and ignored (as in JAX).
+    Returns:
+      ``x``, of ``b``'s shape.
+    Example:
+      >>> f = functx.scipy.linalg.lu_factor(np.array([[2.0, 1.0], [1.0, 3.0]], np.float32))
+      >>> functx.scipy.linalg.lu_solve(f, np.array([4.0, 7.0], np.float32))
+      Array([1., 2.], dtype=float32)
+    """
+    del overwrite_b, check_finite
+    lu_, piv = lu_and_piv
+    lu_, b = _inexact("lu_solve", lu_, b)
+    perm = lax.linalg.lu_pivots_to_permutation(piv, lu_.shape[-2])
+    vector = _vector_rhs("lu_solve", lu_, b)
+    bcore = 1 if vector else 2
+    batch = jnp.broadcast_shapes(lu_.shape[:-2], perm.shape[:-1], b.shape[: b.ndim - bcore])
+    lu_ = jnp.broadcast_to(lu_, batch + lu_.shape[-2:])
+    perm = jnp.broadcast_to(perm, batch + perm.shape[-1:])
+    b = jnp.broadcast_to(b, batch + b.shape[b.ndim - bcore :])
+    if vector:
+        return _lu_solve(lu_, perm, b[..., None], trans)[..., 0]
+    return _lu_solve(lu_, perm, b, trans)
+
+
+def solve(
+    a,
+    b,
+    lower=False,
+    overwrite_a=False,
+    overwrite_b=False,
+    debug=False,
+    check_finite=True,
+    assume_a="gen",
+):
+    """Solve ``a x = b``, like ``jax.scipy.linalg.solve``: LU for ``assume_a`` 'gen', 'sym'
+    and 'her', Cholesky (of the ``lower`` triangle) for 'pos'.
+
+    Arguments:
+      a: square matrices ``[..., n, n]``.
+      b: ``[..., n]`` or ``[..., n, k]``.
+      lower: for 'pos', which triangle of ``a`` to read.
+      overwrite_a, overwrite_b, debug, check_finite: accepted and ignored (as in JAX).
+      assume_a: 'gen', 'sym', 'her' or 'pos'.
+    Returns:
+      ``x``.
+    Example:
+      >>> a = np.array([[4.0, 2.0], [2.0, 5.0]], np.float32)
+      >>> functx.scipy.linalg.solve(a, np.array([6.0, 7.0], np.float32), assume_a="pos")
+      Array([1., 1.], dtype=float32)
+    """
+    del overwrite_a, overwrite_b, debug, check_finite
+    valid = ["gen", "sym", "her", "pos"]
+    if assume_a not in valid:
+        raise ValueError(f"Expected assume_a to be one of {valid}; got {assume_a!r}")
+    if assume_a != "pos":
+        return _jla.solve(a, b)
+    a, b = _inexact("solve", a, b)
+    if not (
+        a.ndim >= 2
+        and b.ndim in (a.ndim, a.ndim - 1)
+        and a.shape[-1] == a.shape[-2] == b.shape[a.ndim - 2]
+    ):
+        raise ValueError(
+            "The arguments to solve must have shapes a=[..., m, m] and b=[..., m, k] or "
+            f"b=[..., m]; got a={a.shape} and b={b.shape}"
+        )
+    c = cholesky(a, lower=lower)
+    vector = a.ndim == b.ndim + 1
+    b = _trisolve(c, b, vector, lower=lower, transpose_a=not lower, conjugate_a=not lower)
+    return _trisolve(c, b, vector, lower=lower, transpose_a=lower, conjugate_a=lower)
+
+
+def inv(a, overwrite_a=False, check_finite=True):
+    """The inverse of square matrices, like ``jax.scipy.linalg.inv``.
+
+    Arguments:
+      a: ``[..., n, n]``.
+      overwrite_a, check_finite: accepted and ignored (as in JAX).
+    Returns:
+      The inverses.
+    Example:
+      >>> functx.scipy.linalg.inv(np.array([[2.0, 0.0], [0.0, 4.0]], np.float32))
+      Array([[0.5 , 0.  ],
+             [0.  , 0.25]], dtype=float32)
+    """
+    del overwrite_a, check_finite
+    return _jla.inv(a)
+
+
+def det(a, overwrite_a=False, check_finite=True):
+    """The determinant of square matrices, like ``jax.scipy.linalg.det``.
+
+    Arguments:
+      a: ``[..., n, n]``.
+      overwrite_a, check_finite: accepted and ignored (as in JAX).
+    Returns:
+      The determinants, shape ``a.shape[:-2]``.
+    Example:
+      >>> functx.scipy.linalg.det(np.array([[1.0, 2.0], [3.0, 4.0]], np.float32))
+      Array(-2., dtype=float32)
+    """
+    del overwrite_a, check_finite
+    return _jla.det(a)
+
+
+# A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
+__getattr__ = _missing_name_hook(__name__)
+
+__all__ = [
+    "cho_factor",
+    "cho_solve",
+    "cholesky",
+    "det",
+    "inv",
+    "lu",
+    "lu_factor",
+    "lu_solve",
+    "solve",
+    "solve_triangular",
+]

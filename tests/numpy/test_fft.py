@@ -1,0 +1,289 @@
+"""``functx.numpy.fft`` and ``functx.lax.fft`` (the ``fft`` primitive) against JAX and NumPy.
+
+Values come from NumPy in float64/complex128 (whose semantics jax.numpy.fft follows), shapes and
+dtypes from ``jax.eval_shape`` (both x64 modes, without compiling); derivatives from finite
+differences (``check_grads``) and JAX's ``vjp`` (RFFT's and IRFFT's masked transposes); ``vmap``
+against a loop; the Triton library step (``FftStep.torch``) on torch tensors. ``jit`` (the C++
+library step, an FFT convolution and its gradient) against the eager path and JAX: the case
+``fft_conv`` of tests/lowering/test_backend_suite.py.
+"""
+
+from __future__ import annotations
+
+import doctest
+
+import jax
+import jax.numpy as jjnp
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import functx
+import functx.control.fft as cfft
+import functx.numpy as fjnp
+import functx.numpy.fft as ffft
+from functx.test_util import check_grads
+
+NAMES = (
+    "fft ifft rfft irfft hfft ihfft fft2 ifft2 rfft2 irfft2 fftn ifftn rfftn irfftn "
+    "fftfreq rfftfreq fftshift ifftshift"
+).split()
+
+RNG = np.random.default_rng(0)
+X = RNG.standard_normal((3, 4, 5))
+C = X + 1j * RNG.standard_normal((3, 4, 5))
+X6 = RNG.standard_normal((2, 2, 3, 2, 2, 3))
+
+# (name, args, kwargs): values against NumPy, shapes and dtypes against JAX
+CASES = [
+    ("fft", (C,), {}),
+    ("fft", (X,), dict(n=7, axis=0)),
+    ("fft", (X,), dict(norm="ortho")),
+    ("ifft", (C,), dict(n=3, norm="forward")),
+    ("rfft", (X,), dict(axis=1)),
+    ("rfft", (X,), dict(n=8, norm="ortho")),
+    ("irfft", (C,), {}),
+    ("irfft", (C,), dict(n=9, axis=1, norm="forward")),
+    ("hfft", (C,), dict(n=5)),
+    ("hfft", (C,), dict(norm="ortho")),
+    ("hfft", (C,), dict(n=6, norm="forward")),
+    ("ihfft", (X,), dict(norm="ortho")),
+    ("ihfft", (X,), dict(n=3, norm="forward")),
+    ("ihfft", (X,), dict(axis=0)),
+    ("fft2", (C,), {}),
+    ("fft2", (X,), dict(s=(3, 6), axes=(0, 2))),
+    ("fftn", (X,), dict(s=(2, 7))),
+    ("ifft2", (C,), dict(norm="ortho")),
+    ("rfft2", (X,), {}),
+    ("irfft2", (C,), dict(s=(5, 7), axes=(2, 0))),
+    ("fftn", (C,), {}),
+    ("fftn", (X6,), {}),
+    ("ifftn", (X6,), dict(norm="ortho")),
+    ("rfftn", (X6,), {}),
+    ("irfftn", (X6 + 0j,), {}),
+    ("rfftn", (X,), dict(s=(2, 6), axes=(1, 0))),
+    ("irfftn", (C,), dict(s=(4, 4), axes=(1, 2))),
+    ("fftn", (X.astype(np.int32),), dict(axes=(1,))),
+    ("fftfreq", (5,), {}),
+    ("fftfreq", (6,), dict(d=0.3)),
+    ("rfftfreq", (7,), dict(d=2)),
+    ("fftshift", (X,), {}),
+    ("fftshift", (X,), dict(axes=1)),
+    ("ifftshift", (X,), dict(axes=(0, 2))),
+    ("irfft", (np.ones(1) + 0j,), {}),
+]
+
+
+def _jax_type(name, args, kw):
+    """Shape and dtype of ``jax.numpy.fft.<name>(*args, **kw)`` (arrays traced, not run)."""
+    arrays = [i for i, a in enumerate(args) if isinstance(a, np.ndarray)]
+
+    def f(*xs):
+        full = list(args)
+        for i, x in zip(arrays, xs):
+            full[i] = x
+        return getattr(jjnp.fft, name)(*full, **kw)
+
+    return jax.eval_shape(f, *[args[i] for i in arrays])
+
+
+def _numpy(name, args, kw):
+    """NumPy's result (an empty one where NumPy refuses a transform of length 0, as JAX
+    returns)."""
+    try:
+        return getattr(np.fft, name)(*args, **kw)
+    except ValueError:
+        ref = _jax_type(name, args, kw)
+        assert 0 in ref.shape
+        return np.zeros(ref.shape)
+
+
+def _same(got, want, rtol):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape
+    scale = max(1.0, float(np.abs(want).max())) if want.size else 1.0
+    np.testing.assert_allclose(got, want, rtol=0, atol=rtol * scale)
+
+
+def test_names_signatures_and_docstrings():
+    assert sorted(ffft.__all__) == sorted(NAMES)
+    assert fjnp.fft is ffft
+    for name in NAMES:
+        f, j = getattr(ffft, name), getattr(jjnp.fft, name)
+        import inspect
+
+        ps = list(inspect.signature(f).parameters)
+        assert ps == list(inspect.signature(j).parameters), name
+        doc = f.__doc__
+        assert "Arguments:" in doc and "Returns:" in doc and "Example:" in doc, name
+    assert functx.lax.fft is cfft.fft and functx.lax.FftType is cfft.FftType
+    globs = {"functx": functx, "np": np, "jnp": fjnp}
+    for mod in (ffft, cfft):
+        assert doctest.testmod(mod, extraglobs=globs).failed == 0, mod
+
+
+@pytest.mark.filterwarnings("ignore:`axes` should not be `None`")
+@pytest.mark.parametrize("name,args,kw", CASES, ids=[c[0] for c in CASES])
+def test_values_against_numpy_and_types_against_jax(name, args, kw):
+    got = getattr(ffft, name)(*args, **kw)
+    _same(got, _numpy(name, args, kw), 1e-12)
+    ref = _jax_type(name, args, kw)
+    assert (got.shape, got.dtype) == (ref.shape, ref.dtype)
+
+
+@pytest.mark.filterwarnings("ignore:`axes` should not be `None`")
+def test_default_mode_dtypes(no_x64):
+    for name, args, kw in CASES:
+        if name in ("fftfreq", "rfftfreq") and "d" not in kw:
+            continue
+        got = getattr(ffft, name)(*args, **kw)
+        ref = _jax_type(name, args, kw)
+        assert (got.shape, got.dtype) == (ref.shape, ref.dtype), name
+        _same(got, _numpy(name, args, kw), 2e-5)
+    assert ffft.fftfreq(4).dtype == np.float32
+    assert ffft.fft(np.ones(4, np.float32)).dtype == np.complex64
+
+
+@pytest.mark.filterwarnings("ignore:Explicitly requested dtype")
+def test_lax_fft_dtypes_in_both_modes():
+    from x64util import x64_off
+
+    kinds = [("fft", (4,)), ("ifft", (4,)), ("rfft", (4,)), ("irfft", (6,))]
+    for mode in (False, True):
+        with x64_off() if not mode else _nothing():
+            for dt in ("int32", "int64", "float16", "bfloat16", "float32", "float64", "bool"):
+                for t, n in kinds:
+                    x = fjnp.ones(4, dt)
+                    try:
+                        ref = jax.eval_shape(lambda v, t=t, n=n: jax.lax.fft(v, t, n), x)
+                    except ValueError as e:
+                        with pytest.raises(ValueError, match=str(e)[:30]):
+                            functx.lax.fft(x, t, n)
+                        continue
+                    got = functx.lax.fft(x, t, n)
+                    assert (got.shape, got.dtype) == (ref.shape, ref.dtype), (dt, t, mode)
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def test_errors_like_jax():
+    bad = [
+        ("fft", ([1, 2],), {}, TypeError),
+        ("fft", (np.ones(4),), dict(axis=(0,)), ValueError),
+        ("fftn", (np.ones((2, 4)),), dict(axes=(0, 0)), ValueError),
+        ("fftn", (np.ones((2, 4)),), dict(s=(2,), axes=(0, 1)), ValueError),
+        ("fft", (np.ones(4),), dict(n=0), ValueError),
+        ("fft", (np.ones(4),), dict(norm="bad"), ValueError),
+        ("fft2", (np.ones((2, 4)),), dict(axes=(0,)), ValueError),
+        ("fft", (np.ones(4),), dict(axis=3), ValueError),
+        ("fftfreq", ([3],), {}, ValueError),
+        ("fftfreq", (3,), dict(d=[1]), ValueError),
+        ("fftn", (np.ones((3, 4)),), dict(s=(2, 3, 4)), ValueError),
+        ("rfft", (np.ones(4) + 1j,), {}, ValueError),
+        ("rfft", (np.ones(4, np.float16),), {}, ValueError),
+        ("fft", (np.ones(4),), dict(n=2.0), TypeError),
+        ("fft", (3.0,), {}, ValueError),
+    ]
+    for name, args, kw, cls in bad:
+        with pytest.raises(cls) as ours:
+            getattr(ffft, name)(*args, **kw)
+        with pytest.raises(cls) as theirs:
+            jax.eval_shape(lambda *a, name=name: getattr(jjnp.fft, name)(*a, **kw), *args)
+        if "bounds" not in str(theirs.value):
+            assert str(theirs.value)[:40] in str(ours.value), name
+    for t, err in (("FFTX", ValueError), (7, TypeError)):
+        with pytest.raises(err):
+            functx.lax.fft(np.ones(4), t, (4,))
+    with pytest.raises(ValueError, match="minor dimensions"):
+        cfft.fft_p.bind(
+            fjnp.ones((3, 4), np.complex128), fft_type=cfft.FftType.FFT, fft_lengths=(5,)
+        )
+
+
+@settings(max_examples=6)
+@given(
+    shape=st.lists(st.integers(1, 5), min_size=1, max_size=4),
+    data=st.data(),
+)
+def test_nd_transforms_on_drawn_shapes(shape, data):
+    nd = len(shape)
+    k = data.draw(st.integers(1, nd))
+    axes = data.draw(st.permutations(range(nd)))[:k]
+    s = data.draw(st.lists(st.integers(1, 6), min_size=k, max_size=k))
+    x = np.random.default_rng(nd).standard_normal(shape)
+    for name in ("fftn", "ifftn", "rfftn", "irfftn"):
+        arg = x if name == "rfftn" else x + 0.5j * x
+        got = getattr(ffft, name)(arg, s=s, axes=axes)
+        _same(got, getattr(np.fft, name)(arg, s=s, axes=axes), 1e-12)
+
+
+def test_gradients():
+    x = RNG.standard_normal((2, 6))
+    z = x + 1j * RNG.standard_normal((2, 6))
+    half = np.fft.rfft(x)
+    check_grads(lambda v: functx.lax.fft(v, "fft", (6,)), (z,), order=2, modes=("fwd", "rev"))
+    check_grads(lambda v: functx.lax.fft(v, "rfft", (2, 6)), (x,), order=1)
+    check_grads(lambda v: functx.lax.fft(v, "irfft", (6,)), (half,), order=1)
+    check_grads(
+        lambda v: functx.lax.fft(v, "irfft", (7,)), (np.fft.rfft(RNG.standard_normal(7)),), order=1
+    )
+    # the transposes of RFFT and IRFFT against JAX's (the masked conventions)
+    for t, n, arg in (("rfft", (2, 6), x), ("irfft", (6,), half), ("irfft", (7,), half[:, :4])):
+        out = np.asarray(functx.lax.fft(arg, t, n))
+        ct = RNG.standard_normal(out.shape) * (1 + 1j if t == "rfft" else 1)
+        got = functx.vjp(lambda v, t=t, n=n: functx.lax.fft(v, t, n), arg)[1](ct)[0]
+        want = jax.vjp(lambda v, t=t, n=n: jax.lax.fft(v, t, n), arg)[1](ct)[0]
+        assert got.dtype == want.dtype
+        _same(got, want, 1e-12)
+
+
+def test_vmap_against_a_loop():
+    z = C.astype(np.complex64)
+    for f in (
+        lambda v: ffft.fft(v, n=6),
+        lambda v: ffft.irfft(v, axis=0),
+        lambda v: ffft.rfft2(v.real),
+        lambda v: functx.lax.fft(v, "ifft", v.shape[-1:]),
+    ):
+        for axis in (0, 2):
+            got = functx.vmap(f, in_axes=axis)(z)
+            want = np.stack([np.asarray(f(np.take(z, i, axis))) for i in range(z.shape[axis])])
+            _same(got, want, 1e-6)
+
+
+def test_triton_library_step_on_torch_tensors():
+    torch = pytest.importorskip("torch")
+    from functx.core import ShapedArray
+
+    x = RNG.standard_normal((2, 3, 8))
+    z = np.fft.rfftn(x, axes=(1, 2))
+    cases = [
+        (cfft.FftType.FFT, (3, 8), x + 1j * x, np.fft.fftn(x + 1j * x, axes=(1, 2))),
+        (cfft.FftType.IFFT, (8,), x + 0j, np.fft.ifft(x)),
+        (cfft.FftType.RFFT, (3, 8), x, z),
+        (cfft.FftType.IRFFT, (3, 8), z, np.fft.irfftn(z, s=(3, 8), axes=(1, 2))),
+    ]
+    for t, n, arg, want in cases:
+        step = cfft.FftStep(
+            t, n, ShapedArray(arg.shape, arg.dtype), ShapedArray(want.shape, want.dtype)
+        )
+        for interleaved in (False, True):
+            src = torch.from_numpy(np.ascontiguousarray(arg)).reshape(-1)
+            out = torch.zeros(want.size, dtype=torch.from_numpy(want[:0]).dtype)
+            if interleaved and np.iscomplexobj(arg):
+                src = torch.view_as_real(src).reshape(-1)
+            if interleaved and np.iscomplexobj(want):
+                out = torch.zeros(2 * want.size, dtype=torch.float64)
+            step.torch([src], [out])
+            res = (
+                out
+                if not (interleaved and np.iscomplexobj(want))
+                else torch.view_as_complex(out.view(-1, 2))
+            )
+            _same(res.numpy().reshape(want.shape), want, 1e-12)
