@@ -43,7 +43,16 @@ from functx.transforms.jvp import Zero
 
 
 class FftType(enum.IntEnum):
-    """Which transform ``lax.fft`` computes (JAX's ``jax.lax.FftType``)."""
+    """Which transform ``lax.fft`` computes (JAX's ``jax.lax.FftType``).
+
+    ``lax.fft`` also takes the names as strings (``"FFT"``, ``"IFFT"``, ``"RFFT"``, ``"IRFFT"``).
+
+    Example:
+      >>> import functx, numpy as np
+      >>> x = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
+      >>> functx.lax.fft(x, functx.lax.FftType.RFFT, (4,))
+      Array([10.+0.j, -2.+2.j, -2.+0.j], dtype=complex64)
+    """
 
     FFT = 0
     "Forward complex-to-complex FFT."
