@@ -10,6 +10,13 @@ round exactly as XLA's CPU backend does, and the same way eagerly, in C++ and in
   product that feeds one sum into a fused multiply-add; denormal inputs count as zero.
 * float32/float64 ``log1p``: ``x + (-x**2/2 + x**3 * P(x)/Q(x))`` (degree-6 ``P`` and ``Q``) for
   ``|x| < sqrt(2) - 1``, else ``log(1 + x)``; float64 ``log`` is glibc's (NumPy's on this machine).
+* float32 ``exp``: Eigen's ``pexp_float`` (argument clamped to ``[-87.8, 88.8]``, ``n =
+  floor(x log2(e) + 1/2)`` clamped to ``[-127, 127]``, Cody-Waite reduction by two parts of
+  ``ln 2``, a degree-7 polynomial, scaling by ``2**n`` built from bits), every product feeding one
+  sum fused; results below the smallest normal flushed to zero.
+* float64 ``exp``: XLA's own expansion (``exp(g) = 1 + 2 g P(g^2) / (Q(g^2) - g P(g^2))``, the
+  scale ``2**n`` applied as three factors ``2**(n >> 2)`` and one ``2**(n - 3 (n >> 2))``), zero
+  below ``-708.396...`` and infinity above ``709.78...``.
 * ``erf_inv``: Giles' polynomials (XLA's ``ErfInv``) with every Horner step a fused multiply-add.
 
 Fused multiply-adds are emulated (``fma``): in float64 for float32 operands, by Dekker's product
@@ -23,7 +30,7 @@ import numpy as np
 
 from functx import config, dtypes, lax, numpy as jnp
 
-__all__ = ["erf_inv", "fma", "log", "log1p"]
+__all__ = ["erf_inv", "exp", "fma", "log", "log1p"]
 
 
 def _c(v, dt):
@@ -334,3 +341,79 @@ def erf_inv(x):
         for i in range(19, 23):
             p = jnp.where(lt625, fma(p, w, coef(i)), p)
     return jnp.where(jnp.abs(x) == _c(1.0, dt), x * _c(np.inf, dt), p * x)
+
+
+def _pow2(n, dt, lo):
+    """``2**n`` for integral float ``n`` in ``[lo, -lo]`` (``2**lo`` giving zero when it is below
+    the normal range, as the exponent-field construction does): a table lookup, exact on every
+    backend."""
+    ks = np.arange(lo, -lo + 1)
+    table = np.ldexp(np.ones(ks.shape, dt), ks).astype(dt)
+    table[ks < dtypes.finfo(dt).minexp] = 0
+    idx = lax.convert_element_type(jnp.where(jnp.isnan(n), _c(0, n.dtype), n), np.int32)
+    return jnp.take(jnp.asarray(table), idx - np.int32(lo), mode="clip")
+
+
+_EXP32_P = (0x39506967, 0x3AB743CE, 0x3C088908, 0x3D2AA9C1, 0x3E2AAAAA)
+
+
+def _exp32(x):
+    dt = dtypes.float32
+    x = jnp.where(x < _c(-87.8, dt), _c(-87.8, dt), x)
+    x = jnp.where(x > _c(88.8, dt), _c(88.8, dt), x)
+    n = jnp.floor(fma(x, _f32(0x3FB8AA3B), _c(0.5, dt)))
+    n = jnp.clip(n, _c(-127, dt), _c(127, dt))
+    nn = jnp.negative(n)
+    r = fma(nn, _f32(0x3F318000), x)
+    r = fma(nn, _f32(0xB95E8083), r)
+    y = jnp.full(x.shape, _f32(_EXP32_P[0]), dt)
+    for h in _EXP32_P[1:]:
+        y = fma(y, r, _f32(h))
+    y = fma(y, r, _c(0.5, dt))
+    y = fma(y, r * r, r) + _c(1, dt)
+    return _flush_denormal(y * _pow2(n, dt, -127))
+
+
+_EXP64 = {
+    k: _from_bits(h, np.float64)
+    for k, h in dict(
+        lo=0xC086232BDD7ABCD2,
+        hi=0x40862E42FEFA39EF,
+        log2e=0x3FF71547652B82FE,
+        c1=0x3FE62E4000000000,
+        c2=0x3EB7F7D1CF79ABCA,
+        p0=0x3F2089CDD5E44BE8,
+        p1=0x3F9F06D10CCA2C7E,
+        q0=0x3EC92EB6BC365FA0,
+        q1=0x3F64AE39B508B6C0,
+        q2=0x3FCD17099887E074,
+    ).items()
+}
+
+
+def _exp64(x):
+    dt, k = dtypes.float64, _EXP64
+    xc = jnp.where(x > _c(k["hi"], dt), _c(k["hi"], dt), x)
+    xc = jnp.where(xc < _c(k["lo"], dt), _c(k["lo"], dt), xc)
+    n = jnp.floor(fma(xc, k["log2e"], _c(0.5, dt)))
+    g = xc - n * _c(k["c1"], dt)  # (n * c1 is exact: c1 has 19 significant bits)
+    g = fma(n, -k["c2"], g)
+    g2 = g * g
+    p = fma(fma(g2, k["p0"], k["p1"]), g2, _c(1, dt)) * g
+    q = fma(fma(fma(g2, k["q0"], k["q1"]), g2, k["q2"]), g2, _c(2, dt))
+    y = (p / (q - p)) * _c(2, dt) + _c(1, dt)
+    n = jnp.clip(n, _c(-2099, dt), _c(2099, dt))
+    b = jnp.floor(n * _c(0.25, dt))
+    f = _pow2(b, dt, -525)
+    y = y * f * f * f * _pow2(n - b * _c(3, dt), dt, -525)
+    y = jnp.where(x < _c(k["lo"], dt), _c(0, dt), y)
+    return jnp.where(x > _c(k["hi"], dt), _c(np.inf, dt), y)
+
+
+def exp(x):
+    """XLA's CPU ``exp`` (float32, float64; other dtypes through ``functx.numpy.exp``)."""
+    if x.dtype == dtypes.float32:
+        return _exp32(x)
+    if x.dtype == dtypes.float64:
+        return _exp64(x)
+    return jnp.exp(x)

@@ -41,7 +41,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from functx import _xlamath as _xm, config, dtypes, lax, nn, numpy as jnp, tree_util
+from functx import _xlamath as _xm, config, dtypes, lax, numpy as jnp, tree_util
 from functx.control.threefry import threefry2x32
 from functx.errors import (
     FunctxTypeError,
@@ -912,10 +912,26 @@ def _erf_inv(x):
     return _xm.erf_inv(x)
 
 
-def _normal(data, shape, dtype):
+def _normal(data, shape, dtype, scale=None):
+    """``sqrt(2) * erfinv(u)``, times ``scale`` when given: as ``jax.jit`` computes it, whose
+    compiler folds the two factors into one (``erfinv(u) * (scale * sqrt(2))``) when ``scale``
+    is broadcast."""
     lo = np.nextafter(np.asarray(-1.0, dtype), np.asarray(0.0, dtype))
     u = _uniform(data, shape, dtype, lo, np.asarray(1.0, dtype))
-    return np.asarray(np.sqrt(2), dtype) * _erf_inv(u)
+    sqrt2 = np.asarray(np.sqrt(2), dtype)
+    if scale is None:
+        return sqrt2 * _erf_inv(u)
+    if scale.size < math.prod(shape):
+        return _erf_inv(u) * (scale * sqrt2)
+    return (sqrt2 * _erf_inv(u)) * scale
+
+
+def _div(a, b):
+    """``a / b`` as ``jax.jit`` computes it: a division by a broadcast operand is a
+    multiplication by its reciprocal (XLA's rewrite; ``functx.jit`` makes the same one)."""
+    if b.size < a.size:
+        return a * (np.asarray(1, b.dtype) / b)
+    return a / b
 
 
 def normal(key, shape=(), dtype=None):
@@ -1391,7 +1407,7 @@ def beta(key, a, b, shape=None, dtype=None):
         >>> import numpy as np
         >>> import functx.random as random
         >>> print(random.beta(random.PRNGKey(0), np.float32(2.0), np.float32(3.0), (3,)))
-        [0.23627363 0.49045956 0.6837948 ]
+        [0.23627362 0.49045956 0.6837948 ]
     """
     data, _ = _check_key("beta", key)
     dt = _float_dtype("beta", dtype)
@@ -1406,7 +1422,7 @@ def beta(key, a, b, shape=None, dtype=None):
     log_a = _gamma(keys[0], a, shape, dt, True)
     log_b = _gamma(keys[1], b, shape, dt, True)
     log_max = jnp.maximum(log_a, log_b)
-    ga, gb = jnp.exp(log_a - log_max), jnp.exp(log_b - log_max)
+    ga, gb = _xm.exp(log_a - log_max), _xm.exp(log_b - log_max)
     return ga / (ga + gb)
 
 
@@ -1427,7 +1443,7 @@ def dirichlet(key, alpha, shape=None, dtype=None):
         >>> import numpy as np
         >>> import functx.random as random
         >>> print(random.dirichlet(random.PRNGKey(0), np.ones(3, np.float32)))
-        [0.36472058 0.42828935 0.2069901 ]
+        [0.36472055 0.4282893  0.20699008]
     """
     data, _ = _check_key("dirichlet", key)
     dt = _float_dtype("dirichlet", dtype)
@@ -1442,7 +1458,8 @@ def dirichlet(key, alpha, shape=None, dtype=None):
         _check_shape("dirichlet", shape, np.shape(alpha)[:-1])
     alpha = lax.convert_element_type(jnp.asarray(alpha), dt)
     log_g = _gamma(data, alpha, (*shape, alpha.shape[-1]), dt, True)
-    return nn.softmax(log_g, axis=-1)
+    e = _xm.exp(log_g - jnp.max(log_g, axis=-1, keepdims=True))  # (softmax, XLA's exp)
+    return _div(e, jnp.sum(e, axis=-1, keepdims=True))
 
 
 def _poisson_knuth(data, lam, shape, dtype, max_iters):
@@ -1776,18 +1793,22 @@ def pareto(key, b, shape=None, dtype=None):
         >>> import numpy as np
         >>> import functx.random as random
         >>> print(random.pareto(random.PRNGKey(0), 3.0, (3,), np.float32))
-        [2.673467  3.6007476 1.1441184]
+        [2.6734667 3.6007476 1.1441185]
     """
     data, _ = _check_key("pareto", key)
     dt = _float_dtype("pareto", dtype)
     shape = _param_shape("pareto", shape, b)
     e = jnp.negative(_xm.log1p(jnp.negative(_uniform(data, shape, dt, 0.0, 1.0))))
-    return jnp.exp(e / _as(b, dt))
+    return _xm.exp(_div(e, _as(b, dt)))
+
+
+def _exp_gamma(data, df, shape, dt):
+    half_df = _as(df, dt) / np.asarray(2, dt)
+    return _xm.exp(_gamma(data, half_df, shape, dt, True))
 
 
 def _chisquare(data, df, shape, dt):
-    half_df = _as(df, dt) / np.asarray(2, dt)
-    return jnp.exp(_gamma(data, half_df, shape, dt, True)) * np.asarray(2, dt)
+    return _exp_gamma(data, df, shape, dt) * np.asarray(2, dt)
 
 
 def chisquare(key, df, shape=None, dtype=None):
@@ -1830,15 +1851,21 @@ def f(key, dfnum, dfden, shape=None, dtype=None):
         >>> import numpy as np
         >>> import functx.random as random
         >>> print(random.f(random.PRNGKey(0), 3.0, 5.0, (3,), np.float32))
-        [2.5797071  0.19219676 0.1597769 ]
+        [2.5797074  0.19219677 0.1597769 ]
     """
     data, _ = _check_key("f", key)
     dt = _float_dtype("f", dtype)
     shape = _param_shape("f", shape, dfnum, dfden)
     keys = _split(data, (2,))
-    num = _chisquare(keys[1], dfnum, shape, dt) / _as(dfnum, dt)
-    den = _chisquare(keys[0], dfden, shape, dt) / _as(dfden, dt)
-    return num / den
+    dfnum, dfden = _as(dfnum, dt), _as(dfden, dt)
+    two, n = np.asarray(2, dt), math.prod(shape)
+    if dfnum.size < n and dfden.size < n:
+        # (jax.jit's compiler rewrites (a / b) / (c / d) with broadcast b, d to (a d) / (c b),
+        # folding the factors 2 of the chi-square samples into d and b)
+        num = _exp_gamma(keys[1], dfnum, shape, dt) * (dfden * two)
+        return num / (_exp_gamma(keys[0], dfden, shape, dt) * (dfnum * two))
+    num = _div(_chisquare(keys[1], dfnum, shape, dt), dfnum)
+    return num / _div(_chisquare(keys[0], dfden, shape, dt), dfden)
 
 
 def t(key, df, shape=None, dtype=None):
@@ -2089,12 +2116,12 @@ def lognormal(key, sigma=np.float32(1), shape=None, dtype=None):  # noqa: B008 -
         >>> import numpy as np
         >>> import functx.random as random
         >>> print(random.lognormal(random.PRNGKey(0), 0.5, (3,), np.float32))
-        [2.2508798  2.7528381  0.80509317]
+        [2.2508795 2.752838  0.8050932]
     """
     data, _ = _check_key("lognormal", key)
     dt = _float_dtype("lognormal", dtype)
     shape = _param_shape("lognormal", shape, sigma)
-    return jnp.exp(_normal(data, shape, dt) * _as(sigma, dt))
+    return _xm.exp(_normal(data, shape, dt, _as(sigma, dt)))
 
 
 def key_dtype(impl_spec=None):

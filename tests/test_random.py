@@ -2,12 +2,13 @@
 
 Bit equality with live jax.random (one jax.jit compile per group of samplers: JAX's eager
 dispatch would compile each call) for the keys, bits, uniform, randint, bernoulli, permutation,
-choice, categorical, poisson, and the samplers that apply log/log1p/erf_inv to uniform bits
-(normal, exponential, gumbel, laplace, logistic, gamma: functx._xlamath evaluates those functions
-as XLA does), eagerly and under jit; float32 truncated_normal (XLA's erf) and the composed
-samplers to a few ulp. The threefry2x32 primitive against JAX's, its batching rule, jvp, and
-lowering (jit keeps the hash in compiled code); vmap over keys, scan carries, typed keys through
-jit/vmap; errors with JAX's exception classes.
+choice, categorical, poisson, and the samplers that apply log/log1p/erf_inv/exp to uniform bits
+(normal, exponential, gumbel, laplace, logistic, lognormal, pareto, gamma, f, dirichlet:
+functx._xlamath evaluates those functions as XLA does), eagerly and under jit; float32
+truncated_normal (XLA's erf) and the other composed samplers to a few ulp. The threefry2x32
+primitive against JAX's, its batching rule, jvp, and lowering (jit keeps the hash in compiled
+code); vmap over keys, scan carries, typed keys through jit/vmap; errors with JAX's exception
+classes.
 
 JAX runs with jax_enable_x64 on in this suite (tests/conftest.py): tests pass explicit dtypes, and
 the default-dtype tests run both libraries in their default mode (``_default_mode``).
@@ -89,6 +90,8 @@ def _samplers_32(r, k):
         "gumbel_highest_float32": r.gumbel(k1, (16,), F32, mode="highest"),
         "laplace_float32": r.laplace(k3, (16,), F32),
         "logistic_float32": r.logistic(k1, (16,), F32),
+        "lognormal_float32": r.lognormal(k3, np.asarray(0.7, F32), (16,), F32),
+        "pareto_float32": r.pareto(k2, np.asarray(3.0, F32), (16,), F32),
         "bernoulli_float32": r.bernoulli(k1, np.asarray(0.3, F32), (50,)),
         "randint_int8": r.randint(k1, (30,), -3, 100, np.int8),
         "randint_int32": r.randint(k1, (30,), -3, 100, np.int32),
@@ -109,21 +112,26 @@ def _samplers_64(r, k):
         "randint_int64": r.randint(k1, (30,), -3, 100, np.int64),
         "normal_float64": r.normal(k1, (64,), F64),
         "gumbel_float64": r.gumbel(k2, (16,), F64),
+        "lognormal_float64": r.lognormal(k1, np.asarray(0.7, F64), (16,), F64),
     }
 
 
-def _samplers_loops(r, k):
-    """Rejection samplers (while loops), a few elements each."""
+def _samplers_loops(r, k, dfs=np.array([3.0, 2.0], F32)):  # noqa: B008 - read only
+    """Rejection samplers (while loops), a few elements each. (``dfs`` is an argument of JAX's
+    program, as the parameters of an eager ``jax.random`` call are: its compiler rewrites
+    divisions by parameters differently from divisions by constants.)"""
     k1, k2 = r.split(k)
     return {
         "gamma": r.gamma(k1, np.array([0.5, 2.5], F32), None, F32),
+        "f": r.f(k2, dfs[0], dfs[1], (2,), F32),
+        "dirichlet": r.dirichlet(k1, np.array([0.5, 2.0], F32), (2,), F32),
         "poisson_int32": r.poisson(k2, np.array([3.0, 30.0], F32), None, np.int32),
     }
 
 
 # Entries that are not yet JAX's bits: compared to a few ulp.
 _TRANSCENDENTAL = ("truncated_normal_float32",)
-_EXACT_COMPOSED = ("gamma",)  # rejection loops that give JAX's bits
+_EXACT_COMPOSED = ("gamma", "f", "dirichlet")  # rejection loops that give JAX's bits
 
 
 def _compare(got: dict, want: dict, composed=False):
@@ -151,8 +159,9 @@ def reference():
     """JAX's results of the three programs for KEYS[1]: one jax.jit compile each (the programs
     are small: JAX takes seconds to compile each of them)."""
     with _default_mode():
-        x32 = jax.jit(lambda k: _samplers_32(jr, k))(KEYS[1])
-        loops = jax.jit(lambda k: _samplers_loops(jr, k))(KEYS[1])
+        x32, loops = jax.jit(lambda k, d: (_samplers_32(jr, k), _samplers_loops(jr, k, d)))(
+            KEYS[1], np.array([3.0, 2.0], F32)
+        )
     x64 = jax.jit(lambda k: _samplers_64(jr, k))(KEYS[1])
     as_np = functools.partial(jax.tree.map, np.asarray)
     return {"x32": as_np(x32), "x64": as_np(x64), "loops": as_np(loops)}

@@ -1,6 +1,6 @@
-"""functx._xlamath against XLA's CPU math: ``log``, ``log1p`` and ``erf_inv`` as ``jax.jit``
-computes them, bit for bit (the functions functx.random applies to uniform bits), and the
-emulated fused multiply-add against an exact one."""
+"""functx._xlamath against XLA's CPU math: ``log``, ``log1p``, ``erf_inv`` and ``exp`` as
+``jax.jit`` computes them, bit for bit (the functions functx.random applies to uniform bits), and
+the emulated fused multiply-add against an exact one."""
 
 from __future__ import annotations
 
@@ -26,6 +26,13 @@ def _inputs(dt):
         "log": np.concatenate([u, wide, np.array([0, 1, np.inf, -1, np.nan], dt)]),
         "log1p": np.concatenate([u * 2 - 1, u * 1e-3, wide, np.array([-1, 0, np.inf], dt)]),
         "erf_inv": np.concatenate([u * 2 - 1, np.array([-1, 1, 0], dt)]),
+        "exp": np.concatenate(
+            [
+                (u - 0.5) * (180 if dt == np.float32 else 1500),
+                np.log(wide),
+                np.array([0, -np.inf, np.inf, np.nan, -87.5, 88.7], dt),
+            ]
+        ),
     }
 
 
@@ -40,12 +47,13 @@ def _same_bits(got, want):
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
 def test_functions_give_xlas_bits(dt):
-    ours = {"log": xm.log, "log1p": xm.log1p, "erf_inv": xm.erf_inv}
+    ours = {"log": xm.log, "log1p": xm.log1p, "erf_inv": xm.erf_inv, "exp": xm.exp}
     theirs = jax.jit(
         lambda d: {
             "log": lax.log(d["log"]),
             "log1p": lax.log1p(d["log1p"]),
             "erf_inv": lax.erf_inv(d["erf_inv"]),
+            "exp": lax.exp(d["exp"]),
         }
     )
     x = _inputs(dt)
