@@ -17,6 +17,9 @@ round exactly as XLA's CPU backend does, and the same way eagerly, in C++ and in
 * float64 ``exp``: XLA's own expansion (``exp(g) = 1 + 2 g P(g^2) / (Q(g^2) - g P(g^2))``, the
   scale ``2**n`` applied as three factors ``2**(n >> 2)`` and one ``2**(n - 3 (n >> 2))``), zero
   below ``-708.396...`` and infinity above ``709.78...``.
+* float32 ``erf``: ``x P(x^2) / Q(x^2)`` (degrees 4 and 6, every Horner step a fused
+  multiply-add), ``sign(x)`` from ``|x| >= 3.832...`` on; float64 ``erf`` is
+  ``functx.lax.erf``'s.
 * ``erf_inv``: Giles' polynomials (XLA's ``ErfInv``) with every Horner step a fused multiply-add.
 
 Fused multiply-adds are emulated (``fma``): in float64 for float32 operands, by Dekker's product
@@ -30,7 +33,7 @@ import numpy as np
 
 from functx import config, dtypes, lax, numpy as jnp
 
-__all__ = ["erf_inv", "exp", "fma", "log", "log1p"]
+__all__ = ["erf", "erf_inv", "exp", "fma", "log", "log1p"]
 
 
 def _c(v, dt):
@@ -417,3 +420,25 @@ def exp(x):
     if x.dtype == dtypes.float64:
         return _exp64(x)
     return jnp.exp(x)
+
+
+_ERF32_P = (0x39702D51, 0x3B5F5DA2, 0x3D50B6EB, 0x3E3DA740, 0x3F906EBA)
+_ERF32_Q = (0xB3FD3906, 0x37C588DF, 0x3A856D28, 0x3C6687D4, 0x3DE34C21, 0x3EFEB44A)
+
+
+def erf(x):
+    """XLA's CPU ``erf`` for float32 (``functx.lax.erf`` for other dtypes)."""
+    dt = x.dtype
+    if dt != dtypes.float32:
+        return lax.erf(x)
+    x2 = x * x
+    p = jnp.full(x.shape, _f32(_ERF32_P[0]), dt)
+    for h in _ERF32_P[1:]:
+        p = fma(x2, p, _f32(h))
+    q = jnp.full(x.shape, _f32(_ERF32_Q[0]), dt)
+    for h in _ERF32_Q[1:]:
+        q = fma(x2, q, _f32(h))
+    q = fma(x2, q, _c(1, dt))
+    r = (x * p) / q
+    one = jnp.where(jnp.signbit(x), _c(-1, dt), _c(1, dt))
+    return jnp.where(jnp.abs(x) >= _f32(0x407547CB), one, r)

@@ -997,8 +997,9 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
     sqrt2 = np.asarray(np.sqrt(2), dt)
     lower = lax.convert_element_type(jnp.asarray(lower), dt)
     upper = lax.convert_element_type(jnp.asarray(upper), dt)
-    a = lax.erf(lower / sqrt2)
-    b = lax.erf(upper / sqrt2)
+    inv = np.asarray(1, dt) / sqrt2  # (XLA divides by a constant as a product by its inverse)
+    a = _xm.erf(lower * inv)
+    b = _xm.erf(upper * inv)
     u = _uniform(data, shape, dt, a, b)
     out = sqrt2 * _erf_inv(u)
     return jnp.clip(

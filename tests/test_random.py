@@ -4,11 +4,10 @@ Bit equality with live jax.random (one jax.jit compile per group of samplers: JA
 dispatch would compile each call) for the keys, bits, uniform, randint, bernoulli, permutation,
 choice, categorical, poisson, and the samplers that apply log/log1p/erf_inv/exp to uniform bits
 (normal, exponential, gumbel, laplace, logistic, lognormal, pareto, gamma, f, dirichlet:
-functx._xlamath evaluates those functions as XLA does), eagerly and under jit; float32
-truncated_normal (XLA's erf) and the other composed samplers to a few ulp. The threefry2x32
-primitive against JAX's, its batching rule, jvp, and lowering (jit keeps the hash in compiled
-code); vmap over keys, scan carries, typed keys through jit/vmap; errors with JAX's exception
-classes.
+functx._xlamath evaluates those functions as XLA does), and truncated_normal (XLA's erf),
+eagerly and under jit. The threefry2x32 primitive against JAX's, its batching rule, jvp, and
+lowering (jit keeps the hash in compiled code); vmap over keys, scan carries, typed keys through
+jit/vmap; errors with JAX's exception classes.
 
 JAX runs with jax_enable_x64 on in this suite (tests/conftest.py): tests pass explicit dtypes, and
 the default-dtype tests run both libraries in their default mode (``_default_mode``).
@@ -85,6 +84,7 @@ def _samplers_32(r, k):
         "uniform_float32": r.uniform(k1, (40,), F32),
         "uniform_range_float32": r.uniform(k2, (2, 20), F32, -2.0, 3.0),
         "normal_float32": r.normal(k1, (64,), F32),
+        "normal_complex64": r.normal(k2, (6,), np.complex64),
         "exponential_float32": r.exponential(k2, (16,), F32),
         "gumbel_float32": r.gumbel(k2, (16,), F32),
         "gumbel_highest_float32": r.gumbel(k1, (16,), F32, mode="highest"),
@@ -116,40 +116,25 @@ def _samplers_64(r, k):
     }
 
 
-def _samplers_loops(r, k, dfs=np.array([3.0, 2.0], F32)):  # noqa: B008 - read only
-    """Rejection samplers (while loops), a few elements each. (``dfs`` is an argument of JAX's
-    program, as the parameters of an eager ``jax.random`` call are: its compiler rewrites
-    divisions by parameters differently from divisions by constants.)"""
+def _samplers_loops(r, k, p=np.array([3.0, 2.0, -1.5], F32)):  # noqa: B008 - read only
+    """Rejection samplers (while loops), a few elements each, and truncated_normal. (``p`` is an
+    argument of JAX's program, as the parameters of an eager ``jax.random`` call are: its
+    compiler folds constants, with other roundings.)"""
     k1, k2 = r.split(k)
     return {
         "gamma": r.gamma(k1, np.array([0.5, 2.5], F32), None, F32),
-        "f": r.f(k2, dfs[0], dfs[1], (2,), F32),
+        "f": r.f(k2, p[0], p[1], (2,), F32),
+        "truncated_normal_float32": r.truncated_normal(k2, p[2], p[1], (16,), F32),
         "dirichlet": r.dirichlet(k1, np.array([0.5, 2.0], F32), (2,), F32),
         "poisson_int32": r.poisson(k2, np.array([3.0, 30.0], F32), None, np.int32),
     }
 
 
-# Entries that are not yet JAX's bits: compared to a few ulp.
-_TRANSCENDENTAL = ("truncated_normal_float32",)
-_EXACT_COMPOSED = ("gamma", "f", "dirichlet")  # rejection loops that give JAX's bits
-
-
-def _compare(got: dict, want: dict, composed=False):
+def _compare(got: dict, want: dict):
     assert sorted(got) == sorted(want)
     for name in want:
         try:
-            if (
-                composed
-                and np.asarray(want[name]).dtype.kind == "f"
-                and name not in _EXACT_COMPOSED
-            ):
-                close(got[name], want[name], 64)
-            elif name.startswith(_TRANSCENDENTAL):
-                size = np.dtype(np.asarray(want[name]).dtype).itemsize
-                ulps = {2: 4, 4: 4, 8: 64}[size] * (4 if "truncated" in name else 1)
-                close(got[name], want[name], ulps)
-            else:
-                same(got[name], want[name])
+            same(got[name], want[name])
         except AssertionError as e:
             raise AssertionError(f"{name}: {e}") from None
 
@@ -160,7 +145,7 @@ def reference():
     are small: JAX takes seconds to compile each of them)."""
     with _default_mode():
         x32, loops = jax.jit(lambda k, d: (_samplers_32(jr, k), _samplers_loops(jr, k, d)))(
-            KEYS[1], np.array([3.0, 2.0], F32)
+            KEYS[1], np.array([3.0, 2.0, -1.5], F32)
         )
     x64 = jax.jit(lambda k: _samplers_64(jr, k))(KEYS[1])
     as_np = functools.partial(jax.tree.map, np.asarray)
@@ -178,16 +163,7 @@ def test_samplers_64bit_give_jaxs_bits(reference):
 
 def test_rejection_and_linear_algebra_samplers(reference):
     with _default_mode():
-        # several transcendental steps, rejection loops, or another factorization: to 64 ulp
-        _compare(_samplers_loops(fr, KEYS[1]), reference["loops"], composed=True)
-
-
-def test_complex_normal():
-    with _default_mode():
-        got = fr.normal(KEYS[0], (6,), np.complex64)
-        want = jr.normal(KEYS[0], (6,), np.complex64)
-    assert np.asarray(got).dtype == np.complex64
-    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=4e-7, atol=4e-7)
+        _compare(_samplers_loops(fr, KEYS[1]), reference["loops"])
 
 
 # --- keys ---------------------------------------------------------------------------------------

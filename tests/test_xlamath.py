@@ -1,4 +1,4 @@
-"""functx._xlamath against XLA's CPU math: ``log``, ``log1p``, ``erf_inv`` and ``exp`` as
+"""functx._xlamath against XLA's CPU math: ``log``, ``log1p``, ``erf_inv``, ``exp`` and ``erf`` as
 ``jax.jit`` computes them, bit for bit (the functions functx.random applies to uniform bits), and
 the emulated fused multiply-add against an exact one."""
 
@@ -26,6 +26,7 @@ def _inputs(dt):
         "log": np.concatenate([u, wide, np.array([0, 1, np.inf, -1, np.nan], dt)]),
         "log1p": np.concatenate([u * 2 - 1, u * 1e-3, wide, np.array([-1, 0, np.inf], dt)]),
         "erf_inv": np.concatenate([u * 2 - 1, np.array([-1, 1, 0], dt)]),
+        "erf": np.concatenate([(u - 0.5) * 10, u * 1e-3, np.array([0, -np.inf, np.inf], dt)]),
         "exp": np.concatenate(
             [
                 (u - 0.5) * (180 if dt == np.float32 else 1500),
@@ -47,13 +48,14 @@ def _same_bits(got, want):
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
 def test_functions_give_xlas_bits(dt):
-    ours = {"log": xm.log, "log1p": xm.log1p, "erf_inv": xm.erf_inv, "exp": xm.exp}
+    ours = {"log": xm.log, "log1p": xm.log1p, "erf_inv": xm.erf_inv, "exp": xm.exp, "erf": xm.erf}
     theirs = jax.jit(
         lambda d: {
             "log": lax.log(d["log"]),
             "log1p": lax.log1p(d["log1p"]),
             "erf_inv": lax.erf_inv(d["erf_inv"]),
             "exp": lax.exp(d["exp"]),
+            "erf": lax.erf(d["erf"]),
         }
     )
     x = _inputs(dt)
