@@ -916,14 +916,19 @@ def _normal(data, shape, dtype, scale=None):
     """``sqrt(2) * erfinv(u)``, times ``scale`` when given: as ``jax.jit`` computes it, whose
     compiler folds the two factors into one (``erfinv(u) * (scale * sqrt(2))``) when ``scale``
     is broadcast."""
-    lo = np.nextafter(np.asarray(-1.0, dtype), np.asarray(0.0, dtype))
-    u = _uniform(data, shape, dtype, lo, np.asarray(1.0, dtype))
+    e = _unit_erf_inv(data, shape, dtype)
     sqrt2 = np.asarray(np.sqrt(2), dtype)
     if scale is None:
-        return sqrt2 * _erf_inv(u)
+        return sqrt2 * e
     if scale.size < math.prod(shape):
-        return _erf_inv(u) * (scale * sqrt2)
-    return (sqrt2 * _erf_inv(u)) * scale
+        return e * (scale * sqrt2)
+    return (sqrt2 * e) * scale
+
+
+def _unit_erf_inv(data, shape, dtype):
+    """``erfinv(u)`` for ``u`` uniform in ``(-1, 1)``: a normal sample over ``sqrt(2)``."""
+    lo = np.nextafter(np.asarray(-1.0, dtype), np.asarray(0.0, dtype))
+    return _erf_inv(_uniform(data, shape, dtype, lo, np.asarray(1.0, dtype)))
 
 
 def _div(a, b):
@@ -2034,13 +2039,25 @@ def wald(key, mean, shape=None, dtype=None):
     shape = _param_shape("wald", shape, mean)
     keys = _split(data, (2,))
     mean = jnp.broadcast_to(_as(mean, dt), shape)
-    v = _normal(keys[0], shape, dt)
     z = _uniform(keys[1], shape, dt, 0.0, 1.0)
-    y = v * v
-    y_sq, mean_sq = y * y, mean * mean
     two, four = np.asarray(2, dt), np.asarray(4, dt)
-    sqrt_term = jnp.sqrt(four * mean * y + mean_sq * y_sq)
-    x = mean + mean_sq * y / two - mean / two * sqrt_term
+    mean_sq = mean * mean
+    if shape == ():
+        # (one sample: XLA's compiler folds the constant factors sqrt(2)**2, sqrt(2)**4 and
+        # 4 sqrt(2)**2 into one constant each; the first product of each sum is fused into it)
+        e = _unit_erf_inv(keys[0], shape, dt)
+        c2 = np.asarray(np.sqrt(2), dt) * np.asarray(np.sqrt(2), dt)
+        e2 = e * e
+        y = e2 * c2
+        y_sq = (e2 * e2) * (c2 * c2)
+        sqrt_term = jnp.sqrt(_xm.fma(mean * e2, four * c2, mean_sq * y_sq))
+    else:
+        v = _normal(keys[0], shape, dt)
+        y = v * v
+        y_sq = y * y
+        # (XLA's contractions: the first product of each sum fused into it)
+        sqrt_term = jnp.sqrt(_xm.fma(four * mean, y, mean_sq * y_sq))
+    x = _xm.fma(jnp.negative(mean / two), sqrt_term, mean + mean_sq * y / two)
     return jnp.where(z <= mean / (mean + x), x, mean_sq / x)
 
 
