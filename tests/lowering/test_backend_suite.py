@@ -1118,9 +1118,9 @@ def control_flow(ns, a, b, m, n, k, s):
     return out
 
 
-@case(lambda rng: (rng.standard_normal((3, 8)).astype(F32),), triton_unsupported=True)
+@case(lambda rng: (rng.standard_normal((3, 8)).astype(F32),))
 def fft_conv(ns, x):
-    # the fft primitive as a library step (pocketfft from C++; Triton refuses complex values)
+    # the fft primitive as a library step (C++: pocketfft; Triton: on real lanes, complex_lanes.py)
     fft = ns.np.fft
     conv = lambda v: fft.irfft(fft.rfft(v, n=16) * fft.rfft(v[::-1], n=16), n=16)
     return {"conv": conv(x), "grad": ns.grad(lambda v: ns.np.sum(conv(v) ** 2))(x)}
