@@ -907,7 +907,9 @@ ROWS: tuple[Elementwise, ...] = (
         _real,
         APPLY,
         "fx::real({0})",
-        Unsupported("complex numbers are not supported by the Triton backend yet"),
+        Unsupported(
+            "never rendered: complex_lanes.py rewrites complex values into real lanes first"
+        ),
         exact_in_half=True,
         builder="custom",
         abstract_eval=_complex_part_eval("real"),
@@ -918,7 +920,9 @@ ROWS: tuple[Elementwise, ...] = (
         _imag,
         APPLY,
         "fx::imag({0})",
-        Unsupported("complex numbers are not supported by the Triton backend yet"),
+        Unsupported(
+            "never rendered: complex_lanes.py rewrites complex values into real lanes first"
+        ),
         exact_in_half=True,
         builder="custom",
         abstract_eval=_complex_part_eval("imag"),
@@ -929,7 +933,9 @@ ROWS: tuple[Elementwise, ...] = (
         _conj,
         APPLY,
         "fx::conj({0})",
-        Unsupported("complex numbers are not supported by the Triton backend yet"),
+        Unsupported(
+            "never rendered: complex_lanes.py rewrites complex values into real lanes first"
+        ),
         exact_in_half=True,
         builder="custom",
         abstract_eval=_conj_eval,
@@ -1023,7 +1029,9 @@ ROWS: tuple[Elementwise, ...] = (
         _complex,
         APPLY,
         "fx::complex({0}, {1})",
-        Unsupported("complex numbers are not supported by the Triton backend yet"),
+        Unsupported(
+            "never rendered: complex_lanes.py rewrites complex values into real lanes first"
+        ),
         exact_in_half=True,
         builder="custom",
         abstract_eval=_complex_eval,
