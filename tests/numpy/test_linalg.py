@@ -376,8 +376,9 @@ def _check_case(name, batch, dt):
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_eager_every_dtype(name):
-    for dt in DTYPES:
+def test_eager_every_case(name):
+    # float32 and complex128 for every case; the hypothesis test below draws all four dtypes
+    for dt in (F32, C128):
         _check_case(name, (2,), dt)
 
 
@@ -392,21 +393,21 @@ def test_batch_shapes(name, batch, dt):
 
 
 def test_default_mode_dtypes(no_x64):
-    for name in CASES:
+    for name in sorted(CASES)[::3]:
         _check_case(name, (), F64)  # float64 inputs canonicalize to float32
     x = np.array([[4, 2], [2, 5]], np.int32)
     assert fnp.linalg.cholesky(x).dtype == jax.eval_shape(jnp.linalg.cholesky, x).dtype == F32
 
 
 def test_values_vs_jax():
-    """Two cases against JAX's values."""
-    for name in ("scipy.cho_solve", "lax.triangular_solve_right"):
+    """A case against JAX's values (the rest: NumPy's values, JAX's shapes and dtypes)."""
+    for name in ("scipy.cho_solve",):
         fx, jx, _, _ = CASES[name]
         args = _args(name, (2,), C128)
         _close(fx(*args), jax.jit(jx)(*args))
 
 
-JIT_CASES = ("jnp.cholesky", "jnp.inv", "scipy.lu_solve_T", "lax.triangular_solve_right")
+JIT_CASES = ("jnp.cholesky", "scipy.lu_solve_T", "jnp.svdvals")
 
 
 def _cho_loss(x):
