@@ -339,6 +339,17 @@ CASES.update(
             lambda rng, b, dt: (_mat(rng, (4, 3), dt), _mat(rng, (4, 2), dt)),
             lambda a, b: tuple(np.linalg.lstsq(_up(a), _up(b))),
         ),
+        "scipy.expm": (
+            fsl.expm,
+            jsl.expm,
+            lambda rng, b, dt: (
+                (_mat(rng, (*b, 3, 3), dt) * np.array([0.05, 1.0, 8.0])).astype(dt),
+            ),
+            lambda a: np.reshape(
+                [__import__("scipy.linalg").linalg.expm(m) for m in _up(a).reshape((-1, 3, 3))],
+                a.shape,
+            ),
+        ),
         "scipy.block_diag": (
             fsl.block_diag,
             jsl.block_diag,
@@ -499,6 +510,7 @@ def test_gradients_eigh_qr_svd():
     check_grads(fnp.linalg.svdvals, (b,), order=2, modes=["rev"])
     check_grads(lambda b: fnp.linalg.norm(b, "nuc"), (b,), order=1)
     check_grads(fnp.linalg.pinv, (b,), order=1)
+    check_grads(fsl.expm, (a,), order=1)
     c = a + 1j * _mat(rng, (3, 3), F64)
     check_grads(lambda c: lin.qr(c), (c,), order=1)
     check_grads(fnp.linalg.svdvals, (c,), order=1)
