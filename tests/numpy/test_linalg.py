@@ -350,6 +350,24 @@ CASES.update(
                 a.shape,
             ),
         ),
+        "jnp.cond": (
+            lambda a: tuple(fnp.linalg.cond(a, p) for p in (None, -2, 1)),
+            lambda a: tuple(jnp.linalg.cond(a, p) for p in (None, -2, 1)),
+            lambda rng, b, dt: (_mat(rng, (*b, 3, 3), dt),),
+            lambda a: tuple(np.linalg.cond(_up(a), p) for p in (None, -2, 1)),
+        ),
+        "jnp.tensorsolve_inv": (
+            lambda a, b: (fnp.linalg.tensorsolve(a, b), fnp.linalg.tensorinv(a, 2)),
+            lambda a, b: (jnp.linalg.tensorsolve(a, b), jnp.linalg.tensorinv(a, 2)),
+            lambda rng, b, dt: (_mat(rng, (2, 3, 6), dt), _mat(rng, (2, 3), dt)),
+            lambda a, b: (np.linalg.tensorsolve(_up(a), _up(b)), np.linalg.tensorinv(_up(a), 2)),
+        ),
+        "jnp.multi_dot": (
+            lambda a, b, c: fnp.linalg.multi_dot([a, b, c]),
+            lambda a, b, c: jnp.linalg.multi_dot([a, b, c]),
+            lambda rng, b, dt: (_mat(rng, (3,), dt), _mat(rng, (3, 5), dt), _mat(rng, (5, 2), dt)),
+            lambda a, b, c: np.linalg.multi_dot([_up(a), _up(b), _up(c)]),
+        ),
         "scipy.block_diag": (
             fsl.block_diag,
             jsl.block_diag,
