@@ -10,6 +10,12 @@ from functx.numpy import (
     indexing as _indexing_module,
     linalg as linalg,
 )
+from functx.numpy._array_api import (
+    can_cast as can_cast,
+    from_dlpack as from_dlpack,
+    isdtype as isdtype,
+    unstack as unstack,
+)
 from functx.numpy._complex import (
     angle as angle,
     conj as conj,
@@ -239,6 +245,7 @@ from functx.numpy._more import (
     bincount as bincount,
     bitwise_left_shift as bitwise_left_shift,
     bitwise_right_shift as bitwise_right_shift,
+    bool_ as bool,  # noqa: A004 - JAX's (and NumPy 2's) name for bool_
     bool_ as bool_,
     corrcoef as corrcoef,
     cov as cov,
@@ -376,6 +383,8 @@ __all__ = [
     "linalg",
     "__array_namespace_info__",
     "abs",
+    "can_cast",
+    "from_dlpack",
     "absolute",
     "acos",
     "acosh",
@@ -422,6 +431,7 @@ __all__ = [
     "bitwise_or",
     "bitwise_right_shift",
     "bitwise_xor",
+    "bool",
     "bool_",
     "broadcast_arrays",
     "broadcast_shapes",
@@ -524,6 +534,7 @@ __all__ = [
     "interp",
     "invert",
     "isclose",
+    "isdtype",
     "iscomplex",
     "iscomplexobj",
     "isfinite",
@@ -656,6 +667,7 @@ __all__ = [
     "uint64",
     "uint8",
     "unravel_index",
+    "unstack",
     "unsignedinteger",
     "vander",
     "var",
