@@ -43,7 +43,11 @@ CASES = [
     ("argpartition", lambda m, x: m.numpy.argpartition(m.numpy.nan_to_num(x), 3)[3]),
     (
         "searchsorted",
-        lambda m, x: [m.numpy.searchsorted(m.numpy.sort(x), x, side=s) for s in ("left", "right")],
+        lambda m, x: [
+            m.numpy.searchsorted(m.numpy.sort(x), x, side=s, method=k)
+            for s in ("left", "right")
+            for k in ("scan", "compare_all")
+        ],
     ),
     (
         "unique size",
