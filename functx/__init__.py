@@ -26,6 +26,8 @@ from functx.config import (
     default_matmul_precision as default_matmul_precision,
     disable_jit as disable_jit,
     enable_x64 as enable_x64,
+    numpy_dtype_promotion as numpy_dtype_promotion,
+    numpy_rank_promotion as numpy_rank_promotion,
 )
 from functx.control.callbacks import pure_callback as pure_callback
 from functx.control.custom_derivatives import (
@@ -169,6 +171,8 @@ __all__ = [
     "named_scope",
     "nn",
     "numpy",
+    "numpy_dtype_promotion",
+    "numpy_rank_promotion",
     "pure_callback",
     "remat",
     "scipy",

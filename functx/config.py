@@ -42,7 +42,7 @@ import functools
 import os
 import threading
 
-from functx.errors import FunctxError, FunctxValueError
+from functx.errors import FunctxError, FunctxValueError, UnsupportedError
 
 
 # --- environment knobs ---------------------------------------------------------------------------
@@ -268,6 +268,79 @@ class default_matmul_precision(contextlib.ContextDecorator):
 
     def __exit__(self, *exc):
         _precision_local.stack.pop()
+
+
+# --- numpy_rank_promotion / numpy_dtype_promotion ----------------------------------------------
+class _PromotionSetting(contextlib.ContextDecorator):
+    """A JAX promotion setting of which functx has only JAX's default behaviour: that value is
+    accepted (a no-op block, also as a decorator), another valid one raises UnsupportedError when
+    its block is entered, an invalid one ValueError at once."""
+
+    name = ""
+    default = ""
+    values: tuple = ()
+
+    def __init__(self, value):
+        if value not in self.values:
+            raise FunctxValueError(
+                f"{self.name}: new enum value must be in {set(self.values)}, got {value!r}"
+            )
+        self.value = value
+
+    def __enter__(self):
+        if self.value != self.default:
+            raise UnsupportedError(
+                f"{self.name}({self.value!r}) is not supported: functx always behaves as JAX's "
+                f"default {self.default!r}"
+            )
+
+    def __exit__(self, *exc):
+        return False
+
+
+class numpy_rank_promotion(_PromotionSetting):
+    """``jax.numpy_rank_promotion(level)``: how ``functx.numpy`` treats operands of different
+    ranks. functx always broadcasts them (JAX's default, ``"allow"``).
+
+    Arguments:
+      level: ``"allow"`` (the only behaviour functx has), ``"warn"`` or ``"raise"``.
+    Returns:
+      A context manager, also usable as a decorator. ``"warn"``/``"raise"`` raise
+      ``UnsupportedError`` when the block is entered; another value raises ValueError.
+
+    Example:
+      >>> import functx
+      >>> with functx.numpy_rank_promotion("allow"):
+      ...     print(functx.numpy.ones((2, 3)) + functx.numpy.ones(3))
+      [[2. 2. 2.]
+       [2. 2. 2.]]
+    """
+
+    name = "numpy_rank_promotion"
+    default = "allow"
+    values = ("allow", "warn", "raise")
+
+
+class numpy_dtype_promotion(_PromotionSetting):
+    """``jax.numpy_dtype_promotion(kind)``: the type promotion rules of ``functx.numpy``.
+    functx has JAX's default, ``"standard"``.
+
+    Arguments:
+      kind: ``"standard"`` (the only rules functx has) or ``"strict"``.
+    Returns:
+      A context manager, also usable as a decorator. ``"strict"`` raises ``UnsupportedError``
+      when the block is entered; another value raises ValueError.
+
+    Example:
+      >>> import functx
+      >>> with functx.numpy_dtype_promotion("standard"):
+      ...     print((functx.numpy.ones(2, "int32") + 1.5).dtype)
+      float32
+    """
+
+    name = "numpy_dtype_promotion"
+    default = "standard"
+    values = ("standard", "strict")
 
 
 # --- disable_jit ---------------------------------------------------------------------------------

@@ -113,6 +113,11 @@ Atom = Var | Literal
 class Eqn:
     __slots__ = ("prim", "invars", "outvars", "params", "source_info")
 
+    @property
+    def primitive(self):
+        """The equation's primitive (JAX's name for ``prim``)."""
+        return self.prim
+
     def __init__(self, prim, invars, outvars, params, source_info=None):
         self.prim = prim
         self.invars = list(invars)
@@ -305,13 +310,26 @@ def _fmt_param(v, names, indent) -> str:
     return str(v)
 
 
+# A product's precision "float32" (full float32 products) is JAX's Precision.HIGHEST, printed as
+# JAX prints it (one per operand); "tensorfloat32" stands for several JAX names and stays as is.
+_PRECISION_TEXT = {"float32": "(Precision.HIGHEST, Precision.HIGHEST)"}
+
+
+def _fmt_named(k, v, names, indent) -> str:
+    if k == "precision" and isinstance(v, str):
+        return _PRECISION_TEXT.get(v, v)
+    return _fmt_param(v, names, indent)
+
+
 def _pp_eqn(e: Eqn, names, indent) -> str:
     outs = " ".join(names.bind(v) for v in e.outvars)
     params = ""
     if e.params:
         params = (
             "["
-            + " ".join(f"{k}={_fmt_param(v, names, indent)}" for k, v in sorted(e.params.items()))
+            + " ".join(
+                f"{k}={_fmt_named(k, v, names, indent)}" for k, v in sorted(e.params.items())
+            )
             + "]"
         )
     ins = " ".join(names(v) for v in e.invars)

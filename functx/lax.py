@@ -15,6 +15,7 @@ from functx.control.associative_scan import (
     cumprod as cumprod,
     cumsum as cumsum,
 )
+from functx.control.betainc import betainc as betainc
 from functx.control.cond import (
     cond as cond,
     switch as switch,
@@ -177,6 +178,7 @@ __all__ = [
     "atanh",
     "bessel_i0e",
     "bessel_i1e",
+    "betainc",
     "bitwise_and",
     "bitwise_not",
     "bitwise_or",

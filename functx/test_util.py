@@ -28,9 +28,14 @@ EPS = 1e-4
 def _tol(leaves, given):
     """The loosest default tolerance over the dtypes of ``leaves`` (inputs and outputs: a float32
     output of a float64 function is only as exact as float32)."""
-    if given is not None:
+    if given is not None and not isinstance(given, dict):
         return given
-    return max((_DEFAULT_TOL.get(_dtype(x), 1e-5) for x in leaves), default=1e-5)
+    # a dict maps dtypes to tolerances (JAX's form); dtypes it does not name take the default
+    by_dtype = {np.dtype(k): v for k, v in (given or {}).items()}
+    return max(
+        (by_dtype.get(_dtype(x), _DEFAULT_TOL.get(_dtype(x), 1e-5)) for x in leaves),
+        default=1e-5,
+    )
 
 
 def _dtype(x):
@@ -104,8 +109,8 @@ def check_jvp(f, args, atol=None, rtol=None, eps=EPS, rng=None):
     t_leaves = [_rand_like(rng, x) for x in leaves]
     tangents = tree_unflatten(tree, t_leaves)
     out, t_out = jvp(f, tuple(args), tuple(tangents))
-    tol = _tol(leaves + tree_flatten(out)[0], None)
-    atol, rtol = atol or tol, rtol or tol
+    lv = leaves + tree_flatten(out)[0]
+    atol, rtol = _tol(lv, atol), _tol(lv, rtol)
     num = numerical_jvp(f, args, tangents, eps)
     _assert_close(tree_flatten(t_out)[0], num, atol, rtol, "jvp vs finite differences")
 
@@ -115,8 +120,7 @@ def check_vjp(f, args, atol=None, rtol=None, eps=EPS, rng=None, check_transpose=
     leaves, tree = tree_flatten(tuple(args))
     out, f_vjp = vjp(f, *args)
     out_leaves, out_tree = tree_flatten(out)
-    tol = _tol(leaves + out_leaves, None)
-    atol, rtol = atol or tol, rtol or tol
+    atol, rtol = _tol(leaves + out_leaves, atol), _tol(leaves + out_leaves, rtol)
     ct_leaves = [_rand_like(rng, o) for o in out_leaves]
     cts_in = f_vjp(tree_unflatten(out_tree, ct_leaves))
     v_leaves = [_rand_like(rng, x) for x in leaves]
@@ -154,7 +158,8 @@ def check_grads(f, args, order, modes=("fwd", "rev"), atol=None, rtol=None, eps=
       modes: ``"fwd"`` checks ``jvp`` along random tangents, ``"rev"`` checks ``vjp`` with random
         cotangents (and, with both, that vjp is the transpose of jvp).
       atol, rtol, eps: tolerances (default: by the dtypes of the inputs and outputs: 1e-5 for
-        float64, 2e-2 for float32) and the finite-difference step (default 1e-4).
+        float64, 2e-2 for float32; a dict maps dtypes to tolerances, as in JAX, the loosest of
+        the dtypes present counting) and the finite-difference step (default 1e-4).
     Returns:
       None; raises ``AssertionError`` naming the failed check.
     Example:

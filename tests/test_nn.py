@@ -69,22 +69,24 @@ def test_activation(name, data):
     x = data.draw(arrays(dt, data.draw(SHAPES, label="shape")), label="x")
     fn = lambda a: ACTIVATIONS[name](fnn, a)  # noqa: E731
     ref = np.asarray(REF(("nn_act", dt), name, _pad(x)))[: x.size].reshape(x.shape)
-    if dt == I32:  # (documented: functx computes integer inputs in float32; see below)
-        ref = ref.astype(F32)
     assert_matches(fn(x), ref, [dt])
     check_traced(fn, x)
 
 
-def test_integer_inputs_are_converted_to_float():
-    """Documented: integer inputs compute in float32 (JAX's sigmoid/silu reject them; with x64
-    on, JAX computes the others in float64)."""
+def test_integer_inputs_get_jax_dtypes():
+    """Integer inputs: JAX's sigmoid/silu reject them; gelu/softplus compute in float32; elu,
+    relu6 and leaky_relu mix them with a Python float (the default float: float64 with x64 on,
+    as the suite runs)."""
     x = np.arange(-3, 4, dtype=I32)
-    for name in ("sigmoid", "silu", "gelu", "softplus", "elu", "relu6", "leaky_relu"):
-        out = getattr(fnn, name)(x)
-        assert out.dtype == F32, name
-        np.testing.assert_allclose(
-            np.asarray(out), np.asarray(getattr(jnn, name)(x.astype(F32))), rtol=1e-6, atol=1e-6
-        )
+    for name in ("sigmoid", "silu"):
+        with pytest.raises(TypeError):
+            getattr(jnn, name)(x)
+        with pytest.raises(TypeError):
+            getattr(fnn, name)(x)
+    for name in ("gelu", "softplus", "elu", "relu6", "leaky_relu"):
+        out, want = getattr(fnn, name)(x), getattr(jnn, name)(x)
+        assert out.dtype == want.dtype, name
+        np.testing.assert_allclose(np.asarray(out), np.asarray(want), rtol=1e-6, atol=1e-6)
     assert fnn.relu(x).dtype == I32
 
 

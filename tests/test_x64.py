@@ -255,17 +255,10 @@ ARGS = {
 }
 # argument kinds by arity: the arity is the first that JAX accepts with int32 operands
 KINDS = {1: [("i32",), ("b",), ("pi",)], 2: [("i32", "pf"), ("u8", "i32")]}
-# (library, name, argument kinds, mode): functx's dtype differs from JAX's by design. functx.nn
-# computes integer and bool inputs of every activation in float32 (to_inexact); JAX's relu6, elu,
-# leaky_relu, ... mix them with a Python float, which gives float64 with x64 on.
-_NN_INT = (
-    *("relu6", "elu", "leaky_relu", "selu", "celu", "sparse_plus", "softplus", "soft_sign"),
-    *("hard_sigmoid", "hard_silu", "hard_swish", "mish", "sparse_sigmoid"),
-)
-KNOWN = {("nn", n, k, True) for n in _NN_INT for k in (("i32",), ("b",))} | {
-    ("nn", "relu", ("b",), False),  # (relu of bool: a bool in functx, int32 in JAX)
-    ("nn", "relu", ("b",), True),
-}
+# (library, name, argument kinds, mode): functx's dtype differs from JAX's by design (none now:
+# functx.nn gives integer and bool inputs JAX's dtypes, float64 with x64 on where JAX mixes them
+# with a Python float).
+KNOWN: set = set()
 
 
 def _sig(tree):

@@ -3,10 +3,11 @@
 ``reduce(operands, init_values, computation, dimensions)`` follows JAX: ``computation`` combines two
 tuples of scalars. A computation that is plain addition, multiplication, max, min, and, or on a
 single operand with its identity as the initial value becomes ``reduce_sum`` & co. (so it
-differentiates, as JAX's does); anything else records one ``reduce`` equation whose combine is a
-traced Jaxpr on scalars. Eagerly it runs O(log n) vectorised passes (halving the reduced axis);
-``jit`` lowers it (``_lowering`` below) to one fused loop with the combine inlined, like the
-built-in reductions.
+differentiates, as JAX's does), and so does one that is such an op on each of several operands
+separately (a pair of sums, a sum and a max); anything else records one ``reduce`` equation whose
+combine is a traced Jaxpr on scalars. Eagerly it runs O(log n) vectorised passes (halving the
+reduced axis); ``jit`` lowers it (``_lowering`` below) to one fused loop with the combine inlined,
+like the built-in reductions.
 """
 
 from __future__ import annotations
@@ -137,6 +138,28 @@ def _monoid(closed: ClosedJaxpr, init, dtype):
     return P.registry[name]
 
 
+def _componentwise_monoids(closed: ClosedJaxpr, inits, avals):
+    """For a combine of k operands whose output i is one built-in monoid of its inputs i and
+    k + i alone (a pair of sums, a sum and a max, ...), the k built-in reductions; else None.
+    Such a reduce is then k independent reductions, which differentiate like JAX's."""
+    j = closed.jaxpr
+    k = len(avals)
+    if closed.consts or len(j.eqns) != k or len(j.outvars) != k:
+        return None
+    made = {id(v): e for e in j.eqns for v in e.outvars}
+    prims = []
+    for i, out in enumerate(j.outvars):
+        e = made.get(id(out))
+        if e is None:
+            return None
+        one = ClosedJaxpr(Jaxpr([], [j.invars[i], j.invars[k + i]], [e], [out]), [])
+        prim = _monoid(one, inits[i], avals[i].dtype)
+        if prim is None:
+            return None
+        prims.append(prim)
+    return prims
+
+
 def reduce(operands, init_values, computation, dimensions):  # noqa: A001
     """Reduce ``operands`` over ``dimensions`` with ``computation`` (JAX's ``lax.reduce``)."""
     flat_ops, tree = tree_flatten(operands)
@@ -186,6 +209,11 @@ def reduce(operands, init_values, computation, dimensions):  # noqa: A001
         prim = _monoid(closed, flat_init[0], avals[0].dtype)
         if prim is not None:
             return tree_unflatten(tree, [prim.bind(flat_ops[0], axes=dims)])
+    else:
+        prims = _componentwise_monoids(closed, flat_init, avals)
+        if prims is not None:
+            outs = [p.bind(o, axes=dims) for p, o in zip(prims, flat_ops)]
+            return tree_unflatten(tree, outs)
     j = closed.jaxpr
     comp = ClosedJaxpr(Jaxpr([], j.constvars + j.invars, j.eqns, j.outvars), [])
     if closed.consts:

@@ -2,9 +2,11 @@
 
 Each function follows the formula of its ``jax.nn`` namesake. Deliberate differences:
 
-* Integer and bool inputs are converted to a float dtype first (float64 for 64-bit integers,
-  float32 otherwise); ``jax.nn.sigmoid``/``silu`` reject integers, and JAX with x64 enabled computes
-  the others in float64.
+* Integer and bool inputs give JAX's dtypes: the activations that JAX writes as a mix of the
+  input with a Python float (``elu``, ``relu6``, ``leaky_relu``, ``hard_sigmoid``, ...) give the
+  default float dtype, weakly typed (float64 with x64 on); ``sigmoid``/``silu``/``glu`` reject
+  integers and ``softmax``/``log_softmax``/``log_sigmoid``/``log1mexp`` bools (TypeError), as
+  JAX does; the others compute in float32 (float64 for 64-bit integers).
 * ``one_hot``'s default dtype is float32 (functx's default float; JAX with x64 gives float64).
 * The exact ``gelu`` (``approximate=False``) is ``x * (1 + erf(x / sqrt(2))) / 2``: functx has no
   ``erfc``, so where ``x < -5`` the tiny true values (below 1e-6 in magnitude) may round to 0.
@@ -34,9 +36,44 @@ def _float(x):
     return x
 
 
+def _is_intbool(x):
+    dt = x.dtype
+    return dt == dtypes.bool_ or np.issubdtype(dt, np.integer)
+
+
+def _weak_float(x):
+    """An activation that JAX writes as a mix of its input with a Python float: an integer or
+    bool input becomes the default float dtype, weakly typed (float64 with x64 on), as in JAX."""
+    x = _arr(x)
+    if _is_intbool(x):
+        return ops.convert_element_type(x, dtypes.default_float(), weak_type=True)
+    return _float(x)
+
+
+def _bool_weak_float(x):
+    """Like ``_weak_float`` for bools only (JAX mixes a bool input with a Python int first)."""
+    x = _arr(x)
+    if x.dtype == dtypes.bool_:
+        return ops.convert_element_type(x, dtypes.default_float(), weak_type=True)
+    return _float(x)
+
+
+def _inexact(x, name, allow_int=False):
+    """``x`` as a float array; like JAX, reject integers (``allow_int`` False) and bools."""
+    x = _arr(x)
+    if _is_intbool(x) and (not allow_int or x.dtype == dtypes.bool_):
+        raise FunctxTypeError(
+            f"{name} does not accept dtype {x.dtype.name}. Accepted dtypes are subtypes of "
+            f"floating, complexfloating.{_loc()}"
+        )
+    return _float(x)
+
+
 def _relu(x):
     """``max(x, 0)``; the derivative at 0 is 0, like JAX's."""
     x = _arr(x)
+    if x.dtype == dtypes.bool_:  # JAX: a bool input gives the default integer, weakly typed
+        x = ops.convert_element_type(x, dtypes.default_int(), weak_type=True)
     return jnp.maximum(x, jnp.zeros((), x.dtype))
 
 
@@ -70,22 +107,22 @@ _relu6_cj.defjvp(_relu6_jvp)
 def relu6(x):
     """``min(max(x, 0), 6)``; the derivative is 1 strictly inside (0, 6) and 0 elsewhere,
     including at 0 and 6 (JAX's choice)."""
-    return _relu6_cj(_float(x))
+    return _relu6_cj(_weak_float(x))
 
 
 def sigmoid(x):
     """The logistic function ``1 / (1 + exp(-x))``."""
-    return ops.logistic(_float(x))
+    return ops.logistic(_inexact(x, "logistic"))
 
 
 def log_sigmoid(x):
     """``-softplus(-x)``."""
-    return -softplus(-_float(x))
+    return -softplus(-_inexact(x, "log_sigmoid", allow_int=True))
 
 
 def silu(x):
     """``x * sigmoid(x)``."""
-    x = _float(x)
+    x = _inexact(x, "logistic")
     return x * ops.logistic(x)
 
 
@@ -108,12 +145,12 @@ _softplus_cj.defjvp(_softplus_jvp)
 
 def softplus(x):
     """``log(1 + exp(x))``, computed as ``logaddexp(x, 0)``; its derivative is ``sigmoid(x)``."""
-    return _softplus_cj(_float(x))
+    return _softplus_cj(_bool_weak_float(x))
 
 
 def elu(x, alpha=1.0):
     """``x`` where positive, ``alpha * expm1(x)`` elsewhere."""
-    x = _float(x)
+    x = _weak_float(x)
     pos = x > 0
     safe = jnp.where(pos, jnp.zeros((), x.dtype), x)
     return jnp.where(pos, x, alpha * jnp.expm1(safe))
@@ -121,7 +158,7 @@ def elu(x, alpha=1.0):
 
 def leaky_relu(x, negative_slope=0.01):
     """``x`` where ``x >= 0``, ``negative_slope * x`` elsewhere."""
-    x = _float(x)
+    x = _weak_float(x)
     return jnp.where(x >= 0, x, negative_slope * x)
 
 
@@ -180,7 +217,7 @@ def celu(x, alpha=1.0):
       >>> print(functx.nn.celu(functx.numpy.array([-1.0, 0.0, 2.0]), alpha=0.5))
       [-0.43233237  0.          2.        ]
     """
-    x = _float(x)
+    x = _weak_float(x)
     return jnp.maximum(x, 0.0) + alpha * jnp.expm1(jnp.minimum(x, 0.0) / alpha)
 
 
@@ -201,7 +238,7 @@ def glu(x, axis=-1):
       >>> print(functx.nn.glu(functx.numpy.array([1.0, 2.0, 0.0, 100.0])))
       [0.5 2. ]
     """
-    x = _float(x)
+    x = _inexact(x, "logistic")
     (ax,) = _axes(axis, x.ndim)
     if x.shape[ax] % 2:
         raise FunctxValueError(f"glu: axis size must be divisible by 2, got {x.shape[ax]}{_loc()}")
@@ -240,7 +277,7 @@ def soft_sign(x):
       >>> print(functx.nn.soft_sign(functx.numpy.array([-3.0, 0.0, 1.0])))
       [-0.75  0.    0.5 ]
     """
-    x = _float(x)
+    x = _bool_weak_float(x)
     return x / (jnp.abs(x) + 1)
 
 
@@ -258,7 +295,7 @@ def sparse_plus(x):
       >>> print(functx.nn.sparse_plus(functx.numpy.array([-2.0, 0.0, 2.0])))
       [0.   0.25 2.  ]
     """
-    x = _float(x)
+    x = _weak_float(x)
     return jnp.where(x <= -1.0, 0.0, jnp.where(x >= 1.0, x, (x + 1.0) ** 2 / 4))
 
 
@@ -316,7 +353,7 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
 
 def softmax(x, axis=-1, where=None):
     """``exp(x - max) / sum(exp(x - max))`` along ``axis``; masked-out entries (``where``) are 0."""
-    x = _float(x)
+    x = _inexact(x, "softmax", allow_int=True)
     axes = _axes(axis, x.ndim)
     xmax = jnp.max(x, axis=axes, keepdims=True, where=where, initial=-np.inf)
     safe = x if where is None else jnp.where(where, x, -np.inf)
@@ -329,7 +366,7 @@ def softmax(x, axis=-1, where=None):
 
 def log_softmax(x, axis=-1, where=None):
     """``x - logsumexp(x)`` along ``axis``; masked-out entries (``where``) are ``-inf``."""
-    x = _float(x)
+    x = _inexact(x, "log_softmax", allow_int=True)
     axes = _axes(axis, x.ndim)
     xmax = jnp.max(x, axis=axes, keepdims=True, where=where, initial=-np.inf)
     safe = x if where is None else jnp.where(where, x, -np.inf)
@@ -408,7 +445,7 @@ def hard_sigmoid(x):
       >>> print(nn.hard_sigmoid(jnp.array([-4.0, 0.0, 1.5, 4.0])))
       [0.   0.5  0.75 1.  ]
     """
-    return relu6(_float(x) + 3.0) / 6.0
+    return relu6(_weak_float(x) + 3.0) / 6.0
 
 
 def hard_silu(x):
@@ -424,7 +461,7 @@ def hard_silu(x):
       >>> print(nn.hard_silu(jnp.array([-4.0, 0.0, 1.5, 4.0])))
       [-0.     0.     1.125  4.   ]
     """
-    x = _float(x)
+    x = _weak_float(x)
     return x * hard_sigmoid(x)
 
 
@@ -476,7 +513,7 @@ def mish(x):
       >>> print(nn.mish(jnp.array([0.0, 1.0])))
       [0.        0.8650984]
     """
-    x = _float(x)
+    x = _bool_weak_float(x)
     return x * jnp.tanh(softplus(x))
 
 
@@ -512,7 +549,7 @@ def sparse_sigmoid(x):
       >>> print(nn.sparse_sigmoid(jnp.array([-2.0, 0.0, 0.5, 2.0])))
       [0.   0.5  0.75 1.  ]
     """
-    x = _float(x)
+    x = _weak_float(x)
     return 0.5 * jnp.clip(x + 1.0, 0.0, 2.0)
 
 
@@ -547,7 +584,7 @@ def log1mexp(x):
       >>> print(nn.log1mexp(jnp.array([0.1, 5.0])))
       [-2.3521686  -0.00676075]
     """
-    return _log1mexp_cj(_float(x))
+    return _log1mexp_cj(_inexact(x, "log1mexp", allow_int=True))
 
 
 def logmeanexp(x, axis=None, where=None, keepdims=False):

@@ -245,6 +245,7 @@ from functx.numpy._more import (
     bincount as bincount,
     bitwise_left_shift as bitwise_left_shift,
     bitwise_right_shift as bitwise_right_shift,
+    bool_ as bool,  # noqa: A004 - JAX's (and NumPy 2's) name for bool_
     bool_ as bool_,
     corrcoef as corrcoef,
     cov as cov,
@@ -430,6 +431,7 @@ __all__ = [
     "bitwise_or",
     "bitwise_right_shift",
     "bitwise_xor",
+    "bool",
     "bool_",
     "broadcast_arrays",
     "broadcast_shapes",

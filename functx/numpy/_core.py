@@ -121,9 +121,9 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
 
 
 def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):  # noqa: A002
-    """An array from ``object`` (JAX's ``jnp.array``): like ``asarray``, but a Python scalar gives
-    a strongly typed array, and ``ndmin`` prepends size-1 axes. Arrays are immutable, so ``copy``
-    and ``order`` change nothing.
+    """An array from ``object`` (JAX's ``jnp.array``): like ``asarray`` (a Python scalar gives a
+    weakly typed array, as in JAX 0.10), and ``ndmin`` prepends size-1 axes. Arrays are
+    immutable, so ``copy`` and ``order`` change nothing.
 
     Arguments:
       object: an array, scalar, nested list or tuple, or a buffer of another library.
@@ -141,11 +141,6 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):  #
       Array([[1., 2.]], dtype=float32)
     """
     out = asarray(object, None if dtype is None else _dt(dtype, op="array"), device=device)
-    if is_python_scalar(object) and dtype is None and _is_array(out):
-        if type(out) in _HOST:
-            out = Array.from_value(np.asarray(out), weak_type=False)
-        else:  # a tracer, or an array on a device
-            out = ops.convert_element_type(out, out.dtype, weak_type=False)
     if ndmin > out.ndim:
         out = reshape(out, (1,) * (ndmin - out.ndim) + out.shape)
     return out
@@ -1013,7 +1008,7 @@ def power(x1, x2, /):
     k = _concrete_int(x2)
     if k is not None:
         (x1,) = _promote_numeric("power", x1)
-        if k < 0 and _aval(x1).dtype not in dtypes.FLOATS:
+        if k < 0 and not dtypes.is_inexact(_aval(x1).dtype):  # (complex too, as JAX)
             raise FunctxTypeError(
                 f"power: integers to negative integer powers are not allowed{_loc()}"
             )
@@ -1578,6 +1573,12 @@ def _cumulative(lax_fn, name):
             if dtype is not None
             else (dtypes.default_int() if av.dtype == dtypes.bool_ else av.dtype)
         )
+        if dt == dtypes.bool_:
+            # A boolean result: accumulate the truth values (a != 0, so that -1 and 1 do not
+            # cancel) in the default integer, then cast back, as JAX does.
+            if av.dtype != dtypes.bool_:
+                a = not_equal(a, 0)
+            return astype(lax_fn(astype(a, dtypes.default_int()), ax), dt)
         return lax_fn(astype(a, dt), ax)
 
     f.__name__ = name
@@ -1680,10 +1681,10 @@ def reshape(a, shape, order="C", *, copy=None):
     Arguments:
       a: an array or a scalar.
       shape: an int or a sequence of ints.
-      order: only ``"C"``.
+      order: ``"C"`` (row-major) or ``"F"`` (column-major); ``"A"`` raises as in JAX.
       copy: accepted for the Array API and unused, as in JAX (functx arrays are immutable).
     Returns:
-      An Array of ``shape`` with ``a``'s elements in row-major order.
+      An Array of ``shape`` with ``a``'s elements in ``order``.
     Example:
       >>> import functx.numpy as jnp
       >>> jnp.reshape(jnp.arange(6), (2, -1))
@@ -1692,8 +1693,10 @@ def reshape(a, shape, order="C", *, copy=None):
     """
     del copy  # unused: the result never aliases a mutable buffer
     a = asarray(a) if not _is_array(a) else a
-    if order != "C":
-        raise FunctxTypeError(f"reshape supports only order='C', got {order!r}{_loc()}")
+    if order == "A":
+        raise UnsupportedError(f"reshape: order='A' is not implemented (nor in JAX){_loc()}")
+    if order not in ("C", "F"):
+        raise FunctxValueError(f"Unexpected value for 'order' argument: {order}{_loc()}")
     av = _aval(a)
     shape = list(_v.axis_seq(shape, "reshape", "shape"))
     if builtins.any(d < -1 for d in shape):
@@ -1709,10 +1712,16 @@ def reshape(a, shape, order="C", *, copy=None):
                 f"reshape: cannot reshape {av.str_short()} into shape {tuple(shape)}{_loc()}"
             )
         shape[shape.index(-1)] = av.size // known
+    if order == "F":
+        # Column-major: reverse the axes, reshape to the reversed shape, reverse back.
+        rev = ops.reshape(ops.transpose(a, tuple(range(av.ndim))[::-1]), tuple(shape[::-1]))
+        return ops.transpose(rev, tuple(range(len(shape)))[::-1])
     return ops.reshape(a, tuple(shape))
 
 
 def ravel(a, order="C"):
+    if order == "K":
+        raise UnsupportedError(f"ravel: order='K' is not implemented (nor in JAX){_loc()}")
     return reshape(a, (-1,), order)
 
 

@@ -876,7 +876,9 @@ ROWS: tuple[Elementwise, ...] = (
         _real,
         APPLY,
         "fx::real({0})",
-        Unsupported("complex numbers are not supported by the Triton backend yet"),
+        Unsupported(
+            "never rendered: complex_lanes.py rewrites complex values into real lanes first"
+        ),
         exact_in_half=True,
         builder="custom",
         abstract_eval=_complex_part_eval("real"),
@@ -887,7 +889,9 @@ ROWS: tuple[Elementwise, ...] = (
         _imag,
         APPLY,
         "fx::imag({0})",
-        Unsupported("complex numbers are not supported by the Triton backend yet"),
+        Unsupported(
+            "never rendered: complex_lanes.py rewrites complex values into real lanes first"
+        ),
         exact_in_half=True,
         builder="custom",
         abstract_eval=_complex_part_eval("imag"),
@@ -898,7 +902,9 @@ ROWS: tuple[Elementwise, ...] = (
         _conj,
         APPLY,
         "fx::conj({0})",
-        Unsupported("complex numbers are not supported by the Triton backend yet"),
+        Unsupported(
+            "never rendered: complex_lanes.py rewrites complex values into real lanes first"
+        ),
         exact_in_half=True,
         builder="custom",
         abstract_eval=_conj_eval,
@@ -992,7 +998,9 @@ ROWS: tuple[Elementwise, ...] = (
         _complex,
         APPLY,
         "fx::complex({0}, {1})",
-        Unsupported("complex numbers are not supported by the Triton backend yet"),
+        Unsupported(
+            "never rendered: complex_lanes.py rewrites complex values into real lanes first"
+        ),
         exact_in_half=True,
         builder="custom",
         abstract_eval=_complex_eval,

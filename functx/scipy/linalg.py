@@ -324,18 +324,149 @@ def det(a, overwrite_a=False, check_finite=True):
     return _jla.det(a)
 
 
+def eigh(
+    a,
+    b=None,
+    lower=True,
+    eigvals_only=False,
+    overwrite_a=False,
+    overwrite_b=False,
+    turbo=True,
+    eigvals=None,
+    type=1,  # noqa: A002
+    check_finite=True,
+):
+    """Eigenvalues and eigenvectors of Hermitian matrices, like ``jax.scipy.linalg.eigh``
+    (only ``b=None``, ``type=1``, ``eigvals=None``, as in JAX).
+
+    Arguments:
+      a: ``[..., n, n]`` (symmetrized first).
+      b, eigvals, type: only their defaults (NotImplementedError otherwise, as in JAX).
+      lower: the triangle LAPACK reads.
+      eigvals_only: return only the eigenvalues.
+      overwrite_a, overwrite_b, turbo, check_finite: accepted and ignored (as in JAX).
+    Returns:
+      ``(w, v)``: real ascending eigenvalues and the eigenvectors as columns; or ``w``.
+    Example:
+      >>> a = np.array([[2.0, 1.0], [1.0, 2.0]], np.float32)
+      >>> functx.scipy.linalg.eigh(a, eigvals_only=True)
+      Array([1., 3.], dtype=float32)
+    """
+    del overwrite_a, overwrite_b, turbo, check_finite
+    if b is not None:
+        raise NotImplementedError("Only the b=None case of eigh is implemented")
+    if type != 1:
+        raise NotImplementedError("Only the type=1 case of eigh is implemented.")
+    if eigvals is not None:
+        raise NotImplementedError("Only the eigvals=None case of eigh is implemented.")
+    (a,) = _inexact("eigh", a)
+    v, w = lax.linalg.eigh(a, lower=lower)
+    return w if eigvals_only else (w, v)
+
+
+def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
+    """QR decomposition, like ``jax.scipy.linalg.qr``.
+
+    Arguments:
+      a: ``[..., m, n]``.
+      mode: 'full' (``q`` ``[..., m, m]``), 'economic' (``q`` ``[..., m, min(m, n)]``) or 'r'
+        (only ``r``, in a 1-tuple).
+      pivoting: column pivoting (not supported by functx: NotImplementedError).
+      overwrite_a, lwork, check_finite: accepted and ignored (as in JAX).
+    Returns:
+      ``(q, r)``, or ``(r,)`` for mode 'r'.
+    Example:
+      >>> q, r = functx.scipy.linalg.qr(np.array([[3.0, 1.0], [4.0, 2.0]], np.float32))
+      >>> r
+      Array([[-5. , -2.2],
+             [ 0. ,  0.4]], dtype=float32)
+    """
+    del overwrite_a, lwork, check_finite
+    if mode in ("full", "r"):
+        full = True
+    elif mode == "economic":
+        full = False
+    else:
+        raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
+    (a,) = _inexact("qr", a)
+    q, r = lax.linalg.qr(a, pivoting=pivoting, full_matrices=full)
+    return (r,) if mode == "r" else (q, r)
+
+
+def svd(
+    a,
+    full_matrices=True,
+    compute_uv=True,
+    overwrite_a=False,
+    check_finite=True,
+    lapack_driver="gesdd",
+):
+    """Singular value decomposition, like ``jax.scipy.linalg.svd``.
+
+    Arguments:
+      a: ``[..., m, n]``.
+      full_matrices: square ``u`` and ``vh`` (True) or their first ``min(m, n)`` columns/rows.
+      compute_uv: return ``(u, s, vh)`` (True) or only ``s``.
+      overwrite_a, check_finite, lapack_driver: accepted and ignored (as in JAX).
+    Returns:
+      ``(u, s, vh)`` or ``s``.
+    Example:
+      >>> functx.scipy.linalg.svd(np.array([[3.0, 0.0], [0.0, -4.0]], np.float32), compute_uv=False)
+      Array([4., 3.], dtype=float32)
+    """
+    del overwrite_a, check_finite, lapack_driver
+    (a,) = _inexact("svd", a)
+    return lax.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
+
+
+def block_diag(*arrs):
+    """A block-diagonal matrix of the given arrays, like ``jax.scipy.linalg.block_diag``.
+
+    Arguments:
+      *arrs: arrays of at most 2 dimensions (scalars and vectors are one-row blocks).
+    Returns:
+      The block-diagonal matrix, of the promoted dtype.
+    Example:
+      >>> functx.scipy.linalg.block_diag(np.ones((1, 2), np.float32), np.float32(3))
+      Array([[1., 1., 0.],
+             [0., 0., 3.]], dtype=float32)
+    """
+    if len(arrs) == 0:
+        arrs = (jnp.zeros((1, 0)),)
+    arrs = [jnp.asarray(a) if not jnp._is_array(a) else a for a in arrs]
+    arrs = jnp._promote_only(*arrs)
+    bad = [i for i, a in enumerate(arrs) if a.ndim > 2]
+    if bad:
+        raise ValueError(
+            f"Arguments to jax.scipy.linalg.block_diag must have at most 2 dimensions, got "
+            f"{arrs[bad[0]]} at argument {bad[0]}."
+        )
+    arrs = [jnp.reshape(a, (1,) * (2 - a.ndim) + a.shape) for a in arrs]
+    acc = arrs[0]
+    for a in arrs[1:]:
+        _, c = a.shape
+        a = jnp.pad(a, ((0, 0), (acc.shape[-1], 0)))
+        acc = jnp.pad(acc, ((0, 0), (0, c)))
+        acc = jnp.concatenate([acc, a], axis=0)
+    return acc
+
+
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
 __getattr__ = _missing_name_hook(__name__)
 
 __all__ = [
+    "block_diag",
     "cho_factor",
     "cho_solve",
     "cholesky",
     "det",
+    "eigh",
     "inv",
     "lu",
     "lu_factor",
     "lu_solve",
+    "qr",
     "solve",
     "solve_triangular",
+    "svd",
 ]

@@ -15,11 +15,11 @@ import numpy as np
 
 from functx import dtypes, ops
 from functx.array import Array, is_python_scalar
-from functx.core import ClosedJaxpr
+from functx.core import ClosedJaxpr, ShapedArray
 from functx.errors import FunctxArgumentError, FunctxTypeError, FunctxValueError
 from functx.interpreter import eval_jaxpr
 from functx.source_info import where
-from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
+from functx.tracing import eval_shape, get_aval, trace_flat, tree_flatten, tree_unflatten
 from functx.transforms import passes
 from functx.transforms.jvp import (
     ArgnumsError,
@@ -83,6 +83,15 @@ def _vjp_parts(fun, primals, has_aux, nonzero_mask=None):
     return traced, leaves, nonzeros, lin
 
 
+def _weak_as(ct, aval):
+    """The cotangent of a primal with ``aval``, weakly typed exactly when the primal is (as in
+    JAX, where ``grad(lambda x: 2 * x)(1.0)`` is weak and the gradient at a float32 array not)."""
+    ca = get_aval(ct)
+    if ca.dtype != aval.dtype or ca.weak_type == aval.weak_type:
+        return ct
+    return ops.convert_element_type(ct, ca.dtype, aval.weak_type)
+
+
 def vjp(fun, *primals, has_aux=False):
     """``(fun(*primals), vjp_fun)``; ``vjp_fun(ct)`` returns one cotangent per primal.
 
@@ -142,7 +151,7 @@ def vjp(fun, *primals, has_aux=False):
             )
         )
         out = [
-            next(cts) if nz else zeros_like_aval(tangent_aval(get_aval(x)))
+            _weak_as(next(cts), get_aval(x)) if nz else zeros_like_aval(tangent_aval(get_aval(x)))
             for x, nz in zip(leaves, nonzeros)
         ]
         return tree_unflatten(traced.in_tree, out)[0]
@@ -188,6 +197,9 @@ def _grad_jaxpr(closed: ClosedJaxpr, nonzeros: tuple, n_out: int, with_value: bo
             UndefinedPrimal(tangent_aval(a)) for a, nz in zip(in_avals, nonzeros) if nz
         ]
         grads = [instantiate(g) for g in backward_pass(lin.linear, [], args, cts_out)[lin.n_res :]]
+        grads = [
+            _weak_as(g, a) for g, a in zip(grads, [a for a, nz in zip(in_avals, nonzeros) if nz])
+        ]
         return (list(outs) if with_value else list(outs[1:])) + grads, None
 
     g, _ = trace_flat(flat, in_avals)
@@ -475,14 +487,19 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
                     _holomorphic_msg("jacfwd", "outputs", dt) + f" (jacfwd of {fname}{where()})"
                 )
         ty_leaves = tree_flatten(ty)[0]
+        # The outputs' weak types (lost through vmap's unmapped outputs) from an abstract trace.
+        shapes = eval_shape(f, *dyn)
+        y_weak = [s.weak_type for s in tree_flatten(shapes[0] if has_aux else shapes)[0]]
         blocks = []
-        for yl, tl in zip(y_leaves, ty_leaves):
+        for yl, tl, yw in zip(y_leaves, ty_leaves, y_weak):
             ya = get_aval(yl)
             per_x, off = [], 0
             for xa in x_avals:
                 piece = ops.slice_in_dim(tl, off, off + xa.size, 1, 0)  # (n_x, *y.shape)
                 piece = ops.transpose(piece, tuple(range(1, ya.ndim + 1)) + (0,))
-                per_x.append(ops.reshape(piece, ya.shape + xa.shape))
+                piece = ops.reshape(piece, ya.shape + xa.shape)
+                # Like JAX: a block is weakly typed when both its output and input are.
+                per_x.append(_weak_as(piece, ShapedArray((), ya.dtype, yw and xa.weak_type)))
                 off += xa.size
             tree = tree_unflatten(x_tree, per_x)
             blocks.append(tree[0] if single else tree)

@@ -427,6 +427,8 @@ def _special(ns, a, x):
     out["zeta"] = lax.zeta(a + 1.5, x)
     for n in ["digamma", "bessel_i0e", "bessel_i1e"]:
         out[n] = getattr(lax, n)(x)
+    # a composite with a while_loop: shapes in (0, 40], x in [0, 1]
+    out["betainc"] = lax.betainc(ns.np.abs(a) + 0.5, x * 0 + 2.5, ns.np.clip(x / 40.0, 0.0, 1.0))
     return out
 
 
@@ -1149,7 +1151,11 @@ def linalg_cholesky_solve(ns, a, b):
     y = lin.triangular_solve(L, x + 1.0, left_side=True, lower=True, transpose_a=True)
     lu, piv, perm = lin.lu(a - 2.0)
     perm2 = lin.lu_pivots_to_permutation(piv, 3)
-    return {"L": L, "x": y, "lu": lu, "piv": piv, "perm": perm + perm2}
+    q, r = lin.qr(a[0] + 1.0)
+    w = lin.eigh(a)[1]
+    sv = lin.svd(b, compute_uv=False)
+    out = {"L": L, "x": y, "lu": lu, "piv": piv, "perm": perm + perm2, "r": ns.np.abs(r)}
+    return {**out, "qq": q @ q.T, "w": w * 2.0, "s": sv}
 
 
 def _complex_args(rng):

@@ -704,7 +704,7 @@ NOT_IN_TABLE = {"custom_lin", "debug_callback", "pure_callback", "io_callback"} 
     DECLARED_UNSUPPORTED
 )
 # dense linear algebra: check_grads (both modes, order 2) in tests/numpy/test_linalg.py
-NOT_IN_TABLE |= {"cholesky", "triangular_solve", "lu"}
+NOT_IN_TABLE |= {"cholesky", "triangular_solve", "lu", "eigh", "qr", "svd"}
 
 
 def _merge(diff, fixed, positions=None):

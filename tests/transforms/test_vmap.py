@@ -405,6 +405,9 @@ HIGHER_ORDER = {
     "triangular_solve",
     "lu",
     "lu_pivots_to_permutation",
+    "eigh",
+    "qr",
+    "svd",
     "sort",  # several results: vmap against a loop in tests/numpy/test_sort.py
     "top_k",  # two results: tests/numpy/test_sort.py
 }
