@@ -168,17 +168,7 @@ def sort_complex(a):
     a = sort(a)
     dt = get_aval(a).dtype
     if dt not in dtypes.COMPLEX:
-        to = (
-            dtypes.complex128
-            if dt == dtypes.float64 or (dtypes.x64_enabled() and dt.itemsize == 8)
-            else None
-        )
-        to = to or (
-            dtypes.complex128
-            if dtypes.x64_enabled() and dt in dtypes.INTEGERS
-            else dtypes.complex64
-        )
-        a = ops.convert_element_type(a, dtypes.canonicalize(to))
+        a = ops.convert_element_type(a, dtypes.to_complex(dt))
     return a
 
 
@@ -763,7 +753,7 @@ def _quantile(a, q, axis, method, keepdims, nan_aware, name):
             "quantile does not support complex input, as the operation is poorly defined."
         )
     if not dtypes.is_inexact(get_aval(a).dtype):
-        a = ops.convert_element_type(a, dtypes.default_float())
+        a = ops.convert_element_type(a, dtypes.to_inexact(get_aval(a).dtype))
     av = get_aval(a)
     q = ops.convert_element_type(q, av.dtype)  # positions and weights in a's dtype
     qv = get_aval(q)
