@@ -490,10 +490,25 @@ class Array(ArrayMethods, metaclass=_ArrayType):
             )
         return self._value.astype(dtype)
 
-    def __dlpack__(self, *args, **kwargs):
-        return self._value.__dlpack__(*args, **kwargs)
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule of the array's data (the Array API's protocol, JAX's signature).
+
+        A consumer that speaks DLPack 1.0 (``max_version >= (1, 0)``, as ``numpy.from_dlpack``)
+        gets the read-only buffer itself; an older one gets a writable copy, since the older
+        protocol cannot mark a buffer read-only (``copy=False`` then raises BufferError)."""
+        if max_version is None or tuple(max_version) < (1, 0):
+            if copy is False:
+                raise BufferError(
+                    "__dlpack__: a DLPack consumer older than 1.0 cannot receive a read-only "
+                    "functx buffer without a copy, but copy=False"
+                )
+            return np.array(self._value).__dlpack__(stream=stream, dl_device=dl_device)
+        return self._value.__dlpack__(
+            stream=stream, max_version=max_version, dl_device=dl_device, copy=copy
+        )
 
     def __dlpack_device__(self):
+        """``(device type, device id)`` of the data in DLPack's terms: ``(1, 0)``, the host."""
         return self._value.__dlpack_device__()
 
     def __bool__(self):

@@ -15,6 +15,7 @@ from functx.control.associative_scan import (
     cumprod as cumprod,
     cumsum as cumsum,
 )
+from functx.control.betainc import betainc as betainc
 from functx.control.cond import (
     cond as cond,
     switch as switch,
@@ -127,6 +128,7 @@ from functx.ops import (
     reduce_max as reduce_max,
     reduce_min as reduce_min,
     reduce_or as reduce_or,
+    reduce_precision as reduce_precision,
     reduce_prod as reduce_prod,
     reduce_sum as reduce_sum,
     rem as rem,
@@ -177,6 +179,7 @@ __all__ = [
     "atanh",
     "bessel_i0e",
     "bessel_i1e",
+    "betainc",
     "bitwise_and",
     "bitwise_not",
     "bitwise_or",
@@ -258,6 +261,7 @@ __all__ = [
     "reduce_max",
     "reduce_min",
     "reduce_or",
+    "reduce_precision",
     "reduce_prod",
     "reduce_sum",
     "rem",

@@ -25,6 +25,9 @@ the loop IR), registered into the tables of ``functx.primitives``, ``functx.tran
 * ``callbacks.py``: host callbacks (``debug_callback``, ``pure_callback``), run eagerly, under
   every transform, and as host steps of compiled programs.
 
+* ``betainc.py``: ``lax.betainc`` (a composite of a ``while_loop`` with JAX's custom
+  derivative).
+
 * ``linalg.py``: the dense linear algebra primitives (``functx.lax.linalg``): cholesky,
   triangular_solve, lu, eigh, qr, svd, run by LAPACK eagerly and as library steps under ``jit``.
 
@@ -37,6 +40,7 @@ re-exported by ``functx.lax`` and ``functx`` (``custom_jvp``, ``custom_vjp``).
 
 from functx.control import (
     associative_scan as associative_scan,
+    betainc as betainc,
     callbacks as callbacks,
     cond as cond,
     custom_derivatives as custom_derivatives,

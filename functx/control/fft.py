@@ -43,7 +43,16 @@ from functx.transforms.jvp import Zero
 
 
 class FftType(enum.IntEnum):
-    """Which transform ``lax.fft`` computes (JAX's ``jax.lax.FftType``)."""
+    """Which transform ``lax.fft`` computes (JAX's ``jax.lax.FftType``).
+
+    ``lax.fft`` also takes the names as strings (``"FFT"``, ``"IFFT"``, ``"RFFT"``, ``"IRFFT"``).
+
+    Example:
+      >>> import functx, numpy as np
+      >>> x = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
+      >>> functx.lax.fft(x, functx.lax.FftType.RFFT, (4,))
+      Array([10.+0.j, -2.+2.j, -2.+0.j], dtype=complex64)
+    """
 
     FFT = 0
     "Forward complex-to-complex FFT."
@@ -131,7 +140,31 @@ def _fft_abstract(x, *, fft_type, fft_lengths):
     return ShapedArray(x.shape, x.dtype)
 
 
-fft_p.abstract_eval = _fft_abstract
+def _complex_in(fft_type) -> bool:
+    return fft_type != FftType.RFFT
+
+
+def _lanes_avals(x, fft_type, fft_lengths):
+    """For ``lanes=True``: the complex operand aval behind the real lanes ``x`` and the result
+    aval (complex), where a complex value is stored as a trailing axis of 2 (real, imaginary)."""
+    if _complex_in(fft_type):
+        x = ShapedArray(x.shape[:-1], _complex_of(x.dtype))
+    return x, _fft_abstract(x, fft_type=fft_type, fft_lengths=fft_lengths)
+
+
+def _as_lanes(aval):
+    if _is_complex(aval.dtype):
+        return ShapedArray(aval.shape + (2,), _real_of(aval.dtype))
+    return aval
+
+
+def _abstract(x, *, fft_type, fft_lengths, lanes=False):
+    if lanes:
+        return _as_lanes(_lanes_avals(x, fft_type, fft_lengths)[1])
+    return _fft_abstract(x, fft_type=fft_type, fft_lengths=fft_lengths)
+
+
+fft_p.abstract_eval = _abstract
 
 _pocketfft = []  # the module computing transforms: scipy.fft, or numpy.fft without SciPy
 
@@ -165,7 +198,39 @@ def _fft_impl(x, *, fft_type, fft_lengths):
     return np.asarray(y, out.dtype).reshape(out.shape)
 
 
-fft_p.impl = _fft_impl
+def _lanes_impl(x, *, fft_type, fft_lengths):
+    """The transform on real lanes (complex values as a trailing axis of 2)."""
+    x = np.asarray(x)
+    if _complex_in(fft_type):
+        x = np.ascontiguousarray(x).view(_complex_of(x.dtype))[..., 0]
+    y = _fft_impl(x, fft_type=fft_type, fft_lengths=fft_lengths)
+    return np.stack([y.real, y.imag], -1) if _is_complex(y.dtype) else y
+
+
+def _impl(x, *, fft_type, fft_lengths, lanes=False):
+    f = _lanes_impl if lanes else _fft_impl
+    return f(x, fft_type=fft_type, fft_lengths=fft_lengths)
+
+
+fft_p.impl = _impl
+
+
+def on_lanes(x, fft_type, fft_lengths, pair=None):
+    """The ``fft`` equation rewritten for a backend without complex values
+    (``functx/lowering/complex_lanes.py``): ``x`` is the operand, a real array for RFFT and
+    otherwise its real and imaginary parts (an object with ``re`` and ``im``); returns the
+    result the same way, built with ``pair(re, im)`` when complex. One ``fft`` equation with
+    ``lanes=True`` on the parts stacked along a new trailing axis."""
+    if _complex_in(fft_type):
+        re, im = x.re, x.im
+        shape = tuple(get_aval(re).shape) + (1,)
+        x = ops.concatenate([ops.reshape(re, shape), ops.reshape(im, shape)], len(shape) - 1)
+    y = fft_p.bind(x, fft_type=FftType(fft_type), fft_lengths=tuple(fft_lengths), lanes=True)
+    if fft_type == FftType.IRFFT:
+        return y
+    last = get_aval(y).ndim - 1
+    parts = [ops.index_in_dim(y, i, last, keepdims=False) for i in (0, 1)]
+    return pair(*parts)
 
 
 def bind_fft(x, fft_type, fft_lengths):
@@ -324,6 +389,16 @@ class FftStep:
             out.copy_(torch.view_as_real(y.contiguous()).reshape(-1))
 
 
+class LanesStep(FftStep):
+    """The host step of an ``fft`` equation on real lanes (``lanes=True``): NumPy arrays of the
+    lanes in and out; ``torch`` (inherited) reads the real device buffers as complex ones."""
+
+    __slots__ = ()
+
+    def __call__(self, x):
+        return [_lanes_impl(x, fft_type=self.fft_type, fft_lengths=self.fft_lengths)]
+
+
 def _torch_dtype(torch, dt):
     return getattr(torch, np.dtype(dt).name)
 
@@ -334,9 +409,12 @@ def _torch_view(torch, t, aval):
     return t.reshape(aval.shape)
 
 
-def _fft_lowering(g, ins, avals, *, fft_type, fft_lengths):
+def _fft_lowering(g, ins, avals, *, fft_type, fft_lengths, lanes=False):
     in_avals = [ShapedArray(n.shape, n.dtype) for n in ins]
-    step = FftStep(fft_type, fft_lengths, in_avals[0], avals[0])
+    if lanes:  # (the step's own avals are the complex ones: torch reads the lanes as complex)
+        step = LanesStep(fft_type, fft_lengths, *_lanes_avals(in_avals[0], fft_type, fft_lengths))
+    else:
+        step = FftStep(fft_type, fft_lengths, in_avals[0], avals[0])
     return lower_to_loop(
         g, ins, list(avals), "host", callback=step, in_avals=in_avals, n_out=len(avals)
     )
@@ -345,4 +423,4 @@ def _fft_lowering(g, ins, avals, *, fft_type, fft_lengths):
 lowerings[fft_p] = _fft_lowering
 
 
-__all__ = ["FftStep", "FftType", "fft", "fft_p", "fft_type_of"]
+__all__ = ["FftStep", "FftType", "LanesStep", "fft", "fft_p", "fft_type_of", "on_lanes"]

@@ -678,9 +678,373 @@ def lu_solve(lu, permutation, b, trans=0):
     return permute_rows(permutation, x, inverse=True)
 
 
+def _real_dtype(dt):
+    return (
+        np.dtype(np.float32 if np.dtype(dt) == np.complex64 else np.float64)
+        if _is_complex(dt)
+        else np.dtype(dt)
+    )
+
+
+def _diag(x):
+    """The diagonal of the last two axes (a product with the identity, then a sum)."""
+    a = get_aval(x)
+    n = min(a.shape[-2:])
+    sq = _slice2(x, 0, n, 0, n)
+    return ops.reduce_sum(ops.mul(sq, _eye(n, a.dtype, a.shape[:-2])), (a.ndim - 1,))
+
+
+def _real(x):
+    return ops.real(x) if _is_complex(get_aval(x).dtype) else x
+
+
+def _as(x, dt):
+    return x if get_aval(x).dtype == np.dtype(dt) else ops.convert_element_type(x, dt)
+
+
+def _col(w):
+    """``w[..., None, :]``."""
+    a = get_aval(w)
+    return ops.broadcast_in_dim(w, (*a.shape[:-1], 1, a.shape[-1]), (*range(a.ndim - 1), a.ndim))
+
+
+def _bcast2(x, shape):
+    """Broadcast ``x`` (last two axes of size 1 or full) to ``shape``."""
+    a = get_aval(x)
+    if a.shape == tuple(shape):
+        return x
+    keep = tuple(i for i, (s, t) in enumerate(zip(a.shape, shape)) if s == t)
+    sq = ops.reshape(x, tuple(a.shape[i] for i in keep))
+    return ops.broadcast_in_dim(sq, tuple(shape), keep)
+
+
+# --- eigh ----------------------------------------------------------------------------------------
+def _eigh_abstract(x, *, lower, sort_eigenvalues, subset_by_index):
+    batch = _check_operands("eigh", [x], [2])
+    n = x.shape[-1]
+    if x.shape[-2] != n:
+        raise ValueError(
+            "Argument to symmetric eigendecomposition must have shape [..., n, n], "
+            f"got shape {x.shape[-2:]}"
+        )
+    d = n if subset_by_index is None else subset_by_index[1] - subset_by_index[0]
+    return [
+        ShapedArray((*batch, n, d), x.dtype, _weak(x)),
+        ShapedArray((*batch, d), _real_dtype(x.dtype), _weak(x)),
+    ]
+
+
+def _eigh_impl(x, *, lower, sort_eigenvalues, subset_by_index):
+    x = np.asarray(x)
+    n = x.shape[-1]
+    if x.size == 0:
+        w, v = np.zeros(x.shape[:-1], _real_dtype(x.dtype)), x.copy()
+    else:
+        w, v = np.linalg.eigh(x, UPLO="L" if lower else "U")
+    if subset_by_index is not None:
+        lo, hi = subset_by_index
+        w, v = w[..., lo:hi], v[..., lo:hi]
+    del n, sort_eigenvalues  # (LAPACK's order: ascending, which sorting keeps)
+    return [v.astype(x.dtype, copy=False), w.astype(_real_dtype(x.dtype), copy=False)]
+
+
+eigh_p = _define("eigh", _eigh_abstract, _eigh_impl, multiple_results=True)
+
+
+def _eigh_jvp(primals, tangents, *, lower, sort_eigenvalues, subset_by_index):
+    (a,), (da,) = primals, tangents
+    n = get_aval(a).shape[-1]
+    if not (subset_by_index is None or tuple(subset_by_index) == (0, n)):
+        raise NotImplementedError("Derivatives not defined for partial eigen decomposition.")
+    params = dict(lower=lower, sort_eigenvalues=sort_eigenvalues, subset_by_index=subset_by_index)
+    v, w_real = eigh_p.bind(symmetrize(a), **params)
+    if isinstance(da, Zero):
+        return [v, w_real], [
+            Zero(J.tangent_aval(get_aval(v))),
+            Zero(J.tangent_aval(get_aval(w_real))),
+        ]
+    # nondegenerate perturbation theory (Giles 2008), JAX's rule: F_ij = 1 / (w_j - w_i), F_ii = 0
+    dt = get_aval(a).dtype
+    w = _as(w_real, dt)
+    shape = get_aval(a).shape
+    eye = _eye(n, dt, shape[:-2])
+    wj = _bcast2(_col(w), shape)
+    wi = _bcast2(_T(_col(w)), shape)
+    F = ops.sub(ops.integer_pow(ops.sub(ops.add(eye, wj), wi), -1), eye)
+    vdav = matmul(matmul(_H(v), da), v)
+    dv = matmul(v, ops.mul(F, vdav))
+    dw = _diag(_real(vdav))
+    return [v, w_real], [dv, dw]
+
+
+J.jvp_rules[eigh_p] = _eigh_jvp
+
+
+def eigh(
+    x,
+    *,
+    lower: bool = True,
+    symmetrize_input: bool = True,
+    sort_eigenvalues: bool = True,
+    subset_by_index=None,
+    implementation=None,
+):
+    """Eigendecomposition of Hermitian matrices (JAX's ``jax.lax.linalg.eigh``).
+
+    Arguments:
+      x: a batch of Hermitian matrices ``[..., n, n]``.
+      lower: read the lower (True) or upper triangle (when ``symmetrize_input`` is False).
+      symmetrize_input: decompose ``(x + x^H) / 2``.
+      sort_eigenvalues: accepted (LAPACK's eigenvalues are ascending).
+      subset_by_index: ``(lo, hi)``: only the eigenvalues ``lo..hi-1`` (ascending order).
+      implementation: accepted and ignored (LAPACK's ``syevd``/``heevd`` through NumPy).
+    Returns:
+      ``(v, w)``: the eigenvectors as columns ``[..., n, d]`` and the real eigenvalues
+      ``[..., d]``, ascending.
+    Example:
+      >>> v, w = functx.lax.linalg.eigh(np.array([[2.0, 0.0], [0.0, 1.0]], np.float32))
+      >>> w
+      Array([1., 2.], dtype=float32)
+    """
+    del implementation
+    if symmetrize_input:
+        x = symmetrize(x)
+    sub = None if subset_by_index is None else tuple(int(i) for i in subset_by_index)
+    v, w = eigh_p.bind(
+        x, lower=bool(lower), sort_eigenvalues=bool(sort_eigenvalues), subset_by_index=sub
+    )
+    return v, w
+
+
+# --- qr ------------------------------------------------------------------------------------------
+def _qr_abstract(x, *, full_matrices):
+    batch = _check_operands("qr", [x], [2])
+    m, n = x.shape[-2:]
+    k = m if full_matrices else min(m, n)
+    w = _weak(x)
+    return [ShapedArray((*batch, m, k), x.dtype, w), ShapedArray((*batch, k, n), x.dtype, w)]
+
+
+def _qr_impl(x, *, full_matrices):
+    x = np.asarray(x)
+    m, n = x.shape[-2:]
+    if x.size == 0:
+        k = m if full_matrices else min(m, n)
+        q = np.zeros((*x.shape[:-2], m, k), x.dtype)
+        q[..., range(min(m, k)), range(min(m, k))] = 1
+        return [q, np.zeros((*x.shape[:-2], k, n), x.dtype)]
+    q, r = np.linalg.qr(x, mode="complete" if full_matrices else "reduced")
+    return [q.astype(x.dtype, copy=False), r.astype(x.dtype, copy=False)]
+
+
+qr_p = _define("qr", _qr_abstract, _qr_impl, multiple_results=True)
+
+
+def _thin_qr_jvp(q, r, dx):
+    """The jvp of ``[..., m, n]`` QR with ``m >= n`` (J. Townsend's derivation, as JAX's)."""
+    right = dict(left_side=False, lower=False, transpose_a=False, conjugate_a=False)
+    dx_rinv = triangular_solve_p.bind(r, dx, unit_diagonal=False, **right)
+    qt = matmul(_H(q), dx_rinv)
+    low = tril(qt, -1)
+    do = ops.sub(low, _H(low))
+    dt = get_aval(qt).dtype
+    if _is_complex(dt):
+        n = get_aval(qt).shape[-1]
+        eye = _eye(n, dt, get_aval(qt).shape[:-2])
+        do = ops.add(do, ops.mul(eye, ops.sub(qt, _as(ops.real(qt), dt))))
+    dq = ops.add(matmul(q, ops.sub(do, qt)), dx_rinv)
+    dr = matmul(ops.sub(qt, do), r)
+    return dq, dr
+
+
+def _qr_jvp(primals, tangents, *, full_matrices):
+    (x,), (dx,) = primals, tangents
+    q, r = qr_p.bind(x, full_matrices=full_matrices)
+    if isinstance(dx, Zero):
+        return [q, r], [Zero(J.tangent_aval(get_aval(q))), Zero(J.tangent_aval(get_aval(r)))]
+    m, n = get_aval(x).shape[-2:]
+    if m < n:  # X = [X1 X2], R = [R1 R2]: the square part, then dR2 = dQ^H X2 + Q^H dX2
+        x2 = _slice2(x, 0, m, m, n)
+        dx1, dx2 = _slice2(dx, 0, m, 0, m), _slice2(dx, 0, m, m, n)
+        dq, dr1 = _thin_qr_jvp(q, _slice2(r, 0, m, 0, m), dx1)
+        dr2 = ops.add(matmul(_H(dq), x2), matmul(_H(q), dx2))
+        return [q, r], [dq, ops.concatenate([dr1, dr2], get_aval(x).ndim - 1)]
+    if full_matrices and m != n:
+        raise NotImplementedError(
+            "functx: the derivative of a QR decomposition with full_matrices=True of a tall "
+            "matrix is not implemented (use full_matrices=False)"
+        )
+    dq, dr = _thin_qr_jvp(q, r, dx)
+    return [q, r], [dq, dr]
+
+
+J.jvp_rules[qr_p] = _qr_jvp
+
+
+def qr(x, *, pivoting: bool = False, full_matrices: bool = True, use_magma=None):
+    """QR decomposition ``x = q r`` (JAX's ``jax.lax.linalg.qr``; LAPACK's Householder QR).
+
+    Arguments:
+      x: a batch of matrices ``[..., m, n]``.
+      pivoting: column pivoting (not supported by functx: ``NotImplementedError``).
+      full_matrices: ``q`` is ``[..., m, m]`` (True) or ``[..., m, min(m, n)]``.
+      use_magma: accepted and ignored.
+    Returns:
+      ``(q, r)``: ``q`` with orthonormal columns and upper-triangular ``r``.
+    Example:
+      >>> q, r = functx.lax.linalg.qr(np.array([[3.0, 1.0], [4.0, 2.0]], np.float32))
+      >>> r
+      Array([[-5. , -2.2],
+             [ 0. ,  0.4]], dtype=float32)
+    """
+    del use_magma
+    if pivoting:
+        raise NotImplementedError("functx: qr(pivoting=True) is not implemented")
+    q, r = qr_p.bind(x, full_matrices=bool(full_matrices))
+    return q, r
+
+
+# --- svd -----------------------------------------------------------------------------------------
+def _svd_abstract(x, *, full_matrices, compute_uv, subset_by_index):
+    batch = _check_operands("svd", [x], [2])
+    m, n = x.shape[-2:]
+    rank = min(m, n)
+    if subset_by_index is not None:
+        if full_matrices and tuple(subset_by_index) != (0, rank):
+            raise ValueError("full_matrices and subset_by_index cannot both be set")
+        rank = min(rank, subset_by_index[1] - subset_by_index[0])
+    w = _weak(x)
+    s = ShapedArray((*batch, rank), _real_dtype(x.dtype), w)
+    if not compute_uv:
+        return [s]
+    return [
+        s,
+        ShapedArray((*batch, m, m if full_matrices else rank), x.dtype, w),
+        ShapedArray((*batch, n if full_matrices else rank, n), x.dtype, w),
+    ]
+
+
+def _svd_impl(x, *, full_matrices, compute_uv, subset_by_index):
+    x = np.asarray(x)
+    rdt = _real_dtype(x.dtype)
+    if x.size == 0:
+        outs = _svd_abstract(
+            ShapedArray(x.shape, x.dtype),
+            full_matrices=full_matrices,
+            compute_uv=compute_uv,
+            subset_by_index=subset_by_index,
+        )
+        res = [np.zeros(a.shape, a.dtype) for a in outs]
+        for r in res[1:]:
+            k = min(r.shape[-2:])
+            r[..., range(k), range(k)] = 1
+        return res
+    if not compute_uv:
+        s = np.linalg.svd(x, compute_uv=False)
+        if subset_by_index is not None:
+            s = s[..., subset_by_index[0] : subset_by_index[1]]
+        return [s.astype(rdt, copy=False)]
+    u, s, vh = np.linalg.svd(x, full_matrices=full_matrices)
+    if subset_by_index is not None and not full_matrices:
+        lo, hi = subset_by_index
+        u, s, vh = u[..., lo:hi], s[..., lo:hi], vh[..., lo:hi, :]
+    return [
+        s.astype(rdt, copy=False),
+        u.astype(x.dtype, copy=False),
+        vh.astype(x.dtype, copy=False),
+    ]
+
+
+svd_p = _define("svd", _svd_abstract, _svd_impl, multiple_results=True)
+
+
+def _svd_jvp(primals, tangents, *, full_matrices, compute_uv, subset_by_index):
+    (A,), (dA,) = primals, tangents
+    s, U, Vt = svd_p.bind(A, full_matrices=False, compute_uv=True, subset_by_index=subset_by_index)
+    m, n = get_aval(A).shape[-2:]
+    if compute_uv and full_matrices and m != n:
+        raise NotImplementedError(
+            "Singular value decomposition JVP not implemented for full matrices"
+        )
+    outs = [s, U, Vt] if compute_uv else [s]
+    if isinstance(dA, Zero):
+        return outs, [Zero(J.tangent_aval(get_aval(o))) for o in outs]
+    dt = get_aval(A).dtype
+    Ut, V = _H(U), _H(Vt)
+    dS = matmul(matmul(Ut, dA), V)
+    ds = _diag(_real(dS))
+    if not compute_uv:
+        return [s], [ds]
+    k = get_aval(s).shape[-1]
+    sq = (*get_aval(s).shape[:-1], k, k)
+    rdt = get_aval(s).dtype
+    s_row = _bcast2(_col(s), sq)  # s_j
+    s_colm = _T(s_row)  # s_i
+    s_diffs = ops.mul(ops.add(s_row, s_colm), ops.sub(s_row, s_colm))
+    eye = _eye(k, rdt, sq[:-2])
+    F = ops.sub(ops.div(ops.full((), 1, rdt), ops.add(s_diffs, eye)), eye)
+    Fc = _as(F, dt)
+    dSS = ops.mul(_as(s_row, dt), dS)
+    SdS = ops.mul(_as(s_colm, dt), dS)
+    zero = ops.convert_element_type(ops.eq(s, ops.full((), 0, rdt)), rdt)
+    s_inv = ops.sub(ops.div(ops.full((), 1, rdt), ops.add(s, zero)), zero)
+    s_inv_mat = ops.mul(_bcast2(_col(s_inv), sq), eye)
+    half = ops.full((), 0.5, dt)
+    dUdV_diag = ops.mul(ops.mul(half, ops.sub(dS, _H(dS))), _as(s_inv_mat, dt))
+    dU = matmul(U, ops.add(ops.mul(Fc, ops.add(dSS, _H(dSS))), dUdV_diag))
+    dV = matmul(V, ops.mul(Fc, ops.add(SdS, _H(SdS))))
+    if m > n:
+        dAV = matmul(dA, V)
+        corr = ops.sub(dAV, matmul(U, matmul(Ut, dAV)))
+        dU = ops.add(dU, ops.div(corr, _bcast2(_as(_col(s), dt), get_aval(corr).shape)))
+    if n > m:
+        dAHU = matmul(_H(dA), U)
+        corr = ops.sub(dAHU, matmul(V, matmul(Vt, dAHU)))
+        dV = ops.add(dV, ops.div(corr, _bcast2(_as(_col(s), dt), get_aval(corr).shape)))
+    return [s, U, Vt], [ds, dU, _H(dV)]
+
+
+J.jvp_rules[svd_p] = _svd_jvp
+
+
+def svd(
+    x, *, full_matrices: bool = True, compute_uv: bool = True, subset_by_index=None, algorithm=None
+):
+    """Singular value decomposition ``x = u diag(s) vh`` (JAX's ``jax.lax.linalg.svd``).
+
+    Arguments:
+      x: a batch of matrices ``[..., m, n]``.
+      full_matrices: ``u`` ``[..., m, m]`` and ``vh`` ``[..., n, n]`` (True) or their first
+        ``min(m, n)`` columns/rows.
+      compute_uv: return ``(u, s, vh)`` (True) or only ``s``.
+      subset_by_index: ``(lo, hi)``: only singular values ``lo..hi-1`` (descending order).
+      algorithm: accepted and ignored (LAPACK's ``gesdd`` through NumPy).
+    Returns:
+      ``(u, s, vh)`` or ``s``; ``s`` is real, descending.
+    Example:
+      >>> functx.lax.linalg.svd(np.array([[3.0, 0.0], [0.0, -4.0]], np.float32), compute_uv=False)
+      Array([4., 3.], dtype=float32)
+    """
+    del algorithm
+    sub = None if subset_by_index is None else tuple(int(i) for i in subset_by_index)
+    outs = svd_p.bind(
+        x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv), subset_by_index=sub
+    )
+    if compute_uv:
+        s, u, vh = outs
+        return u, s, vh
+    return outs[0]
+
+
 __all__ = [
     "cholesky",
     "cholesky_p",
+    "eigh",
+    "eigh_p",
+    "qr",
+    "qr_p",
+    "svd",
+    "svd_p",
     "lu",
     "lu_p",
     "lu_pivots_to_permutation",

@@ -13,9 +13,12 @@ values of one shape, and each equation that touches one is rewritten into real o
 - shape and indexing operations, ``select_n``, ``reduce_sum`` (applied to both parts);
 - ``reduce_prod``, ``reduce_max``/``reduce_min`` (a reduction over the pair: ``lax.reduce``),
   ``dot_general`` (four real products);
-- ``associative_scan``, ``scan``, ``while``, ``cond`` (their functions rewritten the same way,
-  complex carries and elements as pairs) and calls (``custom_jvp_call``, ``custom_vjp_call``,
-  ``checkpoint``: their body, inlined).
+- ``associative_scan``, ``reduce``, ``scan``, ``while``, ``cond`` (their functions rewritten
+  the same way, complex carries and elements as pairs) and calls (``custom_jvp_call``,
+  ``custom_vjp_call``, ``checkpoint``: their body, inlined);
+- host callbacks (``pure_callback``, ``io_callback``, ``debug_callback``): complex operands
+  and results cross as real arrays with a trailing axis of 2, the user's function still sees
+  complex NumPy arrays.
 
 Anything else with a complex operand or result raises ``UnsupportedError`` naming the
 primitive and the user's line. A program without complex values is never rewritten
@@ -35,6 +38,7 @@ import numpy as np
 
 from functx import dtypes, lax, ops, tracing
 from functx.array import Array
+from functx.control import fft as fft_mod
 from functx.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray
 from functx.errors import UnsupportedError
 from functx.source_info import source_info, where
@@ -456,7 +460,7 @@ def _rule(e, vals):  # noqa: C901 (one dispatch over the primitives, read top to
     name = e.prim.name
     p = e.params
     in_c = [_is_c(v.aval) for v in e.invars]
-    out_aval = e.outvars[0].aval
+    out_aval = e.outvars[0].aval if e.outvars else None
     if name in ELEMENTWISE:
         dt = next(v.aval.dtype for v in e.invars if _is_c(v.aval))
         shape = out_aval.shape  # (a rank-0 operand, a literal say, is broadcast: select_n)
@@ -600,6 +604,24 @@ def _rule(e, vals):  # noqa: C901 (one dispatch over the primitives, read top to
         fns = [(lambda *a, b=b: tuple(_flatten(b(*a)))) for b in branches]
         out = lax.switch(index, fns, *flat)
         return _unflatten(list(out), [v.aval for v in e.outvars])
+    if name == "reduce":  # lax.reduce with a complex operand: its computation on pairs
+        n = len(e.outvars)
+        fn = _closed_fun(p["computation"])
+
+        def computation(x, y):
+            return tuple(_flatten(fn(*x, *y)))
+
+        outs = lax.reduce(
+            tuple(_flatten(vals[:n])), tuple(_flatten(vals[n:])), computation, p["dimensions"]
+        )
+        return _unflatten(list(outs), [v.aval for v in e.outvars])
+    if name in ("pure_callback", "io_callback", "debug_callback"):
+        return _callback(e, vals, in_c)
+    # fft: its own real-lanes form (functx/control/fft.py's on_lanes, where the fft branch has it;
+    # until then, refused by name below)
+    on_lanes = getattr(fft_mod, "on_lanes", None) if name == "fft" else None
+    if on_lanes is not None:
+        return on_lanes(vals[0], p["fft_type"], p["fft_lengths"], Pair)
     if name in ("custom_jvp_call", "custom_vjp_call", "checkpoint"):
         sub = p.get("call_jaxpr", p.get("jaxpr"))
         if isinstance(sub, ClosedJaxpr):
@@ -607,6 +629,61 @@ def _rule(e, vals):  # noqa: C901 (one dispatch over the primitives, read top to
         if isinstance(sub, Jaxpr):
             return eval_split(sub, [], vals)
     return _unsupported(e)
+
+
+def _stack(pair, shape):
+    """A pair as one real array of ``shape + (2,)`` (NumPy's layout of complex values)."""
+    n = len(shape)
+    cols = [
+        ops.broadcast_in_dim(_bcast(v, shape), tuple(shape) + (1,), tuple(range(n)))
+        for v in (pair.re, pair.im)
+    ]
+    return ops.concatenate(cols, n)
+
+
+def _unstack(x, shape):
+    n = len(shape)
+    parts = [
+        ops.squeeze(ops.slice(x, (0,) * n + (j,), tuple(shape) + (j + 1,)), (n,)) for j in (0, 1)
+    ]
+    return Pair(*parts)
+
+
+def _callback(e, vals, in_c):
+    """A host callback with complex operands or results: they cross as real arrays with a
+    trailing axis of 2, and the callback sees (and returns) complex NumPy arrays as before."""
+    in_dt = [v.aval.dtype if c else None for v, c in zip(e.invars, in_c)]
+    p = dict(e.params)
+    fn = p["callback"]
+    res = p.get("result_avals")
+    out_dt = [a.dtype if _is_c(a) else None for a in res] if res is not None else []
+
+    def host(*args):
+        args = [
+            np.ascontiguousarray(a).view(dt)[..., 0] if dt is not None else a
+            for a, dt in zip(args, in_dt)
+        ]
+        out = fn(*args)
+        if res is None:
+            return out
+        return [
+            np.stack([np.real(o), np.imag(o)], -1).astype(dtypes.REAL_OF[dt])
+            if dt is not None
+            else o
+            for o, dt in zip(out, out_dt)
+        ]
+
+    p["callback"] = host
+    if res is not None:
+        p["result_avals"] = tuple(
+            ShapedArray(tuple(a.shape) + (2,), dtypes.REAL_OF[a.dtype]) if _is_c(a) else a
+            for a in res
+        )
+    args = [_stack(x, v.aval.shape) if c else x for x, v, c in zip(vals, e.invars, in_c)]
+    outs = e.prim.bind(*args, **p)
+    if res is None:
+        return outs
+    return [_unstack(o, a.shape) if _is_c(a) else o for o, a in zip(outs, res)]
 
 
 def split_complex(closed: ClosedJaxpr):
@@ -636,28 +713,11 @@ def split_complex(closed: ClosedJaxpr):
     def flat(*args):
         vals = []
         for x, a, c in zip(args, in_avals, in_c):
-            if c:
-                n = len(a.shape)
-                parts = []
-                for j in (0, 1):
-                    s = ops.slice(x, (0,) * n + (j,), tuple(a.shape) + (j + 1,))
-                    parts.append(ops.squeeze(s, (n,)))
-                vals.append(Pair(*parts))
-            else:
-                vals.append(x)
+            vals.append(_unstack(x, tuple(a.shape)) if c else x)
         outs = eval_split(closed.jaxpr, consts, vals)
         res = []
         for o, a in zip(outs, closed.out_avals):
-            if isinstance(o, Pair):
-                shape = tuple(a.shape)
-                n = len(shape)
-                cols = [
-                    ops.broadcast_in_dim(_bcast(v, shape), shape + (1,), tuple(range(n)))
-                    for v in (o.re, o.im)
-                ]
-                res.append(ops.concatenate(cols, n))
-            else:
-                res.append(o)
+            res.append(_stack(o, tuple(a.shape)) if isinstance(o, Pair) else o)
         return res, None
 
     real, _ = tracing.trace_flat(flat, avals)

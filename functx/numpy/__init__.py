@@ -10,6 +10,12 @@ from functx.numpy import (
     indexing as _indexing_module,
     linalg as linalg,
 )
+from functx.numpy._array_api import (
+    can_cast as can_cast,
+    from_dlpack as from_dlpack,
+    isdtype as isdtype,
+    unstack as unstack,
+)
 from functx.numpy._complex import (
     angle as angle,
     conj as conj,
@@ -377,6 +383,8 @@ __all__ = [
     "linalg",
     "__array_namespace_info__",
     "abs",
+    "can_cast",
+    "from_dlpack",
     "absolute",
     "acos",
     "acosh",
@@ -526,6 +534,7 @@ __all__ = [
     "interp",
     "invert",
     "isclose",
+    "isdtype",
     "iscomplex",
     "iscomplexobj",
     "isfinite",
@@ -658,6 +667,7 @@ __all__ = [
     "uint64",
     "uint8",
     "unravel_index",
+    "unstack",
     "unsignedinteger",
     "vander",
     "var",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import warnings
 
 import numpy as np
 
@@ -470,10 +471,34 @@ def triu(m, k=0):
     return where(_tri_mask(m, k, False), m, zeros_like(m))
 
 
-def astype(x, dtype, copy=False):
-    return ops.convert_element_type(
-        asarray(x) if not _is_array(x) else x, _dt(dtype, None, "astype")
-    )
+def astype(x, dtype, /, *, copy=False, device=None):
+    """``x`` converted to ``dtype``, like ``jax.numpy.astype`` (the Array API's signature).
+
+    Arguments:
+      x: an array or a scalar.
+      dtype: the new dtype; ``None`` means the default float dtype, as in JAX.
+      copy: accepted for the Array API; functx arrays are immutable, so the result is always
+        a new array (as in JAX).
+      device: where to put the result (default: where ``x`` is).
+    Returns:
+      An Array of ``x``'s shape and dtype ``dtype``. Complex to bool is ``x != 0``; complex to
+      a real dtype keeps the real part with JAX's DeprecationWarning.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.astype(jnp.array([1.7, -2.5]), jnp.int32)
+      Array([ 1, -2], dtype=int32)
+    """
+    x = asarray(x) if not _is_array(x) else x
+    dt = _dt(dtype, op="astype")
+    if _aval(x).dtype in dtypes.COMPLEX and dt not in dtypes.COMPLEX and dt != dtypes.bool_:
+        warnings.warn(
+            "Casting from complex to real dtypes will soon raise a ValueError. Please first "
+            "use jnp.real or jnp.imag to take the real/imaginary component of your input.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+    out = ops.convert_element_type(x, dt)
+    return out if device is None else out.to_device(device)
 
 
 # --- promotion and broadcasting ------------------------------------------------------------------
@@ -983,7 +1008,7 @@ def power(x1, x2, /):
     k = _concrete_int(x2)
     if k is not None:
         (x1,) = _promote_numeric("power", x1)
-        if k < 0 and _aval(x1).dtype not in dtypes.FLOATS:
+        if k < 0 and not dtypes.is_inexact(_aval(x1).dtype):  # (complex too, as JAX)
             raise FunctxTypeError(
                 f"power: integers to negative integer powers are not allowed{_loc()}"
             )
@@ -1232,23 +1257,39 @@ def where(condition, x=None, y=None, /):
     return ops.select_n(c, y, x)
 
 
-def clip(a, a_min=None, a_max=None, /, *, min=None, max=None):  # noqa: A002
-    a_min = a_min if min is None else min
-    a_max = a_max if max is None else max
+def clip(arr=None, /, min=None, max=None):  # noqa: A002
+    """``arr`` limited to ``[min, max]``, like ``jax.numpy.clip`` (JAX's and the Array API's
+    signature: the bounds are ``min`` and ``max``; NumPy's ``a_min``/``a_max`` are gone, as in
+    JAX).
+
+    Arguments:
+      arr: an array or a scalar (real: complex values have no order).
+      min: the lower bound (an array or a scalar broadcasting against ``arr``), or ``None``.
+      max: the upper bound, or ``None``.
+    Returns:
+      ``minimum(max, maximum(min, arr))``, with the dtype of promoting ``arr`` with the bounds.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.clip(jnp.array([-2, 0, 5]), 0, 3)
+      Array([0, 0, 3], dtype=int32)
+      >>> jnp.clip(jnp.array([-2.0, 9.0]), max=1)
+      Array([-2.,  1.], dtype=float32)
+    """
+    if arr is None:
+        raise FunctxValueError(f"No input was provided to the clip function{_loc()}")
     if builtins.any(
-        _aval(v).dtype in dtypes.COMPLEX
-        for v in (a, a_min, a_max)
-        if v is not None and (_is_array(v) or not isinstance(v, (bool, int, float)))
+        t is not None and _aval(asarray(t) if not _is_array(t) else t).dtype in dtypes.COMPLEX
+        for t in (arr, min, max)
     ):
         raise FunctxValueError(
-            "clip: complex values have no ordering and cannot be clipped; clip "
-            f"functx.numpy.real/imag of them instead{_loc()}"
-        )  # (JAX: ValueError)
-    if a_min is not None:
-        a = maximum(a, a_min)
-    if a_max is not None:
-        a = minimum(a, a_max)
-    return a
+            "clip received a complex value; complex values have no ordering and cannot be "
+            f"clipped (take jnp.real or jnp.imag first){_loc()}"
+        )
+    if min is not None:
+        arr = maximum(min, arr)
+    if max is not None:
+        arr = minimum(max, arr)
+    return asarray(arr)
 
 
 # --- reductions ----------------------------------------------------------------------------------
@@ -1634,9 +1675,24 @@ def size(a, axis=None):
     return av.size if axis is None else av.shape[axis]
 
 
-def reshape(a, shape=None, order="C", *, newshape=None):
+def reshape(a, shape, order="C", *, copy=None):
+    """``a`` with a new shape, like ``jax.numpy.reshape`` (one dimension may be -1).
+
+    Arguments:
+      a: an array or a scalar.
+      shape: an int or a sequence of ints.
+      order: ``"C"`` (row-major) or ``"F"`` (column-major); ``"A"`` raises as in JAX.
+      copy: accepted for the Array API and unused, as in JAX (functx arrays are immutable).
+    Returns:
+      An Array of ``shape`` with ``a``'s elements in ``order``.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.reshape(jnp.arange(6), (2, -1))
+      Array([[0, 1, 2],
+             [3, 4, 5]], dtype=int32)
+    """
+    del copy  # unused: the result never aliases a mutable buffer
     a = asarray(a) if not _is_array(a) else a
-    shape = newshape if shape is None else shape
     if order == "A":
         raise UnsupportedError(f"reshape: order='A' is not implemented (nor in JAX){_loc()}")
     if order not in ("C", "F"):
@@ -1961,8 +2017,11 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
             reps = np.asarray(repeats)
         except (TypeError, ValueError):
             reps = np.asarray(None)
-        if reps.dtype == np.bool_ or reps.dtype.kind not in "iu":
+        if reps.dtype.kind not in "iub":  # (bool counts as 0/1, as in JAX)
             raise FunctxTypeError(f"repeat: repeats must be integers, got {repeats!r}{_loc()}")
+        if reps.dtype.kind == "u" and reps.size and reps.max() > np.iinfo(np.int64).max:
+            raise FunctxValueError(f"repeat: repeats {repeats!r} are too large{_loc()}")
+        reps = reps.astype(np.int64)  # (np.repeat refuses uint64 counts)
         if (reps < 0).any():
             raise FunctxValueError(f"repeat: repeats must be >= 0, got {repeats!r}{_loc()}")
         if reps.ndim > 1 or (reps.ndim == 1 and reps.shape[0] not in (1, n)):

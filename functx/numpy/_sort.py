@@ -291,8 +291,8 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
       v: the values to place.
       side: 'left' (the first suitable index) or 'right' (the last).
       sorter: optional indices that sort ``a``.
-      method: 'scan', 'scan_unrolled', 'sort' or 'compare_all' (all give the same result here:
-        every value is compared with every element).
+      method: 'scan', 'scan_unrolled' or 'sort' (a binary search, unrolled over the static
+        length), or 'compare_all' (every value compared with every element); one result.
 
     Returns:
       ``int32`` indices of ``v``'s shape.
@@ -316,15 +316,29 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
         raise FunctxValueError(f"a should be 1-dimensional{_loc()}")
     if sorter is not None:
         a = jnp.take(a, _arr(sorter))
-    a, v = jnp._promote("searchsorted", a, v)
+    dt = jnp.result_type(a, v)
+    a, v = jnp.astype(a, dt), jnp.astype(v, dt)
     n = get_aval(a).shape[0]
     vs = get_aval(v).shape
     if n == 0:
         return jnp.zeros(vs, dtypes.int32)
-    ax = [ops.broadcast_in_dim(p, vs + (n,), (len(vs),)) for p in _sort_keys(a)]
-    vx = [ops.broadcast_in_dim(p, vs + (n,), tuple(range(len(vs)))) for p in _sort_keys(v)]
-    before = _less(ax, vx, side == "right")
-    return jnp.sum(before, axis=-1, dtype=dtypes.int32)
+    if method == "compare_all":
+        ax = [ops.broadcast_in_dim(p, vs + (n,), (len(vs),)) for p in _sort_keys(a)]
+        vx = [ops.broadcast_in_dim(p, vs + (n,), tuple(range(len(vs)))) for p in _sort_keys(v)]
+        before = _less(ax, vx, side == "right")
+        return jnp.sum(before, axis=-1, dtype=dtypes.int32)
+    # a binary search, unrolled over the static length: ceil(log2(n + 1)) gathers of ``a``
+    i32 = dtypes.int32
+    lo, hi = ops.full(vs, 0, i32), ops.full(vs, n, i32)
+    vk = _sort_keys(v)
+    for _ in range(int(n).bit_length()):
+        mid = ops.div(ops.add(lo, hi), ops.full(vs, 2, i32))
+        am = jnp.take(a, ops.min(mid, ops.full(vs, n - 1, i32)), mode="clip")
+        right = ops.bitwise_and(ops.lt(lo, hi), _less(_sort_keys(am), vk, side == "right"))
+        left = ops.bitwise_and(ops.lt(lo, hi), ops.bitwise_not(right))
+        lo = jnp.where(right, ops.add(mid, ops.full(vs, 1, i32)), lo)
+        hi = jnp.where(left, mid, hi)
+    return lo
 
 
 # --- nonzero & co --------------------------------------------------------------------------------
@@ -470,8 +484,8 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
 
     Example:
       >>> import functx.numpy as jnp
-      >>> jnp.where(jnp.array([True, False]), 1, 2)
-      Array([1, 2], dtype=int32)
+      >>> jnp.where(jnp.array([True, False]), jnp.array([1, 2]), 0)
+      Array([1, 0], dtype=int32)
       >>> jnp.where(jnp.array([0, 5, 7]))
       (Array([1, 2], dtype=int32),)
     """
@@ -563,14 +577,14 @@ def unique(
     fill_value=None,
     sorted=True,  # noqa: A002
 ):
-    """The sorted unique elements of ``ar`` (JAX's ``jnp.unique``; ``axis=None`` only).
+    """The sorted unique elements of ``ar`` (JAX's ``jnp.unique``).
 
     Arguments:
       ar: the array (flattened).
       return_index: also return the index of each value's first occurrence.
       return_inverse: also return, for each element, the index of its value (``ar``'s shape).
       return_counts: also return how often each value occurs.
-      axis: only None (the flattened array) is supported.
+      axis: None (the flattened array) or the axis whose slices are compared.
       equal_nan: treat all NaNs as one value.
       size: the static number of values (needed under ``jit``); missing ones are ``fill_value``
         (default the smallest value), with index 0 and count 0.
@@ -587,8 +601,8 @@ def unique(
     """
     ar = _arr(ar)
     if axis is not None:
-        raise UnsupportedError(
-            f"jnp.unique with axis={axis!r} is not supported yet (axis=None only){_loc()}"
+        return _unique_axis(
+            ar, axis, return_index, return_inverse, return_counts, equal_nan, size, fill_value
         )
     shape = get_aval(ar).shape
     values, index, inverse, counts = _unique_1d(
@@ -602,6 +616,55 @@ def unique(
     if return_counts:
         out.append(counts)
     return out[0] if len(out) == 1 else tuple(out)
+
+
+def _unique_axis(ar, axis, return_index, return_inverse, return_counts, equal_nan, size, fill):
+    """``unique`` of the slices along ``axis``: a lexicographic sort of the rows (one key per
+    column), then the 1-D algorithm on the run starts."""
+    av = get_aval(ar)
+    axis = _axis(axis, av.ndim)
+    x = jnp.moveaxis(ar, axis, 0)
+    rest = get_aval(x).shape[1:]
+    n, m = av.shape[axis], int(np.prod(rest, dtype=np.int64))
+    if n == 0 or m == 0:
+        raise UnsupportedError(f"jnp.unique(axis=...) of an empty array is not supported{_loc()}")
+    rows = jnp.reshape(x, (n, m))
+    idt = dtypes.default_int()
+    cols = [rows[:, c] for c in range(m)]
+    out = sort_p.bind(*cols, ops.iota(idt, n), dimension=0, is_stable=True, num_keys=m)
+    srt, perm = jnp.stack(out[:-1], 1), out[-1]
+    if n > 1:
+        a, b = srt[1:], srt[:-1]
+        ne = ops.ne(a, b)
+        if equal_nan and dtypes.is_inexact(av.dtype):
+            ne = ops.bitwise_and(ne, ops.bitwise_not(ops.bitwise_and(jnp.isnan(a), jnp.isnan(b))))
+        diff = jnp.any(ne, axis=1)
+        first = ops.concatenate([ops.full((1,), True, dtypes.bool_), diff], 0)
+    else:
+        first = ops.full((1,), True, dtypes.bool_)
+    if size is None:
+        if isinstance(ar, Tracer):
+            raise ConcretizationTypeError(
+                "Abstract tracer value encountered where concrete value is expected: the size "
+                "argument of jnp.unique must be statically specified to use jnp.unique within "
+                f"JAX transformations.{_loc()}"
+            )
+        size = int(np.count_nonzero(np.asarray(first)))
+    size = _size(size, "unique")
+    ones = ops.convert_element_type(first, idt)
+    gid = ops.sub(_ascan.cumsum(ones, 0), ops.full((n,), 1, idt))
+    slot = jnp.where(first, gid, size)
+    base = srt[0] if fill is None else ops.full((m,), fill, av.dtype)
+    values = ops.broadcast_in_dim(base, (size, m), (1,)).at[slot].set(srt)
+    values = jnp.moveaxis(jnp.reshape(values, (size,) + rest), 0, axis)
+    res = [values]
+    if return_index:
+        res.append(ops.broadcast_in_dim(perm[0], (size,), ()).at[slot].set(perm))
+    if return_inverse:
+        res.append(jnp.zeros((n,), idt).at[perm].set(gid))
+    if return_counts:
+        res.append(jnp.zeros((size,), idt).at[gid].add(ops.full((n,), 1, idt)))
+    return res[0] if len(res) == 1 else tuple(res)
 
 
 def unique_all(x, /, *, size=None, fill_value=None):

@@ -3,14 +3,18 @@ norms, and the matrix products re-exported from functx.numpy.
 
 Differences from ``jax.numpy.linalg`` (deliberate):
 
-* The matrix norms ``ord=2``, ``ord=-2`` and ``ord='nuc'`` need a singular value decomposition,
-  which functx's primitive set does not have: they raise ``FunctxTypeError``.
+* ``svd(hermitian=True)`` and ``pinv(hermitian=True)`` compute the general SVD (the same
+  singular values; JAX goes through ``eigh``); ``qr(mode='raw')`` is not supported.
+* ``det``'s derivative is ``det(a) trace(a^-1 da)`` (JAX's uses a cofactor solve that stays
+  finite at singular matrices).
 * The 2-norm is ``sqrt(sum(x * x))`` with a derivative of 0 (JAX's is NaN) where the norm is 0; the
   values are the same.
 """
 
 from __future__ import annotations
 
+import math
+import operator
 from typing import NamedTuple
 
 from functx import lax
@@ -23,7 +27,11 @@ from functx.source_info import where
 
 def _sqrt_sumsq(x, axis, keepdims):
     # sqrt(sum(x^2)), with a gradient of 0 (not NaN) where the sum is 0.
-    s = jnp.sum(jnp.multiply(x, x), axis=axis, keepdims=keepdims)
+    if x.dtype.kind == "c":  # |x|^2 = re^2 + im^2
+        x = lax.real(jnp.multiply(x, lax.conj(x)))
+        s = jnp.sum(x, axis=axis, keepdims=keepdims)
+    else:
+        s = jnp.sum(jnp.multiply(x, x), axis=axis, keepdims=keepdims)
     zero = jnp.equal(s, 0)
     safe = jnp.where(zero, jnp.ones_like(s), s)
     return jnp.where(zero, jnp.zeros_like(s), jnp.sqrt(safe))
@@ -39,7 +47,7 @@ def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002
     Arguments:
       x: the array; integers and bools are promoted to a float dtype first.
       ord: the order: for vectors any number, ``inf`` or ``-inf``; for matrices ``None``/``'fro'``,
-        ``1``, ``-1``, ``inf``, ``-inf`` (``2``, ``-2`` and ``'nuc'`` are not supported).
+        ``1``, ``-1``, ``inf``, ``-inf``, ``2``, ``-2`` and ``'nuc'`` (by the SVD).
       axis: ``None`` (all axes), an int (vector norm) or a pair (matrix norm).
       keepdims: keep the reduced axes with size 1.
     Returns:
@@ -80,10 +88,17 @@ def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002
                 return jnp.max(s, axis=row, keepdims=keepdims, initial=0)
             return jnp.min(s, axis=row, keepdims=keepdims)
         if ord in ("nuc", 2, -2):
-            raise FunctxTypeError(
-                f"norm: matrix ord={ord!r} needs a singular value "
-                f"decomposition, which functx does not have{where()}"
-            )
+            y = jnp.moveaxis(x, (row, col), (-2, -1))
+            sv = svd(y, compute_uv=False)
+            if ord == 2:
+                out = jnp.max(sv, axis=-1)
+            elif ord == -2:
+                out = jnp.min(sv, axis=-1)
+            else:
+                out = jnp.sum(sv, axis=-1)
+            if keepdims:
+                out = jnp.expand_dims(out, tuple(sorted((row, col))))
+            return out
         raise FunctxTypeError(f"norm: invalid order {ord!r} for a matrix norm{where()}")
     raise FunctxTypeError(
         f"norm: improper number of axes {axis}: pass one axis for a vector "
@@ -351,6 +366,465 @@ def det(a):
     raise ValueError(f"Argument to _det() must have shape [..., n, n], got {a.shape}")
 
 
+class EighResult(NamedTuple):
+    """``eigh``'s result (JAX's ``EighResult``)."""
+
+    eigenvalues: object
+    eigenvectors: object
+
+
+class QRResult(NamedTuple):
+    """``qr``'s result (JAX's ``QRResult``)."""
+
+    Q: object
+    R: object
+
+
+class SVDResult(NamedTuple):
+    """``svd``'s result (JAX's ``SVDResult``)."""
+
+    U: object
+    S: object
+    Vh: object
+
+
+def _uplo(UPLO):
+    if UPLO is None or UPLO == "L":
+        return True
+    if UPLO == "U":
+        return False
+    raise ValueError(f"UPLO must be one of None, 'L', or 'U', got {UPLO}")
+
+
+def eigh(a, UPLO=None, symmetrize_input=True):  # noqa: N803
+    """Eigenvalues and eigenvectors of Hermitian matrices, like ``jax.numpy.linalg.eigh``.
+
+    Arguments:
+      a: ``[..., n, n]``.
+      UPLO: None or 'L' (the lower triangle) or 'U' (read when not symmetrizing).
+      symmetrize_input: decompose ``(a + a^H) / 2``.
+    Returns:
+      ``EighResult(eigenvalues, eigenvectors)``: real ascending eigenvalues ``[..., n]`` and the
+      eigenvectors as columns ``[..., n, n]``.
+    Example:
+      >>> functx.numpy.linalg.eigh(np.array([[2.0, 0.0], [0.0, 1.0]], np.float32)).eigenvalues
+      Array([1., 2.], dtype=float32)
+    """
+    (a,) = _inexact("eigh", a)
+    v, w = lax.linalg.eigh(a, lower=_uplo(UPLO), symmetrize_input=symmetrize_input)
+    return EighResult(w, v)
+
+
+def eigvalsh(a, UPLO="L", *, symmetrize_input=True):  # noqa: N803
+    """Eigenvalues of Hermitian matrices, like ``jax.numpy.linalg.eigvalsh``.
+
+    Arguments:
+      a: ``[..., n, n]``.
+      UPLO: 'L' or 'U' (the triangle read when not symmetrizing).
+      symmetrize_input: decompose ``(a + a^H) / 2``.
+    Returns:
+      The real eigenvalues, ascending, ``[..., n]``.
+    Example:
+      >>> functx.numpy.linalg.eigvalsh(np.array([[2.0, 1.0], [1.0, 2.0]], np.float32))
+      Array([1., 3.], dtype=float32)
+    """
+    return eigh(a, UPLO, symmetrize_input).eigenvalues
+
+
+def qr(a, mode="reduced"):
+    """QR decomposition, like ``jax.numpy.linalg.qr``.
+
+    Arguments:
+      a: ``[..., m, n]``.
+      mode: 'reduced' (``Q`` ``[..., m, k]``, ``k = min(m, n)``), 'complete' (``Q``
+        ``[..., m, m]``) or 'r' (only ``R``); 'raw' is not supported (NotImplementedError).
+    Returns:
+      ``QRResult(Q, R)``, or ``R`` for mode 'r'.
+    Example:
+      >>> functx.numpy.linalg.qr(np.array([[3.0, 1.0], [4.0, 2.0]], np.float32), mode="r")
+      Array([[-5. , -2.2],
+             [ 0. ,  0.4]], dtype=float32)
+    """
+    (a,) = _inexact("qr", a)
+    if mode == "raw":
+        raise NotImplementedError("functx: qr(mode='raw') (geqrf's Householder form)")
+    if mode in ("reduced", "r", "full"):
+        full = False
+    elif mode == "complete":
+        full = True
+    else:
+        raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
+    q, r = lax.linalg.qr(a, full_matrices=full)
+    return r if mode == "r" else QRResult(q, r)
+
+
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False, subset_by_index=None):
+    """Singular value decomposition, like ``jax.numpy.linalg.svd``.
+
+    Arguments:
+      a: ``[..., m, n]``.
+      full_matrices: square ``U`` and ``Vh`` (True) or their first ``min(m, n)`` columns/rows.
+      compute_uv: return ``SVDResult(U, S, Vh)`` (True) or only ``S``.
+      hermitian: accepted; functx computes the general SVD (same singular values; JAX uses
+        ``eigh``, whose vectors may differ in sign).
+      subset_by_index: ``(lo, hi)``: only singular values ``lo..hi-1``.
+    Returns:
+      ``SVDResult(U, S, Vh)`` or ``S`` (real, descending).
+    Example:
+      >>> functx.numpy.linalg.svd(np.array([[3.0, 0.0], [0.0, -4.0]], np.float32)).S
+      Array([4., 3.], dtype=float32)
+    """
+    del hermitian
+    (a,) = _inexact("svd", a)
+    out = lax.linalg.svd(
+        a, full_matrices=full_matrices, compute_uv=compute_uv, subset_by_index=subset_by_index
+    )
+    return SVDResult(*out) if compute_uv else out
+
+
+def svdvals(x, /):
+    """Singular values, like ``jax.numpy.linalg.svdvals``.
+
+    Arguments:
+      x: ``[..., m, n]``.
+    Returns:
+      The singular values ``[..., min(m, n)]``, descending.
+    Example:
+      >>> functx.numpy.linalg.svdvals(np.array([[3.0, 0.0], [0.0, -4.0]], np.float32))
+      Array([4., 3.], dtype=float32)
+    """
+    return svd(x, compute_uv=False)
+
+
+def matrix_rank(M, rtol=None, *, tol=None):  # noqa: N803
+    """The rank of matrices by their singular values, like ``jax.numpy.linalg.matrix_rank``.
+
+    Arguments:
+      M: ``[..., m, n]`` (or fewer axes: 0 or 1 by whether any element is nonzero).
+      rtol: singular values at most ``rtol * max(s)`` count as zero (default
+        ``max(m, n) * eps``).
+      tol: JAX's older name for ``rtol``.
+    Returns:
+      integer ranks ``[...]`` (the default integer dtype).
+    Example:
+      >>> functx.numpy.linalg.matrix_rank(np.array([[1.0, 2.0], [2.0, 4.0]], np.float32))
+      Array(1, dtype=int32)
+    """
+    if tol is not None:
+        if rtol is not None:
+            raise ValueError("matrix_rank: only one of tol or rtol may be specified.")
+        rtol = tol
+    (M,) = _inexact("matrix_rank", M)
+    if M.ndim < 2:
+        return jnp.any(jnp.not_equal(M, 0)).astype(jnp.sum(jnp.ones((), bool)).dtype)
+    S = svd(M, full_matrices=False, compute_uv=False)
+    if rtol is None:
+        rtol = jnp.max(S, axis=-1) * max(M.shape[-2:]) * jnp.finfo(S.dtype).eps
+    rtol = jnp.asarray(rtol)
+    rtol = jnp.expand_dims(rtol, rtol.ndim)
+    return jnp.sum(S > rtol, axis=-1)
+
+
+@custom_jvp
+def _pinv_core(a, rtol):
+    m, n = a.shape[-2:]
+    u, s, vh = svd(lax.conj(a) if a.dtype.kind == "c" else a, full_matrices=False)
+    cutoff = jnp.expand_dims(rtol, rtol.ndim) * s[..., 0:1]
+    s = jnp.where(s > cutoff, s, jnp.inf).astype(u.dtype)
+    del m, n
+    return jnp.matmul(_mT(vh), _mT(u) / s[..., :, None], precision=lax.Precision.HIGHEST)
+
+
+@_pinv_core.defjvp
+def _pinv_jvp(primals, tangents):
+    # Golub and Pereyra (1973), JAX's rule
+    (a, rtol), (a_dot, _) = primals, tangents
+    p = _pinv_core(a, rtol)
+    m, n = a.shape[-2:]
+    if m >= n:
+        s = (p @ _mH(p)) @ _mH(a_dot)
+        t = (_mH(a_dot) @ _mH(p)) @ p
+        p_dot = -(p @ a_dot) @ p + s - (s @ a) @ p + t - (p @ a) @ t
+    else:
+        s = p @ (_mH(p) @ _mH(a_dot))
+        t = _mH(a_dot) @ (_mH(p) @ p)
+        p_dot = -p @ (a_dot @ p) + s - s @ (a @ p) + t - p @ (a @ t)
+    return p, p_dot
+
+
+def pinv(a, rtol=None, hermitian=False, *, rcond=None):
+    """The Moore-Penrose pseudo-inverse, like ``jax.numpy.linalg.pinv`` (by the SVD; JAX's
+    derivative rule).
+
+    Arguments:
+      a: ``[..., m, n]``.
+      rtol: singular values at most ``rtol * max(s)`` are treated as zero (default
+        ``10 * max(m, n) * eps``).
+      hermitian: accepted (the general SVD is used).
+      rcond: JAX's older name for ``rtol``.
+    Returns:
+      ``[..., n, m]``.
+    Example:
+      >>> functx.numpy.linalg.pinv(np.array([[2.0, 0.0], [0.0, 4.0]], np.float32))
+      Array([[0.5 , 0.  ],
+             [0.  , 0.25]], dtype=float32)
+    """
+    del hermitian
+    if rcond is not None:
+        if rtol is not None:
+            raise ValueError("pinv: only one of rtol and rcond may be specified.")
+        rtol = rcond
+    (a,) = _inexact("pinv", a)
+    m, n = a.shape[-2:]
+    if m == 0 or n == 0:
+        return jnp.zeros(a.shape[:-2] + (n, m), a.dtype)
+    real = jnp.finfo(a.dtype).dtype
+    if rtol is None:
+        rtol = 10.0 * max(m, n) * jnp.finfo(a.dtype).eps
+    rtol = jnp.asarray(rtol, real)
+    return _pinv_core(a, rtol)
+
+
+def matrix_power(a, n):
+    """``a`` to the integer power ``n`` by repeated squaring, like
+    ``jax.numpy.linalg.matrix_power`` (a negative ``n`` inverts first).
+
+    Arguments:
+      a: ``[..., m, m]``.
+      n: a Python int.
+    Returns:
+      ``a^n``, of ``a``'s shape and dtype.
+    Example:
+      >>> functx.numpy.linalg.matrix_power(np.array([[1, 1], [0, 1]], np.int32), 3)
+      Array([[1, 3],
+             [0, 1]], dtype=int32)
+    """
+    a = jnp.asarray(a) if not jnp._is_array(a) else a
+    if a.ndim < 2:
+        raise TypeError(f"{a.ndim}-dimensional array given. Array must be at least two-dimensional")
+    if a.shape[-2] != a.shape[-1]:
+        raise TypeError("Last 2 dimensions of the array must be square")
+    try:
+        n = operator.index(n)
+    except TypeError as err:
+        raise TypeError(f"exponent must be an integer, got {n}") from err
+    if n == 0:
+        return jnp.broadcast_to(jnp.eye(a.shape[-2], dtype=a.dtype), a.shape)
+    if n < 0:
+        a = inv(a)
+        n = -n
+    if n == 1:
+        return a
+    z = result = None
+    while n > 0:
+        z = a if z is None else jnp.matmul(z, z)
+        n, bit = divmod(n, 2)
+        if bit:
+            result = z if result is None else jnp.matmul(result, z)
+    return result
+
+
+def lstsq(a, b, rcond=None, *, numpy_resid=False):
+    """The least-squares solution of ``a x = b`` by the SVD, like ``jax.numpy.linalg.lstsq``.
+
+    Arguments:
+      a: ``[m, n]``.
+      b: ``[m]`` or ``[m, k]``.
+      rcond: singular values below ``rcond * max(s)`` count as zero (default
+        ``max(m, n) * eps``).
+      numpy_resid: NumPy's empty residuals when the rank is below ``n`` or ``m <= n``.
+    Returns:
+      ``(x, resid, rank, s)``: the solution, the squared residual norms, the integer rank of
+      ``a`` and its singular values.
+    Example:
+      >>> a = np.array([[1.0, 0.0], [0.0, 2.0], [0.0, 0.0]], np.float32)
+      >>> functx.numpy.linalg.lstsq(a, np.array([1.0, 4.0, 1.0], np.float32))[0]
+      Array([1., 2.], dtype=float32)
+    """
+    a, b = _inexact("lstsq", a, b)
+    if a.shape[0] != b.shape[0]:
+        raise ValueError("Leading dimensions of input arrays must match")
+    vec = b.ndim == 1
+    if vec:
+        b = b[:, None]
+    if a.ndim != 2:
+        raise TypeError(f"{a.ndim}-dimensional array given. Array must be two-dimensional")
+    if b.ndim != 2:
+        raise TypeError(f"{b.ndim}-dimensional array given. Array must be one or two-dimensional")
+    m, n = a.shape
+    if a.size == 0:
+        s = jnp.zeros((0,), a.dtype)
+        rank = jnp.sum(jnp.zeros((0,), bool))
+        x = jnp.zeros((n, *b.shape[1:]), a.dtype)
+    else:
+        eps = float(jnp.finfo(a.dtype).eps)
+        rcond = eps * max(n, m) if rcond is None else jnp.where(rcond < 0, eps, rcond)
+        u, s, vt = svd(a, full_matrices=False)
+        mask = (s > 0) & (s >= jnp.asarray(rcond, s.dtype) * s[0])
+        rank = mask.sum()
+        safe = jnp.where(mask, s, 1).astype(a.dtype)
+        s_inv = jnp.where(mask, 1 / safe, 0)[:, None]
+        hp = lax.Precision.HIGHEST
+        uTb = jnp.matmul(_mH(u), b, precision=hp)
+        x = jnp.matmul(_mH(vt), s_inv * uTb, precision=hp)
+    if numpy_resid and (int(rank) < n or m <= n):
+        resid = jnp.zeros((0,), jnp.finfo(a.dtype).dtype)
+    else:
+        r = b - jnp.matmul(a, x, precision=lax.Precision.HIGHEST)
+        resid = jnp.sum(jnp.abs(r) ** 2, axis=0)
+    if vec:
+        x = x.ravel()
+    return x, resid, rank, s
+
+
+def cond(x, p=None):
+    """The condition number of matrices, like ``jax.numpy.linalg.cond``.
+
+    Arguments:
+      x: ``[..., m, n]`` (square unless ``p`` is None, 2 or -2).
+      p: the norm: None or 2 (the ratio of extreme singular values), -2, or any matrix ``ord``
+        of ``norm`` (then ``norm(x, p) * norm(inv(x), p)``).
+    Returns:
+      The condition numbers ``[...]``; ``inf`` for a singular matrix without NaNs.
+    Example:
+      >>> functx.numpy.linalg.cond(np.array([[2.0, 0.0], [0.0, 0.5]], np.float32))
+      Array(4., dtype=float32)
+    """
+    x = jnp.asarray(x) if not jnp._is_array(x) else x
+    if x.ndim < 2:
+        raise ValueError(f"jnp.linalg.cond: input array must be at least 2D; got x.shape={x.shape}")
+    if x.shape[-1] == 0 or x.shape[-2] == 0:
+        raise ValueError(f"jnp.linalg.cond: input array must not be empty; got x.shape={x.shape}")
+    if p is None or p == 2:
+        s = svdvals(x)
+        return s[..., 0] / s[..., -1]
+    if p == -2:
+        s = svdvals(x)
+        r = s[..., -1] / s[..., 0]
+    else:
+        if x.shape[-2] != x.shape[-1]:
+            raise ValueError(
+                f"jnp.linalg.cond: for p={p}, array must be square; got x.shape={x.shape}"
+            )
+        r = norm(x, ord=p, axis=(-2, -1)) * norm(inv(x), ord=p, axis=(-2, -1))
+    nan_in = jnp.any(jnp.isnan(x), axis=(-2, -1))
+    return jnp.where(jnp.isnan(r) & ~nan_in, jnp.inf, r)
+
+
+def tensorinv(a, ind=2):
+    """The inverse of a tensor as a linear map of its first ``ind`` axes, like
+    ``jax.numpy.linalg.tensorinv``.
+
+    Arguments:
+      a: an array whose first ``ind`` axes hold as many elements as the others.
+      ind: the number of leading (input) axes.
+    Returns:
+      The inverse, of shape ``a.shape[ind:] + a.shape[:ind]``.
+    Example:
+      >>> functx.numpy.linalg.tensorinv(np.eye(4, dtype=np.float32).reshape(4, 2, 2), ind=1).shape
+      (2, 2, 4)
+    """
+    a = jnp.asarray(a) if not jnp._is_array(a) else a
+    ind = operator.index(ind)
+    if ind <= 0:
+        raise ValueError(f"ind must be a positive integer; got ind={ind}")
+    head, tail = a.shape[:ind], a.shape[ind:]
+    rows, cols = math.prod(head), math.prod(tail)
+    if rows != cols:
+        raise ValueError(
+            "tensorinv is only possible when the product of the first `ind` dimensions equals "
+            f"that of the remaining dimensions. got a.shape={a.shape} with ind={ind}."
+        )
+    return jnp.reshape(inv(jnp.reshape(a, (rows, cols))), (*tail, *head))
+
+
+def tensorsolve(a, b, axes=None):
+    """Solve the tensor equation ``tensordot(a, x, x.ndim) = b`` for ``x``, like
+    ``jax.numpy.linalg.tensorsolve``.
+
+    Arguments:
+      a: coefficients, shape ``b.shape + x.shape`` (after moving ``axes`` to the end).
+      b: the right-hand side.
+      axes: axes of ``a`` to move to the end first.
+    Returns:
+      ``x``.
+    Example:
+      >>> a = np.eye(4, dtype=np.float32).reshape(4, 2, 2)
+      >>> functx.numpy.linalg.tensorsolve(a, np.arange(4, dtype=np.float32)).shape
+      (2, 2)
+    """
+    a, b = _inexact("tensorsolve", a, b)
+    if axes is not None:
+        a = jnp.moveaxis(a, axes, len(axes) * (a.ndim - 1,))
+    out = a.shape[b.ndim :]
+    if a.shape[: b.ndim] != b.shape:
+        raise ValueError(
+            "After moving axes to end, leading shape of a must match shape of b. got "
+            f"a.shape={a.shape}, b.shape={b.shape}"
+        )
+    if b.size != math.prod(out):
+        raise ValueError(
+            "Input arrays must have prod(a.shape[:b.ndim]) == prod(a.shape[b.ndim:]); got "
+            f"a.shape={a.shape}, b.ndim={b.ndim}."
+        )
+    x = solve(jnp.reshape(a, (b.size, math.prod(out))), jnp.ravel(b))
+    return jnp.reshape(x, out)
+
+
+def multi_dot(arrays, *, precision=None):
+    """The product of a chain of matrices, like ``jax.numpy.linalg.multi_dot`` (multiplied
+    in the order that costs the fewest multiplications; the ends may be vectors).
+
+    Arguments:
+      arrays: two or more arrays: the first and last 1D or 2D, the others 2D.
+      precision: passed to each matmul.
+    Returns:
+      The product.
+    Example:
+      >>> a = np.ones((2, 3), np.float32)
+      >>> functx.numpy.linalg.multi_dot([a, a.T, np.ones(2, np.float32)])
+      Array([6., 6.], dtype=float32)
+    """
+    arrs = [jnp.asarray(a) if not jnp._is_array(a) else a for a in arrays]
+    if len(arrs) < 2:
+        raise ValueError(f"multi_dot requires at least two arrays; got len(arrays)={len(arrs)}")
+    if not (
+        arrs[0].ndim in (1, 2) and arrs[-1].ndim in (1, 2) and all(a.ndim == 2 for a in arrs[1:-1])
+    ):
+        raise ValueError(
+            "multi_dot: input arrays must have one or two dimensions; got "
+            f"{[a.shape for a in arrs]}"
+        )
+    first_vec, last_vec = arrs[0].ndim == 1, arrs[-1].ndim == 1
+    mats = [arrs[0][None, :] if first_vec else arrs[0], *arrs[1:-1]]
+    mats.append(arrs[-1][:, None] if last_vec else arrs[-1])
+    dims = [mats[0].shape[0]] + [m.shape[1] for m in mats]
+    n = len(mats)
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):  # the classic matrix-chain dynamic program
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = None
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
+                if cost[i][j] is None or c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, k
+
+    def product(i, j):
+        if i == j:
+            return mats[i]
+        k = split[i][j]
+        return jnp.matmul(product(i, k), product(k + 1, j), precision=precision)
+
+    out = product(0, n - 1)
+    if first_vec:
+        out = out[0]
+    if last_vec:
+        out = out[..., 0]
+    return out
+
+
 matmul = jnp.matmul
 tensordot = jnp.tensordot
 vecdot = jnp.vecdot
@@ -362,7 +836,19 @@ matrix_transpose = jnp.matrix_transpose
 __getattr__ = _missing_name_hook(__name__)
 
 __all__ = [
+    "EighResult",
+    "QRResult",
+    "SVDResult",
     "SlogdetResult",
+    "eigh",
+    "eigvalsh",
+    "lstsq",
+    "matrix_power",
+    "matrix_rank",
+    "pinv",
+    "qr",
+    "svd",
+    "svdvals",
     "cholesky",
     "det",
     "inv",

@@ -115,9 +115,9 @@ def _gather_impl(x, idx, *, axes, mode, fill_value=None):
 
 
 def default_fill(dtype):
-    """The value gather mode "fill" returns for an out-of-range index: NaN, True or the extreme
-    integer (as JAX)."""
-    if dtype.kind == "f" or dtype == dtypes.bfloat16:
+    """The value gather mode "fill" returns for an out-of-range index: NaN (NaN+0j for complex),
+    True or the extreme integer (as JAX)."""
+    if dtype.kind in "fc" or dtype == dtypes.bfloat16:
         return np.nan
     if dtype == np.bool_:
         return True

@@ -6,6 +6,7 @@ that is not positive definite gives NaNs instead of an error.
 
 from __future__ import annotations
 
+import math
 import warnings
 
 from functx import lax
@@ -324,18 +325,219 @@ def det(a, overwrite_a=False, check_finite=True):
     return _jla.det(a)
 
 
+def eigh(
+    a,
+    b=None,
+    lower=True,
+    eigvals_only=False,
+    overwrite_a=False,
+    overwrite_b=False,
+    turbo=True,
+    eigvals=None,
+    type=1,  # noqa: A002
+    check_finite=True,
+):
+    """Eigenvalues and eigenvectors of Hermitian matrices, like ``jax.scipy.linalg.eigh``
+    (only ``b=None``, ``type=1``, ``eigvals=None``, as in JAX).
+
+    Arguments:
+      a: ``[..., n, n]`` (symmetrized first).
+      b, eigvals, type: only their defaults (NotImplementedError otherwise, as in JAX).
+      lower: the triangle LAPACK reads.
+      eigvals_only: return only the eigenvalues.
+      overwrite_a, overwrite_b, turbo, check_finite: accepted and ignored (as in JAX).
+    Returns:
+      ``(w, v)``: real ascending eigenvalues and the eigenvectors as columns; or ``w``.
+    Example:
+      >>> a = np.array([[2.0, 1.0], [1.0, 2.0]], np.float32)
+      >>> functx.scipy.linalg.eigh(a, eigvals_only=True)
+      Array([1., 3.], dtype=float32)
+    """
+    del overwrite_a, overwrite_b, turbo, check_finite
+    if b is not None:
+        raise NotImplementedError("Only the b=None case of eigh is implemented")
+    if type != 1:
+        raise NotImplementedError("Only the type=1 case of eigh is implemented.")
+    if eigvals is not None:
+        raise NotImplementedError("Only the eigvals=None case of eigh is implemented.")
+    (a,) = _inexact("eigh", a)
+    v, w = lax.linalg.eigh(a, lower=lower)
+    return w if eigvals_only else (w, v)
+
+
+def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
+    """QR decomposition, like ``jax.scipy.linalg.qr``.
+
+    Arguments:
+      a: ``[..., m, n]``.
+      mode: 'full' (``q`` ``[..., m, m]``), 'economic' (``q`` ``[..., m, min(m, n)]``) or 'r'
+        (only ``r``, in a 1-tuple).
+      pivoting: column pivoting (not supported by functx: NotImplementedError).
+      overwrite_a, lwork, check_finite: accepted and ignored (as in JAX).
+    Returns:
+      ``(q, r)``, or ``(r,)`` for mode 'r'.
+    Example:
+      >>> q, r = functx.scipy.linalg.qr(np.array([[3.0, 1.0], [4.0, 2.0]], np.float32))
+      >>> r
+      Array([[-5. , -2.2],
+             [ 0. ,  0.4]], dtype=float32)
+    """
+    del overwrite_a, lwork, check_finite
+    if mode in ("full", "r"):
+        full = True
+    elif mode == "economic":
+        full = False
+    else:
+        raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
+    (a,) = _inexact("qr", a)
+    q, r = lax.linalg.qr(a, pivoting=pivoting, full_matrices=full)
+    return (r,) if mode == "r" else (q, r)
+
+
+def svd(
+    a,
+    full_matrices=True,
+    compute_uv=True,
+    overwrite_a=False,
+    check_finite=True,
+    lapack_driver="gesdd",
+):
+    """Singular value decomposition, like ``jax.scipy.linalg.svd``.
+
+    Arguments:
+      a: ``[..., m, n]``.
+      full_matrices: square ``u`` and ``vh`` (True) or their first ``min(m, n)`` columns/rows.
+      compute_uv: return ``(u, s, vh)`` (True) or only ``s``.
+      overwrite_a, check_finite, lapack_driver: accepted and ignored (as in JAX).
+    Returns:
+      ``(u, s, vh)`` or ``s``.
+    Example:
+      >>> functx.scipy.linalg.svd(np.array([[3.0, 0.0], [0.0, -4.0]], np.float32), compute_uv=False)
+      Array([4., 3.], dtype=float32)
+    """
+    del overwrite_a, check_finite, lapack_driver
+    (a,) = _inexact("svd", a)
+    return lax.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
+
+
+def block_diag(*arrs):
+    """A block-diagonal matrix of the given arrays, like ``jax.scipy.linalg.block_diag``.
+
+    Arguments:
+      *arrs: arrays of at most 2 dimensions (scalars and vectors are one-row blocks).
+    Returns:
+      The block-diagonal matrix, of the promoted dtype.
+    Example:
+      >>> functx.scipy.linalg.block_diag(np.ones((1, 2), np.float32), np.float32(3))
+      Array([[1., 1., 0.],
+             [0., 0., 3.]], dtype=float32)
+    """
+    if len(arrs) == 0:
+        arrs = (jnp.zeros((1, 0)),)
+    arrs = [jnp.asarray(a) if not jnp._is_array(a) else a for a in arrs]
+    arrs = jnp._promote_only(*arrs)
+    bad = [i for i, a in enumerate(arrs) if a.ndim > 2]
+    if bad:
+        raise ValueError(
+            f"Arguments to jax.scipy.linalg.block_diag must have at most 2 dimensions, got "
+            f"{arrs[bad[0]]} at argument {bad[0]}."
+        )
+    arrs = [jnp.reshape(a, (1,) * (2 - a.ndim) + a.shape) for a in arrs]
+    acc = arrs[0]
+    for a in arrs[1:]:
+        _, c = a.shape
+        a = jnp.pad(a, ((0, 0), (acc.shape[-1], 0)))
+        acc = jnp.pad(acc, ((0, 0), (0, c)))
+        acc = jnp.concatenate([acc, a], axis=0)
+    return acc
+
+
+def _pade_coefficients(m):
+    """The [m/m] Pade approximant of exp: ``c_k = (2m-k)! m! / ((2m)! k! (m-k)!)``."""
+    f = math.factorial
+    return [f(2 * m - k) * f(m) / (f(2 * m) * f(k) * f(m - k)) for k in range(m + 1)]
+
+
+# Higham (2005), "The scaling and squaring method for the matrix exponential revisited": the
+# largest 1-norms for which the Pade approximants of degree m are accurate (double precision,
+# and single precision for the low degrees), and the norm above which A is scaled
+_THETA64 = ((3, 1.495585217958292e-2), (5, 2.539398330063230e-1), (7, 9.504178996162932e-1))
+_THETA64 += ((9, 2.097847961257068e0), (13, 5.371920351148152e0))
+_THETA32 = ((3, 4.258730016922831e-1), (5, 1.880152677804762e0), (7, 3.925724783138660e0))
+
+
+def _pade_uv(a, m, powers):
+    """``U`` (odd terms) and ``V`` (even terms) of the degree-``m`` Pade numerator."""
+    c = _pade_coefficients(m)
+    eye = jnp.broadcast_to(jnp.eye(a.shape[-1], dtype=a.dtype), a.shape)
+    even = c[0] * eye
+    odd = c[1] * eye
+    for k in range(2, m + 1, 2):
+        even = even + c[k] * powers[k]
+        if k + 1 <= m:
+            odd = odd + c[k + 1] * powers[k]
+    return jnp.matmul(a, odd, precision=lax.Precision.HIGHEST), even
+
+
+def expm(A, *, upper_triangular=False, max_squarings=16):  # noqa: N803
+    """The matrix exponential by scaling and squaring with Pade approximants (Higham 2005), like
+    ``jax.scipy.linalg.expm``.
+
+    Arguments:
+      A: square matrices ``[..., n, n]``.
+      upper_triangular: whether ``A`` is upper triangular (a triangular solve is used).
+      max_squarings: the most squarings; a matrix needing more gives NaNs (as in JAX).
+    Returns:
+      ``exp(A)``, of ``A``'s shape and inexact dtype.
+    Example:
+      >>> functx.scipy.linalg.expm(np.zeros((2, 2), np.float32))
+      Array([[1., 0.],
+             [0., 1.]], dtype=float32)
+    """
+    (A,) = _inexact("expm", A)
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise ValueError(f"Expected A to be a (batched) square matrix, got A.shape={A.shape}.")
+    wide = A.dtype in (jnp.float64, jnp.complex128)
+    thetas = _THETA64 if wide else _THETA32
+    norm1 = jnp.max(jnp.sum(jnp.abs(A), axis=-2), axis=-1)
+    maxnorm = thetas[-1][1]
+    s = jnp.maximum(0, jnp.floor(jnp.log2(norm1 / maxnorm)))
+    a = A / jnp.expand_dims(2**s, (-1, -2)).astype(A.dtype)
+    top = thetas[-1][0]
+    hp = lax.Precision.HIGHEST
+    powers = {2: jnp.matmul(a, a, precision=hp)}
+    for k in range(4, top + 1, 2):
+        powers[k] = jnp.matmul(powers[k - 2], powers[2], precision=hp)
+    u, v = _pade_uv(a, top, powers)
+    for m, theta in reversed(thetas[:-1]):  # the lowest degree whose bound holds
+        um, vm = _pade_uv(a, m, powers)
+        use = jnp.expand_dims(norm1 <= theta, (-1, -2))
+        u, v = jnp.where(use, um, u), jnp.where(use, vm, v)
+    p, q = u + v, v - u
+    r = solve_triangular(q, p) if upper_triangular else _jla.solve(q, p)
+    for i in range(max_squarings):
+        r = jnp.where(jnp.expand_dims(i < s, (-1, -2)), jnp.matmul(r, r, precision=hp), r)
+    bad = jnp.expand_dims(s > max_squarings, (-1, -2))
+    return jnp.where(bad, jnp.full_like(r, jnp.nan), r)
+
+
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
 __getattr__ = _missing_name_hook(__name__)
 
 __all__ = [
+    "block_diag",
     "cho_factor",
     "cho_solve",
     "cholesky",
     "det",
+    "eigh",
+    "expm",
     "inv",
     "lu",
     "lu_factor",
     "lu_solve",
+    "qr",
     "solve",
     "solve_triangular",
+    "svd",
 ]

@@ -16,6 +16,7 @@ import operator
 import numpy as np
 
 from functx import nn as _nn, numpy as jnp, ops
+from functx.control.betainc import betainc as lax_betainc
 from functx.control.custom_derivatives import custom_jvp
 from functx.errors import FunctxTypeError, FunctxValueError, missing_name_hook as _missing_name_hook
 from functx.source_info import where as _loc
@@ -631,10 +632,234 @@ def log_ndtr(x, series_order=3):
     return _LOG_NDTR[series_order](x)
 
 
+# --- the incomplete gamma functions, polygamma, zeta, Bessel, gamma ------------------------------
+def _args(name, *args):
+    """``args`` promoted to one float dtype and broadcast to one shape (for the lax primitives)."""
+    args = _float(name, *args)
+    return jnp.broadcast_arrays(*args) if len(args) > 1 else args
+
+
+def gammainc(a, x):
+    """The regularized lower incomplete gamma function ``P(a, x)`` (``lax.igamma``).
+
+    Arguments:
+      a: the shape parameter (positive).
+      x: the upper limit of the integral (non-negative); broadcast against ``a``.
+    Returns:
+      An array of the promoted float dtype (NaN outside the domain).
+
+    Example:
+      >>> import functx.scipy.special as fs
+      >>> print(fs.gammainc(2.0, 1.5))
+      0.4421746
+    """
+    return ops.igamma(*_args("gammainc", a, x))
+
+
+def gammaincc(a, x):
+    """The regularized upper incomplete gamma function ``Q(a, x) = 1 - P(a, x)``
+    (``lax.igammac``).
+
+    Arguments:
+      a: the shape parameter (positive).
+      x: the lower limit of the integral (non-negative); broadcast against ``a``.
+    Returns:
+      An array of the promoted float dtype (NaN outside the domain).
+
+    Example:
+      >>> import functx.scipy.special as fs
+      >>> print(fs.gammaincc(2.0, 1.5))
+      0.5578254
+    """
+    return ops.igammac(*_args("gammaincc", a, x))
+
+
+def polygamma(n, x):
+    """The polygamma function ``psi^(n)(x)``, the ``n``-th derivative of ``digamma``.
+
+    Arguments:
+      n: the order, an integer array (JAX raises ValueError for other dtypes).
+      x: the argument (real); broadcast against ``n``.
+    Returns:
+      An array of the promoted float dtype.
+
+    Example:
+      >>> import numpy as np
+      >>> import functx.scipy.special as fs
+      >>> print(fs.polygamma(np.int32(1), np.float32(0.5)))
+      4.934802
+    """
+    n_dt = np.asarray(n).dtype if not hasattr(n, "aval") else n.dtype
+    if not np.issubdtype(n_dt, np.integer):
+        raise FunctxValueError(
+            f"Argument `n` to polygamma must be of integer type. Got dtype {n_dt}."
+        )
+    return ops.polygamma(*_args("polygamma", n, x))
+
+
+def zeta(x, q=None):
+    """The Hurwitz zeta function ``sum_k (k + q) ** -x`` (``lax.zeta``).
+
+    Arguments:
+      x: the exponent (> 1).
+      q: the offset; broadcast against ``x``. ``None`` (the Riemann zeta function) raises
+        NotImplementedError, as in JAX.
+    Returns:
+      An array of the promoted float dtype.
+
+    Example:
+      >>> import functx.scipy.special as fs
+      >>> print(fs.zeta(2.0, 1.0))
+      1.644934
+    """
+    if q is None:
+        raise NotImplementedError(
+            "Riemann zeta function not implemented; pass q != None to compute the Hurwitz "
+            "Zeta function."
+        )
+    return ops.zeta(*_args("zeta", x, q))
+
+
+def _bessel_doc(name, what, value):
+    return f"""{what}.
+
+    Arguments:
+      x: the argument (real; integers are converted to float).
+    Returns:
+      An array of the input's float dtype.
+
+    Example:
+      >>> import functx.scipy.special as fs
+      >>> print(fs.{name}(1.0))
+      {value}
+    """
+
+
+def i0e(x):
+    (x,) = _float("i0e", x)
+    return ops.bessel_i0e(x)
+
+
+def i1e(x):
+    (x,) = _float("i1e", x)
+    return ops.bessel_i1e(x)
+
+
+def i0(x):
+    (x,) = _float("i0", x)
+    return ops.mul(ops.exp(ops.abs(x)), ops.bessel_i0e(x))
+
+
+def i1(x):
+    (x,) = _float("i1", x)
+    return ops.mul(ops.exp(ops.abs(x)), ops.bessel_i1e(x))
+
+
+i0e.__doc__ = _bessel_doc(
+    "i0e",
+    "The exponentially scaled modified Bessel function ``exp(-|x|) I0(x)``",
+    "0.4657596",
+)
+i1e.__doc__ = _bessel_doc(
+    "i1e",
+    "The exponentially scaled modified Bessel function ``exp(-|x|) I1(x)``",
+    "0.20791042",
+)
+i0.__doc__ = _bessel_doc("i0", "The modified Bessel function of order 0", "1.266066")
+i1.__doc__ = _bessel_doc("i1", "The modified Bessel function of order 1", "0.56515914")
+
+
+def betainc(a, b, x):
+    """The regularized incomplete beta function ``I_x(a, b)`` (``lax.betainc``).
+
+    Arguments:
+      a, b: the (positive) shape parameters.
+      x: the upper limit, in ``[0, 1]``; the three are promoted and broadcast together.
+    Returns:
+      An array of the promoted float dtype (NaN outside the domain).
+
+    Example:
+      >>> import functx.scipy.special as fs
+      >>> print(fs.betainc(2.0, 3.0, 0.5))
+      0.6875
+    """
+    return lax_betainc(*_args("betainc", a, b, x))
+
+
+def gammasgn(x):
+    """The sign of the gamma function (NaN at the poles, -inf and NaN; -1 at -0.0).
+
+    Arguments:
+      x: the argument (real).
+    Returns:
+      An array of the input's float dtype: 1, -1 or NaN.
+
+    Example:
+      >>> import functx.scipy.special as fs
+      >>> print(fs.gammasgn(-1.5))
+      1.0
+    """
+    (x,) = _float("gammasgn", x)
+    floor_x = jnp.floor(x)
+    neg = x < 0
+    nan = (neg & (x == floor_x)) | jnp.isnan(x)
+    minus = (neg & (jnp.fmod(floor_x, 2) != 0)) | ((x == 0) & jnp.signbit(x))
+    return jnp.where(nan, _c(np.nan, x), jnp.where(minus, _c(-1.0, x), _c(1.0, x)))
+
+
+def gamma(x):
+    """The gamma function, ``gammasgn(x) * exp(gammaln(x))``.
+
+    Arguments:
+      x: the argument (real).
+    Returns:
+      An array of the input's float dtype (NaN at the poles 0 > x integer).
+
+    Example:
+      >>> import functx.scipy.special as fs
+      >>> print(fs.gamma(0.5))
+      1.7724538
+    """
+    (x,) = _float("gamma", x)
+    return gammasgn(x) * ops.exp(ops.lgamma(x))
+
+
+def factorial(n, exact=False):
+    """``n!`` as ``gamma(n + 1)`` (0 for negative ``n``).
+
+    Arguments:
+      n: the argument (real; integers are converted to float).
+      exact: must be False (JAX raises NotImplementedError for True, as functx does).
+    Returns:
+      An array of the input's float dtype.
+
+    Example:
+      >>> import functx.scipy.special as fs
+      >>> print(fs.factorial(3))
+      6.0
+    """
+    if exact:
+        raise NotImplementedError("factorial with exact=True")
+    (n,) = _float("factorial", n)
+    return jnp.where(n < 0, _c(0, n), ops.exp(ops.lgamma(n + _c(1, n))))
+
+
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
 __getattr__ = _missing_name_hook(__name__)
 
 __all__ = [
+    "betainc",
+    "factorial",
+    "gamma",
+    "gammainc",
+    "gammaincc",
+    "gammasgn",
+    "i0",
+    "i0e",
+    "i1",
+    "i1e",
+    "polygamma",
+    "zeta",
     "betaln",
     "digamma",
     "erfinv",

@@ -43,12 +43,22 @@ CASES = [
     ("argpartition", lambda m, x: m.numpy.argpartition(m.numpy.nan_to_num(x), 3)[3]),
     (
         "searchsorted",
-        lambda m, x: [m.numpy.searchsorted(m.numpy.sort(x), x, side=s) for s in ("left", "right")],
+        lambda m, x: [
+            m.numpy.searchsorted(m.numpy.sort(x), x, side=s, method=k)
+            for s in ("left", "right")
+            for k in ("scan", "compare_all")
+        ],
     ),
     (
         "unique size",
         lambda m, x: m.numpy.unique(
             x, size=12, fill_value=7.0, return_index=True, return_inverse=True, return_counts=True
+        ),
+    ),
+    (
+        "unique axis",
+        lambda m, x: m.numpy.unique(
+            m.numpy.round(x.reshape(5, 2) / 2.0), axis=0, size=5, return_inverse=True
         ),
     ),
     ("nonzero size", lambda m, x: m.numpy.nonzero(x.reshape(2, 5), size=9, fill_value=-1)),
@@ -184,11 +194,13 @@ def test_gradients():
     check_grads(lambda v: functx.lax.top_k(v, 3)[0], (x,), order=2)
     check_grads(lambda v: fjnp.quantile(v.reshape(2, 3), 0.3, axis=1), (x,), order=1)
     check_grads(lambda v: fjnp.median(v), (x,), order=1)
-    g = functx.grad(lambda v: (fjnp.sort(v) * fjnp.arange(6.0)).sum())(x)
-    w = jax.grad(lambda v: (jjnp.sort(v) * jjnp.arange(6.0)).sum())(x)
-    same(g, w)
-    g = functx.grad(lambda v: fjnp.percentile(v, 30.0))(x)
-    same(g, jax.grad(lambda v: jjnp.percentile(v, 30.0))(x))
+    fs = lambda m: (
+        lambda v: [  # noqa: E731
+            m.grad(lambda v: (m.numpy.sort(v) * m.numpy.arange(6.0)).sum())(v),
+            m.grad(lambda v: m.numpy.percentile(v, 30.0))(v),
+        ]
+    )
+    same(fs(functx)(x), jax.jit(fs(jax))(x))
 
 
 def test_vmap_against_loop():
@@ -214,3 +226,21 @@ def test_jit_cpp_against_eager():
     got = functx.jit(both)(z, x[0])  # one C++ program
     same(got, both(z, x[0]))
     same(got, (np.sort(z), jax.grad(topk2(jax))(x[0])))
+
+
+def test_docstring_examples_run():
+    """Every public function here has Arguments, Returns and an Example that runs (default mode)."""
+    import doctest
+
+    from functx.control import sort as lax_sort
+    from functx.numpy import _sort
+
+    fns = [getattr(_sort, n) for n in _sort.__all__]
+    fns += [lax_sort.sort, lax_sort.sort_key_val, lax_sort.top_k]
+    for fn in fns:
+        doc = fn.__doc__ or ""
+        assert "Arguments:" in doc and "Returns:" in doc and ">>>" in doc, fn.__name__
+        (test,) = doctest.DocTestFinder().find(fn, fn.__name__, globs={})
+        runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+        runner.run(test)
+        assert runner.failures == 0, fn.__name__

@@ -16,6 +16,7 @@ from functx.lowering.loopir import flat_offset, sym
 from functx.lowering.schedule import Kernel, KernelCtx
 
 RUN = 16  # insertion-sorted run length before merging
+SELECT_MAX = 64  # top_k of at most this many: one selection pass instead of a sort
 
 
 def _lt_asc(dt, a, b):
@@ -69,6 +70,33 @@ def _comparator(group, vals):
     return lines
 
 
+def _packed_key(group, n, v):
+    """Statements setting ``ia_[j0]`` to a packed (key, index) integer whose unsigned order is
+    the sort's order, for one key of at most 32 bits (else None)."""
+    ops = group["ops"]
+    dt = np.dtype(ops[0].dtype)
+    if group["num_keys"] != 1 or n >= 2**31 or dt in dtypes.COMPLEX or dt.itemsize > 4:
+        return None
+    topk = group["mode"] == "topk"
+    x = f"{v}[j0]"
+    if dt in dtypes.FLOATS:
+        lines = [f"float xf = (float)({x}); uint32_t u;"]
+        if not topk:  # JAX's sort: -0.0 is 0.0, every NaN the positive quiet NaN
+            lines.append('xf = xf == 0.0f ? 0.0f : xf; if (xf != xf) xf = __builtin_nanf("");')
+        lines += [
+            "__builtin_memcpy(&u, &xf, 4);",
+            "u ^= (u >> 31) ? 0xFFFFFFFFu : 0x80000000u;",
+        ]
+    elif dt == dtypes.bool_ or dt.kind == "u":
+        lines = [f"uint32_t u = (uint32_t)({x});"]
+    else:
+        lines = [f"uint32_t u = (uint32_t)(int32_t)({x}) ^ 0x80000000u;"]
+    if topk:  # descending keys, ascending indices
+        lines.append("u = ~u;")
+    lines.append("ia_[j0] = (int64_t)(((uint64_t)u << 32) | (uint64_t)j0);")
+    return lines
+
+
 def render(prog, k: Kernel):
     group = k.nodes[0].params["group"]
     ops, outs, dim, kk = group["ops"], group["outs"], group["dimension"], group["k"]
@@ -112,11 +140,56 @@ def render(prog, k: Kernel):
     ]
     lines += em.lines
     lines += [f"      {v}[j0] = {x};" for v, x in zip(vals, loads)]
-    lines += ["      ia_[j0] = j0;", "    }"]
-    lines.append(f"{ind}auto lt = [&](int64_t ia, int64_t ib) -> bool {{")
-    lines += ["      " + s for s in _comparator(group, vals)]
-    lines.append(f"{ind}}};")
-    lines += [
+    packed = _packed_key(group, n, vals[0])
+    if packed is None:
+        lines += ["      ia_[j0] = j0;", "    }"]
+        lines.append(f"{ind}auto lt = [&](int64_t ia, int64_t ib) -> bool {{")
+        lines += ["      " + s for s in _comparator(group, vals)]
+        lines.append(f"{ind}}};")
+        src, index = "i", "ia_[j0]"
+    else:
+        # one key of at most 32 bits: (order-preserving key << 32 | index) as one integer, so
+        # the comparator is a plain comparison and ties fall to the index (stable)
+        lines += ["      " + s for s in packed] + ["      ib_[j0] = ia_[j0];", "    }"]
+        lines.append(
+            f"{ind}auto lt = [](int64_t a, int64_t b) -> bool "
+            "{ return (uint64_t)a < (uint64_t)b; };"
+        )
+        src, index = "ib_[i]", "(ia_[j0] & 0xFFFFFFFFLL)"
+    if group["mode"] == "topk" and kk <= SELECT_MAX and kk < n:
+        # top_k of a few: keep the best k (in order) while scanning the row once; most elements
+        # lose against the k-th best at once
+        lines += [
+            f"{ind}int64_t cnt = 0;",
+            f"{ind}for (int64_t i = 0; i < {n}LL; ++i) {{",
+            f"      const int64_t x = {src};",
+            f"      if (cnt == {kk}LL && !lt(x, ia_[{kk - 1}LL])) continue;",
+            f"      int64_t j = cnt < {kk}LL ? cnt++ : {kk - 1}LL;",
+            "      while (j > 0 && lt(x, ia_[j - 1])) { ia_[j] = ia_[j - 1]; --j; }",
+            "      ia_[j] = x;",
+            "    }",
+        ]
+    else:
+        lines += _merge_sort(ind, n)
+    out_full = tuple(rv[:dim]) + (jv,) + tuple(rv[dim:])
+    off = _ic(flat_offset(out_full, out_shape))
+    body = []
+    for m, o in enumerate(outs):
+        if not o.buf:
+            continue
+        if group["index"] and m == len(outs) - 1:
+            val = f"({compute_type(o.dtype)}){index}"
+        else:
+            val = f"{vals[m]}[{index}]"
+        body.append("      " + _store(o.buf, off, val, o.dtype))
+    lines += [f"{ind}for (int64_t j0 = 0; j0 < {kk}LL; ++j0) {{"] + body + ["    }"]
+    lines += [f"{ind}free(fx_scratch);", "  }"]
+    prog.body += lines
+
+
+def _merge_sort(ind, n):
+    """A stable bottom-up merge sort of the index array ``ia_`` (scratch ``ib_``) by ``lt``."""
+    return [
         f"{ind}for (int64_t s = 0; s < {n}LL; s += {RUN}) {{",
         f"      int64_t e = s + {RUN} < {n}LL ? s + {RUN} : {n}LL;",
         "      for (int64_t i = s + 1; i < e; ++i) {",
@@ -137,17 +210,3 @@ def render(prog, k: Kernel):
         "      int64_t* t_ = ia_; ia_ = ib_; ib_ = t_;",
         "    }",
     ]
-    out_full = tuple(rv[:dim]) + (jv,) + tuple(rv[dim:])
-    off = _ic(flat_offset(out_full, out_shape))
-    body = []
-    for m, o in enumerate(outs):
-        if not o.buf:
-            continue
-        if group["index"] and m == len(outs) - 1:
-            val = f"({compute_type(o.dtype)})ia_[j0]"
-        else:
-            val = f"{vals[m]}[ia_[j0]]"
-        body.append("      " + _store(o.buf, off, val, o.dtype))
-    lines += [f"{ind}for (int64_t j0 = 0; j0 < {kk}LL; ++j0) {{"] + body + ["    }"]
-    lines += [f"{ind}free(fx_scratch);", "  }"]
-    prog.body += lines

@@ -1,10 +1,8 @@
 """``functx.scipy.stats``: ``jax.scipy.stats``' distributions, as composites of functx's
 functions (``from functx.scipy.stats import norm; norm.logpdf(x)``).
 
-Each distribution is a module with JAX's functions and signatures. Not yet: the CDFs of
-``gamma``, ``beta``, ``chi2`` and ``poisson`` (they need the regularized incomplete gamma and
-beta functions), ``poisson.entropy``, and ``multivariate_normal``
-(it needs a Cholesky factorization: functx has no linear algebra decompositions yet).
+Each distribution is a module with JAX's functions and signatures. Not yet: ``poisson.entropy``
+and the distributions docs/differences.md lists as missing.
 """
 
 from functx.errors import missing_name_hook as _missing_name_hook
@@ -20,6 +18,7 @@ from functx.scipy.stats import (
     geom as geom,
     laplace as laplace,
     logistic as logistic,
+    multivariate_normal as multivariate_normal,
     norm as norm,
     poisson as poisson,
     t as t,
@@ -41,6 +40,7 @@ __all__ = [
     "geom",
     "laplace",
     "logistic",
+    "multivariate_normal",
     "norm",
     "poisson",
     "t",
