@@ -246,7 +246,14 @@ def inv(a):
 
 
 class SlogdetResult(NamedTuple):
-    """``slogdet``'s result: ``sign`` and ``logabsdet`` (JAX's ``SlogdetResult``)."""
+    """``slogdet``'s result: ``sign`` and ``logabsdet`` (JAX's ``SlogdetResult``), a NamedTuple.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> r = jnp.linalg.slogdet(jnp.array([[2.0, 0.0], [0.0, -3.0]]))
+      >>> r.sign, r.logabsdet
+      (Array(-1., dtype=float32), Array(1.7917595, dtype=float32))
+    """
 
     sign: object
     logabsdet: object
@@ -367,21 +374,41 @@ def det(a):
 
 
 class EighResult(NamedTuple):
-    """``eigh``'s result (JAX's ``EighResult``)."""
+    """``eigh``'s result: ``eigenvalues`` (ascending) and ``eigenvectors`` (JAX's
+    ``EighResult``), a NamedTuple.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.linalg.eigh(jnp.array([[2.0, 0.0], [0.0, 1.0]])).eigenvalues
+      Array([1., 2.], dtype=float32)
+    """
 
     eigenvalues: object
     eigenvectors: object
 
 
 class QRResult(NamedTuple):
-    """``qr``'s result (JAX's ``QRResult``)."""
+    """``qr``'s result: ``Q`` and ``R`` (JAX's ``QRResult``), a NamedTuple.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.linalg.qr(jnp.array([[3.0, 0.0], [4.0, 5.0]])).R.shape
+      (2, 2)
+    """
 
     Q: object
     R: object
 
 
 class SVDResult(NamedTuple):
-    """``svd``'s result (JAX's ``SVDResult``)."""
+    """``svd``'s result: ``U``, ``S`` (descending) and ``Vh`` (JAX's ``SVDResult``), a
+    NamedTuple.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.linalg.svd(jnp.array([[0.0, 2.0], [1.0, 0.0]])).S
+      Array([2., 1.], dtype=float32)
+    """
 
     U: object
     S: object
