@@ -20,8 +20,8 @@ from typing import NamedTuple
 from functx import lax
 from functx.control.custom_derivatives import custom_jvp
 from functx.control.linalg import lu_solve as _lu_solve
-from functx.errors import FunctxTypeError, missing_name_hook as _missing_name_hook
-from functx.numpy import _core as jnp, _validate as _v
+from functx.errors import FunctxTypeError, FunctxValueError, missing_name_hook as _missing_name_hook
+from functx.numpy import _core as jnp, _more, _validate as _v
 from functx.source_info import where
 
 
@@ -798,6 +798,65 @@ def tensorsolve(a, b, axes=None):
     return jnp.reshape(x, out)
 
 
+def cross(x1, x2, /, *, axis=-1):
+    """The cross product of 3-vectors along ``axis`` (JAX's ``jnp.linalg.cross``, the Array API
+    form of ``jnp.cross``: both operands hold 3-vectors, and the other axes broadcast).
+
+    Arguments:
+      x1, x2: arrays whose ``axis`` has size 3.
+      axis: the axis of the vectors (default: the last).
+    Returns:
+      The cross products, of the operands' promoted dtype.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.linalg.cross(jnp.array([1.0, 0.0, 0.0]), jnp.array([0.0, 1.0, 0.0]))
+      Array([0., 0., 1.], dtype=float32)
+    """
+    a, b = jnp.asarray(x1), jnp.asarray(x2)
+    na, nb = a.shape[axis] if a.ndim else 0, b.shape[axis] if b.ndim else 0
+    if na != 3 or nb != 3:
+        raise FunctxValueError(
+            "Both input arrays must be (arrays of) 3-dimensional vectors, but they have "
+            f"x1.shape[axis]={na} and x2.shape[axis]={nb}{where()}"
+        )
+    return _more.cross(a, b, axis=axis)
+
+
+def diagonal(x, /, *, offset=0):
+    """The diagonals of the matrices in the last two axes (JAX's ``jnp.linalg.diagonal``, the
+    Array API form of ``jnp.diagonal``).
+
+    Arguments:
+      x: an array of rank 2 or more.
+      offset: which diagonal (positive: above the main one).
+    Returns:
+      An array of shape ``x.shape[:-2] + (k,)``.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.linalg.diagonal(jnp.arange(9).reshape(3, 3), offset=1)
+      Array([1, 5], dtype=int32)
+    """
+    return jnp.diagonal(x, offset=offset, axis1=-2, axis2=-1)
+
+
+def trace(x, /, *, offset=0, dtype=None):
+    """The sums of the diagonals of the matrices in the last two axes (JAX's
+    ``jnp.linalg.trace``, the Array API form of ``jnp.trace``).
+
+    Arguments:
+      x: an array of rank 2 or more.
+      offset: which diagonal (positive: above the main one).
+      dtype: the dtype of the sums (default: ``jnp.trace``'s).
+    Returns:
+      An array of shape ``x.shape[:-2]``.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.linalg.trace(jnp.ones((2, 3, 3)))
+      Array([3., 3.], dtype=float32)
+    """
+    return jnp.trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
+
+
 def multi_dot(arrays, *, precision=None):
     """The product of a chain of matrices, like ``jax.numpy.linalg.multi_dot`` (multiplied
     in the order that costs the fewest multiplications; the ends may be vectors).
@@ -863,6 +922,9 @@ matrix_transpose = jnp.matrix_transpose
 __getattr__ = _missing_name_hook(__name__)
 
 __all__ = [
+    "cross",
+    "diagonal",
+    "trace",
     "EighResult",
     "QRResult",
     "SVDResult",

@@ -617,3 +617,28 @@ def test_docstring_examples():
                 n += 1
                 runner.run(t)
     assert runner.failures == 0 and n >= 7
+
+
+def test_array_api_forms_cross_diagonal_trace():
+    """jnp.linalg's Array API forms of cross/diagonal/trace against JAX's (values, dtypes,
+    errors)."""
+    rng = _rng(3)
+    x = rng.standard_normal((2, 3, 4)).astype(F32)
+    a, b = rng.standard_normal((4, 3)).astype(F32), rng.standard_normal((3,)).astype(F32)
+    i = np.arange(18, dtype=np.int32).reshape(2, 3, 3)
+    pairs = [
+        (fnp.linalg.cross(a, b), jnp.linalg.cross(a, b)),
+        (fnp.linalg.cross(a.T, a.T, axis=0), jnp.linalg.cross(a.T, a.T, axis=0)),
+        (fnp.linalg.diagonal(x, offset=1), jnp.linalg.diagonal(x, offset=1)),
+        (fnp.linalg.diagonal(i, offset=-1), jnp.linalg.diagonal(i, offset=-1)),
+        (fnp.linalg.trace(x), jnp.linalg.trace(x)),
+        (
+            fnp.linalg.trace(i, offset=1, dtype=np.float32),
+            jnp.linalg.trace(i, offset=1, dtype=np.float32),
+        ),
+    ]
+    for got, want in pairs:
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match="3-dimensional vectors"):
+        fnp.linalg.cross(np.ones((2, 2)), np.ones((2, 2)))
