@@ -326,6 +326,49 @@ def is_inexact(dtype) -> bool:
     return dt in FLOATS or dt in COMPLEX
 
 
+def to_inexact(dtype) -> np.dtype:
+    """The inexact dtype a function that needs one computes an integer or bool input in, as
+    JAX's ``quantile``/``median`` do: bool and integers of up to 32 bits become float32, 64-bit
+    integers float64 (float32 with x64 off); inexact dtypes stay.
+
+    Arguments:
+        dtype: anything ``numpy.dtype`` accepts.
+
+    Returns:
+        A floating or complex ``numpy.dtype``, canonical for the x64 mode.
+
+    Example:
+        >>> from functx import dtypes
+        >>> dtypes.to_inexact('int32'), dtypes.to_inexact('float16')
+        (dtype('float32'), dtype('float16'))
+    """
+    dt = np.dtype(dtype)
+    if is_inexact(dt):
+        return dt
+    return canonicalize(float64 if dt.itemsize == 8 else float32)
+
+
+def to_complex(dtype) -> np.dtype:
+    """The complex dtype of ``to_inexact(dtype)``'s width (complex64 for float16/bfloat16/float32,
+    complex128 for float64), as JAX's ``sort_complex`` converts.
+
+    Arguments:
+        dtype: anything ``numpy.dtype`` accepts.
+
+    Returns:
+        complex64 or complex128 (complex64 with x64 off).
+
+    Example:
+        >>> from functx import dtypes
+        >>> dtypes.to_complex('int8'), dtypes.to_complex('complex64')
+        (dtype('complex64'), dtype('complex64'))
+    """
+    dt = to_inexact(dtype)
+    if dt in COMPLEX:
+        return dt
+    return canonicalize(complex128 if dt == float64 else complex64)
+
+
 def is_int(dtype) -> bool:
     """Whether ``dtype`` is one of functx's integer dtypes, signed or unsigned (not bool).
 

@@ -277,6 +277,30 @@ def integer_pow(x, y: int):
     return P.integer_pow_p.bind(x, y=_int("integer_pow", "the exponent y", y))
 
 
+def reduce_precision(operand, exponent_bits: int, mantissa_bits: int):
+    """Round ``operand`` to a float format with ``exponent_bits`` exponent bits and
+    ``mantissa_bits`` mantissa bits (JAX's ``jax.lax.reduce_precision``), bit for bit as XLA:
+    the mantissa rounds to nearest even, values beyond the exponent range become signed
+    infinities or signed zeros, NaN stays NaN. The result keeps the operand's dtype.
+
+    Arguments:
+      operand: a float array or scalar.
+      exponent_bits: the exponent bits of the format (positive).
+      mantissa_bits: the explicit mantissa bits of the format (non-negative).
+    Returns:
+      An array of the operand's shape and dtype.
+
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> print(lax.reduce_precision(np.float32([1.0 / 3.0, 70000.0]), 5, 10))
+      [0.33325195        inf]
+    """
+    e = _int("reduce_precision", "exponent_bits", exponent_bits)
+    m = _int("reduce_precision", "mantissa_bits", mantissa_bits)
+    return P.reduce_precision_p.bind(operand, exponent_bits=e, mantissa_bits=m)
+
+
 def square(x):
     return integer_pow(x, 2)
 

@@ -147,7 +147,7 @@ PRIMITIVE_TESTS = {
         n: ELSEWHERE
         for n in (
             "erf_inv digamma bessel_i0e bessel_i1e igamma igammac igamma_grad_a "
-            "random_gamma_grad polygamma zeta"
+            "random_gamma_grad polygamma zeta reduce_precision"
         ).split()
     },
     "lu": ELSEWHERE,

@@ -119,6 +119,18 @@ def rewrite(source):
                 else:  # ``import jax.x`` binds ``jax``; ``jax.x`` is then functx's attribute
                     parts.append("jax = __fx.module('jax')")
             edits.append((node, parts))
+        elif isinstance(node, ast.ImportFrom) and node.module == "jax._src" and node.level == 0:
+            # ``jax._src.api`` is the public ``jax`` namespace's implementation, which tests call
+            # as ``api.jit``/``api.grad``/...: it is swapped like ``jax``; the rest stays JAX's.
+            if not any(a.name == "api" for a in node.names):
+                continue
+            parts = [
+                f"{a.asname or a.name} = __fx.module('jax')"
+                if a.name == "api"
+                else f"from jax._src import {a.name}" + (f" as {a.asname}" if a.asname else "")
+                for a in node.names
+            ]
+            edits.append((node, parts))
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             if not _is_public_jax(node.module):
                 continue

@@ -98,8 +98,21 @@ def matmul(a, b):
 
 
 def symmetrize(x):
-    """``(x + x^H) / 2`` over the last two axes (a true division, as JAX's: integers give
-    floats)."""
+    """``(x + x^H) / 2`` over the last two axes (JAX's ``lax.linalg.symmetrize``; a true
+    division, as JAX's: integers give floats).
+
+    Arguments:
+      x: an array of rank 2 or more, square in its last two axes.
+
+    Returns:
+      The Hermitian (for real ``x``: symmetric) part of ``x``, of ``x``'s inexact dtype.
+
+    Example:
+      >>> import functx, functx.numpy as jnp
+      >>> functx.lax.linalg.symmetrize(jnp.array([[1.0, 2.0], [0.0, 3.0]]))
+      Array([[1., 1.],
+             [1., 3.]], dtype=float32)
+    """
     dt = get_aval(x).dtype
     if not (dt in dtypes.FLOATS or _is_complex(dt)):
         big = np.dtype(dt) in (np.dtype(np.int64), np.dtype(np.uint64))

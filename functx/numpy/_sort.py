@@ -168,17 +168,7 @@ def sort_complex(a):
     a = sort(a)
     dt = get_aval(a).dtype
     if dt not in dtypes.COMPLEX:
-        to = (
-            dtypes.complex128
-            if dt == dtypes.float64 or (dtypes.x64_enabled() and dt.itemsize == 8)
-            else None
-        )
-        to = to or (
-            dtypes.complex128
-            if dtypes.x64_enabled() and dt in dtypes.INTEGERS
-            else dtypes.complex64
-        )
-        a = ops.convert_element_type(a, dtypes.canonicalize(to))
+        a = ops.convert_element_type(a, dtypes.to_complex(dt))
     return a
 
 
@@ -291,8 +281,8 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
       v: the values to place.
       side: 'left' (the first suitable index) or 'right' (the last).
       sorter: optional indices that sort ``a``.
-      method: 'scan', 'scan_unrolled', 'sort' or 'compare_all' (all give the same result here:
-        every value is compared with every element).
+      method: 'scan', 'scan_unrolled' or 'sort' (a binary search, unrolled over the static
+        length), or 'compare_all' (every value compared with every element); one result.
 
     Returns:
       ``int32`` indices of ``v``'s shape.
@@ -316,15 +306,29 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
         raise FunctxValueError(f"a should be 1-dimensional{_loc()}")
     if sorter is not None:
         a = jnp.take(a, _arr(sorter))
-    a, v = jnp._promote("searchsorted", a, v)
+    dt = jnp.result_type(a, v)
+    a, v = jnp.astype(a, dt), jnp.astype(v, dt)
     n = get_aval(a).shape[0]
     vs = get_aval(v).shape
     if n == 0:
         return jnp.zeros(vs, dtypes.int32)
-    ax = [ops.broadcast_in_dim(p, vs + (n,), (len(vs),)) for p in _sort_keys(a)]
-    vx = [ops.broadcast_in_dim(p, vs + (n,), tuple(range(len(vs)))) for p in _sort_keys(v)]
-    before = _less(ax, vx, side == "right")
-    return jnp.sum(before, axis=-1, dtype=dtypes.int32)
+    if method == "compare_all":
+        ax = [ops.broadcast_in_dim(p, vs + (n,), (len(vs),)) for p in _sort_keys(a)]
+        vx = [ops.broadcast_in_dim(p, vs + (n,), tuple(range(len(vs)))) for p in _sort_keys(v)]
+        before = _less(ax, vx, side == "right")
+        return jnp.sum(before, axis=-1, dtype=dtypes.int32)
+    # a binary search, unrolled over the static length: ceil(log2(n + 1)) gathers of ``a``
+    i32 = dtypes.int32
+    lo, hi = ops.full(vs, 0, i32), ops.full(vs, n, i32)
+    vk = _sort_keys(v)
+    for _ in range(int(n).bit_length()):
+        mid = ops.div(ops.add(lo, hi), ops.full(vs, 2, i32))
+        am = jnp.take(a, ops.min(mid, ops.full(vs, n - 1, i32)), mode="clip")
+        right = ops.bitwise_and(ops.lt(lo, hi), _less(_sort_keys(am), vk, side == "right"))
+        left = ops.bitwise_and(ops.lt(lo, hi), ops.bitwise_not(right))
+        lo = jnp.where(right, ops.add(mid, ops.full(vs, 1, i32)), lo)
+        hi = jnp.where(left, mid, hi)
+    return lo
 
 
 # --- nonzero & co --------------------------------------------------------------------------------
@@ -749,7 +753,7 @@ def _quantile(a, q, axis, method, keepdims, nan_aware, name):
             "quantile does not support complex input, as the operation is poorly defined."
         )
     if not dtypes.is_inexact(get_aval(a).dtype):
-        a = ops.convert_element_type(a, dtypes.default_float())
+        a = ops.convert_element_type(a, dtypes.to_inexact(get_aval(a).dtype))
     av = get_aval(a)
     q = ops.convert_element_type(q, av.dtype)  # positions and weights in a's dtype
     qv = get_aval(q)

@@ -13,14 +13,15 @@ Differences from ``jax.numpy.linalg`` (deliberate):
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import NamedTuple
 
 from functx import lax
 from functx.control.custom_derivatives import custom_jvp
 from functx.control.linalg import lu_solve as _lu_solve
-from functx.errors import FunctxTypeError, missing_name_hook as _missing_name_hook
-from functx.numpy import _core as jnp, _validate as _v
+from functx.errors import FunctxTypeError, FunctxValueError, missing_name_hook as _missing_name_hook
+from functx.numpy import _core as jnp, _more, _validate as _v
 from functx.source_info import where
 
 
@@ -245,7 +246,14 @@ def inv(a):
 
 
 class SlogdetResult(NamedTuple):
-    """``slogdet``'s result: ``sign`` and ``logabsdet`` (JAX's ``SlogdetResult``)."""
+    """``slogdet``'s result: ``sign`` and ``logabsdet`` (JAX's ``SlogdetResult``), a NamedTuple.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> r = jnp.linalg.slogdet(jnp.array([[2.0, 0.0], [0.0, -3.0]]))
+      >>> r.sign, r.logabsdet
+      (Array(-1., dtype=float32), Array(1.7917595, dtype=float32))
+    """
 
     sign: object
     logabsdet: object
@@ -366,21 +374,41 @@ def det(a):
 
 
 class EighResult(NamedTuple):
-    """``eigh``'s result (JAX's ``EighResult``)."""
+    """``eigh``'s result: ``eigenvalues`` (ascending) and ``eigenvectors`` (JAX's
+    ``EighResult``), a NamedTuple.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.linalg.eigh(jnp.array([[2.0, 0.0], [0.0, 1.0]])).eigenvalues
+      Array([1., 2.], dtype=float32)
+    """
 
     eigenvalues: object
     eigenvectors: object
 
 
 class QRResult(NamedTuple):
-    """``qr``'s result (JAX's ``QRResult``)."""
+    """``qr``'s result: ``Q`` and ``R`` (JAX's ``QRResult``), a NamedTuple.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.linalg.qr(jnp.array([[3.0, 0.0], [4.0, 5.0]])).R.shape
+      (2, 2)
+    """
 
     Q: object
     R: object
 
 
 class SVDResult(NamedTuple):
-    """``svd``'s result (JAX's ``SVDResult``)."""
+    """``svd``'s result: ``U``, ``S`` (descending) and ``Vh`` (JAX's ``SVDResult``), a
+    NamedTuple.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.linalg.svd(jnp.array([[0.0, 2.0], [1.0, 0.0]])).S
+      Array([2., 1.], dtype=float32)
+    """
 
     U: object
     S: object
@@ -676,6 +704,213 @@ def lstsq(a, b, rcond=None, *, numpy_resid=False):
     return x, resid, rank, s
 
 
+def cond(x, p=None):
+    """The condition number of matrices, like ``jax.numpy.linalg.cond``.
+
+    Arguments:
+      x: ``[..., m, n]`` (square unless ``p`` is None, 2 or -2).
+      p: the norm: None or 2 (the ratio of extreme singular values), -2, or any matrix ``ord``
+        of ``norm`` (then ``norm(x, p) * norm(inv(x), p)``).
+    Returns:
+      The condition numbers ``[...]``; ``inf`` for a singular matrix without NaNs.
+    Example:
+      >>> functx.numpy.linalg.cond(np.array([[2.0, 0.0], [0.0, 0.5]], np.float32))
+      Array(4., dtype=float32)
+    """
+    x = jnp.asarray(x) if not jnp._is_array(x) else x
+    if x.ndim < 2:
+        raise ValueError(f"jnp.linalg.cond: input array must be at least 2D; got x.shape={x.shape}")
+    if x.shape[-1] == 0 or x.shape[-2] == 0:
+        raise ValueError(f"jnp.linalg.cond: input array must not be empty; got x.shape={x.shape}")
+    if p is None or p == 2:
+        s = svdvals(x)
+        return s[..., 0] / s[..., -1]
+    if p == -2:
+        s = svdvals(x)
+        r = s[..., -1] / s[..., 0]
+    else:
+        if x.shape[-2] != x.shape[-1]:
+            raise ValueError(
+                f"jnp.linalg.cond: for p={p}, array must be square; got x.shape={x.shape}"
+            )
+        r = norm(x, ord=p, axis=(-2, -1)) * norm(inv(x), ord=p, axis=(-2, -1))
+    nan_in = jnp.any(jnp.isnan(x), axis=(-2, -1))
+    return jnp.where(jnp.isnan(r) & ~nan_in, jnp.inf, r)
+
+
+def tensorinv(a, ind=2):
+    """The inverse of a tensor as a linear map of its first ``ind`` axes, like
+    ``jax.numpy.linalg.tensorinv``.
+
+    Arguments:
+      a: an array whose first ``ind`` axes hold as many elements as the others.
+      ind: the number of leading (input) axes.
+    Returns:
+      The inverse, of shape ``a.shape[ind:] + a.shape[:ind]``.
+    Example:
+      >>> functx.numpy.linalg.tensorinv(np.eye(4, dtype=np.float32).reshape(4, 2, 2), ind=1).shape
+      (2, 2, 4)
+    """
+    a = jnp.asarray(a) if not jnp._is_array(a) else a
+    ind = operator.index(ind)
+    if ind <= 0:
+        raise ValueError(f"ind must be a positive integer; got ind={ind}")
+    head, tail = a.shape[:ind], a.shape[ind:]
+    rows, cols = math.prod(head), math.prod(tail)
+    if rows != cols:
+        raise ValueError(
+            "tensorinv is only possible when the product of the first `ind` dimensions equals "
+            f"that of the remaining dimensions. got a.shape={a.shape} with ind={ind}."
+        )
+    return jnp.reshape(inv(jnp.reshape(a, (rows, cols))), (*tail, *head))
+
+
+def tensorsolve(a, b, axes=None):
+    """Solve the tensor equation ``tensordot(a, x, x.ndim) = b`` for ``x``, like
+    ``jax.numpy.linalg.tensorsolve``.
+
+    Arguments:
+      a: coefficients, shape ``b.shape + x.shape`` (after moving ``axes`` to the end).
+      b: the right-hand side.
+      axes: axes of ``a`` to move to the end first.
+    Returns:
+      ``x``.
+    Example:
+      >>> a = np.eye(4, dtype=np.float32).reshape(4, 2, 2)
+      >>> functx.numpy.linalg.tensorsolve(a, np.arange(4, dtype=np.float32)).shape
+      (2, 2)
+    """
+    a, b = _inexact("tensorsolve", a, b)
+    if axes is not None:
+        a = jnp.moveaxis(a, axes, len(axes) * (a.ndim - 1,))
+    out = a.shape[b.ndim :]
+    if a.shape[: b.ndim] != b.shape:
+        raise ValueError(
+            "After moving axes to end, leading shape of a must match shape of b. got "
+            f"a.shape={a.shape}, b.shape={b.shape}"
+        )
+    if b.size != math.prod(out):
+        raise ValueError(
+            "Input arrays must have prod(a.shape[:b.ndim]) == prod(a.shape[b.ndim:]); got "
+            f"a.shape={a.shape}, b.ndim={b.ndim}."
+        )
+    x = solve(jnp.reshape(a, (b.size, math.prod(out))), jnp.ravel(b))
+    return jnp.reshape(x, out)
+
+
+def cross(x1, x2, /, *, axis=-1):
+    """The cross product of 3-vectors along ``axis`` (JAX's ``jnp.linalg.cross``, the Array API
+    form of ``jnp.cross``: both operands hold 3-vectors, and the other axes broadcast).
+
+    Arguments:
+      x1, x2: arrays whose ``axis`` has size 3.
+      axis: the axis of the vectors (default: the last).
+    Returns:
+      The cross products, of the operands' promoted dtype.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.linalg.cross(jnp.array([1.0, 0.0, 0.0]), jnp.array([0.0, 1.0, 0.0]))
+      Array([0., 0., 1.], dtype=float32)
+    """
+    a, b = jnp.asarray(x1), jnp.asarray(x2)
+    na, nb = a.shape[axis] if a.ndim else 0, b.shape[axis] if b.ndim else 0
+    if na != 3 or nb != 3:
+        raise FunctxValueError(
+            "Both input arrays must be (arrays of) 3-dimensional vectors, but they have "
+            f"x1.shape[axis]={na} and x2.shape[axis]={nb}{where()}"
+        )
+    return _more.cross(a, b, axis=axis)
+
+
+def diagonal(x, /, *, offset=0):
+    """The diagonals of the matrices in the last two axes (JAX's ``jnp.linalg.diagonal``, the
+    Array API form of ``jnp.diagonal``).
+
+    Arguments:
+      x: an array of rank 2 or more.
+      offset: which diagonal (positive: above the main one).
+    Returns:
+      An array of shape ``x.shape[:-2] + (k,)``.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.linalg.diagonal(jnp.arange(9).reshape(3, 3), offset=1)
+      Array([1, 5], dtype=int32)
+    """
+    return jnp.diagonal(x, offset=offset, axis1=-2, axis2=-1)
+
+
+def trace(x, /, *, offset=0, dtype=None):
+    """The sums of the diagonals of the matrices in the last two axes (JAX's
+    ``jnp.linalg.trace``, the Array API form of ``jnp.trace``).
+
+    Arguments:
+      x: an array of rank 2 or more.
+      offset: which diagonal (positive: above the main one).
+      dtype: the dtype of the sums (default: ``jnp.trace``'s).
+    Returns:
+      An array of shape ``x.shape[:-2]``.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.linalg.trace(jnp.ones((2, 3, 3)))
+      Array([3., 3.], dtype=float32)
+    """
+    return jnp.trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
+
+
+def multi_dot(arrays, *, precision=None):
+    """The product of a chain of matrices, like ``jax.numpy.linalg.multi_dot`` (multiplied
+    in the order that costs the fewest multiplications; the ends may be vectors).
+
+    Arguments:
+      arrays: two or more arrays: the first and last 1D or 2D, the others 2D.
+      precision: passed to each matmul.
+    Returns:
+      The product.
+    Example:
+      >>> a = np.ones((2, 3), np.float32)
+      >>> functx.numpy.linalg.multi_dot([a, a.T, np.ones(2, np.float32)])
+      Array([6., 6.], dtype=float32)
+    """
+    arrs = [jnp.asarray(a) if not jnp._is_array(a) else a for a in arrays]
+    if len(arrs) < 2:
+        raise ValueError(f"multi_dot requires at least two arrays; got len(arrays)={len(arrs)}")
+    if not (
+        arrs[0].ndim in (1, 2) and arrs[-1].ndim in (1, 2) and all(a.ndim == 2 for a in arrs[1:-1])
+    ):
+        raise ValueError(
+            "multi_dot: input arrays must have one or two dimensions; got "
+            f"{[a.shape for a in arrs]}"
+        )
+    first_vec, last_vec = arrs[0].ndim == 1, arrs[-1].ndim == 1
+    mats = [arrs[0][None, :] if first_vec else arrs[0], *arrs[1:-1]]
+    mats.append(arrs[-1][:, None] if last_vec else arrs[-1])
+    dims = [mats[0].shape[0]] + [m.shape[1] for m in mats]
+    n = len(mats)
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):  # the classic matrix-chain dynamic program
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = None
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
+                if cost[i][j] is None or c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, k
+
+    def product(i, j):
+        if i == j:
+            return mats[i]
+        k = split[i][j]
+        return jnp.matmul(product(i, k), product(k + 1, j), precision=precision)
+
+    out = product(0, n - 1)
+    if first_vec:
+        out = out[0]
+    if last_vec:
+        out = out[..., 0]
+    return out
+
+
 matmul = jnp.matmul
 tensordot = jnp.tensordot
 vecdot = jnp.vecdot
@@ -687,6 +922,9 @@ matrix_transpose = jnp.matrix_transpose
 __getattr__ = _missing_name_hook(__name__)
 
 __all__ = [
+    "cross",
+    "diagonal",
+    "trace",
     "EighResult",
     "QRResult",
     "SVDResult",

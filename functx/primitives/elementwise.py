@@ -468,6 +468,27 @@ def _gamma_density(ops, a, x):
     return ops.exp(ops.sub(ops.add(ops.neg(x), ops.mul(ops.sub(a, 1), ops.log(x))), ops.lgamma(a)))
 
 
+def _reduce_precision_eval(
+    x, *, exponent_bits=8, mantissa_bits=23
+):  # (defaults: for the coverage tests)
+    if x.dtype not in dtypes.FLOATS:
+        err(f"reduce_precision needs a floating-point operand, got {x.str_short()}")
+    if exponent_bits < 1:
+        raise ValueError(f"reduce_precision: exponent_bits must be positive; got {exponent_bits}")
+    if mantissa_bits < 0:
+        raise ValueError(
+            f"reduce_precision: mantissa_bits must be non-negative; got {mantissa_bits}"
+        )
+    return x
+
+
+def _cpp_reduce_precision(c):
+    if c.in_dt in LOW_FLOATS:
+        c.unsupported("reduce_precision of float16/bfloat16 is not supported by the C++ backend")
+    e, m = c.params.get("exponent_bits", 8), c.params.get("mantissa_bits", 23)
+    return f"fx_sp::reduce_precision({c.a[0]}, {min(e, 11)}, {min(m, 52)})"
+
+
 def _polygamma_dm(ops, m, x, ans):
     raise ValueError("polygamma gradient with respect to m is not supported")
 
@@ -867,6 +888,16 @@ ROWS: tuple[Elementwise, ...] = (
         _sp("zeta"),
         _NO_TRITON,
         costly=True,
+    ),
+    _u(
+        "reduce_precision",
+        "float",
+        S.reduce_precision,
+        APPLY,
+        _cpp_reduce_precision,
+        Unsupported("reduce_precision has no Triton implementation yet (use the C++ backend)"),
+        builder="custom",
+        abstract_eval=_reduce_precision_eval,
     ),
     _u("not", "intbool", _not, NONDIFF, _cpp_not, _tl_not, lax_name="bitwise_not"),
     # --- complex parts ---

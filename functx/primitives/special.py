@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+import ml_dtypes
 import numpy as np
 
 _EPS = 2.220446049250313e-16  # float64's machine epsilon
@@ -323,3 +324,47 @@ def vectorize(fn):
 
     impl.__name__ = fn.__name__
     return impl
+
+
+# --- reduce_precision --------------------------------------------------------------------------
+def float_layout(dtype):
+    """(bits, exponent bits, mantissa bits, the unsigned integer view) of a float dtype."""
+    dt = np.dtype(dtype)
+    info = ml_dtypes.finfo(dt)
+    ut = {2: np.uint16, 4: np.uint32, 8: np.uint64}[dt.itemsize]
+    return 8 * dt.itemsize, int(info.nexp), int(info.nmant), np.dtype(ut)
+
+
+def reduce_precision(x, *, exponent_bits, mantissa_bits):
+    """``x`` rounded to ``mantissa_bits`` (to nearest even) and to the exponent range of
+    ``exponent_bits``, on its bit pattern as XLA does: overflow to a signed infinity, underflow
+    (subnormals included) to a signed zero, NaN kept."""
+    x = np.asarray(x)
+    nbits, e_src, m_src, ut = float_layout(x.dtype)
+    one = ut.type(1)
+    bits = x.view(ut).copy()
+    with np.errstate(over="ignore"):
+        if mantissa_bits < m_src:
+            shift = ut.type(m_src - mantissa_bits)
+            last = one << shift
+            bias = (last >> one) - one
+            bits = (bits + ((bits & last) >> shift) + bias) & ~(last - one)
+        if exponent_bits < e_src:
+            sign = one << ut.type(nbits - 1)
+            exp_mask = ut.type((1 << e_src) - 1) << ut.type(m_src)
+            ebias = (1 << (e_src - 1)) - 1
+            rbias = (1 << (exponent_bits - 1)) - 1
+            xe = bits & exp_mask
+            over = xe > (ut.type(ebias + rbias) << ut.type(m_src))
+            under = xe <= (ut.type(ebias - rbias) << ut.type(m_src))
+            zero = bits & sign
+            bits = np.where(over, zero | exp_mask, np.where(under, zero, bits)).astype(ut)
+    out = bits.view(x.dtype)
+    # NaN stays NaN (XLA on CPU keeps its bits; bfloat16, computed through float32, comes back
+    # as the canonical quiet NaN with its sign unless the float32 operation is the identity)
+    nan = np.isnan(x.astype(np.float32) if x.dtype == ml_dtypes.bfloat16 else x)
+    if x.dtype == ml_dtypes.bfloat16 and (exponent_bits < 8 or mantissa_bits < 23):
+        keep = ((x.view(ut) & ut.type(0x8000)) | ut.type(0x7FC0)).view(x.dtype)
+    else:
+        keep = x
+    return np.asarray(np.where(nan, keep, out), x.dtype)

@@ -6,6 +6,7 @@ that is not positive definite gives NaNs instead of an error.
 
 from __future__ import annotations
 
+import math
 import warnings
 
 from functx import lax
@@ -451,6 +452,75 @@ def block_diag(*arrs):
     return acc
 
 
+def _pade_coefficients(m):
+    """The [m/m] Pade approximant of exp: ``c_k = (2m-k)! m! / ((2m)! k! (m-k)!)``."""
+    f = math.factorial
+    return [f(2 * m - k) * f(m) / (f(2 * m) * f(k) * f(m - k)) for k in range(m + 1)]
+
+
+# Higham (2005), "The scaling and squaring method for the matrix exponential revisited": the
+# largest 1-norms for which the Pade approximants of degree m are accurate (double precision,
+# and single precision for the low degrees), and the norm above which A is scaled
+_THETA64 = ((3, 1.495585217958292e-2), (5, 2.539398330063230e-1), (7, 9.504178996162932e-1))
+_THETA64 += ((9, 2.097847961257068e0), (13, 5.371920351148152e0))
+_THETA32 = ((3, 4.258730016922831e-1), (5, 1.880152677804762e0), (7, 3.925724783138660e0))
+
+
+def _pade_uv(a, m, powers):
+    """``U`` (odd terms) and ``V`` (even terms) of the degree-``m`` Pade numerator."""
+    c = _pade_coefficients(m)
+    eye = jnp.broadcast_to(jnp.eye(a.shape[-1], dtype=a.dtype), a.shape)
+    even = c[0] * eye
+    odd = c[1] * eye
+    for k in range(2, m + 1, 2):
+        even = even + c[k] * powers[k]
+        if k + 1 <= m:
+            odd = odd + c[k + 1] * powers[k]
+    return jnp.matmul(a, odd, precision=lax.Precision.HIGHEST), even
+
+
+def expm(A, *, upper_triangular=False, max_squarings=16):  # noqa: N803
+    """The matrix exponential by scaling and squaring with Pade approximants (Higham 2005), like
+    ``jax.scipy.linalg.expm``.
+
+    Arguments:
+      A: square matrices ``[..., n, n]``.
+      upper_triangular: whether ``A`` is upper triangular (a triangular solve is used).
+      max_squarings: the most squarings; a matrix needing more gives NaNs (as in JAX).
+    Returns:
+      ``exp(A)``, of ``A``'s shape and inexact dtype.
+    Example:
+      >>> functx.scipy.linalg.expm(np.zeros((2, 2), np.float32))
+      Array([[1., 0.],
+             [0., 1.]], dtype=float32)
+    """
+    (A,) = _inexact("expm", A)
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise ValueError(f"Expected A to be a (batched) square matrix, got A.shape={A.shape}.")
+    wide = A.dtype in (jnp.float64, jnp.complex128)
+    thetas = _THETA64 if wide else _THETA32
+    norm1 = jnp.max(jnp.sum(jnp.abs(A), axis=-2), axis=-1)
+    maxnorm = thetas[-1][1]
+    s = jnp.maximum(0, jnp.floor(jnp.log2(norm1 / maxnorm)))
+    a = A / jnp.expand_dims(2**s, (-1, -2)).astype(A.dtype)
+    top = thetas[-1][0]
+    hp = lax.Precision.HIGHEST
+    powers = {2: jnp.matmul(a, a, precision=hp)}
+    for k in range(4, top + 1, 2):
+        powers[k] = jnp.matmul(powers[k - 2], powers[2], precision=hp)
+    u, v = _pade_uv(a, top, powers)
+    for m, theta in reversed(thetas[:-1]):  # the lowest degree whose bound holds
+        um, vm = _pade_uv(a, m, powers)
+        use = jnp.expand_dims(norm1 <= theta, (-1, -2))
+        u, v = jnp.where(use, um, u), jnp.where(use, vm, v)
+    p, q = u + v, v - u
+    r = solve_triangular(q, p) if upper_triangular else _jla.solve(q, p)
+    for i in range(max_squarings):
+        r = jnp.where(jnp.expand_dims(i < s, (-1, -2)), jnp.matmul(r, r, precision=hp), r)
+    bad = jnp.expand_dims(s > max_squarings, (-1, -2))
+    return jnp.where(bad, jnp.full_like(r, jnp.nan), r)
+
+
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
 __getattr__ = _missing_name_hook(__name__)
 
@@ -461,6 +531,7 @@ __all__ = [
     "cholesky",
     "det",
     "eigh",
+    "expm",
     "inv",
     "lu",
     "lu_factor",

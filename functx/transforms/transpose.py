@@ -217,6 +217,15 @@ transpose_rules[P.conj_p] = _conj_t
 transpose_rules[P.complex_p] = _complex_t
 
 
+def _reduce_precision_t(ct, x, *, exponent_bits, mantissa_bits):
+    if isinstance(ct, Zero):
+        return [Zero(x.aval)]
+    return [ops.reduce_precision(ct, exponent_bits, mantissa_bits)]
+
+
+transpose_rules[P.reduce_precision_p] = _reduce_precision_t
+
+
 def _convert_t(ct, x, *, new_dtype, weak_type=False):
     if isinstance(ct, Zero):
         return [Zero(x.aval)]

@@ -427,6 +427,7 @@ def _special(ns, a, x):
     out["zeta"] = lax.zeta(a + 1.5, x)
     for n in ["digamma", "bessel_i0e", "bessel_i1e"]:
         out[n] = getattr(lax, n)(x)
+    out["reduce_precision"] = lax.reduce_precision(a * x, 5, 3)
     # a composite with a while_loop: shapes in (0, 40], x in [0, 1]
     out["betainc"] = lax.betainc(ns.np.abs(a) + 0.5, x * 0 + 2.5, ns.np.clip(x / 40.0, 0.0, 1.0))
     return out
@@ -1118,9 +1119,9 @@ def control_flow(ns, a, b, m, n, k, s):
     return out
 
 
-@case(lambda rng: (rng.standard_normal((3, 8)).astype(F32),), triton_unsupported=True)
+@case(lambda rng: (rng.standard_normal((3, 8)).astype(F32),))
 def fft_conv(ns, x):
-    # the fft primitive as a library step (pocketfft from C++; Triton refuses complex values)
+    # the fft primitive as a library step (C++: pocketfft; Triton: on real lanes, complex_lanes.py)
     fft = ns.np.fft
     conv = lambda v: fft.irfft(fft.rfft(v, n=16) * fft.rfft(v[::-1], n=16), n=16)
     return {"conv": conv(x), "grad": ns.grad(lambda v: ns.np.sum(conv(v) ** 2))(x)}

@@ -43,7 +43,11 @@ CASES = [
     ("argpartition", lambda m, x: m.numpy.argpartition(m.numpy.nan_to_num(x), 3)[3]),
     (
         "searchsorted",
-        lambda m, x: [m.numpy.searchsorted(m.numpy.sort(x), x, side=s) for s in ("left", "right")],
+        lambda m, x: [
+            m.numpy.searchsorted(m.numpy.sort(x), x, side=s, method=k)
+            for s in ("left", "right")
+            for k in ("scan", "compare_all")
+        ],
     ),
     (
         "unique size",
@@ -65,6 +69,19 @@ CASES = [
     ("nanquantile", lambda m, x: m.numpy.nanquantile(x.reshape(2, 5), 0.3, axis=1, keepdims=True)),
     ("percentile", lambda m, x: m.numpy.percentile(m.numpy.nan_to_num(x), 40, method="nearest")),
     ("nanmedian", lambda m, x: m.numpy.nanmedian(x.reshape(2, 5), axis=0)),
+    ("nanpercentile", lambda m, x: m.numpy.nanpercentile(x.reshape(2, 5), 70.0, axis=1)),
+    ("argwhere size", lambda m, x: m.numpy.argwhere(x.reshape(2, 5) > 0, size=6, fill_value=-2)),
+    ("flatnonzero size", lambda m, x: m.numpy.flatnonzero(x > 0, size=4)),
+    ("lexsort", lambda m, x: m.numpy.lexsort((x > 0, m.numpy.nan_to_num(x)))),
+    (
+        "unique_* size",
+        lambda m, x: [
+            tuple(m.numpy.unique_all(x, size=11, fill_value=1.0)),
+            tuple(m.numpy.unique_counts(x, size=11)),
+            tuple(m.numpy.unique_inverse(x, size=11)),
+            m.numpy.unique_values(x, size=11),
+        ],
+    ),
     ("median", lambda m, x: m.numpy.median(x.reshape(2, 5), axis=1)),
     (
         "quantile methods",

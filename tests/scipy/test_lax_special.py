@@ -287,3 +287,42 @@ def test_multivariate_normal_against_scipy_and_jax():
         mvn.logpdf(x, mu, np.eye(2))
     with x64_off():
         assert mvn.logpdf(x, mu, cov).dtype == F32
+
+
+def test_reduce_precision_bit_exact_against_jax():
+    """Every float dtype, formats narrower and wider than the operand's, on random bit patterns
+    (NaNs, infinities and subnormals among them): the same bits as JAX."""
+    import ml_dtypes
+
+    from functx.primitives.special import float_layout
+
+    rng = np.random.default_rng(0)
+    combos = [(1, 0), (2, 1), (5, 10), (8, 7), (11, 52)]
+    dts = (F32, F64, np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+    xs = []
+    for dt in dts:
+        nbits, _, _, ut = float_layout(dt)
+        bits = rng.integers(0, 2 ** min(nbits, 63), 300, dtype=np.uint64).astype(ut)
+        xs.append(
+            np.concatenate([bits.view(dt), np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0], dt)])
+        )
+    # one XLA compile for every dtype and format
+    refs = jax.jit(lambda vs: [[jax.lax.reduce_precision(v, e, m) for e, m in combos] for v in vs])(
+        xs
+    )
+    for dt, x, ref in zip(dts, xs, refs):
+        ut = float_layout(dt)[3]
+        for (e, m), r in zip(combos, ref):
+            out = np.asarray(lax.reduce_precision(x, exponent_bits=e, mantissa_bits=m))
+            assert out.dtype == dt
+            np.testing.assert_array_equal(
+                out.view(ut), np.asarray(r).view(ut), err_msg=f"{dt} {e} {m}"
+            )
+    # (compiled C++ against eager: the backend suite's special_* cases)
+    with pytest.raises(ValueError, match="exponent_bits must be positive"):
+        lax.reduce_precision(np.float32(1), 0, 3)
+    with pytest.raises(TypeError):
+        lax.reduce_precision(np.int32(1), 5, 3)
+    # linear: its derivative is the operation applied to the tangent, as in JAX
+    g = functx.grad(lambda v: lax.reduce_precision(v * 3.1, 5, 2))(1.1)
+    assert float(g) == 3.1  # the cotangent 1 reduced (exact), times 3.1: what jax.grad gives

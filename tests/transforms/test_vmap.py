@@ -132,6 +132,7 @@ for _n in ["neg", "abs", "sign"]:
     CASES[_n] = _ew(1, dtypes_=(F32, I32))
 CASES["round"] = _ew(1, params={"rounding_method": 0}) + _ew(1, params={"rounding_method": 1})
 CASES["not"] = _ew(1, dtypes_=(BOOL, I32))
+CASES["reduce_precision"] = _ew(1, params={"exponent_bits": 5, "mantissa_bits": 3})
 for _n in ["real", "imag", "conj"]:
     CASES[_n] = _ew(1, dtypes_=(np.dtype(np.complex64),))
 CASES["complex"] = _ew(2, dtypes_=(F32, F64))

@@ -669,6 +669,25 @@ static double erf_inv(double x) {
     double step = f / d; step /= 1 + y * step; y -= step;
     if (::fabs(step) <= y * eps) break; }
   return ::copysign(y, x); }
+template <class U> static inline U rp_bits(U b, int nbits, int E, int M, int e, int m) {
+  const U one = 1;
+  if (m < M) {
+    const U last = one << (M - m), bias = (last >> 1) - 1;
+    b = (U)((b + ((b & last) >> (M - m)) + bias) & ~(last - 1)); }
+  if (e < E) {
+    const U sign = one << (nbits - 1), exp_mask = ((one << E) - 1) << M;
+    const U ebias = (one << (E - 1)) - 1, rbias = (one << (e - 1)) - 1, xe = b & exp_mask;
+    if (xe > ((ebias + rbias) << M)) b = (b & sign) | exp_mask;
+    else if (xe <= ((ebias - rbias) << M)) b = b & sign; }
+  return b; }
+static inline float reduce_precision(float x, int e, int m) {
+  if (x != x) return x;
+  uint32_t b; memcpy(&b, &x, 4); b = rp_bits<uint32_t>(b, 32, 8, 23, e, m); memcpy(&x, &b, 4);
+  return x; }
+static inline double reduce_precision(double x, int e, int m) {
+  if (x != x) return x;
+  uint64_t b; memcpy(&b, &x, 8); b = rp_bits<uint64_t>(b, 64, 11, 52, e, m); memcpy(&x, &b, 8);
+  return x; }
 }  // namespace fx_sp
 """
 

@@ -24,14 +24,16 @@ from functx.lowering.triton.runtime import site as _fx_site
 def _fx_fmax(a, b):
     # JAX's max: NaN wins, max(-0, +0) = +0
     r = tl.where(a > b, a, b)
-    r = tl.where((a == b) & (a == 0), a + b, r)
+    # (nested rather than `(a == b) & (a == 0)`: Triton's interpreter mislabels the comparison
+    # of a 0-d tensor with a constant as float32 and then refuses the `&`)
+    r = tl.where(a == b, tl.where(a == 0, a + b, r), r)
     return tl.where(a != a, a, r)
 
 
 @triton.jit
 def _fx_fmin(a, b):
     r = tl.where(a < b, a, b)
-    r = tl.where((a == b) & (a == 0), -((-a) + (-b)), r)
+    r = tl.where(a == b, tl.where(a == 0, -((-a) + (-b)), r), r)
     return tl.where(a != a, a, r)
 
 

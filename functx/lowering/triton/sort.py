@@ -69,6 +69,8 @@ def render(prog, k: Kernel):
     n_rows = outer * inner
     if n_rows == 0 or kk == 0:
         return
+    if any(np.dtype(o.dtype) in dtypes.COMPLEX for o in list(ops) + list(outs)):
+        raise UnsupportedError("jit (Triton): sort of complex values is not supported")
     nkeys = group["num_keys"]
     b = min(_next_pow2(n), BLOCK)
     body = [
