@@ -3,8 +3,10 @@
 Bit equality with live jax.random (one jax.jit compile per group of samplers: JAX's eager
 dispatch would compile each call) for the keys, bits, uniform, randint, bernoulli, permutation,
 choice, categorical, poisson, and the samplers that apply log/log1p/erf_inv/exp to uniform bits
-(normal, exponential, gumbel, laplace, logistic, lognormal, pareto, gamma, f, dirichlet:
-functx._xlamath evaluates those functions as XLA does), truncated_normal (XLA's erf) and
+(normal, exponential, gumbel, laplace, logistic, lognormal, pareto, gamma: functx._xlamath
+evaluates those functions as XLA does; beta, dirichlet, chisquare, f and loggamma are pinned by
+their docstring examples, JAX's float32 results printed to the bit, since JAX's compile of their
+rejection loops costs seconds), truncated_normal (XLA's erf) and
 double_sided_maxwell and wald (XLA's contractions),
 eagerly and under jit. The threefry2x32 primitive against JAX's, its batching rule, jvp, and
 lowering (jit keeps the hash in compiled code); vmap over keys, scan carries, typed keys through
@@ -125,12 +127,10 @@ def _samplers_loops(r, k, p=np.array([3.0, 2.0, -1.5], F32)):  # noqa: B008 - re
     k1, k2 = r.split(k)
     return {
         "gamma": r.gamma(k1, np.array([0.5, 2.5], F32), None, F32),
-        "f": r.f(k2, p[0], p[1], (2,), F32),
         "truncated_normal_float32": r.truncated_normal(k2, p[2], p[1], (16,), F32),
         "double_sided_maxwell_float32": r.double_sided_maxwell(k1, p[2], p[1], (8,), F32),
         "wald_float32": r.wald(k2, p[0], (8,), F32),
         "wald_one_float32": r.wald(k1, p[0], (), F32),
-        "dirichlet": r.dirichlet(k1, np.array([0.5, 2.0], F32), (2,), F32),
         "poisson_int32": r.poisson(k2, np.array([3.0, 30.0], F32), None, np.int32),
     }
 
