@@ -33,7 +33,7 @@ import numpy as np
 
 from functx import config, dtypes, lax, numpy as jnp
 
-__all__ = ["erf", "erf_inv", "exp", "fma", "log", "log1p"]
+__all__ = ["erf", "erf_inv", "exp", "fma", "log", "log1p", "rounded"]
 
 
 def _c(v, dt):
@@ -48,6 +48,12 @@ def _kept(x):
     """``x`` itself, rounded on its own: a compiler contracting floating-point expressions (gcc
     fuses a product into every sum that is its only kind of use) may not fuse it into a sum."""
     return lax.max(x, jnp.full(x.shape, -np.inf, x.dtype))
+
+
+def rounded(x):
+    """``x`` rounded on its own (an unfused product): compiled code may not contract it into a
+    following sum."""
+    return _kept(x)
 
 
 def _two_sum(a, b):

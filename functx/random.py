@@ -11,21 +11,22 @@ same key, shape and dtype give JAX's bits, eagerly and under ``jit``, ``vmap``, 
 Which results equal JAX's to the bit (JAX 0.10 on an x86-64 CPU): ``bits``, ``split``,
 ``fold_in``, ``uniform``, ``randint``, ``bernoulli``, ``rademacher``, ``permutation``, ``choice``,
 ``categorical``, the counts of ``poisson``, ``geometric``, ``binomial`` and ``multinomial``, and the
-samplers that apply ``log``/``log1p``/``erf_inv`` to uniform bits: ``normal``, ``exponential``,
-``gumbel``, ``laplace``, ``logistic``, ``cauchy``, ``weibull_min``, ``rayleigh``, ``gamma``, ``t``,
-``generalized_normal`` (float32 and float64, eagerly; float32 under ``jit`` too). They evaluate
-those functions as XLA's CPU backend does (``functx._xlamath``: its polynomials, its fused
-multiply-adds). Not yet bit for bit, to a few ulp: samplers that go through ``exp``, ``erf``,
-reductions or XLA's other contractions (``lognormal``, ``pareto``, ``beta``, ``dirichlet``,
-``chisquare``, ``f``, ``truncated_normal`` in float32, ``maxwell``, ``wald``, ``ball``,
-``multivariate_normal``, ``orthogonal``); under ``jit``, float64 ``log`` is glibc's vector
-function, which differs from the scalar one XLA calls by an ulp for about a quarter of inputs. XLA
-fuses ``uniform``'s scaling
-``u * (maxval - minval) + minval`` into a fused multiply-add; functx rounds it once too (in
-Dekker's exact product and Knuth's exact sum). ``multivariate_normal`` and
-``orthogonal`` factor with small unrolled Cholesky and Gram-Schmidt
-composites (functx has no linear algebra primitives yet: ``method="svd"``/``"eigh"`` raise
-``NotImplementedError``), equal to LAPACK's factors to rounding.
+samplers that apply ``log``/``log1p``/``erf_inv``/``exp``/``erf`` to uniform bits: ``normal``,
+``exponential``, ``gumbel``, ``laplace``, ``logistic``, ``cauchy``, ``weibull_min``, ``rayleigh``,
+``gamma``, ``loggamma``, ``t``, ``generalized_normal``, ``lognormal``, ``pareto``, ``beta``,
+``dirichlet``, ``chisquare``, ``f``, ``truncated_normal``, ``maxwell``, ``double_sided_maxwell``,
+``wald`` and ``multivariate_normal`` (float32 and float64, eagerly; float32 under ``jit`` too).
+They evaluate those functions as XLA's CPU backend does (``functx._xlamath``: its polynomials,
+its fused multiply-adds) and make the rewrites XLA's compiler makes inside JAX's jitted samplers
+(a division by a broadcast parameter as a product by its reciprocal, constant factors folded).
+Not yet bit for bit, to a few ulp: ``ball``, ``orthogonal`` and float32 ``multivariate_normal``
+in more than 3 dimensions (other reductions of XLA's); under ``jit``, float64 ``log`` is glibc's
+vector function, which differs from the scalar one XLA calls by an ulp for about a quarter of
+inputs. XLA fuses ``uniform``'s scaling ``u * (maxval - minval) + minval`` into a fused
+multiply-add; functx rounds it once too (in Dekker's exact product and Knuth's exact sum).
+``multivariate_normal`` factors with ``functx.numpy.linalg.cholesky`` (``method="svd"``/
+``"eigh"`` raise ``NotImplementedError``); ``orthogonal`` with a small unrolled Gram-Schmidt
+composite, equal to LAPACK's factor to rounding.
 
 Sorting (``permutation``, ``choice`` without replacement, ``categorical(replace=False)``) uses a
 bitonic sorting network on (key, index) pairs written with ``functx.numpy`` (functx has no sort
@@ -1623,22 +1624,6 @@ def ball(key, d, p=2, shape=(), dtype=None):
     return g / (((jnp.abs(g) ** p).sum(-1) + e) ** (1 / p))[..., None]
 
 
-def _cholesky(a):
-    """The lower Cholesky factor of symmetric positive definite matrices ``a`` (..., n, n),
-    column by column (n static; functx has no linear algebra primitives yet)."""
-    n = a.shape[-1]
-    rows = np.arange(n)
-    cols = []
-    for j in range(n):
-        prev = jnp.stack(cols, axis=-1) if cols else jnp.zeros((*a.shape[:-1], 0), a.dtype)
-        # a[..., :, j] - L[..., :, :j] @ L[..., j, :j]
-        s = a[..., :, j] - jnp.sum(prev * prev[..., j : j + 1, :], axis=-1)
-        dj = jnp.sqrt(s[..., j])
-        col = jnp.where(rows > j, s / dj[..., None], jnp.where(rows == j, dj[..., None], 0.0))
-        cols.append(col.astype(a.dtype))
-    return jnp.stack(cols, axis=-1)
-
-
 def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
     """Multivariate normal samples, as ``jax.random.multivariate_normal``
     (``mean + L @ z`` with ``L`` the Cholesky factor of ``cov`` and ``z`` standard normal).
@@ -1699,9 +1684,18 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
             f"multivariate_normal(method={method!r}) needs an eigendecomposition, which functx "
             "does not have yet: use method='cholesky'"
         )
-    factor = _cholesky(cov)
+    factor = jnp.linalg.cholesky(cov)
     z = _normal(data, (*shape, n), dt)
-    return mean + jnp.einsum("...ij,...j->...i", factor, z)
+    # factor @ z as XLA's CPU dot computes it for small n (measured for n = 2, 3, 5): in float32
+    # the products rounded and added in order; in float64 each product after the first fused into
+    # the running sum
+    acc = _xm.rounded(factor[..., :, 0] * z[..., 0:1])
+    for j in range(1, n):
+        if dt == dtypes.float64:
+            acc = _xm.fma(factor[..., :, j], z[..., j : j + 1], acc)
+        else:
+            acc = acc + _xm.rounded(factor[..., :, j] * z[..., j : j + 1])
+    return mean + acc
 
 
 def _qr_q(z):

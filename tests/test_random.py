@@ -7,7 +7,7 @@ choice, categorical, poisson, and the samplers that apply log/log1p/erf_inv/exp 
 evaluates those functions as XLA does; beta, dirichlet, chisquare, f and loggamma are pinned by
 their docstring examples, JAX's float32 results printed to the bit, since JAX's compile of their
 rejection loops costs seconds), truncated_normal (XLA's erf) and
-double_sided_maxwell and wald (XLA's contractions),
+double_sided_maxwell, wald and multivariate_normal (XLA's contractions and small dots),
 eagerly and under jit. The threefry2x32 primitive against JAX's, its batching rule, jvp, and
 lowering (jit keeps the hash in compiled code); vmap over keys, scan carries, typed keys through
 jit/vmap; errors with JAX's exception classes.
@@ -120,6 +120,9 @@ def _samplers_64(r, k):
     }
 
 
+_COV = np.array([[2.0, 0.3, 0.1], [0.3, 1.5, -0.2], [0.1, -0.2, 1.0]], F32)
+
+
 def _samplers_loops(r, k, p=np.array([3.0, 2.0, -1.5], F32)):  # noqa: B008 - read only
     """Rejection samplers (while loops), a few elements each, and truncated_normal. (``p`` is an
     argument of JAX's program, as the parameters of an eager ``jax.random`` call are: its
@@ -131,6 +134,9 @@ def _samplers_loops(r, k, p=np.array([3.0, 2.0, -1.5], F32)):  # noqa: B008 - re
         "double_sided_maxwell_float32": r.double_sided_maxwell(k1, p[2], p[1], (8,), F32),
         "wald_float32": r.wald(k2, p[0], (8,), F32),
         "wald_one_float32": r.wald(k1, p[0], (), F32),
+        "multivariate_normal_float32": r.multivariate_normal(
+            k1, np.array([0.5, -1.0, 2.0], F32), _COV, (4,), F32
+        ),
         "poisson_int32": r.poisson(k2, np.array([3.0, 30.0], F32), None, np.int32),
     }
 
