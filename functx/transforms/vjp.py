@@ -16,7 +16,12 @@ import numpy as np
 from functx import dtypes, ops
 from functx.array import Array, is_python_scalar
 from functx.core import ClosedJaxpr, ShapedArray
-from functx.errors import FunctxArgumentError, FunctxTypeError, FunctxValueError
+from functx.errors import (
+    ConcretizationError,
+    FunctxArgumentError,
+    FunctxTypeError,
+    FunctxValueError,
+)
 from functx.interpreter import eval_jaxpr
 from functx.source_info import where
 from functx.tracing import eval_shape, get_aval, trace_flat, tree_flatten, tree_unflatten
@@ -487,9 +492,14 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
                     _holomorphic_msg("jacfwd", "outputs", dt) + f" (jacfwd of {fname}{where()})"
                 )
         ty_leaves = tree_flatten(ty)[0]
-        # The outputs' weak types (lost through vmap's unmapped outputs) from an abstract trace.
-        shapes = eval_shape(f, *dyn)
-        y_weak = [s.weak_type for s in tree_flatten(shapes[0] if has_aux else shapes)[0]]
+        # The outputs' weak types (lost through vmap's unmapped outputs) from an abstract trace;
+        # a function that needs its inputs' values (Python control flow, eager only: under a
+        # trace the jvp above has raised already) is evaluated once more on them instead.
+        try:
+            shapes = eval_shape(f, *dyn)
+        except ConcretizationError:
+            shapes = f(*dyn)
+        y_weak = [get_aval(s).weak_type for s in tree_flatten(shapes[0] if has_aux else shapes)[0]]
         blocks = []
         for yl, tl, yw in zip(y_leaves, ty_leaves, y_weak):
             ya = get_aval(yl)
