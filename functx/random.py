@@ -19,14 +19,14 @@ samplers that apply ``log``/``log1p``/``erf_inv``/``exp``/``erf`` to uniform bit
 They evaluate those functions as XLA's CPU backend does (``functx._xlamath``: its polynomials,
 its fused multiply-adds) and make the rewrites XLA's compiler makes inside JAX's jitted samplers
 (a division by a broadcast parameter as a product by its reciprocal, constant factors folded).
-Not yet bit for bit, to a few ulp: ``ball``, ``orthogonal`` and float32 ``multivariate_normal``
+Not yet bit for bit, to a few ulp: ``ball``, float32 ``orthogonal`` and ``multivariate_normal``
 in more than 3 dimensions (other reductions of XLA's); under ``jit``, float64 ``log`` is glibc's
 vector function, which differs from the scalar one XLA calls by an ulp for about a quarter of
 inputs. XLA fuses ``uniform``'s scaling ``u * (maxval - minval) + minval`` into a fused
 multiply-add; functx rounds it once too (in Dekker's exact product and Knuth's exact sum).
 ``multivariate_normal`` factors with ``functx.numpy.linalg.cholesky`` (``method="svd"``/
-``"eigh"`` raise ``NotImplementedError``); ``orthogonal`` with a small unrolled Gram-Schmidt
-composite, equal to LAPACK's factor to rounding.
+``"eigh"`` raise ``NotImplementedError``), ``orthogonal`` with ``functx.numpy.linalg.qr``
+(float64: JAX's bits; float32: factored in float64, to rounding).
 
 Sorting (``permutation``, ``choice`` without replacement, ``categorical(replace=False)``) uses a
 bitonic sorting network on (key, index) pairs written with ``functx.numpy`` (functx has no sort
@@ -1698,18 +1698,6 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
     return mean + acc
 
 
-def _qr_q(z):
-    """The Q of the QR decomposition of ``z`` (..., m, n), m >= n, with R's diagonal made
-    positive (modified Gram-Schmidt, n static)."""
-    qs = []
-    for j in range(z.shape[-1]):
-        v = z[..., :, j]
-        for q in qs:
-            v = v - jnp.sum(q * v, axis=-1, keepdims=True) * q
-        qs.append(v / jnp.sqrt(jnp.sum(v * v, axis=-1, keepdims=True)))
-    return jnp.stack(qs, axis=-1)
-
-
 def orthogonal(key, n, shape=(), dtype=None, m=None):
     """A uniformly random orthogonal ``n x m`` matrix (semi-orthogonal when ``n != m``), as
     ``jax.random.orthogonal`` (the Q of the QR decomposition of a normal matrix, with R's
@@ -1737,7 +1725,8 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
     shape, n = _shape("orthogonal", shape), operator.index(n)
     m = n if m is None else operator.index(m)
     z = _normal(data, (*shape, max(n, m), min(n, m)), dt)
-    q = _qr_q(z)
+    q, r = jnp.linalg.qr(z)
+    q = q * jnp.expand_dims(jnp.sign(jnp.diagonal(r, 0, -2, -1)), -2)
     return jnp.swapaxes(q, -1, -2) if n < m else q
 
 

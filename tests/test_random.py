@@ -117,6 +117,7 @@ def _samplers_64(r, k):
         "gumbel_float64": r.gumbel(k2, (16,), F64),
         "lognormal_float64": r.lognormal(k1, np.asarray(0.7, F64), (16,), F64),
         "maxwell_float64": r.maxwell(k2, (8,), F64),
+        "orthogonal_float64": r.orthogonal(k1, 3, (), F64),
     }
 
 
