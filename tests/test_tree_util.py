@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import re
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -13,6 +14,12 @@ import pytest
 import functx
 import functx.numpy as fnp
 from functx import tree_util as tu
+
+
+def tree_id(tree):
+    """A test id: the repr without object addresses (the same in every pytest process)."""
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(tree))
+
 
 jax = pytest.importorskip("jax")
 jtu = jax.tree_util
@@ -96,7 +103,7 @@ BUILTIN_TREES = [
 ]
 
 
-@pytest.mark.parametrize("tree", BUILTIN_TREES, ids=repr)
+@pytest.mark.parametrize("tree", BUILTIN_TREES, ids=tree_id)
 def test_builtin_containers_vs_jax(tree):
     leaves, treedef = tu.tree_flatten(tree)
     jleaves, jtreedef = jtu.tree_flatten(tree)
@@ -248,7 +255,7 @@ PATH_TREES = [
 ]
 
 
-@pytest.mark.parametrize("tree", PATH_TREES, ids=repr)
+@pytest.mark.parametrize("tree", PATH_TREES, ids=tree_id)
 def test_paths_print_as_jax(tree):
     pairs, treedef = tu.tree_flatten_with_path(tree)
     jpairs, jtreedef = jtu.tree_flatten_with_path(tree)
