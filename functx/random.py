@@ -1645,7 +1645,7 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
         >>> import functx.random as random
         >>> cov = np.array([[2.0, 0.5], [0.5, 1.0]], np.float32)
         >>> print(random.multivariate_normal(random.PRNGKey(0), np.zeros(2, np.float32), cov))
-        [2.2947626 2.4681525]
+        [2.2947626 2.4681523]
     """
     data, _ = _check_key("multivariate_normal", key)
     if method not in ("svd", "eigh", "cholesky"):
@@ -1686,12 +1686,12 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
         )
     factor = jnp.linalg.cholesky(cov)
     z = _normal(data, (*shape, n), dt)
-    # factor @ z as XLA's CPU dot computes it for small n (measured for n = 2, 3, 5): in float32
-    # the products rounded and added in order; in float64 each product after the first fused into
-    # the running sum
+    # factor @ z as XLA's CPU dot computes it for small n (measured for n = 2, 3, 5): batched
+    # float32 rounds the products and adds them in order; float64, and float32 for one sample,
+    # fuse each product after the first into the running sum
     acc = _xm.rounded(factor[..., :, 0] * z[..., 0:1])
     for j in range(1, n):
-        if dt == dtypes.float64:
+        if dt == dtypes.float64 or (dt == dtypes.float32 and z.ndim == 1 and factor.ndim == 2):
             acc = _xm.fma(factor[..., :, j], z[..., j : j + 1], acc)
         else:
             acc = acc + _xm.rounded(factor[..., :, j] * z[..., j : j + 1])

@@ -3,12 +3,12 @@
 Bit equality with live jax.random (one jax.jit compile per group of samplers: JAX's eager
 dispatch would compile each call) for the keys, bits, uniform, randint, bernoulli, permutation,
 choice, categorical, poisson, and the samplers that apply log/log1p/erf_inv/exp to uniform bits
-(normal, exponential, gumbel, laplace, logistic, lognormal, pareto, gamma: functx._xlamath
-evaluates those functions as XLA does; beta, dirichlet, chisquare, f and loggamma are pinned by
-their docstring examples, JAX's float32 results printed to the bit, since JAX's compile of their
-rejection loops costs seconds), truncated_normal (XLA's erf) and
-double_sided_maxwell, wald and multivariate_normal (XLA's contractions and small dots),
-eagerly and under jit. The threefry2x32 primitive against JAX's, its batching rule, jvp, and
+(normal, exponential, gumbel, laplace, logistic, gamma, lognormal and maxwell in float64,
+multivariate_normal, wald: functx._xlamath evaluates those functions as XLA does), eagerly and
+under jit. The float32 samplers whose JAX compile costs most (rejection loops) or that add
+little (lognormal, pareto, beta, dirichlet, chisquare, f, loggamma, truncated_normal, maxwell,
+double_sided_maxwell) are pinned by their docstring examples: JAX's float32 results, which
+NumPy prints to the bit. The threefry2x32 primitive against JAX's, its batching rule, jvp, and
 lowering (jit keeps the hash in compiled code); vmap over keys, scan carries, typed keys through
 jit/vmap; errors with JAX's exception classes.
 
@@ -93,8 +93,6 @@ def _samplers_32(r, k):
         "gumbel_highest_float32": r.gumbel(k1, (16,), F32, mode="highest"),
         "laplace_float32": r.laplace(k3, (16,), F32),
         "logistic_float32": r.logistic(k1, (16,), F32),
-        "lognormal_float32": r.lognormal(k3, np.asarray(0.7, F32), (16,), F32),
-        "pareto_float32": r.pareto(k2, np.asarray(3.0, F32), (16,), F32),
         "bernoulli_float32": r.bernoulli(k1, np.asarray(0.3, F32), (50,)),
         "randint_int8": r.randint(k1, (30,), -3, 100, np.int8),
         "randint_int32": r.randint(k1, (30,), -3, 100, np.int32),
@@ -131,9 +129,6 @@ def _samplers_loops(r, k, p=np.array([3.0, 2.0, -1.5], F32)):  # noqa: B008 - re
     k1, k2 = r.split(k)
     return {
         "gamma": r.gamma(k1, np.array([0.5, 2.5], F32), None, F32),
-        "truncated_normal_float32": r.truncated_normal(k2, p[2], p[1], (16,), F32),
-        "double_sided_maxwell_float32": r.double_sided_maxwell(k1, p[2], p[1], (8,), F32),
-        "wald_float32": r.wald(k2, p[0], (8,), F32),
         "wald_one_float32": r.wald(k1, p[0], (), F32),
         "multivariate_normal_float32": r.multivariate_normal(
             k1, np.array([0.5, -1.0, 2.0], F32), _COV, (4,), F32
