@@ -7,7 +7,11 @@ Jaxpr into an outer trace.
 
 from __future__ import annotations
 
-from functx import core
+import contextlib
+
+import numpy as np
+
+from functx import config, core, dtypes
 from functx.core import ClosedJaxpr, Jaxpr, Literal
 from functx.source_info import source_info
 
@@ -43,6 +47,32 @@ def eval_jaxpr(jaxpr: Jaxpr, consts, *args) -> list:
     def read(a):
         return a.val if type(a) is Literal else env[a.id]
 
+    # A Jaxpr with 64-bit values was traced with x64 on (perhaps in a block of functx.random's
+    # exact samplers): its equations are bound again in that mode, so that the constants a
+    # re-trace captures keep their recorded dtypes instead of canonicalizing to 32 bits.
+    mode = (
+        config.enable_x64(True)
+        if not dtypes.x64_enabled() and _has_64_bit(jaxpr)
+        else contextlib.nullcontext()
+    )
+    with mode:
+        _run(jaxpr, env, read)
+    return [read(a) for a in jaxpr.outvars]
+
+
+_WIDE = frozenset(np.dtype(t) for t in ("float64", "int64", "uint64", "complex128"))
+
+
+def _has_64_bit(jaxpr: Jaxpr) -> bool:
+    """Whether any value of ``jaxpr`` is 64-bit (a scan of its avals: cheaper than the binds)."""
+    for vs in (jaxpr.invars, jaxpr.constvars, *(e.outvars for e in jaxpr.eqns)):
+        for v in vs:
+            if getattr(getattr(v, "aval", None), "dtype", None) in _WIDE:
+                return True
+    return False
+
+
+def _run(jaxpr: Jaxpr, env: dict, read) -> None:
     staging = core.is_tracing()
     for eqn in jaxpr.eqns:
         invals = [read(a) for a in eqn.invars]
@@ -56,7 +86,6 @@ def eval_jaxpr(jaxpr: Jaxpr, consts, *args) -> list:
                 env[v.id] = o
         else:
             env[eqn.outvars[0].id] = outs
-    return [read(a) for a in jaxpr.outvars]
 
 
 def jaxpr_as_fun(closed: ClosedJaxpr):

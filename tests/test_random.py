@@ -356,3 +356,19 @@ def test_errors_have_jaxs_classes(name, fn):
 def test_docstring_examples_run(module):
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0 and result.attempted > 0
+
+
+@pytest.mark.usefixtures("no_x64")
+def test_grad_through_exact_samplers_in_the_default_mode():
+    """The exact samplers compute in float64 inside an x64 block; a transform that re-traces their
+    Jaxpr with x64 off (grad's constant folding) must keep those values 64-bit."""
+
+    def f(scale, key):
+        return functx.numpy.sum(functx.numpy.exp(scale) * functx.random.normal(key, (4, 2)))
+
+    key = functx.random.PRNGKey(0)
+    value, g = functx.value_and_grad(f)(functx.numpy.zeros(2), key)
+    z = np.asarray(functx.random.normal(key, (4, 2)))
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(np.asarray(g), z.sum(axis=0), rtol=1e-6)
+    np.testing.assert_allclose(float(value), z.sum(), rtol=1e-6)

@@ -213,52 +213,11 @@ def multigammaln(a, d):
     return out
 
 
-# Giles' single-precision approximation of erfinv ("Approximating the erfinv function", 2010),
-# refined by one Newton step on erf.
-_ERFINV_CENTRAL = (
-    2.81022636e-08,
-    3.43273939e-07,
-    -3.5233877e-06,
-    -4.39150654e-06,
-    0.00021858087,
-    -0.00125372503,
-    -0.00417768164,
-    0.246640727,
-    1.50140941,
-)
-_ERFINV_TAIL = (
-    -0.000200214257,
-    0.000100950558,
-    0.00134934322,
-    -0.00367342844,
-    0.00573950773,
-    -0.0076224613,
-    0.00943887047,
-    1.00167406,
-    2.83297682,
-)
-
-
 def _horner(coeffs, w):
     p = _c(coeffs[0], w)
     for c in coeffs[1:]:
         p = p * w + _c(c, w)
     return p
-
-
-def _erfinv(x):
-    w = -jnp.log((_c(1, x) - x) * (_c(1, x) + x))
-    central = w < _c(5, x)
-    wc = jnp.where(central, w, _c(5, x)) - _c(2.5, x)
-    wt = jnp.sqrt(jnp.where(central, _c(5, x), w)) - _c(3, x)
-    y = jnp.where(central, _horner(_ERFINV_CENTRAL, wc), _horner(_ERFINV_TAIL, wt)) * x
-    finite = jnp.isfinite(y)
-    ys = jnp.where(finite, y, jnp.zeros_like(y))
-    step = (ops.erf(ys) - x) / (_c(2 / np.sqrt(np.pi), x) * jnp.exp(-ys * ys))
-    y = jnp.where(jnp.logical_and(finite, jnp.isfinite(step)), ys - step, y)
-    y = jnp.where(x == _c(1, x), jnp.full_like(x, np.inf), y)
-    y = jnp.where(x == _c(-1, x), jnp.full_like(x, -np.inf), y)
-    return jnp.where(jnp.abs(x) > _c(1, x), jnp.full_like(x, np.nan), y)
 
 
 def erfinv(x):
@@ -276,7 +235,7 @@ def erfinv(x):
       [0.         0.47693628]
     """
     (x,) = _float("erfinv", x)
-    return _erfinv(x)
+    return ops.erf_inv(x)
 
 
 # Acklam's rational approximation of the normal quantile, refined by Halley steps on ndtr.

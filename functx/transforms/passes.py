@@ -13,7 +13,6 @@ import weakref
 import numpy as np
 
 from functx import dtypes, primitives as P
-from functx.array import Array
 from functx.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
 
 #: Primitives with a side effect: DCE keeps their equations, CSE never merges two of them.
@@ -137,7 +136,9 @@ def fold_scalar_constants(jaxpr: Jaxpr) -> Jaxpr:
             vals = [np.asarray(a.val, a.aval.dtype) for a in e.invars]
             out = np.asarray(e.prim.impl(*vals, **e.params)).astype(e.outvars[0].aval.dtype)
             aval = e.outvars[0].aval
-            val = out.item() if aval.weak_type else Array.from_value(out)._value[()]
+            # (the recorded dtype, not the mode's canonical one: a 64-bit constant folded while
+            # x64 is off stays 64-bit, as the Jaxpr traced in an x64 block says)
+            val = out.item() if aval.weak_type else out[()]
             folded[e.outvars[0].id] = Literal(val, aval)
             continue
         eqns.append(e)
