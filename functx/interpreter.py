@@ -7,8 +7,6 @@ Jaxpr into an outer trace.
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 
 from functx import config, core, dtypes
@@ -47,17 +45,20 @@ def eval_jaxpr(jaxpr: Jaxpr, consts, *args) -> list:
     def read(a):
         return a.val if type(a) is Literal else env[a.id]
 
-    # A Jaxpr with 64-bit values was traced with x64 on (perhaps in a block of functx.random's
-    # exact samplers): its equations are bound again in that mode, so that the constants a
-    # re-trace captures keep their recorded dtypes instead of canonicalizing to 32 bits.
-    mode = (
-        config.enable_x64(True)
-        if not dtypes.x64_enabled() and _has_64_bit(jaxpr)
-        else contextlib.nullcontext()
-    )
-    with mode:
+    # A Jaxpr with 64-bit values while x64 is off was traced partly in an x64 block (functx.random's
+    # exact samplers): its equations are bound again in x64 mode, so that the constants a re-trace
+    # captures keep their 64-bit dtypes, and its literals are read as NumPy values of their
+    # recorded dtypes, so that the 32-bit ones (weak Python scalars included) stay 32-bit there.
+    if dtypes.x64_enabled() or not _has_64_bit(jaxpr):
         _run(jaxpr, env, read)
-    return [read(a) for a in jaxpr.outvars]
+        return [read(a) for a in jaxpr.outvars]
+
+    def read_typed(a):
+        return np.asarray(a.val, a.aval.dtype) if type(a) is Literal else env[a.id]
+
+    with config.enable_x64(True):
+        _run(jaxpr, env, read_typed)
+    return [read_typed(a) for a in jaxpr.outvars]
 
 
 _WIDE = frozenset(np.dtype(t) for t in ("float64", "int64", "uint64", "complex128"))
