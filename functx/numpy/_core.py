@@ -364,6 +364,20 @@ def _concrete_number(x, what):
 
 
 def arange(start, stop=None, step=None, dtype=None, *, device=None):
+    """Evenly spaced values in ``[start, stop)`` (``jax.numpy.arange``).
+
+    Arguments:
+      start: the first value (the end, from 0, when ``stop`` is None); concrete numbers only.
+      stop: the end (excluded); step: the spacing (default 1).
+      dtype: the result's dtype (default: from the arguments, as JAX's).
+      device: where the result lives (default: the default device).
+    Returns:
+      A 1-D Array.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.arange(1, 7, 2)
+      Array([1, 3, 5], dtype=int32)
+    """
     start = _v.number(start, "arange", "start")
     stop = None if stop is None else _v.number(stop, "arange", "stop")
     step = None if step is None else _v.number(step, "arange", "step")
@@ -394,6 +408,20 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, device=None):
+    """``num`` evenly spaced values from ``start`` to ``stop`` (``jax.numpy.linspace``).
+
+    Arguments:
+      start, stop: the ends (scalars or arrays, broadcast together).
+      num: how many values; endpoint: whether ``stop`` is the last one.
+      retstep: also return the spacing; dtype: the result's dtype (default float).
+      axis: where the new axis goes when the ends are arrays; device: where the result lives.
+    Returns:
+      The values, and with ``retstep`` the pair ``(values, step)``.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.linspace(0.0, 1.0, 5)
+      Array([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float32)
+    """
     if device is not None:
         return _made_on(device, linspace, start, stop, num, endpoint, retstep, dtype, axis)
     num = _v.integer(num, "linspace", "num", minimum=0)
@@ -422,6 +450,19 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 
 
 def eye(N, M=None, k=0, dtype=None, *, device=None):
+    """A 2-D array with ones on diagonal ``k`` and zeros elsewhere (``jax.numpy.eye``).
+
+    Arguments:
+      N: rows; M: columns (default ``N``); k: the diagonal (positive: above the main one).
+      dtype: the result's dtype (default float); device: where the result lives.
+    Returns:
+      An ``(N, M)`` Array.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.eye(2, 3, k=1)
+      Array([[0., 1., 0.],
+             [0., 0., 1.]], dtype=float32)
+    """
     if device is not None:
         return _made_on(device, eye, N, M, k, dtype)
     N, M, k, dt = _nmk(N, M, k, dtype, "eye")
@@ -444,10 +485,34 @@ def _nmk(N, M, k, dtype, op):
 
 
 def identity(n, dtype=None, *, device=None):
+    """The ``n`` x ``n`` identity matrix (``jax.numpy.identity``).
+
+    Arguments:
+      n: its size; dtype: the result's dtype (default float); device: where it lives.
+    Returns:
+      An ``(n, n)`` Array.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.identity(2, dtype=jnp.int32)
+      Array([[1, 0],
+             [0, 1]], dtype=int32)
+    """
     return eye(n, dtype=None if dtype is None else _dt(dtype, op="identity"), device=device)
 
 
 def tri(N, M=None, k=0, dtype=None):
+    """Ones at and below diagonal ``k``, zeros above (``jax.numpy.tri``).
+
+    Arguments:
+      N: rows; M: columns (default ``N``); k: the diagonal; dtype: default float.
+    Returns:
+      An ``(N, M)`` Array.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.tri(2, 3)
+      Array([[1., 0., 0.],
+             [1., 1., 0.]], dtype=float32)
+    """
     N, M, k, dt = _nmk(N, M, k, dtype, "tri")
     wide = dtypes.int64 if dtypes.x64_enabled() else dtypes.int32
     r = astype(ops.broadcasted_iota(dtypes.int32, (N, M), 0), wide)
@@ -464,10 +529,36 @@ def _tri_mask(m, k, lower):
 
 
 def tril(m, k=0):
+    """``m`` with the elements above diagonal ``k`` of its last two axes set to zero
+    (``jax.numpy.tril``).
+
+    Arguments:
+      m: an array of rank 2 or more; k: the diagonal (positive: above the main one).
+    Returns:
+      An array of ``m``'s shape and dtype.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.tril(jnp.ones((2, 2), jnp.int32))
+      Array([[1, 0],
+             [1, 1]], dtype=int32)
+    """
     return where(_tri_mask(m, k, True), m, zeros_like(m))
 
 
 def triu(m, k=0):
+    """``m`` with the elements below diagonal ``k`` of its last two axes set to zero
+    (``jax.numpy.triu``).
+
+    Arguments:
+      m: an array of rank 2 or more; k: the diagonal (positive: above the main one).
+    Returns:
+      An array of ``m``'s shape and dtype.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.triu(jnp.ones((2, 2), jnp.int32))
+      Array([[1, 1],
+             [0, 1]], dtype=int32)
+    """
     return where(_tri_mask(m, k, False), m, zeros_like(m))
 
 
@@ -503,6 +594,17 @@ def astype(x, dtype, /, *, copy=False, device=None):
 
 # --- promotion and broadcasting ------------------------------------------------------------------
 def broadcast_shapes(*shapes):
+    """The shape that arrays of ``shapes`` broadcast to (``jax.numpy.broadcast_shapes``).
+
+    Arguments:
+      *shapes: tuples of ints.
+    Returns:
+      A tuple of ints; a ValueError when the shapes do not broadcast.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.broadcast_shapes((2, 1), (3,))
+      (2, 3)
+    """
     out = []
     for dims in zip(*[(1,) * (builtins.max(map(len, shapes)) - len(s)) + tuple(s) for s in shapes]):
         sizes = {d for d in dims if d != 1}
