@@ -1,12 +1,16 @@
 """LAPACK called from the compiled C++ program: the library steps of ``cholesky``,
-``triangular_solve`` and ``lu`` (``functx/control/linalg.py``) as direct calls of NumPy's own
-OpenBLAS (the ILP64 ``scipy_?potrf_64_``, ``scipy_?trsm_64_`` and ``scipy_?getrf_64_`` that
-NumPy's ``numpy.linalg`` uses), made by the program between kernels, with no Python step.
+``triangular_solve`` and ``lu`` (``functx/control/linalg.py``) as direct calls of OpenBLAS's
+``?potrf``, ``?trsm`` and ``?getrf``, made by the program between kernels, with no Python step.
+The library is SciPy's OpenBLAS (LP64), the one JAX's CPU kernels call through
+``scipy.linalg.cython_lapack``, or, without SciPy, NumPy's (ILP64).
 
 Why: the Python host step (``fx_host``) copied every operand and result, converted row-major
-buffers to Fortran order, and looped over a batch in Python (one SciPy call per matrix): on the
-2-core test machine a 512x512 float64 cholesky + two triangular solves took 10.2 ms against JAX's
-3.5 ms, a batch of 64 64x64 matrices 4.8 ms against 1.7 ms. Here no buffer is transposed:
+buffers to Fortran order, and looped over a batch in Python (one SciPy call per matrix). On the
+2-core test machine (float64, one BLAS thread, CPU time per call, JAX 0.10.2 beside it): a
+512x512 cholesky + two triangular solves went from 10.2 ms (JAX 3.5 ms) to 5.7 ms (JAX 5.1 ms:
+the rest is the two 512x512 transposes of ``cho_factor(lower=False)``); a batch of 64 64x64
+matrices from 4.8 to 2.7 ms (JAX 3.3 ms); lu 512x512 5.8 ms (JAX 6.7 ms). Here no buffer is
+transposed except around ``getrf``:
 
 * ``cholesky``: a row-major matrix is the transpose of the column-major one LAPACK reads, so
   ``potrf`` with ``uplo='U'`` on a copy of the operand factors it in place and leaves the lower
@@ -15,15 +19,18 @@ buffers to Fortran order, and looped over a batch in Python (one SciPy call per 
 * ``triangular_solve``: ``op(A) X = B`` on row-major buffers is ``X^T op(A)^T = B^T`` on the
   column-major views, one ``trsm`` per matrix on a copy of ``B`` (side and triangle swapped;
   ``op`` kept). A complex ``conj(A) X = B`` (conjugate without transpose) keeps the host step;
-* ``lu``: ``getrf`` needs the matrix itself, so it factors a transposed copy and transposes the
-  factors back (O(n^2) against the O(n^3) factorization); the 1-based pivots become JAX's
-  0-based ``int32`` pivots and the permutation they make.
+* ``lu``: ``getrf`` needs the matrix itself, so it factors a transposed copy (32x32 tiles) and
+  transposes the factors back (O(n^2) against the O(n^3) factorization); the 1-based pivots
+  become JAX's 0-based ``int32`` pivots and the permutation they make.
+
+``eigh``, ``qr`` and ``svd`` keep the host step (NumPy's gufuncs): their O(n^3) work dwarfs its
+copies, and they measured at JAX's speed.
 
 ``render(prog, k, group)`` emits the step and returns True, or returns False (the caller then
-emits the host step) for another primitive, a dtype LAPACK lacks, an empty operand, or when
-NumPy's BLAS library or its symbols are not found. The library is found by its path (stable on
-a machine, so the program's source, and its compiled-object cache entry, are too) and its entry
-points are looked up once per process with ``dlopen(RTLD_NOLOAD)``/``dlsym``.
+emits the host step) for another primitive, a dtype LAPACK lacks, an empty operand, or when no
+library with the entry points is found. The library is named by its path (stable on a machine,
+so the program's source, and its compiled-object cache entry, are too) and its entry points are
+looked up once per process with ``dlopen(RTLD_NOLOAD)``/``dlsym``.
 """
 
 from __future__ import annotations
@@ -45,44 +52,61 @@ _LETTER = {
 }
 
 HELPER = r"""#include <dlfcn.h>
-// a LAPACK/BLAS entry point of the library at `lib` (already loaded by NumPy), or null
+// a LAPACK/BLAS entry point of the library at `lib` (already loaded by NumPy or SciPy), or null
 static void* fx_lapack_fn(const char* lib, const char* name) {
   void* h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
   if (!h) h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
   return h ? dlsym(h, name) : nullptr;
 }
-typedef void (*fx_potrf_t)(const char*, const int64_t*, void*, const int64_t*, int64_t*, size_t);
-typedef void (*fx_getrf_t)(const int64_t*, const int64_t*, void*, const int64_t*, int64_t*,
-                           int64_t*);
-typedef void (*fx_trsm_t)(const char*, const char*, const char*, const char*, const int64_t*,
-                          const int64_t*, const void*, const void*, const int64_t*, void*,
-                          const int64_t*, size_t, size_t, size_t, size_t);
 """
+
+# the entry points' C types, by the library's integer type (``{i}``)
+TYPES = r"""typedef void (*fx_potrf{b}_t)(const char*, const {i}*, void*, const {i}*, {i}*, size_t);
+typedef void (*fx_getrf{b}_t)(const {i}*, const {i}*, void*, const {i}*, {i}*, {i}*);
+typedef void (*fx_trsm{b}_t)(const char*, const char*, const char*, const char*, const {i}*,
+                          const {i}*, const void*, const void*, const {i}*, void*, const {i}*,
+                          size_t, size_t, size_t, size_t);
+"""
+
+_ENTRIES = [f"{t}{f}" for t in "sdcz" for f in ("potrf", "trsm", "getrf")]
 
 
 @functools.lru_cache(maxsize=None)
-def library() -> str | None:
-    """The path of NumPy's ILP64 OpenBLAS if it exports the LAPACK entry points used here."""
-    root = os.path.dirname(np.__file__)
-    paths = glob.glob(os.path.join(root, "..", "numpy.libs", "*openblas64*.so*"))
-    for path in sorted(paths):
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        names = [f"scipy_{t}{f}_64_" for t in "sdcz" for f in ("potrf", "trsm", "getrf")]
-        if all(hasattr(lib, n) for n in names):
-            return os.path.realpath(path)
+def library() -> tuple[str, str, str, int] | None:
+    """``(path, prefix, suffix, integer bits)`` of the OpenBLAS whose LAPACK the programs call:
+    SciPy's (LP64; the one JAX's CPU kernels call, through ``scipy.linalg.cython_lapack``) if
+    installed, else NumPy's (ILP64). SciPy's ``getrf`` measured 1.5-2x faster than NumPy's on
+    the test machine (a 512x512 matrix: 6.6 against 12.3 ms, one thread). None if neither
+    exports every entry point used here."""
+    site = os.path.dirname(os.path.dirname(np.__file__))
+    for folder, pattern, prefix, suffix, bits in (
+        ("scipy.libs", "*openblas*.so*", "scipy_", "_", 32),
+        ("numpy.libs", "*openblas64*.so*", "scipy_", "_64_", 64),
+    ):
+        for path in sorted(glob.glob(os.path.join(site, folder, pattern))):
+            if "openblas64" in os.path.basename(path) and bits == 32:
+                continue
+            try:
+                lib = ctypes.CDLL(path)
+            except OSError:
+                continue
+            if all(hasattr(lib, f"{prefix}{e}{suffix}") for e in _ENTRIES):
+                return os.path.realpath(path), prefix, suffix, bits
     return None
 
 
-def _fn(prog, lib, letter, name, ctype):
-    """A C++ expression: the entry point ``name`` of type ``ctype``, looked up once."""
+def _fn(prog, lib, letter, name):
+    """The C++ line that looks the entry point ``name`` up once, as ``fx_<letter><name>``."""
+    path, prefix, suffix, bits = lib
     if HELPER not in prog.subs:
         prog.subs.append(HELPER)
+    types = TYPES.format(b=bits, i=f"int{bits}_t")
+    if types not in prog.subs:
+        prog.subs.append(types)
+    ctype = f"fx_{name}{bits}_t"
     return (
         f"static const {ctype} fx_{letter}{name} = "
-        f'({ctype})fx_lapack_fn("{lib}", "scipy_{letter}{name}_64_");'
+        f'({ctype})fx_lapack_fn("{path}", "{prefix}{letter}{name}{suffix}");'
     )
 
 
@@ -116,17 +140,18 @@ def _batch(shape):
 
 
 def _cholesky(prog, lib, params, ins, outs):
+    it = f"int{lib[3]}_t"
     (x,), (o,) = ins, outs
     letter, rt, w = _LETTER[np.dtype(x.dtype)]
     n = x.shape[-1]
     nb = _batch(x.shape)
     return [
-        _fn(prog, lib, letter, "potrf", "fx_potrf_t"),
+        _fn(prog, lib, letter, "potrf"),
         f"if (!fx_{letter}potrf) return 1;",
         f"memcpy((void*)({o.buf}), (const void*)({x.buf}), {nb * n * n * w}ULL * sizeof({rt}));",
         f"for (int64_t b = 0; b < {nb}LL; ++b) {{",
         f"  {rt}* m = ({rt}*)({o.buf}) + b * {n * n * w}LL;",
-        f"  const int64_t n = {n}LL; int64_t info = 0;",
+        f"  const {it} n = {n}; {it} info = 0;",
         f'  fx_{letter}potrf("U", &n, m, &n, &info, 1);',
         "  if (info != 0) {",
         f"    for (int64_t i = 0; i < {n * n * w}LL; ++i) m[i] = NAN;",
@@ -139,6 +164,7 @@ def _cholesky(prog, lib, params, ins, outs):
 
 
 def _trisolve(prog, lib, params, ins, outs):
+    it = f"int{lib[3]}_t"
     (a, b), (o,) = ins, outs
     letter, rt, w = _LETTER[np.dtype(a.dtype)]
     if np.dtype(b.dtype) != np.dtype(a.dtype) or a.shape[:-2] != b.shape[:-2]:
@@ -158,12 +184,12 @@ def _trisolve(prog, lib, params, ins, outs):
     nb = _batch(b.shape)
     one = "1.0" if not cplx else "1.0, 0.0"
     return [
-        _fn(prog, lib, letter, "trsm", "fx_trsm_t"),
+        _fn(prog, lib, letter, "trsm"),
         f"if (!fx_{letter}trsm) return 1;",
         f"memcpy((void*)({o.buf}), (const void*)({b.buf}),"
         f" {nb * rows * cols * w}ULL * sizeof({rt}));",
         f"const {rt} one[{w}] = {{{one}}};",
-        f"const int64_t m = {cols}LL, n = {rows}LL, lda = {n}LL, ldb = {cols}LL;",
+        f"const {it} m = {cols}, n = {rows}, lda = {n}, ldb = {cols};",
         f"for (int64_t b = 0; b < {nb}LL; ++b)",
         f'  fx_{letter}trsm("{side}", "{uplo}", "{trans}", "{diag}", &m, &n, one,',
         f"    ({rt}*)({a.buf}) + b * {n * n * w}LL, &lda,",
@@ -172,31 +198,32 @@ def _trisolve(prog, lib, params, ins, outs):
 
 
 def _lu(prog, lib, params, ins, outs):
+    it = f"int{lib[3]}_t"
     (x,), (o, piv, perm) = ins, outs
     letter, rt, w = _LETTER[np.dtype(x.dtype)]
     m, n = x.shape[-2:]
     kk = min(m, n)
     nb = _batch(x.shape)
     return [
-        _fn(prog, lib, letter, "getrf", "fx_getrf_t"),
+        _fn(prog, lib, letter, "getrf"),
         f"if (!fx_{letter}getrf) return 1;",
         f"{rt}* t = ({rt}*)malloc({m * n * w}ULL * sizeof({rt}));",
-        f"int64_t* ip = (int64_t*)malloc({kk}ULL * sizeof(int64_t));",
+        f"{it}* ip = ({it}*)malloc({kk}ULL * sizeof({it}));",
         f"for (int64_t b = 0; b < {nb}LL; ++b) {{",
         f"  const {rt}* src = (const {rt}*)({x.buf}) + b * {m * n * w}LL;",
         f"  {rt}* dst = ({rt}*)({o.buf}) + b * {m * n * w}LL;",
         f"  int32_t* pv = (int32_t*)({piv.buf}) + b * {kk}LL;",
         f"  int32_t* pm = (int32_t*)({perm.buf}) + b * {m}LL;",
-        f"  for (int64_t i = 0; i < {m}LL; ++i)",
-        f"    for (int64_t j = 0; j < {n}LL; ++j)",
-        f"      for (int64_t c = 0; c < {w}; ++c) t[(j * {m}LL + i) * {w} + c] = "
-        f"src[(i * {n}LL + j) * {w} + c];",
-        f"  const int64_t mm = {m}LL, nn = {n}LL; int64_t info = 0;",
+        *_tiled(m, n, w, f"t[(j * {m}LL + i) * {w} + c] = src[(i * {n}LL + j) * {w} + c];"),
+        f"  const {it} mm = {m}, nn = {n}; {it} info = 0;",
         f"  fx_{letter}getrf(&mm, &nn, t, &mm, ip, &info);",
-        f"  for (int64_t i = 0; i < {m}LL; ++i)",
-        f"    for (int64_t j = 0; j < {n}LL; ++j)",
-        f"      for (int64_t c = 0; c < {w}; ++c) dst[(i * {n}LL + j) * {w} + c] = "
-        f"info < 0 ? ({rt})NAN : t[(j * {m}LL + i) * {w} + c];",
+        *_tiled(
+            m,
+            n,
+            w,
+            f"dst[(i * {n}LL + j) * {w} + c] = "
+            f"info < 0 ? ({rt})NAN : t[(j * {m}LL + i) * {w} + c];",
+        ),
         f"  for (int64_t i = 0; i < {m}LL; ++i) pm[i] = (int32_t)i;",
         f"  for (int64_t i = 0; i < {kk}LL; ++i) {{",
         "    int32_t p = (int32_t)(ip[i] - 1); pv[i] = p;",
@@ -204,6 +231,18 @@ def _lu(prog, lib, params, ins, outs):
         "  }",
         "}",
         "free(t); free(ip);",
+    ]
+
+
+def _tiled(m, n, w, stmt):
+    """Loops running ``stmt`` over ``i < m``, ``j < n`` and the ``w`` parts of an element, in
+    32x32 tiles (a transpose: both buffers' cache lines reused)."""
+    return [
+        f"  for (int64_t i0 = 0; i0 < {m}LL; i0 += 32)",
+        f"    for (int64_t j0 = 0; j0 < {n}LL; j0 += 32)",
+        f"      for (int64_t i = i0; i < (i0 + 32 < {m}LL ? i0 + 32 : {m}LL); ++i)",
+        f"        for (int64_t j = j0; j < (j0 + 32 < {n}LL ? j0 + 32 : {n}LL); ++j)",
+        f"          for (int64_t c = 0; c < {w}; ++c) {stmt}",
     ]
 
 
