@@ -10,17 +10,19 @@ Every primitive works on the last two axes of its operands and is batched over t
 * JAX's jvp (and, for the linear operand of ``triangular_solve``, transpose) rules, written with
   the op builders and these primitives, so ``grad`` and higher derivatives compose;
 * a batching rule: batch axes go to the front and the primitive is bound on the bigger batch;
-* under ``jit``, a *library step* of the compiled program: a host step (the mechanism of the
-  host callbacks, ``functx/control/callbacks.py``) that hands the step's buffers to the same
-  LAPACK calls. On the C++ backend the program calls it between kernels through its ``fx_host``
-  pointer; on the Triton backend the host code calls it between launches. The step's callable
-  prints with its address: the disk program cache skips such programs (the shared object is
-  still cached by its source).
-
-Why a host step rather than generated C++ calling LAPACK's function pointers: the dense
-factorizations are O(n^3) library calls whose cost dwarfs a Python dispatch (about 10 us) from
-about 32x32 up, and NumPy's gufuncs already loop over a batch in C; the measurements are in
-``benchmarks/linalg.py``.
+* under ``jit``, a *library step* of the compiled program (``LibraryStep``). On the C++ backend
+  the program calls LAPACK itself for ``cholesky``, ``triangular_solve`` and ``lu`` (``potrf``/
+  ``trsm``/``getrf`` of SciPy's OpenBLAS, the library JAX's CPU kernels call:
+  ``functx/lowering/cpp/lapack.py``, with the measurements); ``eigh``, ``qr`` and ``svd`` are
+  a host step (the mechanism of the host callbacks, ``functx/control/callbacks.py``) handing
+  NumPy copies of the step's buffers to the eager LAPACK calls, through the program's
+  ``fx_host`` pointer: their O(n^3) work dwarfs the copies (CPU time against JAX's, float64:
+  eigh and svd 1.0-1.05x at 512x512 and 64x(64x64), qr 1.24x at 512x512 and 0.76x batched). On the
+  Triton backend the host code calls ``LibraryStep.torch`` between launches: ``torch.linalg``
+  (cuSOLVER/cuBLAS on a GPU) on the program's own tensors, with JAX's conventions (lower
+  factor, 0-based ``int32`` pivots, ascending eigenvalues). The step's callable prints with its
+  address: the disk program cache skips such programs (the shared object is still cached by
+  its source).
 
 Primitives: ``cholesky``, ``triangular_solve``, ``lu`` (LU with partial pivoting: the packed
 factors, the pivots and the permutation), ``eigh`` (with JAX's eigenvalue order and gradient
