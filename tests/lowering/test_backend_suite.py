@@ -1189,6 +1189,14 @@ def custom_solve_root(ns, a, b):
     }
 
 
+@case(lambda rng: (rng.standard_normal((2, 3, 3)),), tol=1e3, triton_unsupported="eig")
+def linalg_eig(ns, a):
+    # lax.linalg.eig as a C++ library step (LAPACK's geev); its results are complex, which the
+    # Triton backend's library steps do not take (JAX runs eig on the CPU): UnsupportedError
+    w, vr = ns.np.linalg.eig(a * 2.0)
+    return {"w": w, "vr_abs": ns.np.abs(vr), "wsum": ns.np.sum(ns.np.linalg.eigvals(a) ** 2)}
+
+
 def _complex_args(rng):
     def c(shape, dt):
         return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dt)
