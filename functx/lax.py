@@ -6,7 +6,7 @@ primitives beside their rules; this file only names what is public, each name on
 """
 
 # ruff: noqa: A004
-from functx.control import linalg as linalg
+from functx import lax_linalg as linalg
 from functx.control.associative_scan import (
     associative_scan as associative_scan,
     cumlogsumexp as cumlogsumexp,

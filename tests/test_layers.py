@@ -55,6 +55,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "public",
         (
             "functx.lax",
+            "functx.lax_linalg",
             "functx.numpy",
             "functx.nn",
             "functx.random",

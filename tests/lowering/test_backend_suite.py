@@ -1197,6 +1197,26 @@ def linalg_eig(ns, a):
     return {"w": w, "vr_abs": ns.np.abs(vr), "wsum": ns.np.sum(ns.np.linalg.eigvals(a) ** 2)}
 
 
+def _trid_args(rng):
+    a = rng.standard_normal((2, 4, 4)).astype(F32)
+    dl, d, du = rng.standard_normal((3, 2, 4)).astype(F32)
+    return a, dl, d + 4.0, du, rng.standard_normal((2, 4, 2)).astype(F32)
+
+
+@case(_trid_args, tol=50.0)
+def linalg_reductions(ns, a, dl, d, du, b):
+    # hessenberg / tridiagonal / schur / householder_product / tridiagonal_solve as library steps
+    # (LAPACK's gehrd, sytrd, gees, orgqr, gtsv); their other tests are in
+    # tests/numpy/test_linalg_lax_more.py
+    lin = ns.lax.linalg
+    h, taus = lin.hessenberg(a * 1.0)
+    q = lin.householder_product(a + 1.0, taus)
+    _, td, te, _ = lin.tridiagonal(a + ns.np.swapaxes(a, -1, -2))
+    t = lin.schur(a[0] @ a[0].T)[0]
+    x = lin.tridiagonal_solve(dl, d, du, b)
+    return {"h": h, "q": q, "td": td, "te": ns.np.abs(te), "t": ns.np.diag(t), "x": x}
+
+
 def _complex_args(rng):
     def c(shape, dt):
         return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dt)
