@@ -27,6 +27,7 @@ import numpy as np
 
 from functx import dtypes, ops, primitives as P
 from functx.array import Array, is_python_scalar
+from functx.control.custom_derivatives import custom_jvp
 from functx.control.while_loop import fori_loop
 from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError
 from functx.source_info import where as _loc
@@ -233,8 +234,8 @@ def _check_gather(x, idx, dn, sizes):
             )
     if len(smap) != ishape[-1]:
         raise FunctxTypeError(
-            f"Gather op has {len(smap)} elements in start_index_map and the bound of the index "
-            f"vector dimension {len(ishape) - 1} of indices is {ishape[-1]}. These two numbers "
+            f"Gather op has {len(smap)} elements in start_index_map and the bound of dimension "
+            f"index_vector_dim={len(ishape) - 1} of indices is {ishape[-1]}. These two numbers "
             f"must be equal.{_loc()}"
         )
     for i, d in enumerate(smap):
@@ -330,7 +331,7 @@ def _check_scatter(x, idx, upd, dn):
     if len(smap) != ishape[-1]:
         raise FunctxTypeError(
             f"Scatter op has {len(smap)} elements in scatter_dims_to_operand_dims and the bound "
-            f"of the index vector dimension {len(ishape) - 1} of indices is {ishape[-1]}. These "
+            f"of dimension index_vector_dim={len(ishape) - 1} of indices is {ishape[-1]}. These "
             f"two numbers must be equal{_loc()}"
         )
     for i, d in enumerate(smap):
@@ -835,6 +836,17 @@ scatter_max.__doc__ = _scatter_doc(
 )
 
 
+@custom_jvp
+def _not_differentiable(x):
+    """The identity, whose derivative raises (scatter_apply's operand, as in JAX)."""
+    return x
+
+
+@_not_differentiable.defjvp
+def _not_differentiable_jvp(primals, tangents):
+    raise UnsupportedError(f"scatter_apply is not differentiable (JAX: neither){_loc()}")
+
+
 def scatter_apply(
     operand,
     scatter_indices,
@@ -859,7 +871,8 @@ def scatter_apply(
         mode: out-of-bounds windows, as in :func:`scatter`.
 
     Returns:
-        An array like ``operand``. (Not differentiable, as in JAX.)
+        An array like ``operand``. (Not differentiable, as in JAX: a derivative raises
+        ``NotImplementedError``.)
 
     Example:
         >>> import functx.numpy as jnp
@@ -893,4 +906,4 @@ def scatter_apply(
         return ops.reshape(ops.select(below, new, flat), xa.shape)
 
     most = ops.reduce_max(flat_hits, (0,)) if xa.shape else hits
-    return fori_loop(0, most, body, operand)
+    return fori_loop(0, most, body, _not_differentiable(operand))

@@ -409,6 +409,10 @@ def test_index_take_scatter_apply_put_along_axis_vs_jax():
         ]
 
     same(progs(flax, fjnp), jax.jit(lambda: progs(jlax, jjnp))())
+    # not differentiable, as in JAX (its lax_autodiff_test checks NotImplementedError)
+    dn = flax.ScatterDimensionNumbers(*sdn)
+    with pytest.raises(NotImplementedError):
+        functx.jacfwd(lambda x: flax.scatter_apply(x, idx, flax.sin, dn, update_shape=(4, 3, 2)))(X)
     for jnp in (jjnp, fjnp):
         with pytest.raises(ValueError, match="inplace"):
             jnp.put_along_axis(np.zeros(3), np.array([0]), 1.0, 0)
