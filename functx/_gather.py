@@ -524,11 +524,11 @@ def gather(
     if fill:
         if fill_value is None:
             fill_value = P.default_fill(np.dtype(xa.dtype))
-        if isinstance(fill_value, (Array, Tracer)):
-            fv = ops.convert_element_type(fill_value, xa.dtype)
-        else:
+        if not isinstance(fill_value, (Array, Tracer)):
             with np.errstate(invalid="ignore", over="ignore"):
-                fv = np.asarray(fill_value).astype(xa.dtype)[()]
+                fill_value = Array.from_value(np.asarray(fill_value).astype(xa.dtype))
+        # (as JAX's full_like of the gathered values: their dtype and weak type)
+        fv = ops.convert_element_type(fill_value, xa.dtype, weak_type=xa.weak_type)
         batch_pos = tuple(p for p in range(len(out_shape)) if p not in dn.offset_dims)
         keep = ops.broadcast_in_dim(mask, out_shape, batch_pos) if mask is not None else None
         if keep is not None:

@@ -18,6 +18,7 @@ import functx.numpy as fjnp
 from functx import lax as flax
 from functx.errors import UnsupportedError
 from functx.test_util import check_grads
+from functx.tracing import get_aval
 
 jlax = jax.lax
 RNG = np.random.default_rng(7)
@@ -447,3 +448,22 @@ def test_docstring_examples_run(name):
         runner.run(t)
     result = runner.summarize(verbose=False)
     assert result.attempted > 0 and result.failed == 0, name
+
+
+def test_weak_types_follow_the_operand(no_x64):
+    def progs(lax):
+        x = lax.broadcast(1.5, (3,))  # weakly typed
+        dn, sd = (
+            lax.GatherDimensionNumbers((), (0,), (0,)),
+            lax.ScatterDimensionNumbers((), (0,), (0,)),
+        )
+        i = np.array([[0], [5]])
+        return [
+            lax.gather(x, i, dn, (1,)),
+            lax.gather(x, i, dn, (1,), mode="fill"),
+            lax.scatter_add(x, i, lax.broadcast(2.0, (2,)), sd),
+        ]
+
+    got, want = progs(flax), progs(jlax)
+    same(got, want)
+    assert [get_aval(g).weak_type for g in got] == [w.weak_type for w in want] == [True] * 3
