@@ -357,7 +357,10 @@ def test_gradients_vs_jax():
         for op in ("scatter", "scatter_add", "scatter_sub", "scatter_min", "scatter_max"):
             f = lambda x, u, op=op: (getattr(lax, op)(x, i, u, sdn) * w).sum()  # noqa: E731
             outs += list(grad(f, (0, 1))(X64, u))
-        return outs
+        # scatter_mul: JAX differentiates the updates only with unique_indices=True
+        iu, uu = i[1:], u[1:] + 2.0
+        f = lambda x, u: (lax.scatter_mul(x, iu, u, sdn, unique_indices=True) * w).sum()  # noqa: E731
+        return outs + list(grad(f, (0, 1))(X64, uu))
 
     same(progs(flax, functx.grad), jax.jit(lambda: progs(jlax, jax.grad))())
 
