@@ -121,3 +121,9 @@ def test_docstring_examples_run(name):
         runner.run(t)
     result = runner.summarize(verbose=False)
     assert result.attempted > 0 and result.failed == 0, name
+
+
+def test_vmap_over_segment_ids():
+    ids = np.array([[0, 1, 1, 2, 0], [2, 2, 0, 1, 5]])
+    got = functx.vmap(lambda i: fops.segment_max(DATA[:5], i, 3, bucket_size=2))(ids)
+    same(list(got), [fops.segment_max(DATA[:5], i, 3, bucket_size=2) for i in ids])
