@@ -248,4 +248,5 @@ JAX_NAMES: dict[str, tuple[str, str]] = {
         "serialize_executable shard_alike shard_map source_mapper sparse topologies transfer "
         "xla_metadata",
     ),
+    "functx.ops": ("jax.ops", "segment_max segment_min segment_prod segment_sum"),
 }

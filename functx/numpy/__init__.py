@@ -314,6 +314,7 @@ from functx.numpy._more import (
     unravel_index as unravel_index,
     vander as vander,
 )
+from functx.numpy._put import put_along_axis as put_along_axis
 from functx.numpy._sort import (
     argpartition as argpartition,
     argsort as argsort,
@@ -608,6 +609,7 @@ __all__ = [
     "prod",
     "promote_types",
     "ptp",
+    "put_along_axis",
     "rad2deg",
     "radians",
     "ravel",

@@ -1272,6 +1272,33 @@ def sort_top_k(ns, x, y):
     }
 
 
+def _general_gather_args(rng):
+    x = rng.standard_normal((2, 3, 4)).astype(F32)
+    idx = np.array([[0, 1], [1, 3], [5, -1]], np.int32)  # the last window is out of bounds
+    bidx = np.array([[[1], [0]], [[2], [2]]], np.int32)
+    ids = np.array([0, 2, 2, 0, 4, -1, 1], np.int32)
+    upd = rng.standard_normal((3, 3, 2)).astype(F32)
+    return x, idx, bidx, upd, ids, rng.standard_normal((7, 2)).astype(F32)
+
+
+@case(_general_gather_args, name="general_gather_scatter")
+def general_gather_scatter(ns, x, idx, bidx, upd, ids, data):
+    # lax.gather/scatter* with dimension numbers (functx/_gather.py) and jax.ops.segment_*: index
+    # arithmetic into the point gather/scatter primitives
+    lax = ns.lax
+    ops = functx.ops if ns.name == "functx" else jax.ops
+    dn = lax.GatherDimensionNumbers((1, 2), (0,), (0, 2))
+    batched = lax.GatherDimensionNumbers((2,), (1,), (1,), (0,), (0,))
+    sd = lax.ScatterDimensionNumbers((1, 2), (0,), (0, 2))
+    return {
+        "gather_clip": lax.gather(x, idx, dn, (1, 3, 2), mode="clip"),
+        "gather_fill": lax.gather(x, idx, dn, (1, 3, 2), mode="fill", fill_value=-1.0),
+        "gather_batched": lax.gather(x, bidx, batched, (1, 1, 4)),
+        "scatter_add": lax.scatter_add(x, idx, upd, sd),
+        "segment_max_clip": ops.segment_max(data, ids, 5, mode="clip"),
+    }
+
+
 # =============================================================================================
 # The tests
 # =============================================================================================
