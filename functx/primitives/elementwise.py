@@ -443,6 +443,7 @@ def _tl_integer_pow(c):
 # --- the special functions' derivatives and spellings --------------------------------------------
 _SQRT_PI_OVER_2 = math.sqrt(math.pi) / 2
 
+
 def _sp(fn, first="", last=""):
     """The C++ spelling of a special function: ``fx_sp::<fn>`` of the operands in double."""
     return lambda c: (
