@@ -406,8 +406,9 @@ def _binary(ns, x, y):
 for _dt in (F32, F64):
     case(lambda rng, dt=_dt: _binary_args(dt), tol=4.0, name=f"binary_{_dt.name}")(_binary)
 
-# The special functions (functx.primitives.special): C++ runs them; Triton refuses them up front
-# (erf_inv, a libdevice function, runs on both: it is in UNARY_FLOAT). Compiled against eager
+# The special functions (functx.primitives.special): C++ runs them; Triton refuses this case up
+# front for reduce_precision (the others run on Triton in tests/lowering/test_triton_special.py;
+# erf_inv, a libdevice function, runs on both: it is in UNARY_FLOAT). Compiled against eager
 # only: XLA takes 5-8 s to compile each of the igamma family, so tests/scipy/test_lax_special.py
 # checks them against scipy (JAX's own reference) and the cheap ones against JAX.
 _SP_A = [0.5, 1.0, 2.5, 7.0, 30.0, 0.0, -1.5, NAN]
