@@ -196,6 +196,10 @@ JAX_NAMES: dict[str, tuple[str, str]] = {
         "lu_solve pascal polar qr qr_multiply rsf2csf schur solve solve_sylvester "
         "solve_triangular sqrtm svd toeplitz",
     ),
+    "functx.scipy.signal": (
+        "jax.scipy.signal",
+        "convolve convolve2d correlate correlate2d csd detrend fftconvolve istft stft welch",
+    ),
     "functx.tree_util": (
         "jax.tree_util",
         "DictKey FlattenedIndexKey GetAttrKey KeyEntry KeyPath Partial PyTreeDef SequenceKey "
