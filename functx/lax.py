@@ -39,6 +39,10 @@ from functx.control.fft import (
 from functx.control.generic_reduce import (
     reduce as reduce,
 )
+from functx.control.linear_solve import (
+    custom_linear_solve as custom_linear_solve,
+    custom_root as custom_root,
+)
 from functx.control.scan import (
     map as map,
     scan as scan,
@@ -214,6 +218,8 @@ __all__ = [
     "cummin",
     "cumprod",
     "cumsum",
+    "custom_linear_solve",
+    "custom_root",
     "digamma",
     "div",
     "dot",

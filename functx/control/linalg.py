@@ -1049,9 +1049,179 @@ def svd(
     return outs[0]
 
 
+# --- eig -----------------------------------------------------------------------------------------
+def _eig_abstract(x, *, compute_left_eigenvectors, compute_right_eigenvectors, **_):
+    batch = _check_operands("eig", [x], [2])
+    if x.shape[-1] != x.shape[-2]:
+        raise ValueError(f"The input to eig must be a square matrix. Got shape {x.shape[-2:]}.")
+    n = x.shape[-1]
+    cdt = np.dtype(x.dtype) if _is_complex(x.dtype) else dtypes.COMPLEX_OF[np.dtype(x.dtype)]
+    count = int(compute_left_eigenvectors) + int(compute_right_eigenvectors)
+    return [ShapedArray((*batch, n), cdt)] + [ShapedArray((*batch, n, n), cdt)] * count
+
+
+def _eig_impl(x, *, compute_left_eigenvectors, compute_right_eigenvectors, **_):
+    """LAPACK's geev on each matrix (through ``scipy.linalg.eig``: eigenvalues in LAPACK's order,
+    eigenvectors of unit 2-norm with their largest component real); a matrix LAPACK cannot
+    decompose gives NaNs, as JAX's CPU lowering does."""
+    from scipy import linalg as sla  # SciPy: an optional dependency of the eager path
+
+    x = np.asarray(x)
+    n = x.shape[-1]
+    cdt = x.dtype if np.iscomplexobj(x) else dtypes.COMPLEX_OF[x.dtype]
+    lead = x.shape[:-2]
+    left, right = compute_left_eigenvectors, compute_right_eigenvectors
+    w = np.empty((*lead, n), cdt)
+    vl = np.empty((*lead, n, n), cdt)
+    vr = np.empty((*lead, n, n), cdt)
+    fx, fw, fl, fr = (a.reshape((-1, *a.shape[len(lead) :])) for a in (x, w, vl, vr))
+    work = x.dtype if x.dtype in (np.float32, np.float64, np.complex64, np.complex128) else cdt
+    for i in range(fx.shape[0]):
+        try:
+            res = sla.eig(fx[i].astype(work), left=left, right=right, check_finite=False)
+        except (np.linalg.LinAlgError, ValueError):
+            fw[i] = fl[i] = fr[i] = np.nan
+            continue
+        res = res if isinstance(res, tuple) else (res,)
+        fw[i] = res[0]
+        if left:
+            fl[i] = res[1]
+        if right:
+            fr[i] = res[-1]
+    return [w] + ([vl] if left else []) + ([vr] if right else [])
+
+
+eig_p = _define("eig", _eig_abstract, _eig_impl, multiple_results=True)
+
+
+def _lu_solve_square(a, b):
+    """``a^-1 b`` for square ``a`` (LU with partial pivoting)."""
+    lu_, _, perm = lu_p.bind(a)
+    return lu_solve(lu_, perm, b)
+
+
+def _eig_vec_jvp(w, v, da):
+    """Nondegenerate perturbation theory (Giles 2008, sec. 3.1) for ``A v_j = w_j v_j``, with the
+    scale of each ``v_j`` fixed as LAPACK's geev fixes it (unit 2-norm, largest component real):
+    JAX's rule."""
+    va = get_aval(v)
+    n = va.shape[-1]
+    dt = va.dtype
+    eye = _eye(n, dt, va.shape[:-2])
+    wa = get_aval(w)
+    w_row = ops.broadcast_in_dim(w, va.shape, (*range(wa.ndim - 1), wa.ndim))
+    w_col = ops.broadcast_in_dim(w, va.shape, tuple(range(wa.ndim)))
+    fmat = ops.sub(ops.reciprocal(ops.add(eye, ops.sub(w_row, w_col))), eye)
+    pm = matmul(_lu_solve_square(v, da), v)
+    dw = _diag(pm)
+    u = matmul(v, ops.mul(fmat, pm))
+    nd = va.ndim
+    k = ops.argmax(ops.abs(v), nd - 2, np.int32)
+    rows = ops.broadcasted_iota(np.int32, va.shape, nd - 2)
+    kb = ops.broadcast_in_dim(k, va.shape, (*range(nd - 2), nd - 1))
+    mask = ops.convert_element_type(ops.eq(rows, kb), dt)
+    re = ops.neg(ops.real(ops.reduce_sum(ops.mul(ops.conj(v), u), (nd - 2,))))
+    im = ops.div(
+        ops.neg(ops.imag(ops.reduce_sum(ops.mul(mask, u), (nd - 2,)))),
+        ops.real(ops.reduce_sum(ops.mul(mask, v), (nd - 2,))),
+    )
+    c = ops.complex(re, im)
+    return dw, ops.add(u, ops.mul(v, _col(c)))
+
+
+def _eig_jvp(
+    primals,
+    tangents,
+    *,
+    compute_left_eigenvectors,
+    compute_right_eigenvectors,
+    enable_eigvec_derivs,
+):
+    (a,), (da,) = primals, tangents
+    left, right = compute_left_eigenvectors, compute_right_eigenvectors
+    if (left or right) and not enable_eigvec_derivs:
+        raise NotImplementedError(
+            "Derivatives of non-symmetric eigenvectors are only valid under assumptions on the "
+            "input that JAX cannot check (see the enable_eigvec_derivs argument to "
+            "jax.lax.linalg.eig). Pass enable_eigvec_derivs=True to jax.lax.linalg.eig to opt in. "
+            "See https://github.com/jax-ml/jax/issues/2748 for discussion."
+        )
+    outs = eig_p.bind(
+        a,
+        compute_left_eigenvectors=left,
+        compute_right_eigenvectors=True,
+        enable_eigvec_derivs=enable_eigvec_derivs,
+    )
+    w, vr = outs[0], outs[-1]
+    cdt = get_aval(vr).dtype
+    da = _as(J.instantiate(da, J.tangent_aval(get_aval(a))), cdt)
+    if not (left or right):
+        dw = ops.reduce_sum(ops.mul(_lu_solve_square(vr, da), _T(vr)), (get_aval(vr).ndim - 1,))
+        return [w], [dw]
+    dw, dvr = _eig_vec_jvp(w, vr, da)
+    prim, tan = [w], [dw]
+    if left:
+        _, dvl = _eig_vec_jvp(ops.conj(w), outs[1], _H(da))
+        prim.append(outs[1])
+        tan.append(dvl)
+    if right:
+        prim.append(vr)
+        tan.append(dvr)
+    return prim, tan
+
+
+J.jvp_rules[eig_p] = _eig_jvp
+
+
+def eig(
+    x,
+    *,
+    compute_left_eigenvectors: bool = True,
+    compute_right_eigenvectors: bool = True,
+    enable_eigvec_derivs: bool = False,
+    implementation=None,
+    use_magma=None,
+):
+    """Eigendecomposition of general square matrices (JAX's ``jax.lax.linalg.eig``), by LAPACK's
+    geev on the host (under ``jit`` on the C++ backend too; the Triton backend raises
+    ``UnsupportedError``: the results are complex).
+
+    Arguments:
+      x: a batch of square matrices ``[..., n, n]``, float or complex.
+      compute_left_eigenvectors: whether to return the left eigenvectors (``vl^H x = w vl^H``).
+      compute_right_eigenvectors: whether to return the right eigenvectors (``x vr = vr w``).
+      enable_eigvec_derivs: allow derivatives of the eigenvectors (valid only for distinct
+        eigenvalues, as in JAX); without it differentiating them raises ``NotImplementedError``.
+      implementation, use_magma: accepted for JAX's signature (GPU choices); unused.
+
+    Returns:
+      A list ``[w]`` followed by ``vl`` and/or ``vr`` as requested: eigenvalues ``[..., n]`` and
+      eigenvectors ``[..., n, n]`` (columns, unit 2-norm), of the complex dtype of ``x``'s width.
+      A matrix LAPACK cannot decompose gives NaNs.
+
+    Example:
+      >>> import functx, numpy as np
+      >>> w, vr = functx.lax.linalg.eig(np.array([[2.0, 0.0], [0.0, -1.0]], np.float32),
+      ...                               compute_left_eigenvectors=False)
+      >>> w
+      Array([ 2.+0.j, -1.+0.j], dtype=complex64)
+    """
+    del implementation, use_magma
+    return list(
+        eig_p.bind(
+            x,
+            compute_left_eigenvectors=bool(compute_left_eigenvectors),
+            compute_right_eigenvectors=bool(compute_right_eigenvectors),
+            enable_eigvec_derivs=bool(enable_eigvec_derivs),
+        )
+    )
+
+
 __all__ = [
     "cholesky",
     "cholesky_p",
+    "eig",
+    "eig_p",
     "eigh",
     "eigh_p",
     "qr",

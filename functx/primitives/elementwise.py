@@ -362,6 +362,8 @@ def _tl_not(c):
 
 def _tl_div(c):
     if c.fl:
+        if c.ct == "tl.float32":  # IEEE rounding, as XLA divides (Triton's `/` is div.full.f32)
+            return f"tl.div_rn({c.t[0]}, {c.t[1]})"
         return f"({c.a[0]} / {c.a[1]})"
     x, y = c.t
     if c.signed:

@@ -1159,6 +1159,44 @@ def linalg_cholesky_solve(ns, a, b):
     return {**out, "qq": q @ q.T, "w": w * 2.0, "s": sv}
 
 
+@case(_spd_pair, tol=50.0)
+def custom_solve_root(ns, a, b):
+    # lax.custom_linear_solve (jvp, transpose, vmap; solve inlined) and lax.custom_root (Newton)
+    lax, np_ = ns.lax, ns.np
+
+    def lsolve(m, v):
+        mv = lambda x: m @ x  # noqa: E731
+        cg = lambda f, y: lax.fori_loop(0, 3, lambda i, x: x + (y - f(x)) / 8.0, y / 8.0)  # noqa: E731
+        return lax.custom_linear_solve(mv, v, cg, symmetric=True)
+
+    def newton_sqrt(c):
+        def newton(f, x):
+            for _ in range(6):
+                x = x - f(x) / (2.0 * x)
+            return x
+
+        tsolve = lambda g, y: y / g(np_.ones_like(y))  # noqa: E731
+        return lax.custom_root(lambda x: x * x - c, np_.ones_like(c), newton, tsolve)
+
+    loss = lambda m, v: np_.sum(lsolve(m, v) ** 2)  # noqa: E731
+    ga, gb = ns.grad(loss, argnums=(0, 1))(a[0], b[0, :, 0])
+    return {
+        "x": ns.vmap(lsolve)(a, b[:, :, 0]),
+        "ga": ga,
+        "gb": gb,
+        "root": newton_sqrt(a[0] + 3.0),
+        "root_grad": ns.grad(lambda c: np_.sum(newton_sqrt(c)))(a[0] + 3.0),
+    }
+
+
+@case(lambda rng: (rng.standard_normal((2, 3, 3)),), tol=1e3, triton_unsupported="eig")
+def linalg_eig(ns, a):
+    # lax.linalg.eig as a C++ library step (LAPACK's geev); its results are complex, which the
+    # Triton backend's library steps do not take (JAX runs eig on the CPU): UnsupportedError
+    w, vr = ns.np.linalg.eig(a * 2.0)
+    return {"w": w, "vr_abs": ns.np.abs(vr), "wsum": ns.np.sum(ns.np.linalg.eigvals(a) ** 2)}
+
+
 def _complex_args(rng):
     def c(shape, dt):
         return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dt)

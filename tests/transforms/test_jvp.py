@@ -707,6 +707,9 @@ NOT_IN_TABLE = {"custom_lin", "debug_callback", "pure_callback", "io_callback"} 
 )
 # dense linear algebra: check_grads (both modes, order 2) in tests/numpy/test_linalg.py
 NOT_IN_TABLE |= {"cholesky", "triangular_solve", "lu", "eigh", "qr", "svd"}
+# carries Jaxprs: jvp, grad and check_grads in tests/test_custom_solve.py
+NOT_IN_TABLE |= {"custom_linear_solve"}
+NOT_IN_TABLE |= {"eig"}  # check_grads in tests/numpy/test_linalg_eig.py
 
 
 def _merge(diff, fixed, positions=None):
