@@ -61,6 +61,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "functx.random",
             "functx._xlamath",
             "functx._gather",
+            "functx._conv",
             "functx.scipy",
             "functx.test_util",
             "functx.flatten_util",

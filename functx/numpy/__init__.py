@@ -25,6 +25,10 @@ from functx.numpy._complex import (
     isreal as isreal,
     real as real,
 )
+from functx.numpy._conv import (
+    convolve as convolve,
+    correlate as correlate,
+)
 from functx.numpy._core import (
     abs as abs,
     absolute as absolute,
@@ -680,4 +684,7 @@ __all__ = [
     "where",
     "zeros",
     "zeros_like",
+    # functx/numpy/_conv.py
+    "convolve",
+    "correlate",
 ]

@@ -1298,6 +1298,43 @@ def general_gather_scatter(ns, x, idx, bidx, upd, ids, data):
         "scatter_add": lax.scatter_add(x, idx, upd, sd),
         "segment_max_clip": ops.segment_max(data, ids, 5, mode="clip"),
     }
+def _conv_args(rng):
+    return (
+        rng.standard_normal((1, 4, 3, 2)).astype(F32),
+        rng.standard_normal((2, 1, 1, 4)).astype(F32),
+        rng.standard_normal((2, 7, 4)).astype(F32),
+        rng.standard_normal((3, 1, 4)).astype(F32),
+        rng.standard_normal(66).astype(F32),
+    )
+
+
+@case(_conv_args, tol=4.0)
+def conv(ns, x, w, s, k, v):
+    # convolutions (functx/_conv.py, composites): per-tap products with feature groups and
+    # strides, Mamba's depthwise causal conv1d (multiply-adds), a 65-tap jnp.convolve (one
+    # gather), and the first two's gradients
+    lax = ns.lax
+
+    def conv2d(x, w):
+        dn = ("NHWC", "HWIO", "NHWC")
+        return lax.conv_general_dilated(
+            x, w, (2, 1), "SAME", rhs_dilation=(1, 2), dimension_numbers=dn, feature_group_count=2
+        )
+
+    def conv1d(s, k):
+        dn = ("NWC", "WIO", "NWC")
+        return lax.conv_general_dilated(
+            s, k, (1,), [(2, 0)], dimension_numbers=dn, feature_group_count=4
+        )
+
+    def sq(f):
+        return ns.grad(lambda *a: ns.np.sum(f(*a) ** 2), argnums=(0, 1))
+
+    gx, gw = sq(conv2d)(x, w)
+    gs, gk = sq(conv1d)(s, k)
+    long = lambda a, b: ns.np.convolve(a, b, "same")  # noqa: E731
+    out = {"conv2d": conv2d(x, w), "gx": gx, "gw": gw, "conv1d": conv1d(s, k), "gs": gs, "gk": gk}
+    return {**out, "long": long(v, v[1:])}
 
 
 # =============================================================================================
