@@ -30,12 +30,16 @@ rule), ``qr`` and ``svd``.
 
 from __future__ import annotations
 
+import enum
+
 import numpy as np
 
 from functx import dtypes, ops, primitives as P
 from functx.control.common import lower_to_loop
 from functx.core import Primitive, ShapedArray
+from functx.errors import UnsupportedError
 from functx.lowering.rules import lowerings
+from functx.source_info import where
 from functx.tracing import get_aval
 from functx.transforms import jvp as J, transpose as T, vmap as V
 from functx.transforms.jvp import Zero
@@ -110,7 +114,7 @@ def symmetrize(x):
 
     Example:
       >>> import functx, functx.numpy as jnp
-      >>> functx.lax.linalg.symmetrize(jnp.array([[1.0, 2.0], [0.0, 3.0]]))
+      >>> functx.control.linalg.symmetrize(jnp.array([[1.0, 2.0], [0.0, 3.0]]))
       Array([[1., 1.],
              [1., 3.]], dtype=float32)
     """
@@ -1316,11 +1320,448 @@ def eig(
     )
 
 
+# --- hessenberg, tridiagonal, householder_product, schur: LAPACK reductions (no derivatives, as
+# in JAX) ------------------------------------------------------------------------------------------
+def _lapack(name, dt):
+    from scipy.linalg import lapack  # SciPy: an optional dependency of the eager path
+
+    return lapack.get_lapack_funcs(name, dtype=np.dtype(dt))
+
+
+def _per_matrix(fn, arrays, outs):
+    """Run ``fn(*matrices) -> tuple`` over the flattened batch of ``arrays`` (each with
+    ``core`` trailing dims given by its entry ``(array, ndim_core)``), writing ``outs`` (same
+    batch)."""
+    lead = arrays[0][0].shape[: arrays[0][0].ndim - arrays[0][1]]
+    size = int(np.prod(lead, dtype=np.int64))
+    flat_in = [a.reshape((size, *a.shape[a.ndim - k :])) for a, k in arrays]
+    flat_out = [o.reshape((size, *o.shape[len(lead) :])) for o in outs]
+    for i in range(size):
+        res = fn(*(a[i] for a in flat_in))
+        for o, r in zip(flat_out, res):
+            o[i] = r
+    return outs
+
+
+def _hessenberg_abstract(a):
+    batch = _check_operands("hessenberg", [a], [2])
+    if a.shape[-1] != a.shape[-2]:
+        raise ValueError(
+            f"Argument to Hessenberg reduction must have shape [..., n, n], got shape "
+            f"{a.shape[-2:]}"
+        )
+    n = a.shape[-1]
+    return [ShapedArray(a.shape, a.dtype), ShapedArray((*batch, max(n - 1, 0)), a.dtype)]
+
+
+def _hessenberg_impl(a):
+    a = np.asarray(a)
+    n = a.shape[-1]
+    h = np.empty(a.shape, a.dtype)
+    taus = np.empty((*a.shape[:-2], max(n - 1, 0)), a.dtype)
+    if a.size == 0:
+        return [h, taus]
+    gehrd = _lapack("gehrd", a.dtype)
+
+    def one(m):
+        ht, tau, info = gehrd(m, lo=0, hi=n - 1)
+        return (ht, tau[: n - 1]) if info == 0 else (np.nan, np.nan)
+
+    return _per_matrix(one, [(a, 2)], [h, taus])
+
+
+hessenberg_p = _define("hessenberg", _hessenberg_abstract, _hessenberg_impl, multiple_results=True)
+
+
+def hessenberg(a):
+    """Reduction of square matrices to upper Hessenberg form (JAX's
+    ``jax.lax.linalg.hessenberg``: LAPACK's gehrd, on the host).
+
+    Arguments:
+      a: a batch of square matrices ``[..., n, n]``, float or complex.
+
+    Returns:
+      ``(a_out, taus)``: the Hessenberg matrix in the upper triangle and first subdiagonal of
+      ``a_out``, the Householder reflectors below it, and their scales ``taus`` ``[..., n - 1]``.
+
+    Example:
+      >>> h, taus = functx.lax.linalg.hessenberg(np.eye(3, dtype=np.float32))
+      >>> taus
+      Array([0., 0.], dtype=float32)
+    """
+    return tuple(hessenberg_p.bind(a))
+
+
+def _tridiagonal_abstract(a, *, lower):
+    batch = _check_operands("tridiagonal", [a], [2])
+    if a.shape[-1] != a.shape[-2] or a.shape[-1] == 0:
+        raise ValueError(
+            f"The input to tridiagonal must be a square matrix. Got shape {a.shape[-2:]}."
+        )
+    n = a.shape[-1]
+    rdt = _real_dtype(a.dtype)
+    return [
+        ShapedArray(a.shape, a.dtype),
+        ShapedArray((*batch, n), rdt),
+        ShapedArray((*batch, n - 1), rdt),
+        ShapedArray((*batch, n - 1), a.dtype),
+    ]
+
+
+def _tridiagonal_impl(a, *, lower):
+    a = np.asarray(a)
+    n = a.shape[-1]
+    rdt = _real_dtype(a.dtype)
+    outs = [
+        np.empty(a.shape, a.dtype),
+        np.empty((*a.shape[:-2], n), rdt),
+        np.empty((*a.shape[:-2], n - 1), rdt),
+        np.empty((*a.shape[:-2], n - 1), a.dtype),
+    ]
+    if a.size == 0:
+        return outs
+    sytrd = _lapack("hetrd" if np.iscomplexobj(a) else "sytrd", a.dtype)
+
+    def one(m):
+        c, d, e, tau, info = sytrd(m, lower=int(lower))
+        return (c, d, e, tau) if info == 0 else (np.nan,) * 4
+
+    return _per_matrix(one, [(a, 2)], outs)
+
+
+tridiagonal_p = _define(
+    "tridiagonal", _tridiagonal_abstract, _tridiagonal_impl, multiple_results=True
+)
+
+
+def tridiagonal(a, *, lower=True):
+    """Reduction of Hermitian matrices to real symmetric tridiagonal form (JAX's
+    ``jax.lax.linalg.tridiagonal``: LAPACK's sytrd/hetrd, on the host).
+
+    Arguments:
+      a: a batch of square matrices ``[..., n, n]``; only the triangle ``lower`` names is read.
+      lower: read the lower (True) or the upper triangle.
+
+    Returns:
+      ``(a_out, d, e, taus)``: the packed reflectors, the diagonal ``d`` ``[..., n]`` and
+      off-diagonal ``e`` ``[..., n - 1]`` (real), and the reflectors' scales ``[..., n - 1]``.
+
+    Example:
+      >>> _, d, e, _ = functx.lax.linalg.tridiagonal(np.diag(np.float32([1, 2, 3])))
+      >>> d
+      Array([1., 2., 3.], dtype=float32)
+    """
+    return tuple(tridiagonal_p.bind(a, lower=bool(lower)))
+
+
+def _hh_abstract(a, taus):
+    batch = _check_operands("householder_product", [a, taus], [2, 1])
+    m, n = a.shape[-2:]
+    if m < n:
+        raise ValueError(
+            "The first argument to householder_product must have at least as many rows as "
+            f"columns, got shape {a.shape[-2:]}"
+        )
+    if taus.shape[-1] > min(m, n):
+        raise ValueError(
+            "The second argument to householder_product must not have more rows than the "
+            "minimum of the first argument's rows and columns."
+        )
+    return ShapedArray((*batch, m, n), a.dtype)
+
+
+def _hh_impl(a, taus):
+    a, taus = np.asarray(a), np.asarray(taus)
+    out = np.empty(a.shape, a.dtype)
+    if a.size == 0:
+        return out
+    orgqr = _lapack("ungqr" if np.iscomplexobj(a) else "orgqr", a.dtype)
+    n = a.shape[-1]
+
+    def one(m, t):
+        if t.shape[0] < n:  # LAPACK wants n scales: the rest are identity reflectors
+            t = np.concatenate([t, np.zeros(n - t.shape[0], t.dtype)])
+        q, _, info = orgqr(m, t)
+        return (q if info == 0 else np.nan,)
+
+    return _per_matrix(one, [(a, 2), (taus, 1)], [out])[0]
+
+
+householder_product_p = _define("householder_product", _hh_abstract, _hh_impl)
+
+
+def householder_product(a, taus):
+    """The product of elementary Householder reflectors (JAX's
+    ``jax.lax.linalg.householder_product``: LAPACK's orgqr/ungqr, on the host).
+
+    Arguments:
+      a: ``[..., m, n]`` with ``m >= n``, the reflectors below its diagonal (as ``hessenberg`` and
+        LAPACK's geqrf leave them).
+      taus: ``[..., k]`` with ``k <= n``, the reflectors' scales.
+
+    Returns:
+      The orthogonal (unitary) matrices ``[..., m, n]``.
+
+    Example:
+      >>> q = functx.lax.linalg.householder_product(np.eye(2, dtype=np.float32),
+      ...                                           np.zeros(2, np.float32))
+      >>> print(np.abs(q))
+      [[1. 0.]
+       [0. 1.]]
+    """
+    return householder_product_p.bind(a, taus)
+
+
+def _schur_abstract(x, *, compute_schur_vectors, sort_eig_vals, select_callable):
+    _check_operands("schur", [x], [2])
+    if x.shape[-1] != x.shape[-2]:
+        raise ValueError(f"The input to schur must be a square matrix. Got shape {x.shape[-2:]}.")
+    out = ShapedArray(x.shape, x.dtype)
+    return [out, out] if compute_schur_vectors else [out]
+
+
+def _schur_impl(x, *, compute_schur_vectors, sort_eig_vals, select_callable):
+    from scipy import linalg as sla  # SciPy: an optional dependency of the eager path
+
+    x = np.asarray(x)
+    t, z = np.empty(x.shape, x.dtype), np.empty(x.shape, x.dtype)
+    if x.size:
+        out = "complex" if np.iscomplexobj(x) else "real"
+
+        def one(m):
+            try:
+                return sla.schur(m, output=out, check_finite=False)
+            except (np.linalg.LinAlgError, ValueError):
+                return np.nan, np.nan
+
+        _per_matrix(one, [(x, 2)], [t, z])
+    return [t, z] if compute_schur_vectors else [t]
+
+
+schur_p = _define("schur", _schur_abstract, _schur_impl, multiple_results=True)
+
+
+def schur(x, *, compute_schur_vectors=True, sort_eig_vals=False, select_callable=None):
+    """Schur decomposition ``x = Z T Z^H`` (JAX's ``jax.lax.linalg.schur``: LAPACK's gees, on the
+    host; real input gives the real Schur form).
+
+    Arguments:
+      x: a batch of square matrices ``[..., n, n]``, float or complex.
+      compute_schur_vectors: whether to return ``Z`` too.
+      sort_eig_vals, select_callable: LAPACK's eigenvalue ordering, which JAX does not implement
+        (``sort_eig_vals=True`` raises ``NotImplementedError``, as in JAX).
+
+    Returns:
+      ``(T, Z)``, or ``(T,)`` without Schur vectors: ``T`` quasi-upper-triangular (upper
+      triangular for complex input), ``Z`` unitary.
+
+    Example:
+      >>> t, z = functx.lax.linalg.schur(np.array([[1.0, 2.0], [0.0, 3.0]], np.float32))
+      >>> t
+      Array([[1., 2.],
+             [0., 3.]], dtype=float32)
+    """
+    if sort_eig_vals:
+        raise NotImplementedError("The sort feature of LAPACK's gees routine is not implemented.")
+    return tuple(
+        schur_p.bind(
+            x,
+            compute_schur_vectors=bool(compute_schur_vectors),
+            sort_eig_vals=False,
+            select_callable=select_callable,
+        )
+    )
+
+
+def _no_jvp(name):
+    def rule(primals, tangents, **params):
+        # as in JAX, which registers no derivative for these reductions
+        raise UnsupportedError(f"Differentiation rule for '{name}' not implemented{where()}")
+
+    return rule
+
+
+for _p in (hessenberg_p, tridiagonal_p, householder_product_p, schur_p):
+    J.jvp_rules[_p] = _no_jvp(_p.name)
+del _p
+
+
+# --- tridiagonal_solve -------------------------------------------------------------------------
+def _trid_abstract(dl, d, du, b, *, perturb_singular):
+    _check_operands("tridiagonal_solve", [dl, d, du, b], [1, 1, 1, 2])
+    if dl.shape != d.shape or dl.shape != du.shape:
+        raise TypeError(
+            "tridiagonal_solve requires that all diagonal arguments have the same shape."
+        )
+    if dl.shape != b.shape[:-1]:
+        raise TypeError(
+            "tridiagonal_solve requires that the leading ndim-1 dimensions of b equal the "
+            "dimensions of the diagonal arguments."
+        )
+    return ShapedArray(b.shape, b.dtype)
+
+
+def _trid_impl(dl, d, du, b, *, perturb_singular):
+    dl, d, du, b = (np.asarray(v) for v in (dl, d, du, b))
+    out = np.empty(b.shape, b.dtype)
+    if b.size == 0:
+        return out
+    gtsv = _lapack("gtsv", b.dtype)
+
+    def one(l_, d_, u_, b_):
+        if d_.shape[0] == 1:
+            return (b_ / d_[0],)
+        x, info = gtsv(l_[1:], d_, u_[:-1], b_)[3:]
+        return (x if info == 0 else np.nan,)
+
+    return _per_matrix(one, [(dl, 1), (d, 1), (du, 1), (b, 2)], [out])[0]
+
+
+tridiagonal_solve_p = _define("tridiagonal_solve", _trid_abstract, _trid_impl)
+
+
+def _shift(x, up):
+    """``x[..., 1:]`` padded with a zero at the end (``up``), or ``x[..., :-1]`` with one at the
+    front, along the last axis."""
+    a = get_aval(x)
+    z = ops.full((*a.shape[:-1], 1), 0, a.dtype)
+    nd = a.ndim - 1
+    if up:
+        return ops.concatenate([ops.slice_in_dim(x, 1, a.shape[-1], axis=nd), z], nd)
+    return ops.concatenate([z, ops.slice_in_dim(x, 0, a.shape[-1] - 1, axis=nd)], nd)
+
+
+def _trid_product(dl, d, du, x):
+    """``A x`` for the tridiagonal ``A`` (``dl[i] = A[i, i-1]``, ``du[i] = A[i, i+1]``)."""
+    xa = get_aval(x)
+    nd = xa.ndim
+    col = lambda v: ops.broadcast_in_dim(v, xa.shape, tuple(range(nd - 1)))  # noqa: E731
+    z = ops.full((*xa.shape[:-2], 1, xa.shape[-1]), 0, xa.dtype)
+    m = xa.shape[-2]
+    x_dn = ops.concatenate([z, ops.slice_in_dim(x, 0, m - 1, axis=nd - 2)], nd - 2)
+    x_up = ops.concatenate([ops.slice_in_dim(x, 1, m, axis=nd - 2), z], nd - 2)
+    y = ops.mul(col(d), x)
+    y = ops.add(y, ops.mul(col(dl), x_dn))
+    return ops.add(y, ops.mul(col(du), x_up))
+
+
+def _trid_jvp(primals, tangents, *, perturb_singular):
+    dl, d, du, b = primals
+    *dd, db = tangents
+    ans = tridiagonal_solve_p.bind(*primals, perturb_singular=perturb_singular)
+    rhs = db
+    if not all(isinstance(t, Zero) for t in dd):
+        dd = [J.instantiate(t, J.tangent_aval(get_aval(v))) for t, v in zip(dd, (dl, d, du))]
+        mv = _trid_product(*dd, ans)
+        rhs = ops.neg(mv) if isinstance(db, Zero) else ops.sub(db, mv)
+    if isinstance(rhs, Zero):
+        return ans, Zero(J.tangent_aval(get_aval(ans)))
+    return ans, tridiagonal_solve_p.bind(dl, d, du, rhs, perturb_singular=perturb_singular)
+
+
+def _trid_transpose(ct, dl, d, du, b, *, perturb_singular):
+    if any(T.is_undefined(v) for v in (dl, d, du)):
+        raise ValueError("tridiagonal_solve is linear in b only")
+    if isinstance(ct, Zero):
+        return [None, None, None, Zero(b.aval)]
+    ct_b = tridiagonal_solve_p.bind(
+        _shift(du, False), d, _shift(dl, True), ct, perturb_singular=perturb_singular
+    )
+    return [None, None, None, ct_b]
+
+
+J.jvp_rules[tridiagonal_solve_p] = _trid_jvp
+T.transpose_rules[tridiagonal_solve_p] = _trid_transpose
+
+
+def tridiagonal_solve(dl, d, du, b, *, perturb_singular=False):
+    """Solve ``A X = B`` for tridiagonal ``A`` (JAX's ``jax.lax.linalg.tridiagonal_solve``:
+    LAPACK's gtsv, on the host), differentiable in all four operands.
+
+    Arguments:
+      dl: ``[..., m]``, the lower diagonal: ``dl[i] = A[i, i-1]`` (``dl[0]`` is ignored).
+      d: ``[..., m]``, the diagonal.
+      du: ``[..., m]``, the upper diagonal: ``du[i] = A[i, i+1]`` (``du[m-1]`` is ignored).
+      b: ``[..., m, n]``, the right-hand sides.
+      perturb_singular: JAX's perturbation of tiny pivots; not supported (raises
+        ``NotImplementedError``).
+
+    Returns:
+      ``X``, of ``b``'s shape and dtype; a singular system gives NaNs.
+
+    Example:
+      >>> one = np.ones(3, np.float32)
+      >>> b = np.ones((3, 1), np.float32)
+      >>> functx.lax.linalg.tridiagonal_solve(0 * one, 2 * one, 0 * one, b)
+      Array([[0.5],
+             [0.5],
+             [0.5]], dtype=float32)
+    """
+    if perturb_singular:
+        raise NotImplementedError("tridiagonal_solve: perturb_singular=True is not supported")
+    return tridiagonal_solve_p.bind(dl, d, du, b, perturb_singular=False)
+
+
+# --- the choice enums of JAX's signatures (the host LAPACK path is the only implementation) ----
+class EigImplementation(enum.Enum):
+    """JAX's choice of ``eig`` implementation (GPU libraries); functx always runs LAPACK.
+
+    Example:
+      >>> functx.lax.linalg.EigImplementation.LAPACK.value
+      'lapack'
+    """
+
+    CUSOLVER = "cusolver"
+    MAGMA = "magma"
+    LAPACK = "lapack"
+
+
+class EighImplementation(enum.Enum):
+    """JAX's choice of ``eigh`` algorithm; functx always runs LAPACK's.
+
+    Example:
+      >>> functx.lax.linalg.EighImplementation.QR.value
+      'qr'
+    """
+
+    QR = "qr"
+    JACOBI = "jacobi"
+    QDWH = "qdwh"
+
+
+class SvdAlgorithm(enum.Enum):
+    """JAX's choice of SVD algorithm (``svd``'s ``algorithm``); functx always runs LAPACK's.
+
+    Example:
+      >>> functx.lax.linalg.SvdAlgorithm.DEFAULT.value
+      'default'
+    """
+
+    DEFAULT = "default"
+    QR = "QR"
+    JACOBI = "Jacobi"
+    POLAR = "polar"
+    DIVIDE_AND_CONQUER = "divide_and_conquer"
+
+
 __all__ = [
+    "EigImplementation",
+    "EighImplementation",
+    "SvdAlgorithm",
     "cholesky",
     "cholesky_p",
     "eig",
     "eig_p",
+    "hessenberg",
+    "hessenberg_p",
+    "householder_product",
+    "householder_product_p",
+    "schur",
+    "schur_p",
+    "tridiagonal",
+    "tridiagonal_p",
+    "tridiagonal_solve",
+    "tridiagonal_solve_p",
     "eigh",
     "eigh_p",
     "qr",
