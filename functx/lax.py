@@ -6,6 +6,11 @@ primitives beside their rules; this file only names what is public, each name on
 """
 
 # ruff: noqa: A004
+from functx._window import (
+    padtype_to_pads as padtype_to_pads,
+    reduce_window as reduce_window,
+    reduce_window_shape_tuple as reduce_window_shape_tuple,
+)
 from functx.control import linalg as linalg
 from functx.control.associative_scan import (
     associative_scan as associative_scan,
@@ -251,6 +256,7 @@ __all__ = [
     "neg",
     "nextafter",
     "pad",
+    "padtype_to_pads",
     "polygamma",
     "pow",
     "random_gamma_grad",
@@ -264,6 +270,8 @@ __all__ = [
     "reduce_precision",
     "reduce_prod",
     "reduce_sum",
+    "reduce_window",
+    "reduce_window_shape_tuple",
     "rem",
     "reshape",
     "rev",

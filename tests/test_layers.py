@@ -59,6 +59,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "functx.nn",
             "functx.random",
             "functx._xlamath",
+            "functx._window",
             "functx.scipy",
             "functx.test_util",
             "functx.flatten_util",
