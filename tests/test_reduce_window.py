@@ -50,7 +50,7 @@ def windows(draw):
     return shape, dims, strides, padding, base, wdil
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=6, deadline=None)
 @given(windows(), st.sampled_from(sorted(MONOIDS)), st.integers(0, 2**31 - 1))
 def test_monoid_windows_match_jax(win, kind, seed):
     shape, dims, strides, padding, base, wdil = win
@@ -234,12 +234,11 @@ def test_vmap_against_a_loop():
 
 
 def test_jit_cpp_and_triton_match_eager(monkeypatch):
-    f = lambda v: _pools(flax, v)[:2]  # noqa: E731
-    want = [np.asarray(o) for o in f(X4)]
-    for o, w in zip(_pools(jlax, X4), want):
+    for o, w in zip(_pools(jlax, X4), _pools(flax, X4)):
         np.testing.assert_allclose(o, w, rtol=1e-6, atol=1e-6)
-    for o, w in zip(functx.jit(f)(X4), want):
-        np.testing.assert_allclose(o, w, rtol=1e-6, atol=1e-6)
+    x2 = X4[0, :, :, 0]
+    h = lambda v: flax.reduce_window(v, -np.inf, flax.max, (3, 3), (2, 2), "SAME")  # noqa: E731
+    np.testing.assert_array_equal(functx.jit(h)(x2), h(x2))
 
     # a gradient under jit: a max pool with stride 1 and a sum pool (both transposes compiled)
     def loss(u):
@@ -255,7 +254,6 @@ def test_jit_cpp_and_triton_match_eager(monkeypatch):
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     small = X4[0, :4, :5, 0]  # the max pool's taps (the average pool is a reshape and a sum)
-    h = lambda v: flax.reduce_window(v, -np.inf, flax.max, (3, 3), (2, 2), "SAME")  # noqa: E731
     (out,) = compile_triton(functx.make_jaxpr(h)(small))(small)
     np.testing.assert_allclose(out.numpy(), h(small), rtol=1e-6, atol=1e-6)
 
