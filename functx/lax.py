@@ -32,6 +32,11 @@ from functx._gather import (
     scatter_mul as scatter_mul,
     scatter_sub as scatter_sub,
 )
+from functx._window import (
+    padtype_to_pads as padtype_to_pads,
+    reduce_window as reduce_window,
+    reduce_window_shape_tuple as reduce_window_shape_tuple,
+)
 from functx.control.associative_scan import (
     associative_scan as associative_scan,
     cumlogsumexp as cumlogsumexp,
@@ -294,6 +299,7 @@ __all__ = [
     "neg",
     "nextafter",
     "pad",
+    "padtype_to_pads",
     "polygamma",
     "pow",
     "random_gamma_grad",
@@ -307,6 +313,8 @@ __all__ = [
     "reduce_precision",
     "reduce_prod",
     "reduce_sum",
+    "reduce_window",
+    "reduce_window_shape_tuple",
     "rem",
     "reshape",
     "rev",
