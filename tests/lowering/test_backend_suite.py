@@ -406,8 +406,9 @@ def _binary(ns, x, y):
 for _dt in (F32, F64):
     case(lambda rng, dt=_dt: _binary_args(dt), tol=4.0, name=f"binary_{_dt.name}")(_binary)
 
-# The special functions (functx.primitives.special): C++ runs them; Triton refuses them up front
-# (erf_inv, a libdevice function, runs on both: it is in UNARY_FLOAT). Compiled against eager
+# The special functions (functx.primitives.special): C++ runs them; Triton refuses this case up
+# front for reduce_precision (the others run on Triton in tests/lowering/test_triton_special.py;
+# erf_inv, a libdevice function, runs on both: it is in UNARY_FLOAT). Compiled against eager
 # only: XLA takes 5-8 s to compile each of the igamma family, so tests/scipy/test_lax_special.py
 # checks them against scipy (JAX's own reference) and the cheap ones against JAX.
 _SP_A = [0.5, 1.0, 2.5, 7.0, 30.0, 0.0, -1.5, NAN]
@@ -1197,6 +1198,26 @@ def linalg_eig(ns, a):
     return {"w": w, "vr_abs": ns.np.abs(vr), "wsum": ns.np.sum(ns.np.linalg.eigvals(a) ** 2)}
 
 
+def _trid_args(rng):
+    a = rng.standard_normal((2, 4, 4)).astype(F32)
+    dl, d, du = rng.standard_normal((3, 2, 4)).astype(F32)
+    return a, dl, d + 4.0, du, rng.standard_normal((2, 4, 2)).astype(F32)
+
+
+@case(_trid_args, tol=50.0)
+def linalg_reductions(ns, a, dl, d, du, b):
+    # hessenberg / tridiagonal / schur / householder_product / tridiagonal_solve as library steps
+    # (LAPACK's gehrd, sytrd, gees, orgqr, gtsv); their other tests are in
+    # tests/numpy/test_linalg_lax_more.py
+    lin = ns.lax.linalg
+    h, taus = lin.hessenberg(a * 1.0)
+    q = lin.householder_product(a + 1.0, taus)
+    _, td, te, _ = lin.tridiagonal(a + ns.np.swapaxes(a, -1, -2))
+    t = lin.schur(a[0] @ a[0].T)[0]
+    x = lin.tridiagonal_solve(dl, d, du, b)
+    return {"h": h, "q": q, "td": td, "te": ns.np.abs(te), "t": ns.np.diag(t), "x": x}
+
+
 def _complex_args(rng):
     def c(shape, dt):
         return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dt)
@@ -1249,6 +1270,33 @@ def sort_top_k(ns, x, y):
         "keys2": lax.sort((y, x * 2.0), num_keys=2),
         "argsort": ns.np.argsort(x, axis=0, descending=True),
         "top_k": lax.top_k(x, 3),
+    }
+
+
+def _general_gather_args(rng):
+    x = rng.standard_normal((2, 3, 4)).astype(F32)
+    idx = np.array([[0, 1], [1, 3], [5, -1]], np.int32)  # the last window is out of bounds
+    bidx = np.array([[[1], [0]], [[2], [2]]], np.int32)
+    ids = np.array([0, 2, 2, 0, 4, -1, 1], np.int32)
+    upd = rng.standard_normal((3, 3, 2)).astype(F32)
+    return x, idx, bidx, upd, ids, rng.standard_normal((7, 2)).astype(F32)
+
+
+@case(_general_gather_args, name="general_gather_scatter")
+def general_gather_scatter(ns, x, idx, bidx, upd, ids, data):
+    # lax.gather/scatter* with dimension numbers (functx/_gather.py) and jax.ops.segment_*: index
+    # arithmetic into the point gather/scatter primitives
+    lax = ns.lax
+    ops = functx.ops if ns.name == "functx" else jax.ops
+    dn = lax.GatherDimensionNumbers((1, 2), (0,), (0, 2))
+    batched = lax.GatherDimensionNumbers((2,), (1,), (1,), (0,), (0,))
+    sd = lax.ScatterDimensionNumbers((1, 2), (0,), (0, 2))
+    return {
+        "gather_clip": lax.gather(x, idx, dn, (1, 3, 2), mode="clip"),
+        "gather_fill": lax.gather(x, idx, dn, (1, 3, 2), mode="fill", fill_value=-1.0),
+        "gather_batched": lax.gather(x, bidx, batched, (1, 1, 4)),
+        "scatter_add": lax.scatter_add(x, idx, upd, sd),
+        "segment_max_clip": ops.segment_max(data, ids, 5, mode="clip"),
     }
 
 
