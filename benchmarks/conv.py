@@ -25,9 +25,10 @@ average ~11, so noisy; ``--rounds 2 --reps 3``, medians, ms per call):
     conv1d (8, 4096, 1024)   functx forward   165 (0.01x JAX)  gradient 7985 (0.21x JAX)
                              JAX    forward 21567              gradient 38933
 
-The 3x3 convolution's nine products are OpenBLAS calls (NumPy's); with OPENBLAS_NUM_THREADS=1
-at N = 2 they were 70-79 ms forward and 100-205 ms gradient against JAX's 44-52 / 155-163: on
-the loaded machine OpenBLAS's threads cost more than they give. The conv1d gradient is bounded
+The 3x3 convolution's nine products are OpenBLAS calls (NumPy's), and on the loaded machine
+OpenBLAS's threads cost more than they give: with ``OPENBLAS_NUM_THREADS=1`` (which JAX does not
+read) the same run gave functx forward 296 ms (0.99x JAX's 298) and gradient 698 ms (0.30x
+JAX's 2317). The conv1d gradient is bounded
 by the weight gradient's sum over the batch and length axes (a reduction over leading axes,
 which the C++ reduce kernel walks with a large stride: ``a.sum((0, 1))`` of (8, 4096, 1024)
 takes 1.3 s under jit against NumPy's 48 ms).
