@@ -14,8 +14,10 @@ from functx._conv import (
     conv_general_dilated as conv_general_dilated,
     conv_general_dilated_patches as conv_general_dilated_patches,
     conv_general_permutations as conv_general_permutations,
+    conv_general_shape_tuple as conv_general_shape_tuple,
     conv_shape_tuple as conv_shape_tuple,
     conv_transpose as conv_transpose,
+    conv_transpose_shape_tuple as conv_transpose_shape_tuple,
     conv_with_general_padding as conv_with_general_padding,
 )
 from functx._gather import (
@@ -354,7 +356,9 @@ __all__ = [
     "conv_general_dilated",
     "conv_general_dilated_patches",
     "conv_general_permutations",
+    "conv_general_shape_tuple",
     "conv_shape_tuple",
     "conv_transpose",
+    "conv_transpose_shape_tuple",
     "conv_with_general_padding",
 ]
