@@ -1603,6 +1603,78 @@ def tridiagonal_solve(dl, d, du, b, *, perturb_singular=False):
     return tridiagonal_solve_p.bind(dl, d, du, b, perturb_singular=False)
 
 
+# --- composites: symmetric_product, cholesky_update --------------------------------------------
+def symmetric_product(a_matrix, c_matrix, *, alpha=1.0, beta=0.0, symmetrize_output=False):
+    """``alpha * A A^T + beta * C`` (JAX's ``jax.lax.linalg.symmetric_product``, a BLAS syrk
+    there; here a product at full precision).
+
+    Arguments:
+      a_matrix: ``[..., n, k]``.
+      c_matrix: ``[..., n, n]``, of ``a_matrix``'s dtype.
+      alpha, beta: the scales.
+      symmetrize_output: copy the lower triangle to the upper one (syrk computes only one).
+
+    Returns:
+      ``[..., n, n]``, of the operands' dtype.
+
+    Example:
+      >>> a = np.array([[1.0], [2.0]], np.float32)
+      >>> functx.lax.linalg.symmetric_product(a, np.eye(2, dtype=np.float32), beta=1.0)
+      Array([[2., 2.],
+             [2., 5.]], dtype=float32)
+    """
+    aa, ca = get_aval(a_matrix), get_aval(c_matrix)
+    if aa.ndim < 2 or ca.ndim < 2 or ca.shape[-1] != ca.shape[-2] or ca.shape[-1] != aa.shape[-2]:
+        raise TypeError(
+            "symmetric_product requires a_matrix [..., n, k] and c_matrix [..., n, n], got "
+            f"{aa.shape} and {ca.shape}"
+        )
+    for i, a in enumerate((aa, ca)):
+        if a.dtype not in dtypes.FLOATS:
+            raise TypeError(
+                f"symmetric_product does not accept dtype {_name_dtype(a.dtype)} at position {i}. "
+                f"Accepted dtypes at position {i} are subtypes of floating."
+            )
+    dt = ca.dtype
+    out = ops.add(
+        ops.mul(ops.full((), alpha, dt), matmul(a_matrix, _T(a_matrix))),
+        ops.mul(ops.full((), beta, dt), c_matrix),
+    )
+    if symmetrize_output:
+        out = ops.add(tril(out), _T(tril(out, -1)))
+    return out
+
+
+def cholesky_update(r_matrix, w_vector):
+    """The upper Cholesky factor of ``R^H R + w w^H`` from the upper factor ``R`` (JAX's
+    ``jax.lax.linalg.cholesky_update``, a rank-one update there; here a refactorization, equal
+    to rounding).
+
+    Arguments:
+      r_matrix: an upper-triangular ``[n, n]`` with a positive diagonal.
+      w_vector: ``[n]``, of ``r_matrix``'s dtype.
+
+    Returns:
+      The updated upper-triangular factor ``[n, n]``.
+
+    Example:
+      >>> functx.lax.linalg.cholesky_update(np.eye(2, dtype=np.float32),
+      ...                                   np.zeros(2, np.float32))
+      Array([[1., 0.],
+             [0., 1.]], dtype=float32)
+    """
+    ra, wa = get_aval(r_matrix), get_aval(w_vector)
+    if ra.ndim != 2 or wa.ndim != 1 or ra.shape != (wa.shape[0], wa.shape[0]):
+        raise ValueError(
+            "cholesky_update requires r_matrix [n, n] and w_vector [n], got "
+            f"{ra.shape} and {wa.shape}"
+        )
+    n = wa.shape[0]
+    w_col = ops.broadcast_in_dim(w_vector, (n, 1), (0,))
+    gram = ops.add(matmul(_H(r_matrix), r_matrix), matmul(w_col, _H(w_col)))
+    return _H(tril(cholesky_p.bind(gram)))
+
+
 # --- the choice enums of JAX's signatures (the host LAPACK path is the only implementation) ----
 class EigImplementation(enum.Enum):
     """JAX's choice of ``eig`` implementation (GPU libraries); functx always runs LAPACK.
@@ -1651,6 +1723,7 @@ __all__ = [
     "SvdAlgorithm",
     "cholesky",
     "cholesky_p",
+    "cholesky_update",
     "eig",
     "eig_p",
     "hessenberg",
@@ -1673,6 +1746,7 @@ __all__ = [
     "lu_p",
     "lu_pivots_to_permutation",
     "lu_pivots_to_permutation_p",
+    "symmetric_product",
     "symmetrize",
     "triangular_solve",
     "triangular_solve_p",
