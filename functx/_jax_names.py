@@ -205,6 +205,10 @@ JAX_NAMES: dict[str, tuple[str, str]] = {
         "symmetric_product_p triangular_solve triangular_solve_p tridiagonal tridiagonal_p "
         "tridiagonal_solve tridiagonal_solve_p",
     ),
+    "functx.scipy.signal": (
+        "jax.scipy.signal",
+        "convolve convolve2d correlate correlate2d csd detrend fftconvolve istft stft welch",
+    ),
     "functx.tree_util": (
         "jax.tree_util",
         "DictKey FlattenedIndexKey GetAttrKey KeyEntry KeyPath Partial PyTreeDef SequenceKey "
@@ -248,4 +252,5 @@ JAX_NAMES: dict[str, tuple[str, str]] = {
         "serialize_executable shard_alike shard_map source_mapper sparse topologies transfer "
         "xla_metadata",
     ),
+    "functx.ops": ("jax.ops", "segment_max segment_min segment_prod segment_sum"),
 }

@@ -60,6 +60,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "functx.nn",
             "functx.random",
             "functx._xlamath",
+            "functx._gather",
+            "functx._conv",
             "functx.scipy",
             "functx.test_util",
             "functx.flatten_util",

@@ -10,17 +10,19 @@ Every primitive works on the last two axes of its operands and is batched over t
 * JAX's jvp (and, for the linear operand of ``triangular_solve``, transpose) rules, written with
   the op builders and these primitives, so ``grad`` and higher derivatives compose;
 * a batching rule: batch axes go to the front and the primitive is bound on the bigger batch;
-* under ``jit``, a *library step* of the compiled program: a host step (the mechanism of the
-  host callbacks, ``functx/control/callbacks.py``) that hands the step's buffers to the same
-  LAPACK calls. On the C++ backend the program calls it between kernels through its ``fx_host``
-  pointer; on the Triton backend the host code calls it between launches. The step's callable
-  prints with its address: the disk program cache skips such programs (the shared object is
-  still cached by its source).
-
-Why a host step rather than generated C++ calling LAPACK's function pointers: the dense
-factorizations are O(n^3) library calls whose cost dwarfs a Python dispatch (about 10 us) from
-about 32x32 up, and NumPy's gufuncs already loop over a batch in C; the measurements are in
-``benchmarks/linalg.py``.
+* under ``jit``, a *library step* of the compiled program (``LibraryStep``). On the C++ backend
+  the program calls LAPACK itself for ``cholesky``, ``triangular_solve`` and ``lu`` (``potrf``/
+  ``trsm``/``getrf`` of SciPy's OpenBLAS, the library JAX's CPU kernels call:
+  ``functx/lowering/cpp/lapack.py``, with the measurements); ``eigh``, ``qr`` and ``svd`` are
+  a host step (the mechanism of the host callbacks, ``functx/control/callbacks.py``) handing
+  NumPy copies of the step's buffers to the eager LAPACK calls, through the program's
+  ``fx_host`` pointer: their O(n^3) work dwarfs the copies (CPU time against JAX's, float64:
+  eigh and svd 1.0-1.05x at 512x512 and 64x(64x64), qr 1.24x at 512x512 and 0.76x batched). On the
+  Triton backend the host code calls ``LibraryStep.torch`` between launches: ``torch.linalg``
+  (cuSOLVER/cuBLAS on a GPU) on the program's own tensors, with JAX's conventions (lower
+  factor, 0-based ``int32`` pivots, ascending eigenvalues). The step's callable prints with its
+  address: the disk program cache skips such programs (the shared object is still cached by
+  its source).
 
 Primitives: ``cholesky``, ``triangular_solve``, ``lu`` (LU with partial pivoting: the packed
 factors, the pivots and the permutation), ``eigh`` (with JAX's eigenvalue order and gradient
@@ -158,16 +160,22 @@ def _check_operands(name, avals, ranks):
 
 
 class LibraryStep:
-    """The host step of a linear-algebra equation under ``jit``: the primitive's LAPACK
-    implementation on the step's operand buffers. Prints with its address, as the callbacks'
+    """The library step of a linear-algebra equation under ``jit``. On the C++ backend the
+    program calls LAPACK itself for ``cholesky``, ``triangular_solve`` and ``lu``
+    (``functx/lowering/cpp/lapack.py``); otherwise the step is a host step: ``__call__`` runs the
+    primitive's LAPACK implementation on NumPy copies of the operands, and ``torch`` (used by the
+    Triton runtime) runs ``torch.linalg`` on the program's own tensors (cuSOLVER/cuBLAS on a GPU,
+    LAPACK on the CPU) with JAX's conventions. Prints with its address, as the callbacks'
     ``HostFn`` does, so the disk program cache (which cannot restore host steps) never indexes
     a program with one; the compiled shared object is still cached by its source."""
 
-    __slots__ = ("prim", "params", "__weakref__")
+    __slots__ = ("prim", "params", "in_avals", "out_avals", "__weakref__")
 
-    def __init__(self, prim, params):
+    def __init__(self, prim, params, in_avals=(), out_avals=()):
         self.prim = prim
         self.params = dict(params)
+        self.in_avals = list(in_avals)
+        self.out_avals = list(out_avals)
 
     def __repr__(self):
         ps = ", ".join(f"{k}={v!r}" for k, v in sorted(self.params.items()))
@@ -177,16 +185,108 @@ class LibraryStep:
         out = self.prim.impl(*vals, **self.params)
         return list(out) if self.prim.multiple_results else [out]
 
+    def torch(self, ins, outs):
+        """The step on torch tensors (the Triton runtime's flat buffers): ``torch.linalg`` from
+        ``ins`` into ``outs``. A complex buffer may come as a complex tensor or as its
+        interleaved real and imaginary parts (a real tensor twice as long). Empty operands and
+        primitives without a torch form run ``__call__`` on host copies."""
+        import torch  # (optional dependency: only a Triton program calls this)
+
+        rule = _TORCH_RULES.get(self.prim.name)
+        if rule is None or any(a.size == 0 for a in self.in_avals + self.out_avals):
+            args = [_torch_in(torch, t, a).cpu().numpy() for t, a in zip(ins, self.in_avals)]
+            results = [torch.from_numpy(np.ascontiguousarray(r)) for r in self(*args)]
+        else:
+            args = [_torch_in(torch, t, a) for t, a in zip(ins, self.in_avals)]
+            results = rule(torch, *args, **self.params)
+        for o, r, a in zip(outs, results, self.out_avals):
+            r = r.to(device=o.device, dtype=_torch_dtype(torch, a.dtype))
+            if r.is_complex() and not o.is_complex():
+                r = torch.view_as_real(r.contiguous())
+            o.copy_(r.reshape(-1))
+
+
+def _torch_dtype(torch, dt):
+    return getattr(torch, np.dtype(dt).name)
+
+
+def _torch_in(torch, t, aval):
+    """A flat buffer as a tensor of ``aval``'s shape (complex from interleaved lanes)."""
+    if _is_complex(aval.dtype) and not t.is_complex():
+        return torch.view_as_complex(t.reshape(*aval.shape, 2).contiguous())
+    return t.reshape(aval.shape)
+
+
+def _torch_cholesky(torch, x):
+    L, info = torch.linalg.cholesky_ex(x)  # (reads the lower triangle, as LAPACK's 'L')
+    bad = (info != 0)[..., None, None]
+    return [torch.where(bad, torch.full_like(L, float("nan")), L)]
+
+
+def _torch_trisolve(torch, a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
+    a = torch.tril(a) if lower else torch.triu(a)  # (the other triangle is never read)
+    if transpose_a:
+        a, lower = a.mT, not lower
+    if conjugate_a and a.is_complex():
+        a = a.conj()
+    x = torch.linalg.solve_triangular(
+        a.resolve_conj(), b, upper=not lower, left=left_side, unitriangular=unit_diagonal
+    )
+    return [x]
+
+
+def _torch_lu(torch, x):
+    lu, piv, _ = torch.linalg.lu_factor_ex(x)  # (a singular matrix keeps its factors)
+    m = x.shape[-2]
+    p = torch.lu_unpack(lu, piv, unpack_data=False)[0]  # x = P L U: P[perm[i], i] = 1
+    perm = torch.argmax(p.real if p.is_complex() else p, dim=-2)[..., :m]
+    return [lu, (piv - 1).to(torch.int32), perm.to(torch.int32)]
+
+
+def _torch_eigh(torch, x, *, lower, sort_eigenvalues, subset_by_index):
+    w, v = torch.linalg.eigh(x, UPLO="L" if lower else "U")  # (ascending, as LAPACK's)
+    if subset_by_index is not None:
+        lo, hi = subset_by_index
+        w, v = w[..., lo:hi], v[..., lo:hi]
+    return [v, w]
+
+
+def _torch_qr(torch, x, *, full_matrices):
+    q, r = torch.linalg.qr(x, mode="complete" if full_matrices else "reduced")
+    return [q, r]
+
+
+def _torch_svd(torch, x, *, full_matrices, compute_uv, subset_by_index):
+    lo, hi = subset_by_index if subset_by_index is not None else (0, min(x.shape[-2:]))
+    if not compute_uv:
+        return [torch.linalg.svdvals(x)[..., lo:hi]]
+    u, s, vh = torch.linalg.svd(x, full_matrices=full_matrices)
+    if not full_matrices:
+        u, s, vh = u[..., lo:hi], s[..., lo:hi], vh[..., lo:hi, :]
+    return [s, u, vh]
+
+
+# the torch forms of the library steps, by primitive name (``LibraryStep.torch``)
+_TORCH_RULES = {
+    "cholesky": _torch_cholesky,
+    "triangular_solve": _torch_trisolve,
+    "lu": _torch_lu,
+    "eigh": _torch_eigh,
+    "qr": _torch_qr,
+    "svd": _torch_svd,
+}
+
 
 def _library_lowering(prim):
     def rule(g, ins, avals, **params):
         in_avals = [ShapedArray(n.shape, n.dtype) for n in ins]
+        out_avals = [ShapedArray(a.shape, a.dtype) for a in avals]
         return lower_to_loop(
             g,
             ins,
             list(avals),
             "host",
-            callback=LibraryStep(prim, params),
+            callback=LibraryStep(prim, params, in_avals, out_avals),
             in_avals=in_avals,
             n_out=len(avals),
         )

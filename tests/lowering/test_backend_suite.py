@@ -406,8 +406,9 @@ def _binary(ns, x, y):
 for _dt in (F32, F64):
     case(lambda rng, dt=_dt: _binary_args(dt), tol=4.0, name=f"binary_{_dt.name}")(_binary)
 
-# The special functions (functx.primitives.special): C++ runs them; Triton refuses them up front
-# (erf_inv, a libdevice function, runs on both: it is in UNARY_FLOAT). Compiled against eager
+# The special functions (functx.primitives.special): C++ runs them; Triton refuses this case up
+# front for reduce_precision (the others run on Triton in tests/lowering/test_triton_special.py;
+# erf_inv, a libdevice function, runs on both: it is in UNARY_FLOAT). Compiled against eager
 # only: XLA takes 5-8 s to compile each of the igamma family, so tests/scipy/test_lax_special.py
 # checks them against scipy (JAX's own reference) and the cheap ones against JAX.
 _SP_A = [0.5, 1.0, 2.5, 7.0, 30.0, 0.0, -1.5, NAN]
@@ -1269,6 +1270,70 @@ def sort_top_k(ns, x, y):
         "argsort": ns.np.argsort(x, axis=0, descending=True),
         "top_k": lax.top_k(x, 3),
     }
+
+
+def _general_gather_args(rng):
+    x = rng.standard_normal((2, 3, 4)).astype(F32)
+    idx = np.array([[0, 1], [1, 3], [5, -1]], np.int32)  # the last window is out of bounds
+    bidx = np.array([[[1], [0]], [[2], [2]]], np.int32)
+    ids = np.array([0, 2, 2, 0, 4, -1, 1], np.int32)
+    upd = rng.standard_normal((3, 3, 2)).astype(F32)
+    return x, idx, bidx, upd, ids, rng.standard_normal((7, 2)).astype(F32)
+
+
+@case(_general_gather_args, name="general_gather_scatter")
+def general_gather_scatter(ns, x, idx, bidx, upd, ids, data):
+    # lax.gather/scatter* with dimension numbers (functx/_gather.py) and jax.ops.segment_*: index
+    # arithmetic into the point gather/scatter primitives
+    lax = ns.lax
+    ops = functx.ops if ns.name == "functx" else jax.ops
+    dn = lax.GatherDimensionNumbers((1, 2), (0,), (0, 2))
+    batched = lax.GatherDimensionNumbers((2,), (1,), (1,), (0,), (0,))
+    sd = lax.ScatterDimensionNumbers((1, 2), (0,), (0, 2))
+    return {
+        "gather_clip": lax.gather(x, idx, dn, (1, 3, 2), mode="clip"),
+        "gather_fill": lax.gather(x, idx, dn, (1, 3, 2), mode="fill", fill_value=-1.0),
+        "gather_batched": lax.gather(x, bidx, batched, (1, 1, 4)),
+        "scatter_add": lax.scatter_add(x, idx, upd, sd),
+        "segment_max_clip": ops.segment_max(data, ids, 5, mode="clip"),
+    }
+def _conv_args(rng):
+    return (
+        rng.standard_normal((1, 4, 3, 2)).astype(F32),
+        rng.standard_normal((2, 1, 1, 4)).astype(F32),
+        rng.standard_normal((2, 7, 4)).astype(F32),
+        rng.standard_normal((3, 1, 4)).astype(F32),
+        rng.standard_normal(66).astype(F32),
+    )
+
+
+@case(_conv_args, tol=4.0)
+def conv(ns, x, w, s, k, v):
+    # convolutions (functx/_conv.py, composites): per-tap products with feature groups and
+    # strides, Mamba's depthwise causal conv1d (multiply-adds), a 65-tap jnp.convolve (one
+    # gather), and the first two's gradients
+    lax = ns.lax
+
+    def conv2d(x, w):
+        dn = ("NHWC", "HWIO", "NHWC")
+        return lax.conv_general_dilated(
+            x, w, (2, 1), "SAME", rhs_dilation=(1, 2), dimension_numbers=dn, feature_group_count=2
+        )
+
+    def conv1d(s, k):
+        dn = ("NWC", "WIO", "NWC")
+        return lax.conv_general_dilated(
+            s, k, (1,), [(2, 0)], dimension_numbers=dn, feature_group_count=4
+        )
+
+    def sq(f):
+        return ns.grad(lambda *a: ns.np.sum(f(*a) ** 2), argnums=(0, 1))
+
+    gx, gw = sq(conv2d)(x, w)
+    gs, gk = sq(conv1d)(s, k)
+    long = lambda a, b: ns.np.convolve(a, b, "same")  # noqa: E731
+    out = {"conv2d": conv2d(x, w), "gx": gx, "gw": gw, "conv1d": conv1d(s, k), "gs": gs, "gk": gk}
+    return {**out, "long": long(v, v[1:])}
 
 
 # =============================================================================================

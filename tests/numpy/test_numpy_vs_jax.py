@@ -936,6 +936,12 @@ def test_every_public_function_is_compared():
         src = (here / name).read_text()
         covered |= set(re.findall(r"\bm\.numpy\.(\w+)", src))
         covered |= set(re.findall(r"\bfjnp\.(\w+)", src)) & set(re.findall(r"\bjjnp\.(\w+)", src))
+    # tests/numpy/test_extra.py: its compare(f) runs f(m) with m functx's, NumPy's and JAX's
+    # module; its dtype-name test compares each name it lists with JAX's
+    src = (here / "test_extra.py").read_text()
+    covered |= set(re.findall(r"\bm\.(\w+)", src))
+    covered |= set(re.findall(r"\bfjnp\.(\w+)", src)) & set(re.findall(r"\bjjnp\.(\w+)", src))
+    covered |= set(re.findall(r'"(\w+)"', src.split("DTYPE_NAMES = (")[1].split(")")[0]))
     missing = sorted(set(fnp.__all__) - covered)
     assert not missing, f"functx.numpy functions with no comparison against JAX: {missing}"
     # tests/numpy/test_linalg.py: functx's values against NumPy float64, shapes and dtypes
