@@ -7,6 +7,17 @@ primitives beside their rules; this file only names what is public, each name on
 
 # ruff: noqa: A004
 from functx import lax_linalg as linalg
+from functx._conv import (
+    ConvDimensionNumbers as ConvDimensionNumbers,
+    conv as conv,
+    conv_dimension_numbers as conv_dimension_numbers,
+    conv_general_dilated as conv_general_dilated,
+    conv_general_dilated_patches as conv_general_dilated_patches,
+    conv_general_permutations as conv_general_permutations,
+    conv_shape_tuple as conv_shape_tuple,
+    conv_transpose as conv_transpose,
+    conv_with_general_padding as conv_with_general_padding,
+)
 from functx._gather import (
     GatherDimensionNumbers as GatherDimensionNumbers,
     GatherScatterMode as GatherScatterMode,
@@ -20,17 +31,6 @@ from functx._gather import (
     scatter_min as scatter_min,
     scatter_mul as scatter_mul,
     scatter_sub as scatter_sub,
-)
-from functx._conv import (
-    ConvDimensionNumbers as ConvDimensionNumbers,
-    conv as conv,
-    conv_dimension_numbers as conv_dimension_numbers,
-    conv_general_dilated as conv_general_dilated,
-    conv_general_dilated_patches as conv_general_dilated_patches,
-    conv_general_permutations as conv_general_permutations,
-    conv_shape_tuple as conv_shape_tuple,
-    conv_transpose as conv_transpose,
-    conv_with_general_padding as conv_with_general_padding,
 )
 from functx.control.associative_scan import (
     associative_scan as associative_scan,
