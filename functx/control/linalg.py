@@ -1782,6 +1782,50 @@ def cholesky_update(r_matrix, w_vector):
     return _H(tril(cholesky_p.bind(gram)))
 
 
+def ormqr(a, taus, c, *, left=True, transpose=False):
+    """``Q c``, ``Q^H c``, ``c Q`` or ``c Q^H`` for the ``Q`` of Householder reflectors (JAX's
+    ``jax.lax.linalg.ormqr``; here the full ``Q`` is formed by ``householder_product`` and
+    multiplied, where JAX applies the reflectors one by one: equal to rounding).
+
+    Arguments:
+      a: the reflectors ``[..., m, n]`` (below the diagonal, as geqrf leaves them).
+      taus: their scales ``[..., k]``, ``k <= min(m, n)``.
+      c: ``[..., m, p]`` (``left``) or ``[..., p, m]``, of ``a``'s batch shape.
+      left: multiply ``Q`` from the left.
+      transpose: use ``Q^T`` (``Q^H`` for complex).
+
+    Returns:
+      The product, of ``c``'s shape.
+
+    Example:
+      >>> e = np.eye(2, dtype=np.float32)
+      >>> print(np.abs(functx.lax.linalg.ormqr(e, np.zeros(2, np.float32), e)))
+      [[1. 0.]
+       [0. 1.]]
+    """
+    aa, ta, ca = get_aval(a), get_aval(taus), get_aval(c)
+    m = aa.shape[-2]
+    if left and ca.shape[-2] != m:
+        raise ValueError(
+            "ormqr with left=True expects c to have the same number of rows as the Householder "
+            f"matrix a. Got a shape {aa.shape[-2:]} and c shape {ca.shape[-2:]}."
+        )
+    if not left and ca.shape[-1] != m:
+        raise ValueError(
+            "ormqr with left=False expects c to have the same number of columns as the "
+            f"Householder matrix a has rows. Got a shape {aa.shape[-2:]} and c shape "
+            f"{ca.shape[-2:]}."
+        )
+    k = ta.shape[-1]
+    nd = aa.ndim
+    head = ops.slice_in_dim(a, 0, k, axis=nd - 1)
+    pad = [(0, 0, 0)] * (nd - 1) + [(0, m - k, 0)]
+    square = ops.pad(head, ops.full((), 0, aa.dtype), pad)
+    q = householder_product_p.bind(square, taus)
+    q = _H(q) if transpose else q
+    return matmul(q, c) if left else matmul(c, q)
+
+
 # --- the choice enums of JAX's signatures (the host LAPACK path is the only implementation) ----
 class EigImplementation(enum.Enum):
     """JAX's choice of ``eig`` implementation (GPU libraries); functx always runs LAPACK.
@@ -1853,6 +1897,7 @@ __all__ = [
     "lu_p",
     "lu_pivots_to_permutation",
     "lu_pivots_to_permutation_p",
+    "ormqr",
     "symmetric_product",
     "symmetrize",
     "triangular_solve",

@@ -69,6 +69,19 @@ def test_cholesky_update_and_symmetric_product_vs_jax():
             L.symmetric_product(AC, AC)
 
 
+def test_ormqr_vs_jax():
+    a, taus = A, A[:, 0, :3] * 0.3
+    c, cr = B[:, :4, :2], np.swapaxes(B[:, :4, :2], -1, -2)
+    for left, cc in ((True, c), (False, cr)):
+        for tr in (False, True):
+            got = FL.ormqr(a, taus, cc, left=left, transpose=tr)
+            want = JL.ormqr(a, taus, cc, left=left, transpose=tr)
+            np.testing.assert_allclose(got, want, atol=1e-12)
+    for L in (FL, JL):
+        with pytest.raises(ValueError, match="same number of rows"):
+            L.ormqr(a, taus, cr)
+
+
 def test_tridiagonal_solve_gradients():
     args = (DL, D, DU, B)
     check_grads(FL.tridiagonal_solve, args, order=2, modes=["fwd", "rev"])
