@@ -1621,7 +1621,12 @@ def ball(key, d, p=2, shape=(), dtype=None):
     keys = _split(data, (2,))
     g = _generalized_normal(keys[0], p, (*shape, d), dt)
     e = jnp.negative(_xm.log1p(jnp.negative(_uniform(keys[1], shape, dt, 0.0, 1.0))))
-    return g / (((jnp.abs(g) ** p).sum(-1) + e) ** (1 / p))[..., None]
+    if d == 1:  # (XLA drops the reduction over one element and divides)
+        return g / (((jnp.abs(g) ** p).sum(-1) + e) ** (1 / p))[..., None]
+    # (XLA's compiler sums short rows in its own order, closely though not always
+    # _xlamath.row_sum's, and rewrites a / b ** c as a * b ** -c)
+    neg_inv_p = jnp.negative(np.asarray(1, dt) / jnp.asarray(p, dt))
+    return g * ((_xm.row_sum(jnp.abs(g) ** p) + e) ** neg_inv_p)[..., None]
 
 
 def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
