@@ -6,7 +6,32 @@ primitives beside their rules; this file only names what is public, each name on
 """
 
 # ruff: noqa: A004
-from functx.control import linalg as linalg
+from functx import lax_linalg as linalg
+from functx._conv import (
+    ConvDimensionNumbers as ConvDimensionNumbers,
+    conv as conv,
+    conv_dimension_numbers as conv_dimension_numbers,
+    conv_general_dilated as conv_general_dilated,
+    conv_general_dilated_patches as conv_general_dilated_patches,
+    conv_general_permutations as conv_general_permutations,
+    conv_shape_tuple as conv_shape_tuple,
+    conv_transpose as conv_transpose,
+    conv_with_general_padding as conv_with_general_padding,
+)
+from functx._gather import (
+    GatherDimensionNumbers as GatherDimensionNumbers,
+    GatherScatterMode as GatherScatterMode,
+    ScatterDimensionNumbers as ScatterDimensionNumbers,
+    gather as gather,
+    index_take as index_take,
+    scatter as scatter,
+    scatter_add as scatter_add,
+    scatter_apply as scatter_apply,
+    scatter_max as scatter_max,
+    scatter_min as scatter_min,
+    scatter_mul as scatter_mul,
+    scatter_sub as scatter_sub,
+)
 from functx.control.associative_scan import (
     associative_scan as associative_scan,
     cumlogsumexp as cumlogsumexp,
@@ -167,6 +192,18 @@ __getattr__ = _missing_name_hook(__name__)
 
 __all__ = [
     "FftType",
+    "GatherDimensionNumbers",
+    "GatherScatterMode",
+    "ScatterDimensionNumbers",
+    "gather",
+    "index_take",
+    "scatter",
+    "scatter_add",
+    "scatter_apply",
+    "scatter_max",
+    "scatter_min",
+    "scatter_mul",
+    "scatter_sub",
     "Precision",
     "RoundingMethod",
     "abs",
@@ -302,4 +339,14 @@ __all__ = [
     "while_loop",
     "zeros_like_array",
     "zeta",
+    # convolutions (functx/_conv.py)
+    "ConvDimensionNumbers",
+    "conv",
+    "conv_dimension_numbers",
+    "conv_general_dilated",
+    "conv_general_dilated_patches",
+    "conv_general_permutations",
+    "conv_shape_tuple",
+    "conv_transpose",
+    "conv_with_general_padding",
 ]

@@ -55,10 +55,13 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "public",
         (
             "functx.lax",
+            "functx.lax_linalg",
             "functx.numpy",
             "functx.nn",
             "functx.random",
             "functx._xlamath",
+            "functx._gather",
+            "functx._conv",
             "functx.scipy",
             "functx.test_util",
             "functx.flatten_util",

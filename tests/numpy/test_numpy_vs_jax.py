@@ -786,6 +786,10 @@ CASES += [
     Case("linalg.norm_all_kd", lambda m, a: m.linalg.norm(a, keepdims=True)),
     Case("linalg.norm_0d", lambda m, s: m.linalg.norm(s)),
     Case("linalg.norm_empty", lambda m, e: m.linalg.norm(e, axis=0)),
+    Case(
+        "put_along_axis",
+        lambda m, b: m.put_along_axis(b, I([[3, 0]] * 3), b[:, 1:3], -1, inplace=False),
+    ),
 ]
 CASES_BY_ID = {c.cid: c for c in CASES}
 assert len(CASES_BY_ID) == len(CASES)
@@ -936,6 +940,12 @@ def test_every_public_function_is_compared():
         src = (here / name).read_text()
         covered |= set(re.findall(r"\bm\.numpy\.(\w+)", src))
         covered |= set(re.findall(r"\bfjnp\.(\w+)", src)) & set(re.findall(r"\bjjnp\.(\w+)", src))
+    # tests/numpy/test_extra.py: its compare(f) runs f(m) with m functx's, NumPy's and JAX's
+    # module; its dtype-name test compares each name it lists with JAX's
+    src = (here / "test_extra.py").read_text()
+    covered |= set(re.findall(r"\bm\.(\w+)", src))
+    covered |= set(re.findall(r"\bfjnp\.(\w+)", src)) & set(re.findall(r"\bjjnp\.(\w+)", src))
+    covered |= set(re.findall(r'"(\w+)"', src.split("DTYPE_NAMES = (")[1].split(")")[0]))
     missing = sorted(set(fnp.__all__) - covered)
     assert not missing, f"functx.numpy functions with no comparison against JAX: {missing}"
     # tests/numpy/test_linalg.py: functx's values against NumPy float64, shapes and dtypes
