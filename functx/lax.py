@@ -6,6 +6,21 @@ primitives beside their rules; this file only names what is public, each name on
 """
 
 # ruff: noqa: A004
+from functx._laxextra import (
+    batch_matmul as batch_matmul,
+    broadcast_to_rank as broadcast_to_rank,
+    clz as clz,
+    collapse as collapse,
+    dynamic_update_index_in_dim as dynamic_update_index_in_dim,
+    empty as empty,
+    mulhi as mulhi,
+    optimization_barrier as optimization_barrier,
+    reduce_xor as reduce_xor,
+    split as split,
+    stack as stack,
+    tile as tile,
+    unstack as unstack,
+)
 from functx.control import linalg as linalg
 from functx.control.associative_scan import (
     associative_scan as associative_scan,
@@ -296,4 +311,17 @@ __all__ = [
     "while_loop",
     "zeros_like_array",
     "zeta",
+    "clz",
+    "mulhi",
+    "split",
+    "tile",
+    "collapse",
+    "batch_matmul",
+    "broadcast_to_rank",
+    "dynamic_update_index_in_dim",
+    "reduce_xor",
+    "optimization_barrier",
+    "empty",
+    "stack",
+    "unstack",
 ]
