@@ -196,6 +196,19 @@ JAX_NAMES: dict[str, tuple[str, str]] = {
         "lu_solve pascal polar qr qr_multiply rsf2csf schur solve solve_sylvester "
         "solve_triangular sqrtm svd toeplitz",
     ),
+    "functx.lax_linalg": (
+        "jax.lax.linalg",
+        "EigImplementation EighImplementation SvdAlgorithm cholesky cholesky_p cholesky_update "
+        "cholesky_update_p eig eig_p eigh eigh_p hessenberg hessenberg_p householder_product "
+        "householder_product_p lu lu_p lu_pivots_to_permutation lu_pivots_to_permutation_p "
+        "ormqr ormqr_p qdwh qr qr_p schur schur_p svd svd_p symmetric_product "
+        "symmetric_product_p triangular_solve triangular_solve_p tridiagonal tridiagonal_p "
+        "tridiagonal_solve tridiagonal_solve_p",
+    ),
+    "functx.scipy.signal": (
+        "jax.scipy.signal",
+        "convolve convolve2d correlate correlate2d csd detrend fftconvolve istft stft welch",
+    ),
     "functx.tree_util": (
         "jax.tree_util",
         "DictKey FlattenedIndexKey GetAttrKey KeyEntry KeyPath Partial PyTreeDef SequenceKey "
@@ -239,4 +252,5 @@ JAX_NAMES: dict[str, tuple[str, str]] = {
         "serialize_executable shard_alike shard_map source_mapper sparse topologies transfer "
         "xla_metadata",
     ),
+    "functx.ops": ("jax.ops", "segment_max segment_min segment_prod segment_sum"),
 }

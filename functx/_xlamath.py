@@ -56,6 +56,18 @@ def rounded(x):
     return _kept(x)
 
 
+def _div(a, b):
+    """``a / b`` rounded once. float32: computed in float64 and rounded, which rounds correctly
+    (53 >= 2 * 24 + 2 bits) on every backend, also where float32 division is not IEEE's (Triton's
+    ``/`` on an NVIDIA GPU is ``div.full.f32``, off by up to 2 ulp)."""
+    if a.dtype == dtypes.float32:
+        with config.enable_x64(True):
+            f64 = dtypes.float64
+            q = lax.convert_element_type(a, f64) / lax.convert_element_type(b, f64)
+            return lax.convert_element_type(q, dtypes.float32)
+    return a / b
+
+
 def _two_sum(a, b):
     s = a + b
     bb = s - a
@@ -206,6 +218,7 @@ def log1p(x):
         return jnp.log1p(x)
     if dt == np.float32:
         x = _flush_denormal(x)
+    x = _kept(x)  # (a caller's product, x * -x in erf_inv, may not be fused into x + 1)
     big = log(x + _c(1, dt))
     cut = _from_bits(_LOG1P_CUT[dt], dt)
     small = jnp.abs(x) < cut
@@ -217,7 +230,7 @@ def log1p(x):
     q = _from_bits(_LOG1P_Q[dt][0], dt)
     for h in _LOG1P_Q[dt][1:]:
         q = fma(q, xs, _from_bits(h, dt))
-    s = fma(x2, _c(-0.5, dt), (xs * x2) * (q / p))
+    s = fma(x2, _c(-0.5, dt), (xs * x2) * _div(q, p))
     return jnp.where(small, xs + s, big)
 
 
@@ -408,7 +421,7 @@ def _exp64(x):
     g = xc - n * _c(k["c1"], dt)  # (n * c1 is exact: c1 has 19 significant bits)
     g = fma(n, -k["c2"], g)
     g2 = g * g
-    p = fma(fma(g2, k["p0"], k["p1"]), g2, _c(1, dt)) * g
+    p = _kept(fma(fma(g2, k["p0"], k["p1"]), g2, _c(1, dt)) * g)  # (not fused into q - p)
     q = fma(fma(fma(g2, k["q0"], k["q1"]), g2, k["q2"]), g2, _c(2, dt))
     y = (p / (q - p)) * _c(2, dt) + _c(1, dt)
     n = jnp.clip(n, _c(-2099, dt), _c(2099, dt))
@@ -445,6 +458,6 @@ def erf(x):
     for h in _ERF32_Q[1:]:
         q = fma(x2, q, _f32(h))
     q = fma(x2, q, _c(1, dt))
-    r = (x * p) / q
+    r = _div(x * p, q)
     one = jnp.where(jnp.signbit(x), _c(-1, dt), _c(1, dt))
     return jnp.where(jnp.abs(x) >= _f32(0x407547CB), one, r)

@@ -6,6 +6,32 @@ primitives beside their rules; this file only names what is public, each name on
 """
 
 # ruff: noqa: A004
+from functx import lax_linalg as linalg
+from functx._conv import (
+    ConvDimensionNumbers as ConvDimensionNumbers,
+    conv as conv,
+    conv_dimension_numbers as conv_dimension_numbers,
+    conv_general_dilated as conv_general_dilated,
+    conv_general_dilated_patches as conv_general_dilated_patches,
+    conv_general_permutations as conv_general_permutations,
+    conv_shape_tuple as conv_shape_tuple,
+    conv_transpose as conv_transpose,
+    conv_with_general_padding as conv_with_general_padding,
+)
+from functx._gather import (
+    GatherDimensionNumbers as GatherDimensionNumbers,
+    GatherScatterMode as GatherScatterMode,
+    ScatterDimensionNumbers as ScatterDimensionNumbers,
+    gather as gather,
+    index_take as index_take,
+    scatter as scatter,
+    scatter_add as scatter_add,
+    scatter_apply as scatter_apply,
+    scatter_max as scatter_max,
+    scatter_min as scatter_min,
+    scatter_mul as scatter_mul,
+    scatter_sub as scatter_sub,
+)
 from functx._laxextra import (
     batch_matmul as batch_matmul,
     broadcast_to_rank as broadcast_to_rank,
@@ -21,7 +47,6 @@ from functx._laxextra import (
     tile as tile,
     unstack as unstack,
 )
-from functx.control import linalg as linalg
 from functx.control.associative_scan import (
     associative_scan as associative_scan,
     cumlogsumexp as cumlogsumexp,
@@ -42,6 +67,10 @@ from functx.control.fft import (
 )
 from functx.control.generic_reduce import (
     reduce as reduce,
+)
+from functx.control.linear_solve import (
+    custom_linear_solve as custom_linear_solve,
+    custom_root as custom_root,
 )
 from functx.control.scan import (
     map as map,
@@ -178,6 +207,18 @@ __getattr__ = _missing_name_hook(__name__)
 
 __all__ = [
     "FftType",
+    "GatherDimensionNumbers",
+    "GatherScatterMode",
+    "ScatterDimensionNumbers",
+    "gather",
+    "index_take",
+    "scatter",
+    "scatter_add",
+    "scatter_apply",
+    "scatter_max",
+    "scatter_min",
+    "scatter_mul",
+    "scatter_sub",
     "Precision",
     "RoundingMethod",
     "abs",
@@ -218,6 +259,8 @@ __all__ = [
     "cummin",
     "cumprod",
     "cumsum",
+    "custom_linear_solve",
+    "custom_root",
     "digamma",
     "div",
     "dot",
@@ -311,6 +354,16 @@ __all__ = [
     "while_loop",
     "zeros_like_array",
     "zeta",
+    # convolutions (functx/_conv.py)
+    "ConvDimensionNumbers",
+    "conv",
+    "conv_dimension_numbers",
+    "conv_general_dilated",
+    "conv_general_dilated_patches",
+    "conv_general_permutations",
+    "conv_shape_tuple",
+    "conv_transpose",
+    "conv_with_general_padding",
     "clz",
     "mulhi",
     "split",

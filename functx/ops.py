@@ -22,6 +22,7 @@ from functx.array import Array, is_python_scalar
 from functx.config import check_precision as _check_precision
 from functx.core import ShapedArray
 from functx.errors import (
+    ConcretizationError,
     FunctxError,
     FunctxIndexError,
     FunctxOverflowError,
@@ -1029,3 +1030,204 @@ def shift_right_arithmetic(x, y):
     p = _shift_pow2(select_n(big, y, full_like(y, 0)), dt, bits)
     sign = select_n(_ew.lt(x, full_like(x, 0)), full_like(x, 0), full_like(x, -1))
     return select_n(big, _floor_div_pow2(x, p), sign)
+
+
+# --- jax.ops: segment reductions (composites over the point scatter primitives) ------------------
+_SEGMENT_PRIMS = {
+    "segment_sum": ("scatter_add", "reduce_sum"),
+    "segment_prod": ("scatter_mul", "reduce_prod"),
+    "segment_max": ("scatter_max", "reduce_max"),
+    "segment_min": ("scatter_min", "reduce_min"),
+}
+
+
+def _segment_mode(mode):
+    """The point primitive's mode for a GatherScatterMode (or its name): only CLIP clamps."""
+    name = getattr(mode, "name", mode)
+    if name in ("clip", "CLIP"):
+        return "clip"
+    if name in (None, "fill", "drop", "promise_in_bounds", "one_hot") or name in (
+        "FILL_OR_DROP",
+        "PROMISE_IN_BOUNDS",
+        "ONE_HOT",
+    ):
+        return "drop"
+    raise FunctxValueError(f'Unknown gather mode "{mode}"{_loc()}')
+
+
+def _segment_identity(name, dtype):
+    if name == "segment_sum":
+        return 0
+    if name == "segment_prod":
+        return 1
+    big = name == "segment_min"
+    if dtype == dtypes.bool_:
+        return big
+    if dtype in dtypes.INTEGERS:
+        info = dtypes.iinfo(dtype)
+        return int(info.max if big else info.min)
+    return np.inf if big else -np.inf
+
+
+def _segment(name, data, segment_ids, num_segments, bucket_size, mode):
+    for pos, v in enumerate((data, segment_ids)):
+        if isinstance(v, (list, tuple)):
+            raise FunctxTypeError(
+                f"{name} requires ndarray or scalar arguments, got {type(v)} at position {pos}."
+                f"{_loc()}"
+            )
+    data = data if _is_array(data) else Array.from_value(np.asarray(data))
+    ids = segment_ids if _is_array(segment_ids) else Array.from_value(np.asarray(segment_ids))
+    da, ia = _aval(data), _aval(ids)
+    scatter_name, reduce_name = _SEGMENT_PRIMS[name]
+    if ia.dtype not in dtypes.INTEGERS:
+        raise FunctxTypeError(
+            f"{name}: segment_ids must be an integer array, got {ia.str_short()}{_loc()}"
+        )
+    if da.dtype == dtypes.bool_ and name in ("segment_sum", "segment_prod"):
+        raise FunctxTypeError(f"{name} does not accept dtype bool{_loc()}")
+    pmode = _segment_mode(mode)
+    if num_segments is None:
+        if isinstance(ids, Tracer):
+            raise ConcretizationError(
+                f"{name}: num_segments=None needs the values of the segment ids (their max + 1); "
+                f"pass a static num_segments under jit and other transformations{_loc()}"
+            )
+        num_segments = int(np.max(np.asarray(ids))) + 1
+    num_segments = _int(name, "num_segments", num_segments)
+    if num_segments < 0:
+        raise FunctxValueError(f"num_segments must be non-negative.{_loc()}")
+    dtype = da.dtype
+    if da.weak_type:
+        data = convert_element_type(data, dtype)
+    rest = da.shape[1:]
+    want = ia.shape + rest
+    if da.shape != want:  # data broadcasts (NumPy's rules) to the shape the ids select
+        n = len(want) - da.ndim
+        if n < 0 or any(d not in (1, w) for d, w in zip(da.shape, want[n:])):
+            raise FunctxValueError(
+                f"{name}: data {da.str_short()} does not broadcast to {list(want)}{_loc()}"
+            )
+        data = broadcast_in_dim(data, want, tuple(range(n, len(want))))
+    prim = P.registry[scatter_name]
+    ident = _segment_identity(name, dtype)
+    if bucket_size is None:
+        out = full((num_segments,) + rest, ident, dtype)
+        return prim.bind(out, reshape(ids, ia.shape + (1,)), data, axes=(0,), mode=pmode)
+    # Buckets of bucket_size consecutive ids reduce separately, then the buckets are reduced.
+    bucket_size = _int(name, "bucket_size", bucket_size)
+    size = builtins.max(int(np.prod(ia.shape)), 0)
+    n_buckets = -(-size // bucket_size)
+    low = np.asarray(-1 if ia.dtype in dtypes.SIGNED else 0, ia.dtype)[()]
+    high = np.asarray(builtins.min(num_segments, int(dtypes.iinfo(ia.dtype).max)), ia.dtype)[()]
+    seg = convert_element_type(clamp(low, ids, high), dtypes.int32)  # (keeps in/out of range)
+    bucket = P.div_p.bind(
+        broadcasted_iota(dtypes.int32, ia.shape, 0) if ia.ndim else full((), 0, dtypes.int32),
+        full(ia.shape, bucket_size, dtypes.int32),
+    )
+    idx = concatenate(
+        [reshape(bucket, ia.shape + (1,)), reshape(seg, ia.shape + (1,))], len(ia.shape)
+    )
+    out = full((n_buckets, num_segments) + rest, ident, dtype)
+    out = prim.bind(out, idx, data, axes=(0, 1), mode=pmode)
+    return P.registry[reduce_name].bind(out, axes=(0,))
+
+
+def _segment_doc(name, what, example):
+    return f"""The {what} of ``data``'s rows within each segment (``jax.ops.{name}``).
+
+    Row ``i`` of ``data`` (its leading axis) belongs to segment ``segment_ids[i]``; the result has
+    one row per segment, and a segment without rows holds the {what}'s identity.
+
+    Arguments:
+        data: the values (for ``segment_ids`` of shape ``s``, shape ``s + rest`` or broadcastable
+            to it).
+        segment_ids: an integer array: the segment of each row, repeated and unsorted ids allowed.
+        num_segments: the number of segments (the output's leading size). ``None``: the largest
+            id plus one, which needs concrete ids (pass it under ``jit``).
+        indices_are_sorted, unique_indices: promises about the ids (accepted; not needed here).
+        bucket_size: reduce groups of this many consecutive rows separately, then the groups.
+        mode: ids outside ``[0, num_segments)`` are dropped (``None``, ``"drop"``,
+            ``"promise_in_bounds"``) or clamped into range (``"clip"``); a
+            ``lax.GatherScatterMode`` works too.
+
+    Returns:
+        An array of ``data``'s dtype and shape ``(num_segments,) + rest``.
+
+    Example:
+        >>> import functx.numpy as jnp
+        >>> from functx import ops
+        >>> data = jnp.array([1.0, 2.0, 3.0, 4.0, 5.0])
+        >>> ids = jnp.array([0, 0, 2, 2, 2])
+{example}
+    """
+
+
+def segment_sum(
+    data,
+    segment_ids,
+    num_segments=None,
+    indices_are_sorted=False,
+    unique_indices=False,
+    bucket_size=None,
+    mode=None,
+):
+    return _segment("segment_sum", data, segment_ids, num_segments, bucket_size, mode)
+
+
+def segment_prod(
+    data,
+    segment_ids,
+    num_segments=None,
+    indices_are_sorted=False,
+    unique_indices=False,
+    bucket_size=None,
+    mode=None,
+):
+    return _segment("segment_prod", data, segment_ids, num_segments, bucket_size, mode)
+
+
+def segment_max(
+    data,
+    segment_ids,
+    num_segments=None,
+    indices_are_sorted=False,
+    unique_indices=False,
+    bucket_size=None,
+    mode=None,
+):
+    return _segment("segment_max", data, segment_ids, num_segments, bucket_size, mode)
+
+
+def segment_min(
+    data,
+    segment_ids,
+    num_segments=None,
+    indices_are_sorted=False,
+    unique_indices=False,
+    bucket_size=None,
+    mode=None,
+):
+    return _segment("segment_min", data, segment_ids, num_segments, bucket_size, mode)
+
+
+segment_sum.__doc__ = _segment_doc(
+    "segment_sum",
+    "sum",
+    "        >>> print(ops.segment_sum(data, ids, num_segments=4))\n        [ 3.  0. 12.  0.]",
+)
+segment_prod.__doc__ = _segment_doc(
+    "segment_prod",
+    "product",
+    "        >>> print(ops.segment_prod(data, ids, num_segments=4))\n        [ 2.  1. 60.  1.]",
+)
+segment_max.__doc__ = _segment_doc(
+    "segment_max",
+    "maximum",
+    "        >>> print(ops.segment_max(data, ids))\n        [  2. -inf   5.]",
+)
+segment_min.__doc__ = _segment_doc(
+    "segment_min",
+    "minimum",
+    "        >>> print(ops.segment_min(data, ids))\n        [ 1. inf  3.]",
+)

@@ -55,10 +55,13 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "public",
         (
             "functx.lax",
+            "functx.lax_linalg",
             "functx.numpy",
             "functx.nn",
             "functx.random",
             "functx._xlamath",
+            "functx._gather",
+            "functx._conv",
             "functx.scipy",
             "functx.test_util",
             "functx.flatten_util",
@@ -94,6 +97,7 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     ("functx.control.threefry", "functx.lowering.lower"): "SymPy only when jit lowers",
     ("functx.control.sort", "functx.lowering.loopir"): "SymPy only when jit lowers",
     ("functx.control.threefry", "functx.lowering.loopir"): "SymPy only when jit lowers",
+    ("functx.control.linear_solve", "functx.lowering.lower"): "SymPy only when jit lowers",
     # cache.py (subprocess, the compiler lookup) costs ~85 ms of `import functx`: first use only.
     ("functx.lowering.compile", "functx.lowering.cpp.prelude"): "import time of `import functx`",
     ("functx.lowering.compile", "functx.lowering.cache"): "import time of `import functx`",

@@ -10,17 +10,19 @@ Every primitive works on the last two axes of its operands and is batched over t
 * JAX's jvp (and, for the linear operand of ``triangular_solve``, transpose) rules, written with
   the op builders and these primitives, so ``grad`` and higher derivatives compose;
 * a batching rule: batch axes go to the front and the primitive is bound on the bigger batch;
-* under ``jit``, a *library step* of the compiled program: a host step (the mechanism of the
-  host callbacks, ``functx/control/callbacks.py``) that hands the step's buffers to the same
-  LAPACK calls. On the C++ backend the program calls it between kernels through its ``fx_host``
-  pointer; on the Triton backend the host code calls it between launches. The step's callable
-  prints with its address: the disk program cache skips such programs (the shared object is
-  still cached by its source).
-
-Why a host step rather than generated C++ calling LAPACK's function pointers: the dense
-factorizations are O(n^3) library calls whose cost dwarfs a Python dispatch (about 10 us) from
-about 32x32 up, and NumPy's gufuncs already loop over a batch in C; the measurements are in
-``benchmarks/linalg.py``.
+* under ``jit``, a *library step* of the compiled program (``LibraryStep``). On the C++ backend
+  the program calls LAPACK itself for ``cholesky``, ``triangular_solve`` and ``lu`` (``potrf``/
+  ``trsm``/``getrf`` of SciPy's OpenBLAS, the library JAX's CPU kernels call:
+  ``functx/lowering/cpp/lapack.py``, with the measurements); ``eigh``, ``qr`` and ``svd`` are
+  a host step (the mechanism of the host callbacks, ``functx/control/callbacks.py``) handing
+  NumPy copies of the step's buffers to the eager LAPACK calls, through the program's
+  ``fx_host`` pointer: their O(n^3) work dwarfs the copies (CPU time against JAX's, float64:
+  eigh and svd 1.0-1.05x at 512x512 and 64x(64x64), qr 1.24x at 512x512 and 0.76x batched). On the
+  Triton backend the host code calls ``LibraryStep.torch`` between launches: ``torch.linalg``
+  (cuSOLVER/cuBLAS on a GPU) on the program's own tensors, with JAX's conventions (lower
+  factor, 0-based ``int32`` pivots, ascending eigenvalues). The step's callable prints with its
+  address: the disk program cache skips such programs (the shared object is still cached by
+  its source).
 
 Primitives: ``cholesky``, ``triangular_solve``, ``lu`` (LU with partial pivoting: the packed
 factors, the pivots and the permutation), ``eigh`` (with JAX's eigenvalue order and gradient
@@ -29,12 +31,16 @@ rule), ``qr`` and ``svd``.
 
 from __future__ import annotations
 
+import enum
+
 import numpy as np
 
 from functx import dtypes, ops, primitives as P
 from functx.control.common import lower_to_loop
 from functx.core import Primitive, ShapedArray
+from functx.errors import UnsupportedError
 from functx.lowering.rules import lowerings
+from functx.source_info import where
 from functx.tracing import get_aval
 from functx.transforms import jvp as J, transpose as T, vmap as V
 from functx.transforms.jvp import Zero
@@ -109,7 +115,7 @@ def symmetrize(x):
 
     Example:
       >>> import functx, functx.numpy as jnp
-      >>> functx.lax.linalg.symmetrize(jnp.array([[1.0, 2.0], [0.0, 3.0]]))
+      >>> functx.control.linalg.symmetrize(jnp.array([[1.0, 2.0], [0.0, 3.0]]))
       Array([[1., 1.],
              [1., 3.]], dtype=float32)
     """
@@ -154,16 +160,22 @@ def _check_operands(name, avals, ranks):
 
 
 class LibraryStep:
-    """The host step of a linear-algebra equation under ``jit``: the primitive's LAPACK
-    implementation on the step's operand buffers. Prints with its address, as the callbacks'
+    """The library step of a linear-algebra equation under ``jit``. On the C++ backend the
+    program calls LAPACK itself for ``cholesky``, ``triangular_solve`` and ``lu``
+    (``functx/lowering/cpp/lapack.py``); otherwise the step is a host step: ``__call__`` runs the
+    primitive's LAPACK implementation on NumPy copies of the operands, and ``torch`` (used by the
+    Triton runtime) runs ``torch.linalg`` on the program's own tensors (cuSOLVER/cuBLAS on a GPU,
+    LAPACK on the CPU) with JAX's conventions. Prints with its address, as the callbacks'
     ``HostFn`` does, so the disk program cache (which cannot restore host steps) never indexes
     a program with one; the compiled shared object is still cached by its source."""
 
-    __slots__ = ("prim", "params", "__weakref__")
+    __slots__ = ("prim", "params", "in_avals", "out_avals", "__weakref__")
 
-    def __init__(self, prim, params):
+    def __init__(self, prim, params, in_avals=(), out_avals=()):
         self.prim = prim
         self.params = dict(params)
+        self.in_avals = list(in_avals)
+        self.out_avals = list(out_avals)
 
     def __repr__(self):
         ps = ", ".join(f"{k}={v!r}" for k, v in sorted(self.params.items()))
@@ -173,16 +185,108 @@ class LibraryStep:
         out = self.prim.impl(*vals, **self.params)
         return list(out) if self.prim.multiple_results else [out]
 
+    def torch(self, ins, outs):
+        """The step on torch tensors (the Triton runtime's flat buffers): ``torch.linalg`` from
+        ``ins`` into ``outs``. A complex buffer may come as a complex tensor or as its
+        interleaved real and imaginary parts (a real tensor twice as long). Empty operands and
+        primitives without a torch form run ``__call__`` on host copies."""
+        import torch  # (optional dependency: only a Triton program calls this)
+
+        rule = _TORCH_RULES.get(self.prim.name)
+        if rule is None or any(a.size == 0 for a in self.in_avals + self.out_avals):
+            args = [_torch_in(torch, t, a).cpu().numpy() for t, a in zip(ins, self.in_avals)]
+            results = [torch.from_numpy(np.ascontiguousarray(r)) for r in self(*args)]
+        else:
+            args = [_torch_in(torch, t, a) for t, a in zip(ins, self.in_avals)]
+            results = rule(torch, *args, **self.params)
+        for o, r, a in zip(outs, results, self.out_avals):
+            r = r.to(device=o.device, dtype=_torch_dtype(torch, a.dtype))
+            if r.is_complex() and not o.is_complex():
+                r = torch.view_as_real(r.contiguous())
+            o.copy_(r.reshape(-1))
+
+
+def _torch_dtype(torch, dt):
+    return getattr(torch, np.dtype(dt).name)
+
+
+def _torch_in(torch, t, aval):
+    """A flat buffer as a tensor of ``aval``'s shape (complex from interleaved lanes)."""
+    if _is_complex(aval.dtype) and not t.is_complex():
+        return torch.view_as_complex(t.reshape(*aval.shape, 2).contiguous())
+    return t.reshape(aval.shape)
+
+
+def _torch_cholesky(torch, x):
+    L, info = torch.linalg.cholesky_ex(x)  # (reads the lower triangle, as LAPACK's 'L')
+    bad = (info != 0)[..., None, None]
+    return [torch.where(bad, torch.full_like(L, float("nan")), L)]
+
+
+def _torch_trisolve(torch, a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
+    a = torch.tril(a) if lower else torch.triu(a)  # (the other triangle is never read)
+    if transpose_a:
+        a, lower = a.mT, not lower
+    if conjugate_a and a.is_complex():
+        a = a.conj()
+    x = torch.linalg.solve_triangular(
+        a.resolve_conj(), b, upper=not lower, left=left_side, unitriangular=unit_diagonal
+    )
+    return [x]
+
+
+def _torch_lu(torch, x):
+    lu, piv, _ = torch.linalg.lu_factor_ex(x)  # (a singular matrix keeps its factors)
+    m = x.shape[-2]
+    p = torch.lu_unpack(lu, piv, unpack_data=False)[0]  # x = P L U: P[perm[i], i] = 1
+    perm = torch.argmax(p.real if p.is_complex() else p, dim=-2)[..., :m]
+    return [lu, (piv - 1).to(torch.int32), perm.to(torch.int32)]
+
+
+def _torch_eigh(torch, x, *, lower, sort_eigenvalues, subset_by_index):
+    w, v = torch.linalg.eigh(x, UPLO="L" if lower else "U")  # (ascending, as LAPACK's)
+    if subset_by_index is not None:
+        lo, hi = subset_by_index
+        w, v = w[..., lo:hi], v[..., lo:hi]
+    return [v, w]
+
+
+def _torch_qr(torch, x, *, full_matrices):
+    q, r = torch.linalg.qr(x, mode="complete" if full_matrices else "reduced")
+    return [q, r]
+
+
+def _torch_svd(torch, x, *, full_matrices, compute_uv, subset_by_index):
+    lo, hi = subset_by_index if subset_by_index is not None else (0, min(x.shape[-2:]))
+    if not compute_uv:
+        return [torch.linalg.svdvals(x)[..., lo:hi]]
+    u, s, vh = torch.linalg.svd(x, full_matrices=full_matrices)
+    if not full_matrices:
+        u, s, vh = u[..., lo:hi], s[..., lo:hi], vh[..., lo:hi, :]
+    return [s, u, vh]
+
+
+# the torch forms of the library steps, by primitive name (``LibraryStep.torch``)
+_TORCH_RULES = {
+    "cholesky": _torch_cholesky,
+    "triangular_solve": _torch_trisolve,
+    "lu": _torch_lu,
+    "eigh": _torch_eigh,
+    "qr": _torch_qr,
+    "svd": _torch_svd,
+}
+
 
 def _library_lowering(prim):
     def rule(g, ins, avals, **params):
         in_avals = [ShapedArray(n.shape, n.dtype) for n in ins]
+        out_avals = [ShapedArray(a.shape, a.dtype) for a in avals]
         return lower_to_loop(
             g,
             ins,
             list(avals),
             "host",
-            callback=LibraryStep(prim, params),
+            callback=LibraryStep(prim, params, in_avals, out_avals),
             in_avals=in_avals,
             n_out=len(avals),
         )
@@ -1049,9 +1153,616 @@ def svd(
     return outs[0]
 
 
+# --- eig -----------------------------------------------------------------------------------------
+def _eig_abstract(x, *, compute_left_eigenvectors, compute_right_eigenvectors, **_):
+    batch = _check_operands("eig", [x], [2])
+    if x.shape[-1] != x.shape[-2]:
+        raise ValueError(f"The input to eig must be a square matrix. Got shape {x.shape[-2:]}.")
+    n = x.shape[-1]
+    cdt = np.dtype(x.dtype) if _is_complex(x.dtype) else dtypes.COMPLEX_OF[np.dtype(x.dtype)]
+    count = int(compute_left_eigenvectors) + int(compute_right_eigenvectors)
+    return [ShapedArray((*batch, n), cdt)] + [ShapedArray((*batch, n, n), cdt)] * count
+
+
+def _eig_impl(x, *, compute_left_eigenvectors, compute_right_eigenvectors, **_):
+    """LAPACK's geev on each matrix (through ``scipy.linalg.eig``: eigenvalues in LAPACK's order,
+    eigenvectors of unit 2-norm with their largest component real); a matrix LAPACK cannot
+    decompose gives NaNs, as JAX's CPU lowering does."""
+    from scipy import linalg as sla  # SciPy: an optional dependency of the eager path
+
+    x = np.asarray(x)
+    n = x.shape[-1]
+    cdt = x.dtype if np.iscomplexobj(x) else dtypes.COMPLEX_OF[x.dtype]
+    lead = x.shape[:-2]
+    left, right = compute_left_eigenvectors, compute_right_eigenvectors
+    w = np.empty((*lead, n), cdt)
+    vl = np.empty((*lead, n, n), cdt)
+    vr = np.empty((*lead, n, n), cdt)
+    fx, fw, fl, fr = (a.reshape((-1, *a.shape[len(lead) :])) for a in (x, w, vl, vr))
+    work = x.dtype if x.dtype in (np.float32, np.float64, np.complex64, np.complex128) else cdt
+    for i in range(fx.shape[0]):
+        try:
+            res = sla.eig(fx[i].astype(work), left=left, right=right, check_finite=False)
+        except (np.linalg.LinAlgError, ValueError):
+            fw[i] = fl[i] = fr[i] = np.nan
+            continue
+        res = res if isinstance(res, tuple) else (res,)
+        fw[i] = res[0]
+        if left:
+            fl[i] = res[1]
+        if right:
+            fr[i] = res[-1]
+    return [w] + ([vl] if left else []) + ([vr] if right else [])
+
+
+eig_p = _define("eig", _eig_abstract, _eig_impl, multiple_results=True)
+
+
+def _lu_solve_square(a, b):
+    """``a^-1 b`` for square ``a`` (LU with partial pivoting)."""
+    lu_, _, perm = lu_p.bind(a)
+    return lu_solve(lu_, perm, b)
+
+
+def _eig_vec_jvp(w, v, da):
+    """Nondegenerate perturbation theory (Giles 2008, sec. 3.1) for ``A v_j = w_j v_j``, with the
+    scale of each ``v_j`` fixed as LAPACK's geev fixes it (unit 2-norm, largest component real):
+    JAX's rule."""
+    va = get_aval(v)
+    n = va.shape[-1]
+    dt = va.dtype
+    eye = _eye(n, dt, va.shape[:-2])
+    wa = get_aval(w)
+    w_row = ops.broadcast_in_dim(w, va.shape, (*range(wa.ndim - 1), wa.ndim))
+    w_col = ops.broadcast_in_dim(w, va.shape, tuple(range(wa.ndim)))
+    fmat = ops.sub(ops.reciprocal(ops.add(eye, ops.sub(w_row, w_col))), eye)
+    pm = matmul(_lu_solve_square(v, da), v)
+    dw = _diag(pm)
+    u = matmul(v, ops.mul(fmat, pm))
+    nd = va.ndim
+    k = ops.argmax(ops.abs(v), nd - 2, np.int32)
+    rows = ops.broadcasted_iota(np.int32, va.shape, nd - 2)
+    kb = ops.broadcast_in_dim(k, va.shape, (*range(nd - 2), nd - 1))
+    mask = ops.convert_element_type(ops.eq(rows, kb), dt)
+    re = ops.neg(ops.real(ops.reduce_sum(ops.mul(ops.conj(v), u), (nd - 2,))))
+    im = ops.div(
+        ops.neg(ops.imag(ops.reduce_sum(ops.mul(mask, u), (nd - 2,)))),
+        ops.real(ops.reduce_sum(ops.mul(mask, v), (nd - 2,))),
+    )
+    c = ops.complex(re, im)
+    return dw, ops.add(u, ops.mul(v, _col(c)))
+
+
+def _eig_jvp(
+    primals,
+    tangents,
+    *,
+    compute_left_eigenvectors,
+    compute_right_eigenvectors,
+    enable_eigvec_derivs,
+):
+    (a,), (da,) = primals, tangents
+    left, right = compute_left_eigenvectors, compute_right_eigenvectors
+    if (left or right) and not enable_eigvec_derivs:
+        raise NotImplementedError(
+            "Derivatives of non-symmetric eigenvectors are only valid under assumptions on the "
+            "input that JAX cannot check (see the enable_eigvec_derivs argument to "
+            "jax.lax.linalg.eig). Pass enable_eigvec_derivs=True to jax.lax.linalg.eig to opt in. "
+            "See https://github.com/jax-ml/jax/issues/2748 for discussion."
+        )
+    outs = eig_p.bind(
+        a,
+        compute_left_eigenvectors=left,
+        compute_right_eigenvectors=True,
+        enable_eigvec_derivs=enable_eigvec_derivs,
+    )
+    w, vr = outs[0], outs[-1]
+    cdt = get_aval(vr).dtype
+    da = _as(J.instantiate(da, J.tangent_aval(get_aval(a))), cdt)
+    if not (left or right):
+        dw = ops.reduce_sum(ops.mul(_lu_solve_square(vr, da), _T(vr)), (get_aval(vr).ndim - 1,))
+        return [w], [dw]
+    dw, dvr = _eig_vec_jvp(w, vr, da)
+    prim, tan = [w], [dw]
+    if left:
+        _, dvl = _eig_vec_jvp(ops.conj(w), outs[1], _H(da))
+        prim.append(outs[1])
+        tan.append(dvl)
+    if right:
+        prim.append(vr)
+        tan.append(dvr)
+    return prim, tan
+
+
+J.jvp_rules[eig_p] = _eig_jvp
+
+
+def eig(
+    x,
+    *,
+    compute_left_eigenvectors: bool = True,
+    compute_right_eigenvectors: bool = True,
+    enable_eigvec_derivs: bool = False,
+    implementation=None,
+    use_magma=None,
+):
+    """Eigendecomposition of general square matrices (JAX's ``jax.lax.linalg.eig``), by LAPACK's
+    geev on the host (under ``jit`` on the C++ backend too; the Triton backend raises
+    ``UnsupportedError``: the results are complex).
+
+    Arguments:
+      x: a batch of square matrices ``[..., n, n]``, float or complex.
+      compute_left_eigenvectors: whether to return the left eigenvectors (``vl^H x = w vl^H``).
+      compute_right_eigenvectors: whether to return the right eigenvectors (``x vr = vr w``).
+      enable_eigvec_derivs: allow derivatives of the eigenvectors (valid only for distinct
+        eigenvalues, as in JAX); without it differentiating them raises ``NotImplementedError``.
+      implementation, use_magma: accepted for JAX's signature (GPU choices); unused.
+
+    Returns:
+      A list ``[w]`` followed by ``vl`` and/or ``vr`` as requested: eigenvalues ``[..., n]`` and
+      eigenvectors ``[..., n, n]`` (columns, unit 2-norm), of the complex dtype of ``x``'s width.
+      A matrix LAPACK cannot decompose gives NaNs.
+
+    Example:
+      >>> import functx, numpy as np
+      >>> w, vr = functx.lax.linalg.eig(np.array([[2.0, 0.0], [0.0, -1.0]], np.float32),
+      ...                               compute_left_eigenvectors=False)
+      >>> w
+      Array([ 2.+0.j, -1.+0.j], dtype=complex64)
+    """
+    del implementation, use_magma
+    return list(
+        eig_p.bind(
+            x,
+            compute_left_eigenvectors=bool(compute_left_eigenvectors),
+            compute_right_eigenvectors=bool(compute_right_eigenvectors),
+            enable_eigvec_derivs=bool(enable_eigvec_derivs),
+        )
+    )
+
+
+# --- hessenberg, tridiagonal, householder_product, schur: LAPACK reductions (no derivatives, as
+# in JAX) ------------------------------------------------------------------------------------------
+def _lapack(name, dt):
+    from scipy.linalg import lapack  # SciPy: an optional dependency of the eager path
+
+    return lapack.get_lapack_funcs(name, dtype=np.dtype(dt))
+
+
+def _per_matrix(fn, arrays, outs):
+    """Run ``fn(*matrices) -> tuple`` over the flattened batch of ``arrays`` (each with
+    ``core`` trailing dims given by its entry ``(array, ndim_core)``), writing ``outs`` (same
+    batch)."""
+    lead = arrays[0][0].shape[: arrays[0][0].ndim - arrays[0][1]]
+    size = int(np.prod(lead, dtype=np.int64))
+    flat_in = [a.reshape((size, *a.shape[a.ndim - k :])) for a, k in arrays]
+    flat_out = [o.reshape((size, *o.shape[len(lead) :])) for o in outs]
+    for i in range(size):
+        res = fn(*(a[i] for a in flat_in))
+        for o, r in zip(flat_out, res):
+            o[i] = r
+    return outs
+
+
+def _hessenberg_abstract(a):
+    batch = _check_operands("hessenberg", [a], [2])
+    if a.shape[-1] != a.shape[-2]:
+        raise ValueError(
+            f"Argument to Hessenberg reduction must have shape [..., n, n], got shape "
+            f"{a.shape[-2:]}"
+        )
+    n = a.shape[-1]
+    return [ShapedArray(a.shape, a.dtype), ShapedArray((*batch, max(n - 1, 0)), a.dtype)]
+
+
+def _hessenberg_impl(a):
+    a = np.asarray(a)
+    n = a.shape[-1]
+    h = np.empty(a.shape, a.dtype)
+    taus = np.empty((*a.shape[:-2], max(n - 1, 0)), a.dtype)
+    if a.size == 0:
+        return [h, taus]
+    gehrd = _lapack("gehrd", a.dtype)
+
+    def one(m):
+        ht, tau, info = gehrd(m, lo=0, hi=n - 1)
+        return (ht, tau[: n - 1]) if info == 0 else (np.nan, np.nan)
+
+    return _per_matrix(one, [(a, 2)], [h, taus])
+
+
+hessenberg_p = _define("hessenberg", _hessenberg_abstract, _hessenberg_impl, multiple_results=True)
+
+
+def hessenberg(a):
+    """Reduction of square matrices to upper Hessenberg form (JAX's
+    ``jax.lax.linalg.hessenberg``: LAPACK's gehrd, on the host).
+
+    Arguments:
+      a: a batch of square matrices ``[..., n, n]``, float or complex.
+
+    Returns:
+      ``(a_out, taus)``: the Hessenberg matrix in the upper triangle and first subdiagonal of
+      ``a_out``, the Householder reflectors below it, and their scales ``taus`` ``[..., n - 1]``.
+
+    Example:
+      >>> h, taus = functx.lax.linalg.hessenberg(np.eye(3, dtype=np.float32))
+      >>> taus
+      Array([0., 0.], dtype=float32)
+    """
+    return tuple(hessenberg_p.bind(a))
+
+
+def _tridiagonal_abstract(a, *, lower):
+    batch = _check_operands("tridiagonal", [a], [2])
+    if a.shape[-1] != a.shape[-2] or a.shape[-1] == 0:
+        raise ValueError(
+            f"The input to tridiagonal must be a square matrix. Got shape {a.shape[-2:]}."
+        )
+    n = a.shape[-1]
+    rdt = _real_dtype(a.dtype)
+    return [
+        ShapedArray(a.shape, a.dtype),
+        ShapedArray((*batch, n), rdt),
+        ShapedArray((*batch, n - 1), rdt),
+        ShapedArray((*batch, n - 1), a.dtype),
+    ]
+
+
+def _tridiagonal_impl(a, *, lower):
+    a = np.asarray(a)
+    n = a.shape[-1]
+    rdt = _real_dtype(a.dtype)
+    outs = [
+        np.empty(a.shape, a.dtype),
+        np.empty((*a.shape[:-2], n), rdt),
+        np.empty((*a.shape[:-2], n - 1), rdt),
+        np.empty((*a.shape[:-2], n - 1), a.dtype),
+    ]
+    if a.size == 0:
+        return outs
+    sytrd = _lapack("hetrd" if np.iscomplexobj(a) else "sytrd", a.dtype)
+
+    def one(m):
+        c, d, e, tau, info = sytrd(m, lower=int(lower))
+        return (c, d, e, tau) if info == 0 else (np.nan,) * 4
+
+    return _per_matrix(one, [(a, 2)], outs)
+
+
+tridiagonal_p = _define(
+    "tridiagonal", _tridiagonal_abstract, _tridiagonal_impl, multiple_results=True
+)
+
+
+def tridiagonal(a, *, lower=True):
+    """Reduction of Hermitian matrices to real symmetric tridiagonal form (JAX's
+    ``jax.lax.linalg.tridiagonal``: LAPACK's sytrd/hetrd, on the host).
+
+    Arguments:
+      a: a batch of square matrices ``[..., n, n]``; only the triangle ``lower`` names is read.
+      lower: read the lower (True) or the upper triangle.
+
+    Returns:
+      ``(a_out, d, e, taus)``: the packed reflectors, the diagonal ``d`` ``[..., n]`` and
+      off-diagonal ``e`` ``[..., n - 1]`` (real), and the reflectors' scales ``[..., n - 1]``.
+
+    Example:
+      >>> _, d, e, _ = functx.lax.linalg.tridiagonal(np.diag(np.float32([1, 2, 3])))
+      >>> d
+      Array([1., 2., 3.], dtype=float32)
+    """
+    return tuple(tridiagonal_p.bind(a, lower=bool(lower)))
+
+
+def _hh_abstract(a, taus):
+    batch = _check_operands("householder_product", [a, taus], [2, 1])
+    m, n = a.shape[-2:]
+    if m < n:
+        raise ValueError(
+            "The first argument to householder_product must have at least as many rows as "
+            f"columns, got shape {a.shape[-2:]}"
+        )
+    if taus.shape[-1] > min(m, n):
+        raise ValueError(
+            "The second argument to householder_product must not have more rows than the "
+            "minimum of the first argument's rows and columns."
+        )
+    return ShapedArray((*batch, m, n), a.dtype)
+
+
+def _hh_impl(a, taus):
+    a, taus = np.asarray(a), np.asarray(taus)
+    out = np.empty(a.shape, a.dtype)
+    if a.size == 0:
+        return out
+    orgqr = _lapack("ungqr" if np.iscomplexobj(a) else "orgqr", a.dtype)
+    n = a.shape[-1]
+
+    def one(m, t):
+        if t.shape[0] < n:  # LAPACK wants n scales: the rest are identity reflectors
+            t = np.concatenate([t, np.zeros(n - t.shape[0], t.dtype)])
+        q, _, info = orgqr(m, t)
+        return (q if info == 0 else np.nan,)
+
+    return _per_matrix(one, [(a, 2), (taus, 1)], [out])[0]
+
+
+householder_product_p = _define("householder_product", _hh_abstract, _hh_impl)
+
+
+def householder_product(a, taus):
+    """The product of elementary Householder reflectors (JAX's
+    ``jax.lax.linalg.householder_product``: LAPACK's orgqr/ungqr, on the host).
+
+    Arguments:
+      a: ``[..., m, n]`` with ``m >= n``, the reflectors below its diagonal (as ``hessenberg`` and
+        LAPACK's geqrf leave them).
+      taus: ``[..., k]`` with ``k <= n``, the reflectors' scales.
+
+    Returns:
+      The orthogonal (unitary) matrices ``[..., m, n]``.
+
+    Example:
+      >>> q = functx.lax.linalg.householder_product(np.eye(2, dtype=np.float32),
+      ...                                           np.zeros(2, np.float32))
+      >>> print(np.abs(q))
+      [[1. 0.]
+       [0. 1.]]
+    """
+    return householder_product_p.bind(a, taus)
+
+
+def _schur_abstract(x, *, compute_schur_vectors, sort_eig_vals, select_callable):
+    _check_operands("schur", [x], [2])
+    if x.shape[-1] != x.shape[-2]:
+        raise ValueError(f"The input to schur must be a square matrix. Got shape {x.shape[-2:]}.")
+    out = ShapedArray(x.shape, x.dtype)
+    return [out, out] if compute_schur_vectors else [out]
+
+
+def _schur_impl(x, *, compute_schur_vectors, sort_eig_vals, select_callable):
+    from scipy import linalg as sla  # SciPy: an optional dependency of the eager path
+
+    x = np.asarray(x)
+    t, z = np.empty(x.shape, x.dtype), np.empty(x.shape, x.dtype)
+    if x.size:
+        out = "complex" if np.iscomplexobj(x) else "real"
+
+        def one(m):
+            try:
+                return sla.schur(m, output=out, check_finite=False)
+            except (np.linalg.LinAlgError, ValueError):
+                return np.nan, np.nan
+
+        _per_matrix(one, [(x, 2)], [t, z])
+    return [t, z] if compute_schur_vectors else [t]
+
+
+schur_p = _define("schur", _schur_abstract, _schur_impl, multiple_results=True)
+
+
+def schur(x, *, compute_schur_vectors=True, sort_eig_vals=False, select_callable=None):
+    """Schur decomposition ``x = Z T Z^H`` (JAX's ``jax.lax.linalg.schur``: LAPACK's gees, on the
+    host; real input gives the real Schur form).
+
+    Arguments:
+      x: a batch of square matrices ``[..., n, n]``, float or complex.
+      compute_schur_vectors: whether to return ``Z`` too.
+      sort_eig_vals, select_callable: LAPACK's eigenvalue ordering, which JAX does not implement
+        (``sort_eig_vals=True`` raises ``NotImplementedError``, as in JAX).
+
+    Returns:
+      ``(T, Z)``, or ``(T,)`` without Schur vectors: ``T`` quasi-upper-triangular (upper
+      triangular for complex input), ``Z`` unitary.
+
+    Example:
+      >>> t, z = functx.lax.linalg.schur(np.array([[1.0, 2.0], [0.0, 3.0]], np.float32))
+      >>> t
+      Array([[1., 2.],
+             [0., 3.]], dtype=float32)
+    """
+    if sort_eig_vals:
+        raise NotImplementedError("The sort feature of LAPACK's gees routine is not implemented.")
+    return tuple(
+        schur_p.bind(
+            x,
+            compute_schur_vectors=bool(compute_schur_vectors),
+            sort_eig_vals=False,
+            select_callable=select_callable,
+        )
+    )
+
+
+def _no_jvp(name):
+    def rule(primals, tangents, **params):
+        # as in JAX, which registers no derivative for these reductions
+        raise UnsupportedError(f"Differentiation rule for '{name}' not implemented{where()}")
+
+    return rule
+
+
+for _p in (hessenberg_p, tridiagonal_p, householder_product_p, schur_p):
+    J.jvp_rules[_p] = _no_jvp(_p.name)
+del _p
+
+
+# --- tridiagonal_solve -------------------------------------------------------------------------
+def _trid_abstract(dl, d, du, b, *, perturb_singular):
+    _check_operands("tridiagonal_solve", [dl, d, du, b], [1, 1, 1, 2])
+    if dl.shape != d.shape or dl.shape != du.shape:
+        raise TypeError(
+            "tridiagonal_solve requires that all diagonal arguments have the same shape."
+        )
+    if dl.shape != b.shape[:-1]:
+        raise TypeError(
+            "tridiagonal_solve requires that the leading ndim-1 dimensions of b equal the "
+            "dimensions of the diagonal arguments."
+        )
+    return ShapedArray(b.shape, b.dtype)
+
+
+def _trid_impl(dl, d, du, b, *, perturb_singular):
+    dl, d, du, b = (np.asarray(v) for v in (dl, d, du, b))
+    out = np.empty(b.shape, b.dtype)
+    if b.size == 0:
+        return out
+    gtsv = _lapack("gtsv", b.dtype)
+
+    def one(l_, d_, u_, b_):
+        if d_.shape[0] == 1:
+            return (b_ / d_[0],)
+        x, info = gtsv(l_[1:], d_, u_[:-1], b_)[3:]
+        return (x if info == 0 else np.nan,)
+
+    return _per_matrix(one, [(dl, 1), (d, 1), (du, 1), (b, 2)], [out])[0]
+
+
+tridiagonal_solve_p = _define("tridiagonal_solve", _trid_abstract, _trid_impl)
+
+
+def _shift(x, up):
+    """``x[..., 1:]`` padded with a zero at the end (``up``), or ``x[..., :-1]`` with one at the
+    front, along the last axis."""
+    a = get_aval(x)
+    z = ops.full((*a.shape[:-1], 1), 0, a.dtype)
+    nd = a.ndim - 1
+    if up:
+        return ops.concatenate([ops.slice_in_dim(x, 1, a.shape[-1], axis=nd), z], nd)
+    return ops.concatenate([z, ops.slice_in_dim(x, 0, a.shape[-1] - 1, axis=nd)], nd)
+
+
+def _trid_product(dl, d, du, x):
+    """``A x`` for the tridiagonal ``A`` (``dl[i] = A[i, i-1]``, ``du[i] = A[i, i+1]``)."""
+    xa = get_aval(x)
+    nd = xa.ndim
+    col = lambda v: ops.broadcast_in_dim(v, xa.shape, tuple(range(nd - 1)))  # noqa: E731
+    z = ops.full((*xa.shape[:-2], 1, xa.shape[-1]), 0, xa.dtype)
+    m = xa.shape[-2]
+    x_dn = ops.concatenate([z, ops.slice_in_dim(x, 0, m - 1, axis=nd - 2)], nd - 2)
+    x_up = ops.concatenate([ops.slice_in_dim(x, 1, m, axis=nd - 2), z], nd - 2)
+    y = ops.mul(col(d), x)
+    y = ops.add(y, ops.mul(col(dl), x_dn))
+    return ops.add(y, ops.mul(col(du), x_up))
+
+
+def _trid_jvp(primals, tangents, *, perturb_singular):
+    dl, d, du, b = primals
+    *dd, db = tangents
+    ans = tridiagonal_solve_p.bind(*primals, perturb_singular=perturb_singular)
+    rhs = db
+    if not all(isinstance(t, Zero) for t in dd):
+        dd = [J.instantiate(t, J.tangent_aval(get_aval(v))) for t, v in zip(dd, (dl, d, du))]
+        mv = _trid_product(*dd, ans)
+        rhs = ops.neg(mv) if isinstance(db, Zero) else ops.sub(db, mv)
+    if isinstance(rhs, Zero):
+        return ans, Zero(J.tangent_aval(get_aval(ans)))
+    return ans, tridiagonal_solve_p.bind(dl, d, du, rhs, perturb_singular=perturb_singular)
+
+
+def _trid_transpose(ct, dl, d, du, b, *, perturb_singular):
+    if any(T.is_undefined(v) for v in (dl, d, du)):
+        raise ValueError("tridiagonal_solve is linear in b only")
+    if isinstance(ct, Zero):
+        return [None, None, None, Zero(b.aval)]
+    ct_b = tridiagonal_solve_p.bind(
+        _shift(du, False), d, _shift(dl, True), ct, perturb_singular=perturb_singular
+    )
+    return [None, None, None, ct_b]
+
+
+J.jvp_rules[tridiagonal_solve_p] = _trid_jvp
+T.transpose_rules[tridiagonal_solve_p] = _trid_transpose
+
+
+def tridiagonal_solve(dl, d, du, b, *, perturb_singular=False):
+    """Solve ``A X = B`` for tridiagonal ``A`` (JAX's ``jax.lax.linalg.tridiagonal_solve``:
+    LAPACK's gtsv, on the host), differentiable in all four operands.
+
+    Arguments:
+      dl: ``[..., m]``, the lower diagonal: ``dl[i] = A[i, i-1]`` (``dl[0]`` is ignored).
+      d: ``[..., m]``, the diagonal.
+      du: ``[..., m]``, the upper diagonal: ``du[i] = A[i, i+1]`` (``du[m-1]`` is ignored).
+      b: ``[..., m, n]``, the right-hand sides.
+      perturb_singular: JAX's perturbation of tiny pivots; not supported (raises
+        ``NotImplementedError``).
+
+    Returns:
+      ``X``, of ``b``'s shape and dtype; a singular system gives NaNs.
+
+    Example:
+      >>> one = np.ones(3, np.float32)
+      >>> b = np.ones((3, 1), np.float32)
+      >>> functx.lax.linalg.tridiagonal_solve(0 * one, 2 * one, 0 * one, b)
+      Array([[0.5],
+             [0.5],
+             [0.5]], dtype=float32)
+    """
+    if perturb_singular:
+        raise NotImplementedError("tridiagonal_solve: perturb_singular=True is not supported")
+    return tridiagonal_solve_p.bind(dl, d, du, b, perturb_singular=False)
+
+
+# --- the choice enums of JAX's signatures (the host LAPACK path is the only implementation) ----
+class EigImplementation(enum.Enum):
+    """JAX's choice of ``eig`` implementation (GPU libraries); functx always runs LAPACK.
+
+    Example:
+      >>> functx.lax.linalg.EigImplementation.LAPACK.value
+      'lapack'
+    """
+
+    CUSOLVER = "cusolver"
+    MAGMA = "magma"
+    LAPACK = "lapack"
+
+
+class EighImplementation(enum.Enum):
+    """JAX's choice of ``eigh`` algorithm; functx always runs LAPACK's.
+
+    Example:
+      >>> functx.lax.linalg.EighImplementation.QR.value
+      'qr'
+    """
+
+    QR = "qr"
+    JACOBI = "jacobi"
+    QDWH = "qdwh"
+
+
+class SvdAlgorithm(enum.Enum):
+    """JAX's choice of SVD algorithm (``svd``'s ``algorithm``); functx always runs LAPACK's.
+
+    Example:
+      >>> functx.lax.linalg.SvdAlgorithm.DEFAULT.value
+      'default'
+    """
+
+    DEFAULT = "default"
+    QR = "QR"
+    JACOBI = "Jacobi"
+    POLAR = "polar"
+    DIVIDE_AND_CONQUER = "divide_and_conquer"
+
+
 __all__ = [
+    "EigImplementation",
+    "EighImplementation",
+    "SvdAlgorithm",
     "cholesky",
     "cholesky_p",
+    "eig",
+    "eig_p",
+    "hessenberg",
+    "hessenberg_p",
+    "householder_product",
+    "householder_product_p",
+    "schur",
+    "schur_p",
+    "tridiagonal",
+    "tridiagonal_p",
+    "tridiagonal_solve",
+    "tridiagonal_solve_p",
     "eigh",
     "eigh_p",
     "qr",

@@ -18,8 +18,10 @@ indices, JAX's ``lax.top_k_p``. Its order is the total order of the bits: NaN > 
   operand), so ``grad`` and ``vjp`` go through ``gather``'s transpose, as JAX's;
 * vmap: the batch axis moves to the front and ``dimension``/``axis`` shift by one;
 * lowering: a ``sort`` loop-IR node (kernel kind ``sort``) per output; the C++ kernel
-  (``lowering/cpp/sort.py``) runs a stable merge sort per row, rows in parallel, and the Triton
-  kernel (``lowering/triton/sort.py``) ranks each element by counting the elements before it.
+  (``lowering/cpp/sort.py``) runs a stable merge sort per row, rows in parallel; the Triton
+  backend (``lowering/triton/sort.py``) sorts rows of ``TORCH_ROW_MIN`` (128) elements or more
+  with ``torch.sort`` of order-preserving integer keys between launches, and shorter rows in a
+  kernel that ranks each element by counting the elements before it.
 """
 
 from __future__ import annotations

@@ -25,6 +25,10 @@ from functx.numpy._complex import (
     isreal as isreal,
     real as real,
 )
+from functx.numpy._conv import (
+    convolve as convolve,
+    correlate as correlate,
+)
 from functx.numpy._core import (
     abs as abs,
     absolute as absolute,
@@ -404,6 +408,7 @@ from functx.numpy._more import (
     unravel_index as unravel_index,
     vander as vander,
 )
+from functx.numpy._put import put_along_axis as put_along_axis
 from functx.numpy._sort import (
     argpartition as argpartition,
     argsort as argsort,
@@ -698,6 +703,7 @@ __all__ = [
     "prod",
     "promote_types",
     "ptp",
+    "put_along_axis",
     "rad2deg",
     "radians",
     "ravel",
@@ -768,6 +774,9 @@ __all__ = [
     "where",
     "zeros",
     "zeros_like",
+    # functx/numpy/_conv.py
+    "convolve",
+    "correlate",
     "isin",
     "intersect1d",
     "union1d",

@@ -908,8 +908,13 @@ def log10(x, /):
 
 
 def _const(v, like):
+    """``v`` as a constant of ``like``'s dtype: an Array, or for a weakly typed ``like`` a Python
+    scalar of its kind (so it stays weak and takes ``like``'s dtype in the op)."""
     av = _aval(like)
-    return Array.from_value(np.asarray(v, av.dtype)) if not av.weak_type else float(v)
+    if not av.weak_type:
+        return Array.from_value(np.asarray(v, av.dtype))
+    kind = np.dtype(av.dtype).kind
+    return {"i": int, "u": int, "b": bool, "c": complex}.get(kind, float)(v)
 
 
 def deg2rad(x, /):

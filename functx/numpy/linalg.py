@@ -918,6 +918,60 @@ outer = jnp.outer
 matrix_transpose = jnp.matrix_transpose
 
 
+class EigResult(NamedTuple):
+    """``eig``'s result: ``eigenvalues`` and ``eigenvectors`` (JAX's ``EigResult``), a
+    NamedTuple.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.linalg.eig(jnp.array([[2.0, 0.0], [0.0, 1.0]])).eigenvalues
+      Array([2.+0.j, 1.+0.j], dtype=complex64)
+    """
+
+    eigenvalues: object
+    eigenvectors: object
+
+
+def eig(a):
+    """Eigenvalues and right eigenvectors of general square matrices, like
+    ``jax.numpy.linalg.eig`` (LAPACK's geev on the host; JAX runs it on the CPU only, and
+    functx's Triton backend raises ``UnsupportedError``).
+
+    Arguments:
+      a: ``[..., n, n]``; integers are promoted to the default float.
+
+    Returns:
+      ``EigResult(eigenvalues, eigenvectors)``: complex eigenvalues ``[..., n]`` in LAPACK's order
+      and the eigenvectors as columns ``[..., n, n]`` (unit 2-norm, largest component real).
+
+    Example:
+      >>> w, v = functx.numpy.linalg.eig(np.array([[0.0, 1.0], [-1.0, 0.0]], np.float32))
+      >>> w
+      Array([0.+1.j, 0.-1.j], dtype=complex64)
+    """
+    (a,) = _inexact("eig", a)
+    w, v = lax.linalg.eig(a, compute_left_eigenvectors=False)
+    return EigResult(w, v)
+
+
+def eigvals(a):
+    """Eigenvalues of general square matrices, like ``jax.numpy.linalg.eigvals``.
+
+    Arguments:
+      a: ``[..., n, n]``; integers are promoted to the default float.
+
+    Returns:
+      The complex eigenvalues ``[..., n]``, in LAPACK's order.
+
+    Example:
+      >>> functx.numpy.linalg.eigvals(np.array([[1.0, 2.0], [0.0, 3.0]], np.float32))
+      Array([1.+0.j, 3.+0.j], dtype=complex64)
+    """
+    (a,) = _inexact("eigvals", a)
+    (w,) = lax.linalg.eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False)
+    return w
+
+
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
 __getattr__ = _missing_name_hook(__name__)
 
@@ -929,6 +983,9 @@ __all__ = [
     "QRResult",
     "SVDResult",
     "SlogdetResult",
+    "EigResult",
+    "eig",
+    "eigvals",
     "eigh",
     "eigvalsh",
     "lstsq",

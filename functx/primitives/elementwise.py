@@ -362,6 +362,8 @@ def _tl_not(c):
 
 def _tl_div(c):
     if c.fl:
+        if c.ct == "tl.float32":  # IEEE rounding, as XLA divides (Triton's `/` is div.full.f32)
+            return f"tl.div_rn({c.t[0]}, {c.t[1]})"
         return f"({c.a[0]} / {c.a[1]})"
     x, y = c.t
     if c.signed:
@@ -442,15 +444,20 @@ def _tl_integer_pow(c):
 
 # --- the special functions' derivatives and spellings --------------------------------------------
 _SQRT_PI_OVER_2 = math.sqrt(math.pi) / 2
-_NO_TRITON = Unsupported(
-    "this special function has no Triton implementation yet (use the C++ backend)"
-)
 
 
 def _sp(fn, first="", last=""):
     """The C++ spelling of a special function: ``fx_sp::<fn>`` of the operands in double."""
     return lambda c: (
         f"(({c.ct})fx_sp::{fn}({first}" + ", ".join(f"(double)({a})" for a in c.a) + f"{last}))"
+    )
+
+
+def _tl_sp(fn, last=""):
+    """The Triton spelling of a special function: ``_fx_<fn>`` of the prelude (Triton's
+    ``prelude.py``) on the operands in float64, the result in the compute type."""
+    return lambda c: (
+        f"_fx_{fn}(" + ", ".join(f"{t}.to(tl.float64)" for t in c.t) + f"{last}).to({c.ct})"
     )
 
 
@@ -808,7 +815,7 @@ ROWS: tuple[Elementwise, ...] = (
         S.vectorize(S.digamma),
         lambda ops, x, ans: ops.polygamma(ops.full_like(x, 1), x),
         _sp("digamma"),
-        _NO_TRITON,
+        _tl_sp("digamma"),
         costly=True,
     ),
     _u(
@@ -817,7 +824,7 @@ ROWS: tuple[Elementwise, ...] = (
         S.vectorize(S.bessel_i0e),
         lambda ops, x, ans: ops.sub(ops.bessel_i1e(x), ops.mul(ops.sign(x), ans)),
         _sp("bessel_ie", "0, "),
-        _NO_TRITON,
+        _tl_sp("bessel_ie", last=", 0"),
         costly=True,
     ),
     _u(
@@ -826,7 +833,7 @@ ROWS: tuple[Elementwise, ...] = (
         S.vectorize(S.bessel_i1e),
         _bessel_i1e_deriv,
         _sp("bessel_ie", "1, "),
-        _NO_TRITON,
+        _tl_sp("bessel_ie", last=", 1"),
         costly=True,
     ),
     _b(
@@ -838,7 +845,7 @@ ROWS: tuple[Elementwise, ...] = (
             lambda ops, a, x, ans: _gamma_density(ops, a, x),
         ),
         _sp("igamma", last=", 0"),
-        _NO_TRITON,
+        _tl_sp("igamma", last=", 0"),
         costly=True,
     ),
     _b(
@@ -850,7 +857,7 @@ ROWS: tuple[Elementwise, ...] = (
             lambda ops, a, x, ans: ops.neg(_gamma_density(ops, a, x)),
         ),
         _sp("igamma", last=", 1"),
-        _NO_TRITON,
+        _tl_sp("igamma", last=", 1"),
         costly=True,
     ),
     _b(
@@ -859,7 +866,7 @@ ROWS: tuple[Elementwise, ...] = (
         S.vectorize(S.igamma_grad_a),
         Unsupported("JAX has no derivative of igamma_grad_a either"),
         _sp("igamma", last=", 2"),
-        _NO_TRITON,
+        _tl_sp("igamma", last=", 2"),
         costly=True,
     ),
     _b(
@@ -868,7 +875,7 @@ ROWS: tuple[Elementwise, ...] = (
         S.vectorize(S.random_gamma_grad),
         Unsupported("the derivative of random_gamma_grad is not implemented"),
         _sp("igamma", last=", 3"),
-        _NO_TRITON,
+        _tl_sp("igamma", last=", 3"),
         costly=True,
     ),
     _b(
@@ -877,7 +884,7 @@ ROWS: tuple[Elementwise, ...] = (
         S.vectorize(S.polygamma),
         (_polygamma_dm, lambda ops, m, x, ans: ops.polygamma(ops.add(m, 1), x)),
         _sp("polygamma"),
-        _NO_TRITON,
+        _tl_sp("polygamma"),
         costly=True,
     ),
     _b(
@@ -886,7 +893,7 @@ ROWS: tuple[Elementwise, ...] = (
         S.vectorize(S.zeta),
         Unsupported("JAX has no derivative of zeta either"),
         _sp("zeta"),
-        _NO_TRITON,
+        _tl_sp("zeta"),
         costly=True,
     ),
     _u(

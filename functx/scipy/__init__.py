@@ -1,13 +1,18 @@
 """``functx.scipy``: JAX's ``jax.scipy`` names, as composites of functx's primitives.
 
-``linalg``, ``special`` and ``stats`` so far (``import functx.scipy.special``,
+``linalg``, ``signal``, ``special`` and ``stats`` so far (``import functx.scipy.special``,
 ``functx.scipy.stats``, ...).
 """
 
 from functx.errors import missing_name_hook as _missing_name_hook
-from functx.scipy import linalg as linalg, special as special, stats as stats
+from functx.scipy import (
+    linalg as linalg,
+    signal as signal,
+    special as special,
+    stats as stats,
+)
 
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
 __getattr__ = _missing_name_hook(__name__)
 
-__all__ = ["linalg", "special", "stats"]
+__all__ = ["linalg", "signal", "special", "stats"]

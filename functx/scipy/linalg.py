@@ -9,11 +9,14 @@ from __future__ import annotations
 import math
 import warnings
 
+import numpy as np
+
 from functx import lax
 from functx.control.linalg import lu_solve as _lu_solve
 from functx.errors import missing_name_hook as _missing_name_hook
 from functx.numpy import _core as jnp, linalg as _jla
 from functx.numpy.linalg import _inexact, _mH
+from functx.transforms.jvp import jvp as _jvp
 
 
 def _bcast_batch(a, b, a_core, b_core):
@@ -521,6 +524,321 @@ def expm(A, *, upper_triangular=False, max_squarings=16):  # noqa: N803
     return jnp.where(bad, jnp.full_like(r, jnp.nan), r)
 
 
+def expm_frechet(A, E, *, method=None, compute_expm=True):  # noqa: N803
+    """The Frechet derivative of the matrix exponential at ``A`` in the direction ``E`` (JAX's
+    ``jax.scipy.linalg.expm_frechet``): the jvp of ``expm``.
+
+    Arguments:
+      A: square matrices ``[..., n, n]``.
+      E: the direction, of ``A``'s shape.
+      method: accepted for SciPy's signature; unused.
+      compute_expm: whether to return ``expm(A)`` too.
+
+    Returns:
+      ``(expm(A), L(A, E))``, or ``L(A, E)`` alone without ``compute_expm``.
+
+    Example:
+      >>> a = np.zeros((2, 2), np.float32)
+      >>> functx.scipy.linalg.expm_frechet(a, np.eye(2, dtype=np.float32), compute_expm=False)
+      Array([[1., 0.],
+             [0., 1.]], dtype=float32)
+    """
+    del method
+    A, E = jnp.asarray(A), jnp.asarray(E)  # noqa: N806
+    if A.ndim < 2 or A.shape[-2] != A.shape[-1]:
+        raise ValueError(f"expected A to be a (batched) square matrix, got A.shape={A.shape}")
+    if E.ndim < 2 or E.shape[-2] != E.shape[-1]:
+        raise ValueError(f"expected E to be a (batched) square matrix, got E.shape={E.shape}")
+    if A.shape != E.shape:
+        raise ValueError(
+            f"expected A and E to be the same shape, got A.shape={A.shape} E.shape={E.shape}"
+        )
+    out, tan = _jvp(lambda a: expm(a), (A,), (E,))
+    return (out, tan) if compute_expm else tan
+
+
+def schur(a, output="real"):
+    """Schur decomposition ``a = Z T Z^H`` (JAX's ``jax.scipy.linalg.schur``; LAPACK's gees on
+    the host).
+
+    Arguments:
+      a: square matrices ``[..., n, n]``.
+      output: ``'real'`` (the real Schur form of real input) or ``'complex'`` (an upper
+        triangular ``T``).
+
+    Returns:
+      ``(T, Z)``.
+
+    Example:
+      >>> t, z = functx.scipy.linalg.schur(np.array([[1.0, 2.0], [0.0, 3.0]], np.float32))
+      >>> t
+      Array([[1., 2.],
+             [0., 3.]], dtype=float32)
+    """
+    (a,) = _inexact("schur", a)
+    if output == "complex":
+        a = a.astype(_complex_of(a.dtype))
+    return lax.linalg.schur(a)
+
+
+def _is_complex(x):
+    return np.dtype(x.dtype).kind == "c"
+
+
+def _complex_of(dt):
+    return jnp.promote_types(dt, jnp.complex64)
+
+
+def hessenberg(a, *, calc_q=False, overwrite_a=False, check_finite=True):
+    """Hessenberg form ``a = Q H Q^H`` (JAX's ``jax.scipy.linalg.hessenberg``; LAPACK's gehrd on
+    the host).
+
+    Arguments:
+      a: square matrices ``[..., n, n]``.
+      calc_q: whether to return ``Q`` too.
+      overwrite_a, check_finite: accepted for SciPy's signature; unused.
+
+    Returns:
+      ``H`` (zero below the first subdiagonal), or ``(H, Q)`` with ``calc_q``.
+
+    Example:
+      >>> h, q = functx.scipy.linalg.hessenberg(np.eye(3, dtype=np.float32), calc_q=True)
+      >>> print(np.abs(q))
+      [[1. 0. 0.]
+       [0. 1. 0.]
+       [0. 0. 1.]]
+    """
+    del overwrite_a, check_finite
+    (a,) = _inexact("hessenberg", a)
+    n = a.shape[-1]
+    if n == 0:
+        return (jnp.zeros_like(a), jnp.zeros_like(a)) if calc_q else jnp.zeros_like(a)
+    a_out, taus = lax.linalg.hessenberg(a)
+    h = jnp.triu(a_out, -1)
+    if not calc_q:
+        return h
+    q = lax.linalg.householder_product(a_out[..., 1:, :-1], taus)
+    pads = [(0, 0)] * (a.ndim - 2) + [(1, 0), (1, 0)]
+    e00 = jnp.pad(jnp.ones((1, 1), a.dtype), [(0, n - 1), (0, n - 1)])
+    return h, jnp.pad(q, pads) + e00
+
+
+def toeplitz(c, r=None):
+    """The Toeplitz matrix with first column ``c`` and first row ``r`` (JAX's
+    ``jax.scipy.linalg.toeplitz``), batched over the leading axes of ``c`` and ``r``.
+
+    Arguments:
+      c: the first column ``[..., m]`` (a scalar is one element).
+      r: the first row ``[..., n]``; its first element is ignored. Default: ``conj(c)`` (a
+        Hermitian matrix).
+
+    Returns:
+      ``[..., m, n]``, of the promoted dtype.
+
+    Example:
+      >>> functx.scipy.linalg.toeplitz(np.array([1, 2, 3]), np.array([1, 5]))
+      Array([[1, 5],
+             [2, 1],
+             [3, 2]], dtype=int32)
+    """
+    c = jnp.atleast_1d(jnp.asarray(c))
+    r = (lax.conj(c) if _is_complex(c) else c) if r is None else r
+    r = jnp.atleast_1d(jnp.asarray(r))
+    c, r = jnp._promote_only(c, r)
+    batch = jnp.broadcast_shapes(c.shape[:-1], r.shape[:-1])
+    c = jnp.broadcast_to(c, (*batch, c.shape[-1]))
+    r = jnp.broadcast_to(r, (*batch, r.shape[-1]))
+    m, n = c.shape[-1], r.shape[-1]
+    if m == 0 or n == 0:
+        return jnp.zeros((*batch, m, n), c.dtype)
+    elems = jnp.concatenate([jnp.flip(c, -1), r[..., 1:]], axis=-1)
+    idx = (m - 1) - np.arange(m)[:, None] + np.arange(n)[None, :]
+    return jnp.take(elems, idx.reshape(-1), axis=-1).reshape((*batch, m, n))
+
+
+def polar(a, side="right", *, method="qdwh", eps=None, max_iterations=None):
+    """Polar decomposition ``a = u p`` (``side='right'``) or ``p u`` (JAX's
+    ``jax.scipy.linalg.polar``), through the SVD: ``u = U V^H``, ``p = V S V^H`` (or
+    ``U S U^H``).
+
+    Arguments:
+      a: matrices ``[..., m, n]``.
+      side: ``'right'`` or ``'left'``.
+      method: ``'qdwh'`` (JAX's default; functx computes the same factors by the SVD, with JAX's
+        shape restrictions) or ``'svd'``.
+      eps, max_iterations: QDWH's tolerances, accepted for JAX's signature; unused.
+
+    Returns:
+      ``(u, p)``: ``u`` with orthonormal columns (rows when ``n > m``), ``p`` Hermitian positive
+      semidefinite.
+
+    Example:
+      >>> u, p = functx.scipy.linalg.polar(np.array([[2.0, 0.0], [0.0, -3.0]], np.float32))
+      >>> p
+      Array([[2., 0.],
+             [0., 3.]], dtype=float32)
+    """
+    del eps, max_iterations
+    (a,) = _inexact("polar", a)
+    if side not in ("right", "left"):
+        raise ValueError(f"side={side!r} is not supported, must be 'right' or 'left'")
+    if method not in ("qdwh", "svd"):
+        raise ValueError(f"Unknown polar decomposition method {method}.")
+    m, n = a.shape[-2:]
+    if method == "qdwh" and not ((m >= n and side == "right") or (m < n and side == "left")):
+        raise NotImplementedError(
+            "method='qdwh' only supports mxn matrices where m < n where side='right' and m >= n "
+            f"side='left', got {a.shape} with side={side!r}"
+        )
+    u, s, vh = lax.linalg.svd(a, full_matrices=False)
+    s = s.astype(u.dtype)
+    hp = lax.Precision.HIGHEST
+    unitary = jnp.matmul(u, vh, precision=hp)
+    if side == "right":
+        posdef = jnp.matmul(_mH(vh) * s[..., None, :], vh, precision=hp)
+    else:
+        posdef = jnp.matmul(u * s[..., None, :], _mH(u), precision=hp)
+    return unitary, posdef
+
+
+def sqrtm(A, blocksize=1):  # noqa: N803
+    """The principal matrix square root (JAX's ``jax.scipy.linalg.sqrtm``): the complex Schur
+    form ``A = Z T Z^H``, the square root ``U`` of the triangular ``T`` column by column
+    (Bjorck and Hammarling 1983: each column is a triangular solve), and ``Z U Z^H``.
+
+    Arguments:
+      A: square matrices ``[..., n, n]``.
+      blocksize: 1 (the blocked variant is not implemented, as in JAX).
+
+    Returns:
+      The complex square root, of ``A``'s complex dtype.
+
+    Example:
+      >>> functx.scipy.linalg.sqrtm(np.array([[4.0, 0.0], [0.0, 9.0]], np.float32))
+      Array([[2.+0.j, 0.+0.j],
+             [0.+0.j, 3.+0.j]], dtype=complex64)
+    """
+    if blocksize > 1:
+        raise NotImplementedError("Blocked version is not implemented yet.")
+    T, Z = schur(A, output="complex")  # noqa: N806
+    n = T.shape[-1]
+    d = jnp.sqrt(jnp.diagonal(T, axis1=-2, axis2=-1))
+    cols = [d[..., :1, None]]
+    U = d[..., :1, None]  # noqa: N806 (the leading j x j block of the root)
+    for j in range(1, n):
+        # (U_j + d_j I) x = T[:j, j]: the column above the diagonal
+        dj = d[..., j, None, None]
+        lhs = U + dj * jnp.eye(j, dtype=T.dtype)
+        x = lax.linalg.triangular_solve(lhs, T[..., :j, j, None], left_side=True, lower=False)
+        x = jnp.where(T[..., :j, j, None] == 0, jnp.zeros_like(x), x)
+        col = jnp.concatenate([x, dj], axis=-2)
+        cols = [jnp.pad(c, [(0, 0)] * (c.ndim - 2) + [(0, 1), (0, 0)]) for c in cols] + [col]
+        U = jnp.concatenate(cols, axis=-1)  # noqa: N806
+    hp = lax.Precision.HIGHEST
+    return jnp.matmul(jnp.matmul(Z, U, precision=hp), _mH(Z), precision=hp)
+
+
+def rsf2csf(T, Z, check_finite=True):  # noqa: N803
+    """The complex Schur form from the real one (JAX's ``jax.scipy.linalg.rsf2csf``): each 2x2
+    block of ``T`` on the diagonal is triangularized by a Givens rotation, applied to ``Z`` too.
+
+    Arguments:
+      T: the real Schur form ``[..., n, n]`` (``schur(a)[0]``).
+      Z: its Schur vectors ``[..., n, n]``.
+      check_finite: accepted for SciPy's signature; unused.
+
+    Returns:
+      ``(T, Z)`` in complex Schur form (``T`` upper triangular), of the complex dtype.
+
+    Example:
+      >>> t = np.array([[1.0, 2.0], [-2.0, 1.0]], np.float32)
+      >>> tc, zc = functx.scipy.linalg.rsf2csf(t, np.eye(2, dtype=np.float32))
+      >>> print(np.round(np.diag(np.asarray(tc)), 4))
+      [1.+2.j 1.-2.j]
+    """
+    del check_finite
+    T, Z = _inexact("rsf2csf", T, Z)  # noqa: N806
+    cdt = _complex_of(T.dtype)
+    T, Z = T.astype(cdt), Z.astype(cdt)  # noqa: N806
+    n = T.shape[-1]
+    if T.shape[-2:] != (n, n) or Z.shape != T.shape:
+        raise ValueError(f"Input arrays must be square of the same shape: {T.shape} {Z.shape}")
+    eps = float(np.finfo(cdt).eps)
+    bc = lambda x: x[(..., None, None)]  # noqa: E731
+    for m in range(n - 1, 0, -1):
+        sub = T[..., m, m - 1]
+        act = jnp.abs(sub) > eps * (jnp.abs(T[..., m - 1, m - 1]) + jnp.abs(T[..., m, m]))
+        mu = _jla.eigvals(T[..., m - 1 : m + 1, m - 1 : m + 1]) - T[..., m, m, None]
+        r = jnp.sqrt(jnp.abs(mu[..., 0]) ** 2 + jnp.abs(sub) ** 2).astype(cdt)
+        r = jnp.where(act, r, jnp.ones_like(r))
+        c, s_ = mu[..., 0] / r, sub / r
+        g = jnp.stack(
+            [jnp.stack([lax.conj(c), s_], -1), jnp.stack([-s_, c], -1)], -2
+        )  # [..., 2, 2]
+        hp = lax.Precision.HIGHEST
+        rows = jnp.matmul(g, T[..., m - 1 : m + 1, m - 1 :], precision=hp)
+        t_new = jnp.concatenate([T[..., m - 1 : m + 1, : m - 1], rows], axis=-1)
+        t_new = jnp.concatenate([T[..., : m - 1, :], t_new, T[..., m + 1 :, :]], axis=-2)
+        colsT = jnp.matmul(t_new[..., : m + 1, m - 1 : m + 1], _mH(g), precision=hp)  # noqa: N806
+        colsT = jnp.concatenate([colsT, t_new[..., m + 1 :, m - 1 : m + 1]], axis=-2)  # noqa: N806
+        t_new = jnp.concatenate([t_new[..., : m - 1], colsT, t_new[..., m + 1 :]], axis=-1)
+        colsZ = jnp.matmul(Z[..., m - 1 : m + 1], _mH(g), precision=hp)  # noqa: N806
+        z_new = jnp.concatenate([Z[..., : m - 1], colsZ, Z[..., m + 1 :]], axis=-1)
+        T = jnp.where(bc(act), t_new, T)  # noqa: N806
+        Z = jnp.where(bc(act), z_new, Z)  # noqa: N806
+        mask = np.zeros((n, n), bool)
+        mask[m, m - 1] = True
+        T = jnp.where(mask, jnp.zeros_like(T), T)  # noqa: N806
+    return T, Z
+
+
+def eigh_tridiagonal(d, e, *, eigvals_only=False, select="a", select_range=None, tol=None):
+    """Eigenvalues (and eigenvectors) of a real symmetric (or Hermitian) tridiagonal matrix (JAX's
+    ``jax.scipy.linalg.eigh_tridiagonal``), through ``eigh`` of the assembled matrix (JAX runs a
+    bisection; the values agree to rounding, eigenvector signs may differ).
+
+    Arguments:
+      d: the diagonal ``[n]``.
+      e: the off-diagonal ``[n - 1]``, of ``d``'s dtype.
+      eigvals_only: return only the eigenvalues.
+      select: ``'a'`` (all) or ``'i'`` (the indices ``select_range``, inclusive); ``'v'`` is not
+        implemented (as in JAX).
+      select_range: ``(lo, hi)`` for ``select='i'``.
+      tol: accepted for JAX's signature; unused.
+
+    Returns:
+      The ascending real eigenvalues, or ``(eigenvalues, eigenvectors)`` (columns).
+
+    Example:
+      >>> d = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
+      >>> e = np.ones(3, np.float32)
+      >>> w = functx.scipy.linalg.eigh_tridiagonal(d, e, eigvals_only=True)
+      >>> print(np.round(np.asarray(w), 4))
+      [0.2547 1.8227 3.1773 4.7453]
+    """
+    del tol
+    d, e = jnp.asarray(d), jnp.asarray(e)
+    if d.dtype != e.dtype:
+        raise TypeError(
+            f"diagonal and off-diagonal values must have same dtype, got {d.dtype} and {e.dtype}"
+        )
+    if d.dtype not in (jnp.float32, jnp.float64, jnp.complex64, jnp.complex128):
+        raise TypeError(
+            "Only float32 and float64 inputs are supported as inputs to "
+            f"jax.scipy.linalg.eigh_tridiagonal, got {d.dtype} and {e.dtype}"
+        )
+    if select == "v":
+        raise NotImplementedError("eigh_tridiagonal(..., select='v') is not implemented")
+    if select not in ("a", "i"):
+        raise ValueError("'select must have a value in {'a', 'i', 'v'}.")
+    a = jnp.diag(d) + jnp.diag(e, 1) + jnp.diag(lax.conj(e) if _is_complex(e) else e, -1)
+    w, v = _jla.eigh(a, UPLO="L", symmetrize_input=False)
+    if select == "i":
+        lo, hi = select_range
+        w, v = w[lo : hi + 1], v[:, lo : hi + 1]
+    return w if eigvals_only else (w, v)
+
+
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
 __getattr__ = _missing_name_hook(__name__)
 
@@ -531,13 +849,21 @@ __all__ = [
     "cholesky",
     "det",
     "eigh",
+    "eigh_tridiagonal",
     "expm",
+    "expm_frechet",
+    "hessenberg",
     "inv",
     "lu",
     "lu_factor",
     "lu_solve",
+    "polar",
     "qr",
+    "rsf2csf",
+    "schur",
     "solve",
     "solve_triangular",
+    "sqrtm",
     "svd",
+    "toeplitz",
 ]

@@ -406,8 +406,9 @@ def _binary(ns, x, y):
 for _dt in (F32, F64):
     case(lambda rng, dt=_dt: _binary_args(dt), tol=4.0, name=f"binary_{_dt.name}")(_binary)
 
-# The special functions (functx.primitives.special): C++ runs them; Triton refuses them up front
-# (erf_inv, a libdevice function, runs on both: it is in UNARY_FLOAT). Compiled against eager
+# The special functions (functx.primitives.special): C++ runs them; Triton refuses this case up
+# front for reduce_precision (the others run on Triton in tests/lowering/test_triton_special.py;
+# erf_inv, a libdevice function, runs on both: it is in UNARY_FLOAT). Compiled against eager
 # only: XLA takes 5-8 s to compile each of the igamma family, so tests/scipy/test_lax_special.py
 # checks them against scipy (JAX's own reference) and the cheap ones against JAX.
 _SP_A = [0.5, 1.0, 2.5, 7.0, 30.0, 0.0, -1.5, NAN]
@@ -1159,6 +1160,64 @@ def linalg_cholesky_solve(ns, a, b):
     return {**out, "qq": q @ q.T, "w": w * 2.0, "s": sv}
 
 
+@case(_spd_pair, tol=50.0)
+def custom_solve_root(ns, a, b):
+    # lax.custom_linear_solve (jvp, transpose, vmap; solve inlined) and lax.custom_root (Newton)
+    lax, np_ = ns.lax, ns.np
+
+    def lsolve(m, v):
+        mv = lambda x: m @ x  # noqa: E731
+        cg = lambda f, y: lax.fori_loop(0, 3, lambda i, x: x + (y - f(x)) / 8.0, y / 8.0)  # noqa: E731
+        return lax.custom_linear_solve(mv, v, cg, symmetric=True)
+
+    def newton_sqrt(c):
+        def newton(f, x):
+            for _ in range(6):
+                x = x - f(x) / (2.0 * x)
+            return x
+
+        tsolve = lambda g, y: y / g(np_.ones_like(y))  # noqa: E731
+        return lax.custom_root(lambda x: x * x - c, np_.ones_like(c), newton, tsolve)
+
+    loss = lambda m, v: np_.sum(lsolve(m, v) ** 2)  # noqa: E731
+    ga, gb = ns.grad(loss, argnums=(0, 1))(a[0], b[0, :, 0])
+    return {
+        "x": ns.vmap(lsolve)(a, b[:, :, 0]),
+        "ga": ga,
+        "gb": gb,
+        "root": newton_sqrt(a[0] + 3.0),
+        "root_grad": ns.grad(lambda c: np_.sum(newton_sqrt(c)))(a[0] + 3.0),
+    }
+
+
+@case(lambda rng: (rng.standard_normal((2, 3, 3)),), tol=1e3, triton_unsupported="eig")
+def linalg_eig(ns, a):
+    # lax.linalg.eig as a C++ library step (LAPACK's geev); its results are complex, which the
+    # Triton backend's library steps do not take (JAX runs eig on the CPU): UnsupportedError
+    w, vr = ns.np.linalg.eig(a * 2.0)
+    return {"w": w, "vr_abs": ns.np.abs(vr), "wsum": ns.np.sum(ns.np.linalg.eigvals(a) ** 2)}
+
+
+def _trid_args(rng):
+    a = rng.standard_normal((2, 4, 4)).astype(F32)
+    dl, d, du = rng.standard_normal((3, 2, 4)).astype(F32)
+    return a, dl, d + 4.0, du, rng.standard_normal((2, 4, 2)).astype(F32)
+
+
+@case(_trid_args, tol=50.0)
+def linalg_reductions(ns, a, dl, d, du, b):
+    # hessenberg / tridiagonal / schur / householder_product / tridiagonal_solve as library steps
+    # (LAPACK's gehrd, sytrd, gees, orgqr, gtsv); their other tests are in
+    # tests/numpy/test_linalg_lax_more.py
+    lin = ns.lax.linalg
+    h, taus = lin.hessenberg(a * 1.0)
+    q = lin.householder_product(a + 1.0, taus)
+    _, td, te, _ = lin.tridiagonal(a + ns.np.swapaxes(a, -1, -2))
+    t = lin.schur(a[0] @ a[0].T)[0]
+    x = lin.tridiagonal_solve(dl, d, du, b)
+    return {"h": h, "q": q, "td": td, "te": ns.np.abs(te), "t": ns.np.diag(t), "x": x}
+
+
 def _complex_args(rng):
     def c(shape, dt):
         return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dt)
@@ -1212,6 +1271,70 @@ def sort_top_k(ns, x, y):
         "argsort": ns.np.argsort(x, axis=0, descending=True),
         "top_k": lax.top_k(x, 3),
     }
+
+
+def _general_gather_args(rng):
+    x = rng.standard_normal((2, 3, 4)).astype(F32)
+    idx = np.array([[0, 1], [1, 3], [5, -1]], np.int32)  # the last window is out of bounds
+    bidx = np.array([[[1], [0]], [[2], [2]]], np.int32)
+    ids = np.array([0, 2, 2, 0, 4, -1, 1], np.int32)
+    upd = rng.standard_normal((3, 3, 2)).astype(F32)
+    return x, idx, bidx, upd, ids, rng.standard_normal((7, 2)).astype(F32)
+
+
+@case(_general_gather_args, name="general_gather_scatter")
+def general_gather_scatter(ns, x, idx, bidx, upd, ids, data):
+    # lax.gather/scatter* with dimension numbers (functx/_gather.py) and jax.ops.segment_*: index
+    # arithmetic into the point gather/scatter primitives
+    lax = ns.lax
+    ops = functx.ops if ns.name == "functx" else jax.ops
+    dn = lax.GatherDimensionNumbers((1, 2), (0,), (0, 2))
+    batched = lax.GatherDimensionNumbers((2,), (1,), (1,), (0,), (0,))
+    sd = lax.ScatterDimensionNumbers((1, 2), (0,), (0, 2))
+    return {
+        "gather_clip": lax.gather(x, idx, dn, (1, 3, 2), mode="clip"),
+        "gather_fill": lax.gather(x, idx, dn, (1, 3, 2), mode="fill", fill_value=-1.0),
+        "gather_batched": lax.gather(x, bidx, batched, (1, 1, 4)),
+        "scatter_add": lax.scatter_add(x, idx, upd, sd),
+        "segment_max_clip": ops.segment_max(data, ids, 5, mode="clip"),
+    }
+def _conv_args(rng):
+    return (
+        rng.standard_normal((1, 4, 3, 2)).astype(F32),
+        rng.standard_normal((2, 1, 1, 4)).astype(F32),
+        rng.standard_normal((2, 7, 4)).astype(F32),
+        rng.standard_normal((3, 1, 4)).astype(F32),
+        rng.standard_normal(66).astype(F32),
+    )
+
+
+@case(_conv_args, tol=4.0)
+def conv(ns, x, w, s, k, v):
+    # convolutions (functx/_conv.py, composites): per-tap products with feature groups and
+    # strides, Mamba's depthwise causal conv1d (multiply-adds), a 65-tap jnp.convolve (one
+    # gather), and the first two's gradients
+    lax = ns.lax
+
+    def conv2d(x, w):
+        dn = ("NHWC", "HWIO", "NHWC")
+        return lax.conv_general_dilated(
+            x, w, (2, 1), "SAME", rhs_dilation=(1, 2), dimension_numbers=dn, feature_group_count=2
+        )
+
+    def conv1d(s, k):
+        dn = ("NWC", "WIO", "NWC")
+        return lax.conv_general_dilated(
+            s, k, (1,), [(2, 0)], dimension_numbers=dn, feature_group_count=4
+        )
+
+    def sq(f):
+        return ns.grad(lambda *a: ns.np.sum(f(*a) ** 2), argnums=(0, 1))
+
+    gx, gw = sq(conv2d)(x, w)
+    gs, gk = sq(conv1d)(s, k)
+    long = lambda a, b: ns.np.convolve(a, b, "same")  # noqa: E731
+    out = {"conv2d": conv2d(x, w), "gx": gx, "gw": gw, "conv1d": conv1d(s, k), "gs": gs, "gk": gk}
+    return {**out, "long": long(v, v[1:])}
 
 
 # =============================================================================================

@@ -1,6 +1,6 @@
 """jnp gaps that JAX's own test files found (docs/jax_tests.md), against JAX in both x64 modes:
 reshape/ravel with order='F' (and JAX's errors for 'A'/'K'), cumsum/cumprod with dtype=bool,
-and jnp.array of a Python scalar weakly typed as in JAX 0.10."""
+jnp.array of a Python scalar weakly typed as in JAX 0.10, and integer division by such a scalar."""
 
 import jax.numpy as jnp
 import numpy as np
@@ -76,3 +76,16 @@ def test_array_of_python_scalar_is_weak(mode):
                 ), (v, kw)
         # a weak scalar from jnp.array does not widen an array it meets, as in JAX
         assert (fnp.ones(2, np.float16) * fnp.array(1.5)).dtype == np.float16
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", ["mod", "remainder", "fmod", "floor_divide"])
+def test_integer_division_by_a_weak_int_scalar_array(mode, name):
+    # a 0-d Array made from a Python int is weakly typed: it takes the other operand's int dtype
+    # (functx used to build the zero-divisor guard as a float and promote it)
+    with mode():
+        x = np.array([1, 2, -7], np.int32)
+        want = getattr(jnp, name)(jnp.array(x), jnp.asarray(3))
+        got = getattr(fnp, name)(fnp.array(x), fnp.asarray(3))
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)

@@ -411,6 +411,14 @@ HIGHER_ORDER = {
     "svd",
     "sort",  # several results: vmap against a loop in tests/numpy/test_sort.py
     "top_k",  # two results: tests/numpy/test_sort.py
+    "custom_linear_solve",  # carries Jaxprs: vmap against a loop in tests/test_custom_solve.py
+    "eig",  # several complex results: vmap against a loop in tests/numpy/test_linalg_eig.py
+    # LAPACK reductions and tridiagonal_solve: tests/numpy/test_linalg_lax_more.py
+    "hessenberg",
+    "tridiagonal",
+    "householder_product",
+    "schur",
+    "tridiagonal_solve",
 }
 
 

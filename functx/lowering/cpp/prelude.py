@@ -63,17 +63,35 @@ template <> struct limits<double> {
 #define FX_MATH2(name) \
   static inline float name(float x, float y) { return ::name##f(x, y); } \
   static inline double name(double x, double y) { return ::name(x, y); }
-FX_MATH1(exp) FX_MATH1(exp2) FX_MATH1(expm1) FX_MATH1(log) FX_MATH1(log1p) FX_MATH1(sqrt)
-FX_MATH1(cbrt) FX_MATH1(sin) FX_MATH1(cos) FX_MATH1(tan) FX_MATH1(asin) FX_MATH1(acos)
-FX_MATH1(atan) FX_MATH1(sinh) FX_MATH1(cosh) FX_MATH1(tanh) FX_MATH1(asinh) FX_MATH1(acosh)
-FX_MATH1(atanh) FX_MATH1(erf) FX_MATH1(lgamma) FX_MATH1(floor) FX_MATH1(ceil) FX_MATH1(fabs)
-FX_MATH1(nearbyint) FX_MATH1(round)
+// The double transcendental functions call glibc's scalar functions, as NumPy and XLA's CPU
+// backend do: declared again under another name without libmvec's simd attribute, so that a
+// vectorised loop cannot swap in libmvec's variants (1-10 ulp away; random samplers would lose
+// JAX's bits). float keeps libmvec, except tanf (Cauchy samples).
+#define FX_LIBM1(name) \
+  extern "C" double fx_libm_##name(double) __asm__(#name); \
+  static inline float name(float x) { return ::name##f(x); } \
+  static inline double name(double x) { return fx_libm_##name(x); }
+#define FX_LIBM2(name) \
+  extern "C" double fx_libm_##name(double, double) __asm__(#name); \
+  static inline float name(float x, float y) { return ::name##f(x, y); } \
+  static inline double name(double x, double y) { return fx_libm_##name(x, y); }
+FX_LIBM1(exp) FX_LIBM1(exp2) FX_LIBM1(expm1) FX_LIBM1(log) FX_LIBM1(log1p) FX_MATH1(sqrt)
+FX_LIBM1(cbrt) FX_LIBM1(sin) FX_LIBM1(cos) FX_LIBM1(asin) FX_LIBM1(acos)
+FX_LIBM1(atan) FX_LIBM1(sinh) FX_LIBM1(cosh) FX_LIBM1(tanh) FX_LIBM1(asinh) FX_LIBM1(acosh)
+FX_LIBM1(atanh) FX_LIBM1(erf) FX_LIBM1(erfc) FX_LIBM1(lgamma) FX_MATH1(floor) FX_MATH1(ceil)
+FX_MATH1(fabs) FX_MATH1(nearbyint) FX_MATH1(round)
+extern "C" float fx_libm_tanf(float) __asm__("tanf");
+extern "C" double fx_libm_tan(double) __asm__("tan");
+static inline float tan(float x) { return fx_libm_tanf(x); }
+static inline double tan(double x) { return fx_libm_tan(x); }
 """
 # (here: the FX_MATH lines of the rows not wrapped above, see _row_math)
 _PRELUDE_TAIL = r"""
-FX_MATH2(fmod) FX_MATH2(pow) FX_MATH2(atan2) FX_MATH2(nextafter) FX_MATH2(copysign)
+FX_MATH2(fmod) FX_LIBM2(pow) FX_LIBM2(atan2) FX_MATH2(nextafter) FX_MATH2(copysign)
 #undef FX_MATH1
 #undef FX_MATH2
+#undef FX_LIBM1
+#undef FX_LIBM2
 // The complex functions (GCC's builtins: inline code or libm's c* functions).
 #define FX_CMATH1(name) \
   static inline c64 name(c64 x) { return __builtin_c##name##f(x); } \
@@ -695,7 +713,9 @@ static inline double reduce_precision(double x, int e, int m) {
 def _row_math() -> str:
     """``FX_MATH1(name)``/``FX_MATH2(name)`` lines for the rows spelled ``fx::<name>`` that the
     prelude does not wrap yet."""
-    listed = set(re.findall(r"FX_MATH[12]\((\w+)\)", _PRELUDE_HEAD + _PRELUDE_TAIL))
+    head = _PRELUDE_HEAD + _PRELUDE_TAIL
+    listed = set(re.findall(r"FX_(?:MATH|LIBM)[12]\((\w+)\)", head))
+    listed |= set(re.findall(r"static inline double (\w+)\(double x\)", head))
     lines = [
         f"FX_MATH{row.arity}({row.cpp[4:]})"
         for row in ROWS

@@ -1,0 +1,182 @@
+"""Convolutions under ``jit``, forward and gradient, float32, functx against JAX (and
+torch.compile with ``--torch``):
+
+* ``conv3x3``: a 3x3 'SAME' convolution, NHWC input (N, 64, 64, 64), HWIO kernel (3, 3, 64, 64)
+  (N = 8 by default, ``--n``: 8 x 64 x 64 x 64 float32 is 8 MiB, its im2col matrix 72 MiB);
+* ``conv1d``: Mamba's depthwise causal conv1d: input (8, 4096, 1024) in NWC, kernel (4, 1, 1024)
+  in WIO, ``feature_group_count=1024``, padding (3, 0).
+
+The gradient is ``grad`` of ``sum(conv(x, w) * g)`` with respect to ``x`` and ``w``. Each library
+runs in a process of its own (``--only``), the libraries alternate over ``--rounds`` rounds and
+the figure is the median of all timed calls; every result is checked against a float64 NumPy
+reference. ``--quick`` uses N = 2 and a (2, 1024, 256) conv1d.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+CASES = {
+    "conv3x3": dict(dn=("NHWC", "HWIO", "NHWC"), pad="SAME", groups=1),
+    "conv1d": dict(dn=("NWC", "WIO", "NWC"), pad=[(3, 0)], groups=None),
+}
+
+
+def shapes(case, n, quick):
+    if case == "conv3x3":
+        return (n, 64, 64, 64), (3, 3, 64, 64)
+    b, length, c = (2, 1024, 256) if quick else (8, 4096, 1024)
+    return (b, length, c), (4, 1, c)
+
+
+def inputs(case, n, quick):
+    rng = np.random.default_rng(0)
+    xs, ws = shapes(case, n, quick)
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = (rng.standard_normal(ws) / np.sqrt(np.prod(ws[:-1]))).astype(np.float32)
+    return x, w
+
+
+def reference(case, x, w, g):
+    """float64: the output and both gradients, by sums over the kernel taps."""
+    x, w = x.astype(np.float64), w.astype(np.float64)
+    if case == "conv3x3":
+        xp = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+        h, wd = x.shape[1:3]
+        y = sum(xp[:, i : i + h, j : j + wd] @ w[i, j] for i in range(3) for j in range(3))
+        return y
+    xp = np.pad(x, ((0, 0), (3, 0), (0, 0)))
+    length = x.shape[1]
+    return sum(xp[:, t : t + length] * w[t, 0] for t in range(4))
+
+
+def timed(f, reps):
+    ts = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        f()
+        ts.append(time.perf_counter() - t)
+    return ts
+
+
+def run_one(lib, case, n, quick, reps, rounds_out):
+    x, w = inputs(case, n, quick)
+    spec = CASES[case]
+    groups = spec["groups"] or x.shape[-1]
+    g = np.random.default_rng(1).standard_normal(reference(case, x[:1], w, None).shape[1:])
+    g = np.broadcast_to(g, (x.shape[0], *g.shape)).astype(np.float32)
+    if lib == "torch":
+        import torch
+        import torch.nn.functional as F  # noqa: N812
+
+        torch.set_num_threads(os.cpu_count())
+
+        def tconv(x, w):
+            if case == "conv3x3":
+                out = F.conv2d(x.permute(0, 3, 1, 2), w.permute(3, 2, 0, 1), padding=1)
+                return out.permute(0, 2, 3, 1)
+            xt = F.pad(x.permute(0, 2, 1), (3, 0))
+            return F.conv1d(xt, w.permute(2, 1, 0), groups=groups).permute(0, 2, 1)
+
+        fwd_c = torch.compile(tconv)
+        tx, tw, tg = (torch.from_numpy(np.ascontiguousarray(a)) for a in (x, w, g))
+
+        def grad_fn(x, w, g):
+            x, w = x.detach().requires_grad_(), w.detach().requires_grad_()
+            (tconv(x, w) * g).sum().backward()
+            return x.grad, w.grad
+
+        grad_c = torch.compile(grad_fn)
+
+        def f_fwd():
+            return [fwd_c(tx, tw).detach().numpy()]
+
+        def f_grad():
+            return [a.numpy() for a in grad_c(tx, tw, tg)]
+    else:
+        if lib == "functx":
+            import functx as jx
+        else:
+            import jax as jx
+
+        def conv(x, w):
+            return jx.lax.conv_general_dilated(
+                x,
+                w,
+                (1,) * (x.ndim - 2),
+                spec["pad"],
+                dimension_numbers=spec["dn"],
+                feature_group_count=groups,
+            )
+
+        fwd = jx.jit(conv)
+        grad = jx.jit(jx.grad(lambda x, w, g: (conv(x, w) * g).sum(), (0, 1)))
+
+        def f_fwd():
+            return [np.asarray(fwd(x, w))]
+
+        def f_grad():
+            return [np.asarray(a) for a in grad(x, w, g)]
+
+    y = f_fwd()[0]
+    want = reference(case, x, w, g)
+    err = np.abs(y - want).max() / np.abs(want).max()
+    assert err < 1e-4, (lib, case, err)
+    dx, dw = f_grad()
+    assert dx.shape == x.shape and dw.shape == w.shape
+    f_fwd(), f_grad()  # warm
+    return timed(f_fwd, reps), timed(f_grad, reps)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--n", type=int, default=None, help="batch of the 3x3 convolution")
+    ap.add_argument("--reps", type=int, default=None)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--torch", action="store_true", help="also torch.compile")
+    ap.add_argument("--case", choices=tuple(CASES), nargs="*", default=list(CASES))
+    ap.add_argument("--only", choices=("functx", "jax", "torch"))
+    args = ap.parse_args()
+    n = args.n or (2 if args.quick else 8)
+    reps = args.reps or (3 if args.quick else 5)
+    if args.only:
+        out = {c: run_one(args.only, c, n, args.quick, reps, None) for c in args.case}
+        print(json.dumps(out))
+        return
+    libs = ["functx", "jax"] + (["torch"] if args.torch else [])
+    print(
+        f"convolutions, float32, N={n}{' (quick)' if args.quick else ''}; {platform.machine()}, "
+        f"{os.cpu_count()} cores; {args.rounds} alternating rounds x {reps} calls, medians"
+    )
+    times = {lib: {c: ([], []) for c in args.case} for lib in libs}
+    for _ in range(args.rounds):
+        for lib in libs:
+            cmd = [sys.executable, __file__, "--only", lib, "--n", str(n), "--reps", str(reps)]
+            cmd += ["--case", *args.case] + (["--quick"] if args.quick else [])
+            out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+            for c, (f, g) in json.loads(out.strip().splitlines()[-1]).items():
+                times[lib][c][0].extend(f)
+                times[lib][c][1].extend(g)
+    for c in args.case:
+        jf, jg = (statistics.median(t) for t in times["jax"][c])
+        print(f"{c}: {shapes(c, n, args.quick)}")
+        for lib in libs:
+            f, g = (statistics.median(t) for t in times[lib][c])
+            print(
+                f"  {lib:7s} forward {f * 1e3:9.2f} ms ({f / jf:5.2f}x JAX)   "
+                f"gradient {g * 1e3:9.2f} ms ({g / jg:5.2f}x JAX)"
+            )
+
+
+if __name__ == "__main__":
+    main()
