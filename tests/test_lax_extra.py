@@ -39,7 +39,7 @@ def compare(f, *args, ref):
         np.testing.assert_allclose(o, np.asarray(r), rtol=1e-12)
 
 
-@settings(max_examples=10)
+@settings(max_examples=6)
 @given(data=st.data())
 def test_clz_and_mulhi_exact(data):
     dt = data.draw(st.sampled_from(INTS), label="dtype")

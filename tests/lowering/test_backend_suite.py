@@ -1298,6 +1298,8 @@ def general_gather_scatter(ns, x, idx, bidx, upd, ids, data):
         "scatter_add": lax.scatter_add(x, idx, upd, sd),
         "segment_max_clip": ops.segment_max(data, ids, 5, mode="clip"),
     }
+
+
 def _conv_args(rng):
     return (
         rng.standard_normal((1, 4, 3, 2)).astype(F32),

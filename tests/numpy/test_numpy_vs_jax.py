@@ -786,6 +786,10 @@ CASES += [
     Case("linalg.norm_all_kd", lambda m, a: m.linalg.norm(a, keepdims=True)),
     Case("linalg.norm_0d", lambda m, s: m.linalg.norm(s)),
     Case("linalg.norm_empty", lambda m, e: m.linalg.norm(e, axis=0)),
+    Case(
+        "put_along_axis",
+        lambda m, b: m.put_along_axis(b, I([[3, 0]] * 3), b[:, 1:3], -1, inplace=False),
+    ),
 ]
 CASES_BY_ID = {c.cid: c for c in CASES}
 assert len(CASES_BY_ID) == len(CASES)
