@@ -80,3 +80,40 @@ def test_gradients_and_jit():
 
     for o, e in zip(functx.jit(f)(a, b), f(a, b)):
         np.testing.assert_allclose(np.asarray(o), np.asarray(e), rtol=1e-12)
+
+
+def test_stats_pareto_and_gumbel():
+    import jax.scipy.stats as jst
+    import scipy.stats as sst
+
+    import functx.scipy.stats as fst
+
+    x = np.array([-1.5, 0.0, 0.7, 1.0, 2.5, 6.0])
+    p = np.array([0.0, 0.1, 0.5, 0.9, 1.0, np.nan])
+    for name, args in (("gumbel_r", (0.3, 1.7)), ("gumbel_l", (-0.2, 0.8)), ("pareto", (2.5,))):
+        ours, theirs, ref = getattr(fst, name), getattr(jst, name), getattr(sst, name)
+        for fn in ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf"):
+            pts = p if fn == "ppf" else x
+            out = np.asarray(getattr(ours, fn)(pts, *args))
+            with np.errstate(all="ignore"):
+                want = getattr(ref, fn)(pts, *args)
+            if name == "pareto" and fn == "logcdf":
+                want = np.where(pts < 1, -np.inf, want)  # (JAX: -inf below the support)
+            if name.startswith("gumbel") and fn == "ppf":
+                want = np.where((pts == 0) | (pts == 1), np.nan, want)  # (JAX: NaN there)
+            with jax.enable_x64(True):
+                t = jax.eval_shape(lambda a: getattr(theirs, fn)(a, *args), pts)
+            assert (out.shape, out.dtype) == (t.shape, t.dtype), (name, fn)
+            np.testing.assert_allclose(out, want, rtol=1e-9, atol=1e-12, err_msg=f"{name}.{fn}")
+        with x64_off():
+            assert ours.logpdf(x, *args).dtype == np.float32
+    # NaN where scale <= 0, as JAX
+    assert np.isnan(np.asarray(fst.gumbel_r.logpdf(x, 0.0, -1.0))).all()
+    check_grads(
+        lambda v: (
+            fst.gumbel_r.logpdf(v, 0.3, 1.7) + fst.gumbel_l.logcdf(v) + fst.pareto.logsf(v + 3, 2.0)
+        ),
+        (x[2:5],),
+        1,
+        modes=("rev",),
+    )
