@@ -44,6 +44,7 @@ from typing import NamedTuple
 import numpy as np
 
 from functx import dtypes, ops, primitives as P
+from functx._window import padtype_to_pads as _string_pads
 from functx.errors import FunctxTypeError, FunctxValueError
 from functx.source_info import where as _loc
 from functx.tracing import get_aval
@@ -173,24 +174,6 @@ def conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers):
                 f"{tuple(rhs_shape)}.{_loc()}"
             )
     return ConvDimensionNumbers(*conv_general_permutations(dimension_numbers))
-
-
-def _string_pads(in_shape, window, strides, padding):
-    """The (low, high) pairs of the padding string ``padding`` ('SAME', 'SAME_LOWER', 'VALID')
-    for spatial sizes ``in_shape``, windows ``window`` and ``strides``."""
-    kind = padding.upper()
-    if kind == "VALID":
-        return [(0, 0)] * len(in_shape)
-    if kind not in ("SAME", "SAME_LOWER"):
-        raise RuntimeError(
-            f"Unrecognized padding type: expected 'VALID', 'SAME', or 'SAME_LOWER', got {padding}."
-        )
-    pads = []
-    for n, k, s in zip(in_shape, window, strides):
-        total = max((-(-n // s) - 1) * s + k - n, 0)
-        small, big = total // 2, total - total // 2
-        pads.append((small, big) if kind == "SAME" else (big, small))
-    return pads
 
 
 def _dilate(n, d):
