@@ -11,13 +11,12 @@ Every primitive works on the last two axes of its operands and is batched over t
   the op builders and these primitives, so ``grad`` and higher derivatives compose;
 * a batching rule: batch axes go to the front and the primitive is bound on the bigger batch;
 * under ``jit``, a *library step* of the compiled program (``LibraryStep``). On the C++ backend
-  the program calls LAPACK itself for ``cholesky``, ``triangular_solve`` and ``lu`` (``potrf``/
-  ``trsm``/``getrf`` of SciPy's OpenBLAS, the library JAX's CPU kernels call:
-  ``functx/lowering/cpp/lapack.py``, with the measurements); ``eigh``, ``qr`` and ``svd`` are
-  a host step (the mechanism of the host callbacks, ``functx/control/callbacks.py``) handing
-  NumPy copies of the step's buffers to the eager LAPACK calls, through the program's
-  ``fx_host`` pointer: their O(n^3) work dwarfs the copies (CPU time against JAX's, float64:
-  eigh and svd 1.0-1.05x at 512x512 and 64x(64x64), qr 1.24x at 512x512 and 0.76x batched). On the
+  the program calls LAPACK itself (``potrf``, ``trsm``, ``getrf``, ``syevd``, ``geqrf``/
+  ``orgqr``, ``gesdd`` of SciPy's OpenBLAS, the library JAX's CPU kernels call:
+  ``functx/lowering/cpp/lapack.py``, with the measurements); what it does not cover (``eig``,
+  ``lu_pivots_to_permutation``, empty operands, a complex ``conj(A) X = B``) is a host step (the
+  mechanism of the host callbacks, ``functx/control/callbacks.py``) handing NumPy copies of the
+  step's buffers to the eager implementation through the program's ``fx_host`` pointer. On the
   Triton backend the host code calls ``LibraryStep.torch`` between launches: ``torch.linalg``
   (cuSOLVER/cuBLAS on a GPU) on the program's own tensors, with JAX's conventions (lower
   factor, 0-based ``int32`` pivots, ascending eigenvalues). The step's callable prints with its
