@@ -14,8 +14,10 @@ from functx._conv import (
     conv_general_dilated as conv_general_dilated,
     conv_general_dilated_patches as conv_general_dilated_patches,
     conv_general_permutations as conv_general_permutations,
+    conv_general_shape_tuple as conv_general_shape_tuple,
     conv_shape_tuple as conv_shape_tuple,
     conv_transpose as conv_transpose,
+    conv_transpose_shape_tuple as conv_transpose_shape_tuple,
     conv_with_general_padding as conv_with_general_padding,
 )
 from functx._gather import (
@@ -46,6 +48,11 @@ from functx._laxextra import (
     stack as stack,
     tile as tile,
     unstack as unstack,
+)
+from functx._window import (
+    padtype_to_pads as padtype_to_pads,
+    reduce_window as reduce_window,
+    reduce_window_shape_tuple as reduce_window_shape_tuple,
 )
 from functx.control.associative_scan import (
     associative_scan as associative_scan,
@@ -309,6 +316,7 @@ __all__ = [
     "neg",
     "nextafter",
     "pad",
+    "padtype_to_pads",
     "polygamma",
     "pow",
     "random_gamma_grad",
@@ -322,6 +330,8 @@ __all__ = [
     "reduce_precision",
     "reduce_prod",
     "reduce_sum",
+    "reduce_window",
+    "reduce_window_shape_tuple",
     "rem",
     "reshape",
     "rev",
@@ -361,8 +371,10 @@ __all__ = [
     "conv_general_dilated",
     "conv_general_dilated_patches",
     "conv_general_permutations",
+    "conv_general_shape_tuple",
     "conv_shape_tuple",
     "conv_transpose",
+    "conv_transpose_shape_tuple",
     "conv_with_general_padding",
     "clz",
     "mulhi",

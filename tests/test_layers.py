@@ -60,6 +60,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "functx.nn",
             "functx.random",
             "functx._xlamath",
+            "functx._window",
             "functx._gather",
             "functx._conv",
             "functx.scipy",
