@@ -1,5 +1,5 @@
 """``functx.scipy.special``'s beta, comb, poch, rel_entr, kl_div, softmax, log_softmax,
-loggamma, boxcox and boxcox1p against SciPy's values (float64) and JAX's shapes and dtypes
+loggamma, boxcox, boxcox1p and erfcx against SciPy's values (float64) and JAX's shapes and dtypes
 (``jax.eval_shape``: tracing only) in both x64 modes; derivatives against finite differences."""
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ def _calls(m, x, y):
         m.loggamma(x),
         m.boxcox(abs(x) + 0.5, y),
         m.boxcox1p(x, y),
+        m.erfcx(x * 4),
     ]
 
 
@@ -74,7 +75,7 @@ def test_gradients_and_jit():
 
     def g(a, b):
         fs = (fss.beta, fss.poch, fss.kl_div, fss.boxcox, fss.boxcox1p, fss.comb)
-        return [f(a, b) for f in fs] + [fss.softmax(a) * fss.loggamma(b)]
+        return [f(a, b) for f in fs] + [fss.softmax(a) * fss.loggamma(b), fss.erfcx(a * 9 - 10)]
 
     check_grads(g, (a, b), 1, modes=("rev",))
 
