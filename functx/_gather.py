@@ -587,7 +587,7 @@ _PRIMS = {
 }
 
 
-def _scatter(name, prim, operand, indices, updates, dn, mode, unique=True):
+def _scatter(name, prim, operand, indices, updates, dn, mode):
     operand = _as_array(operand)
     xa = get_aval(operand)
     indices, updates = _as_array(indices), _as_array(updates, xa.dtype)
@@ -694,7 +694,6 @@ def scatter(
         updates,
         dimension_numbers,
         mode,
-        unique=bool(unique_indices),
     )
 
 
