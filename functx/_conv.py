@@ -420,7 +420,7 @@ def _conv_channels_last(x, w, strides, pads, lhs_dil, rhs_dil, fg, bg, out_sp, p
             return x
         return ops.slice(x, start, limit, [1, *strides, 1])
 
-    if cg == 1 and bg == 1 and nt <= _SLICE_TAPS:
+    if cg == 1 and bg == 1 and nt <= _SLICE_TAPS and out_dt != dtypes.bool_:
         # depthwise: out[..., g*m + j] = sum_t x_t[..., g] * w[t, 0, g*m + j]
         mult = o // fg
         wt = ops.reshape(w, (nt, fg, mult))
@@ -463,6 +463,7 @@ def _conv_channels_last(x, w, strides, pads, lhs_dil, rhs_dil, fg, bg, out_sp, p
         return ops.dot_general(lhs, wg, (((2,), (0,)), ((0,), (1,))), **kw)
 
     wt = ops.reshape(w, (nt, cg, o))
+    plus = ops.bitwise_or if out_dt == dtypes.bool_ else ops.add  # bool: or of ands
     if nt <= _SLICE_TAPS:
         # one product per tap, summed: BLAS-sized products on strided copies of the input (an
         # im2col concatenation renders as a chain of selects per element, several times slower)
@@ -470,7 +471,7 @@ def _conv_channels_last(x, w, strides, pads, lhs_dil, rhs_dil, fg, bg, out_sp, p
         for ti, t in enumerate(taps):
             wk = ops.slice(wt, (ti, 0, 0), (ti + 1, cg, o)) if nt > 1 else wt
             term = dot(tap_slice(t), wk, 1)
-            y = term if y is None else ops.add(y, term)
+            y = term if y is None else plus(y, term)
     else:
         y = dot(_gather_cols(x, taps, rhs_dil, strides, out_sp), wt, nt)
     if fg > 1 or bg > 1:
@@ -792,6 +793,66 @@ def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count=1):
     return (n, rhs_shape[0], *out_sp)
 
 
+def conv_general_shape_tuple(lhs_shape, rhs_shape, window_strides, padding, dimension_numbers):
+    """The output shape of a convolution in the layout ``dimension_numbers`` names, like
+    ``jax.lax.conv_general_shape_tuple``.
+
+    Arguments:
+      lhs_shape: the input's shape.
+      rhs_shape: the kernel's shape.
+      window_strides: one stride per spatial dimension.
+      padding: a padding string or ``(low, high)`` pairs.
+      dimension_numbers: three layout strings (as ``conv_general_dilated``).
+
+    Returns:
+      A tuple of ints, in the output layout.
+
+    Example:
+      >>> import functx as fx
+      >>> fx.lax.conv_general_shape_tuple(
+      ...     (2, 9, 9, 3), (3, 3, 3, 8), (2, 2), "SAME", ("NHWC", "HWIO", "NHWC"))
+      (2, 5, 5, 8)
+    """
+    lp, rp, op = conv_general_permutations(dimension_numbers)
+    lhs_c = tuple(lhs_shape[i] for i in lp)
+    rhs_c = tuple(rhs_shape[i] for i in rp)
+    out_c = conv_shape_tuple(lhs_c, rhs_c, window_strides, padding)
+    return tuple(out_c[j] for j in np.argsort(op))
+
+
+def conv_transpose_shape_tuple(lhs_shape, rhs_shape, window_strides, padding, dimension_numbers):
+    """The output shape of ``conv_transpose`` in the layout ``dimension_numbers`` names, like
+    ``jax.lax.conv_transpose_shape_tuple``.
+
+    Arguments:
+      lhs_shape: the input's shape.
+      rhs_shape: the kernel's shape.
+      window_strides: one stride (input dilation) per spatial dimension.
+      padding: 'SAME', 'VALID' or ``(low, high)`` pairs of the transposed convolution.
+      dimension_numbers: three layout strings (as ``conv_general_dilated``).
+
+    Returns:
+      A tuple of ints, in the output layout.
+
+    Example:
+      >>> import functx as fx
+      >>> fx.lax.conv_transpose_shape_tuple(
+      ...     (1, 4, 4, 2), (3, 3, 2, 5), (2, 2), "SAME", ("NHWC", "HWIO", "NHWC"))
+      (1, 8, 8, 5)
+    """
+    lp, rp, op = conv_general_permutations(dimension_numbers)
+    lhs_c = [lhs_shape[i] for i in lp]
+    rhs_c = [rhs_shape[i] for i in rp]
+    if isinstance(padding, str):
+        padding = [_transpose_pads(k, s, padding) for k, s in zip(rhs_c[2:], window_strides)]
+    sp = [
+        (i - 1) * s - k + 2 + lo + hi
+        for i, k, s, (lo, hi) in zip(lhs_c[2:], rhs_c[2:], window_strides, padding)
+    ]
+    out_c = (lhs_c[0], rhs_c[0], *sp)
+    return tuple(out_c[j] for j in np.argsort(op))
+
+
 __all__ = [
     "ConvDimensionNumbers",
     "conv",
@@ -799,7 +860,9 @@ __all__ = [
     "conv_general_dilated",
     "conv_general_dilated_patches",
     "conv_general_permutations",
+    "conv_general_shape_tuple",
     "conv_shape_tuple",
     "conv_transpose",
+    "conv_transpose_shape_tuple",
     "conv_with_general_padding",
 ]

@@ -236,6 +236,8 @@ def test_dtypes_and_preferred_element_type(mode):
         ((x * 4).astype(np.int8), (w * 4).astype(np.int8), {"preferred_element_type": np.int32}),
         ((x * 4).astype(np.int32), (w * 4).astype(np.int32), {"preferred_element_type": "float32"}),
         ((x + 1j * x).astype(np.complex64), (w - 2j * w).astype(np.complex64), {}),
+        (x > 0, w > 0, {}),
+        (x[:, :1] > 0, w[:, :1] > 0, {}),
         (x.astype(np.float32), w.astype(np.float32), {"precision": "highest"}),
         (x.astype(np.float32), w.astype(np.float32), {"precision": jlax.Precision.HIGH}),
     ]
@@ -347,6 +349,12 @@ def test_wrappers_match_jax():
     assert flax.conv_general_permutations(("NWHC", "HWOI", "CNHW")) == tuple(
         tuple(p) for p in jlax.conv_general_permutations(("NWHC", "HWOI", "CNHW"))
     )
+    dn = ("NHWC", "HWOI", "NCHW")
+    for pads in ("SAME", "VALID", [(1, 2), (0, 3)]):
+        for name in ("conv_general_shape_tuple", "conv_transpose_shape_tuple"):
+            args = (xn.shape, np.transpose(w, (2, 3, 0, 1)).shape, (2, 1), pads, dn)
+            want = tuple(int(d) for d in getattr(jlax, name)(*args))
+            assert getattr(flax, name)(*args) == want, (name, pads)
     for pads in ("SAME", "VALID", [(1, 2), (0, 0)]):
         assert flax.conv_shape_tuple(x.shape, w.shape, (2, 1), pads) == tuple(
             int(d) for d in jlax.conv_shape_tuple(x.shape, w.shape, (2, 1), pads)
