@@ -5,7 +5,9 @@ tuples of scalars. A computation that is plain addition, multiplication, max, mi
 single operand with its identity as the initial value becomes ``reduce_sum`` & co. (so it
 differentiates, as JAX's does), and so does one that is such an op on each of several operands
 separately (a pair of sums, a sum and a max); anything else records one ``reduce`` equation whose
-combine is a traced Jaxpr on scalars. Eagerly it runs O(log n) vectorised passes (halving the
+combine is a traced Jaxpr on scalars; it differentiates as JAX's does (``_jvp``: the jvp of a
+halving tree of combines, so an argmax written as (value, index) pairs passes the tangent of the
+element it selects). Eagerly it runs O(log n) vectorised passes (halving the
 reduced axis); ``jit`` lowers it (``_lowering`` below) to one fused loop with the combine inlined,
 like the built-in reductions.
 """
@@ -17,6 +19,7 @@ import operator
 import numpy as np
 
 from functx import dtypes, ops, primitives as P
+from functx.control.common import jvp_closed
 from functx.core import ClosedJaxpr, Jaxpr, Primitive, ShapedArray, same_type
 from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError
 from functx.interpreter import eval_jaxpr
@@ -223,12 +226,78 @@ def reduce(operands, init_values, computation, dimensions):  # noqa: A001
     return tree_unflatten(tree, outs)
 
 
-def _jvp(primals, tangents, **params):
-    raise UnsupportedError(
-        f"Differentiation rule for 'reduce' not implemented: a custom "
-        f"reduction differentiates only when it is a sum, product, max or min "
-        f"(which functx.lax.reduce turns into reduce_sum & co.){where()}"
-    )
+def _jvp(primals, tangents, *, computation, dimensions):
+    """The jvp of a reduce with a general combine (an argmax written as (value, index) pairs
+    with a select, a product paired with a sum, ...): the jvp of a tree reduction that halves the
+    reduced axis (pairing element i with element i + ceil(k/2), the odd tail paired with the
+    init value), as JAX's rule does, so a tie picks the element JAX's derivative picks. Outputs
+    that are integers get no tangent; a nonzero tangent of an init value is unsupported."""
+    n = len(primals) // 2
+    xs, inits = list(primals[:n]), list(primals[n:])
+    if any(not isinstance(t, J.Zero) for t in tangents[n:]):
+        raise UnsupportedError(
+            f"Gradient of general lax.reduce with non-zero tangents for initial values to "
+            f"reduction not implemented{where()}"
+        )
+    avals = [get_aval(x) for x in xs]
+    nz = [not isinstance(t, J.Zero) and J.is_differentiable(a) for t, a in zip(tangents, avals)]
+    if not any(nz):
+        outs = reduce_p.bind(*primals, computation=computation, dimensions=dimensions)
+        return outs, [J.Zero(J.tangent_aval(get_aval(o))) for o in outs]
+    while True:  # outputs that get a tangent from the combine carry one on the next level
+        jaxpr, consts, out_nz = jvp_closed(computation, nz + nz, nz)
+        grown = [a or b for a, b in zip(nz, out_nz)]
+        if grown == nz:
+            break
+        nz = grown
+    shape = avals[0].shape
+    keep = [i for i in range(len(shape)) if i not in dimensions]
+    rest = tuple(shape[i] for i in keep)
+    m = int(np.prod([shape[i] for i in dimensions], dtype=np.int64))
+
+    def rows(x, dtype):  # the reduced axes first, as one (no reshape for one reduced axis)
+        x = J.instantiate(x) if isinstance(x, J.Zero) else x
+        x = ops.convert_element_type(x, dtype) if get_aval(x).dtype != dtype else x
+        perm = list(dimensions) + keep
+        x = ops.transpose(x, perm) if perm != list(range(len(shape))) else x
+        return ops.reshape(x, (m, *rest)) if len(dimensions) != 1 else x
+
+    ps = [rows(x, a.dtype) for x, a in zip(xs, avals)]
+    ts = [rows(t, a.dtype) for t, a, z in zip(tangents[:n], avals, nz) if z]
+    t_inits = [ops.full((), 0, a.dtype) for a, z in zip(avals, nz) if z]
+    p_inits = [ops.convert_element_type(i, a.dtype) for i, a in zip(inits, avals)]
+    fn = lambda *args: eval_jaxpr(jaxpr.jaxpr, consts, *args)  # noqa: E731
+    for _ in range(len(rest) + 1):  # elementwise over every axis: no reshapes to flatten
+        fn = V.vmap(fn)
+    while m > 1:
+        m1 = m // 2 + m % 2
+        cfg = [(0, 1, 0)] + [(0, 0, 0)] * len(rest)
+
+        def halves(arrs, fills):
+            lo = [ops.slice_in_dim(a, 0, m1, axis=0) for a in arrs]
+            hi = [ops.slice_in_dim(a, m1, m, axis=0) for a in arrs]
+            if m % 2:
+                hi = [ops.pad(h, f, cfg) for h, f in zip(hi, fills)]
+            return lo, hi
+
+        (pa, pb), (ta, tb) = halves(ps, p_inits), halves(ts, t_inits)
+        if 0 in rest:
+            outs = pa + ta
+        else:
+            outs = fn(*pa, *pb, *ta, *tb)
+        ps, ts = list(outs[:n]), list(outs[n:])
+        m = m1
+    if m == 0:
+        outs = [ops.broadcast_in_dim(i, rest, ()) for i in p_inits]
+        touts = [J.Zero(J.tangent_aval(ShapedArray(rest, a.dtype))) for a in avals]
+        return outs, touts
+    outs = [ops.squeeze(p, (0,)) for p in ps]
+    it = iter(ts)
+    touts = [
+        ops.squeeze(next(it), (0,)) if z else J.Zero(J.tangent_aval(ShapedArray(rest, a.dtype)))
+        for a, z in zip(avals, nz)
+    ]
+    return outs, touts
 
 
 J.jvp_rules[reduce_p] = _jvp

@@ -5,7 +5,11 @@ outputs, something must index them with data-dependent offsets, or they are cost
 times each through a broadcast (``_stored_for_reuse``). Every other node (reductions, scans,
 matrix products, scatters) owns a buffer. Kernels:
 
-* ``pointwise``: one loop nest over a shape, storing one or more realised pointwise nodes.
+* ``pointwise``: one loop nest over a shape, storing one or more realised pointwise nodes. A
+  node cut from a long chain (``MAX_INLINE_DEPTH``) is a *local* of its kernel: computed once per
+  element into a variable (C++ ``const float v12 = ...;``, Triton ``v12 = ...``) that the
+  kernel's later nodes read at the same index (``Sym("l<id>")``), and stored only when a reader
+  in another kernel needs it.
 * ``reduce``: rows (the kept axes, run in parallel) x inner (the reduced axes). Reductions over the
   same operand shape and axes share the kernel in *passes*; a reduction whose operand reads an
   earlier reduction of the same row (softmax's sum reads its max) goes into a later pass; pointwise
@@ -30,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from functx.lowering import loopir
-from functx.lowering.loopir import Acc, Graph, Load, costly, sym, unclamped
+from functx.lowering.loopir import Acc, Graph, Load, Sym, costly, sym, unclamped
 
 
 class NotRowAligned(Exception):
@@ -49,6 +53,11 @@ class KernelCtx:
 
     def lookup(self, node, idx):
         k = self.kernel
+        if k is not None and node.id in k.local_ids:
+            # a local of this kernel: its variable at the kernel's own index, else not here
+            if not k.at_loop_index(idx):
+                raise NotRowAligned(node)
+            return local_sym(node)
         if k is not None and k.kind in ("reduce", "ascan") and node.id in k.reduction_ids:
             # a guarded read (pad, concatenate) of the current element is the current element
             if tuple(idx) != self.row_vars and tuple(unclamped(i) for i in idx) != self.row_vars:
@@ -74,6 +83,12 @@ class KernelCtx:
         return self.kernel is not None and node.id in self.kernel.inline_ids
 
 
+def local_sym(node) -> Sym:
+    """How a kernel's later nodes read ``node``, a local of the kernel (see ``Kernel.local_ids``):
+    the variable ``l<id>`` the renderers bind to its value."""
+    return Sym(node.dtype, f"l{node.id}")
+
+
 @dataclass(eq=False)
 class Kernel:
     kind: str
@@ -88,7 +103,12 @@ class Kernel:
     # reduce: its reductions; ascan: its outputs (read in the kernel as the current value)
     reduction_ids: set = field(default_factory=set)
     inline_ids: set = field(default_factory=set)
-    sealed: bool = False  # nothing more joins it (a depth cut: see MAX_INLINE_DEPTH)
+    # pointwise: nodes cut from long chains (MAX_INLINE_DEPTH), computed once per element into a
+    # variable that the kernel's later nodes read (``local_sym``); stored (``buf``) only when
+    # another kernel reads them too
+    local_ids: set = field(default_factory=set)
+    ops: int = 0  # about how many element values its expressions build (``built``)
+    built: set = field(default_factory=set)  # the (node id, index) pairs they build
 
     @property
     def row_shape(self):
@@ -100,6 +120,16 @@ class Kernel:
 
     def row_vars(self):
         return tuple(sym(f"r{i}") for i in range(len(self.row_shape)))
+
+    def at_loop_index(self, idx) -> bool:
+        """pointwise: whether ``idx`` is the element the loop is at (``i0, i1, ...``; any index
+        along an axis of size 1)."""
+        if len(idx) != len(self.shape):
+            return False
+        for d, (v, n) in enumerate(zip(idx, self.shape)):
+            if n != 1 and v != sym(f"i{d}"):
+                return False
+        return True
 
     def inner_vars(self):
         return tuple(sym(f"j{i}") for i in range(len(self.axes)))
@@ -120,7 +150,8 @@ class Kernel:
 
 
 def _trial(kernel, node, idx, kernel_of):
-    """Build ``node``'s expression inside ``kernel``; returns (ok, passes needed)."""
+    """Build ``node``'s expression inside ``kernel``; returns (ok, passes needed). When it fits,
+    the element values it builds that the kernel did not build yet count in ``kernel.ops``."""
     row = {"reduce": kernel.row_vars, "ascan": kernel.scan_index}.get(kernel.kind)
     ctx = KernelCtx(kernel, row() if row else ())
     try:
@@ -136,6 +167,9 @@ def _trial(kernel, node, idx, kernel_of):
         k = kernel_of.get(r.id)
         if k is None or k >= kernel.index:
             return False, 0
+    fresh = ctx.memo.keys() - kernel.built
+    kernel.ops += len(fresh)
+    kernel.built |= fresh
     return True, ctx.accs
 
 
@@ -215,6 +249,9 @@ MAX_INLINE_DEPTH = 48
 # A kernel storing more nodes than this is closed (the next one starts a new kernel): a C++ loop
 # storing thousands of arrays takes the compiler minutes (2,000 outputs: over a minute).
 MAX_KERNEL_STORES = 64
+# A pointwise kernel is closed once its element expressions hold about this many values (locals
+# of cut chains make long loop bodies; gcc's time per loop grows faster than its length).
+MAX_KERNEL_OPS = 1024
 
 
 def _depth_cuts(g: Graph) -> set:
@@ -247,6 +284,7 @@ def schedule(g: Graph) -> list[Kernel]:
         if n.params.get("realize"):
             realise.add(n.id)
     cuts = _depth_cuts(g)  # (first: _stored_for_reuse builds expressions too)
+    kept = realise & cuts  # (cuts stored whatever reads them)
     realise |= cuts
     realise |= _stored_for_reuse(g, realise)
     outputs = {n.id for n in g.outputs}
@@ -299,9 +337,14 @@ def schedule(g: Graph) -> list[Kernel]:
             continue
         if n.kind == "pointwise":
             placed = False
-            for k in reversed(kernels[-1:] if n.id not in cuts else []):
-                if k.sealed or len(k.nodes) + len(k.maps) + len(k.epilogue) >= MAX_KERNEL_STORES:
+            for k in kernels[-1:]:
+                if (
+                    len(k.nodes) + len(k.maps) + len(k.epilogue) >= MAX_KERNEL_STORES
+                    or k.ops >= MAX_KERNEL_OPS
+                ):
                     break
+                if n.id in cuts and k.kind != "pointwise":
+                    break  # (a cut is a local of a pointwise kernel only)
                 if k.kind == "reduce" and n.shape == k.shape and k.row_shape != k.shape:
                     ok, _ = _trial(k, n, k.full_index(), kernel_of)
                     if ok:
@@ -331,9 +374,11 @@ def schedule(g: Graph) -> list[Kernel]:
             if not placed:
                 k = new("pointwise", shape=n.shape, nodes=[n])
                 k.inline_ids.add(n.id)
-                # a cut ends its kernel: its readers load it rather than inline it again
-                k.sealed = n.id in cuts
-            kernel_of[n.id] = kernels[-1].index if not placed else k.index
+                k.ops = MAX_INLINE_DEPTH  # (about: its chain is at most this deep)
+            if n.id in cuts:
+                # its readers in this kernel read its variable rather than inline it again
+                k.local_ids.add(n.id)
+            kernel_of[n.id] = k.index
             continue
         if n.kind in ("ascan", "loop", "greduce", "sort"):
             group = n.params["group"]
@@ -348,7 +393,33 @@ def schedule(g: Graph) -> list[Kernel]:
         k = new(n.kind, shape=n.shape, nodes=[n])
         kernel_of[n.id] = k.index
     _drop_scan_buffers(g, kernels, realise, outputs)
+    _drop_local_buffers(g, kernels, kernel_of, realise, cuts - kept)
     return kernels
+
+
+def _drop_local_buffers(g: Graph, kernels, kernel_of, realise, cuts):
+    """A cut node (a local of its kernel) that no other kernel reads is never stored: its readers
+    in its own kernel read its variable. ``cuts``: the cut nodes realised for no other reason."""
+    if not cuts:
+        return
+    by_id = {n.id: n for n in g.nodes}
+    keep = set()
+    for n in g.nodes:
+        if n.id not in realise or n.kind == "input":
+            continue
+        home = kernel_of.get(n.id)
+        todo, seen = list(n.inputs), set()
+        while todo:  # the realised nodes n's expression reads (through inlined pointwise nodes)
+            x = todo.pop()
+            if x.id in seen:
+                continue
+            seen.add(x.id)
+            if x.id in cuts and (home is None or kernel_of.get(x.id) != home):
+                keep.add(x.id)
+            if x.kind == "pointwise" and x.id not in realise:
+                todo.extend(x.inputs)
+    for i in cuts - keep:
+        by_id[i].buf = None
 
 
 def _drop_scan_buffers(g: Graph, kernels, realise, outputs):
@@ -382,6 +453,23 @@ def _drop_scan_buffers(g: Graph, kernels, realise, outputs):
         by_id[i].buf = None
 
 
+def _syms(e) -> set:
+    """The names of the variables (``Sym``) expression ``e`` reads (each shared part once)."""
+    out, todo, seen = set(), [e], set()
+    while todo:
+        x = todo.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        if isinstance(x, Sym):
+            out.add(x.name)
+        elif isinstance(x, loopir.Op):
+            todo.extend(a for a in x.args if isinstance(a, loopir.E))
+        elif isinstance(x, Load) and isinstance(x.offset, loopir.E):
+            todo.append(x.offset)
+    return out
+
+
 def describe(kernels) -> str:
     """A one-line-per-kernel summary (used by ``lower(...).as_text()`` and the fusion tests)."""
     lines = []
@@ -398,7 +486,8 @@ def describe(kernels) -> str:
             lines.append(f"kernel {k.index}: ascan {k.shape} -> {outs}{ep}")
         else:
             lines.append(
-                f"kernel {k.index}: {k.kind} {k.shape} -> " + ", ".join(f"t{n.id}" for n in k.nodes)
+                f"kernel {k.index}: {k.kind} {k.shape} -> "
+                + ", ".join(f"t{n.id}" + ("" if n.buf else " (not stored)") for n in k.nodes)
             )
     return "\n".join(lines)
 
@@ -421,10 +510,18 @@ def verify(graph: Graph, kernels) -> None:
         if k.kind == "pointwise":
             ivars = loopir.loop_vars(len(k.shape))
             ctx = KernelCtx(k)
+            bound: set = set()
             for n in k.nodes:
                 if n.fn is None:
                     loopir.fail(n, f"stored by pointwise kernel {k.index} without an expression")
-                check(n, n.fn(ivars, ctx), ivars)
+                if n.buf is None and n.id not in k.local_ids:
+                    loopir.fail(n, f"in pointwise kernel {k.index} with no buffer")
+                e = n.fn(ivars, ctx)
+                check(n, e, ivars)
+                for name in _syms(e) - bound:
+                    loopir.fail(n, f"reads {name}, not a local computed before it")
+                if n.id in k.local_ids:
+                    bound.add(local_sym(n).name)
         elif k.kind == "reduce":
             rv, full = k.row_vars(), k.full_index()
             ctx = KernelCtx(k, rv)
@@ -451,6 +548,7 @@ __all__ = [
     "Kernel",
     "KernelCtx",
     "NotRowAligned",
+    "local_sym",
     "describe",
     "verify",
 ]

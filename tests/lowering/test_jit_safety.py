@@ -147,11 +147,15 @@ def test_a_20000_op_chain_compiles_and_agrees_with_eager():
     assert took < 180, took  # (most of it gcc: see the report of issue 16)
 
 
-def test_a_chain_is_cut_into_kernels_of_bounded_depth():
+def test_a_chain_is_cut_into_locals_of_bounded_depth():
+    # the cut nodes stay in their kernel as variables (not stored, no new kernel): fewer
+    # kernels than cuts (before: one kernel, and one stored array, per cut)
     from functx.lowering import schedule
 
     lowered = functx.jit(_mixed_chain(500)).lower(X3)
-    assert lowered.kernel_count() >= 500 // schedule.MAX_INLINE_DEPTH
+    text = lowered.executable.kernels_text
+    assert lowered.kernel_count() < 500 // schedule.MAX_INLINE_DEPTH, text
+    assert text.count("(not stored)") >= 500 // schedule.MAX_INLINE_DEPTH - 2, text
     got = np.asarray(lowered.compile()(X3))
     np.testing.assert_allclose(got, np.asarray(_mixed_chain(500)(fnp.asarray(X3))), rtol=1e-5)
     np.testing.assert_allclose(got, _chain_f64(X3, 500), rtol=1e-4, atol=1e-5)

@@ -134,6 +134,7 @@ class Emitter:
         self.keep: list = []
         self.counter = 0
         self.acc_names: dict = {}
+        self.syms: dict = {}  # Sym name -> the C it reads (a kernel's locals); else the name
         # Loop-invariant hoisting: subexpressions that do not involve ``inner`` (the innermost
         # loop's index symbols) are emitted by ``outer``, before the loop.
         self.outer: Emitter | None = None
@@ -250,7 +251,7 @@ class Emitter:
         if isinstance(e, Acc):
             return self.acc_names[(e.node, e.which)]
         if isinstance(e, Sym):
-            return e.name
+            return self.syms.get(e.name, e.name)
         if isinstance(e, Load):
             raw = f"{e.buf}[{self.offset(e.offset)}]"
             dt = np.dtype(e.dtype)

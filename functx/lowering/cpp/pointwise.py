@@ -1,4 +1,6 @@
-"""C++ pointwise kernels: one loop nest over the output, tiled and parallel when large."""
+"""C++ pointwise kernels: one loop nest over the output, tiled and parallel when large. A local
+of the kernel (``Kernel.local_ids``) is the temporary its expression ends in, which the
+kernel's later nodes read (``Emitter.syms``); it is stored only if it has a buffer."""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ import math
 
 from functx.lowering.cpp.emit import _PAR, Emitter, _decompose, _store
 from functx.lowering.loopir import flat_offset, sym
-from functx.lowering.schedule import Kernel, KernelCtx
+from functx.lowering.schedule import Kernel, KernelCtx, local_sym
 
 _PAR_ITEMS = 64  # a pointwise loop is split into at least this many parallel items...
 
@@ -29,7 +31,10 @@ def render(prog, k: Kernel):
         stores = []
         for node in k.nodes:
             val = em(node.fn((), ctx))
-            stores.append(_store(node.buf, "0", val, node.dtype))
+            if node.id in k.local_ids:
+                em.syms[local_sym(node).name] = val
+            if node.buf is not None:
+                stores.append(_store(node.buf, "0", val, node.dtype))
         lines += ["  {"] + em.lines + ["    " + s for s in stores] + ["  }"]
         prog.body += lines
         return
@@ -42,7 +47,10 @@ def render(prog, k: Kernel):
     stores = []
     for node in k.nodes:
         val = em(node.fn(tuple(ivars), ctx))
-        stores.append(_store(node.buf, em.offset(flat_offset(ivars, shape)), val, node.dtype))
+        if node.id in k.local_ids:  # (a variable the kernel's later nodes read)
+            em.syms[local_sym(node).name] = val
+        if node.buf is not None:
+            stores.append(_store(node.buf, em.offset(flat_offset(ivars, shape)), val, node.dtype))
     # too few outer rows to share among threads: split the last axis into tiles too
     tiles = 1
     if n_outer < _PAR_ITEMS and last >= 2 * _TILE:

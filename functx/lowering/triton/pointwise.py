@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from functx.lowering.loopir import reads_in_order, sym
-from functx.lowering.schedule import Kernel, KernelCtx
+from functx.lowering.schedule import Kernel, KernelCtx, local_sym
 
 
 # --- kernels -------------------------------------------------------------------------------
@@ -25,6 +25,7 @@ def render(prog, k: Kernel):
         k.shape,
         [(nd.buf, nd.dtype, nd.fn) for nd in k.nodes],
         f"pointwise {k.shape}",
+        [local_sym(nd).name if nd.id in k.local_ids else None for nd in k.nodes],
     )
 
 
@@ -36,7 +37,7 @@ def _same_elements(prog, k: Kernel) -> str | None:
     if len(k.nodes) != 1:
         return None
     node = k.nodes[0]
-    if node.fn is None or any(node is o for o in prog.g.outputs):
+    if node.fn is None or node.buf is None or any(node is o for o in prog.g.outputs):
         return None
     ivars = tuple(sym(f"i{d}") for d in range(len(k.shape)))
     e = node.fn(ivars, KernelCtx(k))

@@ -171,7 +171,7 @@ class TritonProgram:
         """The buffers a pointwise kernel over ``n`` elements writing ``stores`` should keep in
         L2 (see ``Blocks.stream_bytes``): smaller than the iteration, so read many times."""
         limit = self.blocks.stream_bytes
-        written = sum(n * np.dtype(dt).itemsize for _, dt, _ in stores)
+        written = sum(n * np.dtype(dt).itemsize for buf, dt, _ in stores if buf is not None)
         if not limit or written < limit:
             return set()
         return {
@@ -188,9 +188,11 @@ class TritonProgram:
                 out[b] = None
         return list(out)
 
-    def _flat_kernel(self, name, k: Kernel, shape, stores, comment):
+    def _flat_kernel(self, name, k: Kernel, shape, stores, comment, local_names=None):
         """A kernel over the flat elements of ``shape`` storing each ``(buf, dtype, fn)`` with
-        ``fn(index, ctx)`` the element expression."""
+        ``fn(index, ctx)`` the element expression. ``local_names`` (one per store, or None):
+        the ``Sym`` name the value is bound to for the later stores' expressions (a local of the
+        kernel: ``schedule.local_sym``); a store whose ``buf`` is None only binds it."""
         n = math.prod(shape)
         if n == 0:
             return
@@ -206,12 +208,18 @@ class TritonProgram:
             f"    mask = flat < {n}",
         ]
         body += ["    " + s for s in _decompose([v.name for v in ivars], shape, "flat")]
-        values = [(buf, dt, em(fn(tuple(ivars), ctx))) for buf, dt, fn in stores]
+        values = []
+        for j, (buf, dt, fn) in enumerate(stores):
+            v = em(fn(tuple(ivars), ctx))
+            if local_names is not None and local_names[j] is not None:
+                em.syms[local_names[j]] = v
+            if buf is not None:
+                values.append((buf, dt, v))
         hint = ', eviction_policy="evict_first"' if em.kept else ""
         body += em.lines + [
             "    " + self._store(buf, "flat", v, dt, "mask", hint) for buf, dt, v in values
         ]
-        bufs = self._ordered(em.bufs, [b for b, _, _ in stores])
+        bufs = self._ordered(em.bufs, [b for b, _, _ in values])
         self._define(name, bufs, body, comment)
         self._launch(
             name, -(-n // block), bufs, max(1, min(self.blocks.pointwise_warps, block // 128))
