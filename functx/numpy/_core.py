@@ -65,7 +65,19 @@ def _is_array(x):
 
 
 def result_type(*args):
-    """The dtype JAX's promotion gives for these arrays, scalars or dtypes."""
+    """The dtype JAX's type promotion gives for these operands (``jax.numpy.result_type``).
+
+    Arguments:
+      *args: arrays, scalars or dtypes; Python scalars and weakly typed arrays are weak, as in JAX.
+    Returns:
+      A NumPy dtype (canonical: 64-bit types only with x64 on).
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.result_type(jnp.int8, jnp.float32)
+      dtype('float32')
+      >>> jnp.result_type(jnp.array([1], jnp.int8), 2)
+      dtype('int8')
+    """
     pairs = []
     for a in args:
         if isinstance(a, (np.dtype, type, str)) and not is_python_scalar(a):
@@ -99,11 +111,25 @@ def _made_on(device, make, *args):
 
 
 def asarray(a, dtype=None, order=None, *, copy=None, device=None):
-    """Convert to a functx array (NumPy arrays, scalars, nested lists, DLPack producers).
+    """Convert to a functx array (``jax.numpy.asarray``): NumPy arrays, scalars, nested lists,
+    DLPack producers.
 
-    ``device``: put it there (a copy if it is elsewhere); by default functx arrays stay where they
-    are and other data goes to the default device. A DLPack producer on a GPU (a torch tensor,
-    say) becomes an array on that GPU."""
+    Arguments:
+      a: the data: an array, scalar, nested list or tuple, or a DLPack producer.
+      dtype: the dtype (default: inferred as JAX infers it; a functx array keeps its own).
+      order, copy: accepted for compatibility (arrays are immutable).
+      device: put it there (a copy if it is elsewhere); by default functx arrays stay where they
+        are and other data goes to the default device. A DLPack producer on a GPU (a torch
+        tensor, say) becomes an array on that GPU.
+    Returns:
+      A functx Array (``a`` itself when it already is one and nothing changes).
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.asarray([1, 2])
+      Array([1, 2], dtype=int32)
+      >>> jnp.asarray(2.5, dtype=jnp.float16)
+      Array(2.5, dtype=float16)
+    """
     if _is_array(a):
         out = a if dtype is None else astype(a, dtype)
         return out if device is None else _placed(out, device)
@@ -737,6 +763,20 @@ def _inexact(dt):
 
 
 def broadcast_to(x, shape):
+    """``x`` repeated along new leading axes and size-1 axes to ``shape``
+    (``jax.numpy.broadcast_to``, NumPy's broadcasting rules).
+
+    Arguments:
+      x: an array or scalar.
+      shape: the target shape (an int or a sequence of ints).
+    Returns:
+      An array of that shape and x's dtype.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.broadcast_to(jnp.array([1, 2]), (2, 2))
+      Array([[1, 2],
+             [1, 2]], dtype=int32)
+    """
     shape = _shape(shape, "broadcast_to")
     x = asarray(x) if not _is_array(x) else x
     av = _aval(x)
@@ -751,6 +791,19 @@ def broadcast_to(x, shape):
 
 
 def broadcast_arrays(*args):
+    """The arrays broadcast against each other to one shape (``jax.numpy.broadcast_arrays``).
+
+    Arguments:
+      *args: arrays or scalars.
+    Returns:
+      A list of arrays, each of the common shape and its own dtype.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> a, b = jnp.broadcast_arrays(jnp.array([1, 2]), jnp.array([[0], [1]]))
+      >>> b
+      Array([[0, 0],
+             [1, 1]], dtype=int32)
+    """
     shape = broadcast_shapes(*[_aval(a).shape for a in args])
     return [broadcast_to(a, shape) for a in args]
 
@@ -790,15 +843,186 @@ asinh, acosh, atanh = arcsinh, arccosh, arctanh
 negative = _ufunc1(ops.neg, "negative", "any")
 
 
+def _unary_doc(name, what, arg, out, x=None, note="", alias=None):
+    """The docstring of an elementwise function of one operand made by ``_ufunc1``."""
+    x = x or "an array or scalar; integers and bools compute in a float dtype, as in JAX."
+    note = f"\n    {note}\n" if note else ""
+    alias = f"; ``{alias}`` is the same function" if alias else ""
+    return f"""{what}, elementwise (``jax.numpy.{name}``{alias}).
+
+    Arguments:
+      x: {x}
+    Returns:
+      An array of x's shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.{name}({arg})
+      {out}
+    {note}"""
+
+
+sin.__doc__ = _unary_doc(
+    "sin",
+    "The sine (radians)",
+    "jnp.array([0.0, 0.5])",
+    "Array([0.        , 0.47942555], dtype=float32)",
+)
+cos.__doc__ = _unary_doc(
+    "cos",
+    "The cosine (radians)",
+    "jnp.array([0.0, 0.5])",
+    "Array([1.        , 0.87758255], dtype=float32)",
+)
+tan.__doc__ = _unary_doc(
+    "tan",
+    "The tangent (radians)",
+    "jnp.array([0.0, 0.5])",
+    "Array([0.       , 0.5463025], dtype=float32)",
+)
+arcsin.__doc__ = _unary_doc(
+    "arcsin",
+    "The inverse sine, in [-pi/2, pi/2] (NaN outside [-1, 1])",
+    "jnp.array([0.0, 0.5])",
+    "Array([0.       , 0.5235988], dtype=float32)",
+    alias="asin",
+)
+arccos.__doc__ = _unary_doc(
+    "arccos",
+    "The inverse cosine, in [0, pi] (NaN outside [-1, 1])",
+    "jnp.array([0.0, 0.5])",
+    "Array([1.5707964, 1.0471976], dtype=float32)",
+    alias="acos",
+)
+arctan.__doc__ = _unary_doc(
+    "arctan",
+    "The inverse tangent, in (-pi/2, pi/2)",
+    "jnp.array([0.0, 1.0])",
+    "Array([0.       , 0.7853982], dtype=float32)",
+    alias="atan",
+    note="functx's float32 result is the correctly rounded one; JAX on CPU can differ in the\n"
+    "    last place (0.7853981 here).",
+)
+sinh.__doc__ = _unary_doc(
+    "sinh",
+    "The hyperbolic sine",
+    "jnp.array([0.0, 1.0])",
+    "Array([0.       , 1.1752012], dtype=float32)",
+)
+cosh.__doc__ = _unary_doc(
+    "cosh",
+    "The hyperbolic cosine",
+    "jnp.array([0.0, 1.0])",
+    "Array([1.       , 1.5430806], dtype=float32)",
+)
+tanh.__doc__ = _unary_doc(
+    "tanh",
+    "The hyperbolic tangent",
+    "jnp.array([0.0, 1.0])",
+    "Array([0.       , 0.7615942], dtype=float32)",
+)
+arcsinh.__doc__ = _unary_doc(
+    "arcsinh",
+    "The inverse hyperbolic sine",
+    "jnp.array([0.0, 0.5])",
+    "Array([0.        , 0.48121184], dtype=float32)",
+    alias="asinh",
+)
+arccosh.__doc__ = _unary_doc(
+    "arccosh",
+    "The inverse hyperbolic cosine (NaN below 1)",
+    "jnp.array([1.0, 2.0])",
+    "Array([0.      , 1.316958], dtype=float32)",
+    alias="acosh",
+)
+arctanh.__doc__ = _unary_doc(
+    "arctanh",
+    "The inverse hyperbolic tangent (+-inf at +-1, NaN outside)",
+    "jnp.array([0.0, 0.5])",
+    "Array([0.        , 0.54930615], dtype=float32)",
+    alias="atanh",
+)
+exp.__doc__ = _unary_doc(
+    "exp",
+    "``e ** x``",
+    "jnp.array([0.0, 0.5])",
+    "Array([1.       , 1.6487212], dtype=float32)",
+)
+exp2.__doc__ = _unary_doc(
+    "exp2",
+    "``2 ** x``",
+    "jnp.array([0, 3])",
+    "Array([1., 8.], dtype=float32)",
+)
+expm1.__doc__ = _unary_doc(
+    "expm1",
+    "``exp(x) - 1``, accurate for small ``x``",
+    "jnp.array([0.0, 1e-5])",
+    "Array([0.000000e+00, 1.000005e-05], dtype=float32)",
+)
+log.__doc__ = _unary_doc(
+    "log",
+    "The natural logarithm (-inf at 0, NaN below)",
+    "jnp.array([1.0, 2.0])",
+    "Array([0.       , 0.6931472], dtype=float32)",
+)
+log1p.__doc__ = _unary_doc(
+    "log1p",
+    "``log(1 + x)``, accurate for small ``x``",
+    "jnp.array([0.0, 1e-5])",
+    "Array([0.00000e+00, 9.99995e-06], dtype=float32)",
+)
+sqrt.__doc__ = _unary_doc(
+    "sqrt",
+    "The square root (NaN below 0 for real inputs)",
+    "jnp.array([1.0, 4.0])",
+    "Array([1., 2.], dtype=float32)",
+)
+cbrt.__doc__ = _unary_doc(
+    "cbrt",
+    "The real cube root (negative for negative ``x``)",
+    "jnp.array([8.0, -27.0])",
+    "Array([ 2., -3.], dtype=float32)",
+)
+negative.__doc__ = _unary_doc(
+    "negative",
+    "``-x``",
+    "jnp.array([1, -2])",
+    "Array([-1,  2], dtype=int32)",
+    "an array or scalar (its dtype is kept; bools are refused, as in JAX).",
+)
+
+
 def _is_bool(x):
     return _aval(x).dtype == dtypes.bool_
 
 
 def positive(x, /):
+    """``+x``: ``x`` itself, after JAX's promotion (``jax.numpy.positive``).
+
+    Arguments:
+      x: an array or scalar.
+    Returns:
+      An array equal to ``x``.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.positive(jnp.array([1, -2]))
+      Array([ 1, -2], dtype=int32)
+    """
     return _promote("positive", x)[0]
 
 
 def abs(x, /):  # noqa: A001
+    """The absolute value, elementwise (``jax.numpy.abs``; ``absolute`` is the same function).
+
+    Arguments:
+      x: an array or scalar; bools and unsigned integers are returned unchanged.
+    Returns:
+      An array of x's shape; complex inputs give the modulus in the real dtype.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.abs(jnp.array([-1.5, 2.0]))
+      Array([1.5, 2. ], dtype=float32)
+    """
     (x,) = _promote("abs", x)
     if _is_bool(x) or dtypes.is_unsigned(_aval(x).dtype):
         return x
@@ -809,6 +1033,17 @@ absolute = abs
 
 
 def sign(x, /):
+    """The sign, -1, 0 or 1, elementwise (``jax.numpy.sign``).
+
+    Arguments:
+      x: an array or scalar (not bool, as in JAX); for complex ``x``, ``x / |x|``.
+    Returns:
+      An array of x's shape and dtype (NaN stays NaN).
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.sign(jnp.array([-3, 0, 2]))
+      Array([-1,  0,  1], dtype=int32)
+    """
     (x,) = _promote("sign", x)
     if _is_bool(x):
         raise FunctxTypeError(f"sign does not accept bool operands, like jax.numpy.sign{_loc()}")
@@ -823,18 +1058,51 @@ def _no_complex(name, x):
 
 
 def floor(x, /):
+    """The largest integer not above ``x``, elementwise (``jax.numpy.floor``).
+
+    Arguments:
+      x: an array or scalar (not complex, as in JAX); integers and bools are returned unchanged.
+    Returns:
+      An array of x's shape and dtype.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.floor(jnp.array([-1.5, 2.5]))
+      Array([-2.,  2.], dtype=float32)
+    """
     (x,) = _promote("floor", x)
     _no_complex("floor", x)
     return ops.floor(x) if _aval(x).dtype in dtypes.FLOATS else x
 
 
 def ceil(x, /):
+    """The smallest integer not below ``x``, elementwise (``jax.numpy.ceil``).
+
+    Arguments:
+      x: an array or scalar (not complex, as in JAX); integers and bools are returned unchanged.
+    Returns:
+      An array of x's shape and dtype.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.ceil(jnp.array([-1.5, 2.5]))
+      Array([-1.,  3.], dtype=float32)
+    """
     (x,) = _promote("ceil", x)
     _no_complex("ceil", x)
     return ops.ceil(x) if _aval(x).dtype in dtypes.FLOATS else x
 
 
 def trunc(x, /):
+    """Rounding toward zero, elementwise (``jax.numpy.trunc``; ``fix`` is the same function).
+
+    Arguments:
+      x: an array or scalar (not complex, as in JAX); integers and bools are returned unchanged.
+    Returns:
+      An array of x's shape and dtype.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.trunc(jnp.array([-1.5, 2.5]))
+      Array([-1.,  2.], dtype=float32)
+    """
     (x,) = _promote("trunc", x)
     _no_complex("trunc", x)
     if _aval(x).dtype not in dtypes.FLOATS:
@@ -846,8 +1114,18 @@ fix = trunc
 
 
 def rint(x, /):
-    """Round to the nearest integer (ties to even). Integers and bools convert to the default
-    float (float32, float64 with x64 on), as JAX's ``rint`` does."""
+    """Round to the nearest integer, ties to even, elementwise (``jax.numpy.rint``).
+
+    Arguments:
+      x: an array or scalar. Integers and bools convert to the default float (float32, float64
+        with x64 on), as JAX's ``rint`` does; complex rounds each part.
+    Returns:
+      An array of x's shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.rint(jnp.array([0.5, 1.5, -2.5]))
+      Array([ 0.,  2., -2.], dtype=float32)
+    """
     (x,) = _promote("rint", x)
     if _aval(x).dtype in dtypes.COMPLEX:  # each part, as in JAX
         return ops.complex(rint(ops.real(x)), rint(ops.imag(x)))
@@ -857,8 +1135,22 @@ def rint(x, /):
 
 
 def round(a, decimals=0):  # noqa: A001
-    """Round to ``decimals`` places (ties to even), like ``jax.numpy.round``; integers are
-    returned unchanged (for ``decimals < 0``, where JAX raises, functx rounds them too)."""
+    """Round to ``decimals`` places, ties to even (``jax.numpy.round``; ``around`` is the same
+    function).
+
+    Arguments:
+      a: an array or scalar (complex rounds each part; not bool).
+      decimals: the number of decimal places (negative: to tens, hundreds, ...).
+    Returns:
+      An array of a's shape and dtype.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.round(jnp.array([1.25, 2.75]), 1)
+      Array([1.2, 2.8], dtype=float32)
+
+    Integers are returned unchanged for ``decimals >= 0``, as in JAX. Unlike JAX: for integers
+    and ``decimals < 0``, where JAX raises NotImplementedError, functx rounds them.
+    """
     (a,) = _promote("round", a)
     if _aval(a).dtype in dtypes.COMPLEX:  # each part, as in JAX
         return ops.complex(round(ops.real(a), decimals), round(ops.imag(a), decimals))
@@ -888,21 +1180,65 @@ around = round
 
 
 def square(x, /):
+    """``x * x``, elementwise (``jax.numpy.square``).
+
+    Arguments:
+      x: an array or scalar; bools compute in int32, as in JAX.
+    Returns:
+      An array of x's shape and dtype.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.square(jnp.array([2, -3]))
+      Array([4, 9], dtype=int32)
+    """
     (x,) = _promote_numeric("square", x)
     return ops.integer_pow(x, 2)
 
 
 def reciprocal(x, /):
+    """``1 / x``, elementwise (``jax.numpy.reciprocal``).
+
+    Arguments:
+      x: an array or scalar; integers and bools compute in a float dtype, as in JAX.
+    Returns:
+      An array of x's shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.reciprocal(jnp.array([2.0, 4.0]))
+      Array([0.5 , 0.25], dtype=float32)
+    """
     (x,) = _promote_float("reciprocal", x)
     return ops.integer_pow(x, -1)
 
 
 def log2(x, /):
+    """The base-2 logarithm, elementwise (``jax.numpy.log2``).
+
+    Arguments:
+      x: an array or scalar; integers and bools compute in a float dtype, as in JAX.
+    Returns:
+      An array of x's shape (-inf at 0, NaN below).
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.log2(jnp.array([1.0, 8.0]))
+      Array([0., 3.], dtype=float32)
+    """
     (x,) = _promote_float("log2", x)
     return ops.div(ops.log(x), _const(np.log(2), x))
 
 
 def log10(x, /):
+    """The base-10 logarithm, elementwise (``jax.numpy.log10``).
+
+    Arguments:
+      x: an array or scalar; integers and bools compute in a float dtype, as in JAX.
+    Returns:
+      An array of x's shape (-inf at 0, NaN below).
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.log10(jnp.array([1.0, 100.0]))
+      Array([0., 2.], dtype=float32)
+    """
     (x,) = _promote_float("log10", x)
     return ops.div(ops.log(x), _const(np.log(10), x))
 
@@ -918,11 +1254,33 @@ def _const(v, like):
 
 
 def deg2rad(x, /):
+    """Degrees to radians, elementwise (``jax.numpy.deg2rad``; ``radians`` is the same function).
+
+    Arguments:
+      x: an array or scalar of angles in degrees; integers compute in a float dtype.
+    Returns:
+      An array of x's shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.deg2rad(jnp.array([90.0, 180.0]))
+      Array([1.5707964, 3.1415927], dtype=float32)
+    """
     (x,) = _promote_float("deg2rad", x)
     return ops.mul(x, _const(np.pi / 180, x))
 
 
 def rad2deg(x, /):
+    """Radians to degrees, elementwise (``jax.numpy.rad2deg``; ``degrees`` is the same function).
+
+    Arguments:
+      x: an array or scalar of angles in radians; integers compute in a float dtype.
+    Returns:
+      An array of x's shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.rad2deg(jnp.array([jnp.pi / 2]))
+      Array([90.], dtype=float32)
+    """
     (x,) = _promote_float("rad2deg", x)
     return ops.mul(x, _const(180 / np.pi, x))
 
@@ -931,6 +1289,18 @@ radians, degrees = deg2rad, rad2deg
 
 
 def isfinite(x, /):
+    """Whether ``x`` is neither infinite nor NaN (complex: both parts), elementwise
+    (``jax.numpy.isfinite``).
+
+    Arguments:
+      x: an array or scalar (integers and bools: never).
+    Returns:
+      A bool array of x's shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.isfinite(jnp.array([1.0, jnp.inf, jnp.nan]))
+      Array([ True, False, False], dtype=bool)
+    """
     (x,) = _promote("isfinite", x)
     if _aval(x).dtype in dtypes.COMPLEX:  # both parts finite, as in JAX
         return logical_and(ops.is_finite(ops.real(x)), ops.is_finite(ops.imag(x)))
@@ -940,6 +1310,17 @@ def isfinite(x, /):
 
 
 def isnan(x, /):
+    """Whether ``x`` is NaN (complex: either part), elementwise (``jax.numpy.isnan``).
+
+    Arguments:
+      x: an array or scalar (integers and bools: never).
+    Returns:
+      A bool array of x's shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.isnan(jnp.array([1.0, jnp.inf, jnp.nan]))
+      Array([False, False,  True], dtype=bool)
+    """
     (x,) = _promote("isnan", x)
     if _aval(x).dtype not in dtypes.FLOATS and _aval(x).dtype not in dtypes.COMPLEX:
         return full(_aval(x).shape, False, dtypes.bool_)
@@ -947,6 +1328,17 @@ def isnan(x, /):
 
 
 def isinf(x, /):
+    """Whether ``x`` is +inf or -inf (complex: either part), elementwise (``jax.numpy.isinf``).
+
+    Arguments:
+      x: an array or scalar (integers and bools: never).
+    Returns:
+      A bool array of x's shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.isinf(jnp.array([1.0, -jnp.inf, jnp.nan]))
+      Array([False,  True, False], dtype=bool)
+    """
     (x,) = _promote("isinf", x)
     if _aval(x).dtype in dtypes.COMPLEX:  # either part infinite, as in JAX
         return logical_or(isinf(ops.real(x)), isinf(ops.imag(x)))
@@ -956,16 +1348,51 @@ def isinf(x, /):
 
 
 def isposinf(x, /):
+    """Whether ``x`` is +inf, elementwise (``jax.numpy.isposinf``).
+
+    Arguments:
+      x: an array or scalar (integers and bools: never).
+    Returns:
+      A bool array of x's shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.isposinf(jnp.array([1.0, jnp.inf, -jnp.inf]))
+      Array([False,  True, False], dtype=bool)
+    """
     return logical_and(isinf(x), greater(x, 0))
 
 
 def isneginf(x, /):
+    """Whether ``x`` is -inf, elementwise (``jax.numpy.isneginf``).
+
+    Arguments:
+      x: an array or scalar (integers and bools: never).
+    Returns:
+      A bool array of x's shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.isneginf(jnp.array([1.0, jnp.inf, -jnp.inf]))
+      Array([False, False,  True], dtype=bool)
+    """
     return logical_and(isinf(x), less(x, 0))
 
 
 def signbit(x, /):
-    """Whether the sign bit is set. functx has no bitcast, so (unlike JAX) the sign of a NaN is
-    not seen: ``signbit(-nan)`` is False."""
+    """Whether the sign bit is set, elementwise (``jax.numpy.signbit``): True for negative
+    numbers and -0.0.
+
+    Arguments:
+      x: a real array or scalar.
+    Returns:
+      A bool array of x's shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.signbit(jnp.array([-1.0, -0.0, 0.0]))
+      Array([ True,  True, False], dtype=bool)
+
+    Unlike JAX: functx has no bitcast, so the sign of a NaN is not seen: ``signbit(-nan)`` is
+    False; and complex operands are not refused (JAX raises ValueError).
+    """
     (x,) = _promote("signbit", x)
     if _aval(x).dtype in dtypes.FLOATS:
         # -0.0 and negative NaNs have the sign bit: 1/x is -inf for -0.0.
@@ -987,6 +1414,17 @@ def _ufunc2(lax_fn, name, kind="any"):
 
 
 def add(x1, x2, /):
+    """``x1 + x2``, elementwise (``jax.numpy.add``; for bools, logical or).
+
+    Arguments:
+      x1, x2: arrays or scalars, broadcast together and promoted to one dtype (JAX's rules).
+    Returns:
+      An array of the broadcast shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.add(jnp.array([1, 2]), 3)
+      Array([4, 5], dtype=int32)
+    """
     if (
         (type(x1) is Array or type(x1) is UncommittedArray)
         and (type(x2) is Array or type(x2) is UncommittedArray)
@@ -998,6 +1436,17 @@ def add(x1, x2, /):
 
 
 def multiply(x1, x2, /):
+    """``x1 * x2``, elementwise (``jax.numpy.multiply``; for bools, logical and).
+
+    Arguments:
+      x1, x2: arrays or scalars, broadcast together and promoted to one dtype (JAX's rules).
+    Returns:
+      An array of the broadcast shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.multiply(jnp.array([1, 2]), jnp.array([3.0, 4.0]))
+      Array([3., 8.], dtype=float32)
+    """
     if (
         (type(x1) is Array or type(x1) is UncommittedArray)
         and (type(x2) is Array or type(x2) is UncommittedArray)
@@ -1009,6 +1458,18 @@ def multiply(x1, x2, /):
 
 
 def subtract(x1, x2, /):
+    """``x1 - x2``, elementwise (``jax.numpy.subtract``).
+
+    Arguments:
+      x1, x2: arrays or scalars, broadcast together and promoted to one dtype (JAX's rules); not
+        bool (TypeError, as in JAX).
+    Returns:
+      An array of the broadcast shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.subtract(jnp.array([5, 7]), 2)
+      Array([3, 5], dtype=int32)
+    """
     x1, x2 = _promote("subtract", x1, x2)
     if _is_bool(x1):
         raise FunctxTypeError(
@@ -1018,6 +1479,17 @@ def subtract(x1, x2, /):
 
 
 def true_divide(x1, x2, /):
+    """``x1 / x2``, elementwise (``jax.numpy.true_divide``; ``divide`` is the same function).
+
+    Arguments:
+      x1, x2: arrays or scalars, broadcast together; integers and bools compute in a float dtype.
+    Returns:
+      An inexact array of the broadcast shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.true_divide(jnp.array([1, 3]), 2)
+      Array([0.5, 1.5], dtype=float32)
+    """
     x1, x2 = _promote_float("true_divide", x1, x2)
     return ops.div(x1, x2)
 
@@ -1040,8 +1512,18 @@ def _int_floordiv(x1, x2):
 
 
 def floor_divide(x1, x2, /):
-    """``x1 // x2`` like ``jax.numpy.floor_divide``: bools compute in int32; floats follow
-    CPython's float divmod (so ``x // 0.0`` is +-inf or nan)."""
+    """``x1 // x2``, rounding toward -inf, elementwise (``jax.numpy.floor_divide``).
+
+    Arguments:
+      x1, x2: arrays or scalars, broadcast together and promoted to one dtype (JAX's rules); bools
+        compute in int32. Floats follow CPython's float divmod (so ``x // 0.0`` is +-inf or nan).
+    Returns:
+      An array of the broadcast shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.floor_divide(jnp.array([7, -7]), 2)
+      Array([ 3, -4], dtype=int32)
+    """
     x1, x2 = _promote_numeric("floor_divide", x1, x2)
     if _aval(x1).dtype in dtypes.FLOATS:
         return _float_divmod(x1, x2)[0]
@@ -1067,8 +1549,19 @@ def _nonzero_int_divisor(x2):
 
 
 def remainder(x1, x2, /):
-    """``x1 % x2`` with the sign of ``x2``, like ``jax.numpy.remainder`` (integer ``x % 0``
-    is 0)."""
+    """``x1 % x2`` with the sign of ``x2``, elementwise (``jax.numpy.remainder``; ``mod`` is the
+    same function).
+
+    Arguments:
+      x1, x2: arrays or scalars, broadcast together and promoted to one dtype (JAX's rules); bools
+        compute in int32. Integer ``x % 0`` is 0, as in JAX.
+    Returns:
+      An array of the broadcast shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.remainder(jnp.array([7, -7]), 3)
+      Array([1, 2], dtype=int32)
+    """
     x1, x2 = _promote_numeric("remainder", x1, x2)
     x2 = _nonzero_int_divisor(x2)
     r = ops.rem(x1, x2)
@@ -1084,7 +1577,19 @@ mod = remainder
 
 
 def fmod(x1, x2, /):
-    """C's fmod (sign of ``x1``), like ``jax.numpy.fmod`` (integer ``x % 0`` is 0)."""
+    """C's fmod: the remainder of ``x1 / x2`` with the sign of ``x1``, elementwise
+    (``jax.numpy.fmod``).
+
+    Arguments:
+      x1, x2: arrays or scalars, broadcast together and promoted to one dtype (JAX's rules); bools
+        compute in int32. Integer ``x % 0`` is 0, as in JAX.
+    Returns:
+      An array of the broadcast shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.fmod(jnp.array([7, -7]), 3)
+      Array([ 1, -1], dtype=int32)
+    """
     is_bool = result_type(x1, x2) == dtypes.bool_
     x1, x2 = _promote_numeric("fmod", x1, x2)
     # JAX guards only integer divisors: bool operands keep XLA's x % 0 == x.
@@ -1092,6 +1597,18 @@ def fmod(x1, x2, /):
 
 
 def divmod(x1, x2, /):  # noqa: A001
+    """``(x1 // x2, x1 % x2)``, elementwise (``jax.numpy.divmod``).
+
+    Arguments:
+      x1, x2: arrays or scalars, broadcast together and promoted to one dtype (JAX's rules); bools
+        compute in int32.
+    Returns:
+      The pair ``(floor_divide(x1, x2), remainder(x1, x2))``.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.divmod(jnp.array([7, -7]), 2)
+      (Array([ 3, -4], dtype=int32), Array([1, 1], dtype=int32))
+    """
     x1, x2 = _promote_numeric("divmod", x1, x2)
     if _aval(x1).dtype in dtypes.FLOATS:
         return _float_divmod(x1, x2)
@@ -1110,8 +1627,19 @@ def _concrete_int(x):
 
 
 def power(x1, x2, /):
-    """``x1 ** x2`` like ``jax.numpy.power``: a concrete integer exponent uses ``integer_pow``;
-    bools compute in int32."""
+    """``x1 ** x2``, elementwise (``jax.numpy.power``; ``pow`` is the same function).
+
+    Arguments:
+      x1, x2: arrays or scalars, broadcast together and promoted to one dtype (JAX's rules); bools
+        compute in int32. A concrete integer exponent uses ``lax.integer_pow``; an
+        integer base to a negative integer power is a TypeError, as in JAX.
+    Returns:
+      An array of the broadcast shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.power(jnp.array([2, 3]), 3)
+      Array([ 8, 27], dtype=int32)
+    """
     k = _concrete_int(x2)
     if k is not None:
         (x1,) = _promote_numeric("power", x1)
@@ -1158,8 +1686,18 @@ pow = power  # noqa: A001
 
 
 def float_power(x1, x2, /):
-    """``power`` after promotion to a float dtype, like ``jax.numpy.float_power`` (so float32
-    inputs give float32, not NumPy's float64)."""
+    """``x1 ** x2`` computed in a float dtype, elementwise (``jax.numpy.float_power``).
+
+    Arguments:
+      x1, x2: arrays or scalars, broadcast together and promoted to an inexact dtype (so float32
+        inputs give float32, as in JAX, not NumPy's float64).
+    Returns:
+      An inexact array of the broadcast shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.float_power(jnp.array([2, 3]), 2)
+      Array([4., 9.], dtype=float32)
+    """
     x1, x2 = _promote_float("float_power", x1, x2)
     return ops.pow(x1, x2)
 
@@ -1185,6 +1723,57 @@ equal = _ufunc2(ops.eq, "equal")
 not_equal = _ufunc2(ops.ne, "not_equal")
 
 
+def _binary_doc(name, what, args, out, xs=None):
+    """The docstring of an elementwise function of two operands made by a factory here."""
+    xs = xs or "arrays or scalars, broadcast together and promoted to one dtype (JAX's rules)."
+    returns = "A bool array" if "``x1" in what[:6] else "An array"
+    return f"""{what}, elementwise (``jax.numpy.{name}``).
+
+    Arguments:
+      x1, x2: {xs}
+    Returns:
+      {returns} of the broadcast shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.{name}({args})
+      {out}
+    """
+
+
+arctan2.__doc__ = _binary_doc(
+    "arctan2",
+    "The angle of the point ``(x2, x1)`` in [-pi, pi] (``atan2`` is the same function)",
+    "jnp.array([1.0, -1.0]), jnp.array([1.0, 1.0])",
+    "Array([ 0.7853982, -0.7853982], dtype=float32)",
+    "arrays or scalars, broadcast together; integers and bools compute in a float dtype.",
+)
+nextafter.__doc__ = _binary_doc(
+    "nextafter",
+    "The next representable float after ``x1`` toward ``x2``",
+    "jnp.float32(1.0), 2.0",
+    "Array(1.0000001, dtype=float32)",
+    "arrays or scalars, broadcast together; integers and bools compute in a float dtype.",
+)
+equal.__doc__ = _binary_doc(
+    "equal", "``x1 == x2``", "jnp.array([1, 2]), 2", "Array([False,  True], dtype=bool)"
+)
+not_equal.__doc__ = _binary_doc(
+    "not_equal", "``x1 != x2``", "jnp.array([1, 2]), 2", "Array([ True, False], dtype=bool)"
+)
+maximum.__doc__ = _binary_doc(
+    "maximum",
+    "The larger of ``x1`` and ``x2`` (NaN if either is NaN; complex: lexicographic)",
+    "jnp.array([1.0, 5.0]), jnp.array([3.0, 2.0])",
+    "Array([3., 5.], dtype=float32)",
+)
+minimum.__doc__ = _binary_doc(
+    "minimum",
+    "The smaller of ``x1`` and ``x2`` (NaN if either is NaN; complex: lexicographic)",
+    "jnp.array([1.0, 5.0]), jnp.array([3.0, 2.0])",
+    "Array([1., 2.], dtype=float32)",
+)
+
+
 def _ordered(lax_fn, name):
     """An ordered comparison; complex operands compare lexicographically (real parts, then
     imaginary parts), as in JAX."""
@@ -1205,19 +1794,76 @@ less = _ordered(ops.lt, "less")
 less_equal = _ordered(ops.le, "less_equal")
 greater = _ordered(ops.gt, "greater")
 greater_equal = _ordered(ops.ge, "greater_equal")
+greater.__doc__ = _binary_doc(
+    "greater",
+    "``x1 > x2`` (complex: lexicographic, real parts then imaginary parts)",
+    "jnp.array([1, 2, 3]), 2",
+    "Array([False, False,  True], dtype=bool)",
+)
+greater_equal.__doc__ = _binary_doc(
+    "greater_equal",
+    "``x1 >= x2`` (complex: lexicographic, real parts then imaginary parts)",
+    "jnp.array([1, 2, 3]), 2",
+    "Array([False,  True,  True], dtype=bool)",
+)
+less.__doc__ = _binary_doc(
+    "less",
+    "``x1 < x2`` (complex: lexicographic, real parts then imaginary parts)",
+    "jnp.array([1, 2, 3]), 2",
+    "Array([ True, False, False], dtype=bool)",
+)
+less_equal.__doc__ = _binary_doc(
+    "less_equal",
+    "``x1 <= x2`` (complex: lexicographic, real parts then imaginary parts)",
+    "jnp.array([1, 2, 3]), 2",
+    "Array([ True,  True, False], dtype=bool)",
+)
 
 
 def fmax(x1, x2, /):
+    """The larger of ``x1`` and ``x2``, ignoring NaNs, elementwise (``jax.numpy.fmax``).
+
+    Arguments:
+      x1, x2: arrays or scalars, broadcast together and promoted to one dtype (JAX's rules).
+    Returns:
+      An array of the broadcast shape (NaN only where both are NaN).
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.fmax(jnp.array([1.0, jnp.nan]), jnp.array([jnp.nan, 2.0]))
+      Array([1., 2.], dtype=float32)
+    """
     x1, x2 = _promote("fmax", x1, x2)
     return where(isnan(x2), x1, where(isnan(x1), x2, ops.max(x1, x2)))
 
 
 def fmin(x1, x2, /):
+    """The smaller of ``x1`` and ``x2``, ignoring NaNs, elementwise (``jax.numpy.fmin``).
+
+    Arguments:
+      x1, x2: arrays or scalars, broadcast together and promoted to one dtype (JAX's rules).
+    Returns:
+      An array of the broadcast shape (NaN only where both are NaN).
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.fmin(jnp.array([1.0, jnp.nan]), jnp.array([jnp.nan, 2.0]))
+      Array([1., 2.], dtype=float32)
+    """
     x1, x2 = _promote("fmin", x1, x2)
     return where(isnan(x2), x1, where(isnan(x1), x2, ops.min(x1, x2)))
 
 
 def hypot(x1, x2, /):
+    """``sqrt(x1**2 + x2**2)`` without overflow, elementwise (``jax.numpy.hypot``).
+
+    Arguments:
+      x1, x2: arrays or scalars, broadcast together; integers and bools compute in a float dtype.
+    Returns:
+      An array of the broadcast shape (inf where either is infinite, even with a NaN).
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.hypot(jnp.array([3.0, 6.0]), jnp.array([4.0, 8.0]))
+      Array([ 5., 10.], dtype=float32)
+    """
     x1, x2 = _promote_float("hypot", x1, x2)
     a, b = ops.abs(x1), ops.abs(x2)
     big, small = ops.max(a, b), ops.min(a, b)
@@ -1234,12 +1880,35 @@ def hypot(x1, x2, /):
 
 
 def copysign(x1, x2, /):
-    """``|x1|`` with the sign of ``x2`` (via ``signbit``, so a NaN ``x2`` counts as positive)."""
+    """``|x1|`` with the sign of ``x2``, elementwise (``jax.numpy.copysign``).
+
+    Arguments:
+      x1, x2: arrays or scalars, broadcast together; integers and bools compute in a float dtype.
+    Returns:
+      An array of the broadcast shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.copysign(jnp.array([1.0, 2.0]), jnp.array([-1.0, 0.0]))
+      Array([-1.,  2.], dtype=float32)
+
+    Unlike JAX: the sign comes from ``signbit``, so a NaN ``x2`` counts as positive.
+    """
     x1, x2 = _promote_float("copysign", x1, x2)
     return where(signbit(x2), negative(abs(x1)), abs(x1))
 
 
 def logaddexp(x1, x2, /):
+    """``log(exp(x1) + exp(x2))`` without overflow, elementwise (``jax.numpy.logaddexp``).
+
+    Arguments:
+      x1, x2: arrays or scalars, broadcast together; integers and bools compute in a float dtype.
+    Returns:
+      An array of the broadcast shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.logaddexp(jnp.array([0.0, 1.0]), jnp.array([0.0, 2.0]))
+      Array([0.6931472, 2.3132617], dtype=float32)
+    """
     x1, x2 = _promote_float("logaddexp", x1, x2)
     delta = ops.sub(x1, x2)
     # big + log1p(exp(small - big)) with the operands (not the results) chosen by where: the
@@ -1253,6 +1922,17 @@ def logaddexp(x1, x2, /):
 
 
 def logaddexp2(x1, x2, /):
+    """``log2(2**x1 + 2**x2)`` without overflow, elementwise (``jax.numpy.logaddexp2``).
+
+    Arguments:
+      x1, x2: arrays or scalars, broadcast together; integers and bools compute in a float dtype.
+    Returns:
+      An array of the broadcast shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.logaddexp2(jnp.array([1.0, 3.0]), jnp.array([1.0, 3.0]))
+      Array([2., 4.], dtype=float32)
+    """
     x1, x2 = _promote_float("logaddexp2", x1, x2)
     ln2 = _const(np.log(2), x1)
     return ops.div(logaddexp(ops.mul(x1, ln2), ops.mul(x2, ln2)), ln2)
