@@ -1134,13 +1134,14 @@ def rint(x, /):
     return ops.round(x, ops.RoundingMethod.TO_NEAREST_EVEN)
 
 
-def round(a, decimals=0):  # noqa: A001
+def round(a, decimals=0, out=None):  # noqa: A001
     """Round to ``decimals`` places, ties to even (``jax.numpy.round``; ``around`` is the same
     function).
 
     Arguments:
       a: an array or scalar (complex rounds each part; not bool).
       decimals: the number of decimal places (negative: to tens, hundreds, ...).
+      out: must be None (NotImplementedError otherwise, as in JAX).
     Returns:
       An array of a's shape and dtype.
     Example:
@@ -1151,6 +1152,7 @@ def round(a, decimals=0):  # noqa: A001
     Integers are returned unchanged for ``decimals >= 0``, as in JAX. Unlike JAX: for integers
     and ``decimals < 0``, where JAX raises NotImplementedError, functx rounds them.
     """
+    _no_out(out, "round")
     (a,) = _promote("round", a)
     if _aval(a).dtype in dtypes.COMPLEX:  # each part, as in JAX
         return ops.complex(round(ops.real(a), decimals), round(ops.imag(a), decimals))
@@ -1347,11 +1349,12 @@ def isinf(x, /):
     return ops.eq(ops.abs(x), _const(np.inf, x))
 
 
-def isposinf(x, /):
+def isposinf(x, /, out=None):
     """Whether ``x`` is +inf, elementwise (``jax.numpy.isposinf``).
 
     Arguments:
       x: an array or scalar (integers and bools: never).
+      out: must be None (NotImplementedError otherwise, as in JAX).
     Returns:
       A bool array of x's shape.
     Example:
@@ -1359,14 +1362,16 @@ def isposinf(x, /):
       >>> jnp.isposinf(jnp.array([1.0, jnp.inf, -jnp.inf]))
       Array([False,  True, False], dtype=bool)
     """
+    _no_out(out, "isposinf")
     return logical_and(isinf(x), greater(x, 0))
 
 
-def isneginf(x, /):
+def isneginf(x, /, out=None):
     """Whether ``x`` is -inf, elementwise (``jax.numpy.isneginf``).
 
     Arguments:
       x: an array or scalar (integers and bools: never).
+      out: must be None (NotImplementedError otherwise, as in JAX).
     Returns:
       A bool array of x's shape.
     Example:
@@ -1374,6 +1379,7 @@ def isneginf(x, /):
       >>> jnp.isneginf(jnp.array([1.0, jnp.inf, -jnp.inf]))
       Array([False, False,  True], dtype=bool)
     """
+    _no_out(out, "isneginf")
     return logical_and(isinf(x), less(x, 0))
 
 
@@ -1391,9 +1397,13 @@ def signbit(x, /):
       Array([ True,  True, False], dtype=bool)
 
     Unlike JAX: functx has no bitcast, so the sign of a NaN is not seen: ``signbit(-nan)`` is
-    False; and complex operands are not refused (JAX raises ValueError).
+    False. Complex operands raise ValueError, as in JAX.
     """
     (x,) = _promote("signbit", x)
+    if _aval(x).dtype in dtypes.COMPLEX:
+        raise FunctxValueError(
+            f"jax.numpy.signbit is not well defined for {_aval(x).dtype.name}{_loc()}"
+        )
     if _aval(x).dtype in dtypes.FLOATS:
         # -0.0 and negative NaNs have the sign bit: 1/x is -inf for -0.0.
         return logical_or(
@@ -2261,6 +2271,12 @@ def _where3(c, x, y):
     return where(c, x, y)
 
 
+def _no_out(out, name):
+    """JAX's arrays are immutable: a non-None ``out=`` raises NotImplementedError, as in JAX."""
+    if out is not None:
+        raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.{_loc()}")
+
+
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
     """Sum of the elements over the given axes (``jax.numpy.sum``).
 
@@ -2269,7 +2285,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
       axis: an int, a tuple of ints or None (all axes).
       dtype: the accumulation and result dtype (default: bools and small integers widen to the
         default integer, other dtypes keep theirs).
-      out: ignored (JAX raises NotImplementedError for a non-None ``out``).
+      out: must be None (NotImplementedError otherwise, as in JAX).
       keepdims: keep the reduced axes with size 1.
       initial: a value added to the result.
       where: a bool mask broadcastable to ``a``; only True elements are summed.
@@ -2286,6 +2302,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
       Array([[ 5],
              [15]], dtype=int32)
     """
+    _no_out(out, "sum")
     a = asarray(a) if not _is_array(a) else a
     av = _aval(a)
     axes = _norm_axis(axis, av.ndim, "sum axis")
@@ -2306,7 +2323,7 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
       a: an array or number.
       axis: an int, a tuple of ints or None (all axes).
       dtype: the accumulation and result dtype (default as for ``sum``).
-      out: ignored (JAX raises NotImplementedError for a non-None ``out``).
+      out: must be None (NotImplementedError otherwise, as in JAX).
       keepdims: keep the reduced axes with size 1.
       initial: a value multiplied into the result.
       where: a bool mask broadcastable to ``a``; only True elements are multiplied.
@@ -2320,6 +2337,7 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
       >>> jnp.prod(x, axis=1)
       Array([  6, 120], dtype=int32)
     """
+    _no_out(out, "prod")
     a = asarray(a) if not _is_array(a) else a
     av = _aval(a)
     axes = _norm_axis(axis, av.ndim, "prod axis")
@@ -2339,11 +2357,11 @@ def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # no
     Arguments:
       a: an array or number.
       axis: an int, a tuple of ints or None (all axes).
-      out: ignored (JAX raises NotImplementedError for a non-None ``out``).
+      out: must be None (NotImplementedError otherwise, as in JAX).
       keepdims: keep the reduced axes with size 1.
       initial: a lower bound for the result; needed to reduce an empty axis.
-      where: a bool mask broadcastable to ``a``; only True elements count (JAX requires
-        ``initial`` with ``where`` and raises ValueError without it; functx does not).
+      where: a bool mask broadcastable to ``a``; only True elements count (it needs
+        ``initial``: ValueError without it, as in JAX).
     Returns:
       An Array of the reduced shape and ``a``'s dtype; NaN propagates.
     Example:
@@ -2356,6 +2374,7 @@ def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # no
       >>> jnp.max(x, axis=1, initial=4.0)
       Array([5., 4.], dtype=float32)
     """
+    _no_out(out, "max")
     a = asarray(a) if not _is_array(a) else a
     av = _aval(a)
     axes = _norm_axis(axis, av.ndim, "max axis")
@@ -2363,6 +2382,11 @@ def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # no
         raise FunctxValueError(
             f"max of an empty axis of {av.str_short()} has no identity; pass initial={_loc()}"
         )  # (JAX: ValueError)
+    if where is not None and initial is None:
+        raise FunctxValueError(
+            f"reduction operation max does not have an identity, so to use a where mask one "
+            f"has to specify 'initial'{_loc()}"
+        )
     if where is not None:
         a = _where3(
             where,
@@ -2387,11 +2411,11 @@ def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # no
     Arguments:
       a: an array or number.
       axis: an int, a tuple of ints or None (all axes).
-      out: ignored (JAX raises NotImplementedError for a non-None ``out``).
+      out: must be None (NotImplementedError otherwise, as in JAX).
       keepdims: keep the reduced axes with size 1.
       initial: an upper bound for the result; needed to reduce an empty axis.
-      where: a bool mask broadcastable to ``a``; only True elements count (JAX requires
-        ``initial`` with ``where`` and raises ValueError without it; functx does not).
+      where: a bool mask broadcastable to ``a``; only True elements count (it needs
+        ``initial``: ValueError without it, as in JAX).
     Returns:
       An Array of the reduced shape and ``a``'s dtype; NaN propagates.
     Example:
@@ -2403,6 +2427,7 @@ def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # no
       Array([[1.],
              [2.]], dtype=float32)
     """
+    _no_out(out, "min")
     a = asarray(a) if not _is_array(a) else a
     av = _aval(a)
     axes = _norm_axis(axis, av.ndim, "min axis")
@@ -2410,6 +2435,11 @@ def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # no
         raise FunctxValueError(
             f"min of an empty axis of {av.str_short()} has no identity; pass initial={_loc()}"
         )  # (JAX: ValueError)
+    if where is not None and initial is None:
+        raise FunctxValueError(
+            f"reduction operation min does not have an identity, so to use a where mask one "
+            f"has to specify 'initial'{_loc()}"
+        )
     if where is not None:
         a = _where3(
             where,
@@ -2437,7 +2467,7 @@ def any(a, axis=None, out=None, keepdims=False, where=None):  # noqa: A001
     Arguments:
       a: an array or number; nonzero counts as True.
       axis: an int, a tuple of ints or None (all axes).
-      out: ignored (JAX raises NotImplementedError for a non-None ``out``).
+      out: must be None (NotImplementedError otherwise, as in JAX).
       keepdims: keep the reduced axes with size 1.
       where: a bool mask broadcastable to ``a``; False elements are left out.
     Returns:
@@ -2447,6 +2477,7 @@ def any(a, axis=None, out=None, keepdims=False, where=None):  # noqa: A001
       >>> jnp.any(jnp.array([[0, 0], [0, 3]]), axis=1)
       Array([False,  True], dtype=bool)
     """
+    _no_out(out, "any")
     a = astype(a, bool_)
     av = _aval(a)
     axes = _norm_axis(axis, av.ndim, "any axis")
@@ -2460,7 +2491,7 @@ def all(a, axis=None, out=None, keepdims=False, where=None):  # noqa: A001
     Arguments:
       a: an array or number; nonzero counts as True.
       axis: an int, a tuple of ints or None (all axes).
-      out: ignored (JAX raises NotImplementedError for a non-None ``out``).
+      out: must be None (NotImplementedError otherwise, as in JAX).
       keepdims: keep the reduced axes with size 1.
       where: a bool mask broadcastable to ``a``; False elements are left out.
     Returns:
@@ -2470,6 +2501,7 @@ def all(a, axis=None, out=None, keepdims=False, where=None):  # noqa: A001
       >>> jnp.all(jnp.array([[1, 2], [0, 3]]), axis=1)
       Array([ True, False], dtype=bool)
     """
+    _no_out(out, "all")
     a = astype(a, bool_)
     av = _aval(a)
     axes = _norm_axis(axis, av.ndim, "all axis")
@@ -2489,7 +2521,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
       axis: an int, a tuple of ints or None (all axes).
       dtype: the result dtype (default: the default float for integers and bools; float16 and
         bfloat16 accumulate in float32).
-      out: ignored (JAX raises NotImplementedError for a non-None ``out``).
+      out: must be None (NotImplementedError otherwise, as in JAX).
       keepdims: keep the reduced axes with size 1.
       where: a bool mask broadcastable to ``a``; only True elements count.
     Returns:
@@ -2502,6 +2534,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
       >>> jnp.mean(x, axis=0)
       Array([2. , 3.5], dtype=float32)
     """
+    _no_out(out, "mean")
     a = asarray(a) if not _is_array(a) else a
     av = _aval(a)
     axes = _norm_axis(axis, av.ndim, "mean axis")
@@ -2518,21 +2551,36 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     return astype(true_divide(s, n), dt)
 
 
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
-    """Variance over the given axes (``jax.numpy.var``).
+_mean = mean
 
-    Differs from JAX: For complex input functx returns a complex value (the mean of the squared,
-    not the absolute squared, deviations); JAX returns the real one.
+
+def var(
+    a,
+    axis=None,
+    dtype=None,
+    out=None,
+    ddof=0,
+    keepdims=False,
+    *,
+    where=None,
+    mean=None,  # noqa: A002 (JAX's name; the function is _mean here)
+    correction=None,
+):
+    """Variance over the given axes (``jax.numpy.var``): the mean of ``|a - mean(a)|**2``.
 
     Arguments:
       a: an array or number.
       axis: an int, a tuple of ints or None (all axes).
-      dtype: the result dtype (default: the default float for integers and bools).
-      out: ignored (JAX raises NotImplementedError for a non-None ``out``).
+      dtype: the result dtype (default: the default float for integers and bools, the real
+        counterpart for complex input; a real ``dtype`` for complex input raises ValueError,
+        as in JAX).
+      out: must be None (NotImplementedError otherwise, as in JAX).
       ddof: delta degrees of freedom; the divisor is ``N - ddof``.
       keepdims: keep the reduced axes with size 1.
       where: a bool mask broadcastable to ``a``; only True elements count.
-      correction: the array API's name for ``ddof`` (overrides it when given).
+      mean: the mean of ``a`` (broadcastable against it, e.g. computed with
+        ``keepdims=True``), used instead of computing it.
+      correction: the array API's name for ``ddof`` (not both).
     Returns:
       An Array of the reduced shape.
     Example:
@@ -2542,17 +2590,44 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
       Array(1.25, dtype=float32)
       >>> jnp.var(x, ddof=1)
       Array(1.6666666, dtype=float32)
+      >>> jnp.var(jnp.array([1j, 1.0]))
+      Array(0.5, dtype=float32)
     """
+    _no_out(out, "var")
+    if correction is None:
+        correction = ddof
+    elif not isinstance(ddof, int) or ddof != 0:
+        raise FunctxValueError(f"ddof and correction can't be provided simultaneously.{_loc()}")
+    ddof = _v.number(correction, "var", "ddof")
     a = asarray(a) if not _is_array(a) else a
-    ddof = _v.number(ddof if correction is None else correction, "var", "ddof")
     av = _aval(a)
     axes = _norm_axis(axis, av.ndim, "var axis")
-    dt = _dt(dtype, None, "var") if dtype is not None else _inexact(av.dtype)
+    if dtype is not None:
+        dt = _dt(dtype, None, "var")
+        if av.dtype in dtypes.COMPLEX and dt not in dtypes.COMPLEX:
+            raise FunctxValueError(
+                "jax.numpy.var does not yet support real dtype parameters when computing the "
+                f"variance of an array of complex values{_loc()}"
+            )
+    else:
+        dt = _inexact(av.dtype)
+        if dt in dtypes.COMPLEX:
+            dt = np.dtype(np.zeros((), dt).real.dtype)
     acc = dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
+    if av.dtype in dtypes.COMPLEX and acc not in dtypes.COMPLEX:
+        acc = _inexact(av.dtype)
     a = astype(a, acc)
-    mu = mean(a, axes, keepdims=True, where=where)
+    if mean is None:
+        mu = _mean(a, axes, keepdims=True, where=where)
+    else:
+        mu = astype(mean, acc)
     c = subtract(a, mu)
-    sq = multiply(c, c)
+    if acc in dtypes.COMPLEX:
+        # |c|**2, real: the variance of complex values is real, as in JAX and NumPy.
+        sq = ops.real(ops.mul(c, ops.conj(c)))
+        acc = _aval(sq).dtype
+    else:
+        sq = multiply(c, c)
     # Like JAX: no degrees of freedom left (ddof >= the count) gives NaN, not a negative or
     # infinite variance.
     if where is None:
@@ -2570,29 +2645,44 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     return astype(_where3(ok, true_divide(s, safe), full((), np.nan, acc)), dt)
 
 
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
+def std(
+    a,
+    axis=None,
+    dtype=None,
+    out=None,
+    ddof=0,
+    keepdims=False,
+    *,
+    where=None,
+    mean=None,  # noqa: A002 (JAX's name)
+    correction=None,
+):
     """Standard deviation over the given axes (``jax.numpy.std``): ``sqrt(var(...))``.
-
-    Differs from JAX: For complex input functx returns a complex value (the mean of the squared,
-    not the absolute squared, deviations); JAX returns the real one.
 
     Arguments:
       a: an array or number.
       axis: an int, a tuple of ints or None (all axes).
-      dtype: the result dtype (default: the default float for integers and bools).
-      out: ignored (JAX raises NotImplementedError for a non-None ``out``).
+      dtype: the result dtype (default: the default float for integers and bools, the real
+        counterpart for complex input).
+      out: must be None (NotImplementedError otherwise, as in JAX).
       ddof: delta degrees of freedom; the divisor is ``N - ddof``.
       keepdims: keep the reduced axes with size 1.
       where: a bool mask broadcastable to ``a``; only True elements count.
-      correction: the array API's name for ``ddof`` (overrides it when given).
+      mean: the mean of ``a`` (broadcastable against it), used instead of computing it.
+      correction: the array API's name for ``ddof`` (not both).
     Returns:
       An Array of the reduced shape.
     Example:
       >>> import functx.numpy as jnp
       >>> jnp.std(jnp.array([[1.0, 3.0], [2.0, 2.0]]), axis=1)
       Array([1., 0.], dtype=float32)
+      >>> jnp.std(jnp.array([1j, -1j]))
+      Array(1., dtype=float32)
     """
-    return sqrt(var(a, axis, dtype, None, ddof, keepdims, where=where, correction=correction))
+    _no_out(out, "std")
+    return sqrt(
+        var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean, correction=correction)
+    )
 
 
 def average(a, axis=None, weights=None, returned=False, keepdims=False):
@@ -2654,6 +2744,7 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
 
 def _argreduce(fn, name):
     def f(a, axis=None, out=None, keepdims=False):
+        _no_out(out, name)
         a = asarray(a) if not _is_array(a) else a
         av = _aval(a)
         if axis is None:
@@ -2674,7 +2765,7 @@ argmax.__doc__ = """Index of the largest element along an axis (``jax.numpy.argm
 Arguments:
   a: an array or number.
   axis: the axis to reduce, or None for the index into the flattened array.
-  out: ignored (JAX raises NotImplementedError for a non-None ``out``).
+  out: must be None (NotImplementedError otherwise, as in JAX).
   keepdims: keep the reduced axis with size 1.
 Returns:
   An Array of the default integer dtype; the first index wins ties, and a NaN counts as
@@ -2693,7 +2784,7 @@ argmin.__doc__ = """Index of the smallest element along an axis (``jax.numpy.arg
 Arguments:
   a: an array or number.
   axis: the axis to reduce, or None for the index into the flattened array.
-  out: ignored (JAX raises NotImplementedError for a non-None ``out``).
+  out: must be None (NotImplementedError otherwise, as in JAX).
   keepdims: keep the reduced axis with size 1.
 Returns:
   An Array of the default integer dtype; the first index wins ties, and a NaN counts as
@@ -2725,12 +2816,13 @@ def count_nonzero(a, axis=None, keepdims=False):
     return sum(not_equal(a, 0), axis, keepdims=keepdims)
 
 
-def ptp(a, axis=None, keepdims=False):
+def ptp(a, axis=None, out=None, keepdims=False):
     """Peak to peak, ``max - min``, over the given axes (``jax.numpy.ptp``).
 
     Arguments:
       a: an array or number.
       axis: an int, a tuple of ints or None (all axes).
+      out: must be None (NotImplementedError otherwise, as in JAX).
       keepdims: keep the reduced axes with size 1.
     Returns:
       An Array of the reduced shape and ``a``'s dtype.
@@ -2739,11 +2831,13 @@ def ptp(a, axis=None, keepdims=False):
       >>> jnp.ptp(jnp.array([[4, 9, 2], [1, 1, 1]]), axis=1)
       Array([7, 0], dtype=int32)
     """
+    _no_out(out, "ptp")
     return subtract(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
 
 
 def _cumulative(lax_fn, name):
-    def f(a, axis=None, dtype=None):
+    def f(a, axis=None, dtype=None, out=None):
+        _no_out(out, name)
         a = asarray(a) if not _is_array(a) else a
         if axis is None:
             a = ravel(a)
@@ -2777,6 +2871,7 @@ Arguments:
   axis: the axis, or None to accumulate the flattened array.
   dtype: the accumulation and result dtype (default: bools accumulate in the default
     integer, other dtypes keep theirs, as in JAX).
+  out: must be None (NotImplementedError otherwise, as in JAX).
 Returns:
   An Array of ``a``'s shape (1-D when ``axis`` is None).
 Example:
@@ -2796,6 +2891,7 @@ Arguments:
   axis: the axis, or None to accumulate the flattened array.
   dtype: the accumulation and result dtype (default: bools accumulate in the default
     integer, other dtypes keep theirs, as in JAX).
+  out: must be None (NotImplementedError otherwise, as in JAX).
 Returns:
   An Array of ``a``'s shape (1-D when ``axis`` is None).
 Example:
@@ -2814,12 +2910,12 @@ def _cumulative_api(fn, name, identity, promote=True):
         x = asarray(x) if not _is_array(x) else x
         av = _aval(x)
         if av.ndim == 0:
-            raise FunctxTypeError(
+            raise FunctxValueError(
                 f"{name} needs an array of rank >= 1, got {av.str_short()}{_loc()}"
             )
         if axis is None:
             if av.ndim > 1:
-                raise FunctxTypeError(
+                raise FunctxValueError(
                     f"{name}: axis must be given for an array of rank {av.ndim}{_loc()}"
                 )
             x = ravel(x)
@@ -2852,8 +2948,7 @@ cumulative_sum.__doc__ = """Cumulative sum along an axis (``jax.numpy.cumulative
 
 Arguments:
   x: an array of rank >= 1.
-  axis: the axis; may be None only for a 1-D array (else functx raises TypeError where
-    JAX raises ValueError).
+  axis: the axis; may be None only for a 1-D array (ValueError otherwise, as in JAX).
   dtype: the accumulation and result dtype (default: bools and small integers widen to the default
     integer, as for ``sum``).
   include_initial: start the result with the identity (so the axis grows by 1).
@@ -2873,8 +2968,7 @@ cumulative_prod.__doc__ = """Cumulative product along an axis (``jax.numpy.cumul
 
 Arguments:
   x: an array of rank >= 1.
-  axis: the axis; may be None only for a 1-D array (else functx raises TypeError where
-    JAX raises ValueError).
+  axis: the axis; may be None only for a 1-D array (ValueError otherwise, as in JAX).
   dtype: the accumulation and result dtype (default: bools accumulate in the default integer,
     other dtypes keep theirs).
   include_initial: start the result with the identity (so the axis grows by 1).
@@ -2958,7 +3052,8 @@ def size(a, axis=None):
 
     Arguments:
       a: an array, number or nested list.
-      axis: None for all elements, or one axis (functx also takes a tuple of axes).
+      axis: None for all elements, an axis or a sequence of distinct axes (their lengths
+        multiply).
     Returns:
       An int.
     Example:
@@ -2969,7 +3064,9 @@ def size(a, axis=None):
       3
     """
     av = _aval(a)
-    return av.size if axis is None else av.shape[axis]
+    if axis is None:
+        return av.size
+    return math.prod(av.shape[i] for i in _v.axes(axis, av.ndim, "size", sort=False))
 
 
 def reshape(a, shape, order="C", *, copy=None):
@@ -3324,12 +3421,13 @@ def concat(arrays, /, *, axis=0):
     return concatenate(arrays, axis)
 
 
-def stack(arrays, axis=0, dtype=None):
+def stack(arrays, axis=0, out=None, dtype=None):
     """Join arrays along a new axis (``jax.numpy.stack``).
 
     Arguments:
       arrays: a sequence of arrays of one shape.
       axis: the new axis's position in the result.
+      out: must be None (NotImplementedError otherwise, as in JAX).
       dtype: the result dtype (default: the promoted dtype).
     Returns:
       An Array of rank one more than the inputs'.
@@ -3339,6 +3437,7 @@ def stack(arrays, axis=0, dtype=None):
       Array([[1, 3],
              [2, 4]], dtype=int32)
     """
+    _no_out(out, "stack")
     arrays = [asarray(a) if not _is_array(a) else a for a in arrays]
     if not arrays:
         raise FunctxTypeError(f"stack needs at least one array{_loc()}")
@@ -3434,12 +3533,11 @@ _MAX_SECTIONS = 2**24  # split's outputs are Python lists: more would exhaust me
 def split(ary, indices_or_sections, axis=0):
     """Split an array into pieces along an axis (``jax.numpy.split``).
 
-    Differs from JAX: Negative or decreasing split indices follow NumPy; JAX rejects them.
-
     Arguments:
       ary: an array.
       indices_or_sections: an int N (N equal pieces; the axis must divide evenly) or a
-        sequence of split indices.
+        sequence of non-decreasing split indices in ``[0, len]`` (negative, decreasing or
+        too large indices raise ValueError, as in JAX; NumPy takes them).
       axis: the axis to split.
     Returns:
       A list of Arrays.
@@ -3456,7 +3554,9 @@ def split(ary, indices_or_sections, axis=0):
     n = av.shape[axis]
     if _v.is_int_like(indices_or_sections):
         k = _v.integer(indices_or_sections, "split", "indices_or_sections")
-        if k <= 0:
+        if k == 0:  # JAX: ZeroDivisionError (this class is also a ValueError)
+            raise FunctxZeroDivisionError(f"split: the number of sections is 0{_loc()}")
+        if k < 0:
             raise FunctxValueError(f"split: the number of sections must be > 0, got {k}{_loc()}")
         if k > _MAX_SECTIONS:
             raise FunctxOverflowError(
@@ -3478,8 +3578,14 @@ def split(ary, indices_or_sections, axis=0):
                 f"ints, got {indices_or_sections!r}{_loc()}"
             )
         idx = [_v.integer(i, "split", "index") for i in indices_or_sections]
-        # NumPy's rules: negative indices count from the end, then clip into [0, n].
-        bounds = [0] + [builtins.min(builtins.max(i + n if i < 0 else i, 0), n) for i in idx] + [n]
+        # JAX's rule: the pieces' sizes (the differences of 0, the indices, n) are >= 0.
+        bounds = [0, *idx, n]
+        sizes = [bounds[i + 1] - bounds[i] for i in range(len(bounds) - 1)]
+        if builtins.any(d < 0 for d in sizes):
+            raise FunctxValueError(
+                f"split: sizes passed to split must be nonnegative, got {sizes} (the indices "
+                f"must be non-decreasing, in [0, {n}]){_loc()}"
+            )
     return [
         ops.slice_in_dim(ary, bounds[i], builtins.max(bounds[i + 1], bounds[i]), 1, axis)
         for i in range(len(bounds) - 1)
@@ -3505,7 +3611,9 @@ def array_split(ary, indices_or_sections, axis=0):
         ary = asarray(ary) if not _is_array(ary) else ary
         n = _aval(ary).shape[_canon_axis(axis, _aval(ary).ndim, "array_split axis")]
         k = _v.integer(indices_or_sections, "array_split", "indices_or_sections")
-        if k <= 0:
+        if k == 0:  # JAX: ZeroDivisionError (this class is also a ValueError)
+            raise FunctxZeroDivisionError(f"array_split: the number of sections is 0{_loc()}")
+        if k < 0:
             raise FunctxValueError(
                 f"array_split: the number of sections must be > 0, got {k}{_loc()}"
             )
@@ -3829,18 +3937,19 @@ def _pad_width(pad_width, av):
     return [(int(lo), int(hi)) for lo, hi in pw]
 
 
-def pad(array, pad_width, mode="constant", constant_values=0):
+def pad(array, pad_width, mode="constant", **kwargs):
     """Pad an array (``jax.numpy.pad``).
 
     Differs from JAX: JAX's modes 'linear_ramp', 'maximum', 'mean', 'median', 'minimum' and
-    'empty' raise UnsupportedError; the keywords stat_length, reflect_type and end_values are
-    not accepted (TypeError).
+    'empty', and ``reflect_type='odd'``, raise UnsupportedError. A keyword the mode does not
+    take (``stat_length`` with 'constant', ...) raises ValueError, as in JAX.
 
     Arguments:
       array: an array or number.
       pad_width: an int, a ``(before, after)`` pair, or one pair per axis (non-negative).
       mode: ``'constant'``, ``'edge'``, ``'wrap'``, ``'reflect'`` or ``'symmetric'``.
-      constant_values: the fill value(s) for ``'constant'``, in NumPy's forms.
+      kwargs: the mode's keywords: ``constant_values`` (``'constant'``: the fill value,
+        default 0), ``reflect_type`` (``'reflect'``/``'symmetric'``: only ``'even'``).
     Returns:
       An Array whose axes grew by the padding.
     Example:
@@ -3857,6 +3966,28 @@ def pad(array, pad_width, mode="constant", constant_values=0):
         raise FunctxValueError(
             f"pad: unknown mode {mode!r}; the modes are {', '.join(map(repr, _PAD_MODES))}{_loc()}"
         )
+    allowed = {
+        "constant": {"constant_values"},
+        "linear_ramp": {"end_values"},
+        "maximum": {"stat_length"},
+        "mean": {"stat_length"},
+        "median": {"stat_length"},
+        "minimum": {"stat_length"},
+        "reflect": {"reflect_type"},
+        "symmetric": {"reflect_type"},
+    }.get(mode, set())
+    unsupported = set(kwargs) - allowed
+    if unsupported:
+        raise FunctxValueError(
+            f"unsupported keyword arguments for mode '{mode}': {unsupported}{_loc()}"
+        )
+    constant_values = kwargs.get("constant_values", 0)
+    if kwargs.get("reflect_type", "even") != "even":
+        if kwargs["reflect_type"] != "odd":
+            raise FunctxValueError(
+                f"pad: reflect_type must be 'even' or 'odd', got {kwargs['reflect_type']!r}{_loc()}"
+            )
+        raise UnsupportedError(f"pad: reflect_type='odd' is not supported by functx{_loc()}")
     if mode not in ("constant", "edge", "wrap", "reflect", "symmetric"):
         raise UnsupportedError(
             f"pad: mode {mode!r} is not supported by functx; use 'constant', "
@@ -3903,15 +4034,26 @@ def pad(array, pad_width, mode="constant", constant_values=0):
 # --- indexing helpers ----------------------------------------------------------------------------
 # (They index through the arrays' own ``[]`` and ``.at[].get``, which call functx.numpy.indexing:
 # that module builds on this one.)
-def take(a, indices, axis=None, mode=None, fill_value=None):
+def take(
+    a,
+    indices,
+    axis=None,
+    out=None,
+    mode=None,
+    unique_indices=False,
+    indices_are_sorted=False,
+    fill_value=None,
+):
     """Take elements along an axis by index (``jax.numpy.take``).
 
     Arguments:
       a: an array.
       indices: an integer array of indices.
       axis: the axis, or None to index the flattened array.
+      out: must be None (NotImplementedError otherwise, as in JAX).
       mode: ``'fill'`` (default: out-of-range indices give ``fill_value``), ``'clip'`` or
         ``'wrap'``; ``'raise'`` is unsupported, as in JAX.
+      unique_indices, indices_are_sorted: hints, accepted and unused (as on JAX's CPU).
       fill_value: the value for out-of-range indices under ``'fill'`` (default: NaN for
         inexact dtypes, the dtype's extreme value otherwise).
     Returns:
@@ -3924,6 +4066,7 @@ def take(a, indices, axis=None, mode=None, fill_value=None):
       >>> jnp.take(x, jnp.array([2, 0, 5]), mode='clip')
       Array([30., 10., 30.], dtype=float32)
     """
+    _no_out(out, "take")
     a = asarray(a) if not _is_array(a) else a
     if mode == "raise":
         raise UnsupportedError(
@@ -4081,8 +4224,8 @@ def diag(v, k=0):
       v: a 1-D array (the diagonal to place) or a 2-D array (the matrix to read).
       k: the diagonal's offset (positive: above the main one).
     Returns:
-      A 2-D Array for a 1-D ``v``, a 1-D Array for a 2-D ``v``; other ranks raise TypeError
-      (JAX: ValueError).
+      A 2-D Array for a 1-D ``v``, a 1-D Array for a 2-D ``v``; other ranks raise ValueError,
+      as in JAX.
     Example:
       >>> import functx.numpy as jnp
       >>> jnp.diag(jnp.array([1, 2]))
@@ -4103,10 +4246,10 @@ def diag(v, k=0):
         return where(equal(c - r, k), src, zeros((), v.dtype))
     if v.ndim == 2:
         return diagonal(v, k)
-    raise FunctxTypeError(f"diag takes a rank 1 or 2 array, got {v.aval.str_short()}{_loc()}")
+    raise FunctxValueError(f"diag takes a rank 1 or 2 array, got {v.aval.str_short()}{_loc()}")
 
 
-def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     """Sum along a diagonal (``jax.numpy.trace``).
 
     Arguments:
@@ -4114,6 +4257,7 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
       offset: the diagonal's offset.
       axis1, axis2: the two axes that form the matrices.
       dtype: the accumulation and result dtype (default as for ``sum``).
+      out: must be None (NotImplementedError otherwise, as in JAX).
     Returns:
       An Array of ``a``'s shape without ``axis1`` and ``axis2``.
     Example:
@@ -4121,6 +4265,7 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
       >>> jnp.trace(jnp.arange(9).reshape(3, 3))
       Array(12, dtype=int32)
     """
+    _no_out(out, "trace")
     return sum(diagonal(a, offset, axis1, axis2), -1, dtype)
 
 
@@ -4280,10 +4425,8 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
 
 
 def vdot(a, b, *, precision=None, preferred_element_type=None):
-    """Dot product of the flattened arrays (``jax.numpy.vdot``).
-
-    Differs from JAX: functx does not yet conjugate a complex ``a``, as JAX does: for complex
-    inputs use ``jnp.vdot(jnp.conj(a), b)``.
+    """Dot product of the flattened arrays, conjugating a complex ``a``
+    (``jax.numpy.vdot``).
 
     Arguments:
       a, b: arrays of the same size.
@@ -4295,22 +4438,26 @@ def vdot(a, b, *, precision=None, preferred_element_type=None):
       >>> import functx.numpy as jnp
       >>> jnp.vdot(jnp.array([[1, 2], [3, 4]]), jnp.array([[1, 0], [0, 1]]))
       Array(5, dtype=int32)
+      >>> jnp.vdot(jnp.array([1 + 2j, 3j]), jnp.array([1, 1j]))
+      Array(4.-2.j, dtype=complex64)
     """
+    a = asarray(a) if not _is_array(a) else a
+    if _aval(a).dtype in dtypes.COMPLEX:
+        a = ops.conj(a)
     return dot(
         ravel(a), ravel(b), precision=precision, preferred_element_type=preferred_element_type
     )
 
 
-def vecdot(x1, x2, /, *, axis=-1, preferred_element_type=None):
-    """Dot products of vectors along an axis (``jax.numpy.vecdot``).
-
-    Differs from JAX: functx does not yet conjugate a complex ``x1``, as JAX does: for complex
-    inputs use ``jnp.vecdot(jnp.conj(x1), x2)``.
+def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
+    """Dot products of vectors along an axis, conjugating a complex ``x1``
+    (``jax.numpy.vecdot``).
 
     Arguments:
       x1, x2: arrays, broadcast together off ``axis`` (their lengths along it must match);
-        complex ``x1`` is conjugated in JAX, not yet in functx.
+        a complex ``x1`` is conjugated.
       axis: the axis to contract.
+      precision: accepted for JAX's signature (the products are elementwise).
       preferred_element_type: the accumulation and result dtype (default: the promoted dtype).
     Returns:
       An Array of the broadcast shape without ``axis``; the dtype is the promoted input dtype
@@ -4319,6 +4466,8 @@ def vecdot(x1, x2, /, *, axis=-1, preferred_element_type=None):
       >>> import functx.numpy as jnp
       >>> jnp.vecdot(jnp.array([[1, 2], [3, 4]]), jnp.array([1, 1]))
       Array([3, 7], dtype=int32)
+      >>> jnp.vecdot(jnp.array([1j]), jnp.array([1j]))
+      Array(1.+0.j, dtype=complex64)
     """
     x1, x2 = _promote_dot("vecdot", x1, x2)
     s1, s2 = _aval(x1).shape, _aval(x2).shape
@@ -4338,6 +4487,8 @@ def vecdot(x1, x2, /, *, axis=-1, preferred_element_type=None):
         if preferred_element_type is None
         else dtypes.canonicalize(preferred_element_type)
     )
+    if _aval(x1).dtype in dtypes.COMPLEX:
+        x1 = ops.conj(x1)
     return sum(multiply(astype(x1, dt), astype(x2, dt)), axis=axis, dtype=dt)
 
 
@@ -4368,11 +4519,12 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
     )
 
 
-def outer(a, b):
+def outer(a, b, out=None):
     """Outer product of the flattened inputs (``jax.numpy.outer``).
 
     Arguments:
       a, b: arrays or numbers (flattened).
+      out: must be None (NotImplementedError otherwise, as in JAX).
     Returns:
       A 2-D Array of shape ``(a.size, b.size)``.
     Example:
@@ -4381,6 +4533,7 @@ def outer(a, b):
       Array([[  1,  10, 100],
              [  2,  20, 200]], dtype=int32)
     """
+    _no_out(out, "outer")
     a, b = ravel(asarray(a)), ravel(asarray(b))
     return multiply(a[:, None], b[None, :])
 
