@@ -44,6 +44,7 @@ from typing import NamedTuple
 import numpy as np
 
 from functx import dtypes, ops, primitives as P
+from functx._window import padtype_to_pads as _string_pads
 from functx.errors import FunctxTypeError, FunctxValueError
 from functx.source_info import where as _loc
 from functx.tracing import get_aval
@@ -173,24 +174,6 @@ def conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers):
                 f"{tuple(rhs_shape)}.{_loc()}"
             )
     return ConvDimensionNumbers(*conv_general_permutations(dimension_numbers))
-
-
-def _string_pads(in_shape, window, strides, padding):
-    """The (low, high) pairs of the padding string ``padding`` ('SAME', 'SAME_LOWER', 'VALID')
-    for spatial sizes ``in_shape``, windows ``window`` and ``strides``."""
-    kind = padding.upper()
-    if kind == "VALID":
-        return [(0, 0)] * len(in_shape)
-    if kind not in ("SAME", "SAME_LOWER"):
-        raise RuntimeError(
-            f"Unrecognized padding type: expected 'VALID', 'SAME', or 'SAME_LOWER', got {padding}."
-        )
-    pads = []
-    for n, k, s in zip(in_shape, window, strides):
-        total = max((-(-n // s) - 1) * s + k - n, 0)
-        small, big = total // 2, total - total // 2
-        pads.append((small, big) if kind == "SAME" else (big, small))
-    return pads
 
 
 def _dilate(n, d):
@@ -753,6 +736,62 @@ def conv_general_dilated_patches(
     )
 
 
+def conv_general_dilated_local(
+    lhs,
+    rhs,
+    window_strides,
+    padding,
+    filter_shape,
+    lhs_dilation=None,
+    rhs_dilation=None,
+    dimension_numbers=None,
+    precision=None,
+):
+    """A locally connected ("unshared") convolution, like ``jax.lax.conv_general_dilated_local``:
+    each output position has its own kernel. The patches of ``conv_general_dilated_patches``
+    times the kernel of their position, summed over features and window taps.
+
+    Arguments:
+      lhs: the input, of rank ``n + 2``.
+      rhs: the kernels, in the kernel layout of ``dimension_numbers``: output features, input
+        features ``C * prod(filter_shape)`` (feature-major, then taps), and the OUTPUT's spatial
+        sizes.
+      window_strides: ``n`` strides.
+      padding: 'SAME', 'SAME_LOWER', 'VALID' or ``(low, high)`` pairs.
+      filter_shape: the ``n`` spatial sizes of the window.
+      lhs_dilation: input dilations, or None.
+      rhs_dilation: window dilations, or None.
+      dimension_numbers: as ``conv_general_dilated``.
+      precision: as ``dot_general``.
+
+    Returns:
+      The convolution, in the output layout.
+
+    Example:
+      >>> import functx as fx
+      >>> x = fx.numpy.arange(4.0).reshape(1, 1, 4)
+      >>> k = fx.numpy.array([[[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]]])  # (O, C * 2 taps, 3 outputs)
+      >>> fx.lax.conv_general_dilated_local(x, k, (1,), "VALID", (2,))
+      Array([[[0., 2., 5.]]], dtype=float32)
+    """
+    lhs, rhs = _as_array(lhs), _as_array(rhs)
+    filter_shape = tuple(filter_shape)
+    patches = conv_general_dilated_patches(
+        lhs, filter_shape, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers
+    )
+    _, rhs_spec, out_spec = conv_dimension_numbers(
+        get_aval(lhs).shape, (1, 1, *filter_shape), dimension_numbers
+    )
+    nsp = len(filter_shape)
+    dn = (((out_spec[1],), (rhs_spec[1],)), (tuple(out_spec[2:]), tuple(rhs_spec[2:])))
+    y = ops.dot_general(patches, rhs, dn, precision=precision)  # (spatial..., N, O)
+    perm = [0] * (nsp + 2)
+    perm[out_spec[0]], perm[out_spec[1]] = nsp, nsp + 1
+    for i in range(nsp):
+        perm[out_spec[2 + i]] = i
+    return ops.transpose(y, tuple(perm))
+
+
 def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count=1):
     """The output shape of a convolution in the canonical ``(N, C, spatial...)`` /
     ``(O, I, spatial...)`` layout, like ``jax.lax.conv_shape_tuple``.
@@ -858,6 +897,7 @@ __all__ = [
     "conv",
     "conv_dimension_numbers",
     "conv_general_dilated",
+    "conv_general_dilated_local",
     "conv_general_dilated_patches",
     "conv_general_permutations",
     "conv_general_shape_tuple",

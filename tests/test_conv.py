@@ -342,6 +342,21 @@ def test_wrappers_match_jax():
     ):
         a = xn if kw.get("dimension_numbers") else x
         p.add("conv_general_dilated_patches", (a,), (3, 2), **kw)
+        # the locally connected convolution: one kernel per output position
+        shape = flax.conv_general_dilated_patches(a, (3, 2), **kw).shape
+        dn = flax.conv_dimension_numbers(a.shape, (1, 1, 3, 2), kw.get("dimension_numbers"))
+        rc = (2, shape[dn.out_spec[1]], *(shape[i] for i in dn.out_spec[2:]))
+        r = np.transpose(rng.standard_normal(rc), np.argsort(dn.rhs_spec))
+        p.add(
+            "conv_general_dilated_local",
+            (a, r),
+            kw["window_strides"],
+            kw["padding"],
+            (3, 2),
+            kw.get("lhs_dilation"),
+            kw.get("rhs_dilation"),
+            kw.get("dimension_numbers"),
+        )
     p.check()
     assert flax.conv_dimension_numbers(x.shape, w.shape, ("NHWC", "OIHW", "NCHW")) == tuple(
         jlax.conv_dimension_numbers(x.shape, w.shape, ("NHWC", "OIHW", "NCHW"))

@@ -50,3 +50,16 @@ def test_broadcast_and_associative_reduce():
     assert ftu.tree_reduce_associative(max, [], identity=-1) == -1
     with pytest.raises(TypeError, match="identity"):
         ftu.tree_reduce_associative(max, [None])
+
+
+def test_jax_tree_names():
+    import jax.tree as jt
+
+    import functx.tree as ft
+
+    prefix, full = [1, {"a": 2}], [(3, 4), {"a": [5, 6]}]
+    assert ft.broadcast(prefix, full) == jt.broadcast(prefix, full)
+    tree = {"x": "a", "y": ("b", "c")}
+    assert ft.reduce_associative(lambda a, b: a + b, tree) == jt.reduce_associative(
+        lambda a, b: a + b, tree
+    )

@@ -100,6 +100,8 @@ def test_set_operations_with_size_as_jax():
     for (name, size, fill), want in SIZED.items():
         compare(lambda m, a, b: getattr(m, name)(a, b, size=size, fill_value=fill), A, B, ref=want)
     compare(lambda m, a, b: m.setdiff1d(b, a, size=3, fill_value=-1), A, B, ref=[0, 8, -1])
+    compare(lambda m, a, b: m.union1d(b, a, size=3), A, B, ref=[0, 1, 2])
+    compare(lambda m, a, b: m.setxor1d(b, a, size=3), A, B, ref=[0, 1, 2])
     idx = ([3, 5, 3, 3], [0, 4, 8, 8], [1, 0, 5, 5])
     compare(lambda m, a, b: m.intersect1d(a, b, return_indices=True, size=4), A, B, ref=idx)
     compare(lambda m, a, b: m.isin(a.reshape(2, 4), b), A, B)
@@ -528,3 +530,26 @@ def test_docstrings():
         doc = obj.__doc__ or ""
         assert "Arguments:" in doc and "Returns:" in doc and "Example:" in doc, name
     assert doctest.testmod(extra, optionflags=doctest.NORMALIZE_WHITESPACE).failed == 0
+
+
+def test_roots_and_poly_of_a_matrix():
+    for p in ([1.0, -3.0, 2.0], [0.0, 0.0, 1.0, -3.0, 2.0], [2.0, 0.0, 1.0], [5.0], [0.0, 0.0]):
+        p = np.array(p)
+        got = np.sort_complex(np.asarray(fjnp.roots(p)))
+        np.testing.assert_allclose(got, np.sort_complex(np.roots(p)), rtol=1e-10, atol=1e-12)
+        assert got.dtype == np.complex128
+    # strip_zeros=False traces (JAX's rule: a NaN root per leading zero, placed last)
+    p = np.array([0.0, 0.0, 1.0, -3.0, 2.0])
+    out = np.asarray(fjnp.roots(p, strip_zeros=False))
+    np.testing.assert_allclose(np.sort_complex(out[:2]), [1, 2], rtol=1e-12)
+    assert np.isnan(out[2:]).all()
+    t = jax.eval_shape(lambda p: jjnp.roots(p, strip_zeros=False), p)
+    assert (out.shape, out.dtype) == (t.shape, t.dtype)
+    jaxpr = functx.make_jaxpr(lambda p: fjnp.roots(p, strip_zeros=False))(p)
+    assert "eig" in str(jaxpr)
+    with pytest.raises(ConcretizationTypeError):
+        functx.make_jaxpr(fjnp.roots)(p)
+    with x64_off():
+        assert fjnp.roots(np.array([1.0, -1.0])).dtype == np.complex64
+    m = np.array([[1.0, 2.0], [3.0, 4.0]])
+    np.testing.assert_allclose(np.asarray(fjnp.poly(m)), np.poly(m), rtol=1e-10)
