@@ -93,3 +93,22 @@ def test_branch_free_prelude_helpers_keep_edge_cases():
         np.testing.assert_array_equal(g, w)
         if g.dtype == np.float32:
             assert np.array_equal(np.signbit(g), np.signbit(w))
+
+
+def _transposes(a, b, c):
+    return a.T + 1, b.transpose(0, 2, 1) * c, (a.T * 2).astype(np.int32), b.transpose(2, 0, 1)
+
+
+def test_transpose_copies_are_tiled_and_exact():
+    # sizes that are not multiples of the tiles; a broadcast operand; a cast
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((130, 150)).astype(np.float32)
+    b = rng.standard_normal((3, 40, 150)).astype(np.float32)
+    c = rng.standard_normal((150, 1)).astype(np.float32)
+    exe = functx.jit(_transposes).lower(a, b, c).executable
+    assert exe.source.count("a transpose)") >= 3
+    got = functx.jit(_transposes)(a, b, c)
+    want = _transposes(a, b, c)
+    for g, w in zip(got, want):
+        assert np.asarray(g).dtype == w.dtype
+        np.testing.assert_array_equal(np.asarray(g), w)
