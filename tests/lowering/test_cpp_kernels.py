@@ -112,3 +112,13 @@ def test_transpose_copies_are_tiled_and_exact():
     for g, w in zip(got, want):
         assert np.asarray(g).dtype == w.dtype
         np.testing.assert_array_equal(np.asarray(g), w)
+
+
+def test_reduction_of_a_transposed_operand_keeps_the_row_loop():
+    a = np.random.default_rng(4).standard_normal((40, 30)).astype(np.float32)
+    f = lambda a: (a.T.sum(0), a.sum(0))  # noqa: E731
+    src = functx.jit(f).lower(a).executable.source
+    assert src.count("columns at a time") == 1  # (a.sum(0) only)
+    got = functx.jit(f)(a)
+    np.testing.assert_allclose(np.asarray(got[0]), a.sum(1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(got[1]), a.sum(0), rtol=1e-5, atol=1e-5)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import sympy
 
 from functx import dtypes
 from functx.lowering.cpp.emit import (
@@ -18,7 +19,7 @@ from functx.lowering.cpp.emit import (
     _store,
     compute_type,
 )
-from functx.lowering.loopir import Op, costly, flat_offset, subexprs
+from functx.lowering.loopir import E, Load, Op, costly, flat_offset, subexprs
 from functx.lowering.schedule import Kernel, KernelCtx
 from functx.primitives.reduce import ARG, SEMANTICS, identity
 
@@ -171,8 +172,24 @@ def _render_columns(prog, k: Kernel):
     prog.body += lines
 
 
+def _walks_last(k: Kernel) -> bool:
+    """Whether a load of the reduction's operand is contiguous along the last (kept) axis: the
+    column loop then streams it (a transposed operand keeps the row loop)."""
+    ctx = KernelCtx(k, k.row_vars())
+    last = k.row_vars()[-1]
+    for r in k.passes[0]:
+        for x in subexprs(r.params["operand"].load(k.full_index(), ctx)):
+            if isinstance(x, Load) and not isinstance(x.offset, E):
+                try:
+                    if sympy.sympify(x.offset).diff(last) == 1:
+                        return True
+                except (TypeError, ValueError, AttributeError):
+                    continue
+    return False
+
+
 def render(prog, k: Kernel):
-    if math.prod(k.row_shape) and _columns(k):
+    if math.prod(k.row_shape) and _columns(k) and _walks_last(k):
         return _render_columns(prog, k)
     rows = k.row_shape
     inner = k.inner_shape
