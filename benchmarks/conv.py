@@ -10,6 +10,28 @@ The gradient is ``grad`` of ``sum(conv(x, w) * g)`` with respect to ``x`` and ``
 runs in a process of its own (``--only``), the libraries alternate over ``--rounds`` rounds and
 the figure is the median of all timed calls; every result is checked against a float64 NumPy
 reference. ``--quick`` uses N = 2 and a (2, 1024, 256) conv1d.
+
+``--gpu`` (a CUDA machine): functx's ``jit`` on GPU arrays (the Triton backend), ``jax.jit`` on
+JAX's default (GPU) device and torch (eager cuDNN, or torch.compile with ``--torch``); each call
+ends with the library's synchronisation instead of a copy to the host, and the products run at
+each library's default precision (TF32 for functx and JAX), so the check against the float64
+reference is loosened to 1e-2.
+
+Figures (2026-11-26, this 2-core x86_64 machine under heavy load from other processes, load
+average ~11, so noisy; ``--rounds 2 --reps 3``, medians, ms per call):
+
+    conv3x3 (8, 64, 64, 64)  functx forward   540 (2.33x JAX)  gradient 4564 (2.78x JAX)
+                             JAX    forward   232              gradient 1641
+    conv1d (8, 4096, 1024)   functx forward   165 (0.01x JAX)  gradient 7985 (0.21x JAX)
+                             JAX    forward 21567              gradient 38933
+
+The 3x3 convolution's nine products are OpenBLAS calls (NumPy's), and on the loaded machine
+OpenBLAS's threads cost more than they give: with ``OPENBLAS_NUM_THREADS=1`` (which JAX does not
+read) the same run gave functx forward 296 ms (0.99x JAX's 298) and gradient 698 ms (0.30x
+JAX's 2317). The conv1d gradient is bounded
+by the weight gradient's sum over the batch and length axes (a reduction over leading axes,
+which the C++ reduce kernel walks with a large stride: ``a.sum((0, 1))`` of (8, 4096, 1024)
+takes 1.3 s under jit against NumPy's 48 ms).
 """
 
 from __future__ import annotations
@@ -68,7 +90,7 @@ def timed(f, reps):
     return ts
 
 
-def run_one(lib, case, n, quick, reps, rounds_out):
+def run_one(lib, case, n, quick, reps, gpu=False, compile_torch=True):
     x, w = inputs(case, n, quick)
     spec = CASES[case]
     groups = spec["groups"] or x.shape[-1]
@@ -79,6 +101,7 @@ def run_one(lib, case, n, quick, reps, rounds_out):
         import torch.nn.functional as F  # noqa: N812
 
         torch.set_num_threads(os.cpu_count())
+        dev = "cuda" if gpu else "cpu"
 
         def tconv(x, w):
             if case == "conv3x3":
@@ -87,21 +110,29 @@ def run_one(lib, case, n, quick, reps, rounds_out):
             xt = F.pad(x.permute(0, 2, 1), (3, 0))
             return F.conv1d(xt, w.permute(2, 1, 0), groups=groups).permute(0, 2, 1)
 
-        fwd_c = torch.compile(tconv)
-        tx, tw, tg = (torch.from_numpy(np.ascontiguousarray(a)) for a in (x, w, g))
+        fwd_c = torch.compile(tconv) if compile_torch or not gpu else tconv
+        tx, tw, tg = (torch.from_numpy(np.ascontiguousarray(a)).to(dev) for a in (x, w, g))
 
         def grad_fn(x, w, g):
             x, w = x.detach().requires_grad_(), w.detach().requires_grad_()
             (tconv(x, w) * g).sum().backward()
             return x.grad, w.grad
 
-        grad_c = torch.compile(grad_fn)
+        grad_c = torch.compile(grad_fn) if compile_torch or not gpu else grad_fn
 
-        def f_fwd():
-            return [fwd_c(tx, tw).detach().numpy()]
+        def f_fwd(host=True):
+            y = fwd_c(tx, tw).detach()
+            if not host:
+                torch.cuda.synchronize()
+                return None
+            return [y.cpu().numpy()]
 
-        def f_grad():
-            return [a.numpy() for a in grad_c(tx, tw, tg)]
+        def f_grad(host=True):
+            gs = grad_c(tx, tw, tg)
+            if not host:
+                torch.cuda.synchronize()
+                return None
+            return [a.cpu().numpy() for a in gs]
     else:
         if lib == "functx":
             import functx as jx
@@ -120,21 +151,37 @@ def run_one(lib, case, n, quick, reps, rounds_out):
 
         fwd = jx.jit(conv)
         grad = jx.jit(jx.grad(lambda x, w, g: (conv(x, w) * g).sum(), (0, 1)))
+        if gpu and lib == "functx":
+            dev = jx.devices("gpu")[0]
+            xd, wd, gd = (jx.device_put(a, dev) for a in (x, w, g))
+        elif gpu:
+            xd, wd, gd = (jx.device_put(a) for a in (x, w, g))
+        else:
+            xd, wd, gd = x, w, g
 
-        def f_fwd():
-            return [np.asarray(fwd(x, w))]
+        def f_fwd(host=True):
+            y = fwd(xd, wd)
+            if not host:
+                jx.block_until_ready(y)
+                return None
+            return [np.asarray(y)]
 
-        def f_grad():
-            return [np.asarray(a) for a in grad(x, w, g)]
+        def f_grad(host=True):
+            gs = grad(xd, wd, gd)
+            if not host:
+                jx.block_until_ready(gs)
+                return None
+            return [np.asarray(a) for a in gs]
 
     y = f_fwd()[0]
     want = reference(case, x, w, g)
     err = np.abs(y - want).max() / np.abs(want).max()
-    assert err < 1e-4, (lib, case, err)
+    assert err < (1e-2 if gpu else 1e-4), (lib, case, err)
     dx, dw = f_grad()
     assert dx.shape == x.shape and dw.shape == w.shape
-    f_fwd(), f_grad()  # warm
-    return timed(f_fwd, reps), timed(f_grad, reps)
+    host = not gpu
+    f_fwd(host), f_grad(host)  # warm
+    return timed(lambda: f_fwd(host), reps), timed(lambda: f_grad(host), reps)
 
 
 def main():
@@ -146,16 +193,20 @@ def main():
     ap.add_argument("--torch", action="store_true", help="also torch.compile")
     ap.add_argument("--case", choices=tuple(CASES), nargs="*", default=list(CASES))
     ap.add_argument("--only", choices=("functx", "jax", "torch"))
+    ap.add_argument("--gpu", action="store_true", help="on a CUDA GPU (functx: Triton)")
     args = ap.parse_args()
     n = args.n or (2 if args.quick else 8)
     reps = args.reps or (3 if args.quick else 5)
     if args.only:
-        out = {c: run_one(args.only, c, n, args.quick, reps, None) for c in args.case}
+        out = {
+            c: run_one(args.only, c, n, args.quick, reps, args.gpu, args.torch) for c in args.case
+        }
         print(json.dumps(out))
         return
-    libs = ["functx", "jax"] + (["torch"] if args.torch else [])
+    libs = ["functx", "jax"] + (["torch"] if args.torch or args.gpu else [])
     print(
-        f"convolutions, float32, N={n}{' (quick)' if args.quick else ''}; {platform.machine()}, "
+        f"convolutions, float32, N={n}{' (quick)' if args.quick else ''}"
+        f"{' on the GPU' if args.gpu else ''}; {platform.machine()}, "
         f"{os.cpu_count()} cores; {args.rounds} alternating rounds x {reps} calls, medians"
     )
     times = {lib: {c: ([], []) for c in args.case} for lib in libs}
@@ -163,6 +214,7 @@ def main():
         for lib in libs:
             cmd = [sys.executable, __file__, "--only", lib, "--n", str(n), "--reps", str(reps)]
             cmd += ["--case", *args.case] + (["--quick"] if args.quick else [])
+            cmd += (["--gpu"] if args.gpu else []) + (["--torch"] if args.torch else [])
             out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
             for c, (f, g) in json.loads(out.strip().splitlines()[-1]).items():
                 times[lib][c][0].extend(f)

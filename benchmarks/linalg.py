@@ -1,7 +1,7 @@
-"""Dense linear algebra on the CPU: functx (jit, C++; LAPACK called from the program for
-cholesky/triangular_solve/lu, a host step for eigh/qr/svd) vs JAX (jit) vs NumPy/SciPy, in one
-process. Issue 19's cases, cholesky + solve and eigh of a 512x512 matrix and of a batch of 64x64
-matrices, and solve (LU) beside them, float64 and float32.
+"""Dense linear algebra on the CPU: functx (jit, C++; LAPACK called from the program:
+``functx/lowering/cpp/lapack.py``) vs JAX (jit) vs NumPy/SciPy, in one process. Issue 19's
+cases, cholesky + solve and eigh of a 512x512 matrix and of a batch of 64x64 matrices, and solve
+(LU) beside them, float64 and float32.
 
 Run: ``python benchmarks/linalg.py [batch] [--ops cs,eigh,solve]`` (batch defaults to 64). Prints
 milliseconds per call: the best wall time and the best CPU time of the process (``process_time``)
@@ -10,9 +10,9 @@ with other work the CPU time is the steadier figure. Set ``OPENBLAS_NUM_THREADS=
 ``OMP_NUM_THREADS=1``): OpenBLAS's spinning threads otherwise make the LAPACK calls of all three
 100x slower (a 256x256 Cholesky: 0.44 s against 1.3 ms on the 2-core test machine).
 
-Measured on the 2-core test machine under load (float64, one thread each, CPU ms per call, JAX
-0.10.2); before: the LAPACK host step (NumPy copies, Fortran-order copies, a Python loop over a
-batch); after: ``functx/lowering/cpp/lapack.py``:
+Measured on the 2-core test machine under load (float64 unless named, one thread each, CPU ms
+per call, JAX 0.10.2 in the same run as "after"); before: the LAPACK host step (NumPy copies,
+Fortran-order copies, a Python loop over a batch); after: ``functx/lowering/cpp/lapack.py``:
 
 =====================  =============  =============  ======
 case                   functx before  functx after   JAX
@@ -23,7 +23,14 @@ lu 512                 6.3            5.4            5.3
 lu 64x64               4.2            1.9            2.6
 solve 512              10.2           7.2            5.1
 solve 64x64            7.0            3.5            2.4
+eigh 512               44.9           43.9           45.1
+eigh 512 float32       44.4           24.3           26.1
+qr 512 float32         29.5           13.0           13.7
+svd 512 float32        120.8          48.6           50.7
 =====================  =============  =============  ======
+
+(eigh, qr and svd "before" ran NumPy's gufuncs, whose float32 LAPACK is NumPy's slower
+OpenBLAS; now ``syevd``, ``geqrf``/``orgqr`` and ``gesdd`` of SciPy's, as JAX.)
 
 What is left of the gap is not LAPACK: ``cho_factor(lower=False)`` transposes the 512x512 input
 and its factor (two C++ transpose kernels, which XLA folds into the custom call's layout), and

@@ -44,6 +44,7 @@ from typing import NamedTuple
 import numpy as np
 
 from functx import dtypes, ops, primitives as P
+from functx._window import padtype_to_pads as _string_pads
 from functx.errors import FunctxTypeError, FunctxValueError
 from functx.source_info import where as _loc
 from functx.tracing import get_aval
@@ -173,24 +174,6 @@ def conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers):
                 f"{tuple(rhs_shape)}.{_loc()}"
             )
     return ConvDimensionNumbers(*conv_general_permutations(dimension_numbers))
-
-
-def _string_pads(in_shape, window, strides, padding):
-    """The (low, high) pairs of the padding string ``padding`` ('SAME', 'SAME_LOWER', 'VALID')
-    for spatial sizes ``in_shape``, windows ``window`` and ``strides``."""
-    kind = padding.upper()
-    if kind == "VALID":
-        return [(0, 0)] * len(in_shape)
-    if kind not in ("SAME", "SAME_LOWER"):
-        raise RuntimeError(
-            f"Unrecognized padding type: expected 'VALID', 'SAME', or 'SAME_LOWER', got {padding}."
-        )
-    pads = []
-    for n, k, s in zip(in_shape, window, strides):
-        total = max((-(-n // s) - 1) * s + k - n, 0)
-        small, big = total // 2, total - total // 2
-        pads.append((small, big) if kind == "SAME" else (big, small))
-    return pads
 
 
 def _dilate(n, d):
@@ -420,7 +403,7 @@ def _conv_channels_last(x, w, strides, pads, lhs_dil, rhs_dil, fg, bg, out_sp, p
             return x
         return ops.slice(x, start, limit, [1, *strides, 1])
 
-    if cg == 1 and bg == 1 and nt <= _SLICE_TAPS:
+    if cg == 1 and bg == 1 and nt <= _SLICE_TAPS and out_dt != dtypes.bool_:
         # depthwise: out[..., g*m + j] = sum_t x_t[..., g] * w[t, 0, g*m + j]
         mult = o // fg
         wt = ops.reshape(w, (nt, fg, mult))
@@ -463,6 +446,7 @@ def _conv_channels_last(x, w, strides, pads, lhs_dil, rhs_dil, fg, bg, out_sp, p
         return ops.dot_general(lhs, wg, (((2,), (0,)), ((0,), (1,))), **kw)
 
     wt = ops.reshape(w, (nt, cg, o))
+    plus = ops.bitwise_or if out_dt == dtypes.bool_ else ops.add  # bool: or of ands
     if nt <= _SLICE_TAPS:
         # one product per tap, summed: BLAS-sized products on strided copies of the input (an
         # im2col concatenation renders as a chain of selects per element, several times slower)
@@ -470,7 +454,7 @@ def _conv_channels_last(x, w, strides, pads, lhs_dil, rhs_dil, fg, bg, out_sp, p
         for ti, t in enumerate(taps):
             wk = ops.slice(wt, (ti, 0, 0), (ti + 1, cg, o)) if nt > 1 else wt
             term = dot(tap_slice(t), wk, 1)
-            y = term if y is None else ops.add(y, term)
+            y = term if y is None else plus(y, term)
     else:
         y = dot(_gather_cols(x, taps, rhs_dil, strides, out_sp), wt, nt)
     if fg > 1 or bg > 1:
@@ -752,6 +736,62 @@ def conv_general_dilated_patches(
     )
 
 
+def conv_general_dilated_local(
+    lhs,
+    rhs,
+    window_strides,
+    padding,
+    filter_shape,
+    lhs_dilation=None,
+    rhs_dilation=None,
+    dimension_numbers=None,
+    precision=None,
+):
+    """A locally connected ("unshared") convolution, like ``jax.lax.conv_general_dilated_local``:
+    each output position has its own kernel. The patches of ``conv_general_dilated_patches``
+    times the kernel of their position, summed over features and window taps.
+
+    Arguments:
+      lhs: the input, of rank ``n + 2``.
+      rhs: the kernels, in the kernel layout of ``dimension_numbers``: output features, input
+        features ``C * prod(filter_shape)`` (feature-major, then taps), and the OUTPUT's spatial
+        sizes.
+      window_strides: ``n`` strides.
+      padding: 'SAME', 'SAME_LOWER', 'VALID' or ``(low, high)`` pairs.
+      filter_shape: the ``n`` spatial sizes of the window.
+      lhs_dilation: input dilations, or None.
+      rhs_dilation: window dilations, or None.
+      dimension_numbers: as ``conv_general_dilated``.
+      precision: as ``dot_general``.
+
+    Returns:
+      The convolution, in the output layout.
+
+    Example:
+      >>> import functx as fx
+      >>> x = fx.numpy.arange(4.0).reshape(1, 1, 4)
+      >>> k = fx.numpy.array([[[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]]])  # (O, C * 2 taps, 3 outputs)
+      >>> fx.lax.conv_general_dilated_local(x, k, (1,), "VALID", (2,))
+      Array([[[0., 2., 5.]]], dtype=float32)
+    """
+    lhs, rhs = _as_array(lhs), _as_array(rhs)
+    filter_shape = tuple(filter_shape)
+    patches = conv_general_dilated_patches(
+        lhs, filter_shape, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers
+    )
+    _, rhs_spec, out_spec = conv_dimension_numbers(
+        get_aval(lhs).shape, (1, 1, *filter_shape), dimension_numbers
+    )
+    nsp = len(filter_shape)
+    dn = (((out_spec[1],), (rhs_spec[1],)), (tuple(out_spec[2:]), tuple(rhs_spec[2:])))
+    y = ops.dot_general(patches, rhs, dn, precision=precision)  # (spatial..., N, O)
+    perm = [0] * (nsp + 2)
+    perm[out_spec[0]], perm[out_spec[1]] = nsp, nsp + 1
+    for i in range(nsp):
+        perm[out_spec[2 + i]] = i
+    return ops.transpose(y, tuple(perm))
+
+
 def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count=1):
     """The output shape of a convolution in the canonical ``(N, C, spatial...)`` /
     ``(O, I, spatial...)`` layout, like ``jax.lax.conv_shape_tuple``.
@@ -792,14 +832,77 @@ def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count=1):
     return (n, rhs_shape[0], *out_sp)
 
 
+def conv_general_shape_tuple(lhs_shape, rhs_shape, window_strides, padding, dimension_numbers):
+    """The output shape of a convolution in the layout ``dimension_numbers`` names, like
+    ``jax.lax.conv_general_shape_tuple``.
+
+    Arguments:
+      lhs_shape: the input's shape.
+      rhs_shape: the kernel's shape.
+      window_strides: one stride per spatial dimension.
+      padding: a padding string or ``(low, high)`` pairs.
+      dimension_numbers: three layout strings (as ``conv_general_dilated``).
+
+    Returns:
+      A tuple of ints, in the output layout.
+
+    Example:
+      >>> import functx as fx
+      >>> fx.lax.conv_general_shape_tuple(
+      ...     (2, 9, 9, 3), (3, 3, 3, 8), (2, 2), "SAME", ("NHWC", "HWIO", "NHWC"))
+      (2, 5, 5, 8)
+    """
+    lp, rp, op = conv_general_permutations(dimension_numbers)
+    lhs_c = tuple(lhs_shape[i] for i in lp)
+    rhs_c = tuple(rhs_shape[i] for i in rp)
+    out_c = conv_shape_tuple(lhs_c, rhs_c, window_strides, padding)
+    return tuple(out_c[j] for j in np.argsort(op))
+
+
+def conv_transpose_shape_tuple(lhs_shape, rhs_shape, window_strides, padding, dimension_numbers):
+    """The output shape of ``conv_transpose`` in the layout ``dimension_numbers`` names, like
+    ``jax.lax.conv_transpose_shape_tuple``.
+
+    Arguments:
+      lhs_shape: the input's shape.
+      rhs_shape: the kernel's shape.
+      window_strides: one stride (input dilation) per spatial dimension.
+      padding: 'SAME', 'VALID' or ``(low, high)`` pairs of the transposed convolution.
+      dimension_numbers: three layout strings (as ``conv_general_dilated``).
+
+    Returns:
+      A tuple of ints, in the output layout.
+
+    Example:
+      >>> import functx as fx
+      >>> fx.lax.conv_transpose_shape_tuple(
+      ...     (1, 4, 4, 2), (3, 3, 2, 5), (2, 2), "SAME", ("NHWC", "HWIO", "NHWC"))
+      (1, 8, 8, 5)
+    """
+    lp, rp, op = conv_general_permutations(dimension_numbers)
+    lhs_c = [lhs_shape[i] for i in lp]
+    rhs_c = [rhs_shape[i] for i in rp]
+    if isinstance(padding, str):
+        padding = [_transpose_pads(k, s, padding) for k, s in zip(rhs_c[2:], window_strides)]
+    sp = [
+        (i - 1) * s - k + 2 + lo + hi
+        for i, k, s, (lo, hi) in zip(lhs_c[2:], rhs_c[2:], window_strides, padding)
+    ]
+    out_c = (lhs_c[0], rhs_c[0], *sp)
+    return tuple(out_c[j] for j in np.argsort(op))
+
+
 __all__ = [
     "ConvDimensionNumbers",
     "conv",
     "conv_dimension_numbers",
     "conv_general_dilated",
+    "conv_general_dilated_local",
     "conv_general_dilated_patches",
     "conv_general_permutations",
+    "conv_general_shape_tuple",
     "conv_shape_tuple",
     "conv_transpose",
+    "conv_transpose_shape_tuple",
     "conv_with_general_padding",
 ]

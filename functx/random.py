@@ -91,6 +91,7 @@ __all__ = [
     "poisson",
     "rademacher",
     "randint",
+    "random_gamma_p",
     "rayleigh",
     "split",
     "t",
@@ -1596,6 +1597,46 @@ def _generalized_normal(data, p, shape, dtype):
     return r * g ** (1 / p)
 
 
+class _RandomGammaPrimitive:
+    """The object ``jax.random.random_gamma_p`` is: ``random_gamma_p.bind(key, a,
+    log_space=False)`` draws one Gamma(``a``) sample per element of ``a`` (its shape and dtype),
+    as ``jax.random.gamma`` (``loggamma`` with ``log_space=True``) does after broadcasting.
+
+    functx's gamma sampler is a composite of its primitives, so this object is no functx
+    primitive: ``bind`` runs that composite, and ``jit``, ``vmap`` and ``grad`` see its parts.
+
+    Arguments (of ``bind``):
+        key: a single key (typed, or raw ``uint32[2]`` key data).
+        a: the shape parameters (a float array).
+        log_space: whether to return the samples' logarithms.
+
+    Returns:
+        An array of ``a``'s shape and dtype.
+
+    Example:
+        >>> import numpy as np
+        >>> import functx.random as random
+        >>> a = np.array([0.5, 2.5], np.float32)
+        >>> print(random.random_gamma_p.bind(random.PRNGKey(0), a, log_space=False))
+        [0.8845648 2.2727783]
+    """
+
+    name = "random_gamma"
+    multiple_results = False
+
+    def bind(self, key, a, *, log_space=False):
+        data, _ = _check_key("random_gamma", key)
+        a = jnp.asarray(a)
+        dt = _float_dtype("random_gamma", a.dtype)
+        return _gamma(data, a, tuple(a.shape), dt, bool(log_space))
+
+    def __repr__(self):
+        return self.name
+
+
+random_gamma_p = _RandomGammaPrimitive()
+
+
 def ball(key, d, p=2, shape=(), dtype=None):
     """Uniform samples from the unit Lp ball in ``d`` dimensions, as ``jax.random.ball``.
 
@@ -1621,7 +1662,12 @@ def ball(key, d, p=2, shape=(), dtype=None):
     keys = _split(data, (2,))
     g = _generalized_normal(keys[0], p, (*shape, d), dt)
     e = jnp.negative(_xm.log1p(jnp.negative(_uniform(keys[1], shape, dt, 0.0, 1.0))))
-    return g / (((jnp.abs(g) ** p).sum(-1) + e) ** (1 / p))[..., None]
+    if d == 1:  # (XLA drops the reduction over one element and divides)
+        return g / (((jnp.abs(g) ** p).sum(-1) + e) ** (1 / p))[..., None]
+    # (XLA's compiler sums short rows in its own order, closely though not always
+    # _xlamath.row_sum's, and rewrites a / b ** c as a * b ** -c)
+    neg_inv_p = jnp.negative(np.asarray(1, dt) / jnp.asarray(p, dt))
+    return g * ((_xm.row_sum(jnp.abs(g) ** p) + e) ** neg_inv_p)[..., None]
 
 
 def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):

@@ -223,6 +223,47 @@ def flatten_with_path(tree, is_leaf=None, is_leaf_takes_path=False):
     return tree_util.tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
 
 
+def broadcast(prefix_tree, full_tree, is_leaf=None):
+    """``prefix_tree`` with each leaf repeated over the subtree of ``full_tree`` it covers
+    (``jax.tree.broadcast``; ``functx.tree_util.tree_broadcast``).
+
+    Arguments:
+        prefix_tree: a pytree whose structure is a prefix of ``full_tree``'s.
+        full_tree: a pytree.
+        is_leaf: optional predicate marking subtrees to treat as leaves.
+
+    Returns:
+        A pytree of ``full_tree``'s structure.
+
+    Example:
+        >>> from functx import tree
+        >>> tree.broadcast([1, 2], [(0, 0), [0]])
+        [(1, 1), [2]]
+    """
+    return tree_util.tree_broadcast(prefix_tree, full_tree, is_leaf=is_leaf)
+
+
+def reduce_associative(operation, tree, *, identity=tree_util._UNSPECIFIED, is_leaf=None):
+    """Reduce the leaves with an associative ``operation`` in a balanced tree
+    (``jax.tree.reduce_associative``; ``functx.tree_util.tree_reduce_associative``).
+
+    Arguments:
+        operation: an associative function of two values.
+        tree: a pytree.
+        identity: the result for a tree with no leaves (required then).
+        is_leaf: optional predicate marking subtrees to treat as leaves.
+
+    Returns:
+        The reduced value.
+
+    Example:
+        >>> from functx import tree
+        >>> tree.reduce_associative(lambda a, b: a * b, {"x": 2, "y": (3, 4)})
+        24
+    """
+    return tree_util.tree_reduce_associative(operation, tree, identity=identity, is_leaf=is_leaf)
+
+
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
 __getattr__ = _missing_name_hook(__name__)
 
@@ -238,4 +279,6 @@ __all__ = [
     "structure",
     "transpose",
     "unflatten",
+    "broadcast",
+    "reduce_associative",
 ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import typing
 import warnings
 
 import optree
@@ -703,6 +704,163 @@ register_pytree_with_keys(
 )
 
 
+# --- leaves, one-level flattening, prefix broadcasting, associative reduction ------------------
+
+KeyEntry = typing.TypeVar("KeyEntry", bound=typing.Any)
+KeyPath = tuple[KeyEntry, ...]
+
+
+def treedef_is_leaf(treedef):
+    """Whether ``treedef`` is the structure of a single node with no children (a leaf, or
+    ``None``, as in JAX).
+
+    Arguments:
+        treedef: a PyTreeDef.
+
+    Returns:
+        A Python bool.
+
+    Example:
+        >>> from functx import tree_util
+        >>> tree_util.treedef_is_leaf(tree_util.tree_structure(1.0))
+        True
+        >>> tree_util.treedef_is_leaf(tree_util.tree_structure((1.0,)))
+        False
+    """
+    _check_treedef("treedef_is_leaf", treedef)
+    return treedef.num_nodes == 1
+
+
+def treedef_tuple(treedefs):
+    """The structure of a tuple whose children have the structures ``treedefs``.
+
+    Arguments:
+        treedefs: an iterable of PyTreeDefs.
+
+    Returns:
+        A PyTreeDef.
+
+    Example:
+        >>> from functx import tree_util
+        >>> s = tree_util.tree_structure
+        >>> tree_util.treedef_tuple([s((1, 2)), s(None)]) == s(((1, 2), None))
+        True
+    """
+    treedefs = list(treedefs)
+    for t in treedefs:
+        _check_treedef("treedef_tuple", t)
+    return optree.treespec_tuple(treedefs, none_is_leaf=False, namespace=PYTREE_NAMESPACE)
+
+
+def all_leaves(iterable, is_leaf=None):
+    """Whether every item of ``iterable`` is a leaf (``None`` is not: it is an empty node).
+
+    Arguments:
+        iterable: the items.
+        is_leaf: optional predicate marking subtrees to treat as leaves.
+
+    Returns:
+        A Python bool.
+
+    Example:
+        >>> from functx import tree_util
+        >>> tree_util.all_leaves([1, 2.0]), tree_util.all_leaves([1, (2,)])
+        (True, False)
+    """
+    items = list(iterable)
+    if is_leaf is None:
+        return all(treedef_is_leaf(tree_structure(x)) and x is not None for x in items)
+    return items == tree_leaves(items, is_leaf)
+
+
+def flatten_one_level(tree):
+    """The children of ``tree``'s root node and its metadata (the sorted keys of a dict, the
+    class of a NamedTuple, None for tuples and lists).
+
+    Arguments:
+        tree: a pytree whose root is a container (not a leaf).
+
+    Returns:
+        ``(children, metadata)``.
+
+    Example:
+        >>> from functx import tree_util
+        >>> tree_util.flatten_one_level({"b": 1, "a": (2, 3)})
+        (((2, 3), 1), ('a', 'b'))
+    """
+    if tree is not None and treedef_is_leaf(tree_structure(tree)):
+        raise FunctxValueError(f"can't tree-flatten type: {type(tree)}")
+    children, meta, *_ = optree.tree_flatten_one_level(
+        tree, none_is_leaf=False, namespace=PYTREE_NAMESPACE
+    )
+    if tree is None or type(tree) in (tuple, dict):
+        children = tuple(children)
+    if isinstance(meta, list):
+        meta = tuple(meta)
+    return children, meta
+
+
+def tree_broadcast(prefix_tree, full_tree, is_leaf=None):
+    """``prefix_tree`` with each of its leaves repeated over the subtree of ``full_tree`` it
+    covers (``prefix_tree`` must be a prefix of ``full_tree``'s structure).
+
+    Arguments:
+        prefix_tree: a pytree whose structure is a prefix of ``full_tree``'s.
+        full_tree: a pytree.
+        is_leaf: optional predicate marking subtrees to treat as leaves.
+
+    Returns:
+        A pytree of ``full_tree``'s structure.
+
+    Example:
+        >>> from functx import tree_util
+        >>> tree_util.tree_broadcast((1, {"a": 2}), ((3, 4), {"a": [5, 6]}))
+        ((1, 1), {'a': [2, 2]})
+    """
+    _check_callable("tree_broadcast", "is_leaf", is_leaf, optional=True)
+    try:
+        return optree.tree_broadcast_prefix(
+            prefix_tree, full_tree, is_leaf=is_leaf, none_is_leaf=False, namespace=PYTREE_NAMESPACE
+        )
+    except (ValueError, TypeError) as e:
+        raise FunctxValueError(
+            f"tree_broadcast: the first tree is not a prefix of the second ({e}){where()}"
+        ) from None
+
+
+_UNSPECIFIED = object()
+
+
+def tree_reduce_associative(operation, tree, *, identity=_UNSPECIFIED, is_leaf=None):
+    """Reduce the leaves of ``tree`` with an associative ``operation``, pairing neighbours in a
+    balanced tree (``log2(n)`` levels).
+
+    Arguments:
+        operation: an associative function of two values.
+        tree: a pytree.
+        identity: the result for a tree with no leaves (required then).
+        is_leaf: optional predicate marking subtrees to treat as leaves.
+
+    Returns:
+        The reduced value.
+
+    Example:
+        >>> from functx import tree_util
+        >>> tree_util.tree_reduce_associative(lambda a, b: a + b, [1, 2, (3, 4)])
+        10
+    """
+    _check_callable("tree_reduce_associative", "operation", operation)
+    leaves = tree_leaves(tree, is_leaf)
+    if not leaves:
+        if identity is _UNSPECIFIED:
+            raise FunctxTypeError("Must specify identity for parallel reduction of empty sequence.")
+        return identity
+    while len(leaves) > 1:
+        pairs = [operation(a, b) for a, b in zip(leaves[::2], leaves[1::2])]
+        leaves = pairs + leaves[len(pairs) * 2 :]
+    return leaves[0]
+
+
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
 __getattr__ = _missing_name_hook(__name__)
 
@@ -732,4 +890,12 @@ __all__ = [
     "GetAttrKey",
     "FlattenedIndexKey",
     "Partial",
+    "KeyEntry",
+    "KeyPath",
+    "treedef_is_leaf",
+    "treedef_tuple",
+    "all_leaves",
+    "flatten_one_level",
+    "tree_broadcast",
+    "tree_reduce_associative",
 ]

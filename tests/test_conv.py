@@ -236,6 +236,8 @@ def test_dtypes_and_preferred_element_type(mode):
         ((x * 4).astype(np.int8), (w * 4).astype(np.int8), {"preferred_element_type": np.int32}),
         ((x * 4).astype(np.int32), (w * 4).astype(np.int32), {"preferred_element_type": "float32"}),
         ((x + 1j * x).astype(np.complex64), (w - 2j * w).astype(np.complex64), {}),
+        (x > 0, w > 0, {}),
+        (x[:, :1] > 0, w[:, :1] > 0, {}),
         (x.astype(np.float32), w.astype(np.float32), {"precision": "highest"}),
         (x.astype(np.float32), w.astype(np.float32), {"precision": jlax.Precision.HIGH}),
     ]
@@ -340,6 +342,21 @@ def test_wrappers_match_jax():
     ):
         a = xn if kw.get("dimension_numbers") else x
         p.add("conv_general_dilated_patches", (a,), (3, 2), **kw)
+        # the locally connected convolution: one kernel per output position
+        shape = flax.conv_general_dilated_patches(a, (3, 2), **kw).shape
+        dn = flax.conv_dimension_numbers(a.shape, (1, 1, 3, 2), kw.get("dimension_numbers"))
+        rc = (2, shape[dn.out_spec[1]], *(shape[i] for i in dn.out_spec[2:]))
+        r = np.transpose(rng.standard_normal(rc), np.argsort(dn.rhs_spec))
+        p.add(
+            "conv_general_dilated_local",
+            (a, r),
+            kw["window_strides"],
+            kw["padding"],
+            (3, 2),
+            kw.get("lhs_dilation"),
+            kw.get("rhs_dilation"),
+            kw.get("dimension_numbers"),
+        )
     p.check()
     assert flax.conv_dimension_numbers(x.shape, w.shape, ("NHWC", "OIHW", "NCHW")) == tuple(
         jlax.conv_dimension_numbers(x.shape, w.shape, ("NHWC", "OIHW", "NCHW"))
@@ -347,6 +364,12 @@ def test_wrappers_match_jax():
     assert flax.conv_general_permutations(("NWHC", "HWOI", "CNHW")) == tuple(
         tuple(p) for p in jlax.conv_general_permutations(("NWHC", "HWOI", "CNHW"))
     )
+    dn = ("NHWC", "HWOI", "NCHW")
+    for pads in ("SAME", "VALID", [(1, 2), (0, 3)]):
+        for name in ("conv_general_shape_tuple", "conv_transpose_shape_tuple"):
+            args = (xn.shape, np.transpose(w, (2, 3, 0, 1)).shape, (2, 1), pads, dn)
+            want = tuple(int(d) for d in getattr(jlax, name)(*args))
+            assert getattr(flax, name)(*args) == want, (name, pads)
     for pads in ("SAME", "VALID", [(1, 2), (0, 0)]):
         assert flax.conv_shape_tuple(x.shape, w.shape, (2, 1), pads) == tuple(
             int(d) for d in jlax.conv_shape_tuple(x.shape, w.shape, (2, 1), pads)

@@ -69,6 +69,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "functx.experimental",
             "functx.debug",
             "functx.ad_checkpoint",
+            "functx._laxextra",
         ),
     ),
     ("devices", ("functx.devices",)),

@@ -372,3 +372,15 @@ def test_grad_through_exact_samplers_in_the_default_mode():
     assert g.dtype == np.float32
     np.testing.assert_allclose(np.asarray(g), z.sum(axis=0), rtol=1e-6)
     np.testing.assert_allclose(float(value), z.sum(), rtol=1e-6)
+
+
+def test_random_gamma_p_binds_jaxs_sampler(reference):
+    """``random_gamma_p.bind(key, a, log_space=)``: JAX's gamma bits (the reference program's
+    ``gamma``), loggamma's with ``log_space=True``."""
+    a = np.array([0.5, 2.5], F32)
+    with _default_mode():
+        k1 = fr.split(KEYS[1])[0]
+        same(fr.random_gamma_p.bind(k1, a, log_space=False), reference["loops"]["gamma"])
+        same(fr.random_gamma_p.bind(fr.wrap_key_data(k1), a), reference["loops"]["gamma"])
+        same(fr.random_gamma_p.bind(k1, a, log_space=True), fr.loggamma(k1, a, None, F32))
+    assert fr.random_gamma_p.name == jr.random_gamma_p.name

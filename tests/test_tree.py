@@ -146,6 +146,8 @@ def test_all_names_and_docstring_examples():
             "structure",
             "transpose",
             "unflatten",
+            "broadcast",
+            "reduce_associative",
         ]
         if hasattr(jt, n)
     )

@@ -93,3 +93,21 @@ def test_compiled_functions_give_the_eager_bits():
     got = functx.jit(lambda d: {n: f(d[n]) for n, f in ours.items()})(x)
     for name, f in ours.items():
         _same_bits(got[name], f(fjnp.asarray(x[name])))
+
+
+def test_row_sum_adds_in_xlas_order():
+    """XLA's CPU sum over the last axis of short rows: 16 (float32) or 8 (float64) interleaved
+    partial sums, added pairwise by halving (functx.random.ball's norm)."""
+    rows = {np.float32: (3, 7, 16, 40, 64), np.float64: (3, 9, 33)}
+    # (300 rows: below 4096 elements XLA adds each row in order; 1500: interleaved)
+    cases = {
+        (dt, d, n): RNG.standard_normal((n, d)).astype(dt)
+        for dt in rows
+        for d in rows[dt]
+        for n in (300, 1500)
+    }
+    want = jax.jit(lambda c: {k: v.sum(-1) for k, v in c.items()})(
+        {f"{np.dtype(dt).name}_{d}_{n}": v for (dt, d, n), v in cases.items()}
+    )
+    for (dt, d, n), v in cases.items():
+        _same_bits(xm.row_sum(fjnp.asarray(v)), want[f"{np.dtype(dt).name}_{d}_{n}"])

@@ -11,13 +11,12 @@ Every primitive works on the last two axes of its operands and is batched over t
   the op builders and these primitives, so ``grad`` and higher derivatives compose;
 * a batching rule: batch axes go to the front and the primitive is bound on the bigger batch;
 * under ``jit``, a *library step* of the compiled program (``LibraryStep``). On the C++ backend
-  the program calls LAPACK itself for ``cholesky``, ``triangular_solve`` and ``lu`` (``potrf``/
-  ``trsm``/``getrf`` of SciPy's OpenBLAS, the library JAX's CPU kernels call:
-  ``functx/lowering/cpp/lapack.py``, with the measurements); ``eigh``, ``qr`` and ``svd`` are
-  a host step (the mechanism of the host callbacks, ``functx/control/callbacks.py``) handing
-  NumPy copies of the step's buffers to the eager LAPACK calls, through the program's
-  ``fx_host`` pointer: their O(n^3) work dwarfs the copies (CPU time against JAX's, float64:
-  eigh and svd 1.0-1.05x at 512x512 and 64x(64x64), qr 1.24x at 512x512 and 0.76x batched). On the
+  the program calls LAPACK itself (``potrf``, ``trsm``, ``getrf``, ``syevd``, ``geqrf``/
+  ``orgqr``, ``gesdd`` of SciPy's OpenBLAS, the library JAX's CPU kernels call:
+  ``functx/lowering/cpp/lapack.py``, with the measurements); what it does not cover (``eig``,
+  ``lu_pivots_to_permutation``, empty operands, a complex ``conj(A) X = B``) is a host step (the
+  mechanism of the host callbacks, ``functx/control/callbacks.py``) handing NumPy copies of the
+  step's buffers to the eager implementation through the program's ``fx_host`` pointer. On the
   Triton backend the host code calls ``LibraryStep.torch`` between launches: ``torch.linalg``
   (cuSOLVER/cuBLAS on a GPU) on the program's own tensors, with JAX's conventions (lower
   factor, 0-based ``int32`` pivots, ascending eigenvalues). The step's callable prints with its
@@ -633,11 +632,18 @@ lu_p = _define("lu", _lu_abstract, _lu_impl, multiple_results=True)
 
 def permute_rows(perm, x, inverse=False):
     """``x[..., perm, :]`` (or the inverse permutation's) for int32 ``perm`` ``[..., m]`` and
-    ``x`` ``[..., m, k]`` of the same batch shape: a product with the one-hot permutation
-    matrix, linear in ``x``."""
+    ``x`` ``[..., m, k]`` of the same batch shape, linear in ``x``: a gather (O(m k)); the
+    inverse is a product with the one-hot permutation matrix."""
     xa = get_aval(x)
     m = xa.shape[-2]
     nd = xa.ndim
+    if not inverse:
+        nb = nd - 2
+        col = (*xa.shape[:-2], m, 1)
+        parts = [ops.broadcasted_iota(np.int32, col, i) for i in range(nb)]
+        parts.append(ops.reshape(ops.convert_element_type(perm, np.int32), col))
+        idx = ops.concatenate(parts, nb + 1) if nb else parts[0]
+        return P.gather_p.bind(x, idx, axes=tuple(range(nb + 1)), mode="clip")
     shape = (*xa.shape[:-2], m, m)
     rows = ops.broadcast_in_dim(perm, shape, tuple(range(nd - 1)))
     cols = ops.broadcast_in_dim(ops.iota(np.int32, m), shape, (nd - 1,))
@@ -1703,6 +1709,122 @@ def tridiagonal_solve(dl, d, du, b, *, perturb_singular=False):
     return tridiagonal_solve_p.bind(dl, d, du, b, perturb_singular=False)
 
 
+# --- composites: symmetric_product, cholesky_update --------------------------------------------
+def symmetric_product(a_matrix, c_matrix, *, alpha=1.0, beta=0.0, symmetrize_output=False):
+    """``alpha * A A^T + beta * C`` (JAX's ``jax.lax.linalg.symmetric_product``, a BLAS syrk
+    there; here a product at full precision).
+
+    Arguments:
+      a_matrix: ``[..., n, k]``.
+      c_matrix: ``[..., n, n]``, of ``a_matrix``'s dtype.
+      alpha, beta: the scales.
+      symmetrize_output: copy the lower triangle to the upper one (syrk computes only one).
+
+    Returns:
+      ``[..., n, n]``, of the operands' dtype.
+
+    Example:
+      >>> a = np.array([[1.0], [2.0]], np.float32)
+      >>> functx.lax.linalg.symmetric_product(a, np.eye(2, dtype=np.float32), beta=1.0)
+      Array([[2., 2.],
+             [2., 5.]], dtype=float32)
+    """
+    aa, ca = get_aval(a_matrix), get_aval(c_matrix)
+    if aa.ndim < 2 or ca.ndim < 2 or ca.shape[-1] != ca.shape[-2] or ca.shape[-1] != aa.shape[-2]:
+        raise TypeError(
+            "symmetric_product requires a_matrix [..., n, k] and c_matrix [..., n, n], got "
+            f"{aa.shape} and {ca.shape}"
+        )
+    for i, a in enumerate((aa, ca)):
+        if a.dtype not in dtypes.FLOATS:
+            raise TypeError(
+                f"symmetric_product does not accept dtype {_name_dtype(a.dtype)} at position {i}. "
+                f"Accepted dtypes at position {i} are subtypes of floating."
+            )
+    dt = ca.dtype
+    out = ops.add(
+        ops.mul(ops.full((), alpha, dt), matmul(a_matrix, _T(a_matrix))),
+        ops.mul(ops.full((), beta, dt), c_matrix),
+    )
+    if symmetrize_output:
+        out = ops.add(tril(out), _T(tril(out, -1)))
+    return out
+
+
+def cholesky_update(r_matrix, w_vector):
+    """The upper Cholesky factor of ``R^H R + w w^H`` from the upper factor ``R`` (JAX's
+    ``jax.lax.linalg.cholesky_update``, a rank-one update there; here a refactorization, equal
+    to rounding).
+
+    Arguments:
+      r_matrix: an upper-triangular ``[n, n]`` with a positive diagonal.
+      w_vector: ``[n]``, of ``r_matrix``'s dtype.
+
+    Returns:
+      The updated upper-triangular factor ``[n, n]``.
+
+    Example:
+      >>> functx.lax.linalg.cholesky_update(np.eye(2, dtype=np.float32),
+      ...                                   np.zeros(2, np.float32))
+      Array([[1., 0.],
+             [0., 1.]], dtype=float32)
+    """
+    ra, wa = get_aval(r_matrix), get_aval(w_vector)
+    if ra.ndim != 2 or wa.ndim != 1 or ra.shape != (wa.shape[0], wa.shape[0]):
+        raise ValueError(
+            "cholesky_update requires r_matrix [n, n] and w_vector [n], got "
+            f"{ra.shape} and {wa.shape}"
+        )
+    n = wa.shape[0]
+    w_col = ops.broadcast_in_dim(w_vector, (n, 1), (0,))
+    gram = ops.add(matmul(_H(r_matrix), r_matrix), matmul(w_col, _H(w_col)))
+    return _H(tril(cholesky_p.bind(gram)))
+
+
+def ormqr(a, taus, c, *, left=True, transpose=False):
+    """``Q c``, ``Q^H c``, ``c Q`` or ``c Q^H`` for the ``Q`` of Householder reflectors (JAX's
+    ``jax.lax.linalg.ormqr``; here the full ``Q`` is formed by ``householder_product`` and
+    multiplied, where JAX applies the reflectors one by one: equal to rounding).
+
+    Arguments:
+      a: the reflectors ``[..., m, n]`` (below the diagonal, as geqrf leaves them).
+      taus: their scales ``[..., k]``, ``k <= min(m, n)``.
+      c: ``[..., m, p]`` (``left``) or ``[..., p, m]``, of ``a``'s batch shape.
+      left: multiply ``Q`` from the left.
+      transpose: use ``Q^T`` (``Q^H`` for complex).
+
+    Returns:
+      The product, of ``c``'s shape.
+
+    Example:
+      >>> e = np.eye(2, dtype=np.float32)
+      >>> print(np.abs(functx.lax.linalg.ormqr(e, np.zeros(2, np.float32), e)))
+      [[1. 0.]
+       [0. 1.]]
+    """
+    aa, ta, ca = get_aval(a), get_aval(taus), get_aval(c)
+    m = aa.shape[-2]
+    if left and ca.shape[-2] != m:
+        raise ValueError(
+            "ormqr with left=True expects c to have the same number of rows as the Householder "
+            f"matrix a. Got a shape {aa.shape[-2:]} and c shape {ca.shape[-2:]}."
+        )
+    if not left and ca.shape[-1] != m:
+        raise ValueError(
+            "ormqr with left=False expects c to have the same number of columns as the "
+            f"Householder matrix a has rows. Got a shape {aa.shape[-2:]} and c shape "
+            f"{ca.shape[-2:]}."
+        )
+    k = ta.shape[-1]
+    nd = aa.ndim
+    head = ops.slice_in_dim(a, 0, k, axis=nd - 1)
+    pad = [(0, 0, 0)] * (nd - 1) + [(0, m - k, 0)]
+    square = ops.pad(head, ops.full((), 0, aa.dtype), pad)
+    q = householder_product_p.bind(square, taus)
+    q = _H(q) if transpose else q
+    return matmul(q, c) if left else matmul(c, q)
+
+
 # --- the choice enums of JAX's signatures (the host LAPACK path is the only implementation) ----
 class EigImplementation(enum.Enum):
     """JAX's choice of ``eig`` implementation (GPU libraries); functx always runs LAPACK.
@@ -1751,6 +1873,7 @@ __all__ = [
     "SvdAlgorithm",
     "cholesky",
     "cholesky_p",
+    "cholesky_update",
     "eig",
     "eig_p",
     "hessenberg",
@@ -1773,6 +1896,8 @@ __all__ = [
     "lu_p",
     "lu_pivots_to_permutation",
     "lu_pivots_to_permutation_p",
+    "ormqr",
+    "symmetric_product",
     "symmetrize",
     "triangular_solve",
     "triangular_solve_p",

@@ -313,6 +313,7 @@ from functx.numpy._extra import (
     put as put,
     r_ as r_,
     resize as resize,
+    roots as roots,
     s_ as s_,
     set_printoptions as set_printoptions,
     setdiff1d as setdiff1d,
@@ -865,4 +866,5 @@ __all__ = [
     "flexible",
     "object_",
     "ComplexWarning",
+    "roots",
 ]

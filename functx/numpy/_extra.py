@@ -1,7 +1,8 @@
 """The rest of ``jax.numpy``'s smaller names, as composites of ``functx.numpy``'s functions: set
 operations (``isin``, ``intersect1d``, ``union1d``, ``setdiff1d``, ``setxor1d``, with ``size=``
 and ``fill_value=`` for use under transformations), polynomials (``polyval``, ``polyadd``,
-``polysub``, ``polymul``, ``polyder``, ``polyint``, ``polydiv``, ``polyfit``, ``poly``),
+``polysub``, ``polymul``, ``polyder``, ``polyint``, ``polydiv``, ``polyfit``, ``poly``,
+``roots``),
 ``gradient``, ``unwrap``, ``vectorize``, ``apply_along_axis``, ``apply_over_axes``, ``block``,
 the index tricks (``r_``, ``c_``, ``s_``, ``index_exp``, ``mgrid``, ``ogrid``, ``ix_``),
 selection (``choose``, ``compress``, ``extract``, ``place``, ``put``, ``fill_diagonal``),
@@ -11,8 +12,7 @@ selection (``choose``, ``compress``, ``extract``, ``place``, ``put``, ``fill_dia
 the print options and the remaining dtype names.
 
 Deviations from JAX: ``isin`` compares every element with every test element (JAX's
-``method="compare_all"``; the other methods give the same values); ``poly`` of a square matrix
-and ``roots`` need ``jnp.linalg.eigvals``."""
+``method="compare_all"``; the other methods give the same values)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ import re
 import ml_dtypes
 import numpy as np
 
-from functx import dtypes, lax, ops
+from functx import dtypes, lax
 from functx.errors import (
     ConcretizationTypeError,
     FunctxTypeError,
@@ -596,6 +596,57 @@ def poly(seq_of_zeros):
     return a
 
 
+def _companion_roots(p):
+    n = _shape_of(p)[0]
+    if n < 2:
+        return jnp.zeros((0,), dtypes.to_complex(_dtype(p)))
+    a = jnp.eye(n - 1, k=-1, dtype=_dtype(p))
+    a = a.at[0, :].set(-p[1:] / p[0])
+    return _linalg.eigvals(a)
+
+
+def roots(p, *, strip_zeros=True):
+    """The roots of the polynomial with coefficients ``p`` (highest power first): the
+    eigenvalues of its companion matrix.
+
+    Arguments:
+      p: a 1-D array of coefficients.
+      strip_zeros: drop leading zero coefficients first (concrete ``p`` only); with False
+        (traceable) each leading zero gives a NaN root, placed last.
+    Returns:
+      A 1-D complex array of ``len(p) - 1`` roots (fewer when zeros are stripped).
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.sort_complex(jnp.roots(jnp.array([1.0, -3.0, 2.0]))))
+      [1.+0.j 2.+0.j]
+    """
+    (p,) = _promote_inexact(jnp.atleast_1d(_arr(p)))
+    if _ndim(p) != 1:
+        raise FunctxValueError(f"Input must be a rank-1 array.{_loc()}")
+    n = _shape_of(p)[0]
+    cdt = dtypes.to_complex(_dtype(p))
+    if n < 2:
+        return jnp.zeros((0,), cdt)
+    is_zero = p == 0
+    lead = jnp.where(jnp.all(is_zero), n, jnp.argmin(is_zero))
+    if strip_zeros:
+        if isinstance(lead, Tracer):
+            raise ConcretizationTypeError(
+                "Abstract tracer value encountered where concrete value is expected: the error "
+                "occurred in the jnp.roots() function. To use this within a JIT-compiled "
+                "context, pass strip_zeros=False, but be aware that leading zeros will result "
+                f"in some returned roots being set to NaN.{_loc()}"
+            )
+        return _companion_roots(p[int(lead) :])
+    p = jnp.where(lead == n, jnp.ones_like(p), p)
+    idx = (jnp.arange(n) + lead) % n  # (the leading zeros rolled to the end)
+    r = _companion_roots(p[idx])
+    _, r = lax.sort_key_val(r == 0, r)  # (the zero roots they give, last)
+    keep = jnp.arange(n - 1) < n - 1 - lead
+    return jnp.where(keep, r, jnp.asarray(np.asarray(complex(np.nan, np.nan), cdt)))
+
+
 # --- derivatives of samples, phases ---------------------------------------------------------------
 
 
@@ -703,8 +754,6 @@ def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
       [0.    3.    0.217 0.5  ]
     """
     p, period = _promote(p, period)
-    if jnp._aval(period).weak_type:  # (a strong divisor: functx's mod of weak ints, see _core)
-        period = ops.convert_element_type(period, _dtype(p), False)
     if dtypes.is_complex(_dtype(p)):
         raise FunctxValueError(f"jnp.unwrap does not support complex inputs.{_loc()}")
     axis = jnp._canon_axis(axis, _ndim(p))

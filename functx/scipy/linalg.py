@@ -792,6 +792,60 @@ def rsf2csf(T, Z, check_finite=True):  # noqa: N803
     return T, Z
 
 
+def funm(A, func, disp=True):  # noqa: N803
+    """A matrix function ``f(A)`` by the Schur-Parlett method (JAX's ``jax.scipy.linalg.funm``):
+    the complex Schur form ``A = Z T Z^H``, ``f`` on ``T``'s diagonal, Parlett's recurrence
+    (Golub and Van Loan, algorithm 11.1.1) for the rest of ``f(T)``, and ``Z f(T) Z^H``.
+
+    Arguments:
+      A: a square matrix ``[n, n]``.
+      func: an elementwise function (of the eigenvalues).
+      disp: if False, also return JAX's estimate of the relative error.
+
+    Returns:
+      ``f(A)`` (complex), or ``(f(A), err)``.
+
+    Example:
+      >>> f = functx.scipy.linalg.funm(np.diag(np.float32([1.0, 4.0])), functx.numpy.sqrt)
+      >>> print(np.round(np.asarray(f), 4))
+      [[1.+0.j 0.+0.j]
+       [0.+0.j 2.+0.j]]
+    """
+    A = jnp.asarray(A)  # noqa: N806
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError("expected square array_like input")
+    T, Z = rsf2csf(*schur(A))  # noqa: N806
+    n = T.shape[0]
+    fd = jnp.asarray(func(jnp.diagonal(T))).astype(T.dtype)
+    F = jnp.diag(fd)  # noqa: N806
+    minden = jnp.abs(T[0, 0])
+    for p in range(1, n):
+        for i in range(n - p):
+            j = i + p
+            s_ = T[i, j] * (F[j, j] - F[i, i])
+            if j - i > 1:
+                s_ = s_ + jnp.sum(
+                    T[i, i + 1 : j] * F[i + 1 : j, j] - F[i, i + 1 : j] * T[i + 1 : j, j]
+                )
+            den = T[j, j] - T[i, i]
+            s_ = jnp.where(den != 0, s_ / jnp.where(den != 0, den, jnp.ones_like(den)), s_)
+            F = F.at[i, j].set(s_)  # noqa: N806
+            minden = jnp.minimum(minden, jnp.abs(den))
+    hp = lax.Precision.HIGHEST
+    F = jnp.matmul(jnp.matmul(Z, F, precision=hp), _mH(Z), precision=hp)  # noqa: N806
+    if disp:
+        return F
+    tol = float(np.finfo(_real_of(F.dtype)).eps)
+    minden = jnp.where(minden == 0.0, tol, minden)
+    bound = (tol / minden) * _jla.norm(jnp.triu(T, 1), 1)
+    err = jnp.where(jnp.any(jnp.isinf(F)), np.inf, jnp.minimum(1, jnp.maximum(tol, bound)))
+    return F, err
+
+
+def _real_of(dt):
+    return np.float32 if np.dtype(dt) == np.complex64 else np.float64
+
+
 def eigh_tridiagonal(d, e, *, eigvals_only=False, select="a", select_range=None, tol=None):
     """Eigenvalues (and eigenvectors) of a real symmetric (or Hermitian) tridiagonal matrix (JAX's
     ``jax.scipy.linalg.eigh_tridiagonal``), through ``eigh`` of the assembled matrix (JAX runs a
@@ -852,6 +906,7 @@ __all__ = [
     "eigh_tridiagonal",
     "expm",
     "expm_frechet",
+    "funm",
     "hessenberg",
     "inv",
     "lu",

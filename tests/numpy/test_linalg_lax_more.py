@@ -56,6 +56,32 @@ def test_values_and_dtypes_vs_jax():
         _same(_all(FL, x), jax.jit(lambda x: _all(JL, x))(x), 1e-5)
 
 
+def test_cholesky_update_and_symmetric_product_vs_jax():
+    c = A[0] @ A[0].T + 4 * np.eye(4)
+    r = np.linalg.cholesky(c).T
+    w = A[1, 0]
+    np.testing.assert_allclose(FL.cholesky_update(r, w), JL.cholesky_update(r, w), atol=1e-12)
+    for kw in (dict(alpha=2.0, beta=0.5), dict(alpha=1.5, symmetrize_output=True)):
+        got = FL.symmetric_product(A[..., :2], A, **kw)
+        np.testing.assert_allclose(got, JL.symmetric_product(A[..., :2], A, **kw), atol=1e-12)
+    for L in (FL, JL):
+        with pytest.raises(TypeError, match="Accepted dtypes at position 0"):
+            L.symmetric_product(AC, AC)
+
+
+def test_ormqr_vs_jax():
+    a, taus = A, A[:, 0, :3] * 0.3
+    c, cr = B[:, :4, :2], np.swapaxes(B[:, :4, :2], -1, -2)
+    for left, cc in ((True, c), (False, cr)):
+        for tr in (False, True):
+            got = FL.ormqr(a, taus, cc, left=left, transpose=tr)
+            want = JL.ormqr(a, taus, cc, left=left, transpose=tr)
+            np.testing.assert_allclose(got, want, atol=1e-12)
+    for L in (FL, JL):
+        with pytest.raises(ValueError, match="same number of rows"):
+            L.ormqr(a, taus, cr)
+
+
 def test_tridiagonal_solve_gradients():
     args = (DL, D, DU, B)
     check_grads(FL.tridiagonal_solve, args, order=2, modes=["fwd", "rev"])

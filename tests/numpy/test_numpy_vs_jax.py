@@ -946,14 +946,19 @@ def test_every_public_function_is_compared():
     covered |= set(re.findall(r"\bm\.(\w+)", src))
     covered |= set(re.findall(r"\bfjnp\.(\w+)", src)) & set(re.findall(r"\bjjnp\.(\w+)", src))
     covered |= set(re.findall(r'"(\w+)"', src.split("DTYPE_NAMES = (")[1].split(")")[0]))
+    # tests/test_conv.py: jnp.convolve/correlate (fnp.name beside jjnp.name)
+    src = (here.parent / "test_conv.py").read_text()
+    covered |= set(re.findall(r"\bfnp\.(\w+)", src)) & set(re.findall(r"\bjjnp\.(\w+)", src))
     missing = sorted(set(fnp.__all__) - covered)
     assert not missing, f"functx.numpy functions with no comparison against JAX: {missing}"
-    # tests/numpy/test_linalg.py: functx's values against NumPy float64, shapes and dtypes
-    # against JAX's (fnp.linalg.name beside jnp.linalg.name); the result types are NamedTuples
-    src = (here / "test_linalg.py").read_text()
-    linalg_covered |= set(re.findall(r"\bfnp\.linalg\.(\w+)", src)) & set(
-        re.findall(r"\bjnp\.linalg\.(\w+)", src)
-    )
+    # tests/numpy/test_linalg.py and test_linalg_eig.py: functx's values against NumPy float64,
+    # shapes and dtypes against JAX's (fnp.linalg.name beside jnp.linalg.name); the result types
+    # are NamedTuples
+    for name in ("test_linalg.py", "test_linalg_eig.py"):
+        src = (here / name).read_text()
+        linalg_covered |= set(re.findall(r"\bfnp\.linalg\.(\w+)", src)) & set(
+            re.findall(r"\bjnp\.linalg\.(\w+)", src)
+        )
     linalg_covered |= {n for n in fnp.linalg.__all__ if n.endswith("Result")}
     missing = sorted(set(fnp.linalg.__all__) - linalg_covered)
     assert not missing, f"functx.numpy.linalg functions with no comparison: {missing}"

@@ -1,5 +1,5 @@
-"""``functx.scipy.linalg``'s expm_frechet, schur, hessenberg, toeplitz, polar, sqrtm, rsf2csf and
-eigh_tridiagonal: shapes and dtypes against JAX in both x64 modes (``jax.eval_shape``: compiling
+"""``functx.scipy.linalg``'s expm_frechet, schur, hessenberg, toeplitz, polar, sqrtm, rsf2csf, funm
+and eigh_tridiagonal: shapes and dtypes against JAX in both x64 modes (``jax.eval_shape``: compiling
 JAX's programs here would cost ~20 s), values against SciPy (whose LAPACK JAX calls too; JAX's
 values agree to rounding), batching, expm's and expm_frechet's derivatives (check_grads in
 float64), jit (C++) against eager, and JAX's errors."""
@@ -24,6 +24,10 @@ AB = RNG.standard_normal((2, 3, 3))
 D, OFF = RNG.standard_normal(4), RNG.standard_normal(3)
 
 
+def _poly(x):
+    return x * x + 1.0
+
+
 def _results(L, a, e, ab, d, off):
     t, z = L.schur(a)
     return {
@@ -40,6 +44,7 @@ def _results(L, a, e, ab, d, off):
         "sqrtm": L.sqrtm(a @ a.T),
         "sqrtm_general": L.sqrtm(a + 2 * np.eye(4, dtype=a.dtype)),  # (no eigenvalue <= 0)
         "rsf2csf": L.rsf2csf(t, z),
+        "funm": L.funm(a, _poly),
         "eigh_tridiagonal": L.eigh_tridiagonal(d, off, eigvals_only=True),
         "eigh_tridiagonal_i": L.eigh_tridiagonal(
             d, off, eigvals_only=True, select="i", select_range=(1, 2)
@@ -64,6 +69,7 @@ def _scipy(a, e, ab, d, off):
         "sqrtm": ssl.sqrtm((a @ a.T).astype(complex)),
         "sqrtm_general": ssl.sqrtm((a + 2 * np.eye(4)).astype(complex)),
         "rsf2csf": ssl.rsf2csf(t, z),
+        "funm": ssl.funm(a, _poly),
         "eigh_tridiagonal": ssl.eigh_tridiagonal(d, off, eigvals_only=True),
         "eigh_tridiagonal_i": ssl.eigh_tridiagonal(
             d, off, eigvals_only=True, select="i", select_range=(1, 2)
@@ -111,6 +117,12 @@ def test_expm_and_frechet_derivatives():
     check_grads(lambda a: fsl.expm_frechet(a, E[:2, :2], compute_expm=False), (A[:2, :2],), 1)
 
 
+def test_funm_error_estimate():
+    f, err = fsl.funm(A, _poly, disp=False)
+    np.testing.assert_allclose(np.asarray(f), A @ A + np.eye(4), atol=1e-10)
+    assert 0 < float(err) < 1e-10
+
+
 def test_jit_matches_eager():
     f = lambda a: (fsl.sqrtm(a), fsl.polar(a)[1])  # noqa: E731
     a = A[:2, :2] + 2 * np.eye(2)
@@ -130,5 +142,7 @@ def test_errors_like_jax():
             L.eigh_tridiagonal(D, OFF.astype(np.float32))
         with pytest.raises(NotImplementedError, match="select='v'"):
             L.eigh_tridiagonal(D, OFF, select="v", select_range=(0.0, 1.0))
+        with pytest.raises(ValueError, match="expected square array_like input"):
+            L.funm(A[:3], _poly)
         with pytest.raises(ValueError, match="Unknown polar decomposition method"):
             L.polar(A, method="foo")

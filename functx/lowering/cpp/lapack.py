@@ -1,16 +1,20 @@
 """LAPACK called from the compiled C++ program: the library steps of ``cholesky``,
-``triangular_solve`` and ``lu`` (``functx/control/linalg.py``) as direct calls of OpenBLAS's
-``?potrf``, ``?trsm`` and ``?getrf``, made by the program between kernels, with no Python step.
-The library is SciPy's OpenBLAS (LP64), the one JAX's CPU kernels call through
-``scipy.linalg.cython_lapack``, or, without SciPy, NumPy's (ILP64).
+``triangular_solve``, ``lu``, ``eigh``, ``qr`` and ``svd`` (``functx/control/linalg.py``) as
+direct calls of OpenBLAS's ``?potrf``, ``?trsm``, ``?getrf``, ``?syevd``/``?heevd``,
+``?geqrf`` + ``?orgqr``/``?ungqr`` and ``?gesdd``, made by the program between kernels, with no
+Python step. The library is SciPy's OpenBLAS (LP64), the one JAX's CPU kernels call through
+``scipy.linalg.cython_lapack``, or, without SciPy, NumPy's (ILP64): NumPy's float32 routines
+and its ``getrf`` measured 1.5-2x slower than SciPy's here.
 
 Why: the Python host step (``fx_host``) copied every operand and result, converted row-major
-buffers to Fortran order, and looped over a batch in Python (one SciPy call per matrix). On the
-2-core test machine (float64, one BLAS thread, CPU time per call, JAX 0.10.2 beside it): a
-512x512 cholesky + two triangular solves went from 10.2 ms (JAX 3.5 ms) to 5.7 ms (JAX 5.1 ms:
-the rest is the two 512x512 transposes of ``cho_factor(lower=False)``); a batch of 64 64x64
-matrices from 4.8 to 2.7 ms (JAX 3.3 ms); lu 512x512 5.8 ms (JAX 6.7 ms). Here no buffer is
-transposed except around ``getrf``:
+buffers to Fortran order, looped over a batch in Python (one SciPy call per matrix) and, for
+eigh/qr/svd, ran NumPy's gufuncs on NumPy's OpenBLAS. Figures (2-core test machine under load,
+one BLAS thread, CPU time per call against JAX 0.10.2's in the same process): float64
+cholesky + two triangular solves 512x512 went from 10.2 ms (JAX 3.8) to 4.9 ms (JAX 3.7: the
+rest is the two 512x512 transposes of ``cho_factor(lower=False)``, C++ kernels that XLA folds
+into its custom call's layout); 64 64x64 matrices from 4.1 to 1.9 ms (JAX 1.4); lu 512x512
+5.4 ms (JAX 5.3), 64x(64x64) 1.9 ms (JAX 2.6); ``benchmarks/linalg.py`` has the table. How each
+step lays out its buffers:
 
 * ``cholesky``: a row-major matrix is the transpose of the column-major one LAPACK reads, so
   ``potrf`` with ``uplo='U'`` on a copy of the operand factors it in place and leaves the lower
@@ -21,10 +25,18 @@ transposed except around ``getrf``:
   ``op`` kept). A complex ``conj(A) X = B`` (conjugate without transpose) keeps the host step;
 * ``lu``: ``getrf`` needs the matrix itself, so it factors a transposed copy (32x32 tiles) and
   transposes the factors back (O(n^2) against the O(n^3) factorization); the 1-based pivots
-  become JAX's 0-based ``int32`` pivots and the permutation they make.
-
-``eigh``, ``qr`` and ``svd`` keep the host step (NumPy's gufuncs): their O(n^3) work dwarfs its
-copies, and they measured at JAX's speed.
+  become JAX's 0-based ``int32`` pivots and the permutation they make;
+* ``eigh``: ``syevd``/``heevd`` on a copy, reading the triangle of the column-major view that
+  is the operand's ``lower`` (or upper) one; the eigenvectors come back as rows and are
+  transposed (conjugated for complex: the view holds the conjugate matrix). Before, the host
+  step ran NumPy's gufunc, whose float32 LAPACK (NumPy's own OpenBLAS) took 1.8x JAX's time
+  at 512x512 (44 against 25 CPU ms); now 0.93x; float64 0.97x;
+* ``qr``: ``geqrf`` on a transposed copy, ``R`` read off, then ``orgqr``/``ungqr`` for ``Q``
+  (float32 512x512: 2.1x JAX's time before, 0.95x now);
+* ``svd``: ``gesdd`` of the column-major view (the operand's transpose ``X^T = U' S V'^H``):
+  ``V'^H`` read in row-major order is the operand's ``U`` and ``U'`` its ``V^H``, so LAPACK
+  writes them straight into the outputs (float32 512x512: 2.1x JAX's time before, 0.96x
+  now). A ``subset_by_index`` other than everything keeps the host step.
 
 ``render(prog, k, group)`` emits the step and returns True, or returns False (the caller then
 emits the host step) for another primitive, a dtype LAPACK lacks, an empty operand, or when no
@@ -66,9 +78,26 @@ typedef void (*fx_getrf{b}_t)(const {i}*, const {i}*, void*, const {i}*, {i}*, {
 typedef void (*fx_trsm{b}_t)(const char*, const char*, const char*, const char*, const {i}*,
                           const {i}*, const void*, const void*, const {i}*, void*, const {i}*,
                           size_t, size_t, size_t, size_t);
+typedef void (*fx_geqrf{b}_t)(const {i}*, const {i}*, void*, const {i}*, void*, void*,
+                           const {i}*, {i}*);
+typedef void (*fx_orgqr{b}_t)(const {i}*, const {i}*, const {i}*, void*, const {i}*,
+                           const void*, void*, const {i}*, {i}*);
+typedef void (*fx_gesdd{b}_t)(const char*, const {i}*, const {i}*, void*, const {i}*, void*,
+                           void*, const {i}*, void*, const {i}*, void*, const {i}*, {i}*, {i}*,
+                           size_t);
+typedef void (*fx_cgesdd{b}_t)(const char*, const {i}*, const {i}*, void*, const {i}*, void*,
+                            void*, const {i}*, void*, const {i}*, void*, const {i}*, void*,
+                            {i}*, {i}*, size_t);
+typedef void (*fx_syevd{b}_t)(const char*, const char*, const {i}*, void*, const {i}*, void*,
+                           void*, const {i}*, {i}*, const {i}*, {i}*, size_t, size_t);
+typedef void (*fx_heevd{b}_t)(const char*, const char*, const {i}*, void*, const {i}*, void*,
+                           void*, const {i}*, void*, const {i}*, {i}*, const {i}*, {i}*,
+                           size_t, size_t);
 """
 
 _ENTRIES = [f"{t}{f}" for t in "sdcz" for f in ("potrf", "trsm", "getrf")]
+_ENTRIES += ["ssyevd", "dsyevd", "cheevd", "zheevd", "sorgqr", "dorgqr", "cungqr", "zungqr"]
+_ENTRIES += [f"{t}{f}" for t in "sdcz" for f in ("geqrf", "gesdd")]
 
 
 @functools.lru_cache(maxsize=None)
@@ -246,4 +275,169 @@ def _tiled(m, n, w, stmt):
     ]
 
 
-_RENDER = {"cholesky": _cholesky, "triangular_solve": _trisolve, "lu": _lu}
+def _eigh(prog, lib, params, ins, outs):
+    (x,), (v, ev) = ins, outs
+    it = f"int{lib[3]}_t"
+    letter, rt, w = _LETTER[np.dtype(x.dtype)]
+    n = x.shape[-1]
+    lo, hi = params["subset_by_index"] or (0, n)
+    d = hi - lo
+    nb = _batch(x.shape)
+    # the column-major view of a row-major matrix is its transpose: its upper triangle is the
+    # lower one of the matrix; for a complex matrix it holds the conjugate Hermitian matrix
+    # (same eigenvalues, conjugate eigenvectors). LAPACK's minimal workspaces for jobz='V'.
+    uplo = "U" if params["lower"] else "L"
+    if w == 1:
+        name, sizes = "syevd", [("work", rt, 1 + 6 * n + 2 * n * n), ("iwork", it, 3 + 5 * n)]
+        call = "t, &n, wv, work, &lwork, iwork, &liwork, &info, 1, 1"
+    else:
+        name = "heevd"
+        sizes = [
+            ("work", rt, 2 * (2 * n + n * n)),
+            ("rwork", rt, 1 + 5 * n + 2 * n * n),
+            ("iwork", it, 3 + 5 * n),
+        ]
+        call = "t, &n, wv, work, &lwork, rwork, &lrwork, iwork, &liwork, &info, 1, 1"
+    lines = [
+        _fn(prog, lib, letter, name),
+        f"if (!fx_{letter}{name}) return 1;",
+        f"{rt}* t = ({rt}*)malloc({n * n * w}ULL * sizeof({rt}));",
+        f"{rt}* wv = ({rt}*)malloc({n}ULL * sizeof({rt}));",
+    ]
+    for buf, ty, size in sizes:
+        lines.append(f"{ty}* {buf} = ({ty}*)malloc({size}ULL * sizeof({ty}));")
+    src = f"t[(({lo}LL + j) * {n}LL + i) * {w} + c]"
+    lines += [
+        f"const {it} n = {n}, lwork = {sizes[0][2] // w}, liwork = {3 + 5 * n};",
+        f"const {it} lrwork = {1 + 5 * n + 2 * n * n}; (void)lrwork;",
+        f"for (int64_t b = 0; b < {nb}LL; ++b) {{",
+        f"  memcpy(t, ({rt}*)({x.buf}) + b * {n * n * w}LL, {n * n * w}ULL * sizeof({rt}));",
+        f"  {it} info = 0;",
+        f'  fx_{letter}{name}("V", "{uplo}", &n, {call});',
+        f"  {rt}* dst = ({rt}*)({v.buf}) + b * {n * d * w}LL;",
+        f"  {rt}* ew = ({rt}*)({ev.buf}) + b * {d}LL;",
+        *_tiled(
+            n,
+            d,
+            w,
+            f"dst[(i * {d}LL + j) * {w} + c] = info != 0 ? ({rt})NAN : (c ? -{src} : {src});",
+        ),
+        f"  for (int64_t j = 0; j < {d}LL; ++j) ew[j] = info != 0 ? ({rt})NAN : wv[{lo}LL + j];",
+        "}",
+        "free(t); free(wv);",
+    ]
+    lines += [f"free({buf});" for buf, _, _ in sizes]
+    return lines
+
+
+def _qr(prog, lib, params, ins, outs):
+    (x,), (q, r) = ins, outs
+    it = f"int{lib[3]}_t"
+    letter, rt, w = _LETTER[np.dtype(x.dtype)]
+    m, n = x.shape[-2:]
+    k = min(m, n)
+    kq = m if params["full_matrices"] else k  # Q is m x kq, R kq x n
+    cols = max(n, kq)
+    nb = _batch(x.shape)
+    org = "ungqr" if w == 2 else "orgqr"
+    # (the orgqr entry's C type serves ungqr: the same arguments)
+    get_org = _fn(prog, lib, letter, "orgqr").replace(
+        f'"{lib[1]}{letter}orgqr{lib[2]}"', f'"{lib[1]}{letter}{org}{lib[2]}"'
+    )
+    return [
+        _fn(prog, lib, letter, "geqrf"),
+        get_org,
+        f"if (!fx_{letter}geqrf || !fx_{letter}orgqr) return 1;",
+        f"const {it} m = {m}, n = {n}, k = {k}, kq = {kq}, neg = -1;",
+        f"{it} info = 0;",
+        f"{rt}* t = ({rt}*)calloc({m * cols * w}ULL, sizeof({rt}));",
+        f"{rt}* tau = ({rt}*)malloc({max(k, 1) * w}ULL * sizeof({rt}));",
+        f"{rt} q1[2] = {{0, 0}}, q2[2] = {{0, 0}};",  # (workspace queries)
+        f"fx_{letter}geqrf(&m, &n, t, &m, tau, q1, &neg, &info);",
+        f"fx_{letter}orgqr(&m, &kq, &k, t, &m, tau, q2, &neg, &info);",
+        f"{it} lwork = ({it})q1[0] > ({it})q2[0] ? ({it})q1[0] : ({it})q2[0];",
+        "if (lwork < 1) lwork = 1;",
+        f"{rt}* work = ({rt}*)malloc((size_t)lwork * {w} * sizeof({rt}));",
+        f"for (int64_t b = 0; b < {nb}LL; ++b) {{",
+        f"  const {rt}* src = (const {rt}*)({x.buf}) + b * {m * n * w}LL;",
+        f"  {rt}* qd = ({rt}*)({q.buf}) + b * {m * kq * w}LL;",
+        f"  {rt}* rd = ({rt}*)({r.buf}) + b * {kq * n * w}LL;",
+        *_tiled(m, n, w, f"t[(j * {m}LL + i) * {w} + c] = src[(i * {n}LL + j) * {w} + c];"),
+        f"  fx_{letter}geqrf(&m, &n, t, &m, tau, work, &lwork, &info);",
+        *_tiled(
+            kq,
+            n,
+            w,
+            f"rd[(i * {n}LL + j) * {w} + c] = i <= j ? t[(j * {m}LL + i) * {w} + c] : 0;",
+        ),
+        f"  fx_{letter}orgqr(&m, &kq, &k, t, &m, tau, work, &lwork, &info);",
+        *_tiled(m, kq, w, f"qd[(i * {kq}LL + j) * {w} + c] = t[(j * {m}LL + i) * {w} + c];"),
+        "}",
+        "free(t); free(tau); free(work);",
+    ]
+
+
+def _svd(prog, lib, params, ins, outs):
+    x = ins[0]
+    it = f"int{lib[3]}_t"
+    letter, rt, w = _LETTER[np.dtype(x.dtype)]
+    m, n = x.shape[-2:]
+    kk = min(m, n)
+    full, uv = params["full_matrices"], params["compute_uv"]
+    sub = params["subset_by_index"]
+    if sub is not None and tuple(sub) != (0, kk):
+        return None
+    nb = _batch(x.shape)
+    # the column-major view of the row-major m x n matrix is its n x m transpose X^T = U' S V'^H;
+    # then X = (V'^H)^T S (U')^T: LAPACK's V'^H read in row-major order is X's U, and its U' is
+    # X's V^H, with no transpose (complex too), so they are written into the outputs directly
+    jobz = ("A" if full else "S") if uv else "N"
+    ucols = n if full else kk  # U' is n x ucols (ldu n): X's V^H, ucols x n
+    vrows = m if full else kk  # V'^H is vrows x m (ldvt vrows): X's U, m x vrows
+    s_out = outs[0]
+    vh, u = (outs[2].buf, outs[1].buf) if uv else ("nullptr", "nullptr")
+    name = "gesdd"
+    ctype = "fx_cgesdd{b}_t" if w == 2 else "fx_gesdd{b}_t"
+    get = _fn(prog, lib, letter, name).replace(f"fx_gesdd{lib[3]}_t", ctype.format(b=lib[3]))
+    rw = "rwork, " if w == 2 else ""
+    nrw = max(5 * kk * kk + 7 * kk, 2 * max(m, n) * kk + 2 * kk * kk + kk) if w == 2 else 1
+    lines = [
+        get,
+        f"if (!fx_{letter}gesdd) return 1;",
+        f"const {it} m = {n}, n = {m}, ldu = {n}, ldvt = {max(vrows, 1)};",
+        f"{it} info = 0, neg = -1;",
+        f"{rt}* t = ({rt}*)malloc({m * n * w}ULL * sizeof({rt}));",
+        f"{it}* iwork = ({it}*)malloc({8 * kk}ULL * sizeof({it}));",
+        f"{rt}* rwork = ({rt}*)malloc({nrw}ULL * sizeof({rt})); (void)rwork;",
+        f"{rt} q[2] = {{0, 0}};",
+        f'fx_{letter}gesdd("{jobz}", &m, &n, t, &m, nullptr, nullptr, &ldu, nullptr, &ldvt, '
+        f"q, &neg, {rw}iwork, &info, 1);",
+        f"{it} lwork = ({it})q[0] > 1 ? ({it})q[0] : 1;",
+        f"{rt}* work = ({rt}*)malloc((size_t)lwork * {w} * sizeof({rt}));",
+        f"for (int64_t b = 0; b < {nb}LL; ++b) {{",
+        f"  memcpy(t, ({rt}*)({x.buf}) + b * {m * n * w}LL, {m * n * w}ULL * sizeof({rt}));",
+        f"  {rt}* sd = ({rt}*)({s_out.buf}) + b * {kk}LL;",
+        f"  {rt}* ud = {'nullptr' if not uv else f'({rt}*)({vh}) + b * {ucols * n * w}LL'};",
+        f"  {rt}* vd = {'nullptr' if not uv else f'({rt}*)({u}) + b * {m * vrows * w}LL'};",
+        f'  fx_{letter}gesdd("{jobz}", &m, &n, t, &m, sd, ud, &ldu, vd, &ldvt, work, &lwork, '
+        f"{rw}iwork, &info, 1);",
+        "  if (info != 0) {",
+        f"    for (int64_t i = 0; i < {kk}LL; ++i) sd[i] = NAN;",
+    ]
+    if uv:
+        lines += [
+            f"    for (int64_t i = 0; i < {ucols * n * w}LL; ++i) ud[i] = NAN;",
+            f"    for (int64_t i = 0; i < {m * vrows * w}LL; ++i) vd[i] = NAN;",
+        ]
+    lines += ["  }", "}", "free(t); free(iwork); free(rwork); free(work);"]
+    return lines
+
+
+_RENDER = {
+    "svd": _svd,
+    "cholesky": _cholesky,
+    "triangular_solve": _trisolve,
+    "lu": _lu,
+    "eigh": _eigh,
+    "qr": _qr,
+}

@@ -192,7 +192,7 @@ def _fx_zeta(x, q):
     eps = 2.220446049250313e-16
     inf = float('inf')
     pole = (q <= 0) & ((q == -inf) | _fx_isint(q))
-    even = (x >= 0) & _fx_isint(x) & (libdevice.fmod(x, 2.0) == 0)
+    even = (x >= 0) & _fx_isint(x) & (libdevice.fmod(x, tl.full(x.shape, 2.0, x.dtype)) == 0)
     special = (x == 1) | (x != x) | (q != q) | (x == inf) | (q == inf) | pole
     special = special | (x < 1) | ((q < 0) & (_fx_isint(x) == 0))
     sv = tl.where(pole, tl.where(even, inf, float('nan')), float('nan'))
@@ -239,7 +239,7 @@ def _fx_zeta(x, q):
 def _fx_polygamma(m, x):
     bad = (m != m) | (x != x) | (m < 0) | (m == float('inf')) | (_fx_isint(m) == 0)
     ms = tl.where(bad, 1.0, m)
-    sign = tl.where(libdevice.fmod(ms, 2.0) == 1, 1.0, -1.0)
+    sign = tl.where(libdevice.fmod(ms, tl.full(ms.shape, 2.0, ms.dtype)) == 1, 1.0, -1.0)
     z = sign * libdevice.exp(libdevice.lgamma(ms + 1.0)) * _fx_zeta(ms + 1.0, x)
     out = tl.where(ms == 0, _fx_digamma(x), z)
     return tl.where(bad, float('nan'), out)

@@ -134,7 +134,7 @@ def _aligned(args) -> bool:
 class Site:
     """One kernel launch of a generated module's host code: ``site(grid0, grid1, *buffers)``."""
 
-    __slots__ = ("kernel", "num_warps", "fast", "name", "note")
+    __slots__ = ("kernel", "num_warps", "fast", "name", "note", "exact")
 
     def __init__(self, kernel, num_warps: int):
         self.kernel = kernel
@@ -144,6 +144,7 @@ class Site:
             getattr(kernel, "fn", None), "__name__", "kernel"
         )
         self.note = ""  # why launches go through Triton, when they do
+        self.exact = None  # compiled without FMA contraction (float64 buffers): on first launch
 
     @property
     def mode(self) -> str:
@@ -186,7 +187,13 @@ class Site:
         self.through_triton(g0, g1, args)
 
     def through_triton(self, g0, g1, args):
-        ck = self.kernel[(g0, g1)](*args, num_warps=self.num_warps)
+        if self.exact is None:
+            self.exact = any(str(getattr(a, "dtype", "")) == "torch.float64" for a in args)
+        if self.exact:  # no contraction into FMAs: float64 kernels (Dekker/Knuth steps in
+            # functx/_xlamath.py, compensated sums) need each product rounded as written
+            ck = self.kernel[(g0, g1)](*args, num_warps=self.num_warps, enable_fp_fusion=False)
+        else:
+            ck = self.kernel[(g0, g1)](*args, num_warps=self.num_warps)
         if ck is None or interpreting() or not _direct_allowed():
             return
         if _cuda is None:
