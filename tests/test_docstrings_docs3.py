@@ -15,8 +15,11 @@ NAMES = {
         "reshape transpose squeeze expand_dims rev slice slice_in_dim index_in_dim dynamic_slice "
         "dynamic_update_slice dynamic_slice_in_dim dynamic_index_in_dim "
         "dynamic_update_slice_in_dim concatenate pad full full_like zeros_like_array Precision "
-        "canonicalize_precision dot_general dot"
+        "canonicalize_precision dot_general dot associative_scan cumsum cumprod cummax cummin "
+        "cumlogsumexp cond switch scan map fori_loop while_loop"
     ),
+    "functx": "vjp value_and_grad grad jacfwd jacrev jacobian hessian linearize",
+    "functx.ad_checkpoint": "Offloadable",
 }
 
 
