@@ -18,7 +18,22 @@ NAMES = {
         "canonicalize_precision dot_general dot associative_scan cumsum cumprod cummax cummin "
         "cumlogsumexp cond switch scan map fori_loop while_loop"
     ),
-    "functx": "vjp value_and_grad grad jacfwd jacrev jacobian hessian linearize",
+    "functx": (
+        "vjp value_and_grad grad jacfwd jacrev jacobian hessian linearize block_until_ready "
+        "default_matmul_precision ShapedArray Jaxpr ClosedJaxpr typecheck_jaxpr DeviceError "
+        "Device local_devices device_count default_backend default_device device_get "
+        "FunctxError FunctxTypeError FunctxValueError FunctxArgumentError FunctxIndexError "
+        "FunctxOverflowError ConcretizationError FunctxAttributeError UnsupportedError "
+        "CacheWarning"
+    ),
+    "functx.nn": (
+        "relu6 sigmoid log_sigmoid silu swish softplus elu leaky_relu gelu logsumexp softmax "
+        "log_softmax standardize one_hot"
+    ),
+    "functx.numpy": "issubdtype promote_types einsum",
+    "functx.numpy.linalg": "vector_norm matrix_norm",
+    "functx.experimental": "disable_x64",
+    "functx.random": "KeyArray",
     "functx.ad_checkpoint": "Offloadable",
 }
 
