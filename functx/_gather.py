@@ -587,7 +587,7 @@ _PRIMS = {
 }
 
 
-def _scatter(name, prim, operand, indices, updates, dn, mode, unique=True):
+def _scatter(name, prim, operand, indices, updates, dn, mode):
     operand = _as_array(operand)
     xa = get_aval(operand)
     indices, updates = _as_array(indices), _as_array(updates, xa.dtype)
@@ -641,28 +641,8 @@ def _scatter(name, prim, operand, indices, updates, dn, mode, unique=True):
     if perm != list(range(len(perm))):
         updates = ops.transpose(updates, perm)
     pmode = "clip" if not drop else "drop"
-    if prim is P.scatter_p and not unique and xa.dtype in dtypes.FLOATS + dtypes.COMPLEX:
-        updates = _winners_only(x, ind, updates, plan.axes, pmode)
     out = prim.bind(x, ind, updates, axes=plan.axes, mode=pmode)
     return ops.reshape(out, ()) if xa.ndim == 0 else out
-
-
-def _winners_only(x, ind, updates, axes, mode):
-    """``updates`` whose derivative reaches only the update that lands (of several at one
-    place, the one the scatter keeps), as in JAX: the value is unchanged, the others are
-    ``stop_gradient``-ed. Each window element is tagged with an id, the ids are scattered with
-    the same indices and read back: an update won where it reads its own id."""
-    ua = get_aval(updates)
-    nid = len(get_aval(ind).shape) - 1
-    n = int(np.prod(ua.shape[:nid]))
-    ids = ops.add(
-        ops.reshape(ops.iota(dtypes.int32, n), ua.shape[:nid]), ops.full((), 1, dtypes.int32)
-    )
-    ids = ops.broadcast_in_dim(ids, ua.shape, tuple(range(nid)))
-    zeros = ops.full(get_aval(x).shape, 0, dtypes.int32)
-    landed = P.scatter_p.bind(zeros, ind, ids, axes=axes, mode=mode)
-    back = P.gather_p.bind(landed, ind, axes=axes, mode="clip", fill_value=None)
-    return ops.select(ops.eq(back, ids), updates, P.stop_gradient_p.bind(updates))
 
 
 def _scatter_doc(name, verb, example):
@@ -714,7 +694,6 @@ def scatter(
         updates,
         dimension_numbers,
         mode,
-        unique=bool(unique_indices),
     )
 
 

@@ -660,8 +660,24 @@ class _IndexUpdateHelper:
         return _IndexUpdateRef(self.array, idx)
 
 
+_AT_KEYWORDS = (
+    "indices_are_sorted",
+    "unique_indices",
+    "mode",
+    "out_sharding",
+    "wrap_negative_indices",
+)
+
+
 class _IndexUpdateRef:
-    """``x.at[idx]``: functional updates with JAX's semantics (out-of-bounds updates dropped)."""
+    """``x.at[idx]``: functional updates with JAX's semantics.
+
+    Every method takes JAX's keywords: ``indices_are_sorted`` and ``unique_indices`` (promises,
+    accepted), ``mode`` (``None``, ``"fill"``/``"drop"`` and ``"promise_in_bounds"`` drop an
+    update out of bounds, ``"clip"`` clamps its index; for ``get``, ``None`` and ``"clip"`` clamp,
+    ``"fill"`` returns ``fill_value``), ``out_sharding`` (accepted) and
+    ``wrap_negative_indices`` (``True``: ``-1`` is the last element, as NumPy).
+    """
 
     __slots__ = ("array", "index")
 
@@ -669,25 +685,71 @@ class _IndexUpdateRef:
         self.array = array
         self.index = index
 
-    def _scatter(self, values, mode):
-        return _fn["scatter_update"](self.array, self.index, values, mode)
+    def _scatter(self, values, op, kw):
+        for k in kw:
+            if k not in _AT_KEYWORDS:
+                name = {None: "set", "sub": "subtract", "div": "divide", "pow": "power"}
+                raise TypeError(
+                    f"_IndexUpdateRef.{name.get(op, op)}() got an unexpected keyword argument {k!r}"
+                )
+        kw.pop("indices_are_sorted", None)
+        kw.pop("unique_indices", None)
+        kw.pop("out_sharding", None)
+        return _fn["scatter_update"](self.array, self.index, values, op, **kw)
 
-    def get(self, *, mode=None, fill_value=None):
-        return _fn["getitem"](self.array, self.index, mode=mode, fill_value=fill_value)
+    def get(
+        self,
+        *,
+        indices_are_sorted=False,
+        unique_indices=False,
+        mode=None,
+        fill_value=None,
+        out_sharding=None,
+        wrap_negative_indices=True,
+    ):
+        """``x[idx]``, with an out-of-bounds ``mode`` and ``fill_value``."""
+        return _fn["getitem"](
+            self.array,
+            self.index,
+            mode=mode,
+            fill_value=fill_value,
+            wrap_negative_indices=wrap_negative_indices,
+        )
 
-    def set(self, values):
-        return self._scatter(values, None)
+    def set(self, values, **kw):
+        """``x[idx] = values``; of several updates to one place the last lands."""
+        return self._scatter(values, None, kw)
 
-    def add(self, values):
-        return self._scatter(values, "add")
+    def apply(self, func, **kw):
+        """``x[idx] = func(x[idx])``; an element indexed ``n`` times gets ``func`` ``n`` times."""
+        return self._scatter(func, "apply", kw)
 
-    def multiply(self, values):
-        return self._scatter(values, "mul")
+    def add(self, values, **kw):
+        """``x[idx] += values`` (repeated indices add up)."""
+        return self._scatter(values, "add", kw)
+
+    def subtract(self, values, **kw):
+        """``x[idx] -= values`` (repeated indices subtract each)."""
+        return self._scatter(values, "sub", kw)
+
+    def multiply(self, values, **kw):
+        """``x[idx] *= values`` (repeated indices multiply up)."""
+        return self._scatter(values, "mul", kw)
 
     mul = multiply
 
-    def min(self, values):
-        return self._scatter(values, "min")
+    def divide(self, values, **kw):
+        """``x[idx] /= values`` (true division: an integer array gives floats, as JAX)."""
+        return self._scatter(values, "div", kw)
 
-    def max(self, values):
-        return self._scatter(values, "max")
+    def power(self, values, **kw):
+        """``x[idx] **= values``."""
+        return self._scatter(values, "pow", kw)
+
+    def min(self, values, **kw):
+        """``x[idx] = minimum(x[idx], values)``."""
+        return self._scatter(values, "min", kw)
+
+    def max(self, values, **kw):
+        """``x[idx] = maximum(x[idx], values)``."""
+        return self._scatter(values, "max", kw)

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from functx import dtypes, ops, primitives as P
+from functx import _gather, dtypes, ops, primitives as P
 from functx.array import Array, UncommittedArray
 from functx.errors import (
     FunctxIndexError,
     FunctxTypeError,
     FunctxValueError,
     NonConcreteBooleanIndexError,
+    UnsupportedError,
 )
 from functx.numpy import _core as jnp
 from functx.source_info import where
@@ -34,7 +35,10 @@ def _index_constant(v: np.ndarray) -> Array:
     """An index array written in the index expression (a list or NumPy array): a constant of the
     expression, uncommitted (it goes with the indexed array's device; see the devices package)."""
     v = np.array(v)
-    return UncommittedArray._new(v, get_aval(v))
+    av = get_aval(v)
+    if v.dtype != av.dtype:  # int64 while x64 is off: the buffer must hold the aval's dtype
+        v = v.astype(av.dtype)
+    return UncommittedArray._new(v, av)
 
 
 def _to_index_array(x, dim_name):
@@ -150,11 +154,36 @@ def _parse(x, idx):
     return x, per_axis
 
 
-def getitem(x, idx, mode=None, fill_value=None):
+def _mode_name(mode):
+    """A mode given as a string or as ``lax.GatherScatterMode``, as its string."""
+    name = getattr(mode, "name", None)
+    if name is not None and not isinstance(mode, str):
+        return {
+            "FILL_OR_DROP": "fill",
+            "CLIP": "clip",
+            "PROMISE_IN_BOUNDS": "promise_in_bounds",
+        }.get(name, name)
+    return mode
+
+
+def _check_wrap(wrap_negative_indices):
+    if not wrap_negative_indices:
+        raise UnsupportedError(
+            f"wrap_negative_indices=False is not supported (negative indices wrap){where()}"
+        )
+
+
+def getitem(x, idx, mode=None, fill_value=None, wrap_negative_indices=True):
+    _check_wrap(wrap_negative_indices)
+    mode = _mode_name(mode)
     x = x if isinstance(x, (Array, Tracer)) else Array.from_value(x)
     x, items = _parse(x, idx)
     shape = get_aval(x).shape
-    has_array = any(not _is_int(it) and not isinstance(it, slice) for it in items)
+    filling = mode in ("fill", "drop")
+    has_array = any(not _is_int(it) and not isinstance(it, slice) for it in items) or (
+        filling  # a static int out of range: gather it, to fill
+        and any(_is_int(it) and not -n <= int(it) < n for it, n in zip(items, shape))
+    )
 
     # 1. Static slices (and ints, when no arrays are involved) as one slice + rev.
     starts, limits, strides, rev_dims, squeeze_dims = [], [], [], [], []
@@ -201,8 +230,9 @@ def getitem(x, idx, mode=None, fill_value=None):
         if isinstance(it, slice):
             continue
         if _is_int(it):
-            n = shape[ax]
-            arr = Array.from_value(np.asarray(_clamp_static(int(it), n, ax), np.int32))
+            n, i = shape[ax], int(it)
+            i = i if filling else _clamp_static(i, n, ax)  # (negatives wrap below)
+            arr = Array.from_value(np.asarray(i, np.int64 if abs(i) >= 2**31 else np.int32))
         else:
             arr = _to_index_array(it, ax)
         adv_axes.append(ax)
@@ -279,17 +309,74 @@ def _clamp_static(i: int, n: int, ax: int) -> int:
     return min(max(i, 0), n - 1)
 
 
-def scatter_update(x, idx, values, mode):
-    """``x.at[idx].set/add/mul/min/max(values)``."""
+def _update_mode(mode):
+    mode = _mode_name(mode)
+    if mode in (None, "fill", "drop", "promise_in_bounds"):
+        return "drop"
+    if mode == "clip":
+        return "clip"
+    raise FunctxValueError(f'Unknown gather mode "{mode}"{where()}')
+
+
+_SCATTER_PRIMS = {
+    None: P.scatter_p,
+    "add": P.scatter_add_p,
+    "mul": P.scatter_mul_p,
+    "min": P.scatter_min_p,
+    "max": P.scatter_max_p,
+}
+
+
+def _positions(xv, idx, smode):
+    """The flat positions of ``x``'s elements that ``x[idx]`` selects, in its shape (-1 for an
+    index out of bounds when ``smode`` is ``"drop"``; clamped into range for ``"clip"``)."""
+    pos = ops.reshape(
+        ops.iota(dtypes.int32 if xv.size < 2**31 else dtypes.int64, xv.size), xv.shape
+    )
+    if smode == "clip":
+        return getitem(pos, idx, mode="clip")
+    return getitem(pos, idx, mode="fill", fill_value=-1)
+
+
+def scatter_update(x, idx, values, op, *, mode=None, wrap_negative_indices=True):
+    """``x.at[idx].set/add/subtract/mul/divide/power/min/max(values)`` and ``apply(values)``
+    (``op`` None, "add", "sub", "mul", "div", "pow", "min", "max" or "apply"); ``mode`` for
+    indices out of bounds: dropped (the default) or clamped ("clip")."""
+    _check_wrap(wrap_negative_indices)
+    smode = _update_mode(mode)
     x = x if isinstance(x, (Array, Tracer)) else Array.from_value(x)
+    if op == "sub":
+        return scatter_update(x, idx, jnp.negative(jnp.asarray(values)), "add", mode=mode)
+    if op in ("div", "pow"):
+        factor = scatter_update(jnp.ones_like(x), idx, values, "mul", mode=mode)
+        return jnp.true_divide(x, factor) if op == "div" else jnp.power(x, factor)
     xv = get_aval(x)
+    if op == "apply":
+        sel = _positions(xv, idx, smode)
+        n = get_aval(sel).size
+        dn = _gather.ScatterDimensionNumbers(
+            update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,)
+        )
+        out = _gather.scatter_apply(
+            ops.reshape(x, (xv.size,)),
+            ops.reshape(sel, (n, 1)),
+            values,
+            dn,
+            update_shape=(n,),
+            mode="clip" if smode == "clip" else "fill",
+        )
+        return ops.reshape(out, xv.shape)
     values = jnp.asarray(values) if not isinstance(values, (Array, Tracer)) else values
     dt = jnp.result_type(x, values)
     if dt != xv.dtype:
         # Like JAX: update in the promoted dtype, then convert back (so an int32 array's
         # .at[i].add(2.5) adds 2.5 and truncates the sum, rather than adding 2).
         out = scatter_update(
-            ops.convert_element_type(x, dt), idx, ops.convert_element_type(values, dt), mode
+            ops.convert_element_type(x, dt),
+            idx,
+            ops.convert_element_type(values, dt),
+            op,
+            mode=mode,
         )
         return ops.convert_element_type(out, xv.dtype, xv.weak_type)
     values = (
@@ -300,25 +387,15 @@ def scatter_update(x, idx, values, mode):
     raw = idx if isinstance(idx, tuple) else (idx,)
     if not any(i is None or isinstance(i, (Array, Tracer, np.ndarray, list)) for i in raw):
         items = _expand(idx, xv.ndim, xv.shape)
-        if _static_basic(items):
-            return _update_static(x, items, values, mode)
+        if _static_basic(items) and smode == "drop":
+            return _update_static(x, items, values, op)
     # General case: gather the flat positions the index selects, then scatter into the flat array.
-    pos = ops.reshape(
-        ops.iota(dtypes.int32 if xv.size < 2**31 else dtypes.int64, xv.size), xv.shape
-    )
-    sel = getitem(pos, idx, mode="fill", fill_value=-1)
+    sel = _positions(xv, idx, smode)
     sv = get_aval(sel)
     upd = jnp.broadcast_to(values, sv.shape)
     flat = ops.reshape(x, (xv.size,))
-    prim = {
-        None: P.scatter_p,
-        "add": P.scatter_add_p,
-        "mul": P.scatter_mul_p,
-        "min": P.scatter_min_p,
-        "max": P.scatter_max_p,
-    }[mode]
-    out = prim.bind(
-        flat, ops.reshape(sel, (sv.size, 1)), ops.reshape(upd, (sv.size,)), axes=(0,), mode="drop"
+    out = _SCATTER_PRIMS[op].bind(
+        flat, ops.reshape(sel, (sv.size, 1)), ops.reshape(upd, (sv.size,)), axes=(0,), mode=smode
     )
     return ops.reshape(out, xv.shape)
 

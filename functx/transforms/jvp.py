@@ -441,8 +441,56 @@ def _scatter_linear_jvp(prim):
     jvp_rules[prim] = rule
 
 
-_scatter_linear_jvp(P.scatter_p)
 _scatter_linear_jvp(P.scatter_add_p)
+
+
+def scatter_winners(shape, idx, upd_aval, *, axes, mode):
+    """Which updates of a ``scatter`` (replacing) land, of several written to one place: each
+    update's batch position gets an id (from 1), the ids are scattered into zeros of ``shape``
+    with the same indices and read back; an update landed where it reads its own id. Returns
+    ``(landed, mine)``: the scattered ids (0 where nothing was written) and a boolean array of
+    the updates' shape. The value and its derivative then agree whichever update a backend
+    keeps (JAX's scatter jvp does the same)."""
+    nid = get_aval(idx).ndim - 1
+    n = int(np.prod(upd_aval.shape[:nid], dtype=np.int64))
+    ids = ops.add(
+        ops.reshape(ops.iota(dtypes.int32, n), upd_aval.shape[:nid]),
+        ops.full((), 1, dtypes.int32),
+    )
+    ids = ops.broadcast_in_dim(ids, upd_aval.shape, tuple(range(nid)))
+    landed = P.scatter_p.bind(ops.full(shape, 0, dtypes.int32), idx, ids, axes=axes, mode=mode)
+    gmode = "clip" if mode == "clip" else "fill"
+    back = P.gather_p.bind(
+        landed, idx, axes=axes, mode=gmode, fill_value=None if gmode == "clip" else 0
+    )
+    return landed, ops.eq(back, ids)
+
+
+def _scatter_jvp(primals, tangents, *, axes, mode):
+    # Only the update that lands carries its tangent; the operand's tangent survives where
+    # nothing was written. The tangent is then a scatter_add (linear, transposed by a gather).
+    x, idx, u = primals
+    tx, tu = tangents[0], tangents[2]
+    ans = P.scatter_p.bind(x, idx, u, axes=axes, mode=mode)
+    xa = get_aval(x)
+    if isinstance(tx, Zero) and isinstance(tu, Zero):
+        return ans, Zero(tangent_aval(get_aval(ans)))
+    landed, mine = scatter_winners(xa.shape, idx, get_aval(u), axes=axes, mode=mode)
+    out = Zero(tangent_aval(get_aval(ans)))
+    if not isinstance(tx, Zero):
+        untouched = ops.eq(landed, ops.full_like(landed, 0))
+        out = add_tangents(out, ops.select(untouched, tx, ops.full_like(tx, 0)))
+    if not isinstance(tu, Zero):
+        kept = ops.select(mine, tu, ops.full_like(tu, 0))
+        ta = get_aval(tu)
+        out = add_tangents(
+            out,
+            P.scatter_add_p.bind(ops.full(xa.shape, 0, ta.dtype), idx, kept, axes=axes, mode=mode),
+        )
+    return ans, out
+
+
+jvp_rules[P.scatter_p] = _scatter_jvp
 
 
 def _scatter_mul_jvp(primals, tangents, *, axes, mode):

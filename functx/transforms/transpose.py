@@ -15,7 +15,7 @@ from functx.core import Jaxpr, Literal, ShapedArray
 from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError
 from functx.source_info import source_info, where
 from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
-from functx.transforms.jvp import Zero
+from functx.transforms.jvp import Zero, scatter_winners
 
 
 class UndefinedPrimal:
@@ -405,7 +405,10 @@ def _scatter_t(ct, x, idx, upd, *, axes, mode):
             Zero(ua) if is_undefined(upd) else None,
         ]
     t_x = P.scatter_p.bind(ct, idx, _zeros(ua), axes=axes, mode=mode) if is_undefined(x) else None
-    t_u = _gather_back(ct, idx, axes, mode) if is_undefined(upd) else None
+    t_u = None
+    if is_undefined(upd):  # only the update that lands (of several at one place) gets ct
+        _, mine = scatter_winners(_aval(x).shape, idx, ua, axes=axes, mode=mode)
+        t_u = ops.select(mine, _gather_back(ct, idx, axes, mode), _zeros(ua))
     return [t_x, None, t_u]
 
 
