@@ -16,7 +16,7 @@ NAMES = {
         "dynamic_update_slice dynamic_slice_in_dim dynamic_index_in_dim "
         "dynamic_update_slice_in_dim concatenate pad full full_like zeros_like_array Precision "
         "canonicalize_precision dot_general dot associative_scan cumsum cumprod cummax cummin "
-        "cumlogsumexp cond switch scan map fori_loop while_loop"
+        "cumlogsumexp cond switch scan map fori_loop while_loop reduce"
     ),
     "functx": (
         "vjp value_and_grad grad jacfwd jacrev jacobian hessian linearize block_until_ready "
@@ -34,6 +34,10 @@ NAMES = {
     "functx.numpy.linalg": "vector_norm matrix_norm",
     "functx.experimental": "disable_x64",
     "functx.random": "KeyArray",
+    "functx.tree_util": (
+        "tree_flatten tree_unflatten tree_leaves tree_structure tree_map tree_reduce "
+        "treedef_children register_pytree_node_class register_dataclass"
+    ),
     "functx.ad_checkpoint": "Offloadable",
 }
 
