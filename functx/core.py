@@ -150,7 +150,7 @@ class Eqn:
 
 
 class Jaxpr:
-    """A traced program (``jax.core.Jaxpr``): ``constvars`` are bound to the consts of a
+    """A traced program (``jax.extend.core.Jaxpr``): ``constvars`` are bound to the consts of a
     ClosedJaxpr, ``invars`` to the arguments; ``eqns`` compute ``outvars``.
 
     Example:
@@ -183,8 +183,8 @@ class Jaxpr:
 
 
 class ClosedJaxpr:
-    """A Jaxpr with values for its constvars (``jax.core.ClosedJaxpr``): what ``make_jaxpr`` returns
-    and control flow stores.
+    """A Jaxpr with values for its constvars (``jax.extend.core.ClosedJaxpr``): what
+    ``make_jaxpr`` returns and control flow stores.
 
     Example:
       >>> import functx
@@ -389,8 +389,8 @@ def pp_jaxpr(jaxpr: Jaxpr) -> str:
 
 # --- The type checker ----------------------------------------------------------------------------
 def typecheck_jaxpr(jaxpr: Jaxpr | ClosedJaxpr) -> None:
-    """Check a jaxpr (functx's form of ``jax.core.check_jaxpr``): every variable is defined once
-    before use and every equation's output types match its primitive's shape/dtype inference.
+    """Check a jaxpr (functx's form of ``jax.extend.core.check_jaxpr``): every variable is defined
+    once before use and every equation's output types match its primitive's shape/dtype inference.
 
     Arguments:
       jaxpr: a Jaxpr or ClosedJaxpr.

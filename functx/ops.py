@@ -1283,7 +1283,8 @@ def full_like(x, fill_value, dtype=None, shape=None):
 
 
 def zeros_like_array(x):
-    """Zeros of ``x``'s shape and dtype (``jax.lax.zeros_like_array``).
+    """Zeros of ``x``'s shape and dtype, ``jnp.zeros_like(x)`` (JAX 0.10.2's ``jax.lax`` no longer
+    exports ``zeros_like_array``; functx keeps the name).
 
     Arguments:
       x: an array.
@@ -1319,10 +1320,10 @@ class Precision(enum.Enum):
 
 
 def canonicalize_precision(precision):
-    """The float32 product mode a ``precision=`` argument asks for (functx's form of
-    ``jax.lax.canonicalize_precision``).
+    """The float32 product mode a ``precision=`` argument asks for (functx's counterpart of JAX's
+    internal ``canonicalize_precision``, which ``jax.lax`` does not export in JAX 0.10.2).
 
-    functx returns the mode string, where JAX returns a ``Precision`` pair.
+    functx returns the mode string, where JAX's returns a ``Precision`` pair.
 
     Arguments:
       precision: None, a ``Precision``, one of its strings, or a pair of them (one per operand;
