@@ -19,7 +19,7 @@ indices, JAX's ``lax.top_k_p``. Its order is the total order of the bits: NaN > 
 * vmap: the batch axis moves to the front and ``dimension``/``axis`` shift by one;
 * lowering: a ``sort`` loop-IR node (kernel kind ``sort``) per output; the C++ kernel
   (``lowering/cpp/sort.py``) runs a stable merge sort per row, rows in parallel; the Triton
-  backend (``lowering/triton/sort.py``) sorts rows of ``TORCH_ROW_MIN`` (128) elements or more
+  backend (``lowering/triton/sort.py``) sorts rows of ``TORCH_ROW_MIN`` (256) elements or more
   with ``torch.sort`` of order-preserving integer keys between launches, and shorter rows in a
   kernel that ranks each element by counting the elements before it.
 """

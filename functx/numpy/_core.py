@@ -65,7 +65,19 @@ def _is_array(x):
 
 
 def result_type(*args):
-    """The dtype JAX's promotion gives for these arrays, scalars or dtypes."""
+    """The dtype JAX's type promotion gives for these operands (``jax.numpy.result_type``).
+
+    Arguments:
+      *args: arrays, scalars or dtypes; Python scalars and weakly typed arrays are weak, as in JAX.
+    Returns:
+      A NumPy dtype (canonical: 64-bit types only with x64 on).
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.result_type(jnp.int8, jnp.float32)
+      dtype('float32')
+      >>> jnp.result_type(jnp.array([1], jnp.int8), 2)
+      dtype('int8')
+    """
     pairs = []
     for a in args:
         if isinstance(a, (np.dtype, type, str)) and not is_python_scalar(a):
@@ -99,11 +111,25 @@ def _made_on(device, make, *args):
 
 
 def asarray(a, dtype=None, order=None, *, copy=None, device=None):
-    """Convert to a functx array (NumPy arrays, scalars, nested lists, DLPack producers).
+    """Convert to a functx array (``jax.numpy.asarray``): NumPy arrays, scalars, nested lists,
+    DLPack producers.
 
-    ``device``: put it there (a copy if it is elsewhere); by default functx arrays stay where they
-    are and other data goes to the default device. A DLPack producer on a GPU (a torch tensor,
-    say) becomes an array on that GPU."""
+    Arguments:
+      a: the data: an array, scalar, nested list or tuple, or a DLPack producer.
+      dtype: the dtype (default: inferred as JAX infers it; a functx array keeps its own).
+      order, copy: accepted for compatibility (arrays are immutable).
+      device: put it there (a copy if it is elsewhere); by default functx arrays stay where they
+        are and other data goes to the default device. A DLPack producer on a GPU (a torch
+        tensor, say) becomes an array on that GPU.
+    Returns:
+      A functx Array (``a`` itself when it already is one and nothing changes).
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.asarray([1, 2])
+      Array([1, 2], dtype=int32)
+      >>> jnp.asarray(2.5, dtype=jnp.float16)
+      Array(2.5, dtype=float16)
+    """
     if _is_array(a):
         out = a if dtype is None else astype(a, dtype)
         return out if device is None else _placed(out, device)
@@ -737,6 +763,20 @@ def _inexact(dt):
 
 
 def broadcast_to(x, shape):
+    """``x`` repeated along new leading axes and size-1 axes to ``shape``
+    (``jax.numpy.broadcast_to``, NumPy's broadcasting rules).
+
+    Arguments:
+      x: an array or scalar.
+      shape: the target shape (an int or a sequence of ints).
+    Returns:
+      An array of that shape and x's dtype.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.broadcast_to(jnp.array([1, 2]), (2, 2))
+      Array([[1, 2],
+             [1, 2]], dtype=int32)
+    """
     shape = _shape(shape, "broadcast_to")
     x = asarray(x) if not _is_array(x) else x
     av = _aval(x)
@@ -751,6 +791,19 @@ def broadcast_to(x, shape):
 
 
 def broadcast_arrays(*args):
+    """The arrays broadcast against each other to one shape (``jax.numpy.broadcast_arrays``).
+
+    Arguments:
+      *args: arrays or scalars.
+    Returns:
+      A list of arrays, each of the common shape and its own dtype.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> a, b = jnp.broadcast_arrays(jnp.array([1, 2]), jnp.array([[0], [1]]))
+      >>> b
+      Array([[0, 0],
+             [1, 1]], dtype=int32)
+    """
     shape = broadcast_shapes(*[_aval(a).shape for a in args])
     return [broadcast_to(a, shape) for a in args]
 
@@ -790,15 +843,186 @@ asinh, acosh, atanh = arcsinh, arccosh, arctanh
 negative = _ufunc1(ops.neg, "negative", "any")
 
 
+def _unary_doc(name, what, arg, out, x=None, note="", alias=None):
+    """The docstring of an elementwise function of one operand made by ``_ufunc1``."""
+    x = x or "an array or scalar; integers and bools compute in a float dtype, as in JAX."
+    note = f"\n    {note}\n" if note else ""
+    alias = f"; ``{alias}`` is the same function" if alias else ""
+    return f"""{what}, elementwise (``jax.numpy.{name}``{alias}).
+
+    Arguments:
+      x: {x}
+    Returns:
+      An array of x's shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.{name}({arg})
+      {out}
+    {note}"""
+
+
+sin.__doc__ = _unary_doc(
+    "sin",
+    "The sine (radians)",
+    "jnp.array([0.0, 0.5])",
+    "Array([0.        , 0.47942555], dtype=float32)",
+)
+cos.__doc__ = _unary_doc(
+    "cos",
+    "The cosine (radians)",
+    "jnp.array([0.0, 0.5])",
+    "Array([1.        , 0.87758255], dtype=float32)",
+)
+tan.__doc__ = _unary_doc(
+    "tan",
+    "The tangent (radians)",
+    "jnp.array([0.0, 0.5])",
+    "Array([0.       , 0.5463025], dtype=float32)",
+)
+arcsin.__doc__ = _unary_doc(
+    "arcsin",
+    "The inverse sine, in [-pi/2, pi/2] (NaN outside [-1, 1])",
+    "jnp.array([0.0, 0.5])",
+    "Array([0.       , 0.5235988], dtype=float32)",
+    alias="asin",
+)
+arccos.__doc__ = _unary_doc(
+    "arccos",
+    "The inverse cosine, in [0, pi] (NaN outside [-1, 1])",
+    "jnp.array([0.0, 0.5])",
+    "Array([1.5707964, 1.0471976], dtype=float32)",
+    alias="acos",
+)
+arctan.__doc__ = _unary_doc(
+    "arctan",
+    "The inverse tangent, in (-pi/2, pi/2)",
+    "jnp.array([0.0, 1.0])",
+    "Array([0.       , 0.7853982], dtype=float32)",
+    alias="atan",
+    note="functx's float32 result is the correctly rounded one; JAX on CPU can differ in the\n"
+    "    last place (0.7853981 here).",
+)
+sinh.__doc__ = _unary_doc(
+    "sinh",
+    "The hyperbolic sine",
+    "jnp.array([0.0, 1.0])",
+    "Array([0.       , 1.1752012], dtype=float32)",
+)
+cosh.__doc__ = _unary_doc(
+    "cosh",
+    "The hyperbolic cosine",
+    "jnp.array([0.0, 1.0])",
+    "Array([1.       , 1.5430806], dtype=float32)",
+)
+tanh.__doc__ = _unary_doc(
+    "tanh",
+    "The hyperbolic tangent",
+    "jnp.array([0.0, 1.0])",
+    "Array([0.       , 0.7615942], dtype=float32)",
+)
+arcsinh.__doc__ = _unary_doc(
+    "arcsinh",
+    "The inverse hyperbolic sine",
+    "jnp.array([0.0, 0.5])",
+    "Array([0.        , 0.48121184], dtype=float32)",
+    alias="asinh",
+)
+arccosh.__doc__ = _unary_doc(
+    "arccosh",
+    "The inverse hyperbolic cosine (NaN below 1)",
+    "jnp.array([1.0, 2.0])",
+    "Array([0.      , 1.316958], dtype=float32)",
+    alias="acosh",
+)
+arctanh.__doc__ = _unary_doc(
+    "arctanh",
+    "The inverse hyperbolic tangent (+-inf at +-1, NaN outside)",
+    "jnp.array([0.0, 0.5])",
+    "Array([0.        , 0.54930615], dtype=float32)",
+    alias="atanh",
+)
+exp.__doc__ = _unary_doc(
+    "exp",
+    "``e ** x``",
+    "jnp.array([0.0, 0.5])",
+    "Array([1.       , 1.6487212], dtype=float32)",
+)
+exp2.__doc__ = _unary_doc(
+    "exp2",
+    "``2 ** x``",
+    "jnp.array([0, 3])",
+    "Array([1., 8.], dtype=float32)",
+)
+expm1.__doc__ = _unary_doc(
+    "expm1",
+    "``exp(x) - 1``, accurate for small ``x``",
+    "jnp.array([0.0, 1e-5])",
+    "Array([0.000000e+00, 1.000005e-05], dtype=float32)",
+)
+log.__doc__ = _unary_doc(
+    "log",
+    "The natural logarithm (-inf at 0, NaN below)",
+    "jnp.array([1.0, 2.0])",
+    "Array([0.       , 0.6931472], dtype=float32)",
+)
+log1p.__doc__ = _unary_doc(
+    "log1p",
+    "``log(1 + x)``, accurate for small ``x``",
+    "jnp.array([0.0, 1e-5])",
+    "Array([0.00000e+00, 9.99995e-06], dtype=float32)",
+)
+sqrt.__doc__ = _unary_doc(
+    "sqrt",
+    "The square root (NaN below 0 for real inputs)",
+    "jnp.array([1.0, 4.0])",
+    "Array([1., 2.], dtype=float32)",
+)
+cbrt.__doc__ = _unary_doc(
+    "cbrt",
+    "The real cube root (negative for negative ``x``)",
+    "jnp.array([8.0, -27.0])",
+    "Array([ 2., -3.], dtype=float32)",
+)
+negative.__doc__ = _unary_doc(
+    "negative",
+    "``-x``",
+    "jnp.array([1, -2])",
+    "Array([-1,  2], dtype=int32)",
+    "an array or scalar (its dtype is kept; bools are refused, as in JAX).",
+)
+
+
 def _is_bool(x):
     return _aval(x).dtype == dtypes.bool_
 
 
 def positive(x, /):
+    """``+x``: ``x`` itself, after JAX's promotion (``jax.numpy.positive``).
+
+    Arguments:
+      x: an array or scalar.
+    Returns:
+      An array equal to ``x``.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.positive(jnp.array([1, -2]))
+      Array([ 1, -2], dtype=int32)
+    """
     return _promote("positive", x)[0]
 
 
 def abs(x, /):  # noqa: A001
+    """The absolute value, elementwise (``jax.numpy.abs``; ``absolute`` is the same function).
+
+    Arguments:
+      x: an array or scalar; bools and unsigned integers are returned unchanged.
+    Returns:
+      An array of x's shape; complex inputs give the modulus in the real dtype.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.abs(jnp.array([-1.5, 2.0]))
+      Array([1.5, 2. ], dtype=float32)
+    """
     (x,) = _promote("abs", x)
     if _is_bool(x) or dtypes.is_unsigned(_aval(x).dtype):
         return x
@@ -809,6 +1033,17 @@ absolute = abs
 
 
 def sign(x, /):
+    """The sign, -1, 0 or 1, elementwise (``jax.numpy.sign``).
+
+    Arguments:
+      x: an array or scalar (not bool, as in JAX); for complex ``x``, ``x / |x|``.
+    Returns:
+      An array of x's shape and dtype (NaN stays NaN).
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.sign(jnp.array([-3, 0, 2]))
+      Array([-1,  0,  1], dtype=int32)
+    """
     (x,) = _promote("sign", x)
     if _is_bool(x):
         raise FunctxTypeError(f"sign does not accept bool operands, like jax.numpy.sign{_loc()}")
@@ -823,18 +1058,51 @@ def _no_complex(name, x):
 
 
 def floor(x, /):
+    """The largest integer not above ``x``, elementwise (``jax.numpy.floor``).
+
+    Arguments:
+      x: an array or scalar (not complex, as in JAX); integers and bools are returned unchanged.
+    Returns:
+      An array of x's shape and dtype.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.floor(jnp.array([-1.5, 2.5]))
+      Array([-2.,  2.], dtype=float32)
+    """
     (x,) = _promote("floor", x)
     _no_complex("floor", x)
     return ops.floor(x) if _aval(x).dtype in dtypes.FLOATS else x
 
 
 def ceil(x, /):
+    """The smallest integer not below ``x``, elementwise (``jax.numpy.ceil``).
+
+    Arguments:
+      x: an array or scalar (not complex, as in JAX); integers and bools are returned unchanged.
+    Returns:
+      An array of x's shape and dtype.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.ceil(jnp.array([-1.5, 2.5]))
+      Array([-1.,  3.], dtype=float32)
+    """
     (x,) = _promote("ceil", x)
     _no_complex("ceil", x)
     return ops.ceil(x) if _aval(x).dtype in dtypes.FLOATS else x
 
 
 def trunc(x, /):
+    """Rounding toward zero, elementwise (``jax.numpy.trunc``; ``fix`` is the same function).
+
+    Arguments:
+      x: an array or scalar (not complex, as in JAX); integers and bools are returned unchanged.
+    Returns:
+      An array of x's shape and dtype.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.trunc(jnp.array([-1.5, 2.5]))
+      Array([-1.,  2.], dtype=float32)
+    """
     (x,) = _promote("trunc", x)
     _no_complex("trunc", x)
     if _aval(x).dtype not in dtypes.FLOATS:
@@ -846,8 +1114,18 @@ fix = trunc
 
 
 def rint(x, /):
-    """Round to the nearest integer (ties to even). Integers and bools convert to the default
-    float (float32, float64 with x64 on), as JAX's ``rint`` does."""
+    """Round to the nearest integer, ties to even, elementwise (``jax.numpy.rint``).
+
+    Arguments:
+      x: an array or scalar. Integers and bools convert to the default float (float32, float64
+        with x64 on), as JAX's ``rint`` does; complex rounds each part.
+    Returns:
+      An array of x's shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.rint(jnp.array([0.5, 1.5, -2.5]))
+      Array([ 0.,  2., -2.], dtype=float32)
+    """
     (x,) = _promote("rint", x)
     if _aval(x).dtype in dtypes.COMPLEX:  # each part, as in JAX
         return ops.complex(rint(ops.real(x)), rint(ops.imag(x)))
@@ -857,8 +1135,22 @@ def rint(x, /):
 
 
 def round(a, decimals=0):  # noqa: A001
-    """Round to ``decimals`` places (ties to even), like ``jax.numpy.round``; integers are
-    returned unchanged (for ``decimals < 0``, where JAX raises, functx rounds them too)."""
+    """Round to ``decimals`` places, ties to even (``jax.numpy.round``; ``around`` is the same
+    function).
+
+    Arguments:
+      a: an array or scalar (complex rounds each part; not bool).
+      decimals: the number of decimal places (negative: to tens, hundreds, ...).
+    Returns:
+      An array of a's shape and dtype.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.round(jnp.array([1.25, 2.75]), 1)
+      Array([1.2, 2.8], dtype=float32)
+
+    Integers are returned unchanged for ``decimals >= 0``, as in JAX. Unlike JAX: for integers
+    and ``decimals < 0``, where JAX raises NotImplementedError, functx rounds them.
+    """
     (a,) = _promote("round", a)
     if _aval(a).dtype in dtypes.COMPLEX:  # each part, as in JAX
         return ops.complex(round(ops.real(a), decimals), round(ops.imag(a), decimals))
@@ -888,21 +1180,65 @@ around = round
 
 
 def square(x, /):
+    """``x * x``, elementwise (``jax.numpy.square``).
+
+    Arguments:
+      x: an array or scalar; bools compute in int32, as in JAX.
+    Returns:
+      An array of x's shape and dtype.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.square(jnp.array([2, -3]))
+      Array([4, 9], dtype=int32)
+    """
     (x,) = _promote_numeric("square", x)
     return ops.integer_pow(x, 2)
 
 
 def reciprocal(x, /):
+    """``1 / x``, elementwise (``jax.numpy.reciprocal``).
+
+    Arguments:
+      x: an array or scalar; integers and bools compute in a float dtype, as in JAX.
+    Returns:
+      An array of x's shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.reciprocal(jnp.array([2.0, 4.0]))
+      Array([0.5 , 0.25], dtype=float32)
+    """
     (x,) = _promote_float("reciprocal", x)
     return ops.integer_pow(x, -1)
 
 
 def log2(x, /):
+    """The base-2 logarithm, elementwise (``jax.numpy.log2``).
+
+    Arguments:
+      x: an array or scalar; integers and bools compute in a float dtype, as in JAX.
+    Returns:
+      An array of x's shape (-inf at 0, NaN below).
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.log2(jnp.array([1.0, 8.0]))
+      Array([0., 3.], dtype=float32)
+    """
     (x,) = _promote_float("log2", x)
     return ops.div(ops.log(x), _const(np.log(2), x))
 
 
 def log10(x, /):
+    """The base-10 logarithm, elementwise (``jax.numpy.log10``).
+
+    Arguments:
+      x: an array or scalar; integers and bools compute in a float dtype, as in JAX.
+    Returns:
+      An array of x's shape (-inf at 0, NaN below).
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.log10(jnp.array([1.0, 100.0]))
+      Array([0., 2.], dtype=float32)
+    """
     (x,) = _promote_float("log10", x)
     return ops.div(ops.log(x), _const(np.log(10), x))
 
@@ -918,11 +1254,33 @@ def _const(v, like):
 
 
 def deg2rad(x, /):
+    """Degrees to radians, elementwise (``jax.numpy.deg2rad``; ``radians`` is the same function).
+
+    Arguments:
+      x: an array or scalar of angles in degrees; integers compute in a float dtype.
+    Returns:
+      An array of x's shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.deg2rad(jnp.array([90.0, 180.0]))
+      Array([1.5707964, 3.1415927], dtype=float32)
+    """
     (x,) = _promote_float("deg2rad", x)
     return ops.mul(x, _const(np.pi / 180, x))
 
 
 def rad2deg(x, /):
+    """Radians to degrees, elementwise (``jax.numpy.rad2deg``; ``degrees`` is the same function).
+
+    Arguments:
+      x: an array or scalar of angles in radians; integers compute in a float dtype.
+    Returns:
+      An array of x's shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.rad2deg(jnp.array([jnp.pi / 2]))
+      Array([90.], dtype=float32)
+    """
     (x,) = _promote_float("rad2deg", x)
     return ops.mul(x, _const(180 / np.pi, x))
 
@@ -931,6 +1289,18 @@ radians, degrees = deg2rad, rad2deg
 
 
 def isfinite(x, /):
+    """Whether ``x`` is neither infinite nor NaN (complex: both parts), elementwise
+    (``jax.numpy.isfinite``).
+
+    Arguments:
+      x: an array or scalar (integers and bools: never).
+    Returns:
+      A bool array of x's shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.isfinite(jnp.array([1.0, jnp.inf, jnp.nan]))
+      Array([ True, False, False], dtype=bool)
+    """
     (x,) = _promote("isfinite", x)
     if _aval(x).dtype in dtypes.COMPLEX:  # both parts finite, as in JAX
         return logical_and(ops.is_finite(ops.real(x)), ops.is_finite(ops.imag(x)))
@@ -940,6 +1310,17 @@ def isfinite(x, /):
 
 
 def isnan(x, /):
+    """Whether ``x`` is NaN (complex: either part), elementwise (``jax.numpy.isnan``).
+
+    Arguments:
+      x: an array or scalar (integers and bools: never).
+    Returns:
+      A bool array of x's shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.isnan(jnp.array([1.0, jnp.inf, jnp.nan]))
+      Array([False, False,  True], dtype=bool)
+    """
     (x,) = _promote("isnan", x)
     if _aval(x).dtype not in dtypes.FLOATS and _aval(x).dtype not in dtypes.COMPLEX:
         return full(_aval(x).shape, False, dtypes.bool_)
@@ -947,6 +1328,17 @@ def isnan(x, /):
 
 
 def isinf(x, /):
+    """Whether ``x`` is +inf or -inf (complex: either part), elementwise (``jax.numpy.isinf``).
+
+    Arguments:
+      x: an array or scalar (integers and bools: never).
+    Returns:
+      A bool array of x's shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.isinf(jnp.array([1.0, -jnp.inf, jnp.nan]))
+      Array([False,  True, False], dtype=bool)
+    """
     (x,) = _promote("isinf", x)
     if _aval(x).dtype in dtypes.COMPLEX:  # either part infinite, as in JAX
         return logical_or(isinf(ops.real(x)), isinf(ops.imag(x)))
@@ -956,16 +1348,51 @@ def isinf(x, /):
 
 
 def isposinf(x, /):
+    """Whether ``x`` is +inf, elementwise (``jax.numpy.isposinf``).
+
+    Arguments:
+      x: an array or scalar (integers and bools: never).
+    Returns:
+      A bool array of x's shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.isposinf(jnp.array([1.0, jnp.inf, -jnp.inf]))
+      Array([False,  True, False], dtype=bool)
+    """
     return logical_and(isinf(x), greater(x, 0))
 
 
 def isneginf(x, /):
+    """Whether ``x`` is -inf, elementwise (``jax.numpy.isneginf``).
+
+    Arguments:
+      x: an array or scalar (integers and bools: never).
+    Returns:
+      A bool array of x's shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.isneginf(jnp.array([1.0, jnp.inf, -jnp.inf]))
+      Array([False, False,  True], dtype=bool)
+    """
     return logical_and(isinf(x), less(x, 0))
 
 
 def signbit(x, /):
-    """Whether the sign bit is set. functx has no bitcast, so (unlike JAX) the sign of a NaN is
-    not seen: ``signbit(-nan)`` is False."""
+    """Whether the sign bit is set, elementwise (``jax.numpy.signbit``): True for negative
+    numbers and -0.0.
+
+    Arguments:
+      x: a real array or scalar.
+    Returns:
+      A bool array of x's shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.signbit(jnp.array([-1.0, -0.0, 0.0]))
+      Array([ True,  True, False], dtype=bool)
+
+    Unlike JAX: functx has no bitcast, so the sign of a NaN is not seen: ``signbit(-nan)`` is
+    False; and complex operands are not refused (JAX raises ValueError).
+    """
     (x,) = _promote("signbit", x)
     if _aval(x).dtype in dtypes.FLOATS:
         # -0.0 and negative NaNs have the sign bit: 1/x is -inf for -0.0.
@@ -987,6 +1414,17 @@ def _ufunc2(lax_fn, name, kind="any"):
 
 
 def add(x1, x2, /):
+    """``x1 + x2``, elementwise (``jax.numpy.add``; for bools, logical or).
+
+    Arguments:
+      x1, x2: arrays or scalars, broadcast together and promoted to one dtype (JAX's rules).
+    Returns:
+      An array of the broadcast shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.add(jnp.array([1, 2]), 3)
+      Array([4, 5], dtype=int32)
+    """
     if (
         (type(x1) is Array or type(x1) is UncommittedArray)
         and (type(x2) is Array or type(x2) is UncommittedArray)
@@ -998,6 +1436,17 @@ def add(x1, x2, /):
 
 
 def multiply(x1, x2, /):
+    """``x1 * x2``, elementwise (``jax.numpy.multiply``; for bools, logical and).
+
+    Arguments:
+      x1, x2: arrays or scalars, broadcast together and promoted to one dtype (JAX's rules).
+    Returns:
+      An array of the broadcast shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.multiply(jnp.array([1, 2]), jnp.array([3.0, 4.0]))
+      Array([3., 8.], dtype=float32)
+    """
     if (
         (type(x1) is Array or type(x1) is UncommittedArray)
         and (type(x2) is Array or type(x2) is UncommittedArray)
@@ -1009,6 +1458,18 @@ def multiply(x1, x2, /):
 
 
 def subtract(x1, x2, /):
+    """``x1 - x2``, elementwise (``jax.numpy.subtract``).
+
+    Arguments:
+      x1, x2: arrays or scalars, broadcast together and promoted to one dtype (JAX's rules); not
+        bool (TypeError, as in JAX).
+    Returns:
+      An array of the broadcast shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.subtract(jnp.array([5, 7]), 2)
+      Array([3, 5], dtype=int32)
+    """
     x1, x2 = _promote("subtract", x1, x2)
     if _is_bool(x1):
         raise FunctxTypeError(
@@ -1018,6 +1479,17 @@ def subtract(x1, x2, /):
 
 
 def true_divide(x1, x2, /):
+    """``x1 / x2``, elementwise (``jax.numpy.true_divide``; ``divide`` is the same function).
+
+    Arguments:
+      x1, x2: arrays or scalars, broadcast together; integers and bools compute in a float dtype.
+    Returns:
+      An inexact array of the broadcast shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.true_divide(jnp.array([1, 3]), 2)
+      Array([0.5, 1.5], dtype=float32)
+    """
     x1, x2 = _promote_float("true_divide", x1, x2)
     return ops.div(x1, x2)
 
@@ -1040,8 +1512,18 @@ def _int_floordiv(x1, x2):
 
 
 def floor_divide(x1, x2, /):
-    """``x1 // x2`` like ``jax.numpy.floor_divide``: bools compute in int32; floats follow
-    CPython's float divmod (so ``x // 0.0`` is +-inf or nan)."""
+    """``x1 // x2``, rounding toward -inf, elementwise (``jax.numpy.floor_divide``).
+
+    Arguments:
+      x1, x2: arrays or scalars, broadcast together and promoted to one dtype (JAX's rules); bools
+        compute in int32. Floats follow CPython's float divmod (so ``x // 0.0`` is +-inf or nan).
+    Returns:
+      An array of the broadcast shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.floor_divide(jnp.array([7, -7]), 2)
+      Array([ 3, -4], dtype=int32)
+    """
     x1, x2 = _promote_numeric("floor_divide", x1, x2)
     if _aval(x1).dtype in dtypes.FLOATS:
         return _float_divmod(x1, x2)[0]
@@ -1067,8 +1549,19 @@ def _nonzero_int_divisor(x2):
 
 
 def remainder(x1, x2, /):
-    """``x1 % x2`` with the sign of ``x2``, like ``jax.numpy.remainder`` (integer ``x % 0``
-    is 0)."""
+    """``x1 % x2`` with the sign of ``x2``, elementwise (``jax.numpy.remainder``; ``mod`` is the
+    same function).
+
+    Arguments:
+      x1, x2: arrays or scalars, broadcast together and promoted to one dtype (JAX's rules); bools
+        compute in int32. Integer ``x % 0`` is 0, as in JAX.
+    Returns:
+      An array of the broadcast shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.remainder(jnp.array([7, -7]), 3)
+      Array([1, 2], dtype=int32)
+    """
     x1, x2 = _promote_numeric("remainder", x1, x2)
     x2 = _nonzero_int_divisor(x2)
     r = ops.rem(x1, x2)
@@ -1084,7 +1577,19 @@ mod = remainder
 
 
 def fmod(x1, x2, /):
-    """C's fmod (sign of ``x1``), like ``jax.numpy.fmod`` (integer ``x % 0`` is 0)."""
+    """C's fmod: the remainder of ``x1 / x2`` with the sign of ``x1``, elementwise
+    (``jax.numpy.fmod``).
+
+    Arguments:
+      x1, x2: arrays or scalars, broadcast together and promoted to one dtype (JAX's rules); bools
+        compute in int32. Integer ``x % 0`` is 0, as in JAX.
+    Returns:
+      An array of the broadcast shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.fmod(jnp.array([7, -7]), 3)
+      Array([ 1, -1], dtype=int32)
+    """
     is_bool = result_type(x1, x2) == dtypes.bool_
     x1, x2 = _promote_numeric("fmod", x1, x2)
     # JAX guards only integer divisors: bool operands keep XLA's x % 0 == x.
@@ -1092,6 +1597,18 @@ def fmod(x1, x2, /):
 
 
 def divmod(x1, x2, /):  # noqa: A001
+    """``(x1 // x2, x1 % x2)``, elementwise (``jax.numpy.divmod``).
+
+    Arguments:
+      x1, x2: arrays or scalars, broadcast together and promoted to one dtype (JAX's rules); bools
+        compute in int32.
+    Returns:
+      The pair ``(floor_divide(x1, x2), remainder(x1, x2))``.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.divmod(jnp.array([7, -7]), 2)
+      (Array([ 3, -4], dtype=int32), Array([1, 1], dtype=int32))
+    """
     x1, x2 = _promote_numeric("divmod", x1, x2)
     if _aval(x1).dtype in dtypes.FLOATS:
         return _float_divmod(x1, x2)
@@ -1110,8 +1627,19 @@ def _concrete_int(x):
 
 
 def power(x1, x2, /):
-    """``x1 ** x2`` like ``jax.numpy.power``: a concrete integer exponent uses ``integer_pow``;
-    bools compute in int32."""
+    """``x1 ** x2``, elementwise (``jax.numpy.power``; ``pow`` is the same function).
+
+    Arguments:
+      x1, x2: arrays or scalars, broadcast together and promoted to one dtype (JAX's rules); bools
+        compute in int32. A concrete integer exponent uses ``lax.integer_pow``; an
+        integer base to a negative integer power is a TypeError, as in JAX.
+    Returns:
+      An array of the broadcast shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.power(jnp.array([2, 3]), 3)
+      Array([ 8, 27], dtype=int32)
+    """
     k = _concrete_int(x2)
     if k is not None:
         (x1,) = _promote_numeric("power", x1)
@@ -1158,8 +1686,18 @@ pow = power  # noqa: A001
 
 
 def float_power(x1, x2, /):
-    """``power`` after promotion to a float dtype, like ``jax.numpy.float_power`` (so float32
-    inputs give float32, not NumPy's float64)."""
+    """``x1 ** x2`` computed in a float dtype, elementwise (``jax.numpy.float_power``).
+
+    Arguments:
+      x1, x2: arrays or scalars, broadcast together and promoted to an inexact dtype (so float32
+        inputs give float32, as in JAX, not NumPy's float64).
+    Returns:
+      An inexact array of the broadcast shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.float_power(jnp.array([2, 3]), 2)
+      Array([4., 9.], dtype=float32)
+    """
     x1, x2 = _promote_float("float_power", x1, x2)
     return ops.pow(x1, x2)
 
@@ -1185,6 +1723,57 @@ equal = _ufunc2(ops.eq, "equal")
 not_equal = _ufunc2(ops.ne, "not_equal")
 
 
+def _binary_doc(name, what, args, out, xs=None):
+    """The docstring of an elementwise function of two operands made by a factory here."""
+    xs = xs or "arrays or scalars, broadcast together and promoted to one dtype (JAX's rules)."
+    returns = "A bool array" if "``x1" in what[:6] else "An array"
+    return f"""{what}, elementwise (``jax.numpy.{name}``).
+
+    Arguments:
+      x1, x2: {xs}
+    Returns:
+      {returns} of the broadcast shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.{name}({args})
+      {out}
+    """
+
+
+arctan2.__doc__ = _binary_doc(
+    "arctan2",
+    "The angle of the point ``(x2, x1)`` in [-pi, pi] (``atan2`` is the same function)",
+    "jnp.array([1.0, -1.0]), jnp.array([1.0, 1.0])",
+    "Array([ 0.7853982, -0.7853982], dtype=float32)",
+    "arrays or scalars, broadcast together; integers and bools compute in a float dtype.",
+)
+nextafter.__doc__ = _binary_doc(
+    "nextafter",
+    "The next representable float after ``x1`` toward ``x2``",
+    "jnp.float32(1.0), 2.0",
+    "Array(1.0000001, dtype=float32)",
+    "arrays or scalars, broadcast together; integers and bools compute in a float dtype.",
+)
+equal.__doc__ = _binary_doc(
+    "equal", "``x1 == x2``", "jnp.array([1, 2]), 2", "Array([False,  True], dtype=bool)"
+)
+not_equal.__doc__ = _binary_doc(
+    "not_equal", "``x1 != x2``", "jnp.array([1, 2]), 2", "Array([ True, False], dtype=bool)"
+)
+maximum.__doc__ = _binary_doc(
+    "maximum",
+    "The larger of ``x1`` and ``x2`` (NaN if either is NaN; complex: lexicographic)",
+    "jnp.array([1.0, 5.0]), jnp.array([3.0, 2.0])",
+    "Array([3., 5.], dtype=float32)",
+)
+minimum.__doc__ = _binary_doc(
+    "minimum",
+    "The smaller of ``x1`` and ``x2`` (NaN if either is NaN; complex: lexicographic)",
+    "jnp.array([1.0, 5.0]), jnp.array([3.0, 2.0])",
+    "Array([1., 2.], dtype=float32)",
+)
+
+
 def _ordered(lax_fn, name):
     """An ordered comparison; complex operands compare lexicographically (real parts, then
     imaginary parts), as in JAX."""
@@ -1205,19 +1794,76 @@ less = _ordered(ops.lt, "less")
 less_equal = _ordered(ops.le, "less_equal")
 greater = _ordered(ops.gt, "greater")
 greater_equal = _ordered(ops.ge, "greater_equal")
+greater.__doc__ = _binary_doc(
+    "greater",
+    "``x1 > x2`` (complex: lexicographic, real parts then imaginary parts)",
+    "jnp.array([1, 2, 3]), 2",
+    "Array([False, False,  True], dtype=bool)",
+)
+greater_equal.__doc__ = _binary_doc(
+    "greater_equal",
+    "``x1 >= x2`` (complex: lexicographic, real parts then imaginary parts)",
+    "jnp.array([1, 2, 3]), 2",
+    "Array([False,  True,  True], dtype=bool)",
+)
+less.__doc__ = _binary_doc(
+    "less",
+    "``x1 < x2`` (complex: lexicographic, real parts then imaginary parts)",
+    "jnp.array([1, 2, 3]), 2",
+    "Array([ True, False, False], dtype=bool)",
+)
+less_equal.__doc__ = _binary_doc(
+    "less_equal",
+    "``x1 <= x2`` (complex: lexicographic, real parts then imaginary parts)",
+    "jnp.array([1, 2, 3]), 2",
+    "Array([ True,  True, False], dtype=bool)",
+)
 
 
 def fmax(x1, x2, /):
+    """The larger of ``x1`` and ``x2``, ignoring NaNs, elementwise (``jax.numpy.fmax``).
+
+    Arguments:
+      x1, x2: arrays or scalars, broadcast together and promoted to one dtype (JAX's rules).
+    Returns:
+      An array of the broadcast shape (NaN only where both are NaN).
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.fmax(jnp.array([1.0, jnp.nan]), jnp.array([jnp.nan, 2.0]))
+      Array([1., 2.], dtype=float32)
+    """
     x1, x2 = _promote("fmax", x1, x2)
     return where(isnan(x2), x1, where(isnan(x1), x2, ops.max(x1, x2)))
 
 
 def fmin(x1, x2, /):
+    """The smaller of ``x1`` and ``x2``, ignoring NaNs, elementwise (``jax.numpy.fmin``).
+
+    Arguments:
+      x1, x2: arrays or scalars, broadcast together and promoted to one dtype (JAX's rules).
+    Returns:
+      An array of the broadcast shape (NaN only where both are NaN).
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.fmin(jnp.array([1.0, jnp.nan]), jnp.array([jnp.nan, 2.0]))
+      Array([1., 2.], dtype=float32)
+    """
     x1, x2 = _promote("fmin", x1, x2)
     return where(isnan(x2), x1, where(isnan(x1), x2, ops.min(x1, x2)))
 
 
 def hypot(x1, x2, /):
+    """``sqrt(x1**2 + x2**2)`` without overflow, elementwise (``jax.numpy.hypot``).
+
+    Arguments:
+      x1, x2: arrays or scalars, broadcast together; integers and bools compute in a float dtype.
+    Returns:
+      An array of the broadcast shape (inf where either is infinite, even with a NaN).
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.hypot(jnp.array([3.0, 6.0]), jnp.array([4.0, 8.0]))
+      Array([ 5., 10.], dtype=float32)
+    """
     x1, x2 = _promote_float("hypot", x1, x2)
     a, b = ops.abs(x1), ops.abs(x2)
     big, small = ops.max(a, b), ops.min(a, b)
@@ -1234,12 +1880,35 @@ def hypot(x1, x2, /):
 
 
 def copysign(x1, x2, /):
-    """``|x1|`` with the sign of ``x2`` (via ``signbit``, so a NaN ``x2`` counts as positive)."""
+    """``|x1|`` with the sign of ``x2``, elementwise (``jax.numpy.copysign``).
+
+    Arguments:
+      x1, x2: arrays or scalars, broadcast together; integers and bools compute in a float dtype.
+    Returns:
+      An array of the broadcast shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.copysign(jnp.array([1.0, 2.0]), jnp.array([-1.0, 0.0]))
+      Array([-1.,  2.], dtype=float32)
+
+    Unlike JAX: the sign comes from ``signbit``, so a NaN ``x2`` counts as positive.
+    """
     x1, x2 = _promote_float("copysign", x1, x2)
     return where(signbit(x2), negative(abs(x1)), abs(x1))
 
 
 def logaddexp(x1, x2, /):
+    """``log(exp(x1) + exp(x2))`` without overflow, elementwise (``jax.numpy.logaddexp``).
+
+    Arguments:
+      x1, x2: arrays or scalars, broadcast together; integers and bools compute in a float dtype.
+    Returns:
+      An array of the broadcast shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.logaddexp(jnp.array([0.0, 1.0]), jnp.array([0.0, 2.0]))
+      Array([0.6931472, 2.3132617], dtype=float32)
+    """
     x1, x2 = _promote_float("logaddexp", x1, x2)
     delta = ops.sub(x1, x2)
     # big + log1p(exp(small - big)) with the operands (not the results) chosen by where: the
@@ -1253,6 +1922,17 @@ def logaddexp(x1, x2, /):
 
 
 def logaddexp2(x1, x2, /):
+    """``log2(2**x1 + 2**x2)`` without overflow, elementwise (``jax.numpy.logaddexp2``).
+
+    Arguments:
+      x1, x2: arrays or scalars, broadcast together; integers and bools compute in a float dtype.
+    Returns:
+      An array of the broadcast shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.logaddexp2(jnp.array([1.0, 3.0]), jnp.array([1.0, 3.0]))
+      Array([2., 4.], dtype=float32)
+    """
     x1, x2 = _promote_float("logaddexp2", x1, x2)
     ln2 = _const(np.log(2), x1)
     return ops.div(logaddexp(ops.mul(x1, ln2), ops.mul(x2, ln2)), ln2)
@@ -1265,8 +1945,18 @@ _SINC_SERIES = tuple((-1) ** k / math.factorial(2 * k + 1) for k in range(9))
 
 
 def sinc(x, /):
-    """``sin(pi x) / (pi x)``, 1 at 0, like ``jax.numpy.sinc``, with every derivative (of any
-    order) right at and near 0: a power series there, the quotient elsewhere."""
+    """``sin(pi x) / (pi x)``, 1 at 0 (``jax.numpy.sinc``).
+
+    Arguments:
+      x: an array or number; integers and bools promote to the default float.
+    Returns:
+      An Array of ``x``'s shape. Every derivative, of any order, is right at and near 0: a
+      power series there, the quotient elsewhere.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.sinc(jnp.array([0.0, 0.5, 1.0]))
+      Array([ 1.0000000e+00,  6.3661975e-01, -2.7827534e-08], dtype=float32)
+    """
     (x,) = _promote_float("sinc", x)
     pix = ops.mul(x, _const(np.pi, x))
     small = ops.lt(ops.abs(pix), _const(1, x))
@@ -1279,6 +1969,19 @@ def sinc(x, /):
 
 
 def heaviside(x1, x2, /):
+    """The Heaviside step function (``jax.numpy.heaviside``).
+
+    Arguments:
+      x1: the input values.
+      x2: the value taken where ``x1 == 0``.
+    Returns:
+      An Array of the broadcast shape and promoted float dtype: 0 where ``x1 < 0``, ``x2`` where
+      ``x1 == 0``, 1 where ``x1 > 0`` (NaN stays NaN).
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.heaviside(jnp.array([-1.0, 0.0, 2.0]), 0.5)
+      Array([0. , 0.5, 1. ], dtype=float32)
+    """
     x1, x2 = _promote_float("heaviside", x1, x2)
     return where(
         ops.lt(x1, _const(0, x1)),
@@ -1288,6 +1991,20 @@ def heaviside(x1, x2, /):
 
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """Replace NaN and infinities by finite numbers (``jax.numpy.nan_to_num``).
+
+    Arguments:
+      x: an array or number.
+      copy: unused (arrays are immutable), as in JAX.
+      nan: the value for NaN (default 0.0).
+      posinf, neginf: the values for +inf and -inf (default: the dtype's largest and smallest).
+    Returns:
+      An Array of ``x``'s shape and dtype; integer and bool inputs come back unchanged.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.nan_to_num(jnp.array([jnp.nan, jnp.inf, -jnp.inf, 1.0]), posinf=9.0, neginf=-9.0)
+      Array([ 0.,  9., -9.,  1.], dtype=float32)
+    """
     (x,) = _promote("nan_to_num", x)
     dt = _aval(x).dtype
     if dt not in dtypes.FLOATS:
@@ -1311,11 +2028,55 @@ def _logical(lax_fn, name):
 
 
 logical_and = _logical(ops.bitwise_and, "logical_and")
+logical_and.__doc__ = """Elementwise logical AND of the truth values (``jax.numpy.logical_and``).
+
+Arguments:
+  x1, x2: arrays or numbers, broadcast together; nonzero counts as True.
+Returns:
+  A bool Array of the broadcast shape.
+Example:
+  >>> import functx.numpy as jnp
+  >>> jnp.logical_and(jnp.array([True, True, False]), jnp.array([True, False, False]))
+  Array([ True, False, False], dtype=bool)
+"""
 logical_or = _logical(ops.bitwise_or, "logical_or")
+logical_or.__doc__ = """Elementwise logical OR of the truth values (``jax.numpy.logical_or``).
+
+Arguments:
+  x1, x2: arrays or numbers, broadcast together; nonzero counts as True.
+Returns:
+  A bool Array of the broadcast shape.
+Example:
+  >>> import functx.numpy as jnp
+  >>> jnp.logical_or(jnp.array([True, False, False]), jnp.array([False, False, True]))
+  Array([ True, False,  True], dtype=bool)
+"""
 logical_xor = _logical(ops.bitwise_xor, "logical_xor")
+logical_xor.__doc__ = """Elementwise logical XOR of the truth values (``jax.numpy.logical_xor``).
+
+Arguments:
+  x1, x2: arrays or numbers, broadcast together; nonzero counts as True.
+Returns:
+  A bool Array of the broadcast shape.
+Example:
+  >>> import functx.numpy as jnp
+  >>> jnp.logical_xor(jnp.array([True, False, True]), jnp.array([True, True, False]))
+  Array([False,  True,  True], dtype=bool)
+"""
 
 
 def logical_not(x, /):
+    """Elementwise logical NOT of the truth values (``jax.numpy.logical_not``).
+
+    Arguments:
+      x: an array or number; nonzero counts as True.
+    Returns:
+      A bool Array of ``x``'s shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.logical_not(jnp.array([0, 1, 2]))
+      Array([ True, False, False], dtype=bool)
+    """
     return ops.bitwise_not(astype(x, bool_))
 
 
@@ -1333,11 +2094,65 @@ def _bitwise(lax_fn, name):
 
 
 bitwise_and = _bitwise(ops.bitwise_and, "bitwise_and")
+bitwise_and.__doc__ = """Elementwise bitwise AND (``jax.numpy.bitwise_and``).
+
+Arguments:
+  x1, x2: integer or bool arrays or numbers, broadcast and promoted together.
+Returns:
+  An Array of the broadcast shape and promoted dtype.
+Raises:
+  TypeError: for a floating-point operand, as in JAX.
+Example:
+  >>> import functx.numpy as jnp
+  >>> jnp.bitwise_and(jnp.array([12, 10]), jnp.array([10, 6]))
+  Array([8, 2], dtype=int32)
+"""
 bitwise_or = _bitwise(ops.bitwise_or, "bitwise_or")
+bitwise_or.__doc__ = """Elementwise bitwise OR (``jax.numpy.bitwise_or``).
+
+Arguments:
+  x1, x2: integer or bool arrays or numbers, broadcast and promoted together.
+Returns:
+  An Array of the broadcast shape and promoted dtype.
+Raises:
+  TypeError: for a floating-point operand, as in JAX.
+Example:
+  >>> import functx.numpy as jnp
+  >>> jnp.bitwise_or(jnp.array([12, 10]), jnp.array([10, 6]))
+  Array([14, 14], dtype=int32)
+"""
 bitwise_xor = _bitwise(ops.bitwise_xor, "bitwise_xor")
+bitwise_xor.__doc__ = """Elementwise bitwise XOR (``jax.numpy.bitwise_xor``).
+
+Arguments:
+  x1, x2: integer or bool arrays or numbers, broadcast and promoted together.
+Returns:
+  An Array of the broadcast shape and promoted dtype.
+Raises:
+  TypeError: for a floating-point operand, as in JAX.
+Example:
+  >>> import functx.numpy as jnp
+  >>> jnp.bitwise_xor(jnp.array([12, 10]), jnp.array([10, 6]))
+  Array([ 6, 12], dtype=int32)
+"""
 
 
 def invert(x, /):
+    """Elementwise bitwise NOT (``jax.numpy.invert``; also ``bitwise_not`` and ``bitwise_invert``).
+
+    Arguments:
+      x: an integer or bool array or number.
+    Returns:
+      An Array of ``x``'s shape and dtype (logical NOT for bools).
+    Raises:
+      TypeError: for a floating-point operand, as in JAX.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.invert(jnp.array([0, 5], dtype=jnp.uint8))
+      Array([255, 250], dtype=uint8)
+      >>> jnp.invert(jnp.array([True, False]))
+      Array([False,  True], dtype=bool)
+    """
     (x,) = _promote("invert", x)
     if _aval(x).dtype in dtypes.FLOATS:
         raise FunctxTypeError(
@@ -1447,6 +2262,30 @@ def _where3(c, x, y):
 
 
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
+    """Sum of the elements over the given axes (``jax.numpy.sum``).
+
+    Arguments:
+      a: an array or number.
+      axis: an int, a tuple of ints or None (all axes).
+      dtype: the accumulation and result dtype (default: bools and small integers widen to the
+        default integer, other dtypes keep theirs).
+      out: ignored (JAX raises NotImplementedError for a non-None ``out``).
+      keepdims: keep the reduced axes with size 1.
+      initial: a value added to the result.
+      where: a bool mask broadcastable to ``a``; only True elements are summed.
+    Returns:
+      An Array of the reduced shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> x = jnp.array([[1, 2, 3], [4, 5, 6]])
+      >>> jnp.sum(x)
+      Array(21, dtype=int32)
+      >>> jnp.sum(x, axis=0)
+      Array([5, 7, 9], dtype=int32)
+      >>> jnp.sum(x, axis=1, keepdims=True, where=x > 1)
+      Array([[ 5],
+             [15]], dtype=int32)
+    """
     a = asarray(a) if not _is_array(a) else a
     av = _aval(a)
     axes = _norm_axis(axis, av.ndim, "sum axis")
@@ -1461,6 +2300,26 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
 
 
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    """Product of the elements over the given axes (``jax.numpy.prod``).
+
+    Arguments:
+      a: an array or number.
+      axis: an int, a tuple of ints or None (all axes).
+      dtype: the accumulation and result dtype (default as for ``sum``).
+      out: ignored (JAX raises NotImplementedError for a non-None ``out``).
+      keepdims: keep the reduced axes with size 1.
+      initial: a value multiplied into the result.
+      where: a bool mask broadcastable to ``a``; only True elements are multiplied.
+    Returns:
+      An Array of the reduced shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> x = jnp.array([[1, 2, 3], [4, 5, 6]])
+      >>> jnp.prod(x)
+      Array(720, dtype=int32)
+      >>> jnp.prod(x, axis=1)
+      Array([  6, 120], dtype=int32)
+    """
     a = asarray(a) if not _is_array(a) else a
     av = _aval(a)
     axes = _norm_axis(axis, av.ndim, "prod axis")
@@ -1475,6 +2334,28 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
 
 
 def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
+    """Maximum over the given axes (``jax.numpy.max``; also ``amax``).
+
+    Arguments:
+      a: an array or number.
+      axis: an int, a tuple of ints or None (all axes).
+      out: ignored (JAX raises NotImplementedError for a non-None ``out``).
+      keepdims: keep the reduced axes with size 1.
+      initial: a lower bound for the result; needed to reduce an empty axis.
+      where: a bool mask broadcastable to ``a``; only True elements count (JAX requires
+        ``initial`` with ``where`` and raises ValueError without it; functx does not).
+    Returns:
+      An Array of the reduced shape and ``a``'s dtype; NaN propagates.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> x = jnp.array([[1.0, 5.0], [3.0, 2.0]])
+      >>> jnp.max(x)
+      Array(5., dtype=float32)
+      >>> jnp.max(x, axis=0)
+      Array([3., 5.], dtype=float32)
+      >>> jnp.max(x, axis=1, initial=4.0)
+      Array([5., 4.], dtype=float32)
+    """
     a = asarray(a) if not _is_array(a) else a
     av = _aval(a)
     axes = _norm_axis(axis, av.ndim, "max axis")
@@ -1501,6 +2382,27 @@ def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # no
 
 
 def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
+    """Minimum over the given axes (``jax.numpy.min``; also ``amin``).
+
+    Arguments:
+      a: an array or number.
+      axis: an int, a tuple of ints or None (all axes).
+      out: ignored (JAX raises NotImplementedError for a non-None ``out``).
+      keepdims: keep the reduced axes with size 1.
+      initial: an upper bound for the result; needed to reduce an empty axis.
+      where: a bool mask broadcastable to ``a``; only True elements count (JAX requires
+        ``initial`` with ``where`` and raises ValueError without it; functx does not).
+    Returns:
+      An Array of the reduced shape and ``a``'s dtype; NaN propagates.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> x = jnp.array([[1.0, 5.0], [3.0, 2.0]])
+      >>> jnp.min(x)
+      Array(1., dtype=float32)
+      >>> jnp.min(x, axis=1, keepdims=True)
+      Array([[1.],
+             [2.]], dtype=float32)
+    """
     a = asarray(a) if not _is_array(a) else a
     av = _aval(a)
     axes = _norm_axis(axis, av.ndim, "min axis")
@@ -1530,6 +2432,21 @@ amax, amin = max, min
 
 
 def any(a, axis=None, out=None, keepdims=False, where=None):  # noqa: A001
+    """Whether any element is true over the given axes (``jax.numpy.any``).
+
+    Arguments:
+      a: an array or number; nonzero counts as True.
+      axis: an int, a tuple of ints or None (all axes).
+      out: ignored (JAX raises NotImplementedError for a non-None ``out``).
+      keepdims: keep the reduced axes with size 1.
+      where: a bool mask broadcastable to ``a``; False elements are left out.
+    Returns:
+      A bool Array of the reduced shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.any(jnp.array([[0, 0], [0, 3]]), axis=1)
+      Array([False,  True], dtype=bool)
+    """
     a = astype(a, bool_)
     av = _aval(a)
     axes = _norm_axis(axis, av.ndim, "any axis")
@@ -1538,6 +2455,21 @@ def any(a, axis=None, out=None, keepdims=False, where=None):  # noqa: A001
 
 
 def all(a, axis=None, out=None, keepdims=False, where=None):  # noqa: A001
+    """Whether every element is true over the given axes (``jax.numpy.all``).
+
+    Arguments:
+      a: an array or number; nonzero counts as True.
+      axis: an int, a tuple of ints or None (all axes).
+      out: ignored (JAX raises NotImplementedError for a non-None ``out``).
+      keepdims: keep the reduced axes with size 1.
+      where: a bool mask broadcastable to ``a``; False elements are left out.
+    Returns:
+      A bool Array of the reduced shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.all(jnp.array([[1, 2], [0, 3]]), axis=1)
+      Array([ True, False], dtype=bool)
+    """
     a = astype(a, bool_)
     av = _aval(a)
     axes = _norm_axis(axis, av.ndim, "all axis")
@@ -1550,6 +2482,26 @@ def _count(av, axes):
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
+    """Arithmetic mean over the given axes (``jax.numpy.mean``).
+
+    Arguments:
+      a: an array or number.
+      axis: an int, a tuple of ints or None (all axes).
+      dtype: the result dtype (default: the default float for integers and bools; float16 and
+        bfloat16 accumulate in float32).
+      out: ignored (JAX raises NotImplementedError for a non-None ``out``).
+      keepdims: keep the reduced axes with size 1.
+      where: a bool mask broadcastable to ``a``; only True elements count.
+    Returns:
+      An Array of the reduced shape (NaN for an empty reduction).
+    Example:
+      >>> import functx.numpy as jnp
+      >>> x = jnp.array([[1, 2], [3, 5]])
+      >>> jnp.mean(x)
+      Array(2.75, dtype=float32)
+      >>> jnp.mean(x, axis=0)
+      Array([2. , 3.5], dtype=float32)
+    """
     a = asarray(a) if not _is_array(a) else a
     av = _aval(a)
     axes = _norm_axis(axis, av.ndim, "mean axis")
@@ -1567,6 +2519,30 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
 
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
+    """Variance over the given axes (``jax.numpy.var``).
+
+    Differs from JAX: For complex input functx returns a complex value (the mean of the squared,
+    not the absolute squared, deviations); JAX returns the real one.
+
+    Arguments:
+      a: an array or number.
+      axis: an int, a tuple of ints or None (all axes).
+      dtype: the result dtype (default: the default float for integers and bools).
+      out: ignored (JAX raises NotImplementedError for a non-None ``out``).
+      ddof: delta degrees of freedom; the divisor is ``N - ddof``.
+      keepdims: keep the reduced axes with size 1.
+      where: a bool mask broadcastable to ``a``; only True elements count.
+      correction: the array API's name for ``ddof`` (overrides it when given).
+    Returns:
+      An Array of the reduced shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> x = jnp.array([1.0, 2.0, 3.0, 4.0])
+      >>> jnp.var(x)
+      Array(1.25, dtype=float32)
+      >>> jnp.var(x, ddof=1)
+      Array(1.6666666, dtype=float32)
+    """
     a = asarray(a) if not _is_array(a) else a
     ddof = _v.number(ddof if correction is None else correction, "var", "ddof")
     av = _aval(a)
@@ -1595,12 +2571,50 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
+    """Standard deviation over the given axes (``jax.numpy.std``): ``sqrt(var(...))``.
+
+    Differs from JAX: For complex input functx returns a complex value (the mean of the squared,
+    not the absolute squared, deviations); JAX returns the real one.
+
+    Arguments:
+      a: an array or number.
+      axis: an int, a tuple of ints or None (all axes).
+      dtype: the result dtype (default: the default float for integers and bools).
+      out: ignored (JAX raises NotImplementedError for a non-None ``out``).
+      ddof: delta degrees of freedom; the divisor is ``N - ddof``.
+      keepdims: keep the reduced axes with size 1.
+      where: a bool mask broadcastable to ``a``; only True elements count.
+      correction: the array API's name for ``ddof`` (overrides it when given).
+    Returns:
+      An Array of the reduced shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.std(jnp.array([[1.0, 3.0], [2.0, 2.0]]), axis=1)
+      Array([1., 0.], dtype=float32)
+    """
     return sqrt(var(a, axis, dtype, None, ddof, keepdims, where=where, correction=correction))
 
 
 def average(a, axis=None, weights=None, returned=False, keepdims=False):
-    """Weighted mean, like ``jax.numpy.average``: ``weights`` has ``a``'s shape or the shape of
-    ``a``'s ``axis`` dimensions; ``returned`` also gives the sum of the weights."""
+    """Weighted mean over the given axes (``jax.numpy.average``).
+
+    Arguments:
+      a: an array or number.
+      axis: an int, a tuple of ints or None (all axes).
+      weights: None (the plain mean), an array of ``a``'s shape, or one of the shape of ``a``'s
+        ``axis`` dimensions.
+      returned: also return the sum of the weights.
+      keepdims: keep the reduced axes with size 1.
+    Returns:
+      The weighted mean as an Array, or the pair ``(average, sum_of_weights)`` when ``returned``.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> x = jnp.array([1.0, 2.0, 4.0])
+      >>> jnp.average(x, weights=jnp.array([1.0, 1.0, 2.0]))
+      Array(2.75, dtype=float32)
+      >>> jnp.average(x, weights=jnp.array([3.0, 1.0, 0.0]), returned=True)
+      (Array(1.25, dtype=float32), Array(4., dtype=float32))
+    """
     a = asarray(a) if not _is_array(a) else a
     av = _aval(a)
     axes = _norm_axis(axis, av.ndim, "average axis")
@@ -1655,14 +2669,76 @@ def _argreduce(fn, name):
 
 
 argmax = _argreduce(ops.argmax, "argmax")
+argmax.__doc__ = """Index of the largest element along an axis (``jax.numpy.argmax``).
+
+Arguments:
+  a: an array or number.
+  axis: the axis to reduce, or None for the index into the flattened array.
+  out: ignored (JAX raises NotImplementedError for a non-None ``out``).
+  keepdims: keep the reduced axis with size 1.
+Returns:
+  An Array of the default integer dtype; the first index wins ties, and a NaN counts as
+  the largest value, as in JAX.
+Example:
+  >>> import functx.numpy as jnp
+  >>> x = jnp.array([[1, 7, 3], [9, 2, 9]])
+  >>> jnp.argmax(x)
+  Array(3, dtype=int32)
+  >>> jnp.argmax(x, axis=1)
+  Array([1, 0], dtype=int32)
+"""
 argmin = _argreduce(ops.argmin, "argmin")
+argmin.__doc__ = """Index of the smallest element along an axis (``jax.numpy.argmin``).
+
+Arguments:
+  a: an array or number.
+  axis: the axis to reduce, or None for the index into the flattened array.
+  out: ignored (JAX raises NotImplementedError for a non-None ``out``).
+  keepdims: keep the reduced axis with size 1.
+Returns:
+  An Array of the default integer dtype; the first index wins ties, and a NaN counts as
+  the smallest value, as in JAX.
+Example:
+  >>> import functx.numpy as jnp
+  >>> x = jnp.array([[1, 7, 3], [9, 2, 9]])
+  >>> jnp.argmin(x)
+  Array(0, dtype=int32)
+  >>> jnp.argmin(x, axis=1)
+  Array([0, 1], dtype=int32)
+"""
 
 
 def count_nonzero(a, axis=None, keepdims=False):
+    """Number of nonzero elements over the given axes (``jax.numpy.count_nonzero``).
+
+    Arguments:
+      a: an array or number.
+      axis: an int, a tuple of ints or None (all axes).
+      keepdims: keep the reduced axes with size 1.
+    Returns:
+      An Array of the default integer dtype and the reduced shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.count_nonzero(jnp.array([[0, 1, 2], [0, 0, 3]]), axis=1)
+      Array([2, 1], dtype=int32)
+    """
     return sum(not_equal(a, 0), axis, keepdims=keepdims)
 
 
 def ptp(a, axis=None, keepdims=False):
+    """Peak to peak, ``max - min``, over the given axes (``jax.numpy.ptp``).
+
+    Arguments:
+      a: an array or number.
+      axis: an int, a tuple of ints or None (all axes).
+      keepdims: keep the reduced axes with size 1.
+    Returns:
+      An Array of the reduced shape and ``a``'s dtype.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.ptp(jnp.array([[4, 9, 2], [1, 1, 1]]), axis=1)
+      Array([7, 0], dtype=int32)
+    """
     return subtract(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
 
 
@@ -1694,7 +2770,43 @@ def _cumulative(lax_fn, name):
 
 
 cumsum = _cumulative(_ascan.cumsum, "cumsum")
+cumsum.__doc__ = """Cumulative sum along an axis (``jax.numpy.cumsum``).
+
+Arguments:
+  a: an array or number.
+  axis: the axis, or None to accumulate the flattened array.
+  dtype: the accumulation and result dtype (default: bools accumulate in the default
+    integer, other dtypes keep theirs, as in JAX).
+Returns:
+  An Array of ``a``'s shape (1-D when ``axis`` is None).
+Example:
+  >>> import functx.numpy as jnp
+  >>> x = jnp.array([[1, 2, 3], [4, 5, 6]])
+  >>> jnp.cumsum(x)
+  Array([ 1,  3,  6, 10, 15, 21], dtype=int32)
+  >>> jnp.cumsum(x, axis=1)
+  Array([[ 1,  3,  6],
+         [ 4,  9, 15]], dtype=int32)
+"""
 cumprod = _cumulative(_ascan.cumprod, "cumprod")
+cumprod.__doc__ = """Cumulative product along an axis (``jax.numpy.cumprod``).
+
+Arguments:
+  a: an array or number.
+  axis: the axis, or None to accumulate the flattened array.
+  dtype: the accumulation and result dtype (default: bools accumulate in the default
+    integer, other dtypes keep theirs, as in JAX).
+Returns:
+  An Array of ``a``'s shape (1-D when ``axis`` is None).
+Example:
+  >>> import functx.numpy as jnp
+  >>> x = jnp.array([[1, 2, 3], [4, 5, 6]])
+  >>> jnp.cumprod(x)
+  Array([  1,   2,   6,  24, 120, 720], dtype=int32)
+  >>> jnp.cumprod(x, axis=1)
+  Array([[  1,   2,   6],
+         [  4,  20, 120]], dtype=int32)
+"""
 
 
 def _cumulative_api(fn, name, identity, promote=True):
@@ -1736,7 +2848,47 @@ def _cumulative_api(fn, name, identity, promote=True):
 
 
 cumulative_sum = _cumulative_api(cumsum, "cumulative_sum", 0)
+cumulative_sum.__doc__ = """Cumulative sum along an axis (``jax.numpy.cumulative_sum``).
+
+Arguments:
+  x: an array of rank >= 1.
+  axis: the axis; may be None only for a 1-D array (else functx raises TypeError where
+    JAX raises ValueError).
+  dtype: the accumulation and result dtype (default: bools and small integers widen to the default
+    integer, as for ``sum``).
+  include_initial: start the result with the identity (so the axis grows by 1).
+Returns:
+  An Array of ``x``'s shape (one longer along ``axis`` with ``include_initial``).
+Example:
+  >>> import functx.numpy as jnp
+  >>> jnp.cumulative_sum(jnp.array([1, 2, 3, 4]))
+  Array([ 1,  3,  6, 10], dtype=int32)
+  >>> jnp.cumulative_sum(jnp.array([[1, 2], [3, 4]]), axis=0, include_initial=True)
+  Array([[0, 0],
+         [1, 2],
+         [4, 6]], dtype=int32)
+"""
 cumulative_prod = _cumulative_api(cumprod, "cumulative_prod", 1, promote=False)
+cumulative_prod.__doc__ = """Cumulative product along an axis (``jax.numpy.cumulative_prod``).
+
+Arguments:
+  x: an array of rank >= 1.
+  axis: the axis; may be None only for a 1-D array (else functx raises TypeError where
+    JAX raises ValueError).
+  dtype: the accumulation and result dtype (default: bools accumulate in the default integer,
+    other dtypes keep theirs).
+  include_initial: start the result with the identity (so the axis grows by 1).
+Returns:
+  An Array of ``x``'s shape (one longer along ``axis`` with ``include_initial``).
+Example:
+  >>> import functx.numpy as jnp
+  >>> jnp.cumulative_prod(jnp.array([1, 2, 3, 4]))
+  Array([ 1,  2,  6, 24], dtype=int32)
+  >>> jnp.cumulative_prod(jnp.array([[1, 2], [3, 4]]), axis=0, include_initial=True)
+  Array([[1, 1],
+         [1, 2],
+         [3, 8]], dtype=int32)
+"""
 
 
 def nansum(a, axis=None, dtype=None, keepdims=False):
@@ -1770,14 +2922,52 @@ def nanmin(a, axis=None, keepdims=False):
 
 # --- shape manipulation --------------------------------------------------------------------------
 def shape(a):
+    """The shape of an array or number (``jax.numpy.shape``).
+
+    Arguments:
+      a: an array, number or nested list.
+    Returns:
+      A tuple of ints.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.shape(jnp.zeros((2, 3)))
+      (2, 3)
+      >>> jnp.shape(1.0)
+      ()
+    """
     return _aval(a).shape
 
 
 def ndim(a):
+    """The number of dimensions (``jax.numpy.ndim``).
+
+    Arguments:
+      a: an array, number or nested list.
+    Returns:
+      An int.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.ndim(jnp.zeros((2, 3)))
+      2
+    """
     return _aval(a).ndim
 
 
 def size(a, axis=None):
+    """The number of elements (``jax.numpy.size``).
+
+    Arguments:
+      a: an array, number or nested list.
+      axis: None for all elements, or one axis (functx also takes a tuple of axes).
+    Returns:
+      An int.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.size(jnp.zeros((2, 3)))
+      6
+      >>> jnp.size(jnp.zeros((2, 3)), axis=1)
+      3
+    """
     av = _aval(a)
     return av.size if axis is None else av.shape[axis]
 
@@ -1827,12 +3017,39 @@ def reshape(a, shape, order="C", *, copy=None):
 
 
 def ravel(a, order="C"):
+    """The elements as a 1-D array, in row-major order (``jax.numpy.ravel``).
+
+    Arguments:
+      a: an array or number.
+      order: ``'C'`` (row-major) or ``'F'`` (column-major).
+    Returns:
+      A 1-D Array.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.ravel(jnp.array([[1, 2], [3, 4]]))
+      Array([1, 2, 3, 4], dtype=int32)
+    """
     if order == "K":
         raise UnsupportedError(f"ravel: order='K' is not implemented (nor in JAX){_loc()}")
     return reshape(a, (-1,), order)
 
 
 def transpose(a, axes=None):
+    """Permute the axes (``jax.numpy.transpose``; also ``permute_dims``).
+
+    Arguments:
+      a: an array or number.
+      axes: a permutation of ``range(a.ndim)``; None reverses the axes.
+    Returns:
+      An Array with ``shape[i] == a.shape[axes[i]]``.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.transpose(jnp.zeros((2, 3, 4))).shape
+      (4, 3, 2)
+      >>> jnp.transpose(jnp.array([[1, 2], [3, 4]]), (1, 0))
+      Array([[1, 3],
+             [2, 4]], dtype=int32)
+    """
     a = asarray(a) if not _is_array(a) else a
     nd = _aval(a).ndim
     if axes is None:
@@ -1849,10 +3066,34 @@ permute_dims = transpose
 
 
 def matrix_transpose(x, /):
+    """Swap the last two axes (``jax.numpy.matrix_transpose``).
+
+    Arguments:
+      x: an array of rank >= 2.
+    Returns:
+      An Array with the last two axes swapped.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.matrix_transpose(jnp.zeros((5, 2, 3))).shape
+      (5, 3, 2)
+    """
     return swapaxes(x, -1, -2)
 
 
 def moveaxis(a, source, destination):
+    """Move axes to new positions (``jax.numpy.moveaxis``).
+
+    Arguments:
+      a: an array.
+      source: an axis or a sequence of axes to move.
+      destination: their new positions (same length as ``source``).
+    Returns:
+      An Array with the axes moved and the others kept in order.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.moveaxis(jnp.zeros((2, 3, 4)), 0, -1).shape
+      (3, 4, 2)
+    """
     a = asarray(a) if not _is_array(a) else a
     nd = _aval(a).ndim
     src = [_canon_axis(s, nd, "moveaxis source") for s in _v.axis_seq(source, "moveaxis", "source")]
@@ -1876,6 +3117,18 @@ def moveaxis(a, source, destination):
 
 
 def swapaxes(a, axis1, axis2):
+    """Swap two axes (``jax.numpy.swapaxes``).
+
+    Arguments:
+      a: an array.
+      axis1, axis2: the two axes.
+    Returns:
+      An Array with the two axes swapped.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.swapaxes(jnp.zeros((2, 3, 4)), 0, 2).shape
+      (4, 3, 2)
+    """
     a = asarray(a) if not _is_array(a) else a
     nd = _aval(a).ndim
     perm = list(range(nd))
@@ -1885,6 +3138,22 @@ def swapaxes(a, axis1, axis2):
 
 
 def squeeze(a, axis=None):
+    """Remove axes of length 1 (``jax.numpy.squeeze``).
+
+    Arguments:
+      a: an array.
+      axis: None (every length-1 axis), an int or a tuple of ints.
+    Returns:
+      An Array without those axes.
+    Raises:
+      ValueError: when a named axis does not have length 1, as in JAX.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.squeeze(jnp.zeros((1, 3, 1))).shape
+      (3,)
+      >>> jnp.squeeze(jnp.zeros((1, 3, 1)), axis=0).shape
+      (3, 1)
+    """
     a = asarray(a) if not _is_array(a) else a
     av = _aval(a)
     if axis is None:
@@ -1902,6 +3171,18 @@ def squeeze(a, axis=None):
 
 
 def expand_dims(a, axis):
+    """Insert axes of length 1 (``jax.numpy.expand_dims``).
+
+    Arguments:
+      a: an array or number.
+      axis: an int or a tuple of ints: positions in the result.
+    Returns:
+      An Array of rank ``a.ndim + len(axis)``.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.expand_dims(jnp.zeros((2, 3)), (0, 3)).shape
+      (1, 2, 3, 1)
+    """
     a = asarray(a) if not _is_array(a) else a
     axes = _v.axis_seq(axis, "expand_dims", "axis")
     n = _aval(a).ndim + len(axes)
@@ -1912,11 +3193,39 @@ def expand_dims(a, axis):
 
 
 def atleast_1d(*arys):
+    """View inputs as arrays of rank >= 1 (``jax.numpy.atleast_1d``).
+
+    Arguments:
+      *arys: arrays or numbers.
+    Returns:
+      One Array for one input, else a list; a 0-D input becomes ``(1,)``,
+      a 1-D one is unchanged.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.atleast_1d(3.0).shape
+      (1,)
+      >>> [x.shape for x in jnp.atleast_1d(jnp.zeros(2), jnp.zeros((2, 2)))]
+      [(2,), (2, 2)]
+    """
     out = [reshape(a, (1,)) if _aval(a).ndim == 0 else asarray(a) for a in arys]
     return out[0] if len(out) == 1 else out
 
 
 def atleast_2d(*arys):
+    """View inputs as arrays of rank >= 2 (``jax.numpy.atleast_2d``).
+
+    Arguments:
+      *arys: arrays or numbers.
+    Returns:
+      One Array for one input, else a list; a 0-D input becomes ``(1, 1)``,
+      a 1-D one ``(1, n)``.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.atleast_2d(3.0).shape
+      (1, 1)
+      >>> [x.shape for x in jnp.atleast_2d(jnp.zeros(2), jnp.zeros((2, 2)))]
+      [(1, 2), (2, 2)]
+    """
     out = []
     for a in arys:
         a = asarray(a)
@@ -1925,6 +3234,20 @@ def atleast_2d(*arys):
 
 
 def atleast_3d(*arys):
+    """View inputs as arrays of rank >= 3 (``jax.numpy.atleast_3d``).
+
+    Arguments:
+      *arys: arrays or numbers.
+    Returns:
+      One Array for one input, else a list; a 0-D input becomes ``(1, 1, 1)``,
+      a 1-D one ``(1, n, 1)``, a 2-D one ``(m, n, 1)``.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.atleast_3d(3.0).shape
+      (1, 1, 1)
+      >>> [x.shape for x in jnp.atleast_3d(jnp.zeros(2), jnp.zeros((2, 2)))]
+      [(1, 2, 1), (2, 2, 1)]
+    """
     out = []
     for a in arys:
         a = asarray(a)
@@ -1939,6 +3262,23 @@ def atleast_3d(*arys):
 
 
 def concatenate(arrays, axis=0, dtype=None):
+    """Join arrays along an existing axis (``jax.numpy.concatenate``).
+
+    Arguments:
+      arrays: a sequence of arrays with equal shapes except along ``axis``.
+      axis: the axis to join along; None flattens every input first.
+      dtype: the result dtype (default: the promoted dtype).
+    Returns:
+      An Array.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.concatenate([jnp.array([[1, 2]]), jnp.array([[3, 4], [5, 6]])])
+      Array([[1, 2],
+             [3, 4],
+             [5, 6]], dtype=int32)
+      >>> jnp.concatenate([jnp.array([1]), jnp.array([2.5])], axis=None)
+      Array([1. , 2.5], dtype=float32)
+    """
     arrays = [asarray(a) if not _is_array(a) else a for a in arrays]
     if not arrays:
         raise FunctxTypeError(f"concatenate needs at least one array{_loc()}")
@@ -1969,10 +3309,36 @@ def _promote_only(*arrays, kind=None):
 
 
 def concat(arrays, /, *, axis=0):
+    """Join arrays along an existing axis, the array API's form (``jax.numpy.concat``).
+
+    Arguments:
+      arrays: a sequence of arrays with equal shapes except along ``axis``.
+      axis: the axis to join along; None flattens every input first.
+    Returns:
+      An Array of the promoted dtype.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.concat([jnp.array([1, 2]), jnp.array([3])])
+      Array([1, 2, 3], dtype=int32)
+    """
     return concatenate(arrays, axis)
 
 
 def stack(arrays, axis=0, dtype=None):
+    """Join arrays along a new axis (``jax.numpy.stack``).
+
+    Arguments:
+      arrays: a sequence of arrays of one shape.
+      axis: the new axis's position in the result.
+      dtype: the result dtype (default: the promoted dtype).
+    Returns:
+      An Array of rank one more than the inputs'.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.stack([jnp.array([1, 2]), jnp.array([3, 4])], axis=1)
+      Array([[1, 3],
+             [2, 4]], dtype=int32)
+    """
     arrays = [asarray(a) if not _is_array(a) else a for a in arrays]
     if not arrays:
         raise FunctxTypeError(f"stack needs at least one array{_loc()}")
@@ -1991,6 +3357,19 @@ def stack(arrays, axis=0, dtype=None):
 
 
 def vstack(tup, dtype=None):
+    """Stack arrays row-wise (``jax.numpy.vstack``; also ``row_stack``).
+
+    Arguments:
+      tup: a sequence of arrays; 1-D ones become rows.
+      dtype: the result dtype (default: the promoted dtype).
+    Returns:
+      An Array joined along axis 0.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.vstack([jnp.array([1, 2]), jnp.array([3, 4])])
+      Array([[1, 2],
+             [3, 4]], dtype=int32)
+    """
     return concatenate([atleast_2d(a) for a in tup], 0, dtype)
 
 
@@ -1998,6 +3377,18 @@ row_stack = vstack
 
 
 def hstack(tup, dtype=None):
+    """Stack arrays column-wise (``jax.numpy.hstack``).
+
+    Arguments:
+      tup: a sequence of arrays; 1-D ones join along axis 0, others along axis 1.
+      dtype: the result dtype (default: the promoted dtype).
+    Returns:
+      An Array.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.hstack([jnp.array([1, 2]), jnp.array([3])])
+      Array([1, 2, 3], dtype=int32)
+    """
     arrs = [atleast_1d(a) for a in tup]
     if not arrs:
         raise FunctxValueError(f"hstack needs at least one array{_loc()}")
@@ -2005,10 +3396,34 @@ def hstack(tup, dtype=None):
 
 
 def dstack(tup, dtype=None):
+    """Stack arrays depth-wise, along axis 2 (``jax.numpy.dstack``).
+
+    Arguments:
+      tup: a sequence of arrays, each viewed as at least 3-D.
+      dtype: the result dtype (default: the promoted dtype).
+    Returns:
+      An Array of rank >= 3.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.dstack([jnp.array([1, 2]), jnp.array([3, 4])]).shape
+      (1, 2, 2)
+    """
     return concatenate([atleast_3d(a) for a in tup], 2, dtype)
 
 
 def column_stack(tup):
+    """Stack 1-D arrays as columns of a 2-D array (``jax.numpy.column_stack``).
+
+    Arguments:
+      tup: a sequence of arrays; 1-D ones become columns, others join along axis 1.
+    Returns:
+      A 2-D (or higher) Array.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.column_stack([jnp.array([1, 2]), jnp.array([3, 4])])
+      Array([[1, 3],
+             [2, 4]], dtype=int32)
+    """
     arrs = [reshape(a, (-1, 1)) if _aval(a).ndim < 2 else a for a in tup]
     return concatenate(arrs, 1)
 
@@ -2017,8 +3432,24 @@ _MAX_SECTIONS = 2**24  # split's outputs are Python lists: more would exhaust me
 
 
 def split(ary, indices_or_sections, axis=0):
-    """Split into equal sections or at indices, like ``numpy.split`` (negative or decreasing
-    indices follow NumPy; JAX rejects them)."""
+    """Split an array into pieces along an axis (``jax.numpy.split``).
+
+    Differs from JAX: Negative or decreasing split indices follow NumPy; JAX rejects them.
+
+    Arguments:
+      ary: an array.
+      indices_or_sections: an int N (N equal pieces; the axis must divide evenly) or a
+        sequence of split indices.
+      axis: the axis to split.
+    Returns:
+      A list of Arrays.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.split(jnp.arange(6), 3)
+      [Array([0, 1], dtype=int32), Array([2, 3], dtype=int32), Array([4, 5], dtype=int32)]
+      >>> jnp.split(jnp.arange(5), [1, 3])
+      [Array([0], dtype=int32), Array([1, 2], dtype=int32), Array([3, 4], dtype=int32)]
+    """
     ary = asarray(ary) if not _is_array(ary) else ary
     av = _aval(ary)
     axis = _canon_axis(axis, av.ndim, "split axis")
@@ -2056,6 +3487,20 @@ def split(ary, indices_or_sections, axis=0):
 
 
 def array_split(ary, indices_or_sections, axis=0):
+    """Split into N nearly equal pieces, or at indices (``jax.numpy.array_split``).
+
+    Arguments:
+      ary: an array.
+      indices_or_sections: an int N (the first ``len % N`` pieces get one extra element) or
+        a sequence of split indices.
+      axis: the axis to split.
+    Returns:
+      A list of Arrays.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.array_split(jnp.arange(5), 2)
+      [Array([0, 1, 2], dtype=int32), Array([3, 4], dtype=int32)]
+    """
     if _v.is_int_like(indices_or_sections):
         ary = asarray(ary) if not _is_array(ary) else ary
         n = _aval(ary).shape[_canon_axis(axis, _aval(ary).ndim, "array_split axis")]
@@ -2074,14 +3519,51 @@ def array_split(ary, indices_or_sections, axis=0):
 
 
 def vsplit(ary, s):
+    """Split along axis 0 (``jax.numpy.vsplit``).
+
+    Arguments:
+      ary: an array of rank >= 2.
+      s: a number of equal pieces or a sequence of split indices.
+    Returns:
+      A list of Arrays.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> [x.shape for x in jnp.vsplit(jnp.zeros((4, 3)), 2)]
+      [(2, 3), (2, 3)]
+    """
     return split(ary, s, 0)
 
 
 def hsplit(ary, s):
+    """Split along axis 1 (axis 0 for 1-D arrays) (``jax.numpy.hsplit``).
+
+    Arguments:
+      ary: an array of rank >= 1.
+      s: a number of equal pieces or a sequence of split indices.
+    Returns:
+      A list of Arrays.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> [x.shape for x in jnp.hsplit(jnp.zeros((4, 6)), [1, 4])]
+      [(4, 1), (4, 3), (4, 2)]
+    """
     return split(ary, s, 1 if _aval(ary).ndim > 1 else 0)
 
 
 def tile(A, reps):
+    """Repeat a whole array along each axis (``jax.numpy.tile``).
+
+    Arguments:
+      A: an array or number.
+      reps: an int or a tuple of ints, the repetitions per axis.
+    Returns:
+      An Array of rank ``max(A.ndim, len(reps))``.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.tile(jnp.array([1, 2]), (2, 2))
+      Array([[1, 2, 1, 2],
+             [1, 2, 1, 2]], dtype=int32)
+    """
     A = asarray(A) if not _is_array(A) else A
     reps = _v.axis_seq(reps, "tile", "reps")
     if builtins.any(r < 0 for r in reps):
@@ -2103,9 +3585,26 @@ def tile(A, reps):
 
 
 def repeat(a, repeats, axis=None, *, total_repeat_length=None):
-    """Repeat elements along ``axis``, like ``jax.numpy.repeat``. Array ``repeats`` must be
-    concrete unless ``total_repeat_length`` (the static output length) is given: then the
-    result is truncated, or padded by repeating the last element, to that length."""
+    """Repeat each element along an axis (``jax.numpy.repeat``).
+
+    Arguments:
+      a: an array or number.
+      repeats: an int, or an integer array with one count per element along ``axis``; an array
+        must be concrete unless ``total_repeat_length`` is given.
+      axis: the axis, or None to repeat the flattened array.
+      total_repeat_length: the static output length along ``axis``: the result is truncated, or
+        padded by repeating the last element, to it.
+    Returns:
+      An Array.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.repeat(jnp.array([1, 2]), 2)
+      Array([1, 1, 2, 2], dtype=int32)
+      >>> jnp.repeat(jnp.array([[1, 2], [3, 4]]), jnp.array([1, 2]), axis=0)
+      Array([[1, 2],
+             [3, 4],
+             [3, 4]], dtype=int32)
+    """
     a = asarray(a) if not _is_array(a) else a
     if axis is None:
         a = ravel(a)
@@ -2165,19 +3664,72 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
 
 
 def flip(m, axis=None):
+    """Reverse the order of elements along axes (``jax.numpy.flip``).
+
+    Arguments:
+      m: an array.
+      axis: None (every axis), an int or a tuple of ints.
+    Returns:
+      An Array of ``m``'s shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.flip(jnp.array([[1, 2], [3, 4]]), axis=1)
+      Array([[2, 1],
+             [4, 3]], dtype=int32)
+    """
     m = asarray(m) if not _is_array(m) else m
     return ops.rev(m, _norm_axis(axis, _aval(m).ndim, "flip axis"))
 
 
 def fliplr(m):
+    """Reverse along axis 1 (``jax.numpy.fliplr``).
+
+    Arguments:
+      m: an array of rank >= 2.
+    Returns:
+      An Array of ``m``'s shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.fliplr(jnp.array([[1, 2], [3, 4]]))
+      Array([[2, 1],
+             [4, 3]], dtype=int32)
+    """
     return flip(m, 1)
 
 
 def flipud(m):
+    """Reverse along axis 0 (``jax.numpy.flipud``).
+
+    Arguments:
+      m: an array of rank >= 1.
+    Returns:
+      An Array of ``m``'s shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.flipud(jnp.array([[1, 2], [3, 4]]))
+      Array([[3, 4],
+             [1, 2]], dtype=int32)
+    """
     return flip(m, 0)
 
 
 def roll(a, shift, axis=None):
+    """Shift elements cyclically along axes (``jax.numpy.roll``).
+
+    Arguments:
+      a: an array.
+      shift: an int or a tuple of ints (one per axis).
+      axis: None (roll the flattened array, then restore the shape), an int or a tuple of ints.
+    Returns:
+      An Array of ``a``'s shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.roll(jnp.arange(5), 2)
+      Array([3, 4, 0, 1, 2], dtype=int32)
+      >>> jnp.roll(jnp.array([[1, 2, 3], [4, 5, 6]]), -1, axis=1)
+      Array([[2, 3, 1],
+             [5, 6, 4]], dtype=int32)
+    """
     a = asarray(a) if not _is_array(a) else a
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), _aval(a).shape)
@@ -2278,6 +3830,26 @@ def _pad_width(pad_width, av):
 
 
 def pad(array, pad_width, mode="constant", constant_values=0):
+    """Pad an array (``jax.numpy.pad``).
+
+    Differs from JAX: JAX's modes 'linear_ramp', 'maximum', 'mean', 'median', 'minimum' and
+    'empty' raise UnsupportedError; the keywords stat_length, reflect_type and end_values are
+    not accepted (TypeError).
+
+    Arguments:
+      array: an array or number.
+      pad_width: an int, a ``(before, after)`` pair, or one pair per axis (non-negative).
+      mode: ``'constant'``, ``'edge'``, ``'wrap'``, ``'reflect'`` or ``'symmetric'``.
+      constant_values: the fill value(s) for ``'constant'``, in NumPy's forms.
+    Returns:
+      An Array whose axes grew by the padding.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.pad(jnp.array([1, 2, 3]), (1, 2))
+      Array([0, 1, 2, 3, 0, 0], dtype=int32)
+      >>> jnp.pad(jnp.array([1, 2, 3]), 2, mode='reflect')
+      Array([3, 2, 1, 2, 3, 2, 1], dtype=int32)
+    """
     array = asarray(array) if not _is_array(array) else array
     av = _aval(array)
     pw = _pad_width(pad_width, av)
@@ -2332,6 +3904,26 @@ def pad(array, pad_width, mode="constant", constant_values=0):
 # (They index through the arrays' own ``[]`` and ``.at[].get``, which call functx.numpy.indexing:
 # that module builds on this one.)
 def take(a, indices, axis=None, mode=None, fill_value=None):
+    """Take elements along an axis by index (``jax.numpy.take``).
+
+    Arguments:
+      a: an array.
+      indices: an integer array of indices.
+      axis: the axis, or None to index the flattened array.
+      mode: ``'fill'`` (default: out-of-range indices give ``fill_value``), ``'clip'`` or
+        ``'wrap'``; ``'raise'`` is unsupported, as in JAX.
+      fill_value: the value for out-of-range indices under ``'fill'`` (default: NaN for
+        inexact dtypes, the dtype's extreme value otherwise).
+    Returns:
+      An Array of shape ``a.shape[:axis] + indices.shape + a.shape[axis + 1:]``.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> x = jnp.array([10.0, 20.0, 30.0])
+      >>> jnp.take(x, jnp.array([2, 0, 5]))
+      Array([30., 10., nan], dtype=float32)
+      >>> jnp.take(x, jnp.array([2, 0, 5]), mode='clip')
+      Array([30., 10., 30.], dtype=float32)
+    """
     a = asarray(a) if not _is_array(a) else a
     if mode == "raise":
         raise UnsupportedError(
@@ -2372,6 +3964,23 @@ def take(a, indices, axis=None, mode=None, fill_value=None):
 
 
 def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
+    """Pick elements along an axis by matching indices (``jax.numpy.take_along_axis``).
+
+    Arguments:
+      arr: an array.
+      indices: an integer array of ``arr``'s rank, broadcastable to it off ``axis``.
+      axis: the axis to index, or None for the flattened array.
+      mode: ``'fill'`` (default), ``'clip'``, ``'promise_in_bounds'`` or ``'drop'``.
+      fill_value: the value for out-of-range indices under ``'fill'``.
+    Returns:
+      An Array of the broadcast shape with ``indices``' length along ``axis``.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> x = jnp.array([[4, 1, 3], [2, 6, 5]])
+      >>> jnp.take_along_axis(x, jnp.argsort(x, axis=1), axis=1)
+      Array([[1, 3, 4],
+             [2, 5, 6]], dtype=int32)
+    """
     arr = asarray(arr) if not _is_array(arr) else arr
     indices = asarray(indices) if not _is_array(indices) else indices
     _v.choice(
@@ -2416,6 +4025,22 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
 
 
 def diagonal(a, offset=0, axis1=0, axis2=1):
+    """A diagonal of a matrix or stack of matrices (``jax.numpy.diagonal``).
+
+    Arguments:
+      a: an array of rank >= 2.
+      offset: the diagonal's offset (positive: above the main one).
+      axis1, axis2: the two axes that form the matrices.
+    Returns:
+      An Array whose last axis holds the diagonal; ``axis1`` and ``axis2`` are removed.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> x = jnp.arange(9).reshape(3, 3)
+      >>> jnp.diagonal(x)
+      Array([0, 4, 8], dtype=int32)
+      >>> jnp.diagonal(x, offset=1)
+      Array([1, 5], dtype=int32)
+    """
     a = asarray(a) if not _is_array(a) else a
     av = _aval(a)
     offset = _v.integer(offset, "diagonal", "offset")
@@ -2450,6 +4075,22 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
 
 
 def diag(v, k=0):
+    """Extract a diagonal, or build a diagonal matrix (``jax.numpy.diag``).
+
+    Arguments:
+      v: a 1-D array (the diagonal to place) or a 2-D array (the matrix to read).
+      k: the diagonal's offset (positive: above the main one).
+    Returns:
+      A 2-D Array for a 1-D ``v``, a 1-D Array for a 2-D ``v``; other ranks raise TypeError
+      (JAX: ValueError).
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.diag(jnp.array([1, 2]))
+      Array([[1, 0],
+             [0, 2]], dtype=int32)
+      >>> jnp.diag(jnp.arange(9).reshape(3, 3), k=-1)
+      Array([3, 7], dtype=int32)
+    """
     v = asarray(v) if not _is_array(v) else v
     k = _v.integer(k, "diag", "k")
     if v.ndim == 1:
@@ -2466,10 +4107,42 @@ def diag(v, k=0):
 
 
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
+    """Sum along a diagonal (``jax.numpy.trace``).
+
+    Arguments:
+      a: an array of rank >= 2.
+      offset: the diagonal's offset.
+      axis1, axis2: the two axes that form the matrices.
+      dtype: the accumulation and result dtype (default as for ``sum``).
+    Returns:
+      An Array of ``a``'s shape without ``axis1`` and ``axis2``.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.trace(jnp.arange(9).reshape(3, 3))
+      Array(12, dtype=int32)
+    """
     return sum(diagonal(a, offset, axis1, axis2), -1, dtype)
 
 
 def meshgrid(*xi, indexing="xy", sparse=False):
+    """Coordinate grids from 1-D coordinate vectors (``jax.numpy.meshgrid``).
+
+    Arguments:
+      *xi: 1-D arrays, one per dimension.
+      indexing: ``'xy'`` (Cartesian: the first two axes swapped) or ``'ij'`` (matrix).
+      sparse: return arrays broadcastable to the grid instead of full ones.
+    Returns:
+      A list of Arrays, one per input.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> xs, ys = jnp.meshgrid(jnp.array([1, 2, 3]), jnp.array([4, 5]))
+      >>> xs
+      Array([[1, 2, 3],
+             [1, 2, 3]], dtype=int32)
+      >>> ys
+      Array([[4, 4, 4],
+             [5, 5, 5]], dtype=int32)
+    """
     _v.choice(indexing, ("xy", "ij"), "meshgrid", "indexing")
     xi = [ravel(asarray(x)) for x in xi]
     n = len(xi)
@@ -2496,6 +4169,24 @@ def _promote_dot(name, a, b):
 
 
 def matmul(a, b, /, *, precision=None, preferred_element_type=None):
+    """Matrix product with NumPy's broadcasting (``jax.numpy.matmul``; ``@``).
+
+    Arguments:
+      a, b: arrays of rank >= 1; a 1-D operand acts as a row (``a``) or column (``b``)
+        vector, and leading (batch) axes broadcast.
+      precision: None, a ``lax.Precision`` or a pair of them, as in JAX.
+      preferred_element_type: the accumulation and result dtype (default: the promoted dtype).
+    Returns:
+      An Array of the promoted dtype.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> a = jnp.array([[1.0, 2.0], [3.0, 4.0]])
+      >>> jnp.matmul(a, a)
+      Array([[ 7., 10.],
+             [15., 22.]], dtype=float32)
+      >>> jnp.matmul(a, jnp.array([1.0, -1.0]))
+      Array([-1., -1.], dtype=float32)
+    """
     a, b = _promote_dot("matmul", a, b)
     av, bv = _aval(a), _aval(b)
     if av.ndim == 0 or bv.ndim == 0:
@@ -2550,6 +4241,23 @@ def matmul(a, b, /, *, precision=None, preferred_element_type=None):
 
 
 def dot(a, b, *, precision=None, preferred_element_type=None):
+    """Dot product (``jax.numpy.dot``).
+
+    Arguments:
+      a, b: arrays or numbers. 0-D operands multiply; 1-D with 1-D is the inner product;
+        otherwise it sums over ``a``'s last axis and ``b``'s second-to-last (its only one when
+        1-D).
+      precision: None, a ``lax.Precision`` or a pair of them, as in JAX.
+      preferred_element_type: the accumulation and result dtype (default: the promoted dtype).
+    Returns:
+      An Array of shape ``a.shape[:-1] + b.shape[:-2] + b.shape[-1:]``.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.dot(jnp.array([1, 2, 3]), jnp.array([4, 5, 6]))
+      Array(32, dtype=int32)
+      >>> jnp.dot(jnp.array([[1, 0], [0, 2]]), jnp.array([3, 4]))
+      Array([3, 8], dtype=int32)
+    """
     a, b = _promote_dot("dot", a, b)
     av, bv = _aval(a), _aval(b)
     if av.ndim == 0 or bv.ndim == 0:
@@ -2572,14 +4280,46 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
 
 
 def vdot(a, b, *, precision=None, preferred_element_type=None):
+    """Dot product of the flattened arrays (``jax.numpy.vdot``).
+
+    Differs from JAX: functx does not yet conjugate a complex ``a``, as JAX does: for complex
+    inputs use ``jnp.vdot(jnp.conj(a), b)``.
+
+    Arguments:
+      a, b: arrays of the same size.
+      precision: None, a ``lax.Precision`` or a pair of them, as in JAX.
+      preferred_element_type: the accumulation and result dtype (default: the promoted dtype).
+    Returns:
+      A 0-D Array.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.vdot(jnp.array([[1, 2], [3, 4]]), jnp.array([[1, 0], [0, 1]]))
+      Array(5, dtype=int32)
+    """
     return dot(
         ravel(a), ravel(b), precision=precision, preferred_element_type=preferred_element_type
     )
 
 
 def vecdot(x1, x2, /, *, axis=-1, preferred_element_type=None):
-    """Dot products of vectors along ``axis`` (broadcasting the rest), like ``jax.numpy.vecdot``:
-    the result dtype is the promoted input dtype (bool stays bool, int8 stays int8)."""
+    """Dot products of vectors along an axis (``jax.numpy.vecdot``).
+
+    Differs from JAX: functx does not yet conjugate a complex ``x1``, as JAX does: for complex
+    inputs use ``jnp.vecdot(jnp.conj(x1), x2)``.
+
+    Arguments:
+      x1, x2: arrays, broadcast together off ``axis`` (their lengths along it must match);
+        complex ``x1`` is conjugated in JAX, not yet in functx.
+      axis: the axis to contract.
+      preferred_element_type: the accumulation and result dtype (default: the promoted dtype).
+    Returns:
+      An Array of the broadcast shape without ``axis``; the dtype is the promoted input dtype
+      (bool stays bool, int8 stays int8).
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.vecdot(jnp.array([[1, 2], [3, 4]]), jnp.array([1, 1]))
+      Array([3, 7], dtype=int32)
+    """
     x1, x2 = _promote_dot("vecdot", x1, x2)
     s1, s2 = _aval(x1).shape, _aval(x2).shape
     if not s1 or not s2:
@@ -2602,6 +4342,19 @@ def vecdot(x1, x2, /, *, axis=-1, preferred_element_type=None):
 
 
 def inner(a, b, *, precision=None, preferred_element_type=None):
+    """Inner product over the last axes (``jax.numpy.inner``).
+
+    Arguments:
+      a, b: arrays with equal last-axis lengths (or 0-D, which multiply).
+      precision: None, a ``lax.Precision`` or a pair of them, as in JAX.
+      preferred_element_type: the accumulation and result dtype (default: the promoted dtype).
+    Returns:
+      An Array of shape ``a.shape[:-1] + b.shape[:-1]``.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.inner(jnp.array([[1, 2], [3, 4]]), jnp.array([1, 10]))
+      Array([21, 43], dtype=int32)
+    """
     a, b = _promote_dot("inner", a, b)
     av, bv = _aval(a), _aval(b)
     if av.ndim == 0 or bv.ndim == 0:
@@ -2616,11 +4369,40 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
 
 
 def outer(a, b):
+    """Outer product of the flattened inputs (``jax.numpy.outer``).
+
+    Arguments:
+      a, b: arrays or numbers (flattened).
+    Returns:
+      A 2-D Array of shape ``(a.size, b.size)``.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.outer(jnp.array([1, 2]), jnp.array([1, 10, 100]))
+      Array([[  1,  10, 100],
+             [  2,  20, 200]], dtype=int32)
+    """
     a, b = ravel(asarray(a)), ravel(asarray(b))
     return multiply(a[:, None], b[None, :])
 
 
 def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
+    """Tensor contraction over chosen axes (``jax.numpy.tensordot``).
+
+    Arguments:
+      a, b: arrays.
+      axes: an int N (``a``'s last N axes with ``b``'s first N) or a pair of axis sequences.
+      precision: None, a ``lax.Precision`` or a pair of them, as in JAX.
+      preferred_element_type: the accumulation and result dtype (default: the promoted dtype).
+    Returns:
+      An Array: ``a``'s free axes, then ``b``'s.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> a = jnp.ones((2, 3, 4))
+      >>> jnp.tensordot(a, jnp.ones((3, 4, 5))).shape
+      (2, 5)
+      >>> jnp.tensordot(a, jnp.ones((4, 3)), axes=([1, 2], [1, 0])).shape
+      (2,)
+    """
     a, b = _promote_dot("tensordot", a, b)
     av, bv = _aval(a), _aval(b)
     if _v.is_int_like(axes):
@@ -2652,6 +4434,17 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
 
 
 def kron(a, b):
+    """Kronecker product (``jax.numpy.kron``).
+
+    Arguments:
+      a, b: arrays or numbers.
+    Returns:
+      An Array whose blocks are ``a[i, j] * b``; of rank ``max(a.ndim, b.ndim)``.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.kron(jnp.array([1, 2]), jnp.array([1, 10]))
+      Array([ 1, 10,  2, 20], dtype=int32)
+    """
     a, b = asarray(a), asarray(b)
     nd = builtins.max(a.ndim, b.ndim)
     a = reshape(a, (1,) * (nd - a.ndim) + a.shape)
