@@ -97,7 +97,19 @@ __version__ = "0.1.0"
 
 
 def block_until_ready(x):
-    """Wait until a pytree of arrays is computed (GPU work runs asynchronously); returns ``x``."""
+    """Wait until a pytree of arrays is computed (``jax.block_until_ready``; GPU work runs
+    asynchronously).
+
+    Arguments:
+      x: a pytree; its array leaves are waited for, other leaves pass through.
+    Returns:
+      ``x``.
+    Example:
+      >>> import functx
+      >>> import functx.numpy as jnp
+      >>> functx.block_until_ready({"y": jnp.arange(3) * 2})
+      {'y': Array([0, 2, 4], dtype=int32)}
+    """
     if type(x) is Array:  # host arrays are computed by the time they exist
         return x
     for leaf in tree_util.tree_leaves(x):

@@ -258,6 +258,18 @@ class default_matmul_precision(contextlib.ContextDecorator):
     A product's own ``precision=`` argument (``functx.lax.Precision``) wins over the setting.
     Outside any block: ``functx.config.update("jax_default_matmul_precision", ...)``, else the
     environment's ``FUNCTX_DEFAULT_MATMUL_PRECISION``, else TF32.
+
+    Arguments:
+      precision: one of the strings above (or a ``functx.lax.Precision``).
+    Returns:
+      A context manager, also usable as a decorator.
+    Example:
+      >>> import functx
+      >>> import functx.numpy as jnp
+      >>> with functx.default_matmul_precision("highest"):
+      ...     y = jnp.ones((2, 2)) @ jnp.ones(2)
+      >>> y
+      Array([2., 2.], dtype=float32)
     """
 
     def __init__(self, precision):

@@ -25,7 +25,16 @@ from functx.errors import FunctxTypeError
 
 # --- Abstract values -----------------------------------------------------------------------------
 class ShapedArray:
-    """The abstract value of an array: shape, dtype and whether it is weakly typed."""
+    """The abstract value of an array (``jax.core.ShapedArray``): shape, dtype and whether it is
+    weakly typed.
+
+    Example:
+      >>> import numpy as np
+      >>> import functx
+      >>> a = functx.ShapedArray((2, 3), np.dtype(np.float32))
+      >>> a.shape, a.dtype, a.ndim, a.str_short()
+      ((2, 3), dtype('float32'), 2, 'f32[2,3]')
+    """
 
     __slots__ = ("shape", "dtype", "weak_type", "_hash")
 
@@ -141,7 +150,15 @@ class Eqn:
 
 
 class Jaxpr:
-    """``constvars`` are bound to the consts of a ClosedJaxpr; ``invars`` to the arguments."""
+    """A traced program (``jax.extend.core.Jaxpr``): ``constvars`` are bound to the consts of a
+    ClosedJaxpr, ``invars`` to the arguments; ``eqns`` compute ``outvars``.
+
+    Example:
+      >>> import functx
+      >>> j = functx.make_jaxpr(lambda x: x * 2.0 + 1.0)(1.0).jaxpr
+      >>> len(j.invars), [e.primitive.name for e in j.eqns]
+      (1, ['mul', 'add'])
+    """
 
     __slots__ = ("constvars", "invars", "eqns", "outvars")
 
@@ -166,8 +183,17 @@ class Jaxpr:
 
 
 class ClosedJaxpr:
-    """A Jaxpr with values for its constvars: what ``make_jaxpr`` returns and control flow
-    stores."""
+    """A Jaxpr with values for its constvars (``jax.extend.core.ClosedJaxpr``): what
+    ``make_jaxpr`` returns and control flow stores.
+
+    Example:
+      >>> import functx
+      >>> cj = functx.make_jaxpr(lambda x: x * 2.0)(1.0)
+      >>> print(cj)
+      { lambda ; a:f32[]. let b:f32[] = mul a 2.0:f32[] in (b,) }
+      >>> cj.consts
+      []
+    """
 
     __slots__ = ("jaxpr", "consts", "__weakref__")
 
@@ -363,8 +389,17 @@ def pp_jaxpr(jaxpr: Jaxpr) -> str:
 
 # --- The type checker ----------------------------------------------------------------------------
 def typecheck_jaxpr(jaxpr: Jaxpr | ClosedJaxpr) -> None:
-    """Check that every variable is defined once before use and that every equation's output
-    types match its primitive's shape/dtype inference. Raises FunctxTypeError otherwise."""
+    """Check a jaxpr (functx's form of ``jax.extend.core.check_jaxpr``): every variable is defined
+    once before use and every equation's output types match its primitive's shape/dtype inference.
+
+    Arguments:
+      jaxpr: a Jaxpr or ClosedJaxpr.
+    Returns:
+      None; raises FunctxTypeError on the first problem.
+    Example:
+      >>> import functx
+      >>> functx.typecheck_jaxpr(functx.make_jaxpr(lambda x: x + 1.0)(2.0))
+    """
     if isinstance(jaxpr, ClosedJaxpr):
         for v, c in zip(jaxpr.jaxpr.constvars, jaxpr.consts):
             shape, dtype = np.shape(c), np.asarray(c).dtype

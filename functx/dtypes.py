@@ -421,7 +421,21 @@ def is_unsigned(dtype) -> bool:
 
 
 def issubdtype(dtype, category) -> bool:
-    """Like ``np.issubdtype`` but aware of bfloat16 (a floating type)."""
+    """Whether ``dtype`` is ``category`` or below it in the type hierarchy
+    (``jax.numpy.issubdtype``),
+    like ``np.issubdtype`` but aware of bfloat16 (a floating type).
+
+    Arguments:
+      dtype: a dtype, a scalar type or an array.
+      category: a dtype or an abstract type (``jnp.floating``, ``jnp.integer``, ``jnp.inexact``,
+        ...).
+    Returns:
+      A bool.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.issubdtype(jnp.bfloat16, jnp.floating), jnp.issubdtype(jnp.int8, jnp.inexact)
+      (True, False)
+    """
     dtype = np.dtype(dtype)
     if dtype == bfloat16:
         return category in (np.floating, np.inexact, np.number, np.generic)
@@ -573,7 +587,18 @@ def result_type(*pairs) -> tuple[np.dtype, bool]:
 
 
 def promote_types(a, b) -> np.dtype:
-    """``jnp.promote_types``: promotion of two (strong) dtypes."""
+    """The dtype two (strongly typed) dtypes promote to (``jax.numpy.promote_types``), by JAX's
+    promotion lattice (not NumPy's: ``int32`` with ``float16`` gives ``float16``).
+
+    Arguments:
+      a, b: dtypes or scalar types.
+    Returns:
+      A NumPy dtype.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.promote_types(jnp.int32, jnp.float16), jnp.promote_types(jnp.uint8, jnp.int8)
+      (dtype('float16'), dtype('int16'))
+    """
     return result_type((canonicalize(a), False), (canonicalize(b), False))[0]
 
 

@@ -6,22 +6,70 @@ from functx._jax_names import JAX_NAMES
 
 
 class FunctxError(Exception):
-    """Base class of every error functx raises on purpose."""
+    """Base class of every error functx raises on purpose (JAX raises the builtin classes; functx's
+    subclass them, so ``except TypeError`` etc. work as with JAX).
+
+    Example:
+      >>> import numpy as np
+      >>> import functx
+      >>> import functx.numpy as jnp
+      >>> try:
+      ...     jnp.ones(3) + jnp.ones(4)
+      ... except functx.FunctxError as e:
+      ...     print(type(e).__name__)
+      FunctxArgumentError
+    """
 
 
 class FunctxTypeError(FunctxError, TypeError):
-    """A shape or dtype mismatch, or a bad argument, found while tracing or running an operation."""
+    """A shape or dtype mismatch, or a bad argument, found while tracing or running an operation
+    (a ``TypeError``).
+
+    Example:
+      >>> import numpy as np
+      >>> import functx
+      >>> import functx.numpy as jnp
+      >>> try:
+      ...     functx.lax.add(np.float32([1]), np.int32([1]))
+      ... except functx.FunctxTypeError as e:
+      ...     print(type(e).__name__)
+      FunctxTypeError
+    """
 
 
 class FunctxValueError(FunctxError, ValueError):
     """An argument with a valid type but an invalid value: an axis out of range, a negative size,
-    an unknown mode or option, a length that does not match."""
+    an unknown mode or option, a length that does not match (a ``ValueError``).
+
+    Example:
+      >>> import numpy as np
+      >>> import functx
+      >>> import functx.numpy as jnp
+      >>> try:
+      ...     functx.lax.broadcasted_iota(np.int32, (2,), 3)
+      ... except functx.FunctxValueError as e:
+      ...     print(type(e).__name__)
+      FunctxValueError
+    """
 
 
 class FunctxArgumentError(FunctxTypeError, FunctxValueError):
     """A bad argument (a shape or size mismatch, an unhashable static argument, ...) for which
     JAX raises ValueError where functx's check raised TypeError, or the reverse: an instance of
-    both, so that the ``except`` clauses of programs written for JAX, and functx's own, catch it."""
+    both, so that the ``except`` clauses of programs written for JAX, and functx's own, catch it.
+
+    Example:
+      >>> import numpy as np
+      >>> import functx
+      >>> import functx.numpy as jnp
+      >>> try:
+      ...     jnp.reshape(jnp.ones(6), (4,))
+      ... except functx.FunctxArgumentError as e:
+      ...     print(type(e).__name__)
+      FunctxArgumentError
+      >>> issubclass(functx.FunctxArgumentError, (TypeError, ValueError))
+      True
+    """
 
 
 class FunctxZeroDivisionError(FunctxValueError, ZeroDivisionError):
@@ -29,19 +77,60 @@ class FunctxZeroDivisionError(FunctxValueError, ZeroDivisionError):
 
 
 class FunctxIndexError(FunctxError, IndexError):
-    """An index out of range where JAX (and NumPy) raise IndexError."""
+    """An index out of range where JAX (and NumPy) raise IndexError.
+
+    Example:
+      >>> import numpy as np
+      >>> import functx
+      >>> import functx.numpy as jnp
+      >>> try:
+      ...     functx.lax.index_in_dim(np.int32([1, 2]), 5)
+      ... except functx.FunctxIndexError as e:
+      ...     print(type(e).__name__)
+      FunctxIndexError
+    """
 
 
 class FunctxOverflowError(FunctxError, OverflowError):
-    """A size or value too large for the type that must hold it."""
+    """A size or value too large for the type that must hold it (an ``OverflowError``).
+
+    Example:
+      >>> import numpy as np
+      >>> import functx
+      >>> import functx.numpy as jnp
+      >>> try:
+      ...     jnp.int32(2**40)
+      ... except functx.FunctxOverflowError as e:
+      ...     print(type(e).__name__)
+      FunctxOverflowError
+    """
 
 
 class ConcretizationError(FunctxError, TypeError):
-    """Python needed a concrete value (``bool``, ``int``, ``if``, ``while``) of a traced array."""
+    """Python needed a concrete value (``bool``, ``int``, ``if``, ``while``) of a traced array
+    (JAX's ``ConcretizationTypeError``, a ``TypeError``).
+
+    Example:
+      >>> import numpy as np
+      >>> import functx
+      >>> import functx.numpy as jnp
+      >>> try:
+      ...     functx.make_jaxpr(lambda x: int(x))(1.0)
+      ... except functx.ConcretizationError as e:
+      ...     print(type(e).__name__)
+      ConcretizationError
+    """
 
 
 class FunctxAttributeError(FunctxError, AttributeError):
-    """A name JAX has that functx does not implement yet (a module's ``__getattr__``)."""
+    """A name JAX has that functx does not implement yet (a module's ``__getattr__`` raises it, an
+    ``AttributeError`` whose message points to docs/differences.md).
+
+    Example:
+      >>> import functx
+      >>> issubclass(functx.FunctxAttributeError, AttributeError)
+      True
+    """
 
 
 # JAX's names for the concretization errors (``jax.errors``): functx raises these subclasses.
@@ -70,13 +159,27 @@ class NonConcreteBooleanIndexError(FunctxTypeError, FunctxIndexError):
 
 
 class UnsupportedError(FunctxError, NotImplementedError):
-    """A primitive has no rule in some transform or backend."""
+    """A primitive has no rule in some transform or backend (a ``NotImplementedError``); inside
+    ``jit`` functx raises it rather than falling back to the interpreter.
+
+    Example:
+      >>> import functx
+      >>> issubclass(functx.UnsupportedError, NotImplementedError)
+      True
+    """
 
 
 class CacheWarning(UserWarning, RuntimeWarning):
     """A compile-cache directory functx does not trust (owned by another user, or writable by
-    others) or cannot write: functx goes on with a private temporary directory. Filter it with
-    ``warnings.filterwarnings("ignore", category=functx.CacheWarning)``."""
+    others) or cannot write: functx goes on with a private temporary directory (no JAX
+    counterpart).
+
+    Example:
+      >>> import warnings
+      >>> import functx
+      >>> with warnings.catch_warnings():
+      ...     warnings.filterwarnings("ignore", category=functx.CacheWarning)
+    """
 
 
 # --- names JAX has and functx lacks ---------------------------------------------------------------

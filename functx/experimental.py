@@ -34,12 +34,14 @@ def enable_x64(new_val: bool = True):
 
 
 def disable_x64():
-    """A block in which 64-bit dtypes are disabled (``jax_enable_x64`` off) in this thread: 64-bit
-    inputs and dtype requests canonicalize to 32 bits, as in JAX's default mode.
+    """A block in which 64-bit dtypes are disabled (``jax_enable_x64`` off) in this thread, as
+    ``jax.enable_x64(False)`` (JAX 0.10.2 has no ``jax.experimental.disable_x64``): 64-bit inputs
+    and dtype requests canonicalize to 32 bits, as in JAX's default mode.
 
+    Arguments:
+      (none)
     Returns:
       a context manager (also usable as a decorator).
-
     Example:
       >>> import numpy as np
       >>> import functx.numpy as jnp

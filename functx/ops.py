@@ -251,13 +251,38 @@ del _row, _build, _fn
 
 
 class RoundingMethod:
+    """How ``round`` breaks ties (``jax.lax.RoundingMethod``).
+
+    ``AWAY_FROM_ZERO`` (0) rounds halves away from zero; ``TO_NEAREST_EVEN`` (1) rounds them to the
+    even neighbour. functx's is a plain class of int constants, not an ``enum.IntEnum`` as in JAX;
+    ``round`` accepts either the constant or the int.
+
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.round(np.float32([0.5, 1.5, 2.5]), lax.RoundingMethod.TO_NEAREST_EVEN)
+      Array([0., 2., 2.], dtype=float32)
+    """
+
     AWAY_FROM_ZERO = 0
     TO_NEAREST_EVEN = 1
 
 
 def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):  # noqa: A001
-    """Round to an integral value: ``rounding_method`` 0 (AWAY_FROM_ZERO) or 1
-    (TO_NEAREST_EVEN)."""
+    """Round each element to an integral value (``jax.lax.round``).
+
+    Arguments:
+      x: a floating-point array or scalar.
+      rounding_method: ``RoundingMethod.AWAY_FROM_ZERO`` (0, the default) or
+        ``RoundingMethod.TO_NEAREST_EVEN`` (1); anything else is a FunctxValueError.
+    Returns:
+      An array of ``x``'s shape and dtype.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.round(np.float32([0.5, 1.5, -2.5]))
+      Array([ 1.,  2., -3.], dtype=float32)
+    """
     if (
         not isinstance(rounding_method, (int, np.integer))
         or isinstance(rounding_method, (bool, np.bool_))
@@ -272,7 +297,21 @@ def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):  # noqa: A001
 
 
 def integer_pow(x, y: int):
-    """``x ** y`` for an integer ``y`` (a float that is a whole number is accepted, as in JAX)."""
+    """``x ** y`` for a static integer exponent ``y`` (``jax.lax.integer_pow``), by repeated
+    multiplication.
+
+    Arguments:
+      x: a numeric array or scalar.
+      y: a Python int (a float that is a whole number is accepted, as in JAX); negative
+        exponents give reciprocals.
+    Returns:
+      An array of ``x``'s shape and dtype.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.integer_pow(np.float32([1.0, 2.0, 3.0]), 3)
+      Array([ 1.,  8., 27.], dtype=float32)
+    """
     if isinstance(y, (float, np.floating)) and float(y).is_integer():
         y = int(y)
     return P.integer_pow_p.bind(x, y=_int("integer_pow", "the exponent y", y))
@@ -303,10 +342,34 @@ def reduce_precision(operand, exponent_bits: int, mantissa_bits: int):
 
 
 def square(x):
+    """``x * x`` elementwise (``jax.lax.square``).
+
+    Arguments:
+      x: a numeric array or scalar.
+    Returns:
+      An array of ``x``'s shape and dtype.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.square(np.int32([-2, 3]))
+      Array([4, 9], dtype=int32)
+    """
     return integer_pow(x, 2)
 
 
 def reciprocal(x):
+    """``1 / x`` elementwise (``jax.lax.reciprocal``).
+
+    Arguments:
+      x: a floating-point or complex array or scalar.
+    Returns:
+      An array of ``x``'s shape and dtype.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.reciprocal(np.float32([2.0, 4.0]))
+      Array([0.5 , 0.25], dtype=float32)
+    """
     return integer_pow(x, -1)
 
 
@@ -385,19 +448,74 @@ def complex(x, y):  # noqa: A001
 
 
 def select_n(which, *cases):
+    """Pick each element from one of ``cases`` by ``which`` (``jax.lax.select_n``).
+
+    Arguments:
+      which: a bool array (two cases: False picks ``cases[0]``) or an int32 array (index of
+        the case); a scalar or the cases' shape.
+      *cases: arrays of one shape and dtype.
+    Returns:
+      An array of the cases' shape and dtype.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.select_n(np.int32([0, 2, 1]), np.float32([1, 1, 1]), np.float32([2, 2, 2]),
+      ...               np.float32([3, 3, 3]))
+      Array([1., 3., 2.], dtype=float32)
+    """
     return P.select_n_p.bind(which, *cases)
 
 
 def select(pred, on_true, on_false):
-    """``on_true`` where ``pred`` else ``on_false`` (JAX's argument order)."""
+    """``on_true`` where ``pred`` is True, else ``on_false`` (``jax.lax.select``).
+
+    Arguments:
+      pred: a bool array of the operands' shape, or a bool scalar.
+      on_true, on_false: arrays of one shape and dtype.
+    Returns:
+      An array of the operands' shape and dtype.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.select(np.array([True, False]), np.float32([1, 2]), np.float32([10, 20]))
+      Array([ 1., 20.], dtype=float32)
+    """
     return P.select_n_p.bind(pred, on_false, on_true)
 
 
 def clamp(min, x, max):  # noqa: A002
+    """``x`` limited to ``[min, max]`` elementwise (``jax.lax.clamp``).
+
+    Arguments:
+      min: the lower bound, a scalar or an array of ``x``'s shape.
+      x: the array to clamp.
+      max: the upper bound, a scalar or an array of ``x``'s shape.
+    Returns:
+      An array of ``x``'s shape and dtype.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.clamp(0.0, np.float32([-1.0, 0.5, 2.0]), 1.0)
+      Array([0. , 0.5, 1. ], dtype=float32)
+    """
     return P.min_p.bind(P.max_p.bind(*_binary_operands(x, min)), _binary_operands(x, max)[1])
 
 
 def convert_element_type(x, new_dtype, weak_type: bool = False):
+    """Cast ``x`` to ``new_dtype`` (``jax.lax.convert_element_type``).
+
+    Arguments:
+      x: an array or scalar.
+      new_dtype: the target dtype (None is a FunctxTypeError).
+      weak_type: whether the result is weakly typed (as a Python scalar's).
+    Returns:
+      An array of ``x``'s shape and dtype ``new_dtype``; float to int truncates toward zero.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.convert_element_type(np.float32([1.7, -1.7]), np.int32)
+      Array([ 1, -1], dtype=int32)
+    """
     if new_dtype is None:
         raise FunctxTypeError(f"convert_element_type: new_dtype must be a dtype, got None{_loc()}")
     new_dtype = dtypes.check_user_dtype(new_dtype, "convert_element_type")
@@ -421,13 +539,40 @@ def _iota_dtype(dtype):
 
 
 def iota(dtype, size: int):
-    """``[0, 1, ..., size - 1]`` of ``dtype`` (integer or float)."""
+    """``[0, 1, ..., size - 1]`` (``jax.lax.iota``).
+
+    Arguments:
+      dtype: an integer or float dtype.
+      size: the length, a non-negative int.
+    Returns:
+      A 1-D array of ``dtype``.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.iota(np.int32, 4)
+      Array([0, 1, 2, 3], dtype=int32)
+    """
     return P.iota_p.bind(
         dtype=_iota_dtype(dtype), shape=_sizes("iota", "size", (size,)), dimension=0
     )
 
 
 def broadcasted_iota(dtype, shape, dimension: int):
+    """An array of ``shape`` counting along ``dimension`` (``jax.lax.broadcasted_iota``).
+
+    Arguments:
+      dtype: an integer or float dtype.
+      shape: the result's shape.
+      dimension: the axis whose index each element holds.
+    Returns:
+      An array of ``shape`` and ``dtype``.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.broadcasted_iota(np.int32, (2, 3), 1)
+      Array([[0, 1, 2],
+             [0, 1, 2]], dtype=int32)
+    """
     shape = _sizes("broadcasted_iota", "shape", shape)
     dimension = _int("broadcasted_iota", "dimension", dimension)
     if not 0 <= dimension < len(shape):
@@ -438,7 +583,19 @@ def broadcasted_iota(dtype, shape, dimension: int):
 
 
 def stop_gradient(x):
-    """Identity whose derivative is zero; works on pytrees (integer leaves pass through)."""
+    """The identity, whose derivative is zero (``jax.lax.stop_gradient``).
+
+    Arguments:
+      x: an array or a pytree of arrays; integer and bool leaves pass through.
+    Returns:
+      ``x`` unchanged, cut from differentiation.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> import functx
+      >>> functx.grad(lambda v: v * lax.stop_gradient(v))(3.0)
+      Array(3., dtype=float32, weak_type=True)
+    """
     leaves, tree = tree_flatten(x)
     out = [P.stop_gradient_p.bind(v) if _aval(v).dtype in dtypes.FLOATS else v for v in leaves]
     return tree_unflatten(tree, out)
@@ -450,36 +607,145 @@ def _axes(axes, op="reduce"):
 
 
 def reduce_sum(x, axes):
+    """Reduce ``x`` over ``axes`` by the sum (``jax.lax.reduce_sum``).
+
+    Arguments:
+      x: an array.
+      axes: the axes to reduce (a sequence of ints).
+    Returns:
+      An array of ``x``'s dtype without the reduced axes.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.reduce_sum(np.float32([[1, 2], [3, 4]]), (0,))
+      Array([4., 6.], dtype=float32)
+    """
     return P.reduce_sum_p.bind(x, axes=_axes(axes))
 
 
 def reduce_prod(x, axes):
+    """Reduce ``x`` over ``axes`` by the product (``jax.lax.reduce_prod``).
+
+    Arguments:
+      x: an array.
+      axes: the axes to reduce (a sequence of ints).
+    Returns:
+      An array of ``x``'s dtype without the reduced axes.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.reduce_prod(np.float32([[1, 2], [3, 4]]), (1,))
+      Array([ 2., 12.], dtype=float32)
+    """
     return P.reduce_prod_p.bind(x, axes=_axes(axes))
 
 
 def reduce_max(x, axes):
+    """Reduce ``x`` over ``axes`` by the maximum (``jax.lax.reduce_max``).
+
+    Arguments:
+      x: an array.
+      axes: the axes to reduce (a sequence of ints).
+    Returns:
+      An array of ``x``'s dtype without the reduced axes.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.reduce_max(np.float32([[1, 5], [3, 4]]), (0,))
+      Array([3., 5.], dtype=float32)
+    """
     return P.reduce_max_p.bind(x, axes=_axes(axes))
 
 
 def reduce_min(x, axes):
+    """Reduce ``x`` over ``axes`` by the minimum (``jax.lax.reduce_min``).
+
+    Arguments:
+      x: an array.
+      axes: the axes to reduce (a sequence of ints).
+    Returns:
+      An array of ``x``'s dtype without the reduced axes.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.reduce_min(np.float32([[1, 5], [3, 4]]), (0, 1))
+      Array(1., dtype=float32)
+    """
     return P.reduce_min_p.bind(x, axes=_axes(axes))
 
 
 def reduce_and(x, axes):
+    """Reduce ``x`` over ``axes`` by the logical AND (bitwise for integers)
+    (``jax.lax.reduce_and``).
+
+    Arguments:
+      x: an array.
+      axes: the axes to reduce (a sequence of ints).
+    Returns:
+      An array of ``x``'s dtype without the reduced axes.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.reduce_and(np.array([[True, False], [True, True]]), (1,))
+      Array([False,  True], dtype=bool)
+    """
     return P.reduce_and_p.bind(x, axes=_axes(axes))
 
 
 def reduce_or(x, axes):
+    """Reduce ``x`` over ``axes`` by the logical OR (bitwise for integers) (``jax.lax.reduce_or``).
+
+    Arguments:
+      x: an array.
+      axes: the axes to reduce (a sequence of ints).
+    Returns:
+      An array of ``x``'s dtype without the reduced axes.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.reduce_or(np.array([[True, False], [False, False]]), (1,))
+      Array([ True, False], dtype=bool)
+    """
     return P.reduce_or_p.bind(x, axes=_axes(axes))
 
 
 def argmax(x, axis: int, index_dtype=dtypes.int32):
+    """The index of the largest element along ``axis`` (``jax.lax.argmax``); ties give the first,
+    NaN counts as the largest.
+
+    Arguments:
+      x: an array.
+      axis: the axis to search.
+      index_dtype: an integer dtype for the result (default int32).
+    Returns:
+      An array of ``index_dtype`` without ``axis``.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.argmax(np.float32([[1, 7, 3], [9, 2, 9]]), 1, np.int32)
+      Array([1, 0], dtype=int32)
+    """
     return P.argmax_p.bind(
         x, axes=(_int("argmax", "axis", axis),), index_dtype=dtypes.canonicalize(index_dtype)
     )
 
 
 def argmin(x, axis: int, index_dtype=dtypes.int32):
+    """The index of the smallest element along ``axis`` (``jax.lax.argmin``); ties give the first,
+    NaN counts as the smallest.
+
+    Arguments:
+      x: an array.
+      axis: the axis to search.
+      index_dtype: an integer dtype for the result (default int32).
+    Returns:
+      An array of ``index_dtype`` without ``axis``.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.argmin(np.float32([[1, 7, 3], [9, 2, 9]]), 1, np.int32)
+      Array([0, 1], dtype=int32)
+    """
     return P.argmin_p.bind(
         x, axes=(_int("argmin", "axis", axis),), index_dtype=dtypes.canonicalize(index_dtype)
     )
@@ -487,6 +753,22 @@ def argmin(x, axis: int, index_dtype=dtypes.int32):
 
 # --- shapes --------------------------------------------------------------------------------------
 def broadcast_in_dim(x, shape, broadcast_dimensions):
+    """Broadcast ``x`` into ``shape`` (``jax.lax.broadcast_in_dim``).
+
+    Arguments:
+      x: an array.
+      shape: the result's shape.
+      broadcast_dimensions: for each axis of ``x``, the result axis it becomes (its size there
+        is 1 or equal).
+    Returns:
+      An array of ``shape`` and ``x``'s dtype.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.broadcast_in_dim(np.float32([1, 2]), (2, 3), (0,))
+      Array([[1., 1., 1.],
+             [2., 2., 2.]], dtype=float32)
+    """
     shape = _sizes("broadcast_in_dim", "shape", shape)
     broadcast_dimensions = _ints("broadcast_in_dim", "broadcast_dimensions", broadcast_dimensions)
     aval = _aval(x)
@@ -496,7 +778,20 @@ def broadcast_in_dim(x, shape, broadcast_dimensions):
 
 
 def broadcast(x, sizes):
-    """Add leading dimensions ``sizes``."""
+    """Add leading axes of ``sizes`` to ``x`` (``jax.lax.broadcast``).
+
+    Arguments:
+      x: an array.
+      sizes: the sizes of the new leading axes.
+    Returns:
+      An array of shape ``sizes + x.shape``.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.broadcast(np.int32([1, 2]), (2,))
+      Array([[1, 2],
+             [1, 2]], dtype=int32)
+    """
     aval = _aval(x)
     sizes = _sizes("broadcast", "sizes", sizes)
     n = len(sizes)
@@ -504,6 +799,21 @@ def broadcast(x, sizes):
 
 
 def reshape(x, new_sizes, dimensions=None):
+    """``x`` with a new shape of the same size (``jax.lax.reshape``).
+
+    Arguments:
+      x: an array.
+      new_sizes: the new shape.
+      dimensions: None, or a permutation applied to ``x`` first (row-major order).
+    Returns:
+      An array of ``new_sizes`` and ``x``'s dtype.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.reshape(np.arange(6, dtype=np.int32), (2, 3))
+      Array([[0, 1, 2],
+             [3, 4, 5]], dtype=int32)
+    """
     if dimensions is not None:
         x = transpose(x, dimensions)
     new_sizes = _sizes("reshape", "new_sizes", new_sizes)
@@ -513,6 +823,19 @@ def reshape(x, new_sizes, dimensions=None):
 
 
 def transpose(x, permutation):
+    """Permute the axes of ``x`` (``jax.lax.transpose``).
+
+    Arguments:
+      x: an array.
+      permutation: axis ``i`` of the result is axis ``permutation[i]`` of ``x``.
+    Returns:
+      An array of ``x``'s dtype with permuted shape.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.transpose(np.int32([[1, 2, 3]]), (1, 0)).shape
+      (3, 1)
+    """
     permutation = _ints("transpose", "permutation", permutation)
     if permutation == tuple(range(len(permutation))) and _is_array(x):
         return x
@@ -520,6 +843,19 @@ def transpose(x, permutation):
 
 
 def squeeze(x, dimensions):
+    """Remove axes of size 1 (``jax.lax.squeeze``).
+
+    Arguments:
+      x: an array.
+      dimensions: the axes to remove (each of size 1; negative counts from the end).
+    Returns:
+      An array of ``x``'s dtype without those axes.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.squeeze(np.float32([[1.0], [2.0]]), (1,))
+      Array([1., 2.], dtype=float32)
+    """
     nd = _aval(x).ndim
     dimensions = tuple(
         sorted(
@@ -533,6 +869,19 @@ def squeeze(x, dimensions):
 
 
 def expand_dims(x, dimensions):
+    """Insert axes of size 1 (``jax.lax.expand_dims``).
+
+    Arguments:
+      x: an array.
+      dimensions: the positions of the new axes in the result.
+    Returns:
+      An array of ``x``'s dtype with the new axes.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.expand_dims(np.float32([1.0, 2.0]), (0,)).shape
+      (1, 2)
+    """
     dimensions = _ints("expand_dims", "dimensions", dimensions)
     n = _aval(x).ndim + len(dimensions)
     dimensions = tuple(sorted(_axis("expand_dims", d, n, what="dimension") for d in dimensions))
@@ -542,6 +891,20 @@ def expand_dims(x, dimensions):
 
 
 def rev(x, dimensions):
+    """Reverse ``x`` along ``dimensions`` (``jax.lax.rev``).
+
+    Arguments:
+      x: an array.
+      dimensions: the axes to reverse.
+    Returns:
+      An array of ``x``'s shape and dtype.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.rev(np.int32([[1, 2], [3, 4]]), (1,))
+      Array([[2, 1],
+             [4, 3]], dtype=int32)
+    """
     dimensions = tuple(sorted(_ints("rev", "dimensions", dimensions)))
     if not dimensions and _is_array(x):
         return x
@@ -549,6 +912,21 @@ def rev(x, dimensions):
 
 
 def slice(x, start_indices, limit_indices, strides=None):  # noqa: A001
+    """The static strided window ``x[start:limit:stride]`` per axis (``jax.lax.slice``).
+
+    Arguments:
+      x: an array.
+      start_indices: one start per axis.
+      limit_indices: one (excluded) end per axis.
+      strides: None (all 1) or one stride per axis.
+    Returns:
+      An array of ``x``'s dtype.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.slice(np.arange(10, dtype=np.int32), (1,), (9,), (3,))
+      Array([1, 4, 7], dtype=int32)
+    """
     start_indices = _ints("slice", "start_indices", start_indices)
     limit_indices = _ints("slice", "limit_indices", limit_indices)
     if strides is not None:
@@ -568,9 +946,23 @@ def slice(x, start_indices, limit_indices, strides=None):  # noqa: A001
 
 
 def slice_in_dim(x, start_index, limit_index, stride=1, axis=0):
-    """``x[..., start:limit:stride, ...]`` along ``axis``. ``None`` means the start (end); a
-    negative index counts from the end once; then ``0 <= start <= limit <= size`` must hold, as in
-    JAX (no clamping)."""
+    """``x[..., start:limit:stride, ...]`` along one ``axis`` (``jax.lax.slice_in_dim``).
+
+    Arguments:
+      x: an array.
+      start_index, limit_index: the bounds (None: the start / end; a negative one
+        counts from the end once; then ``0 <= start <= limit <= size`` must hold, no clamping).
+      stride: the step (>= 1).
+      axis: the axis to slice.
+    Returns:
+      An array of ``x``'s dtype.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.slice_in_dim(np.int32([[1, 2, 3], [4, 5, 6]]), 1, None, axis=1)
+      Array([[2, 3],
+             [5, 6]], dtype=int32)
+    """
     aval = _aval(x)
     axis = _axis("slice_in_dim", axis, aval.ndim, FunctxIndexError)
     n = aval.shape[axis]
@@ -592,7 +984,22 @@ def slice_in_dim(x, start_index, limit_index, stride=1, axis=0):
 
 
 def index_in_dim(x, index, axis=0, keepdims=True):
-    """The slice at ``index`` (negative counts from the end) along ``axis``."""
+    """The slice at ``index`` along ``axis`` (``jax.lax.index_in_dim``).
+
+    Arguments:
+      x: an array.
+      index: a Python int (negative counts from the end); out of range is a
+        FunctxIndexError.
+      axis: the axis to index.
+      keepdims: keep ``axis`` with size 1 (default True).
+    Returns:
+      An array of ``x``'s dtype.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.index_in_dim(np.int32([[1, 2], [3, 4]]), -1, keepdims=False)
+      Array([3, 4], dtype=int32)
+    """
     aval = _aval(x)
     axis = _axis("index_in_dim", axis, aval.ndim, FunctxIndexError)
     n = aval.shape[axis]
@@ -654,8 +1061,21 @@ def _wrap_negative(starts, shape):
 
 
 def dynamic_slice(x, start_indices, slice_sizes):
-    """The window of ``slice_sizes`` at ``start_indices`` (negative starts wrap once, then the
-    window is clamped into the array, as in JAX)."""
+    """The window of ``slice_sizes`` at (traced) ``start_indices`` (``jax.lax.dynamic_slice``).
+
+    Arguments:
+      x: an array.
+      start_indices: one integer scalar (int or array) per axis; a negative start
+        wraps once, then the window is clamped into the array, as in JAX.
+      slice_sizes: the window's static shape.
+    Returns:
+      An array of ``slice_sizes`` and ``x``'s dtype.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.dynamic_slice(np.arange(6, dtype=np.int32), (np.int32(4),), (3,))
+      Array([3, 4, 5], dtype=int32)
+    """
     start_indices = _wrap_negative(_index_list("dynamic_slice", start_indices), _aval(x).shape)
     return P.dynamic_slice_p.bind(
         x, *start_indices, slice_sizes=_sizes("dynamic_slice", "slice_sizes", slice_sizes)
@@ -663,6 +1083,21 @@ def dynamic_slice(x, start_indices, slice_sizes):
 
 
 def dynamic_update_slice(x, update, start_indices):
+    """``x`` with ``update`` written at (traced) ``start_indices``
+    (``jax.lax.dynamic_update_slice``).
+
+    Arguments:
+      x: an array.
+      update: an array of ``x``'s dtype and rank that fits in ``x``.
+      start_indices: one integer scalar per axis (clamped so ``update`` fits, as in JAX).
+    Returns:
+      An array of ``x``'s shape and dtype.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.dynamic_update_slice(np.zeros(5, np.float32), np.float32([1, 2]), (4,))
+      Array([0., 0., 0., 1., 2.], dtype=float32)
+    """
     start_indices = _wrap_negative(
         _index_list("dynamic_update_slice", start_indices), _aval(x).shape
     )
@@ -670,6 +1105,22 @@ def dynamic_update_slice(x, update, start_indices):
 
 
 def dynamic_slice_in_dim(x, start_index, slice_size, axis=0):
+    """``dynamic_slice`` along one axis (``jax.lax.dynamic_slice_in_dim``).
+
+    Arguments:
+      x: an array.
+      start_index: an integer scalar (int or array).
+      slice_size: the static size of the window.
+      axis: the axis to slice.
+    Returns:
+      An array of ``x``'s dtype.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.dynamic_slice_in_dim(np.int32([[1, 2, 3], [4, 5, 6]]), 1, 2, axis=1)
+      Array([[2, 3],
+             [5, 6]], dtype=int32)
+    """
     aval = _aval(x)
     axis = _axis("dynamic_slice_in_dim", axis, aval.ndim, FunctxIndexError)
     starts = [0] * aval.ndim
@@ -680,12 +1131,43 @@ def dynamic_slice_in_dim(x, start_index, slice_size, axis=0):
 
 
 def dynamic_index_in_dim(x, index, axis=0, keepdims=True):
+    """The slice at a (traced) ``index`` along ``axis`` (``jax.lax.dynamic_index_in_dim``).
+
+    Arguments:
+      x: an array.
+      index: an integer scalar (clamped into range, as in JAX).
+      axis: the axis to index.
+      keepdims: keep ``axis`` with size 1 (default True).
+    Returns:
+      An array of ``x``'s dtype.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.dynamic_index_in_dim(np.int32([[1, 2], [3, 4]]), np.int32(1), keepdims=False)
+      Array([3, 4], dtype=int32)
+    """
     axis = _axis("dynamic_index_in_dim", axis, _aval(x).ndim, FunctxIndexError)
     out = dynamic_slice_in_dim(x, index, 1, axis)
     return out if keepdims else squeeze(out, (axis,))
 
 
 def dynamic_update_slice_in_dim(x, update, start_index, axis):
+    """``dynamic_update_slice`` along one axis (``jax.lax.dynamic_update_slice_in_dim``).
+
+    Arguments:
+      x: an array.
+      update: an array of ``x``'s dtype and rank.
+      start_index: an integer scalar.
+      axis: the axis where ``start_index`` applies (the others start at 0).
+    Returns:
+      An array of ``x``'s shape and dtype.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.dynamic_update_slice_in_dim(np.zeros((2, 3), np.int32), np.int32([[7], [8]]), 2, 1)
+      Array([[0, 0, 7],
+             [0, 0, 8]], dtype=int32)
+    """
     aval = _aval(x)
     axis = _axis("dynamic_update_slice_in_dim", axis, aval.ndim, FunctxIndexError)
     starts = [0] * aval.ndim
@@ -694,6 +1176,19 @@ def dynamic_update_slice_in_dim(x, update, start_index, axis):
 
 
 def concatenate(operands, dimension: int):
+    """Join ``operands`` along ``dimension`` (``jax.lax.concatenate``).
+
+    Arguments:
+      operands: a non-empty sequence of arrays of one dtype and equal shapes off ``dimension``.
+      dimension: the axis to join along.
+    Returns:
+      An array of the operands' dtype.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.concatenate([np.int32([1, 2]), np.int32([3])], 0)
+      Array([1, 2, 3], dtype=int32)
+    """
     operands = list(operands)
     dimension = _int("concatenate", "dimension", dimension)
     if not operands:
@@ -710,6 +1205,20 @@ def concatenate(operands, dimension: int):
 
 
 def pad(x, padding_value, padding_config):
+    """Pad ``x`` with ``padding_value`` at the edges and between elements (``jax.lax.pad``).
+
+    Arguments:
+      x: an array.
+      padding_value: a scalar of ``x``'s dtype (a Python scalar takes it).
+      padding_config: one ``(low, high, interior)`` triple per axis; negative low/high crop.
+    Returns:
+      An array of ``x``'s dtype.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.pad(np.int32([1, 2, 3]), 0, [(1, 2, 1)])
+      Array([0, 1, 0, 2, 0, 3, 0, 0], dtype=int32)
+    """
     try:
         triples = [tuple(t) for t in padding_config]
     except TypeError:
@@ -726,6 +1235,21 @@ def pad(x, padding_value, padding_config):
 
 
 def full(shape, fill_value, dtype=None):
+    """An array of ``shape`` filled with ``fill_value`` (``jax.lax.full``).
+
+    Arguments:
+      shape: the result's shape (an int or a sequence).
+      fill_value: a scalar.
+      dtype: the result's dtype (default: the fill value's).
+    Returns:
+      An array of ``shape``.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.full((2, 2), 7, np.float32)
+      Array([[7., 7.],
+             [7., 7.]], dtype=float32)
+    """
     shape = _sizes("full", "shape", shape if isinstance(shape, (tuple, list)) else (shape,))
     if dtype is not None:
         v = convert_element_type(fill_value, dtype)
@@ -737,6 +1261,21 @@ def full(shape, fill_value, dtype=None):
 
 
 def full_like(x, fill_value, dtype=None, shape=None):
+    """An array like ``x`` filled with ``fill_value`` (``jax.lax.full_like``).
+
+    Arguments:
+      x: an array giving the default shape and dtype.
+      fill_value: a scalar.
+      dtype: the result's dtype (default ``x``'s).
+      shape: the result's shape (default ``x``'s).
+    Returns:
+      An array.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.full_like(np.int32([1, 2, 3]), 5)
+      Array([5, 5, 5], dtype=int32)
+    """
     aval = _aval(x)
     return full(
         aval.shape if shape is None else shape, fill_value, aval.dtype if dtype is None else dtype
@@ -744,15 +1283,36 @@ def full_like(x, fill_value, dtype=None, shape=None):
 
 
 def zeros_like_array(x):
+    """Zeros of ``x``'s shape and dtype, ``jnp.zeros_like(x)`` (JAX 0.10.2's ``jax.lax`` no longer
+    exports ``zeros_like_array``; functx keeps the name).
+
+    Arguments:
+      x: an array.
+    Returns:
+      An array of zeros.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.zeros_like_array(np.float32([1.5, 2.5]))
+      Array([0., 0.], dtype=float32)
+    """
     return full_like(x, 0)
 
 
 # --- contraction ---------------------------------------------------------------------------------
 class Precision(enum.Enum):
-    """JAX's names for the precision of a matrix product (``precision=`` of ``dot_general``,
-    ``dot``, ``functx.numpy.matmul``, ...). On a GPU, float32 products take TF32 inputs unless
-    it is HIGHEST; the CPU always computes in float32. Strings work too: "default", "high",
-    "highest", "bfloat16", "tensorfloat32", "float32"."""
+    """The precision of a matrix product (``jax.lax.Precision``), for ``precision=`` of
+    ``dot_general``, ``dot``, ``functx.numpy.matmul``, ...
+
+    On a GPU, float32 products take TF32 inputs unless it is HIGHEST; the CPU always computes in
+    float32. Strings work too: "default", "high", "highest", "bfloat16", "tensorfloat32", "float32".
+
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.dot(np.float32([1, 2]), np.float32([3, 4]), precision=lax.Precision.HIGHEST)
+      Array(11., dtype=float32)
+    """
 
     DEFAULT = 0
     HIGH = 1
@@ -760,9 +1320,22 @@ class Precision(enum.Enum):
 
 
 def canonicalize_precision(precision):
-    """None (the default matmul precision decides: ``functx.default_matmul_precision``), or the
-    float32 product mode ``precision`` asks for: "tensorfloat32" or "float32". A pair names one
-    precision per operand; the higher one counts."""
+    """The float32 product mode a ``precision=`` argument asks for (functx's counterpart of JAX's
+    internal ``canonicalize_precision``, which ``jax.lax`` does not export in JAX 0.10.2).
+
+    functx returns the mode string, where JAX's returns a ``Precision`` pair.
+
+    Arguments:
+      precision: None, a ``Precision``, one of its strings, or a pair of them (one per operand;
+        the higher one counts).
+    Returns:
+      None (``functx.default_matmul_precision`` decides), ``"tensorfloat32"`` or ``"float32"``.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.canonicalize_precision(lax.Precision.HIGHEST)
+      'float32'
+    """
     if precision is None:
         return None
     if isinstance(precision, (tuple, list)):
@@ -806,6 +1379,24 @@ def _dot_operands(lhs, rhs):
 
 
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+    """The general tensor contraction (``jax.lax.dot_general``).
+
+    Arguments:
+      lhs, rhs: arrays; mixed dtypes meet in the more precise one, as in JAX.
+      dimension_numbers: ``((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))``,
+        tuples of axes.
+      precision: None, a ``Precision`` or its string, or a pair (see ``Precision``).
+      preferred_element_type: the result's dtype (default: the operands').
+    Returns:
+      An array of shape ``batch + lhs free + rhs free``.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> a = np.float32([[[1, 2], [3, 4]]])
+      >>> lax.dot_general(a, a, (((2,), (1,)), ((0,), (0,))))
+      Array([[[ 7., 10.],
+              [15., 22.]]], dtype=float32)
+    """
     lhs, rhs = _dot_operands(lhs, rhs)
     try:
         (lc, rc), (lb, rb) = dimension_numbers
@@ -832,7 +1423,20 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
 
 
 def dot(lhs, rhs, precision=None, preferred_element_type=None):
-    """Vector/matrix product contracting the last axis of lhs with the first of rhs (rank <= 2)."""
+    """Vector/matrix product of ``lhs`` and ``rhs`` of rank 1 or 2 (``jax.lax.dot``).
+
+    Arguments:
+      lhs, rhs: arrays of rank 1 or 2; the last axis of ``lhs`` contracts with the first of ``rhs``.
+      precision: None, a ``Precision`` or its string, or a pair.
+      preferred_element_type: the result's dtype (default: the operands').
+    Returns:
+      An array.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.dot(np.float32([[1, 2], [3, 4]]), np.float32([1, 1]))
+      Array([3., 7.], dtype=float32)
+    """
     la, ra = _aval(lhs), _aval(rhs)
     if la.ndim not in (1, 2) or ra.ndim not in (1, 2):
         raise TypeError(

@@ -129,11 +129,18 @@ KEY_DTYPE = _KeyDType()
 
 
 class KeyArray:
-    """An array of typed Threefry keys (what ``key`` and ``wrap_key_data`` return).
+    """An array of typed Threefry keys (what ``key`` and ``wrap_key_data`` return), JAX's key arrays
+    of dtype ``key<fry>``.
 
     Its ``shape`` leaves out the trailing 2 of the ``uint32`` key data (``key_data`` returns the
     data). It is a pytree whose one leaf is that data, so it passes through ``jit``, ``vmap``,
     ``lax.scan`` carries and ``tree_util``.
+
+    Example:
+      >>> from functx import random
+      >>> keys = random.split(random.key(0), 3)
+      >>> keys.shape, random.key_data(keys).shape
+      ((3,), (3, 2))
     """
 
     __slots__ = ("_data",)

@@ -56,7 +56,20 @@ def _call_optree(op, fn, *args, is_leaf=None, **kw):
 
 
 def tree_flatten(tree, is_leaf=None):
-    """Leaves (left to right) and the tree structure."""
+    """The leaves of a pytree, left to right, and its structure (``jax.tree_util.tree_flatten``).
+
+    Arguments:
+      tree: a pytree (tuples, lists, dicts, None, namedtuples, registered nodes; anything else is
+        a leaf).
+      is_leaf: None or a predicate; a subtree for which it is True is a leaf.
+    Returns:
+      ``(leaves, treedef)``: a list of leaves and a ``PyTreeDef``.
+    Example:
+      >>> from functx import tree_util
+      >>> leaves, treedef = tree_util.tree_flatten({"a": 1, "b": (2, None, [3])})
+      >>> leaves, treedef.num_leaves
+      ([1, 2, 3], 3)
+    """
     _check_callable("tree_flatten", "is_leaf", is_leaf, optional=True)
     return _call_optree(
         "tree_flatten",
@@ -69,7 +82,19 @@ def tree_flatten(tree, is_leaf=None):
 
 
 def tree_unflatten(treedef, leaves):
-    """The tree of structure ``treedef`` with ``leaves`` (exactly ``treedef.num_leaves``)."""
+    """The pytree of structure ``treedef`` with ``leaves`` (``jax.tree_util.tree_unflatten``).
+
+    Arguments:
+      treedef: a ``PyTreeDef`` (from ``tree_flatten`` or ``tree_structure``).
+      leaves: an iterable of exactly ``treedef.num_leaves`` values.
+    Returns:
+      A pytree.
+    Example:
+      >>> from functx import tree_util
+      >>> treedef = tree_util.tree_structure((0, {"x": 0}))
+      >>> tree_util.tree_unflatten(treedef, [1.5, 2.5])
+      (1.5, {'x': 2.5})
+    """
     _check_treedef("tree_unflatten", treedef)
     try:
         leaves = list(leaves)
@@ -86,6 +111,18 @@ def tree_unflatten(treedef, leaves):
 
 
 def tree_leaves(tree, is_leaf=None):
+    """The leaves of a pytree, left to right (``jax.tree_util.tree_leaves``).
+
+    Arguments:
+      tree: a pytree.
+      is_leaf: None or a predicate; a subtree for which it is True is a leaf.
+    Returns:
+      A list.
+    Example:
+      >>> from functx import tree_util
+      >>> tree_util.tree_leaves([1, (2, None), {"z": 3, "a": 4}])
+      [1, 2, 4, 3]
+    """
     _check_callable("tree_leaves", "is_leaf", is_leaf, optional=True)
     return _call_optree(
         "tree_leaves",
@@ -98,6 +135,18 @@ def tree_leaves(tree, is_leaf=None):
 
 
 def tree_structure(tree, is_leaf=None):
+    """The structure of a pytree without its leaves (``jax.tree_util.tree_structure``).
+
+    Arguments:
+      tree: a pytree.
+      is_leaf: None or a predicate; a subtree for which it is True is a leaf.
+    Returns:
+      A ``PyTreeDef``.
+    Example:
+      >>> from functx import tree_util
+      >>> tree_util.tree_structure((1, [2, 3])).num_leaves
+      3
+    """
     _check_callable("tree_structure", "is_leaf", is_leaf, optional=True)
     return _call_optree(
         "tree_structure",
@@ -110,7 +159,21 @@ def tree_structure(tree, is_leaf=None):
 
 
 def tree_map(f, tree, *rest, is_leaf=None):
-    """Apply ``f`` to the leaves of ``tree`` (and the matching leaves of ``rest``)."""
+    """Apply ``f`` to the leaves of ``tree`` and the matching leaves of ``rest``
+    (``jax.tree_util.tree_map``).
+
+    Arguments:
+      f: a function of ``1 + len(rest)`` leaves.
+      tree: a pytree; its structure is the result's.
+      *rest: pytrees with ``tree``'s structure (or with ``tree``'s leaves as subtrees).
+      is_leaf: None or a predicate; a subtree for which it is True is a leaf.
+    Returns:
+      A pytree of ``tree``'s structure holding ``f``'s results.
+    Example:
+      >>> from functx import tree_util
+      >>> tree_util.tree_map(lambda a, b: a + b, {"x": 1, "y": (2, 3)}, {"x": 10, "y": (20, 30)})
+      {'x': 11, 'y': (22, 33)}
+    """
     _check_callable("tree_map", "f", f)
     _check_callable("tree_map", "is_leaf", is_leaf, optional=True)
     treedef = tree_structure(tree, is_leaf)  # (checks is_leaf)
@@ -132,7 +195,21 @@ _NO_INITIALIZER = object()
 
 
 def tree_reduce(function, tree, initializer=_NO_INITIALIZER, is_leaf=None):
-    """``functools.reduce`` over the leaves (``initializer`` may be any value, None included)."""
+    """``functools.reduce`` of ``function`` over the leaves of ``tree``
+    (``jax.tree_util.tree_reduce``).
+
+    Arguments:
+      function: a function of two values.
+      tree: a pytree.
+      initializer: the start value (any value, None included); without it the first leaf.
+      is_leaf: None or a predicate; a subtree for which it is True is a leaf.
+    Returns:
+      The reduced value.
+    Example:
+      >>> from functx import tree_util
+      >>> tree_util.tree_reduce(lambda a, b: a + b, [1, (2, 3)], 100)
+      106
+    """
     _check_callable("tree_reduce", "function", function)
     leaves = tree_leaves(tree, is_leaf)
     if initializer is _NO_INITIALIZER:
@@ -163,6 +240,18 @@ def tree_all(tree, *, is_leaf=None):
 
 
 def treedef_children(treedef):
+    """The structures of the children of ``treedef``'s root node
+    (``jax.tree_util.treedef_children``).
+
+    Arguments:
+      treedef: a ``PyTreeDef``.
+    Returns:
+      A list of ``PyTreeDef``, one per child.
+    Example:
+      >>> from functx import tree_util
+      >>> [c.num_leaves for c in tree_util.treedef_children(tree_util.tree_structure((1, [2, 3])))]
+      [1, 2]
+    """
     _check_treedef("treedef_children", treedef)
     return treedef.children()
 
@@ -226,14 +315,57 @@ def register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_ke
 
 
 def register_pytree_node_class(cls):
-    """Class decorator: the class defines ``tree_flatten`` and classmethod ``tree_unflatten``."""
+    """Class decorator registering ``cls`` as a pytree node
+    (``jax.tree_util.register_pytree_node_class``):
+    the class defines a method ``tree_flatten() -> (children, aux_data)`` and a classmethod
+    ``tree_unflatten(aux_data, children)``.
+
+    Arguments:
+      cls: the class.
+    Returns:
+      ``cls``, registered.
+    Example:
+      >>> from functx import tree_util
+      >>> @tree_util.register_pytree_node_class
+      ... class Pair:
+      ...     def __init__(self, a, b):
+      ...         self.a, self.b = a, b
+      ...     def tree_flatten(self):
+      ...         return (self.a, self.b), None
+      ...     @classmethod
+      ...     def tree_unflatten(cls, aux, children):
+      ...         return cls(*children)
+      >>> tree_util.tree_leaves(Pair(1, (2, 3)))
+      [1, 2, 3]
+    """
     register_pytree_node(cls, lambda x: x.tree_flatten(), cls.tree_unflatten)
     return cls
 
 
 def register_dataclass(nodetype=None, data_fields=None, meta_fields=None, drop_fields=()):
-    """Register a dataclass: ``data_fields`` are children, ``meta_fields`` static metadata.
-    With no field lists, every field is data unless marked ``field(metadata={'static': True})``."""
+    """Register a dataclass as a pytree node (``jax.tree_util.register_dataclass``):
+    ``data_fields`` are children, ``meta_fields`` static metadata. With no field lists, every field
+    is data unless marked ``field(metadata={'static': True})``.
+
+    Arguments:
+      nodetype: the dataclass (None: return a decorator).
+      data_fields: the names of the fields that are children.
+      meta_fields: the names of the fields that are static metadata (part of the treedef).
+      drop_fields: the names of fields left out of both.
+    Returns:
+      ``nodetype``, registered (or a decorator when ``nodetype`` is None).
+    Example:
+      >>> import dataclasses
+      >>> from functx import tree_util
+      >>> @tree_util.register_dataclass
+      ... @dataclasses.dataclass
+      ... class Point:
+      ...     x: float
+      ...     y: float
+      ...     name: str = dataclasses.field(default="p", metadata={"static": True})
+      >>> tree_util.tree_leaves(Point(1.0, 2.0))
+      [1.0, 2.0]
+    """
     if nodetype is None:
         return functools.partial(
             register_dataclass,

@@ -183,9 +183,26 @@ associative_scan_p.impl = _impl
 
 # --- the public function -------------------------------------------------------------------------
 def associative_scan(fn, elems, reverse: bool = False, axis: int = 0):
-    """Inclusive scan of ``elems`` (a pytree of arrays sharing the scan axis) with the associative
-    combine ``fn(a, b)`` (JAX's ``lax.associative_scan``). With ``reverse`` the scan runs from the
-    end (result ``i`` combines elements ``i..n-1``, the later elements on the left as in JAX)."""
+    """Inclusive scan of ``elems`` with an associative combine ``fn``
+    (``jax.lax.associative_scan``).
+
+    Arguments:
+      fn: an associative function ``fn(a, b)`` of two pytrees of ``elems``' structure, elementwise
+        over the scan axis (it is called on slices of many elements at once).
+      elems: a pytree of arrays sharing the size of the scan axis.
+      reverse: scan from the end (result ``i`` combines elements ``i..n-1``, the later elements on
+        the left, as in JAX).
+      axis: the scan axis.
+    Returns:
+      A pytree of ``elems``' structure, shapes and dtypes.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.associative_scan(lambda a, b: a + b, np.float32([1, 2, 3, 4]))
+      Array([ 1.,  3.,  6., 10.], dtype=float32)
+      >>> lax.associative_scan(lambda a, b: a + b, np.float32([1, 2, 3, 4]), reverse=True)
+      Array([10.,  9.,  7.,  4.], dtype=float32)
+    """
     if not callable(fn):
         raise FunctxTypeError(
             f"associative_scan: fn must be callable, got {type(fn).__name__}{where()}"
@@ -546,8 +563,39 @@ def _cum(fn_name, combine):
         return _associative_scan(combine, x, bool(reverse), int(axis) % nd, None)
 
     f.__name__ = fn_name
-    f.__doc__ = f"``lax.{fn_name}`` as an associative scan."
+    f.__doc__ = _CUM_DOC.format(name=fn_name, what=_CUM_WHAT[fn_name], out=_CUM_OUT[fn_name])
     return f
+
+
+_CUM_WHAT = {
+    "cumsum": "sum",
+    "cumprod": "product",
+    "cummax": "maximum",
+    "cummin": "minimum",
+    "cumlogsumexp": "log-sum-exp",
+}
+_CUM_OUT = {
+    "cumsum": "Array([ 1.,  4.,  6., 11.], dtype=float32)",
+    "cumprod": "Array([ 1.,  3.,  6., 30.], dtype=float32)",
+    "cummax": "Array([1., 3., 3., 5.], dtype=float32)",
+    "cummin": "Array([1., 1., 1., 1.], dtype=float32)",
+    "cumlogsumexp": "Array([1.       , 3.126928 , 3.4076061, 5.1851826], dtype=float32)",
+}
+_CUM_DOC = """The cumulative {what} of ``x`` along ``axis`` (``jax.lax.{name}``), as an associative
+    scan.
+
+    Arguments:
+      x: an array of rank >= 1.
+      axis: the axis to accumulate along (negative counts from the end).
+      reverse: accumulate from the end (element ``i`` covers ``i..n-1``).
+    Returns:
+      An array of ``x``'s shape and dtype.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.{name}(np.float32([1, 3, 2, 5]))
+      {out}
+    """
 
 
 def _logaddexp(a, b):

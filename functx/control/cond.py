@@ -112,10 +112,23 @@ def _check_concrete_or_scalar(pred, what):
 
 
 def cond(pred, true_fun, false_fun, *operands):
-    """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, as one ``cond`` equation.
+    """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)`` (``jax.lax.cond``), as one
+    ``cond`` equation.
 
     Both branches are traced; they must return the same structure and types. Under ``vmap`` with a
     batched predicate both branches run and the results are selected.
+
+    Arguments:
+      pred: a bool or integer scalar (nonzero is True), concrete or traced.
+      true_fun, false_fun: functions of ``*operands`` with outputs of the same structure and types.
+      *operands: the branches' arguments (pytrees of arrays).
+    Returns:
+      The output of the branch taken.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.cond(np.float32(2.0) > 1, lambda x: x * 10, lambda x: x - 1, np.float32(3.0))
+      Array(30., dtype=float32)
     """
     if not callable(true_fun) or not callable(false_fun):
         raise FunctxTypeError(
@@ -141,7 +154,24 @@ def cond(pred, true_fun, false_fun, *operands):
 
 
 def switch(index, branches, *operands):
-    """``branches[clamp(index)](*operands)`` as one ``cond`` equation."""
+    """``branches[index](*operands)`` with ``index`` clamped into range (``jax.lax.switch``), as one
+    ``cond`` equation.
+
+    Arguments:
+      index: an integer scalar, concrete or traced; clamped to ``[0, len(branches) - 1]``.
+      branches: a non-empty sequence of functions of ``*operands`` with outputs of the same
+        structure
+        and types.
+      *operands: the branches' arguments (pytrees of arrays).
+    Returns:
+      The output of the branch taken.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> fns = [lambda x: x + 1, lambda x: x * 2, lambda x: -x]
+      >>> lax.switch(np.int32(1), fns, np.float32(5.0)), lax.switch(7, fns, np.float32(5.0))
+      (Array(10., dtype=float32), Array(-5., dtype=float32))
+    """
     a = _check_concrete_or_scalar(index, "switch index")
     if a.dtype not in dtypes.INTEGERS:
         raise FunctxTypeError(

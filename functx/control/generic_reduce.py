@@ -164,7 +164,25 @@ def _componentwise_monoids(closed: ClosedJaxpr, inits, avals):
 
 
 def reduce(operands, init_values, computation, dimensions):  # noqa: A001
-    """Reduce ``operands`` over ``dimensions`` with ``computation`` (JAX's ``lax.reduce``)."""
+    """Reduce ``operands`` over ``dimensions`` with ``computation`` (``jax.lax.reduce``).
+
+    Arguments:
+      operands: an array or a pytree of arrays of one shape.
+      init_values: the identity of ``computation``: a scalar, or a pytree of scalars matching
+        ``operands``.
+      computation: a function ``(acc, x) -> acc`` of two values of the operands' structure
+        (a monoid; JAX's recognized ones, such as ``lax.add`` with 0, become reduce_sum etc.).
+      dimensions: the axes to reduce.
+    Returns:
+      An array (or pytree) of the operands' dtypes without the reduced axes.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.reduce(np.float32([[1, 2], [3, 4]]), np.float32(0), lax.add, (0,))
+      Array([4., 6.], dtype=float32)
+      >>> lax.reduce(np.int32([[1, 5], [7, 2]]), np.int32(0), lambda a, b: lax.max(a, b), (1,))
+      Array([5, 7], dtype=int32)
+    """
     flat_ops, tree = tree_flatten(operands)
     flat_init, init_tree = tree_flatten(init_values)
     if tree != init_tree:

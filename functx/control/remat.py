@@ -100,8 +100,16 @@ Saveable = SaveableType()
 
 
 class Offloadable(NamedTuple):
-    """A value to save in another memory (``src`` -> ``dst``); functx has one memory per
-    device, so an offloadable value is saved where it is."""
+    """A remat policy's answer that saves a value in another memory, ``src`` -> ``dst``
+    (``jax.ad_checkpoint.Offloadable``).
+
+    functx has one memory per device, so an offloadable value is saved where it is.
+
+    Example:
+      >>> import functx
+      >>> functx.ad_checkpoint.Offloadable("device", "pinned_host")
+      Offloadable(src='device', dst='pinned_host')
+    """
 
     src: str
     dst: str

@@ -107,8 +107,25 @@ def _python_scan(f, init, x_leaves, x_tree, n, reverse):
 
 
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
-    """``lax.scan``: loop ``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns the
-    final carry and the stacked ``y``s. One ``scan`` equation; reverse mode stacks residuals."""
+    """Loop ``carry, y = f(carry, x)`` over the leading axis of ``xs`` (``jax.lax.scan``), as one
+    ``scan`` equation (reverse mode stacks the residuals).
+
+    Arguments:
+      f: a function ``(carry, x) -> (carry, y)``; the carry keeps its structure and types.
+      init: the initial carry (a pytree of arrays).
+      xs: a pytree of arrays scanned over their leading axis, or None (then ``length`` is needed).
+      length: the number of iterations (checked against ``xs``' leading axis).
+      reverse: run from the last element to the first (the ``y`` values keep their positions).
+      unroll: iterations per loop step in the compiled program (a positive int or True for all);
+        it does not change results.
+    Returns:
+      ``(final_carry, ys)``: ``ys`` stacks the ``y`` values along a new leading axis.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.scan(lambda c, x: (c + x, c * x), np.float32(0.0), np.float32([1, 2, 3]))
+      (Array(6., dtype=float32), Array([0., 2., 9.], dtype=float32))
+    """
     if not callable(f):
         raise FunctxTypeError(f"scan: f must be callable, got {type(f).__name__}{where()}")
     if length is not None:
@@ -450,7 +467,20 @@ T.transpose_rules[scan_p] = _scan_transpose
 
 
 def map(f, xs):  # noqa: A001
-    """``lax.map``: ``f`` applied over the leading axis of ``xs`` with a scan."""
+    """``f`` applied to each slice of ``xs`` along its leading axis (``jax.lax.map``), by a
+    ``scan``.
+
+    Arguments:
+      f: a function of one slice (a pytree of ``xs``' structure).
+      xs: a pytree of arrays sharing their leading axis.
+    Returns:
+      The outputs of ``f`` stacked along a new leading axis.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.map(lambda r: r.sum(), np.float32([[1, 2], [3, 4]]))
+      Array([3., 7.], dtype=float32)
+    """
     if not callable(f):
         raise FunctxTypeError(f"map: f must be callable, got {type(f).__name__}{where()}")
     _, ys = scan(lambda c, x: (c, f(x)), (), xs)

@@ -39,8 +39,24 @@ from functx.transforms.partial_eval import partial_eval_jaxpr, partial_eval_rule
 
 
 def fori_loop(lower, upper, body_fun, init_val, unroll=1):
-    """``lax.fori_loop``: a scan when ``lower`` and ``upper`` are concrete (reverse mode works),
-    a while_loop otherwise."""
+    """``val = body_fun(i, val)`` for ``i`` in ``[lower, upper)`` (``jax.lax.fori_loop``): a scan
+    when
+    ``lower`` and ``upper`` are concrete (reverse mode works), a while_loop otherwise.
+
+    Arguments:
+      lower, upper: integer scalars, the loop bounds (``upper`` excluded).
+      body_fun: a function ``(i, val) -> val`` keeping ``val``'s structure and types.
+      init_val: the initial value (a pytree of arrays).
+      unroll: iterations per loop step in the compiled program (concrete bounds only); it does not
+        change results.
+    Returns:
+      The final ``val``.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.fori_loop(0, 4, lambda i, v: v + i, np.int32(10))
+      Array(16, dtype=int32)
+    """
 
     def _checked(out, v):
         o_leaves, o_tree = tree_flatten(out)
@@ -117,8 +133,21 @@ while_p.impl = _while_impl
 
 
 def while_loop(cond_fun, body_fun, init_val):
-    """``lax.while_loop``: repeat ``val = body_fun(val)`` while ``cond_fun(val)``. Forward mode and
-    vmap work; reverse mode raises (use scan or fori_loop with static bounds)."""
+    """Repeat ``val = body_fun(val)`` while ``cond_fun(val)`` (``jax.lax.while_loop``). Forward mode
+    and vmap work; reverse mode raises, as in JAX (use scan or fori_loop with static bounds).
+
+    Arguments:
+      cond_fun: a function of ``val`` returning a bool scalar.
+      body_fun: a function ``val -> val`` keeping ``val``'s structure and types.
+      init_val: the initial value (a pytree of arrays).
+    Returns:
+      The first ``val`` for which ``cond_fun`` is False.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.while_loop(lambda v: v < 100, lambda v: v * 3, np.int32(1))
+      Array(243, dtype=int32)
+    """
     if not callable(cond_fun) or not callable(body_fun):
         raise FunctxTypeError(
             f"while_loop: cond_fun and body_fun must be callable, got "

@@ -17,7 +17,14 @@ from functx.errors import FunctxError
 
 
 class DeviceError(FunctxError, ValueError):
-    """Operands on different devices, or a device argument that cannot be used."""
+    """Operands on different devices, or a device argument that cannot be used (a ``ValueError``;
+    JAX raises ``ValueError`` there too).
+
+    Example:
+      >>> import functx
+      >>> issubclass(functx.DeviceError, ValueError)
+      True
+    """
 
 
 class NoDeviceError(FunctxError, RuntimeError):
@@ -26,7 +33,15 @@ class NoDeviceError(FunctxError, RuntimeError):
 
 # --- Devices --------------------------------------------------------------------------------------
 class Device:
-    """One device. ``platform`` is "cpu" or "gpu"; ``id`` its index on that platform."""
+    """One device (``jax.Device``): ``platform`` is "cpu" or "gpu", ``id`` its index on that
+    platform.
+
+    Example:
+      >>> import functx
+      >>> d = functx.devices("cpu")[0]
+      >>> d.platform, d.id
+      ('cpu', 0)
+    """
 
     platform = "?"
     device_kind = "?"
@@ -146,12 +161,33 @@ def devices(backend: str | None = None) -> list[Device]:
 
 
 def local_devices(backend: str | None = None) -> list[Device]:
-    """The same as ``devices`` (functx runs in one process)."""
+    """The devices of this process (``jax.local_devices``): the same as ``devices`` (functx runs in
+    one process).
+
+    Arguments:
+      backend: None (the default backend) or "cpu" / "gpu".
+    Returns:
+      A list of ``Device``.
+    Example:
+      >>> import functx
+      >>> functx.local_devices("cpu")
+      [CpuDevice(id=0)]
+    """
     return devices(backend)
 
 
 def device_count(backend: str | None = None) -> int:
-    """How many devices ``devices(backend)`` lists."""
+    """How many devices ``devices(backend)`` lists (``jax.device_count``).
+
+    Arguments:
+      backend: None (the default backend) or "cpu" / "gpu".
+    Returns:
+      An int.
+    Example:
+      >>> import functx
+      >>> functx.device_count("cpu")
+      1
+    """
     return len(devices(backend))
 
 
@@ -212,7 +248,18 @@ def process_indices(backend: str | None = None) -> list[int]:
 
 
 def default_backend() -> str:
-    """The platform ``devices()`` lists: "gpu" when there is one, else "cpu"."""
+    """The platform ``devices()`` lists (``jax.default_backend``): "gpu" when there is one, else
+    "cpu".
+
+    Arguments:
+      (none)
+    Returns:
+      A str, "cpu" or "gpu".
+    Example:
+      >>> import functx
+      >>> functx.default_backend() in ("cpu", "gpu")
+      True
+    """
     return "gpu" if gpu_devices() else "cpu"
 
 
@@ -272,8 +319,20 @@ def _resolve_env_default() -> Device:
 
 
 class default_device:
-    """``with functx.default_device(device):`` makes ``device`` the default in the block (this
-    thread only), like ``jax.default_device``; None means the configured default."""
+    """Make a device the default in a ``with`` block, in this thread only (``jax.default_device``).
+
+    Arguments:
+      device: a ``Device``, or None for the configured default.
+    Returns:
+      A context manager.
+    Example:
+      >>> import functx
+      >>> import functx.numpy as jnp
+      >>> with functx.default_device(functx.devices("cpu")[0]):
+      ...     x = jnp.ones(2)
+      >>> [d.platform for d in x.devices()]
+      ['cpu']
+    """
 
     def __init__(self, device):
         self.device = None if device is None else check_device(device, "functx.default_device")

@@ -70,7 +70,18 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
 
 
 def device_get(x):
-    """Copy a pytree of arrays to the host as NumPy arrays (JAX's ``device_get``)."""
+    """Copy a pytree of arrays to the host as NumPy arrays (``jax.device_get``).
+
+    Arguments:
+      x: a pytree; its functx Array leaves become NumPy arrays, other leaves pass through.
+    Returns:
+      A pytree of ``x``'s structure.
+    Example:
+      >>> import functx
+      >>> import functx.numpy as jnp
+      >>> functx.device_get({"a": jnp.ones(2), "b": 3})
+      {'a': array([1., 1.], dtype=float32), 'b': 3}
+    """
 
     def get(v):
         if isinstance(v, GpuArray):

@@ -45,6 +45,127 @@ class Guard(sympy.Function):
         return None
 
 
+_INF = math.inf
+
+
+def _mul_bounds(a, b):
+    """The interval of ``x * y`` for ``x`` in ``a`` and ``y`` in ``b`` (closed, possibly
+    unbounded; 0 times an infinite bound counts as 0, right for integers)."""
+    prods = [0 if 0 in (x, y) else x * y for x in a for y in b]
+    return min(prods), max(prods)
+
+
+def index_bounds(e) -> tuple:
+    """An interval ``(lo, hi)`` (Python numbers, ``-inf``/``inf`` where unknown) that holds every
+    value of the integer index expression ``e``, by interval arithmetic on its tree: loop
+    variables are non-negative, a remainder ``ModI(a, b)`` lies in ``[0, b)``. Cheap and cached;
+    it proves what the index clamps need (``IMax``/``IMin``) where SymPy's own Min/Max would
+    search the arguments' pairwise relations (slow on the fused index expressions of many pads
+    and strided slices)."""
+    try:
+        return _bounds_cache[e]
+    except KeyError:
+        pass
+    except TypeError:
+        return (-_INF, _INF)
+    r = _index_bounds(e)
+    if len(_bounds_cache) > 100_000:
+        _bounds_cache.clear()
+    _bounds_cache[e] = r
+    return r
+
+
+_bounds_cache: dict = {}
+
+
+def _index_bounds(e) -> tuple:
+    if e.is_Integer:
+        return (int(e), int(e))
+    if e.is_Symbol:
+        return (0, _INF) if e.is_nonnegative else (-_INF, _INF)
+    if e.is_Add:
+        lo = hi = 0
+        for a in e.args:
+            alo, ahi = index_bounds(a)
+            lo, hi = lo + alo, hi + ahi
+        return (lo, hi)
+    if e.is_Mul:
+        out = (1, 1)
+        for a in e.args:
+            out = _mul_bounds(out, index_bounds(a))
+        return out
+    if isinstance(e, Guard):
+        return index_bounds(e.args[1])
+    if isinstance(e, (sympy.Max, sympy.Min)):
+        bs = [index_bounds(a) for a in e.args]
+        pick = max if isinstance(e, sympy.Max) else min
+        return (pick(b[0] for b in bs), pick(b[1] for b in bs))
+    if isinstance(e, ModI) and e.args[1].is_Integer and int(e.args[1]) > 0:
+        return (0, int(e.args[1]) - 1)
+    if isinstance(e, FloorDiv) and e.args[1].is_Integer and int(e.args[1]) > 0:
+        b = int(e.args[1])
+        lo, hi = index_bounds(e.args[0])
+        return (lo // b if lo != -_INF else lo, hi // b if hi != _INF else hi)
+    return (-_INF, _INF)
+
+
+def _extremum(cls, is_max, args):
+    """The arguments left of ``Max``/``Min`` of ``args`` (flattened, numbers folded) once those
+    that interval arithmetic on their difference (``index_bounds``) proves never the extremum are
+    dropped."""
+    flat = []
+    for a in args:
+        a = sympy.sympify(a)
+        flat.extend(a.args if isinstance(a, cls) else (a,))
+    nums = [int(a) for a in flat if a.is_Integer]
+    kept = []
+    for a in flat:
+        if not a.is_Integer and a not in kept:
+            kept.append(a)
+    if nums:
+        kept.append(sympy.Integer(max(nums) if is_max else min(nums)))
+    if len(kept) < 2:
+        return kept
+
+    def at_least(b, a):  # is ``b`` always at least as extreme as ``a``?
+        lo, hi = index_bounds(b - a)
+        return lo >= 0 if is_max else hi <= 0
+
+    out = []
+    for i, a in enumerate(kept):
+        # drop ``a`` if another argument is always at least as extreme (of equal ones, keep the
+        # first)
+        if not any(
+            j != i and at_least(b, a) and (j < i or not at_least(a, b)) for j, b in enumerate(kept)
+        ):
+            out.append(a)
+    return out
+
+
+class _IndexExtremum:
+    """``__new__`` of ``IMax``/``IMin``: SymPy's Max/Min of integer index expressions without its
+    pairwise search for dominated arguments, simplified by ``index_bounds`` instead."""
+
+    def __new__(cls, *args, **assumptions):
+        assumptions.pop("evaluate", None)
+        kept = _extremum(cls, issubclass(cls, sympy.Max), args)
+        if len(kept) == 1:
+            return kept[0]
+        kept = sorted(kept, key=sympy.default_sort_key)
+        obj = sympy.Expr.__new__(cls, *kept)
+        obj._argset = frozenset(kept)
+        return obj
+
+
+class IMax(_IndexExtremum, sympy.Max):
+    """``Max`` of integer index expressions, simplified by interval arithmetic (``_extremum``);
+    an instance of ``sympy.Max``, so printers and ``index_bounds`` treat it as one."""
+
+
+class IMin(_IndexExtremum, sympy.Min):
+    """``Min`` of integer index expressions (see ``IMax``)."""
+
+
 def guard_clamp(q, lo=None, hi=None):
     """``q`` clamped to ``[lo, hi]`` (either bound optional) for a guarded read: the caller uses
     the element only where the clamp is the identity (pad and concatenate select it then), so a
@@ -52,9 +173,9 @@ def guard_clamp(q, lo=None, hi=None):
     q = sympy.sympify(q)
     c = q
     if hi is not None:
-        c = sympy.Min(c, hi)
+        c = IMin(c, hi)
     if lo is not None:
-        c = sympy.Max(lo, c)
+        c = IMax(lo, c)
     return q if c == q else Guard(q, c)
 
 
@@ -116,7 +237,10 @@ def strides_of(shape) -> list[int]:
 
 
 def flat_offset(idx, shape) -> sympy.Expr:
-    return sympy.expand(sum((i * s for i, s in zip(idx, strides_of(shape))), sympy.Integer(0)))
+    terms = (i * s for i, s in zip(idx, strides_of(shape)))
+    # deep=False: the terms' own arguments (guard clamps, divisions) are built canonical already,
+    # and expanding inside the clamps of many fused pads and slices is slow
+    return sympy.expand(sum(terms, sympy.Integer(0)), deep=False)
 
 
 # --- element expressions -------------------------------------------------------------------------

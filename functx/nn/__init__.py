@@ -105,23 +105,67 @@ _relu6_cj.defjvp(_relu6_jvp)
 
 
 def relu6(x):
-    """``min(max(x, 0), 6)``; the derivative is 1 strictly inside (0, 6) and 0 elsewhere,
-    including at 0 and 6 (JAX's choice)."""
+    """``min(max(x, 0), 6)`` (``jax.nn.relu6``); the derivative is 1 strictly inside (0, 6) and 0
+    elsewhere, including at 0 and 6 (JAX's choice).
+
+    Arguments:
+      x: an array or scalar (integers and bools are converted to the default float).
+    Returns:
+      An array of ``x``'s shape and float dtype.
+    Example:
+      >>> import numpy as np
+      >>> from functx import nn
+      >>> nn.relu6(np.float32([-1.0, 3.0, 8.0]))
+      Array([0., 3., 6.], dtype=float32)
+    """
     return _relu6_cj(_weak_float(x))
 
 
 def sigmoid(x):
-    """The logistic function ``1 / (1 + exp(-x))``."""
+    """The logistic function ``1 / (1 + exp(-x))`` (``jax.nn.sigmoid``).
+
+    Arguments:
+      x: an array or scalar (integers and bools are converted to the default float).
+    Returns:
+      An array of ``x``'s shape and float dtype.
+    Example:
+      >>> import numpy as np
+      >>> from functx import nn
+      >>> nn.sigmoid(np.float32([-2.0, 0.0, 2.0]))
+      Array([0.11920292, 0.5       , 0.880797  ], dtype=float32)
+    """
     return ops.logistic(_inexact(x, "logistic"))
 
 
 def log_sigmoid(x):
-    """``-softplus(-x)``."""
+    """``log(sigmoid(x)) = -softplus(-x)`` (``jax.nn.log_sigmoid``), stable for large ``|x|``.
+
+    Arguments:
+      x: an array or scalar (integers and bools are converted to the default float).
+    Returns:
+      An array of ``x``'s shape and float dtype.
+    Example:
+      >>> import numpy as np
+      >>> from functx import nn
+      >>> nn.log_sigmoid(np.float32([-100.0, 0.0]))
+      Array([-100.       ,   -0.6931472], dtype=float32)
+    """
     return -softplus(-_inexact(x, "log_sigmoid", allow_int=True))
 
 
 def silu(x):
-    """``x * sigmoid(x)``."""
+    """``x * sigmoid(x)`` (``jax.nn.silu``; ``jax.nn.swish`` is the same function).
+
+    Arguments:
+      x: an array or scalar (integers are converted to the default float).
+    Returns:
+      An array of ``x``'s shape and float dtype.
+    Example:
+      >>> import numpy as np
+      >>> from functx import nn
+      >>> nn.silu(np.float32([-1.0, 0.0, 2.0]))
+      Array([-0.2689414,  0.       ,  1.761594 ], dtype=float32)
+    """
     x = _inexact(x, "logistic")
     return x * ops.logistic(x)
 
@@ -144,12 +188,36 @@ _softplus_cj.defjvp(_softplus_jvp)
 
 
 def softplus(x):
-    """``log(1 + exp(x))``, computed as ``logaddexp(x, 0)``; its derivative is ``sigmoid(x)``."""
+    """``log(1 + exp(x))`` (``jax.nn.softplus``), computed as ``logaddexp(x, 0)``; its derivative is
+    ``sigmoid(x)``.
+
+    Arguments:
+      x: an array or scalar (integers and bools are converted to the default float).
+    Returns:
+      An array of ``x``'s shape and float dtype.
+    Example:
+      >>> import numpy as np
+      >>> from functx import nn
+      >>> nn.softplus(np.float32([-1.0, 0.0, 30.0]))
+      Array([ 0.3132617,  0.6931472, 30.       ], dtype=float32)
+    """
     return _softplus_cj(_bool_weak_float(x))
 
 
 def elu(x, alpha=1.0):
-    """``x`` where positive, ``alpha * expm1(x)`` elsewhere."""
+    """``x`` where positive, ``alpha * expm1(x)`` elsewhere (``jax.nn.elu``).
+
+    Arguments:
+      x: an array or scalar (integers and bools are converted to the default float).
+      alpha: the scale of the negative part.
+    Returns:
+      An array of ``x``'s shape and float dtype.
+    Example:
+      >>> import numpy as np
+      >>> from functx import nn
+      >>> nn.elu(np.float32([-1.0, 2.0]))
+      Array([-0.63212055,  2.        ], dtype=float32)
+    """
     x = _weak_float(x)
     pos = x > 0
     safe = jnp.where(pos, jnp.zeros((), x.dtype), x)
@@ -157,13 +225,26 @@ def elu(x, alpha=1.0):
 
 
 def leaky_relu(x, negative_slope=0.01):
-    """``x`` where ``x >= 0``, ``negative_slope * x`` elsewhere."""
+    """``x`` where ``x >= 0``, ``negative_slope * x`` elsewhere (``jax.nn.leaky_relu``).
+
+    Arguments:
+      x: an array or scalar (integers and bools are converted to the default float).
+      negative_slope: the slope for negative ``x``.
+    Returns:
+      An array of ``x``'s shape and float dtype.
+    Example:
+      >>> import numpy as np
+      >>> from functx import nn
+      >>> nn.leaky_relu(np.float32([-2.0, 3.0]), negative_slope=0.1)
+      Array([-0.2,  3. ], dtype=float32)
+    """
     x = _weak_float(x)
     return jnp.where(x >= 0, x, negative_slope * x)
 
 
 def gelu(x, approximate: bool = True):
-    """GELU: the tanh approximation (default, like JAX) or the exact erf form.
+    """The Gaussian error linear unit (``jax.nn.gelu``): the tanh approximation (default, as in JAX)
+    or the exact erf form.
 
     Arguments:
       x: the input (integers are converted to float).
@@ -171,6 +252,13 @@ def gelu(x, approximate: bool = True):
         ``x (1 + erf(x / sqrt(2))) / 2`` (False).
     Returns:
       An array of the input's float dtype.
+    Example:
+      >>> import numpy as np
+      >>> from functx import nn
+      >>> nn.gelu(np.float32([-1.0, 0.0, 1.0]))
+      Array([-0.158808,  0.      ,  0.841192], dtype=float32)
+      >>> nn.gelu(np.float32([1.0]), approximate=False)
+      Array([0.8413447], dtype=float32)
     """
     x = _float(x)
     if approximate:
@@ -321,9 +409,25 @@ def _axes(axis, ndim):
 
 
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
-    """``log(sum(b * exp(a)))`` computed stably, like ``jax.nn.logsumexp``; the max is held
-    constant for the gradient. With ``b`` the result is NaN where the sum is negative, unless
-    ``return_sign`` (then ``(log|sum|, sign(sum))``)."""
+    """``log(sum(b * exp(a)))`` computed stably (``jax.nn.logsumexp``); the max is held constant for
+    the gradient.
+
+    Arguments:
+      a: an array.
+      axis: None (all axes), an int or a tuple of ints to reduce over.
+      b: None or weights broadcastable to ``a``; where the weighted sum is negative the result is
+        NaN unless ``return_sign``.
+      keepdims: keep the reduced axes with size 1.
+      return_sign: also return the sign of the sum (then the first result is ``log|sum|``).
+      where: None or a bool mask of the elements to include.
+    Returns:
+      An array of ``a``'s float dtype, or ``(log|sum|, sign)`` with ``return_sign``.
+    Example:
+      >>> import numpy as np
+      >>> from functx import nn
+      >>> nn.logsumexp(np.float32([[0.0, 0.0], [1.0, 2.0]]), axis=1)
+      Array([0.6931472, 2.3132617], dtype=float32)
+    """
     a = _arr(a)
     if where is not None:
         a = jnp.where(where, a, 0)
@@ -352,7 +456,20 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
 
 
 def softmax(x, axis=-1, where=None):
-    """``exp(x - max) / sum(exp(x - max))`` along ``axis``; masked-out entries (``where``) are 0."""
+    """``exp(x - max) / sum(exp(x - max))`` along ``axis`` (``jax.nn.softmax``).
+
+    Arguments:
+      x: an array.
+      axis: an int or a tuple of ints to normalize over (default the last).
+      where: None or a bool mask; masked-out entries are 0.
+    Returns:
+      An array of ``x``'s shape and float dtype.
+    Example:
+      >>> import numpy as np
+      >>> from functx import nn
+      >>> nn.softmax(np.float32([1.0, 2.0, 3.0]))
+      Array([0.09003057, 0.24472846, 0.66524094], dtype=float32)
+    """
     x = _inexact(x, "softmax", allow_int=True)
     axes = _axes(axis, x.ndim)
     xmax = jnp.max(x, axis=axes, keepdims=True, where=where, initial=-np.inf)
@@ -365,7 +482,20 @@ def softmax(x, axis=-1, where=None):
 
 
 def log_softmax(x, axis=-1, where=None):
-    """``x - logsumexp(x)`` along ``axis``; masked-out entries (``where``) are ``-inf``."""
+    """``x - logsumexp(x)`` along ``axis`` (``jax.nn.log_softmax``).
+
+    Arguments:
+      x: an array.
+      axis: an int or a tuple of ints to normalize over (default the last).
+      where: None or a bool mask; masked-out entries are ``-inf``.
+    Returns:
+      An array of ``x``'s shape and float dtype.
+    Example:
+      >>> import numpy as np
+      >>> from functx import nn
+      >>> nn.log_softmax(np.float32([0.0, 0.0]))
+      Array([-0.6931472, -0.6931472], dtype=float32)
+    """
     x = _inexact(x, "log_softmax", allow_int=True)
     axes = _axes(axis, x.ndim)
     xmax = jnp.max(x, axis=axes, keepdims=True, where=where, initial=-np.inf)
@@ -381,10 +511,23 @@ def log_softmax(x, axis=-1, where=None):
 def standardize(
     x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, *, algorithm: str = "fast"
 ):
-    """``(x - mean) / sqrt(variance + epsilon)``, JAX's ``nn.standardize``.
+    """``(x - mean) / sqrt(variance + epsilon)`` along ``axis`` (``jax.nn.standardize``).
 
-    ``algorithm="fast"`` (JAX's default) computes the variance as ``E[x^2] - E[x]^2`` clipped at
-    0; ``"stable"`` as ``E[(x - E[x])^2]``.
+    Arguments:
+      x: an array.
+      axis: an int or a tuple of ints (default the last).
+      mean, variance: None (computed from ``x``) or arrays broadcastable to ``x``.
+      epsilon: added to the variance.
+      where: None or a bool mask of the elements that count.
+      algorithm: ``'fast'`` (JAX's default) computes the variance as ``E[x^2] - E[x]^2``
+        clipped at 0; ``'stable'`` as ``E[(x - E[x])^2]``.
+    Returns:
+      An array of ``x``'s shape and float dtype.
+    Example:
+      >>> import numpy as np
+      >>> from functx import nn
+      >>> nn.standardize(np.float32([1.0, 2.0, 3.0]))
+      Array([-1.2247359,  0.       ,  1.2247359], dtype=float32)
     """
     x = _float(x)
     axes = _axes(axis, x.ndim)
@@ -406,8 +549,24 @@ def standardize(
 
 
 def one_hot(x, num_classes: int, *, dtype=None, axis=-1):
-    """One-hot encode ``x`` along a new ``axis``; out-of-range values give all-zero rows, like
-    JAX. The default dtype is float32."""
+    """One-hot encode ``x`` along a new ``axis`` (``jax.nn.one_hot``); out-of-range values give all-
+    zero rows, as in JAX.
+
+    Arguments:
+      x: an integer (or float) array of class indices.
+      num_classes: the number of classes.
+      dtype: the result's dtype (default float32, float64 with x64).
+      axis: where the new axis goes (an int or a tuple for several).
+    Returns:
+      An array of shape ``x.shape`` with ``num_classes`` inserted at ``axis``.
+    Example:
+      >>> import numpy as np
+      >>> from functx import nn
+      >>> nn.one_hot(np.int32([0, 2, 5]), 3)
+      Array([[1., 0., 0.],
+             [0., 0., 1.],
+             [0., 0., 0.]], dtype=float32)
+    """
     if (
         isinstance(num_classes, (bool, np.bool_))
         or not isinstance(num_classes, (int, np.integer))

@@ -76,8 +76,26 @@ def _sum(x, axes):
 
 
 def einsum(subscripts, *operands, optimize=None, precision=None, preferred_element_type=None):
-    """Einstein summation, like ``jax.numpy.einsum`` (``optimize`` is ignored: operands are
-    contracted left to right)."""
+    """Einstein summation (``jax.numpy.einsum``).
+
+    functx ignores ``optimize``: operands are contracted left to right.
+
+    Arguments:
+      subscripts: the subscripts string (``"ij,jk->ik"``; ``...`` and implicit output work).
+      *operands: the arrays, one per comma-separated term.
+      optimize: accepted for JAX's signature, ignored.
+      precision: None, a ``functx.lax.Precision`` or its string, for the products.
+      preferred_element_type: the result's dtype (default: the operands' promoted dtype).
+    Returns:
+      An Array.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> a = jnp.arange(6.0).reshape(2, 3)
+      >>> jnp.einsum("ij,ij->i", a, a)
+      Array([ 5., 50.], dtype=float32)
+      >>> jnp.einsum("ij->ji", a).shape
+      (3, 2)
+    """
     arrs = [jnp.asarray(o) for o in operands]
     arrs = jnp._promote_only(*arrs) if len(arrs) > 1 else arrs
     terms, out = _parse(subscripts, [get_aval(o).ndim for o in arrs])

@@ -107,8 +107,23 @@ def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002
 
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):  # noqa: A002
-    """The vector norm over ``axis`` (None: all axes; a tuple: those axes flattened), like
-    ``jax.numpy.linalg.vector_norm``. As in JAX, ``ord`` 1 and ``inf`` keep an integer dtype."""
+    """The vector norm over ``axis`` (``jax.numpy.linalg.vector_norm``). As in JAX, ``ord`` 1 and
+    ``inf`` keep an integer dtype.
+
+    Arguments:
+      x: an array.
+      axis: None (all axes flattened), an int, or a tuple of axes (flattened together).
+      keepdims: keep the reduced axes with size 1.
+      ord: the order: 2 (default), 1, ``inf``, ``-inf``, 0 (the count of nonzeros) or any other
+        number ``p`` (``sum(|x|^p)^(1/p)``).
+    Returns:
+      An array without the reduced axes (real for complex ``x``).
+    Example:
+      >>> import functx.numpy as jnp
+      >>> x = jnp.array([[3.0, -4.0], [1.0, 0.0]])
+      >>> jnp.linalg.vector_norm(x), jnp.linalg.vector_norm(x, axis=1, ord=1)
+      (Array(5.0990195, dtype=float32), Array([7., 1.], dtype=float32))
+    """
     x = jnp.asarray(x) if not jnp._is_array(x) else x
     if ord is None or ord == 2:
         return _sqrt_sumsq(x, axis, keepdims)
@@ -133,7 +148,21 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):  # noqa: A002
 
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):  # noqa: A002
-    """``norm(x, ord, axis=(-2, -1))``, like ``jax.numpy.linalg.matrix_norm``."""
+    """The norm of the matrices over the last two axes (``jax.numpy.linalg.matrix_norm``):
+    ``norm(x, ord, axis=(-2, -1))``.
+
+    Arguments:
+      x: an array of rank >= 2.
+      keepdims: keep the two reduced axes with size 1.
+      ord: "fro" (default), "nuc", 1, -1, 2, -2, ``inf`` or ``-inf``.
+    Returns:
+      An array of the batch shape (real for complex ``x``).
+    Example:
+      >>> import functx.numpy as jnp
+      >>> x = jnp.array([[3.0, 0.0], [0.0, -4.0]])
+      >>> jnp.linalg.matrix_norm(x), jnp.linalg.matrix_norm(x, ord=1)
+      (Array(5., dtype=float32), Array(4., dtype=float32))
+    """
     return norm(x, ord, (-2, -1), keepdims)
 
 

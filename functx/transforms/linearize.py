@@ -64,8 +64,22 @@ def linearize_jaxpr(closed: ClosedJaxpr, nonzeros: tuple, n_out: int):
 
 
 def linearize(fun, *primals):
-    """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` evaluates the linear map (the jvp)
-    without recomputing the primal: JAX's ``linearize``."""
+    """Evaluate ``fun`` and its linear map (jvp) at ``primals`` (``jax.linearize``); the returned
+    function evaluates the jvp without recomputing the primal.
+
+    Arguments:
+      fun: a function of pytrees of float arrays.
+      *primals: the point to linearize at, one value per positional argument of ``fun``.
+    Returns:
+      ``(fun(*primals), f_jvp)``; ``f_jvp(*tangents)`` takes one tangent per primal and returns
+      the output tangent.
+    Example:
+      >>> import functx
+      >>> import functx.numpy as jnp
+      >>> y, f_jvp = functx.linearize(jnp.sin, jnp.float32(0.0))
+      >>> y, f_jvp(jnp.float32(2.0))
+      (Array(0., dtype=float32), Array(2., dtype=float32))
+    """
     if not callable(fun):
         raise FunctxTypeError(
             f"linearize: expected a callable value, got {type(fun).__name__}{where()}"

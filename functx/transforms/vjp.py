@@ -98,10 +98,23 @@ def _weak_as(ct, aval):
 
 
 def vjp(fun, *primals, has_aux=False):
-    """``(fun(*primals), vjp_fun)``; ``vjp_fun(ct)`` returns one cotangent per primal.
+    """Evaluate ``fun`` and return its vector-Jacobian product function (``jax.vjp``).
 
+    Arguments:
+      fun: a function of pytrees of arrays returning a pytree of arrays (``(out, aux)`` with
+        ``has_aux``).
+      *primals: the point to evaluate at, one value per positional argument of ``fun``.
+      has_aux: ``fun`` returns ``(out, aux)``; ``aux`` is returned as is, not differentiated.
+    Returns:
+      ``(fun(*primals), vjp_fun)`` (``(out, vjp_fun, aux)`` with ``has_aux``); ``vjp_fun(ct)`` takes
+      a
+      cotangent of the output's structure and returns a tuple of one cotangent per primal.
     Example:
-      >>> y, f_vjp = functx.vjp(functx.numpy.sin, 1.0); f_vjp(1.0)   # (cos(1.0),)
+      >>> import functx
+      >>> import functx.numpy as jnp
+      >>> y, f_vjp = functx.vjp(lambda x: x * 3.0, jnp.float32(2.0))
+      >>> y, f_vjp(jnp.float32(1.0))
+      (Array(6., dtype=float32), (Array(3., dtype=float32),))
     """
     check_callable("vjp", fun)
     traced, leaves, nonzeros, lin = _vjp_parts(fun, primals, has_aux)
@@ -262,7 +275,7 @@ def _check_grad_output(traced, fname, holomorphic=False):
 def value_and_grad(
     fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, _with_value=True
 ):
-    """A function returning ``(fun(*args), grad)`` (``((value, aux), grad)`` with has_aux).
+    """A function returning ``fun``'s value and gradient (``jax.value_and_grad``).
 
     Arguments:
       fun: scalar-valued function of pytrees of float arrays.
@@ -272,8 +285,15 @@ def value_and_grad(
         is its complex derivative. Without it, complex inputs are allowed (JAX's convention:
         the gradient of a real ``f(x + iy)`` is ``df/dx - i df/dy``) but the output must be real.
       allow_int: allow integer and bool inputs (their gradients are float0 zeros).
+    Returns:
+      A function of ``fun``'s arguments returning ``(value, grad)`` (``((value, aux), grad)`` with
+      ``has_aux``); ``grad`` has the structure of the differentiated argument(s) (a tuple for a
+      tuple ``argnums``).
     Example:
-      >>> functx.value_and_grad(lambda x: (x ** 2).sum())(functx.numpy.arange(3.0))
+      >>> import functx
+      >>> import functx.numpy as jnp
+      >>> functx.value_and_grad(lambda x: (x ** 2).sum())(jnp.arange(3.0))
+      (Array(5., dtype=float32), Array([0., 2., 4.], dtype=float32))
     """
     check_callable("value_and_grad" if _with_value else "grad", fun)
     check_argnums("value_and_grad" if _with_value else "grad", argnums)
@@ -389,10 +409,24 @@ def _bind_static(fun, static, n):
 
 
 def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
-    """The gradient of a scalar-valued function, as a function (JAX's ``grad``).
+    """The gradient of a scalar-valued function, as a function (``jax.grad``).
 
+    Arguments:
+      fun: scalar-valued function of pytrees of float (or complex) arrays.
+      argnums: an int or a tuple of ints: which positional arguments to differentiate.
+      has_aux: ``fun`` returns ``(value, aux)``; the result returns ``(grad, aux)``.
+      holomorphic: ``fun`` is holomorphic: the gradient is its complex derivative.
+      allow_int: allow integer and bool inputs (their gradients are float0 zeros).
+    Returns:
+      A function of ``fun``'s arguments returning the gradient, of the structure of the
+      differentiated argument(s) (a tuple for a tuple ``argnums``).
     Example:
-      >>> functx.grad(lambda x: functx.numpy.sin(x).sum())(functx.numpy.zeros(3))  # ones
+      >>> import functx
+      >>> import functx.numpy as jnp
+      >>> functx.grad(lambda x: jnp.sin(x).sum())(jnp.zeros(3))
+      Array([1., 1., 1.], dtype=float32)
+      >>> functx.grad(lambda x, y: x * y, argnums=(0, 1))(2.0, 5.0)
+      (Array(5., dtype=float32, weak_type=True), Array(2., dtype=float32, weak_type=True))
     """
     vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, _with_value=False)
 
@@ -454,9 +488,24 @@ def _check_float_inputs(leaves, what, fname, args=(), holomorphic=False):
 
 
 def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
-    """The Jacobian by forward mode: ``vmap`` of ``jvp`` over the standard basis of the inputs.
-    For output leaf ``y`` and input leaf ``x`` the block has shape ``y.shape + x.shape``;
-    ``holomorphic=True`` takes complex inputs and outputs (the complex derivative)."""
+    """The Jacobian of ``fun`` by forward mode (``jax.jacfwd``): ``vmap`` of ``jvp`` over the
+    standard basis of the inputs.
+
+    Arguments:
+      fun: a function of pytrees of float arrays.
+      argnums: an int or a tuple of ints: which positional arguments to differentiate.
+      has_aux: ``fun`` returns ``(out, aux)``; the result returns ``(jacobian, aux)``.
+      holomorphic: complex inputs and outputs; the Jacobian of the complex derivative.
+    Returns:
+      A function of ``fun``'s arguments returning the Jacobian: for output leaf ``y`` and input
+      leaf ``x`` a block of shape ``y.shape + x.shape``.
+    Example:
+      >>> import functx
+      >>> import functx.numpy as jnp
+      >>> functx.jacfwd(lambda x: x ** 2)(jnp.float32([1.0, 2.0]))
+      Array([[2., 0.],
+             [0., 4.]], dtype=float32)
+    """
 
     check_callable("jacfwd", fun)
     check_argnums("jacfwd", argnums)
@@ -520,8 +569,25 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
 
 
 def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
-    """The Jacobian by reverse mode: ``vmap`` of ``vjp`` over the standard basis of the outputs;
-    ``holomorphic=True`` takes complex inputs and outputs (the complex derivative)."""
+    """The Jacobian of ``fun`` by reverse mode (``jax.jacrev``, also ``jax.jacobian``): ``vmap``
+    of ``vjp`` over the standard basis of the outputs.
+
+    Arguments:
+      fun: a function of pytrees of float arrays.
+      argnums: an int or a tuple of ints: which positional arguments to differentiate.
+      has_aux: ``fun`` returns ``(out, aux)``; the result returns ``(jacobian, aux)``.
+      holomorphic: complex inputs and outputs; the Jacobian of the complex derivative.
+      allow_int: allow integer and bool inputs (their blocks are float0 zeros).
+    Returns:
+      A function of ``fun``'s arguments returning the Jacobian: for output leaf ``y`` and input
+      leaf ``x`` a block of shape ``y.shape + x.shape``.
+    Example:
+      >>> import functx
+      >>> import functx.numpy as jnp
+      >>> functx.jacrev(lambda x: x[0] * x)(jnp.float32([2.0, 3.0]))
+      Array([[4., 0.],
+             [3., 2.]], dtype=float32)
+    """
 
     check_callable("jacrev", fun)
     check_argnums("jacrev", argnums)
@@ -570,7 +636,23 @@ jacobian = jacrev
 
 
 def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
-    """``jacfwd(jacrev(fun))``: the Hessian of a scalar function of pytrees."""
+    """The Hessian of a scalar-valued function (``jax.hessian``): ``jacfwd(jacrev(fun))``.
+
+    Arguments:
+      fun: a scalar-valued function of pytrees of float arrays.
+      argnums: an int or a tuple of ints: which positional arguments to differentiate.
+      has_aux: ``fun`` returns ``(value, aux)``; the result returns ``(hessian, aux)``.
+      holomorphic: complex inputs and output; the complex second derivative.
+    Returns:
+      A function of ``fun``'s arguments returning the Hessian: for input leaves ``x`` and ``z`` a
+      block of shape ``x.shape + z.shape``.
+    Example:
+      >>> import functx
+      >>> import functx.numpy as jnp
+      >>> functx.hessian(lambda x: (x ** 3).sum())(jnp.float32([1.0, 2.0]))
+      Array([[ 6.,  0.],
+             [ 0., 12.]], dtype=float32)
+    """
     return jacfwd(
         jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic),
         argnums,

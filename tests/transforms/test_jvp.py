@@ -684,6 +684,15 @@ CASES["sort"] = [
         fn=lambda fixed: lambda x: lax.sort(x, dimension=1),
     )
 ]
+# a generic lax.reduce (an associative combine that is no known monoid): JAX's tree-of-pairs
+# derivative
+CASES["reduce"] = [
+    Case(
+        lambda rng, s: ([rng.standard_normal((2, 5))], {}),
+        shapes=False,
+        fn=lambda fixed: lambda x: lax.reduce(x, -np.inf, fnp.logaddexp, (1,)),
+    )
+]
 CASES["top_k"] = [
     Case(
         lambda rng, s: ([rng.standard_normal((6,))], {}),
@@ -692,13 +701,12 @@ CASES["top_k"] = [
     )
 ]
 # custom_lin (the linear half of a custom_vjp function) is checked through custom_vjp_call; the
-# generic reduce and the special functions JAX has no derivative of have declared unsupported jvps
+# special functions JAX has no derivative of have declared unsupported jvps
 # (tested below and in tests/scipy/test_lax_special.py).
 DECLARED_UNSUPPORTED = {
     "zeta": lambda x: lax.zeta(x, 2.0),
     "igamma_grad_a": lambda x: lax.igamma_grad_a(x, 2.0),
     "random_gamma_grad": lambda x: lax.random_gamma_grad(x, 2.0),
-    "reduce": lambda x: lax.reduce(x, 0.0, lambda a, b: fnp.maximum(a, b) * 1.0, (0,)),
     # lax.linalg's LAPACK reductions: no derivative in JAX either
     "hessenberg": lambda x: lax.linalg.hessenberg(fnp.outer(x, x) + 1.0)[0],
     "tridiagonal": lambda x: lax.linalg.tridiagonal(fnp.outer(x, x) + 1.0)[0],

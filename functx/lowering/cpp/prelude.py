@@ -150,22 +150,26 @@ template <class T> static inline T fx_cpick(T a, T b, bool greater) {
   return pick ? a : b; }
 template <class T> static inline T fx_max(T a, T b) {
   if constexpr (fx::is_complex<T>) { return fx_cpick(a, b, true); } else {
-  const T m = (a > b || a != a) ? a : b;
-  if constexpr (fx::is_float<T>) { return (a == 0 && b == 0) ? a + b : m; }
+  T m = a > b ? a : b;
+  m = a != a ? a : m;  // (two selects: gcc 12 if-converts a chain of these)
+  if constexpr (fx::is_float<T>) { return ((a == 0) & (b == 0)) ? a + b : m; }
   else { return m; } } }
 template <class T> static inline T fx_min(T a, T b) {
   if constexpr (fx::is_complex<T>) { return fx_cpick(a, b, false); } else {
-  const T m = (a < b || a != a) ? a : b;
-  if constexpr (fx::is_float<T>) { return (a == 0 && b == 0) ? -(-a - b) : m; }
+  T m = a < b ? a : b;
+  m = a != a ? a : m;  // (two selects: gcc 12 if-converts a chain of these)
+  if constexpr (fx::is_float<T>) { return ((a == 0) & (b == 0)) ? -(-a - b) : m; }
   else { return m; } } }
+// (integer division and remainder: the special divisors as selects, the division itself by 1
+// for them, so that a loop of them has no branch)
 template <class T> static inline T fx_idiv(T a, T b) {
-  if (b == 0) return fx::is_signed<T> ? (T)-1 : fx::limits<T>::max();
-  if (fx::is_signed<T> && b == (T)-1) return (T)(0 - a);
-  return a / b; }
+  const bool z = b == 0, m1 = fx::is_signed<T> && b == (T)-1;
+  const T q = (T)(a / ((z || m1) ? (T)1 : b));
+  return z ? (fx::is_signed<T> ? (T)-1 : fx::limits<T>::max()) : (m1 ? (T)(0 - a) : q); }
 template <class T> static inline T fx_irem(T a, T b) {
-  if (b == 0) return a;
-  if (fx::is_signed<T> && b == (T)-1) return 0;
-  return a % b; }
+  const bool z = b == 0, m1 = fx::is_signed<T> && b == (T)-1;
+  const T r = (T)(a % ((z || m1) ? (T)1 : b));
+  return z ? a : (m1 ? (T)0 : r); }
 template <class T> static inline T fx_ipow_int(T a, T b) {
   if (b < 0) { if (a == 1) return 1; if (a == (T)-1) return (b % 2 == 0) ? 1 : (T)-1; return 0; }
   T r = 1; while (b) { if (b & 1) r *= a; a *= a; b >>= 1; } return r; }
@@ -266,10 +270,15 @@ template <class To, class From> static inline To fx_convert(From x) {
   else if constexpr (fx::is_complex<From> && !fx::is_complex<To>) {  // the real part, as XLA
     return fx_convert<To, decltype(fx::real(x))>(fx::real(x)); }
   else if constexpr (fx::is_float<From> && fx::is_integral<To>) {
-    if (x != x) return 0;
-    if (x <= (From)fx::limits<To>::lowest()) return fx::limits<To>::lowest();
-    if (x >= (From)fx::limits<To>::max()) return fx::limits<To>::max();
-    return (To)x; }
+    // NaN gives 0, out-of-range values saturate: selects (a loop of them vectorises), the
+    // conversion itself of an in-range value only
+    const From lo = (From)fx::limits<To>::lowest(), hi = (From)fx::limits<To>::max();
+    From c = x <= lo ? (From)0 : x;
+    c = x >= hi ? (From)0 : c;
+    c = x != x ? (From)0 : c;
+    To t = (To)c;
+    t = x <= lo ? fx::limits<To>::lowest() : t;
+    return x >= hi ? fx::limits<To>::max() : t; }
   else { return (To)x; } }
 // memcpy, on every thread for copies of 4 MiB and more (a program output that is one of its
 // inputs, loop carries): one core alone reaches about half the memory bandwidth

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import sympy
 
 from functx import dtypes
 from functx.lowering.cpp.emit import (
@@ -18,7 +19,7 @@ from functx.lowering.cpp.emit import (
     _store,
     compute_type,
 )
-from functx.lowering.loopir import Op, costly, flat_offset, subexprs
+from functx.lowering.loopir import E, Load, Op, costly, flat_offset, subexprs
 from functx.lowering.schedule import Kernel, KernelCtx
 from functx.primitives.reduce import ARG, SEMANTICS, identity
 
@@ -49,7 +50,147 @@ def _cascade_split(inner):
     return d, max(1, _SUM_BLOCK // below)
 
 
+_COLUMN_BLOCK = 256  # a column reduction keeps this many outputs' accumulators at a time
+_COLUMN_OPS = ("reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or")
+
+
+def _columns(k: Kernel) -> bool:
+    """Whether kernel ``k`` reduces leading axes of rows whose last axis is kept: then each
+    output's elements lie a whole row apart, and the kernel walks the input row by row instead,
+    a block of the outputs at a time (``_render_columns``)."""
+    nd = len(k.shape)
+    return (
+        bool(k.axes)
+        and nd - 1 not in k.axes
+        and k.shape[-1] >= 8
+        and math.prod(k.inner_shape) > 1
+        and len(k.passes) == 1
+        and not k.maps
+        and all(
+            r.params["op"] in _COLUMN_OPS and r.params["operand"].dtype not in dtypes.COMPLEX
+            for r in k.passes[0]
+        )
+    )
+
+
+def _render_columns(prog, k: Kernel):
+    """A reduction over leading axes (``_columns``): for a block of up to _COLUMN_BLOCK
+    consecutive outputs along the last (kept) axis, an accumulator per output on the stack; the
+    reduced elements (one flat index over the reduced axes) are the outer loop and the block the
+    inner, contiguous, vectorised loop, so the input streams in memory order. Each output folds
+    its own elements in order; a float32 sum adds _SUM_BLOCK elements at a time in float and
+    those partial sums in double (the error does not grow with the length, as the cascaded sums
+    of ``render``); max/min through fx_max/fx_min (NaN and signed zeros as in any order)."""
+    rows, inner = k.row_shape, k.inner_shape
+    rv, iv = k.row_vars(), k.inner_vars()
+    full = k.full_index()
+    last, n_last = rv[-1], rows[-1]
+    outer = rows[:-1]
+    n_outer = math.prod(outer)
+    blk = min(_COLUMN_BLOCK, -(-n_last // 8) * 8)
+    nblk = -(-n_last // blk)
+    n_rows, n_inner = math.prod(rows), math.prod(inner)
+    items = n_outer * nblk
+    lines = [
+        f"  // kernel {k.index}: reduce axes {k.axes} of {k.shape}, {blk} columns at a time",
+        f"  #pragma omp parallel for schedule(static) if({n_rows}LL * {n_inner}LL"
+        f" >= {_PAR} && {items}LL > 1)",
+        f"  for (int64_t ob = 0; ob < {items}LL; ++ob) {{",
+        f"    const int64_t lo = (ob % {nblk}LL) * {blk}LL;",
+        f"    const int64_t hi = fx_imin(lo + {blk}LL, {n_last}LL);",
+    ]
+    if outer:
+        lines.append(f"    const int64_t obo = ob / {nblk}LL;")
+        lines += ["    " + s for s in _decompose([str(v) for v in rv[:-1]], outer, "obo")]
+    ctx = KernelCtx(k, rv)
+    vals = [r.params["operand"].load(full, ctx) for r in k.passes[0]]
+    hoist = Emitter("        ", prefix="h_")
+    em = Emitter("          ")
+    acc_names: dict = {}
+    em.acc_names = acc_names
+    em.hoisting(hoist, [last])
+    at = f"[{last} - lo]"
+    updates, sums = [], []
+    for r, val_e in zip(k.passes[0], vals):
+        op, x = r.params["op"], r.params["operand"]
+        ct = compute_type(x.dtype)
+        a = f"a{r.id}"
+        cascade = op == "reduce_sum" and ct == "float" and n_inner > _SUM_BLOCK
+        at_ct = "double" if cascade else ct
+        lines.append(f"    alignas(64) {at_ct} {a}[{blk}];")
+        lines.append(
+            f"    for (int64_t c = 0; c < {blk}LL; ++c) "
+            f"{a}[c] = ({at_ct}){identity_literal(op, x.dtype)};"
+        )
+        if cascade:
+            lines.append(f"    alignas(64) float {a}_p[{blk}];")
+            sums.append(a)
+        v = em(val_e)
+        cur = f"{a}_p{at}" if cascade else f"{a}{at}"
+        is_bool = np.dtype(x.dtype) == dtypes.bool_
+        comb = {
+            "reduce_sum": f"{cur} + {v}",
+            "reduce_prod": f"{cur} * {v}",
+            "reduce_max": f"fx_max<{ct}>({cur}, {v})",
+            "reduce_min": f"fx_min<{ct}>({cur}, {v})",
+            "reduce_and": f"{cur} && {v}" if is_bool else f"({ct})({cur} & {v})",
+            "reduce_or": f"{cur} || {v}" if is_bool else f"({ct})({cur} | {v})",
+        }[op]
+        updates.append(f"{em.indent}{cur} = {comb};")
+        acc_names[(r.id, 0)] = f"((float){a}{at})" if cascade else f"{a}{at}"
+    step = _SUM_BLOCK if sums else n_inner
+    lines.append(f"    for (int64_t jb = 0; jb < {n_inner}LL; jb += {step}LL) {{")
+    lines += [f"      for (int64_t c = 0; c < {blk}LL; ++c) {a}_p[c] = 0.0f;" for a in sums]
+    lines.append(f"      const int64_t je = fx_imin(jb + {step}LL, {n_inner}LL);")
+    lines.append("      for (int64_t jf = jb; jf < je; ++jf) {")
+    lines += ["        " + s for s in _decompose([str(v) for v in iv], inner, "jf")]
+    lines += hoist.lines
+    lines.append("        #pragma omp simd")
+    lines.append(f"        for (int64_t {last} = lo; {last} < hi; ++{last}) {{")
+    lines += em.lines + updates
+    lines += ["        }", "      }"]
+    for a in sums:
+        lines += [
+            "      #pragma omp simd",
+            f"      for (int64_t c = 0; c < {blk}LL; ++c) {a}[c] += (double){a}_p[c];",
+        ]
+    lines.append("    }")
+    # the block's outputs: stores of the reductions that own buffers, then the epilogue
+    lines.append(f"    for (int64_t {last} = lo; {last} < hi; ++{last}) {{")
+    row_off = _ic(flat_offset(rv, rows))
+    for r in k.passes[0]:
+        lines.append(f"      {_store(r.buf, row_off, acc_names[(r.id, 0)], r.dtype)}")
+    if k.epilogue:
+        em = Emitter("      ")
+        em.acc_names = acc_names
+        ectx = KernelCtx(k, rv)
+        for m in k.epilogue:
+            val = em(m.fn(rv, ectx))
+            em.lines.append("      " + _store(m.buf, row_off, val, m.dtype))
+        lines += em.lines
+    lines += ["    }", "  }"]
+    prog.body += lines
+
+
+def _walks_last(k: Kernel) -> bool:
+    """Whether a load of the reduction's operand is contiguous along the last (kept) axis: the
+    column loop then streams it (a transposed operand keeps the row loop)."""
+    ctx = KernelCtx(k, k.row_vars())
+    last = k.row_vars()[-1]
+    for r in k.passes[0]:
+        for x in subexprs(r.params["operand"].load(k.full_index(), ctx)):
+            if isinstance(x, Load) and not isinstance(x.offset, E):
+                try:
+                    if sympy.sympify(x.offset).diff(last) == 1:
+                        return True
+                except (TypeError, ValueError, AttributeError):
+                    continue
+    return False
+
+
 def render(prog, k: Kernel):
+    if math.prod(k.row_shape) and _columns(k) and _walks_last(k):
+        return _render_columns(prog, k)
     rows = k.row_shape
     inner = k.inner_shape
     n_rows = math.prod(rows)
