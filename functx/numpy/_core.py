@@ -809,6 +809,14 @@ def broadcast_arrays(*args):
 
 
 # --- elementwise ---------------------------------------------------------------------------------
+def _no_ufunc_kw(out, where, name):
+    """JAX's ufuncs take ``out=`` and ``where=`` only as None: NotImplementedError otherwise."""
+    if out is not None:
+        raise NotImplementedError(f"out argument of <jnp.ufunc '{name}'>{_loc()}")
+    if where is not None:
+        raise NotImplementedError(f"where argument of <jnp.ufunc '{name}'>{_loc()}")
+
+
 def _ufunc1(lax_fn, name, kind="float"):
     def fn(x, /):
         (x,) = _promote_float(name, x) if kind == "float" else _promote(name, x)
@@ -840,7 +848,12 @@ sqrt = _ufunc1(ops.sqrt, "sqrt")
 cbrt = _ufunc1(ops.cbrt, "cbrt")
 asin, acos, atan = arcsin, arccos, arctan
 asinh, acosh, atanh = arcsinh, arccosh, arctanh
-negative = _ufunc1(ops.neg, "negative", "any")
+_negative = _ufunc1(ops.neg, "negative", "any")
+
+
+def negative(x, /, *, out=None, where=None):
+    _no_ufunc_kw(out, where, "negative")
+    return _negative(x)
 
 
 def _unary_doc(name, what, arg, out, x=None, note="", alias=None):
@@ -988,7 +1001,8 @@ negative.__doc__ = _unary_doc(
     "``-x``",
     "jnp.array([1, -2])",
     "Array([-1,  2], dtype=int32)",
-    "an array or scalar (its dtype is kept; bools are refused, as in JAX).",
+    "an array or scalar (its dtype is kept; bools are refused, as in JAX).\n      "
+    "out, where: must be None (NotImplementedError otherwise, as for JAX's ufuncs).",
 )
 
 
@@ -1423,11 +1437,12 @@ def _ufunc2(lax_fn, name, kind="any"):
     return fn
 
 
-def add(x1, x2, /):
+def add(x1, x2, /, *, out=None, where=None):
     """``x1 + x2``, elementwise (``jax.numpy.add``; for bools, logical or).
 
     Arguments:
       x1, x2: arrays or scalars, broadcast together and promoted to one dtype (JAX's rules).
+      out, where: must be None (NotImplementedError otherwise, as for JAX's ufuncs).
     Returns:
       An array of the broadcast shape.
     Example:
@@ -1435,6 +1450,7 @@ def add(x1, x2, /):
       >>> jnp.add(jnp.array([1, 2]), 3)
       Array([4, 5], dtype=int32)
     """
+    _no_ufunc_kw(out, where, "add")
     if (
         (type(x1) is Array or type(x1) is UncommittedArray)
         and (type(x2) is Array or type(x2) is UncommittedArray)
@@ -1445,11 +1461,12 @@ def add(x1, x2, /):
     return ops.bitwise_or(x1, x2) if _is_bool(x1) else ops.add(x1, x2)
 
 
-def multiply(x1, x2, /):
+def multiply(x1, x2, /, *, out=None, where=None):
     """``x1 * x2``, elementwise (``jax.numpy.multiply``; for bools, logical and).
 
     Arguments:
       x1, x2: arrays or scalars, broadcast together and promoted to one dtype (JAX's rules).
+      out, where: must be None (NotImplementedError otherwise, as for JAX's ufuncs).
     Returns:
       An array of the broadcast shape.
     Example:
@@ -1457,6 +1474,7 @@ def multiply(x1, x2, /):
       >>> jnp.multiply(jnp.array([1, 2]), jnp.array([3.0, 4.0]))
       Array([3., 8.], dtype=float32)
     """
+    _no_ufunc_kw(out, where, "multiply")
     if (
         (type(x1) is Array or type(x1) is UncommittedArray)
         and (type(x2) is Array or type(x2) is UncommittedArray)
@@ -1467,12 +1485,13 @@ def multiply(x1, x2, /):
     return ops.bitwise_and(x1, x2) if _is_bool(x1) else ops.mul(x1, x2)
 
 
-def subtract(x1, x2, /):
+def subtract(x1, x2, /, *, out=None, where=None):
     """``x1 - x2``, elementwise (``jax.numpy.subtract``).
 
     Arguments:
       x1, x2: arrays or scalars, broadcast together and promoted to one dtype (JAX's rules); not
         bool (TypeError, as in JAX).
+      out, where: must be None (NotImplementedError otherwise, as for JAX's ufuncs).
     Returns:
       An array of the broadcast shape.
     Example:
@@ -1480,6 +1499,7 @@ def subtract(x1, x2, /):
       >>> jnp.subtract(jnp.array([5, 7]), 2)
       Array([3, 5], dtype=int32)
     """
+    _no_ufunc_kw(out, where, "subtract")
     x1, x2 = _promote("subtract", x1, x2)
     if _is_bool(x1):
         raise FunctxTypeError(
@@ -1715,7 +1735,8 @@ def float_power(x1, x2, /):
 def _extremum(lax_fn, name):
     """maximum/minimum; complex operands compare lexicographically, as in JAX."""
 
-    def fn(x1, x2, /):
+    def fn(x1, x2, /, *, out=None, where=None):
+        _no_ufunc_kw(out, where, name)
         x1, x2 = _promote(name, x1, x2)
         return lax_fn(x1, x2)
 
@@ -1733,9 +1754,13 @@ equal = _ufunc2(ops.eq, "equal")
 not_equal = _ufunc2(ops.ne, "not_equal")
 
 
-def _binary_doc(name, what, args, out, xs=None):
+def _binary_doc(name, what, args, out, xs=None, ufunc=False):
     """The docstring of an elementwise function of two operands made by a factory here."""
     xs = xs or "arrays or scalars, broadcast together and promoted to one dtype (JAX's rules)."
+    if ufunc:
+        xs += (
+            "\n      out, where: must be None (NotImplementedError otherwise, as for JAX's ufuncs)."
+        )
     returns = "A bool array" if "``x1" in what[:6] else "An array"
     return f"""{what}, elementwise (``jax.numpy.{name}``).
 
@@ -1775,12 +1800,14 @@ maximum.__doc__ = _binary_doc(
     "The larger of ``x1`` and ``x2`` (NaN if either is NaN; complex: lexicographic)",
     "jnp.array([1.0, 5.0]), jnp.array([3.0, 2.0])",
     "Array([3., 5.], dtype=float32)",
+    ufunc=True,
 )
 minimum.__doc__ = _binary_doc(
     "minimum",
     "The smaller of ``x1`` and ``x2`` (NaN if either is NaN; complex: lexicographic)",
     "jnp.array([1.0, 5.0]), jnp.array([3.0, 2.0])",
     "Array([1., 2.], dtype=float32)",
+    ufunc=True,
 )
 
 
@@ -1907,11 +1934,12 @@ def copysign(x1, x2, /):
     return where(signbit(x2), negative(abs(x1)), abs(x1))
 
 
-def logaddexp(x1, x2, /):
+def logaddexp(x1, x2, /, *, out=None, where=None):
     """``log(exp(x1) + exp(x2))`` without overflow, elementwise (``jax.numpy.logaddexp``).
 
     Arguments:
       x1, x2: arrays or scalars, broadcast together; integers and bools compute in a float dtype.
+      out, where: must be None (NotImplementedError otherwise, as for JAX's ufuncs).
     Returns:
       An array of the broadcast shape.
     Example:
@@ -1919,6 +1947,7 @@ def logaddexp(x1, x2, /):
       >>> jnp.logaddexp(jnp.array([0.0, 1.0]), jnp.array([0.0, 2.0]))
       Array([0.6931472, 2.3132617], dtype=float32)
     """
+    _no_ufunc_kw(out, where, "logaddexp")
     x1, x2 = _promote_float("logaddexp", x1, x2)
     delta = ops.sub(x1, x2)
     # big + log1p(exp(small - big)) with the operands (not the results) chosen by where: the
@@ -1926,16 +1955,17 @@ def logaddexp(x1, x2, /):
     # where one operand is -inf. Equal infinities give delta = NaN: the answer is x1 + x2.
     first = ops.ge(delta, _const(0, delta))
     both_inf = logical_and(isnan(delta), ops.eq(x1, x2))  # (NaN operands: NaN, as JAX)
-    big, small = where(first, x1, x2), where(first, x2, x1)
-    gap = where(both_inf, _const(0, delta), ops.sub(small, big))  # (no NaN in the derivative)
-    return where(both_inf, ops.add(x1, x2), ops.add(big, ops.log1p(ops.exp(gap))))
+    big, small = _where3(first, x1, x2), _where3(first, x2, x1)
+    gap = _where3(both_inf, _const(0, delta), ops.sub(small, big))  # (no NaN in the derivative)
+    return _where3(both_inf, ops.add(x1, x2), ops.add(big, ops.log1p(ops.exp(gap))))
 
 
-def logaddexp2(x1, x2, /):
+def logaddexp2(x1, x2, /, *, out=None, where=None):
     """``log2(2**x1 + 2**x2)`` without overflow, elementwise (``jax.numpy.logaddexp2``).
 
     Arguments:
       x1, x2: arrays or scalars, broadcast together; integers and bools compute in a float dtype.
+      out, where: must be None (NotImplementedError otherwise, as for JAX's ufuncs).
     Returns:
       An array of the broadcast shape.
     Example:
@@ -1943,13 +1973,14 @@ def logaddexp2(x1, x2, /):
       >>> jnp.logaddexp2(jnp.array([1.0, 3.0]), jnp.array([1.0, 3.0]))
       Array([2., 4.], dtype=float32)
     """
+    _no_ufunc_kw(out, where, "logaddexp2")
     x1, x2 = _promote_float("logaddexp2", x1, x2)
     ln2 = _const(np.log(2), x1)
     return ops.div(logaddexp(ops.mul(x1, ln2), ops.mul(x2, ln2)), ln2)
 
 
 # sin(y)/y = sum_k (-1)^k y^(2k) / (2k+1)!: the series sinc uses for |pi x| < 1, so that every
-# derivative at 0 is right (a where() picking the constant 1 at 0 makes all of them 0). Nine terms
+# derivative at 0 is right (a _where3() picking the constant 1 at 0 makes all of them 0). Nine terms
 # are exact to float64 rounding on |y| < 1 and keep derivatives up to order 16 exact at 0.
 _SINC_SERIES = tuple((-1) ** k / math.factorial(2 * k + 1) for k in range(9))
 
@@ -2029,7 +2060,8 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 
 
 def _logical(lax_fn, name):
-    def fn(x1, x2, /):
+    def fn(x1, x2, /, *, out=None, where=None):
+        _no_ufunc_kw(out, where, name)
         x1, x2 = _promote(name, astype(x1, bool_), astype(x2, bool_))
         return lax_fn(x1, x2)
 
@@ -2042,6 +2074,7 @@ logical_and.__doc__ = """Elementwise logical AND of the truth values (``jax.nump
 
 Arguments:
   x1, x2: arrays or numbers, broadcast together; nonzero counts as True.
+  out, where: must be None (NotImplementedError otherwise, as for JAX's ufuncs).
 Returns:
   A bool Array of the broadcast shape.
 Example:
@@ -2054,6 +2087,7 @@ logical_or.__doc__ = """Elementwise logical OR of the truth values (``jax.numpy.
 
 Arguments:
   x1, x2: arrays or numbers, broadcast together; nonzero counts as True.
+  out, where: must be None (NotImplementedError otherwise, as for JAX's ufuncs).
 Returns:
   A bool Array of the broadcast shape.
 Example:
@@ -2066,6 +2100,7 @@ logical_xor.__doc__ = """Elementwise logical XOR of the truth values (``jax.nump
 
 Arguments:
   x1, x2: arrays or numbers, broadcast together; nonzero counts as True.
+  out, where: must be None (NotImplementedError otherwise, as for JAX's ufuncs).
 Returns:
   A bool Array of the broadcast shape.
 Example:
@@ -2091,7 +2126,8 @@ def logical_not(x, /):
 
 
 def _bitwise(lax_fn, name):
-    def fn(x1, x2, /):
+    def fn(x1, x2, /, *, out=None, where=None):
+        _no_ufunc_kw(out, where, name)
         x1, x2 = _promote(name, x1, x2)
         if _aval(x1).dtype in dtypes.FLOATS:
             raise FunctxTypeError(
@@ -2108,6 +2144,7 @@ bitwise_and.__doc__ = """Elementwise bitwise AND (``jax.numpy.bitwise_and``).
 
 Arguments:
   x1, x2: integer or bool arrays or numbers, broadcast and promoted together.
+  out, where: must be None (NotImplementedError otherwise, as for JAX's ufuncs).
 Returns:
   An Array of the broadcast shape and promoted dtype.
 Raises:
@@ -2122,6 +2159,7 @@ bitwise_or.__doc__ = """Elementwise bitwise OR (``jax.numpy.bitwise_or``).
 
 Arguments:
   x1, x2: integer or bool arrays or numbers, broadcast and promoted together.
+  out, where: must be None (NotImplementedError otherwise, as for JAX's ufuncs).
 Returns:
   An Array of the broadcast shape and promoted dtype.
 Raises:
@@ -2136,6 +2174,7 @@ bitwise_xor.__doc__ = """Elementwise bitwise XOR (``jax.numpy.bitwise_xor``).
 
 Arguments:
   x1, x2: integer or bool arrays or numbers, broadcast and promoted together.
+  out, where: must be None (NotImplementedError otherwise, as for JAX's ufuncs).
 Returns:
   An Array of the broadcast shape and promoted dtype.
 Raises:

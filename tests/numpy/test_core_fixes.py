@@ -99,15 +99,32 @@ OUT_CALLS = {
     "stack": lambda m: m.stack([X], out=X),
     "take": lambda m: m.take(X, np.array([0]), out=X),
     "outer": lambda m: m.outer(X, X, out=X),
+    "bitwise_and": lambda m: m.bitwise_and(1, 3, out=X),
+    "bitwise_xor": lambda m: m.bitwise_xor(1, 3, where=True),
 }
+
+
+UFUNCS = ["add", "subtract", "multiply", "negative", "maximum", "minimum", "logaddexp"]
+UFUNCS += ["logaddexp2", "logical_and", "logical_or", "logical_xor"]
 
 
 def test_out_raises_not_implemented():
     for call in OUT_CALLS.values():
-        with pytest.raises(NotImplementedError, match="'out' argument to jnp[.]"):
+        with pytest.raises(
+            NotImplementedError, match="'out' argument to jnp[.]|(out|where) argument of <jnp.ufunc"
+        ):
             call(fjnp)
         with pytest.raises(NotImplementedError):
             call(jjnp)
+    for name in UFUNCS:
+        for kw in ({"out": X}, {"where": X > 1}):
+            args = (X,) if name == "negative" else (X, X)
+            with pytest.raises(NotImplementedError):
+                getattr(jjnp, name)(*args, **kw)
+            with pytest.raises(NotImplementedError, match=f"argument of <jnp.ufunc '{name}'>"):
+                getattr(fjnp, name)(*args, **kw)
+    _same(lambda m: m.add(X, 1.0, out=None, where=None))
+    _same(lambda m: m.negative(X, out=None))
     # out=None is accepted (positionally too, in JAX's argument order).
     _same(lambda m: m.take(X, np.array([2, 0]), None, None, "clip"))
     _same(lambda m: m.stack([X, X], 1, None, np.int32))
