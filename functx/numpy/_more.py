@@ -413,6 +413,7 @@ def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, whe
       >>> print(jnp.nansum(jnp.array([1.0, jnp.nan, 2.0])))
       3.0
     """
+    jnp._no_out(out, "nansum")
     a, mask = _nan_mask(a, where)
     return jnp.sum(a, axis, dtype, keepdims=keepdims, initial=initial, where=mask)
 
@@ -436,6 +437,7 @@ def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, wh
       >>> print(jnp.nanprod(jnp.array([2.0, jnp.nan, 3.0])))
       6.0
     """
+    jnp._no_out(out, "nanprod")
     a, mask = _nan_mask(a, where)
     return jnp.prod(a, axis, dtype, keepdims=keepdims, initial=initial, where=mask)
 
@@ -458,6 +460,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
       >>> print(jnp.nanmean(jnp.array([1.0, jnp.nan, 2.0])))
       1.5
     """
+    jnp._no_out(out, "nanmean")
     a, mask = _nan_mask(a, where)
     return jnp.mean(a, axis, dtype, keepdims=keepdims, where=mask)
 
@@ -495,6 +498,7 @@ def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
       >>> print(jnp.nanmax(jnp.array([[1.0, jnp.nan], [jnp.nan, jnp.nan]]), axis=1))
       [ 1. nan]
     """
+    jnp._no_out(out, "nanmax")
     return _nan_extremum(jnp.max, -np.inf, a, axis, keepdims, initial, where)
 
 
@@ -516,6 +520,7 @@ def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
       >>> print(jnp.nanmin(jnp.array([3.0, jnp.nan, 2.0])))
       2.0
     """
+    jnp._no_out(out, "nanmin")
     return _nan_extremum(jnp.min, np.inf, a, axis, keepdims, initial, where)
 
 
@@ -539,6 +544,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
       >>> print(jnp.nanvar(jnp.array([1.0, jnp.nan, 3.0])))
       1.0
     """
+    jnp._no_out(out, "nanvar")
     (a,) = jnp._promote_float("nanvar", _arr(a))
     acc = jnp._aval(a).dtype
     keep = jnp.logical_not(jnp.isnan(a))
@@ -576,6 +582,7 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
       >>> print(jnp.nanstd(jnp.array([1.0, jnp.nan, 3.0])))
       1.0
     """
+    jnp._no_out(out, "nanstd")
     return jnp.sqrt(nanvar(a, axis, dtype, None, ddof, keepdims, where, mean))
 
 
@@ -606,6 +613,7 @@ def nanargmax(a, axis=None, out=None, keepdims=None):
       >>> print(jnp.nanargmax(jnp.array([1.0, jnp.nan, 3.0])))
       2
     """
+    jnp._no_out(out, "nanargmax")
     return _nan_arg(jnp.argmax, -np.inf, a, axis, keepdims)
 
 
@@ -625,6 +633,7 @@ def nanargmin(a, axis=None, out=None, keepdims=None):
       >>> print(jnp.nanargmin(jnp.array([1.0, jnp.nan, -3.0])))
       2
     """
+    jnp._no_out(out, "nanargmin")
     return _nan_arg(jnp.argmin, np.inf, a, axis, keepdims)
 
 
@@ -644,6 +653,7 @@ def nancumsum(a, axis=None, dtype=None, out=None):
       >>> print(jnp.nancumsum(jnp.array([1.0, jnp.nan, 2.0])))
       [1. 1. 3.]
     """
+    jnp._no_out(out, "nancumsum")
     a = _arr(a)
     if np.dtype(jnp._aval(a).dtype) in dtypes.FLOATS:
         a = jnp.where(jnp.isnan(a), jnp.zeros((), jnp._aval(a).dtype), a)
@@ -666,6 +676,7 @@ def nancumprod(a, axis=None, dtype=None, out=None):
       >>> print(jnp.nancumprod(jnp.array([2.0, jnp.nan, 3.0])))
       [2. 2. 6.]
     """
+    jnp._no_out(out, "nancumprod")
     a = _arr(a)
     if np.dtype(jnp._aval(a).dtype) in dtypes.FLOATS:
         a = jnp.where(jnp.isnan(a), jnp.ones((), jnp._aval(a).dtype), a)

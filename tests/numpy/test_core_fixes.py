@@ -175,3 +175,27 @@ def test_accepted_like_jax():
     for idx in ([2, 6], [0, 0], [1, 3, 3], np.array([2, 4])):
         got, want = fjnp.split(np.arange(6), idx), jjnp.split(np.arange(6), idx)
         assert [g.tolist() for g in got] == [w.tolist() for w in want]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "nansum",
+        "nanprod",
+        "nanmean",
+        "nanmax",
+        "nanmin",
+        "nanvar",
+        "nanstd",
+        "nanargmax",
+        "nanargmin",
+        "nancumsum",
+        "nancumprod",
+    ],
+)
+def test_nan_functions_refuse_out_as_jax(name):
+    x = np.array([1.0, np.nan, 2.0])
+    with pytest.raises(NotImplementedError):
+        getattr(jjnp, name)(x, out=np.ones(3))
+    with pytest.raises(NotImplementedError):
+        getattr(fjnp, name)(x, out=np.ones(3))
