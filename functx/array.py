@@ -382,11 +382,25 @@ def is_concrete_array(x) -> bool:
 
 
 class Array(ArrayMethods, metaclass=_ArrayType):
-    """An immutable n-dimensional array on the CPU (a read-only NumPy buffer underneath).
+    """An immutable n-dimensional array on the CPU (a read-only NumPy buffer underneath), as
+    ``jax.Array``.
 
     Arrays on a GPU are instances too (the devices package's ``GpuArray``); ``x.device`` says
     where an array lives. Tracers are instances too for ``isinstance`` (as in JAX), never for
     ``type(x)``.
+
+    Arguments:
+      value: an array-like (NumPy array, nested lists, Python scalar, another Array).
+      dtype: the dtype to convert to (default: the value's, canonicalized as JAX does).
+    Returns:
+      The Array; users normally make one with ``functx.numpy.array`` or ``asarray``.
+    Example:
+      >>> import functx, functx.numpy as jnp
+      >>> x = jnp.arange(3.0)
+      >>> isinstance(x, functx.Array), x.shape, x.dtype
+      (True, (3,), dtype('float32'))
+      >>> x.at[1].set(5.0)
+      Array([0., 5., 2.], dtype=float32)
     """
 
     __slots__ = ("_value", "aval")
