@@ -439,7 +439,7 @@ _TRSM: dict = {}
 def _trsm_fn(dt):
     f = _TRSM.get(np.dtype(dt))
     if f is None:
-        # SciPy is an optional dependency of the eager path only
+        # (SciPy: its BLAS, loaded on first use)
         from scipy.linalg import blas
 
         f = _TRSM[np.dtype(dt)] = blas.get_blas_funcs("trsm", dtype=dt)
@@ -586,7 +586,7 @@ _GETRF: dict = {}
 def _getrf_fn(dt):
     f = _GETRF.get(np.dtype(dt))
     if f is None:
-        from scipy.linalg import lapack  # SciPy: an optional dependency of the eager path
+        from scipy.linalg import lapack  # (SciPy: the LAPACK JAX calls too)
 
         f = _GETRF[np.dtype(dt)] = lapack.get_lapack_funcs("getrf", dtype=dt)
     return f
@@ -1174,7 +1174,7 @@ def _eig_impl(x, *, compute_left_eigenvectors, compute_right_eigenvectors, **_):
     """LAPACK's geev on each matrix (through ``scipy.linalg.eig``: eigenvalues in LAPACK's order,
     eigenvectors of unit 2-norm with their largest component real); a matrix LAPACK cannot
     decompose gives NaNs, as JAX's CPU lowering does."""
-    from scipy import linalg as sla  # SciPy: an optional dependency of the eager path
+    from scipy import linalg as sla  # (SciPy: the LAPACK JAX calls too)
 
     x = np.asarray(x)
     n = x.shape[-1]
@@ -1330,7 +1330,7 @@ def eig(
 # --- hessenberg, tridiagonal, householder_product, schur: LAPACK reductions (no derivatives, as
 # in JAX) ------------------------------------------------------------------------------------------
 def _lapack(name, dt):
-    from scipy.linalg import lapack  # SciPy: an optional dependency of the eager path
+    from scipy.linalg import lapack  # (SciPy: the LAPACK JAX calls too)
 
     return lapack.get_lapack_funcs(name, dtype=np.dtype(dt))
 
@@ -1528,7 +1528,7 @@ def _schur_abstract(x, *, compute_schur_vectors, sort_eig_vals, select_callable)
 
 
 def _schur_impl(x, *, compute_schur_vectors, sort_eig_vals, select_callable):
-    from scipy import linalg as sla  # SciPy: an optional dependency of the eager path
+    from scipy import linalg as sla  # (SciPy: the LAPACK JAX calls too)
 
     x = np.asarray(x)
     t, z = np.empty(x.shape, x.dtype), np.empty(x.shape, x.dtype)
