@@ -3024,10 +3024,6 @@ Example:
 """
 
 
-def nansum(a, axis=None, dtype=None, keepdims=False):
-    return sum(where(isnan(a), zeros((), _aval(a).dtype), a), axis, dtype, keepdims=keepdims)
-
-
 def nanmean(a, axis=None, dtype=None, keepdims=False):
     return mean(a, axis, dtype, keepdims=keepdims, where=logical_not(isnan(a)))
 
