@@ -196,7 +196,7 @@ JAX_NAMES: dict[str, tuple[str, str]] = {
         "lu_solve pascal polar qr qr_multiply rsf2csf schur solve solve_sylvester "
         "solve_triangular sqrtm svd toeplitz",
     ),
-    "functx.lax_linalg": (
+    "functx.lax.linalg": (
         "jax.lax.linalg",
         "EigImplementation EighImplementation SvdAlgorithm cholesky cholesky_p cholesky_update "
         "cholesky_update_p eig eig_p eigh eigh_p hessenberg hessenberg_p householder_product "

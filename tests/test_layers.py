@@ -55,7 +55,6 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "public",
         (
             "functx.lax",
-            "functx.lax_linalg",
             "functx.numpy",
             "functx.nn",
             "functx.random",

@@ -29,9 +29,9 @@ A row (``Elementwise``) holds everything about its op, and every layer reads it 
   ``builder``: "plain" when ``functx.ops`` builds it from the row, "custom" where it has its own
   builder (parameters, argument checks).
 
-Adding an elementwise op with C and libdevice equivalents is one row here plus its public name in
-``functx/lax.py`` (and its test rows); the coverage tests name any field a transform or backend
-misses.
+Adding an elementwise op with C and libdevice equivalents is one row here plus its public name
+in ``functx/lax/__init__.py`` (and its test rows); the coverage tests name any field a transform or
+backend misses.
 """
 
 from __future__ import annotations

@@ -6,7 +6,6 @@ primitives beside their rules; this file only names what is public, each name on
 """
 
 # ruff: noqa: A004
-from functx import lax_linalg as linalg
 from functx._conv import (
     ConvDimensionNumbers as ConvDimensionNumbers,
     conv as conv,
@@ -94,6 +93,7 @@ from functx.control.while_loop import (
     while_loop as while_loop,
 )
 from functx.errors import missing_name_hook as _missing_name_hook
+from functx.lax import linalg as linalg
 from functx.ops import (
     Precision as Precision,
     RoundingMethod as RoundingMethod,
