@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from x64util import x64_off
 
 import functx
 import functx.numpy as fnp
 from functx import config
-from x64util import x64_off
 
 
 def _f(x, y):
