@@ -584,9 +584,9 @@ class Jitted:
                 hit[5] = True  # (used: see _insert)
                 outs = hit[0].run_arrays(args) if hit[4] else hit[0].run(list(args))
                 return outs[0] if hit[1] is None else tree_unflatten(hit[1], outs)
-            # else flatten, look up, run (where the arguments are: that takes a look at each
-            # argument only once this process has a GPU)
-            if all(type(a) is Array for a in args):  # no pytree to flatten: skip optree
+            # else flatten; a pytree of host values: one lookup by its structure and its
+            # leaves' signature, then the program
+            if sig is not None and all(type(a) is Array for a in args):  # no pytree: no optree
                 leaves = list(args)
                 in_tree = self._flat_trees.get(len(args))
                 if in_tree is None:
@@ -597,6 +597,15 @@ class Jitted:
                 leaves, in_tree = optree.tree_flatten(
                     (args, {}), none_is_leaf=False, namespace=tracing.PYTREE_NAMESPACE
                 )
+                if sig is None:
+                    tsig = _host_signature(leaves)
+                    if tsig is not None:
+                        hit = self._cpu_calls.get(((in_tree, tsig), _config.x64_on()))
+                        if hit is not None and (hit[3] or not _device.GPU_IN_USE):
+                            self.last_key = hit[2]
+                            hit[5] = True  # (used: see _insert)
+                            outs = hit[0].run(leaves)
+                            return outs[0] if hit[1] is None else tree_unflatten(hit[1], outs)
             try:
                 place = (
                     _placement(leaves, self.backend, self._what)
@@ -618,7 +627,7 @@ class Jitted:
                 self.last_key = key
                 self._touch(key)
                 self._note_gpu_call(args, entry, key)
-                self._note_cpu_call(args, entry, key)
+                self._note_cpu_call(args, entry, key, leaves)
                 return tree_unflatten(entry[1], _run(entry[0], leaves))
         f, leaves, in_tree, statics = self._trace(args, kwargs)
         if any(isinstance(x, Tracer) for x in leaves) or core.is_tracing():
@@ -646,7 +655,7 @@ class Jitted:
         self.last_key = key
         if not kwargs and not self.static_argnums:
             self._note_gpu_call(args, entry, key)
-            self._note_cpu_call(args, entry, key)
+            self._note_cpu_call(args, entry, key, leaves)
         exe, out_tree = entry
         return tree_unflatten(out_tree, _run(exe, leaves))
 
@@ -689,27 +698,33 @@ class Jitted:
             self._gpu_calls[sig] = [exe, None if out_tree.is_leaf() else out_tree, key, False]
             self._fast_of.setdefault(key, []).append((self._gpu_calls, sig))
 
-    def _note_cpu_call(self, args, entry, key):
+    def _note_cpu_call(self, args, entry, key, leaves=None):
         """Remember ``entry`` for the fast path when ``args`` are all host values with a
-        signature (``_host_signature``; at least one: a call without arguments runs on the
-        default device, which may change; so does a call without a committed argument, which
-        the fast path takes only while no GPU is in use)."""
-        if args and key[3] == "cpu" and key[2] == ((), ()) and type(entry[0]) is Executable:
-            sig = _host_signature(args)
-            if sig is None:
-                return
-            sig = (sig, key[5])
-            if sig not in self._cpu_calls and key in self.cache:
-                exe, out_tree = entry
-                self._cpu_calls[sig] = [
-                    exe,
-                    None if out_tree.is_leaf() else out_tree,
-                    key,
-                    any(op_kind_committed(a) for a in args),
-                    all(type(a) in _HOST_ARRAYS for a in args),  # (run_arrays takes them)
-                    False,  # (used: see _insert; the last item)
-                ]
-                self._fast_of.setdefault(key, []).append((self._cpu_calls, sig))
+        signature (``_host_signature``), or else when they are a pytree whose ``leaves`` are
+        (keyed by the tree structure too). At least one argument: a call without arguments
+        runs on the default device, which may change; so does a call without a committed
+        argument, which the fast path takes only while no GPU is in use."""
+        if not args or key[3] != "cpu" or key[2] != ((), ()) or type(entry[0]) is not Executable:
+            return
+        flat = _host_signature(args)
+        if flat is not None:
+            sig, vals = (flat, key[5]), args
+        elif leaves is not None and (tsig := _host_signature(leaves)) is not None:
+            sig, vals = ((key[0], tsig), key[5]), leaves
+        else:
+            return
+        if sig not in self._cpu_calls and key in self.cache:
+            exe, out_tree = entry
+            self._cpu_calls[sig] = [
+                exe,
+                None if out_tree.is_leaf() else out_tree,
+                key,
+                any(op_kind_committed(a) for a in vals),
+                # (run_arrays takes positional host Arrays; else run(values))
+                flat is not None and all(type(a) in _HOST_ARRAYS for a in args),
+                False,  # (used: see _insert; the last item)
+            ]
+            self._fast_of.setdefault(key, []).append((self._cpu_calls, sig))
 
     def _compile(self, f, leaves, in_tree, place="cpu"):
         closed, out_tree = self._final_jaxpr(f, leaves, in_tree, place)

@@ -71,16 +71,27 @@ def test_float0_outputs_survive_repeated_calls():
         assert gn.dtype == functx.dtypes.float0 and gn.shape == (2,)
 
 
-def test_python_ints_and_pytrees_take_the_general_path():
+def test_python_ints_take_the_general_path():
     jf = functx.jit(lambda x: x + 1)
     assert int(jf(3)) == 4 and int(jf(2**31 + 5)) == 2**31 + 6  # (x64 on: int64)
     assert not jf._cpu_calls  # an int's dtype depends on its value: not on the fast path
-    jt = functx.jit(lambda p: {k: v * 2 for k, v in p.items()})
-    p = {"a": np.ones(3, np.float32), "b": np.zeros(2, np.float32)}
+
+
+def test_pytrees_on_the_fast_path_keyed_by_structure():
+    jt = functx.jit(lambda p, b: {k: v * 2 + b.sum() for k, v in p.items()})
+    b = np.ones(2, np.float32)
+    p1 = {"a": np.ones(3, np.float32), "b": fnp.zeros(2, fnp.float32)}
+    p2 = {"a": np.ones(3, np.float32), "c": fnp.zeros(2, fnp.float32)}  # another structure
     for _ in range(2):
-        out = jt(p)
-        np.testing.assert_array_equal(np.asarray(out["a"]), 2 * np.ones(3))
-    assert not jt._cpu_calls
+        for p in (p1, p2):
+            out = jt(p, b)
+            assert set(out) == set(p)
+            for k in p:
+                np.testing.assert_array_equal(np.asarray(out[k]), np.asarray(p[k]) * 2 + 2)
+    assert len(jt._cpu_calls) == 2 and len(jt.cache) == 2
+    p3 = {"a": np.ones(4, np.float32), "b": fnp.zeros(2, fnp.float32)}  # another leaf shape
+    np.testing.assert_array_equal(np.asarray(jt(p3, b)["a"]), np.full(4, 4.0))
+    assert len(jt.cache) == 3
 
 
 def test_shape_change_recompiles_on_the_fast_path():
