@@ -447,6 +447,7 @@ _array.numpy_functions.update(
     left_shift=left_shift,
     right_shift=right_shift,
     scatter_update=_indexing_module.scatter_update,
+    view=_core.array_view,
 )
 
 
