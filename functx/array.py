@@ -22,8 +22,9 @@ from functx.source_info import where
 # --- Tables that higher modules fill at import ---------------------------------------------------
 # The functx.numpy functions that the operators and methods of Array and Tracer call, by their
 # functx.numpy name (the names in NUMPY_FUNCTIONS, plus "getitem" and "scatter_update" from
-# functx.numpy.indexing, "real", "imag", "conjugate", and "array_namespace": a function returning
-# the functx.numpy module, for __array_namespace__). functx.numpy fills it at import.
+# functx.numpy.indexing, "real", "imag", "conjugate", "view" (Array.view), and "array_namespace":
+# a function returning the functx.numpy module, for __array_namespace__). functx.numpy fills it at
+# import.
 NUMPY_FUNCTIONS = (
     "abs", "add", "all", "any", "argmax", "argmin", "array", "astype", "bitwise_and",
     "bitwise_or", "bitwise_xor", "clip", "cumprod", "cumsum", "divmod", "dot", "equal",
@@ -249,6 +250,24 @@ class ArrayMethods:
     def astype(self, dtype, copy=False, device=None):
         out = _fn["astype"](self, dtype)
         return out if device is None else out.to_device(device)
+
+    def view(self, dtype=None, type=None):  # noqa: A002
+        """The same bits read as ``dtype`` (``jax.Array.view``, on ``lax.bitcast_convert_type``).
+
+        Arguments:
+          dtype: the new dtype (None: the array itself). With a different width the last axis
+            grows or shrinks by the ratio (ValueError when it does not divide, and for a 0-d
+            array). bool counts as 8 bits (a view as bool is ``!= 0`` of the bytes); a complex
+            element is its real then its imaginary part.
+          type: must be None (NotImplementedError otherwise, as in JAX).
+        Returns:
+          An array of ``dtype`` (a copy: functx arrays are immutable).
+        Example:
+          >>> import functx.numpy as jnp
+          >>> jnp.array([1.0, -2.0], dtype=jnp.float32).view(jnp.uint16)
+          Array([    0, 16256,     0, 49152], dtype=uint16)
+        """
+        return _fn["view"](self, dtype, type)
 
     def __array_namespace__(self, *, api_version=None):
         """The Array API namespace of functx arrays: ``functx.numpy``."""

@@ -455,6 +455,7 @@ _array.numpy_functions.update(
             "repeat take"
         ).split()
     },
+    view=_core.array_view,
 )
 
 

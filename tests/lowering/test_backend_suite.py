@@ -1338,6 +1338,36 @@ def conv(ns, x, w, s, k, v):
     return {**out, "long": long(v, v[1:])}
 
 
+def _bitcast_args(rng):
+    f = np.array([1.5, -0.0, NAN, -NAN, INF, -INF, 1e-45, -3.0], F32)
+    return (
+        f,
+        f.astype(np.float16),
+        f.astype(BF16),
+        rng.integers(0, 256, (3, 4)).astype(U8),
+        np.array([[1.0, -2.5], [INF, 1e-300]]).view(np.int64).reshape(2, 2),
+        rng.integers(0, 0x7C00, (2, 3)).astype(np.int16),
+    )
+
+
+@case(_bitcast_args)
+def bitcast(ns, f, h, b, u, d, i):
+    # lax.bitcast_convert_type at equal widths, narrower (a new last axis of parts) and wider (the
+    # last axis consumed), halves, and the jnp functions that read sign bits
+    cv, np_ = ns.lax.bitcast_convert_type, ns.np
+    return {
+        "f32_i32": cv(f, np.int32),
+        "f32_u8": cv(-f, np.uint8),
+        "f16_i16": cv(h, np.int16),
+        "bf16_u16": cv(b, np.uint16),
+        "u8_i32": cv(u, np.int32),
+        "i64_i16": cv(d, np.int16),
+        "i16_f16": cv(i, np.float16) * 2.0,
+        "signbit": np_.signbit(f),
+        "nextafter_f16": cv(np_.nextafter(h, np_.float16(0.5)), np.int16),
+    }
+
+
 # =============================================================================================
 # The tests
 # =============================================================================================
