@@ -69,6 +69,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "functx.debug",
             "functx.ad_checkpoint",
             "functx._laxextra",
+            "functx._rng",
         ),
     ),
     ("devices", ("functx.devices",)),
@@ -98,6 +99,8 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     ("functx.control.sort", "functx.lowering.loopir"): "SymPy only when jit lowers",
     ("functx.control.threefry", "functx.lowering.loopir"): "SymPy only when jit lowers",
     ("functx.control.linear_solve", "functx.lowering.lower"): "SymPy only when jit lowers",
+    ("functx._rng", "functx.lowering.lower"): "SymPy only when jit lowers",
+    ("functx._rng", "functx.lowering.loopir"): "SymPy only when jit lowers",
     # cache.py (subprocess, the compiler lookup) costs ~85 ms of `import functx`: first use only.
     ("functx.lowering.compile", "functx.lowering.cpp.prelude"): "import time of `import functx`",
     ("functx.lowering.compile", "functx.lowering.cache"): "import time of `import functx`",

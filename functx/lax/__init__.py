@@ -49,6 +49,11 @@ from functx._laxextra import (
     tile as tile,
     unstack as unstack,
 )
+from functx._rng import (
+    RandomAlgorithm as RandomAlgorithm,
+    rng_bit_generator as rng_bit_generator,
+    rng_uniform as rng_uniform,
+)
 from functx._window import (
     padtype_to_pads as padtype_to_pads,
     reduce_window as reduce_window,
@@ -389,6 +394,9 @@ __all__ = [
     "broadcast_to_rank",
     "dynamic_update_index_in_dim",
     "reduce_xor",
+    "RandomAlgorithm",
+    "rng_bit_generator",
+    "rng_uniform",
     "optimization_barrier",
     "empty",
     "stack",

@@ -1135,6 +1135,14 @@ def random_threefry(ns, k):
     return {"bits": r.bits(k, (4,), U32)}
 
 
+@case(lambda rng: (np.array([0xFFFFFFF0, 7, 0xFFFFFFFE, 0xFFFFFFFF], U32),), name="rng_bit_gen")
+def rng_bit_gen(ns, k):
+    # lax.rng_bit_generator: Philox with a counter carry (Threefry is random_threefry's hash);
+    # every algorithm, dtype and key kind in tests/test_rng_bit_generator.py
+    new_key, bits = ns.lax.rng_bit_generator(k, (3, 2), U32, ns.lax.RandomAlgorithm.RNG_PHILOX)
+    return {"bits": bits, "key": new_key}
+
+
 def _spd_pair(rng):
     a = rng.standard_normal((2, 3, 3))
     return (
@@ -1835,6 +1843,7 @@ def test_every_primitive_lowers_for_triton_or_names_itself():
 
     vjp_only.defvjp(lambda x: (fnp.sin(x), x), lambda r, g: (g * fnp.cos(r),))
     provokers = {"custom_lin": lambda x: functx.jvp(vjp_only, (x,), (x,))}
+    provokers["rng_uniform"] = lambda x: flax.rng_uniform(x[0], x[1], (2,))
     assert set(missing) <= set(provokers), f"no lowering and no provoker: {missing}"
     x = np.linspace(-1, 1, 4).astype(F32)
     with backend_env("triton"):
