@@ -62,6 +62,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "functx._window",
             "functx._gather",
             "functx._conv",
+            "functx._qdwh",
             "functx.scipy",
             "functx.test_util",
             "functx.flatten_util",
