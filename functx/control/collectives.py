@@ -56,15 +56,26 @@ THE INTERFACE (for ``shard_map`` and the distributed runtime)
   - ``axis_index()``: this device's position (an int).
 
   Every device calls the same methods in the same order (the program is the same on each).
-  The eager implementation of each collective primitive looks its axis names up when it runs
-  and calls the handlers (collectives over several names call each axis's handler in turn,
-  where the operation allows it: psum/pmax/pmin, all_gather, psum_scatter, axis_index).
+  Collectives over several names call each axis's handler in turn where the operation allows
+  it: psum/pmax/pmin in the order of the names; all_gather the last name first, so the result
+  is laid out first-name-major; psum_scatter as a psum then this position's block (its index in
+  the names' product, first name major); axis_index likewise. all_to_all and ppermute take one
+  spmd name.
+* Which frame a collective uses: each equation records, in its ``frames`` parameter (a
+  ``Baked`` tuple, one entry per axis name), the ``"spmd"`` frame that bound each name when it
+  was traced. When the equation runs (eagerly, or as the host step below) a name bound at that
+  moment uses the frame bound then; a name no longer bound uses the recorded frame. So the
+  backward pass of ``grad`` or a program compiled by ``jit`` runs after ``shard_map``'s
+  ``with axis_frame(...)`` blocks have closed; jvp/transpose/vmap rules carry the parameter.
+  A name bound neither way raises NameError.
 * Under ``jit`` every collective lowers to a *host step* of the compiled program
   (``CollectiveStep``, as the callbacks lower): the program calls back into Python, which does
-  the same lookup at run time, so a program compiled inside ``shard_map`` runs inside it. Such
-  programs are never stored in the disk program cache. On the Triton backend a handler may
-  offer an attribute ``torch``: an object with the same methods taking and returning torch
-  tensors on the program's device (NCCL without host copies); otherwise NumPy copies are used.
+  the same frame choice at run time. Such programs are never stored in the disk program cache.
+  On the Triton backend a handler may offer an attribute ``torch``: an object with the same
+  methods taking and returning torch tensors on the program's device (NCCL without host
+  copies); otherwise NumPy copies are used.
+* Note: a value that is a NumPy array or Python scalar (not a functx Array) is taken to be the
+  same on every device: ``psum(1, "x")`` is ``axis_size("x")`` without communicating, as in JAX.
 """
 
 from __future__ import annotations
@@ -95,17 +106,68 @@ from functx.transforms.axis_env import (
 
 
 # --- helpers -------------------------------------------------------------------------------------
-def _check_names(names, api: str):
-    """Every name bound (NameError otherwise, as JAX's); returns their frames."""
+class Baked:
+    """The ``frames`` parameter of a collective equation: for each of its axis names, the
+    ``"spmd"`` frame that bound it when the equation was traced (None for a name bound by
+    ``vmap``). The eager implementation and the host step use it when the name is no longer
+    bound where they run (a backward pass or a compiled program run after ``shard_map``'s
+    frames closed); a name bound where they run uses that frame. Prints the names only."""
+
+    __slots__ = ("frames",)
+
+    def __init__(self, frames):
+        self.frames = tuple(frames)
+
+    def __iter__(self):
+        return iter(self.frames)
+
+    def __len__(self):
+        return len(self.frames)
+
+    def __getitem__(self, i):
+        return self.frames[i]
+
+    def __eq__(self, other):
+        return isinstance(other, Baked) and self.frames == other.frames
+
+    def __hash__(self):
+        return hash(self.frames)
+
+    def __repr__(self):
+        return "(" + ", ".join("-" if f is None else f"{f.kind}:{f.name}" for f in self) + ")"
+
+
+def _bake(names) -> Baked:
+    """The frames parameter for ``names`` traced now (their spmd frames, None for the rest)."""
     out = []
     for n in names:
-        try:
+        f = lookup(n) if is_bound(n) else None
+        out.append(f if f is not None and f.kind == "spmd" else None)
+    return Baked(out)
+
+
+def _keep(frames, names, keep) -> Baked:
+    """``frames`` restricted to the names in ``keep``."""
+    if frames is None:
+        return None
+    return Baked(f for f, n in zip(frames, names) if n in keep)
+
+
+def _check_names(names, api: str, baked=None):
+    """The frame of every name: the one bound now, else the one baked into the equation
+    (NameError if neither, as JAX's)."""
+    out = []
+    for i, n in enumerate(names):
+        if is_bound(n):
             out.append(lookup(n))
-        except NameError:
+            continue
+        f = baked[i] if baked is not None and i < len(baked) else None
+        if f is None:
             raise NameError(
                 f"unbound axis name: {n}. {api} needs it bound by vmap(..., axis_name=...) or "
                 f"shard_map{where()}"
-            ) from None
+            )
+        out.append(f)
     return out
 
 
@@ -159,14 +221,14 @@ registry["pmax"] = pmax_p
 registry["pmin"] = pmin_p
 
 
-def _psum_abstract(*avals, axes):
-    _check_names(axes, "psum")
+def _psum_abstract(*avals, axes, frames=None):
+    _check_names(axes, "psum", frames)
     return [ShapedArray(a.shape, a.dtype, a.weak_type) for a in avals]
 
 
 def _reduce_abstract(name):
-    def rule(aval, *, axes):
-        _check_names(axes, name)
+    def rule(aval, *, axes, frames=None):
+        _check_names(axes, name, frames)
         return ShapedArray(aval.shape, aval.dtype, aval.weak_type)
 
     return rule
@@ -177,9 +239,9 @@ pmax_p.abstract_eval = _reduce_abstract("pmax")
 pmin_p.abstract_eval = _reduce_abstract("pmin")
 
 
-def _reduce_eager(op: str, x, axes):
+def _reduce_eager(op: str, x, axes, frames=None):
     dt = np.asarray(x).dtype
-    for f in _check_names(axes, op):
+    for f in _check_names(axes, op, frames):
         if f.kind == "vmap":  # (a value that is the same for every example)
             x = np.asarray(x) * dt.type(f.size) if op == "psum" else x
         else:
@@ -187,26 +249,26 @@ def _reduce_eager(op: str, x, axes):
     return _np(x, dt)
 
 
-psum_p.impl = lambda *xs, axes: [_reduce_eager("psum", x, axes) for x in xs]
-pmax_p.impl = lambda x, *, axes: _reduce_eager("pmax", x, axes)
-pmin_p.impl = lambda x, *, axes: _reduce_eager("pmin", x, axes)
+psum_p.impl = lambda *xs, axes, frames=None: [_reduce_eager("psum", x, axes, frames) for x in xs]
+pmax_p.impl = lambda x, *, axes, frames=None: _reduce_eager("pmax", x, axes, frames)
+pmin_p.impl = lambda x, *, axes, frames=None: _reduce_eager("pmin", x, axes, frames)
 
 
-def _psum_jvp(primals, tangents, *, axes):
-    outs = psum_p.bind(*primals, axes=axes)
+def _psum_jvp(primals, tangents, *, axes, frames=None):
+    outs = psum_p.bind(*primals, axes=axes, frames=frames)
     live = [i for i, t in enumerate(tangents) if not isinstance(t, J.Zero)]
     touts = [J.Zero(J.tangent_aval(get_aval(o))) for o in outs]
     if live:
-        for i, t in zip(live, psum_p.bind(*[tangents[i] for i in live], axes=axes)):
+        for i, t in zip(live, psum_p.bind(*[tangents[i] for i in live], axes=axes, frames=frames)):
             touts[i] = t
     return outs, touts
 
 
-def _psum_transpose(cts, *args, axes):
+def _psum_transpose(cts, *args, axes, frames=None):
     live = [i for i, c in enumerate(cts) if not isinstance(c, J.Zero)]
     out = [J.Zero(a.aval) if T.is_undefined(a) else None for a in args]
     if live:
-        for i, c in zip(live, psum_p.bind(*[cts[i] for i in live], axes=axes)):
+        for i, c in zip(live, psum_p.bind(*[cts[i] for i in live], axes=axes, frames=frames)):
             if T.is_undefined(args[i]):
                 out[i] = c
     return out
@@ -225,12 +287,13 @@ J.jvp_rules[pmin_p] = _no_jvp(pmin_p)
 T.transpose_rules[psum_p] = _psum_transpose
 
 
-def _reduce_batch(prim, axis: V.AxisData, args, dims, *, axes):
+def _reduce_batch(prim, axis: V.AxisData, args, dims, *, axes, frames=None):
     """psum/pmax/pmin under vmap: over the batched axis, a reduction over the batch dimension
     (an unbatched operand: times the size for psum, itself for pmax/pmin) whose result is the
     same for every example; over other names, the collective re-bound on the batched value."""
     mine = axis.name is not None and axis.name in axes
     rest = tuple(n for n in axes if n != axis.name)
+    kw = {"axes": rest, "frames": _keep(frames, axes, rest)}
     outs, out_ds = [], []
     for x, d in zip(args, dims):
         if mine:
@@ -246,7 +309,7 @@ def _reduce_batch(prim, axis: V.AxisData, args, dims, *, axes):
         else:
             y = x
         if rest:
-            y = psum_p.bind(y, axes=rest)[0] if prim is psum_p else prim.bind(y, axes=rest)
+            y = psum_p.bind(y, **kw)[0] if prim is psum_p else prim.bind(y, **kw)
         outs.append(y)
         out_ds.append(d)
     if prim.multiple_results:
@@ -268,13 +331,13 @@ axis_index_p = Primitive("axis_index", group="collective")
 registry["axis_index"] = axis_index_p
 
 
-def _axis_index_abstract(*, axis_name):
-    _check_names((axis_name,), "axis_index")
+def _axis_index_abstract(*, axis_name, frames=None):
+    _check_names((axis_name,), "axis_index", frames)
     return ShapedArray((), dtypes.int32)
 
 
-def _axis_index_impl(*, axis_name):
-    (f,) = _check_names((axis_name,), "axis_index")
+def _axis_index_impl(*, axis_name, frames=None):
+    (f,) = _check_names((axis_name,), "axis_index", frames)
     if f.kind == "vmap":
         raise FunctxError(
             f"axis_index: the vmap axis {axis_name!r} reached the eager path (a bug in vmap)"
@@ -287,10 +350,10 @@ axis_index_p.impl = _axis_index_impl
 J.nondifferentiable.add(axis_index_p)
 
 
-def _axis_index_batch(axis: V.AxisData, args, dims, *, axis_name):
+def _axis_index_batch(axis: V.AxisData, args, dims, *, axis_name, frames=None):
     if axis_name == axis.name:
         return ops.iota(dtypes.int32, axis.size), 0
-    return axis_index_p.bind(axis_name=axis_name), None
+    return axis_index_p.bind(axis_name=axis_name, frames=frames), None
 
 
 V.axis_batching_rules[axis_index_p] = _axis_index_batch
@@ -302,8 +365,8 @@ all_gather_p = Primitive("all_gather", group="collective")
 registry["all_gather"] = all_gather_p
 
 
-def _all_gather_abstract(aval, *, axis_name, all_gather_dimension, axis_size, tiled):
-    _check_names(axis_name, "all_gather")
+def _all_gather_abstract(aval, *, axis_name, all_gather_dimension, axis_size, tiled, frames=None):
+    _check_names(axis_name, "all_gather", frames)
     shape = list(aval.shape)
     if tiled:
         shape[all_gather_dimension] *= axis_size
@@ -312,10 +375,10 @@ def _all_gather_abstract(aval, *, axis_name, all_gather_dimension, axis_size, ti
     return ShapedArray(tuple(shape), aval.dtype, aval.weak_type)
 
 
-def _all_gather_impl(x, *, axis_name, all_gather_dimension, axis_size, tiled):
+def _all_gather_impl(x, *, axis_name, all_gather_dimension, axis_size, tiled, frames=None):
     x = np.asarray(x)
     dt, ax = x.dtype, all_gather_dimension
-    fs = _check_names(axis_name, "all_gather")
+    fs = _check_names(axis_name, "all_gather", frames)
     if len(fs) == 1 and fs[0].kind == "spmd":
         return _np(_handler(fs[0], "all_gather")(x, ax, tiled), dt)
     y = x
@@ -364,8 +427,8 @@ psum_scatter_p = Primitive("reduce_scatter", group="collective")
 registry["reduce_scatter"] = psum_scatter_p
 
 
-def _psum_scatter_abstract(aval, *, axis_name, scatter_dimension, axis_size, tiled):
-    _check_names(axis_name, "psum_scatter")
+def _psum_scatter_abstract(aval, *, axis_name, scatter_dimension, axis_size, tiled, frames=None):
+    _check_names(axis_name, "psum_scatter", frames)
     shape = list(aval.shape)
     n = shape[scatter_dimension]
     if tiled:
@@ -394,13 +457,13 @@ def _combined_index(fs) -> int:
     return idx
 
 
-def _psum_scatter_impl(x, *, axis_name, scatter_dimension, axis_size, tiled):
+def _psum_scatter_impl(x, *, axis_name, scatter_dimension, axis_size, tiled, frames=None):
     x = np.asarray(x)
     dt, sd = x.dtype, scatter_dimension
-    fs = _check_names(axis_name, "psum_scatter")
+    fs = _check_names(axis_name, "psum_scatter", frames)
     if len(fs) == 1 and fs[0].kind == "spmd":
         return _np(_handler(fs[0], "psum_scatter")(x, sd, tiled), dt)
-    total = _reduce_eager("psum", x, axis_name)
+    total = _reduce_eager("psum", x, axis_name, frames)
     i = _combined_index(fs)
     if tiled:
         m = total.shape[sd] // axis_size
@@ -438,8 +501,8 @@ all_to_all_p = Primitive("all_to_all", group="collective")
 registry["all_to_all"] = all_to_all_p
 
 
-def _all_to_all_abstract(aval, *, axis_name, split_axis, concat_axis, tiled):
-    fs = _check_names(axis_name, "all_to_all")
+def _all_to_all_abstract(aval, *, axis_name, split_axis, concat_axis, tiled, frames=None):
+    fs = _check_names(axis_name, "all_to_all", frames)
     n = math.prod(f.size for f in fs)
     shape = list(aval.shape)
     if shape[split_axis] % n:
@@ -452,9 +515,9 @@ def _all_to_all_abstract(aval, *, axis_name, split_axis, concat_axis, tiled):
     return ShapedArray(tuple(shape), aval.dtype, aval.weak_type)
 
 
-def _all_to_all_impl(x, *, axis_name, split_axis, concat_axis, tiled):
+def _all_to_all_impl(x, *, axis_name, split_axis, concat_axis, tiled, frames=None):
     x = np.asarray(x)
-    fs = _check_names(axis_name, "all_to_all")
+    fs = _check_names(axis_name, "all_to_all", frames)
     if len(fs) != 1 or fs[0].kind != "spmd":
         raise NotImplementedError(
             f"all_to_all over the axes {axis_name} ({[f.kind for f in fs]} frames): one "
@@ -467,9 +530,11 @@ all_to_all_p.abstract_eval = _all_to_all_abstract
 all_to_all_p.impl = _all_to_all_impl
 
 
-def _all_to_all_batch(axis: V.AxisData, args, dims, *, axis_name, split_axis, concat_axis, tiled):
+def _all_to_all_batch(
+    axis: V.AxisData, args, dims, *, axis_name, split_axis, concat_axis, tiled, frames=None
+):
     (x,), (d,) = args, dims
-    params = dict(axis_name=axis_name, tiled=tiled)
+    params = dict(axis_name=axis_name, tiled=tiled, frames=frames)
     if axis.name is None or axis.name not in axis_name:
         if d is None:
             return all_to_all_p.bind(
@@ -505,14 +570,14 @@ ppermute_p = Primitive("ppermute", group="collective")
 registry["ppermute"] = ppermute_p
 
 
-def _ppermute_abstract(aval, *, axis_name, perm):
-    _check_names(axis_name, "ppermute")
+def _ppermute_abstract(aval, *, axis_name, perm, frames=None):
+    _check_names(axis_name, "ppermute", frames)
     return ShapedArray(aval.shape, aval.dtype, aval.weak_type)
 
 
-def _ppermute_impl(x, *, axis_name, perm):
+def _ppermute_impl(x, *, axis_name, perm, frames=None):
     x = np.asarray(x)
-    fs = _check_names(axis_name, "ppermute")
+    fs = _check_names(axis_name, "ppermute", frames)
     if len(fs) != 1 or fs[0].kind != "spmd":
         raise NotImplementedError(
             f"ppermute over the axes {axis_name} ({[f.kind for f in fs]} frames): one "
@@ -525,13 +590,15 @@ ppermute_p.abstract_eval = _ppermute_abstract
 ppermute_p.impl = _ppermute_impl
 
 
-def _ppermute_batch(axis: V.AxisData, args, dims, *, axis_name, perm):
+def _ppermute_batch(axis: V.AxisData, args, dims, *, axis_name, perm, frames=None):
     (x,), (d,) = args, dims
     if axis.name is None or axis.name not in axis_name:
-        return ppermute_p.bind(x, axis_name=axis_name, perm=perm), d
+        return ppermute_p.bind(x, axis_name=axis_name, perm=perm, frames=frames), d
     rest = tuple(n for n in axis_name if n != axis.name)
     if rest:  # (JAX's batcher does the same: the permutation applies to the other names)
-        return ppermute_p.bind(x, axis_name=rest, perm=perm), d
+        return ppermute_p.bind(
+            x, axis_name=rest, perm=perm, frames=_keep(frames, axis_name, rest)
+        ), d
     n = axis.size
     src_of = {dst % n: src % n for src, dst in perm}
     if d is None:
@@ -562,7 +629,7 @@ def _linear_jvp(prim):
     return rule
 
 
-def _all_gather_t(ct, x, *, axis_name, all_gather_dimension, axis_size, tiled):
+def _all_gather_t(ct, x, *, axis_name, all_gather_dimension, axis_size, tiled, frames=None):
     if isinstance(ct, J.Zero):
         return [J.Zero(x.aval)]
     return [
@@ -572,11 +639,12 @@ def _all_gather_t(ct, x, *, axis_name, all_gather_dimension, axis_size, tiled):
             scatter_dimension=all_gather_dimension,
             axis_size=axis_size,
             tiled=tiled,
+            frames=frames,
         )
     ]
 
 
-def _psum_scatter_t(ct, x, *, axis_name, scatter_dimension, axis_size, tiled):
+def _psum_scatter_t(ct, x, *, axis_name, scatter_dimension, axis_size, tiled, frames=None):
     if isinstance(ct, J.Zero):
         return [J.Zero(x.aval)]
     return [
@@ -586,24 +654,31 @@ def _psum_scatter_t(ct, x, *, axis_name, scatter_dimension, axis_size, tiled):
             all_gather_dimension=scatter_dimension,
             axis_size=axis_size,
             tiled=tiled,
+            frames=frames,
         )
     ]
 
 
-def _all_to_all_t(ct, x, *, axis_name, split_axis, concat_axis, tiled):
+def _all_to_all_t(ct, x, *, axis_name, split_axis, concat_axis, tiled, frames=None):
     if isinstance(ct, J.Zero):
         return [J.Zero(x.aval)]
     return [
         all_to_all_p.bind(
-            ct, axis_name=axis_name, split_axis=concat_axis, concat_axis=split_axis, tiled=tiled
+            ct,
+            axis_name=axis_name,
+            split_axis=concat_axis,
+            concat_axis=split_axis,
+            tiled=tiled,
+            frames=frames,
         )
     ]
 
 
-def _ppermute_t(ct, x, *, axis_name, perm):
+def _ppermute_t(ct, x, *, axis_name, perm, frames=None):
     if isinstance(ct, J.Zero):
         return [J.Zero(x.aval)]
-    return [ppermute_p.bind(ct, axis_name=axis_name, perm=tuple((d, s) for s, d in perm))]
+    inverse = tuple((d, s) for s, d in perm)
+    return [ppermute_p.bind(ct, axis_name=axis_name, perm=inverse, frames=frames)]
 
 
 for _p, _t in (
@@ -645,8 +720,8 @@ class CollectiveStep:
 
     def torch(self, ins, outs):
         """The step on the Triton program's flat device tensors."""
-        names = self.params.get("axes", self.params.get("axis_name"))
-        fs = [lookup(n) for n in names_tuple(names)]
+        names = names_tuple(self.params.get("axes", self.params.get("axis_name")))
+        fs = _check_names(names, self.prim.name, self.params.get("frames"))
         dev = getattr(fs[0].handler, "torch", None) if len(fs) == 1 else None
         shaped = [t.reshape(a.shape) for t, a in zip(ins, self.in_avals)]
         if dev is None or fs[0].kind != "spmd":
@@ -738,7 +813,7 @@ def psum(x, axis_name, *, axis_index_groups=None):
     ]
     if not leaves:
         return x
-    return tree_unflatten(tree, psum_p.bind(*leaves, axes=names))
+    return tree_unflatten(tree, psum_p.bind(*leaves, axes=names, frames=_bake(names)))
 
 
 def _py(v) -> bool:
@@ -774,7 +849,7 @@ def _reduce_public(prim, api):
     def fn(x, axis_name, *, axis_index_groups=None):
         _no_groups(axis_index_groups, api)
         names = names_tuple(axis_name)
-        return _map(lambda v: prim.bind(v, axes=names), x)
+        return _map(lambda v: prim.bind(v, axes=names, frames=_bake(names)), x)
 
     return fn
 
@@ -847,7 +922,7 @@ def axis_index(axis_name):
       [0 1 2 3]
     """
     if not isinstance(axis_name, (tuple, list)):
-        return axis_index_p.bind(axis_name=axis_name)
+        return axis_index_p.bind(axis_name=axis_name, frames=_bake((axis_name,)))
     index, inner = None, 1
     for name in reversed(axis_name):
         term = ops.mul(axis_index(name), ops.full((), inner, dtypes.int32))
@@ -893,7 +968,12 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False, to=
         nd = len(get_aval(v).shape)
         ax = _canon(axis, nd if tiled else nd + 1, "all_gather axis")
         return all_gather_p.bind(
-            v, axis_name=names, all_gather_dimension=ax, axis_size=n, tiled=bool(tiled)
+            v,
+            axis_name=names,
+            all_gather_dimension=ax,
+            axis_size=n,
+            tiled=bool(tiled),
+            frames=_bake(names),
         )
 
     return _map(bind, x)
@@ -925,7 +1005,12 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
     def bind(v):
         sd = _canon(scatter_dimension, len(get_aval(v).shape), "psum_scatter scatter_dimension")
         return psum_scatter_p.bind(
-            v, axis_name=names, scatter_dimension=sd, axis_size=n, tiled=bool(tiled)
+            v,
+            axis_name=names,
+            scatter_dimension=sd,
+            axis_size=n,
+            tiled=bool(tiled),
+            frames=_bake(names),
         )
 
     return _map(bind, x)
@@ -982,7 +1067,12 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
                 v = ops.expand_dims(v, (concat_axis,))
                 split_axis += 1
         out = all_to_all_p.bind(
-            v, axis_name=names, split_axis=split_axis, concat_axis=concat_axis, tiled=bool(tiled)
+            v,
+            axis_name=names,
+            split_axis=split_axis,
+            concat_axis=concat_axis,
+            tiled=bool(tiled),
+            frames=_bake(names),
         )
         if not tiled and split_axis != concat_axis:
             out = ops.squeeze(out, (split_axis,))
@@ -1011,7 +1101,7 @@ def ppermute(x, axis_name, perm):
     srcs, dsts = [s for s, _ in perm], [d for _, d in perm]
     if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts):
         raise ValueError(f"ppermute sources and destinations must be unique, got {perm}.")
-    return _map(lambda v: ppermute_p.bind(v, axis_name=names, perm=perm), x)
+    return _map(lambda v: ppermute_p.bind(v, axis_name=names, perm=perm, frames=_bake(names)), x)
 
 
 def pshuffle(x, axis_name, perm):

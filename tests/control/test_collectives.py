@@ -15,6 +15,7 @@ from hypothesis import given, settings, strategies as st
 import functx
 from functx import lax
 from functx.control import collectives as C
+from functx.interpreter import eval_jaxpr
 from functx.test_util import check_grads
 
 
@@ -352,12 +353,9 @@ def test_spmd_frames_dispatch_to_the_handler_eagerly_and_under_jit(tmp_path, mon
     _close(e["index"], np.int32(1))
     _close(e["scatter"], 3 * x[1:2])
     _close(e["grad"], 2 * 3 * 3 * x)  # psum's transpose is a psum
-    # outside the frame the compiled program finds no axis: NameError when it runs
-    g = functx.jit(lambda v: lax.psum(v, "d"))
-    with C.axis_frame("d", 3, "spmd", Recorder()):
-        g(x)
+    # a program traced with no frame bound: NameError
     with pytest.raises(NameError, match="unbound axis name: d"):
-        g(x)
+        functx.jit(lambda v: lax.psum(v, "d"))(x)
 
 
 def test_axis_frame_api():
@@ -396,3 +394,22 @@ def test_docstring_examples():
             runner.run(t)
         assert sum(len(t.examples) for t in tests) > 0, qual
         assert runner.failures == before, qual
+
+
+def test_frames_recorded_at_trace_time_serve_after_the_frame_closes():
+    """grad's backward pass and a compiled program run outside shard_map's frames (the
+    multi-process mode): each equation carries the spmd frame it was traced under."""
+    x = np.arange(6.0).reshape(3, 2)
+    rec = Recorder()
+    f = functx.jit(lambda v: lax.psum(v, "d") * lax.axis_index("d"))
+    with C.axis_frame("d", 3, "spmd", rec):
+        closed = functx.make_jaxpr(lambda v: lax.psum(v, "d"))(x)
+        f(x)  # (traced and compiled here)
+        _, pullback = functx.vjp(lambda v: (lax.all_gather(v, "d") ** 2).sum(), x)
+    assert "spmd:d" in str(closed)
+    n = len(rec.calls)
+    _close(f(x), 3 * x)  # the compiled program, outside the frame
+    (ct,) = pullback(np.float64(1.0))  # the transpose (psum_scatter), outside the frame
+    _close(ct, 6 * x)  # the recorder's psum_scatter of the cotangent 2 * stack(x, x, x)
+    assert [c[0] for c in rec.calls[n:]] == ["psum", "axis_index", "psum_scatter"]
+    _close(eval_jaxpr(closed.jaxpr, closed.consts, x)[0], 3 * x)
