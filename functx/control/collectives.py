@@ -134,7 +134,15 @@ class Baked:
         return hash(self.frames)
 
     def __repr__(self):
-        return "(" + ", ".join("-" if f is None else f"{f.kind}:{f.name}" for f in self) + ")"
+        # (an spmd frame prints with its handler's address, so the program cache, which indexes
+        # programs by their printout, never takes one traced under another handler)
+        return (
+            "("
+            + ", ".join(
+                "-" if f is None else f"{f.kind}:{f.name} at 0x{id(f.handler):x}" for f in self
+            )
+            + ")"
+        )
 
 
 def _bake(names) -> Baked:
