@@ -6,6 +6,7 @@ in a subprocess once per session)."""
 from __future__ import annotations
 
 import doctest
+import re
 
 import jax
 import numpy as np
@@ -67,8 +68,7 @@ def test_mesh_reprs_shapes_and_errors_match_jax(host4):
             theirs()
         with pytest.raises(ValueError) as e_ours:
             ours()
-        msg = str(e_theirs.value).split(",")[0].split(" must")[0]
-        assert msg.split(" 1 ")[0] in str(e_ours.value)
+        assert re.sub(r"\d", "N", str(e_ours.value)) == re.sub(r"\d", "N", str(e_theirs.value))
 
 
 def test_named_sharding_matches_jax(host4):
