@@ -419,6 +419,15 @@ HIGHER_ORDER = {
     "householder_product",
     "schur",
     "tridiagonal_solve",
+    # named-axis collectives (vmap with and without axis_name): tests/control/test_collectives.py
+    "psum",
+    "pmax",
+    "pmin",
+    "axis_index",
+    "all_gather",
+    "reduce_scatter",
+    "all_to_all",
+    "ppermute",
 }
 
 
