@@ -22,6 +22,7 @@ from functx import (
     tree as tree,
     tree_util as tree_util,
 )
+from functx._shard_map import pmap as pmap, shard_map as shard_map
 from functx.ad_checkpoint import checkpoint_policies as checkpoint_policies
 from functx.array import Array as Array
 from functx.config import (
@@ -207,4 +208,6 @@ __all__ = [
     "NamedSharding",
     "P",
     "make_mesh",
+    "shard_map",
+    "pmap",
 ]
