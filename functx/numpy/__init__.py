@@ -448,6 +448,7 @@ _array.numpy_functions.update(
     right_shift=right_shift,
     scatter_update=_indexing_module.scatter_update,
     view=_core.array_view,
+    byteswap=_core.array_byteswap,
 )
 
 
