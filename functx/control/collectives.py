@@ -84,7 +84,7 @@ import math
 
 import numpy as np
 
-from functx import dtypes, ops
+from functx import dtypes, ops, primitives as P
 from functx.array import Array
 from functx.control.common import lower_to_loop
 from functx.core import Primitive, ShapedArray
@@ -613,13 +613,18 @@ def _ppermute_batch(axis: V.AxisData, args, dims, *, axis_name, perm, frames=Non
         if len(src_of) == n:
             return x, None
         d, x = 0, V.broadcast_batched(x, n, 0)
-    parts = []
-    for i in range(n):
-        part = ops.index_in_dim(x, src_of.get(i, 0), d, keepdims=True)
-        if i not in src_of:
-            part = ops.full(_shape(part), 0, get_aval(x).dtype)
-        parts.append(part)
-    return ops.concatenate(parts, d), d
+    # one gather along the batch axis: example i takes example src_of[i] (an index out of range,
+    # so zeros, where no pair sends to i)
+    idx = np.asarray([[src_of.get(i, n)] for i in range(n)], np.int32)
+    full = len(src_of) == n
+    out = P.gather_p.bind(
+        x,
+        Array.from_value(idx),
+        axes=(d,),
+        mode="clip" if full else "fill",
+        fill_value=None if full else 0,
+    )
+    return out, 0
 
 
 V.axis_batching_rules[ppermute_p] = _ppermute_batch

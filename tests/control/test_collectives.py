@@ -364,7 +364,7 @@ def test_axis_frame_api():
         C.lookup("q")
     with C.axis_frame(C.AxisFrame("q", 2, "vmap")):
         with C.axis_frame("q", 5, "spmd", Recorder()):
-            assert C.lookup("q").size == 5 and C.env_key()[-1] == ("q", 5, "spmd")
+            assert C.lookup("q").size == 5 and C.env_key()[-1][:3] == ("q", 5, "spmd")
         assert C.lookup("q").size == 2
     assert not C.is_bound("q") and C.frames() == ()
     with pytest.raises(ValueError):
