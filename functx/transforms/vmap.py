@@ -369,6 +369,14 @@ def _rev_rule(args, dims, *, dimensions):
     return P.rev_p.bind(x, dimensions=shift_axes(dimensions, d)), d
 
 
+def _bitcast_rule(args, dims, *, new_dtype):
+    # a width change adds or consumes the last axis, which must not be the batch axis
+    (x,), (d,) = args, dims
+    if d == _ndim(x) - 1 and tracing.get_aval(x).dtype.itemsize != np.dtype(new_dtype).itemsize:
+        x, d = moveaxis(x, d, 0), 0
+    return P.bitcast_convert_type_p.bind(x, new_dtype=new_dtype), d
+
+
 def _slice_rule(args, dims, *, start_indices, limit_indices, strides=None):
     (x,), (d,) = args, dims
     size = _shape(x)[d]
@@ -596,6 +604,7 @@ def _register_rules():
             P.squeeze_p: _squeeze_rule,
             P.expand_dims_p: _expand_dims_rule,
             P.rev_p: _rev_rule,
+            P.bitcast_convert_type_p: _bitcast_rule,
             P.slice_p: _slice_rule,
             P.concatenate_p: _concatenate_rule,
             P.pad_p: _pad_rule,
