@@ -267,6 +267,11 @@ def canonicalize(dtype) -> np.dtype:
 NARROW_SET = frozenset(NARROW)
 
 
+_STEPWISE = frozenset(
+    ("reduce_sum", "reduce_prod", "associative_scan", "scatter_add", "scatter_mul", "scatter_sub")
+)
+
+
 def call_widened(name: str, impl, vals, params):
     """Run a primitive's NumPy implementation on operands of narrow dtypes as XLA's CPU backend
     computes them: each narrow operand in its :data:`COMPUTE_DTYPE` (int4 in int8, sign-extended;
@@ -303,13 +308,19 @@ def call_widened(name: str, impl, vals, params):
 
         e = step(np.exp, step(np.negative, vals[0]))
         return step(np.divide, np.ones_like(e), step(np.add, np.ones_like(e), e))
+    if name in _STEPWISE and vals[0].dtype in NARROW_FLOATS:
+        # XLA rounds each partial result of a narrow float reduction or scan: ml_dtypes' own
+        # ufuncs (float32 arithmetic rounded at each step) do that, in order
+        with np.errstate(all="ignore"):
+            return impl(*vals, **params)
     wide = []
     for v in vals:
         dt = getattr(v, "dtype", None)
         if dt in NARROW_SET:
             v = np.asarray(v).astype(COMPUTE_DTYPE[dt])
         wide.append(v)
-    out = impl(*wide, **params)
+    with np.errstate(all="ignore"):  # (overflow to a narrow type is NaN or inf, no warning)
+        out = impl(*wide, **params)
     if isinstance(out, (tuple, list)):
         return type(out)(_widen_result(o) for o in out)
     return _widen_result(out)
