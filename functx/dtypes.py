@@ -308,9 +308,9 @@ def call_widened(name: str, impl, vals, params):
 
         e = step(np.exp, step(np.negative, vals[0]))
         return step(np.divide, np.ones_like(e), step(np.add, np.ones_like(e), e))
-    if name in _STEPWISE and vals[0].dtype in NARROW_FLOATS:
-        # XLA rounds each partial result of a narrow float reduction or scan: ml_dtypes' own
-        # ufuncs (float32 arithmetic rounded at each step) do that, in order
+    if name == "bitcast_convert_type" or (name in _STEPWISE and vals[0].dtype in NARROW_FLOATS):
+        # the bits as they are; and XLA rounds each partial result of a narrow float reduction
+        # or scan: ml_dtypes' own ufuncs (float32 arithmetic rounded at each step) do that
         with np.errstate(all="ignore"):
             return impl(*vals, **params)
     wide = []

@@ -333,6 +333,21 @@ def test_triton_raises_a_clear_error(monkeypatch):
             compile_triton(functx.make_jaxpr(lambda a: a + a)(x))(x)
 
 
+def test_bitcast_eager_and_refused_by_the_cpp_backend():
+    x = np.array([1.5, -448, 0.25, np.nan], np.float32).astype(dtypes.float8_e4m3fn)
+    u = np.array([3, 200, 255], np.uint8)
+    _same(
+        [
+            lax.bitcast_convert_type(jnp.asarray(x), np.uint8),
+            lax.bitcast_convert_type(jnp.asarray(u), jnp.float8_e5m2),
+        ],
+        [jlax.bitcast_convert_type(x, np.uint8), jlax.bitcast_convert_type(u, jjnp.float8_e5m2)],
+        ["f8->u8", "u8->f8"],
+    )
+    with pytest.raises(UnsupportedError, match="float8_e4m3fn"):
+        functx.jit(lambda a: lax.bitcast_convert_type(a, np.uint8))(x)
+
+
 def test_e8m0fnu_is_unsupported_by_the_cpp_backend():
     x = jnp.ones(4, jnp.float8_e8m0fnu)
     assert np.asarray(x * x).astype(np.float32).tolist() == [1.0] * 4
