@@ -440,3 +440,50 @@ def test_frames_recorded_at_trace_time_serve_after_the_frame_closes():
     _close(ct, 6 * x)  # the recorder's psum_scatter of the cotangent 2 * stack(x, x, x)
     assert [c[0] for c in rec.calls[n:]] == ["psum", "axis_index", "psum_scatter"]
     _close(eval_jaxpr(closed.jaxpr, closed.consts, x)[0], 3 * x)
+
+
+class TorchRecorder(Recorder):
+    """A Recorder whose ``torch`` object takes and returns torch tensors (as an NCCL handler
+    does), so a Triton program's host step hands it the device tensors."""
+
+    def __init__(self):
+        super().__init__()
+        self.torch = self
+        self.seen = []
+
+    def psum(self, x):
+        self.seen.append(type(x).__module__.split(".")[0])
+        return super().psum(x)
+
+
+def test_triton_host_steps_in_the_interpreter(monkeypatch):
+    pytest.importorskip("triton")
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    from functx.lowering.triton.program import compile_triton
+    from functx.transforms import passes
+
+    x = np.arange(6.0, dtype=np.float32).reshape(3, 2)
+
+    def f(v):
+        return lax.psum(v, "d") + 1, lax.all_gather(v, "d", tiled=True), lax.axis_index("d")
+
+    # a vmapped body (its collectives become array operations) against eager
+    sq = np.arange(9.0, dtype=np.float32).reshape(3, 3)
+    body = functx.vmap(
+        lambda v: lax.pswapaxes(v, "i", 0) * lax.axis_index("i") + lax.psum(v, "i"),
+        axis_name="i",
+    )
+    exe = compile_triton(passes.simplify(functx.make_jaxpr(body)(sq)))
+    _close(np.asarray(exe(torch.as_tensor(sq))[0]), body(sq))
+    for rec, seen in ((Recorder(), None), (TorchRecorder(), "torch")):
+        with C.axis_frame("d", 3, "spmd", rec):
+            want = f(x)
+            exe = compile_triton(passes.simplify(functx.make_jaxpr(f)(x)))
+            n = len(rec.calls)
+            outs = [np.asarray(o) for o in exe(torch.as_tensor(x))]
+        for g, w in zip(outs, want):
+            _close(g, w)
+        assert sorted(c[0] for c in rec.calls[n:]) == ["all_gather", "axis_index", "psum"]
+        if seen:
+            assert rec.seen[-1] == "torch"
