@@ -1,7 +1,8 @@
-"""``lax.bitcast_convert_type`` (the primitive), ``Array.view`` and the jnp functions that read
-sign bits (signbit, copysign, nextafter, frexp, ldexp), against JAX: values bit for bit, shapes,
-dtypes and error classes, in both x64 modes, eager, under vmap, jvp/grad and C++ ``jit``.
-(Triton, under its interpreter: the ``bitcast`` case of tests/lowering/test_backend_suite.py.)
+"""``lax.bitcast_convert_type`` (the primitive), ``Array.view``, ``Array.byteswap`` and the jnp
+functions that read sign bits (signbit, copysign, nextafter, frexp, ldexp), against JAX: values bit
+for bit, shapes, dtypes and error classes, in both x64 modes, eager, under vmap, jvp/grad and C++
+``jit``. (Triton, under its interpreter: the ``bitcast`` case of
+tests/lowering/test_backend_suite.py.)
 
 JAX on the CPU flushes subnormal operands of arithmetic to zero (``5e-324 * 2`` is 0 there);
 functx keeps IEEE subnormals, so frexp/ldexp/nextafter are compared on normal values, zeros,
@@ -283,6 +284,17 @@ def test_view_under_jit_and_vmap():
     x = np.float32([[1.0, -2.0], [3.0, 0.5]])
     _same_bits(functx.jit(lambda v: v.view(np.int16))(x), jnp.asarray(x).view(np.int16))
     _same_bits(functx.vmap(lambda v: v.view(np.int64))(x), x.view(np.int64))
+
+
+def test_byteswap_matches_jax():
+    rng = np.random.default_rng(2)
+    xs = [_bits(rng, (2, 3), dt) for dt in (np.dtype(np.float64), BF16, np.dtype(np.int8))]
+    xs += [np.float32(1.0), np.complex64([1 + 2j, -3j]), np.bool_([True, False])]
+    want = jax.jit(lambda a: [jnp.asarray(v).byteswap() for v in a])(xs)
+    for x, w in zip(xs, want):
+        _same_bits(fnp.asarray(x).byteswap(), w)
+        _same_bits(fnp.asarray(x).byteswap(), np.asarray(x).byteswap())
+    _same_bits(functx.jit(lambda v: v.byteswap())(xs[0]), want[0])
 
 
 # --- the sign-bit functions ----------------------------------------------------------------------

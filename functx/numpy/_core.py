@@ -1423,6 +1423,17 @@ def signbit(x, /):
     return less(x, 0)
 
 
+def array_byteswap(x):
+    """``Array.byteswap`` (``jax.Array.byteswap``; its docstring is the method's)."""
+    dt = _aval(x).dtype
+    if dt in dtypes.COMPLEX:
+        return ops.complex(array_byteswap(ops.real(x)), array_byteswap(ops.imag(x)))
+    if dt.itemsize == 1:
+        return x
+    parts = ops.bitcast_convert_type(x, dtypes.uint8)
+    return ops.bitcast_convert_type(ops.rev(parts, (_aval(x).ndim,)), dt)
+
+
 def array_view(x, dtype=None, type=None):  # noqa: A002
     """``Array.view`` (``jax.Array.view``; its docstring is the method's in ``functx.array``)."""
     if type is not None:
