@@ -427,14 +427,19 @@ def test_frames_recorded_at_trace_time_serve_after_the_frame_closes():
     multi-process mode): each equation carries the spmd frame it was traced under."""
     x = np.arange(6.0).reshape(3, 2)
     rec = Recorder()
-    f = functx.jit(lambda v: lax.psum(v, "d") * lax.axis_index("d"))
+
+    def body(v):  # (as shard_map's wrapper does: the frame is bound while the body traces)
+        with C.axis_frame("d", 3, "spmd", rec):
+            return lax.psum(v, "d") * lax.axis_index("d")
+
+    f = functx.jit(body)
+    f(x)  # (traced and compiled)
     with C.axis_frame("d", 3, "spmd", rec):
         closed = functx.make_jaxpr(lambda v: lax.psum(v, "d"))(x)
-        f(x)  # (traced and compiled here)
         _, pullback = functx.vjp(lambda v: (lax.all_gather(v, "d") ** 2).sum(), x)
     assert "spmd:d" in str(closed)
     n = len(rec.calls)
-    _close(f(x), 3 * x)  # the compiled program, outside the frame
+    _close(f(x), 3 * x)  # the compiled program, run outside any frame
     (ct,) = pullback(np.float64(1.0))  # the transpose (psum_scatter), outside the frame
     _close(ct, 6 * x)  # the recorder's psum_scatter of the cotangent 2 * stack(x, x, x)
     assert [c[0] for c in rec.calls[n:]] == ["psum", "axis_index", "psum_scatter"]
@@ -486,3 +491,17 @@ def test_triton_host_steps_in_the_interpreter(monkeypatch):
         assert sorted(c[0] for c in rec.calls[n:]) == ["all_gather", "axis_index", "psum"]
         if seen:
             assert rec.seen[-1] == "torch"
+
+
+def test_traces_that_read_an_axis_size_are_not_reused_under_another():
+    # a scan body and a jitted function read the bound axis's size (pmean, axis_size): their
+    # cached traces are keyed on the axis environment
+    def f(v):
+        return lax.scan(lambda c, x: (c + lax.pmean(x, "i"), None), 0.0, v)[0]
+
+    _close(functx.vmap(f, axis_name="i")(np.ones((3, 2))), np.full(3, 2.0))
+    _close(functx.vmap(f, axis_name="i")(np.arange(8.0).reshape(4, 2)), np.full(4, 7.0))
+    g = functx.jit(lambda v: lax.axis_size("d") * v)
+    for n in (2, 5):
+        with C.axis_frame("d", n, "spmd", Recorder()):
+            _close(g(np.ones(1)), np.full(1, float(n)))
