@@ -407,6 +407,8 @@ HIGHER_ORDER = {
     "pure_callback",
     "io_callback",
     "threefry2x32",  # two results, which the table test cannot stack: tests/test_random.py
+    "rng_bit_generator",  # JAX's rule (the first key draws): tests/test_rng_bit_generator.py
+    "rng_uniform",  # no batching rule in JAX either: tests/test_rng_bit_generator.py
     # matrix operands (batched over leading axes): vmap against a loop in tests/numpy/test_linalg.py
     "cholesky",
     "triangular_solve",
@@ -425,6 +427,15 @@ HIGHER_ORDER = {
     "householder_product",
     "schur",
     "tridiagonal_solve",
+    # named-axis collectives (vmap with and without axis_name): tests/control/test_collectives.py
+    "psum",
+    "pmax",
+    "pmin",
+    "axis_index",
+    "all_gather",
+    "reduce_scatter",
+    "all_to_all",
+    "ppermute",
 }
 
 
