@@ -76,6 +76,8 @@ class ConvStep:
         "k",
         "grid_index",
         "need",
+        "order",
+        "_index",
         "__weakref__",
     )
 
@@ -85,6 +87,18 @@ class ConvStep:
         self.c, self.o, self.dtype, self.tf32 = c, o, np.dtype(dtype), tf32
         grid = _grid(self.offsets)
         self.base, self.dilation, self.k, self.grid_index = grid
+        # the rows of the (T, C, O) operand ("fwd", "dx") or of the result ("dw") in the order
+        # of the other side (grid order, or for "dw" slot order); None: the same order
+        if kind == "dw":
+            order = [0] * len(slots)
+            for t, s in enumerate(slots):
+                order[s] = self.grid_index[t]
+        else:
+            order = [0] * len(self.grid_index)
+            for t, j in enumerate(self.grid_index):
+                order[j] = t
+        self.order = None if order == list(range(len(order))) else order
+        self._index = {}  # the order as an index tensor, by device (made once)
         # the part of P the taps read, per spatial axis
         self.need = tuple(
             (n - 1) * s + (k - 1) * d + 1
@@ -109,13 +123,20 @@ class ConvStep:
             p = p.narrow(ax + 1, b, n)
         return p
 
+    def _reorder(self, torch, t):
+        """``t``'s rows in ``order`` (no copy when the order is the identity)."""
+        if self.order is None:
+            return t
+        idx = self._index.get(t.device)
+        if idx is None:
+            idx = self._index[t.device] = torch.tensor(self.order, device=t.device)
+        return torch.index_select(t, 0, idx)
+
     def _grid_kernel(self, torch, w):
         """The ``(T, C, O)`` taps as torch's ``(O, C, k...)`` kernel."""
         nd = len(self.k)
-        g = torch.empty((math.prod(self.k), self.c, self.o), dtype=w.dtype, device=w.device)
-        g[torch.as_tensor(self.grid_index, device=w.device)] = w
-        g = g.reshape(*self.k, self.c, self.o).permute(nd + 1, nd, *range(nd))
-        return _channels_last(torch, g)
+        g = self._reorder(torch, w).reshape(*self.k, self.c, self.o)
+        return _channels_last(torch, g.permute(nd + 1, nd, *range(nd)))
 
     def torch(self, ins, outs):
         """The convolution on the flat tensors ``ins`` into ``outs`` (cuDNN on a GPU)."""
@@ -144,11 +165,7 @@ class ConvStep:
             x = self._crop(ins[0].view(self.p_shape)).movedim(-1, 1)
             gw = _GRAD_WEIGHT[nd](torch)(x, (self.o, self.c, *self.k), g, **kw)
             gw = gw.permute(*range(2, nd + 2), 1, 0).reshape(-1, self.c, self.o)
-            o = outs[0].view(-1, self.c, self.o)
-            dev = o.device
-            o[torch.as_tensor(self.slots, device=dev)] = gw[
-                torch.as_tensor(self.grid_index, device=dev)
-            ]
+            outs[0].view(-1, self.c, self.o).copy_(self._reorder(torch, gw))
 
     def __call__(self, *vals):
         import torch
@@ -383,9 +400,11 @@ def _match(g, e):
         if any(f is None for f in found) or len({f[0] for f in found}) != 1:
             continue
         info = found[0][3]
-        offs = [f[1] for f in found]
-        if _grid(offs) is None:
+        grid = _grid([f[1] for f in found])
+        if grid is None:
             return None
+        found = [f for _, f in sorted(zip(grid[3], found), key=lambda p: p[0])]  # (grid order)
+        offs = [f[1] for f in found]
         kind = found[0][0][0]
         out_sp = info["out"][1:-1]
         n, c = info["out"][0], info["out"][-1]
