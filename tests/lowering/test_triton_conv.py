@@ -56,13 +56,20 @@ def _check(xs, ws, kw, dt, tol, steps=3):
         assert a.dtype == np.asarray(e).dtype == np.asarray(j).dtype, what
         np.testing.assert_allclose(a, e, rtol=tol, atol=tol, err_msg=what)
         np.testing.assert_allclose(a, j, rtol=tol, atol=tol, err_msg=what)
-    n_steps = sum(isinstance(c[0], ConvStep) for c in exe.host_calls)
-    assert n_steps == steps, n_steps
+    found = [c[0] for c in exe.host_calls if isinstance(c[0], ConvStep)]
+    assert len(found) == steps, len(found)
+    return found
 
 
 def test_conv2d_forward_and_gradients_as_cudnn_steps():
     kw = dict(window_strides=(1, 1), padding="SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
-    _check((2, 5, 6, 3), (3, 3, 3, 4), kw, np.float64, 1e-12)
+    found = _check((2, 5, 6, 3), (3, 3, 3, 4), kw, np.float64, 1e-12)
+    # 'SAME': the forward and kernel-gradient steps read x itself, cuDNN pads it
+    assert sorted((s.kind, s.src[3]) for s in found) == [
+        ("dw", (1, 1)),
+        ("dx", (0, 0)),
+        ("fwd", (1, 1)),
+    ]
 
 
 def test_strided_dilated_convs_default_mode():

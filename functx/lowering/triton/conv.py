@@ -19,12 +19,14 @@ terms all have one form over the taps of one grid (offsets ``base + i * dilation
 Each becomes a ``pure_callback`` equation whose callback is a ``ConvStep`` (a host step of the
 program with a ``torch`` form, as the linear-algebra steps are: ``LibraryStep.torch``), run on the
 program's device tensors between launches; channels-last buffers go to cuDNN as channels-last
-(``NHWC``) tensors, without copies. Float32 convolutions follow the products' precision
-(TF32 unless ``default_matmul_precision`` says float32, as the ``dot`` kernels do). What the
-patterns do not cover (grouped or batched convolutions, which are batched ``dot_general``\\ s;
-depthwise convolutions, which are multiply-adds; kernels of more than 64 taps, one gather;
-sums inside control flow) keeps its per-tap products. The intermediate values the matched sums
-read are then dead and DCE removes them.
+(``NHWC``) tensors, without copies. When ``P`` is a zero ``pad`` of the input with the same
+padding on both sides of each axis (``'SAME'`` with an odd kernel), the step reads the input
+itself and cuDNN pads (the pad kernel then goes: ``ConvStep.unpad``). Float32 convolutions
+follow the products' precision (TF32 unless ``default_matmul_precision`` says float32, as the
+``dot`` kernels do). What the patterns do not cover (grouped or batched convolutions, which
+are batched ``dot_general``\\ s; depthwise convolutions, which are multiply-adds; kernels of
+more than 64 taps, one gather; sums inside control flow) keeps its per-tap products. The
+intermediate values the matched sums read are then dead and DCE removes them.
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ class ConvStep:
         "grid_index",
         "need",
         "order",
+        "src",
         "_index",
         "__weakref__",
     )
@@ -87,6 +90,11 @@ class ConvStep:
         self.c, self.o, self.dtype, self.tf32 = c, o, np.dtype(dtype), tf32
         grid = _grid(self.offsets)
         self.base, self.dilation, self.k, self.grid_index = grid
+        # the part of P the taps read, per spatial axis
+        self.need = tuple(
+            (n - 1) * s + (k - 1) * d + 1
+            for n, s, k, d in zip(self.out_sp, self.strides, self.k, self.dilation)
+        )
         # the rows of the (T, C, O) operand ("fwd", "dx") or of the result ("dw") in the order
         # of the other side (grid order, or for "dw" slot order); None: the same order
         if kind == "dw":
@@ -99,11 +107,33 @@ class ConvStep:
                 order[j] = t
         self.order = None if order == list(range(len(order))) else order
         self._index = {}  # the order as an index tensor, by device (made once)
-        # the part of P the taps read, per spatial axis
-        self.need = tuple(
-            (n - 1) * s + (k - 1) * d + 1
-            for n, s, k, d in zip(self.out_sp, self.strides, self.k, self.dilation)
-        )
+        # the input operand ("fwd", "dw"): (its shape, the read part's start and length per
+        # spatial axis, cuDNN's padding): P itself, or the array P pads (``unpad``)
+        self.src = (self.p_shape, self.base, self.need, (0,) * len(self.k))
+
+    def unpad(self, x_shape, lo):
+        """Read the array ``x`` that ``P`` zero-pads by ``lo`` (low side, per spatial axis)
+        instead of ``P``, cuDNN padding it, when the padding the taps reach is the same on both
+        sides; returns whether it does."""
+        start, length, pads = [], [], []
+        for b, n, low, size in zip(self.base, self.need, lo, x_shape[1:-1]):
+            a, e = b - low, b - low + n  # (the part read, in x's coordinates)
+            left, right = max(0, -a), max(0, e - size)
+            if left != right or min(e, size) <= max(a, 0):
+                return False
+            start.append(max(a, 0))
+            length.append(min(e, size) - max(a, 0))
+            pads.append(left)
+        self.src = (tuple(x_shape), tuple(start), tuple(length), tuple(pads))
+        return True
+
+    def _input(self, t):
+        """The input operand as torch's ``(N, C, spatial...)`` (a channels-last view)."""
+        shape, start, length, _ = self.src
+        x = t.view(shape)
+        for ax, (b, n) in enumerate(zip(start, length)):
+            x = x.narrow(ax + 1, b, n)
+        return x.movedim(-1, 1)
 
     def __repr__(self):
         return f"<cuDNN conv {self.kind} {self.p_shape} taps {self.k} at 0x{id(self):x}>"
@@ -144,10 +174,10 @@ class ConvStep:
 
         nd = len(self.k)
         n = self.p_shape[0]
-        kw = dict(stride=self.strides, dilation=self.dilation)
+        kw = dict(stride=self.strides, dilation=self.dilation, padding=self.src[3])
         with _conv_flags(torch, ins[0], self.tf32):
             if self.kind == "fwd":
-                x = self._crop(ins[0].view(self.p_shape)).movedim(-1, 1)
+                x = self._input(ins[0])
                 w = self._grid_kernel(torch, ins[1].view(-1, self.c, self.o))
                 y = _CONV[nd](torch)(x, w, **kw)
                 outs[0].view(n, *self.out_sp, self.o).copy_(y.movedim(1, -1))
@@ -162,7 +192,7 @@ class ConvStep:
                 o.zero_()
                 self._crop(o).copy_(gx.movedim(1, -1))
                 return
-            x = self._crop(ins[0].view(self.p_shape)).movedim(-1, 1)
+            x = self._input(ins[0])
             gw = _GRAD_WEIGHT[nd](torch)(x, (self.o, self.c, *self.k), g, **kw)
             gw = gw.permute(*range(2, nd + 2), 1, 0).reshape(-1, self.c, self.o)
             outs[0].view(-1, self.c, self.o).copy_(self._reorder(torch, gw))
@@ -390,6 +420,19 @@ def _dw(g, v):
     return key, off, slot, dict(p=p, ct=ct, out=out, strides=strides, tf32=_tf32(d))
 
 
+def _source(g, p, step):
+    """The input operand of a "fwd"/"dw" step: the array ``P`` zero-pads, when cuDNN's padding
+    can stand for the pad (``ConvStep.unpad``: no pad kernel then), else ``P``."""
+    pe = _zero_pad(g, p)
+    if pe is None or type(pe.invars[0]) is Literal:
+        return p
+    cfg = pe.params["padding_config"]
+    if cfg[0] != (0, 0, 0) or cfg[-1] != (0, 0, 0) or any(i for _, _, i in cfg):
+        return p
+    x = pe.invars[0]
+    return x if step.unpad(x.aval.shape, [lo for lo, _, _ in cfg[1:-1]]) else p
+
+
 def _match(g, e):
     """A recognised sum at the ``add`` equation ``e``: ``(ConvStep, operand vars, extra)``."""
     terms = g.terms(e)
@@ -415,7 +458,7 @@ def _match(g, e):
                 kind, p.aval.shape, out_sp, info["strides"], offs, None, c, o,
                 p.aval.dtype, info["tf32"],
             )  # fmt: skip
-            return step, [p], [f[2] for f in found]
+            return step, [_source(g, p, step)], [f[2] for f in found]
         if kind == "dx":
             p_shape = e.outvars[0].aval.shape
             o = found[0][2].aval.shape[1]
@@ -437,7 +480,7 @@ def _match(g, e):
             p.aval.dtype, info["tf32"],
         )  # fmt: skip
         del n
-        return step, [p, info["ct"]], []
+        return step, [_source(g, p, step), info["ct"]], []
     return None
 
 
