@@ -84,6 +84,11 @@ class ConvStep:
         "__weakref__",
     )
 
+    #: the step only queues work on the current stream (no host reads, no allocation the caching
+    #: allocator cannot capture; its index tensors are made on the first, uncaptured call), so
+    #: the runtime may capture it in a program's CUDA graph
+    graph_safe = True
+
     def __init__(self, kind, p_shape, out_sp, strides, offsets, slots, c, o, dtype, tf32):
         self.kind, self.p_shape, self.out_sp = kind, tuple(p_shape), tuple(out_sp)
         self.strides, self.offsets, self.slots = tuple(strides), list(offsets), slots
