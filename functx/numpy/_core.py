@@ -2029,6 +2029,8 @@ def logaddexp(x1, x2, /, *, out=None, where=None):
     """
     _no_ufunc_kw(out, where, "logaddexp")
     x1, x2 = _promote_float("logaddexp", x1, x2)
+    if _aval(x1).dtype in dtypes.COMPLEX:
+        return _logaddexp_complex(x1, x2, ops.exp, 1.0)
     delta = ops.sub(x1, x2)
     # big + log1p(exp(small - big)) with the operands (not the results) chosen by where: the
     # derivative is exp(x_i - out) for each operand, 1/2 each at a tie, as JAX's, and never NaN
@@ -2038,6 +2040,21 @@ def logaddexp(x1, x2, /, *, out=None, where=None):
     big, small = _where3(first, x1, x2), _where3(first, x2, x1)
     gap = _where3(both_inf, _const(0, delta), ops.sub(small, big))  # (no NaN in the derivative)
     return _where3(both_inf, ops.add(x1, x2), ops.add(big, ops.log1p(ops.exp(gap))))
+
+
+def _logaddexp_complex(x1, x2, exp_fn, scale):
+    """Complex ``logaddexp`` (``exp_fn`` = exp) or ``logaddexp2`` (exp2, ``scale`` = 1/ln 2) as
+    JAX computes it: the lexicographic maximum ``m`` plus ``scale * log1p(exp_fn(x1 + x2 - 2m))``,
+    with the imaginary part wrapped into [-pi*scale, pi*scale]."""
+    m = maximum(x1, x2)
+    delta = ops.sub(ops.add(x1, x2), ops.mul(m, _const(2, m)))
+    out = ops.add(m, ops.mul(_const(scale, m), ops.log1p(exp_fn(delta))))
+    im = ops.imag(out)
+    half = _const(np.pi * scale, im)
+    full = _const(2 * np.pi * scale, im)
+    rem = ops.rem(ops.add(im, half), full)
+    rem = ops.select(ops.lt(rem, _const(0, rem)), ops.add(rem, full), rem)
+    return ops.complex(ops.real(out), ops.sub(rem, half))
 
 
 def logaddexp2(x1, x2, /, *, out=None, where=None):
@@ -2055,6 +2072,8 @@ def logaddexp2(x1, x2, /, *, out=None, where=None):
     """
     _no_ufunc_kw(out, where, "logaddexp2")
     x1, x2 = _promote_float("logaddexp2", x1, x2)
+    if _aval(x1).dtype in dtypes.COMPLEX:
+        return _logaddexp_complex(x1, x2, exp2, 1 / np.log(2))
     ln2 = _const(np.log(2), x1)
     return ops.div(logaddexp(ops.mul(x1, ln2), ops.mul(x2, ln2)), ln2)
 
@@ -2369,8 +2388,11 @@ def _keep(out, axes, shape, keepdims):
     return ops.reshape(out, tuple(1 if i in axes else d for i, d in enumerate(shape)))
 
 
-def _sum_dtype(dt):
-    """JAX promotes bool and small integers to the default integer for sum and prod."""
+def _sum_dtype(dt, promote_integers=True):
+    """JAX promotes bool and small integers to the default integer for sum and prod (bools
+    always: to int32 when ``promote_integers`` is False; the integers unless it is False)."""
+    if not promote_integers:
+        return dtypes.int32 if dt == dtypes.bool_ else dt
     if dt == dtypes.bool_:
         return dtypes.default_int()
     if dt in (dtypes.int8, dtypes.int16, dtypes.int32):
@@ -2396,7 +2418,16 @@ def _no_out(out, name):
         raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.{_loc()}")
 
 
-def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
+def sum(  # noqa: A001
+    a,
+    axis=None,
+    dtype=None,
+    out=None,
+    keepdims=False,
+    initial=None,
+    where=None,
+    promote_integers=True,
+):
     """Sum of the elements over the given axes (``jax.numpy.sum``).
 
     Arguments:
@@ -2408,6 +2439,9 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
       keepdims: keep the reduced axes with size 1.
       initial: a value added to the result.
       where: a bool mask broadcastable to ``a``; only True elements are summed.
+      promote_integers: if True (default), integers narrower than the default integer sum in
+        it (unsigned ones in the default unsigned integer); if False they keep their dtype.
+        Ignored when ``dtype`` is given.
     Returns:
       An Array of the reduced shape.
     Example:
@@ -2425,7 +2459,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
     a = asarray(a) if not _is_array(a) else a
     av = _aval(a)
     axes = _norm_axis(axis, av.ndim, "sum axis")
-    dt = _sum_dtype(av.dtype) if dtype is None else _dt(dtype, None, "sum")
+    dt = _sum_dtype(av.dtype, promote_integers) if dtype is None else _dt(dtype, None, "sum")
     a = astype(a, dt)
     if where is not None:
         a = _where_arg(a, where, zeros((), dt))
@@ -2435,7 +2469,16 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
     return _keep(r, axes, av.shape, keepdims)
 
 
-def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+def prod(
+    a,
+    axis=None,
+    dtype=None,
+    out=None,
+    keepdims=False,
+    initial=None,
+    where=None,
+    promote_integers=True,
+):
     """Product of the elements over the given axes (``jax.numpy.prod``).
 
     Arguments:
@@ -2446,6 +2489,7 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
       keepdims: keep the reduced axes with size 1.
       initial: a value multiplied into the result.
       where: a bool mask broadcastable to ``a``; only True elements are multiplied.
+      promote_integers: as for ``sum``.
     Returns:
       An Array of the reduced shape.
     Example:
@@ -2460,7 +2504,7 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
     a = asarray(a) if not _is_array(a) else a
     av = _aval(a)
     axes = _norm_axis(axis, av.ndim, "prod axis")
-    dt = _sum_dtype(av.dtype) if dtype is None else _dt(dtype, None, "prod")
+    dt = _sum_dtype(av.dtype, promote_integers) if dtype is None else _dt(dtype, None, "prod")
     a = astype(a, dt)
     if where is not None:
         a = _where_arg(a, where, ones((), dt))
@@ -4221,15 +4265,21 @@ def take(
     return a.at[idx].get(mode="fill" if mode == "fill" else "clip", fill_value=fill_value)
 
 
-def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
+def take_along_axis(
+    arr, indices, axis=-1, mode=None, fill_value=None, *, wrap_negative_indices=None
+):
     """Pick elements along an axis by matching indices (``jax.numpy.take_along_axis``).
 
     Arguments:
       arr: an array.
       indices: an integer array of ``arr``'s rank, broadcastable to it off ``axis``.
-      axis: the axis to index, or None for the flattened array.
-      mode: ``'fill'`` (default), ``'clip'``, ``'promise_in_bounds'`` or ``'drop'``.
+      axis: the axis to index (default -1), or None for the flattened array (then ``indices``
+        must be 1-D).
+      mode: ``'fill'`` (default), ``'clip'``, ``'promise_in_bounds'``, ``'drop'`` or
+        ``'one_hot'`` (a masked sum over the axis: out-of-range indices give 0).
       fill_value: the value for out-of-range indices under ``'fill'``.
+      wrap_negative_indices: whether ``-1`` means the last element (default: True unless
+        ``mode='promise_in_bounds'``). Without wrapping a negative index is out of range.
     Returns:
       An Array of the broadcast shape with ``indices``' length along ``axis``.
     Example:
@@ -4238,28 +4288,47 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
       >>> jnp.take_along_axis(x, jnp.argsort(x, axis=1), axis=1)
       Array([[1, 3, 4],
              [2, 5, 6]], dtype=int32)
+      >>> jnp.take_along_axis(jnp.array([10, 20, 30]), jnp.array([-1, 5]), mode="clip")
+      Array([30, 30], dtype=int32)
     """
     arr = asarray(arr) if not _is_array(arr) else arr
     indices = asarray(indices) if not _is_array(indices) else indices
     _v.choice(
         "fill" if mode is None else mode,
-        ("fill", "clip", "promise_in_bounds", "drop"),
+        ("fill", "clip", "promise_in_bounds", "drop", "one_hot"),
         "take_along_axis",
         "mode",
     )
     av, iv = _aval(arr), _aval(indices)
     if iv.dtype not in dtypes.INTEGERS:
         raise FunctxTypeError(
-            f"take_along_axis: indices must be integers, got {iv.str_short()}{_loc()}"
+            f"take_along_axis indices must be of integer type, got {np.dtype(iv.dtype)}{_loc()}"
         )
     if axis is None:
-        return take_along_axis(ravel(arr), ravel(indices), 0, mode, fill_value)
+        if iv.ndim != 1:
+            raise FunctxValueError(
+                f"take_along_axis indices must be 1D if axis=None, got shape {iv.shape}{_loc()}"
+            )
+        return take_along_axis(
+            ravel(arr), indices, 0, mode, fill_value, wrap_negative_indices=wrap_negative_indices
+        )
     if av.ndim != iv.ndim:
-        raise FunctxTypeError(
-            f"take_along_axis: indices {iv.str_short()} and array "
-            f"{av.str_short()} must have the same rank{_loc()}"
+        raise FunctxValueError(
+            "indices and arr must have the same number of dimensions; "
+            f"{iv.ndim} vs. {av.ndim}{_loc()}"
         )
     axis = _canon_axis(axis, av.ndim, "take_along_axis axis")
+    if wrap_negative_indices is None:
+        wrap_negative_indices = mode != "promise_in_bounds"
+    n = av.shape[axis]
+    if mode == "one_hot":
+        return _take_along_axis_one_hot(arr, indices, axis, n, wrap_negative_indices)
+    if not wrap_negative_indices and mode != "promise_in_bounds" and dtypes.is_signed(iv.dtype):
+        # a negative index is out of range: clipped to 0 under 'clip', filled/dropped otherwise
+        wide = iv.dtype if n <= int(dtypes.iinfo(iv.dtype).max) else dtypes.int64
+        indices = astype(indices, wide)
+        off = _const(0 if mode == "clip" else n, indices)
+        indices = where(ops.lt(indices, _const(0, indices)), off, indices)
     idx = []
     for i in range(av.ndim):
         if i == axis:
@@ -4279,7 +4348,26 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
                 if av.shape[i] > 1
                 else zeros(tuple(shape), dtypes.int32)
             )
-    return arr.at[tuple(idx)].get(mode=mode or "fill", fill_value=fill_value)
+    return arr.at[tuple(idx)].get(
+        mode=mode or "fill",
+        fill_value=fill_value,
+    )
+
+
+def _take_along_axis_one_hot(arr, indices, axis, n, wrap):
+    """``take_along_axis(mode='one_hot')``: each output element is the sum over the axis of the
+    array masked by ``index == position`` (JAX's one-hot product; out of range gives 0)."""
+    if wrap:
+        indices = where(ops.lt(indices, _const(0, indices)), add(indices, n), indices)
+    a_m = moveaxis(arr, axis, -1)
+    i_m = moveaxis(indices, axis, -1)
+    hot = equal(
+        expand_dims(astype(i_m, dtypes.int64 if n > 2**31 - 1 else dtypes.int32), -1),
+        arange(n, dtype=dtypes.int32),
+    )
+    dt = _aval(arr).dtype
+    picked = where(hot, expand_dims(a_m, -2), zeros((), dt))
+    return moveaxis(sum(picked, axis=-1, dtype=dt), -1, axis)
 
 
 def diagonal(a, offset=0, axis1=0, axis2=1):

@@ -13,6 +13,7 @@ every edge (quadratic, fine for the sizes they are used at)."""
 
 from __future__ import annotations
 
+import math
 import operator
 
 import numpy as np
@@ -1372,7 +1373,8 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C", *, dtype=None)
     Arguments:
       multi_index: a sequence of integer arrays, one per dimension.
       dims: the array shape (static).
-      mode: ``'raise'`` (indices must be concrete and in range), ``'wrap'`` or ``'clip'``.
+      mode: ``'raise'`` (indices must be concrete and in range), ``'wrap'``, ``'clip'`` or
+        ``'ignore'`` (out-of-range indices give an unspecified result).
       order: ``'C'`` or ``'F'``.
       dtype: the result dtype (default: the indices' promoted dtype).
     Returns:
@@ -1397,6 +1399,13 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C", *, dtype=None)
     idx = list(jnp._promote_only(*idx)) if idx else idx
     if dtype is not None:
         idx = [jnp.astype(i, dtype) for i in idx]
+    if idx:
+        out_dt = np.dtype(jnp._aval(idx[0]).dtype)
+        if math.prod(dims) - 1 > np.iinfo(out_dt).max:
+            raise FunctxValueError(
+                f"jnp.ravel_multi_index: dtype={out_dt} not large enough to hold flattened "
+                f"index for dims={dims}; pass a wider dtype={_loc()}"
+            )
     if mode == "raise":
         for i, d in zip(idx, dims):
             v = _concrete(i, "index of jnp.ravel_multi_index with mode='raise'")
@@ -1406,9 +1415,9 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C", *, dtype=None)
         idx = [jnp.clip(i, 0, d - 1) for i, d in zip(idx, dims)]
     elif mode == "wrap":
         idx = [i % d for i, d in zip(idx, dims)]
-    else:
+    elif mode != "ignore":
         raise FunctxValueError(
-            f"invalid mode={mode!r}. Expected 'raise', 'wrap', or 'clip'{_loc()}"
+            f"invalid mode={mode!r}. Expected 'raise', 'wrap', 'clip', or 'ignore'{_loc()}"
         )
     order_dims = list(range(len(dims)))[:: -1 if order == "C" else 1]
     out, stride = None, 1

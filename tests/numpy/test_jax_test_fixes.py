@@ -1,0 +1,93 @@
+"""functx.numpy fixes found by running JAX's own test files (lax_numpy, lax_numpy_operators,
+lax_numpy_reducers; docs/jax_tests.md), each checked against JAX: values, dtypes, errors, and
+the jitted (C++) result against the eager one."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from x64util import x64_off
+
+import functx
+import functx.numpy as fnp
+
+
+def _same(got, want, rtol=1e-6, atol=1e-6):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def test_logaddexp_complex_matches_jax():
+    rng = np.random.default_rng(0)
+    a = (rng.normal(size=(3, 4)) + 1j * rng.normal(size=(3, 4))).astype(np.complex64)
+    b = (5 * rng.normal(size=(4,)) + 3j * rng.normal(size=(4,))).astype(np.complex64)
+    a[0, 0] = np.nan
+    wants = jax.jit(lambda x, y: (jnp.logaddexp(x, y), jnp.logaddexp2(x, y)))(a, b)
+    # one C++ program for both
+    gots = functx.jit(lambda x, y: (fnp.logaddexp(x, y), fnp.logaddexp2(x, y)))(a, b)
+    for name, got, want in zip(("logaddexp", "logaddexp2"), gots, wants):
+        _same(getattr(fnp, name)(a, b), want, rtol=1e-5, atol=1e-6)
+        _same(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_sum_prod_promote_integers():
+    def check():
+        for dt in (np.bool_, np.int8, np.uint16):
+            x = np.arange(1, 5).astype(dt)
+            for name in ("sum", "prod"):
+                for promote in (True, False):
+                    want = jax.eval_shape(
+                        lambda x, n=name, p=promote: getattr(jnp, n)(x, promote_integers=p), x
+                    ).dtype
+                    assert getattr(fnp, name)(x, promote_integers=promote).dtype == want
+        _same(fnp.prod(np.int8([100, 3]), promote_integers=False), np.int8(44))
+
+    check()
+    with x64_off():
+        check()
+
+
+def test_take_along_axis_modes_and_wrap_negative_indices():
+    x = np.arange(24.0, dtype=np.float32).reshape(2, 3, 4)
+    i = np.array([0, -1, 2, 3, 5, -5], np.int8)[None, None].repeat(2, 0).repeat(3, 1)
+    cases = [
+        dict(),
+        dict(mode="clip"),
+        dict(mode="clip", wrap_negative_indices=False),
+        dict(mode="fill", wrap_negative_indices=False),
+        dict(mode="one_hot"),
+        dict(mode="one_hot", wrap_negative_indices=False),
+    ]
+    wants = jax.jit(lambda a, j: [jnp.take_along_axis(a, j, **kw) for kw in cases])(x, i)
+    for kw, want in zip(cases, wants):
+        _same(fnp.take_along_axis(x, i, **kw), want)
+    # one C++ program for every mode
+    gots = functx.jit(lambda a, j: [fnp.take_along_axis(a, j, **kw) for kw in cases])(x, i)
+    for got, want in zip(gots, wants):
+        _same(got, want)
+    j = i[..., :4]  # in range: one_hot of bools is NumPy's
+    _same(fnp.take_along_axis(x > 3, j, mode="one_hot"), np.take_along_axis(x > 3, j, -1))
+    x1 = np.array([10, 20, 30])
+    _same(fnp.take_along_axis(x1, np.array([-1, -2])), jnp.take_along_axis(x1, np.array([-1, -2])))
+    with pytest.raises(TypeError, match="take_along_axis indices must be of integer type"):
+        fnp.take_along_axis(x, x)
+    with pytest.raises(ValueError, match="must be 1D if axis=None"):
+        fnp.take_along_axis(x, i, axis=None)
+
+
+def test_ravel_multi_index_ignore_and_dtype():
+    idx8, idx16 = np.array([0, 1], np.int8), np.array([1, 0], np.uint16)
+
+    def f(ravel, i8, i16):
+        pairs = [(i, o) for i in (i8, i16) for o in (None, np.int32)]
+        return [ravel((i, i), (2, 3), mode="ignore", dtype=o) for i, o in pairs]
+
+    gots = functx.jit(lambda a, b: f(fnp.ravel_multi_index, a, b))(idx8, idx16)
+    wants = jax.jit(lambda a, b: f(jnp.ravel_multi_index, a, b))(idx8, idx16)
+    for got, want in zip(gots, wants):
+        _same(got, want)
+        assert not got.weak_type
+    with pytest.raises(ValueError, match="not large enough"):
+        fnp.ravel_multi_index((np.array([0], np.int8),) * 2, (20, 20))
