@@ -491,10 +491,29 @@ def eye(N, M=None, k=0, dtype=None, *, device=None):
     """
     if device is not None:
         return _made_on(device, eye, N, M, k, dtype)
+    offset = _array_k(k, "eye")
+    if offset is not None:  # an array (possibly traced) diagonal, as JAX allows
+        N, M, _, dt = _nmk(N, M, 0, dtype, "eye")
+        odt = _aval(offset).dtype
+        r = ops.broadcasted_iota(odt, (N, M), 0)
+        c = ops.broadcasted_iota(odt, (N, M), 1)
+        return astype(equal(add(r, offset), c), dt)
     N, M, k, dt = _nmk(N, M, k, dtype, "eye")
     r = ops.broadcasted_iota(dtypes.int32, (N, M), 0)
     c = ops.broadcasted_iota(dtypes.int32, (N, M), 1)
     return astype(equal(c - r, k), dt)
+
+
+def _array_k(k, op):
+    """``k`` as a scalar integer Array when it is an array (traced or not; JAX's eye and tri
+    accept one), None for a Python or NumPy integer."""
+    if isinstance(k, (int, np.integer)) or not (_is_array(k) or isinstance(k, np.ndarray)):
+        return None
+    k = asarray(k)
+    kv = _aval(k)
+    if kv.shape != () or kv.dtype not in dtypes.INTEGERS:
+        raise FunctxValueError(f"{op}: k must be a scalar integer; got {kv.str_short()}{_loc()}")
+    return k
 
 
 def _nmk(N, M, k, dtype, op):
@@ -539,6 +558,23 @@ def tri(N, M=None, k=0, dtype=None):
       Array([[1., 0., 0.],
              [1., 1., 0.]], dtype=float32)
     """
+    if dtype is None:
+        dtype = dtypes.float32  # JAX's tri defaults to float32, with x64 too
+    offset = _array_k(k, "tri")
+    if offset is not None:  # an array (possibly traced) diagonal, as JAX allows
+        N, M, _, dt = _nmk(N, M, 0, dtype, "tri")
+        odt = _aval(offset).dtype
+        wide = dtypes.int32
+        if dtypes.iinfo(odt).min < dtypes.iinfo(wide).min or (
+            dtypes.iinfo(odt).max > dtypes.iinfo(wide).max
+        ):
+            wide = dtypes.int64
+        offset = astype(offset, wide)
+        r = ops.broadcasted_iota(wide, (N, M), 0)
+        c = ops.broadcasted_iota(wide, (N, M), 1)
+        return astype(greater_equal(add(r, offset), c), dt)
+    if not dtypes.x64_enabled() and not -(2**31) <= int(k) < 2**31:
+        raise FunctxOverflowError(f"Python int {k} too large to convert to int32{_loc()}")
     N, M, k, dt = _nmk(N, M, k, dtype, "tri")
     wide = dtypes.int64 if dtypes.x64_enabled() else dtypes.int32
     r = astype(ops.broadcasted_iota(dtypes.int32, (N, M), 0), wide)
@@ -4001,9 +4037,7 @@ def roll(a, shift, axis=None):
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), _aval(a).shape)
     if isinstance(shift, Tracer):
-        raise FunctxTypeError(
-            f"roll with a traced shift is not supported{_loc()}; pass a Python int"
-        )
+        return _roll_dynamic(a, shift, axis)
     shifts = _v.axis_seq(shift, "roll", "shift")
     axes = _v.axis_seq(axis, "roll", "axis")
     if len(shifts) != len(axes) and 1 not in (len(shifts), len(axes)):
@@ -4022,14 +4056,37 @@ def roll(a, shift, axis=None):
         if n == 0:
             continue
         if isinstance(s, Tracer):
-            raise FunctxTypeError(
-                f"roll with a traced shift is not supported{_loc()}; pass a Python int"
-            )
+            return _roll_dynamic(a, asarray(shift), axis)
         s = int(s) % n
         if s:
             a = ops.concatenate(
                 [ops.slice_in_dim(a, n - s, n, 1, ax), ops.slice_in_dim(a, 0, n - s, 1, ax)], ax
             )
+    return a
+
+
+def _roll_dynamic(a, shift, axis):
+    """``roll`` by a traced shift (a scalar or 1-D integer array): per axis, a slice of length
+    n starting at ``n - shift % n`` of ``a`` concatenated with itself."""
+    axes = _v.axis_seq(axis, "roll", "axis")
+    sv = _aval(shift)
+    if sv.dtype not in dtypes.INTEGERS:
+        raise FunctxTypeError(f"roll: shift must be integers, got {sv.str_short()}{_loc()}")
+    if sv.ndim > 1 or (sv.ndim == 1 and len(axes) not in (1, sv.shape[0])):
+        raise FunctxValueError(
+            f"'shift' and 'axis' arguments to roll must be scalars or 1D arrays{_loc()}"
+        )
+    count = builtins.max(len(axes), sv.shape[0] if sv.ndim else 1)
+    shifts = [shift if sv.ndim == 0 else shift[j if sv.shape[0] > 1 else 0] for j in range(count)]
+    axes = axes * count if len(axes) == 1 else axes
+    for x, ax in zip(shifts, axes):
+        ax = _canon_axis(ax, _aval(a).ndim, "roll axis")
+        n = _aval(a).shape[ax]
+        if n == 0:
+            continue
+        x = remainder(astype(x, dtypes.int32), np.int32(n))
+        both = ops.concatenate([a, a], ax)
+        a = ops.dynamic_slice_in_dim(both, subtract(np.int32(n), x), n, ax)
     return a
 
 

@@ -91,3 +91,27 @@ def test_ravel_multi_index_ignore_and_dtype():
         assert not got.weak_type
     with pytest.raises(ValueError, match="not large enough"):
         fnp.ravel_multi_index((np.array([0], np.int8),) * 2, (20, 20))
+
+
+def test_traced_k_of_eye_tri_and_traced_shift_of_roll():
+    x = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+
+    def f(np_, k, s):
+        return (
+            np_.eye(4, M=3, k=k),
+            np_.tri(4, M=3, k=k),
+            np_.roll(x, s, axis=(0, -1)),
+            np_.roll(x, s[0]),
+        )
+
+    s = np.array([1, -6])
+    gots = functx.jit(lambda k, s: f(fnp, k, s))(np.int32(-1), s)
+    wants = jax.jit(lambda k, s: f(jnp, k, s))(np.int32(-1), s)
+    for got, want in zip(gots, wants):
+        _same(got, want)
+    _same(fnp.eye(3, k=np.int32(1)), jnp.eye(3, k=np.int32(1)))
+    # JAX's tri defaults to float32 also with x64, and an int k beyond int32 overflows without it
+    _same(fnp.tri(3, k=2**33), jnp.tri(3, k=2**33))
+    with x64_off():
+        with pytest.raises(OverflowError):
+            fnp.tri(3, k=2**33)
