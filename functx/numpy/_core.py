@@ -18,6 +18,7 @@ import numpy as np
 from functx import config, dtypes, ops
 from functx.array import Array, UncommittedArray, device_rule, is_python_scalar
 from functx.control import associative_scan as _ascan
+from functx.control.sort import sort as _lax_sort
 from functx.core import ShapedArray
 from functx.errors import (
     FunctxArgumentError,
@@ -471,6 +472,8 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
         out = out.at[-1].set(t[0])
     if bshape:
         out = moveaxis(out, 0, axis)
+    if dt in dtypes.INTEGERS:
+        out = floor(out)  # JAX rounds an integer linspace down
     out = astype(out, dt)
     return (out, step.reshape(shape)) if retstep else out
 
@@ -4153,19 +4156,178 @@ def _pad_width(pad_width, av):
     return [(int(lo), int(hi)) for lo, hi in pw]
 
 
+def _pad_pairs(values, nd, name):
+    """A pad keyword (``constant_values``, ``stat_length``, ``end_values``) as ``nd`` concrete
+    ``(before, after)`` pairs: a scalar, ``(v,)``, ``(before, after)``, ``((before, after),)``
+    or one pair per axis, as in JAX."""
+    v = np.asarray(values)
+    if v.shape in ((), (1,)):
+        return [(v.reshape(()),) * 2] * nd
+    if v.shape in ((2,), (1, 2)):
+        v = v.reshape(2)
+        return [(v[0], v[1])] * nd
+    if v.shape == (nd, 2):
+        return [(v[i, 0], v[i, 1]) for i in range(nd)]
+    raise FunctxValueError(
+        f"jnp.pad: {name} with nd={nd} has unsupported shape {v.shape}. Valid shapes are "
+        f"({nd}, 2), (1, 2), (2,), (1,), or (){_loc()}"
+    )
+
+
+def _pad_constant(array, pw, constant_values):
+    av = _aval(array)
+    cv = np.asarray(constant_values)
+    if cv.ndim == 1 and cv.shape[0] not in (1, 2):
+        raise FunctxValueError(
+            f"jnp.pad: constant_values has unsupported shape {cv.shape}. If the shape is 1D or "
+            f"2D, the last dimension must be of size 1 or 2.{_loc()}"
+        )
+    if cv.size == 1:
+        return ops.pad(
+            array,
+            ops.convert_element_type(cv.reshape(()).item(), av.dtype),
+            [(int(lo), int(hi), 0) for lo, hi in pw],
+        )
+    pairs = np.broadcast_to(cv, (av.ndim, 2))
+    for ax, (lo, hi) in enumerate(pw):
+        for side, width in ((0, int(lo)), (1, int(hi))):
+            if width:
+                cfg = [(0, 0, 0)] * av.ndim
+                cfg[ax] = (width, 0, 0) if side == 0 else (0, width, 0)
+                val = ops.convert_element_type(pairs[ax, side].item(), av.dtype)
+                array = ops.pad(array, val, cfg)
+    return array
+
+
+def _repeat_on(x, count, ax):
+    shape = list(_aval(x).shape)
+    shape[ax] = count
+    return broadcast_to(x, tuple(shape))
+
+
+def _median_keep(x, axis, keepdims=True):
+    """jnp.median(x, axis, keepdims=True) for pad (NaN when the slice holds a NaN; the mean
+    of the two middle elements of an even count, in the inexact dtype)."""
+    x = x if _aval(x).dtype in dtypes.FLOATS else astype(x, dtypes.default_float())
+    n = _aval(x).shape[axis]
+    srt = _lax_sort(x, dimension=axis)
+    lo = ops.slice_in_dim(srt, (n - 1) // 2, (n - 1) // 2 + 1, 1, axis)
+    hi = ops.slice_in_dim(srt, n // 2, n // 2 + 1, 1, axis)
+    med = multiply(add(lo, hi), _const(0.5, lo))
+    return where(any(isnan(x), axis=axis, keepdims=True), _const(np.nan, med), med)
+
+
+def _pad_stats(array, pw, stat_length, mode):
+    """'maximum'/'minimum'/'mean'/'median' padding: each side repeats the statistic of the
+    first/last ``stat_length`` elements (default: the whole axis), rounded for integers."""
+    fn = {"maximum": max, "minimum": min, "mean": mean, "median": _median_keep}[mode]
+    nd = _aval(array).ndim
+    lengths = None if stat_length is None else _pad_pairs(stat_length, nd, "stat_length")
+    for ax, (lo, hi) in enumerate(pw):
+        n = _aval(array).shape[ax]
+        if lengths is None:
+            before = after = fn(array, axis=ax, keepdims=True)
+        else:
+            lb, la = (int(v) for v in lengths[ax])
+            if lb == 0 or la == 0:
+                raise FunctxValueError(f"stat_length of 0 yields no value for padding{_loc()}")
+            lb, la = builtins.min(lb, n), builtins.min(la, n)
+            before = fn(ops.slice_in_dim(array, 0, lb, 1, ax), axis=ax, keepdims=True)
+            after = fn(ops.slice_in_dim(array, n - la, n, 1, ax), axis=ax, keepdims=True)
+        dt = _aval(array).dtype
+        if dt in dtypes.INTEGERS:
+            before, after = round(before), round(after)
+        before, after = astype(before, dt), astype(after, dt)
+        array = concatenate(
+            [_repeat_on(before, int(lo), ax), array, _repeat_on(after, int(hi), ax)], axis=ax
+        )
+    return array
+
+
+def _pad_linear_ramp(array, pw, end_values):
+    """'linear_ramp' padding: from ``end_values`` towards the edge value (excluded), in the
+    array's dtype (JAX's linspace)."""
+    nd = _aval(array).ndim
+    ends = _pad_pairs(end_values, nd, "end_values")
+    for ax, (lo, hi) in enumerate(pw):
+        n = _aval(array).shape[ax]
+        dt = _aval(array).dtype
+        first = squeeze(ops.slice_in_dim(array, 0, 1, 1, ax), ax)
+        last = squeeze(ops.slice_in_dim(array, n - 1, n, 1, ax), ax)
+        shape = _aval(first).shape
+        before = linspace(
+            broadcast_to(asarray(ends[ax][0]), shape),
+            first,
+            int(lo),
+            endpoint=False,
+            dtype=dt,
+            axis=ax,
+        )
+        after = linspace(
+            broadcast_to(asarray(ends[ax][1]), shape),
+            last,
+            int(hi),
+            endpoint=False,
+            dtype=dt,
+            axis=ax,
+        )
+        array = concatenate([before, array, flip(after, ax)], axis=ax)
+    return array
+
+
+def _pad_reflect_odd(array, pw, mode):
+    """'reflect'/'symmetric' with ``reflect_type='odd'``: each reflected block is
+    ``2 * edge - block``, the edge moving out block by block (as NumPy and JAX do)."""
+    for ax, (lo, hi) in enumerate(pw):
+        n = _aval(array).shape[ax]
+        if n == 0 or lo == hi == 0:
+            continue
+        skip = 1 if (mode == "reflect" and n > 1) else 0
+        for before, padding in ((True, int(lo)), (False, int(hi))):
+            m = _aval(array).shape[ax]
+            edge = (
+                ops.slice_in_dim(array, 0, 1, 1, ax)
+                if before
+                else ops.slice_in_dim(array, m - 1, m, 1, ax)
+            )
+            while padding > 0:
+                cur = builtins.min(padding, n - skip)
+                padding -= cur
+                m = _aval(array).shape[ax]
+                if before:
+                    block = ops.slice_in_dim(array, skip, skip + cur, 1, ax)
+                else:
+                    stop = m if (mode == "symmetric" or n == 1) else m - 1
+                    block = ops.slice_in_dim(array, m - cur - skip, stop, 1, ax)
+                block = subtract(multiply(_const(2, edge), edge), flip(block, ax))
+                if n > 1:
+                    k = _aval(block).shape[ax]
+                    edge = (
+                        ops.slice_in_dim(block, 0, 1, 1, ax)
+                        if before
+                        else ops.slice_in_dim(block, k - 1, k, 1, ax)
+                    )
+                array = concatenate([block, array] if before else [array, block], axis=ax)
+    return array
+
+
 def pad(array, pad_width, mode="constant", **kwargs):
     """Pad an array (``jax.numpy.pad``).
 
-    Differs from JAX: JAX's modes 'linear_ramp', 'maximum', 'mean', 'median', 'minimum' and
-    'empty', and ``reflect_type='odd'``, raise UnsupportedError. A keyword the mode does not
-    take (``stat_length`` with 'constant', ...) raises ValueError, as in JAX.
+    A keyword the mode does not take (``stat_length`` with 'constant', ...) raises ValueError,
+    as in JAX. The keywords' values must be concrete.
 
     Arguments:
       array: an array or number.
       pad_width: an int, a ``(before, after)`` pair, or one pair per axis (non-negative).
-      mode: ``'constant'``, ``'edge'``, ``'wrap'``, ``'reflect'`` or ``'symmetric'``.
-      kwargs: the mode's keywords: ``constant_values`` (``'constant'``: the fill value,
-        default 0), ``reflect_type`` (``'reflect'``/``'symmetric'``: only ``'even'``).
+      mode: ``'constant'``, ``'edge'``, ``'wrap'``, ``'reflect'``, ``'symmetric'``,
+        ``'linear_ramp'``, ``'maximum'``, ``'minimum'``, ``'mean'``, ``'median'`` or
+        ``'empty'`` (zeros, as in JAX).
+      kwargs: the mode's keywords: ``constant_values`` (``'constant'``: the fill value, a
+        scalar, a pair or one pair per axis; default 0), ``reflect_type``
+        (``'reflect'``/``'symmetric'``: ``'even'`` or ``'odd'``), ``stat_length``
+        (the statistic modes: how many edge elements, default all), ``end_values``
+        (``'linear_ramp'``: where the ramps start, default 0).
     Returns:
       An Array whose axes grew by the padding.
     Example:
@@ -4174,6 +4336,8 @@ def pad(array, pad_width, mode="constant", **kwargs):
       Array([0, 1, 2, 3, 0, 0], dtype=int32)
       >>> jnp.pad(jnp.array([1, 2, 3]), 2, mode='reflect')
       Array([3, 2, 1, 2, 3, 2, 1], dtype=int32)
+      >>> jnp.pad(jnp.array([1.0, 2.0, 4.0]), (2, 1), mode='maximum')
+      Array([4., 4., 1., 2., 4., 4.], dtype=float32)
     """
     array = asarray(array) if not _is_array(array) else array
     av = _aval(array)
@@ -4198,16 +4362,10 @@ def pad(array, pad_width, mode="constant", **kwargs):
             f"unsupported keyword arguments for mode '{mode}': {unsupported}{_loc()}"
         )
     constant_values = kwargs.get("constant_values", 0)
-    if kwargs.get("reflect_type", "even") != "even":
-        if kwargs["reflect_type"] != "odd":
-            raise FunctxValueError(
-                f"pad: reflect_type must be 'even' or 'odd', got {kwargs['reflect_type']!r}{_loc()}"
-            )
-        raise UnsupportedError(f"pad: reflect_type='odd' is not supported by functx{_loc()}")
-    if mode not in ("constant", "edge", "wrap", "reflect", "symmetric"):
-        raise UnsupportedError(
-            f"pad: mode {mode!r} is not supported by functx; use 'constant', "
-            f"'edge', 'wrap', 'reflect' or 'symmetric'{_loc()}"
+    reflect_type = kwargs.get("reflect_type", "even")
+    if reflect_type not in ("even", "odd"):
+        raise FunctxValueError(
+            f"pad: reflect_type must be 'even' or 'odd', got {reflect_type!r}{_loc()}"
         )
     if mode != "constant":
         for ax, (lo, hi) in enumerate(pw):
@@ -4216,15 +4374,18 @@ def pad(array, pad_width, mode="constant", **kwargs):
                     f"pad: cannot pad the empty axis {ax} of "
                     f"{av.str_short()} with mode={mode!r}{_loc()}"
                 )
+    if av.ndim == 0:
+        return array
+    if mode == "empty":  # JAX's empty padding is zeros
+        mode, constant_values = "constant", 0
     if mode == "constant":
-        cv = np.asarray(constant_values)
-        if cv.ndim:
-            raise FunctxTypeError(f"pad: only scalar constant_values are supported{_loc()}")
-        return ops.pad(
-            array,
-            ops.convert_element_type(cv.item(), av.dtype),
-            [(int(lo), int(hi), 0) for lo, hi in pw],
-        )
+        return _pad_constant(array, pw, constant_values)
+    if mode in ("maximum", "minimum", "mean", "median"):
+        return _pad_stats(array, pw, kwargs.get("stat_length"), mode)
+    if mode == "linear_ramp":
+        return _pad_linear_ramp(array, pw, kwargs.get("end_values", 0))
+    if mode in ("reflect", "symmetric") and reflect_type == "odd":
+        return _pad_reflect_odd(array, pw, mode)
     if mode in ("edge", "wrap", "reflect", "symmetric"):
         out = array
         for ax, (lo, hi) in enumerate(pw):

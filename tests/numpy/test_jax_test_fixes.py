@@ -115,3 +115,23 @@ def test_traced_k_of_eye_tri_and_traced_shift_of_roll():
     with x64_off():
         with pytest.raises(OverflowError):
             fnp.tri(3, k=2**33)
+
+
+def test_pad_statistic_ramp_odd_and_array_constant_modes():
+    x = np.array([[3.0, -2.0, 5.0, 1.0], [0.5, 7.0, -1.0, 2.0]], np.float32)
+    cases = [
+        ("maximum", {}),
+        ("minimum", dict(stat_length=2)),
+        ("mean", dict(stat_length=((1, 3), (2, 1)))),
+        ("median", {}),
+        ("linear_ramp", dict(end_values=(1, -4))),
+        ("reflect", dict(reflect_type="odd")),
+        ("symmetric", dict(reflect_type="odd")),
+        ("constant", dict(constant_values=np.array([3, 5]))),
+        ("empty", {}),
+    ]
+    for mode, kw in cases:
+        _same(fnp.pad(x, (2, 3), mode=mode, **kw), jnp.pad(x, (2, 3), mode=mode, **kw))
+    xi = x.astype(np.int32)
+    _same(fnp.pad(xi, (2, 1), mode="linear_ramp"), jnp.pad(xi, (2, 1), mode="linear_ramp"))
+    _same(fnp.pad(xi, 1, mode="median"), jnp.pad(xi, 1, mode="median"))
