@@ -62,7 +62,41 @@ def lower_jaxpr(closed: ClosedJaxpr) -> Graph:
     lower_eqns(g, j, env)
     for a in j.outvars:
         g.outputs.append(read(g, env, a))
+    _fold_transposed_products(g)
     return g
+
+
+def _fold_transposed_products(g: Graph) -> None:
+    """A matrix product read only through a transpose (the weight gradient ``x.T @ d`` comes out of
+    ``dot_general``'s transpose rule as ``(d.T @ x).T``) computes the transposed product instead,
+    ``C.T = B.T @ A.T``, by swapping its operands and their BLAS transpose flags: the transpose
+    becomes an in-order view, and no consumer reads the product across its rows."""
+    consumers: dict[int, int] = {}
+    for n in g.nodes:
+        for i in n.inputs:
+            consumers[i.id] = consumers.get(i.id, 0) + 1
+    outputs = {n.id for n in g.outputs}
+    for t in g.nodes:
+        if t.kind != "pointwise" or t.params.get("permutation") != (1, 0) or len(t.inputs) != 1:
+            continue
+        d = t.inputs[0]
+        if (
+            d.kind != "dot"
+            or set(d.params) != _DOT_PARAMS
+            or d.shape != (d.params["m"], d.params["n"])
+            or d.params["batch"] != 1
+            or consumers.get(d.id) != 1
+            or d.id in outputs
+        ):
+            continue
+        p = d.params
+        p["lhs"], p["rhs"] = p["rhs"], p["lhs"]
+        p["lhs_trans"], p["rhs_trans"] = not p["rhs_trans"], not p["lhs_trans"]
+        p["m"], p["n"] = p["n"], p["m"]
+        d.inputs = [p["lhs"], p["rhs"]]
+        d.shape = t.shape
+        del t.params["permutation"]
+        t.fn = lambda idx, ctx, d=d: d.load(idx, ctx)
 
 
 def _literal_node(g, a: Literal) -> Node:
@@ -596,6 +630,9 @@ def _dot_general(g, ins, avals, *, dimension_numbers, preferred_element_type=Non
 
 
 _BUFFERED = ("input", "reduce", "dot", "scatter", "dus")
+
+
+_DOT_PARAMS = {"lhs", "rhs", "lhs_trans", "rhs_trans", "batch", "m", "k", "n", "precision"}
 
 
 def _same_order_source(x):

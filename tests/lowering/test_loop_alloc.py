@@ -80,3 +80,27 @@ def test_fori_loop_from_threads_that_end():
         for got in res:
             for g, w in zip(got, want):
                 np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-5, atol=1e-5)
+
+
+def test_transposed_products_fold_into_the_product():
+    # the weight gradient x.T @ d comes out of dot_general's transpose as (d.T @ x).T: computed
+    # as one product in the consumer's layout; a product also read directly is left alone.
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((6, 5)).astype(np.float32)
+    w = rng.standard_normal((5, 4)).astype(np.float32)
+    b = rng.standard_normal((4, 3)).astype(np.float32)
+
+    def f(w, x, b):
+        def loss(w):
+            return jnp.sum(jnp.tanh(x @ w) @ b)
+
+        g = functx.grad(loss)(w)
+        y = x @ w
+        return w - 0.1 * g, (b.T @ w.T).T, y, y.T
+
+    graph = functx.jit(f).lower(w, x, b).as_text()
+    assert "m=5 k=6 n=4" in graph  # the weight gradient, (5, 4) directly
+    want = f(w, x, b)
+    got = functx.jit(f)(w, x, b)
+    for g, v in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(v), rtol=1e-5, atol=1e-5)
