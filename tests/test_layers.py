@@ -62,6 +62,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "functx._window",
             "functx._gather",
             "functx._conv",
+            "functx._qdwh",
             "functx.scipy",
             "functx.test_util",
             "functx.flatten_util",
@@ -74,7 +75,18 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ),
     ("devices", ("functx.devices",)),
     ("lowering", ("functx.lowering",)),
-    ("top", ("functx.jit", "functx.demo", "functx")),
+    (
+        "top",
+        (
+            "functx.jit",
+            "functx.demo",
+            "functx",
+            "functx.sharding",
+            "functx.distributed",
+            "functx._shard_map",
+            "functx.experimental.shard_map",
+        ),
+    ),
 ]
 
 # Function-level imports of functx modules that are honest (not cycle breakers), as

@@ -70,6 +70,21 @@ from functx.control.associative_scan import (
     cumsum as cumsum,
 )
 from functx.control.betainc import betainc as betainc
+from functx.control.collectives import (
+    all_gather as all_gather,
+    all_to_all as all_to_all,
+    axis_index as axis_index,
+    axis_size as axis_size,
+    pbroadcast as pbroadcast,
+    pmax as pmax,
+    pmean as pmean,
+    pmin as pmin,
+    ppermute as ppermute,
+    pshuffle as pshuffle,
+    psum as psum,
+    psum_scatter as psum_scatter,
+    pswapaxes as pswapaxes,
+)
 from functx.control.cond import (
     cond as cond,
     switch as switch,
@@ -117,6 +132,7 @@ from functx.ops import (
     atanh as atanh,
     bessel_i0e as bessel_i0e,
     bessel_i1e as bessel_i1e,
+    bitcast_convert_type as bitcast_convert_type,
     bitwise_and as bitwise_and,
     bitwise_not as bitwise_not,
     bitwise_or as bitwise_or,
@@ -221,6 +237,19 @@ from functx.ops import (
 __getattr__ = _missing_name_hook(__name__)
 
 __all__ = [
+    "all_gather",
+    "all_to_all",
+    "axis_index",
+    "axis_size",
+    "pbroadcast",
+    "pmax",
+    "pmean",
+    "pmin",
+    "ppermute",
+    "pshuffle",
+    "psum",
+    "psum_scatter",
+    "pswapaxes",
     "FftType",
     "GatherDimensionNumbers",
     "GatherScatterMode",
@@ -251,6 +280,7 @@ __all__ = [
     "bessel_i0e",
     "bessel_i1e",
     "betainc",
+    "bitcast_convert_type",
     "bitwise_and",
     "bitwise_not",
     "bitwise_or",

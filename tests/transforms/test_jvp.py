@@ -725,6 +725,8 @@ NOT_IN_TABLE |= {"cholesky", "triangular_solve", "lu", "eigh", "qr", "svd"}
 NOT_IN_TABLE |= {"custom_linear_solve"}
 NOT_IN_TABLE |= {"eig"}  # check_grads in tests/numpy/test_linalg_eig.py
 NOT_IN_TABLE |= {"tridiagonal_solve"}  # check_grads in tests/numpy/test_linalg_lax_more.py
+# named-axis collectives (need a bound axis): check_grads in tests/control/test_collectives.py
+NOT_IN_TABLE |= {"psum", "pmax", "pmin", "all_gather", "reduce_scatter", "all_to_all", "ppermute"}
 
 
 def _merge(diff, fixed, positions=None):

@@ -174,6 +174,12 @@ CASES["fft"] = [
         (np.dtype(np.complex128),),
     )
 ]
+CASES["bitcast_convert_type"] = [
+    Case(lambda rng, dt: [_vals(rng, (2, 3), dt)], {"new_dtype": np.dtype(I32)}, (F32,)),
+    # wider: the last axis (2 float32 -> 1 float64) is consumed, so a batch axis drawn last moves
+    Case(lambda rng, dt: [_vals(rng, (3, 2), dt)], {"new_dtype": np.dtype(F64)}, (F32, I32)),
+    Case(lambda rng, dt: [_vals(rng, (3,), dt)], {"new_dtype": np.dtype(np.uint16)}, FLOATS),
+]
 CASES["convert_element_type"] = [
     Case(
         lambda rng, dt: [_vals(rng, (2, 3), dt) * 3],
@@ -421,6 +427,15 @@ HIGHER_ORDER = {
     "householder_product",
     "schur",
     "tridiagonal_solve",
+    # named-axis collectives (vmap with and without axis_name): tests/control/test_collectives.py
+    "psum",
+    "pmax",
+    "pmin",
+    "axis_index",
+    "all_gather",
+    "reduce_scatter",
+    "all_to_all",
+    "ppermute",
 }
 
 
