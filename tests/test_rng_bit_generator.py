@@ -29,10 +29,12 @@ K64 = np.array([0xFEDCBA9876543210, 0xFFFFFFFFFFFFFFFD], np.uint64)
 
 
 def _cases():
-    """(algorithm, dtype, shape, key): Threefry (1) and Philox (2) for every dtype and shape
-    with a uint32[4] key, 32/64-bit outputs with a uint64[2] key, RNG_DEFAULT (0: Philox on
-    the CPU) and an empty shape."""
-    out = [(a, dt, s, "k32") for a in (1, 2) for dt in UNSIGNED for s in SHAPES]
+    """(algorithm, dtype, shape, key): Threefry (1) and Philox (2) for every shape with a
+    uint32[4] key (narrow dtypes once each), 32/64-bit outputs with a uint64[2] key,
+    RNG_DEFAULT (0: Philox on the CPU) and an empty shape."""
+    out = [(a, dt, s, "k32") for a in (1, 2) for dt in UNSIGNED[2:] for s in SHAPES]
+    out += [(a, np.uint8, (3, 5), "k32") for a in (1, 2)]  # (narrow: the 32-bit bits' low bits)
+    out += [(a, np.uint16, (3, 4, 1), "k32") for a in (1, 2)]
     out += [(a, dt, s, "k64") for a in (1, 2) for dt in UNSIGNED[2:] for s in SHAPES[:2]]
     return out + [
         (0, np.uint32, (3, 5), "k32"),
