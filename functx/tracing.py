@@ -342,7 +342,7 @@ def _run_host(prim, vals, avals, params, args, committed: bool):
     """Check the operands' types, run the NumPy implementation, wrap the results as Arrays."""
     out_avals = abstract_eval_checked(prim, avals, params)
     for a in avals:
-        if a.dtype.kind == "V" and a.dtype in dtypes.NARROW_SET:
+        if a.dtype.itemsize == 1 and a.dtype in dtypes.NARROW_SET:
             # int4, float8, ...: computed wider, rounded or wrapped back by _wrap
             out = dtypes.call_widened(prim.name, prim.impl, vals, params)
             break
