@@ -155,7 +155,8 @@ def render(prog, k, group) -> bool:
     lib = library()
     if lib is None:
         return False
-    lines = emit(prog, lib, step.params, ins, outs)
+    params = dict(step.params, upper=True) if getattr(step, "upper", False) else step.params
+    lines = emit(prog, lib, params, ins, outs)
     if lines is None:
         return False
     # ("fx_host" below keeps this kernel in the main translation unit, beside fx_lapack_fn)
@@ -174,6 +175,16 @@ def _cholesky(prog, lib, params, ins, outs):
     letter, rt, w = _LETTER[np.dtype(x.dtype)]
     n = x.shape[-1]
     nb = _batch(x.shape)
+    # the lower factor: 'U' of the column-major view (the transpose), the upper triangle zeroed;
+    # the upper factor of a real operand (``upper``, ``control/linalg._UpperCholeskyStep``):
+    # 'L' of the view, the lower triangle zeroed
+    upper = params.get("upper", False)
+    zero = (
+        f"      for (int64_t j = 0; j < i; ++j) m[i * {n}LL + j] = 0;"
+        if upper
+        else f"      for (int64_t j = (i + 1) * {w}LL; j < {n * w}LL; ++j)"
+        f" m[i * {n * w}LL + j] = 0;"
+    )
     return [
         _fn(prog, lib, letter, "potrf"),
         f"if (!fx_{letter}potrf) return 1;",
@@ -181,12 +192,12 @@ def _cholesky(prog, lib, params, ins, outs):
         f"for (int64_t b = 0; b < {nb}LL; ++b) {{",
         f"  {rt}* m = ({rt}*)({o.buf}) + b * {n * n * w}LL;",
         f"  const {it} n = {n}; {it} info = 0;",
-        f'  fx_{letter}potrf("U", &n, m, &n, &info, 1);',
+        f'  fx_{letter}potrf("{"L" if upper else "U"}", &n, m, &n, &info, 1);',
         "  if (info != 0) {",
         f"    for (int64_t i = 0; i < {n * n * w}LL; ++i) m[i] = NAN;",
         "  } else {",
         f"    for (int64_t i = 0; i < {n}LL; ++i)",
-        f"      for (int64_t j = (i + 1) * {w}LL; j < {n * w}LL; ++j) m[i * {n * w}LL + j] = 0;",
+        zero,
         "  }",
         "}",
     ]
