@@ -19,7 +19,23 @@ from functx.lowering.schedule import Kernel
 _PAR_DOT = 1 << 20
 
 
-_SMALL_GEMM = 1 << 24  # matrix products of at most this many multiply-adds are generated code
+# Generated code (``_small_gemm``) for products of fewer multiply-adds than this per matrix, and
+# for vector-like ones (fewer than 4 rows or 2 columns: their float32 sums are blocked, see
+# ``_cascade_split``); the others call OpenBLAS on one thread (``_blas_call``), 2-20x faster
+# than the generated tiles from 2^15 multiply-adds up on the 2-core AVX2 test machine
+# (``python benchmarks/matmul_cpu.py --crossover``; the figures are in its docstring).
+_SMALL_GEMM = 1 << 15
+
+# Without control over the BLAS's thread count, products up to this many multiply-adds in all
+# stay generated code (its threads would spin against the program's).
+_SMALL_GEMM_THREADED = 1 << 24
+
+
+def _generated(bsz, m, kk, nn) -> bool:
+    """Whether a float product is generated code rather than a BLAS call."""
+    if blas_threads() is None:
+        return bsz * m * nn * kk <= _SMALL_GEMM_THREADED
+    return m < 4 or nn < 2 or m * nn * kk < _SMALL_GEMM
 
 
 def render(prog, k: Kernel):
@@ -41,7 +57,7 @@ def render(prog, k: Kernel):
     blas = {dtypes.float32: "fx_sgemm", dtypes.float64: "fx_dgemm"}.get(np.dtype(node.dtype))
     close = ["  }"]
     same = np.dtype(lhs.dtype) == np.dtype(node.dtype) == np.dtype(rhs.dtype)
-    if blas and same and bsz * m * nn * kk <= _SMALL_GEMM:
+    if blas and same and _generated(bsz, m, kk, nn):
         lines += _small_gemm(node, la, rb_, ta, tb, bsz, m, kk, nn, ct)
         prog.body += lines
         return
@@ -136,7 +152,7 @@ def _blas_call(prog, node, blas, la, rb_, ta, tb, bsz, m, kk, nn, ct):
     work = bsz * m * nn * kk
     lib = blas_threads()
     pieces = min(_BLAS_PIECES, max(1, work // _BLAS_PIECE), max(m, nn) // 16 or 1)
-    if lib is None or pieces * bsz < 2:
+    if lib is None:
         return [
             f"    for (int64_t b = 0; b < {bsz}LL; ++b)",
             f"      {blas}(101, {112 if ta else 111}, {112 if tb else 111}, {m}LL, {nn}LL,"
@@ -161,6 +177,7 @@ def _blas_call(prog, node, blas, la, rb_, ta, tb, bsz, m, kk, nn, ct):
         c_off = "p0"
         mm, nnn = f"{m}LL", "(p1 - p0)"
         span = nn
+    parallel = pieces * bsz >= 2
     return [
         "    static const fx_blas_nt_set_t fx_bset ="
         f' (fx_blas_nt_set_t)fx_lapack_fn("{path}", "{st}");',
@@ -168,7 +185,7 @@ def _blas_call(prog, node, blas, la, rb_, ta, tb, bsz, m, kk, nn, ct):
         f' (fx_blas_nt_get_t)fx_lapack_fn("{path}", "{gt}");',
         "    const int fx_bprev = (fx_bset && fx_bget) ? fx_bget() : 1;",
         "    if (fx_bprev != 1) fx_bset(1);",
-        "    #pragma omp parallel for schedule(dynamic)",
+        *(["    #pragma omp parallel for schedule(dynamic)"] if parallel else []),
         f"    for (int64_t q = 0; q < {bsz * pieces}LL; ++q) {{",
         f"      const int64_t b = q / {pieces}LL, p = q % {pieces}LL;",
         f"      const int64_t p0 = p * {span}LL / {pieces}LL;",
