@@ -1,4 +1,20 @@
-"""C++ matrix products: generated loops for small products, the BLAS NumPy links otherwise."""
+"""C++ matrix products: generated loops for small products, the BLAS NumPy links otherwise.
+
+Float products of at least ``_SMALL_GEMM`` (2^15) multiply-adds per matrix, with 4 rows and 2
+columns or more, call NumPy's OpenBLAS (``cblas_?gemm``). OpenBLAS's own threads are not used:
+after a call they spin waiting for the next one while the program's OpenMP threads want the same
+cores, and under load a call waits for a descheduled worker (a 3x3 convolution's forward took
+6x, its gradient 10x JAX's time on the loaded 2-core machine). Instead ``_blas_call`` sets
+OpenBLAS to one thread for the kernel (restoring its count after) and cuts a large product into
+pieces of about 2^22 multiply-adds along its longer side, which the program's OpenMP threads
+take (``schedule(dynamic)``). Measured with ``benchmarks/matmul_cpu.py --crossover`` on the
+2-core AVX2 machine under load average 12 (wall/CPU us per call, generated against BLAS): 64x64
+@ 64x64 176/176 against 93/94, (128,256) @ (256,10) 126/126 against 62/62, (1024,64) @ (64,64)
+6378/1548 against 230/231, 512x512 @ 512x512 189701/42136 against 21170/5102; at 16x16 they tie
+(47 against 44, the call's cost). The per-sample-gradient MLP's 128x256 @ 256x256 went from
+12.4-15.9 ms (generated, OpenMP under load) to 0.21-0.25 ms (NumPy: 0.19-0.24 when its threads
+are idle). Without a way to set OpenBLAS's thread count (another BLAS), products up to 2^24
+multiply-adds stay generated code, as before."""
 
 from __future__ import annotations
 
