@@ -1418,6 +1418,10 @@ def signbit(x, /):
     if dt in dtypes.COMPLEX:
         raise FunctxValueError(f"jax.numpy.signbit is not well defined for {dt.name}{_loc()}")
     if dt in dtypes.FLOATS:
+        if dt not in (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64):
+            raise NotImplementedError(
+                f"jax.numpy.signbit only supports 16, 32, and 64-bit types.{_loc()}"
+            )
         bits = ops.bitcast_convert_type(x, np.dtype(f"int{dt.itemsize * 8}"))
         return ops.lt(bits, _const(0, bits))
     return less(x, 0)

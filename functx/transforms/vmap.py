@@ -46,6 +46,7 @@ from functx.array import Array
 from functx.core import ClosedJaxpr, Literal, Primitive, ShapedArray
 from functx.errors import FunctxError, UnsupportedError
 from functx.interpreter import eval_jaxpr
+from functx.primitives.bitcast import nbits as bitcast_nbits
 from functx.source_info import source_info, where
 from functx.transforms import axis_env
 from functx.transforms.jvp import arg_avals, check_callable
@@ -380,7 +381,7 @@ def _rev_rule(args, dims, *, dimensions):
 def _bitcast_rule(args, dims, *, new_dtype):
     # a width change adds or consumes the last axis, which must not be the batch axis
     (x,), (d,) = args, dims
-    if d == _ndim(x) - 1 and tracing.get_aval(x).dtype.itemsize != np.dtype(new_dtype).itemsize:
+    if d == _ndim(x) - 1 and bitcast_nbits(tracing.get_aval(x).dtype) != bitcast_nbits(new_dtype):
         x, d = moveaxis(x, d, 0), 0
     return P.bitcast_convert_type_p.bind(x, new_dtype=new_dtype), d
 
