@@ -56,15 +56,26 @@ THE INTERFACE (for ``shard_map`` and the distributed runtime)
   - ``axis_index()``: this device's position (an int).
 
   Every device calls the same methods in the same order (the program is the same on each).
-  The eager implementation of each collective primitive looks its axis names up when it runs
-  and calls the handlers (collectives over several names call each axis's handler in turn,
-  where the operation allows it: psum/pmax/pmin, all_gather, psum_scatter, axis_index).
+  Collectives over several names call each axis's handler in turn where the operation allows
+  it: psum/pmax/pmin in the order of the names; all_gather the last name first, so the result
+  is laid out first-name-major; psum_scatter as a psum then this position's block (its index in
+  the names' product, first name major); axis_index likewise. all_to_all and ppermute take one
+  spmd name.
+* Which frame a collective uses: each equation records, in its ``frames`` parameter (a
+  ``Baked`` tuple, one entry per axis name), the ``"spmd"`` frame that bound each name when it
+  was traced. When the equation runs (eagerly, or as the host step below) a name bound at that
+  moment uses the frame bound then; a name no longer bound uses the recorded frame. So the
+  backward pass of ``grad`` or a program compiled by ``jit`` runs after ``shard_map``'s
+  ``with axis_frame(...)`` blocks have closed; jvp/transpose/vmap rules carry the parameter.
+  A name bound neither way raises NameError.
 * Under ``jit`` every collective lowers to a *host step* of the compiled program
   (``CollectiveStep``, as the callbacks lower): the program calls back into Python, which does
-  the same lookup at run time, so a program compiled inside ``shard_map`` runs inside it. Such
-  programs are never stored in the disk program cache. On the Triton backend a handler may
-  offer an attribute ``torch``: an object with the same methods taking and returning torch
-  tensors on the program's device (NCCL without host copies); otherwise NumPy copies are used.
+  the same frame choice at run time. Such programs are never stored in the disk program cache.
+  On the Triton backend a handler may offer an attribute ``torch``: an object with the same
+  methods taking and returning torch tensors on the program's device (NCCL without host
+  copies); otherwise NumPy copies are used.
+* Note: a value that is a NumPy array or Python scalar (not a functx Array) is taken to be the
+  same on every device: ``psum(1, "x")`` is ``axis_size("x")`` without communicating, as in JAX.
 """
 
 from __future__ import annotations
@@ -73,7 +84,7 @@ import math
 
 import numpy as np
 
-from functx import dtypes, ops
+from functx import dtypes, ops, primitives as P
 from functx.array import Array
 from functx.control.common import lower_to_loop
 from functx.core import Primitive, ShapedArray
@@ -95,17 +106,76 @@ from functx.transforms.axis_env import (
 
 
 # --- helpers -------------------------------------------------------------------------------------
-def _check_names(names, api: str):
-    """Every name bound (NameError otherwise, as JAX's); returns their frames."""
+class Baked:
+    """The ``frames`` parameter of a collective equation: for each of its axis names, the
+    ``"spmd"`` frame that bound it when the equation was traced (None for a name bound by
+    ``vmap``). The eager implementation and the host step use it when the name is no longer
+    bound where they run (a backward pass or a compiled program run after ``shard_map``'s
+    frames closed); a name bound where they run uses that frame. Prints the names only."""
+
+    __slots__ = ("frames",)
+
+    def __init__(self, frames):
+        self.frames = tuple(frames)
+
+    def __iter__(self):
+        return iter(self.frames)
+
+    def __len__(self):
+        return len(self.frames)
+
+    def __getitem__(self, i):
+        return self.frames[i]
+
+    def __eq__(self, other):
+        return isinstance(other, Baked) and self.frames == other.frames
+
+    def __hash__(self):
+        return hash(self.frames)
+
+    def __repr__(self):
+        # (an spmd frame prints with its handler's address, so the program cache, which indexes
+        # programs by their printout, never takes one traced under another handler)
+        return (
+            "("
+            + ", ".join(
+                "-" if f is None else f"{f.kind}:{f.name} at 0x{id(f.handler):x}" for f in self
+            )
+            + ")"
+        )
+
+
+def _bake(names) -> Baked:
+    """The frames parameter for ``names`` traced now (their spmd frames, None for the rest)."""
     out = []
     for n in names:
-        try:
+        f = lookup(n) if is_bound(n) else None
+        out.append(f if f is not None and f.kind == "spmd" else None)
+    return Baked(out)
+
+
+def _keep(frames, names, keep) -> Baked:
+    """``frames`` restricted to the names in ``keep``."""
+    if frames is None:
+        return None
+    return Baked(f for f, n in zip(frames, names) if n in keep)
+
+
+def _check_names(names, api: str, baked=None):
+    """The frame of every name: the one bound now, else the one baked into the equation
+    (NameError if neither, as JAX's)."""
+    out = []
+    for i, n in enumerate(names):
+        if is_bound(n):
             out.append(lookup(n))
-        except NameError:
+            continue
+        f = baked[i] if baked is not None and i < len(baked) else None
+        if f is None:
             raise NameError(
                 f"unbound axis name: {n}. {api} needs it bound by vmap(..., axis_name=...) or "
                 f"shard_map{where()}"
-            ) from None
+            )
+        out.append(f)
     return out
 
 
@@ -159,14 +229,14 @@ registry["pmax"] = pmax_p
 registry["pmin"] = pmin_p
 
 
-def _psum_abstract(*avals, axes):
-    _check_names(axes, "psum")
+def _psum_abstract(*avals, axes, frames=None):
+    _check_names(axes, "psum", frames)
     return [ShapedArray(a.shape, a.dtype, a.weak_type) for a in avals]
 
 
 def _reduce_abstract(name):
-    def rule(aval, *, axes):
-        _check_names(axes, name)
+    def rule(aval, *, axes, frames=None):
+        _check_names(axes, name, frames)
         return ShapedArray(aval.shape, aval.dtype, aval.weak_type)
 
     return rule
@@ -177,9 +247,9 @@ pmax_p.abstract_eval = _reduce_abstract("pmax")
 pmin_p.abstract_eval = _reduce_abstract("pmin")
 
 
-def _reduce_eager(op: str, x, axes):
+def _reduce_eager(op: str, x, axes, frames=None):
     dt = np.asarray(x).dtype
-    for f in _check_names(axes, op):
+    for f in _check_names(axes, op, frames):
         if f.kind == "vmap":  # (a value that is the same for every example)
             x = np.asarray(x) * dt.type(f.size) if op == "psum" else x
         else:
@@ -187,26 +257,26 @@ def _reduce_eager(op: str, x, axes):
     return _np(x, dt)
 
 
-psum_p.impl = lambda *xs, axes: [_reduce_eager("psum", x, axes) for x in xs]
-pmax_p.impl = lambda x, *, axes: _reduce_eager("pmax", x, axes)
-pmin_p.impl = lambda x, *, axes: _reduce_eager("pmin", x, axes)
+psum_p.impl = lambda *xs, axes, frames=None: [_reduce_eager("psum", x, axes, frames) for x in xs]
+pmax_p.impl = lambda x, *, axes, frames=None: _reduce_eager("pmax", x, axes, frames)
+pmin_p.impl = lambda x, *, axes, frames=None: _reduce_eager("pmin", x, axes, frames)
 
 
-def _psum_jvp(primals, tangents, *, axes):
-    outs = psum_p.bind(*primals, axes=axes)
+def _psum_jvp(primals, tangents, *, axes, frames=None):
+    outs = psum_p.bind(*primals, axes=axes, frames=frames)
     live = [i for i, t in enumerate(tangents) if not isinstance(t, J.Zero)]
     touts = [J.Zero(J.tangent_aval(get_aval(o))) for o in outs]
     if live:
-        for i, t in zip(live, psum_p.bind(*[tangents[i] for i in live], axes=axes)):
+        for i, t in zip(live, psum_p.bind(*[tangents[i] for i in live], axes=axes, frames=frames)):
             touts[i] = t
     return outs, touts
 
 
-def _psum_transpose(cts, *args, axes):
+def _psum_transpose(cts, *args, axes, frames=None):
     live = [i for i, c in enumerate(cts) if not isinstance(c, J.Zero)]
     out = [J.Zero(a.aval) if T.is_undefined(a) else None for a in args]
     if live:
-        for i, c in zip(live, psum_p.bind(*[cts[i] for i in live], axes=axes)):
+        for i, c in zip(live, psum_p.bind(*[cts[i] for i in live], axes=axes, frames=frames)):
             if T.is_undefined(args[i]):
                 out[i] = c
     return out
@@ -225,12 +295,13 @@ J.jvp_rules[pmin_p] = _no_jvp(pmin_p)
 T.transpose_rules[psum_p] = _psum_transpose
 
 
-def _reduce_batch(prim, axis: V.AxisData, args, dims, *, axes):
+def _reduce_batch(prim, axis: V.AxisData, args, dims, *, axes, frames=None):
     """psum/pmax/pmin under vmap: over the batched axis, a reduction over the batch dimension
     (an unbatched operand: times the size for psum, itself for pmax/pmin) whose result is the
     same for every example; over other names, the collective re-bound on the batched value."""
     mine = axis.name is not None and axis.name in axes
     rest = tuple(n for n in axes if n != axis.name)
+    kw = {"axes": rest, "frames": _keep(frames, axes, rest)}
     outs, out_ds = [], []
     for x, d in zip(args, dims):
         if mine:
@@ -246,7 +317,7 @@ def _reduce_batch(prim, axis: V.AxisData, args, dims, *, axes):
         else:
             y = x
         if rest:
-            y = psum_p.bind(y, axes=rest)[0] if prim is psum_p else prim.bind(y, axes=rest)
+            y = psum_p.bind(y, **kw)[0] if prim is psum_p else prim.bind(y, **kw)
         outs.append(y)
         out_ds.append(d)
     if prim.multiple_results:
@@ -268,13 +339,13 @@ axis_index_p = Primitive("axis_index", group="collective")
 registry["axis_index"] = axis_index_p
 
 
-def _axis_index_abstract(*, axis_name):
-    _check_names((axis_name,), "axis_index")
+def _axis_index_abstract(*, axis_name, frames=None):
+    _check_names((axis_name,), "axis_index", frames)
     return ShapedArray((), dtypes.int32)
 
 
-def _axis_index_impl(*, axis_name):
-    (f,) = _check_names((axis_name,), "axis_index")
+def _axis_index_impl(*, axis_name, frames=None):
+    (f,) = _check_names((axis_name,), "axis_index", frames)
     if f.kind == "vmap":
         raise FunctxError(
             f"axis_index: the vmap axis {axis_name!r} reached the eager path (a bug in vmap)"
@@ -287,10 +358,10 @@ axis_index_p.impl = _axis_index_impl
 J.nondifferentiable.add(axis_index_p)
 
 
-def _axis_index_batch(axis: V.AxisData, args, dims, *, axis_name):
+def _axis_index_batch(axis: V.AxisData, args, dims, *, axis_name, frames=None):
     if axis_name == axis.name:
         return ops.iota(dtypes.int32, axis.size), 0
-    return axis_index_p.bind(axis_name=axis_name), None
+    return axis_index_p.bind(axis_name=axis_name, frames=frames), None
 
 
 V.axis_batching_rules[axis_index_p] = _axis_index_batch
@@ -302,8 +373,8 @@ all_gather_p = Primitive("all_gather", group="collective")
 registry["all_gather"] = all_gather_p
 
 
-def _all_gather_abstract(aval, *, axis_name, all_gather_dimension, axis_size, tiled):
-    _check_names(axis_name, "all_gather")
+def _all_gather_abstract(aval, *, axis_name, all_gather_dimension, axis_size, tiled, frames=None):
+    _check_names(axis_name, "all_gather", frames)
     shape = list(aval.shape)
     if tiled:
         shape[all_gather_dimension] *= axis_size
@@ -312,10 +383,10 @@ def _all_gather_abstract(aval, *, axis_name, all_gather_dimension, axis_size, ti
     return ShapedArray(tuple(shape), aval.dtype, aval.weak_type)
 
 
-def _all_gather_impl(x, *, axis_name, all_gather_dimension, axis_size, tiled):
+def _all_gather_impl(x, *, axis_name, all_gather_dimension, axis_size, tiled, frames=None):
     x = np.asarray(x)
     dt, ax = x.dtype, all_gather_dimension
-    fs = _check_names(axis_name, "all_gather")
+    fs = _check_names(axis_name, "all_gather", frames)
     if len(fs) == 1 and fs[0].kind == "spmd":
         return _np(_handler(fs[0], "all_gather")(x, ax, tiled), dt)
     y = x
@@ -364,8 +435,8 @@ psum_scatter_p = Primitive("reduce_scatter", group="collective")
 registry["reduce_scatter"] = psum_scatter_p
 
 
-def _psum_scatter_abstract(aval, *, axis_name, scatter_dimension, axis_size, tiled):
-    _check_names(axis_name, "psum_scatter")
+def _psum_scatter_abstract(aval, *, axis_name, scatter_dimension, axis_size, tiled, frames=None):
+    _check_names(axis_name, "psum_scatter", frames)
     shape = list(aval.shape)
     n = shape[scatter_dimension]
     if tiled:
@@ -394,13 +465,13 @@ def _combined_index(fs) -> int:
     return idx
 
 
-def _psum_scatter_impl(x, *, axis_name, scatter_dimension, axis_size, tiled):
+def _psum_scatter_impl(x, *, axis_name, scatter_dimension, axis_size, tiled, frames=None):
     x = np.asarray(x)
     dt, sd = x.dtype, scatter_dimension
-    fs = _check_names(axis_name, "psum_scatter")
+    fs = _check_names(axis_name, "psum_scatter", frames)
     if len(fs) == 1 and fs[0].kind == "spmd":
         return _np(_handler(fs[0], "psum_scatter")(x, sd, tiled), dt)
-    total = _reduce_eager("psum", x, axis_name)
+    total = _reduce_eager("psum", x, axis_name, frames)
     i = _combined_index(fs)
     if tiled:
         m = total.shape[sd] // axis_size
@@ -438,8 +509,8 @@ all_to_all_p = Primitive("all_to_all", group="collective")
 registry["all_to_all"] = all_to_all_p
 
 
-def _all_to_all_abstract(aval, *, axis_name, split_axis, concat_axis, tiled):
-    fs = _check_names(axis_name, "all_to_all")
+def _all_to_all_abstract(aval, *, axis_name, split_axis, concat_axis, tiled, frames=None):
+    fs = _check_names(axis_name, "all_to_all", frames)
     n = math.prod(f.size for f in fs)
     shape = list(aval.shape)
     if shape[split_axis] % n:
@@ -452,9 +523,9 @@ def _all_to_all_abstract(aval, *, axis_name, split_axis, concat_axis, tiled):
     return ShapedArray(tuple(shape), aval.dtype, aval.weak_type)
 
 
-def _all_to_all_impl(x, *, axis_name, split_axis, concat_axis, tiled):
+def _all_to_all_impl(x, *, axis_name, split_axis, concat_axis, tiled, frames=None):
     x = np.asarray(x)
-    fs = _check_names(axis_name, "all_to_all")
+    fs = _check_names(axis_name, "all_to_all", frames)
     if len(fs) != 1 or fs[0].kind != "spmd":
         raise NotImplementedError(
             f"all_to_all over the axes {axis_name} ({[f.kind for f in fs]} frames): one "
@@ -467,9 +538,11 @@ all_to_all_p.abstract_eval = _all_to_all_abstract
 all_to_all_p.impl = _all_to_all_impl
 
 
-def _all_to_all_batch(axis: V.AxisData, args, dims, *, axis_name, split_axis, concat_axis, tiled):
+def _all_to_all_batch(
+    axis: V.AxisData, args, dims, *, axis_name, split_axis, concat_axis, tiled, frames=None
+):
     (x,), (d,) = args, dims
-    params = dict(axis_name=axis_name, tiled=tiled)
+    params = dict(axis_name=axis_name, tiled=tiled, frames=frames)
     if axis.name is None or axis.name not in axis_name:
         if d is None:
             return all_to_all_p.bind(
@@ -479,11 +552,9 @@ def _all_to_all_batch(axis: V.AxisData, args, dims, *, axis_name, split_axis, co
         return all_to_all_p.bind(
             x, split_axis=split_axis + 1, concat_axis=concat_axis + 1, **params
         ), 0
-    if len(axis_name) > 1:
-        raise NotImplementedError(
-            f"all_to_all over several axis names {axis_name} under vmap{where()}"
-        )
     n = axis.size
+    if len(axis_name) > 1:
+        return _all_to_all_batch_names(axis, x, d, axis_name, split_axis, concat_axis, frames)
     x = V.bdim_at_front(x, d, n)  # (k, *per-example): example k's operand
     s, c = split_axis + 1, concat_axis + 1
     x = _split_axis(x, s, n)  # (k, ..., j, m, ...): chunk j of example k goes to example j
@@ -497,6 +568,56 @@ def _all_to_all_batch(axis: V.AxisData, args, dims, *, axis_name, split_axis, co
     return _fold_axis(x, pos + 1), 0
 
 
+def _all_to_all_batch_names(axis, x, d, names, split_axis, concat_axis, frames):
+    """all_to_all over several names, one of them batched here. A position's index in the
+    names' product is (M, i, m): M over the names before this one, i this one, m the names
+    after it; chunk (M', i', m') of each operand goes to position (M', i', m'). The exchange
+    factorises: over M (an all_to_all over the major names), over m (over the minor names),
+    and over i, which is a transpose of the batch axis with the chunk index."""
+    pos = names.index(axis.name)
+    major, minor = tuple(names[:pos]), tuple(names[pos + 1 :])
+    nM = math.prod(f.size for f in _check_names(major, "all_to_all", _keep(frames, names, major)))
+    nm = math.prod(f.size for f in _check_names(minor, "all_to_all", _keep(frames, names, minor)))
+    n = axis.size
+    x = V.bdim_at_front(x, d, n)  # (i_src, *per-example)
+    per = _shape(x)[1:]
+    s = split_axis
+    q = per[s] // (nM * n * nm)
+    rest = per[:s] + (q,) + per[s + 1 :]  # the per-example axes, the split one cut to a chunk
+    x = ops.reshape(x, (n,) + per[:s] + (nM, n, nm, q) + per[s + 1 :])
+    # (i_src, M_dst, i_dst, m_dst, *rest), then size-1 axes to receive M_src and m_src
+    chunk = [1 + s, 2 + s, 3 + s]
+    others = [a for a in range(1, len(per) + 4) if a not in chunk]
+    x = ops.transpose(x, [0] + chunk + others)
+    x = ops.expand_dims(x, (1, 4))  # (i_src, 1, M_dst, i_dst, 1, m_dst, *rest)
+    if major:
+        x = all_to_all_p.bind(
+            x,
+            axis_name=major,
+            split_axis=2,
+            concat_axis=1,
+            tiled=True,
+            frames=_keep(frames, names, major),
+        )
+    if minor:
+        x = all_to_all_p.bind(
+            x,
+            axis_name=minor,
+            split_axis=5,
+            concat_axis=4,
+            tiled=True,
+            frames=_keep(frames, names, minor),
+        )
+    # (i_src, M_src, 1, i_dst, m_src, 1, *rest) -> (i_dst, M_src, i_src, m_src, *rest)
+    x = ops.squeeze(x, (2, 5))
+    x = ops.transpose(x, [2, 1, 0, 3] + list(range(4, len(rest) + 4)))
+    x = ops.reshape(x, (n, nM * n * nm) + rest)  # (i_dst, source in the names' order, *rest)
+    # the sources go before the concat axis, merged with it (the source index major)
+    c = concat_axis
+    x = V.moveaxis(x, 1, 1 + c)
+    return _fold_axis(x, 1 + c), 0
+
+
 V.axis_batching_rules[all_to_all_p] = _all_to_all_batch
 
 
@@ -505,14 +626,18 @@ ppermute_p = Primitive("ppermute", group="collective")
 registry["ppermute"] = ppermute_p
 
 
-def _ppermute_abstract(aval, *, axis_name, perm):
-    _check_names(axis_name, "ppermute")
+def _ppermute_abstract(aval, *, axis_name, perm, frames=None):
+    _check_names(axis_name, "ppermute", frames)
     return ShapedArray(aval.shape, aval.dtype, aval.weak_type)
 
 
-def _ppermute_impl(x, *, axis_name, perm):
+def _ppermute_impl(x, *, axis_name, perm, frames=None):
     x = np.asarray(x)
-    fs = _check_names(axis_name, "ppermute")
+    fs = _check_names(axis_name, "ppermute", frames)
+    if all(f.kind == "vmap" for f in fs) and len({d for _, d in perm}) == math.prod(
+        f.size for f in fs
+    ):  # (a value the same for every example, as JAX's batcher leaves it: itself)
+        return x
     if len(fs) != 1 or fs[0].kind != "spmd":
         raise NotImplementedError(
             f"ppermute over the axes {axis_name} ({[f.kind for f in fs]} frames): one "
@@ -525,26 +650,33 @@ ppermute_p.abstract_eval = _ppermute_abstract
 ppermute_p.impl = _ppermute_impl
 
 
-def _ppermute_batch(axis: V.AxisData, args, dims, *, axis_name, perm):
+def _ppermute_batch(axis: V.AxisData, args, dims, *, axis_name, perm, frames=None):
     (x,), (d,) = args, dims
     if axis.name is None or axis.name not in axis_name:
-        return ppermute_p.bind(x, axis_name=axis_name, perm=perm), d
+        return ppermute_p.bind(x, axis_name=axis_name, perm=perm, frames=frames), d
     rest = tuple(n for n in axis_name if n != axis.name)
     if rest:  # (JAX's batcher does the same: the permutation applies to the other names)
-        return ppermute_p.bind(x, axis_name=rest, perm=perm), d
+        return ppermute_p.bind(
+            x, axis_name=rest, perm=perm, frames=_keep(frames, axis_name, rest)
+        ), d
     n = axis.size
     src_of = {dst % n: src % n for src, dst in perm}
     if d is None:
         if len(src_of) == n:
             return x, None
         d, x = 0, V.broadcast_batched(x, n, 0)
-    parts = []
-    for i in range(n):
-        part = ops.index_in_dim(x, src_of.get(i, 0), d, keepdims=True)
-        if i not in src_of:
-            part = ops.full(_shape(part), 0, get_aval(x).dtype)
-        parts.append(part)
-    return ops.concatenate(parts, d), d
+    # one gather along the batch axis: example i takes example src_of[i] (an index out of range,
+    # so zeros, where no pair sends to i)
+    idx = np.asarray([[src_of.get(i, n)] for i in range(n)], np.int32)
+    full = len(src_of) == n
+    out = P.gather_p.bind(
+        x,
+        Array.from_value(idx),
+        axes=(d,),
+        mode="clip" if full else "fill",
+        fill_value=None if full else 0,
+    )
+    return out, 0
 
 
 V.axis_batching_rules[ppermute_p] = _ppermute_batch
@@ -562,7 +694,7 @@ def _linear_jvp(prim):
     return rule
 
 
-def _all_gather_t(ct, x, *, axis_name, all_gather_dimension, axis_size, tiled):
+def _all_gather_t(ct, x, *, axis_name, all_gather_dimension, axis_size, tiled, frames=None):
     if isinstance(ct, J.Zero):
         return [J.Zero(x.aval)]
     return [
@@ -572,11 +704,12 @@ def _all_gather_t(ct, x, *, axis_name, all_gather_dimension, axis_size, tiled):
             scatter_dimension=all_gather_dimension,
             axis_size=axis_size,
             tiled=tiled,
+            frames=frames,
         )
     ]
 
 
-def _psum_scatter_t(ct, x, *, axis_name, scatter_dimension, axis_size, tiled):
+def _psum_scatter_t(ct, x, *, axis_name, scatter_dimension, axis_size, tiled, frames=None):
     if isinstance(ct, J.Zero):
         return [J.Zero(x.aval)]
     return [
@@ -586,24 +719,31 @@ def _psum_scatter_t(ct, x, *, axis_name, scatter_dimension, axis_size, tiled):
             all_gather_dimension=scatter_dimension,
             axis_size=axis_size,
             tiled=tiled,
+            frames=frames,
         )
     ]
 
 
-def _all_to_all_t(ct, x, *, axis_name, split_axis, concat_axis, tiled):
+def _all_to_all_t(ct, x, *, axis_name, split_axis, concat_axis, tiled, frames=None):
     if isinstance(ct, J.Zero):
         return [J.Zero(x.aval)]
     return [
         all_to_all_p.bind(
-            ct, axis_name=axis_name, split_axis=concat_axis, concat_axis=split_axis, tiled=tiled
+            ct,
+            axis_name=axis_name,
+            split_axis=concat_axis,
+            concat_axis=split_axis,
+            tiled=tiled,
+            frames=frames,
         )
     ]
 
 
-def _ppermute_t(ct, x, *, axis_name, perm):
+def _ppermute_t(ct, x, *, axis_name, perm, frames=None):
     if isinstance(ct, J.Zero):
         return [J.Zero(x.aval)]
-    return [ppermute_p.bind(ct, axis_name=axis_name, perm=tuple((d, s) for s, d in perm))]
+    inverse = tuple((d, s) for s, d in perm)
+    return [ppermute_p.bind(ct, axis_name=axis_name, perm=inverse, frames=frames)]
 
 
 for _p, _t in (
@@ -643,18 +783,21 @@ class CollectiveStep:
         out = self.prim.impl(*vals, **self.params)
         return list(out) if self.prim.multiple_results else [out]
 
-    def torch(self, ins, outs):
-        """The step on the Triton program's flat device tensors."""
-        names = self.params.get("axes", self.params.get("axis_name"))
-        fs = [lookup(n) for n in names_tuple(names)]
+    @property
+    def torch(self):
+        """The Triton runtime's hook: the step on the program's device tensors, when the one
+        spmd frame of the equation has a handler with a ``torch`` object (None otherwise: the
+        runtime then calls ``__call__`` on NumPy copies). Resolved when the step runs."""
+        names = names_tuple(self.params.get("axes", self.params.get("axis_name")))
+        fs = _check_names(names, self.prim.name, self.params.get("frames"))
         dev = getattr(fs[0].handler, "torch", None) if len(fs) == 1 else None
+        complex_ = any(np.dtype(a.dtype).kind == "c" for a in self.in_avals + self.out_avals)
+        if dev is None or fs[0].kind != "spmd" or complex_:
+            return None
+        return lambda ins, outs: self._on_device(dev, ins, outs)
+
+    def _on_device(self, dev, ins, outs):
         shaped = [t.reshape(a.shape) for t, a in zip(ins, self.in_avals)]
-        if dev is None or fs[0].kind != "spmd":
-            args = [t.cpu().numpy() for t in shaped]
-            results = self(*args)
-            for o, r in zip(outs, results):
-                o.copy_(type(o)(np.ascontiguousarray(r).reshape(-1)).to(o.device))
-            return
         name, p = self.prim.name, self.params
         if name == "psum":
             results = [dev.psum(t) for t in shaped]
@@ -671,7 +814,10 @@ class CollectiveStep:
         else:
             results = [dev.axis_index()]
         for o, r in zip(outs, results):
-            o.copy_(r.reshape(-1).to(o.dtype))
+            if not hasattr(r, "reshape") or not hasattr(r, "to"):  # (an int index, a NumPy array)
+                o.copy_(o.new_tensor(np.asarray(r)).reshape(-1))
+            else:
+                o.copy_(r.reshape(-1).to(device=o.device, dtype=o.dtype))
 
 
 def _collective_lowering(prim):
@@ -738,7 +884,7 @@ def psum(x, axis_name, *, axis_index_groups=None):
     ]
     if not leaves:
         return x
-    return tree_unflatten(tree, psum_p.bind(*leaves, axes=names))
+    return tree_unflatten(tree, psum_p.bind(*leaves, axes=names, frames=_bake(names)))
 
 
 def _py(v) -> bool:
@@ -774,7 +920,7 @@ def _reduce_public(prim, api):
     def fn(x, axis_name, *, axis_index_groups=None):
         _no_groups(axis_index_groups, api)
         names = names_tuple(axis_name)
-        return _map(lambda v: prim.bind(v, axes=names), x)
+        return _map(lambda v: prim.bind(v, axes=names, frames=_bake(names)), x)
 
     return fn
 
@@ -847,7 +993,7 @@ def axis_index(axis_name):
       [0 1 2 3]
     """
     if not isinstance(axis_name, (tuple, list)):
-        return axis_index_p.bind(axis_name=axis_name)
+        return axis_index_p.bind(axis_name=axis_name, frames=_bake((axis_name,)))
     index, inner = None, 1
     for name in reversed(axis_name):
         term = ops.mul(axis_index(name), ops.full((), inner, dtypes.int32))
@@ -893,7 +1039,12 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False, to=
         nd = len(get_aval(v).shape)
         ax = _canon(axis, nd if tiled else nd + 1, "all_gather axis")
         return all_gather_p.bind(
-            v, axis_name=names, all_gather_dimension=ax, axis_size=n, tiled=bool(tiled)
+            v,
+            axis_name=names,
+            all_gather_dimension=ax,
+            axis_size=n,
+            tiled=bool(tiled),
+            frames=_bake(names),
         )
 
     return _map(bind, x)
@@ -925,7 +1076,12 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
     def bind(v):
         sd = _canon(scatter_dimension, len(get_aval(v).shape), "psum_scatter scatter_dimension")
         return psum_scatter_p.bind(
-            v, axis_name=names, scatter_dimension=sd, axis_size=n, tiled=bool(tiled)
+            v,
+            axis_name=names,
+            scatter_dimension=sd,
+            axis_size=n,
+            tiled=bool(tiled),
+            frames=_bake(names),
         )
 
     return _map(bind, x)
@@ -982,7 +1138,12 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
                 v = ops.expand_dims(v, (concat_axis,))
                 split_axis += 1
         out = all_to_all_p.bind(
-            v, axis_name=names, split_axis=split_axis, concat_axis=concat_axis, tiled=bool(tiled)
+            v,
+            axis_name=names,
+            split_axis=split_axis,
+            concat_axis=concat_axis,
+            tiled=bool(tiled),
+            frames=_bake(names),
         )
         if not tiled and split_axis != concat_axis:
             out = ops.squeeze(out, (split_axis,))
@@ -1011,7 +1172,7 @@ def ppermute(x, axis_name, perm):
     srcs, dsts = [s for s, _ in perm], [d for _, d in perm]
     if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts):
         raise ValueError(f"ppermute sources and destinations must be unique, got {perm}.")
-    return _map(lambda v: ppermute_p.bind(v, axis_name=names, perm=perm), x)
+    return _map(lambda v: ppermute_p.bind(v, axis_name=names, perm=perm, frames=_bake(names)), x)
 
 
 def pshuffle(x, axis_name, perm):

@@ -49,6 +49,11 @@ from functx._laxextra import (
     tile as tile,
     unstack as unstack,
 )
+from functx._rng import (
+    RandomAlgorithm as RandomAlgorithm,
+    rng_bit_generator as rng_bit_generator,
+    rng_uniform as rng_uniform,
+)
 from functx._window import (
     padtype_to_pads as padtype_to_pads,
     reduce_window as reduce_window,
@@ -125,6 +130,7 @@ from functx.ops import (
     atanh as atanh,
     bessel_i0e as bessel_i0e,
     bessel_i1e as bessel_i1e,
+    bitcast_convert_type as bitcast_convert_type,
     bitwise_and as bitwise_and,
     bitwise_not as bitwise_not,
     bitwise_or as bitwise_or,
@@ -272,6 +278,7 @@ __all__ = [
     "bessel_i0e",
     "bessel_i1e",
     "betainc",
+    "bitcast_convert_type",
     "bitwise_and",
     "bitwise_not",
     "bitwise_or",
@@ -415,6 +422,9 @@ __all__ = [
     "broadcast_to_rank",
     "dynamic_update_index_in_dim",
     "reduce_xor",
+    "RandomAlgorithm",
+    "rng_bit_generator",
+    "rng_uniform",
     "optimization_barrier",
     "empty",
     "stack",

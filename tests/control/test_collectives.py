@@ -15,6 +15,7 @@ from hypothesis import given, settings, strategies as st
 import functx
 from functx import lax
 from functx.control import collectives as C
+from functx.interpreter import eval_jaxpr
 from functx.test_util import check_grads
 
 
@@ -136,20 +137,15 @@ def test_partial_permutations_and_pbroadcast():
 
 def test_in_axes_out_axes_and_unbatched_operands():
     x = np.arange(12.0).reshape(3, 4)
-    for ns in (functx, jax):
-        L = ns.lax
 
-        def f(v, w):
-            perm = [(0, 1), (1, 0), (2, 3), (3, 2)]
-            return L.psum(v, "i"), L.all_gather(w, "i"), L.ppermute(w, "i", perm)
+    def f(v, w):
+        perm = [(0, 1), (1, 0), (2, 3), (3, 2)]
+        return lax.psum(v, "i"), lax.all_gather(w, "i"), lax.ppermute(w, "i", perm)
 
-        out = ns.vmap(f, in_axes=(1, None), out_axes=(None, 0, 1), axis_name="i")(x, x[0])
-        if ns is functx:
-            got = out
-        else:
-            want = out
-    for g, w in zip(got, want):
-        _close(g, w)
+    s, g, p = functx.vmap(f, in_axes=(1, None), out_axes=(None, 0, 1), axis_name="i")(x, x[0])
+    _close(s, x.sum(1))  # (psum's result is the same for every example: out_axes None works)
+    _close(g, np.broadcast_to(x[0], (4, 4, 4)))
+    _close(p, np.broadcast_to(x[0][:, None], (4, 4)))  # (unbatched, permuted: itself)
 
 
 def test_nested_names():
@@ -168,31 +164,58 @@ def test_nested_names():
         }
 
     def run(ns):
-        return ns.vmap(ns.vmap(lambda v: body(ns, v), axis_name="j"), axis_name="i")(x)
+        return ns.vmap(ns.vmap(lambda v: body(ns, v), axis_name="j"), axis_name="i")
 
-    got, want = run(functx), run(jax)
+    got, want = run(functx)(x), jax.jit(run(jax))(x)
     for k in want:
         _close(got[k], want[k])
 
 
+@pytest.mark.parametrize("split_axis,concat_axis,vmap_axis", [(0, 1, 0), (1, 0, 2), (1, 1, 1)])
+def test_all_to_all_over_two_nested_names(split_axis, concat_axis, vmap_axis):
+    # (JAX's batching_test testAllToAllSplitAxis: the two names act as one axis of size 4)
+    x = np.arange(64).reshape(4, 4, 4)
+    shape = list(x.shape)
+    shape[vmap_axis : vmap_axis + 1] = (2, 2)
+    f = functx.vmap(
+        functx.vmap(
+            lambda v: lax.all_to_all(v, ("i", "j"), split_axis, concat_axis),
+            in_axes=vmap_axis,
+            axis_name="j",
+        ),
+        in_axes=vmap_axis,
+        axis_name="i",
+    )
+    got = np.asarray(f(x.reshape(shape))).reshape(x.shape)
+    want = np.moveaxis(x, (vmap_axis, split_axis + (vmap_axis <= split_axis)), (concat_axis + 1, 0))
+    np.testing.assert_array_equal(got, want)
+
+
+def test_ppermute_of_a_value_the_same_for_every_example():
+    # (JAX's testPpermuteBatcherTrivial: the cotangent 1.0 is a constant, permuted eagerly)
+    f = functx.vmap(functx.grad(lambda v: lax.ppermute(v, "i", [[0, 1], [1, 0]])), axis_name="i")
+    _close(f(np.array([1.0, 2.0])), np.ones(2))
+
+
 def test_collectives_inside_control_flow_under_vmap():
+    # the rules of scan and cond batch their bodies with the vmap's axis name
     x = np.arange(6.0).reshape(3, 2)
 
-    def run(ns):
-        L = ns.lax
+    def f(v):
+        def step(c, _):
+            return c + lax.psum(c, "i") * 0.1, lax.axis_index("i")
 
-        def f(v):
-            def step(c, _):
-                return c + L.psum(c, "i") * 0.1, L.axis_index("i")
+        c, ys = lax.scan(step, v, None, length=2)
+        y = lax.cond(v[0] > 1, lambda u: lax.pmax(u, "i"), lambda u: u, v)
+        return c, ys, y
 
-            c, ys = L.scan(step, v, None, length=2)
-            y = L.cond(v[0] > 1, lambda u: L.pmax(u, "i"), lambda u: u, v)
-            return c, ys, y
-
-        return ns.vmap(f, axis_name="i")(x)
-
-    for g, w in zip(run(functx), run(jax)):
-        _close(g, w)
+    c, ys, y = functx.vmap(f, axis_name="i")(x)
+    want = x
+    for _ in range(2):
+        want = want + want.sum(0) * 0.1
+    _close(c, want)
+    _close(ys, np.repeat(np.arange(3, dtype=np.int32)[:, None], 2, 1))
+    _close(y, np.where(x[:, :1] > 1, x.max(0), x))
 
 
 def test_derivatives_match_jax():
@@ -209,14 +232,13 @@ def test_derivatives_match_jax():
             out = out + (L.all_to_all(ns.numpy.outer(v, v), "i", 0, 1) * v).sum()
         return out
 
-    for ns in (functx, jax):
+    def derivatives(ns, x):
         per_example = ns.vmap(ns.grad(lambda v: loss(ns, v)), axis_name="i")(x)
         total = ns.grad(lambda y: ns.vmap(lambda v: loss(ns, v), axis_name="i")(y).sum())(x)
-        tang = ns.jvp(ns.vmap(lambda v: loss(ns, v), axis_name="i"), (x,), (np.ones_like(x),))
-        if ns is functx:
-            got = (per_example, total, *tang)
-        else:
-            want = (per_example, total, *tang)
+        return per_example, total  # (forward mode: check_grads below)
+
+    got = derivatives(functx, x)
+    want = jax.jit(lambda y: derivatives(jax, y))(x)
     for g, w in zip(got, want):
         _close(g, w, rtol=1e-10, atol=1e-10)
     check_grads(
@@ -257,19 +279,24 @@ def test_default_mode_dtypes(no_x64):
         return L.psum(v, "i"), L.pmean(v, "i"), L.axis_index("i"), L.psum(v > 1, "i")
 
     got = functx.vmap(lambda v: f(functx, v), axis_name="i")(x)
-    want = jax.vmap(lambda v: f(jax, v), axis_name="i")(x)
+    want = jax.jit(jax.vmap(lambda v: f(jax, v), axis_name="i"))(x)
     for g, w in zip(got, want):
         _close(g, w)
 
 
 def test_jit_of_a_vmapped_body_matches_eager():
     x = np.random.default_rng(2).normal(size=(4, 4)).astype(np.float32)
-    f = functx.vmap(lambda v: _body(functx, v, 4), axis_name="i")
-    eager = f(x)
-    compiled = functx.jit(f)(x)
-    for k in eager:
-        for g, w in zip(jax.tree.leaves(compiled[k]), jax.tree.leaves(eager[k])):
-            _close(g, w, rtol=1e-6, atol=1e-6)
+
+    def body(v):
+        return (
+            lax.psum(v, "i") * lax.axis_index("i"),
+            lax.all_gather(v, "i", tiled=True),
+            lax.ppermute(v, "i", [(0, 1), (1, 0)]) + lax.pswapaxes(v, "i", 0),
+        )
+
+    f = functx.vmap(body, axis_name="i")
+    for g, w in zip(functx.jit(f)(x), f(x)):
+        _close(g, w)
 
 
 # --- the spmd interface: a handler that records what it is asked --------------------------------
@@ -352,12 +379,9 @@ def test_spmd_frames_dispatch_to_the_handler_eagerly_and_under_jit(tmp_path, mon
     _close(e["index"], np.int32(1))
     _close(e["scatter"], 3 * x[1:2])
     _close(e["grad"], 2 * 3 * 3 * x)  # psum's transpose is a psum
-    # outside the frame the compiled program finds no axis: NameError when it runs
-    g = functx.jit(lambda v: lax.psum(v, "d"))
-    with C.axis_frame("d", 3, "spmd", Recorder()):
-        g(x)
+    # a program traced with no frame bound: NameError
     with pytest.raises(NameError, match="unbound axis name: d"):
-        g(x)
+        functx.jit(lambda v: lax.psum(v, "d"))(x)
 
 
 def test_axis_frame_api():
@@ -365,7 +389,7 @@ def test_axis_frame_api():
         C.lookup("q")
     with C.axis_frame(C.AxisFrame("q", 2, "vmap")):
         with C.axis_frame("q", 5, "spmd", Recorder()):
-            assert C.lookup("q").size == 5 and C.env_key()[-1] == ("q", 5, "spmd")
+            assert C.lookup("q").size == 5 and C.env_key()[-1][:3] == ("q", 5, "spmd")
         assert C.lookup("q").size == 2
     assert not C.is_bound("q") and C.frames() == ()
     with pytest.raises(ValueError):
@@ -396,3 +420,88 @@ def test_docstring_examples():
             runner.run(t)
         assert sum(len(t.examples) for t in tests) > 0, qual
         assert runner.failures == before, qual
+
+
+def test_frames_recorded_at_trace_time_serve_after_the_frame_closes():
+    """grad's backward pass and a compiled program run outside shard_map's frames (the
+    multi-process mode): each equation carries the spmd frame it was traced under."""
+    x = np.arange(6.0).reshape(3, 2)
+    rec = Recorder()
+
+    def body(v):  # (as shard_map's wrapper does: the frame is bound while the body traces)
+        with C.axis_frame("d", 3, "spmd", rec):
+            return lax.psum(v, "d") * lax.axis_index("d")
+
+    f = functx.jit(body)
+    f(x)  # (traced and compiled)
+    with C.axis_frame("d", 3, "spmd", rec):
+        closed = functx.make_jaxpr(lambda v: lax.psum(v, "d"))(x)
+        _, pullback = functx.vjp(lambda v: (lax.all_gather(v, "d") ** 2).sum(), x)
+    assert "spmd:d" in str(closed)
+    n = len(rec.calls)
+    _close(f(x), 3 * x)  # the compiled program, run outside any frame
+    (ct,) = pullback(np.float64(1.0))  # the transpose (psum_scatter), outside the frame
+    _close(ct, 6 * x)  # the recorder's psum_scatter of the cotangent 2 * stack(x, x, x)
+    assert [c[0] for c in rec.calls[n:]] == ["psum", "axis_index", "psum_scatter"]
+    _close(eval_jaxpr(closed.jaxpr, closed.consts, x)[0], 3 * x)
+
+
+class TorchRecorder(Recorder):
+    """A Recorder whose ``torch`` object takes and returns torch tensors (as an NCCL handler
+    does), so a Triton program's host step hands it the device tensors."""
+
+    def __init__(self):
+        super().__init__()
+        self.torch = self
+        self.seen = []
+
+    def psum(self, x):
+        self.seen.append(type(x).__module__.split(".")[0])
+        return super().psum(x)
+
+
+def test_triton_host_steps_in_the_interpreter(monkeypatch):
+    pytest.importorskip("triton")
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    from functx.lowering.triton.program import compile_triton
+    from functx.transforms import passes
+
+    x = np.arange(6.0, dtype=np.float32).reshape(3, 2)
+
+    def f(v):
+        return lax.psum(v, "d") + 1, lax.all_gather(v, "d", tiled=True), lax.axis_index("d")
+
+    # a vmapped body (its collectives become array operations) against eager
+    sq = np.arange(9.0, dtype=np.float32).reshape(3, 3)
+    body = functx.vmap(
+        lambda v: lax.pswapaxes(v, "i", 0) * lax.axis_index("i") + lax.psum(v, "i"),
+        axis_name="i",
+    )
+    exe = compile_triton(passes.simplify(functx.make_jaxpr(body)(sq)))
+    _close(np.asarray(exe(torch.as_tensor(sq))[0]), body(sq))
+    for rec, seen in ((Recorder(), None), (TorchRecorder(), "torch")):
+        with C.axis_frame("d", 3, "spmd", rec):
+            want = f(x)
+            exe = compile_triton(passes.simplify(functx.make_jaxpr(f)(x)))
+            n = len(rec.calls)
+            outs = [np.asarray(o) for o in exe(torch.as_tensor(x))]
+        for g, w in zip(outs, want):
+            _close(g, w)
+        assert sorted(c[0] for c in rec.calls[n:]) == ["all_gather", "axis_index", "psum"]
+        if seen:
+            assert rec.seen[-1] == "torch"
+
+
+def test_traces_that_read_an_axis_size_are_not_reused_under_another():
+    # a scan body and a jitted function read the bound axis's size (pmean, axis_size): their
+    # cached traces are keyed on the axis environment
+    def f(v):
+        return lax.scan(lambda c, x: (c + lax.pmean(x, "i"), None), 0.0, v)[0]
+
+    _close(functx.vmap(f, axis_name="i")(np.ones((3, 2))), np.full(3, 2.0))
+    _close(functx.vmap(f, axis_name="i")(np.arange(8.0).reshape(4, 2)), np.full(4, 7.0))
+    g = functx.jit(lambda v: lax.axis_size("d") * v)
+    for n in (2, 5):
+        with C.axis_frame("d", n, "spmd", Recorder()):
+            _close(g(np.ones(1)), np.full(1, float(n)))

@@ -712,6 +712,7 @@ DECLARED_UNSUPPORTED = {
     "tridiagonal": lambda x: lax.linalg.tridiagonal(fnp.outer(x, x) + 1.0)[0],
     "schur": lambda x: lax.linalg.schur(fnp.outer(x, x) + 1.0)[0],
     "householder_product": lambda x: lax.linalg.householder_product(fnp.outer(x, x), x[:1]),
+    "rng_uniform": lambda x: lax.rng_uniform(x[0], x[1], (2,)),  # stateful: no derivative in JAX
 }
 # the host callbacks (tests/test_debug.py): debug_callback has no outputs (its jvp calls it on the
 # primals), pure_callback's and io_callback's jvps raise JAX's ValueError
