@@ -4,7 +4,7 @@ processes 0 and 1 while 2 and 3 wait: one launch, to keep the suite's time), aga
 single-process run of
 the same programs (tests/test_sharding.py's ``cases``, which that file checks against JAX's
 shard_map): collectives over one and two mesh axes, gradients taken inside the body through
-``psum``/``pmean``, and ``jit`` of a shard_map-ped function.
+``psum``/``pmean``, ``jit`` of a shard_map-ped function, and ``grad`` of one refused.
 
 Run as a script (by the launcher), this file is the per-process program: every process runs the
 cases of the meshes it belongs to and process 0 writes the results to the path given."""
@@ -66,9 +66,23 @@ def _main(path):
             with functx.disable_jit():
                 res.update(run(functx, devices, eager))
         dist.barrier()
+    res["grad_refused"] = [np.array(_grad_outside_is_refused(functx))]
     if me == 0:
         np.savez(path, **{f"{k}/{i}": a for k, vs in res.items() for i, a in enumerate(vs)})
     functx.distributed.shutdown()
+
+
+def _grad_outside_is_refused(functx):
+    """grad of a shard_map-ped function over processes raises UnsupportedError (its backward
+    pass would not be the global function's)."""
+    P_ = functx.sharding.PartitionSpec
+    mesh = functx.sharding.Mesh(np.array(functx.devices()), ("x",))
+    f = functx.shard_map(lambda a, w: a * w, mesh=mesh, in_specs=(P_("x"), P_()), out_specs=P_("x"))
+    try:
+        functx.grad(lambda w: (f(np.ones(4), w) ** 2).sum())(2.0)
+    except functx.UnsupportedError:
+        return True
+    return False
 
 
 def _load(path):
@@ -91,6 +105,7 @@ def test_shard_map_over_2_and_4_gloo_processes_matches_one_process(tmp_path, mon
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     theirs = _load(path)
+    assert theirs.pop("grad_refused")[0]
     monkeypatch.setenv("XLA_FLAGS", HOST4)
     ours = {}
     for jitted, eager in PLAN.values():
