@@ -91,6 +91,21 @@ def test_bitcast_eager_matches_numpy_view(src, dst, shape, seed):
     _same_bits(got, _numpy_bitcast(x, dst))
 
 
+@settings(max_examples=15, deadline=None)
+@given(
+    src=st.sampled_from(NUMERIC[:6] + NUMERIC[8:11]),
+    dst=st.sampled_from(NUMERIC[:6] + NUMERIC[8:11]),
+    shape=st.sampled_from([(), (3,), (2, 1)]),
+    seed=st.integers(0, 2**16),
+)
+def test_bitcast_eager_default_mode(src, dst, shape, seed):
+    # (x64 off: the 8- to 32-bit dtypes; 64-bit requests are truncated, test_bitcast_default_mode)
+    x = _bits(np.random.default_rng(seed), _in_shape(shape, src, dst), src)
+    with x64_off():
+        got = lax.bitcast_convert_type(x, dst)
+    _same_bits(got, _numpy_bitcast(x, dst))
+
+
 def test_bitcast_examples_and_scalars():
     _same_bits(
         lax.bitcast_convert_type(np.float32([1.0, -0.0, np.inf]), np.int32),
