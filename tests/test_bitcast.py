@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import doctest
 import functools
+import os
 import re
 import warnings
 
@@ -361,12 +362,15 @@ def _specials(dt):
 
 
 def _sign_fns(ns, v, w):
+    def any_nan(r):  # (nextafter's NaN: JAX gives +0x7fc0.. on the CPU, other bits on a GPU)
+        return ns.where(ns.isnan(r), ns.asarray(np.nan, r.dtype), r)
+
     return {
         "signbit": ns.signbit(v),
         "copysign": ns.copysign(w, v),
         "copysign_1": ns.copysign(1.0, v),
-        "nextafter": ns.nextafter(v, w),
-        "nextafter_back": ns.nextafter(w, v),
+        "nextafter": any_nan(ns.nextafter(v, w)),
+        "nextafter_back": any_nan(ns.nextafter(w, v)),
     }
 
 
@@ -418,6 +422,36 @@ def test_nextafter_halves_follow_numpy():
     h = np.array([0.0, -0.0, 1.0, -1.0, np.inf, np.nan, 65504.0, -6e-8], np.float16)
     t = np.array([1.0, -1.0, 2.0, -0.0, 0.0, 1.0, np.inf, -1.0], np.float16)
     _same_bits(fnp.nextafter(h, t), np.nextafter(h, t))
+
+
+# --- on a GPU (FUNCTX_TEST_TRITON_GPU=1; the CPU suite runs the Triton code in the backend suite's
+# interpreter case): the compiled Triton bitcasts against eager NumPy bits, and the sign-bit
+# functions against JAX on the CPU
+@pytest.mark.skipif(
+    os.environ.get("FUNCTX_TEST_TRITON_GPU", "0") in ("", "0"), reason="FUNCTX_TEST_TRITON_GPU=1"
+)
+def test_triton_on_a_gpu():
+    gpu = functx.devices("gpu")[0]
+    rng = np.random.default_rng(3)
+    xs = {dt.name: _quieted(_bits(rng, (3, 8), dt)) for dt in NUMERIC}
+    on_gpu = functx.device_put(xs, gpu)
+    got = functx.jit(functools.partial(_pairs_program, lax.bitcast_convert_type))(on_gpu)
+    want = _pairs_program(lambda x, dt: _numpy_bitcast(np.asarray(x), dt), xs)
+    for k in want:
+        g, w = _quieted(functx.device_get(got[k])), _quieted(want[k])
+        if os.environ.get("TRITON_INTERPRET") == "1" and w.dtype == BF16:
+            # (the interpreter emulates float32 <-> bfloat16 conversions in NumPy, inexactly for
+            # subnormals; a GPU converts them exactly)
+            sub = np.abs(w.astype(np.float32)) < ml_dtypes.finfo(BF16).tiny
+            g[sub], w[sub] = 0, 0
+        _same_bits(g, w)
+    args = {np.dtype(dt).name: (_specials(dt), _specials(dt)[::-1].copy()) for dt in _HALVES_TOO}
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        del args["bfloat16"]  # (nextafter's bfloat16 subnormals: as above)
+    with jax.default_device(jax.devices("cpu")[0]):
+        ref = jax.jit(lambda a: _sign_all(jnp, a))(args)
+    out = functx.jit(lambda a: _sign_all(fnp, a))(functx.device_put(args, gpu))
+    _compare_trees(functx.tree_util.tree_map(functx.device_get, out), ref)
 
 
 # --- docstrings ----------------------------------------------------------------------------------
