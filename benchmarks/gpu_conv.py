@@ -11,10 +11,11 @@ GPU. Self-contained: ``python benchmarks/gpu_conv.py`` (``--reps``, ``--inner``,
    kernel tap, the earlier path), so the table shows what the steps change. functx's CUDA-event
    time of one call (torch's stream, which its kernels and steps use) is printed beside it.
 
-``--smoke`` runs the same code on the CPU in Triton's interpreter with tiny shapes (no timings
-worth reading; a check of this script). ``--complex`` also checks complex sorts and complex
-linear algebra on the GPU (Triton: sorts by two real keys, ``torch.linalg`` on complex tensors)
-against JAX.
+``--profile`` prints torch.profiler tables (kernels and host time) of the first case's gradient
+(functx with and without the steps, and JAX). ``--smoke`` runs the same code on the CPU in
+Triton's interpreter with tiny shapes (no timings worth reading; a check of this script).
+``--complex`` also checks complex sorts and complex linear algebra on the GPU (Triton: sorts by
+two real keys, ``torch.linalg`` on complex tensors) against JAX.
 """
 
 from __future__ import annotations
@@ -152,6 +153,48 @@ def run_case(name, spec, reps, inner):
     return rows
 
 
+def profile_case(name, spec, calls=5):
+    """torch.profiler tables (device kernels and host time) of ``calls`` calls of functx's
+    gradient, with the cuDNN steps and without, and of JAX's (CUPTI sees every kernel of the
+    process)."""
+    import jax
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    import functx
+    from functx.lowering.triton import conv as tconv
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(spec["x"]).astype(np.float32)
+    w = (rng.standard_normal(spec["w"]) / np.sqrt(np.prod(spec["w"][:-1]))).astype(np.float32)
+    jf, jg = _fns(jax, spec)
+    g = rng.standard_normal(np.shape(jf(x, w))).astype(np.float32)
+    dev = functx.devices("gpu")[0]
+    fx_args = [functx.device_put(a, dev) for a in (x, w, g)]
+    jx_args = [jax.device_put(a) for a in (x, w, g)]
+    runs = []
+    for enabled in (True, False):
+        tconv.ENABLED = enabled
+        _, fg = _fns(functx, spec)
+        runs.append((f"functx gradient, cuDNN steps {'on' if enabled else 'off'}", fg, fx_args))
+    tconv.ENABLED = True
+    runs.append(("JAX gradient", jg, jx_args))
+    for label, fn, args in runs:
+        for _ in range(3):  # (compiled, captured, warm)
+            jax.block_until_ready(fn(*args)) if label.startswith("JAX") else fn(*args)
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for _ in range(calls):
+                out = fn(*args)
+            jax.block_until_ready(out) if label.startswith("JAX") else torch.cuda.synchronize()
+        print(f"--- {name}: {label}, {calls} calls")
+        print(
+            prof.key_averages().table(
+                sort_by="cuda_time_total", row_limit=14, max_name_column_width=60
+            )
+        )
+
+
 def check_complex():
     """Complex sorts and linear algebra on the GPU against JAX."""
     import jax
@@ -205,6 +248,7 @@ def main():
     ap.add_argument("--inner", type=int, default=10)
     ap.add_argument("--complex", action="store_true", help="also check complex steps")
     ap.add_argument("--smoke", action="store_true", help="tiny shapes, Triton's interpreter")
+    ap.add_argument("--profile", action="store_true", help="torch.profiler tables of one case")
     args = ap.parse_args()
     if args.smoke:
         os.environ["TRITON_INTERPRET"] = "1"
@@ -231,6 +275,9 @@ def main():
                 line += f"  events {ef * 1e3:.3f}/{eg * 1e3:.3f}  steps {steps}"
                 line += f"  max rel err {max(errs):.1e}"
             print(line)
+    if args.profile:
+        name = next(iter(CASES))
+        profile_case(name, CASES[name])
     if args.complex:
         check_complex()
 

@@ -783,18 +783,21 @@ class CollectiveStep:
         out = self.prim.impl(*vals, **self.params)
         return list(out) if self.prim.multiple_results else [out]
 
-    def torch(self, ins, outs):
-        """The step on the Triton program's flat device tensors."""
+    @property
+    def torch(self):
+        """The Triton runtime's hook: the step on the program's device tensors, when the one
+        spmd frame of the equation has a handler with a ``torch`` object (None otherwise: the
+        runtime then calls ``__call__`` on NumPy copies). Resolved when the step runs."""
         names = names_tuple(self.params.get("axes", self.params.get("axis_name")))
         fs = _check_names(names, self.prim.name, self.params.get("frames"))
         dev = getattr(fs[0].handler, "torch", None) if len(fs) == 1 else None
+        complex_ = any(np.dtype(a.dtype).kind == "c" for a in self.in_avals + self.out_avals)
+        if dev is None or fs[0].kind != "spmd" or complex_:
+            return None
+        return lambda ins, outs: self._on_device(dev, ins, outs)
+
+    def _on_device(self, dev, ins, outs):
         shaped = [t.reshape(a.shape) for t, a in zip(ins, self.in_avals)]
-        if dev is None or fs[0].kind != "spmd":
-            args = [t.cpu().numpy() for t in shaped]
-            results = self(*args)
-            for o, r in zip(outs, results):
-                o.copy_(type(o)(np.ascontiguousarray(r).reshape(-1)).to(o.device))
-            return
         name, p = self.prim.name, self.params
         if name == "psum":
             results = [dev.psum(t) for t in shaped]
@@ -811,7 +814,10 @@ class CollectiveStep:
         else:
             results = [dev.axis_index()]
         for o, r in zip(outs, results):
-            o.copy_(r.reshape(-1).to(o.dtype))
+            if not hasattr(r, "reshape") or not hasattr(r, "to"):  # (an int index, a NumPy array)
+                o.copy_(o.new_tensor(np.asarray(r)).reshape(-1))
+            else:
+                o.copy_(r.reshape(-1).to(device=o.device, dtype=o.dtype))
 
 
 def _collective_lowering(prim):

@@ -19,12 +19,14 @@ terms all have one form over the taps of one grid (offsets ``base + i * dilation
 Each becomes a ``pure_callback`` equation whose callback is a ``ConvStep`` (a host step of the
 program with a ``torch`` form, as the linear-algebra steps are: ``LibraryStep.torch``), run on the
 program's device tensors between launches; channels-last buffers go to cuDNN as channels-last
-(``NHWC``) tensors, without copies. Float32 convolutions follow the products' precision
-(TF32 unless ``default_matmul_precision`` says float32, as the ``dot`` kernels do). What the
-patterns do not cover (grouped or batched convolutions, which are batched ``dot_general``\\ s;
-depthwise convolutions, which are multiply-adds; kernels of more than 64 taps, one gather;
-sums inside control flow) keeps its per-tap products. The intermediate values the matched sums
-read are then dead and DCE removes them.
+(``NHWC``) tensors, without copies. When ``P`` is a zero ``pad`` of the input with the same
+padding on both sides of each axis (``'SAME'`` with an odd kernel), the step reads the input
+itself and cuDNN pads (the pad kernel then goes: ``ConvStep.unpad``). Float32 convolutions
+follow the products' precision (TF32 unless ``default_matmul_precision`` says float32, as the
+``dot`` kernels do). What the patterns do not cover (grouped or batched convolutions, which
+are batched ``dot_general``\\ s; depthwise convolutions, which are multiply-adds; kernels of
+more than 64 taps, one gather; sums inside control flow) keeps its per-tap products. The
+intermediate values the matched sums read are then dead and DCE removes them.
 """
 
 from __future__ import annotations
@@ -76,8 +78,16 @@ class ConvStep:
         "k",
         "grid_index",
         "need",
+        "order",
+        "src",
+        "_index",
         "__weakref__",
     )
+
+    #: the step only queues work on the current stream (no host reads, no allocation the caching
+    #: allocator cannot capture; its index tensors are made on the first, uncaptured call), so
+    #: the runtime may capture it in a program's CUDA graph
+    graph_safe = True
 
     def __init__(self, kind, p_shape, out_sp, strides, offsets, slots, c, o, dtype, tf32):
         self.kind, self.p_shape, self.out_sp = kind, tuple(p_shape), tuple(out_sp)
@@ -90,6 +100,45 @@ class ConvStep:
             (n - 1) * s + (k - 1) * d + 1
             for n, s, k, d in zip(self.out_sp, self.strides, self.k, self.dilation)
         )
+        # the rows of the (T, C, O) operand ("fwd", "dx") or of the result ("dw") in the order
+        # of the other side (grid order, or for "dw" slot order); None: the same order
+        if kind == "dw":
+            order = [0] * len(slots)
+            for t, s in enumerate(slots):
+                order[s] = self.grid_index[t]
+        else:
+            order = [0] * len(self.grid_index)
+            for t, j in enumerate(self.grid_index):
+                order[j] = t
+        self.order = None if order == list(range(len(order))) else order
+        self._index = {}  # the order as an index tensor, by device (made once)
+        # the input operand ("fwd", "dw"): (its shape, the read part's start and length per
+        # spatial axis, cuDNN's padding): P itself, or the array P pads (``unpad``)
+        self.src = (self.p_shape, self.base, self.need, (0,) * len(self.k))
+
+    def unpad(self, x_shape, lo):
+        """Read the array ``x`` that ``P`` zero-pads by ``lo`` (low side, per spatial axis)
+        instead of ``P``, cuDNN padding it, when the padding the taps reach is the same on both
+        sides; returns whether it does."""
+        start, length, pads = [], [], []
+        for b, n, low, size in zip(self.base, self.need, lo, x_shape[1:-1]):
+            a, e = b - low, b - low + n  # (the part read, in x's coordinates)
+            left, right = max(0, -a), max(0, e - size)
+            if left != right or min(e, size) <= max(a, 0):
+                return False
+            start.append(max(a, 0))
+            length.append(min(e, size) - max(a, 0))
+            pads.append(left)
+        self.src = (tuple(x_shape), tuple(start), tuple(length), tuple(pads))
+        return True
+
+    def _input(self, t):
+        """The input operand as torch's ``(N, C, spatial...)`` (a channels-last view)."""
+        shape, start, length, _ = self.src
+        x = t.view(shape)
+        for ax, (b, n) in enumerate(zip(start, length)):
+            x = x.narrow(ax + 1, b, n)
+        return x.movedim(-1, 1)
 
     def __repr__(self):
         return f"<cuDNN conv {self.kind} {self.p_shape} taps {self.k} at 0x{id(self):x}>"
@@ -109,13 +158,20 @@ class ConvStep:
             p = p.narrow(ax + 1, b, n)
         return p
 
+    def _reorder(self, torch, t):
+        """``t``'s rows in ``order`` (no copy when the order is the identity)."""
+        if self.order is None:
+            return t
+        idx = self._index.get(t.device)
+        if idx is None:
+            idx = self._index[t.device] = torch.tensor(self.order, device=t.device)
+        return torch.index_select(t, 0, idx)
+
     def _grid_kernel(self, torch, w):
         """The ``(T, C, O)`` taps as torch's ``(O, C, k...)`` kernel."""
         nd = len(self.k)
-        g = torch.empty((math.prod(self.k), self.c, self.o), dtype=w.dtype, device=w.device)
-        g[torch.as_tensor(self.grid_index, device=w.device)] = w
-        g = g.reshape(*self.k, self.c, self.o).permute(nd + 1, nd, *range(nd))
-        return _channels_last(torch, g)
+        g = self._reorder(torch, w).reshape(*self.k, self.c, self.o)
+        return _channels_last(torch, g.permute(nd + 1, nd, *range(nd)))
 
     def torch(self, ins, outs):
         """The convolution on the flat tensors ``ins`` into ``outs`` (cuDNN on a GPU)."""
@@ -123,10 +179,10 @@ class ConvStep:
 
         nd = len(self.k)
         n = self.p_shape[0]
-        kw = dict(stride=self.strides, dilation=self.dilation)
+        kw = dict(stride=self.strides, dilation=self.dilation, padding=self.src[3])
         with _conv_flags(torch, ins[0], self.tf32):
             if self.kind == "fwd":
-                x = self._crop(ins[0].view(self.p_shape)).movedim(-1, 1)
+                x = self._input(ins[0])
                 w = self._grid_kernel(torch, ins[1].view(-1, self.c, self.o))
                 y = _CONV[nd](torch)(x, w, **kw)
                 outs[0].view(n, *self.out_sp, self.o).copy_(y.movedim(1, -1))
@@ -141,14 +197,10 @@ class ConvStep:
                 o.zero_()
                 self._crop(o).copy_(gx.movedim(1, -1))
                 return
-            x = self._crop(ins[0].view(self.p_shape)).movedim(-1, 1)
+            x = self._input(ins[0])
             gw = _GRAD_WEIGHT[nd](torch)(x, (self.o, self.c, *self.k), g, **kw)
             gw = gw.permute(*range(2, nd + 2), 1, 0).reshape(-1, self.c, self.o)
-            o = outs[0].view(-1, self.c, self.o)
-            dev = o.device
-            o[torch.as_tensor(self.slots, device=dev)] = gw[
-                torch.as_tensor(self.grid_index, device=dev)
-            ]
+            outs[0].view(-1, self.c, self.o).copy_(self._reorder(torch, gw))
 
     def __call__(self, *vals):
         import torch
@@ -373,6 +425,19 @@ def _dw(g, v):
     return key, off, slot, dict(p=p, ct=ct, out=out, strides=strides, tf32=_tf32(d))
 
 
+def _source(g, p, step):
+    """The input operand of a "fwd"/"dw" step: the array ``P`` zero-pads, when cuDNN's padding
+    can stand for the pad (``ConvStep.unpad``: no pad kernel then), else ``P``."""
+    pe = _zero_pad(g, p)
+    if pe is None or type(pe.invars[0]) is Literal:
+        return p
+    cfg = pe.params["padding_config"]
+    if cfg[0] != (0, 0, 0) or cfg[-1] != (0, 0, 0) or any(i for _, _, i in cfg):
+        return p
+    x = pe.invars[0]
+    return x if step.unpad(x.aval.shape, [lo for lo, _, _ in cfg[1:-1]]) else p
+
+
 def _match(g, e):
     """A recognised sum at the ``add`` equation ``e``: ``(ConvStep, operand vars, extra)``."""
     terms = g.terms(e)
@@ -383,9 +448,11 @@ def _match(g, e):
         if any(f is None for f in found) or len({f[0] for f in found}) != 1:
             continue
         info = found[0][3]
-        offs = [f[1] for f in found]
-        if _grid(offs) is None:
+        grid = _grid([f[1] for f in found])
+        if grid is None:
             return None
+        found = [f for _, f in sorted(zip(grid[3], found), key=lambda p: p[0])]  # (grid order)
+        offs = [f[1] for f in found]
         kind = found[0][0][0]
         out_sp = info["out"][1:-1]
         n, c = info["out"][0], info["out"][-1]
@@ -396,7 +463,7 @@ def _match(g, e):
                 kind, p.aval.shape, out_sp, info["strides"], offs, None, c, o,
                 p.aval.dtype, info["tf32"],
             )  # fmt: skip
-            return step, [p], [f[2] for f in found]
+            return step, [_source(g, p, step)], [f[2] for f in found]
         if kind == "dx":
             p_shape = e.outvars[0].aval.shape
             o = found[0][2].aval.shape[1]
@@ -418,7 +485,7 @@ def _match(g, e):
             p.aval.dtype, info["tf32"],
         )  # fmt: skip
         del n
-        return step, [p, info["ct"]], []
+        return step, [_source(g, p, step), info["ct"]], []
     return None
 
 
