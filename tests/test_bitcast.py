@@ -152,6 +152,18 @@ def test_sub_byte_and_float8_bits_match_jax():
         prim.abstract_eval(functx.ShapedArray((4,), u4), new_dtype=np.dtype(np.uint8))
 
 
+def test_narrow_dtypes_through_lax_and_jit():
+    x = np.int8([-61, 5])
+    got = lax.bitcast_convert_type(x, fnp.int4)
+    _same_bits(got, jax.lax.bitcast_convert_type(x, jnp.int4))
+    _same_bits(lax.bitcast_convert_type(got, np.int8), x)
+    with pytest.raises(functx.errors.UnsupportedError, match="int4 has no compiled bitcast"):
+        functx.jit(lambda v: lax.bitcast_convert_type(v, fnp.int4))(x)
+    f8 = fnp.asarray(np.float32([1.0, -1.0]).astype(fnp.float8_e4m3fn))
+    with pytest.raises(NotImplementedError, match="only supports 16, 32, and 64-bit types"):
+        fnp.signbit(f8)
+
+
 _ERRORS = [
     (np.bool_([True]), np.int8),
     (np.int8([1]), np.bool_),
