@@ -37,7 +37,7 @@ EXACT_FLOATS = tuple(d for d in FLOATS if d != dtypes.float8_e8m0fnu)
 JIT_DTYPES = (dtypes.int4, dtypes.uint4, dtypes.float8_e4m3fn, dtypes.float8_e5m2)
 
 UNARY_F = ["neg", "exp", "log", "sin", "cos", "tanh", "sqrt", "rsqrt", "floor", "ceil", "abs"]
-UNARY_F += ["sign", "logistic", "log1p", "round", "is_finite"]
+UNARY_F += ["sign", "logistic", "log1p", "round", "is_finite", "exp2"]
 BINARY_F = ["add", "sub", "mul", "div", "max", "min", "pow", "atan2", "rem", "lt", "eq", "ne"]
 UNARY_I = ["neg", "sign", "bitwise_not", "population_count", "clz"]
 BINARY_I = ["add", "sub", "mul", "div", "rem", "max", "min", "bitwise_and", "bitwise_or"]
@@ -318,6 +318,8 @@ def test_reductions_dot_and_grad_vs_jax():
     _same([g], [np.array([2, 4, 6, 1, -8, 0.5], np.float32).astype(f.dtype)], ["grad"])
     with pytest.raises(TypeError):
         functx.grad(lambda x: jnp.sum(x.astype(jnp.float32)))(jnp.asarray(i))
+    with pytest.raises(TypeError, match="int4"):  # (JAX: a TypeError too)
+        jnp.abs(jnp.asarray(i))
 
 
 def test_triton_raises_a_clear_error(monkeypatch):
