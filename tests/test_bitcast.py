@@ -463,7 +463,8 @@ def test_triton_on_a_gpu():
     got = functx.jit(functools.partial(_pairs_program, lax.bitcast_convert_type))(on_gpu)
     want = _pairs_program(lambda x, dt: _numpy_bitcast(np.asarray(x), dt), xs)
     for k in want:
-        g, w = _quieted(functx.device_get(got[k])), _quieted(want[k])
+        # (a GPU's float32 -> half conversion may also replace a NaN's payload: sign only)
+        g, w = _nan_sign_only(functx.device_get(got[k])), _nan_sign_only(want[k])
         if os.environ.get("TRITON_INTERPRET") == "1" and w.dtype == BF16:
             # (the interpreter emulates float32 <-> bfloat16 conversions in NumPy, inexactly for
             # subnormals; a GPU converts them exactly)
