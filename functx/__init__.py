@@ -8,6 +8,7 @@ from functx import (
     ad_checkpoint as ad_checkpoint,
     config as config,
     debug as debug,
+    distributed as distributed,
     dtypes as dtypes,
     errors as errors,
     experimental as experimental,
@@ -17,9 +18,11 @@ from functx import (
     numpy as numpy,
     random as random,
     scipy as scipy,
+    sharding as sharding,
     tree as tree,
     tree_util as tree_util,
 )
+from functx._shard_map import pmap as pmap, shard_map as shard_map
 from functx.ad_checkpoint import checkpoint_policies as checkpoint_policies
 from functx.array import Array as Array
 from functx.config import (
@@ -54,7 +57,7 @@ from functx.devices.device import (
     process_index as process_index,
     process_indices as process_indices,
 )
-from functx.devices.transfer import device_get as device_get, device_put as device_put
+from functx.devices.transfer import device_get as device_get
 from functx.dtypes import float0 as float0
 from functx.errors import (
     CacheWarning as CacheWarning,
@@ -72,6 +75,12 @@ from functx.errors import (
 from functx.jit import (
     clear_caches as clear_caches,
     jit as jit,
+)
+from functx.sharding import (
+    NamedSharding as NamedSharding,
+    P as P,
+    device_put as device_put,
+    make_mesh as make_mesh,
 )
 from functx.tracing import (
     ShapeDtypeStruct as ShapeDtypeStruct,
@@ -148,6 +157,7 @@ __all__ = [
     "custom_jvp",
     "custom_vjp",
     "debug",
+    "distributed",
     "default_backend",
     "default_device",
     "default_matmul_precision",
@@ -194,4 +204,10 @@ __all__ = [
     "value_and_grad",
     "vjp",
     "vmap",
+    "sharding",
+    "NamedSharding",
+    "P",
+    "make_mesh",
+    "shard_map",
+    "pmap",
 ]

@@ -253,4 +253,11 @@ JAX_NAMES: dict[str, tuple[str, str]] = {
         "xla_metadata",
     ),
     "functx.ops": ("jax.ops", "segment_max segment_min segment_prod segment_sum"),
+    "functx.sharding": (
+        "jax.sharding",
+        "AbstractDevice AbstractMesh AxisType ManualAxisType Mesh NamedSharding PartitionSpec "
+        "Sharding SingleDeviceSharding auto_axes explicit_axes get_abstract_mesh get_mesh "
+        "make_single_device_sharding reshard set_mesh use_abstract_mesh",
+    ),
+    "functx.distributed": ("jax.distributed", "initialize is_initialized shutdown"),
 }

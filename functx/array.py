@@ -22,8 +22,9 @@ from functx.source_info import where
 # --- Tables that higher modules fill at import ---------------------------------------------------
 # The functx.numpy functions that the operators and methods of Array and Tracer call, by their
 # functx.numpy name (the names in NUMPY_FUNCTIONS, plus "getitem" and "scatter_update" from
-# functx.numpy.indexing, "real", "imag", "conjugate", and "array_namespace": a function returning
-# the functx.numpy module, for __array_namespace__). functx.numpy fills it at import.
+# functx.numpy.indexing, "real", "imag", "conjugate", "view" (Array.view), and "array_namespace":
+# a function returning the functx.numpy module, for __array_namespace__). functx.numpy fills it at
+# import.
 NUMPY_FUNCTIONS = (
     "abs", "add", "all", "any", "argmax", "argmin", "array", "astype", "bitwise_and",
     "bitwise_or", "bitwise_xor", "clip", "cumprod", "cumsum", "divmod", "dot", "equal",
@@ -250,6 +251,24 @@ class ArrayMethods:
         out = _fn["astype"](self, dtype)
         return out if device is None else out.to_device(device)
 
+    def view(self, dtype=None, type=None):  # noqa: A002
+        """The same bits read as ``dtype`` (``jax.Array.view``, on ``lax.bitcast_convert_type``).
+
+        Arguments:
+          dtype: the new dtype (None: the array itself). With a different width the last axis
+            grows or shrinks by the ratio (ValueError when it does not divide, and for a 0-d
+            array). bool counts as 8 bits (a view as bool is ``!= 0`` of the bytes); a complex
+            element is its real then its imaginary part.
+          type: must be None (NotImplementedError otherwise, as in JAX).
+        Returns:
+          An array of ``dtype`` (a copy: functx arrays are immutable).
+        Example:
+          >>> import functx.numpy as jnp
+          >>> jnp.array([1.0, -2.0], dtype=jnp.float32).view(jnp.uint16)
+          Array([    0, 16256,     0, 49152], dtype=uint16)
+        """
+        return _fn["view"](self, dtype, type)
+
     def __array_namespace__(self, *, api_version=None):
         """The Array API namespace of functx arrays: ``functx.numpy``."""
         if api_version not in (None, "2021.12", "2022.12", "2023.12", "2024.12"):
@@ -344,6 +363,212 @@ class ArrayMethods:
 
     real = property(lambda self: _fn["real"](self))
     imag = property(lambda self: _fn["imag"](self))
+
+    # -- the jnp functions JAX's Array also has as methods (jax._src.numpy.array_methods) --
+    def argpartition(self, kth, axis=-1):
+        """``functx.numpy.argpartition`` as a method, with JAX's ``Array.argpartition`` signature.
+
+        Arguments:
+          kth, axis: as ``functx.numpy.argpartition`` takes them.
+        Returns:
+          The indices that partition the array around its ``kth`` element along ``axis``.
+        Example:
+          >>> import functx.numpy as jnp
+          >>> jnp.asarray([3, 1, 2]).argpartition(1)
+          Array([1, 2, 0], dtype=int32)
+        """
+        return _fn["argpartition"](self, kth, axis=axis)
+
+    def argsort(self, axis=-1, *, kind=None, order=None, stable=True, descending=False):
+        """``functx.numpy.argsort`` as a method, with JAX's ``Array.argsort`` signature.
+
+        Arguments:
+          axis, kind, order, stable, descending: as ``functx.numpy.argsort`` takes them.
+        Returns:
+          The indices that sort the array along ``axis`` (stable).
+        Example:
+          >>> import functx.numpy as jnp
+          >>> jnp.asarray([3, 1, 2]).argsort()
+          Array([1, 2, 0], dtype=int32)
+        """
+        return _fn["argsort"](
+            self, axis=axis, kind=kind, order=order, stable=stable, descending=descending
+        )
+
+    def sort(self, axis=-1, *, kind=None, order=None, stable=True, descending=False):
+        """``functx.numpy.sort`` as a method, with JAX's ``Array.sort`` signature.
+
+        Arguments:
+          axis, kind, order, stable, descending: as ``functx.numpy.sort`` takes them.
+        Returns:
+          A sorted copy along ``axis``.
+        Example:
+          >>> import functx.numpy as jnp
+          >>> jnp.asarray([3, 1, 2]).sort()
+          Array([1, 2, 3], dtype=int32)
+        """
+        return _fn["sort"](
+            self, axis=axis, kind=kind, order=order, stable=stable, descending=descending
+        )
+
+    def searchsorted(self, v, side="left", sorter=None, *, method="scan"):
+        """``functx.numpy.searchsorted`` as a method, with JAX's ``Array.searchsorted`` signature.
+
+        Arguments:
+          v, side, sorter, method: as ``functx.numpy.searchsorted`` takes them.
+        Returns:
+          Where the values ``v`` go in this sorted 1-D array.
+        Example:
+          >>> import functx.numpy as jnp
+          >>> jnp.asarray([1, 2, 3]).searchsorted(2)
+          Array(1, dtype=int32)
+        """
+        return _fn["searchsorted"](self, v, side=side, sorter=sorter, method=method)
+
+    def choose(self, choices, out=None, mode="raise"):
+        """``functx.numpy.choose`` as a method, with JAX's ``Array.choose`` signature.
+
+        Arguments:
+          choices, out, mode: as ``functx.numpy.choose`` takes them.
+        Returns:
+          For each element ``i`` of this index array, ``choices[i]`` at that place.
+        Example:
+          >>> import functx.numpy as jnp
+          >>> jnp.asarray([0, 1]).choose([jnp.asarray([1, 2]), jnp.asarray([10, 20])])
+          Array([ 1, 20], dtype=int32)
+        """
+        return _fn["choose"](self, choices, out=out, mode=mode)
+
+    def compress(self, condition, axis=None, *, out=None, size=None, fill_value=0):
+        """``functx.numpy.compress`` as a method, with JAX's ``Array.compress`` signature.
+
+        Arguments:
+          condition, axis, out, size, fill_value: as ``functx.numpy.compress`` takes them.
+        Returns:
+          The slices along ``axis`` where ``condition`` is true.
+        Example:
+          >>> import functx.numpy as jnp
+          >>> jnp.asarray([1, 2, 3]).compress(jnp.asarray([True, False, True]))
+          Array([1, 3], dtype=int32)
+        """
+        return _fn["compress"](
+            condition, self, axis=axis, out=out, size=size, fill_value=fill_value
+        )
+
+    def diagonal(self, offset=0, axis1=0, axis2=1):
+        """``functx.numpy.diagonal`` as a method, with JAX's ``Array.diagonal`` signature.
+
+        Arguments:
+          offset, axis1, axis2: as ``functx.numpy.diagonal`` takes them.
+        Returns:
+          The diagonal of the planes ``(axis1, axis2)``.
+        Example:
+          >>> import functx.numpy as jnp
+          >>> jnp.asarray([[1, 2], [3, 4]]).diagonal()
+          Array([1, 4], dtype=int32)
+        """
+        return _fn["diagonal"](self, offset, axis1, axis2)
+
+    def trace(self, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+        """``functx.numpy.trace`` as a method, with JAX's ``Array.trace`` signature.
+
+        Arguments:
+          offset, axis1, axis2, dtype, out: as ``functx.numpy.trace`` takes them.
+        Returns:
+          The sum along the diagonal.
+        Example:
+          >>> import functx.numpy as jnp
+          >>> jnp.asarray([[1, 2], [3, 4]]).trace()
+          Array(5, dtype=int32)
+        """
+        return _fn["trace"](self, offset, axis1, axis2, dtype=dtype, out=out)
+
+    def nonzero(self, *, fill_value=None, size=None):
+        """``functx.numpy.nonzero`` as a method, with JAX's ``Array.nonzero`` signature.
+
+        Arguments:
+          fill_value, size: as ``functx.numpy.nonzero`` takes them.
+        Returns:
+          A tuple of the indices of the nonzero elements, one array per axis.
+        Example:
+          >>> import functx.numpy as jnp
+          >>> jnp.asarray([0, 3, 0, 4]).nonzero()
+          (Array([1, 3], dtype=int32),)
+        """
+        return _fn["nonzero"](self, size=size, fill_value=fill_value)
+
+    def ptp(self, axis=None, out=None, keepdims=False):
+        """``functx.numpy.ptp`` as a method, with JAX's ``Array.ptp`` signature.
+
+        Arguments:
+          axis, out, keepdims: as ``functx.numpy.ptp`` takes them.
+        Returns:
+          The range (maximum minus minimum) along ``axis``.
+        Example:
+          >>> import functx.numpy as jnp
+          >>> jnp.asarray([[1, 5], [2, 3]]).ptp(axis=1)
+          Array([4, 1], dtype=int32)
+        """
+        return _fn["ptp"](self, axis=axis, out=out, keepdims=keepdims)
+
+    def repeat(self, repeats, axis=None, *, total_repeat_length=None, out_sharding=None):
+        """``functx.numpy.repeat`` as a method, with JAX's ``Array.repeat`` signature.
+
+        Arguments:
+          repeats, axis, total_repeat_length, out_sharding: as ``functx.numpy.repeat`` takes them.
+        Returns:
+          Each element repeated ``repeats`` times along ``axis``.
+        Example:
+          >>> import functx.numpy as jnp
+          >>> jnp.asarray([1, 2]).repeat(2)
+          Array([1, 1, 2, 2], dtype=int32)
+        """
+        if out_sharding is not None:
+            raise NotImplementedError("Array.repeat: out_sharding is not supported by functx")
+        return _fn["repeat"](self, repeats, axis=axis, total_repeat_length=total_repeat_length)
+
+    def take(
+        self,
+        indices,
+        axis=None,
+        out=None,
+        mode=None,
+        unique_indices=False,
+        indices_are_sorted=False,
+        fill_value=None,
+    ):
+        """``functx.numpy.take`` as a method, with JAX's ``Array.take`` signature.
+
+        Arguments:
+          indices, axis, out, mode, unique_indices, indices_are_sorted, fill_value: as
+            ``functx.numpy.take`` takes them.
+        Returns:
+          The elements at ``indices`` along ``axis``.
+        Example:
+          >>> import functx.numpy as jnp
+          >>> jnp.asarray([5, 6, 7]).take(jnp.asarray([2, 0]))
+          Array([7, 5], dtype=int32)
+        """
+        return _fn["take"](
+            self,
+            indices,
+            axis=axis,
+            out=out,
+            mode=mode,
+            unique_indices=unique_indices,
+            indices_are_sorted=indices_are_sorted,
+            fill_value=fill_value,
+        )
+
+    itemsize = property(lambda self: np.dtype(self.aval.dtype).itemsize)
+    nbytes = property(lambda self: np.dtype(self.aval.dtype).itemsize * self.aval.size)
+
+    @property
+    def flat(self):
+        raise NotImplementedError(
+            "functx Arrays do not implement the arr.flat property (neither do JAX's): use "
+            "arr.flatten() or arr.ravel() instead"
+        )
 
 
 _ALIGN_MIN = 1 << 16

@@ -24,7 +24,7 @@ import numpy as np
 import optree
 
 from functx import config as _config, core, dtypes, tracing
-from functx.array import Array
+from functx.array import Array, UncommittedArray
 from functx.config import jit_cache_size, jit_disabled, matmul_precision
 from functx.core import ClosedJaxpr, Jaxpr
 from functx.devices import device as _device, eager as _eager
@@ -189,6 +189,41 @@ def _run(exe, leaves):
     """Call a cached program: a host program unchecked, since the cache key that found it holds
     the shapes and dtypes of ``leaves`` (its own check costs microseconds per call)."""
     return exe.run(leaves) if type(exe) is Executable else exe(leaves)
+
+
+_HOST_ARRAYS = (Array, UncommittedArray)
+
+
+def _host_signature(args):
+    """The fast path's key for positional host arguments: per argument its aval (a functx host
+    Array; uncommitted ones marked apart), ``(shape, dtype)`` of a NumPy array, or the type of
+    a NumPy scalar, Python float or bool (whose aval depends only on the type and the x64
+    flag, which is part of the key). None when an argument is anything else (a pytree, a
+    Python int, whose dtype depends on its value, a GPU array): the call takes the general
+    path."""
+    sig = []
+    for a in args:
+        t = type(a)
+        if t is Array:
+            sig.append(a.aval)
+        elif t is UncommittedArray:
+            sig.append((a.aval,))
+        elif t is np.ndarray:
+            if a.dtype not in dtypes.SUPPORTED:
+                return None
+            sig.append((a.shape, a.dtype))
+        elif t is float or t is bool or (isinstance(a, np.generic) and a.dtype in dtypes.SUPPORTED):
+            sig.append(t)
+        else:
+            return None
+    return tuple(sig)
+
+
+def op_kind_committed(a) -> bool:
+    """Whether a host argument commits the call to the CPU (functx.devices.transfer's rule: a
+    committed Array or a NumPy array with dimensions; scalars and uncommitted arrays do not)."""
+    t = type(a)
+    return (t is Array and bool(a.aval.shape)) or (t is np.ndarray and a.ndim > 0)
 
 
 def _describe_change(old_key, new_key) -> str:
@@ -537,21 +572,21 @@ class Jitted:
                     hit[3] = True  # (used: see _insert)
                     outs = hit[0].call_arrays(args)
                     return outs[0] if hit[1] is None else tree_unflatten(hit[1], outs)
-            # host Arrays (committed to the CPU, so no placement to decide): one lookup by their
-            # avals, then the compiled program (about 1.3 us in all on a 2-core VM)
-            hit = self._cpu_calls.get(
-                (tuple([a.aval if type(a) is Array else None for a in args]), _config.x64_on())
-            )
-            # (0-d Arrays alone have no device: the call goes to the default device, the CPU
-            # for certain only while this process has no GPU)
+            # host arguments (Arrays, NumPy arrays and scalars, Python floats and bools): one
+            # lookup by their signature, then the compiled program (about 1.3 us in all on a
+            # 2-core VM for Arrays)
+            sig = _host_signature(args)
+            hit = self._cpu_calls.get((sig, _config.x64_on())) if sig is not None else None
+            # (without a committed argument the call goes to the default device, the CPU for
+            # certain only while this process has no GPU)
             if hit is not None and (hit[3] or not _device.GPU_IN_USE):
                 self.last_key = hit[2]
-                hit[4] = True  # (used: see _insert)
-                outs = hit[0].run_arrays(args)
+                hit[5] = True  # (used: see _insert)
+                outs = hit[0].run_arrays(args) if hit[4] else hit[0].run(list(args))
                 return outs[0] if hit[1] is None else tree_unflatten(hit[1], outs)
-            # else flatten, look up, run (where the arguments are: that takes a look at each
-            # argument only once this process has a GPU)
-            if all(type(a) is Array for a in args):  # no pytree to flatten: skip optree
+            # else flatten; a pytree of host values: one lookup by its structure and its
+            # leaves' signature, then the program
+            if sig is not None and all(type(a) is Array for a in args):  # no pytree: no optree
                 leaves = list(args)
                 in_tree = self._flat_trees.get(len(args))
                 if in_tree is None:
@@ -562,6 +597,15 @@ class Jitted:
                 leaves, in_tree = optree.tree_flatten(
                     (args, {}), none_is_leaf=False, namespace=tracing.PYTREE_NAMESPACE
                 )
+                if sig is None:
+                    tsig = _host_signature(leaves)
+                    if tsig is not None:
+                        hit = self._cpu_calls.get(((in_tree, tsig), _config.x64_on()))
+                        if hit is not None and (hit[3] or not _device.GPU_IN_USE):
+                            self.last_key = hit[2]
+                            hit[5] = True  # (used: see _insert)
+                            outs = hit[0].run(leaves)
+                            return outs[0] if hit[1] is None else tree_unflatten(hit[1], outs)
             try:
                 place = (
                     _placement(leaves, self.backend, self._what)
@@ -583,7 +627,7 @@ class Jitted:
                 self.last_key = key
                 self._touch(key)
                 self._note_gpu_call(args, entry, key)
-                self._note_cpu_call(args, entry, key)
+                self._note_cpu_call(args, entry, key, leaves)
                 return tree_unflatten(entry[1], _run(entry[0], leaves))
         f, leaves, in_tree, statics = self._trace(args, kwargs)
         if any(isinstance(x, Tracer) for x in leaves) or core.is_tracing():
@@ -611,7 +655,7 @@ class Jitted:
         self.last_key = key
         if not kwargs and not self.static_argnums:
             self._note_gpu_call(args, entry, key)
-            self._note_cpu_call(args, entry, key)
+            self._note_cpu_call(args, entry, key, leaves)
         exe, out_tree = entry
         return tree_unflatten(out_tree, _run(exe, leaves))
 
@@ -654,30 +698,33 @@ class Jitted:
             self._gpu_calls[sig] = [exe, None if out_tree.is_leaf() else out_tree, key, False]
             self._fast_of.setdefault(key, []).append((self._gpu_calls, sig))
 
-    def _note_cpu_call(self, args, entry, key):
-        """Remember ``entry`` for the fast path when ``args`` are all host Arrays (at least one:
-        a call without arguments runs on the default device, which may change; so does a call
-        with 0-d Arrays alone, which the fast path takes only while no GPU is in use)."""
-        if (
-            args
-            and key[3] == "cpu"
-            and key[2] == ((), ())
-            and hasattr(entry[0], "run_arrays")
-            and all(type(a) is Array for a in args)
-        ):
+    def _note_cpu_call(self, args, entry, key, leaves=None):
+        """Remember ``entry`` for the fast path when ``args`` are all host values with a
+        signature (``_host_signature``), or else when they are a pytree whose ``leaves`` are
+        (keyed by the tree structure too). At least one argument: a call without arguments
+        runs on the default device, which may change; so does a call without a committed
+        argument, which the fast path takes only while no GPU is in use."""
+        if not args or key[3] != "cpu" or key[2] != ((), ()) or type(entry[0]) is not Executable:
+            return
+        flat = _host_signature(args)
+        if flat is not None:
+            sig, vals = (flat, key[5]), args
+        elif leaves is not None and (tsig := _host_signature(leaves)) is not None:
+            sig, vals = ((key[0], tsig), key[5]), leaves
+        else:
+            return
+        if sig not in self._cpu_calls and key in self.cache:
             exe, out_tree = entry
-            avals = tuple([a.aval for a in args])
-            sig = (avals, key[5])
-            if sig not in self._cpu_calls and key in self.cache:
-                committed = any(a.shape for a in avals)  # (functx.devices.transfer._classify)
-                self._cpu_calls[sig] = [
-                    exe,
-                    None if out_tree.is_leaf() else out_tree,
-                    key,
-                    committed,
-                    False,
-                ]
-                self._fast_of.setdefault(key, []).append((self._cpu_calls, sig))
+            self._cpu_calls[sig] = [
+                exe,
+                None if out_tree.is_leaf() else out_tree,
+                key,
+                any(op_kind_committed(a) for a in vals),
+                # (run_arrays takes positional host Arrays; else run(values))
+                flat is not None and all(type(a) in _HOST_ARRAYS for a in args),
+                False,  # (used: see _insert; the last item)
+            ]
+            self._fast_of.setdefault(key, []).append((self._cpu_calls, sig))
 
     def _compile(self, f, leaves, in_tree, place="cpu"):
         closed, out_tree = self._final_jaxpr(f, leaves, in_tree, place)

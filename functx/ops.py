@@ -527,6 +527,33 @@ def convert_element_type(x, new_dtype, weak_type: bool = False):
     return P.convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
 
 
+def bitcast_convert_type(operand, new_dtype):
+    """The bits of ``operand`` read as ``new_dtype`` (``jax.lax.bitcast_convert_type``).
+
+    Arguments:
+      operand: an array or scalar (bool and complex only with ``new_dtype`` its own dtype).
+      new_dtype: the dtype to read the bits as.
+    Returns:
+      With equal widths, an array of ``operand``'s shape; with a narrower ``new_dtype``, one
+      more last axis of ``old_bits // new_bits`` parts, least significant first; with a wider
+      one, the shape without its last axis, which must hold ``new_bits // old_bits`` elements
+      (ValueError otherwise). Never weakly typed.
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.bitcast_convert_type(np.float32([1.0, -0.0]), np.int32)
+      Array([ 1065353216, -2147483648], dtype=int32)
+      >>> lax.bitcast_convert_type(np.uint16([0x1234]), np.uint8)
+      Array([[52, 18]], dtype=uint8)
+    """
+    if new_dtype is None:
+        raise FunctxValueError(f"dtype must be specified.{_loc()}")
+    new_dtype = dtypes.check_user_dtype(new_dtype, "bitcast_convert_type")
+    if is_python_scalar(operand):
+        operand = np.asarray(operand, dtypes.dtype_of_python_scalar(operand))
+    return P.bitcast_convert_type_p.bind(operand, new_dtype=new_dtype)
+
+
 def _iota_dtype(dtype):
     if dtype is None:
         raise FunctxTypeError(f"iota: dtype must be an integer or float dtype, got None{_loc()}")

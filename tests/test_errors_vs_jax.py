@@ -204,7 +204,7 @@ def test_missing_jax_name_says_not_implemented():
         _ = functx.lax.ragged_dot
     assert isinstance(info.value, AttributeError)
     assert "jax.lax.ragged_dot" in str(info.value) and "docs/differences.md" in str(info.value)
-    assert not hasattr(functx, "pmap")
+    assert not hasattr(functx, "smap")
     with pytest.raises(AttributeError) as info:
         _ = functx.numpy.no_such_function
     assert type(info.value) is AttributeError

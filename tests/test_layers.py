@@ -62,6 +62,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "functx._window",
             "functx._gather",
             "functx._conv",
+            "functx._qdwh",
             "functx.scipy",
             "functx.test_util",
             "functx.flatten_util",
@@ -69,11 +70,23 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "functx.debug",
             "functx.ad_checkpoint",
             "functx._laxextra",
+            "functx._rng",
         ),
     ),
     ("devices", ("functx.devices",)),
     ("lowering", ("functx.lowering",)),
-    ("top", ("functx.jit", "functx.demo", "functx")),
+    (
+        "top",
+        (
+            "functx.jit",
+            "functx.demo",
+            "functx",
+            "functx.sharding",
+            "functx.distributed",
+            "functx._shard_map",
+            "functx.experimental.shard_map",
+        ),
+    ),
 ]
 
 # Function-level imports of functx modules that are honest (not cycle breakers), as
@@ -98,6 +111,8 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     ("functx.control.sort", "functx.lowering.loopir"): "SymPy only when jit lowers",
     ("functx.control.threefry", "functx.lowering.loopir"): "SymPy only when jit lowers",
     ("functx.control.linear_solve", "functx.lowering.lower"): "SymPy only when jit lowers",
+    ("functx._rng", "functx.lowering.lower"): "SymPy only when jit lowers",
+    ("functx._rng", "functx.lowering.loopir"): "SymPy only when jit lowers",
     # cache.py (subprocess, the compiler lookup) costs ~85 ms of `import functx`: first use only.
     ("functx.lowering.compile", "functx.lowering.cpp.prelude"): "import time of `import functx`",
     ("functx.lowering.compile", "functx.lowering.cache"): "import time of `import functx`",

@@ -16,6 +16,8 @@ per-case time limit) and writes ``<out>/<name>.json`` with each case's outcome a
 import argparse
 import ast
 import collections
+import concurrent.futures
+import glob
 import json
 import os
 import re
@@ -47,7 +49,9 @@ import fxswap
 
 fxswap.install()
 _LIMIT = int(os.environ.get("FXSWAP_TIMEOUT", "60"))
-_OUT = open(os.environ["FXSWAP_RESULTS"], "w")  # one JSON line per case, written as it ends
+_OUT = open(  # one JSON line per case, written as it ends (one file per xdist worker)
+    os.environ["FXSWAP_RESULTS"] + ("." + os.environ["PYTEST_XDIST_WORKER"]
+                                    if "PYTEST_XDIST_WORKER" in os.environ else ""), "w")
 
 
 def _record(**row):
@@ -153,12 +157,16 @@ def prepare(args, work):
     with open(os.path.join(work, "conftest.py"), "w") as f:
         f.write(CONFTEST.format(here=HERE, root=ROOT))
     for name in args.files:
-        src = subprocess.run(
-            ["git", "--git-dir", args.jax_git, "show", f"{args.ref}:tests/{name}_test.py"],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
+        if args.src:  # test files copied out beforehand (a machine without the JAX mirror)
+            with open(os.path.join(args.src, f"{name}_test.py")) as f:
+                src = f.read()
+        else:
+            src = subprocess.run(
+                ["git", "--git-dir", args.jax_git, "show", f"{args.ref}:tests/{name}_test.py"],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
         with open(os.path.join(work, f"{name}_test.py"), "w") as f:
             f.write(rewrite(src))
 
@@ -171,6 +179,8 @@ def run_file(args, work, name):
     env.setdefault("FUNCTX_CACHE_DIR", os.path.join(os.path.abspath(args.out), "functx-cache"))
     cmd = ["nice", sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"]
     cmd += ["-o", "addopts=", "-o", "filterwarnings=", "--rootdir", work, f"{name}_test.py"]
+    if args.xdist > 1:
+        cmd += ["-n", str(args.xdist)]
     t0 = time.time()
     proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True)
     tail = proc.stdout.strip().splitlines()[-1:] or proc.stderr.strip().splitlines()[-3:]
@@ -181,15 +191,21 @@ def run_file(args, work, name):
 
 
 def load(path):
-    """(collected count or None, the case rows) of one results file."""
+    """(collected count or None, the case rows) of one results file, with its xdist workers'
+    files (``path.gwN``: each worker collects every case and runs its share)."""
     collected, rows = None, []
-    with open(path) as f:
-        for line in f:
-            row = json.loads(line)
-            if "collected" in row:
-                collected = row["collected"]
-            else:
-                rows.append(row)
+    workers = sorted(glob.glob(glob.escape(path) + ".gw*"))
+    for one in [path, *workers]:
+        if not os.path.exists(one):
+            continue
+        with open(one) as f:
+            for line in f:
+                row = json.loads(line)
+                if "collected" in row:
+                    collected = max(collected or 0, row["collected"])
+                elif one != path or not workers:
+                    # (xdist's controller also sees every worker's report: counted once)
+                    rows.append(row)
     return collected, rows
 
 
@@ -222,7 +238,7 @@ def summary(args):
         # ``NAME@DIR`` takes that file's results from another --out folder (runs of other settings)
         name, _, where = name.partition("@")
         path = os.path.join(where or args.out, f"{name}.jsonl")
-        if not os.path.exists(path):
+        if not glob.glob(glob.escape(path) + "*"):
             continue
         collected, res = load(path)
         c = collections.Counter(r["outcome"] for r in res)
@@ -259,13 +275,16 @@ def main():
     p.add_argument("--num-cases", type=int, default=10, help="JAX_NUM_GENERATED_CASES")
     p.add_argument("--summary", action="store_true", help="only summarise earlier results")
     p.add_argument("--top", type=int, default=40)
+    p.add_argument("--src", help="a folder holding the <name>_test.py files (instead of git)")
+    p.add_argument("--jobs", type=int, default=1, help="files run at once")
+    p.add_argument("--xdist", type=int, default=1, help="pytest-xdist workers per file")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
     if not args.summary:
         work = os.path.join(os.path.abspath(args.out), "work")
         prepare(args, work)
-        for name in args.files:
-            run_file(args, work, name)
+        with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+            list(pool.map(lambda name: run_file(args, work, name), args.files))
     summary(args)
 
 

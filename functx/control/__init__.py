@@ -22,6 +22,10 @@ the loop IR), registered into the tables of ``functx.primitives``, ``functx.tran
 * ``fft.py``: the ``fft`` primitive (``lax.fft``: FFT, IFFT, RFFT, IRFFT), pocketfft eagerly and
   a library step under ``jit``.
 
+* ``collectives.py``: the named-axis collectives (``psum``, ``all_gather``, ``ppermute``,
+  ``axis_index``, ...) over axes bound by ``vmap(axis_name=)`` or ``shard_map``, the axis
+  environment they read, and their host steps under ``jit``.
+
 * ``callbacks.py``: host callbacks (``debug_callback``, ``pure_callback``), run eagerly, under
   every transform, and as host steps of compiled programs.
 
@@ -42,6 +46,7 @@ from functx.control import (
     associative_scan as associative_scan,
     betainc as betainc,
     callbacks as callbacks,
+    collectives as collectives,
     cond as cond,
     custom_derivatives as custom_derivatives,
     fft as fft,

@@ -21,7 +21,8 @@ indices, JAX's ``lax.top_k_p``. Its order is the total order of the bits: NaN > 
   (``lowering/cpp/sort.py``) runs a stable merge sort per row, rows in parallel; the Triton
   backend (``lowering/triton/sort.py``) sorts rows of ``TORCH_ROW_MIN`` (256) elements or more
   with ``torch.sort`` of order-preserving integer keys between launches, and shorter rows in a
-  kernel that ranks each element by counting the elements before it.
+  kernel that ranks each element by counting the elements before it; complex operands reach it
+  as their real and imaginary parts (a complex key as two keys: ``lowering/complex_lanes.py``).
 """
 
 from __future__ import annotations

@@ -97,6 +97,11 @@ class InterpretedGpuDevice(Device):
 
 
 CPU = CpuDevice(0)
+
+# The processes of a distributed run: ``functx.distributed.initialize()`` fills this table (and
+# ``shutdown()`` empties it) with "devices" (backend -> every process's devices), "process_index"
+# and "process_count". Empty: functx runs in one process.
+processes: dict = {}
 _gpu_list: list | None = None
 _gpu_lock = threading.Lock()
 GPU_IN_USE = False  # set once a GPU device object exists; jit's dispatch fast path reads it
@@ -147,6 +152,12 @@ def devices(backend: str | None = None) -> list[Device]:
       >>> functx.devices("cpu")
       [CpuDevice(id=0)]
     """
+    if "devices" in processes:
+        return processes["devices"](backend)
+    return _local(backend)
+
+
+def _local(backend: str | None) -> list[Device]:
     if backend is None:
         return list(gpu_devices()) or [CPU]
     name = backend.lower() if isinstance(backend, str) else backend
@@ -161,8 +172,8 @@ def devices(backend: str | None = None) -> list[Device]:
 
 
 def local_devices(backend: str | None = None) -> list[Device]:
-    """The devices of this process (``jax.local_devices``): the same as ``devices`` (functx runs in
-    one process).
+    """The devices of this process (``jax.local_devices``): the same as ``devices`` unless
+    ``functx.distributed.initialize()`` started a run of several processes.
 
     Arguments:
       backend: None (the default backend) or "cpu" / "gpu".
@@ -173,7 +184,9 @@ def local_devices(backend: str | None = None) -> list[Device]:
       >>> functx.local_devices("cpu")
       [CpuDevice(id=0)]
     """
-    return devices(backend)
+    if "local_devices" in processes:
+        return processes["local_devices"](backend)
+    return _local(backend)
 
 
 def device_count(backend: str | None = None) -> int:
@@ -192,7 +205,7 @@ def device_count(backend: str | None = None) -> int:
 
 
 def local_device_count(backend: str | None = None) -> int:
-    """How many devices this process sees: ``device_count(backend)`` (functx runs in one process).
+    """How many devices this process has: ``len(local_devices(backend))``.
 
     Arguments:
       backend: "cpu", "gpu" or None (the default platform).
@@ -202,11 +215,12 @@ def local_device_count(backend: str | None = None) -> int:
       >>> functx.local_device_count("cpu")
       1
     """
-    return device_count(backend)
+    return len(local_devices(backend))
 
 
 def process_count(backend: str | None = None) -> int:
-    """The number of processes of the computation: 1 (functx runs in one process).
+    """The number of processes of the computation: 1 unless ``functx.distributed.initialize()``
+    started a run of several processes (``jax.process_count``).
 
     Arguments:
       backend: accepted for JAX's signature.
@@ -216,11 +230,12 @@ def process_count(backend: str | None = None) -> int:
       >>> functx.process_count()
       1
     """
-    return 1
+    return processes.get("process_count", 1)
 
 
 def process_index(backend: str | None = None) -> int:
-    """This process's index among ``process_count()`` processes: 0.
+    """This process's index among ``process_count()`` processes (``jax.process_index``): 0 in a
+    single process, the rank after ``functx.distributed.initialize()``.
 
     Arguments:
       backend: accepted for JAX's signature.
@@ -230,7 +245,7 @@ def process_index(backend: str | None = None) -> int:
       >>> functx.process_index()
       0
     """
-    return 0
+    return processes.get("process_index", 0)
 
 
 def process_indices(backend: str | None = None) -> list[int]:
@@ -244,7 +259,7 @@ def process_indices(backend: str | None = None) -> list[int]:
       >>> functx.process_indices()
       [0]
     """
-    return [0]
+    return list(range(processes.get("process_count", 1)))
 
 
 def default_backend() -> str:

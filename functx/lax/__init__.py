@@ -49,6 +49,11 @@ from functx._laxextra import (
     tile as tile,
     unstack as unstack,
 )
+from functx._rng import (
+    RandomAlgorithm as RandomAlgorithm,
+    rng_bit_generator as rng_bit_generator,
+    rng_uniform as rng_uniform,
+)
 from functx._window import (
     padtype_to_pads as padtype_to_pads,
     reduce_window as reduce_window,
@@ -63,6 +68,21 @@ from functx.control.associative_scan import (
     cumsum as cumsum,
 )
 from functx.control.betainc import betainc as betainc
+from functx.control.collectives import (
+    all_gather as all_gather,
+    all_to_all as all_to_all,
+    axis_index as axis_index,
+    axis_size as axis_size,
+    pbroadcast as pbroadcast,
+    pmax as pmax,
+    pmean as pmean,
+    pmin as pmin,
+    ppermute as ppermute,
+    pshuffle as pshuffle,
+    psum as psum,
+    psum_scatter as psum_scatter,
+    pswapaxes as pswapaxes,
+)
 from functx.control.cond import (
     cond as cond,
     switch as switch,
@@ -110,6 +130,7 @@ from functx.ops import (
     atanh as atanh,
     bessel_i0e as bessel_i0e,
     bessel_i1e as bessel_i1e,
+    bitcast_convert_type as bitcast_convert_type,
     bitwise_and as bitwise_and,
     bitwise_not as bitwise_not,
     bitwise_or as bitwise_or,
@@ -214,6 +235,19 @@ from functx.ops import (
 __getattr__ = _missing_name_hook(__name__)
 
 __all__ = [
+    "all_gather",
+    "all_to_all",
+    "axis_index",
+    "axis_size",
+    "pbroadcast",
+    "pmax",
+    "pmean",
+    "pmin",
+    "ppermute",
+    "pshuffle",
+    "psum",
+    "psum_scatter",
+    "pswapaxes",
     "FftType",
     "GatherDimensionNumbers",
     "GatherScatterMode",
@@ -244,6 +278,7 @@ __all__ = [
     "bessel_i0e",
     "bessel_i1e",
     "betainc",
+    "bitcast_convert_type",
     "bitwise_and",
     "bitwise_not",
     "bitwise_or",
@@ -387,6 +422,9 @@ __all__ = [
     "broadcast_to_rank",
     "dynamic_update_index_in_dim",
     "reduce_xor",
+    "RandomAlgorithm",
+    "rng_bit_generator",
+    "rng_uniform",
     "optimization_barrier",
     "empty",
     "stack",

@@ -4,6 +4,7 @@ The primitives and all their rules live in ``functx/control/linalg.py``; this mo
 public, each name once, so that the namespace holds JAX's names only.
 """
 
+from functx._qdwh import qdwh as qdwh
 from functx.control.linalg import (
     EighImplementation as EighImplementation,
     EigImplementation as EigImplementation,
@@ -63,6 +64,7 @@ __all__ = [
     "lu_pivots_to_permutation",
     "lu_pivots_to_permutation_p",
     "ormqr",
+    "qdwh",
     "qr",
     "qr_p",
     "schur",

@@ -18,7 +18,14 @@ values of one shape, and each equation that touches one is rewritten into real o
   ``custom_vjp_call``, ``checkpoint``: their body, inlined);
 - host callbacks (``pure_callback``, ``io_callback``, ``debug_callback``): complex operands
   and results cross as real arrays with a trailing axis of 2, the user's function still sees
-  complex NumPy arrays.
+  complex NumPy arrays;
+- ``sort``: each complex operand as its two parts and a complex key as two real keys (the real
+  part, then the imaginary part, each ordered as a float key: JAX's order, NaNs included), so
+  the sort kernels and ``torch.sort`` see real operands and move each part's own bits;
+- linear algebra (``cholesky``, ``triangular_solve``, ``lu``, ``eigh``, ``qr``, ``svd`` and the
+  rest of ``control/linalg.py`` but ``eig``, which JAX computes on the CPU only): the library
+  step the real program would have, on the lanes (``LanesStep``: ``LibraryStep.torch`` reads
+  the interleaved lanes as complex tensors, so ``torch.linalg`` computes in complex).
 
 Anything else with a complex operand or result raises ``UnsupportedError`` naming the
 primitive and the user's line. A program without complex values is never rewritten
@@ -38,7 +45,7 @@ import numpy as np
 
 from functx import dtypes, lax, ops, tracing
 from functx.array import Array
-from functx.control import fft as fft_mod
+from functx.control import callbacks, fft as fft_mod, linalg
 from functx.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray
 from functx.errors import UnsupportedError
 from functx.source_info import source_info, where
@@ -617,6 +624,10 @@ def _rule(e, vals):  # noqa: C901 (one dispatch over the primitives, read top to
         return _unflatten(list(outs), [v.aval for v in e.outvars])
     if name in ("pure_callback", "io_callback", "debug_callback"):
         return _callback(e, vals, in_c)
+    if name == "sort":
+        return _sort(e, vals, in_c)
+    if e.prim.group == "linalg" and name not in NOT_ON_LANES:
+        return _library_step(e, vals, in_c)
     # fft: its own real-lanes form (functx/control/fft.py's on_lanes, where the fft branch has it;
     # until then, refused by name below)
     on_lanes = getattr(fft_mod, "on_lanes", None) if name == "fft" else None
@@ -684,6 +695,83 @@ def _callback(e, vals, in_c):
     if res is None:
         return outs
     return [_unstack(o, a.shape) if _is_c(a) else o for o, a in zip(outs, res)]
+
+
+def _sort(e, vals, in_c):
+    """``sort`` with complex operands: each complex operand as its two parts, a complex key as
+    two real keys (the real part, then the imaginary part: JAX's order of complex keys, each
+    part compared as a float key), so the sort kernels see real operands only and move each
+    part's own bits."""
+    p = e.params
+    flat, num_keys = [], 0
+    for i, (x, v, c) in enumerate(zip(vals, e.invars, in_c)):
+        parts = [x.re, x.im] if c else [x]
+        if c and not isinstance(x, Pair):
+            q = _as_pair(x, v.aval.dtype)
+            parts = [q.re, q.im]
+        flat += parts
+        num_keys += len(parts) if i < p["num_keys"] else 0
+    outs = e.prim.bind(*flat, dimension=p["dimension"], is_stable=p["is_stable"], num_keys=num_keys)
+    return _unflatten(list(outs), [v.aval for v in e.outvars])
+
+
+#: linear-algebra primitives kept off the lanes: JAX computes ``eig`` on the CPU only
+NOT_ON_LANES = frozenset({"eig"})
+
+
+def _lanes_aval(a):
+    return ShapedArray(tuple(a.shape) + (2,), dtypes.REAL_OF[a.dtype]) if _is_c(a) else a
+
+
+class LanesStep:
+    """A linear-algebra library step (``control/linalg.py``'s ``LibraryStep``) whose complex
+    operands and results cross as real lanes (a trailing axis of 2). ``torch`` is the step's own
+    (``LibraryStep.torch`` reads interleaved lanes as complex tensors, and writes complex results
+    back as lanes: ``torch.linalg`` on the device); ``__call__`` runs the step on NumPy lanes (the
+    host path). Prints with its address, as every host step does."""
+
+    __slots__ = ("step", "__weakref__")
+
+    def __init__(self, step):
+        self.step = step
+
+    def __repr__(self):
+        return f"<lanes {self.step!r}>"
+
+    def __call__(self, *vals):
+        args = [
+            np.ascontiguousarray(x).view(a.dtype)[..., 0] if _is_c(a) else x
+            for x, a in zip(vals, self.step.in_avals)
+        ]
+        return [
+            np.stack([np.real(o), np.imag(o)], -1).astype(dtypes.REAL_OF[a.dtype])
+            if _is_c(a)
+            else o
+            for o, a in zip(self.step(*args), self.step.out_avals)
+        ]
+
+    def torch(self, ins, outs):
+        self.step.torch(ins, outs)
+
+
+def _library_step(e, vals, in_c):
+    """A linear-algebra equation with complex values (cholesky, triangular_solve, lu, eigh, qr,
+    svd, ...): its library step on the lanes (a ``pure_callback`` equation whose callback is a
+    ``LanesStep``: the host step the real program would have, with complex tensors)."""
+    in_avals = [ShapedArray(v.aval.shape, v.aval.dtype) for v in e.invars]
+    out_avals = [ShapedArray(v.aval.shape, v.aval.dtype) for v in e.outvars]
+    step = LanesStep(linalg.LibraryStep(e.prim, e.params, in_avals, out_avals))
+    args = [
+        _stack(_as_pair(x, a.dtype), a.shape) if c else x for x, a, c in zip(vals, in_avals, in_c)
+    ]
+    outs = callbacks.pure_callback_p.bind(
+        *args,
+        callback=step,
+        result_avals=tuple(_lanes_aval(a) for a in out_avals),
+        vmap_method="sequential",
+    )
+    outs = [_unstack(o, a.shape) if _is_c(a) else o for o, a in zip(outs, out_avals)]
+    return outs if e.prim.multiple_results else outs[0]
 
 
 def split_complex(closed: ClosedJaxpr):

@@ -164,6 +164,51 @@ def _convert(g, ins, avals, *, new_dtype, weak_type=False):
 lowerings[P.convert_element_type_p] = _convert
 
 
+def _bitcast(g, ins, avals, *, new_dtype):
+    """Same widths: one ``bitcast`` element op. A width change works on the unsigned integers of
+    the two widths: a narrower part ``j`` is the wide bits divided by ``2**(j*bits)`` and
+    truncated; a wider element is the sum of its parts, part ``j`` times ``2**(j*bits)``."""
+    x, out = ins[0], avals[0]
+    old, new = np.dtype(x.dtype), np.dtype(out.dtype)
+    if old == new:
+        return x
+    ob, nb = old.itemsize * 8, new.itemsize * 8
+    uo, un = np.dtype(f"uint{ob}"), np.dtype(f"uint{nb}")
+
+    def cast(e, to):
+        return e if np.dtype(e.dtype) == to else Op(to, "bitcast", (e,))
+
+    if ob == nb:
+        return _pw(g, out.shape, new, lambda idx, ctx: cast(x.load(idx, ctx), new), ins)
+    if ob > nb:
+
+        def narrow(idx, ctx):
+            bits = cast(x.load(idx[:-1], ctx), uo)
+            j = Idx(dtypes.int64, idx[-1])
+            scale = Const(uo, 1)
+            for k in range(1, ob // nb):
+                hit = Op(dtypes.bool_, "eq", (j, Const(dtypes.int64, k)))
+                scale = Op(uo, "select", (hit, Const(uo, 1 << (k * nb)), scale))
+            part = Op(un, "convert", (Op(uo, "div", (bits, scale)),))
+            return cast(part, new)
+
+        return _pw(g, out.shape, new, narrow, ins)
+
+    def widen(idx, ctx):
+        acc = None
+        for k in range(nb // ob):
+            part = Op(un, "convert", (cast(x.load((*idx, sympy.Integer(k)), ctx), uo),))
+            if k:
+                part = Op(un, "mul", (part, Const(un, 1 << (k * ob))))
+            acc = part if acc is None else Op(un, "or", (acc, part))
+        return cast(acc, new)
+
+    return _pw(g, out.shape, new, widen, ins)
+
+
+lowerings[P.bitcast_convert_type_p] = _bitcast
+
+
 def _iota(g, ins, avals, *, dtype, shape, dimension):
     return _pw(
         g,

@@ -15,8 +15,10 @@ import weakref
 import numpy as np
 
 from functx import config
-from functx.array import Array
+from functx.array import Array, UncommittedArray
 from functx.errors import FunctxTypeError
+
+_HOST_ARRAYS = (Array, UncommittedArray)  # (host Arrays: committed or not)
 
 # OpenMP threads that spin while waiting steal the cores from each other (and from anything else
 # running) on a busy machine; sleeping waiters cost a few microseconds per parallel region, and
@@ -345,13 +347,18 @@ class Executable:
             self._call = _fast[0]  # None until the extension is built (see fast_call)
         if self._call is not None:
             bufs = [
-                x._value if type(x) is Array else self._convert(x, i) for i, x in enumerate(leaves)
+                x._value if type(x) in _HOST_ARRAYS else self._convert(x, i)
+                for i, x in enumerate(leaves)
             ]
             bufs += self.consts
             bufs += outs
             rc = self._call(self._addr, bufs)
-            if rc == -2:  # a non-contiguous or non-buffer input
-                rc = self._call_ctypes(leaves, outs)
+            if rc == -2:  # a non-contiguous input (a broadcast ``zeros``, a strided view): copy
+                n = len(leaves)
+                bufs[:n] = [np.ascontiguousarray(b) for b in bufs[:n]]
+                rc = self._call(self._addr, bufs)
+                if rc == -2:  # (not a buffer at all)
+                    rc = self._call_ctypes(leaves, outs)
         else:
             rc = self._call_ctypes(leaves, outs)
         if rc != 0:
@@ -409,8 +416,8 @@ class Executable:
         return env["run"]
 
     def _slow(self, args, rc):
-        if rc == -2:  # an input that is not C-contiguous: through ctypes, with a copy of it
-            return self(list(args))
+        if rc == -2:  # an input that is not C-contiguous: with a copy of it
+            return self.run(list(args))
         raise MemoryError("functx.jit: the compiled program could not allocate its buffers")
 
     def _check(self, leaves):
@@ -422,9 +429,9 @@ class Executable:
                 f"inputs, called with {len(leaves)}"
             )
         for i, (x, spec) in enumerate(zip(leaves, self.in_specs or ())):
-            v = x._value if type(x) is Array else x
+            v = x._value if type(x) in _HOST_ARRAYS else x
             shape, dtype = np.shape(v), getattr(v, "dtype", None)
-            if shape != spec[0] or (type(x) is Array and dtype != spec[1]):
+            if shape != spec[0] or (type(x) in _HOST_ARRAYS and dtype != spec[1]):
                 raise FunctxTypeError(
                     f"functx.jit: input {i} of the compiled program must be "
                     f"{np.dtype(spec[1]).name}{list(spec[0])}, not "
@@ -441,7 +448,7 @@ class Executable:
         ptrs = []
         keep = []  # every buffer whose address is passed lives until the call returns
         for i, x in enumerate(leaves):
-            v = x._value if type(x) is Array else self._convert(x, i)
+            v = x._value if type(x) in _HOST_ARRAYS else self._convert(x, i)
             if not v.flags.c_contiguous:
                 v = np.ascontiguousarray(v)
             keep.append(v)

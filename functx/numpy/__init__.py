@@ -447,6 +447,15 @@ _array.numpy_functions.update(
     left_shift=left_shift,
     right_shift=right_shift,
     scatter_update=_indexing_module.scatter_update,
+    # (the methods JAX's Array shares with jnp: functx.array's ArrayMethods)
+    **{
+        name: globals()[name]
+        for name in (
+            "argpartition argsort sort searchsorted choose compress diagonal trace nonzero ptp "
+            "repeat take"
+        ).split()
+    },
+    view=_core.array_view,
 )
 
 

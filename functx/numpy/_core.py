@@ -1410,21 +1410,60 @@ def signbit(x, /):
       >>> jnp.signbit(jnp.array([-1.0, -0.0, 0.0]))
       Array([ True,  True, False], dtype=bool)
 
-    Unlike JAX: functx has no bitcast, so the sign of a NaN is not seen: ``signbit(-nan)`` is
-    False. Complex operands raise ValueError, as in JAX.
+    Floats are read by their sign bit (``lax.bitcast_convert_type``), so ``signbit(-nan)`` is
+    True, as in JAX. Complex operands raise ValueError, as in JAX.
     """
     (x,) = _promote("signbit", x)
-    if _aval(x).dtype in dtypes.COMPLEX:
-        raise FunctxValueError(
-            f"jax.numpy.signbit is not well defined for {_aval(x).dtype.name}{_loc()}"
-        )
-    if _aval(x).dtype in dtypes.FLOATS:
-        # -0.0 and negative NaNs have the sign bit: 1/x is -inf for -0.0.
-        return logical_or(
-            ops.lt(x, _const(0, x)),
-            logical_and(ops.eq(x, _const(0, x)), ops.lt(ops.div(_const(1, x), x), _const(0, x))),
-        )
+    dt = _aval(x).dtype
+    if dt in dtypes.COMPLEX:
+        raise FunctxValueError(f"jax.numpy.signbit is not well defined for {dt.name}{_loc()}")
+    if dt in dtypes.FLOATS:
+        bits = ops.bitcast_convert_type(x, np.dtype(f"int{dt.itemsize * 8}"))
+        return ops.lt(bits, _const(0, bits))
     return less(x, 0)
+
+
+def array_view(x, dtype=None, type=None):  # noqa: A002
+    """``Array.view`` (``jax.Array.view``; its docstring is the method's in ``functx.array``)."""
+    if type is not None:
+        raise NotImplementedError("`type` argument of array.view() is not supported.")
+    if dtype is None:
+        return x
+    dtype = dtypes.check_user_dtype(dtype, "view")
+    old = _aval(x).dtype
+    shape = _aval(x).shape
+    bits_in, bits_out = old.itemsize * 8, dtype.itemsize * 8
+    if not shape:
+        if bits_in != bits_out:
+            raise FunctxValueError(
+                f"view() of a 0d array is only supported if the itemsize is unchanged.{_loc()}"
+            )
+        return squeeze(array_view(expand_dims(x, 0), dtype), 0)
+    if (shape[-1] * bits_in) % bits_out:
+        raise FunctxValueError(
+            "When changing to a larger dtype, its size must be a divisor of the total size in "
+            f"bytes of the last axis of the array.{_loc()}"
+        )
+    if old == dtype:
+        return x
+    if old == dtypes.bool_:
+        return array_view(ops.convert_element_type(x, dtypes.uint8), dtype)
+    if old in dtypes.COMPLEX:
+        parts = stack([ops.real(x), ops.imag(x)], -1)
+        return array_view(reshape(parts, (*shape[:-1], 2 * shape[-1])), dtype)
+    if dtype == dtypes.bool_:
+        u = array_view(x, dtypes.uint8)
+        return ops.ne(u, _const(0, u))
+    if dtype in dtypes.COMPLEX:
+        out = array_view(x, dtypes.REAL_OF[dtype])
+        return ops.complex(out[..., 0::2], out[..., 1::2])
+    if bits_in < bits_out:
+        k = bits_out // bits_in
+        return ops.bitcast_convert_type(reshape(x, (*shape[:-1], shape[-1] // k, k)), dtype)
+    out = ops.bitcast_convert_type(x, dtype)
+    if bits_in > bits_out:
+        out = reshape(out, (*shape[:-1], shape[-1] * (bits_in // bits_out)))
+    return out
 
 
 def _ufunc2(lax_fn, name, kind="any"):
@@ -1749,7 +1788,32 @@ maximum = _extremum(ops.max, "maximum")
 minimum = _extremum(ops.min, "minimum")
 arctan2 = _ufunc2(ops.atan2, "arctan2", "float")
 atan2 = arctan2
-nextafter = _ufunc2(ops.nextafter, "nextafter", "float")
+
+
+def _nextafter(x1, x2):
+    """``lax.nextafter``; float16/bfloat16 by a step of the bit pattern (the compiled backends
+    have no half-precision nextafter): one unit away from zero where ``x2`` lies further out than
+    ``x1``, else toward it; from zero the smallest subnormal with ``x2``'s sign."""
+    x1, x2 = broadcast_arrays(x1, x2)
+    nan = ops.full_like(x1, np.nan)  # any NaN operand gives the positive quiet NaN, as in JAX
+    half = _aval(x1).dtype in (dtypes.float16, dtypes.bfloat16)
+    out = _nextafter_half(x1, x2) if half else ops.nextafter(x1, x2)
+    return ops.select_n(ops.ne(x1, x1), ops.select_n(ops.ne(x2, x2), out, nan), nan)
+
+
+def _nextafter_half(x1, x2):
+    dt = _aval(x1).dtype
+    bits = ops.bitcast_convert_type(x1, dtypes.int16)
+    one = ops.full_like(bits, 1)
+    away = ops.eq(ops.gt(x2, x1), ops.gt(x1, ops.full_like(x1, 0)))
+    step = ops.select_n(away, ops.sub(bits, one), ops.add(bits, one))
+    tiny = ops.select_n(signbit(x2), one, ops.full_like(bits, -32767))  # 0x0001 / 0x8001
+    zero = ops.eq(x1, ops.full_like(x1, 0))
+    out = ops.bitcast_convert_type(ops.select_n(zero, step, tiny), dt)
+    return ops.select_n(ops.eq(x1, x2), out, x2)
+
+
+nextafter = _ufunc2(_nextafter, "nextafter", "float")
 equal = _ufunc2(ops.eq, "equal")
 not_equal = _ufunc2(ops.ne, "not_equal")
 
@@ -1928,7 +1992,8 @@ def copysign(x1, x2, /):
       >>> jnp.copysign(jnp.array([1.0, 2.0]), jnp.array([-1.0, 0.0]))
       Array([-1.,  2.], dtype=float32)
 
-    Unlike JAX: the sign comes from ``signbit``, so a NaN ``x2`` counts as positive.
+    The sign is ``x2``'s sign bit (``signbit``), so ``-0.0`` and a negative NaN give a negative
+    result, as in JAX.
     """
     x1, x2 = _promote_float("copysign", x1, x2)
     return where(signbit(x2), negative(abs(x1)), abs(x1))

@@ -12,12 +12,14 @@ Everything in ``functx.numpy``, ``functx.nn`` and ``functx.lax`` is a composite 
 - ``reduce``: the reduction-semantics table (``SEMANTICS``, ``ARG``: identities, combine, NaN,
   signed-zero and tie rules) and the reduction primitives;
 - ``shape``, ``index``, ``contract``: views, iota, stop_gradient; gather/scatter and dynamic
-  slices; dot_general.
+  slices; dot_general;
+- ``bitcast``: bitcast_convert_type (the same bits as another dtype).
 
 Every primitive object is available here as ``<name>_p`` (``functx.primitives.sin_p``).
 """
 
 from functx.primitives.base import by_group as by_group, prim as prim, registry as registry
+from functx.primitives.bitcast import *  # noqa: F403
 from functx.primitives.contract import *  # noqa: F403
 from functx.primitives.elementwise import *  # noqa: F403 (one <name>_p per table row)
 from functx.primitives.index import *  # noqa: F403

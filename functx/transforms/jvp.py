@@ -302,6 +302,7 @@ for _p in (
     P.argmin_p,
     P.reduce_and_p,
     P.reduce_or_p,
+    P.bitcast_convert_type_p,  # a zero tangent, as JAX's
 ):
     nondifferentiable.add(_p)
 

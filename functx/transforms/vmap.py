@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import Any, Callable
+import threading
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 import optree
@@ -38,6 +39,7 @@ from functx.core import ClosedJaxpr, Literal, Primitive, ShapedArray
 from functx.errors import FunctxError, UnsupportedError
 from functx.interpreter import eval_jaxpr
 from functx.source_info import source_info, where
+from functx.transforms import axis_env
 from functx.transforms.jvp import arg_avals, check_callable
 
 not_mapped = None
@@ -48,6 +50,32 @@ Rule = Callable[..., tuple[Any, Any]]
 #: The batching rule of each primitive. Modules that define primitives (control flow, custom
 #: derivatives) register theirs here: ``batching_rules[my_p] = my_rule``.
 batching_rules: dict[Primitive, Rule] = {}
+
+
+class AxisData(NamedTuple):
+    """The axis being batched: its name (None for a vmap without ``axis_name``) and size."""
+
+    name: Any
+    size: int
+
+
+#: Named-axis primitives (the collectives of ``functx.control.collectives``): their rules also
+#: receive the axis being batched, and run for every equation of theirs, batched operands or
+#: not (a collective over this vmap's axis name must be rewritten even on unbatched values):
+#: ``rule(axis: AxisData, args, dims, **params) -> (out, out_dim)``.
+axis_batching_rules: dict[Primitive, Callable[..., tuple[Any, Any]]] = {}
+
+
+class _Batching(threading.local):
+    """The axes being batched by the rewrites now running in this thread (innermost last): a
+    rule that batches a sub-Jaxpr (cond, scan, ...) with ``batch_jaxpr`` batches the same axis."""
+
+    def __init__(self):
+        self.axes: list[AxisData] = []
+
+
+_batching = _Batching()
+_INHERIT = object()
 
 
 class BatchingError(FunctxError, ValueError):
@@ -146,9 +174,27 @@ def _check_rule_output(eqn, outs, out_ds, size):
             )
 
 
-def batch_eval(jaxpr, consts, args, dims, axis_size: int):
+def _axis_data(axis_name, axis_size: int) -> AxisData:
+    if axis_name is _INHERIT:  # (a sub-Jaxpr of the rewrite now running: the same named axis)
+        outer = _batching.axes[-1] if _batching.axes else None
+        axis_name = outer.name if outer is not None and outer.size == axis_size else None
+    return AxisData(axis_name, axis_size)
+
+
+def batch_eval(jaxpr, consts, args, dims, axis_size: int, *, axis_name=_INHERIT):
     """Evaluate ``jaxpr`` on batched values (``args`` with batch axes ``dims``) inside the active
-    trace; returns ``(outs, out_dims)``."""
+    trace; returns ``(outs, out_dims)``. ``axis_name`` names the batched axis for the collectives
+    (by default the one of the rewrite this call is part of, else none)."""
+    axis = _axis_data(axis_name, axis_size)
+    _batching.axes.append(axis)
+    try:
+        return _batch_eval(jaxpr, consts, args, dims, axis)
+    finally:
+        _batching.axes.pop()
+
+
+def _batch_eval(jaxpr, consts, args, dims, axis: AxisData):
+    axis_size = axis.size
     env: dict[int, tuple[Any, BatchDim]] = {}
     for v, c in zip(jaxpr.constvars, consts):
         env[v.id] = (c, None)
@@ -170,7 +216,11 @@ def batch_eval(jaxpr, consts, args, dims, axis_size: int):
             else contextlib.nullcontext()
         )
         with ctx:
-            if all(d is None for d in ds):
+            named = axis_batching_rules.get(eqn.prim)
+            if named is not None:
+                outs, out_ds = named(axis, vals, ds, **eqn.params)
+                _check_rule_output(eqn, outs, out_ds, axis_size)
+            elif all(d is None for d in ds):
                 outs = eqn.prim.bind(*vals, **eqn.params)
                 out_ds = [None] * len(eqn.outvars) if eqn.prim.multiple_results else None
             else:
@@ -185,7 +235,9 @@ def batch_eval(jaxpr, consts, args, dims, axis_size: int):
     return [o for o, _ in outs], [d for _, d in outs]
 
 
-def batch_jaxpr(closed: ClosedJaxpr, in_dims, axis_size: int, *, force_out_dims=None):
+def batch_jaxpr(
+    closed: ClosedJaxpr, in_dims, axis_size: int, *, force_out_dims=None, axis_name=_INHERIT
+):
     """Rewrite the per-example ``closed`` into a Jaxpr over batched inputs.
 
     Arguments:
@@ -196,6 +248,9 @@ def batch_jaxpr(closed: ClosedJaxpr, in_dims, axis_size: int, *, force_out_dims=
       axis_size: the number of examples.
       force_out_dims: optional, for each output the axis to put its batch dimension at (an
         unbatched output is broadcast), or None to keep whatever the rules produced.
+      axis_name: the name of the batched axis, which collectives over it reduce (None: no
+        name); by default the name of the rewrite this call is part of (a rule batching a
+        sub-Jaxpr), else None.
     Returns:
       ``(batched, out_dims)``: a ClosedJaxpr taking the batched inputs, and the batch axis of each
       of its outputs (None for outputs that do not depend on the example).
@@ -206,8 +261,12 @@ def batch_jaxpr(closed: ClosedJaxpr, in_dims, axis_size: int, *, force_out_dims=
     in_dims = [None if d is None else d % (a.ndim + 1) for d, a in zip(in_dims, in_avals)]
     avals = [batched_aval(a, d, axis_size) for a, d in zip(in_avals, in_dims)]
 
+    axis = _axis_data(axis_name, axis_size)
+
     def flat(*args):
-        outs, out_dims = batch_eval(closed.jaxpr, closed.consts, args, in_dims, axis_size)
+        outs, out_dims = batch_eval(
+            closed.jaxpr, closed.consts, args, in_dims, axis_size, axis_name=axis.name
+        )
         if force_out_dims is not None:
             for i, want in enumerate(force_out_dims):
                 if want is None:
@@ -308,6 +367,14 @@ def _expand_dims_rule(args, dims, *, dimensions):
 def _rev_rule(args, dims, *, dimensions):
     (x,), (d,) = args, dims
     return P.rev_p.bind(x, dimensions=shift_axes(dimensions, d)), d
+
+
+def _bitcast_rule(args, dims, *, new_dtype):
+    # a width change adds or consumes the last axis, which must not be the batch axis
+    (x,), (d,) = args, dims
+    if d == _ndim(x) - 1 and tracing.get_aval(x).dtype.itemsize != np.dtype(new_dtype).itemsize:
+        x, d = moveaxis(x, d, 0), 0
+    return P.bitcast_convert_type_p.bind(x, new_dtype=new_dtype), d
 
 
 def _slice_rule(args, dims, *, start_indices, limit_indices, strides=None):
@@ -537,6 +604,7 @@ def _register_rules():
             P.squeeze_p: _squeeze_rule,
             P.expand_dims_p: _expand_dims_rule,
             P.rev_p: _rev_rule,
+            P.bitcast_convert_type_p: _bitcast_rule,
             P.slice_p: _slice_rule,
             P.concatenate_p: _concatenate_rule,
             P.pad_p: _pad_rule,
@@ -657,7 +725,13 @@ def _mapped_dims(leaves, axes, args, kwargs, axis_size):
 
 
 def vmap(
-    fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | None = None
+    fun: Callable,
+    in_axes: Any = 0,
+    out_axes: Any = 0,
+    axis_name: Any = None,
+    axis_size: int | None = None,
+    spmd_axis_name: Any = None,
+    sum_match: bool = False,
 ) -> Callable:
     """Vectorise ``fun`` over an axis of its arguments.
 
@@ -669,15 +743,34 @@ def vmap(
         from the end. Keyword arguments are mapped over axis 0.
       out_axes: where the mapped axis goes in each output (an int, None for outputs that do not
         depend on the example, or a pytree prefix of the output).
+      axis_name: a name (any hashable) for the mapped axis, so that the collectives of
+        ``functx.lax`` (``psum``, ``axis_index``, ``all_gather``, ``ppermute``, ...) called in
+        ``fun`` with this name act across the examples; None binds no name.
       axis_size: the number of examples; needed only when no argument is mapped.
+      spmd_axis_name: accepted for JAX's signature (a mesh axis to shard the batch over: with
+        one device per program there is nothing to shard, so it is ignored).
+      sum_match: accepted for JAX's signature; only False is supported.
     Returns:
       A function with the signature of ``fun`` that computes ``fun`` on every example at once.
     Example:
       >>> W = jnp.ones((3, 2))
       >>> functx.vmap(lambda x: x @ W)(jnp.ones((5, 3))).shape
       (5, 2)
+      >>> print(functx.vmap(lambda x: x / functx.lax.psum(x, "i"), axis_name="i")(
+      ...     jnp.arange(4.0)))
+      [0.         0.16666667 0.33333334 0.5       ]
     """
     check_callable("vmap", fun)
+    if axis_name is not None:
+        try:
+            hash(axis_name)
+        except TypeError:
+            raise BatchingTypeError(
+                f"vmap axis_name must be hashable, got {axis_name!r}{where()}"
+            ) from None
+    if sum_match:
+        raise NotImplementedError("vmap: sum_match=True is not supported by functx")
+    del spmd_axis_name
     if axis_size is not None and (
         isinstance(axis_size, (bool, np.bool_))
         or not isinstance(axis_size, (int, np.integer))
@@ -712,17 +805,29 @@ def vmap(
         axes = _spec_leaves(spec, (args, kwargs), "in_axes", "arguments")
         dims, size = _mapped_dims(leaves, axes, args, kwargs, axis_size)
         avals = tuple(tracing.get_aval(x) for x in leaves)
-        key = (in_tree, avals, tuple(dims), size)
+        key = (in_tree, avals, tuple(dims), size, axis_env.env_key())
         hit = cache.get(key)
         if hit is None:
             per_example = [
                 a if d is None else a.update(shape=a.shape[:d] + a.shape[d + 1 :])
                 for a, d in zip(avals, dims)
             ]
-            closed, out_tree = tracing.trace_flat(tracing.flatten_fun(fun, in_tree), per_example)
+            frame = (
+                axis_env.axis_frame(axis_name, size, "vmap")
+                if axis_name is not None
+                else contextlib.nullcontext()
+            )
+            with frame:  # (collectives over axis_name check it and read its size as they trace)
+                closed, out_tree = tracing.trace_flat(
+                    tracing.flatten_fun(fun, in_tree), per_example
+                )
             force = _out_dims(out_axes, out_tree, closed.out_avals)
             new, out_dims = batch_jaxpr(
-                closed, dims, size, force_out_dims=[None if a is _NM else a for a in force]
+                closed,
+                dims,
+                size,
+                force_out_dims=[None if a is _NM else a for a in force],
+                axis_name=axis_name,
             )
             for i, (a, d) in enumerate(zip(force, out_dims)):
                 if a is _NM and d is not None:
@@ -768,6 +873,8 @@ def _out_dims(out_axes, out_tree, out_avals) -> list:
 
 __all__ = [
     "vmap",
+    "AxisData",
+    "axis_batching_rules",
     "batch_jaxpr",
     "batch_eval",
     "batching_rules",

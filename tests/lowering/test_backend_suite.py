@@ -1135,6 +1135,14 @@ def random_threefry(ns, k):
     return {"bits": r.bits(k, (4,), U32)}
 
 
+@case(lambda rng: (np.array([0xFFFFFFF0, 7, 0xFFFFFFFE, 0xFFFFFFFF], U32),), name="rng_bit_gen")
+def rng_bit_gen(ns, k):
+    # lax.rng_bit_generator: Philox with a counter carry (Threefry is random_threefry's hash);
+    # every algorithm, dtype and key kind in tests/test_rng_bit_generator.py
+    new_key, bits = ns.lax.rng_bit_generator(k, (3, 2), U32, ns.lax.RandomAlgorithm.RNG_PHILOX)
+    return {"bits": bits, "key": new_key}
+
+
 def _spd_pair(rng):
     a = rng.standard_normal((2, 3, 3))
     return (
@@ -1338,6 +1346,36 @@ def conv(ns, x, w, s, k, v):
     return {**out, "long": long(v, v[1:])}
 
 
+def _bitcast_args(rng):
+    f = np.array([1.5, -0.0, NAN, -NAN, INF, -INF, 1e-45, -3.0], F32)
+    return (
+        f,
+        f.astype(np.float16),
+        f.astype(BF16),
+        rng.integers(0, 256, (3, 4)).astype(U8),
+        np.array([[1.0, -2.5], [INF, 1e-300]]).view(np.int64).reshape(2, 2),
+        rng.integers(0, 0x7C00, (2, 3)).astype(np.int16),
+    )
+
+
+@case(_bitcast_args)
+def bitcast(ns, f, h, b, u, d, i):
+    # lax.bitcast_convert_type at equal widths, narrower (a new last axis of parts) and wider (the
+    # last axis consumed), halves, and the jnp functions that read sign bits
+    cv, np_ = ns.lax.bitcast_convert_type, ns.np
+    return {
+        "f32_i32": cv(f, np.int32),
+        "f32_u8": cv(-f, np.uint8),
+        "f16_i16": cv(h, np.int16),
+        "bf16_u16": cv(b, np.uint16),
+        "u8_i32": cv(u, np.int32),
+        "i64_i16": cv(d, np.int16),
+        "i16_f16": cv(i, np.float16) * 2.0,
+        "signbit": np_.signbit(f),
+        "nextafter_f16": cv(np_.nextafter(h, np_.float16(0.5)), np.int16),
+    }
+
+
 # =============================================================================================
 # The tests
 # =============================================================================================
@@ -1385,6 +1423,17 @@ def test_suite_covers_every_lowering():
         closed = functx.make_jaxpr(functools.partial(c.fn, FX))(*args_of(c))
         _prims_of(passes.simplify(closed).jaxpr, seen)
     seen |= {"dynamic_slice", "dynamic_update_slice"}  # the hypothesis tests below
+    # the collectives need a bound axis: tests/control/test_collectives.py runs them under jit
+    seen |= {
+        "psum",
+        "pmax",
+        "pmin",
+        "axis_index",
+        "all_gather",
+        "reduce_scatter",
+        "all_to_all",
+        "ppermute",
+    }
     lowered = {p.name for p in lower.lowerings}
     # custom_jvp_call / custom_vjp_call are exercised by the custom-derivative test below
     missing = sorted(lowered - seen - {"custom_jvp_call", "custom_vjp_call"})
@@ -1805,6 +1854,7 @@ def test_every_primitive_lowers_for_triton_or_names_itself():
 
     vjp_only.defvjp(lambda x: (fnp.sin(x), x), lambda r, g: (g * fnp.cos(r),))
     provokers = {"custom_lin": lambda x: functx.jvp(vjp_only, (x,), (x,))}
+    provokers["rng_uniform"] = lambda x: flax.rng_uniform(x[0], x[1], (2,))
     assert set(missing) <= set(provokers), f"no lowering and no provoker: {missing}"
     x = np.linspace(-1, 1, 4).astype(F32)
     with backend_env("triton"):

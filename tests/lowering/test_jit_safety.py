@@ -349,9 +349,9 @@ def test_jit_cache_is_an_lru_of_bounded_size(monkeypatch):
 
 
 def test_jit_cache_lru_with_host_arrays_on_the_fast_path(monkeypatch):
-    # (the test above passes NumPy arrays, which never reach the fast path: _cpu_calls stays
-    # empty there.) functx Arrays do: their records go with the evicted programs, and a program
-    # used only through the fast path is kept (its second chance)
+    # (as with the NumPy arrays above) functx Arrays reach the fast path: their records go with
+    # the evicted programs, and a program used only through the fast path is kept (its second
+    # chance)
     monkeypatch.setenv("FUNCTX_JIT_CACHE_SIZE", "3")
     jf = functx.jit(lambda x: x * 2.0 + 1.0)
     hot = fnp.asarray(np.ones(1, np.float32))

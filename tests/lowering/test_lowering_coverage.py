@@ -43,7 +43,13 @@ def _custom_lin(x):
     return functx.jvp(_vjp_only, (x,), (x,))  # PROVOKER LINE
 
 
+def _rng_uniform(x):
+    # stateful in JAX (a fresh seed per execution): functx draws it eagerly only
+    return lax.rng_uniform(x[0], x[1], (2,))  # PROVOKER LINE
+
+
 PROVOKERS = {"custom_lin": _custom_lin}
+PROVOKERS["rng_uniform"] = _rng_uniform
 
 
 def _line_of(fn, marker):

@@ -131,7 +131,7 @@ def test_public_surface_is_jax_names_only():
     for n in ("np", "ops", "P", "lowerings", "symmetrize", "tril"):
         assert not hasattr(FL, n)
     with pytest.raises(AttributeError, match="not implemented"):
-        _ = FL.qdwh
+        _ = FL.ormqr_p
     assert [e.value for e in FL.SvdAlgorithm] == [e.value for e in JL.SvdAlgorithm]
     assert [e.value for e in FL.EigImplementation] == [e.value for e in JL.EigImplementation]
     assert [e.value for e in FL.EighImplementation] == [e.value for e in JL.EighImplementation]

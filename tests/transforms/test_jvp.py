@@ -712,6 +712,7 @@ DECLARED_UNSUPPORTED = {
     "tridiagonal": lambda x: lax.linalg.tridiagonal(fnp.outer(x, x) + 1.0)[0],
     "schur": lambda x: lax.linalg.schur(fnp.outer(x, x) + 1.0)[0],
     "householder_product": lambda x: lax.linalg.householder_product(fnp.outer(x, x), x[:1]),
+    "rng_uniform": lambda x: lax.rng_uniform(x[0], x[1], (2,)),  # stateful: no derivative in JAX
 }
 # the host callbacks (tests/test_debug.py): debug_callback has no outputs (its jvp calls it on the
 # primals), pure_callback's and io_callback's jvps raise JAX's ValueError
@@ -724,6 +725,8 @@ NOT_IN_TABLE |= {"cholesky", "triangular_solve", "lu", "eigh", "qr", "svd"}
 NOT_IN_TABLE |= {"custom_linear_solve"}
 NOT_IN_TABLE |= {"eig"}  # check_grads in tests/numpy/test_linalg_eig.py
 NOT_IN_TABLE |= {"tridiagonal_solve"}  # check_grads in tests/numpy/test_linalg_lax_more.py
+# named-axis collectives (need a bound axis): check_grads in tests/control/test_collectives.py
+NOT_IN_TABLE |= {"psum", "pmax", "pmin", "all_gather", "reduce_scatter", "all_to_all", "ppermute"}
 
 
 def _merge(diff, fixed, positions=None):

@@ -174,6 +174,12 @@ CASES["fft"] = [
         (np.dtype(np.complex128),),
     )
 ]
+CASES["bitcast_convert_type"] = [
+    Case(lambda rng, dt: [_vals(rng, (2, 3), dt)], {"new_dtype": np.dtype(I32)}, (F32,)),
+    # wider: the last axis (2 float32 -> 1 float64) is consumed, so a batch axis drawn last moves
+    Case(lambda rng, dt: [_vals(rng, (3, 2), dt)], {"new_dtype": np.dtype(F64)}, (F32, I32)),
+    Case(lambda rng, dt: [_vals(rng, (3,), dt)], {"new_dtype": np.dtype(np.uint16)}, FLOATS),
+]
 CASES["convert_element_type"] = [
     Case(
         lambda rng, dt: [_vals(rng, (2, 3), dt) * 3],
@@ -401,6 +407,8 @@ HIGHER_ORDER = {
     "pure_callback",
     "io_callback",
     "threefry2x32",  # two results, which the table test cannot stack: tests/test_random.py
+    "rng_bit_generator",  # JAX's rule (the first key draws): tests/test_rng_bit_generator.py
+    "rng_uniform",  # no batching rule in JAX either: tests/test_rng_bit_generator.py
     # matrix operands (batched over leading axes): vmap against a loop in tests/numpy/test_linalg.py
     "cholesky",
     "triangular_solve",
@@ -419,6 +427,15 @@ HIGHER_ORDER = {
     "householder_product",
     "schur",
     "tridiagonal_solve",
+    # named-axis collectives (vmap with and without axis_name): tests/control/test_collectives.py
+    "psum",
+    "pmax",
+    "pmin",
+    "axis_index",
+    "all_gather",
+    "reduce_scatter",
+    "all_to_all",
+    "ppermute",
 }
 
 

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import ctypes
+import functools
+import glob
+import os
+
 import numpy as np
 
 from functx import dtypes
+from functx.lowering.cpp import lapack
 from functx.lowering.cpp.emit import _PAR, _SUM_BLOCK, _is_float, _store, compute_type
 from functx.lowering.schedule import Kernel
 
@@ -40,17 +46,9 @@ def render(prog, k: Kernel):
         prog.body += lines
         return
     if blas and np.dtype(lhs.dtype) == np.dtype(node.dtype):
-        lda = m if ta else kk
-        ldb = kk if tb else nn
-        lines += [
-            f"  if ({blas}) {{",
-            f"    for (int64_t b = 0; b < {bsz}LL; ++b)",
-            f"      {blas}(101, {112 if ta else 111}, {112 if tb else 111}, {m}LL, "
-            f"{nn}LL,"
-            f" {kk}LL, ({ct})1, {la} + b * {m * kk}LL, {lda}LL, {rb_} + b * {kk * nn}LL,"
-            f" {ldb}LL, ({ct})0, {node.buf} + b * {m * nn}LL, {nn}LL);",
-            "  } else {",
-        ]
+        lines += ["  if (" + blas + ") {"]
+        lines += _blas_call(prog, node, blas, la, rb_, ta, tb, bsz, m, kk, nn, ct)
+        lines += ["  } else {"]
     else:
         lines.append("  {")
     a_idx = f"(t * {m}LL + ii)" if ta else f"(ii * {kk}LL + t)"
@@ -88,6 +86,99 @@ def render(prog, k: Kernel):
     ]
     lines += close
     prog.body += lines
+
+
+# BLAS products are cut into pieces of about this many multiply-adds (at most _BLAS_PIECES), run
+# by the program's OpenMP threads with OpenBLAS itself on one thread (see _blas_call)
+_BLAS_PIECE = 1 << 22
+_BLAS_PIECES = 16
+
+_THREADS_TYPES = "typedef void (*fx_blas_nt_set_t)(int);\ntypedef int (*fx_blas_nt_get_t)(void);\n"
+
+
+@functools.lru_cache(maxsize=None)
+def blas_threads() -> tuple[str, str, str] | None:
+    """``(path, set, get)``: NumPy's OpenBLAS (the library whose ``cblas_?gemm`` the programs
+    call, found as ``runtime.gemm_pointers`` finds it) and its ``openblas_set_num_threads`` /
+    ``openblas_get_num_threads`` entry points, or None when it has none."""
+    libs = glob.glob(os.path.join(os.path.dirname(np.__file__), "..", "numpy.libs", "*blas*.so*"))
+    libs += glob.glob(os.path.join(os.path.dirname(np.__file__), ".dylibs", "*blas*"))
+    for path in libs:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        if not any(hasattr(lib, s) for s in ("scipy_cblas_sgemm64_", "cblas_sgemm64_")):
+            continue
+        for prefix, suffix in (("scipy_", "64_"), ("", "64_"), ("", "")):
+            st, gt = (f"{prefix}openblas_{w}_num_threads{suffix}" for w in ("set", "get"))
+            if hasattr(lib, st) and hasattr(lib, gt):
+                return os.path.realpath(path), st, gt
+        return None
+    return None
+
+
+def _blas_call(prog, node, blas, la, rb_, ta, tb, bsz, m, kk, nn, ct):
+    """The BLAS product, C = op(A) op(B) for each of ``bsz`` matrices.
+
+    OpenBLAS's own threads are the wrong ones here: after a call they keep spinning for their
+    next task while the program's OpenMP threads (the kernels around the product) want the same
+    cores, and on a loaded machine a product waits for a descheduled worker. So, when the
+    library's thread count can be set, the product is cut into pieces along its longer side
+    (rows of C, or columns), the program's OpenMP threads take the pieces (``schedule(dynamic)``:
+    a thread that is descheduled holds up one piece, not half the product) and OpenBLAS runs on
+    one thread for the duration of the kernel; the count it had is restored after it. Figures in
+    benchmarks/matmul_cpu.py and functx/_conv.py."""
+    lda = m if ta else kk
+    ldb = kk if tb else nn
+    one = f"({ct})1, "
+    zero = f"({ct})0, "
+    work = bsz * m * nn * kk
+    lib = blas_threads()
+    pieces = min(_BLAS_PIECES, max(1, work // _BLAS_PIECE), max(m, nn) // 16 or 1)
+    if lib is None or pieces * bsz < 2:
+        return [
+            f"    for (int64_t b = 0; b < {bsz}LL; ++b)",
+            f"      {blas}(101, {112 if ta else 111}, {112 if tb else 111}, {m}LL, {nn}LL,"
+            f" {kk}LL, {one}{la} + b * {m * kk}LL, {lda}LL, {rb_} + b * {kk * nn}LL,"
+            f" {ldb}LL, {zero}{node.buf} + b * {m * nn}LL, {nn}LL);",
+        ]
+    if lapack.HELPER not in prog.subs:
+        prog.subs.append(lapack.HELPER)
+    if _THREADS_TYPES not in prog.subs:
+        prog.subs.append(_THREADS_TYPES)
+    path, st, gt = lib
+    rows = m >= nn  # cut C's rows (A's rows), else C's columns (B's columns)
+    if rows:
+        a_off = "p0" if ta else f"p0 * {kk}LL"
+        b_off = "0"
+        c_off = f"p0 * {nn}LL"
+        mm, nnn = "(p1 - p0)", f"{nn}LL"
+        span = m
+    else:
+        a_off = "0"
+        b_off = f"p0 * {kk}LL" if tb else "p0"
+        c_off = "p0"
+        mm, nnn = f"{m}LL", "(p1 - p0)"
+        span = nn
+    return [
+        "    static const fx_blas_nt_set_t fx_bset ="
+        f' (fx_blas_nt_set_t)fx_lapack_fn("{path}", "{st}");',
+        "    static const fx_blas_nt_get_t fx_bget ="
+        f' (fx_blas_nt_get_t)fx_lapack_fn("{path}", "{gt}");',
+        "    const int fx_bprev = (fx_bset && fx_bget) ? fx_bget() : 1;",
+        "    if (fx_bprev != 1) fx_bset(1);",
+        "    #pragma omp parallel for schedule(dynamic)",
+        f"    for (int64_t q = 0; q < {bsz * pieces}LL; ++q) {{",
+        f"      const int64_t b = q / {pieces}LL, p = q % {pieces}LL;",
+        f"      const int64_t p0 = p * {span}LL / {pieces}LL;",
+        f"      const int64_t p1 = (p + 1) * {span}LL / {pieces}LL;",
+        f"      {blas}(101, {112 if ta else 111}, {112 if tb else 111}, {mm}, {nnn}, {kk}LL, {one}"
+        f"{la} + b * {m * kk}LL + {a_off}, {lda}LL, {rb_} + b * {kk * nn}LL + {b_off}, {ldb}LL,"
+        f" {zero}{node.buf} + b * {m * nn}LL + {c_off}, {nn}LL);",
+        "    }",
+        "    if (fx_bprev != 1) fx_bset(fx_bprev);",
+    ]
 
 
 def _small_gemm(node, la, rb_, ta, tb, bsz, m, kk, nn, ct):

@@ -263,9 +263,9 @@ class Emitter:
         if isinstance(e, Op):
             code = self._op(e)
             dt = np.dtype(e.dtype)
-            if e.name != "convert" and dt == dtypes.bfloat16:
+            if e.name not in _EXACT and dt == dtypes.bfloat16:
                 return f"fx_bf16_to_f32(fx_f32_to_bf16({code}))"
-            if e.name != "convert" and dt == dtypes.float16:
+            if e.name not in _EXACT and dt == dtypes.float16:
                 return f"((float)(_Float16)({code}))"
             return code
         raise TypeError(e)
@@ -292,6 +292,8 @@ class Emitter:
             return f"fx_convert<{ct}, {src}>({a[0]})"
         if name == "clamp":
             return f"fx_clamp({a[0]}, {a[1]}, {a[2]})"
+        if name == "bitcast":
+            return _bitcast(a[0], in_dt, np.dtype(e.dtype))
         return render_row(name, OpView(self, a, ct, in_dt, np.dtype(e.dtype), fl, params))
 
     def _ipow(self, x: str, y: int, ct: str) -> str:
@@ -306,6 +308,26 @@ class Emitter:
             if n:
                 base = self.temp(ct, f"{base} * {base}")
         return f"(({ct})1 / {acc})" if y < 0 else acc
+
+
+# element ops whose half-precision results are already rounded to the stored type
+_EXACT = ("convert", "bitcast")
+
+
+def _bitcast(x: str, src, to) -> str:
+    """The same bits as ``to`` (same widths; halves are held as float: bfloat16 exactly in a
+    float's top half)."""
+    if src == dtypes.bfloat16:
+        x = f"(uint16_t)(fx_f2bits({x}) >> 16)"
+    elif src == dtypes.float16:
+        x = f"(_Float16)({x})"
+    else:
+        x = f"({storage_type(src)})({x})"
+    if to == dtypes.bfloat16:
+        return f"fx_bf16_to_f32(__builtin_bit_cast(uint16_t, {x}))"
+    if to == dtypes.float16:
+        return f"((float)__builtin_bit_cast(_Float16, {x}))"
+    return f"__builtin_bit_cast({storage_type(to)}, {x})"
 
 
 def _operands(e) -> list:

@@ -166,7 +166,7 @@ _NO = frozenset()
 
 
 # loop-IR operations that are no primitive row, whose half-precision results are exact
-_EXACT_IN_HALF = {"select", "convert", "clamp"}
+_EXACT_IN_HALF = {"select", "convert", "clamp", "bitcast"}
 
 
 class OpView:
@@ -397,6 +397,10 @@ class Emitter:
             return out(self._convert(t[0], in_dt, dt))
         if name == "clamp":
             return out(f"tl.minimum(tl.maximum({t[0]}, {a[1]}), {a[2]})")
+        if name == "bitcast":  # same widths; halves are held as float32
+            x = f"{t[0]}.to({tl_dtype(in_dt)})" if in_dt in _HALF else t[0]
+            x = f"{x}.to({tl_dtype(dt)}, bitcast=True)"
+            return out(f"{x}.to(tl.float32)" if dt in _HALF else x)
         return out(render_row(name, OpView(self, a, t, ct, in_dt, dt, fl, params)))
 
     def _ipow(self, x: str, y: int, dt) -> str:

@@ -583,10 +583,11 @@ class TritonExecutable:
         if complex_io is not None:
             cin, cout = complex_io
             cdt = [
-                getattr(torch, torch_dtype_name(dtypes.COMPLEX_OF[n.dtype])) for n in graph.inputs
-            ]
+                getattr(torch, torch_dtype_name(dtypes.COMPLEX_OF[n.dtype])) if c else None
+                for n, c in zip(graph.inputs, cin)
+            ]  # (a real input beside complex ones has no complex dtype)
             self.complex_io = (
-                [t if c else None for t, c in zip(cdt, cin)],
+                cdt,
                 list(cout),
             )
             self.run_on = self._run_complex  # (real programs keep the plain method)

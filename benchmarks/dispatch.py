@@ -1,0 +1,80 @@
+"""Per-call dispatch time of a jitted function, functx against JAX (issue 20, item 3).
+
+Run: ``python benchmarks/dispatch.py [--rounds 5]``. Each library runs alone in its own process
+(two libraries' thread pools in one process distort each other), the processes alternate, and
+each case reports the median over rounds of the best-of-5 microseconds per call. The function
+is ``x + 1.0`` (one small kernel) on each kind of argument users pass, and one update of a dict
+of 10 parameters with a batch (a pytree). Correctness first: each case's result is compared
+with NumPy's in the child process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+CHILD = r"""
+import json, sys, timeit
+import numpy as np
+lib = sys.argv[1]
+if lib == "jax":
+    import jax, jax.numpy as jnp
+else:
+    import functx as jax, functx.numpy as jnp
+f = jax.jit(lambda x: x + 1.0)
+upd = jax.jit(lambda p, b: {k: w * 0.9 + b.sum() for k, w in p.items()})
+one = np.ones(1000, np.float32)
+cases = {
+    "NumPy float32 scalar": np.float32(2.0),
+    "NumPy array (1000,)": one,
+    "Python float": 2.0,
+    "Array (1000,), committed": jax.device_put(jnp.asarray(one)),
+    "Array (1000,), jnp.ones": jnp.ones(1000, jnp.float32),
+    "Array 0-d": jnp.asarray(np.float32(2.0)),
+}
+params = {f"w{i}": jnp.ones((64,), jnp.float32) * i for i in range(10)}
+batch = np.arange(32, dtype=np.float32)
+out = {}
+for name, x in cases.items():
+    r = np.asarray(jax.block_until_ready(f(x)))
+    np.testing.assert_allclose(r, np.asarray(x, np.float32) + 1.0)
+    out[name] = min(timeit.repeat(lambda: f(x), number=2000, repeat=5)) / 2000 * 1e6
+r = upd(params, batch)
+np.testing.assert_allclose(np.asarray(r["w3"]), 3 * 0.9 + batch.sum(), rtol=1e-6)
+out["dict of 10 parameters + NumPy batch"] = (
+    min(timeit.repeat(lambda: upd(params, batch), number=1000, repeat=5)) / 1000 * 1e6
+)
+print(json.dumps(out))
+"""
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args()
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    times: dict = {"functx": [], "jax": []}
+    for _ in range(args.rounds):
+        for lib in times:
+            res = subprocess.run(
+                [sys.executable, "-c", CHILD, lib], env=env, capture_output=True, text=True
+            )
+            if res.returncode:
+                sys.exit(f"{lib} failed:\n{res.stderr}")
+            times[lib].append(json.loads(res.stdout.strip().splitlines()[-1]))
+    print(f"load average: {os.getloadavg()[0]:.1f}; us per call, median of {args.rounds} rounds")
+    print("| argument | functx us | JAX us | JAX / functx |")
+    print("|---|---|---|---|")
+    for case in times["functx"][0]:
+        fx = statistics.median(r[case] for r in times["functx"])
+        jx = statistics.median(r[case] for r in times["jax"])
+        print(f"| {case} | {fx:.1f} | {jx:.1f} | {jx / fx:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()

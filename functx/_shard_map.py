@@ -1,0 +1,517 @@
+"""``functx.shard_map``: run a function on every device of a mesh, each on its block of the inputs,
+with the mesh axes as named axes for the collectives (``jax.shard_map``); and ``functx.pmap``.
+
+The body sees blocks: an input whose spec splits dimension d over mesh axes (a, b) arrives with
+that dimension divided by ``size(a) * size(b)``, and the device at mesh position (i_a, i_b) gets
+block ``i_a * size(b) + i_b``. Outputs are put back together the same way: a dimension that
+``out_specs`` splits over axes is the concatenation of the devices' blocks in that order, and a
+mesh axis that an output's spec does not name means the output is the same on every device of
+that axis (with ``check_vma=True`` functx checks it, as JAX does, by asking whether the value
+varies along the axis: it does after ``axis_index`` or on a split input, and stops varying after
+``psum``/``all_gather``).
+
+Two ways to run, chosen by the mesh:
+
+* **One process** (every device of the mesh is this process's: the host devices of
+  ``XLA_FLAGS=--xla_force_host_platform_device_count=N``, or a single device): the body runs under
+  nested ``vmap(..., axis_name=a)``, one per mesh axis, over the blocks stacked along new leading
+  axes. This is the reference the distributed mode is tested against; ``jit`` and ``grad`` of it
+  are those of ``vmap``.
+* **One process per device** (after ``functx.distributed.initialize()``, with a mesh of
+  ``functx.devices()``): each process cuts its own block out of the (identical, global) inputs,
+  runs the body jitted with the mesh axes bound as "spmd" axis frames whose handlers are
+  ``functx.distributed.TorchCollectives`` over the processes of each axis, and all-gathers the
+  split dimensions of the outputs, so every process returns the global value.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from functx import distributed, numpy as jnp, sharding, tree_util
+from functx.control.callbacks import pure_callback
+from functx.control.collectives import AxisFrame, all_gather, axis_frame
+from functx.devices import device as _device
+from functx.devices.transfer import device_put
+from functx.jit import jit
+from functx.sharding import Mesh, PartitionSpec
+from functx.tracing import ShapeDtypeStruct, Tracer, eval_shape
+from functx.transforms.vmap import vmap
+
+__all__ = ["pmap", "shard_map"]
+
+_INFER = object()
+
+
+def shard_map(
+    f=None,
+    /,
+    *,
+    out_specs,
+    in_specs=_INFER,
+    mesh=None,
+    axis_names=frozenset(),
+    check_vma: bool = True,
+    check_rep: bool | None = None,
+):
+    """Map a function over the blocks of its inputs on the devices of a mesh (``jax.shard_map``).
+
+    Arguments:
+      f: the per-device function (leave it out to get a decorator).
+      out_specs: a ``PartitionSpec`` per output (a pytree prefix of the outputs): how the
+        devices' outputs are put together. A mesh axis the spec does not name means the output is
+        replicated over it.
+      in_specs: a ``PartitionSpec`` per positional argument (a pytree prefix of the arguments):
+        which mesh axes split each dimension. Required (functx arrays carry no sharding).
+      mesh: the ``Mesh``; None: the mesh of the enclosing ``with mesh:`` block.
+      axis_names: accepted for JAX's signature; every mesh axis is manual in the body.
+      check_vma: check that outputs are replicated over the mesh axes their spec leaves out.
+      check_rep: the older name of ``check_vma`` (``jax.experimental.shard_map``).
+    Returns:
+      A function of the global arrays that returns the global outputs.
+    Raises:
+      ValueError: a spec names an axis the mesh lacks, is longer than its array's rank, a
+      dimension does not divide, or (``check_vma``) an output varies over an axis its spec
+      leaves out.
+    Example:
+      >>> import functx
+      >>> import functx.numpy as jnp
+      >>> from functx.sharding import PartitionSpec as P
+      >>> mesh = functx.make_mesh((1,), ("i",))
+      >>> f = functx.shard_map(
+      ...     lambda x: functx.lax.psum(x.sum(), "i"), mesh=mesh, in_specs=P("i"), out_specs=P()
+      ... )
+      >>> f(jnp.arange(4.0))
+      Array(6., dtype=float32)
+    """
+    if check_rep is not None:
+        check_vma = check_rep
+    if f is None:
+        return lambda g: shard_map(
+            g,
+            out_specs=out_specs,
+            in_specs=in_specs,
+            mesh=mesh,
+            axis_names=axis_names,
+            check_vma=check_vma,
+        )
+    if not callable(f):
+        raise TypeError(
+            "shard_map requires a callable for its first argument, but got "
+            f"{f!r} of type {type(f)}."
+        )
+    return _ShardMapped(f, mesh, in_specs, out_specs, check_vma)
+
+
+class _ShardMapped:
+    def __init__(self, f, mesh, in_specs, out_specs, check_vma):
+        self.f = f
+        self.mesh = mesh
+        self.in_specs = in_specs
+        self.out_specs = out_specs
+        self.check_vma = check_vma
+        self._jitted = None
+        self.__name__ = getattr(f, "__name__", "shard_map")
+        self.__doc__ = getattr(f, "__doc__", None)
+        self.__wrapped__ = f
+
+    def __call__(self, *args):
+        mesh = self.mesh if self.mesh is not None else sharding.current_mesh()
+        if mesh is None:
+            raise ValueError(
+                "shard_map: no mesh given: pass mesh=... or call it inside `with mesh:`"
+            )
+        if not isinstance(mesh, Mesh):
+            raise TypeError(
+                f"shard_map requires a Mesh as its mesh argument, got {type(mesh).__name__}"
+            )
+        if self.in_specs is _INFER:
+            raise ValueError(
+                "shard_map: in_specs is required in functx (functx arrays carry no sharding to "
+                "infer it from)"
+            )
+        name = self.__name__
+        leaves, tree = tree_util.tree_flatten(args)
+        specs = _broadcast(self.in_specs, args, "in_specs")
+        for i, (x, spec) in enumerate(zip(leaves, specs)):
+            _check_input(name, mesh, i, x, spec)
+        if _is_distributed(mesh):
+            return self._run_processes(mesh, leaves, specs, tree)
+        return self._run_vmap(mesh, leaves, specs, tree)
+
+    # --- one process: nested vmaps ----------------------------------------------------------------
+    def _run_vmap(self, mesh, leaves, specs, tree):
+        names = mesh.axis_names
+        stacked = [_stack_blocks(mesh, x, spec) for x, spec in zip(leaves, specs)]
+        out_tree_box = []
+
+        def body(*flat):
+            outs = self.f(*tree_util.tree_unflatten(tree, list(flat)))
+            out_leaves, out_tree = tree_util.tree_flatten(outs)
+            out_tree_box.append((outs, out_tree))
+            return tuple(out_leaves)
+
+        # each mesh axis, outermost first: arguments split over it are mapped, others broadcast
+        fun = body
+        for k in reversed(range(len(names))):
+            a = names[k]
+            in_axes = tuple(0 if a in _named(spec) else None for spec in specs)
+            fun = _vmapped(fun, in_axes, a, mesh.shape[a])
+        outs = fun(*stacked)
+        raw, out_tree = out_tree_box[-1]
+        out_specs = _broadcast(self.out_specs, raw, "out_specs")
+        results = []
+        for j, (y, spec) in enumerate(zip(outs, out_specs)):
+            results.append(_unstack_blocks(mesh, y, spec, self.check_vma, self.__name__, j))
+        return tree_util.tree_unflatten(out_tree, results)
+
+    # --- one process per device -------------------------------------------------------------------
+    def _run_processes(self, mesh, leaves, specs, tree):
+        if any(isinstance(x, Tracer) for x in leaves):
+            return self._call_back(mesh, leaves, specs, tree)
+        run = distributed.current()
+        pos = _my_position(mesh)
+        local = run.local
+        blocks = []
+        for x, spec in zip(leaves, specs):
+            b = _my_block(mesh, pos, x, spec)
+            if not isinstance(b, Tracer) and local.platform != "cpu":
+                b = device_put(b, local)
+            blocks.append(b)
+        frames = _spmd_frames(mesh, pos)
+        if self._jitted is None:
+            self._jitted = jit(lambda *flat: _call_flat(self.f, tree, flat))
+        with _Frames(frames):
+            raw = self._jitted(*blocks)
+            out_leaves, out_tree = tree_util.tree_flatten(raw)
+            out_specs = _broadcast(self.out_specs, raw, "out_specs")
+            results = []
+            for _j, (y, spec) in enumerate(zip(out_leaves, out_specs)):
+                _check_output_rank(self.__name__, y, spec)
+                for d, axes in enumerate(spec.axes(np.ndim(y))):
+                    for a in reversed(axes):  # innermost first, so the first axis is major
+                        y = all_gather(y, a, axis=d, tiled=True)
+                results.append(y)
+        return tree_util.tree_unflatten(out_tree, results)
+
+    def _call_back(self, mesh, leaves, specs, tree):
+        """Under an outer trace (``jit`` of a shard_map-ped function): a host step that runs the
+        whole shard_map (its body jitted inside, the axis frames bound) when the program runs,
+        since the collectives of the body need the frames then."""
+        pos = _my_position(mesh)
+        frames = _spmd_frames(mesh, pos)
+        local = [
+            ShapeDtypeStruct(np.shape(_my_block(mesh, pos, _spec_of(x), s)), x.dtype)
+            for x, s in zip(leaves, specs)
+        ]
+        with _Frames(frames):
+            shapes = eval_shape(lambda *flat: _call_flat(self.f, tree, flat), *local)
+        out_leaves, out_tree = tree_util.tree_flatten(shapes)
+        out_specs = _broadcast(self.out_specs, shapes, "out_specs")
+        result = []
+        for y, spec in zip(out_leaves, out_specs):
+            _check_output_rank(self.__name__, y, spec)
+            shape = [
+                n * math.prod(mesh.shape[a] for a in axes)
+                for n, axes in zip(y.shape, spec.axes(len(y.shape)))
+            ]
+            result.append(ShapeDtypeStruct(tuple(shape), y.dtype))
+
+        def host(*flat):
+            out = self._run_processes(mesh, list(flat), specs, tree)
+            return [np.asarray(v) for v in tree_util.tree_leaves(out)]
+
+        outs = pure_callback(host, result, *leaves)
+        return tree_util.tree_unflatten(out_tree, outs)
+
+
+def _spec_of(x):
+    """A stand-in with ``x``'s shape for slicing shapes (nothing is computed)."""
+    return np.broadcast_to(np.zeros((), np.bool_), np.shape(x))
+
+
+def _call_flat(f, tree, flat):
+    return f(*tree_util.tree_unflatten(tree, list(flat)))
+
+
+class _Frames:
+    """Push several axis frames (outermost first) for a ``with`` block."""
+
+    def __init__(self, frames):
+        self.frames = frames
+        self.cms = []
+
+    def __enter__(self):
+        for fr in self.frames:
+            cm = axis_frame(fr)
+            cm.__enter__()
+            self.cms.append(cm)
+
+    def __exit__(self, *exc):
+        while self.cms:
+            self.cms.pop().__exit__(*exc)
+        return False
+
+
+def _vmapped(fun, in_axes, name, size):
+    return vmap(fun, in_axes=in_axes, out_axes=0, axis_name=name, axis_size=size)
+
+
+# --- specs ----------------------------------------------------------------------------------------
+def _is_spec(x):
+    return x is None or isinstance(x, PartitionSpec)
+
+
+def _broadcast(prefix, full, what):
+    """``prefix`` (specs, a pytree prefix of ``full``) as one spec per leaf of ``full``."""
+    if isinstance(prefix, list):
+        prefix = tuple(prefix)
+    if isinstance(full, list) and isinstance(prefix, tuple):
+        full_for = tuple(full)
+    else:
+        full_for = full
+    try:
+        spread = tree_util.tree_broadcast(prefix, full_for, is_leaf=_is_spec)
+    except ValueError as e:
+        raise ValueError(f"shard_map {what}: pytree structure error: {e}") from None
+    out = tree_util.tree_leaves(spread, is_leaf=_is_spec)
+    for s in out:
+        if not isinstance(s, PartitionSpec):
+            raise TypeError(f"shard_map {what} must be PartitionSpecs, got {s!r}")
+    return out
+
+
+def _named(spec) -> set:
+    return {a for axes in spec.axes() for a in axes}
+
+
+def _check_input(name, mesh, i, x, spec):
+    for a in _named(spec):
+        if a not in mesh.shape:
+            raise ValueError(
+                f"shard_map in_specs argument must refer to an axis marked as manual "
+                f"({frozenset(mesh.axis_names)}), but:\n\n  in_specs refers to {a!r}\n\n"
+                "Check the in_specs values passed to shard_map."
+            )
+    sharding.check_spec(spec, mesh)
+    shape = np.shape(x)
+    if len(spec) > len(shape):
+        raise ValueError(
+            f"shard_map applied to the function {name!r} was given an in_specs entry which is too "
+            f"long to be compatible with the corresponding input value from the function:\n\n"
+            f"in_specs is {spec} which has length {len(spec)}, but the passed args[{i}] has shape "
+            f"{shape}, which has rank {len(shape)} (and {len(shape)} < {len(spec)})"
+        )
+    for d, axes in enumerate(spec.axes(len(shape))):
+        n = math.prod(mesh.shape[a] for a in axes)
+        if shape[d] % n:
+            raise ValueError(
+                f"shard_map applied to the function {name!r} was given argument arrays with axis "
+                f"sizes that are not evenly divisible by the corresponding mesh axis sizes:\n\n"
+                f"the passed args[{i}] of shape {shape} corresponds to in_specs of value {spec}, "
+                f"which maps array axis {d} (of size {shape[d]}) to mesh axes {axes} (of size "
+                f"{n}), but {n} does not evenly divide {shape[d]}"
+            )
+
+
+def _check_output_rank(name, y, spec):
+    if len(spec) > np.ndim(y):
+        raise ValueError(
+            f"shard_map applied to the function {name!r} was given an out_specs entry which is "
+            f"too long to be compatible with the corresponding output value from the function:\n\n"
+            f"out_specs is {spec} which has length {len(spec)}, but the output has shape "
+            f"{np.shape(y)}, which has rank {np.ndim(y)} (and {np.ndim(y)} < {len(spec)})"
+        )
+
+
+# --- blocks in one process ------------------------------------------------------------------------
+def _stack_blocks(mesh, x, spec):
+    """``x`` with its blocks stacked on new leading axes, one per mesh axis ``spec`` names, in
+    mesh order: shape (size(a) for named a in mesh order) + block shape."""
+    x = jnp.asarray(x)
+    shape = x.shape
+    axes_per_dim = spec.axes(len(shape))
+    split_shape, where_axis = [], {}
+    for d, axes in enumerate(axes_per_dim):
+        n = math.prod(mesh.shape[a] for a in axes)
+        for a in axes:
+            where_axis[a] = len(split_shape)
+            split_shape.append(mesh.shape[a])
+        where_axis[("dim", d)] = len(split_shape)
+        split_shape.append(shape[d] // n)
+    if len(split_shape) == len(shape):
+        return x
+    y = jnp.reshape(x, split_shape)
+    lead = [where_axis[a] for a in mesh.axis_names if a in where_axis]
+    rest = [where_axis[("dim", d)] for d in range(len(shape))]
+    return jnp.transpose(y, lead + rest)
+
+
+def _unstack_blocks(mesh, y, spec, check, name, j):
+    """The inverse of ``_stack_blocks`` for an output: ``y`` has a leading axis per mesh axis (in
+    mesh order) then the block shape."""
+    k = len(mesh.axis_names)
+    block = y.shape[k:]
+    _check_output_rank(name, np.empty(block, dtype=np.bool_), spec)
+    axes_per_dim = spec.axes(len(block))
+    named = _named(spec)
+    # mesh axes the spec leaves out: the value must not vary along them; keep position 0
+    for m in reversed(range(k)):
+        a = mesh.axis_names[m]
+        if a not in named:
+            if check and mesh.shape[a] > 1 and _varies(y, m):
+                raise ValueError(
+                    f"shard_map applied to the function {name!r} was given out_specs which "
+                    f"require replication which can't be statically inferred given the mesh:\n\n"
+                    f"The mesh given has shape {mesh.axis_sizes} with corresponding axis names "
+                    f"{mesh.axis_names}.\n\nout_specs is {spec} which implies that the "
+                    f"corresponding output value is only varying across mesh axes "
+                    f"{set(named) or '{}'} and not {{{a}}}, but it was inferred to be possibly "
+                    f"varying over {{{a}}}\n\nCheck if these output values are meant to be "
+                    "replicated over those mesh axes. If not, consider revising the corresponding "
+                    "out_specs entries. If so, consider disabling the check by passing "
+                    "check_vma=False"
+                )
+            y = jnp.take(y, 0, axis=m)
+    present = [a for a in mesh.axis_names if a in named]
+    lead = {a: i for i, a in enumerate(present)}
+    kk = len(present)
+    perm, out_shape = [], []
+    for d, axes in enumerate(axes_per_dim):
+        perm += [lead[a] for a in axes]
+        perm.append(kk + d)
+        out_shape.append(block[d] * math.prod(mesh.shape[a] for a in axes))
+    if kk == 0:
+        return y
+    return jnp.reshape(jnp.transpose(y, perm), out_shape)
+
+
+def _varies(y, m) -> bool:
+    """Whether ``y`` (stacked over the mesh axes) differs along mesh axis ``m``: checked on the
+    values when they are concrete; under a trace the value is taken as it is (functx has no
+    static varying-axes analysis)."""
+    if isinstance(y, Tracer):
+        return False
+    v = np.asarray(y)
+    first = np.take(v, [0], axis=m)
+    return not np.array_equal(v, np.broadcast_to(first, v.shape), equal_nan=v.dtype.kind in "fc")
+
+
+# --- blocks across processes ----------------------------------------------------------------------
+def _is_distributed(mesh) -> bool:
+    return distributed.is_initialized() and any(
+        isinstance(d, distributed.ProcessDevice) for d in mesh.devices.flat
+    )
+
+
+def _my_position(mesh):
+    me = _device.process_index()
+    for pos in np.ndindex(*mesh.axis_sizes):
+        if mesh.devices[pos].process_index == me:
+            return dict(zip(mesh.axis_names, pos))
+    raise ValueError(f"shard_map: the mesh {mesh} has no device of process {me}")
+
+
+def _my_block(mesh, pos, x, spec):
+    shape = np.shape(x)
+    idx = []
+    for d, axes in enumerate(spec.axes(len(shape))):
+        if not axes:
+            idx.append(slice(None))
+            continue
+        n = math.prod(mesh.shape[a] for a in axes)
+        k = 0
+        for a in axes:
+            k = k * mesh.shape[a] + pos[a]
+        b = shape[d] // n
+        idx.append(slice(k * b, (k + 1) * b))
+    if all(s == slice(None) for s in idx):
+        return x
+    if not isinstance(x, Tracer) and not hasattr(x, "aval"):
+        x = jnp.asarray(x)
+    return x[tuple(idx)]
+
+
+_frames_cache: dict = {}
+
+
+def _spmd_frames(mesh, pos):
+    """One "spmd" frame per mesh axis, whose handler talks to the processes along that axis."""
+    key = (mesh, tuple(sorted(pos.items())))
+    if key in _frames_cache:
+        return _frames_cache[key]
+    names = mesh.axis_names
+    ranks = np.vectorize(lambda d: d.process_index, otypes=[int])(mesh.devices)
+    # every process creates every group, in the same order (torch's new_group is collective)
+    for k in range(len(names)):
+        moved = np.moveaxis(ranks, k, -1).reshape(-1, ranks.shape[k])
+        distributed.make_groups([tuple(r) for r in moved])
+    frames = []
+    for k, a in enumerate(names):
+        sel = tuple(pos[b] if j != k else slice(None) for j, b in enumerate(names))
+        handler = distributed.TorchCollectives(tuple(ranks[sel]))
+        frames.append(_frame(a, mesh.shape[a], handler))
+    _frames_cache[key] = frames
+    return frames
+
+
+def _frame(name, size, handler):
+    return AxisFrame(name, size, "spmd", handler)
+
+
+# --- pmap -----------------------------------------------------------------------------------------
+def pmap(
+    fun,
+    axis_name=None,
+    *,
+    in_axes=0,
+    out_axes=0,
+    static_broadcasted_argnums=(),
+    devices=None,
+    backend=None,
+    axis_size=None,
+    donate_argnums=(),
+):
+    """Map a function over the leading axis of its arguments, one device per example (``jax.pmap``),
+    in one process: ``vmap(fun, in_axes, out_axes, axis_name=axis_name)`` after checking that
+    there are enough devices (the host devices of
+    ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` on the CPU).
+
+    Arguments:
+      fun: the function of one example.
+      axis_name: the name of the mapped axis for collectives.
+      in_axes, out_axes: as ``vmap``'s.
+      static_broadcasted_argnums, donate_argnums: not supported but for their defaults.
+      devices, backend: the devices to count (default: ``functx.sharding.mesh_devices()``).
+      axis_size: the mapped size when no argument is mapped.
+    Returns:
+      A function of the stacked examples.
+    Example:
+      >>> import functx
+      >>> import functx.numpy as jnp
+      >>> functx.pmap(lambda x: x - functx.lax.pmean(x, "i"), "i")(jnp.ones((1, 3)))
+      Array([[0., 0., 0.]], dtype=float32)
+    """
+    if static_broadcasted_argnums or donate_argnums:
+        raise NotImplementedError(
+            "functx.pmap: static_broadcasted_argnums and donate_argnums are not supported"
+        )
+    mapped = vmap(fun, in_axes=in_axes, out_axes=out_axes, axis_name=axis_name, axis_size=axis_size)
+    devs = list(devices) if devices is not None else sharding.mesh_devices()
+
+    def run(*args):
+        leaves = tree_util.tree_leaves(args)
+        sizes = {np.shape(x)[0] for x in leaves if np.ndim(x)} if in_axes == 0 else set()
+        n = axis_size if axis_size is not None else (sizes.pop() if len(sizes) == 1 else None)
+        if n is not None and n > len(devs):
+            raise ValueError(
+                f"compiling computation that requires {n} logical devices, but only {len(devs)} "
+                "XLA devices are available (num_replicas=" + f"{n})"
+            )
+        return mapped(*args)
+
+    run.__name__ = getattr(fun, "__name__", "pmap")
+    run.__wrapped__ = fun
+    return run

@@ -1,0 +1,632 @@
+"""``functx.sharding``: meshes of devices and how arrays are laid out over them (``jax.sharding``).
+
+A ``Mesh`` is an n-dimensional array of devices with a name per axis; a ``PartitionSpec`` (``P``)
+says, per array dimension, which mesh axes split it (None: not split); a ``NamedSharding`` pairs
+the two. ``functx.shard_map`` reads them: the body runs once per device of the mesh, on that
+device's block of each input, with the mesh axes as named axes for the collectives.
+
+Where the devices come from:
+
+* In one process, ``functx.devices()`` has one CPU. As with JAX, a mesh of several CPU "devices"
+  needs ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` in the environment: then
+  ``make_mesh`` (and ``host_devices()``) give N CPU devices, ``CpuDevice(id=0)`` ... ``id=N-1``, all
+  of them this process's host, and ``shard_map`` runs the body over them with ``vmap``.
+* After ``functx.distributed.initialize()``, ``functx.devices()`` lists one device per process and
+  ``shard_map`` runs each process's block in that process, with ``torch.distributed`` between them.
+
+Arrays are not split in memory: ``device_put(x, NamedSharding(...))`` gives the whole (global)
+array on this process's device, and ``shard_map`` cuts out the block each device works on.
+"""
+
+from __future__ import annotations
+
+import collections
+import enum
+import math
+import os
+import re
+import threading
+
+import numpy as np
+
+from functx import distributed, tree_util
+from functx.devices import device as _device, transfer as _transfer
+from functx.errors import missing_name_hook as _missing_name_hook
+
+__all__ = [
+    "AxisType",
+    "Mesh",
+    "NamedSharding",
+    "PartitionSpec",
+    "Sharding",
+    "SingleDeviceSharding",
+]
+
+
+# --- devices --------------------------------------------------------------------------------------
+_HOST_FLAG = re.compile(r"--xla_force_host_platform_device_count=(\d+)")
+_host_cache: dict[int, list] = {}
+
+
+def host_devices() -> list:
+    """The CPU devices of this process: ``CpuDevice(id=0)`` alone, or N of them when ``XLA_FLAGS``
+    has ``--xla_force_host_platform_device_count=N`` (as JAX reads it). They are all this
+    process's host; only meshes tell them apart."""
+    m = _HOST_FLAG.search(os.environ.get("XLA_FLAGS", ""))
+    n = int(m.group(1)) if m else 1
+    if n not in _host_cache:
+        _host_cache[n] = [_device.CPU] + [_device.CpuDevice(i) for i in range(1, n)]
+    return list(_host_cache[n])
+
+
+def mesh_devices() -> list:
+    """The devices ``make_mesh`` draws from: every process's device in a distributed run, else
+    the host devices when ``XLA_FLAGS`` asks for several, else ``functx.devices()``."""
+    if distributed.is_initialized():
+        return _device.devices()
+    if _HOST_FLAG.search(os.environ.get("XLA_FLAGS", "")):
+        return host_devices()
+    return _device.devices()
+
+
+# --- axis types -----------------------------------------------------------------------------------
+class AxisType(enum.Enum):
+    """How a mesh axis is partitioned (``jax.sharding.AxisType``): functx records it for JAX's
+    reprs; ``shard_map`` treats every axis as manual inside its body.
+
+    Example:
+      >>> from functx.sharding import AxisType
+      >>> list(AxisType)
+      [Auto, Explicit, Manual]
+    """
+
+    Auto = enum.auto()
+    Explicit = enum.auto()
+    Manual = enum.auto()
+
+    def __repr__(self):
+        return self.name
+
+
+# --- PartitionSpec --------------------------------------------------------------------------------
+class _Unconstrained:
+    def __repr__(self):
+        return "UNCONSTRAINED"
+
+
+_UNCONSTRAINED = _Unconstrained()
+
+
+class PartitionSpec:
+    """How each dimension of an array is split over mesh axes (``jax.sharding.PartitionSpec``,
+    also ``functx.P``): one entry per leading dimension, each None (not split), a mesh axis name,
+    or a tuple of names (split over their product, the first name major). Missing trailing
+    entries mean None.
+
+    Arguments:
+      *partitions: the entries.
+    Returns:
+      A ``PartitionSpec``.
+    Example:
+      >>> from functx.sharding import PartitionSpec as P
+      >>> spec = P("x", None, ("x", "y"))
+      >>> spec, len(spec), spec[0]
+      (P('x', None, ('x', 'y')), 3, 'x')
+    """
+
+    UNCONSTRAINED = _UNCONSTRAINED
+    __match_args__ = ("_partitions",)
+
+    def __init__(self, *partitions, unreduced=frozenset(), reduced=frozenset()):
+        self._partitions = tuple(
+            p[0]
+            if isinstance(p, (tuple, list)) and len(p) == 1
+            else tuple(p)
+            if isinstance(p, list)
+            else p
+            for p in partitions
+        )
+        self.unreduced = frozenset(unreduced)
+        self.reduced = frozenset(reduced)
+
+    def __repr__(self):
+        inner = ", ".join(repr(p) for p in self._partitions)
+        return f"P({inner},)" if len(self._partitions) == 1 else f"P({inner})"
+
+    __str__ = __repr__
+
+    def __len__(self):
+        return len(self._partitions)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return PartitionSpec(*self._partitions[i])
+        return self._partitions[i]
+
+    def __iter__(self):
+        return iter(self._partitions)
+
+    def __eq__(self, other):
+        if isinstance(other, PartitionSpec):
+            return self._partitions == other._partitions and self.unreduced == other.unreduced
+        return NotImplemented
+
+    def __hash__(self):
+        return hash((self._partitions, self.unreduced))
+
+    def __add__(self, other):
+        if isinstance(other, (PartitionSpec, tuple)):
+            return PartitionSpec(*self._partitions, *other)
+        return NotImplemented
+
+    def __radd__(self, other):
+        if isinstance(other, tuple):
+            return PartitionSpec(*other, *self._partitions)
+        return NotImplemented
+
+    def index(self, value):
+        return self._partitions.index(value)
+
+    def count(self, value):
+        return self._partitions.count(value)
+
+    @property
+    def partitions(self):
+        return self._partitions
+
+    def axes(self, ndim: int | None = None) -> list[tuple]:
+        """The mesh axes splitting each dimension, as tuples (padded with () to ``ndim``)."""
+        out = [
+            () if p is None or p is _UNCONSTRAINED else (p,) if isinstance(p, str) else tuple(p)
+            for p in self._partitions
+        ]
+        if ndim is not None:
+            out += [()] * (ndim - len(out))
+        return out
+
+
+P = PartitionSpec
+
+
+class DuplicateSpecError(Exception):
+    """A ``PartitionSpec`` that names one mesh axis for two dimensions (JAX's class of the same
+    name, an ``Exception``)."""
+
+
+# --- Mesh -----------------------------------------------------------------------------------------
+_mesh_stack = threading.local()
+
+
+class Mesh:
+    """An n-dimensional array of devices with a name per axis (``jax.sharding.Mesh``).
+
+    Arguments:
+      devices: an array (or nested sequence) of devices whose rank is the number of axis names.
+      axis_names: a name per axis (a single string for one axis).
+      axis_types: an ``AxisType`` per axis (default: all ``Auto``).
+    Returns:
+      A ``Mesh``; ``with mesh:`` makes it the mesh ``shard_map(mesh=None)`` uses.
+    Example:
+      >>> import numpy as np
+      >>> import functx
+      >>> from functx.sharding import Mesh
+      >>> mesh = Mesh(np.array(functx.devices("cpu")).reshape(1, 1), ("x", "y"))
+      >>> mesh
+      Mesh(axis_sizes=(1, 1), axis_names=('x', 'y'), axis_types=(Auto, Auto))
+      >>> dict(mesh.shape)
+      {'x': 1, 'y': 1}
+    """
+
+    def __init__(self, devices, axis_names, axis_types=None):
+        if isinstance(axis_names, str):
+            axis_names = (axis_names,)
+        axis_names = tuple(axis_names)
+        arr = np.empty(np.shape(np.array(devices, dtype=object)), dtype=object)
+        arr[...] = (
+            np.array(devices, dtype=object) if not isinstance(devices, np.ndarray) else devices
+        )
+        if arr.ndim != len(axis_names):
+            raise ValueError(
+                "Mesh requires the ndim of its first argument (`devices`) to equal the length of "
+                f"its second argument (`axis_names`), but got devices.ndim == {arr.ndim} and "
+                f"len(axis_names) == {len(axis_names)}."
+            )
+        if axis_types is None:
+            axis_types = (AxisType.Auto,) * len(axis_names)
+        elif isinstance(axis_types, AxisType):
+            axis_types = (axis_types,) * len(axis_names)
+        axis_types = tuple(axis_types)
+        if len(axis_types) != len(axis_names):
+            raise ValueError(
+                f"Number of axis names should match the number of axis_types. Got axis_names="
+                f"{axis_names} and axis_types={axis_types}"
+            )
+        arr.flags.writeable = False
+        self.devices = arr
+        self.axis_names = axis_names
+        self.axis_types = axis_types
+
+    # shape --------------------------------------------------------------------------------------
+    @property
+    def shape(self):
+        return collections.OrderedDict(zip(self.axis_names, self.devices.shape))
+
+    @property
+    def axis_sizes(self) -> tuple[int, ...]:
+        return tuple(self.devices.shape)
+
+    @property
+    def shape_tuple(self):
+        return tuple(zip(self.axis_names, self.devices.shape))
+
+    @property
+    def size(self) -> int:
+        return int(self.devices.size)
+
+    @property
+    def empty(self) -> bool:
+        return self.devices.size == 0
+
+    @property
+    def device_ids(self):
+        return np.vectorize(lambda d: d.id, otypes=[int])(self.devices)
+
+    @property
+    def local_devices(self):
+        me = _device.process_index()
+        return [d for d in self.devices.flat if d.process_index == me]
+
+    @property
+    def is_multi_process(self) -> bool:
+        return len({d.process_index for d in self.devices.flat}) > 1
+
+    # identity -----------------------------------------------------------------------------------
+    def _key(self):
+        return (
+            self.axis_names,
+            self.devices.shape,
+            tuple(map(id, self.devices.flat)),
+            self.axis_types,
+        )
+
+    def __eq__(self, other):
+        if not isinstance(other, Mesh):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self):
+        return (
+            f"Mesh(axis_sizes={self.axis_sizes}, axis_names={self.axis_names}, "
+            f"axis_types={_types_str(self.axis_types)})"
+        )
+
+    def __str__(self):
+        sizes = ", ".join(f"{n!r}: {s}" for n, s in self.shape_tuple)
+        return f"Mesh({sizes}, axis_types={_types_str(self.axis_types)})"
+
+    # context ------------------------------------------------------------------------------------
+    def __enter__(self):
+        stack = getattr(_mesh_stack, "meshes", None)
+        if stack is None:
+            stack = _mesh_stack.meshes = []
+        stack.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _mesh_stack.meshes.pop()
+        return False
+
+
+def _types_str(types) -> str:
+    inner = ", ".join(t.name for t in types)
+    return f"({inner},)" if len(types) == 1 else f"({inner})"
+
+
+def current_mesh():
+    """The innermost mesh of a ``with mesh:`` block in this thread, or None."""
+    stack = getattr(_mesh_stack, "meshes", None)
+    return stack[-1] if stack else None
+
+
+def make_mesh(axis_shapes, axis_names, axis_types=None, *, devices=None) -> Mesh:
+    """A mesh of the given shape over the available devices (``jax.make_mesh``).
+
+    Arguments:
+      axis_shapes: the size of each axis.
+      axis_names: a name per axis.
+      axis_types: an ``AxisType`` per axis (default: all ``Explicit``, as JAX).
+      devices: the devices to use (default: ``functx.devices()``; on the CPU the N host devices
+        of ``XLA_FLAGS=--xla_force_host_platform_device_count=N``; in a distributed run one
+        device per process). The first ``prod(axis_shapes)`` are taken, in order.
+    Returns:
+      A ``Mesh``.
+    Raises:
+      ValueError: fewer devices than the mesh needs, or shapes and names of different lengths.
+    Example:
+      >>> import functx
+      >>> functx.make_mesh((1,), ("batch",))
+      Mesh(axis_sizes=(1,), axis_names=('batch',), axis_types=(Explicit,))
+    """
+    axis_shapes = tuple(int(s) for s in axis_shapes)
+    if isinstance(axis_names, str):
+        axis_names = (axis_names,)
+    axis_names = tuple(axis_names)
+    if len(axis_shapes) != len(axis_names):
+        raise ValueError(
+            "Mesh requires the ndim of its first argument (`devices`) to equal the length of its "
+            f"second argument (`axis_names`), but got devices.ndim == {len(axis_shapes)} and "
+            f"len(axis_names) == {len(axis_names)}."
+        )
+    devs = list(mesh_devices() if devices is None else devices)
+    need = math.prod(axis_shapes)
+    if len(devs) < need:
+        raise ValueError(
+            f"Number of devices {len(devs)} must be >= the product of mesh_shape {axis_shapes}"
+        )
+    arr = np.empty(need, dtype=object)
+    arr[:] = devs[:need]
+    if axis_types is None:
+        axis_types = (AxisType.Explicit,) * len(axis_names)
+    return Mesh(arr.reshape(axis_shapes), axis_names, axis_types)
+
+
+# --- shardings ------------------------------------------------------------------------------------
+class Sharding:
+    """The base class of shardings (``jax.sharding.Sharding``).
+
+    Example:
+      >>> import functx
+      >>> from functx.sharding import Sharding, SingleDeviceSharding
+      >>> issubclass(SingleDeviceSharding, Sharding)
+      True
+    """
+
+    memory_kind = "device"
+
+    @property
+    def device_set(self) -> set:
+        raise NotImplementedError
+
+    @property
+    def num_devices(self) -> int:
+        return len(self.device_set)
+
+    @property
+    def addressable_devices(self) -> set:
+        me = _device.process_index()
+        return {d for d in self.device_set if d.process_index == me}
+
+    @property
+    def is_fully_addressable(self) -> bool:
+        return self.addressable_devices == self.device_set
+
+    def devices_indices_map(self, global_shape) -> dict:
+        raise NotImplementedError
+
+    def addressable_devices_indices_map(self, global_shape) -> dict:
+        me = _device.process_index()
+        return {
+            d: i for d, i in self.devices_indices_map(global_shape).items() if d.process_index == me
+        }
+
+    def _place(self, x):
+        raise NotImplementedError
+
+
+class SingleDeviceSharding(Sharding):
+    """An array wholly on one device (``jax.sharding.SingleDeviceSharding``).
+
+    Arguments:
+      device: a ``Device``.
+      memory_kind: None or "device".
+    Returns:
+      A ``SingleDeviceSharding``.
+    Example:
+      >>> import functx
+      >>> from functx.sharding import SingleDeviceSharding
+      >>> SingleDeviceSharding(functx.devices("cpu")[0])
+      SingleDeviceSharding(device=CpuDevice(id=0), memory_kind=device)
+    """
+
+    def __init__(self, device, *, memory_kind=None):
+        _check_memory_kind(memory_kind)
+        self._device = device
+
+    def __repr__(self):
+        return f"SingleDeviceSharding(device={self._device!r}, memory_kind={self.memory_kind})"
+
+    def __eq__(self, other):
+        if not isinstance(other, SingleDeviceSharding):
+            return NotImplemented
+        return self._device is other._device
+
+    def __hash__(self):
+        return hash(("single", id(self._device)))
+
+    @property
+    def device_set(self) -> set:
+        return {self._device}
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        return True
+
+    def shard_shape(self, global_shape) -> tuple:
+        return tuple(global_shape)
+
+    def devices_indices_map(self, global_shape) -> dict:
+        return {self._device: tuple(slice(None) for _ in global_shape)}
+
+    def _place(self, x):
+        return _transfer.device_put(x, _local_of(self._device))
+
+
+class NamedSharding(Sharding):
+    """An array laid out over a mesh by a ``PartitionSpec`` (``jax.sharding.NamedSharding``).
+
+    Arguments:
+      mesh: a ``Mesh``.
+      spec: a ``PartitionSpec`` naming axes of ``mesh``.
+      memory_kind: None or "device".
+    Returns:
+      A ``NamedSharding``.
+    Raises:
+      ValueError: ``spec`` names an axis ``mesh`` lacks; ``DuplicateSpecError`` when it names
+      one axis twice.
+    Example:
+      >>> import functx
+      >>> from functx.sharding import NamedSharding, PartitionSpec as P
+      >>> mesh = functx.make_mesh((1,), ("x",))
+      >>> s = NamedSharding(mesh, P("x"))
+      >>> s
+      NamedSharding(mesh=Mesh('x': 1, axis_types=(Explicit,)), spec=P('x',), memory_kind=device)
+      >>> s.shard_shape((4, 3))
+      (4, 3)
+    """
+
+    def __init__(self, mesh, spec, *, memory_kind=None):
+        _check_memory_kind(memory_kind)
+        if not isinstance(spec, PartitionSpec):
+            raise TypeError(
+                f"NamedSharding: spec must be a PartitionSpec, got {type(spec).__name__} {spec!r}"
+            )
+        self.mesh = mesh
+        self.spec = spec
+        check_spec(spec, mesh)
+
+    def __repr__(self):
+        return f"NamedSharding(mesh={self.mesh}, spec={self.spec}, memory_kind={self.memory_kind})"
+
+    def __eq__(self, other):
+        if not isinstance(other, NamedSharding):
+            return NotImplemented
+        return self.mesh == other.mesh and self.spec == other.spec
+
+    def __hash__(self):
+        return hash((self.mesh, self.spec))
+
+    @property
+    def device_set(self) -> set:
+        return set(self.mesh.devices.flat)
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        return all(self.mesh.shape[a] == 1 for axes in self.spec.axes() for a in axes)
+
+    def shard_shape(self, global_shape) -> tuple:
+        global_shape = tuple(global_shape)
+        out = []
+        for d, (size, axes) in enumerate(zip(global_shape, self.spec.axes(len(global_shape)))):
+            n = math.prod(self.mesh.shape[a] for a in axes)
+            if size % n:
+                raise ValueError(
+                    f"Sharding {self!r} implies that array axis {d} is partitioned {n} times, but "
+                    f"the dimension size is {size} (full shape: {global_shape})"
+                )
+            out.append(size // n)
+        return tuple(out)
+
+    def devices_indices_map(self, global_shape) -> dict:
+        global_shape = tuple(global_shape)
+        block = self.shard_shape(global_shape)
+        names = self.mesh.axis_names
+        out = {}
+        for pos in np.ndindex(*self.mesh.axis_sizes):
+            coord = dict(zip(names, pos))
+            idx = []
+            for b, axes in zip(block, self.spec.axes(len(global_shape))):
+                k = 0
+                for a in axes:
+                    k = k * self.mesh.shape[a] + coord[a]
+                idx.append(slice(None) if not axes else slice(k * b, (k + 1) * b))
+            out[self.mesh.devices[pos]] = tuple(idx)
+        return out
+
+    def _place(self, x):
+        me = _device.process_index()
+        local = [d for d in self.mesh.devices.flat if d.process_index == me]
+        if not local:
+            raise ValueError(f"device_put: the mesh of {self!r} has no device of process {me}")
+        if hasattr(x, "shape"):
+            self.shard_shape(np.shape(x))
+        return _transfer.device_put(x, _local_of(local[0]))
+
+
+def _local_of(device):
+    """The device object arrays use for ``device`` (a process device's local device; one of
+    the host devices: the CPU)."""
+    local = getattr(device, "local", None)
+    if isinstance(device, distributed.ProcessDevice):
+        if local is None:
+            raise ValueError(f"{device!r} belongs to process {device.process_index}, not this one")
+        return local
+    if device.platform == "cpu":
+        return _device.CPU
+    return device
+
+
+def _check_memory_kind(kind):
+    if kind not in (None, "device"):
+        raise ValueError(f"functx has only device memory; got memory_kind={kind!r}")
+
+
+def check_spec(spec: PartitionSpec, mesh: Mesh) -> None:
+    """Raise JAX's errors for a spec that names an axis ``mesh`` lacks, or one axis twice."""
+    seen = set()
+    for axes in spec.axes():
+        for a in axes:
+            if a not in mesh.shape:
+                raise ValueError(
+                    f"Resource axis: {a} of {spec} is not found in mesh: {mesh.axis_names}."
+                )
+            if a in seen:
+                raise DuplicateSpecError(
+                    "A single NamedSharding spec specification can map every mesh axis to at most "
+                    f"one positional dimension, but {spec} has duplicate entries for `{a}`"
+                )
+            seen.add(a)
+
+
+# --- device_put -----------------------------------------------------------------------------------
+def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
+    """Copy a pytree of arrays to a device or a sharding (``jax.device_put``).
+
+    Arguments:
+      x: arrays, NumPy arrays, scalars or lists, in any pytree.
+      device: a ``Device`` (or "cpu" / "gpu" / "gpu:N"), a ``Sharding`` (a ``NamedSharding``
+        puts the whole array on this process's device of the mesh, after checking that its
+        dimensions divide), a pytree of those matching ``x``, or None (functx arrays stay where
+        they are; everything else goes to the default device).
+      src, donate, may_alias: accepted for JAX compatibility (functx copies unless the array is
+        already on the device).
+    Returns:
+      The same pytree of ``functx.Array``.
+    Example:
+      >>> import numpy as np
+      >>> import functx
+      >>> from functx.sharding import NamedSharding, PartitionSpec as P
+      >>> s = NamedSharding(functx.make_mesh((1,), ("x",)), P("x"))
+      >>> functx.device_put(np.arange(3.0, dtype=np.float32), s)
+      Array([0., 1., 2.], dtype=float32)
+    """
+    if isinstance(device, Sharding):
+        return tree_util.tree_map(device._place, x)
+    if device is None or isinstance(device, (_device.Device, str)):
+        if isinstance(device, distributed.ProcessDevice):
+            device = _local_of(device)
+        return _transfer.device_put(x, device, src=src, donate=donate, may_alias=may_alias)
+    if tree_util.treedef_is_leaf(tree_util.tree_structure(device, is_leaf=_is_target)):
+        return _transfer.device_put(x, device, src=src, donate=donate, may_alias=may_alias)
+    # a pytree of devices / shardings matching x
+    return tree_util.tree_map(lambda d, v: device_put(v, d), device, x, is_leaf=_is_target)
+
+
+def _is_target(v):
+    return v is None or isinstance(v, (Sharding, _device.Device, str))
+
+
+# A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
+__getattr__ = _missing_name_hook(__name__)

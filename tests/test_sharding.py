@@ -1,0 +1,302 @@
+"""functx.sharding (Mesh, PartitionSpec, NamedSharding, SingleDeviceSharding, make_mesh,
+device_put with a sharding) against jax.sharding, and functx.shard_map in one process against
+JAX's shard_map on JAX CPU devices (JAX needs XLA_FLAGS before it starts, so its reference runs
+in a subprocess once per session)."""
+
+from __future__ import annotations
+
+import doctest
+import os
+import re
+import subprocess
+import sys
+
+import jax
+import numpy as np
+import pytest
+
+import functx
+from functx import sharding as fs
+from functx.sharding import Mesh, NamedSharding, PartitionSpec as P, SingleDeviceSharding
+
+HOST4 = "--xla_force_host_platform_device_count=4"
+
+
+@pytest.fixture
+def host4(monkeypatch):
+    """Four host devices for functx (JAX in this process keeps its one)."""
+    monkeypatch.setenv("XLA_FLAGS", HOST4)
+    return fs.host_devices()
+
+
+# --- PartitionSpec, Mesh, NamedSharding against jax.sharding --------------------------------------
+SPECS = [(), ("x",), ("x", None), (None, ("x", "y")), (("x",),), ("x", None, ("x", "y"))]
+
+
+@pytest.mark.parametrize("entries", SPECS)
+def test_partition_spec_matches_jax(entries):
+    ours, theirs = P(*entries), jax.sharding.PartitionSpec(*entries)
+    assert repr(ours) == repr(theirs) and str(ours) == str(theirs)
+    assert len(ours) == len(theirs) and list(ours) == list(theirs)
+    assert functx.P is P and fs.PartitionSpec is P
+    assert ours == P(*entries) and hash(ours) == hash(P(*entries))
+    assert (ours == P(*entries, None)) == (theirs == jax.sharding.PartitionSpec(*entries, None))
+
+
+def test_mesh_reprs_shapes_and_errors_match_jax(host4):
+    jd = jax.devices()[:1]
+    for shape, names in [((1,), ("x",)), ((1, 1), ("a", "b"))]:
+        ours = Mesh(np.array(host4[:1]).reshape(shape), names)
+        theirs = jax.sharding.Mesh(np.array(jd).reshape(shape), names)
+        assert repr(ours) == repr(theirs) and str(ours) == str(theirs)
+        assert ours.shape == theirs.shape and ours.axis_names == theirs.axis_names
+        assert ours.size == theirs.size and ours.axis_sizes == theirs.axis_sizes
+    m = functx.make_mesh((2, 2), ("x", "y"))
+    assert (
+        repr(m) == "Mesh(axis_sizes=(2, 2), axis_names=('x', 'y'), axis_types=(Explicit, Explicit))"
+    )
+    assert str(m) == "Mesh('x': 2, 'y': 2, axis_types=(Explicit, Explicit))"
+    assert [d.id for d in m.devices.flat] == [0, 1, 2, 3] and m == functx.make_mesh(
+        (2, 2), ("x", "y")
+    )
+    assert Mesh(host4, "i").axis_names == ("i",)
+    with m:
+        assert fs.current_mesh() is m
+    assert fs.current_mesh() is None
+    for ours, theirs in [
+        (lambda: Mesh(host4, ("x", "y")), lambda: jax.sharding.Mesh(jd, ("x", "y"))),
+        (lambda: functx.make_mesh((8,), ("x",)), lambda: jax.make_mesh((8,), ("x",))),
+    ]:
+        with pytest.raises(ValueError) as e_theirs:
+            theirs()
+        with pytest.raises(ValueError) as e_ours:
+            ours()
+        assert re.sub(r"\d", "N", str(e_ours.value)) == re.sub(r"\d", "N", str(e_theirs.value))
+
+
+def test_named_sharding_matches_jax(host4):
+    m = functx.make_mesh((2, 2), ("x", "y"))
+    s = NamedSharding(m, P("x", ("y",)))
+    assert repr(s) == (
+        "NamedSharding(mesh=Mesh('x': 2, 'y': 2, axis_types=(Explicit, Explicit)), "
+        "spec=P('x', 'y'), memory_kind=device)"
+    )
+    assert s.shard_shape((4, 6)) == (2, 3) and s.num_devices == 4 and not s.is_fully_replicated
+    assert NamedSharding(m, P()).is_fully_replicated and s == NamedSharding(m, P("x", "y"))
+    assert s.devices_indices_map((4, 6))[host4[3]] == (slice(2, 4), slice(3, 6))
+    with pytest.raises(ValueError, match=r"Resource axis: z of P\('z',\) is not found in mesh"):
+        NamedSharding(m, P("z"))
+    with pytest.raises(fs.DuplicateSpecError, match="duplicate entries for `x`"):
+        NamedSharding(m, P("x", "x"))
+    with pytest.raises(ValueError, match="partitioned 4 times"):
+        functx.device_put(np.arange(6.0), NamedSharding(m, P(("x", "y"))))
+    x = functx.device_put(np.arange(8.0), NamedSharding(m, P(("x", "y"))))
+    assert isinstance(x, functx.Array) and x.dtype == np.float64
+    one = SingleDeviceSharding(functx.devices("cpu")[0])
+    theirs = jax.sharding.SingleDeviceSharding(jax.devices("cpu")[0])
+    assert repr(one) == repr(theirs) and one.num_devices == 1
+    assert functx.device_put(np.ones(2, np.float32), one).dtype == np.float32
+    # a pytree of shardings
+    y = functx.device_put({"a": np.ones(2), "b": np.zeros(4)}, {"a": one, "b": s.mesh and one})
+    assert set(y) == {"a", "b"}
+
+
+def test_docstring_examples():
+    from functx import _shard_map, distributed
+    from functx.experimental import shard_map as exp_shard_map
+
+    for mod in (fs, distributed, _shard_map, exp_shard_map):
+        res = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
+        assert res.failed == 0 and res.attempted > 0, mod.__name__
+
+
+# --- shard_map in one process against JAX's ----------------------------------------------------
+MESHES = {"x4": ((4,), ("x",)), "x2": ((2,), ("x",)), "x2y2": ((2, 2), ("x", "y"))}
+
+
+def make(M, devices, mesh_name):
+    """A mesh of ``M`` (jax or functx) with Auto axes over the first devices of ``devices``."""
+    shape, names = MESHES[mesh_name]
+    return M.sharding.Mesh(np.array(devices[: int(np.prod(shape))]).reshape(shape), names)
+
+
+def _inputs():
+    r = np.random.default_rng(0)
+    return {
+        "a46": r.standard_normal((4, 6)).astype(np.float32),
+        "a163": r.standard_normal((16, 3)).astype(np.float32),
+        "a86": r.standard_normal((8, 6)).astype(np.float32),
+        "w64": r.standard_normal((6, 4)).astype(np.float32),
+        "X": r.standard_normal((8, 3)),
+        "y": r.standard_normal(8),
+        "w3": r.standard_normal(3),
+    }
+
+
+def cases(M):
+    """(name, mesh name, thunk(mesh) -> outputs): the same programs for JAX and functx (``M``),
+    few of them (each costs JAX a compile). Each also runs over processes in
+    tests/test_distributed.py."""
+    P_, lax, jnp_ = M.sharding.PartitionSpec, M.lax, M.numpy
+    A = _inputs()
+
+    def sm(mesh, f, i, o, **kw):
+        return M.shard_map(f, mesh=mesh, in_specs=i, out_specs=o, **kw)
+
+    def mesh2d(mesh):  # jitted; reductions over one and two axes, 2-d blocks, a split contraction
+        def f(a, b, c, w):
+            return (
+                lax.psum(a, "x"),
+                lax.pmean(a, ("x", "y")),
+                lax.pmax(a, "y"),
+                lax.pmin(a, "x"),
+                b * (1 + lax.axis_index("x") + 10 * lax.axis_index("y")),
+                lax.psum(c @ w, "x"),
+            )
+
+        ins = (P_("x", "y"), P_("x", "y"), P_(None, "x"), P_("x", None))
+        outs = (P_(None, "y"), P_(), P_("x"), P_(None, "y"), P_(("y", "x")), P_())
+        return M.jit(sm(mesh, f, ins, outs))(A["a46"], A["a86"], A["a86"], A["w64"])
+
+    def ring(mesh):  # gathers, scatters, all_to_all, a ring ppermute
+        def f(a):
+            perm = [(i, (i + 1) % 4) for i in range(4)]
+            return (
+                lax.all_gather(a, "x"),
+                lax.all_gather(a, "x", axis=1, tiled=True),
+                lax.psum_scatter(a, "x", scatter_dimension=0, tiled=True),
+                lax.all_to_all(a, "x", 0, 1, tiled=True),
+                lax.ppermute(a, "x", perm) + lax.axis_index("x"),
+            )
+
+        outs = (P_(), P_(), P_("x"), P_("x"), P_("x"))  # (JAX types all_gather's as varying)
+        return sm(mesh, f, P_("x"), outs, check_vma=False)(A["a163"])
+
+    def data_parallel(mesh):  # per-shard gradients averaged; a pytree of specs
+        def loss(w, X, y):
+            return jnp_.mean((X @ w - y) ** 2)
+
+        def step(w, d, s):
+            g = M.grad(loss)(w, d["X"], d["y"])
+            g_sum = M.grad(lambda w: lax.psum(loss(w, d["X"], d["y"]), "x"))(w)  # through psum
+            l_sum = lax.psum(loss(w, d["X"], d["y"]), "x")
+            return {"g": lax.pmean(g, "x"), "g_sum": g_sum, "l": l_sum * s}
+
+        # check_vma=False: JAX's varying-axes types would also psum the gradient of the
+        # replicated w over x (functx has no such types: docs/differences.md)
+        specs = (P_(), {"X": P_("x"), "y": P_("x")}, P_())
+        d = {"X": A["X"], "y": A["y"]}
+        return sm(mesh, step, specs, P_(), check_vma=False)(A["w3"], d, 2.0)
+
+    return [
+        ("mesh2d", "x2y2", mesh2d),
+        ("ring", "x4", ring),
+        ("data_parallel", "x2", data_parallel),
+        ("data_parallel_4", "x4", data_parallel),
+    ]
+
+
+def run_cases(M, devices, names=None):
+    """{case name: list of NumPy leaves} for every case (or those in ``names``)."""
+    out = {}
+    for name, mesh_name, thunk in cases(M):
+        if names is None or name in names:
+            res = thunk(make(M, devices, mesh_name))
+            out[name] = [np.asarray(v) for v in M.tree_util.tree_leaves(res)]
+    return out
+
+
+def grad_outside(M, mesh):
+    """grad of a shard_map-ped loss (one-process mode only: the backward pass runs outside)."""
+    P_, lax, jnp_ = M.sharding.PartitionSpec, M.lax, M.numpy
+    A = _inputs()
+
+    def loss(w, X, y):
+        body = lambda w, X, y: lax.pmean(jnp_.mean((X @ w - y) ** 2), "x")  # noqa: E731
+        return M.shard_map(body, mesh=mesh, in_specs=(P_(), P_("x"), P_("x")), out_specs=P_())(
+            w, X, y
+        )
+
+    return M.value_and_grad(loss)(A["w3"], A["X"], A["y"])
+
+
+_JAX_SCRIPT = """
+import sys, numpy as np, jax
+jax.config.update("jax_enable_x64", True)
+sys.path.insert(0, {tests!r})
+import test_sharding as t
+res = t.run_cases(jax, jax.devices())
+v, g = t.grad_outside(jax, t.make(jax, jax.devices(), "x4"))
+res["grad_outside"] = [np.asarray(v), np.asarray(g)]
+np.savez({out!r}, **{{f"{{k}}/{{i}}": a for k, vs in res.items() for i, a in enumerate(vs)}})
+"""
+
+
+@pytest.fixture(scope="module")
+def jax_reference(tmp_path_factory):
+    """JAX's results for ``cases`` on four JAX CPU devices, from a subprocess."""
+    out = str(tmp_path_factory.mktemp("jaxref") / "ref.npz")
+    tests = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(tests)
+    path = os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])
+    env = dict(os.environ, XLA_FLAGS=HOST4, JAX_PLATFORMS="cpu", PYTHONPATH=path)
+    script = _JAX_SCRIPT.format(tests=tests, out=out)
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with np.load(out) as z:
+        ref: dict = {}
+        for key in sorted(z.files, key=lambda k: (k.split("/")[0], int(k.split("/")[1]))):
+            ref.setdefault(key.split("/")[0], []).append(z[key])
+    return ref
+
+
+def test_shard_map_one_process_matches_jax(host4, jax_reference):
+    ours = run_cases(functx, host4)
+    v, g = grad_outside(functx, make(functx, host4, "x4"))
+    ours["grad_outside"] = [np.asarray(v), np.asarray(g)]
+    assert set(ours) == set(jax_reference)
+    for name, leaves in ours.items():
+        for i, (a, b) in enumerate(zip(leaves, jax_reference[name], strict=True)):
+            assert a.shape == b.shape and a.dtype == b.dtype, (name, i, a.dtype, b.dtype)
+            np.testing.assert_allclose(a, b, rtol=2e-6, atol=1e-6, err_msg=f"{name}[{i}]")
+
+
+def test_shard_map_errors_match_jax(host4):
+    m = make(functx, host4, "x2y2")
+    x = np.arange(8.0, dtype=np.float32)
+
+    def sm(f, i, o, **kw):
+        return functx.shard_map(f, mesh=m, in_specs=i, out_specs=o, **kw)
+
+    with pytest.raises(ValueError, match="out_specs which require replication"):
+        sm(lambda a: a, P("x"), P())(x)
+    np.testing.assert_array_equal(sm(lambda a: a, P("x"), P(), check_vma=False)(x), x[:4])
+    with pytest.raises(ValueError, match="not evenly divisible"):
+        sm(lambda a: a, P("x"), P("x"))(x[:7])
+    with pytest.raises(ValueError, match="must refer to an axis marked as manual"):
+        sm(lambda a: a, P("z"), P("x"))(x)
+    with pytest.raises(ValueError, match="in_specs entry which is too long"):
+        sm(lambda a: a, P("x", "y"), P("x"))(x)
+    with pytest.raises(ValueError, match="out_specs entry which is too long"):
+        sm(lambda a: a, P("x"), P(None, "x"))(x)
+    with pytest.raises(ValueError, match="pytree structure"):
+        sm(lambda a: a, (P("x"), P("x")), P("x"))(x)
+    with pytest.raises(NameError, match="unbound axis name: z"):
+        sm(lambda a: functx.lax.psum(a, "z"), P("x"), P("x"))(x)
+    # the older spelling, and the mesh of a `with mesh:` block
+    from functx.experimental.shard_map import shard_map as old
+
+    np.testing.assert_array_equal(
+        old(lambda a: a * 2, m, P("x"), P("x"), check_rep=False)(x), 2 * x
+    )
+    with m:
+        y = functx.shard_map(lambda a: a + 1, in_specs=P(("x", "y")), out_specs=P(("x", "y")))(x)
+    np.testing.assert_array_equal(y, x + 1)
+
+
+def test_pmap_one_process(host4):
+    x = np.arange(12.0).reshape(4, 3)
+    y = functx.pmap(lambda v: v - functx.lax.pmean(v, "i"), "i")(x)
+    np.testing.assert_allclose(y, x - x.mean(0))
+    with pytest.raises(ValueError, match="requires 8 logical devices"):
+        functx.pmap(lambda v: v, "i")(np.ones((8, 2)))
