@@ -828,7 +828,7 @@ def main():
             t0 = time.perf_counter()
             left = args.deadline - (t0 - t_start) if args.deadline else None
             if left is not None and left <= 0:
-                errors.setdefault(("deadline", f"round {r}"), f"--deadline: {lib} not run")
+                errors[(lib, f"round {r}")] = "not run (--deadline)"
                 continue
             try:
                 proc = subprocess.run(
