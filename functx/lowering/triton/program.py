@@ -75,7 +75,18 @@ from functx.lowering.complex_lanes import split_complex, uses_complex
 from functx.lowering.loopir import Graph, Sym, flat_offset, sym
 from functx.lowering.lower import lower_jaxpr
 from functx.lowering.schedule import Kernel, KernelCtx
-from functx.lowering.triton import ascan, dot, dus, greduce, loops, pointwise, reduce, scatter, sort
+from functx.lowering.triton import (
+    ascan,
+    conv,
+    dot,
+    dus,
+    greduce,
+    loops,
+    pointwise,
+    reduce,
+    scatter,
+    sort,
+)
 from functx.lowering.triton.blocks import Blocks
 from functx.lowering.triton.emit import _HALF, Emitter, V, _decompose, _next_pow2, tl_dtype
 from functx.lowering.triton.prelude import PRELUDE
@@ -352,6 +363,7 @@ def compile_triton(closed, blocks: Blocks | None = None) -> TritonExecutable:
     if uses_complex(closed.jaxpr):  # complex values as pairs of real lanes (complex_lanes.py)
         closed, cin, cout = split_complex(closed)
         complex_io = (cin, cout)
+    closed = conv.recognize_convs(closed)  # convolution sums as cuDNN steps (conv.py)
     g = lower_jaxpr(closed)
     kernels = schedule.schedule(g)
     prog = TritonProgram(g, kernels, blocks)

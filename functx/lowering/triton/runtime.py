@@ -334,6 +334,7 @@ def _strides(shape) -> tuple:
 
 
 GRAPH_MIN_LAUNCHES = 4
+GRAPH_STEP_LAUNCHES = 3  # launches a graph-safe host step stands for (see graph_safe)
 GRAPH_BYTES_PER_LAUNCH = 8 << 20  # copying this in and out takes about 6 us on an H100
 GRAPH_INSTANCES = 2  # in-place graphs an executable keeps (a caller holding the last result)
 GRAPH_MAX_CAPTURES = 16  # in-place captures of one executable, at most
@@ -559,12 +560,18 @@ class TritonExecutable:
         self.sites = [
             v for k, v in vars(self.module).items() if k.startswith("_L") and isinstance(v, Site)
         ]
-        # host steps (callbacks) run Python between launches: never inside a CUDA graph
+        # host steps (callbacks) run Python between launches: never inside a CUDA graph, unless
+        # the step says it only queues device work on the current stream (``graph_safe``: the
+        # convolution steps, lowering/triton/conv.py), which a capture then records
         self.host_calls = list(host or ())
         if self.host_calls:  # (the module's dispatcher: the same function for every executable)
             self.module._fx_host = _host_step_running
-        self.graph_safe = ".item()" not in source and not self.host_calls
-        self.n_launches = len(self.sites) + source.count("    _fx_dot(")
+        safe_steps = sum(bool(getattr(c[0], "graph_safe", False)) for c in self.host_calls)
+        self.graph_safe = ".item()" not in source and safe_steps == len(self.host_calls)
+        # (a graph-safe step counts as GRAPH_STEP_LAUNCHES launches: its kernels and copies)
+        self.n_launches = (
+            len(self.sites) + source.count("    _fx_dot(") + GRAPH_STEP_LAUNCHES * safe_steps
+        )
         io_bytes = sum(n * np.dtype(dt).itemsize for _, dt, _, n in self.in_specs) + sum(
             math.prod(n.shape) * np.dtype(n.dtype).itemsize for n in graph.outputs
         )
@@ -781,7 +788,7 @@ class TritonExecutable:
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g):
             outs = self._outputs(dev)
-            self.module.run(ins, consts, outs)
+            self._run_module(ins, consts, outs)
         nbytes = max(torch.cuda.memory_reserved(dev) - before, self.out_bytes)
         log(
             f"captured {self.n_kernels} kernels into a CUDA graph on {dev} reading the inputs in "
@@ -800,12 +807,12 @@ class TritonExecutable:
         side = torch.cuda.Stream(dev)
         side.wait_stream(torch.cuda.current_stream(dev))
         with torch.cuda.stream(side):  # a warm-up run off the default stream, as torch advises
-            self.module.run(static_in, consts, self._outputs(dev))
+            self._run_module(static_in, consts, self._outputs(dev))
         torch.cuda.current_stream(dev).wait_stream(side)
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g):
             static_out = self._outputs(dev)
-            self.module.run(static_in, consts, static_out)
+            self._run_module(static_in, consts, static_out)
         log(
             f"captured {self.n_kernels} kernels into a CUDA graph on {dev} in "
             f"{time.perf_counter() - t0:.2f}s"

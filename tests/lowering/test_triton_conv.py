@@ -1,0 +1,116 @@
+"""Convolutions in a Triton program as cuDNN steps (``lowering/triton/conv.py``): the forward sum
+over kernel taps, the input gradient and the kernel gradient are each recognised and computed by
+``torch.nn.functional.convNd`` / ``torch.nn.grad.convNd_input`` / ``convNd_weight``. Triton runs
+in its CPU interpreter on CPU tensors (torch's CPU convolutions stand in for cuDNN); values
+against the eager path and JAX; the GPU timings are benchmarks/gpu_conv.py's."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from x64util import x64_off
+
+import functx
+import functx.lax as flax
+import functx.numpy as fnp
+
+pytest.importorskip("torch")
+pytest.importorskip("triton")
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+RNG = np.random.default_rng(7)
+
+
+@pytest.fixture(autouse=True)
+def interpreter(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+
+
+def _conv_and_grads(lax, np_, grad, x, w, g, kw):
+    def f(x, w):
+        return lax.conv_general_dilated(x, w, **kw)
+
+    dx, dw = grad(lambda x, w: np_.sum(f(x, w) * g), (0, 1))(x, w)
+    return f(x, w), dx, dw
+
+
+def _check(xs, ws, kw, dt, tol, steps=3):
+    from functx.lowering.triton.conv import ConvStep
+    from functx.lowering.triton.program import compile_triton
+    from functx.transforms import passes
+
+    x, w = RNG.standard_normal(xs).astype(dt), RNG.standard_normal(ws).astype(dt)
+    y = flax.conv_general_dilated(x, w, **kw)
+    g = RNG.standard_normal(y.shape).astype(dt)
+
+    def fx(x, w, g):
+        return _conv_and_grads(flax, fnp, functx.grad, x, w, g, kw)
+
+    exe = compile_triton(passes.simplify(functx.make_jaxpr(fx)(x, w, g)))
+    got = [t.numpy() for t in exe(x, w, g)]
+    eager = fx(x, w, g)
+    want = jax.jit(lambda x, w, g: _conv_and_grads(jax.lax, jnp, jax.grad, x, w, g, kw))(x, w, g)
+    for what, a, e, j in zip(("conv", "dx", "dw"), got, eager, want):
+        assert a.dtype == np.asarray(e).dtype == np.asarray(j).dtype, what
+        np.testing.assert_allclose(a, e, rtol=tol, atol=tol, err_msg=what)
+        np.testing.assert_allclose(a, j, rtol=tol, atol=tol, err_msg=what)
+    found = [c[0] for c in exe.host_calls if isinstance(c[0], ConvStep)]
+    assert len(found) == steps, len(found)
+    return found
+
+
+def test_conv2d_forward_and_gradients_as_cudnn_steps():
+    kw = dict(window_strides=(1, 1), padding="SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    found = _check((2, 5, 6, 3), (3, 3, 3, 4), kw, np.float64, 1e-12)
+    # 'SAME': the forward and kernel-gradient steps read x itself, cuDNN pads it
+    assert sorted((s.kind, s.src[3]) for s in found) == [
+        ("dw", (1, 1)),
+        ("dx", (0, 0)),
+        ("fwd", (1, 1)),
+    ]
+
+
+def test_strided_dilated_convs_default_mode():
+    with x64_off():
+        kw = dict(
+            window_strides=(2, 1),
+            padding="VALID",
+            rhs_dilation=(1, 2),
+            dimension_numbers=("NCHW", "OIHW", "NCHW"),
+        )
+        _check((2, 3, 7, 6), (4, 3, 2, 2), kw, np.float32, 1e-4)
+        kw1 = dict(window_strides=(2,), padding=[(2, 1)], dimension_numbers=("NWC", "WIO", "NWC"))
+        _check((2, 9, 3), (3, 3, 2), kw1, np.float32, 1e-4)
+        # a grouped convolution (batched products) keeps its per-tap products
+        kwg = dict(kw1, feature_group_count=3)
+        _check((1, 6, 3), (2, 1, 3), kwg, np.float32, 1e-4, steps=0)
+
+
+def test_conv_step_any_tap_order():
+    # the step itself (NumPy in, torch on the CPU), taps listed out of grid order: a 2x2 kernel
+    # with dilation (1, 2) and strides (1, 2) over P (2, 5, 7, 3), against sums over the taps
+    from functx.lowering.triton.conv import ConvStep
+
+    p = RNG.standard_normal((2, 5, 7, 3))
+    offs = [(1, 2), (0, 0), (1, 0), (0, 2)]
+    out_sp, st = (4, 2), (1, 2)
+
+    def window(o):
+        return p[
+            :, o[0] : o[0] + out_sp[0] * st[0] : st[0], o[1] : o[1] + out_sp[1] * st[1] : st[1]
+        ]
+
+    wins = [window(o).reshape(-1, 3) for o in offs]
+    w = RNG.standard_normal((4, 3, 5))
+    g = RNG.standard_normal((2 * 4 * 2, 5))
+    fwd = ConvStep("fwd", p.shape, out_sp, st, offs, None, 3, 5, p.dtype, False)
+    np.testing.assert_allclose(fwd(p, w)[0], sum(a @ k for a, k in zip(wins, w)), atol=1e-12)
+    slots = [2, 0, 3, 1]
+    dw = ConvStep("dw", p.shape, out_sp, st, offs, slots, 3, 5, p.dtype, False)
+    want = np.empty((4, 3, 5))
+    for a, s in zip(wins, slots):
+        want[s] = a.T @ g
+    np.testing.assert_allclose(dw(p, g)[0], want, atol=1e-12)
+    assert fwd.order is not None and dw.order is not None
