@@ -194,7 +194,8 @@ class ConvStep:
                 size = (n, self.c, *self.need)
                 gx = _GRAD_INPUT[nd](torch)(size, w, g, **kw)
                 o = outs[0].view(self.p_shape)
-                o.zero_()
+                if self.need != self.p_shape[1:-1]:  # (the taps reach all of P: no zeros)
+                    o.zero_()
                 self._crop(o).copy_(gx.movedim(1, -1))
                 return
             x = self._input(ins[0])
