@@ -59,13 +59,17 @@ def clz(x):
     """
     x, dt = _int_operand("clz", x)
     shape = get_aval(x).shape
-    width = dt.itemsize * 8
+    width = dtypes.iinfo(dt).bits
     y = x
     s = 1
     while s < width:  # smear the highest set bit into every lower one
         y = ops.bitwise_or(y, ops.shift_right_logical(y, _const(s, dt, shape)))
         s *= 2
-    return ops.sub(_const(width, dt, shape), ops.population_count(y))
+    out = ops.sub(_const(width, dt, shape), ops.population_count(y))
+    if dt in dtypes.NARROW_INTS and dt in dtypes.SIGNED:
+        # (population_count counts a narrow negative's sign-extended bits, as XLA does)
+        out = ops.select_n(ops.lt(x, _const(0, dt, shape)), out, _const(0, dt, shape))
+    return out
 
 
 def _mulhi_unsigned(a, b, ut, shape):

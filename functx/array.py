@@ -22,7 +22,8 @@ from functx.source_info import where
 # --- Tables that higher modules fill at import ---------------------------------------------------
 # The functx.numpy functions that the operators and methods of Array and Tracer call, by their
 # functx.numpy name (the names in NUMPY_FUNCTIONS, plus "getitem" and "scatter_update" from
-# functx.numpy.indexing, "real", "imag", "conjugate", "view" (Array.view), and "array_namespace":
+# functx.numpy.indexing, "real", "imag", "conjugate", "view" and "byteswap" (Array.view and
+# Array.byteswap), and "array_namespace":
 # a function returning the functx.numpy module, for __array_namespace__). functx.numpy fills it at
 # import.
 NUMPY_FUNCTIONS = (
@@ -268,6 +269,19 @@ class ArrayMethods:
           Array([    0, 16256,     0, 49152], dtype=uint16)
         """
         return _fn["view"](self, dtype, type)
+
+    def byteswap(self):
+        """The array with the bytes of each element reversed (``jax.Array.byteswap``): little
+        endian read as big endian. Complex elements swap their real and imaginary parts each.
+
+        Returns:
+          An array of the same shape and dtype (one-byte dtypes: the same values).
+        Example:
+          >>> import functx.numpy as jnp
+          >>> jnp.arange(3, dtype=jnp.int32).byteswap()
+          Array([       0, 16777216, 33554432], dtype=int32)
+        """
+        return _fn["byteswap"](self)
 
     def __array_namespace__(self, *, api_version=None):
         """The Array API namespace of functx arrays: ``functx.numpy``."""

@@ -17,7 +17,7 @@ import ml_dtypes
 import numpy as np
 
 from functx import config
-from functx.errors import FunctxTypeError
+from functx.errors import FunctxTypeError, FunctxValueError
 from functx.source_info import where
 
 bool_ = np.dtype(np.bool_)
@@ -35,6 +35,20 @@ float32 = np.dtype(np.float32)
 float64 = np.dtype(np.float64)
 complex64 = np.dtype(np.complex64)
 complex128 = np.dtype(np.complex128)
+# The narrow dtypes (ml_dtypes; one byte per element in NumPy, as in JAX).
+int2 = np.dtype(ml_dtypes.int2)
+int4 = np.dtype(ml_dtypes.int4)
+uint2 = np.dtype(ml_dtypes.uint2)
+uint4 = np.dtype(ml_dtypes.uint4)
+float8_e3m4 = np.dtype(ml_dtypes.float8_e3m4)
+float8_e4m3 = np.dtype(ml_dtypes.float8_e4m3)
+float8_e4m3b11fnuz = np.dtype(ml_dtypes.float8_e4m3b11fnuz)
+float8_e4m3fn = np.dtype(ml_dtypes.float8_e4m3fn)
+float8_e4m3fnuz = np.dtype(ml_dtypes.float8_e4m3fnuz)
+float8_e5m2 = np.dtype(ml_dtypes.float8_e5m2)
+float8_e5m2fnuz = np.dtype(ml_dtypes.float8_e5m2fnuz)
+float8_e8m0fnu = np.dtype(ml_dtypes.float8_e8m0fnu)
+float4_e2m1fn = np.dtype(ml_dtypes.float4_e2m1fn)
 
 # float0 is the dtype of tangents of integer inputs (JAX's name); it holds no data.
 float0 = np.dtype([("float0", np.void, 0)])
@@ -56,13 +70,40 @@ SUPPORTED = (
     complex64,
     complex128,
 )
-FLOATS = (float16, bfloat16, float32, float64)
+NARROW_INTS = (int2, int4, uint2, uint4)
+FLOAT8S = (
+    float8_e3m4,
+    float8_e4m3,
+    float8_e4m3b11fnuz,
+    float8_e4m3fn,
+    float8_e4m3fnuz,
+    float8_e5m2,
+    float8_e5m2fnuz,
+    float8_e8m0fnu,
+)
+NARROW_FLOATS = FLOAT8S + (float4_e2m1fn,)
+#: The narrow dtypes (JAX's int2/int4/uint2/uint4, float8 and float4 types): no implicit
+#: promotion; arithmetic computes in the wider dtype given here and rounds (floats) or wraps
+#: (integers) the result back, as XLA's CPU backend does (float8 in float16, float8_e8m0fnu,
+#: whose range float16 lacks, in float32).
+NARROW = NARROW_INTS + NARROW_FLOATS
+COMPUTE_DTYPE = {
+    **{
+        d: (np.dtype(np.int8) if d.name.startswith("int") else np.dtype(np.uint8))
+        for d in NARROW_INTS
+    },
+    **{d: float16 for d in NARROW_FLOATS},
+    float8_e8m0fnu: float32,
+}
+SUPPORTED = SUPPORTED + NARROW
+FLOATS = (float16, bfloat16, float32, float64) + NARROW_FLOATS
 COMPLEX = (complex64, complex128)
 # The real dtype of each complex dtype's parts, and back (float16/bfloat16 go to complex64).
 REAL_OF = {complex64: float32, complex128: float64}
 COMPLEX_OF = {float16: complex64, bfloat16: complex64, float32: complex64, float64: complex128}
-SIGNED = (int8, int16, int32, int64)
-UNSIGNED = (uint8, uint16, uint32, uint64)
+COMPLEX_OF.update({d: complex64 for d in NARROW_FLOATS})
+SIGNED = (int8, int16, int32, int64, int2, int4)
+UNSIGNED = (uint8, uint16, uint32, uint64, uint2, uint4)
 INTEGERS = SIGNED + UNSIGNED
 
 # torch's name of each supported dtype (GPU buffers are torch tensors): NumPy's own name.
@@ -164,6 +205,8 @@ _SHORT = {
     complex64: "c64",
     complex128: "c128",
     float0: "float0",
+    # JAX's spelling: float -> f, uint -> u, int -> i (i4, u4, f8_e4m3fn, f4_e2m1fn).
+    **{d: d.name.replace("float", "f").replace("uint", "u").replace("int", "i") for d in NARROW},
 }
 
 
@@ -219,6 +262,77 @@ def canonicalize(dtype) -> np.dtype:
             + where()
         )
     return dt if config.x64_on() else _CANONICAL_32[dt]
+
+
+NARROW_SET = frozenset(NARROW)
+
+
+_STEPWISE = frozenset(
+    ("reduce_sum", "reduce_prod", "associative_scan", "scatter_add", "scatter_mul", "scatter_sub")
+)
+
+
+def call_widened(name: str, impl, vals, params):
+    """Run a primitive's NumPy implementation on operands of narrow dtypes as XLA's CPU backend
+    computes them: each narrow operand in its :data:`COMPUTE_DTYPE` (int4 in int8, sign-extended;
+    float8 in float16), the result left wide (float16 ones as float32, which they are exactly) for
+    the caller to round or wrap back to the narrow result dtype with ``astype`` (ml_dtypes rounds
+    to nearest even and wraps integers). float8_e8m0fnu computes in float32 (XLA's CPU also
+    flushes its smallest value, 2**-127, a float32 subnormal, to zero in some operations: not
+    here).
+
+    Arguments:
+        name: the primitive's name.
+        impl: its NumPy implementation, ``impl(*vals, **params)``.
+        vals: the operands (NumPy arrays).
+        params: the primitive's parameters.
+
+    Returns:
+        what ``impl`` returns on the widened operands.
+
+    Example:
+        >>> import numpy as np
+        >>> from functx import dtypes
+        >>> x = np.array([7, -8], dtypes.int4)
+        >>> dtypes.call_widened("add", np.add, (x, x), {}).astype(dtypes.int4)
+        array([-2, 0], dtype=int4)
+    """
+    if name == "logistic" and vals[0].dtype in NARROW_FLOATS:
+        # XLA expands it to 1 / (1 + exp(-x)) before computing the narrow float wider: each of
+        # the three steps rounds to the narrow dtype
+        dt = vals[0].dtype
+
+        def step(fn, *a):
+            with np.errstate(all="ignore"):
+                return np.asarray(call_widened("", fn, a, {})).astype(dt)
+
+        e = step(np.exp, step(np.negative, vals[0]))
+        return step(np.divide, np.ones_like(e), step(np.add, np.ones_like(e), e))
+    if name == "bitcast_convert_type" or (name in _STEPWISE and vals[0].dtype in NARROW_FLOATS):
+        # the bits as they are; and XLA rounds each partial result of a narrow float reduction
+        # or scan: ml_dtypes' own ufuncs (float32 arithmetic rounded at each step) do that
+        with np.errstate(all="ignore"):
+            return impl(*vals, **params)
+    wide = []
+    for v in vals:
+        dt = getattr(v, "dtype", None)
+        if dt in NARROW_SET:
+            v = np.asarray(v).astype(COMPUTE_DTYPE[dt])
+        wide.append(v)
+    with np.errstate(all="ignore"):  # (overflow to a narrow type is NaN or inf, no warning)
+        out = impl(*wide, **params)
+    if isinstance(out, (tuple, list)):
+        return type(out)(_widen_result(o) for o in out)
+    return _widen_result(out)
+
+
+def _widen_result(out):
+    if getattr(out, "dtype", None) == float16:
+        # float32 (exact), NaN made positive: float4_e2m1fn, which has no NaN, takes -0.0 for
+        # it as in XLA (ml_dtypes gives a negative NaN +0.0)
+        out = np.asarray(out).astype(np.float32)
+        return np.where(out != out, np.float32(np.nan), out)
+    return out
 
 
 _PY_TYPES = (bool, int, float, complex)
@@ -437,9 +551,23 @@ def issubdtype(dtype, category) -> bool:
       (True, False)
     """
     dtype = np.dtype(dtype)
-    if dtype == bfloat16:
-        return category in (np.floating, np.inexact, np.number, np.generic)
+    if dtype == bfloat16 or dtype in NARROW_FLOATS:
+        return category in (np.floating, np.inexact, np.number, np.generic) or (
+            isinstance(category, (np.dtype, type, str)) and _same_dtype(dtype, category)
+        )
+    if dtype in NARROW_INTS:
+        kind = np.signedinteger if dtype in SIGNED else np.unsignedinteger
+        return category in (kind, np.integer, np.number, np.generic) or (
+            isinstance(category, (np.dtype, type, str)) and _same_dtype(dtype, category)
+        )
     return np.issubdtype(dtype, category)
+
+
+def _same_dtype(dtype, category):
+    try:
+        return np.dtype(category) == dtype
+    except TypeError:
+        return False
 
 
 def finfo(dtype):
@@ -462,7 +590,8 @@ def finfo(dtype):
 
 
 def iinfo(dtype):
-    """Machine limits of an integer dtype (``numpy.iinfo``).
+    """Machine limits of an integer dtype (``numpy.iinfo``; ``ml_dtypes.iinfo`` for int2, int4,
+    uint2 and uint4).
 
     Arguments:
         dtype: anything ``numpy.dtype`` accepts (a dtype, a type or a name).
@@ -472,10 +601,10 @@ def iinfo(dtype):
 
     Example:
         >>> from functx import dtypes
-        >>> int(dtypes.iinfo('int8').max)
-        127
+        >>> int(dtypes.iinfo('int8').max), int(dtypes.iinfo('int4').min)
+        (127, -8)
     """
-    return np.iinfo(dtype)
+    return ml_dtypes.iinfo(dtype)
 
 
 # --- The promotion lattice -----------------------------------------------------------------------
@@ -484,7 +613,7 @@ def iinfo(dtype):
 _I, _F, _C = "i*", "f*", "c*"
 _EDGES = {
     bool_: [_I],
-    _I: [uint8, int8],
+    _I: [uint8, int8, *NARROW_INTS],
     uint8: [uint16, int16],
     uint16: [uint32, int32],
     uint32: [uint64, int64],
@@ -493,7 +622,7 @@ _EDGES = {
     int16: [int32],
     int32: [int64],
     int64: [_F],
-    _F: [float16, bfloat16, _C],
+    _F: [float16, bfloat16, *NARROW_FLOATS, _C],
     float16: [float32],
     bfloat16: [float32],
     float32: [float64, complex64],
@@ -501,6 +630,9 @@ _EDGES = {
     _C: [complex64],
     complex64: [complex128],
     complex128: [],
+    # The narrow dtypes have no edge upwards: a weak Python scalar takes their type, anything
+    # else raises TypePromotionError (as in JAX: no implicit promotion of narrow types).
+    **{d: [] for d in NARROW},
 }
 
 
@@ -517,6 +649,35 @@ def _upper_closure(node):
 _UPPER = {n: _upper_closure(n) for n in _EDGES}
 
 
+class TypePromotionError(FunctxValueError):
+    """Two dtypes with no implicit promotion between them (a narrow dtype, such as int4 or
+    float8_e4m3fn, with any other dtype but a weak Python scalar): JAX's
+    ``jax.dtypes.TypePromotionError``, a ValueError.
+
+    Example:
+        >>> import functx.numpy as jnp
+        >>> from functx import dtypes
+        >>> try:
+        ...     jnp.ones(2, jnp.int4) + jnp.ones(2, jnp.int8)
+        ... except dtypes.TypePromotionError as e:
+        ...     print(type(e).__name__, isinstance(e, ValueError))
+        TypePromotionError True
+    """
+
+
+def _promotion_error(a, b):
+    names = tuple(n if isinstance(n, str) else str(n) for n in (a, b))
+    narrow = next((n for n in (a, b) if n in NARROW), None)
+    kind = "integers" if narrow in NARROW_INTS else "floats"
+    bits = {"float8": "8-bit", "float4": "4-bit", "int4": "4-bit", "int2": "2-bit"}
+    width = next((w for k, w in bits.items() if k in str(narrow)), "narrow")
+    raise TypePromotionError(
+        f"Input dtypes {names} have no implicit promotion: {width} {kind} ({narrow}) promote "
+        "only with weakly typed Python scalars. Convert explicitly, e.g. x.astype('float32')"
+        + where()
+    )
+
+
 @functools.lru_cache(maxsize=None)
 def _join(a, b):
     common = _UPPER[a] & _UPPER[b]
@@ -524,7 +685,7 @@ def _join(a, b):
     for n in common:
         if _UPPER[n] >= common:
             return n
-    raise TypeError(f"no common type for {a} and {b}")  # unreachable: complex128 tops the lattice
+    _promotion_error(a, b)  # only the narrow dtypes have no common upper bound
 
 
 def _node(dtype, weak):

@@ -37,7 +37,7 @@ from functx.lowering.compile import compile_jaxpr, log as _log, loop_ir_text
 from functx.lowering.runtime import Executable
 from functx.source_info import where
 from functx.tracing import ShapeDtypeStruct, Tracer, get_aval, tree_flatten, tree_unflatten
-from functx.transforms import passes, vjp as _vjp
+from functx.transforms import axis_env as _axis_env, passes, vjp as _vjp
 
 
 class Lowered:
@@ -229,7 +229,9 @@ def op_kind_committed(a) -> bool:
 def _describe_change(old_key, new_key) -> str:
     if old_key is None:
         return "first call"
-    (ot, oa, os_, ob, op, ox), (nt, na, ns, nb, np_, nx) = old_key, new_key
+    if old_key[6:] != new_key[6:]:
+        return f"named axes bound around the call changed: {old_key[6:]} -> {new_key[6:]}"
+    (ot, oa, os_, ob, op, ox), (nt, na, ns, nb, np_, nx) = old_key[:6], new_key[:6]
     if ox != nx:
         return f"jax_enable_x64 changed: {ox} -> {nx}"
     if ob != nb:
@@ -561,7 +563,12 @@ class Jitted:
     def __call__(self, *args, **kwargs):
         if _config.disable_jit_active and jit_disabled():
             return self.fun(*args, **kwargs)
-        if not kwargs and not self.static_argnums and not core.trace_state.stack:
+        if (
+            not kwargs
+            and not self.static_argnums
+            and not core.trace_state.stack
+            and not _axis_env.frames()  # (under bound named axes: the keyed path)
+        ):
             # the dispatch fast paths. GPU arrays committed to one device: one look at each
             # (gpu_signature), one lookup, the kernels (about 10 us on an H100 host in all)
             if _device.GPU_IN_USE and self.backend != "cpu":
@@ -642,6 +649,9 @@ class Jitted:
             None if place == "cpu" else matmul_precision(),
             _config.x64_on(),  # (the flag changes what tracing makes: JAX keys on it too)
         )
+        env = _axis_env.env_key()  # (named axes bound around the call: sizes are baked in)
+        if env:
+            key += (env,)
         entry = self.cache.get(key)
         if entry is None:
             _log(
@@ -653,7 +663,7 @@ class Jitted:
         else:
             self._touch(key)
         self.last_key = key
-        if not kwargs and not self.static_argnums:
+        if not kwargs and not self.static_argnums and not env:  # (fast paths: no named axes)
             self._note_gpu_call(args, entry, key)
             self._note_cpu_call(args, entry, key, leaves)
         exe, out_tree = entry

@@ -1386,7 +1386,7 @@ def _dot_rank(dt):
     if dtypes.is_float(dt) or cplx:
         fi = dtypes.finfo(dt)
         return (cplx, int(fi.maxexp), int(fi.nmant), int(fi.bits), True)
-    bits = 1 if dt == dtypes.bool_ else np.dtype(dt).itemsize * 8
+    bits = 1 if dt == dtypes.bool_ else dtypes.iinfo(dt).bits
     return (False, -1, -1, bits, np.dtype(dt).kind != "u")
 
 
@@ -1510,7 +1510,7 @@ def _shift_operands(op, x, y):
         raise FunctxTypeError(
             f"{op} does not accept dtype {dx}. Accepted dtypes are subtypes of integer.{_loc()}"
         )
-    return x, y, np.dtype(dx), np.dtype(dx).itemsize * 8
+    return x, y, np.dtype(dx), dtypes.iinfo(dx).bits
 
 
 def _shift_pow2(n, dtype, bits):
@@ -1524,7 +1524,10 @@ def _shift_pow2(n, dtype, bits):
 
 
 def _shift_valid(y, dtype, bits):
-    valid = _ew.lt(y, np.asarray(bits, dtype))
+    if bits > dtypes.iinfo(dtype).max:  # int2: every non-negative amount is below 2
+        valid = _ew.eq(y, y)
+    else:
+        valid = _ew.lt(y, np.asarray(bits, dtype))
     if np.dtype(dtype) in dtypes.SIGNED:
         valid = _ew.bitwise_and(valid, _ew.ge(y, np.asarray(0, dtype)))
     return valid
@@ -1565,7 +1568,9 @@ def _logical_right(x, y, dt, bits):
     # signed: one arithmetic step, the sign bit cleared, then the rest on a non-negative value
     pos = _ew.bitwise_and(valid, _ew.gt(y, full_like(y, 0)))
     n1 = select_n(pos, full_like(y, 0), _ew.sub(y, full_like(y, 1)))
-    half = _ew.bitwise_and(_floor_div_pow2(x, full_like(x, 2)), np.asarray(np.iinfo(dt).max, dt))
+    half = _ew.bitwise_and(
+        _floor_div_pow2(x, full_like(x, 2)), np.asarray(dtypes.iinfo(dt).max, dt)
+    )
     shifted = _ew.div(half, _shift_pow2(n1, dt, bits))
     return select_n(valid, full_like(x, 0), select_n(pos, x, shifted))
 
@@ -1612,6 +1617,10 @@ def population_count(x):
         u = _ew.add(u, srl(u, shift))
         shift *= 2
     u = _ew.bitwise_and(u, full_like(u, 0xFF if bits > 8 else 0x0F))
+    if dt == dtypes.int2:  # (XLA counts int2's own two bits, int4's sign-extended eight)
+        u = _ew.sub(
+            u, _ew.mul(full_like(u, 6), convert_element_type(_ew.lt(x, full_like(x, 0)), udt))
+        )
     return convert_element_type(u, dt) if dt != udt else u
 
 
@@ -1653,7 +1662,7 @@ def shift_right_arithmetic(x, y):
     x, y, dt, bits = _shift_operands("shift_right_arithmetic", x, y)
     if dt in dtypes.UNSIGNED:
         logical = _logical_right(x, y, dt, bits)
-        ones = full_like(x, np.iinfo(dt).max)
+        ones = full_like(x, dtypes.iinfo(dt).max)
         fill = _ew.bitwise_not(_logical_right(ones, y, dt, bits))
         top = _ew.ge(x, np.asarray(1 << (bits - 1), dt))
         return select_n(top, logical, _ew.bitwise_or(logical, fill))

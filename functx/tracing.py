@@ -341,7 +341,10 @@ def bind_host(prim, args, params, committed: bool):
 def _run_host(prim, vals, avals, params, args, committed: bool):
     """Check the operands' types, run the NumPy implementation, wrap the results as Arrays."""
     out_avals = abstract_eval_checked(prim, avals, params)
-    out = prim.impl(*vals, **params)
+    if dtypes.NARROW_SET.isdisjoint([a.dtype for a in avals]):
+        out = prim.impl(*vals, **params)
+    else:  # int4, float8, ...: computed wider, rounded or wrapped back by _wrap
+        out = dtypes.call_widened(prim.name, prim.impl, vals, params)
     wrap = _wrap if committed else _wrap_uncommitted
     if prim.multiple_results:
         return [wrap(_own(o, args), a) for o, a in zip(out, out_avals)]

@@ -84,7 +84,7 @@ import math
 
 import numpy as np
 
-from functx import dtypes, ops
+from functx import dtypes, ops, primitives as P
 from functx.array import Array
 from functx.control.common import lower_to_loop
 from functx.core import Primitive, ShapedArray
@@ -552,11 +552,9 @@ def _all_to_all_batch(
         return all_to_all_p.bind(
             x, split_axis=split_axis + 1, concat_axis=concat_axis + 1, **params
         ), 0
-    if len(axis_name) > 1:
-        raise NotImplementedError(
-            f"all_to_all over several axis names {axis_name} under vmap{where()}"
-        )
     n = axis.size
+    if len(axis_name) > 1:
+        return _all_to_all_batch_names(axis, x, d, axis_name, split_axis, concat_axis, frames)
     x = V.bdim_at_front(x, d, n)  # (k, *per-example): example k's operand
     s, c = split_axis + 1, concat_axis + 1
     x = _split_axis(x, s, n)  # (k, ..., j, m, ...): chunk j of example k goes to example j
@@ -568,6 +566,56 @@ def _all_to_all_batch(
     perm = [s] + rest[:pos] + [0] + rest[pos:]
     x = ops.transpose(x, perm)  # (j, ..., k, concat, ...)
     return _fold_axis(x, pos + 1), 0
+
+
+def _all_to_all_batch_names(axis, x, d, names, split_axis, concat_axis, frames):
+    """all_to_all over several names, one of them batched here. A position's index in the
+    names' product is (M, i, m): M over the names before this one, i this one, m the names
+    after it; chunk (M', i', m') of each operand goes to position (M', i', m'). The exchange
+    factorises: over M (an all_to_all over the major names), over m (over the minor names),
+    and over i, which is a transpose of the batch axis with the chunk index."""
+    pos = names.index(axis.name)
+    major, minor = tuple(names[:pos]), tuple(names[pos + 1 :])
+    nM = math.prod(f.size for f in _check_names(major, "all_to_all", _keep(frames, names, major)))
+    nm = math.prod(f.size for f in _check_names(minor, "all_to_all", _keep(frames, names, minor)))
+    n = axis.size
+    x = V.bdim_at_front(x, d, n)  # (i_src, *per-example)
+    per = _shape(x)[1:]
+    s = split_axis
+    q = per[s] // (nM * n * nm)
+    rest = per[:s] + (q,) + per[s + 1 :]  # the per-example axes, the split one cut to a chunk
+    x = ops.reshape(x, (n,) + per[:s] + (nM, n, nm, q) + per[s + 1 :])
+    # (i_src, M_dst, i_dst, m_dst, *rest), then size-1 axes to receive M_src and m_src
+    chunk = [1 + s, 2 + s, 3 + s]
+    others = [a for a in range(1, len(per) + 4) if a not in chunk]
+    x = ops.transpose(x, [0] + chunk + others)
+    x = ops.expand_dims(x, (1, 4))  # (i_src, 1, M_dst, i_dst, 1, m_dst, *rest)
+    if major:
+        x = all_to_all_p.bind(
+            x,
+            axis_name=major,
+            split_axis=2,
+            concat_axis=1,
+            tiled=True,
+            frames=_keep(frames, names, major),
+        )
+    if minor:
+        x = all_to_all_p.bind(
+            x,
+            axis_name=minor,
+            split_axis=5,
+            concat_axis=4,
+            tiled=True,
+            frames=_keep(frames, names, minor),
+        )
+    # (i_src, M_src, 1, i_dst, m_src, 1, *rest) -> (i_dst, M_src, i_src, m_src, *rest)
+    x = ops.squeeze(x, (2, 5))
+    x = ops.transpose(x, [2, 1, 0, 3] + list(range(4, len(rest) + 4)))
+    x = ops.reshape(x, (n, nM * n * nm) + rest)  # (i_dst, source in the names' order, *rest)
+    # the sources go before the concat axis, merged with it (the source index major)
+    c = concat_axis
+    x = V.moveaxis(x, 1, 1 + c)
+    return _fold_axis(x, 1 + c), 0
 
 
 V.axis_batching_rules[all_to_all_p] = _all_to_all_batch
@@ -586,6 +634,10 @@ def _ppermute_abstract(aval, *, axis_name, perm, frames=None):
 def _ppermute_impl(x, *, axis_name, perm, frames=None):
     x = np.asarray(x)
     fs = _check_names(axis_name, "ppermute", frames)
+    if all(f.kind == "vmap" for f in fs) and len({d for _, d in perm}) == math.prod(
+        f.size for f in fs
+    ):  # (a value the same for every example, as JAX's batcher leaves it: itself)
+        return x
     if len(fs) != 1 or fs[0].kind != "spmd":
         raise NotImplementedError(
             f"ppermute over the axes {axis_name} ({[f.kind for f in fs]} frames): one "
@@ -613,13 +665,18 @@ def _ppermute_batch(axis: V.AxisData, args, dims, *, axis_name, perm, frames=Non
         if len(src_of) == n:
             return x, None
         d, x = 0, V.broadcast_batched(x, n, 0)
-    parts = []
-    for i in range(n):
-        part = ops.index_in_dim(x, src_of.get(i, 0), d, keepdims=True)
-        if i not in src_of:
-            part = ops.full(_shape(part), 0, get_aval(x).dtype)
-        parts.append(part)
-    return ops.concatenate(parts, d), d
+    # one gather along the batch axis: example i takes example src_of[i] (an index out of range,
+    # so zeros, where no pair sends to i)
+    idx = np.asarray([[src_of.get(i, n)] for i in range(n)], np.int32)
+    full = len(src_of) == n
+    out = P.gather_p.bind(
+        x,
+        Array.from_value(idx),
+        axes=(d,),
+        mode="clip" if full else "fill",
+        fill_value=None if full else 0,
+    )
+    return out, 0
 
 
 V.axis_batching_rules[ppermute_p] = _ppermute_batch
@@ -726,18 +783,21 @@ class CollectiveStep:
         out = self.prim.impl(*vals, **self.params)
         return list(out) if self.prim.multiple_results else [out]
 
-    def torch(self, ins, outs):
-        """The step on the Triton program's flat device tensors."""
+    @property
+    def torch(self):
+        """The Triton runtime's hook: the step on the program's device tensors, when the one
+        spmd frame of the equation has a handler with a ``torch`` object (None otherwise: the
+        runtime then calls ``__call__`` on NumPy copies). Resolved when the step runs."""
         names = names_tuple(self.params.get("axes", self.params.get("axis_name")))
         fs = _check_names(names, self.prim.name, self.params.get("frames"))
         dev = getattr(fs[0].handler, "torch", None) if len(fs) == 1 else None
+        complex_ = any(np.dtype(a.dtype).kind == "c" for a in self.in_avals + self.out_avals)
+        if dev is None or fs[0].kind != "spmd" or complex_:
+            return None
+        return lambda ins, outs: self._on_device(dev, ins, outs)
+
+    def _on_device(self, dev, ins, outs):
         shaped = [t.reshape(a.shape) for t, a in zip(ins, self.in_avals)]
-        if dev is None or fs[0].kind != "spmd":
-            args = [t.cpu().numpy() for t in shaped]
-            results = self(*args)
-            for o, r in zip(outs, results):
-                o.copy_(type(o)(np.ascontiguousarray(r).reshape(-1)).to(o.device))
-            return
         name, p = self.prim.name, self.params
         if name == "psum":
             results = [dev.psum(t) for t in shaped]
@@ -754,7 +814,10 @@ class CollectiveStep:
         else:
             results = [dev.axis_index()]
         for o, r in zip(outs, results):
-            o.copy_(r.reshape(-1).to(o.dtype))
+            if not hasattr(r, "reshape") or not hasattr(r, "to"):  # (an int index, a NumPy array)
+                o.copy_(o.new_tensor(np.asarray(r)).reshape(-1))
+            else:
+                o.copy_(r.reshape(-1).to(device=o.device, dtype=o.dtype))
 
 
 def _collective_lowering(prim):

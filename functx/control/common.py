@@ -13,7 +13,7 @@ import numpy as np
 from functx import dtypes, ops, primitives as P
 from functx.core import ClosedJaxpr, Jaxpr, Primitive, Var
 from functx.tracing import TraceCache, get_aval, trace_flat, tree_flatten, tree_unflatten
-from functx.transforms import jvp as J, transpose as T, vmap as V
+from functx.transforms import axis_env, jvp as J, transpose as T, vmap as V
 
 
 def control_primitive(name):
@@ -58,6 +58,7 @@ def trace_pytree(fun, avals, in_tree, star=True):
     Traces are cached per function (see ``_body_caches``)."""
     cache = body_cache(fun)
     key = (in_tree, tuple(avals), star, dtypes.default_float(), dtypes.default_int())
+    key += axis_env.env_key()  # (a body may read a bound axis's size: lax.axis_size, pmean)
     hit = cache.get(key) if cache is not None else None
     if hit is not None:
         return hit

@@ -32,7 +32,7 @@ from functx.interpreter import eval_jaxpr
 from functx.lowering.rules import lowerings
 from functx.source_info import where
 from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
-from functx.transforms import jvp as J, transpose as T, vmap as V
+from functx.transforms import axis_env, jvp as J, transpose as T, vmap as V
 from functx.transforms.partial_eval import partial_eval_jaxpr, partial_eval_rules
 
 scan_p = control_primitive("scan")
@@ -180,6 +180,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     def trace_body(c_avals):
         cache = body_cache(f)
         key = ("scan", c_tree, x_tree, tuple(c_avals), tuple(x_avals), dtypes.default_float())
+        key += axis_env.env_key()  # (the body may read a bound axis's size)
         hit = cache.get(key) if cache is not None else None
         if hit is not None:
             box.update(hit[1])

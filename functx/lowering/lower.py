@@ -164,6 +164,12 @@ def _convert(g, ins, avals, *, new_dtype, weak_type=False):
 lowerings[P.convert_element_type_p] = _convert
 
 
+_BITCAST_DTYPES = tuple(
+    np.dtype(n)
+    for n in "int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 float32 float64".split()
+) + (dtypes.bfloat16,)
+
+
 def _bitcast(g, ins, avals, *, new_dtype):
     """Same widths: one ``bitcast`` element op. A width change works on the unsigned integers of
     the two widths: a narrower part ``j`` is the wide bits divided by ``2**(j*bits)`` and
@@ -172,6 +178,12 @@ def _bitcast(g, ins, avals, *, new_dtype):
     old, new = np.dtype(x.dtype), np.dtype(out.dtype)
     if old == new:
         return x
+    for dt in (old, new):
+        if dt not in _BITCAST_DTYPES:
+            raise UnsupportedError(
+                f"jit: bitcast_convert_type from {old} to {new}: {dt} has no compiled bitcast "
+                f"(only the 8- to 64-bit integers and float16/bfloat16/float32/float64){where()}"
+            )
     ob, nb = old.itemsize * 8, new.itemsize * 8
     uo, un = np.dtype(f"uint{ob}"), np.dtype(f"uint{nb}")
 

@@ -456,6 +456,7 @@ _array.numpy_functions.update(
         ).split()
     },
     view=_core.array_view,
+    byteswap=_core.array_byteswap,
 )
 
 

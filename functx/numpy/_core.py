@@ -1418,9 +1418,24 @@ def signbit(x, /):
     if dt in dtypes.COMPLEX:
         raise FunctxValueError(f"jax.numpy.signbit is not well defined for {dt.name}{_loc()}")
     if dt in dtypes.FLOATS:
+        if dt not in (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64):
+            raise NotImplementedError(
+                f"jax.numpy.signbit only supports 16, 32, and 64-bit types.{_loc()}"
+            )
         bits = ops.bitcast_convert_type(x, np.dtype(f"int{dt.itemsize * 8}"))
         return ops.lt(bits, _const(0, bits))
     return less(x, 0)
+
+
+def array_byteswap(x):
+    """``Array.byteswap`` (``jax.Array.byteswap``; its docstring is the method's)."""
+    dt = _aval(x).dtype
+    if dt in dtypes.COMPLEX:
+        return ops.complex(array_byteswap(ops.real(x)), array_byteswap(ops.imag(x)))
+    if dt.itemsize == 1:
+        return x
+    parts = ops.bitcast_convert_type(x, dtypes.uint8)
+    return ops.bitcast_convert_type(ops.rev(parts, (_aval(x).ndim,)), dt)
 
 
 def array_view(x, dtype=None, type=None):  # noqa: A002

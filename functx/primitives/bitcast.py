@@ -26,9 +26,14 @@ from functx.primitives.base import prim
 bitcast_convert_type_p = prim("bitcast_convert_type", "bitcast")
 
 
+#: The dtypes narrower than a byte (ml_dtypes stores each in the low bits of its own byte).
+SUB_BYTE = {"int2": 2, "uint2": 2, "int4": 4, "uint4": 4, "float4_e2m1fn": 4}
+
+
 def nbits(dtype) -> int:
     """The width of ``dtype`` in bits."""
-    return np.dtype(dtype).itemsize * 8
+    dt = np.dtype(dtype)
+    return SUB_BYTE.get(dt.name, dt.itemsize * 8)
 
 
 def check_dtypes(old, new):
@@ -65,9 +70,37 @@ def _eval(x, *, new_dtype):
     return ShapedArray(shape, np.dtype(new_dtype), False)
 
 
+def _to_bits(x, bits):
+    """The bit patterns of ``x`` as uint64 (a sub-byte element sits in its byte's low bits)."""
+    if bits < 8:
+        return (x.view(np.uint8) & ((1 << bits) - 1)).astype(np.uint64)
+    return x.view(np.dtype(f"<u{bits // 8}")).astype(np.uint64)
+
+
+def _from_bits(u, dtype, bits):
+    if bits < 8:
+        return u.astype(np.uint8).view(dtype)
+    return u.astype(np.dtype(f"<u{bits // 8}")).view(dtype.newbyteorder("<")).astype(dtype)
+
+
+def _impl_sub_byte(x, new_dtype, shape):
+    """Either side narrower than a byte: integer arithmetic on the bit patterns."""
+    ob, nb = nbits(x.dtype), nbits(new_dtype)
+    u = _to_bits(np.ascontiguousarray(x), ob)
+    if ob > nb:
+        shifts = np.arange(ob // nb, dtype=np.uint64) * np.uint64(nb)
+        u = (u[..., None] >> shifts) & np.uint64((1 << nb) - 1)
+    elif ob < nb:
+        shifts = np.arange(nb // ob, dtype=np.uint64) * np.uint64(ob)
+        u = np.bitwise_or.reduce(u.reshape(shape + (nb // ob,)) << shifts, axis=-1)
+    return _from_bits(np.asarray(u, np.uint64), new_dtype, nb).reshape(shape)
+
+
 def _impl(x, *, new_dtype):
     new_dtype = np.dtype(new_dtype)
     shape = out_shape(x.shape, x.dtype, new_dtype)
+    if min(nbits(x.dtype), nbits(new_dtype)) < 8:
+        return _impl_sub_byte(x, new_dtype, shape)
     # the element bytes in little-endian order, one row per element (or per group of parts)
     flat = np.ascontiguousarray(x).reshape(-1)
     if flat.dtype.byteorder == ">":

@@ -1219,9 +1219,9 @@ def _convert_impl(x, *, new_dtype, weak_type=False):
     if x.dtype.kind == "c" and new_dtype.kind != "c":
         x = np.real(x)  # the real part, as XLA converts
     if x.dtype.kind == "f" or x.dtype == dtypes.bfloat16:
-        if new_dtype.kind in "iu":
+        if new_dtype.kind in "iu" or new_dtype in dtypes.NARROW_INTS:
             # Saturate out-of-range values and send NaN to 0, as XLA does.
-            info = np.iinfo(new_dtype)
+            info = dtypes.iinfo(new_dtype)
             xf = x.astype(np.float64)
             xf = np.where(np.isnan(xf), 0, np.clip(xf, info.min, info.max))
             out = np.empty(x.shape, new_dtype)

@@ -74,7 +74,7 @@ ARG: dict[str, ArgReduction] = {
 
 
 def _is_float(dtype) -> bool:
-    return dtype.kind in "fc" or dtype == dtypes.bfloat16
+    return dtype.kind in "fc" or dtype == dtypes.bfloat16 or dtype in dtypes.NARROW_FLOATS
 
 
 def lowest(dtype):
@@ -82,7 +82,7 @@ def lowest(dtype):
     dtype = np.dtype(dtype)
     if _is_float(dtype):
         return -np.inf
-    return False if dtype == np.bool_ else int(np.iinfo(dtype).min)
+    return False if dtype == np.bool_ else int(dtypes.iinfo(dtype).min)
 
 
 def highest(dtype):
@@ -90,7 +90,7 @@ def highest(dtype):
     dtype = np.dtype(dtype)
     if _is_float(dtype):
         return np.inf
-    return True if dtype == np.bool_ else int(np.iinfo(dtype).max)
+    return True if dtype == np.bool_ else int(dtypes.iinfo(dtype).max)
 
 
 def identity(name: str, dtype):

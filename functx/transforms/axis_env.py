@@ -110,8 +110,9 @@ def frames() -> tuple[AxisFrame, ...]:
 
 
 def env_key() -> tuple:
-    """What a trace may depend on (names, sizes and kinds), for trace caches' keys."""
-    return tuple((f.name, f.size, f.kind) for f in _env.frames)
+    """What a trace may depend on (names, sizes, kinds and the handlers, which collective
+    equations record), for trace caches' keys."""
+    return tuple((f.name, f.size, f.kind, id(f.handler)) for f in _env.frames)
 
 
 def names_tuple(axis_name) -> tuple:

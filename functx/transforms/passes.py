@@ -134,7 +134,9 @@ def fold_scalar_constants(jaxpr: Jaxpr) -> Jaxpr:
             and not any(isinstance(p, (ClosedJaxpr, Jaxpr)) for p in e.params.values())
         ):
             vals = [np.asarray(a.val, a.aval.dtype) for a in e.invars]
-            out = np.asarray(e.prim.impl(*vals, **e.params)).astype(e.outvars[0].aval.dtype)
+            out = np.asarray(dtypes.call_widened(e.prim.name, e.prim.impl, vals, e.params)).astype(
+                e.outvars[0].aval.dtype
+            )
             aval = e.outvars[0].aval
             # (the recorded dtype, not the mode's canonical one: a 64-bit constant folded while
             # x64 is off stays 64-bit, as the Jaxpr traced in an x64 block says)

@@ -19,6 +19,14 @@ size unless the primitive cannot take it otherwise (``W`` in ``x @ W`` stays a `
 grouped by primitive class (``Primitive.group``): one serves every elementwise op, one every
 reduction, ...
 
+Named axes: ``vmap(f, axis_name="i")`` binds "i" (an ``axis_env`` frame of kind "vmap") while it
+traces ``f``, so the collectives of ``functx.control.collectives`` over "i" check the name and read
+its size; the rewrite then hands every collective equation to its rule in
+``axis_batching_rules`` with the axis being batched (``AxisData(name, size)``), batched operands or
+not: over this vmap's name a collective becomes array operations on the batch axis, over another
+name it is re-bound on the batched value for an outer vmap or ``shard_map``. Rules that batch a
+sub-Jaxpr (cond, scan, ...) call ``batch_jaxpr``, which batches the same named axis.
+
 Sections: 1. helpers to move batch axes  2. batch_jaxpr (the rewrite)  3. the rules, by group
 4. the ``vmap`` API (in_axes/out_axes, sizes, errors, cache).
 """
@@ -38,6 +46,7 @@ from functx.array import Array
 from functx.core import ClosedJaxpr, Literal, Primitive, ShapedArray
 from functx.errors import FunctxError, UnsupportedError
 from functx.interpreter import eval_jaxpr
+from functx.primitives.bitcast import nbits as bitcast_nbits
 from functx.source_info import source_info, where
 from functx.transforms import axis_env
 from functx.transforms.jvp import arg_avals, check_callable
@@ -372,7 +381,7 @@ def _rev_rule(args, dims, *, dimensions):
 def _bitcast_rule(args, dims, *, new_dtype):
     # a width change adds or consumes the last axis, which must not be the batch axis
     (x,), (d,) = args, dims
-    if d == _ndim(x) - 1 and tracing.get_aval(x).dtype.itemsize != np.dtype(new_dtype).itemsize:
+    if d == _ndim(x) - 1 and bitcast_nbits(tracing.get_aval(x).dtype) != bitcast_nbits(new_dtype):
         x, d = moveaxis(x, d, 0), 0
     return P.bitcast_convert_type_p.bind(x, new_dtype=new_dtype), d
 

@@ -100,3 +100,29 @@ def test_shape_change_recompiles_on_the_fast_path():
         x = np.arange(n, dtype=np.float32)
         assert float(jf(x)) == float(x.sum())
     assert len(jf.cache) == 2
+
+
+def test_traces_under_named_axes_are_keyed_by_them():
+    # (lax.axis_size is a Python int baked into a trace: a jit or scan body traced under a vmap
+    # of one size must not be reused under another, nor the fast path outside any axis)
+    import functx.lax as lax
+
+    f = functx.jit(lambda x: x * lax.axis_size("i"))
+    for n in (3, 5, 3):
+        out = functx.vmap(f, axis_name="i")(fnp.ones(n, fnp.float32))
+        np.testing.assert_array_equal(np.asarray(out), np.full(n, float(n)))
+
+    def body(c, _):
+        return c + lax.axis_size("i"), None
+
+    def scanned(x):
+        return lax.scan(body, x, None, length=2)[0]
+
+    for n in (2, 3):
+        out = functx.vmap(scanned, axis_name="i")(fnp.zeros(n, fnp.float32))
+        np.testing.assert_array_equal(np.asarray(out), np.full(n, 2.0 * n))
+    g = functx.jit(lambda x: lax.psum(x, "i"))
+    out = functx.vmap(g, axis_name="i")(fnp.arange(4.0, dtype=fnp.float32))
+    np.testing.assert_array_equal(np.asarray(out), np.full(4, 6.0))
+    with pytest.raises(NameError):
+        g(fnp.arange(4.0, dtype=fnp.float32))  # (outside the vmap: unbound, not the cached trace)

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from functx import dtypes
+from functx.errors import UnsupportedError
 from functx.lowering.cpp.emit import _PAR, Emitter, _decompose, _store, compute_type, storage_type
 from functx.lowering.loopir import Op, Sym, flat_offset, sym
 from functx.lowering.lower import lanewise_exprs
@@ -23,6 +24,13 @@ def render(prog, k: Kernel):
     group = k.nodes[0].params["group"]
     xs, consts, outs = group["xs"], group["consts"], group["outs"]
     axis, reverse = group["axis"], group["reverse"]
+    for x in xs:
+        if np.dtype(x.dtype) in dtypes.NARROW_FLOATS:
+            # (XLA rounds each partial result to the narrow type in its own order)
+            raise UnsupportedError(
+                f"jit: an associative scan (cumsum, cumprod, ...) of {np.dtype(x.dtype)} is not "
+                "supported by the C++ backend (convert to float32 first, or run it outside jit)"
+            )
     shape = xs[0].shape
     n = shape[axis]
     pre, post = shape[:axis], shape[axis + 1 :]

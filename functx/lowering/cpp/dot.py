@@ -63,6 +63,10 @@ def render(prog, k: Kernel):
         raw = f"{buf}[b * {sz}LL + {idx}]"
         if np.dtype(dt) == dtypes.bfloat16:
             return f"(({acc_t})fx_bf16_to_f32({raw}))"
+        if np.dtype(dt) in dtypes.NARROW_INTS:
+            return f"(({acc_t})fx_wrap_{np.dtype(dt).name}({raw}))"
+        if np.dtype(dt) in dtypes.NARROW_FLOATS:
+            return f"(({acc_t})fx_{np.dtype(dt).name}_to_f32({raw}))"
         return f"(({acc_t}){raw})"
 
     a_read = rd(la, a_idx, lhs.dtype, m * kk)

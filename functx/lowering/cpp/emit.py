@@ -33,18 +33,40 @@ _STORAGE = {
     dtypes.float64: "double",
     dtypes.complex64: "fx::c64",
     dtypes.complex128: "fx::c128",
+    # narrow dtypes: one byte (ml_dtypes' layout), decoded on load and encoded on store
+    **{d: "uint8_t" for d in dtypes.NARROW},
+}
+_NARROW_COMPUTE = {
+    **{d: "int8_t" if d in dtypes.SIGNED else "uint8_t" for d in dtypes.NARROW_INTS},
+    **{d: "float" for d in dtypes.NARROW_FLOATS},
 }
 
 
 def storage_type(dt) -> str:
-    return _STORAGE[np.dtype(dt)]
+    dt = np.dtype(dt)
+    if dt == dtypes.float8_e8m0fnu:
+        # (XLA computes it in float32 with subnormals flushed, its smallest value among them)
+        raise UnsupportedError("jit: float8_e8m0fnu is not supported by the C++ backend")
+    return _STORAGE[dt]
 
 
 def compute_type(dt) -> str:
     dt = np.dtype(dt)
     if dt in (dtypes.float16, dtypes.bfloat16):
         return "float"
-    return _STORAGE[dt]
+    return _NARROW_COMPUTE.get(dt) or _STORAGE[dt]
+
+
+def _narrow_round(code: str, dt) -> str:
+    """A value computed for a narrow dtype, rounded (floats: through float16 as XLA's CPU
+    computes float8, float32 only for float8_e8m0fnu) or wrapped (integers) to it, and back in
+    the compute type; None for other dtypes."""
+    if dt in dtypes.NARROW_INTS:
+        return f"fx_wrap_{dt.name}({code})"
+    if dt in dtypes.NARROW_FLOATS:
+        half = code if dt == dtypes.float8_e8m0fnu else f"(float)(_Float16)({code})"
+        return f"fx_{dt.name}_to_f32(fx_f32_to_{dt.name}({half}))"
+    return None
 
 
 def _is_float(dt) -> bool:
@@ -259,6 +281,10 @@ class Emitter:
                 return f"fx_bf16_to_f32({raw})"
             if dt == dtypes.float16:
                 return f"((float){raw})"
+            if dt in dtypes.NARROW_INTS:
+                return f"fx_wrap_{dt.name}({raw})"
+            if dt in dtypes.NARROW_FLOATS:
+                return f"fx_{dt.name}_to_f32({raw})"
             return raw
         if isinstance(e, Op):
             code = self._op(e)
@@ -267,6 +293,8 @@ class Emitter:
                 return f"fx_bf16_to_f32(fx_f32_to_bf16({code}))"
             if e.name not in _EXACT and dt == dtypes.float16:
                 return f"((float)(_Float16)({code}))"
+            if e.name not in _EXACT and dt in dtypes.NARROW_SET:
+                return _narrow_round(code, dt)
             return code
         raise TypeError(e)
 
@@ -289,10 +317,28 @@ class Emitter:
                 if to == dtypes.float16:
                     return f"((float)(_Float16)fx_convert<float, {src}>({a[0]}))"
                 return f"fx_bf16_to_f32(fx_f32_to_bf16(fx_convert<float, {src}>({a[0]})))"
+            if to in dtypes.NARROW_FLOATS:  # directly from float32, as XLA converts
+                return f"fx_{to.name}_to_f32(fx_f32_to_{to.name}(fx_convert<float, {src}>({a[0]})))"
+            if to in dtypes.NARROW_INTS:
+                if fl:  # saturated to the narrow range, NaN to 0 (as XLA converts)
+                    info = dtypes.iinfo(to)
+                    v = f"fx_convert<int32_t, {src}>({a[0]})"
+                    return f"(({ct})fx_clamp({v}, (int32_t){info.min}, (int32_t){info.max}))"
+                return f"fx_wrap_{to.name}((int)({a[0]}))"  # integers wrap (their low bits)
             return f"fx_convert<{ct}, {src}>({a[0]})"
         if name == "clamp":
             return f"fx_clamp({a[0]}, {a[1]}, {a[2]})"
+        if name == "logistic" and in_dt in dtypes.NARROW_FLOATS:
+            # XLA's expansion, 1 / (1 + exp(-x)), each step rounded to the narrow dtype
+            e = _narrow_round(f"fx_exp<float>({_narrow_round(f'-{a[0]}', in_dt)})", in_dt)
+            return f"(1.0f / {_narrow_round(f'1.0f + {e}', in_dt)})"
         if name == "bitcast":
+            if in_dt in dtypes.NARROW_SET or np.dtype(e.dtype) in dtypes.NARROW_SET:
+                # (narrow values are held decoded, so their bits are not at hand)
+                raise UnsupportedError(
+                    f"jit: bitcast_convert_type between {in_dt} and {np.dtype(e.dtype)} is not "
+                    "supported by the C++ backend"
+                )
             return _bitcast(a[0], in_dt, np.dtype(e.dtype))
         return render_row(name, OpView(self, a, ct, in_dt, np.dtype(e.dtype), fl, params))
 
@@ -345,6 +391,10 @@ def _store(buf: str, off: str, val: str, dt) -> str:
         return f"{buf}[{off}] = fx_f32_to_bf16({val});"
     if dt == dtypes.float16:
         return f"{buf}[{off}] = (_Float16)({val});"
+    if dt in dtypes.NARROW_INTS:
+        return f"{buf}[{off}] = (uint8_t)(({val}) & {(1 << dtypes.iinfo(dt).bits) - 1});"
+    if dt in dtypes.NARROW_FLOATS:
+        return f"{buf}[{off}] = fx_f32_to_{dt.name}({val});"
     return f"{buf}[{off}] = {val};"
 
 

@@ -10,6 +10,9 @@ generated (``_row_math``): a new op with a C equivalent needs no edit here.
 
 import re
 
+import numpy as np
+
+from functx import dtypes
 from functx.primitives.elementwise import ROWS
 
 _PRELUDE_HEAD = r"""
@@ -735,6 +738,85 @@ def _row_math() -> str:
     return "".join(line + "\n" for line in lines)
 
 
+def narrow_name(dt) -> str:
+    """The C++ suffix of a narrow dtype's helpers (``fx_f32_to_<suffix>``)."""
+    return np.dtype(dt).name
+
+
+def _f32_literal(v) -> str:
+    v = float(v)
+    if v != v:
+        return '__builtin_nanf("")'
+    if v in (float("inf"), float("-inf")):
+        return ("-" if v < 0 else "") + "__builtin_huge_valf()"
+    return f"{v!r}f"
+
+
+def _narrow_float_helpers(dt) -> str:
+    """Decode and encode (round to nearest even, as ``ml_dtypes`` and XLA convert) of a float8
+    or float4 dtype, stored as one byte: a 256-entry table of values, and a binary search over
+    the rounding boundaries (the midpoints between neighbouring values and the overflow
+    thresholds) with the code each open interval and each boundary takes, all read off
+    ``ml_dtypes``' own conversion so that the compiled code gives its bits."""
+    name = narrow_name(dt)
+    with np.errstate(all="ignore"):
+        values = np.arange(256, dtype=np.uint8).view(dt).astype(np.float64)
+        finite = np.unique(values[np.isfinite(values)])
+        mids = (finite[1:] + finite[:-1]) / 2
+        # the overflow thresholds: half an ulp beyond the extremes (where ml_dtypes' result
+        # changes; found by asking it)
+        top, bottom = finite[-1], finite[0]
+        ulp_top = finite[-1] - finite[-2]
+        bounds = list(mids) + [0.0]
+        if top > 0:
+            bounds.append(top + ulp_top / 2)
+        if bottom < 0:
+            bounds.append(bottom - (finite[1] - finite[0]) / 2)
+        bounds = np.unique(np.asarray(bounds, np.float32))
+        enc = lambda v: int(np.asarray(v, np.float32).astype(dt).view(np.uint8))  # noqa: E731
+        ties = [enc(b) for b in bounds]
+        inside = [enc(np.nextafter(bounds[0], np.float32(-np.inf)))]
+        inside += [enc(np.nextafter(b, np.float32(np.inf))) for b in bounds]
+    n = len(bounds)
+    table = ", ".join(_f32_literal(v) for v in values)
+    return (
+        f"static const float fx_dec_{name}[256] = {{{table}}};\n"
+        f"static const float fx_bnd_{name}[{n}] = {{{', '.join(map(_f32_literal, bounds))}}};\n"
+        f"static const uint8_t fx_tie_{name}[{n}] = {{{', '.join(map(str, ties))}}};\n"
+        f"static const uint8_t fx_in_{name}[{n + 1}] = {{{', '.join(map(str, inside))}}};\n"
+        f"static inline float fx_{name}_to_f32(uint8_t c) {{ return fx_dec_{name}[c]; }}\n"
+        f"static inline uint8_t fx_f32_to_{name}(float x) {{\n"
+        f"  if (x != x) return {enc(np.nan)};\n"
+        f"  if (x == 0) return __builtin_signbit(x) ? {enc(-0.0)} : {enc(0.0)};\n"
+        f"  int lo = 0, hi = {n};\n"
+        f"  while (lo < hi) {{ int mid = (lo + hi) >> 1;"
+        f" if (fx_bnd_{name}[mid] < x) lo = mid + 1; else hi = mid; }}\n"
+        f"  return (lo < {n} && fx_bnd_{name}[lo] == x)"
+        f" ? fx_tie_{name}[lo] : fx_in_{name}[lo]; }}\n"
+    )
+
+
+def _narrow_helpers() -> str:
+    """The narrow dtypes' helpers: float8/float4 conversions (above); int2/int4/uint2/uint4 are
+    stored in a byte's low bits and computed in int8_t/uint8_t, wrapped after each operation
+    (``fx_wrap_<name>``, also the load: ml_dtypes reads only the low bits)."""
+    out = ["\n// Narrow dtypes (ml_dtypes' one-byte layouts): see prelude.py's _narrow_helpers.\n"]
+    for dt in dtypes.NARROW_INTS:
+        bits, name = dtypes.iinfo(dt).bits, narrow_name(dt)
+        mask, sign = (1 << bits) - 1, 1 << (bits - 1)
+        if dt in dtypes.SIGNED:
+            out.append(
+                f"static inline int8_t fx_wrap_{name}(int v) "
+                f"{{ return (int8_t)(((v & {mask}) ^ {sign}) - {sign}); }}\n"
+            )
+        else:
+            out.append(
+                f"static inline uint8_t fx_wrap_{name}(int v) {{ return (uint8_t)(v & {mask}); }}\n"
+            )
+    out.extend(_narrow_float_helpers(dt) for dt in dtypes.NARROW_FLOATS)
+    return "".join(out)
+
+
 PRELUDE = (
-    _PRELUDE_HEAD + _row_math() + _PRELUDE_TAIL[1:] + _SPECIAL[1:]
+    _PRELUDE_HEAD + _row_math() + _PRELUDE_TAIL[1:] + _SPECIAL[1:] + _narrow_helpers()
 )  # (each opens with a newline)

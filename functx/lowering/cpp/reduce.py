@@ -9,6 +9,7 @@ import numpy as np
 import sympy
 
 from functx import dtypes
+from functx.errors import UnsupportedError
 from functx.lowering.cpp.emit import (
     _PAR,
     _SUM_BLOCK,
@@ -189,6 +190,9 @@ def _walks_last(k: Kernel) -> bool:
 
 
 def render(prog, k: Kernel):
+    for red in k.passes:
+        for r in red:
+            _refuse_narrow(r.params["op"], r.params["operand"].dtype)
     if math.prod(k.row_shape) and _columns(k) and _walks_last(k):
         return _render_columns(prog, k)
     rows = k.row_shape
@@ -507,6 +511,19 @@ def _inner_loops(
             ind = ind[:-2]
             out.append(f"{ind}}}")
     return out
+
+
+_EXACT = ("reduce_max", "reduce_min", "argmax", "argmin")
+
+
+def _refuse_narrow(op: str, dt) -> None:
+    """XLA rounds every partial sum or product of a float8/float4 reduction to the narrow type,
+    in its own order: not followed by these kernels (max/min, exact, are)."""
+    if np.dtype(dt) in dtypes.NARROW_FLOATS and op not in _EXACT:
+        raise UnsupportedError(
+            f"jit: a {op} reduction of {np.dtype(dt)} is not supported by the C++ backend "
+            "(convert to float32 first, or run it outside jit)"
+        )
 
 
 def identity_literal(op: str, dt) -> str:

@@ -57,6 +57,10 @@ def render(prog, k: Kernel):
         if np.dtype(x.dtype) == dtypes.bfloat16
         else (f"((float){tgt})" if np.dtype(x.dtype) == dtypes.float16 else tgt)
     )
+    if np.dtype(x.dtype) in dtypes.NARROW_INTS:
+        cur = f"fx_wrap_{np.dtype(x.dtype).name}({tgt})"
+    elif np.dtype(x.dtype) in dtypes.NARROW_FLOATS:
+        cur = f"fx_{np.dtype(x.dtype).name}_to_f32({tgt})"
     new = {
         "scatter": u,
         "scatter_add": f"{cur} + {u}",

@@ -1,0 +1,483 @@
+"""Data-parallel scaling (issue 22): the DP-SGD step and the GPT block step of ``examples/`` at
+1, 2 and 4 GPUs, weak scaling (the same batch per GPU), for functx (``shard_map`` over one process
+per GPU, NCCL through ``torch.distributed``), JAX (``jax.shard_map`` over the GPUs of one process)
+and PyTorch (``DistributedDataParallel`` for the GPT block; per-sample gradients with
+``torch.func`` and one ``all_reduce`` of the clipped sum for DP-SGD).
+
+Run from the repository root on a machine with 4 GPUs (one command, at most 8 minutes: each
+library's launch has a time limit, ``--timeout``)::
+
+    python benchmarks/multi_gpu.py
+
+On a CPU (gloo between processes, JAX over ``--xla_force_host_platform_device_count`` host
+devices, small sizes), to check the script itself::
+
+    python benchmarks/multi_gpu.py --platform cpu --size quick --gpus 1,2
+
+Three launches: functx and PyTorch each start 4 processes once (``python -m functx.distributed``
+and ``torch.distributed.run``) and time every configuration in them (for n < 4 the mesh, or the
+DDP group, is the first n processes; the others wait); JAX runs in one process. Each library's
+n-GPU step is first checked against its single-device step on the whole (global) batch (the
+largest |difference| / max |reference| over the new parameters is printed), then timed: the
+median over 5 loops of ``--steps`` steps, each loop ended by a synchronisation.
+
+Efficiency is weak-scaling efficiency, t1 / tn with t the time per step (each GPU's work is the
+same at every n): the throughput at n GPUs over n times the throughput at one. (Per processed
+sample, t = step time / global batch, that is the issue's t1 / (n * tn).) Results stream as JSON
+lines to ``$OUT/multi_gpu.jsonl`` when ``OUT`` is set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+
+import numpy as np  # noqa: E402
+
+SIZES = {
+    # dpsgd: MLP sizes, batch per GPU; gpt: vocab, d, heads, T, batch per GPU
+    "full": {"dpsgd": ((784, 1024, 1024, 10), 256), "gpt": (4096, 512, 8, 256, 16)},
+    "quick": {"dpsgd": ((32, 64, 10), 16), "gpt": (64, 32, 4, 16, 4)},
+}
+LR, CLIP, SIGMA = 0.1, 1.0, 0.5
+
+
+# --- workloads (NumPy data, the same in every process) --------------------------------------------
+def dpsgd_data(size, n):
+    import dp_sgd_data_parallel as ex
+
+    sizes, b = SIZES[size]["dpsgd"]
+    rng = np.random.default_rng(0)
+    params = ex.init_params(rng, sizes)
+    x, y = ex.make_batch(rng, b * n, sizes[0], sizes[-1])
+    noise = [
+        {k: rng.standard_normal(v.shape).astype(np.float32) for k, v in p.items()} for p in params
+    ]
+    return params, (x, y, noise)
+
+
+def gpt_data(size, n):
+    import gpt_data_parallel as ex
+
+    vocab, d, heads, t, b = SIZES[size]["gpt"]
+    rng = np.random.default_rng(0)
+    params = ex.init_params(rng, vocab, d, heads, t)
+    tokens, targets = ex.make_batch(rng, b * n, vocab, t)
+    return params, (tokens, targets)
+
+
+def steps(M, mesh, workload, size):
+    """(data-parallel step, single-device step, data) of ``M`` (functx or jax)."""
+    if workload == "dpsgd":
+        import dp_sgd_data_parallel as ex
+
+        dp = ex.data_parallel_step(M, mesh, CLIP, SIGMA, LR)
+        one = ex.single_device_step(M, CLIP, SIGMA, LR)
+        return dp, one, dpsgd_data(size, mesh.size)
+    import gpt_data_parallel as ex
+
+    heads = SIZES[size]["gpt"][2]
+    dp = ex.data_parallel_step(M, mesh, LR, heads)
+    one = ex.single_device_step(M, LR, heads)
+    return dp, one, gpt_data(size, mesh.size)
+
+
+def first_params(out, workload):
+    return out[0] if workload == "gpt" else out
+
+
+def max_rel(a_leaves, b_leaves) -> float:
+    err = 0.0
+    for a, b in zip(a_leaves, b_leaves, strict=True):
+        a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+        err = max(err, float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-30)))
+    return err
+
+
+def timeit(fn, sync, steps_per_loop, reps=5, warmup=3) -> float:
+    out = None
+    for _ in range(warmup):
+        out = fn()
+    sync(out)
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(steps_per_loop):
+            out = fn()
+        sync(out)
+        times.append((time.perf_counter() - t0) / steps_per_loop)
+    return statistics.median(times)
+
+
+# --- functx: one process per device ---------------------------------------------------------------
+def worker_functx(args):
+    import torch.distributed as dist
+
+    import functx
+
+    functx.distributed.initialize(platform=args.platform)
+    rank, world = functx.process_index(), functx.process_count()
+    local = functx.local_devices()[0]
+    gpus = [n for n in args.gpus if n <= world]
+    functx.distributed.make_groups([tuple(range(n)) for n in gpus])
+    put = (lambda t: functx.device_put(t, local)) if args.platform == "gpu" else (lambda t: t)
+    sync = functx.block_until_ready
+    for workload in args.workloads:
+        for n in gpus:
+            rec = {"lib": "functx", "workload": workload, "n": n}
+            if rank < n:
+                try:
+                    mesh = functx.sharding.Mesh(np.array(functx.devices()[:n]), ("data",))
+                    dp, one, (params, batch) = steps(functx, mesh, workload, args.size)
+                    p, b = put(params), put(batch)
+                    out = dp(p, *b)
+                    if rank == 0 and n > 1:  # (at n = 1 the step is the single-device one)
+                        ref = functx.jit(one)(p, *b)
+                        rec["err"] = max_rel(
+                            functx.tree_util.tree_leaves(first_params(out, workload)),
+                            functx.tree_util.tree_leaves(first_params(ref, workload)),
+                        )
+                    rec["t"] = timeit(lambda: dp(p, *b), sync, args.steps)
+                except Exception as e:  # noqa: BLE001 - reported in the table
+                    rec["error"] = f"{type(e).__name__}: {e}"[:300]
+                    traceback.print_exc()
+            dist.barrier()
+            if rank == 0:
+                emit(rec, args.out)
+    functx.distributed.shutdown()
+
+
+# --- PyTorch: DDP ---------------------------------------------------------------------------------
+def _torch_mlp_loss(torch, sizes):
+    def loss(params, x, y):
+        h = x
+        for i in range(len(sizes) - 2):
+            h = torch.tanh(h @ params[f"w{i}"] + params[f"b{i}"])
+        k = len(sizes) - 2
+        logits = h @ params[f"w{k}"] + params[f"b{k}"]
+        return torch.logsumexp(logits, -1) - logits.gather(-1, y[..., None].long())[..., 0]
+
+    return loss
+
+
+def _torch_gpt(torch, params, heads):
+    nn = torch.nn
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.p = nn.ParameterDict(
+                {
+                    k.replace(".", "_"): nn.Parameter(torch.tensor(v))
+                    for k, v in _flat_params(params).items()
+                }
+            )
+
+        def forward(self, tokens, targets):
+            P = self.p
+            F = torch.nn.functional
+            h = P["embed"][tokens.long()]
+            b, t, d = h.shape
+
+            def ln(x, g, bb):
+                mu = x.mean(-1, keepdim=True)
+                var = ((x - mu) ** 2).mean(-1, keepdim=True)
+                return (x - mu) / torch.sqrt(var + 1e-5) * g + bb
+
+            q, k, v = (ln(h, P["ln1_g"], P["ln1_b"]) @ P["qkv"]).split(d, dim=-1)
+
+            def sh(z):
+                return z.reshape(b, t, heads, d // heads).transpose(1, 2)
+
+            q, k, v = sh(q), sh(k), sh(v)
+            s = q @ k.transpose(-1, -2) / float(np.sqrt(d // heads))
+            causal = torch.ones(t, t, dtype=torch.bool, device=h.device).tril()
+            s = torch.where(causal, s, torch.tensor(-1e9, device=h.device))
+            att = torch.softmax(s, -1) @ v
+            h = h + att.transpose(1, 2).reshape(b, t, d) @ P["proj"]
+            m = F.gelu(ln(h, P["ln2_g"], P["ln2_b"]) @ P["fc1"], approximate="tanh") @ P["fc2"]
+            logits = (h + m) @ P["head"]
+            logp = torch.log_softmax(logits, -1)
+            return -logp.gather(-1, targets.long()[..., None]).mean()
+
+    return Block()
+
+
+def _flat_params(params):
+    out = {}
+    for k, v in params.items():
+        if isinstance(v, dict):
+            out.update({f"{k}_{kk}": vv for kk, vv in v.items()})
+        else:
+            out[k] = v
+    return out
+
+
+def worker_torch(args):
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    backend = "nccl" if args.platform == "gpu" else "gloo"
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    dev = torch.device("cuda", rank) if args.platform == "gpu" else torch.device("cpu")
+    if args.platform == "gpu":
+        torch.cuda.set_device(dev)
+    dist.init_process_group(backend, rank=rank, world_size=world)
+    gpus = [n for n in args.gpus if n <= world]
+    groups = {n: dist.new_group(list(range(n))) for n in gpus}
+
+    def sync(_):
+        if args.platform == "gpu":
+            torch.cuda.synchronize()
+
+    for workload in args.workloads:
+        for n in gpus:
+            rec = {"lib": "torch", "workload": workload, "n": n}
+            if rank < n:
+                try:
+                    rec.update(
+                        _torch_case(torch, dist, DDP, args, workload, n, rank, dev, groups[n], sync)
+                    )
+                except Exception as e:  # noqa: BLE001 - reported in the table
+                    rec["error"] = f"{type(e).__name__}: {e}"[:300]
+                    traceback.print_exc()
+            dist.barrier()
+            if rank == 0:
+                emit(rec, args.out)
+    dist.destroy_process_group()
+
+
+def _torch_case(torch, dist, DDP, args, workload, n, rank, dev, group, sync):
+    rec = {}
+    if workload == "dpsgd":
+        from torch.func import grad, vmap
+
+        sizes, b = SIZES[args.size]["dpsgd"]
+        params, (x, y, noise) = dpsgd_data(args.size, n)
+        P = {
+            f"{k}{i}": torch.tensor(v, device=dev)
+            for i, p in enumerate(params)
+            for k, v in p.items()
+        }
+        Z = {
+            f"{k}{i}": torch.tensor(v, device=dev)
+            for i, p in enumerate(noise)
+            for k, v in p.items()
+        }
+        loss = _torch_mlp_loss(torch, sizes)
+        per_sample = vmap(grad(lambda p, a, c: loss(p, a[None], c[None])[0]), in_dims=(None, 0, 0))
+        X, Y = torch.tensor(x, device=dev), torch.tensor(y, device=dev)
+
+        def clipped_sum(p, xb, yb):
+            g = per_sample(p, xb, yb)
+            sq = sum(v.reshape(v.shape[0], -1).pow(2).sum(1) for v in g.values())
+            scale = torch.clamp(CLIP / (sq.sqrt() + 1e-12), max=1.0)
+            return {k: torch.tensordot(scale, v, dims=1) for k, v in g.items()}
+
+        def update(p, s, total):
+            return {k: p[k] - LR * (s[k] + SIGMA * CLIP * Z[k]) / total for k in p}
+
+        def dp_step(p):
+            s = clipped_sum(p, X[rank * b : (rank + 1) * b], Y[rank * b : (rank + 1) * b])
+            flat = torch.cat([v.reshape(-1) for v in s.values()])
+            dist.all_reduce(flat, group=group)
+            out, i = {}, 0
+            for k, v in s.items():
+                out[k] = flat[i : i + v.numel()].reshape(v.shape)
+                i += v.numel()
+            return update(p, out, b * n)
+
+        got = dp_step(P)
+        if rank == 0:
+            ref = update(P, clipped_sum(P, X, Y), b * n)
+            rec["err"] = max_rel([got[k].cpu() for k in P], [ref[k].cpu() for k in P])
+        rec["t"] = timeit(lambda: dp_step(P), sync, args.steps)
+        return rec
+    vocab, d, heads, t, b = SIZES[args.size]["gpt"]
+    params, (tokens, targets) = gpt_data(args.size, n)
+    model = _torch_gpt(torch, params, heads).to(dev)
+    ref_model = _torch_gpt(torch, params, heads).to(dev)
+    ddp = DDP(model, process_group=group)
+    T, Tg = torch.tensor(tokens, device=dev), torch.tensor(targets, device=dev)
+    mine = slice(rank * b, (rank + 1) * b)
+
+    def dp_step():
+        ddp.zero_grad(set_to_none=True)
+        loss = ddp(T[mine], Tg[mine])
+        loss.backward()
+        with torch.no_grad():
+            for p in ddp.parameters():
+                p -= LR * p.grad
+        return loss
+
+    dp_step()
+    if rank == 0:
+        loss = ref_model(T, Tg)
+        loss.backward()
+        with torch.no_grad():
+            for p in ref_model.parameters():
+                p -= LR * p.grad
+        rec["err"] = max_rel(
+            [p.detach().cpu() for p in model.parameters()],
+            [p.detach().cpu() for p in ref_model.parameters()],
+        )
+    rec["t"] = timeit(dp_step, sync, args.steps)
+    return rec
+
+
+# --- JAX: one process, n devices ------------------------------------------------------------------
+def worker_jax(args):
+    import jax
+
+    devices = jax.devices("gpu" if args.platform == "gpu" else "cpu")
+    P = jax.sharding.PartitionSpec
+    for workload in args.workloads:
+        for n in [n for n in args.gpus if n <= len(devices)]:
+            rec = {"lib": "jax", "workload": workload, "n": n}
+            try:
+                mesh = jax.sharding.Mesh(np.array(devices[:n]), ("data",))
+                dp, one, (params, batch) = steps(jax, mesh, workload, args.size)
+                rep = jax.sharding.NamedSharding(mesh, P())
+                split = jax.sharding.NamedSharding(mesh, P("data"))
+                p = jax.device_put(params, rep)
+                bs = [split, split] + ([rep] if workload == "dpsgd" else [])
+                b = [jax.device_put(v, s) for v, s in zip(batch, bs)]
+                f = jax.jit(dp)
+                out = f(p, *b)
+                ref = jax.jit(one)(
+                    jax.device_put(params, devices[0]), *jax.device_put(batch, devices[0])
+                )
+                rec["err"] = max_rel(
+                    jax.tree_util.tree_leaves(first_params(out, workload)),
+                    jax.tree_util.tree_leaves(first_params(ref, workload)),
+                )
+                rec["t"] = timeit(lambda: f(p, *b), jax.block_until_ready, args.steps)
+            except Exception as e:  # noqa: BLE001 - reported in the table
+                rec["error"] = f"{type(e).__name__}: {e}"[:300]
+                traceback.print_exc()
+            emit(rec, args.out)
+
+
+# --- the driver -----------------------------------------------------------------------------------
+def emit(rec, path):
+    line = json.dumps(rec)
+    print("RESULT " + line, flush=True)
+    if path:
+        with open(path, "a") as f:
+            f.write(line + "\n")
+
+
+def launch(lib, args, path, timeout):
+    world = max(args.gpus)
+    common = [
+        "--worker", lib, "--platform", args.platform, "--size", args.size,
+        "--steps", str(args.steps), "--gpus", ",".join(map(str, args.gpus)),
+        "--workloads", ",".join(args.workloads), "--out", path,
+    ]  # fmt: skip
+    script = os.path.abspath(__file__)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
+    if lib == "functx":
+        cmd = [sys.executable, "-m", "functx.distributed", "--nproc", str(world), script, *common]
+    elif lib == "torch":
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1",
+               "--nproc_per_node", str(world), script, *common]  # fmt: skip
+    else:
+        cmd = [sys.executable, script, *common]
+        if args.platform == "cpu":
+            env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={world}"
+            env["JAX_PLATFORMS"] = "cpu"
+    env.setdefault("OMP_NUM_THREADS", "1")
+    t0 = time.time()
+    try:
+        proc = subprocess.run(cmd, env=env, timeout=timeout, capture_output=True, text=True)
+        ok = proc.returncode == 0
+        tail = (proc.stdout + proc.stderr)[-3000:]
+    except subprocess.TimeoutExpired as e:
+        ok, tail = False, f"timed out after {timeout} s\n" + str(e.stdout or "")[-1500:]
+    print(f"[{lib}: {'ok' if ok else 'FAILED'} in {time.time() - t0:.0f} s]", flush=True)
+    if not ok:
+        print(tail, flush=True)
+
+
+def table(path, args):
+    recs = []
+    if os.path.exists(path):
+        with open(path) as f:
+            recs = [json.loads(line) for line in f if line.strip()]
+    by = {(r["lib"], r["workload"], r["n"]): r for r in recs}
+    print()
+    print(
+        "| workload | library | "
+        + " | ".join(f"{n} GPU ms/step (eff)" for n in args.gpus)
+        + " | check vs 1 device |"
+    )
+    print("|---|---|" + "---|" * (len(args.gpus) + 1))
+    for w in args.workloads:
+        for lib in ("functx", "jax", "torch"):
+            cells, errs = [], []
+            t1 = by.get((lib, w, 1), {}).get("t")
+            for n in args.gpus:
+                r = by.get((lib, w, n), {})
+                if "t" in r:
+                    eff = f" ({t1 / r['t']:.0%})" if t1 and n > 1 else ""
+                    cells.append(f"{r['t'] * 1e3:.2f}{eff}")
+                else:
+                    cells.append(r.get("error", "not run")[:60])
+                if "err" in r:
+                    errs.append(f"{r['err']:.1e}")
+            print(f"| {w} | {lib} | " + " | ".join(cells) + f" | {', '.join(errs) or '-'} |")
+    fx = {k: v for k, v in by.items() if k[0] == "functx" and "t" in v}
+    for (_, w, n), r in sorted(fx.items()):
+        others = [by.get((o, w, n), {}).get("t") for o in ("jax", "torch")]
+        ratio = ", ".join(f"{o} {r['t'] / t:.2f}x" for o, t in zip(("jax", "torch"), others) if t)
+        if ratio:
+            print(f"functx {w} at {n}: functx time / {ratio}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--platform", choices=("gpu", "cpu"), default="gpu")
+    ap.add_argument("--size", choices=sorted(SIZES), default="full")
+    ap.add_argument("--gpus", default="1,2,4")
+    ap.add_argument("--workloads", default="dpsgd,gpt")
+    ap.add_argument("--libs", default="functx,jax,torch")
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument(
+        "--timeout",
+        default="functx=230,jax=120,torch=100",
+        help="seconds each library's launch may take (the whole run stays under 8 minutes)",
+    )
+    ap.add_argument("--worker", default=None)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    args.gpus = [int(n) for n in args.gpus.split(",")]
+    args.workloads = args.workloads.split(",")
+    if args.worker:
+        {"functx": worker_functx, "torch": worker_torch, "jax": worker_jax}[args.worker](args)
+        return
+    out_dir = os.environ.get("OUT") or tempfile.mkdtemp()
+    path = os.path.join(out_dir, "multi_gpu.jsonl")
+    if os.path.exists(path):
+        os.remove(path)
+    print(f"multi_gpu: {args.platform}, sizes {SIZES[args.size]}, GPUs {args.gpus}", flush=True)
+    limits = dict(kv.split("=") for kv in args.timeout.split(","))
+    for lib in args.libs.split(","):
+        launch(lib, args, path, int(limits.get(lib, 200)))
+    table(path, args)
+
+
+if __name__ == "__main__":
+    main()
