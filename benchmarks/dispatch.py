@@ -55,25 +55,36 @@ print(json.dumps(out))
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--baseline", help="another functx checkout to time too (e.g. an older commit)")
     args = ap.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    times: dict = {"functx": [], "jax": []}
+    roots = {"functx": root, "jax": root}
+    if args.baseline:
+        roots["baseline"] = os.path.abspath(args.baseline)
+    times: dict = {lib: [] for lib in roots}
     for _ in range(args.rounds):
-        for lib in times:
+        for lib, where in roots.items():
+            env = dict(os.environ, PYTHONPATH=where + os.pathsep + os.environ.get("PYTHONPATH", ""))
             res = subprocess.run(
-                [sys.executable, "-c", CHILD, lib], env=env, capture_output=True, text=True
+                [sys.executable, "-c", CHILD, "jax" if lib == "jax" else "functx"],
+                env=env,
+                capture_output=True,
+                text=True,
             )
             if res.returncode:
                 sys.exit(f"{lib} failed:\n{res.stderr}")
             times[lib].append(json.loads(res.stdout.strip().splitlines()[-1]))
     print(f"load average: {os.getloadavg()[0]:.1f}; us per call, median of {args.rounds} rounds")
-    print("| argument | functx us | JAX us | JAX / functx |")
-    print("|---|---|---|---|")
+    base = " | baseline us | baseline / functx" if args.baseline else ""
+    print(f"| argument | functx us | JAX us | JAX / functx{base} |")
+    print("|---|---|---|---|" + ("---|---|" if args.baseline else ""))
     for case in times["functx"][0]:
-        fx = statistics.median(r[case] for r in times["functx"])
-        jx = statistics.median(r[case] for r in times["jax"])
-        print(f"| {case} | {fx:.1f} | {jx:.1f} | {jx / fx:.2f}x |")
+        med = {lib: statistics.median(r[case] for r in rs) for lib, rs in times.items()}
+        fx, jx = med["functx"], med["jax"]
+        row = f"| {case} | {fx:.1f} | {jx:.1f} | {jx / fx:.2f}x"
+        if args.baseline:
+            row += f" | {med['baseline']:.1f} | {med['baseline'] / fx:.2f}x"
+        print(row + " |")
 
 
 if __name__ == "__main__":

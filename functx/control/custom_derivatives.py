@@ -115,6 +115,17 @@ def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, name
 J.jvp_rules[custom_jvp_call_p] = _custom_jvp_call_jvp
 
 
+def _custom_jvp_call_transpose(cts, *args, call_jaxpr, jvp, num_consts, name, symbolic_zeros):
+    """A custom_jvp call applied to linear inputs (a jvp rule that calls the function on the
+    tangents, ``f(x_dot)``): transposed through its traced function, whose rule is not needed
+    for it (as JAX transposes it)."""
+    del jvp, num_consts, name, symbolic_zeros
+    return T.backward_pass(call_jaxpr.jaxpr, call_jaxpr.consts, list(args), list(cts))
+
+
+T.transpose_rules[custom_jvp_call_p] = _custom_jvp_call_transpose
+
+
 class custom_jvp:
     """A function with a custom forward-mode rule (and, through transposition, reverse mode).
 

@@ -467,3 +467,35 @@ def test_differentiating_a_closed_over_value_is_an_error():
         lambda: functx.grad(outer)(F64(1.0)),
         inspect.getsourcelines(outer)[1] + 6,
     )
+
+
+def test_custom_jvp_applied_to_tangents_transposes_like_jax():
+    # (a jvp rule that calls the function on the tangents makes a custom_jvp_call on linear
+    # inputs: reverse mode transposes its traced function; JAX's custom_api_test
+    # test_linear_in_scan and test_custom_jvp_transpose_vjp3)
+    import jax
+
+    import functx
+
+    def build(lib):
+        @lib.custom_jvp
+        def f(x):
+            return -x * 2.0
+
+        @f.defjvp
+        def f_jvp(primals, tangents):
+            return f(primals[0]), f(tangents[0])
+
+        def in_scan(x):
+            return lib.lax.scan(lambda c, _: (f(c), None), x, None, length=2)[0]
+
+        return f, in_scan
+
+    (ff, fscan), (jf, jscan) = build(functx), build(jax)
+    for fx, jx in ((fscan, jscan), (lambda x: ff(ff(x)) * 3.0, lambda x: jf(jf(x)) * 3.0)):
+        assert float(functx.grad(fx)(1.5)) == float(jax.grad(jx)(1.5))
+        assert float(functx.jit(functx.grad(fx))(1.5)) == float(jax.grad(jx)(1.5))
+    _, vjp = functx.vjp(ff, 1.0)
+    _, jvjp = jax.vjp(jf, 1.0)
+    assert float(vjp(2.0)[0]) == float(jvjp(2.0)[0])
+    assert float(functx.linear_transpose(ff, 1.0)(2.0)[0]) == -4.0
