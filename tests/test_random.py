@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import doctest
 import functools
-import pathlib
 import warnings
 
 import ml_dtypes
@@ -400,19 +399,23 @@ def test_float32_ball_mvn_within_their_bounds_and_orthogonal_bits():
     ``multivariate_normal`` in 4+ dimensions with a batch (XLA's dot order) within 2 eps of
     |mean| + |L| |z|. float32 ``orthogonal`` gives JAX's bits (LAPACK's sgeqrf/sorgqr, as JAX).
 
-    JAX's values are pinned in random_float32_jax.npz (JAX 0.10.2, x64 off: its compiles of these
-    samplers take 5-20 s); regenerate with, for KEYS[0] split in three (k1, k2, k3),
-    ``jr.ball(k1, 3, 2, (1000,), F32)``, ``jr.orthogonal(k2, 6, (3,), F32)`` and
-    ``jr.multivariate_normal(k3, mean, cov, (20,), F32)`` under ``jax.jit``."""
+    JAX's values are computed here (one ``jax.jit`` of the three samplers, x64 off)."""
     cov = (np.eye(5) + 0.3).astype(F32)
     mean = np.linspace(-1, 1, 5).astype(F32)
-    want = np.load(pathlib.Path(__file__).with_name("random_float32_jax.npz"))
+
+    def samplers(r, key):
+        k1, k2, k3 = r.split(key, 3)
+        return {
+            "ball": r.ball(k1, 3, 2, (1000,), F32),
+            "orthogonal": r.orthogonal(k2, 6, (3,), F32),
+            "multivariate_normal": r.multivariate_normal(k3, mean, cov, (20,), F32),
+        }
+
     with _default_mode():
-        k1, k2, k3 = fr.split(KEYS[0], 3)
-        ball = np.asarray(fr.ball(k1, 3, 2, (1000,), F32))
-        orth = np.asarray(fr.orthogonal(k2, 6, (3,), F32))
-        mvn = np.asarray(fr.multivariate_normal(k3, mean, cov, (20,), F32))
-        z = np.asarray(fr.normal(k3, (20, 5), F32))  # (JAX's bits)
+        want = {k: np.asarray(v) for k, v in jax.jit(lambda k: samplers(jr, k))(KEYS[0]).items()}
+        got = {k: np.asarray(v) for k, v in samplers(fr, KEYS[0]).items()}
+        z = np.asarray(fr.normal(fr.split(KEYS[0], 3)[2], (20, 5), F32))  # (JAX's bits)
+    ball, orth, mvn = got["ball"], got["orthogonal"], got["multivariate_normal"]
     eps = float(np.finfo(F32).eps)
     assert _ulps_apart(ball, want["ball"]).max() <= 2
     same(orth, want["orthogonal"])
