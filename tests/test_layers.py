@@ -71,6 +71,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "functx.ad_checkpoint",
             "functx._laxextra",
             "functx._rng",
+            "functx.custom_derivatives",
         ),
     ),
     ("devices", ("functx.devices",)),
