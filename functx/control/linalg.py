@@ -276,19 +276,86 @@ _TORCH_RULES = {
 }
 
 
+class _UpperCholeskyStep(LibraryStep):
+    """The library step of ``cholesky(swap(s))`` for a real ``s`` whose swap of the last two
+    axes is only a view (``scipy.linalg.cho_factor``'s upper factor is
+    ``swap(cholesky(swap(a)))``): it reads ``s`` itself and gives ``U = swap(L)``, the upper
+    factor, so neither transpose is a copy; the lowering returns ``swap(U)``, which the caller's
+    own swap cancels. LAPACK's ``potrf`` reads the row-major ``s`` as ``swap(s)`` in column
+    order and factors that with ``uplo='L'``: its column-major ``L`` is the row-major ``U``
+    (``functx/lowering/cpp/lapack.py``). Elsewhere (host, torch) the step swaps around the
+    plain one."""
+
+    __slots__ = ()
+    upper = True
+
+    def __call__(self, s):
+        (low,) = super().__call__(np.swapaxes(np.asarray(s), -1, -2))
+        return [np.ascontiguousarray(np.swapaxes(low, -1, -2))]
+
+    def torch(self, ins, outs):
+        shape = self.in_avals[0].shape
+        t = ins[0].reshape(shape).transpose(-1, -2).contiguous().reshape(-1)
+        tmp = outs[0].new_empty(outs[0].shape)
+        super().torch([t], [tmp])
+        outs[0].copy_(tmp.reshape(shape).transpose(-1, -2).contiguous().reshape(-1))
+
+
+def _swapped_source(x):
+    """The node ``s`` of which the loop-IR node ``x`` is the swap of the last two axes, read in
+    place (a transpose view, not stored), or None."""
+    # imported here, when jit lowers: the loop IR imports SymPy, which `import functx` must not
+    import sympy
+
+    from functx.lowering.loopir import Load, _Reads, flat_offset, sym
+
+    if x.kind != "pointwise" or x.fn is None or len(x.inputs) != 1 or len(x.shape) < 2:
+        return None
+    s = x.inputs[0]
+    if np.dtype(s.dtype) != np.dtype(x.dtype) or tuple(s.shape) != (
+        *x.shape[:-2],
+        x.shape[-1],
+        x.shape[-2],
+    ):
+        return None
+    iv = [sym(f"i{d}") for d in range(len(x.shape))]
+    e = x.fn(tuple(iv), _Reads())
+    if not isinstance(e, Load) or e.buf != f"n{s.id}":
+        return None
+    want = flat_offset((*iv[:-2], iv[-1], iv[-2]), s.shape)
+    try:
+        return s if sympy.expand(sympy.sympify(e.offset) - want) == 0 else None
+    except (TypeError, sympy.SympifyError):
+        return None
+
+
 def _library_lowering(prim):
     def rule(g, ins, avals, **params):
+        step = LibraryStep
+        if prim.name == "cholesky" and np.dtype(ins[0].dtype) in (np.float32, np.float64):
+            s = _swapped_source(ins[0])
+            if s is not None:
+                ins, step = [s], _UpperCholeskyStep
         in_avals = [ShapedArray(n.shape, n.dtype) for n in ins]
-        out_avals = [ShapedArray(a.shape, a.dtype) for a in avals]
-        return lower_to_loop(
+        out_avals = (
+            [ShapedArray(n.shape, n.dtype) for n in ins]
+            if step is not LibraryStep
+            else [ShapedArray(a.shape, a.dtype) for a in avals]
+        )
+        outs = lower_to_loop(
             g,
             ins,
-            list(avals),
+            list(out_avals),
             "host",
-            callback=LibraryStep(prim, params, in_avals, out_avals),
+            callback=step(prim, params, in_avals, out_avals),
             in_avals=in_avals,
             n_out=len(avals),
         )
+        if step is _UpperCholeskyStep:
+            nd = len(avals[0].shape)
+            perm = (*range(nd - 2), nd - 1, nd - 2)
+            return [lowerings[P.transpose_p](g, outs, list(avals), permutation=perm)]
+        return outs
 
     return rule
 

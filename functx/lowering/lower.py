@@ -182,7 +182,7 @@ def _bitcast(g, ins, avals, *, new_dtype):
         if dt not in _BITCAST_DTYPES:
             raise UnsupportedError(
                 f"jit: bitcast_convert_type from {old} to {new}: {dt} has no compiled bitcast "
-                f"(only the 8- to 64-bit integers and float16/bfloat16/float32/float64){where()}"
+                "(only the 8- to 64-bit integers and float16/bfloat16/float32/float64)"
             )
     ob, nb = old.itemsize * 8, new.itemsize * 8
     uo, un = np.dtype(f"uint{ob}"), np.dtype(f"uint{nb}")
