@@ -10,6 +10,7 @@ import functools as _functools
 from functx import (
     ad_checkpoint as ad_checkpoint,
     config as config,
+    custom_batching as custom_batching,
     custom_derivatives as custom_derivatives,
     debug as debug,
     distributed as distributed,
@@ -231,6 +232,7 @@ __all__ = [
     "checking_leaks",
     "closure_convert",
     "copy_to_host_async",
+    "custom_batching",
     "custom_derivatives",
     "custom_gradient",
     "named_call",

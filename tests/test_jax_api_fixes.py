@@ -250,6 +250,8 @@ DOCUMENTED = {
     "Jitted.trace": functx.jit(abs).__class__.trace,
     "ClosedJaxpr.pretty_print": functx.ClosedJaxpr.pretty_print,
     "Jaxpr.pretty_print": functx.Jaxpr.pretty_print,
+    "custom_vmap": functx.custom_batching.custom_vmap,
+    "sequential_vmap": functx.custom_batching.sequential_vmap,
 }
 
 
@@ -265,3 +267,57 @@ def test_docstring_examples():
                 runner.run(t)
             assert sum(len(t.examples) for t in tests) > 0, qual
             assert runner.failures == before, qual
+
+
+# --- custom_batching -----------------------------------------------------------------------------
+def _custom_vmap_cases(lib):
+    lnp = lib.numpy
+    calls = []
+
+    @lib.custom_batching.custom_vmap
+    def f(x, y):
+        return {"s": lnp.sin(x) * y}
+
+    @f.def_vmap
+    def rule(axis_size, in_batched, xs, ys):
+        calls.append((axis_size, in_batched))
+        return {"s": lnp.cos(xs) * ys}, {"s": True}
+
+    x = np.arange(3.0, dtype=np.float32)
+    y = np.float32(2)
+    seq = lib.custom_batching.sequential_vmap(lambda a, b: a @ b + 1.0)
+    m = np.arange(18, dtype=np.float32).reshape(2, 3, 3)
+    outs = [
+        f(x[1], y)["s"],
+        lib.vmap(f, (0, None))(x, y)["s"],
+        lib.jit(lib.vmap(f, (0, None)))(x, y)["s"],
+        lib.vmap(lib.vmap(f, (0, None)), (None, 0))(x, x)["s"],
+        lib.jvp(lambda a: f(a, y)["s"], (x,), (np.ones(3, np.float32),))[1],
+        lib.vmap(seq, (0, None))(m, x),
+        lib.vmap(seq, (0, 0))(m, m[:, 0]),
+    ]
+    return outs, calls
+
+
+def test_custom_vmap_against_jax():
+    ours, our_calls = _custom_vmap_cases(functx)
+    ref, ref_calls = _custom_vmap_cases(jax)
+    assert our_calls == ref_calls
+    for o, r in zip(ours, ref):
+        assert o.dtype == r.dtype
+        np.testing.assert_allclose(o, r, rtol=1e-6)
+
+
+def test_custom_vmap_errors():
+    for lib in (functx, jax):
+        cv = lib.custom_batching.custom_vmap
+        x = np.ones(2, np.float32)
+        with pytest.raises(AttributeError, match="No batching rule defined for custom_vmap"):
+            cv(lambda v: v)(x)
+        g = cv(lambda v: v)
+        g.def_vmap(lambda n, b, v: (v, [True]))
+        with pytest.raises(ValueError, match="structure of output value and output batching"):
+            lib.vmap(g)(x)
+        g.def_vmap(lambda n, b, v: ((v,), (True,)))
+        with pytest.raises(ValueError, match="structure of output returned by custom vmap rule"):
+            lib.vmap(g)(x)

@@ -72,6 +72,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "functx._laxextra",
             "functx._rng",
             "functx.custom_derivatives",
+            "functx.custom_batching",
         ),
     ),
     ("devices", ("functx.devices",)),
