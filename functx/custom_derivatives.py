@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 
 from functx.control.custom_derivatives import (
+    SymbolicZero as SymbolicZero,
     custom_jvp as custom_jvp,
     custom_jvp_call_p as custom_jvp_call_p,
     custom_vjp as custom_vjp,
@@ -117,7 +118,9 @@ def custom_gradient(fun):
 
         def bwd(hoisted, ct):
             cts = box[0](ct, *hoisted)
-            return tuple(cts) if isinstance(cts, list) else cts
+            if isinstance(cts, list):
+                return tuple(cts)
+            return cts if isinstance(cts, tuple) else (cts,)  # (one argument: a bare value)
 
         f = custom_vjp(primal)
         f.fwd, f.bwd = fwd, bwd  # a fresh function per call: no traced rule is stale
@@ -129,6 +132,7 @@ def custom_gradient(fun):
 __getattr__ = missing_name_hook(__name__)
 
 __all__ = [
+    "SymbolicZero",
     "closure_convert",
     "custom_gradient",
     "custom_jvp",

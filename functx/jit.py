@@ -678,6 +678,10 @@ class Jitted:
             ) from None
         return dyn_args, dyn_kw, stat, stat_kw
 
+    def _cache_size(self) -> int:
+        """How many compiled signatures this function keeps (JAX's ``_cache_size()``)."""
+        return len(self.cache)
+
     def _donated_leaves(self, args, kwargs):
         """Per flat dynamic leaf, whether its argument is donated (for ``args_info``)."""
         static = {i % len(args) for i in self.static_argnums if -len(args) <= i < len(args)}

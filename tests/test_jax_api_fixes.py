@@ -70,6 +70,11 @@ def test_lowered_compiled_traced_against_jax():
 
 def test_jit_arguments_checked_as_jax():
     for lib in (functx, jax):
+        f = lib.jit(lambda x: (x**2).sum())
+        assert f._cache_size() == 0
+        for _ in range(3):
+            f(np.arange(5.0))
+        assert f._cache_size() == 1
         with pytest.raises(ValueError, match="Non-hashable static arguments are not supported"):
             lib.jit(lambda x: x, static_argnums=0)(np.arange(3))
 
@@ -321,3 +326,23 @@ def test_custom_vmap_errors():
         g.def_vmap(lambda n, b, v: ((v,), (True,)))
         with pytest.raises(ValueError, match="structure of output returned by custom vmap rule"):
             lib.vmap(g)(x)
+
+
+def test_bwd_nones_in_subtrees_and_singleton_custom_gradient():
+    def run(lib):
+        f = lib.custom_vjp(lambda x: x[0])
+        f.defvjp(lambda x: (f(x), None), lambda _, z: ((z, (None, None)),))
+        g = lib.custom_vjp(lambda x: x[0])
+        g.defvjp(lambda x: (g(x), None), lambda _, z: ((z, None),))
+        h = lib.custom_gradient(lambda x: (x * 2.0, lambda ct: ct * 5.0))
+        x = (1.0, (2.0, 3.0))
+        return lib.grad(f)(x), lib.grad(g)(x), lib.grad(h)(1.0)
+
+    ours, ref = run(functx), run(jax)
+    for o, r in zip(jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(ref)):
+        assert o == r and o.dtype == r.dtype
+    k = functx.custom_vjp(lambda x, y: x.sum() + y.sum())
+    k.defvjp(lambda x, y: (k(x, y), None), lambda _, z: (jnp.ones(4), jnp.ones(3)))
+    with pytest.raises(ValueError, match=r"at output\[1\] the bwd rule produced an output of type"):
+        functx.grad(k, (0, 1))(np.ones(4), np.ones(4))
+    assert functx.custom_derivatives.SymbolicZero is not None

@@ -26,7 +26,7 @@ from functx.lowering.rules import lowerings
 from functx.source_info import where
 from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
 from functx.transforms import jvp as J, transpose as T, vjp, vmap as V
-from functx.tree_util import tree_map
+from functx.tree_util import keystr, tree_flatten_with_path, tree_map
 
 
 def _fun_name(f):
@@ -432,33 +432,41 @@ class custom_vjp:
                     f"function, but got bwd output structure {tree_flatten(out)[1]} for primal "
                     f"input structure {in_tree}.{where()}"
                 )
-            flat = []
+            flat, where_of = [], []
             for k, (o, tree) in enumerate(zip(out, dyn_trees)):
-                if o is None:
-                    n = tree.num_leaves
-                    start = len(flat)
-                    flat.extend(
-                        J.zeros_like_aval(J.tangent_aval(a)) for a in x_avals[start : start + n]
-                    )
-                    continue
-                o_leaves, o_tree = tree_flatten(o)
-                if o_tree != tree:
-                    raise FunctxTypeError(
-                        f"Custom VJP bwd rule must produce an output with the same container "
-                        f"(pytree) structure as the args tuple of the primal function, and in "
-                        f"particular must produce a tuple of length equal to the number of "
-                        f"arguments to the primal function, but got bwd output structure "
-                        f"{tree_flatten(out)[1]} for primal input structure {in_tree} (output "
-                        f"{k}: {o_tree}, argument {dyn_idx[k]}: {tree}).{where()}"
-                    )
-                flat.extend(o_leaves)
-            for a, c in zip(x_avals, flat):
+                off = len(flat)
+                avals = x_avals[off : off + tree.num_leaves]
+                dummy = tree_unflatten(tree, list(range(tree.num_leaves)))
+                got = [None] * tree.num_leaves
+                if o is not None:
+                    # (None anywhere in the cotangent stands for zeros of that whole subtree)
+                    def put(c, d):
+                        for i in tree_flatten(d)[0]:
+                            got[i] = c
+
+                    try:
+                        tree_map(put, o, dummy, is_leaf=lambda x: x is None)
+                    except (ValueError, TypeError):
+                        raise FunctxTypeError(
+                            f"Custom VJP bwd rule must produce an output with the same container "
+                            f"(pytree) structure as the args tuple of the primal function, and "
+                            f"in particular must produce a tuple of length equal to the number "
+                            f"of arguments to the primal function, but got bwd output structure "
+                            f"{tree_flatten(out)[1]} for primal input structure {in_tree} "
+                            f"(output {k}: {tree_flatten(o)[1]}, argument {dyn_idx[k]}: {tree})."
+                            f"{where()}"
+                        ) from None
+                paths = [keystr(p) for p, _ in tree_flatten_with_path(dummy)[0]]
+                for c, a, p in zip(got, avals, paths):
+                    flat.append(J.zeros_like_aval(J.tangent_aval(a)) if c is None else c)
+                    where_of.append(f"[{k}]{p}")
+            for a, c, p in zip(x_avals, flat, where_of):
                 if get_aval(c).shape != a.shape:
                     raise FunctxValueError(
                         f"Custom VJP bwd rule must produce an output with the same type as the "
-                        f"args tuple of the primal function, but the bwd rule produced an output "
-                        f"of type {get_aval(c).str_short()} corresponding to an input of type "
-                        f"{a.str_short()}{where()}"
+                        f"args tuple of the primal function, but at output{p} the bwd rule "
+                        f"produced an output of type {get_aval(c).str_short()} corresponding to "
+                        f"an input of type {a.str_short()}{where()}"
                     )
             return flat
 

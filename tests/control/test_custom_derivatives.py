@@ -367,7 +367,8 @@ def test_custom_vjp_bwd_with_the_wrong_count_or_structure():
     _check_error(
         FunctxValueError,
         r"Custom VJP bwd rule must produce an output with the same type as the args tuple of the "
-        r"primal function, but the bwd rule produced an output of type f64\[3\] corresponding "
+        r"primal function, but at output\[1\] the bwd rule produced an output of type f64\[3\] "
+        r"corresponding "
         r"to an input of type f64\[\]",
         lambda: functx.grad(f)(F64(1.0), F64(2.0)),
     )
