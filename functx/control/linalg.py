@@ -408,6 +408,16 @@ def _cholesky_impl(x):
     x = np.asarray(x)
     if x.size == 0:
         return x.copy()
+    if x.dtype in (np.float32, np.complex64):
+        # LAPACK's potrf in the operand's precision, as JAX's CPU kernel (NumPy factors float32
+        # in float64, which rounds differently)
+        potrf = _lapack("potrf", x.dtype)
+        flat = x.reshape((-1, *x.shape[-2:]))
+        out = np.empty_like(flat)
+        for i, m in enumerate(flat):
+            c, info = potrf(m, lower=1, clean=1)
+            out[i] = c if info == 0 else np.nan * (1 + 1j if out.dtype.kind == "c" else 1)
+        return out.reshape(x.shape)
     try:
         return np.linalg.cholesky(x).astype(x.dtype, copy=False)
     except np.linalg.LinAlgError:
@@ -1023,8 +1033,31 @@ def _qr_impl(x, *, full_matrices):
         q = np.zeros((*x.shape[:-2], m, k), x.dtype)
         q[..., range(min(m, k)), range(min(m, k))] = 1
         return [q, np.zeros((*x.shape[:-2], k, n), x.dtype)]
+    if x.dtype in (np.float32, np.complex64):
+        return _qr_lapack(x, full_matrices)
     q, r = np.linalg.qr(x, mode="complete" if full_matrices else "reduced")
     return [q.astype(x.dtype, copy=False), r.astype(x.dtype, copy=False)]
+
+
+def _qr_lapack(x, full_matrices):
+    """QR by LAPACK's geqrf and orgqr/ungqr in the operand's precision, as JAX's CPU kernels
+    (NumPy factors float32 in float64, which rounds differently)."""
+    geqrf = _lapack("geqrf", x.dtype)
+    orgqr = _lapack("ungqr" if np.iscomplexobj(x) else "orgqr", x.dtype)
+    m, n = x.shape[-2:]
+    k = min(m, n)
+    qcols = m if full_matrices else k
+    flat = x.reshape((-1, m, n))
+    qs = np.empty((flat.shape[0], m, qcols), x.dtype)
+    rs = np.empty((flat.shape[0], qcols, n), x.dtype)
+    for i, a in enumerate(flat):
+        f, tau, _, _ = geqrf(a)
+        rs[i] = np.triu(f[:qcols])
+        refl = np.zeros((m, qcols), x.dtype)
+        refl[:, :k] = f[:, :k]
+        qs[i] = orgqr(refl, tau)[0]
+    lead = x.shape[:-2]
+    return [qs.reshape((*lead, m, qcols)), rs.reshape((*lead, qcols, n))]
 
 
 qr_p = _define("qr", _qr_abstract, _qr_impl, multiple_results=True)
@@ -1084,8 +1117,8 @@ def qr(x, *, pivoting: bool = False, full_matrices: bool = True, use_magma=None)
     Example:
       >>> q, r = functx.lax.linalg.qr(np.array([[3.0, 1.0], [4.0, 2.0]], np.float32))
       >>> r
-      Array([[-5. , -2.2],
-             [ 0. ,  0.4]], dtype=float32)
+      Array([[-5.        , -2.2       ],
+             [ 0.        ,  0.39999998]], dtype=float32)
     """
     del use_magma
     if pivoting:

@@ -52,7 +52,9 @@ from functx._laxextra import (
 from functx._rng import (
     RandomAlgorithm as RandomAlgorithm,
     rng_bit_generator as rng_bit_generator,
+    rng_bit_generator_p as rng_bit_generator_p,
     rng_uniform as rng_uniform,
+    rng_uniform_p as rng_uniform_p,
 )
 from functx._window import (
     padtype_to_pads as padtype_to_pads,
@@ -426,6 +428,8 @@ __all__ = [
     "RandomAlgorithm",
     "rng_bit_generator",
     "rng_uniform",
+    "rng_bit_generator_p",
+    "rng_uniform_p",
     "optimization_barrier",
     "empty",
     "stack",

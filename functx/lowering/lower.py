@@ -65,6 +65,24 @@ def lower_jaxpr(closed: ClosedJaxpr) -> Graph:
     return g
 
 
+def inline_jaxpr(g: Graph, closed: ClosedJaxpr, ins: list) -> list:
+    """Add ``closed``'s equations to ``g`` on the input nodes ``ins`` and return its outputs'
+    nodes: a primitive lowered as the Jaxpr of its implementation (threefry's rounds, XLA's bit
+    generators). Its constants must be scalars; they become constant nodes."""
+    j = closed.jaxpr
+    env = {}
+    for v, c in zip(j.constvars, closed.consts):
+        val = np.asarray(c, v.aval.dtype)
+        assert val.shape == (), "an inlined Jaxpr's constants are scalars"
+        env[v.id] = g.add(
+            Node((), v.aval.dtype, fn=lambda idx, ctx, v=val[()], d=v.aval.dtype: Const(d, v))
+        )
+    for v, n in zip(j.invars, ins):
+        env[v.id] = n
+    lower_eqns(g, j, env)
+    return [read(g, env, a) for a in j.outvars]
+
+
 def _literal_node(g, a: Literal) -> Node:
     val = np.asarray(a.val, a.aval.dtype)[()]
     return g.add(Node((), a.aval.dtype, fn=lambda idx, ctx, v=val, d=a.aval.dtype: Const(d, v)))
