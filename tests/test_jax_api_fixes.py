@@ -346,3 +346,17 @@ def test_bwd_nones_in_subtrees_and_singleton_custom_gradient():
     with pytest.raises(ValueError, match=r"at output\[1\] the bwd rule produced an output of type"):
         functx.grad(k, (0, 1))(np.ones(4), np.ones(4))
     assert functx.custom_derivatives.SymbolicZero is not None
+
+
+def test_custom_derivative_keyword_arguments():
+    def f(x, *, z=1.0):
+        return x * z
+
+    for lib in (functx, jax):
+        cf = lib.custom_jvp(f)
+        cf.defjvp(lambda p, t: (f(*p), t[0]))
+        assert cf(2.0) == 2.0 and cf(x=2.0) == 2.0
+        with pytest.raises(TypeError, match="could not be resolved to positions: z"):
+            cf(2.0, z=3.0)
+        with pytest.raises(TypeError, match=r"custom_jvp-decorated function f could not be resol"):
+            cf()

@@ -30,25 +30,40 @@ from functx.tree_util import keystr, tree_flatten_with_path, tree_map
 
 
 def _fun_name(f):
+    while isinstance(f, functools.partial):
+        f = f.func
     return getattr(f, "__name__", type(f).__name__)
 
 
-def _resolve_kwargs(fun, args, kwargs):
+def _resolve_kwargs(fun, args, kwargs, kind):
     """Positional arguments with keyword ones and defaults filled in (as JAX does), so that the
-    rules always see every argument."""
+    rules always see every argument. A ``functools.partial`` has an opaque signature (as in
+    JAX): it takes positional arguments only."""
+    name = _fun_name(fun)
+    if isinstance(fun, functools.partial):
+        sig = inspect.signature(lambda *args, **kwargs: None)
+    else:
+        try:
+            sig = inspect.signature(fun)
+        except (TypeError, ValueError):  # builtins and some callables have no signature
+            if kwargs:
+                raise
+            return tuple(args)
     try:
-        sig = inspect.signature(fun)
-    except (TypeError, ValueError):  # builtins and some callables have no signature
-        if kwargs:
-            raise
-        return tuple(args)
-    ba = sig.bind(*args, **kwargs)
-    ba.apply_defaults()
-    if ba.kwargs:
+        ba = sig.bind(*args, **kwargs)
+        ba.apply_defaults()
+        passed = [k for k in ba.kwargs if k in kwargs]
+        if passed:
+            raise TypeError(
+                f"The following keyword arguments could not be resolved to positions: "
+                f"{', '.join(passed)}"
+            )
+    except TypeError as e:
         raise FunctxTypeError(
-            f"keyword-only arguments are not supported by custom derivative "
-            f"function {_fun_name(fun)}{where()}"
-        )
+            f"The input arguments to the {kind}-decorated function {name} could not be "
+            f"resolved to positional-only arguments. Binding failed with the error:\n{e}"
+            f"{where()}"
+        ) from e
     return ba.args
 
 
@@ -192,7 +207,7 @@ class custom_jvp:
         name = _fun_name(self.fun)
         if self.jvp is None:
             raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
-        args = _resolve_kwargs(self.fun, args, kwargs)
+        args = _resolve_kwargs(self.fun, args, kwargs, "custom_jvp")
         nd = tuple(i % len(args) for i in self.nondiff_argnums)
         call, consts, leaves, in_tree, out_tree, dyn_idx = _trace_dyn(self.fun, args, nd)
         out_avals = call.out_avals
@@ -380,7 +395,7 @@ class custom_vjp:
         name = _fun_name(self.fun)
         if self.fwd is None:
             raise AttributeError(f"No VJP defined for custom_vjp function {name} using defvjp.")
-        args = _resolve_kwargs(self.fun, args, kwargs)
+        args = _resolve_kwargs(self.fun, args, kwargs, "custom_vjp")
         nd = tuple(i % len(args) for i in self.nondiff_argnums)
         call, consts, leaves, in_tree, out_tree, dyn_idx = _trace_dyn(self.fun, args, nd)
         user_fwd, user_bwd = self.fwd, self.bwd
