@@ -35,7 +35,7 @@ import enum
 import numpy as np
 
 from functx import dtypes, ops, primitives as P
-from functx.control.common import lower_to_loop
+from functx.control.common import HostStep, lower_to_loop
 from functx.core import Primitive, ShapedArray
 from functx.errors import UnsupportedError
 from functx.lowering.rules import lowerings
@@ -158,7 +158,7 @@ def _check_operands(name, avals, ranks):
     return avals[0].shape[: nb[0]]
 
 
-class LibraryStep:
+class LibraryStep(HostStep):
     """The library step of a linear-algebra equation under ``jit``. On the C++ backend the
     program calls LAPACK itself for ``cholesky``, ``triangular_solve`` and ``lu``
     (``functx/lowering/cpp/lapack.py``); otherwise the step is a host step: ``__call__`` runs the
@@ -168,21 +168,8 @@ class LibraryStep:
     ``HostFn`` does, so the disk program cache (which cannot restore host steps) never indexes
     a program with one; the compiled shared object is still cached by its source."""
 
-    __slots__ = ("prim", "params", "in_avals", "out_avals", "__weakref__")
-
-    def __init__(self, prim, params, in_avals=(), out_avals=()):
-        self.prim = prim
-        self.params = dict(params)
-        self.in_avals = list(in_avals)
-        self.out_avals = list(out_avals)
-
-    def __repr__(self):
-        ps = ", ".join(f"{k}={v!r}" for k, v in sorted(self.params.items()))
-        return f"<lapack {self.prim.name}({ps}) at 0x{id(self):x}>"
-
-    def __call__(self, *vals):
-        out = self.prim.impl(*vals, **self.params)
-        return list(out) if self.prim.multiple_results else [out]
+    __slots__ = ()
+    label = "lapack"
 
     def torch(self, ins, outs):
         """The step on torch tensors (the Triton runtime's flat buffers): ``torch.linalg`` from
