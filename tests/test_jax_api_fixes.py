@@ -360,3 +360,11 @@ def test_custom_derivative_keyword_arguments():
             cf(2.0, z=3.0)
         with pytest.raises(TypeError, match=r"custom_jvp-decorated function f could not be resol"):
             cf()
+
+
+def test_lax_broadcast_shapes():
+    for lib in (lax, jax.lax):
+        assert lib.broadcast_shapes((2, 1), (3,)) == (2, 3)
+        assert lib.broadcast_shapes((), (4, 1), (1, 5)) == (4, 5)
+        with pytest.raises(ValueError):
+            lib.broadcast_shapes((2, 3, 4), (0,))

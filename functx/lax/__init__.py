@@ -116,6 +116,7 @@ from functx.control.while_loop import (
 )
 from functx.errors import missing_name_hook as _missing_name_hook
 from functx.lax import linalg as linalg
+from functx.numpy._core import broadcast_shapes as broadcast_shapes
 from functx.ops import (
     Precision as Precision,
     RoundingMethod as RoundingMethod,
@@ -238,6 +239,7 @@ from functx.primitives import registry as _primitive_registry
 __getattr__ = _missing_name_hook(__name__)
 
 __all__ = [
+    "broadcast_shapes",
     "all_gather",
     "all_to_all",
     "axis_index",
