@@ -71,6 +71,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "functx.ad_checkpoint",
             "functx._laxextra",
             "functx._rng",
+            "functx.custom_derivatives",
+            "functx.custom_batching",
         ),
     ),
     ("devices", ("functx.devices",)),
