@@ -32,6 +32,14 @@ JAX's 2317). The conv1d gradient is bounded
 by the weight gradient's sum over the batch and length axes (a reduction over leading axes,
 which the C++ reduce kernel walks with a large stride: ``a.sum((0, 1))`` of (8, 4096, 1024)
 takes 1.3 s under jit against NumPy's 48 ms).
+
+Session 28, after the products moved to OpenBLAS on one thread with the pieces on the
+program's OpenMP threads (``functx/lowering/cpp/dot.py``): ``--quick --rounds 3`` at load
+average 10-12 gave conv3x3 (2, 64, 64, 64) forward 59.5 ms (1.85x JAX's 32.1), gradient
+116.0 ms (0.74x JAX's 156.0); conv1d (2, 1024, 256) forward 0.42 ms, gradient 4.9 ms (JAX 166
+and 249). Before the change, the same command at load 2-4 gave forward 99.3 ms (6.56x JAX's
+15.1) and gradient 949 ms (12.5x JAX's 76). Run from the repository root with
+``PYTHONPATH=.`` (the ``--only`` subprocesses import functx from there).
 """
 
 from __future__ import annotations

@@ -32,9 +32,21 @@ svd 512 float32        120.8          48.6           50.7
 (eigh, qr and svd "before" ran NumPy's gufuncs, whose float32 LAPACK is NumPy's slower
 OpenBLAS; now ``syevd``, ``geqrf``/``orgqr`` and ``gesdd`` of SciPy's, as JAX.)
 
-What is left of the gap is not LAPACK: ``cho_factor(lower=False)`` transposes the 512x512 input
-and its factor (two C++ transpose kernels, which XLA folds into the custom call's layout), and
-``lu_solve`` permutes the right-hand side with a one-hot matrix product.
+What was left of the gap was not LAPACK: ``cho_factor(lower=False)`` transposed the 512x512
+input and its factor (two C++ transpose kernels, which XLA folds into the custom call's layout),
+and ``lu_solve`` permutes the right-hand side with a one-hot matrix product. Session 28 removed
+the transposes (the upper factor is ``potrf('L')`` of the operand itself:
+``control/linalg._UpperCholeskyStep``). ``--ops cs`` twice, alternating with the code before,
+``OPENBLAS_NUM_THREADS=1``, load average 10-12, best CPU ms (JAX in the same runs):
+
+======================  ==============  ==============  =========
+case                    functx before   functx after    JAX
+======================  ==============  ==============  =========
+cs float64 512x512      3.7-4.0         2.6             3.3-4.6
+cs float64 64x64x64     2.0-2.9         1.2-1.5         1.8-2.2
+cs float32 512x512      1.4-1.5         1.0-1.6         1.9-2.1
+cs float32 64x64x64     1.2-1.4         0.75-0.86       1.3-1.8
+======================  ==============  ==============  =========
 """
 
 from __future__ import annotations
@@ -107,7 +119,11 @@ CASES = {
 
 
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    argv = sys.argv[1:]
+    if "--ops" in argv:  # (its value is not the batch)
+        i = argv.index("--ops")
+        argv = argv[:i] + argv[i + 2 :]
+    args = [a for a in argv if not a.startswith("--")]
     batch = int(args[0]) if args else 64
     ops = ["cs", "eigh", "solve"]
     if "--ops" in sys.argv:

@@ -4,9 +4,14 @@ Write a pure numerical function with ``functx.numpy``; functx traces it into a p
 (``make_jaxpr``), transforms it, and runs it.
 """
 
+import contextlib as _contextlib
+import functools as _functools
+
 from functx import (
     ad_checkpoint as ad_checkpoint,
     config as config,
+    custom_batching as custom_batching,
+    custom_derivatives as custom_derivatives,
     debug as debug,
     distributed as distributed,
     dtypes as dtypes,
@@ -43,6 +48,10 @@ from functx.core import (
     Jaxpr as Jaxpr,
     ShapedArray as ShapedArray,
     typecheck_jaxpr as typecheck_jaxpr,
+)
+from functx.custom_derivatives import (
+    closure_convert as closure_convert,
+    custom_gradient as custom_gradient,
 )
 from functx.devices.device import (
     Device as Device,
@@ -127,6 +136,75 @@ def block_until_ready(x):
     return x
 
 
+def copy_to_host_async(x):
+    """Start copying every array leaf of ``x`` to the host (``jax.copy_to_host_async``): calls
+    each leaf's ``copy_to_host_async`` method where it has one.
+
+    Arguments:
+      x: a pytree.
+    Returns:
+      ``x``.
+    Example:
+      >>> import functx, functx.numpy as jnp
+      >>> functx.copy_to_host_async([jnp.ones(2), 3])
+      [Array([1., 1.], dtype=float32), 3]
+    """
+    for leaf in tree_util.tree_leaves(x):
+        try:
+            start = leaf.copy_to_host_async
+        except AttributeError:
+            continue
+        start()
+    return x
+
+
+def named_call(fun, *, name=None):
+    """``fun`` run under ``named_scope(name)`` (``jax.named_call``; ``name`` defaults to
+    ``fun.__name__``). JAX names the staged sub-computation for profilers; functx's Jaxprs and
+    programs are the same as without it.
+
+    Arguments:
+      fun: the function.
+      name: the scope's name (default ``fun.__name__``).
+    Returns:
+      the wrapped function.
+    Example:
+      >>> import functx, functx.numpy as jnp
+      >>> f = functx.named_call(lambda x: x * 2.0, name="double")
+      >>> f(jnp.float32(3))
+      Array(6., dtype=float32)
+    """
+    if name is None:
+        name = fun.__name__
+
+    @_functools.wraps(fun)
+    def named(*args, **kwargs):
+        with named_scope(name):
+            return fun(*args, **kwargs)
+
+    return named
+
+
+@_contextlib.contextmanager
+def checking_leaks():
+    """JAX's ``jax.checking_leaks()`` (``jax_check_tracer_leaks`` on inside the block).
+
+    functx does not scan for leaked tracers when a transformation ends; a leaked tracer is
+    reported when it is used (``UnexpectedTracerError``, naming where it was created), with or
+    without this block. The block runs unchanged.
+
+    Returns:
+      a context manager.
+    Example:
+      >>> import functx
+      >>> with functx.checking_leaks():
+      ...     y = functx.jit(lambda x: x + 1)(1.0)
+      >>> y
+      Array(2., dtype=float32, weak_type=True)
+    """
+    yield
+
+
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
 __getattr__ = _missing_name_hook(__name__)
 
@@ -151,6 +229,13 @@ __all__ = [
     "ad_checkpoint",
     "block_until_ready",
     "checkpoint",
+    "checking_leaks",
+    "closure_convert",
+    "copy_to_host_async",
+    "custom_batching",
+    "custom_derivatives",
+    "custom_gradient",
+    "named_call",
     "checkpoint_policies",
     "clear_caches",
     "config",

@@ -32,6 +32,27 @@ chain of selects per element (each of the 9 branches loads), and the transposes 
 products are the same; the per-tap products are BLAS calls on contiguous copies and their
 transposes are too. benchmarks/conv.py has the figures against JAX. ``make_jaxpr`` therefore
 shows pads, slices and ``dot_general``s where JAX shows one ``conv_general_dilated`` equation.
+
+Session 28 (the same case, N = 2, load average 11-13 from other processes, each library in its
+own process, three alternating rounds, median of 9 calls, wall ms with CPU ms in brackets):
+
+* the products' OpenBLAS threads were the cost: they spin between calls against the program's
+  OpenMP threads. With OpenBLAS on one thread and the products cut into pieces for the OpenMP
+  threads (``lowering/cpp/dot.py``) the forward went from 288-348 (73-83) to 60-80 (15-19), JAX
+  36-68 (9.5-12), and the gradient from 1304-2325 (329-581) to 128-187 (28-42), JAX 177-320
+  (45-59): the gradient is ahead of JAX's, the forward 1.1-1.7x its time;
+* designs measured again on top of that (forward / gradient, wall (CPU)): the padded input
+  flattened so that each tap is a contiguous row range (one product per tap over the padded
+  grid, the border rows cropped after) 71-81 (17-23) / 175-184 (41-44); three taps of a kernel
+  row concatenated along channels (K = 3C, three products) 116-125 (25-28) / 241-272 (53-57);
+  all nine (one K = 9C product) 192-204 (48-49) / 296-360 (73-79); per-tap products (kept)
+  48-64 (12-17) / 109-135 (30-33). The concatenations render as selects per element, and the
+  flattened rows are still copied before their product (a slice feeding a product is stored),
+  so none of them saves work. The rest of the forward's gap is the nine K = 64 products
+  themselves: NumPy's sgemm takes 14-16 CPU ms for them alone here (one K = 576 product 12-13),
+  while JAX's whole convolution takes 9.5-12; avoiding the tap copies and the final sum would
+  need products reading strided windows in place and accumulating into one output (BLAS's
+  beta = 1), which the ``dot`` kernel does not take yet.
 """
 
 from __future__ import annotations

@@ -43,7 +43,9 @@ def _complex(x):
 
 
 def _mm(a, b):
-    return ops.dot_general(a, b, (((1,), (0,)), ((), ())))
+    # (full float32 products, as JAX runs qdwh under default_matmul_precision('float32'): no
+    # TF32 on a GPU)
+    return ops.dot_general(a, b, (((1,), (0,)), ((), ())), precision=ops.Precision.HIGHEST)
 
 
 def _eye(n, dt):

@@ -391,7 +391,6 @@ _jaxprs: dict = {}  # (key aval, shape, dtype, algorithm) -> the generator's Clo
 def _rbg_lowering(g, ins, avals, *, shape, dtype, algorithm, out_sharding):
     # imported here, when jit lowers: the loop IR imports SymPy, which `import functx` must not
     from functx.lowering import lower
-    from functx.lowering.loopir import Const, Node
 
     key = avals[0]  # the new key has the key's aval
     cache_key = (key.shape, key.dtype, tuple(shape), np.dtype(dtype), int(algorithm))
@@ -403,18 +402,7 @@ def _rbg_lowering(g, ins, avals, *, shape, dtype, algorithm, out_sharding):
             [kaval],
         )
         _jaxprs[cache_key] = closed
-    j = closed.jaxpr
-    env = {}
-    for v, c in zip(j.constvars, closed.consts):
-        val = np.asarray(c, v.aval.dtype)
-        assert val.shape == (), "the generator's constants are scalars"
-        env[v.id] = g.add(
-            Node((), v.aval.dtype, fn=lambda idx, ctx, v=val[()], d=v.aval.dtype: Const(d, v))
-        )
-    for v, n in zip(j.invars, ins):
-        env[v.id] = n
-    lower.lower_eqns(g, j, env)
-    return [lower.read(g, env, a) for a in j.outvars]
+    return lower.inline_jaxpr(g, closed, ins)
 
 
 lowerings[rng_bit_generator_p] = _rbg_lowering

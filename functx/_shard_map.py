@@ -33,8 +33,10 @@ import numpy as np
 from functx import distributed, numpy as jnp, sharding, tree_util
 from functx.control.callbacks import pure_callback
 from functx.control.collectives import AxisFrame, all_gather, axis_frame
+from functx.control.custom_derivatives import custom_vjp
 from functx.devices import device as _device
 from functx.devices.transfer import device_put
+from functx.errors import UnsupportedError
 from functx.jit import jit
 from functx.sharding import Mesh, PartitionSpec
 from functx.tracing import ShapeDtypeStruct, Tracer, eval_shape
@@ -43,6 +45,11 @@ from functx.transforms.vmap import vmap
 __all__ = ["pmap", "shard_map"]
 
 _INFER = object()
+
+# Over processes, a shard_map-ped function called under an outer trace (jit) is traced inline:
+# its collectives record the "spmd" frames bound while tracing, so the compiled program runs
+# outside the frames' blocks (grad of it raises UnsupportedError). True: run it as one host step.
+HOST_STEP_UNDER_TRACE = False
 
 
 def shard_map(
@@ -168,9 +175,11 @@ class _ShardMapped:
         return tree_util.tree_unflatten(out_tree, results)
 
     # --- one process per device -------------------------------------------------------------------
-    def _run_processes(self, mesh, leaves, specs, tree):
-        if any(isinstance(x, Tracer) for x in leaves):
-            return self._call_back(mesh, leaves, specs, tree)
+    def _run_processes(self, mesh, leaves, specs, tree, inline=False):
+        if not inline and any(isinstance(x, Tracer) for x in leaves):
+            if HOST_STEP_UNDER_TRACE:
+                return self._call_back(mesh, leaves, specs, tree)
+            return self._traced(mesh, leaves, specs, tree)
         run = distributed.current()
         pos = _my_position(mesh)
         local = run.local
@@ -195,6 +204,33 @@ class _ShardMapped:
                         y = all_gather(y, a, axis=d, tiled=True)
                 results.append(y)
         return tree_util.tree_unflatten(out_tree, results)
+
+    def _traced(self, mesh, leaves, specs, tree):
+        """Under an outer trace: traced inline (the collectives keep the frames), behind a
+        custom_vjp whose backward pass refuses: the transposes of the block slicing and of the
+        output gathers across processes are not those of the global function."""
+        box = []
+
+        def run(*flat):
+            out = self._run_processes(mesh, list(flat), specs, tree, inline=True)
+            out_leaves, out_tree = tree_util.tree_flatten(out)
+            box.append(out_tree)
+            return tuple(out_leaves)
+
+        def fwd(*flat):
+            return run(*flat), None
+
+        def bwd(_, cts):
+            raise UnsupportedError(
+                f"grad of the shard_map-ped function {self.__name__!r} over processes is not "
+                "supported: take the gradient inside the shard_map body (and psum/pmean it), "
+                "or run shard_map in one process"
+            )
+
+        guarded = custom_vjp(run)
+        guarded.defvjp(fwd, bwd)
+        outs = guarded(*leaves)
+        return tree_util.tree_unflatten(box[-1], list(outs))
 
     def _call_back(self, mesh, leaves, specs, tree):
         """Under an outer trace (``jit`` of a shard_map-ped function): a host step that runs the

@@ -642,7 +642,7 @@ class Array(ArrayMethods, metaclass=_ArrayType):
       Array([0., 5., 2.], dtype=float32)
     """
 
-    __slots__ = ("_value", "aval")
+    __slots__ = ("_value", "aval", "__weakref__")
 
     def __init__(self, value, dtype=None):
         arr = Array.from_value(value, dtype)
@@ -732,6 +732,8 @@ class Array(ArrayMethods, metaclass=_ArrayType):
 
     def __array__(self, dtype=None, copy=None):
         """The read-only buffer itself (zero-copy) unless a copy or another dtype is asked for."""
+        if type(self._value) is _DeletedBuffer:
+            self._value._fail()
         if copy:
             return np.array(self._value, dtype=dtype)
         if dtype is None or np.dtype(dtype) == self._value.dtype:
@@ -803,8 +805,84 @@ class Array(ArrayMethods, metaclass=_ArrayType):
     def block_until_ready(self):
         return self
 
+    def delete(self):
+        """Free the array's buffer (JAX's ``Array.delete``): any later use of its data is a
+        RuntimeError; ``shape`` and ``dtype`` stay readable.
+
+        Returns:
+          None.
+        Example:
+          >>> import functx.numpy as jnp
+          >>> x = jnp.ones(3)
+          >>> x.delete()
+          >>> x.is_deleted(), x.shape
+          (True, (3,))
+        """
+        if not self.is_deleted():
+            self._value = _DeletedBuffer(self.aval)
+
+    def is_deleted(self) -> bool:
+        """Whether ``delete()`` freed the array's buffer (JAX's ``Array.is_deleted``).
+
+        Returns:
+          a bool.
+        Example:
+          >>> import functx.numpy as jnp
+          >>> jnp.zeros(2).is_deleted()
+          False
+        """
+        return type(self._value) is _DeletedBuffer
+
+    def unsafe_buffer_pointer(self) -> int:
+        """The address of the array's first element in host memory (JAX's
+        ``Array.unsafe_buffer_pointer``; valid while the array lives).
+
+        Returns:
+          an int.
+        Example:
+          >>> import functx.numpy as jnp
+          >>> isinstance(jnp.ones(4).unsafe_buffer_pointer(), int)
+          True
+        """
+        return int(self._value.ctypes.data)
+
+    def copy_to_host_async(self):
+        """Start copying the array to the host (JAX's ``Array.copy_to_host_async``); a host
+        array is already there, so this does nothing.
+
+        Returns:
+          None.
+        Example:
+          >>> import functx.numpy as jnp
+          >>> jnp.ones(2).copy_to_host_async()
+        """
+        if self.is_deleted():
+            self._value.ctypes  # noqa: B018 - raises the deleted-array RuntimeError
+
     def __reduce__(self):
         return (Array, (np.array(self._value),))
+
+
+class _DeletedBuffer:
+    """What a deleted Array holds instead of its buffer: shape, dtype, ndim and size stay
+    readable (as JAX's aval does); any other use raises JAX's RuntimeError."""
+
+    __slots__ = ("_aval",)
+
+    def __init__(self, aval):
+        self._aval = aval
+
+    shape = property(lambda self: self._aval.shape)
+    dtype = property(lambda self: self._aval.dtype)
+    ndim = property(lambda self: len(self._aval.shape))
+    size = property(lambda self: int(np.prod(self._aval.shape, dtype=np.int64)))
+
+    def _fail(self, *args, **kwargs):
+        dims = ",".join(map(str, self._aval.shape))
+        raise RuntimeError(f"Array has been deleted with shape={self._aval.dtype.name}[{dims}].")
+
+    __array__ = __getattr__ = __getitem__ = __len__ = __iter__ = __bool__ = __str__ = _fail
+    __int__ = __float__ = __index__ = __complex__ = _fail
 
 
 class UncommittedArray(Array):

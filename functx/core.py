@@ -160,7 +160,7 @@ class Jaxpr:
       (1, ['mul', 'add'])
     """
 
-    __slots__ = ("constvars", "invars", "eqns", "outvars")
+    __slots__ = ("constvars", "invars", "eqns", "outvars", "__weakref__")
 
     def __init__(self, constvars, invars, eqns, outvars):
         self.constvars = list(constvars)
@@ -180,6 +180,28 @@ class Jaxpr:
         return pp_jaxpr(self)
 
     __repr__ = __str__
+
+    def pretty_print(
+        self,
+        *,
+        source_info=False,
+        print_shapes=True,
+        name_stack=False,
+        custom_pp_eqn_rules=True,
+        print_effects=False,
+        **kwargs,
+    ) -> str:
+        """The printed program, as ``str`` (JAX's ``pretty_print``; its keyword arguments,
+        ``use_color`` among them, are accepted and do not change functx's one format).
+
+        Returns:
+          the text.
+        Example:
+          >>> import functx
+          >>> print(functx.make_jaxpr(lambda x: -x)(1.0).jaxpr.pretty_print(use_color=False))
+          { lambda ; a:f32[]. let b:f32[] = neg a in (b,) }
+        """
+        return str(self)
 
 
 class ClosedJaxpr:
@@ -206,10 +228,36 @@ class ClosedJaxpr:
     out_avals = property(lambda self: self.jaxpr.out_avals)
     eqns = property(lambda self: self.jaxpr.eqns)
 
+    constvars = property(lambda self: self.jaxpr.constvars)
+    invars = property(lambda self: self.jaxpr.invars)
+    outvars = property(lambda self: self.jaxpr.outvars)
+
     def __str__(self):
         return pp_jaxpr(self.jaxpr)
 
     __repr__ = __str__
+
+    def pretty_print(
+        self,
+        *,
+        source_info=False,
+        print_shapes=True,
+        name_stack=False,
+        custom_pp_eqn_rules=True,
+        print_effects=False,
+        **kwargs,
+    ) -> str:
+        """The printed program, as ``str`` (JAX's ``pretty_print``; its keyword arguments,
+        ``use_color`` among them, are accepted and do not change functx's one format).
+
+        Returns:
+          the text.
+        Example:
+          >>> import functx
+          >>> print(functx.make_jaxpr(lambda x: -x)(1.0).pretty_print(use_color=False))
+          { lambda ; a:f32[]. let b:f32[] = neg a in (b,) }
+        """
+        return str(self)
 
     # ClosedJaxprs are params of control-flow equations, so they hash by identity.
     def __hash__(self):

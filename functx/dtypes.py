@@ -297,15 +297,17 @@ def call_widened(name: str, impl, vals, params):
         >>> dtypes.call_widened("add", np.add, (x, x), {}).astype(dtypes.int4)
         array([-2, 0], dtype=int4)
     """
-    if name == "logistic" and vals[0].dtype in NARROW_FLOATS:
-        # XLA expands it to 1 / (1 + exp(-x)) before computing the narrow float wider: each of
-        # the three steps rounds to the narrow dtype
+    if name in ("logistic", "exp2") and vals[0].dtype in NARROW_FLOATS:
+        # XLA expands logistic to 1 / (1 + exp(-x)), JAX exp2 to exp(log(2) * x), before the
+        # narrow float is computed wider: each step rounds to the narrow dtype
         dt = vals[0].dtype
 
         def step(fn, *a):
             with np.errstate(all="ignore"):
                 return np.asarray(call_widened("", fn, a, {})).astype(dt)
 
+        if name == "exp2":
+            return step(np.exp, step(np.multiply, vals[0], np.full_like(vals[0], np.log(2))))
         e = step(np.exp, step(np.negative, vals[0]))
         return step(np.divide, np.ones_like(e), step(np.add, np.ones_like(e), e))
     if name == "bitcast_convert_type" or (name in _STEPWISE and vals[0].dtype in NARROW_FLOATS):

@@ -60,10 +60,25 @@ class Lowered:
         self.in_avals = tuple(in_avals)
         self.out_tree = out_tree
         self._what = what
+        self._donated = ()  # the flat leaves' donation flags (Jitted.lower sets them)
 
-    def as_text(self) -> str:
+    def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
         """The stages of the program as text: the final Jaxpr, the loop IR (one line per node,
-        with its kernel), the kernels (one line each) and the generated C++ or Triton source."""
+        with its kernel), the kernels (one line each) and the generated C++ or Triton source.
+
+        Arguments:
+          dialect: JAX's dialect names ("stablehlo", "hlo") are accepted; functx has no HLO, so
+            every dialect gives functx's own stages. Any other name is a ValueError, as in JAX.
+          debug_info: accepted for JAX's signature; ignored.
+        Returns:
+          the text.
+        Example:
+          >>> import numpy as np, functx
+          >>> low = functx.jit(lambda x: x + 1.0).lower(np.ones(2, np.float32))
+          >>> low.as_text("hlo").startswith("# Jaxpr")
+          True
+        """
+        _check_dialect(dialect)
         lang = "Triton" if hasattr(self.executable, "exe") else "C++"
         loop_ir = loop_ir_text(getattr(self.executable, "closed", self.jaxpr))
         return (
@@ -72,10 +87,40 @@ class Lowered:
             f"# {lang}\n{self.executable.source}"
         )
 
+    def compiler_ir(self, dialect: str | None = None):
+        """The program's intermediate representation (JAX gives an MLIR module; functx's IR is
+        its final ``ClosedJaxpr``, whatever the dialect).
+
+        Arguments:
+          dialect: as for ``as_text``.
+        Returns:
+          the ``ClosedJaxpr`` that is compiled.
+        Example:
+          >>> import numpy as np, functx
+          >>> print(functx.jit(lambda x: x * 2.0).lower(np.float32(1)).compiler_ir())
+          { lambda ; a:f32[]. let b:f32[] = mul a 2.0:f32[] in (b,) }
+        """
+        _check_dialect(dialect)
+        return self.jaxpr
+
+    @property
+    def args_info(self):
+        """The arguments' ``ArgInfo`` (shape, dtype, donated) in the pytree of the dynamic
+        ``(args, kwargs)`` that were lowered, as JAX's ``Lowered.args_info``."""
+        return _args_info(self.in_tree, self.in_avals, self._donated)
+
+    @property
+    def out_info(self):
+        """The outputs' ``ShapeDtypeStruct`` in the function's output pytree."""
+        return _out_info(self.jaxpr, self.out_tree)
+
     def kernel_count(self) -> int:
         return self.executable.kernels_text.count("kernel ")
 
-    def compile(self) -> Compiled:
+    def compile(self, compiler_options=None, *, device_assignment=None) -> Compiled:
+        """The compiled program, callable with the lowered dynamic arguments (JAX's
+        ``compiler_options`` and ``device_assignment`` are accepted and ignored: the program is
+        already compiled, for the device of its arguments)."""
         return Compiled(self)
 
 
@@ -93,8 +138,24 @@ class Compiled:
         self.out_tree = lowered.out_tree
         self._what = lowered._what
 
-    def as_text(self) -> str:
-        return self._lowered.as_text()
+    def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
+        """The lowering's stages as text (see ``Lowered.as_text``)."""
+        return self._lowered.as_text(dialect, debug_info=debug_info)
+
+    def runtime_executable(self):
+        """The program object that runs (C++ shared object or Triton kernels), JAX's
+        ``Compiled.runtime_executable()``."""
+        return self._exe
+
+    @property
+    def args_info(self):
+        """As ``Lowered.args_info``."""
+        return self._lowered.args_info
+
+    @property
+    def out_info(self):
+        """As ``Lowered.out_info``."""
+        return self._lowered.out_info
 
     def __call__(self, *args, **kwargs):
         leaves, tree = optree.tree_flatten(
@@ -131,6 +192,79 @@ class Compiled:
                 f"lower and compile again for these arguments{where()}"
             )
         return tree_unflatten(self.out_tree, self._exe(leaves))
+
+
+_DIALECTS = (None, "stablehlo", "hlo", "mhlo")
+
+
+def _hashable(v) -> bool:
+    try:
+        hash(v)
+    except TypeError:
+        return False
+    return True
+
+
+def _check_dialect(dialect):
+    if dialect not in _DIALECTS:
+        raise ValueError(f"unknown dialect: {dialect}")
+
+
+class ArgInfo:
+    """One argument of a lowering: its shape, dtype and whether it was donated (JAX's
+    ``jax.stages.ArgInfo``)."""
+
+    __slots__ = ("_aval", "donated")
+
+    def __init__(self, aval, donated: bool):
+        self._aval = aval
+        self.donated = donated
+
+    @property
+    def shape(self):
+        return self._aval.shape
+
+    @property
+    def dtype(self):
+        return self._aval.dtype
+
+    def __repr__(self):
+        return f"ArgInfo(_aval={self._aval}, donated={self.donated})"
+
+
+def _args_info(in_tree, in_avals, donated):
+    if in_tree is None:
+        return None
+    flags = list(donated) + [False] * (len(in_avals) - len(donated))
+    return tree_unflatten(in_tree, [ArgInfo(a, d) for a, d in zip(in_avals, flags)])
+
+
+def _out_info(closed, out_tree):
+    outs = [ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in closed.jaxpr.outvars]
+    return outs if out_tree is None else tree_unflatten(out_tree, outs)
+
+
+class Traced:
+    """What ``jit(f).trace(*args)`` returns (JAX's ``jax.stages.Traced``): the traced
+    ``jaxpr`` (a ``ClosedJaxpr``), ``out_info``, ``args_info``, and ``lower()``."""
+
+    def __init__(self, jitted, args, kwargs, jaxpr, in_tree, in_avals, out_tree, donated):
+        self._jitted, self._args, self._kwargs = jitted, args, kwargs
+        self.jaxpr = jaxpr
+        self.in_tree, self.in_avals, self.out_tree = in_tree, tuple(in_avals), out_tree
+        self._donated = donated
+        self.fun_name = getattr(jitted.fun, "__name__", type(jitted.fun).__name__)
+
+    @property
+    def args_info(self):
+        return _args_info(self.in_tree, self.in_avals, self._donated)
+
+    @property
+    def out_info(self):
+        return _out_info(self.jaxpr, self.out_tree)
+
+    def lower(self) -> Lowered:
+        return self._jitted.lower(*self._args, **self._kwargs)
 
 
 _CACHE_LOCK = threading.Lock()  # (evictions: compiles are rare, so one lock for all functions)
@@ -536,10 +670,50 @@ class Jitted:
         try:
             hash((stat, stat_kw))
         except TypeError as e:
+            bad = next(v for _, v in stat + stat_kw if not _hashable(v))
             raise FunctxArgumentError(
-                f"jit: static arguments must be hashable ({e}){where()}"
+                f"Non-hashable static arguments are not supported. An error occurred while "
+                f"trying to hash an object of type {type(bad)}, {bad}. The error was:\n"
+                f"TypeError: {e}{where()}"
             ) from None
         return dyn_args, dyn_kw, stat, stat_kw
+
+    def _cache_size(self) -> int:
+        """How many compiled signatures this function keeps (JAX's ``_cache_size()``)."""
+        return len(self.cache)
+
+    def _donated_leaves(self, args, kwargs):
+        """Per flat dynamic leaf, whether its argument is donated (for ``args_info``)."""
+        static = {i % len(args) for i in self.static_argnums if -len(args) <= i < len(args)}
+        nums = {i % len(args) for i in self.donate_argnums if -len(args) <= i < len(args)}
+        flags = []
+        for i, a in enumerate(args):
+            if i not in static:
+                flags += [i in nums] * len(tree_flatten(a)[0])
+        for k in sorted(kwargs):  # (dicts flatten in sorted key order)
+            if k not in self.static_argnames:
+                flags += [k in self.donate_argnames] * len(tree_flatten(kwargs[k])[0])
+        return tuple(flags)
+
+    def trace(self, *args, **kwargs) -> Traced:
+        """Trace for these arguments without compiling (JAX's ``jit(f).trace``).
+
+        Arguments:
+          *args, **kwargs: as for a call (``ShapeDtypeStruct`` leaves stand for arrays).
+        Returns:
+          a ``Traced``: ``.jaxpr`` (the ``ClosedJaxpr``), ``.out_info``, ``.args_info`` and
+          ``.lower()``.
+        Example:
+          >>> import functx
+          >>> print(functx.jit(lambda x: x * 2).trace(1.0).jaxpr)
+          { lambda ; a:f32[]. let b:f32[] = mul a 2.0:f32[] in (b,) }
+        """
+        f, leaves, in_tree, _ = self._trace(args, kwargs)
+        a, kw = tree_unflatten(in_tree, leaves)
+        closed, _, out_tree, _ = tracing.trace_pytree(f, a, kw)
+        avals = [get_aval(x) for x in leaves]
+        donated = self._donated_leaves(args, kwargs)
+        return Traced(self, args, kwargs, closed, in_tree, avals, out_tree, donated)
 
     def _trace(self, args, kwargs):
         dyn_args, dyn_kw, stat, stat_kw = self._split(args, kwargs)
@@ -755,9 +929,11 @@ class Jitted:
         runner = _executable(closed, place)
         inner = getattr(runner, "inner", runner)  # (under _WithFloat0)
         program = inner.exe if isinstance(inner, DeviceExecutable) else runner
-        return Lowered(
+        lowered = Lowered(
             closed, program, in_tree, [get_aval(x) for x in leaves], out_tree, self._what, runner
         )
+        lowered._donated = self._donated_leaves(args, kwargs)
+        return lowered
 
 
 def jit(
@@ -768,6 +944,9 @@ def jit(
     donate_argnums=None,
     donate_argnames=None,
     backend=None,
+    keep_unused=False,
+    inline=False,
+    compiler_options=None,
 ):
     """Compile ``fun`` to fused kernels (JAX's ``jit``); usable as a decorator.
 
@@ -787,6 +966,9 @@ def jit(
         no buffer is reused, and donated arrays stay usable (JAX deletes them).
       backend: None (follow the arguments), or "cpu" / "triton" to insist on the CPU or a GPU:
         arguments elsewhere are then an error.
+      keep_unused, inline, compiler_options: accepted for JAX's signature. functx always keeps
+        unused arguments, inlines a jitted function called inside another trace, and has no
+        XLA compiler options to pass them to.
     Returns:
       the jitted function (``.lower(*args)`` gives its program as text).
     Example:
@@ -801,5 +983,8 @@ def jit(
             donate_argnums=donate_argnums,
             donate_argnames=donate_argnames,
             backend=backend,
+            keep_unused=keep_unused,
+            inline=inline,
+            compiler_options=compiler_options,
         )
     return Jitted(fun, static_argnums, static_argnames, backend, donate_argnums, donate_argnames)

@@ -341,10 +341,13 @@ def bind_host(prim, args, params, committed: bool):
 def _run_host(prim, vals, avals, params, args, committed: bool):
     """Check the operands' types, run the NumPy implementation, wrap the results as Arrays."""
     out_avals = abstract_eval_checked(prim, avals, params)
-    if dtypes.NARROW_SET.isdisjoint([a.dtype for a in avals]):
+    for a in avals:
+        if a.dtype.itemsize == 1 and a.dtype in dtypes.NARROW_SET:
+            # int4, float8, ...: computed wider, rounded or wrapped back by _wrap
+            out = dtypes.call_widened(prim.name, prim.impl, vals, params)
+            break
+    else:
         out = prim.impl(*vals, **params)
-    else:  # int4, float8, ...: computed wider, rounded or wrapped back by _wrap
-        out = dtypes.call_widened(prim.name, prim.impl, vals, params)
     wrap = _wrap if committed else _wrap_uncommitted
     if prim.multiple_results:
         return [wrap(_own(o, args), a) for o, a in zip(out, out_avals)]

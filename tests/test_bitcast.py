@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import doctest
 import functools
+import os
 import re
 import warnings
 
@@ -91,6 +92,21 @@ def test_bitcast_eager_matches_numpy_view(src, dst, shape, seed):
     _same_bits(got, _numpy_bitcast(x, dst))
 
 
+@settings(max_examples=15, deadline=None)
+@given(
+    src=st.sampled_from(NUMERIC[:6] + NUMERIC[8:11]),
+    dst=st.sampled_from(NUMERIC[:6] + NUMERIC[8:11]),
+    shape=st.sampled_from([(), (3,), (2, 1)]),
+    seed=st.integers(0, 2**16),
+)
+def test_bitcast_eager_default_mode(src, dst, shape, seed):
+    # (x64 off: the 8- to 32-bit dtypes; 64-bit requests are truncated, test_bitcast_default_mode)
+    x = _bits(np.random.default_rng(seed), _in_shape(shape, src, dst), src)
+    with x64_off():
+        got = lax.bitcast_convert_type(x, dst)
+    _same_bits(got, _numpy_bitcast(x, dst))
+
+
 def test_bitcast_examples_and_scalars():
     _same_bits(
         lax.bitcast_convert_type(np.float32([1.0, -0.0, np.inf]), np.int32),
@@ -134,6 +150,18 @@ def test_sub_byte_and_float8_bits_match_jax():
         assert aval.shape == got.shape and aval.dtype == dt
     with pytest.raises(ValueError, match=re.escape("4 * 4 != 8")):
         prim.abstract_eval(functx.ShapedArray((4,), u4), new_dtype=np.dtype(np.uint8))
+
+
+def test_narrow_dtypes_through_lax_and_jit():
+    x = np.int8([-61, 5])
+    got = lax.bitcast_convert_type(x, fnp.int4)
+    _same_bits(got, jax.lax.bitcast_convert_type(x, jnp.int4))
+    _same_bits(lax.bitcast_convert_type(got, np.int8), x)
+    with pytest.raises(functx.errors.UnsupportedError, match="int4 has no compiled bitcast"):
+        functx.jit(lambda v: lax.bitcast_convert_type(v, fnp.int4))(x)
+    f8 = fnp.asarray(np.float32([1.0, -1.0]).astype(fnp.float8_e4m3fn))
+    with pytest.raises(NotImplementedError, match="only supports 16, 32, and 64-bit types"):
+        fnp.signbit(f8)
 
 
 _ERRORS = [
@@ -346,12 +374,15 @@ def _specials(dt):
 
 
 def _sign_fns(ns, v, w):
+    def any_nan(r):  # (nextafter's NaN: its sign too is the backend's)
+        return ns.where(ns.isnan(r), ns.asarray(np.nan, r.dtype), r)
+
     return {
         "signbit": ns.signbit(v),
         "copysign": ns.copysign(w, v),
         "copysign_1": ns.copysign(1.0, v),
-        "nextafter": ns.nextafter(v, w),
-        "nextafter_back": ns.nextafter(w, v),
+        "nextafter": any_nan(ns.nextafter(v, w)),
+        "nextafter_back": any_nan(ns.nextafter(w, v)),
     }
 
 
@@ -359,16 +390,30 @@ def _sign_all(ns, args):
     return {k: _sign_fns(ns, *a) for k, a in args.items()}
 
 
+def _nan_sign_only(a):
+    """``a`` with each NaN replaced by the quiet NaN of its sign: JAX's NaN payloads differ
+    between its CPU and GPU backends (a GPU gives 0x7fff.. where the CPU keeps 0x7fc0..)."""
+    a = np.array(a)
+    if a.dtype not in (np.float16, BF16, np.float32, np.float64):
+        return a
+    u = a.view(np.dtype(f"uint{a.dtype.itemsize * 8}"))
+    nan = np.isnan(a.astype(np.float64))
+    sign = u & np.array(1 << (a.dtype.itemsize * 8 - 1), u.dtype)
+    u[nan] = sign[nan] | np.array(np.nan, a.dtype).view(u.dtype)
+    return a
+
+
 def _compare_trees(got, want):
     flat_got, flat_want = functx.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)
     assert len(flat_got) == len(flat_want)
     for g, w in zip(flat_got, flat_want):
-        _same_bits(g, w)
+        _same_bits(_nan_sign_only(g), _nan_sign_only(w))
 
 
 def test_sign_bit_functions_match_jax_eager_and_jit():
     args = {np.dtype(dt).name: (_specials(dt), _specials(dt)[::-1].copy()) for dt in _HALVES_TOO}
-    want = jax.jit(lambda a: _sign_all(jnp, a))(args)
+    with jax.default_device(jax.devices("cpu")[0]):  # (JAX's CPU: its GPU's NaN signs differ)
+        want = jax.jit(lambda a: _sign_all(jnp, a))(args)
     _compare_trees(_sign_all(fnp, args), want)
     del args["float64"], want["float64"]  # (compiled: the halves and float32)
     _compare_trees(functx.jit(lambda a: _sign_all(fnp, a))(args), want)
@@ -403,6 +448,37 @@ def test_nextafter_halves_follow_numpy():
     h = np.array([0.0, -0.0, 1.0, -1.0, np.inf, np.nan, 65504.0, -6e-8], np.float16)
     t = np.array([1.0, -1.0, 2.0, -0.0, 0.0, 1.0, np.inf, -1.0], np.float16)
     _same_bits(fnp.nextafter(h, t), np.nextafter(h, t))
+
+
+# --- on a GPU (FUNCTX_TEST_TRITON_GPU=1; the CPU suite runs the Triton code in the backend suite's
+# interpreter case): the compiled Triton bitcasts against eager NumPy bits, and the sign-bit
+# functions against JAX on the CPU
+@pytest.mark.skipif(
+    os.environ.get("FUNCTX_TEST_TRITON_GPU", "0") in ("", "0"), reason="FUNCTX_TEST_TRITON_GPU=1"
+)
+def test_triton_on_a_gpu():
+    gpu = functx.devices("gpu")[0]
+    rng = np.random.default_rng(3)
+    xs = {dt.name: _quieted(_bits(rng, (3, 8), dt)) for dt in NUMERIC}
+    on_gpu = functx.device_put(xs, gpu)
+    got = functx.jit(functools.partial(_pairs_program, lax.bitcast_convert_type))(on_gpu)
+    want = _pairs_program(lambda x, dt: _numpy_bitcast(np.asarray(x), dt), xs)
+    for k in want:
+        # (a GPU's float32 -> half conversion may also replace a NaN's payload: sign only)
+        g, w = _nan_sign_only(functx.device_get(got[k])), _nan_sign_only(want[k])
+        if os.environ.get("TRITON_INTERPRET") == "1" and w.dtype == BF16:
+            # (the interpreter emulates float32 <-> bfloat16 conversions in NumPy, inexactly for
+            # subnormals; a GPU converts them exactly)
+            sub = np.abs(w.astype(np.float32)) < ml_dtypes.finfo(BF16).tiny
+            g[sub], w[sub] = 0, 0
+        _same_bits(g, w)
+    args = {np.dtype(dt).name: (_specials(dt), _specials(dt)[::-1].copy()) for dt in _HALVES_TOO}
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        del args["bfloat16"]  # (nextafter's bfloat16 subnormals: as above)
+    with jax.default_device(jax.devices("cpu")[0]):
+        ref = jax.jit(lambda a: _sign_all(jnp, a))(args)
+    out = functx.jit(lambda a: _sign_all(fnp, a))(functx.device_put(args, gpu))
+    _compare_trees(functx.tree_util.tree_map(functx.device_get, out), ref)
 
 
 # --- docstrings ----------------------------------------------------------------------------------

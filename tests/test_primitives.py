@@ -122,6 +122,7 @@ PRIMITIVE_TESTS = {
     "custom_jvp_call": ELSEWHERE,
     "custom_vjp_call": ELSEWHERE,
     "custom_lin": ELSEWHERE,
+    "custom_vmap_call": ELSEWHERE,
     "cond": ELSEWHERE,
     "while": ELSEWHERE,
     "scan": ELSEWHERE,

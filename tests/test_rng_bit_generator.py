@@ -4,7 +4,7 @@ kind (eager, one C++ program, vmap with JAX's batching rule), both x64 modes, th
 ``rng_uniform``'s contract (its values are fresh per call in JAX, so only types and ranges
 compare). The Triton backend runs ``rng_bit_gen`` in tests/lowering/test_backend_suite.py.
 
-JAX's reference values come from one ``jax.jit`` over all cases (one XLA compile)."""
+JAX's values are computed once per test session (two ``jax.jit`` programs, x64 on)."""
 
 from __future__ import annotations
 
@@ -29,10 +29,12 @@ K64 = np.array([0xFEDCBA9876543210, 0xFFFFFFFFFFFFFFFD], np.uint64)
 
 
 def _cases():
-    """(algorithm, dtype, shape, key): Threefry (1) and Philox (2) for every dtype and shape
-    with a uint32[4] key, 32/64-bit outputs with a uint64[2] key, RNG_DEFAULT (0: Philox on
-    the CPU) and an empty shape."""
-    out = [(a, dt, s, "k32") for a in (1, 2) for dt in UNSIGNED for s in SHAPES]
+    """(algorithm, dtype, shape, key): Threefry (1) and Philox (2) for every shape with a
+    uint32[4] key (narrow dtypes once each), 32/64-bit outputs with a uint64[2] key,
+    RNG_DEFAULT (0: Philox on the CPU) and an empty shape."""
+    out = [(a, dt, s, "k32") for a in (1, 2) for dt in UNSIGNED[2:] for s in SHAPES]
+    out += [(a, np.uint8, (3, 5), "k32") for a in (1, 2)]  # (narrow: the 32-bit bits' low bits)
+    out += [(a, np.uint16, (3, 4, 1), "k32") for a in (1, 2)]
     out += [(a, dt, s, "k64") for a in (1, 2) for dt in UNSIGNED[2:] for s in SHAPES[:2]]
     return out + [
         (0, np.uint32, (3, 5), "k32"),
@@ -54,10 +56,43 @@ def _same(got, want, what):
     assert np.array_equal(got, want), (what, got.ravel()[:6], want.ravel()[:6])
 
 
+VMAP_KEYS = np.arange(12, dtype=np.uint32).reshape(3, 4) * np.uint32(0x9E3779B9)
+VMAP_CASES = ((0, 2), (1, 1))  # (in_axes, algorithm)
+
+
+def _vmapped(lax_mod, vmap, ks):
+    return [
+        vmap(
+            lambda k, a=alg: lax_mod.rng_bit_generator(
+                k, (2, 3), np.uint32, lax_mod.RandomAlgorithm(a)
+            ),
+            in_axes=ax,
+        )(ks if ax == 0 else ks.T)
+        for ax, alg in VMAP_CASES
+    ]
+
+
+def _jax_reference():
+    """JAX's keys and bits for every case and the vmapped ones (two jax.jit compiles)."""
+    cases = jax.jit(lambda k: _all(jlax, k))({"k32": K32, "k64": K64})
+    vm = jax.jit(lambda ks: _vmapped(jlax, jax.vmap, ks))(VMAP_KEYS)
+    out = {}
+    for i, (k, b) in enumerate(cases):
+        out[f"key{i}"], out[f"bits{i}"] = np.asarray(k), np.asarray(b)
+    for i, (k, b) in enumerate(vm):
+        out[f"vmap_key{i}"], out[f"vmap_bits{i}"] = np.asarray(k), np.asarray(b)
+    return out
+
+
 @pytest.fixture(scope="module")
-def jax_bits():
-    keys = {"k32": K32, "k64": K64}
-    return jax.jit(lambda k: _all(jlax, k))(keys)
+def jax_reference():
+    return _jax_reference()
+
+
+@pytest.fixture(scope="module")
+def jax_bits(jax_reference):
+    ref = jax_reference
+    return [(ref[f"key{i}"], ref[f"bits{i}"]) for i in range(len(_cases()))]
 
 
 def test_every_algorithm_dtype_and_key_eager(jax_bits):
@@ -69,12 +104,12 @@ def test_every_algorithm_dtype_and_key_eager(jax_bits):
 
 
 def test_compiled_equals_jax(jax_bits):
-    # one C++ program: both algorithms' 64-bit outputs from a uint64[2] key and narrow bits
+    # one C++ program: both algorithms' 64-bit outputs from a uint64[2] key, narrow Threefry bits
     # (tests/lowering/test_backend_suite.py's rng_bit_gen compiles Philox with a uint32[4] key)
     picks = [
         i
         for i, c in enumerate(_cases())
-        if c[1:] in ((np.uint64, (3, 5), "k64"), (np.uint16, (3, 4, 1), "k32"))
+        if c[1:] == (np.uint64, (3, 5), "k64") or c == (1, np.uint16, (3, 4, 1), "k32")
     ]
     cases = [_cases()[i] for i in picks]
 
@@ -86,33 +121,19 @@ def test_compiled_equals_jax(jax_bits):
         ]
 
     got = functx.jit(f)(K32, K64)
-    assert len(got) == 4
+    assert len(got) == 3
     for i, (fk, fb) in zip(picks, got):
         _same(fk, jax_bits[i][0], ("jit key", _cases()[i]))
         _same(fb, jax_bits[i][1], ("jit bits", _cases()[i]))
 
 
-def test_vmap_batches_as_jax():
+def test_vmap_batches_as_jax(jax_reference):
     # JAX's rule: the first key draws every example's bits, and only it advances
-    keys = np.arange(12, dtype=np.uint32).reshape(3, 4) * np.uint32(0x9E3779B9)
-    cases = ((0, 2), (1, 1))  # (in_axes, algorithm)
-
-    def run(lax_mod, vmap, ks):
-        return [
-            vmap(
-                lambda k, a=alg: lax_mod.rng_bit_generator(
-                    k, (2, 3), np.uint32, lax_mod.RandomAlgorithm(a)
-                ),
-                in_axes=ax,
-            )(ks if ax == 0 else ks.T)
-            for ax, alg in cases
-        ]
-
-    want = jax.jit(lambda ks: run(jlax, jax.vmap, ks))(keys)
-    got = run(flax, functx.vmap, keys)
-    for case, g, w in zip(cases, got, want):
-        for a, b in zip(g, w):
-            _same(a, b, ("vmap", case))
+    ref = jax_reference
+    got = _vmapped(flax, functx.vmap, VMAP_KEYS)
+    for i, (k, b) in enumerate(got):
+        _same(k, ref[f"vmap_key{i}"], ("vmap key", VMAP_CASES[i]))
+        _same(b, ref[f"vmap_bits{i}"], ("vmap bits", VMAP_CASES[i]))
 
 
 def test_default_mode_truncates_uint64_with_jax_warning():

@@ -86,7 +86,7 @@ import numpy as np
 
 from functx import dtypes, ops, primitives as P
 from functx.array import Array
-from functx.control.common import lower_to_loop
+from functx.control.common import HostStep, lower_to_loop
 from functx.core import Primitive, ShapedArray
 from functx.errors import FunctxError
 from functx.lowering.rules import lowerings
@@ -760,28 +760,15 @@ for _p, _t in (
 
 
 # --- jit: a host step that looks the axes up when the program runs -------------------------------
-class CollectiveStep:
+class CollectiveStep(HostStep):
     """The host step of a collective equation under ``jit``: ``__call__`` runs the primitive's
     eager implementation (which looks the axis names up in the frames bound when the program
     runs and calls their handlers) on NumPy copies of the operands; ``torch`` (the Triton
     runtime) hands the device tensors to the handler's ``torch`` object when it has one. Prints
     with its address, so the disk program cache never indexes a program with one."""
 
-    __slots__ = ("prim", "params", "in_avals", "out_avals", "__weakref__")
-
-    def __init__(self, prim, params, in_avals=(), out_avals=()):
-        self.prim = prim
-        self.params = dict(params)
-        self.in_avals = list(in_avals)
-        self.out_avals = list(out_avals)
-
-    def __repr__(self):
-        ps = ", ".join(f"{k}={v!r}" for k, v in sorted(self.params.items()))
-        return f"<collective {self.prim.name}({ps}) at 0x{id(self):x}>"
-
-    def __call__(self, *vals):
-        out = self.prim.impl(*vals, **self.params)
-        return list(out) if self.prim.multiple_results else [out]
+    __slots__ = ()
+    label = "collective"
 
     @property
     def torch(self):

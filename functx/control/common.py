@@ -202,3 +202,28 @@ def lower_to_loop(g, ins, avals, kind, **params):
     if outs:
         outs[0].params["needs_buffer"] = [x for x in ins]
     return outs
+
+
+class HostStep:
+    """A step of a compiled program that runs on the host between kernels: ``__call__`` runs the
+    primitive's eager implementation on NumPy copies of the operands. Subclasses (the linear
+    algebra library steps, the collectives) add a ``torch`` hook for the Triton runtime. Prints
+    with its address (``label`` names the kind), so the disk program cache, which cannot restore
+    host steps, never indexes a program with one."""
+
+    __slots__ = ("prim", "params", "in_avals", "out_avals", "__weakref__")
+    label = "host step"
+
+    def __init__(self, prim, params, in_avals=(), out_avals=()):
+        self.prim = prim
+        self.params = dict(params)
+        self.in_avals = list(in_avals)
+        self.out_avals = list(out_avals)
+
+    def __repr__(self):
+        ps = ", ".join(f"{k}={v!r}" for k, v in sorted(self.params.items()))
+        return f"<{self.label} {self.prim.name}({ps}) at 0x{id(self):x}>"
+
+    def __call__(self, *vals):
+        out = self.prim.impl(*vals, **self.params)
+        return list(out) if self.prim.multiple_results else [out]

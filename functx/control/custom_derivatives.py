@@ -20,36 +20,64 @@ import numpy as np
 from functx import dtypes, ops, primitives as P
 from functx.array import is_python_scalar
 from functx.core import ClosedJaxpr, Jaxpr, Primitive
-from functx.errors import FunctxTypeError, UnsupportedError
+from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError
 from functx.interpreter import eval_jaxpr
 from functx.lowering.rules import lowerings
 from functx.source_info import where
 from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
 from functx.transforms import jvp as J, transpose as T, vjp, vmap as V
-from functx.tree_util import tree_map
+from functx.tree_util import keystr, tree_flatten_with_path, tree_map
 
 
 def _fun_name(f):
+    while isinstance(f, functools.partial):
+        f = f.func
     return getattr(f, "__name__", type(f).__name__)
 
 
-def _resolve_kwargs(fun, args, kwargs):
+def _resolve_kwargs(fun, args, kwargs, kind):
     """Positional arguments with keyword ones and defaults filled in (as JAX does), so that the
-    rules always see every argument."""
+    rules always see every argument. A ``functools.partial`` has an opaque signature (as in
+    JAX): it takes positional arguments only."""
+    name = _fun_name(fun)
+    if isinstance(fun, functools.partial):
+        sig = inspect.signature(lambda *args, **kwargs: None)
+    else:
+        try:
+            sig = inspect.signature(fun)
+        except (TypeError, ValueError):  # builtins and some callables have no signature
+            if kwargs:
+                raise
+            return tuple(args)
     try:
-        sig = inspect.signature(fun)
-    except (TypeError, ValueError):  # builtins and some callables have no signature
-        if kwargs:
-            raise
-        return tuple(args)
-    ba = sig.bind(*args, **kwargs)
-    ba.apply_defaults()
-    if ba.kwargs:
+        ba = sig.bind(*args, **kwargs)
+        ba.apply_defaults()
+        passed = [k for k in ba.kwargs if k in kwargs]
+        if passed:
+            raise TypeError(
+                f"The following keyword arguments could not be resolved to positions: "
+                f"{', '.join(passed)}"
+            )
+    except TypeError as e:
         raise FunctxTypeError(
-            f"keyword-only arguments are not supported by custom derivative "
-            f"function {_fun_name(fun)}{where()}"
-        )
+            f"The input arguments to the {kind}-decorated function {name} could not be "
+            f"resolved to positional-only arguments. Binding failed with the error:\n{e}"
+            f"{where()}"
+        ) from e
     return ba.args
+
+
+def _nondiff_positions(fun, nondiff_argnums, nondiff_argnames) -> tuple:
+    """``nondiff_argnums`` with the positions of ``nondiff_argnames`` added, sorted (as JAX
+    does; a name the function does not take positionally is dropped, as in JAX)."""
+    nums = set(nondiff_argnums)
+    if nondiff_argnames:
+        names = (nondiff_argnames,) if isinstance(nondiff_argnames, str) else nondiff_argnames
+        params = list(inspect.signature(fun).parameters.values())
+        for i, p in enumerate(params):
+            if p.name in names and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+                nums.add(i)
+    return tuple(sorted(nums))
 
 
 def _closure_to_args(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list]:
@@ -141,10 +169,10 @@ class custom_jvp:
             return f(x), t * functx.nn.sigmoid(x)
     """
 
-    def __init__(self, fun, nondiff_argnums=()):
+    def __init__(self, fun, nondiff_argnums=(), nondiff_argnames=()):
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.nondiff_argnums = _nondiff_positions(fun, nondiff_argnums, nondiff_argnames)
         self.jvp = None
         self.symbolic_zeros = False
 
@@ -179,11 +207,12 @@ class custom_jvp:
         name = _fun_name(self.fun)
         if self.jvp is None:
             raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
-        args = _resolve_kwargs(self.fun, args, kwargs)
+        args = _resolve_kwargs(self.fun, args, kwargs, "custom_jvp")
         nd = tuple(i % len(args) for i in self.nondiff_argnums)
         call, consts, leaves, in_tree, out_tree, dyn_idx = _trace_dyn(self.fun, args, nd)
         out_avals = call.out_avals
         user_jvp, fun = self.jvp, self.fun
+        jvp_name = _fun_name(user_jvp)
 
         symbolic = self.symbolic_zeros
 
@@ -204,36 +233,59 @@ class custom_jvp:
             res = user_jvp(*nondiff, tuple(primals), tuple(tangents))
             if not isinstance(res, (tuple, list)) or len(res) != 2:
                 raise FunctxTypeError(
-                    f"custom_jvp rule of {name} must return a pair "
-                    f"(primal_out, tangent_out){where()}"
+                    f"Custom JVP rule {jvp_name} for function {name} must produce a pair (list "
+                    f"or tuple of length two) representing primal and tangent outputs, but got "
+                    f"{res}.{where()}"
                 )
             out, tout = res
             o_leaves, o_tree = tree_flatten(out)
             t_leaves, t_tree = tree_flatten(tout)
-            if o_tree != out_tree or t_tree != out_tree:
+            if o_tree != t_tree:
                 raise FunctxTypeError(
-                    f"custom_jvp rule of {name} must return primal and tangent outputs with the "
-                    f"structure of {name}'s output, {out_tree}; got {o_tree} and {t_tree}"
-                    f"{where()}"
+                    f"Custom JVP rule {jvp_name} for function {name} must produce primal and "
+                    f"tangent outputs with equal container (pytree) structures, but got "
+                    f"{o_tree} and {t_tree} respectively.{where()}"
+                )
+            if o_tree != out_tree:
+                raise FunctxTypeError(
+                    f"Custom JVP rule {jvp_name} for function {name} must produce a pair (list "
+                    f"or tuple of length two) where the first element represents the primal "
+                    f"output (equal in value to the output of the custom_jvp-decorated function "
+                    f"{name}, and in particular of the same container/pytree structure), but "
+                    f"instead the JVP rule output's first element had container/pytree "
+                    f"structure:\n    {o_tree}\nwhile the custom_jvp-decorated function {name} "
+                    f"had output container/pytree structure:\n    {out_tree}.{where()}"
                 )
             fixed = []
             for a, o, t in zip(out_avals, o_leaves, t_leaves):
                 ta = t.aval if isinstance(t, J.Zero) else get_aval(t)
                 want = J.tangent_aval(a)
-                if get_aval(o).shape != a.shape or ta.shape != a.shape:
+                if get_aval(o).shape != a.shape:
                     raise FunctxTypeError(
-                        f"custom_jvp rule of {name}: outputs must have the shapes of {name}'s "
-                        f"outputs ({a.str_short()}), got {get_aval(o).str_short()} and "
-                        f"{ta.str_short()}{where()}"
+                        f"Custom JVP rule {jvp_name} for function {name} must produce a pair "
+                        f"(list or tuple of length two) where the first element represents the "
+                        f"primal output (equal in value to the output of the custom_jvp-decorated "
+                        f"function {name}, and in particular with leaves of the same "
+                        f"shape/dtype), but instead the JVP rule output's first element had "
+                        f"shapes/dtypes of:\n    {get_aval(o).str_short()}\nwhile the "
+                        f"custom_jvp-decorated function {name} had output shapes/dtypes of:\n"
+                        f"    {a.str_short()}{where()}"
+                    )
+                if ta.shape != a.shape:
+                    raise FunctxTypeError(
+                        f"Custom JVP rule must produce primal and tangent outputs with "
+                        f"corresponding shapes and dtypes. Expected {want.str_short()} (tangent "
+                        f"type of {a.str_short()}) but got {ta.str_short()}.{where()}"
                     )
                 if want.dtype == dtypes.float0:  # an integer output carries no tangent
                     t = J.Zero(want)
                 elif ta.dtype != want.dtype and not isinstance(t, J.Zero):
                     if not (ta.weak_type or is_python_scalar(t)):
                         raise FunctxTypeError(
-                            f"custom_jvp rule of {name}: the tangent output must have dtype "
-                            f"{want.dtype} for the primal output {a.str_short()}, got "
-                            f"{ta.str_short()}{where()}"
+                            f"Custom JVP rule must produce primal and tangent outputs with "
+                            f"corresponding shapes and dtypes. Expected {want.str_short()} "
+                            f"(tangent type of {a.str_short()}) but got {ta.str_short()}."
+                            f"{where()}"
                         )
                     t = ops.convert_element_type(t, want.dtype)  # a weakly typed scalar
                 fixed.append(t)
@@ -321,16 +373,18 @@ class custom_vjp:
         clip_gradient.defvjp(fwd, bwd)
     """
 
-    def __init__(self, fun, nondiff_argnums=()):
+    def __init__(self, fun, nondiff_argnums=(), nondiff_argnames=()):
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.nondiff_argnums = _nondiff_positions(fun, nondiff_argnums, nondiff_argnames)
         self.fwd = None
         self.bwd = None
 
-    def defvjp(self, fwd, bwd, symbolic_zeros=False):
+    def defvjp(self, fwd, bwd, symbolic_zeros=False, optimize_remat=False):
         """``fwd(*args) -> (out, residuals)``; ``bwd(*nondiff_args, residuals, ct) -> tuple`` with
-        one cotangent (or None) per differentiable positional argument."""
+        one cotangent (or None) per differentiable positional argument. ``optimize_remat`` is
+        accepted for JAX's signature (an optimization of rematerialized fwd rules; functx runs
+        fwd as written)."""
         self.fwd, self.bwd = fwd, bwd
         _rules_changed()
 
@@ -341,10 +395,11 @@ class custom_vjp:
         name = _fun_name(self.fun)
         if self.fwd is None:
             raise AttributeError(f"No VJP defined for custom_vjp function {name} using defvjp.")
-        args = _resolve_kwargs(self.fun, args, kwargs)
+        args = _resolve_kwargs(self.fun, args, kwargs, "custom_vjp")
         nd = tuple(i % len(args) for i in self.nondiff_argnums)
         call, consts, leaves, in_tree, out_tree, dyn_idx = _trace_dyn(self.fun, args, nd)
         user_fwd, user_bwd = self.fwd, self.bwd
+        fwd_name = _fun_name(user_fwd)
         x_avals = [get_aval(x) for x in leaves]
         dyn_trees = [tree_flatten(args[i])[1] for i in dyn_idx]
         res_tree_box = []
@@ -354,16 +409,24 @@ class custom_vjp:
             for i, d in zip(dyn_idx, tree_unflatten(in_tree, xs)):
                 full[i] = d
             res = user_fwd(*full)
+            pair = (
+                f"Custom VJP fwd rule {fwd_name} for function {name} must produce a pair (list "
+                f"or tuple of length two) where the first element represents the primal output "
+                f"(equal to the output of the custom_vjp-decorated function {name}) and the "
+                f"second element represents residuals (i.e. values stored from the forward pass "
+                f"for use on the backward pass), but "
+            )
             if not isinstance(res, (tuple, list)) or len(res) != 2:
                 raise FunctxTypeError(
-                    f"custom_vjp fwd of {name} must return a pair (output, residuals){where()}"
+                    f"{pair}instead of a pair the fwd rule {fwd_name} produced {res}.{where()}"
                 )
             out, r = res
             o_leaves, o_tree = tree_flatten(out)
             if o_tree != out_tree:
                 raise FunctxTypeError(
-                    f"custom_vjp fwd of {name} must return an output with the structure of "
-                    f"{name}'s output, {out_tree}; got {o_tree}{where()}"
+                    f"{pair}instead the fwd rule output's first element had container/pytree "
+                    f"structure:\n    {o_tree}\nwhile the custom_vjp-decorated function {name} "
+                    f"had output container/pytree structure:\n    {out_tree}.{where()}"
                 )
             r_leaves, r_tree = tree_flatten(r)
             res_tree_box[:] = [r_tree]
@@ -374,36 +437,51 @@ class custom_vjp:
             ct = tree_unflatten(out_tree, list(cts))
             nondiff = [args[i] for i in nd]
             out = user_bwd(*nondiff, r, ct)
-            if not isinstance(out, (tuple, list)) or len(out) != len(dyn_idx):
-                got = type(out).__name__
-                if isinstance(out, (tuple, list)):
-                    got += f" of length {len(out)}"
+            if isinstance(out, list) and len(out) == len(dyn_idx):
+                out = tuple(out)
+            if not isinstance(out, tuple) or len(out) != len(dyn_idx):
                 raise FunctxTypeError(
-                    f"custom_vjp bwd of {name} must return a tuple with one cotangent per "
-                    f"differentiable argument ({len(dyn_idx)}), got {got}{where()}"
+                    f"Custom VJP bwd rule must produce an output with the same container (pytree) "
+                    f"structure as the args tuple of the primal function, and in particular must "
+                    f"produce a tuple of length equal to the number of arguments to the primal "
+                    f"function, but got bwd output structure {tree_flatten(out)[1]} for primal "
+                    f"input structure {in_tree}.{where()}"
                 )
-            flat = []
+            flat, where_of = [], []
             for k, (o, tree) in enumerate(zip(out, dyn_trees)):
-                if o is None:
-                    n = tree.num_leaves
-                    start = len(flat)
-                    flat.extend(
-                        J.zeros_like_aval(J.tangent_aval(a)) for a in x_avals[start : start + n]
-                    )
-                    continue
-                o_leaves, o_tree = tree_flatten(o)
-                if o_tree != tree:
-                    raise FunctxTypeError(
-                        f"custom_vjp bwd of {name}: cotangent {k} must have the structure of "
-                        f"argument {dyn_idx[k]}, {tree}; got {o_tree}{where()}"
-                    )
-                flat.extend(o_leaves)
-            for a, c in zip(x_avals, flat):
+                off = len(flat)
+                avals = x_avals[off : off + tree.num_leaves]
+                dummy = tree_unflatten(tree, list(range(tree.num_leaves)))
+                got = [None] * tree.num_leaves
+                if o is not None:
+                    # (None anywhere in the cotangent stands for zeros of that whole subtree)
+                    def put(c, d):
+                        for i in tree_flatten(d)[0]:
+                            got[i] = c
+
+                    try:
+                        tree_map(put, o, dummy, is_leaf=lambda x: x is None)
+                    except (ValueError, TypeError):
+                        raise FunctxTypeError(
+                            f"Custom VJP bwd rule must produce an output with the same container "
+                            f"(pytree) structure as the args tuple of the primal function, and "
+                            f"in particular must produce a tuple of length equal to the number "
+                            f"of arguments to the primal function, but got bwd output structure "
+                            f"{tree_flatten(out)[1]} for primal input structure {in_tree} "
+                            f"(output {k}: {tree_flatten(o)[1]}, argument {dyn_idx[k]}: {tree})."
+                            f"{where()}"
+                        ) from None
+                paths = [keystr(p) for p, _ in tree_flatten_with_path(dummy)[0]]
+                for c, a, p in zip(got, avals, paths):
+                    flat.append(J.zeros_like_aval(J.tangent_aval(a)) if c is None else c)
+                    where_of.append(f"[{k}]{p}")
+            for a, c, p in zip(x_avals, flat, where_of):
                 if get_aval(c).shape != a.shape:
-                    raise FunctxTypeError(
-                        f"custom_vjp bwd of {name} returned a cotangent of shape "
-                        f"{get_aval(c).str_short()} for an argument of shape {a.str_short()}"
-                        f"{where()}"
+                    raise FunctxValueError(
+                        f"Custom VJP bwd rule must produce an output with the same type as the "
+                        f"args tuple of the primal function, but at output{p} the bwd rule "
+                        f"produced an output of type {get_aval(c).str_short()} corresponding to "
+                        f"an input of type {a.str_short()}{where()}"
                     )
             return flat
 

@@ -35,7 +35,7 @@ import enum
 import numpy as np
 
 from functx import dtypes, ops, primitives as P
-from functx.control.common import lower_to_loop
+from functx.control.common import HostStep, lower_to_loop
 from functx.core import Primitive, ShapedArray
 from functx.errors import UnsupportedError
 from functx.lowering.rules import lowerings
@@ -158,7 +158,7 @@ def _check_operands(name, avals, ranks):
     return avals[0].shape[: nb[0]]
 
 
-class LibraryStep:
+class LibraryStep(HostStep):
     """The library step of a linear-algebra equation under ``jit``. On the C++ backend the
     program calls LAPACK itself for ``cholesky``, ``triangular_solve`` and ``lu``
     (``functx/lowering/cpp/lapack.py``); otherwise the step is a host step: ``__call__`` runs the
@@ -168,21 +168,8 @@ class LibraryStep:
     ``HostFn`` does, so the disk program cache (which cannot restore host steps) never indexes
     a program with one; the compiled shared object is still cached by its source."""
 
-    __slots__ = ("prim", "params", "in_avals", "out_avals", "__weakref__")
-
-    def __init__(self, prim, params, in_avals=(), out_avals=()):
-        self.prim = prim
-        self.params = dict(params)
-        self.in_avals = list(in_avals)
-        self.out_avals = list(out_avals)
-
-    def __repr__(self):
-        ps = ", ".join(f"{k}={v!r}" for k, v in sorted(self.params.items()))
-        return f"<lapack {self.prim.name}({ps}) at 0x{id(self):x}>"
-
-    def __call__(self, *vals):
-        out = self.prim.impl(*vals, **self.params)
-        return list(out) if self.prim.multiple_results else [out]
+    __slots__ = ()
+    label = "lapack"
 
     def torch(self, ins, outs):
         """The step on torch tensors (the Triton runtime's flat buffers): ``torch.linalg`` from
@@ -276,19 +263,86 @@ _TORCH_RULES = {
 }
 
 
+class _UpperCholeskyStep(LibraryStep):
+    """The library step of ``cholesky(swap(s))`` for a real ``s`` whose swap of the last two
+    axes is only a view (``scipy.linalg.cho_factor``'s upper factor is
+    ``swap(cholesky(swap(a)))``): it reads ``s`` itself and gives ``U = swap(L)``, the upper
+    factor, so neither transpose is a copy; the lowering returns ``swap(U)``, which the caller's
+    own swap cancels. LAPACK's ``potrf`` reads the row-major ``s`` as ``swap(s)`` in column
+    order and factors that with ``uplo='L'``: its column-major ``L`` is the row-major ``U``
+    (``functx/lowering/cpp/lapack.py``). Elsewhere (host, torch) the step swaps around the
+    plain one."""
+
+    __slots__ = ()
+    upper = True
+
+    def __call__(self, s):
+        (low,) = super().__call__(np.swapaxes(np.asarray(s), -1, -2))
+        return [np.ascontiguousarray(np.swapaxes(low, -1, -2))]
+
+    def torch(self, ins, outs):
+        shape = self.in_avals[0].shape
+        t = ins[0].reshape(shape).transpose(-1, -2).contiguous().reshape(-1)
+        tmp = outs[0].new_empty(outs[0].shape)
+        super().torch([t], [tmp])
+        outs[0].copy_(tmp.reshape(shape).transpose(-1, -2).contiguous().reshape(-1))
+
+
+def _swapped_source(x):
+    """The node ``s`` of which the loop-IR node ``x`` is the swap of the last two axes, read in
+    place (a transpose view, not stored), or None."""
+    # imported here, when jit lowers: the loop IR imports SymPy, which `import functx` must not
+    import sympy
+
+    from functx.lowering.loopir import Load, _Reads, flat_offset, sym
+
+    if x.kind != "pointwise" or x.fn is None or len(x.inputs) != 1 or len(x.shape) < 2:
+        return None
+    s = x.inputs[0]
+    if np.dtype(s.dtype) != np.dtype(x.dtype) or tuple(s.shape) != (
+        *x.shape[:-2],
+        x.shape[-1],
+        x.shape[-2],
+    ):
+        return None
+    iv = [sym(f"i{d}") for d in range(len(x.shape))]
+    e = x.fn(tuple(iv), _Reads())
+    if not isinstance(e, Load) or e.buf != f"n{s.id}":
+        return None
+    want = flat_offset((*iv[:-2], iv[-1], iv[-2]), s.shape)
+    try:
+        return s if sympy.expand(sympy.sympify(e.offset) - want) == 0 else None
+    except (TypeError, sympy.SympifyError):
+        return None
+
+
 def _library_lowering(prim):
     def rule(g, ins, avals, **params):
+        step = LibraryStep
+        if prim.name == "cholesky" and np.dtype(ins[0].dtype) in (np.float32, np.float64):
+            s = _swapped_source(ins[0])
+            if s is not None:
+                ins, step = [s], _UpperCholeskyStep
         in_avals = [ShapedArray(n.shape, n.dtype) for n in ins]
-        out_avals = [ShapedArray(a.shape, a.dtype) for a in avals]
-        return lower_to_loop(
+        out_avals = (
+            [ShapedArray(n.shape, n.dtype) for n in ins]
+            if step is not LibraryStep
+            else [ShapedArray(a.shape, a.dtype) for a in avals]
+        )
+        outs = lower_to_loop(
             g,
             ins,
-            list(avals),
+            list(out_avals),
             "host",
-            callback=LibraryStep(prim, params, in_avals, out_avals),
+            callback=step(prim, params, in_avals, out_avals),
             in_avals=in_avals,
             n_out=len(avals),
         )
+        if step is _UpperCholeskyStep:
+            nd = len(avals[0].shape)
+            perm = (*range(nd - 2), nd - 1, nd - 2)
+            return [lowerings[P.transpose_p](g, outs, list(avals), permutation=perm)]
+        return outs
 
     return rule
 
@@ -341,6 +395,16 @@ def _cholesky_impl(x):
     x = np.asarray(x)
     if x.size == 0:
         return x.copy()
+    if x.dtype in (np.float32, np.complex64):
+        # LAPACK's potrf in the operand's precision, as JAX's CPU kernel (NumPy factors float32
+        # in float64, which rounds differently)
+        potrf = _lapack("potrf", x.dtype)
+        flat = x.reshape((-1, *x.shape[-2:]))
+        out = np.empty_like(flat)
+        for i, m in enumerate(flat):
+            c, info = potrf(m, lower=1, clean=1)
+            out[i] = c if info == 0 else np.nan * (1 + 1j if out.dtype.kind == "c" else 1)
+        return out.reshape(x.shape)
     try:
         return np.linalg.cholesky(x).astype(x.dtype, copy=False)
     except np.linalg.LinAlgError:
@@ -956,8 +1020,31 @@ def _qr_impl(x, *, full_matrices):
         q = np.zeros((*x.shape[:-2], m, k), x.dtype)
         q[..., range(min(m, k)), range(min(m, k))] = 1
         return [q, np.zeros((*x.shape[:-2], k, n), x.dtype)]
+    if x.dtype in (np.float32, np.complex64):
+        return _qr_lapack(x, full_matrices)
     q, r = np.linalg.qr(x, mode="complete" if full_matrices else "reduced")
     return [q.astype(x.dtype, copy=False), r.astype(x.dtype, copy=False)]
+
+
+def _qr_lapack(x, full_matrices):
+    """QR by LAPACK's geqrf and orgqr/ungqr in the operand's precision, as JAX's CPU kernels
+    (NumPy factors float32 in float64, which rounds differently)."""
+    geqrf = _lapack("geqrf", x.dtype)
+    orgqr = _lapack("ungqr" if np.iscomplexobj(x) else "orgqr", x.dtype)
+    m, n = x.shape[-2:]
+    k = min(m, n)
+    qcols = m if full_matrices else k
+    flat = x.reshape((-1, m, n))
+    qs = np.empty((flat.shape[0], m, qcols), x.dtype)
+    rs = np.empty((flat.shape[0], qcols, n), x.dtype)
+    for i, a in enumerate(flat):
+        f, tau, _, _ = geqrf(a)
+        rs[i] = np.triu(f[:qcols])
+        refl = np.zeros((m, qcols), x.dtype)
+        refl[:, :k] = f[:, :k]
+        qs[i] = orgqr(refl, tau)[0]
+    lead = x.shape[:-2]
+    return [qs.reshape((*lead, m, qcols)), rs.reshape((*lead, qcols, n))]
 
 
 qr_p = _define("qr", _qr_abstract, _qr_impl, multiple_results=True)
@@ -1017,8 +1104,8 @@ def qr(x, *, pivoting: bool = False, full_matrices: bool = True, use_magma=None)
     Example:
       >>> q, r = functx.lax.linalg.qr(np.array([[3.0, 1.0], [4.0, 2.0]], np.float32))
       >>> r
-      Array([[-5. , -2.2],
-             [ 0. ,  0.4]], dtype=float32)
+      Array([[-5.        , -2.2       ],
+             [ 0.        ,  0.39999998]], dtype=float32)
     """
     del use_magma
     if pivoting:

@@ -467,13 +467,15 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, u
 T.transpose_rules[scan_p] = _scan_transpose
 
 
-def map(f, xs):  # noqa: A001
+def map(f, xs, *, batch_size=None):  # noqa: A001
     """``f`` applied to each slice of ``xs`` along its leading axis (``jax.lax.map``), by a
-    ``scan``.
+    ``scan``; with ``batch_size``, each step of the scan applies ``vmap(f)`` to ``batch_size``
+    slices, and the leftover slices go through one more ``vmap(f)``.
 
     Arguments:
       f: a function of one slice (a pytree of ``xs``' structure).
       xs: a pytree of arrays sharing their leading axis.
+      batch_size: None (one slice per step), or how many slices each step maps in parallel.
     Returns:
       The outputs of ``f`` stacked along a new leading axis.
     Example:
@@ -481,11 +483,40 @@ def map(f, xs):  # noqa: A001
       >>> from functx import lax
       >>> lax.map(lambda r: r.sum(), np.float32([[1, 2], [3, 4]]))
       Array([3., 7.], dtype=float32)
+      >>> lax.map(lambda r: r * 2, np.arange(5, dtype=np.float32), batch_size=2)
+      Array([0., 2., 4., 6., 8.], dtype=float32)
     """
     if not callable(f):
         raise FunctxTypeError(f"map: f must be callable, got {type(f).__name__}{where()}")
-    _, ys = scan(lambda c, x: (c, f(x)), (), xs)
-    return ys
+    if batch_size is None:
+        _, ys = scan(lambda c, x: (c, f(x)), (), xs)
+        return ys
+    leaves, tree = tree_flatten(xs)
+    if not leaves:
+        _, ys = scan(lambda c, x: (c, f(x)), (), xs)
+        return ys
+    n = get_aval(leaves[0]).shape[0]
+    num_batches, rest = divmod(n, batch_size) if batch_size else (0, n)
+    cut = num_batches * batch_size
+    batched = V.vmap(f)
+    parts = []
+    if num_batches:
+        steps = [
+            ops.reshape(
+                ops.slice_in_dim(x, 0, cut), (num_batches, batch_size, *get_aval(x).shape[1:])
+            )
+            for x in leaves
+        ]
+        _, ys = scan(lambda c, x: (c, batched(x)), (), tree_unflatten(tree, steps))
+        y_leaves, y_tree = tree_flatten(ys)
+        parts.append([ops.reshape(y, (cut, *get_aval(y).shape[2:])) for y in y_leaves])
+    if rest:
+        rem = [ops.slice_in_dim(x, cut, n) for x in leaves]
+        y_leaves, y_tree = tree_flatten(batched(tree_unflatten(tree, rem)))
+        parts.append(y_leaves)
+    if len(parts) == 1:
+        return tree_unflatten(y_tree, parts[0])
+    return tree_unflatten(y_tree, [ops.concatenate([a, b], 0) for a, b in zip(*parts)])
 
 
 def _scan_batch(args, dims, *, jaxpr, num_consts, num_carry, length, reverse, unroll):

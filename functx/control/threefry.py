@@ -162,21 +162,8 @@ def _rounds_jaxpr(shapes):
 def _lowering(g, ins, avals):
     # imported here, when jit lowers: the loop IR imports SymPy, which `import functx` must not
     from functx.lowering import lower
-    from functx.lowering.loopir import Const, Node
 
-    closed = _rounds_jaxpr(tuple(n.shape for n in ins))
-    j = closed.jaxpr
-    env = {}
-    for v, c in zip(j.constvars, closed.consts):
-        val = np.asarray(c, v.aval.dtype)
-        assert val.shape == (), "the rounds' constants are scalars"
-        env[v.id] = g.add(
-            Node((), v.aval.dtype, fn=lambda idx, ctx, v=val[()], d=v.aval.dtype: Const(d, v))
-        )
-    for v, n in zip(j.invars, ins):
-        env[v.id] = n
-    lower.lower_eqns(g, j, env)
-    return [lower.read(g, env, a) for a in j.outvars]
+    return lower.inline_jaxpr(g, _rounds_jaxpr(tuple(n.shape for n in ins)), ins)
 
 
 lowerings[threefry2x32_p] = _lowering

@@ -62,7 +62,59 @@ def lower_jaxpr(closed: ClosedJaxpr) -> Graph:
     lower_eqns(g, j, env)
     for a in j.outvars:
         g.outputs.append(read(g, env, a))
+    _fold_transposed_products(g)
     return g
+
+
+def _fold_transposed_products(g: Graph) -> None:
+    """A matrix product read only through a transpose (the weight gradient ``x.T @ d`` comes out of
+    ``dot_general``'s transpose rule as ``(d.T @ x).T``) computes the transposed product instead,
+    ``C.T = B.T @ A.T``, by swapping its operands and their BLAS transpose flags: the transpose
+    becomes an in-order view, and no consumer reads the product across its rows."""
+    consumers: dict[int, int] = {}
+    for n in g.nodes:
+        for i in n.inputs:
+            consumers[i.id] = consumers.get(i.id, 0) + 1
+    outputs = {n.id for n in g.outputs}
+    for t in g.nodes:
+        if t.kind != "pointwise" or t.params.get("permutation") != (1, 0) or len(t.inputs) != 1:
+            continue
+        d = t.inputs[0]
+        if (
+            d.kind != "dot"
+            or set(d.params) != _DOT_PARAMS
+            or d.shape != (d.params["m"], d.params["n"])
+            or d.params["batch"] != 1
+            or consumers.get(d.id) != 1
+            or d.id in outputs
+        ):
+            continue
+        p = d.params
+        p["lhs"], p["rhs"] = p["rhs"], p["lhs"]
+        p["lhs_trans"], p["rhs_trans"] = not p["rhs_trans"], not p["lhs_trans"]
+        p["m"], p["n"] = p["n"], p["m"]
+        d.inputs = [p["lhs"], p["rhs"]]
+        d.shape = t.shape
+        del t.params["permutation"]
+        t.fn = lambda idx, ctx, d=d: d.load(idx, ctx)
+
+
+def inline_jaxpr(g: Graph, closed: ClosedJaxpr, ins: list) -> list:
+    """Add ``closed``'s equations to ``g`` on the input nodes ``ins`` and return its outputs'
+    nodes: a primitive lowered as the Jaxpr of its implementation (threefry's rounds, XLA's bit
+    generators). Its constants must be scalars; they become constant nodes."""
+    j = closed.jaxpr
+    env = {}
+    for v, c in zip(j.constvars, closed.consts):
+        val = np.asarray(c, v.aval.dtype)
+        assert val.shape == (), "an inlined Jaxpr's constants are scalars"
+        env[v.id] = g.add(
+            Node((), v.aval.dtype, fn=lambda idx, ctx, v=val[()], d=v.aval.dtype: Const(d, v))
+        )
+    for v, n in zip(j.invars, ins):
+        env[v.id] = n
+    lower_eqns(g, j, env)
+    return [read(g, env, a) for a in j.outvars]
 
 
 def _literal_node(g, a: Literal) -> Node:
@@ -182,7 +234,7 @@ def _bitcast(g, ins, avals, *, new_dtype):
         if dt not in _BITCAST_DTYPES:
             raise UnsupportedError(
                 f"jit: bitcast_convert_type from {old} to {new}: {dt} has no compiled bitcast "
-                f"(only the 8- to 64-bit integers and float16/bfloat16/float32/float64){where()}"
+                "(only the 8- to 64-bit integers and float16/bfloat16/float32/float64)"
             )
     ob, nb = old.itemsize * 8, new.itemsize * 8
     uo, un = np.dtype(f"uint{ob}"), np.dtype(f"uint{nb}")
@@ -596,6 +648,9 @@ def _dot_general(g, ins, avals, *, dimension_numbers, preferred_element_type=Non
 
 
 _BUFFERED = ("input", "reduce", "dot", "scatter", "dus")
+
+
+_DOT_PARAMS = {"lhs", "rhs", "lhs_trans", "rhs_trans", "batch", "m", "k", "n", "precision"}
 
 
 def _same_order_source(x):

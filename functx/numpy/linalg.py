@@ -498,8 +498,8 @@ def qr(a, mode="reduced"):
       ``QRResult(Q, R)``, or ``R`` for mode 'r'.
     Example:
       >>> functx.numpy.linalg.qr(np.array([[3.0, 1.0], [4.0, 2.0]], np.float32), mode="r")
-      Array([[-5. , -2.2],
-             [ 0. ,  0.4]], dtype=float32)
+      Array([[-5.        , -2.2       ],
+             [ 0.        ,  0.39999998]], dtype=float32)
     """
     (a,) = _inexact("qr", a)
     if mode == "raw":

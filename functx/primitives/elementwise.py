@@ -546,6 +546,8 @@ def _complex_part_eval(name):
 def _abs_eval(x):
     if x.dtype == dtypes.bool_:
         err(f"abs does not accept a bool operand, got {x.str_short()}")
+    if x.dtype in dtypes.NARROW_INTS:  # (as in JAX: XLA's CPU has no narrow integer abs)
+        err(f"abs does not accept dtype {x.dtype} (the narrow integers), got {x.str_short()}")
     return ShapedArray(x.shape, dtypes.REAL_OF.get(x.dtype, x.dtype), x.weak_type)
 
 

@@ -382,8 +382,8 @@ def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_fini
     Example:
       >>> q, r = functx.scipy.linalg.qr(np.array([[3.0, 1.0], [4.0, 2.0]], np.float32))
       >>> r
-      Array([[-5. , -2.2],
-             [ 0. ,  0.4]], dtype=float32)
+      Array([[-5.        , -2.2       ],
+             [ 0.        ,  0.39999998]], dtype=float32)
     """
     del overwrite_a, lwork, check_finite
     if mode in ("full", "r"):

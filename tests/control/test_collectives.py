@@ -7,6 +7,8 @@ interface alone: a handler that records its calls, eagerly and from a compiled p
 
 from __future__ import annotations
 
+import os
+
 import jax
 import numpy as np
 import pytest
@@ -447,23 +449,46 @@ def test_frames_recorded_at_trace_time_serve_after_the_frame_closes():
 
 
 class TorchRecorder(Recorder):
-    """A Recorder whose ``torch`` object takes and returns torch tensors (as an NCCL handler
-    does), so a Triton program's host step hands it the device tensors."""
+    """A Recorder with a ``torch`` object whose methods take and return torch tensors (as an
+    NCCL handler's do), so a Triton program's host step hands it the device tensors."""
 
     def __init__(self):
         super().__init__()
-        self.torch = self
+        self.torch = _TorchSide(self)
         self.seen = []
 
+
+class _TorchSide:
+    def __init__(self, rec):
+        self.rec = rec
+
     def psum(self, x):
-        self.seen.append(type(x).__module__.split(".")[0])
-        return super().psum(x)
+        self.rec.seen.append(type(x).__module__.split(".")[0])
+        self.rec.calls.append(("psum", tuple(x.shape)))
+        return x * self.rec.size
+
+    def all_gather(self, x, axis, tiled):
+        import torch
+
+        self.rec.calls.append(("all_gather", axis, tiled))
+        return (torch.cat if tiled else torch.stack)([x] * self.rec.size, axis)
+
+    def axis_index(self):
+        self.rec.calls.append(("axis_index",))
+        return self.rec.index
 
 
 def test_triton_host_steps_in_the_interpreter(monkeypatch):
+    """Under TRITON_INTERPRET=1; on a GPU with FUNCTX_TEST_TRITON_GPU=1 (the handler with a
+    ``torch`` object then gets CUDA tensors)."""
     pytest.importorskip("triton")
     torch = pytest.importorskip("torch")
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    gpu = os.environ.get("FUNCTX_TEST_TRITON_GPU", "0") not in ("", "0")
+    if gpu and not torch.cuda.is_available():
+        pytest.skip("FUNCTX_TEST_TRITON_GPU=1 without a CUDA device")
+    if not gpu:
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    dev = "cuda" if gpu else "cpu"
     from functx.lowering.triton.program import compile_triton
     from functx.transforms import passes
 
@@ -479,18 +504,18 @@ def test_triton_host_steps_in_the_interpreter(monkeypatch):
         axis_name="i",
     )
     exe = compile_triton(passes.simplify(functx.make_jaxpr(body)(sq)))
-    _close(np.asarray(exe(torch.as_tensor(sq))[0]), body(sq))
+    _close(exe(torch.as_tensor(sq, device=dev))[0].cpu().numpy(), body(sq))
     for rec, seen in ((Recorder(), None), (TorchRecorder(), "torch")):
         with C.axis_frame("d", 3, "spmd", rec):
             want = f(x)
             exe = compile_triton(passes.simplify(functx.make_jaxpr(f)(x)))
             n = len(rec.calls)
-            outs = [np.asarray(o) for o in exe(torch.as_tensor(x))]
+            outs = [o.cpu().numpy() for o in exe(torch.as_tensor(x, device=dev))]
         for g, w in zip(outs, want):
             _close(g, w)
         assert sorted(c[0] for c in rec.calls[n:]) == ["all_gather", "axis_index", "psum"]
         if seen:
-            assert rec.seen[-1] == "torch"
+            assert rec.seen[-1] == "torch" and rec.calls[n:]
 
 
 def test_traces_that_read_an_axis_size_are_not_reused_under_another():

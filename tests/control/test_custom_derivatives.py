@@ -15,7 +15,7 @@ import functx
 import functx.numpy as fnp
 from functx import lax
 from functx.control.custom_derivatives import SymbolicZero
-from functx.errors import FunctxTypeError, UnsupportedError
+from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError
 from functx.test_util import check_grads
 
 jax = pytest.importorskip("jax")
@@ -346,27 +346,30 @@ def test_custom_vjp_bwd_with_the_wrong_count_or_structure():
     f = _two_arg_vjp(lambda r, g: (g * r[1],))
     msg = _check_error(
         FunctxTypeError,
-        r"custom_vjp bwd of mulxy must return a tuple with one "
-        r"cotangent per differentiable argument \(2\), got tuple of length 1",
+        r"Custom VJP bwd rule must produce an output with the same container \(pytree\) "
+        r"structure as the args tuple of the primal function, and in particular must produce a "
+        r"tuple of length equal to the number of arguments",
         lambda: functx.grad(f)(F64(1.0), F64(2.0)),
     )
     f = _two_arg_vjp(lambda r, g: g * r[1])
     _check_error(
         FunctxTypeError,
-        "mulxy must return a tuple .* got Tracer",
+        "Custom VJP bwd rule must produce an output with the same container",
         lambda: functx.grad(f)(F64(1.0), F64(2.0)),
     )
     f = _two_arg_vjp(lambda r, g: (g * r[1], (g, g)))
     _check_error(
         FunctxTypeError,
-        r"bwd of mulxy: cotangent 1 must have the structure of arg",
+        r"Custom VJP bwd rule must produce .*\(output 1: .*, argument 1: .*\)",
         lambda: functx.grad(f)(F64(1.0), F64(2.0)),
     )
     f = _two_arg_vjp(lambda r, g: (g * r[1], fnp.ones(3)))
     _check_error(
-        FunctxTypeError,
-        r"bwd of mulxy returned a cotangent of shape f64\[3\] for an "
-        r"argument of shape f64\[\]",
+        FunctxValueError,
+        r"Custom VJP bwd rule must produce an output with the same type as the args tuple of the "
+        r"primal function, but at output\[1\] the bwd rule produced an output of type f64\[3\] "
+        r"corresponding "
+        r"to an input of type f64\[\]",
         lambda: functx.grad(f)(F64(1.0), F64(2.0)),
     )
     del msg
@@ -380,13 +383,13 @@ def test_custom_vjp_fwd_errors():
     f.defvjp(lambda x: x * 2, lambda r, g: (g,))
     _check_error(
         FunctxTypeError,
-        "custom_vjp fwd of f must return a pair",
+        "Custom VJP fwd rule <lambda> for function f must produce a pair .* instead of a pair",
         lambda: functx.grad(f)(F64(1.0)),
     )
     f.defvjp(lambda x: ((x, x), None), lambda r, g: (g,))
     _check_error(
         FunctxTypeError,
-        "custom_vjp fwd of f must return an output with the structure",
+        "Custom VJP fwd rule <lambda> for function f must produce a pair .* container/pytree",
         lambda: functx.grad(f)(F64(1.0)),
     )
 
@@ -419,26 +422,28 @@ def test_custom_jvp_rule_errors():
     f.defjvp(lambda p, t: f(p[0]))
     _check_error(
         FunctxTypeError,
-        "custom_jvp rule of f must return a pair",
+        "Custom JVP rule <lambda> for function f must produce a pair",
         lambda: functx.grad(f)(F64(1.0)),
     )
     f.defjvp(lambda p, t: (f(p[0]), (t[0], t[0])))
     _check_error(
         FunctxTypeError,
-        "custom_jvp rule of f must return primal and tangent outputs with the structure",
+        "Custom JVP rule <lambda> for function f must produce primal and tangent outputs with "
+        "equal container",
         lambda: functx.grad(f)(F64(1.0)),
     )
     f.defjvp(lambda p, t: (f(p[0]), fnp.ones(3)))
     _check_error(
         FunctxTypeError,
-        r"custom_jvp rule of f: outputs must have the shapes",
+        r"Custom JVP rule must produce primal and tangent outputs with corresponding shapes and "
+        r"dtypes. Expected f64\[\] \(tangent type of f64\[\]\) but got f64\[3\]",
         lambda: functx.grad(f)(F64(1.0)),
     )
     f.defjvp(lambda p, t: (f(p[0]), t[0].astype(np.float32)))
     _check_error(
         FunctxTypeError,
-        r"custom_jvp rule of f: the tangent output must have dtype "
-        r"float64 for the primal output f64\[\], got f32\[\]",
+        r"Custom JVP rule must produce primal and tangent outputs with corresponding shapes and "
+        r"dtypes. Expected f64\[\] \(tangent type of f64\[\]\) but got f32\[\]",
         lambda: functx.grad(f)(F64(1.0)),
     )
     f.defjvp(lambda p, t: (f(p[0]), 0.0))  # a Python scalar takes the output's dtype

@@ -96,3 +96,14 @@ def test_docstring_example():
     (t,) = doctest.DocTestFinder(recurse=False).find(FQ, "qdwh", globs={})
     runner.run(t)
     assert runner.failures == 0 and len(t.examples) > 0
+
+
+def test_triton_interpreted_matches_eager(monkeypatch):
+    pytest.importorskip("triton")
+    from functx.lowering.triton.program import compile_triton
+    from functx.transforms import passes
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    x = _matrix((5, 3), np.float64)
+    exe = compile_triton(passes.simplify(functx.make_jaxpr(FQ)(x)))
+    _close([t.numpy() for t in exe(x)], FQ(x), 1e-12)

@@ -400,6 +400,7 @@ HIGHER_ORDER = {
     "custom_jvp_call",
     "custom_vjp_call",
     "custom_lin",
+    "custom_vmap_call",  # its rule is the user's: tests/test_jax_api_fixes.py (against JAX)
     # tests/test_remat.py and tests/test_debug.py (checkpoint_name's `name` is the identity)
     "checkpoint",
     "name",

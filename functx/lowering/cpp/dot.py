@@ -1,4 +1,20 @@
-"""C++ matrix products: generated loops for small products, the BLAS NumPy links otherwise."""
+"""C++ matrix products: generated loops for small products, the BLAS NumPy links otherwise.
+
+Float products of at least ``_SMALL_GEMM`` (2^15) multiply-adds per matrix, with 4 rows and 2
+columns or more, call NumPy's OpenBLAS (``cblas_?gemm``). OpenBLAS's own threads are not used:
+after a call they spin waiting for the next one while the program's OpenMP threads want the same
+cores, and under load a call waits for a descheduled worker (a 3x3 convolution's forward took
+6x, its gradient 10x JAX's time on the loaded 2-core machine). Instead ``_blas_call`` sets
+OpenBLAS to one thread for the kernel (restoring its count after) and cuts a large product into
+pieces of about 2^22 multiply-adds along its longer side, which the program's OpenMP threads
+take (``schedule(dynamic)``). Measured with ``benchmarks/matmul_cpu.py --crossover`` on the
+2-core AVX2 machine under load average 12 (wall/CPU us per call, generated against BLAS): 64x64
+@ 64x64 176/176 against 93/94, (128,256) @ (256,10) 126/126 against 62/62, (1024,64) @ (64,64)
+6378/1548 against 230/231, 512x512 @ 512x512 189701/42136 against 21170/5102; at 16x16 they tie
+(47 against 44, the call's cost). The per-sample-gradient MLP's 128x256 @ 256x256 went from
+12.4-15.9 ms (generated, OpenMP under load) to 0.21-0.25 ms (NumPy: 0.19-0.24 when its threads
+are idle). Without a way to set OpenBLAS's thread count (another BLAS), products up to 2^24
+multiply-adds stay generated code, as before."""
 
 from __future__ import annotations
 
@@ -19,7 +35,23 @@ from functx.lowering.schedule import Kernel
 _PAR_DOT = 1 << 20
 
 
-_SMALL_GEMM = 1 << 24  # matrix products of at most this many multiply-adds are generated code
+# Generated code (``_small_gemm``) for products of fewer multiply-adds than this per matrix, and
+# for vector-like ones (fewer than 4 rows or 2 columns: their float32 sums are blocked, see
+# ``_cascade_split``); the others call OpenBLAS on one thread (``_blas_call``), 2-20x faster
+# than the generated tiles from 2^15 multiply-adds up on the 2-core AVX2 test machine
+# (``python benchmarks/matmul_cpu.py --crossover``; the figures are in its docstring).
+_SMALL_GEMM = 1 << 15
+
+# Without control over the BLAS's thread count, products up to this many multiply-adds in all
+# stay generated code (its threads would spin against the program's).
+_SMALL_GEMM_THREADED = 1 << 24
+
+
+def _generated(bsz, m, kk, nn) -> bool:
+    """Whether a float product is generated code rather than a BLAS call."""
+    if blas_threads() is None:
+        return bsz * m * nn * kk <= _SMALL_GEMM_THREADED
+    return m < 4 or nn < 2 or m * nn * kk < _SMALL_GEMM
 
 
 def render(prog, k: Kernel):
@@ -41,7 +73,7 @@ def render(prog, k: Kernel):
     blas = {dtypes.float32: "fx_sgemm", dtypes.float64: "fx_dgemm"}.get(np.dtype(node.dtype))
     close = ["  }"]
     same = np.dtype(lhs.dtype) == np.dtype(node.dtype) == np.dtype(rhs.dtype)
-    if blas and same and bsz * m * nn * kk <= _SMALL_GEMM:
+    if blas and same and _generated(bsz, m, kk, nn):
         lines += _small_gemm(node, la, rb_, ta, tb, bsz, m, kk, nn, ct)
         prog.body += lines
         return
@@ -140,7 +172,7 @@ def _blas_call(prog, node, blas, la, rb_, ta, tb, bsz, m, kk, nn, ct):
     work = bsz * m * nn * kk
     lib = blas_threads()
     pieces = min(_BLAS_PIECES, max(1, work // _BLAS_PIECE), max(m, nn) // 16 or 1)
-    if lib is None or pieces * bsz < 2:
+    if lib is None:
         return [
             f"    for (int64_t b = 0; b < {bsz}LL; ++b)",
             f"      {blas}(101, {112 if ta else 111}, {112 if tb else 111}, {m}LL, {nn}LL,"
@@ -165,6 +197,7 @@ def _blas_call(prog, node, blas, la, rb_, ta, tb, bsz, m, kk, nn, ct):
         c_off = "p0"
         mm, nnn = f"{m}LL", "(p1 - p0)"
         span = nn
+    parallel = pieces * bsz >= 2
     return [
         "    static const fx_blas_nt_set_t fx_bset ="
         f' (fx_blas_nt_set_t)fx_lapack_fn("{path}", "{st}");',
@@ -172,7 +205,7 @@ def _blas_call(prog, node, blas, la, rb_, ta, tb, bsz, m, kk, nn, ct):
         f' (fx_blas_nt_get_t)fx_lapack_fn("{path}", "{gt}");',
         "    const int fx_bprev = (fx_bset && fx_bget) ? fx_bget() : 1;",
         "    if (fx_bprev != 1) fx_bset(1);",
-        "    #pragma omp parallel for schedule(dynamic)",
+        *(["    #pragma omp parallel for schedule(dynamic)"] if parallel else []),
         f"    for (int64_t q = 0; q < {bsz * pieces}LL; ++q) {{",
         f"      const int64_t b = q / {pieces}LL, p = q % {pieces}LL;",
         f"      const int64_t p0 = p * {span}LL / {pieces}LL;",

@@ -332,6 +332,10 @@ class Emitter:
             # XLA's expansion, 1 / (1 + exp(-x)), each step rounded to the narrow dtype
             e = _narrow_round(f"fx_exp<float>({_narrow_round(f'-{a[0]}', in_dt)})", in_dt)
             return f"(1.0f / {_narrow_round(f'1.0f + {e}', in_dt)})"
+        if name == "exp2" and in_dt in dtypes.NARROW_FLOATS:
+            # JAX's exp(log(2) * x), log(2) and the product rounded to the narrow dtype
+            ln2 = float(np.asarray(np.log(2), np.float32).astype(in_dt).astype(np.float32))
+            return f"fx_exp<float>({_narrow_round(f'{ln2!r}f * {a[0]}', in_dt)})"
         if name == "bitcast":
             if in_dt in dtypes.NARROW_SET or np.dtype(e.dtype) in dtypes.NARROW_SET:
                 # (narrow values are held decoded, so their bits are not at hand)

@@ -445,19 +445,49 @@ static inline int64_t fx_imin(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t fx_imax(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t fx_clamp(int64_t v, int64_t lo, int64_t hi) {
   return v < lo ? lo : (v > hi ? hi : v); }
-// Temporaries of 1 MiB and more are kept for the next call (up to 16 blocks and 1 GiB per
-// program):
-// fresh pages from the kernel cost a page fault and a zeroing each, which for a
-// memory-bound program is as much again as the program itself.
+// Temporaries are kept for the next use instead of going back to malloc. Loop bodies
+// (scan/fori_loop/while_loop steps called thousands of times a call) allocate the same few
+// small temporaries every iteration, and malloc/free of them, with glibc's consolidation of
+// freed chunks, cost more than a small body's arithmetic; medium and large blocks come back
+// from glibc as fresh pages, each a page fault and a zeroing.
+// * Blocks under 64 KiB: a cache per thread (no lock) of up to 32 blocks, 512 KiB in all,
+//   matched by exact size, most recently freed first; a thread's blocks are freed when it ends.
+// * Blocks of 64 KiB and more: one pool per program (a lock) of up to 64 blocks and 1 GiB.
+#define FX_TC_MAX 32
+#define FX_TC_SMALL ((size_t)1 << 16)
+static __thread void* fx_tc_ptr[FX_TC_MAX];
+static __thread size_t fx_tc_len[FX_TC_MAX];
+static __thread int fx_tc_n = 0;
+static __thread size_t fx_tc_bytes = 0;
+static __thread int fx_tc_keyed = 0;
+static pthread_key_t fx_tc_key;
+static pthread_once_t fx_tc_once = PTHREAD_ONCE_INIT;
+static void fx_tc_release(void*) {
+  for (int i = 0; i < fx_tc_n; ++i) free(fx_tc_ptr[i]);
+  fx_tc_n = 0;
+  fx_tc_bytes = 0;
+}
+static void fx_tc_init(void) { pthread_key_create(&fx_tc_key, fx_tc_release); }
 static pthread_mutex_t fx_pool_mu = PTHREAD_MUTEX_INITIALIZER;
-static void* fx_pool_ptr[16];
-static size_t fx_pool_len[16];
+static void* fx_pool_ptr[64];
+static size_t fx_pool_len[64];
 static int fx_pool_n = 0;
 static size_t fx_pool_bytes = 0;
 static void* fx_alloc(size_t n) {
-  if (n >= (1u << 20)) {
+  if (n < FX_TC_SMALL) {
+    for (int i = fx_tc_n - 1; i >= 0; --i) {
+      if (fx_tc_len[i] == n) {
+        void* p = fx_tc_ptr[i];
+        fx_tc_bytes -= n;
+        --fx_tc_n;
+        fx_tc_ptr[i] = fx_tc_ptr[fx_tc_n];
+        fx_tc_len[i] = fx_tc_len[fx_tc_n];
+        return p;
+      }
+    }
+  } else {
     pthread_mutex_lock(&fx_pool_mu);
-    for (int i = 0; i < fx_pool_n; ++i) {
+    for (int i = fx_pool_n - 1; i >= 0; --i) {
       if (fx_pool_len[i] == n) {
         void* p = fx_pool_ptr[i];
         fx_pool_bytes -= n;
@@ -475,9 +505,23 @@ static void* fx_alloc(size_t n) {
   return p;
 }
 static void fx_free(void* p, size_t n) {
-  if (p != nullptr && n >= (1u << 20)) {
+  if (p == nullptr) return;
+  if (n < FX_TC_SMALL) {
+    if (fx_tc_n < FX_TC_MAX && fx_tc_bytes + n <= ((size_t)1 << 19)) {
+      if (!fx_tc_keyed) {  // a thread's first cached block: free the cache when it ends
+        pthread_once(&fx_tc_once, fx_tc_init);
+        pthread_setspecific(fx_tc_key, (void*)1);
+        fx_tc_keyed = 1;
+      }
+      fx_tc_ptr[fx_tc_n] = p;
+      fx_tc_len[fx_tc_n] = n;
+      fx_tc_bytes += n;
+      ++fx_tc_n;
+      return;
+    }
+  } else {
     pthread_mutex_lock(&fx_pool_mu);
-    if (fx_pool_n < 16 && fx_pool_bytes + n <= ((size_t)1 << 30)) {
+    if (fx_pool_n < 64 && fx_pool_bytes + n <= ((size_t)1 << 30)) {
       fx_pool_ptr[fx_pool_n] = p;
       fx_pool_len[fx_pool_n] = n;
       fx_pool_bytes += n;

@@ -194,7 +194,8 @@ class ConvStep:
                 size = (n, self.c, *self.need)
                 gx = _GRAD_INPUT[nd](torch)(size, w, g, **kw)
                 o = outs[0].view(self.p_shape)
-                o.zero_()
+                if self.need != self.p_shape[1:-1]:  # (the taps reach all of P: no zeros)
+                    o.zero_()
                 self._crop(o).copy_(gx.movedim(1, -1))
                 return
             x = self._input(ins[0])
@@ -381,6 +382,8 @@ def _dx(g, v):
     cfg = pe.params["padding_config"]
     if len(out) < 3 or len(out) > 5 or cfg[0] != (0, 0, 0) or cfg[-1] != (0, 0, 0):
         return None
+    if d.outvars[0].aval.shape != (math.prod(out[:-1]), out[-1]):  # (rows -> (N, out...))
+        return None
     if any(lo < 0 or hi < 0 for lo, hi, _ in cfg):
         return None
     strides = tuple(i + 1 for _, _, i in cfg[1:-1])
@@ -400,6 +403,8 @@ def _dw(g, v):
     if r is None or len(r.outvars[0].aval.shape) != 3 or r.outvars[0].aval.shape[0] != 1:
         return None
     src = r.invars[0]
+    if type(src) is Literal or r.outvars[0].aval.shape[1:] != tuple(src.aval.shape):
+        return None
     t = g.eqn(src, "transpose")
     if t is not None:
         if tuple(t.params["permutation"]) != (1, 0):
