@@ -68,6 +68,7 @@ def main():
             res = subprocess.run(
                 [sys.executable, "-c", CHILD, "jax" if lib == "jax" else "functx"],
                 env=env,
+                cwd=where,  # (``python -c`` puts the working directory first on sys.path)
                 capture_output=True,
                 text=True,
             )
