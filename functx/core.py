@@ -237,18 +237,8 @@ class ClosedJaxpr:
 
     __repr__ = __str__
 
-    def pretty_print(
-        self,
-        *,
-        source_info=False,
-        print_shapes=True,
-        name_stack=False,
-        custom_pp_eqn_rules=True,
-        print_effects=False,
-        **kwargs,
-    ) -> str:
-        """The printed program, as ``str`` (JAX's ``pretty_print``; its keyword arguments,
-        ``use_color`` among them, are accepted and do not change functx's one format).
+    def pretty_print(self, **kwargs) -> str:
+        """The printed program (``Jaxpr.pretty_print``: JAX's keyword arguments are accepted).
 
         Returns:
           the text.
@@ -257,7 +247,7 @@ class ClosedJaxpr:
           >>> print(functx.make_jaxpr(lambda x: -x)(1.0).pretty_print(use_color=False))
           { lambda ; a:f32[]. let b:f32[] = neg a in (b,) }
         """
-        return str(self)
+        return self.jaxpr.pretty_print(**kwargs)
 
     # ClosedJaxprs are params of control-flow equations, so they hash by identity.
     def __hash__(self):
