@@ -353,7 +353,7 @@ def _host_signature(args):
     return tuple(sig)
 
 
-def op_kind_committed(a) -> bool:
+def _commits_call(a) -> bool:
     """Whether a host argument commits the call to the CPU (functx.devices.transfer's rule: a
     committed Array or a NumPy array with dimensions; scalars and uncommitted arrays do not)."""
     t = type(a)
@@ -903,7 +903,7 @@ class Jitted:
                 exe,
                 None if out_tree.is_leaf() else out_tree,
                 key,
-                any(op_kind_committed(a) for a in vals),
+                any(_commits_call(a) for a in vals),
                 # (run_arrays takes positional host Arrays; else run(values))
                 flat is not None and all(type(a) in _HOST_ARRAYS for a in args),
                 False,  # (used: see _insert; the last item)
