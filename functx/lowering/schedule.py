@@ -209,6 +209,15 @@ class _Stored(KernelCtx):
         return super().lookup(node, idx)
 
 
+# An expression reading this many buffers (a sum of several products' outputs) is worth storing
+# when its readers would evaluate it REUSE times per element or more, as a costly one is.
+LOADS_WORTH_STORING = 4
+
+
+def _loads(e) -> int:
+    return sum(1 for s in loopir.subexprs(e) if isinstance(s, Load))
+
+
 def _stored_for_reuse(g: Graph, realise: set) -> set:
     """Costly pointwise nodes read many times each: per-sample gradients' outer products read
     each row's activation derivative once per output column, so inlined, the tanh behind it
@@ -221,12 +230,12 @@ def _stored_for_reuse(g: Graph, realise: set) -> set:
     evals: dict[int, int] = {}  # node id -> how many times its readers evaluate it
     stored = set()
     for n in reversed(g.nodes):
-        count = 0
+        count = 0  # (every reader's evaluations add up: each one evaluates n again)
         for r in readers.get(n.id, ()):
             if r.kind == "pointwise" and r.id not in realise and r.id not in stored:
-                count = max(count, evals[r.id])
+                count += evals[r.id]
             else:
-                count = max(count, r.params["operand"].size if r.kind == "reduce" else r.size)
+                count += r.params["operand"].size if r.kind == "reduce" else r.size
         evals[n.id] = count
         if (
             n.kind != "pointwise"
@@ -236,7 +245,7 @@ def _stored_for_reuse(g: Graph, realise: set) -> set:
         ):
             continue
         e = n.fn(tuple(sym(f"i{d}") for d in range(len(n.shape))), _Stored(realise | stored))
-        if costly(e) and not _reads_reduction(n, realise):
+        if (costly(e) or _loads(e) >= LOADS_WORTH_STORING) and not _reads_reduction(n, realise):
             stored.add(n.id)
             evals[n.id] = n.size
     return stored
