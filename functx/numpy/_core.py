@@ -3187,10 +3187,6 @@ Example:
 """
 
 
-def nanmean(a, axis=None, dtype=None, keepdims=False):
-    return mean(a, axis, dtype, keepdims=keepdims, where=logical_not(isnan(a)))
-
-
 def _nan_extremum(fn, fill, a, axis, keepdims):
     a = asarray(a) if not _is_array(a) else a
     dt = _aval(a).dtype
