@@ -190,3 +190,74 @@ def test_default_mode_dtypes():
         got = lax.mul(np.int32(3), np.int32(2), out_dtype=float)
         ref = jax.lax.mul(np.int32(3), np.int32(2), out_dtype=float)
         assert got.dtype == ref.dtype and float(got) == float(ref)
+
+
+# --- jnp.interp(period=, left/right="extrapolate"), quantile(weights=, method="inverted_cdf") ---
+INTERP = [(None, None, None), ("extrapolate", "extrapolate", None), (-1.0, "extrapolate", None)]
+INTERP += [(None, None, 3.0), (None, None, -2.5)]
+
+
+def test_interp_period_extrapolate_against_jax():
+    rng = np.random.RandomState(0)
+    x = rng.uniform(-4, 6, 7).astype(np.float32)
+    fp = rng.randn(5).astype(np.float32)
+    for i, (left, right, period) in enumerate(INTERP):
+        xp = rng.uniform(-3, 5, 5) if period else np.sort(rng.uniform(0, 3, 5))
+        xp = xp.astype(np.float32)
+        x64 = i != 1  # (one case in the default mode)
+        with functx.enable_x64(x64), jax.enable_x64(x64):
+            got = jnp.interp(x, xp, fp, left, right, period)
+            ref = jnp_ref.interp(x, xp, fp, left, right, period)
+        assert got.dtype == ref.dtype
+        np.testing.assert_allclose(np.asarray(got), np.asarray(ref), rtol=1e-5, atol=1e-6)
+    for kw, err in [({"left": "bad"}, "only valid string"), ({"period": np.ones(2)}, "scalar")]:
+        for lib in (jnp, jnp_ref):
+            with pytest.raises(ValueError, match=err):
+                lib.interp(1.0, np.arange(3.0), np.arange(3.0), **kw)
+
+
+def test_interp_period_grad_float64():
+    from functx.test_util import check_grads
+
+    xp, fp = np.array([0.3, 2.0, 1.1, 2.9]), np.array([1.0, -2.0, 0.5, 3.0])
+    x = np.array([0.2, 1.7, 4.4, -0.6])
+    check_grads(lambda x: jnp.interp(x, xp, fp, period=3.0), (x,), 1, ["fwd", "rev"])
+    check_grads(lambda fp: jnp.interp(x, xp, fp, right="extrapolate"), (fp,), 1, ["rev"])
+
+
+QUANTILE = [
+    ((7,), None, (7,)),
+    ((3, 5), 1, (5,)),
+    ((3, 4, 5), (2, 0), (5, 3)),
+    ((3, 4), None, None),
+]
+
+
+def test_quantile_weights_inverted_cdf_against_jax():
+    rng = np.random.RandomState(1)
+    qs = [np.array([0.0, 0.3, 1.0], np.float32), np.float32(0.3)]
+    for i, ((shape, axis, wshape), name) in enumerate(
+        zip(QUANTILE, ["quantile", "nanquantile"] * 2)
+    ):
+        a = rng.randn(*shape).astype(np.float32)
+        a.flat[::5] = np.nan if name == "nanquantile" else 0.0
+        w = None if wshape is None else rng.uniform(0, 2, wshape).astype(np.float32)
+        kw = dict(axis=axis, weights=w, method="inverted_cdf", keepdims=i % 2 == 1)
+        x64 = i != 2  # (one case in the default mode)
+        with functx.enable_x64(x64), jax.enable_x64(x64):
+            got = getattr(jnp, name)(a, qs[i % 2], **kw)
+            ref = getattr(jnp_ref, name)(a, qs[i % 2], **kw)
+        assert got.shape == ref.shape and got.dtype == ref.dtype
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(ref))
+    w = np.array([1.0, 2, -1, 1, 1, 1])  # a negative weight: NaN
+    for lib in (jnp, jnp_ref):
+        assert np.isnan(lib.quantile(np.arange(6), 0.5, weights=w, method="inverted_cdf"))
+    cases = [
+        ({"weights": np.ones(6)}, NotImplementedError),
+        ({"weights": np.ones(6) * 1j, "method": "inverted_cdf"}, ValueError),
+        ({"weights": np.ones(2), "axis": 0, "method": "inverted_cdf"}, ValueError),
+    ]
+    for kw, err in cases:
+        for lib in (jnp, jnp_ref):
+            with pytest.raises(err):
+                lib.quantile(np.arange(6.0), 0.5, **kw)
