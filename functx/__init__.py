@@ -193,6 +193,8 @@ def checking_leaks():
     reported when it is used (``UnexpectedTracerError``, naming where it was created), with or
     without this block. The block runs unchanged.
 
+    Arguments:
+      none.
     Returns:
       a context manager.
     Example:

@@ -399,6 +399,7 @@ class disable_jit:
     Returns:
       a context manager.
     Example:
+      >>> import functx
       >>> f = functx.jit(lambda x: print("called") or x + 1)
       >>> with functx.disable_jit():
       ...     _ = f(1.0)
@@ -514,6 +515,7 @@ class _BoolState:
       a context manager.
 
     Example:
+      >>> import functx
       >>> import functx.numpy as jnp
       >>> with functx.enable_x64(True):
       ...     print(jnp.arange(3).dtype, functx.enable_x64.value)

@@ -42,6 +42,8 @@ def callback(callback=None, *args, ordered=False, partitioned=False, **kwargs):
     Returns:
       None (or, in the two-call form, the function described above).
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> def f(x):
       ...     functx.debug.callback(lambda v: print("got", v), x * 2)
       ...     return x + 1
@@ -106,6 +108,8 @@ def print(  # noqa: A001
     Returns:
       None (or, in the two-call form, the function described above).
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> @functx.jit
       ... def f(x):
       ...     functx.debug.print("x = {}", x)
@@ -167,6 +171,8 @@ def log(fmt=None, *args, ordered=False, partitioned=False, skip_format_check=Fal
     Returns:
       None (or, with ``fmt=None``, the two-call form's function).
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> import logging
       >>> logging.getLogger("functx.debug").setLevel(logging.INFO)
       >>> functx.debug.log("x = {}", np.float32(2.0))  # (to the logger's handlers)

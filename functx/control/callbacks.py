@@ -361,6 +361,8 @@ def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_meth
     Returns:
       a pytree of Arrays of the declared shapes and dtypes.
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> f = lambda x: functx.pure_callback(
       ...     np.sin, functx.ShapeDtypeStruct(x.shape, x.dtype), x)
       >>> print(functx.jit(f)(np.zeros(2, np.float32)))
@@ -399,6 +401,8 @@ def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered=Fal
     Returns:
       a pytree of Arrays of the declared shapes and dtypes.
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> seen = []
       >>> io_callback = functx.control.callbacks.io_callback
       >>> f = lambda x: io_callback(lambda v: seen.append(float(v)) or v, x, x)

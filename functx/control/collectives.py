@@ -853,6 +853,8 @@ def psum(x, axis_name, *, axis_index_groups=None):
       the sum over the axis, the same at every position, of ``x``'s shape and dtype (a pytree
       like ``x``). A Python scalar or NumPy array (the same everywhere) gives ``size * x``.
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.psum(x, "i"), axis_name="i")
       >>> print(f(jnp.arange(4.0)))
       [6. 6. 6. 6.]
@@ -888,6 +890,8 @@ def pmean(x, axis_name, *, axis_index_groups=None):
     Returns:
       ``psum(x, axis_name) / axis_size(axis_name)`` (true division: integers give floats).
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.pmean(x, "i"), axis_name="i")
       >>> print(f(jnp.arange(4.0)))
       [1.5 1.5 1.5 1.5]
@@ -926,6 +930,8 @@ def pmax(x, axis_name, *, axis_index_groups=None):
     Returns:
       the elementwise maximum over the axis, the same at every position (a pytree like ``x``).
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.pmax(x, "i"), axis_name="i")
       >>> print(f(jnp.array([1.0, 5.0, 2.0])))
       [5. 5. 5.]
@@ -943,6 +949,8 @@ def pmin(x, axis_name, *, axis_index_groups=None):
     Returns:
       the elementwise minimum over the axis, the same at every position (a pytree like ``x``).
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.pmin(x, "i"), axis_name="i")
       >>> print(f(jnp.array([1.0, 5.0, 2.0])))
       [1. 1. 1.]
@@ -958,6 +966,8 @@ def axis_size(axis_name) -> int:
     Returns:
       a Python int. NameError if a name is not bound.
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: x * functx.lax.axis_size("i"), axis_name="i")
       >>> print(f(jnp.ones(3)))
       [3. 3. 3.]
@@ -975,6 +985,8 @@ def axis_index(axis_name):
     Returns:
       an int32 scalar.
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.axis_index("i"), axis_name="i")
       >>> print(f(jnp.zeros(4)))
       [0 1 2 3]
@@ -1010,6 +1022,8 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False, to=
       the values of all positions, stacked along a new axis ``axis`` of size
       ``axis_size(axis_name)`` (or concatenated along ``axis``), the same at every position.
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.all_gather(x, "i"), axis_name="i")
       >>> print(f(jnp.arange(3.0))[0])
       [0. 1. 2.]
@@ -1050,6 +1064,8 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
     Returns:
       block ``axis_index(axis_name)`` of ``psum(x, axis_name)`` along ``scatter_dimension``.
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.psum_scatter(x, "i"), axis_name="i")
       >>> print(f(jnp.ones((2, 2))))
       [2. 2.]
@@ -1093,6 +1109,8 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
       the exchanged array (untiled: ``x``'s shape with ``split_axis`` removed and an axis of the
       axis size inserted at ``concat_axis``).
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.all_to_all(x, "i", 0, 0), axis_name="i")
       >>> print(f(jnp.arange(4.0).reshape(2, 2)))
       [[0. 2.]
@@ -1149,6 +1167,8 @@ def ppermute(x, axis_name, perm):
     Returns:
       at each position, the operand of the position that sends to it; zeros where none does.
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.ppermute(x, "i", [(0, 1), (1, 2), (2, 0)]),
       ...                 axis_name="i")
       >>> print(f(jnp.arange(3.0)))
@@ -1173,6 +1193,8 @@ def pshuffle(x, axis_name, perm):
     Returns:
       the shuffled values.
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.pshuffle(x, "i", [2, 0, 1]), axis_name="i")
       >>> print(f(jnp.arange(3.0)))
       [2. 0. 1.]
@@ -1194,6 +1216,8 @@ def pswapaxes(x, axis_name, axis, *, axis_index_groups=None):
     Returns:
       an array of ``x``'s shape.
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.pswapaxes(x, "i", 0), axis_name="i")
       >>> print(f(jnp.arange(4.0).reshape(2, 2)))
       [[0. 2.]
@@ -1212,6 +1236,8 @@ def pbroadcast(x, axis_name, source):
     Returns:
       the value at ``source``, at every position.
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.pbroadcast(x, "i", 2), axis_name="i")
       >>> print(f(jnp.arange(3.0)))
       [2. 2. 2.]

@@ -255,6 +255,8 @@ def fft(x, fft_type, fft_lengths):
       ``n // 2 + 1`` long (RFFT), or real with the trailing axes ``fft_lengths`` (IRFFT). The
       inverse transforms are scaled by ``1 / prod(fft_lengths)``.
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> print(functx.lax.fft(np.array([1.0, 2.0, 3.0, 4.0]), "rfft", (4,)))
       [10.+0.j -2.+2.j -2.+0.j]
     """

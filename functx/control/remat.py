@@ -280,6 +280,8 @@ def checkpoint(fun, *, prevent_cse: bool = True, policy=None, static_argnums=())
     Returns:
       a function with ``fun``'s signature and values.
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> f = functx.checkpoint(lambda x: functx.numpy.sin(functx.numpy.sin(x)))
       >>> print(round(float(functx.grad(f)(np.float32(1.0))), 4))
       0.36
@@ -326,6 +328,8 @@ def checkpoint_name(x, name):
     Returns:
       ``x``'s values, each marked with ``name``.
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> print(functx.ad_checkpoint.checkpoint_name(np.float32(2.0), "a"))
       2.0
     """

@@ -1829,6 +1829,11 @@ class _ScalarMeta(type):
 def _scalar_type(dt, doc_value):
     dt = np.dtype(dt)
     name = "bool_" if dt == np.dtype(bool) else dt.name
+    # (a 64-bit type's example runs with x64 on: in the default mode its values are 32-bit)
+    call = f"print(jnp.{name}({doc_value!r}), jnp.zeros(2, jnp.{name}).dtype == jnp.{name})"
+    if dt.name in ("int64", "uint64", "float64", "complex128"):
+        x64 = "with functx.experimental.enable_x64():"
+        call = f"import functx\n      >>> {x64}\n      ...     {call}"
     return _ScalarMeta(
         name,
         (),
@@ -1844,7 +1849,7 @@ def _scalar_type(dt, doc_value):
 
     Example:
       >>> import functx.numpy as jnp
-      >>> print(jnp.{name}({doc_value!r}), jnp.zeros(2, jnp.{name}).dtype == jnp.{name})
+      >>> {call}
       {np.asarray(doc_value, dtype=dt)} True
     """,
         },

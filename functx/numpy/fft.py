@@ -167,6 +167,8 @@ def fft(a, n=None, axis=-1, norm=None):
     Returns:
       The complex transform (complex64, or complex128 for 64-bit inputs with x64 on).
     Example:
+      >>> import numpy as np
+      >>> import functx.numpy as jnp
       >>> print(jnp.fft.fft(np.array([1.0, 2.0, 3.0, 4.0])))
       [10.+0.j -2.+2.j -2.+0.j -2.-2.j]
     """
@@ -184,6 +186,8 @@ def ifft(a, n=None, axis=-1, norm=None):
     Returns:
       The complex inverse transform.
     Example:
+      >>> import numpy as np
+      >>> import functx.numpy as jnp
       >>> print(jnp.fft.ifft(np.array([10, -2 + 2j, -2, -2 - 2j])))
       [1.+0.j 2.+0.j 3.+0.j 4.+0.j]
     """
@@ -202,6 +206,8 @@ def rfft(a, n=None, axis=-1, norm=None):
     Returns:
       The complex half spectrum, ``n // 2 + 1`` long along ``axis``.
     Example:
+      >>> import numpy as np
+      >>> import functx.numpy as jnp
       >>> print(jnp.fft.rfft(np.array([1.0, 2.0, 3.0, 4.0])))
       [10.+0.j -2.+2.j -2.+0.j]
     """
@@ -220,6 +226,8 @@ def irfft(a, n=None, axis=-1, norm=None):
     Returns:
       The real signal, ``n`` long along ``axis``.
     Example:
+      >>> import numpy as np
+      >>> import functx.numpy as jnp
       >>> print(jnp.fft.irfft(np.array([10, -2 + 2j, -2])))
       [1. 2. 3. 4.]
     """
@@ -238,6 +246,8 @@ def hfft(a, n=None, axis=-1, norm=None):
     Returns:
       The real transform, ``n`` long along ``axis``.
     Example:
+      >>> import numpy as np
+      >>> import functx.numpy as jnp
       >>> print(jnp.fft.hfft(np.array([1.0, 2.0, 3.0])))
       [ 8. -2.  0. -2.]
     """
@@ -260,6 +270,8 @@ def ihfft(a, n=None, axis=-1, norm=None):
     Returns:
       The complex half spectrum, ``n // 2 + 1`` long along ``axis``.
     Example:
+      >>> import numpy as np
+      >>> import functx.numpy as jnp
       >>> x = np.array([1.0, 2.0, 3.0, 4.0])
       >>> print(jnp.fft.ihfft(x).shape, jnp.fft.hfft(jnp.fft.ihfft(x), 4))
       (3,) [1. 2. 3. 4.]
@@ -283,6 +295,8 @@ def fft2(a, s=None, axes=(-2, -1), norm=None):
     Returns:
       The complex transform.
     Example:
+      >>> import numpy as np
+      >>> import functx.numpy as jnp
       >>> print(jnp.fft.fft2(np.array([[1.0, 2.0], [3.0, 4.0]])))
       [[10.+0.j -2.+0.j]
        [-4.+0.j  0.+0.j]]
@@ -301,6 +315,8 @@ def ifft2(a, s=None, axes=(-2, -1), norm=None):
     Returns:
       The complex inverse transform.
     Example:
+      >>> import numpy as np
+      >>> import functx.numpy as jnp
       >>> print(jnp.fft.ifft2(np.array([[10.0, -2.0], [-4.0, 0.0]])))
       [[1.+0.j 2.+0.j]
        [3.+0.j 4.+0.j]]
@@ -320,6 +336,8 @@ def rfft2(a, s=None, axes=(-2, -1), norm=None):
     Returns:
       The complex transform, ``s[-1] // 2 + 1`` long along the last of ``axes``.
     Example:
+      >>> import numpy as np
+      >>> import functx.numpy as jnp
       >>> print(jnp.fft.rfft2(np.array([[1.0, 2.0], [3.0, 4.0]])))
       [[10.+0.j -2.+0.j]
        [-4.+0.j  0.+0.j]]
@@ -339,6 +357,8 @@ def irfft2(a, s=None, axes=(-2, -1), norm=None):
     Returns:
       The real inverse transform.
     Example:
+      >>> import numpy as np
+      >>> import functx.numpy as jnp
       >>> print(jnp.fft.irfft2(np.array([[10.0, -2.0], [-4.0, 0.0]])))
       [[1. 2.]
        [3. 4.]]
@@ -358,6 +378,8 @@ def fftn(a, s=None, axes=None, norm=None):
     Returns:
       The complex transform.
     Example:
+      >>> import numpy as np
+      >>> import functx.numpy as jnp
       >>> print(jnp.fft.fftn(np.ones((2, 2))))
       [[4.+0.j 0.+0.j]
        [0.+0.j 0.+0.j]]
@@ -376,6 +398,8 @@ def ifftn(a, s=None, axes=None, norm=None):
     Returns:
       The complex inverse transform.
     Example:
+      >>> import numpy as np
+      >>> import functx.numpy as jnp
       >>> print(jnp.fft.ifftn(np.array([[4.0, 0.0], [0.0, 0.0]])))
       [[1.+0.j 1.+0.j]
        [1.+0.j 1.+0.j]]
@@ -395,6 +419,8 @@ def rfftn(a, s=None, axes=None, norm=None):
     Returns:
       The complex transform, ``s[-1] // 2 + 1`` long along the last of ``axes``.
     Example:
+      >>> import numpy as np
+      >>> import functx.numpy as jnp
       >>> print(jnp.fft.rfftn(np.ones((2, 2))))
       [[4.+0.j 0.+0.j]
        [0.+0.j 0.+0.j]]
@@ -414,6 +440,8 @@ def irfftn(a, s=None, axes=None, norm=None):
     Returns:
       The real inverse transform.
     Example:
+      >>> import numpy as np
+      >>> import functx.numpy as jnp
       >>> print(jnp.fft.irfftn(np.array([[4.0, 0.0], [0.0, 0.0]])))
       [[1. 1.]
        [1. 1.]]
@@ -445,6 +473,7 @@ def fftfreq(n, d=1.0, *, dtype=None, device=None):
     Returns:
       An array of ``n`` frequencies.
     Example:
+      >>> import functx.numpy as jnp
       >>> print(jnp.fft.fftfreq(4))
       [ 0.    0.25 -0.5  -0.25]
     """
@@ -478,6 +507,7 @@ def rfftfreq(n, d=1.0, *, dtype=None, device=None):
     Returns:
       An array of ``n // 2 + 1`` frequencies.
     Example:
+      >>> import functx.numpy as jnp
       >>> print(jnp.fft.rfftfreq(4))
       [0.   0.25 0.5 ]
     """
@@ -511,6 +541,7 @@ def fftshift(x, axes=None):
     Returns:
       The rolled array.
     Example:
+      >>> import functx.numpy as jnp
       >>> print(jnp.fft.fftshift(jnp.fft.fftfreq(4)))
       [-0.5  -0.25  0.    0.25]
     """
@@ -526,6 +557,8 @@ def ifftshift(x, axes=None):
     Returns:
       The rolled array.
     Example:
+      >>> import numpy as np
+      >>> import functx.numpy as jnp
       >>> print(jnp.fft.ifftshift(np.array([-2, -1, 0, 1, 2])))
       [ 0  1  2 -2 -1]
     """

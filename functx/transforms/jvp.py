@@ -43,7 +43,26 @@ from functx.transforms import passes
 
 
 class Zero:
-    """A tangent (or cotangent) known to be zero; never materialised unless it must be."""
+    """A tangent (or cotangent) known to be zero; never materialised unless it must be
+    (``jax.custom_derivatives.SymbolicZero``: a ``custom_jvp`` rule set with
+    ``defjvp(rule, symbolic_zeros=True)`` receives one for each input that has no tangent).
+
+    Example:
+      >>> import functx
+      >>> from functx.custom_derivatives import SymbolicZero
+      >>> @functx.custom_jvp
+      ... def f(x, y):
+      ...     return x * y
+      >>> def f_jvp(primals, tangents):
+      ...     (x, y), (tx, ty) = primals, tangents
+      ...     print(isinstance(tx, SymbolicZero), isinstance(ty, SymbolicZero))
+      ...     t = 0.0 if isinstance(tx, SymbolicZero) else tx * y
+      ...     return x * y, t if isinstance(ty, SymbolicZero) else t + x * ty
+      >>> _ = f.defjvp(f_jvp, symbolic_zeros=True)
+      >>> functx.grad(f)(2.0, 3.0)
+      False True
+      Array(3., dtype=float32, weak_type=True)
+    """
 
     __slots__ = ("aval",)
 
@@ -822,7 +841,9 @@ def jvp(fun, primals, tangents, has_aux=False):
     Returns:
       ``(primals_out, tangents_out)`` (and ``aux`` with has_aux).
     Example:
+      >>> import functx
       >>> functx.jvp(functx.numpy.sin, (0.0,), (1.0,))
+      (Array(0., dtype=float32, weak_type=True), Array(1., dtype=float32))
     """
     check_callable("jvp", fun)
     fname = fun_name(fun)
