@@ -168,6 +168,9 @@ def named_call(fun, *, name=None):
       name: the scope's name (default ``fun.__name__``).
     Returns:
       the wrapped function.
+
+    Differences from JAX: ``named_scope`` around the function, which names nothing in functx.
+
     Example:
       >>> import functx, functx.numpy as jnp
       >>> f = functx.named_call(lambda x: x * 2.0, name="double")
@@ -197,6 +200,10 @@ def checking_leaks():
       none.
     Returns:
       a context manager.
+
+    Differences from JAX: the block runs unchanged: a leaked tracer is reported when it is used
+    (UnexpectedTracerError), not when a transformation ends.
+
     Example:
       >>> import functx
       >>> with functx.checking_leaks():

@@ -514,6 +514,9 @@ class _BoolState:
     Returns:
       a context manager.
 
+    Differences from JAX: a 64-bit Array made while the flag was on and passed to ``jit`` after it
+    is turned off keeps its dtype (JAX converts it).
+
     Example:
       >>> import functx
       >>> import functx.numpy as jnp

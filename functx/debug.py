@@ -41,6 +41,11 @@ def callback(callback=None, *args, ordered=False, partitioned=False, **kwargs):
       partitioned: accepted for JAX's signature (one device).
     Returns:
       None (or, in the two-call form, the function described above).
+
+    Differences from JAX: runs in program order always (``ordered=`` and ``partitioned=`` are
+    accepted); under ``jit`` it is a host step between kernels, and a Triton program with one never
+    replays a CUDA graph.
+
     Example:
       >>> import numpy as np
       >>> import functx
@@ -107,6 +112,11 @@ def print(  # noqa: A001
       skip_format_check: do not check that the arguments match the format string.
     Returns:
       None (or, in the two-call form, the function described above).
+
+    Differences from JAX: runs in program order always (``ordered=`` and ``partitioned=`` are
+    accepted); under ``jit`` it is a host step between kernels, and a Triton program with one never
+    replays a CUDA graph.
+
     Example:
       >>> import numpy as np
       >>> import functx

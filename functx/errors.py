@@ -163,6 +163,9 @@ class TracerBoolConversionError(ConcretizationError):
 class TracerIntegerConversionError(ConcretizationError):
     """``operator.index()`` of a traced array (a Python index or size).
 
+    Differences from JAX: a subclass of ``ConcretizationTypeError`` here (not in JAX); a TypeError
+    in both.
+
     Example:
       >>> import functx
       >>> try:
@@ -175,6 +178,9 @@ class TracerIntegerConversionError(ConcretizationError):
 
 class TracerArrayConversionError(ConcretizationError):
     """``numpy.asarray()`` (``__array__``) of a traced array.
+
+    Differences from JAX: a subclass of ``ConcretizationTypeError`` here (not in JAX); a TypeError
+    in both.
 
     Example:
       >>> import numpy as np
@@ -205,6 +211,8 @@ class UnexpectedTracerError(FunctxTypeError):
 class NonConcreteBooleanIndexError(FunctxTypeError, FunctxIndexError):
     """A boolean mask index that is traced: the result's shape would depend on its values
     (JAX's NonConcreteBooleanIndexError, an IndexError; a TypeError in functx before).
+
+    Differences from JAX: an IndexError as in JAX, and also a TypeError (what functx raised before).
 
     Example:
       >>> import functx

@@ -973,6 +973,11 @@ def jit(
         XLA compiler options to pass them to.
     Returns:
       the jitted function (``.lower(*args)`` gives its program as text).
+
+    Differences from JAX: ``keep_unused=``, ``inline=`` and ``compiler_options=`` are accepted and
+    have no effect; donated arguments are checked as JAX checks them, then ignored (donated arrays
+    stay usable).
+
     Example:
       >>> import numpy as np
       >>> import functx

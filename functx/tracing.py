@@ -402,6 +402,9 @@ class ShapeDtypeStruct:
     Returns:
       the struct; ``.shape``, ``.dtype``, ``.weak_type``, ``.ndim``, ``.size``; equal structs
       compare equal and hash alike.
+
+    Differences from JAX: ``sharding=`` is accepted and ignored (one device per array).
+
     Example:
       >>> import numpy as np
       >>> import functx
@@ -669,6 +672,9 @@ def named_scope(name: str):
       name: a str (anything else is a FunctxTypeError, a TypeError, as in JAX).
     Returns:
       a context manager.
+
+    Differences from JAX: names nothing: functx has no name stack, so the block runs unchanged.
+
     Example:
       >>> import numpy as np
       >>> import functx

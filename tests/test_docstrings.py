@@ -4,10 +4,11 @@ docstring example runs and prints what it shows (issue 21).
 For each name in a namespace's ``__all__``: a function has Arguments, Returns and Example sections;
 a class has a docstring with an Example; constants (``pi``, ``newaxis``, dtype objects, ...) are
 exempt, and so are the few objects functx re-exports from NumPy, ml_dtypes, optree or typing as
-JAX does (``FOREIGN`` below, each with its reason). Each docstring's examples run once (aliases
-such as ``jnp.absolute``/``jnp.abs`` share one function), with the methods of public classes,
-under doctest with x64 off (tests/conftest.py), JAX's default mode. The test is sharded by
-namespace so pytest-xdist spreads it.
+JAX does (``FOREIGN`` below, each with its reason); a name that deliberately differs from JAX
+(``DIFFERS_FROM_JAX``) says how in a "Differences from JAX:" paragraph. Each docstring's examples
+run once (aliases such as ``jnp.absolute``/``jnp.abs`` share one function), with the methods of
+public classes, under doctest with x64 off (tests/conftest.py), JAX's default mode. The test is
+sharded by namespace so pytest-xdist spreads it.
 """
 
 from __future__ import annotations
@@ -53,6 +54,42 @@ FOREIGN: dict[str, str] = {
 PENDING: dict[str, str] = {
     "functx.numpy.csingle": "jnp.complex64 is a NumPy dtype, not callable (requests.md)",
     "functx.numpy.cdouble": "jnp.complex128 is a NumPy dtype, not callable (requests.md)",
+}
+
+# Names that deliberately differ from JAX (docs/differences.md): their docstrings say how in a
+# "Differences from JAX:" paragraph.
+DIFFERS_FROM_JAX: dict[str, str] = {
+    "functx": (
+        "Array ShapeDtypeStruct checking_leaks checkpoint custom_vjp enable_x64 grad hessian "
+        "jacfwd jacobian jacrev jit jvp linearize named_call named_scope pure_callback "
+        "value_and_grad vjp"
+    ),
+    "functx.ad_checkpoint": "Offloadable",
+    "functx.custom_batching": "custom_vmap",
+    "functx.debug": "callback print",
+    "functx.errors": (
+        "NonConcreteBooleanIndexError TracerArrayConversionError TracerIntegerConversionError"
+    ),
+    "functx.experimental": "io_callback",
+    "functx.lax": (
+        "all_gather all_to_all axis_index axis_size bitcast_convert_type conv "
+        "conv_general_dilated conv_transpose conv_with_general_padding custom_linear_solve "
+        "dot_general fft gather pbroadcast pmax pmean pmin ppermute pshuffle psum "
+        "psum_scatter pswapaxes reduce_window rng_bit_generator rng_uniform sort"
+    ),
+    "functx.lax.linalg": "cholesky_update eigh ormqr qr svd symmetric_product tridiagonal_solve",
+    "functx.numpy": (
+        "convolve frexp from_dlpack ldexp nanpercentile nanquantile nextafter percentile "
+        "quantile searchsorted unique"
+    ),
+    "functx.numpy.fft": (
+        "fft fft2 fftn hfft ifft ifft2 ifftn ihfft irfft irfft2 irfftn rfft rfft2 rfftn"
+    ),
+    "functx.numpy.linalg": "det eig eigvals pinv qr solve svd",
+    "functx.ops": "segment_prod",
+    "functx.random": "KeyArray cauchy key laplace logistic truncated_normal",
+    "functx.scipy.linalg": "eigh_tridiagonal polar qr sqrtm",
+    "functx.scipy.signal": "convolve convolve2d correlate correlate2d",
 }
 
 FLAGS = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
@@ -169,6 +206,16 @@ NUMPY_ALIASES = {
     "bitwise_invert": "invert", "amax": "max", "amin": "min", "permute_dims": "transpose",
     "row_stack": "vstack",
 }  # fmt: skip
+
+
+def test_differences_from_jax_are_documented():
+    missing = []
+    for ns, names in DIFFERS_FROM_JAX.items():
+        module = importlib.import_module(ns)
+        for name in names.split():
+            if "Differences from JAX:" not in (getattr(module, name).__doc__ or ""):
+                missing.append(f"{ns}.{name}")
+    assert not missing, f"no 'Differences from JAX:' paragraph: {missing}"
 
 
 def test_numpy_aliases_share_one_documented_function():

@@ -360,6 +360,11 @@ def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_meth
         NotImplementedError under ``vmap``, as in JAX.
     Returns:
       a pytree of Arrays of the declared shapes and dtypes.
+
+    Differences from JAX: runs in program order always (``ordered=`` and ``partitioned=`` are
+    accepted); under ``jit`` it is a host step between kernels, and a Triton program with one never
+    replays a CUDA graph.
+
     Example:
       >>> import numpy as np
       >>> import functx
@@ -400,6 +405,11 @@ def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered=Fal
         cannot be vmapped, as in JAX).
     Returns:
       a pytree of Arrays of the declared shapes and dtypes.
+
+    Differences from JAX: runs in program order always (``ordered=`` and ``partitioned=`` are
+    accepted); under ``jit`` it is a host step between kernels, and a Triton program with one never
+    replays a CUDA graph.
+
     Example:
       >>> import numpy as np
       >>> import functx

@@ -852,6 +852,11 @@ def psum(x, axis_name, *, axis_index_groups=None):
     Returns:
       the sum over the axis, the same at every position, of ``x``'s shape and dtype (a pytree
       like ``x``). A Python scalar or NumPy array (the same everywhere) gives ``size * x``.
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
       >>> import functx.numpy as jnp
       >>> import functx
@@ -889,6 +894,11 @@ def pmean(x, axis_name, *, axis_index_groups=None):
       axis_index_groups: not supported (NotImplementedError unless None).
     Returns:
       ``psum(x, axis_name) / axis_size(axis_name)`` (true division: integers give floats).
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
       >>> import functx.numpy as jnp
       >>> import functx
@@ -929,6 +939,11 @@ def pmax(x, axis_name, *, axis_index_groups=None):
       axis_index_groups: not supported (NotImplementedError unless None).
     Returns:
       the elementwise maximum over the axis, the same at every position (a pytree like ``x``).
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
       >>> import functx.numpy as jnp
       >>> import functx
@@ -948,6 +963,11 @@ def pmin(x, axis_name, *, axis_index_groups=None):
       axis_index_groups: not supported (NotImplementedError unless None).
     Returns:
       the elementwise minimum over the axis, the same at every position (a pytree like ``x``).
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
       >>> import functx.numpy as jnp
       >>> import functx
@@ -965,6 +985,11 @@ def axis_size(axis_name) -> int:
       axis_name: a bound axis name or a tuple of names.
     Returns:
       a Python int. NameError if a name is not bound.
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
       >>> import functx.numpy as jnp
       >>> import functx
@@ -984,6 +1009,11 @@ def axis_index(axis_name):
         first name major).
     Returns:
       an int32 scalar.
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
       >>> import functx.numpy as jnp
       >>> import functx
@@ -1021,6 +1051,11 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False, to=
     Returns:
       the values of all positions, stacked along a new axis ``axis`` of size
       ``axis_size(axis_name)`` (or concatenated along ``axis``), the same at every position.
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
       >>> import functx.numpy as jnp
       >>> import functx
@@ -1063,6 +1098,11 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
         of this position, removing the axis (False: the axis must have the axis's size).
     Returns:
       block ``axis_index(axis_name)`` of ``psum(x, axis_name)`` along ``scatter_dimension``.
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
       >>> import functx.numpy as jnp
       >>> import functx
@@ -1108,6 +1148,11 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
     Returns:
       the exchanged array (untiled: ``x``'s shape with ``split_axis`` removed and an axis of the
       axis size inserted at ``concat_axis``).
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
       >>> import functx.numpy as jnp
       >>> import functx
@@ -1166,6 +1211,11 @@ def ppermute(x, axis_name, perm):
       perm: ``(source, destination)`` pairs; no two with the same source or destination.
     Returns:
       at each position, the operand of the position that sends to it; zeros where none does.
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
       >>> import functx.numpy as jnp
       >>> import functx
@@ -1192,6 +1242,11 @@ def pshuffle(x, axis_name, perm):
       perm: a permutation of ``range(axis_size)``.
     Returns:
       the shuffled values.
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
       >>> import functx.numpy as jnp
       >>> import functx
@@ -1215,6 +1270,11 @@ def pswapaxes(x, axis_name, axis, *, axis_index_groups=None):
       axis_index_groups: not supported (NotImplementedError unless None).
     Returns:
       an array of ``x``'s shape.
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
       >>> import functx.numpy as jnp
       >>> import functx
@@ -1235,6 +1295,11 @@ def pbroadcast(x, axis_name, source):
       source: the position whose value is copied.
     Returns:
       the value at ``source``, at every position.
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
       >>> import functx.numpy as jnp
       >>> import functx

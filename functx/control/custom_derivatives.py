@@ -366,6 +366,8 @@ class custom_vjp:
     ``custom_vjp(fun)`` wraps ``fun``; ``f.defvjp(fwd, bwd)`` sets the rule: ``fwd(*args) ->
     (out, residuals)`` and ``bwd(residuals, cotangent) -> a tuple of cotangents of the args``.
 
+    Differences from JAX: ``defvjp(optimize_remat=True)`` is accepted; ``fwd`` runs as written.
+
     Example:
       >>> import functx
       >>> import functx.numpy as jnp

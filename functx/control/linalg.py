@@ -996,6 +996,9 @@ def eigh(
     Returns:
       ``(v, w)``: the eigenvectors as columns ``[..., n, d]`` and the real eigenvalues
       ``[..., d]``, ascending.
+
+    Differences from JAX: the derivative with ``subset_by_index`` raises NotImplementedError.
+
     Example:
       >>> import numpy as np
       >>> import functx
@@ -1111,6 +1114,10 @@ def qr(x, *, pivoting: bool = False, full_matrices: bool = True, use_magma=None)
       use_magma: accepted and ignored.
     Returns:
       ``(q, r)``: ``q`` with orthonormal columns and upper-triangular ``r``.
+
+    Differences from JAX: ``pivoting=True`` and the derivative with ``full_matrices=True`` of a
+    non-square matrix raise NotImplementedError.
+
     Example:
       >>> import numpy as np
       >>> import functx
@@ -1243,6 +1250,10 @@ def svd(
       algorithm: accepted and ignored (LAPACK's ``gesdd`` through NumPy).
     Returns:
       ``(u, s, vh)`` or ``s``; ``s`` is real, descending.
+
+    Differences from JAX: the derivative with ``full_matrices=True`` of a non-square matrix raises
+    NotImplementedError.
+
     Example:
       >>> import numpy as np
       >>> import functx
@@ -1805,6 +1816,8 @@ def tridiagonal_solve(dl, d, du, b, *, perturb_singular=False):
     Returns:
       ``X``, of ``b``'s shape and dtype; a singular system gives NaNs.
 
+    Differences from JAX: ``perturb_singular=True`` raises NotImplementedError.
+
     Example:
       >>> import functx
       >>> import numpy as np
@@ -1833,6 +1846,8 @@ def symmetric_product(a_matrix, c_matrix, *, alpha=1.0, beta=0.0, symmetrize_out
 
     Returns:
       ``[..., n, n]``, of the operands' dtype.
+
+    Differences from JAX: computes the whole product (JAX: a BLAS syrk update); equal to rounding.
 
     Example:
       >>> import functx
@@ -1876,6 +1891,8 @@ def cholesky_update(r_matrix, w_vector):
     Returns:
       The updated upper-triangular factor ``[n, n]``.
 
+    Differences from JAX: refactorizes ``R^H R + w w^H`` (JAX: rank-one updates); equal to rounding.
+
     Example:
       >>> import numpy as np
       >>> import functx
@@ -1910,6 +1927,9 @@ def ormqr(a, taus, c, *, left=True, transpose=False):
 
     Returns:
       The product, of ``c``'s shape.
+
+    Differences from JAX: forms ``Q`` (``householder_product``) and multiplies (JAX: LAPACK's
+    ormqr); equal to rounding.
 
     Example:
       >>> import functx

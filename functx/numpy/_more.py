@@ -703,6 +703,9 @@ def frexp(x, /):
     Returns:
       A pair ``(m, e)``: ``m`` of ``x``'s float dtype, ``e`` int32.
 
+    Differences from JAX: subnormal inputs follow NumPy and C; JAX's CPU backend flushes them to
+    zero.
+
     Example:
       >>> import functx.numpy as jnp
       >>> m, e = jnp.frexp(jnp.array([8.0, -3.0, 0.0]))
@@ -738,6 +741,9 @@ def ldexp(x1, x2, /):
       x2: an integer array (broadcast with ``x1``).
     Returns:
       An array of ``x1``'s float dtype.
+
+    Differences from JAX: subnormal inputs follow NumPy and C; JAX's CPU backend flushes them to
+    zero.
 
     Example:
       >>> import functx.numpy as jnp

@@ -166,6 +166,11 @@ def fft(a, n=None, axis=-1, norm=None):
       norm: "backward" (default, no scaling), "ortho" (``1/sqrt(n)``) or "forward" (``1/n``).
     Returns:
       The complex transform (complex64, or complex128 for 64-bit inputs with x64 on).
+
+    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
+    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
+    (cuFFT through torch on the Triton backend).
+
     Example:
       >>> import numpy as np
       >>> import functx.numpy as jnp
@@ -185,6 +190,11 @@ def ifft(a, n=None, axis=-1, norm=None):
       norm: "backward" (default: scaled by ``1/n``), "ortho" or "forward" (no scaling).
     Returns:
       The complex inverse transform.
+
+    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
+    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
+    (cuFFT through torch on the Triton backend).
+
     Example:
       >>> import numpy as np
       >>> import functx.numpy as jnp
@@ -205,6 +215,11 @@ def rfft(a, n=None, axis=-1, norm=None):
       norm: "backward" (default), "ortho" or "forward".
     Returns:
       The complex half spectrum, ``n // 2 + 1`` long along ``axis``.
+
+    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
+    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
+    (cuFFT through torch on the Triton backend).
+
     Example:
       >>> import numpy as np
       >>> import functx.numpy as jnp
@@ -225,6 +240,11 @@ def irfft(a, n=None, axis=-1, norm=None):
       norm: "backward" (default: scaled by ``1/n``), "ortho" or "forward".
     Returns:
       The real signal, ``n`` long along ``axis``.
+
+    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
+    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
+    (cuFFT through torch on the Triton backend).
+
     Example:
       >>> import numpy as np
       >>> import functx.numpy as jnp
@@ -245,6 +265,11 @@ def hfft(a, n=None, axis=-1, norm=None):
       norm: "backward" (default), "ortho" or "forward".
     Returns:
       The real transform, ``n`` long along ``axis``.
+
+    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
+    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
+    (cuFFT through torch on the Triton backend).
+
     Example:
       >>> import numpy as np
       >>> import functx.numpy as jnp
@@ -269,6 +294,11 @@ def ihfft(a, n=None, axis=-1, norm=None):
       norm: "backward" (default), "ortho" or "forward".
     Returns:
       The complex half spectrum, ``n // 2 + 1`` long along ``axis``.
+
+    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
+    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
+    (cuFFT through torch on the Triton backend).
+
     Example:
       >>> import numpy as np
       >>> import functx.numpy as jnp
@@ -294,6 +324,11 @@ def fft2(a, s=None, axes=(-2, -1), norm=None):
       norm: "backward" (default), "ortho" or "forward".
     Returns:
       The complex transform.
+
+    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
+    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
+    (cuFFT through torch on the Triton backend).
+
     Example:
       >>> import numpy as np
       >>> import functx.numpy as jnp
@@ -314,6 +349,11 @@ def ifft2(a, s=None, axes=(-2, -1), norm=None):
       norm: "backward" (default: scaled by ``1/prod(s)``), "ortho" or "forward".
     Returns:
       The complex inverse transform.
+
+    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
+    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
+    (cuFFT through torch on the Triton backend).
+
     Example:
       >>> import numpy as np
       >>> import functx.numpy as jnp
@@ -335,6 +375,11 @@ def rfft2(a, s=None, axes=(-2, -1), norm=None):
       norm: "backward" (default), "ortho" or "forward".
     Returns:
       The complex transform, ``s[-1] // 2 + 1`` long along the last of ``axes``.
+
+    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
+    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
+    (cuFFT through torch on the Triton backend).
+
     Example:
       >>> import numpy as np
       >>> import functx.numpy as jnp
@@ -356,6 +401,11 @@ def irfft2(a, s=None, axes=(-2, -1), norm=None):
       norm: "backward" (default), "ortho" or "forward".
     Returns:
       The real inverse transform.
+
+    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
+    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
+    (cuFFT through torch on the Triton backend).
+
     Example:
       >>> import numpy as np
       >>> import functx.numpy as jnp
@@ -377,6 +427,11 @@ def fftn(a, s=None, axes=None, norm=None):
       norm: "backward" (default), "ortho" or "forward".
     Returns:
       The complex transform.
+
+    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
+    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
+    (cuFFT through torch on the Triton backend).
+
     Example:
       >>> import numpy as np
       >>> import functx.numpy as jnp
@@ -397,6 +452,11 @@ def ifftn(a, s=None, axes=None, norm=None):
       norm: "backward" (default: scaled by ``1/prod(s)``), "ortho" or "forward".
     Returns:
       The complex inverse transform.
+
+    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
+    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
+    (cuFFT through torch on the Triton backend).
+
     Example:
       >>> import numpy as np
       >>> import functx.numpy as jnp
@@ -418,6 +478,11 @@ def rfftn(a, s=None, axes=None, norm=None):
       norm: "backward" (default), "ortho" or "forward".
     Returns:
       The complex transform, ``s[-1] // 2 + 1`` long along the last of ``axes``.
+
+    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
+    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
+    (cuFFT through torch on the Triton backend).
+
     Example:
       >>> import numpy as np
       >>> import functx.numpy as jnp
@@ -439,6 +504,11 @@ def irfftn(a, s=None, axes=None, norm=None):
       norm: "backward" (default), "ortho" or "forward".
     Returns:
       The real inverse transform.
+
+    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
+    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
+    (cuFFT through torch on the Triton backend).
+
     Example:
       >>> import numpy as np
       >>> import functx.numpy as jnp

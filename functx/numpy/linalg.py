@@ -233,6 +233,10 @@ def solve(a, b):
       b: ``[n]`` (one vector) or ``[..., n, k]``.
     Returns:
       ``x``, of the broadcast shape and the promoted inexact dtype.
+
+    Differences from JAX: differentiates through the LU factors (JAX uses ``custom_linear_solve``):
+    the same values.
+
     Example:
       >>> import functx
       >>> import numpy as np
@@ -396,6 +400,10 @@ def det(a):
       a: ``[..., n, n]``.
     Returns:
       The determinants, shape ``a.shape[:-2]``.
+
+    Differences from JAX: the derivative is ``det(a) trace(inv(a) da)``, not JAX's cofactor rule, so
+    it is not finite at singular matrices.
+
     Example:
       >>> import numpy as np
       >>> import functx
@@ -510,6 +518,10 @@ def qr(a, mode="reduced"):
         ``[..., m, m]``) or 'r' (only ``R``); 'raw' is not supported (NotImplementedError).
     Returns:
       ``QRResult(Q, R)``, or ``R`` for mode 'r'.
+
+    Differences from JAX: ``mode="raw"`` and the derivative of a non-square matrix with
+    ``mode="complete"`` raise NotImplementedError.
+
     Example:
       >>> import numpy as np
       >>> import functx
@@ -542,6 +554,11 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False, subset_by_index
       subset_by_index: ``(lo, hi)``: only singular values ``lo..hi-1``.
     Returns:
       ``SVDResult(U, S, Vh)`` or ``S`` (real, descending).
+
+    Differences from JAX: ``hermitian=True`` computes the general SVD (same singular values, vectors
+    may differ in sign); the derivative with ``full_matrices=True`` of a non-square matrix raises
+    NotImplementedError.
+
     Example:
       >>> import numpy as np
       >>> import functx
@@ -642,6 +659,9 @@ def pinv(a, rtol=None, hermitian=False, *, rcond=None):
       rcond: JAX's older name for ``rtol``.
     Returns:
       ``[..., n, m]``.
+
+    Differences from JAX: ``hermitian=True`` computes the general SVD (same values to rounding).
+
     Example:
       >>> import numpy as np
       >>> import functx
@@ -1001,6 +1021,9 @@ def eig(a):
       ``EigResult(eigenvalues, eigenvectors)``: complex eigenvalues ``[..., n]`` in LAPACK's order
       and the eigenvectors as columns ``[..., n, n]`` (unit 2-norm, largest component real).
 
+    Differences from JAX: under ``jit`` on the Triton backend it raises UnsupportedError (JAX runs
+    it on the CPU).
+
     Example:
       >>> import numpy as np
       >>> import functx
@@ -1021,6 +1044,9 @@ def eigvals(a):
 
     Returns:
       The complex eigenvalues ``[..., n]``, in LAPACK's order.
+
+    Differences from JAX: under ``jit`` on the Triton backend it raises UnsupportedError (JAX runs
+    it on the CPU).
 
     Example:
       >>> import numpy as np

@@ -401,6 +401,9 @@ def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_fini
       overwrite_a, lwork, check_finite: accepted and ignored (as in JAX).
     Returns:
       ``(q, r)``, or ``(r,)`` for mode 'r'.
+
+    Differences from JAX: ``pivoting=True`` raises NotImplementedError.
+
     Example:
       >>> import numpy as np
       >>> import functx
@@ -710,6 +713,9 @@ def polar(a, side="right", *, method="qdwh", eps=None, max_iterations=None):
       ``(u, p)``: ``u`` with orthonormal columns (rows when ``n > m``), ``p`` Hermitian positive
       semidefinite.
 
+    Differences from JAX: both methods compute by the SVD (QDWH's shape rules kept); values agree to
+    rounding.
+
     Example:
       >>> import numpy as np
       >>> import functx
@@ -752,6 +758,9 @@ def sqrtm(A, blocksize=1):  # noqa: N803
 
     Returns:
       The complex square root, of ``A``'s complex dtype.
+
+    Differences from JAX: solves for the triangular root one column at a time (JAX loops over
+    elements); values agree to rounding.
 
     Example:
       >>> import numpy as np
@@ -908,6 +917,9 @@ def eigh_tridiagonal(d, e, *, eigvals_only=False, select="a", select_range=None,
 
     Returns:
       The ascending real eigenvalues, or ``(eigenvalues, eigenvectors)`` (columns).
+
+    Differences from JAX: ``eigh`` of the assembled matrix (JAX bisects): the same eigenvalues to
+    rounding, eigenvector signs may differ.
 
     Example:
       >>> import functx

@@ -840,6 +840,11 @@ def jvp(fun, primals, tangents, has_aux=False):
       primals, tangents: tuples (or lists) of the same structure.
     Returns:
       ``(primals_out, tangents_out)`` (and ``aux`` with has_aux).
+
+    Differences from JAX: outside ``jit`` and ``vmap``, a function that reads a concrete value (``if
+    x > 0``, ``int(x)``) is traced abstractly, then again on tracers carrying the values: its Python
+    body runs twice on the first call (mind side effects such as printing).
+
     Example:
       >>> import functx
       >>> functx.jvp(functx.numpy.sin, (0.0,), (1.0,))
