@@ -770,22 +770,53 @@ class CollectiveStep(HostStep):
     __slots__ = ()
     label = "collective"
 
-    @property
-    def torch(self):
-        """The Triton runtime's hook: the step on the program's device tensors, when the one
-        spmd frame of the equation has a handler with a ``torch`` object (None otherwise: the
-        runtime then calls ``__call__`` on NumPy copies). Resolved when the step runs."""
+    def _device_handler(self):
+        """The ``torch`` object of the one spmd frame's handler of the equation, or None (no
+        such object, several names, complex operands)."""
         names = names_tuple(self.params.get("axes", self.params.get("axis_name")))
         fs = _check_names(names, self.prim.name, self.params.get("frames"))
         dev = getattr(fs[0].handler, "torch", None) if len(fs) == 1 else None
         complex_ = any(np.dtype(a.dtype).kind == "c" for a in self.in_avals + self.out_avals)
         if dev is None or fs[0].kind != "spmd" or complex_:
             return None
+        return dev
+
+    @property
+    def torch(self):
+        """The Triton runtime's hook: the step on the program's device tensors, when the one
+        spmd frame of the equation has a handler with a ``torch`` object (None otherwise: the
+        runtime then calls ``__call__`` on NumPy copies). Resolved when the step runs."""
+        dev = self._device_handler()
+        if dev is None:
+            return None
         return lambda ins, outs: self._on_device(dev, ins, outs)
+
+    @property
+    def graph_safe(self):
+        """Whether the Triton runtime may record this step in the program's CUDA graph: where
+        the handler's ``torch`` object says its collectives only queue work on the device
+        (``graph_safe``: NCCL, whose collectives a capture records and every replay repeats,
+        in the same order on every process, as the program's launches are)."""
+        try:
+            dev = self._device_handler()
+        except NameError:  # (a name bound by nothing yet: decided when the step runs)
+            return False
+        return bool(getattr(dev, "graph_safe", False))
 
     def _on_device(self, dev, ins, outs):
         shaped = [t.reshape(a.shape) for t, a in zip(ins, self.in_avals)]
         name, p = self.prim.name, self.params
+        if name == "psum" and len(ins) > 1 and hasattr(dev, "psum_flat"):
+            # several operands (a pytree's leaves: the gradients of a data-parallel step) go as
+            # one reduction per dtype over their concatenation, not one call per operand
+            by_dtype: dict = {}
+            for i, t in enumerate(ins):
+                by_dtype.setdefault(t.dtype, []).append(i)
+            for idx in by_dtype.values():
+                flat = dev.psum_flat([ins[i] for i in idx])
+                for i, piece in zip(idx, flat.split([ins[i].numel() for i in idx])):
+                    outs[i].copy_(piece.to(dtype=outs[i].dtype))
+            return
         if name == "psum":
             results = [dev.psum(t) for t in shaped]
         elif name in ("pmax", "pmin"):
