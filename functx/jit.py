@@ -499,6 +499,8 @@ def clear_caches() -> None:
     Returns:
       None.
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> f = functx.jit(lambda x: print("traced") or x * 2.0)
       >>> _ = f(np.float32(1.0))
       traced
@@ -1004,9 +1006,19 @@ def jit(
         XLA compiler options to pass them to.
     Returns:
       the jitted function (``.lower(*args)`` gives its program as text).
+
+    Differences from JAX: ``keep_unused=``, ``inline=`` and ``compiler_options=`` are accepted and
+    have no effect; donated arguments are checked as JAX checks them, then ignored (donated arrays
+    stay usable).
+
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> f = functx.jit(lambda x: functx.numpy.tanh(x) * 2.0)
-      >>> print(f.lower(np.ones(4, np.float32)).as_text())
+      >>> f(np.zeros(3, np.float32))
+      Array([0., 0., 0.], dtype=float32)
+      >>> print(f.lower(np.ones(4, np.float32)).as_text().splitlines()[1])
+      { lambda ; a:f32[4]. let b:f32[4] = tanh a; c:f32[4] = mul b 2.0:f32[] in (c,) }
     """
     if fun is None:
         return functools.partial(

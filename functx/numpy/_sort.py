@@ -287,6 +287,9 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
     Returns:
       ``int32`` indices of ``v``'s shape.
 
+    Differences from JAX: the ``'scan'``, ``'scan_unrolled'`` and ``'sort'`` methods are one binary
+    search unrolled over the static length.
+
     Example:
       >>> import functx.numpy as jnp
       >>> jnp.searchsorted(jnp.array([1, 2, 3]), jnp.array([0, 2, 5]))
@@ -583,6 +586,8 @@ def unique(
 
     Returns:
       The values, or a tuple with the requested extras in the order above.
+
+    Differences from JAX: ``axis=`` of an empty array raises UnsupportedError.
 
     Example:
       >>> import functx.numpy as jnp
@@ -932,6 +937,8 @@ def quantile(
     Returns:
       The quantiles, of shape ``q.shape`` + the remaining axes, in an inexact dtype.
 
+    Differences from JAX: no ``weights=`` and no ``method="inverted_cdf"`` (UnsupportedError).
+
     Example:
       >>> import functx.numpy as jnp
       >>> jnp.quantile(jnp.array([1.0, 2.0, 3.0, 4.0]), 0.5)
@@ -962,6 +969,8 @@ def nanquantile(
 
     Returns:
       The quantiles of the non-NaN elements (NaN where a slice has none).
+
+    Differences from JAX: no ``weights=`` and no ``method="inverted_cdf"`` (UnsupportedError).
 
     Example:
       >>> import functx.numpy as jnp
@@ -1000,6 +1009,8 @@ def percentile(
     Returns:
       The percentiles.
 
+    Differences from JAX: no ``weights=`` and no ``method="inverted_cdf"`` (UnsupportedError).
+
     Example:
       >>> import functx.numpy as jnp
       >>> jnp.percentile(jnp.array([0, 1, 2, 3, 4]), 50)
@@ -1026,6 +1037,8 @@ def nanpercentile(
 
     Returns:
       The percentiles of the non-NaN elements.
+
+    Differences from JAX: no ``weights=`` and no ``method="inverted_cdf"`` (UnsupportedError).
 
     Example:
       >>> import functx.numpy as jnp
