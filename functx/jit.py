@@ -393,12 +393,12 @@ def _placement(leaves, backend, what):
     dev, _ = op_device(leaves, what, "argument leaf")
     if backend == "cpu" and dev is not CPU:
         raise DeviceError(
-            f"{what} was asked for backend='cpu' but its arguments are on {dev}; copy them to "
+            f"{what} was asked for backend='cpu' but its arguments are on {dev!r}; copy them to "
             "the host with functx.device_put(x, functx.devices('cpu')[0]), or drop backend="
         )
     if backend == "triton" and dev.platform != "gpu":
         raise DeviceError(
-            f"{what} was asked for backend='triton' (a GPU) but its arguments are on {dev}; "
+            f"{what} was asked for backend='triton' (a GPU) but its arguments are on {dev!r}; "
             "put them on a GPU first: functx.device_put(x, functx.devices('gpu')[0])"
         )
     return "cpu" if dev is CPU else dev
