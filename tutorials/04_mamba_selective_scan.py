@@ -22,7 +22,7 @@
 #    both libraries give the same values.
 #
 # Run it as a script (`python tutorials/04_mamba_selective_scan.py`) or as a notebook through
-# jupytext; the tests and the docs build execute it.
+# jupytext; the docs build executes it.
 
 # %%
 import collections
@@ -377,4 +377,4 @@ for what, ours, theirs in rows:
         t_jax = median_time(lambda: theirs(*fargs))
         line += f"   jax.jit {t_jax * 1e3:7.3f} ms   functx takes {t_fx / t_jax:.2f}x JAX's time"
     print(line)
-print("tutorial 04: all checks passed")
+print("04 tutorial: all checks passed")
