@@ -285,8 +285,9 @@ def kernel_source(text, k):
 
 
 first_scan = int(re.search(r"kernel (\d+): ascan", kernels).group(1))
-print(kernel_source(text, first_scan))
-assert kernels.count(": ascan") == 2
+scan_cpp = kernel_source(text, first_scan)
+print(scan_cpp)
+assert kernels.count(": ascan") == 2 and "omp simd" in scan_cpp and "fx_exp" in scan_cpp
 
 # %% [markdown]
 # ## 6. Timings against JAX
