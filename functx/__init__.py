@@ -27,6 +27,7 @@ from functx import (
     tree as tree,
     tree_util as tree_util,
 )
+from functx._compile_time import ensure_compile_time_eval as ensure_compile_time_eval
 from functx._shard_map import pmap as pmap, shard_map as shard_map
 from functx.ad_checkpoint import checkpoint_policies as checkpoint_policies
 from functx.array import Array as Array
@@ -34,8 +35,14 @@ from functx.config import (
     default_matmul_precision as default_matmul_precision,
     disable_jit as disable_jit,
     enable_x64 as enable_x64,
+    legacy_prng_key as legacy_prng_key,
+    log_compiles as log_compiles,
     numpy_dtype_promotion as numpy_dtype_promotion,
     numpy_rank_promotion as numpy_rank_promotion,
+    transfer_guard as transfer_guard,
+    transfer_guard_device_to_device as transfer_guard_device_to_device,
+    transfer_guard_device_to_host as transfer_guard_device_to_host,
+    transfer_guard_host_to_device as transfer_guard_host_to_device,
 )
 from functx.control.callbacks import pure_callback as pure_callback
 from functx.control.custom_derivatives import (
@@ -304,4 +311,11 @@ __all__ = [
     "make_mesh",
     "shard_map",
     "pmap",
+    "ensure_compile_time_eval",
+    "legacy_prng_key",
+    "log_compiles",
+    "transfer_guard",
+    "transfer_guard_device_to_device",
+    "transfer_guard_device_to_host",
+    "transfer_guard_host_to_device",
 ]

@@ -250,7 +250,8 @@ class CacheWarning(UserWarning, RuntimeWarning):
 
 
 # --- names JAX has and functx lacks ---------------------------------------------------------------
-DIFFERENCES = "docs/differences.md"
+# The "Differences from JAX" page of the documentation site; its source in the repository.
+DIFFERENCES = 'the "Differences from JAX" page of the functx documentation (docs/differences.md)'
 _names: dict[str, frozenset] = {}
 
 
@@ -265,8 +266,8 @@ def missing_name(module: str, name: str) -> AttributeError:
         if name in _names[module]:
             return FunctxAttributeError(
                 f"module {module!r} has no attribute {name!r}: JAX's {entry[0]}.{name} is not "
-                f"implemented in functx yet ({DIFFERENCES} in the functx repository lists what "
-                "functx lacks and where it differs from JAX)"
+                f"implemented in functx yet: {DIFFERENCES} lists what functx lacks and where it "
+                "differs from JAX"
             )
     return AttributeError(f"module {module!r} has no attribute {name!r}")
 

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import collections
 import functools
+import logging
 import threading
+import time
 import types
 import weakref
 
@@ -268,6 +270,9 @@ class Traced:
 
 
 _CACHE_LOCK = threading.Lock()  # (evictions: compiles are rare, so one lock for all functions)
+# Each trace and compile of a jitted function is logged here, at DEBUG, or at WARNING inside
+# ``functx.log_compiles(True)`` / with ``config.update("jax_log_compiles", True)`` (JAX's levels)
+_logger = logging.getLogger("functx.jit")
 
 
 def _compile_eager(closed, what: str):
@@ -913,8 +918,36 @@ class Jitted:
             self._fast_of.setdefault(key, []).append((self._cpu_calls, sig))
 
     def _compile(self, f, leaves, in_tree, place="cpu"):
+        level = logging.WARNING if _config.log_compiles_state.value else logging.DEBUG
+        start = time.perf_counter()
         closed, out_tree = self._final_jaxpr(f, leaves, in_tree, place)
-        return _executable(closed, place), out_tree
+        name = getattr(self.fun, "__name__", "function")
+        logs = _logger.isEnabledFor(level)
+        if logs:
+            _logger.log(
+                level,
+                "Finished tracing + transforming %s for jit in %.9f sec",
+                name,
+                time.perf_counter() - start,
+            )
+            _logger.log(
+                level,
+                "Compiling jit(%s) for %s with global shapes and types [%s]",
+                name,
+                place,
+                ", ".join(str(v.aval) for v in closed.jaxpr.invars),
+            )
+            start = time.perf_counter()
+        exe = _executable(closed, place)
+        if logs:
+            _logger.log(
+                level,
+                "Finished compilation of jit(%s) (%s) in %.9f sec",
+                name,
+                "C++" if place == "cpu" else "Triton",
+                time.perf_counter() - start,
+            )
+        return exe, out_tree
 
     def _final_jaxpr(self, f, leaves, in_tree, place):
         a, kw = tree_unflatten(in_tree, leaves)
