@@ -149,6 +149,7 @@ def devices(backend: str | None = None) -> list[Device]:
     Returns:
       A list of ``Device`` objects: ``[CpuDevice(id=0)]``, ``[CudaDevice(id=0), ...]``.
     Example:
+      >>> import functx
       >>> functx.devices("cpu")
       [CpuDevice(id=0)]
     """
@@ -212,6 +213,7 @@ def local_device_count(backend: str | None = None) -> int:
     Returns:
       an int.
     Example:
+      >>> import functx
       >>> functx.local_device_count("cpu")
       1
     """
@@ -227,6 +229,7 @@ def process_count(backend: str | None = None) -> int:
     Returns:
       1.
     Example:
+      >>> import functx
       >>> functx.process_count()
       1
     """
@@ -242,6 +245,7 @@ def process_index(backend: str | None = None) -> int:
     Returns:
       0.
     Example:
+      >>> import functx
       >>> functx.process_index()
       0
     """
@@ -256,6 +260,7 @@ def process_indices(backend: str | None = None) -> list[int]:
     Returns:
       a list of ints.
     Example:
+      >>> import functx
       >>> functx.process_indices()
       [0]
     """
