@@ -457,6 +457,9 @@ def gather(
         An array of ``operand``'s dtype whose shape is the batch shape of ``start_indices`` with
         the window sizes of the uncollapsed, non-batching axes inserted at ``offset_dims``.
 
+    Differences from JAX: the gradient in the default mode (``promise_in_bounds``) with
+    out-of-bounds windows is the clamped gather's; ``mode="one_hot"`` raises UnsupportedError.
+
     Example:
         >>> import functx.numpy as jnp
         >>> from functx import lax

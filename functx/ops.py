@@ -538,6 +538,10 @@ def bitcast_convert_type(operand, new_dtype):
       more last axis of ``old_bits // new_bits`` parts, least significant first; with a wider
       one, the shape without its last axis, which must hold ``new_bits // old_bits`` elements
       (ValueError otherwise). Never weakly typed.
+
+    Differences from JAX: under ``jit`` a float16/bfloat16 signaling NaN comes out quiet; ``vmap``
+    of a widening bitcast with the batch axis last works (JAX 0.10.2 raises IndexError).
+
     Example:
       >>> import numpy as np
       >>> from functx import lax
@@ -1416,6 +1420,11 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
       preferred_element_type: the result's dtype (default: the operands').
     Returns:
       An array of shape ``batch + lhs free + rhs free``.
+
+    Differences from JAX: a product at full float32 precision prints as JAX's ``precision=(HIGHEST,
+    HIGHEST)``; functx keeps one mode per product, so ``DEFAULT``, ``HIGH`` and ``bfloat16`` print
+    as ``tensorfloat32``.
+
     Example:
       >>> import numpy as np
       >>> from functx import lax
@@ -1773,7 +1782,7 @@ def _segment(name, data, segment_ids, num_segments, bucket_size, mode):
     return P.registry[reduce_name].bind(out, axes=(0,))
 
 
-def _segment_doc(name, what, example):
+def _segment_doc(name, what, example, differences=""):
     return f"""The {what} of ``data``'s rows within each segment (``jax.ops.{name}``).
 
     Row ``i`` of ``data`` (its leading axis) belongs to segment ``segment_ids[i]``; the result has
@@ -1793,7 +1802,7 @@ def _segment_doc(name, what, example):
 
     Returns:
         An array of ``data``'s dtype and shape ``(num_segments,) + rest``.
-
+{differences}
     Example:
         >>> import functx.numpy as jnp
         >>> from functx import ops
@@ -1860,6 +1869,10 @@ segment_prod.__doc__ = _segment_doc(
     "segment_prod",
     "product",
     "        >>> print(ops.segment_prod(data, ids, num_segments=4))\n        [ 2.  1. 60.  1.]",
+    differences=(
+        "\n    Differences from JAX: differentiates with respect to ``data`` without"
+        "\n    ``unique_indices=True`` (JAX raises NotImplementedError).\n"
+    ),
 )
 segment_max.__doc__ = _segment_doc(
     "segment_max",

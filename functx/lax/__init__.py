@@ -49,6 +49,12 @@ from functx._laxextra import (
     tile as tile,
     unstack as unstack,
 )
+from functx._laxmore import (
+    after_all as after_all,
+    create_token as create_token,
+    mul as mul,
+    platform_dependent as platform_dependent,
+)
 from functx._rng import (
     RandomAlgorithm as RandomAlgorithm,
     rng_bit_generator as rng_bit_generator,
@@ -189,7 +195,6 @@ from functx.ops import (
     lt as lt,
     max as max,
     min as min,
-    mul as mul,
     ne as ne,
     neg as neg,
     nextafter as nextafter,
@@ -240,6 +245,9 @@ __getattr__ = _missing_name_hook(__name__)
 
 __all__ = [
     "broadcast_shapes",
+    "after_all",
+    "create_token",
+    "platform_dependent",
     "all_gather",
     "all_to_all",
     "axis_index",

@@ -7,9 +7,9 @@ inspection functions ``isscalar``/``iscomplexobj``, the NaN-ignoring reductions,
 ``bincount``, ``cov``/``corrcoef`` and index helpers.
 
 Deviations from JAX: ``delete`` and ``insert`` need concrete indices (JAX traces
-``delete(..., assume_unique_indices=True)`` and ``insert``); ``interp(period=)`` is not supported
-(it needs a sort); ``histogram``, ``bincount``, ``digitize`` and ``interp`` compare every value with
-every edge (quadratic, fine for the sizes they are used at)."""
+``delete(..., assume_unique_indices=True)`` and ``insert``); ``histogram``, ``bincount``,
+``digitize`` and ``interp`` compare every value with every edge (quadratic, fine for the sizes
+they are used at)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,6 @@ from functx.errors import (
     ConcretizationError,
     FunctxTypeError,
     FunctxValueError,
-    UnsupportedError,
 )
 from functx.numpy import _core as jnp
 from functx.source_info import where as _loc
@@ -703,6 +702,9 @@ def frexp(x, /):
     Returns:
       A pair ``(m, e)``: ``m`` of ``x``'s float dtype, ``e`` int32.
 
+    Differences from JAX: subnormal inputs follow NumPy and C; JAX's CPU backend flushes them to
+    zero.
+
     Example:
       >>> import functx.numpy as jnp
       >>> m, e = jnp.frexp(jnp.array([8.0, -3.0, 0.0]))
@@ -738,6 +740,9 @@ def ldexp(x1, x2, /):
       x2: an integer array (broadcast with ``x1``).
     Returns:
       An array of ``x1``'s float dtype.
+
+    Differences from JAX: subnormal inputs follow NumPy and C; JAX's CPU backend flushes them to
+    zero.
 
     Example:
       >>> import functx.numpy as jnp
@@ -1040,10 +1045,12 @@ def interp(x, xp, fp, left=None, right=None, period=None):
 
     Arguments:
       x: where to evaluate.
-      xp: the 1-D increasing sample points.
+      xp: the 1-D increasing sample points (any order with ``period``).
       fp: the 1-D values at ``xp``.
-      left, right: the values below ``xp[0]`` / above ``xp[-1]`` (default ``fp[0]``/``fp[-1]``).
-      period: unsupported here (functx has no sort yet): raises ``UnsupportedError``.
+      left, right: the values below ``xp[0]`` / above ``xp[-1]`` (default ``fp[0]``/``fp[-1]``),
+        or ``"extrapolate"`` to extend the first / last segment's line.
+      period: a scalar period of the points: ``x`` and ``xp`` are taken modulo ``|period|``
+        (``xp`` is sorted) and ``left``/``right`` are not used, as in JAX.
     Returns:
       An array of ``x``'s shape and the promoted float dtype.
 
@@ -1052,9 +1059,17 @@ def interp(x, xp, fp, left=None, right=None, period=None):
       >>> xp, fp = jnp.array([0.0, 1.0, 2.0]), jnp.array([0.0, 10.0, 0.0])
       >>> print(jnp.interp(jnp.array([0.5, 1.5, 5.0]), xp, fp))
       [5. 5. 0.]
+      >>> print(jnp.interp(jnp.array([-1.0, 3.0]), xp, fp, left="extrapolate", right="extrapolate"))
+      [-10. -10.]
+      >>> print(jnp.interp(jnp.array([-1.0, 3.5]), xp, fp, period=3.0))
+      [0. 5.]
     """
-    if period is not None:
-        raise UnsupportedError(f"jnp.interp(period=...) needs a sort, which functx lacks{_loc()}")
+    for name, side in (("left", left), ("right", right)):
+        if isinstance(side, str) and side != "extrapolate":
+            raise FunctxValueError(
+                f"the only valid string value of `{name}` is 'extrapolate', but got: {side!r}"
+                f"{_loc()}"
+            )
     x, xp, fp = jnp._promote_only(_arr(x), _arr(xp), _arr(fp), kind="inexact")
     if jnp._aval(xp).ndim != 1 or jnp._aval(fp).ndim != 1:
         raise FunctxValueError(f"xp and fp must be one-dimensional arrays{_loc()}")
@@ -1062,6 +1077,18 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     if jnp._aval(fp).shape[0] != n or n < 1:
         raise FunctxValueError(f"xp and fp must be of the same size, at least 1{_loc()}")
     dt = jnp._aval(x).dtype
+    if np.issubdtype(dt, np.complexfloating):
+        raise FunctxValueError(f"jnp.interp: complex x values not supported.{_loc()}")
+    if period is not None:
+        if np.ndim(period) != 0:
+            raise FunctxValueError(f"period must be a scalar; got {period}{_loc()}")
+        p = jnp.abs(jnp.astype(_arr(period), dt))
+        x, xp = jnp.remainder(x, p), jnp.remainder(xp, p)
+        xp, fp = lax.sort_key_val(xp, fp)
+        # one point beyond each end, a period away, closes the cycle
+        xp = jnp.concatenate([xp[-1:] - p, xp, xp[:1] + p])
+        fp = jnp.concatenate([fp[-1:], fp, fp[:1]])
+        n += 2
     if n == 1:
         i = jnp.ones(jnp._aval(x).shape, np.int32)
         xp, fp = jnp.concatenate([xp, xp]), jnp.concatenate([fp, fp])
@@ -1071,10 +1098,15 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     dx = x1 - x0
     tiny = jnp.abs(dx) <= np.asarray(np.spacing(np.finfo(dt).eps), dt)
     f = jnp.where(tiny, f0, f0 + (x - x0) / jnp.where(tiny, jnp.ones((), dt), dx) * (f1 - f0))
-    lo = fp[0] if left is None else jnp.astype(_arr(left), dt)
-    hi = fp[-1] if right is None else jnp.astype(_arr(right), dt)
-    f = jnp.where(x < xp[0], lo, f)
-    return jnp.where(x > xp[-1], hi, f)
+    if period is not None:
+        return f
+    if not isinstance(left, str):
+        lo = fp[0] if left is None else jnp.astype(_arr(left), dt)
+        f = jnp.where(x < xp[0], lo, f)
+    if not isinstance(right, str):
+        hi = fp[-1] if right is None else jnp.astype(_arr(right), dt)
+        f = jnp.where(x > xp[-1], hi, f)
+    return f
 
 
 def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002
@@ -1829,6 +1861,11 @@ class _ScalarMeta(type):
 def _scalar_type(dt, doc_value):
     dt = np.dtype(dt)
     name = "bool_" if dt == np.dtype(bool) else dt.name
+    # (a 64-bit type's example runs with x64 on: in the default mode its values are 32-bit)
+    call = f"print(jnp.{name}({doc_value!r}), jnp.zeros(2, jnp.{name}).dtype == jnp.{name})"
+    if dt.name in ("int64", "uint64", "float64", "complex128"):
+        x64 = "with functx.experimental.enable_x64():"
+        call = f"import functx\n      >>> {x64}\n      ...     {call}"
     return _ScalarMeta(
         name,
         (),
@@ -1844,7 +1881,7 @@ def _scalar_type(dt, doc_value):
 
     Example:
       >>> import functx.numpy as jnp
-      >>> print(jnp.{name}({doc_value!r}), jnp.zeros(2, jnp.{name}).dtype == jnp.{name})
+      >>> {call}
       {np.asarray(doc_value, dtype=dt)} True
     """,
         },
