@@ -175,6 +175,9 @@ def named_call(fun, *, name=None):
       name: the scope's name (default ``fun.__name__``).
     Returns:
       the wrapped function.
+
+    Differences from JAX: ``named_scope`` around the function, which names nothing in functx.
+
     Example:
       >>> import functx, functx.numpy as jnp
       >>> f = functx.named_call(lambda x: x * 2.0, name="double")
@@ -200,8 +203,14 @@ def checking_leaks():
     reported when it is used (``UnexpectedTracerError``, naming where it was created), with or
     without this block. The block runs unchanged.
 
+    Arguments:
+      none.
     Returns:
       a context manager.
+
+    Differences from JAX: the block runs unchanged: a leaked tracer is reported when it is used
+    (UnexpectedTracerError), not when a transformation ends.
+
     Example:
       >>> import functx
       >>> with functx.checking_leaks():

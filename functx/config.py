@@ -394,6 +394,7 @@ class disable_jit:
     Returns:
       a context manager.
     Example:
+      >>> import functx
       >>> f = functx.jit(lambda x: print("called") or x + 1)
       >>> with functx.disable_jit():
       ...     _ = f(1.0)
@@ -508,7 +509,11 @@ class _BoolState:
     Returns:
       a context manager.
 
+    Differences from JAX: a 64-bit Array made while the flag was on and passed to ``jit`` after it
+    is turned off keeps its dtype (JAX converts it).
+
     Example:
+      >>> import functx
       >>> import functx.numpy as jnp
       >>> with functx.enable_x64(True):
       ...     print(jnp.arange(3).dtype, functx.enable_x64.value)

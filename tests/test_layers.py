@@ -89,6 +89,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "functx.distributed",
             "functx._shard_map",
             "functx.experimental.shard_map",
+            "functx._public",
         ),
     ),
 ]

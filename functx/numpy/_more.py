@@ -702,6 +702,9 @@ def frexp(x, /):
     Returns:
       A pair ``(m, e)``: ``m`` of ``x``'s float dtype, ``e`` int32.
 
+    Differences from JAX: subnormal inputs follow NumPy and C; JAX's CPU backend flushes them to
+    zero.
+
     Example:
       >>> import functx.numpy as jnp
       >>> m, e = jnp.frexp(jnp.array([8.0, -3.0, 0.0]))
@@ -737,6 +740,9 @@ def ldexp(x1, x2, /):
       x2: an integer array (broadcast with ``x1``).
     Returns:
       An array of ``x1``'s float dtype.
+
+    Differences from JAX: subnormal inputs follow NumPy and C; JAX's CPU backend flushes them to
+    zero.
 
     Example:
       >>> import functx.numpy as jnp
@@ -2044,6 +2050,11 @@ class _ScalarMeta(type):
 def _scalar_type(dt, doc_value):
     dt = np.dtype(dt)
     name = "bool_" if dt == np.dtype(bool) else dt.name
+    # (a 64-bit type's example runs with x64 on: in the default mode its values are 32-bit)
+    call = f"print(jnp.{name}({doc_value!r}), jnp.zeros(2, jnp.{name}).dtype == jnp.{name})"
+    if dt.name in ("int64", "uint64", "float64", "complex128"):
+        x64 = "with functx.experimental.enable_x64():"
+        call = f"import functx\n      >>> {x64}\n      ...     {call}"
     return _ScalarMeta(
         name,
         (),
@@ -2059,7 +2070,7 @@ def _scalar_type(dt, doc_value):
 
     Example:
       >>> import functx.numpy as jnp
-      >>> print(jnp.{name}({doc_value!r}), jnp.zeros(2, jnp.{name}).dtype == jnp.{name})
+      >>> {call}
       {np.asarray(doc_value, dtype=dt)} True
     """,
         },

@@ -287,6 +287,9 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
     Returns:
       ``int32`` indices of ``v``'s shape.
 
+    Differences from JAX: the ``'scan'``, ``'scan_unrolled'`` and ``'sort'`` methods are one binary
+    search unrolled over the static length.
+
     Example:
       >>> import functx.numpy as jnp
       >>> jnp.searchsorted(jnp.array([1, 2, 3]), jnp.array([0, 2, 5]))
@@ -583,6 +586,8 @@ def unique(
 
     Returns:
       The values, or a tuple with the requested extras in the order above.
+
+    Differences from JAX: ``axis=`` of an empty array raises UnsupportedError.
 
     Example:
       >>> import functx.numpy as jnp
