@@ -38,6 +38,9 @@ def ensure_compile_time_eval():
     another transformation, so its result is a concrete array Python code may branch on;
     operations on traced values are staged as usual.
 
+    Differences from JAX: a ``custom_jvp``/``custom_vjp`` function still traces its body
+    abstractly inside the block (JAX calls it on the concrete values).
+
     Arguments:
       none.
     Returns:

@@ -13,6 +13,9 @@ def mul(x, y, *, out_dtype=None):
     (XLA's mixed-precision multiply: its values and its derivatives are those of the converted
     product).
 
+    Differences from JAX: with ``out_dtype``, the Jaxpr shows the two conversions and a plain
+    ``mul`` (JAX's ``mul`` equation carries ``out_dtype``).
+
     Arguments:
       x, y: arrays of one shape (or a scalar operand), of one dtype unless ``out_dtype`` is
         given.
@@ -49,11 +52,11 @@ def platform_dependent(*args, default=None, **per_platform):
     """``per_platform[platform](*args)`` (``jax.lax.platform_dependent``): the branch of the
     platform the computation runs on, else ``default``.
 
-    functx chooses when the call is traced (or run eagerly): the platform of the default device
-    ("cpu", or "cuda" for a GPU; ``functx.default_device``, ``FUNCTX_DEFAULT_DEVICE``). Only
-    that branch is traced, so the others never reach the program (JAX keeps them in the Jaxpr
-    and picks one when lowering; a ``jit`` whose committed arguments live on another device
-    than the default still runs the default's branch here).
+    Differences from JAX: functx chooses when the call is traced (or run eagerly): the platform
+    of the default device ("cpu", or "cuda" for a GPU; ``functx.default_device``,
+    ``FUNCTX_DEFAULT_DEVICE``). Only that branch is traced, so the others never reach the
+    program (JAX keeps them in the Jaxpr and picks one when lowering; a ``jit`` whose committed
+    arguments live on another device than the default still runs the default's branch here).
 
     Arguments:
       *args: arrays (pytrees) handed to the branch.
@@ -116,6 +119,9 @@ tree_util.register_pytree_node(Token, lambda t: ((), None), lambda aux, children
 def create_token(*_):
     """A new ordering token (``jax.lax.create_token``; the arguments are ignored, as in JAX).
 
+    Differences from JAX: a functx ``Token`` (a pytree without leaves), not JAX's
+    ``core.Token``; it orders nothing, since functx runs operations in program order.
+
     Arguments:
       *_: ignored.
     Returns:
@@ -133,8 +139,10 @@ def create_token(*_):
 
 
 def after_all(*operands):
-    """A token ordered after every one of ``operands`` (``jax.lax.after_all``). functx runs
-    operations in program order, so this is a new token.
+    """A token ordered after every one of ``operands`` (``jax.lax.after_all``).
+
+    Differences from JAX: functx runs operations in program order, so this is a new ``Token``
+    (see ``create_token``).
 
     Arguments:
       *operands: tokens (anything else raises TypeError, as in JAX).
