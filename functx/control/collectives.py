@@ -770,22 +770,57 @@ class CollectiveStep(HostStep):
     __slots__ = ()
     label = "collective"
 
-    @property
-    def torch(self):
-        """The Triton runtime's hook: the step on the program's device tensors, when the one
-        spmd frame of the equation has a handler with a ``torch`` object (None otherwise: the
-        runtime then calls ``__call__`` on NumPy copies). Resolved when the step runs."""
+    def _device_handler(self):
+        """The ``torch`` object of the one spmd frame's handler of the equation, or None (no
+        such object, several names, complex operands)."""
         names = names_tuple(self.params.get("axes", self.params.get("axis_name")))
         fs = _check_names(names, self.prim.name, self.params.get("frames"))
         dev = getattr(fs[0].handler, "torch", None) if len(fs) == 1 else None
         complex_ = any(np.dtype(a.dtype).kind == "c" for a in self.in_avals + self.out_avals)
         if dev is None or fs[0].kind != "spmd" or complex_:
             return None
+        return dev
+
+    @property
+    def torch(self):
+        """The Triton runtime's hook: the step on the program's device tensors, when the one
+        spmd frame of the equation has a handler with a ``torch`` object (None otherwise: the
+        runtime then calls ``__call__`` on NumPy copies). Resolved when the step runs."""
+        dev = self._device_handler()
+        if dev is None:
+            return None
         return lambda ins, outs: self._on_device(dev, ins, outs)
+
+    @property
+    def graph_safe(self):
+        """Whether the Triton runtime may record this step in the program's CUDA graph: where
+        the handler's ``torch`` object says its collectives only queue work on the device
+        (``graph_safe``: NCCL, whose collectives a capture records and every replay repeats,
+        in the same order on every process, as the program's launches are)."""
+        try:
+            dev = self._device_handler()
+        except NameError:  # (a name bound by nothing yet: decided when the step runs)
+            return False
+        return bool(getattr(dev, "graph_safe", False))
 
     def _on_device(self, dev, ins, outs):
         shaped = [t.reshape(a.shape) for t, a in zip(ins, self.in_avals)]
         name, p = self.prim.name, self.params
+        if name in ("psum", "pmax", "pmin") and getattr(dev, "size", None) == 1:
+            for o, t in zip(outs, ins):  # (over one process the reduction is the operand)
+                o.copy_(t.to(dtype=o.dtype))
+            return
+        if name == "psum" and len(ins) > 1 and hasattr(dev, "psum_flat"):
+            # several operands (a pytree's leaves: the gradients of a data-parallel step) go as
+            # one reduction per dtype over their concatenation, not one call per operand
+            by_dtype: dict = {}
+            for i, t in enumerate(ins):
+                by_dtype.setdefault(t.dtype, []).append(i)
+            for idx in by_dtype.values():
+                flat = dev.psum_flat([ins[i] for i in idx])
+                for i, piece in zip(idx, flat.split([ins[i].numel() for i in idx])):
+                    outs[i].copy_(piece.to(dtype=outs[i].dtype))
+            return
         if name == "psum":
             results = [dev.psum(t) for t in shaped]
         elif name in ("pmax", "pmin"):
@@ -852,7 +887,14 @@ def psum(x, axis_name, *, axis_index_groups=None):
     Returns:
       the sum over the axis, the same at every position, of ``x``'s shape and dtype (a pytree
       like ``x``). A Python scalar or NumPy array (the same everywhere) gives ``size * x``.
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.psum(x, "i"), axis_name="i")
       >>> print(f(jnp.arange(4.0)))
       [6. 6. 6. 6.]
@@ -887,7 +929,14 @@ def pmean(x, axis_name, *, axis_index_groups=None):
       axis_index_groups: not supported (NotImplementedError unless None).
     Returns:
       ``psum(x, axis_name) / axis_size(axis_name)`` (true division: integers give floats).
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.pmean(x, "i"), axis_name="i")
       >>> print(f(jnp.arange(4.0)))
       [1.5 1.5 1.5 1.5]
@@ -925,7 +974,14 @@ def pmax(x, axis_name, *, axis_index_groups=None):
       axis_index_groups: not supported (NotImplementedError unless None).
     Returns:
       the elementwise maximum over the axis, the same at every position (a pytree like ``x``).
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.pmax(x, "i"), axis_name="i")
       >>> print(f(jnp.array([1.0, 5.0, 2.0])))
       [5. 5. 5.]
@@ -942,7 +998,14 @@ def pmin(x, axis_name, *, axis_index_groups=None):
       axis_index_groups: not supported (NotImplementedError unless None).
     Returns:
       the elementwise minimum over the axis, the same at every position (a pytree like ``x``).
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.pmin(x, "i"), axis_name="i")
       >>> print(f(jnp.array([1.0, 5.0, 2.0])))
       [1. 1. 1.]
@@ -957,7 +1020,14 @@ def axis_size(axis_name) -> int:
       axis_name: a bound axis name or a tuple of names.
     Returns:
       a Python int. NameError if a name is not bound.
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: x * functx.lax.axis_size("i"), axis_name="i")
       >>> print(f(jnp.ones(3)))
       [3. 3. 3.]
@@ -974,7 +1044,14 @@ def axis_index(axis_name):
         first name major).
     Returns:
       an int32 scalar.
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.axis_index("i"), axis_name="i")
       >>> print(f(jnp.zeros(4)))
       [0 1 2 3]
@@ -1009,7 +1086,14 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False, to=
     Returns:
       the values of all positions, stacked along a new axis ``axis`` of size
       ``axis_size(axis_name)`` (or concatenated along ``axis``), the same at every position.
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.all_gather(x, "i"), axis_name="i")
       >>> print(f(jnp.arange(3.0))[0])
       [0. 1. 2.]
@@ -1049,7 +1133,14 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
         of this position, removing the axis (False: the axis must have the axis's size).
     Returns:
       block ``axis_index(axis_name)`` of ``psum(x, axis_name)`` along ``scatter_dimension``.
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.psum_scatter(x, "i"), axis_name="i")
       >>> print(f(jnp.ones((2, 2))))
       [2. 2.]
@@ -1092,7 +1183,14 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
     Returns:
       the exchanged array (untiled: ``x``'s shape with ``split_axis`` removed and an axis of the
       axis size inserted at ``concat_axis``).
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.all_to_all(x, "i", 0, 0), axis_name="i")
       >>> print(f(jnp.arange(4.0).reshape(2, 2)))
       [[0. 2.]
@@ -1148,7 +1246,14 @@ def ppermute(x, axis_name, perm):
       perm: ``(source, destination)`` pairs; no two with the same source or destination.
     Returns:
       at each position, the operand of the position that sends to it; zeros where none does.
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.ppermute(x, "i", [(0, 1), (1, 2), (2, 0)]),
       ...                 axis_name="i")
       >>> print(f(jnp.arange(3.0)))
@@ -1172,7 +1277,14 @@ def pshuffle(x, axis_name, perm):
       perm: a permutation of ``range(axis_size)``.
     Returns:
       the shuffled values.
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.pshuffle(x, "i", [2, 0, 1]), axis_name="i")
       >>> print(f(jnp.arange(3.0)))
       [2. 0. 1.]
@@ -1193,7 +1305,14 @@ def pswapaxes(x, axis_name, axis, *, axis_index_groups=None):
       axis_index_groups: not supported (NotImplementedError unless None).
     Returns:
       an array of ``x``'s shape.
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.pswapaxes(x, "i", 0), axis_name="i")
       >>> print(f(jnp.arange(4.0).reshape(2, 2)))
       [[0. 2.]
@@ -1211,7 +1330,14 @@ def pbroadcast(x, axis_name, source):
       source: the position whose value is copied.
     Returns:
       the value at ``source``, at every position.
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.pbroadcast(x, "i", 2), axis_name="i")
       >>> print(f(jnp.arange(3.0)))
       [2. 2. 2.]

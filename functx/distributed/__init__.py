@@ -23,12 +23,14 @@ are torch tensors already and NCCL works on them in place.
 from __future__ import annotations
 
 import datetime
+import gc
 import os
 
 import numpy as np
 
 from functx.devices import device as _device
 from functx.errors import missing_name_hook as _missing_name_hook
+from functx.jit import clear_caches as _clear_caches
 
 __all__ = ["initialize", "is_initialized", "shutdown"]
 
@@ -191,8 +193,9 @@ def is_initialized() -> bool:
 
 
 def shutdown() -> None:
-    """Leave the distributed run (``jax.distributed.shutdown``): destroys the torch process group
-    and makes ``functx.devices()`` this process's devices again.
+    """Leave the distributed run (``jax.distributed.shutdown``): clears the compiled programs
+    (``functx.clear_caches``: their collectives belong to this run), destroys the torch process
+    group and makes ``functx.devices()`` this process's devices again.
 
     Arguments:
       (none)
@@ -208,6 +211,15 @@ def shutdown() -> None:
     import torch.distributed as dist
 
     if dist.is_initialized():
+        # compiled programs whose CUDA graphs hold NCCL collectives go first: NCCL waits on
+        # their communicators when the process group is destroyed, and shutdown hung (2 and 4
+        # H200s, torch 2.11); their programs referred to this run's process groups anyway
+        _clear_caches()
+        gc.collect()
+        if _run.platform == "gpu":
+            import torch
+
+            torch.cuda.synchronize()
         dist.destroy_process_group()
     _run = None
     _device.processes.clear()
@@ -254,6 +266,10 @@ class TorchCollectives:
         self.index = self.ranks.index(_run.rank)
         self.group = _group(self.ranks)
         self.torch = self  # the same methods take torch tensors (NCCL without host copies)
+        # NCCL's collectives only queue work on the device, so a compiled program's CUDA graph
+        # may record them (functx.control.collectives.CollectiveStep.graph_safe); gloo's wait on
+        # the host
+        self.graph_safe = _run.backend == "nccl"
 
     # conversions ---------------------------------------------------------------------------------
     def _tensor(self, x, writable: bool):
@@ -305,6 +321,18 @@ class TorchCollectives:
 
     def psum(self, x):
         return self._reduce(x, "sum")
+
+    def psum_flat(self, tensors):
+        """The sums over the axis of several torch tensors of one dtype, as one reduction: the
+        flat concatenation of their sums (one ``all_reduce``; bool by its own path)."""
+        import torch
+        import torch.distributed as dist
+
+        flat = torch.cat([t.reshape(-1) for t in tensors])
+        if flat.dtype == _torch_bool():
+            return self._reduce(flat, "sum")
+        dist.all_reduce(flat, group=self.group)
+        return flat
 
     def pmax(self, x):
         return self._reduce(x, "max")

@@ -454,28 +454,38 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     num = _v.integer(num, "linspace", "num", minimum=0)
     _v.check_size((num,), "linspace", "num")
     for name, v in (("start", start), ("stop", stop)):
-        if not _is_array(v) and not isinstance(v, np.ndarray):
+        if not (_is_array(v) or isinstance(v, (np.ndarray, complex, np.complexfloating))):
             _v.number(v, "linspace", name)
     dt = _dt(dtype, op="linspace") if dtype is not None else _inexact(result_type(start, stop))
-    start, stop = (
-        asarray(start, dt if dt in dtypes.FLOATS else dtypes.default_float()),
-        asarray(stop, dt if dt in dtypes.FLOATS else dtypes.default_float()),
-    )
-    div = (num - 1) if endpoint else num
-    bshape = builtins.max(start.ndim, stop.ndim)
+    cdt = _inexact(dt)  # the computation's dtype (float or complex)
+    start, stop = asarray(start, cdt), asarray(stop, cdt)
     shape = broadcast_shapes(start.shape, stop.shape)
-    idx = ops.broadcasted_iota(start.dtype, (num,) + shape, 0)
     s, t = broadcast_to(start, shape)[None], broadcast_to(stop, shape)[None]
-    step = (t - s) / div if div > 0 else zeros_like(s)
-    out = s + idx * step if num > 1 else s + zeros((num,) + shape, start.dtype)
-    if endpoint and num > 1:
-        out = out.at[-1].set(t[0])
-    if bshape:
+    div = (num - 1) if endpoint else num
+    # JAX's formula, with its divisions by the constant ``div`` as XLA computes them (times the
+    # reciprocal, rounded to the dtype), so the values are JAX's to the bit, eagerly and jitted
+    if num > 1:
+        rdt = dtypes.REAL_OF.get(cdt, cdt)
+        delta = (stop - start) * (np.asarray(1, cdt) / np.asarray(div, cdt))
+        inv = np.asarray(1, rdt) / np.asarray(div, rdt)
+        step = astype(ops.broadcasted_iota(rdt, (div,) + (1,) * len(shape), 0) * inv, cdt)
+        out = s * (1 - step) + t * step
+        if endpoint:
+            out = concatenate([out, t], axis=0)
+    elif num == 1:
+        delta = (
+            full(shape, np.nan, cdt) if endpoint else broadcast_to(stop - start, shape)
+        ).astype(cdt)
+        out = s
+    else:
+        delta = full(shape, np.nan, cdt)
+        out = zeros((0,) + shape, cdt)
+    if shape:
         out = moveaxis(out, 0, axis)
     if dt in dtypes.INTEGERS:
         out = floor(out)  # JAX rounds an integer linspace down
     out = astype(out, dt)
-    return (out, step.reshape(shape)) if retstep else out
+    return (out, delta) if retstep else out
 
 
 def eye(N, M=None, k=0, dtype=None, *, device=None):
@@ -1872,8 +1882,9 @@ equal = _ufunc2(ops.eq, "equal")
 not_equal = _ufunc2(ops.ne, "not_equal")
 
 
-def _binary_doc(name, what, args, out, xs=None, ufunc=False):
-    """The docstring of an elementwise function of two operands made by a factory here."""
+def _binary_doc(name, what, args, out, xs=None, ufunc=False, differences=""):
+    """The docstring of an elementwise function of two operands made by a factory here
+    (``differences``: the "Differences from JAX:" paragraph, if any)."""
     xs = xs or "arrays or scalars, broadcast together and promoted to one dtype (JAX's rules)."
     if ufunc:
         xs += (
@@ -1886,7 +1897,7 @@ def _binary_doc(name, what, args, out, xs=None, ufunc=False):
       x1, x2: {xs}
     Returns:
       {returns} of the broadcast shape.
-    Example:
+{differences}    Example:
       >>> import functx.numpy as jnp
       >>> jnp.{name}({args})
       {out}
@@ -1906,6 +1917,10 @@ nextafter.__doc__ = _binary_doc(
     "jnp.float32(1.0), 2.0",
     "Array(1.0000001, dtype=float32)",
     "arrays or scalars, broadcast together; integers and bools compute in a float dtype.",
+    differences=(
+        "\n    Differences from JAX: subnormal inputs follow NumPy and C; JAX's CPU backend flushes"
+        "\n    them to zero.\n\n"
+    ),
 )
 equal.__doc__ = _binary_doc(
     "equal", "``x1 == x2``", "jnp.array([1, 2]), 2", "Array([False,  True], dtype=bool)"
