@@ -88,7 +88,9 @@ DIFFERS_FROM_JAX: dict[str, str] = {
     ),
     "functx.numpy.linalg": "det eig eigvals pinv qr solve svd",
     "functx.ops": "segment_prod",
-    "functx.random": "KeyArray cauchy key laplace logistic truncated_normal",
+    "functx.random": (
+        "KeyArray ball cauchy key laplace logistic multivariate_normal truncated_normal"
+    ),
     "functx.scipy.linalg": "eigh_tridiagonal polar qr sqrtm",
     "functx.scipy.signal": "convolve convolve2d correlate correlate2d",
 }
