@@ -1322,7 +1322,15 @@ def _gamma_one(data, alpha, log_space):
     alpha_orig = alpha
     alpha = jnp.where(boost_mask, alpha, alpha + c(1))
     d = alpha - c(1.0 / 3.0)
-    cc = c(1.0 / 3.0) * (c(1) / jnp.sqrt(d))  # (XLA: a / sqrt(b) is a * rsqrt(b))
+    # (XLA: a / sqrt(b) is a * rsqrt(b); float32 rsqrt rounded once, from float64: 1 / sqrt(b)
+    # rounded twice differs for some shapes, 2/3 among them)
+    if dt == dtypes.float32:
+        with config.enable_x64(True):
+            d64 = lax.convert_element_type(d, dtypes.float64)
+            rsqrt_d = lax.convert_element_type(np.float64(1) / jnp.sqrt(d64), dt)
+    else:
+        rsqrt_d = c(1) / jnp.sqrt(d)
+    cc = c(1.0 / 3.0) * rsqrt_d
 
     def cond_fn(state):
         _, x, v, u = state
@@ -1672,8 +1680,9 @@ def ball(key, d, p=2, shape=(), dtype=None):
     Returns:
         An array of shape ``shape + (d,)``.
 
-    Differences from JAX: float32 samples with p=1.5 (``gamma`` with shape 2/3) differ from
-    JAX's in about a quarter of the values, by up to 10 ulp; p=2 gives JAX's bits.
+    Differences from JAX: float32 samples for a ``p`` whose ``gamma`` shape ``1 / p`` needs an
+    ``rsqrt`` XLA rounds otherwise (p=4, for one) differ from JAX's by a few ulp; p from 0.5 to
+    2.5 gives JAX's bits.
 
     Example:
         >>> import numpy as np
