@@ -198,13 +198,14 @@ else:
     print(f"GPU: {GPU_NAME}; (1024, 1024) float32 layer, functx.jit: {t_fx * 1e6:.0f} us")
     try:
         import jax
+        import jax.numpy as jjnp
 
         jgpu = [d for d in jax.devices() if d.platform == "gpu"]
     except (ImportError, RuntimeError):
         jgpu = []
     if jgpu:
         jv, jw = (jax.device_put(np.asarray(a), jgpu[0]) for a in (big_v, big_w))
-        jlayer = jax.jit(lambda v, w: jax.numpy.tanh(v @ w) * 2.0)
+        jlayer = jax.jit(lambda v, w: jjnp.tanh(v @ w) * 2.0)
         t_jax = median_time(lambda: jlayer(jv, jw).block_until_ready())
         print(f"jax.jit: {t_jax * 1e6:.0f} us; functx takes {t_fx / t_jax:.2f}x JAX's time")
     else:
