@@ -19,6 +19,11 @@ def mul(x, y, *, out_dtype=None):
       out_dtype: the result's dtype (None: the operands' dtype).
     Returns:
       the product, of dtype ``out_dtype`` when given.
+
+    Differences from JAX: where size-1 dimensions broadcast, functx records explicit
+    ``broadcast_in_dim`` equations before the product (JAX's primitive broadcasts implicitly), so
+    ``make_jaxpr`` prints them.
+
     Example:
       >>> import functx.numpy as jnp
       >>> from functx import lax

@@ -261,3 +261,35 @@ def test_quantile_weights_inverted_cdf_against_jax():
         for lib in (jnp, jnp_ref):
             with pytest.raises(err):
                 lib.quantile(np.arange(6.0), 0.5, **kw)
+
+
+# --- jnp.insert / jnp.delete(assume_unique_indices=True) with traced indices -------------------
+def _ins_del(lib):
+    def f(a, obj, vals, dobj):
+        return lib.insert(a, obj, vals, axis=1), lib.delete(a, dobj, 1, assume_unique_indices=True)
+
+    return f
+
+
+def test_insert_delete_traced_indices_against_jax():
+    a = np.arange(15, dtype=np.float32).reshape(3, 5)
+    # traced indices under vmap (scalar and array indices, values per slice), against JAX's
+    objs, vals = np.array([[3, 1], [1, -2], [9, 0]]), np.arange(6, dtype=np.float32).reshape(3, 2)
+    got = functx.vmap(lambda o, v: jnp.insert(a, o, v, axis=1))(objs, vals)
+    want = jax.jit(jax.vmap(lambda o, v: jnp_ref.insert(a, o, v, axis=1)))(objs, vals)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    dobjs = np.array([[0, 4], [-1, 1], [3, 2]])
+    got = functx.vmap(lambda o: jnp.delete(a, o, 1, assume_unique_indices=True))(dobjs)
+    want = jax.jit(jax.vmap(lambda o: jnp_ref.delete(a, o, 1, assume_unique_indices=True)))(dobjs)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    # compiled (one program) against eager (concrete indices: the NumPy path) and JAX's
+    args = (a, objs[0], vals[0], dobjs[0])
+    compiled, eager = functx.jit(_ins_del(jnp))(*args), _ins_del(jnp)(*args)
+    for c, e in zip(compiled, eager):
+        assert c.shape == e.shape and c.dtype == e.dtype
+        np.testing.assert_array_equal(np.asarray(c), np.asarray(e))
+    np.testing.assert_array_equal(np.asarray(compiled[1]), np.asarray(want[0]))
+    # nothing to insert: the values' shape does not matter, as in JAX
+    empty = np.array([], np.int32)
+    ref = jax.jit(lambda a: jnp_ref.insert(a, empty, np.ones(5), axis=0))(a)
+    assert jnp.insert(a, empty, np.ones(5), axis=0).shape == ref.shape

@@ -6,8 +6,7 @@ inspection functions ``isscalar``/``iscomplexobj``, the NaN-ignoring reductions,
 ``interp``, histograms and
 ``bincount``, ``cov``/``corrcoef`` and index helpers.
 
-Deviations from JAX: ``delete`` and ``insert`` need concrete indices (JAX traces
-``delete(..., assume_unique_indices=True)`` and ``insert``); ``histogram``, ``bincount``,
+Deviations from JAX: ``histogram``, ``bincount``,
 ``digitize`` and ``interp`` compare every value with every edge (quadratic, fine for the sizes
 they are used at)."""
 
@@ -843,15 +842,58 @@ def _concrete(x, what):
     return np.asarray(x)
 
 
+def _int_kind(obj) -> bool:
+    """Whether ``obj`` (an array, a tracer, a list) holds integers."""
+    if jnp._is_array(obj) or isinstance(obj, Tracer):
+        return jnp._aval(obj).dtype.kind in "iu"
+    return np.asarray(obj).dtype.kind in "iu"
+
+
+def _delete_unique(a, obj, axis, n):
+    """``delete`` of the distinct (possibly traced) integer indices ``obj``: kept entry ``j``
+    of the result is ``j`` plus the number of deleted indices at or before it."""
+    idx = jnp.ravel(_arr(obj))
+    k = jnp._aval(idx).shape[0]
+    idx = jnp.clip(jnp.where(idx < 0, idx + n, idx), 0, n)
+    # the sorted indices minus their rank: kept entry j moves past those <= j
+    idx = lax.sort(idx) - jnp.arange(k, dtype=jnp._aval(idx).dtype)
+    j = jnp.arange(n - k, dtype=jnp._aval(idx).dtype)
+    j = j + jnp.sum(j[None, :] >= idx[:, None], axis=0, dtype=jnp._aval(idx).dtype)
+    return jnp.take(a, j, axis=axis)
+
+
+def _insert_traced(a, idx, v, axis, n):
+    """``insert`` at the traced integer indices ``idx`` (shape ``(k,)``) of the slices ``v``
+    (``k`` along ``axis``): value ``j`` lands at ``idx[j]`` plus its rank among the insertions
+    (a stable sort's), and the array's entries fill the other places in order."""
+    k = jnp._aval(idx).shape[0]
+    idx = jnp.clip(jnp.where(idx < 0, idx + n, idx), 0, n)
+    i, j = jnp.arange(k)[:, None], jnp.arange(k)[None, :]
+    before = (idx[:, None] < idx[None, :]) | ((idx[:, None] == idx[None, :]) & (i < j))
+    vpos = idx + jnp.sum(before, axis=0, dtype=jnp._aval(idx).dtype)  # (k,)
+    p = jnp.arange(n + k, dtype=jnp._aval(idx).dtype)
+    hit = p[:, None] == vpos[None, :]  # (n + k, k)
+    is_v = jnp.any(hit, axis=1)
+    which = jnp.sum(jnp.where(hit, jnp.arange(k, dtype=jnp._aval(idx).dtype), 0), axis=1)
+    src = p - jnp.sum(vpos[None, :] < p[:, None], axis=1, dtype=jnp._aval(idx).dtype)
+    from_a = jnp.take(a, jnp.clip(src, 0, max(n - 1, 0)), axis=axis, mode="clip")
+    from_v = jnp.take(v, which, axis=axis, mode="clip")
+    nd = jnp._aval(a).ndim
+    mask = jnp.reshape(is_v, (n + k,) + (1,) * (nd - 1 - axis))
+    return jnp.where(mask, from_v, from_a)
+
+
 def delete(arr, obj, axis=None, *, assume_unique_indices=False):
     """``arr`` without the entries ``obj`` along ``axis`` (the flattened array if None).
 
     Arguments:
       arr: an array.
       obj: an int, a slice, or an array of ints or a bool mask (concrete: the result's shape
-        depends on it).
+        depends on it, unless ``assume_unique_indices``).
       axis: the axis to delete along, or None.
-      assume_unique_indices: accepted for JAX's signature (the indices must be concrete anyway).
+      assume_unique_indices: promise that the integer indices ``obj`` are distinct (negative
+        ones counted from the end; out-of-range ones clipped): ``obj`` may then be traced (under
+        ``jit``), since the result has ``len(obj)`` fewer entries.
     Returns:
       An array of ``arr``'s dtype.
 
@@ -884,6 +926,8 @@ def delete(arr, obj, axis=None, *, assume_unique_indices=False):
     if isinstance(obj, slice):
         keep = np.ones(n, bool)
         keep[np.arange(n)[obj]] = False
+    elif assume_unique_indices and _int_kind(obj):
+        return _delete_unique(a, obj, axis, n)
     else:
         o = _concrete(obj, "'obj' array argument of jnp.delete()")
         if o.dtype == bool:
@@ -908,7 +952,8 @@ def insert(arr, obj, values, axis=None):
 
     Arguments:
       arr: an array.
-      obj: an int, a slice, or a 1-D array of ints (concrete: the result's shape depends on it).
+      obj: an int, a slice, or a 1-D array of ints (concrete or traced: the result's shape
+        depends only on its size).
       values: the values (cast to ``arr``'s dtype, broadcast to the inserted slices).
       axis: the axis, or None (the flattened array).
     Returns:
@@ -927,8 +972,12 @@ def insert(arr, obj, values, axis=None):
     n = av.shape[axis]
     if isinstance(obj, slice):
         idx = np.arange(*obj.indices(n))
+    elif isinstance(obj, Tracer):
+        idx = obj
     else:
         idx = _concrete(obj, "'obj' argument of jnp.insert()")
+    if isinstance(idx, Tracer):
+        return _insert_traced_checked(a, idx, values, axis, n, av, obj)
     if idx.ndim > 1:
         raise FunctxValueError(
             "jnp.insert(): obj must be a slice, a one-dimensional array, or a scalar; "
@@ -950,6 +999,8 @@ def insert(arr, obj, values, axis=None):
             v = jnp.moveaxis(v, 0, axis)
         idx = np.full(jnp._aval(v).shape[axis], idx.ravel()[0])
     k = np.broadcast_shapes(idx.shape, (jnp._aval(v).shape[axis],))[0]
+    if k == 0:  # (nothing to insert: JAX ignores the values' shape then)
+        return jnp.array(a)
     idx = np.clip(np.where(idx < 0, idx + n, idx), 0, n)
     idx = np.broadcast_to(idx, (k,))
     vshape = list(av.shape)
@@ -966,6 +1017,36 @@ def insert(arr, obj, values, axis=None):
     src[vpos] = n + np.arange(k)
     both = jnp.concatenate([a, v], axis)
     return jnp.take(both, jnp.asarray(src.astype(np.int32)), axis=axis)
+
+
+def _insert_traced_checked(a, idx, values, axis, n, av, obj):
+    """``insert`` with traced indices: JAX's checks, then ``_insert_traced``."""
+    iv = jnp._aval(idx)
+    if iv.ndim > 1:
+        raise FunctxValueError(
+            "jnp.insert(): obj must be a slice, a one-dimensional array, or a scalar; "
+            f"got {obj}{_loc()}"
+        )
+    if iv.dtype.kind not in "iu":
+        raise FunctxValueError(
+            f"jnp.insert(): index array must be integer typed; got {obj}{_loc()}"
+        )
+    v = jnp.astype(_arr(values), av.dtype)
+    vnd = jnp._aval(v).ndim
+    if vnd < av.ndim:
+        v = jnp.reshape(v, (1,) * (av.ndim - vnd) + jnp._aval(v).shape)
+    if iv.size == 1:
+        if iv.ndim == 0:
+            v = jnp.moveaxis(v, 0, axis)
+        idx = jnp.full((jnp._aval(v).shape[axis],), jnp.ravel(idx)[0])
+    k = np.broadcast_shapes(jnp._aval(idx).shape, (jnp._aval(v).shape[axis],))[0]
+    if k == 0:  # (nothing to insert: JAX ignores the values' shape then)
+        return jnp.array(a)
+    idx = jnp.broadcast_to(idx, (k,))
+    vshape = list(av.shape)
+    vshape[axis] = k
+    v = jnp.broadcast_to(v, tuple(vshape))
+    return _insert_traced(a, idx, v, axis, n)
 
 
 def append(arr, values, axis=None):
