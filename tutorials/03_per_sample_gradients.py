@@ -1,5 +1,5 @@
 # %% [markdown]
-# # Per-sample gradients with `vmap(grad(loss))`
+# # Per-sample gradients with vmap(grad(loss))
 #
 # One line gives the gradient of the loss of *each example* with respect to the parameters:
 # `functx.vmap(functx.grad(loss), in_axes=(None, 0, 0))(params, xs, ys)`. Both transforms rewrite

@@ -1,5 +1,5 @@
 # %% [markdown]
-# # A Mamba-style selective scan with `associative_scan`
+# # A Mamba-style selective scan with associative_scan
 #
 # Mamba's selective state-space layer runs, for every batch element `b`, channel `d` and state
 # dimension `n`, the linear recurrence
