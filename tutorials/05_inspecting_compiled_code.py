@@ -19,6 +19,7 @@
 import contextlib
 import io
 import os
+import shutil
 import tempfile
 import time
 
@@ -233,4 +234,11 @@ try:
 except functx.errors.TracerBoolConversionError as e:
     print(type(e).__name__ + ":", e)
 print(functx.jit(lambda v: jnp.where(v.sum() > 0, v, -v))(x)[:3], "(with jnp.where)")
+
+# %% [markdown]
+# Finally, the temporary cache directory of section 3 is removed (the programs already loaded
+# stay usable).
+
+# %%
+shutil.rmtree(cache_dir, ignore_errors=True)
 print("05 tutorial: all checks passed")
