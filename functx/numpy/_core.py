@@ -454,28 +454,38 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     num = _v.integer(num, "linspace", "num", minimum=0)
     _v.check_size((num,), "linspace", "num")
     for name, v in (("start", start), ("stop", stop)):
-        if not _is_array(v) and not isinstance(v, np.ndarray):
+        if not (_is_array(v) or isinstance(v, (np.ndarray, complex, np.complexfloating))):
             _v.number(v, "linspace", name)
     dt = _dt(dtype, op="linspace") if dtype is not None else _inexact(result_type(start, stop))
-    start, stop = (
-        asarray(start, dt if dt in dtypes.FLOATS else dtypes.default_float()),
-        asarray(stop, dt if dt in dtypes.FLOATS else dtypes.default_float()),
-    )
-    div = (num - 1) if endpoint else num
-    bshape = builtins.max(start.ndim, stop.ndim)
+    cdt = _inexact(dt)  # the computation's dtype (float or complex)
+    start, stop = asarray(start, cdt), asarray(stop, cdt)
     shape = broadcast_shapes(start.shape, stop.shape)
-    idx = ops.broadcasted_iota(start.dtype, (num,) + shape, 0)
     s, t = broadcast_to(start, shape)[None], broadcast_to(stop, shape)[None]
-    step = (t - s) / div if div > 0 else zeros_like(s)
-    out = s + idx * step if num > 1 else s + zeros((num,) + shape, start.dtype)
-    if endpoint and num > 1:
-        out = out.at[-1].set(t[0])
-    if bshape:
+    div = (num - 1) if endpoint else num
+    # JAX's formula, with its divisions by the constant ``div`` as XLA computes them (times the
+    # reciprocal, rounded to the dtype), so the values are JAX's to the bit, eagerly and jitted
+    if num > 1:
+        rdt = dtypes.REAL_OF.get(cdt, cdt)
+        delta = (stop - start) * (np.asarray(1, cdt) / np.asarray(div, cdt))
+        inv = np.asarray(1, rdt) / np.asarray(div, rdt)
+        step = astype(ops.broadcasted_iota(rdt, (div,) + (1,) * len(shape), 0) * inv, cdt)
+        out = s * (1 - step) + t * step
+        if endpoint:
+            out = concatenate([out, t], axis=0)
+    elif num == 1:
+        delta = (
+            full(shape, np.nan, cdt) if endpoint else broadcast_to(stop - start, shape)
+        ).astype(cdt)
+        out = s
+    else:
+        delta = full(shape, np.nan, cdt)
+        out = zeros((0,) + shape, cdt)
+    if shape:
         out = moveaxis(out, 0, axis)
     if dt in dtypes.INTEGERS:
         out = floor(out)  # JAX rounds an integer linspace down
     out = astype(out, dt)
-    return (out, step.reshape(shape)) if retstep else out
+    return (out, delta) if retstep else out
 
 
 def eye(N, M=None, k=0, dtype=None, *, device=None):
