@@ -2053,7 +2053,7 @@ def _scalar_type(dt, doc_value):
     # (a 64-bit type's example runs with x64 on: in the default mode its values are 32-bit)
     call = f"print(jnp.{name}({doc_value!r}), jnp.zeros(2, jnp.{name}).dtype == jnp.{name})"
     if dt.name in ("int64", "uint64", "float64", "complex128"):
-        x64 = "with functx.experimental.enable_x64():"
+        x64 = "with functx.enable_x64(True):"
         call = f"import functx\n      >>> {x64}\n      ...     {call}"
     return _ScalarMeta(
         name,
