@@ -13,9 +13,6 @@ def mul(x, y, *, out_dtype=None):
     (XLA's mixed-precision multiply: its values and its derivatives are those of the converted
     product).
 
-    Differences from JAX: with ``out_dtype``, the Jaxpr shows the two conversions and a plain
-    ``mul`` (JAX's ``mul`` equation carries ``out_dtype``).
-
     Arguments:
       x, y: arrays of one shape (or a scalar operand), of one dtype unless ``out_dtype`` is
         given.
@@ -25,7 +22,8 @@ def mul(x, y, *, out_dtype=None):
 
     Differences from JAX: where size-1 dimensions broadcast, functx records explicit
     ``broadcast_in_dim`` equations before the product (JAX's primitive broadcasts implicitly), so
-    ``make_jaxpr`` prints them.
+    ``make_jaxpr`` prints them; with ``out_dtype`` the Jaxpr shows the two conversions and a plain
+    ``mul`` (JAX's ``mul`` equation carries ``out_dtype``).
 
     Example:
       >>> import functx.numpy as jnp
