@@ -288,7 +288,15 @@ def _boundary_transpose(ct, x, *, axes, frames, scale):
 
 boundary_p.abstract_eval = lambda aval, **_: ShapedArray(aval.shape, aval.dtype, aval.weak_type)
 boundary_p.impl = lambda x, **_: x
-J.defjvp_linear(boundary_p)
+
+
+def _boundary_jvp(primals, tangents, **params):
+    ((x,), (t,)) = primals, tangents
+    out = boundary_p.bind(x, **params)
+    return out, t if isinstance(t, J.Zero) else boundary_p.bind(t, **params)
+
+
+J.jvp_rules[boundary_p] = _boundary_jvp
 T.transpose_rules[boundary_p] = _boundary_transpose
 V.batching_rules[boundary_p] = lambda args, dims, **kw: (boundary_p.bind(args[0], **kw), dims[0])
 lowerings[boundary_p] = lambda g, ins, avals, **params: ins[0]
