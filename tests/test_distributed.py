@@ -228,7 +228,8 @@ def check(tmp, platform, setenv):
     if platform == "cpu":
         env["TRITON_INTERPRET"] = "1"  # (the Triton path on this CPU: torch CPU tensors, gloo)
     cmd = [sys.executable, "-m", "functx.distributed", "--nproc", str(NPROC), __file__, path]
-    proc = subprocess.run(cmd + [platform], env=env, capture_output=True, text=True, timeout=600)
+    limit = 300 if platform == "cpu" else 600
+    proc = subprocess.run(cmd + [platform], env=env, capture_output=True, text=True, timeout=limit)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     theirs = _load(path)
     setenv("XLA_FLAGS", HOST4)
