@@ -39,7 +39,7 @@ from functx.lowering.compile import compile_jaxpr, log as _log, loop_ir_text
 from functx.lowering.runtime import Executable
 from functx.source_info import where
 from functx.tracing import ShapeDtypeStruct, Tracer, get_aval, tree_flatten, tree_unflatten
-from functx.transforms import axis_env as _axis_env, passes, vjp as _vjp
+from functx.transforms import axis_env as _axis_env, outer_products, passes, vjp as _vjp
 
 
 class Lowered:
@@ -393,12 +393,12 @@ def _placement(leaves, backend, what):
     dev, _ = op_device(leaves, what, "argument leaf")
     if backend == "cpu" and dev is not CPU:
         raise DeviceError(
-            f"{what} was asked for backend='cpu' but its arguments are on {dev}; copy them to "
+            f"{what} was asked for backend='cpu' but its arguments are on {dev!r}; copy them to "
             "the host with functx.device_put(x, functx.devices('cpu')[0]), or drop backend="
         )
     if backend == "triton" and dev.platform != "gpu":
         raise DeviceError(
-            f"{what} was asked for backend='triton' (a GPU) but its arguments are on {dev}; "
+            f"{what} was asked for backend='triton' (a GPU) but its arguments are on {dev!r}; "
             "put them on a GPU first: functx.device_put(x, functx.devices('gpu')[0])"
         )
     return "cpu" if dev is CPU else dev
@@ -953,7 +953,8 @@ class Jitted:
         a, kw = tree_unflatten(in_tree, leaves)
         closed, _, out_tree, _ = tracing.trace_pytree(f, a, kw)
         check_consts(closed.consts, CPU if place == "cpu" else place, self._what)
-        return passes.divide_by_reciprocals(passes.simplify(closed)), out_tree
+        closed = outer_products.factor_outer_products(passes.simplify(closed))
+        return passes.divide_by_reciprocals(closed), out_tree
 
     def lower(self, *args, **kwargs) -> Lowered:
         f, leaves, in_tree, _ = self._trace(args, kwargs)

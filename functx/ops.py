@@ -3,8 +3,9 @@
 Transform rules, control flow and the public namespaces call these; ``functx.lax`` re-exports
 them.
 
-lax functions do not broadcast or promote (functx.numpy does); Python scalars take the dtype of the
-array operand, as in JAX.
+lax functions do not promote dtypes or broadcast ranks (functx.numpy does; operands of one rank
+broadcast their size-1 dimensions, as in JAX); Python scalars take the dtype of the array operand,
+as in JAX.
 """
 
 from __future__ import annotations
@@ -225,16 +226,26 @@ def _doc(row) -> str:
         what = f"``{row.name}`` of each element of ``x``"
     else:
         params = (
-            f"x, y: arrays of one shape and one dtype, {kinds} (either may be a Python "
-            "scalar, which takes the other's dtype); functx.lax does not broadcast or "
-            "promote."
+            f"x, y: arrays of one dtype, {kinds} (either may be a Python scalar, which takes "
+            "the other's dtype), of one shape or of one rank with shapes differing only in "
+            "size-1 dimensions, which broadcast (as in JAX); lax does not promote dtypes."
         )
         what = f"``{row.name}`` of ``x`` and ``y``, element by element"
     kind = "a bool array" if row.group == "compare" or row.name == "is_finite" else "an array"
+    differences = ""
+    if row.arity == 2:
+        differences = textwrap.fill(
+            "Differences from JAX: where size-1 dimensions broadcast, functx records explicit "
+            "``broadcast_in_dim`` equations before the operation (JAX's primitive broadcasts "
+            "implicitly), so ``make_jaxpr`` prints them.",
+            100,
+        )
+        differences += "\n\n"
     return (
         f"{what} (JAX's ``jax.lax.{row.public_name}``; the ``{row.name}`` primitive).\n\n"
         f"Arguments:\n{_wrap(params)}\n\n"
-        f"Returns:\n    {kind} of the operands' shape.\n\n"
+        f"Returns:\n    {kind} of the operands' {'broadcast ' if row.arity == 2 else ''}shape.\n\n"
+        f"{differences}"
         f"Example:\n    >>> import numpy as np\n    >>> from functx import lax\n"
         f"    >>> print(lax.{row.public_name}({shown}))\n    {out}\n"
     )

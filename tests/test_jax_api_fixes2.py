@@ -261,3 +261,73 @@ def test_quantile_weights_inverted_cdf_against_jax():
         for lib in (jnp, jnp_ref):
             with pytest.raises(err):
                 lib.quantile(np.arange(6.0), 0.5, **kw)
+
+
+# --- jnp.insert / jnp.delete(assume_unique_indices=True) with traced indices -------------------
+def _ins_del(lib):
+    def f(a, obj, vals, dobj):
+        return lib.insert(a, obj, vals, axis=1), lib.delete(a, dobj, 1, assume_unique_indices=True)
+
+    return f
+
+
+def test_insert_delete_traced_indices_against_jax():
+    a = np.arange(15, dtype=np.float32).reshape(3, 5)
+    # traced indices under vmap (scalar and array indices, values per slice), against JAX's
+    objs, vals = np.array([[3, 1], [1, -2], [9, 0]]), np.arange(6, dtype=np.float32).reshape(3, 2)
+    got = functx.vmap(lambda o, v: jnp.insert(a, o, v, axis=1))(objs, vals)
+    want = jax.jit(jax.vmap(lambda o, v: jnp_ref.insert(a, o, v, axis=1)))(objs, vals)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    dobjs = np.array([[0, 4], [-1, 1], [3, 2]])
+    got = functx.vmap(lambda o: jnp.delete(a, o, 1, assume_unique_indices=True))(dobjs)
+    want = jax.jit(jax.vmap(lambda o: jnp_ref.delete(a, o, 1, assume_unique_indices=True)))(dobjs)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    # compiled (one program) against eager (concrete indices: the NumPy path) and JAX's
+    args = (a, objs[0], vals[0], dobjs[0])
+    compiled, eager = functx.jit(_ins_del(jnp))(*args), _ins_del(jnp)(*args)
+    for c, e in zip(compiled, eager):
+        assert c.shape == e.shape and c.dtype == e.dtype
+        np.testing.assert_array_equal(np.asarray(c), np.asarray(e))
+    np.testing.assert_array_equal(np.asarray(compiled[1]), np.asarray(want[0]))
+    # nothing to insert: the values' shape does not matter, as in JAX
+    empty = np.array([], np.int32)
+    ref = jax.jit(lambda a: jnp_ref.insert(a, empty, np.ones(5), axis=0))(a)
+    assert jnp.insert(a, empty, np.ones(5), axis=0).shape == ref.shape
+
+
+# --- jnp.histogramdd / histogram2d ---------------------------------------------------------------
+def _hists(lib, w):
+    def f(s):
+        a = lib.histogramdd(s, [3, np.array([-3.0, 0.5, 2.0, 6.0]), 2], [(-1, 4), None, None], w)
+        b = lib.histogramdd(s, 2, density=True)
+        c = lib.histogram2d(s[:, 0], s[:, 1], [np.array([-3.0, 1.5, 6.0]), 3])
+        return a, b, c
+
+    return f
+
+
+def _check_tree(got, want):
+    got, want = functx.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        # (edges from linspace may differ in the last bit: data away from the edges)
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-6)
+
+
+def test_histogramdd_histogram2d_against_jax():
+    rng = np.random.RandomState(0)
+    s = rng.uniform(-3, 6, (20, 3)).astype(np.float32)
+    w = rng.uniform(0, 1, 20).astype(np.float32)
+    want = jax.jit(_hists(jnp_ref, w))(s)
+    _check_tree(_hists(jnp, w)(s), want)
+    _check_tree(functx.jit(_hists(jnp, w))(s), want)
+    with x64_off():
+        ints = rng.randint(-3, 6, (20, 2)).astype(np.int32)
+        edges = np.array([-3, 0, 2, 6])
+        got = jnp.histogram2d(ints[:, 0], ints[:, 1], edges)
+        _check_tree(got, jax.jit(jnp_ref.histogram2d)(ints[:, 0], ints[:, 1], edges))
+    for kw in [{"weights": np.ones(2)}, {"bins": [1, 2, 3]}, {"range": [(0, 1)]}]:
+        for lib in (jnp, jnp_ref):
+            with pytest.raises(ValueError):
+                lib.histogramdd(np.ones((3, 2)), **kw)

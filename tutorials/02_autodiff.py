@@ -10,7 +10,7 @@
 # and times it against the eager one.
 #
 # Run it as a script (`python tutorials/02_autodiff.py`) or as a notebook through jupytext; the
-# tests and the docs build execute it.
+# docs build executes it.
 
 # %%
 import os
@@ -175,4 +175,4 @@ print(
 )
 
 # %%
-print(f"tutorial 02: all {checks} checks passed")
+print(f"02 tutorial: all checks passed ({checks} checks)")

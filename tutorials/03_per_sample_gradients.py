@@ -8,7 +8,7 @@
 # with `functx.jit` and time it against `jax.jit` of the same program.
 #
 # Run it as a script (`python tutorials/03_per_sample_gradients.py`) or as a notebook through
-# jupytext; the tests and the docs build execute it.
+# jupytext; the docs build executes it.
 
 # %%
 import os
@@ -196,4 +196,4 @@ if jax is not None:
     t_jax = median_time(lambda: jax_psg(params, xs, ys))
     print(f"jax.jit(vmap(grad))             {t_jax * 1e6:8.1f} us")
     print(f"functx takes {t_fx / t_jax:.2f}x JAX's time")
-print("tutorial 03: all checks passed")
+print("03 tutorial: all checks passed")

@@ -39,8 +39,8 @@ class Device:
     Example:
       >>> import functx
       >>> d = functx.devices("cpu")[0]
-      >>> d.platform, d.id
-      ('cpu', 0)
+      >>> d.platform, d.id, str(d)
+      ('cpu', 0, 'cpu:0')
     """
 
     platform = "?"
@@ -56,6 +56,9 @@ class Device:
 
     def __repr__(self):
         return f"{type(self).__name__}(id={self.id})"
+
+    def __str__(self):  # JAX's: "cpu:0", "cuda:0"
+        return f"{'cuda' if self.platform == 'gpu' else self.platform}:{self.id}"
 
 
 class CpuDevice(Device):
@@ -182,7 +185,7 @@ def local_devices(backend: str | None = None) -> list[Device]:
       A list of ``Device``.
     Example:
       >>> import functx
-      >>> functx.local_devices("cpu")
+      >>> functx.local_devices(backend="cpu")
       [CpuDevice(id=0)]
     """
     if "local_devices" in processes:

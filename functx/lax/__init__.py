@@ -1,7 +1,8 @@
 """``functx.lax``: the primitive-level API with JAX's names (a re-export surface).
 
-lax functions do not broadcast or promote (``functx.numpy`` does); Python scalars take the dtype of
-the array operand, as in JAX. The op builders live in ``functx.ops`` and the higher-order
+lax functions do not promote dtypes or broadcast ranks (``functx.numpy`` does; operands of one
+rank broadcast their size-1 dimensions, as in JAX); Python scalars take the dtype of the array
+operand, as in JAX. The op builders live in ``functx.ops`` and the higher-order
 primitives beside their rules; this file only names what is public, each name once.
 """
 

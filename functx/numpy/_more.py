@@ -6,13 +6,13 @@ inspection functions ``isscalar``/``iscomplexobj``, the NaN-ignoring reductions,
 ``interp``, histograms and
 ``bincount``, ``cov``/``corrcoef`` and index helpers.
 
-Deviations from JAX: ``delete`` and ``insert`` need concrete indices (JAX traces
-``delete(..., assume_unique_indices=True)`` and ``insert``); ``histogram``, ``bincount``,
+Deviations from JAX: ``histogram``, ``bincount``,
 ``digitize`` and ``interp`` compare every value with every edge (quadratic, fine for the sizes
 they are used at)."""
 
 from __future__ import annotations
 
+import builtins
 import math
 import operator
 
@@ -843,15 +843,58 @@ def _concrete(x, what):
     return np.asarray(x)
 
 
+def _int_kind(obj) -> bool:
+    """Whether ``obj`` (an array, a tracer, a list) holds integers."""
+    if jnp._is_array(obj) or isinstance(obj, Tracer):
+        return jnp._aval(obj).dtype.kind in "iu"
+    return np.asarray(obj).dtype.kind in "iu"
+
+
+def _delete_unique(a, obj, axis, n):
+    """``delete`` of the distinct (possibly traced) integer indices ``obj``: kept entry ``j``
+    of the result is ``j`` plus the number of deleted indices at or before it."""
+    idx = jnp.ravel(_arr(obj))
+    k = jnp._aval(idx).shape[0]
+    idx = jnp.clip(jnp.where(idx < 0, idx + n, idx), 0, n)
+    # the sorted indices minus their rank: kept entry j moves past those <= j
+    idx = lax.sort(idx) - jnp.arange(k, dtype=jnp._aval(idx).dtype)
+    j = jnp.arange(n - k, dtype=jnp._aval(idx).dtype)
+    j = j + jnp.sum(j[None, :] >= idx[:, None], axis=0, dtype=jnp._aval(idx).dtype)
+    return jnp.take(a, j, axis=axis)
+
+
+def _insert_traced(a, idx, v, axis, n):
+    """``insert`` at the traced integer indices ``idx`` (shape ``(k,)``) of the slices ``v``
+    (``k`` along ``axis``): value ``j`` lands at ``idx[j]`` plus its rank among the insertions
+    (a stable sort's), and the array's entries fill the other places in order."""
+    k = jnp._aval(idx).shape[0]
+    idx = jnp.clip(jnp.where(idx < 0, idx + n, idx), 0, n)
+    i, j = jnp.arange(k)[:, None], jnp.arange(k)[None, :]
+    before = (idx[:, None] < idx[None, :]) | ((idx[:, None] == idx[None, :]) & (i < j))
+    vpos = idx + jnp.sum(before, axis=0, dtype=jnp._aval(idx).dtype)  # (k,)
+    p = jnp.arange(n + k, dtype=jnp._aval(idx).dtype)
+    hit = p[:, None] == vpos[None, :]  # (n + k, k)
+    is_v = jnp.any(hit, axis=1)
+    which = jnp.sum(jnp.where(hit, jnp.arange(k, dtype=jnp._aval(idx).dtype), 0), axis=1)
+    src = p - jnp.sum(vpos[None, :] < p[:, None], axis=1, dtype=jnp._aval(idx).dtype)
+    from_a = jnp.take(a, jnp.clip(src, 0, max(n - 1, 0)), axis=axis, mode="clip")
+    from_v = jnp.take(v, which, axis=axis, mode="clip")
+    nd = jnp._aval(a).ndim
+    mask = jnp.reshape(is_v, (n + k,) + (1,) * (nd - 1 - axis))
+    return jnp.where(mask, from_v, from_a)
+
+
 def delete(arr, obj, axis=None, *, assume_unique_indices=False):
     """``arr`` without the entries ``obj`` along ``axis`` (the flattened array if None).
 
     Arguments:
       arr: an array.
       obj: an int, a slice, or an array of ints or a bool mask (concrete: the result's shape
-        depends on it).
+        depends on it, unless ``assume_unique_indices``).
       axis: the axis to delete along, or None.
-      assume_unique_indices: accepted for JAX's signature (the indices must be concrete anyway).
+      assume_unique_indices: promise that the integer indices ``obj`` are distinct (negative
+        ones counted from the end; out-of-range ones clipped): ``obj`` may then be traced (under
+        ``jit``), since the result has ``len(obj)`` fewer entries.
     Returns:
       An array of ``arr``'s dtype.
 
@@ -884,6 +927,8 @@ def delete(arr, obj, axis=None, *, assume_unique_indices=False):
     if isinstance(obj, slice):
         keep = np.ones(n, bool)
         keep[np.arange(n)[obj]] = False
+    elif assume_unique_indices and _int_kind(obj):
+        return _delete_unique(a, obj, axis, n)
     else:
         o = _concrete(obj, "'obj' array argument of jnp.delete()")
         if o.dtype == bool:
@@ -908,7 +953,8 @@ def insert(arr, obj, values, axis=None):
 
     Arguments:
       arr: an array.
-      obj: an int, a slice, or a 1-D array of ints (concrete: the result's shape depends on it).
+      obj: an int, a slice, or a 1-D array of ints (concrete or traced: the result's shape
+        depends only on its size).
       values: the values (cast to ``arr``'s dtype, broadcast to the inserted slices).
       axis: the axis, or None (the flattened array).
     Returns:
@@ -927,8 +973,12 @@ def insert(arr, obj, values, axis=None):
     n = av.shape[axis]
     if isinstance(obj, slice):
         idx = np.arange(*obj.indices(n))
+    elif isinstance(obj, Tracer):
+        idx = obj
     else:
         idx = _concrete(obj, "'obj' argument of jnp.insert()")
+    if isinstance(idx, Tracer):
+        return _insert_traced_checked(a, idx, values, axis, n, av, obj)
     if idx.ndim > 1:
         raise FunctxValueError(
             "jnp.insert(): obj must be a slice, a one-dimensional array, or a scalar; "
@@ -950,6 +1000,8 @@ def insert(arr, obj, values, axis=None):
             v = jnp.moveaxis(v, 0, axis)
         idx = np.full(jnp._aval(v).shape[axis], idx.ravel()[0])
     k = np.broadcast_shapes(idx.shape, (jnp._aval(v).shape[axis],))[0]
+    if k == 0:  # (nothing to insert: JAX ignores the values' shape then)
+        return jnp.array(a)
     idx = np.clip(np.where(idx < 0, idx + n, idx), 0, n)
     idx = np.broadcast_to(idx, (k,))
     vshape = list(av.shape)
@@ -966,6 +1018,36 @@ def insert(arr, obj, values, axis=None):
     src[vpos] = n + np.arange(k)
     both = jnp.concatenate([a, v], axis)
     return jnp.take(both, jnp.asarray(src.astype(np.int32)), axis=axis)
+
+
+def _insert_traced_checked(a, idx, values, axis, n, av, obj):
+    """``insert`` with traced indices: JAX's checks, then ``_insert_traced``."""
+    iv = jnp._aval(idx)
+    if iv.ndim > 1:
+        raise FunctxValueError(
+            "jnp.insert(): obj must be a slice, a one-dimensional array, or a scalar; "
+            f"got {obj}{_loc()}"
+        )
+    if iv.dtype.kind not in "iu":
+        raise FunctxValueError(
+            f"jnp.insert(): index array must be integer typed; got {obj}{_loc()}"
+        )
+    v = jnp.astype(_arr(values), av.dtype)
+    vnd = jnp._aval(v).ndim
+    if vnd < av.ndim:
+        v = jnp.reshape(v, (1,) * (av.ndim - vnd) + jnp._aval(v).shape)
+    if iv.size == 1:
+        if iv.ndim == 0:
+            v = jnp.moveaxis(v, 0, axis)
+        idx = jnp.full((jnp._aval(v).shape[axis],), jnp.ravel(idx)[0])
+    k = np.broadcast_shapes(jnp._aval(idx).shape, (jnp._aval(v).shape[axis],))[0]
+    if k == 0:  # (nothing to insert: JAX ignores the values' shape then)
+        return jnp.array(a)
+    idx = jnp.broadcast_to(idx, (k,))
+    vshape = list(av.shape)
+    vshape[axis] = k
+    v = jnp.broadcast_to(v, tuple(vshape))
+    return _insert_traced(a, idx, v, axis, n)
 
 
 def append(arr, values, axis=None):
@@ -1129,7 +1211,7 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002
     arr = jnp.ravel(_arr(a))
     dt = jnp._inexact(jnp._aval(arr).dtype)  # (float64 for int64 input, with x64 on)
     if np.ndim(bins) == 1 or (jnp._is_array(bins) and jnp._aval(bins).ndim == 1):
-        return _arr(bins)
+        return jnp.astype(_arr(bins), dt)  # (in a's float dtype, as JAX's)
     nb = _static_int(bins, "'bins' argument of jnp.histogram_bin_edges")
     if range is None:
         lo, hi = jnp.min(arr), jnp.max(arr)
@@ -1174,6 +1256,113 @@ def histogram(a, bins=10, range=None, weights=None, density=None):  # noqa: A002
     if density:
         counts = counts / jnp.astype(diff(edges), jnp._aval(counts).dtype) / jnp.sum(counts)
     return counts, edges
+
+
+def histogramdd(sample, bins=10, range=None, weights=None, density=None):  # noqa: A002
+    """The ``D``-dimensional histogram of ``N`` points (``jax.numpy.histogramdd``): the count
+    (or weight sum) of the points in each cell of the grid of per-dimension bins. In each
+    dimension the last bin includes its right edge; points outside the edges are not counted.
+
+    Arguments:
+      sample: an ``(N, D)`` array of points.
+      bins: a static number of bins, or a sequence of ``D`` (numbers or arrays of edges).
+      range: None, or a sequence of ``D`` pairs ``(lo, hi)`` or Nones (default: the data's
+        min and max in that dimension).
+      weights: an ``(N,)`` array, or None (each point counts 1).
+      density: normalize to a probability density (divided by the total and the cell volumes).
+    Returns:
+      ``(hist, edges)``: the ``D``-dimensional counts (int32, or the weights' float dtype, or
+      float with ``density``) and the list of ``D`` edge arrays.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> pts = jnp.array([[0.0, 0.0], [1.0, 0.5], [1.0, 1.0], [0.2, 0.9]])
+      >>> hist, edges = jnp.histogramdd(pts, bins=2)
+      >>> print(hist)
+      [[1 1]
+       [0 2]]
+      >>> print(edges[1])
+      [0.  0.5 1. ]
+    """
+    if weights is None:
+        sample = jnp._promote_only(_arr(sample), kind="inexact")[0]
+    else:
+        sample, weights = _arr(sample), _arr(weights)
+        if jnp._aval(weights).shape != jnp._aval(sample).shape[:1]:
+            raise FunctxValueError(f"should have one weight for each sample.{_loc()}")
+        sample, weights = jnp._promote_only(sample, weights, kind="inexact")
+    sv = jnp._aval(sample)
+    if sv.ndim != 2:
+        raise FunctxValueError(
+            f"histogramdd: sample must be a 2-D array of N points in D dimensions; got shape "
+            f"{sv.shape}{_loc()}"
+        )
+    n, d = sv.shape
+    if range is not None and (
+        len(range) != d or any(r is not None and np.shape(r)[0] != 2 for r in range)
+    ):
+        raise FunctxValueError(
+            f"For sample.shape={(n, d)}, range must be a sequence of {d} pairs or Nones; got "
+            f"range={range}{_loc()}"
+        )
+    try:
+        per_dim = list(bins)
+    except TypeError:  # one number of bins for every dimension
+        per_dim = [bins] * d
+    else:
+        if len(per_dim) != d:
+            raise FunctxValueError(f"should be a bin for each dimension.{_loc()}")
+    idx, edges = [], []
+    for i in builtins.range(d):
+        col = sample[:, i]
+        e = histogram_bin_edges(col, per_dim[i], None if range is None else range[i])
+        k = _count_le(e, col, True)  # (searchsorted(e, col, side="right"))
+        idx.append(jnp.where(col == e[-1], k - 1, k))  # (the last bin holds its right edge)
+        edges.append(e)
+    # one bin more on each side for the points outside: counted, then cut off
+    shape = tuple(jnp._aval(e).shape[0] + 1 for e in edges)
+    flat = ravel_multi_index(tuple(idx), shape, mode="clip")
+    hist = jnp.reshape(bincount(flat, weights, length=math.prod(shape)), shape)
+    hist = hist[(slice(1, -1),) * d]
+    if density:
+        hist = jnp.astype(hist, sv.dtype)
+        hist = hist / jnp.sum(hist)
+        for i, e in enumerate(edges):  # (each cell's widths, as an open mesh)
+            hist = hist / jnp.reshape(
+                diff(e), tuple(-1 if j == i else 1 for j in builtins.range(d))
+            )
+    return hist, edges
+
+
+def histogram2d(x, y, bins=10, range=None, weights=None, density=None):  # noqa: A002
+    """The 2-D histogram of the points ``(x[k], y[k])`` (``jax.numpy.histogram2d``): see
+    ``histogramdd``.
+
+    Arguments:
+      x, y: 1-D arrays of the points' coordinates.
+      bins: a number of bins, an array of edges (both dimensions), or a pair of those.
+      range: None or ``[(xlo, xhi), (ylo, yhi)]`` (either may be None).
+      weights: an array of ``x``'s shape, or None.
+      density: normalize to a probability density.
+    Returns:
+      ``(hist, x_edges, y_edges)``.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> x, y = jnp.array([0.0, 1.0, 1.0, 0.2]), jnp.array([0.0, 0.5, 1.0, 0.9])
+      >>> hist, xe, ye = jnp.histogram2d(x, y, bins=2)
+      >>> print(hist)
+      [[1 1]
+       [0 2]]
+    """
+    x, y = _arr(x), _arr(y)
+    try:
+        nb = len(bins)
+    except TypeError:
+        nb = 1
+    if nb not in (1, 2):  # (one array of edges for both dimensions)
+        bins = [_arr(bins), _arr(bins)]
+    x, y = jnp._promote_only(x, y)
+    hist, edges = histogramdd(jnp.stack([x, y], axis=1), bins, range, weights, density)
+    return hist, edges[0], edges[1]
 
 
 def bincount(x, weights=None, minlength=0, *, length=None, out_sharding=None):
@@ -1864,7 +2053,7 @@ def _scalar_type(dt, doc_value):
     # (a 64-bit type's example runs with x64 on: in the default mode its values are 32-bit)
     call = f"print(jnp.{name}({doc_value!r}), jnp.zeros(2, jnp.{name}).dtype == jnp.{name})"
     if dt.name in ("int64", "uint64", "float64", "complex128"):
-        x64 = "with functx.experimental.enable_x64():"
+        x64 = "with functx.enable_x64(True):"
         call = f"import functx\n      >>> {x64}\n      ...     {call}"
     return _ScalarMeta(
         name,

@@ -937,8 +937,6 @@ def quantile(
     Returns:
       The quantiles, of shape ``q.shape`` + the remaining axes, in an inexact dtype.
 
-    Differences from JAX: no ``weights=`` and no ``method="inverted_cdf"`` (UnsupportedError).
-
     Example:
       >>> import functx.numpy as jnp
       >>> jnp.quantile(jnp.array([1.0, 2.0, 3.0, 4.0]), 0.5)
@@ -969,8 +967,6 @@ def nanquantile(
 
     Returns:
       The quantiles of the non-NaN elements (NaN where a slice has none).
-
-    Differences from JAX: no ``weights=`` and no ``method="inverted_cdf"`` (UnsupportedError).
 
     Example:
       >>> import functx.numpy as jnp
@@ -1009,8 +1005,6 @@ def percentile(
     Returns:
       The percentiles.
 
-    Differences from JAX: no ``weights=`` and no ``method="inverted_cdf"`` (UnsupportedError).
-
     Example:
       >>> import functx.numpy as jnp
       >>> jnp.percentile(jnp.array([0, 1, 2, 3, 4]), 50)
@@ -1037,8 +1031,6 @@ def nanpercentile(
 
     Returns:
       The percentiles of the non-NaN elements.
-
-    Differences from JAX: no ``weights=`` and no ``method="inverted_cdf"`` (UnsupportedError).
 
     Example:
       >>> import functx.numpy as jnp

@@ -1,0 +1,266 @@
+"""Jaxpr -> Jaxpr: per-example outer products that are only reduced are never formed.
+
+What it rewrites. Per-example gradients of a dense layer (``vmap(grad(loss))``, as DP-SGD
+computes them) are outer products: example ``b``'s weight gradient is ``v[b] = a[b] (x) d[b]``,
+the layer's input ``a[b]`` times the output cotangent ``d[b]``. The traced program forms them
+as a ``dot_general`` with a batch dimension whose contracting dimensions all have size 1 (or
+none), a ``(B, n, m)`` array, and DP-SGD then only reads it twice: each example's squared norm
+and the clip-scale-weighted sum over the examples. Both are cheap from the two factors:
+
+* squared norm: ``sum_{l,r} (a[b,l] d[b,r])**2 == (sum_l a[b,l]**2) * (sum_r d[b,r]**2)``;
+* weighted sum: ``sum_b s[b] a[b,l] d[b,r] == ((a * s[:, None]).T @ d)[l, r]``, one product.
+
+The pass finds each such ``dot_general`` (exactly one batch dimension, every contracting
+dimension of size 1), follows its value through layout-only equations (``transpose``;
+``reshape``/``squeeze``/``expand_dims`` that keep the batch axis leading; a
+``convert_element_type`` between real float types) and rewrites it only when EVERY reader is
+one of:
+
+* a squared-norm reduction: ``integer_pow[y=2] v`` (or ``mul v v``) read only by a
+  ``reduce_sum`` over all axes but the batch axis, giving one number per example;
+* a contraction of the batch axis with a vector of the batch's length: ``dot_general`` with
+  contracting dimensions ``((0,), (batch axis,))`` (either operand order) and no batch
+  dimensions.
+
+Each reader is then replaced by the factored form (computed from the factors, converted first
+to the reader's dtype, followed by the same layout equations without the batch axis), and DCE
+drops the outer product. If any reader is something else (the value is a program output, an
+elementwise op reads it, a ``dot_general`` contracts a non-batch axis, ...) it is left alone.
+
+Why it is exact up to rounding: both identities above hold in exact arithmetic for any values;
+only the order and number of roundings change (a factored norm rounds two sums and one product
+instead of ``B*n*m`` products and one long sum; the weighted sum rounds the scaled factor before
+the product instead of each outer-product element). Non-finite values propagate as before except
+for a ``0 * inf`` pair that the factored form may combine in another order (both give NaN or
+inf). ``functx.jit`` runs it on the top-level Jaxpr of both backends (C++ and Triton); control
+flow bodies are left as they are.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from functx import dtypes, primitives as P
+from functx.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
+from functx.transforms import passes
+
+# Equations that only move or retype the elements of a value (the batch axis is followed through).
+_RESHAPES = (P.reshape_p, P.squeeze_p, P.expand_dims_p)
+
+
+def _is_real_float(dt) -> bool:
+    return dtypes.is_inexact(dt) and np.dtype(dt).kind != "c"
+
+
+# --- 1. Finding outer products -------------------------------------------------------------------
+class _Outer:
+    """A per-example outer product ``dot_general``: its operands and their batch axes."""
+
+    def __init__(self, e: Eqn):
+        (lc, rc), (lb, rb) = e.params["dimension_numbers"]
+        self.eqn = e
+        self.lhs, self.rhs = e.invars
+        self.contract = ((lb[0], *lc), (rb[0], *rc))  # contracting these gives the batch sum
+        self.lb, self.rb = lb[0], rb[0]
+        self.dtype = e.outvars[0].aval.dtype
+
+
+def _outer_product(e: Eqn) -> _Outer | None:
+    """``e`` as an outer product, or None: a ``dot_general`` of real floats with one batch
+    dimension whose contracting dimensions (if any) all have size 1."""
+    if e.prim is not P.dot_general_p or any(type(a) is Literal for a in e.invars):
+        return None
+    (lc, _), (lb, _) = e.params["dimension_numbers"]
+    lhs = e.invars[0].aval
+    if len(lb) != 1 or any(lhs.shape[i] != 1 for i in lc):
+        return None
+    if not all(_is_real_float(a.aval.dtype) for a in (*e.invars, e.outvars[0])):
+        return None
+    return _Outer(e)
+
+
+# --- 2. Following its value to the readers -------------------------------------------------------
+class _View:
+    """A value derived from the outer product by layout-only equations: where its batch axis
+    is, and the equations' batch-free counterparts (``("transpose", perm)``, ``("reshape",
+    shape)``) that turn the outer product's batch-free layout into this value's."""
+
+    def __init__(self, var, bpos: int, steps: tuple):
+        self.var, self.bpos, self.steps = var, bpos, steps
+
+
+def _follow_layout(e: Eqn, view: _View) -> _View | None:
+    """The view of ``e``'s output when ``e`` is a layout-only equation on ``view.var``."""
+    out = e.outvars[0]
+    shape, bpos = view.var.aval.shape, view.bpos
+    if e.prim is P.transpose_p:
+        perm = tuple(e.params["permutation"])
+        new_bpos = perm.index(bpos)
+        rest = tuple(p - (p > bpos) for i, p in enumerate(perm) if i != new_bpos)
+        return _View(out, new_bpos, (*view.steps, ("transpose", rest)))
+    if e.prim in _RESHAPES:
+        # (a row-major reshape of (B, rest) to (B, rest') keeps each example's elements together)
+        if bpos != 0 or not out.aval.shape or out.aval.shape[0] != shape[0]:
+            return None
+        return _View(out, 0, (*view.steps, ("reshape", tuple(out.aval.shape[1:]))))
+    if e.prim is P.convert_element_type_p and _is_real_float(out.aval.dtype):
+        return _View(out, bpos, view.steps)  # (the factors are converted instead)
+    return None
+
+
+def _readers(view: _View, uses, outputs, found) -> bool:
+    """Collect into ``found`` the readers of ``view.var`` and of every view derived from it,
+    as ``(eqn index, kind, view, extra)``; False when some reader is not one the pass rewrites."""
+    v = view.var
+    if v.id in outputs:
+        return False
+    for i in sorted(set(uses.get(v.id, ()))):
+        e = uses[v.id][i]
+        if e.prim in (P.transpose_p, P.convert_element_type_p, *_RESHAPES):
+            nxt = _follow_layout(e, view)
+            if nxt is None or not _readers(nxt, uses, outputs, found):
+                return False
+        elif _is_square(e, v):
+            sq = e.outvars[0]
+            readers = uses.get(sq.id, {})
+            if sq.id in outputs or len(readers) != 1:
+                return False
+            ((j, r),) = readers.items()
+            axes = tuple(a for a in range(v.aval.ndim) if a != view.bpos)
+            if r.prim is not P.reduce_sum_p or tuple(sorted(r.params["axes"])) != axes:
+                return False
+            found.append((j, "norm", view, None))
+        elif (s := _batch_vector(e, view)) is not None:
+            found.append((i, "weighted", view, s))
+        else:
+            return False
+    return True
+
+
+def _is_square(e: Eqn, v) -> bool:
+    if e.prim is P.integer_pow_p:
+        return e.params["y"] == 2
+    return e.prim is P.mul_p and all(type(a) is Var and a.id == v.id for a in e.invars)
+
+
+def _batch_vector(e: Eqn, view: _View):
+    """The vector ``s`` when ``e`` is ``dot_general`` contracting only ``s``'s single axis with
+    the batch axis of ``view.var`` (either operand order), else None."""
+    if e.prim is not P.dot_general_p:
+        return None
+    (lc, rc), (lb, _) = e.params["dimension_numbers"]
+    pet = e.params.get("preferred_element_type")
+    lhs, rhs = e.invars
+    v = view.var
+    if lb or (pet is not None and np.dtype(pet) != np.dtype(v.aval.dtype)):
+        return None
+    if type(rhs) is Var and rhs.id == v.id and tuple(rc) == (view.bpos,) and tuple(lc) == (0,):
+        s = lhs
+    elif type(lhs) is Var and lhs.id == v.id and tuple(lc) == (view.bpos,) and tuple(rc) == (0,):
+        s = rhs
+    else:
+        return None
+    if type(s) is not Var or s.id == v.id or s.aval.ndim != 1 or s.aval.dtype != v.aval.dtype:
+        return None
+    return s
+
+
+# --- 3. The factored readers ---------------------------------------------------------------------
+def _emit(eqns, prim, invars, params, src, out=None):
+    """Append ``prim(*invars, **params)`` to ``eqns``; its output variable (``out`` if given)."""
+    if out is None:
+        aval = prim.abstract_eval(*[a.aval for a in invars], **params)
+        out = Var(aval)
+    eqns.append(Eqn(prim, invars, [out], params, src))
+    return out
+
+
+def _converted(eqns, x, dt, src):
+    if np.dtype(x.aval.dtype) == np.dtype(dt):
+        return x
+    return _emit(eqns, P.convert_element_type_p, [x], {"new_dtype": dt, "weak_type": False}, src)
+
+
+def _norm(op: _Outer, view: _View, reducer: Eqn) -> list:
+    """Equations computing ``reducer``'s output (each example's sum of squares of the outer
+    product) as the product of the two factors' sums of squares."""
+    eqns, src = [], reducer.source_info
+    dt = view.var.aval.dtype
+    sums = []
+    for x, b in ((op.lhs, op.lb), (op.rhs, op.rb)):
+        x = _converted(eqns, x, dt, src)
+        sq = _emit(eqns, P.mul_p, [x, x], {}, src)
+        axes = tuple(a for a in range(x.aval.ndim) if a != b)
+        sums.append(_emit(eqns, P.reduce_sum_p, [sq], {"axes": axes}, src))
+    _emit(eqns, P.mul_p, sums, {}, src, out=reducer.outvars[0])
+    return eqns
+
+
+def _weighted(op: _Outer, view: _View, s, reader: Eqn) -> list:
+    """Equations computing ``reader``'s output (the sum over examples of ``s[b]`` times the
+    outer product) as one product of the factors, the smaller one scaled by ``s``."""
+    eqns, src = [], reader.source_info
+    dt = view.var.aval.dtype
+    lhs = _converted(eqns, op.lhs, dt, src)
+    rhs = _converted(eqns, op.rhs, dt, src)
+    scale_lhs = lhs.aval.size <= rhs.aval.size
+    x, b = (lhs, op.lb) if scale_lhs else (rhs, op.rb)
+    sb = _emit(
+        eqns,
+        P.broadcast_in_dim_p,
+        [s],
+        {"shape": tuple(x.aval.shape), "broadcast_dimensions": (b,)},
+        src,
+    )
+    xs = _emit(eqns, P.mul_p, [x, sb], {}, src)
+    lhs, rhs = (xs, rhs) if scale_lhs else (lhs, xs)
+    params = {"dimension_numbers": (op.contract, ((), ())), "preferred_element_type": None}
+    result = reader.outvars[0]
+    w = _emit(eqns, P.dot_general_p, [lhs, rhs], params, src, None if view.steps else result)
+    for k, (kind, arg) in enumerate(view.steps):
+        out = result if k == len(view.steps) - 1 else None
+        if kind == "transpose":
+            w = _emit(eqns, P.transpose_p, [w], {"permutation": arg}, src, out)
+        else:
+            w = _emit(eqns, P.reshape_p, [w], {"new_sizes": arg}, src, out)
+    return eqns
+
+
+# --- 4. The pass ---------------------------------------------------------------------------------
+def factor_outer_products(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """Rewrite the readers of every per-example outer product whose readers are all squared-norm
+    reductions or batch-vector contractions (see the module docstring) so that the outer
+    product is never formed; ``closed`` itself when there is none. Top level only."""
+    jaxpr = closed.jaxpr
+    uses: dict[int, dict[int, Eqn]] = {}
+    for i, e in enumerate(jaxpr.eqns):
+        for a in e.invars:
+            if type(a) is Var:
+                uses.setdefault(a.id, {})[i] = e
+    outputs = {v.id for v in jaxpr.outvars if type(v) is Var}
+
+    replace: dict[int, list] = {}
+    for e in jaxpr.eqns:
+        op = _outer_product(e)
+        if op is None:
+            continue
+        found: list = []
+        out = e.outvars[0]
+        if not _readers(_View(out, 0, ()), uses, outputs, found) or not found:
+            continue
+        if any(j in replace for j, *_ in found):
+            continue
+        for j, kind, view, s in found:
+            r = jaxpr.eqns[j]
+            replace[j] = _norm(op, view, r) if kind == "norm" else _weighted(op, view, s, r)
+    if not replace:
+        return closed
+
+    eqns = []
+    for i, e in enumerate(jaxpr.eqns):
+        eqns.extend(replace.get(i, (e,)))
+    j = passes.cse_jaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars))
+    return passes.dce_closed(ClosedJaxpr(j, closed.consts))
+
+
+__all__ = ["factor_outer_products"]
