@@ -99,6 +99,16 @@ def shard_map(
       ValueError: a spec names an axis the mesh lacks, is longer than its array's rank, a
       dimension does not divide, or (``check_vma``) an output varies over an axis its spec
       leaves out.
+
+    Differences from JAX: ``in_specs`` is required (functx arrays carry no sharding to infer it
+    from) and arrays are never split in memory: in one process the body runs under nested
+    ``vmap(axis_name=)``, over processes each process cuts its block out of the global inputs.
+    ``check_vma`` checks the outputs' replication on concrete values (not by JAX's static
+    varying-axes types), and derivatives are JAX's with ``check_vma=False`` whatever it says:
+    a gradient taken inside the body through a ``psum``/``pmean``, or of a replicated input, can
+    differ from JAX's default (docs/differences.md); the gradient of the shard_map-ped function
+    itself is the global function's, as in JAX.
+
     Example:
       >>> import functx
       >>> import functx.numpy as jnp
@@ -663,6 +673,11 @@ def pmap(
         of processes, checked).
     Returns:
       A function of the stacked examples.
+
+    Differences from JAX: in one process it is ``vmap(axis_name=)`` (one program, not one per
+    device); ``static_broadcasted_argnums`` and ``donate_argnums`` raise
+    ``NotImplementedError``.
+
     Example:
       >>> import functx
       >>> import functx.numpy as jnp
