@@ -385,10 +385,21 @@ def _block_transpose(ct, x, *, start, limit, split, frames):
     return [ct]
 
 
+def _block_batch(args, dims, *, start, limit, split, frames):
+    ((x,), (d,)) = args, dims
+    if d is None:
+        return block_p.bind(x, start=start, limit=limit, split=split, frames=frames), None
+    n = get_aval(x).shape[d]
+    start, limit = start[:d] + (0,) + start[d:], limit[:d] + (n,) + limit[d:]
+    split = split[:d] + ((),) + split[d:]
+    return block_p.bind(x, start=start, limit=limit, split=split, frames=frames), d
+
+
 block_p.abstract_eval = _block_abstract
 block_p.impl = _block_impl
 J.jvp_rules[block_p] = _block_jvp
 T.transpose_rules[block_p] = _block_transpose
+V.batching_rules[block_p] = _block_batch
 lowerings[block_p] = lambda g, ins, avals, *, start, limit, **_: lowerings[slice_p](
     g, ins, avals, start_indices=start, limit_indices=limit, strides=None
 )
