@@ -10,17 +10,17 @@ and the clip-scale-weighted sum over the examples. Both are cheap from the two f
 * squared norm: ``sum_{l,r} (a[b,l] d[b,r])**2 == (sum_l a[b,l]**2) * (sum_r d[b,r]**2)``;
 * weighted sum: ``sum_b s[b] a[b,l] d[b,r] == ((a * s[:, None]).T @ d)[l, r]``, one product.
 
-The pass finds each such ``dot_general`` (exactly one batch dimension, every contracting
-dimension of size 1), follows its value through layout-only equations (``transpose``;
-``reshape``/``squeeze``/``expand_dims`` that keep the batch axis leading; a
-``convert_element_type`` between real float types) and rewrites it only when EVERY reader is
-one of:
+The pass finds each such ``dot_general`` (batch dimensions, every contracting dimension of
+size 1; under an outer ``vmap`` there are several batch dimensions, the examples' and the
+groups'), follows its value through layout-only equations that keep the batch axes leading
+(``transpose``; ``reshape``/``squeeze``/``expand_dims``; a ``convert_element_type`` between real
+float types) and rewrites it only when EVERY reader is one of:
 
 * a squared-norm reduction: ``integer_pow[y=2] v`` (or ``mul v v``) read only by a
-  ``reduce_sum`` over all axes but the batch axis, giving one number per example;
-* a contraction of the batch axis with a vector of the batch's length: ``dot_general`` with
-  contracting dimensions ``((0,), (batch axis,))`` (either operand order) and no batch
-  dimensions.
+  ``reduce_sum`` over all axes but the batch axes, giving one number per example;
+* a contraction of one batch axis with an array ``s`` shaped like the batch axes:
+  ``dot_general`` contracting that axis of both (either operand order), the other batch axes
+  kept as its batch dimensions (``tensordot(s, v, 1)``, or the same under ``vmap``).
 
 Each reader is then replaced by the factored form (computed from the factors, converted first
 to the reader's dtype, followed by the same layout equations without the batch axis), and DCE
@@ -60,19 +60,21 @@ class _Outer:
         (lc, rc), (lb, rb) = e.params["dimension_numbers"]
         self.eqn = e
         self.lhs, self.rhs = e.invars
-        self.contract = ((lb[0], *lc), (rb[0], *rc))  # contracting these gives the batch sum
-        self.lb, self.rb = lb[0], rb[0]
-        self.dtype = e.outvars[0].aval.dtype
+        self.lc, self.rc = tuple(lc), tuple(rc)
+        self.lb, self.rb = tuple(lb), tuple(rb)
 
 
 def _outer_product(e: Eqn) -> _Outer | None:
-    """``e`` as an outer product, or None: a ``dot_general`` of real floats with one batch
-    dimension whose contracting dimensions (if any) all have size 1."""
+    """``e`` as an outer product, or None: a ``dot_general`` of real floats with batch
+    dimensions (in increasing order on both sides) whose contracting dimensions (if any) all
+    have size 1."""
     if e.prim is not P.dot_general_p or any(type(a) is Literal for a in e.invars):
         return None
-    (lc, _), (lb, _) = e.params["dimension_numbers"]
+    (lc, _), (lb, rb) = e.params["dimension_numbers"]
     lhs = e.invars[0].aval
-    if len(lb) != 1 or any(lhs.shape[i] != 1 for i in lc):
+    if not lb or any(lhs.shape[i] != 1 for i in lc):
+        return None
+    if list(lb) != sorted(lb) or list(rb) != sorted(rb):
         return None
     if not all(_is_real_float(a.aval.dtype) for a in (*e.invars, e.outvars[0])):
         return None
@@ -81,30 +83,33 @@ def _outer_product(e: Eqn) -> _Outer | None:
 
 # --- 2. Following its value to the readers -------------------------------------------------------
 class _View:
-    """A value derived from the outer product by layout-only equations: where its batch axis
-    is, and the equations' batch-free counterparts (``("transpose", perm)``, ``("reshape",
-    shape)``) that turn the outer product's batch-free layout into this value's."""
+    """A value derived from the outer product by layout-only equations that keep its ``k`` batch
+    axes leading (as the ``dot_general`` puts them), and those equations' counterparts on the
+    other axes (``("transpose", perm)``, ``("reshape", shape)``): they turn the outer product's
+    per-example layout into this value's."""
 
-    def __init__(self, var, bpos: int, steps: tuple):
-        self.var, self.bpos, self.steps = var, bpos, steps
+    def __init__(self, var, k: int, steps: tuple):
+        self.var, self.k, self.steps = var, k, steps
 
 
 def _follow_layout(e: Eqn, view: _View) -> _View | None:
-    """The view of ``e``'s output when ``e`` is a layout-only equation on ``view.var``."""
-    out = e.outvars[0]
-    shape, bpos = view.var.aval.shape, view.bpos
+    """The view of ``e``'s output when ``e`` is a layout-only equation on ``view.var`` that
+    keeps the batch axes leading."""
+    out, k = e.outvars[0], view.k
     if e.prim is P.transpose_p:
         perm = tuple(e.params["permutation"])
-        new_bpos = perm.index(bpos)
-        rest = tuple(p - (p > bpos) for i, p in enumerate(perm) if i != new_bpos)
-        return _View(out, new_bpos, (*view.steps, ("transpose", rest)))
-    if e.prim in _RESHAPES:
-        # (a row-major reshape of (B, rest) to (B, rest') keeps each example's elements together)
-        if bpos != 0 or not out.aval.shape or out.aval.shape[0] != shape[0]:
+        if perm[:k] != tuple(range(k)):
             return None
-        return _View(out, 0, (*view.steps, ("reshape", tuple(out.aval.shape[1:]))))
+        return _View(out, k, (*view.steps, ("transpose", tuple(p - k for p in perm[k:]))))
+    if e.prim in _RESHAPES:
+        # (a row-major reshape of (batch, rest) to (batch, rest') keeps each example's elements
+        # together)
+        shape, new = view.var.aval.shape, out.aval.shape
+        if len(new) < k or tuple(new[:k]) != tuple(shape[:k]):
+            return None
+        return _View(out, k, (*view.steps, ("reshape", tuple(new[k:]))))
     if e.prim is P.convert_element_type_p and _is_real_float(out.aval.dtype):
-        return _View(out, bpos, view.steps)  # (the factors are converted instead)
+        return _View(out, k, view.steps)  # (the factors are converted instead)
     return None
 
 
@@ -114,7 +119,7 @@ def _readers(view: _View, uses, outputs, found) -> bool:
     v = view.var
     if v.id in outputs:
         return False
-    for i in sorted(set(uses.get(v.id, ()))):
+    for i in sorted(uses.get(v.id, ())):
         e = uses[v.id][i]
         if e.prim in (P.transpose_p, P.convert_element_type_p, *_RESHAPES):
             nxt = _follow_layout(e, view)
@@ -126,12 +131,12 @@ def _readers(view: _View, uses, outputs, found) -> bool:
             if sq.id in outputs or len(readers) != 1:
                 return False
             ((j, r),) = readers.items()
-            axes = tuple(a for a in range(v.aval.ndim) if a != view.bpos)
+            axes = tuple(range(view.k, v.aval.ndim))
             if r.prim is not P.reduce_sum_p or tuple(sorted(r.params["axes"])) != axes:
                 return False
             found.append((j, "norm", view, None))
-        elif (s := _batch_vector(e, view)) is not None:
-            found.append((i, "weighted", view, s))
+        elif (hit := _batch_vector(e, view)) is not None:
+            found.append((i, "weighted", view, hit))
         else:
             return False
     return True
@@ -144,25 +149,34 @@ def _is_square(e: Eqn, v) -> bool:
 
 
 def _batch_vector(e: Eqn, view: _View):
-    """The vector ``s`` when ``e`` is ``dot_general`` contracting only ``s``'s single axis with
-    the batch axis of ``view.var`` (either operand order), else None."""
+    """``(s, j)`` when ``e`` is a ``dot_general`` of ``view.var`` (either operand order) with
+    ``s``, shaped like its batch axes, contracting their batch axis ``j`` and keeping the others
+    as batch dimensions in order (the clip-weighted sum over examples); else None."""
     if e.prim is not P.dot_general_p:
         return None
-    (lc, rc), (lb, _) = e.params["dimension_numbers"]
+    (lc, rc), (lb, rb) = e.params["dimension_numbers"]
     pet = e.params.get("preferred_element_type")
     lhs, rhs = e.invars
-    v = view.var
-    if lb or (pet is not None and np.dtype(pet) != np.dtype(v.aval.dtype)):
+    v, k = view.var, view.k
+    if pet is not None and np.dtype(pet) != np.dtype(v.aval.dtype):
         return None
-    if type(rhs) is Var and rhs.id == v.id and tuple(rc) == (view.bpos,) and tuple(lc) == (0,):
+    if type(rhs) is Var and rhs.id == v.id:
         s = lhs
-    elif type(lhs) is Var and lhs.id == v.id and tuple(lc) == (view.bpos,) and tuple(rc) == (0,):
+    elif type(lhs) is Var and lhs.id == v.id:
         s = rhs
     else:
         return None
-    if type(s) is not Var or s.id == v.id or s.aval.ndim != 1 or s.aval.dtype != v.aval.dtype:
+    if type(s) is not Var or s.id == v.id or s.aval.dtype != v.aval.dtype:
         return None
-    return s
+    if s.aval.ndim != k or tuple(s.aval.shape) != tuple(v.aval.shape[:k]):
+        return None
+    if len(lc) != 1 or tuple(lc) != tuple(rc) or lc[0] >= k:
+        return None
+    j = lc[0]
+    others = tuple(a for a in range(k) if a != j)
+    if tuple(lb) != others or tuple(rb) != others:
+        return None
+    return s, j
 
 
 # --- 3. The factored readers ---------------------------------------------------------------------
@@ -190,39 +204,41 @@ def _norm(op: _Outer, view: _View, reducer: Eqn) -> list:
     for x, b in ((op.lhs, op.lb), (op.rhs, op.rb)):
         x = _converted(eqns, x, dt, src)
         sq = _emit(eqns, P.mul_p, [x, x], {}, src)
-        axes = tuple(a for a in range(x.aval.ndim) if a != b)
+        axes = tuple(a for a in range(x.aval.ndim) if a not in b)
         sums.append(_emit(eqns, P.reduce_sum_p, [sq], {"axes": axes}, src))
     _emit(eqns, P.mul_p, sums, {}, src, out=reducer.outvars[0])
     return eqns
 
 
-def _weighted(op: _Outer, view: _View, s, reader: Eqn) -> list:
-    """Equations computing ``reader``'s output (the sum over examples of ``s[b]`` times the
+def _weighted(op: _Outer, view: _View, hit, reader: Eqn) -> list:
+    """Equations computing ``reader``'s output (the sum over examples of ``s[..., b]`` times the
     outer product) as one product of the factors, the smaller one scaled by ``s``."""
+    s, j = hit
     eqns, src = [], reader.source_info
     dt = view.var.aval.dtype
     lhs = _converted(eqns, op.lhs, dt, src)
     rhs = _converted(eqns, op.rhs, dt, src)
     scale_lhs = lhs.aval.size <= rhs.aval.size
     x, b = (lhs, op.lb) if scale_lhs else (rhs, op.rb)
-    sb = _emit(
-        eqns,
-        P.broadcast_in_dim_p,
-        [s],
-        {"shape": tuple(x.aval.shape), "broadcast_dimensions": (b,)},
-        src,
-    )
-    xs = _emit(eqns, P.mul_p, [x, sb], {}, src)
+    params = {"shape": tuple(x.aval.shape), "broadcast_dimensions": b}
+    xs = _emit(eqns, P.mul_p, [x, _emit(eqns, P.broadcast_in_dim_p, [s], params, src)], {}, src)
     lhs, rhs = (xs, rhs) if scale_lhs else (lhs, xs)
-    params = {"dimension_numbers": (op.contract, ((), ())), "preferred_element_type": None}
+    kept = [a for a in range(view.k) if a != j]  # (batch axes of the result, leading)
+    dn = (
+        ((op.lb[j], *op.lc), (op.rb[j], *op.rc)),
+        (tuple(op.lb[a] for a in kept), tuple(op.rb[a] for a in kept)),
+    )
+    params = {"dimension_numbers": dn, "preferred_element_type": None}
     result = reader.outvars[0]
     w = _emit(eqns, P.dot_general_p, [lhs, rhs], params, src, None if view.steps else result)
-    for k, (kind, arg) in enumerate(view.steps):
-        out = result if k == len(view.steps) - 1 else None
+    lead = tuple(view.var.aval.shape[a] for a in kept)
+    for n, (kind, arg) in enumerate(view.steps):
+        out = result if n == len(view.steps) - 1 else None
         if kind == "transpose":
-            w = _emit(eqns, P.transpose_p, [w], {"permutation": arg}, src, out)
+            perm = (*range(len(kept)), *(len(kept) + p for p in arg))
+            w = _emit(eqns, P.transpose_p, [w], {"permutation": perm}, src, out)
         else:
-            w = _emit(eqns, P.reshape_p, [w], {"new_sizes": arg}, src, out)
+            w = _emit(eqns, P.reshape_p, [w], {"new_sizes": (*lead, *arg)}, src, out)
     return eqns
 
 
@@ -246,7 +262,7 @@ def factor_outer_products(closed: ClosedJaxpr) -> ClosedJaxpr:
             continue
         found: list = []
         out = e.outvars[0]
-        if not _readers(_View(out, 0, ()), uses, outputs, found) or not found:
+        if not _readers(_View(out, len(op.lb), ()), uses, outputs, found) or not found:
             continue
         if any(j in replace for j, *_ in found):
             continue
