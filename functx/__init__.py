@@ -27,6 +27,7 @@ from functx import (
     tree as tree,
     tree_util as tree_util,
 )
+from functx._compile_time import ensure_compile_time_eval as ensure_compile_time_eval
 from functx._shard_map import pmap as pmap, shard_map as shard_map
 from functx.ad_checkpoint import checkpoint_policies as checkpoint_policies
 from functx.array import Array as Array
@@ -34,8 +35,14 @@ from functx.config import (
     default_matmul_precision as default_matmul_precision,
     disable_jit as disable_jit,
     enable_x64 as enable_x64,
+    legacy_prng_key as legacy_prng_key,
+    log_compiles as log_compiles,
     numpy_dtype_promotion as numpy_dtype_promotion,
     numpy_rank_promotion as numpy_rank_promotion,
+    transfer_guard as transfer_guard,
+    transfer_guard_device_to_device as transfer_guard_device_to_device,
+    transfer_guard_device_to_host as transfer_guard_device_to_host,
+    transfer_guard_host_to_device as transfer_guard_host_to_device,
 )
 from functx.control.callbacks import pure_callback as pure_callback
 from functx.control.custom_derivatives import (
@@ -168,6 +175,9 @@ def named_call(fun, *, name=None):
       name: the scope's name (default ``fun.__name__``).
     Returns:
       the wrapped function.
+
+    Differences from JAX: ``named_scope`` around the function, which names nothing in functx.
+
     Example:
       >>> import functx, functx.numpy as jnp
       >>> f = functx.named_call(lambda x: x * 2.0, name="double")
@@ -193,8 +203,14 @@ def checking_leaks():
     reported when it is used (``UnexpectedTracerError``, naming where it was created), with or
     without this block. The block runs unchanged.
 
+    Arguments:
+      none.
     Returns:
       a context manager.
+
+    Differences from JAX: the block runs unchanged: a leaked tracer is reported when it is used
+    (UnexpectedTracerError), not when a transformation ends.
+
     Example:
       >>> import functx
       >>> with functx.checking_leaks():
@@ -295,4 +311,11 @@ __all__ = [
     "make_mesh",
     "shard_map",
     "pmap",
+    "ensure_compile_time_eval",
+    "legacy_prng_key",
+    "log_compiles",
+    "transfer_guard",
+    "transfer_guard_device_to_device",
+    "transfer_guard_device_to_host",
+    "transfer_guard_host_to_device",
 ]

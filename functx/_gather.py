@@ -457,6 +457,9 @@ def gather(
         An array of ``operand``'s dtype whose shape is the batch shape of ``start_indices`` with
         the window sizes of the uncollapsed, non-batching axes inserted at ``offset_dims``.
 
+    Differences from JAX: the gradient in the default mode (``promise_in_bounds``) with
+    out-of-bounds windows is the clamped gather's; ``mode="one_hot"`` raises UnsupportedError.
+
     Example:
         >>> import functx.numpy as jnp
         >>> from functx import lax
@@ -645,7 +648,7 @@ def _scatter(name, prim, operand, indices, updates, dn, mode):
     return ops.reshape(out, ()) if xa.ndim == 0 else out
 
 
-def _scatter_doc(name, verb, example):
+def _scatter_doc(name, verb, example, differences=""):
     return f"""XLA's scatter where {verb}.
 
     For each batch position ``b`` of ``scatter_indices`` (every axis but the last) the window of
@@ -667,7 +670,7 @@ def _scatter_doc(name, verb, example):
     Returns:
         An array like ``operand`` with the updates applied.
 
-    Example:
+{differences}    Example:
         >>> import functx.numpy as jnp
         >>> from functx import lax
         >>> dn = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
@@ -788,6 +791,8 @@ scatter_add.__doc__ = _scatter_doc(
     "the updates are added to the operand (repeated indices add up)",
     _X + "        >>> print(lax.scatter_add(x, jnp.array([[0], [0]]), jnp.array([7.0, 8.0]), dn))\n"
     "        [16.  5.  3.]",
+    "    Differences from JAX: a scatter whose index vectors are empty adds every update (XLA's\n"
+    "    CPU scatter adds only one).\n\n",
 )
 scatter_sub.__doc__ = _scatter_doc(
     "scatter_sub",
@@ -800,18 +805,24 @@ scatter_mul.__doc__ = _scatter_doc(
     "the operand is multiplied by the updates",
     _X + "        >>> print(lax.scatter_mul(x, jnp.array([[1], [1]]), jnp.array([2.0, 3.0]), dn))\n"
     "        [ 1. 30.  3.]",
+    "    Differences from JAX: it differentiates with respect to the updates without\n"
+    "    ``unique_indices=True`` (JAX raises NotImplementedError).\n\n",
 )
 scatter_min.__doc__ = _scatter_doc(
     "scatter_min",
     "each element becomes the minimum of itself and its updates",
     _X + "        >>> print(lax.scatter_min(x, jnp.array([[1], [2]]), jnp.array([2.0, 9.0]), dn))\n"
     "        [1. 2. 3.]",
+    "    Differences from JAX: in ``clip`` mode with out-of-bounds windows its gradients stay\n"
+    "    finite (JAX's can be ``inf``).\n\n",
 )
 scatter_max.__doc__ = _scatter_doc(
     "scatter_max",
     "each element becomes the maximum of itself and its updates",
     _X + "        >>> print(lax.scatter_max(x, jnp.array([[1], [2]]), jnp.array([2.0, 9.0]), dn))\n"
     "        [1. 5. 9.]",
+    "    Differences from JAX: in ``clip`` mode with out-of-bounds windows its gradients stay\n"
+    "    finite (JAX's can be ``inf``).\n\n",
 )
 
 

@@ -439,6 +439,9 @@ def rng_bit_generator(
     Returns:
         ``(new_key, bits)``: the advanced key (the input's shape and dtype) and the bits.
 
+    Differences from JAX: a key that is not ``uint32[4]``/``uint64[2]`` raises AssertionError when
+    traced (JAX fails at lowering); a negative size raises TypeError (JAX: an MLIR error).
+
     Example:
         >>> import numpy as np
         >>> from functx import lax
@@ -529,6 +532,10 @@ def rng_uniform(a, b, shape):
 
     Returns:
         An array of ``shape`` and the operands' dtype.
+
+    Differences from JAX: JAX's is stateful (XLA reseeds it on every execution), so values cannot
+    match: functx draws from a NumPy generator seeded by the operating system, eagerly only; under
+    ``jit`` it raises UnsupportedError.
 
     Example:
         >>> import numpy as np

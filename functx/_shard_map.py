@@ -21,7 +21,14 @@ Two ways to run, chosen by the mesh:
   ``functx.devices()``): each process cuts its own block out of the (identical, global) inputs,
   runs the body jitted with the mesh axes bound as "spmd" axis frames whose handlers are
   ``functx.distributed.TorchCollectives`` over the processes of each axis, and all-gathers the
-  split dimensions of the outputs, so every process returns the global value.
+  split dimensions of the outputs, so every process returns the global value. ``grad``, ``vjp``
+  and ``jvp`` of such a function are those of the global function, by JAX's transpose of
+  shard_map with ``check_vma=False`` (``shard_map_boundary`` below); ``jit`` of it compiles the
+  body inline, its collectives as host steps of the program.
+
+``pmap`` in one process is ``vmap(axis_name=)``; over processes (one device each) it is JAX's
+multi-process pmap: each process passes its own inputs (mapped axes of size 1) and gets its own
+outputs, a shard_map over a one-axis mesh of the processes' devices.
 """
 
 from __future__ import annotations
@@ -30,25 +37,27 @@ import math
 
 import numpy as np
 
-from functx import distributed, numpy as jnp, sharding, tree_util
+from functx import distributed, numpy as jnp, ops, sharding, tree_util
 from functx.control.callbacks import pure_callback
-from functx.control.collectives import AxisFrame, all_gather, axis_frame
-from functx.control.custom_derivatives import custom_vjp
+from functx.control.collectives import AxisFrame, Baked, all_gather, axis_frame, psum_p
+from functx.core import Primitive, ShapedArray
 from functx.devices import device as _device
 from functx.devices.transfer import device_put
-from functx.errors import UnsupportedError
 from functx.jit import jit
+from functx.lowering.rules import lowerings
 from functx.sharding import Mesh, PartitionSpec
-from functx.tracing import ShapeDtypeStruct, Tracer, eval_shape
+from functx.tracing import ShapeDtypeStruct, Tracer, eval_shape, get_aval
+from functx.transforms import jvp as J, transpose as T, vmap as V
 from functx.transforms.vmap import vmap
 
 __all__ = ["pmap", "shard_map"]
 
 _INFER = object()
 
-# Over processes, a shard_map-ped function called under an outer trace (jit) is traced inline:
-# its collectives record the "spmd" frames bound while tracing, so the compiled program runs
-# outside the frames' blocks (grad of it raises UnsupportedError). True: run it as one host step.
+# Over processes, a shard_map-ped function called under an outer trace (jit, grad, jvp) is traced
+# inline: its collectives record the "spmd" frames bound while tracing, so the compiled program
+# and the backward pass run outside the frames' blocks. True: under jit, run it as one host step
+# instead (not differentiable).
 HOST_STEP_UNDER_TRACE = False
 
 
@@ -113,8 +122,9 @@ def shard_map(
 
 
 class _ShardMapped:
-    def __init__(self, f, mesh, in_specs, out_specs, check_vma):
+    def __init__(self, f, mesh, in_specs, out_specs, check_vma, local=False):
         self.f = f
+        self.local = local  # (pmap over processes: each process's inputs and outputs are its own)
         self.mesh = mesh
         self.in_specs = in_specs
         self.out_specs = out_specs
@@ -143,7 +153,8 @@ class _ShardMapped:
         leaves, tree = tree_util.tree_flatten(args)
         specs = _broadcast(self.in_specs, args, "in_specs")
         for i, (x, spec) in enumerate(zip(leaves, specs)):
-            _check_input(name, mesh, i, x, spec)
+            if not self.local:  # (pmap's inputs are this process's blocks)
+                _check_input(name, mesh, i, x, spec)
         if _is_distributed(mesh):
             return self._run_processes(mesh, leaves, specs, tree)
         return self._run_vmap(mesh, leaves, specs, tree)
@@ -176,61 +187,42 @@ class _ShardMapped:
 
     # --- one process per device -------------------------------------------------------------------
     def _run_processes(self, mesh, leaves, specs, tree, inline=False):
-        if not inline and any(isinstance(x, Tracer) for x in leaves):
-            if HOST_STEP_UNDER_TRACE:
-                return self._call_back(mesh, leaves, specs, tree)
-            return self._traced(mesh, leaves, specs, tree)
+        traced = any(isinstance(x, Tracer) for x in leaves)
+        if traced and not inline and HOST_STEP_UNDER_TRACE:
+            return self._call_back(mesh, leaves, specs, tree)
         run = distributed.current()
         pos = _my_position(mesh)
         local = run.local
+        frames = _spmd_frames(mesh, pos)
+        baked = Baked(frames)
         blocks = []
         for x, spec in zip(leaves, specs):
-            b = _my_block(mesh, pos, x, spec)
+            if isinstance(x, Tracer):  # (under a trace: the cotangent's sum over the devices)
+                x = _boundary(x, _ct_sum_axes(mesh, spec, self.local), baked, 1.0)
+            b = x if self.local else _my_block(mesh, pos, x, spec)
             if not isinstance(b, Tracer) and local.platform != "cpu":
                 b = device_put(b, local)
             blocks.append(b)
-        frames = _spmd_frames(mesh, pos)
         if self._jitted is None:
             self._jitted = jit(lambda *flat: _call_flat(self.f, tree, flat))
         with _Frames(frames):
             raw = self._jitted(*blocks)
             out_leaves, out_tree = tree_util.tree_flatten(raw)
-            out_specs = _broadcast(self.out_specs, raw, "out_specs")
+            if callable(self.out_specs):  # (pmap: the specs follow the output's structure)
+                out_specs = self.out_specs(raw)
+            else:
+                out_specs = _broadcast(self.out_specs, raw, "out_specs")
             results = []
             for _j, (y, spec) in enumerate(zip(out_leaves, out_specs)):
                 _check_output_rank(self.__name__, y, spec)
-                for d, axes in enumerate(spec.axes(np.ndim(y))):
-                    for a in reversed(axes):  # innermost first, so the first axis is major
-                        y = all_gather(y, a, axis=d, tiled=True)
+                if not self.local:
+                    for d, axes in enumerate(spec.axes(np.ndim(y))):
+                        for a in reversed(axes):  # innermost first, so the first axis is major
+                            y = all_gather(y, a, axis=d, tiled=True)
+                if isinstance(y, Tracer):  # (the cotangent's share of each device)
+                    y = _boundary(y, (), baked, _ct_share(mesh, spec, self.local))
                 results.append(y)
         return tree_util.tree_unflatten(out_tree, results)
-
-    def _traced(self, mesh, leaves, specs, tree):
-        """Under an outer trace: traced inline (the collectives keep the frames), behind a
-        custom_vjp whose backward pass refuses: the transposes of the block slicing and of the
-        output gathers across processes are not those of the global function."""
-        box = []
-
-        def run(*flat):
-            out = self._run_processes(mesh, list(flat), specs, tree, inline=True)
-            out_leaves, out_tree = tree_util.tree_flatten(out)
-            box.append(out_tree)
-            return tuple(out_leaves)
-
-        def fwd(*flat):
-            return run(*flat), None
-
-        def bwd(_, cts):
-            raise UnsupportedError(
-                f"grad of the shard_map-ped function {self.__name__!r} over processes is not "
-                "supported: take the gradient inside the shard_map body (and psum/pmean it), "
-                "or run shard_map in one process"
-            )
-
-        guarded = custom_vjp(run)
-        guarded.defvjp(fwd, bwd)
-        outs = guarded(*leaves)
-        return tree_util.tree_unflatten(box[-1], list(outs))
 
     def _call_back(self, mesh, leaves, specs, tree):
         """Under an outer trace (``jit`` of a shard_map-ped function): a host step that runs the
@@ -261,6 +253,61 @@ class _ShardMapped:
 
         outs = pure_callback(host, result, *leaves)
         return tree_util.tree_unflatten(out_tree, outs)
+
+
+# --- the process boundary under autodiff ----------------------------------------------------------
+# Over processes every process holds the global inputs and returns the global outputs (or, for
+# pmap, its own block of each), and runs the body on its block. Forward, the boundary is the
+# block slicing and the output gathers; their tangents are the same maps. Backward, functx follows
+# JAX's transpose of shard_map with check_vma=False: an output's cotangent is divided among the
+# devices that hold the same block (the mesh axes its spec leaves out), the body is transposed on
+# every device, and an input's cotangent is summed over those devices. In a process that holds the
+# global value, the gathers' transposes (psum_scatter) already sum over the devices of the axes an
+# output's spec names, so the output's share is 1/mesh.size, and the slicing's transpose (a pad)
+# is completed by a psum over every mesh axis. ``shard_map_boundary`` carries that: the identity
+# forward (and in tangents), its transpose a psum over ``axes`` times ``scale``.
+boundary_p = Primitive("shard_map_boundary")
+
+
+def _boundary(x, axes, frames, scale):
+    if not axes and scale == 1.0:
+        return x
+    return boundary_p.bind(x, axes=tuple(axes), frames=frames, scale=float(scale))
+
+
+def _boundary_transpose(ct, x, *, axes, frames, scale):
+    if isinstance(ct, J.Zero):
+        return [J.Zero(x.aval)]
+    if axes:
+        keep = [f for f in frames if f.name in axes]
+        ct = psum_p.bind(ct, axes=tuple(f.name for f in keep), frames=Baked(keep))[0]
+    if scale != 1.0:
+        ct = ops.mul(ct, ops.full((), scale, get_aval(ct).dtype))
+    return [ct]
+
+
+boundary_p.abstract_eval = lambda aval, **_: ShapedArray(aval.shape, aval.dtype, aval.weak_type)
+boundary_p.impl = lambda x, **_: x
+J.defjvp_linear(boundary_p)
+T.transpose_rules[boundary_p] = _boundary_transpose
+V.batching_rules[boundary_p] = lambda args, dims, **kw: (boundary_p.bind(args[0], **kw), dims[0])
+lowerings[boundary_p] = lambda g, ins, avals, **params: ins[0]
+
+
+def _ct_sum_axes(mesh, spec, local):
+    """The mesh axes over which an input's cotangent is summed: those its spec leaves out (the
+    devices that share its block); every axis for a global input (the pad of this process's
+    block is one term of the global cotangent)."""
+    if not local:
+        return mesh.axis_names
+    return tuple(a for a in mesh.axis_names if a not in _named(spec))
+
+
+def _ct_share(mesh, spec, local):
+    """The factor of an output's cotangent on each device (see above)."""
+    if not local:
+        return 1.0 / mesh.size
+    return 1.0 / math.prod(mesh.shape[a] for a in mesh.axis_names if a not in _named(spec))
 
 
 def _spec_of(x):
@@ -510,18 +557,27 @@ def pmap(
     axis_size=None,
     donate_argnums=(),
 ):
-    """Map a function over the leading axis of its arguments, one device per example (``jax.pmap``),
-    in one process: ``vmap(fun, in_axes, out_axes, axis_name=axis_name)`` after checking that
-    there are enough devices (the host devices of
-    ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` on the CPU).
+    """Map a function over the leading axis of its arguments, one device per example (``jax.pmap``).
+
+    In one process it is ``vmap(fun, in_axes, out_axes, axis_name=axis_name)`` after checking
+    that there are enough devices (the host devices of
+    ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` on the CPU). In a distributed run
+    (``functx.distributed.initialize()``, one device per process) it maps over the processes, as
+    JAX's multi-process pmap: each process passes its own inputs, whose mapped axes have size 1
+    (its one local device), gets its own outputs, and the collectives over ``axis_name`` run
+    over all the processes (or those of ``devices``); ``grad`` through it transposes the body on
+    every process (``psum`` to ``psum``) and sums the cotangent of an ``in_axes=None`` argument
+    over the processes.
 
     Arguments:
       fun: the function of one example.
       axis_name: the name of the mapped axis for collectives.
       in_axes, out_axes: as ``vmap``'s.
       static_broadcasted_argnums, donate_argnums: not supported but for their defaults.
-      devices, backend: the devices to count (default: ``functx.sharding.mesh_devices()``).
-      axis_size: the mapped size when no argument is mapped.
+      devices, backend: the devices to count (default: ``functx.sharding.mesh_devices()``;
+        in a distributed run, every process's device).
+      axis_size: the mapped size when no argument is mapped (in a distributed run: the number
+        of processes, checked).
     Returns:
       A function of the stacked examples.
     Example:
@@ -534,6 +590,10 @@ def pmap(
         raise NotImplementedError(
             "functx.pmap: static_broadcasted_argnums and donate_argnums are not supported"
         )
+    if distributed.is_initialized() and (
+        devices is None or all(isinstance(d, distributed.ProcessDevice) for d in devices)
+    ):
+        return _pmap_processes(fun, axis_name, in_axes, out_axes, axis_size, devices)
     mapped = vmap(fun, in_axes=in_axes, out_axes=out_axes, axis_name=axis_name, axis_size=axis_size)
     devs = list(devices) if devices is not None else sharding.mesh_devices()
 
@@ -551,3 +611,79 @@ def pmap(
     run.__name__ = getattr(fun, "__name__", "pmap")
     run.__wrapped__ = fun
     return run
+
+
+def _is_axis(x):
+    return x is None or isinstance(x, (int, np.integer))
+
+
+def _axes_per_leaf(axes, tree, what):
+    if isinstance(axes, list):
+        axes = tuple(axes)
+    try:
+        spread = tree_util.tree_broadcast(axes, tree, is_leaf=_is_axis)
+    except ValueError as e:
+        raise ValueError(f"pmap {what} specification must be a tree prefix: {e}") from None
+    return tree_util.tree_leaves(spread, is_leaf=_is_axis)
+
+
+def _pmap_processes(fun, axis_name, in_axes, out_axes, axis_size, devices):
+    """pmap over the processes of a distributed run (one device each), as JAX's multi-process
+    pmap: each process passes its own inputs, whose mapped axes have the size of its local
+    devices (1), and gets its own outputs; the collectives over ``axis_name`` run over every
+    process. A shard_map over a one-axis mesh of the processes' devices, each process's inputs
+    taken as its block. ``devices``: the processes' devices to map over (default: all of them;
+    only their processes call the function)."""
+    name = axis_name if axis_name is not None else object()
+    devs = list(devices) if devices is not None else distributed.current().devices
+    mesh = Mesh(np.array(devs), (name,))
+    cache: dict = {}
+
+    def run(*args):
+        leaves, tree = tree_util.tree_flatten(args)
+        axes = _axes_per_leaf(in_axes, args, "in_axes")
+        axes = [None if a is None else int(a) % max(np.ndim(x), 1) for x, a in zip(leaves, axes)]
+        for x, a in zip(leaves, axes):
+            if a is not None and np.shape(x)[a] != 1:
+                raise ValueError(
+                    f"compiling computation that requires {np.shape(x)[a] * mesh.size} logical "
+                    f"devices, but only {mesh.size} XLA devices are available (num_replicas="
+                    f"{np.shape(x)[a] * mesh.size})"
+                )
+        if axis_size is not None and axis_size != mesh.size:
+            raise ValueError(
+                f"Specified axis_size {axis_size} doesn't match received axis_size {mesh.size}."
+            )
+        key = (tree, tuple(axes))
+        if key not in cache:
+            cache[key] = _pmap_shard_map(fun, name, mesh, tree, axes, out_axes)
+        return cache[key](*leaves)
+
+    run.__name__ = getattr(fun, "__name__", "pmap")
+    run.__wrapped__ = fun
+    return run
+
+
+def _pmap_shard_map(fun, name, mesh, tree, axes, out_axes):
+    def spec(a):
+        return PartitionSpec() if a is None else PartitionSpec(*([None] * a), name)
+
+    def body(*flat):
+        vals = [v if a is None else jnp.squeeze(v, a) for v, a in zip(flat, axes)]
+        out = fun(*tree_util.tree_unflatten(tree, vals))
+        o_leaves, o_tree = tree_util.tree_flatten(out)
+        o_axes = _axes_per_leaf(out_axes, out, "out_axes")
+        o_leaves = [
+            y if a is None else jnp.expand_dims(y, int(a) % (np.ndim(y) + 1))
+            for y, a in zip(o_leaves, o_axes)
+        ]
+        return tree_util.tree_unflatten(o_tree, o_leaves)
+
+    def out_specs(raw):
+        o_axes = _axes_per_leaf(out_axes, raw, "out_axes")
+        ys = tree_util.tree_leaves(raw)
+        return [spec(None if a is None else int(a) % np.ndim(y)) for y, a in zip(ys, o_axes)]
+
+    in_specs = tuple(spec(a) for a in axes)
+    body.__name__ = getattr(fun, "__name__", "pmap")
+    return _ShardMapped(body, mesh, in_specs, out_specs, check_vma=False, local=True)

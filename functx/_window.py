@@ -411,6 +411,10 @@ def reduce_window(
     Returns:
       An array (or a pytree like ``operand``) of shape ``reduce_window_shape_tuple(...)``.
 
+    Differences from JAX: a composite of pads, strided slices and reductions (the Jaxpr shows
+    those); it differentiates where JAX refuses (max/min windows with ``window_dilation``, general
+    computations), and a non-commutative computation with padding can differ (folding order).
+
     Example:
       >>> import functx as jax
       >>> x = jax.numpy.arange(10, dtype="float32")

@@ -162,6 +162,8 @@ def saved_residuals(f, *args, **kwargs) -> list:
     Returns:
       a list of (ShapedArray, str).
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> f = functx.checkpoint(functx.numpy.sin)
       >>> len(functx.ad_checkpoint.saved_residuals(f, np.ones(3, np.float32)))
       1
@@ -206,6 +208,8 @@ def print_saved_residuals(f, *args, **kwargs) -> None:
     Returns:
       None.
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> functx.ad_checkpoint.print_saved_residuals(
       ...     functx.checkpoint(functx.numpy.sin), np.ones(3, np.float32))
       f32[3] from the argument x

@@ -633,6 +633,10 @@ class Array(ArrayMethods, metaclass=_ArrayType):
       dtype: the dtype to convert to (default: the value's, canonicalized as JAX does).
     Returns:
       The Array; users normally make one with ``functx.numpy.array`` or ``asarray``.
+
+    Differences from JAX: ``isinstance(x, functx.Array)`` is True for the tracers of every
+    transform, as in JAX, but ``type(x)`` of a traced value is functx's ``Tracer``.
+
     Example:
       >>> import functx, functx.numpy as jnp
       >>> x = jnp.arange(3.0)

@@ -116,11 +116,6 @@ def cache_dir_setting() -> str:
     )
 
 
-def log_compiles() -> bool:
-    """Whether ``FUNCTX_LOG_COMPILES`` asks for a line on stderr per compile."""
-    return _flag("FUNCTX_LOG_COMPILES", "")
-
-
 def triton_interpret() -> bool:
     """Whether Triton runs kernels in its CPU interpreter (``TRITON_INTERPRET=1``)."""
     return _flag("TRITON_INTERPRET", "0")
@@ -399,6 +394,7 @@ class disable_jit:
     Returns:
       a context manager.
     Example:
+      >>> import functx
       >>> f = functx.jit(lambda x: print("called") or x + 1)
       >>> with functx.disable_jit():
       ...     _ = f(1.0)
@@ -513,7 +509,11 @@ class _BoolState:
     Returns:
       a context manager.
 
+    Differences from JAX: a 64-bit Array made while the flag was on and passed to ``jit`` after it
+    is turned off keeps its dtype (JAX converts it).
+
     Example:
+      >>> import functx
       >>> import functx.numpy as jnp
       >>> with functx.enable_x64(True):
       ...     print(jnp.arange(3).dtype, functx.enable_x64.value)
@@ -565,6 +565,201 @@ class _X64Block:
 enable_x64 = _BoolState("jax_enable_x64")
 
 
+# --- JAX's other settings: states with a value per thread -----------------------------------------
+class _SettingState(threading.local):
+    def __init__(self):
+        self.stack: list = []
+
+
+class Setting:
+    """One of JAX's ``jax.config`` options that functx keeps as a state: the innermost block of
+    this thread (``with setting(value):``, also a decorator), else ``update(name, value)``'s
+    value, else the default. ``values`` is None for a boolean option, else the allowed strings
+    (None allowed too when ``optional``)."""
+
+    def __init__(self, name: str, default, values=None, optional: bool = False):
+        self.name = name
+        self.default = default
+        self.values = values
+        self.optional = optional
+        self.global_value = default
+        self._local = _SettingState()
+
+    def check(self, value):
+        """``value`` as the setting stores it; ValueError for one outside its values."""
+        if self.values is None:
+            return bool(value)
+        if value is None and self.optional:
+            return None
+        if value not in self.values:
+            allowed = list(self.values)
+            raise ValueError(
+                f"new enum value must be {'None or ' if self.optional else ''}in {allowed}, "
+                f"got {value!r} of type {type(value)}."
+            )
+        return value
+
+    @property
+    def value(self):
+        stack = self._local.stack
+        return stack[-1] if stack else self.global_value
+
+    def __call__(self, new_val=True):
+        return _SettingBlock((self,), self.check(new_val))
+
+    def __bool__(self):
+        raise TypeError(
+            f"bool() not supported for instances of type 'State' (did you mean to use "
+            f"'functx.config.{self.name}' instead?)"
+        )
+
+    def __repr__(self):
+        return f"State(name={self.name!r}, value={self.value!r})"
+
+
+class _SettingBlock:
+    """A block (or decorated function) in which ``settings`` have ``value`` in this thread."""
+
+    def __init__(self, settings, value):
+        self.settings = settings
+        self.value = value
+
+    def __enter__(self):
+        for s in self.settings:
+            s._local.stack.append(self.value)
+        return self
+
+    def __exit__(self, *exc):
+        for s in self.settings:
+            s._local.stack.pop()
+
+    def __call__(self, fun):
+        @functools.wraps(fun)
+        def wrapped(*args, **kwargs):
+            with _SettingBlock(self.settings, self.value):
+                return fun(*args, **kwargs)
+
+        return wrapped
+
+
+_GUARD_VALUES = ("allow", "log", "disallow", "log_explicit", "disallow_explicit")
+log_compiles_state = Setting("jax_log_compiles", False)
+legacy_prng_key_state = Setting("jax_legacy_prng_key", "allow", ("allow", "warn", "error"))
+transfer_guard_host_to_device_state = Setting(
+    "jax_transfer_guard_host_to_device", None, _GUARD_VALUES, optional=True
+)
+transfer_guard_device_to_device_state = Setting(
+    "jax_transfer_guard_device_to_device", None, _GUARD_VALUES, optional=True
+)
+transfer_guard_device_to_host_state = Setting(
+    "jax_transfer_guard_device_to_host", None, _GUARD_VALUES, optional=True
+)
+_TRANSFER_GUARDS = (
+    transfer_guard_host_to_device_state,
+    transfer_guard_device_to_device_state,
+    transfer_guard_device_to_host_state,
+)
+_SETTINGS = {s.name: s for s in (log_compiles_state, legacy_prng_key_state) + _TRANSFER_GUARDS}
+
+
+def transfer_guard(new_val: str):
+    """``jax.transfer_guard(level)``: the transfer guard of all three directions (host to
+    device, device to device, device to host) in a block of this thread.
+
+    functx keeps the setting (readable as ``functx.config.jax_transfer_guard_host_to_device``
+    and so on) but checks no transfers: CPU arrays live in host memory, where JAX's CPU client
+    copies them, and functx's GPU arrays move only through ``device_put``/``device_get`` or an
+    operation that names the device. A ``"disallow"`` block therefore never raises (JAX raises
+    for implicit transfers); ``docs/differences.md`` lists it.
+
+    Arguments:
+      new_val: ``"allow"``, ``"log"``, ``"disallow"``, ``"log_explicit"`` or
+        ``"disallow_explicit"`` (another value raises ValueError).
+    Returns:
+      a context manager, also usable as a decorator.
+    Example:
+      >>> import functx, functx.numpy as jnp
+      >>> with functx.transfer_guard("disallow"):
+      ...     print(functx.config.jax_transfer_guard_host_to_device, jnp.arange(3))
+      disallow [0 1 2]
+    """
+    return _SettingBlock(_TRANSFER_GUARDS, _TRANSFER_GUARDS[0].check(new_val))
+
+
+def _one_guard(state: Setting, what: str):
+    def guard(new_val: str):
+        return state(new_val)
+
+    guard.__name__ = guard.__qualname__ = f"transfer_guard_{what}"
+    guard.__doc__ = f"""``jax.transfer_guard_{what}(level)``: the guard of {what.replace("_", " ")}
+    transfers in a block of this thread. functx keeps the setting and checks no transfers (see
+    ``functx.transfer_guard``).
+
+    Arguments:
+      new_val: ``"allow"``, ``"log"``, ``"disallow"``, ``"log_explicit"`` or
+        ``"disallow_explicit"`` (another value raises ValueError).
+    Returns:
+      a context manager, also usable as a decorator.
+    Example:
+      >>> import functx
+      >>> with functx.transfer_guard_{what}("log"):
+      ...     print(functx.config.{state.name})
+      log
+    """
+    return guard
+
+
+transfer_guard_host_to_device = _one_guard(transfer_guard_host_to_device_state, "host_to_device")
+transfer_guard_device_to_device = _one_guard(
+    transfer_guard_device_to_device_state, "device_to_device"
+)
+transfer_guard_device_to_host = _one_guard(transfer_guard_device_to_host_state, "device_to_host")
+
+
+def legacy_prng_key(new_val: str):
+    """``jax.legacy_prng_key(level)``: what ``functx.random`` does with a raw ``uint32`` key
+    (one made by ``random.PRNGKey``) in a block of this thread: ``"allow"`` (JAX's default),
+    ``"warn"`` or ``"error"``. functx keeps the setting (``functx.config.jax_legacy_prng_key``);
+    its samplers accept raw keys whatever it says.
+
+    Arguments:
+      new_val: ``"allow"``, ``"warn"`` or ``"error"`` (another value raises ValueError).
+    Returns:
+      a context manager, also usable as a decorator.
+    Example:
+      >>> import functx
+      >>> @functx.legacy_prng_key("allow")
+      ... def draw():
+      ...     return functx.random.uniform(functx.random.PRNGKey(0), (2,)).shape
+      >>> draw()
+      (2,)
+    """
+    if new_val not in legacy_prng_key_state.values:
+        raise ValueError(f"{new_val!r} is not a valid LegacyPrngKeyState")
+    return legacy_prng_key_state(new_val)
+
+
+def log_compiles(new_val=None):
+    """``jax.log_compiles(True)``: a block of this thread in which ``functx.jit`` logs each trace
+    and compile at WARNING level (``logging``'s logger ``functx.jit``, as JAX logs them; outside
+    it they go to DEBUG). Without an argument: whether the ``FUNCTX_LOG_COMPILES`` environment
+    variable asks for functx's compiler steps on stderr.
+
+    Arguments:
+      new_val: True or False (a block), or nothing (the current setting).
+    Returns:
+      a context manager, also usable as a decorator; with no argument, a bool.
+    Example:
+      >>> import functx
+      >>> with functx.log_compiles(True):
+      ...     print(functx.config.jax_log_compiles)
+      True
+    """
+    if new_val is None:
+        return _flag("FUNCTX_LOG_COMPILES", "")
+    return log_compiles_state(new_val)
+
+
 # --- functx.config.update ------------------------------------------------------------------------
 # This module is ``functx.config``: ``update`` and the option names below are what JAX's
 # ``jax.config`` has that functx has.
@@ -581,8 +776,10 @@ def update(name: str, value) -> None:
     ("jax_default_matmul_precision": see ``functx.default_matmul_precision``), and whether
     ``jit`` runs functions eagerly ("jax_disable_jit": see ``functx.disable_jit``), and whether
     64-bit dtypes are enabled ("jax_enable_x64", off by default as in JAX: see
-    ``functx.enable_x64``). Read them back as attributes (``functx.config.jax_enable_x64``) or
-    with ``functx.config.read(name)``."""
+    ``functx.enable_x64``), compile logging ("jax_log_compiles"), the transfer guards
+    ("jax_transfer_guard" sets all three, "jax_transfer_guard_host_to_device", ...) and
+    "jax_legacy_prng_key" (see the functions of those names). Read them back as attributes
+    (``functx.config.jax_enable_x64``) or with ``functx.config.read(name)``."""
     global _global_default, _global_precision, _global_disable_jit, _global_x64
     if name in _X64:
         _global_x64 = bool(value)
@@ -595,10 +792,19 @@ def update(name: str, value) -> None:
         with _disable_lock:
             _note_disable()
         return
+    if name == "jax_transfer_guard":
+        value = _TRANSFER_GUARDS[0].check(value)
+        for state in _TRANSFER_GUARDS:
+            state.global_value = value
+        return
+    if name in _SETTINGS:
+        _SETTINGS[name].global_value = _SETTINGS[name].check(value)
+        return
     if name not in _DEVICE:
         raise ValueError(
             f"functx.config has no option {name!r}; it has "
-            f"{', '.join(_DEVICE + _PRECISION + _DISABLE_JIT + _X64)}"
+            f"{', '.join(_DEVICE + _PRECISION + _DISABLE_JIT + _X64 + tuple(_SETTINGS))}, "
+            "jax_transfer_guard"
         )
     _global_default = None if value is None else _check_device(value, name)
     _note_default(_global_default)
@@ -633,6 +839,10 @@ def __getattr__(name: str):
         return _global_precision
     if name in _DISABLE_JIT:
         return jit_disabled()
+    if name in _SETTINGS:
+        return _SETTINGS[name].value
+    if name == "jax_transfer_guard":
+        return _TRANSFER_GUARDS[0].global_value
     raise AttributeError(f"module 'functx.config' has no attribute {name!r}")
 
 
@@ -642,8 +852,14 @@ __all__ = [
     "disable_jit",
     "enable_x64",
     "jit_disabled",
+    "legacy_prng_key",
+    "log_compiles",
     "matmul_precision",
     "read",
+    "transfer_guard",
+    "transfer_guard_device_to_device",
+    "transfer_guard_device_to_host",
+    "transfer_guard_host_to_device",
     "update",
     "x64_on",
 ]

@@ -92,6 +92,11 @@ class custom_vmap:
       ``rule(axis_size, in_batched, *args) -> (out, out_batched)``: ``in_batched`` holds one
       pytree of bools per argument (batched arguments have the batch axis first), and
       ``out_batched`` says which leaves of ``out`` carry it.
+
+    Differences from JAX: the derivative is the function's own, so ``vmap`` of a ``jvp`` batches the
+    differentiated function rather than JAX's derivative of the rule, and ``grad`` works (JAX
+    0.10.2's fails); closed-over values that ``vmap`` batches raise UnsupportedError (JAX asserts).
+
     Example:
       >>> import functx, functx.numpy as jnp
       >>> from functx.custom_batching import custom_vmap

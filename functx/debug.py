@@ -41,7 +41,14 @@ def callback(callback=None, *args, ordered=False, partitioned=False, **kwargs):
       partitioned: accepted for JAX's signature (one device).
     Returns:
       None (or, in the two-call form, the function described above).
+
+    Differences from JAX: runs in program order always (``ordered=`` and ``partitioned=`` are
+    accepted); under ``jit`` it is a host step between kernels, and a Triton program with one never
+    replays a CUDA graph.
+
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> def f(x):
       ...     functx.debug.callback(lambda v: print("got", v), x * 2)
       ...     return x + 1
@@ -105,7 +112,14 @@ def print(  # noqa: A001
       skip_format_check: do not check that the arguments match the format string.
     Returns:
       None (or, in the two-call form, the function described above).
+
+    Differences from JAX: runs in program order always (``ordered=`` and ``partitioned=`` are
+    accepted); under ``jit`` it is a host step between kernels, and a Triton program with one never
+    replays a CUDA graph.
+
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> @functx.jit
       ... def f(x):
       ...     functx.debug.print("x = {}", x)
@@ -167,6 +181,8 @@ def log(fmt=None, *args, ordered=False, partitioned=False, skip_format_check=Fal
     Returns:
       None (or, with ``fmt=None``, the two-call form's function).
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> import logging
       >>> logging.getLogger("functx.debug").setLevel(logging.INFO)
       >>> functx.debug.log("x = {}", np.float32(2.0))  # (to the logger's handlers)

@@ -740,7 +740,27 @@ def _lattice_result(pairs):
 
 
 def result_type(*pairs) -> tuple[np.dtype, bool]:
-    """Promote ``(dtype, weak_type)`` pairs with JAX's lattice; returns ``(dtype, weak_type)``."""
+    """Promote ``(dtype, weak_type)`` pairs with JAX's lattice; returns ``(dtype, weak_type)``.
+
+    Arguments:
+      *pairs: ``(dtype, weak_type)`` tuples (a weakly typed entry is a Python scalar's type).
+    Returns:
+      The ``(dtype, weak_type)`` of the result (weak when its kind comes from weakly typed
+      inputs only: an int32 array and a Python float give a weak float32, as in JAX).
+
+    Differences from JAX: ``jax.dtypes.result_type(*args, return_weak_type_flag=False)`` takes
+    arrays, scalars and dtypes; functx's ``dtypes.result_type`` is the internal form on
+    ``(dtype, weak_type)`` pairs that every operation calls. ``functx.numpy.result_type`` has
+    JAX's signature.
+
+    Example:
+      >>> import numpy as np
+      >>> from functx import dtypes
+      >>> dtypes.result_type((np.dtype("int32"), False), (np.dtype("float32"), True))
+      (dtype('float32'), True)
+      >>> dtypes.result_type((np.dtype("int8"), False), (np.dtype("uint8"), False))
+      (dtype('int16'), False)
+    """
     for d, w in pairs:  # hot path: already (np.dtype, bool) pairs, the cache key as given
         if not isinstance(d, np.dtype) or w.__class__ is not bool:
             return _result_type_cached(

@@ -73,7 +73,17 @@ class FunctxArgumentError(FunctxTypeError, FunctxValueError):
 
 
 class FunctxZeroDivisionError(FunctxValueError, ZeroDivisionError):
-    """A zero step or divisor where JAX raises ZeroDivisionError (``arange(0, 3, 0)``)."""
+    """A zero step or divisor where JAX raises ZeroDivisionError (``arange(0, 3, 0)``).
+
+    Example:
+      >>> import functx
+      >>> import functx.numpy as jnp
+      >>> try:
+      ...     jnp.arange(0, 3, 0)
+      ... except ZeroDivisionError as e:
+      ...     print(type(e).__name__)
+      FunctxZeroDivisionError
+    """
 
 
 class FunctxIndexError(FunctxError, IndexError):
@@ -138,24 +148,81 @@ ConcretizationTypeError = ConcretizationError
 
 
 class TracerBoolConversionError(ConcretizationError):
-    """``bool()`` of a traced array (an ``if``, ``while``, ``and``/``or``, ``assert``)."""
+    """``bool()`` of a traced array (an ``if``, ``while``, ``and``/``or``, ``assert``).
+
+    Example:
+      >>> import functx
+      >>> try:
+      ...     functx.jit(lambda x: 1.0 if x > 0 else -1.0)(2.0)
+      ... except functx.errors.TracerBoolConversionError as e:
+      ...     print(type(e).__name__)
+      TracerBoolConversionError
+    """
 
 
 class TracerIntegerConversionError(ConcretizationError):
-    """``operator.index()`` of a traced array (a Python index or size)."""
+    """``operator.index()`` of a traced array (a Python index or size).
+
+    Differences from JAX: a subclass of ``ConcretizationTypeError`` here (not in JAX); a TypeError
+    in both.
+
+    Example:
+      >>> import functx
+      >>> try:
+      ...     functx.jit(lambda x, n: x * [1.0, 2.0][n])(1.0, 1)
+      ... except functx.errors.TracerIntegerConversionError as e:
+      ...     print(type(e).__name__)
+      TracerIntegerConversionError
+    """
 
 
 class TracerArrayConversionError(ConcretizationError):
-    """``numpy.asarray()`` (``__array__``) of a traced array."""
+    """``numpy.asarray()`` (``__array__``) of a traced array.
+
+    Differences from JAX: a subclass of ``ConcretizationTypeError`` here (not in JAX); a TypeError
+    in both.
+
+    Example:
+      >>> import numpy as np
+      >>> import functx
+      >>> try:
+      ...     functx.jit(lambda x: np.sin(np.asarray(x)))(1.0)
+      ... except functx.errors.TracerArrayConversionError as e:
+      ...     print(type(e).__name__)
+      TracerArrayConversionError
+    """
 
 
 class UnexpectedTracerError(FunctxTypeError):
-    """A tracer used after its trace ended (a value stored in a global or a closure)."""
+    """A tracer used after its trace ended (a value stored in a global or a closure).
+
+    Example:
+      >>> import functx
+      >>> leaked = []
+      >>> _ = functx.make_jaxpr(lambda x: leaked.append(x) or x)(1.0)
+      >>> try:
+      ...     leaked[0] + 1
+      ... except functx.errors.UnexpectedTracerError as e:
+      ...     print(type(e).__name__)
+      UnexpectedTracerError
+    """
 
 
 class NonConcreteBooleanIndexError(FunctxTypeError, FunctxIndexError):
     """A boolean mask index that is traced: the result's shape would depend on its values
-    (JAX's NonConcreteBooleanIndexError, an IndexError; a TypeError in functx before)."""
+    (JAX's NonConcreteBooleanIndexError, an IndexError; a TypeError in functx before).
+
+    Differences from JAX: an IndexError as in JAX, and also a TypeError (what functx raised before).
+
+    Example:
+      >>> import functx
+      >>> import functx.numpy as jnp
+      >>> try:
+      ...     functx.jit(lambda x: x[x > 0])(jnp.arange(3.0))
+      ... except functx.errors.NonConcreteBooleanIndexError as e:
+      ...     print(type(e).__name__)
+      NonConcreteBooleanIndexError
+    """
 
 
 class UnsupportedError(FunctxError, NotImplementedError):
@@ -183,7 +250,8 @@ class CacheWarning(UserWarning, RuntimeWarning):
 
 
 # --- names JAX has and functx lacks ---------------------------------------------------------------
-DIFFERENCES = "docs/differences.md"
+# The "Differences from JAX" page of the documentation site; its source in the repository.
+DIFFERENCES = 'the "Differences from JAX" page of the functx documentation (docs/differences.md)'
 _names: dict[str, frozenset] = {}
 
 
@@ -198,8 +266,8 @@ def missing_name(module: str, name: str) -> AttributeError:
         if name in _names[module]:
             return FunctxAttributeError(
                 f"module {module!r} has no attribute {name!r}: JAX's {entry[0]}.{name} is not "
-                f"implemented in functx yet ({DIFFERENCES} in the functx repository lists what "
-                "functx lacks and where it differs from JAX)"
+                f"implemented in functx yet: {DIFFERENCES} lists what functx lacks and where it "
+                "differs from JAX"
             )
     return AttributeError(f"module {module!r} has no attribute {name!r}")
 

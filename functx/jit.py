@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import collections
 import functools
+import logging
 import threading
+import time
 import types
 import weakref
 
@@ -268,6 +270,9 @@ class Traced:
 
 
 _CACHE_LOCK = threading.Lock()  # (evictions: compiles are rare, so one lock for all functions)
+# Each trace and compile of a jitted function is logged here, at DEBUG, or at WARNING inside
+# ``functx.log_compiles(True)`` / with ``config.update("jax_log_compiles", True)`` (JAX's levels)
+_logger = logging.getLogger("functx.jit")
 
 
 def _compile_eager(closed, what: str):
@@ -388,12 +393,12 @@ def _placement(leaves, backend, what):
     dev, _ = op_device(leaves, what, "argument leaf")
     if backend == "cpu" and dev is not CPU:
         raise DeviceError(
-            f"{what} was asked for backend='cpu' but its arguments are on {dev}; copy them to "
+            f"{what} was asked for backend='cpu' but its arguments are on {dev!r}; copy them to "
             "the host with functx.device_put(x, functx.devices('cpu')[0]), or drop backend="
         )
     if backend == "triton" and dev.platform != "gpu":
         raise DeviceError(
-            f"{what} was asked for backend='triton' (a GPU) but its arguments are on {dev}; "
+            f"{what} was asked for backend='triton' (a GPU) but its arguments are on {dev!r}; "
             "put them on a GPU first: functx.device_put(x, functx.devices('gpu')[0])"
         )
     return "cpu" if dev is CPU else dev
@@ -494,6 +499,8 @@ def clear_caches() -> None:
     Returns:
       None.
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> f = functx.jit(lambda x: print("traced") or x * 2.0)
       >>> _ = f(np.float32(1.0))
       traced
@@ -911,8 +918,36 @@ class Jitted:
             self._fast_of.setdefault(key, []).append((self._cpu_calls, sig))
 
     def _compile(self, f, leaves, in_tree, place="cpu"):
+        level = logging.WARNING if _config.log_compiles_state.value else logging.DEBUG
+        start = time.perf_counter()
         closed, out_tree = self._final_jaxpr(f, leaves, in_tree, place)
-        return _executable(closed, place), out_tree
+        name = getattr(self.fun, "__name__", "function")
+        logs = _logger.isEnabledFor(level)
+        if logs:
+            _logger.log(
+                level,
+                "Finished tracing + transforming %s for jit in %.9f sec",
+                name,
+                time.perf_counter() - start,
+            )
+            _logger.log(
+                level,
+                "Compiling jit(%s) for %s with global shapes and types [%s]",
+                name,
+                place,
+                ", ".join(str(v.aval) for v in closed.jaxpr.invars),
+            )
+            start = time.perf_counter()
+        exe = _executable(closed, place)
+        if logs:
+            _logger.log(
+                level,
+                "Finished compilation of jit(%s) (%s) in %.9f sec",
+                name,
+                "C++" if place == "cpu" else "Triton",
+                time.perf_counter() - start,
+            )
+        return exe, out_tree
 
     def _final_jaxpr(self, f, leaves, in_tree, place):
         a, kw = tree_unflatten(in_tree, leaves)
@@ -972,9 +1007,19 @@ def jit(
         XLA compiler options to pass them to.
     Returns:
       the jitted function (``.lower(*args)`` gives its program as text).
+
+    Differences from JAX: ``keep_unused=``, ``inline=`` and ``compiler_options=`` are accepted and
+    have no effect; donated arguments are checked as JAX checks them, then ignored (donated arrays
+    stay usable).
+
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> f = functx.jit(lambda x: functx.numpy.tanh(x) * 2.0)
-      >>> print(f.lower(np.ones(4, np.float32)).as_text())
+      >>> f(np.zeros(3, np.float32))
+      Array([0., 0., 0.], dtype=float32)
+      >>> print(f.lower(np.ones(4, np.float32)).as_text().splitlines()[1])
+      { lambda ; a:f32[4]. let b:f32[4] = tanh a; c:f32[4] = mul b 2.0:f32[] in (c,) }
     """
     if fun is None:
         return functools.partial(

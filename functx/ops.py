@@ -3,8 +3,9 @@
 Transform rules, control flow and the public namespaces call these; ``functx.lax`` re-exports
 them.
 
-lax functions do not broadcast or promote (functx.numpy does); Python scalars take the dtype of the
-array operand, as in JAX.
+lax functions do not promote dtypes or broadcast ranks (functx.numpy does; operands of one rank
+broadcast their size-1 dimensions, as in JAX); Python scalars take the dtype of the array operand,
+as in JAX.
 """
 
 from __future__ import annotations
@@ -225,16 +226,26 @@ def _doc(row) -> str:
         what = f"``{row.name}`` of each element of ``x``"
     else:
         params = (
-            f"x, y: arrays of one shape and one dtype, {kinds} (either may be a Python "
-            "scalar, which takes the other's dtype); functx.lax does not broadcast or "
-            "promote."
+            f"x, y: arrays of one dtype, {kinds} (either may be a Python scalar, which takes "
+            "the other's dtype), of one shape or of one rank with shapes differing only in "
+            "size-1 dimensions, which broadcast (as in JAX); lax does not promote dtypes."
         )
         what = f"``{row.name}`` of ``x`` and ``y``, element by element"
     kind = "a bool array" if row.group == "compare" or row.name == "is_finite" else "an array"
+    differences = ""
+    if row.arity == 2:
+        differences = textwrap.fill(
+            "Differences from JAX: where size-1 dimensions broadcast, functx records explicit "
+            "``broadcast_in_dim`` equations before the operation (JAX's primitive broadcasts "
+            "implicitly), so ``make_jaxpr`` prints them.",
+            100,
+        )
+        differences += "\n\n"
     return (
         f"{what} (JAX's ``jax.lax.{row.public_name}``; the ``{row.name}`` primitive).\n\n"
         f"Arguments:\n{_wrap(params)}\n\n"
-        f"Returns:\n    {kind} of the operands' shape.\n\n"
+        f"Returns:\n    {kind} of the operands' {'broadcast ' if row.arity == 2 else ''}shape.\n\n"
+        f"{differences}"
         f"Example:\n    >>> import numpy as np\n    >>> from functx import lax\n"
         f"    >>> print(lax.{row.public_name}({shown}))\n    {out}\n"
     )
@@ -538,6 +549,10 @@ def bitcast_convert_type(operand, new_dtype):
       more last axis of ``old_bits // new_bits`` parts, least significant first; with a wider
       one, the shape without its last axis, which must hold ``new_bits // old_bits`` elements
       (ValueError otherwise). Never weakly typed.
+
+    Differences from JAX: under ``jit`` a float16/bfloat16 signaling NaN comes out quiet; ``vmap``
+    of a widening bitcast with the batch axis last works (JAX 0.10.2 raises IndexError).
+
     Example:
       >>> import numpy as np
       >>> from functx import lax
@@ -1416,6 +1431,11 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
       preferred_element_type: the result's dtype (default: the operands').
     Returns:
       An array of shape ``batch + lhs free + rhs free``.
+
+    Differences from JAX: a product at full float32 precision prints as JAX's ``precision=(HIGHEST,
+    HIGHEST)``; functx keeps one mode per product, so ``DEFAULT``, ``HIGH`` and ``bfloat16`` print
+    as ``tensorfloat32``.
+
     Example:
       >>> import numpy as np
       >>> from functx import lax
@@ -1773,7 +1793,7 @@ def _segment(name, data, segment_ids, num_segments, bucket_size, mode):
     return P.registry[reduce_name].bind(out, axes=(0,))
 
 
-def _segment_doc(name, what, example):
+def _segment_doc(name, what, example, differences=""):
     return f"""The {what} of ``data``'s rows within each segment (``jax.ops.{name}``).
 
     Row ``i`` of ``data`` (its leading axis) belongs to segment ``segment_ids[i]``; the result has
@@ -1793,7 +1813,7 @@ def _segment_doc(name, what, example):
 
     Returns:
         An array of ``data``'s dtype and shape ``(num_segments,) + rest``.
-
+{differences}
     Example:
         >>> import functx.numpy as jnp
         >>> from functx import ops
@@ -1860,6 +1880,10 @@ segment_prod.__doc__ = _segment_doc(
     "segment_prod",
     "product",
     "        >>> print(ops.segment_prod(data, ids, num_segments=4))\n        [ 2.  1. 60.  1.]",
+    differences=(
+        "\n    Differences from JAX: differentiates with respect to ``data`` without"
+        "\n    ``unique_indices=True`` (JAX raises NotImplementedError).\n"
+    ),
 )
 segment_max.__doc__ = _segment_doc(
     "segment_max",

@@ -85,7 +85,23 @@ def _add_scaled(args_leaves, t_leaves, eps):
 
 
 def numerical_jvp(f, primals, tangents, eps=EPS):
-    """Central difference ``(f(x + eps t) - f(x - eps t)) / (2 eps)`` (leaves as float64)."""
+    """Central difference ``(f(x + eps t) - f(x - eps t)) / (2 eps)`` (leaves as float64).
+
+    Arguments:
+      f: a function of the ``primals``.
+      primals: a tuple of arguments (arrays, Python scalars, pytrees of them).
+      tangents: a tuple of the same structure: the direction ``t``.
+      eps: the finite-difference step (default 1e-4).
+    Returns:
+      A list with one float64 (complex128) NumPy array per output leaf of ``f`` (None for an
+      output leaf with no tangent, such as an integer one).
+    Example:
+      >>> import numpy as np
+      >>> from functx.test_util import numerical_jvp
+      >>> [d] = numerical_jvp(lambda x: x**2, (np.float32(3.0),), (np.float32(1.0),), eps=1e-2)
+      >>> print(f"{float(d):.3f}")
+      6.000
+    """
     p_leaves, tree = tree_flatten(tuple(primals))
     t_leaves = tree_flatten(tuple(tangents))[0]
     hi = f(*tree_unflatten(tree, _add_scaled(p_leaves, t_leaves, eps)))
@@ -104,6 +120,27 @@ def _assert_close(a, b, atol, rtol, what):
 
 
 def check_jvp(f, args, atol=None, rtol=None, eps=EPS, rng=None):
+    """Check ``jvp(f)`` at ``args`` along a random tangent against a central finite difference.
+
+    Arguments:
+      f: a function of pytrees of arrays.
+      args: a tuple of arguments.
+      atol, rtol: tolerances (default: by the dtypes present, as in ``check_grads``).
+      eps: the finite-difference step (default 1e-4).
+      rng: a ``numpy.random.Generator`` for the tangent (default: seeded with 0).
+    Returns:
+      None; raises ``AssertionError`` when the derivatives differ.
+
+    Differences from JAX: JAX's ``check_jvp(f, f_jvp, args, ...)`` takes the jvp function to
+    check as its second argument; functx's takes ``f`` and ``args`` and checks ``functx.jvp(f)``
+    (an ``rng`` argument replaces ``err_msg``). ``check_grads`` has JAX's signature.
+
+    Example:
+      >>> import numpy as np
+      >>> import functx.numpy as jnp
+      >>> from functx.test_util import check_jvp
+      >>> check_jvp(jnp.tanh, (np.array([0.1, 0.7]),))
+    """
     rng = rng or np.random.default_rng(0)
     leaves, tree = tree_flatten(tuple(args))
     t_leaves = [_rand_like(rng, x) for x in leaves]
@@ -116,6 +153,29 @@ def check_jvp(f, args, atol=None, rtol=None, eps=EPS, rng=None):
 
 
 def check_vjp(f, args, atol=None, rtol=None, eps=EPS, rng=None, check_transpose=True):
+    """Check ``vjp(f)`` at ``args``: ``<vjp(ct), v>`` against ``<ct, J v>`` with ``J v`` by a
+    central finite difference, for a random cotangent ``ct`` and direction ``v``.
+
+    Arguments:
+      f: a function of pytrees of arrays.
+      args: a tuple of arguments.
+      atol, rtol: tolerances (default: by the dtypes present, as in ``check_grads``).
+      eps: the finite-difference step (default 1e-4).
+      rng: a ``numpy.random.Generator`` for ``ct`` and ``v`` (default: seeded with 1).
+      check_transpose: also check that the vjp is the transpose of ``functx.jvp(f)``.
+    Returns:
+      None; raises ``AssertionError`` when the derivatives differ.
+
+    Differences from JAX: JAX's ``check_vjp(f, f_vjp, args, ...)`` takes the vjp function to
+    check as its second argument; functx's takes ``f`` and ``args`` and checks ``functx.vjp(f)``
+    (``rng`` and ``check_transpose`` replace ``err_msg``). ``check_grads`` has JAX's signature.
+
+    Example:
+      >>> import numpy as np
+      >>> import functx.numpy as jnp
+      >>> from functx.test_util import check_vjp
+      >>> check_vjp(lambda x: jnp.sum(x**3), (np.array([0.5, -1.0]),))
+    """
     rng = rng or np.random.default_rng(1)
     leaves, tree = tree_flatten(tuple(args))
     out, f_vjp = vjp(f, *args)
@@ -163,6 +223,9 @@ def check_grads(f, args, order, modes=("fwd", "rev"), atol=None, rtol=None, eps=
     Returns:
       None; raises ``AssertionError`` naming the failed check.
     Example:
+      >>> import numpy as np
+      >>> import functx
+      >>> from functx.test_util import check_grads
       >>> check_grads(functx.numpy.sin, (np.array([0.5, 1.0]),), order=2)
     """
     eps = eps or EPS

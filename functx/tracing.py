@@ -402,7 +402,12 @@ class ShapeDtypeStruct:
     Returns:
       the struct; ``.shape``, ``.dtype``, ``.weak_type``, ``.ndim``, ``.size``; equal structs
       compare equal and hash alike.
+
+    Differences from JAX: ``sharding=`` is accepted and ignored (one device per array).
+
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> functx.ShapeDtypeStruct((2, 3), np.float32)
       ShapeDtypeStruct(shape=(2, 3), dtype=float32)
     """
@@ -446,7 +451,20 @@ class ShapeDtypeStruct:
 
 
 def get_aval(x) -> ShapedArray:
-    """The abstract value of an argument leaf (array, tracer, scalar or ShapeDtypeStruct)."""
+    """The abstract value of an argument leaf (array, tracer, scalar or ShapeDtypeStruct).
+
+    Arguments:
+      x: an array (functx, NumPy, torch), a tracer, a Python scalar or a ``ShapeDtypeStruct``.
+    Returns:
+      A ``ShapedArray``: its shape, dtype and weak type (a Python scalar is weakly typed).
+    Example:
+      >>> import numpy as np
+      >>> from functx.test_util import get_aval
+      >>> get_aval(np.ones((2, 3), np.float32))
+      ShapedArray(float32[2, 3])
+      >>> get_aval(1.0)
+      ShapedArray(float32[], weak_type=True)
+    """
     if isinstance(x, (Tracer, Array)):
         return x.aval
     if isinstance(x, ShapeDtypeStruct):
@@ -569,6 +587,8 @@ def make_jaxpr(fun: Callable, static_argnums: int | tuple[int, ...] = ()):
     Returns:
       ``make_jaxpr(fun)(*args, **kwargs)`` is a printable ``ClosedJaxpr``.
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> print(functx.make_jaxpr(lambda x: functx.numpy.sin(x) * 2.0)(np.ones(3, np.float32)))
       { lambda ; a:f32[3]. let b:f32[3] = sin a; c:f32[3] = mul b 2.0:f32[] in (c,) }
     """
@@ -605,6 +625,8 @@ def eval_shape(fun: Callable, *args, **kwargs):
       ``fun``'s output pytree with each array leaf replaced by a ``ShapeDtypeStruct`` of its
       shape, dtype and weak type.
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> functx.eval_shape(lambda x, y: (x @ y, y.sum()), np.ones((2, 3), np.float32),
       ...                   functx.ShapeDtypeStruct((3, 4), np.float32))
       (ShapeDtypeStruct(shape=(2, 4), dtype=float32), ShapeDtypeStruct(shape=(), dtype=float32))
@@ -650,7 +672,12 @@ def named_scope(name: str):
       name: a str (anything else is a FunctxTypeError, a TypeError, as in JAX).
     Returns:
       a context manager.
+
+    Differences from JAX: names nothing: functx has no name stack, so the block runs unchanged.
+
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> with functx.named_scope("layer1"):
       ...     y = functx.numpy.tanh(np.float32(0.5))
       >>> print(round(float(y), 6))

@@ -477,4 +477,4 @@ def test_default_device_from_the_environment(tmp_path):
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=240
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.split() == ["gpu", "gpu", "CpuDevice(id=0)"]
+    assert proc.stdout.split() == ["gpu", "gpu", "cpu:0"]

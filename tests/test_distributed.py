@@ -1,16 +1,21 @@
 """functx.shard_map over 2 and 4 gloo processes on this machine, started once with
 ``python -m functx.distributed --nproc 4`` (torch's launcher; the 2-process meshes are made of
 processes 0 and 1 while 2 and 3 wait: one launch, to keep the suite's time), against the
-single-process run of
-the same programs (tests/test_sharding.py's ``cases``, which that file checks against JAX's
-shard_map): collectives over one and two mesh axes, gradients taken inside the body through
-``psum``/``pmean``, ``jit`` of a shard_map-ped function, and ``grad`` of one refused.
+single-process run of the same programs (tests/test_sharding.py's ``cases``, which that file
+checks against JAX's shard_map): collectives over one and two mesh axes, gradients taken inside
+the body through ``psum``/``pmean``, ``jit`` of a shard_map-ped function; ``grad``/``vjp``/``jvp``
+of a shard_map-ped function across processes (``AD``); ``pmap`` over processes, each passing its
+own block (``pmap_case``); and the Triton path of the collectives (``TRITON_INTERPRET=1``: a
+jitted ``pmean`` of a pytree of two dtypes, one ``psum_flat`` reduction per dtype).
 
 Run as a script (by the launcher), this file is the per-process program: every process runs the
-cases of the meshes it belongs to and process 0 writes the results to the path given."""
+cases of the meshes it belongs to and process 0 writes the results to the path given (each of
+processes 0 and 1 its pmap results too). ``python tests/test_distributed.py --check-gpu`` runs
+the same checks over NCCL on 4 GPUs."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -27,6 +32,100 @@ PLAN = {
     4: ([], ["mesh2d", "ring", "data_parallel_4"]),
 }
 NPROC = 4
+# autodiff of shard_map-ped functions: (case, mesh) run over processes after PLAN's cases
+AD = {2: ["grad_global"], 4: ["vjp_jvp_2d"]}
+
+
+def _ts():
+    sys.path.insert(0, HERE)
+    import test_sharding as ts
+
+    return ts
+
+
+def grad_global(M, mesh):
+    """value_and_grad (w.r.t. the replicated weights and the split data) of a shard_map-ped
+    data-parallel loss, eagerly and jitted."""
+    P_, lax, jnp_ = M.sharding.PartitionSpec, M.lax, M.numpy
+    A = _ts()._inputs()
+
+    def body(w, X, y):
+        return lax.pmean(jnp_.mean((X @ w - y) ** 2), "x")
+
+    f = M.shard_map(body, mesh=mesh, in_specs=(P_(), P_("x"), P_("x")), out_specs=P_())
+    vg = M.value_and_grad(f, argnums=(0, 1))
+    return vg(A["w3"], A["X"], A["y"]), M.jit(vg)(A["w3"], A["X"], A["y"])
+
+
+def vjp_jvp_2d(M, mesh):
+    """vjp and jvp of a shard_map-ped function on a 2x2 mesh: an output split over x and
+    replicated over y (its cotangent is shared by the y devices), a replicated one, and one
+    split over both through a ppermute."""
+    P_, lax, jnp_ = M.sharding.PartitionSpec, M.lax, M.numpy
+    A = _ts()._inputs()
+
+    def body(a, w):  # a: a (2, 3) block of (4, 6); w: a (3, 4) block of (6, 4)
+        h = lax.psum(a @ w, "y")
+        s = lax.psum(jnp_.sin(a).sum(), ("x", "y"))
+        r = lax.ppermute(a, "x", [(0, 1), (1, 0)]) * (2.0 + lax.axis_index("y"))
+        return h, s, r
+
+    f = M.shard_map(
+        body, mesh=mesh, in_specs=(P_("x", "y"), P_("y")), out_specs=(P_("x"), P_(), P_("x", "y"))
+    )
+    a, w = A["a46"].astype(np.float64), A["w64"].astype(np.float64)
+    out, pull = M.vjp(f, a, w)
+    cts = (A["a86"][:4, :4].astype(np.float64), np.float64(0.5), np.cos(a))
+    _, tangents = M.jvp(f, (a, w), (np.sin(a), np.cos(w)))
+    return out, pull(cts), tangents
+
+
+def run_ad(M, devices, names):
+    ts = _ts()
+    mesh = {"grad_global": "x2", "vjp_jvp_2d": "x2y2"}
+    return {
+        n: [
+            np.asarray(v)
+            for v in M.tree_util.tree_leaves(globals()[n](M, ts.make(M, devices, mesh[n])))
+        ]
+        for n in names
+    }
+
+
+def pmap_case(M, xs, devices=None):
+    """pmap with collectives, in_axes/out_axes pytrees, grad through it and jit of it. In one
+    process ``xs`` stacks both examples; over processes each passes its own (leading size 1)."""
+    lax = M.lax
+
+    def step(v, w):
+        return {"c": (v - lax.pmean(v, "i")) * w, "s": lax.psum((v * v).sum(), "i")}
+
+    f = M.pmap(step, "i", in_axes=(0, None), out_axes={"c": 1, "s": None}, devices=devices)
+    w = 1.5
+    out = f(xs, w)
+    gx, gw = M.grad(lambda xs, w: (f(xs, w)["c"] ** 3).sum(), argnums=(0, 1))(xs, w)
+    return [out["c"], out["s"], gx, gw, M.jit(f)(xs, w)["c"]]
+
+
+def _pmap_inputs():
+    return np.random.default_rng(1).standard_normal((2, 2, 3))
+
+
+def pmean_tree(M, mesh, gpu=None):
+    """pmean of a pytree of 3 leaves of two dtypes (float32, float64) over x; with ``gpu``: jitted
+    on the Triton backend, the leaves on that device."""
+    P_ = M.sharding.PartitionSpec
+    r = np.random.default_rng(2)
+    tree = {
+        "a": r.standard_normal((4, 3)).astype(np.float32),
+        "b": r.standard_normal(4),
+        "c": r.standard_normal((2, 2)).astype(np.float32),
+    }
+    f = M.shard_map(lambda t: M.lax.pmean(t, "x"), mesh=mesh, in_specs=P_("x"), out_specs=P_())
+    if gpu is not None:
+        f = M.jit(f, backend="triton")
+        tree = M.device_put(tree, gpu)
+    return [np.asarray(v) for v in M.tree_util.tree_leaves(f(tree))]
 
 
 def jit_psum(M, mesh):
@@ -39,8 +138,7 @@ def jit_psum(M, mesh):
 
 def run(M, devices, names):
     """The results of ``names`` (cases of tests/test_sharding.py, or ``jit_psum``)."""
-    sys.path.insert(0, HERE)
-    import test_sharding as ts
+    ts = _ts()
 
     out = ts.run_cases(M, devices, [n for n in names if n != "jit_psum"])
     if "jit_psum" in names:
@@ -48,14 +146,15 @@ def run(M, devices, names):
     return out
 
 
-def _main(path):
+def _main(path, platform):
     import torch.distributed as dist
 
     import functx
     from functx import sharding
+    from functx.distributed import TorchCollectives
 
     functx.config.update("jax_enable_x64", True)  # the suite's mode (tests/conftest.py)
-    functx.distributed.initialize(platform="cpu")
+    functx.distributed.initialize(platform=platform)
     me = functx.process_index()
     functx.distributed.make_groups([(0, 1)])
     res = {}
@@ -66,23 +165,37 @@ def _main(path):
             with functx.disable_jit():
                 res.update(run(functx, devices, eager))
         dist.barrier()
-    res["grad_refused"] = [np.array(_grad_outside_is_refused(functx))]
+    for n, names in AD.items():
+        if me < n:
+            res.update(run_ad(functx, sharding.mesh_devices()[:n], names))
+        dist.barrier()
+    mine = {}
+    if me < 2:
+        devs = functx.devices()[:2]
+        mine["pmap"] = pmap_case(functx, _pmap_inputs()[me : me + 1], devices=devs)
+        if importlib.util.find_spec("triton") is not None:
+            calls = []
+            psum_flat = TorchCollectives.psum_flat
+
+            def counted(self, tensors):
+                calls.append(",".join(str(t.dtype) for t in tensors))
+                return psum_flat(self, tensors)
+
+            TorchCollectives.psum_flat = counted
+            mesh = sharding.Mesh(np.array(devs), ("x",))
+            gpu = functx.devices("gpu")[0] if platform == "cpu" else functx.local_devices()[0]
+            res["pmean_triton"] = pmean_tree(functx, mesh, gpu)
+            res["psum_flat_calls"] = [np.array(sorted(calls))]
+            TorchCollectives.psum_flat = psum_flat
+    dist.barrier()
+    _save(f"{path}.{me}", mine)
     if me == 0:
-        np.savez(path, **{f"{k}/{i}": a for k, vs in res.items() for i, a in enumerate(vs)})
+        _save(path, res)
     functx.distributed.shutdown()
 
 
-def _grad_outside_is_refused(functx):
-    """grad of a shard_map-ped function over processes raises UnsupportedError (its backward
-    pass would not be the global function's)."""
-    P_ = functx.sharding.PartitionSpec
-    mesh = functx.sharding.Mesh(np.array(functx.devices()), ("x",))
-    f = functx.shard_map(lambda a, w: a * w, mesh=mesh, in_specs=(P_("x"), P_()), out_specs=P_("x"))
-    try:
-        functx.grad(lambda w: (f(np.ones(4), w) ** 2).sum())(2.0)
-    except functx.UnsupportedError:
-        return True
-    return False
+def _save(path, res):
+    np.savez(path, **{f"{k}/{i}": np.asarray(a) for k, vs in res.items() for i, a in enumerate(vs)})
 
 
 def _load(path):
@@ -93,29 +206,68 @@ def _load(path):
     return out
 
 
+def _close(a, b, what, tol=1e-6):
+    assert a.shape == b.shape and a.dtype == b.dtype, (what, a.shape, b.shape, a.dtype, b.dtype)
+    np.testing.assert_allclose(b, a, rtol=tol, atol=tol, err_msg=what)
+
+
 def test_shard_map_over_2_and_4_gloo_processes_matches_one_process(tmp_path, monkeypatch):
+    check(str(tmp_path), "cpu", monkeypatch.setenv)
+
+
+def check(tmp, platform, setenv):
+    """Launch the processes (gloo on the CPU, or NCCL on 4 GPUs), then compare their results
+    with one process's on the CPU."""
     import functx
     from functx import sharding
 
-    path = str(tmp_path / "out.npz")
+    path = os.path.join(tmp, "out.npz")
     root = os.path.dirname(HERE)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
     env.pop("XLA_FLAGS", None)
+    if platform == "cpu":
+        env["TRITON_INTERPRET"] = "1"  # (the Triton path on this CPU: torch CPU tensors, gloo)
     cmd = [sys.executable, "-m", "functx.distributed", "--nproc", str(NPROC), __file__, path]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(cmd + [platform], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     theirs = _load(path)
-    assert theirs.pop("grad_refused")[0]
-    monkeypatch.setenv("XLA_FLAGS", HOST4)
+    setenv("XLA_FLAGS", HOST4)
+    tol = 1e-6 if platform == "cpu" else 2e-3  # (float32 products on a GPU may use TF32)
+    host = sharding.host_devices()
     ours = {}
     for jitted, eager in PLAN.values():
-        ours.update(run(functx, sharding.host_devices(), jitted + eager))
+        ours.update(run(functx, host, jitted + eager))
+    for names in AD.values():
+        ours.update(run_ad(functx, host, names))
+    if importlib.util.find_spec("triton") is not None:
+        # one psum_flat (one all_reduce) per dtype of the 3 leaves, on each of the 2 processes
+        calls = theirs.pop("psum_flat_calls")[0]
+        want = ["torch.float32,torch.float32", "torch.float64"]
+        assert (list(calls) if platform == "cpu" else sorted(set(calls))) == want, calls
+        ours["pmean_triton"] = pmean_tree(functx, _ts().make(functx, host, "x2"))
     assert set(ours) == set(theirs)
     for name, leaves in ours.items():
         for i, (a, b) in enumerate(zip(leaves, theirs[name], strict=True)):
-            assert a.shape == b.shape and a.dtype == b.dtype, (name, i)
-            np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-6, err_msg=f"{name}[{i}]")
+            _close(a, b, f"{name}[{i}]", tol)
+    # pmap: each process's outputs are its block of the one-process outputs (out_axes: c 1,
+    # s None); the gradient w.r.t. its block of xs and w.r.t. the broadcast w (summed)
+    c, s, gx, gw, jc = (np.asarray(v) for v in pmap_case(functx, _pmap_inputs()))
+    for k in range(2):
+        mine = _load(f"{path}.{k}.npz")["pmap"]
+        for i, want in enumerate([c[:, k : k + 1], s, gx[k : k + 1], gw, jc[:, k : k + 1]]):
+            _close(want, mine[i], f"pmap process {k} [{i}]", tol)
 
 
 if __name__ == "__main__":
-    _main(sys.argv[1])
+    if sys.argv[1] == "--check-gpu":
+        # the same checks over NCCL, one process per GPU (4 GPUs):
+        #   python tests/test_distributed.py --check-gpu
+        import tempfile
+
+        import functx
+
+        functx.config.update("jax_enable_x64", True)
+        check(tempfile.mkdtemp(), "gpu", os.environ.__setitem__)
+        print("test_distributed: every check passed over NCCL on 4 GPUs")
+    else:
+        _main(sys.argv[1], sys.argv[2])

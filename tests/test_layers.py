@@ -73,6 +73,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "functx._rng",
             "functx.custom_derivatives",
             "functx.custom_batching",
+            "functx._compile_time",
+            "functx._laxmore",
         ),
     ),
     ("devices", ("functx.devices",)),
@@ -87,6 +89,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "functx.distributed",
             "functx._shard_map",
             "functx.experimental.shard_map",
+            "functx._public",
         ),
     ),
 ]

@@ -7,6 +7,7 @@ its two set-up commands are single shell lines, and the test command is exactly 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import re
 import subprocess
@@ -88,19 +89,74 @@ def test_readme_test_command_is_what_ci_runs():
     )
 
 
-def test_readme_example_runs_and_prints_what_it_says(tmp_path):
+def readme_examples() -> list[tuple[str, str]]:
+    """(code, output) of every python example of the README: each is followed by a text block
+    holding everything it prints."""
     blocks = fenced_blocks(README.read_text())
-    examples = [body for lang, body in blocks if lang in ("python", "py")]
+    examples = []
+    for at, (lang, code) in enumerate(blocks):
+        if lang in ("python", "py"):
+            following = blocks[at + 1] if at + 1 < len(blocks) else ("", "")
+            assert following[0] == "text", (
+                f"README.md: the python example {code[:60]!r}... must be followed by a text "
+                "block with its whole output"
+            )
+            examples.append((code, following[1]))
     assert examples, "README.md has no python example"
-    for i, code in enumerate(examples):
-        script = tmp_path / f"readme_example_{i}.py"
-        script.write_text(code)
-        out = check_ran(run_python([str(script)], timeout=120, cwd=tmp_path))
-        # The README shows the output after the example: its first line must be real output.
-        at = [body for _, body in blocks].index(code)
-        if at + 1 < len(blocks) and blocks[at + 1][0] == "text":
-            first_line = blocks[at + 1][1].strip().splitlines()[0]
-            assert first_line in out, f"README says the example prints {first_line!r}; got\n{out}"
+    return examples
+
+
+def _run_example(code: str, path: Path) -> str:
+    path.write_text(code)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("TRITON_INTERPRET", "FUNCTX_DEFAULT_DEVICE", "JAX_ENABLE_X64")
+    }
+    # The README shows what a machine without a GPU prints.
+    env["CUDA_VISIBLE_DEVICES"] = ""
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env["JAX_PLATFORMS"] = "cpu"
+    proc = subprocess.run(
+        [sys.executable, str(path)],
+        cwd=path.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return check_ran(proc)
+
+
+def _without_jaxprs(text: str) -> str:
+    return re.sub(r"^\{ lambda .*?^\s+in .*?\}\n", "<jaxpr>\n", text, flags=re.S | re.M)
+
+
+def test_readme_examples_print_exactly_what_they_say(tmp_path):
+    """Each python example of the README prints exactly its text block (whole), and the same
+    programs with JAX's imports print the same values (the Jaxprs aside: JAX prints a few more
+    parameters). JAX runs all the examples in one process, each as a function of its own."""
+    examples = readme_examples()
+    outs = []
+    for i, (code, shown) in enumerate(examples):
+        out = _run_example(code, tmp_path / f"example_{i}.py")
+        assert out == shown, f"README.md shows\n{shown}\nbut example {i} prints\n{out}"
+        outs.append(out)
+    if importlib.util.find_spec("jax") is None:  # pragma: no cover - jax is a test dependency
+        return
+    marker = "----- next README example -----"
+    program = []
+    for i, (code, _) in enumerate(examples):
+        jax_code = code.replace("import functx as jax", "import jax").replace(
+            "import functx.numpy as jnp", "import jax.numpy as jnp"
+        )
+        assert "functx" not in jax_code.replace("# port JAX code", ""), jax_code
+        program += [f"def example_{i}():", *("    " + line for line in jax_code.splitlines())]
+        program += [f"example_{i}()", f"print({marker!r})"]
+    jax_outs = _run_example("\n".join(program) + "\n", tmp_path / "jax_examples.py")
+    jax_outs = jax_outs.split(marker + "\n")[: len(examples)]
+    for i, (jax_out, out) in enumerate(zip(jax_outs, outs)):
+        assert _without_jaxprs(jax_out) == _without_jaxprs(out), (i, jax_out, out)
 
 
 # --- demo and tutorials ----------------------------------------------------------------------
@@ -156,6 +212,33 @@ def test_pyproject_metadata(pyproject):
         assert all(r.replace(" ", "") == "torch==2.13.0" for r in torch_specs), torch_specs
     assert pyproject["tool"]["ruff"]["line-length"] == 100
     assert pyproject["tool"]["pytest"]["ini_options"]["testpaths"] == ["tests"]
+
+
+def test_functx_warnings_are_errors_in_the_tests(pyproject):
+    """Every warning class functx defines is turned into an error by pytest's filterwarnings, so
+    that a new warning fails the test that triggers it (tests that expect one use pytest.warns)."""
+    import ast
+
+    defined = set()
+    for path in (ROOT / "functx").rglob("*.py"):
+        text = path.read_text()
+        if "Warning)" not in text and "Warning," not in text:
+            continue  # no class with a warning base (parse only the few that may have one)
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ClassDef) and any(
+                (isinstance(b, ast.Name) and b.id.endswith("Warning"))
+                or (isinstance(b, ast.Attribute) and b.attr.endswith("Warning"))
+                for b in node.bases
+            ):
+                module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+                defined.add(f"{module}.{node.name}")
+    assert "functx.errors.CacheWarning" in defined, defined
+    filters = pyproject["tool"]["pytest"]["ini_options"]["filterwarnings"]
+    errors = {f.split(":")[2] for f in filters if f.startswith("error::")}
+    assert defined <= errors, f"warning classes not turned into errors: {defined - errors}"
+    for name in errors:
+        module, _, attr = name.rpartition(".")
+        assert issubclass(getattr(importlib.import_module(module), attr), Warning), name
 
 
 def test_every_package_directory_is_packaged():

@@ -5,13 +5,19 @@
 # primitives, with the shape and dtype of every value. Every transform (grad, vmap, jit) reads and
 # writes Jaxprs, so being able to read one is the first skill. This tutorial traces a layer-norm +
 # GELU block, reads its Jaxpr, checks the eager result against NumPy in float64 (and against JAX
-# where it is installed), and times the eager path against plain NumPy.
+# where it is installed), then compiles it with `functx.jit`, looks at the generated kernel and
+# times eager, compiled and plain NumPy.
 #
-# Run it as a script (`python tutorials/01_tracing_and_jaxprs.py`) or open it as a notebook with
-# jupytext; the tests execute it.
+# Run it as a script (`python tutorials/01_tracing_and_jaxprs.py`) or as a notebook through
+# jupytext; the docs build executes it. The next tutorials build on it: 02
+# differentiates (`grad`), 03 batches and compiles gradients (`jit(vmap(grad(...)))`), 04
+# compiles a scan and its gradient and reads the kernel, 05 shows how to inspect and debug
+# compiled code, 06 runs on a GPU, 07 ports a JAX program.
 
 # %%
 import collections
+import os
+import platform
 import time
 
 import numpy as np
@@ -88,25 +94,90 @@ except ImportError:
     print("JAX is not installed; skipped the comparison with it")
 
 # %% [markdown]
-# ## 4. Time it
+# ## 4. Compile it
+# `functx.jit(block)` returns a function that, on its first call with given shapes and dtypes,
+# traces `block` to the Jaxpr above, lowers it to a loop IR, groups the operations into kernels
+# and compiles them to C++ (with gcc; OpenMP and SIMD on the CPU, Triton kernels on a GPU).
+# Later calls with the same shapes and dtypes run the compiled program directly. The results
+# agree with the eager ones to float32 rounding.
+
+# %%
+block_jit = functx.jit(block)
+t = time.perf_counter()
+got_jit = block_jit(x, scale, bias)
+print(f"first call (trace + compile + run): {time.perf_counter() - t:.2f} s")
+print(type(got_jit).__name__, got_jit.shape, got_jit.dtype)
+np.testing.assert_allclose(got_jit, got, rtol=1e-5, atol=1e-6)
+print(f"jit vs eager: max abs difference {np.max(np.abs(np.asarray(got_jit) - got)):.1e}")
+
+# %% [markdown]
+# ## 5. What was generated
+# `block_jit.lower(x, scale, bias).as_text()` shows every stage: the final Jaxpr, the loop IR
+# (each node and the kernel it belongs to), the list of kernels, and the C++ source. Here the
+# whole block becomes a single kernel: a reduction over each row that accumulates the sum and
+# the sum of squares in one pass (`a3`, `a8`), then, in the same row loop, normalises, applies
+# the affine map and GELU and writes the output: no intermediate array goes to memory. Below are
+# the kernel list and the C++ of that kernel; tutorial 05 goes through the whole text.
+
+# %%
+text = block_jit.lower(x, scale, bias).as_text()
+print(text[text.index("# kernels") : text.index("# C++")].strip())
+cpp = text[text.index("# C++") :].splitlines()
+start = next(i for i, line in enumerate(cpp) if line.strip().startswith("// kernel 0:"))
+end = next(
+    i
+    for i in range(start + 1, len(cpp))
+    if cpp[i].strip().startswith(("// kernel ", "if (fx_k", "fx_free", "return ")) or cpp[i] == "}"
+)
+kernel_0 = "\n".join(cpp[start:end])
+print(kernel_0)
+assert "omp simd" in kernel_0  # a vectorised loop
+
+# %% [markdown]
+# ## 6. Time it
 # The eager path dispatches one NumPy call per primitive, so it costs about what the NumPy code
-# costs plus a small overhead per operation; `jit` (coming) removes both by fusing the whole block
-# into one kernel. The figures are for information only.
+# costs plus a small overhead per operation; the compiled block runs as fused loops with no
+# Python in between. Each figure is the median of 50 calls after a warm-up call, in this run, on
+# the machine printed below. At this small size the figures are illustrative: they move with the
+# machine's load and with the size of the arrays.
 
 
 # %%
-def best_of(f, repeat=20):
+def median_time(f, calls=50):
+    f()  # warm-up
     times = []
-    for _ in range(repeat):
+    for _ in range(calls):
         t = time.perf_counter()
         f()
         times.append(time.perf_counter() - t)
-    return min(times)
+    return float(np.median(times))
 
 
-t_functx = best_of(lambda: block(x, scale, bias))
-t_numpy = best_of(lambda: block_ref(x, scale, bias))
-print(
-    f"eager functx {t_functx * 1e6:.0f} us, NumPy float64 {t_numpy * 1e6:.0f} us, "
-    f"ratio {t_functx / t_numpy:.1f}x"
-)
+print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, {platform.system()}")
+t_eager = median_time(lambda: block(x, scale, bias))
+t_jit = median_time(lambda: block_jit(x, scale, bias))
+t_numpy = median_time(lambda: block_ref(x, scale, bias))
+print(f"eager functx {t_eager * 1e6:8.1f} us")
+print(f"functx.jit   {t_jit * 1e6:8.1f} us")
+print(f"NumPy        {t_numpy * 1e6:8.1f} us  (float64)")
+
+# %% [markdown]
+# ## 7. Putting it together
+# Transforms compose: here is the per-example gradient of a loss built on `block`, batched with
+# `vmap`, differentiated with `grad` and compiled with `jit`, in one line. Tutorials 02 and 03 take
+# these transforms one at a time.
+
+
+# %%
+def loss(scale, bias, x_row):
+    return functx.numpy.sum(block(x_row, scale, bias) ** 2)
+
+
+per_example = functx.jit(functx.vmap(functx.grad(loss, argnums=(0, 1)), in_axes=(None, None, 0)))
+d_scale, d_bias = per_example(scale, bias, x)
+print("per-example gradients:", d_scale.shape, d_bias.shape)
+one = functx.grad(loss, argnums=(0, 1))(scale, bias, x[3])
+np.testing.assert_allclose(d_scale[3], one[0], rtol=1e-4, atol=1e-5)
+np.testing.assert_allclose(d_bias[3], one[1], rtol=1e-4, atol=1e-5)
+print("row 3 matches the eager gradient of that example alone")
+print("01 tutorial: all checks passed")

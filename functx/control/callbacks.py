@@ -360,7 +360,14 @@ def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_meth
         NotImplementedError under ``vmap``, as in JAX.
     Returns:
       a pytree of Arrays of the declared shapes and dtypes.
+
+    Differences from JAX: runs in program order always (``ordered=`` and ``partitioned=`` are
+    accepted); under ``jit`` it is a host step between kernels, and a Triton program with one never
+    replays a CUDA graph.
+
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> f = lambda x: functx.pure_callback(
       ...     np.sin, functx.ShapeDtypeStruct(x.shape, x.dtype), x)
       >>> print(functx.jit(f)(np.zeros(2, np.float32)))
@@ -398,7 +405,14 @@ def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered=Fal
         cannot be vmapped, as in JAX).
     Returns:
       a pytree of Arrays of the declared shapes and dtypes.
+
+    Differences from JAX: runs in program order always (``ordered=`` and ``partitioned=`` are
+    accepted); under ``jit`` it is a host step between kernels, and a Triton program with one never
+    replays a CUDA graph.
+
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> seen = []
       >>> io_callback = functx.control.callbacks.io_callback
       >>> f = lambda x: io_callback(lambda v: seen.append(float(v)) or v, x, x)

@@ -883,7 +883,14 @@ def psum(x, axis_name, *, axis_index_groups=None):
     Returns:
       the sum over the axis, the same at every position, of ``x``'s shape and dtype (a pytree
       like ``x``). A Python scalar or NumPy array (the same everywhere) gives ``size * x``.
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.psum(x, "i"), axis_name="i")
       >>> print(f(jnp.arange(4.0)))
       [6. 6. 6. 6.]
@@ -918,7 +925,14 @@ def pmean(x, axis_name, *, axis_index_groups=None):
       axis_index_groups: not supported (NotImplementedError unless None).
     Returns:
       ``psum(x, axis_name) / axis_size(axis_name)`` (true division: integers give floats).
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.pmean(x, "i"), axis_name="i")
       >>> print(f(jnp.arange(4.0)))
       [1.5 1.5 1.5 1.5]
@@ -956,7 +970,14 @@ def pmax(x, axis_name, *, axis_index_groups=None):
       axis_index_groups: not supported (NotImplementedError unless None).
     Returns:
       the elementwise maximum over the axis, the same at every position (a pytree like ``x``).
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.pmax(x, "i"), axis_name="i")
       >>> print(f(jnp.array([1.0, 5.0, 2.0])))
       [5. 5. 5.]
@@ -973,7 +994,14 @@ def pmin(x, axis_name, *, axis_index_groups=None):
       axis_index_groups: not supported (NotImplementedError unless None).
     Returns:
       the elementwise minimum over the axis, the same at every position (a pytree like ``x``).
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.pmin(x, "i"), axis_name="i")
       >>> print(f(jnp.array([1.0, 5.0, 2.0])))
       [1. 1. 1.]
@@ -988,7 +1016,14 @@ def axis_size(axis_name) -> int:
       axis_name: a bound axis name or a tuple of names.
     Returns:
       a Python int. NameError if a name is not bound.
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: x * functx.lax.axis_size("i"), axis_name="i")
       >>> print(f(jnp.ones(3)))
       [3. 3. 3.]
@@ -1005,7 +1040,14 @@ def axis_index(axis_name):
         first name major).
     Returns:
       an int32 scalar.
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.axis_index("i"), axis_name="i")
       >>> print(f(jnp.zeros(4)))
       [0 1 2 3]
@@ -1040,7 +1082,14 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False, to=
     Returns:
       the values of all positions, stacked along a new axis ``axis`` of size
       ``axis_size(axis_name)`` (or concatenated along ``axis``), the same at every position.
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.all_gather(x, "i"), axis_name="i")
       >>> print(f(jnp.arange(3.0))[0])
       [0. 1. 2.]
@@ -1080,7 +1129,14 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
         of this position, removing the axis (False: the axis must have the axis's size).
     Returns:
       block ``axis_index(axis_name)`` of ``psum(x, axis_name)`` along ``scatter_dimension``.
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.psum_scatter(x, "i"), axis_name="i")
       >>> print(f(jnp.ones((2, 2))))
       [2. 2.]
@@ -1123,7 +1179,14 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
     Returns:
       the exchanged array (untiled: ``x``'s shape with ``split_axis`` removed and an axis of the
       axis size inserted at ``concat_axis``).
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.all_to_all(x, "i", 0, 0), axis_name="i")
       >>> print(f(jnp.arange(4.0).reshape(2, 2)))
       [[0. 2.]
@@ -1179,7 +1242,14 @@ def ppermute(x, axis_name, perm):
       perm: ``(source, destination)`` pairs; no two with the same source or destination.
     Returns:
       at each position, the operand of the position that sends to it; zeros where none does.
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.ppermute(x, "i", [(0, 1), (1, 2), (2, 0)]),
       ...                 axis_name="i")
       >>> print(f(jnp.arange(3.0)))
@@ -1203,7 +1273,14 @@ def pshuffle(x, axis_name, perm):
       perm: a permutation of ``range(axis_size)``.
     Returns:
       the shuffled values.
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.pshuffle(x, "i", [2, 0, 1]), axis_name="i")
       >>> print(f(jnp.arange(3.0)))
       [2. 0. 1.]
@@ -1224,7 +1301,14 @@ def pswapaxes(x, axis_name, axis, *, axis_index_groups=None):
       axis_index_groups: not supported (NotImplementedError unless None).
     Returns:
       an array of ``x``'s shape.
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.pswapaxes(x, "i", 0), axis_name="i")
       >>> print(f(jnp.arange(4.0).reshape(2, 2)))
       [[0. 2.]
@@ -1242,7 +1326,14 @@ def pbroadcast(x, axis_name, source):
       source: the position whose value is copied.
     Returns:
       the value at ``source``, at every position.
+
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
     Example:
+      >>> import functx.numpy as jnp
+      >>> import functx
       >>> f = functx.vmap(lambda x: functx.lax.pbroadcast(x, "i", 2), axis_name="i")
       >>> print(f(jnp.arange(3.0)))
       [2. 2. 2.]

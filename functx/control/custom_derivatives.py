@@ -157,16 +157,21 @@ T.transpose_rules[custom_jvp_call_p] = _custom_jvp_call_transpose
 class custom_jvp:
     """A function with a custom forward-mode rule (and, through transposition, reverse mode).
 
-    Example::
+    ``custom_jvp(fun)`` wraps ``fun``; ``f.defjvp(rule)`` sets the rule, called as
+    ``rule(primals, tangents) -> (primal_out, tangent_out)``.
 
-        @functx.custom_jvp
-        def f(x):
-            return jnp.log1p(jnp.exp(x))
-
-        @f.defjvp
-        def f_jvp(primals, tangents):
-            (x,), (t,) = primals, tangents
-            return f(x), t * functx.nn.sigmoid(x)
+    Example:
+      >>> import functx
+      >>> import functx.numpy as jnp
+      >>> @functx.custom_jvp
+      ... def f(x):
+      ...     return jnp.log1p(jnp.exp(x))
+      >>> @f.defjvp
+      ... def f_jvp(primals, tangents):
+      ...     (x,), (t,) = primals, tangents
+      ...     return f(x), t * functx.nn.sigmoid(x)
+      >>> functx.grad(f)(0.0)
+      Array(0.5, dtype=float32, weak_type=True)
     """
 
     def __init__(self, fun, nondiff_argnums=(), nondiff_argnames=()):
@@ -358,19 +363,24 @@ T.transpose_rules[custom_lin_p] = _custom_lin_transpose
 class custom_vjp:
     """A function with a custom reverse-mode rule.
 
-    Example::
+    ``custom_vjp(fun)`` wraps ``fun``; ``f.defvjp(fwd, bwd)`` sets the rule: ``fwd(*args) ->
+    (out, residuals)`` and ``bwd(residuals, cotangent) -> a tuple of cotangents of the args``.
 
-        @functx.custom_vjp
-        def clip_gradient(x):
-            return x
+    Differences from JAX: ``defvjp(optimize_remat=True)`` is accepted; ``fwd`` runs as written.
 
-        def fwd(x):
-            return x, None
-
-        def bwd(res, g):
-            return (jnp.clip(g, -1.0, 1.0),)
-
-        clip_gradient.defvjp(fwd, bwd)
+    Example:
+      >>> import functx
+      >>> import functx.numpy as jnp
+      >>> @functx.custom_vjp
+      ... def clip_gradient(x):
+      ...     return x
+      >>> def fwd(x):
+      ...     return x, None
+      >>> def bwd(res, g):
+      ...     return (jnp.clip(g, -1.0, 1.0),)
+      >>> clip_gradient.defvjp(fwd, bwd)
+      >>> functx.grad(lambda x: 3.0 * clip_gradient(x))(2.0)
+      Array(1., dtype=float32, weak_type=True)
     """
 
     def __init__(self, fun, nondiff_argnums=(), nondiff_argnames=()):

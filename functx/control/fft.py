@@ -254,7 +254,15 @@ def fft(x, fft_type, fft_lengths):
       The transform: complex of the operand's shape (FFT, IFFT), complex with the last axis
       ``n // 2 + 1`` long (RFFT), or real with the trailing axes ``fft_lengths`` (IRFFT). The
       inverse transforms are scaled by ``1 / prod(fft_lengths)``.
+
+    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
+    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
+    (cuFFT through torch on the Triton backend). It also takes more than three axes (XLA refuses
+    them).
+
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> print(functx.lax.fft(np.array([1.0, 2.0, 3.0, 4.0]), "rfft", (4,)))
       [10.+0.j -2.+2.j -2.+0.j]
     """

@@ -452,6 +452,8 @@ def cholesky(x, *, symmetrize_input: bool = True):
       The lower-triangular factor ``L``, shape and dtype of ``x``; a matrix that is not positive
       definite gives a matrix of NaNs.
     Example:
+      >>> import functx
+      >>> import numpy as np
       >>> x = np.array([[4.0, 2.0], [2.0, 5.0]], np.float32)
       >>> functx.lax.linalg.cholesky(x)
       Array([[2., 0.],
@@ -606,6 +608,8 @@ def triangular_solve(
     Returns:
       ``x``, of ``b``'s shape and dtype.
     Example:
+      >>> import functx
+      >>> import numpy as np
       >>> a = np.array([[2.0, 0.0], [1.0, 4.0]], np.float32)
       >>> b = np.array([[2.0], [9.0]], np.float32)
       >>> functx.lax.linalg.triangular_solve(a, b, left_side=True, lower=True)
@@ -788,6 +792,8 @@ def lu(x):
       matrix of ``x``'s shape; the int32 row swaps ``[..., min(m, n)]``; and the int32
       permutation ``[..., m]`` they make (``x[permutation] = L U``).
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> lu, piv, perm = functx.lax.linalg.lu(np.array([[1.0, 2.0], [3.0, 4.0]], np.float32))
       >>> lu
       Array([[3.        , 4.        ],
@@ -843,6 +849,8 @@ def lu_pivots_to_permutation(pivots, permutation_size: int):
     Returns:
       The int32 permutation ``[..., m]``.
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> functx.lax.linalg.lu_pivots_to_permutation(np.array([2, 2], np.int32), 3)
       Array([2, 0, 1], dtype=int32)
     """
@@ -988,7 +996,12 @@ def eigh(
     Returns:
       ``(v, w)``: the eigenvectors as columns ``[..., n, d]`` and the real eigenvalues
       ``[..., d]``, ascending.
+
+    Differences from JAX: the derivative with ``subset_by_index`` raises NotImplementedError.
+
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> v, w = functx.lax.linalg.eigh(np.array([[2.0, 0.0], [0.0, 1.0]], np.float32))
       >>> w
       Array([1., 2.], dtype=float32)
@@ -1101,7 +1114,13 @@ def qr(x, *, pivoting: bool = False, full_matrices: bool = True, use_magma=None)
       use_magma: accepted and ignored.
     Returns:
       ``(q, r)``: ``q`` with orthonormal columns and upper-triangular ``r``.
+
+    Differences from JAX: ``pivoting=True`` and the derivative with ``full_matrices=True`` of a
+    non-square matrix raise NotImplementedError.
+
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> q, r = functx.lax.linalg.qr(np.array([[3.0, 1.0], [4.0, 2.0]], np.float32))
       >>> r
       Array([[-5.        , -2.2       ],
@@ -1231,7 +1250,13 @@ def svd(
       algorithm: accepted and ignored (LAPACK's ``gesdd`` through NumPy).
     Returns:
       ``(u, s, vh)`` or ``s``; ``s`` is real, descending.
+
+    Differences from JAX: the derivative with ``full_matrices=True`` of a non-square matrix raises
+    NotImplementedError.
+
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> functx.lax.linalg.svd(np.array([[3.0, 0.0], [0.0, -4.0]], np.float32), compute_uv=False)
       Array([4., 3.], dtype=float32)
     """
@@ -1479,6 +1504,8 @@ def hessenberg(a):
       ``a_out``, the Householder reflectors below it, and their scales ``taus`` ``[..., n - 1]``.
 
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> h, taus = functx.lax.linalg.hessenberg(np.eye(3, dtype=np.float32))
       >>> taus
       Array([0., 0.], dtype=float32)
@@ -1541,6 +1568,8 @@ def tridiagonal(a, *, lower=True):
       off-diagonal ``e`` ``[..., n - 1]`` (real), and the reflectors' scales ``[..., n - 1]``.
 
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> _, d, e, _ = functx.lax.linalg.tridiagonal(np.diag(np.float32([1, 2, 3])))
       >>> d
       Array([1., 2., 3.], dtype=float32)
@@ -1597,6 +1626,8 @@ def householder_product(a, taus):
       The orthogonal (unitary) matrices ``[..., m, n]``.
 
     Example:
+      >>> import functx
+      >>> import numpy as np
       >>> q = functx.lax.linalg.householder_product(np.eye(2, dtype=np.float32),
       ...                                           np.zeros(2, np.float32))
       >>> print(np.abs(q))
@@ -1650,6 +1681,8 @@ def schur(x, *, compute_schur_vectors=True, sort_eig_vals=False, select_callable
       triangular for complex input), ``Z`` unitary.
 
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> t, z = functx.lax.linalg.schur(np.array([[1.0, 2.0], [0.0, 3.0]], np.float32))
       >>> t
       Array([[1., 2.],
@@ -1783,7 +1816,11 @@ def tridiagonal_solve(dl, d, du, b, *, perturb_singular=False):
     Returns:
       ``X``, of ``b``'s shape and dtype; a singular system gives NaNs.
 
+    Differences from JAX: ``perturb_singular=True`` raises NotImplementedError.
+
     Example:
+      >>> import functx
+      >>> import numpy as np
       >>> one = np.ones(3, np.float32)
       >>> b = np.ones((3, 1), np.float32)
       >>> functx.lax.linalg.tridiagonal_solve(0 * one, 2 * one, 0 * one, b)
@@ -1810,7 +1847,11 @@ def symmetric_product(a_matrix, c_matrix, *, alpha=1.0, beta=0.0, symmetrize_out
     Returns:
       ``[..., n, n]``, of the operands' dtype.
 
+    Differences from JAX: computes the whole product (JAX: a BLAS syrk update); equal to rounding.
+
     Example:
+      >>> import functx
+      >>> import numpy as np
       >>> a = np.array([[1.0], [2.0]], np.float32)
       >>> functx.lax.linalg.symmetric_product(a, np.eye(2, dtype=np.float32), beta=1.0)
       Array([[2., 2.],
@@ -1850,7 +1891,11 @@ def cholesky_update(r_matrix, w_vector):
     Returns:
       The updated upper-triangular factor ``[n, n]``.
 
+    Differences from JAX: refactorizes ``R^H R + w w^H`` (JAX: rank-one updates); equal to rounding.
+
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> functx.lax.linalg.cholesky_update(np.eye(2, dtype=np.float32),
       ...                                   np.zeros(2, np.float32))
       Array([[1., 0.],
@@ -1883,7 +1928,12 @@ def ormqr(a, taus, c, *, left=True, transpose=False):
     Returns:
       The product, of ``c``'s shape.
 
+    Differences from JAX: forms ``Q`` (``householder_product``) and multiplies (JAX: LAPACK's
+    ormqr); equal to rounding.
+
     Example:
+      >>> import functx
+      >>> import numpy as np
       >>> e = np.eye(2, dtype=np.float32)
       >>> print(np.abs(functx.lax.linalg.ormqr(e, np.zeros(2, np.float32), e)))
       [[1. 0.]
@@ -1917,6 +1967,7 @@ class EigImplementation(enum.Enum):
     """JAX's choice of ``eig`` implementation (GPU libraries); functx always runs LAPACK.
 
     Example:
+      >>> import functx
       >>> functx.lax.linalg.EigImplementation.LAPACK.value
       'lapack'
     """
@@ -1930,6 +1981,7 @@ class EighImplementation(enum.Enum):
     """JAX's choice of ``eigh`` algorithm; functx always runs LAPACK's.
 
     Example:
+      >>> import functx
       >>> functx.lax.linalg.EighImplementation.QR.value
       'qr'
     """
@@ -1943,6 +1995,7 @@ class SvdAlgorithm(enum.Enum):
     """JAX's choice of SVD algorithm (``svd``'s ``algorithm``); functx always runs LAPACK's.
 
     Example:
+      >>> import functx
       >>> functx.lax.linalg.SvdAlgorithm.DEFAULT.value
       'default'
     """

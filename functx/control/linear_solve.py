@@ -227,6 +227,9 @@ def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False,
       ``solve(matvec, b)`` (with its ``aux`` if ``has_aux``), differentiable in ``b`` and in what
       ``matvec`` closes over.
 
+    Differences from JAX: one primitive with JAX's rules; under ``jit`` its solve is inlined, as JAX
+    lowers it.
+
     Example:
       >>> import functx, functx.numpy as jnp
       >>> a = jnp.array([[2.0, 1.0], [1.0, 3.0]])

@@ -105,6 +105,8 @@ class Offloadable(NamedTuple):
 
     functx has one memory per device, so an offloadable value is saved where it is.
 
+    Differences from JAX: the value is saved in place (one memory per device).
+
     Example:
       >>> import functx
       >>> functx.ad_checkpoint.Offloadable("device", "pinned_host")
@@ -279,7 +281,14 @@ def checkpoint(fun, *, prevent_cse: bool = True, policy=None, static_argnums=())
       static_argnums: positions of arguments that are Python values, not arrays.
     Returns:
       a function with ``fun``'s signature and values.
+
+    Differences from JAX: ``prevent_cse=`` is accepted (the recomputation always lives in its own
+    equation); ``Offloadable`` values are saved in place (one memory per device); functx's jvp rules
+    may save other residuals than JAX's.
+
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> f = functx.checkpoint(lambda x: functx.numpy.sin(functx.numpy.sin(x)))
       >>> print(round(float(functx.grad(f)(np.float32(1.0))), 4))
       0.36
@@ -326,6 +335,8 @@ def checkpoint_name(x, name):
     Returns:
       ``x``'s values, each marked with ``name``.
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> print(functx.ad_checkpoint.checkpoint_name(np.float32(2.0), "a"))
       2.0
     """

@@ -318,6 +318,10 @@ def sort(operand, dimension=-1, is_stable=True, num_keys=1):
       The sorted array, or a tuple of sorted arrays for a sequence. Floating keys order -0.0 as
       equal to 0.0 and NaNs last; complex keys by real, then imaginary part.
 
+    Differences from JAX: always stable: ``is_stable=False`` gives the stable result, as XLA's CPU
+    sort does. On the Triton backend a sort ranks by counting (O(n^2) per row) and refuses complex
+    keys.
+
     Example:
       >>> import functx as fx
       >>> fx.lax.sort(fx.numpy.array([3.0, -1.0, 2.0]))

@@ -39,8 +39,8 @@ class Device:
     Example:
       >>> import functx
       >>> d = functx.devices("cpu")[0]
-      >>> d.platform, d.id
-      ('cpu', 0)
+      >>> d.platform, d.id, str(d)
+      ('cpu', 0, 'cpu:0')
     """
 
     platform = "?"
@@ -56,6 +56,9 @@ class Device:
 
     def __repr__(self):
         return f"{type(self).__name__}(id={self.id})"
+
+    def __str__(self):  # JAX's: "cpu:0", "cuda:0"
+        return f"{'cuda' if self.platform == 'gpu' else self.platform}:{self.id}"
 
 
 class CpuDevice(Device):
@@ -149,6 +152,7 @@ def devices(backend: str | None = None) -> list[Device]:
     Returns:
       A list of ``Device`` objects: ``[CpuDevice(id=0)]``, ``[CudaDevice(id=0), ...]``.
     Example:
+      >>> import functx
       >>> functx.devices("cpu")
       [CpuDevice(id=0)]
     """
@@ -212,6 +216,7 @@ def local_device_count(backend: str | None = None) -> int:
     Returns:
       an int.
     Example:
+      >>> import functx
       >>> functx.local_device_count("cpu")
       1
     """
@@ -227,6 +232,7 @@ def process_count(backend: str | None = None) -> int:
     Returns:
       1.
     Example:
+      >>> import functx
       >>> functx.process_count()
       1
     """
@@ -242,6 +248,7 @@ def process_index(backend: str | None = None) -> int:
     Returns:
       0.
     Example:
+      >>> import functx
       >>> functx.process_index()
       0
     """
@@ -256,6 +263,7 @@ def process_indices(backend: str | None = None) -> list[int]:
     Returns:
       a list of ints.
     Example:
+      >>> import functx
       >>> functx.process_indices()
       [0]
     """

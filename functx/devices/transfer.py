@@ -184,8 +184,8 @@ def op_device(args, what: str, label: str = "operand"):
             elif dev is not device:
                 raise DeviceError(
                     f"{what}: {label}s on different devices: {label} {first} "
-                    f"{_describe(args[first])} is on {device}, {label} {i} {_describe(a)} is on "
-                    f"{dev}{where()}. functx does not copy between devices implicitly: move one "
+                    f"{_describe(args[first])} is on {device!r}, {label} {i} {_describe(a)} is on "
+                    f"{dev!r}{where()}. functx does not copy between devices implicitly: move one "
                     f"of them first with functx.device_put(x, device), e.g. "
                     f"functx.device_put(x, functx.devices({device.platform!r})[{device.id}])."
                 )

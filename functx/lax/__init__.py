@@ -1,7 +1,8 @@
 """``functx.lax``: the primitive-level API with JAX's names (a re-export surface).
 
-lax functions do not broadcast or promote (``functx.numpy`` does); Python scalars take the dtype of
-the array operand, as in JAX. The op builders live in ``functx.ops`` and the higher-order
+lax functions do not promote dtypes or broadcast ranks (``functx.numpy`` does; operands of one
+rank broadcast their size-1 dimensions, as in JAX); Python scalars take the dtype of the array
+operand, as in JAX. The op builders live in ``functx.ops`` and the higher-order
 primitives beside their rules; this file only names what is public, each name once.
 """
 
@@ -48,6 +49,12 @@ from functx._laxextra import (
     stack as stack,
     tile as tile,
     unstack as unstack,
+)
+from functx._laxmore import (
+    after_all as after_all,
+    create_token as create_token,
+    mul as mul,
+    platform_dependent as platform_dependent,
 )
 from functx._rng import (
     RandomAlgorithm as RandomAlgorithm,
@@ -189,7 +196,6 @@ from functx.ops import (
     lt as lt,
     max as max,
     min as min,
-    mul as mul,
     ne as ne,
     neg as neg,
     nextafter as nextafter,
@@ -240,6 +246,9 @@ __getattr__ = _missing_name_hook(__name__)
 
 __all__ = [
     "broadcast_shapes",
+    "after_all",
+    "create_token",
+    "platform_dependent",
     "all_gather",
     "all_to_all",
     "axis_index",

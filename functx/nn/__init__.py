@@ -70,7 +70,22 @@ def _inexact(x, name, allow_int=False):
 
 
 def _relu(x):
-    """``max(x, 0)``; the derivative at 0 is 0, like JAX's."""
+    """The rectified linear unit ``max(x, 0)`` (``jax.nn.relu``); the derivative at 0 is 0, like
+    JAX's.
+
+    Arguments:
+      x: an array or scalar (a bool input gives the default integer type, as in JAX).
+    Returns:
+      An array of ``x``'s shape and dtype.
+    Example:
+      >>> import numpy as np
+      >>> import functx
+      >>> from functx import nn
+      >>> nn.relu(np.float32([-1.0, 0.0, 2.5]))
+      Array([0. , 0. , 2.5], dtype=float32)
+      >>> functx.grad(nn.relu)(0.0)
+      Array(0., dtype=float32, weak_type=True)
+    """
     x = _arr(x)
     if x.dtype == dtypes.bool_:  # JAX: a bool input gives the default integer, weakly typed
         x = ops.convert_element_type(x, dtypes.default_int(), weak_type=True)

@@ -169,6 +169,11 @@ def from_dlpack(x, /, *, device=None, copy=None):
         copies JAX cannot avoid do.
     Returns:
       An Array of ``x``'s shape and dtype.
+
+    Differences from JAX: ``copy=False`` raises ValueError where functx would need a copy (a
+    non-contiguous buffer, float64 with x64 off); JAX's conditions differ. An older consumer gets a
+    copy.
+
     Example:
       >>> import numpy as np
       >>> import functx.numpy as jnp

@@ -67,6 +67,10 @@ def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):
     Returns:
       The convolution, a one-dimensional array.
 
+    Differences from JAX: a composite: ``make_jaxpr`` shows a ``pad``, strided ``slice``s and one
+    ``dot_general`` per kernel tap (a ``gather`` beyond 64 taps) where JAX shows one
+    ``conv_general_dilated``; values agree to rounding.
+
     Example:
       >>> import functx.numpy as jnp
       >>> jnp.convolve(jnp.array([1.0, 2.0, 3.0]), jnp.array([0.0, 1.0, 0.5]))

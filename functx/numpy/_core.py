@@ -1872,8 +1872,9 @@ equal = _ufunc2(ops.eq, "equal")
 not_equal = _ufunc2(ops.ne, "not_equal")
 
 
-def _binary_doc(name, what, args, out, xs=None, ufunc=False):
-    """The docstring of an elementwise function of two operands made by a factory here."""
+def _binary_doc(name, what, args, out, xs=None, ufunc=False, differences=""):
+    """The docstring of an elementwise function of two operands made by a factory here
+    (``differences``: the "Differences from JAX:" paragraph, if any)."""
     xs = xs or "arrays or scalars, broadcast together and promoted to one dtype (JAX's rules)."
     if ufunc:
         xs += (
@@ -1886,7 +1887,7 @@ def _binary_doc(name, what, args, out, xs=None, ufunc=False):
       x1, x2: {xs}
     Returns:
       {returns} of the broadcast shape.
-    Example:
+{differences}    Example:
       >>> import functx.numpy as jnp
       >>> jnp.{name}({args})
       {out}
@@ -1906,6 +1907,10 @@ nextafter.__doc__ = _binary_doc(
     "jnp.float32(1.0), 2.0",
     "Array(1.0000001, dtype=float32)",
     "arrays or scalars, broadcast together; integers and bools compute in a float dtype.",
+    differences=(
+        "\n    Differences from JAX: subnormal inputs follow NumPy and C; JAX's CPU backend flushes"
+        "\n    them to zero.\n\n"
+    ),
 )
 equal.__doc__ = _binary_doc(
     "equal", "``x1 == x2``", "jnp.array([1, 2]), 2", "Array([False,  True], dtype=bool)"

@@ -6,10 +6,9 @@ inspection functions ``isscalar``/``iscomplexobj``, the NaN-ignoring reductions,
 ``interp``, histograms and
 ``bincount``, ``cov``/``corrcoef`` and index helpers.
 
-Deviations from JAX: ``delete`` and ``insert`` need concrete indices (JAX traces
-``delete(..., assume_unique_indices=True)`` and ``insert``); ``interp(period=)`` is not supported
-(it needs a sort); ``histogram``, ``bincount``, ``digitize`` and ``interp`` compare every value with
-every edge (quadratic, fine for the sizes they are used at)."""
+Deviations from JAX: ``histogram``, ``bincount``,
+``digitize`` and ``interp`` compare every value with every edge (quadratic, fine for the sizes
+they are used at)."""
 
 from __future__ import annotations
 
@@ -23,7 +22,6 @@ from functx.errors import (
     ConcretizationError,
     FunctxTypeError,
     FunctxValueError,
-    UnsupportedError,
 )
 from functx.numpy import _core as jnp
 from functx.source_info import where as _loc
@@ -703,6 +701,9 @@ def frexp(x, /):
     Returns:
       A pair ``(m, e)``: ``m`` of ``x``'s float dtype, ``e`` int32.
 
+    Differences from JAX: subnormal inputs follow NumPy and C; JAX's CPU backend flushes them to
+    zero.
+
     Example:
       >>> import functx.numpy as jnp
       >>> m, e = jnp.frexp(jnp.array([8.0, -3.0, 0.0]))
@@ -738,6 +739,9 @@ def ldexp(x1, x2, /):
       x2: an integer array (broadcast with ``x1``).
     Returns:
       An array of ``x1``'s float dtype.
+
+    Differences from JAX: subnormal inputs follow NumPy and C; JAX's CPU backend flushes them to
+    zero.
 
     Example:
       >>> import functx.numpy as jnp
@@ -838,15 +842,58 @@ def _concrete(x, what):
     return np.asarray(x)
 
 
+def _int_kind(obj) -> bool:
+    """Whether ``obj`` (an array, a tracer, a list) holds integers."""
+    if jnp._is_array(obj) or isinstance(obj, Tracer):
+        return jnp._aval(obj).dtype.kind in "iu"
+    return np.asarray(obj).dtype.kind in "iu"
+
+
+def _delete_unique(a, obj, axis, n):
+    """``delete`` of the distinct (possibly traced) integer indices ``obj``: kept entry ``j``
+    of the result is ``j`` plus the number of deleted indices at or before it."""
+    idx = jnp.ravel(_arr(obj))
+    k = jnp._aval(idx).shape[0]
+    idx = jnp.clip(jnp.where(idx < 0, idx + n, idx), 0, n)
+    # the sorted indices minus their rank: kept entry j moves past those <= j
+    idx = lax.sort(idx) - jnp.arange(k, dtype=jnp._aval(idx).dtype)
+    j = jnp.arange(n - k, dtype=jnp._aval(idx).dtype)
+    j = j + jnp.sum(j[None, :] >= idx[:, None], axis=0, dtype=jnp._aval(idx).dtype)
+    return jnp.take(a, j, axis=axis)
+
+
+def _insert_traced(a, idx, v, axis, n):
+    """``insert`` at the traced integer indices ``idx`` (shape ``(k,)``) of the slices ``v``
+    (``k`` along ``axis``): value ``j`` lands at ``idx[j]`` plus its rank among the insertions
+    (a stable sort's), and the array's entries fill the other places in order."""
+    k = jnp._aval(idx).shape[0]
+    idx = jnp.clip(jnp.where(idx < 0, idx + n, idx), 0, n)
+    i, j = jnp.arange(k)[:, None], jnp.arange(k)[None, :]
+    before = (idx[:, None] < idx[None, :]) | ((idx[:, None] == idx[None, :]) & (i < j))
+    vpos = idx + jnp.sum(before, axis=0, dtype=jnp._aval(idx).dtype)  # (k,)
+    p = jnp.arange(n + k, dtype=jnp._aval(idx).dtype)
+    hit = p[:, None] == vpos[None, :]  # (n + k, k)
+    is_v = jnp.any(hit, axis=1)
+    which = jnp.sum(jnp.where(hit, jnp.arange(k, dtype=jnp._aval(idx).dtype), 0), axis=1)
+    src = p - jnp.sum(vpos[None, :] < p[:, None], axis=1, dtype=jnp._aval(idx).dtype)
+    from_a = jnp.take(a, jnp.clip(src, 0, max(n - 1, 0)), axis=axis, mode="clip")
+    from_v = jnp.take(v, which, axis=axis, mode="clip")
+    nd = jnp._aval(a).ndim
+    mask = jnp.reshape(is_v, (n + k,) + (1,) * (nd - 1 - axis))
+    return jnp.where(mask, from_v, from_a)
+
+
 def delete(arr, obj, axis=None, *, assume_unique_indices=False):
     """``arr`` without the entries ``obj`` along ``axis`` (the flattened array if None).
 
     Arguments:
       arr: an array.
       obj: an int, a slice, or an array of ints or a bool mask (concrete: the result's shape
-        depends on it).
+        depends on it, unless ``assume_unique_indices``).
       axis: the axis to delete along, or None.
-      assume_unique_indices: accepted for JAX's signature (the indices must be concrete anyway).
+      assume_unique_indices: promise that the integer indices ``obj`` are distinct (negative
+        ones counted from the end; out-of-range ones clipped): ``obj`` may then be traced (under
+        ``jit``), since the result has ``len(obj)`` fewer entries.
     Returns:
       An array of ``arr``'s dtype.
 
@@ -879,6 +926,8 @@ def delete(arr, obj, axis=None, *, assume_unique_indices=False):
     if isinstance(obj, slice):
         keep = np.ones(n, bool)
         keep[np.arange(n)[obj]] = False
+    elif assume_unique_indices and _int_kind(obj):
+        return _delete_unique(a, obj, axis, n)
     else:
         o = _concrete(obj, "'obj' array argument of jnp.delete()")
         if o.dtype == bool:
@@ -903,7 +952,8 @@ def insert(arr, obj, values, axis=None):
 
     Arguments:
       arr: an array.
-      obj: an int, a slice, or a 1-D array of ints (concrete: the result's shape depends on it).
+      obj: an int, a slice, or a 1-D array of ints (concrete or traced: the result's shape
+        depends only on its size).
       values: the values (cast to ``arr``'s dtype, broadcast to the inserted slices).
       axis: the axis, or None (the flattened array).
     Returns:
@@ -922,8 +972,12 @@ def insert(arr, obj, values, axis=None):
     n = av.shape[axis]
     if isinstance(obj, slice):
         idx = np.arange(*obj.indices(n))
+    elif isinstance(obj, Tracer):
+        idx = obj
     else:
         idx = _concrete(obj, "'obj' argument of jnp.insert()")
+    if isinstance(idx, Tracer):
+        return _insert_traced_checked(a, idx, values, axis, n, av, obj)
     if idx.ndim > 1:
         raise FunctxValueError(
             "jnp.insert(): obj must be a slice, a one-dimensional array, or a scalar; "
@@ -945,6 +999,8 @@ def insert(arr, obj, values, axis=None):
             v = jnp.moveaxis(v, 0, axis)
         idx = np.full(jnp._aval(v).shape[axis], idx.ravel()[0])
     k = np.broadcast_shapes(idx.shape, (jnp._aval(v).shape[axis],))[0]
+    if k == 0:  # (nothing to insert: JAX ignores the values' shape then)
+        return jnp.array(a)
     idx = np.clip(np.where(idx < 0, idx + n, idx), 0, n)
     idx = np.broadcast_to(idx, (k,))
     vshape = list(av.shape)
@@ -961,6 +1017,36 @@ def insert(arr, obj, values, axis=None):
     src[vpos] = n + np.arange(k)
     both = jnp.concatenate([a, v], axis)
     return jnp.take(both, jnp.asarray(src.astype(np.int32)), axis=axis)
+
+
+def _insert_traced_checked(a, idx, values, axis, n, av, obj):
+    """``insert`` with traced indices: JAX's checks, then ``_insert_traced``."""
+    iv = jnp._aval(idx)
+    if iv.ndim > 1:
+        raise FunctxValueError(
+            "jnp.insert(): obj must be a slice, a one-dimensional array, or a scalar; "
+            f"got {obj}{_loc()}"
+        )
+    if iv.dtype.kind not in "iu":
+        raise FunctxValueError(
+            f"jnp.insert(): index array must be integer typed; got {obj}{_loc()}"
+        )
+    v = jnp.astype(_arr(values), av.dtype)
+    vnd = jnp._aval(v).ndim
+    if vnd < av.ndim:
+        v = jnp.reshape(v, (1,) * (av.ndim - vnd) + jnp._aval(v).shape)
+    if iv.size == 1:
+        if iv.ndim == 0:
+            v = jnp.moveaxis(v, 0, axis)
+        idx = jnp.full((jnp._aval(v).shape[axis],), jnp.ravel(idx)[0])
+    k = np.broadcast_shapes(jnp._aval(idx).shape, (jnp._aval(v).shape[axis],))[0]
+    if k == 0:  # (nothing to insert: JAX ignores the values' shape then)
+        return jnp.array(a)
+    idx = jnp.broadcast_to(idx, (k,))
+    vshape = list(av.shape)
+    vshape[axis] = k
+    v = jnp.broadcast_to(v, tuple(vshape))
+    return _insert_traced(a, idx, v, axis, n)
 
 
 def append(arr, values, axis=None):
@@ -1040,10 +1126,12 @@ def interp(x, xp, fp, left=None, right=None, period=None):
 
     Arguments:
       x: where to evaluate.
-      xp: the 1-D increasing sample points.
+      xp: the 1-D increasing sample points (any order with ``period``).
       fp: the 1-D values at ``xp``.
-      left, right: the values below ``xp[0]`` / above ``xp[-1]`` (default ``fp[0]``/``fp[-1]``).
-      period: unsupported here (functx has no sort yet): raises ``UnsupportedError``.
+      left, right: the values below ``xp[0]`` / above ``xp[-1]`` (default ``fp[0]``/``fp[-1]``),
+        or ``"extrapolate"`` to extend the first / last segment's line.
+      period: a scalar period of the points: ``x`` and ``xp`` are taken modulo ``|period|``
+        (``xp`` is sorted) and ``left``/``right`` are not used, as in JAX.
     Returns:
       An array of ``x``'s shape and the promoted float dtype.
 
@@ -1052,9 +1140,17 @@ def interp(x, xp, fp, left=None, right=None, period=None):
       >>> xp, fp = jnp.array([0.0, 1.0, 2.0]), jnp.array([0.0, 10.0, 0.0])
       >>> print(jnp.interp(jnp.array([0.5, 1.5, 5.0]), xp, fp))
       [5. 5. 0.]
+      >>> print(jnp.interp(jnp.array([-1.0, 3.0]), xp, fp, left="extrapolate", right="extrapolate"))
+      [-10. -10.]
+      >>> print(jnp.interp(jnp.array([-1.0, 3.5]), xp, fp, period=3.0))
+      [0. 5.]
     """
-    if period is not None:
-        raise UnsupportedError(f"jnp.interp(period=...) needs a sort, which functx lacks{_loc()}")
+    for name, side in (("left", left), ("right", right)):
+        if isinstance(side, str) and side != "extrapolate":
+            raise FunctxValueError(
+                f"the only valid string value of `{name}` is 'extrapolate', but got: {side!r}"
+                f"{_loc()}"
+            )
     x, xp, fp = jnp._promote_only(_arr(x), _arr(xp), _arr(fp), kind="inexact")
     if jnp._aval(xp).ndim != 1 or jnp._aval(fp).ndim != 1:
         raise FunctxValueError(f"xp and fp must be one-dimensional arrays{_loc()}")
@@ -1062,6 +1158,18 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     if jnp._aval(fp).shape[0] != n or n < 1:
         raise FunctxValueError(f"xp and fp must be of the same size, at least 1{_loc()}")
     dt = jnp._aval(x).dtype
+    if np.issubdtype(dt, np.complexfloating):
+        raise FunctxValueError(f"jnp.interp: complex x values not supported.{_loc()}")
+    if period is not None:
+        if np.ndim(period) != 0:
+            raise FunctxValueError(f"period must be a scalar; got {period}{_loc()}")
+        p = jnp.abs(jnp.astype(_arr(period), dt))
+        x, xp = jnp.remainder(x, p), jnp.remainder(xp, p)
+        xp, fp = lax.sort_key_val(xp, fp)
+        # one point beyond each end, a period away, closes the cycle
+        xp = jnp.concatenate([xp[-1:] - p, xp, xp[:1] + p])
+        fp = jnp.concatenate([fp[-1:], fp, fp[:1]])
+        n += 2
     if n == 1:
         i = jnp.ones(jnp._aval(x).shape, np.int32)
         xp, fp = jnp.concatenate([xp, xp]), jnp.concatenate([fp, fp])
@@ -1071,10 +1179,15 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     dx = x1 - x0
     tiny = jnp.abs(dx) <= np.asarray(np.spacing(np.finfo(dt).eps), dt)
     f = jnp.where(tiny, f0, f0 + (x - x0) / jnp.where(tiny, jnp.ones((), dt), dx) * (f1 - f0))
-    lo = fp[0] if left is None else jnp.astype(_arr(left), dt)
-    hi = fp[-1] if right is None else jnp.astype(_arr(right), dt)
-    f = jnp.where(x < xp[0], lo, f)
-    return jnp.where(x > xp[-1], hi, f)
+    if period is not None:
+        return f
+    if not isinstance(left, str):
+        lo = fp[0] if left is None else jnp.astype(_arr(left), dt)
+        f = jnp.where(x < xp[0], lo, f)
+    if not isinstance(right, str):
+        hi = fp[-1] if right is None else jnp.astype(_arr(right), dt)
+        f = jnp.where(x > xp[-1], hi, f)
+    return f
 
 
 def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002
@@ -1829,6 +1942,11 @@ class _ScalarMeta(type):
 def _scalar_type(dt, doc_value):
     dt = np.dtype(dt)
     name = "bool_" if dt == np.dtype(bool) else dt.name
+    # (a 64-bit type's example runs with x64 on: in the default mode its values are 32-bit)
+    call = f"print(jnp.{name}({doc_value!r}), jnp.zeros(2, jnp.{name}).dtype == jnp.{name})"
+    if dt.name in ("int64", "uint64", "float64", "complex128"):
+        x64 = "with functx.experimental.enable_x64():"
+        call = f"import functx\n      >>> {x64}\n      ...     {call}"
     return _ScalarMeta(
         name,
         (),
@@ -1844,7 +1962,7 @@ def _scalar_type(dt, doc_value):
 
     Example:
       >>> import functx.numpy as jnp
-      >>> print(jnp.{name}({doc_value!r}), jnp.zeros(2, jnp.{name}).dtype == jnp.{name})
+      >>> {call}
       {np.asarray(doc_value, dtype=dt)} True
     """,
         },

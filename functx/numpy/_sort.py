@@ -287,6 +287,9 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
     Returns:
       ``int32`` indices of ``v``'s shape.
 
+    Differences from JAX: the ``'scan'``, ``'scan_unrolled'`` and ``'sort'`` methods are one binary
+    search unrolled over the static length.
+
     Example:
       >>> import functx.numpy as jnp
       >>> jnp.searchsorted(jnp.array([1, 2, 3]), jnp.array([0, 2, 5]))
@@ -584,6 +587,8 @@ def unique(
     Returns:
       The values, or a tuple with the requested extras in the order above.
 
+    Differences from JAX: ``axis=`` of an empty array raises UnsupportedError.
+
     Example:
       >>> import functx.numpy as jnp
       >>> jnp.unique(jnp.array([3, 1, 3, 2]))
@@ -739,15 +744,22 @@ def unique_values(x, /, *, size=None, fill_value=None):
 _METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
-def _quantile(a, q, axis, method, keepdims, nan_aware, name):
+def _quantile(a, q, axis, method, keepdims, nan_aware, name, weights=None):
     if method not in _METHODS + ("inverted_cdf",):
         raise FunctxValueError(
             "method can only be 'linear', 'lower', 'higher', 'midpoint', 'nearest' or "
             "'inverted_cdf'"
         )
-    if method == "inverted_cdf":
-        raise UnsupportedError(f"jnp.{name}(method='inverted_cdf') is not supported yet{_loc()}")
     a, q = _arr(a), _arr(q)
+    if weights is not None:
+        weights = _arr(weights)
+        if get_aval(weights).dtype in dtypes.COMPLEX:
+            raise FunctxValueError("Weights cannot be complex types.")
+        if method != "inverted_cdf":
+            raise NotImplementedError(
+                f"{method} doesn't support weights. Only method 'inverted_cdf' supports weights."
+            )
+        a, weights = jnp._promote_only(a, weights, kind="inexact")
     if get_aval(a).dtype in dtypes.COMPLEX:
         raise FunctxValueError(
             "quantile does not support complex input, as the operation is poorly defined."
@@ -774,6 +786,17 @@ def _quantile(a, q, axis, method, keepdims, nan_aware, name):
         x = jnp.where(jnp.isnan(x), np.nan, x)
     else:
         x = jnp.where(jnp.any(jnp.isnan(x), axis=-1, keepdims=True), np.nan, x)
+    if method == "inverted_cdf":
+        w = _weights_like(a, weights, axis, axes)
+        w = jnp.reshape(jnp.transpose(w, keep + list(axes)), rest + (n,))
+        s, w = sort_p.bind(x, w, dimension=len(rest), is_stable=True, num_keys=1)
+        out = _inverted_cdf(s, w, q, n, nan_aware)
+        if keepdims:
+            shape = list(av.shape)
+            for d in axes:
+                shape[d] = 1
+            out = jnp.reshape(out, get_aval(q).shape + tuple(shape))
+        return out
     s = sort_p.bind(x, dimension=len(rest), is_stable=True, num_keys=1)[0]
     dt = get_aval(q).dtype
     if nan_aware:
@@ -819,16 +842,71 @@ def _quantile(a, q, axis, method, keepdims, nan_aware, name):
     return out
 
 
+def _weights_like(a, weights, axis, axes):
+    """The weights of ``inverted_cdf`` as an array of ``a``'s shape (ones when None; weights of
+    the reduced axes' shape, in ``axis``'s order, are broadcast along the others)."""
+    av = get_aval(a)
+    if weights is None:
+        return ops.full(av.shape, 1, av.dtype)
+    wv = get_aval(weights)
+    if wv.shape == av.shape:
+        return weights
+    if axis is None:
+        raise FunctxValueError("Weights shape must match 'a' shape when axis is None.")
+    want = tuple(av.shape[d] for d in axes)
+    if wv.shape != want:
+        raise FunctxValueError(f"Weights shape {wv.shape} must match reduction axes {want}")
+    order = sorted(range(len(axes)), key=lambda i: axes[i])  # (axis=(2, 0): transposed)
+    return ops.broadcast_in_dim(ops.transpose(weights, order), av.shape, tuple(sorted(axes)))
+
+
+def _inverted_cdf(s, w, q, n, nan_aware):
+    """The inverted-CDF quantiles of the sorted rows ``s`` (shape ``rest + (n,)``) with their
+    weights ``w``: the first element whose cumulative weight reaches ``q`` times the row's total.
+    A negative or NaN weight, or a NaN datum (a row of NaNs for ``nanquantile``), gives NaN."""
+    dt = get_aval(s).dtype
+    rest = get_aval(s).shape[:-1]
+    qs = get_aval(q).shape
+    zero = ops.full((), 0, dt)
+    nan = jnp.isnan(s)
+    bad = ops.bitwise_or(ops.lt(w, ops.full_like(w, 0)), jnp.isnan(w))
+    cw = jnp.cumsum(jnp.where(ops.bitwise_or(bad, nan), zero, w), axis=-1)
+    total = cw[..., -1]  # rest
+    k = len(qs)
+    target = ops.mul(
+        ops.broadcast_in_dim(q, qs + rest, tuple(range(k))),
+        ops.broadcast_in_dim(total, qs + rest, tuple(range(k, k + len(rest)))),
+    )
+    cwb = ops.broadcast_in_dim(cw, qs + rest + (n,), tuple(range(k, k + len(rest) + 1)))
+    below = ops.lt(cwb, ops.expand_dims(target, (k + len(rest),)))
+    idx = jnp.sum(below, axis=-1, dtype=np.int32)
+    if nan_aware:
+        valid = jnp.sum(ops.bitwise_not(nan), axis=-1, dtype=np.int32)
+    else:
+        valid = ops.full(rest, n, dtypes.int32)
+    limit = ops.broadcast_in_dim(
+        ops.sub(valid, ops.full_like(valid, 1)), qs + rest, tuple(range(k, k + len(rest)))
+    )
+    idx = ops.max(ops.min(idx, limit), ops.full_like(idx, 0))
+    sb = ops.broadcast_in_dim(s, qs + rest + (n,), tuple(range(k, k + len(rest) + 1)))
+    out = ops.squeeze(
+        jnp.take_along_axis(sb, ops.expand_dims(idx, (k + len(rest),)), -1, mode="clip"),
+        (k + len(rest),),
+    )
+    force = jnp.any(bad, axis=-1)
+    if nan_aware:
+        force = ops.bitwise_or(force, ops.eq(valid, ops.full_like(valid, 0)))
+    else:
+        force = ops.bitwise_or(force, jnp.any(nan, axis=-1))
+    force = ops.broadcast_in_dim(force, qs + rest, tuple(range(k, k + len(rest))))
+    return jnp.where(force, ops.full((), np.nan, dt), out)
+
+
 def _no_out(out, overwrite_input, name):
     if out is not None:
         raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
     if overwrite_input:
         raise NotImplementedError(f"The 'overwrite_input' argument to jnp.{name} is not supported.")
-
-
-def _no_weights(weights, name):
-    if weights is not None:
-        raise UnsupportedError(f"jnp.{name}(weights=...) is not supported yet{_loc()}")
 
 
 def quantile(
@@ -850,9 +928,11 @@ def quantile(
       q: a quantile in [0, 1], or a 1-D array of them.
       axis: an int, a tuple of ints, or None (all axes).
       out, overwrite_input: unsupported, as in JAX.
-      method: 'linear', 'lower', 'higher', 'midpoint' or 'nearest'.
+      method: 'linear', 'lower', 'higher', 'midpoint', 'nearest' or 'inverted_cdf' (the first
+        sorted element whose cumulative weight reaches ``q`` of the total).
       keepdims: keep the reduced axes with size 1.
-      weights: unsupported here (JAX allows it with 'inverted_cdf').
+      weights: with 'inverted_cdf' only (NotImplementedError otherwise, as in JAX): weights of
+        ``a``'s shape, or of the reduced axes' shape; a negative or NaN weight gives NaN.
 
     Returns:
       The quantiles, of shape ``q.shape`` + the remaining axes, in an inexact dtype.
@@ -861,10 +941,12 @@ def quantile(
       >>> import functx.numpy as jnp
       >>> jnp.quantile(jnp.array([1.0, 2.0, 3.0, 4.0]), 0.5)
       Array(2.5, dtype=float32)
+      >>> w = jnp.array([1.0, 1.0, 1.0, 5.0])
+      >>> jnp.quantile(jnp.array([1.0, 2.0, 3.0, 4.0]), 0.5, method="inverted_cdf", weights=w)
+      Array(4., dtype=float32)
     """
     _no_out(out, overwrite_input, "quantile")
-    _no_weights(weights, "quantile")
-    return _quantile(a, q, axis, method, keepdims, False, "quantile")
+    return _quantile(a, q, axis, method, keepdims, False, "quantile", weights)
 
 
 def nanquantile(
@@ -892,8 +974,7 @@ def nanquantile(
       Array(2., dtype=float32)
     """
     _no_out(out, overwrite_input, "nanquantile")
-    _no_weights(weights, "nanquantile")
-    return _quantile(a, q, axis, method, keepdims, True, "nanquantile")
+    return _quantile(a, q, axis, method, keepdims, True, "nanquantile", weights)
 
 
 def _pct(q):

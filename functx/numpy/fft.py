@@ -166,7 +166,14 @@ def fft(a, n=None, axis=-1, norm=None):
       norm: "backward" (default, no scaling), "ortho" (``1/sqrt(n)``) or "forward" (``1/n``).
     Returns:
       The complex transform (complex64, or complex128 for 64-bit inputs with x64 on).
+
+    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
+    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
+    (cuFFT through torch on the Triton backend).
+
     Example:
+      >>> import numpy as np
+      >>> import functx.numpy as jnp
       >>> print(jnp.fft.fft(np.array([1.0, 2.0, 3.0, 4.0])))
       [10.+0.j -2.+2.j -2.+0.j -2.-2.j]
     """
@@ -183,7 +190,14 @@ def ifft(a, n=None, axis=-1, norm=None):
       norm: "backward" (default: scaled by ``1/n``), "ortho" or "forward" (no scaling).
     Returns:
       The complex inverse transform.
+
+    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
+    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
+    (cuFFT through torch on the Triton backend).
+
     Example:
+      >>> import numpy as np
+      >>> import functx.numpy as jnp
       >>> print(jnp.fft.ifft(np.array([10, -2 + 2j, -2, -2 - 2j])))
       [1.+0.j 2.+0.j 3.+0.j 4.+0.j]
     """
@@ -201,7 +215,14 @@ def rfft(a, n=None, axis=-1, norm=None):
       norm: "backward" (default), "ortho" or "forward".
     Returns:
       The complex half spectrum, ``n // 2 + 1`` long along ``axis``.
+
+    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
+    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
+    (cuFFT through torch on the Triton backend).
+
     Example:
+      >>> import numpy as np
+      >>> import functx.numpy as jnp
       >>> print(jnp.fft.rfft(np.array([1.0, 2.0, 3.0, 4.0])))
       [10.+0.j -2.+2.j -2.+0.j]
     """
@@ -219,7 +240,14 @@ def irfft(a, n=None, axis=-1, norm=None):
       norm: "backward" (default: scaled by ``1/n``), "ortho" or "forward".
     Returns:
       The real signal, ``n`` long along ``axis``.
+
+    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
+    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
+    (cuFFT through torch on the Triton backend).
+
     Example:
+      >>> import numpy as np
+      >>> import functx.numpy as jnp
       >>> print(jnp.fft.irfft(np.array([10, -2 + 2j, -2])))
       [1. 2. 3. 4.]
     """
@@ -237,7 +265,14 @@ def hfft(a, n=None, axis=-1, norm=None):
       norm: "backward" (default), "ortho" or "forward".
     Returns:
       The real transform, ``n`` long along ``axis``.
+
+    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
+    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
+    (cuFFT through torch on the Triton backend).
+
     Example:
+      >>> import numpy as np
+      >>> import functx.numpy as jnp
       >>> print(jnp.fft.hfft(np.array([1.0, 2.0, 3.0])))
       [ 8. -2.  0. -2.]
     """
@@ -259,7 +294,14 @@ def ihfft(a, n=None, axis=-1, norm=None):
       norm: "backward" (default), "ortho" or "forward".
     Returns:
       The complex half spectrum, ``n // 2 + 1`` long along ``axis``.
+
+    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
+    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
+    (cuFFT through torch on the Triton backend).
+
     Example:
+      >>> import numpy as np
+      >>> import functx.numpy as jnp
       >>> x = np.array([1.0, 2.0, 3.0, 4.0])
       >>> print(jnp.fft.ihfft(x).shape, jnp.fft.hfft(jnp.fft.ihfft(x), 4))
       (3,) [1. 2. 3. 4.]
@@ -282,7 +324,14 @@ def fft2(a, s=None, axes=(-2, -1), norm=None):
       norm: "backward" (default), "ortho" or "forward".
     Returns:
       The complex transform.
+
+    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
+    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
+    (cuFFT through torch on the Triton backend).
+
     Example:
+      >>> import numpy as np
+      >>> import functx.numpy as jnp
       >>> print(jnp.fft.fft2(np.array([[1.0, 2.0], [3.0, 4.0]])))
       [[10.+0.j -2.+0.j]
        [-4.+0.j  0.+0.j]]
@@ -300,7 +349,14 @@ def ifft2(a, s=None, axes=(-2, -1), norm=None):
       norm: "backward" (default: scaled by ``1/prod(s)``), "ortho" or "forward".
     Returns:
       The complex inverse transform.
+
+    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
+    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
+    (cuFFT through torch on the Triton backend).
+
     Example:
+      >>> import numpy as np
+      >>> import functx.numpy as jnp
       >>> print(jnp.fft.ifft2(np.array([[10.0, -2.0], [-4.0, 0.0]])))
       [[1.+0.j 2.+0.j]
        [3.+0.j 4.+0.j]]
@@ -319,7 +375,14 @@ def rfft2(a, s=None, axes=(-2, -1), norm=None):
       norm: "backward" (default), "ortho" or "forward".
     Returns:
       The complex transform, ``s[-1] // 2 + 1`` long along the last of ``axes``.
+
+    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
+    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
+    (cuFFT through torch on the Triton backend).
+
     Example:
+      >>> import numpy as np
+      >>> import functx.numpy as jnp
       >>> print(jnp.fft.rfft2(np.array([[1.0, 2.0], [3.0, 4.0]])))
       [[10.+0.j -2.+0.j]
        [-4.+0.j  0.+0.j]]
@@ -338,7 +401,14 @@ def irfft2(a, s=None, axes=(-2, -1), norm=None):
       norm: "backward" (default), "ortho" or "forward".
     Returns:
       The real inverse transform.
+
+    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
+    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
+    (cuFFT through torch on the Triton backend).
+
     Example:
+      >>> import numpy as np
+      >>> import functx.numpy as jnp
       >>> print(jnp.fft.irfft2(np.array([[10.0, -2.0], [-4.0, 0.0]])))
       [[1. 2.]
        [3. 4.]]
@@ -357,7 +427,14 @@ def fftn(a, s=None, axes=None, norm=None):
       norm: "backward" (default), "ortho" or "forward".
     Returns:
       The complex transform.
+
+    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
+    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
+    (cuFFT through torch on the Triton backend).
+
     Example:
+      >>> import numpy as np
+      >>> import functx.numpy as jnp
       >>> print(jnp.fft.fftn(np.ones((2, 2))))
       [[4.+0.j 0.+0.j]
        [0.+0.j 0.+0.j]]
@@ -375,7 +452,14 @@ def ifftn(a, s=None, axes=None, norm=None):
       norm: "backward" (default: scaled by ``1/prod(s)``), "ortho" or "forward".
     Returns:
       The complex inverse transform.
+
+    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
+    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
+    (cuFFT through torch on the Triton backend).
+
     Example:
+      >>> import numpy as np
+      >>> import functx.numpy as jnp
       >>> print(jnp.fft.ifftn(np.array([[4.0, 0.0], [0.0, 0.0]])))
       [[1.+0.j 1.+0.j]
        [1.+0.j 1.+0.j]]
@@ -394,7 +478,14 @@ def rfftn(a, s=None, axes=None, norm=None):
       norm: "backward" (default), "ortho" or "forward".
     Returns:
       The complex transform, ``s[-1] // 2 + 1`` long along the last of ``axes``.
+
+    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
+    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
+    (cuFFT through torch on the Triton backend).
+
     Example:
+      >>> import numpy as np
+      >>> import functx.numpy as jnp
       >>> print(jnp.fft.rfftn(np.ones((2, 2))))
       [[4.+0.j 0.+0.j]
        [0.+0.j 0.+0.j]]
@@ -413,7 +504,14 @@ def irfftn(a, s=None, axes=None, norm=None):
       norm: "backward" (default), "ortho" or "forward".
     Returns:
       The real inverse transform.
+
+    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
+    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
+    (cuFFT through torch on the Triton backend).
+
     Example:
+      >>> import numpy as np
+      >>> import functx.numpy as jnp
       >>> print(jnp.fft.irfftn(np.array([[4.0, 0.0], [0.0, 0.0]])))
       [[1. 1.]
        [1. 1.]]
@@ -445,6 +543,7 @@ def fftfreq(n, d=1.0, *, dtype=None, device=None):
     Returns:
       An array of ``n`` frequencies.
     Example:
+      >>> import functx.numpy as jnp
       >>> print(jnp.fft.fftfreq(4))
       [ 0.    0.25 -0.5  -0.25]
     """
@@ -478,6 +577,7 @@ def rfftfreq(n, d=1.0, *, dtype=None, device=None):
     Returns:
       An array of ``n // 2 + 1`` frequencies.
     Example:
+      >>> import functx.numpy as jnp
       >>> print(jnp.fft.rfftfreq(4))
       [0.   0.25 0.5 ]
     """
@@ -511,6 +611,7 @@ def fftshift(x, axes=None):
     Returns:
       The rolled array.
     Example:
+      >>> import functx.numpy as jnp
       >>> print(jnp.fft.fftshift(jnp.fft.fftfreq(4)))
       [-0.5  -0.25  0.    0.25]
     """
@@ -526,6 +627,8 @@ def ifftshift(x, axes=None):
     Returns:
       The rolled array.
     Example:
+      >>> import numpy as np
+      >>> import functx.numpy as jnp
       >>> print(jnp.fft.ifftshift(np.array([-2, -1, 0, 1, 2])))
       [ 0  1  2 -2 -1]
     """

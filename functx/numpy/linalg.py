@@ -53,6 +53,7 @@ def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002
     Returns:
       The norm, an array of the promoted float dtype.
     Example:
+      >>> import functx
       >>> functx.numpy.linalg.norm(functx.numpy.array([3.0, 4.0]))
       Array(5., dtype=float32)
     """
@@ -194,6 +195,7 @@ def cholesky(a, *, upper=False, symmetrize_input=True):
     Returns:
       The factor, shape ``[..., n, n]``; NaNs where ``a`` is not positive definite.
     Example:
+      >>> import functx
       >>> functx.numpy.linalg.cholesky(functx.numpy.array([[4.0, 2.0], [2.0, 5.0]]))
       Array([[2., 0.],
              [1., 2.]], dtype=float32)
@@ -231,7 +233,13 @@ def solve(a, b):
       b: ``[n]`` (one vector) or ``[..., n, k]``.
     Returns:
       ``x``, of the broadcast shape and the promoted inexact dtype.
+
+    Differences from JAX: differentiates through the LU factors (JAX uses ``custom_linear_solve``):
+    the same values.
+
     Example:
+      >>> import functx
+      >>> import numpy as np
       >>> a = np.array([[2.0, 1.0], [1.0, 3.0]], np.float32)
       >>> functx.numpy.linalg.solve(a, np.array([4.0, 7.0], np.float32))
       Array([1., 2.], dtype=float32)
@@ -263,6 +271,8 @@ def inv(a):
     Returns:
       The inverses, of ``a``'s shape and inexact dtype.
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> functx.numpy.linalg.inv(np.array([[2.0, 0.0], [0.0, 4.0]], np.float32))
       Array([[0.5 , 0.  ],
              [0.  , 0.25]], dtype=float32)
@@ -337,6 +347,8 @@ def slogdet(a, *, method=None):
       ``SlogdetResult(sign, logabsdet)``, each of shape ``a.shape[:-2]``; a singular matrix
       gives sign 0 and logabsdet ``-inf``.
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> functx.numpy.linalg.slogdet(np.array([[2.0, 0.0], [0.0, -3.0]], np.float32))
       SlogdetResult(sign=Array(-1., dtype=float32), logabsdet=Array(1.7917595, dtype=float32))
     """
@@ -388,7 +400,13 @@ def det(a):
       a: ``[..., n, n]``.
     Returns:
       The determinants, shape ``a.shape[:-2]``.
+
+    Differences from JAX: the derivative is ``det(a) trace(inv(a) da)``, not JAX's cofactor rule, so
+    it is not finite at singular matrices.
+
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> functx.numpy.linalg.det(np.array([[1.0, 2.0], [3.0, 4.0]], np.float32))
       Array(-2., dtype=float32)
     """
@@ -463,6 +481,8 @@ def eigh(a, UPLO=None, symmetrize_input=True):  # noqa: N803
       ``EighResult(eigenvalues, eigenvectors)``: real ascending eigenvalues ``[..., n]`` and the
       eigenvectors as columns ``[..., n, n]``.
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> functx.numpy.linalg.eigh(np.array([[2.0, 0.0], [0.0, 1.0]], np.float32)).eigenvalues
       Array([1., 2.], dtype=float32)
     """
@@ -481,6 +501,8 @@ def eigvalsh(a, UPLO="L", *, symmetrize_input=True):  # noqa: N803
     Returns:
       The real eigenvalues, ascending, ``[..., n]``.
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> functx.numpy.linalg.eigvalsh(np.array([[2.0, 1.0], [1.0, 2.0]], np.float32))
       Array([1., 3.], dtype=float32)
     """
@@ -496,7 +518,13 @@ def qr(a, mode="reduced"):
         ``[..., m, m]``) or 'r' (only ``R``); 'raw' is not supported (NotImplementedError).
     Returns:
       ``QRResult(Q, R)``, or ``R`` for mode 'r'.
+
+    Differences from JAX: ``mode="raw"`` and the derivative of a non-square matrix with
+    ``mode="complete"`` raise NotImplementedError.
+
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> functx.numpy.linalg.qr(np.array([[3.0, 1.0], [4.0, 2.0]], np.float32), mode="r")
       Array([[-5.        , -2.2       ],
              [ 0.        ,  0.39999998]], dtype=float32)
@@ -526,7 +554,14 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False, subset_by_index
       subset_by_index: ``(lo, hi)``: only singular values ``lo..hi-1``.
     Returns:
       ``SVDResult(U, S, Vh)`` or ``S`` (real, descending).
+
+    Differences from JAX: ``hermitian=True`` computes the general SVD (same singular values, vectors
+    may differ in sign); the derivative with ``full_matrices=True`` of a non-square matrix raises
+    NotImplementedError.
+
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> functx.numpy.linalg.svd(np.array([[3.0, 0.0], [0.0, -4.0]], np.float32)).S
       Array([4., 3.], dtype=float32)
     """
@@ -546,6 +581,8 @@ def svdvals(x, /):
     Returns:
       The singular values ``[..., min(m, n)]``, descending.
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> functx.numpy.linalg.svdvals(np.array([[3.0, 0.0], [0.0, -4.0]], np.float32))
       Array([4., 3.], dtype=float32)
     """
@@ -563,6 +600,8 @@ def matrix_rank(M, rtol=None, *, tol=None):  # noqa: N803
     Returns:
       integer ranks ``[...]`` (the default integer dtype).
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> functx.numpy.linalg.matrix_rank(np.array([[1.0, 2.0], [2.0, 4.0]], np.float32))
       Array(1, dtype=int32)
     """
@@ -620,7 +659,12 @@ def pinv(a, rtol=None, hermitian=False, *, rcond=None):
       rcond: JAX's older name for ``rtol``.
     Returns:
       ``[..., n, m]``.
+
+    Differences from JAX: ``hermitian=True`` computes the general SVD (same values to rounding).
+
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> functx.numpy.linalg.pinv(np.array([[2.0, 0.0], [0.0, 4.0]], np.float32))
       Array([[0.5 , 0.  ],
              [0.  , 0.25]], dtype=float32)
@@ -651,6 +695,8 @@ def matrix_power(a, n):
     Returns:
       ``a^n``, of ``a``'s shape and dtype.
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> functx.numpy.linalg.matrix_power(np.array([[1, 1], [0, 1]], np.int32), 3)
       Array([[1, 3],
              [0, 1]], dtype=int32)
@@ -693,6 +739,8 @@ def lstsq(a, b, rcond=None, *, numpy_resid=False):
       ``(x, resid, rank, s)``: the solution, the squared residual norms, the integer rank of
       ``a`` and its singular values.
     Example:
+      >>> import functx
+      >>> import numpy as np
       >>> a = np.array([[1.0, 0.0], [0.0, 2.0], [0.0, 0.0]], np.float32)
       >>> functx.numpy.linalg.lstsq(a, np.array([1.0, 4.0, 1.0], np.float32))[0]
       Array([1., 2.], dtype=float32)
@@ -973,7 +1021,12 @@ def eig(a):
       ``EigResult(eigenvalues, eigenvectors)``: complex eigenvalues ``[..., n]`` in LAPACK's order
       and the eigenvectors as columns ``[..., n, n]`` (unit 2-norm, largest component real).
 
+    Differences from JAX: under ``jit`` on the Triton backend it raises UnsupportedError (JAX runs
+    it on the CPU).
+
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> w, v = functx.numpy.linalg.eig(np.array([[0.0, 1.0], [-1.0, 0.0]], np.float32))
       >>> w
       Array([0.+1.j, 0.-1.j], dtype=complex64)
@@ -992,7 +1045,12 @@ def eigvals(a):
     Returns:
       The complex eigenvalues ``[..., n]``, in LAPACK's order.
 
+    Differences from JAX: under ``jit`` on the Triton backend it raises UnsupportedError (JAX runs
+    it on the CPU).
+
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> functx.numpy.linalg.eigvals(np.array([[1.0, 2.0], [0.0, 3.0]], np.float32))
       Array([1.+0.j, 3.+0.j], dtype=complex64)
     """

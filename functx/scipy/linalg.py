@@ -68,6 +68,8 @@ def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
     Returns:
       The factor, of ``a``'s shape and inexact dtype.
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> functx.scipy.linalg.cholesky(np.array([[4.0, 2.0], [2.0, 5.0]], np.float32))
       Array([[2., 1.],
              [0., 2.]], dtype=float32)
@@ -88,6 +90,8 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
     Returns:
       The pair ``(c, lower)``: the factor (its other triangle zero) and the flag.
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> c, low = functx.scipy.linalg.cho_factor(np.array([[4.0, 2.0], [2.0, 5.0]], np.float32))
       >>> c, low
       (Array([[2., 1.],
@@ -107,6 +111,8 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     Returns:
       ``x``, of ``b``'s shape.
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> cf = functx.scipy.linalg.cho_factor(np.array([[4.0, 2.0], [2.0, 5.0]], np.float32))
       >>> functx.scipy.linalg.cho_solve(cf, np.array([6.0, 7.0], np.float32))
       Array([1., 1.], dtype=float32)
@@ -145,6 +151,8 @@ def solve_triangular(
     Returns:
       ``x``, of ``b``'s shape and the promoted inexact dtype.
     Example:
+      >>> import functx
+      >>> import numpy as np
       >>> a = np.array([[2.0, 0.0], [1.0, 4.0]], np.float32)
       >>> functx.scipy.linalg.solve_triangular(a, np.array([2.0, 9.0], np.float32), lower=True)
       Array([1., 2.], dtype=float32)
@@ -178,6 +186,8 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True):
       triangular ``l`` ``[m, k]`` and the upper triangular ``u`` ``[k, n]``, ``k = min(m, n)``;
       or ``(p l, u)``.
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> p, l, u = functx.scipy.linalg.lu(np.array([[1.0, 2.0], [3.0, 4.0]], np.float32))
       >>> p
       Array([[0., 1.],
@@ -207,6 +217,8 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     Returns:
       ``(lu, piv)``: ``L`` (unit diagonal not stored) and ``U`` packed, and the int32 row swaps.
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> lu, piv = functx.scipy.linalg.lu_factor(np.array([[1.0, 2.0], [3.0, 4.0]], np.float32))
       >>> piv
       Array([1, 1], dtype=int32)
@@ -228,6 +240,8 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     Returns:
       ``x``, of ``b``'s shape.
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> f = functx.scipy.linalg.lu_factor(np.array([[2.0, 1.0], [1.0, 3.0]], np.float32))
       >>> functx.scipy.linalg.lu_solve(f, np.array([4.0, 7.0], np.float32))
       Array([1., 2.], dtype=float32)
@@ -269,6 +283,8 @@ def solve(
     Returns:
       ``x``.
     Example:
+      >>> import functx
+      >>> import numpy as np
       >>> a = np.array([[4.0, 2.0], [2.0, 5.0]], np.float32)
       >>> functx.scipy.linalg.solve(a, np.array([6.0, 7.0], np.float32), assume_a="pos")
       Array([1., 1.], dtype=float32)
@@ -304,6 +320,8 @@ def inv(a, overwrite_a=False, check_finite=True):
     Returns:
       The inverses.
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> functx.scipy.linalg.inv(np.array([[2.0, 0.0], [0.0, 4.0]], np.float32))
       Array([[0.5 , 0.  ],
              [0.  , 0.25]], dtype=float32)
@@ -321,6 +339,8 @@ def det(a, overwrite_a=False, check_finite=True):
     Returns:
       The determinants, shape ``a.shape[:-2]``.
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> functx.scipy.linalg.det(np.array([[1.0, 2.0], [3.0, 4.0]], np.float32))
       Array(-2., dtype=float32)
     """
@@ -352,6 +372,8 @@ def eigh(
     Returns:
       ``(w, v)``: real ascending eigenvalues and the eigenvectors as columns; or ``w``.
     Example:
+      >>> import functx
+      >>> import numpy as np
       >>> a = np.array([[2.0, 1.0], [1.0, 2.0]], np.float32)
       >>> functx.scipy.linalg.eigh(a, eigvals_only=True)
       Array([1., 3.], dtype=float32)
@@ -379,7 +401,12 @@ def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_fini
       overwrite_a, lwork, check_finite: accepted and ignored (as in JAX).
     Returns:
       ``(q, r)``, or ``(r,)`` for mode 'r'.
+
+    Differences from JAX: ``pivoting=True`` raises NotImplementedError.
+
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> q, r = functx.scipy.linalg.qr(np.array([[3.0, 1.0], [4.0, 2.0]], np.float32))
       >>> r
       Array([[-5.        , -2.2       ],
@@ -415,6 +442,8 @@ def svd(
     Returns:
       ``(u, s, vh)`` or ``s``.
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> functx.scipy.linalg.svd(np.array([[3.0, 0.0], [0.0, -4.0]], np.float32), compute_uv=False)
       Array([4., 3.], dtype=float32)
     """
@@ -431,6 +460,8 @@ def block_diag(*arrs):
     Returns:
       The block-diagonal matrix, of the promoted dtype.
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> functx.scipy.linalg.block_diag(np.ones((1, 2), np.float32), np.float32(3))
       Array([[1., 1., 0.],
              [0., 0., 3.]], dtype=float32)
@@ -493,6 +524,8 @@ def expm(A, *, upper_triangular=False, max_squarings=16):  # noqa: N803
     Returns:
       ``exp(A)``, of ``A``'s shape and inexact dtype.
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> functx.scipy.linalg.expm(np.zeros((2, 2), np.float32))
       Array([[1., 0.],
              [0., 1.]], dtype=float32)
@@ -538,6 +571,8 @@ def expm_frechet(A, E, *, method=None, compute_expm=True):  # noqa: N803
       ``(expm(A), L(A, E))``, or ``L(A, E)`` alone without ``compute_expm``.
 
     Example:
+      >>> import functx
+      >>> import numpy as np
       >>> a = np.zeros((2, 2), np.float32)
       >>> functx.scipy.linalg.expm_frechet(a, np.eye(2, dtype=np.float32), compute_expm=False)
       Array([[1., 0.],
@@ -570,6 +605,8 @@ def schur(a, output="real"):
       ``(T, Z)``.
 
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> t, z = functx.scipy.linalg.schur(np.array([[1.0, 2.0], [0.0, 3.0]], np.float32))
       >>> t
       Array([[1., 2.],
@@ -602,6 +639,8 @@ def hessenberg(a, *, calc_q=False, overwrite_a=False, check_finite=True):
       ``H`` (zero below the first subdiagonal), or ``(H, Q)`` with ``calc_q``.
 
     Example:
+      >>> import functx
+      >>> import numpy as np
       >>> h, q = functx.scipy.linalg.hessenberg(np.eye(3, dtype=np.float32), calc_q=True)
       >>> print(np.abs(q))
       [[1. 0. 0.]
@@ -636,6 +675,8 @@ def toeplitz(c, r=None):
       ``[..., m, n]``, of the promoted dtype.
 
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> functx.scipy.linalg.toeplitz(np.array([1, 2, 3]), np.array([1, 5]))
       Array([[1, 5],
              [2, 1],
@@ -672,7 +713,12 @@ def polar(a, side="right", *, method="qdwh", eps=None, max_iterations=None):
       ``(u, p)``: ``u`` with orthonormal columns (rows when ``n > m``), ``p`` Hermitian positive
       semidefinite.
 
+    Differences from JAX: both methods compute by the SVD (QDWH's shape rules kept); values agree to
+    rounding.
+
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> u, p = functx.scipy.linalg.polar(np.array([[2.0, 0.0], [0.0, -3.0]], np.float32))
       >>> p
       Array([[2., 0.],
@@ -713,7 +759,12 @@ def sqrtm(A, blocksize=1):  # noqa: N803
     Returns:
       The complex square root, of ``A``'s complex dtype.
 
+    Differences from JAX: solves for the triangular root one column at a time (JAX loops over
+    elements); values agree to rounding.
+
     Example:
+      >>> import numpy as np
+      >>> import functx
       >>> functx.scipy.linalg.sqrtm(np.array([[4.0, 0.0], [0.0, 9.0]], np.float32))
       Array([[2.+0.j, 0.+0.j],
              [0.+0.j, 3.+0.j]], dtype=complex64)
@@ -751,6 +802,8 @@ def rsf2csf(T, Z, check_finite=True):  # noqa: N803
       ``(T, Z)`` in complex Schur form (``T`` upper triangular), of the complex dtype.
 
     Example:
+      >>> import functx
+      >>> import numpy as np
       >>> t = np.array([[1.0, 2.0], [-2.0, 1.0]], np.float32)
       >>> tc, zc = functx.scipy.linalg.rsf2csf(t, np.eye(2, dtype=np.float32))
       >>> print(np.round(np.diag(np.asarray(tc)), 4))
@@ -806,6 +859,8 @@ def funm(A, func, disp=True):  # noqa: N803
       ``f(A)`` (complex), or ``(f(A), err)``.
 
     Example:
+      >>> import functx
+      >>> import numpy as np
       >>> f = functx.scipy.linalg.funm(np.diag(np.float32([1.0, 4.0])), functx.numpy.sqrt)
       >>> print(np.round(np.asarray(f), 4))
       [[1.+0.j 0.+0.j]
@@ -863,7 +918,12 @@ def eigh_tridiagonal(d, e, *, eigvals_only=False, select="a", select_range=None,
     Returns:
       The ascending real eigenvalues, or ``(eigenvalues, eigenvectors)`` (columns).
 
+    Differences from JAX: ``eigh`` of the assembled matrix (JAX bisects): the same eigenvalues to
+    rounding, eigenvector signs may differ.
+
     Example:
+      >>> import functx
+      >>> import numpy as np
       >>> d = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
       >>> e = np.ones(3, np.float32)
       >>> w = functx.scipy.linalg.eigh_tridiagonal(d, e, eigvals_only=True)

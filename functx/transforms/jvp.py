@@ -43,7 +43,26 @@ from functx.transforms import passes
 
 
 class Zero:
-    """A tangent (or cotangent) known to be zero; never materialised unless it must be."""
+    """A tangent (or cotangent) known to be zero; never materialised unless it must be
+    (``jax.custom_derivatives.SymbolicZero``: a ``custom_jvp`` rule set with
+    ``defjvp(rule, symbolic_zeros=True)`` receives one for each input that has no tangent).
+
+    Example:
+      >>> import functx
+      >>> from functx.custom_derivatives import SymbolicZero
+      >>> @functx.custom_jvp
+      ... def f(x, y):
+      ...     return x * y
+      >>> def f_jvp(primals, tangents):
+      ...     (x, y), (tx, ty) = primals, tangents
+      ...     print(isinstance(tx, SymbolicZero), isinstance(ty, SymbolicZero))
+      ...     t = 0.0 if isinstance(tx, SymbolicZero) else tx * y
+      ...     return x * y, t if isinstance(ty, SymbolicZero) else t + x * ty
+      >>> _ = f.defjvp(f_jvp, symbolic_zeros=True)
+      >>> functx.grad(f)(2.0, 3.0)
+      False True
+      Array(3., dtype=float32, weak_type=True)
+    """
 
     __slots__ = ("aval",)
 
@@ -821,8 +840,15 @@ def jvp(fun, primals, tangents, has_aux=False):
       primals, tangents: tuples (or lists) of the same structure.
     Returns:
       ``(primals_out, tangents_out)`` (and ``aux`` with has_aux).
+
+    Differences from JAX: outside ``jit`` and ``vmap``, a function that reads a concrete value (``if
+    x > 0``, ``int(x)``) is traced abstractly, then again on tracers carrying the values: its Python
+    body runs twice on the first call (mind side effects such as printing).
+
     Example:
+      >>> import functx
       >>> functx.jvp(functx.numpy.sin, (0.0,), (1.0,))
+      (Array(0., dtype=float32, weak_type=True), Array(1., dtype=float32))
     """
     check_callable("jvp", fun)
     fname = fun_name(fun)

@@ -73,6 +73,11 @@ def linearize(fun, *primals):
     Returns:
       ``(fun(*primals), f_jvp)``; ``f_jvp(*tangents)`` takes one tangent per primal and returns
       the output tangent.
+
+    Differences from JAX: outside ``jit`` and ``vmap``, a function that reads a concrete value (``if
+    x > 0``, ``int(x)``) is traced abstractly, then again on tracers carrying the values: its Python
+    body runs twice on the first call (mind side effects such as printing).
+
     Example:
       >>> import functx
       >>> import functx.numpy as jnp

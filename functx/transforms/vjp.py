@@ -109,6 +109,12 @@ def vjp(fun, *primals, has_aux=False):
       ``(fun(*primals), vjp_fun)`` (``(out, vjp_fun, aux)`` with ``has_aux``); ``vjp_fun(ct)`` takes
       a
       cotangent of the output's structure and returns a tuple of one cotangent per primal.
+
+    Differences from JAX: outside ``jit`` and ``vmap``, a function that reads a concrete value (``if
+    x > 0``, ``int(x)``) is traced abstractly, then again on tracers carrying the values: its Python
+    body runs twice on the first call (mind side effects such as printing). With a strongly typed
+    cotangent the input cotangents are strong, where some of JAX's transpose rules give weak ones.
+
     Example:
       >>> import functx
       >>> import functx.numpy as jnp
@@ -289,6 +295,11 @@ def value_and_grad(
       A function of ``fun``'s arguments returning ``(value, grad)`` (``((value, aux), grad)`` with
       ``has_aux``); ``grad`` has the structure of the differentiated argument(s) (a tuple for a
       tuple ``argnums``).
+
+    Differences from JAX: outside ``jit`` and ``vmap``, a function that reads a concrete value (``if
+    x > 0``, ``int(x)``) is traced abstractly, then again on tracers carrying the values: its Python
+    body runs twice on the first call (mind side effects such as printing).
+
     Example:
       >>> import functx
       >>> import functx.numpy as jnp
@@ -420,6 +431,11 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     Returns:
       A function of ``fun``'s arguments returning the gradient, of the structure of the
       differentiated argument(s) (a tuple for a tuple ``argnums``).
+
+    Differences from JAX: outside ``jit`` and ``vmap``, a function that reads a concrete value (``if
+    x > 0``, ``int(x)``) is traced abstractly, then again on tracers carrying the values: its Python
+    body runs twice on the first call (mind side effects such as printing).
+
     Example:
       >>> import functx
       >>> import functx.numpy as jnp
@@ -499,6 +515,11 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     Returns:
       A function of ``fun``'s arguments returning the Jacobian: for output leaf ``y`` and input
       leaf ``x`` a block of shape ``y.shape + x.shape``.
+
+    Differences from JAX: outside ``jit`` and ``vmap``, a function that reads a concrete value (``if
+    x > 0``, ``int(x)``) is traced abstractly, then again on tracers carrying the values: its Python
+    body runs twice on the first call (mind side effects such as printing).
+
     Example:
       >>> import functx
       >>> import functx.numpy as jnp
@@ -581,6 +602,11 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     Returns:
       A function of ``fun``'s arguments returning the Jacobian: for output leaf ``y`` and input
       leaf ``x`` a block of shape ``y.shape + x.shape``.
+
+    Differences from JAX: outside ``jit`` and ``vmap``, a function that reads a concrete value (``if
+    x > 0``, ``int(x)``) is traced abstractly, then again on tracers carrying the values: its Python
+    body runs twice on the first call (mind side effects such as printing).
+
     Example:
       >>> import functx
       >>> import functx.numpy as jnp
@@ -646,6 +672,11 @@ def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
     Returns:
       A function of ``fun``'s arguments returning the Hessian: for input leaves ``x`` and ``z`` a
       block of shape ``x.shape + z.shape``.
+
+    Differences from JAX: outside ``jit`` and ``vmap``, a function that reads a concrete value (``if
+    x > 0``, ``int(x)``) is traced abstractly, then again on tracers carrying the values: its Python
+    body runs twice on the first call (mind side effects such as printing).
+
     Example:
       >>> import functx
       >>> import functx.numpy as jnp

@@ -762,6 +762,8 @@ def vmap(
     Returns:
       A function with the signature of ``fun`` that computes ``fun`` on every example at once.
     Example:
+      >>> import functx
+      >>> import functx.numpy as jnp
       >>> W = jnp.ones((3, 2))
       >>> functx.vmap(lambda x: x @ W)(jnp.ones((5, 3))).shape
       (5, 2)

@@ -1,0 +1,101 @@
+"""The public namespaces of functx, in one place: the docs site's API pages (docs/hooks) and the
+docstring test (tests/test_docstrings.py) both read them from here.
+
+``NAMESPACES`` lists every public module, in the order the API reference shows them;
+``public_names(name)`` is a namespace's public names: its ``__all__``, or, for the three modules
+that have none (they are internal modules that also stand for a JAX namespace), the names listed
+in ``EXPLICIT`` (those of the JAX namespace functx has, plus functx's own error classes).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+# Every public namespace of functx (a module a user imports or reaches as an attribute).
+NAMESPACES: tuple[str, ...] = (
+    "functx",
+    "functx.numpy",
+    "functx.numpy.linalg",
+    "functx.numpy.fft",
+    "functx.lax",
+    "functx.lax.linalg",
+    "functx.nn",
+    "functx.nn.initializers",
+    "functx.random",
+    "functx.tree_util",
+    "functx.tree",
+    "functx.flatten_util",
+    "functx.scipy",
+    "functx.scipy.special",
+    "functx.scipy.stats",
+    "functx.scipy.linalg",
+    "functx.scipy.signal",
+    "functx.debug",
+    "functx.sharding",
+    "functx.distributed",
+    "functx.experimental",
+    "functx.ad_checkpoint",
+    "functx.custom_derivatives",
+    "functx.custom_batching",
+    "functx.dtypes",
+    "functx.errors",
+    "functx.test_util",
+    "functx.ops",
+)
+
+# The distributions of functx.scipy.stats (``functx.scipy.stats.norm.pdf``, ...): public modules
+# whose functions are documented with the namespace above them.
+SCIPY_STATS_DISTRIBUTIONS: tuple[str, ...] = (
+    "bernoulli beta binom cauchy chi2 dirichlet expon gamma geom gumbel_l gumbel_r laplace "
+    "logistic multivariate_normal norm pareto poisson t uniform"
+).split()
+
+# Public names of the namespaces without ``__all__``.
+EXPLICIT: dict[str, tuple[str, ...]] = {
+    # jax.dtypes' names that functx.dtypes has (the rest of functx.dtypes is internal)
+    "functx.dtypes": (
+        "TypePromotionError",
+        "bfloat16",
+        "finfo",
+        "float0",
+        "iinfo",
+        "issubdtype",
+        "result_type",
+    ),
+    # jax.errors' names that functx has, and functx's own error and warning classes
+    "functx.errors": (
+        "ConcretizationTypeError",
+        "NonConcreteBooleanIndexError",
+        "TracerArrayConversionError",
+        "TracerBoolConversionError",
+        "TracerIntegerConversionError",
+        "UnexpectedTracerError",
+        "FunctxError",
+        "FunctxTypeError",
+        "FunctxValueError",
+        "FunctxArgumentError",
+        "FunctxIndexError",
+        "FunctxOverflowError",
+        "FunctxZeroDivisionError",
+        "FunctxAttributeError",
+        "ConcretizationError",
+        "UnsupportedError",
+        "CacheWarning",
+    ),
+    # functx.ops is also the lax operations' module; jax.ops is the segment reductions
+    "functx.ops": ("segment_max", "segment_min", "segment_prod", "segment_sum"),
+}
+
+
+def all_namespaces() -> tuple[str, ...]:
+    """``NAMESPACES`` and the scipy.stats distribution modules after them."""
+    return NAMESPACES + tuple(f"functx.scipy.stats.{d}" for d in SCIPY_STATS_DISTRIBUTIONS)
+
+
+def public_names(name: str) -> list[str]:
+    """The public names of the namespace ``name`` (a module name of ``all_namespaces()``): its
+    ``__all__``, or its ``EXPLICIT`` list. The module is imported on demand (this module sits at
+    the top layer: it may import any functx module)."""
+    if name in EXPLICIT:
+        return list(EXPLICIT[name])
+    return list(importlib.import_module(name).__all__)
