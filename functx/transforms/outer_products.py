@@ -56,15 +56,27 @@ def _is_real_float(dt) -> bool:
 class _Outer:
     """A per-example outer product ``dot_general``: its operands and their batch axes."""
 
-    def __init__(self, e: Eqn):
+    def __init__(self, e: Eqn, defs):
         (lc, rc), (lb, rb) = e.params["dimension_numbers"]
         self.eqn = e
-        self.lhs, self.rhs = e.invars
-        self.lc, self.rc = tuple(lc), tuple(rc)
-        self.lb, self.rb = tuple(lb), tuple(rb)
+        self.lhs, self.lb, self.lc = _unreshaped(e.invars[0], tuple(lb), tuple(lc), defs)
+        self.rhs, self.rb, self.rc = _unreshaped(e.invars[1], tuple(rb), tuple(rc), defs)
 
 
-def _outer_product(e: Eqn) -> _Outer | None:
+def _unreshaped(x, batch, contract, defs):
+    """``x``'s factor as ``(value, batch axes, size-1 contracting axes)``: the value ``x`` was
+    reshaped from when that is ``x`` without its contracting axes (``expand_dims`` of a per-example
+    vector, as ``vmap(grad)`` makes), so that the products below read it without a copy."""
+    d = defs.get(x.id)
+    if contract and d is not None and d.prim in _RESHAPES:
+        keep = [a for a in range(x.aval.ndim) if a not in contract]
+        src = d.invars[0]
+        if type(src) is Var and tuple(src.aval.shape) == tuple(x.aval.shape[a] for a in keep):
+            return src, tuple(keep.index(a) for a in batch), ()
+    return x, batch, contract
+
+
+def _outer_product(e: Eqn, defs) -> _Outer | None:
     """``e`` as an outer product, or None: a ``dot_general`` of real floats with batch
     dimensions (in increasing order on both sides) whose contracting dimensions (if any) all
     have size 1."""
@@ -78,7 +90,7 @@ def _outer_product(e: Eqn) -> _Outer | None:
         return None
     if not all(_is_real_float(a.aval.dtype) for a in (*e.invars, e.outvars[0])):
         return None
-    return _Outer(e)
+    return _Outer(e, defs)
 
 
 # --- 2. Following its value to the readers -------------------------------------------------------
@@ -189,10 +201,18 @@ def _emit(eqns, prim, invars, params, src, out=None):
     return out
 
 
-def _converted(eqns, x, dt, src):
-    if np.dtype(x.aval.dtype) == np.dtype(dt):
-        return x
-    return _emit(eqns, P.convert_element_type_p, [x], {"new_dtype": dt, "weak_type": False}, src)
+def _factor(eqns, x, batch, contract, dt, src):
+    """A factor of the outer product without its size-1 contracting axes (a row-major reshape
+    that moves no element), in dtype ``dt``; and the positions of its batch axes then."""
+    if contract:
+        keep = [a for a in range(x.aval.ndim) if a not in contract]
+        shape = tuple(x.aval.shape[a] for a in keep)
+        x = _emit(eqns, P.reshape_p, [x], {"new_sizes": shape}, src)
+        batch = tuple(keep.index(a) for a in batch)
+    if np.dtype(x.aval.dtype) != np.dtype(dt):
+        params = {"new_dtype": dt, "weak_type": False}
+        x = _emit(eqns, P.convert_element_type_p, [x], params, src)
+    return x, batch
 
 
 def _norm(op: _Outer, view: _View, reducer: Eqn) -> list:
@@ -201,8 +221,8 @@ def _norm(op: _Outer, view: _View, reducer: Eqn) -> list:
     eqns, src = [], reducer.source_info
     dt = view.var.aval.dtype
     sums = []
-    for x, b in ((op.lhs, op.lb), (op.rhs, op.rb)):
-        x = _converted(eqns, x, dt, src)
+    for x, b, c in ((op.lhs, op.lb, op.lc), (op.rhs, op.rb, op.rc)):
+        x, b = _factor(eqns, x, b, c, dt, src)
         sq = _emit(eqns, P.mul_p, [x, x], {}, src)
         axes = tuple(a for a in range(x.aval.ndim) if a not in b)
         sums.append(_emit(eqns, P.reduce_sum_p, [sq], {"axes": axes}, src))
@@ -212,28 +232,32 @@ def _norm(op: _Outer, view: _View, reducer: Eqn) -> list:
 
 def _weighted(op: _Outer, view: _View, hit, reader: Eqn) -> list:
     """Equations computing ``reader``'s output (the sum over examples of ``s[..., b]`` times the
-    outer product) as one product of the factors, the smaller one scaled by ``s``."""
+    outer product) as one product of the factors, the smaller one scaled by ``s``. When the
+    value is read through a transpose that puts the rhs factor's axes first, the product takes
+    the factors in the other order instead (the transposed product, not a transposed copy)."""
     s, j = hit
     eqns, src = [], reader.source_info
     dt = view.var.aval.dtype
-    lhs = _converted(eqns, op.lhs, dt, src)
-    rhs = _converted(eqns, op.rhs, dt, src)
+    lhs, lb = _factor(eqns, op.lhs, op.lb, op.lc, dt, src)
+    rhs, rb = _factor(eqns, op.rhs, op.rb, op.rc, dt, src)
     scale_lhs = lhs.aval.size <= rhs.aval.size
-    x, b = (lhs, op.lb) if scale_lhs else (rhs, op.rb)
+    x, b = (lhs, lb) if scale_lhs else (rhs, rb)
     params = {"shape": tuple(x.aval.shape), "broadcast_dimensions": b}
     xs = _emit(eqns, P.mul_p, [x, _emit(eqns, P.broadcast_in_dim_p, [s], params, src)], {}, src)
     lhs, rhs = (xs, rhs) if scale_lhs else (lhs, xs)
+    steps = view.steps
+    n_l, n_r = lhs.aval.ndim - len(lb), rhs.aval.ndim - len(rb)
+    swap = (*range(n_l, n_l + n_r), *range(n_l))
+    if steps and steps[0] == ("transpose", swap):
+        (lhs, lb), (rhs, rb), steps = (rhs, rb), (lhs, lb), steps[1:]
     kept = [a for a in range(view.k) if a != j]  # (batch axes of the result, leading)
-    dn = (
-        ((op.lb[j], *op.lc), (op.rb[j], *op.rc)),
-        (tuple(op.lb[a] for a in kept), tuple(op.rb[a] for a in kept)),
-    )
+    dn = (((lb[j],), (rb[j],)), (tuple(lb[a] for a in kept), tuple(rb[a] for a in kept)))
     params = {"dimension_numbers": dn, "preferred_element_type": None}
     result = reader.outvars[0]
-    w = _emit(eqns, P.dot_general_p, [lhs, rhs], params, src, None if view.steps else result)
+    w = _emit(eqns, P.dot_general_p, [lhs, rhs], params, src, None if steps else result)
     lead = tuple(view.var.aval.shape[a] for a in kept)
-    for n, (kind, arg) in enumerate(view.steps):
-        out = result if n == len(view.steps) - 1 else None
+    for n, (kind, arg) in enumerate(steps):
+        out = result if n == len(steps) - 1 else None
         if kind == "transpose":
             perm = (*range(len(kept)), *(len(kept) + p for p in arg))
             w = _emit(eqns, P.transpose_p, [w], {"permutation": perm}, src, out)
@@ -254,10 +278,11 @@ def factor_outer_products(closed: ClosedJaxpr) -> ClosedJaxpr:
             if type(a) is Var:
                 uses.setdefault(a.id, {})[i] = e
     outputs = {v.id for v in jaxpr.outvars if type(v) is Var}
+    defs = {v.id: e for e in jaxpr.eqns for v in e.outvars}
 
     replace: dict[int, list] = {}
     for e in jaxpr.eqns:
-        op = _outer_product(e)
+        op = _outer_product(e, defs)
         if op is None:
             continue
         found: list = []
