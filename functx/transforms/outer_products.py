@@ -2,19 +2,21 @@
 
 What it rewrites. Per-example gradients of a dense layer (``vmap(grad(loss))``, as DP-SGD
 computes them) are outer products: example ``b``'s weight gradient is ``v[b] = a[b] (x) d[b]``,
-the layer's input ``a[b]`` times the output cotangent ``d[b]``. The traced program forms them
-as a ``dot_general`` with a batch dimension whose contracting dimensions all have size 1 (or
-none), a ``(B, n, m)`` array, and DP-SGD then only reads it twice: each example's squared norm
-and the clip-scale-weighted sum over the examples. Both are cheap from the two factors:
+the layer's input ``a[b]`` times the output cotangent ``d[b]``. The traced program forms them as
+a ``dot_general`` with a batch dimension whose contracting dimensions all have size 1 (or none),
+a ``(B, n, m)`` array, and DP-SGD then only reads it twice: each example's squared norm and the
+clip-scale-weighted sum over the examples. Both are cheap from the two factors:
 
 * squared norm: ``sum_{l,r} (a[b,l] d[b,r])**2 == (sum_l a[b,l]**2) * (sum_r d[b,r]**2)``;
 * weighted sum: ``sum_b s[b] a[b,l] d[b,r] == ((a * s[:, None]).T @ d)[l, r]``, one product.
 
-The pass finds each such ``dot_general`` (batch dimensions, every contracting dimension of
-size 1; under an outer ``vmap`` there are several batch dimensions, the examples' and the
-groups'), follows its value through layout-only equations that keep the batch axes leading
-(``transpose``; ``reshape``/``squeeze``/``expand_dims``; a ``convert_element_type`` between real
-float types) and rewrites it only when EVERY reader is one of:
+The pass finds each such ``dot_general`` (batch dimensions, every contracting dimension of size
+1; under an outer ``vmap`` there are several batch dimensions, the examples' and the groups'),
+and each ``mul`` of two same-rank broadcasts whose axes are full in both (the leading batch
+axes) or in one only (``a[:, :, None] * d[:, None, :]``), follows its value through layout-only
+equations that keep the batch axes leading (``transpose``;
+``reshape``/``squeeze``/``expand_dims``; a ``convert_element_type`` between real float types)
+and rewrites it only when EVERY reader is one of:
 
 * a squared-norm reduction: ``integer_pow[y=2] v`` (or ``mul v v``) read only by a
   ``reduce_sum`` over all axes but the batch axes, giving one number per example;
@@ -22,18 +24,22 @@ float types) and rewrites it only when EVERY reader is one of:
   ``dot_general`` contracting that axis of both (either operand order), the other batch axes
   kept as its batch dimensions (``tensordot(s, v, 1)``, or the same under ``vmap``).
 
-Each reader is then replaced by the factored form (computed from the factors, converted first
-to the reader's dtype, followed by the same layout equations without the batch axis), and DCE
-drops the outer product. If any reader is something else (the value is a program output, an
-elementwise op reads it, a ``dot_general`` contracts a non-batch axis, ...) it is left alone.
+Each reader is then replaced by the factored form (computed from the factors without their
+size-1 axes, converted first to the reader's dtype, followed by the same layout equations
+without the batch axis; a leading transpose that puts the second factor's axes first is done by
+taking the factors in the other order), and DCE drops the outer product. If any reader is
+something else (the value is a program output, an elementwise op reads it, a ``dot_general``
+contracts a non-batch axis, ...) it is left alone.
 
 Why it is exact up to rounding: both identities above hold in exact arithmetic for any values;
 only the order and number of roundings change (a factored norm rounds two sums and one product
 instead of ``B*n*m`` products and one long sum; the weighted sum rounds the scaled factor before
-the product instead of each outer-product element). Non-finite values propagate as before except
-for a ``0 * inf`` pair that the factored form may combine in another order (both give NaN or
-inf). ``functx.jit`` runs it on the top-level Jaxpr of both backends (C++ and Triton); control
-flow bodies are left as they are.
+the product instead of each outer-product element). Where the factors' own squares overflow or
+underflow, or an infinite element meets a zero one, the results can differ: ``(1e30 *
+1e-30)**2`` summed is 1, but ``1e30**2 * 1e-30**2`` overflows in float32; ``inf * 0`` is NaN in
+the outer product, while the factored norm multiplies an infinite sum by a nonzero one.
+``functx.jit`` runs it on the top-level Jaxpr of both backends (C++ and Triton); control flow
+bodies are left as they are.
 """
 
 from __future__ import annotations
@@ -54,13 +60,15 @@ def _is_real_float(dt) -> bool:
 
 # --- 1. Finding outer products -------------------------------------------------------------------
 class _Outer:
-    """A per-example outer product ``dot_general``: its operands and their batch axes."""
+    """A per-example outer product: its two factors (each with its batch axes and its size-1
+    axes, which the factored forms drop), and the layout steps from the product of the factors
+    without those axes, ``(batch..., lhs axes..., rhs axes...)``, to the value's layout."""
 
-    def __init__(self, e: Eqn, defs):
-        (lc, rc), (lb, rb) = e.params["dimension_numbers"]
+    def __init__(self, e: Eqn, defs, lhs, rhs, steps=()):
         self.eqn = e
-        self.lhs, self.lb, self.lc = _unreshaped(e.invars[0], tuple(lb), tuple(lc), defs)
-        self.rhs, self.rb, self.rc = _unreshaped(e.invars[1], tuple(rb), tuple(rc), defs)
+        self.lhs, self.lb, self.lc = _unreshaped(*lhs, defs)
+        self.rhs, self.rb, self.rc = _unreshaped(*rhs, defs)
+        self.steps = steps
 
 
 def _unreshaped(x, batch, contract, defs):
@@ -79,10 +87,12 @@ def _unreshaped(x, batch, contract, defs):
 def _outer_product(e: Eqn, defs) -> _Outer | None:
     """``e`` as an outer product, or None: a ``dot_general`` of real floats with batch
     dimensions (in increasing order on both sides) whose contracting dimensions (if any) all
-    have size 1."""
+    have size 1; or a ``mul`` of two broadcasts (``a[:, :, None] * d[:, None, :]``)."""
+    if e.prim is P.mul_p:
+        return _broadcast_product(e, defs)
     if e.prim is not P.dot_general_p or any(type(a) is Literal for a in e.invars):
         return None
-    (lc, _), (lb, rb) = e.params["dimension_numbers"]
+    (lc, rc), (lb, rb) = e.params["dimension_numbers"]
     lhs = e.invars[0].aval
     if not lb or any(lhs.shape[i] != 1 for i in lc):
         return None
@@ -90,7 +100,46 @@ def _outer_product(e: Eqn, defs) -> _Outer | None:
         return None
     if not all(_is_real_float(a.aval.dtype) for a in (*e.invars, e.outvars[0])):
         return None
-    return _Outer(e, defs)
+    lhs, rhs = (e.invars[0], tuple(lb), tuple(lc)), (e.invars[1], tuple(rb), tuple(rc))
+    return _Outer(e, defs, lhs, rhs)
+
+
+def _broadcast_product(e: Eqn, defs) -> _Outer | None:
+    """``mul`` of two same-rank ``broadcast_in_dim``s where every axis is full in both (a batch
+    axis: these lead) or in one only (an axis of that factor)."""
+    out = e.outvars[0].aval
+    srcs = []
+    for a in e.invars:
+        d = defs.get(a.id) if type(a) is Var else None
+        if d is None or d.prim is not P.broadcast_in_dim_p or type(d.invars[0]) is not Var:
+            return None
+        x = d.invars[0]
+        if x.aval.ndim != out.ndim or tuple(d.params["broadcast_dimensions"]) != tuple(
+            range(out.ndim)
+        ):
+            return None
+        srcs.append(x)
+    if not _is_real_float(out.dtype) or any(x.aval.dtype != out.dtype for x in srcs):
+        return None
+    (x, y), n = srcs, out.shape
+    owner = []
+    for i in range(out.ndim):
+        full = (x.aval.shape[i] == n[i], y.aval.shape[i] == n[i])
+        if not any(full):
+            return None
+        owner.append("b" if all(full) else "l" if full[0] else "r")
+    k = owner.count("b")
+    if not k or owner[:k] != ["b"] * k:
+        return None
+    lhs_axes = [i for i in range(k, out.ndim) if owner[i] == "l"]
+    rhs_axes = [i for i in range(k, out.ndim) if owner[i] == "r"]
+    # the factors' product has the lhs axes, then the rhs axes: value axis k + p is its axis
+    # perm[p]
+    order = lhs_axes + rhs_axes
+    perm = tuple(order.index(k + p) for p in range(len(order)))
+    steps = () if perm == tuple(range(len(perm))) else (("transpose", perm),)
+    batch = tuple(range(k))
+    return _Outer(e, defs, (x, batch, tuple(rhs_axes)), (y, batch, tuple(lhs_axes)), steps)
 
 
 # --- 2. Following its value to the readers -------------------------------------------------------
@@ -287,7 +336,7 @@ def factor_outer_products(closed: ClosedJaxpr) -> ClosedJaxpr:
             continue
         found: list = []
         out = e.outvars[0]
-        if not _readers(_View(out, len(op.lb), ()), uses, outputs, found) or not found:
+        if not _readers(_View(out, len(op.lb), op.steps), uses, outputs, found) or not found:
             continue
         if any(j in replace for j, *_ in found):
             continue

@@ -66,6 +66,11 @@ def test_the_clipped_sum_forms_no_outer_product_and_equals_the_unrewritten_progr
     rewritten = factor_outer_products(closed)
     typecheck_jaxpr(rewritten)
     assert _outer_shaped(rewritten) == [], str(rewritten)
+    # each weight's clipped sum is one plain product over the examples, in its own layout
+    weights = set(zip(SIZES[:-1], SIZES[1:]))
+    sums = [e for e in rewritten.jaxpr.eqns if e.outvars[0].aval.shape in weights]
+    assert [e.prim.name for e in sums] == ["dot_general"] * len(weights), str(rewritten)
+    assert all(e.params["dimension_numbers"] == (((0,), (0,)), ((), ())) for e in sums)
     leaves, tree = functx.tree_util.tree_flatten((params, x, y))
     want = eval_jaxpr(closed.jaxpr, closed.consts, *leaves)
     got = eval_jaxpr(rewritten.jaxpr, rewritten.consts, *leaves)
@@ -130,6 +135,9 @@ def test_it_does_not_fire_when_the_outer_product_is_needed():
     # a contraction over a non-batch axis; a norm over the batch axis too
     assert _left_alone(lambda a, d, s: (norm_and_sum(a, d, s), outer(a, d) @ w), a, d, s)
     assert _left_alone(lambda a, d: fnp.sum(outer(a, d) ** 2), a, d)
+    # a product with a full array is not an outer product
+    full = rng.standard_normal((B, 5, 3))
+    assert _left_alone(lambda a, full: fnp.sum((a[:, :, None] * full) ** 2, axis=(1, 2)), a, full)
     # a product contracting a real (size 5) axis is not an outer product
     assert _left_alone(lambda a, d: fnp.sum(fnp.einsum("bi,bi->b", a, a) ** 2), a, d)
 
@@ -140,6 +148,7 @@ _FORMS = {
     "layout": lambda v, s: fnp.tensordot(s, v.transpose(0, 2, 1).reshape(B, -1), 1),
     "operand_order": lambda v, s: fnp.tensordot(v.transpose(0, 2, 1), s, axes=([0], [0])),
     "vmapped": None,  # "mul" under vmap over two groups of examples
+    "broadcasts": None,  # "mul" of a[:, None, :] * d[:, :, None]
 }
 
 
@@ -150,7 +159,9 @@ def test_the_forms_it_rewrites(form):
     a, d, s = (t.astype(np.float32) for t in (a, d, s))
 
     def f(a, d, s):
-        return (_FORMS[form] or _FORMS["mul"])(fnp.einsum("bi,bj->bij", a, d), s)
+        broadcasts = form == "broadcasts"
+        v = a[:, None, :] * d[:, :, None] if broadcasts else fnp.einsum("bi,bj->bij", a, d)
+        return (_FORMS[form] or _FORMS["mul"])(v, s)
 
     if form == "vmapped":
         f = functx.vmap(f)
