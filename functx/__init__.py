@@ -214,9 +214,9 @@ def checking_leaks():
     Example:
       >>> import functx
       >>> with functx.checking_leaks():
-      ...     y = functx.jit(lambda x: x + 1)(1.0)
+      ...     y = functx.grad(lambda x: x * x)(1.5)
       >>> y
-      Array(2., dtype=float32, weak_type=True)
+      Array(3., dtype=float32, weak_type=True)
     """
     yield
 

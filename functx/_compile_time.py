@@ -38,10 +38,17 @@ def ensure_compile_time_eval():
     another transformation, so its result is a concrete array Python code may branch on;
     operations on traced values are staged as usual.
 
+    Differences from JAX: a ``custom_jvp``/``custom_vjp`` function still traces its body
+    abstractly inside the block (JAX calls it on the concrete values).
+
     Arguments:
       none.
     Returns:
       a context manager.
+
+    Differences from JAX: a ``custom_jvp``/``custom_vjp`` function still traces its body abstractly
+    inside the block (JAX calls it on the concrete values).
+
     Example:
       >>> import functx, functx.numpy as jnp
       >>> @functx.jit

@@ -13,6 +13,9 @@ def mul(x, y, *, out_dtype=None):
     (XLA's mixed-precision multiply: its values and its derivatives are those of the converted
     product).
 
+    Differences from JAX: with ``out_dtype``, the Jaxpr shows the two conversions and a plain
+    ``mul`` (JAX's ``mul`` equation carries ``out_dtype``).
+
     Arguments:
       x, y: arrays of one shape (or a scalar operand), of one dtype unless ``out_dtype`` is
         given.
@@ -22,7 +25,7 @@ def mul(x, y, *, out_dtype=None):
 
     Differences from JAX: where size-1 dimensions broadcast, functx records explicit
     ``broadcast_in_dim`` equations before the product (JAX's primitive broadcasts implicitly), so
-    ``make_jaxpr`` prints them.
+    ``make_jaxpr`` prints them; with ``out_dtype`` the Jaxpr shows the operands' conversions.
 
     Example:
       >>> import functx.numpy as jnp
@@ -49,11 +52,11 @@ def platform_dependent(*args, default=None, **per_platform):
     """``per_platform[platform](*args)`` (``jax.lax.platform_dependent``): the branch of the
     platform the computation runs on, else ``default``.
 
-    functx chooses when the call is traced (or run eagerly): the platform of the default device
-    ("cpu", or "cuda" for a GPU; ``functx.default_device``, ``FUNCTX_DEFAULT_DEVICE``). Only
-    that branch is traced, so the others never reach the program (JAX keeps them in the Jaxpr
-    and picks one when lowering; a ``jit`` whose committed arguments live on another device
-    than the default still runs the default's branch here).
+    Differences from JAX: functx chooses when the call is traced (or run eagerly): the platform
+    of the default device ("cpu", or "cuda" for a GPU; ``functx.default_device``,
+    ``FUNCTX_DEFAULT_DEVICE``). Only that branch is traced, so the others never reach the
+    program (JAX keeps them in the Jaxpr and picks one when lowering; a ``jit`` whose committed
+    arguments live on another device than the default still runs the default's branch here).
 
     Arguments:
       *args: arrays (pytrees) handed to the branch.
@@ -61,6 +64,11 @@ def platform_dependent(*args, default=None, **per_platform):
       **per_platform: branches by platform name ("cpu", "cuda", "rocm", "tpu").
     Returns:
       the chosen branch's result.
+
+    Differences from JAX: the branch is picked when traced, by the default device's platform ("cpu",
+    or "cuda" for a GPU), and only it is traced; JAX stages every branch and picks one when
+    lowering.
+
     Example:
       >>> import functx.numpy as jnp
       >>> from functx import lax
@@ -111,10 +119,17 @@ tree_util.register_pytree_node(Token, lambda t: ((), None), lambda aux, children
 def create_token(*_):
     """A new ordering token (``jax.lax.create_token``; the arguments are ignored, as in JAX).
 
+    Differences from JAX: a functx ``Token`` (a pytree without leaves), not JAX's
+    ``core.Token``; it orders nothing, since functx runs operations in program order.
+
     Arguments:
       *_: ignored.
     Returns:
       a ``Token``.
+
+    Differences from JAX: the ``Token`` holds no data (a pytree without leaves: ``jit`` returns a
+    new one), not JAX's ``core.Token``.
+
     Example:
       >>> from functx import lax
       >>> lax.create_token()
@@ -124,13 +139,19 @@ def create_token(*_):
 
 
 def after_all(*operands):
-    """A token ordered after every one of ``operands`` (``jax.lax.after_all``). functx runs
-    operations in program order, so this is a new token.
+    """A token ordered after every one of ``operands`` (``jax.lax.after_all``).
+
+    Differences from JAX: functx runs operations in program order, so this is a new ``Token``
+    (see ``create_token``).
 
     Arguments:
       *operands: tokens (anything else raises TypeError, as in JAX).
     Returns:
       a ``Token``.
+
+    Differences from JAX: the ``Token`` holds no data (a pytree without leaves: ``jit`` returns a
+    new one), not JAX's ``core.Token``.
+
     Example:
       >>> from functx import lax
       >>> lax.after_all(lax.create_token(), lax.create_token())

@@ -164,6 +164,7 @@ def saved_residuals(f, *args, **kwargs) -> list:
     Example:
       >>> import numpy as np
       >>> import functx
+      >>> import functx.ad_checkpoint
       >>> f = functx.checkpoint(functx.numpy.sin)
       >>> len(functx.ad_checkpoint.saved_residuals(f, np.ones(3, np.float32)))
       1
@@ -210,6 +211,7 @@ def print_saved_residuals(f, *args, **kwargs) -> None:
     Example:
       >>> import numpy as np
       >>> import functx
+      >>> import functx.ad_checkpoint
       >>> functx.ad_checkpoint.print_saved_residuals(
       ...     functx.checkpoint(functx.numpy.sin), np.ones(3, np.float32))
       f32[3] from the argument x

@@ -666,17 +666,22 @@ def transfer_guard(new_val: str):
     """``jax.transfer_guard(level)``: the transfer guard of all three directions (host to
     device, device to device, device to host) in a block of this thread.
 
-    functx keeps the setting (readable as ``functx.config.jax_transfer_guard_host_to_device``
-    and so on) but checks no transfers: CPU arrays live in host memory, where JAX's CPU client
-    copies them, and functx's GPU arrays move only through ``device_put``/``device_get`` or an
-    operation that names the device. A ``"disallow"`` block therefore never raises (JAX raises
-    for implicit transfers); ``docs/differences.md`` lists it.
+    Differences from JAX: functx keeps the setting (readable as
+    ``functx.config.jax_transfer_guard_host_to_device`` and so on) but checks no transfers: CPU
+    arrays live in host memory, where JAX's CPU client copies them, and functx's GPU arrays move
+    only through ``device_put``/``device_get`` or an operation that names the device. A
+    ``"disallow"`` block therefore never raises (JAX raises for implicit transfers).
 
     Arguments:
       new_val: ``"allow"``, ``"log"``, ``"disallow"``, ``"log_explicit"`` or
         ``"disallow_explicit"`` (another value raises ValueError).
     Returns:
       a context manager, also usable as a decorator.
+
+    Differences from JAX: the value is kept (readable through ``functx.config``) but no transfer is
+    checked, so ``"disallow"`` never raises (JAX raises for implicit host-to-device transfers, even
+    on the CPU).
+
     Example:
       >>> import functx, functx.numpy as jnp
       >>> with functx.transfer_guard("disallow"):
@@ -692,7 +697,9 @@ def _one_guard(state: Setting, what: str):
 
     guard.__name__ = guard.__qualname__ = f"transfer_guard_{what}"
     guard.__doc__ = f"""``jax.transfer_guard_{what}(level)``: the guard of {what.replace("_", " ")}
-    transfers in a block of this thread. functx keeps the setting and checks no transfers (see
+    transfers in a block of this thread.
+
+    Differences from JAX: functx keeps the setting and checks no transfers (see
     ``functx.transfer_guard``).
 
     Arguments:
@@ -700,6 +707,10 @@ def _one_guard(state: Setting, what: str):
         ``"disallow_explicit"`` (another value raises ValueError).
     Returns:
       a context manager, also usable as a decorator.
+
+    Differences from JAX: the value is kept but no transfer is checked, so ``"disallow"`` never
+    raises.
+
     Example:
       >>> import functx
       >>> with functx.transfer_guard_{what}("log"):
@@ -719,13 +730,19 @@ transfer_guard_device_to_host = _one_guard(transfer_guard_device_to_host_state, 
 def legacy_prng_key(new_val: str):
     """``jax.legacy_prng_key(level)``: what ``functx.random`` does with a raw ``uint32`` key
     (one made by ``random.PRNGKey``) in a block of this thread: ``"allow"`` (JAX's default),
-    ``"warn"`` or ``"error"``. functx keeps the setting (``functx.config.jax_legacy_prng_key``);
-    its samplers accept raw keys whatever it says.
+    ``"warn"`` or ``"error"``.
+
+    Differences from JAX: functx keeps the setting (``functx.config.jax_legacy_prng_key``); its
+    samplers accept raw keys whatever it says.
 
     Arguments:
       new_val: ``"allow"``, ``"warn"`` or ``"error"`` (another value raises ValueError).
     Returns:
       a context manager, also usable as a decorator.
+
+    Differences from JAX: the setting is kept, but ``functx.random`` accepts raw keys whatever it
+    says (``"warn"``/``"error"`` neither warn nor raise).
+
     Example:
       >>> import functx
       >>> @functx.legacy_prng_key("allow")
@@ -745,10 +762,17 @@ def log_compiles(new_val=None):
     it they go to DEBUG). Without an argument: whether the ``FUNCTX_LOG_COMPILES`` environment
     variable asks for functx's compiler steps on stderr.
 
+    Differences from JAX: the messages name functx's compilers (C++ or Triton), not XLA, and the
+    no-argument form is functx's.
+
     Arguments:
       new_val: True or False (a block), or nothing (the current setting).
     Returns:
       a context manager, also usable as a decorator; with no argument, a bool.
+
+    Differences from JAX: jit traces and compiles are logged at WARNING on the logger ``functx.jit``
+    (DEBUG outside the block); the messages name C++ or Triton, not XLA.
+
     Example:
       >>> import functx
       >>> with functx.log_compiles(True):

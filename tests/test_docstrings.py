@@ -62,7 +62,9 @@ DIFFERS_FROM_JAX: dict[str, str] = {
     "functx": (
         "Array ShapeDtypeStruct checking_leaks checkpoint custom_vjp enable_x64 grad hessian "
         "jacfwd jacobian jacrev jit jvp linearize named_call named_scope pure_callback "
-        "value_and_grad vjp"
+        "value_and_grad vjp transfer_guard transfer_guard_host_to_device "
+        "transfer_guard_device_to_device transfer_guard_device_to_host legacy_prng_key "
+        "log_compiles ensure_compile_time_eval"
     ),
     "functx.ad_checkpoint": "Offloadable",
     "functx.custom_batching": "custom_vmap",
@@ -76,7 +78,8 @@ DIFFERS_FROM_JAX: dict[str, str] = {
         "conv_general_dilated conv_transpose conv_with_general_padding custom_linear_solve "
         "dot_general fft gather pbroadcast pmax pmean pmin ppermute pshuffle psum "
         "psum_scatter pswapaxes reduce_window rng_bit_generator rng_uniform sort scatter_add "
-        "scatter_mul scatter_min scatter_max add sub mul div rem max min pow atan2 nextafter"
+        "scatter_mul scatter_min scatter_max add sub mul div rem max min pow atan2 nextafter "
+        "platform_dependent create_token after_all"
     ),
     "functx.lax.linalg": "cholesky_update eigh ormqr qr svd symmetric_product tridiagonal_solve",
     "functx.numpy": "convolve frexp from_dlpack ldexp nextafter searchsorted unique",

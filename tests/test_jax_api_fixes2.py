@@ -293,3 +293,41 @@ def test_insert_delete_traced_indices_against_jax():
     empty = np.array([], np.int32)
     ref = jax.jit(lambda a: jnp_ref.insert(a, empty, np.ones(5), axis=0))(a)
     assert jnp.insert(a, empty, np.ones(5), axis=0).shape == ref.shape
+
+
+# --- jnp.histogramdd / histogram2d ---------------------------------------------------------------
+def _hists(lib, w):
+    def f(s):
+        a = lib.histogramdd(s, [3, np.array([-3.0, 0.5, 2.0, 6.0]), 2], [(-1, 4), None, None], w)
+        b = lib.histogramdd(s, 2, density=True)
+        c = lib.histogram2d(s[:, 0], s[:, 1], [np.array([-3.0, 1.5, 6.0]), 3])
+        return a, b, c
+
+    return f
+
+
+def _check_tree(got, want):
+    got, want = functx.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        # (edges from linspace may differ in the last bit: data away from the edges)
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-6)
+
+
+def test_histogramdd_histogram2d_against_jax():
+    rng = np.random.RandomState(0)
+    s = rng.uniform(-3, 6, (20, 3)).astype(np.float32)
+    w = rng.uniform(0, 1, 20).astype(np.float32)
+    want = jax.jit(_hists(jnp_ref, w))(s)
+    _check_tree(_hists(jnp, w)(s), want)
+    _check_tree(functx.jit(_hists(jnp, w))(s), want)
+    with x64_off():
+        ints = rng.randint(-3, 6, (20, 2)).astype(np.int32)
+        edges = np.array([-3, 0, 2, 6])
+        got = jnp.histogram2d(ints[:, 0], ints[:, 1], edges)
+        _check_tree(got, jax.jit(jnp_ref.histogram2d)(ints[:, 0], ints[:, 1], edges))
+    for kw in [{"weights": np.ones(2)}, {"bins": [1, 2, 3]}, {"range": [(0, 1)]}]:
+        for lib in (jnp, jnp_ref):
+            with pytest.raises(ValueError):
+                lib.histogramdd(np.ones((3, 2)), **kw)

@@ -22,17 +22,31 @@ _SECTION = re.compile(
 _RENAME = {"Example": "Examples"}
 
 
+_DIFFERS = "Differences from JAX:"
+
+
 def normalize(text: str) -> str:
-    """The docstring with a blank line above each section title and ``Example:`` spelled
-    ``Examples:``."""
+    """The docstring with a blank line above each section title, ``Example:`` spelled
+    ``Examples:``, and a ``Differences from JAX: ...`` paragraph made a note box (a Material
+    admonition) so that it stands out on the page."""
     out: list[str] = []
+    in_differences = False
     for line in text.split("\n"):
+        if in_differences:
+            if line.strip() and not _SECTION.match(line):
+                out.append("    " + line.strip())
+                continue
+            in_differences = False
         match = _SECTION.match(line)
         if match:
             if out and out[-1].strip():
                 out.append("")
             title = _RENAME.get(match["title"], match["title"])
             line = f"{match['indent']}{title}:"
+        elif line.startswith(_DIFFERS) and (not out or not out[-1].strip()):
+            out += ['!!! note "Differences from JAX"', ""]
+            line = "    " + line[len(_DIFFERS) :].strip()
+            in_differences = True
         out.append(line)
     return "\n".join(out)
 

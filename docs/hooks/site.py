@@ -26,6 +26,7 @@ import sys
 import types
 
 import jax
+from griffe._internal.agents import inspector as _griffe_inspector
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
@@ -38,6 +39,12 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 )
 
 from functx._jax_names import JAX_NAMES  # noqa: E402 - after the path above
+
+# The API pages show no source (mkdocs.yml: show_source false), so griffe need not find each
+# object's source lines: inspect.getsourcelines re-parses a module per object and was a fifth of
+# the build's time. (Griffe has no option for it; the line numbers are then unknown.)
+if hasattr(_griffe_inspector.Inspector, "_get_linenos"):
+    _griffe_inspector.Inspector._get_linenos = lambda self, node: (None, None)
 
 try:  # the namespace list shared with tests/test_docstrings.py, once it exists
     from functx import _public
@@ -95,6 +102,21 @@ _DEV = [
 
 def namespaces() -> tuple[str, ...]:
     return tuple(_public.NAMESPACES) if _public is not None else _NAMESPACES
+
+
+def all_namespaces() -> tuple[str, ...]:
+    """The namespaces and, after them, the public modules inside them that are not namespaces
+    themselves (``functx.scipy.stats.norm``, ...): each gets an API page."""
+    if _public is not None:
+        return tuple(_public.all_namespaces())
+    found = []
+    for module in _NAMESPACES:
+        mod = importlib.import_module(module)
+        for name in getattr(mod, "__all__", ()):
+            value = getattr(mod, name)
+            if isinstance(value, types.ModuleType) and value.__name__ not in _NAMESPACES:
+                found.append(value.__name__)
+    return _NAMESPACES + tuple(dict.fromkeys(found))
 
 
 def public_names(module: str) -> list[str]:
@@ -367,10 +389,14 @@ def _tutorial_title(path: pathlib.Path) -> str:
 
 def on_config(config):
     modules = namespaces()
+    inner = [m for m in all_namespaces() if m not in modules]
+    api = [{"Overview": "api/index.md"}] + [{m: _slug(m)} for m in modules]
+    if inner:
+        api.append({"Modules inside namespaces": [{m: _slug(m)} for m in inner]})
     config["nav"] = [
         {"Home": "index.md"},
         {"Tutorials": [{_tutorial_title(p): f"tutorials/{p.name}"} for p in tutorials()]},
-        {"API reference": [{"Overview": "api/index.md"}] + [{m: _slug(m)} for m in modules]},
+        {"API reference": api},
         {"Reference": [{t: p} for t, p in _REFERENCE]},
         {"Developer guide": [{t: p} for t, p in _DEV]},
     ]
@@ -379,7 +405,7 @@ def on_config(config):
 
 @event_priority(100)  # before mkdocs-jupyter's on_files, which must see the tutorial files
 def on_files(files, config):
-    modules = namespaces()
+    modules = all_namespaces()
     generated = {_slug(m): api_page(m, modules) for m in modules}
     generated["api/index.md"] = api_index(modules)
     generated["coverage.md"] = coverage_page()

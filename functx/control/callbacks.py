@@ -413,8 +413,8 @@ def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered=Fal
     Example:
       >>> import numpy as np
       >>> import functx
+      >>> from functx.experimental import io_callback
       >>> seen = []
-      >>> io_callback = functx.control.callbacks.io_callback
       >>> f = lambda x: io_callback(lambda v: seen.append(float(v)) or v, x, x)
       >>> print(functx.jit(f)(np.float32(2.0)), seen)
       2.0 [2.0]

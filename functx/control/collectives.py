@@ -806,6 +806,10 @@ class CollectiveStep(HostStep):
     def _on_device(self, dev, ins, outs):
         shaped = [t.reshape(a.shape) for t, a in zip(ins, self.in_avals)]
         name, p = self.prim.name, self.params
+        if name in ("psum", "pmax", "pmin") and getattr(dev, "size", None) == 1:
+            for o, t in zip(outs, ins):  # (over one process the reduction is the operand)
+                o.copy_(t.to(dtype=o.dtype))
+            return
         if name == "psum" and len(ins) > 1 and hasattr(dev, "psum_flat"):
             # several operands (a pytree's leaves: the gradients of a data-parallel step) go as
             # one reduction per dtype over their concatenation, not one call per operand

@@ -108,7 +108,7 @@ class Offloadable(NamedTuple):
     Differences from JAX: the value is saved in place (one memory per device).
 
     Example:
-      >>> import functx
+      >>> import functx.ad_checkpoint
       >>> functx.ad_checkpoint.Offloadable("device", "pinned_host")
       Offloadable(src='device', dst='pinned_host')
     """
@@ -336,7 +336,7 @@ def checkpoint_name(x, name):
       ``x``'s values, each marked with ``name``.
     Example:
       >>> import numpy as np
-      >>> import functx
+      >>> import functx.ad_checkpoint
       >>> print(functx.ad_checkpoint.checkpoint_name(np.float32(2.0), "a"))
       2.0
     """

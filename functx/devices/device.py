@@ -185,7 +185,7 @@ def local_devices(backend: str | None = None) -> list[Device]:
       A list of ``Device``.
     Example:
       >>> import functx
-      >>> functx.local_devices("cpu")
+      >>> functx.local_devices(backend="cpu")
       [CpuDevice(id=0)]
     """
     if "local_devices" in processes:

@@ -651,8 +651,9 @@ def identity(x):
       ``x`` as an array (same dtype).
 
     Example:
+      >>> import functx.numpy as jnp
       >>> import functx.nn as nn
-      >>> print(nn.identity([1.0, 2.0]))
+      >>> print(nn.identity(jnp.array([1.0, 2.0])))
       [1. 2.]
     """
     return _arr(x)

@@ -1467,7 +1467,7 @@ def copy(a, order=None):
 
     Example:
       >>> import functx.numpy as jnp
-      >>> print(jnp.copy([1, 2, 3]))
+      >>> print(jnp.copy(jnp.array([1, 2, 3])))
       [1 2 3]
     """
     return jnp.array(a, copy=True, order=order or "K")

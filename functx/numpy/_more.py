@@ -12,6 +12,7 @@ they are used at)."""
 
 from __future__ import annotations
 
+import builtins
 import math
 import operator
 
@@ -1210,7 +1211,7 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002
     arr = jnp.ravel(_arr(a))
     dt = jnp._inexact(jnp._aval(arr).dtype)  # (float64 for int64 input, with x64 on)
     if np.ndim(bins) == 1 or (jnp._is_array(bins) and jnp._aval(bins).ndim == 1):
-        return _arr(bins)
+        return jnp.astype(_arr(bins), dt)  # (in a's float dtype, as JAX's)
     nb = _static_int(bins, "'bins' argument of jnp.histogram_bin_edges")
     if range is None:
         lo, hi = jnp.min(arr), jnp.max(arr)
@@ -1255,6 +1256,113 @@ def histogram(a, bins=10, range=None, weights=None, density=None):  # noqa: A002
     if density:
         counts = counts / jnp.astype(diff(edges), jnp._aval(counts).dtype) / jnp.sum(counts)
     return counts, edges
+
+
+def histogramdd(sample, bins=10, range=None, weights=None, density=None):  # noqa: A002
+    """The ``D``-dimensional histogram of ``N`` points (``jax.numpy.histogramdd``): the count
+    (or weight sum) of the points in each cell of the grid of per-dimension bins. In each
+    dimension the last bin includes its right edge; points outside the edges are not counted.
+
+    Arguments:
+      sample: an ``(N, D)`` array of points.
+      bins: a static number of bins, or a sequence of ``D`` (numbers or arrays of edges).
+      range: None, or a sequence of ``D`` pairs ``(lo, hi)`` or Nones (default: the data's
+        min and max in that dimension).
+      weights: an ``(N,)`` array, or None (each point counts 1).
+      density: normalize to a probability density (divided by the total and the cell volumes).
+    Returns:
+      ``(hist, edges)``: the ``D``-dimensional counts (int32, or the weights' float dtype, or
+      float with ``density``) and the list of ``D`` edge arrays.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> pts = jnp.array([[0.0, 0.0], [1.0, 0.5], [1.0, 1.0], [0.2, 0.9]])
+      >>> hist, edges = jnp.histogramdd(pts, bins=2)
+      >>> print(hist)
+      [[1 1]
+       [0 2]]
+      >>> print(edges[1])
+      [0.  0.5 1. ]
+    """
+    if weights is None:
+        sample = jnp._promote_only(_arr(sample), kind="inexact")[0]
+    else:
+        sample, weights = _arr(sample), _arr(weights)
+        if jnp._aval(weights).shape != jnp._aval(sample).shape[:1]:
+            raise FunctxValueError(f"should have one weight for each sample.{_loc()}")
+        sample, weights = jnp._promote_only(sample, weights, kind="inexact")
+    sv = jnp._aval(sample)
+    if sv.ndim != 2:
+        raise FunctxValueError(
+            f"histogramdd: sample must be a 2-D array of N points in D dimensions; got shape "
+            f"{sv.shape}{_loc()}"
+        )
+    n, d = sv.shape
+    if range is not None and (
+        len(range) != d or any(r is not None and np.shape(r)[0] != 2 for r in range)
+    ):
+        raise FunctxValueError(
+            f"For sample.shape={(n, d)}, range must be a sequence of {d} pairs or Nones; got "
+            f"range={range}{_loc()}"
+        )
+    try:
+        per_dim = list(bins)
+    except TypeError:  # one number of bins for every dimension
+        per_dim = [bins] * d
+    else:
+        if len(per_dim) != d:
+            raise FunctxValueError(f"should be a bin for each dimension.{_loc()}")
+    idx, edges = [], []
+    for i in builtins.range(d):
+        col = sample[:, i]
+        e = histogram_bin_edges(col, per_dim[i], None if range is None else range[i])
+        k = _count_le(e, col, True)  # (searchsorted(e, col, side="right"))
+        idx.append(jnp.where(col == e[-1], k - 1, k))  # (the last bin holds its right edge)
+        edges.append(e)
+    # one bin more on each side for the points outside: counted, then cut off
+    shape = tuple(jnp._aval(e).shape[0] + 1 for e in edges)
+    flat = ravel_multi_index(tuple(idx), shape, mode="clip")
+    hist = jnp.reshape(bincount(flat, weights, length=math.prod(shape)), shape)
+    hist = hist[(slice(1, -1),) * d]
+    if density:
+        hist = jnp.astype(hist, sv.dtype)
+        hist = hist / jnp.sum(hist)
+        for i, e in enumerate(edges):  # (each cell's widths, as an open mesh)
+            hist = hist / jnp.reshape(
+                diff(e), tuple(-1 if j == i else 1 for j in builtins.range(d))
+            )
+    return hist, edges
+
+
+def histogram2d(x, y, bins=10, range=None, weights=None, density=None):  # noqa: A002
+    """The 2-D histogram of the points ``(x[k], y[k])`` (``jax.numpy.histogram2d``): see
+    ``histogramdd``.
+
+    Arguments:
+      x, y: 1-D arrays of the points' coordinates.
+      bins: a number of bins, an array of edges (both dimensions), or a pair of those.
+      range: None or ``[(xlo, xhi), (ylo, yhi)]`` (either may be None).
+      weights: an array of ``x``'s shape, or None.
+      density: normalize to a probability density.
+    Returns:
+      ``(hist, x_edges, y_edges)``.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> x, y = jnp.array([0.0, 1.0, 1.0, 0.2]), jnp.array([0.0, 0.5, 1.0, 0.9])
+      >>> hist, xe, ye = jnp.histogram2d(x, y, bins=2)
+      >>> print(hist)
+      [[1 1]
+       [0 2]]
+    """
+    x, y = _arr(x), _arr(y)
+    try:
+        nb = len(bins)
+    except TypeError:
+        nb = 1
+    if nb not in (1, 2):  # (one array of edges for both dimensions)
+        bins = [_arr(bins), _arr(bins)]
+    x, y = jnp._promote_only(x, y)
+    hist, edges = histogramdd(jnp.stack([x, y], axis=1), bins, range, weights, density)
+    return hist, edges[0], edges[1]
 
 
 def bincount(x, weights=None, minlength=0, *, length=None, out_sharding=None):
@@ -1945,7 +2053,7 @@ def _scalar_type(dt, doc_value):
     # (a 64-bit type's example runs with x64 on: in the default mode its values are 32-bit)
     call = f"print(jnp.{name}({doc_value!r}), jnp.zeros(2, jnp.{name}).dtype == jnp.{name})"
     if dt.name in ("int64", "uint64", "float64", "complex128"):
-        x64 = "with functx.experimental.enable_x64():"
+        x64 = "with functx.enable_x64(True):"
         call = f"import functx\n      >>> {x64}\n      ...     {call}"
     return _ScalarMeta(
         name,

@@ -770,10 +770,14 @@ class TritonExecutable:
                 log(f"{self.graph_note}; launching directly from now on")
                 return None
             static_in, static_out, g = state
-            for s, t in zip(static_in, ins):
-                s.copy_(t)
+            # the copies in and out as torch's multi-tensor copies (a few launches, not one per
+            # tensor: for a small training step those launches were most of its time)
+            torch = self._torch
+            torch._foreach_copy_(static_in, list(ins))
             g.replay()
-            return [o.clone() for o in static_out]
+            outs = [torch.empty_like(o) for o in static_out]
+            torch._foreach_copy_(outs, static_out)
+            return outs
 
     def _capture_in_place(self, dev, ins):
         """A graph of the program reading ``ins`` in place: ``(replay, outputs, the bytes its
