@@ -331,3 +331,35 @@ def test_histogramdd_histogram2d_against_jax():
         for lib in (jnp, jnp_ref):
             with pytest.raises(ValueError):
                 lib.histogramdd(np.ones((3, 2)), **kw)
+
+
+# --- vjp's and linearize's functions are pytrees (tree_util.Partial), as JAX's ------------------
+def _nested(lib):
+    def f(x):
+        return x**2
+
+    @lib.custom_vjp
+    def g(x):
+        return f(x)
+
+    def g_fwd(x):
+        return lib.vjp(f, x)  # (the pullback is g's residual: a pytree)
+
+    g.defvjp(g_fwd, lambda f_vjp, y_bar: f_vjp(y_bar))
+    return g
+
+
+def test_vjp_and_linearize_functions_are_pytrees_as_jax():
+    x = np.float32(1.5)
+    for lib in (functx, jax):
+        _, pullback = lib.vjp(lambda x: 2.0 * x * x, x)
+        _, f_lin = lib.linearize(lambda x: jnp_ref.sin(x) if lib is jax else jnp.sin(x), x)
+        assert len(lib.tree_util.tree_leaves(pullback)) >= 1
+        got = lib.jit(lambda p, l, t: (p(t), l(t)))(pullback, f_lin, np.float32(3.0))
+        np.testing.assert_allclose(np.asarray(got[0][0]), 18.0)
+        np.testing.assert_allclose(np.asarray(got[1]), 3.0 * np.cos(1.5), rtol=1e-6)
+        _, g_vjp = lib.vjp(_nested(lib), 1.0)
+        assert float(g_vjp(1.0)[0]) == 2.0
+        with pytest.raises(TypeError, match="applied to <lambda> was called with 2 arguments"):
+            pullback(1.0, 1.0)
+    assert isinstance(functx.linearize(jnp.sin, x)[1].func.args[0], functx.Jaxpr)
