@@ -51,10 +51,7 @@ FOREIGN: dict[str, str] = {
 
 # Examples that fail for a reason outside the docstring, until it is fixed (each must still fail:
 # the test says when to remove it).
-PENDING: dict[str, str] = {
-    "functx.numpy.csingle": "jnp.complex64 is a NumPy dtype, not callable (requests.md)",
-    "functx.numpy.cdouble": "jnp.complex128 is a NumPy dtype, not callable (requests.md)",
-}
+PENDING: dict[str, str] = {}
 
 # Names that deliberately differ from JAX (docs/differences.md): their docstrings say how in a
 # "Differences from JAX:" paragraph.

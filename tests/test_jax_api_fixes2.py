@@ -368,3 +368,12 @@ def test_vjp_and_linearize_functions_are_pytrees_as_jax():
         with pytest.raises(TypeError, match="applied to <lambda> was called with 2 arguments"):
             pullback(1.0, 1.0)
     assert isinstance(functx.linearize(jnp.sin, x)[1].func.args[0], functx.Jaxpr)
+
+
+def test_complex_scalar_types_are_callable_as_jax():
+    for name in ("complex64", "complex128"):
+        ours, ref = getattr(jnp, name), getattr(jnp_ref, name)
+        got, want = ours(0.5), ref(0.5)
+        assert got.dtype == want.dtype and complex(got) == complex(want)
+        assert jnp.zeros(2, ours).dtype == jnp_ref.zeros(2, ref).dtype
+    assert jnp.complex64 is jnp.csingle and jnp.complex128 is jnp.cdouble
