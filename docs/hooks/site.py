@@ -380,10 +380,10 @@ def tutorials() -> list[pathlib.Path]:
     return sorted((ROOT / "tutorials").glob("[0-9][0-9]_*.py"))
 
 
-def _tutorial_title(path: pathlib.Path) -> str:
+def tutorial_title(path: pathlib.Path) -> str:
     for line in path.read_text().splitlines():
         if line.startswith("# # "):
-            return line[4:].strip()
+            return line[4:].replace("`", "").strip()  # (the nav shows plain text)
     return path.stem[3:].replace("_", " ").capitalize()
 
 
@@ -395,7 +395,7 @@ def on_config(config):
         api.append({"Modules inside namespaces": [{m: _slug(m)} for m in inner]})
     config["nav"] = [
         {"Home": "index.md"},
-        {"Tutorials": [{_tutorial_title(p): f"tutorials/{p.name}"} for p in tutorials()]},
+        {"Tutorials": [{tutorial_title(p): f"tutorials/{p.name}"} for p in tutorials()]},
         {"API reference": api},
         {"Reference": [{t: p} for t, p in _REFERENCE]},
         {"Developer guide": [{t: p} for t, p in _DEV]},

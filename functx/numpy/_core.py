@@ -454,28 +454,38 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     num = _v.integer(num, "linspace", "num", minimum=0)
     _v.check_size((num,), "linspace", "num")
     for name, v in (("start", start), ("stop", stop)):
-        if not _is_array(v) and not isinstance(v, np.ndarray):
+        if not (_is_array(v) or isinstance(v, (np.ndarray, complex, np.complexfloating))):
             _v.number(v, "linspace", name)
     dt = _dt(dtype, op="linspace") if dtype is not None else _inexact(result_type(start, stop))
-    start, stop = (
-        asarray(start, dt if dt in dtypes.FLOATS else dtypes.default_float()),
-        asarray(stop, dt if dt in dtypes.FLOATS else dtypes.default_float()),
-    )
-    div = (num - 1) if endpoint else num
-    bshape = builtins.max(start.ndim, stop.ndim)
+    cdt = _inexact(dt)  # the computation's dtype (float or complex)
+    start, stop = asarray(start, cdt), asarray(stop, cdt)
     shape = broadcast_shapes(start.shape, stop.shape)
-    idx = ops.broadcasted_iota(start.dtype, (num,) + shape, 0)
     s, t = broadcast_to(start, shape)[None], broadcast_to(stop, shape)[None]
-    step = (t - s) / div if div > 0 else zeros_like(s)
-    out = s + idx * step if num > 1 else s + zeros((num,) + shape, start.dtype)
-    if endpoint and num > 1:
-        out = out.at[-1].set(t[0])
-    if bshape:
+    div = (num - 1) if endpoint else num
+    # JAX's formula, with its divisions by the constant ``div`` as XLA computes them (times the
+    # reciprocal, rounded to the dtype), so the values are JAX's to the bit, eagerly and jitted
+    if num > 1:
+        rdt = dtypes.REAL_OF.get(cdt, cdt)
+        delta = (stop - start) * (np.asarray(1, cdt) / np.asarray(div, cdt))
+        inv = np.asarray(1, rdt) / np.asarray(div, rdt)
+        step = astype(ops.broadcasted_iota(rdt, (div,) + (1,) * len(shape), 0) * inv, cdt)
+        out = s * (1 - step) + t * step
+        if endpoint:
+            out = concatenate([out, t], axis=0)
+    elif num == 1:
+        delta = (
+            full(shape, np.nan, cdt) if endpoint else broadcast_to(stop - start, shape)
+        ).astype(cdt)
+        out = s
+    else:
+        delta = full(shape, np.nan, cdt)
+        out = zeros((0,) + shape, cdt)
+    if shape:
         out = moveaxis(out, 0, axis)
     if dt in dtypes.INTEGERS:
         out = floor(out)  # JAX rounds an integer linspace down
     out = astype(out, dt)
-    return (out, step.reshape(shape)) if retstep else out
+    return (out, delta) if retstep else out
 
 
 def eye(N, M=None, k=0, dtype=None, *, device=None):
@@ -823,8 +833,9 @@ def broadcast_to(x, shape):
         return x
     n = len(shape) - av.ndim
     if n < 0 or builtins.any(s not in (1, t) for s, t in zip(av.shape, shape[n:])):
-        raise FunctxTypeError(
-            f"broadcast_to: cannot broadcast {av.str_short()} to shape {shape}{_loc()}"
+        raise FunctxArgumentError(  # (JAX raises ValueError)
+            f"broadcast_to: incompatible shapes for broadcasting: {av.str_short()} and requested "
+            f"shape {shape}{_loc()}"
         )
     return ops.broadcast_in_dim(x, shape, tuple(range(n, len(shape))))
 
@@ -861,7 +872,7 @@ def _ufunc1(lax_fn, name, kind="float"):
         (x,) = _promote_float(name, x) if kind == "float" else _promote(name, x)
         return lax_fn(x)
 
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise {name}, like ``jax.numpy.{name}``."
     return fn
 
@@ -1525,7 +1536,7 @@ def _ufunc2(lax_fn, name, kind="any"):
         x1, x2 = _promote_float(name, x1, x2) if kind == "float" else _promote(name, x1, x2)
         return lax_fn(x1, x2)
 
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise {name} with broadcasting, like ``jax.numpy.{name}``."
     return fn
 
@@ -1833,7 +1844,7 @@ def _extremum(lax_fn, name):
         x1, x2 = _promote(name, x1, x2)
         return lax_fn(x1, x2)
 
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise {name} with broadcasting, like ``jax.numpy.{name}``."
     return fn
 
@@ -1945,7 +1956,7 @@ def _ordered(lax_fn, name):
             return ops.select(ops.eq(r1, r2), lax_fn(ops.imag(x1), ops.imag(x2)), lax_fn(r1, r2))
         return lax_fn(x1, x2)
 
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise {name} with broadcasting, like ``jax.numpy.{name}``."
     return fn
 
@@ -2208,7 +2219,7 @@ def _logical(lax_fn, name):
         x1, x2 = _promote(name, astype(x1, bool_), astype(x2, bool_))
         return lax_fn(x1, x2)
 
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name
     return fn
 
 
@@ -2278,7 +2289,7 @@ def _bitwise(lax_fn, name):
             )
         return lax_fn(x1, x2)
 
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name
     return fn
 
 
@@ -2962,7 +2973,7 @@ def _argreduce(fn, name):
         r = fn(a, ax, dtypes.default_int())
         return _keep(r, (ax,), av.shape, keepdims)
 
-    f.__name__ = name
+    f.__name__ = f.__qualname__ = name
     return f
 
 
@@ -3065,7 +3076,7 @@ def _cumulative(lax_fn, name):
             return astype(lax_fn(astype(a, dtypes.default_int()), ax), dt)
         return lax_fn(astype(a, dt), ax)
 
-    f.__name__ = name
+    f.__name__ = f.__qualname__ = name
     f.__doc__ = f"``jax.numpy.{name}``: bools accumulate in int32, other dtypes keep theirs."
     return f
 
@@ -3145,7 +3156,7 @@ def _cumulative_api(fn, name, identity, promote=True):
             out = concatenate([full(tuple(shape), identity, dt), out], axis=ax)
         return out
 
-    f.__name__ = name
+    f.__name__ = f.__qualname__ = name
     f.__doc__ = f"``jax.numpy.{name}`` (the array API's cumulative reduction)."
     return f
 

@@ -209,9 +209,16 @@ def _pow(x, y):
         return np.where(neg, neg_val, out).astype(x.dtype)
     if y.dtype != x.dtype:
         y = y.astype(x.dtype)
+    # NumPy computes x ** 0.5 and x ** 2 by sqrt and square where the exponent repeats (stride
+    # 0); XLA's CPU calls libm's pow/powf for every element, which rounds some of them the other
+    # way: the exponent is given one element per result
+    shape = np.broadcast_shapes(x.shape, y.shape)
+    y = np.array(np.broadcast_to(y, shape), ndmin=1)
     if x.dtype in LOW_FLOATS:
-        return np.power(x.astype(np.float32), y.astype(np.float32)).astype(x.dtype)
-    return np.power(x, y)
+        out = np.power(x.astype(np.float32), y.astype(np.float32)).astype(x.dtype)
+    else:
+        out = np.power(x, y)
+    return out.reshape(shape)
 
 
 def _signed_zero_fix(fn, neg):
