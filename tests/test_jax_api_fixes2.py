@@ -291,7 +291,7 @@ def test_insert_delete_traced_indices_against_jax():
     np.testing.assert_array_equal(np.asarray(compiled[1]), np.asarray(want[0]))
     # nothing to insert: the values' shape does not matter, as in JAX
     empty = np.array([], np.int32)
-    ref = jax.jit(lambda a: jnp_ref.insert(a, empty, np.ones(5), axis=0))(a)
+    ref = jax.eval_shape(lambda a: jnp_ref.insert(a, empty, np.ones(5), axis=0), a)
     assert jnp.insert(a, empty, np.ones(5), axis=0).shape == ref.shape
 
 
@@ -300,8 +300,7 @@ def _hists(lib, w):
     def f(s):
         a = lib.histogramdd(s, [3, np.array([-3.0, 0.5, 2.0, 6.0]), 2], [(-1, 4), None, None], w)
         b = lib.histogramdd(s, 2, density=True)
-        c = lib.histogram2d(s[:, 0], s[:, 1], [np.array([-3.0, 1.5, 6.0]), 3])
-        return a, b, c
+        return a, b
 
     return f
 
