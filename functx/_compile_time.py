@@ -45,10 +45,6 @@ def ensure_compile_time_eval():
       none.
     Returns:
       a context manager.
-
-    Differences from JAX: a ``custom_jvp``/``custom_vjp`` function still traces its body abstractly
-    inside the block (JAX calls it on the concrete values).
-
     Example:
       >>> import functx, functx.numpy as jnp
       >>> @functx.jit

@@ -13,9 +13,6 @@ def mul(x, y, *, out_dtype=None):
     (XLA's mixed-precision multiply: its values and its derivatives are those of the converted
     product).
 
-    Differences from JAX: with ``out_dtype``, the Jaxpr shows the two conversions and a plain
-    ``mul`` (JAX's ``mul`` equation carries ``out_dtype``).
-
     Arguments:
       x, y: arrays of one shape (or a scalar operand), of one dtype unless ``out_dtype`` is
         given.
@@ -25,7 +22,8 @@ def mul(x, y, *, out_dtype=None):
 
     Differences from JAX: where size-1 dimensions broadcast, functx records explicit
     ``broadcast_in_dim`` equations before the product (JAX's primitive broadcasts implicitly), so
-    ``make_jaxpr`` prints them; with ``out_dtype`` the Jaxpr shows the operands' conversions.
+    ``make_jaxpr`` prints them; with ``out_dtype`` the Jaxpr shows the two conversions and a plain
+    ``mul`` (JAX's ``mul`` equation carries ``out_dtype``).
 
     Example:
       >>> import functx.numpy as jnp
@@ -64,11 +62,6 @@ def platform_dependent(*args, default=None, **per_platform):
       **per_platform: branches by platform name ("cpu", "cuda", "rocm", "tpu").
     Returns:
       the chosen branch's result.
-
-    Differences from JAX: the branch is picked when traced, by the default device's platform ("cpu",
-    or "cuda" for a GPU), and only it is traced; JAX stages every branch and picks one when
-    lowering.
-
     Example:
       >>> import functx.numpy as jnp
       >>> from functx import lax
@@ -126,10 +119,6 @@ def create_token(*_):
       *_: ignored.
     Returns:
       a ``Token``.
-
-    Differences from JAX: the ``Token`` holds no data (a pytree without leaves: ``jit`` returns a
-    new one), not JAX's ``core.Token``.
-
     Example:
       >>> from functx import lax
       >>> lax.create_token()
@@ -148,10 +137,6 @@ def after_all(*operands):
       *operands: tokens (anything else raises TypeError, as in JAX).
     Returns:
       a ``Token``.
-
-    Differences from JAX: the ``Token`` holds no data (a pytree without leaves: ``jit`` returns a
-    new one), not JAX's ``core.Token``.
-
     Example:
       >>> from functx import lax
       >>> lax.after_all(lax.create_token(), lax.create_token())

@@ -39,12 +39,20 @@ import numpy as np
 
 from functx import distributed, numpy as jnp, ops, sharding, tree_util
 from functx.control.callbacks import pure_callback
-from functx.control.collectives import AxisFrame, Baked, all_gather, axis_frame, psum_p
+from functx.control.collectives import (
+    AxisFrame,
+    Baked,
+    all_gather,
+    all_gather_p,
+    axis_frame,
+    psum_p,
+)
 from functx.core import Primitive, ShapedArray
 from functx.devices import device as _device
 from functx.devices.transfer import device_put
 from functx.jit import jit
 from functx.lowering.rules import lowerings
+from functx.primitives import slice_p
 from functx.sharding import Mesh, PartitionSpec
 from functx.tracing import ShapeDtypeStruct, Tracer, eval_shape, get_aval
 from functx.transforms import jvp as J, transpose as T, vmap as V
@@ -91,6 +99,16 @@ def shard_map(
       ValueError: a spec names an axis the mesh lacks, is longer than its array's rank, a
       dimension does not divide, or (``check_vma``) an output varies over an axis its spec
       leaves out.
+
+    Differences from JAX: ``in_specs`` is required (functx arrays carry no sharding to infer it
+    from) and arrays are never split in memory: in one process the body runs under nested
+    ``vmap(axis_name=)``, over processes each process cuts its block out of the global inputs.
+    ``check_vma`` checks the outputs' replication on concrete values (not by JAX's static
+    varying-axes types), and derivatives are JAX's with ``check_vma=False`` whatever it says:
+    a gradient taken inside the body through a ``psum``/``pmean``, or of a replicated input, can
+    differ from JAX's default (docs/differences.md); the gradient of the shard_map-ped function
+    itself is the global function's, as in JAX.
+
     Example:
       >>> import functx
       >>> import functx.numpy as jnp
@@ -197,9 +215,11 @@ class _ShardMapped:
         baked = Baked(frames)
         blocks = []
         for x, spec in zip(leaves, specs):
-            if isinstance(x, Tracer):  # (under a trace: the cotangent's sum over the devices)
-                x = _boundary(x, _ct_sum_axes(mesh, spec, self.local), baked, 1.0)
-            b = x if self.local else _my_block(mesh, pos, x, spec)
+            if isinstance(x, Tracer):  # (under a trace: the cotangents' sums over devices)
+                x = _boundary(x, _unmentioned(mesh, spec), baked, 1.0)
+                b = x if self.local else _traced_block(mesh, pos, x, spec, baked)
+            else:
+                b = x if self.local else _my_block(mesh, pos, x, spec)
             if not isinstance(b, Tracer) and local.platform != "cpu":
                 b = device_put(b, local)
             blocks.append(b)
@@ -261,11 +281,12 @@ class _ShardMapped:
 # block slicing and the output gathers; their tangents are the same maps. Backward, functx follows
 # JAX's transpose of shard_map with check_vma=False: an output's cotangent is divided among the
 # devices that hold the same block (the mesh axes its spec leaves out), the body is transposed on
-# every device, and an input's cotangent is summed over those devices. In a process that holds the
-# global value, the gathers' transposes (psum_scatter) already sum over the devices of the axes an
-# output's spec names, so the output's share is 1/mesh.size, and the slicing's transpose (a pad)
-# is completed by a psum over every mesh axis. ``shard_map_boundary`` carries that: the identity
-# forward (and in tangents), its transpose a psum over ``axes`` times ``scale``.
+# every device, and an input's cotangent is summed over those devices, then (a global input) its
+# blocks are gathered. In a process that holds the global value, the gathers' transposes
+# (psum_scatter) already sum over the devices of the axes an output's spec names, so the output's
+# share is 1/mesh.size. ``shard_map_boundary`` carries the sums and shares: the identity forward
+# (and in tangents), its transpose a psum over ``axes`` times ``scale``; ``shard_map_block``
+# (below) the slicing of a global input and the gathers of its transpose.
 boundary_p = Primitive("shard_map_boundary")
 
 
@@ -288,26 +309,109 @@ def _boundary_transpose(ct, x, *, axes, frames, scale):
 
 boundary_p.abstract_eval = lambda aval, **_: ShapedArray(aval.shape, aval.dtype, aval.weak_type)
 boundary_p.impl = lambda x, **_: x
-J.defjvp_linear(boundary_p)
+
+
+def _boundary_jvp(primals, tangents, **params):
+    ((x,), (t,)) = primals, tangents
+    out = boundary_p.bind(x, **params)
+    return out, t if isinstance(t, J.Zero) else boundary_p.bind(t, **params)
+
+
+J.jvp_rules[boundary_p] = _boundary_jvp
 T.transpose_rules[boundary_p] = _boundary_transpose
 V.batching_rules[boundary_p] = lambda args, dims, **kw: (boundary_p.bind(args[0], **kw), dims[0])
 lowerings[boundary_p] = lambda g, ins, avals, **params: ins[0]
 
 
-def _ct_sum_axes(mesh, spec, local):
-    """The mesh axes over which an input's cotangent is summed: those its spec leaves out (the
-    devices that share its block); every axis for a global input (the pad of this process's
-    block is one term of the global cotangent)."""
-    if not local:
-        return mesh.axis_names
+def _unmentioned(mesh, spec):
+    """The mesh axes an input's spec leaves out: the devices along them share its block, so its
+    cotangent is summed over them."""
     return tuple(a for a in mesh.axis_names if a not in _named(spec))
 
 
+# This process's block of a global input, under a trace: a static slice whose transpose gathers
+# the blocks' cotangents (tiled, over the mesh axes that split each dimension, the first axis
+# major) into the global cotangent every process holds.
+block_p = Primitive("shard_map_block")
+
+
+def _traced_block(mesh, pos, x, spec, frames):
+    shape = get_aval(x).shape
+    start, limit = [], []
+    for d, axes in enumerate(spec.axes(len(shape))):
+        n = math.prod(mesh.shape[a] for a in axes)
+        k = 0
+        for a in axes:
+            k = k * mesh.shape[a] + pos[a]
+        b = shape[d] // n
+        start.append(k * b)
+        limit.append((k + 1) * b)
+    if not any(start) and tuple(limit) == shape:
+        return x
+    split = tuple(tuple(axes) for axes in spec.axes(len(shape)))
+    return block_p.bind(x, start=tuple(start), limit=tuple(limit), split=split, frames=frames)
+
+
+def _block_abstract(aval, *, start, limit, **_):
+    return ShapedArray(tuple(h - s for s, h in zip(start, limit)), aval.dtype, aval.weak_type)
+
+
+def _block_impl(x, *, start, limit, **_):
+    return np.asarray(x)[tuple(slice(s, h) for s, h in zip(start, limit))]
+
+
+def _block_jvp(primals, tangents, **params):
+    ((x,), (t,)) = primals, tangents
+    out = block_p.bind(x, **params)
+    if isinstance(t, J.Zero):
+        return out, J.Zero(J.tangent_aval(get_aval(out)))
+    return out, block_p.bind(t, **params)
+
+
+def _block_transpose(ct, x, *, start, limit, split, frames):
+    if isinstance(ct, J.Zero):
+        return [J.Zero(x.aval)]
+    frame = {f.name: f for f in frames}
+    for d, axes in enumerate(split):
+        for a in reversed(axes):  # innermost first, so the first axis is major
+            ct = all_gather_p.bind(
+                ct,
+                axis_name=(a,),
+                all_gather_dimension=d,
+                axis_size=frame[a].size,
+                tiled=True,
+                frames=Baked([frame[a]]),
+            )
+    return [ct]
+
+
+def _block_batch(args, dims, *, start, limit, split, frames):
+    ((x,), (d,)) = args, dims
+    if d is None:
+        return block_p.bind(x, start=start, limit=limit, split=split, frames=frames), None
+    n = get_aval(x).shape[d]
+    start, limit = start[:d] + (0,) + start[d:], limit[:d] + (n,) + limit[d:]
+    split = split[:d] + ((),) + split[d:]
+    return block_p.bind(x, start=start, limit=limit, split=split, frames=frames), d
+
+
+block_p.abstract_eval = _block_abstract
+block_p.impl = _block_impl
+J.jvp_rules[block_p] = _block_jvp
+T.transpose_rules[block_p] = _block_transpose
+V.batching_rules[block_p] = _block_batch
+lowerings[block_p] = lambda g, ins, avals, *, start, limit, **_: lowerings[slice_p](
+    g, ins, avals, start_indices=start, limit_indices=limit, strides=None
+)
+
+
 def _ct_share(mesh, spec, local):
-    """The factor of an output's cotangent on each device (see above)."""
+    """The factor of an output's cotangent on each device: 1 / the number of devices holding the
+    same block (those along the mesh axes its spec leaves out); of a global output, 1 / the mesh's
+    size (the transposes of its gathers, psum_scatters, sum over the rest)."""
     if not local:
         return 1.0 / mesh.size
-    return 1.0 / math.prod(mesh.shape[a] for a in mesh.axis_names if a not in _named(spec))
+    return 1.0 / math.prod(mesh.shape[a] for a in _unmentioned(mesh, spec))
 
 
 def _spec_of(x):
@@ -580,6 +684,11 @@ def pmap(
         of processes, checked).
     Returns:
       A function of the stacked examples.
+
+    Differences from JAX: in one process it is ``vmap(axis_name=)`` (one program, not one per
+    device); ``static_broadcasted_argnums`` and ``donate_argnums`` raise
+    ``NotImplementedError``.
+
     Example:
       >>> import functx
       >>> import functx.numpy as jnp

@@ -677,11 +677,6 @@ def transfer_guard(new_val: str):
         ``"disallow_explicit"`` (another value raises ValueError).
     Returns:
       a context manager, also usable as a decorator.
-
-    Differences from JAX: the value is kept (readable through ``functx.config``) but no transfer is
-    checked, so ``"disallow"`` never raises (JAX raises for implicit host-to-device transfers, even
-    on the CPU).
-
     Example:
       >>> import functx, functx.numpy as jnp
       >>> with functx.transfer_guard("disallow"):
@@ -707,10 +702,6 @@ def _one_guard(state: Setting, what: str):
         ``"disallow_explicit"`` (another value raises ValueError).
     Returns:
       a context manager, also usable as a decorator.
-
-    Differences from JAX: the value is kept but no transfer is checked, so ``"disallow"`` never
-    raises.
-
     Example:
       >>> import functx
       >>> with functx.transfer_guard_{what}("log"):
@@ -739,10 +730,6 @@ def legacy_prng_key(new_val: str):
       new_val: ``"allow"``, ``"warn"`` or ``"error"`` (another value raises ValueError).
     Returns:
       a context manager, also usable as a decorator.
-
-    Differences from JAX: the setting is kept, but ``functx.random`` accepts raw keys whatever it
-    says (``"warn"``/``"error"`` neither warn nor raise).
-
     Example:
       >>> import functx
       >>> @functx.legacy_prng_key("allow")
@@ -769,10 +756,6 @@ def log_compiles(new_val=None):
       new_val: True or False (a block), or nothing (the current setting).
     Returns:
       a context manager, also usable as a decorator; with no argument, a bool.
-
-    Differences from JAX: jit traces and compiles are logged at WARNING on the logger ``functx.jit``
-    (DEBUG outside the block); the messages name C++ or Triton, not XLA.
-
     Example:
       >>> import functx
       >>> with functx.log_compiles(True):

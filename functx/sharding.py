@@ -604,6 +604,11 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
         already on the device).
     Returns:
       The same pytree of ``functx.Array``.
+
+    Differences from JAX: a ``NamedSharding`` checks that the dimensions divide and puts the
+    whole array on this process's device of the mesh (functx never splits an array in memory;
+    the result has no ``.sharding``).
+
     Example:
       >>> import numpy as np
       >>> import functx

@@ -126,7 +126,7 @@ def test_cpu_device():
     assert repr(CPU) == "CpuDevice(id=0)" and CPU.platform == "cpu" and CPU.id == 0
     x = fnp.asarray([1.0, 2.0])
     assert x.device is CPU and x.devices() == {CPU}
-    assert functx.device_count("cpu") == 1 and functx.local_devices("cpu") == [CPU]
+    assert functx.device_count("cpu") == 1 and functx.local_devices(backend="cpu") == [CPU]
     with pytest.raises(ValueError, match="unknown platform 'tpu'"):
         functx.devices("tpu")
 

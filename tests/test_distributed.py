@@ -45,7 +45,7 @@ def _ts():
 
 def grad_global(M, mesh):
     """value_and_grad (w.r.t. the replicated weights and the split data) of a shard_map-ped
-    data-parallel loss, eagerly and jitted."""
+    data-parallel loss, eagerly, jitted, and the data gradient under vmap."""
     P_, lax, jnp_ = M.sharding.PartitionSpec, M.lax, M.numpy
     A = _ts()._inputs()
 
@@ -54,7 +54,9 @@ def grad_global(M, mesh):
 
     f = M.shard_map(body, mesh=mesh, in_specs=(P_(), P_("x"), P_("x")), out_specs=P_())
     vg = M.value_and_grad(f, argnums=(0, 1))
-    return vg(A["w3"], A["X"], A["y"]), M.jit(vg)(A["w3"], A["X"], A["y"])
+    Xs = np.stack([A["X"], np.cos(A["X"])])  # (and vmap of the gradient over two data sets)
+    gXs = M.vmap(M.grad(f, argnums=1), in_axes=(None, 0, None))(A["w3"], Xs, A["y"])
+    return vg(A["w3"], A["X"], A["y"]), M.jit(vg)(A["w3"], A["X"], A["y"]), gXs
 
 
 def vjp_jvp_2d(M, mesh):
@@ -228,7 +230,8 @@ def check(tmp, platform, setenv):
     if platform == "cpu":
         env["TRITON_INTERPRET"] = "1"  # (the Triton path on this CPU: torch CPU tensors, gloo)
     cmd = [sys.executable, "-m", "functx.distributed", "--nproc", str(NPROC), __file__, path]
-    proc = subprocess.run(cmd + [platform], env=env, capture_output=True, text=True, timeout=600)
+    limit = 300 if platform == "cpu" else 600
+    proc = subprocess.run(cmd + [platform], env=env, capture_output=True, text=True, timeout=limit)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     theirs = _load(path)
     setenv("XLA_FLAGS", HOST4)

@@ -97,14 +97,16 @@ def test_coverage_and_differences_pages(site):
 
 
 def test_tutorials_ran_during_the_build(site):
-    tutorials = _hook().tutorials()
+    hook = _hook()
+    tutorials = hook.tutorials()
     assert tutorials, "no tutorials/NN_*.py to build"
     for path in tutorials:
         raw = (site / "tutorials" / path.stem / "index.html").read_text()
+        title = html.escape(hook.tutorial_title(path), quote=False)
+        assert f"<title>{title} - functx</title>" in raw, f"{path.name}: title is not {title!r}"
         text = html.unescape(re.sub(r"<[^>]+>", "", raw))
         assert "jp-OutputArea-output" in raw, f"{path.name}: no executed output on its page"
-        # the line a tutorial prints last, after its own checks (tutorials/README.md)
+        # the line each tutorial prints last, after its own checks (tutorials/README.md)
         done = f"{path.name[:2]} tutorial: all checks passed"
-        if done in path.read_text():
-            assert done in text, f"{path.name}: its last line is not on its page"
+        assert done in text, f"{path.name}: {done!r} is not on its page"
         assert "Traceback" not in text, path.name

@@ -1,7 +1,9 @@
-"""The project's front door: README.md, the demo, the tutorials, pyproject.toml and .ci/run.
+"""The project's front door: README.md, the demo, pyproject.toml and .ci/run.
 
-These keep the documentation honest: the README's example runs and prints what the README says,
-its two set-up commands are single shell lines, and the test command is exactly what CI runs.
+These keep the documentation honest: the README's examples run and print exactly what the README
+shows (and what JAX prints for the same programs), its two set-up commands are single shell lines,
+and the test command is exactly what CI runs. (The tutorials run in the docs site's strict build:
+tests/test_docs_site.py.)
 """
 
 from __future__ import annotations
@@ -77,8 +79,16 @@ def test_readme_has_exactly_two_single_line_commands():
         assert not cmd.startswith("$"), f"no prompt in the command: {cmd!r}"
     install_demo, install_test = commands
     assert "pip install" in install_demo and "functx.demo" in install_demo
-    assert "pip install" in install_test and ".[test]" in install_test
+    assert "pip install" in install_test and '".[test,docs]"' in install_test
     assert "pytest" in install_test
+
+
+def test_readme_says_how_to_read_and_check_the_docs(pyproject):
+    text = README.read_text()
+    assert "## Documentation" in text
+    assert "`mkdocs serve`" in text and "`mkdocs build --strict`" in text
+    assert "docs" in pyproject["project"]["optional-dependencies"]
+    assert (ROOT / "mkdocs.yml").exists()
 
 
 def test_readme_test_command_is_what_ci_runs():
@@ -159,20 +169,12 @@ def test_readme_examples_print_exactly_what_they_say(tmp_path):
         assert _without_jaxprs(jax_out) == _without_jaxprs(out), (i, jax_out, out)
 
 
-# --- demo and tutorials ----------------------------------------------------------------------
+# --- demo -----------------------------------------------------------------------------------------
 def test_demo_runs():
     out = check_ran(run_python(["-m", "functx.demo"], timeout=300))
     assert "{ lambda ;" in out, out
     assert re.search(r"functx demo: all \d+ checks passed", out), out
     assert "ConcretizationError" in out, out
-
-
-TUTORIALS = sorted((ROOT / "tutorials").glob("*.py"))
-
-
-@pytest.mark.parametrize("path", TUTORIALS, ids=[p.name for p in TUTORIALS])
-def test_tutorial_runs(path, tutorial_output):
-    tutorial_output(path.name)
 
 
 # --- CI script ---------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 # %% [markdown]
-# # Per-sample gradients with `vmap(grad(loss))`
+# # Per-sample gradients with vmap(grad(loss))
 #
 # One line gives the gradient of the loss of *each example* with respect to the parameters:
 # `functx.vmap(functx.grad(loss), in_axes=(None, 0, 0))(params, xs, ys)`. Both transforms rewrite
@@ -130,8 +130,10 @@ print(functx.make_jaxpr(functx.vmap(functx.grad(lsq), in_axes=(None, 0, 0)))(w, 
 # %% [markdown]
 # ## Compile it: `jit(vmap(grad(loss)))`
 # `functx.jit` compiles the batched gradient Jaxpr printed above into fused C++ kernels: the
-# eight `dot_general`s become matrix-product kernels and the elementwise work between them
-# (tanh, its derivative, the softmax) is fused into the kernels that read it. The first call
+# matrix products become `dot` kernels, the per-example weight gradients (outer products: a
+# contraction over a dimension of size 1) become `pointwise` kernels of shape
+# (batch, fan_in, fan_out), and the elementwise work between them (tanh, its derivative, the
+# softmax) is fused into the kernels that read it. The first call
 # traces and compiles (the code is then cached on disk); later calls with the same shapes and
 # dtypes run the compiled program. `lower(...)` shows what was generated without running it:
 # here, the list of kernels (tutorial 05 goes through the rest of the text).

@@ -1,5 +1,5 @@
 # %% [markdown]
-# # A Mamba-style selective scan with `associative_scan`
+# # A Mamba-style selective scan with associative_scan
 #
 # Mamba's selective state-space layer runs, for every batch element `b`, channel `d` and state
 # dimension `n`, the linear recurrence
@@ -39,7 +39,8 @@ from functx import lax
 
 functx.config.update("jax_enable_x64", True)  # float64 checks, as JAX's x64 mode below
 
-try:  # JAX is only a reference (values and timings)
+try:  # JAX is only a reference (values and timings); both libraries run on the CPU here
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
     import jax
 
     jax.config.update("jax_enable_x64", True)
@@ -292,13 +293,14 @@ assert kernels.count(": ascan") == 2 and "omp simd" in scan_cpp and "fx_exp" in 
 # %% [markdown]
 # ## 6. Timings against JAX
 # For the comparison both libraries compile the *same* code: the recurrence written with
-# `lax.scan` (one step per time step), the form JAX programs usually use. (XLA compiles the
-# gradient of `associative_scan` slowly, tens of seconds on this 2-core machine, which is why
-# the tutorial does not time JAX on it.) functx's `associative_scan` version from above is timed
-# too. Each figure is the median of 15 calls after a warm-up call, in this run, on the machine
-# named below; both libraries run on its CPU. At these small sizes, chosen so that the tutorial
-# runs in seconds, the figures are illustrative: they move with the machine's load, and the
-# ratios change with the problem size (`benchmarks/` has the real benchmarks).
+# `lax.scan` (one step per time step), the form JAX programs usually use. (XLA is slow to
+# compile the gradient of `associative_scan`: on this 2-core machine it takes longer than this
+# whole tutorial, which is why JAX is not timed on it here.) functx's `associative_scan`
+# version from above is timed too. Each figure is the median of 15 calls after a warm-up call,
+# in this run, on the machine named below; both libraries run on its CPU. At these small sizes,
+# chosen so that the tutorial runs in seconds, the figures are illustrative: they move with the
+# machine's load, and the ratios change with the problem size (`benchmarks/` has the real
+# benchmarks).
 
 
 # %%

@@ -19,6 +19,7 @@
 import contextlib
 import io
 import os
+import shutil
 import tempfile
 import time
 
@@ -71,17 +72,18 @@ assert "div b 3.0" in str(functx.make_jaxpr(centred_tanh)(x)) and "mul b 0.333" 
 # "t3, a float32 array of 8, is computed element by element over the index `i0` from t2".
 # Reshapes, broadcasts and slices are not nodes that move data: they are index expressions
 # inside the nodes that read them. A `reduce` node carries its operation and axes. The comment
-# `# kernel k` says which kernel computes the node; a node with no comment is fused into the
-# kernel of the node that reads it (it is recomputed there, never stored). The lines after
-# `outputs:` describe each kernel's shape and its parts.
+# `# kernel k` says which kernel computes the node; a node with no comment is fused: it is
+# computed inside the kernel(s) that read it and never written to an array of its own. The lines
+# after `outputs:` describe each kernel's shape and its parts.
 
 # %%
 print(sections["loop IR"])
 
 # %% [markdown]
 # **The kernels**, one line each, and **the C++ source**: a prelude of helpers (the same for
-# every program), then one function that allocates the temporaries and runs the kernels in
-# order; kernels that need OpenMP threads are functions of their own (`fx_k<k>`). Each kernel
+# every program), then one function, `fx_run`, that allocates the temporaries and runs the
+# kernels in order. (In a large program some kernels move into functions `fx_k<k>` of other
+# translation units, which the compiler builds in parallel; `fx_run` calls them.) Each kernel
 # starts with a `// kernel k:` comment, which is how to find it.
 
 # %%
@@ -232,4 +234,11 @@ try:
 except functx.errors.TracerBoolConversionError as e:
     print(type(e).__name__ + ":", e)
 print(functx.jit(lambda v: jnp.where(v.sum() > 0, v, -v))(x)[:3], "(with jnp.where)")
+
+# %% [markdown]
+# Finally, the temporary cache directory of section 3 is removed (the programs already loaded
+# stay usable).
+
+# %%
+shutil.rmtree(cache_dir, ignore_errors=True)
 print("05 tutorial: all checks passed")

@@ -562,7 +562,7 @@ def _cum(fn_name, combine):
             raise FunctxTypeError(f"{fn_name}: reverse must be a bool, got {reverse!r}{where()}")
         return _associative_scan(combine, x, bool(reverse), int(axis) % nd, None)
 
-    f.__name__ = fn_name
+    f.__name__ = f.__qualname__ = fn_name
     f.__doc__ = _CUM_DOC.format(name=fn_name, what=_CUM_WHAT[fn_name], out=_CUM_OUT[fn_name])
     return f
 

@@ -175,11 +175,13 @@ def _local(backend: str | None) -> list[Device]:
     raise ValueError(f"functx.devices: unknown platform {backend!r}; use 'cpu' or 'gpu'")
 
 
-def local_devices(backend: str | None = None) -> list[Device]:
-    """The devices of this process (``jax.local_devices``): the same as ``devices`` unless
-    ``functx.distributed.initialize()`` started a run of several processes.
+def local_devices(process_index=None, backend: str | None = None, host_id=None) -> list[Device]:
+    """The devices of a process (``jax.local_devices``): this process's, the same as
+    ``devices`` unless ``functx.distributed.initialize()`` started a run of several processes.
 
     Arguments:
+      process_index: None or this process's index (each process sees only its own devices:
+        another index raises ValueError); host_id: its old name.
       backend: None (the default backend) or "cpu" / "gpu".
     Returns:
       A list of ``Device``.
@@ -188,6 +190,13 @@ def local_devices(backend: str | None = None) -> list[Device]:
       >>> functx.local_devices(backend="cpu")
       [CpuDevice(id=0)]
     """
+    index = process_index if process_index is not None else host_id
+    me = processes.get("process_index", 0)
+    if index is not None and index != me:
+        raise DeviceError(
+            f"local_devices: process_index={index}: functx lists only this process's devices "
+            f"(process {me})"
+        )
     if "local_devices" in processes:
         return processes["local_devices"](backend)
     return _local(backend)
@@ -220,7 +229,7 @@ def local_device_count(backend: str | None = None) -> int:
       >>> functx.local_device_count("cpu")
       1
     """
-    return len(local_devices(backend))
+    return len(local_devices(backend=backend))
 
 
 def process_count(backend: str | None = None) -> int:

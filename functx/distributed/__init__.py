@@ -104,6 +104,10 @@ def initialize(
     Returns:
       None. Afterwards ``functx.devices()`` lists one device per process and
       ``functx.process_index()`` is this process's rank.
+
+    Differences from JAX: one process per device (JAX: per host) over ``torch.distributed``;
+    ``platform=`` is functx's own (JAX 0.10.2 has no such argument) and picks gloo or NCCL.
+
     Example:
       >>> import socket
       >>> import functx

@@ -833,8 +833,9 @@ def broadcast_to(x, shape):
         return x
     n = len(shape) - av.ndim
     if n < 0 or builtins.any(s not in (1, t) for s, t in zip(av.shape, shape[n:])):
-        raise FunctxTypeError(
-            f"broadcast_to: cannot broadcast {av.str_short()} to shape {shape}{_loc()}"
+        raise FunctxArgumentError(  # (JAX raises ValueError)
+            f"broadcast_to: incompatible shapes for broadcasting: {av.str_short()} and requested "
+            f"shape {shape}{_loc()}"
         )
     return ops.broadcast_in_dim(x, shape, tuple(range(n, len(shape))))
 
@@ -871,7 +872,7 @@ def _ufunc1(lax_fn, name, kind="float"):
         (x,) = _promote_float(name, x) if kind == "float" else _promote(name, x)
         return lax_fn(x)
 
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise {name}, like ``jax.numpy.{name}``."
     return fn
 
@@ -1535,7 +1536,7 @@ def _ufunc2(lax_fn, name, kind="any"):
         x1, x2 = _promote_float(name, x1, x2) if kind == "float" else _promote(name, x1, x2)
         return lax_fn(x1, x2)
 
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise {name} with broadcasting, like ``jax.numpy.{name}``."
     return fn
 
@@ -1843,7 +1844,7 @@ def _extremum(lax_fn, name):
         x1, x2 = _promote(name, x1, x2)
         return lax_fn(x1, x2)
 
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise {name} with broadcasting, like ``jax.numpy.{name}``."
     return fn
 
@@ -1955,7 +1956,7 @@ def _ordered(lax_fn, name):
             return ops.select(ops.eq(r1, r2), lax_fn(ops.imag(x1), ops.imag(x2)), lax_fn(r1, r2))
         return lax_fn(x1, x2)
 
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise {name} with broadcasting, like ``jax.numpy.{name}``."
     return fn
 
@@ -2218,7 +2219,7 @@ def _logical(lax_fn, name):
         x1, x2 = _promote(name, astype(x1, bool_), astype(x2, bool_))
         return lax_fn(x1, x2)
 
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name
     return fn
 
 
@@ -2288,7 +2289,7 @@ def _bitwise(lax_fn, name):
             )
         return lax_fn(x1, x2)
 
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name
     return fn
 
 
@@ -2972,7 +2973,7 @@ def _argreduce(fn, name):
         r = fn(a, ax, dtypes.default_int())
         return _keep(r, (ax,), av.shape, keepdims)
 
-    f.__name__ = name
+    f.__name__ = f.__qualname__ = name
     return f
 
 
@@ -3075,7 +3076,7 @@ def _cumulative(lax_fn, name):
             return astype(lax_fn(astype(a, dtypes.default_int()), ax), dt)
         return lax_fn(astype(a, dt), ax)
 
-    f.__name__ = name
+    f.__name__ = f.__qualname__ = name
     f.__doc__ = f"``jax.numpy.{name}``: bools accumulate in int32, other dtypes keep theirs."
     return f
 
@@ -3155,7 +3156,7 @@ def _cumulative_api(fn, name, identity, promote=True):
             out = concatenate([full(tuple(shape), identity, dt), out], axis=ax)
         return out
 
-    f.__name__ = name
+    f.__name__ = f.__qualname__ = name
     f.__doc__ = f"``jax.numpy.{name}`` (the array API's cumulative reduction)."
     return f
 

@@ -27,6 +27,7 @@ from functx.transforms.jvp import (
     zeros_like_aval,
 )
 from functx.transforms.partial_eval import partial_eval_jaxpr
+from functx.tree_util import Partial
 
 
 # --- partial evaluation --------------------------------------------------------------------------
@@ -96,23 +97,37 @@ def linearize(fun, *primals):
     n_out = len(traced.closed.out_avals)
     outs, residuals = res[:n_out], res[n_out:]
     out_avals = traced.closed.out_avals
+    # the linear map: a pytree (``tree_util.Partial``) whose leaves are the residuals, so it may
+    # be returned from and passed to transformed functions, as JAX's; ``f_jvp.func.args[0]`` is
+    # its linear Jaxpr (residuals and tangents in, output tangents out)
+    linear = _LinearMap(
+        lin.linear, traced.in_tree, traced.out_tree, nonzeros, lin.out_nz, out_avals
+    )
+    return tree_unflatten(traced.out_tree, outs), Partial(linear, list(residuals))
 
-    def f_jvp(*tangents):
+
+class _LinearMap:
+    """The function of ``linearize``'s result: ``(residuals, *tangents) -> output tangent``.
+    ``args`` holds what it computes with (the linear Jaxpr first), as JAX's partial does."""
+
+    def __init__(self, *args):
+        self.args = args
+
+    def __call__(self, residuals, *tangents):
+        jaxpr, in_tree, out_tree, nonzeros, out_nz, out_avals = self.args
         t_leaves, t_tree = tree_flatten((tuple(tangents), {}))
-        if t_tree != traced.in_tree:
+        if t_tree != in_tree:
             raise FunctxTypeError(
                 f"linearize: tangents must have the structure of the primals, "
-                f"{traced.in_tree}; got {t_tree}{where()}"
+                f"{in_tree}; got {t_tree}{where()}"
             )
         ts = [t for t, nz in zip(t_leaves, nonzeros) if nz]
-        t_out = iter(as_arrays(eval_jaxpr(lin.linear, [], *residuals, *ts)))
+        t_out = iter(as_arrays(eval_jaxpr(jaxpr, [], *residuals, *ts)))
         touts = [
             next(t_out) if nz else zeros_like_aval(tangent_aval(a))
-            for nz, a in zip(lin.out_nz, out_avals)
+            for nz, a in zip(out_nz, out_avals)
         ]
-        return tree_unflatten(traced.out_tree, touts)
-
-    return tree_unflatten(traced.out_tree, outs), f_jvp
+        return tree_unflatten(out_tree, touts)
 
 
 __all__ = [

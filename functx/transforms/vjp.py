@@ -45,6 +45,7 @@ from functx.transforms.jvp import (
 from functx.transforms.linearize import linearize_jaxpr
 from functx.transforms.transpose import UndefinedPrimal, backward_pass
 from functx.transforms.vmap import vmap
+from functx.tree_util import Partial
 
 _fun_name = fun_name
 
@@ -127,63 +128,81 @@ def vjp(fun, *primals, has_aux=False):
     res = as_arrays(eval_jaxpr(lin.primal.jaxpr, lin.primal.consts, *leaves))
     n_all = len(traced.closed.out_avals)
     outs, residuals = res[:n_all], res[n_all:]
+    in_avals = [get_aval(x) for x in leaves]
+    # the pullback: a pytree (``tree_util.Partial``) whose leaves are the residuals, so it may be
+    # returned from and passed to transformed functions, as JAX's
+    pullback = functools.partial(
+        _pullback,
+        traced,
+        tuple(in_avals),
+        tuple(nonzeros),
+        lin,
+        _fun_name(fun),
+        getattr(fun, "__name__", type(fun).__name__),
+    )
+    vjp_fun = Partial(pullback, list(residuals))
+    primal_out = tree_unflatten(traced.out_tree, outs[: traced.n_out])
+    if has_aux:
+        return primal_out, vjp_fun, tree_unflatten(traced.aux_tree, outs[traced.n_out :])
+    return primal_out, vjp_fun
+
+
+_VJP_ARGS = """
+The function returned by `functx.vjp` applied to {name} was called with {n} arguments, but
+functions returned by `functx.vjp` must be called with a single argument corresponding to the
+single value returned by the function being differentiated (even if that returned value is a
+tuple or other container): for `f = lambda x: (x, x)` and `_, f_vjp = functx.vjp(f, 1.0)`, call
+`x_bar, = f_vjp((2.0, 2.0))`, not `f_vjp(2.0, 2.0)`."""
+
+
+def _pullback(traced, in_avals, nonzeros, lin, fname, name, residuals, *cts):
+    """``vjp``'s pullback at the cotangent ``cts[0]``, from the forward pass's residuals."""
+    if len(cts) != 1:
+        raise FunctxTypeError(_VJP_ARGS.format(name=name, n=len(cts)))
+    (ct,) = cts
     n = traced.n_out
     out_avals = traced.closed.out_avals
-    fname = _fun_name(fun)
-
-    def vjp_fun(ct):
-        ct_leaves, ct_tree = tree_flatten(ct)
-        if ct_tree != traced.out_tree:
-            raise FunctxTypeError(
-                f"vjp of {fname}: the cotangent must have the structure of the primal output, "
-                f"{traced.out_tree}; got {ct_tree}{where()}"
-            )
-        for i, (c, a) in enumerate(zip(ct_leaves, out_avals)):
-            ca = get_aval(c)
-            if ca.shape != a.shape:
-                raise FunctxArgumentError(
-                    f"vjp of {fname}: cotangent leaf {i} has shape {ca.str_short()}, the primal "
-                    f"output has {a.str_short()}{where()}"
-                )
-            if (
-                a.dtype in dtypes.FLOATS
-                and ca.dtype not in dtypes.FLOATS
-                and not is_python_scalar(c)
-            ):
-                raise FunctxValueError(
-                    f"vjp of {fname}: cotangent leaf {i} has dtype {ca.str_short()}, but the "
-                    f"primal output {a.str_short()} needs a float cotangent of its dtype"
-                    f"{where()}"
-                )
-        cts_out = [
-            ct_leaves[i] if i < n else Zero(tangent_aval(a))
-            for i, (nz, a) in enumerate(zip(lin.out_nz, out_avals))
-            if nz
-        ]
-        cts_out = [
-            c
-            if isinstance(c, Zero) or get_aval(c).dtype == a.dtype
-            else ops.convert_element_type(c, a.dtype)
-            for c, a in zip(cts_out, [a for nz, a in zip(lin.out_nz, out_avals) if nz])
-        ]
-        args = list(residuals) + [
-            UndefinedPrimal(tangent_aval(get_aval(x))) for x, nz in zip(leaves, nonzeros) if nz
-        ]
-        cts = iter(
-            as_arrays(
-                instantiate(c) for c in backward_pass(lin.linear, [], args, cts_out)[lin.n_res :]
-            )
+    ct_leaves, ct_tree = tree_flatten(ct)
+    if ct_tree != traced.out_tree:
+        raise FunctxTypeError(
+            f"vjp of {fname}: the cotangent must have the structure of the primal output, "
+            f"{traced.out_tree}; got {ct_tree}{where()}"
         )
-        out = [
-            _weak_as(next(cts), get_aval(x)) if nz else zeros_like_aval(tangent_aval(get_aval(x)))
-            for x, nz in zip(leaves, nonzeros)
-        ]
-        return tree_unflatten(traced.in_tree, out)[0]
-
-    primal_out = tree_unflatten(traced.out_tree, outs[:n])
-    if has_aux:
-        return primal_out, vjp_fun, tree_unflatten(traced.aux_tree, outs[n:])
-    return primal_out, vjp_fun
+    for i, (c, a) in enumerate(zip(ct_leaves, out_avals)):
+        ca = get_aval(c)
+        if ca.shape != a.shape:
+            raise FunctxArgumentError(
+                f"vjp of {fname}: cotangent leaf {i} has shape {ca.str_short()}, the primal "
+                f"output has {a.str_short()}{where()}"
+            )
+        if a.dtype in dtypes.FLOATS and ca.dtype not in dtypes.FLOATS and not is_python_scalar(c):
+            raise FunctxValueError(
+                f"vjp of {fname}: cotangent leaf {i} has dtype {ca.str_short()}, but the "
+                f"primal output {a.str_short()} needs a float cotangent of its dtype"
+                f"{where()}"
+            )
+    cts_out = [
+        ct_leaves[i] if i < n else Zero(tangent_aval(a))
+        for i, (nz, a) in enumerate(zip(lin.out_nz, out_avals))
+        if nz
+    ]
+    cts_out = [
+        c
+        if isinstance(c, Zero) or get_aval(c).dtype == a.dtype
+        else ops.convert_element_type(c, a.dtype)
+        for c, a in zip(cts_out, [a for nz, a in zip(lin.out_nz, out_avals) if nz])
+    ]
+    args = list(residuals) + [
+        UndefinedPrimal(tangent_aval(a)) for a, nz in zip(in_avals, nonzeros) if nz
+    ]
+    cts = iter(
+        as_arrays(instantiate(c) for c in backward_pass(lin.linear, [], args, cts_out)[lin.n_res :])
+    )
+    out = [
+        _weak_as(next(cts), a) if nz else zeros_like_aval(tangent_aval(a))
+        for a, nz in zip(in_avals, nonzeros)
+    ]
+    return tree_unflatten(traced.in_tree, out)[0]
 
 
 # --- grad / value_and_grad -----------------------------------------------------------------------

@@ -42,15 +42,15 @@ def _clipped(M, clip=0.5):
 
 
 def _outer_shaped(closed):
-    """The values of ``closed`` shaped like a per-example weight gradient: (B, n, m)."""
-    weights = {(a, b) for a, b in zip(SIZES[:-1], SIZES[1:])}
+    """The values of ``closed`` shaped like per-example weight gradients: (..., B, n, m)."""
+    weights = {tuple(sorted(w)) for w in zip(SIZES[:-1], SIZES[1:])}
     return [
         (e.prim.name, v.aval.shape)
         for e in closed.jaxpr.eqns
         for v in e.outvars
-        if v.aval.ndim == 3
-        and v.aval.shape[0] == B
-        and tuple(sorted(v.aval.shape[1:])) in {tuple(sorted(w)) for w in weights}
+        if v.aval.ndim >= 3
+        and v.aval.shape[-3] == B
+        and tuple(sorted(v.aval.shape[-2:])) in weights
     ]
 
 
@@ -66,6 +66,11 @@ def test_the_clipped_sum_forms_no_outer_product_and_equals_the_unrewritten_progr
     rewritten = factor_outer_products(closed)
     typecheck_jaxpr(rewritten)
     assert _outer_shaped(rewritten) == [], str(rewritten)
+    # each weight's clipped sum is one plain product over the examples, in its own layout
+    weights = set(zip(SIZES[:-1], SIZES[1:]))
+    sums = [e for e in rewritten.jaxpr.eqns if e.outvars[0].aval.shape in weights]
+    assert [e.prim.name for e in sums] == ["dot_general"] * len(weights), str(rewritten)
+    assert all(e.params["dimension_numbers"] == (((0,), (0,)), ((), ())) for e in sums)
     leaves, tree = functx.tree_util.tree_flatten((params, x, y))
     want = eval_jaxpr(closed.jaxpr, closed.consts, *leaves)
     got = eval_jaxpr(rewritten.jaxpr, rewritten.consts, *leaves)
@@ -93,7 +98,7 @@ def test_float32_in_the_default_mode_and_under_vmap():
     xs, ys = np.stack([x, x[::-1]]), np.stack([y, y[::-1]])
 
     def both(M):
-        # (vmap over two groups of examples: two batch dimensions, which the pass leaves alone)
+        # (vmap over two groups of examples: the outer products have two batch dimensions)
         vm = M.vmap(_clipped(M), in_axes=(None, 0, 0))
         return lambda p, x, y, xs, ys: (_clipped(M)(p, x, y), vm(p, xs, ys))
 
@@ -130,8 +135,47 @@ def test_it_does_not_fire_when_the_outer_product_is_needed():
     # a contraction over a non-batch axis; a norm over the batch axis too
     assert _left_alone(lambda a, d, s: (norm_and_sum(a, d, s), outer(a, d) @ w), a, d, s)
     assert _left_alone(lambda a, d: fnp.sum(outer(a, d) ** 2), a, d)
+    # a product with a full array is not an outer product
+    full = rng.standard_normal((B, 5, 3))
+    assert _left_alone(lambda a, full: fnp.sum((a[:, :, None] * full) ** 2, axis=(1, 2)), a, full)
     # a product contracting a real (size 5) axis is not an outer product
     assert _left_alone(lambda a, d: fnp.sum(fnp.einsum("bi,bi->b", a, a) ** 2), a, d)
+
+
+_FORMS = {
+    "mul": lambda v, s: (fnp.sum(v * v, axis=(1, 2)), fnp.tensordot(s, v, 1)),
+    "converted": lambda v, s: fnp.sum(v.astype(np.float64) ** 2, axis=(2, 1)),
+    "layout": lambda v, s: fnp.tensordot(s, v.transpose(0, 2, 1).reshape(B, -1), 1),
+    "operand_order": lambda v, s: fnp.tensordot(v.transpose(0, 2, 1), s, axes=([0], [0])),
+    "vmapped": None,  # "mul" under vmap over two groups of examples
+    "broadcasts": None,  # "mul" of a[:, None, :] * d[:, :, None]
+}
+
+
+@pytest.mark.parametrize("form", sorted(_FORMS))
+def test_the_forms_it_rewrites(form):
+    rng = np.random.default_rng(3)
+    a, d, s = rng.standard_normal((B, 5)), rng.standard_normal((B, 3)), rng.standard_normal(B)
+    a, d, s = (t.astype(np.float32) for t in (a, d, s))
+
+    def f(a, d, s):
+        broadcasts = form == "broadcasts"
+        v = a[:, None, :] * d[:, :, None] if broadcasts else fnp.einsum("bi,bj->bij", a, d)
+        return (_FORMS[form] or _FORMS["mul"])(v, s)
+
+    if form == "vmapped":
+        f = functx.vmap(f)
+        a, d, s = (np.stack([t, 2 * t]) for t in (a, d, s))
+    closed = passes.simplify(functx.make_jaxpr(f)(a, d, s))
+    rewritten = factor_outer_products(closed)
+    assert rewritten is not closed
+    typecheck_jaxpr(rewritten)
+    assert not [e for e in rewritten.jaxpr.eqns if e.outvars[0].aval.size >= B * 15]
+    want = eval_jaxpr(closed.jaxpr, closed.consts, a, d, s)
+    got = eval_jaxpr(rewritten.jaxpr, rewritten.consts, a, d, s)
+    for g, w in zip(got, want):
+        assert np.asarray(g).dtype == np.asarray(w).dtype
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5)
 
 
 def _one_layer(M):
