@@ -468,8 +468,18 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
         rdt = dtypes.REAL_OF.get(cdt, cdt)
         delta = (stop - start) * (np.asarray(1, cdt) / np.asarray(div, cdt))
         inv = np.asarray(1, rdt) / np.asarray(div, rdt)
-        step = astype(ops.broadcasted_iota(rdt, (div,) + (1,) * len(shape), 0) * inv, cdt)
-        out = s * (1 - step) + t * step
+        it = ops.broadcasted_iota(rdt, (div,) + (1,) * len(shape), 0)
+        step = astype(it * inv, cdt)
+        if cdt in (dtypes.float32, dtypes.float16, dtypes.bfloat16):
+            # XLA computes ``stop * step`` as ``iota * (stop * (1 / div))`` and fuses that
+            # product into the sum; in float64 the fused multiply-add is exact for these
+            # operands (one rounding at the end, as the FMA's)
+            with config.enable_x64(True):
+                f64, cvt = dtypes.float64, ops.convert_element_type
+                w = cvt(s * (1 - step), f64)
+                out = cvt(cvt(it, f64) * cvt(t * np.asarray(inv, cdt), f64) + w, cdt)
+        else:
+            out = s * (1 - step) + t * step
         if endpoint:
             out = concatenate([out, t], axis=0)
     elif num == 1:
@@ -710,7 +720,23 @@ def _promote(name, *args, kind=None):
         ) from None
 
 
+def _arraylike(a, name, position=0):
+    """``a`` as an array, where JAX's ``check_arraylike`` accepts it: arrays, NumPy arrays and
+    scalars, not Python lists or tuples (TypeError, JAX's message)."""
+    if _is_array(a):
+        return a
+    if isinstance(a, (list, tuple)):
+        raise FunctxTypeError(
+            f"{name} requires ndarray or scalar arguments, got {type(a)} at position "
+            f"{position}.{_loc()} Convert it first: jnp.asarray(x)"
+        )
+    return asarray(a)
+
+
 def _promote_general(name, args, kind):
+    for i, a in enumerate(args):
+        if isinstance(a, (list, tuple)):
+            _arraylike(a, name, i)
     avals = [_aval(a) for a in args]
     dt, weak = dtypes.result_type(*[(a.dtype, a.weak_type) for a in avals])
     if kind == "inexact":
@@ -2511,7 +2537,7 @@ def sum(  # noqa: A001
              [15]], dtype=int32)
     """
     _no_out(out, "sum")
-    a = asarray(a) if not _is_array(a) else a
+    a = _arraylike(a, "sum")
     av = _aval(a)
     axes = _norm_axis(axis, av.ndim, "sum axis")
     dt = _sum_dtype(av.dtype, promote_integers) if dtype is None else _dt(dtype, None, "sum")
@@ -2556,7 +2582,7 @@ def prod(
       Array([  6, 120], dtype=int32)
     """
     _no_out(out, "prod")
-    a = asarray(a) if not _is_array(a) else a
+    a = _arraylike(a, "prod")
     av = _aval(a)
     axes = _norm_axis(axis, av.ndim, "prod axis")
     dt = _sum_dtype(av.dtype, promote_integers) if dtype is None else _dt(dtype, None, "prod")
@@ -2593,7 +2619,7 @@ def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # no
       Array([5., 4.], dtype=float32)
     """
     _no_out(out, "max")
-    a = asarray(a) if not _is_array(a) else a
+    a = _arraylike(a, "max")
     av = _aval(a)
     axes = _norm_axis(axis, av.ndim, "max axis")
     if builtins.any(av.shape[i] == 0 for i in axes) and initial is None:
@@ -2646,7 +2672,7 @@ def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # no
              [2.]], dtype=float32)
     """
     _no_out(out, "min")
-    a = asarray(a) if not _is_array(a) else a
+    a = _arraylike(a, "min")
     av = _aval(a)
     axes = _norm_axis(axis, av.ndim, "min axis")
     if builtins.any(av.shape[i] == 0 for i in axes) and initial is None:
@@ -2753,7 +2779,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
       Array([2. , 3.5], dtype=float32)
     """
     _no_out(out, "mean")
-    a = asarray(a) if not _is_array(a) else a
+    a = _arraylike(a, "mean")
     av = _aval(a)
     axes = _norm_axis(axis, av.ndim, "mean axis")
     dt = _dt(dtype, None, "mean") if dtype is not None else _inexact(av.dtype)
@@ -2817,7 +2843,7 @@ def var(
     elif not isinstance(ddof, int) or ddof != 0:
         raise FunctxValueError(f"ddof and correction can't be provided simultaneously.{_loc()}")
     ddof = _v.number(correction, "var", "ddof")
-    a = asarray(a) if not _is_array(a) else a
+    a = _arraylike(a, "var")
     av = _aval(a)
     axes = _norm_axis(axis, av.ndim, "var axis")
     if dtype is not None:
@@ -2923,7 +2949,7 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
       >>> jnp.average(x, weights=jnp.array([3.0, 1.0, 0.0]), returned=True)
       (Array(1.25, dtype=float32), Array(4., dtype=float32))
     """
-    a = asarray(a) if not _is_array(a) else a
+    a = _arraylike(a, "average")
     av = _aval(a)
     axes = _norm_axis(axis, av.ndim, "average axis")
     if weights is None:
@@ -2963,7 +2989,7 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
 def _argreduce(fn, name):
     def f(a, axis=None, out=None, keepdims=False):
         _no_out(out, name)
-        a = asarray(a) if not _is_array(a) else a
+        a = _arraylike(a, name)
         av = _aval(a)
         if axis is None:
             flat = ravel(a)
@@ -3056,7 +3082,7 @@ def ptp(a, axis=None, out=None, keepdims=False):
 def _cumulative(lax_fn, name):
     def f(a, axis=None, dtype=None, out=None):
         _no_out(out, name)
-        a = asarray(a) if not _is_array(a) else a
+        a = _arraylike(a, name)
         if axis is None:
             a = ravel(a)
             axis = 0
@@ -3204,7 +3230,7 @@ Example:
 
 
 def _nan_extremum(fn, fill, a, axis, keepdims):
-    a = asarray(a) if not _is_array(a) else a
+    a = _arraylike(a, "nan" + fn.__name__)
     dt = _aval(a).dtype
     if dt not in dtypes.FLOATS:
         return fn(a, axis, keepdims=keepdims)
@@ -3296,7 +3322,7 @@ def reshape(a, shape, order="C", *, copy=None):
              [3, 4, 5]], dtype=int32)
     """
     del copy  # unused: the result never aliases a mutable buffer
-    a = asarray(a) if not _is_array(a) else a
+    a = _arraylike(a, "reshape")
     if order == "A":
         raise UnsupportedError(f"reshape: order='A' is not implemented (nor in JAX){_loc()}")
     if order not in ("C", "F"):
@@ -3357,7 +3383,7 @@ def transpose(a, axes=None):
       Array([[1, 3],
              [2, 4]], dtype=int32)
     """
-    a = asarray(a) if not _is_array(a) else a
+    a = _arraylike(a, "transpose")
     nd = _aval(a).ndim
     if axes is None:
         axes = tuple(range(nd))[::-1]
@@ -3401,7 +3427,7 @@ def moveaxis(a, source, destination):
       >>> jnp.moveaxis(jnp.zeros((2, 3, 4)), 0, -1).shape
       (3, 4, 2)
     """
-    a = asarray(a) if not _is_array(a) else a
+    a = _arraylike(a, "moveaxis")
     nd = _aval(a).ndim
     src = [_canon_axis(s, nd, "moveaxis source") for s in _v.axis_seq(source, "moveaxis", "source")]
     dst = [
@@ -3436,7 +3462,7 @@ def swapaxes(a, axis1, axis2):
       >>> jnp.swapaxes(jnp.zeros((2, 3, 4)), 0, 2).shape
       (4, 3, 2)
     """
-    a = asarray(a) if not _is_array(a) else a
+    a = _arraylike(a, "swapaxes")
     nd = _aval(a).ndim
     perm = list(range(nd))
     i, j = _canon_axis(axis1, nd, "swapaxes axis1"), _canon_axis(axis2, nd, "swapaxes axis2")
@@ -3461,7 +3487,7 @@ def squeeze(a, axis=None):
       >>> jnp.squeeze(jnp.zeros((1, 3, 1)), axis=0).shape
       (3, 1)
     """
-    a = asarray(a) if not _is_array(a) else a
+    a = _arraylike(a, "squeeze")
     av = _aval(a)
     if axis is None:
         axes = tuple(i for i, d in enumerate(av.shape) if d == 1)
@@ -3490,7 +3516,7 @@ def expand_dims(a, axis):
       >>> jnp.expand_dims(jnp.zeros((2, 3)), (0, 3)).shape
       (1, 2, 3, 1)
     """
-    a = asarray(a) if not _is_array(a) else a
+    a = _arraylike(a, "expand_dims")
     axes = _v.axis_seq(axis, "expand_dims", "axis")
     n = _aval(a).ndim + len(axes)
     dims = sorted(_canon_axis(d, n, "expand_dims axis") for d in axes)
@@ -3923,7 +3949,7 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
              [3, 4],
              [3, 4]], dtype=int32)
     """
-    a = asarray(a) if not _is_array(a) else a
+    a = _arraylike(a, "repeat")
     if axis is None:
         a = ravel(a)
         axis = 0
@@ -4048,7 +4074,7 @@ def roll(a, shift, axis=None):
       Array([[2, 3, 1],
              [5, 6, 4]], dtype=int32)
     """
-    a = asarray(a) if not _is_array(a) else a
+    a = _arraylike(a, "roll")
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), _aval(a).shape)
     if isinstance(shift, Tracer):
@@ -4456,7 +4482,7 @@ def take(
       Array([30., 10., 30.], dtype=float32)
     """
     _no_out(out, "take")
-    a = asarray(a) if not _is_array(a) else a
+    a = _arraylike(a, "take")
     if mode == "raise":
         raise UnsupportedError(
             f"take: mode='raise' is not supported (it needs a data-dependent "
@@ -4617,7 +4643,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
       >>> jnp.diagonal(x, offset=1)
       Array([1, 5], dtype=int32)
     """
-    a = asarray(a) if not _is_array(a) else a
+    a = _arraylike(a, "diagonal")
     av = _aval(a)
     offset = _v.integer(offset, "diagonal", "offset")
     if av.ndim < 2:
@@ -4874,7 +4900,7 @@ def vdot(a, b, *, precision=None, preferred_element_type=None):
       >>> jnp.vdot(jnp.array([1 + 2j, 3j]), jnp.array([1, 1j]))
       Array(4.-2.j, dtype=complex64)
     """
-    a = asarray(a) if not _is_array(a) else a
+    a = _arraylike(a, "vdot")
     if _aval(a).dtype in dtypes.COMPLEX:
         a = ops.conj(a)
     return dot(
