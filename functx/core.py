@@ -119,8 +119,26 @@ class Literal:
 Atom = Var | Literal
 
 
+#: Primitives with a side effect (host callbacks, ...), registered by their modules through
+#: ``functx.transforms.passes.effectful`` (this set): ``Eqn.effects`` reads it.
+effectful_primitives: set = set()
+
+
 class Eqn:
     __slots__ = ("prim", "invars", "outvars", "params", "source_info")
+
+    @property
+    def effects(self) -> frozenset:
+        """JAX's ``eqn.effects``: the names of the effectful primitives the equation runs (its
+        own, or inside its sub-Jaxprs: a loop body, a branch); empty for a pure equation."""
+        out = {self.prim.name} if self.prim in effectful_primitives else set()
+        for p in self.params.values():
+            for j in p if isinstance(p, tuple) else (p,):
+                inner = j.jaxpr if isinstance(j, ClosedJaxpr) else j
+                if isinstance(inner, Jaxpr):
+                    for e in inner.eqns:
+                        out |= e.effects
+        return frozenset(out)
 
     @property
     def primitive(self):

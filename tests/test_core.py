@@ -368,3 +368,19 @@ def test_bind_goes_to_the_innermost_trace_else_the_eager_path():
     assert not core.is_tracing()
     assert core.eager_rules["cpu"] is functx.tracing.eager_bind
     np.testing.assert_array_equal(np.asarray(lax.add(X3, X3)), X3 + X3)
+
+
+def test_eqn_effects_as_jax():
+    """``eqn.effects`` (JAX's): empty for pure equations, the callback's for one that prints,
+    and a branch's effects on the ``cond`` holding it."""
+    import functx.numpy as jnp
+
+    j = functx.make_jaxpr(lambda x: (functx.debug.print("x {}", x), jnp.sin(x))[1])(1.0)
+    assert [bool(e.effects) for e in j.jaxpr.eqns] == [True, False]
+
+    def f(x):
+        return functx.lax.cond(x > 0, lambda: (functx.debug.print("a"), x)[1], lambda: x)
+
+    eqns = functx.make_jaxpr(f)(1.0).jaxpr.eqns
+    assert eqns[-1].primitive.name == "cond" and eqns[-1].effects
+    assert not any(e.effects for e in eqns[:-1])

@@ -70,7 +70,7 @@ DIFFERS_FROM_JAX: dict[str, str] = {
         "jacfwd jacobian jacrev jit jvp linearize named_call named_scope pure_callback "
         "value_and_grad vjp transfer_guard transfer_guard_host_to_device "
         "transfer_guard_device_to_device transfer_guard_device_to_host legacy_prng_key "
-        "log_compiles ensure_compile_time_eval"
+        "log_compiles ensure_compile_time_eval device_put pmap shard_map"
     ),
     "functx.ad_checkpoint": "Offloadable",
     "functx.custom_batching": "custom_vmap",
@@ -94,7 +94,9 @@ DIFFERS_FROM_JAX: dict[str, str] = {
     ),
     "functx.numpy.linalg": "det eig eigvals pinv qr solve svd",
     "functx.ops": "segment_prod",
-    "functx.random": "KeyArray cauchy key laplace logistic truncated_normal",
+    "functx.random": (
+        "KeyArray ball cauchy key laplace logistic multivariate_normal truncated_normal"
+    ),
     "functx.scipy.linalg": "eigh_tridiagonal polar qr sqrtm",
     "functx.scipy.signal": "convolve convolve2d correlate correlate2d",
 }

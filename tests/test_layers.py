@@ -21,7 +21,7 @@ PKG = pathlib.Path(__file__).resolve().parent.parent / "functx"
 
 # The layers, lowest first: (layer name, module-name prefixes). A module belongs to the layer of
 # its longest matching prefix ("functx.lowering.loopir" before "functx.lowering"); "functx" alone
-# is the package's __init__. Keep this in step with the layer list in CONTRIBUTING.md.
+# is the package's __init__. docs/hooks/site.py renders this list as the developer guide's table.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     (
         "leaves",

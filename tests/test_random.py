@@ -128,7 +128,7 @@ def _samplers_loops(r, k, p=np.array([3.0, 2.0, -1.5], F32)):  # noqa: B008 - re
     compiler folds constants, with other roundings.)"""
     k1, k2 = r.split(k)
     return {
-        "gamma": r.gamma(k1, np.array([0.5, 2.5], F32), None, F32),
+        "gamma": r.gamma(k1, np.array([0.5, 2 / 3, 2.5], F32), None, F32),
         "wald_one_float32": r.wald(k1, p[0], (), F32),
         "multivariate_normal_float32": r.multivariate_normal(
             k1, np.array([0.5, -1.0, 2.0], F32), _COV, (4,), F32
@@ -377,7 +377,7 @@ def test_grad_through_exact_samplers_in_the_default_mode():
 def test_random_gamma_p_binds_jaxs_sampler(reference):
     """``random_gamma_p.bind(key, a, log_space=)``: JAX's gamma bits (the reference program's
     ``gamma``), loggamma's with ``log_space=True``."""
-    a = np.array([0.5, 2.5], F32)
+    a = np.array([0.5, 2 / 3, 2.5], F32)
     with _default_mode():
         k1 = fr.split(KEYS[1])[0]
         same(fr.random_gamma_p.bind(k1, a, log_space=False), reference["loops"]["gamma"])

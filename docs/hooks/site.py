@@ -254,7 +254,12 @@ def coverage_page() -> str:
     """Every public name of each JAX namespace (read from the installed JAX now) and whether the
     functx namespace standing for it has the name."""
     summary, sections, total_jax, total_have = [], [], 0, 0
-    for mod_name, (jax_name, _) in JAX_NAMES.items():
+    pairs = [(m, j) for m, (j, _) in JAX_NAMES.items()]
+    for mod_name in all_namespaces():  # the other namespaces JAX has under the same name
+        jax_name = "jax" + mod_name.removeprefix("functx")
+        if mod_name not in JAX_NAMES and importlib.util.find_spec(jax_name) is not None:
+            pairs.append((mod_name, jax_name))
+    for mod_name, jax_name in pairs:
         jmod = importlib.import_module(jax_name)
         try:
             module = importlib.import_module(mod_name)
@@ -286,8 +291,10 @@ def coverage_page() -> str:
         "",
         f"Generated when this site was built, from the installed JAX {jax.__version__}: each public"
         " name (`dir()` without private names) of each JAX namespace that"
-        " `functx/_jax_names.py` maps to a functx namespace, and whether functx has it. A name"
-        " functx lacks raises an `AttributeError` that points to"
+        " `functx/_jax_names.py` maps to a functx namespace, then of the other functx namespaces"
+        " whose JAX module has the same name (`functx.dtypes` and `jax.dtypes`, ...), and"
+        " whether functx has it. In the namespaces `functx/_jax_names.py` maps, a name functx"
+        " lacks raises an `AttributeError` that points to"
         " [Differences from JAX](differences.md), which lists the same names.",
         "",
         f"**{total_have} of {total_jax} names** ({100 * total_have / total_jax:.0f}%).",

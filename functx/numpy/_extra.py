@@ -2174,6 +2174,7 @@ def set_printoptions(*args, **kwargs):
 
 csingle = more._scalar_type(dtypes.complex64, 0.5)
 cdouble = more._scalar_type(dtypes.complex128, 0.5)
+complex64, complex128 = csingle, cdouble  # (callable scalar types, as jnp.float32; JAX's names)
 complex_ = cdouble
 uint = more.uint64
 int4 = more._scalar_type(dtypes.int4, 3)

@@ -35,9 +35,9 @@ Why it is exact up to rounding: both identities above hold in exact arithmetic f
 only the order and number of roundings change (a factored norm rounds two sums and one product
 instead of ``B*n*m`` products and one long sum; the weighted sum rounds the scaled factor before
 the product instead of each outer-product element). Where the factors' own squares overflow or
-underflow, or an infinite element meets a zero one, the results can differ: ``(1e30 *
-1e-30)**2`` summed is 1, but ``1e30**2 * 1e-30**2`` overflows in float32; ``inf * 0`` is NaN in
-the outer product, while the factored norm multiplies an infinite sum by a nonzero one.
+underflow, or an infinite element meets a zero one, the results can differ: in float32
+``(1e30 * 1e-30)**2`` is 1, but ``1e30**2 * 1e-30**2`` is ``inf * 0``, NaN; ``inf * 0`` is NaN
+in the outer product, while the factored norm multiplies an infinite sum by a nonzero one.
 ``functx.jit`` runs it on the top-level Jaxpr of both backends (C++ and Triton); control flow
 bodies are left as they are.
 """

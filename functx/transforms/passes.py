@@ -13,10 +13,11 @@ import weakref
 import numpy as np
 
 from functx import dtypes, primitives as P
-from functx.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
+from functx.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var, effectful_primitives
 
-#: Primitives with a side effect: DCE keeps their equations, CSE never merges two of them.
-effectful: set = set()
+#: Primitives with a side effect: DCE keeps their equations, CSE never merges two of them (the
+#: set ``Eqn.effects`` reads, kept in functx.core).
+effectful: set = effectful_primitives
 
 
 _effects_of: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # ClosedJaxpr -> bool
