@@ -226,6 +226,7 @@ def test_long_kernel_gathers():
 
 # --- dtypes and precision ------------------------------------------------------------------------
 @pytest.mark.parametrize("mode", ["x64", "default"])
+@pytest.mark.filterwarnings("ignore:Explicitly requested dtype float64")  # (default mode, as JAX)
 def test_dtypes_and_preferred_element_type(mode):
     rng = np.random.default_rng(4)
     x, w = rng.standard_normal((1, 2, 5)), rng.standard_normal((3, 2, 2))
