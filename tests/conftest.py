@@ -62,3 +62,20 @@ settings.load_profile(os.environ.get("FUNCTX_HYPOTHESIS_PROFILE", "functx"))
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)
+
+
+# The longest single tests start first, so that pytest-xdist's two workers do not end with one
+# of them alone on a minutes-long test (the docs build, the gloo processes, the 20,000-op chain).
+_LONG_FIRST = (
+    "tests/test_docs_site.py",
+    "tests/test_distributed.py",
+    "tests/lowering/test_jit_safety.py::test_a_20000_op_chain",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    first = [it for it in items if it.nodeid.startswith(_LONG_FIRST)]
+    first.sort(key=lambda it: next(i for i, p in enumerate(_LONG_FIRST) if it.nodeid.startswith(p)))
+    if first:
+        rest = [it for it in items if not it.nodeid.startswith(_LONG_FIRST)]
+        items[:] = first + rest

@@ -22,9 +22,16 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
-pytestmark = pytest.mark.skipif(
-    any(importlib.util.find_spec(m) is None for m in ("mkdocs", "mkdocstrings", "mkdocs_jupyter")),
-    reason='the docs extra is not installed (python -m pip install -e ".[docs]")',
+# (one build, in one worker: xdist keeps the group together, so the module fixture runs once)
+pytestmark = [pytest.mark.xdist_group("docs_site")]
+pytestmark.append(
+    pytest.mark.skipif(
+        any(
+            importlib.util.find_spec(m) is None
+            for m in ("mkdocs", "mkdocstrings", "mkdocs_jupyter")
+        ),
+        reason='the docs extra is not installed (python -m pip install -e ".[docs]")',
+    )
 )
 
 
