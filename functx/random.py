@@ -1366,6 +1366,13 @@ def _gamma_one(data, alpha, log_space):
     return d * v * boost
 
 
+# the batched sampler, one function object per mode (vmap's trace cache keys on it: a fresh
+# lambda per call traced and batched the rejection loop again on every eager call)
+_GAMMA_BATCHED = {
+    ls: functx_vmap(lambda k, al, ls=ls: _gamma_one(k, al, ls)) for ls in (False, True)
+}
+
+
 def _gamma(data, a, shape, dtype, log_space):
     a = lax.convert_element_type(jnp.asarray(a), dtype)
     if shape is None:
@@ -1377,8 +1384,7 @@ def _gamma(data, a, shape, dtype, log_space):
     if n == 0:
         return jnp.zeros(shape, dtype)
     keys = _split(data, (n,))
-    one = functx_vmap(lambda k, al: _gamma_one(k, al, log_space))
-    return jnp.reshape(one(keys, jnp.reshape(a, (n,))), shape)
+    return jnp.reshape(_GAMMA_BATCHED[log_space](keys, jnp.reshape(a, (n,))), shape)
 
 
 def gamma(key, a, shape=None, dtype=None):

@@ -549,7 +549,7 @@ def trace_pytree(
     """
     leaves, in_tree = tree_flatten((tuple(args), dict(kwargs or {})))
     avals = tuple(get_aval(x) for x in leaves)
-    key = (in_tree, avals)
+    key = (in_tree, avals, config.x64_on())  # (the mode decides the constants' dtypes)
     hit = cache.get(key) if cache is not None else None
     if hit is not None:
         closed, out_tree = hit

@@ -352,10 +352,18 @@ def test_errors_have_jaxs_classes(name, fn):
 
 
 # --- docstrings ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("module", [fr, threefry_module])
-def test_docstring_examples_run(module):
-    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+def test_docstring_examples_run():
+    """The private modules' and names' examples (tests/test_docstrings.py runs every public
+    name's, functx.random's included)."""
+    result = doctest.testmod(threefry_module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0 and result.attempted > 0
+    finder, runner = (
+        doctest.DocTestFinder(),
+        doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE),
+    )
+    for test in finder.find(fr._RandomGammaPrimitive, "_RandomGammaPrimitive", globs={}):
+        runner.run(test)
+    assert runner.failures == 0 and runner.tries > 0
 
 
 @pytest.mark.usefixtures("no_x64")

@@ -314,3 +314,25 @@ def test_public_function_dtypes_both_modes(lib):
         warnings.simplefilter("ignore")
         bad = _sweep(lib, ours, theirs, sorted(ours.__all__), (1,) if lib == "nn" else (1, 2))
     assert not bad, "\n".join(bad)
+
+
+def test_trace_caches_key_on_the_x64_mode():
+    """A function traced in one mode is traced again in the other: its constants' dtypes
+    depend on the mode (vmap, grad and jit caches alike)."""
+    import functx.experimental as fx_exp
+
+    def f(x):
+        return x * np.float64(2)
+
+    x = np.ones(3, np.float32)
+    for transform in (functx.vmap, functx.jit):
+        g = transform(f)
+        with fx_exp.enable_x64(True):
+            assert g(x).dtype == np.float64
+        with fx_exp.enable_x64(False):
+            assert g(x).dtype == np.float32
+    gr = functx.grad(lambda x: f(x).sum())
+    with fx_exp.enable_x64(True):
+        assert gr(x).dtype == np.float32  # (the gradient has the input's dtype)
+    with fx_exp.enable_x64(False):
+        assert gr(x).dtype == np.float32

@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 import optree
 
-from functx import dtypes, ops, primitives as P
+from functx import config, dtypes, ops, primitives as P
 from functx.array import Array, is_python_scalar
 from functx.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray
 from functx.errors import (
@@ -755,7 +755,7 @@ def trace_user_fun(fun, args: tuple, has_aux: bool = False, kwargs=None):
     aux leaves follow the outputs. Traces are cached per function, tree structure and avals."""
     leaves, in_tree = tree_flatten((tuple(args), dict(kwargs or {})))
     avals = arg_avals(lambda: fun_name(fun), leaves, args, kwargs)
-    key = (in_tree, avals, has_aux)
+    key = (in_tree, avals, has_aux, config.x64_on())  # (the mode decides the constants' dtypes)
     try:
         per_fun = _trace_cache.setdefault(fun, {})
     except TypeError:

@@ -41,7 +41,7 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 import optree
 
-from functx import dtypes, ops, primitives as P, tracing
+from functx import config, dtypes, ops, primitives as P, tracing
 from functx.array import Array
 from functx.core import ClosedJaxpr, Literal, Primitive, ShapedArray
 from functx.errors import FunctxError, UnsupportedError
@@ -816,7 +816,7 @@ def vmap(
         axes = _spec_leaves(spec, (args, kwargs), "in_axes", "arguments")
         dims, size = _mapped_dims(leaves, axes, args, kwargs, axis_size)
         avals = tuple(tracing.get_aval(x) for x in leaves)
-        key = (in_tree, avals, tuple(dims), size, axis_env.env_key())
+        key = (in_tree, avals, tuple(dims), size, axis_env.env_key(), config.x64_on())
         hit = cache.get(key)
         if hit is None:
             per_example = [
