@@ -22,16 +22,10 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
-# (one build, in one worker: xdist keeps the group together, so the module fixture runs once)
-pytestmark = [pytest.mark.xdist_group("docs_site")]
-pytestmark.append(
-    pytest.mark.skipif(
-        any(
-            importlib.util.find_spec(m) is None
-            for m in ("mkdocs", "mkdocstrings", "mkdocs_jupyter")
-        ),
-        reason='the docs extra is not installed (python -m pip install -e ".[docs]")',
-    )
+# (one build: a single test below checks every page, so no two xdist workers both build it)
+pytestmark = pytest.mark.skipif(
+    any(importlib.util.find_spec(m) is None for m in ("mkdocs", "mkdocstrings", "mkdocs_jupyter")),
+    reason='the docs extra is not installed (python -m pip install -e ".[docs]")',
 )
 
 
@@ -72,7 +66,7 @@ def _text(site: pathlib.Path, page: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", raw))
 
 
-def test_every_public_name_has_its_api_entry(site):
+def _every_public_name_has_its_api_entry(site):
     hook = _hook()
     for module in hook.all_namespaces():
         page = (site / "api" / module / "index.html").read_text()
@@ -83,14 +77,14 @@ def test_every_public_name_has_its_api_entry(site):
             )
 
 
-def test_home_page_shows_the_output_of_its_examples(site):
+def _home_page_shows_the_output_of_its_examples(site):
     text = _text(site, ".")
     assert "(4, 3, 2) float32" in text  # the printed per-example gradient shape
     assert 'extern "C" int fx_run' in text  # the generated C++ kernel
     assert "functx-output" not in (site / "index.html").read_text()
 
 
-def test_coverage_and_differences_pages(site):
+def _coverage_and_differences_pages(site):
     import jax
 
     coverage = _text(site, "coverage")
@@ -103,7 +97,7 @@ def test_coverage_and_differences_pages(site):
     assert "functx.lowering.loopir" in _text(site, "dev/architecture")  # the generated layers
 
 
-def test_tutorials_ran_during_the_build(site):
+def _tutorials_ran_during_the_build(site):
     hook = _hook()
     tutorials = hook.tutorials()
     assert tutorials, "no tutorials/NN_*.py to build"
@@ -117,3 +111,11 @@ def test_tutorials_ran_during_the_build(site):
         done = f"{path.name[:2]} tutorial: all checks passed"
         assert done in text, f"{path.name}: {done!r} is not on its page"
         assert "Traceback" not in text, path.name
+
+
+def test_site_builds_strict_and_holds_every_page(site):
+    """One test for the one build (so that pytest-xdist never builds it twice in two workers)."""
+    _every_public_name_has_its_api_entry(site)
+    _home_page_shows_the_output_of_its_examples(site)
+    _coverage_and_differences_pages(site)
+    _tutorials_ran_during_the_build(site)
