@@ -46,42 +46,7 @@ from functx._jax_names import JAX_NAMES  # noqa: E402 - after the path above
 if hasattr(_griffe_inspector.Inspector, "_get_linenos"):
     _griffe_inspector.Inspector._get_linenos = lambda self, node: (None, None)
 
-try:  # the namespace list shared with tests/test_docstrings.py, once it exists
-    from functx import _public
-except ImportError:
-    _public = None
-
-# The public namespaces, one API page each (functx._public.NAMESPACES once it exists there).
-_NAMESPACES = (
-    "functx",
-    "functx.numpy",
-    "functx.numpy.linalg",
-    "functx.numpy.fft",
-    "functx.lax",
-    "functx.lax.linalg",
-    "functx.nn",
-    "functx.nn.initializers",
-    "functx.random",
-    "functx.tree_util",
-    "functx.tree",
-    "functx.flatten_util",
-    "functx.scipy",
-    "functx.scipy.special",
-    "functx.scipy.stats",
-    "functx.scipy.linalg",
-    "functx.scipy.signal",
-    "functx.debug",
-    "functx.sharding",
-    "functx.distributed",
-    "functx.experimental",
-    "functx.ad_checkpoint",
-    "functx.custom_derivatives",
-    "functx.custom_batching",
-    "functx.dtypes",
-    "functx.errors",
-    "functx.test_util",
-    "functx.ops",
-)
+from functx import _public  # noqa: E402 (the namespace list tests/test_docstrings.py uses too)
 
 # The hand-written pages, in navigation order (title, path under docs/).
 _REFERENCE = [
@@ -101,42 +66,19 @@ _DEV = [
 
 
 def namespaces() -> tuple[str, ...]:
-    return tuple(_public.NAMESPACES) if _public is not None else _NAMESPACES
+    return tuple(_public.NAMESPACES)
 
 
 def all_namespaces() -> tuple[str, ...]:
     """The namespaces and, after them, the public modules inside them that are not namespaces
     themselves (``functx.scipy.stats.norm``, ...): each gets an API page."""
-    if _public is not None:
-        return tuple(_public.all_namespaces())
-    found = []
-    for module in _NAMESPACES:
-        mod = importlib.import_module(module)
-        for name in getattr(mod, "__all__", ()):
-            value = getattr(mod, name)
-            if isinstance(value, types.ModuleType) and value.__name__ not in _NAMESPACES:
-                found.append(value.__name__)
-    return _NAMESPACES + tuple(dict.fromkeys(found))
+    return tuple(_public.all_namespaces())
 
 
 def public_names(module: str) -> list[str]:
-    """The names a namespace's page documents: its ``__all__``; for the three modules without one,
-    the names its ``functx._public.public_names`` gives, else the JAX names it has (functx.ops:
-    jax.ops's segment reductions) or the public classes and functions it defines."""
-    if _public is not None:
-        return list(_public.public_names(module))
-    mod = importlib.import_module(module)
-    if hasattr(mod, "__all__"):
-        return list(mod.__all__)
-    if module == "functx.ops":
-        return [n for n in JAX_NAMES[module][1].split() if hasattr(mod, n)]
-    return sorted(
-        n
-        for n, v in vars(mod).items()
-        if not n.startswith("_")
-        and (inspect.isclass(v) or inspect.isfunction(v))
-        and getattr(v, "__module__", None) == module
-    )
+    """The names a namespace's page documents (``functx._public.public_names``: its ``__all__``,
+    or the explicit list of the three modules without one)."""
+    return list(_public.public_names(module))
 
 
 def _slug(module: str) -> str:
