@@ -54,11 +54,36 @@ def _times(fn, dargs, sync, calls):
     return float(np.median(walls)), float(np.median(hosts))
 
 
+def _kernel_tables(name, runs, args):
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    for label, fn, a, lib in runs:
+        lib.block_until_ready(fn(*a))
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(10):
+                out = fn(*a)
+            lib.block_until_ready(out)
+            torch.cuda.synchronize()
+        print(f"\n{name} {label}: GPU kernels of 10 steps")
+        print(
+            prof.key_averages().table(
+                sort_by="self_cuda_time_total", row_limit=args.rows, max_name_column_width=60
+            )
+        )
+    exe = runs[0][1].lower(*runs[0][2]).compile()
+    inner = exe._exe
+    text = getattr(getattr(inner, "inner", inner), "kernels_text", None)
+    print(text if text else "(no kernel summary)")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--workloads", default="dpsgd,mlp_sgd")
     ap.add_argument("--calls", type=int, default=300)
     ap.add_argument("--rows", type=int, default=30)
+    ap.add_argument("--kernels", action="store_true", help="torch.profiler kernel tables too")
     args = ap.parse_args()
 
     import jax
@@ -88,6 +113,8 @@ def main():
         functx.block_until_ready(out)
         print(f"\n{name}: functx cProfile of {args.calls} calls (tottime)")
         pstats.Stats(prof).sort_stats("tottime").print_stats(args.rows)
+        if args.kernels:
+            _kernel_tables(name, (("functx", fx, fargs, functx), ("jax", jf, jargs, jax)), args)
     print("\n| workload | functx wall us | functx host us | JAX wall us | JAX host us |")
     print("|---|---|---|---|---|")
     for name, fw, fh, jw, jh in rows:

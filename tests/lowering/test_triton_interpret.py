@@ -577,6 +577,41 @@ def test_copy_graphs_hand_out_outputs_only_while_nothing_holds_them():
     assert ok(r0, 0) and ok(r2, 2) and ok(r3, 3)  # nothing held was overwritten
 
 
+def test_copy_graphs_copy_arguments_of_any_dtype_into_aligned_static_inputs():
+    """The static inputs are aligned views of one buffer that one cat fills with the arguments'
+    bytes: every dtype, 0-d and empty arguments arrive unchanged."""
+    ins = [
+        torch.arange(3, dtype=torch.float32),
+        torch.tensor(7, dtype=torch.int32),
+        torch.tensor([True, False, True]),
+        torch.zeros((0, 2), dtype=torch.float64),
+        torch.tensor([1 + 2j], dtype=torch.complex64),
+        torch.arange(5, dtype=torch.int64).reshape(5, 1),
+    ]
+    seen = []
+
+    def capture(static_in, outs, pool):
+        seen.append([t.clone() for t in static_in])
+
+        class Graph:
+            def replay(self):
+                seen.append([t.clone() for t in static_in])
+
+            def pool(self):
+                return None
+
+        return [torch.empty(1)], Graph()
+
+    graphs = rt.CopyGraphs(capture, [torch.empty_like(t) for t in ins])
+    assert all(s.data_ptr() % rt._ALIGN == 0 for s in graphs.static_in)
+    assert [s.shape for s in graphs.static_in] == [t.shape for t in ins]
+    for k in range(3):
+        args = [t + k if t.dtype != torch.bool else t ^ bool(k % 2) for t in ins]
+        graphs(args)
+        for got, want in zip(seen[-1], args):
+            assert got.dtype == want.dtype and torch.equal(got, want)
+
+
 def test_in_place_graphs_key_on_every_input_address():
     """Graphs are keyed by the addresses of all inputs (offsets into a storage included), not
     by the tensor objects; keys whose graphs are gone do not pile up."""

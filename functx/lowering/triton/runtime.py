@@ -341,6 +341,7 @@ GRAPH_BYTES_PER_LAUNCH = 8 << 20  # copying this in and out takes about 6 us on 
 GRAPH_INSTANCES = 2  # in-place graphs an executable keeps (a caller holding the last result)
 GRAPH_MAX_CAPTURES = 16  # in-place captures of one executable, at most
 HANDOUT_INSTANCES = 2  # copy-mode graphs of an executable whose outputs are handed out
+_ALIGN = 16  # bytes: where each static input of a copy-mode graph starts
 
 
 def _graph_policy(n_launches: int) -> bool:
@@ -499,7 +500,11 @@ class CopyGraphs:
     """The copy-mode CUDA graphs of one executable on one device and stream (module docstring).
 
     The arguments are copied into one set of static inputs (``static_in``), which every
-    instance reads. Up to ``HANDOUT_INSTANCES`` instances hand out their own static outputs:
+    instance reads: views of one byte buffer, filled by one ``torch.cat`` of the arguments'
+    bytes (one kernel; torch's multi-tensor copy issues a device-to-device memcpy per tensor,
+    about 5 us of host time each). Each view starts at a multiple of ``_ALIGN`` bytes, as the
+    kernels' pointer specialisation expects. Up to ``HANDOUT_INSTANCES`` instances hand out
+    their own static outputs:
     one is replayed when nothing holds its previous outputs any more (the storages' use counts),
     so a training loop that drops the last step's results alternates between two of them and
     copies nothing out. While all of them are held, one more instance replays and its outputs
@@ -509,17 +514,34 @@ class CopyGraphs:
     ``(outputs, graph)``; ``outs`` None: allocated in the graph's pool.
     """
 
-    def __init__(self, capture, static_in):
+    def __init__(self, capture, ins):
         _bind_use_count()
+        torch = sys.modules["torch"]
         self.capture = capture
-        self.static_in = static_in
+        sizes = [t.numel() * t.element_size() for t in ins]
+        starts, end = [], 0
+        for n in sizes:
+            starts.append(end)
+            end += -(-n // _ALIGN) * _ALIGN
+        self.flat = torch.empty(max(end, 1), dtype=torch.uint8, device=ins[0].device)
+        self.filled = self.flat[:end]  # (cat's ``out``: exactly the pieces' bytes)
+        self.static_in = [
+            self.flat[a : a + n].view(t.dtype).view(t.shape) for a, n, t in zip(starts, sizes, ins)
+        ]
+        # the padding between arguments: slices of one zero buffer, as cat's pieces
+        pads = torch.zeros(_ALIGN, dtype=torch.uint8, device=ins[0].device)
+        self.pads = [pads[: -n % _ALIGN] if n % _ALIGN else None for n in sizes]
         self.copying = None  # (outputs, graph): the instance whose outputs are copied out
         self.handout: list = []  # [outputs, graph, their use counts when nothing else holds them]
 
     def __call__(self, ins):
         torch = sys.modules["torch"]
-        # (torch's multi-tensor copy: a few launches, not one per tensor)
-        torch._foreach_copy_(self.static_in, list(ins))
+        pieces = []
+        for t, pad in zip(ins, self.pads):
+            pieces.append(t.reshape(-1).view(torch.uint8))
+            if pad is not None:
+                pieces.append(pad)
+        torch.cat(pieces, out=self.filled)
         for outs, g, free in self.handout:
             if all(_use_count(o) == n for o, n in zip(outs, free)):
                 g.replay()
@@ -817,8 +839,7 @@ class TritonExecutable:
                 if not isinstance(state, CopyGraphs):
                     me = weakref.ref(self)
                     state = self._graphs[key] = CopyGraphs(
-                        lambda static_in, outs, pool: me()._capture(dev, static_in, outs, pool),
-                        [t.clone() for t in ins],
+                        lambda static_in, outs, pool: me()._capture(dev, static_in, outs, pool), ins
                     )
                 return state(ins)
             except Exception as e:  # noqa: BLE001 - reported, then direct launches
