@@ -70,8 +70,12 @@ library in its own process, alternating):
   depthwise multiply-adds it fused into the max-pool reading it, whose rows (one per output
   element and channel) ran as scalar loops. With ``_window.py``'s pooling reshape keeping the
   channels whole, the CNN SGD step went from 41-43 to 30-31 CPU ms (JAX 14-18). Most of the
-  rest is the max-pool's gradient: its expression is evaluated by a pointwise kernel and again
-  by the bias gradient's column reduction, which runs on one thread (16 columns, one block).
+  rest was the max-pool's gradient: its expression was evaluated by a pointwise kernel and
+  again by the bias gradient's column reduction, which ran on one thread (16 columns, one
+  block), and it re-read the second convolution's nine input-gradient products four times per
+  element. With the scheduler storing a cotangent read by a reduction and a product, and a sum
+  of 8+ buffers read 4+ times per element (``lowering/schedule.py``), and column reductions of
+  few blocks split into chunks (``lowering/cpp/reduce.py``): 11-15 CPU ms, JAX's 14-18.
 """
 
 from __future__ import annotations

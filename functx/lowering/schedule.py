@@ -212,6 +212,9 @@ class _Stored(KernelCtx):
 # An expression reading this many buffers (a sum of several products' outputs) is worth storing
 # when its readers would evaluate it REUSE times per element or more, as a costly one is.
 LOADS_WORTH_STORING = 4
+# An expression reading this many buffers is stored when read WIDE_REUSE times per element.
+WIDE_LOADS = 8
+WIDE_REUSE = 4
 
 
 def _loads(e) -> int:
@@ -237,15 +240,30 @@ def _stored_for_reuse(g: Graph, realise: set) -> set:
             else:
                 count += r.params["operand"].size if r.kind == "reduce" else r.size
         evals[n.id] = count
-        if (
-            n.kind != "pointwise"
-            or n.fn is None
-            or n.id in realise
-            or count < max(REUSE * n.size, REUSE_MIN)
-        ):
+        # read by a reduction and by a stored node or another kernel (a bias gradient's reduction
+        # and the weight gradient's product reading the same cotangent): stored once rather
+        # than evaluated by both, whatever the size
+        rs = readers.get(n.id, ())
+        shared = (
+            count >= 2 * n.size
+            and any(r.kind == "reduce" for r in rs)
+            and any(
+                r.kind != "reduce" and (r.kind != "pointwise" or r.id in realise | stored)
+                for r in rs
+            )
+        )
+        # (and a sum of many buffers, a convolution's taps, read WIDE_REUSE times per element:
+        # by a pooling window's elements)
+        many = count >= max(REUSE * n.size, REUSE_MIN)
+        wide = count >= WIDE_REUSE * n.size
+        if n.kind != "pointwise" or n.fn is None or n.id in realise or not (many or shared or wide):
             continue
         e = n.fn(tuple(sym(f"i{d}") for d in range(len(n.shape))), _Stored(realise | stored))
-        if (costly(e) or _loads(e) >= LOADS_WORTH_STORING) and not _reads_reduction(n, realise):
+        loads = _loads(e)
+        worth = (
+            (costly(e) or loads >= LOADS_WORTH_STORING) if many or shared else loads >= WIDE_LOADS
+        )
+        if worth and not _reads_reduction(n, realise):
             stored.add(n.id)
             evals[n.id] = n.size
     return stored

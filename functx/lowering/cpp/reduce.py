@@ -74,6 +74,34 @@ def _columns(k: Kernel) -> bool:
     )
 
 
+# A column reduction with fewer blocks of outputs than this (a bias gradient: one block of 16
+# columns over 25,088 rows) splits its reduced rows into _COLUMN_CHUNKS chunks, one loop item
+# each (the number of chunks is fixed, not the thread count's, so the result does not depend
+# on the machine); the chunks' partial results are combined in chunk order afterwards.
+_COLUMN_FEW_BLOCKS = 4
+_COLUMN_CHUNKS = 8
+_CHUNKED_OPS = ("reduce_sum", "reduce_max", "reduce_min", "reduce_and", "reduce_or")
+
+
+def _column_chunks(k: Kernel, items: int, n_inner: int, step: int, cascades: bool) -> int:
+    """How many chunks of its reduced rows column kernel ``k`` runs as separate loop items: 1
+    (none) unless it has few output blocks, many rows, and only reductions whose chunked
+    combination keeps the result: max/min/and/or, integer sums, and float32 sums cascaded by
+    _SUM_BLOCK (the chunks are whole blocks, so every block's float sum is unchanged and only
+    the double additions of those sums are regrouped)."""
+    if items >= _COLUMN_FEW_BLOCKS or n_inner < 2 * step * _COLUMN_CHUNKS:
+        return 1
+    if n_inner * math.prod(k.row_shape) < _PAR:
+        return 1
+    for r in k.passes[0]:
+        op, dt = r.params["op"], np.dtype(r.params["operand"].dtype)
+        if op not in _CHUNKED_OPS:
+            return 1
+        if op == "reduce_sum" and _is_float(dt) and not (cascades and compute_type(dt) == "float"):
+            return 1
+    return _COLUMN_CHUNKS
+
+
 def _render_columns(prog, k: Kernel):
     """A reduction over leading axes (``_columns``): for a block of up to _COLUMN_BLOCK
     consecutive outputs along the last (kept) axis, an accumulator per output on the stack; the
@@ -81,7 +109,9 @@ def _render_columns(prog, k: Kernel):
     inner, contiguous, vectorised loop, so the input streams in memory order. Each output folds
     its own elements in order; a float32 sum adds _SUM_BLOCK elements at a time in float and
     those partial sums in double (the error does not grow with the length, as the cascaded sums
-    of ``render``); max/min through fx_max/fx_min (NaN and signed zeros as in any order)."""
+    of ``render``); max/min through fx_max/fx_min (NaN and signed zeros as in any order). With
+    few blocks (``_column_chunks``) the reduced elements are cut into chunks that run in
+    parallel, their partial results kept in a buffer and combined in order."""
     rows, inner = k.row_shape, k.inner_shape
     rv, iv = k.row_vars(), k.inner_vars()
     full = k.full_index()
@@ -92,17 +122,28 @@ def _render_columns(prog, k: Kernel):
     nblk = -(-n_last // blk)
     n_rows, n_inner = math.prod(rows), math.prod(inner)
     items = n_outer * nblk
-    lines = [
-        f"  // kernel {k.index}: reduce axes {k.axes} of {k.shape}, {blk} columns at a time",
-        f"  #pragma omp parallel for schedule(static) if({n_rows}LL * {n_inner}LL"
-        f" >= {_PAR} && {items}LL > 1)",
-        f"  for (int64_t ob = 0; ob < {items}LL; ++ob) {{",
+    cascades = any(
+        r.params["op"] == "reduce_sum"
+        and compute_type(r.params["operand"].dtype) == "float"
+        and n_inner > _SUM_BLOCK
+        for r in k.passes[0]
+    )
+    step = _SUM_BLOCK if cascades else n_inner
+    nch = _column_chunks(k, items, n_inner, _SUM_BLOCK, cascades)
+    if nch > 1:
+        chunk = -(-n_inner // nch)
+        chunk = -(-chunk // _SUM_BLOCK) * _SUM_BLOCK  # whole cascade blocks
+    head = [
         f"    const int64_t lo = (ob % {nblk}LL) * {blk}LL;",
         f"    const int64_t hi = fx_imin(lo + {blk}LL, {n_last}LL);",
     ]
     if outer:
-        lines.append(f"    const int64_t obo = ob / {nblk}LL;")
-        lines += ["    " + s for s in _decompose([str(v) for v in rv[:-1]], outer, "obo")]
+        head.append(f"    const int64_t obo = ob / {nblk}LL;")
+        head += ["    " + s for s in _decompose([str(v) for v in rv[:-1]], outer, "obo")]
+    lines = [
+        f"  // kernel {k.index}: reduce axes {k.axes} of {k.shape}, {blk} columns at a time"
+        + (f", the reduced elements in {nch} chunks" if nch > 1 else ""),
+    ]
     ctx = KernelCtx(k, rv)
     vals = [r.params["operand"].load(full, ctx) for r in k.passes[0]]
     hoist = Emitter("        ", prefix="h_")
@@ -111,38 +152,60 @@ def _render_columns(prog, k: Kernel):
     em.acc_names = acc_names
     em.hoisting(hoist, [last])
     at = f"[{last} - lo]"
-    updates, sums = [], []
+    updates, sums, decls, parts = [], [], [], []
     for r, val_e in zip(k.passes[0], vals):
         op, x = r.params["op"], r.params["operand"]
         ct = compute_type(x.dtype)
         a = f"a{r.id}"
         cascade = op == "reduce_sum" and ct == "float" and n_inner > _SUM_BLOCK
         at_ct = "double" if cascade else ct
-        lines.append(f"    alignas(64) {at_ct} {a}[{blk}];")
-        lines.append(
+        init = (
             f"    for (int64_t c = 0; c < {blk}LL; ++c) "
             f"{a}[c] = ({at_ct}){identity_literal(op, x.dtype)};"
         )
+        decls += [f"    alignas(64) {at_ct} {a}[{blk}];", init]
         if cascade:
-            lines.append(f"    alignas(64) float {a}_p[{blk}];")
+            decls.append(f"    alignas(64) float {a}_p[{blk}];")
             sums.append(a)
         v = em(val_e)
         cur = f"{a}_p{at}" if cascade else f"{a}{at}"
         is_bool = np.dtype(x.dtype) == dtypes.bool_
-        comb = {
-            "reduce_sum": f"{cur} + {v}",
-            "reduce_prod": f"{cur} * {v}",
-            "reduce_max": f"fx_max<{ct}>({cur}, {v})",
-            "reduce_min": f"fx_min<{ct}>({cur}, {v})",
-            "reduce_and": f"{cur} && {v}" if is_bool else f"({ct})({cur} & {v})",
-            "reduce_or": f"{cur} || {v}" if is_bool else f"({ct})({cur} | {v})",
-        }[op]
-        updates.append(f"{em.indent}{cur} = {comb};")
+
+        def comb(cur, v, op=op, ct=ct, is_bool=is_bool):
+            return {
+                "reduce_sum": f"{cur} + {v}",
+                "reduce_prod": f"{cur} * {v}",
+                "reduce_max": f"fx_max<{ct}>({cur}, {v})",
+                "reduce_min": f"fx_min<{ct}>({cur}, {v})",
+                "reduce_and": f"{cur} && {v}" if is_bool else f"({ct})({cur} & {v})",
+                "reduce_or": f"{cur} || {v}" if is_bool else f"({ct})({cur} | {v})",
+            }[op]
+
+        updates.append(f"{em.indent}{cur} = {comb(cur, v)};")
         acc_names[(r.id, 0)] = f"((float){a}{at})" if cascade else f"{a}{at}"
-    step = _SUM_BLOCK if sums else n_inner
-    lines.append(f"    for (int64_t jb = 0; jb < {n_inner}LL; jb += {step}LL) {{")
+        parts.append((a, at_ct, init, comb))
+    if nch > 1:
+        for a, at_ct, _, _ in parts:  # (at most 3 * 8 * 256 partial results: 48 KiB)
+            lines.append(f"  alignas(64) {at_ct} {a}_parts[{items * nch * blk}];")
+        lines += [
+            f"  #pragma omp parallel for schedule(static) if({items * nch}LL > 1)",
+            f"  for (int64_t obc = 0; obc < {items * nch}LL; ++obc) {{",
+            f"    const int64_t ob = obc / {nch}LL;",
+            f"    const int64_t jlo = (obc % {nch}LL) * {chunk}LL;",
+            f"    const int64_t jhi = fx_imin(jlo + {chunk}LL, {n_inner}LL);",
+        ]
+        j_from, j_to = "jlo", "jhi"
+    else:
+        lines += [
+            f"  #pragma omp parallel for schedule(static) if({n_rows}LL * {n_inner}LL"
+            f" >= {_PAR} && {items}LL > 1)",
+            f"  for (int64_t ob = 0; ob < {items}LL; ++ob) {{",
+        ]
+        j_from, j_to = "0", f"{n_inner}LL"
+    lines += head + decls
+    lines.append(f"    for (int64_t jb = {j_from}; jb < {j_to}; jb += {step}LL) {{")
     lines += [f"      for (int64_t c = 0; c < {blk}LL; ++c) {a}_p[c] = 0.0f;" for a in sums]
-    lines.append(f"      const int64_t je = fx_imin(jb + {step}LL, {n_inner}LL);")
+    lines.append(f"      const int64_t je = fx_imin(jb + {step}LL, {j_to});")
     lines.append("      for (int64_t jf = jb; jf < je; ++jf) {")
     lines += ["        " + s for s in _decompose([str(v) for v in iv], inner, "jf")]
     lines += hoist.lines
@@ -156,6 +219,22 @@ def _render_columns(prog, k: Kernel):
             f"      for (int64_t c = 0; c < {blk}LL; ++c) {a}[c] += (double){a}_p[c];",
         ]
     lines.append("    }")
+    if nch > 1:
+        for a, _, _, _ in parts:
+            lines.append(
+                f"    for (int64_t c = 0; c < {blk}LL; ++c) {a}_parts[obc * {blk}LL + c] = {a}[c];"
+            )
+        lines.append("  }")
+        # the chunks' partial results, combined in chunk order, one block of outputs at a time
+        lines.append(f"  for (int64_t ob = 0; ob < {items}LL; ++ob) {{")
+        lines += head
+        for a, at_ct, init, comb in parts:
+            lines += [f"    alignas(64) {at_ct} {a}[{blk}];", init]
+            lines.append(f"    for (int64_t ch = 0; ch < {nch}LL; ++ch) {{")
+            lines.append(f"      for (int64_t c = 0; c < {blk}LL; ++c) {{")
+            part = f"{a}_parts[(ob * {nch}LL + ch) * {blk}LL + c]"
+            lines.append(f"        {a}[c] = {comb(f'{a}[c]', part)};")
+            lines += ["      }", "    }"]
     # the block's outputs: stores of the reductions that own buffers, then the epilogue
     lines.append(f"    for (int64_t {last} = lo; {last} < hi; ++{last}) {{")
     row_off = _ic(flat_offset(rv, rows))
