@@ -48,3 +48,12 @@ def _openblas_threads():
     fn = getattr(ctypes.CDLL(path), get)
     fn.restype = ctypes.c_int
     return fn()
+
+
+def test_blas_pieces_span_at_least_256():
+    """The MLP step's 128x784 @ 784x1024 is cut into 4 column pieces of 256, not 16 of 64: each
+    piece repacks all of A (``dot._BLAS_PIECE_SPAN``)."""
+    a = np.ones((128, 784), np.float32)
+    b = np.ones((784, 1024), np.float32)
+    src = functx.jit(lambda x, y: x @ y).lower(a, b).as_text()
+    assert "q < 4LL" in src and "p * 1024LL / 4LL" in src
