@@ -287,7 +287,7 @@ def run_case(name, spec, reps, inner, per_tap):
     return rows
 
 
-def run_cnn(reps, inner, smoke):
+def run_cnn(reps, inner, smoke, profile=False):
     """The CNN SGD step of benchmarks/workloads.py: functx against JAX (loss and updates)."""
     import jax
     import torch
@@ -327,7 +327,31 @@ def run_cnn(reps, inner, smoke):
     tf = _median_time(lambda: fstep(*fargs), fsync, reps, inner)
     jargs = jax.device_put((p, x, y))
     tj = _median_time(lambda: jstep(*jargs), jsync, reps, inner)
+    if profile:
+        _profile_table("CNN SGD step: functx", lambda: fstep(*fargs), fsync)
+        _profile_table("CNN SGD step: JAX", lambda: jstep(*jargs), jsync)
     return tf, tj, first, err
+
+
+def _profile_table(label, call, sync, calls=5):
+    """torch.profiler's table of the device kernels of ``calls`` calls (after 3 warm ones)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(3):
+        out = call()
+    sync(out)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            out = call()
+        sync(out)
+        torch.cuda.synchronize()
+    print(f"--- {label}, {calls} calls")
+    table = prof.key_averages().table(
+        sort_by="cuda_time_total", row_limit=14, max_name_column_width=70
+    )
+    print(table)
 
 
 def profile_case(name, spec, calls=5):
@@ -459,7 +483,7 @@ def main():
     if args.smoke:  # (Triton's interpreter takes minutes per step of the CNN)
         print("CNN SGD step: not run with --smoke")
     elif not args.quick and (not only or "cnn" in only):
-        tf, tj, first, err = run_cnn(args.reps, args.inner, args.smoke)
+        tf, tj, first, err = run_cnn(args.reps, args.inner, args.smoke, args.profile)
         print(
             f"CNN SGD step (benchmarks/workloads.py, B={8 if args.smoke else 128}): functx "
             f"{tf * 1e3:.3f} ms, JAX {tj * 1e3:.3f} ms ({tf / tj:.2f}x JAX's time); functx first "
