@@ -47,6 +47,10 @@ import numpy as np  # noqa: E402
 CASES = {
     # the issue's 3x3 convolution: NHWC (8, 64, 64, 64), 64 -> 64, 'SAME'
     "conv3x3 (8,64,64,64)": dict(x=(8, 64, 64, 64), w=(3, 3, 64, 64), strides=(1, 1), pad="SAME"),
+    # the same through lax.conv's default NCHW / OIHW dimension numbers
+    "conv3x3 NCHW (8,64,64,64)": dict(
+        x=(8, 64, 64, 64), w=(64, 64, 3, 3), strides=(1, 1), pad="SAME", dims="NCHW"
+    ),
     # a CNN's later layer: more channels, stride 2
     "conv3x3/2 (32,32,32,128)": dict(
         x=(32, 32, 32, 128), w=(3, 3, 128, 128), strides=(2, 2), pad="SAME"
@@ -70,6 +74,8 @@ GEOMETRY = [
     ((2, 17, 5), (3, 5, 6), (2,), [(1, 1)], (1,), "NWC", np.float32),
     ((2, 17, 5), (3, 5, 6), (1,), "SAME", (3,), "NWC", np.float32),
     ((2, 17, 5), (4, 5, 6), (1,), [(3, 0)], (1,), "NWC", np.float32),  # (causal: keeps P)
+    ((2, 5, 17), (6, 5, 3), (1,), "SAME", (2,), "NCW", np.float32),
+    ((2, 3, 9, 10), (4, 3, 3, 3), (2, 2), "SAME", (1, 1), "NCHW", np.float32),
     ((2, 5, 6, 7, 3), (3, 3, 3, 3, 2), (1, 1, 1), "SAME", (1, 1, 1), "NDHWC", np.float32),
     ((2, 9, 10, 3), (3, 3, 3, 4), (1, 1), "SAME", (1, 1), "NHWC", np.float64),
 ]
@@ -84,7 +90,7 @@ def _dn(spec_x):
 
 
 def _case_dn(spec):
-    return {1: "NWC", 2: "NHWC"}[len(spec["strides"])]
+    return spec.get("dims") or {1: "NWC", 2: "NHWC"}[len(spec["strides"])]
 
 
 def _conv(jx, spec, dn):
@@ -192,8 +198,9 @@ def _gpu():
 
 
 def torch_times(torch, spec, x, w, g, reps, inner):
-    """torch's cuDNN on channels-last tensors (1-D as 2-D of height 1): forward, and both
-    gradients through ``convolution_backward``, ms per call; None without a GPU."""
+    """torch's cuDNN on channels-last tensors (1-D as 2-D of height 1; an NCHW case in torch's
+    contiguous format): forward, and both gradients through ``convolution_backward``, ms per
+    call; None without a GPU."""
     if not _gpu():
         return None
     nd = len(spec["strides"])
@@ -206,14 +213,20 @@ def torch_times(torch, spec, x, w, g, reps, inner):
             t = t.unsqueeze(1)
         return t.movedim(-1, 1)
 
-    xt, gt = nc(x), nc(g)
-    wt = torch.from_numpy(w).to(dev)  # (k..., I, O) -> (O, I, [1,] k...)
-    if nd == 1:
-        wt = wt.unsqueeze(0)
-    wt = wt.permute(-1, -2, *range(wt.dim() - 2)).contiguous(memory_format=torch.channels_last)
+    if spec.get("dims", "N").startswith("NC"):  # (channels-first: torch's contiguous format)
+        xt, wt, gt = (torch.from_numpy(a).to(dev) for a in (x, w, g))
+        k_sp = spec["w"][2:]
+    else:
+        xt, gt = nc(x), nc(g)
+        wt = torch.from_numpy(w).to(dev)  # (k..., I, O) -> (O, I, [1,] k...)
+        if nd == 1:
+            wt = wt.unsqueeze(0)
+        wt = wt.permute(-1, -2, *range(wt.dim() - 2))
+        wt = wt.contiguous(memory_format=torch.channels_last)
+        k_sp = spec["w"][:nd]
     pads = spec["pad"]
     if pads == "SAME":
-        pads = [((k - 1) // 2, k // 2) for k in spec["w"][:nd]]
+        pads = [((k - 1) // 2, k // 2) for k in k_sp]
     lo = [p[0] for p in pads]
     hi = [p[1] for p in pads]
     if lo != hi:  # (causal: pad the left by hand, as a user of torch would)
@@ -454,6 +467,8 @@ def main():
             c = 4 if groups else 3
             spec["x"] = (2, *(7,) * (len(spec["x"]) - 2), c)
             spec["w"] = (*spec["w"][:-2], 1, c) if groups else (*spec["w"][:-2], 3, 4)
+            if spec.get("dims", "N").startswith("NC"):
+                spec["x"], spec["w"] = (2, 3, 7, 7), (4, 3, 3, 3)
             if groups:
                 spec["groups"] = c
         args.reps, args.inner = 1, 1

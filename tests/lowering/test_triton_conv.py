@@ -67,11 +67,11 @@ def test_conv2d_forward_and_gradients_as_cudnn_steps():
     # 'SAME': every step works on x's own buffers, cuDNN pads: the forward and kernel-gradient
     # steps read x, the data-gradient step writes x's gradient (a forward convolution of the
     # cotangent with the reversed taps), no pad or crop kernel around them
-    got = sorted((s.kind, s.io[0], s.io[3], s.flip()) for s in found)
+    got = sorted((s.kind, s.io[0], s.io[3], s.flip(), s.first) for s in found)
     assert got == [
-        ("dw", (5, 6), (1, 1), False),
-        ("dx", (5, 6), (1, 1), True),
-        ("fwd", (5, 6), (1, 1), False),
+        ("dw", (5, 6), (1, 1), False, False),
+        ("dx", (5, 6), (1, 1), True, False),
+        ("fwd", (5, 6), (1, 1), False, False),
     ]
 
 
@@ -85,6 +85,8 @@ def test_strided_dilated_convs_default_mode():
         )
         found = _check((2, 3, 7, 6), (4, 3, 2, 2), kw, np.float32, 1e-4)
         assert [s.flip() for s in found if s.kind == "dx"] == [False]  # (strided: dgrad)
+        # NCHW: the steps read and write the channels-first arrays (no transposes around them)
+        assert all(s.first for s in found)
         kw1 = dict(window_strides=(2,), padding=[(2, 1)], dimension_numbers=("NWC", "WIO", "NWC"))
         _check((2, 9, 3), (3, 3, 2), kw1, np.float32, 1e-4)
         # a grouped convolution (batched products) keeps its per-tap products
@@ -106,7 +108,7 @@ def test_conv1d_as_2d_and_uneven_padding():
     ]
     kwd = dict(kw, rhs_dilation=(2,), dimension_numbers=("NCW", "OIW", "NCW"))
     found = _check((1, 3, 10), (2, 3, 3), kwd, np.float64, 1e-12)
-    assert {s.kind: s.io[3] for s in found}["dx"] == (2,)
+    assert {s.kind: (s.io[3], s.first) for s in found}["dx"] == ((2,), True)
 
 
 def test_conv_step_layouts():

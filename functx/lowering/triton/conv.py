@@ -111,6 +111,7 @@ class ConvStep:
         "k",
         "need",
         "io",
+        "first",
         "__weakref__",
     )
 
@@ -118,7 +119,7 @@ class ConvStep:
     #: allocator cannot capture), so the runtime may capture it in a program's CUDA graph
     graph_safe = True
 
-    def __init__(self, kind, p_shape, out_sp, strides, offsets, c, o, dtype, tf32):
+    def __init__(self, kind, p_shape, out_sp, strides, offsets, c, o, dtype, tf32, first=False):
         self.kind, self.p_shape, self.out_sp = kind, tuple(p_shape), tuple(out_sp)
         self.strides, self.offsets = tuple(strides), [tuple(t) for t in offsets]
         self.c, self.o, self.dtype, self.tf32 = c, o, np.dtype(dtype), tf32
@@ -134,6 +135,10 @@ class ConvStep:
         # the image side: (its spatial shape, the part read or written: start and length per
         # spatial axis, cuDNN's padding): P itself until ``unpad``
         self.io = (self.p_shape[1:-1], self.base, self.need, (0,) * len(self.k))
+        #: whether the image-side operands and the cotangent / result are channels-first
+        #: ``(N, C, spatial...)`` arrays (the program's own, before the transposes of
+        #: ``dimension_numbers``: ``_match`` folds them), the kernel operand then ``(O, C, T)``
+        self.first = first
 
     def unpad(self, shape_sp, lo):
         """Use the array that ``P`` zero-pads by ``lo`` (low side, per spatial axis; spatial
@@ -167,22 +172,41 @@ class ConvStep:
         return f"<cuDNN conv {self.kind} {self.p_shape} taps {self.k} at 0x{id(self):x}>"
 
     def out_shape(self):
-        n = self.p_shape[0]
+        n, t = self.p_shape[0], len(self.offsets)
         if self.kind == "fwd":
-            return (n * math.prod(self.out_sp), self.o)
+            return (n, self.o, *self.out_sp) if self.first else (n * math.prod(self.out_sp), self.o)
         if self.kind == "dx":
-            return (n, *self.io[0], self.c)
-        return (self.o, len(self.offsets), self.c)
+            return (n, self.c, *self.io[0]) if self.first else (n, *self.io[0], self.c)
+        return (self.o, self.c, t) if self.first else (self.o, t, self.c)
+
+    def kernel_layout(self):
+        """The kernel operand's axes, from the ``(T, C, O)`` stack in grid order (the taps
+        reversed first when ``flip``): the permutation ``_emit`` applies."""
+        if self.flip():
+            return (1, 2, 0) if self.first else (1, 0, 2)  # (C, O, T) / (C, T, O)
+        return (2, 1, 0) if self.first else (2, 0, 1)  # (O, C, T) / (O, T, C)
 
     # --- torch -----------------------------------------------------------------------------
     def _image(self, t):
-        """The image side (flat ``t``) as torch's channels-last ``(N, C, spatial...)``."""
+        """The image side (flat ``t``) as torch's ``(N, C, spatial...)`` (a channels-last view
+        unless ``first``)."""
         shape, start, length, _ = self.io
-        x = t.view(self.p_shape[0], *shape, self.c)
-        for ax, (b, n) in enumerate(zip(start, length)):
-            if n != shape[ax]:
-                x = x.narrow(ax + 1, b, n)
-        return _nc(x)
+        n, c, sp = self.p_shape[0], self.c, 2 if self.first else 1
+        x = t.view(n, c, *shape) if self.first else t.view(n, *shape, c)
+        for ax, (b, m) in enumerate(zip(start, length)):
+            if m != shape[ax]:
+                x = x.narrow(ax + sp, b, m)
+        return self._nchw(x)
+
+    def _view(self, t, a, b, sp):
+        """Flat ``t`` as torch's ``(a, b, sp...)``: ``(a, sp..., b)`` memory, channels-last,
+        or when ``first`` ``(a, b, sp...)`` memory."""
+        return self._nchw(t.view(a, b, *sp) if self.first else t.view(a, *sp, b))
+
+    def _nchw(self, t):
+        if not self.first:
+            return _nc(t)
+        return t.unsqueeze(2) if t.dim() == 3 else t
 
     def _params(self):
         """(stride, padding, dilation) for torch, 1-D as 2-D."""
@@ -197,23 +221,23 @@ class ConvStep:
         with _conv_flags(torch, ins[0], self.tf32):
             if self.kind == "fwd":
                 x = self._image(ins[0])
-                w = _nc(ins[1].view(self.o, *k, self.c))
-                y = _nc(outs[0].view(n, *self.out_sp, self.o))
+                w = self._view(ins[1], self.o, self.c, k)
+                y = self._view(outs[0], n, self.o, self.out_sp)
                 _conv_into(torch, y, x, w, stride, pad, dil, self.tf32)
                 return
             if self.kind == "dx":
-                g = _nc(ins[0].view(n, *self.out_sp, self.o))
+                g = self._view(ins[0], n, self.o, self.out_sp)
                 shape, start, length, _ = self.io
                 if tuple(length) != tuple(shape):  # (the taps reach part of the window: zeros)
                     outs[0].zero_()
                 dx = self._image(outs[0])
                 if self.flip():
-                    w = _nc(ins[1].view(self.c, *k, self.o))
+                    w = self._view(ins[1], self.c, self.o, k)
                     pad2 = [(kk - 1) * d - p for kk, d, p in zip(k, self.dilation, self.io[3])]
                     pad2 = _lift(pad2, 0)
                     _conv_into(torch, dx, g, w, stride, pad2, dil, self.tf32)
                     return
-                w = _nc(ins[1].view(self.o, *k, self.c))
+                w = self._view(ins[1], self.o, self.c, k)
                 mask = [True, False, False]
                 gx = torch.ops.aten.convolution_backward(
                     g, dx, w, None, stride, pad, dil, False, [0] * len(stride), 1, mask
@@ -221,8 +245,8 @@ class ConvStep:
                 dx.copy_(gx)
                 return
             x = self._image(ins[0])
-            g = _nc(ins[1].view(n, *self.out_sp, self.o))
-            gw = _nc(outs[0].view(self.o, *k, self.c))  # (its shape for torch; then the result)
+            g = self._view(ins[1], n, self.o, self.out_sp)
+            gw = self._view(outs[0], self.o, self.c, k)  # (its shape for torch; then the result)
             mask = [False, True, False]
             res = torch.ops.aten.convolution_backward(
                 g, x, gw, None, stride, pad, dil, False, [0] * len(stride), 1, mask
@@ -261,6 +285,8 @@ def _conv_into(torch, out, x, w, stride, pad, dil, tf32):
     channels-last (no conversion, no copy); otherwise torch's convolution and one copy."""
     global _CUDNN_OUT
     fmt = torch.channels_last if out.dim() == 4 else torch.channels_last_3d
+    if out.is_contiguous() and not out.is_contiguous(memory_format=fmt):
+        fmt = torch.contiguous_format  # (a channels-first step)
     if (
         _CUDNN_OUT
         and out.is_cuda
@@ -519,9 +545,48 @@ def _crop(g, e, step):
     return u if step.unpad(u.outvars[0].aval.shape[1:-1], lo) else None
 
 
+def _channels_first_in(g, v, nd):
+    """The channels-first array whose transpose (``dimension_numbers``'s, to channels-last) is
+    ``v``, else None."""
+    t = g.eqn(v, "transpose")
+    if t is None or tuple(t.params["permutation"]) != (0, *range(2, nd + 2), 1):
+        return None
+    return None if type(t.invars[0]) is Literal else t.invars[0]
+
+
+def _channels_first_ct(g, ct, n, out_sp, nd):
+    """The channels-first cotangent whose transpose, reshaped to ``(N * out, O)``, is ``ct``."""
+    r = g.eqn(ct, "reshape")
+    if r is None or r.params.get("dimensions") is not None or type(r.invars[0]) is Literal:
+        return None
+    shape = r.invars[0].aval.shape
+    if shape[:-1] != (n, *out_sp):
+        return None
+    return _channels_first_in(g, r.invars[0], nd)
+
+
+def _channels_first_out(g, v, nd, reshaped=None):
+    """The equation that transposes ``v`` (its only use; after its only use, a reshape to
+    ``reshaped``, when given) to channels-first, else None."""
+    us = g.uses[v.id]
+    if len(us) != 1 or us[0] is None:
+        return None
+    u = us[0]
+    if reshaped is not None:
+        if u.prim.name != "reshape" or u.params.get("dimensions") is not None:
+            return None
+        if tuple(u.outvars[0].aval.shape) != tuple(reshaped):
+            return None
+        return _channels_first_out(g, u.outvars[0], nd)
+    if u.prim.name != "transpose":
+        return None
+    return u if tuple(u.params["permutation"]) == (0, nd + 1, *range(1, nd + 1)) else None
+
+
 def _match(g, e):
-    """A recognised sum at the ``add`` equation ``e``: ``(ConvStep, operand vars, kernel vars,
-    the equation whose result the step gives)`` (``e``, or for "dx" the crop that follows)."""
+    """A recognised sum at the ``add`` equation ``e``: ``(ConvStep, operand vars, kernel vars
+    (for "dw" the slots), the equation whose result the step gives, the equations between)``
+    (``e``, or the crop that follows a "dx" sum, or the transpose back to channels-first)."""
     terms = g.terms(e)
     if len(terms) < 2:
         return None
@@ -544,7 +609,15 @@ def _match(g, e):
             step = ConvStep(
                 kind, p.aval.shape, out_sp, info["strides"], offs, c, o, p.aval.dtype, info["tf32"]
             )
-            return step, [_source(g, p, step)], [f[2] for f in found], e
+            x = _source(g, p, step)
+            n = p.aval.shape[0]
+            x_cf = _channels_first_in(g, x, len(out_sp))
+            y_cf = _channels_first_out(g, e.outvars[0], len(out_sp), (n, *out_sp, o))
+            if x_cf is not None and y_cf is not None:  # (NCHW-like dimension numbers)
+                step.first = True
+                skip = g.uses[e.outvars[0].id]  # (the reshape between)
+                return step, [x_cf], [f[2] for f in found], y_cf, skip
+            return step, [x], [f[2] for f in found], e, []
         if kind == "dx":
             p_shape = e.outvars[0].aval.shape
             o = found[0][2].aval.shape[1]
@@ -555,7 +628,14 @@ def _match(g, e):
             if any(lo + need > size for lo, need, size in zip(step.base, step.need, p_shape[1:-1])):
                 return None
             crop = _crop(g, e, step)
-            return step, [info["ct"]], [f[2] for f in found], crop or e
+            at = crop or e
+            nd = len(out_sp)
+            ct_cf = _channels_first_ct(g, info["ct"], p_shape[0], out_sp, nd)
+            dx_cf = _channels_first_out(g, at.outvars[0], nd)
+            if ct_cf is not None and dx_cf is not None:
+                step.first = True
+                return step, [ct_cf], [f[2] for f in found], dx_cf, [crop] if crop else []
+            return step, [info["ct"]], [f[2] for f in found], at, []
         slots = [f[2] for f in found]
         t = e.outvars[0].aval.shape[0]
         if sorted(slots) != list(range(t)):
@@ -565,20 +645,26 @@ def _match(g, e):
         step = ConvStep(
             kind, p.aval.shape, out_sp, info["strides"], offs, c, o, p.aval.dtype, info["tf32"]
         )
-        return step, [_source(g, p, step), info["ct"]], slots, e
+        x, nd = _source(g, p, step), len(out_sp)
+        x_cf = _channels_first_in(g, x, nd)
+        ct_cf = _channels_first_ct(g, info["ct"], p.aval.shape[0], out_sp, nd)
+        if x_cf is not None and ct_cf is not None:
+            step.first = True
+            return step, [x_cf, ct_cf], slots, e, []
+        return step, [x, info["ct"]], slots, e, []
     return None
 
 
 def _emit(step, operands, kernels):
     """The step's equation and the program's side of its layouts (``ConvStep``): the taps'
-    ``(C, O)`` kernels stacked as ``(O, T, C)`` (or reversed as ``(C, T, O)``), and a "dw"
-    result ``(O, T, C)`` read back as the ``(T, C, O)`` stack in the slots' order."""
+    ``(C, O)`` kernels stacked in the kernel operand's layout (``ConvStep.kernel_layout``), and
+    a "dw" result read back as the ``(T, C, O)`` stack in the slots' order."""
     args = list(operands)
     if step.kind != "dw":
         ks = kernels[::-1] if step.flip() else kernels
         stack = [ops.reshape(k, (1,) + tuple(tracing.get_aval(k).shape)) for k in ks]
         stack = ops.concatenate(stack, 0)  # (T, C, O)
-        args.append(ops.transpose(stack, (1, 0, 2) if step.flip() else (2, 0, 1)))
+        args.append(ops.transpose(stack, step.kernel_layout()))
     (out,) = callbacks.pure_callback_p.bind(
         *args,
         callback=step,
@@ -587,7 +673,7 @@ def _emit(step, operands, kernels):
     )
     if step.kind != "dw":
         return out
-    out = ops.transpose(out, (1, 2, 0))  # (T, C, O), grid order
+    out = ops.transpose(out, (2, 1, 0) if step.first else (1, 2, 0))  # (T, C, O), grid order
     slots = kernels
     if slots == list(range(len(slots))):
         return out
@@ -648,10 +734,10 @@ def recognize_convs(closed: ClosedJaxpr) -> ClosedJaxpr:
                     continue  # (a crop whose window a "dx" step computed)
                 m = found.get(id(e))
                 if m is not None:
-                    step, operands, kernels, at = m
+                    step, operands, kernels, at, skip = m
                     ks = kernels if step.kind == "dw" else [read(a) for a in kernels]
                     env[at.outvars[0].id] = _emit(step, [read(a) for a in operands], ks)
-                    done.add(id(at))
+                    done.update(id(u) for u in (at, *skip))
                     continue
                 outs = e.prim.bind(*[read(a) for a in e.invars], **e.params)
             if e.prim.multiple_results:
