@@ -480,6 +480,10 @@ def main():
     print("geometry against JAX (forward, input and kernel gradients; 2 cuDNN steps each):")
     check_geometry()
     print(f"  all equal to JAX within tolerance ({time.perf_counter() - t0:.0f}s)")
+    from functx.lowering.triton import conv as tconv
+
+    if tconv.CUDNN_OUT_ERROR:  # (the steps fell back to torch's convolution and a copy)
+        print(f"  NOTE: cudnn_convolution.out failed: {tconv.CUDNN_OUT_ERROR}")
     print(f"median of {args.reps} samples of {args.inner} back-to-back calls, ms per call; "
           "ratio = time / JAX's time (below 1: faster than JAX)")  # fmt: skip
     only = [s for s in args.only.split(",") if s]

@@ -137,3 +137,24 @@ def test_conv_step_layouts():
     np.testing.assert_allclose(dw(p, g)[0].transpose(1, 2, 0), want, atol=1e-12)
     with pytest.raises(ValueError, match="not a grid"):
         ConvStep("fwd", p.shape, out_sp, st, offs[::-1], 3, 5, p.dtype, False)
+
+
+def test_cudnn_format_of_the_steps_views():
+    # the format in which cuDNN may write a step's output itself (torch reads it from strides)
+    import torch
+
+    from functx.lowering.triton.conv import ConvStep, cudnn_format
+
+    cl, std = torch.channels_last, torch.contiguous_format
+    flat = torch.empty(2 * 5 * 6 * 3)
+    for first, fmt in ((False, cl), (True, std)):
+        step = ConvStep("fwd", (2, 5, 6, 3), (5, 6), (1, 1), [(0, 0), (0, 1)], 3, 3, "f4", 0)
+        step.first = first
+        img = step._view(flat, 2, 3, (5, 6))
+        w = step._view(torch.empty(3 * 3 * 2), 3, 3, (1, 2))
+        assert cudnn_format(torch, img, img, w) == fmt
+        one_d = step._view(flat, 2, 3, (30,))  # (a 1-D convolution: height 1)
+        assert one_d.shape == (2, 3, 1, 30) and cudnn_format(torch, one_d, one_d, one_d) == fmt
+    nchw = torch.empty(2, 3, 5, 6)
+    assert cudnn_format(torch, nchw, nchw.to(memory_format=cl), nchw) is None  # (mixed)
+    assert cudnn_format(torch, torch.empty(2, 1, 5, 6), nchw, nchw) is None  # (C = 1: either)

@@ -271,8 +271,10 @@ def _nc(t):
     return t.movedim(-1, 1)
 
 
-#: whether ``torch.ops.aten.cudnn_convolution.out`` is there (False after it raised once)
+#: whether ``torch.ops.aten.cudnn_convolution.out`` works here (False after it raised once;
+#: ``CUDNN_OUT_ERROR`` then says why, and the steps use torch's convolution and a copy)
 _CUDNN_OUT = True
+CUDNN_OUT_ERROR = None
 
 
 def _lift(v, unit):
@@ -280,27 +282,33 @@ def _lift(v, unit):
     return (unit, *v) if len(v) == 1 else tuple(v)
 
 
+def cudnn_format(torch, out, x, w):
+    """The memory format in which cuDNN can write the convolution of ``x`` and ``w`` straight
+    into ``out`` (channels-last, or torch's contiguous format for a channels-first step): the
+    one all three are laid out in, unambiguously for ``out`` (whose format torch's
+    ``cudnn_convolution.out`` reads from its strides); else None."""
+    cl = torch.channels_last if out.dim() == 4 else torch.channels_last_3d
+    is_cl, is_std = out.is_contiguous(memory_format=cl), out.is_contiguous()
+    if is_cl == is_std:  # (neither, or both: a format torch would have to guess)
+        return None
+    fmt = cl if is_cl else torch.contiguous_format
+    return fmt if all(t.is_contiguous(memory_format=fmt) for t in (x, w)) else None
+
+
 def _conv_into(torch, out, x, w, stride, pad, dil, tf32):
-    """``out[...] = conv(x, w)``: on a GPU, cuDNN writes ``out`` itself when the three are
-    channels-last (no conversion, no copy); otherwise torch's convolution and one copy."""
-    global _CUDNN_OUT
-    fmt = torch.channels_last if out.dim() == 4 else torch.channels_last_3d
-    if out.is_contiguous() and not out.is_contiguous(memory_format=fmt):
-        fmt = torch.contiguous_format  # (a channels-first step)
-    if (
-        _CUDNN_OUT
-        and out.is_cuda
-        and out.dtype != torch.float64
-        and all(t.is_contiguous(memory_format=fmt) for t in (out, x, w))
-        and out.suggest_memory_format() == fmt
-    ):
-        try:
-            torch.ops.aten.cudnn_convolution.out(
-                x, w, pad, stride, dil, 1, True, False, bool(tf32), out=out
-            )
-            return
-        except (RuntimeError, NotImplementedError):  # (a torch without cuDNN: its own conv)
-            _CUDNN_OUT = False
+    """``out[...] = conv(x, w)``: on a GPU, cuDNN writes ``out`` itself when the three share a
+    memory format (no conversion, no copy: ``cudnn_format``); otherwise torch's convolution and
+    one copy."""
+    global _CUDNN_OUT, CUDNN_OUT_ERROR
+    if _CUDNN_OUT and out.is_cuda and out.dtype != torch.float64:
+        if cudnn_format(torch, out, x, w) is not None:
+            try:
+                torch.ops.aten.cudnn_convolution.out(
+                    x, w, pad, stride, dil, 1, True, False, bool(tf32), out=out
+                )
+                return
+            except Exception as e:  # (a torch without it: its own convolution from now on)
+                _CUDNN_OUT, CUDNN_OUT_ERROR = False, f"{type(e).__name__}: {e}"
     conv = torch.nn.functional.conv2d if out.dim() == 4 else torch.nn.functional.conv3d
     out.copy_(conv(x, w, stride=stride, padding=pad, dilation=dil))
 
