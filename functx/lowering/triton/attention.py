@@ -64,17 +64,30 @@ def _strides(shape, layout: str, want: str):
     return [st[layout.index(c)] for c in want]
 
 
+_mm = None  # the products' helper (a module global: the kernels resolve it by name)
+
+
 def _kernels():
+    global _mm
     if _KERNELS:
         return _KERNELS
     import triton
     import triton.language as tl
 
     @triton.jit
+    def mm(a, b, PREC: tl.constexpr, UP: tl.constexpr):
+        # (UP: Triton's interpreter multiplies half-precision blocks wrongly; float32 there)
+        if UP:
+            return tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee")
+        return tl.dot(a, b, input_precision=PREC)
+
+    _mm = mm
+
+    @triton.jit
     def fwd(Q, K, V, O, L, sq_b, sq_h, sq_t, sq_d, sk_b, sk_h, sk_s, sk_d, sv_b, sv_h, sv_s,
             sv_d, H, T, S, qk_scale,
             HD: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr,
-            CAUSAL: tl.constexpr, PREC: tl.constexpr):  # fmt: skip
+            CAUSAL: tl.constexpr, PREC: tl.constexpr, UP: tl.constexpr):  # fmt: skip
         pid = tl.program_id(0)
         bh = tl.program_id(1)
         b = bh // H
@@ -103,7 +116,7 @@ def _kernels():
                 mask=(cn[None, :] < S) & dmask[:, None],
                 other=0.0,
             )
-            s = tl.dot(q, k, input_precision=PREC) * qk_scale
+            s = _mm(q, k, PREC, UP) * qk_scale
             keep = cn[None, :] < S
             if CAUSAL:
                 keep = keep & (cn[None, :] <= rm[:, None])
@@ -117,7 +130,7 @@ def _kernels():
                 mask=(cn[:, None] < S) & dmask[None, :],
                 other=0.0,
             )
-            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PREC)
+            acc = acc * alpha[:, None] + _mm(p.to(v.dtype), v, PREC, UP)
             m_i = m_new
         acc = acc / l_i[:, None]
         out = O + bh * T * HD + rm[:, None] * HD + rd[None, :]
@@ -130,7 +143,7 @@ def _kernels():
     def bwd_dkdv(Q, K, V, O, L, DO, DK, DV, sq_b, sq_h, sq_t, sq_d, sk_b, sk_h, sk_s, sk_d,
                  sv_b, sv_h, sv_s, sv_d, so_b, so_h, so_t, so_d, H, T, S, qk_scale, scale,
                  HD: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr,
-                 CAUSAL: tl.constexpr, PREC: tl.constexpr):  # fmt: skip
+                 CAUSAL: tl.constexpr, PREC: tl.constexpr, UP: tl.constexpr):  # fmt: skip
         pid = tl.program_id(0)
         bh = tl.program_id(1)
         b = bh // H
@@ -160,16 +173,16 @@ def _kernels():
             o = tl.load(op + rm[:, None] * HD + rd[None, :], mask=mmask, other=0.0)
             delta = tl.sum(do.to(tl.float32) * o.to(tl.float32), 1)
             lse = tl.load(L + bh * T + rm, mask=rm < T, other=0.0) * 1.4426950408889634
-            st = tl.dot(k, tl.trans(q), input_precision=PREC) * qk_scale  # (BN, BM): s^T
+            st = _mm(k, tl.trans(q), PREC, UP) * qk_scale  # (BN, BM): s^T
             pt = tl.math.exp2(st - lse[None, :])
             keep = rm[None, :] < T
             if CAUSAL:
                 keep = keep & (rn[:, None] <= rm[None, :])
             pt = tl.where(keep, pt, 0.0)
-            dv += tl.dot(pt.to(do.dtype), do, input_precision=PREC)
-            dpt = tl.dot(v, tl.trans(do), input_precision=PREC)
+            dv += _mm(pt.to(do.dtype), do, PREC, UP)
+            dpt = _mm(v, tl.trans(do), PREC, UP)
             dst = pt * (dpt - delta[None, :]) * scale
-            dk += tl.dot(dst.to(q.dtype), q, input_precision=PREC)
+            dk += _mm(dst.to(q.dtype), q, PREC, UP)
         out = bh * S * HD + rn[:, None] * HD + rd[None, :]
         tl.store(DK + out, dk.to(DK.dtype.element_ty), mask=nmask)
         tl.store(DV + out, dv.to(DV.dtype.element_ty), mask=nmask)
@@ -178,7 +191,7 @@ def _kernels():
     def bwd_dq(Q, K, V, O, L, DO, DQ, sq_b, sq_h, sq_t, sq_d, sk_b, sk_h, sk_s, sk_d,
                sv_b, sv_h, sv_s, sv_d, so_b, so_h, so_t, so_d, H, T, S, qk_scale, scale,
                HD: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr,
-               CAUSAL: tl.constexpr, PREC: tl.constexpr):  # fmt: skip
+               CAUSAL: tl.constexpr, PREC: tl.constexpr, UP: tl.constexpr):  # fmt: skip
         pid = tl.program_id(0)
         bh = tl.program_id(1)
         b = bh // H
@@ -206,15 +219,15 @@ def _kernels():
             cmask = (cn[:, None] < S) & dmask[None, :]
             k = tl.load(kp + cn[:, None] * sk_s + rd[None, :] * sk_d, mask=cmask, other=0.0)
             v = tl.load(vp + cn[:, None] * sv_s + rd[None, :] * sv_d, mask=cmask, other=0.0)
-            s = tl.dot(q, tl.trans(k), input_precision=PREC) * qk_scale
+            s = _mm(q, tl.trans(k), PREC, UP) * qk_scale
             p = tl.math.exp2(s - lse[:, None])
             keep = cn[None, :] < S
             if CAUSAL:
                 keep = keep & (cn[None, :] <= rm[:, None])
             p = tl.where(keep, p, 0.0)
-            dp = tl.dot(do, tl.trans(v), input_precision=PREC)
+            dp = _mm(do, tl.trans(v), PREC, UP)
             ds = p * (dp - delta[:, None]) * scale
-            dq += tl.dot(ds.to(k.dtype), k, input_precision=PREC)
+            dq += _mm(ds.to(k.dtype), k, PREC, UP)
         tl.store(DQ + bh * T * HD + rm[:, None] * HD + rd[None, :], dq.to(DQ.dtype.element_ty),
                  mask=mmask)  # fmt: skip
 
@@ -261,14 +274,14 @@ class FlashStep(HostStep):
             grid = (-(-T // bm), B * H)
             ks["fwd"][grid](
                 ins[0], ins[1], ins[2], outs[0], outs[1], *flat, H, T, S, qk_scale,
-                HD=hd, BM=bm, BN=bn, BD=bd, CAUSAL=bool(p["causal"]), PREC=prec,
+                HD=hd, BM=bm, BN=bn, BD=bd, CAUSAL=bool(p["causal"]), PREC=prec, UP=interp,
                 num_warps=warps, num_stages=stages,
             )  # fmt: skip
             return
         do_st = _strides(self.in_avals[5].shape, lay[3], "bhtd")
         bm, bn, warps, stages, bd = _blocks(BWD_BLOCKS, hd, interp)
         args = (*ins[:6],)
-        common = dict(HD=hd, BM=bm, BN=bn, BD=bd, CAUSAL=bool(p["causal"]), PREC=prec,
+        common = dict(HD=hd, BM=bm, BN=bn, BD=bd, CAUSAL=bool(p["causal"]), PREC=prec, UP=interp,
                       num_warps=warps, num_stages=stages)  # fmt: skip
         ks["bwd_dkdv"][(-(-S // bn), B * H)](
             *args, outs[1], outs[2], *flat, *do_st, H, T, S, qk_scale, scale, **common
