@@ -42,7 +42,7 @@ from functx.transforms.attention import (
 #: kernels by head-dimension bound; benchmarks/gpu_attention.py sweeps them
 FWD_BLOCKS = {64: (128, 64, 4, 3), 128: (128, 64, 8, 3), 256: (64, 32, 8, 2)}
 BWD_BLOCKS = {64: (64, 64, 4, 2), 128: (64, 64, 8, 2), 256: (32, 32, 8, 1)}
-_KERNELS: dict = {}  # name -> @triton.jit kernel (built on first use: triton is optional)
+_KERNELS: dict = {}  # interpreting? -> {name: @triton.jit kernel} (triton is optional)
 
 
 def _blocks(table, hd: int, interpret: bool):
@@ -64,13 +64,19 @@ def _strides(shape, layout: str, want: str):
     return [st[layout.index(c)] for c in want]
 
 
-_mm = None  # the products' helper (a module global: the kernels resolve it by name)
+# the kernels' helpers (module globals: kernels resolve them by name); the reductions combine with
+# these rather than call tl.sum/tl.max, which Triton's interpreter cannot run unless
+# TRITON_INTERPRET was set before triton was first imported (as in prelude.py)
+_mm = _add = _max = None
 
 
 def _kernels():
-    global _mm
-    if _KERNELS:
-        return _KERNELS
+    """The kernels, built on first use in each mode (``triton.jit`` makes interpreter functions
+    when ``TRITON_INTERPRET=1`` was set by then; the GPU's never change mode)."""
+    global _mm, _add, _max
+    interp = config.triton_interpret()
+    if interp in _KERNELS:
+        return _KERNELS[interp]
     import triton
     import triton.language as tl
 
@@ -81,7 +87,15 @@ def _kernels():
             return tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee")
         return tl.dot(a, b, input_precision=PREC)
 
-    _mm = mm
+    @triton.jit
+    def add(a, b):
+        return a + b
+
+    @triton.jit
+    def maximum(a, b):
+        return tl.maximum(a, b)
+
+    _mm, _add, _max = mm, add, maximum
 
     @triton.jit
     def fwd(Q, K, V, O, L, sq_b, sq_h, sq_t, sq_d, sk_b, sk_h, sk_s, sk_d, sv_b, sv_h, sv_s,
@@ -104,8 +118,8 @@ def _kernels():
         kp = K + b * sk_b + h * sk_h
         vp = V + b * sv_b + h * sv_h
         m_i = tl.full([BM], float("-inf"), tl.float32)
-        l_i = tl.zeros([BM], tl.float32)
-        acc = tl.zeros([BM, BD], tl.float32)
+        l_i = tl.full([BM], 0.0, tl.float32)
+        acc = tl.full([BM, BD], 0.0, tl.float32)
         hi = S
         if CAUSAL:
             hi = tl.minimum(S, (pid + 1) * BM)
@@ -121,10 +135,10 @@ def _kernels():
             if CAUSAL:
                 keep = keep & (cn[None, :] <= rm[:, None])
             s = tl.where(keep, s, float("-inf"))
-            m_new = tl.maximum(m_i, tl.max(s, 1))
+            m_new = tl.maximum(m_i, tl.reduce(s, 1, _max))
             alpha = tl.math.exp2(m_i - m_new)
             p = tl.math.exp2(s - m_new[:, None])
-            l_i = l_i * alpha + tl.sum(p, 1)
+            l_i = l_i * alpha + tl.reduce(p, 1, _add)
             v = tl.load(
                 vp + cn[:, None] * sv_s + rd[None, :] * sv_d,
                 mask=(cn[:, None] < S) & dmask[None, :],
@@ -160,8 +174,8 @@ def _kernels():
         qp = Q + b * sq_b + h * sq_h
         dop = DO + b * so_b + h * so_h
         op = O + bh * T * HD
-        dk = tl.zeros([BN, BD], tl.float32)
-        dv = tl.zeros([BN, BD], tl.float32)
+        dk = tl.full([BN, BD], 0.0, tl.float32)
+        dv = tl.full([BN, BD], 0.0, tl.float32)
         lo = 0
         if CAUSAL:
             lo = (pid * BN // BM) * BM
@@ -171,7 +185,7 @@ def _kernels():
             q = tl.load(qp + rm[:, None] * sq_t + rd[None, :] * sq_d, mask=mmask, other=0.0)
             do = tl.load(dop + rm[:, None] * so_t + rd[None, :] * so_d, mask=mmask, other=0.0)
             o = tl.load(op + rm[:, None] * HD + rd[None, :], mask=mmask, other=0.0)
-            delta = tl.sum(do.to(tl.float32) * o.to(tl.float32), 1)
+            delta = tl.reduce(do.to(tl.float32) * o.to(tl.float32), 1, _add)
             lse = tl.load(L + bh * T + rm, mask=rm < T, other=0.0) * 1.4426950408889634
             st = _mm(k, tl.trans(q), PREC, UP) * qk_scale  # (BN, BM): s^T
             pt = tl.math.exp2(st - lse[None, :])
@@ -206,11 +220,11 @@ def _kernels():
         do = tl.load(DO + b * so_b + h * so_h + rm[:, None] * so_t + rd[None, :] * so_d,
                      mask=mmask, other=0.0)  # fmt: skip
         o = tl.load(O + bh * T * HD + rm[:, None] * HD + rd[None, :], mask=mmask, other=0.0)
-        delta = tl.sum(do.to(tl.float32) * o.to(tl.float32), 1)
+        delta = tl.reduce(do.to(tl.float32) * o.to(tl.float32), 1, _add)
         lse = tl.load(L + bh * T + rm, mask=rm < T, other=0.0) * 1.4426950408889634
         kp = K + b * sk_b + h * sk_h
         vp = V + b * sv_b + h * sv_h
-        dq = tl.zeros([BM, BD], tl.float32)
+        dq = tl.full([BM, BD], 0.0, tl.float32)
         hi = S
         if CAUSAL:
             hi = tl.minimum(S, (pid + 1) * BM)
@@ -231,8 +245,8 @@ def _kernels():
         tl.store(DQ + bh * T * HD + rm[:, None] * HD + rd[None, :], dq.to(DQ.dtype.element_ty),
                  mask=mmask)  # fmt: skip
 
-    _KERNELS.update(fwd=fwd, bwd_dkdv=bwd_dkdv, bwd_dq=bwd_dq, triton=triton)
-    return _KERNELS
+    _KERNELS[interp] = dict(fwd=fwd, bwd_dkdv=bwd_dkdv, bwd_dq=bwd_dq)
+    return _KERNELS[interp]
 
 
 class FlashStep(HostStep):
