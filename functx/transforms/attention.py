@@ -51,7 +51,7 @@ from __future__ import annotations
 import numpy as np
 
 from functx import dtypes, primitives as P
-from functx.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
+from functx.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Primitive, ShapedArray, Var
 from functx.transforms import passes
 
 #: whether ``jit`` rewrites attention (benchmarks/gpu_attention.py turns it off to time the
@@ -63,8 +63,10 @@ _MASK_FILL = -1e30  # a forward fill at most this: masked logits (nn.dot_product
 
 
 # --- 1. The primitives ---------------------------------------------------------------------------
-flash_attention_p = P.prim("flash_attention", "attention", multiple_results=True)
-flash_attention_bwd_p = P.prim("flash_attention_bwd", "attention", multiple_results=True)
+# (internal: not in ``primitives.registry``, whose every primitive has jvp, transpose and vmap
+# rules; these appear only in jit's final Jaxpr, after autodiff and batching)
+flash_attention_p = Primitive("flash_attention", multiple_results=True, group="attention")
+flash_attention_bwd_p = Primitive("flash_attention_bwd", multiple_results=True, group="attention")
 
 
 def _canonical(x, layout: str, want: str):
