@@ -147,15 +147,30 @@ flash_attention_bwd_p.impl = _bwd_impl
 
 # --- 2. Operands: through transposes to the stored value -----------------------------------------
 def _stored(x, labels: str, defs):
-    """``(value, layout)``: the value ``x`` was transposed from (or ``x``) and the names of its
-    axes, given ``labels``, the names of ``x``'s axes."""
-    while type(x) is Var and (d := defs.get(x.id)) is not None and d.prim is P.transpose_p:
-        perm = d.params["permutation"]
-        base = ["?"] * len(perm)
-        for i, p in enumerate(perm):
-            base[p] = labels[i]
-        x, labels = d.invars[0], "".join(base)
+    """``(value, layout)``: the value ``x`` was transposed (or widened from a half-precision
+    type to float32: exact) from, or ``x``, and the names of its axes, given ``labels``, the
+    names of ``x``'s axes."""
+    while type(x) is Var and (d := defs.get(x.id)) is not None:
+        if d.prim is P.transpose_p:
+            perm = d.params["permutation"]
+            base = ["?"] * len(perm)
+            for i, p in enumerate(perm):
+                base[p] = labels[i]
+            x, labels = d.invars[0], "".join(base)
+        elif d.prim is P.convert_element_type_p and _widens(d.invars[0], x):
+            x = d.invars[0]
+        else:
+            break
     return x, labels
+
+
+def _widens(src, dst) -> bool:
+    """Whether ``src -> dst`` converts bfloat16/float16 to float32 (every value exactly)."""
+    return (
+        type(src) is Var
+        and np.dtype(dst.aval.dtype) == np.float32
+        and np.dtype(src.aval.dtype) in _FLOATS - {np.dtype(np.float32)}
+    )
 
 
 def _dot_labels(e: Eqn, lhs: str | None, rhs: str | None):
@@ -499,12 +514,13 @@ def _match(sp, jaxpr: Jaxpr, start: int, defs, uses, outputs, consts):
         return None
     if ("dq" in c.targets or "dk" in c.targets) and "dp" not in c.targets:
         return None
-    # one dtype for all, and the masked backward value vanishing where the mask is off
+    # one dtype for the operands; the products' results of that dtype or float32 (from operands
+    # widened to float32: nn.dot_product_attention's logits)
     dts = {np.dtype(x[0].aval.dtype) for x in (c.q, c.k, c.v) if x is not None}
     if c.do is not None:
         dts.add(np.dtype(c.do[0].aval.dtype))
-    dts |= {np.dtype(e.outvars[0].aval.dtype) for e, _ in c.targets.values()}
-    if len(dts) != 1 or c.v is None:
+    outs = {np.dtype(e.outvars[0].aval.dtype) for e, _ in c.targets.values()}
+    if len(dts) != 1 or c.v is None or not outs <= dts | {np.dtype(np.float32)}:
         return None
     if any(x[0].aval.ndim != 4 or "?" in x[1] for x in (c.q, c.k, c.v, c.do) if x is not None):
         return None
@@ -548,12 +564,19 @@ def _rewrite(c: _Chain, jaxpr: Jaxpr, index: dict):
             continue
         val, lay = outs[role]
         perm = _perm(lay, labels)
+        out = e.outvars[0]
+        eqs = []
+        if out.aval.dtype != val.aval.dtype:  # (a float32 product of widened operands)
+            params = {"new_dtype": out.aval.dtype, "weak_type": False}
+            wide = Var(ShapedArray(val.aval.shape, out.aval.dtype))
+            eqs.append(Eqn(P.convert_element_type_p, [val], [wide], params, e.source_info))
+            val = wide
         if perm == tuple(range(4)):
-            rename[e.outvars[0].id] = val
-            replace[id(e)] = []
+            rename[out.id] = val
         else:
             params = {"permutation": perm}
-            replace[id(e)] = [Eqn(P.transpose_p, [val], e.outvars, params, e.source_info)]
+            eqs.append(Eqn(P.transpose_p, [val], e.outvars, params, e.source_info))
+        replace[id(e)] = eqs
     return insert, replace, rename
 
 

@@ -89,6 +89,38 @@ def test_the_rewritten_program_computes_the_same_values_eagerly(causal=True):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-6, atol=2e-6)
 
 
+def _nn_style(jx, T, hd):
+    """Attention as nn.dot_product_attention computes it, with (B, T, N, H) operands: logits
+    from operands widened to float32, a finite mask fill, probabilities cast back."""
+    jnp = jx.numpy
+
+    def f(q, k, v):
+        wide = [jnp.astype(a, np.float32) for a in (q, k)]
+        logits = jnp.einsum("btnh,bsnh->bnts", *wide) * np.float32(1 / math.sqrt(hd))
+        keep = jnp.tril(jnp.ones((T, T), bool))
+        logits = jnp.where(keep, logits, np.float32(-0.7 * np.finfo(np.float32).max))
+        probs = jnp.astype(jx.nn.softmax(logits, axis=-1), k.dtype)
+        return jnp.einsum("bnts,bsnh->btnh", probs, v)
+
+    return f
+
+
+def test_the_nn_style_form_in_bfloat16():
+    T, hd = 6, 4
+    q, k, v = (a.astype(fnp.bfloat16) for a in _qkv((2, T, 2, hd)))
+    f = functx.grad(
+        lambda *a: fnp.sum(_nn_style(functx, T, hd)(*a).astype(np.float32) ** 2), (0, 1, 2)
+    )
+    closed = _final(f, q, k, v)
+    fused = fuse_attention(closed)
+    assert [e.params["layouts"][0] for e in _flash(fused)] == ["bthd", "bthd"]
+    got = eval_jaxpr(fused.jaxpr, fused.consts, q, k, v)
+    want = eval_jaxpr(closed.jaxpr, closed.consts, q, k, v)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype == fnp.bfloat16
+        np.testing.assert_allclose(np.asarray(g, np.float32), np.asarray(w, np.float32), atol=0.06)
+
+
 def test_the_backward_reference_is_the_derivative_of_the_forward():
     # (finite differences in float64 of <o, do> against flash_attention_bwd's reference)
     rng = np.random.default_rng(1)
