@@ -12,10 +12,10 @@ device buffers. It only queues work on the current stream, so the program keeps 
   ``exp2(s - m)`` and the unnormalised output (rescaled when ``m`` grows: the online softmax),
   and stores ``o = acc / l`` and ``lse = m + log(l)`` (natural log, of the scaled scores). With
   ``causal``, key blocks wholly above the diagonal are never visited;
-* backward, two kernels: ``dk``/``dv`` (a program per block of ``BLOCK_N`` keys: ``p`` recomputed
-  from ``q``, ``k`` and ``lse``; ``dv += p^T do``; ``ds = p (dp - delta) scale`` with ``dp = do
-  v^T`` and ``delta = rowsum(do * o)``; ``dk += ds^T q``) and ``dq`` (a program per block of
-  queries: ``dq += ds k``). No ``(T, S)`` array is ever stored.
+* backward, two kernels: ``dq`` (a program per block of queries: ``p`` recomputed from ``q``,
+  ``k`` and ``lse``; ``ds = p (dp - delta) scale`` with ``dp = do v^T`` and ``delta = rowsum(do
+  * o)``, which it also stores; ``dq += ds k``) and ``dk``/``dv`` (a program per block of
+  ``BLOCK_N`` keys: ``dv += p^T do``, ``dk += ds^T q``). No ``(T, S)`` array is ever stored.
 
 Products run on the tensor cores: float32 operands in TF32 unless the default matmul
 precision says ``"float32"``/``"highest"`` (``functx.default_matmul_precision``, read when the
@@ -154,7 +154,7 @@ def _kernels():
         tl.store(L + bh * T + rm, lse, mask=rm < T)
 
     @triton.jit
-    def bwd_dkdv(Q, K, V, O, L, DO, DK, DV, sq_b, sq_h, sq_t, sq_d, sk_b, sk_h, sk_s, sk_d,
+    def bwd_dkdv(Q, K, V, DELTA, L, DO, DK, DV, sq_b, sq_h, sq_t, sq_d, sk_b, sk_h, sk_s, sk_d,
                  sv_b, sv_h, sv_s, sv_d, so_b, so_h, so_t, so_d, H, T, S, qk_scale, scale,
                  HD: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr,
                  CAUSAL: tl.constexpr, PREC: tl.constexpr, UP: tl.constexpr):  # fmt: skip
@@ -173,7 +173,6 @@ def _kernels():
                     mask=nmask, other=0.0)  # fmt: skip
         qp = Q + b * sq_b + h * sq_h
         dop = DO + b * so_b + h * so_h
-        op = O + bh * T * HD
         dk = tl.full([BN, BD], 0.0, tl.float32)
         dv = tl.full([BN, BD], 0.0, tl.float32)
         lo = 0
@@ -184,8 +183,7 @@ def _kernels():
             mmask = (rm[:, None] < T) & dmask[None, :]
             q = tl.load(qp + rm[:, None] * sq_t + rd[None, :] * sq_d, mask=mmask, other=0.0)
             do = tl.load(dop + rm[:, None] * so_t + rd[None, :] * so_d, mask=mmask, other=0.0)
-            o = tl.load(op + rm[:, None] * HD + rd[None, :], mask=mmask, other=0.0)
-            delta = tl.reduce(do.to(tl.float32) * o.to(tl.float32), 1, _add)
+            delta = tl.load(DELTA + bh * T + rm, mask=rm < T, other=0.0)
             lse = tl.load(L + bh * T + rm, mask=rm < T, other=0.0) * 1.4426950408889634
             st = _mm(k, tl.trans(q), PREC, UP) * qk_scale  # (BN, BM): s^T
             pt = tl.math.exp2(st - lse[None, :])
@@ -202,7 +200,7 @@ def _kernels():
         tl.store(DV + out, dv.to(DV.dtype.element_ty), mask=nmask)
 
     @triton.jit
-    def bwd_dq(Q, K, V, O, L, DO, DQ, sq_b, sq_h, sq_t, sq_d, sk_b, sk_h, sk_s, sk_d,
+    def bwd_dq(Q, K, V, O, L, DO, DQ, DELTA, sq_b, sq_h, sq_t, sq_d, sk_b, sk_h, sk_s, sk_d,
                sv_b, sv_h, sv_s, sv_d, so_b, so_h, so_t, so_d, H, T, S, qk_scale, scale,
                HD: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr,
                CAUSAL: tl.constexpr, PREC: tl.constexpr, UP: tl.constexpr):  # fmt: skip
@@ -221,6 +219,7 @@ def _kernels():
                      mask=mmask, other=0.0)  # fmt: skip
         o = tl.load(O + bh * T * HD + rm[:, None] * HD + rd[None, :], mask=mmask, other=0.0)
         delta = tl.reduce(do.to(tl.float32) * o.to(tl.float32), 1, _add)
+        tl.store(DELTA + bh * T + rm, delta, mask=rm < T)  # (for the dk/dv kernel)
         lse = tl.load(L + bh * T + rm, mask=rm < T, other=0.0) * 1.4426950408889634
         kp = K + b * sk_b + h * sk_h
         vp = V + b * sv_b + h * sv_h
@@ -294,15 +293,20 @@ class FlashStep(HostStep):
             return
         do_st = _strides(self.in_avals[5].shape, lay[3], "bhtd")
         bm, bn, warps, stages, bd = _blocks(BWD_BLOCKS, hd, interp)
-        args = (*ins[:6],)
+        import torch  # (optional dependency: only a Triton program calls this)
+
+        # delta = rowsum(do * o): the dq kernel stores it, the dk/dv kernel reads it
+        delta = torch.empty(B * H * T, dtype=torch.float32, device=ins[0].device)
         common = dict(HD=hd, BM=bm, BN=bn, BD=bd, CAUSAL=bool(p["causal"]), PREC=prec, UP=interp,
                       num_warps=warps, num_stages=stages)  # fmt: skip
-        ks["bwd_dkdv"][(-(-S // bn), B * H)](
-            *args, outs[1], outs[2], *flat, *do_st, H, T, S, qk_scale, scale, **common
-        )
         ks["bwd_dq"][(-(-T // bm), B * H)](
-            *args, outs[0], *flat, *do_st, H, T, S, qk_scale, scale, **common
+            *ins[:6], outs[0], delta, *flat, *do_st, H, T, S, qk_scale, scale, **common
         )
+        q_, k_, v_, _, lse, do = ins[:6]
+        ks["bwd_dkdv"][(-(-S // bn), B * H)](
+            q_, k_, v_, delta, lse, do, outs[1], outs[2], *flat, *do_st, H, T, S, qk_scale, scale,
+            **common,
+        )  # fmt: skip
 
 
 def _lowering(prim):
