@@ -1,10 +1,23 @@
 """Matrix products of the CPU benchmark shapes: functx.jit against NumPy's matmul (its own
-OpenBLAS) and jax.jit, in one process. functx generates vectorised loops for products of up to
-2^24 multiply-adds and calls NumPy's BLAS above that (see ``lowering/cpp/dot.py``).
+OpenBLAS) and jax.jit, in one process. functx generates vectorised loops for small products and
+calls NumPy's OpenBLAS, on one thread per piece, above that (see ``lowering/cpp/dot.py``).
 
 Shapes: the per-sample-gradient MLP (256-256-256-10, batch 128) forward and backward products,
 and one square product above the threshold. Each library's time is the best of 3 alternating
 rounds, each the median of ``--reps`` calls; results are checked against NumPy in float64.
+
+``--crossover``: generated code against the BLAS call, both under functx.jit.
+
+``--libs [numpy,openblas32,openblas64,mkl,blis,jax]``: the BLAS libraries' sgemm at the MLP SGD
+step's products (784-1024-1024-10, batch 128, ``MLP_GEMMS``), each library in a process of its
+own, ``--rounds`` alternating rounds: one thread; the library's own two threads; two OpenMP
+threads taking 2 or 8 pieces with the library on one thread (as functx's programs call it). A
+small C harness (compiled with gcc here) calls the library's entry point from the installed
+package's directory: NumPy's bundled OpenBLAS, the scipy-openblas32 / scipy-openblas64 wheels,
+the mkl wheel's ``libmkl_rt`` (``sys.prefix/lib`` or ``FX_MKL_DIR``), the blis wheel's
+extension module; ``jax`` times ``jax.jit``'s own product (pinned to one core with ``taskset``,
+then on both). Every result is checked against a float64 product first. Libraries not installed
+are skipped. Figures: benchmarks/RESULTS.md (session 30, blas20).
 """
 
 from __future__ import annotations
@@ -275,6 +288,7 @@ def _one_library(name, reps, modes):
     set_threads = getattr(dll, setter)
     if name == "blis":
         set_threads.argtypes = [ctypes.c_int64]
+    print(f"INFO {name}: {_describe(name, dll)}", flush=True)
     h = _harness()
     for label, m, n, k, ta, tb in MLP_GEMMS:
         a, b, want = _operands(m, n, k, ta, tb)
@@ -302,6 +316,26 @@ def _one_library(name, reps, modes):
             err = float(np.abs(c - want).max() / np.abs(want).max())
             assert err < 1e-5, (name, label, mode, err)
             _result(name, label, mode, 2 * m * n * k, out)
+
+
+def _describe(name, dll):
+    """The library's version and the kernels it chose for this processor."""
+    import ctypes
+
+    if name == "mkl":
+        buf = ctypes.create_string_buffer(256)
+        dll.MKL_Get_Version_String(buf, 256)
+        return buf.value.decode()
+    if name == "blis":
+        dll.bli_arch_query_id.restype = ctypes.c_int
+        dll.bli_arch_string.restype = ctypes.c_char_p
+        dll.bli_info_get_version_str.restype = ctypes.c_char_p
+        arch = dll.bli_arch_string(dll.bli_arch_query_id()).decode()
+        return f"BLIS {dll.bli_info_get_version_str().decode()}, sub-configuration {arch!r}"
+    suffix = "64_" if name in ("numpy", "openblas64") else ""
+    fn = getattr(dll, f"scipy_openblas_get_config{suffix}")
+    fn.restype = ctypes.c_char_p
+    return fn().decode()
 
 
 def _result(name, label, mode, flops, times):
@@ -349,7 +383,7 @@ def compare_libraries(libs, reps, rounds):
     import subprocess
     import sys
 
-    cells = {}
+    cells, seen = {}, set()
     env = dict(os.environ, MKL_THREADING_LAYER="GNU", OMP_WAIT_POLICY="PASSIVE")
     for _ in range(rounds):
         for lib in libs:
@@ -362,8 +396,9 @@ def compare_libraries(libs, reps, rounds):
                     print(out.stderr[-2000:])
                     raise SystemExit(f"{lib} failed")
                 for line in out.stdout.splitlines():
-                    if line.startswith("SKIP"):
-                        print(line)
+                    if line.startswith(("SKIP", "INFO")) and line not in seen:
+                        seen.add(line)
+                        print(line[5:])
                     if line.startswith("RESULT "):
                         name, label, mode, *g = line[7:].split("|")
                         cells.setdefault((name, label, mode), []).append([float(x) for x in g])
@@ -372,8 +407,9 @@ def compare_libraries(libs, reps, rounds):
         f"sgemm GFLOP/s, float32, {rounds} alternating rounds of {reps} calls, each library in"
         " its own process; modes: 1 = one thread, 2own = the library's own 2 threads, 2xP ="
         " 2 OpenMP threads taking P pieces (the library on one thread). Each cell:"
-        " wall best / CPU best (flops per process CPU-second: the work per core; spinning"
-        " threads lower it), the best of the rounds' fastest calls"
+        " wall best / CPU median (flops per process CPU-second: the work per core; spinning"
+        " threads lower it): the fastest call of all rounds / the median over rounds of each"
+        " round's median call"
     )
     for label, *_ in MLP_GEMMS:
         print(f"\n{label}")
@@ -383,7 +419,8 @@ def compare_libraries(libs, reps, rounds):
             for lib in present:
                 v = cells.get((lib, label, mode))
                 if v:
-                    row.append(f"{max(x[0] for x in v):6.1f}/{max(x[2] for x in v):<6.1f}")
+                    cpu = sorted(x[3] for x in v)[len(v) // 2]
+                    row.append(f"{max(x[0] for x in v):6.1f}/{cpu:<6.1f}")
                 else:
                     row.append("-")
             if any(c != "-" for c in row):
