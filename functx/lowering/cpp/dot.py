@@ -136,6 +136,8 @@ _BLAS_PIECES = 16
 # thread, the MLP SGD step's products, 784-1024-1024-10 batch 128) against one uncut call:
 # 128x784 @ 784x1024 cut into 2 / 4 / 16 column pieces +0.4 / +0.7 / +11.5%, 128x1024 @
 # (1024x1024).T +0.8 / +2.8 / +10.5%; 16 pieces of 64 columns were what the step ran before.
+# The whole step with 4 pieces instead of 16: ~9% less CPU time, a third less packing (perf,
+# benchmarks/RESULTS.md, session 30).
 _BLAS_PIECE_SPAN = 256
 
 _THREADS_TYPES = "typedef void (*fx_blas_nt_set_t)(int);\ntypedef int (*fx_blas_nt_get_t)(void);\n"
