@@ -36,6 +36,7 @@ from functx.devices.transfer import op_device
 from functx.errors import FunctxArgumentError, FunctxTypeError, FunctxValueError
 from functx.interpreter import eval_jaxpr
 from functx.lowering.compile import compile_jaxpr, log as _log, loop_ir_text
+from functx.lowering.cpp import xla_rsqrt as _xla_rsqrt  # noqa: F401 (eager float32 rsqrt)
 from functx.lowering.runtime import Executable
 from functx.lowering.triton import attention as _attention
 from functx.source_info import where
@@ -956,7 +957,8 @@ class Jitted:
         check_consts(closed.consts, CPU if place == "cpu" else place, self._what)
         closed = outer_products.factor_outer_products(passes.simplify(closed))
         closed = closed if place == "cpu" else _attention.fuse_attention(closed)  # (flash)
-        return passes.divide_by_reciprocals(closed), out_tree
+        closed = passes.divide_by_reciprocals(closed)
+        return passes.reshape_unit_reductions(closed), out_tree
 
     def lower(self, *args, **kwargs) -> Lowered:
         f, leaves, in_tree, _ = self._trace(args, kwargs)
