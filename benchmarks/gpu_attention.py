@@ -136,7 +136,25 @@ def _time(call, sync, budget=2.0):
     return statistics.median(ts)
 
 
-def worker(lib, name, save, sweep):
+def _profile(jx, fn, dargs, calls=5):
+    """torch.profiler's kernel table of ``calls`` calls (CUPTI sees every kernel of the
+    process)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(3):  # (compiled, captured, warm)
+        fn(*dargs)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn(*dargs)
+        torch.cuda.synchronize()
+    return prof.key_averages().table(
+        sort_by="cuda_time_total", row_limit=25, max_name_column_width=70
+    )
+
+
+def worker(lib, name, save, sweep, prof=False):
     family, c = CASES[name]
     args = inputs(family, c)
     bf16 = c["dtype"] == "bfloat16"
@@ -198,6 +216,8 @@ def worker(lib, name, save, sweep):
         rec["mib"] = (st.get("peak_bytes_in_use", 0) - base) / 2**20 if st else None
     elif cuda:
         rec["mib"] = (torch.cuda.max_memory_allocated() - base) / 2**20
+    if prof and lib != "jax" and cuda and name == "gpt f32 B8 T1024 d768":
+        print(f"--- {name}: {lib}, kernels of 5 calls\n{_profile(jx, fn, dargs)}", flush=True)
     if sweep and lib == "functx" and family == "grad" and cuda:
         rec["sweep"] = _sweep(c)
     return rec
@@ -317,6 +337,7 @@ def main():
     ap.add_argument("--smoke", action="store_true", help="tiny shapes, Triton's interpreter")
     ap.add_argument("--sweep", action="store_true", help="also time block-size configurations")
     ap.add_argument("--only", default="", help="comma-separated case names")
+    ap.add_argument("--profile", action="store_true", help="kernel tables of the float32 GPT step")
     ap.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.smoke:
@@ -328,7 +349,7 @@ def main():
     if a.worker:
         lib, name, save = a.worker
         try:
-            rec = worker(lib, name, save, a.sweep)
+            rec = worker(lib, name, save, a.sweep, a.profile)
         except Exception as e:
             rec = {"error": f"{type(e).__name__}: {str(e)[:400]}"}
         print("RESULT " + json.dumps(rec), flush=True)
@@ -350,9 +371,12 @@ def main():
         for lib in LIBS:
             save = os.path.join(tmp, f"{lib}_{name.replace(' ', '_')}.npz")
             cmd = [sys.executable, os.path.abspath(__file__), "--worker", lib, name, save]
-            cmd += ["--smoke"] * a.smoke + ["--sweep"] * a.sweep
+            cmd += ["--smoke"] * a.smoke + ["--sweep"] * a.sweep + ["--profile"] * a.profile
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
             line = [x for x in p.stdout.splitlines() if x.startswith("RESULT ")]
+            tables = p.stdout[: p.stdout.find("RESULT ")] if line else ""
+            if tables.strip():
+                print(tables, flush=True)
             rec = json.loads(line[-1][7:]) if line else {"error": p.stderr[-600:]}
             rec["save"] = save
             recs[lib] = rec
