@@ -14,7 +14,13 @@ take (``schedule(dynamic)``). Measured with ``benchmarks/matmul_cpu.py --crossov
 (47 against 44, the call's cost). The per-sample-gradient MLP's 128x256 @ 256x256 went from
 12.4-15.9 ms (generated, OpenMP under load) to 0.21-0.25 ms (NumPy: 0.19-0.24 when its threads
 are idle). Without a way to set OpenBLAS's thread count (another BLAS), products up to 2^24
-multiply-adds stay generated code, as before."""
+multiply-adds stay generated code, as before.
+
+Which BLAS: ``benchmarks/matmul_cpu.py --libs`` measured the MLP SGD step's products on this
+machine (AMD Zen 3, AVX2; session 30, table in benchmarks/RESULTS.md). On one thread NumPy's
+OpenBLAS 0.3.31 and the newest scipy-openblas wheels (0.3.34, the same Haswell kernels) ran
+80-87 GFLOP/s, MKL 2026.2 35-77, JAX's own product 55-91, the blis wheel 10-18 (its detection
+falls back to generic kernels here). NumPy's OpenBLAS stays: no new dependency."""
 
 from __future__ import annotations
 
