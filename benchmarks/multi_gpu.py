@@ -161,6 +161,10 @@ def worker_functx(args):
                     if n == 1:  # the baseline: the plain single-device step, no shard_map
                         plain = functx.jit(one)
                         rec["t_plain"] = timeit(lambda: plain(p, *b), sync, args.steps)
+                    else:
+                        rec.update(reduction_alone(functx, mesh, params, put, sync, args))
+                    if n == max(gpus) and n > 1 and args.overlap:
+                        rec["overlap"] = overlap_sweep(functx, dp, p, b, sync, args)
                 except Exception as e:  # noqa: BLE001 - reported in the table
                     rec["error"] = f"{type(e).__name__}: {e}"[:300]
                     traceback.print_exc()
@@ -168,6 +172,86 @@ def worker_functx(args):
             if rank == 0:
                 emit(rec, args.out)
     functx.distributed.shutdown()
+
+
+def _with_env(env: dict, fn):
+    """``fn()`` with the environment variables ``env`` set (restored afterwards)."""
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        return fn()
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _overlap_env(setting: str) -> dict:
+    """``off``: the psum after the whole backward pass (no overlap); ``256K``, ``4M``, ...: the
+    overlapped psum with buckets of that many bytes."""
+    if setting == "off":
+        return {"FUNCTX_PSUM_OVERLAP": "0"}
+    unit = {"K": 2**10, "M": 2**20}.get(setting[-1].upper(), 1)
+    num = setting[:-1] if setting[-1].upper() in "KM" else setting
+    return {"FUNCTX_PSUM_OVERLAP": "1", "FUNCTX_PSUM_BUCKET_BYTES": str(int(float(num) * unit))}
+
+
+def overlap_sweep(functx, dp, p, b, sync, args) -> dict:
+    """The step's time (ms) with the gradient reduction not overlapped (``off``) and with other
+    bucket sizes: each setting is compiled afresh (``functx.clear_caches``)."""
+    out = {}
+    for setting in args.overlap.split(","):
+
+        def timed():
+            functx.clear_caches()
+            f = functx.jit(dp)
+            f(p, *b)
+            return timeit(lambda: f(p, *b), sync, args.steps)
+
+        try:
+            out[setting] = _with_env(_overlap_env(setting), timed)
+        except Exception as e:  # noqa: BLE001 - reported in the table
+            out[setting] = f"{type(e).__name__}: {e}"[:120]
+            traceback.print_exc()
+    functx.clear_caches()
+    return out
+
+
+def reduction_alone(functx, mesh, params, put, sync, args) -> dict:
+    """What the gradients' reduction costs alone at this mesh size: ``t_allreduce``, one
+    ``all_reduce`` of the flat float32 gradients with ``torch.distributed`` (NCCL's time, no
+    functx); ``t_psum``, functx's jitted ``psum`` of the parameter pytree (its program: the
+    reduction plus its copies)."""
+    import torch
+    import torch.distributed as dist
+
+    out = {}
+    leaves = functx.tree_util.tree_leaves(params)
+    numel = sum(int(np.size(v)) for v in leaves)
+    dev = torch.device("cuda", torch.cuda.current_device()) if args.platform == "gpu" else "cpu"
+    group = functx.distributed.current().groups.get(tuple(range(mesh.size)))
+    flat = torch.zeros(numel, dtype=torch.float32, device=dev)
+
+    def ar():
+        dist.all_reduce(flat, group=group)
+        return flat
+
+    def tsync(_):
+        if args.platform == "gpu":
+            torch.cuda.synchronize()
+
+    out["t_allreduce"] = timeit(ar, tsync, args.steps)
+    P = functx.sharding.PartitionSpec
+    f = functx.jit(
+        functx.shard_map(
+            lambda t: functx.lax.psum(t, "data"), mesh=mesh, in_specs=P(), out_specs=P()
+        )
+    )
+    pp = put(params)
+    out["t_psum"] = timeit(lambda: f(pp), sync, args.steps)
+    return out
 
 
 # --- PyTorch: DDP ---------------------------------------------------------------------------------
@@ -403,6 +487,7 @@ def launch(lib, args, path, timeout):
     common = [
         "--worker", lib, "--platform", args.platform, "--size", args.size,
         "--steps", str(args.steps), "--gpus", ",".join(map(str, args.gpus)),
+        "--overlap", args.overlap,
         "--workloads", ",".join(args.workloads), "--out", path,
     ]  # fmt: skip
     script = os.path.abspath(__file__)
@@ -461,6 +546,21 @@ def table(path, args):
                 if "err" in r:
                     errs.append(f"{r['err']:.1e}")
             print(f"| {w} | {lib} | " + " | ".join(cells) + f" | {', '.join(errs) or '-'} |")
+    for (lib, w, n), r in sorted(by.items()):
+        if lib != "functx":
+            continue
+        if "t_allreduce" in r:
+            print(
+                f"functx {w} at {n}: the reduction alone: torch all_reduce of the flat gradients "
+                f"{r['t_allreduce'] * 1e3:.3f} ms, functx psum program {r['t_psum'] * 1e3:.3f} ms"
+            )
+        if "overlap" in r:
+            cells = ", ".join(
+                f"{k} {v * 1e3:.2f} ms" if isinstance(v, float) else f"{k} {v}"
+                for k, v in r["overlap"].items()
+            )
+            dflt = r["t"] * 1e3
+            print(f"functx {w} at {n}: step with the psum overlap {cells} (default {dflt:.2f})")
     fx = {k: v for k, v in by.items() if k[0] == "functx" and "t" in v}
     for (_, w, n), r in sorted(fx.items()):
         others = [by.get((o, w, n), {}).get("t") for o in ("jax", "torch")]
@@ -477,6 +577,12 @@ def main():
     ap.add_argument("--workloads", default="dpsgd,gpt")
     ap.add_argument("--libs", default="functx,jax,torch")
     ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument(
+        "--overlap",
+        default="off,256K,4M,64M",
+        help="functx at the largest n: also time the step with these psum settings (off: no "
+        "overlap; a size: buckets of that many bytes); empty: none",
+    )
     ap.add_argument(
         "--timeout",
         default="functx=230,jax=120,torch=100",

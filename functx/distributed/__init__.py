@@ -326,17 +326,50 @@ class TorchCollectives:
     def psum(self, x):
         return self._reduce(x, "sum")
 
-    def psum_flat(self, tensors):
+    def psum_flat(self, tensors, async_op: bool = False):
         """The sums over the axis of several torch tensors of one dtype, as one reduction: the
-        flat concatenation of their sums (one ``all_reduce``; bool by its own path)."""
+        flat concatenation of their sums (one ``all_reduce``; bool by its own path). With
+        ``async_op``: ``(flat, work)``, the reduction started (``work.wait()`` makes the calling
+        stream, or on gloo the calling thread, wait for it; None when it already finished)."""
         import torch
         import torch.distributed as dist
 
         flat = torch.cat([t.reshape(-1) for t in tensors])
         if flat.dtype == _torch_bool():
-            return self._reduce(flat, "sum")
-        dist.all_reduce(flat, group=self.group)
-        return flat
+            out = self._reduce(flat, "sum")
+            return (out, None) if async_op else out
+        work = dist.all_reduce(flat, group=self.group, async_op=async_op)
+        return (flat, work) if async_op else flat
+
+    def psum_start(self, xs):
+        """Start the sums over the axis of ``xs`` (torch tensors, or NumPy arrays on gloo): one
+        ``all_reduce`` per dtype over the flat concatenation, issued without waiting (NCCL:
+        queued on its own stream after the work already queued on the calling stream, so the
+        caller's later kernels run beside it; gloo: on its own thread). Returns the handle
+        ``psum_done`` takes. What DDP's buckets do: a data-parallel step starts each bucket of
+        gradients as soon as the backward pass has produced it (``CollectiveStep``'s
+        ``psum_start``/``psum_done`` pair in a compiled program)."""
+        ts = [self._tensor(x, writable=False)[0] for x in xs]
+        by_dtype: dict = {}
+        for i, t in enumerate(ts):
+            by_dtype.setdefault(t.dtype, []).append(i)
+        pending = []
+        for idx in by_dtype.values():
+            flat, work = self.psum_flat([ts[i] for i in idx], async_op=True)
+            pending.append((idx, [ts[i].numel() for i in idx], flat, work))
+        return len(ts), pending
+
+    def psum_done(self, handle):
+        """Wait for the sums ``psum_start`` began (the calling stream waits on NCCL's; gloo
+        blocks) and return them: one flat torch tensor per operand, in the operands' order."""
+        n, pending = handle
+        out = [None] * n
+        for idx, sizes, flat, work in pending:
+            if work is not None:
+                work.wait()
+            for i, piece in zip(idx, flat.split(sizes)):
+                out[i] = piece
+        return out
 
     def pmax(self, x):
         return self._reduce(x, "max")
