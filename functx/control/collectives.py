@@ -893,12 +893,15 @@ class PsumDone(CollectiveStep):
     """The second half of an overlapped ``psum``: waits for the reductions its ``PsumStart``
     began (NCCL: the program's stream waits on NCCL's, no host wait) and writes the sums."""
 
-    __slots__ = ("pending",)
+    __slots__ = ("pending", "layouts")
     label = "psum done"
 
-    def __init__(self, params, out_avals, pending):
+    def __init__(self, params, out_avals, pending, layouts):
         super().__init__(psum_p, params, [ShapedArray((), dtypes.int32)], out_avals)
         self.pending = pending
+        # per output: (the shape its start reduced, the permutation of that array the output
+        # is, or None: the same elements in the same order)
+        self.layouts = list(layouts)
 
     def _results(self):
         state, self.pending.handle = self.pending.handle, None
@@ -910,18 +913,25 @@ class PsumDone(CollectiveStep):
 
     def _on_device(self, dev, ins, outs):
         res = [r.reshape(-1) for r in self._results()]
-        if all(r.dtype == o.dtype and r.device == o.device for r, o in zip(res, outs)):
+        plain = [k for k, (_, perm) in enumerate(self.layouts) if perm is None]
+        if all(res[k].dtype == outs[k].dtype and res[k].device == outs[k].device for k in plain):
             import torch  # (here the results are torch tensors: the runtime is torch's)
 
-            torch._foreach_copy_(list(outs), res)  # (a few launches, not one per operand)
-            return
-        for o, r in zip(outs, res):
-            o.copy_(r.to(device=o.device, dtype=o.dtype))
+            if plain:  # (a few launches, not one per operand)
+                torch._foreach_copy_([outs[k] for k in plain], [res[k] for k in plain])
+        else:
+            for k in plain:
+                outs[k].copy_(res[k].to(device=outs[k].device, dtype=outs[k].dtype))
+        for k, ((shape, perm), a) in enumerate(zip(self.layouts, self.out_avals)):
+            if perm is not None:
+                r = res[k].reshape(shape).permute(*perm)
+                outs[k].view(a.shape).copy_(r.to(device=outs[k].device, dtype=outs[k].dtype))
 
     def __call__(self, *vals):
         out = []
-        for r, a in zip(self._results(), self.out_avals):
-            out.append(_np(_host_array(r, a.dtype), a.dtype).reshape(a.shape))
+        for r, a, (shape, perm) in zip(self._results(), self.out_avals, self.layouts):
+            r = _np(_host_array(r, a.dtype), a.dtype).reshape(shape)
+            out.append(np.ascontiguousarray(np.transpose(r, perm) if perm is not None else r))
         return out
 
 
@@ -992,9 +1002,25 @@ def _psum_lowering(g, ins, avals, *, axes, frames=None):
     on, cap = _overlap_settings()
     if not on or not ins or not _can_overlap(axes, frames, avals):
         return _collective_lowering(psum_p)(g, ins, avals, **params)
+    # imported here, when jit lowers: the loop IR imports SymPy, which `import functx` must not
+    from functx.lowering.lower import _same_order_source
+
+    # an operand that holds another node's elements in the same order (the reshape or identity
+    # view of a matrix product's result) is reduced from that node, and a transpose of a stored
+    # node (the weight gradient ``(d.T @ x).T`` of a matrix product) is reduced in that node's
+    # layout and transposed by the done step's copy into its output (psum commutes with both):
+    # otherwise the view would be stored first, a copy kernel per gradient
+    ins, perms = list(ins), [None] * len(ins)
+    for i, n in enumerate(ins):
+        while (src := _same_order_source(n)) is not None:
+            n = src
+        perm = n.params.get("permutation") if n.kind == "pointwise" else None
+        if perm is not None and len(n.inputs) == 1 and n.inputs[0].kind != "pointwise":
+            perms[i], n = perm, n.inputs[0]
+        ins[i] = n
     pos = {id(n): k for k, n in enumerate(g.nodes)}
     positions = [pos.get(id(n), -1) for n in ins]
-    nbytes = [math.prod(a.shape) * np.dtype(a.dtype).itemsize for a in avals]
+    nbytes = [n.size * np.dtype(n.dtype).itemsize for n in ins]
     outs = [None] * len(ins)
     for bucket in psum_buckets(positions, nbytes, cap):
         pending = _Pending()
@@ -1020,7 +1046,7 @@ def _psum_lowering(g, ins, avals, *, axes, frames=None):
             n.id = k
         positions = [p + (p > last) for p in positions]
         b_out = [ShapedArray(avals[i].shape, avals[i].dtype) for i in bucket]
-        done = PsumDone(params, b_out, pending)
+        done = PsumDone(params, b_out, pending, [(ins[i].shape, perms[i]) for i in bucket])
         got = lower_to_loop(
             g,
             [token],
