@@ -128,6 +128,74 @@ def timeit(fn, sync, steps_per_loop, reps=5, warmup=3) -> float:
     return statistics.median(times)
 
 
+def host_and_gpu_time(fn, platform, steps_per_loop, reps=5) -> dict:
+    """Where a step's time goes (after ``timeit``'s warm-up): ``t_host``, the host's time per
+    call to issue ``steps_per_loop`` calls (no synchronisation inside the loop), and, on a GPU,
+    ``t_gpu``, the median time between CUDA events recorded on the stream before and after one
+    call (the device's time for the step, its waits for the other processes included)."""
+    import torch
+
+    out = {}
+    hosts, gpus = [], []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(steps_per_loop):
+            fn()
+        hosts.append((time.perf_counter() - t0) / steps_per_loop)
+        if platform == "gpu":
+            torch.cuda.synchronize()
+            pairs = []
+            for _ in range(steps_per_loop):
+                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                a.record()
+                fn()
+                b.record()
+                pairs.append((a, b))
+            torch.cuda.synchronize()
+            gpus += [a.elapsed_time(b) / 1e3 for a, b in pairs]
+    out["t_host"] = statistics.median(hosts)
+    if gpus:
+        out["t_gpu"] = statistics.median(gpus)
+    return out
+
+
+def graph_info(jitted) -> str:
+    """How the jitted step's Triton program runs: CUDA graphs or not (and why), their mode and
+    how many were captured."""
+    infos = []
+    for entry in list(jitted.cache.values()):
+        obj = entry[0]
+        for _ in range(4):  # (DeviceExecutable -> JitExecutable -> TritonExecutable)
+            if hasattr(obj, "graph_safe"):
+                break
+            obj = getattr(obj, "exe", None) or getattr(obj, "inner", None)
+        if obj is None or not hasattr(obj, "graph_safe"):
+            continue
+        states = [s if isinstance(s, str) else type(s).__name__ for s in obj._graphs.values()]
+        infos.append(
+            f"graphs {obj.use_graphs}, safe {obj.graph_safe}, mode {obj.graph_mode}, "
+            f"{obj.n_launches} launches, {len(obj.host_calls)} host steps, states {states}"
+            + (f", note {obj.graph_note}" if obj.graph_note else "")
+        )
+    return "; ".join(infos) or "no Triton program"
+
+
+def profile_table(fn, rows=25) -> str:
+    """torch.profiler's table of the GPU kernels of 5 calls of ``fn`` (this process)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(5):
+            fn()
+        torch.cuda.synchronize()
+    return prof.key_averages().table(
+        sort_by="cuda_time_total", row_limit=rows, max_name_column_width=70
+    )
+
+
 # --- functx: one process per device ---------------------------------------------------------------
 def worker_functx(args):
     import torch.distributed as dist
@@ -164,9 +232,16 @@ def worker_functx(args):
                             functx.tree_util.tree_leaves(first_params(ref, workload)),
                         )
                     rec["t"] = timeit(lambda: step(p, *b), sync, args.steps)
+                    rec.update(host_and_gpu_time(lambda: step(p, *b), args.platform, args.steps))
+                    rec["graph"] = graph_info(step)
+                    if args.profile and rank == 0 and args.platform == "gpu" and n != 2:
+                        print(f"== functx {workload} at {n} GPUs: the step's kernels (rank 0)")
+                        print(profile_table(lambda: step(p, *b)), flush=True)
                     if n == 1:  # the baseline: the plain single-device step, no shard_map
                         plain = functx.jit(one)
                         rec["t_plain"] = timeit(lambda: plain(p, *b), sync, args.steps)
+                        hg = host_and_gpu_time(lambda: plain(p, *b), args.platform, args.steps)
+                        rec.update({k + "_plain": v for k, v in hg.items()})
                     else:
                         rec.update(reduction_alone(functx, mesh, params, put, sync, args))
                     if n == max(gpus) and n > 1 and args.overlap:
@@ -249,6 +324,20 @@ def reduction_alone(functx, mesh, params, put, sync, args) -> dict:
             torch.cuda.synchronize()
 
     out["t_allreduce"] = timeit(ar, tsync, args.steps)
+    if args.platform == "gpu":  # the same all_reduce replayed from a CUDA graph
+        try:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                ar()
+            torch.cuda.current_stream().wait_stream(side)
+            torch.cuda.synchronize()
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                ar()
+            out["t_allreduce_graph"] = timeit(g.replay, tsync, args.steps)
+        except Exception as e:  # noqa: BLE001 - reported in the table
+            out["t_allreduce_graph"] = f"{type(e).__name__}: {e}"[:120]
     P = functx.sharding.PartitionSpec
     f = functx.jit(
         functx.shard_map(
@@ -493,7 +582,7 @@ def launch(lib, args, path, timeout):
     common = [
         "--worker", lib, "--platform", args.platform, "--size", args.size,
         "--steps", str(args.steps), "--gpus", ",".join(map(str, args.gpus)),
-        "--overlap", args.overlap,
+        "--overlap", args.overlap, *(["--profile"] if args.profile else []),
         "--workloads", ",".join(args.workloads), "--out", path,
     ]  # fmt: skip
     script = os.path.abspath(__file__)
@@ -519,6 +608,11 @@ def launch(lib, args, path, timeout):
     print(f"[{lib}: {'ok' if ok else 'FAILED'} in {time.time() - t0:.0f} s]", flush=True)
     if not ok:
         print(tail, flush=True)
+    elif args.profile and lib == "functx":  # (the workers' kernel tables)
+        text = proc.stdout
+        if "== functx" in text:
+            keep = [ln for ln in text[text.index("== functx") :].splitlines() if "RESULT" not in ln]
+            print("\n".join(keep), flush=True)
 
 
 def table(path, args):
@@ -555,10 +649,22 @@ def table(path, args):
     for (lib, w, n), r in sorted(by.items()):
         if lib != "functx":
             continue
+        if "t_host" in r:
+            parts = [f"host {r['t_host'] * 1e3:.3f}"]
+            if "t_gpu" in r:
+                parts.append(f"GPU {r['t_gpu'] * 1e3:.3f}")
+            if "t_host_plain" in r:
+                parts.append(f"plain step: host {r['t_host_plain'] * 1e3:.3f}")
+            if "t_gpu_plain" in r:
+                parts.append(f"GPU {r['t_gpu_plain'] * 1e3:.3f}")
+            print(f"functx {w} at {n}: ms per call: " + ", ".join(parts) + f"; {r.get('graph')}")
         if "t_allreduce" in r:
+            tg = r.get("t_allreduce_graph")
+            tg = f"{tg * 1e3:.3f} ms" if isinstance(tg, float) else tg
             print(
                 f"functx {w} at {n}: the reduction alone: torch all_reduce of the flat gradients "
-                f"{r['t_allreduce'] * 1e3:.3f} ms, functx psum program {r['t_psum'] * 1e3:.3f} ms"
+                f"{r['t_allreduce'] * 1e3:.3f} ms (replayed from a CUDA graph: {tg}), functx "
+                f"psum program {r['t_psum'] * 1e3:.3f} ms"
             )
         if "overlap" in r:
             cells = ", ".join(
@@ -593,6 +699,11 @@ def main():
         "--timeout",
         default="functx=260,jax=120,torch=100",
         help="seconds each library's launch may take (the whole run stays under 8.5 minutes)",
+    )
+    ap.add_argument(
+        "--profile",
+        action="store_true",
+        help="functx: print torch.profiler's kernel table of the step at 1 and 4 GPUs (rank 0)",
     )
     ap.add_argument("--worker", default=None)
     ap.add_argument("--out", default=None)

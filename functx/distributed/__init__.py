@@ -149,6 +149,8 @@ def initialize(
     if platform == "gpu":
         torch.cuda.set_device(local_rank)
         kwargs["device_id"] = torch.device("cuda", local_rank)
+        if (opts := _nccl_options()) is not None:
+            kwargs["pg_options"] = opts
     if not dist.is_initialized():
         dist.init_process_group(
             backend,
@@ -238,6 +240,20 @@ def current():
 _REDUCE = {"sum": "SUM", "max": "MAX", "min": "MIN"}
 
 
+def _nccl_options():
+    """NCCL's options for functx's process groups: its streams at high priority, so that a
+    reduction started beside the backward pass's kernels (``TorchCollectives.psum_start``) gets
+    the multiprocessors as they free up, as DDP's overlap wants. None without NCCL."""
+    import torch.distributed as dist
+
+    cls = getattr(dist, "ProcessGroupNCCL", None)
+    if cls is None:
+        return None
+    opts = cls.Options()
+    opts.is_high_priority_stream = True
+    return opts
+
+
 def _group(ranks: tuple[int, ...]):
     """The torch process group of ``ranks`` (None: every process). Every process must ask for the
     same groups in the same order (``torch.distributed.new_group`` is collective)."""
@@ -247,7 +263,9 @@ def _group(ranks: tuple[int, ...]):
     if ranks not in run.groups:
         import torch.distributed as dist
 
-        run.groups[ranks] = dist.new_group(list(ranks))
+        opts = _nccl_options() if run.backend == "nccl" else None
+        kw = {"pg_options": opts} if opts is not None else {}
+        run.groups[ranks] = dist.new_group(list(ranks), **kw)
     return run.groups[ranks]
 
 
