@@ -74,6 +74,16 @@ THE INTERFACE (for ``shard_map`` and the distributed runtime)
   On the Triton backend a handler may offer an attribute ``torch``: an object with the same
   methods taking and returning torch tensors on the program's device (NCCL without host
   copies); otherwise NumPy copies are used.
+* Overlapped ``psum`` (a data-parallel step's gradients, as DDP's buckets): a handler may offer
+  ``psum_start(xs) -> handle`` (start the sums of a list of operands without waiting) and
+  ``psum_done(handle) -> sums`` (``functx.distributed.TorchCollectives``: an asynchronous
+  ``all_reduce`` per dtype; NCCL queues it on its own stream, gloo on its thread). Then a
+  ``psum`` over one such axis lowers to a ``PsumStart`` per bucket of operands (about
+  ``FUNCTX_PSUM_BUCKET_BYTES``, 1 MiB, in the order the program computes them), placed right
+  after the kernel that completes its bucket, and a ``PsumDone`` per bucket where the psum
+  stands: the kernels between them run while the reduction is in flight.
+  ``FUNCTX_PSUM_OVERLAP=0`` (read when a program is lowered) keeps one step after the whole
+  backward pass. ``lower(...).as_text()``'s loop IR shows the steps (``<psum start ...>``).
 * Note: a value that is a NumPy array or Python scalar (not a functx Array) is taken to be the
   same on every device: ``psum(1, "x")`` is ``axis_size("x")`` without communicating, as in JAX.
 """
