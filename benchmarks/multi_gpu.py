@@ -234,9 +234,12 @@ def worker_functx(args):
                     rec["t"] = timeit(lambda: step(p, *b), sync, args.steps)
                     rec.update(host_and_gpu_time(lambda: step(p, *b), args.platform, args.steps))
                     rec["graph"] = graph_info(step)
-                    if args.profile and rank == 0 and args.platform == "gpu" and n != 2:
-                        print(f"== functx {workload} at {n} GPUs: the step's kernels (rank 0)")
-                        print(profile_table(lambda: step(p, *b)), flush=True)
+                    if args.profile and args.platform == "gpu" and n != 2:
+                        # (every rank of the mesh profiles: the same calls, the same collectives)
+                        table = profile_table(lambda: step(p, *b))
+                        if rank == 0:
+                            print(f"== functx {workload} at {n} GPUs: the step's kernels (rank 0)")
+                            print(table, flush=True)
                     if n == 1:  # the baseline: the plain single-device step, no shard_map
                         plain = functx.jit(one)
                         rec["t_plain"] = timeit(lambda: plain(p, *b), sync, args.steps)
@@ -346,6 +349,7 @@ def reduction_alone(functx, mesh, params, put, sync, args) -> dict:
     )
     pp = put(params)
     out["t_psum"] = timeit(lambda: f(pp), sync, args.steps)
+    out["t_psum_host"] = host_and_gpu_time(lambda: f(pp), "cpu", args.steps)["t_host"]
     return out
 
 
@@ -664,7 +668,8 @@ def table(path, args):
             print(
                 f"functx {w} at {n}: the reduction alone: torch all_reduce of the flat gradients "
                 f"{r['t_allreduce'] * 1e3:.3f} ms (replayed from a CUDA graph: {tg}), functx "
-                f"psum program {r['t_psum'] * 1e3:.3f} ms"
+                f"psum program {r['t_psum'] * 1e3:.3f} ms (its host time per call "
+                f"{r.get('t_psum_host', float('nan')) * 1e3:.3f} ms)"
             )
         if "overlap" in r:
             cells = ", ".join(
@@ -691,7 +696,7 @@ def main():
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument(
         "--overlap",
-        default="off,256K,8M",
+        default="off,2M,32M",
         help="functx at the largest n: also time the step with these psum settings (off: no "
         "overlap; a size: buckets of that many bytes); empty: none",
     )

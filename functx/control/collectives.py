@@ -79,7 +79,7 @@ THE INTERFACE (for ``shard_map`` and the distributed runtime)
   ``psum_done(handle) -> sums`` (``functx.distributed.TorchCollectives``: an asynchronous
   ``all_reduce`` per dtype; NCCL queues it on its own stream, gloo on its thread). Then a
   ``psum`` over one such axis lowers to a ``PsumStart`` per bucket of operands (about
-  ``FUNCTX_PSUM_BUCKET_BYTES``, 1 MiB, in the order the program computes them), placed right
+  ``FUNCTX_PSUM_BUCKET_BYTES``, 8 MiB, in the order the program computes them), placed right
   after the kernel that completes its bucket, and a ``PsumDone`` per bucket where the psum
   stands: the kernels between them run while the reduction is in flight.
   ``FUNCTX_PSUM_OVERLAP=0`` (read when a program is lowered) keeps one step after the whole
@@ -962,7 +962,7 @@ def _host_array(r, dtype) -> np.ndarray:
 # PSUM_BUCKET_BYTES; each bucket's reduction starts right after the last of its operands is
 # computed and the program waits for it where the psum stood. FUNCTX_PSUM_OVERLAP=0 turns it
 # off; FUNCTX_PSUM_BUCKET_BYTES sets the bucket size. Both are read when a program is lowered.
-PSUM_BUCKET_BYTES = 1 << 20
+PSUM_BUCKET_BYTES = 8 << 20
 
 
 def _overlap_settings():

@@ -251,6 +251,11 @@ def _nccl_options():
         return None
     opts = cls.Options()
     opts.is_high_priority_stream = True
+    # FUNCTX_NCCL_MAX_CTAS: at most this many thread blocks per NCCL collective (ncclConfig_t's
+    # maxCTAs), leaving the rest of the multiprocessors to the kernels that run beside it
+    ctas = os.environ.get("FUNCTX_NCCL_MAX_CTAS")
+    if ctas and hasattr(getattr(opts, "config", None), "max_ctas"):
+        opts.config.max_ctas = int(ctas)
     return opts
 
 
