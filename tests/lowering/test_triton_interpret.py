@@ -47,7 +47,13 @@ DEVICE = "cuda" if GPU else "cpu"
 def interpreter(monkeypatch):
     """Triton's CPU interpreter for this test only (unless the tests run on a GPU)."""
     if not GPU:
+        from functx.devices import device as placement
+
         monkeypatch.setenv("TRITON_INTERPRET", "1")
+        # (an earlier test may have looked for GPUs without the interpreter: look again, and
+        # restore what it found afterwards)
+        monkeypatch.setattr(placement, "_gpu_list", placement._gpu_list or None)
+        monkeypatch.setattr(placement, "GPU_IN_USE", placement.GPU_IN_USE)
 
 
 FX = SimpleNamespace(
