@@ -60,6 +60,7 @@ ENABLED = True
 
 _FLOATS = frozenset(np.dtype(d) for d in (np.float16, np.float32)) | {np.dtype(dtypes.bfloat16)}
 _MASK_FILL = -1e30  # a forward fill at most this: masked logits (nn.dot_product_attention)
+_MAX_CHAIN, _MAX_OPS = 200, 60  # the longest chain and largest expression followed
 
 
 # --- 1. The primitives ---------------------------------------------------------------------------
@@ -492,6 +493,7 @@ def _match(sp, jaxpr: Jaxpr, start: int, defs, uses, outputs, consts):
     q = _stored(qk.invars[0], names[0], defs)
     k = _stored(qk.invars[1], names[1], defs)
     c = _Chain(sp, qk, q, k, out.shape)
+    sp_ops = sp.count_ops
     masks: dict = {}
     dp_seen = False
     for e in jaxpr.eqns[start + 1 :]:
@@ -504,6 +506,10 @@ def _match(sp, jaxpr: Jaxpr, start: int, defs, uses, outputs, consts):
             continue
         val = _follow(c, e, defs, consts, masks)
         if val is not None:
+            # (attention's chain is a few dozen small expressions: anything longer is not it,
+            # and SymPy must not be left expanding it)
+            if len(c.vals) > _MAX_CHAIN or sp_ops(val[1]) > _MAX_OPS:
+                return None
             c.vals[e.outvars[0].id] = val
             continue
         if not _target(c, e, defs):
