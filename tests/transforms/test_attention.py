@@ -22,6 +22,8 @@ from functx.transforms import attention, outer_products, passes
 from functx.transforms.attention import fuse_attention
 
 jax = pytest.importorskip("jax")
+# FUNCTX_TEST_TRITON_GPU=1: the kernel tests run on a CUDA GPU instead of Triton's interpreter
+ON_GPU = os.environ.get("FUNCTX_TEST_TRITON_GPU", "0") not in ("", "0")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import workloads  # noqa: E402
@@ -84,7 +86,8 @@ def test_the_rewritten_program_computes_the_same_values_eagerly(causal=True):
     fused = fuse_attention(closed)
     assert [e.params["causal"] for e in _flash(fused)] == [causal, causal]
     got = eval_jaxpr(fused.jaxpr, fused.consts, q, k, v)
-    want = jax.jit(_loss(jax, _attn(jax, T, hd, causal)))(q, k, v)
+    with jax.default_matmul_precision("highest"):  # (float32 products on a GPU too)
+        want = jax.jit(_loss(jax, _attn(jax, T, hd, causal)))(q, k, v)
     for g, w in zip(got, jax.tree_util.tree_leaves(want)):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-6, atol=2e-6)
 
@@ -194,11 +197,15 @@ def test_it_leaves_the_program_unchanged_when_it_is_not_exactly_attention(make):
 
 @pytest.fixture
 def gpu(monkeypatch):
-    pytest.importorskip("torch")
+    """A GPU: Triton's interpreter's stand-in, or with FUNCTX_TEST_TRITON_GPU=1 a CUDA GPU (the
+    kernels then compiled for it)."""
+    torch = pytest.importorskip("torch")
     pytest.importorskip("triton")
     from functx.devices import device as placement
 
-    if "TRITON_INTERPRET" not in os.environ:
+    if ON_GPU and not torch.cuda.is_available():
+        pytest.skip("FUNCTX_TEST_TRITON_GPU=1 without a CUDA device")
+    if not ON_GPU:
         monkeypatch.setenv("TRITON_INTERPRET", "1")
     # (the stand-in GPU exists only under TRITON_INTERPRET=1: look for GPUs again, then restore)
     monkeypatch.setattr(placement, "_gpu_list", placement._gpu_list or None)
@@ -208,7 +215,8 @@ def gpu(monkeypatch):
 
 
 def _step_run(prim, params, arrays, out_avals):
-    """The host step's kernels (``FlashStep.torch``) on CPU tensors, in Triton's interpreter."""
+    """The host step's kernels (``FlashStep.torch``) on CPU tensors in Triton's interpreter (on
+    CUDA tensors with FUNCTX_TEST_TRITON_GPU=1)."""
     import torch
 
     from functx.core import ShapedArray
@@ -216,18 +224,22 @@ def _step_run(prim, params, arrays, out_avals):
 
     avals = [ShapedArray(a.shape, a.dtype) for a in arrays]
     step = FlashStep(prim, params, avals, out_avals, tf32=False)
+    dev = "cuda" if ON_GPU else "cpu"
 
     def tensor(a):
         a = np.ascontiguousarray(a).reshape(-1)
         if a.dtype == np.dtype(fnp.bfloat16):
-            return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
-        return torch.from_numpy(a)
+            return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16).to(dev)
+        return torch.from_numpy(a).to(dev)
 
     outs = [
-        torch.empty(math.prod(a.shape), dtype=tensor(np.zeros(1, a.dtype)).dtype) for a in out_avals
+        torch.empty(math.prod(a.shape), dtype=tensor(np.zeros(1, a.dtype)).dtype, device=dev)
+        for a in out_avals
     ]
     step.torch([tensor(a) for a in arrays], outs)
-    return [o.float().numpy().reshape(a.shape).astype(np.float64) for o, a in zip(outs, out_avals)]
+    return [
+        o.float().cpu().numpy().reshape(a.shape).astype(np.float64) for o, a in zip(outs, out_avals)
+    ]
 
 
 @pytest.mark.parametrize(
@@ -283,7 +295,8 @@ def test_jit_on_a_gpu_runs_the_kernels_and_equals_the_unfused_program_and_jax(gp
         finally:
             attention.ENABLED = True
         unfused = eval_jaxpr(plain.jaxpr, plain.consts, q, k, v)
-        want = jax.jit(_loss(jax, _attn(jax, T, hd)))(q, k, v)
+        with jax.default_matmul_precision("highest"):
+            want = jax.jit(_loss(jax, _attn(jax, T, hd)))(q, k, v)
     assert "flash attention" in text and got[0].dtype == np.float32
     for g, u, w in zip(got, unfused, jax.tree_util.tree_leaves(want)):
         np.testing.assert_allclose(g, np.asarray(u), rtol=2e-5, atol=2e-5)
