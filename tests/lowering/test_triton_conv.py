@@ -88,7 +88,9 @@ def test_strided_dilated_convs_default_mode():
         # NCHW: the steps read and write the channels-first arrays (no transposes around them)
         assert all(s.first for s in found)
         kw1 = dict(window_strides=(2,), padding=[(2, 1)], dimension_numbers=("NWC", "WIO", "NWC"))
-        _check((2, 9, 3), (3, 3, 2), kw1, np.float32, 1e-4)
+        found = _check((2, 9, 3), (3, 3, 2), kw1, np.float32, 1e-4)
+        # uneven padding: the data gradient is P's, the window of x copied out in the step
+        assert [s.window for s in found if s.kind == "dx"] == [((2,), (9,))]
         # a grouped convolution (batched products) keeps its per-tap products
         kwg = dict(kw1, feature_group_count=3)
         _check((1, 6, 3), (2, 1, 3), kwg, np.float32, 1e-4, steps=0)

@@ -31,11 +31,17 @@ conversion kernels and device copies around the calls, 40% of the 3x3 gradient's
 * padding: when ``P`` is a zero ``pad`` of the input with the same padding on both sides of each
   axis (``'SAME'`` with an odd kernel), the "fwd"/"dw" steps read the input itself and cuDNN pads
   (the pad kernel goes: ``ConvStep.unpad``); when the "dx" result's only use crops it (the
-  transpose of that pad), the step computes the cropped window (the input's gradient) instead;
+  transpose of that pad), the step computes the cropped window (the input's gradient) instead,
+  with uneven padding (a stride-2 'SAME') by copying it out of ``P``'s gradient (no crop kernel);
 * on a GPU the forward convolution, and the stride-1 input gradient as a forward convolution of
   the cotangent with the reversed taps, write the program's buffer themselves
   (``cudnn_convolution.out``); a strided input gradient and the kernel gradient come from
   ``convolution_backward`` and are copied in (same layout: one copy).
+
+On an H100 (benchmarks/RESULTS.md, 11:35 UTC) the 3x3 gradient's cuDNN kernels then take about
+JAX's time (63 us per call against 66; the reversed-taps forward convolution 17 us against XLA's
+data gradient 21), forward / gradient 0.76x / 1.04x JAX's time (NCHW 0.65x / 0.64x), the rest
+being the copy-mode CUDA graph's input and output copies.
 
 Float32 convolutions follow the products' precision (TF32 unless ``default_matmul_precision``
 says float32, as the ``dot`` kernels do). What the patterns do not cover (grouped or batched
@@ -112,6 +118,7 @@ class ConvStep:
         "need",
         "io",
         "first",
+        "window",
         "__weakref__",
     )
 
@@ -139,6 +146,10 @@ class ConvStep:
         #: ``(N, C, spatial...)`` arrays (the program's own, before the transposes of
         #: ``dimension_numbers``: ``_match`` folds them), the kernel operand then ``(O, C, T)``
         self.first = first
+        #: for "dx": the window of ``P``'s gradient the program keeps, ``(low, size)`` per
+        #: spatial axis, when the step writes that window (the crop after it folded: ``_crop``)
+        #: but cuDNN's padding cannot stand for ``P``'s (uneven pads); None otherwise
+        self.window = None
 
     def unpad(self, shape_sp, lo):
         """Use the array that ``P`` zero-pads by ``lo`` (low side, per spatial axis; spatial
@@ -176,7 +187,8 @@ class ConvStep:
         if self.kind == "fwd":
             return (n, self.o, *self.out_sp) if self.first else (n * math.prod(self.out_sp), self.o)
         if self.kind == "dx":
-            return (n, self.c, *self.io[0]) if self.first else (n, *self.io[0], self.c)
+            sp = self.io[0] if self.window is None else self.window[1]
+            return (n, self.c, *sp) if self.first else (n, *sp, self.c)
         return (self.o, self.c, t) if self.first else (self.o, t, self.c)
 
     def kernel_layout(self):
@@ -208,6 +220,27 @@ class ConvStep:
             return _nc(t)
         return t.unsqueeze(2) if t.dim() == 3 else t
 
+    def _keep_window(self, buf, out):
+        """Copy the part of the taps' reach (``io``) inside ``window`` from ``buf`` (``P``'s
+        gradient, valid over the reach only) into ``out`` (the window), zeros elsewhere."""
+        shape, start, length, _ = self.io
+        lo, size = self.window
+        n, c, sp = self.p_shape[0], self.c, 2 if self.first else 1
+        src = buf.view(n, c, *shape) if self.first else buf.view(n, *shape, c)
+        dst = out.view(n, c, *size) if self.first else out.view(n, *size, c)
+        full = True
+        for ax, (b, m, w0, ws) in enumerate(zip(start, length, lo, size)):
+            a, e = max(b, w0), min(b + m, w0 + ws)
+            if e <= a:  # (the taps reach none of the window)
+                out.zero_()
+                return
+            full = full and a == w0 and e == w0 + ws
+            src = src.narrow(ax + sp, a, e - a)
+            dst = dst.narrow(ax + sp, a - w0, e - a)
+        if not full:
+            out.zero_()
+        dst.copy_(src)
+
     def _params(self):
         """(stride, padding, dilation) for torch, 1-D as 2-D."""
         return _lift(self.strides, 1), _lift(self.io[3], 0), _lift(self.dilation, 1)
@@ -228,21 +261,27 @@ class ConvStep:
             if self.kind == "dx":
                 g = self._view(ins[0], n, self.o, self.out_sp)
                 shape, start, length, _ = self.io
-                if tuple(length) != tuple(shape):  # (the taps reach part of the window: zeros)
-                    outs[0].zero_()
-                dx = self._image(outs[0])
+                if self.window is not None:  # (P's gradient in a scratch buffer first)
+                    buf = outs[0].new_empty(n * math.prod(shape) * self.c)
+                elif tuple(length) != tuple(shape):  # (the taps reach part of it: zeros)
+                    buf = outs[0].zero_()
+                else:
+                    buf = outs[0]
+                dx = self._image(buf)
                 if self.flip():
                     w = self._view(ins[1], self.c, self.o, k)
                     pad2 = [(kk - 1) * d - p for kk, d, p in zip(k, self.dilation, self.io[3])]
                     pad2 = _lift(pad2, 0)
                     _conv_into(torch, dx, g, w, stride, pad2, dil, self.tf32)
-                    return
-                w = self._view(ins[1], self.o, self.c, k)
-                mask = [True, False, False]
-                gx = torch.ops.aten.convolution_backward(
-                    g, dx, w, None, stride, pad, dil, False, [0] * len(stride), 1, mask
-                )[0]
-                dx.copy_(gx)
+                else:
+                    w = self._view(ins[1], self.o, self.c, k)
+                    mask = [True, False, False]
+                    gx = torch.ops.aten.convolution_backward(
+                        g, dx, w, None, stride, pad, dil, False, [0] * len(stride), 1, mask
+                    )[0]
+                    dx.copy_(gx)
+                if self.window is not None:
+                    self._keep_window(buf, outs[0])
                 return
             x = self._image(ins[0])
             g = self._view(ins[1], n, self.o, self.out_sp)
@@ -526,8 +565,9 @@ def _source(g, p, step):
 def _crop(g, e, step):
     """The equation that keeps a window of a "dx" step's result (the transpose of ``P``'s pad:
     a ``pad`` with no positive padding, or a unit-stride ``slice``) when it is the result's only
-    use and cuDNN's padding can stand for it (``ConvStep.unpad``): the step then computes that
-    window (the gradient of the array ``P`` pads) in place of the crop; else None."""
+    use, else None: the step then gives that window (the gradient of the array ``P`` pads) in
+    place of the crop, computed with cuDNN's padding standing for ``P``'s (``ConvStep.unpad``),
+    or for uneven padding as ``P``'s gradient copied out (``ConvStep.window``)."""
     v = e.outvars[0]
     us = g.uses[v.id]
     if len(us) != 1 or us[0] is None:
@@ -550,7 +590,10 @@ def _crop(g, e, step):
         lo = list(start[1:-1])
     else:
         return None
-    return u if step.unpad(u.outvars[0].aval.shape[1:-1], lo) else None
+    win = u.outvars[0].aval.shape[1:-1]
+    if not step.unpad(win, lo):  # (uneven padding: P's gradient, then the window copied out)
+        step.window = (tuple(lo), tuple(win))
+    return u
 
 
 def _channels_first_in(g, v, nd):
