@@ -20,8 +20,9 @@ device buffers. It only queues work on the current stream, so the program keeps 
 Products run on the tensor cores: float32 operands in TF32 unless the default matmul
 precision says ``"float32"``/``"highest"`` (``functx.default_matmul_precision``, read when the
 program is generated, as the ``dot`` kernels do), bfloat16 and float16 operands as they are; the
-softmax and the accumulators are float32. Operands are read in their stored layouts (the
-``layouts`` parameter: the head transposes around attention are strides here, not copies).
+softmax and the accumulators are float32. Operands are read where they are stored (the
+``views`` parameter: an offset and the strides of each operand in its buffer), so the head
+transposes and the split of a fused ``q k v`` product around attention cost no copy.
 """
 
 from __future__ import annotations
@@ -57,15 +58,6 @@ def _blocks(table, hd: int, interpret: bool):
         if bd <= bound:
             return (*table[bound], bd)
     return (*table[max(table)], bd)
-
-
-def _strides(shape, layout: str, want: str):
-    """The element strides of a contiguous array of ``shape`` (axes named by ``layout``) along
-    the axes ``want``."""
-    st = [1] * len(shape)
-    for i in range(len(shape) - 2, -1, -1):
-        st[i] = st[i + 1] * shape[i + 1]
-    return [st[layout.index(c)] for c in want]
 
 
 # the kernels' helpers (module globals: kernels resolve them by name); the reductions combine with
@@ -278,18 +270,15 @@ class FlashStep(HostStep):
         """The kernels on the flat tensors ``ins`` into ``outs``."""
         ks = _kernels()
         p = self.params
-        lay = p["layouts"]
-        q, k, v = self.in_avals[:3]
-        n = {}
-        for a, l in zip(self.in_avals, (*lay[:3], "", "", *lay[3:])):
-            for c, size in zip(l, a.shape):
-                n.setdefault(c, size)
-        B, H, T, S, hd = n["b"], n["h"], n["t"], n["s"], n["d"]
-        strides = [
-            _strides(a.shape, l, want)
-            for a, l, want in zip((q, k, v), lay, ("bhtd", "bhsd", "bhsd"))
-        ]
-        flat = [s for st in strides for s in st]
+        views = p["views"]
+        q = self.in_avals[0]
+        B, H, T, S, hd = p["shape"]
+        flat = [s for _, st in views[:3] for s in st]
+        # (each operand from its view's offset: a flat tensor's slice is a view, no copy)
+        ins = list(ins)
+        for i, j in ((0, 0), (1, 1), (2, 2), (5, 3)):
+            if i < len(ins) and j < len(views) and views[j][0]:
+                ins[i] = ins[i][views[j][0] :]
         interp = config.triton_interpret()
         prec = "ieee"
         if self.tf32 and np.dtype(q.dtype) == np.float32:
@@ -305,7 +294,7 @@ class FlashStep(HostStep):
                 num_warps=warps, num_stages=stages,
             )  # fmt: skip
             return
-        do_st = _strides(self.in_avals[5].shape, lay[3], "bhtd")
+        do_st = views[3][1]
         bm, bn, warps, stages, bd = _blocks(BWD_BLOCKS, hd, interp)
         import torch  # (optional dependency: only a Triton program calls this)
 
