@@ -246,9 +246,15 @@ def _sweep(c):
     lse = torch.empty(B * H * T, device="cuda", dtype=torch.float32)
     grads = [torch.empty_like(q) for _ in range(3)]
     av = ShapedArray((B, H, T, hd), dt)
-    p = {"scale": 1 / math.sqrt(hd), "causal": True, "layouts": ("bhtd", "bhsd", "bhsd")}
+    canonical = (0, (H * T * hd, T * hd, hd, 1))
+    p = {
+        "scale": 1 / math.sqrt(hd),
+        "causal": True,
+        "shape": (B, H, T, T, hd),
+        "views": (canonical,) * 3,
+    }
     fwd = tattn.FlashStep(A.flash_attention_p, p, [av] * 3, A._fwd_abstract(av, av, av, **p), True)
-    pb = {**p, "layouts": (*p["layouts"], "bhtd")}
+    pb = {**p, "views": (canonical,) * 4}
     lav = ShapedArray((B, H, T), np.dtype(np.float32))
     bwd = tattn.FlashStep(A.flash_attention_bwd_p, pb, [av, av, av, av, lav, av], [av] * 3, True)
     flops = 4 * B * H * T * T * hd / 2
@@ -309,7 +315,7 @@ def _sweep(c):
                 res[f"tf32 rounded={rounded}"] = f"{type(e).__name__}: {str(e)[:200]}"
                 continue
             errs = [
-                float((g.view(B, H, T, hd).double() - w).norm() / w.norm())
+                float((g.view(B, H, T, hd).double() - w.detach()).norm() / w.detach().norm())
                 for g, w in zip([o, *grads], want)
             ]
             ms = timed(lambda: fwd.torch([q, k, v], [o, lse])) + timed(
