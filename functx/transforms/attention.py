@@ -264,7 +264,7 @@ class _Chain:
         self.sp = sp
         self.x, self.xm, self.dp, self.m = sp.symbols("x xm dp m")
         self.sig = sp.Function("Sig")
-        self.qk, self.q, self.k = qk, q, k  # q, k: (value, layout)
+        self.qk, self.q, self.k = qk, q, k  # q, k: (value, view)
         self.full = tuple(full)  # (B, H, T, S)
         self.vals: dict = {qk.outvars[0].id: ("full", self.x)}
         self.scale = None
