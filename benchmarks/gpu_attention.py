@@ -274,10 +274,11 @@ def _sweep(c):
         return statistics.median(ts)
 
     res = {}
-    fwd0, bwd0 = dict(tattn.FWD_BLOCKS), dict(tattn.BWD_BLOCKS)
+    kind = "float32" if tdt == torch.float32 else "half"
+    fwd0, bwd0 = dict(tattn.FWD_BLOCKS[kind]), dict(tattn.BWD_BLOCKS[kind])
     for table, configs, key in (
-        (tattn.FWD_BLOCKS, SWEEP_FWD, "fwd"),
-        (tattn.BWD_BLOCKS, SWEEP_BWD, "bwd"),
+        (tattn.FWD_BLOCKS[kind], SWEEP_FWD, "fwd"),
+        (tattn.BWD_BLOCKS[kind], SWEEP_BWD, "bwd"),
     ):
         for cfg in configs:
             table[64] = cfg
@@ -292,40 +293,8 @@ def _sweep(c):
                 res[f"{key} {cfg}"] = f"{ms:.3f} ms, {tf:.0f} TFLOP/s"
             except Exception as e:  # (a config that does not fit: shared memory, registers)
                 res[f"{key} {cfg}"] = f"{type(e).__name__}: {str(e)[:80]}"
-        tattn.FWD_BLOCKS.clear()
-        tattn.FWD_BLOCKS.update(fwd0)
-        tattn.BWD_BLOCKS.clear()
-        tattn.BWD_BLOCKS.update(bwd0)
-    if tdt == torch.float32:  # TF32 operands rounded (the default) or truncated: time and error
-        q64, k64, v64, do64 = (
-            t.double().view(B, H, T, hd).requires_grad_(i < 3) for i, t in enumerate((q, k, v, do))
-        )
-        s = (q64 @ k64.transpose(-1, -2)) * p["scale"]
-        s = s.masked_fill(~torch.ones(T, T, dtype=torch.bool, device="cuda").tril(), -math.inf)
-        o64 = s.softmax(-1) @ v64
-        want = [o64, *torch.autograd.grad(o64, (q64, k64, v64), do64)]
-        rounded0 = tattn.TF32_ROUNDED
-        for rounded in (True, False):
-            tattn.TF32_ROUNDED = rounded
-            try:
-                fwd.torch([q, k, v], [o, lse])
-                bwd.torch([q, k, v, o, lse, do], grads)
-                torch.cuda.synchronize()
-            except Exception as e:
-                res[f"tf32 rounded={rounded}"] = f"{type(e).__name__}: {str(e)[:200]}"
-                continue
-            errs = [
-                float((g.view(B, H, T, hd).double() - w.detach()).norm() / w.detach().norm())
-                for g, w in zip([o, *grads], want)
-            ]
-            ms = timed(lambda: fwd.torch([q, k, v], [o, lse])) + timed(
-                lambda: bwd.torch([q, k, v, o, lse, do], grads)
-            )
-            res[f"tf32 {'rounded' if rounded else 'truncated'}"] = (
-                f"{ms:.3f} ms fwd+bwd; rel. err o, dq, dk, dv vs float64: "
-                + ", ".join(f"{e:.1e}" for e in errs)
-            )
-        tattn.TF32_ROUNDED = rounded0
+        tattn.FWD_BLOCKS[kind].update(fwd0)
+        tattn.BWD_BLOCKS[kind].update(bwd0)
     return res
 
 
