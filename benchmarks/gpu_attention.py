@@ -246,9 +246,15 @@ def _sweep(c):
     lse = torch.empty(B * H * T, device="cuda", dtype=torch.float32)
     grads = [torch.empty_like(q) for _ in range(3)]
     av = ShapedArray((B, H, T, hd), dt)
-    p = {"scale": 1 / math.sqrt(hd), "causal": True, "layouts": ("bhtd", "bhsd", "bhsd")}
+    canonical = (0, (H * T * hd, T * hd, hd, 1))
+    p = {
+        "scale": 1 / math.sqrt(hd),
+        "causal": True,
+        "shape": (B, H, T, T, hd),
+        "views": (canonical,) * 3,
+    }
     fwd = tattn.FlashStep(A.flash_attention_p, p, [av] * 3, A._fwd_abstract(av, av, av, **p), True)
-    pb = {**p, "layouts": (*p["layouts"], "bhtd")}
+    pb = {**p, "views": (canonical,) * 4}
     lav = ShapedArray((B, H, T), np.dtype(np.float32))
     bwd = tattn.FlashStep(A.flash_attention_bwd_p, pb, [av, av, av, av, lav, av], [av] * 3, True)
     flops = 4 * B * H * T * T * hd / 2
@@ -268,10 +274,11 @@ def _sweep(c):
         return statistics.median(ts)
 
     res = {}
-    fwd0, bwd0 = dict(tattn.FWD_BLOCKS), dict(tattn.BWD_BLOCKS)
+    kind = "float32" if tdt == torch.float32 else "half"
+    fwd0, bwd0 = dict(tattn.FWD_BLOCKS[kind]), dict(tattn.BWD_BLOCKS[kind])
     for table, configs, key in (
-        (tattn.FWD_BLOCKS, SWEEP_FWD, "fwd"),
-        (tattn.BWD_BLOCKS, SWEEP_BWD, "bwd"),
+        (tattn.FWD_BLOCKS[kind], SWEEP_FWD, "fwd"),
+        (tattn.BWD_BLOCKS[kind], SWEEP_BWD, "bwd"),
     ):
         for cfg in configs:
             table[64] = cfg
@@ -286,40 +293,8 @@ def _sweep(c):
                 res[f"{key} {cfg}"] = f"{ms:.3f} ms, {tf:.0f} TFLOP/s"
             except Exception as e:  # (a config that does not fit: shared memory, registers)
                 res[f"{key} {cfg}"] = f"{type(e).__name__}: {str(e)[:80]}"
-        tattn.FWD_BLOCKS.clear()
-        tattn.FWD_BLOCKS.update(fwd0)
-        tattn.BWD_BLOCKS.clear()
-        tattn.BWD_BLOCKS.update(bwd0)
-    if tdt == torch.float32:  # TF32 operands rounded (the default) or truncated: time and error
-        q64, k64, v64, do64 = (
-            t.double().view(B, H, T, hd).requires_grad_(i < 3) for i, t in enumerate((q, k, v, do))
-        )
-        s = (q64 @ k64.transpose(-1, -2)) * p["scale"]
-        s = s.masked_fill(~torch.ones(T, T, dtype=torch.bool, device="cuda").tril(), -math.inf)
-        o64 = s.softmax(-1) @ v64
-        want = [o64, *torch.autograd.grad(o64, (q64, k64, v64), do64)]
-        rounded0 = tattn.TF32_ROUNDED
-        for rounded in (True, False):
-            tattn.TF32_ROUNDED = rounded
-            try:
-                fwd.torch([q, k, v], [o, lse])
-                bwd.torch([q, k, v, o, lse, do], grads)
-                torch.cuda.synchronize()
-            except Exception as e:
-                res[f"tf32 rounded={rounded}"] = f"{type(e).__name__}: {str(e)[:200]}"
-                continue
-            errs = [
-                float((g.view(B, H, T, hd).double() - w).norm() / w.norm())
-                for g, w in zip([o, *grads], want)
-            ]
-            ms = timed(lambda: fwd.torch([q, k, v], [o, lse])) + timed(
-                lambda: bwd.torch([q, k, v, o, lse, do], grads)
-            )
-            res[f"tf32 {'rounded' if rounded else 'truncated'}"] = (
-                f"{ms:.3f} ms fwd+bwd; rel. err o, dq, dk, dv vs float64: "
-                + ", ".join(f"{e:.1e}" for e in errs)
-            )
-        tattn.TF32_ROUNDED = rounded0
+        tattn.FWD_BLOCKS[kind].update(fwd0)
+        tattn.BWD_BLOCKS[kind].update(bwd0)
     return res
 
 

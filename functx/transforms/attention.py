@@ -41,12 +41,17 @@ only when:
   p * (dp - sum(p * dp))``, and ``dp`` is ``do @ v^T`` with the same ``v``;
 * all of them are real floats of one dtype (float32, bfloat16 or float16; float64 stays).
 
-Operands reached through ``transpose`` equations are read in place: each primitive takes its
-operands as they are stored, with a *layout* string naming their axes (``"bthd"``: batch, query
-position, head, feature), so the head transposes around attention cost no copy.
+Operands are read where they are stored: each primitive takes the values its operands were
+reached from through ``transpose``, row-major ``reshape``, unit-stride ``slice`` and widening
+conversions, with a *view* for each (``views``: an offset and the strides along ``(b, h, t|s,
+d)`` in elements of that value's buffer) and the sizes ``shape = (B, H, T, S, D)``. So the GPT
+block's split of its fused ``q k v`` product, the head reshapes and the head transposes cost no
+copy.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -60,6 +65,7 @@ ENABLED = True
 
 _FLOATS = frozenset(np.dtype(d) for d in (np.float16, np.float32)) | {np.dtype(dtypes.bfloat16)}
 _MASK_FILL = -1e30  # a forward fill at most this: masked logits (nn.dot_product_attention)
+_MAX_CHAIN, _MAX_OPS = 200, 60  # the longest chain and largest expression followed
 
 
 # --- 1. The primitives ---------------------------------------------------------------------------
@@ -69,67 +75,67 @@ flash_attention_p = Primitive("flash_attention", multiple_results=True, group="a
 flash_attention_bwd_p = Primitive("flash_attention_bwd", multiple_results=True, group="attention")
 
 
-def _canonical(x, layout: str, want: str):
-    """``x`` (stored with axes named by ``layout``) with its axes in the order ``want``."""
-    return np.transpose(x, [layout.index(c) for c in want])
+def _canonical(x, view, shape):
+    """The ``shape`` (``(B, H, N, D)``) array ``view`` (``(offset, strides)``, in elements of
+    ``x``'s row-major buffer) reads from ``x``."""
+    off, strides = view
+    flat = np.ascontiguousarray(x).reshape(-1)
+    return np.lib.stride_tricks.as_strided(
+        flat[off:], shape=shape, strides=[st * flat.itemsize for st in strides], writeable=False
+    )
 
 
-def _sizes(avals, layouts):
-    """``{axis letter: size}`` of the operands (their layouts name the same sizes)."""
-    out: dict = {}
-    for a, lay in zip(avals, layouts):
-        for c, n in zip(lay, a.shape):
-            out.setdefault(c, n)
-    return out
-
-
-def _fwd_abstract(q, k, v, *, scale, causal, layouts):
-    n = _sizes((q, k, v), layouts)
+def _fwd_abstract(q, k, v, *, scale, causal, shape, views):
+    B, H, T, S, D = shape
     return [
-        ShapedArray((n["b"], n["h"], n["t"], n["d"]), q.dtype),
-        ShapedArray((n["b"], n["h"], n["t"]), np.dtype(np.float32)),
+        ShapedArray((B, H, T, D), q.dtype),
+        ShapedArray((B, H, T), np.dtype(np.float32)),
     ]
 
 
-def _bwd_abstract(q, k, v, o, lse, do, *, scale, causal, layouts):
-    n = _sizes((q, k, v, do), layouts[:3] + layouts[3:])
+def _bwd_abstract(q, k, v, o, lse, do, *, scale, causal, shape, views):
+    B, H, T, S, D = shape
     return [
-        ShapedArray((n["b"], n["h"], n["t"], n["d"]), q.dtype),
-        ShapedArray((n["b"], n["h"], n["s"], n["d"]), k.dtype),
-        ShapedArray((n["b"], n["h"], n["s"], n["d"]), v.dtype),
+        ShapedArray((B, H, T, D), q.dtype),
+        ShapedArray((B, H, S, D), k.dtype),
+        ShapedArray((B, H, S, D), v.dtype),
     ]
 
 
-def _scores(q, k, scale, causal, layouts):
-    """The scaled (masked) scores, float32 at least (float64 for float64 operands)."""
-    wide = np.promote_types(q.dtype, np.float32)
-    qc = _canonical(q, layouts[0], "bhtd").astype(wide)
-    kc = _canonical(k, layouts[1], "bhsd").astype(wide)
-    s = np.einsum("bhtd,bhsd->bhts", qc, kc) * wide.type(scale)
+def _operands(args, shape, views):
+    """The operands in the canonical layouts ``(B, H, T|S, D)``, float32 at least."""
+    B, H, T, S, D = shape
+    wide = np.promote_types(args[0].dtype, np.float32)
+    sizes = [(B, H, T, D), (B, H, S, D), (B, H, S, D), (B, H, T, D)]
+    return [_canonical(a, vw, n).astype(wide) for a, vw, n in zip(args, views, sizes)]
+
+
+def _scores(qc, kc, scale, causal):
+    """The scaled (masked) scores."""
+    s = np.einsum("bhtd,bhsd->bhts", qc, kc) * qc.dtype.type(scale)
     if causal:
         t, n = s.shape[-2:]
         s = np.where(np.tril(np.ones((t, n), bool)), s, -np.inf)
-    return s, qc, kc
+    return s
 
 
-def _fwd_impl(q, k, v, *, scale, causal, layouts):
+def _fwd_impl(q, k, v, *, scale, causal, shape, views):
     """The reference (eager) forward: ``o = softmax(s) @ v`` and ``lse = logsumexp(s)``."""
-    s, _, _ = _scores(q, k, scale, causal, layouts)
+    qc, kc, vc = _operands((q, k, v), shape, views)
+    s = _scores(qc, kc, scale, causal)
     m = s.max(-1, keepdims=True)
     w = np.exp(s - m)
     z = w.sum(-1, keepdims=True)
-    vc = _canonical(v, layouts[2], "bhsd").astype(s.dtype)
     o = np.einsum("bhts,bhsd->bhtd", w / z, vc)
     lse = (m + np.log(z))[..., 0]
     return [o.astype(q.dtype), lse.astype(np.float32)]
 
 
-def _bwd_impl(q, k, v, o, lse, do, *, scale, causal, layouts):
+def _bwd_impl(q, k, v, o, lse, do, *, scale, causal, shape, views):
     """The reference (eager) backward, recomputing ``p`` from ``lse``."""
-    s, qc, kc = _scores(q, k, scale, causal, layouts)
+    qc, kc, vc, doc = _operands((q, k, v, do), shape, views)
+    s = _scores(qc, kc, scale, causal)
     p = np.exp(s - lse[..., None].astype(s.dtype))
-    vc = _canonical(v, layouts[2], "bhsd").astype(s.dtype)
-    doc = _canonical(do, layouts[3], "bhtd").astype(s.dtype)
     dv = np.einsum("bhts,bhtd->bhsd", p, doc)
     dp = np.einsum("bhtd,bhsd->bhts", doc, vc)
     delta = (doc * o.astype(s.dtype)).sum(-1, keepdims=True)
@@ -146,22 +152,78 @@ flash_attention_bwd_p.impl = _bwd_impl
 
 
 # --- 2. Operands: through transposes to the stored value -----------------------------------------
+def _contiguous(shape):
+    st = [1] * len(shape)
+    for i in range(len(shape) - 2, -1, -1):
+        st[i] = st[i + 1] * shape[i + 1]
+    return st
+
+
+def _move(view, sizes, xshape, yshape, axis, starts=None):
+    """``view`` (``(offset, {letter: stride})`` in elements of a row-major ``xshape`` buffer)
+    as a view of a row-major ``yshape`` buffer whose axis ``axis[k]`` holds ``x``'s axis ``k``
+    (shifted by ``starts``: a slice); None when a letter's steps do not stay on one axis."""
+    sx, sy = _contiguous(xshape), _contiguous(yshape)
+    off, strides = view
+    idx = [int(i) for i in np.unravel_index(off, xshape)] if xshape else []
+    reach = [0] * len(xshape)
+    new = {}
+    for letter, s in strides.items():
+        if sizes[letter] == 1:
+            new[letter] = 0
+            continue
+        ks = [k for k in range(len(xshape)) if xshape[k] > 1 and s % sx[k] == 0 and s >= sx[k]]
+        ks = [k for k in ks if s // sx[k] < xshape[k]]
+        if not ks:
+            return None
+        k = max(ks, key=lambda a: sx[a])
+        c = s // sx[k]
+        reach[k] += c * (sizes[letter] - 1)
+        new[letter] = c * sy[axis[k]]
+    if any(i + r >= n for i, r, n in zip(idx, reach, xshape)):
+        return None
+    yidx = [0] * len(yshape)
+    for k, i in enumerate(idx):
+        yidx[axis[k]] = i + (starts[axis[k]] if starts else 0)
+    return (int(np.ravel_multi_index(yidx, yshape)) if yshape else 0, new)
+
+
 def _stored(x, labels: str, defs):
-    """``(value, layout)``: the value ``x`` was transposed (or widened from a half-precision
-    type to float32: exact) from, or ``x``, and the names of its axes, given ``labels``, the
-    names of ``x``'s axes."""
+    """``(value, view)``: the value ``x`` (whose axes ``labels`` names) reads, through
+    transposes, row-major reshapes, unit-stride slices and widening conversions (bfloat16 or
+    float16 to float32: exact), and the view: ``(offset, strides)``, the strides along the
+    letters of ``"bh" + labels' t or s + "d"`` in elements of the value's row-major buffer; None
+    when ``labels`` does not name the four axes."""
+    order = "bh" + ("t" if "t" in labels else "s") + "d"
+    if sorted(labels) != sorted(order):
+        return None
+    shape = tuple(x.aval.shape)
+    sizes = dict(zip(labels, shape))
+    st = _contiguous(shape)
+    view = (0, {letter: st[i] for i, letter in enumerate(labels)})
     while type(x) is Var and (d := defs.get(x.id)) is not None:
+        y = d.invars[0]
+        if type(y) is not Var:
+            break
+        ys = tuple(y.aval.shape)
         if d.prim is P.transpose_p:
             perm = d.params["permutation"]
-            base = ["?"] * len(perm)
-            for i, p in enumerate(perm):
-                base[p] = labels[i]
-            x, labels = d.invars[0], "".join(base)
-        elif d.prim is P.convert_element_type_p and _widens(d.invars[0], x):
-            x = d.invars[0]
+            new = _move(view, sizes, shape, ys, list(perm))
+        elif d.prim is P.reshape_p and math.prod(ys) == math.prod(shape):
+            new = view  # (row-major: the same flat positions)
+        elif d.prim is P.slice_p and not any(
+            s not in (None, 1) for s in d.params.get("strides") or ()
+        ):
+            new = _move(view, sizes, shape, ys, list(range(len(ys))), d.params["start_indices"])
+        elif d.prim is P.convert_element_type_p and _widens(y, x):
+            new = view
         else:
             break
-    return x, labels
+        if new is None:
+            break
+        x, view, shape = y, new, ys
+    off, strides = view
+    return x, (off, tuple(strides[letter] for letter in order))
 
 
 def _widens(src, dst) -> bool:
@@ -202,12 +264,13 @@ class _Chain:
         self.sp = sp
         self.x, self.xm, self.dp, self.m = sp.symbols("x xm dp m")
         self.sig = sp.Function("Sig")
-        self.qk, self.q, self.k = qk, q, k  # q, k: (value, layout)
+        self.qk, self.q, self.k = qk, q, k  # q, k: (value, view)
         self.full = tuple(full)  # (B, H, T, S)
         self.vals: dict = {qk.outvars[0].id: ("full", self.x)}
         self.scale = None
         self.causal = False
         self.targets: dict = {}  # role -> (eqn, labels of its output)
+        self.d = 0  # the head dimension
         self.v = self.do = None
 
     def is_row(self, aval) -> bool:
@@ -409,6 +472,8 @@ def _target(c: _Chain, e: Eqn, defs) -> bool:
         return False
     other = e.invars[1 - side]
     stored = _stored(other, names[1 - side], defs)
+    if stored is None or _size(other, names[1 - side], "d") != c.d:
+        return False
     expr = ins[side][1]
     role = ("pv" if fc[0] == 3 else "dv") if _is_p(c, expr) else None
     if role is None and _is_ds(c, expr):
@@ -468,6 +533,8 @@ def _dp_dot(c: _Chain, e: Eqn, defs) -> bool:
         return False
     do = _stored(e.invars[0], names[0], defs)
     v = _stored(e.invars[1], names[1], defs)
+    if do is None or v is None or _size(e.invars[0], names[0], "d") != c.d:
+        return False
     if c.v is not None and (v[0] is not c.v[0] or v[1] != c.v[1]):
         return False
     if v[0] is c.k[0] and v[1] == c.k[1] and do[0] is c.q[0]:
@@ -476,6 +543,10 @@ def _dp_dot(c: _Chain, e: Eqn, defs) -> bool:
         return False
     c.v, c.do = v, do
     return True
+
+
+def _size(x, labels: str, letter: str) -> int:
+    return x.aval.shape[labels.index(letter)]
 
 
 def _match(sp, jaxpr: Jaxpr, start: int, defs, uses, outputs, consts):
@@ -491,7 +562,11 @@ def _match(sp, jaxpr: Jaxpr, start: int, defs, uses, outputs, consts):
         return None
     q = _stored(qk.invars[0], names[0], defs)
     k = _stored(qk.invars[1], names[1], defs)
+    if q is None or k is None:
+        return None
     c = _Chain(sp, qk, q, k, out.shape)
+    c.d = _size(qk.invars[0], names[0], "d")
+    sp_ops = sp.count_ops
     masks: dict = {}
     dp_seen = False
     for e in jaxpr.eqns[start + 1 :]:
@@ -504,6 +579,10 @@ def _match(sp, jaxpr: Jaxpr, start: int, defs, uses, outputs, consts):
             continue
         val = _follow(c, e, defs, consts, masks)
         if val is not None:
+            # (attention's chain is a few dozen small expressions: anything longer is not it,
+            # and SymPy must not be left expanding it)
+            if len(c.vals) > _MAX_CHAIN or sp_ops(val[1]) > _MAX_OPS:
+                return None
             c.vals[e.outvars[0].id] = val
             continue
         if not _target(c, e, defs):
@@ -522,8 +601,6 @@ def _match(sp, jaxpr: Jaxpr, start: int, defs, uses, outputs, consts):
     outs = {np.dtype(e.outvars[0].aval.dtype) for e, _ in c.targets.values()}
     if len(dts) != 1 or c.v is None or not outs <= dts | {np.dtype(np.float32)}:
         return None
-    if any(x[0].aval.ndim != 4 or "?" in x[1] for x in (c.q, c.k, c.v, c.do) if x is not None):
-        return None
     return c
 
 
@@ -535,8 +612,9 @@ def _perm(src: str, dst: str):
 def _rewrite(c: _Chain, jaxpr: Jaxpr, index: dict):
     """``{eqn position: [eqns inserted before it]}`` and ``{eqn id: replacement eqns}``."""
     src = c.qk.source_info
-    params = {"scale": float(c.scale), "causal": bool(c.causal)}
-    layouts = (c.q[1], c.k[1], c.v[1])
+    B, H, T, S = c.full
+    params = {"scale": float(c.scale), "causal": bool(c.causal), "shape": (B, H, T, S, c.d)}
+    views = (c.q[1], c.k[1], c.v[1])
     q, k, v = c.q[0], c.k[0], c.v[0]
 
     def after(*vals):
@@ -544,14 +622,14 @@ def _rewrite(c: _Chain, jaxpr: Jaxpr, index: dict):
 
     insert: dict = {}
     replace: dict = {}
-    fwd_params = dict(params, layouts=layouts)
+    fwd_params = dict(params, views=views)
     o_aval, lse_aval = _fwd_abstract(q.aval, k.aval, v.aval, **fwd_params)
     o, lse = Var(o_aval), Var(lse_aval)
     pos = after(q, k, v)
     insert.setdefault(pos, []).append(Eqn(flash_attention_p, [q, k, v], [o, lse], fwd_params, src))
     outs = {"pv": (o, "bhtd")}
     if any(r in c.targets for r in ("dv", "dq", "dk")):
-        bwd_params = dict(params, layouts=(*layouts, c.do[1]))
+        bwd_params = dict(params, views=(*views, c.do[1]))
         avals = _bwd_abstract(q.aval, k.aval, v.aval, o_aval, lse_aval, c.do[0].aval, **bwd_params)
         grads = [Var(a) for a in avals]
         bpos = max(pos, after(c.do[0]))

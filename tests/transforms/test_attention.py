@@ -22,6 +22,8 @@ from functx.transforms import attention, outer_products, passes
 from functx.transforms.attention import fuse_attention
 
 jax = pytest.importorskip("jax")
+# FUNCTX_TEST_TRITON_GPU=1: the kernel tests run on a CUDA GPU instead of Triton's interpreter
+ON_GPU = os.environ.get("FUNCTX_TEST_TRITON_GPU", "0") not in ("", "0")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import workloads  # noqa: E402
@@ -60,7 +62,7 @@ def _qkv(shape, dtype=np.float32, seed=0):
     return [rng.standard_normal(shape).astype(dtype) for _ in range(3)]
 
 
-def test_the_gpt_block_step_is_rewritten_with_the_head_transposes_read_in_place():
+def test_the_gpt_block_step_is_rewritten_reading_q_k_v_where_they_are_stored():
     c = dict(B=2, T=8, d=32, H=2, dtype="float32")
     closed = _final(workloads.program(functx, "gpt", c), *workloads.inputs("gpt", c))
     fused = fuse_attention(closed)
@@ -69,8 +71,13 @@ def test_the_gpt_block_step_is_rewritten_with_the_head_transposes_read_in_place(
     fwd, bwd = _flash(fused)
     assert fwd.prim.name == "flash_attention" and bwd.prim.name == "flash_attention_bwd"
     assert fwd.params["scale"] == 0.25 and fwd.params["causal"]
-    assert fwd.params["layouts"] == ("bthd", "bshd", "bshd")
-    assert bwd.params["layouts"] == ("bthd", "bshd", "bshd", "bthd")
+    # q, k, v: slices of the fused (B, T, 3d) product, heads split and transposed (views
+    # into it: offsets 0, d, 2d; strides along b, h, t, d); do: the (B, T, d) cotangent
+    assert fwd.params["shape"] == (2, 2, 8, 8, 16)
+    fused_qkv = (8 * 96, 16, 96, 1)
+    assert fwd.params["views"] == ((0, fused_qkv), (32, fused_qkv), (64, fused_qkv))
+    assert bwd.params["views"] == (*fwd.params["views"], (0, (8 * 32, 16, 32, 1)))
+    assert [a.aval.shape for a in fwd.invars] == [(2, 8, 96)] * 3
     assert "f32[2,2,8,8]" in str(closed) and "f32[2,2,8,8]" not in text
     assert len(fused.jaxpr.eqns) < len(closed.jaxpr.eqns)
 
@@ -84,7 +91,8 @@ def test_the_rewritten_program_computes_the_same_values_eagerly(causal=True):
     fused = fuse_attention(closed)
     assert [e.params["causal"] for e in _flash(fused)] == [causal, causal]
     got = eval_jaxpr(fused.jaxpr, fused.consts, q, k, v)
-    want = jax.jit(_loss(jax, _attn(jax, T, hd, causal)))(q, k, v)
+    with jax.default_matmul_precision("highest"):  # (float32 products on a GPU too)
+        want = jax.jit(_loss(jax, _attn(jax, T, hd, causal)))(q, k, v)
     for g, w in zip(got, jax.tree_util.tree_leaves(want)):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-6, atol=2e-6)
 
@@ -113,7 +121,7 @@ def test_the_nn_style_form_in_bfloat16():
     )
     closed = _final(f, q, k, v)
     fused = fuse_attention(closed)
-    assert [e.params["layouts"][0] for e in _flash(fused)] == ["bthd", "bthd"]
+    assert [e.params["views"][0] for e in _flash(fused)] == [(0, (48, 4, 8, 1))] * 2
     got = eval_jaxpr(fused.jaxpr, fused.consts, q, k, v)
     want = eval_jaxpr(closed.jaxpr, closed.consts, q, k, v)
     for g, w in zip(got, want):
@@ -125,9 +133,10 @@ def test_the_backward_reference_is_the_derivative_of_the_forward():
     # (finite differences in float64 of <o, do> against flash_attention_bwd's reference)
     rng = np.random.default_rng(1)
     q, k, v, do = (rng.standard_normal((1, 2, 5, 3)) for _ in range(4))
-    p = {"scale": 0.7, "causal": True, "layouts": ("bhtd", "bhsd", "bhsd")}
+    views = ((0, (30, 15, 3, 1)),) * 3
+    p = {"scale": 0.7, "causal": True, "shape": (1, 2, 5, 5, 3), "views": views}
     o, lse = attention._fwd_impl(q, k, v, **p)
-    grads = attention._bwd_impl(q, k, v, o, lse, do, **{**p, "layouts": (*p["layouts"], "bhtd")})
+    grads = attention._bwd_impl(q, k, v, o, lse, do, **{**p, "views": views + views[:1]})
     d = rng.standard_normal(q.shape)
     for i, g in enumerate(grads):
         args = [q, k, v]
@@ -194,11 +203,15 @@ def test_it_leaves_the_program_unchanged_when_it_is_not_exactly_attention(make):
 
 @pytest.fixture
 def gpu(monkeypatch):
-    pytest.importorskip("torch")
+    """A GPU: Triton's interpreter's stand-in, or with FUNCTX_TEST_TRITON_GPU=1 a CUDA GPU (the
+    kernels then compiled for it)."""
+    torch = pytest.importorskip("torch")
     pytest.importorskip("triton")
     from functx.devices import device as placement
 
-    if "TRITON_INTERPRET" not in os.environ:
+    if ON_GPU and not torch.cuda.is_available():
+        pytest.skip("FUNCTX_TEST_TRITON_GPU=1 without a CUDA device")
+    if not ON_GPU:
         monkeypatch.setenv("TRITON_INTERPRET", "1")
     # (the stand-in GPU exists only under TRITON_INTERPRET=1: look for GPUs again, then restore)
     monkeypatch.setattr(placement, "_gpu_list", placement._gpu_list or None)
@@ -208,7 +221,8 @@ def gpu(monkeypatch):
 
 
 def _step_run(prim, params, arrays, out_avals):
-    """The host step's kernels (``FlashStep.torch``) on CPU tensors, in Triton's interpreter."""
+    """The host step's kernels (``FlashStep.torch``) on CPU tensors in Triton's interpreter (on
+    CUDA tensors with FUNCTX_TEST_TRITON_GPU=1)."""
     import torch
 
     from functx.core import ShapedArray
@@ -216,39 +230,49 @@ def _step_run(prim, params, arrays, out_avals):
 
     avals = [ShapedArray(a.shape, a.dtype) for a in arrays]
     step = FlashStep(prim, params, avals, out_avals, tf32=False)
+    dev = "cuda" if ON_GPU else "cpu"
 
     def tensor(a):
         a = np.ascontiguousarray(a).reshape(-1)
         if a.dtype == np.dtype(fnp.bfloat16):
-            return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
-        return torch.from_numpy(a)
+            return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16).to(dev)
+        return torch.from_numpy(a).to(dev)
 
     outs = [
-        torch.empty(math.prod(a.shape), dtype=tensor(np.zeros(1, a.dtype)).dtype) for a in out_avals
+        torch.empty(math.prod(a.shape), dtype=tensor(np.zeros(1, a.dtype)).dtype, device=dev)
+        for a in out_avals
     ]
     step.torch([tensor(a) for a in arrays], outs)
-    return [o.float().numpy().reshape(a.shape).astype(np.float64) for o, a in zip(outs, out_avals)]
+    return [
+        o.float().cpu().numpy().reshape(a.shape).astype(np.float64) for o, a in zip(outs, out_avals)
+    ]
 
 
 @pytest.mark.parametrize(
     "T, hd, causal, dtype, tol",
-    [(24, 24, False, np.float32, 2e-5), (16, 32, True, "bfloat16", 2e-2)],
+    [
+        (24, 24, False, np.float32, 2e-5),
+        (16, 32, True, "bfloat16", 2e-2),
+        (16, 16, True, np.float16, 3e-3),
+    ],
 )
 def test_the_kernels_equal_the_references(gpu, T, hd, causal, dtype, tol):
-    # (q in the (b, t, h, d) layout the GPT block stores it in; the rest canonical)
+    # (q: the middle third of a fused (B, T, 3 hd) array, as the GPT block stores it; the
+    # rest canonical (B, H, T, hd) arrays)
     dt = np.dtype(fnp.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
     rng = np.random.default_rng(T)
-    q = rng.standard_normal((1, T, 1, hd)).astype(dt)
+    q = rng.standard_normal((1, T, 3 * hd)).astype(dt)
     k, v, do = (rng.standard_normal((1, 1, T, hd)).astype(dt) for _ in range(3))
-    lay = ("bthd", "bhsd", "bhsd")
-    p = {"scale": 1 / math.sqrt(hd), "causal": causal, "layouts": lay}
+    canonical = (0, (T * hd, T * hd, hd, 1))
+    views = ((hd, (3 * T * hd, hd, 3 * hd, 1)), canonical, canonical)
+    p = {"scale": 1 / math.sqrt(hd), "causal": causal, "shape": (1, 1, T, T, hd), "views": views}
     want_o, want_lse = attention._fwd_impl(*(a.astype(np.float32) for a in (q, k, v)), **p)
     o, lse = _step_run(
         attention.flash_attention_p, p, [q, k, v], attention._fwd_abstract(q, k, v, **p)
     )
     np.testing.assert_allclose(o, want_o, rtol=tol, atol=tol)
     np.testing.assert_allclose(lse, want_lse, rtol=1e-5, atol=1e-5)
-    pb = {**p, "layouts": (*lay, "bhtd")}
+    pb = {**p, "views": (*views, canonical)}
     args = [q, k, v, o.astype(dt), lse.astype(np.float32), do]
     f32 = [a.astype(np.float32) for a in args]
     want = attention._bwd_impl(*f32, **pb)
@@ -279,7 +303,8 @@ def test_jit_on_a_gpu_runs_the_kernels_and_equals_the_unfused_program_and_jax(gp
         finally:
             attention.ENABLED = True
         unfused = eval_jaxpr(plain.jaxpr, plain.consts, q, k, v)
-        want = jax.jit(_loss(jax, _attn(jax, T, hd)))(q, k, v)
+        with jax.default_matmul_precision("highest"):
+            want = jax.jit(_loss(jax, _attn(jax, T, hd)))(q, k, v)
     assert "flash attention" in text and got[0].dtype == np.float32
     for g, u, w in zip(got, unfused, jax.tree_util.tree_leaves(want)):
         np.testing.assert_allclose(g, np.asarray(u), rtol=2e-5, atol=2e-5)

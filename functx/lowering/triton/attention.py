@@ -20,8 +20,12 @@ device buffers. It only queues work on the current stream, so the program keeps 
 Products run on the tensor cores: float32 operands in TF32 unless the default matmul
 precision says ``"float32"``/``"highest"`` (``functx.default_matmul_precision``, read when the
 program is generated, as the ``dot`` kernels do), bfloat16 and float16 operands as they are; the
-softmax and the accumulators are float32. Operands are read in their stored layouts (the
-``layouts`` parameter: the head transposes around attention are strides here, not copies).
+softmax and the accumulators are float32. Triton's TF32 takes the operands' leading bits where
+cuBLAS rounds them to nearest: on the H100 the float32 kernels' results are 1-3e-3 (relative)
+from float64, where functx's and JAX's unfused cuBLAS programs agree to 3e-5 with each other.
+Operands are read where they are stored (the ``views`` parameter: an offset and the strides of
+each operand in its buffer), so the head transposes and the split of a fused ``q k v`` product
+around attention cost no copy.
 """
 
 from __future__ import annotations
@@ -39,13 +43,18 @@ from functx.transforms.attention import (
 )
 
 #: block sizes ``(BLOCK_M, BLOCK_N, num_warps, num_stages)`` of the forward and the backward
-#: kernels by head-dimension bound; benchmarks/gpu_attention.py sweeps them
-FWD_BLOCKS = {64: (128, 64, 4, 3), 128: (128, 64, 8, 3), 256: (64, 32, 8, 2)}
-BWD_BLOCKS = {64: (64, 64, 4, 2), 128: (64, 64, 8, 2), 256: (32, 32, 8, 1)}
-#: float32 products: operands rounded to TF32 to nearest before the tensor-core products (as
-#: cuBLAS and XLA do) rather than truncated by the hardware (Triton's "tf32"); the GPU sweep of
-#: benchmarks/gpu_attention.py measures both
-TF32_ROUNDED = False
+#: kernels, for float32 and for half-precision operands, by head-dimension bound. The head
+#: dimension 64 rows are the fastest of benchmarks/gpu_attention.py's sweep on an H100 (12:10 UTC
+#: run: float32 forward 0.172 ms, backward 0.535 ms; bfloat16 0.066 / 0.164 ms at B=8 H=12
+#: T=1024, causal); the others are scaled from them, unmeasured
+FWD_BLOCKS = {
+    "float32": {64: (128, 64, 4, 2), 128: (128, 64, 8, 2), 256: (64, 32, 8, 2)},
+    "half": {64: (64, 64, 4, 3), 128: (64, 64, 8, 3), 256: (64, 32, 8, 2)},
+}
+BWD_BLOCKS = {
+    "float32": {64: (64, 64, 4, 2), 128: (64, 64, 8, 2), 256: (32, 32, 8, 1)},
+    "half": {64: (64, 64, 4, 3), 128: (64, 64, 8, 2), 256: (32, 32, 8, 1)},
+}
 _KERNELS: dict = {}  # interpreting? -> {name: @triton.jit kernel} (triton is optional)
 
 
@@ -57,15 +66,6 @@ def _blocks(table, hd: int, interpret: bool):
         if bd <= bound:
             return (*table[bound], bd)
     return (*table[max(table)], bd)
-
-
-def _strides(shape, layout: str, want: str):
-    """The element strides of a contiguous array of ``shape`` (axes named by ``layout``) along
-    the axes ``want``."""
-    st = [1] * len(shape)
-    for i in range(len(shape) - 2, -1, -1):
-        st[i] = st[i + 1] * shape[i + 1]
-    return [st[layout.index(c)] for c in want]
 
 
 # the kernels' helpers (module globals: kernels resolve them by name); the reductions combine with
@@ -89,14 +89,6 @@ def _kernels():
         # (UP: Triton's interpreter multiplies half-precision blocks wrongly; float32 there)
         if UP:
             return tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee")
-        if PREC == "tf32r":  # (operands rounded to TF32 to nearest, as cuBLAS does)
-            a = tl.inline_asm_elementwise(
-                "cvt.rna.tf32.f32 $0, $1;", "=r,r", [a], dtype=tl.float32, is_pure=True, pack=1
-            )
-            b = tl.inline_asm_elementwise(
-                "cvt.rna.tf32.f32 $0, $1;", "=r,r", [b], dtype=tl.float32, is_pure=True, pack=1
-            )
-            return tl.dot(a, b, input_precision="tf32")
         return tl.dot(a, b, input_precision=PREC)
 
     @triton.jit
@@ -278,26 +270,23 @@ class FlashStep(HostStep):
         """The kernels on the flat tensors ``ins`` into ``outs``."""
         ks = _kernels()
         p = self.params
-        lay = p["layouts"]
-        q, k, v = self.in_avals[:3]
-        n = {}
-        for a, l in zip(self.in_avals, (*lay[:3], "", "", *lay[3:])):
-            for c, size in zip(l, a.shape):
-                n.setdefault(c, size)
-        B, H, T, S, hd = n["b"], n["h"], n["t"], n["s"], n["d"]
-        strides = [
-            _strides(a.shape, l, want)
-            for a, l, want in zip((q, k, v), lay, ("bhtd", "bhsd", "bhsd"))
-        ]
-        flat = [s for st in strides for s in st]
+        views = p["views"]
+        q = self.in_avals[0]
+        B, H, T, S, hd = p["shape"]
+        flat = [s for _, st in views[:3] for s in st]
+        # (each operand from its view's offset: a flat tensor's slice is a view, no copy)
+        ins = list(ins)
+        for i, j in ((0, 0), (1, 1), (2, 2), (5, 3)):
+            if i < len(ins) and j < len(views) and views[j][0]:
+                ins[i] = ins[i][views[j][0] :]
         interp = config.triton_interpret()
-        prec = "ieee"
-        if self.tf32 and np.dtype(q.dtype) == np.float32:
-            prec = "tf32r" if TF32_ROUNDED and not interp else "tf32"
+        f32 = np.dtype(q.dtype) == np.float32
+        prec = "tf32" if self.tf32 and f32 else "ieee"
+        kind = "float32" if f32 else "half"
         scale = float(p["scale"])
         qk_scale = scale * 1.4426950408889634
         if not self.bwd:
-            bm, bn, warps, stages, bd = _blocks(FWD_BLOCKS, hd, interp)
+            bm, bn, warps, stages, bd = _blocks(FWD_BLOCKS[kind], hd, interp)
             grid = (-(-T // bm), B * H)
             ks["fwd"][grid](
                 ins[0], ins[1], ins[2], outs[0], outs[1], *flat, H, T, S, qk_scale,
@@ -305,8 +294,8 @@ class FlashStep(HostStep):
                 num_warps=warps, num_stages=stages,
             )  # fmt: skip
             return
-        do_st = _strides(self.in_avals[5].shape, lay[3], "bhtd")
-        bm, bn, warps, stages, bd = _blocks(BWD_BLOCKS, hd, interp)
+        do_st = views[3][1]
+        bm, bn, warps, stages, bd = _blocks(BWD_BLOCKS[kind], hd, interp)
         import torch  # (optional dependency: only a Triton program calls this)
 
         # delta = rowsum(do * o): the dq kernel stores it, the dk/dv kernel reads it
@@ -339,4 +328,4 @@ def _lowering(prim):
 lowerings[flash_attention_p] = _lowering(flash_attention_p)
 lowerings[flash_attention_bwd_p] = _lowering(flash_attention_bwd_p)
 
-__all__ = ["FWD_BLOCKS", "BWD_BLOCKS", "TF32_ROUNDED", "FlashStep", "fuse_attention"]
+__all__ = ["FWD_BLOCKS", "BWD_BLOCKS", "FlashStep", "fuse_attention"]
