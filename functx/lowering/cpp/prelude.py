@@ -13,7 +13,7 @@ import re
 import numpy as np
 
 from functx import dtypes
-from functx.lowering.cpp.xla_rsqrt import CPP as _RSQRT
+from functx.lowering.cpp.hostmath import CPP as _RSQRT
 from functx.primitives.elementwise import ROWS
 
 _PRELUDE_HEAD = r"""
