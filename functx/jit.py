@@ -36,7 +36,7 @@ from functx.devices.transfer import op_device
 from functx.errors import FunctxArgumentError, FunctxTypeError, FunctxValueError
 from functx.interpreter import eval_jaxpr
 from functx.lowering.compile import compile_jaxpr, log as _log, loop_ir_text
-from functx.lowering.cpp import xla_rsqrt as _xla_rsqrt  # noqa: F401 (eager float32 rsqrt)
+from functx.lowering.cpp import hostmath as _hostmath  # noqa: F401 (eager rsqrt, pow)
 from functx.lowering.runtime import Executable
 from functx.lowering.triton import attention as _attention
 from functx.source_info import where

@@ -1323,7 +1323,7 @@ def _gamma_one(data, alpha, log_space):
     alpha = jnp.where(boost_mask, alpha, alpha + c(1))
     d = alpha - c(1.0 / 3.0)
     # (XLA: a / sqrt(b) is a * rsqrt(b), and its CPU float32 rsqrt is not rounded correctly:
-    # lax.rsqrt computes it as XLA does, see functx.lowering.cpp.xla_rsqrt)
+    # lax.rsqrt computes it as XLA does, see functx.lowering.cpp.hostmath)
     cc = c(1.0 / 3.0) * lax.rsqrt(d)
 
     def cond_fn(state):

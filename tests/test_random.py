@@ -408,7 +408,7 @@ def test_random_gamma_p_binds_jaxs_sampler(reference):
 def test_float32_gamma_bits_for_any_shape(log_a):
     """float32 ``gamma`` gives JAX's bits for shapes from 1e-4 to 1e6: below 1 boosted, tiny
     samples flushed to zero as XLA's CPU code does, the Marsaglia-Tsang constant through XLA's
-    float32 ``rsqrt`` (functx.lowering.cpp.xla_rsqrt). JAX's compiled reference program runs
+    float32 ``rsqrt`` (functx.lowering.cpp.hostmath). JAX's compiled reference program runs
     again with the drawn shapes as its argument (no new compile)."""
     a = np.exp(np.asarray(log_a)).astype(F32)
     with _default_mode():

@@ -118,8 +118,9 @@ def test_row_sum_adds_in_xlas_order():
 def test_float32_rsqrt_gives_xlas_bits():
     """``lax.rsqrt`` in float32 (and float16/bfloat16, computed in float32) is XLA's CPU rsqrt on
     this host, eagerly and under ``jit`` (C++): the processor's ``rsqrtss`` and Newton steps with
-    fused multiply-adds (functx.lowering.cpp.xla_rsqrt), not the correctly rounded value. Random
-    bit patterns, subnormals, zeros, infinities, NaN, powers of 2, and every float16/bfloat16."""
+    fused multiply-adds (functx.lowering.cpp.hostmath), not the correctly rounded value. Random
+    bit patterns, subnormals, zeros, infinities, NaN, powers of 2, and every float16/bfloat16;
+    float64 too (``rsqrt14`` and Newton steps with AVX-512, else ``1 / sqrt``)."""
     specials = np.array([0, -0.0, np.inf, -np.inf, np.nan, -1, 1, 2, 4, 0.25], np.float32)
     x = {
         "f32": np.concatenate(
@@ -132,6 +133,7 @@ def test_float32_rsqrt_gives_xlas_bits():
         ),
         "f16": np.arange(2**16, dtype=np.uint16).view(np.float16),
         "bf16": np.arange(2**16, dtype=np.uint16).view(ml_dtypes.bfloat16),
+        "f64": np.concatenate([np.exp(RNG.uniform(-700, 700, 5000)), specials.astype(np.float64)]),
     }
     want = jax.jit(lambda d: {k: lax.rsqrt(v) for k, v in d.items()})(x)
     compiled = functx.jit(lambda d: {k: functx.lax.rsqrt(v) for k, v in d.items()})(x)

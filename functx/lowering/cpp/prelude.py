@@ -13,7 +13,7 @@ import re
 import numpy as np
 
 from functx import dtypes
-from functx.lowering.cpp.xla_rsqrt import CPP as _RSQRT
+from functx.lowering.cpp.hostmath import CPP as _RSQRT
 from functx.primitives.elementwise import ROWS
 
 _PRELUDE_HEAD = r"""
@@ -91,7 +91,13 @@ static inline double tan(double x) { return fx_libm_tan(x); }
 """
 # (here: the FX_MATH lines of the rows not wrapped above, see _row_math)
 _PRELUDE_TAIL = r"""
-FX_MATH2(fmod) FX_LIBM2(pow) FX_LIBM2(atan2) FX_MATH2(nextafter) FX_MATH2(copysign)
+FX_MATH2(fmod) FX_LIBM2(atan2) FX_MATH2(nextafter) FX_MATH2(copysign)
+// pow: glibc's scalar powf/pow for every element, as XLA's CPU calls them (libmvec's powf
+// variant, which a vectorised loop would call, rounds about 5% of values otherwise)
+extern "C" float fx_libm_powf(float, float) __asm__("powf");
+extern "C" double fx_libm_pow(double, double) __asm__("pow");
+static inline float pow(float x, float y) { return fx_libm_powf(x, y); }
+static inline double pow(double x, double y) { return fx_libm_pow(x, y); }
 #undef FX_MATH1
 #undef FX_MATH2
 #undef FX_LIBM1
