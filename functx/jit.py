@@ -954,7 +954,7 @@ class Jitted:
         closed, _, out_tree, _ = tracing.trace_pytree(f, a, kw)
         check_consts(closed.consts, CPU if place == "cpu" else place, self._what)
         closed = outer_products.factor_outer_products(passes.simplify(closed))
-        return passes.divide_by_reciprocals(closed), out_tree
+        return passes.reshape_unit_reductions(passes.divide_by_reciprocals(closed)), out_tree
 
     def lower(self, *args, **kwargs) -> Lowered:
         f, leaves, in_tree, _ = self._trace(args, kwargs)

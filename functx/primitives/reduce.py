@@ -154,6 +154,9 @@ def _reduce_eval(name, kinds):
 def _reduce_impl(name):
     def impl(x, *, axes):
         axes = tuple(axes)
+        if all(x.shape[a] == 1 for a in axes):
+            # one element per output: that element (XLA's simplification, so -0.0 stays -0.0)
+            return np.reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes))
         low = x.dtype in LOW_FLOATS
         xc = x.astype(np.float32) if low else x
         with np.errstate(all="ignore"):

@@ -832,6 +832,15 @@ def cached_jvp_jaxpr(closed: ClosedJaxpr, nonzeros: tuple):
     return per[nonzeros]
 
 
+def _weak_as_primal(t, aval):
+    """JAX's output tangent is weakly typed where its primal output is (the tangent aval of a
+    weak primal is weak); the Jaxpr's tangents keep their own types (linearize and vjp read
+    them)."""
+    if not aval.weak_type or get_aval(t).weak_type or get_aval(t).dtype == dtypes.float0:
+        return t
+    return ops.convert_element_type(t, get_aval(t).dtype, weak_type=True)
+
+
 def jvp(fun, primals, tangents, has_aux=False):
     """Forward-mode derivative: ``(fun(*primals), J(fun)(primals) @ tangents)``.
 
@@ -848,7 +857,7 @@ def jvp(fun, primals, tangents, has_aux=False):
     Example:
       >>> import functx
       >>> functx.jvp(functx.numpy.sin, (0.0,), (1.0,))
-      (Array(0., dtype=float32, weak_type=True), Array(1., dtype=float32))
+      (Array(0., dtype=float32, weak_type=True), Array(1., dtype=float32, weak_type=True))
     """
     check_callable("jvp", fun)
     fname = fun_name(fun)
@@ -878,7 +887,7 @@ def jvp(fun, primals, tangents, has_aux=False):
     n_all = len(closed.out_avals)
     outs, touts_nz = res[:n_all], iter(res[n_all:])
     touts = [
-        next(touts_nz) if nz else zeros_like_aval(tangent_aval(a))
+        _weak_as_primal(next(touts_nz) if nz else zeros_like_aval(tangent_aval(a)), a)
         for nz, a in zip(out_nz, closed.out_avals)
     ]
     n = traced.n_out

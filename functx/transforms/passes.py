@@ -261,3 +261,38 @@ def divide_by_reciprocals(closed: ClosedJaxpr) -> ClosedJaxpr:
         return closed
     j = cse_jaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars))
     return dce_closed(ClosedJaxpr(j, closed.consts))
+
+
+def reshape_unit_reductions(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """A reduction over axes of size 1 (``vmap``'s batch of one inside a per-example gradient,
+    ``sum(x, axis)`` of a kept dimension) becomes a reshape, so that it fuses into its
+    neighbours instead of running as a reduction kernel. A reduction of one element is that
+    element; XLA simplifies these the same way, so ``jax.jit``'s sum of a lone -0.0 is -0.0
+    (not the +0.0 that adding it to the +0.0 start would give). Top level only."""
+
+    jaxpr = closed.jaxpr
+    eqns, changed = [], False
+    for e in jaxpr.eqns:
+        if e.prim not in _UNIT_REDUCTIONS or not all(
+            e.invars[0].aval.shape[a] == 1 for a in e.params["axes"]
+        ):
+            eqns.append(e)
+            continue
+        x, out = e.invars[0], e.outvars[0]
+        eqns.append(
+            Eqn(P.reshape_p, [x], [out], {"new_sizes": tuple(out.aval.shape)}, e.source_info)
+        )
+        changed = True
+    if not changed:
+        return closed
+    return ClosedJaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars), closed.consts)
+
+
+_UNIT_REDUCTIONS = (
+    P.reduce_sum_p,
+    P.reduce_max_p,
+    P.reduce_min_p,
+    P.reduce_prod_p,
+    P.reduce_and_p,
+    P.reduce_or_p,
+)

@@ -527,6 +527,91 @@ def test_in_place_graphs_hand_out_outputs_only_once_nothing_holds_them():
     assert torch.equal(graphs([x, b])[0], x * 2 + 1) and len(captured) == 2
 
 
+def test_copy_graphs_hand_out_outputs_only_while_nothing_holds_them():
+    """CopyGraphs: the arguments are copied into the static inputs; the first instance's outputs
+    are copied out; up to HANDOUT_INSTANCES more hand out their own outputs, each replayed only
+    once nothing holds its previous ones, so a held result is never overwritten."""
+    captured = []
+
+    def capture(static_in, outs, pool):
+        a, b = static_in
+        if outs is None:
+            outs = [torch.empty(4), torch.empty(())]
+        captured.append((outs, pool))
+
+        class Graph:
+            def replay(self):
+                outs[0].copy_(a * 2 + b)
+                outs[1].copy_(a.sum())
+
+            def pool(self):
+                return "pool of the first"
+
+        return outs, Graph()
+
+    x, b = torch.arange(4.0), torch.ones(4)
+    graphs = rt.CopyGraphs(capture, [x.clone(), b.clone()])
+
+    def call(k):
+        return graphs([x + k, b])
+
+    def ok(r, k):
+        return torch.equal(r[0], (x + k) * 2 + 1) and float(r[1]) == float((x + k).sum())
+
+    r0 = call(0)  # the first instance: its outputs are copied out
+    assert ok(r0, 0) and len(captured) == 1 and captured[0][1] is None
+    assert r0[0].data_ptr() != captured[0][0][0].data_ptr()
+    r1 = call(1)  # a hand-out instance sharing the first one's pool
+    assert ok(r1, 1) and len(captured) == 2 and captured[1][1] == "pool of the first"
+    assert r1[0].data_ptr() == captured[1][0][0].data_ptr()
+    r2 = call(2)  # r1 is held: the second hand-out instance
+    assert ok(r2, 2) and r2[0].data_ptr() == captured[2][0][0].data_ptr()
+    r3 = call(3)  # both held: the first instance again, with copies
+    assert ok(r3, 3) and len(captured) == 3 and ok(r1, 1) and ok(r2, 2)
+    view = r1[1].view(1)
+    del r1
+    assert ok(call(4), 4) and ok(r2, 2)  # a view of r1's output still holds it: copied
+    del view
+    r5 = call(5)  # r1's buffers are free: replayed into them, no capture
+    assert ok(r5, 5) and len(captured) == 3 and r5[0].data_ptr() == captured[1][0][0].data_ptr()
+    assert ok(r0, 0) and ok(r2, 2) and ok(r3, 3)  # nothing held was overwritten
+
+
+def test_copy_graphs_copy_arguments_of_any_dtype_into_aligned_static_inputs():
+    """The static inputs are aligned views of one buffer that one cat fills with the arguments'
+    bytes: every dtype, 0-d and empty arguments arrive unchanged."""
+    ins = [
+        torch.arange(3, dtype=torch.float32),
+        torch.tensor(7, dtype=torch.int32),
+        torch.tensor([True, False, True]),
+        torch.zeros((0, 2), dtype=torch.float64),
+        torch.tensor([1 + 2j], dtype=torch.complex64),
+        torch.arange(5, dtype=torch.int64).reshape(5, 1),
+    ]
+    seen = []
+
+    def capture(static_in, outs, pool):
+        seen.append([t.clone() for t in static_in])
+
+        class Graph:
+            def replay(self):
+                seen.append([t.clone() for t in static_in])
+
+            def pool(self):
+                return None
+
+        return [torch.empty(1)], Graph()
+
+    graphs = rt.CopyGraphs(capture, [torch.empty_like(t) for t in ins])
+    assert all(s.data_ptr() % rt._ALIGN == 0 for s in graphs.static_in)
+    assert [s.shape for s in graphs.static_in] == [t.shape for t in ins]
+    for k in range(3):
+        args = [t + k if t.dtype != torch.bool else t ^ bool(k % 2) for t in ins]
+        graphs(args)
+        for got, want in zip(seen[-1], args):
+            assert got.dtype == want.dtype and torch.equal(got, want)
+
+
 def test_in_place_graphs_key_on_every_input_address():
     """Graphs are keyed by the addresses of all inputs (offsets into a storage included), not
     by the tensor objects; keys whose graphs are gone do not pile up."""

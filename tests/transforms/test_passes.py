@@ -72,3 +72,49 @@ def test_jit_divides_as_jax_jit_does(dtype):
     if dtype not in (np.float32, np.float64):  # (halves: the fused sum rounds differently)
         return
     np.testing.assert_array_equal(got, e * (np.asarray(1, dtype) / tot))
+
+
+def test_reductions_over_unit_axes_become_reshapes_with_the_reductions_values():
+    """jit turns a reduction over axes of size 1 (a vmapped per-example gradient's batch of one)
+    into a reshape that fuses, as XLA does: values and signs of zeros as ``jax.jit`` gives them
+    (a lone -0.0 summed stays -0.0), for every reduction kind and dtype."""
+    x = np.array([[[-0.0, 1.5, np.nan]], [[2.0, -3.0, np.inf]]], np.float32)
+    xi = np.array([[[0, 1, -7]], [[2, -3, 5]]], np.int32)
+    b = np.array([[[True, False, True]]])
+
+    def f(x, xi, b):
+        return (
+            fnp.sum(x, axis=1),
+            fnp.max(x, axis=1),
+            fnp.min(x, axis=(1,)),
+            fnp.prod(x, axis=1),
+            fnp.sum(xi, axis=1),
+            fnp.all(b, axis=(0, 1)),
+            fnp.any(b, axis=0),
+            fnp.sum(x.astype(fnp.complex64), axis=1),
+            fnp.sum(x, axis=(1, 2)),  # not all of size 1: stays a reduction
+        )
+
+    j = passes.reshape_unit_reductions(functx.make_jaxpr(f)(x, xi, b))
+    assert [p for p in _prims(j) if p.startswith("reduce")] == ["reduce_sum"], str(j)
+    assert passes.reshape_unit_reductions(j) is j
+    got = functx.jit(f)(x, xi, b)
+    want = jax.jit(
+        lambda x, xi, b: (
+            jnp.sum(x, axis=1),
+            jnp.max(x, axis=1),
+            jnp.min(x, axis=(1,)),
+            jnp.prod(x, axis=1),
+            jnp.sum(xi, axis=1),
+            jnp.all(b, axis=(0, 1)),
+            jnp.any(b, axis=0),
+            jnp.sum(x.astype(jnp.complex64), axis=1),
+            jnp.sum(x, axis=(1, 2)),
+        )
+    )(x, xi, b)
+    eager = f(x, xi, b)  # (eagerly too: a reduction of one element is that element)
+    for i, (g, w) in enumerate(zip([*got, *eager], [*want, *want])):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.dtype == w.dtype and g.shape == w.shape, i
+        np.testing.assert_array_equal(g, w, err_msg=f"output {i}")
+        np.testing.assert_array_equal(np.signbit(g.real), np.signbit(w.real), err_msg=f"{i}")

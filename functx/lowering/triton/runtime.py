@@ -16,11 +16,13 @@ launch sites, and the executables ``functx.jit`` holds.
   products) replay a CUDA graph of their whole host function instead of launching kernel by kernel,
   which saves the host's launch time and the 1-2.5 us the GPU idles between launches. Two kinds:
   - **copies** (``graph_mode == "copy"``: inputs and outputs take at most
-    ``GRAPH_BYTES_PER_LAUNCH`` per launch): the second call on a device (and stream) captures the
-    program with static input and output buffers; later calls copy the arguments in, replay and
-    return copies of the outputs (functx arrays are immutable, so the static outputs never
-    escape). On an H100 host, the 16-launch per-sample-gradient step on 8 samples: about 400 us
-    with direct launches, 157 us replayed.
+    ``GRAPH_BYTES_PER_LAUNCH`` per launch): ``CopyGraphs``. The arguments are copied into
+    static input buffers. The second call on a device (and stream) captures the program and
+    returns copies of its outputs; later calls replay one of up to ``HANDOUT_INSTANCES`` more
+    instances that hand out their own output buffers, each only while nothing holds its previous
+    outputs (so a training loop alternates between two and copies nothing out), else the first
+    instance with its outputs copied. On an H100 host, the 16-launch per-sample-gradient step on
+    8 samples: about 400 us with direct launches, 157 us replayed (with outputs copied).
   - **in place** (``graph_mode == "in place"``, larger data, where copies would cost more than the
     graph saves): ``InPlaceGraphs``. A graph reads the inputs where they lie, so it serves only
     calls whose inputs sit at the addresses it was captured with (a call with addresses seen before
@@ -338,6 +340,8 @@ GRAPH_STEP_LAUNCHES = 3  # launches a graph-safe host step stands for (see graph
 GRAPH_BYTES_PER_LAUNCH = 8 << 20  # copying this in and out takes about 6 us on an H100
 GRAPH_INSTANCES = 2  # in-place graphs an executable keeps (a caller holding the last result)
 GRAPH_MAX_CAPTURES = 16  # in-place captures of one executable, at most
+HANDOUT_INSTANCES = 2  # copy-mode graphs of an executable whose outputs are handed out
+_ALIGN = 16  # bytes: where each static input of a copy-mode graph starts
 
 
 def _graph_policy(n_launches: int) -> bool:
@@ -359,7 +363,15 @@ def _use_count(t) -> int:
     return _storage_use_count(t.untyped_storage()._cdata)
 
 
-_storage_use_count = None  # torch._C._storage_Use_Count, bound by InPlaceGraphs
+_storage_use_count = None  # torch._C._storage_Use_Count, bound by the graph classes
+
+
+def _bind_use_count() -> None:
+    global _storage_use_count
+    if _storage_use_count is None:
+        import torch
+
+        _storage_use_count = torch._C._storage_Use_Count
 
 
 class GraphMemory:
@@ -414,11 +426,7 @@ class InPlaceGraphs:
     """
 
     def __init__(self, capture, nbytes: int, memory: GraphMemory, limit: int = GRAPH_INSTANCES):
-        global _storage_use_count
-        if _storage_use_count is None:
-            import torch
-
-            _storage_use_count = torch._C._storage_Use_Count
+        _bind_use_count()
         self.capture = capture
         self.nbytes = nbytes
         self.memory = memory
@@ -486,6 +494,72 @@ class InPlaceGraphs:
                     del self.graphs[k]
                 return max(inst[3], 1)  # (something was dropped)
         return 0
+
+
+class CopyGraphs:
+    """The copy-mode CUDA graphs of one executable on one device and stream (module docstring).
+
+    The arguments are copied into one set of static inputs (``static_in``), which every
+    instance reads: views of one byte buffer, filled by one ``torch.cat`` of the arguments'
+    bytes (one kernel; torch's multi-tensor copy issues a device-to-device memcpy per tensor,
+    about 5 us of host time each). Each view starts at a multiple of ``_ALIGN`` bytes, as the
+    kernels' pointer specialisation expects. Up to ``HANDOUT_INSTANCES`` instances hand out
+    their own static outputs:
+    one is replayed when nothing holds its previous outputs any more (the storages' use counts),
+    so a training loop that drops the last step's results alternates between two of them and
+    copies nothing out. While all of them are held, one more instance replays and its outputs
+    are copied out (they never escape). Instances share the first one's memory pool (they
+    replay one after another on one stream, and their outputs are allocated outside it), so an
+    instance costs its outputs' bytes. ``capture(static_in, outs, pool)`` returns
+    ``(outputs, graph)``; ``outs`` None: allocated in the graph's pool.
+    """
+
+    def __init__(self, capture, ins):
+        _bind_use_count()
+        torch = sys.modules["torch"]
+        self.capture = capture
+        sizes = [t.numel() * t.element_size() for t in ins]
+        starts, end = [], 0
+        for n in sizes:
+            starts.append(end)
+            end += -(-n // _ALIGN) * _ALIGN
+        self.flat = torch.empty(max(end, 1), dtype=torch.uint8, device=ins[0].device)
+        self.filled = self.flat[:end]  # (cat's ``out``: exactly the pieces' bytes)
+        self.static_in = [
+            self.flat[a : a + n].view(t.dtype).view(t.shape) for a, n, t in zip(starts, sizes, ins)
+        ]
+        # the padding between arguments: slices of one zero buffer, as cat's pieces
+        pads = torch.zeros(_ALIGN, dtype=torch.uint8, device=ins[0].device)
+        self.pads = [pads[: -n % _ALIGN] if n % _ALIGN else None for n in sizes]
+        self.copying = None  # (outputs, graph): the instance whose outputs are copied out
+        self.handout: list = []  # [outputs, graph, their use counts when nothing else holds them]
+
+    def __call__(self, ins):
+        torch = sys.modules["torch"]
+        pieces = []
+        for t, pad in zip(ins, self.pads):
+            pieces.append(t.reshape(-1).view(torch.uint8))
+            if pad is not None:
+                pieces.append(pad)
+        torch.cat(pieces, out=self.filled)
+        for outs, g, free in self.handout:
+            if all(_use_count(o) == n for o, n in zip(outs, free)):
+                g.replay()
+                return [o.detach() for o in outs]
+        if self.copying is None:
+            self.copying = self.capture(self.static_in, None, None)
+        elif len(self.handout) < HANDOUT_INSTANCES:
+            pool = self.copying[1].pool()
+            outs = [torch.empty_like(o) for o in self.copying[0]]
+            outs, g = self.capture(self.static_in, outs, pool)
+            self.handout.append((outs, g, [_use_count(o) for o in outs]))
+            g.replay()
+            return [o.detach() for o in outs]
+        static_out, g = self.copying
+        g.replay()
+        outs = [torch.empty_like(o) for o in static_out]
+        torch._foreach_copy_(outs, static_out)
+        return outs
 
 
 def _graph_memory(dev) -> GraphMemory:
@@ -762,22 +836,17 @@ class TritonExecutable:
                             _graph_memory(dev),
                         )
                     return state(ins)
-                if not isinstance(state, tuple):
-                    state = self._graphs[key] = self._capture(dev, ins)
+                if not isinstance(state, CopyGraphs):
+                    me = weakref.ref(self)
+                    state = self._graphs[key] = CopyGraphs(
+                        lambda static_in, outs, pool: me()._capture(dev, static_in, outs, pool), ins
+                    )
+                return state(ins)
             except Exception as e:  # noqa: BLE001 - reported, then direct launches
                 self.use_graphs = False
                 self.graph_note = f"CUDA graph failed: {type(e).__name__}: {e}"
                 log(f"{self.graph_note}; launching directly from now on")
                 return None
-            static_in, static_out, g = state
-            # the copies in and out as torch's multi-tensor copies (a few launches, not one per
-            # tensor: for a small training step those launches were most of its time)
-            torch = self._torch
-            torch._foreach_copy_(static_in, list(ins))
-            g.replay()
-            outs = [torch.empty_like(o) for o in static_out]
-            torch._foreach_copy_(outs, static_out)
-            return outs
 
     def _capture_in_place(self, dev, ins):
         """A graph of the program reading ``ins`` in place: ``(replay, outputs, the bytes its
@@ -800,28 +869,31 @@ class TritonExecutable:
         )
         return g.replay, outs, nbytes
 
-    def _capture(self, dev, ins):
-        """A graph of the program on static copies of ``ins``: ``(static inputs, static
-        outputs, graph)``."""
+    def _capture(self, dev, static_in, outs, pool):
+        """A graph of the program reading ``static_in`` and writing ``outs`` (allocated here,
+        inside the graph's memory, where None); ``pool``: the memory pool of an earlier graph
+        of this program to share (None for the first, which runs once off the default stream
+        first, as torch advises). Returns ``(outputs, graph)``."""
         import torch
 
         t0 = time.perf_counter()
-        static_in = [t.clone() for t in ins]
         consts = self._consts(dev)
-        side = torch.cuda.Stream(dev)
-        side.wait_stream(torch.cuda.current_stream(dev))
-        with torch.cuda.stream(side):  # a warm-up run off the default stream, as torch advises
-            self._run_module(static_in, consts, self._outputs(dev))
-        torch.cuda.current_stream(dev).wait_stream(side)
+        if pool is None:
+            side = torch.cuda.Stream(dev)
+            side.wait_stream(torch.cuda.current_stream(dev))
+            with torch.cuda.stream(side):
+                self._run_module(static_in, consts, self._outputs(dev))
+            torch.cuda.current_stream(dev).wait_stream(side)
         g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            static_out = self._outputs(dev)
-            self._run_module(static_in, consts, static_out)
+        with torch.cuda.graph(g, pool=pool):
+            if outs is None:
+                outs = self._outputs(dev)
+            self._run_module(static_in, consts, outs)
         log(
             f"captured {self.n_kernels} kernels into a CUDA graph on {dev} in "
             f"{time.perf_counter() - t0:.2f}s"
         )
-        return static_in, static_out, g
+        return outs, g
 
 
 class JitExecutable:
@@ -844,6 +916,7 @@ __all__ = [
     "site",
     "GraphMemory",
     "InPlaceGraphs",
+    "CopyGraphs",
     "load_module",
     "to_torch",
     "default_device",
