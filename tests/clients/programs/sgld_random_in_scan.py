@@ -8,7 +8,6 @@ from jax import grad, jit, lax, random, vmap
 from jax.scipy.special import logsumexp
 
 RTOL, ATOL = 2e-4, 1e-5
-JAX_REFERENCE_UNDER_JIT = True  # (the test's JAX run: jax.jit(main), one XLA compile)
 MEANS = jnp.array([[-1.5, 0.0], [1.5, 0.5]])
 
 
