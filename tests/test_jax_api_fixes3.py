@@ -2,6 +2,8 @@
 and the causes listed in docs/jax_tests.md; checked against JAX 0.10.2 computed here (values,
 dtypes, weak types, error classes)."""
 
+import functools
+
 import jax
 import jax.numpy as jnp_ref
 import numpy as np
@@ -123,6 +125,12 @@ def _error_cases(m):
         lambda: m.trace(m.ones((2, 3, 2)), axis1=1, axis2=-2),
         lambda: m.dot([1.0, 2.0], np.ones(2)),
         lambda: m.matmul(np.ones(2), (1.0, 2.0)),
+        lambda: m.tensordot(np.ones((3, 2, 2)), np.ones(2), axes=2),
+        lambda: m.tensordot(np.ones((3, 2, 2)), np.ones(2), axes=([0], [0, 1])),
+        lambda: m.tensordot(np.ones((3, 2, 2)), np.ones(2), axes="badaxes"),
+        lambda: m.rot90(m.ones(2)),
+        lambda: m.zeros(2, 3),
+        lambda: m.zeros(1.0),
     ]
 
 
@@ -148,6 +156,13 @@ _JAX_WORDS = [  # the part of JAX's message its tests match
     "axis1 and axis2 can not be same",
     "dot requires ndarray or scalar arguments",
     "matmul requires ndarray or scalar arguments",
+    "Number of tensordot axes.*exceeds input ranks",
+    "tensordot requires axes lists to have equal length",
+    "tensordot axes argument must be an int, a pair of ints, or a pair of lists",
+    "rot90 requires its first argument to have ndim at least two, but got first argument of",
+    r"Did you accidentally write `jax\.numpy\..*?\(2, 3\)` when you meant "
+    r"`jax\.numpy\..*?\(\(2, 3\)\)`",
+    "Shapes must be 1D sequences of concrete values of integer type",
 ]
 
 
@@ -163,6 +178,8 @@ def test_traced_argument_errors_as_jax():
             lib.jit(m.arange)(3)
         with pytest.raises(cls, match="It arose in the jnp.arange argument 'start'"):
             lib.jit(lambda s: m.arange(s, 3))(0)
+        with pytest.raises(TypeError, match="Shapes must be 1D sequences of concrete values"):
+            lib.jit(m.zeros)(2)
         for name in ("tolist", "tobytes"):
             with pytest.raises(cls, match=rf"The {name}\(\) method was called on traced array"):
                 lib.jit(lambda x: getattr(x, name)())(v)
@@ -248,3 +265,40 @@ def _array_forms():
     np.testing.assert_allclose(
         jnp.cov(z, aweights=np.arange(1.0, 4.0)), np.cov(z, aweights=np.arange(1.0, 4.0)), rtol=2e-6
     )
+
+
+# --- jvp/vjp/grad/linearize argument errors: JAX's classes and the words api_test matches ------
+def _transform_error_cases(lib, m):
+    f2 = lambda x, y: x * y  # noqa: E731
+    f32 = np.float32
+    _, pullback = lib.vjp(f2, f32(3), f32(4))
+    _, lin_f = lib.linearize(lambda x: x, 1.0)
+    _, lin_i = lib.linearize(lambda x: x, np.ones(2, np.int32))
+    return [
+        (lambda: lib.jvp(f2, (f32(2),), ()), "must have the same tree structure"),
+        (lambda: lib.jvp(f2, (f32(2),), [f32(2)]), "must have the same tree structure"),
+        (lambda: lib.jvp(lambda x: -x, (np.float16(2),), (f32(4),)), "jvp do not match"),
+        (lambda: lib.jvp(lambda x: x, (m.ones(3),), (m.ones(4),)), "different primal and tangent"),
+        (lambda: lib.jvp(f2, 0.0, (1.0,)), "must be tuples or lists; found float and tuple"),
+        (lambda: pullback((f32(7), f32(100))), "unexpected tree structure"),
+        (lambda: pullback(np.float16(42)), "unexpected JAX type"),
+        (lambda: lib.grad(lambda x: (1, 2, 3), has_aux=True)(1.0), "two-element tuple"),
+        (lambda: lib.grad(lambda x: x)("foo"), " 'foo' of type <.*'str'> is not a valid JAX type"),
+        (
+            lambda: functools.partial(lib.grad(f2, argnums=0), x=0.0)(y=1.0),
+            "differentiating with respect to argnums=0 requires at least 1 positional arguments "
+            "to be passed by the caller, but got only 0 positional arguments.",
+        ),
+        (lambda: lib.grad(lambda x: (x, x))(1.0), "Gradient only defined for scalar-output "),
+        (lambda: lin_f(1), "tangent values inconsistent"),
+        (lambda: lin_i(np.ones(2, np.int32)), "tangent values inconsistent"),
+    ]
+
+
+def test_transform_argument_errors_as_jax():
+    ours, ref = _transform_error_cases(functx, jnp), _transform_error_cases(jax, jnp_ref)
+    for (f, words), (g, _) in zip(ours, ref, strict=True):
+        with pytest.raises(Exception) as want:
+            g()
+        with pytest.raises(want.type, match=words):
+            f()

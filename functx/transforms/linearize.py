@@ -11,8 +11,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from functx.core import ClosedJaxpr, Jaxpr
-from functx.errors import FunctxTypeError
+import numpy as np
+
+from functx import dtypes
+from functx.core import ClosedJaxpr, Jaxpr, ShapedArray
+from functx.errors import FunctxArgumentError, FunctxTypeError
 from functx.interpreter import eval_jaxpr
 from functx.source_info import where
 from functx.tracing import get_aval, tree_flatten, tree_unflatten
@@ -121,6 +124,7 @@ class _LinearMap:
                 f"linearize: tangents must have the structure of the primals, "
                 f"{in_tree}; got {t_tree}{where()}"
             )
+        _check_tangents(t_leaves, nonzeros, jaxpr.invars[len(residuals) :])
         ts = [t for t, nz in zip(t_leaves, nonzeros) if nz]
         t_out = iter(as_arrays(eval_jaxpr(jaxpr, [], *residuals, *ts)))
         touts = [
@@ -128,6 +132,32 @@ class _LinearMap:
             for nz, a in zip(out_nz, out_avals)
         ]
         return tree_unflatten(out_tree, touts)
+
+
+def _check_tangents(t_leaves, nonzeros, t_vars):
+    """JAX's ValueError for tangents whose types do not fit the primals: a float primal's
+    tangent has its shape and dtype (a Python float stands for any float dtype), an integer or
+    bool primal's is float0."""
+    t_vars = iter(t_vars)
+    for i, (t, nz) in enumerate(zip(t_leaves, nonzeros)):
+        if isinstance(t, np.ndarray) and t.dtype == dtypes.float0:
+            ta = ShapedArray(t.shape, dtypes.float0)
+        else:
+            ta = get_aval(t)
+        if nz:
+            want = next(t_vars).aval
+            ok = ta.shape == want.shape and (
+                ta.dtype == want.dtype or (isinstance(t, float) and want.dtype in dtypes.FLOATS)
+            )
+        else:
+            ok = ta.dtype == dtypes.float0
+        if not ok:
+            raise FunctxArgumentError(  # (a ValueError, as JAX's)
+                f"linearized function called on tangent values inconsistent with the original "
+                f"primal values: tangent {i} is {ta.str_short()}, expected "
+                f"{want.str_short() if nz else 'float0 (the primal is an integer or bool)'}"
+                f"{where()}"
+            )
 
 
 __all__ = [
