@@ -65,17 +65,13 @@ def _vjp_cases(lib, m):
     f_vjp.args_res = [2.0, 3.0]
     yield y, f_vjp(1.0), len(f_vjp.args_res), len(f_vjp.opaque_residuals)
 
-    def g():
-        y, fv = lib.vjp(f, 2.0, 3.0)
+    def g(x, y):  # (under jit: the residuals are tracers)
+        out, fv = lib.vjp(f, x, y)
         fv.args_res = [None, None]
-        return y, fv
+        fv.args_res = [x, y]
+        return out, fv(1.0)
 
-    def h(fv):
-        fv.args_res = [2.0, 3.0]
-        return fv(1.0)
-
-    y, fv = lib.jit(g)()
-    yield y, lib.jit(h)(fv)
+    yield lib.jit(g)(2.0, 3.0)
     _, fv = lib.vjp(m.sin, 3.0)
     yield fv(1.0), type(fv.args_res[0]).__name__, bool(fv.opaque_residuals)
 
@@ -217,6 +213,8 @@ def _traced(m, x, y):  # (under vmap: tracers)
 def test_array_forms_as_jax(x64):
     with x64_off() if not x64 else x64_on():
         _array_forms()
+        if not x64:
+            return
         # pad's function mode and weak types (JAX's reference jitted: its eager pads are slow)
         pad_args = (np.arange(6).reshape(2, 3), np.arange(24).reshape(2, 3, 4))
         got = _pads(jnp, *pad_args, jnp.array(1.0)[None])
