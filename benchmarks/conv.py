@@ -40,6 +40,10 @@ average 10-12 gave conv3x3 (2, 64, 64, 64) forward 59.5 ms (1.85x JAX's 32.1), g
 and 249). Before the change, the same command at load 2-4 gave forward 99.3 ms (6.56x JAX's
 15.1) and gradient 949 ms (12.5x JAX's 76). Run from the repository root with
 ``PYTHONPATH=.`` (the ``--only`` subprocesses import functx from there).
+
+Session 30 (functx at f1baa76, load average 10.0-10.4): ``--quick --rounds 3 --case conv3x3``
+gave forward 71.1 ms (1.30x JAX's 54.8), gradient 171.7 ms (0.69x JAX's 248.2); the 3x3 case's
+CPU time per call and the designs measured again are in functx/_conv.py's docstring.
 """
 
 from __future__ import annotations

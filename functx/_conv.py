@@ -53,6 +53,25 @@ own process, three alternating rounds, median of 9 calls, wall ms with CPU ms in
   while JAX's whole convolution takes 9.5-12; avoiding the tap copies and the final sum would
   need products reading strided windows in place and accumulating into one output (BLAS's
   beta = 1), which the ``dot`` kernel does not take yet.
+
+Session 30 (load average 9-12 from other processes; CPU ms per call, medians of 15, each
+library in its own process, alternating):
+
+* the same 3x3 case (N = 2) again, per-tap products against the im2col gather (``_SLICE_TAPS``
+  set to 0): forward 14-17 against 20-22 (JAX 11-12), gradient 28-33 against 47-53 (JAX 50-60):
+  per-tap products stay. Outside functx, NumPy/OpenBLAS on one thread: the nine tap products
+  on contiguous copies 12.6-13.2, one K = 576 im2col product 12.5-13.0, and nine products
+  reading the FLATTENED padded input in place (tap ``(i, j)`` is the row range starting at
+  ``i * (W + 2) + j`` of the ``(N * (H + 2) * (W + 2), C)`` matrix, so no copy) accumulating with
+  beta = 1 into one padded-grid output, cropped after: 9.5-10.2, under JAX's whole convolution.
+  That is the next step for the forward (a ``dot`` kernel taking a row offset and beta = 1);
+* a one-channel input to 8+ outputs (the first convolution of benchmarks/workloads.py's CNN,
+  1 -> 16 channels on 28x28 images) is one gather and one product (``one_channel``): as
+  depthwise multiply-adds it fused into the max-pool reading it, whose rows (one per output
+  element and channel) ran as scalar loops. With ``_window.py``'s pooling reshape keeping the
+  channels whole, the CNN SGD step went from 41-43 to 30-31 CPU ms (JAX 14-18). Most of the
+  rest is the max-pool's gradient: its expression is evaluated by a pointwise kernel and again
+  by the bias gradient's column reduction, which runs on one thread (16 columns, one block).
 """
 
 from __future__ import annotations
@@ -73,6 +92,8 @@ from functx.tracing import get_aval
 # Kernels with more taps than this build their im2col matrix with one gather instead of one
 # slice per tap (a Jaxpr of a few equations instead of hundreds).
 _SLICE_TAPS = 64
+# A one-channel input convolved to this many outputs or more is one gather and one product.
+_ONE_CHANNEL_OUTPUTS = 8
 
 
 class ConvDimensionNumbers(NamedTuple):
@@ -428,7 +449,12 @@ def _conv_channels_last(x, w, strides, pads, lhs_dil, rhs_dil, fg, bg, out_sp, p
             return x
         return ops.slice(x, start, limit, [1, *strides, 1])
 
-    if cg == 1 and bg == 1 and nt <= _SLICE_TAPS and out_dt != dtypes.bool_:
+    # a single input channel to several outputs (a CNN's first layer on grey images): the taps
+    # are the product's K, so one gather of the windows and ONE product (below). As multiply-adds
+    # (the depthwise form) the products fused into their reader, e.g. a max-pool, whose rows then
+    # ran as scalar loops: the CNN step of benchmarks/workloads.py took 42 -> 37 CPU ms with it.
+    one_channel = c == 1 and fg == 1 and bg == 1 and o >= _ONE_CHANNEL_OUTPUTS
+    if cg == 1 and bg == 1 and nt <= _SLICE_TAPS and out_dt != dtypes.bool_ and not one_channel:
         # depthwise: out[..., g*m + j] = sum_t x_t[..., g] * w[t, 0, g*m + j]
         mult = o // fg
         wt = ops.reshape(w, (nt, fg, mult))
@@ -472,7 +498,7 @@ def _conv_channels_last(x, w, strides, pads, lhs_dil, rhs_dil, fg, bg, out_sp, p
 
     wt = ops.reshape(w, (nt, cg, o))
     plus = ops.bitwise_or if out_dt == dtypes.bool_ else ops.add  # bool: or of ands
-    if nt <= _SLICE_TAPS:
+    if nt <= _SLICE_TAPS and not one_channel:
         # one product per tap, summed: BLAS-sized products on strided copies of the input (an
         # im2col concatenation renders as a chain of selects per element, several times slower)
         y = None

@@ -224,6 +224,36 @@ def test_long_kernel_gathers():
         _close(x, y, rtol=1e-9, atol=1e-8)
 
 
+def test_one_channel_is_one_gather_and_one_product():
+    # one input channel to 8+ outputs (a CNN's first layer): one gather of the windows and one
+    # dot_general, values and gradients as JAX's (jit on both backends: the ``conv`` case of
+    # tests/lowering/test_backend_suite.py)
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal((2, 6, 5, 1)), rng.standard_normal((3, 2, 1, 8))
+    g = rng.standard_normal((2, 3, 5, 8))
+    kw = dict(window_strides=(2, 1), padding="SAME", rhs_dilation=(1, 2))
+    kw["dimension_numbers"] = ("NHWC", "HWIO", "NHWC")
+
+    def both(lax):
+        def f(x, w):
+            return lax.conv_general_dilated(x, w, **kw)
+
+        return lambda x, w: (
+            f(x, w),
+            *(jax if lax is jlax else functx).grad(lambda x, w: (f(x, w) * g).sum(), (0, 1))(x, w),
+        )
+
+    jaxpr = functx.make_jaxpr(lambda x, w: flax.conv_general_dilated(x, w, **kw))(x, w)
+    prims = [e.primitive.name for e in jaxpr.jaxpr.eqns]
+    assert prims.count("dot_general") == 1 and prims.count("gather") == 1, prims
+    for a, b in zip(both(flax)(x, w), jax.jit(both(jlax))(x, w)):
+        _close(a, b)
+    check_grads(lambda a, b: flax.conv_general_dilated(a, b, **kw), (x[:1], w), order=2)
+    xi, wi = (x * 4).astype(np.int32), (w * 4).astype(np.int32)
+    with x64_off():
+        _close(flax.conv_general_dilated(xi, wi, **kw), jlax.conv_general_dilated(xi, wi, **kw))
+
+
 # --- dtypes and precision ------------------------------------------------------------------------
 @pytest.mark.parametrize("mode", ["x64", "default"])
 @pytest.mark.filterwarnings("ignore:Explicitly requested dtype float64")  # (default mode, as JAX)

@@ -122,6 +122,7 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     ("functx.lowering.compile", "functx.lowering.cache"): "import time of `import functx`",
     ("functx.lowering.program_cache", "functx.lowering.cache"): "import time of `import functx`",
     ("functx.lowering.runtime", "functx.lowering.cache"): "import time of `import functx`",
+    ("functx.lowering.cpp.xla_rsqrt", "functx.lowering.cache"): "import time of `import functx`",
 }
 
 

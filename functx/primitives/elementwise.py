@@ -134,7 +134,15 @@ def _logistic(x):
     return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype)
 
 
+# Host kernels an eager row calls where a higher layer provides them (filled at import; the rows
+# fall back to NumPy without them): "rsqrt_f32", XLA's CPU float32 rsqrt (an approximation and
+# Newton steps, not rounded correctly), from functx.lowering.cpp.xla_rsqrt.
+host_math: dict = {}
+
+
 def _rsqrt(x):
+    if x.dtype == np.float32 and "rsqrt_f32" in host_math:
+        return host_math["rsqrt_f32"](x)
     return 1 / np.sqrt(x)
 
 
@@ -653,7 +661,7 @@ ROWS: tuple[Elementwise, ...] = (
         "float",
         _rsqrt,
         lambda ops, x, ans: ops.mul(ops.div(ans, x), -0.5),
-        "(({ct})1 / fx::sqrt({0}))",
+        "fx::rsqrt",  # (the prelude's: XLA's float32 sequence, functx.lowering.cpp.xla_rsqrt)
         _tl_rsqrt,
     ),
     _u(

@@ -1319,14 +1319,16 @@ def _conv_args(rng):
         rng.standard_normal((2, 7, 4)).astype(F32),
         rng.standard_normal((3, 1, 4)).astype(F32),
         rng.standard_normal(66).astype(F32),
+        rng.standard_normal((1, 4, 3, 1)).astype(F32),
+        rng.standard_normal((3, 3, 1, 8)).astype(F32),
     )
 
 
 @case(_conv_args, tol=4.0)
-def conv(ns, x, w, s, k, v):
+def conv(ns, x, w, s, k, v, x1, w1):
     # convolutions (functx/_conv.py, composites): per-tap products with feature groups and
     # strides, Mamba's depthwise causal conv1d (multiply-adds), a 65-tap jnp.convolve (one
-    # gather), and the first two's gradients
+    # gather), one input channel to 8 outputs (one gather, one product), and gradients
     lax = ns.lax
 
     def conv2d(x, w):
@@ -1348,7 +1350,11 @@ def conv(ns, x, w, s, k, v):
     gs, gk = sq(conv1d)(s, k)
     long = lambda a, b: ns.np.convolve(a, b, "same")  # noqa: E731
     out = {"conv2d": conv2d(x, w), "gx": gx, "gw": gw, "conv1d": conv1d(s, k), "gs": gs, "gk": gk}
-    return {**out, "long": long(v, v[1:])}
+    one = lambda x, w: lax.conv_general_dilated(  # noqa: E731
+        x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
+    )
+    g1w = ns.grad(lambda w: ns.np.sum(one(x1, w) ** 2))(w1)
+    return {**out, "long": long(v, v[1:]), "one": one(x1, w1), "g1w": g1w}
 
 
 def _bitcast_args(rng):
@@ -1442,6 +1448,8 @@ def test_suite_covers_every_lowering():
     seen |= {"custom_vmap_call"}  # jit of custom_vmap: tests/test_jax_api_fixes.py
     # shard_map over processes (its boundary and block primitives, jitted): test_distributed.py
     seen |= {"shard_map_block", "shard_map_boundary"}
+    # flash attention (jit on a GPU only): tests/transforms/test_attention.py
+    seen |= {"flash_attention", "flash_attention_bwd"}
     lowered = {p.name for p in lower.lowerings}
     # custom_jvp_call / custom_vjp_call are exercised by the custom-derivative test below
     missing = sorted(lowered - seen - {"custom_jvp_call", "custom_vjp_call"})
