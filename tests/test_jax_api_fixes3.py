@@ -300,3 +300,16 @@ def test_transform_argument_errors_as_jax():
             g()
         with pytest.raises(want.type, match=words):
             f()
+
+
+def test_linearize_has_aux_as_jax():
+    def fn(m):
+        return lambda x: ({"a": x * x, "b": m.sin(x)}, {"c": x + 1, "pos": x > 0})
+
+    x, t = np.float32(2.0), np.float32(0.5)
+    got = functx.linearize(fn(jnp), x, has_aux=True)
+    want = jax.linearize(fn(jnp_ref), x, has_aux=True)
+    for g, w in ((got[0], want[0]), (got[1](t), want[1](t)), (got[2], want[2])):
+        assert _sig(g) == _sig(w)
+        for a, b in zip(jax.tree_util.tree_leaves(g), jax.tree_util.tree_leaves(w)):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)

@@ -67,16 +67,17 @@ def linearize_jaxpr(closed: ClosedJaxpr, nonzeros: tuple, n_out: int):
     return lin._replace(out_nz=out_nz)
 
 
-def linearize(fun, *primals):
+def linearize(fun, *primals, has_aux=False):
     """Evaluate ``fun`` and its linear map (jvp) at ``primals`` (``jax.linearize``); the returned
     function evaluates the jvp without recomputing the primal.
 
     Arguments:
       fun: a function of pytrees of float arrays.
       *primals: the point to linearize at, one value per positional argument of ``fun``.
+      has_aux: ``fun`` returns ``(out, aux)``; ``aux`` is returned as is, not linearized.
     Returns:
-      ``(fun(*primals), f_jvp)``; ``f_jvp(*tangents)`` takes one tangent per primal and returns
-      the output tangent.
+      ``(fun(*primals), f_jvp)`` (``(out, f_jvp, aux)`` with ``has_aux``); ``f_jvp(*tangents)``
+      takes one tangent per primal and returns the output tangent.
 
     Differences from JAX: outside ``jit`` and ``vmap``, a function that reads a concrete value (``if
     x > 0``, ``int(x)``) is traced abstractly, then again on tracers carrying the values: its Python
@@ -93,20 +94,22 @@ def linearize(fun, *primals):
         raise FunctxTypeError(
             f"linearize: expected a callable value, got {type(fun).__name__}{where()}"
         )
-    traced, leaves = trace_user_fun(fun, primals)
+    traced, leaves = trace_user_fun(fun, primals, has_aux)
     nonzeros = tuple(is_differentiable(get_aval(x)) for x in leaves)
     lin = linearize_jaxpr(traced.closed, nonzeros, traced.n_out)
     res = as_arrays(eval_jaxpr(lin.primal.jaxpr, lin.primal.consts, *leaves))
     n_out = len(traced.closed.out_avals)
     outs, residuals = res[:n_out], res[n_out:]
-    out_avals = traced.closed.out_avals
+    n = traced.n_out  # (the aux outputs follow; their tangents are not returned)
+    out_avals = traced.closed.out_avals[:n]
     # the linear map: a pytree (``tree_util.Partial``) whose leaves are the residuals, so it may
     # be returned from and passed to transformed functions, as JAX's; ``f_jvp.func.args[0]`` is
     # its linear Jaxpr (residuals and tangents in, output tangents out)
     linear = _LinearMap(
-        lin.linear, traced.in_tree, traced.out_tree, nonzeros, lin.out_nz, out_avals
+        lin.linear, traced.in_tree, traced.out_tree, nonzeros, lin.out_nz[:n], out_avals
     )
-    return tree_unflatten(traced.out_tree, outs), Partial(linear, list(residuals))
+    out = (tree_unflatten(traced.out_tree, outs[:n]), Partial(linear, list(residuals)))
+    return out + (tree_unflatten(traced.aux_tree, outs[n:]),) if has_aux else out
 
 
 class _LinearMap:
