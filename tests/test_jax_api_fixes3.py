@@ -313,3 +313,17 @@ def test_linearize_has_aux_as_jax():
         assert _sig(g) == _sig(w)
         for a, b in zip(jax.tree_util.tree_leaves(g), jax.tree_util.tree_leaves(w)):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
+
+
+_NAN_REDUCTIONS = ["nansum", "nanprod", "nanmean", "nanvar", "nanstd", "nancumsum", "nancumprod"]
+
+
+def test_complex_nan_reductions_as_jax():
+    def all_of(m, x):
+        return [getattr(m, f)(x, axis=ax) for f in _NAN_REDUCTIONS for ax in (None, 1)]
+
+    x = np.array([[np.nan + 0j, 2j, 1 + 1j], [1 - 1j, 3 + np.nan * 1j, 2]], np.complex64)
+    got, want = all_of(jnp, x), jax.jit(lambda x: all_of(jnp_ref, x))(x)
+    assert _sig(got) == _sig(want)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-6, atol=1e-6)
