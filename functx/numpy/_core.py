@@ -5075,7 +5075,7 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     """
     a, b = _promote_dot("tensordot", a, b)
     av, bv = _aval(a), _aval(b)
-    if _v.is_int_like(axes):
+    if _v.is_int_like(axes) and not isinstance(axes, (str, bytes)):
         axes = _v.integer(axes, "tensordot", "axes", minimum=0)
         if axes > builtins.min(av.ndim, bv.ndim):
             raise FunctxArgumentError(  # (a TypeError, as JAX's; its words, which tests match)
@@ -5085,7 +5085,8 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
         axes = (tuple(range(av.ndim - axes, av.ndim)), tuple(range(axes)))
     if not isinstance(axes, (tuple, list)) or len(axes) != 2:
         raise FunctxTypeError(
-            f"tensordot: axes must be an int or a pair of axis sequences, got {axes!r}{_loc()}"
+            f"tensordot axes argument must be an int, a pair of ints, or a pair of lists/tuples "
+            f"of ints; got {axes!r}{_loc()}"
         )
     for x in axes:
         if isinstance(x, (str, bytes)):

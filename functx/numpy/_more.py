@@ -388,9 +388,9 @@ def right_shift(x1, x2, /):
 # --- NaN-ignoring reductions ----------------------------------------------------------------------
 def _nan_mask(a, where):
     a = _arr(a)
-    if np.dtype(jnp._aval(a).dtype) not in dtypes.FLOATS:
+    if np.dtype(jnp._aval(a).dtype) not in dtypes.FLOATS + dtypes.COMPLEX:
         return a, where
-    keep = jnp.logical_not(jnp.isnan(a))
+    keep = jnp.logical_not(jnp.isnan(a))  # (complex: NaN in either part, as JAX's)
     return a, keep if where is None else jnp.logical_and(keep, where)
 
 
@@ -555,7 +555,11 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
         mean = nanmean(a, axis, keepdims=True, where=keep)
     # zero the excluded entries before squaring, so that their NaNs never reach the gradient
     c = jnp.where(keep, a - jnp.astype(_arr(mean), acc), jnp.zeros((), acc))
-    s = jnp.sum(c * c, axis, keepdims=keepdims)
+    if acc in dtypes.COMPLEX:  # |c|^2, in the real dtype (as JAX's; c * c was wrong)
+        c, acc = (lax.real(c), lax.imag(c)), dtypes.REAL_OF[acc]
+        s = jnp.sum(c[0] * c[0] + c[1] * c[1], axis, keepdims=keepdims)
+    else:
+        s = jnp.sum(c * c, axis, keepdims=keepdims)
     dof = jnp.sum(jnp.astype(keep, acc), axis, keepdims=keepdims) - np.asarray(ddof, acc)
     ok = dof > np.asarray(0, acc)
     out = jnp.where(ok, s / jnp.where(ok, dof, jnp.ones((), acc)), jnp.full((), np.nan, acc))
@@ -655,7 +659,7 @@ def nancumsum(a, axis=None, dtype=None, out=None):
     """
     jnp._no_out(out, "nancumsum")
     a = _arr(a)
-    if np.dtype(jnp._aval(a).dtype) in dtypes.FLOATS:
+    if np.dtype(jnp._aval(a).dtype) in dtypes.FLOATS + dtypes.COMPLEX:  # (complex: as JAX's)
         a = jnp.where(jnp.isnan(a), jnp.zeros((), jnp._aval(a).dtype), a)
     return jnp.cumsum(a, axis, dtype)
 
@@ -678,7 +682,7 @@ def nancumprod(a, axis=None, dtype=None, out=None):
     """
     jnp._no_out(out, "nancumprod")
     a = _arr(a)
-    if np.dtype(jnp._aval(a).dtype) in dtypes.FLOATS:
+    if np.dtype(jnp._aval(a).dtype) in dtypes.FLOATS + dtypes.COMPLEX:  # (complex: as JAX's)
         a = jnp.where(jnp.isnan(a), jnp.ones((), jnp._aval(a).dtype), a)
     return jnp.cumprod(a, axis, dtype)
 

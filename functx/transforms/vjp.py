@@ -57,10 +57,10 @@ def _as_argnums(argnums, nargs, fname, what="grad"):
     for a in nums:
         if not -nargs <= a < nargs:
             raise ArgnumsError(
-                f"{what} of {fname}: argnums {argnums} is out of range for a "
-                f"call with {nargs} positional arguments (differentiating "
-                f"with respect to argnums={a} needs at least "
-                f"{a + 1 if a >= 0 else -a} positional arguments){where()}"
+                f"{what} of {fname}: argnums {argnums} is out of range for a call with {nargs} "
+                f"positional arguments: differentiating with respect to argnums={a} requires at "
+                f"least {a + 1 if a >= 0 else -a} positional arguments to be passed by the "
+                f"caller, but got only {nargs} positional arguments.{where()}"
             )
     nums = tuple(a % nargs for a in nums)
     if len(set(nums)) != len(nums):
@@ -251,9 +251,9 @@ def _pullback(traced, in_avals, nonzeros, lin, fname, name, residuals, *cts):
     out_avals = traced.closed.out_avals
     ct_leaves, ct_tree = tree_flatten(ct)
     if ct_tree != traced.out_tree:
-        raise FunctxTypeError(
-            f"vjp of {fname}: the cotangent must have the structure of the primal output, "
-            f"{traced.out_tree}; got {ct_tree}{where()}"
+        raise FunctxArgumentError(  # (a ValueError, as JAX's)
+            f"vjp of {fname}: unexpected tree structure: the cotangent must have the "
+            f"structure of the primal output, {traced.out_tree}; got {ct_tree}{where()}"
         )
     for i, (c, a) in enumerate(zip(ct_leaves, out_avals)):
         ca = get_aval(c)
@@ -261,6 +261,12 @@ def _pullback(traced, in_avals, nonzeros, lin, fname, name, residuals, *cts):
             raise FunctxArgumentError(
                 f"unexpected JAX type (shape) for the argument of the VJP function of {fname}: "
                 f"cotangent leaf {i} has shape {ca.str_short()}, the primal output has "
+                f"{a.str_short()}{where()}"
+            )
+        if a.dtype != ca.dtype and ca.dtype in dtypes.FLOATS and not is_python_scalar(c):
+            raise FunctxArgumentError(  # (a ValueError, as JAX's)
+                f"unexpected JAX type (dtype) for the argument of the VJP function of {fname}: "
+                f"cotangent leaf {i} is {ca.str_short()}, the primal output is "
                 f"{a.str_short()}{where()}"
             )
         if a.dtype in dtypes.FLOATS and ca.dtype not in dtypes.FLOATS and not is_python_scalar(c):
@@ -372,8 +378,8 @@ def _check_holomorphic_input(what, av, holomorphic, where_text):
 def _check_grad_output(traced, fname, holomorphic=False):
     if traced.n_out != 1 or traced.out_tree != tree_flatten(0.0)[1]:
         raise FunctxTypeError(
-            f"Gradient only defined for scalar-output functions; {fname} "
-            f"returned a {traced.out_tree}{where()}"
+            f"Gradient only defined for scalar-output functions. Output was a "
+            f"{traced.out_tree} ({fname}){where()}"
         )
     a = traced.closed.out_avals[0]
     if a.shape != ():
