@@ -54,8 +54,25 @@ SMOKE = {
 }
 LIBS = ("jax", "functx", "functx-off")
 # block sizes the sweep tries: (BLOCK_M, BLOCK_N, num_warps, num_stages) for head dim <= 64
-SWEEP_FWD = [(128, 64, 4, 3), (64, 64, 4, 3), (128, 128, 8, 3), (128, 32, 4, 4), (64, 32, 4, 4)]
-SWEEP_BWD = [(64, 64, 4, 2), (32, 64, 4, 2), (64, 32, 4, 2), (128, 64, 8, 2), (64, 128, 8, 2)]
+SWEEP_FWD = [
+    (128, 64, 4, 3),
+    (128, 64, 8, 3),
+    (64, 64, 4, 3),
+    (128, 128, 8, 2),
+    (128, 32, 4, 4),
+    (64, 32, 4, 4),
+    (128, 64, 4, 2),
+]
+SWEEP_BWD = [
+    (64, 64, 4, 2),
+    (64, 64, 8, 2),
+    (64, 64, 4, 3),
+    (32, 64, 4, 2),
+    (64, 32, 4, 2),
+    (128, 64, 8, 2),
+    (64, 128, 8, 2),
+    (32, 32, 4, 3),
+]
 
 
 def _attention(jx, c):
@@ -119,7 +136,25 @@ def _time(call, sync, budget=2.0):
     return statistics.median(ts)
 
 
-def worker(lib, name, save, sweep):
+def _profile(jx, fn, dargs, calls=5):
+    """torch.profiler's kernel table of ``calls`` calls (CUPTI sees every kernel of the
+    process)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(3):  # (compiled, captured, warm)
+        fn(*dargs)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn(*dargs)
+        torch.cuda.synchronize()
+    return prof.key_averages().table(
+        sort_by="cuda_time_total", row_limit=25, max_name_column_width=70
+    )
+
+
+def worker(lib, name, save, sweep, prof=False):
     family, c = CASES[name]
     args = inputs(family, c)
     bf16 = c["dtype"] == "bfloat16"
@@ -181,8 +216,10 @@ def worker(lib, name, save, sweep):
         rec["mib"] = (st.get("peak_bytes_in_use", 0) - base) / 2**20 if st else None
     elif cuda:
         rec["mib"] = (torch.cuda.max_memory_allocated() - base) / 2**20
-    if sweep and lib == "functx" and family != "gpt":
-        rec["sweep"] = _sweep(jx, fn, dargs, sync)
+    if prof and lib != "jax" and cuda and name == "gpt f32 B8 T1024 d768":
+        print(f"--- {name}: {lib}, kernels of 5 calls\n{_profile(jx, fn, dargs)}", flush=True)
+    if sweep and lib == "functx" and family == "grad" and cuda:
+        rec["sweep"] = _sweep(c)
     return rec
 
 
@@ -190,9 +227,45 @@ def _leaves(jx, out):
     return jx.tree_util.tree_leaves(out)
 
 
-def _sweep(jx, fn, dargs, sync):
-    """ms per call for each block configuration (the forward's or the backward's table)."""
+def _sweep(c):
+    """The kernels alone (``FlashStep.torch`` on torch tensors, CUDA events): ms of the forward
+    and of the backward, and TFLOP/s (causal: half the products), for each block configuration
+    of the head-dimension-64 row of the forward's and the backward's tables."""
+    import torch
+
+    import functx.numpy as fnp
+    from functx.core import ShapedArray
     from functx.lowering.triton import attention as tattn
+    from functx.transforms import attention as A
+
+    B, H, T, hd = c["B"], c["H"], c["T"], c["hd"]
+    dt = np.dtype(fnp.bfloat16) if c["dtype"] == "bfloat16" else np.dtype(np.float32)
+    tdt = torch.bfloat16 if c["dtype"] == "bfloat16" else torch.float32
+    q, k, v, do = (torch.randn(B * H * T * hd, device="cuda", dtype=tdt) for _ in range(4))
+    o = torch.empty_like(q)
+    lse = torch.empty(B * H * T, device="cuda", dtype=torch.float32)
+    grads = [torch.empty_like(q) for _ in range(3)]
+    av = ShapedArray((B, H, T, hd), dt)
+    p = {"scale": 1 / math.sqrt(hd), "causal": True, "layouts": ("bhtd", "bhsd", "bhsd")}
+    fwd = tattn.FlashStep(A.flash_attention_p, p, [av] * 3, A._fwd_abstract(av, av, av, **p), True)
+    pb = {**p, "layouts": (*p["layouts"], "bhtd")}
+    lav = ShapedArray((B, H, T), np.dtype(np.float32))
+    bwd = tattn.FlashStep(A.flash_attention_bwd_p, pb, [av, av, av, av, lav, av], [av] * 3, True)
+    flops = 4 * B * H * T * T * hd / 2
+
+    def timed(fn, n=20):
+        fn()
+        torch.cuda.synchronize()
+        ts = []
+        for _ in range(5):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            for _ in range(n):
+                fn()
+            b.record()
+            b.synchronize()
+            ts.append(a.elapsed_time(b) / n)
+        return statistics.median(ts)
 
     res = {}
     fwd0, bwd0 = dict(tattn.FWD_BLOCKS), dict(tattn.BWD_BLOCKS)
@@ -203,13 +276,50 @@ def _sweep(jx, fn, dargs, sync):
         for cfg in configs:
             table[64] = cfg
             try:
-                res[f"{key} {cfg}"] = 1e3 * _time(lambda: fn(*dargs), sync, 1.0)
+                if key == "fwd":
+                    ms = timed(lambda: fwd.torch([q, k, v], [o, lse]))
+                    tf = flops / ms / 1e9
+                else:
+                    fwd.torch([q, k, v], [o, lse])
+                    ms = timed(lambda: bwd.torch([q, k, v, o, lse, do], grads))
+                    tf = 2.5 * flops / ms / 1e9
+                res[f"{key} {cfg}"] = f"{ms:.3f} ms, {tf:.0f} TFLOP/s"
             except Exception as e:  # (a config that does not fit: shared memory, registers)
-                res[f"{key} {cfg}"] = f"{type(e).__name__}"
+                res[f"{key} {cfg}"] = f"{type(e).__name__}: {str(e)[:80]}"
         tattn.FWD_BLOCKS.clear()
         tattn.FWD_BLOCKS.update(fwd0)
         tattn.BWD_BLOCKS.clear()
         tattn.BWD_BLOCKS.update(bwd0)
+    if tdt == torch.float32:  # TF32 operands rounded (the default) or truncated: time and error
+        q64, k64, v64, do64 = (
+            t.double().view(B, H, T, hd).requires_grad_(i < 3) for i, t in enumerate((q, k, v, do))
+        )
+        s = (q64 @ k64.transpose(-1, -2)) * p["scale"]
+        s = s.masked_fill(~torch.ones(T, T, dtype=torch.bool, device="cuda").tril(), -math.inf)
+        o64 = s.softmax(-1) @ v64
+        want = [o64, *torch.autograd.grad(o64, (q64, k64, v64), do64)]
+        rounded0 = tattn.TF32_ROUNDED
+        for rounded in (True, False):
+            tattn.TF32_ROUNDED = rounded
+            try:
+                fwd.torch([q, k, v], [o, lse])
+                bwd.torch([q, k, v, o, lse, do], grads)
+                torch.cuda.synchronize()
+            except Exception as e:
+                res[f"tf32 rounded={rounded}"] = f"{type(e).__name__}: {str(e)[:200]}"
+                continue
+            errs = [
+                float((g.view(B, H, T, hd).double() - w).norm() / w.norm())
+                for g, w in zip([o, *grads], want)
+            ]
+            ms = timed(lambda: fwd.torch([q, k, v], [o, lse])) + timed(
+                lambda: bwd.torch([q, k, v, o, lse, do], grads)
+            )
+            res[f"tf32 {'rounded' if rounded else 'truncated'}"] = (
+                f"{ms:.3f} ms fwd+bwd; rel. err o, dq, dk, dv vs float64: "
+                + ", ".join(f"{e:.1e}" for e in errs)
+            )
+        tattn.TF32_ROUNDED = rounded0
     return res
 
 
@@ -227,6 +337,7 @@ def main():
     ap.add_argument("--smoke", action="store_true", help="tiny shapes, Triton's interpreter")
     ap.add_argument("--sweep", action="store_true", help="also time block-size configurations")
     ap.add_argument("--only", default="", help="comma-separated case names")
+    ap.add_argument("--profile", action="store_true", help="kernel tables of the float32 GPT step")
     ap.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.smoke:
@@ -238,7 +349,7 @@ def main():
     if a.worker:
         lib, name, save = a.worker
         try:
-            rec = worker(lib, name, save, a.sweep)
+            rec = worker(lib, name, save, a.sweep, a.profile)
         except Exception as e:
             rec = {"error": f"{type(e).__name__}: {str(e)[:400]}"}
         print("RESULT " + json.dumps(rec), flush=True)
@@ -260,9 +371,12 @@ def main():
         for lib in LIBS:
             save = os.path.join(tmp, f"{lib}_{name.replace(' ', '_')}.npz")
             cmd = [sys.executable, os.path.abspath(__file__), "--worker", lib, name, save]
-            cmd += ["--smoke"] * a.smoke + ["--sweep"] * a.sweep
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+            cmd += ["--smoke"] * a.smoke + ["--sweep"] * a.sweep + ["--profile"] * a.profile
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
             line = [x for x in p.stdout.splitlines() if x.startswith("RESULT ")]
+            tables = p.stdout[: p.stdout.find("RESULT ")] if line else ""
+            if tables.strip():
+                print(tables, flush=True)
             rec = json.loads(line[-1][7:]) if line else {"error": p.stderr[-600:]}
             rec["save"] = save
             recs[lib] = rec
@@ -299,9 +413,9 @@ def main():
     if a.sweep:
         for name, recs in rows:
             if "sweep" in recs["functx"]:
-                print(f"\nblock sweep, {name} (ms per call):")
+                print(f"\nblock sweep, {name} (the kernels alone):")
                 for k, v in recs["functx"]["sweep"].items():
-                    print(f"  {k}: {v if isinstance(v, str) else f'{v:.3f}'}")
+                    print(f"  {k}: {v}")
 
 
 if __name__ == "__main__":

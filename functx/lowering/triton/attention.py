@@ -42,6 +42,10 @@ from functx.transforms.attention import (
 #: kernels by head-dimension bound; benchmarks/gpu_attention.py sweeps them
 FWD_BLOCKS = {64: (128, 64, 4, 3), 128: (128, 64, 8, 3), 256: (64, 32, 8, 2)}
 BWD_BLOCKS = {64: (64, 64, 4, 2), 128: (64, 64, 8, 2), 256: (32, 32, 8, 1)}
+#: float32 products: operands rounded to TF32 to nearest before the tensor-core products (as
+#: cuBLAS and XLA do) rather than truncated by the hardware (Triton's "tf32"); the GPU sweep of
+#: benchmarks/gpu_attention.py measures both
+TF32_ROUNDED = False
 _KERNELS: dict = {}  # interpreting? -> {name: @triton.jit kernel} (triton is optional)
 
 
@@ -85,6 +89,14 @@ def _kernels():
         # (UP: Triton's interpreter multiplies half-precision blocks wrongly; float32 there)
         if UP:
             return tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee")
+        if PREC == "tf32r":  # (operands rounded to TF32 to nearest, as cuBLAS does)
+            a = tl.inline_asm_elementwise(
+                "cvt.rna.tf32.f32 $0, $1;", "=r,r", [a], dtype=tl.float32, is_pure=True, pack=1
+            )
+            b = tl.inline_asm_elementwise(
+                "cvt.rna.tf32.f32 $0, $1;", "=r,r", [b], dtype=tl.float32, is_pure=True, pack=1
+            )
+            return tl.dot(a, b, input_precision="tf32")
         return tl.dot(a, b, input_precision=PREC)
 
     @triton.jit
@@ -278,8 +290,10 @@ class FlashStep(HostStep):
             for a, l, want in zip((q, k, v), lay, ("bhtd", "bhsd", "bhsd"))
         ]
         flat = [s for st in strides for s in st]
-        prec = "tf32" if self.tf32 and np.dtype(q.dtype) == np.float32 else "ieee"
         interp = config.triton_interpret()
+        prec = "ieee"
+        if self.tf32 and np.dtype(q.dtype) == np.float32:
+            prec = "tf32r" if TF32_ROUNDED and not interp else "tf32"
         scale = float(p["scale"])
         qk_scale = scale * 1.4426950408889634
         if not self.bwd:
@@ -325,4 +339,4 @@ def _lowering(prim):
 lowerings[flash_attention_p] = _lowering(flash_attention_p)
 lowerings[flash_attention_bwd_p] = _lowering(flash_attention_bwd_p)
 
-__all__ = ["FWD_BLOCKS", "BWD_BLOCKS", "FlashStep", "fuse_attention"]
+__all__ = ["FWD_BLOCKS", "BWD_BLOCKS", "TF32_ROUNDED", "FlashStep", "fuse_attention"]
