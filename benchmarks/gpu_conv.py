@@ -1,21 +1,37 @@
-"""GPU convolutions: functx's ``jit`` (the Triton backend, convolution sums as cuDNN steps:
-functx/lowering/triton/conv.py) against ``jax.jit``, forward and gradient, float32, on one CUDA
-GPU. Self-contained: ``python benchmarks/gpu_conv.py`` (``--reps``, ``--inner``, ``--complex``).
+"""GPU convolutions: functx's ``jit`` (the Triton backend; convolution sums as cuDNN steps on the
+program's own channels-last buffers: functx/lowering/triton/conv.py) against ``jax.jit``, forward
+and gradient, float32, on one CUDA GPU. Self-contained:
+``PYTHONPATH=. python benchmarks/gpu_conv.py [--quick] [--profile] [--per-tap] [--complex]``.
 
-1. Correctness first: functx's forward, input gradient and kernel gradient against JAX's (relative
-   error below 1e-2: both take TF32 inputs by default), and the number of cuDNN steps in the
-   gradient program (2: the input and the kernel gradients; the forward program has 1).
+1. Correctness first.
+   * Geometry: small convolutions of every shape the steps take (1-, 2- and 3-D; 'SAME',
+     'VALID', uneven and explicit padding; strides; kernel dilation; NCHW and NHWC dimension
+     numbers; float32 and float64) through functx's jit against JAX: forward, input gradient,
+     kernel gradient, and the number of cuDNN steps in the gradient program. On a GPU these
+     take the paths the CPU tests cannot (cuDNN writing the program's buffers itself).
+   * The timed cases below, their three results against JAX's (relative error below 1e-2:
+     both take TF32 inputs by default).
+   * The CNN SGD step of benchmarks/workloads.py (B=128): the loss and the parameter updates.
 2. Timings: each sample is ``--inner`` back-to-back calls then the library's synchronisation,
-   divided by ``--inner``; the figure is the median of ``--reps`` samples. functx is timed twice:
-   with the cuDNN steps and with them off (``conv.ENABLED = False``: one cuBLAS product per
-   kernel tap, the earlier path), so the table shows what the steps change. functx's CUDA-event
-   time of one call (torch's stream, which its kernels and steps use) is printed beside it.
+   divided by ``--inner``; the figure is the median of ``--reps`` samples. Beside functx and
+   JAX, torch's own cuDNN calls on channels-last tensors (``F.conv2d`` and
+   ``convolution_backward``; 1-D as 2-D of height 1; the depthwise one with ``groups=C``): the
+   library's floor, and for the depthwise conv1d the measured alternative to functx's kernel.
+   ``--per-tap`` also times functx with the steps off (one cuBLAS product per tap).
 
-``--profile`` prints torch.profiler tables (kernels and host time) of the first case's gradient
-(functx with and without the steps, and JAX). ``--smoke`` runs the same code on the CPU in
-Triton's interpreter with tiny shapes (no timings worth reading; a check of this script).
-``--complex`` also checks complex sorts and complex linear algebra on the GPU (Triton: sorts by
-two real keys, ``torch.linalg`` on complex tensors) against JAX.
+The depthwise causal conv1d (Mamba's, issue 19's benchmark: (8, 4096, 1024), width 4) is not a
+cuDNN step in functx: ``_conv.py`` builds it as multiply-adds of shifted slices that ``jit``
+fuses into one Triton kernel (forward), and for the gradient one multi-output column reduction
+(the kernel gradient) and one kernel (the input gradient); the torch column says whether cuDNN's
+depthwise kernels would be faster. Measured on an H100 (benchmarks/RESULTS.md, 11:35 UTC): the
+fused kernels take 0.342 / 0.706 ms (forward / gradient), cuDNN's 0.165 / 1.218, JAX's 2.689 /
+3.891; so the fused kernels stay (the gradient is where the time is).
+
+``--profile`` prints torch.profiler tables (device kernels, per call) of functx's and JAX's
+gradients of the 3x3 and conv1d cases: the layout conversions the steps should no longer have.
+``--smoke`` runs the same code on the CPU in Triton's interpreter with tiny shapes (no timings
+worth reading; a check of this script). ``--complex`` also checks complex sorts and complex
+linear algebra on the GPU against JAX.
 """
 
 from __future__ import annotations
@@ -23,6 +39,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # (torch shares the GPU)
@@ -32,27 +49,70 @@ import numpy as np  # noqa: E402
 CASES = {
     # the issue's 3x3 convolution: NHWC (8, 64, 64, 64), 64 -> 64, 'SAME'
     "conv3x3 (8,64,64,64)": dict(x=(8, 64, 64, 64), w=(3, 3, 64, 64), strides=(1, 1), pad="SAME"),
+    # the same through lax.conv's default NCHW / OIHW dimension numbers
+    "conv3x3 NCHW (8,64,64,64)": dict(
+        x=(8, 64, 64, 64), w=(64, 64, 3, 3), strides=(1, 1), pad="SAME", dims="NCHW"
+    ),
     # a CNN's later layer: more channels, stride 2
     "conv3x3/2 (32,32,32,128)": dict(
         x=(32, 32, 32, 128), w=(3, 3, 128, 128), strides=(2, 2), pad="SAME"
     ),
     # a 1-D convolution (a temporal conv): NWC (16, 1024, 256), width 5
     "conv1d w5 (16,1024,256)": dict(x=(16, 1024, 256), w=(5, 256, 256), strides=(1,), pad="SAME"),
+    # Mamba's causal depthwise conv1d (issue 19's benchmark): (8, 4096, 1024), width 4
+    "depthwise causal w4 (8,4096,1024)": dict(
+        x=(8, 4096, 1024), w=(4, 1, 1024), strides=(1,), pad=[(3, 0)], groups=1024
+    ),
 }
 
+# small convolutions for the geometry check: (x, w, strides, padding, rhs_dilation, dims, dtype)
+GEOMETRY = [
+    ((2, 9, 10, 3), (3, 3, 3, 4), (1, 1), "SAME", (1, 1), "NHWC", np.float32),
+    ((2, 9, 10, 3), (3, 3, 3, 4), (2, 2), "SAME", (1, 1), "NHWC", np.float32),
+    ((2, 9, 10, 3), (2, 3, 3, 4), (1, 2), "VALID", (2, 1), "NHWC", np.float32),
+    ((2, 9, 10, 3), (4, 4, 3, 4), (1, 1), "SAME", (1, 1), "NHWC", np.float32),  # (uneven pads)
+    ((2, 3, 9, 10), (4, 3, 3, 3), (1, 1), [(2, 2), (1, 1)], (1, 1), "NCHW", np.float32),
+    ((2, 17, 5), (5, 5, 6), (1,), "SAME", (1,), "NWC", np.float32),
+    ((2, 17, 5), (3, 5, 6), (2,), [(1, 1)], (1,), "NWC", np.float32),
+    ((2, 17, 5), (3, 5, 6), (1,), "SAME", (3,), "NWC", np.float32),
+    ((2, 17, 5), (4, 5, 6), (1,), [(3, 0)], (1,), "NWC", np.float32),  # (causal: keeps P)
+    ((2, 11, 5), (2, 5, 6), (3,), [(1, 1)], (1,), "NWC", np.float32),  # (taps miss x's end)
+    ((2, 5, 17), (6, 5, 3), (1,), "SAME", (2,), "NCW", np.float32),
+    ((2, 3, 9, 10), (4, 3, 3, 3), (2, 2), "SAME", (1, 1), "NCHW", np.float32),
+    ((2, 5, 6, 7, 3), (3, 3, 3, 3, 2), (1, 1, 1), "SAME", (1, 1, 1), "NDHWC", np.float32),
+    ((2, 9, 10, 3), (3, 3, 3, 4), (1, 1), "SAME", (1, 1), "NHWC", np.float64),
+]
 
-def _dn(nd):
-    return {1: ("NWC", "WIO", "NWC"), 2: ("NHWC", "HWIO", "NHWC")}[nd]
+
+def _dn(spec_x):
+    if spec_x[1] == "C":  # (NCHW-like)
+        sp = spec_x[2:]
+        return (spec_x, "OI" + sp, spec_x)
+    sp = spec_x[1:-1]
+    return (spec_x, sp + "IO", spec_x)
 
 
-def _fns(jx, spec):
-    nd = len(spec["strides"])
+def _case_dn(spec):
+    return spec.get("dims") or {1: "NWC", 2: "NHWC"}[len(spec["strides"])]
 
+
+def _conv(jx, spec, dn):
     def conv(x, w):
         return jx.lax.conv_general_dilated(
-            x, w, spec["strides"], spec["pad"], dimension_numbers=_dn(nd)
+            x,
+            w,
+            spec["strides"],
+            spec["pad"],
+            rhs_dilation=spec.get("dil"),
+            dimension_numbers=_dn(dn),
+            feature_group_count=spec.get("groups", 1),
         )
 
+    return conv
+
+
+def _fns(jx, spec, dn=None):
+    conv = _conv(jx, spec, dn or _case_dn(spec))
     fwd = jx.jit(conv)
     grad = jx.jit(jx.grad(lambda x, w, g: (conv(x, w) * g).sum(), (0, 1)))
     return fwd, grad
@@ -71,50 +131,243 @@ def _median_time(call, sync, reps, inner):
     return statistics.median(ts)
 
 
-def _event_time(torch, call, reps):
-    ts = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        call()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b) / 1e3)
-    return statistics.median(ts)
-
-
 def _rel(a, b):
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     return float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-30))
 
 
-def _steps(functx, spec, x, w, g):
+def _steps(functx, spec, x, w, g, dn):
     """The cuDNN steps of the gradient program (its Jaxpr after the Triton rewrite)."""
     from functx.lowering.triton import conv as tconv
     from functx.transforms import passes
 
-    def grad(x, w, g):
-        def conv(x, w):
-            return functx.lax.conv_general_dilated(
-                x, w, spec["strides"], spec["pad"], dimension_numbers=_dn(len(spec["strides"]))
-            )
+    conv = _conv(functx, spec, dn)
 
+    def grad(x, w, g):
         return functx.grad(lambda x, w: (conv(x, w) * g).sum(), (0, 1))(x, w)
 
     closed = passes.simplify(functx.make_jaxpr(grad)(x, w, g))
     return str(tconv.recognize_convs(closed)).count("cuDNN conv")
 
 
-def run_case(name, spec, reps, inner):
+def _inputs(spec, dtype=np.float32, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(spec["x"]).astype(dtype)
+    fan = np.prod(spec["w"][:-1]) if len(spec["w"]) else 1
+    w = (rng.standard_normal(spec["w"]) / np.sqrt(fan)).astype(dtype)
+    return rng, x, w
+
+
+def check_geometry():
+    """Every geometry of GEOMETRY through functx's jit on the GPU against JAX."""
+    import jax
+
+    import functx
+
+    jax.config.update("jax_enable_x64", True)
+    functx.config.update("jax_enable_x64", True)
+    dev = functx.devices("gpu")[0]
+    worst = 0.0
+    for xs, ws, st, pad, dil, dims, dt in GEOMETRY:
+        spec = dict(x=xs, w=ws, strides=st, pad=pad, dil=dil)
+        rng, x, w = _inputs(spec, dt, 3)
+        jf, jg = _fns(jax, spec, dims)
+        y = np.asarray(jf(x, w))
+        g = rng.standard_normal(y.shape).astype(dt)
+        want = [y, *(np.asarray(a) for a in jg(x, w, g))]
+        ff, fg = _fns(functx, spec, dims)
+        args = [functx.device_put(a, dev) for a in (x, w, g)]
+        got = [np.asarray(ff(*args[:2])), *(np.asarray(a) for a in fg(*args))]
+        errs = [_rel(a, b) for a, b in zip(got, want)]
+        dts = {np.asarray(a).dtype for a in got} | {np.asarray(a).dtype for a in want}
+        steps = _steps(functx, spec, x, w, g, dims)
+        tol = 1e-2 if dt == np.float32 else 1e-9
+        ok = max(errs) < tol and len(dts) == 1 and steps == 2
+        worst = max(worst, max(errs) if dt == np.float32 else 0.0)
+        print(
+            f"  {dims} x{xs} w{ws} strides {st} pad {pad} dil {dil} {np.dtype(dt).name}: "
+            f"max rel err {max(errs):.1e}, cuDNN steps {steps} {'ok' if ok else 'WRONG'}"
+        )
+        assert ok, (xs, ws, st, pad, dil, dims, errs, dts, steps)
+    jax.config.update("jax_enable_x64", False)
+    functx.config.update("jax_enable_x64", False)
+    return worst
+
+
+def _gpu():
+    import torch
+
+    return torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1"
+
+
+def torch_times(torch, spec, x, w, g, reps, inner):
+    """torch's cuDNN on channels-last tensors (1-D as 2-D of height 1; an NCHW case in torch's
+    contiguous format): forward, and both gradients through ``convolution_backward``, ms per
+    call; None without a GPU."""
+    if not _gpu():
+        return None
+    nd = len(spec["strides"])
+    groups = spec.get("groups", 1)
+    dev = torch.device("cuda")
+
+    def nc(a):  # (N, sp..., C) -> channels-last (N, C, [1,] sp...)
+        t = torch.from_numpy(a).to(dev)
+        if nd == 1:
+            t = t.unsqueeze(1)
+        return t.movedim(-1, 1)
+
+    if spec.get("dims", "N").startswith("NC"):  # (channels-first: torch's contiguous format)
+        xt, wt, gt = (torch.from_numpy(a).to(dev) for a in (x, w, g))
+        k_sp = spec["w"][2:]
+    else:
+        xt, gt = nc(x), nc(g)
+        wt = torch.from_numpy(w).to(dev)  # (k..., I, O) -> (O, I, [1,] k...)
+        if nd == 1:
+            wt = wt.unsqueeze(0)
+        wt = wt.permute(-1, -2, *range(wt.dim() - 2))
+        wt = wt.contiguous(memory_format=torch.channels_last)
+        k_sp = spec["w"][:nd]
+    pads = spec["pad"]
+    if pads == "SAME":
+        pads = [((k - 1) // 2, k // 2) for k in k_sp]
+    lo = [p[0] for p in pads]
+    hi = [p[1] for p in pads]
+    if lo != hi:  # (causal: pad the left by hand, as a user of torch would)
+        xt = torch.nn.functional.pad(xt, [a for lh in zip(lo[::-1], [0] * nd) for a in lh])
+        xt = xt.contiguous(memory_format=torch.channels_last)
+        lo = [0] * nd
+    stride, padding = tuple(spec["strides"]), tuple(lo)
+    if nd == 1:
+        stride, padding = (1, *stride), (0, *padding)
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = True
+
+    def fwd():
+        return torch.nn.functional.conv2d(xt, wt, None, stride, padding, 1, groups)
+
+    def bwd():
+        return torch.ops.aten.convolution_backward(
+            gt, xt, wt, None, stride, padding, (1, 1), False, (0, 0), groups, (True, True, False)
+        )
+
+    def sync(out=None):
+        torch.cuda.synchronize()
+
+    return _median_time(fwd, sync, reps, inner), _median_time(bwd, sync, reps, inner)
+
+
+# --- a direct Triton kernel for the causal depthwise conv1d (the measured alternative) ----------
+_DW_KERNELS = None
+
+
+def _depthwise_kernels():
+    """Three ``@triton.jit`` kernels for the causal depthwise conv1d of NWC ``x`` (N, L, C) with
+    taps ``w`` (K, C): the forward ``y[n, l] = sum_t w[t] * x[n, l - K + 1 + t]``, the input
+    gradient ``dx[n, l] = sum_t w[t] * g[n, l + K - 1 - t]`` and per-split partial sums of the
+    kernel gradient ``dw[t] = sum_{n, l} g[n, l] * x[n, l - K + 1 + t]``: one pass each, the
+    taps in registers, blocks of ``BL`` positions by ``BC`` channels (channels contiguous)."""
+    global _DW_KERNELS
+    if _DW_KERNELS is not None:
+        return _DW_KERNELS
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def fwd(x, w, y, L, C, K: tl.constexpr, BL: tl.constexpr, BC: tl.constexpr, REV: tl.constexpr):
+        pid_l, pid_c, n = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+        ls = pid_l * BL + tl.arange(0, BL)[:, None]
+        cs = pid_c * BC + tl.arange(0, BC)[None, :]
+        cm = cs < C
+        base = n * L * C
+        acc = tl.zeros([BL, BC], dtype=tl.float32)
+        for t in tl.static_range(K):
+            wt = tl.load(w + t * C + cs, mask=cm, other=0.0)
+            if REV:  # (the input gradient: later positions, taps reversed)
+                src = ls + (K - 1 - t)
+                m = (src < L) & cm
+            else:
+                src = ls - (K - 1) + t
+                m = (src >= 0) & (src < L) & cm
+            acc += wt * tl.load(x + base + src * C + cs, mask=m, other=0.0)
+        tl.store(y + base + ls * C + cs, acc, mask=(ls < L) & cm)
+
+    @triton.jit
+    def wgrad(x, g, part, N, L, C, ROWS, K: tl.constexpr, BL: tl.constexpr, BC: tl.constexpr):
+        # (up to 4 taps: one accumulator each, the cotangent read once per block of rows)
+        pid_c, sp = tl.program_id(0), tl.program_id(1)
+        cs = pid_c * BC + tl.arange(0, BC)[None, :]
+        cm = cs < C
+        r0 = sp * ROWS
+        a0 = tl.zeros([BL, BC], dtype=tl.float32)
+        a1 = tl.zeros([BL, BC], dtype=tl.float32)
+        a2 = tl.zeros([BL, BC], dtype=tl.float32)
+        a3 = tl.zeros([BL, BC], dtype=tl.float32)
+        for r in range(r0, r0 + ROWS, BL):
+            rows = r + tl.arange(0, BL)[:, None]  # (flat n * L + l)
+            ok = (rows < N * L) & cm
+            ls = rows % L
+            gv = tl.load(g + rows * C + cs, mask=ok, other=0.0)
+            for t in tl.static_range(K):
+                m = ok & (ls - (K - 1) + t >= 0)
+                xv = tl.load(x + (rows - (K - 1) + t) * C + cs, mask=m, other=0.0)
+                if t == 0:
+                    a0 += gv * xv
+                elif t == 1:
+                    a1 += gv * xv
+                elif t == 2:
+                    a2 += gv * xv
+                else:
+                    a3 += gv * xv
+        out = part + sp * K * C + cs
+        tl.store(out, tl.sum(a0, 0)[None, :], mask=cm)
+        if K > 1:
+            tl.store(out + C, tl.sum(a1, 0)[None, :], mask=cm)
+        if K > 2:
+            tl.store(out + 2 * C, tl.sum(a2, 0)[None, :], mask=cm)
+        if K > 3:
+            tl.store(out + 3 * C, tl.sum(a3, 0)[None, :], mask=cm)
+
+    _DW_KERNELS = (fwd, wgrad)
+    return _DW_KERNELS
+
+
+def triton_depthwise(torch, x, w, g, splits=128, BL=32, BC=128):
+    """The forward and the gradient of the causal depthwise conv1d with the direct kernels
+    (torch tensors: x (N, L, C), taps (K, 1, C), cotangent g): ``(fwd(), grad())`` callables."""
+    import triton
+
+    fwd, wgrad = _depthwise_kernels()
+    n, length, c = x.shape
+    k = w.shape[0]
+    assert k <= 4, k
+    wk = w.reshape(k, c).contiguous()
+    grid = (triton.cdiv(length, BL), triton.cdiv(c, BC), n)
+    rows = triton.cdiv(triton.cdiv(n * length, splits), BL) * BL
+    nsplit = triton.cdiv(n * length, rows)
+    part = torch.empty((nsplit, k, c), dtype=x.dtype, device=x.device)
+
+    def forward():
+        y = torch.empty_like(x)
+        fwd[grid](x, wk, y, length, c, K=k, BL=BL, BC=BC, REV=False)
+        return y
+
+    def gradient():
+        dx = torch.empty_like(x)
+        fwd[grid](g, wk, dx, length, c, K=k, BL=BL, BC=BC, REV=True)
+        wgrad[(triton.cdiv(c, BC), nsplit)](x, g, part, n, length, c, rows, K=k, BL=BL, BC=BC)
+        return dx, part.sum(0).reshape(k, 1, c)
+
+    return forward, gradient
+
+
+def run_case(name, spec, reps, inner, per_tap):
     import jax
     import torch
 
     import functx
     from functx.lowering.triton import conv as tconv
 
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal(spec["x"]).astype(np.float32)
-    w = (rng.standard_normal(spec["w"]) / np.sqrt(np.prod(spec["w"][:-1]))).astype(np.float32)
+    rng, x, w = _inputs(spec)
     jf, jg = _fns(jax, spec)
     y = np.asarray(jf(x, w))
     g = rng.standard_normal(y.shape).astype(np.float32)
@@ -131,66 +384,134 @@ def run_case(name, spec, reps, inner):
 
     rows = []
     want = [y, *(np.asarray(a) for a in jg(*jx_args))]
-    for enabled in (True, False):
+    for enabled in (True, False) if per_tap else (True,):
         tconv.ENABLED = enabled
+        t0 = time.perf_counter()
         ff, fg = _fns(functx, spec)  # (new jit objects: compiled with this setting)
         got = [np.asarray(ff(*fx_args[:2])), *(np.asarray(a) for a in fg(*fx_args))]
+        first = time.perf_counter() - t0
         errs = [_rel(a, b) for a, b in zip(got, want)]
         assert max(errs) < 1e-2, (name, enabled, errs)
-        steps = _steps(functx, spec, x, w, g)
+        steps = _steps(functx, spec, x, w, g, _case_dn(spec))
         tf = _median_time(lambda: ff(*fx_args[:2]), fsync, reps, inner)
         tg = _median_time(lambda: fg(*fx_args), fsync, reps, inner)
-        ef = eg = float("nan")
-        if torch.cuda.is_available():
-            ef = _event_time(torch, lambda: ff(*fx_args[:2]), reps)
-            eg = _event_time(torch, lambda: fg(*fx_args), reps)
-        label = "functx (cuDNN steps)" if enabled else "functx (per-tap products)"
-        rows.append((label, tf, tg, ef, eg, errs, steps))
+        label = "functx" if enabled else "functx (per-tap products)"
+        rows.append((label, tf, tg, f"steps {steps}, first call {first:.1f}s, err {max(errs):.0e}"))
     tconv.ENABLED = True
     tf = _median_time(lambda: jf(*jx_args[:2]), jsync, reps, inner)
     tg = _median_time(lambda: jg(*jx_args), jsync, reps, inner)
-    rows.append(("JAX", tf, tg, None, None, None, None))
+    rows.append(("JAX", tf, tg, ""))
+    tt = torch_times(torch, spec, x, w, g, reps, inner)
+    if tt is not None:
+        rows.append(("torch cuDNN channels-last", *tt, "(fwd; both gradients)"))
+    if spec.get("groups") and spec["pad"] == [(spec["w"][0] - 1, 0)]:  # (causal depthwise)
+        dev_t = "cuda" if _gpu() else "cpu"
+        xt, wt, gt = (torch.from_numpy(a).to(dev_t) for a in (x, w, g))
+        tf_fn, tg_fn = triton_depthwise(torch, xt, wt, gt)
+        got = [tf_fn().cpu().numpy(), *(a.cpu().numpy() for a in tg_fn())]
+        errs = [_rel(a, b) for a, b in zip(got, want)]
+        assert max(errs) < 1e-4, ("direct Triton depthwise", errs)
+        t1 = _median_time(tf_fn, fsync, reps, inner)
+        t2 = _median_time(tg_fn, fsync, reps, inner)
+        rows.append(("direct Triton kernels", t1, t2, f"(this script's; err {max(errs):.0e})"))
     return rows
 
 
+def run_cnn(reps, inner, smoke, profile=False):
+    """The CNN SGD step of benchmarks/workloads.py: functx against JAX (loss and updates)."""
+    import jax
+    import torch
+
+    import functx
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import workloads
+
+    c = dict(B=8, c=(4, 8)) if smoke else dict(B=128, c=(16, 32))
+    p, x, y = workloads.inputs("cnn", c)
+    jstep = jax.jit(workloads.program(jax, "cnn", c))
+    t0 = time.perf_counter()
+    fstep = functx.jit(workloads.program(functx, "cnn", c))
+    dev = functx.devices("gpu")[0]
+    fargs = (functx.device_put(p, dev), functx.device_put(x, dev), functx.device_put(y, dev))
+    fl, fp = fstep(*fargs)
+    first = time.perf_counter() - t0
+    jl, jp = jstep(p, x, y)
+    err = max(
+        _rel(float(fl), float(jl)),
+        max(
+            _rel(np.asarray(fp[k]) - p[k], np.asarray(jp[k]) - p[k])
+            for k in p
+            if np.abs(np.asarray(jp[k]) - p[k]).max() > 0
+        ),
+    )
+    assert err < 2e-2, err
+
+    def fsync(out=None):
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+
+    def jsync(out=None):
+        jax.block_until_ready(out)
+
+    tf = _median_time(lambda: fstep(*fargs), fsync, reps, inner)
+    jargs = jax.device_put((p, x, y))
+    tj = _median_time(lambda: jstep(*jargs), jsync, reps, inner)
+    if profile:
+        _profile_table("CNN SGD step: functx", lambda: fstep(*fargs), fsync)
+        _profile_table("CNN SGD step: JAX", lambda: jstep(*jargs), jsync)
+    return tf, tj, first, err
+
+
+def _profile_table(label, call, sync, calls=5):
+    """torch.profiler's table of the device kernels of ``calls`` calls (after 3 warm ones)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(3):
+        out = call()
+    sync(out)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            out = call()
+        sync(out)
+        torch.cuda.synchronize()
+    print(f"--- {label}, {calls} calls")
+    table = prof.key_averages().table(
+        sort_by="cuda_time_total", row_limit=14, max_name_column_width=70
+    )
+    print(table)
+
+
 def profile_case(name, spec, calls=5):
-    """torch.profiler tables (device kernels and host time) of ``calls`` calls of functx's
-    gradient, with the cuDNN steps and without, and of JAX's (CUPTI sees every kernel of the
-    process)."""
+    """torch.profiler tables (device kernels) of ``calls`` calls of functx's gradient and of
+    JAX's (CUPTI sees every kernel of the process)."""
     import jax
     import torch
     from torch.profiler import ProfilerActivity, profile
 
     import functx
-    from functx.lowering.triton import conv as tconv
 
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal(spec["x"]).astype(np.float32)
-    w = (rng.standard_normal(spec["w"]) / np.sqrt(np.prod(spec["w"][:-1]))).astype(np.float32)
+    rng, x, w = _inputs(spec)
     jf, jg = _fns(jax, spec)
     g = rng.standard_normal(np.shape(jf(x, w))).astype(np.float32)
     dev = functx.devices("gpu")[0]
     fx_args = [functx.device_put(a, dev) for a in (x, w, g)]
     jx_args = [jax.device_put(a) for a in (x, w, g)]
-    runs = []
-    for enabled in (True, False):
-        tconv.ENABLED = enabled
-        _, fg = _fns(functx, spec)
-        runs.append((f"functx gradient, cuDNN steps {'on' if enabled else 'off'}", fg, fx_args))
-    tconv.ENABLED = True
-    runs.append(("JAX gradient", jg, jx_args))
-    for label, fn, args in runs:
+    _, fg = _fns(functx, spec)
+    for label, fn, args in (("functx", fg, fx_args), ("JAX", jg, jx_args)):
         for _ in range(3):  # (compiled, captured, warm)
-            jax.block_until_ready(fn(*args)) if label.startswith("JAX") else fn(*args)
+            jax.block_until_ready(fn(*args)) if label == "JAX" else fn(*args)
         torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
             for _ in range(calls):
                 out = fn(*args)
-            jax.block_until_ready(out) if label.startswith("JAX") else torch.cuda.synchronize()
-        print(f"--- {name}: {label}, {calls} calls")
+            jax.block_until_ready(out) if label == "JAX" else torch.cuda.synchronize()
+        print(f"--- {name}: {label} gradient, {calls} calls")
         print(
             prof.key_averages().table(
-                sort_by="cuda_time_total", row_limit=14, max_name_column_width=60
+                sort_by="cuda_time_total", row_limit=12, max_name_column_width=70
             )
         )
 
@@ -246,38 +567,67 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--inner", type=int, default=10)
+    ap.add_argument("--quick", action="store_true", help="5 samples of 5 calls, no CNN step")
+    # (--only cnn: the CNN step alone)
     ap.add_argument("--complex", action="store_true", help="also check complex steps")
     ap.add_argument("--smoke", action="store_true", help="tiny shapes, Triton's interpreter")
-    ap.add_argument("--profile", action="store_true", help="torch.profiler tables of one case")
+    ap.add_argument("--profile", action="store_true", help="kernel tables of two gradients")
+    ap.add_argument("--per-tap", action="store_true", help="also time the per-tap products")
+    ap.add_argument("--only", default="", help="comma-separated case-name prefixes")
     args = ap.parse_args()
+    if args.quick:
+        args.reps, args.inner = 5, 5
     if args.smoke:
         os.environ["TRITON_INTERPRET"] = "1"
         for spec in CASES.values():
-            spec["x"] = (2, *(5,) * (len(spec["x"]) - 2), 3)
-            spec["w"] = (*spec["w"][:-2], 3, 4)
+            groups = spec.get("groups")
+            c = 4 if groups else 3
+            spec["x"] = (2, *(7,) * (len(spec["x"]) - 2), c)
+            spec["w"] = (*spec["w"][:-2], 1, c) if groups else (*spec["w"][:-2], 3, 4)
+            if spec.get("dims", "N").startswith("NC"):
+                spec["x"], spec["w"] = (2, 3, 7, 7), (4, 3, 3, 3)
+            if groups:
+                spec["groups"] = c
         args.reps, args.inner = 1, 1
     import torch
 
-    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU (smoke)"
-    print(f"GPU convolutions, float32: {gpu}; median of {args.reps} "
-          f"samples of {args.inner} back-to-back calls (ms per call)")  # fmt: skip
+    gpu = torch.cuda.get_device_name(0) if _gpu() else "no GPU (smoke)"
+    print(f"GPU convolutions, float32: {gpu}; torch {torch.__version__}")
+    t0 = time.perf_counter()
+    print("geometry against JAX (forward, input and kernel gradients; 2 cuDNN steps each):")
+    check_geometry()
+    print(f"  all equal to JAX within tolerance ({time.perf_counter() - t0:.0f}s)")
+    from functx.lowering.triton import conv as tconv
+
+    if tconv.CUDNN_OUT_ERROR:  # (the steps fell back to torch's convolution and a copy)
+        print(f"  NOTE: cudnn_convolution.out failed: {tconv.CUDNN_OUT_ERROR}")
+    print(f"median of {args.reps} samples of {args.inner} back-to-back calls, ms per call; "
+          "ratio = time / JAX's time (below 1: faster than JAX)")  # fmt: skip
+    only = [s for s in args.only.split(",") if s]
     for name, spec in CASES.items():
-        rows = run_case(name, spec, args.reps, args.inner)
+        if only and not any(name.startswith(s) for s in only):
+            continue
+        rows = run_case(name, spec, args.reps, args.inner, args.per_tap)
         name = name if not args.smoke else f"{name} (smoke: {spec['x']})"
-        jf, jg = rows[-1][1], rows[-1][2]
+        jf, jg = next((r[1], r[2]) for r in rows if r[0] == "JAX")
         print(f"{name}: kernel {spec['w']}, strides {spec['strides']}, {spec['pad']}")
-        for label, tf, tg, ef, eg, errs, steps in rows:
-            line = (
-                f"  {label:26s} forward {tf * 1e3:8.3f} ({tf / jf:5.2f}x JAX)"
-                f"  gradient {tg * 1e3:8.3f} ({tg / jg:5.2f}x JAX)"
+        for label, tf, tg, note in rows:
+            print(
+                f"  {label:26s} forward {tf * 1e3:8.3f} ({tf / jf:5.2f}x)"
+                f"  gradient {tg * 1e3:8.3f} ({tg / jg:5.2f}x)  {note}"
             )
-            if ef is not None:
-                line += f"  events {ef * 1e3:.3f}/{eg * 1e3:.3f}  steps {steps}"
-                line += f"  max rel err {max(errs):.1e}"
-            print(line)
-    if args.profile:
-        name = next(iter(CASES))
-        profile_case(name, CASES[name])
+    if args.smoke:  # (Triton's interpreter takes minutes per step of the CNN)
+        print("CNN SGD step: not run with --smoke")
+    elif not args.quick and (not only or "cnn" in only):
+        tf, tj, first, err = run_cnn(args.reps, args.inner, args.smoke, args.profile)
+        print(
+            f"CNN SGD step (benchmarks/workloads.py, B={8 if args.smoke else 128}): functx "
+            f"{tf * 1e3:.3f} ms, JAX {tj * 1e3:.3f} ms ({tf / tj:.2f}x JAX's time); functx first "
+            f"call {first:.1f}s; loss and updates within {err:.0e} of JAX's"
+        )
+    if args.profile and _gpu():
+        for name in ("conv3x3 (8,64,64,64)", "conv1d w5 (16,1024,256)"):
+            profile_case(name, CASES[name])
     if args.complex:
         check_complex()
 

@@ -1,10 +1,23 @@
 """Matrix products of the CPU benchmark shapes: functx.jit against NumPy's matmul (its own
-OpenBLAS) and jax.jit, in one process. functx generates vectorised loops for products of up to
-2^24 multiply-adds and calls NumPy's BLAS above that (see ``lowering/cpp/dot.py``).
+OpenBLAS) and jax.jit, in one process. functx generates vectorised loops for small products and
+calls NumPy's OpenBLAS, on one thread per piece, above that (see ``lowering/cpp/dot.py``).
 
 Shapes: the per-sample-gradient MLP (256-256-256-10, batch 128) forward and backward products,
 and one square product above the threshold. Each library's time is the best of 3 alternating
 rounds, each the median of ``--reps`` calls; results are checked against NumPy in float64.
+
+``--crossover``: generated code against the BLAS call, both under functx.jit.
+
+``--libs [numpy,openblas32,openblas64,mkl,blis,jax]``: the BLAS libraries' sgemm at the MLP SGD
+step's products (784-1024-1024-10, batch 128, ``MLP_GEMMS``), each library in a process of its
+own, ``--rounds`` alternating rounds: one thread; the library's own two threads; two OpenMP
+threads taking 2 or 8 pieces with the library on one thread (as functx's programs call it). A
+small C harness (compiled with gcc here) calls the library's entry point from the installed
+package's directory: NumPy's bundled OpenBLAS, the scipy-openblas32 / scipy-openblas64 wheels,
+the mkl wheel's ``libmkl_rt`` (``sys.prefix/lib`` or ``FX_MKL_DIR``), the blis wheel's
+extension module; ``jax`` times ``jax.jit``'s own product (pinned to one core with ``taskset``,
+then on both). Every result is checked against a float64 product first. Libraries not installed
+are skipped. Figures: benchmarks/RESULTS.md (session 30, blas20).
 """
 
 from __future__ import annotations
@@ -93,6 +106,327 @@ def crossover(reps):
         print(f"{name:32s} 2^{np.log2(macs):4.1f} {cells[0]:>18s} {cells[1]:>18s}")
 
 
+# --- BLAS libraries compared (``--libs``) -------------------------------------------------------
+
+# The MLP SGD step's products (784-1024-1024-10, batch 128): (name, m, n, k, A transposed,
+# B transposed) with C = op(A) op(B) row-major, as the step's program calls them
+MLP_GEMMS = [
+    ("x @ w0        128x784 @ 784x1024", 128, 1024, 784, False, False),
+    ("h0 @ w1       128x1024 @ 1024x1024", 128, 1024, 1024, False, False),
+    ("d1 @ w1.T     128x1024 @ (1024x1024).T", 128, 1024, 1024, False, True),
+    ("h0.T @ d1     (128x1024).T @ 128x1024", 1024, 1024, 128, True, False),
+    ("x.T @ d0      (128x784).T @ 128x1024", 784, 1024, 128, True, False),
+]
+
+_HARNESS = r"""
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+/* kinds: 0 cblas ILP64, 1 cblas LP64, 2 BLIS's typed API */
+typedef void (*cb64_t)(int, int, int, int64_t, int64_t, int64_t, float, const float*, int64_t,
+                       const float*, int64_t, float, float*, int64_t);
+typedef void (*cb32_t)(int, int, int, int, int, int, float, const float*, int, const float*, int,
+                       float, float*, int);
+typedef void (*blis_t)(int, int, int64_t, int64_t, int64_t, const float*, const float*, int64_t,
+                       int64_t, const float*, int64_t, int64_t, const float*, float*, int64_t,
+                       int64_t);
+static void gemm(int kind, void* fn, int ta, int tb, int64_t m, int64_t n, int64_t k,
+                 const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+                 int64_t ldc) {
+  const float one = 1.f, zero = 0.f;
+  if (kind == 0)
+    ((cb64_t)fn)(101, ta ? 112 : 111, tb ? 112 : 111, m, n, k, 1.f, a, lda, b, ldb, 0.f, c, ldc);
+  else if (kind == 1)
+    ((cb32_t)fn)(101, ta ? 112 : 111, tb ? 112 : 111, (int)m, (int)n, (int)k, 1.f, a, (int)lda,
+                 b, (int)ldb, 0.f, c, (int)ldc);
+  else  /* BLIS_TRANSPOSE is 8; row-major: row stride ld, column stride 1 */
+    ((blis_t)fn)(ta ? 8 : 0, tb ? 8 : 0, m, n, k, &one, a, lda, 1, b, ldb, 1, &zero, c, ldc, 1);
+}
+static double clk(clockid_t id) {
+  struct timespec t;
+  clock_gettime(id, &t);
+  return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+static int cmp(const void* x, const void* y) {
+  double a = *(const double*)x, b = *(const double*)y;
+  return a < b ? -1 : a > b;
+}
+/* `reps` products C (m x n) = op(A) op(B); out[0..3]: the fastest and the median wall seconds,
+   the fastest and the median process CPU seconds of a call. pieces <= 1: one call (on the
+   library's own threads, if it has more than one); else C's longer side cut into `pieces`, taken
+   by two OpenMP threads (schedule(dynamic)) each calling the library on one thread, as functx's
+   programs do (lowering/cpp/dot.py). */
+void fx_bench(int kind, void* fn, int ta, int tb, int64_t m, int64_t n, int64_t k,
+              const float* a, const float* b, float* c, int pieces, int reps, double* out) {
+  const int64_t lda = ta ? m : k, ldb = tb ? k : n;
+  double* ws = (double*)malloc(sizeof(double) * reps);
+  double* cs = (double*)malloc(sizeof(double) * reps);
+  for (int r = -2; r < reps; ++r) {
+    const double w0 = clk(CLOCK_MONOTONIC), c0 = clk(CLOCK_PROCESS_CPUTIME_ID);
+    if (pieces <= 1) {
+      gemm(kind, fn, ta, tb, m, n, k, a, lda, b, ldb, c, n);
+    } else {
+      const int rows = m >= n;
+      const int64_t span = rows ? m : n;
+      #pragma omp parallel for schedule(dynamic) num_threads(2)
+      for (int p = 0; p < pieces; ++p) {
+        const int64_t p0 = p * span / pieces, p1 = (p + 1) * span / pieces;
+        if (rows)
+          gemm(kind, fn, ta, tb, p1 - p0, n, k, a + (ta ? p0 : p0 * k), lda, b, ldb, c + p0 * n,
+               n);
+        else
+          gemm(kind, fn, ta, tb, m, p1 - p0, k, a, lda, b + (tb ? p0 * k : p0), ldb, c + p0, n);
+      }
+    }
+    if (r >= 0) {
+      ws[r] = clk(CLOCK_MONOTONIC) - w0;
+      cs[r] = clk(CLOCK_PROCESS_CPUTIME_ID) - c0;
+    }
+  }
+  qsort(ws, reps, sizeof(double), cmp);
+  qsort(cs, reps, sizeof(double), cmp);
+  out[0] = ws[0], out[1] = ws[reps / 2], out[2] = cs[0], out[3] = cs[reps / 2];
+  free(ws);
+  free(cs);
+}
+"""
+
+
+def _find(patterns):
+    """The first existing file among glob ``patterns`` (searched in order), or None."""
+    import glob
+
+    for p in patterns:
+        hits = sorted(glob.glob(p))
+        if hits:
+            return hits[0]
+    return None
+
+
+def _site_dirs():
+    import site
+    import sys
+
+    return [*sys.path, *site.getsitepackages()]
+
+
+def blas_library(name):
+    """``(kind, path, gemm symbol, set-threads symbol)`` of an installed library, or None.
+
+    ``numpy``: NumPy's bundled OpenBLAS (ILP64); ``openblas32``: the scipy-openblas32 wheel;
+    ``openblas64``: the scipy-openblas64 wheel; ``mkl``: the mkl wheel's ``libmkl_rt`` (LP64);
+    ``blis``: the blis wheel's extension module, whose BLIS symbols are exported."""
+    import os
+
+    sites = _site_dirs()
+    if name == "numpy":
+        d = os.path.join(os.path.dirname(np.__file__), "..", "numpy.libs")
+        path = _find([os.path.join(d, "*openblas64*.so*")])
+        return path and (0, path, "scipy_cblas_sgemm64_", "scipy_openblas_set_num_threads64_")
+    if name == "openblas32":
+        path = _find([os.path.join(s, "scipy_openblas32", "lib", "*.so") for s in sites])
+        return path and (1, path, "scipy_cblas_sgemm", "scipy_openblas_set_num_threads")
+    if name == "openblas64":
+        path = _find([os.path.join(s, "scipy_openblas64", "lib", "*.so") for s in sites])
+        return path and (0, path, "scipy_cblas_sgemm64_", "scipy_openblas_set_num_threads64_")
+    if name == "mkl":
+        import sys
+
+        dirs = [os.path.join(sys.prefix, "lib"), *os.environ.get("FX_MKL_DIR", "").split(":")]
+        path = _find([os.path.join(d, "libmkl_rt.so*") for d in dirs if d])
+        return path and (1, path, "cblas_sgemm", "MKL_Set_Num_Threads")
+    if name == "blis":
+        try:
+            import blis.cy
+        except ImportError:
+            return None
+        return (2, blis.cy.__file__, "bli_sgemm", "bli_thread_set_num_threads")
+    raise ValueError(name)
+
+
+def _harness():
+    import ctypes
+    import os
+    import subprocess
+    import tempfile
+
+    d = tempfile.mkdtemp(prefix="fx_blasbench_")
+    src, so = os.path.join(d, "h.c"), os.path.join(d, "h.so")
+    with open(src, "w") as f:
+        f.write(_HARNESS)
+    subprocess.run(["gcc", "-O2", "-fopenmp", "-shared", "-fPIC", src, "-o", so], check=True)
+    h = ctypes.CDLL(so)
+    h.fx_bench.restype = None
+    i64, p = ctypes.c_int64, ctypes.c_void_p
+    i = ctypes.c_int
+    h.fx_bench.argtypes = [i, p, i, i, i64, i64, i64, p, p, p, i, i, p]
+    return h
+
+
+def _operands(m, n, k, ta, tb):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((k, m) if ta else (m, k)).astype(np.float32)
+    b = rng.standard_normal((n, k) if tb else (k, n)).astype(np.float32)
+    want = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
+    return a, b, want
+
+
+def _one_library(name, reps, modes):
+    """Runs in its own process: prints one ``RESULT name shape mode gflops`` line per cell."""
+    import ctypes
+
+    if name == "jax":
+        return _jax_library(reps, modes)
+    lib = blas_library(name)
+    if not lib:
+        print(f"SKIP {name} not installed")
+        return
+    kind, path, sym, setter = lib
+    dll = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    fn = ctypes.cast(getattr(dll, sym), ctypes.c_void_p).value
+    set_threads = getattr(dll, setter)
+    if name == "blis":
+        set_threads.argtypes = [ctypes.c_int64]
+    print(f"INFO {name}: {_describe(name, dll)}", flush=True)
+    h = _harness()
+    for label, m, n, k, ta, tb in MLP_GEMMS:
+        a, b, want = _operands(m, n, k, ta, tb)
+        c = np.empty((m, n), np.float32)
+        for mode in modes:
+            threads, pieces = {"1": (1, 1), "2own": (2, 1), "2x2": (1, 2), "2x8": (1, 8)}[mode]
+            set_threads(threads)
+            c[...] = np.nan
+            out = np.zeros(4)
+            h.fx_bench(
+                kind,
+                fn,
+                ta,
+                tb,
+                m,
+                n,
+                k,
+                a.ctypes.data,
+                b.ctypes.data,
+                c.ctypes.data,
+                pieces,
+                reps,
+                out.ctypes.data,
+            )
+            err = float(np.abs(c - want).max() / np.abs(want).max())
+            assert err < 1e-5, (name, label, mode, err)
+            _result(name, label, mode, 2 * m * n * k, out)
+
+
+def _describe(name, dll):
+    """The library's version and the kernels it chose for this processor."""
+    import ctypes
+
+    if name == "mkl":
+        buf = ctypes.create_string_buffer(256)
+        dll.MKL_Get_Version_String(buf, 256)
+        return buf.value.decode()
+    if name == "blis":
+        dll.bli_arch_query_id.restype = ctypes.c_int
+        dll.bli_arch_string.restype = ctypes.c_char_p
+        dll.bli_info_get_version_str.restype = ctypes.c_char_p
+        arch = dll.bli_arch_string(dll.bli_arch_query_id()).decode()
+        return f"BLIS {dll.bli_info_get_version_str().decode()}, sub-configuration {arch!r}"
+    suffix = "64_" if name in ("numpy", "openblas64") else ""
+    fn = getattr(dll, f"scipy_openblas_get_config{suffix}")
+    fn.restype = ctypes.c_char_p
+    return fn().decode()
+
+
+def _result(name, label, mode, flops, times):
+    g = "|".join(f"{flops / t / 1e9:.1f}" for t in times)
+    print(f"RESULT {name}|{label}|{mode}|{g}", flush=True)
+
+
+def _jax_library(reps, modes):
+    import os
+
+    import jax
+    import jax.numpy as jnp
+
+    for label, m, n, k, ta, tb in MLP_GEMMS:
+        a, b, want = _operands(m, n, k, ta, tb)
+        f = jax.jit(lambda x, y, ta=ta, tb=tb: (x.T if ta else x) @ (y.T if tb else y))
+        ja, jb = jnp.asarray(a), jnp.asarray(b)
+        got = np.asarray(f(ja, jb))
+        err = float(np.abs(got - want).max() / np.abs(want).max())
+        assert err < 1e-5, ("jax", label, err)
+        ws, cs = [], []
+        for r in range(reps + 2):
+            w0, c0 = time.perf_counter(), time.process_time()
+            f(ja, jb).block_until_ready()
+            if r >= 2:
+                ws.append(time.perf_counter() - w0)
+                cs.append(time.process_time() - c0)
+        ws.sort()
+        cs.sort()
+        out = [ws[0], ws[reps // 2], cs[0], cs[reps // 2]]
+        mode = "1" if len(os.sched_getaffinity(0)) == 1 else "2own"
+        _result("jax", label, mode, 2 * m * n * k, out)
+
+
+LIBS = ["numpy", "openblas32", "openblas64", "mkl", "blis", "jax"]
+MODES = ["1", "2own", "2x2", "2x8"]
+
+
+def compare_libraries(libs, reps, rounds):
+    """Each library in its own process (``rounds`` alternating rounds, the median GFLOP/s of
+    each cell): one thread, the library's two threads, and two OpenMP threads taking 2 or 8
+    pieces of the product with the library on one thread. JAX (XLA's own dot) runs in one
+    process pinned to one core (``taskset``) and one with both."""
+    import os
+    import subprocess
+    import sys
+
+    cells, seen = {}, set()
+    env = dict(os.environ, MKL_THREADING_LAYER="GNU", OMP_WAIT_POLICY="PASSIVE")
+    for _ in range(rounds):
+        for lib in libs:
+            cmds = [[sys.executable, __file__, "--one-lib", lib, "--reps", str(reps)]]
+            if lib == "jax":
+                cmds = [["taskset", "-c", "0", *cmds[0]], cmds[0]]
+            for cmd in cmds:
+                out = subprocess.run(cmd, env=env, capture_output=True, text=True)
+                if out.returncode:
+                    print(out.stderr[-2000:])
+                    raise SystemExit(f"{lib} failed")
+                for line in out.stdout.splitlines():
+                    if line.startswith(("SKIP", "INFO")) and line not in seen:
+                        seen.add(line)
+                        print(line[5:])
+                    if line.startswith("RESULT "):
+                        name, label, mode, *g = line[7:].split("|")
+                        cells.setdefault((name, label, mode), []).append([float(x) for x in g])
+    present = [lib for lib in libs if any(k[0] == lib for k in cells)]
+    print(
+        f"sgemm GFLOP/s, float32, {rounds} alternating rounds of {reps} calls, each library in"
+        " its own process; modes: 1 = one thread, 2own = the library's own 2 threads, 2xP ="
+        " 2 OpenMP threads taking P pieces (the library on one thread). Each cell:"
+        " wall best / CPU median (flops per process CPU-second: the work per core; spinning"
+        " threads lower it): the fastest call of all rounds / the median over rounds of each"
+        " round's median call"
+    )
+    for label, *_ in MLP_GEMMS:
+        print(f"\n{label}")
+        print(f"  {'mode':5s}" + "".join(f"{lib:>13s}" for lib in present))
+        for mode in MODES:
+            row = []
+            for lib in present:
+                v = cells.get((lib, label, mode))
+                if v:
+                    cpu = sorted(x[3] for x in v)[len(v) // 2]
+                    row.append(f"{max(x[0] for x in v):6.1f}/{cpu:<6.1f}")
+                else:
+                    row.append("-")
+            if any(c != "-" for c in row):
+                print(f"  {mode:5s}" + "".join(f"{c:>13s}" for c in row))
+
+
 def main():
     import functx
     import functx.numpy as fnp
@@ -102,7 +436,21 @@ def main():
     ap.add_argument(
         "--crossover", action="store_true", help="generated code against BLAS (wall/CPU us)"
     )
+    ap.add_argument(
+        "--libs",
+        nargs="?",
+        const=",".join(LIBS),
+        help="compare BLAS libraries' sgemm at the MLP step's shapes (comma-separated names)",
+    )
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--one-lib", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.one_lib:
+        _one_library(args.one_lib, args.reps, MODES)
+        return
+    if args.libs:
+        compare_libraries(args.libs.split(","), args.reps, args.rounds)
+        return
     if args.crossover:
         crossover(args.reps)
         return

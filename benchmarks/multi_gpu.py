@@ -4,7 +4,7 @@ per GPU, NCCL through ``torch.distributed``), JAX (``jax.shard_map`` over the GP
 and PyTorch (``DistributedDataParallel`` for the GPT block; per-sample gradients with
 ``torch.func`` and one ``all_reduce`` of the clipped sum for DP-SGD).
 
-Run from the repository root on a machine with 4 GPUs (one command, at most 8 minutes: each
+Run from the repository root on a machine with 4 GPUs (one command, at most 8.5 minutes: each
 library's launch has a time limit, ``--timeout``)::
 
     python benchmarks/multi_gpu.py
@@ -26,6 +26,12 @@ same at every n; t1 is the plain single-device step, jitted without ``shard_map`
 library's worker times it: functx and JAX): the throughput at n GPUs over n times the throughput
 at one. (Per processed sample, t = step time / global batch, that is the issue's t1 / (n * tn).)
 Results stream as JSON lines to ``$OUT/multi_gpu.jsonl`` when ``OUT`` is set.
+
+functx's data-parallel psum is overlapped with the backward pass (each bucket of gradients
+starts its ``all_reduce`` when the backward pass has produced it: ``--overlap`` times the step
+at the largest n without that, ``off``, and with other bucket sizes), and at each n > 1 the
+reduction alone is timed: one ``torch.distributed.all_reduce`` of the flat gradients, and
+functx's jitted ``psum`` of them.
 """
 
 from __future__ import annotations
@@ -122,6 +128,74 @@ def timeit(fn, sync, steps_per_loop, reps=5, warmup=3) -> float:
     return statistics.median(times)
 
 
+def host_and_gpu_time(fn, platform, steps_per_loop, reps=5) -> dict:
+    """Where a step's time goes (after ``timeit``'s warm-up): ``t_host``, the host's time per
+    call to issue ``steps_per_loop`` calls (no synchronisation inside the loop), and, on a GPU,
+    ``t_gpu``, the median time between CUDA events recorded on the stream before and after one
+    call (the device's time for the step, its waits for the other processes included)."""
+    import torch
+
+    out = {}
+    hosts, gpus = [], []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(steps_per_loop):
+            fn()
+        hosts.append((time.perf_counter() - t0) / steps_per_loop)
+        if platform == "gpu":
+            torch.cuda.synchronize()
+            pairs = []
+            for _ in range(steps_per_loop):
+                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                a.record()
+                fn()
+                b.record()
+                pairs.append((a, b))
+            torch.cuda.synchronize()
+            gpus += [a.elapsed_time(b) / 1e3 for a, b in pairs]
+    out["t_host"] = statistics.median(hosts)
+    if gpus:
+        out["t_gpu"] = statistics.median(gpus)
+    return out
+
+
+def graph_info(jitted) -> str:
+    """How the jitted step's Triton program runs: CUDA graphs or not (and why), their mode and
+    how many were captured."""
+    infos = []
+    for entry in list(jitted.cache.values()):
+        obj = entry[0]
+        for _ in range(4):  # (DeviceExecutable -> JitExecutable -> TritonExecutable)
+            if hasattr(obj, "graph_safe"):
+                break
+            obj = getattr(obj, "exe", None) or getattr(obj, "inner", None)
+        if obj is None or not hasattr(obj, "graph_safe"):
+            continue
+        states = [s if isinstance(s, str) else type(s).__name__ for s in obj._graphs.values()]
+        infos.append(
+            f"graphs {obj.use_graphs}, safe {obj.graph_safe}, mode {obj.graph_mode}, "
+            f"{obj.n_launches} launches, {len(obj.host_calls)} host steps, states {states}"
+            + (f", note {obj.graph_note}" if obj.graph_note else "")
+        )
+    return "; ".join(infos) or "no Triton program"
+
+
+def profile_table(fn, rows=25) -> str:
+    """torch.profiler's table of the GPU kernels of 5 calls of ``fn`` (this process)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(5):
+            fn()
+        torch.cuda.synchronize()
+    return prof.key_averages().table(
+        sort_by="cuda_time_total", row_limit=rows, max_name_column_width=70
+    )
+
+
 # --- functx: one process per device ---------------------------------------------------------------
 def worker_functx(args):
     import torch.distributed as dist
@@ -158,9 +232,23 @@ def worker_functx(args):
                             functx.tree_util.tree_leaves(first_params(ref, workload)),
                         )
                     rec["t"] = timeit(lambda: step(p, *b), sync, args.steps)
+                    rec.update(host_and_gpu_time(lambda: step(p, *b), args.platform, args.steps))
+                    rec["graph"] = graph_info(step)
+                    if args.profile and args.platform == "gpu" and n != 2:
+                        # (every rank of the mesh profiles: the same calls, the same collectives)
+                        table = profile_table(lambda: step(p, *b))
+                        if rank == 0:
+                            print(f"== functx {workload} at {n} GPUs: the step's kernels (rank 0)")
+                            print(table, flush=True)
                     if n == 1:  # the baseline: the plain single-device step, no shard_map
                         plain = functx.jit(one)
                         rec["t_plain"] = timeit(lambda: plain(p, *b), sync, args.steps)
+                        hg = host_and_gpu_time(lambda: plain(p, *b), args.platform, args.steps)
+                        rec.update({k + "_plain": v for k, v in hg.items()})
+                    else:
+                        rec.update(reduction_alone(functx, mesh, params, put, sync, args))
+                    if n == max(gpus) and n > 1 and args.overlap:
+                        rec["overlap"] = overlap_sweep(functx, dp, p, b, sync, args)
                 except Exception as e:  # noqa: BLE001 - reported in the table
                     rec["error"] = f"{type(e).__name__}: {e}"[:300]
                     traceback.print_exc()
@@ -168,6 +256,101 @@ def worker_functx(args):
             if rank == 0:
                 emit(rec, args.out)
     functx.distributed.shutdown()
+
+
+def _with_env(env: dict, fn):
+    """``fn()`` with the environment variables ``env`` set (restored afterwards)."""
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        return fn()
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _overlap_env(setting: str) -> dict:
+    """``off``: the psum after the whole backward pass (no overlap); ``256K``, ``4M``, ...: the
+    overlapped psum with buckets of that many bytes."""
+    if setting == "off":
+        return {"FUNCTX_PSUM_OVERLAP": "0"}
+    unit = {"K": 2**10, "M": 2**20}.get(setting[-1].upper(), 1)
+    num = setting[:-1] if setting[-1].upper() in "KM" else setting
+    return {"FUNCTX_PSUM_OVERLAP": "1", "FUNCTX_PSUM_BUCKET_BYTES": str(int(float(num) * unit))}
+
+
+def overlap_sweep(functx, dp, p, b, sync, args) -> dict:
+    """The step's time (ms) with the gradient reduction not overlapped (``off``) and with other
+    bucket sizes: each setting is compiled afresh (``functx.clear_caches``)."""
+    out = {}
+    for setting in args.overlap.split(","):
+
+        def timed():
+            functx.clear_caches()
+            f = functx.jit(dp)
+            f(p, *b)
+            return timeit(lambda: f(p, *b), sync, args.steps)
+
+        try:
+            out[setting] = _with_env(_overlap_env(setting), timed)
+        except Exception as e:  # noqa: BLE001 - reported in the table
+            out[setting] = f"{type(e).__name__}: {e}"[:120]
+            traceback.print_exc()
+    functx.clear_caches()
+    return out
+
+
+def reduction_alone(functx, mesh, params, put, sync, args) -> dict:
+    """What the gradients' reduction costs alone at this mesh size: ``t_allreduce``, one
+    ``all_reduce`` of the flat float32 gradients with ``torch.distributed`` (NCCL's time, no
+    functx); ``t_psum``, functx's jitted ``psum`` of the parameter pytree (its program: the
+    reduction plus its copies)."""
+    import torch
+    import torch.distributed as dist
+
+    out = {}
+    leaves = functx.tree_util.tree_leaves(params)
+    numel = sum(int(np.size(v)) for v in leaves)
+    dev = torch.device("cuda", torch.cuda.current_device()) if args.platform == "gpu" else "cpu"
+    group = functx.distributed.current().groups.get(tuple(range(mesh.size)))
+    flat = torch.zeros(numel, dtype=torch.float32, device=dev)
+
+    def ar():
+        dist.all_reduce(flat, group=group)
+        return flat
+
+    def tsync(_):
+        if args.platform == "gpu":
+            torch.cuda.synchronize()
+
+    out["t_allreduce"] = timeit(ar, tsync, args.steps)
+    if args.platform == "gpu":  # the same all_reduce replayed from a CUDA graph
+        try:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                ar()
+            torch.cuda.current_stream().wait_stream(side)
+            torch.cuda.synchronize()
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                ar()
+            out["t_allreduce_graph"] = timeit(g.replay, tsync, args.steps)
+        except Exception as e:  # noqa: BLE001 - reported in the table
+            out["t_allreduce_graph"] = f"{type(e).__name__}: {e}"[:120]
+    P = functx.sharding.PartitionSpec
+    f = functx.jit(
+        functx.shard_map(
+            lambda t: functx.lax.psum(t, "data"), mesh=mesh, in_specs=P(), out_specs=P()
+        )
+    )
+    pp = put(params)
+    out["t_psum"] = timeit(lambda: f(pp), sync, args.steps)
+    out["t_psum_host"] = host_and_gpu_time(lambda: f(pp), "cpu", args.steps)["t_host"]
+    return out
 
 
 # --- PyTorch: DDP ---------------------------------------------------------------------------------
@@ -403,6 +586,7 @@ def launch(lib, args, path, timeout):
     common = [
         "--worker", lib, "--platform", args.platform, "--size", args.size,
         "--steps", str(args.steps), "--gpus", ",".join(map(str, args.gpus)),
+        "--overlap", args.overlap, *(["--profile"] if args.profile else []),
         "--workloads", ",".join(args.workloads), "--out", path,
     ]  # fmt: skip
     script = os.path.abspath(__file__)
@@ -428,6 +612,11 @@ def launch(lib, args, path, timeout):
     print(f"[{lib}: {'ok' if ok else 'FAILED'} in {time.time() - t0:.0f} s]", flush=True)
     if not ok:
         print(tail, flush=True)
+    elif args.profile and lib == "functx":  # (the workers' kernel tables)
+        text = proc.stdout
+        if "== functx" in text:
+            keep = [ln for ln in text[text.index("== functx") :].splitlines() if "RESULT" not in ln]
+            print("\n".join(keep), flush=True)
 
 
 def table(path, args):
@@ -461,6 +650,34 @@ def table(path, args):
                 if "err" in r:
                     errs.append(f"{r['err']:.1e}")
             print(f"| {w} | {lib} | " + " | ".join(cells) + f" | {', '.join(errs) or '-'} |")
+    for (lib, w, n), r in sorted(by.items()):
+        if lib != "functx":
+            continue
+        if "t_host" in r:
+            parts = [f"host {r['t_host'] * 1e3:.3f}"]
+            if "t_gpu" in r:
+                parts.append(f"GPU {r['t_gpu'] * 1e3:.3f}")
+            if "t_host_plain" in r:
+                parts.append(f"plain step: host {r['t_host_plain'] * 1e3:.3f}")
+            if "t_gpu_plain" in r:
+                parts.append(f"GPU {r['t_gpu_plain'] * 1e3:.3f}")
+            print(f"functx {w} at {n}: ms per call: " + ", ".join(parts) + f"; {r.get('graph')}")
+        if "t_allreduce" in r:
+            tg = r.get("t_allreduce_graph")
+            tg = f"{tg * 1e3:.3f} ms" if isinstance(tg, float) else tg
+            print(
+                f"functx {w} at {n}: the reduction alone: torch all_reduce of the flat gradients "
+                f"{r['t_allreduce'] * 1e3:.3f} ms (replayed from a CUDA graph: {tg}), functx "
+                f"psum program {r['t_psum'] * 1e3:.3f} ms (its host time per call "
+                f"{r.get('t_psum_host', float('nan')) * 1e3:.3f} ms)"
+            )
+        if "overlap" in r:
+            cells = ", ".join(
+                f"{k} {v * 1e3:.2f} ms" if isinstance(v, float) else f"{k} {v}"
+                for k, v in r["overlap"].items()
+            )
+            dflt = r["t"] * 1e3
+            print(f"functx {w} at {n}: step with the psum overlap {cells} (default {dflt:.2f})")
     fx = {k: v for k, v in by.items() if k[0] == "functx" and "t" in v}
     for (_, w, n), r in sorted(fx.items()):
         others = [by.get((o, w, n), {}).get("t") for o in ("jax", "torch")]
@@ -478,9 +695,20 @@ def main():
     ap.add_argument("--libs", default="functx,jax,torch")
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument(
+        "--overlap",
+        default="off,2M,32M",
+        help="functx at the largest n: also time the step with these psum settings (off: no "
+        "overlap; a size: buckets of that many bytes); empty: none",
+    )
+    ap.add_argument(
         "--timeout",
-        default="functx=230,jax=120,torch=100",
-        help="seconds each library's launch may take (the whole run stays under 8 minutes)",
+        default="functx=260,jax=120,torch=100",
+        help="seconds each library's launch may take (the whole run stays under 8.5 minutes)",
+    )
+    ap.add_argument(
+        "--profile",
+        action="store_true",
+        help="functx: print torch.profiler's kernel table of the step at 1 and 4 GPUs (rank 0)",
     )
     ap.add_argument("--worker", default=None)
     ap.add_argument("--out", default=None)

@@ -33,7 +33,7 @@ import numpy as np
 
 from functx import config, dtypes, lax, numpy as jnp
 
-__all__ = ["erf", "erf_inv", "exp", "fma", "log", "log1p", "rounded", "row_sum"]
+__all__ = ["erf", "erf_inv", "exp", "flush_denormal", "fma", "log", "log1p", "rounded", "row_sum"]
 
 
 def _c(v, dt):
@@ -134,6 +134,13 @@ _LOG32 = tuple(
 )
 _LN2_LO32, _LN2_HI32 = _f32(0xB95E8083), _f32(0x3F318000)
 _SQRT_HALF32 = _f32(0x3F3504F3)
+
+
+def flush_denormal(x):
+    """``x`` with subnormal values replaced by zero: XLA's CPU code runs with the processor's
+    flush-to-zero and denormals-are-zero modes on, so a product (or a libm result converted to
+    float32) that would be subnormal is zero there."""
+    return _flush_denormal(x)
 
 
 def _log32(x):

@@ -10,6 +10,7 @@ them through a table that ``functx.numpy`` fills at import, ``numpy_functions``;
 
 from __future__ import annotations
 
+import array as pyarray
 from typing import Any, Callable
 
 import numpy as np
@@ -82,7 +83,7 @@ def scalar_aval(x) -> ShapedArray:
     if isinstance(x, int):
         if not -(2**63) <= x < 2**64:
             raise FunctxOverflowError(
-                f"Python int {x} is too large for any functx integer dtype{where()}"
+                f"Python int too large for any functx integer dtype: {x}{where()}"
             )
         dt = dtypes.default_int()
         if dt == dtypes.int32 and not -(2**31) <= x < 2**31:  # (jax_enable_x64 off)
@@ -119,6 +120,31 @@ class ArrayMethods:
         if not self.shape:
             raise TypeError("iteration over a 0-d array")
         return (self[i] for i in range(self.shape[0]))
+
+    def __round__(self, ndigits=None):
+        """``round(x)`` is an integer array (as a Python float's round), ``round(x, n)`` keeps
+        the dtype (JAX's rule)."""
+        out = _fn["round"](self, ndigits or 0)
+        return out if ndigits is not None else _fn["astype"](out, int)
+
+    def __contains__(self, query):
+        """``query in x`` for a 1-D ``x`` and a scalar ``query``: whether some element equals it
+        (JAX's rule and errors; a traced ``x`` cannot give a Python bool)."""
+        if not (is_python_scalar(query) or hasattr(query, "shape")):
+            raise FunctxTypeError(
+                f"Array.__contains__: unsupported operand type {type(query)}{where()}"
+            )
+        if len(self.shape) != 1:
+            raise FunctxValueError(
+                f"Array.__contains__: search array must be one-dimensional, got "
+                f"arr.shape={self.shape}{where()}"
+            )
+        if getattr(query, "shape", ()) != ():
+            raise FunctxValueError(
+                f"Array.__contains__: query value must be a scalar, got "
+                f"query.shape={query.shape}{where()}"
+            )
+        return bool(_fn["any"](_fn["equal"](self, query)))
 
     # arithmetic
     def __add__(self, o):
@@ -706,8 +732,10 @@ class Array(ArrayMethods, metaclass=_ArrayType):
                 value = value.astype(dtypes.canonicalize(dtype))
         elif isinstance(x, (list, tuple)):
             return _from_sequence(x, dtype)
-        elif hasattr(x, "__array__"):
-            value = np.array(x)
+        elif hasattr(x, "__jax_array__"):  # (JAX's protocol for array-like classes)
+            return cls.from_value(x.__jax_array__(), dtype, weak_type)
+        elif hasattr(x, "__array__") or isinstance(x, (memoryview, bytearray, pyarray.array)):
+            value = np.array(x)  # (buffers too: array.array, memoryview, bytearray, as JAX's)
             if dtype is not None:
                 value = value.astype(dtypes.canonicalize(dtype))
         else:
@@ -792,6 +820,10 @@ class Array(ArrayMethods, metaclass=_ArrayType):
 
     def tolist(self):
         return self._value.tolist()
+
+    def tobytes(self, order="C"):
+        """The elements' bytes, in C (row-major) or Fortran ``order`` (NumPy's ``tobytes``)."""
+        return self._value.tobytes(order)
 
     def __format__(self, spec):
         return format(self._value.item(), spec) if self.ndim == 0 else format(str(self), spec)

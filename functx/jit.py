@@ -36,7 +36,9 @@ from functx.devices.transfer import op_device
 from functx.errors import FunctxArgumentError, FunctxTypeError, FunctxValueError
 from functx.interpreter import eval_jaxpr
 from functx.lowering.compile import compile_jaxpr, log as _log, loop_ir_text
+from functx.lowering.cpp import hostmath as _hostmath  # noqa: F401 (eager rsqrt, pow)
 from functx.lowering.runtime import Executable
+from functx.lowering.triton import attention as _attention
 from functx.source_info import where
 from functx.tracing import ShapeDtypeStruct, Tracer, get_aval, tree_flatten, tree_unflatten
 from functx.transforms import axis_env as _axis_env, outer_products, passes, vjp as _vjp
@@ -954,7 +956,9 @@ class Jitted:
         closed, _, out_tree, _ = tracing.trace_pytree(f, a, kw)
         check_consts(closed.consts, CPU if place == "cpu" else place, self._what)
         closed = outer_products.factor_outer_products(passes.simplify(closed))
-        return passes.reshape_unit_reductions(passes.divide_by_reciprocals(closed)), out_tree
+        closed = closed if place == "cpu" else _attention.fuse_attention(closed)  # (flash)
+        closed = passes.divide_by_reciprocals(closed)
+        return passes.reshape_unit_reductions(closed), out_tree
 
     def lower(self, *args, **kwargs) -> Lowered:
         f, leaves, in_tree, _ = self._trace(args, kwargs)

@@ -1322,15 +1322,9 @@ def _gamma_one(data, alpha, log_space):
     alpha_orig = alpha
     alpha = jnp.where(boost_mask, alpha, alpha + c(1))
     d = alpha - c(1.0 / 3.0)
-    # (XLA: a / sqrt(b) is a * rsqrt(b); float32 rsqrt rounded once, from float64: 1 / sqrt(b)
-    # rounded twice differs for some shapes, 2/3 among them)
-    if dt == dtypes.float32:
-        with config.enable_x64(True):
-            d64 = lax.convert_element_type(d, dtypes.float64)
-            rsqrt_d = lax.convert_element_type(np.float64(1) / jnp.sqrt(d64), dt)
-    else:
-        rsqrt_d = c(1) / jnp.sqrt(d)
-    cc = c(1.0 / 3.0) * rsqrt_d
+    # (XLA: a / sqrt(b) is a * rsqrt(b), and its CPU float32 rsqrt is not rounded correctly:
+    # lax.rsqrt computes it as XLA does, see functx.lowering.cpp.hostmath)
+    cc = c(1.0 / 3.0) * lax.rsqrt(d)
 
     def cond_fn(state):
         _, x, v, u = state
@@ -1362,8 +1356,10 @@ def _gamma_one(data, alpha, log_space):
         )
         return _xm.log(d) + _xm.log(v) + log_boost
     samples = c(1) - _uniform(sub, (), dt, 0.0, 1.0)
-    boost = jnp.where(boost_mask, c(1), lax.pow(samples, c(1) / alpha_orig))
-    return d * v * boost
+    # (XLA's CPU code flushes subnormal results to zero: small shapes' tiny samples are 0 in JAX)
+    boost = _xm.flush_denormal(lax.pow(samples, c(1) / alpha_orig))
+    boost = jnp.where(boost_mask, c(1), boost)
+    return _xm.flush_denormal(d * v * boost)
 
 
 # the batched sampler, one function object per mode (vmap's trace cache keys on it: a fresh
@@ -1686,9 +1682,9 @@ def ball(key, d, p=2, shape=(), dtype=None):
     Returns:
         An array of shape ``shape + (d,)``.
 
-    Differences from JAX: float32 samples for a ``p`` whose ``gamma`` shape ``1 / p`` needs an
-    ``rsqrt`` XLA rounds otherwise (p=4, for one) differ from JAX's by a few ulp; p from 0.5 to
-    2.5 gives JAX's bits.
+    Differences from JAX: the bits are those of JAX's sampler with ``p`` as an argument (an
+    eager ``jax.random.ball`` call; checked for p from 0.1 to 8 in float32); inside a user's
+    ``jax.jit`` with a constant ``p`` XLA folds it and may round an ulp apart.
 
     Example:
         >>> import numpy as np

@@ -123,8 +123,18 @@ class Tracer(ArrayMethods):
             return self.value.item(*args)
         self._concrete_error(".item()", "Keep it an array inside traced code.")
 
+    def _method_error(self, name):
+        raise ConcretizationError(
+            f"The {name}() method was called on traced array {self.aval.str_short()} inside a "
+            f"functx transform: it needs a concrete value{where()}. Keep it an array inside "
+            f"traced code."
+        )
+
     def tolist(self):
-        self._concrete_error(".tolist()", "Keep it an array inside traced code.")
+        self._method_error("tolist")
+
+    def tobytes(self, order="C"):
+        self._method_error("tobytes")
 
 
 # --- The builder ---------------------------------------------------------------------------------

@@ -6,6 +6,8 @@ the suite stays inside its budget."""
 
 import doctest
 import os
+import resource
+import time
 
 import numpy as np
 import pytest
@@ -79,3 +81,24 @@ def pytest_collection_modifyitems(config, items):
     if first:
         rest = [it for it in items if not it.nodeid.startswith(_LONG_FIRST)]
         items[:] = first + rest
+
+
+# FUNCTX_TEST_TIMES=<file>: each worker appends "cpu<TAB>wall<TAB>nodeid" per test to <file> (its
+# CPU seconds, with the child processes it waited for: g++, subprocesses). CPU time is steadier
+# than wall time on a loaded machine.
+_TIMES = os.environ.get("FUNCTX_TEST_TIMES")
+
+
+def _cpu() -> float:
+    usage = (resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN))
+    return sum(u.ru_utime + u.ru_stime for u in usage)
+
+
+if _TIMES:
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item, nextitem):
+        cpu, wall = _cpu(), time.perf_counter()
+        yield
+        with open(_TIMES, "a") as f:
+            f.write(f"{_cpu() - cpu:.3f}\t{time.perf_counter() - wall:.3f}\t{item.nodeid}\n")

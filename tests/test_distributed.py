@@ -138,6 +138,50 @@ def jit_psum(M, mesh):
     return M.jit(lambda a: f(a) + 1)(x)
 
 
+def overlap_step(M, mesh):
+    """A data-parallel step of a small tanh MLP whose gradients are summed with one ``psum``
+    (the pytree of 4 gradients): ``(step, arguments)``. Over processes, ``jit`` of it compiles
+    a program that starts each bucket's reduction right after the backward pass produces it
+    (``functx.control.collectives._psum_lowering``)."""
+    P_, lax, jnp_ = M.sharding.PartitionSpec, M.lax, M.numpy
+    r = np.random.default_rng(3)
+    params = {
+        "w1": r.standard_normal((3, 8)),
+        "b1": r.standard_normal(8),
+        "w2": r.standard_normal((8, 2)),
+        "b2": r.standard_normal(2),
+    }
+    X, y = r.standard_normal((8, 3)), r.standard_normal((8, 2))
+
+    def loss(p, X, y):
+        h = jnp_.tanh(X @ p["w1"] + p["b1"])
+        return jnp_.mean((h @ p["w2"] + p["b2"] - y) ** 2)
+
+    def body(p, X, y):
+        g = lax.psum(M.grad(loss)(p, X, y), "x")
+        return M.tree_util.tree_map(lambda a, b: a - 0.1 * b, p, g)
+
+    f = M.shard_map(body, mesh=mesh, in_specs=(P_(), P_("x"), P_("x")), out_specs=P_())
+    return f, (params, X, y)
+
+
+def overlap_schedule(text):
+    """From a program's ``as_text()``: the kernel indices of its psum starts, psum dones and
+    matrix products (the loop IR's lines, in program order)."""
+    ir = text[text.index("# loop IR") : text.index("# kernels")]
+    found = {"psum start": [], "psum done": [], "dot": []}
+    for line in ir.splitlines():
+        if "# kernel " not in line:
+            continue
+        k = int(line.rsplit("# kernel ", 1)[1])
+        for what in ("psum start", "psum done"):
+            if f"<{what} " in line:
+                found[what].append(k)
+        if " = dot(" in line:
+            found["dot"].append(k)
+    return found
+
+
 def run(M, devices, names):
     """The results of ``names`` (cases of tests/test_sharding.py, or ``jit_psum``)."""
     ts = _ts()
@@ -167,6 +211,25 @@ def _main(path, platform):
             with functx.disable_jit():
                 res.update(run(functx, devices, eager))
         dist.barrier()
+    if me < 2:  # each gradient its own bucket: 4 reductions started during the backward pass
+        os.environ["FUNCTX_PSUM_BUCKET_BYTES"] = "1"
+        f, args = overlap_step(functx, sharding.Mesh(np.array(functx.devices()[:2]), ("x",)))
+        # the Triton program (this CPU: the interpreter, gloo, no compiler run; a GPU: NCCL, and
+        # its third call replays a CUDA graph), three calls; the C++ program without Triton
+        if platform == "gpu" or importlib.util.find_spec("triton") is not None:
+            gpu = functx.devices("gpu")[0] if platform == "cpu" else functx.local_devices()[0]
+            step, args = functx.jit(f, backend="triton"), functx.device_put(args, gpu)
+        else:
+            step = functx.jit(f)
+        runs = [[np.asarray(v) for v in functx.tree_util.tree_leaves(step(*args))] for _ in "abc"]
+        for leaves in runs[1:]:
+            for a, b in zip(leaves, runs[0], strict=True):
+                np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
+        res["overlap"] = runs[0]
+        found = overlap_schedule(step.lower(*args).as_text())
+        del os.environ["FUNCTX_PSUM_BUCKET_BYTES"]
+        res["overlap_schedule"] = [np.array(found[k], np.int64) for k in sorted(found)]
+    dist.barrier()
     for n, names in AD.items():
         if me < n:
             res.update(run_ad(functx, sharding.mesh_devices()[:n], names))
@@ -179,9 +242,9 @@ def _main(path, platform):
             calls = []
             psum_flat = TorchCollectives.psum_flat
 
-            def counted(self, tensors):
+            def counted(self, tensors, **kw):
                 calls.append(",".join(str(t.dtype) for t in tensors))
-                return psum_flat(self, tensors)
+                return psum_flat(self, tensors, **kw)
 
             TorchCollectives.psum_flat = counted
             mesh = sharding.Mesh(np.array(devs), ("x",))
@@ -248,6 +311,13 @@ def check(tmp, platform, setenv):
         want = ["torch.float32,torch.float32", "torch.float64"]
         assert (list(calls) if platform == "cpu" else sorted(set(calls))) == want, calls
         ours["pmean_triton"] = pmean_tree(functx, _ts().make(functx, host, "x2"))
+    # the overlapped psum: 4 starts, the first before the backward pass's last matrix product,
+    # each done after every start (where the psum stood); then the step's values
+    dots, dones, starts = (list(v) for v in theirs.pop("overlap_schedule"))
+    assert len(starts) == len(dones) == 4 and min(starts) < max(dots), (starts, dones, dots)
+    assert min(dones) > max(starts), (starts, dones)
+    step, args = overlap_step(functx, _ts().make(functx, host, "x2"))
+    ours["overlap"] = [np.asarray(v) for v in functx.tree_util.tree_leaves(step(*args))]
     assert set(ours) == set(theirs)
     for name, leaves in ours.items():
         for i, (a, b) in enumerate(zip(leaves, theirs[name], strict=True)):

@@ -117,11 +117,13 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     ("functx.control.sort", "functx.lowering.loopir"): "SymPy only when jit lowers",
     ("functx.control.linear_solve", "functx.lowering.lower"): "SymPy only when jit lowers",
     ("functx._rng", "functx.lowering.lower"): "SymPy only when jit lowers",
+    ("functx.control.collectives", "functx.lowering.lower"): "SymPy only when jit lowers",
     # cache.py (subprocess, the compiler lookup) costs ~85 ms of `import functx`: first use only.
     ("functx.lowering.compile", "functx.lowering.cpp.prelude"): "import time of `import functx`",
     ("functx.lowering.compile", "functx.lowering.cache"): "import time of `import functx`",
     ("functx.lowering.program_cache", "functx.lowering.cache"): "import time of `import functx`",
     ("functx.lowering.runtime", "functx.lowering.cache"): "import time of `import functx`",
+    ("functx.lowering.cpp.hostmath", "functx.lowering.cache"): "import time of `import functx`",
 }
 
 

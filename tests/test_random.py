@@ -122,13 +122,18 @@ def _samplers_64(r, k):
 _COV = np.array([[2.0, 0.3, 0.1], [0.3, 1.5, -0.2], [0.1, -0.2, 1.0]], F32)
 
 
-def _samplers_loops(r, k, p=np.array([3.0, 2.0, -1.5], F32)):  # noqa: B008 - read only
-    """Rejection samplers (while loops), a few elements each, and truncated_normal. (``p`` is an
-    argument of JAX's program, as the parameters of an eager ``jax.random`` call are: its
-    compiler folds constants, with other roundings.)"""
+# gamma's shapes (an argument of JAX's program): JAX's tests' 0.5, 2/3, 2.5; shapes whose
+# Marsaglia-Tsang constant XLA's rsqrt rounds otherwise; small ones with samples flushed to zero
+_GAMMA_A = np.array([0.5, 2 / 3, 2.5, 0.25, 1.93, 13.9, 14.2, 14.8, 0.01, 1e-3, 1.0, 1e4], F32)
+
+
+def _samplers_loops(r, k, p=np.array([3.0, 2.0, -1.5], F32), a=_GAMMA_A):  # noqa: B008 - read only
+    """Rejection samplers (while loops), a few elements each, and truncated_normal. (``p`` and
+    ``a`` are arguments of JAX's program, as the parameters of an eager ``jax.random`` call are:
+    its compiler folds constants, with other roundings.)"""
     k1, k2 = r.split(k)
     return {
-        "gamma": r.gamma(k1, np.array([0.5, 2 / 3, 2.5], F32), None, F32),
+        "gamma": r.gamma(k1, a, None, F32),
         "wald_one_float32": r.wald(k1, p[0], (), F32),
         "multivariate_normal_float32": r.multivariate_normal(
             k1, np.array([0.5, -1.0, 2.0], F32), _COV, (4,), F32
@@ -146,14 +151,18 @@ def _compare(got: dict, want: dict):
             raise AssertionError(f"{name}: {e}") from None
 
 
+@functools.lru_cache(maxsize=1)
+def _jax_programs_32():
+    """JAX's 32-bit programs, compiled once (x64 off): ``p`` and gamma's shapes are arguments."""
+    return jax.jit(lambda k, d, a: (_samplers_32(jr, k), _samplers_loops(jr, k, d, a)))
+
+
 @pytest.fixture(scope="module")
 def reference():
     """JAX's results of the three programs for KEYS[1]: one jax.jit compile each (the programs
     are small: JAX takes seconds to compile each of them)."""
     with _default_mode():
-        x32, loops = jax.jit(lambda k, d: (_samplers_32(jr, k), _samplers_loops(jr, k, d)))(
-            KEYS[1], np.array([3.0, 2.0, -1.5], F32)
-        )
+        x32, loops = _jax_programs_32()(KEYS[1], np.array([3.0, 2.0, -1.5], F32), _GAMMA_A)
     x64 = jax.jit(lambda k: _samplers_64(jr, k))(KEYS[1])
     as_np = functools.partial(jax.tree.map, np.asarray)
     return {"x32": as_np(x32), "x64": as_np(x64), "loops": as_np(loops)}
@@ -385,13 +394,26 @@ def test_grad_through_exact_samplers_in_the_default_mode():
 def test_random_gamma_p_binds_jaxs_sampler(reference):
     """``random_gamma_p.bind(key, a, log_space=)``: JAX's gamma bits (the reference program's
     ``gamma``), loggamma's with ``log_space=True``."""
-    a = np.array([0.5, 2 / 3, 2.5], F32)
+    a = _GAMMA_A
     with _default_mode():
         k1 = fr.split(KEYS[1])[0]
         same(fr.random_gamma_p.bind(k1, a, log_space=False), reference["loops"]["gamma"])
         same(fr.random_gamma_p.bind(fr.wrap_key_data(k1), a), reference["loops"]["gamma"])
         same(fr.random_gamma_p.bind(k1, a, log_space=True), fr.loggamma(k1, a, None, F32))
     assert fr.random_gamma_p.name == jr.random_gamma_p.name
+
+
+@settings(max_examples=5, deadline=None)
+@given(log_a=st.lists(st.floats(-9.0, 14.0), min_size=_GAMMA_A.size, max_size=_GAMMA_A.size))
+def test_float32_gamma_bits_for_any_shape(log_a):
+    """float32 ``gamma`` gives JAX's bits for shapes from 1e-4 to 1e6: below 1 boosted, tiny
+    samples flushed to zero as XLA's CPU code does, the Marsaglia-Tsang constant through XLA's
+    float32 ``rsqrt`` (functx.lowering.cpp.hostmath). JAX's compiled reference program runs
+    again with the drawn shapes as its argument (no new compile)."""
+    a = np.exp(np.asarray(log_a)).astype(F32)
+    with _default_mode():
+        _, want = _jax_programs_32()(KEYS[1], np.array([3.0, 2.0, -1.5], F32), a)
+        same(fr.gamma(fr.split(KEYS[1])[0], a, None, F32), want["gamma"])
 
 
 def test_float32_ball_bits_mvn_within_its_bound_and_orthogonal_bits():

@@ -303,3 +303,80 @@ def test_pmap_one_process(host4):
     np.testing.assert_allclose(y, x - x.mean(0))
     with pytest.raises(ValueError, match="requires 8 logical devices"):
         functx.pmap(lambda v: v, "i")(np.ones((8, 2)))
+
+
+# --- the overlapped psum of a compiled data-parallel step (functx.control.collectives) ------------
+class _TwinHandler:
+    """A 2-position axis whose other position holds this one's operands: a psum doubles them.
+    With ``psum_start``/``psum_done`` (asynchronous in a real handler: TorchCollectives)."""
+
+    size = 2
+
+    def __init__(self):
+        self.calls = []
+
+    def psum(self, x):
+        self.calls.append("psum")
+        return 2 * np.asarray(x)
+
+    def psum_start(self, xs):
+        self.calls.append(("start", len(xs)))
+        return [2 * np.asarray(x) for x in xs]
+
+    def psum_done(self, handle):
+        self.calls.append("done")
+        return handle
+
+    def axis_index(self):
+        return 0
+
+
+def test_overlapped_psum_placement_and_host_steps(monkeypatch):
+    """jit's lowering of a psum over an axis whose handler starts reductions asynchronously: a
+    start per bucket right after the bucket's last gradient (before the rest of the backward
+    pass), the dones where the psum stood; the steps' NumPy path (the C++ backend's)."""
+    from functx.control import collectives as C
+    from functx.core import ShapedArray
+    from functx.lowering.compile import loop_ir_text
+    from functx.transforms import passes
+
+    r = np.random.default_rng(0)
+    p = {"w1": r.standard_normal((3, 4)), "w2": r.standard_normal((4, 2))}
+    X, y = r.standard_normal((5, 3)), r.standard_normal((5, 2))
+
+    def step(p):
+        loss = lambda p: ((functx.numpy.tanh(X @ p["w1"]) @ p["w2"] - y) ** 2).sum()  # noqa: E731
+        return functx.lax.psum(functx.grad(loss)(p), "x")
+
+    h = _TwinHandler()
+    order = {}
+    for bucket in ("1", str(1 << 20)):  # each gradient its own bucket; one bucket
+        monkeypatch.setenv("FUNCTX_PSUM_BUCKET_BYTES", bucket)
+        with C.axis_frame("x", 2, "spmd", h):
+            text = loop_ir_text(passes.simplify(functx.make_jaxpr(step)(p)))
+        kinds = []
+        for line in text.splitlines():
+            for what in ("<psum start", "<psum done", " = dot("):
+                if what in line and "# kernel " in line:
+                    kinds.append((int(line.rsplit("# kernel ", 1)[1]), what.strip(" =(<")))
+        order[bucket] = [w for _, w in sorted(set(kinds))]
+    # (kernels in program order) the backward pass's last two products (the hidden layer's
+    # cotangent and w1's gradient) run after w2's gradient's reduction started
+    want = ["dot"] * 3 + ["psum start", "dot", "dot", "psum start", "psum done", "psum done"]
+    assert order["1"] == want, order
+    assert order[str(1 << 20)] == ["dot"] * 5 + ["psum start", "psum done"], order
+    # the steps, on NumPy values: a transposed operand's sum comes out transposed
+    frame = C.lookup("x") if C.is_bound("x") else C.AxisFrame("x", 2, "spmd", h)
+    params = {"axes": ("x",), "frames": C.Baked([frame])}
+    pending = C._Pending()
+    a = np.arange(6.0).reshape(2, 3)
+    start = C.PsumStart(params, [ShapedArray((2, 3), np.float64)], pending)
+    done = C.PsumDone(params, [ShapedArray((3, 2), np.float64)], pending, [((2, 3), (1, 0))])
+    h.calls.clear()
+    (token,) = start(a)
+    (out,) = done(token)
+    np.testing.assert_array_equal(out, 2 * a.T)
+    assert h.calls == [("start", 1), "done"]
+    with pytest.raises(functx.errors.FunctxError, match="did not run first"):
+        done(token)
+    assert C.psum_buckets([5, 1, 3], [4, 4, 4], 8) == [[1, 2], [0]]

@@ -1,11 +1,13 @@
 """functx._xlamath against XLA's CPU math: ``log``, ``log1p``, ``erf_inv``, ``exp`` and ``erf`` as
 ``jax.jit`` computes them, bit for bit (the functions functx.random applies to uniform bits), and
-the emulated fused multiply-add against an exact one."""
+the emulated fused multiply-add against an exact one, and float32 ``rsqrt`` (XLA's approximation
+and Newton steps) against ``jax.jit(lax.rsqrt)``."""
 
 from __future__ import annotations
 
 from fractions import Fraction
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -111,3 +113,35 @@ def test_row_sum_adds_in_xlas_order():
     )
     for (dt, d, n), v in cases.items():
         _same_bits(xm.row_sum(fjnp.asarray(v)), want[f"{np.dtype(dt).name}_{d}_{n}"])
+
+
+def test_float32_rsqrt_gives_xlas_bits():
+    """``lax.rsqrt`` in float32 (and float16/bfloat16, computed in float32) is XLA's CPU rsqrt on
+    this host, eagerly and under ``jit`` (C++): the processor's ``rsqrtss`` and Newton steps with
+    fused multiply-adds (functx.lowering.cpp.hostmath), not the correctly rounded value. Random
+    bit patterns, subnormals, zeros, infinities, NaN, powers of 2, and every float16/bfloat16;
+    float64 too (``rsqrt14`` and Newton steps with AVX-512, else ``1 / sqrt``)."""
+    specials = np.array([0, -0.0, np.inf, -np.inf, np.nan, -1, 1, 2, 4, 0.25], np.float32)
+    x = {
+        "f32": np.concatenate(
+            [
+                RNG.integers(0, 2**32, 60000, dtype=np.uint64).astype(np.uint32).view(np.float32),
+                RNG.integers(1, 2**23, 2000, dtype=np.uint32).view(np.float32),  # subnormals
+                np.ldexp(np.float32(1), np.arange(-149, 128)).astype(np.float32),
+                specials,
+            ]
+        ),
+        "f16": np.arange(2**16, dtype=np.uint16).view(np.float16),
+        "bf16": np.arange(2**16, dtype=np.uint16).view(ml_dtypes.bfloat16),
+        "f64": np.concatenate([np.exp(RNG.uniform(-700, 700, 5000)), specials.astype(np.float64)]),
+    }
+    want = jax.jit(lambda d: {k: lax.rsqrt(v) for k, v in d.items()})(x)
+    compiled = functx.jit(lambda d: {k: functx.lax.rsqrt(v) for k, v in d.items()})(x)
+    with np.errstate(all="ignore"):
+        for k, v in x.items():
+            _same_bits(functx.lax.rsqrt(v), want[k])
+            _same_bits(compiled[k], want[k])
+    # (the correctly rounded value differs from XLA's in a sizeable share of inputs)
+    pos = x["f32"][(x["f32"] > 1e-30) & (x["f32"] < 1e30)]
+    exact = (1 / np.sqrt(pos.astype(np.float64))).astype(np.float32)
+    assert (exact != np.asarray(functx.lax.rsqrt(pos))).mean() > 0.05

@@ -149,6 +149,10 @@ def rewrite(source):
             lines[i] = ""
     # Flag parsing is the test runner's business: JAX's own config parses them.
     out = "\n".join(lines) + "\n"
+    # The tracer errors the tests expect through ``jax._src.core`` are functx's when functx raises
+    # them (JAX's classes from ``core`` would never match).
+    for name in ("ConcretizationTypeError", "UnexpectedTracerError"):
+        out = out.replace(f"core.{name}", f"__import__('functx').errors.{name}")
     return out.replace("jax.config.parse_flags_with_absl()", "__fx.parse_jax_flags()")
 
 
@@ -181,6 +185,8 @@ def run_file(args, work, name):
     cmd += ["-o", "addopts=", "-o", "filterwarnings=", "--rootdir", work, f"{name}_test.py"]
     if args.xdist > 1:
         cmd += ["-n", str(args.xdist)]
+    if args.k:
+        cmd += ["-k", args.k]
     t0 = time.time()
     proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True)
     tail = proc.stdout.strip().splitlines()[-1:] or proc.stderr.strip().splitlines()[-3:]
@@ -278,6 +284,7 @@ def main():
     p.add_argument("--src", help="a folder holding the <name>_test.py files (instead of git)")
     p.add_argument("--jobs", type=int, default=1, help="files run at once")
     p.add_argument("--xdist", type=int, default=1, help="pytest-xdist workers per file")
+    p.add_argument("-k", help="pytest's -k: run only the cases whose names match")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
     if not args.summary:

@@ -74,6 +74,16 @@ THE INTERFACE (for ``shard_map`` and the distributed runtime)
   On the Triton backend a handler may offer an attribute ``torch``: an object with the same
   methods taking and returning torch tensors on the program's device (NCCL without host
   copies); otherwise NumPy copies are used.
+* Overlapped ``psum`` (a data-parallel step's gradients, as DDP's buckets): a handler may offer
+  ``psum_start(xs) -> handle`` (start the sums of a list of operands without waiting) and
+  ``psum_done(handle) -> sums`` (``functx.distributed.TorchCollectives``: an asynchronous
+  ``all_reduce`` per dtype; NCCL queues it on its own stream, gloo on its thread). Then a
+  ``psum`` over one such axis lowers to a ``PsumStart`` per bucket of operands (about
+  ``FUNCTX_PSUM_BUCKET_BYTES``, 8 MiB, in the order the program computes them), placed right
+  after the kernel that completes its bucket, and a ``PsumDone`` per bucket where the psum
+  stands: the kernels between them run while the reduction is in flight.
+  ``FUNCTX_PSUM_OVERLAP=0`` (read when a program is lowered) keeps one step after the whole
+  backward pass. ``lower(...).as_text()``'s loop IR shows the steps (``<psum start ...>``).
 * Note: a value that is a NumPy array or Python scalar (not a functx Array) is taken to be the
   same on every device: ``psum(1, "x")`` is ``axis_size("x")`` without communicating, as in JAX.
 """
@@ -81,6 +91,7 @@ THE INTERFACE (for ``shard_map`` and the distributed runtime)
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
@@ -842,6 +853,224 @@ class CollectiveStep(HostStep):
                 o.copy_(r.reshape(-1).to(device=o.device, dtype=o.dtype))
 
 
+class _Pending:
+    """What a ``psum_start`` step hands its ``psum_done`` step within one run of the program:
+    the handle of the reductions in flight (one program runs on one thread at a time)."""
+
+    __slots__ = ("handle",)
+
+    def __init__(self):
+        self.handle = None
+
+
+class PsumStart(CollectiveStep):
+    """The first half of an overlapped ``psum`` (``_psum_lowering``): starts the reduction of
+    its operands (a bucket of gradients) with the handler's ``psum_start`` (NCCL: queued on
+    NCCL's stream, ordered after the kernels already queued on the program's stream, which goes
+    on with the next kernels meanwhile; gloo: on gloo's thread) and returns a token for its
+    ``PsumDone``. Without an asynchronous handler when the program runs, it reduces here."""
+
+    __slots__ = ("pending",)
+    label = "psum start"
+
+    def __init__(self, params, in_avals, pending):
+        super().__init__(psum_p, params, in_avals, [ShapedArray((), dtypes.int32)])
+        self.pending = pending
+
+    def _async_handler(self):
+        names = names_tuple(self.params["axes"])
+        fs = _check_names(names, "psum", self.params.get("frames"))
+        h = fs[0].handler if len(fs) == 1 and fs[0].kind == "spmd" else None
+        return h if h is not None and hasattr(h, "psum_start") else None
+
+    def _on_device(self, dev, ins, outs):
+        if hasattr(dev, "psum_start"):  # (flat views: the reduction is over the flat values)
+            self.pending.handle = ("started", dev, dev.psum_start(list(ins)))
+        else:
+            shaped = [t.reshape(a.shape) for t, a in zip(ins, self.in_avals)]
+            self.pending.handle = ("done", [dev.psum(t) for t in shaped])
+
+    def __call__(self, *vals):
+        h = self._async_handler()
+        if h is not None:
+            self.pending.handle = ("started", h, h.psum_start(list(vals)))
+        else:
+            self.pending.handle = ("done", self.prim.impl(*vals, **self.params))
+        return [np.zeros((), np.int32)]
+
+
+class PsumDone(CollectiveStep):
+    """The second half of an overlapped ``psum``: waits for the reductions its ``PsumStart``
+    began (NCCL: the program's stream waits on NCCL's, no host wait) and writes the sums."""
+
+    __slots__ = ("pending", "layouts")
+    label = "psum done"
+
+    def __init__(self, params, out_avals, pending, layouts):
+        super().__init__(psum_p, params, [ShapedArray((), dtypes.int32)], out_avals)
+        self.pending = pending
+        # per output: (the shape its start reduced, the permutation of that array the output
+        # is, or None: the same elements in the same order)
+        self.layouts = list(layouts)
+
+    def _results(self):
+        state, self.pending.handle = self.pending.handle, None
+        if state is None:
+            raise FunctxError("psum done: its psum start did not run first (a bug in functx)")
+        if state[0] == "done":
+            return list(state[1])
+        return state[1].psum_done(state[2])
+
+    def _on_device(self, dev, ins, outs):
+        res = [r.reshape(-1) for r in self._results()]
+        plain = [k for k, (_, perm) in enumerate(self.layouts) if perm is None]
+        if all(res[k].dtype == outs[k].dtype and res[k].device == outs[k].device for k in plain):
+            import torch  # (here the results are torch tensors: the runtime is torch's)
+
+            if plain:  # (a few launches, not one per operand)
+                torch._foreach_copy_([outs[k] for k in plain], [res[k] for k in plain])
+        else:
+            for k in plain:
+                outs[k].copy_(res[k].to(device=outs[k].device, dtype=outs[k].dtype))
+        for k, ((shape, perm), a) in enumerate(zip(self.layouts, self.out_avals)):
+            if perm is not None:
+                r = res[k].reshape(shape).permute(*perm)
+                outs[k].view(a.shape).copy_(r.to(device=outs[k].device, dtype=outs[k].dtype))
+
+    def __call__(self, *vals):
+        out = []
+        for r, a, (shape, perm) in zip(self._results(), self.out_avals, self.layouts):
+            r = _np(_host_array(r, a.dtype), a.dtype).reshape(shape)
+            out.append(np.ascontiguousarray(np.transpose(r, perm) if perm is not None else r))
+        return out
+
+
+def _host_array(r, dtype) -> np.ndarray:
+    """A NumPy copy of a result that may be a torch tensor (on any device)."""
+    if isinstance(r, np.ndarray) or not hasattr(r, "detach"):
+        return np.asarray(r)
+    t = r.detach().cpu()
+    if np.dtype(dtype) == dtypes.bfloat16:  # (NumPy has no bfloat16 of torch's)
+        import torch
+
+        return t.view(torch.int16).numpy().view(dtypes.bfloat16)
+    return t.numpy()
+
+
+# A data-parallel step's psum of its gradients, overlapped with the backward pass (as DDP's
+# buckets): the operands, in the order the program produces them, go in buckets of about
+# PSUM_BUCKET_BYTES; each bucket's reduction starts right after the last of its operands is
+# computed and the program waits for it where the psum stood. FUNCTX_PSUM_OVERLAP=0 turns it
+# off; FUNCTX_PSUM_BUCKET_BYTES sets the bucket size. Both are read when a program is lowered.
+PSUM_BUCKET_BYTES = 8 << 20
+
+
+def _overlap_settings():
+    on = os.environ.get("FUNCTX_PSUM_OVERLAP", "1") not in ("", "0")
+    return on, int(os.environ.get("FUNCTX_PSUM_BUCKET_BYTES", PSUM_BUCKET_BYTES))
+
+
+def _can_overlap(axes, frames, avals) -> bool:
+    """Whether a psum over ``axes`` can be split into start/done steps: one spmd axis of more
+    than one position whose handler reduces asynchronously (``psum_start``), real operands."""
+    names = names_tuple(axes)
+    if len(names) != 1:
+        return False
+    try:
+        (f,) = _check_names(names, "psum", frames)
+    except NameError:
+        return False
+    h = f.handler
+    if f.kind != "spmd" or h is None or not hasattr(h, "psum_start") or f.size < 2:
+        return False
+    return all(np.dtype(a.dtype).kind in "fiu" for a in avals)
+
+
+def psum_buckets(positions, nbytes, cap):
+    """The buckets of an overlapped psum: operand indices grouped in the order of
+    ``positions`` (where the program computes each), a bucket closed once it holds ``cap``
+    bytes. Returns lists of indices, in the order their reductions start."""
+    buckets, cur, size = [], [], 0
+    for i in sorted(range(len(positions)), key=lambda i: (positions[i], i)):
+        cur.append(i)
+        size += nbytes[i]
+        if size >= cap:
+            buckets.append(cur)
+            cur, size = [], 0
+    if cur:
+        buckets.append(cur)
+    return buckets
+
+
+def _psum_lowering(g, ins, avals, *, axes, frames=None):
+    """``psum`` under ``jit``: one host step (``CollectiveStep``), or, for a reduction the
+    handler can run asynchronously (``_can_overlap``), a ``PsumStart`` per bucket placed in the
+    program right after the node that completes the bucket and a ``PsumDone`` per bucket where
+    the psum stands (before the first reader of the sums). The program's kernels run in the
+    order of the graph's nodes (``schedule.py``), so the start goes into the node list there."""
+    params = {"axes": axes, "frames": frames}
+    on, cap = _overlap_settings()
+    if not on or not ins or not _can_overlap(axes, frames, avals):
+        return _collective_lowering(psum_p)(g, ins, avals, **params)
+    # imported here, when jit lowers: the loop IR imports SymPy, which `import functx` must not
+    from functx.lowering.lower import _same_order_source
+
+    # an operand that holds another node's elements in the same order (the reshape or identity
+    # view of a matrix product's result) is reduced from that node, and a transpose of a stored
+    # node (the weight gradient ``(d.T @ x).T`` of a matrix product) is reduced in that node's
+    # layout and transposed by the done step's copy into its output (psum commutes with both):
+    # otherwise the view would be stored first, a copy kernel per gradient
+    ins, perms = list(ins), [None] * len(ins)
+    for i, n in enumerate(ins):
+        while (src := _same_order_source(n)) is not None:
+            n = src
+        perm = n.params.get("permutation") if n.kind == "pointwise" else None
+        if perm is not None and len(n.inputs) == 1 and n.inputs[0].kind != "pointwise":
+            perms[i], n = perm, n.inputs[0]
+        ins[i] = n
+    pos = {id(n): k for k, n in enumerate(g.nodes)}
+    positions = [pos.get(id(n), -1) for n in ins]
+    nbytes = [n.size * np.dtype(n.dtype).itemsize for n in ins]
+    outs = [None] * len(ins)
+    for bucket in psum_buckets(positions, nbytes, cap):
+        pending = _Pending()
+        b_ins = [ins[i] for i in bucket]
+        b_in_avals = [ShapedArray(n.shape, n.dtype) for n in b_ins]
+        start = PsumStart(params, b_in_avals, pending)
+        (token,) = lower_to_loop(
+            g,
+            b_ins,
+            [start.out_avals[0]],
+            "host",
+            callback=start,
+            in_avals=b_in_avals,
+            n_out=1,
+        )
+        # move the start (its token node, the last one added) to right after the bucket's last
+        # operand; node ids are positions in the list
+        last = max(positions[i] for i in bucket)
+        assert g.nodes[-1] is token
+        g.nodes.pop()
+        g.nodes.insert(last + 1, token)
+        for k, n in enumerate(g.nodes):
+            n.id = k
+        positions = [p + (p > last) for p in positions]
+        b_out = [ShapedArray(avals[i].shape, avals[i].dtype) for i in bucket]
+        done = PsumDone(params, b_out, pending, [(ins[i].shape, perms[i]) for i in bucket])
+        got = lower_to_loop(
+            g,
+            [token],
+            b_out,
+            "host",
+            callback=done,
+            in_avals=[start.out_avals[0]],
+            n_out=len(b_out),
+        )
+        for i, n in zip(bucket, got):
+            outs[i] = n
+    return outs
+
+
 def _collective_lowering(prim):
     def rule(g, ins, avals, **params):
         in_avals = [ShapedArray(n.shape, n.dtype) for n in ins]
@@ -859,8 +1088,9 @@ def _collective_lowering(prim):
     return rule
 
 
-for _p in (psum_p, pmax_p, pmin_p, axis_index_p, all_gather_p, psum_scatter_p, all_to_all_p):
+for _p in (pmax_p, pmin_p, axis_index_p, all_gather_p, psum_scatter_p, all_to_all_p):
     lowerings[_p] = _collective_lowering(_p)
+lowerings[psum_p] = _psum_lowering
 lowerings[ppermute_p] = _collective_lowering(ppermute_p)
 
 

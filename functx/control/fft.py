@@ -353,6 +353,9 @@ class FftStep:
     (``torch``). Prints with its address, as the callbacks' ``HostFn`` does."""
 
     __slots__ = ("fft_type", "fft_lengths", "in_aval", "out_aval", "__weakref__")
+    # ``torch`` only queues device work on the current stream (cuFFT plans come from torch's
+    # plan cache, filled by the program's first, uncaptured run), so a CUDA graph may record it
+    graph_safe = True
 
     def __init__(self, fft_type, fft_lengths, in_aval, out_aval):
         self.fft_type = FftType(fft_type)
@@ -376,8 +379,8 @@ class FftStep:
         k = len(self.fft_lengths)
         dims = tuple(range(x.ndim - k, x.ndim))
         if math.prod(self.out_aval.shape) == 0 or x.numel() == 0:
-            y = torch.zeros(self.out_aval.shape, dtype=_torch_dtype(torch, self.out_aval.dtype))
-            y = y.to(x.device)
+            dt = _torch_dtype(torch, self.out_aval.dtype)
+            y = torch.zeros(self.out_aval.shape, dtype=dt, device=x.device)
         elif self.fft_type == FftType.FFT:
             y = torch.fft.fftn(x, dim=dims)
         elif self.fft_type == FftType.IFFT:

@@ -149,6 +149,8 @@ def initialize(
     if platform == "gpu":
         torch.cuda.set_device(local_rank)
         kwargs["device_id"] = torch.device("cuda", local_rank)
+        if (opts := _nccl_options()) is not None:
+            kwargs["pg_options"] = opts
     if not dist.is_initialized():
         dist.init_process_group(
             backend,
@@ -238,6 +240,25 @@ def current():
 _REDUCE = {"sum": "SUM", "max": "MAX", "min": "MIN"}
 
 
+def _nccl_options():
+    """NCCL's options for functx's process groups: its streams at high priority, so that a
+    reduction started beside the backward pass's kernels (``TorchCollectives.psum_start``) gets
+    the multiprocessors as they free up, as DDP's overlap wants. None without NCCL."""
+    import torch.distributed as dist
+
+    cls = getattr(dist, "ProcessGroupNCCL", None)
+    if cls is None:
+        return None
+    opts = cls.Options()
+    opts.is_high_priority_stream = True
+    # FUNCTX_NCCL_MAX_CTAS: at most this many thread blocks per NCCL collective (ncclConfig_t's
+    # maxCTAs), leaving the rest of the multiprocessors to the kernels that run beside it
+    ctas = os.environ.get("FUNCTX_NCCL_MAX_CTAS")
+    if ctas and hasattr(getattr(opts, "config", None), "max_ctas"):
+        opts.config.max_ctas = int(ctas)
+    return opts
+
+
 def _group(ranks: tuple[int, ...]):
     """The torch process group of ``ranks`` (None: every process). Every process must ask for the
     same groups in the same order (``torch.distributed.new_group`` is collective)."""
@@ -247,7 +268,9 @@ def _group(ranks: tuple[int, ...]):
     if ranks not in run.groups:
         import torch.distributed as dist
 
-        run.groups[ranks] = dist.new_group(list(ranks))
+        opts = _nccl_options() if run.backend == "nccl" else None
+        kw = {"pg_options": opts} if opts is not None else {}
+        run.groups[ranks] = dist.new_group(list(ranks), **kw)
     return run.groups[ranks]
 
 
@@ -326,17 +349,50 @@ class TorchCollectives:
     def psum(self, x):
         return self._reduce(x, "sum")
 
-    def psum_flat(self, tensors):
+    def psum_flat(self, tensors, async_op: bool = False):
         """The sums over the axis of several torch tensors of one dtype, as one reduction: the
-        flat concatenation of their sums (one ``all_reduce``; bool by its own path)."""
+        flat concatenation of their sums (one ``all_reduce``; bool by its own path). With
+        ``async_op``: ``(flat, work)``, the reduction started (``work.wait()`` makes the calling
+        stream, or on gloo the calling thread, wait for it; None when it already finished)."""
         import torch
         import torch.distributed as dist
 
         flat = torch.cat([t.reshape(-1) for t in tensors])
         if flat.dtype == _torch_bool():
-            return self._reduce(flat, "sum")
-        dist.all_reduce(flat, group=self.group)
-        return flat
+            out = self._reduce(flat, "sum")
+            return (out, None) if async_op else out
+        work = dist.all_reduce(flat, group=self.group, async_op=async_op)
+        return (flat, work) if async_op else flat
+
+    def psum_start(self, xs):
+        """Start the sums over the axis of ``xs`` (torch tensors, or NumPy arrays on gloo): one
+        ``all_reduce`` per dtype over the flat concatenation, issued without waiting (NCCL:
+        queued on its own stream after the work already queued on the calling stream, so the
+        caller's later kernels run beside it; gloo: on its own thread). Returns the handle
+        ``psum_done`` takes. What DDP's buckets do: a data-parallel step starts each bucket of
+        gradients as soon as the backward pass has produced it (``CollectiveStep``'s
+        ``psum_start``/``psum_done`` pair in a compiled program)."""
+        ts = [self._tensor(x, writable=False)[0] for x in xs]
+        by_dtype: dict = {}
+        for i, t in enumerate(ts):
+            by_dtype.setdefault(t.dtype, []).append(i)
+        pending = []
+        for idx in by_dtype.values():
+            flat, work = self.psum_flat([ts[i] for i in idx], async_op=True)
+            pending.append((idx, [ts[i].numel() for i in idx], flat, work))
+        return len(ts), pending
+
+    def psum_done(self, handle):
+        """Wait for the sums ``psum_start`` began (the calling stream waits on NCCL's; gloo
+        blocks) and return them: one flat torch tensor per operand, in the operands' order."""
+        n, pending = handle
+        out = [None] * n
+        for idx, sizes, flat, work in pending:
+            if work is not None:
+                work.wait()
+            for i, piece in zip(idx, flat.split(sizes)):
+                out[i] = piece
+        return out
 
     def pmax(self, x):
         return self._reduce(x, "max")

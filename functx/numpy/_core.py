@@ -21,6 +21,7 @@ from functx.control import associative_scan as _ascan
 from functx.control.sort import sort as _lax_sort
 from functx.core import ShapedArray
 from functx.errors import (
+    ConcretizationError,
     FunctxArgumentError,
     FunctxError,
     FunctxIndexError,
@@ -134,6 +135,8 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
     if _is_array(a):
         out = a if dtype is None else astype(a, dtype)
         return out if device is None else _placed(out, device)
+    if a is None:  # (also a None inside a list: stack_nested comes here for it)
+        raise FunctxValueError(f"None is not a valid value for jnp.array{_loc()}")
     try:
         out = Array.from_value(a, None if dtype is None else _dt(dtype, None, "asarray"))
     except FunctxError:
@@ -197,6 +200,16 @@ def _dt(dtype, default=_DEFAULT_FLOAT, op="functx.numpy"):
     return _v.dtype(dtype, op, default=default)
 
 
+def _shape_hint(op, shape, dtype):
+    """JAX's TypeError, with its hint, for ``jnp.zeros(2, 3)`` (an int where the dtype goes)."""
+    if isinstance(dtype, (int, np.integer)) and not isinstance(dtype, (bool, np.bool_)):
+        raise FunctxTypeError(
+            f"{op}: cannot interpret {dtype!r} as a dtype. Did you accidentally write "
+            f"`jax.numpy.{op}({shape!r}, {dtype!r})` when you meant "
+            f"`jax.numpy.{op}(({shape!r}, {dtype!r}))`, the shape as one tuple?{_loc()}"
+        )
+
+
 def zeros(shape, dtype=None, *, device=None):
     """An array of zeros, as ``jnp.zeros``.
 
@@ -212,6 +225,7 @@ def zeros(shape, dtype=None, *, device=None):
       [[0. 0. 0.]
        [0. 0. 0.]]
     """
+    _shape_hint("zeros", shape, dtype)
     if device is None:
         return ops.full(_shape(shape, "zeros"), 0, _dt(dtype, op="zeros"))
     return _made_on(device, ops.full, _shape(shape, "zeros"), 0, _dt(dtype, op="zeros"))
@@ -231,6 +245,7 @@ def ones(shape, dtype=None, *, device=None):
       >>> print(jnp.ones(3, "int32"))
       [1 1 1]
     """
+    _shape_hint("ones", shape, dtype)
     if device is None:
         return ops.full(_shape(shape, "ones"), 1, _dt(dtype, op="ones"))
     return _made_on(device, ops.full, _shape(shape, "ones"), 1, _dt(dtype, op="ones"))
@@ -251,6 +266,7 @@ def empty(shape, dtype=None, *, device=None):
       >>> print(jnp.empty(2))
       [0. 0.]
     """
+    _shape_hint("empty", shape, dtype)
     return zeros(shape, _dt(dtype, op="empty"), device=device)
 
 
@@ -405,6 +421,18 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
       >>> jnp.arange(1, 7, 2)
       Array([1, 3, 5], dtype=int32)
     """
+    names = ("stop",) if stop is None and step is None else ("start", "stop", "step")
+    for name, v in zip(names, (start, stop, step)):
+        if isinstance(v, Tracer):
+            raise ConcretizationError(
+                f"arange needs concrete values, got a traced array {v.aval.str_short()}: It arose "
+                f"in the jnp.arange argument '{name}'; mark it static (static_argnums){_loc()}"
+            )
+    if [v for v in (start, stop, step) if not isinstance(v, Tracer) and np.iscomplexobj(v)]:
+        raise FunctxValueError(  # (JAX's class and words: they are matched by its tests)
+            f"arange: Passing complex start/stop/step to jnp.arange is no longer supported "
+            f"(JAX 0.10); got {start!r}, {stop!r}, {step!r}{_loc()}"
+        )
     start = _v.number(start, "arange", "start")
     stop = None if stop is None else _v.number(stop, "arange", "stop")
     step = None if step is None else _v.number(step, "arange", "step")
@@ -542,6 +570,9 @@ def _array_k(k, op):
 def _nmk(N, M, k, dtype, op):
     """eye/tri's sizes and diagonal checked: non-negative ints (M defaults to N) whose product
     fits, an int ``k`` (clamped into int32's range, where it selects the same entries)."""
+    for name, v in (("N", N), ("M", M)):
+        if isinstance(v, Tracer):
+            _v.shape(v, op, name)  # (JAX's TypeError for a traced shape)
     N = _v.integer(N, op, "N", minimum=0)
     M = N if M is None else _v.integer(M, op, "M", minimum=0)
     k = _v.integer(k, op, "k")
@@ -859,8 +890,9 @@ def broadcast_to(x, shape):
         return x
     n = len(shape) - av.ndim
     if n < 0 or builtins.any(s not in (1, t) for s, t in zip(av.shape, shape[n:])):
-        raise FunctxArgumentError(  # (JAX raises ValueError)
-            f"broadcast_to: incompatible shapes for broadcasting: {av.str_short()} and requested "
+        what = "Cannot broadcast to shape with fewer dimensions" if n < 0 else "Incompatible"
+        raise FunctxArgumentError(  # (JAX raises ValueError; its words, which its tests match)
+            f"broadcast_to: {what}: shapes for broadcasting: {av.str_short()} and requested "
             f"shape {shape}{_loc()}"
         )
     return ops.broadcast_in_dim(x, shape, tuple(range(n, len(shape))))
@@ -2062,6 +2094,11 @@ def hypot(x1, x2, /):
       Array([ 5., 10.], dtype=float32)
     """
     x1, x2 = _promote_float("hypot", x1, x2)
+    if _aval(x1).dtype in dtypes.COMPLEX:
+        raise FunctxValueError(
+            f"jnp.hypot is not well defined for complex-valued inputs: take abs(x) (or the real "
+            f"part) first{_loc()}"
+        )
     a, b = ops.abs(x1), ops.abs(x2)
     big, small = ops.max(a, b), ops.min(a, b)
     safe = where(ops.eq(big, _const(0, big)), _const(1, big), big)
@@ -2433,7 +2470,7 @@ def clip(arr=None, /, min=None, max=None):  # noqa: A002
         for t in (arr, min, max)
     ):
         raise FunctxValueError(
-            "clip received a complex value; complex values have no ordering and cannot be "
+            "clip received a complex value. Complex values have no ordering and cannot be "
             f"clipped (take jnp.real or jnp.imag first){_loc()}"
         )
     if min is not None:
@@ -3521,7 +3558,8 @@ def expand_dims(a, axis):
     n = _aval(a).ndim + len(axes)
     dims = sorted(_canon_axis(d, n, "expand_dims axis") for d in axes)
     if len(set(dims)) != len(dims):
-        raise FunctxTypeError(f"expand_dims: repeated axis in {axis}{_loc()}")
+        # (a ValueError, as JAX's)
+        raise FunctxArgumentError(f"expand_dims: repeated axis in {axis}{_loc()}")
     return ops.expand_dims(a, tuple(dims))
 
 
@@ -4360,9 +4398,11 @@ def pad(array, pad_width, mode="constant", **kwargs):
       pad_width: an int, a ``(before, after)`` pair, or one pair per axis (non-negative).
       mode: ``'constant'``, ``'edge'``, ``'wrap'``, ``'reflect'``, ``'symmetric'``,
         ``'linear_ramp'``, ``'maximum'``, ``'minimum'``, ``'mean'``, ``'median'`` or
-        ``'empty'`` (zeros, as in JAX).
-      kwargs: the mode's keywords: ``constant_values`` (``'constant'``: the fill value, a
-        scalar, a pair or one pair per axis; default 0), ``reflect_type``
+        ``'empty'`` (zeros, as in JAX), or a function ``mode(vector, (before, after), axis,
+        kwargs)`` returning each 1-D slice padded (NumPy's form; the slices start zero-padded).
+      kwargs: the mode's keywords (a function mode gets them all): ``constant_values``
+        (``'constant'``: the fill value, a scalar, a pair or one pair per axis; default 0),
+        ``reflect_type``
         (``'reflect'``/``'symmetric'``: ``'even'`` or ``'odd'``), ``stat_length``
         (the statistic modes: how many edge elements, default all), ``end_values``
         (``'linear_ramp'``: where the ramps start, default 0).
@@ -4380,10 +4420,28 @@ def pad(array, pad_width, mode="constant", **kwargs):
     array = asarray(array) if not _is_array(array) else array
     av = _aval(array)
     pw = _pad_width(pad_width, av)
+    if callable(mode):  # NumPy's function form: mode(vector, (before, after), axis, kwargs)
+        out = _pad_constant(array, pw, 0)
+        for ax in range(av.ndim):
+            out = PAD_WITH_FUNCTION["apply_along_axis"](mode, ax, out, pw[ax], ax, kwargs)
+        return out
     if not isinstance(mode, str) or mode not in _PAD_MODES:
-        raise FunctxValueError(
-            f"pad: unknown mode {mode!r}; the modes are {', '.join(map(repr, _PAD_MODES))}{_loc()}"
+        raise UnsupportedError(  # (JAX's class, a NotImplementedError, and its words)
+            f"Unimplemented padding mode '{mode}' for np.pad. The modes are "
+            f"{', '.join(map(repr, _PAD_MODES))}, or a function{_loc()}"
         )
+    out = _pad(array, av, pw, mode, kwargs)
+    if av.weak_type and not _aval(out).weak_type:  # (the statistic modes: JAX's stays weak)
+        out = ops.convert_element_type(out, _aval(out).dtype, weak_type=True)
+    return out
+
+
+# numpy._extra's apply_along_axis (it builds on vmap, above this module), for pad's function mode;
+# numpy._extra fills it at import
+PAD_WITH_FUNCTION: dict = {}
+
+
+def _pad(array, av, pw, mode, kwargs):
     allowed = {
         "constant": {"constant_values"},
         "linear_ramp": {"end_values"},
@@ -4499,10 +4557,10 @@ def take(
     if iv.dtype not in dtypes.INTEGERS:
         raise FunctxTypeError(f"take: indices must be integers, got {iv.str_short()}{_loc()}")
     n = av.shape[axis]
-    if mode != "fill" and n == 0 and iv.size:
+    if n == 0 and iv.size:  # (every mode, as JAX's: 'fill' too)
         raise FunctxIndexError(
-            f"take: cannot take {iv.str_short()} from the empty axis {axis} "
-            f"of {av.str_short()} with mode={mode!r}{_loc()}"
+            f"take: cannot do a non-empty jnp.take() ({iv.str_short()}) from the empty axis "
+            f"{axis} of {av.str_short()}{_loc()}"
         )
     if mode == "clip" and n:
         # NumPy and JAX clip the raw index into [0, n): -1 gives the first element, not the last.
@@ -4653,8 +4711,8 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     if _canon_axis(axis1, av.ndim, "diagonal axis1") == _canon_axis(
         axis2, av.ndim, "diagonal axis2"
     ):
-        raise FunctxValueError(
-            f"diagonal: axis1 and axis2 must differ, got {axis1} and {axis2}{_loc()}"
+        raise FunctxArgumentError(  # (JAX: TypeError from diagonal, ValueError from trace)
+            f"diagonal: axis1 and axis2 can not be same: got {axis1} and {axis2}{_loc()}"
         )
     a = moveaxis(
         a,
@@ -4767,7 +4825,7 @@ def meshgrid(*xi, indexing="xy", sparse=False):
 
 # --- products ------------------------------------------------------------------------------------
 def _promote_dot(name, a, b):
-    a, b = (asarray(x) if not _is_array(x) else x for x in (a, b))
+    a, b = (_arraylike(x, name, i) for i, x in enumerate((a, b)))  # (lists: JAX's TypeError)
     a, b = _promote_only(a, b)
     return a, b
 
@@ -5017,22 +5075,29 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     """
     a, b = _promote_dot("tensordot", a, b)
     av, bv = _aval(a), _aval(b)
-    if _v.is_int_like(axes):
+    if _v.is_int_like(axes) and not isinstance(axes, (str, bytes)):
         axes = _v.integer(axes, "tensordot", "axes", minimum=0)
         if axes > builtins.min(av.ndim, bv.ndim):
-            raise FunctxValueError(
-                f"tensordot: axes={axes} is more than the rank of "
-                f"{av.str_short()} or {bv.str_short()}{_loc()}"
+            raise FunctxArgumentError(  # (a TypeError, as JAX's; its words, which tests match)
+                f"tensordot: Number of tensordot axes (axes={axes}) exceeds input ranks "
+                f"({av.str_short()} and {bv.str_short()}){_loc()}"
             )
         axes = (tuple(range(av.ndim - axes, av.ndim)), tuple(range(axes)))
     if not isinstance(axes, (tuple, list)) or len(axes) != 2:
         raise FunctxTypeError(
-            f"tensordot: axes must be an int or a pair of axis sequences, got {axes!r}{_loc()}"
+            f"tensordot axes argument must be an int, a pair of ints, or a pair of lists/tuples "
+            f"of ints; got {axes!r}{_loc()}"
         )
+    for x in axes:
+        if isinstance(x, (str, bytes)):
+            raise FunctxTypeError(
+                f"tensordot requires both axes lists to be either ints, tuples or lists, got "
+                f"{axes[0]!r} and {axes[1]!r}{_loc()}"
+            )
     ax_a, ax_b = (_v.axis_seq(x, "tensordot", "axes") for x in axes)
     if len(ax_a) != len(ax_b):
-        raise FunctxValueError(
-            f"tensordot: the axes {ax_a} and {ax_b} must have the same length{_loc()}"
+        raise FunctxArgumentError(  # (a TypeError, as JAX's)
+            f"tensordot requires axes lists to have equal length, got {ax_a} and {ax_b}{_loc()}"
         )
     ax_a = tuple(_canon_axis(x, av.ndim, "tensordot axis") for x in ax_a)
     ax_b = tuple(_canon_axis(x, bv.ndim, "tensordot axis") for x in ax_b)

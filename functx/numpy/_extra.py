@@ -935,6 +935,9 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
     return func(arr)
 
 
+jnp.PAD_WITH_FUNCTION["apply_along_axis"] = apply_along_axis
+
+
 def apply_over_axes(func, a, axes):
     """Apply ``func(a, axis)`` repeatedly, once per axis, keeping the rank.
 

@@ -263,8 +263,8 @@ def iscomplexobj(x):
     if x is None or isinstance(x, (bool, int, float, str, np.generic)):
         return False
     dt = getattr(x, "dtype", None)
-    if dt is None:
-        dt = np.asarray(x).dtype
+    if dt is None:  # (a list may hold tracers: under jit, say)
+        dt = jnp._aval(jnp.asarray(x)).dtype
     return np.issubdtype(dt, np.complexfloating)
 
 
@@ -388,9 +388,9 @@ def right_shift(x1, x2, /):
 # --- NaN-ignoring reductions ----------------------------------------------------------------------
 def _nan_mask(a, where):
     a = _arr(a)
-    if np.dtype(jnp._aval(a).dtype) not in dtypes.FLOATS:
+    if np.dtype(jnp._aval(a).dtype) not in dtypes.FLOATS + dtypes.COMPLEX:
         return a, where
-    keep = jnp.logical_not(jnp.isnan(a))
+    keep = jnp.logical_not(jnp.isnan(a))  # (complex: NaN in either part, as JAX's)
     return a, keep if where is None else jnp.logical_and(keep, where)
 
 
@@ -555,7 +555,11 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
         mean = nanmean(a, axis, keepdims=True, where=keep)
     # zero the excluded entries before squaring, so that their NaNs never reach the gradient
     c = jnp.where(keep, a - jnp.astype(_arr(mean), acc), jnp.zeros((), acc))
-    s = jnp.sum(c * c, axis, keepdims=keepdims)
+    if acc in dtypes.COMPLEX:  # |c|^2, in the real dtype (as JAX's; c * c was wrong)
+        c, acc = (lax.real(c), lax.imag(c)), dtypes.REAL_OF[acc]
+        s = jnp.sum(c[0] * c[0] + c[1] * c[1], axis, keepdims=keepdims)
+    else:
+        s = jnp.sum(c * c, axis, keepdims=keepdims)
     dof = jnp.sum(jnp.astype(keep, acc), axis, keepdims=keepdims) - np.asarray(ddof, acc)
     ok = dof > np.asarray(0, acc)
     out = jnp.where(ok, s / jnp.where(ok, dof, jnp.ones((), acc)), jnp.full((), np.nan, acc))
@@ -655,7 +659,7 @@ def nancumsum(a, axis=None, dtype=None, out=None):
     """
     jnp._no_out(out, "nancumsum")
     a = _arr(a)
-    if np.dtype(jnp._aval(a).dtype) in dtypes.FLOATS:
+    if np.dtype(jnp._aval(a).dtype) in dtypes.FLOATS + dtypes.COMPLEX:  # (complex: as JAX's)
         a = jnp.where(jnp.isnan(a), jnp.zeros((), jnp._aval(a).dtype), a)
     return jnp.cumsum(a, axis, dtype)
 
@@ -678,7 +682,7 @@ def nancumprod(a, axis=None, dtype=None, out=None):
     """
     jnp._no_out(out, "nancumprod")
     a = _arr(a)
-    if np.dtype(jnp._aval(a).dtype) in dtypes.FLOATS:
+    if np.dtype(jnp._aval(a).dtype) in dtypes.FLOATS + dtypes.COMPLEX:  # (complex: as JAX's)
         a = jnp.where(jnp.isnan(a), jnp.ones((), jnp._aval(a).dtype), a)
     return jnp.cumprod(a, axis, dtype)
 
@@ -1462,6 +1466,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
       [[ 1. -1.]
        [-1.  1.]]
     """
+    _inexact_dtype("cov", dtype)
     if y is not None:
         m, y = jnp._promote_only(_arr(m), _arr(y), kind="inexact")
     else:
@@ -1504,7 +1509,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         avg = jnp.mean(X, 1)
         fact = jnp.asarray(np.asarray(n - ddof, dt))
         Xc = X - avg[:, None]
-        c = jnp.matmul(Xc, Xc.T)
+        c = jnp.matmul(Xc, _conj(Xc).T)
     else:
         wsum = jnp.sum(w)
         avg = jnp.sum(X * w, 1) / wsum
@@ -1515,8 +1520,12 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         else:
             fact = wsum - ddof * jnp.sum(w * aw) / wsum
         Xc = X - avg[:, None]
-        c = jnp.matmul(Xc, (Xc * w).T)
+        c = jnp.matmul(Xc, _conj(Xc * w).T)
     return jnp.squeeze(c / fact)
+
+
+def _conj(x):
+    return lax.conj(x) if jnp._aval(x).dtype in dtypes.COMPLEX else x
 
 
 def corrcoef(x, y=None, rowvar=True, dtype=None):
@@ -1536,12 +1545,24 @@ def corrcoef(x, y=None, rowvar=True, dtype=None):
       [[1. 1.]
        [1. 1.]]
     """
+    _inexact_dtype("corrcoef", dtype)
     c = cov(x, y, rowvar, dtype=dtype)
     if jnp._aval(c).ndim == 0:
         return c / c
     d = jnp.diagonal(c)
     s = jnp.sqrt(d)
-    return jnp.clip(c / s[:, None] / s[None, :], -1, 1)
+    c = c / s[:, None] / s[None, :]
+    if jnp._aval(c).dtype in dtypes.COMPLEX:  # (real and imaginary parts clipped apart, as JAX)
+        return lax.complex(jnp.clip(lax.real(c), -1, 1), jnp.clip(lax.imag(c), -1, 1))
+    return jnp.clip(c, -1, 1)
+
+
+def _inexact_dtype(name, dtype):
+    """JAX's ValueError for an integer or bool computation dtype of cov/corrcoef."""
+    if dtype is not None and not jnp.issubdtype(dtype, np.inexact):
+        raise FunctxValueError(
+            f"{name}: dtype must be a subclass of float or complex; got dtype={dtype!r}{_loc()}"
+        )
 
 
 # --- index helpers --------------------------------------------------------------------------------
@@ -1868,6 +1889,11 @@ def rot90(m, k=1, axes=(0, 1)):
     """
     m = _arr(m)
     nd = jnp._aval(m).ndim
+    if nd < 2:
+        raise FunctxValueError(
+            f"rot90 requires its first argument to have ndim at least two, but got first "
+            f"argument of shape {jnp._aval(m).shape}{_loc()}"
+        )
     if len(axes) != 2:
         raise FunctxValueError(f"len(axes) must be 2.{_loc()}")
     k = _static_int(k, "k argument of jnp.rot90") % 4

@@ -101,12 +101,18 @@ def axes(ax, ndim, op, arg="axis", *, sort=True):
 def shape(s, op, arg="shape", *, dtype=None):
     """An int or a sequence of ints, each >= 0, whose size (in bytes, with ``dtype``) fits:
     a tuple of Python ints."""
-    if isinstance(s, (list, tuple)):
-        dims = tuple(integer(d, op, f"{arg} entry") for d in s)
-    elif isinstance(s, np.ndarray) and s.ndim == 1:
-        dims = tuple(integer(d, op, f"{arg} entry") for d in s)
-    else:
-        dims = (integer(s, op, arg),)
+    try:
+        if isinstance(s, (list, tuple)):
+            dims = tuple(integer(d, op, f"{arg} entry") for d in s)
+        elif isinstance(s, np.ndarray) and s.ndim == 1:
+            dims = tuple(integer(d, op, f"{arg} entry") for d in s)
+        else:
+            dims = (integer(s, op, arg),)
+    except FunctxTypeError as e:  # (JAX's first words, which its tests match)
+        raise FunctxTypeError(
+            f"Shapes must be 1D sequences of concrete values of integer type: {e}\nIf using "
+            f"`jit`, try using `static_argnums` or applying `jit` to smaller subfunctions."
+        ) from None
     if any(d < 0 for d in dims):
         raise FunctxArgumentError(f"{op}: {arg} {dims} has a negative dimension{_loc()}")
     check_size(dims, op, arg, dtype)

@@ -134,7 +134,16 @@ def _logistic(x):
     return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype)
 
 
+# Host kernels an eager row calls where a higher layer provides them (filled at import by
+# functx.lowering.cpp.hostmath; the rows fall back to NumPy without them): "rsqrt", XLA's CPU
+# rsqrt of float32/float64 (the processor's approximation and Newton steps where XLA uses them, not
+# rounded correctly), and "pow", libm's powf/pow per element (as XLA calls it).
+host_math: dict = {}
+
+
 def _rsqrt(x):
+    if x.dtype in (np.float32, np.float64) and "rsqrt" in host_math:
+        return host_math["rsqrt"](x)
     return 1 / np.sqrt(x)
 
 
@@ -215,7 +224,10 @@ def _pow(x, y):
     shape = np.broadcast_shapes(x.shape, y.shape)
     y = np.array(np.broadcast_to(y, shape), ndmin=1)
     if x.dtype in LOW_FLOATS:
-        out = np.power(x.astype(np.float32), y.astype(np.float32)).astype(x.dtype)
+        out = _pow(x.astype(np.float32), y.astype(np.float32)).astype(x.dtype)
+    elif x.dtype in (np.float32, np.float64) and "pow" in host_math:
+        # (libm itself: NumPy's own SIMD power on AVX-512 machines rounds some values otherwise)
+        out = host_math["pow"](np.broadcast_to(x, shape), y)
     else:
         out = np.power(x, y)
     return out.reshape(shape)
@@ -653,7 +665,7 @@ ROWS: tuple[Elementwise, ...] = (
         "float",
         _rsqrt,
         lambda ops, x, ans: ops.mul(ops.div(ans, x), -0.5),
-        "(({ct})1 / fx::sqrt({0}))",
+        "fx::rsqrt",  # (the prelude's: XLA's sequence, functx.lowering.cpp.hostmath)
         _tl_rsqrt,
     ),
     _u(

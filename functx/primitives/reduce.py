@@ -26,7 +26,7 @@ import numpy as np
 
 from functx import dtypes
 from functx.core import ShapedArray
-from functx.errors import FunctxOverflowError
+from functx.errors import FunctxArgumentError, FunctxOverflowError
 from functx.primitives.base import LOW_FLOATS, check_axes, err, prim
 from functx.source_info import where
 
@@ -154,6 +154,9 @@ def _reduce_eval(name, kinds):
 def _reduce_impl(name):
     def impl(x, *, axes):
         axes = tuple(axes)
+        if all(x.shape[a] == 1 for a in axes):
+            # one element per output: that element (XLA's simplification, so -0.0 stays -0.0)
+            return np.reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes))
         low = x.dtype in LOW_FLOATS
         xc = x.astype(np.float32) if low else x
         with np.errstate(all="ignore"):
@@ -199,7 +202,10 @@ def _argreduce_eval(name):
         if len(axes) != 1:
             err(f"{name} reduces exactly one axis, got axes={axes}")
         if x.shape[axes[0]] == 0:
-            err(f"{name}: cannot take the {name[3:]} of an empty axis {axes[0]} of {x.str_short()}")
+            raise FunctxArgumentError(  # (a ValueError, as JAX's; its words, which tests match)
+                f"{name}: attempt to get {name} of an empty sequence (axis {axes[0]} of "
+                f"{x.str_short()}){where()}"
+            )
         if x.dtype in dtypes.COMPLEX:
             err(f"{name} does not accept complex operands (no ordering), got {x.str_short()}")
         if index_dtype not in dtypes.INTEGERS:

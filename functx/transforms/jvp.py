@@ -679,10 +679,10 @@ def bad_argument(what, args, kwargs=None):
             kind = "argument" if path[0] == 0 else "keyword argument"
             sub = "".join(f"[{k!r}]" for k in path[2:])
             cls = type(leaf)
-            tname = f"{getattr(cls, '__module__', '?')}.{getattr(cls, '__qualname__', cls)}"
             err = FunctxTypeError(
-                f"{what}: {kind} {path[1]!r}{sub} of type {tname} is not a valid functx type "
-                f"(an array, a Python scalar, or a pytree of them); pass arrays, or register the "
+                f"{what}: {kind} {path[1]!r}{sub}: '{str(leaf):.60}' of type {cls} is not a valid "
+                f"JAX type (functx takes arrays, Python scalars and pytrees of them); pass arrays, "
+                f"or register the "
                 f"class as a pytree node with functx.tree_util.register_pytree_node (or "
                 f"register_dataclass){where()}"
             )
@@ -714,15 +714,16 @@ def _check_tangent(p, t, path):
         ta = get_aval(t)
     if pa.shape != ta.shape:
         raise FunctxArgumentError(
-            f"jvp of {path}: primal and tangent arguments must have equal "
-            f"shapes; got primal {pa.str_short()} and tangent {ta.str_short()}"
+            f"jvp of {path}: jvp called with different primal and tangent shapes (they must "
+            f"have equal shapes); got primal {pa.str_short()} and tangent {ta.str_short()}"
             f"{where()}"
         )
     if not is_differentiable(pa):
         if ta.dtype != dtypes.float0:
             raise FunctxTypeError(
-                f"jvp of {path}: primal and tangent dtypes must be equal, or for an integer or "
-                f"bool primal the tangent dtype must be float0; got primal {pa.str_short()} and "
+                f"jvp of {path}: primal and tangent arguments to jax.jvp do not match: dtypes "
+                f"must be equal, or for an integer or bool primal the tangent dtype must be "
+                f"float0; got primal {pa.str_short()} and "
                 f"tangent {ta.str_short()} (use np.zeros(shape, functx.dtypes.float0)){where()}"
             )
         return t
@@ -730,8 +731,8 @@ def _check_tangent(p, t, path):
         return Array.from_value(np.asarray(t, pa.dtype))
     if ta.dtype != pa.dtype:
         raise FunctxTypeError(
-            f"jvp of {path}: primal and tangent dtypes must be equal; got "
-            f"primal {pa.str_short()} and tangent {ta.str_short()}{where()}"
+            f"jvp of {path}: primal and tangent arguments to jax.jvp do not match: dtypes must "
+            f"be equal; got primal {pa.str_short()} and tangent {ta.str_short()}{where()}"
         )
     return t
 
@@ -772,8 +773,8 @@ def trace_user_fun(fun, args: tuple, has_aux: bool = False, kwargs=None):
         if has_aux:
             if not isinstance(out, tuple) or len(out) != 2:
                 raise FunctxTypeError(
-                    f"{fun_name(fun)} has has_aux=True, so it must return a pair (output, aux); "
-                    f"it returned {type(out).__name__}{where()}"
+                    f"{fun_name(fun)} has has_aux=True, so it must return a pair, a two-element "
+                    f"tuple (output, aux); it returned {type(out).__name__}{where()}"
                 )
             out, aux = out
             aux_leaves, aux_tree = tree_flatten(aux)
@@ -863,14 +864,14 @@ def jvp(fun, primals, tangents, has_aux=False):
     fname = fun_name(fun)
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise FunctxTypeError(
-            f"jvp of {fname}: primals and tangents must be tuples or lists, got "
-            f"{type(primals).__name__} and {type(tangents).__name__}{where()}"
+            f"jvp of {fname}: primal and tangent arguments to jax.jvp must be tuples or lists; "
+            f"found {type(primals).__name__} and {type(tangents).__name__}{where()}"
         )
-    p_leaves, p_tree = tree_flatten(tuple(primals))
-    t_leaves, t_tree = tree_flatten(tuple(tangents))
+    p_leaves, p_tree = tree_flatten(primals)  # (as given: a tuple and a list differ, as in JAX)
+    t_leaves, t_tree = tree_flatten(tangents)
     if p_tree != t_tree:
         raise FunctxTypeError(
-            f"jvp of {fname}: primal and tangent arguments must have the same "
+            f"jvp of {fname}: primal and tangent arguments to jax.jvp must have the same "
             f"tree structure; got {p_tree} and {t_tree}{where()}"
         )
     arg_avals(f"jvp of {fname}", p_leaves, primals)

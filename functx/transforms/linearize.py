@@ -11,8 +11,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from functx.core import ClosedJaxpr, Jaxpr
-from functx.errors import FunctxTypeError
+import numpy as np
+
+from functx import dtypes
+from functx.core import ClosedJaxpr, Jaxpr, ShapedArray
+from functx.errors import FunctxArgumentError, FunctxTypeError
 from functx.interpreter import eval_jaxpr
 from functx.source_info import where
 from functx.tracing import get_aval, tree_flatten, tree_unflatten
@@ -64,16 +67,17 @@ def linearize_jaxpr(closed: ClosedJaxpr, nonzeros: tuple, n_out: int):
     return lin._replace(out_nz=out_nz)
 
 
-def linearize(fun, *primals):
+def linearize(fun, *primals, has_aux=False):
     """Evaluate ``fun`` and its linear map (jvp) at ``primals`` (``jax.linearize``); the returned
     function evaluates the jvp without recomputing the primal.
 
     Arguments:
       fun: a function of pytrees of float arrays.
       *primals: the point to linearize at, one value per positional argument of ``fun``.
+      has_aux: ``fun`` returns ``(out, aux)``; ``aux`` is returned as is, not linearized.
     Returns:
-      ``(fun(*primals), f_jvp)``; ``f_jvp(*tangents)`` takes one tangent per primal and returns
-      the output tangent.
+      ``(fun(*primals), f_jvp)`` (``(out, f_jvp, aux)`` with ``has_aux``); ``f_jvp(*tangents)``
+      takes one tangent per primal and returns the output tangent.
 
     Differences from JAX: outside ``jit`` and ``vmap``, a function that reads a concrete value (``if
     x > 0``, ``int(x)``) is traced abstractly, then again on tracers carrying the values: its Python
@@ -90,20 +94,22 @@ def linearize(fun, *primals):
         raise FunctxTypeError(
             f"linearize: expected a callable value, got {type(fun).__name__}{where()}"
         )
-    traced, leaves = trace_user_fun(fun, primals)
+    traced, leaves = trace_user_fun(fun, primals, has_aux)
     nonzeros = tuple(is_differentiable(get_aval(x)) for x in leaves)
     lin = linearize_jaxpr(traced.closed, nonzeros, traced.n_out)
     res = as_arrays(eval_jaxpr(lin.primal.jaxpr, lin.primal.consts, *leaves))
     n_out = len(traced.closed.out_avals)
     outs, residuals = res[:n_out], res[n_out:]
-    out_avals = traced.closed.out_avals
+    n = traced.n_out  # (the aux outputs follow; their tangents are not returned)
+    out_avals = traced.closed.out_avals[:n]
     # the linear map: a pytree (``tree_util.Partial``) whose leaves are the residuals, so it may
     # be returned from and passed to transformed functions, as JAX's; ``f_jvp.func.args[0]`` is
     # its linear Jaxpr (residuals and tangents in, output tangents out)
     linear = _LinearMap(
-        lin.linear, traced.in_tree, traced.out_tree, nonzeros, lin.out_nz, out_avals
+        lin.linear, traced.in_tree, traced.out_tree, nonzeros, lin.out_nz[:n], out_avals
     )
-    return tree_unflatten(traced.out_tree, outs), Partial(linear, list(residuals))
+    out = (tree_unflatten(traced.out_tree, outs[:n]), Partial(linear, list(residuals)))
+    return out + (tree_unflatten(traced.aux_tree, outs[n:]),) if has_aux else out
 
 
 class _LinearMap:
@@ -121,6 +127,7 @@ class _LinearMap:
                 f"linearize: tangents must have the structure of the primals, "
                 f"{in_tree}; got {t_tree}{where()}"
             )
+        _check_tangents(t_leaves, nonzeros, jaxpr.invars[len(residuals) :])
         ts = [t for t, nz in zip(t_leaves, nonzeros) if nz]
         t_out = iter(as_arrays(eval_jaxpr(jaxpr, [], *residuals, *ts)))
         touts = [
@@ -128,6 +135,32 @@ class _LinearMap:
             for nz, a in zip(out_nz, out_avals)
         ]
         return tree_unflatten(out_tree, touts)
+
+
+def _check_tangents(t_leaves, nonzeros, t_vars):
+    """JAX's ValueError for tangents whose types do not fit the primals: a float primal's
+    tangent has its shape and dtype (a Python float stands for any float dtype), an integer or
+    bool primal's is float0."""
+    t_vars = iter(t_vars)
+    for i, (t, nz) in enumerate(zip(t_leaves, nonzeros)):
+        if isinstance(t, np.ndarray) and t.dtype == dtypes.float0:
+            ta = ShapedArray(t.shape, dtypes.float0)
+        else:
+            ta = get_aval(t)
+        if nz:
+            want = next(t_vars).aval
+            ok = ta.shape == want.shape and (
+                ta.dtype == want.dtype or (isinstance(t, float) and want.dtype in dtypes.FLOATS)
+            )
+        else:
+            ok = ta.dtype == dtypes.float0
+        if not ok:
+            raise FunctxArgumentError(  # (a ValueError, as JAX's)
+                f"linearized function called on tangent values inconsistent with the original "
+                f"primal values: tangent {i} is {ta.str_short()}, expected "
+                f"{want.str_short() if nz else 'float0 (the primal is an integer or bool)'}"
+                f"{where()}"
+            )
 
 
 __all__ = [

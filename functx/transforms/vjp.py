@@ -15,7 +15,7 @@ import numpy as np
 
 from functx import dtypes, ops
 from functx.array import Array, is_python_scalar
-from functx.core import ClosedJaxpr, ShapedArray
+from functx.core import ClosedJaxpr, ShapedArray, Var
 from functx.errors import (
     ConcretizationError,
     FunctxArgumentError,
@@ -45,7 +45,7 @@ from functx.transforms.jvp import (
 from functx.transforms.linearize import linearize_jaxpr
 from functx.transforms.transpose import UndefinedPrimal, backward_pass
 from functx.transforms.vmap import vmap
-from functx.tree_util import Partial
+from functx.tree_util import register_pytree_node, tree_leaves
 
 _fun_name = fun_name
 
@@ -57,10 +57,10 @@ def _as_argnums(argnums, nargs, fname, what="grad"):
     for a in nums:
         if not -nargs <= a < nargs:
             raise ArgnumsError(
-                f"{what} of {fname}: argnums {argnums} is out of range for a "
-                f"call with {nargs} positional arguments (differentiating "
-                f"with respect to argnums={a} needs at least "
-                f"{a + 1 if a >= 0 else -a} positional arguments){where()}"
+                f"{what} of {fname}: argnums {argnums} is out of range for a call with {nargs} "
+                f"positional arguments: differentiating with respect to argnums={a} requires at "
+                f"least {a + 1 if a >= 0 else -a} positional arguments to be passed by the "
+                f"caller, but got only {nargs} positional arguments.{where()}"
             )
     nums = tuple(a % nargs for a in nums)
     if len(set(nums)) != len(nums):
@@ -110,6 +110,9 @@ def vjp(fun, *primals, has_aux=False):
       ``(fun(*primals), vjp_fun)`` (``(out, vjp_fun, aux)`` with ``has_aux``); ``vjp_fun(ct)`` takes
       a
       cotangent of the output's structure and returns a tuple of one cotangent per primal.
+      ``vjp_fun`` is a pytree of its residuals, JAX's ``VJP``: ``vjp_fun.args_res`` holds the
+      primal arguments the backward pass reads (``NotNeeded()`` for the others) and may be set,
+      ``vjp_fun.opaque_residuals`` the values computed in the forward pass.
 
     Differences from JAX: outside ``jit`` and ``vmap``, a function that reads a concrete value (``if
     x > 0``, ``int(x)``) is traced abstractly, then again on tracers carrying the values: its Python
@@ -129,8 +132,9 @@ def vjp(fun, *primals, has_aux=False):
     n_all = len(traced.closed.out_avals)
     outs, residuals = res[:n_all], res[n_all:]
     in_avals = [get_aval(x) for x in leaves]
-    # the pullback: a pytree (``tree_util.Partial``) whose leaves are the residuals, so it may be
-    # returned from and passed to transformed functions, as JAX's
+    # the pullback: a pytree whose leaves are the residuals, so it may be returned from and passed
+    # to transformed functions, as JAX's; residuals that are the primal inputs themselves are
+    # kept apart (``args_res``), as in JAX's input-saving VJP
     pullback = functools.partial(
         _pullback,
         traced,
@@ -140,11 +144,94 @@ def vjp(fun, *primals, has_aux=False):
         _fun_name(fun),
         getattr(fun, "__name__", type(fun).__name__),
     )
-    vjp_fun = Partial(pullback, list(residuals))
+    vjp_fun = _input_saving_vjp(pullback, lin, primals, leaves, residuals, n_all)
     primal_out = tree_unflatten(traced.out_tree, outs[: traced.n_out])
     if has_aux:
         return primal_out, vjp_fun, tree_unflatten(traced.aux_tree, outs[traced.n_out :])
     return primal_out, vjp_fun
+
+
+class NotNeeded:
+    """An entry of ``VJP.args_res`` for a primal input the backward pass does not read."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "NotNeeded()"
+
+    def __eq__(self, other):
+        return type(other) is NotNeeded
+
+    __hash__ = object.__hash__
+
+
+register_pytree_node(NotNeeded, lambda x: ((), None), lambda aux, xs: NotNeeded())
+
+
+class VJP:
+    """The function ``vjp`` returns (JAX's ``VJP``): call it with a cotangent of the output.
+
+    Its residuals are in two lists, its pytree leaves: ``args_res``, one entry per primal
+    argument (in the argument's structure, containers as tuples), holding that argument's values
+    where the backward pass reads them and ``NotNeeded()`` where it does not, and
+    ``opaque_residuals``, the values computed in the forward pass. Setting ``args_res`` (say to
+    ``None`` while the VJP is stored, and back to the inputs before it is called) is allowed,
+    as in JAX."""
+
+    __slots__ = ("fun", "spec", "args_res", "opaque_residuals", "__weakref__")
+
+    def __init__(self, fun, spec, args_res, opaque_residuals):
+        self.fun = fun  # functools.partial(_pullback, ...) taking (residuals, ct)
+        self.spec = spec  # per residual: (index, True) into args_res' leaves or (index, False)
+        self.args_res = args_res
+        self.opaque_residuals = opaque_residuals
+
+    jaxpr = property(lambda self: self.fun.args[3].linear, doc="the backward pass's linear Jaxpr")
+
+    def __call__(self, *cts):
+        args = tree_leaves(self.args_res, is_leaf=lambda x: isinstance(x, NotNeeded))
+        res = [args[i] if primal else self.opaque_residuals[i] for i, primal in self.spec]
+        for r in res:
+            if isinstance(r, NotNeeded) or r is None:
+                raise FunctxValueError(
+                    f"a VJP function of {self.fun.args[4]} was called with a residual missing "
+                    f"from args_res ({r!r}): put the primal inputs back first{where()}"
+                )
+        return self.fun(as_arrays(res), *cts)
+
+    def __repr__(self):
+        return f"VJP({self.fun.args[5]})"
+
+
+register_pytree_node(
+    VJP,
+    lambda v: ((v.args_res, v.opaque_residuals), (v.fun, v.spec)),
+    lambda aux, xs: VJP(aux[0], aux[1], xs[0], xs[1]),
+)
+
+
+def _tuptree(spec, it):
+    """The values of ``it`` in ``spec``'s structure, each container as a tuple (JAX's tuptree)."""
+    if spec.is_leaf():
+        return next(it)
+    return tuple(_tuptree(c, it) for c in spec.children())
+
+
+def _input_saving_vjp(pullback, lin, primals, leaves, residuals, n_all):
+    jaxpr = lin.primal.jaxpr
+    position = {v: i for i, v in enumerate(jaxpr.invars)}
+    used, spec, opaque = set(), [], []
+    for v, r in zip(jaxpr.outvars[n_all:], residuals):
+        i = position.get(v) if isinstance(v, Var) else None
+        if i is None:
+            spec.append((len(opaque), False))
+            opaque.append(r)
+        else:
+            used.add(i)
+            spec.append((i, True))
+    flat = iter([x if i in used else NotNeeded() for i, x in enumerate(leaves)])
+    args_res = [_tuptree(s, flat) for s in tree_flatten(tuple(primals))[1].children()]
+    return VJP(pullback, tuple(spec), args_res, opaque)
 
 
 _VJP_ARGS = """
@@ -164,16 +251,23 @@ def _pullback(traced, in_avals, nonzeros, lin, fname, name, residuals, *cts):
     out_avals = traced.closed.out_avals
     ct_leaves, ct_tree = tree_flatten(ct)
     if ct_tree != traced.out_tree:
-        raise FunctxTypeError(
-            f"vjp of {fname}: the cotangent must have the structure of the primal output, "
-            f"{traced.out_tree}; got {ct_tree}{where()}"
+        raise FunctxArgumentError(  # (a ValueError, as JAX's)
+            f"vjp of {fname}: unexpected tree structure: the cotangent must have the "
+            f"structure of the primal output, {traced.out_tree}; got {ct_tree}{where()}"
         )
     for i, (c, a) in enumerate(zip(ct_leaves, out_avals)):
         ca = get_aval(c)
         if ca.shape != a.shape:
             raise FunctxArgumentError(
-                f"vjp of {fname}: cotangent leaf {i} has shape {ca.str_short()}, the primal "
-                f"output has {a.str_short()}{where()}"
+                f"unexpected JAX type (shape) for the argument of the VJP function of {fname}: "
+                f"cotangent leaf {i} has shape {ca.str_short()}, the primal output has "
+                f"{a.str_short()}{where()}"
+            )
+        if a.dtype != ca.dtype and ca.dtype in dtypes.FLOATS and not is_python_scalar(c):
+            raise FunctxArgumentError(  # (a ValueError, as JAX's)
+                f"unexpected JAX type (dtype) for the argument of the VJP function of {fname}: "
+                f"cotangent leaf {i} is {ca.str_short()}, the primal output is "
+                f"{a.str_short()}{where()}"
             )
         if a.dtype in dtypes.FLOATS and ca.dtype not in dtypes.FLOATS and not is_python_scalar(c):
             raise FunctxValueError(
@@ -284,8 +378,8 @@ def _check_holomorphic_input(what, av, holomorphic, where_text):
 def _check_grad_output(traced, fname, holomorphic=False):
     if traced.n_out != 1 or traced.out_tree != tree_flatten(0.0)[1]:
         raise FunctxTypeError(
-            f"Gradient only defined for scalar-output functions; {fname} "
-            f"returned a {traced.out_tree}{where()}"
+            f"Gradient only defined for scalar-output functions. Output was a "
+            f"{traced.out_tree} ({fname}){where()}"
         )
     a = traced.closed.out_avals[0]
     if a.shape != ():

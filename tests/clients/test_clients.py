@@ -8,6 +8,11 @@ only its import lines rewritten (``import jax`` -> ``import functx as jax`` and 
 loaded with the same rewrite. Nothing else changes: data are synthetic and step counts small,
 which each program states in its docstring.
 
+A program whose JAX run is mostly XLA compiles of single eager operations (one each, with
+``JAX_REFERENCE_UNDER_JIT = True``) has its JAX reference computed as ``jax.jit(main)()``: one
+compile, the same values up to rounding, the same dtypes and bits (JAX's jit and eager agree);
+the functx run stays the program as written, eager.
+
 The comparison: the same tree structure, the same dtype for every leaf, integer and boolean
 leaves (random bits, argmaxes, counts) equal, floating leaves equal to the program's ``RTOL`` /
 ``ATOL``. Each run starts with ``jax_enable_x64`` off in both libraries (their default; a program
@@ -88,6 +93,8 @@ def run_program(path: pathlib.Path, *, with_functx: bool):
     module = types.ModuleType(f"client_{path.stem}_{'functx' if with_functx else 'jax'}")
     module.__file__ = str(path)
     exec(compile(src, str(path), "exec"), module.__dict__)
+    if not with_functx and getattr(module, "JAX_REFERENCE_UNDER_JIT", False):
+        return jax.jit(module.main)(), module
     return module.main(), module
 
 

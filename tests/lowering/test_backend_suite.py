@@ -1448,6 +1448,8 @@ def test_suite_covers_every_lowering():
     seen |= {"custom_vmap_call"}  # jit of custom_vmap: tests/test_jax_api_fixes.py
     # shard_map over processes (its boundary and block primitives, jitted): test_distributed.py
     seen |= {"shard_map_block", "shard_map_boundary"}
+    # flash attention (jit on a GPU only): tests/transforms/test_attention.py
+    seen |= {"flash_attention", "flash_attention_bwd"}
     lowered = {p.name for p in lower.lowerings}
     # custom_jvp_call / custom_vjp_call are exercised by the custom-derivative test below
     missing = sorted(lowered - seen - {"custom_jvp_call", "custom_vjp_call"})

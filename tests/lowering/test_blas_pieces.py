@@ -48,3 +48,38 @@ def _openblas_threads():
     fn = getattr(ctypes.CDLL(path), get)
     fn.restype = ctypes.c_int
     return fn()
+
+
+def test_blas_pieces_span_at_least_256():
+    """The MLP step's 128x784 @ 784x1024 is cut into 4 column pieces of 256, not 16 of 64: each
+    piece repacks all of A (``dot._BLAS_PIECE_SPAN``)."""
+    a = np.ones((128, 784), np.float32)
+    b = np.ones((784, 1024), np.float32)
+    src = functx.jit(lambda x, y: x @ y).lower(a, b).as_text()
+    assert "q < 4LL" in src and "p * 1024LL / 4LL" in src
+
+
+def test_matmul_cpu_library_harness(monkeypatch, capsys):
+    """``benchmarks/matmul_cpu.py --libs``'s C harness calls NumPy's OpenBLAS through its cblas
+    entry point uncut and cut into pieces, both operand layouts, and checks each product against
+    float64 (its assertion) before reporting GFLOP/s."""
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).parents[2] / "benchmarks" / "matmul_cpu.py"
+    spec = importlib.util.spec_from_file_location("matmul_cpu_bench", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    shapes = [("nn", 48, 96, 40, False, False), ("tt", 96, 48, 40, True, True)]
+    monkeypatch.setattr(bench, "MLP_GEMMS", shapes)
+    before = _openblas_threads()
+    try:
+        bench._one_library("numpy", 1, ["1", "2x2", "2x8"])
+    finally:  # (the harness leaves NumPy's OpenBLAS on one thread)
+        import ctypes
+
+        path, set_, _ = dot.blas_threads()
+        getattr(ctypes.CDLL(path), set_)(before)
+    assert _openblas_threads() == before
+    out = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("RESULT ")]
+    assert len(out) == 6 and all(float(ln.split("|")[3]) > 0 for ln in out)

@@ -64,11 +64,14 @@ def _check(xs, ws, kw, dt, tol, steps=3):
 def test_conv2d_forward_and_gradients_as_cudnn_steps():
     kw = dict(window_strides=(1, 1), padding="SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
     found = _check((2, 5, 6, 3), (3, 3, 3, 4), kw, np.float64, 1e-12)
-    # 'SAME': the forward and kernel-gradient steps read x itself, cuDNN pads it
-    assert sorted((s.kind, s.src[3]) for s in found) == [
-        ("dw", (1, 1)),
-        ("dx", (0, 0)),
-        ("fwd", (1, 1)),
+    # 'SAME': every step works on x's own buffers, cuDNN pads: the forward and kernel-gradient
+    # steps read x, the data-gradient step writes x's gradient (a forward convolution of the
+    # cotangent with the reversed taps), no pad or crop kernel around them
+    got = sorted((s.kind, s.io[0], s.io[3], s.flip(), s.first) for s in found)
+    assert got == [
+        ("dw", (5, 6), (1, 1), False, False),
+        ("dx", (5, 6), (1, 1), True, False),
+        ("fwd", (5, 6), (1, 1), False, False),
     ]
 
 
@@ -80,21 +83,44 @@ def test_strided_dilated_convs_default_mode():
             rhs_dilation=(1, 2),
             dimension_numbers=("NCHW", "OIHW", "NCHW"),
         )
-        _check((2, 3, 7, 6), (4, 3, 2, 2), kw, np.float32, 1e-4)
+        found = _check((2, 3, 7, 6), (4, 3, 2, 2), kw, np.float32, 1e-4)
+        assert [s.flip() for s in found if s.kind == "dx"] == [False]  # (strided: dgrad)
+        # NCHW: the steps read and write the channels-first arrays (no transposes around them)
+        assert all(s.first for s in found)
         kw1 = dict(window_strides=(2,), padding=[(2, 1)], dimension_numbers=("NWC", "WIO", "NWC"))
-        _check((2, 9, 3), (3, 3, 2), kw1, np.float32, 1e-4)
+        found = _check((2, 9, 3), (3, 3, 2), kw1, np.float32, 1e-4)
+        # uneven padding: the data gradient is P's, the window of x copied out in the step
+        assert [s.window for s in found if s.kind == "dx"] == [((2,), (9,))]
         # a grouped convolution (batched products) keeps its per-tap products
         kwg = dict(kw1, feature_group_count=3)
         _check((1, 6, 3), (2, 1, 3), kwg, np.float32, 1e-4, steps=0)
 
 
-def test_conv_step_any_tap_order():
-    # the step itself (NumPy in, torch on the CPU), taps listed out of grid order: a 2x2 kernel
-    # with dilation (1, 2) and strides (1, 2) over P (2, 5, 7, 3), against sums over the taps
+def test_conv1d_as_2d_and_uneven_padding():
+    # 1-D: torch sees a channels-last 2-D convolution of height 1. 'SAME' width 5 folds the pad
+    # and the crop; an uneven padding cannot be cuDNN's (one number per side), so the
+    # steps keep P (tested above); dilation 2 with 'SAME' reverses the taps with padding
+    # (k - 1) * d - 2 = 2
+    kw = dict(window_strides=(1,), padding="SAME", dimension_numbers=("NWC", "WIO", "NWC"))
+    found = _check((2, 11, 3), (5, 3, 4), kw, np.float64, 1e-12)
+    assert sorted((s.kind, s.io[0]) for s in found) == [
+        ("dw", (11,)),
+        ("dx", (11,)),
+        ("fwd", (11,)),
+    ]
+    kwd = dict(kw, rhs_dilation=(2,), dimension_numbers=("NCW", "OIW", "NCW"))
+    found = _check((1, 3, 10), (2, 3, 3), kwd, np.float64, 1e-12)
+    assert {s.kind: (s.io[3], s.first) for s in found}["dx"] == ((2,), True)
+
+
+def test_conv_step_layouts():
+    # the step itself (NumPy in, torch on the CPU): a 2x2 kernel with dilation (1, 2) and
+    # strides (1, 2) over P (2, 5, 7, 3), against sums over the taps; the kernel operand is
+    # (O, T, C), the kernel gradient (O, T, C)
     from functx.lowering.triton.conv import ConvStep
 
     p = RNG.standard_normal((2, 5, 7, 3))
-    offs = [(1, 2), (0, 0), (1, 0), (0, 2)]
+    offs = [(0, 0), (0, 2), (1, 0), (1, 2)]
     out_sp, st = (4, 2), (1, 2)
 
     def window(o):
@@ -105,12 +131,32 @@ def test_conv_step_any_tap_order():
     wins = [window(o).reshape(-1, 3) for o in offs]
     w = RNG.standard_normal((4, 3, 5))
     g = RNG.standard_normal((2 * 4 * 2, 5))
-    fwd = ConvStep("fwd", p.shape, out_sp, st, offs, None, 3, 5, p.dtype, False)
-    np.testing.assert_allclose(fwd(p, w)[0], sum(a @ k for a, k in zip(wins, w)), atol=1e-12)
-    slots = [2, 0, 3, 1]
-    dw = ConvStep("dw", p.shape, out_sp, st, offs, slots, 3, 5, p.dtype, False)
-    want = np.empty((4, 3, 5))
-    for a, s in zip(wins, slots):
-        want[s] = a.T @ g
-    np.testing.assert_allclose(dw(p, g)[0], want, atol=1e-12)
-    assert fwd.order is not None and dw.order is not None
+    fwd = ConvStep("fwd", p.shape, out_sp, st, offs, 3, 5, p.dtype, False)
+    got = fwd(p, w.transpose(2, 0, 1))[0]
+    np.testing.assert_allclose(got, sum(a @ k for a, k in zip(wins, w)), atol=1e-12)
+    dw = ConvStep("dw", p.shape, out_sp, st, offs, 3, 5, p.dtype, False)
+    want = np.stack([a.T @ g for a in wins])
+    np.testing.assert_allclose(dw(p, g)[0].transpose(1, 2, 0), want, atol=1e-12)
+    with pytest.raises(ValueError, match="not a grid"):
+        ConvStep("fwd", p.shape, out_sp, st, offs[::-1], 3, 5, p.dtype, False)
+
+
+def test_cudnn_format_of_the_steps_views():
+    # the format in which cuDNN may write a step's output itself (torch reads it from strides)
+    import torch
+
+    from functx.lowering.triton.conv import ConvStep, cudnn_format
+
+    cl, std = torch.channels_last, torch.contiguous_format
+    flat = torch.empty(2 * 5 * 6 * 3)
+    for first, fmt in ((False, cl), (True, std)):
+        step = ConvStep("fwd", (2, 5, 6, 3), (5, 6), (1, 1), [(0, 0), (0, 1)], 3, 3, "f4", 0)
+        step.first = first
+        img = step._view(flat, 2, 3, (5, 6))
+        w = step._view(torch.empty(3 * 3 * 2), 3, 3, (1, 2))
+        assert cudnn_format(torch, img, img, w) == fmt
+        one_d = step._view(flat, 2, 3, (30,))  # (a 1-D convolution: height 1)
+        assert one_d.shape == (2, 3, 1, 30) and cudnn_format(torch, one_d, one_d, one_d) == fmt
+    nchw = torch.empty(2, 3, 5, 6)
+    assert cudnn_format(torch, nchw, nchw.to(memory_format=cl), nchw) is None  # (mixed)
+    assert cudnn_format(torch, torch.empty(2, 1, 5, 6), nchw, nchw) is None  # (C = 1: either)

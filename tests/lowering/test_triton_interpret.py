@@ -47,7 +47,13 @@ DEVICE = "cuda" if GPU else "cpu"
 def interpreter(monkeypatch):
     """Triton's CPU interpreter for this test only (unless the tests run on a GPU)."""
     if not GPU:
+        from functx.devices import device as placement
+
         monkeypatch.setenv("TRITON_INTERPRET", "1")
+        # (an earlier test may have looked for GPUs without the interpreter: look again, and
+        # restore what it found afterwards)
+        monkeypatch.setattr(placement, "_gpu_list", placement._gpu_list or None)
+        monkeypatch.setattr(placement, "GPU_IN_USE", placement.GPU_IN_USE)
 
 
 FX = SimpleNamespace(
@@ -738,8 +744,9 @@ def test_cuda_graph_replays_match_direct_launches(mode):
         snaps.append([o.clone() for o in held[-1]])
     (state,) = exe._graphs.values()
     assert exe.use_graphs and not exe.graph_note, exe.graph_note  # no capture failed
-    if mode == "copy":
-        assert isinstance(state, tuple)  # static inputs, static outputs, the graph
+    if mode == "copy":  # every result is held: two hand-out instances, then copies
+        assert isinstance(state, rt.CopyGraphs) and state.copying is not None
+        assert len(state.handout) == rt.HANDOUT_INSTANCES
     if mode == "in place":
         graphs = state
         assert isinstance(graphs, rt.InPlaceGraphs) and graphs.captures >= 3, exe.graph_note
@@ -752,6 +759,16 @@ def test_cuda_graph_replays_match_direct_launches(mode):
         for got, s_, w_ in zip(outs, snap, want2 if 5 <= i < 8 or i >= 10 else want):
             torch.testing.assert_close(got, w_, rtol=1e-5, atol=1e-5, msg=f"{mode} call {i}")
             assert torch.equal(got, s_), (mode, i)  # unchanged by the calls after it
+    if mode == "copy":
+        del held, snaps, outs, snap, got, s_
+        ptrs = set()
+        for i in range(4):  # results dropped after each call: the hand-out instances alternate
+            out = exe(x2 if i % 2 else xt, wt)
+            ptrs.add(out[0].data_ptr())
+            for got, w_ in zip(out, want2 if i % 2 else want):
+                torch.testing.assert_close(got, w_, rtol=1e-5, atol=1e-5, msg=f"drop {i}")
+            del out
+        assert ptrs <= {h[0][0].data_ptr() for h in state.handout}, "no copy out"
 
 
 def test_large_pointwise_kernels_keep_reused_inputs_in_l2():

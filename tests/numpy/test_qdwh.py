@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import doctest
 
+import docutil
 import jax
 import numpy as np
 import pytest
@@ -92,10 +93,10 @@ def test_errors_vs_jax():
 def test_docstring_example():
     doc = FQ.__doc__
     assert all(s in doc for s in ("Arguments:", "Returns:", "Example:"))
-    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
     (t,) = doctest.DocTestFinder(recurse=False).find(FQ, "qdwh", globs={})
-    runner.run(t)
-    assert runner.failures == 0 and len(t.examples) > 0
+    assert len(t.examples) > 0
+    # (the example runs in tests/test_docstrings.py; any other example of it here)
+    assert docutil.run(FQ, "qdwh", globs={}).failed == 0
 
 
 def test_triton_interpreted_matches_eager(monkeypatch):

@@ -14,7 +14,13 @@ take (``schedule(dynamic)``). Measured with ``benchmarks/matmul_cpu.py --crossov
 (47 against 44, the call's cost). The per-sample-gradient MLP's 128x256 @ 256x256 went from
 12.4-15.9 ms (generated, OpenMP under load) to 0.21-0.25 ms (NumPy: 0.19-0.24 when its threads
 are idle). Without a way to set OpenBLAS's thread count (another BLAS), products up to 2^24
-multiply-adds stay generated code, as before."""
+multiply-adds stay generated code, as before.
+
+Which BLAS: ``benchmarks/matmul_cpu.py --libs`` measured the MLP SGD step's products on this
+machine (AMD Zen 3, AVX2; session 30, table in benchmarks/RESULTS.md). On one thread NumPy's
+OpenBLAS 0.3.31 and the newest scipy-openblas wheels (0.3.34, the same Haswell kernels) ran
+80-87 GFLOP/s, MKL 2026.2 35-77, JAX's own product 55-91, the blis wheel 10-18 (its detection
+falls back to generic kernels here). NumPy's OpenBLAS stays: no new dependency."""
 
 from __future__ import annotations
 
@@ -129,6 +135,17 @@ def render(prog, k: Kernel):
 _BLAS_PIECE = 1 << 22
 _BLAS_PIECES = 16
 
+# ... and each piece spans at least this many rows (or columns) of C where the product has more
+# than two pieces' worth: every piece repacks the whole operand the pieces share (B when rows
+# are cut, A when columns are), so a product of span S cut into P pieces repacks P/S times that
+# operand's size per multiply-add. OpenBLAS's instructions (callgrind, NumPy's OpenBLAS on one
+# thread, the MLP SGD step's products, 784-1024-1024-10 batch 128) against one uncut call:
+# 128x784 @ 784x1024 cut into 2 / 4 / 16 column pieces +0.4 / +0.7 / +11.5%, 128x1024 @
+# (1024x1024).T +0.8 / +2.8 / +10.5%; 16 pieces of 64 columns were what the step ran before.
+# The whole step with 4 pieces instead of 16: ~9% less CPU time, a third less packing (perf,
+# benchmarks/RESULTS.md, session 30).
+_BLAS_PIECE_SPAN = 256
+
 _THREADS_TYPES = "typedef void (*fx_blas_nt_set_t)(int);\ntypedef int (*fx_blas_nt_get_t)(void);\n"
 
 
@@ -161,17 +178,24 @@ def _blas_call(prog, node, blas, la, rb_, ta, tb, bsz, m, kk, nn, ct):
     next task while the program's OpenMP threads (the kernels around the product) want the same
     cores, and on a loaded machine a product waits for a descheduled worker. So, when the
     library's thread count can be set, the product is cut into pieces along its longer side
-    (rows of C, or columns), the program's OpenMP threads take the pieces (``schedule(dynamic)``:
-    a thread that is descheduled holds up one piece, not half the product) and OpenBLAS runs on
-    one thread for the duration of the kernel; the count it had is restored after it. Figures in
-    benchmarks/matmul_cpu.py and functx/_conv.py."""
+    (rows of C, or columns; at least ``_BLAS_PIECE_SPAN`` of them a piece beyond two pieces,
+    since each piece repacks the operand the pieces share), the program's OpenMP threads take
+    the pieces (``schedule(dynamic)``: a thread that is descheduled holds up one piece, not half
+    the product) and OpenBLAS runs on one thread for the duration of the kernel; the count it
+    had is restored after it. Figures in benchmarks/matmul_cpu.py and functx/_conv.py."""
     lda = m if ta else kk
     ldb = kk if tb else nn
     one = f"({ct})1, "
     zero = f"({ct})0, "
     work = bsz * m * nn * kk
     lib = blas_threads()
-    pieces = min(_BLAS_PIECES, max(1, work // _BLAS_PIECE), max(m, nn) // 16 or 1)
+    span = max(m, nn)  # the side cut (rows of C when m >= nn, else columns)
+    pieces = min(
+        _BLAS_PIECES,
+        max(1, work // _BLAS_PIECE),
+        max(2, span // _BLAS_PIECE_SPAN),
+        span // 16 or 1,
+    )
     if lib is None:
         return [
             f"    for (int64_t b = 0; b < {bsz}LL; ++b)",
@@ -190,13 +214,11 @@ def _blas_call(prog, node, blas, la, rb_, ta, tb, bsz, m, kk, nn, ct):
         b_off = "0"
         c_off = f"p0 * {nn}LL"
         mm, nnn = "(p1 - p0)", f"{nn}LL"
-        span = m
     else:
         a_off = "0"
         b_off = f"p0 * {kk}LL" if tb else "p0"
         c_off = "p0"
         mm, nnn = f"{m}LL", "(p1 - p0)"
-        span = nn
     parallel = pieces * bsz >= 2
     return [
         "    static const fx_blas_nt_set_t fx_bset ="

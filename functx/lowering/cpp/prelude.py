@@ -13,6 +13,7 @@ import re
 import numpy as np
 
 from functx import dtypes
+from functx.lowering.cpp.hostmath import CPP as _RSQRT
 from functx.primitives.elementwise import ROWS
 
 _PRELUDE_HEAD = r"""
@@ -90,7 +91,13 @@ static inline double tan(double x) { return fx_libm_tan(x); }
 """
 # (here: the FX_MATH lines of the rows not wrapped above, see _row_math)
 _PRELUDE_TAIL = r"""
-FX_MATH2(fmod) FX_LIBM2(pow) FX_LIBM2(atan2) FX_MATH2(nextafter) FX_MATH2(copysign)
+FX_MATH2(fmod) FX_LIBM2(atan2) FX_MATH2(nextafter) FX_MATH2(copysign)
+// pow: glibc's scalar powf/pow for every element, as XLA's CPU calls them (libmvec's powf
+// variant, which a vectorised loop would call, rounds about 5% of values otherwise)
+extern "C" float fx_libm_powf(float, float) __asm__("powf");
+extern "C" double fx_libm_pow(double, double) __asm__("pow");
+static inline float pow(float x, float y) { return fx_libm_powf(x, y); }
+static inline double pow(double x, double y) { return fx_libm_pow(x, y); }
 #undef FX_MATH1
 #undef FX_MATH2
 #undef FX_LIBM1
@@ -103,6 +110,8 @@ FX_CMATH1(exp) FX_CMATH1(log) FX_CMATH1(sqrt) FX_CMATH1(sin) FX_CMATH1(cos) FX_C
 FX_CMATH1(asin) FX_CMATH1(acos) FX_CMATH1(atan) FX_CMATH1(sinh) FX_CMATH1(cosh) FX_CMATH1(tanh)
 FX_CMATH1(asinh) FX_CMATH1(acosh) FX_CMATH1(atanh)
 #undef FX_CMATH1
+static inline c64 rsqrt(c64 x) { return 1.0f / sqrt(x); }
+static inline c128 rsqrt(c128 x) { return 1.0 / sqrt(x); }
 static inline c64 pow(c64 x, c64 y) { return __builtin_cpowf(x, y); }
 static inline c128 pow(c128 x, c128 y) { return __builtin_cpow(x, y); }
 static inline c64 exp2(c64 x) { return exp(x * 0.693147180559945309f); }
@@ -769,7 +778,7 @@ static inline double reduce_precision(double x, int e, int m) {
 def _row_math() -> str:
     """``FX_MATH1(name)``/``FX_MATH2(name)`` lines for the rows spelled ``fx::<name>`` that the
     prelude does not wrap yet."""
-    head = _PRELUDE_HEAD + _PRELUDE_TAIL
+    head = _PRELUDE_HEAD + _RSQRT + _PRELUDE_TAIL
     listed = set(re.findall(r"FX_(?:MATH|LIBM)[12]\((\w+)\)", head))
     listed |= set(re.findall(r"static inline double (\w+)\(double x\)", head))
     lines = [
@@ -862,5 +871,5 @@ def _narrow_helpers() -> str:
 
 
 PRELUDE = (
-    _PRELUDE_HEAD + _row_math() + _PRELUDE_TAIL[1:] + _SPECIAL[1:] + _narrow_helpers()
+    _PRELUDE_HEAD + _RSQRT[1:] + _row_math() + _PRELUDE_TAIL[1:] + _SPECIAL[1:] + _narrow_helpers()
 )  # (each opens with a newline)

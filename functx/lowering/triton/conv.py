@@ -10,23 +10,45 @@ gradient, where XLA calls cuDNN). The derivatives are sums of the same shape (th
 pad/slice/dot_general transposed), so three sums are recognised, each an ``add`` chain whose
 terms all have one form over the taps of one grid (offsets ``base + i * dilation``):
 
-* forward, ``sum_t dot(reshape(slice(P, offset_t)), K_t)``: ``torch.nn.functional.convNd``;
-* input gradient, ``sum_t pad(reshape(dot(G, K_t^T)), offset_t)``: ``torch.nn.grad.convNd_input``
-  (the result is the gradient with respect to ``P``: zero outside the taps' reach);
+* forward, ``sum_t dot(reshape(slice(P, offset_t)), K_t)``: cuDNN's forward convolution;
+* input gradient, ``sum_t pad(reshape(dot(G, K_t^T)), offset_t)``: cuDNN's data gradient, or
+  for stride 1 its forward convolution with the taps reversed (the result is the gradient with
+  respect to ``P``: zero outside the taps' reach);
 * kernel gradient, ``sum_t pad(reshape(dot(G^T, windows_t)^T), slot_t)`` (each tap's ``(C, O)``
-  block put in its slot of a ``(T, C, O)`` stack): ``torch.nn.grad.convNd_weight``.
+  block put in its slot of a ``(T, C, O)`` stack): cuDNN's kernel gradient.
 
 Each becomes a ``pure_callback`` equation whose callback is a ``ConvStep`` (a host step of the
 program with a ``torch`` form, as the linear-algebra steps are: ``LibraryStep.torch``), run on the
-program's device tensors between launches; channels-last buffers go to cuDNN as channels-last
-(``NHWC``) tensors, without copies. When ``P`` is a zero ``pad`` of the input with the same
-padding on both sides of each axis (``'SAME'`` with an odd kernel), the step reads the input
-itself and cuDNN pads (the pad kernel then goes: ``ConvStep.unpad``). Float32 convolutions
-follow the products' precision (TF32 unless ``default_matmul_precision`` says float32, as the
-``dot`` kernels do). What the patterns do not cover (grouped or batched convolutions, which
-are batched ``dot_general``\\ s; depthwise convolutions, which are multiply-adds; kernels of
-more than 64 taps, one gather; sums inside control flow) keeps its per-tap products. The
-intermediate values the matched sums read are then dead and DCE removes them.
+program's device tensors between launches. The steps take and produce the layouts the program
+holds, so no layout conversion runs around cuDNN (the profile of an H200 run had 20 NHWC <-> NCHW
+conversion kernels and device copies around the calls, 40% of the 3x3 gradient's GPU time):
+
+* every channels-last buffer is a channels-last torch view (``ConvStep``: torch's own
+  ``(N, C, spatial...)`` order over the ``(N, spatial..., C)`` memory), a 1-D convolution a 2-D
+  one of height 1 (torch has no channels-last format for 3-D tensors and made NCW copies);
+* the kernel operand is written by the program in cuDNN's order, ``(O, T, C)`` (the transpose
+  joins the kernel that stacks the taps), and the "dw" result is read back from it;
+* padding: when ``P`` is a zero ``pad`` of the input with the same padding on both sides of each
+  axis (``'SAME'`` with an odd kernel), the "fwd"/"dw" steps read the input itself and cuDNN pads
+  (the pad kernel goes: ``ConvStep.unpad``); when the "dx" result's only use crops it (the
+  transpose of that pad), the step computes the cropped window (the input's gradient) instead,
+  with uneven padding (a stride-2 'SAME') by copying it out of ``P``'s gradient (no crop kernel);
+* on a GPU the forward convolution, and the stride-1 input gradient as a forward convolution of
+  the cotangent with the reversed taps, write the program's buffer themselves
+  (``cudnn_convolution.out``); a strided input gradient and the kernel gradient come from
+  ``convolution_backward`` and are copied in (same layout: one copy).
+
+On an H100 (benchmarks/RESULTS.md, 11:35 UTC) the 3x3 gradient's cuDNN kernels then take about
+JAX's time (63 us per call against 66; the reversed-taps forward convolution 17 us against XLA's
+data gradient 21), forward / gradient 0.76x / 1.04x JAX's time (NCHW 0.65x / 0.64x), the rest
+being the copy-mode CUDA graph's input and output copies.
+
+Float32 convolutions follow the products' precision (TF32 unless ``default_matmul_precision``
+says float32, as the ``dot`` kernels do). What the patterns do not cover (grouped or batched
+convolutions, which are batched ``dot_general``\\ s; depthwise convolutions, which are
+multiply-adds that ``jit`` fuses into one kernel; kernels of more than 64 taps, one gather; sums
+inside control flow) keeps its per-tap products. The intermediate values the matched sums read
+are then dead and DCE removes them.
 """
 
 from __future__ import annotations
@@ -59,8 +81,26 @@ _DW_DN = (((0,), (0,)), ((), ()))  # cotangent (M, O) x windows (M, C), or the r
 class ConvStep:
     """One recognised convolution sum (``kind``: "fwd", "dx" or "dw") as a host step: ``torch``
     computes it with cuDNN on the step's flat tensors; ``__call__`` on NumPy arrays (torch on the
-    CPU). ``offsets``: each term's tap offset in ``P``'s spatial axes; ``slots``: for "dw", the
-    term's slot in the ``(T, C, O)`` stack. Prints with its address, as every host step does."""
+    CPU). ``offsets``: the terms' tap offsets in ``P``'s spatial axes, in the grid's row-major
+    order (``_match`` sorts the terms). Prints with its address, as every host step does.
+
+    Layouts (all the program's own buffers, read and written in place as torch views):
+
+    * the image side (the input of "fwd"/"dw", the result of "dx"): ``(N, spatial..., C)``, seen
+      by torch as a channels-last ``(N, C, spatial...)`` view; ``io`` says which part of which
+      array it is (``P`` itself, or the array ``P`` pads / the window of ``P`` the program keeps:
+      ``unpad``), cuDNN padding the rest;
+    * the cotangent ``G`` and the "fwd" result: ``(N * out, O)``, channels-last likewise;
+    * the kernel operand: ``(O, T, C)`` (torch's ``(O, C, k...)`` channels-last), or for a
+      stride-1 "dx" computed as a forward convolution (``flip``), the taps reversed as
+      ``(C, T, O)``; the "dw" result is ``(O, T, C)``. ``_emit`` builds and reads these in the
+      program, where the transposes join the kernels that stack or use the taps.
+
+    A 1-D convolution is a 2-D one of height 1 (torch keeps 3-D tensors in its contiguous
+    format, which made cuDNN calls on NWC buffers copy to NCW and back). On a GPU the forward
+    convolutions write into the program's buffer (``cudnn_convolution.out``); the data
+    gradient of a strided convolution and the kernel gradient come from
+    ``convolution_backward`` and are copied in (one copy of the same layout)."""
 
     __slots__ = (
         "kind",
@@ -68,7 +108,6 @@ class ConvStep:
         "out_sp",
         "strides",
         "offsets",
-        "slots",
         "c",
         "o",
         "dtype",
@@ -76,132 +115,182 @@ class ConvStep:
         "base",
         "dilation",
         "k",
-        "grid_index",
         "need",
-        "order",
-        "src",
-        "_index",
+        "io",
+        "first",
+        "window",
         "__weakref__",
     )
 
     #: the step only queues work on the current stream (no host reads, no allocation the caching
-    #: allocator cannot capture; its index tensors are made on the first, uncaptured call), so
-    #: the runtime may capture it in a program's CUDA graph
+    #: allocator cannot capture), so the runtime may capture it in a program's CUDA graph
     graph_safe = True
 
-    def __init__(self, kind, p_shape, out_sp, strides, offsets, slots, c, o, dtype, tf32):
+    def __init__(self, kind, p_shape, out_sp, strides, offsets, c, o, dtype, tf32, first=False):
         self.kind, self.p_shape, self.out_sp = kind, tuple(p_shape), tuple(out_sp)
-        self.strides, self.offsets, self.slots = tuple(strides), list(offsets), slots
+        self.strides, self.offsets = tuple(strides), [tuple(t) for t in offsets]
         self.c, self.o, self.dtype, self.tf32 = c, o, np.dtype(dtype), tf32
         grid = _grid(self.offsets)
-        self.base, self.dilation, self.k, self.grid_index = grid
-        # the part of P the taps read, per spatial axis
+        if grid is None or grid[3] != list(range(len(self.offsets))):
+            raise ValueError(f"tap offsets {offsets} are not a grid in row-major order")
+        self.base, self.dilation, self.k = grid[:3]
+        # the part of P the taps read (or, for "dx", write), per spatial axis
         self.need = tuple(
             (n - 1) * s + (k - 1) * d + 1
             for n, s, k, d in zip(self.out_sp, self.strides, self.k, self.dilation)
         )
-        # the rows of the (T, C, O) operand ("fwd", "dx") or of the result ("dw") in the order
-        # of the other side (grid order, or for "dw" slot order); None: the same order
-        if kind == "dw":
-            order = [0] * len(slots)
-            for t, s in enumerate(slots):
-                order[s] = self.grid_index[t]
-        else:
-            order = [0] * len(self.grid_index)
-            for t, j in enumerate(self.grid_index):
-                order[j] = t
-        self.order = None if order == list(range(len(order))) else order
-        self._index = {}  # the order as an index tensor, by device (made once)
-        # the input operand ("fwd", "dw"): (its shape, the read part's start and length per
-        # spatial axis, cuDNN's padding): P itself, or the array P pads (``unpad``)
-        self.src = (self.p_shape, self.base, self.need, (0,) * len(self.k))
+        # the image side: (its spatial shape, the part read or written: start and length per
+        # spatial axis, cuDNN's padding): P itself until ``unpad``
+        self.io = (self.p_shape[1:-1], self.base, self.need, (0,) * len(self.k))
+        #: whether the image-side operands and the cotangent / result are channels-first
+        #: ``(N, C, spatial...)`` arrays (the program's own, before the transposes of
+        #: ``dimension_numbers``: ``_match`` folds them), the kernel operand then ``(O, C, T)``
+        self.first = first
+        #: for "dx": the window of ``P``'s gradient the program keeps, ``(low, size)`` per
+        #: spatial axis, when the step writes that window (the crop after it folded: ``_crop``)
+        #: but cuDNN's padding cannot stand for ``P``'s (uneven pads); None otherwise
+        self.window = None
 
-    def unpad(self, x_shape, lo):
-        """Read the array ``x`` that ``P`` zero-pads by ``lo`` (low side, per spatial axis)
-        instead of ``P``, cuDNN padding it, when the padding the taps reach is the same on both
-        sides; returns whether it does."""
+    def unpad(self, shape_sp, lo):
+        """Use the array that ``P`` zero-pads by ``lo`` (low side, per spatial axis; spatial
+        shape ``shape_sp``) as the image side instead of ``P``, cuDNN padding it, when the
+        padding the taps reach is the same on both sides of each axis; for "dx", ``lo`` and
+        ``shape_sp`` describe the window of ``P`` the program keeps (the gradient of the array
+        ``P`` pads). Returns whether it does."""
         start, length, pads = [], [], []
-        for b, n, low, size in zip(self.base, self.need, lo, x_shape[1:-1]):
-            a, e = b - low, b - low + n  # (the part read, in x's coordinates)
+        for b, n, low, size in zip(self.base, self.need, lo, shape_sp):
+            a, e = b - low, b - low + n  # (the part read, in the array's coordinates)
             left, right = max(0, -a), max(0, e - size)
             if left != right or min(e, size) <= max(a, 0):
                 return False
             start.append(max(a, 0))
             length.append(min(e, size) - max(a, 0))
             pads.append(left)
-        self.src = (tuple(x_shape), tuple(start), tuple(length), tuple(pads))
+        self.io = (tuple(shape_sp), tuple(start), tuple(length), tuple(pads))
         return True
 
-    def _input(self, t):
-        """The input operand as torch's ``(N, C, spatial...)`` (a channels-last view)."""
-        shape, start, length, _ = self.src
-        x = t.view(shape)
-        for ax, (b, n) in enumerate(zip(start, length)):
-            x = x.narrow(ax + 1, b, n)
-        return x.movedim(-1, 1)
+    def flip(self):
+        """Whether a "dx" step is a forward convolution of ``G`` with the reversed taps (stride
+        1: cuDNN then writes the program's buffer itself)."""
+        pads = self.io[3]
+        return (
+            self.kind == "dx"
+            and all(s == 1 for s in self.strides)
+            and all(p <= (k - 1) * d for p, k, d in zip(pads, self.k, self.dilation))
+        )
 
     def __repr__(self):
         return f"<cuDNN conv {self.kind} {self.p_shape} taps {self.k} at 0x{id(self):x}>"
 
     def out_shape(self):
-        n = self.p_shape[0]
+        n, t = self.p_shape[0], len(self.offsets)
         if self.kind == "fwd":
-            return (n * math.prod(self.out_sp), self.o)
+            return (n, self.o, *self.out_sp) if self.first else (n * math.prod(self.out_sp), self.o)
         if self.kind == "dx":
-            return self.p_shape
-        return (len(self.offsets), self.c, self.o)
+            sp = self.io[0] if self.window is None else self.window[1]
+            return (n, self.c, *sp) if self.first else (n, *sp, self.c)
+        return (self.o, self.c, t) if self.first else (self.o, t, self.c)
+
+    def kernel_layout(self):
+        """The kernel operand's axes, from the ``(T, C, O)`` stack in grid order (the taps
+        reversed first when ``flip``): the permutation ``_emit`` applies."""
+        if self.flip():
+            return (1, 2, 0) if self.first else (1, 0, 2)  # (C, O, T) / (C, T, O)
+        return (2, 1, 0) if self.first else (2, 0, 1)  # (O, C, T) / (O, T, C)
 
     # --- torch -----------------------------------------------------------------------------
-    def _crop(self, p):
-        """The part of ``p`` (``(N, spatial..., C)``) the taps read."""
-        for ax, (b, n) in enumerate(zip(self.base, self.need)):
-            p = p.narrow(ax + 1, b, n)
-        return p
+    def _image(self, t):
+        """The image side (flat ``t``) as torch's ``(N, C, spatial...)`` (a channels-last view
+        unless ``first``)."""
+        shape, start, length, _ = self.io
+        n, c, sp = self.p_shape[0], self.c, 2 if self.first else 1
+        x = t.view(n, c, *shape) if self.first else t.view(n, *shape, c)
+        for ax, (b, m) in enumerate(zip(start, length)):
+            if m != shape[ax]:
+                x = x.narrow(ax + sp, b, m)
+        return self._nchw(x)
 
-    def _reorder(self, torch, t):
-        """``t``'s rows in ``order`` (no copy when the order is the identity)."""
-        if self.order is None:
-            return t
-        idx = self._index.get(t.device)
-        if idx is None:
-            idx = self._index[t.device] = torch.tensor(self.order, device=t.device)
-        return torch.index_select(t, 0, idx)
+    def _view(self, t, a, b, sp):
+        """Flat ``t`` as torch's ``(a, b, sp...)``: ``(a, sp..., b)`` memory, channels-last,
+        or when ``first`` ``(a, b, sp...)`` memory."""
+        return self._nchw(t.view(a, b, *sp) if self.first else t.view(a, *sp, b))
 
-    def _grid_kernel(self, torch, w):
-        """The ``(T, C, O)`` taps as torch's ``(O, C, k...)`` kernel."""
-        nd = len(self.k)
-        g = self._reorder(torch, w).reshape(*self.k, self.c, self.o)
-        return _channels_last(torch, g.permute(nd + 1, nd, *range(nd)))
+    def _nchw(self, t):
+        if not self.first:
+            return _nc(t)
+        return t.unsqueeze(2) if t.dim() == 3 else t
+
+    def _keep_window(self, buf, out):
+        """Copy the part of the taps' reach (``io``) inside ``window`` from ``buf`` (``P``'s
+        gradient, valid over the reach only) into ``out`` (the window), zeros elsewhere."""
+        shape, start, length, _ = self.io
+        lo, size = self.window
+        n, c, sp = self.p_shape[0], self.c, 2 if self.first else 1
+        src = buf.view(n, c, *shape) if self.first else buf.view(n, *shape, c)
+        dst = out.view(n, c, *size) if self.first else out.view(n, *size, c)
+        full = True
+        for ax, (b, m, w0, ws) in enumerate(zip(start, length, lo, size)):
+            a, e = max(b, w0), min(b + m, w0 + ws)
+            if e <= a:  # (the taps reach none of the window)
+                out.zero_()
+                return
+            full = full and a == w0 and e == w0 + ws
+            src = src.narrow(ax + sp, a, e - a)
+            dst = dst.narrow(ax + sp, a - w0, e - a)
+        if not full:
+            out.zero_()
+        dst.copy_(src)
+
+    def _params(self):
+        """(stride, padding, dilation) for torch, 1-D as 2-D."""
+        return _lift(self.strides, 1), _lift(self.io[3], 0), _lift(self.dilation, 1)
 
     def torch(self, ins, outs):
         """The convolution on the flat tensors ``ins`` into ``outs`` (cuDNN on a GPU)."""
         import torch  # (optional dependency: only a Triton program calls this)
 
-        nd = len(self.k)
-        n = self.p_shape[0]
-        kw = dict(stride=self.strides, dilation=self.dilation, padding=self.src[3])
+        n, k = self.p_shape[0], self.k
+        stride, pad, dil = self._params()
         with _conv_flags(torch, ins[0], self.tf32):
             if self.kind == "fwd":
-                x = self._input(ins[0])
-                w = self._grid_kernel(torch, ins[1].view(-1, self.c, self.o))
-                y = _CONV[nd](torch)(x, w, **kw)
-                outs[0].view(n, *self.out_sp, self.o).copy_(y.movedim(1, -1))
+                x = self._image(ins[0])
+                w = self._view(ins[1], self.o, self.c, k)
+                y = self._view(outs[0], n, self.o, self.out_sp)
+                _conv_into(torch, y, x, w, stride, pad, dil, self.tf32)
                 return
-            ct = ins[0] if self.kind == "dx" else ins[1]  # (dx: G, kernels; dw: P, G)
-            g = ct.view(n, *self.out_sp, self.o).movedim(-1, 1)
             if self.kind == "dx":
-                w = self._grid_kernel(torch, ins[1].view(-1, self.c, self.o))
-                size = (n, self.c, *self.need)
-                gx = _GRAD_INPUT[nd](torch)(size, w, g, **kw)
-                o = outs[0].view(self.p_shape)
-                if self.need != self.p_shape[1:-1]:  # (the taps reach all of P: no zeros)
-                    o.zero_()
-                self._crop(o).copy_(gx.movedim(1, -1))
+                g = self._view(ins[0], n, self.o, self.out_sp)
+                shape, start, length, _ = self.io
+                if self.window is not None:  # (P's gradient in a scratch buffer first)
+                    buf = outs[0].new_empty(n * math.prod(shape) * self.c)
+                elif tuple(length) != tuple(shape):  # (the taps reach part of it: zeros)
+                    buf = outs[0].zero_()
+                else:
+                    buf = outs[0]
+                dx = self._image(buf)
+                if self.flip():
+                    w = self._view(ins[1], self.c, self.o, k)
+                    pad2 = [(kk - 1) * d - p for kk, d, p in zip(k, self.dilation, self.io[3])]
+                    pad2 = _lift(pad2, 0)
+                    _conv_into(torch, dx, g, w, stride, pad2, dil, self.tf32)
+                else:
+                    w = self._view(ins[1], self.o, self.c, k)
+                    mask = [True, False, False]
+                    gx = torch.ops.aten.convolution_backward(
+                        g, dx, w, None, stride, pad, dil, False, [0] * len(stride), 1, mask
+                    )[0]
+                    dx.copy_(gx)
+                if self.window is not None:
+                    self._keep_window(buf, outs[0])
                 return
-            x = self._input(ins[0])
-            gw = _GRAD_WEIGHT[nd](torch)(x, (self.o, self.c, *self.k), g, **kw)
-            gw = gw.permute(*range(2, nd + 2), 1, 0).reshape(-1, self.c, self.o)
-            outs[0].view(-1, self.c, self.o).copy_(self._reorder(torch, gw))
+            x = self._image(ins[0])
+            g = self._view(ins[1], n, self.o, self.out_sp)
+            gw = self._view(outs[0], self.o, self.c, k)  # (its shape for torch; then the result)
+            mask = [False, True, False]
+            res = torch.ops.aten.convolution_backward(
+                g, x, gw, None, stride, pad, dil, False, [0] * len(stride), 1, mask
+            )[1]
+            gw.copy_(res)
 
     def __call__(self, *vals):
         import torch
@@ -212,12 +301,55 @@ class ConvStep:
         return [out.numpy().reshape(self.out_shape())]
 
 
-def _channels_last(torch, t):
-    if t.dim() == 4:
-        return t.contiguous(memory_format=torch.channels_last)
-    if t.dim() == 5:
-        return t.contiguous(memory_format=torch.channels_last_3d)
-    return t.contiguous()
+def _nc(t):
+    """A channels-last tensor ``(A, spatial..., B)`` as torch's ``(A, B, spatial...)`` view; one
+    spatial axis gets a unit height first (a 2-D channels-last view: torch's 3-D tensors have no
+    channels-last format)."""
+    if t.dim() == 3:
+        t = t.unsqueeze(1)
+    return t.movedim(-1, 1)
+
+
+#: whether ``torch.ops.aten.cudnn_convolution.out`` works here (False after it raised once;
+#: ``CUDNN_OUT_ERROR`` then says why, and the steps use torch's convolution and a copy)
+_CUDNN_OUT = True
+CUDNN_OUT_ERROR = None
+
+
+def _lift(v, unit):
+    """A 1-D convolution's parameter for its 2-D form (height 1 first)."""
+    return (unit, *v) if len(v) == 1 else tuple(v)
+
+
+def cudnn_format(torch, out, x, w):
+    """The memory format in which cuDNN can write the convolution of ``x`` and ``w`` straight
+    into ``out`` (channels-last, or torch's contiguous format for a channels-first step): the
+    one all three are laid out in, unambiguously for ``out`` (whose format torch's
+    ``cudnn_convolution.out`` reads from its strides); else None."""
+    cl = torch.channels_last if out.dim() == 4 else torch.channels_last_3d
+    is_cl, is_std = out.is_contiguous(memory_format=cl), out.is_contiguous()
+    if is_cl == is_std:  # (neither, or both: a format torch would have to guess)
+        return None
+    fmt = cl if is_cl else torch.contiguous_format
+    return fmt if all(t.is_contiguous(memory_format=fmt) for t in (x, w)) else None
+
+
+def _conv_into(torch, out, x, w, stride, pad, dil, tf32):
+    """``out[...] = conv(x, w)``: on a GPU, cuDNN writes ``out`` itself when the three share a
+    memory format (no conversion, no copy: ``cudnn_format``); otherwise torch's convolution and
+    one copy."""
+    global _CUDNN_OUT, CUDNN_OUT_ERROR
+    if _CUDNN_OUT and out.is_cuda and out.dtype != torch.float64:
+        if cudnn_format(torch, out, x, w) is not None:
+            try:
+                torch.ops.aten.cudnn_convolution.out(
+                    x, w, pad, stride, dil, 1, True, False, bool(tf32), out=out
+                )
+                return
+            except Exception as e:  # (a torch without it: its own convolution from now on)
+                _CUDNN_OUT, CUDNN_OUT_ERROR = False, f"{type(e).__name__}: {e}"
+    conv = torch.nn.functional.conv2d if out.dim() == 4 else torch.nn.functional.conv3d
+    out.copy_(conv(x, w, stride=stride, padding=pad, dilation=dil))
 
 
 @contextlib.contextmanager
@@ -234,19 +366,6 @@ def _conv_flags(torch, t, tf32):
         yield
     finally:
         c.allow_tf32, c.benchmark = prev
-
-
-def _nn(name):
-    return lambda torch: getattr(torch.nn.functional, name)
-
-
-def _grad(name):
-    return lambda torch: getattr(torch.nn.grad, name)
-
-
-_CONV = {1: _nn("conv1d"), 2: _nn("conv2d"), 3: _nn("conv3d")}
-_GRAD_INPUT = {1: _grad("conv1d_input"), 2: _grad("conv2d_input"), 3: _grad("conv3d_input")}
-_GRAD_WEIGHT = {1: _grad("conv1d_weight"), 2: _grad("conv2d_weight"), 3: _grad("conv3d_weight")}
 
 
 def _grid(offsets):
@@ -440,11 +559,85 @@ def _source(g, p, step):
     if cfg[0] != (0, 0, 0) or cfg[-1] != (0, 0, 0) or any(i for _, _, i in cfg):
         return p
     x = pe.invars[0]
-    return x if step.unpad(x.aval.shape, [lo for lo, _, _ in cfg[1:-1]]) else p
+    return x if step.unpad(x.aval.shape[1:-1], [lo for lo, _, _ in cfg[1:-1]]) else p
+
+
+def _crop(g, e, step):
+    """The equation that keeps a window of a "dx" step's result (the transpose of ``P``'s pad:
+    a ``pad`` with no positive padding, or a unit-stride ``slice``) when it is the result's only
+    use, else None: the step then gives that window (the gradient of the array ``P`` pads) in
+    place of the crop, computed with cuDNN's padding standing for ``P``'s (``ConvStep.unpad``),
+    or for uneven padding as ``P``'s gradient copied out (``ConvStep.window``)."""
+    v = e.outvars[0]
+    us = g.uses[v.id]
+    if len(us) != 1 or us[0] is None:
+        return None
+    u, shape = us[0], v.aval.shape
+    if u.prim.name == "pad" and u.invars[0] is v:
+        cfg = u.params["padding_config"]
+        if any(lo > 0 or hi > 0 or i for lo, hi, i in cfg) or cfg[0][:2] != (0, 0):
+            return None
+        if cfg[-1][:2] != (0, 0):
+            return None
+        lo = [-a for a, _, _ in cfg[1:-1]]
+    elif u.prim.name == "slice":
+        start = u.params["start_indices"]
+        st = u.params.get("strides") or (1,) * len(shape)
+        if any(s != 1 for s in st) or start[0] or start[-1]:
+            return None
+        if tuple(u.outvars[0].aval.shape[:: len(shape) - 1]) != shape[:: len(shape) - 1]:
+            return None
+        lo = list(start[1:-1])
+    else:
+        return None
+    win = u.outvars[0].aval.shape[1:-1]
+    if not step.unpad(win, lo):  # (uneven padding: P's gradient, then the window copied out)
+        step.window = (tuple(lo), tuple(win))
+    return u
+
+
+def _channels_first_in(g, v, nd):
+    """The channels-first array whose transpose (``dimension_numbers``'s, to channels-last) is
+    ``v``, else None."""
+    t = g.eqn(v, "transpose")
+    if t is None or tuple(t.params["permutation"]) != (0, *range(2, nd + 2), 1):
+        return None
+    return None if type(t.invars[0]) is Literal else t.invars[0]
+
+
+def _channels_first_ct(g, ct, n, out_sp, nd):
+    """The channels-first cotangent whose transpose, reshaped to ``(N * out, O)``, is ``ct``."""
+    r = g.eqn(ct, "reshape")
+    if r is None or r.params.get("dimensions") is not None or type(r.invars[0]) is Literal:
+        return None
+    shape = r.invars[0].aval.shape
+    if shape[:-1] != (n, *out_sp):
+        return None
+    return _channels_first_in(g, r.invars[0], nd)
+
+
+def _channels_first_out(g, v, nd, reshaped=None):
+    """The equation that transposes ``v`` (its only use; after its only use, a reshape to
+    ``reshaped``, when given) to channels-first, else None."""
+    us = g.uses[v.id]
+    if len(us) != 1 or us[0] is None:
+        return None
+    u = us[0]
+    if reshaped is not None:
+        if u.prim.name != "reshape" or u.params.get("dimensions") is not None:
+            return None
+        if tuple(u.outvars[0].aval.shape) != tuple(reshaped):
+            return None
+        return _channels_first_out(g, u.outvars[0], nd)
+    if u.prim.name != "transpose":
+        return None
+    return u if tuple(u.params["permutation"]) == (0, nd + 1, *range(1, nd + 1)) else None
 
 
 def _match(g, e):
-    """A recognised sum at the ``add`` equation ``e``: ``(ConvStep, operand vars, extra)``."""
+    """A recognised sum at the ``add`` equation ``e``: ``(ConvStep, operand vars, kernel vars
+    (for "dw" the slots), the equation whose result the step gives, the equations between)``
+    (``e``, or the crop that follows a "dx" sum, or the transpose back to channels-first)."""
     terms = g.terms(e)
     if len(terms) < 2:
         return None
@@ -460,25 +653,40 @@ def _match(g, e):
         offs = [f[1] for f in found]
         kind = found[0][0][0]
         out_sp = info["out"][1:-1]
-        n, c = info["out"][0], info["out"][-1]
+        c = info["out"][-1]
         if kind == "fwd":
             p = info["p"]
             o = found[0][2].aval.shape[1]
             step = ConvStep(
-                kind, p.aval.shape, out_sp, info["strides"], offs, None, c, o,
-                p.aval.dtype, info["tf32"],
-            )  # fmt: skip
-            return step, [_source(g, p, step)], [f[2] for f in found]
+                kind, p.aval.shape, out_sp, info["strides"], offs, c, o, p.aval.dtype, info["tf32"]
+            )
+            x = _source(g, p, step)
+            n = p.aval.shape[0]
+            x_cf = _channels_first_in(g, x, len(out_sp))
+            y_cf = _channels_first_out(g, e.outvars[0], len(out_sp), (n, *out_sp, o))
+            if x_cf is not None and y_cf is not None:  # (NCHW-like dimension numbers)
+                step.first = True
+                skip = g.uses[e.outvars[0].id]  # (the reshape between)
+                return step, [x_cf], [f[2] for f in found], y_cf, skip
+            return step, [x], [f[2] for f in found], e, []
         if kind == "dx":
             p_shape = e.outvars[0].aval.shape
             o = found[0][2].aval.shape[1]
             step = ConvStep(
-                kind, p_shape, out_sp, info["strides"], offs, None, c, o,
-                e.outvars[0].aval.dtype, info["tf32"],
+                kind, p_shape, out_sp, info["strides"], offs, c, o, e.outvars[0].aval.dtype,
+                info["tf32"],
             )  # fmt: skip
             if any(lo + need > size for lo, need, size in zip(step.base, step.need, p_shape[1:-1])):
                 return None
-            return step, [info["ct"]], [f[2] for f in found]
+            crop = _crop(g, e, step)
+            at = crop or e
+            nd = len(out_sp)
+            ct_cf = _channels_first_ct(g, info["ct"], p_shape[0], out_sp, nd)
+            dx_cf = _channels_first_out(g, at.outvars[0], nd)
+            if ct_cf is not None and dx_cf is not None:
+                step.first = True
+                return step, [ct_cf], [f[2] for f in found], dx_cf, [crop] if crop else []
+            return step, [info["ct"]], [f[2] for f in found], at, []
         slots = [f[2] for f in found]
         t = e.outvars[0].aval.shape[0]
         if sorted(slots) != list(range(t)):
@@ -486,27 +694,44 @@ def _match(g, e):
         p = info["p"]
         o = e.outvars[0].aval.shape[2]
         step = ConvStep(
-            kind, p.aval.shape, out_sp, info["strides"], offs, slots, c, o,
-            p.aval.dtype, info["tf32"],
-        )  # fmt: skip
-        del n
-        return step, [_source(g, p, step), info["ct"]], []
+            kind, p.aval.shape, out_sp, info["strides"], offs, c, o, p.aval.dtype, info["tf32"]
+        )
+        x, nd = _source(g, p, step), len(out_sp)
+        x_cf = _channels_first_in(g, x, nd)
+        ct_cf = _channels_first_ct(g, info["ct"], p.aval.shape[0], out_sp, nd)
+        if x_cf is not None and ct_cf is not None:
+            step.first = True
+            return step, [x_cf, ct_cf], slots, e, []
+        return step, [x, info["ct"]], slots, e, []
     return None
 
 
 def _emit(step, operands, kernels):
-    """The step's equation: the kernels (``(C, O)`` each) stacked to ``(T, C, O)`` first."""
+    """The step's equation and the program's side of its layouts (``ConvStep``): the taps'
+    ``(C, O)`` kernels stacked in the kernel operand's layout (``ConvStep.kernel_layout``), and
+    a "dw" result read back as the ``(T, C, O)`` stack in the slots' order."""
     args = list(operands)
-    if kernels:
-        stack = [ops.reshape(k, (1,) + tuple(tracing.get_aval(k).shape)) for k in kernels]
-        args.append(ops.concatenate(stack, 0))
+    if step.kind != "dw":
+        ks = kernels[::-1] if step.flip() else kernels
+        stack = [ops.reshape(k, (1,) + tuple(tracing.get_aval(k).shape)) for k in ks]
+        stack = ops.concatenate(stack, 0)  # (T, C, O)
+        args.append(ops.transpose(stack, step.kernel_layout()))
     (out,) = callbacks.pure_callback_p.bind(
         *args,
         callback=step,
         result_avals=(ShapedArray(step.out_shape(), step.dtype),),
         vmap_method="sequential",
     )
-    return out
+    if step.kind != "dw":
+        return out
+    out = ops.transpose(out, (2, 1, 0) if step.first else (1, 2, 0))  # (T, C, O), grid order
+    slots = kernels
+    if slots == list(range(len(slots))):
+        return out
+    rows = [None] * len(slots)
+    for j, s in enumerate(slots):  # (term j of the grid goes to row s)
+        rows[s] = ops.slice(out, (j, 0, 0), (j + 1, step.c, step.o))
+    return ops.concatenate(rows, 0)
 
 
 def recognize_convs(closed: ClosedJaxpr) -> ClosedJaxpr:
@@ -540,7 +765,7 @@ def recognize_convs(closed: ClosedJaxpr) -> ClosedJaxpr:
         return closed
 
     def flat(*args):
-        env = {}
+        env, done = {}, set()
         for v, c in zip(jaxpr.constvars, closed.consts):
             env[v.id] = c
         for v, x in zip(jaxpr.invars, args):
@@ -556,12 +781,14 @@ def recognize_convs(closed: ClosedJaxpr) -> ClosedJaxpr:
                 else contextlib.nullcontext()
             )
             with ctx:
+                if id(e) in done:
+                    continue  # (a crop whose window a "dx" step computed)
                 m = found.get(id(e))
                 if m is not None:
-                    step, operands, kernels = m
-                    env[e.outvars[0].id] = _emit(
-                        step, [read(a) for a in operands], [read(a) for a in kernels]
-                    )
+                    step, operands, kernels, at, skip = m
+                    ks = kernels if step.kind == "dw" else [read(a) for a in kernels]
+                    env[at.outvars[0].id] = _emit(step, [read(a) for a in operands], ks)
+                    done.update(id(u) for u in (at, *skip))
                     continue
                 outs = e.prim.bind(*[read(a) for a in e.invars], **e.params)
             if e.prim.multiple_results:

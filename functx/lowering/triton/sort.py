@@ -205,6 +205,7 @@ class SortStep:
     arrays. Prints with its address, as the other host steps do (the disk program cache skips
     programs with host steps)."""
 
+    graph_safe = True  # (``torch`` queues sorts and gathers on the current stream only)
     __slots__ = (
         "dimension",
         "num_keys",

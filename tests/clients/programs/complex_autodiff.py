@@ -7,6 +7,7 @@ import jax.numpy as jnp
 from jax import grad, jacfwd, jacrev, jit, vjp, vmap
 
 RTOL, ATOL = 1e-5, 1e-6
+JAX_REFERENCE_UNDER_JIT = True  # (the test's JAX run: jax.jit(main), one XLA compile)
 
 
 def real_valued(z):

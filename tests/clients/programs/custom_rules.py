@@ -9,6 +9,7 @@ import jax.numpy as jnp
 from jax import custom_jvp, custom_vjp, grad, jit, lax, vmap
 
 RTOL, ATOL = 1e-5, 1e-6
+JAX_REFERENCE_UNDER_JIT = True  # (the test's JAX run: jax.jit(main), one XLA compile)
 
 
 @custom_jvp

@@ -14,6 +14,7 @@ from jax import grad, jit, lax  # noqa: E402
 from jax.scipy.special import logsumexp  # noqa: E402
 
 RTOL, ATOL = 1e-8, 1e-10
+JAX_REFERENCE_UNDER_JIT = True  # (the test's JAX run: jax.jit(main), one XLA compile)
 
 
 def log_likelihood(log_params, obs):

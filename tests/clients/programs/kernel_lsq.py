@@ -7,6 +7,7 @@ import numpy as np
 from jax import grad, jit, lax, vmap
 
 RTOL, ATOL = 2e-4, 1e-5
+JAX_REFERENCE_UNDER_JIT = True  # (the test's JAX run: jax.jit(main), one XLA compile)
 
 
 def rbf(x, y, lengthscale=0.5):

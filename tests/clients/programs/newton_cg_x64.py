@@ -11,6 +11,7 @@ import jax.numpy as jnp  # noqa: E402
 from jax import grad, jit, jvp, lax  # noqa: E402
 
 RTOL, ATOL = 1e-7, 1e-10  # float64; CG inside Newton amplifies last-bit differences
+JAX_REFERENCE_UNDER_JIT = True  # (the test's JAX run: jax.jit(main), one XLA compile)
 
 
 def rosenbrock(x):
