@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from functx.lowering import loopir
-from functx.lowering.loopir import Acc, Graph, Load, Sym, costly, sym, unclamped
+from functx.lowering.loopir import Acc, Graph, Load, Sym, sym, unclamped
 
 
 class NotRowAligned(Exception):
@@ -217,8 +217,40 @@ WIDE_LOADS = 8
 WIDE_REUSE = 4
 
 
+def _dag(e):
+    """``e`` and the expressions inside it, each shared one once (element expressions are DAGs:
+    walked as trees, a chain of threefry rounds is exponential)."""
+    seen, todo = set(), [e]
+    while todo:
+        x = todo.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        yield x
+        if isinstance(x, loopir.Op):
+            todo.extend(a for a in x.args if isinstance(a, loopir.E))
+
+
 def _loads(e) -> int:
-    return sum(1 for s in loopir.subexprs(e) if isinstance(s, Load))
+    """How many loads ``e`` makes, counted as a tree (a shared subexpression once per use) but
+    computed once per shared subexpression."""
+    memo: dict = {}
+    todo = [(e, False)]
+    while todo:
+        x, ready = todo.pop()
+        if id(x) in memo:
+            continue
+        args = [a for a in x.args if isinstance(a, loopir.E)] if isinstance(x, loopir.Op) else []
+        if ready or not args:
+            memo[id(x)] = 1 if isinstance(x, Load) else sum(memo[id(a)] for a in args)
+        else:
+            todo.append((x, True))
+            todo.extend((a, False) for a in args if id(a) not in memo)
+    return memo[id(e)]
+
+
+def _costly(e) -> bool:
+    return any(isinstance(s, loopir.Op) and s.name in loopir.COSTLY for s in _dag(e))
 
 
 def _stored_for_reuse(g: Graph, realise: set) -> set:
@@ -261,7 +293,7 @@ def _stored_for_reuse(g: Graph, realise: set) -> set:
         e = n.fn(tuple(sym(f"i{d}") for d in range(len(n.shape))), _Stored(realise | stored))
         loads = _loads(e)
         worth = (
-            (costly(e) or loads >= LOADS_WORTH_STORING) if many or shared else loads >= WIDE_LOADS
+            (_costly(e) or loads >= LOADS_WORTH_STORING) if many or shared else loads >= WIDE_LOADS
         )
         if worth and not _reads_reduction(n, realise):
             stored.add(n.id)
