@@ -215,6 +215,9 @@ LOADS_WORTH_STORING = 4
 # An expression reading this many buffers is stored when read WIDE_REUSE times per element.
 WIDE_LOADS = 8
 WIDE_REUSE = 4
+# The two rules above (and the shared one) store only nodes of at least this many elements: a
+# smaller one costs less to evaluate again than its own kernel.
+SHARED_MIN = 1 << 12
 
 
 def _dag(e):
@@ -278,16 +281,19 @@ def _stored_for_reuse(g: Graph, realise: set) -> set:
         rs = readers.get(n.id, ())
         shared = (
             count >= 2 * n.size
+            and n.size >= SHARED_MIN
             and any(r.kind == "reduce" for r in rs)
-            and any(
-                r.kind != "reduce" and (r.kind != "pointwise" or r.id in realise | stored)
+            and any(  # (a reader of n's own shape joins the reduction's kernel: softmax's output)
+                r.kind != "reduce"
+                and (r.kind != "pointwise" or r.id in realise | stored)
+                and (r.kind != "pointwise" or r.shape != n.shape)
                 for r in rs
             )
         )
         # (and a sum of many buffers, a convolution's taps, read WIDE_REUSE times per element:
         # by a pooling window's elements)
         many = count >= max(REUSE * n.size, REUSE_MIN)
-        wide = count >= WIDE_REUSE * n.size
+        wide = count >= WIDE_REUSE * n.size and n.size >= SHARED_MIN
         if n.kind != "pointwise" or n.fn is None or n.id in realise or not (many or shared or wide):
             continue
         e = n.fn(tuple(sym(f"i{d}") for d in range(len(n.shape))), _Stored(realise | stored))
