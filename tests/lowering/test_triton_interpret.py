@@ -556,7 +556,7 @@ def test_copy_graphs_hand_out_outputs_only_while_nothing_holds_them():
         return outs, Graph()
 
     x, b = torch.arange(4.0), torch.ones(4)
-    graphs = rt.CopyGraphs(capture, [x.clone(), b.clone()])
+    graphs = rt.CopyGraphs(capture, [x.clone(), b.clone()], x.device)
 
     def call(k):
         return graphs([x + k, b])
@@ -608,7 +608,7 @@ def test_copy_graphs_copy_arguments_of_any_dtype_into_aligned_static_inputs():
 
         return [torch.empty(1)], Graph()
 
-    graphs = rt.CopyGraphs(capture, [torch.empty_like(t) for t in ins])
+    graphs = rt.CopyGraphs(capture, [torch.empty_like(t) for t in ins], ins[0].device)
     assert all(s.data_ptr() % rt._ALIGN == 0 for s in graphs.static_in)
     assert [s.shape for s in graphs.static_in] == [t.shape for t in ins]
     for k in range(3):
@@ -616,6 +616,8 @@ def test_copy_graphs_copy_arguments_of_any_dtype_into_aligned_static_inputs():
         graphs(args)
         for got, want in zip(seen[-1], args):
             assert got.dtype == want.dtype and torch.equal(got, want)
+    nothing = rt.CopyGraphs(capture, [], torch.device("cpu"))  # a program without arguments
+    assert nothing([])[0].shape == (1,) and nothing.static_in == []
 
 
 def test_in_place_graphs_key_on_every_input_address():

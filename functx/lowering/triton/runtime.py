@@ -514,7 +514,7 @@ class CopyGraphs:
     ``(outputs, graph)``; ``outs`` None: allocated in the graph's pool.
     """
 
-    def __init__(self, capture, ins):
+    def __init__(self, capture, ins, dev):
         _bind_use_count()
         torch = sys.modules["torch"]
         self.capture = capture
@@ -523,13 +523,13 @@ class CopyGraphs:
         for n in sizes:
             starts.append(end)
             end += -(-n // _ALIGN) * _ALIGN
-        self.flat = torch.empty(max(end, 1), dtype=torch.uint8, device=ins[0].device)
+        self.flat = torch.empty(max(end, 1), dtype=torch.uint8, device=dev)
         self.filled = self.flat[:end]  # (cat's ``out``: exactly the pieces' bytes)
         self.static_in = [
             self.flat[a : a + n].view(t.dtype).view(t.shape) for a, n, t in zip(starts, sizes, ins)
         ]
         # the padding between arguments: slices of one zero buffer, as cat's pieces
-        pads = torch.zeros(_ALIGN, dtype=torch.uint8, device=ins[0].device)
+        pads = torch.zeros(_ALIGN, dtype=torch.uint8, device=dev)
         self.pads = [pads[: -n % _ALIGN] if n % _ALIGN else None for n in sizes]
         self.copying = None  # (outputs, graph): the instance whose outputs are copied out
         self.handout: list = []  # [outputs, graph, their use counts when nothing else holds them]
@@ -541,7 +541,8 @@ class CopyGraphs:
             pieces.append(t.reshape(-1).view(torch.uint8))
             if pad is not None:
                 pieces.append(pad)
-        torch.cat(pieces, out=self.filled)
+        if pieces:  # (a program without arguments has nothing to copy in)
+            torch.cat(pieces, out=self.filled)
         for outs, g, free in self.handout:
             if all(_use_count(o) == n for o, n in zip(outs, free)):
                 g.replay()
@@ -839,7 +840,9 @@ class TritonExecutable:
                 if not isinstance(state, CopyGraphs):
                     me = weakref.ref(self)
                     state = self._graphs[key] = CopyGraphs(
-                        lambda static_in, outs, pool: me()._capture(dev, static_in, outs, pool), ins
+                        lambda static_in, outs, pool: me()._capture(dev, static_in, outs, pool),
+                        ins,
+                        dev,
                     )
                 return state(ins)
             except Exception as e:  # noqa: BLE001 - reported, then direct launches
