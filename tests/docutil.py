@@ -12,7 +12,6 @@ from __future__ import annotations
 import doctest
 import functools
 import importlib
-import inspect
 import types
 
 from functx._public import all_namespaces, public_names
@@ -20,17 +19,11 @@ from functx._public import all_namespaces, public_names
 
 def _own_docstrings(obj):
     """The functions whose docstrings test_docstrings.py runs for one public object."""
+    from test_docstrings import _own_methods  # (the same walk over a class's methods)
+
     yield obj
     if isinstance(obj, type) and (obj.__module__ or "").startswith("functx"):
-        for name, member in vars(obj).items():
-            if name.startswith("_") and name != "__call__":
-                continue
-            if isinstance(member, (staticmethod, classmethod)):
-                member = member.__func__
-            if isinstance(member, property):
-                member = member.fget
-            if inspect.isfunction(member):
-                yield member
+        yield from (member for _, member in _own_methods(obj))
 
 
 @functools.cache
