@@ -48,9 +48,10 @@ import functx  # noqa: E402
 import functx.lax as flax  # noqa: E402
 import functx.numpy as fnp  # noqa: E402
 import functx.scipy.linalg as fsl  # noqa: E402
-from functx.lowering.triton import sort as tsort  # noqa: E402
+from functx.lowering.triton import linalg as tlinalg, sort as tsort  # noqa: E402
 
 DRY = "--dry" in sys.argv  # tiny sizes (Triton's interpreter on the CPU)
+QUICK = "--quick" in sys.argv  # the small-matrix kernels' checks and timings only (~1 minute)
 N = 16 if DRY else 512  # a square matrix
 B, NB = (4, 8) if DRY else (64, 64)  # a batch of B matrices NB x NB
 R, C = (8, 160) if DRY else (4096, 4096)  # rows x columns of the sorts
@@ -105,6 +106,84 @@ def sort_input(rng):
     x[2, :5], x[2, 5:9] = np.inf, -np.inf
     x[3] = np.round(x[3])  # many ties
     return x
+
+
+def run_small_checks():
+    """The Triton kernels of small matrices (``functx/lowering/triton/linalg.py``) against JAX
+    and NumPy float64: cholesky, the triangular solves (every flag), eigh (random, degenerate and
+    ill-conditioned spectra; eigenvalues, residual and orthogonality)."""
+    import jax
+    import jax.lax.linalg as jll
+    import jax.numpy as jnp
+
+    jax.config.update("jax_enable_x64", True)
+    functx.config.update("jax_enable_x64", True)
+    rng = np.random.default_rng(2)
+    sizes = (3,) if DRY else (3, 16, 33, 64)
+    nb = 3 if DRY else 16
+    for dt, tol in ((np.float32, 1e-4), (np.float64, 1e-11)):
+        for n in sizes:
+            name = f"{np.dtype(dt).name} {nb}x{n}x{n}"
+            a = spd((nb, n, n), dt, rng)
+            b = rng.standard_normal((nb, n, 5)).astype(dt)
+
+            @check(f"Triton cholesky {name}")
+            def _():
+                got = host(functx.jit(flax.linalg.cholesky)(gpu(a)))
+                want = np.linalg.cholesky(a.astype(np.float64))
+                err = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
+                assert err < tol * n, f"error {err:.1e} against NumPy float64"
+                bad = host(functx.jit(flax.linalg.cholesky)(gpu(-a)))
+                assert np.isnan(bad).all(), "not positive definite: NaNs expected"
+                return f"rel err {err:.1e}"
+
+            @check(f"Triton triangular_solve {name} (16 flag combinations)")
+            def _():
+                worst = 0.0
+                for ls in (True, False):
+                    for lo in (True, False):
+                        for tr in (True, False):
+                            for un in (True, False):
+                                kw = dict(left_side=ls, lower=lo, transpose_a=tr,
+                                          unit_diagonal=un)  # fmt: skip
+                                rhs = b if ls else np.swapaxes(b, -1, -2).copy()
+                                f = functx.jit(lambda a, b, kw=kw: flax.linalg.triangular_solve(
+                                    a, b, **kw))  # fmt: skip
+                                got = host(f(gpu(a), gpu(rhs)))
+                                want = np.asarray(jax.jit(lambda a, b, kw=kw: jll.triangular_solve(
+                                    a, b, **kw))(a, rhs))  # fmt: skip
+                                err = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
+                                assert err < tol * n * 10, f"{kw}: error {err:.1e}"
+                                worst = max(worst, err)
+                return f"worst rel err against JAX {worst:.1e}"
+
+            q, _ = np.linalg.qr(rng.standard_normal((nb, n, n)))
+            spectra = {
+                "random": a,
+                "degenerate": (q * np.repeat([1.0, 2.0, 3.0], -(-n // 3))[:n])
+                @ np.swapaxes(q, -1, -2),
+                "ill-conditioned": (q * np.logspace(-6, 6, n)) @ np.swapaxes(q, -1, -2),
+            }
+            for kind, m in spectra.items():
+                m = ((m + np.swapaxes(m, -1, -2)) / 2).astype(dt)
+
+                @check(f"Triton eigh {name} {kind}")
+                def _(m=m):
+                    v, w = functx.jit(lambda x: tuple(fnp.linalg.eigh(x))[::-1])(gpu(m))
+                    v, w = host(v).astype(np.float64), host(w).astype(np.float64)
+                    m64 = m.astype(np.float64)
+                    scale = np.max(np.abs(np.linalg.eigvalsh(m64)))
+                    ew = float(np.max(np.abs(w - np.linalg.eigvalsh(m64)))) / scale
+                    jw = np.asarray(jax.jit(jnp.linalg.eigvalsh)(m), np.float64)
+                    ej = float(np.max(np.abs(w - jw))) / scale
+                    res = float(np.max(np.abs(m64 @ v - v * w[..., None, :]))) / scale
+                    orth = float(np.max(np.abs(np.swapaxes(v, -1, -2) @ v - np.eye(n))))
+                    assert max(ew, res, orth) < tol * n * 4, (ew, res, orth)
+                    assert (np.diff(w, axis=-1) >= 0).all(), "eigenvalues not ascending"
+                    return (
+                        f"eigenvalues {ew:.1e} (NumPy f64), {ej:.1e} (JAX); residual {res:.1e}, "
+                        f"orthogonality {orth:.1e}"
+                    )
 
 
 def run_checks():
@@ -219,6 +298,121 @@ def sync_jax(out):
     jax.block_until_ready(out)
 
 
+def run_small_timings():
+    """Batches of small matrices: the Triton kernels against JAX, torch.linalg, and functx with
+    the kernels off (its torch.linalg steps); then where the kernels stop winning (n = 128 with
+    ``MAX_N`` raised), warps per program, and the single 512x512 eigh's libraries."""
+    import jax
+    import jax.numpy as jnp
+    import jax.scipy.linalg as jsl
+
+    rng = np.random.default_rng(3)
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    rows = []
+
+    def t_cs(a, b):
+        return torch.cholesky_solve(b, torch.linalg.cholesky(a))
+
+    def measure(name, ffn, jfn, tfn, args, off=True):
+        fa = [gpu(x) for x in args]
+        ja = [jax.device_put(x) for x in args]
+        ta = [torch.from_numpy(x).to(dev) for x in args]
+        tf = timeit(lambda: ffn(*fa), sync_torch)
+        tj = timeit(lambda: jfn(*ja), sync_jax)
+        tt = timeit(lambda: tfn(*ta), sync_torch)
+        toff = float("nan")
+        if off:  # (functx with the kernels off: a new program whose steps call torch.linalg)
+            saved = tlinalg.MAX_N
+            tlinalg.MAX_N = 0
+            try:
+                g = functx.jit(lambda *x: ffn(*x))
+                toff = timeit(lambda: g(*fa), sync_torch)
+            finally:
+                tlinalg.MAX_N = saved
+        rows.append((name, tf, tj, tt, toff))
+        say(f"{name}: functx {tf * 1e3:.3f} ms, JAX {tj * 1e3:.3f}, torch {tt * 1e3:.3f}, "
+            f"functx torch.linalg steps {toff * 1e3:.3f}")  # fmt: skip
+
+    sizes = (8,) if DRY else (16, 32, 64)
+    batches = (4,) if DRY else (64, 1024)
+    dts = (np.float32,) if QUICK or DRY else (np.float32, np.float64)
+    for dt in dts:
+        for n in sizes:
+            for nb in batches:
+                a = spd((nb, n, n), dt, rng)
+                b = rng.standard_normal((nb, n, 8)).astype(dt)
+                tag = f"{nb}x{n}x{n} {np.dtype(dt).name}"
+                measure(f"cholesky+solve {tag}", functx.jit(cs(fnp, fsl)),
+                        jax.jit(cs(jnp, jsl)), t_cs, (a, b))  # fmt: skip
+                measure(f"eigh {tag}", functx.jit(fnp.linalg.eigh), jax.jit(jnp.linalg.eigh),
+                        torch.linalg.eigh, (a,), off=n <= 32 or nb == 64)  # fmt: skip
+    say("\n| workload | functx ms | JAX ms | torch ms | functx via torch.linalg ms | functx/JAX |")
+    say("|---|---|---|---|---|---|")
+    for name, a, b, c, d in rows:
+        say(f"| {name} | {a * 1e3:.3f} | {b * 1e3:.3f} | {c * 1e3:.3f} | {d * 1e3:.3f} | "
+            f"{a / b:.2f} |")  # fmt: skip
+    if DRY:
+        return
+    # the crossover: n = 128 through the kernels (MAX_N raised) against torch.linalg
+    say("\n| 64 matrices n x n float32 | kernel ms | torch.linalg step ms | JAX ms |")
+    say("|---|---|---|---|")
+    saved = tlinalg.MAX_N
+    for n in (64, 96, 128):
+        a = spd((64, n, n), np.float32, rng)
+        b = rng.standard_normal((64, n, 8)).astype(np.float32)
+        for what, f, j in (("cholesky+solve", cs(fnp, fsl), cs(jnp, jsl)),
+                           ("eigh", fnp.linalg.eigh, jnp.linalg.eigh)):  # fmt: skip
+            args = (a, b) if what != "eigh" else (a,)
+            ts = []
+            for limit in (128, 0):
+                tlinalg.MAX_N = limit
+                try:
+                    g = functx.jit(lambda *x, f=f: f(*x))
+                    fa = [gpu(x) for x in args]
+                    ts.append(timeit(lambda: g(*fa), sync_torch))
+                except Exception as e:  # (a tile too large for the registers)
+                    ts.append(float("nan"))
+                    say(f"n={n} {what} limit {limit}: {type(e).__name__}: {str(e)[:120]}")
+                finally:
+                    tlinalg.MAX_N = saved
+            jf = jax.jit(j)
+            jt = timeit(lambda: jf(*args), sync_jax)
+            say(f"| {what} n={n} | {ts[0] * 1e3:.3f} | {ts[1] * 1e3:.3f} | {jt * 1e3:.3f} |")
+    # warps per program of the 64x64 kernels
+    say("\n| 64x64x64 float32, warps | cholesky+solve ms | eigh ms |\n|---|---|---|")
+    a = spd((64, 64, 64), np.float32, rng)
+    b = rng.standard_normal((64, 64, 8)).astype(np.float32)
+    saved = dict(tlinalg.WARPS)
+    for w in (2, 4, 8):
+        tlinalg.WARPS[64] = w
+        try:
+            g1 = functx.jit(lambda a, b: cs(fnp, fsl)(a, b) * 1.0)
+            g2 = functx.jit(lambda a: fnp.linalg.eigh(a)[0] * 1.0)
+            fa, fb = gpu(a), gpu(b)
+            t1 = timeit(lambda: g1(fa, fb), sync_torch)
+            t2 = timeit(lambda: g2(fa), sync_torch)
+            say(f"| {w} | {t1 * 1e3:.3f} | {t2 * 1e3:.3f} |")
+        finally:
+            tlinalg.WARPS.update(saved)
+    # the single 512x512 eigh: cuSOLVER's syevd (torch's default) against MAGMA's, and JAX
+    if torch.cuda.is_available():
+        x = torch.from_numpy(spd((512, 512), np.float32, rng)).cuda()
+        say("\n| eigh 512x512 float32 | ms |\n|---|---|")
+        for lib in ("cusolver", "magma"):
+            try:
+                torch.backends.cuda.preferred_linalg_library(lib)
+                say(f"| torch.linalg.eigh ({lib}) | "
+                    f"{timeit(lambda: torch.linalg.eigh(x), sync_torch) * 1e3:.3f} |")  # fmt: skip
+            except Exception as e:
+                say(f"| torch.linalg.eigh ({lib}) | {type(e).__name__}: {str(e)[:80]} |")
+        torch.backends.cuda.preferred_linalg_library("default")
+        xj = jax.device_put(x.cpu().numpy())
+        say(f"| JAX eigh | {timeit(lambda: jax.jit(jnp.linalg.eigh)(xj), sync_jax) * 1e3:.3f} |")
+        xd = x.double()
+        say(f"| torch.linalg.eigh float64 | "
+            f"{timeit(lambda: torch.linalg.eigh(xd), sync_torch) * 1e3:.3f} |")  # fmt: skip
+
+
 def run_timings():
     import jax
     import jax.numpy as jnp
@@ -293,15 +487,18 @@ def run_timings():
 def main():
     name = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "CPU (interpreter)"
     say(f"device: {name}; torch {torch.__version__}; TORCH_ROW_MIN {tsort.TORCH_ROW_MIN}")
-    run_checks()
+    run_small_checks()
+    if not QUICK:
+        run_checks()
     say("\n| check | result | detail |\n|---|---|---|")
     for n, res, detail in RESULTS:
         say(f"| {n} | {res} | {detail} |")
     if "--checks" not in sys.argv:
-        try:
-            run_timings()
-        except Exception:
-            traceback.print_exc()
+        for timings in (run_small_timings,) if QUICK else (run_small_timings, run_timings):
+            try:
+                timings()
+            except Exception:
+                traceback.print_exc()
     sys.exit(1 if any(r == "FAIL" for _, r, _ in RESULTS) else 0)
 
 

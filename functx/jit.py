@@ -38,7 +38,7 @@ from functx.interpreter import eval_jaxpr
 from functx.lowering.compile import compile_jaxpr, log as _log, loop_ir_text
 from functx.lowering.cpp import hostmath as _hostmath  # noqa: F401 (eager rsqrt, pow)
 from functx.lowering.runtime import Executable
-from functx.lowering.triton import attention as _attention
+from functx.lowering.triton import attention as _attention, linalg as _triton_linalg  # noqa: F401
 from functx.source_info import where
 from functx.tracing import ShapeDtypeStruct, Tracer, get_aval, tree_flatten, tree_unflatten
 from functx.transforms import axis_env as _axis_env, outer_products, passes, vjp as _vjp

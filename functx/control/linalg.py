@@ -158,6 +158,14 @@ def _check_operands(name, avals, ranks):
     return avals[0].shape[: nb[0]]
 
 
+#: Triton kernels of library steps on a GPU, by primitive name: ``choose(step)`` gives
+#: ``run(ins, outs)`` (flat tensors; it returns False, launching nothing, for CPU tensors outside
+#: Triton's interpreter) where a kernel takes the step's operands (batches of
+#: small real matrices), else None and the step calls ``torch.linalg``. Filled by
+#: ``functx/lowering/triton/linalg.py``, which has the kernels and their limits.
+GPU_KERNELS: dict = {}
+
+
 class LibraryStep(HostStep):
     """The library step of a linear-algebra equation under ``jit``. On the C++ backend the
     program calls LAPACK itself for ``cholesky``, ``triangular_solve`` and ``lu``
@@ -171,11 +179,26 @@ class LibraryStep(HostStep):
     __slots__ = ()
     label = "lapack"
 
+    def gpu_kernel(self):
+        """The Triton kernel runner for this step's operands (``GPU_KERNELS``), or None."""
+        choose = GPU_KERNELS.get(self.prim.name)
+        return None if choose is None else choose(self)
+
+    @property
+    def graph_safe(self) -> bool:
+        """Whether the step only queues work on the current stream (a Triton kernel: the
+        program keeps its CUDA graph); ``torch.linalg`` may synchronise (``eigh``'s info)."""
+        return self.gpu_kernel() is not None
+
     def torch(self, ins, outs):
-        """The step on torch tensors (the Triton runtime's flat buffers): ``torch.linalg`` from
-        ``ins`` into ``outs``. A complex buffer may come as a complex tensor or as its
-        interleaved real and imaginary parts (a real tensor twice as long). Empty operands and
-        primitives without a torch form run ``__call__`` on host copies."""
+        """The step on torch tensors (the Triton runtime's flat buffers): a Triton kernel for
+        batches of small real matrices (``GPU_KERNELS``), else ``torch.linalg`` from ``ins``
+        into ``outs``. A complex buffer may come as a complex tensor or as its interleaved real
+        and imaginary parts (a real tensor twice as long). Empty operands and primitives without
+        a torch form run ``__call__`` on host copies."""
+        run = self.gpu_kernel()
+        if run is not None and run(ins, outs):
+            return
         import torch  # (optional dependency: only a Triton program calls this)
 
         rule = _TORCH_RULES.get(self.prim.name)
@@ -281,6 +304,9 @@ class _UpperCholeskyStep(LibraryStep):
         return [np.ascontiguousarray(np.swapaxes(low, -1, -2))]
 
     def torch(self, ins, outs):
+        run = self.gpu_kernel()  # (the kernel reads and writes through swapped strides)
+        if run is not None and run(ins, outs):
+            return
         shape = self.in_avals[0].shape
         t = ins[0].reshape(shape).transpose(-1, -2).contiguous().reshape(-1)
         tmp = outs[0].new_empty(outs[0].shape)
