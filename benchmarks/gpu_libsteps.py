@@ -134,7 +134,8 @@ def run_small_checks():
                 err = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
                 assert err < tol * n, f"error {err:.1e} against NumPy float64"
                 bad = host(functx.jit(flax.linalg.cholesky)(gpu(-a)))
-                assert np.isnan(bad).all(), "not positive definite: NaNs expected"
+                low = np.tril_indices(n)
+                assert np.isnan(bad[:, low[0], low[1]]).all(), "not positive definite: NaNs"
                 return f"rel err {err:.1e}"
 
             @check(f"Triton triangular_solve {name} (16 flag combinations)")
@@ -313,13 +314,21 @@ def run_small_timings():
     def t_cs(a, b):
         return torch.cholesky_solve(b, torch.linalg.cholesky(a))
 
-    def measure(name, ffn, jfn, tfn, args, off=True):
+    def measure(name, *a, **k):
+        try:
+            measure1(name, *a, **k)
+        except Exception as e:  # (one failing row leaves the others)
+            traceback.print_exc()
+            say(f"{name}: {type(e).__name__}: {str(e)[:200]}")
+
+    def measure1(name, ffn, jfn, tfn, args, off=True):
         fa = [gpu(x) for x in args]
         ja = [jax.device_put(x) for x in args]
         ta = [torch.from_numpy(x).to(dev) for x in args]
         tf = timeit(lambda: ffn(*fa), sync_torch)
         tj = timeit(lambda: jfn(*ja), sync_jax)
-        tt = timeit(lambda: tfn(*ta), sync_torch)
+        # (torch.linalg.eigh of 1024 64x64 matrices: one syevd each, ~1 s a call: skipped)
+        tt = timeit(lambda: tfn(*ta), sync_torch) if off else float("nan")
         toff = float("nan")
         if off:  # (functx with the kernels off: a new program whose steps call torch.linalg)
             saved = tlinalg.MAX_N
@@ -375,8 +384,8 @@ def run_small_timings():
                     say(f"n={n} {what} limit {limit}: {type(e).__name__}: {str(e)[:120]}")
                 finally:
                     tlinalg.MAX_N = saved
-            jf = jax.jit(j)
-            jt = timeit(lambda: jf(*args), sync_jax)
+            jf, ja = jax.jit(j), [jax.device_put(x) for x in args]
+            jt = timeit(lambda: jf(*ja), sync_jax)
             say(f"| {what} n={n} | {ts[0] * 1e3:.3f} | {ts[1] * 1e3:.3f} | {jt * 1e3:.3f} |")
     # warps per program of the 64x64 kernels
     say("\n| 64x64x64 float32, warps | cholesky+solve ms | eigh ms |\n|---|---|---|")
