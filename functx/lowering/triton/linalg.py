@@ -57,13 +57,13 @@ _CHOICES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # step -> run
 # the kernels' helpers (module globals: kernels resolve them by name); reductions combine with
 # these rather than call tl.sum, which Triton's interpreter cannot run unless TRITON_INTERPRET was
 # set before triton was first imported (as in prelude.py)
-_add = _sqrt = _div = None
+_add = _sqrt = _div = _max = _min = None
 
 
 def _kernels():
     """The kernels, built on first use in each mode (``triton.jit`` makes interpreter functions
     when ``TRITON_INTERPRET=1`` was set by then)."""
-    global _add, _sqrt, _div
+    global _add, _sqrt, _div, _max, _min
     interp = config.triton_interpret()
     if interp in _KERNELS:
         return _KERNELS[interp]
@@ -86,7 +86,15 @@ def _kernels():
             return tl.div_rn(a, b)
         return a / b
 
-    _add, _sqrt, _div = add, sqrt, div
+    @triton.jit
+    def maximum(a, b):
+        return tl.maximum(a, b)
+
+    @triton.jit
+    def minimum(a, b):
+        return tl.minimum(a, b)
+
+    _add, _sqrt, _div, _max, _min = add, sqrt, div, maximum, minimum
 
     @triton.jit
     def cholesky(X, L, n, xs_r, xs_c, os_r, os_c, BN: tl.constexpr):
@@ -145,6 +153,41 @@ def _kernels():
             tcol = tl.where(rv == j, 0.0, tcol)
             b = b - tcol[:, None] * xj[None, :]
         tl.store(Xo + boff, x, mask=bmask)
+
+    @triton.jit
+    def lu(X, LU, PIV, PERM, n, BN: tl.constexpr):
+        pid = tl.program_id(0).to(tl.int64)
+        rv = tl.arange(0, BN)
+        r = rv[:, None]
+        c = rv[None, :]
+        inb = (r < n) & (c < n)
+        base = pid * n * n
+        a = tl.load(X + base + r * n + c, mask=inb, other=0.0)
+        perm = rv
+        piv = rv
+        for j in range(0, n):
+            col = tl.reduce(tl.where(c == j, a, 0.0), 1, _add)  # a[:, j]
+            mag = tl.where((rv >= j) & (rv < n), tl.abs(col), -1.0)
+            top = tl.reduce(mag, 0, _max)
+            p = tl.reduce(tl.where(mag == top, rv, BN), 0, _min)  # (the first largest: idamax)
+            p = tl.where(p < BN, p, j)  # (NaNs: no pivot found; keep the row)
+            row_j = tl.reduce(tl.where(r == j, a, 0.0), 0, _add)
+            row_p = tl.reduce(tl.where(r == p, a, 0.0), 0, _add)
+            a = tl.where(r == j, row_p[None, :], tl.where(r == p, row_j[None, :], a))
+            pj = tl.reduce(tl.where(rv == j, perm, 0), 0, _add)
+            pp = tl.reduce(tl.where(rv == p, perm, 0), 0, _add)
+            perm = tl.where(rv == j, pp, tl.where(rv == p, pj, perm))
+            piv = tl.where(rv == j, p, piv)
+            # the pivot column below the diagonal, scaled (a zero pivot: left as it is, zeros)
+            col = tl.reduce(tl.where(c == j, a, 0.0), 1, _add)
+            d = tl.reduce(tl.where(rv == j, col, 0.0), 0, _add)
+            d = tl.where(d != 0.0, d, 1.0)
+            lcol = tl.where(rv > j, _div(col, tl.full([BN], 0.0, col.dtype) + d), 0.0)
+            urow = tl.where(rv > j, row_p, 0.0)  # (the pivot row right of the diagonal)
+            a = tl.where((c == j) & (r > j), lcol[:, None], a - lcol[:, None] * urow[None, :])
+        tl.store(LU + base + r * n + c, a, mask=inb)
+        tl.store(PIV + pid * n + rv, piv, mask=rv < n)
+        tl.store(PERM + pid * n + rv, perm, mask=rv < n)
 
     @triton.jit
     def eigh(X, V, W, n, eps2, LOWER: tl.constexpr, BN: tl.constexpr, MAXS: tl.constexpr):
@@ -206,7 +249,7 @@ def _kernels():
         tl.store(W + pid * n + rank, w, mask=rv < n)
         tl.store(V + base + r * n + rank[None, :], v, mask=inb)
 
-    _KERNELS[interp] = dict(cholesky=cholesky, trisolve=trisolve, eigh=eigh)
+    _KERNELS[interp] = dict(cholesky=cholesky, trisolve=trisolve, lu=lu, eigh=eigh)
     return _KERNELS[interp]
 
 
@@ -288,6 +331,23 @@ def _choose_trisolve(step):
     return run
 
 
+def _choose_lu(step):
+    (x,) = step.in_avals
+    if not _small_real([x]) or x.shape[-1] != x.shape[-2]:
+        return None
+    n, bn = x.shape[-1], _bn(x.shape[-1])
+
+    def run(ins, outs):
+        if not _here(ins[0]):
+            return False
+        _kernels()["lu"][(_batch(x),)](
+            ins[0], outs[0], outs[1], outs[2], n, BN=bn, num_warps=WARPS[bn]
+        )
+        return True
+
+    return run
+
+
 def _choose_eigh(step):
     (x,) = step.in_avals
     p = step.params
@@ -313,6 +373,7 @@ def _choose_eigh(step):
 _CHOOSERS = {
     "cholesky": _choose_cholesky,
     "triangular_solve": _choose_trisolve,
+    "lu": _choose_lu,
     "eigh": _choose_eigh,
 }
 
