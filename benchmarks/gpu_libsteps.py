@@ -158,6 +158,21 @@ def run_small_checks():
                                 worst = max(worst, err)
                 return f"worst rel err against JAX {worst:.1e}"
 
+            @check(f"Triton lu + solve {name} (one singular matrix)")
+            def _():
+                g = rng.standard_normal((nb, n, n)).astype(dt)
+                g[0, :, 0] = 0.0  # (singular: keeps its factors, as LAPACK's)
+                got = [host(x) for x in functx.jit(flax.linalg.lu)(gpu(g))]
+                want = [np.asarray(x) for x in jax.jit(jll.lu)(g)]
+                err = float(np.max(np.abs(got[0] - want[0])) / np.max(np.abs(want[0])))
+                assert err < tol * n * 10, f"factors: error {err:.1e}"
+                same = [int((x != y).sum()) for x, y in zip(got[1:], want[1:])]
+                x = host(functx.jit(fnp.linalg.solve)(gpu(g[1:]), gpu(b[1:])))
+                xw = np.asarray(jax.jit(jnp.linalg.solve)(g[1:], b[1:]))
+                es = float(np.max(np.abs(x - xw)) / np.max(np.abs(xw)))
+                assert es < tol * n * 1e3, f"solve: error {es:.1e}"
+                return f"factors {err:.1e}, pivots/permutation differing {same}, solve {es:.1e}"
+
             q, _ = np.linalg.qr(rng.standard_normal((nb, n, n)))
             spectra = {
                 "random": a,
@@ -353,6 +368,8 @@ def run_small_timings():
                 tag = f"{nb}x{n}x{n} {np.dtype(dt).name}"
                 measure(f"cholesky+solve {tag}", functx.jit(cs(fnp, fsl)),
                         jax.jit(cs(jnp, jsl)), t_cs, (a, b))  # fmt: skip
+                measure(f"solve {tag}", functx.jit(fnp.linalg.solve), jax.jit(jnp.linalg.solve),
+                        torch.linalg.solve, (a, b))  # fmt: skip
                 measure(f"eigh {tag}", functx.jit(fnp.linalg.eigh), jax.jit(jnp.linalg.eigh),
                         torch.linalg.eigh, (a,), off=n <= 32 or nb == 64)  # fmt: skip
     say("\n| workload | functx ms | JAX ms | torch ms | functx via torch.linalg ms | functx/JAX |")
