@@ -47,23 +47,21 @@ def _program(f, *args):
     return exe, steps
 
 
-def _steps_fn(a, b, s):
-    kw = dict(left_side=False, lower=False, transpose_a=True, unit_diagonal=True)
-    return (
-        flax.linalg.cholesky(a),
-        fsl.cho_solve(fsl.cho_factor(a), b),  # (the upper factor: read through swapped strides)
-        flax.linalg.triangular_solve(a, np.swapaxes(b, -1, -2), **kw),
-        *fnp.linalg.eigh(s, UPLO="U"),
-    )
+def _f64_steps(jnp_, sl, a, b, s):
+    """cho_factor's upper factor (read through swapped strides), cho_solve's two solves, eigh
+    of the upper triangle."""
+    c = sl.cho_factor(a)
+    return (c[0], sl.cho_solve(c, b), *jnp_.linalg.eigh(s, UPLO="U"))
 
 
-def _jax_fn(a, b, s):
+def _f32_steps(lax_linalg, a, b, s):
+    """the lower factor, LU, a right-side transposed unit-diagonal solve, eigh."""
     kw = dict(left_side=False, lower=False, transpose_a=True, unit_diagonal=True)
     return (
-        jll.cholesky(a),
-        jsl.cho_solve(jsl.cho_factor(a), b),
-        jll.triangular_solve(a, jnp.swapaxes(b, -1, -2), **kw),
-        *jnp.linalg.eigh(s, UPLO="U"),
+        lax_linalg.cholesky(a),
+        *lax_linalg.lu(a)[:2],
+        lax_linalg.triangular_solve(a, b, **kw),
+        *lax_linalg.eigh(s)[::-1],
     )
 
 
@@ -74,42 +72,52 @@ def _check_eigh(s, w, v, tol):
     assert (np.diff(w, axis=-1) >= 0).all()
     v = v.astype(np.float64)
     np.testing.assert_allclose(s64 @ v, v * w[..., None, :], atol=tol * scale, rtol=0)
-    n = s.shape[-1]
-    eye = np.broadcast_to(np.eye(n), v.shape)
+    eye = np.broadcast_to(np.eye(s.shape[-1]), v.shape)
     np.testing.assert_allclose(np.swapaxes(v, -1, -2) @ v, eye, atol=tol, rtol=0)
 
 
-@pytest.mark.parametrize("dt", [np.float64, np.float32])
-def test_kernels_in_a_triton_program_match_jax(dt, monkeypatch):
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
-    if dt == np.float32:  # (float64 with x64 on, the suite's mode; float32 in the default one)
-        with x64_off():
-            _program_vs_jax(dt)
-    else:
-        _program_vs_jax(dt)
-
-
-def _program_vs_jax(dt):
-    tol = 1e-12 if dt == np.float64 else 2e-5
-    a = _spd((2, 5, 5), dt)
-    a[1] = -a[1]  # (not positive definite: NaNs, as JAX gives)
-    b = RNG.standard_normal((2, 5, 2)).astype(dt)
-    # degenerate and ill-conditioned spectra
-    s = _sym([[1.0, 1.0, 2.0], [1e-6, 1.0, 1e6] if dt == np.float64 else [-3.0, 1e-3, 10.0]])
-    s = s.astype(dt)
-    exe, steps = _program(_steps_fn, a, b, s)
-    assert len(steps) == 6 and all(st.gpu_kernel() is not None for st in steps)
+def _run(f, args, n_steps):
+    exe, steps = _program(f, *args)
+    assert len(steps) == n_steps and all(st.gpu_kernel() is not None for st in steps)
     assert exe.graph_safe  # (kernel launches only: the program keeps its CUDA graph)
-    got = [t.numpy() for t in exe(a, b, s)]
-    want = [np.asarray(x) for x in jax.jit(_jax_fn)(a, b, s)]
-    for i, (g, w) in enumerate(zip(got[:3], want[:3])):
+    return [t.numpy() for t in exe(*args)]
+
+
+def _same(got, want, tol):
+    for i, (g, w) in enumerate(zip(got, want)):
+        w = np.asarray(w)
         assert g.dtype == w.dtype and g.shape == w.shape, i
-        np.testing.assert_allclose(g, w, rtol=tol * 10, atol=tol * 10, equal_nan=True)
-    assert np.isnan(got[0][1][np.tril_indices(5)]).all()
-    w, v = got[3], got[4]
-    assert w.dtype == want[3].dtype and v.dtype == want[4].dtype
-    np.testing.assert_allclose(w, want[3], atol=tol * 1e6 * (dt == np.float64) + tol * 10)
-    _check_eigh(s, w, v, tol * 10)
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol, equal_nan=True, err_msg=str(i))
+
+
+def test_float64_kernels_match_jax(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    a = _spd((2, 4, 4), np.float64)
+    b = RNG.standard_normal((2, 4, 2))
+    s = _sym([[1.0, 1.0, 2.0], [1e-6, 1.0, 1e6]])  # (degenerate, ill-conditioned)
+    got = _run(lambda *x: _f64_steps(fnp, fsl, *x), (a, b, s), 4)
+    want = jax.jit(lambda *x: _f64_steps(jnp, jsl, *x))(a, b, s)
+    _same(got[:2], want[:2], 1e-12)
+    assert got[2].dtype == want[2].dtype and got[3].dtype == want[3].dtype
+    np.testing.assert_allclose(got[2], want[2], rtol=0, atol=1e-9)
+    _check_eigh(s, got[2], got[3], 1e-12)
+
+
+def test_float32_kernels_default_mode(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    with x64_off():
+        a = _spd((2, 3, 3), np.float32)
+        a[1] = -a[1]  # (not positive definite: NaNs, as JAX gives)
+        a[1, :, 0] = 0.0  # (and singular: LU keeps its factors)
+        b = RNG.standard_normal((2, 2, 3)).astype(np.float32)
+        s = _sym([[-3.0, 1e-3, 10.0], [2.0, 2.0, 2.0]]).astype(np.float32)
+        got = _run(lambda *x: _f32_steps(flax.linalg, *x), (a, b, s), 4)
+        want = jax.jit(lambda *x: _f32_steps(jll, *x))(a, b, s)
+    _same(got[:4], want[:4], 2e-5)
+    assert np.isnan(got[0][1][np.tril_indices(3)]).all()
+    assert got[4].dtype == want[4].dtype == np.float32
+    np.testing.assert_allclose(got[4], want[4], rtol=0, atol=1e-5)
+    _check_eigh(s, got[4], got[5], 2e-6)
 
 
 def _step(prim, params, *avals):
@@ -125,14 +133,14 @@ def test_step_choice(monkeypatch):
     small = ShapedArray((4, 8, 8), np.float32)
     assert _step(L.eigh_p, eig, small).gpu_kernel() is not None
     assert _step(L.cholesky_p, {}, small).graph_safe
-    # torch.linalg keeps: complex, larger than MAX_N, empty, a subset of eigenvalues, lu
+    # torch.linalg keeps: complex, larger than MAX_N, empty, a subset of eigenvalues, a wide LU
     big = ShapedArray((2, TL.MAX_N + 1, TL.MAX_N + 1), np.float32)
     for st in (
         _step(L.cholesky_p, {}, ShapedArray((2, 3, 3), np.complex64)),
         _step(L.cholesky_p, {}, big),
         _step(L.cholesky_p, {}, ShapedArray((0, 3, 3), np.float32)),
         _step(L.eigh_p, {**eig, "subset_by_index": (0, 2)}, small),
-        _step(L.lu_p, {}, small),
+        _step(L.lu_p, {}, ShapedArray((4, 8, 6), np.float32)),
     ):
         assert st.gpu_kernel() is None and not st.graph_safe
     # CPU tensors outside the interpreter: torch.linalg, no launch

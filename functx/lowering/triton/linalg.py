@@ -1,5 +1,5 @@
 """Triton kernels for the linear-algebra library steps of small matrices on a GPU: Cholesky, the
-triangular solves and the symmetric eigensolver, one program per matrix with the matrix in
+triangular solves, LU and the symmetric eigensolver, one program per matrix with the matrix in
 registers.
 
 A library step (``functx/control/linalg.py``'s ``LibraryStep``) of the Triton backend runs
@@ -23,6 +23,11 @@ the padding masked (zeros that no step reads as data):
 * ``triangular_solve``: substitution, forward for a lower operator and backward for an upper
   one, on ``op(A) X = B`` with the left/right side and the transpose folded into the strides the
   tiles are read with (``X A = B`` is ``A^T X^T = B^T``).
+* ``lu`` (square operands): partial pivoting column by column, the pivot the first largest
+  magnitude (LAPACK's ``idamax``), the rows swapped with masked row reductions, the column
+  below the diagonal scaled and the trailing matrix updated; a zero pivot leaves its column (a
+  singular matrix keeps its factors, as ``getrf`` does). The pivots and the permutation are
+  0-based ``int32``. ``jnp.linalg.solve`` is this and two triangular solves.
 * ``eigh``: cyclic Jacobi in parallel rounds. Round ``m`` (``1 <= m < BN``) rotates every pair
   ``(i, i XOR m)`` at once: these ``BN - 1`` perfect matchings cover each pair exactly once, so
   a round sweep is a cyclic sweep. The rotation of each pair is Rutishauser's
