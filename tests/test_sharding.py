@@ -380,3 +380,67 @@ def test_overlapped_psum_placement_and_host_steps(monkeypatch):
     with pytest.raises(functx.errors.FunctxError, match="did not run first"):
         done(token)
     assert C.psum_buckets([5, 1, 3], [4, 4, 4], 8) == [[1, 2], [0]]
+
+
+class _TwinTorch(_TwinHandler):
+    """``_TwinHandler`` on the Triton runtime's torch tensors (``torch``): a start whose operands
+    fill a compiled program's pack (``functx.distributed._pack_of``) doubles the pack in place,
+    as an all_reduce of it would; other operands are doubled into new tensors."""
+
+    graph_safe = False
+
+    def __init__(self):
+        super().__init__()
+        self.torch = self
+
+    def psum_start(self, xs):
+        from functx.distributed import _pack_of
+
+        pack = _pack_of(list(xs))
+        if pack is None:
+            self.calls.append(("start", len(xs)))
+            return [2 * x for x in xs]
+        pack.mul_(2)
+        self.calls.append(("in place", len(xs)))
+        return list(xs)
+
+
+def test_overlapped_psum_reduces_packed_gradients_in_place(monkeypatch):
+    """On the Triton backend (its interpreter), the gradients of an overlapped psum's bucket are
+    computed into views of one flat buffer (a pack), reduced in place and read in place by the
+    update: no concatenation and no copy out. A gradient that another kernel also reads is not
+    packed (an in-place sum would change that reader's value): its bucket takes the copies."""
+    pytest.importorskip("triton")
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setenv("FUNCTX_PSUM_BUCKET_BYTES", "1")  # (each gradient its own bucket)
+    from functx.control import collectives as C
+    from functx.distributed import PACK_SLACK
+    from functx.lowering.triton.program import PACK_ALIGN, compile_triton
+    from functx.transforms import passes
+
+    assert PACK_SLACK == PACK_ALIGN  # (the program's packs are what the handler recognises)
+    r = np.random.default_rng(0)
+    p = {"b": r.standard_normal(4), "w1": r.standard_normal((3, 4)), "w2": r.standard_normal(4)}
+    X, y = r.standard_normal((5, 3)), r.standard_normal(5)
+
+    def loss(p):
+        return ((functx.numpy.tanh(X @ p["w1"] + p["b"]) @ p["w2"] - y) ** 2).sum()
+
+    def step(p):
+        g = functx.grad(loss)(p)
+        s = functx.lax.psum(g, "x")
+        new = functx.tree_util.tree_map(lambda a, b: a - 0.1 * b, p, s)
+        return new, g["w2"] * 3.0  # (w2's gradient is read by another kernel too)
+
+    h = _TwinTorch()
+    with C.axis_frame("x", 2, "spmd", h):
+        exe = compile_triton(passes.simplify(functx.make_jaxpr(step)(p)))
+    assert exe.source.count("._fx_pack = True") == 2 and "(the sum, in place)" in exe.source
+    leaves = functx.tree_util.tree_leaves(p)
+    out = [t.numpy() for t in exe(*[torch.as_tensor(v) for v in leaves])]
+    g = functx.grad(loss)(p)
+    want = [v - 0.2 * gv for v, gv in zip(leaves, functx.tree_util.tree_leaves(g))]
+    for a, b in zip(out, want + [3.0 * np.asarray(g["w2"])], strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    assert sorted(h.calls, key=str) == [("in place", 1)] * 2 + [("start", 1)] + ["done"] * 3
