@@ -300,7 +300,8 @@ def ctas_sweep(functx, n, rank, state, sync, args) -> dict:
     ranks = tuple(range(n))
     old = functx.distributed.current().groups.get(ranks)
     for k in args.ctas.split(","):
-        functx.distributed._regroup(ranks, max_ctas=int(k))
+        if not functx.distributed._regroup(ranks, max_ctas=int(k)):
+            k += " (not applied)"
         functx._shard_map._frames_cache.clear()
         functx.clear_caches()
         if rank < n and "dp" in state:
