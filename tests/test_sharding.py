@@ -380,6 +380,11 @@ def test_overlapped_psum_placement_and_host_steps(monkeypatch):
     with pytest.raises(functx.errors.FunctxError, match="did not run first"):
         done(token)
     assert C.psum_buckets([5, 1, 3], [4, 4, 4], 8) == [[1, 2], [0]]
+    # the operand computed last reduces alone when it and the rest are large enough
+    mib = 1 << 20
+    assert C.psum_buckets([4, 1, 2, 3], [mib, 8 * mib, mib, 8 * mib], 8 * mib) == [[1], [2, 3], [0]]
+    assert C.psum_buckets([4, 1, 2], [4 * mib, 8 * mib, mib], 8 * mib) == [[1], [2], [0]]
+    assert C.psum_buckets([4, 1, 2], [4 * mib, 8 * mib, 10], 8 * mib) == [[1], [2, 0]]
 
 
 class _TwinTorch(_TwinHandler):

@@ -1003,10 +1003,19 @@ def _can_overlap(axes, frames, avals) -> bool:
     return all(np.dtype(a.dtype).kind in "fiu" for a in avals)
 
 
+# the operand computed last reduces alone when it and the rest of its bucket hold at least this
+# many bytes each (see psum_buckets)
+PSUM_SPLIT_BYTES = 1 << 20
+
+
 def psum_buckets(positions, nbytes, cap):
     """The buckets of an overlapped psum: operand indices grouped in the order of
     ``positions`` (where the program computes each), a bucket closed once it holds ``cap``
-    bytes. Returns lists of indices, in the order their reductions start."""
+    bytes. The reduction of the last bucket cannot hide behind any kernel: when the operand
+    computed last (a GPT's embedding gradient, a scatter at the very end of the backward pass)
+    and the rest of its bucket both hold ``PSUM_SPLIT_BYTES`` or more, the rest starts before
+    that operand is computed and the operand reduces alone. Returns lists of indices, in the
+    order their reductions start."""
     buckets, cur, size = [], [], 0
     for i in sorted(range(len(positions)), key=lambda i: (positions[i], i)):
         cur.append(i)
@@ -1016,6 +1025,11 @@ def psum_buckets(positions, nbytes, cap):
             cur, size = [], 0
     if cur:
         buckets.append(cur)
+    last = buckets[-1] if buckets else []
+    if len(last) > 1 and positions[last[-1]] > positions[last[-2]]:
+        rest = sum(nbytes[i] for i in last[:-1])
+        if min(rest, nbytes[last[-1]]) >= PSUM_SPLIT_BYTES:
+            buckets[-1:] = [last[:-1], last[-1:]]
     return buckets
 
 
