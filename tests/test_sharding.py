@@ -449,3 +449,29 @@ def test_overlapped_psum_reduces_packed_gradients_in_place(monkeypatch):
     for a, b in zip(out, want + [3.0 * np.asarray(g["w2"])], strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
     assert sorted(h.calls, key=str) == [("in place", 1)] * 2 + [("start", 1)] + ["done"] * 3
+
+
+def test_psum_waits_move_down_to_their_readers():
+    """Triton host code: each psum done (a wait step) moves, with what reads its sums, below the
+    statements that need none of them, in the order of the dones (``sink_waits``); code with a
+    statement of another form after the first wait is left as it is."""
+    from functx.lowering.triton.program import sink_waits
+
+    host = [
+        "    _L1(1, 1, in0, t5)",
+        "    _fx_host(0, [t5.view(-1)[:4]], [t6.view(-1)[:1]])",
+        "    _L2(1, 1, t5, t7)",
+        "    # kernel 4: host step 1",
+        "    _fx_host(1, [t6.view(-1)[:1]], [t8.view(-1)[:4], t9.view(-1)[:4]])",
+        "    _fx_host(2, [t16.view(-1)[:1]], [t10.view(-1)[:4]])",
+        "    _L3(1, 1, in1, t10, out0)",
+        "    _L4(1, 1, in2, t8, out1)",
+        "    t11 = t9  # kernel 7: the elements of t9 in order (no copy)",
+        "    _L5(1, 1, t11, out2)",
+        "    _L6(1, 1, in3, t7, out3)",
+    ]
+    got = sink_waits(host, {1, 2})
+    want = host[:3] + [host[10]] + host[3:5] + host[7:10] + [host[5], host[6]]
+    assert got == want
+    loop = host[:5] + ["    for i in range(3):", "        _L7(1, 1, t8, t12)"] + host[5:]
+    assert sink_waits(loop, {1, 2}) == loop

@@ -1100,6 +1100,7 @@ def _psum_lowering(g, ins, avals, *, axes, frames=None):
             n_out=len(b_out),
             # (Triton: an output may read its operand's packed view, the sum in place)
             inplace=[ins[i] if perms[i] is None else None for i in bucket],
+            wait=True,  # (Triton: may move down to its outputs' first reader, sink_waits)
         )
         for i, n in zip(bucket, got):
             outs[i] = n

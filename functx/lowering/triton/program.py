@@ -324,10 +324,20 @@ class TritonProgram:
                 copies.append(
                     f"    out{i}.view(-1)[:{node.size}].copy_({node.buf}.view(-1)[:{node.size}])"
                 )
-        body = allocs + self.host + copies
+        body = allocs + sink_waits(self.host, self._wait_steps()) + copies
         if any("device=dev" in ln for ln in body):  # (only where used: each line costs)
             head.append("    dev = out0.device" if out_names else "    dev = None")
         return "\n".join(head + body + ["    return outputs"]) + "\n"
+
+    def _wait_steps(self) -> set:
+        """The indices of this program's host steps whose group has ``wait`` (a ``PsumDone``:
+        it only waits for work started earlier and writes its outputs)."""
+        waits = {
+            id(n.params["group"]["callback"])
+            for n in self.g.nodes
+            if n.kind == "loop" and n.params["group"].get("wait")
+        }
+        return {i for i, call in enumerate(self.root.host_calls) if id(call[0]) in waits}
 
     def source(self) -> str:
         """The whole module: the prelude, the kernels, the sub-programs and ``run``."""
@@ -426,6 +436,59 @@ def packed_buffers(g: Graph, host: list[str], declared: set) -> list[str]:
                     lines.append(f"    {o.buf} = {views[x.id]}  # (the sum, in place)")
                     declared.add(o.buf)
     return lines
+
+
+_BUFFER = re.compile(r"\b(?:in|out|t|c)\d+\b|\bpack\d+_\d+\b")
+_SIMPLE = re.compile(r"    (?:_L\d+\(|_fx_host\(|_fx_dot\(|t\d+ = t\d+  # kernel)")
+
+
+def sink_waits(host: list[str], waits: set) -> list[str]:
+    """The host code ``host`` with each wait step (``waits``: host step indices, an overlapped
+    psum's ``PsumDone``) and the statements that read what it wrote moved as late as they can
+    go, in the order the waits come: the program's stream then waits for a bucket's reduction
+    only where its first reader needs it, and the kernels that need no later bucket (the
+    parameter updates of the buckets reduced first) run while the last bucket is reduced. A
+    statement goes after another only when they name no buffer in common (outputs that are
+    views of a pack name the operand they sum, ``# (the sum, in place)``, and the pack by the
+    same name). Only after the first wait, and only when everything there is a plain statement
+    (a kernel launch, a product, a host step, an alias): otherwise ``host`` is unchanged."""
+    stmts: list[list[str]] = []
+    notes: list[str] = []
+    for ln in host:
+        if ln.startswith("    #"):
+            notes.append(ln)
+        elif ln.startswith("     ") and stmts:
+            stmts[-1].append(ln)
+        else:
+            stmts.append(notes + [ln])
+            notes = []
+
+    def wait_of(st):
+        m = re.match(r"    _fx_host\((\d+),", st[-1])
+        return m is not None and int(m.group(1)) in waits
+
+    first = next((k for k, st in enumerate(stmts) if wait_of(st)), None)
+    if first is None:
+        return host
+    tail = stmts[first:]
+    plain = all(
+        sum(not ln.startswith("    #") for ln in st) == 1 and _SIMPLE.match(st[-1]) for st in tail
+    )
+    if not plain:
+        return host
+    names = [set(_BUFFER.findall(st[-1])) for st in tail]
+    order = list(range(len(tail)))
+    for w in [k for k in range(len(tail)) if wait_of(tail[k])]:
+        at = order.index(w)
+        moved, used = [w], set(names[w])
+        for k in order[at + 1 :]:
+            if names[k] & used:
+                moved.append(k)
+                used |= names[k]
+        order = [k for k in order if k not in moved] + moved
+    out = [ln for st in stmts[:first] for ln in st]
+    out += [ln for k in order for ln in tail[k]]
+    return out + notes
 
 
 def compile_triton(closed, blocks: Blocks | None = None) -> TritonExecutable:
