@@ -299,6 +299,7 @@ class TritonProgram:
             node.buf = outs[node.id]
         for k in self.kernels:
             render_kernel(self, k)
+        self.host = sink_waits(self.host, self._wait_steps())  # (before any plan reads it)
         head = [f"def {name}(inputs, consts, outputs):"]
         names = [n.buf for n in g.inputs]
         if names:
@@ -324,7 +325,7 @@ class TritonProgram:
                 copies.append(
                     f"    out{i}.view(-1)[:{node.size}].copy_({node.buf}.view(-1)[:{node.size}])"
                 )
-        body = allocs + sink_waits(self.host, self._wait_steps()) + copies
+        body = allocs + self.host + copies
         if any("device=dev" in ln for ln in body):  # (only where used: each line costs)
             head.append("    dev = out0.device" if out_names else "    dev = None")
         return "\n".join(head + body + ["    return outputs"]) + "\n"
