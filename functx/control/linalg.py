@@ -252,8 +252,17 @@ def _torch_lu(torch, x):
     return [lu, (piv - 1).to(torch.int32), perm.to(torch.int32)]
 
 
+#: float32 ``eigh`` steps of matrices this large run torch.linalg.eigh in float64 and round the
+#: results: cuSOLVER's float32 syevd took 14.7 ms for one 512x512 matrix on an H100 where its
+#: float64 one took 4.9 (JAX 4.8; benchmarks/gpu_libsteps.py)
+EIGH_F64_MIN_N = 256
+
+
 def _torch_eigh(torch, x, *, lower, sort_eigenvalues, subset_by_index):
-    w, v = torch.linalg.eigh(x, UPLO="L" if lower else "U")  # (ascending, as LAPACK's)
+    up = x.dtype == torch.float32 and x.shape[-1] >= EIGH_F64_MIN_N
+    w, v = torch.linalg.eigh(x.double() if up else x, UPLO="L" if lower else "U")  # (ascending)
+    if up:
+        w, v = w.float(), v.float()
     if subset_by_index is not None:
         lo, hi = subset_by_index
         w, v = w[..., lo:hi], v[..., lo:hi]

@@ -150,3 +150,17 @@ def test_step_choice(monkeypatch):
     out = torch.zeros(x.size, dtype=torch.float64)
     st.torch([torch.from_numpy(x).reshape(-1)], [out])
     np.testing.assert_allclose(out.reshape(x.shape).numpy(), np.linalg.cholesky(x), rtol=1e-12)
+
+
+def test_large_float32_eigh_runs_torch_in_float64(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "0")  # (CPU tensors: the torch.linalg step)
+    monkeypatch.setattr(L, "EIGH_F64_MIN_N", 3)
+    s = _sym([[1.0, 2.0, 1e4]]).astype(np.float32)
+    eig = dict(lower=True, sort_eigenvalues=True, subset_by_index=None)
+    st = _step(L.eigh_p, eig, ShapedArray(s.shape, s.dtype))
+    outs = [torch.zeros(9, dtype=torch.float32), torch.zeros(3, dtype=torch.float32)]
+    st.torch([torch.from_numpy(s).reshape(-1)], outs)
+    v, w = outs[0].reshape(s.shape).numpy(), outs[1].reshape(1, 3).numpy()
+    want = np.linalg.eigvalsh(s.astype(np.float64)).astype(np.float32)
+    np.testing.assert_allclose(w, want, rtol=1e-6)
+    _check_eigh(s, w, v, 1e-6)

@@ -32,11 +32,15 @@ the padding masked (zeros that no step reads as data):
   ``(i, i XOR m)`` at once: these ``BN - 1`` perfect matchings cover each pair exactly once, so
   a round sweep is a cyclic sweep. The rotation of each pair is Rutishauser's
   (``theta = (a_qq - a_pp) / (2 a_pq)``, ``t = sign(theta) / (|theta| + sqrt(theta^2 + 1))``), its
-  pair entries set to zero; the rows and columns of the partner come from ``tl.gather``
-  (register shuffles). Sweeps run while the off-diagonal Frobenius norm exceeds ``eps`` times
-  the matrix's (cuSOLVER's ``syevj`` test, with its default tolerance: machine epsilon), at most
-  ``MAX_SWEEPS``. Padded rows and columns stay zero (their rotations are the identity).
-  Eigenvalues come out ascending (a rank by comparison, ties by index), the eigenvectors
+  pair entries set to zero, the diagonal kept apart (``a_pp - t a_pq``, ``a_qq + t a_pq``: the
+  eigenvalues). Both indices of a pair take ``a_pq`` from the row of ``p``: on a GPU the products
+  contract into FMAs that round ``a[p, q]`` and ``a[q, p]`` differently, and near convergence
+  the two could even differ in sign, giving the pair two different rotations (eigenvectors
+  orthogonal to only 1e-2 in float32). The rows and columns of the partner come from
+  ``tl.gather`` (register shuffles). Sweeps run while the off-diagonal Frobenius norm exceeds
+  ``eps`` times the matrix's (cuSOLVER's ``syevj`` test, with its default tolerance: machine
+  epsilon), at most ``MAX_SWEEPS``. Padded rows and columns stay zero (their rotations are the
+  identity). Eigenvalues come out ascending (a rank by comparison, ties by index), the eigenvectors
   orthonormal columns in the same order (signs are Jacobi's own: JAX's are not fixed either).
 """
 
@@ -54,7 +58,8 @@ MAX_SWEEPS = 20  # Jacobi sweeps at most (float64 64x64 needs about 8)
 RHS_BLOCK = 32  # right-hand-side columns per program of the solves
 #: warps per program by tile size ``BN`` (the eigensolver's float64 tiles take more registers)
 WARPS = {4: 1, 8: 1, 16: 1, 32: 2, 64: 4, 128: 8}
-EIGH_WARPS_F64 = {32: 4, 64: 8, 128: 8}
+#: the eigensolver's warps per program (H100, 64 64x64 float32: 2 warps 8.3 ms, 4 3.1, 8 1.9)
+EIGH_WARPS = {4: 1, 8: 1, 16: 2, 32: 4, 64: 8, 128: 8}
 
 _KERNELS: dict = {}  # interpreting? -> {name: @triton.jit kernel} (triton is optional)
 _CHOICES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # step -> runner or None
@@ -213,17 +218,17 @@ def _kernels():
         fro = tl.reduce(tl.reduce(a * a, 1, _add), 0, _add)
         off = tl.reduce(tl.reduce(tl.where(diag, 0.0, a * a), 1, _add), 0, _add)
         tol = fro * eps2
+        d = tl.reduce(tl.where(diag, a, 0.0), 1, _add)  # the diagonal, kept by the rotations
         sweep = 0
         while (off > tol) & (sweep < MAXS):
             for m in range(1, BN):
                 pr = rv ^ m  # each index's partner in this round
                 pm = c == pr[:, None]  # (i, partner(i))
-                idx = pr[:, None] + tl.full((BN, BN), 0, tl.int32)
-                ag = tl.gather(a, idx, 0)  # ag[i, j] = a[partner(i), j]
-                d = tl.reduce(tl.where(diag, a, 0.0), 1, _add)  # a[i, i]
-                dq = tl.reduce(tl.where(pm, ag, 0.0), 1, _add)  # a[partner(i), partner(i)]
-                apq = tl.reduce(tl.where(pm, a, 0.0), 1, _add)  # a[i, partner(i)]
                 isp = rv < pr
+                dq = tl.gather(d, pr, 0)  # a[partner(i), partner(i)]
+                apq = tl.reduce(tl.where(pm, a, 0.0), 1, _add)  # a[i, partner(i)]
+                # (both of a pair take a[p, q]: the same rotation, bit for bit)
+                apq = tl.where(isp, apq, tl.gather(apq, pr, 0))
                 app = tl.where(isp, d, dq)
                 aqq = tl.where(isp, dq, d)
                 nz = apq != 0.0
@@ -238,17 +243,18 @@ def _kernels():
                 cs = _div(tl.full([BN], 1.0, t.dtype), _sqrt(1.0 + t * t))
                 sn = t * cs
                 sg = tl.where(isp, -sn, sn)
-                a = cs[:, None] * a + sg[:, None] * ag  # rows: J^T a
+                d = d + tl.where(isp, -t * apq, t * apq)  # (a_pp - t a_pq, a_qq + t a_pq)
+                idx = pr[:, None] + tl.full((BN, BN), 0, tl.int32)
+                a = cs[:, None] * a + sg[:, None] * tl.gather(a, idx, 0)  # rows: J^T a
                 cidx = pr[None, :] + tl.full((BN, BN), 0, tl.int32)
                 a = a * cs[None, :] + tl.gather(a, cidx, 1) * sg[None, :]  # columns: (J^T a) J
                 a = tl.where(pm, 0.0, a)
                 v = v * cs[None, :] + tl.gather(v, cidx, 1) * sg[None, :]
             off = tl.reduce(tl.reduce(tl.where(diag, 0.0, a * a), 1, _add), 0, _add)
             sweep += 1
-        w = tl.reduce(tl.where(diag, a, 0.0), 0, _add)  # the eigenvalues, by column
-        wk = tl.where(rv < n, w, float("inf"))
-        wr = tl.reduce(tl.where(diag, wk[None, :], 0.0), 1, _add)  # (the same, by row)
-        wc = wk[None, :]
+        wr = tl.where(rv < n, d, float("inf"))  # the eigenvalues, by row
+        w = tl.reduce(tl.where(diag, d[:, None], 0.0), 0, _add)  # (the same, by column)
+        wc = tl.where(rv < n, w, float("inf"))[None, :]
         before = (wr[:, None] < wc) | ((wr[:, None] == wc) & (r < c))
         rank = tl.reduce(before.to(tl.int32), 0, _add)  # of each column's eigenvalue
         tl.store(W + pid * n + rank, w, mask=rv < n)
@@ -359,9 +365,8 @@ def _choose_eigh(step):
     if not _small_real([x]) or p.get("subset_by_index") is not None:
         return None
     n, bn = x.shape[-1], _bn(x.shape[-1])
-    f64 = np.dtype(x.dtype) == np.float64
     eps = float(np.finfo(x.dtype).eps)
-    warps = EIGH_WARPS_F64.get(bn, WARPS[bn]) if f64 else WARPS[bn]
+    warps = EIGH_WARPS[bn]
 
     def run(ins, outs):
         if not _here(ins[0]):
