@@ -51,7 +51,10 @@ import functx.scipy.linalg as fsl  # noqa: E402
 from functx.lowering.triton import linalg as tlinalg, sort as tsort  # noqa: E402
 
 DRY = "--dry" in sys.argv  # tiny sizes (Triton's interpreter on the CPU)
-QUICK = "--quick" in sys.argv  # the small-matrix kernels' checks and timings only (~1 minute)
+QUICK = "--quick" in sys.argv  # the small-matrix kernels' checks and timings only (~5 minutes)
+FINAL = "--final" in sys.argv  # fewer checks and timings of the small-matrix kernels (~2 minutes)
+QUICK = QUICK or FINAL
+tlinalg.ENABLED.update(("cholesky", "triangular_solve", "lu", "eigh"))  # (all: checked here)
 N = 16 if DRY else 512  # a square matrix
 B, NB = (4, 8) if DRY else (64, 64)  # a batch of B matrices NB x NB
 R, C = (8, 160) if DRY else (4096, 4096)  # rows x columns of the sorts
@@ -119,8 +122,8 @@ def run_small_checks():
     jax.config.update("jax_enable_x64", True)
     functx.config.update("jax_enable_x64", True)
     rng = np.random.default_rng(2)
-    sizes = (3,) if DRY else (3, 16, 33, 64)
-    nb = 3 if DRY else 16
+    sizes = (3,) if DRY else (3, 16, 64) if FINAL else (3, 16, 33, 64)
+    nb = 3 if DRY else 8 if FINAL else 16
     for dt, tol in ((np.float32, 1e-4), (np.float64, 1e-11)):
         for n in sizes:
             name = f"{np.dtype(dt).name} {nb}x{n}x{n}"
@@ -138,24 +141,21 @@ def run_small_checks():
                 assert np.isnan(bad[:, low[0], low[1]]).all(), "not positive definite: NaNs"
                 return f"rel err {err:.1e}"
 
-            @check(f"Triton triangular_solve {name} (16 flag combinations)")
+            @check(f"Triton triangular_solve {name} ({4 if FINAL else 16} flag combinations)")
             def _():
                 worst = 0.0
-                for ls in (True, False):
-                    for lo in (True, False):
-                        for tr in (True, False):
-                            for un in (True, False):
-                                kw = dict(left_side=ls, lower=lo, transpose_a=tr,
-                                          unit_diagonal=un)  # fmt: skip
-                                rhs = b if ls else np.swapaxes(b, -1, -2).copy()
-                                f = functx.jit(lambda a, b, kw=kw: flax.linalg.triangular_solve(
-                                    a, b, **kw))  # fmt: skip
-                                got = host(f(gpu(a), gpu(rhs)))
-                                want = np.asarray(jax.jit(lambda a, b, kw=kw: jll.triangular_solve(
-                                    a, b, **kw))(a, rhs))  # fmt: skip
-                                err = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
-                                assert err < tol * n * 10, f"{kw}: error {err:.1e}"
-                                worst = max(worst, err)
+                flags = [(ls, lo, tr, un) for ls in (True, False) for lo in (True, False)
+                         for tr in (True, False) for un in (True, False)]  # fmt: skip
+                for ls, lo, tr, un in flags[::5] if FINAL else flags:
+                    kw = dict(left_side=ls, lower=lo, transpose_a=tr, unit_diagonal=un)
+                    rhs = b if ls else np.swapaxes(b, -1, -2).copy()
+                    f = functx.jit(lambda a, b, kw=kw: flax.linalg.triangular_solve(a, b, **kw))
+                    got = host(f(gpu(a), gpu(rhs)))
+                    want = np.asarray(jax.jit(lambda a, b, kw=kw: jll.triangular_solve(
+                        a, b, **kw))(a, rhs))  # fmt: skip
+                    err = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
+                    assert err < tol * n * 10, f"{kw}: error {err:.1e}"
+                    worst = max(worst, err)
                 return f"worst rel err against JAX {worst:.1e}"
 
             @check(f"Triton lu + solve {name} (one singular matrix)")
@@ -349,6 +349,7 @@ def run_small_timings():
             say(f"{name}: {type(e).__name__}: {str(e)[:200]}")
 
     def measure1(name, ffn, jfn, tfn, args, off=True):
+        off = off and not FINAL  # (--final: functx against JAX only)
         fa = [gpu(x) for x in args]
         ja = [jax.device_put(x) for x in args]
         ta = [torch.from_numpy(x).to(dev) for x in args]
@@ -370,7 +371,7 @@ def run_small_timings():
             f"functx torch.linalg steps {toff * 1e3:.3f}")  # fmt: skip
 
     sizes = (8,) if DRY else (16, 32, 64)
-    batches = (4,) if DRY else (64, 1024)
+    batches = (4,) if DRY else (64,) if FINAL else (64, 1024)
     dts = (np.float32,) if QUICK or DRY else (np.float32, np.float64)
     for dt in dts:
         for n in sizes:
@@ -390,6 +391,26 @@ def run_small_timings():
         say(f"| {name} | {a * 1e3:.3f} | {b * 1e3:.3f} | {c * 1e3:.3f} | {d * 1e3:.3f} | "
             f"{a / b:.2f} |")  # fmt: skip
     if DRY:
+        return
+    if FINAL:  # the eigensolver's warps at 32 and 64, torch's float32/float64 eigh at 256, 512
+        say("\n| float32 eigh, warps | 64 x 32 | 64 x 64 |\n|---|---|---|")
+        saved = dict(tlinalg.EIGH_WARPS)
+        for w in (4, 8):
+            ts = []
+            for n in (32, 64):
+                tlinalg.EIGH_WARPS[n] = w
+                g = functx.jit(lambda a: fnp.linalg.eigh(a)[0] * 1.0)
+                fa = gpu(spd((64, n, n), np.float32, rng))
+                ts.append(timeit(lambda: g(fa), sync_torch, reps=3))
+                tlinalg.EIGH_WARPS.update(saved)
+            say(f"| {w} | {ts[0] * 1e3:.3f} | {ts[1] * 1e3:.3f} |")
+        if torch.cuda.is_available():
+            say("\n| torch.linalg.eigh of one n x n | float32 ms | float64 ms |\n|---|---|---|")
+            for n in (256, 512):
+                x = torch.from_numpy(spd((n, n), np.float32, rng)).cuda()
+                t32 = timeit(lambda: torch.linalg.eigh(x), sync_torch, reps=3)
+                t64 = timeit(lambda: torch.linalg.eigh(x.double()), sync_torch, reps=3)
+                say(f"| {n} | {t32 * 1e3:.3f} | {t64 * 1e3:.3f} |")
         return
     # warps per program
     say("\n| float32, warps | 64 x 16 eigh | 64 x 32 eigh | 64 x 64 eigh | 1024 x 64 cho |")

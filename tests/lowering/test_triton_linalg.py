@@ -25,6 +25,13 @@ torch = pytest.importorskip("torch")
 RNG = np.random.default_rng(19)
 
 
+@pytest.fixture(autouse=True)
+def _kernels_on(monkeypatch):
+    from functx.lowering.triton import linalg as TL
+
+    monkeypatch.setattr(TL, "ENABLED", set(TL._CHOOSERS))  # (every kernel)
+
+
 def _spd(shape, dt):
     a = RNG.standard_normal(shape)
     return (a @ np.swapaxes(a, -1, -2) / shape[-1] + np.eye(shape[-1])).astype(dt)

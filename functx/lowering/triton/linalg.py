@@ -53,6 +53,9 @@ import numpy as np
 from functx import config
 from functx.control import linalg
 
+#: the primitives whose library steps use the kernels: those that passed the GPU check of
+#: benchmarks/gpu_libsteps.py on a GPU (the interpreter's float rounding is not the GPU's)
+ENABLED: set = set()
 MAX_N = 64  # the largest matrices the kernels take; larger ones keep torch.linalg
 MAX_SWEEPS = 20  # Jacobi sweeps at most (float64 64x64 needs about 8)
 RHS_BLOCK = 32  # right-hand-side columns per program of the solves
@@ -397,7 +400,7 @@ def choose(step):
         return _CHOICES[step]
     except KeyError:
         pass
-    chooser = _CHOOSERS.get(step.prim.name)
+    chooser = _CHOOSERS.get(step.prim.name) if step.prim.name in ENABLED else None
     run = None if chooser is None else chooser(step)
     _CHOICES[step] = run
     return run
@@ -406,4 +409,4 @@ def choose(step):
 for _name in _CHOOSERS:
     linalg.GPU_KERNELS[_name] = choose
 
-__all__ = ["MAX_N", "MAX_SWEEPS", "RHS_BLOCK", "WARPS", "choose"]
+__all__ = ["ENABLED", "MAX_N", "MAX_SWEEPS", "RHS_BLOCK", "WARPS", "choose"]
