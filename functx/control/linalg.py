@@ -253,9 +253,10 @@ def _torch_lu(torch, x):
 
 
 #: float32 ``eigh`` steps of matrices this large run torch.linalg.eigh in float64 and round the
-#: results: cuSOLVER's float32 syevd took 14.7 ms for one 512x512 matrix on an H100 where its
-#: float64 one took 4.9 (JAX 4.8; benchmarks/gpu_libsteps.py)
-EIGH_F64_MIN_N = 256
+#: results: on an H100 cuSOLVER's float32 syevd of one n x n took 2.09 / 3.80 / 5.38 / 15.0 ms at
+#: n = 128 / 192 / 256 / 512, its float64 one 1.74 / 1.58 / 2.14 / 4.89 (JAX's float32 512: 4.90;
+#: benchmarks/gpu_libsteps.py, 14:52 UTC)
+EIGH_F64_MIN_N = 128
 
 
 def _torch_eigh(torch, x, *, lower, sort_eigenvalues, subset_by_index):

@@ -42,6 +42,15 @@ the padding masked (zeros that no step reads as data):
   epsilon), at most ``MAX_SWEEPS``. Padded rows and columns stay zero (their rotations are the
   identity). Eigenvalues come out ascending (a rank by comparison, ties by index), the eigenvectors
   orthonormal columns in the same order (signs are Jacobi's own: JAX's are not fixed either).
+
+Measured (benchmarks/gpu_libsteps.py, H100, 14:52 UTC, float32, functx / JAX ms): cholesky +
+cho_solve of 64 16x16 0.023 / 0.144, 64 32x32 0.038 / 0.118, 64 64x64 0.100 / 0.129, 1024 64x64
+0.367 / 0.195 (4 warps; 2 warps 0.284); solve 64 64x64 0.211 / 0.187, 1024 64x64 0.654 / 0.349;
+eigh (8 warps) 64 16x16 0.055 / 0.066, 64 32x32 0.321 / 0.130, 64 64x64 1.67 / 0.394 (torch.linalg's
+one syevd per matrix: 52.5). Where JAX stays ahead (eigh from 32, the batches of 1024 64x64s),
+the one-program-per-matrix schedule is the bound: Jacobi's ~8 sweeps of 63 rounds, each with
+three register gathers, against the batched cuSOLVER eigensolver behind JAX's ``solver_syevd``
+call; the factorisations' 64 column steps per program against its batched library kernels.
 """
 
 from __future__ import annotations
@@ -54,15 +63,21 @@ from functx import config
 from functx.control import linalg
 
 #: the primitives whose library steps use the kernels: those that passed the GPU check of
-#: benchmarks/gpu_libsteps.py on a GPU (the interpreter's float rounding is not the GPU's)
-ENABLED: set = set()
+#: benchmarks/gpu_libsteps.py (H100, 14:52 UTC: all 96 checks; the interpreter's float rounding
+#: is not the GPU's, so a new kernel joins only after that check)
+ENABLED: set = {"cholesky", "triangular_solve", "lu", "eigh"}
 MAX_N = 64  # the largest matrices the kernels take; larger ones keep torch.linalg
+#: sizes whose eigh keeps torch.linalg (cuSOLVER's batched syevj, faster than Jacobi here)
+EIGH_TORCH = range(0)
 MAX_SWEEPS = 20  # Jacobi sweeps at most (float64 64x64 needs about 8)
 RHS_BLOCK = 32  # right-hand-side columns per program of the solves
 #: warps per program by tile size ``BN`` (the eigensolver's float64 tiles take more registers)
+#: (H100, cholesky + cho_solve of 64x64 float32: 4 warps best for 64 matrices, 0.100 ms; 2 for
+#: 1024, 0.284 ms against 0.366 with 4: ``_warps``)
 WARPS = {4: 1, 8: 1, 16: 1, 32: 2, 64: 4, 128: 8}
-#: the eigensolver's warps per program (H100, 64 64x64 float32: 2 warps 8.3 ms, 4 3.1, 8 1.9)
-EIGH_WARPS = {4: 1, 8: 1, 16: 2, 32: 4, 64: 8, 128: 8}
+#: the eigensolver's warps per program (H100, 64 float32 matrices, ms, 1/2/4/8 warps: 16x16
+#: 0.264/0.115/0.071/0.055, 32x32 8.86/1.08/0.536/0.321, 64x64 85.4/7.39/2.86/1.67)
+EIGH_WARPS = {4: 4, 8: 4, 16: 8, 32: 8, 64: 8, 128: 8}
 
 _KERNELS: dict = {}  # interpreting? -> {name: @triton.jit kernel} (triton is optional)
 _CHOICES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # step -> runner or None
@@ -286,6 +301,11 @@ def _here(t) -> bool:
     return t.is_cuda or config.triton_interpret()
 
 
+def _warps(bn: int, batch: int) -> int:
+    """Warps per program of the factorisations and solves (``WARPS``; 2 for many 64x64s)."""
+    return 2 if bn == 64 and batch >= 256 else WARPS[bn]
+
+
 def _batch(aval) -> int:
     return int(np.prod(aval.shape[:-2], dtype=np.int64))
 
@@ -303,7 +323,7 @@ def _choose_cholesky(step):
         if not _here(ins[0]):
             return False
         _kernels()["cholesky"][(_batch(x),)](
-            ins[0], outs[0], n, *strides, BN=bn, num_warps=WARPS[bn]
+            ins[0], outs[0], n, *strides, BN=bn, num_warps=_warps(bn, _batch(x))
         )
         return True
 
@@ -338,7 +358,7 @@ def _choose_trisolve(step):
             return False
         _kernels()["trisolve"][grid](
             ins[0], ins[1], outs[0], n, k, *a_str, *b_str,
-            BN=bn, BK=bk, LOWER=lower, UNIT=unit, num_warps=WARPS[bn],
+            BN=bn, BK=bk, LOWER=lower, UNIT=unit, num_warps=_warps(bn, grid[0]),
         )  # fmt: skip
         return True
 
@@ -355,7 +375,7 @@ def _choose_lu(step):
         if not _here(ins[0]):
             return False
         _kernels()["lu"][(_batch(x),)](
-            ins[0], outs[0], outs[1], outs[2], n, BN=bn, num_warps=WARPS[bn]
+            ins[0], outs[0], outs[1], outs[2], n, BN=bn, num_warps=_warps(bn, _batch(x))
         )
         return True
 
@@ -365,7 +385,7 @@ def _choose_lu(step):
 def _choose_eigh(step):
     (x,) = step.in_avals
     p = step.params
-    if not _small_real([x]) or p.get("subset_by_index") is not None:
+    if not _small_real([x]) or p.get("subset_by_index") is not None or x.shape[-1] in EIGH_TORCH:
         return None
     n, bn = x.shape[-1], _bn(x.shape[-1])
     eps = float(np.finfo(x.dtype).eps)
