@@ -19,7 +19,7 @@ RNG = np.random.default_rng(19)
 
 # (input shape, kernel shape, keyword arguments, rewritten?)
 _CASES = [
-    ((2, 9, 7, 8), (3, 3, 8, 16), dict(padding="SAME"), True),
+    ((2, 9, 7, 8), (3, 3, 8, 32), dict(padding="SAME"), True),
     ((1, 6, 9, 10), (2, 4, 10, 8), dict(padding=[(2, 1), (0, 3)]), True),
     ((2, 8, 8, 8), (3, 3, 8, 8), dict(padding="SAME", rhs_dilation=(2, 1)), True),
     ((3, 20, 9), (5, 9, 12), dict(padding="VALID"), True),

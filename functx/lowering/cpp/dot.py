@@ -384,6 +384,13 @@ def _conv_taps(prog, k: Kernel) -> list[str]:
         "        }",
     ]
     lines = [f"  // kernel {k.index}: convolution forward, {len(offs)} taps of ({c}, {o})", "  {"]
+    direct = _CONV_DIRECT and ct == "float" and o % 16 == 0
+    if direct:
+        if _SIMD_HEADER not in prog.subs:
+            prog.subs.append(_SIMD_HEADER)
+        lines += ["#if defined(__AVX2__) && defined(__FMA__)"]
+        lines += _conv_direct(geo, p, w, y)
+        lines += ["#else"]
     if lib is not None:
         if lapack.HELPER not in prog.subs:
             prog.subs.append(lapack.HELPER)
@@ -420,4 +427,89 @@ def _conv_taps(prog, k: Kernel) -> list[str]:
     ]
     if lib is not None:
         lines += ["    if (fx_bprev != 1) fx_bset(fx_bprev);"]
+    if direct:
+        lines += ["#endif"]
     return lines + ["  }"]
+
+
+_CONV_DIRECT = True
+_SIMD_HEADER = "#if defined(__AVX2__) && defined(__FMA__)\n#include <immintrin.h>\n#endif\n"
+_TILE_ROWS = 6  # a tile: 6 output rows x 16 channels, 12 accumulators of 8 lanes
+
+
+def _conv_tile(rows, c, nt, o):
+    """C++ for one tile: ``rows`` output rows (``pb``: the first one's row of P; ``yt``: its
+    result row) x 16 channels (``wb``: the panel of the repacked kernel), over all taps."""
+    acc = [(f"a{r}0", f"a{r}1") for r in range(rows)]
+    lines = ["          {"]
+    zero = "_mm256_setzero_ps()"
+    lines += [f"            __m256 {a} = {zero}, {b} = {zero};" for a, b in acc]
+    lines += [
+        "            const float* __restrict bp = wb;",
+        f"            for (int64_t t = 0; t < {nt}LL; ++t) {{",
+        f"              const float* __restrict ap = pb + offs[t] * {c}LL;",
+        f"              for (int64_t ch = 0; ch < {c}LL; ++ch, bp += 16) {{",
+        "                const __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);",
+    ]
+    for r, (a, b) in enumerate(acc):
+        lines += [
+            f"                {{ const __m256 x = _mm256_broadcast_ss(ap + {r * c}LL + ch);"
+            f" {a} = _mm256_fmadd_ps(x, b0, {a}); {b} = _mm256_fmadd_ps(x, b1, {b}); }}"
+        ]
+    lines += ["              }", "            }"]
+    for r, (a, b) in enumerate(acc):
+        lines += [
+            f"            _mm256_storeu_ps(yt + {r * o}LL, {a});"
+            f" _mm256_storeu_ps(yt + {r * o + 8}LL, {b});"
+        ]
+    return lines + ["          }"]
+
+
+def _conv_direct(geo, p, w, y) -> list[str]:
+    """The forward sum as register tiles (AVX2 + FMA, float32, ``O`` a multiple of 16): the
+    kernel repacked into 16-channel panels ``(O / 16, T, C, 16)``; per line of outputs (one
+    image row of the last spatial axis), tiles of ``_TILE_ROWS`` outputs x 16 channels, each
+    accumulating ``T * C`` broadcasts of ``P``'s elements (read in place) times panel rows in
+    registers and storing its result rows once. No packing of ``P``, no border rows."""
+    n, c, o, grid = geo["n"], geo["c"], geo["o"], geo["grid"]
+    rows, out_sp, offs = geo["rows"], geo["out_sp"], geo["offsets"]
+    nt = len(offs)
+    width = out_sp[-1]
+    lines_n = n * math.prod(out_sp[:-1])
+    panels = o // 16
+    full, rem = divmod(width, _TILE_ROWS)
+    decomp = [
+        f"        const int64_t img = line / {math.prod(out_sp[:-1])}LL;",
+        f"        int64_t rest = line % {math.prod(out_sp[:-1])}LL, q = img * {grid}LL;",
+    ]
+    for d in range(len(out_sp) - 2, -1, -1):
+        decomp += [f"        q += (rest % {out_sp[d]}LL) * {rows[d]}LL; rest /= {out_sp[d]}LL;"]
+    body = [
+        f"    static const int64_t offs[{nt}] = {{{', '.join(f'{r}LL' for r in offs)}}};",
+        f"    float* __restrict wp = (float*)malloc({nt * c * o}ULL * sizeof(float));",
+        f"    for (int64_t jp = 0; jp < {panels}LL; ++jp)",
+        f"      for (int64_t tc = 0; tc < {nt * c}LL; ++tc)",
+        f"        memcpy(wp + (jp * {nt * c}LL + tc) * 16LL, {w} + tc * {o}LL + jp * 16LL,"
+        " 16 * sizeof(float));",
+        "    #pragma omp parallel for schedule(dynamic)"
+        f" if({lines_n * width * o * c * nt}LL >= {_PAR_DOT})",
+        f"    for (int64_t line = 0; line < {lines_n}LL; ++line) {{",
+        *decomp,
+        f"      for (int64_t jp = 0; jp < {panels}LL; ++jp) {{",
+        f"        const float* __restrict wb = wp + jp * {nt * c * 16}LL;",
+        f"        for (int64_t w0 = 0; w0 < {full * _TILE_ROWS}LL; w0 += {_TILE_ROWS}LL) {{",
+        f"          const float* __restrict pb = {p} + (q + w0) * {c}LL;",
+        f"          float* __restrict yt = {y} + (line * {width}LL + w0) * {o}LL + jp * 16LL;",
+        *_conv_tile(_TILE_ROWS, c, nt, o),
+        "        }",
+    ]
+    if rem:
+        body += [
+            "        {",
+            f"          const int64_t w0 = {full * _TILE_ROWS}LL;",
+            f"          const float* __restrict pb = {p} + (q + w0) * {c}LL;",
+            f"          float* __restrict yt = {y} + (line * {width}LL + w0) * {o}LL + jp * 16LL;",
+            *_conv_tile(rem, c, nt, o),
+            "        }",
+        ]
+    return body + ["      }", "    }", "    free(wp);"]
