@@ -42,14 +42,13 @@ def _convs(lax, dtype, cases=_CASES):
 def _check(dtype, tol, cases, grad=False):
     """jit (C++) against JAX in one program each (the rewrite's count and the eager composite
     are checked without compiling: ``test_rewrite_and_reference_without_compiling``); with
-    ``grad``, also ``value_and_grad`` of a 1-D convolution (which reads the forward)."""
+    ``grad``, also ``value_and_grad`` of a 1-D convolution (its forward, which the loss reads,
+    and its input gradient are steps)."""
     args, f = _convs(flax, dtype, cases)
     _, jf = _convs(jax.lax, dtype, cases)
-    x, w = (
-        RNG.standard_normal((2, 7, 8)).astype(dtype),
-        RNG.standard_normal((3, 8, 8)).astype(dtype),
-    )
-    g = RNG.standard_normal((2, 7, 8)).astype(dtype)
+    x = RNG.standard_normal((2, 7, 16)).astype(dtype)
+    w = RNG.standard_normal((3, 16, 16)).astype(dtype)
+    g = RNG.standard_normal((2, 7, 16)).astype(dtype)
 
     def both(lax, np_, grad_fn, f):
         def loss(x, w):
@@ -75,13 +74,22 @@ def test_forward_sums_float64():
 
 def test_rewrite_and_reference_without_compiling():
     """The rewritten Jaxpr, run by the interpreter (``conv_taps``' NumPy reference), equals the
-    composite; disabled, the rewrite returns the program itself."""
+    composite, for forward sums and an input gradient's sum; disabled, the rewrite returns the
+    program itself."""
     args, f = _convs(flax, np.float64)
     closed = functx.make_jaxpr(f)(*args)
     new = cpp_conv.fuse_conv_taps(closed)
     assert sum(e.prim is cpp_conv.conv_taps_p for e in new.jaxpr.eqns) == 5
     got = eval_jaxpr(new.jaxpr, new.consts, *args)
     for a, b in zip(got, f(*args)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12, atol=1e-12)
+    # the gradient: the forward (read by the loss) and the input gradient's sum
+    x, w = args[:2]
+    grad = functx.grad(lambda x, w: functx.numpy.sum(f(x, w, *args[2:])[0] ** 2), (0, 1))
+    closed_g = functx.make_jaxpr(grad)(x, w)
+    new_g = cpp_conv.fuse_conv_taps(closed_g)
+    assert sum(e.prim is cpp_conv.conv_taps_p for e in new_g.jaxpr.eqns) == 2
+    for a, b in zip(eval_jaxpr(new_g.jaxpr, new_g.consts, x, w), grad(x, w)):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12, atol=1e-12)
     try:
         cpp_conv.ENABLED = False

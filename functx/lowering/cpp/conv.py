@@ -1,7 +1,7 @@
-"""The C++ backend's convolution forward: a Jaxpr -> Jaxpr rewrite (``fuse_conv_taps``, run by
+"""The C++ backend's convolution sums: a Jaxpr -> Jaxpr rewrite (``fuse_conv_taps``, run by
 ``jit`` on the final Jaxpr of a CPU program) that finds the sums over kernel taps
-``functx/_conv.py`` builds and replaces each with one ``conv_taps`` equation, which lowers to one
-``dot`` kernel of many products (``cpp/dot.py``'s ``_conv_taps``).
+``functx/_conv.py`` builds (the forward's, and the input gradient's) and replaces each with one
+``conv_taps`` equation, which lowers to one ``dot`` kernel (``cpp/dot.py``'s ``_conv_taps``).
 
 The forward of ``lax.conv_general_dilated`` is ``sum_t dot(reshape(slice(P, offset_t)), K_t)``:
 ``P`` the padded channels-last input ``(N, spatial..., C)``, one strided ``slice`` per tap (its
@@ -22,11 +22,18 @@ copy, no per-tap result and no sum kernel, in one of two forms (``cpp/dot.py``):
   output rows are then copied to the result (the others, at most ``k - 1`` a line, are the
   grid's border).
 
-The gradient's sums (the transposes ``jit(grad)`` builds) keep their products. Measured on the
+The input gradient's sum, ``sum_t pad(reshape(G @ K_t^T), a_t)`` (the transpose of the
+forward's, matched by ``lowering/triton/conv.py``'s ``_dx``), is with stride 1 the same kind of
+sum: ``dP[p] = sum_t Gp[p + max(a) - a_t] @ K_t^T`` over the cotangent ``G`` zero-padded by
+``max(a)`` below, so it becomes a step too (``_dx_step``; the crop that follows stays). The
+kernel gradient keeps its products (each tap's ``(C, O)`` block is one long product already).
+Measured on the
 2-core AMD EPYC (AVX2) test machine at load average 10-12, CPU ms per call of the 3x3 'SAME'
 convolution (8, 64, 64, 64) x (3, 3, 64, 64) (medians, alternating calls in one process; JAX
 in the same process): per-tap products 57-72, the BLAS blocks 40-46, the register tiles 29-37,
-JAX 34-42; the CNN step of benchmarks/workloads.py 12.0-13.1 -> 10.4.
+JAX 34-42; the CNN step of benchmarks/workloads.py 12.0-13.1 -> 10.4 (9.4-9.6 with the input
+gradient's step, against 12.6 without either); ``grad`` of ``sum(conv(x, w) ** 2)`` 167-210 ->
+118-162 (JAX 286-344).
 
 The step is taken for float32/float64 sums of at least ``_MIN_TAPS`` taps of stride 1 whose
 products are BLAS-sized (``_MIN_CHANNELS`` input and output channels or more), the terms matched
@@ -44,7 +51,7 @@ import numpy as np
 from functx import ops, tracing
 from functx.core import ClosedJaxpr, Literal, Primitive, ShapedArray
 from functx.lowering.rules import lowerings
-from functx.lowering.triton.conv import _ADDS, _fwd, _Graph, _grid
+from functx.lowering.triton.conv import _ADDS, _dx, _fwd, _Graph, _grid
 from functx.source_info import source_info
 from functx.transforms import passes
 
@@ -131,6 +138,45 @@ def _match(g, e):
     return p, [f[2] for f in found], tuple(f[1] for f in found), tuple(info["out"][1:-1])
 
 
+def _match_dx(g, e):
+    """``(G, kernel vars, tap offsets a_t, out_sp, P's shape)`` of an input-gradient sum at
+    ``e``: ``sum_t pad(reshape(G @ K_t^T), a_t)`` with stride 1."""
+    terms = g.terms(e)
+    if len(terms) < _MIN_TAPS:
+        return None
+    found = [_dx(g, v) for v in terms]
+    if any(f is None for f in found) or len({f[0] for f in found}) != 1:
+        return None
+    info = found[0][3]
+    p_shape = tuple(e.outvars[0].aval.shape)
+    c, o = found[0][2].aval.shape
+    if any(s != 1 for s in info["strides"]) or np.dtype(e.outvars[0].aval.dtype) not in _FLOATS:
+        return None
+    if c < _MIN_CHANNELS or o < _MIN_CHANNELS or _grid([f[1] for f in found]) is None:
+        return None
+    return info["ct"], [f[2] for f in found], [f[1] for f in found], info["out"][1:-1], p_shape
+
+
+def _dx_step(gv, kernels, offs, out_sp, p_shape):
+    """The input gradient ``dP[p] = sum_t G[p - a_t] K_t^T`` as a forward sum over ``G`` padded
+    by ``max(a)`` below (taps ``max(a) - a_t``, kernels ``K_t^T``), on ``P``'s grid."""
+    n, psp, c = p_shape[0], p_shape[1:-1], p_shape[-1]
+    o = tracing.get_aval(gv).shape[-1]
+    top = [max(a[d] for a in offs) for d in range(len(psp))]
+    low = [min(a[d] for a in offs) for d in range(len(psp))]
+    cfg = [(0, 0, 0)]
+    cfg += [(t, ps - b - m, 0) for t, b, m, ps in zip(top, low, out_sp, psp)]
+    gp = ops.pad(
+        ops.reshape(gv, (n, *out_sp, o)),
+        np.zeros((), tracing.get_aval(gv).dtype)[()],
+        cfg + [(0, 0, 0)],
+    )
+    ks = [ops.reshape(ops.transpose(k, (1, 0)), (1, o, c)) for k in kernels]
+    taps = tuple(tuple(t - x for t, x in zip(top, a)) for a in offs)
+    y = conv_taps_p.bind(gp, ops.concatenate(ks, 0), taps=taps, out_sp=tuple(psp))
+    return ops.reshape(y, p_shape)
+
+
 def fuse_conv_taps(closed: ClosedJaxpr) -> ClosedJaxpr:
     """``closed`` with each forward convolution sum (module docstring) as one ``conv_taps``
     equation.
@@ -156,7 +202,11 @@ def fuse_conv_taps(closed: ClosedJaxpr) -> ClosedJaxpr:
             continue  # (an inner add of a longer chain)
         m = _match(g, e)
         if m is not None:
-            found[id(e)] = m
+            found[id(e)] = ("fwd", m)
+            continue
+        m = _match_dx(g, e)
+        if m is not None:
+            found[id(e)] = ("dx", m)
     if not found:
         return closed
 
@@ -173,7 +223,12 @@ def fuse_conv_taps(closed: ClosedJaxpr) -> ClosedJaxpr:
         for e in jaxpr.eqns:
             ctx = source_info(e.source_info) if e.source_info is not None else None
             with ctx or contextlib.nullcontext():
-                m = found.get(id(e))
+                kind, m = found.get(id(e), (None, None))
+                if kind == "dx":
+                    gv, kernels, offs, out_sp, p_shape = m
+                    ks = [read(k) for k in kernels]
+                    env[e.outvars[0].id] = _dx_step(read(gv), ks, offs, out_sp, p_shape)
+                    continue
                 if m is not None:
                     p, kernels, taps, out_sp = m
                     ks = [ops.reshape(read(k), (1, *k.aval.shape)) for k in kernels]
