@@ -45,14 +45,16 @@ Session 30 (functx at f1baa76, load average 10.0-10.4): ``--quick --rounds 3 --c
 gave forward 71.1 ms (1.30x JAX's 54.8), gradient 171.7 ms (0.69x JAX's 248.2); the 3x3 case's
 CPU time per call and the designs measured again are in functx/_conv.py's docstring.
 
-Session 31, with the CPU forward as one ``conv_taps`` step (register tiles reading the padded
-input in place: ``functx/lowering/cpp/conv.py``); ``--case conv3x3 --per-tap --rounds 3 --reps 7``
-(N = 8, load average 9-11; wall ms, CPU ms of all the process's threads in brackets):
+Session 31, with the CPU forward and the input gradient's sum as ``conv_taps`` steps (register
+tiles reading the padded input in place: ``functx/lowering/cpp/conv.py``); ``--case conv3x3
+--per-tap --rounds 3 --reps 7`` (N = 8, load average 9-10; wall ms, CPU ms of all the process's
+threads in brackets):
 
-    functx       forward 125.0 (36.0)  gradient 389.0 (143.9)   CPU 0.92x / 0.46x JAX's
-    functx_taps  forward 207.7 (70.0)  gradient 414.9 (136.1)   (the per-tap products)
-    JAX          forward 106.7 (39.2)  gradient 892.5 (316.1)
+    functx       forward 121.1 (35.4)  gradient  496.1 (136.4)   CPU 0.88x / 0.34x JAX's
+    functx_taps  forward 213.3 (73.0)  gradient  482.4 (154.5)   (the per-tap products)
+    JAX          forward 138.0 (40.2)  gradient 1396.2 (407.2)
 
+(An earlier run with the forward step only: forward CPU 36.0 against JAX's 39.2, 0.92x.)
 The wall times under that load mostly say how much of the two cores each process got; the CPU
 times are the comparison (``--per-tap`` runs functx without the step as ``functx_taps``).
 """

@@ -22,7 +22,7 @@ _CASES = [
     ((2, 9, 7, 8), (3, 3, 8, 32), dict(padding="SAME"), True),
     ((1, 6, 9, 10), (2, 4, 10, 8), dict(padding=[(2, 1), (0, 3)]), True),
     ((2, 8, 8, 8), (3, 3, 8, 8), dict(padding="SAME", rhs_dilation=(2, 1)), True),
-    ((3, 20, 9), (5, 9, 12), dict(padding="VALID"), True),
+    ((2, 200, 9), (5, 9, 16), dict(padding="VALID"), True),  # (a line of 33 tiles: 2 items)
     ((1, 4, 5, 6, 8), (2, 3, 2, 8, 8), dict(padding="SAME"), True),
     ((2, 9, 7, 8), (3, 3, 8, 16), dict(padding="SAME", window_strides=(2, 1)), False),
     ((2, 9, 7, 4), (3, 3, 4, 16), dict(padding="SAME"), False),  # (few input channels)
@@ -105,4 +105,10 @@ def test_other_dtypes_keep_their_products(dtype, no_x64):
     closed = functx.make_jaxpr(
         lambda x, w: flax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=_DN[4])
     )(x, w)
+    assert cpp_conv.fuse_conv_taps(closed) is closed
+
+
+def test_long_sums_of_products_are_walked_without_recursion():
+    xs = [np.full((2, 2), 0.5, np.float32)] * 1200  # (deeper than Python's recursion limit)
+    closed = functx.make_jaxpr(lambda *xs: sum(x @ x for x in xs))(*xs)
     assert cpp_conv.fuse_conv_taps(closed) is closed

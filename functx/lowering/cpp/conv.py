@@ -116,10 +116,30 @@ def _lower(g, ins, avals, *, taps, out_sp):
 lowerings[conv_taps_p] = _lower
 
 
+# the most terms a recognised sum has (``_conv.py``: more taps than 64 are one gather)
+_MAX_TAPS = 64
+
+
+def _terms(g, e):
+    """The operands of the ``add`` chain rooted at ``e`` (inner adds used once, flattened, as
+    ``_Graph.terms``), walked without recursion; None beyond ``_MAX_TAPS`` of them."""
+    out, todo = [], list(reversed(e.invars))
+    while todo:
+        v = todo.pop()
+        inner = None if type(v) is Literal else g.prod.get(v.id)
+        if inner is not None and inner.prim.name in _ADDS and len(g.uses[v.id]) == 1:
+            todo += reversed(inner.invars)
+        else:
+            out.append(v)
+            if len(out) > _MAX_TAPS:
+                return None
+    return out
+
+
 def _match(g, e):
     """``(P, kernel vars in grid order, tap offsets, out_sp)`` of a forward sum at ``e``."""
-    terms = g.terms(e)
-    if len(terms) < _MIN_TAPS:
+    terms = _terms(g, e)
+    if terms is None or len(terms) < _MIN_TAPS:
         return None
     found = [_fwd(g, v) for v in terms]
     if any(f is None for f in found) or len({f[0] for f in found}) != 1:
@@ -141,8 +161,8 @@ def _match(g, e):
 def _match_dx(g, e):
     """``(G, kernel vars, tap offsets a_t, out_sp, P's shape)`` of an input-gradient sum at
     ``e``: ``sum_t pad(reshape(G @ K_t^T), a_t)`` with stride 1."""
-    terms = g.terms(e)
-    if len(terms) < _MIN_TAPS:
+    terms = _terms(g, e)
+    if terms is None or len(terms) < _MIN_TAPS:
         return None
     found = [_dx(g, v) for v in terms]
     if any(f is None for f in found) or len({f[0] for f in found}) != 1:

@@ -437,6 +437,7 @@ def _conv_taps(prog, k: Kernel) -> list[str]:
 _CONV_DIRECT = True
 _SIMD_HEADER = "#if defined(__AVX2__) && defined(__FMA__)\n#include <immintrin.h>\n#endif\n"
 _TILE_ROWS = 6  # a tile: 6 output rows x 16 channels, 12 accumulators of 8 lanes
+_TILE_CHUNK = 16  # the most tiles of a line one OpenMP work item takes
 
 
 def _conv_tile(rows, c, nt, o):
@@ -480,6 +481,7 @@ def _conv_direct(geo, p, w, y) -> list[str]:
     lines_n = n * math.prod(out_sp[:-1])
     panels = o // 16
     full, rem = divmod(width, _TILE_ROWS)
+    chunks = max(1, -(-full // _TILE_CHUNK))  # (work items per line: long 1-D lines are cut)
     decomp = [
         f"        const int64_t img = line / {math.prod(out_sp[:-1])}LL;",
         f"        int64_t rest = line % {math.prod(out_sp[:-1])}LL, q = img * {grid}LL;",
@@ -495,11 +497,15 @@ def _conv_direct(geo, p, w, y) -> list[str]:
         " 16 * sizeof(float));",
         "    #pragma omp parallel for schedule(dynamic)"
         f" if({lines_n * width * o * c * nt}LL >= {_PAR_DOT})",
-        f"    for (int64_t line = 0; line < {lines_n}LL; ++line) {{",
+        f"    for (int64_t item = 0; item < {lines_n * chunks}LL; ++item) {{",
+        f"      const int64_t line = item / {chunks}LL, part = item % {chunks}LL;",
         *decomp,
+        f"      const int64_t w_lo = part * {_TILE_CHUNK * _TILE_ROWS}LL;",
+        f"      const int64_t w_hi = fx_imin(w_lo + {_TILE_CHUNK * _TILE_ROWS}LL,"
+        f" {full * _TILE_ROWS}LL);",
         f"      for (int64_t jp = 0; jp < {panels}LL; ++jp) {{",
         f"        const float* __restrict wb = wp + jp * {nt * c * 16}LL;",
-        f"        for (int64_t w0 = 0; w0 < {full * _TILE_ROWS}LL; w0 += {_TILE_ROWS}LL) {{",
+        f"        for (int64_t w0 = w_lo; w0 < w_hi; w0 += {_TILE_ROWS}LL) {{",
         f"          const float* __restrict pb = {p} + (q + w0) * {c}LL;",
         f"          float* __restrict yt = {y} + (line * {width}LL + w0) * {o}LL + jp * 16LL;",
         *_conv_tile(_TILE_ROWS, c, nt, o),
@@ -507,7 +513,7 @@ def _conv_direct(geo, p, w, y) -> list[str]:
     ]
     if rem:
         body += [
-            "        {",
+            f"        if (part == {chunks - 1}LL) {{",
             f"          const int64_t w0 = {full * _TILE_ROWS}LL;",
             f"          const float* __restrict pb = {p} + (q + w0) * {c}LL;",
             f"          float* __restrict yt = {y} + (line * {width}LL + w0) * {o}LL + jp * 16LL;",
