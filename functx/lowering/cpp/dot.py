@@ -67,6 +67,9 @@ def render(prog, k: Kernel):
     if "conv_taps" in p:  # a convolution's forward sum (cpp/conv.py)
         prog.body += _conv_taps(prog, k)
         return
+    if "conv_taps_dw" in p:  # a convolution's kernel gradient (cpp/conv.py)
+        prog.body += _conv_taps_dw(prog, k)
+        return
     lhs, rhs = p["lhs"], p["rhs"]
     ta, tb = p["lhs_trans"], p["rhs_trans"]
     bsz, m, kk, nn = p["batch"], p["m"], p["k"], p["n"]
@@ -521,3 +524,129 @@ def _conv_direct(geo, p, w, y) -> list[str]:
             "        }",
         ]
     return body + ["      }", "    }", "    free(wp);"]
+
+
+# the kernel gradient's fixed chunks of lines (each its own partial sum, added in order: the
+# result does not depend on the thread count) and the lines a tile pass covers
+_DW_CHUNKS = 8
+_DW_LINES = 4
+
+
+def _conv_dw_tile(rows, c, o):
+    """C++ for one kernel-gradient tile: ``rows`` input channels (from ``pr``: the block's
+    first line's row of P at the tap, channel ``c0``) x 16 output channels (``gr``: the
+    line's cotangent rows), accumulated over the block's lines into ``dst`` (its partial)."""
+    acc = [(f"a{r}0", f"a{r}1") for r in range(rows)]
+    lines = ["          {"]
+    lines += [
+        f"            __m256 {a} = _mm256_loadu_ps(dst + {r * o}LL),"
+        f" {b} = _mm256_loadu_ps(dst + {r * o + 8}LL);"
+        for r, (a, b) in enumerate(acc)
+    ]
+    lines += [
+        "            for (int64_t li = 0; li < nl; ++li) {",
+        f"              const float* __restrict pr = {{P}} + (qs[li] + off) * {c}LL + c0;",
+        "              const float* __restrict gr = gl[li] + jp * 16LL;",
+        "              for (int64_t x = 0; x < width; ++x, pr += " + f"{c}LL, gr += {o}LL) {{",
+        "                const __m256 b0 = _mm256_loadu_ps(gr), b1 = _mm256_loadu_ps(gr + 8);",
+    ]
+    for r, (a, b) in enumerate(acc):
+        lines += [
+            f"                {{ const __m256 v = _mm256_broadcast_ss(pr + {r}LL);"
+            f" {a} = _mm256_fmadd_ps(v, b0, {a}); {b} = _mm256_fmadd_ps(v, b1, {b}); }}"
+        ]
+    lines += ["              }", "            }"]
+    lines += [
+        f"            _mm256_storeu_ps(dst + {r * o}LL, {a});"
+        f" _mm256_storeu_ps(dst + {r * o + 8}LL, {b});"
+        for r, (a, b) in enumerate(acc)
+    ]
+    return lines + ["          }"]
+
+
+def _conv_taps_dw(prog, k: Kernel) -> list[str]:
+    """A convolution's kernel gradient (``cpp/conv.py``, float32, ``O`` a multiple of 16):
+    ``dW[t] = sum_m P[q(m) + r_t]^T G[m]`` over the output rows ``m``, reading ``P`` (the
+    padded input) and ``G`` (the cotangent) in place. The lines of outputs are cut into
+    ``_DW_CHUNKS`` fixed chunks, each summed into a partial ``(T, C, O)`` (the OpenMP threads
+    take the chunks), ``_DW_LINES`` lines at a time: per tap, register tiles of 6 input x 16
+    output channels, loaded from the partial, accumulated over those lines' positions
+    (broadcasts of ``P``'s elements times ``G``'s rows) and stored back; the partials are then
+    added in order. Where the compiler does not target AVX2 and FMA, one BLAS call per line and
+    tap instead (``beta = 1`` into the chunk's partial)."""
+    node = k.nodes[0]
+    geo = node.params["conv_taps_dw"]
+    p, gbuf, y = node.params["lhs"].buf, node.params["rhs"].buf, node.buf
+    n, c, o, grid = geo["n"], geo["c"], geo["o"], geo["grid"]
+    rows, out_sp, offs = geo["rows"], geo["out_sp"], geo["offsets"]
+    nt, width = len(offs), out_sp[-1]
+    per_image = math.prod(out_sp[:-1])
+    lines_n = n * per_image
+    chunks = max(1, min(_DW_CHUNKS, lines_n))
+    size = nt * c * o
+    if _SIMD_HEADER not in prog.subs:
+        prog.subs.append(_SIMD_HEADER)
+    decomp = [
+        f"          const int64_t img = line / {per_image}LL;",
+        f"          int64_t rest = line % {per_image}LL, q = img * {grid}LL;",
+    ]
+    for d in range(len(out_sp) - 2, -1, -1):
+        decomp += [f"          q += (rest % {out_sp[d]}LL) * {rows[d]}LL; rest /= {out_sp[d]}LL;"]
+    full, rem = divmod(c, _TILE_ROWS)
+    tiles = []
+    for c0, r in [(i * _TILE_ROWS, _TILE_ROWS) for i in range(full)] + (
+        [(full * _TILE_ROWS, rem)] if rem else []
+    ):
+        tiles += [
+            f"        {{ const int64_t c0 = {c0}LL;",
+            f"          float* __restrict dst = part + (t * {c}LL + c0) * {o}LL + jp * 16LL;",
+        ]
+        tiles += [ln.replace("{P}", p) for ln in _conv_dw_tile(r, c, o)]
+        tiles += ["        }"]
+    lines = [
+        f"  // kernel {k.index}: convolution kernel gradient, {nt} taps of ({c}, {o})",
+        "  {",
+        f"    static const int64_t offs[{nt}] = {{{', '.join(f'{r}LL' for r in offs)}}};",
+        f"    float* __restrict parts = (float*)calloc({chunks * size}ULL, sizeof(float));",
+        "    if (!parts) return 1;",
+        "    const int64_t width = " + f"{width}LL;",
+        "    #pragma omp parallel for schedule(dynamic)"
+        f" if({lines_n * width * size}LL >= {_PAR_DOT})",
+        f"    for (int64_t ch = 0; ch < {chunks}LL; ++ch) {{",
+        f"      float* __restrict part = parts + ch * {size}LL;",
+        f"      const int64_t l_end = (ch + 1) * {lines_n}LL / {chunks}LL;",
+        f"      for (int64_t l0 = ch * {lines_n}LL / {chunks}LL; l0 < l_end;"
+        f" l0 += {_DW_LINES}LL) {{",
+        f"        const int64_t nl = fx_imin({_DW_LINES}LL, l_end - l0);",
+        f"        int64_t qs[{_DW_LINES}]; const float* gl[{_DW_LINES}];",
+        "        for (int64_t li = 0; li < nl; ++li) {",
+        "          const int64_t line = l0 + li;",
+        *decomp,
+        f"          qs[li] = q; gl[li] = {gbuf} + line * {width * o}LL;",
+        "        }",
+        "#if defined(__AVX2__) && defined(__FMA__)",
+        f"        for (int64_t t = 0; t < {nt}LL; ++t) {{",
+        "        const int64_t off = offs[t];",
+        f"        for (int64_t jp = 0; jp < {o // 16}LL; ++jp) {{",
+        *tiles,
+        "        }",
+        "        }",
+        "#else",
+        f"        for (int64_t t = 0; t < {nt}LL; ++t)",
+        "          for (int64_t li = 0; li < nl; ++li)",
+        f"            fx_sgemm(101, 112, 111, {c}LL, {o}LL, width, 1.0f,"
+        f" {p} + (qs[li] + offs[t]) * {c}LL, {c}LL, gl[li], {o}LL, 1.0f,"
+        f" part + t * {c * o}LL, {o}LL);",
+        "#endif",
+        "      }",
+        "    }",
+        f"    #pragma omp parallel for schedule(static) if({size * chunks}LL >= {_PAR})",
+        f"    for (int64_t i = 0; i < {size}LL; ++i) {{",
+        "      float s = parts[i];",
+        f"      for (int64_t ch = 1; ch < {chunks}LL; ++ch) s += parts[ch * {size}LL + i];",
+        f"      {y}[i] = s;",
+        "    }",
+        "    free(parts);",
+        "  }",
+    ]
+    return lines
