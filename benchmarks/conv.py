@@ -45,16 +45,17 @@ Session 30 (functx at f1baa76, load average 10.0-10.4): ``--quick --rounds 3 --c
 gave forward 71.1 ms (1.30x JAX's 54.8), gradient 171.7 ms (0.69x JAX's 248.2); the 3x3 case's
 CPU time per call and the designs measured again are in functx/_conv.py's docstring.
 
-Session 31, with the CPU forward and the input gradient's sum as ``conv_taps`` steps (register
-tiles reading the padded input in place: ``functx/lowering/cpp/conv.py``); ``--case conv3x3
---per-tap --rounds 3 --reps 7`` (N = 8, load average 9-10; wall ms, CPU ms of all the process's
-threads in brackets):
+Session 31, with the CPU forward, the input gradient's and the kernel gradient's sums as
+``conv_taps`` steps (register tiles reading the padded input and the cotangent in place:
+``functx/lowering/cpp/conv.py``); ``--case conv3x3 --per-tap --rounds 3 --reps 7`` (N = 8, load
+average 10-13; wall ms, CPU ms of all the process's threads in brackets):
 
-    functx       forward 121.1 (35.4)  gradient  496.1 (136.4)   CPU 0.88x / 0.34x JAX's
-    functx_taps  forward 213.3 (73.0)  gradient  482.4 (154.5)   (the per-tap products)
-    JAX          forward 138.0 (40.2)  gradient 1396.2 (407.2)
+    functx       forward 143.4 (34.2)  gradient  348.9 ( 79.6)   CPU 0.85x / 0.27x JAX's
+    functx_taps  forward 243.3 (58.4)  gradient  506.2 (122.2)   (the per-tap products)
+    JAX          forward 176.7 (40.2)  gradient 1272.8 (293.4)
 
-(An earlier run with the forward step only: forward CPU 36.0 against JAX's 39.2, 0.92x.)
+(Earlier runs: the forward step alone, forward CPU 36.0 against JAX's 39.2, 0.92x; with the
+input gradient's step, 35.4 against 40.2, 0.88x, gradient 0.34x.)
 The wall times under that load mostly say how much of the two cores each process got; the CPU
 times are the comparison (``--per-tap`` runs functx without the step as ``functx_taps``).
 """
