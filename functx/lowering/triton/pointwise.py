@@ -4,7 +4,7 @@ Two things a pointwise kernel may become instead of a kernel of its own:
 
 * nothing, when it copies another buffer's elements in the same order (a reshape or a unit axis
   realised for a matrix product): its buffer names the source (``_same_elements``; the index
-  arithmetic is simplified with the loop's bounds first, ``in_order``);
+  arithmetic is simplified with the loop's bounds first, ``schedule.in_order``);
 * a part of one launch: consecutive pointwise kernels that do not read one another's results
   (a training step's parameter updates, one per parameter shape) run as one kernel whose
   programs each compute one block of one of them (``_horizontal``).
@@ -18,8 +18,8 @@ import math
 import numpy as np
 import sympy
 
-from functx.lowering.loopir import E, FloorDiv, Load, ModI, flat_offset, sym
-from functx.lowering.schedule import Kernel, KernelCtx, local_sym
+from functx.lowering.loopir import flat_offset, sym
+from functx.lowering.schedule import Kernel, KernelCtx, in_order, local_sym
 from functx.lowering.triton.emit import Emitter, _decompose, _next_pow2
 
 # A horizontal launch takes at most this many kernels (its programs pick their part through a
@@ -81,91 +81,6 @@ def _same_elements(prog, k: Kernel) -> str | None:
     if src is None or src.size != node.size or np.dtype(src.dtype) != np.dtype(node.dtype):
         return None
     return e.buf
-
-
-def in_order(e, ivars, shape) -> bool:
-    """Whether ``e``, the element at ``ivars`` of an array of ``shape``, loads another buffer's
-    element at the same flat position. The offset is simplified with the loop's bounds first:
-    ``i // c`` is 0 and ``i % c`` is ``i`` where ``i < c``, and ``k*(a % c) + k*c*(a // c)`` is
-    ``k*a`` (how a reshape through a unit axis, or through split axes, indexes its operand)."""
-    if not isinstance(e, Load) or isinstance(e.offset, E):
-        return False
-    ext = {v: n for v, n in zip(ivars, shape)}
-    unit = {v: 0 for v, n in ext.items() if n == 1}
-    off = _simplify(sympy.sympify(e.offset).subs(unit), ext)
-    want = flat_offset(ivars, shape).subs(unit)
-    return sympy.expand(off - want) == 0
-
-
-def _bounds(e, ext) -> tuple:
-    """An interval holding every value of the index expression ``e`` when each loop variable
-    ``v`` lies in ``[0, ext[v])`` (``(-inf, inf)`` where not known)."""
-    inf = math.inf
-    if e.is_Integer:
-        return (int(e), int(e))
-    if e.is_Symbol:
-        return (0, ext[e] - 1) if e in ext else (-inf, inf)
-    if e.is_Add or e.is_Mul:
-        out = (0, 0) if e.is_Add else (1, 1)
-        for a in e.args:
-            lo, hi = _bounds(a, ext)
-            if e.is_Add:
-                out = (out[0] + lo, out[1] + hi)
-            else:
-                ps = [0 if 0 in (x, y) else x * y for x in out for y in (lo, hi)]
-                out = (min(ps), max(ps))
-        return out
-    if isinstance(e, (FloorDiv, ModI)) and e.args[1].is_Integer and int(e.args[1]) > 0:
-        c = int(e.args[1])
-        lo, hi = _bounds(e.args[0], ext)
-        if isinstance(e, ModI):
-            return (lo, hi) if 0 <= lo and hi < c else (0, c - 1)
-        return (lo // c if lo != -inf else lo, hi // c if hi != inf else hi)
-    return (-inf, inf)
-
-
-def _simplify(e, ext):
-    """``e`` with the divisions and remainders its bounds decide folded (see ``in_order``)."""
-    if not isinstance(e, sympy.Basic) or e.is_Atom:
-        return e
-    args = [_simplify(a, ext) for a in e.args]
-    if isinstance(e, (FloorDiv, ModI)):
-        a, c = args
-        if c.is_Integer and int(c) > 0:
-            lo, hi = _bounds(a, ext)
-            if 0 <= lo and hi < int(c):
-                return sympy.Integer(0) if isinstance(e, FloorDiv) else a
-            if isinstance(e, FloorDiv) and isinstance(a, FloorDiv) and a.args[1].is_Integer:
-                return FloorDiv(a.args[0], a.args[1] * c)  # (a // b) // c = a // (b c)
-        return e.func(a, c)
-    e = e.func(*args)
-    if e.is_Add:
-        return _merge_div_mod(e)
-    return e
-
-
-def _merge_div_mod(e):
-    """``k*(a % c) + k*c*(a // c) + ...`` as ``k*a + ...``, as often as it applies."""
-    terms = [t.as_coeff_Mul() for t in sympy.Add.make_args(e)]
-    changed = True
-    while changed:
-        changed = False
-        for i, (k, core) in enumerate(terms):
-            if not isinstance(core, ModI) or not core.args[1].is_Integer:
-                continue
-            a, c = core.args
-            div = (
-                FloorDiv(a.args[0], a.args[1] * c)
-                if isinstance(a, FloorDiv) and a.args[1].is_Integer
-                else FloorDiv(a, c)
-            )
-            j = next((j for j, t in enumerate(terms) if t == (k * c, div)), None)
-            if j is None:
-                continue
-            terms = [t for n, t in enumerate(terms) if n not in (i, j)] + [(k, a)]
-            changed = True
-            break
-    return sympy.Add(*(k * core for k, core in terms))
 
 
 # --- several kernels in one launch -----------------------------------------------------------
