@@ -701,7 +701,10 @@ def common_values(g: Graph) -> int:
             src = n.inputs[0]
             if src.size == n.size and np.dtype(src.dtype) == np.dtype(n.dtype):
                 ivars, ctx = loopir.loop_vars(len(n.shape)), _Own()
-                e = n.fn(ivars, ctx)
+                try:
+                    e = n.fn(ivars, ctx)
+                except Exception:  # (an expression only a kernel can build: not a view)
+                    e = None
                 if isinstance(e, Load) and ctx.read.get(e.buf) is src:
                     if in_order(e, ivars, n.shape):
                         rep[id(n)] = r(src)
@@ -791,7 +794,7 @@ def _value_key(n, r, keys):
                 (k, _param(v)) for k, v in sorted(ps.items()) if k not in ("operand", "axes")
             )
         hash(key)
-    except (_NoKey, TypeError):
+    except Exception:  # (_NoKey, unhashable parameters, an expression only a kernel builds)
         key = None
     key = None if key is None else (np.dtype(n.dtype).str, _squeezed(n.shape), key)
     keys[id(n)] = key
@@ -832,7 +835,7 @@ def _make_view(n, m):
     def fn(idx, ctx):
         return m.load([idx[where[d]] if d in where else sympy.Integer(0) for d in range(nd)], ctx)
 
-    keep = {k: v for k, v in n.params.items() if k in ("realize", "needs_buffer")}
+    keep = {"realize": True} if n.params.get("realize") else {}
     n.kind, n.fn, n.inputs, n.params = "pointwise", fn, [m], keep
 
 
