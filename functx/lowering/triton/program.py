@@ -82,6 +82,7 @@ from functx.lowering.triton import (
     dus,
     greduce,
     loops,
+    memplan,
     pointwise,
     reduce,
     scatter,
@@ -93,6 +94,9 @@ from functx.lowering.triton.prelude import PRELUDE
 from functx.lowering.triton.runtime import TritonExecutable, torch_dtype_name
 
 DEFAULT_BLOCKS = Blocks()  # what ``compile_triton`` uses when given no blocks (tests swap it)
+# whether host functions place their intermediates in one planned arena (``memplan.py``); False:
+# a ``torch.empty`` each, all live until the function returns (tests compare the two)
+PLAN_MEMORY = True
 
 
 # The kernel kinds of ``schedule.py`` and their renderers: ``render(prog, k)`` adds kernel ``k``'s
@@ -141,6 +145,7 @@ class TritonProgram:
             self.subs: list[str] = []  # host functions of sub-programs
             # host steps (callbacks) by index: (callable, input avals, output (shape, dtype)s)
             self.host_calls: list = []
+            self.memory_plans: dict = {}  # host function name -> its memplan.MemoryPlan
         else:
             self.defs, self.helpers, self.subs = self.root.defs, self.root.helpers, self.root.subs
         self.big = self.blocks.int64_index or any(n.size >= 2**31 - 1 for n in graph.nodes)
@@ -308,25 +313,54 @@ class TritonProgram:
         if out_names:
             head.append(f"    {', '.join(out_names)}, = outputs")
         declared = set(names) | {n.buf for n, _ in g.consts} | set(out_names)
-        allocs = []
+        temps = []  # the intermediates: (buffer, elements, dtype)
         declared |= self.aliases
         for n in g.nodes:
             if n.buf and n.buf not in declared:
                 declared.add(n.buf)
-                allocs.append(
-                    f"    {n.buf} = torch.empty({max(n.size, 1)}, "
-                    f"dtype=torch.{torch_dtype_name(n.dtype)}, device=dev)"
-                )
+                temps.append((n.buf, max(n.size, 1), np.dtype(n.dtype)))
         copies = []
         for i, node in enumerate(g.outputs):
             if node.buf != f"out{i}":
                 copies.append(
                     f"    out{i}.view(-1)[:{node.size}].copy_({node.buf}.view(-1)[:{node.size}])"
                 )
+        allocs = self._allocations(name, temps, self.host + copies)
         body = allocs + self.host + copies
         if any("device=dev" in ln for ln in body):  # (only where used: each line costs)
             head.append("    dev = out0.device" if out_names else "    dev = None")
         return "\n".join(head + body + ["    return outputs"]) + "\n"
+
+    def _allocations(self, name: str, temps, body: list[str]) -> list[str]:
+        """The lines binding the intermediates ``temps`` (``(buffer, elements, dtype)``): with
+        ``PLAN_MEMORY``, slices of one arena laid out by ``memplan.plan`` over the host code
+        ``body`` (the plan is kept in ``self.root.memory_plans[name]``), else a ``torch.empty``
+        each."""
+        if not PLAN_MEMORY or len(temps) < 2 or len(temps) > memplan.MAX_BUFFERS:
+            return [
+                f"    {b} = torch.empty({n}, dtype=torch.{torch_dtype_name(dt)}, device=dev)"
+                for b, n, dt in temps
+            ]
+        mp = memplan.plan({b: n * dt.itemsize for b, n, dt in temps}, memplan.statements(body))
+        self.root.memory_plans[name] = mp
+        lines = [
+            f"    # {mp.summary()}",
+            f"    _mem = torch.empty({mp.size}, dtype=torch.uint8, device=dev)",
+        ]
+        views: dict = {}
+        for b, n, dt in temps:
+            tname = torch_dtype_name(dt)
+            view = views.get(tname)
+            if view is None:
+                view = views[tname] = f"_mem_{tname}"
+                lines.append(f"    {view} = _mem.view(torch.{tname})")
+            s = mp.slots[b]
+            at = s.offset // dt.itemsize
+            lines.append(
+                f"    {b} = {view}[{at}:{at + n}]  # bytes {s.offset}-{s.offset + s.nbytes}, "
+                f"steps {s.first}-{s.last}"
+            )
+        return lines
 
     def source(self) -> str:
         """The whole module: the prelude, the kernels, the sub-programs and ``run``."""
@@ -337,6 +371,7 @@ class TritonProgram:
         self.host_calls = []
         self.host = []
         self.aliases = set()
+        self.memory_plans = {}
         main = self.function("run")
         return "\n".join(
             [PRELUDE]
@@ -368,9 +403,11 @@ def compile_triton(closed, blocks: Blocks | None = None) -> TritonExecutable:
     kernels = schedule.schedule(g)
     prog = TritonProgram(g, kernels, blocks)
     src = prog.source()
-    return TritonExecutable(
+    exe = TritonExecutable(
         g, kernels, src, schedule.describe(kernels), host=prog.host_calls, complex_io=complex_io
     )
+    exe.memory_plans = dict(prog.memory_plans)  # host function -> its arena (memplan.py)
+    return exe
 
 
 __all__ = ["TritonProgram", "KERNEL_KINDS", "render_kernel", "DEFAULT_BLOCKS", "compile_triton"]
