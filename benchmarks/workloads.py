@@ -44,8 +44,9 @@ The torch peer on the GPU multiplies float32 matrices in TF32
 (``torch.set_float32_matmul_precision("high")``), as JAX's default precision and functx's do
 there. torch's own default is full float32 products: its float32 GPT step took 10.9 ms on an
 H100 (12:23), about what the step's 425 GFLOP of products need at float32's rate (6.3 ms at the
-H100's 67 TFLOP/s peak), against 3.75 ms in issue 20's own measurement. The worker reports how many
-graphs torch.compile made and its graph breaks and recompilations (one graph, none of either on
+H100's 67 TFLOP/s peak), against 3.75 ms in issue 20's own measurement; in TF32 it took 3.26 ms
+on an H200 (14:03, one round). The worker reports how many graphs torch.compile made and its
+graph breaks and recompilations (one graph per workload and none of either, on the H200 and on
 the CPU here), printed under the table.
 
 Every worker runs with ``OMP_WAIT_POLICY=PASSIVE`` unless it is set: functx sets it for its own

@@ -30,7 +30,7 @@ buffers that are live together and share bytes (none: the tests check it).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 ALIGN = 256  # bytes: where each slice of the arena starts
 MAX_BUFFERS = 3000  # more intermediates than this: no plan (greedy placement is quadratic)
@@ -55,11 +55,13 @@ class Slot:
 @dataclass
 class MemoryPlan:
     """The arena of one host function: ``slots`` by name, ``size`` its bytes (the planned peak
-    of the intermediates), ``total`` what they take as separate allocations (the sum)."""
+    of the intermediates), ``total`` what they take as separate allocations (the sum),
+    ``shared`` the pairs (frozensets of two names) an output overlays at its input's offset."""
 
     slots: dict
     size: int
     total: int
+    shared: set = field(default_factory=set)  # pairs overlaid on purpose (``plan``'s overlays)
 
     def overlaps(self) -> list[tuple[str, str]]:
         """Pairs of buffers that are live at once and share bytes (a correct plan has none)."""
@@ -70,7 +72,8 @@ class MemoryPlan:
                 if b.offset >= a.offset + a.nbytes:
                     break
                 if a.first <= b.last and b.first <= a.last:
-                    out.append((a.name, b.name))
+                    if a.offset != b.offset or frozenset((a.name, b.name)) not in self.shared:
+                        out.append((a.name, b.name))
         return out
 
     def summary(self) -> str:
@@ -134,30 +137,57 @@ def _round(n: int) -> int:
     return -(-max(n, 1) // ALIGN) * ALIGN
 
 
-def plan(sizes: dict, stmts: list[str]) -> MemoryPlan:
+def _overlaid(a: Slot, b: Slot, overlays: dict, stmts: list[str]) -> bool:
+    """Whether ``b`` may take ``a``'s bytes exactly: ``b`` is written by the kernel of an
+    ``overlays`` entry that reads ``a`` in order, at ``a``'s last statement."""
+    site, inputs = overlays.get(b.name, (None, ()))
+    return a.name in inputs and a.last == b.first and stmts[b.first].lstrip().startswith(site + "(")
+
+
+def plan(sizes: dict, stmts: list[str], overlays: dict | None = None) -> MemoryPlan:
     """The arena for buffers ``sizes`` (``{name: bytes}``) of a host function whose body is
-    ``stmts`` (``statements``). A buffer no statement names is live at statement 0 only."""
+    ``stmts`` (``statements``). A buffer no statement names is live at statement 0 only.
+
+    ``overlays`` (``{output: (launch site, inputs)}``): an output of a pointwise kernel (the
+    statement calling ``launch site``) that reads each of ``inputs`` only at the element it
+    stores; where such an input's last statement is that kernel, the output may start at the
+    input's very offset (each element is read before its own store overwrites it)."""
+    overlays = overlays or {}
     live = lifetimes(stmts, sizes)
     order = sorted(sizes, key=lambda b: (-_round(sizes[b]), live.get(b, (0, 0)), b))
     placed: list[Slot] = []
+    shared: set = set()
     end = 0
     for b in order:
         nb = _round(sizes[b])
         first, last = live.get(b, (0, 0))
-        busy = sorted(
-            (s.offset, s.offset + _round(s.nbytes))
-            for s in placed
-            if s.first <= last and first <= s.last
-        )
-        off = 0
-        for lo, hi in busy:
-            if off + nb <= lo:
+        me = Slot(b, sizes[b], 0, first, last)
+        meets = [s for s in placed if s.first <= last and first <= s.last]
+        partners = [
+            s
+            for s in meets
+            if _round(s.nbytes) >= nb
+            and (_overlaid(s, me, overlays, stmts) or _overlaid(me, s, overlays, stmts))
+        ]
+        off = None
+        for p in partners:  # (the exact bytes of a buffer read in order by its writer)
+            if not any(
+                s is not p and s.offset < p.offset + nb and p.offset < s.offset + _round(s.nbytes)
+                for s in meets
+            ):
+                off = p.offset
+                shared.add(frozenset((p.name, b)))
                 break
-            off = max(off, hi)
+        if off is None:
+            off = 0
+            for lo, hi in sorted((s.offset, s.offset + _round(s.nbytes)) for s in meets):
+                if off + nb <= lo:
+                    break
+                off = max(off, hi)
         placed.append(Slot(b, sizes[b], off, first, last))
         end = max(end, off + nb)
     slots = {s.name: s for s in sorted(placed, key=lambda s: (s.first, s.name))}
-    return MemoryPlan(slots, end, sum(_round(n) for n in sizes.values()))
+    return MemoryPlan(slots, end, sum(_round(n) for n in sizes.values()), shared)
 
 
 __all__ = ["ALIGN", "MAX_BUFFERS", "Slot", "MemoryPlan", "statements", "lifetimes", "plan"]

@@ -65,6 +65,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 
 import numpy as np
 import sympy
@@ -138,6 +139,9 @@ class TritonProgram:
         self.prefix = prefix  # of kernel names (sub-programs of control flow)
         self.host: list[str] = []  # the body of this program's host function
         self.aliases: set = set()  # buffers that name another one (see _same_elements)
+        # single-store pointwise kernels: output -> (launch site, its bytes, the buffers of as
+        # many bytes it reads only at the element it writes: the memory plan may overlay them)
+        self.in_order: dict = {}
         if parent is None:
             self.n_sites = 0  # launch sites of the module
             self.defs: list[str] = []  # kernels and helpers, shared by all sub-programs
@@ -240,6 +244,13 @@ class TritonProgram:
         self._launch(
             name, -(-n // block), bufs, max(1, min(self.blocks.pointwise_warps, block // 128))
         )
+        if len(values) == 1:  # (the memory plan may write it over an input read in order)
+            out, dt, _ = values[0]
+            self.in_order[out] = (
+                self.host[-1].split("(", 1)[0].strip(),
+                n * np.dtype(dt).itemsize,
+                _read_in_order(em.lines, em.bufs, n, np.dtype(dt).itemsize, self._by_buf()),
+            )
 
     def _copy(self, k: Kernel, src, dst: str, dt, what: str):
         self._flat_kernel(
@@ -331,6 +342,23 @@ class TritonProgram:
             head.append("    dev = out0.device" if out_names else "    dev = None")
         return "\n".join(head + body + ["    return outputs"]) + "\n"
 
+    def _by_buf(self) -> dict:
+        if getattr(self, "_nodes_by_buf", None) is None:
+            self._nodes_by_buf = {nd.buf: nd for nd in self.g.nodes if nd.buf}
+        return self._nodes_by_buf
+
+    def _overlays(self, sizes: dict, stmts: list[str]) -> dict:
+        """``{output: inputs}``: pointwise kernels' outputs that may take the bytes of an input
+        dying at their kernel (``memplan.plan``'s ``overlays``): the kernel stores one buffer
+        and reads the input only at the element it stores, of the same size in bytes, so each
+        element is loaded before its own store overwrites it and no other is read there."""
+        out: dict = {}
+        for o, (site, nbytes, inputs) in self.in_order.items():
+            ok = {x for x in inputs if sizes.get(x) == nbytes}
+            if o in sizes and sizes[o] == nbytes and ok:
+                out[o] = (site, ok)
+        return out
+
     def _allocations(self, name: str, temps, body: list[str]) -> list[str]:
         """The lines binding the intermediates ``temps`` (``(buffer, elements, dtype)``): with
         ``PLAN_MEMORY``, slices of one arena laid out by ``memplan.plan`` over the host code
@@ -341,7 +369,9 @@ class TritonProgram:
                 f"    {b} = torch.empty({n}, dtype=torch.{torch_dtype_name(dt)}, device=dev)"
                 for b, n, dt in temps
             ]
-        mp = memplan.plan({b: n * dt.itemsize for b, n, dt in temps}, memplan.statements(body))
+        stmts = memplan.statements(body)
+        sizes = {b: n * dt.itemsize for b, n, dt in temps}
+        mp = memplan.plan(sizes, stmts, self._overlays(sizes, stmts))
         self.root.memory_plans[name] = mp
         lines = [
             f"    # {mp.summary()}",
@@ -371,6 +401,7 @@ class TritonProgram:
         self.host_calls = []
         self.host = []
         self.aliases = set()
+        self.in_order = {}
         self.memory_plans = {}
         main = self.function("run")
         return "\n".join(
@@ -379,6 +410,21 @@ class TritonProgram:
             + ["\n" + f for f in self.subs]
             + ["\n" + main]
         )
+
+
+def _read_in_order(lines: list[str], bufs, n: int, itemsize: int, by_buf: dict) -> set:
+    """The buffers of ``n`` elements of ``itemsize`` bytes (``by_buf``: their nodes) that a flat
+    kernel's body ``lines`` loads only at its own flat offset (``tl.load(buf + flat, ...)``)."""
+    text = "\n".join(lines)
+    out = set()
+    for b in bufs:
+        nd = by_buf.get(b)
+        if nd is None or nd.size != n or np.dtype(nd.dtype).itemsize != itemsize:
+            continue
+        uses = len(re.findall(rf"\b{b}\b", text))
+        if uses and uses == text.count(f"tl.load({b} + flat,") + text.count(f"tl.load({b} + flat)"):
+            out.add(b)
+    return out
 
 
 def compile_triton(closed, blocks: Blocks | None = None) -> TritonExecutable:
