@@ -23,8 +23,18 @@ disjoint.
   overlaps no placed buffer whose lifetime meets its own), every slice aligned to ``ALIGN``
   bytes (Triton's kernels are specialised for 16-byte aligned pointers; cuBLAS prefers 256).
 
-``plan(sizes, statements)`` returns a ``MemoryPlan``; ``MemoryPlan.overlaps()`` lists pairs of
-buffers that are live together and share bytes (none: the tests check it).
+* **Overlays**: a pointwise kernel storing one buffer that reads an input only at the element it
+  stores (``tl.load(x + flat)``, the same bytes per element), where that kernel is the input's
+  last reader, may write its output over the input at the input's very offset: each element is
+  loaded before its own store, and no other element of the input is read there (``program.py``
+  finds these kernels; the GELU gradient writes over the MLP's pre-activation in the GPT step).
+
+``plan(sizes, statements, overlays)`` returns a ``MemoryPlan``; ``MemoryPlan.overlaps()`` lists
+pairs of buffers that are live together and share bytes other than by an overlay (none: the
+tests check it). The GPT block's training step (B=8 T=1024 d=768, float32): 964 MiB of
+intermediates as separate allocations, an arena of 432 MiB (the most bytes live at one statement,
+so no fragmentation); the step's peak went from 1219 MiB (H100, 12:23) to 768 MiB (H200, 14:03,
+before the overlays), under JAX's 1451 and torch.compile's 1026 there.
 """
 
 from __future__ import annotations

@@ -6,7 +6,9 @@ NaN, argmax/argmin as value-index pairs, the combines of reductions), one ``@tri
 per scheduled kernel, each launched through a module-level *launch site* (``_L0 = _fx_site(k0_..,
 warps)``: see ``runtime.py``, which loads and runs the module), and a host function
 ``run(inputs, consts, outputs)`` that launches them in order on contiguous torch tensors
-(intermediates are allocated with ``torch.empty`` on the outputs' device).
+(intermediates are slices of one arena on the outputs' device, laid out by ``memplan.py`` so
+that buffers whose lifetimes are disjoint share bytes; ``PLAN_MEMORY = False``: a ``torch.empty``
+each).
 
 * ``pointwise``: flat 1-D blocks; the multi-index comes from the flat offset with ``//`` and ``%``;
   the tail is masked.
