@@ -68,6 +68,9 @@ from functx.transforms import passes
 #: whether ``compile_triton`` rewrites the sums (benchmarks/gpu_conv.py turns it off to time the
 #: per-tap products)
 ENABLED = True
+#: whether a data-gradient step with uneven padding (a stride-2 'SAME') computes the input's
+#: gradient itself with zero taps (``ConvStep.zero_taps``) rather than ``P``'s, then copied out
+WINDOW_TAPS = False
 
 _ADDS = ("add", "add_any")
 _FLOATS = frozenset(np.dtype(d) for d in (np.float16, np.float32, np.float64)) | {
@@ -119,6 +122,8 @@ class ConvStep:
         "io",
         "first",
         "window",
+        "shaped",
+        "zero",
         "__weakref__",
     )
 
@@ -150,6 +155,13 @@ class ConvStep:
         #: spatial axis, when the step writes that window (the crop after it folded: ``_crop``)
         #: but cuDNN's padding cannot stand for ``P``'s (uneven pads); None otherwise
         self.window = None
+        #: for a channels-last "fwd": whether the result is ``(N, out..., O)`` (the reshape
+        #: after the sum folded: the program's output buffer is then the step's own, no copy
+        #: kernel) rather than ``(N * out, O)``
+        self.shaped = False
+        #: zero taps added before and after the kernel's on each spatial axis (``zero_taps``;
+        #: ``k`` counts them), else None
+        self.zero = None
 
     def unpad(self, shape_sp, lo):
         """Use the array that ``P`` zero-pads by ``lo`` (low side, per spatial axis; spatial
@@ -169,6 +181,38 @@ class ConvStep:
         self.io = (tuple(shape_sp), tuple(start), tuple(length), tuple(pads))
         return True
 
+    def zero_taps(self):
+        """Make a "dx" step that keeps a window of ``P``'s gradient (``window``) compute the
+        window itself: the data gradient of the window-shaped input of a convolution whose
+        kernel has zero taps around its own and symmetric padding (the window's position in
+        ``P`` then in the taps; cuDNN writes the result: no scratch buffer, no copy). With
+        window ``[lo, lo + size)`` of ``P``, tap ``j`` at ``base + s i + d j``: ``z`` zero taps in
+        front and padding ``p = d z + lo - base`` put window index ``m`` at ``s i + d (j + z) -
+        p``; zero taps behind and torch's output padding fill up to ``size``. Not when the
+        output padding cannot be cuDNN's (not below the stride) or the taps would more than
+        double. Returns whether it does."""
+        lo, size = self.window
+        zlo, zhi, pads, k2 = [], [], [], []
+        for b, s, d, n, k, low, m in zip(
+            self.base, self.strides, self.dilation, self.out_sp, self.k, lo, size
+        ):
+            r0 = m - (n - 1) * s - d * (k - 1) - 1 + 2 * (low - b)
+            z = max(0, -((low - b) // d), -(r0 // d))  # (ceilings of (b - low) / d, -r0 / d)
+            r = r0 + d * z
+            z2, op = divmod(r, d)
+            if op >= s:
+                return False
+            zlo.append(z)
+            zhi.append(z2)
+            pads.append(d * z + low - b)
+            k2.append(z + k + z2)
+        if math.prod(k2) > 2 * math.prod(self.k):
+            return False
+        self.k, self.zero = tuple(k2), (tuple(zlo), tuple(zhi))
+        self.io = (tuple(size), (0,) * len(size), tuple(size), tuple(pads))
+        self.window = None
+        return True
+
     def flip(self):
         """Whether a "dx" step is a forward convolution of ``G`` with the reversed taps (stride
         1: cuDNN then writes the program's buffer itself)."""
@@ -185,7 +229,11 @@ class ConvStep:
     def out_shape(self):
         n, t = self.p_shape[0], len(self.offsets)
         if self.kind == "fwd":
-            return (n, self.o, *self.out_sp) if self.first else (n * math.prod(self.out_sp), self.o)
+            if self.first:
+                return (n, self.o, *self.out_sp)
+            return (
+                (n, *self.out_sp, self.o) if self.shaped else (n * math.prod(self.out_sp), self.o)
+            )
         if self.kind == "dx":
             sp = self.io[0] if self.window is None else self.window[1]
             return (n, self.c, *sp) if self.first else (n, *sp, self.c)
@@ -220,26 +268,26 @@ class ConvStep:
             return _nc(t)
         return t.unsqueeze(2) if t.dim() == 3 else t
 
-    def _keep_window(self, buf, out):
-        """Copy the part of the taps' reach (``io``) inside ``window`` from ``buf`` (``P``'s
-        gradient, valid over the reach only) into ``out`` (the window), zeros elsewhere."""
-        shape, start, length, _ = self.io
+    def _keep_window(self, reach, out):
+        """Copy the part of the taps' reach (``io``) inside ``window`` from ``reach`` (``P``'s
+        gradient over the reach: torch's ``(N, C, spatial...)`` view, 1-D as 2-D, as
+        ``_image`` gives) into ``out`` (the window, flat), zeros elsewhere."""
+        _, start, _, _ = self.io
         lo, size = self.window
-        n, c, sp = self.p_shape[0], self.c, 2 if self.first else 1
-        src = buf.view(n, c, *shape) if self.first else buf.view(n, *shape, c)
-        dst = out.view(n, c, *size) if self.first else out.view(n, *size, c)
+        dst = self._view(out, self.p_shape[0], self.c, size)
+        axes = [3] if len(size) == 1 else range(2, 2 + len(size))
         full = True
-        for ax, (b, m, w0, ws) in enumerate(zip(start, length, lo, size)):
-            a, e = max(b, w0), min(b + m, w0 + ws)
+        for ax, b, w0, ws in zip(axes, start, lo, size):
+            a, e = max(b, w0), min(b + reach.shape[ax], w0 + ws)
             if e <= a:  # (the taps reach none of the window)
                 out.zero_()
                 return
             full = full and a == w0 and e == w0 + ws
-            src = src.narrow(ax + sp, a, e - a)
-            dst = dst.narrow(ax + sp, a - w0, e - a)
+            reach = reach.narrow(ax, a - b, e - a)
+            dst = dst.narrow(ax, a - w0, e - a)
         if not full:
             out.zero_()
-        dst.copy_(src)
+        dst.copy_(reach)
 
     def _params(self):
         """(stride, padding, dilation) for torch, 1-D as 2-D."""
@@ -261,27 +309,37 @@ class ConvStep:
             if self.kind == "dx":
                 g = self._view(ins[0], n, self.o, self.out_sp)
                 shape, start, length, _ = self.io
-                if self.window is not None:  # (P's gradient in a scratch buffer first)
-                    buf = outs[0].new_empty(n * math.prod(shape) * self.c)
-                elif tuple(length) != tuple(shape):  # (the taps reach part of it: zeros)
-                    buf = outs[0].zero_()
-                else:
-                    buf = outs[0]
-                dx = self._image(buf)
-                if self.flip():
+                if self.flip():  # (cuDNN's forward convolution writes the buffer itself)
+                    if self.window is not None:  # (P's gradient in a scratch buffer first)
+                        buf = outs[0].new_empty(n * math.prod(shape) * self.c)
+                    elif tuple(length) != tuple(shape):  # (the taps reach part of it: zeros)
+                        buf = outs[0].zero_()
+                    else:
+                        buf = outs[0]
+                    dx = self._image(buf)
                     w = self._view(ins[1], self.c, self.o, k)
                     pad2 = [(kk - 1) * d - p for kk, d, p in zip(k, self.dilation, self.io[3])]
-                    pad2 = _lift(pad2, 0)
-                    _conv_into(torch, dx, g, w, stride, pad2, dil, self.tf32)
-                else:
-                    w = self._view(ins[1], self.o, self.c, k)
-                    mask = [True, False, False]
-                    gx = torch.ops.aten.convolution_backward(
-                        g, dx, w, None, stride, pad, dil, False, [0] * len(stride), 1, mask
-                    )[0]
+                    _conv_into(torch, dx, g, w, stride, _lift(pad2, 0), dil, self.tf32)
+                    if self.window is not None:
+                        self._keep_window(dx, outs[0])
+                    return
+                # a strided data gradient: cuDNN's, in a tensor of its own (torch has no
+                # "out" form of it), copied once into the result or its window
+                w = self._view(ins[1], self.o, self.c, k)
+                if self.window is None:
+                    if tuple(length) != tuple(shape):  # (the taps reach part of it: zeros)
+                        outs[0].zero_()
+                    dx = self._image(outs[0])
+                else:  # (P's shape and layout for torch; cuDNN writes a tensor of its own)
+                    dx = self._image(outs[0].new_empty(n * math.prod(shape) * self.c))
+                mask = [True, False, False]
+                gx = torch.ops.aten.convolution_backward(
+                    g, dx, w, None, stride, pad, dil, False, [0] * len(stride), 1, mask
+                )[0]
+                if self.window is None:
                     dx.copy_(gx)
-                if self.window is not None:
-                    self._keep_window(buf, outs[0])
+                else:
+                    self._keep_window(gx, outs[0])
                 return
             x = self._image(ins[0])
             g = self._view(ins[1], n, self.o, self.out_sp)
@@ -591,8 +649,10 @@ def _crop(g, e, step):
     else:
         return None
     win = u.outvars[0].aval.shape[1:-1]
-    if not step.unpad(win, lo):  # (uneven padding: P's gradient, then the window copied out)
-        step.window = (tuple(lo), tuple(win))
+    if not step.unpad(win, lo):  # (uneven padding: P's gradient, then the window copied out,
+        step.window = (tuple(lo), tuple(win))  # or the window itself with zero taps)
+        if WINDOW_TAPS:
+            step.zero_taps()
     return u
 
 
@@ -614,6 +674,17 @@ def _channels_first_ct(g, ct, n, out_sp, nd):
     if shape[:-1] != (n, *out_sp):
         return None
     return _channels_first_in(g, r.invars[0], nd)
+
+
+def _only_use(g, v, name):
+    """The equation named ``name`` (a plain ``reshape``, when so named) that is ``v``'s only
+    use, else None."""
+    us = g.uses[v.id]
+    if len(us) != 1 or us[0] is None or us[0].prim.name != name:
+        return None
+    if name == "reshape" and us[0].params.get("dimensions") is not None:
+        return None
+    return us[0]
 
 
 def _channels_first_out(g, v, nd, reshaped=None):
@@ -668,6 +739,10 @@ def _match(g, e):
                 step.first = True
                 skip = g.uses[e.outvars[0].id]  # (the reshape between)
                 return step, [x_cf], [f[2] for f in found], y_cf, skip
+            r = _only_use(g, e.outvars[0], "reshape")
+            if r is not None and tuple(r.outvars[0].aval.shape) == (n, *out_sp, o):
+                step.shaped = True  # (the step gives the reshaped result: no copy kernel)
+                return step, [x], [f[2] for f in found], r, [e]
             return step, [x], [f[2] for f in found], e, []
         if kind == "dx":
             p_shape = e.outvars[0].aval.shape
@@ -715,6 +790,15 @@ def _emit(step, operands, kernels):
         ks = kernels[::-1] if step.flip() else kernels
         stack = [ops.reshape(k, (1,) + tuple(tracing.get_aval(k).shape)) for k in ks]
         stack = ops.concatenate(stack, 0)  # (T, C, O)
+        if step.zero is not None:  # (zero taps around the kernel's: ``zero_taps``)
+            zlo, zhi = step.zero
+            if step.flip():
+                zlo, zhi = zhi, zlo
+            k = [kk - a - b for kk, a, b in zip(step.k, zlo, zhi)]
+            stack = ops.reshape(stack, (*k, step.c, step.o))
+            cfg = [(a, b, 0) for a, b in zip(zlo, zhi)] + [(0, 0, 0)] * 2
+            stack = ops.pad(stack, np.zeros((), step.dtype), cfg)
+            stack = ops.reshape(stack, (math.prod(step.k), step.c, step.o))
         args.append(ops.transpose(stack, step.kernel_layout()))
     (out,) = callbacks.pure_callback_p.bind(
         *args,
