@@ -1,7 +1,8 @@
 """GPU convolutions: functx's ``jit`` (the Triton backend; convolution sums as cuDNN steps on the
 program's own channels-last buffers: functx/lowering/triton/conv.py) against ``jax.jit``, forward
 and gradient, float32, on one CUDA GPU. Self-contained:
-``PYTHONPATH=. python benchmarks/gpu_conv.py [--quick] [--profile] [--per-tap] [--complex]``.
+``PYTHONPATH=. python benchmarks/gpu_conv.py [--quick] [--profile] [--per-tap] [--complex]``
+(variants below).
 
 1. Correctness first.
    * Geometry: small convolutions of every shape the steps take (1-, 2- and 3-D; 'SAME',
@@ -27,8 +28,20 @@ depthwise kernels would be faster. Measured on an H100 (benchmarks/RESULTS.md, 1
 fused kernels take 0.342 / 0.706 ms (forward / gradient), cuDNN's 0.165 / 1.218, JAX's 2.689 /
 3.891; so the fused kernels stay (the gradient is where the time is).
 
+Variants (each checked against JAX first): ``--window-taps`` also times functx with
+``conv.WINDOW_TAPS`` (a strided data gradient with uneven padding computed by cuDNN with zero
+taps around the kernel, no copy) where a case has such a gradient, and checks the geometry rows
+it changes; ``--one-d-width`` with ``conv.ONE_D_WIDTH`` (1-D as 2-D of width 1);
+``--deterministic`` with ``conv.DETERMINISTIC`` (cuDNN's deterministic algorithms: no
+workspace-zeroing kernel before an atomic split-K kernel gradient);
+``--graph-modes`` with each CUDA-graph mode forced (copy, in place, none); ``--alternatives``
+times other cuDNN forms at the torch level (stride 2: the data gradient of ``x`` with zero taps
+against ``P``'s with the window copied out, the forward and kernel gradient with zero taps
+against the pad kernel; 1-D: height 1 against width 1, the forward as 5 shifted products).
+
 ``--profile`` prints torch.profiler tables (device kernels, per call) of functx's and JAX's
-gradients of the 3x3 and conv1d cases: the layout conversions the steps should no longer have.
+forward and gradient of the stride-2 and conv1d cases (of those ``--only`` selects), and how
+functx's programs run (kernels, host steps, graph mode).
 ``--smoke`` runs the same code on the CPU in Triton's interpreter with tiny shapes (no timings
 worth reading; a check of this script). ``--complex`` also checks complex sorts and complex
 linear algebra on the GPU against JAX.
@@ -375,7 +388,9 @@ def triton_depthwise(torch, x, w, g, splits=128, BL=32, BC=128):
     return forward, gradient
 
 
-def run_case(name, spec, reps, inner, per_tap, window_taps=False):
+def run_case(
+    name, spec, reps, inner, per_tap, window_taps=False, one_d_width=False, deterministic=False
+):
     import jax
     import torch
 
@@ -400,13 +415,20 @@ def run_case(name, spec, reps, inner, per_tap, window_taps=False):
     rows = []
     dn = _case_dn(spec)
     want = [y, *(np.asarray(a) for a in jg(*jx_args))]
-    settings = [("functx", True, False)]
+    settings = [("functx", {})]
     if window_taps and any(s.window is not None for s in _steps(functx, spec, x, w, g, dn)):
-        settings.append(("functx (zero taps)", True, True))
+        settings.append(("functx (zero taps)", dict(WINDOW_TAPS=True)))
+    if one_d_width and len(spec["strides"]) == 1 and not spec.get("groups"):
+        settings.append(("functx (1-D as width 1)", dict(ONE_D_WIDTH=True)))
+    if deterministic:
+        settings.append(("functx (cuDNN deterministic)", dict(DETERMINISTIC=True)))
     if per_tap:
-        settings.append(("functx (per-tap products)", False, False))
-    for label, enabled, taps in settings:
-        tconv.ENABLED, tconv.WINDOW_TAPS = enabled, taps
+        settings.append(("functx (per-tap products)", dict(ENABLED=False)))
+    knobs = ("ENABLED", "WINDOW_TAPS", "ONE_D_WIDTH", "DETERMINISTIC")
+    default = {k: getattr(tconv, k) for k in knobs}
+    for label, knobs in settings:
+        for k, v in {**default, **knobs}.items():
+            setattr(tconv, k, v)
         t0 = time.perf_counter()
         ff, fg = _fns(functx, spec)  # (new jit objects: compiled with this setting)
         got = [np.asarray(ff(*fx_args[:2])), *(np.asarray(a) for a in fg(*fx_args))]
@@ -417,8 +439,8 @@ def run_case(name, spec, reps, inner, per_tap, window_taps=False):
         tf = _median_time(lambda: ff(*fx_args[:2]), fsync, reps, inner)
         tg = _median_time(lambda: fg(*fx_args), fsync, reps, inner)
         rows.append((label, tf, tg, f"steps {steps}, first call {first:.1f}s, err {max(errs):.0e}"))
-    tconv.WINDOW_TAPS = False
-    tconv.ENABLED = True
+    for k, v in default.items():
+        setattr(tconv, k, v)
     tf = _median_time(lambda: jf(*jx_args[:2]), jsync, reps, inner)
     tg = _median_time(lambda: jg(*jx_args), jsync, reps, inner)
     rows.append(("JAX", tf, tg, ""))
@@ -791,6 +813,10 @@ def main():
         "--window-taps", action="store_true", help="also time conv.WINDOW_TAPS (uneven pads)"
     )
     ap.add_argument(
+        "--one-d-width", action="store_true", help="also time conv.ONE_D_WIDTH (1-D cases)"
+    )
+    ap.add_argument("--deterministic", action="store_true", help="also time conv.DETERMINISTIC")
+    ap.add_argument(
         "--graph-modes", action="store_true", help="time functx with each CUDA-graph mode forced"
     )
     ap.add_argument(
@@ -830,7 +856,16 @@ def main():
     for name, spec in CASES.items():
         if only and not any(name.startswith(s) for s in only):
             continue
-        rows = run_case(name, spec, args.reps, args.inner, args.per_tap, args.window_taps)
+        rows = run_case(
+            name,
+            spec,
+            args.reps,
+            args.inner,
+            args.per_tap,
+            args.window_taps,
+            args.one_d_width,
+            args.deterministic,
+        )
         name = name if not args.smoke else f"{name} (smoke: {spec['x']})"
         jf, jg = next((r[1], r[2]) for r in rows if r[0] == "JAX")
         print(f"{name}: kernel {spec['w']}, strides {spec['strides']}, {spec['pad']}")

@@ -32,11 +32,15 @@ conversion kernels and device copies around the calls, 40% of the 3x3 gradient's
   axis (``'SAME'`` with an odd kernel), the "fwd"/"dw" steps read the input itself and cuDNN pads
   (the pad kernel goes: ``ConvStep.unpad``); when the "dx" result's only use crops it (the
   transpose of that pad), the step computes the cropped window (the input's gradient) instead,
-  with uneven padding (a stride-2 'SAME') by copying it out of ``P``'s gradient (no crop kernel);
+  with uneven padding (a stride-2 'SAME') by copying it out of cuDNN's gradient of ``P`` (one
+  copy, no crop kernel), or with ``WINDOW_TAPS`` as the gradient of the window itself, the
+  kernel given zero taps around its own (``ConvStep.zero_taps``: cuDNN's padding is symmetric);
 * on a GPU the forward convolution, and the stride-1 input gradient as a forward convolution of
   the cotangent with the reversed taps, write the program's buffer themselves
-  (``cudnn_convolution.out``); a strided input gradient and the kernel gradient come from
-  ``convolution_backward`` and are copied in (same layout: one copy).
+  (``cudnn_convolution.out``; a channels-last forward gives the ``(N, out..., O)`` array the
+  program reshapes its sum to, so the program's output is that buffer: no copy kernel); a
+  strided input gradient and the kernel gradient come from ``convolution_backward`` and are
+  copied in (same layout: one copy; torch's ``cudnn_convolution_transpose.out`` is a copy too).
 
 On an H100 (benchmarks/RESULTS.md, 11:35 UTC) the 3x3 gradient's cuDNN kernels then take about
 JAX's time (63 us per call against 66; the reversed-taps forward convolution 17 us against XLA's
@@ -71,6 +75,12 @@ ENABLED = True
 #: whether a data-gradient step with uneven padding (a stride-2 'SAME') computes the input's
 #: gradient itself with zero taps (``ConvStep.zero_taps``) rather than ``P``'s, then copied out
 WINDOW_TAPS = False
+#: whether a 1-D convolution is cuDNN's 2-D one of width 1 (``(N, C, L, 1)``) rather than of
+#: height 1 (``(N, C, 1, L)``, torch's own choice for ``conv1d``)
+ONE_D_WIDTH = False
+#: whether the steps ask cuDNN for deterministic algorithms (its autotuner then skips those that
+#: accumulate with atomics, whose workspace a kernel zeroes first)
+DETERMINISTIC = False
 
 _ADDS = ("add", "add_any")
 _FLOATS = frozenset(np.dtype(d) for d in (np.float16, np.float32, np.float64)) | {
@@ -266,7 +276,7 @@ class ConvStep:
     def _nchw(self, t):
         if not self.first:
             return _nc(t)
-        return t.unsqueeze(2) if t.dim() == 3 else t
+        return t.unsqueeze(3 if ONE_D_WIDTH else 2) if t.dim() == 3 else t
 
     def _keep_window(self, reach, out):
         """Copy the part of the taps' reach (``io``) inside ``window`` from ``reach`` (``P``'s
@@ -275,7 +285,7 @@ class ConvStep:
         _, start, _, _ = self.io
         lo, size = self.window
         dst = self._view(out, self.p_shape[0], self.c, size)
-        axes = [3] if len(size) == 1 else range(2, 2 + len(size))
+        axes = [2 if ONE_D_WIDTH else 3] if len(size) == 1 else range(2, 2 + len(size))
         full = True
         for ax, b, w0, ws in zip(axes, start, lo, size):
             a, e = max(b, w0), min(b + reach.shape[ax], w0 + ws)
@@ -364,7 +374,7 @@ def _nc(t):
     spatial axis gets a unit height first (a 2-D channels-last view: torch's 3-D tensors have no
     channels-last format)."""
     if t.dim() == 3:
-        t = t.unsqueeze(1)
+        t = t.unsqueeze(2 if ONE_D_WIDTH else 1)
     return t.movedim(-1, 1)
 
 
@@ -375,8 +385,10 @@ CUDNN_OUT_ERROR = None
 
 
 def _lift(v, unit):
-    """A 1-D convolution's parameter for its 2-D form (height 1 first)."""
-    return (unit, *v) if len(v) == 1 else tuple(v)
+    """A 1-D convolution's parameter for its 2-D form (height 1 first, or width 1 last)."""
+    if len(v) != 1:
+        return tuple(v)
+    return (*v, unit) if ONE_D_WIDTH else (unit, *v)
 
 
 def cudnn_format(torch, out, x, w):
@@ -401,7 +413,7 @@ def _conv_into(torch, out, x, w, stride, pad, dil, tf32):
         if cudnn_format(torch, out, x, w) is not None:
             try:
                 torch.ops.aten.cudnn_convolution.out(
-                    x, w, pad, stride, dil, 1, True, False, bool(tf32), out=out
+                    x, w, pad, stride, dil, 1, True, DETERMINISTIC, bool(tf32), out=out
                 )
                 return
             except Exception as e:  # (a torch without it: its own convolution from now on)
@@ -418,12 +430,12 @@ def _conv_flags(torch, t, tf32):
         yield
         return
     c = torch.backends.cudnn
-    prev = (c.allow_tf32, c.benchmark)
-    c.allow_tf32, c.benchmark = bool(tf32), True
+    prev = (c.allow_tf32, c.benchmark, c.deterministic)
+    c.allow_tf32, c.benchmark, c.deterministic = bool(tf32), True, DETERMINISTIC
     try:
         yield
     finally:
-        c.allow_tf32, c.benchmark = prev
+        c.allow_tf32, c.benchmark, c.deterministic = prev
 
 
 def _grid(offsets):
