@@ -72,8 +72,10 @@ from functx.transforms import passes
 #: whether ``compile_triton`` rewrites the sums (benchmarks/gpu_conv.py turns it off to time the
 #: per-tap products)
 ENABLED = True
-#: whether a data-gradient step with uneven padding (a stride-2 'SAME') computes the input's
-#: gradient itself with zero taps (``ConvStep.zero_taps``) rather than ``P``'s, then copied out
+#: whether a channels-last data-gradient step with uneven padding (a stride-2 'SAME') computes
+#: the input's gradient itself with zero taps (``ConvStep.zero_taps``) rather than ``P``'s, then
+#: copied out (channels-first steps: not, after an H200 run gave a wrong gradient for the NCHW
+#: stride-2 geometry row that the CPU's torch computes right; cause not found)
 WINDOW_TAPS = False
 #: whether a 1-D convolution is cuDNN's 2-D one of width 1 (``(N, C, L, 1)``) rather than of
 #: height 1 (``(N, C, 1, L)``, torch's own choice for ``conv1d``)
@@ -662,9 +664,7 @@ def _crop(g, e, step):
         return None
     win = u.outvars[0].aval.shape[1:-1]
     if not step.unpad(win, lo):  # (uneven padding: P's gradient, then the window copied out,
-        step.window = (tuple(lo), tuple(win))  # or the window itself with zero taps)
-        if WINDOW_TAPS:
-            step.zero_taps()
+        step.window = (tuple(lo), tuple(win))  # or the window itself with zero taps: _match)
     return u
 
 
@@ -773,6 +773,8 @@ def _match(g, e):
             if ct_cf is not None and dx_cf is not None:
                 step.first = True
                 return step, [ct_cf], [f[2] for f in found], dx_cf, [crop] if crop else []
+            if step.window is not None and WINDOW_TAPS:  # (channels-last only: below)
+                step.zero_taps()
             return step, [info["ct"]], [f[2] for f in found], at, []
         slots = [f[2] for f in found]
         t = e.outvars[0].aval.shape[0]
