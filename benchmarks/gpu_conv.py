@@ -31,9 +31,11 @@ fused kernels take 0.342 / 0.706 ms (forward / gradient), cuDNN's 0.165 / 1.218,
 Variants (each checked against JAX first): ``--window-taps`` also times functx with
 ``conv.WINDOW_TAPS`` (a strided data gradient with uneven padding computed by cuDNN with zero
 taps around the kernel, no copy) where a case has such a gradient, and checks the geometry rows
-it changes; ``--one-d-width`` with ``conv.ONE_D_WIDTH`` (1-D as 2-D of width 1);
-``--deterministic`` with ``conv.DETERMINISTIC`` (cuDNN's deterministic algorithms: no
-workspace-zeroing kernel before an atomic split-K kernel gradient);
+it changes; ``--one-d-width`` with ``conv.ONE_D_WIDTH`` "all" and "none" (1-D as 2-D of
+width 1 or height 1 for every cuDNN call; the default: width 1 for the forward convolutions);
+``--deterministic`` with ``conv.DETERMINISTIC`` empty and for every step (cuDNN's
+deterministic algorithms; the default: for the kernel gradients, whose nondeterministic
+algorithms zero a workspace first);
 ``--graph-modes`` with each CUDA-graph mode forced (copy, in place, none); ``--alternatives``
 times other cuDNN forms at the torch level (stride 2: the data gradient of ``x`` with zero taps
 against ``P``'s with the window copied out, the forward and kernel gradient with zero taps
@@ -422,9 +424,12 @@ def run_case(
     if window_taps and any(s.window is not None for s in _steps(functx, spec, x, w, g, dn)):
         settings.append(("functx (zero taps)", dict(WINDOW_TAPS=True)))
     if one_d_width and len(spec["strides"]) == 1 and not spec.get("groups"):
-        settings.append(("functx (1-D as width 1)", dict(ONE_D_WIDTH=True)))
+        settings.append(("functx (1-D all width 1)", dict(ONE_D_WIDTH="all")))
+        settings.append(("functx (1-D all height 1)", dict(ONE_D_WIDTH="none")))
     if deterministic:
-        settings.append(("functx (cuDNN deterministic)", dict(DETERMINISTIC=True)))
+        settings.append(("functx (no determinism)", dict(DETERMINISTIC=frozenset())))
+        every = frozenset({"fwd", "dx", "dw"})
+        settings.append(("functx (all deterministic)", dict(DETERMINISTIC=every)))
     if per_tap:
         settings.append(("functx (per-tap products)", dict(ENABLED=False)))
     knobs = ("ENABLED", "WINDOW_TAPS", "ONE_D_WIDTH", "DETERMINISTIC")
@@ -816,7 +821,7 @@ def main():
         "--window-taps", action="store_true", help="also time conv.WINDOW_TAPS (uneven pads)"
     )
     ap.add_argument(
-        "--one-d-width", action="store_true", help="also time conv.ONE_D_WIDTH (1-D cases)"
+        "--one-d-width", action="store_true", help="also time other conv.ONE_D_WIDTH values"
     )
     ap.add_argument("--deterministic", action="store_true", help="also time conv.DETERMINISTIC")
     ap.add_argument(

@@ -177,8 +177,10 @@ def test_cudnn_format_of_the_steps_views():
         img = step._view(flat, 2, 3, (5, 6))
         w = step._view(torch.empty(3 * 3 * 2), 3, 3, (1, 2))
         assert cudnn_format(torch, img, img, w) == fmt
-        one_d = step._view(flat, 2, 3, (30,))  # (a 1-D convolution: height 1)
-        assert one_d.shape == (2, 3, 1, 30) and cudnn_format(torch, one_d, one_d, one_d) == fmt
+        one_d = step._view(flat, 2, 3, (30,))  # (a 1-D forward convolution: width 1)
+        assert one_d.shape == (2, 3, 30, 1) and cudnn_format(torch, one_d, one_d, one_d) == fmt
+        step.kind = "dw"  # (a kernel gradient: height 1, conv.ONE_D_WIDTH)
+        assert step._view(flat, 2, 3, (30,)).shape == (2, 3, 1, 30)
     nchw = torch.empty(2, 3, 5, 6)
     assert cudnn_format(torch, nchw, nchw.to(memory_format=cl), nchw) is None  # (mixed)
     assert cudnn_format(torch, torch.empty(2, 1, 5, 6), nchw, nchw) is None  # (C = 1: either)

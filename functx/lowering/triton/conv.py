@@ -77,12 +77,17 @@ ENABLED = True
 #: copied out (channels-first steps: not, after an H200 run gave a wrong gradient for the NCHW
 #: stride-2 geometry row that the CPU's torch computes right; cause not found)
 WINDOW_TAPS = False
-#: whether a 1-D convolution is cuDNN's 2-D one of width 1 (``(N, C, L, 1)``) rather than of
-#: height 1 (``(N, C, 1, L)``, torch's own choice for ``conv1d``)
-ONE_D_WIDTH = False
-#: whether the steps ask cuDNN for deterministic algorithms (its autotuner then skips those that
-#: accumulate with atomics, whose workspace a kernel zeroes first)
-DETERMINISTIC = False
+#: which cuDNN calls see a 1-D convolution as a 2-D one of width 1 (``(N, C, L, 1)``) rather
+#: than of height 1 (``(N, C, 1, L)``, torch's own choice for ``conv1d``): "conv" (the forward
+#: convolutions: the "fwd" steps and the stride-1 data gradients), "all" or "none". Measured on
+#: an H200 (gpu_conv.py, (16, 1024, 256) width 5, 256 -> 256): cuDNN's forward 0.034 ms at
+#: width 1 against 0.043 at height 1, its two gradients 0.135 against 0.122
+ONE_D_WIDTH = "conv"
+#: the steps ("fwd", "dx", "dw") that ask cuDNN for deterministic algorithms (its autotuner then
+#: skips the kernel gradients that accumulate with atomics, whose workspace a kernel zeroes
+#: first; on an H200 the conv1d gradient took 0.122 ms so against 0.134, the 3x3 forward 0.032
+#: against 0.027)
+DETERMINISTIC = frozenset({"dw"})
 
 _ADDS = ("add", "add_any")
 _FLOATS = frozenset(np.dtype(d) for d in (np.float16, np.float32, np.float64)) | {
@@ -277,8 +282,8 @@ class ConvStep:
 
     def _nchw(self, t):
         if not self.first:
-            return _nc(t)
-        return t.unsqueeze(3 if ONE_D_WIDTH else 2) if t.dim() == 3 else t
+            return _nc(t, self.width())
+        return t.unsqueeze(3 if self.width() else 2) if t.dim() == 3 else t
 
     def _keep_window(self, reach, out):
         """Copy the part of the taps' reach (``io``) inside ``window`` from ``reach`` (``P``'s
@@ -287,7 +292,7 @@ class ConvStep:
         _, start, _, _ = self.io
         lo, size = self.window
         dst = self._view(out, self.p_shape[0], self.c, size)
-        axes = [2 if ONE_D_WIDTH else 3] if len(size) == 1 else range(2, 2 + len(size))
+        axes = [2 if self.width() else 3] if len(size) == 1 else range(2, 2 + len(size))
         full = True
         for ax, b, w0, ws in zip(axes, start, lo, size):
             a, e = max(b, w0), min(b + reach.shape[ax], w0 + ws)
@@ -303,7 +308,14 @@ class ConvStep:
 
     def _params(self):
         """(stride, padding, dilation) for torch, 1-D as 2-D."""
-        return _lift(self.strides, 1), _lift(self.io[3], 0), _lift(self.dilation, 1)
+        wd = self.width()
+        return _lift(self.strides, 1, wd), _lift(self.io[3], 0, wd), _lift(self.dilation, 1, wd)
+
+    def width(self):
+        """Whether a 1-D step is cuDNN's 2-D convolution of width 1 (``ONE_D_WIDTH``)."""
+        if ONE_D_WIDTH == "all":
+            return True
+        return ONE_D_WIDTH == "conv" and (self.kind == "fwd" or self.flip())
 
     def torch(self, ins, outs):
         """The convolution on the flat tensors ``ins`` into ``outs`` (cuDNN on a GPU)."""
@@ -311,12 +323,13 @@ class ConvStep:
 
         n, k = self.p_shape[0], self.k
         stride, pad, dil = self._params()
-        with _conv_flags(torch, ins[0], self.tf32):
+        det = self.kind in DETERMINISTIC
+        with _conv_flags(torch, ins[0], self.tf32, det):
             if self.kind == "fwd":
                 x = self._image(ins[0])
                 w = self._view(ins[1], self.o, self.c, k)
                 y = self._view(outs[0], n, self.o, self.out_sp)
-                _conv_into(torch, y, x, w, stride, pad, dil, self.tf32)
+                _conv_into(torch, y, x, w, stride, pad, dil, self.tf32, det)
                 return
             if self.kind == "dx":
                 g = self._view(ins[0], n, self.o, self.out_sp)
@@ -331,7 +344,8 @@ class ConvStep:
                     dx = self._image(buf)
                     w = self._view(ins[1], self.c, self.o, k)
                     pad2 = [(kk - 1) * d - p for kk, d, p in zip(k, self.dilation, self.io[3])]
-                    _conv_into(torch, dx, g, w, stride, _lift(pad2, 0), dil, self.tf32)
+                    pad2 = _lift(pad2, 0, self.width())
+                    _conv_into(torch, dx, g, w, stride, pad2, dil, self.tf32, det)
                     if self.window is not None:
                         self._keep_window(dx, outs[0])
                     return
@@ -371,12 +385,12 @@ class ConvStep:
         return [out.numpy().reshape(self.out_shape())]
 
 
-def _nc(t):
+def _nc(t, width=False):
     """A channels-last tensor ``(A, spatial..., B)`` as torch's ``(A, B, spatial...)`` view; one
     spatial axis gets a unit height first (a 2-D channels-last view: torch's 3-D tensors have no
     channels-last format)."""
     if t.dim() == 3:
-        t = t.unsqueeze(2 if ONE_D_WIDTH else 1)
+        t = t.unsqueeze(2 if width else 1)
     return t.movedim(-1, 1)
 
 
@@ -386,11 +400,11 @@ _CUDNN_OUT = True
 CUDNN_OUT_ERROR = None
 
 
-def _lift(v, unit):
+def _lift(v, unit, width=False):
     """A 1-D convolution's parameter for its 2-D form (height 1 first, or width 1 last)."""
     if len(v) != 1:
         return tuple(v)
-    return (*v, unit) if ONE_D_WIDTH else (unit, *v)
+    return (*v, unit) if width else (unit, *v)
 
 
 def cudnn_format(torch, out, x, w):
@@ -406,7 +420,7 @@ def cudnn_format(torch, out, x, w):
     return fmt if all(t.is_contiguous(memory_format=fmt) for t in (x, w)) else None
 
 
-def _conv_into(torch, out, x, w, stride, pad, dil, tf32):
+def _conv_into(torch, out, x, w, stride, pad, dil, tf32, det=False):
     """``out[...] = conv(x, w)``: on a GPU, cuDNN writes ``out`` itself when the three share a
     memory format (no conversion, no copy: ``cudnn_format``); otherwise torch's convolution and
     one copy."""
@@ -415,7 +429,7 @@ def _conv_into(torch, out, x, w, stride, pad, dil, tf32):
         if cudnn_format(torch, out, x, w) is not None:
             try:
                 torch.ops.aten.cudnn_convolution.out(
-                    x, w, pad, stride, dil, 1, True, DETERMINISTIC, bool(tf32), out=out
+                    x, w, pad, stride, dil, 1, True, det, bool(tf32), out=out
                 )
                 return
             except Exception as e:  # (a torch without it: its own convolution from now on)
@@ -425,7 +439,7 @@ def _conv_into(torch, out, x, w, stride, pad, dil, tf32):
 
 
 @contextlib.contextmanager
-def _conv_flags(torch, t, tf32):
+def _conv_flags(torch, t, tf32, det=False):
     """cuDNN's TF32 switch as the products have it, and its autotuner (as XLA autotunes its
     convolutions), for the call only."""
     if t.device.type != "cuda":
@@ -433,7 +447,7 @@ def _conv_flags(torch, t, tf32):
         return
     c = torch.backends.cudnn
     prev = (c.allow_tf32, c.benchmark, c.deterministic)
-    c.allow_tf32, c.benchmark, c.deterministic = bool(tf32), True, DETERMINISTIC
+    c.allow_tf32, c.benchmark, c.deterministic = bool(tf32), True, det
     try:
         yield
     finally:
