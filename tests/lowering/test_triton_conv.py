@@ -71,6 +71,8 @@ def test_conv2d_forward_and_gradients_as_cudnn_steps():
     # the forward step gives the (N, H, W, O) result itself (the reshape after the sum folded:
     # no copy kernel into the program's output)
     assert [s.shaped for s in found if s.kind == "fwd"] == [True]
+    # the kernel operands are the taps' own (T, C, O) stack transposed (one read per element)
+    assert [s.whole for s in found if s.kind != "dw"] == [True, True]
     assert got == [
         ("dw", (5, 6), (1, 1), False, False),
         ("dx", (5, 6), (1, 1), True, False),

@@ -141,6 +141,7 @@ class ConvStep:
         "window",
         "shaped",
         "zero",
+        "whole",
         "__weakref__",
     )
 
@@ -179,6 +180,9 @@ class ConvStep:
         #: zero taps added before and after the kernel's on each spatial axis (``zero_taps``;
         #: ``k`` counts them), else None
         self.zero = None
+        #: whether the kernel operand is built from the ``(T, C, O)`` stack the taps' kernels
+        #: are rows of (``_kernel_stack``: one read per element) rather than from the taps
+        self.whole = False
 
     def unpad(self, shape_sp, lo):
         """Use the array that ``P`` zero-pads by ``lo`` (low side, per spatial axis; spatial
@@ -809,15 +813,46 @@ def _match(g, e):
     return None
 
 
+def _kernel_stack(g, kernels):
+    """The ``(T, C, O)`` array whose rows ``kernels`` (the taps' ``(C, O)`` kernels in the grid's
+    order) are, each a ``reshape`` of a unit ``slice`` of it (``_conv.py`` cuts the taps out of
+    such a stack), else None: the step's kernel operand is then that array transposed, one read
+    per element (the concatenation of the taps read every tap for each element: on an H200 the
+    (128, 9, 128) kernel operand of the stride-2 case took 11 us)."""
+    whole = None
+    for t, k in enumerate(kernels):
+        r = g.eqn(k, "reshape")
+        if r is None or r.params.get("dimensions") is not None:
+            return None
+        s = g.eqn(r.invars[0], "slice")
+        if s is None or type(s.invars[0]) is Literal:
+            return None
+        v = s.invars[0]
+        whole = v if whole is None else whole
+        shape = tuple(v.aval.shape)
+        if v.id != whole.id or len(shape) != 3 or shape[0] != len(kernels):
+            return None
+        if shape[1:] != tuple(k.aval.shape) or tuple(s.params["start_indices"]) != (t, 0, 0):
+            return None
+        if tuple(s.params["limit_indices"]) != (t + 1, *shape[1:]):
+            return None
+        if any(x != 1 for x in s.params.get("strides") or ()):
+            return None
+    return whole
+
+
 def _emit(step, operands, kernels):
     """The step's equation and the program's side of its layouts (``ConvStep``): the taps'
     ``(C, O)`` kernels stacked in the kernel operand's layout (``ConvStep.kernel_layout``), and
     a "dw" result read back as the ``(T, C, O)`` stack in the slots' order."""
     args = list(operands)
     if step.kind != "dw":
-        ks = kernels[::-1] if step.flip() else kernels
-        stack = [ops.reshape(k, (1,) + tuple(tracing.get_aval(k).shape)) for k in ks]
-        stack = ops.concatenate(stack, 0)  # (T, C, O)
+        if step.whole:  # (the taps' own stack: one read per element, no concatenation)
+            stack = ops.rev(kernels[0], (0,)) if step.flip() else kernels[0]
+        else:
+            ks = kernels[::-1] if step.flip() else kernels
+            stack = [ops.reshape(k, (1,) + tuple(tracing.get_aval(k).shape)) for k in ks]
+            stack = ops.concatenate(stack, 0)  # (T, C, O)
         if step.zero is not None:  # (zero taps around the kernel's: ``zero_taps``)
             zlo, zhi = step.zero
             if step.flip():
@@ -871,6 +906,11 @@ def recognize_convs(closed: ClosedJaxpr) -> ClosedJaxpr:
         if len(us) == 1 and us[0] is not None and us[0].prim.name in _ADDS:
             continue  # (an inner add of a longer chain)
         m = _match(g, e)
+        if m is not None and m[0].kind != "dw":
+            whole = _kernel_stack(g, m[2])
+            if whole is not None:
+                m[0].whole = True
+                m = (m[0], m[1], [whole], *m[3:])
         if m is not None:
             found[id(e)] = m
     if not found:
