@@ -26,8 +26,13 @@ conversion kernels and device copies around the calls, 40% of the 3x3 gradient's
 * every channels-last buffer is a channels-last torch view (``ConvStep``: torch's own
   ``(N, C, spatial...)`` order over the ``(N, spatial..., C)`` memory), a 1-D convolution a 2-D
   one of height 1 (torch has no channels-last format for 3-D tensors and made NCW copies);
-* the kernel operand is written by the program in cuDNN's order, ``(O, T, C)`` (the transpose
-  joins the kernel that stacks the taps), and the "dw" result is read back from it;
+* the kernel operand is written by the program in cuDNN's order, ``(O, T, C)``: the transpose of
+  the ``(T, C, O)`` stack ``_conv.py`` cuts the taps from (``_kernel_stack``; one read per
+  element), and the "dw" result is read back from it;
+* a 1-D convolution's forward calls see it as cuDNN's 2-D one of width 1, its backward calls
+  (the strided data gradient, the kernel gradient) of height 1 (``ONE_D_WIDTH``: cuDNN's
+  fastest of each on an H200); the kernel gradients ask for deterministic algorithms
+  (``DETERMINISTIC``; the others zero a workspace first and were slower for the conv1d);
 * padding: when ``P`` is a zero ``pad`` of the input with the same padding on both sides of each
   axis (``'SAME'`` with an odd kernel), the "fwd"/"dw" steps read the input itself and cuDNN pads
   (the pad kernel goes: ``ConvStep.unpad``); when the "dx" result's only use crops it (the
@@ -391,8 +396,8 @@ class ConvStep:
 
 def _nc(t, width=False):
     """A channels-last tensor ``(A, spatial..., B)`` as torch's ``(A, B, spatial...)`` view; one
-    spatial axis gets a unit height first (a 2-D channels-last view: torch's 3-D tensors have no
-    channels-last format)."""
+    spatial axis gets a unit height first, or with ``width`` a unit width after it (a 2-D
+    channels-last view: torch's 3-D tensors have no channels-last format)."""
     if t.dim() == 3:
         t = t.unsqueeze(2 if width else 1)
     return t.movedim(-1, 1)
