@@ -186,3 +186,12 @@ def test_cudnn_format_of_the_steps_views():
     nchw = torch.empty(2, 3, 5, 6)
     assert cudnn_format(torch, nchw, nchw.to(memory_format=cl), nchw) is None  # (mixed)
     assert cudnn_format(torch, torch.empty(2, 1, 5, 6), nchw, nchw) is None  # (C = 1: either)
+
+
+def test_long_sum_of_products_is_no_conv():
+    # a sum of 1,500 products is walked without recursion (no RecursionError) and left alone
+    from functx.lowering.triton.conv import recognize_convs
+
+    xs = [np.ones((2, 2), np.float32)] * 1500
+    closed = functx.make_jaxpr(lambda *xs: sum(x @ x for x in xs))(*xs)
+    assert recognize_convs(closed) is closed

@@ -511,12 +511,14 @@ class _Graph:
         return e if e is not None and e.prim.name == name else None
 
     def terms(self, e):
-        """The operands of the ``add`` chain rooted at ``e`` (inner adds used once, flattened)."""
-        out = []
-        for v in e.invars:
+        """The operands of the ``add`` chain rooted at ``e`` (inner adds used once, flattened),
+        left to right; walked with a stack (a chain may be thousands of adds long)."""
+        out, todo = [], list(reversed(e.invars))
+        while todo:
+            v = todo.pop()
             inner = None if type(v) is Literal else self.prod.get(v.id)
             if inner is not None and inner.prim.name in _ADDS and len(self.uses[v.id]) == 1:
-                out += self.terms(inner)
+                todo.extend(reversed(inner.invars))
             else:
                 out.append(v)
         return out
