@@ -121,9 +121,16 @@ def workload_list(mode: str) -> list[tuple[str, str, dict]]:
         ]
     else:
         gpts = [("gpt_block", "gpt", dict(B=4, T=256, d=384, H=6, dtype="float32"))]
+    if quick:
+        newton, gp = dict(P=2, n=64, d=8), dict(P=2, n=32, dim=3)
+    else:
+        newton = dict(P=16, n=1024, d=64)
+        gp = dict(P=16, n=512 if gpu else 256, dim=3)
     return [
         ("mlp_sgd", "mlp", mlp),
         ("kls_momentum", "kls", dict(n=100)),
+        ("newton", "newton", newton),
+        ("gp_nll", "gp", gp),
         ("hmm_em", "hmm", hmm),
         ("mamba_block", "mamba", mamba),
         *gpts,
@@ -146,6 +153,10 @@ def describe(family: str, c: dict) -> str:
         return f"B={c['B']} T={c['T']} d={c['d']} {c['dtype']}"
     if family == "cnn":
         return f"B={c['B']} 28x28 c={c['c']}"
+    if family == "newton":
+        return f"{c['P']} problems n={c['n']} d={c['d']}"
+    if family == "gp":
+        return f"{c['P']} data sets n={c['n']} dim={c['dim']}"
     if family == "ln_grad":
         return "x".join(map(str, c["shape"]))
     if family == "fft_conv_grad":
@@ -241,6 +252,15 @@ def inputs(family: str, c: dict):
         }
         x = _normal(rng, (c["B"], 28, 28, 1))
         return (p, x, rng.integers(0, 10, c["B"]).astype(np.int32))
+    if family == "newton":
+        w = _normal(rng, c["d"], 0.1)
+        X = _normal(rng, (c["P"], c["n"], c["d"]), 1 / math.sqrt(c["d"]))
+        y = (rng.uniform(size=(c["P"], c["n"])) < 0.5).astype(np.float32)
+        return (w, X, y)
+    if family == "gp":
+        X = rng.uniform(-2, 2, (c["P"], c["n"], c["dim"])).astype(np.float32)
+        y = np.sin(2 * X[..., 0]) * np.cos(X[..., 1]) + 0.1 * rng.standard_normal(X.shape[:2])
+        return (np.log(np.array([0.8, 1.0, 0.3], np.float32)), X, y.astype(np.float32))
     if family == "ln_grad":  # the weights make the gradient nonzero (that of the plain sum is 0)
         return (_normal(rng, c["shape"]), _normal(rng, c["shape"][-1]))
     if family == "fft_conv_grad":
@@ -423,6 +443,30 @@ def program(jx, family: str, c: dict):
             return v, _sgd(jx, p, g)
 
         return step
+    if family == "newton":  # issue 19's Newton step: the loss after one Newton step, per problem
+
+        def nll(w, X, y):
+            z = X @ w
+            return jnp.sum(jnp.logaddexp(0.0, z) - y * z) + 0.5 * jnp.sum(w * w)
+
+        def newton_loss(w, X, y):
+            g = jx.grad(nll)(w, X, y)
+            H = jx.hessian(nll)(w, X, y)
+            return nll(w - jnp.linalg.solve(H, g), X, y)
+
+        return jx.vmap(jx.value_and_grad(newton_loss), in_axes=(None, 0, 0))
+    if family == "gp":  # issue 19's GP marginal likelihood (cholesky, cho_solve), per data set
+
+        def gp_nll(logp, X, y):
+            ell, sf, sn = jnp.exp(logp)
+            d2 = jnp.sum((X[:, None, :] - X[None, :, :]) ** 2, -1)
+            K = sf**2 * jnp.exp(-0.5 * d2 / ell**2) + (sn**2 + 1e-4) * jnp.eye(X.shape[0])
+            L = jnp.linalg.cholesky(K)
+            alpha = jx.scipy.linalg.cho_solve((L, True), y)
+            n = X.shape[0]
+            return 0.5 * y @ alpha + jnp.sum(jnp.log(jnp.diag(L))) + 0.5 * n * math.log(2 * math.pi)
+
+        return jx.vmap(jx.value_and_grad(gp_nll), in_axes=(None, 0, 0))
     if family == "ln_grad":
         return jx.grad(lambda x, w: (_layer_norm(jx, x, 1.0, 0.0) * w).sum())
     if family == "fft_conv_grad":

@@ -65,6 +65,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 
 import numpy as np
 import sympy
@@ -298,6 +299,7 @@ class TritonProgram:
             node.buf = outs[node.id]
         for k in self.kernels:
             render_kernel(self, k)
+        self.host = sink_waits(self.host, self._wait_steps())  # (before any plan reads it)
         head = [f"def {name}(inputs, consts, outputs):"]
         names = [n.buf for n in g.inputs]
         if names:
@@ -308,8 +310,8 @@ class TritonProgram:
         if out_names:
             head.append(f"    {', '.join(out_names)}, = outputs")
         declared = set(names) | {n.buf for n, _ in g.consts} | set(out_names)
-        allocs = []
         declared |= self.aliases
+        allocs = packed_buffers(g, self.host, declared)  # (collective steps' operands)
         for n in g.nodes:
             if n.buf and n.buf not in declared:
                 declared.add(n.buf)
@@ -328,6 +330,16 @@ class TritonProgram:
             head.append("    dev = out0.device" if out_names else "    dev = None")
         return "\n".join(head + body + ["    return outputs"]) + "\n"
 
+    def _wait_steps(self) -> set:
+        """The indices of this program's host steps whose group has ``wait`` (a ``PsumDone``:
+        it only waits for work started earlier and writes its outputs)."""
+        waits = {
+            id(n.params["group"]["callback"])
+            for n in self.g.nodes
+            if n.kind == "loop" and n.params["group"].get("wait")
+        }
+        return {i for i, call in enumerate(self.root.host_calls) if id(call[0]) in waits}
+
     def source(self) -> str:
         """The whole module: the prelude, the kernels, the sub-programs and ``run``."""
         self.defs.clear()
@@ -344,6 +356,140 @@ class TritonProgram:
             + ["\n" + f for f in self.subs]
             + ["\n" + main]
         )
+
+
+# --- packed buffers: a bucket of operands in one flat buffer ----------------------------------
+PACK_ALIGN = 256  # bytes: where each operand of a pack starts (functx.distributed reads packs)
+
+
+def packed_buffers(g: Graph, host: list[str], declared: set) -> list[str]:
+    """The allocation lines of the program's *packs*, adding their buffers' names to
+    ``declared``. A host step whose group has ``pack`` (``PsumStart``: an overlapped psum's
+    bucket) gets its operands placed one after another, every ``PACK_ALIGN`` bytes, in one flat
+    buffer per dtype (``pack<id>_<k>``): the kernels computing them write into views of it, and
+    the step reduces the whole buffer in place (no concatenation). A group with ``inplace`` (its
+    ``PsumDone``: per output, the operand it is the sum of, or None) has those outputs read the
+    operand's view (no copy out). An operand is packed only when it is a temporary of this
+    program that nothing else reads (no other live node, no alias, not rebound by the host
+    code), so reducing it in place changes no other value."""
+    if not any(n.kind == "loop" and n.params["group"].get("pack") for n in g.nodes):
+        return []
+    live: set = set()
+    stack = list(g.outputs)
+    while stack:
+        n = stack.pop()
+        if n.id not in live:
+            live.add(n.id)
+            stack.extend(n.inputs)
+    readers: dict = {}
+    for n in g.nodes:
+        if n.id in live:
+            for x in n.inputs:
+                readers.setdefault(x.id, set()).add(n.id)
+    rebound = {m.group(1) for ln in host if (m := re.match(r"\s+(\w+) = ", ln))}
+    # a temporary the host code makes another buffer's name (pointwise._same_elements: an
+    # in-order view, as a folded transposed product): that buffer is packed in its place
+    same = {m.group(1): m.group(2) for ln in host if (m := re.match(r"\s+(\w+) = (\w+)  #", ln))}
+    by_buf = {n.buf: n for n in g.nodes if n.buf}
+    lines: list[str] = []
+    views: dict = {}  # node id -> its view's name (packed operands)
+    for n in g.nodes:
+        group = n.params.get("group")
+        if n.kind != "loop" or not group or group.get("outs", [None])[0] is not n:
+            continue
+        if group.get("pack") and n.id in live:
+            own = {o.id for o in group["outs"]}
+            ids = [x.id for x in group["ins"]]
+            by_dtype: dict = {}
+            for x in group["ins"]:
+                if x.buf is None or ids.count(x.id) > 1 or readers.get(x.id, set()) - own:
+                    continue
+                y = by_buf.get(same.get(x.buf), x)  # (the buffer x's name stands for)
+                if y is not x and (
+                    y.size != x.size
+                    or np.dtype(y.dtype) != np.dtype(x.dtype)
+                    or readers.get(y.id, set()) - {x.id}
+                    or any(o is y for o in g.outputs)
+                ):
+                    continue
+                if y.kind == "input" or y.buf in declared or y.buf in rebound:
+                    continue
+                by_dtype.setdefault(np.dtype(x.dtype), []).append((x, y))
+            for k, (dt, xys) in enumerate(by_dtype.items()):
+                step = max(1, PACK_ALIGN // dt.itemsize)
+                name, off, placed = f"pack{n.id}_{k}", 0, []
+                for _, y in xys:
+                    placed.append(f"    {y.buf} = {name}[{off}:{off + y.size}]")
+                    off += -(-max(y.size, 1) // step) * step
+                lines.append(
+                    f"    {name} = torch.empty({off}, dtype=torch.{torch_dtype_name(dt)}, "
+                    "device=dev)"
+                )
+                lines.append(f"    {name}._fx_pack = True  # (the step may reduce it in place)")
+                lines += placed
+                for x, y in xys:
+                    declared.add(y.buf)
+                    views[x.id] = y.buf
+                declared.add(name)
+        for o, x in zip(group["outs"], group.get("inplace") or ()):
+            if x is not None and x.id in views and o.buf and o.buf not in declared:
+                if o.size == x.size and np.dtype(o.dtype) == np.dtype(x.dtype):
+                    lines.append(f"    {o.buf} = {views[x.id]}  # (the sum, in place)")
+                    declared.add(o.buf)
+    return lines
+
+
+_BUFFER = re.compile(r"\b(?:in|out|t|c)\d+\b|\bpack\d+_\d+\b")
+_SIMPLE = re.compile(r"    (?:_L\d+\(|_fx_host\(|_fx_dot\(|t\d+ = t\d+  # kernel)")
+
+
+def sink_waits(host: list[str], waits: set) -> list[str]:
+    """The host code ``host`` with each wait step (``waits``: host step indices, an overlapped
+    psum's ``PsumDone``) and the statements that read what it wrote moved as late as they can
+    go, in the order the waits come: the program's stream then waits for a bucket's reduction
+    only where its first reader needs it, and the kernels that need no later bucket (the
+    parameter updates of the buckets reduced first) run while the last bucket is reduced. A
+    statement goes after another only when they name no buffer in common (outputs that are
+    views of a pack name the operand they sum, ``# (the sum, in place)``, and the pack by the
+    same name). Only after the first wait, and only when everything there is a plain statement
+    (a kernel launch, a product, a host step, an alias): otherwise ``host`` is unchanged."""
+    stmts: list[list[str]] = []
+    notes: list[str] = []
+    for ln in host:
+        if ln.startswith("    #"):
+            notes.append(ln)
+        elif ln.startswith("     ") and stmts:
+            stmts[-1].append(ln)
+        else:
+            stmts.append(notes + [ln])
+            notes = []
+
+    def wait_of(st):
+        m = re.match(r"    _fx_host\((\d+),", st[-1])
+        return m is not None and int(m.group(1)) in waits
+
+    first = next((k for k, st in enumerate(stmts) if wait_of(st)), None)
+    if first is None:
+        return host
+    tail = stmts[first:]
+    plain = all(
+        sum(not ln.startswith("    #") for ln in st) == 1 and _SIMPLE.match(st[-1]) for st in tail
+    )
+    if not plain:
+        return host
+    names = [set(_BUFFER.findall(st[-1])) for st in tail]
+    order = list(range(len(tail)))
+    for w in [k for k in range(len(tail)) if wait_of(tail[k])]:
+        at = order.index(w)
+        moved, used = [w], set(names[w])
+        for k in order[at + 1 :]:
+            if names[k] & used:
+                moved.append(k)
+                used |= names[k]
+        order = [k for k in order if k not in moved] + moved
+    out = [ln for st in stmts[:first] for ln in st]
+    out += [ln for k in order for ln in tail[k]]
+    return out + notes
 
 
 def compile_triton(closed, blocks: Blocks | None = None) -> TritonExecutable:
