@@ -547,7 +547,7 @@ def _conv_dw_tile(rows, c, o):
         "            for (int64_t li = 0; li < nl; ++li) {",
         f"              const float* __restrict pr = {{P}} + (qs[li] + off) * {c}LL + c0;",
         "              const float* __restrict gr = gl[li] + jp * 16LL;",
-        "              for (int64_t x = 0; x < width; ++x, pr += " + f"{c}LL, gr += {o}LL) {{",
+        "              for (int64_t x = 0; x < wl[li]; ++x, pr += " + f"{c}LL, gr += {o}LL) {{",
         "                const __m256 b0 = _mm256_loadu_ps(gr), b1 = _mm256_loadu_ps(gr + 8);",
     ]
     for r, (a, b) in enumerate(acc):
@@ -581,14 +581,20 @@ def _conv_taps_dw(prog, k: Kernel) -> list[str]:
     rows, out_sp, offs = geo["rows"], geo["out_sp"], geo["offsets"]
     nt, width = len(offs), out_sp[-1]
     per_image = math.prod(out_sp[:-1])
-    lines_n = n * per_image
+    # (fewer lines than chunks, e.g. one long 1-D signal: each line cut into segments)
+    seg = -(-_DW_CHUNKS // (n * per_image))
+    seg_w = -(-width // seg)
+    seg = -(-width // seg_w)
+    lines_n = n * per_image * seg
     chunks = max(1, min(_DW_CHUNKS, lines_n))
     size = nt * c * o
     if _SIMD_HEADER not in prog.subs:
         prog.subs.append(_SIMD_HEADER)
     decomp = [
-        f"          const int64_t img = line / {per_image}LL;",
-        f"          int64_t rest = line % {per_image}LL, q = img * {grid}LL;",
+        f"          const int64_t whole = seg_line / {seg}LL;",
+        f"          const int64_t x0 = (seg_line % {seg}LL) * {seg_w}LL;",
+        f"          const int64_t img = whole / {per_image}LL;",
+        f"          int64_t rest = whole % {per_image}LL, q = img * {grid}LL + x0;",
     ]
     for d in range(len(out_sp) - 2, -1, -1):
         decomp += [f"          q += (rest % {out_sp[d]}LL) * {rows[d]}LL; rest /= {out_sp[d]}LL;"]
@@ -609,20 +615,20 @@ def _conv_taps_dw(prog, k: Kernel) -> list[str]:
         f"    static const int64_t offs[{nt}] = {{{', '.join(f'{r}LL' for r in offs)}}};",
         f"    float* __restrict parts = (float*)calloc({chunks * size}ULL, sizeof(float));",
         "    if (!parts) return 1;",
-        "    const int64_t width = " + f"{width}LL;",
         "    #pragma omp parallel for schedule(dynamic)"
-        f" if({lines_n * width * size}LL >= {_PAR_DOT})",
+        f" if({n * per_image * width * size}LL >= {_PAR_DOT})",
         f"    for (int64_t ch = 0; ch < {chunks}LL; ++ch) {{",
         f"      float* __restrict part = parts + ch * {size}LL;",
         f"      const int64_t l_end = (ch + 1) * {lines_n}LL / {chunks}LL;",
         f"      for (int64_t l0 = ch * {lines_n}LL / {chunks}LL; l0 < l_end;"
         f" l0 += {_DW_LINES}LL) {{",
         f"        const int64_t nl = fx_imin({_DW_LINES}LL, l_end - l0);",
-        f"        int64_t qs[{_DW_LINES}]; const float* gl[{_DW_LINES}];",
+        f"        int64_t qs[{_DW_LINES}], wl[{_DW_LINES}]; const float* gl[{_DW_LINES}];",
         "        for (int64_t li = 0; li < nl; ++li) {",
-        "          const int64_t line = l0 + li;",
+        "          const int64_t seg_line = l0 + li;",
         *decomp,
-        f"          qs[li] = q; gl[li] = {gbuf} + line * {width * o}LL;",
+        f"          qs[li] = q; gl[li] = {gbuf} + (whole * {width}LL + x0) * {o}LL;",
+        f"          wl[li] = fx_imin({seg_w}LL, {width}LL - x0);",
         "        }",
         "#if defined(__AVX2__) && defined(__FMA__)",
         f"        for (int64_t t = 0; t < {nt}LL; ++t) {{",
@@ -634,7 +640,7 @@ def _conv_taps_dw(prog, k: Kernel) -> list[str]:
         "#else",
         f"        for (int64_t t = 0; t < {nt}LL; ++t)",
         "          for (int64_t li = 0; li < nl; ++li)",
-        f"            fx_sgemm(101, 112, 111, {c}LL, {o}LL, width, 1.0f,"
+        f"            fx_sgemm(101, 112, 111, {c}LL, {o}LL, wl[li], 1.0f,"
         f" {p} + (qs[li] + offs[t]) * {c}LL, {c}LL, gl[li], {o}LL, 1.0f,"
         f" part + t * {c * o}LL, {o}LL);",
         "#endif",
