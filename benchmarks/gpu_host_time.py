@@ -6,9 +6,12 @@ Run from the repository root on a CUDA machine::
 
 For each workload of ``benchmarks/workloads.py`` (GPU sizes) it checks functx's step against
 JAX's (largest relative 2-norm difference of the loss and new parameters), then prints per call:
-the wall time of back-to-back calls ended by one synchronisation (what a training loop sees),
+the wall time of back-to-back calls ended by one synchronisation (the same arguments each call),
 the host time of the calls alone (the loop without the final synchronisation, after a drained
-queue: what the Python side costs), and for functx a cProfile table of those calls.
+queue: what the Python side costs), the GPU time per call (kernels and copies, torch.profiler),
+the same for a training loop (``loss, params = step(params, *batch)``, the batch cycling through
+four copies), how many arguments functx's CUDA graphs copied in at the loop's last step, and for
+functx a cProfile table of the calls.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402
 import workloads as wl  # noqa: E402
+
+LOOPS = ("mlp_sgd", "dpsgd", "cnn", "kls_momentum")  # steps returning (loss, new first argument)
 
 
 def _step(jx, family, c):
@@ -52,6 +57,55 @@ def _times(fn, dargs, sync, calls):
         hosts.append((t1 - t0) / calls)
         walls.append((t2 - t0) / calls)
     return float(np.median(walls)), float(np.median(hosts))
+
+
+def _loop(fn, dargs, jx):
+    """A training loop's step: ``loss, params = step(params, *batch)``, the batch cycling through
+    four copies (new addresses, as a data loader gives); returns (step, the last parameters)."""
+    batches = [dargs[1:]] + [jx.tree_util.tree_map(lambda a: a + 0, dargs[1:]) for _ in range(3)]
+    state = {"p": dargs[0], "i": 0}
+
+    def step():
+        loss, state["p"] = fn(state["p"], *batches[state["i"] % 4])
+        state["i"] += 1
+        return state["p"]
+
+    return step
+
+
+def _loop_times(step, sync, calls):
+    """us per step of ``step()`` run back to back, ended by one synchronisation (median of 5)."""
+    for _ in range(20):
+        out = step()
+    sync(out)
+    walls = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            out = step()
+        sync(out)
+        walls.append((time.perf_counter() - t0) / calls)
+    return float(np.median(walls))
+
+
+def _gpu_time(step, sync, n=20) -> float:
+    """Seconds of GPU kernel and copy time per call of ``step()`` (torch.profiler's CUDA time)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    sync(step())
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(n):
+            out = step()
+        sync(out)
+        torch.cuda.synchronize()
+    return sum(e.self_device_time_total for e in prof.key_averages()) / 1e6 / n
+
+
+def _copy_graphs():
+    import gc
+
+    return [o for o in gc.get_objects() if type(o).__name__ == "CopyGraphs"]
 
 
 def _kernel_tables(name, runs, args):
@@ -104,7 +158,22 @@ def main():
         print(f"{name}: functx vs JAX relative difference {err:.2e}", flush=True)
         fw, fh = _times(fx, fargs, functx.block_until_ready, args.calls)
         jw, jh = _times(jf, jargs, jax.block_until_ready, args.calls)
-        rows.append((name, fw, fh, jw, jh))
+        fsync, jsync = functx.block_until_ready, jax.block_until_ready
+        fg = _gpu_time(lambda: fx(*fargs), fsync)
+        jg = _gpu_time(lambda: jf(*jargs), jsync)
+        fl = jl = flg = jlg = 0.0
+        copied = "-"
+        if name in LOOPS:
+            before = {id(g): getattr(g, "calls", 0) for g in _copy_graphs()}
+            floop = _loop(fx, fargs, functx)
+            fl = _loop_times(floop, fsync, args.calls)
+            flg = _gpu_time(floop, fsync)
+            used = [g for g in _copy_graphs() if getattr(g, "calls", 0) != before.get(id(g), 0)]
+            copied = ",".join(f"{g.copied}/{len(g.static_in)}" for g in used) or "?"
+            jloop = _loop(jf, jargs, jax)
+            jl = _loop_times(jloop, jsync, args.calls)
+            jlg = _gpu_time(jloop, jsync)
+        rows.append((name, fw, fh, fg, jw, jh, jg, fl, flg, jl, jlg, copied))
         prof = cProfile.Profile()
         prof.enable()
         for _ in range(args.calls):
@@ -115,10 +184,18 @@ def main():
         pstats.Stats(prof).sort_stats("tottime").print_stats(args.rows)
         if args.kernels:
             _kernel_tables(name, (("functx", fx, fargs, functx), ("jax", jf, jargs, jax)), args)
-    print("\n| workload | functx wall us | functx host us | JAX wall us | JAX host us |")
-    print("|---|---|---|---|---|")
-    for name, fw, fh, jw, jh in rows:
-        print(f"| {name} | {fw * 1e6:.1f} | {fh * 1e6:.1f} | {jw * 1e6:.1f} | {jh * 1e6:.1f} |")
+    print(
+        "\n| workload | functx wall / host / GPU us | JAX wall / host / GPU us "
+        "| training loop functx wall / GPU us | JAX wall / GPU us | arguments copied in |"
+    )
+    print("|---|---|---|---|---|---|")
+    us = 1e6
+    for name, fw, fh, fg, jw, jh, jg, fl, flg, jl, jlg, copied in rows:
+        print(
+            f"| {name} | {fw * us:.1f} / {fh * us:.1f} / {fg * us:.1f} "
+            f"| {jw * us:.1f} / {jh * us:.1f} / {jg * us:.1f} "
+            f"| {fl * us:.1f} / {flg * us:.1f} | {jl * us:.1f} / {jlg * us:.1f} | {copied} |"
+        )
 
 
 if __name__ == "__main__":

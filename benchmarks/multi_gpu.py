@@ -31,7 +31,11 @@ functx's data-parallel psum is overlapped with the backward pass (each bucket of
 starts its ``all_reduce`` when the backward pass has produced it: ``--overlap`` times the step
 at the largest n without that, ``off``, and with other bucket sizes), and at each n > 1 the
 reduction alone is timed: one ``torch.distributed.all_reduce`` of the flat gradients, and
-functx's jitted ``psum`` of them.
+functx's jitted ``psum`` of them. ``--ctas 2,4,8`` also times the step at the largest n with NCCL
+limited to that many thread blocks per collective (a process group made with that option).
+
+Weak-scaling efficiency depends on the work per GPU: ``--dpsgd-per-gpu 256,1024`` and
+``--gpt-per-gpu 16,64`` run each example at several batches per GPU (every size is reported).
 """
 
 from __future__ import annotations
@@ -62,10 +66,18 @@ LR, CLIP, SIGMA = 0.1, 1.0, 0.5
 
 
 # --- workloads (NumPy data, the same in every process) --------------------------------------------
-def dpsgd_data(size, n):
+def config(size, workload, per=None):
+    """The workload's sizes (``SIZES``), the batch per GPU replaced by ``per`` when given."""
+    c = SIZES[size][workload]
+    if per is None:
+        return c
+    return (c[0], per) if workload == "dpsgd" else (*c[:4], per)
+
+
+def dpsgd_data(size, n, per=None):
     import dp_sgd_data_parallel as ex
 
-    sizes, b = SIZES[size]["dpsgd"]
+    sizes, b = config(size, "dpsgd", per)
     rng = np.random.default_rng(0)
     params = ex.init_params(rng, sizes)
     x, y = ex.make_batch(rng, b * n, sizes[0], sizes[-1])
@@ -75,30 +87,31 @@ def dpsgd_data(size, n):
     return params, (x, y, noise)
 
 
-def gpt_data(size, n):
+def gpt_data(size, n, per=None):
     import gpt_data_parallel as ex
 
-    vocab, d, heads, t, b = SIZES[size]["gpt"]
+    vocab, d, heads, t, b = config(size, "gpt", per)
     rng = np.random.default_rng(0)
     params = ex.init_params(rng, vocab, d, heads, t)
     tokens, targets = ex.make_batch(rng, b * n, vocab, t)
     return params, (tokens, targets)
 
 
-def steps(M, mesh, workload, size):
-    """(data-parallel step, single-device step, data) of ``M`` (functx or jax)."""
+def steps(M, mesh, workload, size, per=None):
+    """(data-parallel step, single-device step, data) of ``M`` (functx or jax); ``per``: the
+    batch per GPU (None: ``SIZES``'s)."""
     if workload == "dpsgd":
         import dp_sgd_data_parallel as ex
 
         dp = ex.data_parallel_step(M, mesh, CLIP, SIGMA, LR)
         one = ex.single_device_step(M, CLIP, SIGMA, LR)
-        return dp, one, dpsgd_data(size, mesh.size)
+        return dp, one, dpsgd_data(size, mesh.size, per)
     import gpt_data_parallel as ex
 
     heads = SIZES[size]["gpt"][2]
     dp = ex.data_parallel_step(M, mesh, LR, heads)
     one = ex.single_device_step(M, LR, heads)
-    return dp, one, gpt_data(size, mesh.size)
+    return dp, one, gpt_data(size, mesh.size, per)
 
 
 def first_params(out, workload):
@@ -197,6 +210,11 @@ def profile_table(fn, rows=25) -> str:
 
 
 # --- functx: one process per device ---------------------------------------------------------------
+def cases(args, gpus):
+    """(workload, batch per GPU, n) in the order every worker runs them."""
+    return [(w, per, n) for w in args.workloads for per in args.per[w] for n in gpus]
+
+
 def worker_functx(args):
     import torch.distributed as dist
 
@@ -209,53 +227,100 @@ def worker_functx(args):
     functx.distributed.make_groups([tuple(range(n)) for n in gpus])
     put = (lambda t: functx.device_put(t, local)) if args.platform == "gpu" else (lambda t: t)
     sync = functx.block_until_ready
-    for workload in args.workloads:
-        for n in gpus:
-            rec = {"lib": "functx", "workload": workload, "n": n}
-            if rank < n:
-                try:
-                    mesh = functx.sharding.Mesh(np.array(functx.devices()[:n]), ("data",))
-                    dp, one, (params, batch) = steps(functx, mesh, workload, args.size)
-                    p, b = put(params), put(batch)
-                    try:  # one program: the block slicing and the body (the body alone if not)
-                        step = functx.jit(dp)
-                        out = step(p, *b)
-                        rec["jit"] = "whole step"
-                    except Exception:  # noqa: BLE001 - fall back to shard_map's jitted body
-                        traceback.print_exc()
-                        step, rec["jit"] = dp, "body"
-                        out = dp(p, *b)
-                    if rank == 0 and n > 1:  # (at n = 1 the step is the single-device one)
-                        ref = functx.jit(one)(p, *b)
-                        rec["err"] = max_rel(
-                            functx.tree_util.tree_leaves(first_params(out, workload)),
-                            functx.tree_util.tree_leaves(first_params(ref, workload)),
-                        )
-                    rec["t"] = timeit(lambda: step(p, *b), sync, args.steps)
-                    rec.update(host_and_gpu_time(lambda: step(p, *b), args.platform, args.steps))
-                    rec["graph"] = graph_info(step)
-                    if args.profile and args.platform == "gpu" and n != 2:
-                        # (every rank of the mesh profiles: the same calls, the same collectives)
-                        table = profile_table(lambda: step(p, *b))
-                        if rank == 0:
-                            print(f"== functx {workload} at {n} GPUs: the step's kernels (rank 0)")
-                            print(table, flush=True)
-                    if n == 1:  # the baseline: the plain single-device step, no shard_map
-                        plain = functx.jit(one)
-                        rec["t_plain"] = timeit(lambda: plain(p, *b), sync, args.steps)
-                        hg = host_and_gpu_time(lambda: plain(p, *b), args.platform, args.steps)
-                        rec.update({k + "_plain": v for k, v in hg.items()})
-                    else:
-                        rec.update(reduction_alone(functx, mesh, params, put, sync, args))
-                    if n == max(gpus) and n > 1 and args.overlap:
-                        rec["overlap"] = overlap_sweep(functx, dp, p, b, sync, args)
-                except Exception as e:  # noqa: BLE001 - reported in the table
-                    rec["error"] = f"{type(e).__name__}: {e}"[:300]
-                    traceback.print_exc()
-            dist.barrier()
+    for workload, per, n in cases(args, gpus):
+        rec = {"lib": "functx", "workload": workload, "per": per, "n": n}
+        state = {}
+        if rank < n:
+            try:
+                functx_case(functx, args, workload, per, n, put, sync, rec, state)
+            except Exception as e:  # noqa: BLE001 - reported in the table
+                rec["error"] = f"{type(e).__name__}: {e}"[:300]
+                traceback.print_exc()
+        if n == max(gpus) and n > 1 and args.ctas:
+            # (every process: creating a group is collective; the mesh's processes time it)
+            sweep = ctas_sweep(functx, n, rank, state, sync, args)
             if rank == 0:
-                emit(rec, args.out)
+                rec["ctas"] = sweep
+        dist.barrier()
+        if rank == 0:
+            emit(rec, args.out)
     functx.distributed.shutdown()
+
+
+def functx_case(functx, args, workload, per, n, put, sync, rec, state):
+    """Check and time functx's data-parallel step at ``n`` GPUs (this process is one of them)
+    into ``rec``; ``state`` gets the step and its arguments for the sweeps."""
+    rank = functx.process_index()
+    mesh = functx.sharding.Mesh(np.array(functx.devices()[:n]), ("data",))
+    dp, one, (params, batch) = steps(functx, mesh, workload, args.size, per)
+    p, b = put(params), put(batch)
+    try:  # one program: the block slicing and the body (the body alone if not)
+        step = functx.jit(dp)
+        out = step(p, *b)
+        rec["jit"] = "whole step"
+    except Exception:  # noqa: BLE001 - fall back to shard_map's jitted body
+        traceback.print_exc()
+        step, rec["jit"] = dp, "body"
+        out = dp(p, *b)
+    state.update(dp=dp, p=p, b=b)
+    if rank == 0 and n > 1:  # (at n = 1 the step is the single-device one)
+        ref = functx.jit(one)(p, *b)
+        rec["err"] = max_rel(
+            functx.tree_util.tree_leaves(first_params(out, workload)),
+            functx.tree_util.tree_leaves(first_params(ref, workload)),
+        )
+    rec["t"] = timeit(lambda: step(p, *b), sync, args.steps)
+    rec.update(host_and_gpu_time(lambda: step(p, *b), args.platform, args.steps))
+    rec["graph"] = graph_info(step)
+    if args.profile and args.platform == "gpu" and n != 2:
+        # (every rank of the mesh profiles: the same calls, the same collectives)
+        table = profile_table(lambda: step(p, *b))
+        if rank == 0:
+            print(f"== functx {workload} ({per} per GPU) at {n} GPUs: the step's kernels (rank 0)")
+            print(table, flush=True)
+    if n == 1:  # the baseline: the plain single-device step, no shard_map
+        plain = functx.jit(one)
+        rec["t_plain"] = timeit(lambda: plain(p, *b), sync, args.steps)
+        hg = host_and_gpu_time(lambda: plain(p, *b), args.platform, args.steps)
+        rec.update({k + "_plain": v for k, v in hg.items()})
+    elif not args.no_reduction:
+        rec.update(reduction_alone(functx, mesh, params, put, sync, args))
+    if n == max(args.gpus) and n > 1 and args.overlap:
+        rec["overlap"] = overlap_sweep(functx, dp, p, b, sync, args)
+
+
+def ctas_sweep(functx, n, rank, state, sync, args) -> dict:
+    """The step at ``n`` GPUs with NCCL limited to at most ``k`` thread blocks per collective
+    (``ncclConfig_t.maxCTAs``), for each ``k`` of ``--ctas``: a process group made with that
+    option replaces the mesh's (``functx.distributed._regroup``; every process calls this),
+    the step compiled afresh. ms per step, or the error."""
+    import torch.distributed as dist
+
+    out = {}
+    ranks = tuple(range(n))
+    old = functx.distributed.current().groups.get(ranks)
+    for k in args.ctas.split(","):
+        if not functx.distributed._regroup(ranks, max_ctas=int(k)):
+            k += " (not applied)"
+        functx._shard_map._frames_cache.clear()
+        functx.clear_caches()
+        if rank < n and "dp" in state:
+            try:
+                f, p, b = functx.jit(state["dp"]), state["p"], state["b"]
+                f(p, *b)
+                out[k] = timeit(lambda: f(p, *b), sync, args.steps)
+            except Exception as e:  # noqa: BLE001 - reported in the table
+                out[k] = f"{type(e).__name__}: {e}"[:120]
+                traceback.print_exc()
+        dist.barrier()
+    run = functx.distributed.current()
+    if old is None:
+        run.groups.pop(ranks, None)
+    else:
+        run.groups[ranks] = old
+    functx._shard_map._frames_cache.clear()
+    functx.clear_caches()
+    return out
 
 
 def _with_env(env: dict, fn):
@@ -437,30 +502,31 @@ def worker_torch(args):
         if args.platform == "gpu":
             torch.cuda.synchronize()
 
-    for workload in args.workloads:
-        for n in gpus:
-            rec = {"lib": "torch", "workload": workload, "n": n}
-            if rank < n:
-                try:
-                    rec.update(
-                        _torch_case(torch, dist, DDP, args, workload, n, rank, dev, groups[n], sync)
+    for workload, per, n in cases(args, gpus):
+        rec = {"lib": "torch", "workload": workload, "per": per, "n": n}
+        if rank < n:
+            try:
+                rec.update(
+                    _torch_case(
+                        torch, dist, DDP, args, workload, n, rank, dev, groups[n], sync, per
                     )
-                except Exception as e:  # noqa: BLE001 - reported in the table
-                    rec["error"] = f"{type(e).__name__}: {e}"[:300]
-                    traceback.print_exc()
-            dist.barrier()
-            if rank == 0:
-                emit(rec, args.out)
+                )
+            except Exception as e:  # noqa: BLE001 - reported in the table
+                rec["error"] = f"{type(e).__name__}: {e}"[:300]
+                traceback.print_exc()
+        dist.barrier()
+        if rank == 0:
+            emit(rec, args.out)
     dist.destroy_process_group()
 
 
-def _torch_case(torch, dist, DDP, args, workload, n, rank, dev, group, sync):
+def _torch_case(torch, dist, DDP, args, workload, n, rank, dev, group, sync, per=None):
     rec = {}
     if workload == "dpsgd":
         from torch.func import grad, vmap
 
-        sizes, b = SIZES[args.size]["dpsgd"]
-        params, (x, y, noise) = dpsgd_data(args.size, n)
+        sizes, b = config(args.size, "dpsgd", per)
+        params, (x, y, noise) = dpsgd_data(args.size, n, per)
         P = {
             f"{k}{i}": torch.tensor(v, device=dev)
             for i, p in enumerate(params)
@@ -500,8 +566,8 @@ def _torch_case(torch, dist, DDP, args, workload, n, rank, dev, group, sync):
             rec["err"] = max_rel([got[k].cpu() for k in P], [ref[k].cpu() for k in P])
         rec["t"] = timeit(lambda: dp_step(P), sync, args.steps)
         return rec
-    vocab, d, heads, t, b = SIZES[args.size]["gpt"]
-    params, (tokens, targets) = gpt_data(args.size, n)
+    vocab, d, heads, t, b = config(args.size, "gpt", per)
+    params, (tokens, targets) = gpt_data(args.size, n, per)
     model = _torch_gpt(torch, params, heads).to(dev)
     ref_model = _torch_gpt(torch, params, heads).to(dev)
     ddp = DDP(model, process_group=group)
@@ -538,38 +604,35 @@ def worker_jax(args):
 
     devices = jax.devices("gpu" if args.platform == "gpu" else "cpu")
     P = jax.sharding.PartitionSpec
-    for workload in args.workloads:
-        for n in [n for n in args.gpus if n <= len(devices)]:
-            rec = {"lib": "jax", "workload": workload, "n": n}
-            try:
-                mesh = jax.sharding.Mesh(np.array(devices[:n]), ("data",))
-                dp, one, (params, batch) = steps(jax, mesh, workload, args.size)
-                rep = jax.sharding.NamedSharding(mesh, P())
-                split = jax.sharding.NamedSharding(mesh, P("data"))
-                p = jax.device_put(params, rep)
-                bs = [split, split] + ([rep] if workload == "dpsgd" else [])
-                b = [jax.device_put(v, s) for v, s in zip(batch, bs)]
-                f = jax.jit(dp)
-                out = f(p, *b)
-                ref = jax.jit(one)(
-                    jax.device_put(params, devices[0]), *jax.device_put(batch, devices[0])
-                )
-                rec["err"] = max_rel(
-                    jax.tree_util.tree_leaves(first_params(out, workload)),
-                    jax.tree_util.tree_leaves(first_params(ref, workload)),
-                )
-                rec["t"] = timeit(lambda: f(p, *b), jax.block_until_ready, args.steps)
-                if n == 1:  # the baseline: the plain single-device step, no shard_map
-                    p1 = jax.device_put(params, devices[0])
-                    b1 = jax.device_put(batch, devices[0])
-                    plain = jax.jit(one)
-                    rec["t_plain"] = timeit(
-                        lambda: plain(p1, *b1), jax.block_until_ready, args.steps
-                    )
-            except Exception as e:  # noqa: BLE001 - reported in the table
-                rec["error"] = f"{type(e).__name__}: {e}"[:300]
-                traceback.print_exc()
-            emit(rec, args.out)
+    for workload, per, n in cases(args, [n for n in args.gpus if n <= len(devices)]):
+        rec = {"lib": "jax", "workload": workload, "per": per, "n": n}
+        try:
+            mesh = jax.sharding.Mesh(np.array(devices[:n]), ("data",))
+            dp, one, (params, batch) = steps(jax, mesh, workload, args.size, per)
+            rep = jax.sharding.NamedSharding(mesh, P())
+            split = jax.sharding.NamedSharding(mesh, P("data"))
+            p = jax.device_put(params, rep)
+            bs = [split, split] + ([rep] if workload == "dpsgd" else [])
+            b = [jax.device_put(v, s) for v, s in zip(batch, bs)]
+            f = jax.jit(dp)
+            out = f(p, *b)
+            ref = jax.jit(one)(
+                jax.device_put(params, devices[0]), *jax.device_put(batch, devices[0])
+            )
+            rec["err"] = max_rel(
+                jax.tree_util.tree_leaves(first_params(out, workload)),
+                jax.tree_util.tree_leaves(first_params(ref, workload)),
+            )
+            rec["t"] = timeit(lambda: f(p, *b), jax.block_until_ready, args.steps)
+            if n == 1:  # the baseline: the plain single-device step, no shard_map
+                p1 = jax.device_put(params, devices[0])
+                b1 = jax.device_put(batch, devices[0])
+                plain = jax.jit(one)
+                rec["t_plain"] = timeit(lambda: plain(p1, *b1), jax.block_until_ready, args.steps)
+        except Exception as e:  # noqa: BLE001 - reported in the table
+            rec["error"] = f"{type(e).__name__}: {e}"[:300]
+            traceback.print_exc()
+        emit(rec, args.out)
 
 
 # --- the driver -----------------------------------------------------------------------------------
@@ -587,6 +650,8 @@ def launch(lib, args, path, timeout):
         "--worker", lib, "--platform", args.platform, "--size", args.size,
         "--steps", str(args.steps), "--gpus", ",".join(map(str, args.gpus)),
         "--overlap", args.overlap, *(["--profile"] if args.profile else []),
+        "--ctas", args.ctas, "--dpsgd-per-gpu", args.dpsgd_per_gpu,
+        "--gpt-per-gpu", args.gpt_per_gpu, *(["--no-reduction"] if args.no_reduction else []),
         "--workloads", ",".join(args.workloads), "--out", path,
     ]  # fmt: skip
     script = os.path.abspath(__file__)
@@ -624,23 +689,23 @@ def table(path, args):
     if os.path.exists(path):
         with open(path) as f:
             recs = [json.loads(line) for line in f if line.strip()]
-    by = {(r["lib"], r["workload"], r["n"]): r for r in recs}
+    by = {(r["lib"], r["workload"], r.get("per"), r["n"]): r for r in recs}
     print()
     print(
-        "| workload | library | "
+        "| workload | per GPU | library | "
         + " | ".join(f"{n} GPU ms/step (eff)" for n in args.gpus)
         + " | check vs 1 device |"
     )
-    print("|---|---|" + "---|" * (len(args.gpus) + 1))
+    print("|---|---|---|" + "---|" * (len(args.gpus) + 1))
     for w in args.workloads:
-        for lib in ("functx", "jax", "torch"):
+        for per, lib in [(per, lib) for per in args.per[w] for lib in ("functx", "jax", "torch")]:
             cells, errs = [], []
             # efficiency against the plain single-device step where it was timed (the
             # stricter baseline), else against the data-parallel step on one device
-            r1 = by.get((lib, w, 1), {})
+            r1 = by.get((lib, w, per, 1), {})
             t1 = r1.get("t_plain", r1.get("t"))
             for n in args.gpus:
-                r = by.get((lib, w, n), {})
+                r = by.get((lib, w, per, n), {})
                 if "t" in r:
                     eff = f" ({t1 / r['t']:.0%})" if t1 and n > 1 else ""
                     plain = f" (plain step {r['t_plain'] * 1e3:.2f})" if "t_plain" in r else ""
@@ -649,10 +714,12 @@ def table(path, args):
                     cells.append(r.get("error", "not run")[:60])
                 if "err" in r:
                     errs.append(f"{r['err']:.1e}")
-            print(f"| {w} | {lib} | " + " | ".join(cells) + f" | {', '.join(errs) or '-'} |")
-    for (lib, w, n), r in sorted(by.items()):
+            row = f"| {w} | {per} | {lib} | " + " | ".join(cells)
+            print(row + f" | {', '.join(errs) or '-'} |")
+    for (lib, w, per, n), r in sorted(by.items(), key=str):
         if lib != "functx":
             continue
+        w = f"{w} ({per} per GPU)"
         if "t_host" in r:
             parts = [f"host {r['t_host'] * 1e3:.3f}"]
             if "t_gpu" in r:
@@ -678,12 +745,18 @@ def table(path, args):
             )
             dflt = r["t"] * 1e3
             print(f"functx {w} at {n}: step with the psum overlap {cells} (default {dflt:.2f})")
+        if "ctas" in r:
+            cells = ", ".join(
+                f"{k} {v * 1e3:.2f} ms" if isinstance(v, float) else f"{k} {v}"
+                for k, v in r["ctas"].items()
+            )
+            print(f"functx {w} at {n}: step with NCCL's thread blocks at most {cells}")
     fx = {k: v for k, v in by.items() if k[0] == "functx" and "t" in v}
-    for (_, w, n), r in sorted(fx.items()):
-        others = [by.get((o, w, n), {}).get("t") for o in ("jax", "torch")]
+    for (_, w, per, n), r in sorted(fx.items(), key=str):
+        others = [by.get((o, w, per, n), {}).get("t") for o in ("jax", "torch")]
         ratio = ", ".join(f"{o} {r['t'] / t:.2f}x" for o, t in zip(("jax", "torch"), others) if t)
         if ratio:
-            print(f"functx {w} at {n}: functx time / {ratio}")
+            print(f"functx {w} ({per} per GPU) at {n}: functx time / {ratio}")
 
 
 def main():
@@ -710,11 +783,36 @@ def main():
         action="store_true",
         help="functx: print torch.profiler's kernel table of the step at 1 and 4 GPUs (rank 0)",
     )
+    ap.add_argument(
+        "--ctas",
+        default="",
+        help="functx at the largest n: also time the step with NCCL limited to these numbers "
+        "of thread blocks per collective (e.g. 2,4,8); empty: none",
+    )
+    ap.add_argument(
+        "--dpsgd-per-gpu",
+        default="",
+        help="DP-SGD's batches per GPU to run (e.g. 256,1024; default: --size's)",
+    )
+    ap.add_argument(
+        "--gpt-per-gpu",
+        default="",
+        help="the GPT block's batches (sequences) per GPU to run (e.g. 16,64; default: --size's)",
+    )
+    ap.add_argument(
+        "--no-reduction",
+        action="store_true",
+        help="functx: skip timing the reduction alone at n > 1 (a shorter run)",
+    )
     ap.add_argument("--worker", default=None)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     args.gpus = [int(n) for n in args.gpus.split(",")]
     args.workloads = args.workloads.split(",")
+    args.per = {
+        w: [int(v) for v in given.split(",")] if given else [config(args.size, w)[-1]]
+        for w, given in (("dpsgd", args.dpsgd_per_gpu), ("gpt", args.gpt_per_gpu))
+    }
     if args.worker:
         {"functx": worker_functx, "torch": worker_torch, "jax": worker_jax}[args.worker](args)
         return
@@ -722,7 +820,11 @@ def main():
     path = os.path.join(out_dir, "multi_gpu.jsonl")
     if os.path.exists(path):
         os.remove(path)
-    print(f"multi_gpu: {args.platform}, sizes {SIZES[args.size]}, GPUs {args.gpus}", flush=True)
+    print(
+        f"multi_gpu: {args.platform}, sizes {SIZES[args.size]}, GPUs {args.gpus}, batches per "
+        f"GPU {args.per}",
+        flush=True,
+    )
     limits = dict(kv.split("=") for kv in args.timeout.split(","))
     for lib in args.libs.split(","):
         launch(lib, args, path, int(limits.get(lib, 200)))

@@ -36,7 +36,10 @@ from functx.devices.transfer import op_device
 from functx.errors import FunctxArgumentError, FunctxTypeError, FunctxValueError
 from functx.interpreter import eval_jaxpr
 from functx.lowering.compile import compile_jaxpr, log as _log, loop_ir_text
-from functx.lowering.cpp import hostmath as _hostmath  # noqa: F401 (eager rsqrt, pow)
+from functx.lowering.cpp import (
+    conv as _cpp_conv,  # (convolution sums, CPU programs)
+    hostmath as _hostmath,  # noqa: F401 (eager rsqrt, pow)
+)
 from functx.lowering.runtime import Executable
 from functx.lowering.triton import attention as _attention
 from functx.source_info import where
@@ -957,6 +960,7 @@ class Jitted:
         check_consts(closed.consts, CPU if place == "cpu" else place, self._what)
         closed = outer_products.factor_outer_products(passes.simplify(closed))
         closed = closed if place == "cpu" else _attention.fuse_attention(closed)  # (flash)
+        closed = _cpp_conv.fuse_conv_taps(closed) if place == "cpu" else closed  # (conv sums)
         closed = passes.divide_by_reciprocals(closed)
         return passes.reshape_unit_reductions(closed), out_tree
 

@@ -6,7 +6,8 @@ checks against JAX's shard_map): collectives over one and two mesh axes, gradien
 the body through ``psum``/``pmean``, ``jit`` of a shard_map-ped function; ``grad``/``vjp``/``jvp``
 of a shard_map-ped function across processes (``AD``); ``pmap`` over processes, each passing its
 own block (``pmap_case``); and the Triton path of the collectives (``TRITON_INTERPRET=1``: a
-jitted ``pmean`` of a pytree of two dtypes, one ``psum_flat`` reduction per dtype).
+jitted ``pmean`` of a pytree of two dtypes, one ``all_reduce`` per dtype: of the operands'
+concatenation, or in place of the pack the program computed them into).
 
 Run as a script (by the launcher), this file is the per-process program: every process runs the
 cases of the meshes it belongs to and process 0 writes the results to the path given (each of
@@ -197,7 +198,6 @@ def _main(path, platform):
 
     import functx
     from functx import sharding
-    from functx.distributed import TorchCollectives
 
     functx.config.update("jax_enable_x64", True)  # the suite's mode (tests/conftest.py)
     functx.distributed.initialize(platform=platform)
@@ -226,9 +226,12 @@ def _main(path, platform):
             for a, b in zip(leaves, runs[0], strict=True):
                 np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
         res["overlap"] = runs[0]
-        found = overlap_schedule(step.lower(*args).as_text())
+        text = step.lower(*args).as_text()
+        found = overlap_schedule(text)
         del os.environ["FUNCTX_PSUM_BUCKET_BYTES"]
         res["overlap_schedule"] = [np.array(found[k], np.int64) for k in sorted(found)]
+        # (Triton: the gradients computed into packs, reduced in place; C++: none)
+        res["overlap_packs"] = [np.array([text.count("._fx_pack = True")], np.int64)]
     dist.barrier()
     for n, names in AD.items():
         if me < n:
@@ -240,18 +243,18 @@ def _main(path, platform):
         mine["pmap"] = pmap_case(functx, _pmap_inputs()[me : me + 1], devices=devs)
         if importlib.util.find_spec("triton") is not None:
             calls = []
-            psum_flat = TorchCollectives.psum_flat
+            all_reduce = dist.all_reduce
 
-            def counted(self, tensors, **kw):
-                calls.append(",".join(str(t.dtype) for t in tensors))
-                return psum_flat(self, tensors, **kw)
+            def counted(tensor, *a, **kw):
+                calls.append(str(tensor.dtype))
+                return all_reduce(tensor, *a, **kw)
 
-            TorchCollectives.psum_flat = counted
+            dist.all_reduce = counted
             mesh = sharding.Mesh(np.array(devs), ("x",))
             gpu = functx.devices("gpu")[0] if platform == "cpu" else functx.local_devices()[0]
             res["pmean_triton"] = pmean_tree(functx, mesh, gpu)
-            res["psum_flat_calls"] = [np.array(sorted(calls))]
-            TorchCollectives.psum_flat = psum_flat
+            res["all_reduce_calls"] = [np.array(sorted(calls))]
+            dist.all_reduce = all_reduce
     dist.barrier()
     _save(f"{path}.{me}", mine)
     if me == 0:
@@ -306,9 +309,9 @@ def check(tmp, platform, setenv):
     for names in AD.values():
         ours.update(run_ad(functx, host, names))
     if importlib.util.find_spec("triton") is not None:
-        # one psum_flat (one all_reduce) per dtype of the 3 leaves, on each of the 2 processes
-        calls = theirs.pop("psum_flat_calls")[0]
-        want = ["torch.float32,torch.float32", "torch.float64"]
+        # one all_reduce per dtype of the 3 leaves, on each of the 2 processes
+        calls = theirs.pop("all_reduce_calls")[0]
+        want = ["torch.float32", "torch.float64"]
         assert (list(calls) if platform == "cpu" else sorted(set(calls))) == want, calls
         ours["pmean_triton"] = pmean_tree(functx, _ts().make(functx, host, "x2"))
     # the overlapped psum: 4 starts, the first before the backward pass's last matrix product,
@@ -316,6 +319,9 @@ def check(tmp, platform, setenv):
     dots, dones, starts = (list(v) for v in theirs.pop("overlap_schedule"))
     assert len(starts) == len(dones) == 4 and min(starts) < max(dots), (starts, dones, dots)
     assert min(dones) > max(starts), (starts, dones)
+    # on the Triton path, gradients computed straight into their bucket's buffer (a pack)
+    packs = int(theirs.pop("overlap_packs")[0][0])
+    assert packs >= (2 if importlib.util.find_spec("triton") is not None else 0), packs
     step, args = overlap_step(functx, _ts().make(functx, host, "x2"))
     ours["overlap"] = [np.asarray(v) for v in functx.tree_util.tree_leaves(step(*args))]
     assert set(ours) == set(theirs)

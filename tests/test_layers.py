@@ -119,6 +119,7 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     ("functx.control.linear_solve", "functx.lowering.lower"): "SymPy only when jit lowers",
     ("functx._rng", "functx.lowering.lower"): "SymPy only when jit lowers",
     ("functx.control.collectives", "functx.lowering.lower"): "SymPy only when jit lowers",
+    ("functx.lowering.cpp.conv", "functx.lowering.loopir"): "SymPy only when jit lowers",
     # cache.py (subprocess, the compiler lookup) costs ~85 ms of `import functx`: first use only.
     ("functx.lowering.compile", "functx.lowering.cpp.prelude"): "import time of `import functx`",
     ("functx.lowering.compile", "functx.lowering.cache"): "import time of `import functx`",

@@ -380,3 +380,98 @@ def test_overlapped_psum_placement_and_host_steps(monkeypatch):
     with pytest.raises(functx.errors.FunctxError, match="did not run first"):
         done(token)
     assert C.psum_buckets([5, 1, 3], [4, 4, 4], 8) == [[1, 2], [0]]
+    # the operand computed last reduces alone when it and the rest are large enough
+    mib = 1 << 20
+    assert C.psum_buckets([4, 1, 2, 3], [mib, 8 * mib, mib, 8 * mib], 8 * mib) == [[1], [2, 3], [0]]
+    assert C.psum_buckets([4, 1, 2], [4 * mib, 8 * mib, mib], 8 * mib) == [[1], [2], [0]]
+    assert C.psum_buckets([4, 1, 2], [4 * mib, 8 * mib, 10], 8 * mib) == [[1], [2, 0]]
+
+
+class _TwinTorch(_TwinHandler):
+    """``_TwinHandler`` on the Triton runtime's torch tensors (``torch``): a start whose operands
+    fill a compiled program's pack (``functx.distributed._pack_of``) doubles the pack in place,
+    as an all_reduce of it would; other operands are doubled into new tensors."""
+
+    graph_safe = False
+
+    def __init__(self):
+        super().__init__()
+        self.torch = self
+
+    def psum_start(self, xs):
+        from functx.distributed import _pack_of
+
+        pack = _pack_of(list(xs))
+        if pack is None:
+            self.calls.append(("start", len(xs)))
+            return [2 * x for x in xs]
+        pack.mul_(2)
+        self.calls.append(("in place", len(xs)))
+        return list(xs)
+
+
+def test_overlapped_psum_reduces_packed_gradients_in_place(monkeypatch):
+    """On the Triton backend (its interpreter), the gradients of an overlapped psum's bucket are
+    computed into views of one flat buffer (a pack), reduced in place and read in place by the
+    update: no concatenation and no copy out. A gradient that another kernel also reads is not
+    packed (an in-place sum would change that reader's value): its bucket takes the copies."""
+    pytest.importorskip("triton")
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setenv("FUNCTX_PSUM_BUCKET_BYTES", "1")  # (each gradient its own bucket)
+    from functx.control import collectives as C
+    from functx.distributed import PACK_SLACK
+    from functx.lowering.triton.program import PACK_ALIGN, compile_triton
+    from functx.transforms import passes
+
+    assert PACK_SLACK == PACK_ALIGN  # (the program's packs are what the handler recognises)
+    r = np.random.default_rng(0)
+    p = {"b": r.standard_normal(4), "w1": r.standard_normal((3, 4)), "w2": r.standard_normal(4)}
+    X, y = r.standard_normal((5, 3)), r.standard_normal(5)
+
+    def loss(p):
+        return ((functx.numpy.tanh(X @ p["w1"] + p["b"]) @ p["w2"] - y) ** 2).sum()
+
+    def step(p):
+        g = functx.grad(loss)(p)
+        s = functx.lax.psum(g, "x")
+        new = functx.tree_util.tree_map(lambda a, b: a - 0.1 * b, p, s)
+        return new, g["w2"] * 3.0  # (w2's gradient is read by another kernel too)
+
+    h = _TwinTorch()
+    with C.axis_frame("x", 2, "spmd", h):
+        exe = compile_triton(passes.simplify(functx.make_jaxpr(step)(p)))
+    assert exe.source.count("._fx_pack = True") == 2 and "(the sum, in place)" in exe.source
+    leaves = functx.tree_util.tree_leaves(p)
+    out = [t.numpy() for t in exe(*[torch.as_tensor(v) for v in leaves])]
+    g = functx.grad(loss)(p)
+    want = [v - 0.2 * gv for v, gv in zip(leaves, functx.tree_util.tree_leaves(g))]
+    for a, b in zip(out, want + [3.0 * np.asarray(g["w2"])], strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    assert sorted(h.calls, key=str) == [("in place", 1)] * 2 + [("start", 1)] + ["done"] * 3
+
+
+def test_psum_waits_move_down_to_their_readers():
+    """Triton host code: each psum done (a wait step) moves, with what reads its sums, below the
+    statements that need none of them, in the order of the dones (``sink_waits``); code with a
+    statement of another form after the first wait is left as it is."""
+    from functx.lowering.triton.program import sink_waits
+
+    host = [
+        "    _L1(1, 1, in0, t5)",
+        "    _fx_host(0, [t5.view(-1)[:4]], [t6.view(-1)[:1]])",
+        "    _L2(1, 1, t5, t7)",
+        "    # kernel 4: host step 1",
+        "    _fx_host(1, [t6.view(-1)[:1]], [t8.view(-1)[:4], t9.view(-1)[:4]])",
+        "    _fx_host(2, [t16.view(-1)[:1]], [t10.view(-1)[:4]])",
+        "    _L3(1, 1, in1, t10, out0)",
+        "    _L4(1, 1, in2, t8, out1)",
+        "    t11 = t9  # kernel 7: the elements of t9 in order (no copy)",
+        "    _L5(1, 1, t11, out2)",
+        "    _L6(1, 1, in3, t7, out3)",
+    ]
+    got = sink_waits(host, {1, 2})
+    want = host[:3] + [host[10]] + host[3:5] + host[7:10] + [host[5], host[6]]
+    assert got == want
+    loop = host[:5] + ["    for i in range(3):", "        _L7(1, 1, t8, t12)"] + host[5:]
+    assert sink_waits(loop, {1, 2}) == loop

@@ -123,9 +123,11 @@ if gpu is not None:
 # ## 3. CUDA graphs
 # Launching kernels one by one costs a few microseconds each on the host. On a real GPU, a jitted
 # program of four or more launches records them into a CUDA graph and, from its second or third
-# call, replays the graph: one launch for the whole program. Programs with large inputs or
-# outputs replay graphs that read the arguments where they lie and hand out the graph's own
-# output buffers (reused only once nothing holds the earlier result). `FUNCTX_CUDA_GRAPHS=0`
+# call, replays the graph: one launch for the whole program. A graph reads in place the
+# arguments that lie where they lay in the previous call or in the outputs it handed out (a
+# training loop's parameters) and copies the others in (a new batch); programs with large inputs
+# or outputs read them all in place. Graphs hand out their own output buffers (reused only once
+# nothing holds the earlier result). `FUNCTX_CUDA_GRAPHS=0`
 # turns graphs off (e.g. to profile kernel by kernel); the Triton interpreter never uses them.
 
 # %%

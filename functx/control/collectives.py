@@ -81,7 +81,12 @@ THE INTERFACE (for ``shard_map`` and the distributed runtime)
   ``psum`` over one such axis lowers to a ``PsumStart`` per bucket of operands (about
   ``FUNCTX_PSUM_BUCKET_BYTES``, 8 MiB, in the order the program computes them), placed right
   after the kernel that completes its bucket, and a ``PsumDone`` per bucket where the psum
-  stands: the kernels between them run while the reduction is in flight.
+  stands: the kernels between them run while the reduction is in flight. On the Triton
+  backend a bucket's operands that nothing else reads are computed straight into views of one
+  flat buffer per dtype (a *pack*: ``functx.lowering.triton.program.packed_buffers``), the start
+  reduces that buffer in place and the sums are read from the same views: no concatenation and
+  no copy out (a weight gradient ``(d.T @ x).T`` is folded into the product first,
+  ``_foldable``, so it too is an in-order view).
   ``FUNCTX_PSUM_OVERLAP=0`` (read when a program is lowered) keeps one step after the whole
   backward pass. ``lower(...).as_text()``'s loop IR shows the steps (``<psum start ...>``).
 * Note: a value that is a NumPy array or Python scalar (not a functx Array) is taken to be the
@@ -924,6 +929,8 @@ class PsumDone(CollectiveStep):
     def _on_device(self, dev, ins, outs):
         res = [r.reshape(-1) for r in self._results()]
         plain = [k for k, (_, perm) in enumerate(self.layouts) if perm is None]
+        # (an output that is its operand's view in the program's pack holds its sum already)
+        plain = [k for k in plain if not _same_memory(res[k], outs[k])]
         if all(res[k].dtype == outs[k].dtype and res[k].device == outs[k].device for k in plain):
             import torch  # (here the results are torch tensors: the runtime is torch's)
 
@@ -943,6 +950,16 @@ class PsumDone(CollectiveStep):
             r = _np(_host_array(r, a.dtype), a.dtype).reshape(shape)
             out.append(np.ascontiguousarray(np.transpose(r, perm) if perm is not None else r))
         return out
+
+
+def _same_memory(a, b) -> bool:
+    """Whether the flat torch tensors ``a`` and ``b`` are the same elements."""
+    return (
+        a.data_ptr() == b.data_ptr()
+        and a.numel() == b.numel()
+        and a.dtype == b.dtype
+        and a.device == b.device
+    )
 
 
 def _host_array(r, dtype) -> np.ndarray:
@@ -986,10 +1003,19 @@ def _can_overlap(axes, frames, avals) -> bool:
     return all(np.dtype(a.dtype).kind in "fiu" for a in avals)
 
 
+# the operand computed last reduces alone when it and the rest of its bucket hold at least this
+# many bytes each (see psum_buckets)
+PSUM_SPLIT_BYTES = 1 << 20
+
+
 def psum_buckets(positions, nbytes, cap):
     """The buckets of an overlapped psum: operand indices grouped in the order of
     ``positions`` (where the program computes each), a bucket closed once it holds ``cap``
-    bytes. Returns lists of indices, in the order their reductions start."""
+    bytes. The reduction of the last bucket cannot hide behind any kernel: when the operand
+    computed last (a GPT's embedding gradient, a scatter at the very end of the backward pass)
+    and the rest of its bucket both hold ``PSUM_SPLIT_BYTES`` or more, the rest starts before
+    that operand is computed and the operand reduces alone. Returns lists of indices, in the
+    order their reductions start."""
     buckets, cur, size = [], [], 0
     for i in sorted(range(len(positions)), key=lambda i: (positions[i], i)):
         cur.append(i)
@@ -999,6 +1025,11 @@ def psum_buckets(positions, nbytes, cap):
             cur, size = [], 0
     if cur:
         buckets.append(cur)
+    last = buckets[-1] if buckets else []
+    if len(last) > 1 and positions[last[-1]] > positions[last[-2]]:
+        rest = sum(nbytes[i] for i in last[:-1])
+        if min(rest, nbytes[last[-1]]) >= PSUM_SPLIT_BYTES:
+            buckets[-1:] = [last[:-1], last[-1:]]
     return buckets
 
 
@@ -1026,7 +1057,8 @@ def _psum_lowering(g, ins, avals, *, axes, frames=None):
             n = src
         perm = n.params.get("permutation") if n.kind == "pointwise" else None
         if perm is not None and len(n.inputs) == 1 and n.inputs[0].kind != "pointwise":
-            perms[i], n = perm, n.inputs[0]
+            if not _foldable(n):
+                perms[i], n = perm, n.inputs[0]
         ins[i] = n
     pos = {id(n): k for k, n in enumerate(g.nodes)}
     positions = [pos.get(id(n), -1) for n in ins]
@@ -1045,6 +1077,7 @@ def _psum_lowering(g, ins, avals, *, axes, frames=None):
             callback=start,
             in_avals=b_in_avals,
             n_out=1,
+            pack=True,  # (Triton: the operands in one flat buffer, reduced in place)
         )
         # move the start (its token node, the last one added) to right after the bucket's last
         # operand; node ids are positions in the list
@@ -1065,10 +1098,29 @@ def _psum_lowering(g, ins, avals, *, axes, frames=None):
             callback=done,
             in_avals=[start.out_avals[0]],
             n_out=len(b_out),
+            # (Triton: an output may read its operand's packed view, the sum in place)
+            inplace=[ins[i] if perms[i] is None else None for i in bucket],
+            wait=True,  # (Triton: may move down to its outputs' first reader, sink_waits)
         )
         for i, n in zip(bucket, got):
             outs[i] = n
     return outs
+
+
+def _foldable(t) -> bool:
+    """Whether the transpose ``t`` of a matrix product is one that lowering's last pass
+    (``functx.lowering.lower._fold_transposed_products``) may fold into the product (computing
+    ``C.T = B.T @ A.T``, ``t`` an in-order view of it), when nothing else reads the product: the
+    psum then reduces ``t`` itself, which the Triton program can place in its pack (no permuted
+    copy of the sum)."""
+    d = t.inputs[0]
+    p = d.params
+    return (
+        t.params.get("permutation") == (1, 0)
+        and d.kind == "dot"
+        and p.get("batch") == 1
+        and d.shape == (p.get("m"), p.get("n"))
+    )
 
 
 def _collective_lowering(prim):

@@ -263,6 +263,8 @@ def _group(ranks: tuple[int, ...]):
     """The torch process group of ``ranks`` (None: every process). Every process must ask for the
     same groups in the same order (``torch.distributed.new_group`` is collective)."""
     run = _run
+    if ranks in run.groups:
+        return run.groups[ranks]
     if len(ranks) == run.size:
         return None
     if ranks not in run.groups:
@@ -272,6 +274,29 @@ def _group(ranks: tuple[int, ...]):
         kw = {"pg_options": opts} if opts is not None else {}
         run.groups[ranks] = dist.new_group(list(ranks), **kw)
     return run.groups[ranks]
+
+
+def _regroup(ranks, max_ctas: int = 0) -> bool:
+    """Give the processes ``ranks`` a new torch process group (every process calls this, in the
+    same order), with NCCL limited to at most ``max_ctas`` thread blocks per collective (0:
+    NCCL's default), used by handlers made from now on (benchmarks/multi_gpu.py's ``--ctas``
+    sweep; shard_map's frames and the compiled programs must be dropped to take it). Returns
+    whether the limit was set (NCCL, and a torch whose NCCL options have ``max_ctas``)."""
+    import torch.distributed as dist
+
+    run, ranks = _run, tuple(int(r) for r in ranks)
+    old = os.environ.get("FUNCTX_NCCL_MAX_CTAS")
+    os.environ["FUNCTX_NCCL_MAX_CTAS"] = str(max_ctas) if max_ctas else ""
+    try:
+        opts = _nccl_options() if run.backend == "nccl" else None
+    finally:
+        if old is None:
+            os.environ.pop("FUNCTX_NCCL_MAX_CTAS")
+        else:
+            os.environ["FUNCTX_NCCL_MAX_CTAS"] = old
+    kw = {"pg_options": opts} if opts is not None else {}
+    run.groups[ranks] = dist.new_group(list(ranks), **kw)
+    return bool(max_ctas) and getattr(getattr(opts, "config", None), "max_ctas", None) == max_ctas
 
 
 def make_groups(rank_lists) -> None:
@@ -371,15 +396,33 @@ class TorchCollectives:
         caller's later kernels run beside it; gloo: on its own thread). Returns the handle
         ``psum_done`` takes. What DDP's buckets do: a data-parallel step starts each bucket of
         gradients as soon as the backward pass has produced it (``CollectiveStep``'s
-        ``psum_start``/``psum_done`` pair in a compiled program)."""
+        ``psum_start``/``psum_done`` pair in a compiled program). Operands that fill a pack (a
+        compiled Triton program's flat buffer of the bucket, ``_pack_of``) are reduced in place
+        instead: one ``all_reduce`` of the pack, whose views are then the sums."""
+        import torch.distributed as dist
+
         ts = [self._tensor(x, writable=False)[0] for x in xs]
         by_dtype: dict = {}
         for i, t in enumerate(ts):
             by_dtype.setdefault(t.dtype, []).append(i)
         pending = []
         for idx in by_dtype.values():
-            flat, work = self.psum_flat([ts[i] for i in idx], async_op=True)
-            pending.append((idx, [ts[i].numel() for i in idx], flat, work))
+            bases: dict = {}  # (views of one buffer: maybe a compiled program's pack)
+            for i in idx:
+                b = ts[i]._base
+                bases.setdefault(id(b) if b is not None else ("own", i), []).append(i)
+            rest = []
+            for members in bases.values():
+                pack = _pack_of([ts[i] for i in members])
+                if pack is None:
+                    rest += members
+                    continue
+                # the pack reduced in place: its views are the sums (no copy in or out)
+                work = dist.all_reduce(pack, group=self.group, async_op=True)
+                pending.append((members, None, [ts[i].reshape(-1) for i in members], work))
+            if rest:
+                flat, work = self.psum_flat([ts[i] for i in sorted(rest)], async_op=True)
+                pending.append((sorted(rest), [ts[i].numel() for i in sorted(rest)], flat, work))
         return len(ts), pending
 
     def psum_done(self, handle):
@@ -390,7 +433,7 @@ class TorchCollectives:
         for idx, sizes, flat, work in pending:
             if work is not None:
                 work.wait()
-            for i, piece in zip(idx, flat.split(sizes)):
+            for i, piece in zip(idx, flat if sizes is None else flat.split(sizes)):
                 out[i] = piece
         return out
 
@@ -481,6 +524,38 @@ class TorchCollectives:
 
     def axis_index(self):
         return np.int32(self.index)
+
+
+# A compiled Triton program places an overlapped psum's operands one after another in one flat
+# buffer per dtype, each at the next multiple of this many bytes (functx/lowering/triton/
+# program.py's PACK_ALIGN, checked equal by tests/test_distributed.py)
+PACK_SLACK = 256
+
+
+def _pack_of(ts):
+    """The flat buffer that the torch tensors ``ts`` fill, when they are views of one 1-D
+    buffer marked as a pack (``_fx_pack``, set by the program that allocated it) that holds
+    nothing else (each starting within ``PACK_SLACK`` bytes of the
+    previous one's end, the first at its start, the last ending within ``PACK_SLACK`` bytes of
+    its end: a compiled program's pack), or None. An all_reduce of that buffer in place sums
+    every one of them and touches no other value."""
+    base = ts[0]._base if ts else None
+    if base is None or not getattr(base, "_fx_pack", False) or base.dim() != 1:
+        return None
+    size = base.element_size()
+    slack = PACK_SLACK // size
+    spans = []
+    for t in ts:
+        if t._base is not base or not t.is_contiguous() or t.dtype != base.dtype:
+            return None
+        start = (t.data_ptr() - base.data_ptr()) // size
+        spans.append((start, start + t.numel()))
+    end = 0
+    for start, stop in sorted(spans):
+        if not end <= start < end + max(slack, 1):
+            return None
+        end = stop
+    return base if end <= base.numel() < end + max(slack, 1) else None
 
 
 def _torch_bool():

@@ -533,30 +533,55 @@ def test_in_place_graphs_hand_out_outputs_only_once_nothing_holds_them():
     assert torch.equal(graphs([x, b])[0], x * 2 + 1) and len(captured) == 2
 
 
-def test_copy_graphs_hand_out_outputs_only_while_nothing_holds_them():
-    """CopyGraphs: the arguments are copied into the static inputs; the first instance's outputs
-    are copied out; up to HANDOUT_INSTANCES more hand out their own outputs, each replayed only
-    once nothing holds its previous ones, so a held result is never overwritten."""
-    captured = []
+def _fake_copy_graphs(captured, ins, fn):
+    """CopyGraphs over a fake capture: 'replaying' computes ``fn`` of the inputs into the
+    outputs. Like a graph, it keeps no reference to an input it reads in place: it reads
+    whatever this call's argument at the captured address holds."""
+    current = []
+    held = {}
 
     def capture(static_in, outs, pool):
-        a, b = static_in
         if outs is None:
-            outs = [torch.empty(4), torch.empty(())]
-        captured.append((outs, pool))
+            outs = [torch.empty_like(r) for r in fn(*static_in)]
+        views = {id(v) for lay in held["g"].layouts.values() for v in lay.views.values()}
+        reads = [t if id(t) in views else t.data_ptr() for t in static_in]
+        captured.append((outs, pool, None))
 
         class Graph:
             def replay(self):
-                outs[0].copy_(a * 2 + b)
-                outs[1].copy_(a.sum())
+                args = []
+                for r in reads:
+                    if isinstance(r, int):
+                        r = next(t for t in current if t.data_ptr() == r)
+                    args.append(r)
+                for o, v in zip(outs, fn(*args)):
+                    o.copy_(v)
 
             def pool(self):
                 return "pool of the first"
 
         return outs, Graph()
 
+    held["g"] = graphs = rt.CopyGraphs(capture, [t.clone() for t in ins], ins[0].device)
+
+    def call(args):
+        current[:] = args
+        try:
+            return graphs(args)
+        finally:
+            current.clear()
+
+    call.graphs = graphs
+    return call
+
+
+def test_copy_graphs_hand_out_outputs_only_while_nothing_holds_them():
+    """CopyGraphs: the first instance copies the arguments in and its outputs out; up to
+    HANDOUT_INSTANCES more hand out their own outputs, each replayed only once nothing holds its
+    previous ones, so a held result is never overwritten."""
+    captured = []
     x, b = torch.arange(4.0), torch.ones(4)
-    graphs = rt.CopyGraphs(capture, [x.clone(), b.clone()], x.device)
+    graphs = _fake_copy_graphs(captured, [x, b], lambda a, b: [a * 2 + b, a.sum()])
 
     def call(k):
         return graphs([x + k, b])
@@ -567,20 +592,73 @@ def test_copy_graphs_hand_out_outputs_only_while_nothing_holds_them():
     r0 = call(0)  # the first instance: its outputs are copied out
     assert ok(r0, 0) and len(captured) == 1 and captured[0][1] is None
     assert r0[0].data_ptr() != captured[0][0][0].data_ptr()
-    r1 = call(1)  # a hand-out instance sharing the first one's pool
-    assert ok(r1, 1) and len(captured) == 2 and captured[1][1] == "pool of the first"
-    assert r1[0].data_ptr() == captured[1][0][0].data_ptr()
-    r2 = call(2)  # r1 is held: the second hand-out instance
-    assert ok(r2, 2) and r2[0].data_ptr() == captured[2][0][0].data_ptr()
-    r3 = call(3)  # both held: the first instance again, with copies
-    assert ok(r3, 3) and len(captured) == 3 and ok(r1, 1) and ok(r2, 2)
-    view = r1[1].view(1)
+    held = []
+    for k in range(1, rt.HANDOUT_INSTANCES + 1):  # each result held: one more instance each
+        held.append(call(k))
+        assert ok(held[-1], k) and len(captured) == k + 1
+        assert captured[k][1] == "pool of the first"
+        assert held[-1][0].data_ptr() == captured[k][0][0].data_ptr()
+    n = rt.HANDOUT_INSTANCES + 1
+    r3 = call(n)  # all held: the first instance again, with copies
+    assert ok(r3, n) and len(captured) == n
+    assert all(ok(r, k) for k, r in enumerate(held, 1))
+    r1 = held.pop(0)
+    assert r1[1].data_ptr() != captured[1][0][1].data_ptr()  # a scalar beside: copied out
+    view = r1[0][1:]
     del r1
-    assert ok(call(4), 4) and ok(r2, 2)  # a view of r1's output still holds it: copied
+    assert ok(call(n + 1), n + 1) and len(captured) == n  # a view still holds r1: copied
     del view
-    r5 = call(5)  # r1's buffers are free: replayed into them, no capture
-    assert ok(r5, 5) and len(captured) == 3 and r5[0].data_ptr() == captured[1][0][0].data_ptr()
-    assert ok(r0, 0) and ok(r2, 2) and ok(r3, 3)  # nothing held was overwritten
+    r5 = call(n + 2)  # r1's buffers are free: replayed into them, no capture
+    assert ok(r5, n + 2) and len(captured) == n
+    assert r5[0].data_ptr() == captured[1][0][0].data_ptr()
+    assert ok(r0, 0) and ok(r3, n) and all(ok(r, k) for k, r in enumerate(held, 2))
+
+
+def test_copy_graphs_read_a_training_loops_parameters_in_place():
+    """``params = step(params, batch)`` with a new batch each call: after the first calls two
+    instances read each other's outputs in place and only the batch is copied in; the same
+    arguments passed again are read in place too. Values always right, held results kept."""
+    captured = []
+
+    def step(w, v, batch):
+        return [w - 0.5 * batch.sum() * v, v * 0.9 + w, (w * batch).sum()]
+
+    def want(w, v, batch):
+        return [t.clone() for t in step(w, v, batch)]
+
+    w, v = torch.arange(6.0), torch.ones(6)
+    graphs = _fake_copy_graphs(captured, [w, v, torch.zeros(6)], step)
+    losses, ref_w, ref_v = [], w.clone(), v.clone()
+    for k in range(8):
+        batch = torch.full((6,), 0.1 * (k + 1))
+        out = graphs([w, v, batch])
+        ref_w, ref_v, loss = want(ref_w, ref_v, batch)
+        assert torch.allclose(out[0], ref_w) and torch.allclose(out[1], ref_v), k
+        assert torch.allclose(out[2], loss), k
+        losses.append((out[2].clone(), loss))
+        if k == 4:  # a result held to the end: never overwritten
+            kept = (out, [o.clone() for o in out])
+        if k >= 3:  # the pair is in place: the parameters are not copied
+            assert graphs.graphs.copied == 1, (k, graphs.graphs.copied)
+        w, v = out[0], out[1]
+        del out
+    assert len(graphs.graphs.handout) <= rt.HANDOUT_INSTANCES
+    assert all(torch.equal(a, b) for a, b in losses)
+    assert all(torch.equal(a, b) for a, b in zip(*kept))
+    del kept
+    # the same arguments again and again (a benchmark's loop): nothing copied in
+    captured.clear()
+    same = _fake_copy_graphs(captured, [w, v, batch], step)
+    expect = want(w, v, batch)
+    kept = []
+    for k in range(6):
+        out = same([w, v, batch])
+        assert all(torch.allclose(a, b) for a, b in zip(out, expect)), k
+        if k >= 3:
+            assert same.graphs.copied == 0, (k, same.graphs.copied)
+        kept.append(out)  # (held one call: the instances alternate)
+        if len(kept) > 1:
+            kept.pop(0)
 
 
 def test_copy_graphs_copy_arguments_of_any_dtype_into_aligned_static_inputs():
@@ -721,6 +799,44 @@ def test_in_place_graphs_share_the_device_budget():
 
 
 @pytest.mark.skipif(not GPU, reason="CUDA graphs need a GPU (FUNCTX_TEST_TRITON_GPU=1)")
+def test_cuda_graph_training_loop_copies_only_the_batch():
+    """A training loop on the GPU (``w, v = step(w, v, batch)``, four batches cycling): the
+    copy-mode graphs read the parameters in place after the first steps (two instances reading
+    each other's outputs), copy only the batch, and give the direct launches' values."""
+    w0 = RNG.standard_normal((48, 32)).astype(F32)
+    v0 = RNG.standard_normal(32).astype(F32)
+    x0 = RNG.standard_normal((64, 48)).astype(F32)
+
+    def fn(ns, w, v, x):
+        h = ns.np.tanh(x @ w)
+        return w - 0.01 * (x.T @ h), 0.9 * v + h.sum(0), (h * h).sum()
+
+    with functx.default_matmul_precision("highest"), jax.default_matmul_precision("highest"):
+        exe = check(fn, w0, v0, x0, tol=30)
+    batches = [torch.as_tensor(x0 * (1 + 0.1 * k), device="cuda") for k in range(4)]
+
+    def run(graphs: bool):
+        exe.use_graphs, exe.graph_mode = graphs, "copy"
+        w, v = (torch.as_tensor(a, device="cuda") for a in (w0, v0))
+        losses, copied = [], []
+        for k in range(12):
+            w, v, loss = exe(w, v, batches[k % 4])
+            losses.append(loss)
+            if graphs:
+                (state,) = exe._graphs.values()
+                copied.append(getattr(state, "copied", None))
+        return w.clone(), v.clone(), torch.stack(losses), copied
+
+    ref = run(False)
+    exe._graphs.clear()
+    got = run(True)
+    assert not exe.graph_note, exe.graph_note
+    assert got[3][4:] == [1] * 8, got[3]  # the batch only, once the pair is in place
+    for a, b in zip(got[:3], ref[:3]):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.skipif(not GPU, reason="CUDA graphs need a GPU (FUNCTX_TEST_TRITON_GPU=1)")
 @pytest.mark.parametrize("mode", ["copy", "in place"])
 def test_cuda_graph_replays_match_direct_launches(mode):
     """Both kinds of CUDA graph on the GPU: replays give the direct launches' results (up to
@@ -770,7 +886,7 @@ def test_cuda_graph_replays_match_direct_launches(mode):
             for got, w_ in zip(out, want2 if i % 2 else want):
                 torch.testing.assert_close(got, w_, rtol=1e-5, atol=1e-5, msg=f"drop {i}")
             del out
-        assert ptrs <= {h[0][0].data_ptr() for h in state.handout}, "no copy out"
+        assert ptrs <= {h.outs[0].data_ptr() for h in state.handout}, "no copy out"
 
 
 def test_large_pointwise_kernels_keep_reused_inputs_in_l2():

@@ -27,6 +27,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import glob
+import math
 import os
 
 import numpy as np
@@ -63,6 +64,9 @@ def _generated(bsz, m, kk, nn) -> bool:
 def render(prog, k: Kernel):
     node = k.nodes[0]
     p = node.params
+    if "conv_taps" in p:  # a convolution's forward sum (cpp/conv.py)
+        prog.body += _conv_taps(prog, k)
+        return
     lhs, rhs = p["lhs"], p["rhs"]
     ta, tb = p["lhs_trans"], p["rhs_trans"]
     bsz, m, kk, nn = p["batch"], p["m"], p["k"], p["n"]
@@ -314,4 +318,106 @@ def _small_gemm(node, la, rb_, ta, tb, bsz, m, kk, nn, ct):
             "      crow[jj] = s;",
             "    }",
         ]
+    return lines + ["  }"]
+
+
+# The rows of P's grid one block of the convolution step covers (its result block, 256 x O,
+# stays in the L2 cache across the taps' products)
+_CONV_BLOCK = 256
+
+
+def _conv_taps(prog, k: Kernel) -> list[str]:
+    """A convolution's forward sum (``cpp/conv.py``): ``y[m] = sum_t P[q(m) + r_t] @ K[t]`` for
+    output row ``m`` at row ``q(m)`` of ``P``'s grid. Blocks of ``_CONV_BLOCK`` grid rows, taken
+    by the OpenMP threads (OpenBLAS on one thread, as ``_blas_call``): per block one BLAS call
+    per tap on ``P``'s rows in place, accumulated into the thread's block buffer (``beta = 1``
+    after the first), then the block's output rows copied to ``y`` (rows on the grid's border,
+    the last ``k - 1`` of each line, are dropped). Without BLAS, the same sums as loops."""
+    node = k.nodes[0]
+    geo = node.params["conv_taps"]
+    p, w = node.params["lhs"].buf, node.params["rhs"].buf
+    y = node.buf
+    n, c, o, grid = geo["n"], geo["c"], geo["o"], geo["grid"]
+    rows, out_sp, offs = geo["rows"], geo["out_sp"], geo["offsets"]
+    ct = compute_type(node.dtype)
+    blas = {dtypes.float32: "fx_sgemm", dtypes.float64: "fx_dgemm"}[np.dtype(node.dtype)]
+    # grid rows up to the last output's
+    last = (n - 1) * grid + sum((m - 1) * r for m, r in zip(out_sp, rows)) + 1
+    out_rows = [math.prod(out_sp[d + 1 :]) for d in range(len(out_sp))]
+    per_image = math.prod(out_sp)
+    blk = _CONV_BLOCK
+    lib = blas_threads()
+    # the block's output rows: grid row q -> (image, coordinates) -> output row m
+    valid = [
+        "      for (int64_t r = 0; r < nr; ++r) {",
+        "        const int64_t q = q0 + r, img = q / " + f"{grid}LL;",
+        f"        int64_t rem = q % {grid}LL, m = img * {per_image}LL;",
+        "        bool ok = true;",
+    ]
+    for rr, mo, orr in zip(rows, out_sp, out_rows):
+        valid += [
+            f"        {{ const int64_t a = rem / {rr}LL; rem %= {rr}LL;"
+            f" ok = ok && a < {mo}LL; m += a * {orr}LL; }}"
+        ]
+    valid += [
+        "        if (ok) memcpy(" + f"{y} + m * {o}LL, yb + r * {o}LL, {o}ULL * sizeof({ct}));",
+        "      }",
+    ]
+    calls = [
+        f"        {blas}(101, 111, 111, nr, {o}LL, {c}LL, ({ct})1, {p} + (q0 + {r}LL) * {c}LL,"
+        f" {c}LL, {w} + {t * c * o}LL, {o}LL, ({ct}){int(t > 0)}, yb, {o}LL);"
+        for t, r in enumerate(offs)
+    ]
+    loops = [
+        "        for (int64_t i = 0; i < nr; ++i) {",
+        f"          {ct}* __restrict yr = yb + i * {o}LL;",
+        f"          for (int64_t j = 0; j < {o}LL; ++j) yr[j] = 0;",
+        f"          for (int64_t t = 0; t < {len(offs)}LL; ++t) {{",
+        f"            const {ct}* __restrict pr = {p} + (q0 + i + offs[t]) * {c}LL;",
+        f"            const {ct}* __restrict wt = {w} + t * {c * o}LL;",
+        f"            for (int64_t a = 0; a < {c}LL; ++a) {{",
+        f"              const {ct} v = pr[a];",
+        "              #pragma omp simd",
+        f"              for (int64_t j = 0; j < {o}LL; ++j) yr[j] += v * wt[a * {o}LL + j];",
+        "            }",
+        "          }",
+        "        }",
+    ]
+    lines = [f"  // kernel {k.index}: convolution forward, {len(offs)} taps of ({c}, {o})", "  {"]
+    if lib is not None:
+        if lapack.HELPER not in prog.subs:
+            prog.subs.append(lapack.HELPER)
+        if _THREADS_TYPES not in prog.subs:
+            prog.subs.append(_THREADS_TYPES)
+        path, st, gt = lib
+        lines += [
+            "    static const fx_blas_nt_set_t fx_bset ="
+            f' (fx_blas_nt_set_t)fx_lapack_fn("{path}", "{st}");',
+            "    static const fx_blas_nt_get_t fx_bget ="
+            f' (fx_blas_nt_get_t)fx_lapack_fn("{path}", "{gt}");',
+            "    const int fx_bprev = (fx_bset && fx_bget) ? fx_bget() : 1;",
+            "    if (fx_bprev != 1) fx_bset(1);",
+        ]
+    lines += [
+        f"    static const int64_t offs[{len(offs)}] = {{{', '.join(f'{r}LL' for r in offs)}}};",
+        "    (void)offs;",
+        # (without a way to keep OpenBLAS on one thread, its threads do the blocks' products)
+        *([f"    #pragma omp parallel if({last * c * o * len(offs)}LL >= {_PAR_DOT})"] * bool(lib)),
+        "    {",
+        f"      {ct}* yb = ({ct}*)malloc({blk * o}ULL * sizeof({ct}));",
+        "      #pragma omp for schedule(dynamic)",
+        f"      for (int64_t q0 = 0; q0 < {last}LL; q0 += {blk}LL) {{",
+        f"        const int64_t nr = fx_imin({blk}LL, {last}LL - q0);",
+        f"        if ({blas}) {{",
+        *calls,
+        "        } else {",
+        *loops,
+        "        }",
+        *valid,
+        "      }",
+        "      free(yb);",
+        "    }",
+    ]
+    if lib is not None:
+        lines += ["    if (fx_bprev != 1) fx_bset(fx_bprev);"]
     return lines + ["  }"]

@@ -6,7 +6,9 @@ NaN, argmax/argmin as value-index pairs, the combines of reductions), one ``@tri
 per scheduled kernel, each launched through a module-level *launch site* (``_L0 = _fx_site(k0_..,
 warps)``: see ``runtime.py``, which loads and runs the module), and a host function
 ``run(inputs, consts, outputs)`` that launches them in order on contiguous torch tensors
-(intermediates are allocated with ``torch.empty`` on the outputs' device).
+(intermediates are slices of one arena on the outputs' device, laid out by ``memplan.py`` so
+that buffers whose lifetimes are disjoint share bytes; ``PLAN_MEMORY = False``: a ``torch.empty``
+each).
 
 * ``pointwise``: flat 1-D blocks; the multi-index comes from the flat offset with ``//`` and ``%``;
   the tail is masked.
@@ -65,6 +67,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 
 import numpy as np
 import sympy
@@ -82,6 +85,7 @@ from functx.lowering.triton import (
     dus,
     greduce,
     loops,
+    memplan,
     pointwise,
     reduce,
     scatter,
@@ -93,6 +97,9 @@ from functx.lowering.triton.prelude import PRELUDE
 from functx.lowering.triton.runtime import TritonExecutable, torch_dtype_name
 
 DEFAULT_BLOCKS = Blocks()  # what ``compile_triton`` uses when given no blocks (tests swap it)
+# whether host functions place their intermediates in one planned arena (``memplan.py``); False:
+# a ``torch.empty`` each, all live until the function returns (tests compare the two)
+PLAN_MEMORY = True
 
 
 # The kernel kinds of ``schedule.py`` and their renderers: ``render(prog, k)`` adds kernel ``k``'s
@@ -134,6 +141,9 @@ class TritonProgram:
         self.prefix = prefix  # of kernel names (sub-programs of control flow)
         self.host: list[str] = []  # the body of this program's host function
         self.aliases: set = set()  # buffers that name another one (see _same_elements)
+        # single-store pointwise kernels: output -> (launch site, its bytes, the buffers of as
+        # many bytes it reads only at the element it writes: the memory plan may overlay them)
+        self.in_order: dict = {}
         if parent is None:
             self.n_sites = 0  # launch sites of the module
             self.defs: list[str] = []  # kernels and helpers, shared by all sub-programs
@@ -141,6 +151,7 @@ class TritonProgram:
             self.subs: list[str] = []  # host functions of sub-programs
             # host steps (callbacks) by index: (callable, input avals, output (shape, dtype)s)
             self.host_calls: list = []
+            self.memory_plans: dict = {}  # host function name -> its memplan.MemoryPlan
         else:
             self.defs, self.helpers, self.subs = self.root.defs, self.root.helpers, self.root.subs
         self.big = self.blocks.int64_index or any(n.size >= 2**31 - 1 for n in graph.nodes)
@@ -235,6 +246,13 @@ class TritonProgram:
         self._launch(
             name, -(-n // block), bufs, max(1, min(self.blocks.pointwise_warps, block // 128))
         )
+        if len(values) == 1:  # (the memory plan may write it over an input read in order)
+            out, dt, _ = values[0]
+            self.in_order[out] = (
+                self.host[-1].split("(", 1)[0].strip(),
+                n * np.dtype(dt).itemsize,
+                _read_in_order(em.lines, em.bufs, n, np.dtype(dt).itemsize, self._by_buf()),
+            )
 
     def _copy(self, k: Kernel, src, dst: str, dt, what: str):
         self._flat_kernel(
@@ -298,6 +316,7 @@ class TritonProgram:
             node.buf = outs[node.id]
         for k in self.kernels:
             render_kernel(self, k)
+        self.host = sink_waits(self.host, self._wait_steps())  # (before any plan reads it)
         head = [f"def {name}(inputs, consts, outputs):"]
         names = [n.buf for n in g.inputs]
         if names:
@@ -308,25 +327,84 @@ class TritonProgram:
         if out_names:
             head.append(f"    {', '.join(out_names)}, = outputs")
         declared = set(names) | {n.buf for n, _ in g.consts} | set(out_names)
-        allocs = []
         declared |= self.aliases
+        allocs = packed_buffers(g, self.host, declared)  # (collective steps' operands)
+        temps = []  # the other intermediates: (buffer, elements, dtype)
         for n in g.nodes:
             if n.buf and n.buf not in declared:
                 declared.add(n.buf)
-                allocs.append(
-                    f"    {n.buf} = torch.empty({max(n.size, 1)}, "
-                    f"dtype=torch.{torch_dtype_name(n.dtype)}, device=dev)"
-                )
+                temps.append((n.buf, max(n.size, 1), np.dtype(n.dtype)))
         copies = []
         for i, node in enumerate(g.outputs):
             if node.buf != f"out{i}":
                 copies.append(
                     f"    out{i}.view(-1)[:{node.size}].copy_({node.buf}.view(-1)[:{node.size}])"
                 )
+        allocs += self._allocations(name, temps, self.host + copies)
         body = allocs + self.host + copies
         if any("device=dev" in ln for ln in body):  # (only where used: each line costs)
             head.append("    dev = out0.device" if out_names else "    dev = None")
         return "\n".join(head + body + ["    return outputs"]) + "\n"
+
+    def _by_buf(self) -> dict:
+        if getattr(self, "_nodes_by_buf", None) is None:
+            self._nodes_by_buf = {nd.buf: nd for nd in self.g.nodes if nd.buf}
+        return self._nodes_by_buf
+
+    def _overlays(self, sizes: dict, stmts: list[str]) -> dict:
+        """``{output: inputs}``: pointwise kernels' outputs that may take the bytes of an input
+        dying at their kernel (``memplan.plan``'s ``overlays``): the kernel stores one buffer
+        and reads the input only at the element it stores, of the same size in bytes, so each
+        element is loaded before its own store overwrites it and no other is read there."""
+        out: dict = {}
+        for o, (site, nbytes, inputs) in self.in_order.items():
+            ok = {x for x in inputs if sizes.get(x) == nbytes}
+            if o in sizes and sizes[o] == nbytes and ok:
+                out[o] = (site, ok)
+        return out
+
+    def _allocations(self, name: str, temps, body: list[str]) -> list[str]:
+        """The lines binding the intermediates ``temps`` (``(buffer, elements, dtype)``): with
+        ``PLAN_MEMORY``, slices of one arena laid out by ``memplan.plan`` over the host code
+        ``body`` (the plan is kept in ``self.root.memory_plans[name]``), else a ``torch.empty``
+        each."""
+        if not PLAN_MEMORY or len(temps) < 2 or len(temps) > memplan.MAX_BUFFERS:
+            return [
+                f"    {b} = torch.empty({n}, dtype=torch.{torch_dtype_name(dt)}, device=dev)"
+                for b, n, dt in temps
+            ]
+        stmts = memplan.statements(body)
+        sizes = {b: n * dt.itemsize for b, n, dt in temps}
+        mp = memplan.plan(sizes, stmts, self._overlays(sizes, stmts))
+        self.root.memory_plans[name] = mp
+        lines = [
+            f"    # {mp.summary()}",
+            f"    _mem = torch.empty({mp.size}, dtype=torch.uint8, device=dev)",
+        ]
+        views: dict = {}
+        for b, n, dt in temps:
+            tname = torch_dtype_name(dt)
+            view = views.get(tname)
+            if view is None:
+                view = views[tname] = f"_mem_{tname}"
+                lines.append(f"    {view} = _mem.view(torch.{tname})")
+            s = mp.slots[b]
+            at = s.offset // dt.itemsize
+            lines.append(
+                f"    {b} = {view}[{at}:{at + n}]  # bytes {s.offset}-{s.offset + s.nbytes}, "
+                f"steps {s.first}-{s.last}"
+            )
+        return lines
+
+    def _wait_steps(self) -> set:
+        """The indices of this program's host steps whose group has ``wait`` (a ``PsumDone``:
+        it only waits for work started earlier and writes its outputs)."""
+        waits = {
+            id(n.params["group"]["callback"])
+            for n in self.g.nodes
+            if n.kind == "loop" and n.params["group"].get("wait")
+        }
+        return {i for i, call in enumerate(self.root.host_calls) if id(call[0]) in waits}
 
     def source(self) -> str:
         """The whole module: the prelude, the kernels, the sub-programs and ``run``."""
@@ -337,6 +415,8 @@ class TritonProgram:
         self.host_calls = []
         self.host = []
         self.aliases = set()
+        self.in_order = {}
+        self.memory_plans = {}
         main = self.function("run")
         return "\n".join(
             [PRELUDE]
@@ -344,6 +424,155 @@ class TritonProgram:
             + ["\n" + f for f in self.subs]
             + ["\n" + main]
         )
+
+
+def _read_in_order(lines: list[str], bufs, n: int, itemsize: int, by_buf: dict) -> set:
+    """The buffers of ``n`` elements of ``itemsize`` bytes (``by_buf``: their nodes) that a flat
+    kernel's body ``lines`` loads only at its own flat offset (``tl.load(buf + flat, ...)``)."""
+    text = "\n".join(lines)
+    out = set()
+    for b in bufs:
+        nd = by_buf.get(b)
+        if nd is None or nd.size != n or np.dtype(nd.dtype).itemsize != itemsize:
+            continue
+        uses = len(re.findall(rf"\b{b}\b", text))
+        if uses and uses == text.count(f"tl.load({b} + flat,") + text.count(f"tl.load({b} + flat)"):
+            out.add(b)
+    return out
+
+
+# --- packed buffers: a bucket of operands in one flat buffer ----------------------------------
+PACK_ALIGN = 256  # bytes: where each operand of a pack starts (functx.distributed reads packs)
+
+
+def packed_buffers(g: Graph, host: list[str], declared: set) -> list[str]:
+    """The allocation lines of the program's *packs*, adding their buffers' names to
+    ``declared``. A host step whose group has ``pack`` (``PsumStart``: an overlapped psum's
+    bucket) gets its operands placed one after another, every ``PACK_ALIGN`` bytes, in one flat
+    buffer per dtype (``pack<id>_<k>``): the kernels computing them write into views of it, and
+    the step reduces the whole buffer in place (no concatenation). A group with ``inplace`` (its
+    ``PsumDone``: per output, the operand it is the sum of, or None) has those outputs read the
+    operand's view (no copy out). An operand is packed only when it is a temporary of this
+    program that nothing else reads (no other live node, no alias, not rebound by the host
+    code), so reducing it in place changes no other value."""
+    if not any(n.kind == "loop" and n.params["group"].get("pack") for n in g.nodes):
+        return []
+    live: set = set()
+    stack = list(g.outputs)
+    while stack:
+        n = stack.pop()
+        if n.id not in live:
+            live.add(n.id)
+            stack.extend(n.inputs)
+    readers: dict = {}
+    for n in g.nodes:
+        if n.id in live:
+            for x in n.inputs:
+                readers.setdefault(x.id, set()).add(n.id)
+    rebound = {m.group(1) for ln in host if (m := re.match(r"\s+(\w+) = ", ln))}
+    # a temporary the host code makes another buffer's name (pointwise._same_elements: an
+    # in-order view, as a folded transposed product): that buffer is packed in its place
+    same = {m.group(1): m.group(2) for ln in host if (m := re.match(r"\s+(\w+) = (\w+)  #", ln))}
+    by_buf = {n.buf: n for n in g.nodes if n.buf}
+    lines: list[str] = []
+    views: dict = {}  # node id -> its view's name (packed operands)
+    for n in g.nodes:
+        group = n.params.get("group")
+        if n.kind != "loop" or not group or group.get("outs", [None])[0] is not n:
+            continue
+        if group.get("pack") and n.id in live:
+            own = {o.id for o in group["outs"]}
+            ids = [x.id for x in group["ins"]]
+            by_dtype: dict = {}
+            for x in group["ins"]:
+                if x.buf is None or ids.count(x.id) > 1 or readers.get(x.id, set()) - own:
+                    continue
+                y = by_buf.get(same.get(x.buf), x)  # (the buffer x's name stands for)
+                if y is not x and (
+                    y.size != x.size
+                    or np.dtype(y.dtype) != np.dtype(x.dtype)
+                    or readers.get(y.id, set()) - {x.id}
+                    or any(o is y for o in g.outputs)
+                ):
+                    continue
+                if y.kind == "input" or y.buf in declared or y.buf in rebound:
+                    continue
+                by_dtype.setdefault(np.dtype(x.dtype), []).append((x, y))
+            for k, (dt, xys) in enumerate(by_dtype.items()):
+                step = max(1, PACK_ALIGN // dt.itemsize)
+                name, off, placed = f"pack{n.id}_{k}", 0, []
+                for _, y in xys:
+                    placed.append(f"    {y.buf} = {name}[{off}:{off + y.size}]")
+                    off += -(-max(y.size, 1) // step) * step
+                lines.append(
+                    f"    {name} = torch.empty({off}, dtype=torch.{torch_dtype_name(dt)}, "
+                    "device=dev)"
+                )
+                lines.append(f"    {name}._fx_pack = True  # (the step may reduce it in place)")
+                lines += placed
+                for x, y in xys:
+                    declared.add(y.buf)
+                    views[x.id] = y.buf
+                declared.add(name)
+        for o, x in zip(group["outs"], group.get("inplace") or ()):
+            if x is not None and x.id in views and o.buf and o.buf not in declared:
+                if o.size == x.size and np.dtype(o.dtype) == np.dtype(x.dtype):
+                    lines.append(f"    {o.buf} = {views[x.id]}  # (the sum, in place)")
+                    declared.add(o.buf)
+    return lines
+
+
+_BUFFER = re.compile(r"\b(?:in|out|t|c)\d+\b|\bpack\d+_\d+\b")
+_SIMPLE = re.compile(r"    (?:_L\d+\(|_fx_host\(|_fx_dot\(|t\d+ = t\d+  # kernel)")
+
+
+def sink_waits(host: list[str], waits: set) -> list[str]:
+    """The host code ``host`` with each wait step (``waits``: host step indices, an overlapped
+    psum's ``PsumDone``) and the statements that read what it wrote moved as late as they can
+    go, in the order the waits come: the program's stream then waits for a bucket's reduction
+    only where its first reader needs it, and the kernels that need no later bucket (the
+    parameter updates of the buckets reduced first) run while the last bucket is reduced. A
+    statement goes after another only when they name no buffer in common (outputs that are
+    views of a pack name the operand they sum, ``# (the sum, in place)``, and the pack by the
+    same name). Only after the first wait, and only when everything there is a plain statement
+    (a kernel launch, a product, a host step, an alias): otherwise ``host`` is unchanged."""
+    stmts: list[list[str]] = []
+    notes: list[str] = []
+    for ln in host:
+        if ln.startswith("    #"):
+            notes.append(ln)
+        elif ln.startswith("     ") and stmts:
+            stmts[-1].append(ln)
+        else:
+            stmts.append(notes + [ln])
+            notes = []
+
+    def wait_of(st):
+        m = re.match(r"    _fx_host\((\d+),", st[-1])
+        return m is not None and int(m.group(1)) in waits
+
+    first = next((k for k, st in enumerate(stmts) if wait_of(st)), None)
+    if first is None:
+        return host
+    tail = stmts[first:]
+    plain = all(
+        sum(not ln.startswith("    #") for ln in st) == 1 and _SIMPLE.match(st[-1]) for st in tail
+    )
+    if not plain:
+        return host
+    names = [set(_BUFFER.findall(st[-1])) for st in tail]
+    order = list(range(len(tail)))
+    for w in [k for k in range(len(tail)) if wait_of(tail[k])]:
+        at = order.index(w)
+        moved, used = [w], set(names[w])
+        for k in order[at + 1 :]:
+            if names[k] & used:
+                moved.append(k)
+                used |= names[k]
+        order = [k for k in order if k not in moved] + moved
+    out = [ln for st in stmts[:first] for ln in st]
+    out += [ln for k in order for ln in tail[k]]
+    return out + notes
 
 
 def compile_triton(closed, blocks: Blocks | None = None) -> TritonExecutable:
@@ -368,9 +597,11 @@ def compile_triton(closed, blocks: Blocks | None = None) -> TritonExecutable:
     kernels = schedule.schedule(g)
     prog = TritonProgram(g, kernels, blocks)
     src = prog.source()
-    return TritonExecutable(
+    exe = TritonExecutable(
         g, kernels, src, schedule.describe(kernels), host=prog.host_calls, complex_io=complex_io
     )
+    exe.memory_plans = dict(prog.memory_plans)  # host function -> its arena (memplan.py)
+    return exe
 
 
 __all__ = ["TritonProgram", "KERNEL_KINDS", "render_kernel", "DEFAULT_BLOCKS", "compile_triton"]

@@ -21,7 +21,10 @@ launch sites, and the executables ``functx.jit`` holds.
     returns copies of its outputs; later calls replay one of up to ``HANDOUT_INSTANCES`` more
     instances that hand out their own output buffers, each only while nothing holds its previous
     outputs (so a training loop alternates between two and copies nothing out), else the first
-    instance with its outputs copied. On an H100 host, the 16-launch per-sample-gradient step on
+    instance with its outputs copied. A hand-out instance reads in place the arguments that lie
+    where they lay in the previous call or in the outputs it handed out (a training loop's
+    parameters: two instances then read each other's outputs), and copies only the others in.
+    On an H100 host, the 16-launch per-sample-gradient step on
     8 samples: about 400 us with direct launches, 157 us replayed (with outputs copied).
   - **in place** (``graph_mode == "in place"``, larger data, where copies would cost more than the
     graph saves): ``InPlaceGraphs``. A graph reads the inputs where they lie, so it serves only
@@ -340,7 +343,7 @@ GRAPH_STEP_LAUNCHES = 3  # launches a graph-safe host step stands for (see graph
 GRAPH_BYTES_PER_LAUNCH = 8 << 20  # copying this in and out takes about 6 us on an H100
 GRAPH_INSTANCES = 2  # in-place graphs an executable keeps (a caller holding the last result)
 GRAPH_MAX_CAPTURES = 16  # in-place captures of one executable, at most
-HANDOUT_INSTANCES = 2  # copy-mode graphs of an executable whose outputs are handed out
+HANDOUT_INSTANCES = 3  # copy-mode graphs of an executable whose outputs are handed out
 _ALIGN = 16  # bytes: where each static input of a copy-mode graph starts
 
 
@@ -496,71 +499,210 @@ class InPlaceGraphs:
         return 0
 
 
-class CopyGraphs:
-    """The copy-mode CUDA graphs of one executable on one device and stream (module docstring).
+def _as_shape(t, shape):
+    """``t`` itself where it has ``shape`` (a view would count as one more holder), else a view."""
+    return t if t.shape == shape else t.view(shape)
 
-    The arguments are copied into one set of static inputs (``static_in``), which every
-    instance reads: views of one byte buffer, filled by one ``torch.cat`` of the arguments'
-    bytes (one kernel; torch's multi-tensor copy issues a device-to-device memcpy per tensor,
-    about 5 us of host time each). Each view starts at a multiple of ``_ALIGN`` bytes, as the
-    kernels' pointer specialisation expects. Up to ``HANDOUT_INSTANCES`` instances hand out
-    their own static outputs:
-    one is replayed when nothing holds its previous outputs any more (the storages' use counts),
-    so a training loop that drops the last step's results alternates between two of them and
-    copies nothing out. While all of them are held, one more instance replays and its outputs
-    are copied out (they never escape). Instances share the first one's memory pool (they
-    replay one after another on one stream, and their outputs are allocated outside it), so an
-    instance costs its outputs' bytes. ``capture(static_in, outs, pool)`` returns
-    ``(outputs, graph)``; ``outs`` None: allocated in the graph's pool.
-    """
 
-    def __init__(self, capture, ins, dev):
-        _bind_use_count()
+class _Layout:
+    """Static inputs for the positions ``copied`` of a copy-mode graph: aligned views of one byte
+    buffer, filled by one ``torch.cat`` of the arguments' bytes (one kernel; torch's multi-tensor
+    copy issues a device-to-device memcpy per tensor, about 5 us of host time each). Each view
+    starts at a multiple of ``_ALIGN`` bytes, as the kernels' pointer specialisation expects."""
+
+    def __init__(self, ins, copied: tuple, dev):
         torch = sys.modules["torch"]
-        self.capture = capture
-        sizes = [t.numel() * t.element_size() for t in ins]
+        self.copied = copied
+        sizes = [ins[p].numel() * ins[p].element_size() for p in copied]
         starts, end = [], 0
         for n in sizes:
             starts.append(end)
             end += -(-n // _ALIGN) * _ALIGN
         self.flat = torch.empty(max(end, 1), dtype=torch.uint8, device=dev)
         self.filled = self.flat[:end]  # (cat's ``out``: exactly the pieces' bytes)
-        self.static_in = [
-            self.flat[a : a + n].view(t.dtype).view(t.shape) for a, n, t in zip(starts, sizes, ins)
-        ]
+        self.views = {
+            p: self.flat[a : a + n].view(ins[p].dtype).view(ins[p].shape)
+            for p, a, n in zip(copied, starts, sizes)
+        }
         # the padding between arguments: slices of one zero buffer, as cat's pieces
         pads = torch.zeros(_ALIGN, dtype=torch.uint8, device=dev)
         self.pads = [pads[: -n % _ALIGN] if n % _ALIGN else None for n in sizes]
-        self.copying = None  # (outputs, graph): the instance whose outputs are copied out
-        self.handout: list = []  # [outputs, graph, their use counts when nothing else holds them]
 
-    def __call__(self, ins):
+    def fill(self, ins) -> None:
         torch = sys.modules["torch"]
         pieces = []
-        for t, pad in zip(ins, self.pads):
-            pieces.append(t.reshape(-1).view(torch.uint8))
+        for p, pad in zip(self.copied, self.pads):
+            pieces.append(ins[p].reshape(-1).view(torch.uint8))
             if pad is not None:
                 pieces.append(pad)
-        if pieces:  # (a program without arguments has nothing to copy in)
+        if pieces:  # (nothing to copy: every input is read in place)
             torch.cat(pieces, out=self.filled)
-        for outs, g, free in self.handout:
-            if all(_use_count(o) == n for o, n in zip(outs, free)):
-                g.replay()
-                return [o.detach() for o in outs]
-        if self.copying is None:
+
+
+class _Instance:
+    """A hand-out graph: reads the inputs at ``bound`` (position -> address) where they lie and
+    the others from ``layout``'s static inputs; writes ``outs``, which it hands out."""
+
+    __slots__ = ("bound", "layout", "outs", "graph", "free", "used", "small")
+
+    def __init__(self, bound: dict, layout, outs, graph, free):
+        self.bound, self.layout, self.outs, self.graph, self.free = bound, layout, outs, graph, free
+        self.used = 0  # the call that last replayed it
+        # scalar outputs beside larger ones (a loss, a metric) are copied out, so that holding
+        # them (``losses.append(loss)``) leaves the instance free
+        small = [o.numel() <= 1 for o in outs]
+        self.small = small if not all(small) else [False] * len(outs)
+
+    def matches(self, addrs) -> bool:
+        return all(addrs[p] == a for p, a in self.bound.items())
+
+    def is_free(self) -> bool:
+        """Nothing but this instance holds its handed-out outputs (the storages' use counts)."""
+        return all(s or _use_count(o) == n for o, n, s in zip(self.outs, self.free, self.small))
+
+    def results(self) -> list:
+        return [o.clone() if s else o.detach() for o, s in zip(self.outs, self.small)]
+
+
+class CopyGraphs:
+    """The copy-mode CUDA graphs of one executable on one device and stream (module docstring).
+
+    The first call captures the fallback instance: every argument copied into static inputs
+    (``_Layout``), its outputs copied out after each replay (they never escape). Later calls
+    replay up to ``HANDOUT_INSTANCES`` hand-out instances (``_Instance``), which hand out their
+    own output buffers, each replayed only when nothing holds its previous outputs (the storages'
+    use counts), so a held result is never overwritten. A hand-out instance reads in place the
+    inputs whose addresses it was captured with (``bound``): those that lay where they lay in the
+    previous call (the same arrays passed again) or in the outputs the previous call handed out
+    (a training loop's parameters); only the others are copied in. When a call's inputs are the
+    outputs of instance ``P``, two instances are captured as a pair: ``X`` reads ``P``'s output
+    buffers and writes new ones, ``Y`` reads ``X``'s and writes into ``P``'s (``P`` retires), so a
+    loop ``params = step(params, batch)`` alternates between them and copies only the batch.
+    A call no instance serves captures a new one, retiring the least recently used instance
+    whose outputs are free where the limit is reached (at most ``GRAPH_MAX_CAPTURES`` captures).
+    Instances share the fallback's memory pool (they replay one after another on one stream, and
+    their outputs are allocated outside it), so an instance costs its outputs' bytes.
+    Scalar outputs beside larger ones are copied out rather than handed out, so a loop that
+    keeps its losses does not hold an instance.
+    ``capture(static_in, outs, pool)`` returns ``(outputs, graph)``; ``outs`` None: allocated in
+    the graph's pool. ``copied`` counts the arguments copied in by the last call.
+    """
+
+    def __init__(self, capture, ins, dev):
+        _bind_use_count()
+        self.capture = capture
+        self.dev = dev
+        self.full = _Layout(ins, tuple(range(len(ins))), dev)
+        self.static_in = [self.full.views[p] for p in range(len(ins))]
+        self.layouts = {self.full.copied: self.full}
+        self.copying = None  # (outputs, graph): the fallback instance, outputs copied out
+        self.handout: list = []  # _Instance, most bound inputs first
+        self.last_addrs = None  # the previous call's input addresses
+        self.last_out: dict = {}  # address -> (instance, output index) of the last hand-out
+        self.copied = len(ins)
+        self.captures = 0  # hand-out instances captured (at most GRAPH_MAX_CAPTURES)
+        self.calls = 0
+
+    def __call__(self, ins):
+        addrs = [t.data_ptr() for t in ins]
+        last, self.last_addrs = self.last_addrs, addrs
+        if self.copying is None:  # (filled first: the capture runs the program once)
+            self.full.fill(ins)
             self.copying = self.capture(self.static_in, None, None)
-        elif len(self.handout) < HANDOUT_INSTANCES:
-            pool = self.copying[1].pool()
-            outs = [torch.empty_like(o) for o in self.copying[0]]
-            outs, g = self.capture(self.static_in, outs, pool)
-            self.handout.append((outs, g, [_use_count(o) for o in outs]))
-            g.replay()
-            return [o.detach() for o in outs]
+            return self._copy_out(ins, filled=True)
+        inst = next((i for i in self.handout if i.matches(addrs) and i.is_free()), None)
+        bind = self._bindable(ins, addrs, last)
+        if inst is None or len(inst.bound) < len(bind):
+            inst = self._new_instance(ins, addrs, bind) or inst
+        if inst is None:
+            return self._copy_out(ins)
+        self.copied = len(inst.layout.copied)
+        self.calls += 1
+        inst.used = self.calls
+        inst.layout.fill(ins)
+        inst.graph.replay()
+        self.last_out = {
+            o.data_ptr(): (inst, q) for q, (o, s) in enumerate(zip(inst.outs, inst.small)) if not s
+        }
+        return inst.results()
+
+    def _copy_out(self, ins, filled=False):
+        torch = sys.modules["torch"]
+        self.copied = len(ins)
+        self.last_out = {}
+        if not filled:
+            self.full.fill(ins)
         static_out, g = self.copying
         g.replay()
         outs = [torch.empty_like(o) for o in static_out]
         torch._foreach_copy_(outs, static_out)
         return outs
+
+    def _bindable(self, ins, addrs, last) -> dict:
+        """Positions a new instance may read in place: position -> the hand-out output it is
+        (instance, output index), or None where the input lies where it lay last call."""
+        out = {}
+        for p, a in enumerate(addrs):
+            src = self.last_out.get(a)
+            if src is not None:
+                o = src[0].outs[src[1]]
+                if o.dtype == ins[p].dtype and o.numel() == ins[p].numel():
+                    out[p] = src
+                    continue
+            if last is not None and last[p] == a:
+                out[p] = None
+        return out
+
+    def _layout(self, ins, bound) -> _Layout:
+        copied = tuple(p for p in range(len(ins)) if p not in bound)
+        lay = self.layouts.get(copied)
+        if lay is None:
+            lay = self.layouts[copied] = _Layout(ins, copied, self.dev)
+        return lay
+
+    def _capture_one(self, ins, bound, inputs, outs):
+        """Capture an instance reading ``inputs`` (position -> tensor) in place, the rest from
+        its layout; ``outs`` None: new output buffers."""
+        torch = sys.modules["torch"]
+        lay = self._layout(ins, bound)
+        static = [inputs[p] if p in bound else lay.views[p] for p in range(len(ins))]
+        if outs is None:
+            outs = [torch.empty_like(o) for o in self.copying[0]]
+        free = [_use_count(o) for o in outs]
+        outs, g = self.capture(static, outs, self.copying[1].pool())
+        return _Instance(bound, lay, outs, g, free)
+
+    def _new_instance(self, ins, addrs, bind):
+        """Capture the instance (or the pair, when the inputs are another instance's outputs)
+        best for this call; None where no more may be captured."""
+        chained = {p: s for p, s in bind.items() if s is not None}
+        source = next(iter(chained.values()))[0] if chained else None
+        if source is not None and any(s[0] is not source for s in chained.values()):
+            bind = {p: s for p, s in bind.items() if s is None or s[0] is source}
+            chained = {p: s for p, s in chained.items() if s[0] is source}
+        pair = source is not None and source in self.handout
+        need = 2 if pair else 1
+        if self.captures + need > GRAPH_MAX_CAPTURES:
+            return None
+        while HANDOUT_INSTANCES - len(self.handout) + (1 if pair else 0) < need:
+            idle = [i for i in self.handout if i is not source and i.is_free()]
+            if not idle:
+                return None
+            self.handout.remove(min(idle, key=lambda i: i.used))  # the least recently used
+        self.captures += need
+        inputs = {p: ins[p] for p in bind}
+        x = self._capture_one(ins, {p: addrs[p] for p in bind}, inputs, None)
+        if pair:  # y reads x's outputs and writes into the source's; the source retires
+            self.handout.remove(source)
+            y_in = {p: _as_shape(x.outs[q], ins[p].shape) for p, (_, q) in chained.items()}
+            y_in.update((p, ins[p]) for p in bind if p not in chained)
+            y_bound = {p: t.data_ptr() for p, t in y_in.items()}
+            y = self._capture_one(ins, y_bound, y_in, source.outs)
+            y.free = source.free
+            self.handout.append(y)
+        self.handout.append(x)
+        self.handout.sort(key=lambda i: -len(i.bound))
+        return x
 
 
 def _graph_memory(dev) -> GraphMemory:
