@@ -1,6 +1,9 @@
 """C++ pointwise kernels: one loop nest over the output, tiled and parallel when large. A local
 of the kernel (``Kernel.local_ids``) is the temporary its expression ends in, which the
-kernel's later nodes read (``Emitter.syms``); it is stored only if it has a buffer."""
+kernel's later nodes read (``Emitter.syms``); it is stored only if it has a buffer. A kernel
+whose last-axis index sits in clamps or divisions (concatenate or pad along the last axis, head
+transposes) walks that axis in pieces where the clamps are constant and runs where the divisions
+are (``_segmented``)."""
 
 from __future__ import annotations
 
