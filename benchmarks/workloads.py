@@ -12,8 +12,8 @@ Workloads (float32 unless named; ``--quick`` shrinks them, ``--gpu`` grows them)
   conv1d of width 4, selective scan by ``associative_scan``, gating, out-projection), batch 4,
   length 256, d_model 64, d_inner 128, state 16;
 * ``gpt_block``: an SGD step of a pre-LN transformer block (causal attention, GELU MLP),
-  B=4 T=256 d=384 with 6 heads (on the GPU: B=8 T=1024 d=768 float32 and bfloat16, and B=4
-  T=2048 d=1536);
+  B=4 T=256 d=384 with 6 heads (on the GPU: B=8 T=1024 d=768 and B=4 T=2048 d=1536, each in
+  float32 and bfloat16);
 * ``dpsgd``: a DP-SGD step: per-example gradients (``vmap(grad)``) of a tanh MLP 256-256-256-10,
   batch 128, each clipped to norm 1, summed, Gaussian noise added (drawn outside, an input);
 * ``cnn``: an SGD step of a small CNN on 28x28x1 images, batch 32: 3x3 conv 16, ReLU, 2x2 max
@@ -39,6 +39,15 @@ GPU: ``torch.cuda.max_memory_allocated`` (functx's GPU arrays and torch) after a
 ``peak_bytes_in_use`` (which cannot be reset: shown only when it rose during the workload).
 GPU times: functx and torch, CUDA events on torch's current stream around ``n`` back-to-back
 calls; JAX (its own streams), the wall clock around ``n`` calls ended by ``block_until_ready``.
+
+The torch peer on the GPU multiplies float32 matrices in TF32
+(``torch.set_float32_matmul_precision("high")``), as JAX's default precision and functx's do
+there. torch's own default is full float32 products: its float32 GPT step took 10.9 ms on an
+H100 (12:23), about what the step's 425 GFLOP of products need at float32's rate (6.3 ms at the
+H100's 67 TFLOP/s peak), against 3.75 ms in issue 20's own measurement; in TF32 it took 3.26 ms
+on an H200 (14:03, one round). The worker reports how many graphs torch.compile made and its
+graph breaks and recompilations (one graph per workload and none of either, on the H200 and on
+the CPU here), printed under the table.
 
 Every worker runs with ``OMP_WAIT_POLICY=PASSIVE`` unless it is set: functx sets it for its own
 OpenMP threads, and torch's threads spin otherwise (on this loaded 2-core machine a
@@ -118,6 +127,7 @@ def workload_list(mode: str) -> list[tuple[str, str, dict]]:
             ("gpt_block", "gpt", dict(B=8, T=1024, d=768, H=12, dtype="float32")),
             ("gpt_block_bf16", "gpt", dict(B=8, T=1024, d=768, H=12, dtype="bfloat16")),
             ("gpt_block_big", "gpt", dict(B=4, T=2048, d=1536, H=24, dtype="float32")),
+            ("gpt_block_big_bf16", "gpt", dict(B=4, T=2048, d=1536, H=24, dtype="bfloat16")),
         ]
     else:
         gpts = [("gpt_block", "gpt", dict(B=4, T=256, d=384, H=6, dtype="float32"))]
@@ -577,6 +587,8 @@ def worker(lib: str, names: list[str], mode: str, save_dir: str | None, budget: 
 
         if not gpu:
             torch.set_num_threads(os.cpu_count())
+        elif lib == "torch":  # TF32 float32 products, as JAX's and functx's default precision
+            torch.set_float32_matmul_precision("high")
     if lib == "functx":
         import functx as jx
     elif lib == "jax":
@@ -688,7 +700,21 @@ def run_workload(lib, jx, torch, family, c, gpu, save_path, budget):
         rec["mem"] = torch.cuda.max_memory_allocated() - base
     else:
         rec["mem"] = _status()["VmHWM"] - base if peak_ok else None
+    if lib == "torch":
+        rec["compiled"] = _dynamo_stats()
     return rec
+
+
+def _dynamo_stats() -> str:
+    """torch.compile's graphs, graph breaks and recompilations so far in this process."""
+    try:
+        from torch._dynamo.utils import counters
+    except ImportError:
+        return "no dynamo counters"
+    graphs = counters["stats"].get("unique_graphs", 0)
+    breaks = sum(counters["graph_break"].values())
+    recompiles = sum(counters["recompiles"].values()) if "recompiles" in counters else 0
+    return f"{graphs} graph(s), {breaks} graph break(s), {recompiles} recompilation(s) so far"
 
 
 def _time(call, sync, budget, gpu, torch, lib):
@@ -870,6 +896,8 @@ def main():
         env["JAX_PLATFORMS"] = "cpu"
     flags = (" --quick" if args.quick else "") + (" --gpu" if args.gpu else "")
     print(f"benchmarks/workloads.py{flags}: {_versions(libs)}")
+    if args.gpu and "torch" in libs:
+        print("torch: float32 products in TF32 (set_float32_matmul_precision('high'), as JAX)")
     # CPU: a process per library, workload and round (the peak resident set is per process);
     # GPU: a process per library and round (the device's counters reset; process starts cost)
     groups = [names] if args.gpu else [[n] for n in names]
@@ -880,6 +908,7 @@ def main():
         print(f"--cache-dir {caches} is not empty: round 0's first calls are warm too")
     table = {lib: {n: {"times": [], "first": [], "mem": []} for n in names} for lib in libs}
     errors = {}
+    notes = []
     t_start = time.perf_counter()
     for r in range(rounds):
         order = libs[r % len(libs) :] + libs[: r % len(libs)]
@@ -917,6 +946,8 @@ def main():
                 if "error" in rec:
                     errors[(lib, n)] = rec["error"]
                 elif not rec.get("skip"):
+                    if "compiled" in rec and r == 0:
+                        notes.append(f"torch.compile after {n}: {rec['compiled']}")
                     cell = table[lib][n]
                     cell["times"].append(statistics.median(rec["times"]))
                     cell["first"].append(rec["first_s"])
@@ -995,6 +1026,8 @@ def main():
         "\nfunctx vs X: X's time / functx's time (above 1: functx faster); medians over rounds of "
         "each process's median per call."
     )
+    for note in notes:
+        print(note)
     for (lib, n), e in sorted(errors.items()):
         print(f"error: {lib} {n}: {e}")
     shutil.rmtree(tmp, ignore_errors=True)

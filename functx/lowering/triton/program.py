@@ -6,7 +6,9 @@ NaN, argmax/argmin as value-index pairs, the combines of reductions), one ``@tri
 per scheduled kernel, each launched through a module-level *launch site* (``_L0 = _fx_site(k0_..,
 warps)``: see ``runtime.py``, which loads and runs the module), and a host function
 ``run(inputs, consts, outputs)`` that launches them in order on contiguous torch tensors
-(intermediates are allocated with ``torch.empty`` on the outputs' device).
+(intermediates are slices of one arena on the outputs' device, laid out by ``memplan.py`` so
+that buffers whose lifetimes are disjoint share bytes; ``PLAN_MEMORY = False``: a ``torch.empty``
+each).
 
 * ``pointwise``: flat 1-D blocks; the multi-index comes from the flat offset with ``//`` and ``%``;
   the tail is masked.
@@ -83,6 +85,7 @@ from functx.lowering.triton import (
     dus,
     greduce,
     loops,
+    memplan,
     pointwise,
     reduce,
     scatter,
@@ -94,6 +97,9 @@ from functx.lowering.triton.prelude import PRELUDE
 from functx.lowering.triton.runtime import TritonExecutable, torch_dtype_name
 
 DEFAULT_BLOCKS = Blocks()  # what ``compile_triton`` uses when given no blocks (tests swap it)
+# whether host functions place their intermediates in one planned arena (``memplan.py``); False:
+# a ``torch.empty`` each, all live until the function returns (tests compare the two)
+PLAN_MEMORY = True
 
 
 # The kernel kinds of ``schedule.py`` and their renderers: ``render(prog, k)`` adds kernel ``k``'s
@@ -135,6 +141,9 @@ class TritonProgram:
         self.prefix = prefix  # of kernel names (sub-programs of control flow)
         self.host: list[str] = []  # the body of this program's host function
         self.aliases: set = set()  # buffers that name another one (see _same_elements)
+        # single-store pointwise kernels: output -> (launch site, its bytes, the buffers of as
+        # many bytes it reads only at the element it writes: the memory plan may overlay them)
+        self.in_order: dict = {}
         if parent is None:
             self.n_sites = 0  # launch sites of the module
             self.defs: list[str] = []  # kernels and helpers, shared by all sub-programs
@@ -142,6 +151,7 @@ class TritonProgram:
             self.subs: list[str] = []  # host functions of sub-programs
             # host steps (callbacks) by index: (callable, input avals, output (shape, dtype)s)
             self.host_calls: list = []
+            self.memory_plans: dict = {}  # host function name -> its memplan.MemoryPlan
         else:
             self.defs, self.helpers, self.subs = self.root.defs, self.root.helpers, self.root.subs
         self.big = self.blocks.int64_index or any(n.size >= 2**31 - 1 for n in graph.nodes)
@@ -236,6 +246,13 @@ class TritonProgram:
         self._launch(
             name, -(-n // block), bufs, max(1, min(self.blocks.pointwise_warps, block // 128))
         )
+        if len(values) == 1:  # (the memory plan may write it over an input read in order)
+            out, dt, _ = values[0]
+            self.in_order[out] = (
+                self.host[-1].split("(", 1)[0].strip(),
+                n * np.dtype(dt).itemsize,
+                _read_in_order(em.lines, em.bufs, n, np.dtype(dt).itemsize, self._by_buf()),
+            )
 
     def _copy(self, k: Kernel, src, dst: str, dt, what: str):
         self._flat_kernel(
@@ -312,23 +329,72 @@ class TritonProgram:
         declared = set(names) | {n.buf for n, _ in g.consts} | set(out_names)
         declared |= self.aliases
         allocs = packed_buffers(g, self.host, declared)  # (collective steps' operands)
+        temps = []  # the other intermediates: (buffer, elements, dtype)
         for n in g.nodes:
             if n.buf and n.buf not in declared:
                 declared.add(n.buf)
-                allocs.append(
-                    f"    {n.buf} = torch.empty({max(n.size, 1)}, "
-                    f"dtype=torch.{torch_dtype_name(n.dtype)}, device=dev)"
-                )
+                temps.append((n.buf, max(n.size, 1), np.dtype(n.dtype)))
         copies = []
         for i, node in enumerate(g.outputs):
             if node.buf != f"out{i}":
                 copies.append(
                     f"    out{i}.view(-1)[:{node.size}].copy_({node.buf}.view(-1)[:{node.size}])"
                 )
+        allocs += self._allocations(name, temps, self.host + copies)
         body = allocs + self.host + copies
         if any("device=dev" in ln for ln in body):  # (only where used: each line costs)
             head.append("    dev = out0.device" if out_names else "    dev = None")
         return "\n".join(head + body + ["    return outputs"]) + "\n"
+
+    def _by_buf(self) -> dict:
+        if getattr(self, "_nodes_by_buf", None) is None:
+            self._nodes_by_buf = {nd.buf: nd for nd in self.g.nodes if nd.buf}
+        return self._nodes_by_buf
+
+    def _overlays(self, sizes: dict, stmts: list[str]) -> dict:
+        """``{output: inputs}``: pointwise kernels' outputs that may take the bytes of an input
+        dying at their kernel (``memplan.plan``'s ``overlays``): the kernel stores one buffer
+        and reads the input only at the element it stores, of the same size in bytes, so each
+        element is loaded before its own store overwrites it and no other is read there."""
+        out: dict = {}
+        for o, (site, nbytes, inputs) in self.in_order.items():
+            ok = {x for x in inputs if sizes.get(x) == nbytes}
+            if o in sizes and sizes[o] == nbytes and ok:
+                out[o] = (site, ok)
+        return out
+
+    def _allocations(self, name: str, temps, body: list[str]) -> list[str]:
+        """The lines binding the intermediates ``temps`` (``(buffer, elements, dtype)``): with
+        ``PLAN_MEMORY``, slices of one arena laid out by ``memplan.plan`` over the host code
+        ``body`` (the plan is kept in ``self.root.memory_plans[name]``), else a ``torch.empty``
+        each."""
+        if not PLAN_MEMORY or len(temps) < 2 or len(temps) > memplan.MAX_BUFFERS:
+            return [
+                f"    {b} = torch.empty({n}, dtype=torch.{torch_dtype_name(dt)}, device=dev)"
+                for b, n, dt in temps
+            ]
+        stmts = memplan.statements(body)
+        sizes = {b: n * dt.itemsize for b, n, dt in temps}
+        mp = memplan.plan(sizes, stmts, self._overlays(sizes, stmts))
+        self.root.memory_plans[name] = mp
+        lines = [
+            f"    # {mp.summary()}",
+            f"    _mem = torch.empty({mp.size}, dtype=torch.uint8, device=dev)",
+        ]
+        views: dict = {}
+        for b, n, dt in temps:
+            tname = torch_dtype_name(dt)
+            view = views.get(tname)
+            if view is None:
+                view = views[tname] = f"_mem_{tname}"
+                lines.append(f"    {view} = _mem.view(torch.{tname})")
+            s = mp.slots[b]
+            at = s.offset // dt.itemsize
+            lines.append(
+                f"    {b} = {view}[{at}:{at + n}]  # bytes {s.offset}-{s.offset + s.nbytes}, "
+                f"steps {s.first}-{s.last}"
+            )
+        return lines
 
     def _wait_steps(self) -> set:
         """The indices of this program's host steps whose group has ``wait`` (a ``PsumDone``:
@@ -349,6 +415,8 @@ class TritonProgram:
         self.host_calls = []
         self.host = []
         self.aliases = set()
+        self.in_order = {}
+        self.memory_plans = {}
         main = self.function("run")
         return "\n".join(
             [PRELUDE]
@@ -356,6 +424,21 @@ class TritonProgram:
             + ["\n" + f for f in self.subs]
             + ["\n" + main]
         )
+
+
+def _read_in_order(lines: list[str], bufs, n: int, itemsize: int, by_buf: dict) -> set:
+    """The buffers of ``n`` elements of ``itemsize`` bytes (``by_buf``: their nodes) that a flat
+    kernel's body ``lines`` loads only at its own flat offset (``tl.load(buf + flat, ...)``)."""
+    text = "\n".join(lines)
+    out = set()
+    for b in bufs:
+        nd = by_buf.get(b)
+        if nd is None or nd.size != n or np.dtype(nd.dtype).itemsize != itemsize:
+            continue
+        uses = len(re.findall(rf"\b{b}\b", text))
+        if uses and uses == text.count(f"tl.load({b} + flat,") + text.count(f"tl.load({b} + flat)"):
+            out.add(b)
+    return out
 
 
 # --- packed buffers: a bucket of operands in one flat buffer ----------------------------------
@@ -514,9 +597,11 @@ def compile_triton(closed, blocks: Blocks | None = None) -> TritonExecutable:
     kernels = schedule.schedule(g)
     prog = TritonProgram(g, kernels, blocks)
     src = prog.source()
-    return TritonExecutable(
+    exe = TritonExecutable(
         g, kernels, src, schedule.describe(kernels), host=prog.host_calls, complex_io=complex_io
     )
+    exe.memory_plans = dict(prog.memory_plans)  # host function -> its arena (memplan.py)
+    return exe
 
 
 __all__ = ["TritonProgram", "KERNEL_KINDS", "render_kernel", "DEFAULT_BLOCKS", "compile_triton"]
