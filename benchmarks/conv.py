@@ -44,6 +44,20 @@ and 249). Before the change, the same command at load 2-4 gave forward 99.3 ms (
 Session 30 (functx at f1baa76, load average 10.0-10.4): ``--quick --rounds 3 --case conv3x3``
 gave forward 71.1 ms (1.30x JAX's 54.8), gradient 171.7 ms (0.69x JAX's 248.2); the 3x3 case's
 CPU time per call and the designs measured again are in functx/_conv.py's docstring.
+
+Session 31, with the CPU forward, the input gradient's and the kernel gradient's sums as
+``conv_taps`` steps (register tiles reading the padded input and the cotangent in place:
+``functx/lowering/cpp/conv.py``); ``--case conv3x3 --per-tap --rounds 3 --reps 7`` (N = 8, load
+average 10-13; wall ms, CPU ms of all the process's threads in brackets):
+
+    functx       forward 143.4 (34.2)  gradient  348.9 ( 79.6)   CPU 0.85x / 0.27x JAX's
+    functx_taps  forward 243.3 (58.4)  gradient  506.2 (122.2)   (the per-tap products)
+    JAX          forward 176.7 (40.2)  gradient 1272.8 (293.4)
+
+(Earlier runs: the forward step alone, forward CPU 36.0 against JAX's 39.2, 0.92x; with the
+input gradient's step, 35.4 against 40.2, 0.88x, gradient 0.34x.)
+The wall times under that load mostly say how much of the two cores each process got; the CPU
+times are the comparison (``--per-tap`` runs functx without the step as ``functx_taps``).
 """
 
 from __future__ import annotations
@@ -94,11 +108,12 @@ def reference(case, x, w, g):
 
 
 def timed(f, reps):
+    """Per call: (wall seconds, CPU seconds of the process: all its threads)."""
     ts = []
     for _ in range(reps):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         f()
-        ts.append(time.perf_counter() - t)
+        ts.append((time.perf_counter() - t, time.process_time() - c))
     return ts
 
 
@@ -146,8 +161,11 @@ def run_one(lib, case, n, quick, reps, gpu=False, compile_torch=True):
                 return None
             return [a.cpu().numpy() for a in gs]
     else:
-        if lib == "functx":
+        if lib in ("functx", "functx_taps"):
             import functx as jx
+            from functx.lowering.cpp import conv as cpp_conv
+
+            cpp_conv.ENABLED = lib == "functx"  # functx_taps: the per-tap products
         else:
             import jax as jx
 
@@ -204,7 +222,12 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--torch", action="store_true", help="also torch.compile")
     ap.add_argument("--case", choices=tuple(CASES), nargs="*", default=list(CASES))
-    ap.add_argument("--only", choices=("functx", "jax", "torch"))
+    ap.add_argument(
+        "--per-tap",
+        action="store_true",
+        help="also functx without the CPU convolution step (functx_taps: per-tap products)",
+    )
+    ap.add_argument("--only", choices=("functx", "functx_taps", "jax", "torch"))
     ap.add_argument("--gpu", action="store_true", help="on a CUDA GPU (functx: Triton)")
     args = ap.parse_args()
     n = args.n or (2 if args.quick else 8)
@@ -215,7 +238,8 @@ def main():
         }
         print(json.dumps(out))
         return
-    libs = ["functx", "jax"] + (["torch"] if args.torch or args.gpu else [])
+    libs = ["functx"] + (["functx_taps"] if args.per_tap else []) + ["jax"]
+    libs += ["torch"] if args.torch or args.gpu else []
     print(
         f"convolutions, float32, N={n}{' (quick)' if args.quick else ''}"
         f"{' on the GPU' if args.gpu else ''}; {platform.machine()}, "
@@ -231,14 +255,21 @@ def main():
             for c, (f, g) in json.loads(out.strip().splitlines()[-1]).items():
                 times[lib][c][0].extend(f)
                 times[lib][c][1].extend(g)
+    print("ms per call, wall (CPU time of all the process's threads)")
     for c in args.case:
-        jf, jg = (statistics.median(t) for t in times["jax"][c])
+
+        def med(lib, i):
+            ts = times[lib][c][i]
+            return statistics.median(t[0] for t in ts), statistics.median(t[1] for t in ts)
+
+        (jf, jfc), (jg, jgc) = med("jax", 0), med("jax", 1)
         print(f"{c}: {shapes(c, n, args.quick)}")
         for lib in libs:
-            f, g = (statistics.median(t) for t in times[lib][c])
+            (f, fc), (g, gc) = med(lib, 0), med(lib, 1)
             print(
-                f"  {lib:7s} forward {f * 1e3:9.2f} ms ({f / jf:5.2f}x JAX)   "
-                f"gradient {g * 1e3:9.2f} ms ({g / jg:5.2f}x JAX)"
+                f"  {lib:11s} forward {f * 1e3:8.2f} ({fc * 1e3:8.2f}) ms ({f / jf:5.2f}x JAX, CPU"
+                f" {fc / jfc:5.2f}x)   gradient {g * 1e3:8.2f} ({gc * 1e3:8.2f}) ms ({g / jg:5.2f}x"
+                f" JAX, CPU {gc / jgc:5.2f}x)"
             )
 
 

@@ -76,6 +76,19 @@ library in its own process, alternating):
   element. With the scheduler storing a cotangent read by a reduction and a product, and a sum
   of 8+ buffers read 4+ times per element (``lowering/schedule.py``), and column reductions of
   few blocks split into chunks (``lowering/cpp/reduce.py``): 11-15 CPU ms, JAX's 14-18.
+
+Session 31: on the CPU the forward is no longer per-tap products. ``jit`` finds the stride-1
+forward sums in a CPU program's final Jaxpr and makes each one ``conv_taps`` step
+(``lowering/cpp/conv.py``): tap ``t``'s windows are rows ``q + r_t`` of the padded input's row
+grid, so the step reads the padded input in place, as register tiles (float32, 16k output
+channels, AVX2/FMA) or blocks of BLAS calls accumulating in cache (the session-30 measurement
+above); so do the stride-1 input gradient's sum (a forward sum over the padded cotangent) and,
+in float32, the kernel gradient's (register tiles reading the padded input and the cotangent
+in place). The composite, its Jaxpr and its derivatives are unchanged (on a GPU the same sums
+become cuDNN steps, ``lowering/triton/conv.py``). The 3x3 case at N = 8 (load average 8-12,
+CPU ms per call, alternating calls in one process, JAX in the same process): forward 29-37
+against JAX's 34-42 (per-tap products 57-72); gradient 76-80 against JAX's 275-309 (per-tap
+119-136).
 """
 
 from __future__ import annotations

@@ -45,6 +45,9 @@ def site(tmp_path_factory):
     env.setdefault("JAX_PLATFORMS", "cpu")
     env.setdefault("FUNCTX_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
     env["NO_MKDOCS_2_WARNING"] = "1"
+    # no search index: nothing here reads it, and indexing every page's HTML cost ~7 CPU s of the
+    # build (mkdocs.yml); a user's `mkdocs build --strict` still writes it
+    env["FUNCTX_DOCS_SEARCH"] = "false"
     start = time.perf_counter()
     run = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],

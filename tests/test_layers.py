@@ -13,6 +13,7 @@ registering into a table the other module owns (``core.eager_rules["gpu"] = ...`
 from __future__ import annotations
 
 import ast
+import functools
 import pathlib
 
 import pytest
@@ -180,19 +181,24 @@ def _resolve(node, importer: str) -> list[str]:
 def _imports(module: str, path: pathlib.Path):
     """(imported module, line, inside a function) for each functx import of ``module``; imports
     under ``if TYPE_CHECKING:`` do not run and are skipped."""
-    tree = ast.parse(path.read_text(), str(path))
+    source = path.read_text()
+    tree = _tree(path)
     found = []
+    # import statements are statements: expressions need a look only where a call may import
+    calls = "import_module" in source or "__import__" in source
 
     def walk(node, in_function):
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+            if isinstance(child, ast.If) and _names_type_checking(child.test):
+                continue
+            if not calls and isinstance(child, ast.expr):
                 continue
             if isinstance(child, (ast.Import, ast.ImportFrom)):
                 for target in dict.fromkeys(_resolve(child, module)):
                     found.append((target, child.lineno, in_function))
             elif (  # importlib.import_module("functx....") / __import__("functx....")
                 isinstance(child, ast.Call)
-                and ast.unparse(child.func) in ("importlib.import_module", "__import__")
+                and _is_import_call(child.func)
                 and child.args
                 and isinstance(child.args[0], ast.Constant)
                 and str(child.args[0].value).split(".")[0] == "functx"
@@ -208,7 +214,35 @@ def _imports(module: str, path: pathlib.Path):
     return found
 
 
-IMPORTS = {m: _imports(m, p) for m, p in MODULES.items()}
+@functools.cache
+def _tree(path: pathlib.Path) -> ast.Module:
+    return ast.parse(path.read_text(), str(path))
+
+
+def _names_type_checking(test) -> bool:
+    return any(
+        getattr(n, "id", None) == "TYPE_CHECKING" or getattr(n, "attr", None) == "TYPE_CHECKING"
+        for n in ast.walk(test)
+    )
+
+
+def _is_import_call(func) -> bool:
+    """``importlib.import_module`` or ``__import__`` (checked without unparsing every call)."""
+    if isinstance(func, ast.Name):
+        return func.id == "__import__"
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr == "import_module"
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "importlib"
+    )
+
+
+@functools.cache
+def _all_imports() -> dict[str, list]:
+    """``_imports`` of every functx module, computed once, by the first test that needs it (not
+    at collection, which each pytest-xdist worker repeats)."""
+    return {m: _imports(m, p) for m, p in MODULES.items()}
 
 
 def _where(module, line):
@@ -223,7 +257,7 @@ def test_every_module_has_a_layer():
 def test_imported_modules_exist():
     bad = [
         f"{_where(module, line)}: {module} imports {target}, which does not exist"
-        for module, imports in IMPORTS.items()
+        for module, imports in _all_imports().items()
         for target, line, _ in imports
         if target not in MODULES
     ]
@@ -232,7 +266,7 @@ def test_imported_modules_exist():
 
 def test_imports_point_down():
     bad = []
-    for module, imports in IMPORTS.items():
+    for module, imports in _all_imports().items():
         mine = layer_of(module)
         for target, line, _ in imports:
             theirs = layer_of(target)
@@ -246,7 +280,7 @@ def test_imports_point_down():
 
 def test_no_function_level_imports():
     bad = []
-    for module, imports in IMPORTS.items():
+    for module, imports in _all_imports().items():
         for target, line, in_function in imports:
             if in_function and (module, target) not in LAZY_IMPORTS:
                 bad.append(f"{_where(module, line)}: {module} imports {target} inside a function")
@@ -273,7 +307,7 @@ def _module_aliases(tree, module: str) -> set[str]:
 def test_no_module_assigns_another_modules_globals():
     bad = []
     for module, path in MODULES.items():
-        tree = ast.parse(path.read_text(), str(path))
+        tree = _tree(path)
         aliases = _module_aliases(tree, module)
 
         def visit(node):

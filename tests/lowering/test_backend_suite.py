@@ -1450,6 +1450,8 @@ def test_suite_covers_every_lowering():
     seen |= {"shard_map_block", "shard_map_boundary"}
     # flash attention (jit on a GPU only): tests/transforms/test_attention.py
     seen |= {"flash_attention", "flash_attention_bwd"}
+    # stride-1 convolutions' tap sums (jit's CPU rewrite): tests/lowering/test_conv_taps.py
+    seen |= {"conv_taps", "conv_taps_dw"}
     lowered = {p.name for p in lower.lowerings}
     # custom_jvp_call / custom_vjp_call are exercised by the custom-derivative test below
     missing = sorted(lowered - seen - {"custom_jvp_call", "custom_vjp_call"})

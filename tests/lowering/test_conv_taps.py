@@ -1,8 +1,8 @@
-"""A convolution's forward sum in a C++ program as one ``conv_taps`` step
-(``functx/lowering/cpp/conv.py``, rendered by ``cpp/dot.py``'s ``_conv_taps``): which sums
-``jit`` rewrites, and the values against JAX (computed here, in one ``jax.jit`` per test) and
-against the eager composite, in both x64 modes, with ``value_and_grad`` (which reads the
-forward) under ``jit``."""
+"""A convolution's sums in a C++ program as ``conv_taps`` / ``conv_taps_dw`` steps
+(``functx/lowering/cpp/conv.py``, rendered by ``cpp/dot.py``): which sums ``jit`` rewrites (the
+forward, the input gradient, the kernel gradient), and the values against JAX (computed here,
+in one ``jax.jit`` per test) and against the eager composite, in both x64 modes, with
+``value_and_grad`` under ``jit``."""
 
 from __future__ import annotations
 
@@ -19,10 +19,10 @@ RNG = np.random.default_rng(19)
 
 # (input shape, kernel shape, keyword arguments, rewritten?)
 _CASES = [
-    ((2, 9, 7, 8), (3, 3, 8, 16), dict(padding="SAME"), True),
+    ((2, 9, 7, 8), (3, 3, 8, 32), dict(padding="SAME"), True),
     ((1, 6, 9, 10), (2, 4, 10, 8), dict(padding=[(2, 1), (0, 3)]), True),
     ((2, 8, 8, 8), (3, 3, 8, 8), dict(padding="SAME", rhs_dilation=(2, 1)), True),
-    ((3, 20, 9), (5, 9, 12), dict(padding="VALID"), True),
+    ((2, 200, 9), (5, 9, 16), dict(padding="VALID"), True),  # (a line of 33 tiles: 2 items)
     ((1, 4, 5, 6, 8), (2, 3, 2, 8, 8), dict(padding="SAME"), True),
     ((2, 9, 7, 8), (3, 3, 8, 16), dict(padding="SAME", window_strides=(2, 1)), False),
     ((2, 9, 7, 4), (3, 3, 4, 16), dict(padding="SAME"), False),  # (few input channels)
@@ -42,14 +42,13 @@ def _convs(lax, dtype, cases=_CASES):
 def _check(dtype, tol, cases, grad=False):
     """jit (C++) against JAX in one program each (the rewrite's count and the eager composite
     are checked without compiling: ``test_rewrite_and_reference_without_compiling``); with
-    ``grad``, also ``value_and_grad`` of a 1-D convolution (which reads the forward)."""
+    ``grad``, also ``value_and_grad`` of a 1-D convolution (its forward, which the loss reads,
+    its input gradient and its kernel gradient are steps)."""
     args, f = _convs(flax, dtype, cases)
     _, jf = _convs(jax.lax, dtype, cases)
-    x, w = (
-        RNG.standard_normal((2, 7, 8)).astype(dtype),
-        RNG.standard_normal((3, 8, 8)).astype(dtype),
-    )
-    g = RNG.standard_normal((2, 7, 8)).astype(dtype)
+    x = RNG.standard_normal((2, 7, 16)).astype(dtype)
+    w = RNG.standard_normal((3, 16, 16)).astype(dtype)
+    g = RNG.standard_normal((2, 7, 16)).astype(dtype)
 
     def both(lax, np_, grad_fn, f):
         def loss(x, w):
@@ -75,7 +74,8 @@ def test_forward_sums_float64():
 
 def test_rewrite_and_reference_without_compiling():
     """The rewritten Jaxpr, run by the interpreter (``conv_taps``' NumPy reference), equals the
-    composite; disabled, the rewrite returns the program itself."""
+    composite, for forward sums and a gradient's input and kernel sums; disabled, the rewrite
+    returns the program itself."""
     args, f = _convs(flax, np.float64)
     closed = functx.make_jaxpr(f)(*args)
     new = cpp_conv.fuse_conv_taps(closed)
@@ -83,6 +83,16 @@ def test_rewrite_and_reference_without_compiling():
     got = eval_jaxpr(new.jaxpr, new.consts, *args)
     for a, b in zip(got, f(*args)):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12, atol=1e-12)
+    # the gradient (float32: the kernel gradient's step is float32 only): the forward (read by
+    # the loss), the input gradient's and the kernel gradient's sums
+    x, w = (a.astype(np.float32) for a in args[:2])
+    grad = functx.grad(lambda x, w: functx.numpy.sum(f(x, w, *args[2:])[0] ** 2), (0, 1))
+    closed_g = functx.make_jaxpr(grad)(x, w)
+    new_g = cpp_conv.fuse_conv_taps(closed_g)
+    assert sum(e.prim is cpp_conv.conv_taps_p for e in new_g.jaxpr.eqns) == 2
+    assert sum(e.prim is cpp_conv.conv_taps_dw_p for e in new_g.jaxpr.eqns) == 1
+    for a, b in zip(eval_jaxpr(new_g.jaxpr, new_g.consts, x, w), grad(x, w)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-4)
     try:
         cpp_conv.ENABLED = False
         assert cpp_conv.fuse_conv_taps(closed) is closed
@@ -97,4 +107,10 @@ def test_other_dtypes_keep_their_products(dtype, no_x64):
     closed = functx.make_jaxpr(
         lambda x, w: flax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=_DN[4])
     )(x, w)
+    assert cpp_conv.fuse_conv_taps(closed) is closed
+
+
+def test_long_sums_of_products_are_walked_without_recursion():
+    xs = [np.full((2, 2), 0.5, np.float32)] * 1200  # (deeper than Python's recursion limit)
+    closed = functx.make_jaxpr(lambda *xs: sum(x @ x for x in xs))(*xs)
     assert cpp_conv.fuse_conv_taps(closed) is closed

@@ -1,7 +1,8 @@
-"""The C++ backend's convolution forward: a Jaxpr -> Jaxpr rewrite (``fuse_conv_taps``, run by
+"""The C++ backend's convolution sums: a Jaxpr -> Jaxpr rewrite (``fuse_conv_taps``, run by
 ``jit`` on the final Jaxpr of a CPU program) that finds the sums over kernel taps
-``functx/_conv.py`` builds and replaces each with one ``conv_taps`` equation, which lowers to one
-``dot`` kernel of many products (``cpp/dot.py``'s ``_conv_taps``).
+``functx/_conv.py`` builds (the forward's, the input and the kernel gradients') and replaces each
+with one ``conv_taps`` (or ``conv_taps_dw``) equation, which lowers to one ``dot`` kernel
+(``cpp/dot.py``'s ``_conv_taps``, ``_conv_taps_dw``).
 
 The forward of ``lax.conv_general_dilated`` is ``sum_t dot(reshape(slice(P, offset_t)), K_t)``:
 ``P`` the padded channels-last input ``(N, spatial..., C)``, one strided ``slice`` per tap (its
@@ -9,17 +10,42 @@ windows, ``(N * out, C)``) and the tap's ``(C, O)`` kernel. As plain products ea
 are copied first (a slice feeding a product is stored), nine ``(N * out, O)`` products are
 written and a kernel sums them. With stride 1 the windows of tap ``t`` are, on the grid of
 ``P``'s rows (``(N * prod(spatial), C)``, row-major), the rows ``q + r_t`` for the output at grid
-row ``q``, ``r_t`` the tap's offset flattened: so the step computes the sum on ``P``'s grid,
-block by block of rows, one BLAS call per tap reading ``P`` in place (``lda = C``) and
-accumulating into a cache-sized block of the result (``beta = 1`` after the first tap), and
-copies the block's rows that are outputs (the others, at most ``k - 1`` a line, are the grid's
-border) to the result. No window copy, no per-tap result, no sum kernel; the gradient's sums
-(the transposes, which ``jit(grad)`` builds) keep their products.
+row ``q``, ``r_t`` the tap's offset flattened: so the step reads ``P`` in place, with no window
+copy, no per-tap result and no sum kernel, in one of two forms (``cpp/dot.py``):
+
+* float32 with a multiple of 16 output channels, on a machine with AVX2 and FMA: register tiles
+  of 6 outputs (along a line of the last spatial axis) x 16 channels, 12 accumulators of 8
+  lanes, each summing ``T * C`` broadcasts of ``P``'s elements times a row of the kernel
+  (repacked per call into 16-channel panels, ``(O / 16, T, C, 16)``), its results stored once,
+  the lines taken by the OpenMP threads;
+* otherwise, blocks of ``P``'s grid rows, one BLAS call per tap on ``P``'s rows in place
+  (``lda = C``) accumulating into a cache-sized block (``beta = 1`` after the first tap), whose
+  output rows are then copied to the result (the others, at most ``k - 1`` a line, are the
+  grid's border).
+
+The input gradient's sum, ``sum_t pad(reshape(G @ K_t^T), a_t)`` (the transpose of the
+forward's, matched by ``lowering/triton/conv.py``'s ``_dx``), is with stride 1 the same kind of
+sum: ``dP[p] = sum_t Gp[p + max(a) - a_t] @ K_t^T`` over the cotangent ``G`` zero-padded by
+``max(a)`` below, so it becomes a step too (``_dx_step``; the crop that follows stays). The
+kernel gradient's sum, ``sum_t pad(reshape(windows_t^T G), slot_t)`` (``_dw``), becomes a
+``conv_taps_dw`` step for float32 with 16k output channels: ``dW[t] = sum_m P[q(m) + r_t]^T
+G[m]``, ``P`` and ``G`` read in place (as plain products, each tap's windows were copied and
+OpenBLAS packed both operands of its long product again), register tiles of 6 input x 16
+output channels accumulated over a few lines of outputs at a time, in 8 fixed chunks of lines
+summed in order (the result does not depend on the thread count). Measured on the
+2-core AMD EPYC (AVX2) test machine at load average 10-12, CPU ms per call of the 3x3 'SAME'
+convolution (8, 64, 64, 64) x (3, 3, 64, 64) (medians, alternating calls in one process; JAX
+in the same process): per-tap products 57-72, the BLAS blocks 40-46, the register tiles 29-37,
+JAX 34-42; the CNN step of benchmarks/workloads.py 12.0-13.1 -> 10.4 (9.4-9.6 with the input
+gradient's step, against 12.6 without either); ``grad`` of ``sum(conv(x, w) ** 2)`` 167-210 ->
+118-162 (JAX 286-344); ``grad`` of ``sum(conv(x, w) * g)`` (the input and kernel gradients)
+110-125 with the input gradient's step, 76-80 with the kernel gradient's too (per-tap 119-136,
+JAX 275-309); the CNN step 11.7-11.8 -> 8.3-8.5 with all three.
 
 The step is taken for float32/float64 sums of at least ``_MIN_TAPS`` taps of stride 1 whose
 products are BLAS-sized (``_MIN_CHANNELS`` input and output channels or more), the terms matched
 by ``lowering/triton/conv.py``'s pattern (``_fwd``: the same sums it hands to cuDNN on a GPU).
-Figures are in ``benchmarks/conv.py`` and ``functx/_conv.py``'s docstring.
+More figures are in ``benchmarks/conv.py`` and ``functx/_conv.py``'s docstring.
 """
 
 from __future__ import annotations
@@ -32,13 +58,15 @@ import numpy as np
 from functx import ops, tracing
 from functx.core import ClosedJaxpr, Literal, Primitive, ShapedArray
 from functx.lowering.rules import lowerings
-from functx.lowering.triton.conv import _ADDS, _fwd, _Graph, _grid
+from functx.lowering.triton.conv import _ADDS, _dw, _dx, _fwd, _Graph, _grid
 from functx.source_info import source_info
 from functx.transforms import passes
 
 #: whether ``jit`` rewrites the sums on the CPU (benchmarks/conv.py turns it off to time the
 #: per-tap products)
 ENABLED = True
+#: whether the kernel gradient's sums are steps too
+DW = True
 
 _MIN_TAPS = 2
 _MIN_CHANNELS = 8
@@ -66,6 +94,27 @@ def _impl(p, k, *, taps, out_sp):
 
 conv_taps_p.abstract_eval = _abstract
 conv_taps_p.impl = _impl
+
+# the kernel gradient: (P, G) -> (T, C, O), tap t's block sum_m windows_t[m]^T G[m]
+conv_taps_dw_p = Primitive("conv_taps_dw", group="conv")
+
+
+def _dw_abstract(p, g, *, taps, out_sp):
+    return ShapedArray((len(taps), p.shape[-1], g.shape[-1]), p.dtype)
+
+
+def _dw_impl(p, g, *, taps, out_sp):
+    """The reference: per tap, the windows ``P[:, t : t + out, :]`` transposed times ``G``."""
+    c = p.shape[-1]
+    blocks = []
+    for t in taps:
+        win = p[(slice(None), *(slice(a, a + m) for a, m in zip(t, out_sp)), slice(None))]
+        blocks.append(win.reshape(-1, c).T @ g)
+    return np.stack(blocks).astype(p.dtype)
+
+
+conv_taps_dw_p.abstract_eval = _dw_abstract
+conv_taps_dw_p.impl = _dw_impl
 
 
 def _lower(g, ins, avals, *, taps, out_sp):
@@ -97,10 +146,39 @@ def _lower(g, ins, avals, *, taps, out_sp):
 lowerings[conv_taps_p] = _lower
 
 
+def _lower_dw(g, ins, avals, *, taps, out_sp):
+    node = _lower(g, ins, avals, taps=taps, out_sp=out_sp)  # (the same geometry; O from G)
+    node.params["conv_taps_dw"] = node.params.pop("conv_taps")
+    return node
+
+
+lowerings[conv_taps_dw_p] = _lower_dw
+
+
+# the most terms a recognised sum has (``_conv.py``: more taps than 64 are one gather)
+_MAX_TAPS = 64
+
+
+def _terms(g, e):
+    """The operands of the ``add`` chain rooted at ``e`` (inner adds used once, flattened, as
+    ``_Graph.terms``), walked without recursion; None beyond ``_MAX_TAPS`` of them."""
+    out, todo = [], list(reversed(e.invars))
+    while todo:
+        v = todo.pop()
+        inner = None if type(v) is Literal else g.prod.get(v.id)
+        if inner is not None and inner.prim.name in _ADDS and len(g.uses[v.id]) == 1:
+            todo += reversed(inner.invars)
+        else:
+            out.append(v)
+            if len(out) > _MAX_TAPS:
+                return None
+    return out
+
+
 def _match(g, e):
     """``(P, kernel vars in grid order, tap offsets, out_sp)`` of a forward sum at ``e``."""
-    terms = g.terms(e)
-    if len(terms) < _MIN_TAPS:
+    terms = _terms(g, e)
+    if terms is None or len(terms) < _MIN_TAPS:
         return None
     found = [_fwd(g, v) for v in terms]
     if any(f is None for f in found) or len({f[0] for f in found}) != 1:
@@ -117,6 +195,69 @@ def _match(g, e):
         return None
     found = [f for _, f in sorted(zip(grid[3], found), key=lambda q: q[0])]
     return p, [f[2] for f in found], tuple(f[1] for f in found), tuple(info["out"][1:-1])
+
+
+def _match_dx(g, e):
+    """``(G, kernel vars, tap offsets a_t, out_sp, P's shape)`` of an input-gradient sum at
+    ``e``: ``sum_t pad(reshape(G @ K_t^T), a_t)`` with stride 1."""
+    terms = _terms(g, e)
+    if terms is None or len(terms) < _MIN_TAPS:
+        return None
+    found = [_dx(g, v) for v in terms]
+    if any(f is None for f in found) or len({f[0] for f in found}) != 1:
+        return None
+    info = found[0][3]
+    p_shape = tuple(e.outvars[0].aval.shape)
+    c, o = found[0][2].aval.shape
+    if any(s != 1 for s in info["strides"]) or np.dtype(e.outvars[0].aval.dtype) not in _FLOATS:
+        return None
+    if c < _MIN_CHANNELS or o < _MIN_CHANNELS or _grid([f[1] for f in found]) is None:
+        return None
+    return info["ct"], [f[2] for f in found], [f[1] for f in found], info["out"][1:-1], p_shape
+
+
+def _dx_step(gv, kernels, offs, out_sp, p_shape):
+    """The input gradient ``dP[p] = sum_t G[p - a_t] K_t^T`` as a forward sum over ``G`` padded
+    by ``max(a)`` below (taps ``max(a) - a_t``, kernels ``K_t^T``), on ``P``'s grid."""
+    n, psp, c = p_shape[0], p_shape[1:-1], p_shape[-1]
+    o = tracing.get_aval(gv).shape[-1]
+    top = [max(a[d] for a in offs) for d in range(len(psp))]
+    low = [min(a[d] for a in offs) for d in range(len(psp))]
+    cfg = [(0, 0, 0)]
+    cfg += [(t, ps - b - m, 0) for t, b, m, ps in zip(top, low, out_sp, psp)]
+    gp = ops.pad(
+        ops.reshape(gv, (n, *out_sp, o)),
+        np.zeros((), tracing.get_aval(gv).dtype)[()],
+        cfg + [(0, 0, 0)],
+    )
+    ks = [ops.reshape(ops.transpose(k, (1, 0)), (1, o, c)) for k in kernels]
+    taps = tuple(tuple(t - x for t, x in zip(top, a)) for a in offs)
+    y = conv_taps_p.bind(gp, ops.concatenate(ks, 0), taps=taps, out_sp=tuple(psp))
+    return ops.reshape(y, p_shape)
+
+
+def _match_dw(g, e):
+    """``(P, G, tap offsets in slot order, out_sp)`` of a kernel-gradient sum at ``e``:
+    ``sum_t pad(reshape(windows_t^T G), slot_t)``, stride 1, float32, ``O`` a multiple of 16."""
+    terms = _terms(g, e)
+    if terms is None or len(terms) < _MIN_TAPS:
+        return None
+    found = [_dw(g, v) for v in terms]
+    if any(f is None for f in found) or len({f[0] for f in found}) != 1:
+        return None
+    info = found[0][3]
+    p, ct = info["p"], info["ct"]
+    t, c, o = e.outvars[0].aval.shape
+    if any(s != 1 for s in info["strides"]) or np.dtype(p.aval.dtype) != _FLOATS[0]:
+        return None
+    if c < _MIN_CHANNELS or o % 16 or sorted(f[2] for f in found) != list(range(t)):
+        return None
+    if type(p) is Literal or _grid([f[1] for f in found]) is None:
+        return None
+    offs = [None] * t
+    for f in found:
+        offs[f[2]] = f[1]
+    return p, ct, tuple(offs), tuple(info["out"][1:-1])
 
 
 def fuse_conv_taps(closed: ClosedJaxpr) -> ClosedJaxpr:
@@ -144,7 +285,15 @@ def fuse_conv_taps(closed: ClosedJaxpr) -> ClosedJaxpr:
             continue  # (an inner add of a longer chain)
         m = _match(g, e)
         if m is not None:
-            found[id(e)] = m
+            found[id(e)] = ("fwd", m)
+            continue
+        m = _match_dx(g, e)
+        if m is not None:
+            found[id(e)] = ("dx", m)
+            continue
+        m = _match_dw(g, e) if DW else None
+        if m is not None:
+            found[id(e)] = ("dw", m)
     if not found:
         return closed
 
@@ -161,7 +310,18 @@ def fuse_conv_taps(closed: ClosedJaxpr) -> ClosedJaxpr:
         for e in jaxpr.eqns:
             ctx = source_info(e.source_info) if e.source_info is not None else None
             with ctx or contextlib.nullcontext():
-                m = found.get(id(e))
+                kind, m = found.get(id(e), (None, None))
+                if kind == "dw":
+                    p, ct, taps, out_sp = m
+                    env[e.outvars[0].id] = conv_taps_dw_p.bind(
+                        read(p), read(ct), taps=taps, out_sp=out_sp
+                    )
+                    continue
+                if kind == "dx":
+                    gv, kernels, offs, out_sp, p_shape = m
+                    ks = [read(k) for k in kernels]
+                    env[e.outvars[0].id] = _dx_step(read(gv), ks, offs, out_sp, p_shape)
+                    continue
                 if m is not None:
                     p, kernels, taps, out_sp = m
                     ks = [ops.reshape(read(k), (1, *k.aval.shape)) for k in kernels]
@@ -181,4 +341,4 @@ def fuse_conv_taps(closed: ClosedJaxpr) -> ClosedJaxpr:
     return passes.simplify(new)
 
 
-__all__ = ["ENABLED", "conv_taps_p", "fuse_conv_taps"]
+__all__ = ["DW", "ENABLED", "conv_taps_dw_p", "conv_taps_p", "fuse_conv_taps"]

@@ -67,6 +67,9 @@ def render(prog, k: Kernel):
     if "conv_taps" in p:  # a convolution's forward sum (cpp/conv.py)
         prog.body += _conv_taps(prog, k)
         return
+    if "conv_taps_dw" in p:  # a convolution's kernel gradient (cpp/conv.py)
+        prog.body += _conv_taps_dw(prog, k)
+        return
     lhs, rhs = p["lhs"], p["rhs"]
     ta, tb = p["lhs_trans"], p["rhs_trans"]
     bsz, m, kk, nn = p["batch"], p["m"], p["k"], p["n"]
@@ -332,7 +335,9 @@ def _conv_taps(prog, k: Kernel) -> list[str]:
     by the OpenMP threads (OpenBLAS on one thread, as ``_blas_call``): per block one BLAS call
     per tap on ``P``'s rows in place, accumulated into the thread's block buffer (``beta = 1``
     after the first), then the block's output rows copied to ``y`` (rows on the grid's border,
-    the last ``k - 1`` of each line, are dropped). Without BLAS, the same sums as loops."""
+    the last ``k - 1`` of each line, are dropped). Without BLAS, the same sums as loops. A
+    float32 sum of 16k output channels is register tiles instead (``_conv_direct``) where the
+    compiler targets AVX2 and FMA (the block path is the ``#else``)."""
     node = k.nodes[0]
     geo = node.params["conv_taps"]
     p, w = node.params["lhs"].buf, node.params["rhs"].buf
@@ -384,6 +389,13 @@ def _conv_taps(prog, k: Kernel) -> list[str]:
         "        }",
     ]
     lines = [f"  // kernel {k.index}: convolution forward, {len(offs)} taps of ({c}, {o})", "  {"]
+    direct = _CONV_DIRECT and ct == "float" and o % 16 == 0
+    if direct:
+        if _SIMD_HEADER not in prog.subs:
+            prog.subs.append(_SIMD_HEADER)
+        lines += ["#if defined(__AVX2__) && defined(__FMA__)"]
+        lines += _conv_direct(geo, p, w, y)
+        lines += ["#else"]
     if lib is not None:
         if lapack.HELPER not in prog.subs:
             prog.subs.append(lapack.HELPER)
@@ -420,4 +432,227 @@ def _conv_taps(prog, k: Kernel) -> list[str]:
     ]
     if lib is not None:
         lines += ["    if (fx_bprev != 1) fx_bset(fx_bprev);"]
+    if direct:
+        lines += ["#endif"]
     return lines + ["  }"]
+
+
+_CONV_DIRECT = True
+_SIMD_HEADER = "#if defined(__AVX2__) && defined(__FMA__)\n#include <immintrin.h>\n#endif\n"
+_TILE_ROWS = 6  # a tile: 6 output rows x 16 channels, 12 accumulators of 8 lanes
+_TILE_CHUNK = 16  # the most tiles of a line one OpenMP work item takes
+
+
+def _conv_tile(rows, c, nt, o):
+    """C++ for one tile: ``rows`` output rows (``pb``: the first one's row of P; ``yt``: its
+    result row) x 16 channels (``wb``: the panel of the repacked kernel), over all taps."""
+    acc = [(f"a{r}0", f"a{r}1") for r in range(rows)]
+    lines = ["          {"]
+    zero = "_mm256_setzero_ps()"
+    lines += [f"            __m256 {a} = {zero}, {b} = {zero};" for a, b in acc]
+    lines += [
+        "            const float* __restrict bp = wb;",
+        f"            for (int64_t t = 0; t < {nt}LL; ++t) {{",
+        f"              const float* __restrict ap = pb + offs[t] * {c}LL;",
+        f"              for (int64_t ch = 0; ch < {c}LL; ++ch, bp += 16) {{",
+        "                const __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);",
+    ]
+    for r, (a, b) in enumerate(acc):
+        lines += [
+            f"                {{ const __m256 x = _mm256_broadcast_ss(ap + {r * c}LL + ch);"
+            f" {a} = _mm256_fmadd_ps(x, b0, {a}); {b} = _mm256_fmadd_ps(x, b1, {b}); }}"
+        ]
+    lines += ["              }", "            }"]
+    for r, (a, b) in enumerate(acc):
+        lines += [
+            f"            _mm256_storeu_ps(yt + {r * o}LL, {a});"
+            f" _mm256_storeu_ps(yt + {r * o + 8}LL, {b});"
+        ]
+    return lines + ["          }"]
+
+
+def _conv_direct(geo, p, w, y) -> list[str]:
+    """The forward sum as register tiles (AVX2 + FMA, float32, ``O`` a multiple of 16): the
+    kernel repacked into 16-channel panels ``(O / 16, T, C, 16)``; per line of outputs (one
+    image row of the last spatial axis), tiles of ``_TILE_ROWS`` outputs x 16 channels, each
+    accumulating ``T * C`` broadcasts of ``P``'s elements (read in place) times panel rows in
+    registers and storing its result rows once. No packing of ``P``, no border rows."""
+    n, c, o, grid = geo["n"], geo["c"], geo["o"], geo["grid"]
+    rows, out_sp, offs = geo["rows"], geo["out_sp"], geo["offsets"]
+    nt = len(offs)
+    width = out_sp[-1]
+    lines_n = n * math.prod(out_sp[:-1])
+    panels = o // 16
+    full, rem = divmod(width, _TILE_ROWS)
+    chunks = max(1, -(-full // _TILE_CHUNK))  # (work items per line: long 1-D lines are cut)
+    decomp = [
+        f"        const int64_t img = line / {math.prod(out_sp[:-1])}LL;",
+        f"        int64_t rest = line % {math.prod(out_sp[:-1])}LL, q = img * {grid}LL;",
+    ]
+    for d in range(len(out_sp) - 2, -1, -1):
+        decomp += [f"        q += (rest % {out_sp[d]}LL) * {rows[d]}LL; rest /= {out_sp[d]}LL;"]
+    body = [
+        f"    static const int64_t offs[{nt}] = {{{', '.join(f'{r}LL' for r in offs)}}};",
+        f"    float* __restrict wp = (float*)malloc({nt * c * o}ULL * sizeof(float));",
+        f"    for (int64_t jp = 0; jp < {panels}LL; ++jp)",
+        f"      for (int64_t tc = 0; tc < {nt * c}LL; ++tc)",
+        f"        memcpy(wp + (jp * {nt * c}LL + tc) * 16LL, {w} + tc * {o}LL + jp * 16LL,"
+        " 16 * sizeof(float));",
+        "    #pragma omp parallel for schedule(dynamic)"
+        f" if({lines_n * width * o * c * nt}LL >= {_PAR_DOT})",
+        f"    for (int64_t item = 0; item < {lines_n * chunks}LL; ++item) {{",
+        f"      const int64_t line = item / {chunks}LL, part = item % {chunks}LL;",
+        *decomp,
+        f"      const int64_t w_lo = part * {_TILE_CHUNK * _TILE_ROWS}LL;",
+        f"      const int64_t w_hi = fx_imin(w_lo + {_TILE_CHUNK * _TILE_ROWS}LL,"
+        f" {full * _TILE_ROWS}LL);",
+        f"      for (int64_t jp = 0; jp < {panels}LL; ++jp) {{",
+        f"        const float* __restrict wb = wp + jp * {nt * c * 16}LL;",
+        f"        for (int64_t w0 = w_lo; w0 < w_hi; w0 += {_TILE_ROWS}LL) {{",
+        f"          const float* __restrict pb = {p} + (q + w0) * {c}LL;",
+        f"          float* __restrict yt = {y} + (line * {width}LL + w0) * {o}LL + jp * 16LL;",
+        *_conv_tile(_TILE_ROWS, c, nt, o),
+        "        }",
+    ]
+    if rem:
+        body += [
+            f"        if (part == {chunks - 1}LL) {{",
+            f"          const int64_t w0 = {full * _TILE_ROWS}LL;",
+            f"          const float* __restrict pb = {p} + (q + w0) * {c}LL;",
+            f"          float* __restrict yt = {y} + (line * {width}LL + w0) * {o}LL + jp * 16LL;",
+            *_conv_tile(rem, c, nt, o),
+            "        }",
+        ]
+    return body + ["      }", "    }", "    free(wp);"]
+
+
+# the kernel gradient's fixed chunks of lines (each its own partial sum, added in order: the
+# result does not depend on the thread count) and the lines a tile pass covers
+_DW_CHUNKS = 8
+_DW_LINES = 4
+
+
+def _conv_dw_tile(rows, c, o):
+    """C++ for one kernel-gradient tile: ``rows`` input channels (from ``pr``: the block's
+    first line's row of P at the tap, channel ``c0``) x 16 output channels (``gr``: the
+    line's cotangent rows), accumulated over the block's lines into ``dst`` (its partial)."""
+    acc = [(f"a{r}0", f"a{r}1") for r in range(rows)]
+    lines = ["          {"]
+    lines += [
+        f"            __m256 {a} = _mm256_loadu_ps(dst + {r * o}LL),"
+        f" {b} = _mm256_loadu_ps(dst + {r * o + 8}LL);"
+        for r, (a, b) in enumerate(acc)
+    ]
+    lines += [
+        "            for (int64_t li = 0; li < nl; ++li) {",
+        f"              const float* __restrict pr = {{P}} + (qs[li] + off) * {c}LL + c0;",
+        "              const float* __restrict gr = gl[li] + jp * 16LL;",
+        "              for (int64_t x = 0; x < wl[li]; ++x, pr += " + f"{c}LL, gr += {o}LL) {{",
+        "                const __m256 b0 = _mm256_loadu_ps(gr), b1 = _mm256_loadu_ps(gr + 8);",
+    ]
+    for r, (a, b) in enumerate(acc):
+        lines += [
+            f"                {{ const __m256 v = _mm256_broadcast_ss(pr + {r}LL);"
+            f" {a} = _mm256_fmadd_ps(v, b0, {a}); {b} = _mm256_fmadd_ps(v, b1, {b}); }}"
+        ]
+    lines += ["              }", "            }"]
+    lines += [
+        f"            _mm256_storeu_ps(dst + {r * o}LL, {a});"
+        f" _mm256_storeu_ps(dst + {r * o + 8}LL, {b});"
+        for r, (a, b) in enumerate(acc)
+    ]
+    return lines + ["          }"]
+
+
+def _conv_taps_dw(prog, k: Kernel) -> list[str]:
+    """A convolution's kernel gradient (``cpp/conv.py``, float32, ``O`` a multiple of 16):
+    ``dW[t] = sum_m P[q(m) + r_t]^T G[m]`` over the output rows ``m``, reading ``P`` (the
+    padded input) and ``G`` (the cotangent) in place. The lines of outputs are cut into
+    ``_DW_CHUNKS`` fixed chunks, each summed into a partial ``(T, C, O)`` (the OpenMP threads
+    take the chunks), ``_DW_LINES`` lines at a time: per tap, register tiles of 6 input x 16
+    output channels, loaded from the partial, accumulated over those lines' positions
+    (broadcasts of ``P``'s elements times ``G``'s rows) and stored back; the partials are then
+    added in order. Where the compiler does not target AVX2 and FMA, one BLAS call per line and
+    tap instead (``beta = 1`` into the chunk's partial)."""
+    node = k.nodes[0]
+    geo = node.params["conv_taps_dw"]
+    p, gbuf, y = node.params["lhs"].buf, node.params["rhs"].buf, node.buf
+    n, c, o, grid = geo["n"], geo["c"], geo["o"], geo["grid"]
+    rows, out_sp, offs = geo["rows"], geo["out_sp"], geo["offsets"]
+    nt, width = len(offs), out_sp[-1]
+    per_image = math.prod(out_sp[:-1])
+    # (fewer lines than chunks, e.g. one long 1-D signal: each line cut into segments)
+    seg = -(-_DW_CHUNKS // (n * per_image))
+    seg_w = -(-width // seg)
+    seg = -(-width // seg_w)
+    lines_n = n * per_image * seg
+    chunks = max(1, min(_DW_CHUNKS, lines_n))
+    size = nt * c * o
+    if _SIMD_HEADER not in prog.subs:
+        prog.subs.append(_SIMD_HEADER)
+    decomp = [
+        f"          const int64_t whole = seg_line / {seg}LL;",
+        f"          const int64_t x0 = (seg_line % {seg}LL) * {seg_w}LL;",
+        f"          const int64_t img = whole / {per_image}LL;",
+        f"          int64_t rest = whole % {per_image}LL, q = img * {grid}LL + x0;",
+    ]
+    for d in range(len(out_sp) - 2, -1, -1):
+        decomp += [f"          q += (rest % {out_sp[d]}LL) * {rows[d]}LL; rest /= {out_sp[d]}LL;"]
+    full, rem = divmod(c, _TILE_ROWS)
+    tiles = []
+    for c0, r in [(i * _TILE_ROWS, _TILE_ROWS) for i in range(full)] + (
+        [(full * _TILE_ROWS, rem)] if rem else []
+    ):
+        tiles += [
+            f"        {{ const int64_t c0 = {c0}LL;",
+            f"          float* __restrict dst = part + (t * {c}LL + c0) * {o}LL + jp * 16LL;",
+        ]
+        tiles += [ln.replace("{P}", p) for ln in _conv_dw_tile(r, c, o)]
+        tiles += ["        }"]
+    lines = [
+        f"  // kernel {k.index}: convolution kernel gradient, {nt} taps of ({c}, {o})",
+        "  {",
+        f"    static const int64_t offs[{nt}] = {{{', '.join(f'{r}LL' for r in offs)}}};",
+        f"    float* __restrict parts = (float*)calloc({chunks * size}ULL, sizeof(float));",
+        "    if (!parts) return 1;",
+        "    #pragma omp parallel for schedule(dynamic)"
+        f" if({n * per_image * width * size}LL >= {_PAR_DOT})",
+        f"    for (int64_t ch = 0; ch < {chunks}LL; ++ch) {{",
+        f"      float* __restrict part = parts + ch * {size}LL;",
+        f"      const int64_t l_end = (ch + 1) * {lines_n}LL / {chunks}LL;",
+        f"      for (int64_t l0 = ch * {lines_n}LL / {chunks}LL; l0 < l_end;"
+        f" l0 += {_DW_LINES}LL) {{",
+        f"        const int64_t nl = fx_imin({_DW_LINES}LL, l_end - l0);",
+        f"        int64_t qs[{_DW_LINES}], wl[{_DW_LINES}]; const float* gl[{_DW_LINES}];",
+        "        for (int64_t li = 0; li < nl; ++li) {",
+        "          const int64_t seg_line = l0 + li;",
+        *decomp,
+        f"          qs[li] = q; gl[li] = {gbuf} + (whole * {width}LL + x0) * {o}LL;",
+        f"          wl[li] = fx_imin({seg_w}LL, {width}LL - x0);",
+        "        }",
+        "#if defined(__AVX2__) && defined(__FMA__)",
+        f"        for (int64_t t = 0; t < {nt}LL; ++t) {{",
+        "        const int64_t off = offs[t];",
+        f"        for (int64_t jp = 0; jp < {o // 16}LL; ++jp) {{",
+        *tiles,
+        "        }",
+        "        }",
+        "#else",
+        f"        for (int64_t t = 0; t < {nt}LL; ++t)",
+        "          for (int64_t li = 0; li < nl; ++li)",
+        f"            fx_sgemm(101, 112, 111, {c}LL, {o}LL, wl[li], 1.0f,"
+        f" {p} + (qs[li] + offs[t]) * {c}LL, {c}LL, gl[li], {o}LL, 1.0f,"
+        f" part + t * {c * o}LL, {o}LL);",
+        "#endif",
+        "      }",
+        "    }",
+        f"    #pragma omp parallel for schedule(static) if({size * chunks}LL >= {_PAR})",
+        f"    for (int64_t i = 0; i < {size}LL; ++i) {{",
+        "      float s = parts[i];",
+        f"      for (int64_t ch = 1; ch < {chunks}LL; ++ch) s += parts[ch * {size}LL + i];",
+        f"      {y}[i] = s;",
+        "    }",
+        "    free(parts);",
+        "  }",
+    ]
+    return lines

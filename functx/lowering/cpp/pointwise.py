@@ -1,6 +1,9 @@
 """C++ pointwise kernels: one loop nest over the output, tiled and parallel when large. A local
 of the kernel (``Kernel.local_ids``) is the temporary its expression ends in, which the
-kernel's later nodes read (``Emitter.syms``); it is stored only if it has a buffer."""
+kernel's later nodes read (``Emitter.syms``); it is stored only if it has a buffer. A kernel
+whose last-axis index sits in clamps or divisions (concatenate or pad along the last axis, head
+transposes) walks that axis in pieces where the clamps are constant and runs where the divisions
+are (``_segmented``)."""
 
 from __future__ import annotations
 
@@ -171,17 +174,20 @@ def _index_exprs(vals):
     """The index expressions (load offsets, index values) of a kernel's element expressions, or
     None when a load's offset is data-dependent."""
     out, seen = [], set()
-    for e in vals:
-        for x in subexprs(e):
-            if id(x) in seen:
-                continue
-            seen.add(id(x))
-            if isinstance(x, Load):
-                if isinstance(x.offset, E):
-                    return None
-                out.append(sympy.sympify(x.offset))
-            elif isinstance(x, Idx):
-                out.append(sympy.sympify(x.expr))
+    stack = list(vals)  # (walked as a graph: shared subexpressions once, no recursion)
+    while stack:
+        x = stack.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        if isinstance(x, Load):
+            if isinstance(x.offset, E):
+                return None
+            out.append(sympy.sympify(x.offset))
+        elif isinstance(x, Idx):
+            out.append(sympy.sympify(x.expr))
+        elif isinstance(x, Op):
+            stack.extend(a for a in x.args if isinstance(a, E))
     return out
 
 
@@ -351,10 +357,11 @@ def _rewrite(e, fix, memo):
     hit = memo.get(id(e))
     if hit is not None:
         return hit[1]
-    if isinstance(e, Load):
-        out = dataclasses.replace(e, offset=fix(sympy.sympify(e.offset)))
-    elif isinstance(e, Idx):
-        out = dataclasses.replace(e, expr=fix(sympy.sympify(e.expr)))
+    if isinstance(e, (Load, Idx)):
+        field = "offset" if isinstance(e, Load) else "expr"
+        old = sympy.sympify(getattr(e, field))
+        new = fix(old)
+        out = e if new == old else dataclasses.replace(e, **{field: new})
     elif isinstance(e, Op):
         args = tuple(_rewrite(a, fix, memo) if isinstance(a, E) else a for a in e.args)
         out = e if all(a is b for a, b in zip(args, e.args)) else dataclasses.replace(e, args=args)
@@ -400,14 +407,14 @@ def _segmented(k: Kernel, shape, ivars, vals):
         )
         emo = {}
         stores = []
-        try:
+        try:  # (a deep expression: the plain loop, whose emitter walks it without recursion)
             for node, e in zip(k.nodes, vals):
                 val = em(_rewrite(e, fix, emo))
                 if node.id in k.local_ids:
                     em.syms[local_sym(node).name] = val
                 if node.buf is not None:
                     stores.append(_store(node.buf, em.offset(fix(off)), val, node.dtype))
-        except _Unresolved:
+        except (_Unresolved, RecursionError):
             return None
         if d > 1:
             body += [
