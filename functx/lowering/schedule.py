@@ -683,7 +683,7 @@ def common_values(g: Graph) -> int:
         return rep.get(id(x), x)
 
     for n in g.nodes:
-        if n.kind == "dot":
+        if n.kind == "dot" and n.params.keys() <= _PLAIN_DOT:  # (not a convolution's taps)
             for side in ("lhs", "rhs"):
                 x = n.params[side]
                 y = r(x)
@@ -737,6 +737,9 @@ def common_values(g: Graph) -> int:
 
 
 _BUFFERS = ("input", "reduce", "dot", "scatter", "dus")
+# the parameters of a plain matrix product (``lower.py``); a product with others (the C++
+# convolution's ``conv_taps``) reads its operands through them and keeps them
+_PLAIN_DOT = {"lhs", "rhs", "lhs_trans", "rhs_trans", "batch", "m", "k", "n", "precision"}
 
 
 def _value_key(n, r, keys):
