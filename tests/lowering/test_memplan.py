@@ -181,7 +181,8 @@ def _loops(jx, x, w):
 
     h, ys = lax.scan(body, x[0], x)
     h = lax.while_loop(lambda h: h.sum() < 50.0, lambda h: h * 1.5 + 0.25, h)
-    return h, ys * 2.0
+    g = lax.cond(h.sum() > 60.0, lambda h: jnp.tanh(h) @ w, lambda h: jnp.exp(-h) @ w.T, h)
+    return h, ys * 2.0, g
 
 
 def test_control_flow_sub_programs_plan_their_own_intermediates(gpu, monkeypatch):
