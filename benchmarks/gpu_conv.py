@@ -1,7 +1,8 @@
 """GPU convolutions: functx's ``jit`` (the Triton backend; convolution sums as cuDNN steps on the
 program's own channels-last buffers: functx/lowering/triton/conv.py) against ``jax.jit``, forward
 and gradient, float32, on one CUDA GPU. Self-contained:
-``PYTHONPATH=. python benchmarks/gpu_conv.py [--quick] [--profile] [--per-tap] [--complex]``.
+``PYTHONPATH=. python benchmarks/gpu_conv.py [--quick] [--profile] [--per-tap] [--complex]``
+(variants below).
 
 1. Correctness first.
    * Geometry: small convolutions of every shape the steps take (1-, 2- and 3-D; 'SAME',
@@ -27,8 +28,22 @@ depthwise kernels would be faster. Measured on an H100 (benchmarks/RESULTS.md, 1
 fused kernels take 0.342 / 0.706 ms (forward / gradient), cuDNN's 0.165 / 1.218, JAX's 2.689 /
 3.891; so the fused kernels stay (the gradient is where the time is).
 
+Variants (each checked against JAX first): ``--window-taps`` also times functx with
+``conv.WINDOW_TAPS`` (a strided data gradient with uneven padding computed by cuDNN with zero
+taps around the kernel, no copy) where a case has such a gradient, and checks the geometry rows
+it changes; ``--one-d-width`` with ``conv.ONE_D_WIDTH`` "all" and "none" (1-D as 2-D of
+width 1 or height 1 for every cuDNN call; the default: width 1 for the forward convolutions);
+``--deterministic`` with ``conv.DETERMINISTIC`` empty and for every step (cuDNN's
+deterministic algorithms; the default: for the kernel gradients, whose nondeterministic
+algorithms zero a workspace first);
+``--graph-modes`` with each CUDA-graph mode forced (copy, in place, none); ``--alternatives``
+times other cuDNN forms at the torch level (stride 2: the data gradient of ``x`` with zero taps
+against ``P``'s with the window copied out, the forward and kernel gradient with zero taps
+against the pad kernel; 1-D: height 1 against width 1, the forward as 5 shifted products).
+
 ``--profile`` prints torch.profiler tables (device kernels, per call) of functx's and JAX's
-gradients of the 3x3 and conv1d cases: the layout conversions the steps should no longer have.
+forward and gradient of the stride-2 and conv1d cases (of those ``--only`` selects), and how
+functx's programs run (kernels, host steps, graph mode).
 ``--smoke`` runs the same code on the CPU in Triton's interpreter with tiny shapes (no timings
 worth reading; a check of this script). ``--complex`` also checks complex sorts and complex
 linear algebra on the GPU against JAX.
@@ -147,7 +162,9 @@ def _steps(functx, spec, x, w, g, dn):
         return functx.grad(lambda x, w: (conv(x, w) * g).sum(), (0, 1))(x, w)
 
     closed = passes.simplify(functx.make_jaxpr(grad)(x, w, g))
-    return str(tconv.recognize_convs(closed)).count("cuDNN conv")
+    eqns = tconv.recognize_convs(closed).jaxpr.eqns
+    steps = [e.params.get("callback") for e in eqns if e.prim.name == "pure_callback"]
+    return [s for s in steps if isinstance(s, tconv.ConvStep)]
 
 
 def _inputs(spec, dtype=np.float32, seed=0):
@@ -158,11 +175,14 @@ def _inputs(spec, dtype=np.float32, seed=0):
     return rng, x, w
 
 
-def check_geometry():
-    """Every geometry of GEOMETRY through functx's jit on the GPU against JAX."""
+def check_geometry(window_taps=False):
+    """Every geometry of GEOMETRY through functx's jit on the GPU against JAX; with
+    ``window_taps``, again with ``conv.WINDOW_TAPS`` on for the rows whose data gradient keeps
+    a window of ``P``'s (uneven padding)."""
     import jax
 
     import functx
+    from functx.lowering.triton import conv as tconv
 
     jax.config.update("jax_enable_x64", True)
     functx.config.update("jax_enable_x64", True)
@@ -175,20 +195,33 @@ def check_geometry():
         y = np.asarray(jf(x, w))
         g = rng.standard_normal(y.shape).astype(dt)
         want = [y, *(np.asarray(a) for a in jg(x, w, g))]
-        ff, fg = _fns(functx, spec, dims)
-        args = [functx.device_put(a, dev) for a in (x, w, g)]
-        got = [np.asarray(ff(*args[:2])), *(np.asarray(a) for a in fg(*args))]
-        errs = [_rel(a, b) for a, b in zip(got, want)]
-        dts = {np.asarray(a).dtype for a in got} | {np.asarray(a).dtype for a in want}
         steps = _steps(functx, spec, x, w, g, dims)
-        tol = 1e-2 if dt == np.float32 else 1e-9
-        ok = max(errs) < tol and len(dts) == 1 and steps == 2
-        worst = max(worst, max(errs) if dt == np.float32 else 0.0)
-        print(
-            f"  {dims} x{xs} w{ws} strides {st} pad {pad} dil {dil} {np.dtype(dt).name}: "
-            f"max rel err {max(errs):.1e}, cuDNN steps {steps} {'ok' if ok else 'WRONG'}"
-        )
-        assert ok, (xs, ws, st, pad, dil, dims, errs, dts, steps)
+        settings = [False]
+        if window_taps and any(s.window is not None for s in steps):
+            tconv.WINDOW_TAPS = True
+            if any(s.zero for s in _steps(functx, spec, x, w, g, dims)):
+                settings.append(True)  # (a row the zero taps change)
+            tconv.WINDOW_TAPS = False
+        for taps in settings:
+            tconv.WINDOW_TAPS = taps
+            ff, fg = _fns(functx, spec, dims)
+            args = [functx.device_put(a, dev) for a in (x, w, g)]
+            got = [np.asarray(ff(*args[:2])), *(np.asarray(a) for a in fg(*args))]
+            errs = [_rel(a, b) for a, b in zip(got, want)]
+            dts = {np.asarray(a).dtype for a in got} | {np.asarray(a).dtype for a in want}
+            steps = _steps(functx, spec, x, w, g, dims)
+            tconv.WINDOW_TAPS = False
+            tol = 1e-2 if dt == np.float32 else 1e-9
+            ok = max(errs) < tol and len(dts) == 1 and len(steps) == 2
+            if taps:
+                ok = ok and any(s.zero for s in steps)
+            worst = max(worst, max(errs) if dt == np.float32 else 0.0)
+            print(
+                f"  {dims} x{xs} w{ws} strides {st} pad {pad} dil {dil} {np.dtype(dt).name}"
+                f"{' (zero taps)' if taps else ''}: max rel err {max(errs):.1e}, cuDNN steps "
+                f"{len(steps)} {'ok' if ok else 'WRONG'}"
+            )
+            assert ok, (xs, ws, st, pad, dil, dims, taps, errs, dts, len(steps))
     jax.config.update("jax_enable_x64", False)
     functx.config.update("jax_enable_x64", False)
     return worst
@@ -360,7 +393,9 @@ def triton_depthwise(torch, x, w, g, splits=128, BL=32, BC=128):
     return forward, gradient
 
 
-def run_case(name, spec, reps, inner, per_tap):
+def run_case(
+    name, spec, reps, inner, per_tap, window_taps=False, one_d_width=False, deterministic=False
+):
     import jax
     import torch
 
@@ -383,21 +418,37 @@ def run_case(name, spec, reps, inner, per_tap):
             torch.cuda.synchronize()
 
     rows = []
+    dn = _case_dn(spec)
     want = [y, *(np.asarray(a) for a in jg(*jx_args))]
-    for enabled in (True, False) if per_tap else (True,):
-        tconv.ENABLED = enabled
+    settings = [("functx", {})]
+    if window_taps and any(s.window is not None for s in _steps(functx, spec, x, w, g, dn)):
+        settings.append(("functx (zero taps)", dict(WINDOW_TAPS=True)))
+    if one_d_width and len(spec["strides"]) == 1 and not spec.get("groups"):
+        settings.append(("functx (1-D all width 1)", dict(ONE_D_WIDTH="all")))
+        settings.append(("functx (1-D all height 1)", dict(ONE_D_WIDTH="none")))
+    if deterministic:
+        settings.append(("functx (no determinism)", dict(DETERMINISTIC=frozenset())))
+        every = frozenset({"fwd", "dx", "dw"})
+        settings.append(("functx (all deterministic)", dict(DETERMINISTIC=every)))
+    if per_tap:
+        settings.append(("functx (per-tap products)", dict(ENABLED=False)))
+    knobs = ("ENABLED", "WINDOW_TAPS", "ONE_D_WIDTH", "DETERMINISTIC")
+    default = {k: getattr(tconv, k) for k in knobs}
+    for label, knobs in settings:
+        for k, v in {**default, **knobs}.items():
+            setattr(tconv, k, v)
         t0 = time.perf_counter()
         ff, fg = _fns(functx, spec)  # (new jit objects: compiled with this setting)
         got = [np.asarray(ff(*fx_args[:2])), *(np.asarray(a) for a in fg(*fx_args))]
         first = time.perf_counter() - t0
         errs = [_rel(a, b) for a, b in zip(got, want)]
-        assert max(errs) < 1e-2, (name, enabled, errs)
-        steps = _steps(functx, spec, x, w, g, _case_dn(spec))
+        assert max(errs) < 1e-2, (name, label, errs)
+        steps = len(_steps(functx, spec, x, w, g, dn))
         tf = _median_time(lambda: ff(*fx_args[:2]), fsync, reps, inner)
         tg = _median_time(lambda: fg(*fx_args), fsync, reps, inner)
-        label = "functx" if enabled else "functx (per-tap products)"
         rows.append((label, tf, tg, f"steps {steps}, first call {first:.1f}s, err {max(errs):.0e}"))
-    tconv.ENABLED = True
+    for k, v in default.items():
+        setattr(tconv, k, v)
     tf = _median_time(lambda: jf(*jx_args[:2]), jsync, reps, inner)
     tg = _median_time(lambda: jg(*jx_args), jsync, reps, inner)
     rows.append(("JAX", tf, tg, ""))
@@ -484,12 +535,39 @@ def _profile_table(label, call, sync, calls=5):
     print(table)
 
 
+def _exes(jitted):
+    """The Triton executables behind a functx ``jit`` function (its compiled entries)."""
+    found = []
+    for entry in list(jitted.cache.values()):
+        obj = entry[0]
+        for _ in range(4):  # (DeviceExecutable -> JitExecutable -> TritonExecutable)
+            if hasattr(obj, "graph_safe"):
+                break
+            obj = getattr(obj, "exe", None) or getattr(obj, "inner", None)
+        if obj is not None and hasattr(obj, "graph_safe"):
+            found.append(obj)
+    return found
+
+
+def graph_info(jitted):
+    """How a jitted function's Triton program runs: its kernels, host steps and CUDA graphs."""
+    infos = []
+    for exe in _exes(jitted):
+        states = [st if isinstance(st, str) else type(st).__name__ for st in exe._graphs.values()]
+        infos.append(
+            f"{len(exe.sites)} kernels + {len(exe.host_calls)} host steps "
+            f"({', '.join(type(c[0]).__name__ for c in exe.host_calls)}), graphs "
+            f"{exe.use_graphs}, mode {exe.graph_mode}, states {states}"
+            + (f", note {exe.graph_note}" if exe.graph_note else "")
+        )
+    return "; ".join(infos) or "no Triton program"
+
+
 def profile_case(name, spec, calls=5):
-    """torch.profiler tables (device kernels) of ``calls`` calls of functx's gradient and of
-    JAX's (CUPTI sees every kernel of the process)."""
+    """torch.profiler tables (device kernels) of ``calls`` calls of functx's forward and
+    gradient and of JAX's (CUPTI sees every kernel of the process), and how functx's programs
+    run (kernels, host steps, graphs)."""
     import jax
-    import torch
-    from torch.profiler import ProfilerActivity, profile
 
     import functx
 
@@ -499,21 +577,187 @@ def profile_case(name, spec, calls=5):
     dev = functx.devices("gpu")[0]
     fx_args = [functx.device_put(a, dev) for a in (x, w, g)]
     jx_args = [jax.device_put(a) for a in (x, w, g)]
-    _, fg = _fns(functx, spec)
-    for label, fn, args in (("functx", fg, fx_args), ("JAX", jg, jx_args)):
-        for _ in range(3):  # (compiled, captured, warm)
-            jax.block_until_ready(fn(*args)) if label == "JAX" else fn(*args)
+    ff, fg = _fns(functx, spec)
+
+    def fsync(out=None):
+        import torch
+
         torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for _ in range(calls):
-                out = fn(*args)
-            jax.block_until_ready(out) if label == "JAX" else torch.cuda.synchronize()
-        print(f"--- {name}: {label} gradient, {calls} calls")
-        print(
-            prof.key_averages().table(
-                sort_by="cuda_time_total", row_limit=12, max_name_column_width=70
-            )
-        )
+
+    def jsync(out=None):
+        jax.block_until_ready(out)
+
+    for what, f, j, n in (("forward", ff, jf, 2), ("gradient", fg, jg, 3)):
+        _profile_table(f"{name}: functx {what}", lambda: f(*fx_args[:n]), fsync, calls)
+        print(f"  functx {what} program: {graph_info(f)}")
+        _profile_table(f"{name}: JAX {what}", lambda: j(*jx_args[:n]), jsync, calls)
+
+
+def graph_modes(name, spec, reps, inner):
+    """functx's forward and gradient with each CUDA-graph mode forced (copy: the arguments
+    copied into the graph's buffers; in place: the graph reads them where they lie; none:
+    direct launches), ms per call: ``{mode: (forward, gradient)}``."""
+    import torch
+
+    import functx
+
+    rng, x, w = _inputs(spec)
+    dev = functx.devices("gpu")[0]
+    ff, fg = _fns(functx, spec)
+    fx_args = [functx.device_put(a, dev) for a in (x, w)]
+    g = rng.standard_normal(np.shape(ff(*fx_args))).astype(np.float32)
+    fx_args.append(functx.device_put(g, dev))
+
+    def fsync(out=None):
+        torch.cuda.synchronize()
+
+    times = {}
+    for mode in ("copy", "in place", "none"):
+        row = []
+        for f, n in ((ff, 2), (fg, 3)):
+            for exe in _exes(f):
+                exe.use_graphs = mode != "none"
+                exe.graph_mode = mode if mode != "none" else exe.graph_mode
+                exe._graphs = {}
+            row.append(_median_time(lambda: f(*fx_args[:n]), fsync, reps, inner))
+        times[mode] = tuple(row)
+    return times
+
+
+def torch_alternatives(torch, name, spec, reps, inner):
+    """Other ways cuDNN could compute a case's steps, timed at the torch level on channels-last
+    tensors (each checked against the first form of its row): ``[(label, ms)]``. Stride 2 with
+    uneven 'SAME' padding (low 0, high 1): the data gradient of the padded input ``P`` with the
+    window copied out (the step's form) against the data gradient of ``x`` itself with one zero
+    tap in front of each axis and symmetric padding 1 (cuDNN writes ``x``'s shape: no scratch,
+    no copy, 16/9 of the taps); the same trick for the forward and the kernel gradient against
+    the pad kernel. A 1-D convolution: height 1 ``(N, C, 1, L)`` against width 1 ``(N, C, L,
+    1)``, and the forward as 5 accumulated products of shifted rows."""
+    F = torch.nn.functional
+    dev = torch.device("cuda" if _gpu() else "cpu")
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = True
+    torch.backends.cuda.matmul.allow_tf32 = True
+    rng, x, w = _inputs(spec)
+    nd = len(spec["strides"])
+    cl = torch.channels_last
+
+    def sync(out=None):
+        torch.cuda.synchronize()
+
+    def t(fn):
+        return _median_time(fn, sync, reps, inner) * 1e3
+
+    def close(a, b):
+        a, b = a.double(), b.double()
+        return float((a - b).abs().max() / b.abs().max().clamp_min(1e-30))
+
+    rows = []
+    if nd == 2 and spec["strides"] == (2, 2) and spec["pad"] == "SAME":
+        xt = torch.from_numpy(x).to(dev).permute(0, 3, 1, 2)  # (channels-last view)
+        wt = torch.from_numpy(w).to(dev).permute(3, 2, 0, 1).contiguous(memory_format=cl)
+        n, c, h, wd = xt.shape
+        if h % 2 or wd % 2 or wt.shape[-1] != 3:
+            return rows
+        w4 = F.pad(wt, (1, 0, 1, 0)).contiguous(memory_format=cl)  # (a zero tap in front)
+        g = F.conv2d(F.pad(xt, (0, 1, 0, 1)), wt, None, 2)
+        g = torch.randn_like(g).contiguous(memory_format=cl)
+
+        def dx_window():
+            p = torch.empty((n, c, h + 1, wd + 1), device=dev).contiguous(memory_format=cl)
+            gx = torch.ops.aten.convolution_backward(
+                g, p, wt, None, (2, 2), (0, 0), (1, 1), False, (0, 0), 1, (True, False, False)
+            )[0]
+            out = torch.empty_like(xt).contiguous(memory_format=cl)
+            out.copy_(gx[:, :, :h, :wd])
+            return out
+
+        def dx_taps():
+            return torch.ops.aten.convolution_backward(
+                g, xt, w4, None, (2, 2), (1, 1), (1, 1), False, (0, 0), 1, (True, False, False)
+            )[0]
+
+        def fwd_pad():
+            p = F.pad(xt, (0, 1, 0, 1)).contiguous(memory_format=cl)
+            return F.conv2d(p, wt, None, 2)
+
+        def fwd_taps():
+            return F.conv2d(xt, w4, None, 2, 1)
+
+        def dw_pad():
+            p = F.pad(xt, (0, 1, 0, 1)).contiguous(memory_format=cl)
+            return torch.ops.aten.convolution_backward(
+                g, p, wt, None, (2, 2), (0, 0), (1, 1), False, (0, 0), 1, (False, True, False)
+            )[1]
+
+        def dw_taps():
+            return torch.ops.aten.convolution_backward(
+                g, xt, w4, None, (2, 2), (1, 1), (1, 1), False, (0, 0), 1, (False, True, False)
+            )[1][:, :, 1:, 1:]
+
+        for label, a, b in (
+            ("data gradient: P's, window copied / zero taps, x's", dx_window, dx_taps),
+            ("forward: pad kernel + conv / zero taps on x", fwd_pad, fwd_taps),
+            ("kernel gradient: pad kernel + wgrad / zero taps on x", dw_pad, dw_taps),
+        ):
+            err = close(b(), a())
+            rows.append((f"{label} (err {err:.0e})", t(a), t(b)))
+    if nd == 1:
+        xt = torch.from_numpy(x).to(dev)  # (N, L, C)
+        wt = torch.from_numpy(w).to(dev)  # (K, C, O)
+        k = wt.shape[0]
+        if spec["pad"] != "SAME" or k % 2 == 0 or spec.get("groups"):
+            return rows
+        pad = (k - 1) // 2
+        x_h = xt.unsqueeze(1).permute(0, 3, 1, 2)  # (N, C, 1, L) channels-last
+        x_w = xt.unsqueeze(2).permute(0, 3, 1, 2)  # (N, C, L, 1) channels-last
+        w_h = wt.permute(2, 1, 0).unsqueeze(2).contiguous(memory_format=cl)  # (O, C, 1, K)
+        w_w = wt.permute(2, 1, 0).unsqueeze(3).contiguous(memory_format=cl)  # (O, C, K, 1)
+        g_h = F.conv2d(x_h, w_h, None, 1, (0, pad))
+        g_h = torch.randn_like(g_h).contiguous(memory_format=cl)
+        g_w = g_h.permute(0, 1, 3, 2)
+        both = (True, True, False)
+
+        def f_h():
+            return F.conv2d(x_h, w_h, None, 1, (0, pad))
+
+        def f_w():
+            return F.conv2d(x_w, w_w, None, 1, (pad, 0)).permute(0, 1, 3, 2)
+
+        def b_h():
+            return torch.ops.aten.convolution_backward(
+                g_h, x_h, w_h, None, (1, 1), (0, pad), (1, 1), False, (0, 0), 1, both
+            )[0]
+
+        def b_w():
+            return torch.ops.aten.convolution_backward(
+                g_w, x_w, w_w, None, (1, 1), (pad, 0), (1, 1), False, (0, 0), 1, both
+            )[0].permute(0, 1, 3, 2)
+
+        n, length, c = xt.shape
+        xp = F.pad(xt, (0, 0, pad, pad))  # (N, L + K - 1, C)
+
+        xp_flat = xp.reshape(-1, c)
+        rows_out = xp_flat.shape[0] - (k - 1)
+
+        def f_mm():  # (rows of P: the K - 1 rows past each sequence's end are discarded)
+            acc = xp_flat[:rows_out] @ wt[0]
+            for j in range(1, k):
+                acc.addmm_(xp_flat[j : j + rows_out], wt[j])
+            full = torch.cat([acc, acc.new_zeros(k - 1, acc.shape[1])])
+            return full.view(n, length + k - 1, -1)[:, :length]
+
+        def f_h_nlc():
+            return f_h().permute(0, 2, 3, 1).reshape(n, length, -1)
+
+        for label, a, b in (
+            ("forward: height 1 / width 1", f_h, f_w),
+            ("both gradients: height 1 / width 1", b_h, b_w),
+            ("forward: height 1 / 5 shifted products", f_h_nlc, f_mm),
+        ):
+            err = close(b(), a())
+            rows.append((f"{label} (err {err:.0e})", t(a), t(b)))
+    return rows
 
 
 def check_complex():
@@ -573,6 +817,19 @@ def main():
     ap.add_argument("--smoke", action="store_true", help="tiny shapes, Triton's interpreter")
     ap.add_argument("--profile", action="store_true", help="kernel tables of two gradients")
     ap.add_argument("--per-tap", action="store_true", help="also time the per-tap products")
+    ap.add_argument(
+        "--window-taps", action="store_true", help="also time conv.WINDOW_TAPS (uneven pads)"
+    )
+    ap.add_argument(
+        "--one-d-width", action="store_true", help="also time other conv.ONE_D_WIDTH values"
+    )
+    ap.add_argument("--deterministic", action="store_true", help="also time conv.DETERMINISTIC")
+    ap.add_argument(
+        "--graph-modes", action="store_true", help="time functx with each CUDA-graph mode forced"
+    )
+    ap.add_argument(
+        "--alternatives", action="store_true", help="time other cuDNN forms at the torch level"
+    )
     ap.add_argument("--only", default="", help="comma-separated case-name prefixes")
     args = ap.parse_args()
     if args.quick:
@@ -595,7 +852,7 @@ def main():
     print(f"GPU convolutions, float32: {gpu}; torch {torch.__version__}")
     t0 = time.perf_counter()
     print("geometry against JAX (forward, input and kernel gradients; 2 cuDNN steps each):")
-    check_geometry()
+    check_geometry(args.window_taps)
     print(f"  all equal to JAX within tolerance ({time.perf_counter() - t0:.0f}s)")
     from functx.lowering.triton import conv as tconv
 
@@ -607,7 +864,16 @@ def main():
     for name, spec in CASES.items():
         if only and not any(name.startswith(s) for s in only):
             continue
-        rows = run_case(name, spec, args.reps, args.inner, args.per_tap)
+        rows = run_case(
+            name,
+            spec,
+            args.reps,
+            args.inner,
+            args.per_tap,
+            args.window_taps,
+            args.one_d_width,
+            args.deterministic,
+        )
         name = name if not args.smoke else f"{name} (smoke: {spec['x']})"
         jf, jg = next((r[1], r[2]) for r in rows if r[0] == "JAX")
         print(f"{name}: kernel {spec['w']}, strides {spec['strides']}, {spec['pad']}")
@@ -616,6 +882,16 @@ def main():
                 f"  {label:26s} forward {tf * 1e3:8.3f} ({tf / jf:5.2f}x)"
                 f"  gradient {tg * 1e3:8.3f} ({tg / jg:5.2f}x)  {note}"
             )
+        if args.graph_modes and _gpu():
+            for mode, (tf, tg) in graph_modes(name, spec, args.reps, args.inner).items():
+                label = f"functx, graphs {mode}"
+                print(
+                    f"  {label:26s} forward {tf * 1e3:8.3f} ({tf / jf:5.2f}x)"
+                    f"  gradient {tg * 1e3:8.3f} ({tg / jg:5.2f}x)"
+                )
+        if args.alternatives and _gpu():
+            for label, ta, tb in torch_alternatives(torch, name, spec, args.reps, args.inner):
+                print(f"  torch: {label}: {ta:.3f} / {tb:.3f} ms")
     if args.smoke:  # (Triton's interpreter takes minutes per step of the CNN)
         print("CNN SGD step: not run with --smoke")
     elif not args.quick and (not only or "cnn" in only):
@@ -626,8 +902,9 @@ def main():
             f"call {first:.1f}s; loss and updates within {err:.0e} of JAX's"
         )
     if args.profile and _gpu():
-        for name in ("conv3x3 (8,64,64,64)", "conv1d w5 (16,1024,256)"):
-            profile_case(name, CASES[name])
+        for name in ("conv3x3/2 (32,32,32,128)", "conv1d w5 (16,1024,256)"):
+            if not only or any(name.startswith(s) for s in only):
+                profile_case(name, CASES[name])
     if args.complex:
         check_complex()
 

@@ -283,7 +283,7 @@ def functx_case(functx, args, workload, per, n, put, sync, rec, state):
         rec["t_plain"] = timeit(lambda: plain(p, *b), sync, args.steps)
         hg = host_and_gpu_time(lambda: plain(p, *b), args.platform, args.steps)
         rec.update({k + "_plain": v for k, v in hg.items()})
-    else:
+    elif not args.no_reduction:
         rec.update(reduction_alone(functx, mesh, params, put, sync, args))
     if n == max(args.gpus) and n > 1 and args.overlap:
         rec["overlap"] = overlap_sweep(functx, dp, p, b, sync, args)
@@ -651,7 +651,7 @@ def launch(lib, args, path, timeout):
         "--steps", str(args.steps), "--gpus", ",".join(map(str, args.gpus)),
         "--overlap", args.overlap, *(["--profile"] if args.profile else []),
         "--ctas", args.ctas, "--dpsgd-per-gpu", args.dpsgd_per_gpu,
-        "--gpt-per-gpu", args.gpt_per_gpu,
+        "--gpt-per-gpu", args.gpt_per_gpu, *(["--no-reduction"] if args.no_reduction else []),
         "--workloads", ",".join(args.workloads), "--out", path,
     ]  # fmt: skip
     script = os.path.abspath(__file__)
@@ -798,6 +798,11 @@ def main():
         "--gpt-per-gpu",
         default="",
         help="the GPT block's batches (sequences) per GPU to run (e.g. 16,64; default: --size's)",
+    )
+    ap.add_argument(
+        "--no-reduction",
+        action="store_true",
+        help="functx: skip timing the reduction alone at n > 1 (a shorter run)",
     )
     ap.add_argument("--worker", default=None)
     ap.add_argument("--out", default=None)

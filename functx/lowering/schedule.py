@@ -29,12 +29,14 @@ expressions each kernel builds).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
+import sympy
 
 from functx.lowering import loopir
-from functx.lowering.loopir import Acc, Graph, Load, Sym, sym, unclamped
+from functx.lowering.loopir import Acc, FloorDiv, Graph, Load, ModI, Node, Sym, sym, unclamped
 
 
 class NotRowAligned(Exception):
@@ -336,6 +338,7 @@ def _depth_cuts(g: Graph) -> set:
 
 
 def schedule(g: Graph) -> list[Kernel]:
+    common_values(g)  # (first: what is computed twice is read, not scheduled)
     consumers: dict[int, int] = {}
     for n in g.nodes:
         for i in n.inputs:
@@ -533,6 +536,307 @@ def _syms(e) -> set:
         elif isinstance(x, Load) and isinstance(x.offset, loopir.E):
             todo.append(x.offset)
     return out
+
+
+def in_order(e, ivars, shape) -> bool:
+    """Whether ``e``, the element at ``ivars`` of an array of ``shape``, loads another buffer's
+    element at the same flat position. The offset is simplified with the loop's bounds first:
+    ``i // c`` is 0 and ``i % c`` is ``i`` where ``i < c``, and ``k*(a % c) + k*c*(a // c)`` is
+    ``k*a`` (how a reshape through a unit axis, or through split axes, indexes its operand)."""
+    if not isinstance(e, Load) or isinstance(e.offset, loopir.E):
+        return False
+    ext = {v: n for v, n in zip(ivars, shape)}
+    unit = {v: 0 for v, n in ext.items() if n == 1}
+    off = _simplify(sympy.sympify(e.offset).subs(unit), ext)
+    want = loopir.flat_offset(ivars, shape).subs(unit)
+    return sympy.expand(off - want) == 0
+
+
+def _bounds(e, ext) -> tuple:
+    """An interval holding every value of the index expression ``e`` when each loop variable
+    ``v`` lies in ``[0, ext[v])`` (``(-inf, inf)`` where not known)."""
+    inf = math.inf
+    if e.is_Integer:
+        return (int(e), int(e))
+    if e.is_Symbol:
+        return (0, ext[e] - 1) if e in ext else (-inf, inf)
+    if e.is_Add or e.is_Mul:
+        out = (0, 0) if e.is_Add else (1, 1)
+        for a in e.args:
+            lo, hi = _bounds(a, ext)
+            if e.is_Add:
+                out = (out[0] + lo, out[1] + hi)
+            else:
+                ps = [0 if 0 in (x, y) else x * y for x in out for y in (lo, hi)]
+                out = (min(ps), max(ps))
+        return out
+    if isinstance(e, (FloorDiv, ModI)) and e.args[1].is_Integer and int(e.args[1]) > 0:
+        c = int(e.args[1])
+        lo, hi = _bounds(e.args[0], ext)
+        if isinstance(e, ModI):
+            return (lo, hi) if 0 <= lo and hi < c else (0, c - 1)
+        return (lo // c if lo != -inf else lo, hi // c if hi != inf else hi)
+    return (-inf, inf)
+
+
+def _simplify(e, ext):
+    """``e`` with the divisions and remainders its bounds decide folded (see ``in_order``)."""
+    if not isinstance(e, sympy.Basic) or e.is_Atom:
+        return e
+    args = [_simplify(a, ext) for a in e.args]
+    if isinstance(e, (FloorDiv, ModI)):
+        a, c = args
+        if c.is_Integer and int(c) > 0:
+            lo, hi = _bounds(a, ext)
+            if 0 <= lo and hi < int(c):
+                return sympy.Integer(0) if isinstance(e, FloorDiv) else a
+            if isinstance(e, FloorDiv) and isinstance(a, FloorDiv) and a.args[1].is_Integer:
+                return FloorDiv(a.args[0], a.args[1] * c)  # (a // b) // c = a // (b c)
+        return e.func(a, c)
+    e = e.func(*args)
+    if e.is_Add:
+        return _merge_div_mod(e)
+    return e
+
+
+def _merge_div_mod(e):
+    """``k*(a % c) + k*c*(a // c) + ...`` as ``k*a + ...``, as often as it applies."""
+    terms = [t.as_coeff_Mul() for t in sympy.Add.make_args(e)]
+    changed = True
+    while changed:
+        changed = False
+        for i, (k, core) in enumerate(terms):
+            if not isinstance(core, ModI) or not core.args[1].is_Integer:
+                continue
+            a, c = core.args
+            div = (
+                FloorDiv(a.args[0], a.args[1] * c)
+                if isinstance(a, FloorDiv) and a.args[1].is_Integer
+                else FloorDiv(a, c)
+            )
+            j = next((j for j, t in enumerate(terms) if t == (k * c, div)), None)
+            if j is None:
+                continue
+            terms = [t for n, t in enumerate(terms) if n not in (i, j)] + [(k, a)]
+            changed = True
+            break
+    return sympy.Add(*(k * core for k, core in terms))
+
+
+# --- values computed twice ------------------------------------------------------------------
+class _Own(KernelCtx):
+    """Every node read as a load of its own (``o<n>``, the node ``self.read[o<n>]``): one
+    node's expression in terms of the nodes it reads."""
+
+    def __init__(self):
+        super().__init__()
+        self.read: dict = {}
+
+    def lookup(self, node, idx):
+        name = f"o{id(node)}"
+        self.read[name] = node
+        return Load(node.dtype, name, loopir.flat_offset(idx, node.shape))
+
+
+# the primitives whose nodes may hold another node's elements in the same order
+_LAYOUT_PRIMS = frozenset(
+    {"reshape", "squeeze", "expand_dims", "broadcast_in_dim", "transpose", "copy", "copy_p"}
+)
+
+
+def _squeezed(shape) -> tuple:
+    return tuple(d for d in shape if d != 1)
+
+
+def _unit_map(shape) -> dict:
+    """The loop variables of ``shape`` renamed to those of its squeezed shape (``u0, u1, ...``),
+    the ones along unit axes to 0."""
+    out, k = {}, 0
+    for d, n in enumerate(shape):
+        if n == 1:
+            out[sym(f"i{d}")] = sympy.Integer(0)
+        else:
+            out[sym(f"i{d}")] = sym(f"u{k}")
+            k += 1
+    return out
+
+
+def common_values(g: Graph) -> int:
+    """Make each node that computes what an earlier node computes an in-order view of that node,
+    and point matrix products at the nodes their operands repeat; returns how many nodes it
+    rewrote. Two nodes compute the same when their shapes agree but for unit axes and they
+    apply the same operation (a pointwise expression, a matrix product, a reduction) to the same
+    values at the same positions. A per-example gradient (``vmap(grad)``) computes the forward
+    pass with a unit batch axis, and a step reporting its loss computes it again without: the
+    second one becomes reads of the first.
+
+    Values are compared through representatives: a node holding another one's elements in the
+    same order (a reshape, a unit axis added) stands for it. Only nodes whose kind, dtype,
+    squeezed shape and operands' representatives agree build their expressions to compare."""
+    rep: dict[int, Node] = {}  # id(node) -> the node it repeats
+    first: dict = {}  # signature -> the first node with it (its key is built when needed)
+    seen: dict = {}  # (signature, key) -> the node that computed it first
+    keys: dict[int, object] = {}
+    rewritten, redirected = 0, False
+
+    def r(x):
+        return rep.get(id(x), x)
+
+    for n in g.nodes:
+        if n.kind == "dot":
+            for side in ("lhs", "rhs"):
+                x = n.params[side]
+                y = r(x)
+                if y is not x and (y.kind in _BUFFERS or (y.kind == "pointwise" and y.fn)):
+                    if y.kind == "pointwise":
+                        y.params["realize"] = True
+                    n.params[side] = y
+                    n.inputs = [y if i is x else i for i in n.inputs]
+                    redirected = True
+        if n.kind not in ("pointwise", "dot", "reduce") or (
+            n.kind == "pointwise" and (not n.fn or not n.inputs)
+        ):
+            continue  # (a constant or an index costs nothing to compute again)
+        if n.kind == "pointwise" and n.prim in _LAYOUT_PRIMS and len(n.inputs) == 1:
+            src = n.inputs[0]
+            if src.size == n.size and np.dtype(src.dtype) == np.dtype(n.dtype):
+                ivars, ctx = loopir.loop_vars(len(n.shape)), _Own()
+                try:
+                    e = n.fn(ivars, ctx)
+                except Exception:  # (an expression only a kernel can build: not a view)
+                    e = None
+                if isinstance(e, Load) and ctx.read.get(e.buf) is src:
+                    if in_order(e, ivars, n.shape):
+                        rep[id(n)] = r(src)
+                        continue
+        # (scalar constants read are compared by value, in the keys)
+        ins = tuple(id(r(i)) for i in n.inputs if not _scalar_const(i))
+        sig = (n.kind, np.dtype(n.dtype).str, _squeezed(n.shape), ins)
+        m = first.setdefault(sig, n)
+        if m is n:
+            continue
+        if id(m) not in keys and (k := _value_key(m, r, keys)) is not None:
+            seen.setdefault((sig, k), m)
+        key = _value_key(n, r, keys)
+        if key is None:
+            continue
+        m = seen.setdefault((sig, key), n)
+        if m is n:
+            continue
+        _make_view(n, m)
+        rep[id(n)] = r(m)
+        rewritten += 1
+    if rewritten or redirected:
+        read_by_dots = {
+            id(x) for d in g.nodes if d.kind == "dot" for x in (d.params["lhs"], d.params["rhs"])
+        }
+        for n in g.nodes:
+            if id(n) in rep and n.params.get("realize") and id(n) not in read_by_dots:
+                del n.params["realize"]  # (its product reads the node it repeats)
+    return rewritten
+
+
+_BUFFERS = ("input", "reduce", "dot", "scatter", "dus")
+
+
+def _value_key(n, r, keys):
+    """A key equal for two nodes exactly when they compute the same values (see
+    ``common_values``); None when there is none (accumulators, unknown parameters)."""
+    if id(n) in keys:
+        return keys[id(n)]
+    umap = _unit_map(n.shape)
+    memo: dict = {}
+    ctx = _Own()
+
+    def index(x):
+        x = sympy.sympify(x).subs(umap) if umap else x
+        return sympy.expand(x)
+
+    def ek(e):
+        hit = memo.get(id(e))
+        if hit is not None:
+            return hit
+        if isinstance(e, loopir.Const):
+            v = np.asarray(e.value)
+            out = ("C", np.dtype(e.dtype).str, v.dtype.str, v.tobytes())
+        elif isinstance(e, loopir.Idx):
+            out = ("I", np.dtype(e.dtype).str, index(e.expr))
+        elif isinstance(e, Load):
+            src = ctx.read.get(e.buf)
+            if src is None:
+                raise _NoKey  # (a load the node's expression makes itself)
+            if _scalar_const(src):
+                out = ("K", ek(src.fn((sympy.Integer(0),) * len(src.shape), ctx)))
+            else:
+                off = ek(e.offset) if isinstance(e.offset, loopir.E) else index(e.offset)
+                out = ("L", np.dtype(e.dtype).str, id(r(src)), off)
+        elif isinstance(e, loopir.Op):
+            args = tuple(ek(a) if isinstance(a, loopir.E) else _param(a) for a in e.args)
+            out = ("O", np.dtype(e.dtype).str, e.name, args)
+        else:
+            raise _NoKey
+        memo[id(e)] = out
+        return out
+
+    try:
+        if n.kind == "pointwise":
+            key = ("p", ek(n.fn(loopir.loop_vars(len(n.shape)), ctx)))
+        elif n.kind == "dot":
+            ps = n.params
+            key = ("d", id(r(ps["lhs"])), id(r(ps["rhs"]))) + tuple(
+                (k, _param(v)) for k, v in sorted(ps.items()) if k not in ("lhs", "rhs")
+            )
+        else:
+            ps, x = n.params, n.params["operand"]
+            kept = [a for a in range(len(x.shape)) if x.shape[a] != 1]
+            axes = tuple(kept.index(a) for a in ps["axes"] if a in kept)
+            key = ("r", id(r(x)), axes, _squeezed(x.shape)) + tuple(
+                (k, _param(v)) for k, v in sorted(ps.items()) if k not in ("operand", "axes")
+            )
+        hash(key)
+    except Exception:  # (_NoKey, unhashable parameters, an expression only a kernel builds)
+        key = None
+    key = None if key is None else (np.dtype(n.dtype).str, _squeezed(n.shape), key)
+    keys[id(n)] = key
+    return key
+
+
+def _scalar_const(x) -> bool:
+    return x.kind == "pointwise" and x.fn is not None and not x.inputs and x.size == 1
+
+
+class _NoKey(Exception):
+    pass
+
+
+def _param(v):
+    """A parameter as part of a key (values that are no plain data: no key; floats by their
+    bits, so that -0.0 and 0.0 differ)."""
+    if isinstance(v, np.generic):
+        return (v.dtype.str, v.tobytes())
+    if isinstance(v, float):
+        return ("float", v.hex())
+    if isinstance(v, (int, str, bool, type(None))):
+        return (type(v).__name__, v)
+    if isinstance(v, tuple):
+        return tuple(_param(a) for a in v)
+    if isinstance(v, np.dtype):
+        return v.str
+    raise _NoKey
+
+
+def _make_view(n, m):
+    """Turn ``n`` into a read of ``m`` (same squeezed shape) at the same position."""
+    n_axes = [d for d, k in enumerate(n.shape) if k != 1]
+    m_axes = [d for d, k in enumerate(m.shape) if k != 1]
+    where = dict(zip(m_axes, n_axes))
+    nd = len(m.shape)
+
+    def fn(idx, ctx):
+        return m.load([idx[where[d]] if d in where else sympy.Integer(0) for d in range(nd)], ctx)
+
+    keep = {"realize": True} if n.params.get("realize") else {}
+    n.kind, n.fn, n.inputs, n.params = "pointwise", fn, [m], keep
 
 
 def describe(kernels) -> str:

@@ -68,6 +68,11 @@ def test_conv2d_forward_and_gradients_as_cudnn_steps():
     # steps read x, the data-gradient step writes x's gradient (a forward convolution of the
     # cotangent with the reversed taps), no pad or crop kernel around them
     got = sorted((s.kind, s.io[0], s.io[3], s.flip(), s.first) for s in found)
+    # the forward step gives the (N, H, W, O) result itself (the reshape after the sum folded:
+    # no copy kernel into the program's output)
+    assert [s.shaped for s in found if s.kind == "fwd"] == [True]
+    # the kernel operands are the taps' own (T, C, O) stack transposed (one read per element)
+    assert [s.whole for s in found if s.kind != "dw"] == [True, True]
     assert got == [
         ("dw", (5, 6), (1, 1), False, False),
         ("dx", (5, 6), (1, 1), True, False),
@@ -94,6 +99,25 @@ def test_strided_dilated_convs_default_mode():
         # a grouped convolution (batched products) keeps its per-tap products
         kwg = dict(kw1, feature_group_count=3)
         _check((1, 6, 3), (2, 1, 3), kwg, np.float32, 1e-4, steps=0)
+
+
+def test_uneven_padding_data_gradient_by_zero_taps(monkeypatch):
+    # conv.WINDOW_TAPS: a data gradient whose crop keeps a window of P's gradient (uneven
+    # padding) computes the window itself, with zero taps around the kernel's and symmetric
+    # padding: a stride-2 'SAME' 3x3 on an even image (pads (0, 1)) is a 4x4 kernel with one
+    # zero tap in front per axis and padding 1; a stride-1 'SAME' width 4 (pads (1, 2)) reverses
+    # the taps (a forward convolution of the cotangent), the zero tap then behind
+    from functx.lowering.triton import conv
+
+    monkeypatch.setattr(conv, "WINDOW_TAPS", True)
+    kw = dict(window_strides=(2, 2), padding="SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    (dx,) = [s for s in _check((2, 6, 8, 3), (3, 3, 3, 4), kw, np.float64, 1e-12) if s.kind == "dx"]
+    assert (dx.k, dx.zero, dx.window, dx.io, dx.flip()) == (
+        (4, 4), ((1, 1), (0, 0)), None, ((6, 8), (0, 0), (6, 8), (1, 1)), False
+    )  # fmt: skip
+    kw = dict(window_strides=(1,), padding="SAME", dimension_numbers=("NWC", "WIO", "NWC"))
+    (dx,) = [s for s in _check((2, 9, 3), (4, 3, 2), kw, np.float64, 1e-12) if s.kind == "dx"]
+    assert (dx.k, dx.zero, dx.io[3], dx.flip()) == ((5,), ((1,), (0,)), (2,), True)
 
 
 def test_conv1d_as_2d_and_uneven_padding():
@@ -155,8 +179,19 @@ def test_cudnn_format_of_the_steps_views():
         img = step._view(flat, 2, 3, (5, 6))
         w = step._view(torch.empty(3 * 3 * 2), 3, 3, (1, 2))
         assert cudnn_format(torch, img, img, w) == fmt
-        one_d = step._view(flat, 2, 3, (30,))  # (a 1-D convolution: height 1)
-        assert one_d.shape == (2, 3, 1, 30) and cudnn_format(torch, one_d, one_d, one_d) == fmt
+        one_d = step._view(flat, 2, 3, (30,))  # (a 1-D forward convolution: width 1)
+        assert one_d.shape == (2, 3, 30, 1) and cudnn_format(torch, one_d, one_d, one_d) == fmt
+        step.kind = "dw"  # (a kernel gradient: height 1, conv.ONE_D_WIDTH)
+        assert step._view(flat, 2, 3, (30,)).shape == (2, 3, 1, 30)
     nchw = torch.empty(2, 3, 5, 6)
     assert cudnn_format(torch, nchw, nchw.to(memory_format=cl), nchw) is None  # (mixed)
     assert cudnn_format(torch, torch.empty(2, 1, 5, 6), nchw, nchw) is None  # (C = 1: either)
+
+
+def test_long_sum_of_products_is_no_conv():
+    # a sum of 1,500 products is walked without recursion (no RecursionError) and left alone
+    from functx.lowering.triton.conv import recognize_convs
+
+    xs = [np.ones((2, 2), np.float32)] * 1500
+    closed = functx.make_jaxpr(lambda *xs: sum(x @ x for x in xs))(*xs)
+    assert recognize_convs(closed) is closed

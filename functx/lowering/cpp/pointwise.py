@@ -4,12 +4,13 @@ kernel's later nodes read (``Emitter.syms``); it is stored only if it has a buff
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import sympy
 
 from functx.lowering.cpp.emit import _PAR, Emitter, _decompose, _store
-from functx.lowering.loopir import E, Load, flat_offset, subexprs, sym
+from functx.lowering.loopir import E, FloorDiv, Idx, Load, ModI, Op, flat_offset, subexprs, sym
 from functx.lowering.schedule import Kernel, KernelCtx, local_sym
 
 _PAR_ITEMS = 64  # a pointwise loop is split into at least this many parallel items...
@@ -64,6 +65,11 @@ def render(prog, k: Kernel):
     tiles = 1
     if n_outer < _PAR_ITEMS and last >= 2 * _TILE:
         tiles = min(-(-_PAR_ITEMS // n_outer), last // _TILE)
+    if tiles == 1 and nd >= 2 and (n_outer >= _PAR_ITEMS or n < _PAR):
+        split = _segmented(k, shape, ivars, vals)
+        if split is not None:
+            prog.body += lines + split
+            return
     tile = -(-last // tiles)
     tile = -(-tile // 64) * 64
     tiles = -(-last // tile)
@@ -155,3 +161,279 @@ def _tiled(k: Kernel, shape, ivars, d, hoist, em, stores):
     lines += ["  " + ln for ln in em.lines] + ["        " + s for s in stores]
     lines += ["      }", "    }", "  }"]
     return lines
+
+
+# --- the last axis cut where its index clamps and divisions change ---------------------------
+_SEGMENTS_MAX = 8  # at most this many pieces of the last axis (each is the loop body once more)
+
+
+def _index_exprs(vals):
+    """The index expressions (load offsets, index values) of a kernel's element expressions, or
+    None when a load's offset is data-dependent."""
+    out, seen = [], set()
+    for e in vals:
+        for x in subexprs(e):
+            if id(x) in seen:
+                continue
+            seen.add(id(x))
+            if isinstance(x, Load):
+                if isinstance(x.offset, E):
+                    return None
+                out.append(sympy.sympify(x.offset))
+            elif isinstance(x, Idx):
+                out.append(sympy.sympify(x.expr))
+    return out
+
+
+def _shift(a, iv):
+    """``k`` where ``a`` is ``iv + k`` with ``k`` an integer, else None."""
+    k = sympy.expand(a - iv)
+    return int(k) if k.is_Integer else None
+
+
+def _cuts(exprs, iv, last):
+    """The divisor ``D`` and the cut points of the last axis (``iv`` in ``[0, last)``) between
+    which every clamp of ``iv`` (``Max``/``Min`` of ``iv + k`` and a constant, as pad and
+    concatenate read) is constant and every ``(iv + k) / d``, ``(iv + k) % d`` is a run of ``d``
+    (``k`` a multiple of ``d``, ``D`` the least common multiple of the divisors, every cut a
+    multiple of ``D``); None when the expressions hold another use of ``iv`` in those forms or
+    have none of them."""
+    divs, cuts, found = [], {0, last}, False
+    for ex in exprs:
+        if iv not in ex.free_symbols:
+            continue
+        for sub in sympy.preorder_traversal(ex):
+            if isinstance(sub, (FloorDiv, ModI)) and iv in sub.args[0].free_symbols:
+                if not sub.args[1].is_Integer or int(sub.args[1]) <= 0:
+                    return None
+                divs.append(int(sub.args[1]))
+                found = True
+            elif isinstance(sub, (sympy.Max, sympy.Min)) and iv in sub.free_symbols:
+                consts = [int(a) for a in sub.args if a.is_Integer]
+                if len(consts) != 1 or len(sub.args) != 2:
+                    return None
+                shifts = _leaf_shifts(next(a for a in sub.args if not a.is_Integer), iv)
+                if shifts is None:
+                    return None
+                for kk in shifts:
+                    cuts.add(consts[0] - kk + (0 if isinstance(sub, sympy.Max) else 1))
+                found = True
+    if not found:
+        return None
+    d = math.lcm(*divs) if divs else 1
+    cuts = sorted(c for c in cuts if 0 <= c <= last)
+    if last % d or any(c % d for c in cuts) or len(cuts) - 1 > _SEGMENTS_MAX:
+        return None
+    return d, cuts
+
+
+def _leaf_shifts(a, iv):
+    """The ``k`` of each ``iv + k`` that ``a`` (nested ``Max``/``Min`` of such terms and
+    constants) takes its value from, or None for another form."""
+    if isinstance(a, (sympy.Max, sympy.Min)):
+        out = set()
+        for x in a.args:
+            if x.is_Integer:
+                continue
+            sub = _leaf_shifts(x, iv)
+            if sub is None:
+                return None
+            out |= sub
+        return out
+    kk = _shift(a, iv)
+    return None if kk is None else {kk}
+
+
+def _bounds(e, iv, lo, hi):
+    """An interval holding the integer index expression ``e`` for ``iv`` in ``[lo, hi]`` (the
+    other loop variables non-negative), or None where unknown."""
+    inf = math.inf
+    if e.is_Integer:
+        return (int(e), int(e))
+    if e == iv:
+        return (lo, hi)
+    if e.is_Symbol:
+        return (0, inf) if e.is_nonnegative else None
+    if e.is_Add or e.is_Mul:
+        parts = [_bounds(a, iv, lo, hi) for a in e.args]
+        if None in parts:
+            return None
+        if e.is_Add:
+            return (sum(p[0] for p in parts), sum(p[1] for p in parts))
+        out = (1, 1)
+        for p in parts:
+            prods = [0 if 0 in (x, y) else x * y for x in out for y in p]
+            out = (min(prods), max(prods))
+        return out
+    if isinstance(e, (sympy.Max, sympy.Min)):
+        parts = [_bounds(a, iv, lo, hi) for a in e.args]
+        if None in parts:
+            return None
+        pick = max if isinstance(e, sympy.Max) else min
+        return (pick(p[0] for p in parts), pick(p[1] for p in parts))
+    if isinstance(e, (FloorDiv, ModI)) and e.args[1].is_Integer:
+        b = _bounds(e.args[0], iv, lo, hi)
+        d = int(e.args[1])
+        if b is None or b[0] < 0:
+            return None
+        if isinstance(e, ModI):
+            return (0, d - 1)
+        return (b[0] // d, b[1] // d if b[1] != inf else inf)
+    return None
+
+
+class _Unresolved(Exception):
+    pass
+
+
+def _resolve(e, iv, lo, hi, memo):
+    """``e`` for ``iv`` in ``[lo, hi]``: each ``Max``/``Min`` holding ``iv`` replaced by the
+    argument that is the extremum all over the interval (_Unresolved when none is)."""
+    if iv not in e.free_symbols or e.is_Atom:
+        return e
+    hit = memo.get(e)
+    if hit is not None:
+        return hit
+    args = [_resolve(a, iv, lo, hi, memo) for a in e.args]
+    if isinstance(e, (sympy.Max, sympy.Min)):
+        bs = [_bounds(a, iv, lo, hi) for a in args]
+        if None in bs:
+            raise _Unresolved
+        is_max = isinstance(e, sympy.Max)
+        out = None
+        for a, b in zip(args, bs):
+            if all(
+                (b[0] >= o[1]) if is_max else (b[1] <= o[0])
+                for a2, o in zip(args, bs)
+                if a2 is not a
+            ):
+                out = a
+                break
+        if out is None:
+            raise _Unresolved
+    else:
+        out = e.func(*args)
+    memo[e] = out
+    return out
+
+
+def _strip(e, iv, d, outer, inner, lo, hi, memo):
+    """``e`` (clamps resolved) with ``iv = d * outer + inner`` (``inner`` in ``[0, d)``): each
+    ``(iv + k) / m`` becomes ``(d / m) * outer + k / m`` (plus ``inner / m``) and each
+    ``(iv + k) % m`` ``inner % m`` (_Unresolved when ``m`` does not divide ``d`` or ``k``, or
+    ``iv + k`` may be negative)."""
+    if iv not in e.free_symbols:
+        return e
+    hit = memo.get(e)
+    if hit is not None:
+        return hit
+    if e == iv:
+        out = d * outer + inner if d > 1 else iv
+    elif isinstance(e, (FloorDiv, ModI)):
+        m = int(e.args[1])
+        kk = _shift(e.args[0], iv)
+        b = _bounds(e.args[0], iv, lo, hi)
+        if kk is None or d % m or kk % m or b is None or b[0] < 0:
+            raise _Unresolved
+        if isinstance(e, ModI):
+            out = inner if m == d else ModI(inner, m)
+        else:
+            out = (d // m) * outer + kk // m + (FloorDiv(inner, m) if m < d else 0)
+    else:
+        out = e.func(*[_strip(a, iv, d, outer, inner, lo, hi, memo) for a in e.args])
+    memo[e] = out
+    return out
+
+
+def _rewrite(e, fix, memo):
+    """The element expression ``e`` with ``fix`` applied to its index expressions (the same
+    objects where nothing changes, so that shared subexpressions stay shared)."""
+    hit = memo.get(id(e))
+    if hit is not None:
+        return hit[1]
+    if isinstance(e, Load):
+        out = dataclasses.replace(e, offset=fix(sympy.sympify(e.offset)))
+    elif isinstance(e, Idx):
+        out = dataclasses.replace(e, expr=fix(sympy.sympify(e.expr)))
+    elif isinstance(e, Op):
+        args = tuple(_rewrite(a, fix, memo) if isinstance(a, E) else a for a in e.args)
+        out = e if all(a is b for a, b in zip(args, e.args)) else dataclasses.replace(e, args=args)
+    else:
+        out = e
+    memo[id(e)] = (e, out)
+    return out
+
+
+def _segmented(k: Kernel, shape, ivars, vals):
+    """The loop nest of a pointwise kernel whose last-axis index ``iv`` sits in clamps or
+    divisions (a concatenate along the last axis of head-transposed pieces: the GPT block's
+    gradient of its fused q/k/v product, ``(4, 256, 1152)`` from three ``(4, 6, 256, 64)``
+    pieces): the last axis cut where the clamps change (``_cuts``), each piece in runs of the
+    divisor, so that every load is a plain affine read in the vectorised loop instead of a
+    gather through clamped divisions. Each element is computed by the same expression as in the
+    plain loop (clamps resolved where they are constant). None when the kernel has no such
+    index or it does not resolve."""
+    iv = ivars[-1]
+    exprs = _index_exprs(vals)
+    if exprs is None:
+        return None
+    last = shape[-1]
+    plan = _cuts(exprs, iv, last)
+    if plan is None:
+        return None
+    d, cuts = plan
+    outer_v, inner_v = sym(f"{iv}o"), sym(f"{iv}i")
+    off = flat_offset(ivars, shape)
+    hoist = Emitter("    ", prefix="h")
+    body = []
+    for s0, s1 in zip(cuts, cuts[1:]):
+        if s0 == s1:
+            continue
+        rmemo, smemo = {}, {}
+
+        def fix(x, s0=s0, s1=s1, rmemo=rmemo, smemo=smemo):
+            x = _resolve(x, iv, s0, s1 - 1, rmemo)
+            return _strip(x, iv, d, outer_v, inner_v, s0, s1 - 1, smemo)
+
+        em = Emitter("        " if d > 1 else "      ").hoisting(
+            hoist, [outer_v, inner_v] if d > 1 else [iv]
+        )
+        emo = {}
+        stores = []
+        try:
+            for node, e in zip(k.nodes, vals):
+                val = em(_rewrite(e, fix, emo))
+                if node.id in k.local_ids:
+                    em.syms[local_sym(node).name] = val
+                if node.buf is not None:
+                    stores.append(_store(node.buf, em.offset(fix(off)), val, node.dtype))
+        except _Unresolved:
+            return None
+        if d > 1:
+            body += [
+                f"    for (int64_t {outer_v} = {s0 // d}LL; {outer_v} < {s1 // d}LL;"
+                f" ++{outer_v}) {{",
+                "      #pragma omp simd",
+                f"      for (int64_t {inner_v} = 0; {inner_v} < {d}LL; ++{inner_v}) {{",
+                *em.lines,
+                *["        " + s for s in stores],
+                "      }",
+                "    }",
+            ]
+        else:
+            body += [
+                "    #pragma omp simd",
+                f"    for (int64_t {iv} = {s0}LL; {iv} < {s1}LL; ++{iv}) {{",
+                *em.lines,
+                *["      " + s for s in stores],
+                "    }",
+            ]
+    outer = shape[:-1]
+    n_outer = math.prod(outer)
+    lines = [
+        f"  // (the last axis cut at {cuts[1:-1]}, in runs of {d})",
+        f"  #pragma omp parallel for schedule(static) if({n_outer}LL * {last}LL >= {_PAR})",
+        f"  for (int64_t o = 0; o < {n_outer}LL; ++o) {{",
+    ]
+    lines += ["    " + s for s in _decompose([str(v) for v in ivars[:-1]], outer, "o")]
+    return lines + hoist.lines + body + ["  }"]

@@ -26,17 +26,26 @@ conversion kernels and device copies around the calls, 40% of the 3x3 gradient's
 * every channels-last buffer is a channels-last torch view (``ConvStep``: torch's own
   ``(N, C, spatial...)`` order over the ``(N, spatial..., C)`` memory), a 1-D convolution a 2-D
   one of height 1 (torch has no channels-last format for 3-D tensors and made NCW copies);
-* the kernel operand is written by the program in cuDNN's order, ``(O, T, C)`` (the transpose
-  joins the kernel that stacks the taps), and the "dw" result is read back from it;
+* the kernel operand is written by the program in cuDNN's order, ``(O, T, C)``: the transpose of
+  the ``(T, C, O)`` stack ``_conv.py`` cuts the taps from (``_kernel_stack``; one read per
+  element), and the "dw" result is read back from it;
+* a 1-D convolution's forward calls see it as cuDNN's 2-D one of width 1, its backward calls
+  (the strided data gradient, the kernel gradient) of height 1 (``ONE_D_WIDTH``: cuDNN's
+  fastest of each on an H200); the kernel gradients ask for deterministic algorithms
+  (``DETERMINISTIC``; the others zero a workspace first and were slower for the conv1d);
 * padding: when ``P`` is a zero ``pad`` of the input with the same padding on both sides of each
   axis (``'SAME'`` with an odd kernel), the "fwd"/"dw" steps read the input itself and cuDNN pads
   (the pad kernel goes: ``ConvStep.unpad``); when the "dx" result's only use crops it (the
   transpose of that pad), the step computes the cropped window (the input's gradient) instead,
-  with uneven padding (a stride-2 'SAME') by copying it out of ``P``'s gradient (no crop kernel);
+  with uneven padding (a stride-2 'SAME') by copying it out of cuDNN's gradient of ``P`` (one
+  copy, no crop kernel), or with ``WINDOW_TAPS`` as the gradient of the window itself, the
+  kernel given zero taps around its own (``ConvStep.zero_taps``: cuDNN's padding is symmetric);
 * on a GPU the forward convolution, and the stride-1 input gradient as a forward convolution of
   the cotangent with the reversed taps, write the program's buffer themselves
-  (``cudnn_convolution.out``); a strided input gradient and the kernel gradient come from
-  ``convolution_backward`` and are copied in (same layout: one copy).
+  (``cudnn_convolution.out``; a channels-last forward gives the ``(N, out..., O)`` array the
+  program reshapes its sum to, so the program's output is that buffer: no copy kernel); a
+  strided input gradient and the kernel gradient come from ``convolution_backward`` and are
+  copied in (same layout: one copy; torch's ``cudnn_convolution_transpose.out`` is a copy too).
 
 On an H100 (benchmarks/RESULTS.md, 11:35 UTC) the 3x3 gradient's cuDNN kernels then take about
 JAX's time (63 us per call against 66; the reversed-taps forward convolution 17 us against XLA's
@@ -68,6 +77,22 @@ from functx.transforms import passes
 #: whether ``compile_triton`` rewrites the sums (benchmarks/gpu_conv.py turns it off to time the
 #: per-tap products)
 ENABLED = True
+#: whether a channels-last data-gradient step with uneven padding (a stride-2 'SAME') computes
+#: the input's gradient itself with zero taps (``ConvStep.zero_taps``) rather than ``P``'s, then
+#: copied out (channels-first steps: not, after an H200 run gave a wrong gradient for the NCHW
+#: stride-2 geometry row that the CPU's torch computes right; cause not found)
+WINDOW_TAPS = False
+#: which cuDNN calls see a 1-D convolution as a 2-D one of width 1 (``(N, C, L, 1)``) rather
+#: than of height 1 (``(N, C, 1, L)``, torch's own choice for ``conv1d``): "conv" (the forward
+#: convolutions: the "fwd" steps and the stride-1 data gradients), "all" or "none". Measured on
+#: an H200 (gpu_conv.py, (16, 1024, 256) width 5, 256 -> 256): cuDNN's forward 0.034 ms at
+#: width 1 against 0.043 at height 1, its two gradients 0.135 against 0.122
+ONE_D_WIDTH = "conv"
+#: the steps ("fwd", "dx", "dw") that ask cuDNN for deterministic algorithms (its autotuner then
+#: skips the kernel gradients that accumulate with atomics, whose workspace a kernel zeroes
+#: first; on an H200 the conv1d gradient took 0.122 ms so against 0.134, the 3x3 forward 0.032
+#: against 0.027)
+DETERMINISTIC = frozenset({"dw"})
 
 _ADDS = ("add", "add_any")
 _FLOATS = frozenset(np.dtype(d) for d in (np.float16, np.float32, np.float64)) | {
@@ -119,6 +144,9 @@ class ConvStep:
         "io",
         "first",
         "window",
+        "shaped",
+        "zero",
+        "whole",
         "__weakref__",
     )
 
@@ -150,6 +178,16 @@ class ConvStep:
         #: spatial axis, when the step writes that window (the crop after it folded: ``_crop``)
         #: but cuDNN's padding cannot stand for ``P``'s (uneven pads); None otherwise
         self.window = None
+        #: for a channels-last "fwd": whether the result is ``(N, out..., O)`` (the reshape
+        #: after the sum folded: the program's output buffer is then the step's own, no copy
+        #: kernel) rather than ``(N * out, O)``
+        self.shaped = False
+        #: zero taps added before and after the kernel's on each spatial axis (``zero_taps``;
+        #: ``k`` counts them), else None
+        self.zero = None
+        #: whether the kernel operand is built from the ``(T, C, O)`` stack the taps' kernels
+        #: are rows of (``_kernel_stack``: one read per element) rather than from the taps
+        self.whole = False
 
     def unpad(self, shape_sp, lo):
         """Use the array that ``P`` zero-pads by ``lo`` (low side, per spatial axis; spatial
@@ -169,6 +207,38 @@ class ConvStep:
         self.io = (tuple(shape_sp), tuple(start), tuple(length), tuple(pads))
         return True
 
+    def zero_taps(self):
+        """Make a "dx" step that keeps a window of ``P``'s gradient (``window``) compute the
+        window itself: the data gradient of the window-shaped input of a convolution whose
+        kernel has zero taps around its own and symmetric padding (the window's position in
+        ``P`` then in the taps; cuDNN writes the result: no scratch buffer, no copy). With
+        window ``[lo, lo + size)`` of ``P``, tap ``j`` at ``base + s i + d j``: ``z`` zero taps in
+        front and padding ``p = d z + lo - base`` put window index ``m`` at ``s i + d (j + z) -
+        p``; zero taps behind and torch's output padding fill up to ``size``. Not when the
+        output padding cannot be cuDNN's (not below the stride) or the taps would more than
+        double. Returns whether it does."""
+        lo, size = self.window
+        zlo, zhi, pads, k2 = [], [], [], []
+        for b, s, d, n, k, low, m in zip(
+            self.base, self.strides, self.dilation, self.out_sp, self.k, lo, size
+        ):
+            r0 = m - (n - 1) * s - d * (k - 1) - 1 + 2 * (low - b)
+            z = max(0, -((low - b) // d), -(r0 // d))  # (ceilings of (b - low) / d, -r0 / d)
+            r = r0 + d * z
+            z2, op = divmod(r, d)
+            if op >= s:
+                return False
+            zlo.append(z)
+            zhi.append(z2)
+            pads.append(d * z + low - b)
+            k2.append(z + k + z2)
+        if math.prod(k2) > 2 * math.prod(self.k):
+            return False
+        self.k, self.zero = tuple(k2), (tuple(zlo), tuple(zhi))
+        self.io = (tuple(size), (0,) * len(size), tuple(size), tuple(pads))
+        self.window = None
+        return True
+
     def flip(self):
         """Whether a "dx" step is a forward convolution of ``G`` with the reversed taps (stride
         1: cuDNN then writes the program's buffer itself)."""
@@ -185,7 +255,11 @@ class ConvStep:
     def out_shape(self):
         n, t = self.p_shape[0], len(self.offsets)
         if self.kind == "fwd":
-            return (n, self.o, *self.out_sp) if self.first else (n * math.prod(self.out_sp), self.o)
+            if self.first:
+                return (n, self.o, *self.out_sp)
+            return (
+                (n, *self.out_sp, self.o) if self.shaped else (n * math.prod(self.out_sp), self.o)
+            )
         if self.kind == "dx":
             sp = self.io[0] if self.window is None else self.window[1]
             return (n, self.c, *sp) if self.first else (n, *sp, self.c)
@@ -217,33 +291,40 @@ class ConvStep:
 
     def _nchw(self, t):
         if not self.first:
-            return _nc(t)
-        return t.unsqueeze(2) if t.dim() == 3 else t
+            return _nc(t, self.width())
+        return t.unsqueeze(3 if self.width() else 2) if t.dim() == 3 else t
 
-    def _keep_window(self, buf, out):
-        """Copy the part of the taps' reach (``io``) inside ``window`` from ``buf`` (``P``'s
-        gradient, valid over the reach only) into ``out`` (the window), zeros elsewhere."""
-        shape, start, length, _ = self.io
+    def _keep_window(self, reach, out):
+        """Copy the part of the taps' reach (``io``) inside ``window`` from ``reach`` (``P``'s
+        gradient over the reach: torch's ``(N, C, spatial...)`` view, 1-D as 2-D, as
+        ``_image`` gives) into ``out`` (the window, flat), zeros elsewhere."""
+        _, start, _, _ = self.io
         lo, size = self.window
-        n, c, sp = self.p_shape[0], self.c, 2 if self.first else 1
-        src = buf.view(n, c, *shape) if self.first else buf.view(n, *shape, c)
-        dst = out.view(n, c, *size) if self.first else out.view(n, *size, c)
+        dst = self._view(out, self.p_shape[0], self.c, size)
+        axes = [2 if self.width() else 3] if len(size) == 1 else range(2, 2 + len(size))
         full = True
-        for ax, (b, m, w0, ws) in enumerate(zip(start, length, lo, size)):
-            a, e = max(b, w0), min(b + m, w0 + ws)
+        for ax, b, w0, ws in zip(axes, start, lo, size):
+            a, e = max(b, w0), min(b + reach.shape[ax], w0 + ws)
             if e <= a:  # (the taps reach none of the window)
                 out.zero_()
                 return
             full = full and a == w0 and e == w0 + ws
-            src = src.narrow(ax + sp, a, e - a)
-            dst = dst.narrow(ax + sp, a - w0, e - a)
+            reach = reach.narrow(ax, a - b, e - a)
+            dst = dst.narrow(ax, a - w0, e - a)
         if not full:
             out.zero_()
-        dst.copy_(src)
+        dst.copy_(reach)
 
     def _params(self):
         """(stride, padding, dilation) for torch, 1-D as 2-D."""
-        return _lift(self.strides, 1), _lift(self.io[3], 0), _lift(self.dilation, 1)
+        wd = self.width()
+        return _lift(self.strides, 1, wd), _lift(self.io[3], 0, wd), _lift(self.dilation, 1, wd)
+
+    def width(self):
+        """Whether a 1-D step is cuDNN's 2-D convolution of width 1 (``ONE_D_WIDTH``)."""
+        if ONE_D_WIDTH == "all":
+            return True
+        return ONE_D_WIDTH == "conv" and (self.kind == "fwd" or self.flip())
 
     def torch(self, ins, outs):
         """The convolution on the flat tensors ``ins`` into ``outs`` (cuDNN on a GPU)."""
@@ -251,37 +332,49 @@ class ConvStep:
 
         n, k = self.p_shape[0], self.k
         stride, pad, dil = self._params()
-        with _conv_flags(torch, ins[0], self.tf32):
+        det = self.kind in DETERMINISTIC
+        with _conv_flags(torch, ins[0], self.tf32, det):
             if self.kind == "fwd":
                 x = self._image(ins[0])
                 w = self._view(ins[1], self.o, self.c, k)
                 y = self._view(outs[0], n, self.o, self.out_sp)
-                _conv_into(torch, y, x, w, stride, pad, dil, self.tf32)
+                _conv_into(torch, y, x, w, stride, pad, dil, self.tf32, det)
                 return
             if self.kind == "dx":
                 g = self._view(ins[0], n, self.o, self.out_sp)
                 shape, start, length, _ = self.io
-                if self.window is not None:  # (P's gradient in a scratch buffer first)
-                    buf = outs[0].new_empty(n * math.prod(shape) * self.c)
-                elif tuple(length) != tuple(shape):  # (the taps reach part of it: zeros)
-                    buf = outs[0].zero_()
-                else:
-                    buf = outs[0]
-                dx = self._image(buf)
-                if self.flip():
+                if self.flip():  # (cuDNN's forward convolution writes the buffer itself)
+                    if self.window is not None:  # (P's gradient in a scratch buffer first)
+                        buf = outs[0].new_empty(n * math.prod(shape) * self.c)
+                    elif tuple(length) != tuple(shape):  # (the taps reach part of it: zeros)
+                        buf = outs[0].zero_()
+                    else:
+                        buf = outs[0]
+                    dx = self._image(buf)
                     w = self._view(ins[1], self.c, self.o, k)
                     pad2 = [(kk - 1) * d - p for kk, d, p in zip(k, self.dilation, self.io[3])]
-                    pad2 = _lift(pad2, 0)
-                    _conv_into(torch, dx, g, w, stride, pad2, dil, self.tf32)
-                else:
-                    w = self._view(ins[1], self.o, self.c, k)
-                    mask = [True, False, False]
-                    gx = torch.ops.aten.convolution_backward(
-                        g, dx, w, None, stride, pad, dil, False, [0] * len(stride), 1, mask
-                    )[0]
+                    pad2 = _lift(pad2, 0, self.width())
+                    _conv_into(torch, dx, g, w, stride, pad2, dil, self.tf32, det)
+                    if self.window is not None:
+                        self._keep_window(dx, outs[0])
+                    return
+                # a strided data gradient: cuDNN's, in a tensor of its own (torch has no
+                # "out" form of it), copied once into the result or its window
+                w = self._view(ins[1], self.o, self.c, k)
+                if self.window is None:
+                    if tuple(length) != tuple(shape):  # (the taps reach part of it: zeros)
+                        outs[0].zero_()
+                    dx = self._image(outs[0])
+                else:  # (P's shape and layout for torch; cuDNN writes a tensor of its own)
+                    dx = self._image(outs[0].new_empty(n * math.prod(shape) * self.c))
+                mask = [True, False, False]
+                gx = torch.ops.aten.convolution_backward(
+                    g, dx, w, None, stride, pad, dil, False, [0] * len(stride), 1, mask
+                )[0]
+                if self.window is None:
                     dx.copy_(gx)
-                if self.window is not None:
-                    self._keep_window(buf, outs[0])
+                else:
+                    self._keep_window(gx, outs[0])
                 return
             x = self._image(ins[0])
             g = self._view(ins[1], n, self.o, self.out_sp)
@@ -301,12 +394,12 @@ class ConvStep:
         return [out.numpy().reshape(self.out_shape())]
 
 
-def _nc(t):
+def _nc(t, width=False):
     """A channels-last tensor ``(A, spatial..., B)`` as torch's ``(A, B, spatial...)`` view; one
-    spatial axis gets a unit height first (a 2-D channels-last view: torch's 3-D tensors have no
-    channels-last format)."""
+    spatial axis gets a unit height first, or with ``width`` a unit width after it (a 2-D
+    channels-last view: torch's 3-D tensors have no channels-last format)."""
     if t.dim() == 3:
-        t = t.unsqueeze(1)
+        t = t.unsqueeze(2 if width else 1)
     return t.movedim(-1, 1)
 
 
@@ -316,9 +409,11 @@ _CUDNN_OUT = True
 CUDNN_OUT_ERROR = None
 
 
-def _lift(v, unit):
-    """A 1-D convolution's parameter for its 2-D form (height 1 first)."""
-    return (unit, *v) if len(v) == 1 else tuple(v)
+def _lift(v, unit, width=False):
+    """A 1-D convolution's parameter for its 2-D form (height 1 first, or width 1 last)."""
+    if len(v) != 1:
+        return tuple(v)
+    return (*v, unit) if width else (unit, *v)
 
 
 def cudnn_format(torch, out, x, w):
@@ -334,7 +429,7 @@ def cudnn_format(torch, out, x, w):
     return fmt if all(t.is_contiguous(memory_format=fmt) for t in (x, w)) else None
 
 
-def _conv_into(torch, out, x, w, stride, pad, dil, tf32):
+def _conv_into(torch, out, x, w, stride, pad, dil, tf32, det=False):
     """``out[...] = conv(x, w)``: on a GPU, cuDNN writes ``out`` itself when the three share a
     memory format (no conversion, no copy: ``cudnn_format``); otherwise torch's convolution and
     one copy."""
@@ -343,7 +438,7 @@ def _conv_into(torch, out, x, w, stride, pad, dil, tf32):
         if cudnn_format(torch, out, x, w) is not None:
             try:
                 torch.ops.aten.cudnn_convolution.out(
-                    x, w, pad, stride, dil, 1, True, False, bool(tf32), out=out
+                    x, w, pad, stride, dil, 1, True, det, bool(tf32), out=out
                 )
                 return
             except Exception as e:  # (a torch without it: its own convolution from now on)
@@ -353,19 +448,19 @@ def _conv_into(torch, out, x, w, stride, pad, dil, tf32):
 
 
 @contextlib.contextmanager
-def _conv_flags(torch, t, tf32):
+def _conv_flags(torch, t, tf32, det=False):
     """cuDNN's TF32 switch as the products have it, and its autotuner (as XLA autotunes its
     convolutions), for the call only."""
     if t.device.type != "cuda":
         yield
         return
     c = torch.backends.cudnn
-    prev = (c.allow_tf32, c.benchmark)
-    c.allow_tf32, c.benchmark = bool(tf32), True
+    prev = (c.allow_tf32, c.benchmark, c.deterministic)
+    c.allow_tf32, c.benchmark, c.deterministic = bool(tf32), True, det
     try:
         yield
     finally:
-        c.allow_tf32, c.benchmark = prev
+        c.allow_tf32, c.benchmark, c.deterministic = prev
 
 
 def _grid(offsets):
@@ -416,12 +511,14 @@ class _Graph:
         return e if e is not None and e.prim.name == name else None
 
     def terms(self, e):
-        """The operands of the ``add`` chain rooted at ``e`` (inner adds used once, flattened)."""
-        out = []
-        for v in e.invars:
+        """The operands of the ``add`` chain rooted at ``e`` (inner adds used once, flattened),
+        left to right; walked with a stack (a chain may be thousands of adds long)."""
+        out, todo = [], list(reversed(e.invars))
+        while todo:
+            v = todo.pop()
             inner = None if type(v) is Literal else self.prod.get(v.id)
             if inner is not None and inner.prim.name in _ADDS and len(self.uses[v.id]) == 1:
-                out += self.terms(inner)
+                todo.extend(reversed(inner.invars))
             else:
                 out.append(v)
         return out
@@ -591,8 +688,8 @@ def _crop(g, e, step):
     else:
         return None
     win = u.outvars[0].aval.shape[1:-1]
-    if not step.unpad(win, lo):  # (uneven padding: P's gradient, then the window copied out)
-        step.window = (tuple(lo), tuple(win))
+    if not step.unpad(win, lo):  # (uneven padding: P's gradient, then the window copied out,
+        step.window = (tuple(lo), tuple(win))  # or the window itself with zero taps: _match)
     return u
 
 
@@ -614,6 +711,17 @@ def _channels_first_ct(g, ct, n, out_sp, nd):
     if shape[:-1] != (n, *out_sp):
         return None
     return _channels_first_in(g, r.invars[0], nd)
+
+
+def _only_use(g, v, name):
+    """The equation named ``name`` (a plain ``reshape``, when so named) that is ``v``'s only
+    use, else None."""
+    us = g.uses[v.id]
+    if len(us) != 1 or us[0] is None or us[0].prim.name != name:
+        return None
+    if name == "reshape" and us[0].params.get("dimensions") is not None:
+        return None
+    return us[0]
 
 
 def _channels_first_out(g, v, nd, reshaped=None):
@@ -668,6 +776,10 @@ def _match(g, e):
                 step.first = True
                 skip = g.uses[e.outvars[0].id]  # (the reshape between)
                 return step, [x_cf], [f[2] for f in found], y_cf, skip
+            r = _only_use(g, e.outvars[0], "reshape")
+            if r is not None and tuple(r.outvars[0].aval.shape) == (n, *out_sp, o):
+                step.shaped = True  # (the step gives the reshaped result: no copy kernel)
+                return step, [x], [f[2] for f in found], r, [e]
             return step, [x], [f[2] for f in found], e, []
         if kind == "dx":
             p_shape = e.outvars[0].aval.shape
@@ -686,6 +798,8 @@ def _match(g, e):
             if ct_cf is not None and dx_cf is not None:
                 step.first = True
                 return step, [ct_cf], [f[2] for f in found], dx_cf, [crop] if crop else []
+            if step.window is not None and WINDOW_TAPS:  # (channels-last only: below)
+                step.zero_taps()
             return step, [info["ct"]], [f[2] for f in found], at, []
         slots = [f[2] for f in found]
         t = e.outvars[0].aval.shape[0]
@@ -706,15 +820,55 @@ def _match(g, e):
     return None
 
 
+def _kernel_stack(g, kernels):
+    """The ``(T, C, O)`` array whose rows ``kernels`` (the taps' ``(C, O)`` kernels in the grid's
+    order) are, each a ``reshape`` of a unit ``slice`` of it (``_conv.py`` cuts the taps out of
+    such a stack), else None: the step's kernel operand is then that array transposed, one read
+    per element (the concatenation of the taps read every tap for each element: on an H200 the
+    (128, 9, 128) kernel operand of the stride-2 case took 11 us)."""
+    whole = None
+    for t, k in enumerate(kernels):
+        r = g.eqn(k, "reshape")
+        if r is None or r.params.get("dimensions") is not None:
+            return None
+        s = g.eqn(r.invars[0], "slice")
+        if s is None or type(s.invars[0]) is Literal:
+            return None
+        v = s.invars[0]
+        whole = v if whole is None else whole
+        shape = tuple(v.aval.shape)
+        if v.id != whole.id or len(shape) != 3 or shape[0] != len(kernels):
+            return None
+        if shape[1:] != tuple(k.aval.shape) or tuple(s.params["start_indices"]) != (t, 0, 0):
+            return None
+        if tuple(s.params["limit_indices"]) != (t + 1, *shape[1:]):
+            return None
+        if any(x != 1 for x in s.params.get("strides") or ()):
+            return None
+    return whole
+
+
 def _emit(step, operands, kernels):
     """The step's equation and the program's side of its layouts (``ConvStep``): the taps'
     ``(C, O)`` kernels stacked in the kernel operand's layout (``ConvStep.kernel_layout``), and
     a "dw" result read back as the ``(T, C, O)`` stack in the slots' order."""
     args = list(operands)
     if step.kind != "dw":
-        ks = kernels[::-1] if step.flip() else kernels
-        stack = [ops.reshape(k, (1,) + tuple(tracing.get_aval(k).shape)) for k in ks]
-        stack = ops.concatenate(stack, 0)  # (T, C, O)
+        if step.whole:  # (the taps' own stack: one read per element, no concatenation)
+            stack = ops.rev(kernels[0], (0,)) if step.flip() else kernels[0]
+        else:
+            ks = kernels[::-1] if step.flip() else kernels
+            stack = [ops.reshape(k, (1,) + tuple(tracing.get_aval(k).shape)) for k in ks]
+            stack = ops.concatenate(stack, 0)  # (T, C, O)
+        if step.zero is not None:  # (zero taps around the kernel's: ``zero_taps``)
+            zlo, zhi = step.zero
+            if step.flip():
+                zlo, zhi = zhi, zlo
+            k = [kk - a - b for kk, a, b in zip(step.k, zlo, zhi)]
+            stack = ops.reshape(stack, (*k, step.c, step.o))
+            cfg = [(a, b, 0) for a, b in zip(zlo, zhi)] + [(0, 0, 0)] * 2
+            stack = ops.pad(stack, np.zeros((), step.dtype), cfg)
+            stack = ops.reshape(stack, (math.prod(step.k), step.c, step.o))
         args.append(ops.transpose(stack, step.kernel_layout()))
     (out,) = callbacks.pure_callback_p.bind(
         *args,
@@ -759,6 +913,11 @@ def recognize_convs(closed: ClosedJaxpr) -> ClosedJaxpr:
         if len(us) == 1 and us[0] is not None and us[0].prim.name in _ADDS:
             continue  # (an inner add of a longer chain)
         m = _match(g, e)
+        if m is not None and m[0].kind != "dw":
+            whole = _kernel_stack(g, m[2])
+            if whole is not None:
+                m[0].whole = True
+                m = (m[0], m[1], [whole], *m[3:])
         if m is not None:
             found[id(e)] = m
     if not found:
