@@ -137,6 +137,7 @@ def _both(monkeypatch, f, args):
     """``f``'s jitted results and executable with the plan; the results of the same program
     compiled without it are equal to the bit."""
     monkeypatch.setattr(program, "PLAN_MEMORY", True)
+    monkeypatch.setattr(program, "PLAN_MIN_BYTES", 0)  # (these programs are small)
     comp = functx.jit(f).lower(*args).compile()
     exe, closed = _executable(comp)
     leaves = functx.tree_util.tree_leaves(args)
@@ -181,7 +182,16 @@ def _loops(jx, x, w):
 
     h, ys = lax.scan(body, x[0], x)
     h = lax.while_loop(lambda h: h.sum() < 50.0, lambda h: h * 1.5 + 0.25, h)
-    return h, ys * 2.0
+    g = lax.cond(h.sum() > 60.0, lambda h: jnp.tanh(h) @ w, lambda h: jnp.exp(-h) @ w.T, h)
+    return h, ys * 2.0, g
+
+
+def test_small_programs_keep_an_allocation_per_intermediate(gpu):
+    x = functx.device_put(np.ones((4, 8), np.float32), gpu)
+    f = functx.jit(lambda x: functx.numpy.exp(x).sum(0) * functx.numpy.tanh(x).max(0))
+    exe, _ = _executable(f.lower(x).compile())
+    assert "_mem" not in exe.source and not exe.memory_plans
+    assert exe.source.count("torch.empty(") >= 2
 
 
 def test_control_flow_sub_programs_plan_their_own_intermediates(gpu, monkeypatch):

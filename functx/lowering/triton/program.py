@@ -100,6 +100,9 @@ DEFAULT_BLOCKS = Blocks()  # what ``compile_triton`` uses when given no blocks (
 # whether host functions place their intermediates in one planned arena (``memplan.py``); False:
 # a ``torch.empty`` each, all live until the function returns (tests compare the two)
 PLAN_MEMORY = True
+# ... where the plan saves at least this many bytes: a small program keeps its ``torch.empty``
+# lines (an arena and its slices cost as much host time per call as the allocations they replace)
+PLAN_MIN_BYTES = 1 << 20
 
 
 # The kernel kinds of ``schedule.py`` and their renderers: ``render(prog, k)`` adds kernel ``k``'s
@@ -363,19 +366,23 @@ class TritonProgram:
                 out[o] = (site, ok)
         return out
 
-    def _allocations(self, name: str, temps, body: list[str]) -> list[str]:
+    def _allocations(self, name: str, temps, body: list[str], plan: bool = True) -> list[str]:
         """The lines binding the intermediates ``temps`` (``(buffer, elements, dtype)``): with
         ``PLAN_MEMORY``, slices of one arena laid out by ``memplan.plan`` over the host code
-        ``body`` (the plan is kept in ``self.root.memory_plans[name]``), else a ``torch.empty``
-        each."""
-        if not PLAN_MEMORY or len(temps) < 2 or len(temps) > memplan.MAX_BUFFERS:
+        ``body`` (the plan is kept in ``self.root.memory_plans[name]``) where that saves at
+        least ``PLAN_MIN_BYTES``, else a ``torch.empty`` each."""
+        if not (plan and PLAN_MEMORY) or len(temps) < 2 or len(temps) > memplan.MAX_BUFFERS:
             return [
                 f"    {b} = torch.empty({n}, dtype=torch.{torch_dtype_name(dt)}, device=dev)"
                 for b, n, dt in temps
             ]
-        stmts = memplan.statements(body)
         sizes = {b: n * dt.itemsize for b, n, dt in temps}
+        if sum(sizes.values()) < PLAN_MIN_BYTES:
+            return self._allocations(name, temps, body, plan=False)
+        stmts = memplan.statements(body)
         mp = memplan.plan(sizes, stmts, self._overlays(sizes, stmts))
+        if mp.total - mp.size < PLAN_MIN_BYTES:
+            return self._allocations(name, temps, body, plan=False)
         self.root.memory_plans[name] = mp
         lines = [
             f"    # {mp.summary()}",
