@@ -7,6 +7,8 @@ runs in its CPU interpreter on CPU tensors."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -185,12 +187,18 @@ def test_torch_linalg_steps_match_lapack(dt):
     assert np.isnan(c).all()
 
 
-def test_triton_program_runs_linalg_through_torch(monkeypatch):
+def test_triton_program_runs_linalg_on_the_device(monkeypatch):
+    """A Triton program's linear-algebra steps run on the device's tensors (the small-matrix
+    kernels of lowering/triton/linalg.py here), never through NumPy copies."""
     pytest.importorskip("triton")
+    import torch
+
     from functx.lowering.triton.program import compile_triton
     from functx.transforms import passes
 
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    gpu = os.environ.get("FUNCTX_TEST_TRITON_GPU", "0") not in ("", "0")
+    gpu = gpu and torch.cuda.is_available()
+    monkeypatch.setenv("TRITON_INTERPRET", "0" if gpu else "1")
     a, b = _spd((2, 4, 4), np.float64), RNG.standard_normal((2, 4, 2))
     calls = []
     real = L.LibraryStep.__call__
@@ -200,7 +208,8 @@ def test_triton_program_runs_linalg_through_torch(monkeypatch):
         return fsl.cho_solve(fsl.cho_factor(a), b), fnp.linalg.solve(a, b), fnp.linalg.eigvalsh(a)
 
     exe = compile_triton(passes.simplify(functx.make_jaxpr(f)(a, b)))
-    got = [t.numpy() for t in exe(a, b)]
+    args = [torch.as_tensor(x, device="cuda") for x in (a, b)] if gpu else (a, b)
+    got = [t.cpu().numpy() for t in exe(*args)]
     for i, (g, e) in enumerate(zip(got, f(a, b))):
         _close(g, np.asarray(e), np.float64, f"output {i}")
     assert "_fx_host(" in exe.source and not calls  # (torch, not the NumPy copies)

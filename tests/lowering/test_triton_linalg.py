@@ -5,6 +5,8 @@ between the kernels and ``torch.linalg``."""
 
 from __future__ import annotations
 
+import os
+
 import jax
 import jax.lax.linalg as jll
 import jax.numpy as jnp
@@ -23,6 +25,13 @@ from functx.core import ShapedArray
 pytest.importorskip("triton")
 torch = pytest.importorskip("torch")
 RNG = np.random.default_rng(19)
+# FUNCTX_TEST_TRITON_GPU=1 on a CUDA machine: the kernels compiled for the GPU, else Triton's
+# interpreter on the CPU (Triton 3.6's interpreter rejects what the compiled kernels run)
+GPU = os.environ.get("FUNCTX_TEST_TRITON_GPU", "0") not in ("", "0") and torch.cuda.is_available()
+
+
+def _interpret(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "0" if GPU else "1")
 
 
 @pytest.fixture(autouse=True)
@@ -87,7 +96,9 @@ def _run(f, args, n_steps):
     exe, steps = _program(f, *args)
     assert len(steps) == n_steps and all(st.gpu_kernel() is not None for st in steps)
     assert exe.graph_safe  # (kernel launches only: the program keeps its CUDA graph)
-    return [t.numpy() for t in exe(*args)]
+    if GPU:
+        args = [torch.as_tensor(a, device="cuda") for a in args]
+    return [t.cpu().numpy() for t in exe(*args)]
 
 
 def _same(got, want, tol):
@@ -98,12 +109,13 @@ def _same(got, want, tol):
 
 
 def test_float64_kernels_match_jax(monkeypatch):
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    _interpret(monkeypatch)
     a = _spd((2, 4, 4), np.float64)
     b = RNG.standard_normal((2, 4, 2))
     s = _sym([[1.0, 1.0, 2.0], [1e-6, 1.0, 1e6]])  # (degenerate, ill-conditioned)
     got = _run(lambda *x: _f64_steps(fnp, fsl, *x), (a, b, s), 4)
-    want = jax.jit(lambda *x: _f64_steps(jnp, jsl, *x))(a, b, s)
+    with jax.default_device(jax.devices("cpu")[0]):  # (JAX's CPU results: LAPACK's pivots)
+        want = jax.jit(lambda *x: _f64_steps(jnp, jsl, *x))(a, b, s)
     _same(got[:2], want[:2], 1e-12)
     assert got[2].dtype == want[2].dtype and got[3].dtype == want[3].dtype
     np.testing.assert_allclose(got[2], want[2], rtol=0, atol=1e-9)
@@ -111,7 +123,7 @@ def test_float64_kernels_match_jax(monkeypatch):
 
 
 def test_float32_kernels_default_mode(monkeypatch):
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    _interpret(monkeypatch)
     with x64_off():
         a = _spd((2, 3, 3), np.float32)
         a[1] = -a[1]  # (not positive definite: NaNs, as JAX gives)
@@ -119,7 +131,8 @@ def test_float32_kernels_default_mode(monkeypatch):
         b = RNG.standard_normal((2, 2, 3)).astype(np.float32)
         s = _sym([[-3.0, 1e-3, 10.0], [2.0, 2.0, 2.0]]).astype(np.float32)
         got = _run(lambda *x: _f32_steps(flax.linalg, *x), (a, b, s), 4)
-        want = jax.jit(lambda *x: _f32_steps(jll, *x))(a, b, s)
+        with jax.default_device(jax.devices("cpu")[0]):
+            want = jax.jit(lambda *x: _f32_steps(jll, *x))(a, b, s)
     _same(got[:4], want[:4], 2e-5)
     assert np.isnan(got[0][1][np.tril_indices(3)]).all()
     assert got[4].dtype == want[4].dtype == np.float32
