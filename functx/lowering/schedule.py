@@ -337,8 +337,16 @@ def _depth_cuts(g: Graph) -> set:
     return cuts
 
 
+# ``common_values`` is off: it merged nodes that must stay apart (a rematerialised forward pass
+# that ``checkpoint`` recomputes; uint4 ``shift_right_arithmetic`` read as another shift; the
+# threefry bits of ``jit(vmap(scan))``: three tests of the full suite); on, it saves the
+# DP-SGD step's second forward pass (39 -> 29 launches at the GPU sizes)
+COMMON_VALUES = False
+
+
 def schedule(g: Graph) -> list[Kernel]:
-    common_values(g)  # (first: what is computed twice is read, not scheduled)
+    if COMMON_VALUES:
+        common_values(g)  # (first: what is computed twice is read, not scheduled)
     consumers: dict[int, int] = {}
     for n in g.nodes:
         for i in n.inputs:

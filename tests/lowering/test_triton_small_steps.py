@@ -24,6 +24,7 @@ pytest.importorskip("triton")
 jax = pytest.importorskip("jax")
 
 import functx  # noqa: E402
+from functx.lowering import schedule  # noqa: E402
 from functx.lowering.loopir import FloorDiv, Load, ModI, sym  # noqa: E402
 from functx.lowering.schedule import in_order  # noqa: E402
 
@@ -60,23 +61,32 @@ def launches(source: str) -> list[str]:
 STEPS = {
     "mlp_sgd": ("mlp", dict(sizes=(784, 64, 64, 10), batch=16), 21),
     "kls_momentum": ("kls", dict(n=100), 6),
-    "dpsgd": ("dpsgd", dict(sizes=(64, 32, 32, 10), batch=16), 30),
+    "dpsgd": ("dpsgd", dict(sizes=(64, 32, 32, 10), batch=16), 37),
     "gpt_block": ("gpt", dict(B=2, T=32, d=32, H=2, dtype="float32"), 30),
 }
 
 
 @pytest.mark.parametrize("name", list(STEPS))
-def test_small_steps_launch_counts(name):
+def test_small_steps_launch_counts(name, monkeypatch):
     family, c, want = STEPS[name]
     args = _on_gpu(workloads.inputs(family, c))
-    step = functx.jit(workloads.program(functx, family, c), backend="triton")
-    source = step.lower(*args).as_text()
-    got = launches(source)
+
+    def lowered():
+        step = functx.jit(workloads.program(functx, family, c), backend="triton")
+        source = step.lower(*args).as_text()
+        return source, launches(source)
+
+    source, got = lowered()
     assert len(got) == want, "\n".join(got)
     if name != "kls_momentum":  # (the parameter updates: one launch)
         assert "kernels in one launch" in source
-    if name == "dpsgd":  # (the second forward pass reads the first: 3 products fewer)
-        assert len([ln for ln in got if ln.startswith("_fx_dot(")]) == 11
+    if name == "dpsgd":  # common_values (off by default): the second forward pass reads the first
+        monkeypatch.setattr(schedule, "COMMON_VALUES", True)
+        functx.clear_caches()
+        _, fewer = lowered()
+        assert len(fewer) == 30, "\n".join(fewer)
+        dots = [len([ln for ln in g if ln.startswith("_fx_dot(")]) for g in (got, fewer)]
+        assert dots[0] - dots[1] == 3 and dots[1] == 11, dots  # (3 products fewer)
 
 
 def _updates(ns, p, g):
@@ -135,7 +145,7 @@ def _twice(ns, x, w, b):
     return h1[0] * 2.0, h2 - 1.0, ns.numpy.max(h1, axis=2)[0] + ns.numpy.max(h2, axis=1)
 
 
-def test_values_computed_twice_are_computed_once_by_both_backends():
+def test_values_computed_twice_are_computed_once_by_both_backends(monkeypatch):
     from functx.lowering import lower, schedule
     from functx.transforms import passes
 
@@ -145,6 +155,7 @@ def test_values_computed_twice_are_computed_once_by_both_backends():
         passes.simplify(functx.make_jaxpr(lambda *a: _twice(functx, *a))(x, w, b))
     )
     dots = [n for n in g.nodes if n.kind == "dot"]
+    monkeypatch.setattr(schedule, "COMMON_VALUES", True)  # (off by default: schedule.py says why)
     assert schedule.common_values(g) >= 3  # the product, tanh and the maximum, as reads
     assert [n.kind for n in g.nodes if n.kind in ("dot", "reduce")] == ["dot", "reduce"], dots
     quick = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
