@@ -50,7 +50,6 @@ More figures are in ``benchmarks/conv.py`` and ``functx/_conv.py``'s docstring.
 
 from __future__ import annotations
 
-import contextlib
 import math
 
 import numpy as np
@@ -58,9 +57,7 @@ import numpy as np
 from functx import ops, tracing
 from functx.core import ClosedJaxpr, Literal, Primitive, ShapedArray
 from functx.lowering.rules import lowerings
-from functx.lowering.triton.conv import _ADDS, _dw, _dx, _fwd, _Graph, _grid
-from functx.source_info import source_info
-from functx.transforms import passes
+from functx.lowering.triton.conv import _ADDS, _dw, _dx, _fwd, _Graph, _grid, _retrace
 
 #: whether ``jit`` rewrites the sums on the CPU (benchmarks/conv.py turns it off to time the
 #: per-tap products)
@@ -297,48 +294,25 @@ def fuse_conv_taps(closed: ClosedJaxpr) -> ClosedJaxpr:
     if not found:
         return closed
 
-    def flat(*args):
-        env = {}
-        for v, c in zip(jaxpr.constvars, closed.consts):
-            env[v.id] = c
-        for v, x in zip(jaxpr.invars, args):
-            env[v.id] = x
+    def step(e, read):
+        kind, m = found.get(id(e), (None, None))
+        if kind is None:
+            return None
+        if kind == "dw":
+            p, ct, taps, out_sp = m
+            return {
+                e.outvars[0].id: conv_taps_dw_p.bind(read(p), read(ct), taps=taps, out_sp=out_sp)
+            }
+        if kind == "dx":
+            gv, kernels, offs, out_sp, p_shape = m
+            ks = [read(k) for k in kernels]
+            return {e.outvars[0].id: _dx_step(read(gv), ks, offs, out_sp, p_shape)}
+        p, kernels, taps, out_sp = m
+        ks = [ops.reshape(read(k), (1, *k.aval.shape)) for k in kernels]
+        out = conv_taps_p.bind(read(p), ops.concatenate(ks, 0), taps=taps, out_sp=out_sp)
+        return {e.outvars[0].id: out}
 
-        def read(a):
-            return np.asarray(a.val, a.aval.dtype) if type(a) is Literal else env[a.id]
-
-        for e in jaxpr.eqns:
-            ctx = source_info(e.source_info) if e.source_info is not None else None
-            with ctx or contextlib.nullcontext():
-                kind, m = found.get(id(e), (None, None))
-                if kind == "dw":
-                    p, ct, taps, out_sp = m
-                    env[e.outvars[0].id] = conv_taps_dw_p.bind(
-                        read(p), read(ct), taps=taps, out_sp=out_sp
-                    )
-                    continue
-                if kind == "dx":
-                    gv, kernels, offs, out_sp, p_shape = m
-                    ks = [read(k) for k in kernels]
-                    env[e.outvars[0].id] = _dx_step(read(gv), ks, offs, out_sp, p_shape)
-                    continue
-                if m is not None:
-                    p, kernels, taps, out_sp = m
-                    ks = [ops.reshape(read(k), (1, *k.aval.shape)) for k in kernels]
-                    env[e.outvars[0].id] = conv_taps_p.bind(
-                        read(p), ops.concatenate(ks, 0), taps=taps, out_sp=out_sp
-                    )
-                    continue
-                outs = e.prim.bind(*[read(a) for a in e.invars], **e.params)
-            if e.prim.multiple_results:
-                for v, o in zip(e.outvars, outs):
-                    env[v.id] = o
-            else:
-                env[e.outvars[0].id] = outs
-        return [read(a) for a in jaxpr.outvars], None
-
-    new, _ = tracing.trace_flat(flat, closed.in_avals)
-    return passes.simplify(new)
+    return _retrace(closed, step)
 
 
 __all__ = ["DW", "ENABLED", "conv_taps_dw_p", "conv_taps_p", "fuse_conv_taps"]

@@ -923,8 +923,31 @@ def recognize_convs(closed: ClosedJaxpr) -> ClosedJaxpr:
     if not found:
         return closed
 
+    done: set = set()  # (crops whose window a "dx" step computed)
+
+    def step(e, read):
+        if id(e) in done:
+            return {}
+        m = found.get(id(e))
+        if m is None:
+            return None
+        step_, operands, kernels, at, skip = m
+        ks = kernels if step_.kind == "dw" else [read(a) for a in kernels]
+        done.update(id(u) for u in (at, *skip))
+        return {at.outvars[0].id: _emit(step_, [read(a) for a in operands], ks)}
+
+    return _retrace(closed, step)
+
+
+def _retrace(closed: ClosedJaxpr, step) -> ClosedJaxpr:
+    """``closed`` traced again equation by equation (each under its source line), simplified;
+    ``step(e, read)`` returns None to bind ``e`` as it is, or the values (variable id -> value)
+    it defines in ``e``'s place (none: ``e`` is dropped). Both rewrite passes of convolution sums
+    use it (this one and the C++ backend's ``fuse_conv_taps``)."""
+    jaxpr = closed.jaxpr
+
     def flat(*args):
-        env, done = {}, set()
+        env = {}
         for v, c in zip(jaxpr.constvars, closed.consts):
             env[v.id] = c
         for v, x in zip(jaxpr.invars, args):
@@ -940,14 +963,9 @@ def recognize_convs(closed: ClosedJaxpr) -> ClosedJaxpr:
                 else contextlib.nullcontext()
             )
             with ctx:
-                if id(e) in done:
-                    continue  # (a crop whose window a "dx" step computed)
-                m = found.get(id(e))
-                if m is not None:
-                    step, operands, kernels, at, skip = m
-                    ks = kernels if step.kind == "dw" else [read(a) for a in kernels]
-                    env[at.outvars[0].id] = _emit(step, [read(a) for a in operands], ks)
-                    done.update(id(u) for u in (at, *skip))
+                defined = step(e, read)
+                if defined is not None:
+                    env.update(defined)
                     continue
                 outs = e.prim.bind(*[read(a) for a in e.invars], **e.params)
             if e.prim.multiple_results:
