@@ -42,15 +42,17 @@ def _step(jx, family, c):
     return fn, dargs
 
 
-def _times(fn, dargs, sync, calls):
+def _times(step, sync, calls):
+    """Seconds per call of ``step()`` run back to back (median of 5 loops of ``calls``): the wall
+    time ended by one synchronisation, and the host time of the calls alone."""
     for _ in range(20):
-        out = fn(*dargs)
+        out = step()
     sync(out)
     walls, hosts = [], []
     for _ in range(5):
         t0 = time.perf_counter()
         for _ in range(calls):
-            out = fn(*dargs)
+            out = step()
         t1 = time.perf_counter()
         sync(out)
         t2 = time.perf_counter()
@@ -61,7 +63,7 @@ def _times(fn, dargs, sync, calls):
 
 def _loop(fn, dargs, jx):
     """A training loop's step: ``loss, params = step(params, *batch)``, the batch cycling through
-    four copies (new addresses, as a data loader gives); returns (step, the last parameters)."""
+    four copies (new addresses, as a data loader gives); ``step()`` returns the new parameters."""
     batches = [dargs[1:]] + [jx.tree_util.tree_map(lambda a: a + 0, dargs[1:]) for _ in range(3)]
     state = {"p": dargs[0], "i": 0}
 
@@ -71,21 +73,6 @@ def _loop(fn, dargs, jx):
         return state["p"]
 
     return step
-
-
-def _loop_times(step, sync, calls):
-    """us per step of ``step()`` run back to back, ended by one synchronisation (median of 5)."""
-    for _ in range(20):
-        out = step()
-    sync(out)
-    walls = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            out = step()
-        sync(out)
-        walls.append((time.perf_counter() - t0) / calls)
-    return float(np.median(walls))
 
 
 def _gpu_time(step, sync, n=20) -> float:
@@ -156,8 +143,8 @@ def main():
             float(np.linalg.norm(g - w) / max(np.linalg.norm(w), 1e-30)) for g, w in zip(got, want)
         )
         print(f"{name}: functx vs JAX relative difference {err:.2e}", flush=True)
-        fw, fh = _times(fx, fargs, functx.block_until_ready, args.calls)
-        jw, jh = _times(jf, jargs, jax.block_until_ready, args.calls)
+        fw, fh = _times(lambda: fx(*fargs), functx.block_until_ready, args.calls)
+        jw, jh = _times(lambda: jf(*jargs), jax.block_until_ready, args.calls)
         fsync, jsync = functx.block_until_ready, jax.block_until_ready
         fg = _gpu_time(lambda: fx(*fargs), fsync)
         jg = _gpu_time(lambda: jf(*jargs), jsync)
@@ -166,12 +153,12 @@ def main():
         if name in LOOPS:
             before = {id(g): getattr(g, "calls", 0) for g in _copy_graphs()}
             floop = _loop(fx, fargs, functx)
-            fl = _loop_times(floop, fsync, args.calls)
+            fl = _times(floop, fsync, args.calls)[0]
             flg = _gpu_time(floop, fsync)
             used = [g for g in _copy_graphs() if getattr(g, "calls", 0) != before.get(id(g), 0)]
             copied = ",".join(f"{g.copied}/{len(g.static_in)}" for g in used) or "?"
             jloop = _loop(jf, jargs, jax)
-            jl = _loop_times(jloop, jsync, args.calls)
+            jl = _times(jloop, jsync, args.calls)[0]
             jlg = _gpu_time(jloop, jsync)
         rows.append((name, fw, fh, fg, jw, jh, jg, fl, flg, jl, jlg, copied))
         prof = cProfile.Profile()
