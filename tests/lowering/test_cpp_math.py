@@ -66,26 +66,33 @@ def test_tanh_stays_in_range():
 
 
 def test_float64_transcendentals_are_glibcs_scalar_functions():
-    # compiled float64 math calls glibc's scalar functions, as NumPy (the eager path) and XLA's
-    # CPU backend do, never libmvec's vector variants (1-10 ulp away): jit equals eager bit for bit
+    # compiled float64 math calls glibc's scalar functions, as XLA's CPU backend does, never
+    # libmvec's vector variants (1-10 ulp away): jit equals Python's ``math`` (glibc's libm) bit
+    # for bit. NumPy, the eager path, calls glibc too on AVX2 machines, but its own SIMD log,
+    # exp, sin, ... on AVX-512 ones (up to 3 ulp away here): eager and jit agree to 4 ulp.
+    import math
+
     x = np.concatenate([np.linspace(-20, 20, 4001), RNG.uniform(-3, 3, 4000)])
     pos = np.abs(x) + 1e-3
     cases = [
-        (fnp.log, pos),
-        (fnp.log1p, pos),
-        (fnp.exp, x),
-        (fnp.expm1, x),
-        (fnp.sin, x),
-        (fnp.cos, x),
-        (fnp.tan, x),
-        (fnp.arctan, x),
-        (fnp.sinh, x),
-        (fnp.cbrt, x),
+        (fnp.log, math.log, pos),
+        (fnp.log1p, math.log1p, pos),
+        (fnp.exp, math.exp, x),
+        (fnp.expm1, math.expm1, x),
+        (fnp.sin, math.sin, x),
+        (fnp.cos, math.cos, x),
+        (fnp.tan, math.tan, x),
+        (fnp.arctan, math.atan, x),
+        (fnp.sinh, math.sinh, x),
+        (fnp.cbrt, math.cbrt, x),
     ]
-    f = functx.jit(lambda *a: [fn(v) for (fn, _), v in zip(cases, a)])
-    for (fn, v), got in zip(cases, f(*[v for _, v in cases])):
-        np.testing.assert_array_equal(np.asarray(got), np.asarray(fn(v)), err_msg=fn.__name__)
+    f = functx.jit(lambda *a: [fn(v) for (fn, _, _), v in zip(cases, a)])
+    for (fn, libm, v), got in zip(cases, f(*[v for _, _, v in cases])):
+        want = np.array([libm(e) for e in v.tolist()])
+        np.testing.assert_array_equal(np.asarray(got), want, err_msg=fn.__name__)
+        np.testing.assert_array_max_ulp(np.asarray(got), np.asarray(fn(v)), maxulp=4)
     g = functx.jit(lambda a, b: (fnp.power(a, b), fnp.arctan2(a, b)))
     p, t = g(pos, x)
-    np.testing.assert_array_equal(np.asarray(p), np.power(pos, x))
-    np.testing.assert_array_equal(np.asarray(t), np.arctan2(pos, x))
+    pairs = list(zip(pos.tolist(), x.tolist()))
+    np.testing.assert_array_equal(np.asarray(p), np.array([math.pow(a, b) for a, b in pairs]))
+    np.testing.assert_array_equal(np.asarray(t), np.array([math.atan2(a, b) for a, b in pairs]))
