@@ -15,6 +15,7 @@ import pytest
 import functx
 import functx.numpy as fnp
 from functx import ad_checkpoint as fck
+from functx.lowering import schedule
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
@@ -104,7 +105,10 @@ def test_values_and_gradients_do_not_change():
     np.testing.assert_allclose(h, h0, rtol=1e-4, atol=1e-5)
 
 
-def test_jit_backward_pass_recomputes():
+@pytest.mark.parametrize("common_values", [False, True])
+def test_jit_backward_pass_recomputes(common_values, monkeypatch):
+    # (``schedule.common_values`` must not read the recomputed forward pass from the first one)
+    monkeypatch.setattr(schedule, "COMMON_VALUES", common_values)
     ck = functx.checkpoint(F)
     jaxpr = str(functx.make_jaxpr(functx.value_and_grad(ck))(W1, W2, X))
     assert "differentiated=True" in jaxpr

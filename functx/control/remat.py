@@ -246,7 +246,10 @@ def _lowering(g, ins, avals, *, jaxpr, **params):
     from functx.lowering import lower
 
     env = {v.id: n for v, n in zip(jaxpr.jaxpr.invars, ins)}
+    start = len(g.nodes)
     lower.lower_eqns(g, jaxpr.jaxpr, env)
+    if params.get("differentiated") and params.get("prevent_cse", True):
+        g.distinct.update(n.id for n in g.nodes[start:])  # (recomputed: not read from before)
     return [lower.read(g, env, a) for a in jaxpr.jaxpr.outvars]
 
 

@@ -337,11 +337,11 @@ def _depth_cuts(g: Graph) -> set:
     return cuts
 
 
-# ``common_values`` is off: it merged nodes that must stay apart (a rematerialised forward pass
-# that ``checkpoint`` recomputes; uint4 ``shift_right_arithmetic`` read as another shift; the
-# threefry bits of ``jit(vmap(scan))``: three tests of the full suite); on, it saves the
-# DP-SGD step's second forward pass (39 -> 29 launches at the GPU sizes)
-COMMON_VALUES = False
+# ``common_values``: on since its three faults were fixed (ml_dtypes' int4 and uint4 keyed alike,
+# a key reused through a freed expression's id, a checkpoint's recomputed forward pass merged:
+# tests/lowering/test_triton_small_steps.py, tests/test_remat.py); it saves the DP-SGD step's
+# second forward pass (39 -> 29 launches at the GPU sizes)
+COMMON_VALUES = True
 
 
 def schedule(g: Graph) -> list[Kernel]:
@@ -701,8 +701,10 @@ def common_values(g: Graph) -> int:
                     n.params[side] = y
                     n.inputs = [y if i is x else i for i in n.inputs]
                     redirected = True
-        if n.kind not in ("pointwise", "dot", "reduce") or (
-            n.kind == "pointwise" and (not n.fn or not n.inputs)
+        if (
+            n.kind not in ("pointwise", "dot", "reduce")
+            or (n.kind == "pointwise" and (not n.fn or not n.inputs))
+            or n.id in g.distinct
         ):
             continue  # (a constant or an index costs nothing to compute again)
         if n.kind == "pointwise" and n.prim in _LAYOUT_PRIMS and len(n.inputs) == 1:
@@ -719,7 +721,7 @@ def common_values(g: Graph) -> int:
                         continue
         # (scalar constants read are compared by value, in the keys)
         ins = tuple(id(r(i)) for i in n.inputs if not _scalar_const(i))
-        sig = (n.kind, np.dtype(n.dtype).str, _squeezed(n.shape), ins)
+        sig = (n.kind, _dt(n.dtype), _squeezed(n.shape), ins)
         m = first.setdefault(sig, n)
         if m is n:
             continue
@@ -765,13 +767,13 @@ def _value_key(n, r, keys):
 
     def ek(e):
         hit = memo.get(id(e))
-        if hit is not None:
-            return hit
+        if hit is not None and hit[0] is e:  # (the expression kept alive: its id is not reused)
+            return hit[1]
         if isinstance(e, loopir.Const):
             v = np.asarray(e.value)
-            out = ("C", np.dtype(e.dtype).str, v.dtype.str, v.tobytes())
+            out = ("C", _dt(e.dtype), _dt(v.dtype), v.tobytes())
         elif isinstance(e, loopir.Idx):
-            out = ("I", np.dtype(e.dtype).str, index(e.expr))
+            out = ("I", _dt(e.dtype), index(e.expr))
         elif isinstance(e, Load):
             src = ctx.read.get(e.buf)
             if src is None:
@@ -780,13 +782,13 @@ def _value_key(n, r, keys):
                 out = ("K", ek(src.fn((sympy.Integer(0),) * len(src.shape), ctx)))
             else:
                 off = ek(e.offset) if isinstance(e.offset, loopir.E) else index(e.offset)
-                out = ("L", np.dtype(e.dtype).str, id(r(src)), off)
+                out = ("L", _dt(e.dtype), id(r(src)), off)
         elif isinstance(e, loopir.Op):
             args = tuple(ek(a) if isinstance(a, loopir.E) else _param(a) for a in e.args)
-            out = ("O", np.dtype(e.dtype).str, e.name, args)
+            out = ("O", _dt(e.dtype), e.name, args)
         else:
             raise _NoKey
-        memo[id(e)] = out
+        memo[id(e)] = (e, out)
         return out
 
     try:
@@ -807,9 +809,15 @@ def _value_key(n, r, keys):
         hash(key)
     except Exception:  # (_NoKey, unhashable parameters, an expression only a kernel builds)
         key = None
-    key = None if key is None else (np.dtype(n.dtype).str, _squeezed(n.shape), key)
+    key = None if key is None else (_dt(n.dtype), _squeezed(n.shape), key)
     keys[id(n)] = key
     return key
+
+
+def _dt(d) -> str:
+    """A dtype in a key: by name, since ml_dtypes' types share their ``str`` (int4 and uint4
+    are both ``<V1``)."""
+    return np.dtype(d).name
 
 
 def _scalar_const(x) -> bool:
@@ -824,7 +832,7 @@ def _param(v):
     """A parameter as part of a key (values that are no plain data: no key; floats by their
     bits, so that -0.0 and 0.0 differ)."""
     if isinstance(v, np.generic):
-        return (v.dtype.str, v.tobytes())
+        return (_dt(v.dtype), v.tobytes())
     if isinstance(v, float):
         return ("float", v.hex())
     if isinstance(v, (int, str, bool, type(None))):
@@ -832,7 +840,7 @@ def _param(v):
     if isinstance(v, tuple):
         return tuple(_param(a) for a in v)
     if isinstance(v, np.dtype):
-        return v.str
+        return _dt(v)
     raise _NoKey
 
 
