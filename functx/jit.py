@@ -38,7 +38,7 @@ from functx.interpreter import eval_jaxpr
 from functx.lowering.compile import compile_jaxpr, log as _log, loop_ir_text
 from functx.lowering.cpp import (
     conv as _cpp_conv,  # (convolution sums, CPU programs)
-    hostmath as _hostmath,  # noqa: F401 (eager rsqrt, pow)
+    hostmath as _hostmath,  # noqa: F401 (eager rsqrt, pow, libm)
 )
 from functx.lowering.runtime import Executable
 from functx.lowering.triton import attention as _attention, linalg as _triton_linalg  # noqa: F401

@@ -137,8 +137,49 @@ def _logistic(x):
 # Host kernels an eager row calls where a higher layer provides them (filled at import by
 # functx.lowering.cpp.hostmath; the rows fall back to NumPy without them): "rsqrt", XLA's CPU
 # rsqrt of float32/float64 (the processor's approximation and Newton steps where XLA uses them, not
-# rounded correctly), and "pow", libm's powf/pow per element (as XLA calls it).
+# rounded correctly), "pow", libm's powf/pow per element (as XLA calls it), and "libm", libm's
+# function of each element for the rows NumPy computes with kernels of its own on AVX-512.
 host_math: dict = {}
+
+
+def _libm_each(name, x, *y):
+    """libm's ``name`` called through ctypes once per element (a few elements), or None where
+    libm cannot be loaded."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        lib = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+        f = getattr(lib, name + ("f" if x.dtype == np.float32 else ""))
+    except (OSError, AttributeError):
+        return None
+    ct = ctypes.c_float if x.dtype == np.float32 else ctypes.c_double
+    f.restype, f.argtypes = ct, [ct] * (1 + len(y))
+    cols = [a.ravel().tolist() for a in (x, *y)]
+    return np.array([f(*v) for v in zip(*cols)], x.dtype).reshape(x.shape)
+
+
+def _libm(name, fn, f64_only=False):
+    """NumPy's ``fn``, or libm's ``name`` for float32/float64 operands where the host provides it
+    (``host_math["libm"]``; ``f64_only``: float64 only): NumPy's own SIMD kernels for these on
+    AVX-512 machines round otherwise (functx.lowering.cpp.hostmath says which)."""
+    types = (np.float64,) if f64_only else (np.float32, np.float64)
+
+    def impl(x, *y):
+        same = all(getattr(a, "dtype", None) == x.dtype and np.shape(a) == np.shape(x) for a in y)
+        if getattr(x, "dtype", None) in types and same:
+            if "libm" in host_math:
+                out = host_math["libm"](name, np.asarray(x), *map(np.asarray, y))
+            elif np.size(x) <= 16:  # (before jit's import: the docstrings' examples)
+                out = _libm_each(name, np.asarray(x), *map(np.asarray, y))
+            else:
+                out = None
+            if out is not None:
+                return out[()] if isinstance(x, np.generic) else out
+        return fn(x, *y)
+
+    impl.__name__ = fn.__name__
+    return impl
 
 
 def _rsqrt(x):
@@ -617,7 +658,7 @@ ROWS: tuple[Elementwise, ...] = (
     _u(
         "exp",
         "float",
-        np.exp,
+        _libm("exp", np.exp, f64_only=True),
         lambda ops, x, ans: ans,
         "fx_exp<{ct}>({0})",
         "libdevice.exp",
@@ -626,7 +667,7 @@ ROWS: tuple[Elementwise, ...] = (
     _u(
         "exp2",
         "float",
-        np.exp2,
+        _libm("exp2", np.exp2),
         lambda ops, x, ans: ops.mul(ans, _LOG_2),
         "fx::exp2",
         "libdevice.exp2",
@@ -635,7 +676,7 @@ ROWS: tuple[Elementwise, ...] = (
     _u(
         "log",
         "float",
-        np.log,
+        _libm("log", np.log, f64_only=True),
         lambda ops, x, ans: ops.integer_pow(x, -1),
         "fx_log<{ct}>({0})",
         "libdevice.log",
@@ -644,7 +685,7 @@ ROWS: tuple[Elementwise, ...] = (
     _u(
         "log1p",
         "float",
-        np.log1p,
+        _libm("log1p", np.log1p),
         lambda ops, x, ans: ops.integer_pow(ops.add(x, 1), -1),
         "fx::log1p",
         "libdevice.log1p",
@@ -653,7 +694,7 @@ ROWS: tuple[Elementwise, ...] = (
     _u(
         "expm1",
         "float",
-        np.expm1,
+        _libm("expm1", np.expm1),
         lambda ops, x, ans: ops.add(ans, 1),
         "fx::expm1",
         "libdevice.expm1",
@@ -671,7 +712,7 @@ ROWS: tuple[Elementwise, ...] = (
     _u(
         "cbrt",
         "float",
-        np.cbrt,
+        _libm("cbrt", np.cbrt),
         lambda ops, x, ans: ops.mul(ops.integer_pow(ans, -2), 1 / 3),
         "fx::cbrt",
         "libdevice.cbrt",
@@ -679,7 +720,7 @@ ROWS: tuple[Elementwise, ...] = (
     _u(
         "sin",
         "float",
-        np.sin,
+        _libm("sin", np.sin, f64_only=True),
         lambda ops, x, ans: ops.cos(x),
         "fx::sin",
         "libdevice.sin",
@@ -688,7 +729,7 @@ ROWS: tuple[Elementwise, ...] = (
     _u(
         "cos",
         "float",
-        np.cos,
+        _libm("cos", np.cos, f64_only=True),
         lambda ops, x, ans: ops.neg(ops.sin(x)),
         "fx::cos",
         "libdevice.cos",
@@ -697,7 +738,7 @@ ROWS: tuple[Elementwise, ...] = (
     _u(
         "tan",
         "float",
-        np.tan,
+        _libm("tan", np.tan),
         lambda ops, x, ans: ops.add(1, ops.mul(ans, ans)),
         "fx::tan",
         "libdevice.tan",
@@ -706,7 +747,7 @@ ROWS: tuple[Elementwise, ...] = (
     _u(
         "asin",
         "float",
-        np.arcsin,
+        _libm("asin", np.arcsin),
         lambda ops, x, ans: ops.rsqrt(ops.sub(1, ops.mul(x, x))),
         "fx::asin",
         "libdevice.asin",
@@ -715,7 +756,7 @@ ROWS: tuple[Elementwise, ...] = (
     _u(
         "acos",
         "float",
-        np.arccos,
+        _libm("acos", np.arccos),
         lambda ops, x, ans: ops.neg(ops.rsqrt(ops.sub(1, ops.mul(x, x)))),
         "fx::acos",
         "libdevice.acos",
@@ -724,7 +765,7 @@ ROWS: tuple[Elementwise, ...] = (
     _u(
         "atan",
         "float",
-        np.arctan,
+        _libm("atan", np.arctan),
         lambda ops, x, ans: ops.integer_pow(ops.add(1, ops.mul(x, x)), -1),
         "fx::atan",
         "libdevice.atan",
@@ -733,7 +774,7 @@ ROWS: tuple[Elementwise, ...] = (
     _u(
         "sinh",
         "float",
-        np.sinh,
+        _libm("sinh", np.sinh),
         lambda ops, x, ans: ops.cosh(x),
         "fx::sinh",
         "libdevice.sinh",
@@ -742,7 +783,7 @@ ROWS: tuple[Elementwise, ...] = (
     _u(
         "cosh",
         "float",
-        np.cosh,
+        _libm("cosh", np.cosh),
         lambda ops, x, ans: ops.sinh(x),
         "fx::cosh",
         "libdevice.cosh",
@@ -760,7 +801,7 @@ ROWS: tuple[Elementwise, ...] = (
     _u(
         "asinh",
         "float",
-        np.arcsinh,
+        _libm("asinh", np.arcsinh),
         lambda ops, x, ans: ops.rsqrt(ops.add(ops.mul(x, x), 1)),
         "fx::asinh",
         "libdevice.asinh",
@@ -769,7 +810,7 @@ ROWS: tuple[Elementwise, ...] = (
     _u(
         "acosh",
         "float",
-        np.arccosh,
+        _libm("acosh", np.arccosh),
         lambda ops, x, ans: ops.rsqrt(ops.mul(ops.sub(x, 1), ops.add(x, 1))),
         "fx::acosh",
         "libdevice.acosh",
@@ -778,7 +819,7 @@ ROWS: tuple[Elementwise, ...] = (
     _u(
         "atanh",
         "float",
-        np.arctanh,
+        _libm("atanh", np.arctanh),
         lambda ops, x, ans: ops.integer_pow(ops.sub(1, ops.mul(x, x)), -1),
         "fx::atanh",
         "libdevice.atanh",
@@ -1041,7 +1082,7 @@ ROWS: tuple[Elementwise, ...] = (
     _b(
         "atan2",
         "float",
-        np.arctan2,
+        _libm("atan2", np.arctan2),
         (
             lambda ops, x, y, ans: ops.div(y, _atan2_denominator(ops, x, y)),
             lambda ops, x, y, ans: ops.neg(ops.div(x, _atan2_denominator(ops, x, y))),
