@@ -559,21 +559,30 @@ def prelude_header(text: str) -> str | None:
 
 class PreludeBuild:
     """``prelude_header(text)`` on another thread, started now (while SymPy is imported and the
-    program lowered); ``header()`` waits for it."""
+    program lowered), then ``then()`` if given (more compiler work for that core while the
+    program is still being lowered); ``header()`` waits for the header only."""
 
-    def __init__(self, text: str):
+    def __init__(self, text: str, then=None):
         self._path = None
-        self._thread = threading.Thread(target=self._run, args=(text,), daemon=True)
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(text, then), daemon=True)
         self._thread.start()
 
-    def _run(self, text):
+    def _run(self, text, then):
         try:
             self._path = prelude_header(text)
         except Exception:  # noqa: BLE001 - without the header the units carry the prelude
             self._path = None
+        finally:
+            self._ready.set()
+        if then is not None:
+            try:
+                then()
+            except Exception:  # noqa: BLE001 - optional work: its caller falls back
+                pass
 
     def header(self) -> str | None:
-        self._thread.join()
+        self._ready.wait()
         return self._path
 
 
