@@ -78,8 +78,10 @@ def _lower_cpp(closed):
     from functx.lowering import cache
     from functx.lowering.cpp import prelude
 
-    # the prelude's precompiled header builds on another core while SymPy is imported
-    header = cache.PreludeBuild(prelude.PRELUDE)
+    # the prelude's precompiled header builds on another core while SymPy is imported, then the
+    # call extension of the runtime (when not cached) while the program is lowered: ready for
+    # the first run instead of compiling beside it
+    header = cache.PreludeBuild(prelude.PRELUDE, then=runtime.fast_call)
     # lazy: SymPy only on a program-cache miss (tests/lowering/test_program_cache.py)
     from functx.lowering import lower, schedule
     from functx.lowering.cpp import program

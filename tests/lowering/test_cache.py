@@ -366,3 +366,20 @@ def test_units_include_the_prelude_through_a_precompiled_header(tmp_path, monkey
     cache._headers_checked.clear()  # (a new process checks the checksum again)
     assert cache.prelude_header(prelude.PRELUDE) == h and cache._valid(h + ".gch")
     np.testing.assert_allclose(np.asarray(functx.jit(lambda x: x * 5.0)(X)), X * 5.0)
+
+
+def test_prelude_build_runs_its_follow_up_without_holding_back_the_header(monkeypatch):
+    # (compile.py hands it the runtime's call extension: compiled while the program is lowered)
+    monkeypatch.setattr(cache, "prelude_header", lambda text: f"/cache/{text}.h")
+    gate, ran = threading.Event(), []
+
+    def then():
+        gate.wait(10)
+        ran.append(True)
+        raise RuntimeError("a failed follow-up is not the header's business")
+
+    build = cache.PreludeBuild("fx", then=then)
+    assert build.header() == "/cache/fx.h" and not ran
+    gate.set()
+    build._thread.join(10)
+    assert ran == [True] and build.header() == "/cache/fx.h"

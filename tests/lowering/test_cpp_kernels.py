@@ -122,3 +122,20 @@ def test_reduction_of_a_transposed_operand_keeps_the_row_loop():
     got = functx.jit(f)(a)
     np.testing.assert_allclose(np.asarray(got[0]), a.sum(1), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(np.asarray(got[1]), a.sum(0), rtol=1e-5, atol=1e-5)
+
+
+def test_products_without_a_blas_run_the_prelude_loops(monkeypatch):
+    # a process whose NumPy brings no cblas_sgemm (fx_sgemm null) computes the products through
+    # the prelude's fx_gemm_loops: plain and transposed operands, batched, against NumPy
+    from functx.lowering import runtime
+
+    monkeypatch.setattr(runtime, "gemm_pointers", lambda: (0, 0))
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((3, 40, 64)).astype(np.float32)
+    b = rng.standard_normal((3, 48, 64)).astype(np.float32)
+    f = functx.jit(lambda a, b: (a @ b.transpose(0, 2, 1), a.transpose(0, 2, 1) @ a, a[0] @ b[1].T))
+    assert f.lower(a, b).as_text().count("fx_gemm_loops(") >= 3
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    want = (a64 @ b64.transpose(0, 2, 1), a64.transpose(0, 2, 1) @ a64, a64[0] @ b64[1].T)
+    for got, w in zip(f(a, b), want):
+        np.testing.assert_allclose(np.asarray(got), w, rtol=2e-5, atol=2e-5)

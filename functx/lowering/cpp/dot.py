@@ -96,6 +96,11 @@ def render(prog, k: Kernel):
         lines += ["  } else {"]
     else:
         lines.append("  {")
+    if blas and same:  # (no BLAS found: the prelude's loops, one copy for all the products)
+        par = int(bsz * m * nn * kk >= _PAR)
+        args = f"{bsz}LL, {m}LL, {nn}LL, {kk}LL, {la}, {int(ta)}, {rb_}, {int(tb)}"
+        prog.body += lines + [f"    fx_gemm_loops({args}, {node.buf}, {par});"] + close
+        return
     a_idx = f"(t * {m}LL + ii)" if ta else f"(ii * {kk}LL + t)"
     b_idx = f"(jj * {kk}LL + t)" if tb else f"(t * {nn}LL + jj)"
     acc_t = (

@@ -117,16 +117,29 @@ def _transposed_axis(k: Kernel, shape, ivars, vals):
                 continue
             seen.add(id(x))
             try:
-                off = sympy.sympify(x.offset)
-                coef = [off.diff(v) for v in ivars]
+                coef = _linear_coefs(sympy.sympify(x.offset), ivars)
             except (TypeError, ValueError, AttributeError):
                 continue
-            if not all(c.is_Integer for c in coef) or abs(int(coef[-1])) in (0, 1):
+            if coef is None or abs(coef[-1]) in (0, 1):
                 continue
             for d in range(nd - 1):
-                if int(coef[d]) == 1 and shape[d] >= _TILE_LAST:
+                if coef[d] == 1 and shape[d] >= _TILE_LAST:
                     return d
     return None
+
+
+def _linear_coefs(off, ivars):
+    """The integer coefficient of each of ``ivars`` in the index expression ``off``, or None
+    when ``off`` is not an integer-linear function of them (its terms read term by term: what
+    differentiating by each variable would say, at a fraction of SymPy's cost)."""
+    coef = dict.fromkeys(ivars, 0)
+    for term in sympy.Add.make_args(off):
+        c, rest = term.as_coeff_Mul()
+        if rest in coef and c.is_Integer:
+            coef[rest] += int(c)
+        elif not term.free_symbols.isdisjoint(coef):
+            return None
+    return [coef[v] for v in ivars]
 
 
 def _tiled(k: Kernel, shape, ivars, d, hoist, em, stores):

@@ -615,6 +615,24 @@ static int fx_gemm_narrow(int64_t bsz, int64_t m, int64_t k, const T* A, int64_t
   return 0;
 }
 #pragma GCC pop_options
+// A float product's loops for a process that found no BLAS (fx_sgemm/fx_dgemm null): C[q] =
+// op(A[q]) @ op(B[q]) over bsz row-major blocks, op transposing when ta/tb, each sum in order
+// along k. One copy per element type serves every product of a unit (inline loops per product
+// cost the compiler a fifth of a large program's time, for code that rarely runs).
+template <class T>
+static void fx_gemm_loops(int64_t bsz, int64_t m, int64_t n, int64_t k, const T* a, int ta,
+                          const T* b, int tb, T* c, int par) {
+  #pragma omp parallel for collapse(2) if(par)
+  for (int64_t q = 0; q < bsz; ++q)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        T s = 0;
+        for (int64_t t = 0; t < k; ++t)
+          s += a[q * m * k + (ta ? t * m + i : i * k + t)] *
+               b[q * k * n + (tb ? j * k + t : t * n + j)];
+        c[q * m * n + i * n + j] = s;
+      }
+}
 """
 
 # The special functions of functx.lax (erf_inv, digamma, the incomplete gamma family, polygamma,
