@@ -166,12 +166,14 @@ def _libm(name, fn, f64_only=False):
     types = (np.float64,) if f64_only else (np.float32, np.float64)
 
     def impl(x, *y):
-        same = all(getattr(a, "dtype", None) == x.dtype and np.shape(a) == np.shape(x) for a in y)
-        if getattr(x, "dtype", None) in types and same:
+        if getattr(x, "dtype", None) in types and all(
+            getattr(a, "dtype", None) == x.dtype for a in y
+        ):
+            args = np.broadcast_arrays(x, *y) if y else (np.asarray(x),)  # (a scalar operand)
             if "libm" in host_math:
-                out = host_math["libm"](name, np.asarray(x), *map(np.asarray, y))
-            elif np.size(x) <= 16:  # (before jit's import: the docstrings' examples)
-                out = _libm_each(name, np.asarray(x), *map(np.asarray, y))
+                out = host_math["libm"](name, *args)
+            elif args[0].size <= 16:  # (before jit's import: the docstrings' examples)
+                out = _libm_each(name, *args)
             else:
                 out = None
             if out is not None:

@@ -123,3 +123,23 @@ def test_eager_math_is_libms_on_every_machine():
                 got = np.asarray(getattr(functx.lax, name)(*args))
             np.testing.assert_array_equal(got, want, err_msg=f"{name} {dt.__name__}")
     assert np.float32(functx.numpy.cbrt(np.float32(-27.0))) == -3.0
+
+
+def test_eager_atan2_of_broadcast_operands_is_libms():
+    # a broadcast operand (vmap with in_axes None, a scalar) is libm's too, not NumPy's own SIMD
+    # arctan2; the helper once read a contiguous copy of ``y`` freed before the call (8 wrong
+    # values of these 1200)
+    import ctypes
+    import ctypes.util
+
+    libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+    f = libm.atan2f
+    f.restype, f.argtypes = ctypes.c_float, [ctypes.c_float] * 2
+    x = RNG.uniform(-3, 3, (4, 300)).astype(np.float32)
+    y = RNG.uniform(-3, 3, 300).astype(np.float32)
+    want = np.array([[f(a, b) for a, b in zip(row.tolist(), y.tolist())] for row in x], np.float32)
+    got = functx.vmap(functx.lax.atan2, in_axes=(0, None))(x, y)
+    np.testing.assert_array_equal(np.asarray(got), want)
+    want = np.array([[f(a, 0.7) for a in row.tolist()] for row in x], np.float32)
+    np.testing.assert_array_equal(np.asarray(fnp.arctan2(x, np.float32(0.7))), want)
+    np.testing.assert_array_equal(np.asarray(fnp.arctan2(x, 0.7)), want)

@@ -234,12 +234,10 @@ def libm(name: str, x: np.ndarray, y: np.ndarray | None = None) -> np.ndarray | 
     if lib is None:
         return None
     fn = getattr(lib, f"fx_{name}_{'f32' if dt == np.float32 else 'f64'}")
-    x = _c(x, dt)
-    out = np.empty(x.shape, dt)
-    if y is None:
-        fn(x.ctypes.data, out.ctypes.data, x.size)
-    else:
-        fn(x.ctypes.data, _c(y, dt).ctypes.data, out.ctypes.data, x.size)
+    # (each operand's contiguous copy held until the call returns: ctypes reads its address)
+    args = [_c(a, dt) for a in (x, y) if a is not None]
+    out = np.empty(args[0].shape, dt)
+    fn(*(a.ctypes.data for a in args), out.ctypes.data, out.size)
     return out
 
 
