@@ -30,7 +30,10 @@ functions, ``exp2``/``expm1``/``log1p``, ``arctan2`` and float64 ``exp``/``log``
 ``sin``/``cos`` on machines without AVX-512, but SIMD kernels of its own on AVX-512 machines (an
 AMD Zen 4: ``cbrt(-27.0f)`` is ``-2.9999998``, float64 ``log`` one ulp off glibc's in 12 of 8001
 values). The eager path calls libm for these (``LIBM``), so it computes the same values on every
-x86 machine, as the compiled programs (glibc's scalar functions: cpp/prelude.py) do.
+x86 machine, as the compiled float64 programs (glibc's scalar functions: cpp/prelude.py) do;
+compiled float32 programs call libmvec's variants of these but ``tan``, up to 2 ulp from libm's
+in 9-38% of the values (eager float32 ``cbrt``, ``tan``, ``atan`` and ``atan2`` agree with JAX's
+bit for bit, compiled ``cbrt``, ``atan`` and ``atan2`` do not).
 
 The eager path (``elementwise``'s rows, through ``elementwise.host_math``) calls a small shared
 object compiled through ``functx.lowering.cache`` on first use and cached on disk; where no
