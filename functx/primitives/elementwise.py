@@ -36,6 +36,7 @@ backend misses.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -142,16 +143,26 @@ def _logistic(x):
 host_math: dict = {}
 
 
-def _libm_each(name, x, *y):
-    """libm's ``name`` called through ctypes once per element (a few elements), or None where
-    libm cannot be loaded."""
+@functools.cache
+def _libm_lib():
+    """libm through ctypes, loaded once (``find_library`` runs ldconfig: 2-3 ms a call), or None
+    where it cannot be loaded."""
     import ctypes
     import ctypes.util
 
     try:
-        lib = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
-        f = getattr(lib, name + ("f" if x.dtype == np.float32 else ""))
-    except (OSError, AttributeError):
+        return ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+    except OSError:
+        return None
+
+
+def _libm_each(name, x, *y):
+    """libm's ``name`` called through ctypes once per element (a few elements), or None where
+    libm cannot be loaded."""
+    import ctypes
+
+    f = getattr(_libm_lib(), name + ("f" if x.dtype == np.float32 else ""), None)
+    if f is None:
         return None
     ct = ctypes.c_float if x.dtype == np.float32 else ctypes.c_double
     f.restype, f.argtypes = ct, [ct] * (1 + len(y))
