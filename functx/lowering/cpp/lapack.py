@@ -170,8 +170,6 @@ def render(prog, k, group) -> bool:
     # ("fx_host" below keeps this kernel in the main translation unit, beside fx_lapack_fn)
     prog.body += [f"  // kernel {k.index}: LAPACK {prim} (in place of an fx_host step)", "  {"]
     lines = [*pre, *_one_thread(prog, lib, "fx_lprev = "), "if (fx_lprev != 1) fx_lset(1);"]
-    if nb > 1:
-        lines.append("#pragma omp parallel for schedule(dynamic)")
     lines += [f"for (int64_t b = 0; b < {nb}LL; ++b) {{", *("  " + ln for ln in body), "}"]
     lines.append("if (fx_lprev != 1) fx_lset(fx_lprev);")
     prog.body += ["    " + ln for ln in lines] + ["  }"]
@@ -180,12 +178,14 @@ def render(prog, k, group) -> bool:
 
 def _one_thread(prog, lib, prev):
     """The lines that look up the library's thread-count entry points and declare ``prev`` its
-    count (1 without them). The caller sets it to one thread around its calls: OpenBLAS's own
-    threads would split a matrix of a batch that the program's OpenMP threads share out whole,
-    and, idle after a call, spin (yielding) for their next task against those threads. In the
-    Newton step (``benchmarks/workloads.py``, 16 problems of 64x64: its two batched 64x64
-    ``trsm`` steps were the only ones big enough for OpenBLAS's threads) that spinning was
-    35% of the process's CPU time and the waits for a descheduled worker 22% more."""
+    count (1 without them). The caller sets it to one thread around its calls: idle after a
+    call, OpenBLAS's own threads spin (yielding) for their next task against the program's
+    OpenMP threads. In the Newton step (``benchmarks/workloads.py``, 16 problems of 64x64: its
+    two batched 64x64 ``trsm`` steps were the only ones big enough for OpenBLAS's threads) that
+    spinning was 35% of the process's CPU time and the waits for a descheduled worker 22%
+    more. The matrices of a batch stay on the calling thread, one after another (the LAPACK
+    steps were about 2% of that step's CPU time after this change: sharing them out over the
+    OpenMP threads would save little, and would call the library from several threads at once)."""
     path, prefix = lib[0], lib[1]
     suffix = "64_" if lib[3] == 64 else ""
     if HELPER not in prog.subs:
@@ -320,8 +320,8 @@ def _tiled(m, n, w, stmt):
 
 
 def _scratch(sizes):
-    """Per-matrix workspaces (each OpenMP thread its own): ``(name, type, elements)``."""
-    alloc = [f"{ty}* {buf} = ({ty}*)malloc({size} * sizeof({ty}));" for buf, ty, size in sizes]
+    """Per-matrix workspaces, zeroed: ``(name, type, elements)``."""
+    alloc = [f"{ty}* {buf} = ({ty}*)calloc({size}, sizeof({ty}));" for buf, ty, size in sizes]
     return alloc, ["free(" + "); free(".join(buf for buf, _, _ in sizes) + ");"]
 
 
