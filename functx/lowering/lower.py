@@ -86,7 +86,8 @@ def _fold_transposed_products(g: Graph) -> None:
             if not _is_view(cur):
                 break
             chain.append(cur)
-            if found := _reads_transposed(cur, d):
+            moved = any("permutation" in n.params for n in chain)  # (only a transpose moves)
+            if moved and (found := _reads_transposed(cur, d)):
                 break
         if not found:
             continue
@@ -108,13 +109,13 @@ def _reads_transposed(v, d) -> bool:
     """Whether the view ``v`` (through its chain of views) holds the batched product ``d``
     (``batch`` matrices of ``m x n``) transposed, in its own flat order: its non-unit axes
     group into (batch, n, m) and its element (b, j, i) is ``d``'s (b, i, j)."""
-    ivars = tuple(sym(f"i{a}") for a in range(len(v.shape)))
-    e = v.fn(ivars, _ThroughViews())
-    if not isinstance(e, Load) or isinstance(e.offset, E) or e.buf != f"n{d.id}":
-        return False
     nb, m, n = d.params["batch"], d.params["m"], d.params["n"]
     if m == 1 or n == 1 or math.prod(v.shape) != nb * m * n:
         return False  # (a transposed vector is a reshape)
+    found = _through_views(v)
+    if found is None or found[0] is not d:
+        return False
+    ivars = tuple(sym(f"i{a}") for a in range(len(v.shape)))
     axes = [a for a, s in enumerate(v.shape) if s != 1]
     groups, k = [], 0
     for target in (nb, n, m):  # v's axes in order, grouped into the batch, n and m
@@ -129,7 +130,7 @@ def _reads_transposed(v, d) -> bool:
     b, j, i = (flat_offset([ivars[a] for a in gr], [v.shape[a] for a in gr]) for gr in groups)
     unit = {x: 0 for x, s in zip(ivars, v.shape) if s == 1}
     want = b * m * n + i * n + j
-    return sympy.expand(sympy.sympify(e.offset).subs(unit) - sympy.sympify(want).subs(unit)) == 0
+    return sympy.expand(found[1].subs(unit) - sympy.sympify(want).subs(unit)) == 0
 
 
 def inline_jaxpr(g: Graph, closed: ClosedJaxpr, ins: list) -> list:
@@ -687,12 +688,15 @@ _DOT_PARAMS = {"lhs", "rhs", "lhs_trans", "rhs_trans", "batch", "m", "k", "n", "
 
 
 class _ThroughViews(_Reads):
-    """A context that inlines views (a node whose element is one element of its single input:
-    transposes, reshapes, unit axes, broadcasts) and reads every other node as a load of its own:
-    the element of a chain of views as a load of the node under them."""
+    """A context that inlines the nodes ``views`` (ids of views: nodes whose element is one
+    element of their single input, as transposes, reshapes and unit axes make) and reads every
+    other node as a load of its own: a chain of views' element as a load of the node under it."""
+
+    def __init__(self, views):
+        self.views = views
 
     def lookup(self, node, idx):
-        return None if _is_view(node) else super().lookup(node, idx)
+        return None if node.id in self.views else super().lookup(node, idx)
 
     def inlines(self, node):
         return True
@@ -706,35 +710,43 @@ def _is_view(x) -> bool:
     return isinstance(e, Load) and e.buf == f"n{x.inputs[0].id}" and not isinstance(e.offset, E)
 
 
+def _through_views(x):
+    """``(source, offset)``: the node under ``x``'s chain of views and the flat offset in it of
+    ``x``'s element at ``i0, i1, ...`` (None when ``x`` is no view or the chain is not one
+    load)."""
+    chain = [x]
+    while _is_view(chain[-1]):
+        chain.append(chain[-1].inputs[0])
+    if len(chain) == 1:
+        return None
+    ivars = tuple(sym(f"i{d}") for d in range(len(x.shape)))
+    e = x.fn(ivars, _ThroughViews({n.id for n in chain[:-1]}))
+    src = chain[-1]
+    if not isinstance(e, Load) or isinstance(e.offset, E) or e.buf != f"n{src.id}":
+        return None
+    return src, sympy.sympify(e.offset)
+
+
 def _layout(x, batch, first, second):
     """``(source, transposed)`` when the elements of ``x`` (through any chain of views) lie in one
     node's buffer in (batch, first, second) order, or (batch, second, first) when
     ``transposed``; else None. Unit axes do not count."""
+    orders = ((False, batch + first + second), (True, batch + second + first))
+    found = _through_views(x)
+    if found is None:  # x's own buffer
+        keep = [a for a in range(len(x.shape)) if x.shape[a] != 1]
+        return next(((x, t) for t, o in orders if [a for a in o if a in keep] == keep), None)
+    src, off = found
+    if src.size != x.size or np.dtype(src.dtype) != np.dtype(x.dtype):
+        return None
     ivars = tuple(sym(f"i{d}") for d in range(len(x.shape)))
-    src, off = x, flat_offset(ivars, x.shape)
-    if _is_view(x):
-        e = x.fn(ivars, _ThroughViews())
-        if not isinstance(e, Load) or isinstance(e.offset, E) or not e.buf.startswith("n"):
-            return None
-        src = next((n for n in _walk_inputs(x) if e.buf == f"n{n.id}"), None)
-        if src is None or src.size != x.size or np.dtype(src.dtype) != np.dtype(x.dtype):
-            return None
-        off = sympy.sympify(e.offset)
     unit = {v: 0 for v, d in zip(ivars, x.shape) if d == 1}
     off = sympy.expand(off.subs(unit))
-    for trans, order in ((False, batch + first + second), (True, batch + second + first)):
+    for trans, order in orders:
         want = flat_offset([ivars[a] for a in order], [x.shape[a] for a in order])
         if sympy.expand(want.subs(unit) - off) == 0:
             return src, trans
     return None
-
-
-def _walk_inputs(x):
-    """``x`` and the nodes under it through its chain of views."""
-    yield x
-    while _is_view(x):
-        x = x.inputs[0]
-        yield x
 
 
 def _blas_operand(g, x, batch, first, second):
