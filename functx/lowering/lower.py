@@ -71,15 +71,18 @@ def _fold_transposed_products(g: Graph) -> None:
     ``dot_general``'s transpose rule as ``(d.T @ x).T``; a batched one through transposes and
     reshapes, as ``vmap`` of ``jacfwd`` leaves it) computes the transposed product instead,
     ``C.T = B.T @ A.T``, by swapping its operands and their BLAS transpose flags: the view that
-    transposes it becomes an in-order view, and no consumer reads the product across its rows."""
+    transposes it becomes an in-order view, and no consumer reads the product across its rows.
+    A product (any, convolution taps too) that a program output only reshapes becomes that
+    output itself: no copy of the product into the output's buffer."""
     consumers: dict[int, list] = {}
     for n in g.nodes:
         for i in n.inputs:
             consumers.setdefault(i.id, []).append(n)
     outputs = {n.id for n in g.outputs}
     for d in list(g.nodes):
-        if d.kind != "dot" or set(d.params) != _DOT_PARAMS or d.id in outputs:
+        if d.kind != "dot" or d.id in outputs:
             continue
+        plain = set(d.params) == _DOT_PARAMS  # (operands swappable: no conv taps)
         chain, cur, found = [], d, False
         while len(consumers.get(cur.id, ())) == 1 and cur.id not in outputs:
             cur = consumers[cur.id][0]
@@ -87,9 +90,20 @@ def _fold_transposed_products(g: Graph) -> None:
                 break
             chain.append(cur)
             moved = any("permutation" in n.params for n in chain)  # (only a transpose moves)
-            if moved and (found := _reads_transposed(cur, d)):
+            if plain and moved and (found := _reads_transposed(cur, d)):
                 break
         if not found:
+            v = chain[-1] if chain else None
+            if (
+                v is not None
+                and v.id in outputs
+                and not consumers.get(v.id)
+                and _reads_in_order(v, d)
+            ):
+                d.shape = v.shape  # (an output reshaping the product: the product)
+                g.outputs = [d if o is v else o for o in g.outputs]
+                dead = {n.id for n in chain}
+                g.nodes = [n for n in g.nodes if n.id not in dead]
             continue
         v = chain[-1]
         p = d.params
@@ -103,6 +117,17 @@ def _fold_transposed_products(g: Graph) -> None:
         v.fn = lambda idx, ctx, d=d: d.load(idx, ctx)
         dead = {n.id for n in chain[:-1]}
         g.nodes = [n for n in g.nodes if n.id not in dead]
+
+
+def _reads_in_order(v, d) -> bool:
+    """Whether the view ``v`` (through its chain of views) holds ``d``'s elements in ``d``'s
+    order (a reshape, unit axes added or dropped)."""
+    found = _through_views(v)
+    if found is None or found[0] is not d or v.size != d.size:
+        return False
+    ivars = tuple(sym(f"i{a}") for a in range(len(v.shape)))
+    unit = {x: 0 for x, s in zip(ivars, v.shape) if s == 1}
+    return sympy.expand(found[1].subs(unit) - flat_offset(ivars, v.shape).subs(unit)) == 0
 
 
 def _reads_transposed(v, d) -> bool:

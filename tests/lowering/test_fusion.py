@@ -164,6 +164,10 @@ def test_batched_products_through_transposes_and_unit_axes():
     assert "lhs_trans=True" in dots[0] and "m=8 k=24 n=8" in dots[0], dots
     assert dots[1].split("=")[0].endswith("f32[3,24,1,8] "), dots  # C^T = X H^T, in order
     assert "m=24 k=8 n=8" in dots[1], dots
+    # a product that an output only reshapes is that output (no copy kernel)
+    w = RNG.standard_normal((8, 8)).astype(np.float32)
+    ks = lower_and_check(lambda a, w: (a @ w).reshape(3, 24, 2, 4), a, w, rtol=1e-5, atol=1e-5)
+    assert [k.split(":")[1].split()[0] for k in ks] == ["dot"], ks
 
 
 def test_costly_values_read_through_a_broadcast_are_stored_once(monkeypatch, tmp_path):

@@ -165,13 +165,13 @@ def render(prog, k, group) -> bool:
     parts = emit(prog, lib, params, ins, outs)
     if parts is None:
         return False
-    pre, body = parts
+    pre, body, post = parts
     nb = _batch(ins[0].shape)
     # ("fx_host" below keeps this kernel in the main translation unit, beside fx_lapack_fn)
     prog.body += [f"  // kernel {k.index}: LAPACK {prim} (in place of an fx_host step)", "  {"]
     lines = [*pre, *_one_thread(prog, lib, "fx_lprev = "), "if (fx_lprev != 1) fx_lset(1);"]
     lines += [f"for (int64_t b = 0; b < {nb}LL; ++b) {{", *("  " + ln for ln in body), "}"]
-    lines.append("if (fx_lprev != 1) fx_lset(fx_lprev);")
+    lines += ["if (fx_lprev != 1) fx_lset(fx_lprev);", *post]
     prog.body += ["    " + ln for ln in lines] + ["  }"]
     return True
 
@@ -235,7 +235,7 @@ def _cholesky(prog, lib, params, ins, outs):
         zero,
         "}",
     ]
-    return pre, body
+    return pre, body, []
 
 
 def _trisolve(prog, lib, params, ins, outs):
@@ -270,7 +270,7 @@ def _trisolve(prog, lib, params, ins, outs):
         f'fx_{letter}trsm("{side}", "{uplo}", "{trans}", "{diag}", &m, &n, one,',
         f"  ({rt}*)({a.buf}) + b * {n * n * w}LL, &lda, x, &ldb, 1, 1, 1, 1);",
     ]
-    return pre, body
+    return pre, body, []
 
 
 def _lu(prog, lib, params, ins, outs):
@@ -280,9 +280,9 @@ def _lu(prog, lib, params, ins, outs):
     m, n = x.shape[-2:]
     kk = min(m, n)
     pre = [_fn(prog, lib, letter, "getrf"), f"if (!fx_{letter}getrf) return 1;"]
+    alloc, free = _scratch([("t", rt, f"{m * n * w}ULL"), ("ip", it, f"{kk}ULL")])
+    pre += alloc
     body = [
-        f"{rt}* t = ({rt}*)malloc({m * n * w}ULL * sizeof({rt}));",
-        f"{it}* ip = ({it}*)malloc({kk}ULL * sizeof({it}));",
         f"const {rt}* src = (const {rt}*)({x.buf}) + b * {m * n * w}LL;",
         f"{rt}* dst = ({rt}*)({o.buf}) + b * {m * n * w}LL;",
         f"int32_t* pv = (int32_t*)({piv.buf}) + b * {kk}LL;",
@@ -302,9 +302,8 @@ def _lu(prog, lib, params, ins, outs):
         "  int32_t p = (int32_t)(ip[i] - 1); pv[i] = p;",
         "  int32_t s = pm[i]; pm[i] = pm[p]; pm[p] = s;",
         "}",
-        "free(t); free(ip);",
     ]
-    return pre, body
+    return pre, body, free
 
 
 def _tiled(m, n, w, stmt):
@@ -320,7 +319,8 @@ def _tiled(m, n, w, stmt):
 
 
 def _scratch(sizes):
-    """Per-matrix workspaces, zeroed: ``(name, type, elements)``."""
+    """The lines allocating (zeroed) and freeing the workspaces ``(name, type, elements)`` that
+    the matrices of a batch share."""
     alloc = [f"{ty}* {buf} = ({ty}*)calloc({size}, sizeof({ty}));" for buf, ty, size in sizes]
     return alloc, ["free(" + "); free(".join(buf for buf, _, _ in sizes) + ");"]
 
@@ -359,8 +359,8 @@ def _eigh(prog, lib, params, ins, outs):
         f"const {it} lrwork = {1 + 5 * n + 2 * n * n}; (void)lrwork;",
     ]
     src = f"t[(({lo}LL + j) * {n}LL + i) * {w} + c]"
+    pre += alloc
     body = [
-        *alloc,
         f"memcpy(t, ({rt}*)({x.buf}) + b * {n * n * w}LL, {n * n * w}ULL * sizeof({rt}));",
         f"{it} info = 0;",
         f'fx_{letter}{name}("V", "{uplo}", &n, {call});',
@@ -373,9 +373,8 @@ def _eigh(prog, lib, params, ins, outs):
             f"dst[(i * {d}LL + j) * {w} + c] = info != 0 ? ({rt})NAN : (c ? -{src} : {src});",
         ),
         f"for (int64_t j = 0; j < {d}LL; ++j) ew[j] = info != 0 ? ({rt})NAN : wv[{lo}LL + j];",
-        *free,
     ]
-    return pre, body
+    return pre, body, free
 
 
 def _qr(prog, lib, params, ins, outs):
@@ -410,8 +409,8 @@ def _qr(prog, lib, params, ins, outs):
             ("work", rt, f"(size_t)lwork * {w}"),
         ]
     )
+    pre += alloc
     body = [
-        *alloc,
         f"{it} info = 0;",
         f"const {rt}* src = (const {rt}*)({x.buf}) + b * {m * n * w}LL;",
         f"{rt}* qd = ({rt}*)({q.buf}) + b * {m * kq * w}LL;",
@@ -426,9 +425,8 @@ def _qr(prog, lib, params, ins, outs):
         ),
         f"fx_{letter}orgqr(&m, &kq, &k, t, &m, tau, work, &lwork, &info);",
         *_tiled(m, kq, w, f"qd[(i * {kq}LL + j) * {w} + c] = t[(j * {m}LL + i) * {w} + c];"),
-        *free,
     ]
-    return pre, body
+    return pre, body, free
 
 
 def _svd(prog, lib, params, ins, outs):
@@ -472,9 +470,8 @@ def _svd(prog, lib, params, ins, outs):
             ("work", rt, f"(size_t)lwork * {w}"),
         ]
     )
+    pre += [*alloc, "(void)rwork;"]
     body = [
-        *alloc,
-        "(void)rwork;",
         f"{it} info = 0;",
         f"memcpy(t, ({rt}*)({x.buf}) + b * {m * n * w}LL, {m * n * w}ULL * sizeof({rt}));",
         f"{rt}* sd = ({rt}*)({s_out.buf}) + b * {kk}LL;",
@@ -490,8 +487,8 @@ def _svd(prog, lib, params, ins, outs):
             f"  for (int64_t i = 0; i < {ucols * n * w}LL; ++i) ud[i] = NAN;",
             f"  for (int64_t i = 0; i < {m * vrows * w}LL; ++i) vd[i] = NAN;",
         ]
-    body += ["}", *free]
-    return pre, body
+    body.append("}")
+    return pre, body, free
 
 
 _RENDER = {
