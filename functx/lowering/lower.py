@@ -135,8 +135,8 @@ def _reads_transposed(v, d) -> bool:
     (``batch`` matrices of ``m x n``) transposed, in its own flat order: its non-unit axes
     group into (batch, n, m) and its element (b, j, i) is ``d``'s (b, i, j)."""
     nb, m, n = d.params["batch"], d.params["m"], d.params["n"]
-    if m == 1 or n == 1 or math.prod(v.shape) != nb * m * n:
-        return False  # (a transposed vector is a reshape)
+    if math.prod(v.shape) != nb * m * n:
+        return False
     found = _through_views(v)
     if found is None or found[0] is not d:
         return False
@@ -758,20 +758,18 @@ def _layout(x, batch, first, second):
     ``transposed``; else None. Unit axes do not count."""
     orders = ((False, batch + first + second), (True, batch + second + first))
     found = _through_views(x)
-    if found is None:  # x's own buffer
-        keep = [a for a in range(len(x.shape)) if x.shape[a] != 1]
-        return next(((x, t) for t, o in orders if [a for a in o if a in keep] == keep), None)
-    src, off = found
-    if src.size != x.size or np.dtype(src.dtype) != np.dtype(x.dtype):
-        return None
-    ivars = tuple(sym(f"i{d}") for d in range(len(x.shape)))
-    unit = {v: 0 for v, d in zip(ivars, x.shape) if d == 1}
-    off = sympy.expand(off.subs(unit))
-    for trans, order in orders:
-        want = flat_offset([ivars[a] for a in order], [x.shape[a] for a in order])
-        if sympy.expand(want.subs(unit) - off) == 0:
-            return src, trans
-    return None
+    if found is not None and found[0].size == x.size:
+        src, off = found
+        ivars = tuple(sym(f"i{d}") for d in range(len(x.shape)))
+        unit = {v: 0 for v, d in zip(ivars, x.shape) if d == 1}
+        off = sympy.expand(off.subs(unit))
+        for trans, order in orders:
+            want = flat_offset([ivars[a] for a in order], [x.shape[a] for a in order])
+            if sympy.expand(want.subs(unit) - off) == 0:
+                return src, trans
+    # x's own buffer (stored, if it is a view: its elements in its own order)
+    keep = [a for a in range(len(x.shape)) if x.shape[a] != 1]
+    return next(((x, t) for t, o in orders if [a for a in o if a in keep] == keep), None)
 
 
 def _blas_operand(g, x, batch, first, second):
