@@ -679,6 +679,18 @@ def _dot_general(g, ins, avals, *, dimension_numbers, preferred_element_type=Non
     nb = len(lb)
     lf = [i for i in range(len(lhs.shape)) if i not in lc and i not in lb]
     rf = [i for i in range(len(rhs.shape)) if i not in rc and i not in rb]
+    if not lb and len(lc) == 1 and out.dtype == lhs.dtype and _is_identity(g, rhs, rc[0], rf):
+        # x @ I (jacfwd pushes the identity's columns through a product): x itself
+        wide = next(k for k, a in enumerate(rf) if rhs.shape[a] != 1)
+        return _view(
+            g,
+            lhs,
+            out.shape,
+            lambda idx: [
+                idx[len(lf) + wide] if a == lc[0] else idx[lf.index(a)]
+                for a in range(len(lhs.shape))
+            ],
+        )
     # Pair contracting dimensions in the left operand's axis order.
     order = np.argsort(lc)
     lc_s = [lc[i] for i in order]
@@ -704,6 +716,27 @@ def _dot_general(g, ins, avals, *, dimension_numbers, preferred_element_type=Non
             },
         )
     )
+
+
+def _is_identity(g, x, contract: int, free: list) -> bool:
+    """Whether ``x`` is a constant identity matrix between its axis ``contract`` and its one
+    free axis longer than 1 (its other free axes of length 1): a program constant read
+    directly or through views, up to 4096 elements (checked element by element)."""
+    wide = [a for a in free if x.shape[a] != 1]
+    if len(wide) != 1 or x.shape[wide[0]] != x.shape[contract] or x.size > 4096:
+        return False
+    consts = {n.id: arr for n, arr in g.consts}
+    ivars = tuple(sym(f"i{d}") for d in range(len(x.shape)))
+    src, off = _through_views(x) or (x, flat_offset(ivars, x.shape))
+    if src.id not in consts or not all(isinstance(t, sympy.Symbol) for t in off.free_symbols):
+        return False
+    if not off.is_polynomial(*ivars):  # (affine in the indices: no floor or modulo)
+        return False
+    grid = np.indices(x.shape).reshape(len(x.shape), -1)
+    flat = sympy.lambdify(ivars, off, "numpy")(*grid) * np.ones(grid.shape[1], np.int64)
+    vals = np.asarray(consts[src.id]).reshape(-1)[flat].reshape(x.shape)
+    m = np.moveaxis(vals, (contract, wide[0]), (0, 1)).reshape(x.shape[contract], -1)
+    return bool(np.array_equal(m, np.eye(x.shape[contract], dtype=m.dtype)))
 
 
 _BUFFERED = ("input", "reduce", "dot", "scatter", "dus")

@@ -170,6 +170,18 @@ def test_batched_products_through_transposes_and_unit_axes():
     assert [k.split(":")[1].split()[0] for k in ks] == ["dot"], ks
 
 
+def test_products_with_a_constant_identity_are_their_operand():
+    """``jacfwd`` pushes the identity's columns through ``x @ w`` as ``x @ I`` (a constant): read
+    as ``x`` itself, no product; a constant that is not the identity keeps its product."""
+    x = RNG.standard_normal((16, 8)).astype(np.float32)
+    w = RNG.standard_normal(8).astype(np.float32)
+    ks = lower_and_check(functx.jacfwd(lambda w, x: fnp.tanh(x @ w)), w, x, rtol=1e-5, atol=1e-6)
+    assert sum(" dot " in k for k in ks) == 1, ks  # (x @ w only)
+    p = np.eye(8, dtype=np.float32)[::-1].copy()
+    ks = lower_and_check(lambda x: fnp.tanh(x @ p), x, rtol=1e-5, atol=1e-6)
+    assert sum(" dot " in k for k in ks) == 1, ks
+
+
 def test_costly_values_read_through_a_broadcast_are_stored_once(monkeypatch, tmp_path):
     """An outer product of tanh(a) with b reads each tanh once per column of b: above
     schedule.REUSE_MIN evaluations and REUSE reads per element, the tanh gets a kernel of its own
