@@ -5,8 +5,9 @@
 functx (``jit``: the C++ program with the transforms as library steps, pocketfft through SciPy)
 and JAX (``jax.jit``: XLA's CPU FFT, ducc) each run in a process of their own (``--only``), so
 neither's threads or allocator affect the other; NumPy (``numpy.fft``) and SciPy (``scipy.fft``)
-eagerly in this process. Every result is checked against NumPy in float64. Prints the median time
-per call (after warm-up) and the ratio to JAX. ``--quick`` uses length 2^12 and fewer repetitions.
+eagerly in this process. Every result is checked against NumPy in float64. Prints the median wall
+time per call (after warm-up) and the ratio to JAX. ``--quick`` uses length 2^12 and fewer
+repetitions.
 """
 
 from __future__ import annotations
@@ -49,18 +50,20 @@ def reference(x, k, g, n):
 
 
 def timed(f, reps):
+    """Median (wall seconds, CPU seconds of the process) per call, after warm-up."""
     f()  # warm-up (compiles)
     f()
     ts = []
     for _ in range(reps):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         f()
-        ts.append(time.perf_counter() - t)
-    return statistics.median(ts)
+        ts.append((time.perf_counter() - t, time.process_time() - c))
+    return [statistics.median(v) for v in zip(*ts)]
 
 
 def run_one(lib, batch, n, reps):
-    """Times (forward, gradient) for ``lib`` in this process; checks against float64 NumPy."""
+    """Times (forward, gradient) for ``lib`` in this process, each (wall, CPU); checks against
+    float64 NumPy first."""
     x, k, g = inputs(batch, n)
     y_ref, dx_ref, dk_ref = reference(x, k, g, n)
     if lib in ("functx", "jax"):
@@ -125,10 +128,10 @@ def main():
         out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
         results[lib] = json.loads(out.strip().splitlines()[-1])
     for b in args.batch:
-        jf, jg = results["jax"][str(b)]
+        (jf, _), (jg, _) = results["jax"][str(b)]
         print(f"batch {b}:")
         for lib in ("functx", "jax", "numpy", "scipy"):
-            f, g = results[lib][str(b)]
+            (f, _), (g, _) = results[lib][str(b)]
             print(
                 f"  {lib:7s} forward {f * 1e3:8.3f} ms ({f / jf:5.2f}x JAX)   "
                 f"gradient {g * 1e3:8.3f} ms ({g / jg:5.2f}x JAX)"

@@ -21,6 +21,7 @@ from functx.core import ClosedJaxpr, Jaxpr, Literal
 from functx.errors import UnsupportedError
 from functx.lowering.loopir import (
     Const,
+    E,
     FloorDiv,
     Graph,
     Idx,
@@ -32,7 +33,6 @@ from functx.lowering.loopir import (
     error_context,
     flat_offset,
     guard_clamp,
-    reads_in_order,
     strides_of,
     sym,
 )
@@ -68,35 +68,94 @@ def lower_jaxpr(closed: ClosedJaxpr) -> Graph:
 
 def _fold_transposed_products(g: Graph) -> None:
     """A matrix product read only through a transpose (the weight gradient ``x.T @ d`` comes out of
-    ``dot_general``'s transpose rule as ``(d.T @ x).T``) computes the transposed product instead,
-    ``C.T = B.T @ A.T``, by swapping its operands and their BLAS transpose flags: the transpose
-    becomes an in-order view, and no consumer reads the product across its rows."""
-    consumers: dict[int, int] = {}
+    ``dot_general``'s transpose rule as ``(d.T @ x).T``; a batched one through transposes and
+    reshapes, as ``vmap`` of ``jacfwd`` leaves it) computes the transposed product instead,
+    ``C.T = B.T @ A.T``, by swapping its operands and their BLAS transpose flags: the view that
+    transposes it becomes an in-order view, and no consumer reads the product across its rows.
+    A product (any, convolution taps too) that a program output only reshapes becomes that
+    output itself: no copy of the product into the output's buffer."""
+    consumers: dict[int, list] = {}
     for n in g.nodes:
         for i in n.inputs:
-            consumers[i.id] = consumers.get(i.id, 0) + 1
+            consumers.setdefault(i.id, []).append(n)
     outputs = {n.id for n in g.outputs}
-    for t in g.nodes:
-        if t.kind != "pointwise" or t.params.get("permutation") != (1, 0) or len(t.inputs) != 1:
+    for d in list(g.nodes):
+        if d.kind != "dot" or d.id in outputs:
             continue
-        d = t.inputs[0]
-        if (
-            d.kind != "dot"
-            or set(d.params) != _DOT_PARAMS
-            or d.shape != (d.params["m"], d.params["n"])
-            or d.params["batch"] != 1
-            or consumers.get(d.id) != 1
-            or d.id in outputs
-        ):
+        plain = set(d.params) == _DOT_PARAMS  # (operands swappable: no conv taps)
+        chain, cur, found = [], d, False
+        while len(consumers.get(cur.id, ())) == 1 and cur.id not in outputs:
+            cur = consumers[cur.id][0]
+            if not _is_view(cur):
+                break
+            chain.append(cur)
+            moved = any("permutation" in n.params for n in chain)  # (only a transpose moves)
+            if plain and moved and (found := _reads_transposed(cur, d)):
+                break
+        if not found:
+            v = chain[-1] if chain else None
+            if (
+                v is not None
+                and v.id in outputs
+                and not consumers.get(v.id)
+                and _reads_in_order(v, d)
+            ):
+                d.shape = v.shape  # (an output reshaping the product: the product)
+                g.outputs = [d if o is v else o for o in g.outputs]
+                dead = {n.id for n in chain}
+                g.nodes = [n for n in g.nodes if n.id not in dead]
             continue
+        v = chain[-1]
         p = d.params
         p["lhs"], p["rhs"] = p["rhs"], p["lhs"]
         p["lhs_trans"], p["rhs_trans"] = not p["rhs_trans"], not p["lhs_trans"]
         p["m"], p["n"] = p["n"], p["m"]
         d.inputs = [p["lhs"], p["rhs"]]
-        d.shape = t.shape
-        del t.params["permutation"]
-        t.fn = lambda idx, ctx, d=d: d.load(idx, ctx)
+        d.shape = v.shape
+        v.params.pop("permutation", None)
+        v.inputs = [d]
+        v.fn = lambda idx, ctx, d=d: d.load(idx, ctx)
+        dead = {n.id for n in chain[:-1]}
+        g.nodes = [n for n in g.nodes if n.id not in dead]
+
+
+def _reads_in_order(v, d) -> bool:
+    """Whether the view ``v`` (through its chain of views) holds ``d``'s elements in ``d``'s
+    order (a reshape, unit axes added or dropped)."""
+    found = _through_views(v)
+    if found is None or found[0] is not d or v.size != d.size:
+        return False
+    ivars = tuple(sym(f"i{a}") for a in range(len(v.shape)))
+    unit = {x: 0 for x, s in zip(ivars, v.shape) if s == 1}
+    return sympy.expand(found[1].subs(unit) - flat_offset(ivars, v.shape).subs(unit)) == 0
+
+
+def _reads_transposed(v, d) -> bool:
+    """Whether the view ``v`` (through its chain of views) holds the batched product ``d``
+    (``batch`` matrices of ``m x n``) transposed, in its own flat order: its non-unit axes
+    group into (batch, n, m) and its element (b, j, i) is ``d``'s (b, i, j)."""
+    nb, m, n = d.params["batch"], d.params["m"], d.params["n"]
+    if math.prod(v.shape) != nb * m * n:
+        return False
+    found = _through_views(v)
+    if found is None or found[0] is not d:
+        return False
+    ivars = tuple(sym(f"i{a}") for a in range(len(v.shape)))
+    axes = [a for a, s in enumerate(v.shape) if s != 1]
+    groups, k = [], 0
+    for target in (nb, n, m):  # v's axes in order, grouped into the batch, n and m
+        group, size = [], 1
+        while size < target and k < len(axes):
+            size *= v.shape[axes[k]]
+            group.append(axes[k])
+            k += 1
+        if size != target:
+            return False
+        groups.append(group)
+    b, j, i = (flat_offset([ivars[a] for a in gr], [v.shape[a] for a in gr]) for gr in groups)
+    unit = {x: 0 for x, s in zip(ivars, v.shape) if s == 1}
+    want = b * m * n + i * n + j
+    return sympy.expand(found[1].subs(unit) - sympy.sympify(want).subs(unit)) == 0
 
 
 def inline_jaxpr(g: Graph, closed: ClosedJaxpr, ins: list) -> list:
@@ -620,6 +679,18 @@ def _dot_general(g, ins, avals, *, dimension_numbers, preferred_element_type=Non
     nb = len(lb)
     lf = [i for i in range(len(lhs.shape)) if i not in lc and i not in lb]
     rf = [i for i in range(len(rhs.shape)) if i not in rc and i not in rb]
+    if not lb and len(lc) == 1 and out.dtype == lhs.dtype and _is_identity(g, rhs, rc[0], rf):
+        # x @ I (jacfwd pushes the identity's columns through a product): x itself
+        wide = next(k for k, a in enumerate(rf) if rhs.shape[a] != 1)
+        return _view(
+            g,
+            lhs,
+            out.shape,
+            lambda idx: [
+                idx[len(lf) + wide] if a == lc[0] else idx[lf.index(a)]
+                for a in range(len(lhs.shape))
+            ],
+        )
     # Pair contracting dimensions in the left operand's axis order.
     order = np.argsort(lc)
     lc_s = [lc[i] for i in order]
@@ -647,57 +718,108 @@ def _dot_general(g, ins, avals, *, dimension_numbers, preferred_element_type=Non
     )
 
 
+def _is_identity(g, x, contract: int, free: list) -> bool:
+    """Whether ``x`` is a constant identity matrix between its axis ``contract`` and its one
+    free axis longer than 1 (its other free axes of length 1): a program constant read
+    directly or through views, up to 4096 elements (checked element by element)."""
+    wide = [a for a in free if x.shape[a] != 1]
+    if len(wide) != 1 or x.shape[wide[0]] != x.shape[contract] or x.size > 4096:
+        return False
+    consts = {n.id: arr for n, arr in g.consts}
+    ivars = tuple(sym(f"i{d}") for d in range(len(x.shape)))
+    src, off = _through_views(x) or (x, flat_offset(ivars, x.shape))
+    if src.id not in consts or not all(isinstance(t, sympy.Symbol) for t in off.free_symbols):
+        return False
+    if not off.is_polynomial(*ivars):  # (affine in the indices: no floor or modulo)
+        return False
+    grid = np.indices(x.shape).reshape(len(x.shape), -1)
+    flat = sympy.lambdify(ivars, off, "numpy")(*grid) * np.ones(grid.shape[1], np.int64)
+    vals = np.asarray(consts[src.id]).reshape(-1)[flat].reshape(x.shape)
+    m = np.moveaxis(vals, (contract, wide[0]), (0, 1)).reshape(x.shape[contract], -1)
+    return bool(np.array_equal(m, np.eye(x.shape[contract], dtype=m.dtype)))
+
+
 _BUFFERED = ("input", "reduce", "dot", "scatter", "dus")
 
 
 _DOT_PARAMS = {"lhs", "rhs", "lhs_trans", "rhs_trans", "batch", "m", "k", "n", "precision"}
 
 
-def _same_order_source(x):
-    """The node whose elements ``x`` holds in the same order, or None."""
-    if x.kind != "pointwise" or x.fn is None or len(x.inputs) != 1:
-        return None
-    s = x.inputs[0]
-    if s.size != x.size or np.dtype(s.dtype) != np.dtype(x.dtype):
-        return None
+class _ThroughViews(_Reads):
+    """A context that inlines the nodes ``views`` (ids of views: nodes whose element is one
+    element of their single input, as transposes, reshapes and unit axes make) and reads every
+    other node as a load of its own: a chain of views' element as a load of the node under it."""
+
+    def __init__(self, views):
+        self.views = views
+
+    def lookup(self, node, idx):
+        return None if node.id in self.views else super().lookup(node, idx)
+
+    def inlines(self, node):
+        return True
+
+
+def _is_view(x) -> bool:
+    if x.kind != "pointwise" or x.fn is None or len(x.inputs) != 1 or x.params.get("realize"):
+        return False
     ivars = tuple(sym(f"i{d}") for d in range(len(x.shape)))
     e = x.fn(ivars, _Reads())
-    return (
-        s
-        if isinstance(e, Load) and e.buf == f"n{s.id}" and reads_in_order(e, ivars, x.shape)
-        else None
-    )
+    return isinstance(e, Load) and e.buf == f"n{x.inputs[0].id}" and not isinstance(e.offset, E)
+
+
+def _through_views(x):
+    """``(source, offset)``: the node under ``x``'s chain of views and the flat offset in it of
+    ``x``'s element at ``i0, i1, ...`` (None when ``x`` is no view or the chain is not one
+    load)."""
+    chain = [x]
+    while _is_view(chain[-1]):
+        chain.append(chain[-1].inputs[0])
+    if len(chain) == 1:
+        return None
+    ivars = tuple(sym(f"i{d}") for d in range(len(x.shape)))
+    e = x.fn(ivars, _ThroughViews({n.id for n in chain[:-1]}))
+    src = chain[-1]
+    if not isinstance(e, Load) or isinstance(e.offset, E) or e.buf != f"n{src.id}":
+        return None
+    return src, sympy.sympify(e.offset)
+
+
+def _layout(x, batch, first, second):
+    """``(source, transposed)`` when the elements of ``x`` (through any chain of views) lie in one
+    node's buffer in (batch, first, second) order, or (batch, second, first) when
+    ``transposed``; else None. Unit axes do not count."""
+    orders = ((False, batch + first + second), (True, batch + second + first))
+    found = _through_views(x)
+    if found is not None and found[0].size == x.size:
+        src, off = found
+        ivars = tuple(sym(f"i{d}") for d in range(len(x.shape)))
+        unit = {v: 0 for v, d in zip(ivars, x.shape) if d == 1}
+        off = sympy.expand(off.subs(unit))
+        for trans, order in orders:
+            want = flat_offset([ivars[a] for a in order], [x.shape[a] for a in order])
+            if sympy.expand(want.subs(unit) - off) == 0:
+                return src, trans
+    # x's own buffer (stored, if it is a view: its elements in its own order)
+    keep = [a for a in range(len(x.shape)) if x.shape[a] != 1]
+    return next(((x, t) for t, o in orders if [a for a in o if a in keep] == keep), None)
 
 
 def _blas_operand(g, x, batch, first, second):
     """An operand laid out as (batch, first, second) -- or (batch, second, first), transposed --
-    in a buffer: when ``x``'s layout already is one of these, ``x`` itself, or the node it
-    reshapes (stored, if it is pointwise); through a transpose, the same for the transposed
-    node, with its axes in the same roles (``x @ w.T`` reads ``w`` in place); else a realised
-    copy."""
-    perm = x.params.get("permutation")
-    if perm is not None:  # axis a of x is axis perm[a] of the node it transposes
-        return _blas_operand(
-            g,
-            x.inputs[0],
-            [perm[a] for a in batch],
-            [perm[a] for a in first],
-            [perm[a] for a in second],
-        )
-    nd = len(x.shape)
-    if batch == list(range(len(batch))) and (
-        first + second == list(range(len(batch), nd))
-        or second + first == list(range(len(batch), nd))
-    ):
-        trans = first + second != list(range(len(batch), nd))
-        src = x
-        while (s := _same_order_source(src)) is not None:
-            src = s
+    in a buffer: when ``x``'s elements already lie in one node's buffer in one of these orders,
+    through any chain of transposes and reshapes (``x @ w.T`` reads ``w`` in place, and so does
+    a product of the transposed gradient of a ``vmap`` of ``jacfwd``), that node (stored, if it
+    is pointwise); else a realised copy."""
+    found = _layout(x, batch, first, second)
+    if found is not None:
+        src, trans = found
         if src.kind in _BUFFERED:
             return src, trans
         if src.kind == "pointwise" and src.fn is not None:
             src.params["realize"] = True  # stored once, for the product and any other reader
             return src, trans
+    nd = len(x.shape)
     perm = batch + first + second
     shape = tuple(x.shape[i] for i in perm)
     inv = np.argsort(perm)

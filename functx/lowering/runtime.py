@@ -240,11 +240,24 @@ _HOST_DISPATCHER = HOST_FN(_dispatch_running)
 _HOST_DISPATCHER_ADDR = ctypes.cast(_HOST_DISPATCHER, ctypes.c_void_p).value
 
 
+def _buffer(ptr, shape, dtype, copy: bool) -> np.ndarray:
+    """The program's buffer at ``ptr`` as a NumPy array: a copy, or (``copy`` false) a view that
+    the step reads or writes in place, valid only during the step."""
+    dt = np.dtype(dtype)
+    n = math.prod(shape)
+    if not n:
+        return np.zeros(shape, dt)
+    a = np.frombuffer((ctypes.c_char * (n * dt.itemsize)).from_address(ptr), dt).reshape(shape)
+    return a.copy() if copy else a
+
+
 class HostDispatch:
     """What a program with host steps calls back (``fx_host(index, buffers)``): step ``index``
     of ``steps`` (``(callable, input avals, output (shape, dtype)s)``) gets copies of its input
-    buffers as NumPy arrays and its results are copied into the output buffers. An exception is
-    kept in ``error`` (the program then stops, returning 1) for the caller to raise.
+    buffers as NumPy arrays and its results are copied into the output buffers; a step with an
+    ``into(inputs, outputs)`` method gets views of the buffers instead and writes its results
+    into the output views itself (``control/fft.py``'s transforms: no copy either way). An
+    exception is kept in ``error`` (the program then stops, returning 1) for the caller to raise.
     ``Executable.run`` makes it the running thread's dispatcher for the call (``_running``)."""
 
     def __init__(self, steps):
@@ -254,15 +267,14 @@ class HostDispatch:
     def _dispatch(self, index, ptrs):
         try:
             fn, in_avals, out_specs = self.steps[index]
-            args = []
-            for j, a in enumerate(in_avals):
-                dt = np.dtype(a.dtype)
-                n = math.prod(a.shape)
-                if n:
-                    raw = (ctypes.c_char * (n * dt.itemsize)).from_address(ptrs[j])
-                    args.append(np.frombuffer(raw, dt).reshape(a.shape).copy())
-                else:
-                    args.append(np.zeros(a.shape, dt))
+            into = getattr(fn, "into", None)  # (a step that writes into the buffers itself)
+            args = [
+                _buffer(ptrs[j], a.shape, a.dtype, into is None) for j, a in enumerate(in_avals)
+            ]
+            if into is not None:
+                n = len(in_avals)
+                into(args, [_buffer(ptrs[n + k], *spec, False) for k, spec in enumerate(out_specs)])
+                return 0
             outs = fn(*args)
             for k, (o, (shape, dtype)) in enumerate(zip(outs, out_specs)):
                 o = np.ascontiguousarray(np.asarray(o, dtype).reshape(shape))

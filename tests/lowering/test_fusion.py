@@ -143,6 +143,45 @@ def test_matrix_products_read_transposed_operands_in_place():
     assert [k.split(":")[1].split()[0] for k in ks] == ["pointwise", "dot"], ks
 
 
+def test_batched_products_through_transposes_and_unit_axes():
+    """The Hessian products of ``vmap(jacfwd(grad))`` (the Newton step): a batched product's
+    operand that is a transposed computed value seen through unit axes is stored once in its own
+    order and read transposed (no copy kernel), and a batched product read only through
+    transposes and unit axes is computed transposed (its reader reads it in order)."""
+    a = RNG.standard_normal((3, 24, 8)).astype(np.float32)
+    x = RNG.standard_normal((3, 24, 8)).astype(np.float32)
+
+    def f(a, x):
+        lhs = fnp.transpose(fnp.tanh(a), (0, 2, 1))[:, :, None, :]  # (3, 8, 1, 24)
+        h = lax.dot_general(lhs, x, (((3,), (1,)), ((0,), (0,))))  # (3, 8, 1, 8)
+        c = lax.dot_general(h[:, :, 0, :], x, (((2,), (2,)), ((0,), (0,))))  # (3, 8, 24)
+        return fnp.sin(fnp.transpose(c[:, None], (0, 3, 1, 2)))  # (3, 24, 1, 8)
+
+    ks = lower_and_check(f, a, x, rtol=1e-5, atol=1e-5)
+    assert [k.split(":")[1].split()[0] for k in ks] == ["pointwise", "dot", "dot", "pointwise"]
+    text = functx.jit(f).lower(a, x).as_text()
+    dots = [ln for ln in text.splitlines() if "= dot(" in ln]
+    assert "lhs_trans=True" in dots[0] and "m=8 k=24 n=8" in dots[0], dots
+    assert dots[1].split("=")[0].endswith("f32[3,24,1,8] "), dots  # C^T = X H^T, in order
+    assert "m=24 k=8 n=8" in dots[1], dots
+    # a product that an output only reshapes is that output (no copy kernel)
+    w = RNG.standard_normal((8, 8)).astype(np.float32)
+    ks = lower_and_check(lambda a, w: (a @ w).reshape(3, 24, 2, 4), a, w, rtol=1e-5, atol=1e-5)
+    assert [k.split(":")[1].split()[0] for k in ks] == ["dot"], ks
+
+
+def test_products_with_a_constant_identity_are_their_operand():
+    """``jacfwd`` pushes the identity's columns through ``x @ w`` as ``x @ I`` (a constant): read
+    as ``x`` itself, no product; a constant that is not the identity keeps its product."""
+    x = RNG.standard_normal((16, 8)).astype(np.float32)
+    w = RNG.standard_normal(8).astype(np.float32)
+    ks = lower_and_check(functx.jacfwd(lambda w, x: fnp.tanh(x @ w)), w, x, rtol=1e-5, atol=1e-6)
+    assert sum(" dot " in k for k in ks) == 1, ks  # (x @ w only)
+    p = np.eye(8, dtype=np.float32)[::-1].copy()
+    ks = lower_and_check(lambda x: fnp.tanh(x @ p), x, rtol=1e-5, atol=1e-6)
+    assert sum(" dot " in k for k in ks) == 1, ks
+
+
 def test_costly_values_read_through_a_broadcast_are_stored_once(monkeypatch, tmp_path):
     """An outer product of tanh(a) with b reads each tanh once per column of b: above
     schedule.REUSE_MIN evaluations and REUSE reads per element, the tanh gets a kernel of its own

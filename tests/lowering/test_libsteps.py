@@ -102,11 +102,26 @@ def test_cpp_calls_lapack_itself(dt):
     assert n_host == (2 if np.dtype(dt).kind == "c" else 0), n_host
 
 
+def _openblas_threads():
+    import ctypes
+
+    from functx.lowering.cpp import lapack
+
+    path, prefix, _, bits = lapack.library()
+    suffix = "64_" if bits == 64 else ""
+    return getattr(ctypes.CDLL(path), f"{prefix}openblas_get_num_threads{suffix}")()
+
+
 def test_cpp_lapack_edge_cases(no_x64):
     f = functx.jit(lambda x: (fnp.linalg.cholesky(x), L.lu(x)[0]))
     bad = -np.eye(3, dtype=np.float32)[None].repeat(2, 0)
     bad[1] = np.eye(3)
+    # each step runs with OpenBLAS on one thread (its idle threads spin against the program's
+    # OpenMP threads) and gives the library its thread count back
+    assert f.lower(bad).as_text().count("if (fx_lprev != 1) fx_lset(1);") == 2
+    before = _openblas_threads()
     chol, lu = f(bad)
+    assert _openblas_threads() == before
     assert np.isnan(np.asarray(chol)[0][np.tril_indices(3)]).all()
     np.testing.assert_array_equal(np.asarray(chol)[1], np.eye(3, dtype=np.float32))
     assert np.asarray(lu).dtype == np.float32

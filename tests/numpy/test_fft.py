@@ -10,6 +10,8 @@ library step, an FFT convolution and its gradient) against the eager path and JA
 
 from __future__ import annotations
 
+import itertools
+
 import docutil
 import jax
 import jax.numpy as jjnp
@@ -287,6 +289,45 @@ def test_triton_library_step_on_torch_tensors():
                 else torch.view_as_complex(out.view(-1, 2))
             )
             _same(res.numpy().reshape(want.shape), want, 1e-12)
+
+
+def test_cpp_library_step_writes_into_the_program_buffers(monkeypatch):
+    """``FftStep.into`` (what the C++ program's host step calls, on views of its buffers): every
+    transform type written by pocketfft straight into the result buffer (on its threads for a
+    batch: the threshold lowered), in single and double precision, on real lanes too; an IRFFT
+    operand of another length than ``n // 2 + 1`` through the eager path. Against NumPy (the
+    jitted FFT convolution of tests/test_workloads.py runs it in a program, against JAX)."""
+    from functx.core import ShapedArray
+
+    monkeypatch.setattr(cfft, "THREADS_MIN_POINTS", 1)
+    x = RNG.standard_normal((2, 3, 8))
+    z = np.fft.rfftn(x, axes=(1, 2))
+    cases = [
+        (cfft.FftType.FFT, (3, 8), x + 1j * x, np.fft.fftn(x + 1j * x, axes=(1, 2))),
+        (cfft.FftType.IFFT, (8,), x + 0j, np.fft.ifft(x)),
+        (cfft.FftType.RFFT, (3, 8), x, z),
+        (cfft.FftType.IRFFT, (3, 8), z, np.fft.irfftn(z, s=(3, 8), axes=(1, 2))),
+        (cfft.FftType.IRFFT, (8,), z[..., :3], np.fft.irfft(z[..., :3], 8)),  # (eager path)
+    ]
+    for (t, n, arg, want), dt in itertools.product(cases, (np.float32, np.float64)):
+        cdt = np.result_type(dt, np.complex64)
+        a = np.ascontiguousarray(arg.astype(cdt if np.iscomplexobj(arg) else dt))
+        w = want.astype(cdt if np.iscomplexobj(want) else dt)
+        step = cfft.FftStep(t, n, ShapedArray(a.shape, a.dtype), ShapedArray(w.shape, w.dtype))
+        direct = a.shape[-1] == n[-1] // 2 + 1 or t != cfft.FftType.IRFFT
+        with monkeypatch.context() as m:
+            if direct:  # (no eager fallback)
+                m.setattr(cfft, "_fft_impl", None)
+            out = np.full(w.shape, np.nan, w.dtype)
+            step.into([a], [out])
+            _same(out, w, 1e-5 if dt == np.float32 else 1e-12)
+            if np.iscomplexobj(a) or np.iscomplexobj(w):  # the same on real lanes
+                lanes = cfft.LanesStep(t, n, step.in_aval, step.out_aval)
+                src = np.stack([a.real, a.imag], -1) if np.iscomplexobj(a) else a
+                out = np.full(w.shape + (2,) if np.iscomplexobj(w) else w.shape, np.nan, dt)
+                lanes.into([src], [out])
+                got = out[..., 0] + 1j * out[..., 1] if np.iscomplexobj(w) else out
+                _same(got, w, 1e-5 if dt == np.float32 else 1e-12)
 
 
 def test_real_lanes_form_for_backends_without_complex():

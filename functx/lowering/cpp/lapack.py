@@ -162,13 +162,46 @@ def render(prog, k, group) -> bool:
     if lib is None:
         return False
     params = dict(step.params, upper=True) if getattr(step, "upper", False) else step.params
-    lines = emit(prog, lib, params, ins, outs)
-    if lines is None:
+    parts = emit(prog, lib, params, ins, outs)
+    if parts is None:
         return False
+    pre, body, post = parts
+    nb = _batch(ins[0].shape)
     # ("fx_host" below keeps this kernel in the main translation unit, beside fx_lapack_fn)
     prog.body += [f"  // kernel {k.index}: LAPACK {prim} (in place of an fx_host step)", "  {"]
+    lines = [*pre, *_one_thread(prog, lib, "fx_lprev = "), "if (fx_lprev != 1) fx_lset(1);"]
+    lines += [f"for (int64_t b = 0; b < {nb}LL; ++b) {{", *("  " + ln for ln in body), "}"]
+    lines += ["if (fx_lprev != 1) fx_lset(fx_lprev);", *post]
     prog.body += ["    " + ln for ln in lines] + ["  }"]
     return True
+
+
+def _one_thread(prog, lib, prev):
+    """The lines that look up the library's thread-count entry points and declare ``prev`` its
+    count (1 without them). The caller sets it to one thread around its calls: idle after a
+    call, OpenBLAS's own threads spin (yielding) for their next task against the program's
+    OpenMP threads. In the Newton step (``benchmarks/workloads.py``, 16 problems of 64x64: its
+    two batched 64x64 ``trsm`` steps were the only ones big enough for OpenBLAS's threads) that
+    spinning was 35% of the process's CPU time and the waits for a descheduled worker 22%
+    more. The matrices of a batch stay on the calling thread, one after another (the LAPACK
+    steps were about 2% of that step's CPU time after this change: sharing them out over the
+    OpenMP threads would save little, and would call the library from several threads at once)."""
+    path, prefix = lib[0], lib[1]
+    suffix = "64_" if lib[3] == 64 else ""
+    if HELPER not in prog.subs:
+        prog.subs.append(HELPER)
+    if _THREADS not in prog.subs:
+        prog.subs.append(_THREADS)
+    return [
+        f"static const fx_lnt_set_t fx_lset = (fx_lnt_set_t)fx_lapack_fn("
+        f'"{path}", "{prefix}openblas_set_num_threads{suffix}");',
+        f"static const fx_lnt_get_t fx_lget = (fx_lnt_get_t)fx_lapack_fn("
+        f'"{path}", "{prefix}openblas_get_num_threads{suffix}");',
+        f"const int {prev}(fx_lset && fx_lget) ? fx_lget() : 1;",
+    ]
+
+
+_THREADS = "typedef void (*fx_lnt_set_t)(int);\ntypedef int (*fx_lnt_get_t)(void);\n"
 
 
 def _batch(shape):
@@ -180,33 +213,29 @@ def _cholesky(prog, lib, params, ins, outs):
     (x,), (o,) = ins, outs
     letter, rt, w = _LETTER[np.dtype(x.dtype)]
     n = x.shape[-1]
-    nb = _batch(x.shape)
     # the lower factor: 'U' of the column-major view (the transpose), the upper triangle zeroed;
     # the upper factor of a real operand (``upper``, ``control/linalg._UpperCholeskyStep``):
     # 'L' of the view, the lower triangle zeroed
     upper = params.get("upper", False)
     zero = (
-        f"      for (int64_t j = 0; j < i; ++j) m[i * {n}LL + j] = 0;"
+        f"    for (int64_t j = 0; j < i; ++j) m[i * {n}LL + j] = 0;"
         if upper
-        else f"      for (int64_t j = (i + 1) * {w}LL; j < {n * w}LL; ++j)"
-        f" m[i * {n * w}LL + j] = 0;"
+        else f"    for (int64_t j = (i + 1) * {w}LL; j < {n * w}LL; ++j) m[i * {n * w}LL + j] = 0;"
     )
-    return [
-        _fn(prog, lib, letter, "potrf"),
-        f"if (!fx_{letter}potrf) return 1;",
-        f"memcpy((void*)({o.buf}), (const void*)({x.buf}), {nb * n * n * w}ULL * sizeof({rt}));",
-        f"for (int64_t b = 0; b < {nb}LL; ++b) {{",
-        f"  {rt}* m = ({rt}*)({o.buf}) + b * {n * n * w}LL;",
-        f"  const {it} n = {n}; {it} info = 0;",
-        f'  fx_{letter}potrf("{"L" if upper else "U"}", &n, m, &n, &info, 1);',
-        "  if (info != 0) {",
-        f"    for (int64_t i = 0; i < {n * n * w}LL; ++i) m[i] = NAN;",
-        "  } else {",
-        f"    for (int64_t i = 0; i < {n}LL; ++i)",
+    pre = [_fn(prog, lib, letter, "potrf"), f"if (!fx_{letter}potrf) return 1;"]
+    body = [
+        f"{rt}* m = ({rt}*)({o.buf}) + b * {n * n * w}LL;",
+        f"memcpy(m, ({rt}*)({x.buf}) + b * {n * n * w}LL, {n * n * w}ULL * sizeof({rt}));",
+        f"const {it} n = {n}; {it} info = 0;",
+        f'fx_{letter}potrf("{"L" if upper else "U"}", &n, m, &n, &info, 1);',
+        "if (info != 0) {",
+        f"  for (int64_t i = 0; i < {n * n * w}LL; ++i) m[i] = NAN;",
+        "} else {",
+        f"  for (int64_t i = 0; i < {n}LL; ++i)",
         zero,
-        "  }",
         "}",
     ]
+    return pre, body, []
 
 
 def _trisolve(prog, lib, params, ins, outs):
@@ -227,20 +256,21 @@ def _trisolve(prog, lib, params, ins, outs):
     diag = "U" if params["unit_diagonal"] else "N"
     n = a.shape[-1]
     rows, cols = b.shape[-2:]
-    nb = _batch(b.shape)
     one = "1.0" if not cplx else "1.0, 0.0"
-    return [
+    pre = [
         _fn(prog, lib, letter, "trsm"),
         f"if (!fx_{letter}trsm) return 1;",
-        f"memcpy((void*)({o.buf}), (const void*)({b.buf}),"
-        f" {nb * rows * cols * w}ULL * sizeof({rt}));",
         f"const {rt} one[{w}] = {{{one}}};",
         f"const {it} m = {cols}, n = {rows}, lda = {n}, ldb = {cols};",
-        f"for (int64_t b = 0; b < {nb}LL; ++b)",
-        f'  fx_{letter}trsm("{side}", "{uplo}", "{trans}", "{diag}", &m, &n, one,',
-        f"    ({rt}*)({a.buf}) + b * {n * n * w}LL, &lda,",
-        f"    ({rt}*)({o.buf}) + b * {rows * cols * w}LL, &ldb, 1, 1, 1, 1);",
     ]
+    body = [
+        f"{rt}* x = ({rt}*)({o.buf}) + b * {rows * cols * w}LL;",
+        f"memcpy(x, ({rt}*)({b.buf}) + b * {rows * cols * w}LL,"
+        f" {rows * cols * w}ULL * sizeof({rt}));",
+        f'fx_{letter}trsm("{side}", "{uplo}", "{trans}", "{diag}", &m, &n, one,',
+        f"  ({rt}*)({a.buf}) + b * {n * n * w}LL, &lda, x, &ldb, 1, 1, 1, 1);",
+    ]
+    return pre, body, []
 
 
 def _lu(prog, lib, params, ins, outs):
@@ -249,20 +279,17 @@ def _lu(prog, lib, params, ins, outs):
     letter, rt, w = _LETTER[np.dtype(x.dtype)]
     m, n = x.shape[-2:]
     kk = min(m, n)
-    nb = _batch(x.shape)
-    return [
-        _fn(prog, lib, letter, "getrf"),
-        f"if (!fx_{letter}getrf) return 1;",
-        f"{rt}* t = ({rt}*)malloc({m * n * w}ULL * sizeof({rt}));",
-        f"{it}* ip = ({it}*)malloc({kk}ULL * sizeof({it}));",
-        f"for (int64_t b = 0; b < {nb}LL; ++b) {{",
-        f"  const {rt}* src = (const {rt}*)({x.buf}) + b * {m * n * w}LL;",
-        f"  {rt}* dst = ({rt}*)({o.buf}) + b * {m * n * w}LL;",
-        f"  int32_t* pv = (int32_t*)({piv.buf}) + b * {kk}LL;",
-        f"  int32_t* pm = (int32_t*)({perm.buf}) + b * {m}LL;",
+    pre = [_fn(prog, lib, letter, "getrf"), f"if (!fx_{letter}getrf) return 1;"]
+    alloc, free = _scratch([("t", rt, f"{m * n * w}ULL"), ("ip", it, f"{kk}ULL")])
+    pre += alloc
+    body = [
+        f"const {rt}* src = (const {rt}*)({x.buf}) + b * {m * n * w}LL;",
+        f"{rt}* dst = ({rt}*)({o.buf}) + b * {m * n * w}LL;",
+        f"int32_t* pv = (int32_t*)({piv.buf}) + b * {kk}LL;",
+        f"int32_t* pm = (int32_t*)({perm.buf}) + b * {m}LL;",
         *_tiled(m, n, w, f"t[(j * {m}LL + i) * {w} + c] = src[(i * {n}LL + j) * {w} + c];"),
-        f"  const {it} mm = {m}, nn = {n}; {it} info = 0;",
-        f"  fx_{letter}getrf(&mm, &nn, t, &mm, ip, &info);",
+        f"const {it} mm = {m}, nn = {n}; {it} info = 0;",
+        f"fx_{letter}getrf(&mm, &nn, t, &mm, ip, &info);",
         *_tiled(
             m,
             n,
@@ -270,26 +297,32 @@ def _lu(prog, lib, params, ins, outs):
             f"dst[(i * {n}LL + j) * {w} + c] = "
             f"info < 0 ? ({rt})NAN : t[(j * {m}LL + i) * {w} + c];",
         ),
-        f"  for (int64_t i = 0; i < {m}LL; ++i) pm[i] = (int32_t)i;",
-        f"  for (int64_t i = 0; i < {kk}LL; ++i) {{",
-        "    int32_t p = (int32_t)(ip[i] - 1); pv[i] = p;",
-        "    int32_t s = pm[i]; pm[i] = pm[p]; pm[p] = s;",
-        "  }",
+        f"for (int64_t i = 0; i < {m}LL; ++i) pm[i] = (int32_t)i;",
+        f"for (int64_t i = 0; i < {kk}LL; ++i) {{",
+        "  int32_t p = (int32_t)(ip[i] - 1); pv[i] = p;",
+        "  int32_t s = pm[i]; pm[i] = pm[p]; pm[p] = s;",
         "}",
-        "free(t); free(ip);",
     ]
+    return pre, body, free
 
 
 def _tiled(m, n, w, stmt):
     """Loops running ``stmt`` over ``i < m``, ``j < n`` and the ``w`` parts of an element, in
     32x32 tiles (a transpose: both buffers' cache lines reused)."""
     return [
-        f"  for (int64_t i0 = 0; i0 < {m}LL; i0 += 32)",
-        f"    for (int64_t j0 = 0; j0 < {n}LL; j0 += 32)",
-        f"      for (int64_t i = i0; i < (i0 + 32 < {m}LL ? i0 + 32 : {m}LL); ++i)",
-        f"        for (int64_t j = j0; j < (j0 + 32 < {n}LL ? j0 + 32 : {n}LL); ++j)",
-        f"          for (int64_t c = 0; c < {w}; ++c) {stmt}",
+        f"for (int64_t i0 = 0; i0 < {m}LL; i0 += 32)",
+        f"  for (int64_t j0 = 0; j0 < {n}LL; j0 += 32)",
+        f"    for (int64_t i = i0; i < (i0 + 32 < {m}LL ? i0 + 32 : {m}LL); ++i)",
+        f"      for (int64_t j = j0; j < (j0 + 32 < {n}LL ? j0 + 32 : {n}LL); ++j)",
+        f"        for (int64_t c = 0; c < {w}; ++c) {stmt}",
     ]
+
+
+def _scratch(sizes):
+    """The lines allocating (zeroed) and freeing the workspaces ``(name, type, elements)`` that
+    the matrices of a batch share."""
+    alloc = [f"{ty}* {buf} = ({ty}*)calloc({size}, sizeof({ty}));" for buf, ty, size in sizes]
+    return alloc, ["free(" + "); free(".join(buf for buf, _, _ in sizes) + ");"]
 
 
 def _eigh(prog, lib, params, ins, outs):
@@ -299,52 +332,49 @@ def _eigh(prog, lib, params, ins, outs):
     n = x.shape[-1]
     lo, hi = params["subset_by_index"] or (0, n)
     d = hi - lo
-    nb = _batch(x.shape)
     # the column-major view of a row-major matrix is its transpose: its upper triangle is the
     # lower one of the matrix; for a complex matrix it holds the conjugate Hermitian matrix
     # (same eigenvalues, conjugate eigenvectors). LAPACK's minimal workspaces for jobz='V'.
     uplo = "U" if params["lower"] else "L"
+    sizes = [("t", rt, f"{n * n * w}ULL"), ("wv", rt, f"{n}ULL")]
     if w == 1:
-        name, sizes = "syevd", [("work", rt, 1 + 6 * n + 2 * n * n), ("iwork", it, 3 + 5 * n)]
+        name = "syevd"
+        sizes += [("work", rt, f"{1 + 6 * n + 2 * n * n}ULL"), ("iwork", it, f"{3 + 5 * n}ULL")]
         call = "t, &n, wv, work, &lwork, iwork, &liwork, &info, 1, 1"
+        lwork = 1 + 6 * n + 2 * n * n
     else:
         name = "heevd"
-        sizes = [
-            ("work", rt, 2 * (2 * n + n * n)),
-            ("rwork", rt, 1 + 5 * n + 2 * n * n),
-            ("iwork", it, 3 + 5 * n),
+        sizes += [
+            ("work", rt, f"{2 * (2 * n + n * n)}ULL"),
+            ("rwork", rt, f"{1 + 5 * n + 2 * n * n}ULL"),
+            ("iwork", it, f"{3 + 5 * n}ULL"),
         ]
         call = "t, &n, wv, work, &lwork, rwork, &lrwork, iwork, &liwork, &info, 1, 1"
-    lines = [
+        lwork = 2 * n + n * n
+    alloc, free = _scratch(sizes)
+    pre = [
         _fn(prog, lib, letter, name),
         f"if (!fx_{letter}{name}) return 1;",
-        f"{rt}* t = ({rt}*)malloc({n * n * w}ULL * sizeof({rt}));",
-        f"{rt}* wv = ({rt}*)malloc({n}ULL * sizeof({rt}));",
-    ]
-    for buf, ty, size in sizes:
-        lines.append(f"{ty}* {buf} = ({ty}*)malloc({size}ULL * sizeof({ty}));")
-    src = f"t[(({lo}LL + j) * {n}LL + i) * {w} + c]"
-    lines += [
-        f"const {it} n = {n}, lwork = {sizes[0][2] // w}, liwork = {3 + 5 * n};",
+        f"const {it} n = {n}, lwork = {lwork}, liwork = {3 + 5 * n};",
         f"const {it} lrwork = {1 + 5 * n + 2 * n * n}; (void)lrwork;",
-        f"for (int64_t b = 0; b < {nb}LL; ++b) {{",
-        f"  memcpy(t, ({rt}*)({x.buf}) + b * {n * n * w}LL, {n * n * w}ULL * sizeof({rt}));",
-        f"  {it} info = 0;",
-        f'  fx_{letter}{name}("V", "{uplo}", &n, {call});',
-        f"  {rt}* dst = ({rt}*)({v.buf}) + b * {n * d * w}LL;",
-        f"  {rt}* ew = ({rt}*)({ev.buf}) + b * {d}LL;",
+    ]
+    src = f"t[(({lo}LL + j) * {n}LL + i) * {w} + c]"
+    pre += alloc
+    body = [
+        f"memcpy(t, ({rt}*)({x.buf}) + b * {n * n * w}LL, {n * n * w}ULL * sizeof({rt}));",
+        f"{it} info = 0;",
+        f'fx_{letter}{name}("V", "{uplo}", &n, {call});',
+        f"{rt}* dst = ({rt}*)({v.buf}) + b * {n * d * w}LL;",
+        f"{rt}* ew = ({rt}*)({ev.buf}) + b * {d}LL;",
         *_tiled(
             n,
             d,
             w,
             f"dst[(i * {d}LL + j) * {w} + c] = info != 0 ? ({rt})NAN : (c ? -{src} : {src});",
         ),
-        f"  for (int64_t j = 0; j < {d}LL; ++j) ew[j] = info != 0 ? ({rt})NAN : wv[{lo}LL + j];",
-        "}",
-        "free(t); free(wv);",
+        f"for (int64_t j = 0; j < {d}LL; ++j) ew[j] = info != 0 ? ({rt})NAN : wv[{lo}LL + j];",
     ]
-    lines += [f"free({buf});" for buf, _, _ in sizes]
-    return lines
+    return pre, body, free
 
 
 def _qr(prog, lib, params, ins, outs):
@@ -355,43 +385,48 @@ def _qr(prog, lib, params, ins, outs):
     k = min(m, n)
     kq = m if params["full_matrices"] else k  # Q is m x kq, R kq x n
     cols = max(n, kq)
-    nb = _batch(x.shape)
     org = "ungqr" if w == 2 else "orgqr"
     # (the orgqr entry's C type serves ungqr: the same arguments)
     get_org = _fn(prog, lib, letter, "orgqr").replace(
         f'"{lib[1]}{letter}orgqr{lib[2]}"', f'"{lib[1]}{letter}{org}{lib[2]}"'
     )
-    return [
+    pre = [
         _fn(prog, lib, letter, "geqrf"),
         get_org,
         f"if (!fx_{letter}geqrf || !fx_{letter}orgqr) return 1;",
         f"const {it} m = {m}, n = {n}, k = {k}, kq = {kq}, neg = -1;",
-        f"{it} info = 0;",
-        f"{rt}* t = ({rt}*)calloc({m * cols * w}ULL, sizeof({rt}));",
-        f"{rt}* tau = ({rt}*)malloc({max(k, 1) * w}ULL * sizeof({rt}));",
         f"{rt} q1[2] = {{0, 0}}, q2[2] = {{0, 0}};",  # (workspace queries)
-        f"fx_{letter}geqrf(&m, &n, t, &m, tau, q1, &neg, &info);",
-        f"fx_{letter}orgqr(&m, &kq, &k, t, &m, tau, q2, &neg, &info);",
+        f"{it} qinfo = 0;",
+        f"fx_{letter}geqrf(&m, &n, nullptr, &m, nullptr, q1, &neg, &qinfo);",
+        f"fx_{letter}orgqr(&m, &kq, &k, nullptr, &m, nullptr, q2, &neg, &qinfo);",
         f"{it} lwork = ({it})q1[0] > ({it})q2[0] ? ({it})q1[0] : ({it})q2[0];",
         "if (lwork < 1) lwork = 1;",
-        f"{rt}* work = ({rt}*)malloc((size_t)lwork * {w} * sizeof({rt}));",
-        f"for (int64_t b = 0; b < {nb}LL; ++b) {{",
-        f"  const {rt}* src = (const {rt}*)({x.buf}) + b * {m * n * w}LL;",
-        f"  {rt}* qd = ({rt}*)({q.buf}) + b * {m * kq * w}LL;",
-        f"  {rt}* rd = ({rt}*)({r.buf}) + b * {kq * n * w}LL;",
+    ]
+    alloc, free = _scratch(
+        [
+            ("t", rt, f"{m * cols * w}ULL"),
+            ("tau", rt, f"{max(k, 1) * w}ULL"),
+            ("work", rt, f"(size_t)lwork * {w}"),
+        ]
+    )
+    pre += alloc
+    body = [
+        f"{it} info = 0;",
+        f"const {rt}* src = (const {rt}*)({x.buf}) + b * {m * n * w}LL;",
+        f"{rt}* qd = ({rt}*)({q.buf}) + b * {m * kq * w}LL;",
+        f"{rt}* rd = ({rt}*)({r.buf}) + b * {kq * n * w}LL;",
         *_tiled(m, n, w, f"t[(j * {m}LL + i) * {w} + c] = src[(i * {n}LL + j) * {w} + c];"),
-        f"  fx_{letter}geqrf(&m, &n, t, &m, tau, work, &lwork, &info);",
+        f"fx_{letter}geqrf(&m, &n, t, &m, tau, work, &lwork, &info);",
         *_tiled(
             kq,
             n,
             w,
             f"rd[(i * {n}LL + j) * {w} + c] = i <= j ? t[(j * {m}LL + i) * {w} + c] : 0;",
         ),
-        f"  fx_{letter}orgqr(&m, &kq, &k, t, &m, tau, work, &lwork, &info);",
+        f"fx_{letter}orgqr(&m, &kq, &k, t, &m, tau, work, &lwork, &info);",
         *_tiled(m, kq, w, f"qd[(i * {kq}LL + j) * {w} + c] = t[(j * {m}LL + i) * {w} + c];"),
-        "}",
-        "free(t); free(tau); free(work);",
     ]
+    return pre, body, free
 
 
 def _svd(prog, lib, params, ins, outs):
@@ -404,7 +439,6 @@ def _svd(prog, lib, params, ins, outs):
     sub = params["subset_by_index"]
     if sub is not None and tuple(sub) != (0, kk):
         return None
-    nb = _batch(x.shape)
     # the column-major view of the row-major m x n matrix is its n x m transpose X^T = U' S V'^H;
     # then X = (V'^H)^T S (U')^T: LAPACK's V'^H read in row-major order is X's U, and its U' is
     # X's V^H, with no transpose (complex too), so they are written into the outputs directly
@@ -418,36 +452,43 @@ def _svd(prog, lib, params, ins, outs):
     get = _fn(prog, lib, letter, name).replace(f"fx_gesdd{lib[3]}_t", ctype.format(b=lib[3]))
     rw = "rwork, " if w == 2 else ""
     nrw = max(5 * kk * kk + 7 * kk, 2 * max(m, n) * kk + 2 * kk * kk + kk) if w == 2 else 1
-    lines = [
+    pre = [
         get,
         f"if (!fx_{letter}gesdd) return 1;",
         f"const {it} m = {n}, n = {m}, ldu = {n}, ldvt = {max(vrows, 1)};",
-        f"{it} info = 0, neg = -1;",
-        f"{rt}* t = ({rt}*)malloc({m * n * w}ULL * sizeof({rt}));",
-        f"{it}* iwork = ({it}*)malloc({8 * kk}ULL * sizeof({it}));",
-        f"{rt}* rwork = ({rt}*)malloc({nrw}ULL * sizeof({rt})); (void)rwork;",
-        f"{rt} q[2] = {{0, 0}};",
-        f'fx_{letter}gesdd("{jobz}", &m, &n, t, &m, nullptr, nullptr, &ldu, nullptr, &ldvt, '
-        f"q, &neg, {rw}iwork, &info, 1);",
+        f"{it} qinfo = 0, neg = -1, qiwork = 0;",
+        f"{rt} q[2] = {{0, 0}}, qrwork = 0; (void)qrwork;",
+        f'fx_{letter}gesdd("{jobz}", &m, &n, nullptr, &m, nullptr, nullptr, &ldu, nullptr, '
+        f"&ldvt, q, &neg, {'&qrwork, ' if w == 2 else ''}&qiwork, &qinfo, 1);",
         f"{it} lwork = ({it})q[0] > 1 ? ({it})q[0] : 1;",
-        f"{rt}* work = ({rt}*)malloc((size_t)lwork * {w} * sizeof({rt}));",
-        f"for (int64_t b = 0; b < {nb}LL; ++b) {{",
-        f"  memcpy(t, ({rt}*)({x.buf}) + b * {m * n * w}LL, {m * n * w}ULL * sizeof({rt}));",
-        f"  {rt}* sd = ({rt}*)({s_out.buf}) + b * {kk}LL;",
-        f"  {rt}* ud = {'nullptr' if not uv else f'({rt}*)({vh}) + b * {ucols * n * w}LL'};",
-        f"  {rt}* vd = {'nullptr' if not uv else f'({rt}*)({u}) + b * {m * vrows * w}LL'};",
-        f'  fx_{letter}gesdd("{jobz}", &m, &n, t, &m, sd, ud, &ldu, vd, &ldvt, work, &lwork, '
+    ]
+    alloc, free = _scratch(
+        [
+            ("t", rt, f"{m * n * w}ULL"),
+            ("iwork", it, f"{8 * kk}ULL"),
+            ("rwork", rt, f"{nrw}ULL"),
+            ("work", rt, f"(size_t)lwork * {w}"),
+        ]
+    )
+    pre += [*alloc, "(void)rwork;"]
+    body = [
+        f"{it} info = 0;",
+        f"memcpy(t, ({rt}*)({x.buf}) + b * {m * n * w}LL, {m * n * w}ULL * sizeof({rt}));",
+        f"{rt}* sd = ({rt}*)({s_out.buf}) + b * {kk}LL;",
+        f"{rt}* ud = {'nullptr' if not uv else f'({rt}*)({vh}) + b * {ucols * n * w}LL'};",
+        f"{rt}* vd = {'nullptr' if not uv else f'({rt}*)({u}) + b * {m * vrows * w}LL'};",
+        f'fx_{letter}gesdd("{jobz}", &m, &n, t, &m, sd, ud, &ldu, vd, &ldvt, work, &lwork, '
         f"{rw}iwork, &info, 1);",
-        "  if (info != 0) {",
-        f"    for (int64_t i = 0; i < {kk}LL; ++i) sd[i] = NAN;",
+        "if (info != 0) {",
+        f"  for (int64_t i = 0; i < {kk}LL; ++i) sd[i] = NAN;",
     ]
     if uv:
-        lines += [
-            f"    for (int64_t i = 0; i < {ucols * n * w}LL; ++i) ud[i] = NAN;",
-            f"    for (int64_t i = 0; i < {m * vrows * w}LL; ++i) vd[i] = NAN;",
+        body += [
+            f"  for (int64_t i = 0; i < {ucols * n * w}LL; ++i) ud[i] = NAN;",
+            f"  for (int64_t i = 0; i < {m * vrows * w}LL; ++i) vd[i] = NAN;",
         ]
-    lines += ["  }", "}", "free(t); free(iwork); free(rwork); free(work);"]
-    return lines
+    body.append("}")
+    return pre, body, free
 
 
 _RENDER = {
