@@ -338,6 +338,9 @@ def _run(exe, leaves):
 _HOST_ARRAYS = (Array, UncommittedArray)
 
 
+_SUPPORTED = frozenset(dtypes.SUPPORTED)  # (a set: a tuple's ``in`` compares dtypes one by one)
+
+
 def _host_signature(args):
     """The fast path's key for positional host arguments: per argument its aval (a functx host
     Array; uncommitted ones marked apart), ``(shape, dtype)`` of a NumPy array, or the type of
@@ -350,17 +353,32 @@ def _host_signature(args):
         t = type(a)
         if t is Array:
             sig.append(a.aval)
-        elif t is UncommittedArray:
-            sig.append((a.aval,))
         elif t is np.ndarray:
-            if a.dtype not in dtypes.SUPPORTED:
+            if a.dtype not in _SUPPORTED:
                 return None
             sig.append((a.shape, a.dtype))
-        elif t is float or t is bool or (isinstance(a, np.generic) and a.dtype in dtypes.SUPPORTED):
+        elif t is UncommittedArray:
+            sig.append((a.aval,))
+        elif t is float or t is bool or (isinstance(a, np.generic) and a.dtype in _SUPPORTED):
             sig.append(t)
         else:
             return None
     return tuple(sig)
+
+
+def _runner(exe, sig):
+    """The program's runner (``Executable.runner``) for arguments of signature ``sig``: each
+    host Array passed as its buffer, a NumPy array of the program's dtype as it is, anything
+    else converted."""
+    kinds = []
+    for i, s in enumerate(sig):
+        if type(s) is not tuple:  # an Array's aval, or a scalar's type
+            kinds.append("c" if isinstance(s, type) else "a")
+        elif len(s) == 1:  # (an uncommitted Array's aval,)
+            kinds.append("u")
+        else:  # a NumPy array's (shape, dtype)
+            kinds.append("n" if exe.in_dtypes is None or s[1] == exe.in_dtypes[i] else "c")
+    return exe.runner("".join(kinds))
 
 
 def _commits_call(a) -> bool:
@@ -581,7 +599,9 @@ class Jitted:
         # the compiled programs, least recently used first (at most FUNCTX_JIT_CACHE_SIZE)
         self.cache: collections.OrderedDict = collections.OrderedDict()
         self._fast_of: dict = {}  # cache key -> [(fast-path dict, its key)] (dropped with it)
-        self._flat_trees: dict = {}  # number of positional Arrays -> their tree structure
+        # the tree structure of positional arguments (or their number when each is a leaf) ->
+        # that of ``(args, {})``, the keyed cache's
+        self._in_trees: dict = {}
         # gpu_signature(args) -> (DeviceExecutable, output tree or None for one leaf, cache key)
         self._gpu_calls: dict = {}
         # the avals of positional host Arrays -> (executable, output tree or None, cache key,
@@ -765,40 +785,40 @@ class Jitted:
                     hit[3] = True  # (used: see _insert)
                     outs = hit[0].call_arrays(args)
                     return outs[0] if hit[1] is None else tree_unflatten(hit[1], outs)
-            # host arguments (Arrays, NumPy arrays and scalars, Python floats and bools): one
-            # lookup by their signature, then the compiled program (about 1.3 us in all on a
-            # 2-core VM for Arrays)
+            # host arguments (Arrays, NumPy arrays and scalars, Python floats and bools), or a
+            # pytree of them: one lookup by their signature (and the pytree's structure), then
+            # the program's runner for that signature (about 1.3 us in all on a 2-core VM for
+            # positional Arrays)
             sig = _host_signature(args)
-            hit = self._cpu_calls.get((sig, _config.x64_on())) if sig is not None else None
+            if sig is not None:
+                leaves, tree = args, len(args)
+                hit = self._cpu_calls.get((sig, _config.x64_on()))
+            else:
+                leaves, tree = optree.tree_flatten(
+                    args, none_is_leaf=False, namespace=tracing.PYTREE_NAMESPACE
+                )
+                tsig = _host_signature(leaves)
+                hit = (
+                    self._cpu_calls.get(((tree, tsig), _config.x64_on()))
+                    if tsig is not None
+                    else None
+                )
             # (without a committed argument the call goes to the default device, the CPU for
             # certain only while this process has no GPU)
             if hit is not None and (hit[3] or not _device.GPU_IN_USE):
                 self.last_key = hit[2]
-                hit[5] = True  # (used: see _insert)
-                outs = hit[0].run_arrays(args) if hit[4] else hit[0].run(list(args))
+                hit[4] = True  # (used: see _insert)
+                outs = hit[0](leaves)
                 return outs[0] if hit[1] is None else tree_unflatten(hit[1], outs)
-            # else flatten; a pytree of host values: one lookup by its structure and its
-            # leaves' signature, then the program
-            if sig is not None and all(type(a) is Array for a in args):  # no pytree: no optree
-                leaves = list(args)
-                in_tree = self._flat_trees.get(len(args))
-                if in_tree is None:
-                    in_tree = self._flat_trees[len(args)] = optree.tree_structure(
-                        (args, {}), none_is_leaf=False, namespace=tracing.PYTREE_NAMESPACE
-                    )
-            else:
-                leaves, in_tree = optree.tree_flatten(
+            # else the keyed cache, whose trees are those of ``(args, kwargs)``
+            in_tree = self._in_trees.get(tree)
+            if in_tree is None:
+                if len(self._in_trees) >= 256:  # (a bound: structures may keep changing)
+                    self._in_trees.clear()
+                in_tree = self._in_trees[tree] = optree.tree_structure(
                     (args, {}), none_is_leaf=False, namespace=tracing.PYTREE_NAMESPACE
                 )
-                if sig is None:
-                    tsig = _host_signature(leaves)
-                    if tsig is not None:
-                        hit = self._cpu_calls.get(((in_tree, tsig), _config.x64_on()))
-                        if hit is not None and (hit[3] or not _device.GPU_IN_USE):
-                            self.last_key = hit[2]
-                            hit[5] = True  # (used: see _insert)
-                            outs = hit[0].run(leaves)
-                            return outs[0] if hit[1] is None else tree_unflatten(hit[1], outs)
+            leaves = list(leaves)
             try:
                 place = (
                     _placement(leaves, self.backend, self._what)
@@ -906,18 +926,19 @@ class Jitted:
         if flat is not None:
             sig, vals = (flat, key[5]), args
         elif leaves is not None and (tsig := _host_signature(leaves)) is not None:
-            sig, vals = ((key[0], tsig), key[5]), leaves
+            tree = optree.tree_structure(
+                args, none_is_leaf=False, namespace=tracing.PYTREE_NAMESPACE
+            )
+            sig, vals = ((tree, tsig), key[5]), leaves
         else:
             return
         if sig not in self._cpu_calls and key in self.cache:
             exe, out_tree = entry
             self._cpu_calls[sig] = [
-                exe,
+                _runner(exe, sig[0] if flat is not None else sig[0][1]),
                 None if out_tree.is_leaf() else out_tree,
                 key,
                 any(_commits_call(a) for a in vals),
-                # (run_arrays takes positional host Arrays; else run(values))
-                flat is not None and all(type(a) in _HOST_ARRAYS for a in args),
                 False,  # (used: see _insert; the last item)
             ]
             self._fast_of.setdefault(key, []).append((self._cpu_calls, sig))
