@@ -341,37 +341,68 @@ _HOST_ARRAYS = (Array, UncommittedArray)
 _SUPPORTED = frozenset(dtypes.SUPPORTED)  # (a set: a tuple's ``in`` compares dtypes one by one)
 
 
+def _walk(x, key: list, leaves: list, depth: int = 0) -> bool:
+    """Append the signature of ``x`` to ``key`` and its leaves to ``leaves`` (see
+    ``_host_signature``); False when it holds anything else, or nests deeper than 32 levels
+    (optree's flatten takes those: Python's recursion would run out)."""
+    t = type(x)
+    if t is Array:
+        key.append(x.aval)
+    elif t is np.ndarray:
+        if x.dtype not in _SUPPORTED:
+            return False
+        key.append((x.shape, x.dtype))
+    elif (t is tuple or t is list) and depth < 32:
+        key.append((t, len(x)))
+        for v in x:
+            if not _walk(v, key, leaves, depth + 1):
+                return False
+        return True
+    elif t is dict and depth < 32:
+        try:
+            names = sorted(x)  # (optree's order, as JAX's)
+        except TypeError:
+            return False
+        key.append((dict, tuple(names)))
+        for k in names:
+            if not _walk(x[k], key, leaves, depth + 1):
+                return False
+        return True
+    elif x is None:
+        key.append(None)
+        return True
+    elif t is UncommittedArray:
+        key.append((x.aval,))
+    elif t is float or t is bool or (isinstance(x, np.generic) and x.dtype in _SUPPORTED):
+        key.append(t)
+    else:
+        return False
+    leaves.append(x)
+    return True
+
+
 def _host_signature(args):
-    """The fast path's key for positional host arguments: per argument its aval (a functx host
-    Array; uncommitted ones marked apart), ``(shape, dtype)`` of a NumPy array, or the type of
-    a NumPy scalar, Python float or bool (whose aval depends only on the type and the x64
-    flag, which is part of the key). None when an argument is anything else (a pytree, a
-    Python int, whose dtype depends on its value, a GPU array): the call takes the general
-    path."""
-    sig = []
+    """The fast path's key for positional host arguments, and their leaves: per leaf its aval
+    (a functx host Array; uncommitted ones marked apart), ``(shape, dtype)`` of a NumPy array,
+    or the type of a NumPy scalar, Python float or bool (whose aval depends only on the type
+    and the x64 flag, which is part of the key); per tuple or list ``(type, length)``, per dict
+    ``(dict, sorted keys)``, per None None, each before its contents. It is one walk of the
+    arguments, without optree (which took longer than the rest of a small step's dispatch).
+    None when an argument holds anything else (a Python int, whose dtype depends on its value,
+    a GPU array, another pytree node): the call takes the general path."""
+    key, leaves = [], []
     for a in args:
-        t = type(a)
-        if t is Array:
-            sig.append(a.aval)
-        elif t is np.ndarray:
-            if a.dtype not in _SUPPORTED:
-                return None
-            sig.append((a.shape, a.dtype))
-        elif t is UncommittedArray:
-            sig.append((a.aval,))
-        elif t is float or t is bool or (isinstance(a, np.generic) and a.dtype in _SUPPORTED):
-            sig.append(t)
-        else:
+        if not _walk(a, key, leaves):
             return None
-    return tuple(sig)
+    return tuple(key), leaves
 
 
-def _runner(exe, sig):
-    """The program's runner (``Executable.runner``) for arguments of signature ``sig``: each
-    host Array passed as its buffer, a NumPy array of the program's dtype as it is, anything
-    else converted."""
+def _runner(exe, leaves):
+    """The program's runner (``Executable.runner``) for these leaves' kinds: each host Array
+    passed as its buffer, a NumPy array of the program's dtype as it is, anything else
+    converted."""
     kinds = []
-    for i, s in enumerate(sig):
+    for i, s in enumerate(_host_signature(leaves)[0]):
         if type(s) is not tuple:  # an Array's aval, or a scalar's type
             kinds.append("c" if isinstance(s, type) else "a")
         elif len(s) == 1:  # (an uncommitted Array's aval,)
@@ -599,9 +630,6 @@ class Jitted:
         # the compiled programs, least recently used first (at most FUNCTX_JIT_CACHE_SIZE)
         self.cache: collections.OrderedDict = collections.OrderedDict()
         self._fast_of: dict = {}  # cache key -> [(fast-path dict, its key)] (dropped with it)
-        # the tree structure of positional arguments (or their number when each is a leaf) ->
-        # that of ``(args, {})``, the keyed cache's
-        self._in_trees: dict = {}
         # gpu_signature(args) -> (DeviceExecutable, output tree or None for one leaf, cache key)
         self._gpu_calls: dict = {}
         # the avals of positional host Arrays -> (executable, output tree or None, cache key,
@@ -785,40 +813,23 @@ class Jitted:
                     hit[3] = True  # (used: see _insert)
                     outs = hit[0].call_arrays(args)
                     return outs[0] if hit[1] is None else tree_unflatten(hit[1], outs)
-            # host arguments (Arrays, NumPy arrays and scalars, Python floats and bools), or a
-            # pytree of them: one lookup by their signature (and the pytree's structure), then
-            # the program's runner for that signature (about 1.3 us in all on a 2-core VM for
-            # positional Arrays)
-            sig = _host_signature(args)
-            if sig is not None:
-                leaves, tree = args, len(args)
-                hit = self._cpu_calls.get((sig, _config.x64_on()))
-            else:
-                leaves, tree = optree.tree_flatten(
-                    args, none_is_leaf=False, namespace=tracing.PYTREE_NAMESPACE
-                )
-                tsig = _host_signature(leaves)
-                hit = (
-                    self._cpu_calls.get(((tree, tsig), _config.x64_on()))
-                    if tsig is not None
-                    else None
-                )
+            # host arguments (Arrays, NumPy arrays and scalars, Python floats and bools), or
+            # tuples, lists and dicts of them: one walk for their signature (structure and
+            # leaves), one lookup, then the program's runner for that signature (about 1.3 us in
+            # all on a 2-core VM for positional Arrays)
+            found = _host_signature(args)
+            hit = self._cpu_calls.get((found[0], _config.x64_on())) if found else None
             # (without a committed argument the call goes to the default device, the CPU for
             # certain only while this process has no GPU)
             if hit is not None and (hit[3] or not _device.GPU_IN_USE):
                 self.last_key = hit[2]
                 hit[4] = True  # (used: see _insert)
-                outs = hit[0](leaves)
+                outs = hit[0](found[1])
                 return outs[0] if hit[1] is None else tree_unflatten(hit[1], outs)
-            # else the keyed cache, whose trees are those of ``(args, kwargs)``
-            in_tree = self._in_trees.get(tree)
-            if in_tree is None:
-                if len(self._in_trees) >= 256:  # (a bound: structures may keep changing)
-                    self._in_trees.clear()
-                in_tree = self._in_trees[tree] = optree.tree_structure(
-                    (args, {}), none_is_leaf=False, namespace=tracing.PYTREE_NAMESPACE
-                )
-            leaves = list(leaves)
+            # else the keyed cache
+            leaves, in_tree = optree.tree_flatten(
+                (args, {}), none_is_leaf=False, namespace=tracing.PYTREE_NAMESPACE
+            )
             try:
                 place = (
                     _placement(leaves, self.backend, self._what)
@@ -840,7 +851,7 @@ class Jitted:
                 self.last_key = key
                 self._touch(key)
                 self._note_gpu_call(args, entry, key)
-                self._note_cpu_call(args, entry, key, leaves)
+                self._note_cpu_call(args, entry, key)
                 return tree_unflatten(entry[1], _run(entry[0], leaves))
         f, leaves, in_tree, statics = self._trace(args, kwargs)
         if any(isinstance(x, Tracer) for x in leaves) or core.is_tracing():
@@ -871,7 +882,7 @@ class Jitted:
         self.last_key = key
         if not kwargs and not self.static_argnums and not env:  # (fast paths: no named axes)
             self._note_gpu_call(args, entry, key)
-            self._note_cpu_call(args, entry, key, leaves)
+            self._note_cpu_call(args, entry, key)
         exe, out_tree = entry
         return tree_unflatten(out_tree, _run(exe, leaves))
 
@@ -914,31 +925,24 @@ class Jitted:
             self._gpu_calls[sig] = [exe, None if out_tree.is_leaf() else out_tree, key, False]
             self._fast_of.setdefault(key, []).append((self._gpu_calls, sig))
 
-    def _note_cpu_call(self, args, entry, key, leaves=None):
-        """Remember ``entry`` for the fast path when ``args`` are all host values with a
-        signature (``_host_signature``), or else when they are a pytree whose ``leaves`` are
-        (keyed by the tree structure too). At least one argument: a call without arguments
+    def _note_cpu_call(self, args, entry, key):
+        """Remember ``entry`` for the fast path when ``args`` are host values or tuples, lists
+        and dicts of them (``_host_signature``). At least one argument: a call without arguments
         runs on the default device, which may change; so does a call without a committed
         argument, which the fast path takes only while no GPU is in use."""
         if not args or key[3] != "cpu" or key[2] != ((), ()) or type(entry[0]) is not Executable:
             return
-        flat = _host_signature(args)
-        if flat is not None:
-            sig, vals = (flat, key[5]), args
-        elif leaves is not None and (tsig := _host_signature(leaves)) is not None:
-            tree = optree.tree_structure(
-                args, none_is_leaf=False, namespace=tracing.PYTREE_NAMESPACE
-            )
-            sig, vals = ((tree, tsig), key[5]), leaves
-        else:
+        found = _host_signature(args)
+        if found is None:
             return
+        sig = (found[0], key[5])
         if sig not in self._cpu_calls and key in self.cache:
             exe, out_tree = entry
             self._cpu_calls[sig] = [
-                _runner(exe, sig[0] if flat is not None else sig[0][1]),
+                _runner(exe, found[1]),
                 None if out_tree.is_leaf() else out_tree,
                 key,
-                any(_commits_call(a) for a in vals),
+                any(_commits_call(a) for a in found[1]),
                 False,  # (used: see _insert; the last item)
             ]
             self._fast_of.setdefault(key, []).append((self._cpu_calls, sig))
