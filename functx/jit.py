@@ -341,43 +341,42 @@ _HOST_ARRAYS = (Array, UncommittedArray)
 _SUPPORTED = frozenset(dtypes.SUPPORTED)  # (a set: a tuple's ``in`` compares dtypes one by one)
 
 
-def _walk(x, key: list, leaves: list, depth: int = 0) -> bool:
-    """Append the signature of ``x`` to ``key`` and its leaves to ``leaves`` (see
-    ``_host_signature``); False when it holds anything else, or nests deeper than 32 levels
+def _walk(items, key: list, leaves: list, depth: int = 0) -> bool:
+    """Append the signatures of ``items`` to ``key`` and their leaves to ``leaves`` (see
+    ``_host_signature``); False when one holds anything else, or nests deeper than 32 levels
     (optree's flatten takes those: Python's recursion would run out)."""
-    t = type(x)
-    if t is Array:
-        key.append(x.aval)
-    elif t is np.ndarray:
-        if x.dtype not in _SUPPORTED:
-            return False
-        key.append((x.shape, x.dtype))
-    elif (t is tuple or t is list) and depth < 32:
-        key.append((t, len(x)))
-        for v in x:
-            if not _walk(v, key, leaves, depth + 1):
+    for x in items:
+        t = type(x)
+        if t is Array:
+            key.append(x.aval)
+            leaves.append(x)
+        elif t is np.ndarray:
+            if x.dtype not in _SUPPORTED:
                 return False
-        return True
-    elif t is dict and depth < 32:
-        try:
-            names = sorted(x)  # (optree's order, as JAX's)
-        except TypeError:
-            return False
-        key.append((dict, tuple(names)))
-        for k in names:
-            if not _walk(x[k], key, leaves, depth + 1):
+            key.append((x.shape, x.dtype))
+            leaves.append(x)
+        elif (t is tuple or t is list) and depth < 32:
+            key.append((t, len(x)))
+            if not _walk(x, key, leaves, depth + 1):
                 return False
-        return True
-    elif x is None:
-        key.append(None)
-        return True
-    elif t is UncommittedArray:
-        key.append((x.aval,))
-    elif t is float or t is bool or (isinstance(x, np.generic) and x.dtype in _SUPPORTED):
-        key.append(t)
-    else:
-        return False
-    leaves.append(x)
+        elif t is dict and depth < 32:
+            try:
+                names = sorted(x)  # (optree's order, as JAX's)
+            except TypeError:
+                return False
+            key.append((dict, tuple(names)))
+            if not _walk([x[k] for k in names], key, leaves, depth + 1):
+                return False
+        elif x is None:
+            key.append(None)
+        elif t is UncommittedArray:
+            key.append((x.aval,))
+            leaves.append(x)
+        elif t is float or t is bool or (isinstance(x, np.generic) and x.dtype in _SUPPORTED):
+            key.append(t)
+            leaves.append(x)
+        else:
+            return False
     return True
 
 
@@ -391,10 +390,7 @@ def _host_signature(args):
     None when an argument holds anything else (a Python int, whose dtype depends on its value,
     a GPU array, another pytree node): the call takes the general path."""
     key, leaves = [], []
-    for a in args:
-        if not _walk(a, key, leaves):
-            return None
-    return tuple(key), leaves
+    return (tuple(key), leaves) if _walk(args, key, leaves) else None
 
 
 def _runner(exe, leaves):
