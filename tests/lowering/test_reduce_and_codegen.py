@@ -224,10 +224,8 @@ def test_argmax_first_index_nan_and_ties_match_jax(op, dtype):
 @example(1, 20, 33, 7, False, False, np.float64)
 @example(1, 3, 7, 9, False, False, np.float32)  # under 4 rows: the row loops
 @example(2, 9, 11, 1, True, True, np.float64)  # one column, A^T stored: rows scaled and added
-@example(1, 300, 100, 1, True, False, np.float32)  # ... past one block of outputs (256)
-@example(2, 7, 300, 1, True, True, np.float32)  # ... float32 sums cascaded
+@example(1, 300, 3500, 1, True, False, np.float32)  # ... cascaded, in blocks over threads
 @example(1, 30, 100, 1, False, False, np.float32)  # one column: fx_gemm_narrow, k's tail
-@example(1, 30, 300, 1, False, True, np.float32)  # ... cascaded: dot products per block
 def test_generated_matrix_products_match_numpy(bsz, m, k, n, ta, tb, dtype):
     """Products below the BLAS threshold are generated code (the prelude's register-tiled
     ``fx_gemm`` from 4 rows and 2 columns; for fewer columns than a vector holds, vector dot

@@ -343,6 +343,8 @@ def _matvec_rows(la, rb_, c, bsz, m, kk, ct, cascade, work):
     twice as long). float32 sums over more than ``_SUM_BLOCK`` terms are cascaded: each block of
     terms summed in float, the blocks' sums in double."""
     w = min(m, _MATVEC_BLOCK)
+    if work >= _PAR_DOT:  # (at least 8 blocks of whole vectors for the threads, when m allows)
+        w = min(w, max(16, -(-m // 128) * 16))
     lines = [
         f"  #pragma omp parallel for collapse(2) schedule(static) if({work}LL >= {_PAR_DOT})",
         f"  for (int64_t b = 0; b < {bsz}LL; ++b)",
