@@ -416,13 +416,14 @@ class Executable:
         lines.append("        return slow(args, rc)")
         res = []
         for m, (kind, k, aval) in enumerate(self.out_map):
-            env[f"a{m}"], env[f"t{m}"] = aval, np.dtype(aval.dtype)
+            env[f"a{m}"] = aval
             if kind == "buf":
                 res.append(f"new(o{k}, a{m})")
-            else:  # an input returned as it is: an Array itself, anything else as a copy
-                res.append(
-                    f"args[{k}]" if kinds[k] == "a" else f"new(array(args[{k}], t{m}), a{m})"
-                )
+            elif kinds[k] == "a":  # an input returned as it is: an Array itself,
+                res.append(f"args[{k}]")
+            else:  # anything else as a copy
+                env[f"t{m}"] = np.dtype(aval.dtype)
+                res.append(f"new(array(args[{k}], t{m}), a{m})")
         lines.append(f"    return [{', '.join(res)}]")
         exec("\n".join(lines), env)  # noqa: S102 - names and numbers of this program only
         fn = self._runners[kinds] = env["run"]
