@@ -393,6 +393,12 @@ def _host_signature(args):
     return (tuple(key), leaves) if _walk(args, key, leaves) else None
 
 
+def host_tree(x) -> bool:
+    """Whether ``x`` is a host value, or tuples, lists and dicts of them (the values
+    ``_host_signature`` takes): nothing in it is computed asynchronously."""
+    return _walk((x,), [], [])
+
+
 def _runner(exe, leaves):
     """The program's runner (``Executable.runner``) for these leaves' kinds: each host Array
     passed as its buffer, a NumPy array of the program's dtype as it is, anything else
