@@ -546,8 +546,9 @@ static void fx_free(void* p, size_t n) {
 // contiguous: each element is the dot product of a row of A with a column of B. B^T is packed (N
 // rows of k, zero past k to whole vectors); a row of A meets its N columns in N vector
 // accumulators, added across lanes at the end. So a sum runs as L interleaved partial sums (t
-// mod L; the terms past the last whole vector added after them) rather than in order of t. N is a template parameter so that the accumulators stay in
-// registers (a program instantiates it for the widths it uses). One thread: these products
+// mod L; the terms past the last whole vector added after them) rather than in order of t. N
+// is a template parameter so that the accumulators stay in registers (a program instantiates
+// it for the widths it uses). One thread: these products
 // are small (up to 2^24 multiply-adds, 0.4 ms) and an OpenMP region would add a fifth to the
 // compile time this kernel costs a program (about 0.04 s with one, 0.02 s without).
 template <class T> static inline T fx_hsum(typename fx_vec<T>::v v) {
