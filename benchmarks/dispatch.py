@@ -5,9 +5,12 @@ Run: ``python benchmarks/dispatch.py [--rounds 5]``. Each library runs alone in 
 each case reports the median over rounds of the best-of-5 microseconds per call, in wall time
 and in CPU time (``time.process_time``: all the process's threads; on a loaded machine the wall
 time mostly measures the other processes). The function
-is ``x + 1.0`` (one small kernel) on each kind of argument users pass, and one update of a dict
-of 10 parameters with a batch (a pytree). Correctness first: each case's result is compared
-with NumPy's in the child process.
+is ``x + 1.0`` (one small kernel) on each kind of argument users pass, one update of a dict
+of 10 parameters with a batch (a pytree), and the kernel least squares momentum step of
+``workloads.py`` (family ``kls``, 100x100) in a loop that feeds its outputs back
+(``value, state = step(state, K, y)``, K and y NumPy arrays). Correctness first: each case's
+result is compared with NumPy's in the child process (the step's first value with NumPy's
+float64 loss).
 """
 
 from __future__ import annotations
@@ -51,6 +54,33 @@ for name, x in cases.items():
 r = upd(params, batch)
 np.testing.assert_allclose(np.asarray(r["w3"]), 3 * 0.9 + batch.sum(), rtol=1e-6)
 out["dict of 10 parameters + NumPy batch"] = us(lambda: upd(params, batch), 1000)
+
+def loss(a, K, y):
+    r = K @ a - y
+    return 0.5 * jnp.sum(r * r) + 0.5e-3 * a @ (K @ a)
+
+def kls(state, K, y):
+    a, v = state
+    value, g = jax.value_and_grad(loss)(a, K, y)
+    v = 0.9 * v + g
+    return value, (a - 1e-3 * v, v)
+
+rng = np.random.default_rng(0)
+pts = rng.uniform(-1, 1, (100, 2))
+K = np.exp(-((pts[:, None] - pts[None]) ** 2).sum(-1) / 0.5).astype(np.float32)
+y = np.sin(3 * pts[:, 0]).astype(np.float32)
+a0 = (0.1 * rng.standard_normal(100)).astype(np.float32)
+step = jax.jit(kls)
+value, state = step((a0, np.zeros(100, np.float32)), K, y)
+r64 = K.astype(np.float64) @ a0 - y
+want = 0.5 * r64 @ r64 + 0.5e-3 * a0 @ (K.astype(np.float64) @ a0)
+np.testing.assert_allclose(float(value), want, rtol=1e-4)
+
+def loop():
+    global state
+    value, state = step(state, K, y)
+
+out["kernel least squares step, outputs fed back"] = us(loop, 1000)
 print(json.dumps(out))
 """
 
