@@ -819,14 +819,15 @@ class Jitted:
             # tuples, lists and dicts of them: one walk for their signature (structure and
             # leaves), one lookup, then the program's runner for that signature (about 1.3 us in
             # all on a 2-core VM for positional Arrays)
-            found = _host_signature(args)
-            hit = self._cpu_calls.get((found[0], _config.x64_on())) if found else None
+            sig, leaves = [], []  # (``_host_signature``, inline: this is the hot path)
+            ok = _walk(args, sig, leaves)
+            hit = self._cpu_calls.get((tuple(sig), _config.x64_on())) if ok else None
             # (without a committed argument the call goes to the default device, the CPU for
             # certain only while this process has no GPU)
             if hit is not None and (hit[3] or not _device.GPU_IN_USE):
                 self.last_key = hit[2]
                 hit[4] = True  # (used: see _insert)
-                outs = hit[0](found[1])
+                outs = hit[0](leaves)
                 return outs[0] if hit[1] is None else tree_unflatten(hit[1], outs)
             # else the keyed cache
             leaves, in_tree = optree.tree_flatten(
