@@ -7,6 +7,8 @@ Write a pure numerical function with ``functx.numpy``; functx traces it into a p
 import contextlib as _contextlib
 import functools as _functools
 
+import optree as _optree
+
 from functx import (
     ad_checkpoint as ad_checkpoint,
     config as config,
@@ -90,6 +92,7 @@ from functx.errors import (
 )
 from functx.jit import (
     clear_caches as clear_caches,
+    host_tree as _host_tree,
     jit as jit,
 )
 from functx.sharding import (
@@ -135,10 +138,11 @@ def block_until_ready(x):
       >>> functx.block_until_ready({"y": jnp.arange(3) * 2})
       {'y': Array([0, 2, 4], dtype=int32)}
     """
-    if type(x) is Array:  # host arrays are computed by the time they exist
+    if type(x) is Array or _host_tree(x):  # host arrays are computed by the time they exist
         return x
-    for leaf in tree_util.tree_leaves(x):
-        if hasattr(leaf, "block_until_ready"):
+    # (optree's own call: ``tree_util.tree_leaves`` checks an ``is_leaf`` this has none of)
+    for leaf in _optree.tree_leaves(x, none_is_leaf=False, namespace=tree_util.PYTREE_NAMESPACE):
+        if type(leaf) is not Array and hasattr(leaf, "block_until_ready"):
             leaf.block_until_ready()
     return x
 

@@ -338,29 +338,80 @@ def _run(exe, leaves):
 _HOST_ARRAYS = (Array, UncommittedArray)
 
 
-def _host_signature(args):
-    """The fast path's key for positional host arguments: per argument its aval (a functx host
-    Array; uncommitted ones marked apart), ``(shape, dtype)`` of a NumPy array, or the type of
-    a NumPy scalar, Python float or bool (whose aval depends only on the type and the x64
-    flag, which is part of the key). None when an argument is anything else (a pytree, a
-    Python int, whose dtype depends on its value, a GPU array): the call takes the general
-    path."""
-    sig = []
-    for a in args:
-        t = type(a)
+_SUPPORTED = frozenset(dtypes.SUPPORTED)  # (a set: a tuple's ``in`` compares dtypes one by one)
+
+
+def _walk(items, key: list, leaves: list, depth: int = 0) -> bool:
+    """Append the signatures of ``items`` to ``key`` and their leaves to ``leaves`` (see
+    ``_host_signature``); False when one holds anything else, or nests deeper than 32 levels
+    (optree's flatten takes those: Python's recursion would run out)."""
+    for x in items:
+        t = type(x)
         if t is Array:
-            sig.append(a.aval)
-        elif t is UncommittedArray:
-            sig.append((a.aval,))
+            key.append(x.aval)
+            leaves.append(x)
         elif t is np.ndarray:
-            if a.dtype not in dtypes.SUPPORTED:
-                return None
-            sig.append((a.shape, a.dtype))
-        elif t is float or t is bool or (isinstance(a, np.generic) and a.dtype in dtypes.SUPPORTED):
-            sig.append(t)
+            if x.dtype not in _SUPPORTED:
+                return False
+            key.append((x.shape, x.dtype))
+            leaves.append(x)
+        elif (t is tuple or t is list) and depth < 32:
+            key.append((t, len(x)))
+            if not _walk(x, key, leaves, depth + 1):
+                return False
+        elif t is dict and depth < 32:
+            try:
+                names = sorted(x)  # (optree's order, as JAX's)
+            except TypeError:
+                return False
+            key.append((dict, tuple(names)))
+            if not _walk([x[k] for k in names], key, leaves, depth + 1):
+                return False
+        elif x is None:
+            key.append(None)
+        elif t is UncommittedArray:
+            key.append((x.aval,))
+            leaves.append(x)
+        elif t is float or t is bool or (isinstance(x, np.generic) and x.dtype in _SUPPORTED):
+            key.append(t)
+            leaves.append(x)
         else:
-            return None
-    return tuple(sig)
+            return False
+    return True
+
+
+def _host_signature(args):
+    """The fast path's key for positional host arguments, and their leaves: per leaf its aval
+    (a functx host Array; uncommitted ones marked apart), ``(shape, dtype)`` of a NumPy array,
+    or the type of a NumPy scalar, Python float or bool (whose aval depends only on the type
+    and the x64 flag, which is part of the key); per tuple or list ``(type, length)``, per dict
+    ``(dict, sorted keys)``, per None None, each before its contents. It is one walk of the
+    arguments, without optree (which took longer than the rest of a small step's dispatch).
+    None when an argument holds anything else (a Python int, whose dtype depends on its value,
+    a GPU array, another pytree node): the call takes the general path."""
+    key, leaves = [], []
+    return (tuple(key), leaves) if _walk(args, key, leaves) else None
+
+
+def host_tree(x) -> bool:
+    """Whether ``x`` is a host value, or tuples, lists and dicts of them (the values
+    ``_host_signature`` takes): nothing in it is computed asynchronously."""
+    return _walk((x,), [], [])
+
+
+def _runner(exe, leaves):
+    """The program's runner (``Executable.runner``) for these leaves' kinds: each host Array
+    passed as its buffer, a NumPy array of the program's dtype as it is, anything else
+    converted."""
+    kinds = []
+    for i, s in enumerate(_host_signature(leaves)[0]):
+        if type(s) is not tuple:  # an Array's aval, or a scalar's type
+            kinds.append("c" if isinstance(s, type) else "a")
+        elif len(s) == 1:  # (an uncommitted Array's aval,)
+            kinds.append("u")
+        else:  # a NumPy array's (shape, dtype)
+            kinds.append("n" if exe.in_dtypes is None or s[1] == exe.in_dtypes[i] else "c")
+    return exe.runner("".join(kinds))
 
 
 def _commits_call(a) -> bool:
@@ -581,7 +632,6 @@ class Jitted:
         # the compiled programs, least recently used first (at most FUNCTX_JIT_CACHE_SIZE)
         self.cache: collections.OrderedDict = collections.OrderedDict()
         self._fast_of: dict = {}  # cache key -> [(fast-path dict, its key)] (dropped with it)
-        self._flat_trees: dict = {}  # number of positional Arrays -> their tree structure
         # gpu_signature(args) -> (DeviceExecutable, output tree or None for one leaf, cache key)
         self._gpu_calls: dict = {}
         # the avals of positional host Arrays -> (executable, output tree or None, cache key,
@@ -765,40 +815,24 @@ class Jitted:
                     hit[3] = True  # (used: see _insert)
                     outs = hit[0].call_arrays(args)
                     return outs[0] if hit[1] is None else tree_unflatten(hit[1], outs)
-            # host arguments (Arrays, NumPy arrays and scalars, Python floats and bools): one
-            # lookup by their signature, then the compiled program (about 1.3 us in all on a
-            # 2-core VM for Arrays)
-            sig = _host_signature(args)
-            hit = self._cpu_calls.get((sig, _config.x64_on())) if sig is not None else None
+            # host arguments (Arrays, NumPy arrays and scalars, Python floats and bools), or
+            # tuples, lists and dicts of them: one walk for their signature (structure and
+            # leaves), one lookup, then the program's runner for that signature (about 1.3 us in
+            # all on a 2-core VM for positional Arrays)
+            sig, leaves = [], []  # (``_host_signature``, inline: this is the hot path)
+            ok = _walk(args, sig, leaves)
+            hit = self._cpu_calls.get((tuple(sig), _config.x64_on())) if ok else None
             # (without a committed argument the call goes to the default device, the CPU for
             # certain only while this process has no GPU)
             if hit is not None and (hit[3] or not _device.GPU_IN_USE):
                 self.last_key = hit[2]
-                hit[5] = True  # (used: see _insert)
-                outs = hit[0].run_arrays(args) if hit[4] else hit[0].run(list(args))
+                hit[4] = True  # (used: see _insert)
+                outs = hit[0](leaves)
                 return outs[0] if hit[1] is None else tree_unflatten(hit[1], outs)
-            # else flatten; a pytree of host values: one lookup by its structure and its
-            # leaves' signature, then the program
-            if sig is not None and all(type(a) is Array for a in args):  # no pytree: no optree
-                leaves = list(args)
-                in_tree = self._flat_trees.get(len(args))
-                if in_tree is None:
-                    in_tree = self._flat_trees[len(args)] = optree.tree_structure(
-                        (args, {}), none_is_leaf=False, namespace=tracing.PYTREE_NAMESPACE
-                    )
-            else:
-                leaves, in_tree = optree.tree_flatten(
-                    (args, {}), none_is_leaf=False, namespace=tracing.PYTREE_NAMESPACE
-                )
-                if sig is None:
-                    tsig = _host_signature(leaves)
-                    if tsig is not None:
-                        hit = self._cpu_calls.get(((in_tree, tsig), _config.x64_on()))
-                        if hit is not None and (hit[3] or not _device.GPU_IN_USE):
-                            self.last_key = hit[2]
-                            hit[5] = True  # (used: see _insert)
-                            outs = hit[0].run(leaves)
-                            return outs[0] if hit[1] is None else tree_unflatten(hit[1], outs)
+            # else the keyed cache
+            leaves, in_tree = optree.tree_flatten(
+                (args, {}), none_is_leaf=False, namespace=tracing.PYTREE_NAMESPACE
+            )
             try:
                 place = (
                     _placement(leaves, self.backend, self._what)
@@ -820,7 +854,7 @@ class Jitted:
                 self.last_key = key
                 self._touch(key)
                 self._note_gpu_call(args, entry, key)
-                self._note_cpu_call(args, entry, key, leaves)
+                self._note_cpu_call(args, entry, key)
                 return tree_unflatten(entry[1], _run(entry[0], leaves))
         f, leaves, in_tree, statics = self._trace(args, kwargs)
         if any(isinstance(x, Tracer) for x in leaves) or core.is_tracing():
@@ -851,7 +885,7 @@ class Jitted:
         self.last_key = key
         if not kwargs and not self.static_argnums and not env:  # (fast paths: no named axes)
             self._note_gpu_call(args, entry, key)
-            self._note_cpu_call(args, entry, key, leaves)
+            self._note_cpu_call(args, entry, key)
         exe, out_tree = entry
         return tree_unflatten(out_tree, _run(exe, leaves))
 
@@ -894,30 +928,24 @@ class Jitted:
             self._gpu_calls[sig] = [exe, None if out_tree.is_leaf() else out_tree, key, False]
             self._fast_of.setdefault(key, []).append((self._gpu_calls, sig))
 
-    def _note_cpu_call(self, args, entry, key, leaves=None):
-        """Remember ``entry`` for the fast path when ``args`` are all host values with a
-        signature (``_host_signature``), or else when they are a pytree whose ``leaves`` are
-        (keyed by the tree structure too). At least one argument: a call without arguments
+    def _note_cpu_call(self, args, entry, key):
+        """Remember ``entry`` for the fast path when ``args`` are host values or tuples, lists
+        and dicts of them (``_host_signature``). At least one argument: a call without arguments
         runs on the default device, which may change; so does a call without a committed
         argument, which the fast path takes only while no GPU is in use."""
         if not args or key[3] != "cpu" or key[2] != ((), ()) or type(entry[0]) is not Executable:
             return
-        flat = _host_signature(args)
-        if flat is not None:
-            sig, vals = (flat, key[5]), args
-        elif leaves is not None and (tsig := _host_signature(leaves)) is not None:
-            sig, vals = ((key[0], tsig), key[5]), leaves
-        else:
+        found = _host_signature(args)
+        if found is None:
             return
+        sig = (found[0], key[5])
         if sig not in self._cpu_calls and key in self.cache:
             exe, out_tree = entry
             self._cpu_calls[sig] = [
-                exe,
+                _runner(exe, found[1]),
                 None if out_tree.is_leaf() else out_tree,
                 key,
-                any(_commits_call(a) for a in vals),
-                # (run_arrays takes positional host Arrays; else run(values))
-                flat is not None and all(type(a) in _HOST_ARRAYS for a in args),
+                any(_commits_call(a) for a in found[1]),
                 False,  # (used: see _insert; the last item)
             ]
             self._fast_of.setdefault(key, []).append((self._cpu_calls, sig))

@@ -291,6 +291,15 @@ class HostDispatch:
             raise err
 
 
+# How a runner (``Executable.runner``) passes input ``i`` of each kind to the program.
+_PASS = {
+    "a": "args[{0}]._value",
+    "u": "args[{0}]._value",
+    "n": "args[{0}]",
+    "c": "conv(args[{0}], {0})",
+}
+
+
 class Executable:
     """A compiled program: call it with the flat input arrays, get the flat outputs."""
 
@@ -333,6 +342,7 @@ class Executable:
         self._arg_type = ctypes.c_void_p * self.n_args
         self._addr = ctypes.cast(self.fn, ctypes.c_void_p).value
         self._call = fast_call()
+        self._runners: dict = {}  # kinds -> run(leaves) (see runner)
 
     def __call__(self, leaves):
         self._check(leaves)
@@ -382,33 +392,30 @@ class Executable:
             if kind == "buf":
                 result.append(Array._new(outs[k], aval))
             else:
-                v = leaves[k]
-                result.append(v if type(v) is Array else Array._new(np.array(v), aval))
+                v = leaves[k]  # (an input returned as it is: see runner)
+                if type(v) is not Array:
+                    v = Array._new(np.array(v, np.dtype(aval.dtype)), aval)
+                result.append(v)
         return result
 
-    def run_arrays(self, args):
-        """``self(args)`` for a sequence of host Arrays (``functx.jit``'s fast path). Once the
-        call extension is loaded this method is replaced by a runner made for this program
-        (``_runner``), which saves about half of the Python time per call."""
+    def runner(self, kinds: str):
+        """A function ``run(leaves)`` for flat inputs of these ``kinds`` (one letter per input:
+        ``a`` a host Array, ``u`` an uncommitted one, ``n`` a NumPy array of the program's
+        dtype, ``c`` anything to convert), written out for this program: one allocation per
+        output, one list of buffers, one C call, the result Arrays (about half the Python time
+        of ``run``, which loops over them). ``functx.jit``'s fast paths keep one per argument
+        signature. Anything unusual (a non-contiguous input) goes through ``run``; so does every
+        call while the call extension is not loaded, and every call of a program with host
+        steps (``run`` sets their dispatcher)."""
+        fn = self._runners.get(kinds)
+        if fn is not None:
+            return fn
         if _fast[0] is None or self.host is not None:
-            return self(list(args))
-        self.run_arrays = self._runner(_fast[0])
-        return self.run_arrays(args)
-
-    def _runner(self, call):
-        """A function ``run(args)`` for this program's inputs, constants and outputs, written out
-        (one allocation per output, one list of buffers, one C call, the result Arrays) rather
-        than looped over. Anything unusual (a non-contiguous input) goes through ``self``."""
-        env = {
-            "call": call,
-            "addr": self._addr,
-            "empty": np.empty,
-            "take": _take,
-            "new": Array._new,
-            "slow": self._slow,
-        }
+            return functools.partial(self._run_pending, kinds)
+        env = {"call": _fast[0], "addr": self._addr, "empty": np.empty, "take": _take}
+        env |= {"new": Array._new, "array": np.array, "conv": self._convert, "slow": self._slow}
         lines = ["def run(args):"]
-        bufs = [f"args[{i}]._value" for i in range(self.n_in)]
+        bufs = [_PASS[k].format(i) for i, k in enumerate(kinds)]
         for j, c in enumerate(self.consts):
             env[f"c{j}"] = c
             bufs.append(f"c{j}")
@@ -422,10 +429,23 @@ class Executable:
         res = []
         for m, (kind, k, aval) in enumerate(self.out_map):
             env[f"a{m}"] = aval
-            res.append(f"new(o{k}, a{m})" if kind == "buf" else f"args[{k}]")
+            if kind == "buf":
+                res.append(f"new(o{k}, a{m})")
+            elif kinds[k] == "a":  # an input returned as it is: an Array itself,
+                res.append(f"args[{k}]")
+            else:  # anything else as a copy
+                env[f"t{m}"] = np.dtype(aval.dtype)
+                res.append(f"new(array(args[{k}], t{m}), a{m})")
         lines.append(f"    return [{', '.join(res)}]")
         exec("\n".join(lines), env)  # noqa: S102 - names and numbers of this program only
-        return env["run"]
+        fn = self._runners[kinds] = env["run"]
+        return fn
+
+    def _run_pending(self, kinds, leaves):
+        """``runner(kinds)`` before the call extension is loaded (or for host steps)."""
+        if _fast[0] is not None and self.host is None:
+            return self.runner(kinds)(leaves)
+        return self.run(list(leaves))
 
     def _slow(self, args, rc):
         if rc == -2:  # an input that is not C-contiguous: with a copy of it

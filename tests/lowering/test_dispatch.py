@@ -126,3 +126,84 @@ def test_traces_under_named_axes_are_keyed_by_them():
     np.testing.assert_array_equal(np.asarray(out), np.full(4, 6.0))
     with pytest.raises(NameError):
         g(fnp.arange(4.0, dtype=fnp.float32))  # (outside the vmap: unbound, not the cached trace)
+
+
+def _momentum_step(state, K, y):
+    """The kernel least squares momentum step of ``benchmarks/workloads.py`` (family ``kls``)."""
+
+    def loss(a):
+        r = K @ a - y
+        return 0.5 * fnp.sum(r * r) + 0.5e-3 * a @ (K @ a)
+
+    a, v = state
+    value, g = functx.value_and_grad(loss)(a)
+    v = 0.9 * v + g
+    return value, (a - 1e-3 * v, v)
+
+
+def test_fed_back_outputs_give_what_fresh_arguments_give():
+    """A loop feeding a step's outputs (functx Arrays in a tuple) back takes the fast path with a
+    runner for Arrays; fresh NumPy copies of the same state take another (NumPy arrays passed as
+    they are): the same program, so the same bits, and both follow NumPy's float64 loop."""
+    rng = np.random.default_rng(3)
+    n = 24
+    K = rng.standard_normal((n, n)).astype(np.float32)
+    K = K @ K.T / n + np.eye(n, dtype=np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    state = (rng.standard_normal(n).astype(np.float32), np.zeros(n, np.float32))
+    step = functx.jit(_momentum_step)
+    a64, v64 = (s.astype(np.float64) for s in state)
+    K64, y64 = K.astype(np.float64), y.astype(np.float64)
+    for _ in range(4):
+        value, new = step(state, K, y)
+        fresh_value, fresh = step(tuple(np.array(s) for s in state), K, y)
+        assert type(new[0]) is functx.Array and new[0].dtype == np.float32
+        np.testing.assert_array_equal(np.asarray(value), np.asarray(fresh_value))
+        for got, again in zip(new, fresh):
+            np.testing.assert_array_equal(np.asarray(got), np.asarray(again))
+        r = K64 @ a64 - y64
+        want_value = 0.5 * r @ r + 0.5e-3 * a64 @ (K64 @ a64)
+        v64 = 0.9 * v64 + K64.T @ r + 0.5e-3 * (K64 + K64.T) @ a64
+        a64 = a64 - 1e-3 * v64
+        np.testing.assert_allclose(float(value), want_value, rtol=1e-4)
+        np.testing.assert_allclose(np.asarray(new[0]), a64, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(np.asarray(new[1]), v64, rtol=1e-4, atol=1e-4)
+        state = new
+    assert len(step.cache) == 1 and len(step._cpu_calls) == 2  # (Arrays; NumPy arrays)
+
+
+def test_pytree_signatures_retrace_on_any_change():
+    """The fast path's signature of tuples, lists and dicts: another leaf shape or dtype, a
+    list for a tuple, other dict keys (inserted out of order), a None, a namedtuple (optree's
+    node: the general path) each get their own program and the right result; a float64 NumPy
+    leaf under x64 off is converted to the program's float32."""
+    import collections
+
+    jf = functx.jit(lambda p, b: (p["w"][0] * 2.0 + b + p.get("a", 0.0), p["w"][1]))
+    x, b = np.arange(3, dtype=np.float32), np.float32(1.0)
+    cases = [
+        ({"w": (x, x)}, b),
+        ({"w": (x, x + 1)}, b),  # (same signature)
+        ({"w": [x, x]}, b),  # a list
+        ({"w": (x[:2], x)}, b),  # a leaf's shape
+        ({"w": (x.astype(np.float64), x)}, b),  # a leaf's dtype (x64 on)
+        ({"w": (x, x), "z": None}, b),  # another key, holding None
+        ({"w": (x, x), "a": x * 3}, b),  # keys out of order (leaves in sorted order)
+    ]
+    for _ in range(2):
+        for p, bb in cases:
+            first, second = jf(p, bb)
+            w0, w1 = p["w"]
+            np.testing.assert_array_equal(np.asarray(first), w0 * 2.0 + bb + p.get("a", 0.0))
+            np.testing.assert_array_equal(np.asarray(second), w1)
+            assert first.dtype == np.result_type(w0.dtype, np.float32)
+    assert len(jf.cache) == 6 and len(jf._cpu_calls) == 6
+    Pair = collections.namedtuple("Pair", "a b")
+    out = jf({"w": Pair(x, x)}, b)  # (a namedtuple: optree flattens it)
+    np.testing.assert_array_equal(np.asarray(out[0]), x * 2 + 1)
+    assert len(jf.cache) == 7 and len(jf._cpu_calls) == 6
+    with x64_off():
+        for _ in range(2):
+            first, _ = jf({"w": (x.astype(np.float64), x)}, b)
+            assert first.dtype == np.float32
+            np.testing.assert_array_equal(np.asarray(first), x * 2 + 1)

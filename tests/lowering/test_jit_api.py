@@ -131,13 +131,14 @@ def test_host_array_calls_take_the_short_path_with_the_same_results(compile_log)
             np.testing.assert_array_equal(np.asarray(got), w)
         assert not np.asarray(a).flags.writeable
     assert len(compile_log()) == 1
-    exe = jf._cpu_calls[((x.aval, y.aval), functx.config.x64_on())][0]
-    assert "run_arrays" in vars(exe)  # the runner written for this program took the calls
+    rec = jf._cpu_calls[((x.aval, y.aval), functx.config.x64_on())]
+    assert rec[0] is jf.cache[rec[2]][0]._runners["aa"]  # the runner written for two Arrays
     m = fnp.asarray(np.arange(12, dtype=np.float32).reshape(3, 4)).T  # a transposed view
     jt = functx.jit(lambda t: t * 2.0)
     for _ in range(3):
         np.testing.assert_array_equal(np.asarray(jt(m)), np.arange(12).reshape(3, 4).T * 2)
-    assert "run_arrays" in vars(jt._cpu_calls[((m.aval,), functx.config.x64_on())][0])
+    rec = jt._cpu_calls[((m.aval,), functx.config.x64_on())]
+    assert rec[0] is jt.cache[rec[2]][0]._runners["a"]
     compile_log()
     jd = functx.jit(lambda t: t + 1.0)
     jd(fnp.asarray(X3))

@@ -164,8 +164,8 @@ def test_parallel_loops_are_decided_when_generated():
 
 
 def test_narrow_products_keep_infinities_and_nans_in_their_rows():
-    """``fx_gemm_narrow`` zero-pads B^T past k and reads the last partial vector of each row of A
-    through a zeroed copy: an infinity or NaN in one row of A (in that tail or before it) must
+    """``fx_gemm_narrow`` zero-pads B^T past k and adds the terms of each row of A past its last
+    whole vector one by one: an infinity or NaN in one row of A (in that tail or before it) must
     reach that row's outputs as NumPy's do, and no other row's."""
     rng = np.random.default_rng(7)
     a = rng.standard_normal((40, 37)).astype(np.float32)
@@ -223,12 +223,15 @@ def test_argmax_first_index_nan_and_ties_match_jax(op, dtype):
 @example(2, 17, 300, 7, False, True, np.float64)
 @example(1, 20, 33, 7, False, False, np.float64)
 @example(1, 3, 7, 9, False, False, np.float32)  # under 4 rows: the row loops
-@example(2, 9, 11, 1, True, True, np.float64)  # one column: dot products
+@example(2, 9, 11, 1, True, True, np.float64)  # one column, A^T stored: rows scaled and added
+@example(1, 300, 3500, 1, True, False, np.float32)  # ... cascaded, in blocks over threads
+@example(1, 30, 100, 1, False, False, np.float32)  # one column: fx_gemm_narrow, k's tail
 def test_generated_matrix_products_match_numpy(bsz, m, k, n, ta, tb, dtype):
     """Products below the BLAS threshold are generated code (the prelude's register-tiled
     ``fx_gemm`` from 4 rows and 2 columns; for fewer columns than a vector holds, vector dot
     products of A's rows, ``fx_gemm_narrow``, or with A stored transposed ``fx_gemm`` on the
-    transposed problem; row loops below): edge tiles (m not a multiple of the tile's rows, n of
+    transposed problem; one column with A stored transposed: A's rows scaled and added; row
+    loops below): edge tiles (m not a multiple of the tile's rows, n of
     its vectors), k past one packed block (256) or not a whole number of vectors, operands
     stored transposed and batches, against NumPy in float64."""
     rng = np.random.default_rng(bsz * 1000003 + m * 1009 + k * 31 + n)
@@ -242,9 +245,11 @@ def test_generated_matrix_products_match_numpy(bsz, m, k, n, ta, tb, dtype):
         got = np.asarray(f(a, b))
     lanes = 64 // np.dtype(dtype).itemsize
     narrow = 2 <= n < lanes and m > n
+    column = n == 1 and m > 1 and not (dtype == np.float32 and k > 128)  # (not cascaded)
     calls = "fx_gemm_narrow<float" in src or "fx_gemm_narrow<double" in src
-    assert calls == (narrow and not ta), src[-3000:]
+    assert calls == ((narrow or column) and not ta), src[-3000:]
     assert ("fx_gemm<" in src) == (m >= 4 and n >= 2 and not narrow or narrow and ta), src[-3000:]
+    assert ("xt = x[t];" in src) == (n == 1 and ta), src[-3000:]
     a64 = a.astype(np.float64)
     b64 = b.astype(np.float64)
     want = np.matmul(np.swapaxes(a64, 1, 2) if ta else a64, np.swapaxes(b64, 1, 2) if tb else b64)

@@ -256,7 +256,9 @@ def _small_gemm(node, la, rb_, ta, tb, bsz, m, kk, nn, ct):
     """A generated matrix product for problems too small for BLAS's threads (idle, they spin
     against the OpenMP threads). From 4 rows and 2 columns up, the prelude's register-tiled
     ``fx_gemm`` (one tile shape per machine; for fewer columns than a vector holds, on the
-    transposed problem); below, one row of C at a time:
+    transposed problem). One column: ``A^T b`` as rows of A scaled and added
+    (``_matvec_rows``), ``A b`` as ``fx_gemm_narrow``'s dot products (one column of one)
+    unless its float32 sums are cascaded. Otherwise one row of C at a time:
     ``c += a * B[t, :]`` in vector form when B is stored (K, N), vector dot products when
     B's columns are contiguous."""
     c = node.buf
@@ -264,7 +266,12 @@ def _small_gemm(node, la, rb_, ta, tb, bsz, m, kk, nn, ct):
     a_i, a_t = (1, m) if ta else (kk, 1)
     b_t, b_j = (1, kk) if tb else (nn, 1)
     lanes = 64 // np.dtype(node.dtype).itemsize
-    if 2 <= nn < lanes and m > nn and a_t == 1:  # few columns, rows of A contiguous
+    cascade = ct == "float" and kk > _SUM_BLOCK  # (see _cascade_split)
+    if nn == 1 and ta:  # A^T b: rows of A scaled and added up, in vector form
+        return _matvec_rows(la, rb_, c, bsz, m, kk, ct, cascade, work)
+    if 1 <= nn < lanes and m > nn and a_t == 1 and not (nn == 1 and cascade):
+        # few columns, rows of A contiguous (one column: gcc sums an ``omp simd`` reduction's
+        # lanes one by one, 16 dependent adds per row; this sums them as a tree)
         return [
             f"  if (fx_gemm_narrow<{ct}, {nn}>({bsz}LL, {m}LL, {kk}LL, {la}, {a_i}LL, "
             f"{rb_}, {b_t}LL, {b_j}LL, {c}, {nn}LL)) return 1;"
@@ -327,6 +334,62 @@ def _small_gemm(node, la, rb_, ta, tb, bsz, m, kk, nn, ct):
             "    }",
         ]
     return lines + ["  }"]
+
+
+# A^T b (one column) takes the rows of A in blocks of this many outputs, the sums staying in the
+# L1 cache
+_MATVEC_BLOCK = 256
+
+
+def _matvec_rows(la, rb_, c, bsz, m, kk, ct, cascade, work):
+    """``C[b] (m x 1) = A[b]^T @ B[b]`` with A stored (k, m): for each block of outputs, the rows
+    of A scaled by B's elements and added (``omp simd`` over the block), rather than dot products
+    that read A with stride m (gathers: the kernel least squares step's gradient product took
+    twice as long). float32 sums over more than ``_SUM_BLOCK`` terms are cascaded: each block of
+    terms summed in float, the blocks' sums in double."""
+    w = min(m, _MATVEC_BLOCK)
+    if work >= _PAR_DOT:  # (at least 8 blocks of whole vectors for the threads, when m allows)
+        w = min(w, max(16, -(-m // 128) * 16))
+    lines = [
+        f"  #pragma omp parallel for collapse(2) schedule(static) if({work}LL >= {_PAR_DOT})",
+        f"  for (int64_t b = 0; b < {bsz}LL; ++b)",
+        f"  for (int64_t i0 = 0; i0 < {m}LL; i0 += {w}LL) {{",
+        f"    const int64_t w = fx_imin({w}LL, {m}LL - i0);",
+        f"    const {ct}* __restrict a = {la} + b * {m * kk}LL + i0;",
+        f"    const {ct}* __restrict x = {rb_} + b * {kk}LL;",
+        f"    {ct}* __restrict crow = {c} + b * {m}LL + i0;",
+    ]
+    if not cascade:
+        return lines + [
+            "    #pragma omp simd",
+            "    for (int64_t ii = 0; ii < w; ++ii) crow[ii] = 0;",
+            f"    for (int64_t t = 0; t < {kk}LL; ++t) {{",
+            f"      const {ct} xt = x[t];",
+            "      #pragma omp simd",
+            f"      for (int64_t ii = 0; ii < w; ++ii) crow[ii] += a[t * {m}LL + ii] * xt;",
+            "    }",
+            "  }",
+        ]
+    g = _SUM_BLOCK
+    return lines + [
+        f"    double sw[{w}];",
+        f"    float s[{w}];",
+        "    for (int64_t ii = 0; ii < w; ++ii) sw[ii] = 0;",
+        f"    for (int64_t tb = 0; tb < {kk}LL; tb += {g}LL) {{",
+        "      #pragma omp simd",
+        "      for (int64_t ii = 0; ii < w; ++ii) s[ii] = 0.0f;",
+        f"      for (int64_t t = tb; t < fx_imin(tb + {g}LL, {kk}LL); ++t) {{",
+        "        const float xt = x[t];",
+        "        #pragma omp simd",
+        f"        for (int64_t ii = 0; ii < w; ++ii) s[ii] += a[t * {m}LL + ii] * xt;",
+        "      }",
+        "      #pragma omp simd",
+        "      for (int64_t ii = 0; ii < w; ++ii) sw[ii] += (double)s[ii];",
+        "    }",
+        "    #pragma omp simd",
+        "    for (int64_t ii = 0; ii < w; ++ii) crow[ii] = (float)sw[ii];",
+        "  }",
+    ]
 
 
 # The rows of P's grid one block of the convolution step covers (its result block, 256 x O,

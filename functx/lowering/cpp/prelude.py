@@ -542,12 +542,13 @@ static void fx_free(void* p, size_t n) {
   }
   free(p);
 }
-// Products with fewer columns than a vector holds (2 <= N < 64 / sizeof(T)) and rows of A
+// Products with fewer columns than a vector holds (1 <= N < 64 / sizeof(T)) and rows of A
 // contiguous: each element is the dot product of a row of A with a column of B. B^T is packed (N
 // rows of k, zero past k to whole vectors); a row of A meets its N columns in N vector
 // accumulators, added across lanes at the end. So a sum runs as L interleaved partial sums (t
-// mod L) rather than in order of t. N is a template parameter so that the accumulators stay in
-// registers (a program instantiates it for the widths it uses). One thread: these products
+// mod L; the terms past the last whole vector added after them) rather than in order of t. N
+// is a template parameter so that the accumulators stay in registers (a program instantiates
+// it for the widths it uses). One thread: these products
 // are small (up to 2^24 multiply-adds, 0.4 ms) and an OpenMP region would add a fifth to the
 // compile time this kernel costs a program (about 0.04 s with one, 0.02 s without).
 template <class T> static inline T fx_hsum(typename fx_vec<T>::v v) {
@@ -583,15 +584,15 @@ __attribute__((noinline)) static void fx_gemm_narrow_rows(int64_t rows, int64_t 
 #pragma GCC unroll 16
       for (int j = 0; j < N; ++j) acc[j] += x * *(const V*)(bt + j * kp + t);
     }
-    if (kv < k) {  // the row's last partial vector, through a zeroed copy (not past its end)
-      T tail[L] __attribute__((aligned(64))) = {};
-      for (int64_t t = kv; t < k; ++t) tail[t - kv] = ar[t];
-      const V x = *(const V*)tail;
+    // the row's last partial vector one element at a time (a vector load of a copy written by
+    // scalar stores misses store forwarding: it doubled the time of a 100x100 matrix-vector
+    // product)
 #pragma GCC unroll 16
-      for (int j = 0; j < N; ++j) acc[j] += x * *(const V*)(bt + j * kp + kv);
+    for (int j = 0; j < N; ++j) {
+      T s = fx_hsum<T>(acc[j]);
+      for (int64_t t = kv; t < k; ++t) s += ar[t] * bt[j * kp + t];
+      c[i * c_i + j] = s;
     }
-#pragma GCC unroll 16
-    for (int j = 0; j < N; ++j) c[i * c_i + j] = fx_hsum<T>(acc[j]);
   }
 }
 #pragma GCC push_options
