@@ -2,6 +2,8 @@
 OpenBLAS on one thread (``functx/lowering/cpp/dot.py``): every split (rows of C, columns of C),
 both operand layouts and batches give NumPy's product, and OpenBLAS's thread count is restored."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -83,3 +85,67 @@ def test_matmul_cpu_library_harness(monkeypatch, capsys):
     assert _openblas_threads() == before
     out = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("RESULT ")]
     assert len(out) == 6 and all(float(ln.split("|")[3]) > 0 for ln in out)
+
+
+def _update_cases(w, x, d, a, b, u):
+    # (each product of its own operands: a product computed twice would be read twice)
+    return (
+        w - 0.1 * (x.T @ d),  # an SGD step on a weight gradient (rows of C cut)
+        u + (a @ b) * 0.5,  # columns of C cut, the product on the left
+        u - (2 * a) @ b,  # alpha = -1
+        w + functx.numpy.negative(x.T @ (2 * d)),
+        (2 * x).T @ d * 2.0,  # no buffer added: an ordinary product
+    )
+
+
+def test_product_updates_fold_into_the_product():
+    """``U + c * (A @ B)`` with the product read by nothing else is one kernel: the product's
+    pieces copy their block of U and accumulate into it (``dot.fold_product_updates``); every
+    form gives NumPy's float64 result, and the weights are not modified."""
+    rng = np.random.default_rng(1)
+    shapes = [(256, 192), (128, 256), (128, 192), (64, 256), (256, 512), (64, 512)]
+    args = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    kept = [a.copy() for a in args]
+    f = functx.jit(_update_cases)
+    src = f.lower(*args).as_text()
+    assert src.count("(float)1, out") == 4  # four products accumulate (beta = 1) into outputs
+    assert src.count("memcpy(out") == 4
+    # no pointwise kernel for the updates: one for the unfolded product's scaling only
+    kernels = re.findall(r"// kernel \d+: (\w+ \(\d+, \d+\))", src)
+    assert kernels.count("pointwise (256, 192)") == 1 and "pointwise (64, 512)" not in kernels
+    got = f(*args)
+    want = _update_cases(*(a.astype(np.float64) for a in args))
+    for r, w in zip(got, want):
+        assert r.dtype == np.float32 and r.shape == w.shape
+        np.testing.assert_allclose(np.asarray(r), w, rtol=1e-4, atol=1e-4 * np.abs(w).max())
+    for a, k in zip(args, kept):
+        np.testing.assert_array_equal(a, k)
+
+
+def _not_folded(w, x, d, s):
+    g = x.T @ d
+    return w - 0.1 * g, g.sum()  # the product is read twice
+
+
+def _update_read_again(w, x, d, s):
+    new = w - 0.1 * (x.T @ d)
+    # (the update read again by a reduction; a small, generated product: U added after it)
+    return new, (new * new).sum(), s - 2.0 * (x[:, :4].T @ d[:, :3])
+
+
+def test_product_updates_other_readers():
+    """A product read by something else keeps its own buffer; an update read again (by a
+    reduction) is read from the product's buffer; a generated (small) product adds U after."""
+    rng = np.random.default_rng(2)
+    w = rng.standard_normal((192, 256)).astype(np.float32)
+    x = rng.standard_normal((128, 192)).astype(np.float32)
+    d = rng.standard_normal((128, 256)).astype(np.float32)
+    s = rng.standard_normal((4, 3)).astype(np.float32)
+    assert "(float)1, out" not in functx.jit(_not_folded).lower(w, x, d, s).as_text()
+    src = functx.jit(_update_read_again).lower(w, x, d, s).as_text()
+    assert src.count("(float)1, out") == 1 and "out2[i] = in3[i] + (float)-2.0 * out2[i]" in src
+    for fn in (_not_folded, _update_read_again):
+        got = functx.jit(fn)(w, x, d, s)
+        want = fn(*(a.astype(np.float64) for a in (w, x, d, s)))
+        for r, v in zip(got, want):
+            np.testing.assert_allclose(np.asarray(r), v, rtol=1e-4, atol=1e-4 * np.abs(v).max())

@@ -33,8 +33,10 @@ import os
 import numpy as np
 
 from functx import dtypes
+from functx.lowering import loopir
 from functx.lowering.cpp import lapack
 from functx.lowering.cpp.emit import _PAR, _SUM_BLOCK, _is_float, _store, compute_type
+from functx.lowering.loopir import Const, Load, Node, Op, flat_offset, reads_in_order
 from functx.lowering.schedule import Kernel
 
 # and generated matrix products of at least this many multiply-adds: below, waking the other
@@ -61,6 +63,130 @@ def _generated(bsz, m, kk, nn) -> bool:
     return m < 4 or nn < 2 or m * nn * kk < _SMALL_GEMM
 
 
+# --- products that update a buffer: ``out = U + c * (A @ B)`` ------------------------------------
+
+_DOT_PARAMS = {"lhs", "rhs", "lhs_trans", "rhs_trans", "batch", "m", "k", "n", "precision"}
+_BLAS_TYPES = (dtypes.float32, dtypes.float64)
+
+
+class _Inline:
+    """A context in which pointwise nodes are inlined and every other node reads as a load of its
+    own (``n<id>``); ``seen`` collects the pointwise nodes inlined."""
+
+    def __init__(self):
+        self.seen: dict[int, Node] = {}
+
+    def lookup(self, node, idx):
+        if node.kind == "pointwise" and node.fn is not None:
+            self.seen[node.id] = node
+            return None
+        return Load(node.dtype, f"n{node.id}", flat_offset(idx, node.shape))
+
+    def remember(self, node, idx, e):
+        pass
+
+    def can_read_buffer(self, node) -> bool:
+        return False
+
+    def inlines(self, node) -> bool:
+        return True
+
+    def note_read(self, node):
+        pass
+
+
+def _scaled_load(e):
+    """``(c, load)`` for ``e`` = ``load``, ``c * load``, ``load * c`` or ``-load`` (c a scalar
+    constant), else None."""
+    if isinstance(e, Load):
+        return 1.0, e
+    if isinstance(e, Op) and e.name == "neg" and isinstance(e.args[0], Load):
+        return -1.0, e.args[0]
+    if isinstance(e, Op) and e.name == "mul" and len(e.args) == 2:
+        x, y = e.args
+        if isinstance(y, Const):
+            x, y = y, x
+        if isinstance(x, Const) and isinstance(y, Load) and np.ndim(x.value) == 0:
+            return float(x.value), y
+    return None
+
+
+def _update_form(e):
+    """``(u, c, d)`` for ``e`` = ``u + c * d`` or ``u - c * d`` (u and d loads), else None."""
+    if not isinstance(e, Op) or e.name not in ("add", "sub") or len(e.args) != 2:
+        return None
+    x, y = e.args
+    for u, term, sign in ((x, y, 1.0), (y, x, 1.0)) if e.name == "add" else ((x, y, -1.0),):
+        t = _scaled_load(term)
+        if isinstance(u, Load) and t is not None:
+            return u, sign * t[0], t[1]
+    return None
+
+
+def _read_only_through(d, t, inlined, consumers, outputs) -> bool:
+    """Whether ``d`` reaches nothing but ``t``: a chain of single readers from ``d`` to ``t``,
+    each inlined into ``t`` (a view, a scaling) and none an output."""
+    n = d
+    while n is not t:
+        readers = consumers.get(n.id, [])
+        if len(readers) != 1 or n.id in outputs or (n is not d and n.id not in inlined):
+            return False
+        n = readers[0]
+    return True
+
+
+def fold_product_updates(g) -> None:
+    """Fold ``out = U + c * D`` into the product ``D`` when ``D`` (a float32/float64 matrix
+    product) is read by nothing else and ``U`` is a buffer read in the same order (an SGD update
+    ``w - lr * (x.T @ d)``: the weight gradient is used once). ``D`` takes ``acc = U`` and
+    ``alpha = c`` and computes ``out`` itself: each BLAS piece copies its block of ``U`` into the
+    output and accumulates ``c * op(A) op(B)`` into it (``beta = 1``), so the gradient is never
+    stored, zeroed (OpenBLAS's ``beta = 0`` clears C first) or read back by a pointwise kernel.
+    C++ backend only (the compile step calls it between lowering and scheduling)."""
+    consumers: dict[int, list] = {}
+    for n in g.nodes:
+        for i in n.inputs:
+            consumers.setdefault(i.id, []).append(n)
+    pos = {n.id: i for i, n in enumerate(g.nodes)}
+    outputs = [n.id for n in g.outputs]
+    by_id = {n.id: n for n in g.nodes}
+    for t in list(g.nodes):
+        if t.kind != "pointwise" or t.fn is None or np.dtype(t.dtype) not in _BLAS_TYPES:
+            continue
+        ivars = loopir.loop_vars(len(t.shape))
+        ctx = _Inline()
+        try:
+            form = _update_form(t.fn(ivars, ctx))
+        except Exception:  # (an expression only a kernel can build)
+            continue
+        if form is None:
+            continue
+        u_load, c, d_load = form
+        u, d = by_id.get(int(u_load.buf[1:])), by_id.get(int(d_load.buf[1:]))
+        if (
+            d is None
+            or u is None
+            or d.kind != "dot"
+            or set(d.params) != _DOT_PARAMS
+            or u.kind not in ("input", "dot", "reduce", "scatter", "dus")
+            or d.shape != t.shape
+            or not all(np.dtype(x.dtype) == np.dtype(t.dtype) for x in (u, d, *d.inputs))
+            or pos[u.id] > pos[d.id]
+            or d.id in outputs
+            or not reads_in_order(u_load, ivars, t.shape)
+            or not reads_in_order(d_load, ivars, t.shape)
+        ):
+            continue
+        if not _read_only_through(d, t, ctx.seen, consumers, outputs):
+            continue
+        d.params["acc"], d.params["alpha"] = u, c
+        d.inputs = [*d.inputs, u]
+        t.fn = lambda idx, ctx, d=d: d.load(idx, ctx)  # (other readers of t read D in place)
+        t.inputs = [d]
+        g.outputs = [d if n is t else n for n in g.outputs]
+        outputs = [n.id for n in g.outputs]
+
+
 def render(prog, k: Kernel):
     node = k.nodes[0]
     p = node.params
@@ -76,23 +202,27 @@ def render(prog, k: Kernel):
     ct = compute_type(node.dtype)
     la, rb_ = lhs.buf, rhs.buf
     lines = [f"  // kernel {k.index}: dot_general {lhs.shape} x {rhs.shape} -> {node.shape}"]
+    acc, alpha = p.get("acc"), p.get("alpha", 1.0)
+    # (a product that updates a buffer, fold_product_updates: C = U + alpha * C after the
+    # product, where the BLAS call does not accumulate into U itself)
+    update = _update_loop(node, acc, alpha, ct) if acc is not None else []
     if bsz * m * nn == 0:
         prog.body += lines
         return
     if kk == 0:
         lines += [f"  memset({node.buf}, 0, {bsz * m * nn}ULL * sizeof(*{node.buf}));"]
-        prog.body += lines
+        prog.body += lines + update
         return
     blas = {dtypes.float32: "fx_sgemm", dtypes.float64: "fx_dgemm"}.get(np.dtype(node.dtype))
-    close = ["  }"]
+    close = update + ["  }"]
     same = np.dtype(lhs.dtype) == np.dtype(node.dtype) == np.dtype(rhs.dtype)
     if blas and same and _generated(bsz, m, kk, nn):
         lines += _small_gemm(node, la, rb_, ta, tb, bsz, m, kk, nn, ct)
-        prog.body += lines
+        prog.body += lines + update
         return
     if blas and np.dtype(lhs.dtype) == np.dtype(node.dtype):
         lines += ["  if (" + blas + ") {"]
-        lines += _blas_call(prog, node, blas, la, rb_, ta, tb, bsz, m, kk, nn, ct)
+        lines += _blas_call(prog, node, blas, la, rb_, ta, tb, bsz, m, kk, nn, ct, acc, alpha)
         lines += ["  } else {"]
     else:
         lines.append("  {")
@@ -137,6 +267,16 @@ def render(prog, k: Kernel):
     prog.body += lines
 
 
+def _update_loop(node, acc, alpha, ct) -> list[str]:
+    """``C = U + alpha * C`` over the whole product (``U``: the ``acc`` buffer)."""
+    n = node.size
+    return [
+        f"    #pragma omp parallel for simd schedule(static) if({n}LL >= {_PAR})",
+        f"    for (int64_t i = 0; i < {n}LL; ++i)",
+        f"      {node.buf}[i] = {acc.buf}[i] + ({ct}){alpha!r} * {node.buf}[i];",
+    ]
+
+
 # BLAS products are cut into pieces of about this many multiply-adds (at most _BLAS_PIECES), run
 # by the program's OpenMP threads with OpenBLAS itself on one thread (see _blas_call)
 _BLAS_PIECE = 1 << 22
@@ -178,7 +318,7 @@ def blas_threads() -> tuple[str, str, str] | None:
     return None
 
 
-def _blas_call(prog, node, blas, la, rb_, ta, tb, bsz, m, kk, nn, ct):
+def _blas_call(prog, node, blas, la, rb_, ta, tb, bsz, m, kk, nn, ct, acc=None, alpha=1.0):
     """The BLAS product, C = op(A) op(B) for each of ``bsz`` matrices.
 
     OpenBLAS's own threads are the wrong ones here: after a call they keep spinning for their
@@ -189,11 +329,14 @@ def _blas_call(prog, node, blas, la, rb_, ta, tb, bsz, m, kk, nn, ct):
     since each piece repacks the operand the pieces share), the program's OpenMP threads take
     the pieces (``schedule(dynamic)``: a thread that is descheduled holds up one piece, not half
     the product) and OpenBLAS runs on one thread for the duration of the kernel; the count it
-    had is restored after it. Figures in benchmarks/matmul_cpu.py and functx/_conv.py."""
+    had is restored after it. Figures in benchmarks/matmul_cpu.py and functx/_conv.py.
+
+    With ``acc`` (``fold_product_updates``), C = U + alpha op(A) op(B): each piece first copies
+    its block of ``U`` into C's, then accumulates into it (``beta = 1``)."""
     lda = m if ta else kk
     ldb = kk if tb else nn
-    one = f"({ct})1, "
-    zero = f"({ct})0, "
+    one = f"({ct}){alpha!r}, "
+    zero = f"({ct}){int(acc is not None)}, "
     work = bsz * m * nn * kk
     lib = blas_threads()
     span = max(m, nn)  # the side cut (rows of C when m >= nn, else columns)
@@ -204,7 +347,11 @@ def _blas_call(prog, node, blas, la, rb_, ta, tb, bsz, m, kk, nn, ct):
         span // 16 or 1,
     )
     if lib is None:
-        return [
+        if acc is not None:
+            copy = [f"    memcpy({node.buf}, {acc.buf}, {bsz * m * nn}ULL * sizeof({ct}));"]
+        else:
+            copy = []
+        return copy + [
             f"    for (int64_t b = 0; b < {bsz}LL; ++b)",
             f"      {blas}(101, {112 if ta else 111}, {112 if tb else 111}, {m}LL, {nn}LL,"
             f" {kk}LL, {one}{la} + b * {m * kk}LL, {lda}LL, {rb_} + b * {kk * nn}LL,"
@@ -239,11 +386,27 @@ def _blas_call(prog, node, blas, la, rb_, ta, tb, bsz, m, kk, nn, ct):
         f"      const int64_t b = q / {pieces}LL, p = q % {pieces}LL;",
         f"      const int64_t p0 = p * {span}LL / {pieces}LL;",
         f"      const int64_t p1 = (p + 1) * {span}LL / {pieces}LL;",
+        *_copy_block(node, acc, rows, m, nn, ct),
         f"      {blas}(101, {112 if ta else 111}, {112 if tb else 111}, {mm}, {nnn}, {kk}LL, {one}"
         f"{la} + b * {m * kk}LL + {a_off}, {lda}LL, {rb_} + b * {kk * nn}LL + {b_off}, {ldb}LL,"
         f" {zero}{node.buf} + b * {m * nn}LL + {c_off}, {nn}LL);",
         "    }",
         "    if (fx_bprev != 1) fx_bset(fx_bprev);",
+    ]
+
+
+def _copy_block(node, acc, rows, m, nn, ct) -> list[str]:
+    """C++ copying piece ``[p0, p1)`` of matrix ``b`` of ``acc`` into the product's buffer: rows
+    of C when ``rows``, else columns (``_blas_call``'s pieces)."""
+    if acc is None:
+        return []
+    c, u = f"{node.buf} + b * {m * nn}LL", f"{acc.buf} + b * {m * nn}LL"
+    if rows:
+        size = f"(p1 - p0) * {nn}ULL * sizeof({ct})"
+        return [f"      memcpy({c} + p0 * {nn}LL, {u} + p0 * {nn}LL, {size});"]
+    return [
+        f"      for (int64_t i = 0; i < {m}LL; ++i)",
+        f"        memcpy({c} + i * {nn}LL + p0, {u} + i * {nn}LL + p0, (p1 - p0) * sizeof({ct}));",
     ]
 
 
