@@ -32,7 +32,9 @@ def test_blas_pieces_match_numpy():
     before = _openblas_threads()
     f = functx.jit(_products)
     src = f.lower(*args).as_text()
-    assert src.count("fx_bset(1)") == 6 and "schedule(dynamic)" in src
+    # six BLAS products; consecutive independent ones share one loop of pieces
+    joined = src.count(", with kernel")
+    assert src.count("fx_bset(1)") + joined == 6 and joined >= 1 and "schedule(dynamic)" in src
     got = f(*args)
     assert _openblas_threads() == before
     want = _products(*(a.astype(np.float64) for a in args))
@@ -149,3 +151,25 @@ def test_product_updates_other_readers():
         want = fn(*(a.astype(np.float64) for a in (w, x, d, s)))
         for r, v in zip(got, want):
             np.testing.assert_allclose(np.asarray(r), v, rtol=1e-4, atol=1e-4 * np.abs(v).max())
+
+
+def _two_gradients(h, d, w, x):
+    # a layer's weight gradient (an SGD update) and its data gradient: independent products
+    dh = d @ w.T
+    return w - 0.1 * (h.T @ d), dh, dh @ x  # (the last one reads dh: not joined with it)
+
+
+def test_independent_products_share_one_loop():
+    """Two consecutive BLAS products where the second does not read the first run their pieces
+    in one OpenMP loop (``dot._independent_next``); a product reading the one before it does not
+    join it. Values against NumPy in float64."""
+    rng = np.random.default_rng(3)
+    h, d = (rng.standard_normal((128, 256)).astype(np.float32) for _ in range(2))
+    w = rng.standard_normal((256, 256)).astype(np.float32)
+    x = rng.standard_normal((256, 192)).astype(np.float32)
+    src = functx.jit(_two_gradients).lower(h, d, w, x).as_text()
+    assert src.count(", with kernel") == 1 and src.count("fx_bset(1)") == 2
+    got = functx.jit(_two_gradients)(h, d, w, x)
+    want = _two_gradients(*(a.astype(np.float64) for a in (h, d, w, x)))
+    for r, v in zip(got, want):
+        np.testing.assert_allclose(np.asarray(r), v, rtol=1e-4, atol=1e-4 * np.abs(v).max())

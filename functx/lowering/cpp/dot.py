@@ -65,6 +65,10 @@ def _generated(bsz, m, kk, nn) -> bool:
 
 # --- products that update a buffer: ``out = U + c * (A @ B)`` ------------------------------------
 
+# (switches for A/B measurements in one process: benchmarks/matmul_cpu.py --step)
+FOLD_UPDATES = True  # fold_product_updates
+JOIN_PRODUCTS = True  # _independent_next
+
 _DOT_PARAMS = {"lhs", "rhs", "lhs_trans", "rhs_trans", "batch", "m", "k", "n", "precision"}
 _BLAS_TYPES = (dtypes.float32, dtypes.float64)
 
@@ -143,6 +147,8 @@ def fold_product_updates(g) -> None:
     output and accumulates ``c * op(A) op(B)`` into it (``beta = 1``), so the gradient is never
     stored, zeroed (OpenBLAS's ``beta = 0`` clears C first) or read back by a pointwise kernel.
     C++ backend only (the compile step calls it between lowering and scheduling)."""
+    if not FOLD_UPDATES:
+        return
     consumers: dict[int, list] = {}
     for n in g.nodes:
         for i in n.inputs:
@@ -197,35 +203,84 @@ def render(prog, k: Kernel):
         prog.body += _conv_taps_dw(prog, k)
         return
     lhs, rhs = p["lhs"], p["rhs"]
-    ta, tb = p["lhs_trans"], p["rhs_trans"]
-    bsz, m, kk, nn = p["batch"], p["m"], p["k"], p["n"]
-    ct = compute_type(node.dtype)
-    la, rb_ = lhs.buf, rhs.buf
     lines = [f"  // kernel {k.index}: dot_general {lhs.shape} x {rhs.shape} -> {node.shape}"]
-    acc, alpha = p.get("acc"), p.get("alpha", 1.0)
+    if id(k) in getattr(prog, "dot_joined", ()):  # (its pieces ran with the product before it)
+        prog.body += lines[:1]
+        return
+    ct = compute_type(node.dtype)
     # (a product that updates a buffer, fold_product_updates: C = U + alpha * C after the
     # product, where the BLAS call does not accumulate into U itself)
-    update = _update_loop(node, acc, alpha, ct) if acc is not None else []
-    if bsz * m * nn == 0:
+    update = _update_loop(node, ct) if "acc" in p else []
+    if node.size == 0:
         prog.body += lines
         return
-    if kk == 0:
-        lines += [f"  memset({node.buf}, 0, {bsz * m * nn}ULL * sizeof(*{node.buf}));"]
+    if p["k"] == 0:
+        lines += [f"  memset({node.buf}, 0, {node.size}ULL * sizeof(*{node.buf}));"]
         prog.body += lines + update
         return
-    blas = {dtypes.float32: "fx_sgemm", dtypes.float64: "fx_dgemm"}.get(np.dtype(node.dtype))
-    close = update + ["  }"]
-    same = np.dtype(lhs.dtype) == np.dtype(node.dtype) == np.dtype(rhs.dtype)
-    if blas and same and _generated(bsz, m, kk, nn):
-        lines += _small_gemm(node, la, rb_, ta, tb, bsz, m, kk, nn, ct)
-        prog.body += lines + update
+    blas = _blas_of(node)
+    bsz, m, kk, nn = p["batch"], p["m"], p["k"], p["n"]
+    if blas and _generated(bsz, m, kk, nn):
+        args = (lhs.buf, rhs.buf, p["lhs_trans"], p["rhs_trans"], bsz, m, kk, nn, ct)
+        prog.body += lines + _small_gemm(node, *args) + update
         return
-    if blas and np.dtype(lhs.dtype) == np.dtype(node.dtype):
+    if blas:
+        group = [node]
+        nxt = _independent_next(prog, k, blas)
+        if nxt is not None:
+            group.append(nxt.nodes[0])
+            prog.dot_joined = getattr(prog, "dot_joined", set()) | {id(nxt)}
+            lines[0] += f", with kernel {nxt.index}: independent, its pieces in the same loop"
         lines += ["  if (" + blas + ") {"]
-        lines += _blas_call(prog, node, blas, la, rb_, ta, tb, bsz, m, kk, nn, ct, acc, alpha)
+        lines += _blas_call(prog, group, blas, ct)
         lines += ["  } else {"]
+        for n in group:
+            lines += _loops(n, compute_type(n.dtype))
     else:
-        lines.append("  {")
+        lines += ["  {"] + _loops(node, ct)
+    prog.body += lines + ["  }"]
+
+
+def _blas_of(node) -> str | None:
+    """The BLAS routine computing ``node`` (a product of operands of its own float type)."""
+    p = node.params
+    if not np.dtype(p["lhs"].dtype) == np.dtype(p["rhs"].dtype) == np.dtype(node.dtype):
+        return None
+    return {dtypes.float32: "fx_sgemm", dtypes.float64: "fx_dgemm"}.get(np.dtype(node.dtype))
+
+
+def _independent_next(prog, k: Kernel, blas: str):
+    """The kernel after ``k`` when it is a BLAS product with the same routine that does not read
+    ``k``'s (the weight gradient and the data gradient of a layer): its pieces join ``k``'s in
+    one parallel loop, one fork and one join for both. None otherwise (and for the kernels of a
+    control-flow body: only the program's own list is looked at)."""
+    kernels = getattr(prog, "kernels", None)
+    if not JOIN_PRODUCTS or not kernels or k.index + 1 >= len(kernels) or kernels[k.index] is not k:
+        return None
+    nxt = kernels[k.index + 1]
+    if nxt.kind != "dot" or len(nxt.nodes) != 1:
+        return None
+    n = nxt.nodes[0]
+    p = n.params
+    if (
+        "conv_taps" in p
+        or "conv_taps_dw" in p
+        or any(x is k.nodes[0] for x in n.inputs)
+        or _blas_of(n) != blas
+        or n.size == 0
+        or p["k"] == 0
+        or _generated(p["batch"], p["m"], p["k"], p["n"])
+        or blas_threads() is None
+    ):
+        return None
+    return nxt
+
+
+def _loops(node, ct) -> list[str]:
+    """The product as plain loops (any dtype; the path where NumPy has no BLAS)."""
+    p = node.params
+    lhs, rhs, ta, tb = p["lhs"], p["rhs"], p["lhs_trans"], p["rhs_trans"]
+    bsz, m, kk, nn = p["batch"], p["m"], p["k"], p["n"]
     a_idx = f"(t * {m}LL + ii)" if ta else f"(ii * {kk}LL + t)"
     b_idx = f"(jj * {kk}LL + t)" if tb else f"(t * {nn}LL + jj)"
     acc_t = (
@@ -244,9 +299,9 @@ def render(prog, k: Kernel):
             return f"(({acc_t})fx_{np.dtype(dt).name}_to_f32({raw}))"
         return f"(({acc_t}){raw})"
 
-    a_read = rd(la, a_idx, lhs.dtype, m * kk)
-    b_read = rd(rb_, b_idx, rhs.dtype, kk * nn)
-    lines += [
+    a_read = rd(lhs.buf, a_idx, lhs.dtype, m * kk)
+    b_read = rd(rhs.buf, b_idx, rhs.dtype, kk * nn)
+    lines = [
         f"    #pragma omp parallel for collapse(2) if({bsz * m * nn * kk}LL >= {_PAR})",
         f"    for (int64_t b = 0; b < {bsz}LL; ++b)",
         f"    for (int64_t ii = 0; ii < {m}LL; ++ii) {{",
@@ -263,17 +318,16 @@ def render(prog, k: Kernel):
         "      }",
         "    }",
     ]
-    lines += close
-    prog.body += lines
+    return lines + (_update_loop(node, ct) if "acc" in p else [])
 
 
-def _update_loop(node, acc, alpha, ct) -> list[str]:
+def _update_loop(node, ct) -> list[str]:
     """``C = U + alpha * C`` over the whole product (``U``: the ``acc`` buffer)."""
-    n = node.size
+    n, u, alpha = node.size, node.params["acc"].buf, node.params["alpha"]
     return [
         f"    #pragma omp parallel for simd schedule(static) if({n}LL >= {_PAR})",
         f"    for (int64_t i = 0; i < {n}LL; ++i)",
-        f"      {node.buf}[i] = {acc.buf}[i] + ({ct}){alpha!r} * {node.buf}[i];",
+        f"      {node.buf}[i] = {u}[i] + ({ct}){alpha!r} * {node.buf}[i];",
     ]
 
 
@@ -318,50 +372,78 @@ def blas_threads() -> tuple[str, str, str] | None:
     return None
 
 
-def _blas_call(prog, node, blas, la, rb_, ta, tb, bsz, m, kk, nn, ct, acc=None, alpha=1.0):
-    """The BLAS product, C = op(A) op(B) for each of ``bsz`` matrices.
+def _blas_call(prog, nodes, blas, ct):
+    """The BLAS products ``nodes`` (one, or two independent ones, ``_independent_next``), each
+    C = op(A) op(B) for each of its ``batch`` matrices.
 
     OpenBLAS's own threads are the wrong ones here: after a call they keep spinning for their
     next task while the program's OpenMP threads (the kernels around the product) want the same
     cores, and on a loaded machine a product waits for a descheduled worker. So, when the
-    library's thread count can be set, the product is cut into pieces along its longer side
+    library's thread count can be set, each product is cut into pieces along its longer side
     (rows of C, or columns; at least ``_BLAS_PIECE_SPAN`` of them a piece beyond two pieces,
     since each piece repacks the operand the pieces share), the program's OpenMP threads take
-    the pieces (``schedule(dynamic)``: a thread that is descheduled holds up one piece, not half
-    the product) and OpenBLAS runs on one thread for the duration of the kernel; the count it
-    had is restored after it. Figures in benchmarks/matmul_cpu.py and functx/_conv.py.
+    the pieces of all the products (``schedule(dynamic)``: a thread that is descheduled holds up
+    one piece, not half the product) and OpenBLAS runs on one thread for the duration of the
+    kernel; the count it had is restored after it. Figures in benchmarks/matmul_cpu.py and
+    functx/_conv.py.
 
     With ``acc`` (``fold_product_updates``), C = U + alpha op(A) op(B): each piece first copies
     its block of ``U`` into C's, then accumulates into it (``beta = 1``)."""
-    lda = m if ta else kk
-    ldb = kk if tb else nn
-    one = f"({ct}){alpha!r}, "
-    zero = f"({ct}){int(acc is not None)}, "
-    work = bsz * m * nn * kk
     lib = blas_threads()
-    span = max(m, nn)  # the side cut (rows of C when m >= nn, else columns)
-    pieces = min(
-        _BLAS_PIECES,
-        max(1, work // _BLAS_PIECE),
-        max(2, span // _BLAS_PIECE_SPAN),
-        span // 16 or 1,
-    )
     if lib is None:
-        if acc is not None:
-            copy = [f"    memcpy({node.buf}, {acc.buf}, {bsz * m * nn}ULL * sizeof({ct}));"]
-        else:
-            copy = []
-        return copy + [
-            f"    for (int64_t b = 0; b < {bsz}LL; ++b)",
-            f"      {blas}(101, {112 if ta else 111}, {112 if tb else 111}, {m}LL, {nn}LL,"
-            f" {kk}LL, {one}{la} + b * {m * kk}LL, {lda}LL, {rb_} + b * {kk * nn}LL,"
-            f" {ldb}LL, {zero}{node.buf} + b * {m * nn}LL, {nn}LL);",
-        ]
+        lines = []
+        for node in nodes:
+            count, body = _pieces(node, blas, ct, whole=True)
+            lines += [f"    for (int64_t q = 0; q < {count}LL; ++q) {{", *body, "    }"]
+        return lines
     if lapack.HELPER not in prog.subs:
         prog.subs.append(lapack.HELPER)
     if _THREADS_TYPES not in prog.subs:
         prog.subs.append(_THREADS_TYPES)
     path, st, gt = lib
+    parts = [_pieces(node, blas, ct) for node in nodes]
+    total = sum(c for c, _ in parts)
+    lines = [
+        "    static const fx_blas_nt_set_t fx_bset ="
+        f' (fx_blas_nt_set_t)fx_lapack_fn("{path}", "{st}");',
+        "    static const fx_blas_nt_get_t fx_bget ="
+        f' (fx_blas_nt_get_t)fx_lapack_fn("{path}", "{gt}");',
+        "    const int fx_bprev = (fx_bset && fx_bget) ? fx_bget() : 1;",
+        "    if (fx_bprev != 1) fx_bset(1);",
+        *(["    #pragma omp parallel for schedule(dynamic)"] if total >= 2 else []),
+        f"    for (int64_t qq = 0; qq < {total}LL; ++qq) {{",
+    ]
+    heads = ["    {"] if len(parts) == 1 else [f"    if (qq < {parts[0][0]}LL) {{", "    } else {"]
+    first = 0
+    for head, (count, body) in zip(heads, parts):
+        lines += [head, f"      const int64_t q = qq - {first}LL;", *body]
+        first += count
+    return lines + ["    }", "    }", "    if (fx_bprev != 1) fx_bset(fx_bprev);"]
+
+
+def _pieces(node, blas, ct, whole=False):
+    """``(count, body)``: C++ running piece ``q`` (``0 <= q < count``) of product ``node``: the
+    matrix ``b`` and the span ``[p0, p1)`` of its rows of C when m >= n, else of its columns.
+    ``whole``: one piece per matrix (no cut)."""
+    p = node.params
+    la, rb_, ta, tb = p["lhs"].buf, p["rhs"].buf, p["lhs_trans"], p["rhs_trans"]
+    bsz, m, kk, nn = p["batch"], p["m"], p["k"], p["n"]
+    acc = p.get("acc")
+    lda = m if ta else kk
+    ldb = kk if tb else nn
+    alpha = f"({ct}){p.get('alpha', 1.0)!r}"
+    beta = f"({ct}){int(acc is not None)}"
+    span = max(m, nn)  # the side cut (rows of C when m >= nn, else columns)
+    pieces = (
+        1
+        if whole
+        else min(
+            _BLAS_PIECES,
+            max(1, bsz * m * nn * kk // _BLAS_PIECE),
+            max(2, span // _BLAS_PIECE_SPAN),
+            span // 16 or 1,
+        )
+    )
     rows = m >= nn  # cut C's rows (A's rows), else C's columns (B's columns)
     if rows:
         a_off = "p0" if ta else f"p0 * {kk}LL"
@@ -373,25 +455,14 @@ def _blas_call(prog, node, blas, la, rb_, ta, tb, bsz, m, kk, nn, ct, acc=None, 
         b_off = f"p0 * {kk}LL" if tb else "p0"
         c_off = "p0"
         mm, nnn = f"{m}LL", "(p1 - p0)"
-    parallel = pieces * bsz >= 2
-    return [
-        "    static const fx_blas_nt_set_t fx_bset ="
-        f' (fx_blas_nt_set_t)fx_lapack_fn("{path}", "{st}");',
-        "    static const fx_blas_nt_get_t fx_bget ="
-        f' (fx_blas_nt_get_t)fx_lapack_fn("{path}", "{gt}");',
-        "    const int fx_bprev = (fx_bset && fx_bget) ? fx_bget() : 1;",
-        "    if (fx_bprev != 1) fx_bset(1);",
-        *(["    #pragma omp parallel for schedule(dynamic)"] if parallel else []),
-        f"    for (int64_t q = 0; q < {bsz * pieces}LL; ++q) {{",
+    return bsz * pieces, [
         f"      const int64_t b = q / {pieces}LL, p = q % {pieces}LL;",
         f"      const int64_t p0 = p * {span}LL / {pieces}LL;",
         f"      const int64_t p1 = (p + 1) * {span}LL / {pieces}LL;",
         *_copy_block(node, acc, rows, m, nn, ct),
-        f"      {blas}(101, {112 if ta else 111}, {112 if tb else 111}, {mm}, {nnn}, {kk}LL, {one}"
-        f"{la} + b * {m * kk}LL + {a_off}, {lda}LL, {rb_} + b * {kk * nn}LL + {b_off}, {ldb}LL,"
-        f" {zero}{node.buf} + b * {m * nn}LL + {c_off}, {nn}LL);",
-        "    }",
-        "    if (fx_bprev != 1) fx_bset(fx_bprev);",
+        f"      {blas}(101, {112 if ta else 111}, {112 if tb else 111}, {mm}, {nnn}, {kk}LL,"
+        f" {alpha}, {la} + b * {m * kk}LL + {a_off}, {lda}LL, {rb_} + b * {kk * nn}LL + {b_off},"
+        f" {ldb}LL, {beta}, {node.buf} + b * {m * nn}LL + {c_off}, {nn}LL);",
     ]
 
 
