@@ -173,3 +173,26 @@ def test_independent_products_share_one_loop():
     want = _two_gradients(*(a.astype(np.float64) for a in (h, d, w, x)))
     for r, v in zip(got, want):
         np.testing.assert_allclose(np.asarray(r), v, rtol=1e-4, atol=1e-4 * np.abs(v).max())
+
+
+def test_folded_update_rounds_once(monkeypatch):
+    """The folded update rounds ``U + c * s`` once (OpenBLAS's fused multiply-add): within one
+    unit in the last place of the unfolded program's ``U - fl(c * s)`` (see
+    ``dot.fold_product_updates``), with the weights a thousand times the update."""
+    from functx.lowering import program_cache
+
+    monkeypatch.setattr(program_cache, "key_of", lambda closed: None)  # (keyed on the Jaxpr)
+    rng = np.random.default_rng(4)
+    w = rng.standard_normal((256, 192)).astype(np.float32)
+    x, d = (rng.standard_normal((128, n)).astype(np.float32) for n in (256, 192))
+    step = lambda w, x, d: w - 1e-4 * (x.T @ d)  # noqa: E731
+    f = functx.jit(lambda *a: step(*a))
+    assert "(float)1, out" in f.lower(w, x, d).as_text()
+    folded = np.asarray(f(w, x, d))
+    monkeypatch.setattr(dot, "FOLD_UPDATES", False)
+    src = functx.jit(lambda *a: step(*a)).lower(w, x, d).as_text()
+    assert "(float)1, out" not in src
+    plain = np.asarray(functx.jit(lambda *a: step(*a))(w, x, d))
+    assert np.all(np.abs(folded - plain) <= np.spacing(np.abs(plain)))
+    want = step(*(a.astype(np.float64) for a in (w, x, d)))
+    assert np.abs(folded - want).max() <= np.abs(plain - want).max() * 1.01
