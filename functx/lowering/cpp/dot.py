@@ -261,8 +261,11 @@ def _blas_of(node) -> str | None:
 def _independent_next(prog, k: Kernel, blas: str):
     """The kernel after ``k`` when it is a BLAS product with the same routine that does not read
     ``k``'s (the weight gradient and the data gradient of a layer): its pieces join ``k``'s in
-    one parallel loop, one fork and one join for both. None otherwise (and for the kernels of a
-    control-flow body: only the program's own list is looked at)."""
+    one parallel loop, one fork and one join for both. None otherwise: for products of fewer
+    than ``_BLAS_PIECE`` multiply-adds (two small ones run one after the other on this thread:
+    a parallel loop's join waits for the other thread to be scheduled, milliseconds on a loaded
+    machine) and for the kernels of a control-flow body (only the program's own list is
+    looked at)."""
     kernels = getattr(prog, "kernels", None)
     if not JOIN_PRODUCTS or not kernels or k.index + 1 >= len(kernels) or kernels[k.index] is not k:
         return None
@@ -280,9 +283,15 @@ def _independent_next(prog, k: Kernel, blas: str):
         or p["k"] == 0
         or _generated(p["batch"], p["m"], p["k"], p["n"])
         or blas_threads() is None
+        or min(_work(n), _work(k.nodes[0])) < _BLAS_PIECE
     ):
         return None
     return nxt
+
+
+def _work(node) -> int:
+    p = node.params
+    return p["batch"] * p["m"] * p["k"] * p["n"]
 
 
 def _loops(node, ct) -> list[str]:
