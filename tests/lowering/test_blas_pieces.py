@@ -196,3 +196,15 @@ def test_folded_update_rounds_once(monkeypatch):
     assert np.all(np.abs(folded - plain) <= np.spacing(np.abs(plain)))
     want = step(*(a.astype(np.float64) for a in (w, x, d)))
     assert np.abs(folded - want).max() <= np.abs(plain - want).max() * 1.01
+
+
+def test_product_update_with_a_non_finite_scale():
+    """``U - inf * (A @ B)`` is not folded (C++ has no literal for it) and gives NumPy's values."""
+    rng = np.random.default_rng(6)
+    w = rng.standard_normal((192, 256)).astype(np.float32)
+    x, d = (rng.standard_normal((128, n)).astype(np.float32) for n in (192, 256))
+    f = lambda w, x, d: w - np.inf * (x.T @ d)  # noqa: E731
+    got = np.asarray(functx.jit(f)(w, x, d))
+    with np.errstate(invalid="ignore"):
+        want = f(w, x, d)
+    np.testing.assert_array_equal(got, want)

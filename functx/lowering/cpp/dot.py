@@ -111,7 +111,8 @@ def _scaled_load(e):
         if isinstance(y, Const):
             x, y = y, x
         if isinstance(x, Const) and isinstance(y, Load) and np.ndim(x.value) == 0:
-            return float(x.value), y
+            c = float(x.value)
+            return (c, y) if math.isfinite(c) else None  # (C++ has no literal for inf, nan)
     return None
 
 
