@@ -74,20 +74,28 @@ _BLAS_TYPES = (dtypes.float32, dtypes.float64)
 
 
 class _Inline:
-    """A context in which pointwise nodes are inlined and every other node reads as a load of its
-    own (``n<id>``); ``seen`` collects the pointwise nodes inlined."""
+    """A context in which pointwise nodes are inlined (each once per index) and every other node
+    reads as a load of its own (``n<id>``); ``seen`` collects the pointwise nodes inlined. An
+    expression inlining more than ``_INLINE_MAX`` of them is given up (``_TooDeep``): an update's
+    is a few loads, views and a scaling."""
 
     def __init__(self):
         self.seen: dict[int, Node] = {}
+        self.memo: dict = {}
 
     def lookup(self, node, idx):
+        hit = self.memo.get((node.id, idx))
+        if hit is not None:
+            return hit
         if node.kind == "pointwise" and node.fn is not None:
             self.seen[node.id] = node
+            if len(self.seen) > _INLINE_MAX:
+                raise _TooDeep
             return None
         return Load(node.dtype, f"n{node.id}", flat_offset(idx, node.shape))
 
     def remember(self, node, idx, e):
-        pass
+        self.memo[(node.id, idx)] = e
 
     def can_read_buffer(self, node) -> bool:
         return False
@@ -97,6 +105,14 @@ class _Inline:
 
     def note_read(self, node):
         pass
+
+
+class _TooDeep(Exception):
+    pass
+
+
+_INLINE_MAX = 32
+_CHAIN_MAX = 4  # pointwise nodes from a product to the update that reads it (a view, a scaling)
 
 
 def _scaled_load(e):
@@ -167,41 +183,56 @@ def fold_product_updates(g) -> None:
     pos = {n.id: i for i, n in enumerate(g.nodes)}
     outputs = [n.id for n in g.outputs]
     by_id = {n.id: n for n in g.nodes}
-    for t in list(g.nodes):
-        if t.kind != "pointwise" or t.fn is None or np.dtype(t.dtype) not in _BLAS_TYPES:
-            continue
-        ivars = loopir.loop_vars(len(t.shape))
-        ctx = _Inline()
-        try:
-            form = _update_form(t.fn(ivars, ctx))
-        except Exception:  # (an expression only a kernel can build)
-            continue
-        if form is None:
-            continue
-        u_load, c, d_load = form
-        u, d = by_id.get(int(u_load.buf[1:])), by_id.get(int(d_load.buf[1:]))
-        if (
-            d is None
-            or u is None
-            or d.kind != "dot"
-            or set(d.params) != _DOT_PARAMS
-            or u.kind not in ("input", "dot", "reduce", "scatter", "dus")
-            or d.shape != t.shape
-            or not all(np.dtype(x.dtype) == np.dtype(t.dtype) for x in (u, d, *d.inputs))
-            or pos[u.id] > pos[d.id]
-            or d.id in outputs
-            or not reads_in_order(u_load, ivars, t.shape)
-            or not reads_in_order(d_load, ivars, t.shape)
-        ):
-            continue
-        if not _read_only_through(d, t, ctx.seen, consumers, outputs):
-            continue
-        d.params["acc"], d.params["alpha"] = u, c
-        d.inputs = [*d.inputs, u]
-        t.fn = lambda idx, ctx, d=d: d.load(idx, ctx)  # (other readers of t read D in place)
-        t.inputs = [d]
-        g.outputs = [d if n is t else n for n in g.outputs]
-        outputs = [n.id for n in g.outputs]
+    for d in [n for n in g.nodes if n.kind == "dot" and set(n.params) == _DOT_PARAMS]:
+        t = d  # (the update: at the end of a chain of single readers from the product)
+        for _ in range(_CHAIN_MAX):
+            readers = consumers.get(t.id, [])
+            if len(readers) != 1 or t.id in outputs:
+                break
+            t = readers[0]
+            if t.kind != "pointwise" or t.fn is None or t.shape != d.shape:
+                break
+            if _fold_into(d, t, by_id, pos, consumers, outputs):
+                g.outputs = [d if n is t else n for n in g.outputs]
+                outputs = [n.id for n in g.outputs]
+                break
+
+
+def _fold_into(d, t, by_id, pos, consumers, outputs) -> bool:
+    """Make product ``d`` compute ``t`` when ``t`` is ``U + c * d`` (``fold_product_updates``)."""
+    if np.dtype(t.dtype) not in _BLAS_TYPES:
+        return False
+    ivars = loopir.loop_vars(len(t.shape))
+    ctx = _Inline()
+    try:
+        form = _update_form(t.fn(ivars, ctx))
+    except Exception:  # (too deep, or an expression only a kernel can build)
+        return False
+    if form is None:
+        return False
+    u_load, c, d_load = form
+    u = by_id.get(_node_id(u_load.buf))
+    if (
+        u is None
+        or _node_id(d_load.buf) != d.id
+        or u.kind not in ("input", "dot", "reduce", "scatter", "dus")
+        or not all(np.dtype(x.dtype) == np.dtype(t.dtype) for x in (u, d, *d.inputs))
+        or pos[u.id] > pos[d.id]
+        or not reads_in_order(u_load, ivars, t.shape)
+        or not reads_in_order(d_load, ivars, t.shape)
+        or not _read_only_through(d, t, ctx.seen, consumers, outputs)
+    ):
+        return False
+    d.params["acc"], d.params["alpha"] = u, c
+    d.inputs = [*d.inputs, u]
+    t.fn = lambda idx, ctx, d=d: d.load(idx, ctx)  # (other readers of t read D in place)
+    t.inputs = [d]
+    return True
+
+
+def _node_id(buf) -> int:
+    """The node id of a load made by ``_Inline`` (``n<id>``), else -1."""
+    return int(buf[1:]) if isinstance(buf, str) and buf[:1] == "n" and buf[1:].isdigit() else -1
 
 
 def render(prog, k: Kernel):
