@@ -446,20 +446,10 @@ def _blas_call(prog, nodes, blas, ct):
             count, body = _pieces(node, blas, ct, whole=True)
             lines += [f"    for (int64_t q = 0; q < {count}LL; ++q) {{", *body, "    }"]
         return lines
-    if lapack.HELPER not in prog.subs:
-        prog.subs.append(lapack.HELPER)
-    if _THREADS_TYPES not in prog.subs:
-        prog.subs.append(_THREADS_TYPES)
-    path, st, gt = lib
     parts = [_pieces(node, blas, ct) for node in nodes]
     total = sum(c for c, _ in parts)
     lines = [
-        "    static const fx_blas_nt_set_t fx_bset ="
-        f' (fx_blas_nt_set_t)fx_lapack_fn("{path}", "{st}");',
-        "    static const fx_blas_nt_get_t fx_bget ="
-        f' (fx_blas_nt_get_t)fx_lapack_fn("{path}", "{gt}");',
-        "    const int fx_bprev = (fx_bset && fx_bget) ? fx_bget() : 1;",
-        "    if (fx_bprev != 1) fx_bset(1);",
+        *_one_thread(prog, lib),
         *(["    #pragma omp parallel for schedule(dynamic)"] if total >= 2 else []),
         f"    for (int64_t qq = 0; qq < {total}LL; ++qq) {{",
     ]
@@ -469,6 +459,23 @@ def _blas_call(prog, nodes, blas, ct):
         lines += [head, f"      const int64_t q = qq - {first}LL;", *body]
         first += count
     return lines + ["    }", "    }", "    if (fx_bprev != 1) fx_bset(fx_bprev);"]
+
+
+def _one_thread(prog, lib) -> list[str]:
+    """C++ setting NumPy's OpenBLAS (``lib``: ``blas_threads()``) to one thread, its count kept
+    in ``fx_bprev`` (the caller restores it: ``if (fx_bprev != 1) fx_bset(fx_bprev);``)."""
+    for sub in (lapack.HELPER, _THREADS_TYPES):
+        if sub not in prog.subs:
+            prog.subs.append(sub)
+    path, st, gt = lib
+    return [
+        "    static const fx_blas_nt_set_t fx_bset ="
+        f' (fx_blas_nt_set_t)fx_lapack_fn("{path}", "{st}");',
+        "    static const fx_blas_nt_get_t fx_bget ="
+        f' (fx_blas_nt_get_t)fx_lapack_fn("{path}", "{gt}");',
+        "    const int fx_bprev = (fx_bset && fx_bget) ? fx_bget() : 1;",
+        "    if (fx_bprev != 1) fx_bset(1);",
+    ]
 
 
 def _pieces(node, blas, ct, whole=False):
@@ -681,19 +688,7 @@ def _conv_taps(prog, k: Kernel) -> list[str]:
         lines += _conv_direct(geo, p, w, y)
         lines += ["#else"]
     if lib is not None:
-        if lapack.HELPER not in prog.subs:
-            prog.subs.append(lapack.HELPER)
-        if _THREADS_TYPES not in prog.subs:
-            prog.subs.append(_THREADS_TYPES)
-        path, st, gt = lib
-        lines += [
-            "    static const fx_blas_nt_set_t fx_bset ="
-            f' (fx_blas_nt_set_t)fx_lapack_fn("{path}", "{st}");',
-            "    static const fx_blas_nt_get_t fx_bget ="
-            f' (fx_blas_nt_get_t)fx_lapack_fn("{path}", "{gt}");',
-            "    const int fx_bprev = (fx_bset && fx_bget) ? fx_bget() : 1;",
-            "    if (fx_bprev != 1) fx_bset(1);",
-        ]
+        lines += _one_thread(prog, lib)
     lines += [
         f"    static const int64_t offs[{len(offs)}] = {{{', '.join(f'{r}LL' for r in offs)}}};",
         "    (void)offs;",
