@@ -288,7 +288,10 @@ def _one_library(name, reps, modes):
         print(f"SKIP {name} not installed")
         return
     kind, path, sym, setter = lib
-    dll = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    # (RTLD_GLOBAL only for MKL's runtime, which loads its layers by name: NumPy's OpenBLAS made
+    # global lends its internal symbols to SciPy's copy, and LAPACK results in the same process
+    # go wrong, e.g. tests/lowering/test_libsteps.py after the harness test; newton19c, session 32)
+    dll = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL if name == "mkl" else ctypes.DEFAULT_MODE)
     fn = ctypes.cast(getattr(dll, sym), ctypes.c_void_p).value
     set_threads = getattr(dll, setter)
     if name == "blis":
