@@ -18,6 +18,11 @@ the mkl wheel's ``libmkl_rt`` (``sys.prefix/lib`` or ``FX_MKL_DIR``), the blis w
 extension module; ``jax`` times ``jax.jit``'s own product (pinned to one core with ``taskset``,
 then on both). Every result is checked against a float64 product first. Libraries not installed
 are skipped. Figures: benchmarks/RESULTS.md (session 30, blas20).
+
+``--step [mlp|gpt|cnn] --reps N [--variants before,fold,fold+join]``: a training step of
+``workloads.py`` compiled once per setting of ``lowering/cpp/dot.py``'s switches (``FOLD_UPDATES``:
+``U + c * (A @ B)`` as one product; ``JOIN_PRODUCTS``: independent consecutive products' pieces in
+one loop), the variants' calls interleaved in one process so that each sees the same load.
 """
 
 from __future__ import annotations
@@ -283,7 +288,10 @@ def _one_library(name, reps, modes):
         print(f"SKIP {name} not installed")
         return
     kind, path, sym, setter = lib
-    dll = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    # (RTLD_GLOBAL only for MKL's runtime, which loads its layers by name: NumPy's OpenBLAS made
+    # global lends its internal symbols to SciPy's copy, and LAPACK results in the same process
+    # go wrong, e.g. tests/lowering/test_libsteps.py after the harness test; newton19c, session 32)
+    dll = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL if name == "mkl" else ctypes.DEFAULT_MODE)
     fn = ctypes.cast(getattr(dll, sym), ctypes.c_void_p).value
     set_threads = getattr(dll, setter)
     if name == "blis":
@@ -339,7 +347,7 @@ def _describe(name, dll):
 
 
 def _result(name, label, mode, flops, times):
-    g = "|".join(f"{flops / t / 1e9:.1f}" for t in times)
+    g = "|".join(f"{flops / t / 1e9:.6g}" for t in times)  # (a slow call of a tiny product: > 0)
     print(f"RESULT {name}|{label}|{mode}|{g}", flush=True)
 
 
@@ -368,6 +376,65 @@ def _jax_library(reps, modes):
         out = [ws[0], ws[reps // 2], cs[0], cs[reps // 2]]
         mode = "1" if len(os.sched_getaffinity(0)) == 1 else "2own"
         _result("jax", label, mode, 2 * m * n * k, out)
+
+
+# --- the products' code in a whole step, A/B in one process (``--step``) ------------------------
+
+STEP_VARIANTS = {  # name: (dot.FOLD_UPDATES, dot.JOIN_PRODUCTS)
+    "before": (False, False),
+    "fold": (True, False),
+    "fold+join": (True, True),
+}
+
+
+def step_ab(family, calls, variants):
+    """A training step of ``benchmarks/workloads.py`` (``family``: mlp, gpt, cnn) compiled once
+    per variant of ``lowering/cpp/dot.py``'s switches (``STEP_VARIANTS``), the variants' calls
+    interleaved one by one in this process, so that each sees the same load; prints the median
+    wall and CPU (``process_time``) time per call of each, after checking that every variant
+    computes the first one's result. The program cache is bypassed while compiling (it keys on
+    the Jaxpr, not on the switches)."""
+    import os
+    import sys
+
+    import functx
+    from functx.lowering import program_cache
+    from functx.lowering.cpp import dot
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import workloads
+
+    name = {"mlp": "mlp_sgd", "gpt": "gpt_block", "cnn": "cnn"}[family]
+    c = dict((w[0], w[2]) for w in workloads.workload_list("full"))[name]
+    args = functx.tree_util.tree_map(functx.numpy.asarray, workloads.inputs(family, c))
+    saved = (dot.FOLD_UPDATES, dot.JOIN_PRODUCTS, program_cache.key_of)
+    fns, outs = {}, {}
+    try:
+        program_cache.key_of = lambda closed: None
+        for v in variants:
+            dot.FOLD_UPDATES, dot.JOIN_PRODUCTS = STEP_VARIANTS[v]
+            fns[v] = functx.jit(workloads.program(functx, family, c))
+            outs[v] = functx.tree_util.tree_leaves(fns[v](*args))
+    finally:
+        dot.FOLD_UPDATES, dot.JOIN_PRODUCTS, program_cache.key_of = saved
+    ref = [np.asarray(x, np.float64) for x in outs[variants[0]]]
+    for v in variants[1:]:
+        for r, x in zip(ref, outs[v]):
+            err = np.linalg.norm(np.asarray(x, np.float64) - r) / max(np.linalg.norm(r), 1e-30)
+            assert err < 1e-5, (v, err)
+    times = {v: ([], []) for v in variants}
+    for i in range(calls + 2):
+        for v in variants[i % len(variants) :] + variants[: i % len(variants)]:
+            w0, c0 = time.perf_counter(), time.process_time()
+            functx.block_until_ready(fns[v](*args))
+            if i >= 2:
+                times[v][0].append(time.perf_counter() - w0)
+                times[v][1].append(time.process_time() - c0)
+    load = os.getloadavg()[0]
+    print(f"{name}: {calls} interleaved calls per variant, load average {load:.1f}")
+    for v, (ws, cs) in times.items():
+        w, cpu = np.median(ws) * 1e3, np.median(cs) * 1e3
+        print(f"  {v:10s} wall {w:8.2f} ms (min {min(ws) * 1e3:7.2f})  CPU {cpu:8.2f} ms")
 
 
 LIBS = ["numpy", "openblas32", "openblas64", "mkl", "blis", "jax"]
@@ -443,8 +510,18 @@ def main():
         help="compare BLAS libraries' sgemm at the MLP step's shapes (comma-separated names)",
     )
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument(
+        "--step",
+        nargs="?",
+        const="mlp",
+        help="A/B of dot.py's switches in a whole step (workloads.py family: mlp, gpt, cnn)",
+    )
+    ap.add_argument("--variants", default=",".join(STEP_VARIANTS))
     ap.add_argument("--one-lib", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.step:
+        step_ab(args.step, args.reps, args.variants.split(","))
+        return
     if args.one_lib:
         _one_library(args.one_lib, args.reps, MODES)
         return

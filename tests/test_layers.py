@@ -107,6 +107,7 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     ("functx.lowering.compile", "functx.lowering.lower"): "SymPy only on a program-cache miss",
     ("functx.lowering.compile", "functx.lowering.schedule"): "SymPy only on a program-cache miss",
     ("functx.lowering.compile", "functx.lowering.cpp.program"): "SymPy only on a cache miss",
+    ("functx.lowering.compile", "functx.lowering.cpp.dot"): "SymPy only on a cache miss",
     ("functx.control.common", "functx.lowering.loopir"): "SymPy only when jit lowers",
     ("functx.control.linalg", "functx.lowering.loopir"): "SymPy only when jit lowers",
     ("functx.control.associative_scan", "functx.lowering.loopir"): "SymPy only when jit lowers",

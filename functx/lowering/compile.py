@@ -84,9 +84,10 @@ def _lower_cpp(closed):
     header = cache.PreludeBuild(prelude.PRELUDE, then=runtime.fast_call)
     # lazy: SymPy only on a program-cache miss (tests/lowering/test_program_cache.py)
     from functx.lowering import lower, schedule
-    from functx.lowering.cpp import program
+    from functx.lowering.cpp import dot, program
 
     g = lower.lower_jaxpr(closed)
+    dot.fold_product_updates(g)  # (products that update a buffer: C++ only)
     kernels = schedule.schedule(g)
     prog = program.CppProgram(g, kernels)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()

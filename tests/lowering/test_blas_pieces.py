@@ -2,6 +2,8 @@
 OpenBLAS on one thread (``functx/lowering/cpp/dot.py``): every split (rows of C, columns of C),
 both operand layouts and batches give NumPy's product, and OpenBLAS's thread count is restored."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -30,7 +32,9 @@ def test_blas_pieces_match_numpy():
     before = _openblas_threads()
     f = functx.jit(_products)
     src = f.lower(*args).as_text()
-    assert src.count("fx_bset(1)") == 6 and "schedule(dynamic)" in src
+    # six BLAS products; consecutive independent ones share one loop of pieces
+    joined = src.count(", with kernel")
+    assert src.count("fx_bset(1)") + joined == 6 and joined >= 1 and "schedule(dynamic)" in src
     got = f(*args)
     assert _openblas_threads() == before
     want = _products(*(a.astype(np.float64) for a in args))
@@ -83,3 +87,152 @@ def test_matmul_cpu_library_harness(monkeypatch, capsys):
     assert _openblas_threads() == before
     out = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("RESULT ")]
     assert len(out) == 6 and all(float(ln.split("|")[3]) > 0 for ln in out)
+
+
+def _update_cases(w, x, d, a, b, u):
+    # (each product of its own operands: a product computed twice would be read twice)
+    return (
+        w - 0.1 * (x.T @ d),  # an SGD step on a weight gradient (rows of C cut)
+        u + (a @ b) * 0.5,  # columns of C cut, the product on the left
+        u - (2 * a) @ b,  # alpha = -1
+        w + functx.numpy.negative(x.T @ (2 * d)),
+        (2 * x).T @ d * 2.0,  # no buffer added: an ordinary product
+    )
+
+
+def test_product_updates_fold_into_the_product():
+    """``U + c * (A @ B)`` with the product read by nothing else is one kernel: the product's
+    pieces copy their block of U and accumulate into it (``dot.fold_product_updates``); every
+    form gives NumPy's float64 result, and the weights are not modified."""
+    rng = np.random.default_rng(1)
+    shapes = [(256, 192), (128, 256), (128, 192), (64, 256), (256, 512), (64, 512)]
+    args = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    kept = [a.copy() for a in args]
+    f = functx.jit(_update_cases)
+    src = f.lower(*args).as_text()
+    assert src.count("(float)1, out") == 4  # four products accumulate (beta = 1) into outputs
+    assert src.count("memcpy(out") == 4
+    # no pointwise kernel for the updates: one for the unfolded product's scaling only
+    kernels = re.findall(r"// kernel \d+: (\w+ \(\d+, \d+\))", src)
+    assert kernels.count("pointwise (256, 192)") == 1 and "pointwise (64, 512)" not in kernels
+    got = f(*args)
+    want = _update_cases(*(a.astype(np.float64) for a in args))
+    for r, w in zip(got, want):
+        assert r.dtype == np.float32 and r.shape == w.shape
+        np.testing.assert_allclose(np.asarray(r), w, rtol=1e-4, atol=1e-4 * np.abs(w).max())
+    for a, k in zip(args, kept):
+        np.testing.assert_array_equal(a, k)
+
+
+def _not_folded(w, x, d, s):
+    g = x.T @ d
+    return w - 0.1 * g, g.sum()  # the product is read twice
+
+
+def _update_read_again(w, x, d, s):
+    new = w - 0.1 * (x.T @ d)
+    # (the update read again by a reduction; a small, generated product: U added after it)
+    return new, (new * new).sum(), s - 2.0 * (x[:, :4].T @ d[:, :3])
+
+
+def test_product_updates_other_readers():
+    """A product read by something else keeps its own buffer; an update read again (by a
+    reduction) is read from the product's buffer; a generated (small) product adds U after."""
+    rng = np.random.default_rng(2)
+    w = rng.standard_normal((192, 256)).astype(np.float32)
+    x = rng.standard_normal((128, 192)).astype(np.float32)
+    d = rng.standard_normal((128, 256)).astype(np.float32)
+    s = rng.standard_normal((4, 3)).astype(np.float32)
+    assert "(float)1, out" not in functx.jit(_not_folded).lower(w, x, d, s).as_text()
+    src = functx.jit(_update_read_again).lower(w, x, d, s).as_text()
+    assert src.count("(float)1, out") == 1 and "out2[i] = in3[i] + (float)-2.0 * out2[i]" in src
+    for fn in (_not_folded, _update_read_again):
+        got = functx.jit(fn)(w, x, d, s)
+        want = fn(*(a.astype(np.float64) for a in (w, x, d, s)))
+        for r, v in zip(got, want):
+            np.testing.assert_allclose(np.asarray(r), v, rtol=1e-4, atol=1e-4 * np.abs(v).max())
+
+
+def _two_gradients(h, d, w, x):
+    # a layer's weight gradient (an SGD update) and its data gradient: independent products
+    dh = d @ w.T
+    return w - 0.1 * (h.T @ d), dh, dh @ x  # (the last one reads dh: not joined with it)
+
+
+def test_independent_products_share_one_loop():
+    """Two consecutive BLAS products where the second does not read the first run their pieces
+    in one OpenMP loop (``dot._independent_next``); a product reading the one before it does not
+    join it. Values against NumPy in float64."""
+    rng = np.random.default_rng(3)
+    h, d = (rng.standard_normal((128, 256)).astype(np.float32) for _ in range(2))
+    w = rng.standard_normal((256, 256)).astype(np.float32)
+    x = rng.standard_normal((256, 192)).astype(np.float32)
+    src = functx.jit(_two_gradients).lower(h, d, w, x).as_text()
+    assert src.count(", with kernel") == 1 and src.count("fx_bset(1)") == 2
+    got = functx.jit(_two_gradients)(h, d, w, x)
+    want = _two_gradients(*(a.astype(np.float64) for a in (h, d, w, x)))
+    for r, v in zip(got, want):
+        np.testing.assert_allclose(np.asarray(r), v, rtol=1e-4, atol=1e-4 * np.abs(v).max())
+
+
+def test_folded_update_rounds_once(monkeypatch):
+    """The folded update rounds ``U + c * s`` once (OpenBLAS's fused multiply-add): within one
+    unit in the last place of the unfolded program's ``U - fl(c * s)`` (see
+    ``dot.fold_product_updates``), with the weights a thousand times the update."""
+    from functx.lowering import program_cache
+
+    monkeypatch.setattr(program_cache, "key_of", lambda closed: None)  # (keyed on the Jaxpr)
+    rng = np.random.default_rng(4)
+    w = rng.standard_normal((256, 192)).astype(np.float32)
+    x, d = (rng.standard_normal((128, n)).astype(np.float32) for n in (256, 192))
+    step = lambda w, x, d: w - 1e-4 * (x.T @ d)  # noqa: E731
+    f = functx.jit(lambda *a: step(*a))
+    assert "(float)1, out" in f.lower(w, x, d).as_text()
+    folded = np.asarray(f(w, x, d))
+    monkeypatch.setattr(dot, "FOLD_UPDATES", False)
+    src = functx.jit(lambda *a: step(*a)).lower(w, x, d).as_text()
+    assert "(float)1, out" not in src
+    plain = np.asarray(functx.jit(lambda *a: step(*a))(w, x, d))
+    assert np.all(np.abs(folded - plain) <= np.spacing(np.abs(plain)))
+    want = step(*(a.astype(np.float64) for a in (w, x, d)))
+    assert np.abs(folded - want).max() <= np.abs(plain - want).max() * 1.01
+
+
+def test_product_update_with_a_non_finite_scale():
+    """``U - inf * (A @ B)`` is not folded (C++ has no literal for it) and gives NumPy's values."""
+    rng = np.random.default_rng(6)
+    w = rng.standard_normal((192, 256)).astype(np.float32)
+    x, d = (rng.standard_normal((128, n)).astype(np.float32) for n in (192, 256))
+    f = lambda w, x, d: w - np.inf * (x.T @ d)  # noqa: E731
+    got = np.asarray(functx.jit(f)(w, x, d))
+    with np.errstate(invalid="ignore"):
+        want = f(w, x, d)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_fold_search_is_bounded(monkeypatch):
+    """Looking for updates builds each candidate's expression with every pointwise node inlined
+    once per index, and gives up past a few dozen nodes: a DP-SGD step's lowering took minutes
+    when shared subexpressions were expanded again at every use."""
+    from functx.lowering import lower
+
+    def f(w, x, d):
+        y = w
+        for _ in range(30):  # each step reads y twice: 2^30 reads if expanded at every use
+            y = y + y * 0.5
+        return y - 0.1 * (x.T @ d), w - 0.1 * (x.T @ (d * 2))
+
+    rng = np.random.default_rng(7)
+    args = [rng.standard_normal(s).astype(np.float32) for s in ((192, 256), (128, 192), (128, 256))]
+    g = lower.lower_jaxpr(functx.make_jaxpr(f)(*args))
+    calls = []
+    lookup = dot._Inline.lookup
+
+    def counted(self, node, idx):
+        calls.append(1)
+        assert len(calls) < 5000, "the search expands shared subexpressions again"
+        return lookup(self, node, idx)
+
+    monkeypatch.setattr(dot._Inline, "lookup", counted)
+    dot.fold_product_updates(g)
+    assert [n.kind for n in g.outputs] == ["pointwise", "dot"]  # (the second one folds)

@@ -20,7 +20,13 @@ Which BLAS: ``benchmarks/matmul_cpu.py --libs`` measured the MLP SGD step's prod
 machine (AMD Zen 3, AVX2; session 30, table in benchmarks/RESULTS.md). On one thread NumPy's
 OpenBLAS 0.3.31 and the newest scipy-openblas wheels (0.3.34, the same Haswell kernels) ran
 80-87 GFLOP/s, MKL 2026.2 35-77, JAX's own product 55-91, the blis wheel 10-18 (its detection
-falls back to generic kernels here). NumPy's OpenBLAS stays: no new dependency."""
+falls back to generic kernels here). NumPy's OpenBLAS stays: no new dependency.
+
+Around the calls: an update ``U + c * (A @ B)`` of a product read once (an SGD step on a weight
+gradient) is the product itself, accumulating into a copy of ``U`` (``fold_product_updates``),
+and two consecutive independent products (a layer's weight and data gradients) share one loop of
+pieces (``_independent_next``). Session 32 (benchmarks/RESULTS.md) measured what bounds the MLP
+step here: its products' speed per core in OpenBLAS (14.7 CPU ms a step) against XLA's (13.5)."""
 
 from __future__ import annotations
 
@@ -33,8 +39,11 @@ import os
 import numpy as np
 
 from functx import dtypes
+from functx.lowering import loopir
 from functx.lowering.cpp import lapack
 from functx.lowering.cpp.emit import _PAR, _SUM_BLOCK, _is_float, _store, compute_type
+from functx.lowering.loopir import Const, Load, Node, Op, flat_offset, reads_in_order
+from functx.lowering.lower import _DOT_PARAMS
 from functx.lowering.schedule import Kernel
 
 # and generated matrix products of at least this many multiply-adds: below, waking the other
@@ -61,6 +70,177 @@ def _generated(bsz, m, kk, nn) -> bool:
     return m < 4 or nn < 2 or m * nn * kk < _SMALL_GEMM
 
 
+# --- products that update a buffer: ``out = U + c * (A @ B)`` ------------------------------------
+
+# (switches for A/B measurements in one process: benchmarks/matmul_cpu.py --step)
+FOLD_UPDATES = True  # fold_product_updates
+JOIN_PRODUCTS = True  # _independent_next
+
+_BLAS_TYPES = (dtypes.float32, dtypes.float64)
+
+
+class _Inline:
+    """A context in which pointwise nodes are inlined (each once per index) and every other node
+    reads as a load of its own (``n<id>``); ``seen`` collects the pointwise nodes inlined. An
+    expression inlining more than ``_INLINE_MAX`` of them is given up (``_TooDeep``): an update's
+    is a few loads, views and a scaling."""
+
+    def __init__(self):
+        self.seen: dict[int, Node] = {}
+        self.memo: dict = {}
+
+    def lookup(self, node, idx):
+        hit = self.memo.get((node.id, idx))
+        if hit is not None:
+            return hit
+        if node.kind == "pointwise" and node.fn is not None:
+            self.seen[node.id] = node
+            if len(self.seen) > _INLINE_MAX:
+                raise _TooDeep
+            return None
+        return Load(node.dtype, f"n{node.id}", flat_offset(idx, node.shape))
+
+    def remember(self, node, idx, e):
+        self.memo[(node.id, idx)] = e
+
+    def can_read_buffer(self, node) -> bool:
+        return False
+
+    def inlines(self, node) -> bool:
+        return True
+
+    def note_read(self, node):
+        pass
+
+
+class _TooDeep(Exception):
+    pass
+
+
+_INLINE_MAX = 32
+_CHAIN_MAX = 4  # pointwise nodes from a product to the update that reads it (a view, a scaling)
+
+
+def _scaled_load(e):
+    """``(c, load)`` for ``e`` = ``load``, ``c * load``, ``load * c`` or ``-load`` (c a scalar
+    constant), else None."""
+    if isinstance(e, Load):
+        return 1.0, e
+    if isinstance(e, Op) and e.name == "neg" and isinstance(e.args[0], Load):
+        return -1.0, e.args[0]
+    if isinstance(e, Op) and e.name == "mul" and len(e.args) == 2:
+        x, y = e.args
+        if isinstance(y, Const):
+            x, y = y, x
+        if isinstance(x, Const) and isinstance(y, Load) and np.ndim(x.value) == 0:
+            c = float(x.value)
+            return (c, y) if math.isfinite(c) else None  # (C++ has no literal for inf, nan)
+    return None
+
+
+def _update_form(e):
+    """``(u, c, d)`` for ``e`` = ``u + c * d`` or ``u - c * d`` (u and d loads), else None."""
+    if not isinstance(e, Op) or e.name not in ("add", "sub") or len(e.args) != 2:
+        return None
+    x, y = e.args
+    for u, term, sign in ((x, y, 1.0), (y, x, 1.0)) if e.name == "add" else ((x, y, -1.0),):
+        t = _scaled_load(term)
+        if isinstance(u, Load) and t is not None:
+            return u, sign * t[0], t[1]
+    return None
+
+
+def _read_only_through(d, t, inlined, consumers, outputs) -> bool:
+    """Whether ``d`` reaches nothing but ``t``: a chain of single readers from ``d`` to ``t``,
+    each inlined into ``t`` (a view, a scaling) and none an output."""
+    n = d
+    while n is not t:
+        readers = consumers.get(n.id, [])
+        if len(readers) != 1 or n.id in outputs or (n is not d and n.id not in inlined):
+            return False
+        n = readers[0]
+    return True
+
+
+def fold_product_updates(g) -> None:
+    """Fold ``out = U + c * D`` into the product ``D`` when ``D`` (a float32/float64 matrix
+    product) is read by nothing else and ``U`` is a buffer read in the same order (an SGD update
+    ``w - lr * (x.T @ d)``: the weight gradient is used once). ``D`` takes ``acc = U`` and
+    ``alpha = c`` and computes ``out`` itself: each BLAS piece copies its block of ``U`` into the
+    output and accumulates ``c * op(A) op(B)`` into it (``beta = 1``), so the gradient is never
+    stored, zeroed (OpenBLAS's ``beta = 0`` clears C first) or read back by a pointwise kernel.
+    C++ backend only (the compile step calls it between lowering and scheduling).
+
+    Rounding (a decision, not JAX's): OpenBLAS adds ``alpha * sum`` to C with one fused
+    multiply-add, so each element of ``out`` is ``U + c * s`` rounded once, where JAX (and the
+    unfolded program) round ``c * s`` and then the sum. Elements differ by at most one unit in
+    the last place of ``out``; on the GPT block's step, whose updates are about 1e-4 of the
+    weights, that is 2-3e-4 of the update ``out - U`` in the 2-norm (1e-5 before).
+    MLP step (784-1024-1024-10, batch 128, one thread): the update kernels (5.5% of its CPU
+    time) and OpenBLAS's clearing of the gradients (most of its 3.1% memset) became a copy of
+    the weights (4.9%): 16.5-16.8 -> 15.8-16.2 CPU ms per step (session 32,
+    benchmarks/RESULTS.md)."""
+    if not FOLD_UPDATES:
+        return
+    consumers: dict[int, list] = {}
+    for n in g.nodes:
+        for i in n.inputs:
+            consumers.setdefault(i.id, []).append(n)
+    pos = {n.id: i for i, n in enumerate(g.nodes)}
+    outputs = [n.id for n in g.outputs]
+    by_id = {n.id: n for n in g.nodes}
+    for d in [n for n in g.nodes if n.kind == "dot" and set(n.params) == _DOT_PARAMS]:
+        t = d  # (the update: at the end of a chain of single readers from the product)
+        for _ in range(_CHAIN_MAX):
+            readers = consumers.get(t.id, [])
+            if len(readers) != 1 or t.id in outputs:
+                break
+            t = readers[0]
+            if t.kind != "pointwise" or t.fn is None or t.shape != d.shape:
+                break
+            if _fold_into(d, t, by_id, pos, consumers, outputs):
+                g.outputs = [d if n is t else n for n in g.outputs]
+                outputs = [n.id for n in g.outputs]
+                break
+
+
+def _fold_into(d, t, by_id, pos, consumers, outputs) -> bool:
+    """Make product ``d`` compute ``t`` when ``t`` is ``U + c * d`` (``fold_product_updates``)."""
+    if np.dtype(t.dtype) not in _BLAS_TYPES:
+        return False
+    ivars = loopir.loop_vars(len(t.shape))
+    ctx = _Inline()
+    try:
+        form = _update_form(t.fn(ivars, ctx))
+    except Exception:  # (too deep, or an expression only a kernel can build)
+        return False
+    if form is None:
+        return False
+    u_load, c, d_load = form
+    u = by_id.get(_node_id(u_load.buf))
+    if (
+        u is None
+        or _node_id(d_load.buf) != d.id
+        or u.kind not in ("input", "dot", "reduce", "scatter", "dus")
+        or not all(np.dtype(x.dtype) == np.dtype(t.dtype) for x in (u, d, *d.inputs))
+        or pos[u.id] > pos[d.id]
+        or not reads_in_order(u_load, ivars, t.shape)
+        or not reads_in_order(d_load, ivars, t.shape)
+        or not _read_only_through(d, t, ctx.seen, consumers, outputs)
+    ):
+        return False
+    d.params["acc"], d.params["alpha"] = u, c
+    d.inputs = [*d.inputs, u]
+    t.fn = lambda idx, ctx, d=d: d.load(idx, ctx)  # (other readers of t read D in place)
+    t.inputs = [d]
+    return True
+
+
+def _node_id(buf) -> int:
+    """The node id of a load made by ``_Inline`` (``n<id>``), else -1."""
+    return int(buf[1:]) if isinstance(buf, str) and buf[:1] == "n" and buf[1:].isdigit() else -1
+
+
 def render(prog, k: Kernel):
     node = k.nodes[0]
     p = node.params
@@ -71,36 +251,99 @@ def render(prog, k: Kernel):
         prog.body += _conv_taps_dw(prog, k)
         return
     lhs, rhs = p["lhs"], p["rhs"]
-    ta, tb = p["lhs_trans"], p["rhs_trans"]
-    bsz, m, kk, nn = p["batch"], p["m"], p["k"], p["n"]
-    ct = compute_type(node.dtype)
-    la, rb_ = lhs.buf, rhs.buf
     lines = [f"  // kernel {k.index}: dot_general {lhs.shape} x {rhs.shape} -> {node.shape}"]
-    if bsz * m * nn == 0:
+    if id(k) in getattr(prog, "dot_joined", ()):  # (its pieces ran with the product before it)
+        return
+    ct = compute_type(node.dtype)
+    # (a product that updates a buffer, fold_product_updates: C = U + alpha * C after the
+    # product, where the BLAS call does not accumulate into U itself)
+    update = _update_loop(node, ct) if "acc" in p else []
+    if node.size == 0:
         prog.body += lines
         return
-    if kk == 0:
-        lines += [f"  memset({node.buf}, 0, {bsz * m * nn}ULL * sizeof(*{node.buf}));"]
-        prog.body += lines
+    if p["k"] == 0:
+        lines += [f"  memset({node.buf}, 0, {node.size}ULL * sizeof(*{node.buf}));"]
+        prog.body += lines + update
         return
-    blas = {dtypes.float32: "fx_sgemm", dtypes.float64: "fx_dgemm"}.get(np.dtype(node.dtype))
-    close = ["  }"]
-    same = np.dtype(lhs.dtype) == np.dtype(node.dtype) == np.dtype(rhs.dtype)
-    if blas and same and _generated(bsz, m, kk, nn):
-        lines += _small_gemm(node, la, rb_, ta, tb, bsz, m, kk, nn, ct)
-        prog.body += lines
+    blas = _blas_of(node)
+    bsz, m, kk, nn = p["batch"], p["m"], p["k"], p["n"]
+    if blas and _generated(bsz, m, kk, nn):
+        args = (lhs.buf, rhs.buf, p["lhs_trans"], p["rhs_trans"], bsz, m, kk, nn, ct)
+        prog.body += lines + _small_gemm(node, *args) + update
         return
-    if blas and np.dtype(lhs.dtype) == np.dtype(node.dtype):
+    if blas:
+        group = [node]
+        nxt = _independent_next(prog, k, blas)
+        if nxt is not None:
+            group.append(nxt.nodes[0])
+            prog.dot_joined = getattr(prog, "dot_joined", set()) | {id(nxt)}
+            lines[0] += f", with kernel {nxt.index}: independent, its pieces in the same loop"
         lines += ["  if (" + blas + ") {"]
-        lines += _blas_call(prog, node, blas, la, rb_, ta, tb, bsz, m, kk, nn, ct)
+        lines += _blas_call(prog, group, blas, ct)
         lines += ["  } else {"]
+        for n in group:
+            lines += _loops(n, compute_type(n.dtype))
     else:
-        lines.append("  {")
-    if blas and same:  # (no BLAS found: the prelude's loops, one copy for all the products)
+        lines += ["  {"] + _loops(node, ct)
+    prog.body += lines + ["  }"]
+
+
+def _blas_of(node) -> str | None:
+    """The BLAS routine computing ``node`` (a product of operands of its own float type)."""
+    p = node.params
+    if not np.dtype(p["lhs"].dtype) == np.dtype(p["rhs"].dtype) == np.dtype(node.dtype):
+        return None
+    return {dtypes.float32: "fx_sgemm", dtypes.float64: "fx_dgemm"}.get(np.dtype(node.dtype))
+
+
+def _independent_next(prog, k: Kernel, blas: str):
+    """The kernel after ``k`` when it is a BLAS product with the same routine that does not read
+    ``k``'s (the weight gradient and the data gradient of a layer): its pieces join ``k``'s in
+    one parallel loop, one fork and one join for both. None otherwise: for products of fewer
+    than ``_BLAS_PIECE`` multiply-adds (two small ones run one after the other on this thread:
+    a parallel loop's join waits for the other thread to be scheduled, milliseconds on a loaded
+    machine) and for the kernels of a control-flow body (only the program's own list is
+    looked at)."""
+    kernels = getattr(prog, "kernels", None)
+    if not JOIN_PRODUCTS or not kernels or k.index + 1 >= len(kernels) or kernels[k.index] is not k:
+        return None
+    nxt = kernels[k.index + 1]
+    if nxt.kind != "dot" or len(nxt.nodes) != 1:
+        return None
+    n = nxt.nodes[0]
+    p = n.params
+    if (
+        "conv_taps" in p
+        or "conv_taps_dw" in p
+        or any(x is k.nodes[0] for x in n.inputs)
+        or _blas_of(n) != blas
+        or n.size == 0
+        or p["k"] == 0
+        or _generated(p["batch"], p["m"], p["k"], p["n"])
+        or blas_threads() is None
+        or min(_work(n), _work(k.nodes[0])) < _BLAS_PIECE
+    ):
+        return None
+    return nxt
+
+
+def _work(node) -> int:
+    p = node.params
+    return p["batch"] * p["m"] * p["k"] * p["n"]
+
+
+def _loops(node, ct) -> list[str]:
+    """The product as plain loops (the path where NumPy has no BLAS): the prelude's
+    ``fx_gemm_loops`` where operands and result share a float type (one copy for all the
+    products: less for gcc to compile), else loops of its own (any dtype)."""
+    p = node.params
+    lhs, rhs, ta, tb = p["lhs"], p["rhs"], p["lhs_trans"], p["rhs_trans"]
+    bsz, m, kk, nn = p["batch"], p["m"], p["k"], p["n"]
+    update = _update_loop(node, ct) if "acc" in p else []
+    if _blas_of(node):
         par = int(bsz * m * nn * kk >= _PAR)
-        args = f"{bsz}LL, {m}LL, {nn}LL, {kk}LL, {la}, {int(ta)}, {rb_}, {int(tb)}"
-        prog.body += lines + [f"    fx_gemm_loops({args}, {node.buf}, {par});"] + close
-        return
+        args = f"{bsz}LL, {m}LL, {nn}LL, {kk}LL, {lhs.buf}, {int(ta)}, {rhs.buf}, {int(tb)}"
+        return [f"    fx_gemm_loops({args}, {node.buf}, {par});"] + update
     a_idx = f"(t * {m}LL + ii)" if ta else f"(ii * {kk}LL + t)"
     b_idx = f"(jj * {kk}LL + t)" if tb else f"(t * {nn}LL + jj)"
     acc_t = (
@@ -119,9 +362,9 @@ def render(prog, k: Kernel):
             return f"(({acc_t})fx_{np.dtype(dt).name}_to_f32({raw}))"
         return f"(({acc_t}){raw})"
 
-    a_read = rd(la, a_idx, lhs.dtype, m * kk)
-    b_read = rd(rb_, b_idx, rhs.dtype, kk * nn)
-    lines += [
+    a_read = rd(lhs.buf, a_idx, lhs.dtype, m * kk)
+    b_read = rd(rhs.buf, b_idx, rhs.dtype, kk * nn)
+    lines = [
         f"    #pragma omp parallel for collapse(2) if({bsz * m * nn * kk}LL >= {_PAR})",
         f"    for (int64_t b = 0; b < {bsz}LL; ++b)",
         f"    for (int64_t ii = 0; ii < {m}LL; ++ii) {{",
@@ -138,8 +381,17 @@ def render(prog, k: Kernel):
         "      }",
         "    }",
     ]
-    lines += close
-    prog.body += lines
+    return lines + update
+
+
+def _update_loop(node, ct) -> list[str]:
+    """``C = U + alpha * C`` over the whole product (``U``: the ``acc`` buffer)."""
+    n, u, alpha = node.size, node.params["acc"].buf, node.params["alpha"]
+    return [
+        f"    #pragma omp parallel for simd schedule(static) if({n}LL >= {_PAR})",
+        f"    for (int64_t i = 0; i < {n}LL; ++i)",
+        f"      {node.buf}[i] = {u}[i] + ({ct}){alpha!r} * {node.buf}[i];",
+    ]
 
 
 # BLAS products are cut into pieces of about this many multiply-adds (at most _BLAS_PIECES), run
@@ -183,43 +435,85 @@ def blas_threads() -> tuple[str, str, str] | None:
     return None
 
 
-def _blas_call(prog, node, blas, la, rb_, ta, tb, bsz, m, kk, nn, ct):
-    """The BLAS product, C = op(A) op(B) for each of ``bsz`` matrices.
+def _blas_call(prog, nodes, blas, ct):
+    """The BLAS products ``nodes`` (one, or two independent ones, ``_independent_next``), each
+    C = op(A) op(B) for each of its ``batch`` matrices.
 
     OpenBLAS's own threads are the wrong ones here: after a call they keep spinning for their
     next task while the program's OpenMP threads (the kernels around the product) want the same
     cores, and on a loaded machine a product waits for a descheduled worker. So, when the
-    library's thread count can be set, the product is cut into pieces along its longer side
+    library's thread count can be set, each product is cut into pieces along its longer side
     (rows of C, or columns; at least ``_BLAS_PIECE_SPAN`` of them a piece beyond two pieces,
     since each piece repacks the operand the pieces share), the program's OpenMP threads take
-    the pieces (``schedule(dynamic)``: a thread that is descheduled holds up one piece, not half
-    the product) and OpenBLAS runs on one thread for the duration of the kernel; the count it
-    had is restored after it. Figures in benchmarks/matmul_cpu.py and functx/_conv.py."""
+    the pieces of all the products (``schedule(dynamic)``: a thread that is descheduled holds up
+    one piece, not half the product) and OpenBLAS runs on one thread for the duration of the
+    kernel; the count it had is restored after it. Figures in benchmarks/matmul_cpu.py and
+    functx/_conv.py.
+
+    With ``acc`` (``fold_product_updates``), C = U + alpha op(A) op(B): each piece first copies
+    its block of ``U`` into C's, then accumulates into it (``beta = 1``)."""
+    lib = blas_threads()
+    if lib is None:
+        lines = []
+        for node in nodes:
+            count, body = _pieces(node, blas, ct, whole=True)
+            lines += [f"    for (int64_t q = 0; q < {count}LL; ++q) {{", *body, "    }"]
+        return lines
+    parts = [_pieces(node, blas, ct) for node in nodes]
+    total = sum(c for c, _ in parts)
+    lines = [
+        *_one_thread(prog, lib),
+        *(["    #pragma omp parallel for schedule(dynamic)"] if total >= 2 else []),
+        f"    for (int64_t qq = 0; qq < {total}LL; ++qq) {{",
+    ]
+    heads = ["    {"] if len(parts) == 1 else [f"    if (qq < {parts[0][0]}LL) {{", "    } else {"]
+    first = 0
+    for head, (count, body) in zip(heads, parts):
+        lines += [head, f"      const int64_t q = qq - {first}LL;", *body]
+        first += count
+    return lines + ["    }", "    }", "    if (fx_bprev != 1) fx_bset(fx_bprev);"]
+
+
+def _one_thread(prog, lib) -> list[str]:
+    """C++ setting NumPy's OpenBLAS (``lib``: ``blas_threads()``) to one thread, its count kept
+    in ``fx_bprev`` (the caller restores it: ``if (fx_bprev != 1) fx_bset(fx_bprev);``)."""
+    for sub in (lapack.HELPER, _THREADS_TYPES):
+        if sub not in prog.subs:
+            prog.subs.append(sub)
+    path, st, gt = lib
+    return [
+        "    static const fx_blas_nt_set_t fx_bset ="
+        f' (fx_blas_nt_set_t)fx_lapack_fn("{path}", "{st}");',
+        "    static const fx_blas_nt_get_t fx_bget ="
+        f' (fx_blas_nt_get_t)fx_lapack_fn("{path}", "{gt}");',
+        "    const int fx_bprev = (fx_bset && fx_bget) ? fx_bget() : 1;",
+        "    if (fx_bprev != 1) fx_bset(1);",
+    ]
+
+
+def _pieces(node, blas, ct, whole=False):
+    """``(count, body)``: C++ running piece ``q`` (``0 <= q < count``) of product ``node``: the
+    matrix ``b`` and the span ``[p0, p1)`` of its rows of C when m >= n, else of its columns.
+    ``whole``: one piece per matrix (no cut)."""
+    p = node.params
+    la, rb_, ta, tb = p["lhs"].buf, p["rhs"].buf, p["lhs_trans"], p["rhs_trans"]
+    bsz, m, kk, nn = p["batch"], p["m"], p["k"], p["n"]
+    acc = p.get("acc")
     lda = m if ta else kk
     ldb = kk if tb else nn
-    one = f"({ct})1, "
-    zero = f"({ct})0, "
-    work = bsz * m * nn * kk
-    lib = blas_threads()
+    alpha = f"({ct}){p.get('alpha', 1.0)!r}"
+    beta = f"({ct}){int(acc is not None)}"
     span = max(m, nn)  # the side cut (rows of C when m >= nn, else columns)
-    pieces = min(
-        _BLAS_PIECES,
-        max(1, work // _BLAS_PIECE),
-        max(2, span // _BLAS_PIECE_SPAN),
-        span // 16 or 1,
+    pieces = (
+        1
+        if whole
+        else min(
+            _BLAS_PIECES,
+            max(1, bsz * m * nn * kk // _BLAS_PIECE),
+            max(2, span // _BLAS_PIECE_SPAN),
+            span // 16 or 1,
+        )
     )
-    if lib is None:
-        return [
-            f"    for (int64_t b = 0; b < {bsz}LL; ++b)",
-            f"      {blas}(101, {112 if ta else 111}, {112 if tb else 111}, {m}LL, {nn}LL,"
-            f" {kk}LL, {one}{la} + b * {m * kk}LL, {lda}LL, {rb_} + b * {kk * nn}LL,"
-            f" {ldb}LL, {zero}{node.buf} + b * {m * nn}LL, {nn}LL);",
-        ]
-    if lapack.HELPER not in prog.subs:
-        prog.subs.append(lapack.HELPER)
-    if _THREADS_TYPES not in prog.subs:
-        prog.subs.append(_THREADS_TYPES)
-    path, st, gt = lib
     rows = m >= nn  # cut C's rows (A's rows), else C's columns (B's columns)
     if rows:
         a_off = "p0" if ta else f"p0 * {kk}LL"
@@ -231,24 +525,29 @@ def _blas_call(prog, node, blas, la, rb_, ta, tb, bsz, m, kk, nn, ct):
         b_off = f"p0 * {kk}LL" if tb else "p0"
         c_off = "p0"
         mm, nnn = f"{m}LL", "(p1 - p0)"
-    parallel = pieces * bsz >= 2
-    return [
-        "    static const fx_blas_nt_set_t fx_bset ="
-        f' (fx_blas_nt_set_t)fx_lapack_fn("{path}", "{st}");',
-        "    static const fx_blas_nt_get_t fx_bget ="
-        f' (fx_blas_nt_get_t)fx_lapack_fn("{path}", "{gt}");',
-        "    const int fx_bprev = (fx_bset && fx_bget) ? fx_bget() : 1;",
-        "    if (fx_bprev != 1) fx_bset(1);",
-        *(["    #pragma omp parallel for schedule(dynamic)"] if parallel else []),
-        f"    for (int64_t q = 0; q < {bsz * pieces}LL; ++q) {{",
+    return bsz * pieces, [
         f"      const int64_t b = q / {pieces}LL, p = q % {pieces}LL;",
         f"      const int64_t p0 = p * {span}LL / {pieces}LL;",
         f"      const int64_t p1 = (p + 1) * {span}LL / {pieces}LL;",
-        f"      {blas}(101, {112 if ta else 111}, {112 if tb else 111}, {mm}, {nnn}, {kk}LL, {one}"
-        f"{la} + b * {m * kk}LL + {a_off}, {lda}LL, {rb_} + b * {kk * nn}LL + {b_off}, {ldb}LL,"
-        f" {zero}{node.buf} + b * {m * nn}LL + {c_off}, {nn}LL);",
-        "    }",
-        "    if (fx_bprev != 1) fx_bset(fx_bprev);",
+        *_copy_block(node, acc, rows, m, nn, ct),
+        f"      {blas}(101, {112 if ta else 111}, {112 if tb else 111}, {mm}, {nnn}, {kk}LL,"
+        f" {alpha}, {la} + b * {m * kk}LL + {a_off}, {lda}LL, {rb_} + b * {kk * nn}LL + {b_off},"
+        f" {ldb}LL, {beta}, {node.buf} + b * {m * nn}LL + {c_off}, {nn}LL);",
+    ]
+
+
+def _copy_block(node, acc, rows, m, nn, ct) -> list[str]:
+    """C++ copying piece ``[p0, p1)`` of matrix ``b`` of ``acc`` into the product's buffer: rows
+    of C when ``rows``, else columns (``_blas_call``'s pieces)."""
+    if acc is None:
+        return []
+    c, u = f"{node.buf} + b * {m * nn}LL", f"{acc.buf} + b * {m * nn}LL"
+    if rows:
+        size = f"(p1 - p0) * {nn}ULL * sizeof({ct})"
+        return [f"      memcpy({c} + p0 * {nn}LL, {u} + p0 * {nn}LL, {size});"]
+    return [
+        f"      for (int64_t i = 0; i < {m}LL; ++i)",
+        f"        memcpy({c} + i * {nn}LL + p0, {u} + i * {nn}LL + p0, (p1 - p0) * sizeof({ct}));",
     ]
 
 
@@ -465,19 +764,7 @@ def _conv_taps(prog, k: Kernel) -> list[str]:
         lines += _conv_direct(geo, p, w, y)
         lines += ["#else"]
     if lib is not None:
-        if lapack.HELPER not in prog.subs:
-            prog.subs.append(lapack.HELPER)
-        if _THREADS_TYPES not in prog.subs:
-            prog.subs.append(_THREADS_TYPES)
-        path, st, gt = lib
-        lines += [
-            "    static const fx_blas_nt_set_t fx_bset ="
-            f' (fx_blas_nt_set_t)fx_lapack_fn("{path}", "{st}");',
-            "    static const fx_blas_nt_get_t fx_bget ="
-            f' (fx_blas_nt_get_t)fx_lapack_fn("{path}", "{gt}");',
-            "    const int fx_bprev = (fx_bset && fx_bget) ? fx_bget() : 1;",
-            "    if (fx_bprev != 1) fx_bset(1);",
-        ]
+        lines += _one_thread(prog, lib)
     lines += [
         f"    static const int64_t offs[{len(offs)}] = {{{', '.join(f'{r}LL' for r in offs)}}};",
         "    (void)offs;",
