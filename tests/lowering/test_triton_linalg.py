@@ -184,3 +184,67 @@ def test_large_float32_eigh_runs_torch_in_float64(monkeypatch):
     want = np.linalg.eigvalsh(s.astype(np.float64)).astype(np.float32)
     np.testing.assert_allclose(w, want, rtol=1e-6)
     _check_eigh(s, w, v, 1e-6)
+
+
+def test_library_runners_match_jax():
+    """The runners of operands larger than the kernels take (``torch.linalg`` into the step's
+    output, graph-safe): their calls on CPU tensors against JAX, every triangular_solve flag,
+    the other triangle filled with garbage (never read), a matrix that is not positive
+    definite (NaNs)."""
+    from functx.lowering.triton import linalg as TL
+
+    a = _spd((2, 5, 5), np.float64)
+    a[1, 0, 0] = -1.0
+    b = RNG.standard_normal((2, 5, 3))
+    with jax.default_device(jax.devices("cpu")[0]):
+        want = np.asarray(jll.cholesky(a, symmetrize_input=False))
+        for upper in (False, True):
+            out = torch.zeros(a.size, dtype=torch.float64)
+            src = np.tril(a) + np.triu(RNG.standard_normal(a.shape), 1)  # (garbage above)
+            src = np.swapaxes(src, -1, -2).copy() if upper else src
+            TL._torch_cholesky(a.shape, upper).body([torch.from_numpy(src).reshape(-1)], [out])
+            got = out.reshape(a.shape).numpy()  # (the lowering keeps the lower triangle)
+            _same([np.tril(np.swapaxes(got, -1, -2) if upper else got)], [want], 1e-12)
+        g = RNG.standard_normal((2, 5, 5)) * 1e3  # (the other triangle: garbage)
+        t = np.tril(a) + np.triu(g, 1)
+        flags = [(ls, lo, tr, un) for ls in (True, False) for lo in (True, False)
+                 for tr in (True, False) for un in (True, False)]  # fmt: skip
+        for ls, lo, tr, un in flags:
+            p = dict(left_side=ls, lower=lo, transpose_a=tr, unit_diagonal=un)
+            m = t if lo else np.swapaxes(t, -1, -2).copy()
+            rhs = b if ls else np.swapaxes(b, -1, -2).copy()
+            out = torch.zeros(rhs.size, dtype=torch.float64)
+            avs = [ShapedArray(m.shape, m.dtype), ShapedArray(rhs.shape, rhs.dtype)]
+            TL._torch_trisolve(*avs, p).body([torch.from_numpy(x).reshape(-1) for x in (m, rhs)],
+                                             [out])  # fmt: skip
+            want = np.asarray(jll.triangular_solve(m, rhs, conjugate_a=False, **p))
+            _same([out.reshape(rhs.shape).numpy()], [want], 1e-9)
+
+
+@pytest.mark.parametrize("loadcol", [False, True])
+def test_triangular_solve_kernel_flags(monkeypatch, loadcol):
+    """The solve kernel, its operator in registers or read column by column
+    (``TRISOLVE_LOADCOL``), on four flag sets (lower and upper, left and right, transposed,
+    unit diagonal) with garbage in the other triangle, against JAX."""
+    from functx.lowering.triton import linalg as TL
+
+    _interpret(monkeypatch)
+    monkeypatch.setattr(TL, "TRISOLVE_LOADCOL", loadcol)
+    a = np.tril(_spd((2, 5, 5), np.float64)) + np.triu(RNG.standard_normal((2, 5, 5)) * 1e3, 1)
+    b = RNG.standard_normal((2, 5, 3))
+    flags = [(True, True, False, False), (True, False, True, False),
+             (False, True, True, True), (False, False, False, False)]  # fmt: skip
+
+    def solves(tsolve, a, b):
+        out = []
+        for ls, lo, tr, un in flags:
+            m = a if lo else np.swapaxes(a, -1, -2)
+            rhs = b if ls else np.swapaxes(b, -1, -2)
+            kw = dict(left_side=ls, lower=lo, transpose_a=tr, unit_diagonal=un)
+            out.append(tsolve(m, rhs, **kw))
+        return out
+
+    got = _run(lambda a, b: solves(flax.linalg.triangular_solve, a, b), (a, b), 4)
+    with jax.default_device(jax.devices("cpu")[0]):
+        want = jax.jit(lambda a, b: solves(jll.triangular_solve, a, b))(a, b)
+    _same(got, want, 1e-9)

@@ -61,16 +61,24 @@ import numpy as np
 
 from functx import config
 from functx.control import linalg
+from functx.lowering.triton import cusolver
 
 #: the primitives whose library steps use the kernels: those that passed the GPU check of
 #: benchmarks/gpu_libsteps.py (H100, 14:52 UTC: all 96 checks; the interpreter's float rounding
 #: is not the GPU's, so a new kernel joins only after that check)
 ENABLED: set = {"cholesky", "triangular_solve", "lu", "eigh"}
 MAX_N = 64  # the largest matrices the kernels take; larger ones keep torch.linalg
-#: sizes whose eigh keeps torch.linalg (cuSOLVER's batched syevj, faster than Jacobi here)
-EIGH_TORCH = range(0)
+#: the largest matrices whose eigh runs the Jacobi kernel where cuSOLVER can be called
+#: (``cusolver.py``; larger ones, up to ``MAX_N``, where it cannot: Triton's interpreter)
+EIGH_JACOBI_MAX_N = 16
+#: eigh of batches of at least this many matrices: one cusolverDnXsyevBatched call; fewer: one
+#: cusolverDnXsyevd per matrix
+EIGH_BATCHED_MIN = 2
 MAX_SWEEPS = 20  # Jacobi sweeps at most (float64 64x64 needs about 8)
 RHS_BLOCK = 32  # right-hand-side columns per program of the solves
+#: the solves read the operator's columns from memory step by step rather than keep it in
+#: registers (fewer registers: more programs at once)
+TRISOLVE_LOADCOL = False
 #: warps per program by tile size ``BN`` (the eigensolver's float64 tiles take more registers)
 #: (H100, cholesky + cho_solve of 64x64 float32: 4 warps best for 64 matrices, 0.100 ms; 2 for
 #: 1024, 0.284 ms against 0.366 with 4: ``_warps``)
@@ -133,7 +141,6 @@ def _kernels():
         base = pid * n * n
         inb = (r < n) & (c < n)
         a = tl.load(X + base + r * xs_r + c * xs_c, mask=inb & (c <= r), other=0.0)
-        out = tl.full((BN, BN), 0.0, a.dtype)
         nbad = 0  # (pivots that were not positive)
         for j in range(0, n):
             col = tl.reduce(tl.where(c == j, a, 0.0), 1, _add)  # a[:, j]
@@ -141,46 +148,47 @@ def _kernels():
             nbad += tl.where(d > 0.0, 0, 1)
             s = _sqrt(tl.where(d > 0.0, d, 1.0))
             lcol = tl.where(rv >= j, _div(col, tl.full([BN], 0.0, col.dtype) + s), 0.0)
-            out = tl.where(c == j, lcol[:, None], out)
-            a = a - lcol[:, None] * lcol[None, :]
-        out = tl.where(nbad > 0, float("nan"), out)
+            # (l is zero left of column j: the factor's columns so far stay as they are)
+            a = tl.where(c == j, lcol[:, None], a - lcol[:, None] * lcol[None, :])
+        out = tl.where(nbad > 0, float("nan"), tl.where(c <= r, a, 0.0))
         tl.store(L + base + r * os_r + c * os_c, out, mask=inb)
 
     @triton.jit
     def trisolve(A, B, Xo, n, k, as_r, as_c, bs_r, bs_c,
                  BN: tl.constexpr, BK: tl.constexpr, LOWER: tl.constexpr,
-                 UNIT: tl.constexpr):  # fmt: skip
+                 UNIT: tl.constexpr, LOADCOL: tl.constexpr):  # fmt: skip
         pid = tl.program_id(0).to(tl.int64)
         j0 = tl.program_id(1) * BK
         rv = tl.arange(0, BN)
         r = rv[:, None]
         c = rv[None, :]
         kc = j0 + tl.arange(0, BK)[None, :]
-        if LOWER:
-            tri = c <= r
-        else:
-            tri = c >= r
-        t = tl.load(A + pid * n * n + r * as_r + c * as_c, mask=(r < n) & (c < n) & tri, other=0.0)
+        abase = A + pid * n * n
+        if not LOADCOL:  # (the operator in registers; else its columns read step by step)
+            tri = (c <= r) if LOWER else (c >= r)
+            t = tl.load(abase + r * as_r + c * as_c, mask=(r < n) & (c < n) & tri, other=0.0)
         bmask = (r < n) & (kc < k)
         boff = pid * n * k + r * bs_r + kc * bs_c
-        b = tl.load(B + boff, mask=bmask, other=0.0)
-        x = tl.full([BN, BK], 0.0, b.dtype)
+        b = tl.load(B + boff, mask=bmask, other=0.0)  # (its rows become x's as they are solved)
         for step in range(0, n):
             if LOWER:
                 j = step
             else:
                 j = n - 1 - step
-            tcol = tl.reduce(tl.where(c == j, t, 0.0), 1, _add)  # op(A)[:, j]
+            if LOADCOL:
+                below = ((rv >= j) & (rv < n)) if LOWER else (rv <= j)
+                tcol = tl.load(abase + rv * as_r + j * as_c, mask=below, other=0.0)
+            else:
+                tcol = tl.reduce(tl.where(c == j, t, 0.0), 1, _add)  # op(A)[:, j]
             brow = tl.reduce(tl.where(r == j, b, 0.0), 0, _add)  # b[j, :]
             if UNIT:
                 xj = brow
             else:
                 d = tl.reduce(tl.where(rv == j, tcol, 0.0), 0, _add)
                 xj = _div(brow, tl.full([BK], 0.0, brow.dtype) + d)
-            x = tl.where(r == j, xj[None, :], x)
-            tcol = tl.where(rv == j, 0.0, tcol)
-            b = b - tcol[:, None] * xj[None, :]
-        tl.store(Xo + boff, x, mask=bmask)
+            tcol = tl.where(rv == j, 0.0, tcol)  # (zero on the rows solved: they keep x)
+            b = tl.where(r == j, xj[None, :], b - tcol[:, None] * xj[None, :])
+        tl.store(Xo + boff, b, mask=bmask)
 
     @triton.jit
     def lu(X, LU, PIV, PERM, n, BN: tl.constexpr):
@@ -286,14 +294,39 @@ def _bn(n: int) -> int:
     return max(4, 1 << (n - 1).bit_length())
 
 
-def _small_real(avals) -> bool:
+def _real(avals) -> bool:
     a = avals[0]
     return (
         np.dtype(a.dtype) in (np.float32, np.float64)
         and all(np.dtype(x.dtype) == np.dtype(a.dtype) for x in avals)
-        and 0 < a.shape[-1] <= MAX_N
         and all(x.size > 0 for x in avals)
     )
+
+
+def _small_real(avals) -> bool:
+    return _real(avals) and avals[0].shape[-1] <= MAX_N
+
+
+def _on_gpu() -> bool:
+    """Whether the library runners (``torch.linalg`` and cuSOLVER calls that only queue work,
+    for operands larger than the kernels take) can serve: a CUDA device."""
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def _cuda_only(body):
+    """A runner calling ``body(ins, outs)`` on CUDA tensors (False, calling nothing, on others:
+    the step's ``torch.linalg`` form then runs); ``run.body`` is ``body`` itself."""
+
+    def run(ins, outs):
+        if not ins[0].is_cuda:
+            return False
+        body(ins, outs)
+        return True
+
+    run.body = body
+    return run
 
 
 def _here(t) -> bool:
@@ -306,16 +339,37 @@ def _warps(bn: int, batch: int) -> int:
     return 2 if bn == 64 and batch >= 256 else WARPS[bn]
 
 
+def _trisolve_warps(bn: int, batch: int) -> int:
+    """Warps per program of the solves."""
+    return _warps(bn, batch)
+
+
 def _batch(aval) -> int:
     return int(np.prod(aval.shape[:-2], dtype=np.int64))
 
 
+def _torch_cholesky(shape, upper):
+    """The factor through ``torch.linalg.cholesky_ex`` (cuSOLVER's potrf) straight into the
+    step's output, NaNs where a pivot was not positive; ``upper``: ``swap(cholesky(swap(s)))``
+    of ``s`` (``_UpperCholeskyStep``)."""
+
+    def body(ins, outs):
+        import torch
+
+        s = ins[0].reshape(shape)
+        low, info = torch.linalg.cholesky_ex(s.mT if upper else s)
+        bad, nan = (info != 0)[..., None, None], low.new_full((), float("nan"))
+        torch.where(bad, nan, low.mT if upper else low, out=outs[0].reshape(shape))
+
+    return _cuda_only(body)
+
+
 def _choose_cholesky(step):
     (x,) = step.in_avals
-    if not _small_real([x]):
-        return None
-    n, bn = x.shape[-1], _bn(x.shape[-1])
     upper = bool(getattr(step, "upper", False))
+    if not _small_real([x]):
+        return _torch_cholesky(x.shape, upper) if _real([x]) and _on_gpu() else None
+    n, bn = x.shape[-1], _bn(x.shape[-1])
     # the upper factor of ``s``: factor swap(s) and write swap(L) (reads and writes transposed)
     strides = (1, n, 1, n) if upper else (n, 1, n, 1)
 
@@ -330,11 +384,31 @@ def _choose_cholesky(step):
     return run
 
 
+def _torch_trisolve(a, b, p):
+    """The solve through ``torch.linalg.solve_triangular`` (cuBLAS's trsm, which reads one
+    triangle) straight into the step's output."""
+    lower, left = bool(p["lower"]), bool(p["left_side"])
+    trans, unit = bool(p["transpose_a"]), bool(p["unit_diagonal"])
+
+    def body(ins, outs):
+        import torch
+
+        t = ins[0].reshape(a.shape)
+        t = t.mT if trans else t
+        up = lower == trans  # (the transpose of a lower operator is upper)
+        torch.linalg.solve_triangular(
+            t, ins[1].reshape(b.shape), upper=up, left=left, unitriangular=unit,
+            out=outs[0].reshape(b.shape),
+        )  # fmt: skip
+
+    return _cuda_only(body)
+
+
 def _choose_trisolve(step):
     a, b = step.in_avals
     p = step.params
     if not _small_real([a, b]):
-        return None
+        return _torch_trisolve(a, b, p) if _real([a, b]) and _on_gpu() else None
     n = a.shape[-1]
     left = bool(p["left_side"])
     trans = bool(p["transpose_a"])
@@ -358,7 +432,8 @@ def _choose_trisolve(step):
             return False
         _kernels()["trisolve"][grid](
             ins[0], ins[1], outs[0], n, k, *a_str, *b_str,
-            BN=bn, BK=bk, LOWER=lower, UNIT=unit, num_warps=_warps(bn, grid[0]),
+            BN=bn, BK=bk, LOWER=lower, UNIT=unit, LOADCOL=TRISOLVE_LOADCOL,
+            num_warps=_trisolve_warps(bn, grid[0]),
         )  # fmt: skip
         return True
 
@@ -385,9 +460,15 @@ def _choose_lu(step):
 def _choose_eigh(step):
     (x,) = step.in_avals
     p = step.params
-    if not _small_real([x]) or p.get("subset_by_index") is not None or x.shape[-1] in EIGH_TORCH:
+    if not _real([x]) or p.get("subset_by_index") is not None:
         return None
-    n, bn = x.shape[-1], _bn(x.shape[-1])
+    n, lower = x.shape[-1], bool(p["lower"])
+    if n > EIGH_JACOBI_MAX_N and cusolver.available():
+        batched = _batch(x) >= EIGH_BATCHED_MIN
+        return _cuda_only(lambda ins, outs: cusolver.eigh(*ins, *outs, n, lower, batched))
+    if n > MAX_N:
+        return None
+    bn = _bn(n)
     eps = float(np.finfo(x.dtype).eps)
     warps = EIGH_WARPS[bn]
 
@@ -396,7 +477,7 @@ def _choose_eigh(step):
             return False
         _kernels()["eigh"][(_batch(x),)](
             ins[0], outs[0], outs[1], n, eps * eps,
-            LOWER=bool(p["lower"]), BN=bn, MAXS=MAX_SWEEPS, num_warps=warps,
+            LOWER=lower, BN=bn, MAXS=MAX_SWEEPS, num_warps=warps,
         )  # fmt: skip
         return True
 
