@@ -9,20 +9,26 @@ on an H200 where JAX took 0.387), and the batched ``potrf``/``trsm`` behind chol
 took 0.366 ms (JAX 0.148). This module fills ``linalg.GPU_KERNELS`` (the table the step owns):
 for real ``float32``/``float64`` operands of at most ``MAX_N`` rows, the step launches one of
 these kernels instead, and only queues work on the current stream, so the program keeps its CUDA
-graph (``LibraryStep.graph_safe``). Larger or complex operands keep ``torch.linalg``.
+graph (``LibraryStep.graph_safe``). Real operands larger than that take runners that only queue
+work too (``_cuda_only``): ``torch.linalg.cholesky_ex`` and ``solve_triangular`` writing into
+the step's outputs, and for ``eigh`` above ``EIGH_JACOBI_MAX_N`` rows (any size) cuSOLVER's
+eigensolvers called directly (``cusolver.py``: torch runs one Jacobi solve per matrix there).
+Complex operands, LU above ``MAX_N`` and subsets of eigenvalues keep ``torch.linalg``.
 
 Every kernel runs one program per matrix (``grid = batch``; the solves add a grid axis over
 blocks of right-hand-side columns) on a ``BN x BN`` tile, ``BN`` the next power of two of ``n``,
 the padding masked (zeros that no step reads as data):
 
 * ``cholesky`` (right-looking): for each column ``j``, the column is picked out of the tile by a
-  masked row reduction, ``l = a[:, j] / sqrt(a[j, j])`` below the diagonal, and the trailing
-  matrix loses ``l l^T``. A pivot that is not positive (or NaN) makes the whole factor NaN, as
-  JAX's kernels give. The upper factor (``_UpperCholeskyStep``) reads and writes through swapped
-  strides.
+  masked row reduction, ``l = a[:, j] / sqrt(a[j, j])`` below the diagonal becomes column ``j``
+  and the trailing matrix loses ``l l^T`` (in place: ``l`` is zero left of ``j``). A pivot that
+  is not positive (or NaN) makes the whole factor NaN, as JAX's kernels give. The upper factor
+  (``_UpperCholeskyStep``) reads and writes through swapped strides.
 * ``triangular_solve``: substitution, forward for a lower operator and backward for an upper
   one, on ``op(A) X = B`` with the left/right side and the transpose folded into the strides the
-  tiles are read with (``X A = B`` is ``A^T X^T = B^T``).
+  tiles are read with (``X A = B`` is ``A^T X^T = B^T``); each solved row of ``B``'s tile
+  becomes the row of ``X``. The operator is a register tile whose columns are picked out by
+  reductions, or (``TRISOLVE_LOADCOL``) read from memory column by column.
 * ``lu`` (square operands): partial pivoting column by column, the pivot the first largest
   magnitude (LAPACK's ``idamax``), the rows swapped with masked row reductions, the column
   below the diagonal scaled and the trailing matrix updated; a zero pivot leaves its column (a
@@ -214,10 +220,12 @@ def _kernels():
             pp = tl.reduce(tl.where(rv == p, perm, 0), 0, _add)
             perm = tl.where(rv == j, pp, tl.where(rv == p, pj, perm))
             piv = tl.where(rv == j, p, piv)
-            # the pivot column below the diagonal, scaled (a zero pivot: left as it is, zeros)
-            col = tl.reduce(tl.where(c == j, a, 0.0), 1, _add)
-            d = tl.reduce(tl.where(rv == j, col, 0.0), 0, _add)
+            # the pivot column below the diagonal after the swap (row p holds a[j, j] now),
+            # scaled (a zero pivot: left as it is, zeros)
+            cj = tl.reduce(tl.where(rv == j, col, 0.0), 0, _add)
+            d = tl.reduce(tl.where(rv == p, col, 0.0), 0, _add)
             d = tl.where(d != 0.0, d, 1.0)
+            col = tl.where(rv == p, cj, col)
             lcol = tl.where(rv > j, _div(col, tl.full([BN], 0.0, col.dtype) + d), 0.0)
             urow = tl.where(rv > j, row_p, 0.0)  # (the pivot row right of the diagonal)
             a = tl.where((c == j) & (r > j), lcol[:, None], a - lcol[:, None] * urow[None, :])
