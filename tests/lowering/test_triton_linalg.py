@@ -153,11 +153,14 @@ def test_step_choice(monkeypatch):
     small = ShapedArray((4, 8, 8), np.float32)
     assert _step(L.eigh_p, eig, small).gpu_kernel() is not None
     assert _step(L.cholesky_p, {}, small).graph_safe
-    # torch.linalg keeps: complex, larger than MAX_N, empty, a subset of eigenvalues, a wide LU
+    # larger than MAX_N: torch.linalg into the outputs where CUDA is (graph-safe), else as before
     big = ShapedArray((2, TL.MAX_N + 1, TL.MAX_N + 1), np.float32)
+    st = _step(L.cholesky_p, {}, big)
+    assert (st.gpu_kernel() is not None) == st.graph_safe == torch.cuda.is_available()
+    # torch.linalg keeps: complex, a larger LU, empty, a subset of eigenvalues, a wide LU
     for st in (
         _step(L.cholesky_p, {}, ShapedArray((2, 3, 3), np.complex64)),
-        _step(L.cholesky_p, {}, big),
+        _step(L.lu_p, {}, big),
         _step(L.cholesky_p, {}, ShapedArray((0, 3, 3), np.float32)),
         _step(L.eigh_p, {**eig, "subset_by_index": (0, 2)}, small),
         _step(L.lu_p, {}, ShapedArray((4, 8, 6), np.float32)),
@@ -170,6 +173,38 @@ def test_step_choice(monkeypatch):
     out = torch.zeros(x.size, dtype=torch.float64)
     st.torch([torch.from_numpy(x).reshape(-1)], [out])
     np.testing.assert_allclose(out.reshape(x.shape).numpy(), np.linalg.cholesky(x), rtol=1e-12)
+
+
+def test_eigh_choice_and_cusolver_on_gpu(monkeypatch):
+    """eigh above ``EIGH_JACOBI_MAX_N`` rows calls cuSOLVER where it can be called (any size;
+    one batched call for batches of at least ``EIGH_BATCHED_MIN``), else the Jacobi kernel up to
+    ``MAX_N`` (Triton's interpreter) and torch.linalg above; on a GPU, cuSOLVER's results
+    against NumPy float64 (batched and one matrix, both triangles)."""
+    from functx.lowering.triton import cusolver, linalg as TL
+
+    eig = dict(lower=True, sort_eigenvalues=True, subset_by_index=None)
+    n_big = TL.EIGH_JACOBI_MAX_N + 1
+    jacobi = _step(L.eigh_p, eig, ShapedArray((4, 8, 8), np.float32))
+    assert jacobi.gpu_kernel() is not None and not hasattr(jacobi.gpu_kernel(), "body")
+    mid = _step(L.eigh_p, eig, ShapedArray((4, n_big, n_big), np.float32))
+    big = _step(L.eigh_p, eig, ShapedArray((1, TL.MAX_N + 1, TL.MAX_N + 1), np.float64))
+    if cusolver.available():
+        assert hasattr(mid.gpu_kernel(), "body") and hasattr(big.gpu_kernel(), "body")
+        assert big.graph_safe
+    else:  # (no CUDA: the kernel in the interpreter up to MAX_N, torch.linalg above)
+        assert mid.gpu_kernel() is not None and not hasattr(mid.gpu_kernel(), "body")
+        assert big.gpu_kernel() is None and not big.graph_safe
+    if not GPU:
+        return
+    for shape, lower in (((6, 33, 33), True), ((1, 70, 70), False)):
+        s = _sym(RNG.uniform(-3, 3, shape[:-1])).astype(np.float32)
+        st = _step(L.eigh_p, {**eig, "lower": lower}, ShapedArray(shape, np.float32))
+        x = torch.as_tensor(s, device="cuda")
+        half = torch.tril(x) if lower else torch.triu(x)  # (the other triangle: never read)
+        outs = [torch.zeros(s.size, device="cuda"), torch.zeros(s.size // shape[-1], device="cuda")]
+        assert st.gpu_kernel()(half.reshape(-1), outs)
+        v, w = (o.cpu().numpy().reshape(*shape[:-1], -1) for o in outs)
+        _check_eigh(s, w.reshape(shape[:-1]), v.reshape(shape), 2e-5)
 
 
 def test_large_float32_eigh_runs_torch_in_float64(monkeypatch):
