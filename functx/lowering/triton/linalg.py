@@ -176,14 +176,22 @@ def _kernels():
         bmask = (r < n) & (kc < k)
         boff = pid * n * k + r * bs_r + kc * bs_c
         b = tl.load(B + boff, mask=bmask, other=0.0)  # (its rows become x's as they are solved)
+        if LOADCOL:  # (each step loads the next step's column: the load overlaps the step)
+            first = 0 if LOWER else n - 1
+            fmask = ((rv >= first) & (rv < n)) if LOWER else (rv <= first)
+            tnext = tl.load(abase + rv * as_r + first * as_c, mask=fmask, other=0.0)
         for step in range(0, n):
             if LOWER:
                 j = step
+                jn = step + 1
+                below = (rv >= jn) & (rv < n)
             else:
                 j = n - 1 - step
+                jn = j - 1
+                below = (rv <= jn) & (jn >= 0)
             if LOADCOL:
-                below = ((rv >= j) & (rv < n)) if LOWER else (rv <= j)
-                tcol = tl.load(abase + rv * as_r + j * as_c, mask=below, other=0.0)
+                tcol = tnext
+                tnext = tl.load(abase + rv * as_r + jn * as_c, mask=below, other=0.0)
             else:
                 tcol = tl.reduce(tl.where(c == j, t, 0.0), 1, _add)  # op(A)[:, j]
             brow = tl.reduce(tl.where(r == j, b, 0.0), 0, _add)  # b[j, :]
