@@ -221,39 +221,44 @@ def test_large_float32_eigh_runs_torch_in_float64(monkeypatch):
     _check_eigh(s, w, v, 1e-6)
 
 
-def test_library_runners_match_jax():
+def test_library_runners_match_numpy():
     """The runners of operands larger than the kernels take (``torch.linalg`` into the step's
-    output, graph-safe): their calls on CPU tensors against JAX, every triangular_solve flag,
-    the other triangle filled with garbage (never read), a matrix that is not positive
-    definite (NaNs)."""
+    output, graph-safe): their calls on CPU tensors against NumPy float64, every
+    triangular_solve flag, the other triangle filled with garbage (never read), a matrix that is
+    not positive definite (NaNs, as JAX gives)."""
     from functx.lowering.triton import linalg as TL
 
     a = _spd((2, 5, 5), np.float64)
     a[1, 0, 0] = -1.0
     b = RNG.standard_normal((2, 5, 3))
-    with jax.default_device(jax.devices("cpu")[0]):
-        want = np.asarray(jll.cholesky(a, symmetrize_input=False))
-        for upper in (False, True):
-            out = torch.zeros(a.size, dtype=torch.float64)
-            src = np.tril(a) + np.triu(RNG.standard_normal(a.shape), 1)  # (garbage above)
-            src = np.swapaxes(src, -1, -2).copy() if upper else src
-            TL._torch_cholesky(a.shape, upper).body([torch.from_numpy(src).reshape(-1)], [out])
-            got = out.reshape(a.shape).numpy()  # (the lowering keeps the lower triangle)
-            _same([np.tril(np.swapaxes(got, -1, -2) if upper else got)], [want], 1e-12)
-        g = RNG.standard_normal((2, 5, 5)) * 1e3  # (the other triangle: garbage)
-        t = np.tril(a) + np.triu(g, 1)
-        flags = [(ls, lo, tr, un) for ls in (True, False) for lo in (True, False)
-                 for tr in (True, False) for un in (True, False)]  # fmt: skip
-        for ls, lo, tr, un in flags:
-            p = dict(left_side=ls, lower=lo, transpose_a=tr, unit_diagonal=un)
-            m = t if lo else np.swapaxes(t, -1, -2).copy()
-            rhs = b if ls else np.swapaxes(b, -1, -2).copy()
-            out = torch.zeros(rhs.size, dtype=torch.float64)
-            avs = [ShapedArray(m.shape, m.dtype), ShapedArray(rhs.shape, rhs.dtype)]
-            TL._torch_trisolve(*avs, p).body([torch.from_numpy(x).reshape(-1) for x in (m, rhs)],
-                                             [out])  # fmt: skip
-            want = np.asarray(jll.triangular_solve(m, rhs, conjugate_a=False, **p))
-            _same([out.reshape(rhs.shape).numpy()], [want], 1e-9)
+    want = np.linalg.cholesky(a[:1])
+    for upper in (False, True):
+        out = torch.zeros(a.size, dtype=torch.float64)
+        src = np.tril(a) + np.triu(RNG.standard_normal(a.shape), 1)  # (garbage above)
+        src = np.swapaxes(src, -1, -2).copy() if upper else src
+        TL._torch_cholesky(a.shape, upper).body([torch.from_numpy(src).reshape(-1)], [out])
+        got = out.reshape(a.shape).numpy()
+        got = np.swapaxes(got, -1, -2) if upper else got
+        np.testing.assert_allclose(np.tril(got[:1]), want, rtol=1e-12, atol=1e-12)
+        assert np.isnan(got[1][np.tril_indices(5)]).all()
+    t = np.tril(a) + np.triu(RNG.standard_normal((2, 5, 5)) * 1e3, 1)  # (garbage above)
+    for ls, lo, tr, un in np.ndindex(2, 2, 2, 2):
+        p = dict(left_side=ls, lower=lo, transpose_a=tr, unit_diagonal=un)
+        m = t if lo else np.swapaxes(t, -1, -2).copy()
+        rhs = b if ls else np.swapaxes(b, -1, -2).copy()
+        out = torch.zeros(rhs.size, dtype=torch.float64)
+        avs = [ShapedArray(m.shape, m.dtype), ShapedArray(rhs.shape, rhs.dtype)]
+        TL._torch_trisolve(*avs, p).body([torch.from_numpy(x).reshape(-1) for x in (m, rhs)],
+                                         [out])  # fmt: skip
+        op = np.tril(m) if lo else np.triu(m)
+        op = op - op * np.eye(5) + np.eye(5) if un else op
+        op = np.swapaxes(op, -1, -2) if tr else op
+        if ls:
+            want = np.linalg.solve(op, rhs)
+        else:  # (X op = B)
+            want = np.swapaxes(np.linalg.solve(np.swapaxes(op, -1, -2), np.swapaxes(rhs, -1, -2)),
+                               -1, -2)  # fmt: skip
+        np.testing.assert_allclose(out.reshape(rhs.shape).numpy(), want, rtol=1e-9, atol=1e-9)
 
 
 @pytest.mark.parametrize("loadcol", [False, True])
