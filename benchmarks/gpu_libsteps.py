@@ -75,6 +75,7 @@ QUICK = "--quick" in sys.argv  # the small-matrix kernels' checks and timings on
 FINAL = "--final" in sys.argv  # fewer checks and timings of the small-matrix kernels (~2 minutes)
 QUICK = QUICK or FINAL
 EXPLORE = "--explore" in sys.argv  # session 32's choices (gpu19): checks, variants, workloads
+CONFIRM = "--confirm" in sys.argv  # with --explore: the defaults only (no variants, no sweeps)
 tlinalg.ENABLED.update(("cholesky", "triangular_solve", "lu", "eigh"))  # (all: checked here)
 N = 16 if DRY else 512  # a square matrix
 B, NB = (4, 8) if DRY else (64, 64)  # a batch of B matrices NB x NB
@@ -748,6 +749,9 @@ def run_explore_timings():
     for nb, n in _cases((64, 16), (64, 32), (64, 64), (1024, 64), (1, 64), (16, 128), (1, 512)):
         a = spd((nb, n, n), np.float32, rng)
         tag = f"eigh {nb}x{n}x{n}"
+        if CONFIRM:
+            row(tag, eigh, je, (a,))
+            continue
         row(f"{tag} cuSOLVER {'batched' if nb > 1 else 'syevd'}", eigh, je, (a,),
             EIGH_JACOBI_MAX_N=0)  # fmt: skip
         if nb > 1 and n <= 64:
@@ -768,7 +772,7 @@ def run_explore_timings():
         a, b = spd((nb, n, n), np.float32, rng), rng.standard_normal((nb, n, 8)).astype(np.float32)
         tag = f"cholesky+solve {nb}x{n}x{n}"
         row(tag, chs, jc, (a, b))
-        if n > 64:
+        if n > 64 and not CONFIRM:
             row(f"{tag} torch.linalg steps (before)", chs, None, (a, b), ENABLED=set())
     js = jax.jit(jnp.linalg.solve)
     for nb, n in _cases((16, 64), (64, 64), (1024, 64)):
@@ -860,7 +864,8 @@ def main():
         say("\n| check | result | detail |\n|---|---|---|")
         for n, res, detail in RESULTS:
             say(f"| {n} | {res} | {detail} |")
-        for part in (run_explore_timings, run_explore_workloads, run_explore_sweeps):
+        parts = (run_explore_timings, run_explore_workloads)
+        for part in parts if CONFIRM else (*parts, run_explore_sweeps):
             try:
                 part()
             except Exception:
