@@ -77,6 +77,7 @@ QUICK = QUICK or FINAL
 EXPLORE = "--explore" in sys.argv  # session 32's choices (gpu19): checks, variants, workloads
 CONFIRM = "--confirm" in sys.argv  # with --explore: the defaults only (no variants, no sweeps)
 tlinalg.ENABLED.update(("cholesky", "triangular_solve", "lu", "eigh"))  # (all: checked here)
+tlinalg.CUSOLVER_EIGH = tlinalg.LIBRARY_RUNNERS = True  # (checked here too)
 N = 16 if DRY else 512  # a square matrix
 B, NB = (4, 8) if DRY else (64, 64)  # a batch of B matrices NB x NB
 R, C = (8, 160) if DRY else (4096, 4096)  # rows x columns of the sorts

@@ -155,6 +155,7 @@ def test_step_choice(monkeypatch):
     assert _step(L.cholesky_p, {}, small).graph_safe
     # larger than MAX_N: torch.linalg into the outputs where CUDA is (graph-safe), else as before
     big = ShapedArray((2, TL.MAX_N + 1, TL.MAX_N + 1), np.float32)
+    monkeypatch.setattr(TL, "LIBRARY_RUNNERS", True)
     st = _step(L.cholesky_p, {}, big)
     assert (st.gpu_kernel() is not None) == st.graph_safe == torch.cuda.is_available()
     # torch.linalg keeps: complex, a larger LU, empty, a subset of eigenvalues, a wide LU
@@ -182,6 +183,7 @@ def test_eigh_choice_and_cusolver_on_gpu(monkeypatch):
     against NumPy float64 (batched and one matrix, both triangles)."""
     from functx.lowering.triton import cusolver, linalg as TL
 
+    monkeypatch.setattr(TL, "CUSOLVER_EIGH", True)
     eig = dict(lower=True, sort_eigenvalues=True, subset_by_index=None)
     n_big = TL.EIGH_JACOBI_MAX_N + 1
     jacobi = _step(L.eigh_p, eig, ShapedArray((4, 8, 8), np.float32))

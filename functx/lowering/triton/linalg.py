@@ -80,6 +80,8 @@ EIGH_JACOBI_MAX_N = 16
 #: eigh of batches of at least this many matrices: one cusolverDnXsyevBatched call; fewer: one
 #: cusolverDnXsyevd per matrix
 EIGH_BATCHED_MIN = 2
+CUSOLVER_EIGH = True  # eigh above EIGH_JACOBI_MAX_N rows through cusolver.py where it can
+LIBRARY_RUNNERS = True  # cholesky, triangular_solve above MAX_N: the graph-safe runners
 MAX_SWEEPS = 20  # Jacobi sweeps at most (float64 64x64 needs about 8)
 RHS_BLOCK = 32  # right-hand-side columns per program of the solves
 #: the solves read the operator's columns from memory step by step rather than keep it in
@@ -324,11 +326,11 @@ def _small_real(avals) -> bool:
 
 
 def _on_gpu() -> bool:
-    """Whether the library runners (``torch.linalg`` and cuSOLVER calls that only queue work,
-    for operands larger than the kernels take) can serve: a CUDA device."""
+    """Whether the library runners (``torch.linalg`` calls that only queue work, for operands
+    larger than the kernels take) serve: ``LIBRARY_RUNNERS`` and a CUDA device."""
     import torch
 
-    return torch.cuda.is_available()
+    return LIBRARY_RUNNERS and torch.cuda.is_available()
 
 
 def _cuda_only(body):
@@ -479,7 +481,7 @@ def _choose_eigh(step):
     if not _real([x]) or p.get("subset_by_index") is not None:
         return None
     n, lower = x.shape[-1], bool(p["lower"])
-    if n > EIGH_JACOBI_MAX_N and cusolver.available():
+    if n > EIGH_JACOBI_MAX_N and CUSOLVER_EIGH and cusolver.available():
         batched = _batch(x) >= EIGH_BATCHED_MIN
         return _cuda_only(lambda ins, outs: cusolver.eigh(*ins, *outs, n, lower, batched))
     if n > MAX_N:
