@@ -178,7 +178,7 @@ def test_step_choice(monkeypatch):
 
 def test_eigh_choice_and_cusolver_on_gpu(monkeypatch):
     """eigh above ``EIGH_JACOBI_MAX_N`` rows calls cuSOLVER where it can be called (any size;
-    one batched call for batches of at least ``EIGH_BATCHED_MIN``), else the Jacobi kernel up to
+    one batched call), else the Jacobi kernel up to
     ``MAX_N`` (Triton's interpreter) and torch.linalg above; on a GPU, cuSOLVER's results
     against NumPy float64 (batched and one matrix, both triangles)."""
     from functx.lowering.triton import cusolver, linalg as TL
@@ -263,19 +263,16 @@ def test_library_runners_match_numpy():
         np.testing.assert_allclose(out.reshape(rhs.shape).numpy(), want, rtol=1e-9, atol=1e-9)
 
 
-@pytest.mark.parametrize("loadcol", [False, True])
-def test_triangular_solve_kernel_flags(monkeypatch, loadcol):
-    """The solve kernel, its operator in registers or read column by column
-    (``TRISOLVE_LOADCOL``), on four flag sets (lower and upper, left and right, transposed,
-    unit diagonal) with garbage in the other triangle, against JAX."""
-    from functx.lowering.triton import linalg as TL
-
+def test_triangular_solve_kernel_flags(monkeypatch):
+    """The solve kernel (the operator read column by column) on five flag sets (forward and
+    backward substitution, left and right, transposed, unit diagonal) with garbage in the other
+    triangle, against JAX."""
     _interpret(monkeypatch)
-    monkeypatch.setattr(TL, "TRISOLVE_LOADCOL", loadcol)
     a = np.tril(_spd((2, 5, 5), np.float64)) + np.triu(RNG.standard_normal((2, 5, 5)) * 1e3, 1)
     b = RNG.standard_normal((2, 5, 3))
-    flags = [(True, True, False, False), (True, False, True, False),
-             (False, True, True, True), (False, False, False, False)]  # fmt: skip
+    # (the kernel's forward and backward substitutions, on the left and on the right)
+    flags = [(True, True, False, False), (True, False, False, False), (True, True, True, True),
+             (False, True, True, False), (False, False, True, False)]  # fmt: skip
 
     def solves(tsolve, a, b):
         out = []
@@ -286,7 +283,7 @@ def test_triangular_solve_kernel_flags(monkeypatch, loadcol):
             out.append(tsolve(m, rhs, **kw))
         return out
 
-    got = _run(lambda a, b: solves(flax.linalg.triangular_solve, a, b), (a, b), 4)
+    got = _run(lambda a, b: solves(flax.linalg.triangular_solve, a, b), (a, b), 5)
     with jax.default_device(jax.devices("cpu")[0]):
         want = jax.jit(lambda a, b: solves(jll.triangular_solve, a, b))(a, b)
     _same(got, want, 1e-9)

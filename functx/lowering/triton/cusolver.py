@@ -1,18 +1,27 @@
-"""cuSOLVER's symmetric eigensolvers on a program's own CUDA tensors, called through ctypes.
+"""cuSOLVER's batched symmetric eigensolver on a program's own CUDA tensors, through ctypes.
 
 ``torch.linalg.eigh`` of a batch of matrices larger than 32x32 runs one Jacobi solve per matrix
 (52 ms for 64 64x64 float32 matrices on an H100, where JAX took 0.39 ms), and of one float32
 matrix of 32 to 512 rows a Jacobi solve too (14.9 ms at 512, JAX 4.9). JAX calls cuSOLVER's
-batched eigensolver (``cusolverDnXsyevBatched``, CUDA 12.6.2 and later) and its divide and
-conquer one (``cusolverDnXsyevd``); torch does not expose either for these shapes, so this
-module calls them itself, from the ``libcusolver`` that torch loads for its own linear algebra
-(found in ``/proc/self/maps``; ``available()`` says why not, where not).
+batched eigensolver (``cusolverDnXsyevBatched``, CUDA 12.6.2 and later); torch does not call
+it for these shapes, so this module does, through ctypes, from the ``libcusolver`` that torch
+loads for its own linear algebra (found in ``/proc/self/maps``; ``available()`` says why not,
+where not).
 
 The calls only queue work on the current stream (workspaces from torch's caching allocator,
 ``info`` left on the device), so a program with such a step keeps its CUDA graph. cuSOLVER
 works on column-major matrices: a row-major symmetric matrix read by columns is itself with
 the triangles swapped, and the eigenvectors come back by rows (a transposing copy puts them in
-columns). A matrix whose ``info`` is not zero gives NaNs, as JAX's eigh does.
+columns). A matrix whose ``info`` is not zero gives NaNs, as JAX's eigh does. The results are
+JAX's bit for bit (the same call; H100, 17:24 UTC): eigenvalues ascending as cuSOLVER gives them,
+so equal ones may come an ulp out of order, as in JAX.
+
+H100, float32, ms, this call / JAX / torch.linalg.eigh or the Jacobi kernel
+(benchmarks/gpu_libsteps.py --explore, 17:24 UTC): 64 16x16 0.105 / 0.094 / Jacobi 0.056
+(Jacobi kept there: ``linalg.EIGH_JACOBI_MAX_N``); 64 32x32 0.173 / 0.132 / Jacobi 0.322;
+64 64x64 0.359 / 0.465 / Jacobi 1.679; 1024 64x64 2.290 / 2.280; one 64x64 0.517 / 0.784 /
+torch 1.222; 16 128x128 0.702 / 0.852 / torch 27.0; one 512x512 4.744 / 4.872 / torch (float64)
+5.365.
 """
 
 from __future__ import annotations
@@ -42,8 +51,6 @@ _SIGNATURES = {
     "cusolverDnCreate": [ctypes.POINTER(_P)],
     "cusolverDnCreateParams": [ctypes.POINTER(_P)],
     "cusolverDnSetStream": [_P, _P],
-    "cusolverDnXsyevd_bufferSize": _HEAD + [_PSZ, _PSZ],
-    "cusolverDnXsyevd": _HEAD + [_P, _SZ, _P, _SZ, _P],
     "cusolverDnXsyevBatched_bufferSize": _HEAD + [_PSZ, _PSZ, _I64],
     "cusolverDnXsyevBatched": _HEAD + [_P, _SZ, _P, _SZ, _P, _I64],
 }
@@ -118,11 +125,13 @@ def _handle(device):
         return _handles[device]
 
 
-def eigh(x, v_out, w_out, n: int, lower: bool, batched: bool) -> None:
+def eigh(x, v_out, w_out, n: int, lower: bool) -> None:
     """Eigenvalues (ascending, into ``w_out``) and eigenvectors (columns, into ``v_out``) of the
     symmetric row-major ``n x n`` matrices in the flat CUDA tensor ``x`` (float32 or float64),
-    reading its lower triangle if ``lower``, else its upper one. ``batched``: one
-    ``cusolverDnXsyevBatched`` call for all of them, else ``cusolverDnXsyevd`` per matrix."""
+    reading its lower triangle if ``lower``, else its upper one: one
+    ``cusolverDnXsyevBatched`` call for all of them (one matrix too: ``cusolverDnXsyevd``
+    returned CUSOLVER_STATUS_EXECUTION_FAILED on the H100 at 17:24 UTC, where the batched call of
+    one 512x512 matrix took 4.74 ms against JAX's 4.87)."""
     import torch
 
     b = x.numel() // (n * n)
@@ -135,23 +144,18 @@ def eigh(x, v_out, w_out, n: int, lower: bool, batched: bool) -> None:
     w = w_out.reshape(b, n)
     info = torch.empty(b, dtype=torch.int32, device=x.device)
     uplo = _UPPER if lower else _LOWER  # (the row-major lower triangle read by columns)
-    name = "cusolverDnXsyevBatched" if batched else "cusolverDnXsyevd"
+    name = "cusolverDnXsyevBatched"
     key = (name, n, b, dt, dev)
     head = (h, p, _VECTORS, uplo, n, dt, a.data_ptr(), n, dt, w.data_ptr(), dt)
     if key not in _sizes:
         d, hb = _SZ(), _SZ()
-        tail = (ctypes.byref(d), ctypes.byref(hb)) + ((b,) if batched else ())
-        _check(getattr(_lib, name + "_bufferSize")(*head, *tail), name + "_bufferSize")
+        _check(_lib.cusolverDnXsyevBatched_bufferSize(*head, ctypes.byref(d), ctypes.byref(hb), b),
+               name + "_bufferSize")  # fmt: skip
         _sizes[key] = (d.value, hb.value, (ctypes.c_byte * max(hb.value, 1))())
     dbytes, hbytes, host = _sizes[key]
     work = torch.empty(max(dbytes, 1), dtype=torch.uint8, device=x.device)
-    fn = getattr(_lib, name)
-    if batched:
-        _check(fn(*head, work.data_ptr(), dbytes, host, hbytes, info.data_ptr(), b), name)
-    else:
-        for i in range(b):  # (one matrix at a time: A, W and info move on)
-            hi = (*head[:6], a[i].data_ptr(), n, dt, w[i].data_ptr(), dt)
-            _check(fn(*hi, work.data_ptr(), dbytes, host, hbytes, info[i:].data_ptr()), name)
+    _check(_lib.cusolverDnXsyevBatched(*head, work.data_ptr(), dbytes, host, hbytes,
+                                       info.data_ptr(), b), name)  # fmt: skip
     v_out.reshape(b, n, n).copy_(a.mT)
     bad = (info != 0)[:, None]  # (a failed solve: NaNs, as JAX gives)
     v_out.reshape(b, n * n).masked_fill_(bad, float("nan"))

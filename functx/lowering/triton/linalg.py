@@ -26,9 +26,11 @@ the padding masked (zeros that no step reads as data):
   (``_UpperCholeskyStep``) reads and writes through swapped strides.
 * ``triangular_solve``: substitution, forward for a lower operator and backward for an upper
   one, on ``op(A) X = B`` with the left/right side and the transpose folded into the strides the
-  tiles are read with (``X A = B`` is ``A^T X^T = B^T``); each solved row of ``B``'s tile
-  becomes the row of ``X``. The operator is a register tile whose columns are picked out by
-  reductions, or (``TRISOLVE_LOADCOL``) read from memory column by column.
+  operator is read with (``X A = B`` is ``A^T X^T = B^T``); each solved row of ``B``'s tile
+  becomes the row of ``X``. Only ``B`` is a register tile: the operator's columns are loaded
+  step by step, the next one while a step runs (H100, 17:24 UTC, against the operator in
+  registers, its columns picked out by reductions: cholesky+solve of 1024 64x64 float32
+  0.162 / 0.270 ms, of 64 0.082 / 0.104, solve of 16 0.149 / 0.181).
 * ``lu`` (square operands): partial pivoting column by column, the pivot the first largest
   magnitude (LAPACK's ``idamax``), the rows swapped with masked row reductions, the column
   below the diagonal scaled and the trailing matrix updated; a zero pivot leaves its column (a
@@ -77,16 +79,10 @@ MAX_N = 64  # the largest matrices the kernels take; larger ones keep torch.lina
 #: the largest matrices whose eigh runs the Jacobi kernel where cuSOLVER can be called
 #: (``cusolver.py``; larger ones, up to ``MAX_N``, where it cannot: Triton's interpreter)
 EIGH_JACOBI_MAX_N = 16
-#: eigh of batches of at least this many matrices: one cusolverDnXsyevBatched call; fewer: one
-#: cusolverDnXsyevd per matrix
-EIGH_BATCHED_MIN = 2
 CUSOLVER_EIGH = True  # eigh above EIGH_JACOBI_MAX_N rows through cusolver.py where it can
 LIBRARY_RUNNERS = True  # cholesky, triangular_solve above MAX_N: the graph-safe runners
 MAX_SWEEPS = 20  # Jacobi sweeps at most (float64 64x64 needs about 8)
 RHS_BLOCK = 32  # right-hand-side columns per program of the solves
-#: the solves read the operator's columns from memory step by step rather than keep it in
-#: registers (fewer registers: more programs at once)
-TRISOLVE_LOADCOL = False
 #: warps per program by tile size ``BN`` (the eigensolver's float64 tiles take more registers)
 #: (H100, cholesky + cho_solve of 64x64 float32: 4 warps best for 64 matrices, 0.100 ms; 2 for
 #: 1024, 0.284 ms against 0.366 with 4: ``_warps``)
@@ -164,24 +160,21 @@ def _kernels():
     @triton.jit
     def trisolve(A, B, Xo, n, k, as_r, as_c, bs_r, bs_c,
                  BN: tl.constexpr, BK: tl.constexpr, LOWER: tl.constexpr,
-                 UNIT: tl.constexpr, LOADCOL: tl.constexpr):  # fmt: skip
+                 UNIT: tl.constexpr):  # fmt: skip
         pid = tl.program_id(0).to(tl.int64)
         j0 = tl.program_id(1) * BK
         rv = tl.arange(0, BN)
         r = rv[:, None]
-        c = rv[None, :]
         kc = j0 + tl.arange(0, BK)[None, :]
         abase = A + pid * n * n
-        if not LOADCOL:  # (the operator in registers; else its columns read step by step)
-            tri = (c <= r) if LOWER else (c >= r)
-            t = tl.load(abase + r * as_r + c * as_c, mask=(r < n) & (c < n) & tri, other=0.0)
         bmask = (r < n) & (kc < k)
         boff = pid * n * k + r * bs_r + kc * bs_c
         b = tl.load(B + boff, mask=bmask, other=0.0)  # (its rows become x's as they are solved)
-        if LOADCOL:  # (each step loads the next step's column: the load overlaps the step)
-            first = 0 if LOWER else n - 1
-            fmask = ((rv >= first) & (rv < n)) if LOWER else (rv <= first)
-            tnext = tl.load(abase + rv * as_r + first * as_c, mask=fmask, other=0.0)
+        # op(A)'s columns come from memory, each step loading the next step's (the load overlaps
+        # the step)
+        first = 0 if LOWER else n - 1
+        fmask = ((rv >= first) & (rv < n)) if LOWER else (rv <= first)
+        tnext = tl.load(abase + rv * as_r + first * as_c, mask=fmask, other=0.0)
         for step in range(0, n):
             if LOWER:
                 j = step
@@ -190,12 +183,9 @@ def _kernels():
             else:
                 j = n - 1 - step
                 jn = j - 1
-                below = (rv <= jn) & (jn >= 0)
-            if LOADCOL:
-                tcol = tnext
-                tnext = tl.load(abase + rv * as_r + jn * as_c, mask=below, other=0.0)
-            else:
-                tcol = tl.reduce(tl.where(c == j, t, 0.0), 1, _add)  # op(A)[:, j]
+                below = rv <= jn  # (none at the last step: jn = -1)
+            tcol = tnext  # op(A)[:, j], zero outside the triangle
+            tnext = tl.load(abase + rv * as_r + jn * as_c, mask=below, other=0.0)
             brow = tl.reduce(tl.where(r == j, b, 0.0), 0, _add)  # b[j, :]
             if UNIT:
                 xj = brow
@@ -358,8 +348,10 @@ def _warps(bn: int, batch: int) -> int:
 
 
 def _trisolve_warps(bn: int, batch: int) -> int:
-    """Warps per program of the solves."""
-    return _warps(bn, batch)
+    """Warps per program of the solves: 1 at 64x64 (H100, 17:24 UTC, ms, 1 / 2 / 4 warps:
+    cholesky+solve 1024 64x64 0.162 / 0.177 / 0.224, 64 64x64 0.082 / - / 0.087; solve 16 64x64
+    0.149 / - / 0.155)."""
+    return 1 if bn == 64 else _warps(bn, batch)
 
 
 def _batch(aval) -> int:
@@ -450,8 +442,7 @@ def _choose_trisolve(step):
             return False
         _kernels()["trisolve"][grid](
             ins[0], ins[1], outs[0], n, k, *a_str, *b_str,
-            BN=bn, BK=bk, LOWER=lower, UNIT=unit, LOADCOL=TRISOLVE_LOADCOL,
-            num_warps=_trisolve_warps(bn, grid[0]),
+            BN=bn, BK=bk, LOWER=lower, UNIT=unit, num_warps=_trisolve_warps(bn, grid[0]),
         )  # fmt: skip
         return True
 
@@ -482,8 +473,7 @@ def _choose_eigh(step):
         return None
     n, lower = x.shape[-1], bool(p["lower"])
     if n > EIGH_JACOBI_MAX_N and CUSOLVER_EIGH and cusolver.available():
-        batched = _batch(x) >= EIGH_BATCHED_MIN
-        return _cuda_only(lambda ins, outs: cusolver.eigh(*ins, *outs, n, lower, batched))
+        return _cuda_only(lambda ins, outs: cusolver.eigh(*ins, *outs, n, lower))
     if n > MAX_N:
         return None
     bn = _bn(n)
