@@ -10,6 +10,8 @@ Run from the repository root on a CUDA machine (JAX with CUDA installed beside f
     python benchmarks/gpu_libsteps.py --quick    # the small-matrix Triton kernels only (~5 min)
     python benchmarks/gpu_libsteps.py --final    # the same, fewer cases (~2 min)
     TRITON_INTERPRET=1 python benchmarks/gpu_libsteps.py --dry   # tiny sizes, CPU interpreter
+    python benchmarks/gpu_libsteps.py --explore  # session 32's checks, variants, Newton/GP (~4 min)
+    python benchmarks/gpu_libsteps.py --explore --confirm  # the same, defaults only (~2 min)
 
 The small-matrix kernels (``functx/lowering/triton/linalg.py``: cholesky, triangular_solve, LU,
 Jacobi eigh for n <= 64; the script turns them all on) are checked first against JAX and NumPy

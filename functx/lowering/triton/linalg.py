@@ -51,14 +51,16 @@ the padding masked (zeros that no step reads as data):
   identity). Eigenvalues come out ascending (a rank by comparison, ties by index), the eigenvectors
   orthonormal columns in the same order (signs are Jacobi's own: JAX's are not fixed either).
 
-Measured (benchmarks/gpu_libsteps.py, H100, 14:52 UTC, float32, functx / JAX ms): cholesky +
-cho_solve of 64 16x16 0.023 / 0.144, 64 32x32 0.038 / 0.118, 64 64x64 0.100 / 0.129, 1024 64x64
-0.367 / 0.195 (4 warps; 2 warps 0.284); solve 64 64x64 0.211 / 0.187, 1024 64x64 0.654 / 0.349;
-eigh (8 warps) 64 16x16 0.055 / 0.066, 64 32x32 0.321 / 0.130, 64 64x64 1.67 / 0.394 (torch.linalg's
-one syevd per matrix: 52.5). Where JAX stays ahead (eigh from 32, the batches of 1024 64x64s),
-the one-program-per-matrix schedule is the bound: Jacobi's ~8 sweeps of 63 rounds, each with
-three register gathers, against the batched cuSOLVER eigensolver behind JAX's ``solver_syevd``
-call; the factorisations' 64 column steps per program against its batched library kernels.
+Measured (benchmarks/gpu_libsteps.py --explore, H100, 17:24 UTC, float32, functx / JAX ms;
+the solves then still in registers, their by-columns form timed apart): cholesky + cho_solve of
+64 64x64 0.103 / 0.165 (by columns, 1 warp: 0.082), 1024 64x64 0.283 / 0.217 (0.162); one
+512x512 0.559 / 0.432 (the torch.linalg steps before: 0.884, no CUDA graph), 16 512x512 1.130 /
+1.216 (1.944); solve 16 64x64 0.181 / 0.208 (0.149), 64 0.182 / 0.187, 1024 0.599 / 0.350; eigh
+(cuSOLVER above 16 rows) 64 16x16 0.056 / 0.094 (Jacobi), 64 32x32 0.173 / 0.132, 64 64x64
+0.359 / 0.465, 1024 64x64 2.290 / 2.280, one 512x512 4.744 / 4.872. Where JAX stays ahead
+(LU of 1024 64x64s, eigh of 64 32x32s, the single 512x512 Cholesky), the bound is the
+one-program-per-matrix LU (64 column steps, each with three tile reductions) and, for the
+others, the library calls themselves plus functx's copies around them.
 """
 
 from __future__ import annotations
@@ -72,7 +74,8 @@ from functx.control import linalg
 from functx.lowering.triton import cusolver
 
 #: the primitives whose library steps use the kernels: those that passed the GPU check of
-#: benchmarks/gpu_libsteps.py (H100, 14:52 UTC: all 96 checks; the interpreter's float rounding
+#: benchmarks/gpu_libsteps.py (H100, 14:52 UTC: all 96 checks; 17:24 UTC: the in-place Cholesky
+#: kernel, cuSOLVER's batched eigh and the runners above 64 rows; the interpreter's float rounding
 #: is not the GPU's, so a new kernel joins only after that check)
 ENABLED: set = {"cholesky", "triangular_solve", "lu", "eigh"}
 MAX_N = 64  # the largest matrices the kernels take; larger ones keep torch.linalg
