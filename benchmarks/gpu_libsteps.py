@@ -84,6 +84,8 @@ N = 16 if DRY else 512  # a square matrix
 B, NB = (4, 8) if DRY else (64, 64)  # a batch of B matrices NB x NB
 R, C = (8, 160) if DRY else (4096, 4096)  # rows x columns of the sorts
 RESULTS: list[tuple[str, str, str]] = []
+#: triangular_solve's (left_side, lower, transpose_a, unit_diagonal), all 16
+TRISOLVE_FLAGS = [tuple(bool(f) for f in fl) for fl in np.ndindex(2, 2, 2, 2)]
 
 
 def say(*a):
@@ -169,8 +171,7 @@ def run_small_checks():
             @check(f"Triton triangular_solve {name} ({4 if FINAL else 16} flag combinations)")
             def _():
                 worst = 0.0
-                flags = [(ls, lo, tr, un) for ls in (True, False) for lo in (True, False)
-                         for tr in (True, False) for un in (True, False)]  # fmt: skip
+                flags = TRISOLVE_FLAGS
                 for ls, lo, tr, un in flags[::5] if FINAL else flags:
                     kw = dict(left_side=ls, lower=lo, transpose_a=tr, unit_diagonal=un)
                     rhs = b if ls else np.swapaxes(b, -1, -2).copy()
@@ -715,8 +716,7 @@ def run_explore_checks():
                 assert np.isnan(got[:, low[0], low[1]]).all(), "not positive definite: NaNs"
                 t = np.tril(a) + np.triu(rng.standard_normal(a.shape).astype(dt) * 1e3, 1)
                 worst = 0.0
-                flags = [(ls, lo, tr, un) for ls in (True, False) for lo in (True, False)
-                         for tr in (True, False) for un in (True, False)]  # fmt: skip
+                flags = TRISOLVE_FLAGS
                 for ls, lo, tr, un in flags if n < 512 and dt == np.float32 else flags[::5]:
                     kw = dict(left_side=ls, lower=lo, transpose_a=tr, unit_diagonal=un)
                     m = t if lo else np.swapaxes(t, -1, -2).copy()
