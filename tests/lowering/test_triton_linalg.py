@@ -204,7 +204,7 @@ def test_eigh_choice_and_cusolver_on_gpu(monkeypatch):
         x = torch.as_tensor(s, device="cuda")
         half = torch.tril(x) if lower else torch.triu(x)  # (the other triangle: never read)
         outs = [torch.zeros(s.size, device="cuda"), torch.zeros(s.size // shape[-1], device="cuda")]
-        assert st.gpu_kernel()(half.reshape(-1), outs)
+        assert st.gpu_kernel()([half.reshape(-1)], outs)
         v, w = (o.cpu().numpy().reshape(*shape[:-1], -1) for o in outs)
         _check_eigh(s, w.reshape(shape[:-1]), v.reshape(shape), 2e-5)
 
