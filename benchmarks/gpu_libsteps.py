@@ -10,6 +10,8 @@ Run from the repository root on a CUDA machine (JAX with CUDA installed beside f
     python benchmarks/gpu_libsteps.py --quick    # the small-matrix Triton kernels only (~5 min)
     python benchmarks/gpu_libsteps.py --final    # the same, fewer cases (~2 min)
     TRITON_INTERPRET=1 python benchmarks/gpu_libsteps.py --dry   # tiny sizes, CPU interpreter
+    python benchmarks/gpu_libsteps.py --explore  # session 32's checks, variants, Newton/GP (~4 min)
+    python benchmarks/gpu_libsteps.py --explore --confirm  # the same, defaults only (~2 min)
 
 The small-matrix kernels (``functx/lowering/triton/linalg.py``: cholesky, triangular_solve, LU,
 Jacobi eigh for n <= 64; the script turns them all on) are checked first against JAX and NumPy
@@ -74,11 +76,16 @@ DRY = "--dry" in sys.argv  # tiny sizes (Triton's interpreter on the CPU)
 QUICK = "--quick" in sys.argv  # the small-matrix kernels' checks and timings only (~5 minutes)
 FINAL = "--final" in sys.argv  # fewer checks and timings of the small-matrix kernels (~2 minutes)
 QUICK = QUICK or FINAL
+EXPLORE = "--explore" in sys.argv  # session 32's choices (gpu19): checks, variants, workloads
+CONFIRM = "--confirm" in sys.argv  # with --explore: the defaults only (no variants, no sweeps)
 tlinalg.ENABLED.update(("cholesky", "triangular_solve", "lu", "eigh"))  # (all: checked here)
+tlinalg.CUSOLVER_EIGH = tlinalg.LIBRARY_RUNNERS = True  # (checked here too)
 N = 16 if DRY else 512  # a square matrix
 B, NB = (4, 8) if DRY else (64, 64)  # a batch of B matrices NB x NB
 R, C = (8, 160) if DRY else (4096, 4096)  # rows x columns of the sorts
 RESULTS: list[tuple[str, str, str]] = []
+#: triangular_solve's (left_side, lower, transpose_a, unit_diagonal), all 16
+TRISOLVE_FLAGS = [tuple(bool(f) for f in fl) for fl in np.ndindex(2, 2, 2, 2)]
 
 
 def say(*a):
@@ -164,8 +171,7 @@ def run_small_checks():
             @check(f"Triton triangular_solve {name} ({4 if FINAL else 16} flag combinations)")
             def _():
                 worst = 0.0
-                flags = [(ls, lo, tr, un) for ls in (True, False) for lo in (True, False)
-                         for tr in (True, False) for un in (True, False)]  # fmt: skip
+                flags = TRISOLVE_FLAGS
                 for ls, lo, tr, un in flags[::5] if FINAL else flags:
                     kw = dict(left_side=ls, lower=lo, transpose_a=tr, unit_diagonal=un)
                     rhs = b if ls else np.swapaxes(b, -1, -2).copy()
@@ -219,15 +225,14 @@ def run_small_checks():
                 def _(m=m):
                     v, w = functx.jit(lambda x: tuple(fnp.linalg.eigh(x))[::-1])(gpu(m))
                     v, w = host(v).astype(np.float64), host(w).astype(np.float64)
-                    m64 = m.astype(np.float64)
-                    scale = np.max(np.abs(np.linalg.eigvalsh(m64)))
-                    ew = float(np.max(np.abs(w - np.linalg.eigvalsh(m64)))) / scale
+                    ew, res, orth = _eigh_errors(m, v, w)
+                    scale = np.max(np.abs(np.linalg.eigvalsh(m.astype(np.float64))))
                     jw = np.asarray(jax.jit(jnp.linalg.eigvalsh)(m), np.float64)
                     ej = float(np.max(np.abs(w - jw))) / scale
-                    res = float(np.max(np.abs(m64 @ v - v * w[..., None, :]))) / scale
-                    orth = float(np.max(np.abs(np.swapaxes(v, -1, -2) @ v - np.eye(n))))
                     assert max(ew, res, orth) < tol * n * 4, (ew, res, orth)
-                    assert (np.diff(w, axis=-1) >= 0).all(), "eigenvalues not ascending"
+                    # (ascending up to rounding: cuSOLVER's order of equal ones, as JAX's)
+                    down = float(-np.min(np.diff(w, axis=-1))) / scale
+                    assert down < tol, f"eigenvalues not ascending: {down:.1e}"
                     return (
                         f"eigenvalues {ew:.1e} (NumPy f64), {ej:.1e} (JAX); residual {res:.1e}, "
                         f"orthogonality {orth:.1e}"
@@ -319,6 +324,8 @@ def run_checks():
 
 
 def timeit(fn, sync, reps=5, warmup=3, target_s=0.1):
+    if DRY:  # (the interpreter: each call once)
+        reps, warmup, target_s = 1, 1, 0.0
     for _ in range(warmup):
         sync(fn())
     t0 = time.perf_counter()
@@ -552,9 +559,313 @@ def run_timings():
         tsort.TORCH_ROW_MIN = saved
 
 
+def _cases(*cases):
+    """(batch, n) pairs; tiny ones under ``--dry``."""
+    return tuple((min(nb, 2), min(n, 5)) for nb, n in cases) if DRY else cases
+
+
+def _exe(jf):
+    """The TritonExecutable behind a functx.jit function (its first cache entry), or None."""
+    for entry in jf.cache.values():
+        e = entry[0]
+        while hasattr(e, "exe"):
+            e = e.exe
+        return e
+    return None
+
+
+def _graphs(jf):
+    """How the program ran its last call: CUDA graph or direct launches (and why)."""
+    e = _exe(jf)
+    if e is None:
+        return "?"
+    if not e.graph_safe:
+        return "no graph (a step is not graph-safe)"
+    return "graph" if e.use_graphs and not e.graph_note else f"no graph {e.graph_note[:80]}"
+
+
+def _eigh_errors(m, v, w):
+    """(eigenvalue error against NumPy float64, residual, orthogonality), relative."""
+    n = m.shape[-1]
+    v, w, m64 = v.astype(np.float64), w.astype(np.float64), m.astype(np.float64)
+    ref = np.linalg.eigvalsh(m64)
+    scale = np.max(np.abs(ref))
+    ew = float(np.max(np.abs(w - ref))) / scale
+    res = float(np.max(np.abs(m64 @ v - v * w[..., None, :]))) / scale
+    orth = float(np.max(np.abs(np.swapaxes(v, -1, -2) @ v - np.eye(n))))
+    return ew, res, orth
+
+
+def _explore_row(rows):
+    """``row(name, make, jfn, args, **patch)``: times ``functx.jit(make())`` with the attributes
+    ``patch`` of functx/lowering/triton/linalg.py set while it compiles and runs, and ``jfn``
+    (JAX, or None), on ``args``; appends to ``rows`` and prints."""
+    import jax
+
+    def row(name, make, jfn, args, **patch):
+        saved = {k: getattr(tlinalg, k) for k in patch}
+        ena = set(tlinalg.ENABLED)
+        try:
+            for k, v in patch.items():
+                setattr(tlinalg, k, v)
+            f = functx.jit(make())
+            fa = [gpu(x) for x in args]
+            tf = timeit(lambda: f(*fa), sync_torch, reps=3)
+            how = _graphs(f)
+        except Exception as e:  # (one failing row leaves the others)
+            traceback.print_exc()
+            tf, how = float("nan"), f"{type(e).__name__}: {str(e)[:100]}"
+        finally:
+            for k, v in saved.items():
+                setattr(tlinalg, k, v)
+            tlinalg.ENABLED.clear()
+            tlinalg.ENABLED.update(ena)
+        tj = float("nan")
+        if jfn is not None:
+            ja = [jax.device_put(x) for x in args]
+            tj = timeit(lambda: jfn(*ja), sync_jax, reps=3)
+        rows.append((name, tf, tj, how))
+        say(f"{name}: functx {tf * 1e3:.3f} ms, JAX {tj * 1e3:.3f} ({how})")
+
+    return row
+
+
+def run_explore_checks():
+    """The library runners of operands larger than the kernels (torch.linalg into the outputs)
+    and eigh's cuSOLVER calls, against JAX and NumPy float64, each program called four times
+    (the later calls replay its CUDA graph); the in-place Cholesky kernel."""
+    import jax
+    import jax.lax.linalg as jll
+    import jax.numpy as jnp
+    import jax.scipy.linalg as jsl
+
+    from functx.lowering.triton import cusolver
+
+    jax.config.update("jax_enable_x64", True)
+    functx.config.update("jax_enable_x64", True)
+    say(f"cuSOLVER eigensolvers: {cusolver.available()} {cusolver.reason()}")
+    rng = np.random.default_rng(7)
+
+    def four(f, *args):
+        outs = [f(*args) for _ in range(4)]
+        outs = [[host(o) for o in (x if isinstance(x, (list, tuple)) else [x])] for x in outs]
+        for o in outs[1:]:
+            for a, b in zip(o, outs[0]):
+                np.testing.assert_array_equal(a, b)  # (graph replays give the same bits)
+        return outs[0]
+
+    for dt, tol in ((np.float32, 1e-4), (np.float64, 1e-11)):
+        dn = np.dtype(dt).name
+        for nb, n in _cases((16, 16), (16, 33), (16, 64)):
+
+            @check(f"cholesky kernel (in place) {dn} {nb}x{n}x{n}")
+            def _(nb=nb, n=n):
+                a = spd((nb, n, n), dt, rng)
+                f = functx.jit(flax.linalg.cholesky)
+                got = four(f, gpu(a))[0]
+                want = np.linalg.cholesky(a.astype(np.float64))
+                err = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
+                bad = host(functx.jit(flax.linalg.cholesky)(gpu(-a)))
+                low = np.tril_indices(n)
+                assert np.isnan(bad[:, low[0], low[1]]).all(), "not positive definite: NaNs"
+                assert err < tol * n, f"error {err:.1e}"
+                return f"rel err {err:.1e}; {_graphs(f)}"
+
+        eig_cases = ((16, 33), (64, 64), (1, 64), (4, 128)) + (
+            ((1, 512),) if dt == np.float32 else ()
+        )
+        for nb, n in _cases(*eig_cases):
+            q, _ = np.linalg.qr(rng.standard_normal((nb, n, n)))
+            spectra = {
+                "random": spd((nb, n, n), np.float64, rng),
+                "degenerate": (q * np.repeat([1.0, 2.0, 3.0], -(-n // 3))[:n]) @ q.mT,
+            }
+            for kind, m in spectra.items():
+                m = ((m + np.swapaxes(m, -1, -2)) / 2).astype(dt)
+
+                @check(f"eigh cuSOLVER {dn} {nb}x{n}x{n} {kind}")
+                def _(m=m, n=n):
+                    f = functx.jit(lambda x: tuple(fnp.linalg.eigh(x, UPLO="U"))[::-1])
+                    v, w = four(f, gpu(m))
+                    ew, res, orth = _eigh_errors(m, v, w)
+                    jw = np.asarray(jax.jit(jnp.linalg.eigvalsh)(m), np.float64)
+                    ej = float(np.max(np.abs(w - jw))) / np.max(np.abs(jw))
+                    assert max(ew, res, orth) < tol * n * 4, (ew, res, orth)
+                    # (ascending up to rounding: equal ones as cuSOLVER gives them, as JAX's)
+                    down = float(-np.min(np.diff(w, axis=-1))) / np.max(np.abs(jw))
+                    assert down < tol, f"eigenvalues not ascending: {down:.1e}"
+                    return (f"eigenvalues {ew:.1e} (NumPy f64), {ej:.1e} (JAX); residual "
+                            f"{res:.1e}, orthogonality {orth:.1e}; {_graphs(f)}")  # fmt: skip
+
+        for nb, n in _cases((2, 96), (1, 512)):
+
+            @check(f"library runners {dn} {nb}x{n}x{n}: cho_factor (upper) + cho_solve, "
+                   "not positive definite, triangular solves (16 or 4 flag sets)")  # fmt: skip
+            def _(nb=nb, n=n):
+                a = spd((nb, n, n), dt, rng)
+                b = rng.standard_normal((nb, n, 4)).astype(dt)
+                f = functx.jit(cs(fnp, fsl))
+                got = four(f, gpu(a), gpu(b))[0]
+                want = np.asarray(jax.jit(cs(jnp, jsl))(a, b))
+                err = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
+                assert err < tol * n * 10, f"cho_solve error {err:.1e}"
+                bad = a.copy()
+                bad[:, n // 2, n // 2] = -1.0
+                got = four(functx.jit(fnp.linalg.cholesky), gpu(bad))[0]
+                low = np.tril_indices(n)
+                assert np.isnan(got[:, low[0], low[1]]).all(), "not positive definite: NaNs"
+                t = np.tril(a) + np.triu(rng.standard_normal(a.shape).astype(dt) * 1e3, 1)
+                worst = 0.0
+                flags = TRISOLVE_FLAGS
+                for ls, lo, tr, un in flags if n < 512 and dt == np.float32 else flags[::5]:
+                    kw = dict(left_side=ls, lower=lo, transpose_a=tr, unit_diagonal=un)
+                    m = t if lo else np.swapaxes(t, -1, -2).copy()
+                    rhs = b if ls else np.swapaxes(b, -1, -2).copy()
+                    g = functx.jit(lambda a, b, kw=kw: flax.linalg.triangular_solve(a, b, **kw))
+                    x = four(g, gpu(m), gpu(rhs))[0]
+                    xw = np.asarray(jax.jit(lambda a, b, kw=kw: jll.triangular_solve(
+                        a, b, **kw))(m, rhs))  # fmt: skip
+                    e = float(np.max(np.abs(x - xw)) / np.max(np.abs(xw)))
+                    assert e < tol * n * 100 or not un, f"{kw}: error {e:.1e}"
+                    worst = max(worst, e if not un else 0.0)
+                return f"cho_solve {err:.1e}, solves {worst:.1e}; {_graphs(f)}"
+
+
+def run_explore_timings():
+    """The choices of session 32 (gpu19), float32, ms, functx / JAX: eigh through cuSOLVER
+    (batched, per matrix) against the Jacobi kernel and the torch.linalg step; the in-place
+    Cholesky kernel's warps; the library runners at 512 against the torch.linalg steps; the
+    Newton and GP workloads, with a profile of each functx program's kernels."""
+    import jax
+    import jax.numpy as jnp
+    import jax.scipy.linalg as jsl
+
+    from functx.lowering.triton import cusolver
+
+    jax.config.update("jax_enable_x64", False)
+    functx.config.update("jax_enable_x64", False)
+    rng = np.random.default_rng(8)
+    rows = []
+    row = _explore_row(rows)
+
+    eigh = lambda: lambda a: fnp.linalg.eigh(a)  # noqa: E731
+    je = jax.jit(jnp.linalg.eigh)
+    for nb, n in _cases((64, 16), (64, 32), (64, 64), (1024, 64), (1, 64), (16, 128), (1, 512)):
+        a = spd((nb, n, n), np.float32, rng)
+        tag = f"eigh {nb}x{n}x{n}"
+        if CONFIRM:
+            row(tag, eigh, je, (a,))
+            continue
+        row(f"{tag} cuSOLVER batched", eigh, je, (a,), EIGH_JACOBI_MAX_N=0)
+        if n <= 64 and nb <= 64:
+            row(f"{tag} Jacobi kernel", eigh, None, (a,), EIGH_JACOBI_MAX_N=64)
+        if n > 64 or nb < 64:
+            row(f"{tag} torch.linalg step", eigh, None, (a,), ENABLED={"cholesky"})
+    say(f"cuSOLVER workspaces (device, host bytes): {cusolver.workspace_bytes()}")
+
+    chs = lambda: cs(fnp, fsl)  # noqa: E731
+    jc = jax.jit(cs(jnp, jsl))
+    for nb, n in _cases((64, 64), (1024, 64), (1, 512), (16, 512)):
+        a, b = spd((nb, n, n), np.float32, rng), rng.standard_normal((nb, n, 8)).astype(np.float32)
+        tag = f"cholesky+solve {nb}x{n}x{n}"
+        row(tag, chs, jc, (a, b))
+        if n > 64 and not CONFIRM:
+            row(f"{tag} torch.linalg steps (before)", chs, None, (a, b), ENABLED=set())
+    js = jax.jit(jnp.linalg.solve)
+    for nb, n in _cases((16, 64), (64, 64), (1024, 64)):
+        a, b = spd((nb, n, n), np.float32, rng), rng.standard_normal((nb, n, 8)).astype(np.float32)
+        row(f"solve {nb}x{n}x{n}", lambda: fnp.linalg.solve, js, (a, b))
+    table(rows)
+
+
+def run_explore_sweeps():
+    """Warps per program of the Cholesky kernel and of the solves (float32, functx alone; the
+    17:24 UTC run also timed the solves with the operator in registers, since removed)."""
+    rows = []
+    row = _explore_row(rows)
+    rng = np.random.default_rng(9)
+    chs = lambda: cs(fnp, fsl)  # noqa: E731
+    ((nb, n),) = _cases((1024, 64))
+    big = (spd((nb, n, n), np.float32, rng), rng.standard_normal((nb, n, 8)).astype(np.float32))
+    for w in (1, 2, 4):
+        row(f"cholesky+solve 1024x64x64 {w} warps", chs, None, big, _warps=lambda bn, b, w=w: w)
+    # the solves' warps per program
+    ((nb, n),) = _cases((64, 64))
+    mid = (spd((nb, n, n), np.float32, rng), rng.standard_normal((nb, n, 8)).astype(np.float32))
+    ((nb, n),) = _cases((16, 64))
+    few = (spd((nb, n, n), np.float32, rng), rng.standard_normal((nb, n, 8)).astype(np.float32))
+    for name, make, args, warps in (
+        ("cholesky+solve 1024x64x64", chs, big, (1, 2, 4)),
+        ("cholesky+solve 64x64x64", chs, mid, (1, 4)),
+        ("solve 16x64x64", lambda: fnp.linalg.solve, few, (1, 4)),
+    ):
+        for w in warps:
+            row(f"{name}: solves with {w} warps", make, None, args,
+                _trisolve_warps=lambda bn, b, w=w: w)  # fmt: skip
+    table(rows)
+
+
+def table(rows):
+    say("\n| workload float32 | functx ms | JAX ms | functx/JAX | program |\n|---|---|---|---|---|")
+    for name, a, b, how in rows:
+        say(f"| {name} | {a * 1e3:.3f} | {b * 1e3:.3f} | {a / b:.2f} | {how} |")
+
+
+def run_explore_workloads():
+    """Issue 19's Newton step and GP marginal likelihood (benchmarks/workloads.py, GPU sizes):
+    functx against JAX (values, then times), and where functx's GPU time goes (torch.profiler:
+    the kernels of 20 calls, by total time)."""
+    import jax
+
+    sys.path.insert(0, os.path.join(os.getcwd(), "benchmarks"))
+    import workloads as W
+
+    jax.config.update("jax_enable_x64", False)
+    functx.config.update("jax_enable_x64", False)
+    sizes = ((2, 64, 8), (2, 32)) if DRY else ((16, 1024, 64), (16, 512))
+    for family, c in (
+        ("newton", dict(P=sizes[0][0], n=sizes[0][1], d=sizes[0][2])),
+        ("gp", dict(P=sizes[1][0], n=sizes[1][1], dim=3)),
+    ):
+        args = W.inputs(family, c)
+        f = functx.jit(W.program(functx, family, c))
+        j = jax.jit(W.program(jax, family, c))
+        fa = functx.tree_util.tree_map(gpu, args)
+        ja = jax.device_put(args)
+        got = [host(x) for x in functx.tree_util.tree_leaves(f(*fa))]
+        want = [np.asarray(x) for x in jax.tree_util.tree_leaves(j(*ja))]
+        err = max(float(np.linalg.norm(g - w) / max(np.linalg.norm(w), 1e-30))
+                  for g, w in zip(got, want))  # fmt: skip
+        tf = timeit(lambda: f(*fa), sync_torch, reps=5)
+        tj = timeit(lambda: j(*ja), sync_jax, reps=5)
+        say(f"\n{family} {c}: functx {tf * 1e3:.3f} ms, JAX {tj * 1e3:.3f} ms, functx/JAX "
+            f"{tf / tj:.2f}; rel err vs JAX {err:.1e}; {_graphs(f)}")  # fmt: skip
+        if torch.cuda.is_available():
+            from torch.profiler import ProfilerActivity, profile
+
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                for _ in range(20):
+                    f(*fa)
+                torch.cuda.synchronize()
+            say(prof.key_averages().table(sort_by="cuda_time_total", row_limit=14,
+                                          max_name_column_width=60))  # fmt: skip
+
+
 def main():
     name = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "CPU (interpreter)"
     say(f"device: {name}; torch {torch.__version__}; TORCH_ROW_MIN {tsort.TORCH_ROW_MIN}")
+    if EXPLORE:
+        run_explore_checks()
+        say("\n| check | result | detail |\n|---|---|---|")
+        for n, res, detail in RESULTS:
+            say(f"| {n} | {res} | {detail} |")
+        parts = (run_explore_timings, run_explore_workloads)
+        for part in parts if CONFIRM else (*parts, run_explore_sweeps):
+            try:
+                part()
+            except Exception:
+                traceback.print_exc()
+        sys.exit(1 if any(r == "FAIL" for _, r, _ in RESULTS) else 0)
     run_small_checks()
     if not QUICK:
         run_checks()

@@ -153,11 +153,15 @@ def test_step_choice(monkeypatch):
     small = ShapedArray((4, 8, 8), np.float32)
     assert _step(L.eigh_p, eig, small).gpu_kernel() is not None
     assert _step(L.cholesky_p, {}, small).graph_safe
-    # torch.linalg keeps: complex, larger than MAX_N, empty, a subset of eigenvalues, a wide LU
+    # larger than MAX_N: torch.linalg into the outputs where CUDA is (graph-safe), else as before
     big = ShapedArray((2, TL.MAX_N + 1, TL.MAX_N + 1), np.float32)
+    monkeypatch.setattr(TL, "LIBRARY_RUNNERS", True)
+    st = _step(L.cholesky_p, {}, big)
+    assert (st.gpu_kernel() is not None) == st.graph_safe == torch.cuda.is_available()
+    # torch.linalg keeps: complex, a larger LU, empty, a subset of eigenvalues, a wide LU
     for st in (
         _step(L.cholesky_p, {}, ShapedArray((2, 3, 3), np.complex64)),
-        _step(L.cholesky_p, {}, big),
+        _step(L.lu_p, {}, big),
         _step(L.cholesky_p, {}, ShapedArray((0, 3, 3), np.float32)),
         _step(L.eigh_p, {**eig, "subset_by_index": (0, 2)}, small),
         _step(L.lu_p, {}, ShapedArray((4, 8, 6), np.float32)),
@@ -172,6 +176,39 @@ def test_step_choice(monkeypatch):
     np.testing.assert_allclose(out.reshape(x.shape).numpy(), np.linalg.cholesky(x), rtol=1e-12)
 
 
+def test_eigh_choice_and_cusolver_on_gpu(monkeypatch):
+    """eigh above ``EIGH_JACOBI_MAX_N`` rows calls cuSOLVER where it can be called (any size;
+    one batched call), else the Jacobi kernel up to
+    ``MAX_N`` (Triton's interpreter) and torch.linalg above; on a GPU, cuSOLVER's results
+    against NumPy float64 (batched and one matrix, both triangles)."""
+    from functx.lowering.triton import cusolver, linalg as TL
+
+    monkeypatch.setattr(TL, "CUSOLVER_EIGH", True)
+    eig = dict(lower=True, sort_eigenvalues=True, subset_by_index=None)
+    n_big = TL.EIGH_JACOBI_MAX_N + 1
+    jacobi = _step(L.eigh_p, eig, ShapedArray((4, 8, 8), np.float32))
+    assert jacobi.gpu_kernel() is not None and not hasattr(jacobi.gpu_kernel(), "body")
+    mid = _step(L.eigh_p, eig, ShapedArray((4, n_big, n_big), np.float32))
+    big = _step(L.eigh_p, eig, ShapedArray((1, TL.MAX_N + 1, TL.MAX_N + 1), np.float64))
+    if cusolver.available():
+        assert hasattr(mid.gpu_kernel(), "body") and hasattr(big.gpu_kernel(), "body")
+        assert big.graph_safe
+    else:  # (no CUDA: the kernel in the interpreter up to MAX_N, torch.linalg above)
+        assert mid.gpu_kernel() is not None and not hasattr(mid.gpu_kernel(), "body")
+        assert big.gpu_kernel() is None and not big.graph_safe
+    if not GPU:
+        return
+    for shape, lower in (((6, 33, 33), True), ((1, 70, 70), False)):
+        s = _sym(RNG.uniform(-3, 3, shape[:-1])).astype(np.float32)
+        st = _step(L.eigh_p, {**eig, "lower": lower}, ShapedArray(shape, np.float32))
+        x = torch.as_tensor(s, device="cuda")
+        half = torch.tril(x) if lower else torch.triu(x)  # (the other triangle: never read)
+        outs = [torch.zeros(s.size, device="cuda"), torch.zeros(s.size // shape[-1], device="cuda")]
+        assert st.gpu_kernel()([half.reshape(-1)], outs)
+        v, w = (o.cpu().numpy().reshape(*shape[:-1], -1) for o in outs)
+        _check_eigh(s, w.reshape(shape[:-1]), v.reshape(shape), 2e-5)
+
+
 def test_large_float32_eigh_runs_torch_in_float64(monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "0")  # (CPU tensors: the torch.linalg step)
     monkeypatch.setattr(L, "EIGH_F64_MIN_N", 3)
@@ -184,3 +221,69 @@ def test_large_float32_eigh_runs_torch_in_float64(monkeypatch):
     want = np.linalg.eigvalsh(s.astype(np.float64)).astype(np.float32)
     np.testing.assert_allclose(w, want, rtol=1e-6)
     _check_eigh(s, w, v, 1e-6)
+
+
+def test_library_runners_match_numpy():
+    """The runners of operands larger than the kernels take (``torch.linalg`` into the step's
+    output, graph-safe): their calls on CPU tensors against NumPy float64, every
+    triangular_solve flag, the other triangle filled with garbage (never read), a matrix that is
+    not positive definite (NaNs, as JAX gives)."""
+    from functx.lowering.triton import linalg as TL
+
+    a = _spd((2, 5, 5), np.float64)
+    a[1, 0, 0] = -1.0
+    b = RNG.standard_normal((2, 5, 3))
+    want = np.linalg.cholesky(a[:1])
+    for upper in (False, True):
+        out = torch.zeros(a.size, dtype=torch.float64)
+        src = np.tril(a) + np.triu(RNG.standard_normal(a.shape), 1)  # (garbage above)
+        src = np.swapaxes(src, -1, -2).copy() if upper else src
+        TL._torch_cholesky(a.shape, upper).body([torch.from_numpy(src).reshape(-1)], [out])
+        got = out.reshape(a.shape).numpy()
+        got = np.swapaxes(got, -1, -2) if upper else got
+        np.testing.assert_allclose(np.tril(got[:1]), want, rtol=1e-12, atol=1e-12)
+        assert np.isnan(got[1][np.tril_indices(5)]).all()
+    t = np.tril(a) + np.triu(RNG.standard_normal((2, 5, 5)) * 1e3, 1)  # (garbage above)
+    for ls, lo, tr, un in np.ndindex(2, 2, 2, 2):
+        p = dict(left_side=ls, lower=lo, transpose_a=tr, unit_diagonal=un)
+        m = t if lo else np.swapaxes(t, -1, -2).copy()
+        rhs = b if ls else np.swapaxes(b, -1, -2).copy()
+        out = torch.zeros(rhs.size, dtype=torch.float64)
+        avs = [ShapedArray(m.shape, m.dtype), ShapedArray(rhs.shape, rhs.dtype)]
+        TL._torch_trisolve(*avs, p).body([torch.from_numpy(x).reshape(-1) for x in (m, rhs)],
+                                         [out])  # fmt: skip
+        op = np.tril(m) if lo else np.triu(m)
+        op = op - op * np.eye(5) + np.eye(5) if un else op
+        op = np.swapaxes(op, -1, -2) if tr else op
+        if ls:
+            want = np.linalg.solve(op, rhs)
+        else:  # (X op = B)
+            want = np.swapaxes(np.linalg.solve(np.swapaxes(op, -1, -2), np.swapaxes(rhs, -1, -2)),
+                               -1, -2)  # fmt: skip
+        np.testing.assert_allclose(out.reshape(rhs.shape).numpy(), want, rtol=1e-9, atol=1e-9)
+
+
+def test_triangular_solve_kernel_flags(monkeypatch):
+    """The solve kernel (the operator read column by column) on five flag sets (forward and
+    backward substitution, left and right, transposed, unit diagonal) with garbage in the other
+    triangle, against JAX."""
+    _interpret(monkeypatch)
+    a = np.tril(_spd((2, 5, 5), np.float64)) + np.triu(RNG.standard_normal((2, 5, 5)) * 1e3, 1)
+    b = RNG.standard_normal((2, 5, 3))
+    # (the kernel's forward and backward substitutions, on the left and on the right)
+    flags = [(True, True, False, False), (True, False, False, False), (True, True, True, True),
+             (False, True, True, False), (False, False, True, False)]  # fmt: skip
+
+    def solves(tsolve, a, b):
+        out = []
+        for ls, lo, tr, un in flags:
+            m = a if lo else np.swapaxes(a, -1, -2)
+            rhs = b if ls else np.swapaxes(b, -1, -2)
+            kw = dict(left_side=ls, lower=lo, transpose_a=tr, unit_diagonal=un)
+            out.append(tsolve(m, rhs, **kw))
+        return out
+
+    got = _run(lambda a, b: solves(flax.linalg.triangular_solve, a, b), (a, b), 5)
+    with jax.default_device(jax.devices("cpu")[0]):
+        want = jax.jit(lambda a, b: solves(jll.triangular_solve, a, b))(a, b)
+    _same(got, want, 1e-9)

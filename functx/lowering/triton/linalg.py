@@ -9,20 +9,28 @@ on an H200 where JAX took 0.387), and the batched ``potrf``/``trsm`` behind chol
 took 0.366 ms (JAX 0.148). This module fills ``linalg.GPU_KERNELS`` (the table the step owns):
 for real ``float32``/``float64`` operands of at most ``MAX_N`` rows, the step launches one of
 these kernels instead, and only queues work on the current stream, so the program keeps its CUDA
-graph (``LibraryStep.graph_safe``). Larger or complex operands keep ``torch.linalg``.
+graph (``LibraryStep.graph_safe``). Real operands larger than that take runners that only queue
+work too (``_cuda_only``): ``torch.linalg.cholesky_ex`` and ``solve_triangular`` writing into
+the step's outputs, and for ``eigh`` above ``EIGH_JACOBI_MAX_N`` rows (any size) cuSOLVER's
+eigensolvers called directly (``cusolver.py``: torch runs one Jacobi solve per matrix there).
+Complex operands, LU above ``MAX_N`` and subsets of eigenvalues keep ``torch.linalg``.
 
 Every kernel runs one program per matrix (``grid = batch``; the solves add a grid axis over
 blocks of right-hand-side columns) on a ``BN x BN`` tile, ``BN`` the next power of two of ``n``,
 the padding masked (zeros that no step reads as data):
 
 * ``cholesky`` (right-looking): for each column ``j``, the column is picked out of the tile by a
-  masked row reduction, ``l = a[:, j] / sqrt(a[j, j])`` below the diagonal, and the trailing
-  matrix loses ``l l^T``. A pivot that is not positive (or NaN) makes the whole factor NaN, as
-  JAX's kernels give. The upper factor (``_UpperCholeskyStep``) reads and writes through swapped
-  strides.
+  masked row reduction, ``l = a[:, j] / sqrt(a[j, j])`` below the diagonal becomes column ``j``
+  and the trailing matrix loses ``l l^T`` (in place: ``l`` is zero left of ``j``). A pivot that
+  is not positive (or NaN) makes the whole factor NaN, as JAX's kernels give. The upper factor
+  (``_UpperCholeskyStep``) reads and writes through swapped strides.
 * ``triangular_solve``: substitution, forward for a lower operator and backward for an upper
   one, on ``op(A) X = B`` with the left/right side and the transpose folded into the strides the
-  tiles are read with (``X A = B`` is ``A^T X^T = B^T``).
+  operator is read with (``X A = B`` is ``A^T X^T = B^T``); each solved row of ``B``'s tile
+  becomes the row of ``X``. Only ``B`` is a register tile: the operator's columns are loaded
+  step by step, the next one while a step runs (H100, 17:24 UTC, against the operator in
+  registers, its columns picked out by reductions: cholesky+solve of 1024 64x64 float32
+  0.162 / 0.270 ms, of 64 0.082 / 0.104, solve of 16 0.149 / 0.181).
 * ``lu`` (square operands): partial pivoting column by column, the pivot the first largest
   magnitude (LAPACK's ``idamax``), the rows swapped with masked row reductions, the column
   below the diagonal scaled and the trailing matrix updated; a zero pivot leaves its column (a
@@ -43,14 +51,16 @@ the padding masked (zeros that no step reads as data):
   identity). Eigenvalues come out ascending (a rank by comparison, ties by index), the eigenvectors
   orthonormal columns in the same order (signs are Jacobi's own: JAX's are not fixed either).
 
-Measured (benchmarks/gpu_libsteps.py, H100, 14:52 UTC, float32, functx / JAX ms): cholesky +
-cho_solve of 64 16x16 0.023 / 0.144, 64 32x32 0.038 / 0.118, 64 64x64 0.100 / 0.129, 1024 64x64
-0.367 / 0.195 (4 warps; 2 warps 0.284); solve 64 64x64 0.211 / 0.187, 1024 64x64 0.654 / 0.349;
-eigh (8 warps) 64 16x16 0.055 / 0.066, 64 32x32 0.321 / 0.130, 64 64x64 1.67 / 0.394 (torch.linalg's
-one syevd per matrix: 52.5). Where JAX stays ahead (eigh from 32, the batches of 1024 64x64s),
-the one-program-per-matrix schedule is the bound: Jacobi's ~8 sweeps of 63 rounds, each with
-three register gathers, against the batched cuSOLVER eigensolver behind JAX's ``solver_syevd``
-call; the factorisations' 64 column steps per program against its batched library kernels.
+Measured (benchmarks/gpu_libsteps.py --explore, H100, 17:24 UTC, float32, functx / JAX ms;
+the solves then still in registers, their by-columns form timed apart): cholesky + cho_solve of
+64 64x64 0.103 / 0.165 (by columns, 1 warp: 0.082), 1024 64x64 0.283 / 0.217 (0.162); one
+512x512 0.559 / 0.432 (the torch.linalg steps before: 0.884, no CUDA graph), 16 512x512 1.130 /
+1.216 (1.944); solve 16 64x64 0.181 / 0.208 (0.149), 64 0.182 / 0.187, 1024 0.599 / 0.350; eigh
+(cuSOLVER above 16 rows) 64 16x16 0.056 / 0.094 (Jacobi), 64 32x32 0.173 / 0.132, 64 64x64
+0.359 / 0.465, 1024 64x64 2.290 / 2.280, one 512x512 4.744 / 4.872. Where JAX stays ahead
+(LU of 1024 64x64s, eigh of 64 32x32s, the single 512x512 Cholesky), the bound is the
+one-program-per-matrix LU (64 column steps, each with three tile reductions) and, for the
+others, the library calls themselves plus functx's copies around them.
 """
 
 from __future__ import annotations
@@ -61,14 +71,19 @@ import numpy as np
 
 from functx import config
 from functx.control import linalg
+from functx.lowering.triton import cusolver
 
 #: the primitives whose library steps use the kernels: those that passed the GPU check of
-#: benchmarks/gpu_libsteps.py (H100, 14:52 UTC: all 96 checks; the interpreter's float rounding
+#: benchmarks/gpu_libsteps.py (H100, 14:52 UTC: all 96 checks; 17:24 UTC: the in-place Cholesky
+#: kernel, cuSOLVER's batched eigh and the runners above 64 rows; the interpreter's float rounding
 #: is not the GPU's, so a new kernel joins only after that check)
 ENABLED: set = {"cholesky", "triangular_solve", "lu", "eigh"}
 MAX_N = 64  # the largest matrices the kernels take; larger ones keep torch.linalg
-#: sizes whose eigh keeps torch.linalg (cuSOLVER's batched syevj, faster than Jacobi here)
-EIGH_TORCH = range(0)
+#: the largest matrices whose eigh runs the Jacobi kernel where cuSOLVER can be called
+#: (``cusolver.py``; larger ones, up to ``MAX_N``, where it cannot: Triton's interpreter)
+EIGH_JACOBI_MAX_N = 16
+CUSOLVER_EIGH = True  # eigh above EIGH_JACOBI_MAX_N rows through cusolver.py where it can
+LIBRARY_RUNNERS = True  # cholesky, triangular_solve above MAX_N: the graph-safe runners
 MAX_SWEEPS = 20  # Jacobi sweeps at most (float64 64x64 needs about 8)
 RHS_BLOCK = 32  # right-hand-side columns per program of the solves
 #: warps per program by tile size ``BN`` (the eigensolver's float64 tiles take more registers)
@@ -133,7 +148,6 @@ def _kernels():
         base = pid * n * n
         inb = (r < n) & (c < n)
         a = tl.load(X + base + r * xs_r + c * xs_c, mask=inb & (c <= r), other=0.0)
-        out = tl.full((BN, BN), 0.0, a.dtype)
         nbad = 0  # (pivots that were not positive)
         for j in range(0, n):
             col = tl.reduce(tl.where(c == j, a, 0.0), 1, _add)  # a[:, j]
@@ -141,9 +155,9 @@ def _kernels():
             nbad += tl.where(d > 0.0, 0, 1)
             s = _sqrt(tl.where(d > 0.0, d, 1.0))
             lcol = tl.where(rv >= j, _div(col, tl.full([BN], 0.0, col.dtype) + s), 0.0)
-            out = tl.where(c == j, lcol[:, None], out)
-            a = a - lcol[:, None] * lcol[None, :]
-        out = tl.where(nbad > 0, float("nan"), out)
+            # (l is zero left of column j: the factor's columns so far stay as they are)
+            a = tl.where(c == j, lcol[:, None], a - lcol[:, None] * lcol[None, :])
+        out = tl.where(nbad > 0, float("nan"), tl.where(c <= r, a, 0.0))
         tl.store(L + base + r * os_r + c * os_c, out, mask=inb)
 
     @triton.jit
@@ -154,33 +168,36 @@ def _kernels():
         j0 = tl.program_id(1) * BK
         rv = tl.arange(0, BN)
         r = rv[:, None]
-        c = rv[None, :]
         kc = j0 + tl.arange(0, BK)[None, :]
-        if LOWER:
-            tri = c <= r
-        else:
-            tri = c >= r
-        t = tl.load(A + pid * n * n + r * as_r + c * as_c, mask=(r < n) & (c < n) & tri, other=0.0)
+        abase = A + pid * n * n
         bmask = (r < n) & (kc < k)
         boff = pid * n * k + r * bs_r + kc * bs_c
-        b = tl.load(B + boff, mask=bmask, other=0.0)
-        x = tl.full([BN, BK], 0.0, b.dtype)
+        b = tl.load(B + boff, mask=bmask, other=0.0)  # (its rows become x's as they are solved)
+        # op(A)'s columns come from memory, each step loading the next step's (the load overlaps
+        # the step)
+        first = 0 if LOWER else n - 1
+        fmask = ((rv >= first) & (rv < n)) if LOWER else (rv <= first)
+        tnext = tl.load(abase + rv * as_r + first * as_c, mask=fmask, other=0.0)
         for step in range(0, n):
             if LOWER:
                 j = step
+                jn = step + 1
+                below = (rv >= jn) & (rv < n)
             else:
                 j = n - 1 - step
-            tcol = tl.reduce(tl.where(c == j, t, 0.0), 1, _add)  # op(A)[:, j]
+                jn = j - 1
+                below = rv <= jn  # (none at the last step: jn = -1)
+            tcol = tnext  # op(A)[:, j], zero outside the triangle
+            tnext = tl.load(abase + rv * as_r + jn * as_c, mask=below, other=0.0)
             brow = tl.reduce(tl.where(r == j, b, 0.0), 0, _add)  # b[j, :]
             if UNIT:
                 xj = brow
             else:
                 d = tl.reduce(tl.where(rv == j, tcol, 0.0), 0, _add)
                 xj = _div(brow, tl.full([BK], 0.0, brow.dtype) + d)
-            x = tl.where(r == j, xj[None, :], x)
-            tcol = tl.where(rv == j, 0.0, tcol)
-            b = b - tcol[:, None] * xj[None, :]
-        tl.store(Xo + boff, x, mask=bmask)
+            tcol = tl.where(rv == j, 0.0, tcol)  # (zero on the rows solved: they keep x)
+            b = tl.where(r == j, xj[None, :], b - tcol[:, None] * xj[None, :])
+        tl.store(Xo + boff, b, mask=bmask)
 
     @triton.jit
     def lu(X, LU, PIV, PERM, n, BN: tl.constexpr):
@@ -206,10 +223,12 @@ def _kernels():
             pp = tl.reduce(tl.where(rv == p, perm, 0), 0, _add)
             perm = tl.where(rv == j, pp, tl.where(rv == p, pj, perm))
             piv = tl.where(rv == j, p, piv)
-            # the pivot column below the diagonal, scaled (a zero pivot: left as it is, zeros)
-            col = tl.reduce(tl.where(c == j, a, 0.0), 1, _add)
-            d = tl.reduce(tl.where(rv == j, col, 0.0), 0, _add)
+            # the pivot column below the diagonal after the swap (row p holds a[j, j] now),
+            # scaled (a zero pivot: left as it is, zeros)
+            cj = tl.reduce(tl.where(rv == j, col, 0.0), 0, _add)
+            d = tl.reduce(tl.where(rv == p, col, 0.0), 0, _add)
             d = tl.where(d != 0.0, d, 1.0)
+            col = tl.where(rv == p, cj, col)
             lcol = tl.where(rv > j, _div(col, tl.full([BN], 0.0, col.dtype) + d), 0.0)
             urow = tl.where(rv > j, row_p, 0.0)  # (the pivot row right of the diagonal)
             a = tl.where((c == j) & (r > j), lcol[:, None], a - lcol[:, None] * urow[None, :])
@@ -286,14 +305,39 @@ def _bn(n: int) -> int:
     return max(4, 1 << (n - 1).bit_length())
 
 
-def _small_real(avals) -> bool:
+def _real(avals) -> bool:
     a = avals[0]
     return (
         np.dtype(a.dtype) in (np.float32, np.float64)
         and all(np.dtype(x.dtype) == np.dtype(a.dtype) for x in avals)
-        and 0 < a.shape[-1] <= MAX_N
         and all(x.size > 0 for x in avals)
     )
+
+
+def _small_real(avals) -> bool:
+    return _real(avals) and avals[0].shape[-1] <= MAX_N
+
+
+def _on_gpu() -> bool:
+    """Whether the library runners (``torch.linalg`` calls that only queue work, for operands
+    larger than the kernels take) serve: ``LIBRARY_RUNNERS`` and a CUDA device."""
+    import torch
+
+    return LIBRARY_RUNNERS and torch.cuda.is_available()
+
+
+def _cuda_only(body):
+    """A runner calling ``body(ins, outs)`` on CUDA tensors (False, calling nothing, on others:
+    the step's ``torch.linalg`` form then runs); ``run.body`` is ``body`` itself."""
+
+    def run(ins, outs):
+        if not ins[0].is_cuda:
+            return False
+        body(ins, outs)
+        return True
+
+    run.body = body
+    return run
 
 
 def _here(t) -> bool:
@@ -306,16 +350,39 @@ def _warps(bn: int, batch: int) -> int:
     return 2 if bn == 64 and batch >= 256 else WARPS[bn]
 
 
+def _trisolve_warps(bn: int, batch: int) -> int:
+    """Warps per program of the solves: 1 at 64x64 (H100, 17:24 UTC, ms, 1 / 2 / 4 warps:
+    cholesky+solve 1024 64x64 0.162 / 0.177 / 0.224, 64 64x64 0.082 / - / 0.087; solve 16 64x64
+    0.149 / - / 0.155)."""
+    return 1 if bn == 64 else _warps(bn, batch)
+
+
 def _batch(aval) -> int:
     return int(np.prod(aval.shape[:-2], dtype=np.int64))
 
 
+def _torch_cholesky(shape, upper):
+    """The factor through ``torch.linalg.cholesky_ex`` (cuSOLVER's potrf) straight into the
+    step's output, NaNs where a pivot was not positive; ``upper``: ``swap(cholesky(swap(s)))``
+    of ``s`` (``_UpperCholeskyStep``)."""
+
+    def body(ins, outs):
+        import torch
+
+        s = ins[0].reshape(shape)
+        low, info = torch.linalg.cholesky_ex(s.mT if upper else s)
+        bad, nan = (info != 0)[..., None, None], low.new_full((), float("nan"))
+        torch.where(bad, nan, low.mT if upper else low, out=outs[0].reshape(shape))
+
+    return _cuda_only(body)
+
+
 def _choose_cholesky(step):
     (x,) = step.in_avals
-    if not _small_real([x]):
-        return None
-    n, bn = x.shape[-1], _bn(x.shape[-1])
     upper = bool(getattr(step, "upper", False))
+    if not _small_real([x]):
+        return _torch_cholesky(x.shape, upper) if _real([x]) and _on_gpu() else None
+    n, bn = x.shape[-1], _bn(x.shape[-1])
     # the upper factor of ``s``: factor swap(s) and write swap(L) (reads and writes transposed)
     strides = (1, n, 1, n) if upper else (n, 1, n, 1)
 
@@ -330,11 +397,31 @@ def _choose_cholesky(step):
     return run
 
 
+def _torch_trisolve(a, b, p):
+    """The solve through ``torch.linalg.solve_triangular`` (cuBLAS's trsm, which reads one
+    triangle) straight into the step's output."""
+    lower, left = bool(p["lower"]), bool(p["left_side"])
+    trans, unit = bool(p["transpose_a"]), bool(p["unit_diagonal"])
+
+    def body(ins, outs):
+        import torch
+
+        t = ins[0].reshape(a.shape)
+        t = t.mT if trans else t
+        up = lower == trans  # (the transpose of a lower operator is upper)
+        torch.linalg.solve_triangular(
+            t, ins[1].reshape(b.shape), upper=up, left=left, unitriangular=unit,
+            out=outs[0].reshape(b.shape),
+        )  # fmt: skip
+
+    return _cuda_only(body)
+
+
 def _choose_trisolve(step):
     a, b = step.in_avals
     p = step.params
     if not _small_real([a, b]):
-        return None
+        return _torch_trisolve(a, b, p) if _real([a, b]) and _on_gpu() else None
     n = a.shape[-1]
     left = bool(p["left_side"])
     trans = bool(p["transpose_a"])
@@ -358,7 +445,7 @@ def _choose_trisolve(step):
             return False
         _kernels()["trisolve"][grid](
             ins[0], ins[1], outs[0], n, k, *a_str, *b_str,
-            BN=bn, BK=bk, LOWER=lower, UNIT=unit, num_warps=_warps(bn, grid[0]),
+            BN=bn, BK=bk, LOWER=lower, UNIT=unit, num_warps=_trisolve_warps(bn, grid[0]),
         )  # fmt: skip
         return True
 
@@ -385,9 +472,14 @@ def _choose_lu(step):
 def _choose_eigh(step):
     (x,) = step.in_avals
     p = step.params
-    if not _small_real([x]) or p.get("subset_by_index") is not None or x.shape[-1] in EIGH_TORCH:
+    if not _real([x]) or p.get("subset_by_index") is not None:
         return None
-    n, bn = x.shape[-1], _bn(x.shape[-1])
+    n, lower = x.shape[-1], bool(p["lower"])
+    if n > EIGH_JACOBI_MAX_N and CUSOLVER_EIGH and cusolver.available():
+        return _cuda_only(lambda ins, outs: cusolver.eigh(*ins, *outs, n, lower))
+    if n > MAX_N:
+        return None
+    bn = _bn(n)
     eps = float(np.finfo(x.dtype).eps)
     warps = EIGH_WARPS[bn]
 
@@ -396,7 +488,7 @@ def _choose_eigh(step):
             return False
         _kernels()["eigh"][(_batch(x),)](
             ins[0], outs[0], outs[1], n, eps * eps,
-            LOWER=bool(p["lower"]), BN=bn, MAXS=MAX_SWEEPS, num_warps=warps,
+            LOWER=lower, BN=bn, MAXS=MAX_SWEEPS, num_warps=warps,
         )  # fmt: skip
         return True
 
