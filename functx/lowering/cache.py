@@ -71,11 +71,6 @@ def _libmvec_flags():
 
 LIBS = _libmvec_flags()
 
-# gold links a program's units in about a third of BFD ld's time (the GPT block step's two units:
-# 0.02 s against 0.06 s of CPU); where it is not installed the compiler's default linker serves.
-# (Not part of the cache keys: either linker's shared object of the same objects computes the same.)
-LINK = ["-fuse-ld=gold"] if shutil.which("ld.gold") else []
-
 
 class CompileError(FunctxError, RuntimeError):
     """The C++ compiler rejected generated code (a functx bug: please report it), or did not
@@ -637,7 +632,7 @@ def _build(srcs, flags, tmp):
     for one unit; for several, one run per unit at the same time, then a link. Each run is
     killed after ``config.compile_timeout()`` seconds."""
     if len(srcs) == 1:
-        cmd = [compiler(), *flags, *LINK, srcs[0], "-o", tmp, *LIBS]
+        cmd = [compiler(), *flags, srcs[0], "-o", tmp, *LIBS]
         _check(_run(cmd, f"compiling {srcs[0]}"), srcs[0], cmd)
         return
     objs = [f"{tmp[:-3]}.{i}.o" for i in range(len(srcs))]
@@ -652,7 +647,7 @@ def _build(srcs, flags, tmp):
         ]
         for res, s, c in zip(done, srcs, cmds):
             _check(res, s, c)
-        cmd = [compiler(), *flags, *LINK, *objs, "-o", tmp, *LIBS]
+        cmd = [compiler(), *flags, *objs, "-o", tmp, *LIBS]
         _check(_run(cmd, f"linking {tmp}"), srcs[0], cmd)
     finally:
         for p in procs:
