@@ -44,11 +44,12 @@ them would need batch x 7.4 MB); functx's ``jit`` computes the norms and the cli
 the layers' factors and takes the whole batch at once. Float32 products use TF32 in every
 library (JAX's and functx's default; torch is set to it).
 
-functx extras: at each n > 1 the reduction alone (one ``torch.distributed.all_reduce`` of the
+functx extras: at the largest n the reduction alone (one ``torch.distributed.all_reduce`` of the
 flat gradients, and functx's jitted ``psum`` of them); on a GPU the device time of a call (CUDA
 events) and the host's time to issue it; ``--overlap off,2M`` times the step at the largest n
-with the psum not overlapped with the backward pass and with other bucket sizes; ``--profile``
-prints the step's kernel table at 1 and at the largest n.
+with the psum not overlapped with the backward pass and with other bucket sizes
+(``--overlap-workloads``: DP-SGD's); ``--profile`` writes the step's kernel table at 1 and at the
+largest n into ``multi_gpu.log`` (beside ``multi_gpu.jsonl``, with every worker's output).
 """
 
 from __future__ import annotations
@@ -322,9 +323,9 @@ def functx_case(functx, args, workload, per, n, put, rec):
         hg = host_and_gpu_time(lambda: plain(p, *b), args.platform, rec["steps_plain"])
         rec.update(suffixed(hg, "_plain"))
         return
-    if not args.no_reduction:
+    if n == max(args.gpus) and not args.no_reduction:
         rec.update(reduction_alone(functx, mesh, params, put, agree, args))
-    if n == max(args.gpus) and args.overlap:
+    if n == max(args.gpus) and args.overlap and workload in args.overlap_workloads.split(","):
         rec["overlap"] = overlap_sweep(functx, dp, p, b, agree, args)
 
 
@@ -659,6 +660,44 @@ def summary(rec) -> str:
     return line
 
 
+def _descendants(pid: int) -> list[int]:
+    """The processes started by ``pid``, their children and so on (from ``/proc``)."""
+    parent = {}
+    for d in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                parent[int(d)] = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    out, todo = [], [pid]
+    while todo:
+        kids = [c for c, p in parent.items() if p == todo[-1]]
+        todo.pop()
+        out += kids
+        todo += kids
+    return out
+
+
+def stop(proc):
+    """End a launch that ran out of time: the launcher and every worker (torch's launcher
+    starts each worker in a session of its own), SIGTERM then SIGKILL."""
+    pids = [proc.pid, *_descendants(proc.pid)]
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        time.sleep(1)
+        pids = [p for p in pids if os.path.exists(f"/proc/{p}")]
+        if not pids:
+            return
+
+
 def launch(lib, n, args, path, timeout, log):
     """Run ``lib``'s worker over ``n`` GPUs (processes, or one process's devices) for at most
     ``timeout`` seconds, printing each result as it comes."""
@@ -667,6 +706,7 @@ def launch(lib, n, args, path, timeout, log):
         "--warmup", str(args.warmup), "--overlap", args.overlap,
         *(["--profile"] if args.profile else []), "--dpsgd-per-gpu", args.dpsgd_per_gpu,
         "--gpt-per-gpu", args.gpt_per_gpu, "--ddp-bucket-mb", str(args.ddp_bucket_mb),
+        "--overlap-workloads", args.overlap_workloads,
         *(["--no-reduction"] if args.no_reduction else []), "--gpus", ",".join(map(str, args.gpus)),
         "--workloads", ",".join(args.workloads), "--out", path,
     ]  # fmt: skip
@@ -695,7 +735,7 @@ def launch(lib, n, args, path, timeout, log):
         cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True,
     )  # fmt: skip
-    tail, showing = [], [False]
+    tail = []
 
     def read():
         for line in proc.stdout:
@@ -704,9 +744,6 @@ def launch(lib, n, args, path, timeout, log):
             del tail[:-40]
             if line.startswith("RESULT "):
                 print("  " + summary(json.loads(line[7:])), flush=True)
-            showing[0] = line.startswith("== functx") or (showing[0] and "RESULT " not in line)
-            if showing[0]:  # (--profile: the workers' kernel tables)
-                print(line, end="", flush=True)
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
@@ -715,13 +752,7 @@ def launch(lib, n, args, path, timeout, log):
         status = "ok" if rc == 0 else f"FAILED (exit {rc})"
     except subprocess.TimeoutExpired:
         status = f"TIMED OUT after {timeout:.0f} s"
-        for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
-            try:
-                os.killpg(proc.pid, sig)
-                proc.wait(timeout=wait)
-                break
-            except (subprocess.TimeoutExpired, ProcessLookupError):
-                continue
+        stop(proc)
     reader.join(timeout=10)
     log.flush()
     print(f"[{lib} at {n} GPUs: {status} in {time.time() - t0:.0f} s]", flush=True)
@@ -745,7 +776,7 @@ def table(path, args):
     print(f"| workload | per GPU | library | 1 GPU (plain) | {head} | spread | check vs 1 device |")
     print("|---|---|---|---|" + "---|" * (len(args.gpus) + 1))
     for w, per in cases(args):
-        for lib in ("functx", "jax", "torch"):
+        for lib in args.libs.split(","):
             t1 = by.get((lib, w, per, 1), {}).get("t_plain")
             cells, errs, spread = [], [], []
             for n in args.gpus:
@@ -783,7 +814,8 @@ def table(path, args):
         ratio = ", ".join(f"{o} {t / r['t']:.2f}x" for o, t in others if t)
         if ratio:
             print(f"{head} peer's time / functx's: {ratio}")
-        print(f"{head} {r.get('graph')}")
+        if r.get("graph", "no Triton program") != "no Triton program":
+            print(f"{head} {r['graph']}")
 
 
 def main():
@@ -821,15 +853,17 @@ def main():
         help="functx at the largest n: also time the step with these psum settings (off: no "
         "overlap; a size: buckets of that many bytes, e.g. off,2M)",
     )
+    ap.add_argument("--overlap-workloads", default="dpsgd", help="the workloads --overlap times")
     ap.add_argument(
         "--profile",
         action="store_true",
-        help="functx: print torch.profiler's kernel table of the step at 1 and the largest n",
+        help="functx: torch.profiler's kernel table of the step at 1 and the largest n (rank 0; "
+        "in multi_gpu.log beside the results)",
     )
     ap.add_argument(
         "--no-reduction",
         action="store_true",
-        help="functx: skip timing the reduction alone at n > 1 (a shorter run)",
+        help="functx: skip timing the reduction alone at the largest n (a shorter run)",
     )
     ap.add_argument("--worker", default=None)
     ap.add_argument("--out", default=None)
