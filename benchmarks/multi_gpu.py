@@ -36,13 +36,17 @@ same at every n), t1 the library's plain single-device step (jitted, no ``shard_
 no DDP): the throughput at n GPUs over n times the throughput at one. (Per processed sample,
 t = step time / global batch, that is the issue's t1 / (n * tn).)
 
-The batch sizes: DP-SGD at 16384 examples per GPU (DP-SGD trains with batches of thousands of
-examples), the GPT block at 64 sequences of 256 tokens per GPU; ``--dpsgd-per-gpu 256,1024``
-and ``--gpt-per-gpu 16,64`` run others (each size is a row). The peers compute DP-SGD's
-per-example gradients (``vmap(grad)``) in blocks of ``PEER_CHUNK`` examples (a whole batch of
-them would need batch x 7.4 MB); functx's ``jit`` computes the norms and the clipped sum from
-the layers' factors and takes the whole batch at once. Float32 products use TF32 in every
-library (JAX's and functx's default; torch is set to it).
+The batch sizes: DP-SGD at 32768 examples per GPU, the GPT block at 64 sequences of 256 tokens
+per GPU (``--dpsgd-per-gpu 4096,16384`` and ``--gpt-per-gpu 16,64`` run others, each size a
+row). DP-SGD trains with batches of thousands to millions of examples, and its step can overlap
+little of its reduction (the clipped sum needs every example's norm): at 4 GPUs a step costs
+~0.09 ms more than on one GPU, plus a copy of the device's block of the inputs (~2 ns per
+example), against ~0.04-0.09 us per example of computing, so 90% needs tens of thousands of
+examples per GPU (RESULTS.md, 2026-11-26 14:11, and this script's later runs). The peers
+compute DP-SGD's per-example gradients (``vmap(grad)``) in blocks of ``PEER_CHUNK`` examples
+(a whole batch of them would need batch x 7.4 MB); functx's ``jit`` computes the norms and the
+clipped sum from the layers' factors and takes the whole batch at once. Float32 products use
+TF32 in every library (JAX's and functx's default; torch is set to it).
 
 functx extras: at the largest n the reduction alone (one ``torch.distributed.all_reduce`` of the
 flat gradients, and functx's jitted ``psum`` of them); on a GPU the device time of a call (CUDA
@@ -76,7 +80,7 @@ import numpy as np  # noqa: E402
 
 SIZES = {
     # dpsgd: MLP sizes, batch per GPU; gpt: vocab, d, heads, T, batch (sequences) per GPU
-    "full": {"dpsgd": ((784, 1024, 1024, 10), 16384), "gpt": (4096, 512, 8, 256, 64)},
+    "full": {"dpsgd": ((784, 1024, 1024, 10), 32768), "gpt": (4096, 512, 8, 256, 64)},
     "quick": {"dpsgd": ((32, 64, 10), 64), "gpt": (64, 32, 4, 16, 4)},
 }
 # the peers' DP-SGD: per-example gradients of this many examples at a time (7.6 GB at "full")
