@@ -1,11 +1,11 @@
 """Data-parallel scaling (issue 22): the DP-SGD step and the GPT block step of ``examples/`` at
 1, 2 and 4 GPUs, weak scaling (the same batch per GPU), for functx (``shard_map`` over one process
-per GPU, NCCL through ``torch.distributed``), JAX (``jax.shard_map`` over the GPUs of one process)
-and PyTorch (``DistributedDataParallel`` for the GPT block; per-sample gradients with
-``torch.func`` and one ``all_reduce`` of the clipped sum for DP-SGD).
+per GPU, NCCL through ``torch.distributed``), JAX (``jax.jit`` of the ``jax.shard_map``-ped step
+over the GPUs of one process) and PyTorch (``DistributedDataParallel`` for the GPT block;
+per-sample gradients with ``torch.func`` and one ``all_reduce`` of the clipped sum for DP-SGD).
 
-Run from the repository root on a machine with 4 GPUs (one command, at most 8.5 minutes: each
-library's launch has a time limit, ``--timeout``)::
+Run from the repository root on a machine with 4 GPUs: one command gives the whole table within
+``--deadline`` seconds (450 by default)::
 
     python benchmarks/multi_gpu.py
 
@@ -14,39 +14,60 @@ devices, small sizes), to check the script itself::
 
     python benchmarks/multi_gpu.py --platform cpu --size quick --gpus 1,2
 
-Three launches: functx and PyTorch each start 4 processes once (``python -m functx.distributed``
-and ``torch.distributed.run``) and time every configuration in them (for n < 4 the mesh, or the
-DDP group, is the first n processes; the others wait); JAX runs in one process. Each library's
-n-GPU step is first checked against its single-device step on the whole (global) batch (the
-largest |difference| / max |reference| over the new parameters is printed), then timed: the
-median over 5 loops of ``--steps`` steps, each loop ended by a synchronisation.
+One launch per library and GPU count n (functx: ``python -m functx.distributed --nproc n``;
+torch: ``torch.distributed.run``; JAX: one process that sees n GPUs), which runs every workload
+and batch size; the launches go n = 1, then the largest n, then the others, each library in
+turn, each under a time limit (``--timeout``) cut to what is left of ``--deadline``. Results
+are printed as they come (and appended to ``$OUT/multi_gpu.jsonl`` when ``OUT`` is set), so a
+launch that runs out of time leaves the rows it finished; the table follows at the end.
+
+In each launch and for each configuration the n-GPU step is first checked against the library's
+own single-device step on the whole (global) batch, then timed: a warm-up of at least
+``--warmup`` seconds (compilation, autotuning, NCCL's and DDP's first-call work are over before
+it ends), then the median of 5 loops of at least 0.2 s each, each loop ended by a
+synchronisation; "spread" is (slowest - fastest loop) / median. Over processes every rank runs
+the same number of steps (the counts are agreed with an ``all_reduce``), and rank 0's times are
+reported. The check prints the largest |difference| of the new parameters over the largest
+|update| (new - old) of the reference: float rounding (TF32 products on a GPU, sums in another
+order) gives about 1e-3 or less; a wrong step gives about 1.
 
 Efficiency is weak-scaling efficiency, t1 / tn with t the time per step (each GPU's work is the
-same at every n; t1 is the plain single-device step, jitted without ``shard_map``, where the
-library's worker times it: functx and JAX): the throughput at n GPUs over n times the throughput
-at one. (Per processed sample, t = step time / global batch, that is the issue's t1 / (n * tn).)
-Results stream as JSON lines to ``$OUT/multi_gpu.jsonl`` when ``OUT`` is set.
+same at every n), t1 the library's plain single-device step (jitted, no ``shard_map``; torch:
+no DDP): the throughput at n GPUs over n times the throughput at one. (Per processed sample,
+t = step time / global batch, that is the issue's t1 / (n * tn).)
 
-functx's data-parallel psum is overlapped with the backward pass (each bucket of gradients
-starts its ``all_reduce`` when the backward pass has produced it: ``--overlap`` times the step
-at the largest n without that, ``off``, and with other bucket sizes), and at each n > 1 the
-reduction alone is timed: one ``torch.distributed.all_reduce`` of the flat gradients, and
-functx's jitted ``psum`` of them. ``--ctas 2,4,8`` also times the step at the largest n with NCCL
-limited to that many thread blocks per collective (a process group made with that option).
+The batch sizes: DP-SGD at 32768 examples per GPU, the GPT block at 64 sequences of 256 tokens
+per GPU (``--dpsgd-per-gpu 4096,16384`` and ``--gpt-per-gpu 16,64`` run others, each size a
+row). DP-SGD trains with batches of thousands to millions of examples, and its step can overlap
+little of its reduction (the clipped sum needs every example's norm): at 4 GPUs a step costs
+~0.09 ms more than on one GPU, plus a copy of the device's block of the inputs (~2 ns per
+example), against ~0.04-0.09 us per example of computing, so 90% needs tens of thousands of
+examples per GPU (RESULTS.md, 2026-11-26 14:11, and this script's later runs). The peers
+compute DP-SGD's per-example gradients (``vmap(grad)``) in blocks of ``PEER_CHUNK`` examples
+(a whole batch of them would need batch x 7.4 MB); functx's ``jit`` computes the norms and the
+clipped sum from the layers' factors and takes the whole batch at once. Float32 products use
+TF32 in every library (JAX's and functx's default; torch is set to it).
 
-Weak-scaling efficiency depends on the work per GPU: ``--dpsgd-per-gpu 256,1024`` and
-``--gpt-per-gpu 16,64`` run each example at several batches per GPU (every size is reported).
+functx extras: at the largest n the reduction alone (one ``torch.distributed.all_reduce`` of the
+flat gradients, and functx's jitted ``psum`` of them); on a GPU the device time of a call (CUDA
+events) and the host's time to issue it; ``--overlap off,2M`` times the step at the largest n
+with the psum not overlapped with the backward pass and with other bucket sizes
+(``--overlap-workloads``: DP-SGD's); ``--profile`` writes the step's kernel table at 1 and at the
+largest n into ``multi_gpu.log`` (beside ``multi_gpu.jsonl``, with every worker's output).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 
@@ -58,10 +79,12 @@ sys.path.insert(0, os.path.join(ROOT, "examples"))
 import numpy as np  # noqa: E402
 
 SIZES = {
-    # dpsgd: MLP sizes, batch per GPU; gpt: vocab, d, heads, T, batch per GPU
-    "full": {"dpsgd": ((784, 1024, 1024, 10), 256), "gpt": (4096, 512, 8, 256, 16)},
-    "quick": {"dpsgd": ((32, 64, 10), 16), "gpt": (64, 32, 4, 16, 4)},
+    # dpsgd: MLP sizes, batch per GPU; gpt: vocab, d, heads, T, batch (sequences) per GPU
+    "full": {"dpsgd": ((784, 1024, 1024, 10), 32768), "gpt": (4096, 512, 8, 256, 64)},
+    "quick": {"dpsgd": ((32, 64, 10), 64), "gpt": (64, 32, 4, 16, 4)},
 }
+# the peers' DP-SGD: per-example gradients of this many examples at a time (7.6 GB at "full")
+PEER_CHUNK = {"full": 1024, "quick": 16}
 LR, CLIP, SIGMA = 0.1, 1.0, 0.5
 
 
@@ -98,13 +121,15 @@ def gpt_data(size, n, per=None):
 
 
 def steps(M, mesh, workload, size, per=None):
-    """(data-parallel step, single-device step, data) of ``M`` (functx or jax); ``per``: the
-    batch per GPU (None: ``SIZES``'s)."""
+    """(data-parallel step, single-device step, data of the global batch) of ``M`` (functx or
+    jax); ``per``: the batch per GPU (None: ``SIZES``'s). DP-SGD: JAX takes the per-example
+    gradients in blocks of ``PEER_CHUNK`` examples, functx the whole batch."""
     if workload == "dpsgd":
         import dp_sgd_data_parallel as ex
 
-        dp = ex.data_parallel_step(M, mesh, CLIP, SIGMA, LR)
-        one = ex.single_device_step(M, CLIP, SIGMA, LR)
+        chunk = None if M.__name__ == "functx" else PEER_CHUNK[size]
+        dp = ex.data_parallel_step(M, mesh, CLIP, SIGMA, LR, chunk)
+        one = ex.single_device_step(M, CLIP, SIGMA, LR, chunk)
         return dp, one, dpsgd_data(size, mesh.size, per)
     import gpt_data_parallel as ex
 
@@ -118,31 +143,62 @@ def first_params(out, workload):
     return out[0] if workload == "gpt" else out
 
 
-def max_rel(a_leaves, b_leaves) -> float:
-    err = 0.0
-    for a, b in zip(a_leaves, b_leaves, strict=True):
+def max_rel(a_leaves, b_leaves, base_leaves=None) -> float:
+    """The largest |a - b| over the largest |b| (over the largest |b - base|: the update, where
+    ``base_leaves``, the parameters before the step, are given)."""
+    num = den = 0.0
+    base_leaves = base_leaves or [0.0] * len(b_leaves)
+    for a, b, c in zip(a_leaves, b_leaves, base_leaves, strict=True):
         a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-        err = max(err, float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-30)))
-    return err
+        num = max(num, float(np.max(np.abs(a - b))))
+        den = max(den, float(np.max(np.abs(b - np.asarray(c, np.float64)))))
+    return num / max(den, 1e-30)
 
 
-def timeit(fn, sync, steps_per_loop, reps=5, warmup=3) -> float:
-    out = None
-    for _ in range(warmup):
+def measure(fn, sync, agree=float, steps_per_loop=None, loops=5, warm_s=1.0, loop_s=0.2):
+    """Time ``fn`` (one step): a warm-up of at least ``warm_s`` seconds and 3 calls, then
+    ``loops`` loops of ``steps_per_loop`` calls (None: enough for ``loop_s`` seconds), each
+    ended by ``sync``. ``agree(count)`` makes the counts the same in every process (the largest).
+    Returns ``t`` (the median loop's time per step), ``spread`` ((slowest - fastest) / median),
+    ``steps`` (per loop) and ``t_warm`` (the warm-up's time per step)."""
+    t0 = time.perf_counter()
+    out = [fn() for _ in range(3)][-1]
+    sync(out)
+    est = (time.perf_counter() - t0) / 3
+    n_warm = int(agree(min(5000, math.ceil(warm_s / est))))
+    t0 = time.perf_counter()
+    for _ in range(n_warm):
         out = fn()
     sync(out)
+    est = (time.perf_counter() - t0) / n_warm
+    k = steps_per_loop or int(agree(min(2000, max(1, math.ceil(loop_s / est)))))
     times = []
-    for _ in range(reps):
+    for _ in range(loops):
         t0 = time.perf_counter()
-        for _ in range(steps_per_loop):
+        for _ in range(k):
             out = fn()
         sync(out)
-        times.append((time.perf_counter() - t0) / steps_per_loop)
-    return statistics.median(times)
+        times.append((time.perf_counter() - t0) / k)
+    t = statistics.median(times)
+    return {"t": t, "spread": (max(times) - min(times)) / t, "steps": k, "t_warm": est}
 
 
-def host_and_gpu_time(fn, platform, steps_per_loop, reps=5) -> dict:
-    """Where a step's time goes (after ``timeit``'s warm-up): ``t_host``, the host's time per
+def timeit(fn, sync, steps_per_loop, reps=5) -> float:
+    """The median time per step of ``reps`` loops of ``steps_per_loop`` steps (``measure``)."""
+    return measure(fn, sync, steps_per_loop=steps_per_loop, loops=reps)["t"]
+
+
+def suffixed(rec: dict, suffix: str) -> dict:
+    return {k + suffix: v for k, v in rec.items()}
+
+
+def cases(args):
+    """(workload, batch per GPU) in the order every worker runs them."""
+    return [(w, per) for w in args.workloads for per in args.per[w]]
+
+
+def host_and_gpu_time(fn, platform, steps_per_loop, reps=2) -> dict:
+    """Where a step's time goes (after ``measure``'s warm-up): ``t_host``, the host's time per
     call to issue ``steps_per_loop`` calls (no synchronisation inside the loop), and, on a GPU,
     ``t_gpu``, the median time between CUDA events recorded on the stream before and after one
     call (the device's time for the step, its waits for the other processes included)."""
@@ -210,117 +266,71 @@ def profile_table(fn, rows=25) -> str:
 
 
 # --- functx: one process per device ---------------------------------------------------------------
-def cases(args, gpus):
-    """(workload, batch per GPU, n) in the order every worker runs them."""
-    return [(w, per, n) for w in args.workloads for per in args.per[w] for n in gpus]
+def agree_max(platform):
+    """``agree`` for ``measure`` over the processes of a run: the largest value of any rank."""
+    import torch
+    import torch.distributed as dist
+
+    dev = torch.device("cuda", torch.cuda.current_device()) if platform == "gpu" else "cpu"
+
+    def agree(v):
+        t = torch.tensor([float(v)], dtype=torch.float64, device=dev)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        return t.item()
+
+    return agree
 
 
 def worker_functx(args):
-    import torch.distributed as dist
-
     import functx
 
     functx.distributed.initialize(platform=args.platform)
-    rank, world = functx.process_index(), functx.process_count()
+    rank, n = functx.process_index(), functx.process_count()
+    functx.distributed.make_groups([tuple(range(n))])
     local = functx.local_devices()[0]
-    gpus = [n for n in args.gpus if n <= world]
-    functx.distributed.make_groups([tuple(range(n)) for n in gpus])
     put = (lambda t: functx.device_put(t, local)) if args.platform == "gpu" else (lambda t: t)
-    sync = functx.block_until_ready
-    for workload, per, n in cases(args, gpus):
+    for workload, per in cases(args):
         rec = {"lib": "functx", "workload": workload, "per": per, "n": n}
-        state = {}
-        if rank < n:
-            try:
-                functx_case(functx, args, workload, per, n, put, sync, rec, state)
-            except Exception as e:  # noqa: BLE001 - reported in the table
-                rec["error"] = f"{type(e).__name__}: {e}"[:300]
-                traceback.print_exc()
-        if n == max(gpus) and n > 1 and args.ctas:
-            # (every process: creating a group is collective; the mesh's processes time it)
-            sweep = ctas_sweep(functx, n, rank, state, sync, args)
-            if rank == 0:
-                rec["ctas"] = sweep
-        dist.barrier()
+        try:
+            functx_case(functx, args, workload, per, n, put, rec)
+        except Exception as e:  # noqa: BLE001 - reported in the table
+            rec["error"] = f"{type(e).__name__}: {e}"[:300]
+            traceback.print_exc()
         if rank == 0:
             emit(rec, args.out)
     functx.distributed.shutdown()
 
 
-def functx_case(functx, args, workload, per, n, put, sync, rec, state):
+def functx_case(functx, args, workload, per, n, put, rec):
     """Check and time functx's data-parallel step at ``n`` GPUs (this process is one of them)
-    into ``rec``; ``state`` gets the step and its arguments for the sweeps."""
-    rank = functx.process_index()
-    mesh = functx.sharding.Mesh(np.array(functx.devices()[:n]), ("data",))
+    into ``rec``."""
+    rank, sync, agree = functx.process_index(), functx.block_until_ready, agree_max(args.platform)
+    mesh = functx.sharding.Mesh(np.array(functx.devices()), ("data",))
     dp, one, (params, batch) = steps(functx, mesh, workload, args.size, per)
     p, b = put(params), put(batch)
-    try:  # one program: the block slicing and the body (the body alone if not)
-        step = functx.jit(dp)
-        out = step(p, *b)
-        rec["jit"] = "whole step"
-    except Exception:  # noqa: BLE001 - fall back to shard_map's jitted body
-        traceback.print_exc()
-        step, rec["jit"] = dp, "body"
-        out = dp(p, *b)
-    state.update(dp=dp, p=p, b=b)
-    if rank == 0 and n > 1:  # (at n = 1 the step is the single-device one)
-        ref = functx.jit(one)(p, *b)
-        rec["err"] = max_rel(
-            functx.tree_util.tree_leaves(first_params(out, workload)),
-            functx.tree_util.tree_leaves(first_params(ref, workload)),
-        )
-    rec["t"] = timeit(lambda: step(p, *b), sync, args.steps)
-    rec.update(host_and_gpu_time(lambda: step(p, *b), args.platform, args.steps))
+    step, plain = functx.jit(dp), functx.jit(one)
+    out = step(p, *b)
+    if rank == 0:  # against the single-device step on the global batch
+        leaves = functx.tree_util.tree_leaves
+        ref = first_params(plain(p, *b), workload)
+        rec["err"] = max_rel(leaves(first_params(out, workload)), leaves(ref), leaves(params))
+    rec.update(measure(lambda: step(p, *b), sync, agree, warm_s=args.warmup))
+    rec.update(host_and_gpu_time(lambda: step(p, *b), args.platform, rec["steps"]))
     rec["graph"] = graph_info(step)
-    if args.profile and args.platform == "gpu" and n != 2:
-        # (every rank of the mesh profiles: the same calls, the same collectives)
-        table = profile_table(lambda: step(p, *b))
+    if args.profile and args.platform == "gpu" and n in (1, max(args.gpus)):
+        table = profile_table(lambda: step(p, *b))  # (every rank: the same collectives)
         if rank == 0:
             print(f"== functx {workload} ({per} per GPU) at {n} GPUs: the step's kernels (rank 0)")
             print(table, flush=True)
     if n == 1:  # the baseline: the plain single-device step, no shard_map
-        plain = functx.jit(one)
-        rec["t_plain"] = timeit(lambda: plain(p, *b), sync, args.steps)
-        hg = host_and_gpu_time(lambda: plain(p, *b), args.platform, args.steps)
-        rec.update({k + "_plain": v for k, v in hg.items()})
-    elif not args.no_reduction:
-        rec.update(reduction_alone(functx, mesh, params, put, sync, args))
-    if n == max(args.gpus) and n > 1 and args.overlap:
-        rec["overlap"] = overlap_sweep(functx, dp, p, b, sync, args)
-
-
-def ctas_sweep(functx, n, rank, state, sync, args) -> dict:
-    """The step at ``n`` GPUs with NCCL limited to at most ``k`` thread blocks per collective
-    (``ncclConfig_t.maxCTAs``), for each ``k`` of ``--ctas``: a process group made with that
-    option replaces the mesh's (``functx.distributed._regroup``; every process calls this),
-    the step compiled afresh. ms per step, or the error."""
-    import torch.distributed as dist
-
-    out = {}
-    ranks = tuple(range(n))
-    old = functx.distributed.current().groups.get(ranks)
-    for k in args.ctas.split(","):
-        if not functx.distributed._regroup(ranks, max_ctas=int(k)):
-            k += " (not applied)"
-        functx._shard_map._frames_cache.clear()
-        functx.clear_caches()
-        if rank < n and "dp" in state:
-            try:
-                f, p, b = functx.jit(state["dp"]), state["p"], state["b"]
-                f(p, *b)
-                out[k] = timeit(lambda: f(p, *b), sync, args.steps)
-            except Exception as e:  # noqa: BLE001 - reported in the table
-                out[k] = f"{type(e).__name__}: {e}"[:120]
-                traceback.print_exc()
-        dist.barrier()
-    run = functx.distributed.current()
-    if old is None:
-        run.groups.pop(ranks, None)
-    else:
-        run.groups[ranks] = old
-    functx._shard_map._frames_cache.clear()
-    functx.clear_caches()
-    return out
+        rec.update(suffixed(measure(lambda: plain(p, *b), sync, warm_s=args.warmup), "_plain"))
+        hg = host_and_gpu_time(lambda: plain(p, *b), args.platform, rec["steps_plain"])
+        rec.update(suffixed(hg, "_plain"))
+        return
+    if n == max(args.gpus) and not args.no_reduction:
+        rec.update(reduction_alone(functx, mesh, params, put, agree, args))
+    if n == max(args.gpus) and args.overlap and workload in args.overlap_workloads.split(","):
+        rec["overlap"] = overlap_sweep(functx, dp, p, b, agree, args)
 
 
 def _with_env(env: dict, fn):
@@ -347,7 +357,7 @@ def _overlap_env(setting: str) -> dict:
     return {"FUNCTX_PSUM_OVERLAP": "1", "FUNCTX_PSUM_BUCKET_BYTES": str(int(float(num) * unit))}
 
 
-def overlap_sweep(functx, dp, p, b, sync, args) -> dict:
+def overlap_sweep(functx, dp, p, b, agree, args) -> dict:
     """The step's time (ms) with the gradient reduction not overlapped (``off``) and with other
     bucket sizes: each setting is compiled afresh (``functx.clear_caches``)."""
     out = {}
@@ -357,7 +367,7 @@ def overlap_sweep(functx, dp, p, b, sync, args) -> dict:
             functx.clear_caches()
             f = functx.jit(dp)
             f(p, *b)
-            return timeit(lambda: f(p, *b), sync, args.steps)
+            return measure(lambda: f(p, *b), functx.block_until_ready, agree, warm_s=0.5)["t"]
 
         try:
             out[setting] = _with_env(_overlap_env(setting), timed)
@@ -368,7 +378,7 @@ def overlap_sweep(functx, dp, p, b, sync, args) -> dict:
     return out
 
 
-def reduction_alone(functx, mesh, params, put, sync, args) -> dict:
+def reduction_alone(functx, mesh, params, put, agree, args) -> dict:
     """What the gradients' reduction costs alone at this mesh size: ``t_allreduce``, one
     ``all_reduce`` of the flat float32 gradients with ``torch.distributed`` (NCCL's time, no
     functx); ``t_psum``, functx's jitted ``psum`` of the parameter pytree (its program: the
@@ -376,36 +386,16 @@ def reduction_alone(functx, mesh, params, put, sync, args) -> dict:
     import torch
     import torch.distributed as dist
 
-    out = {}
     leaves = functx.tree_util.tree_leaves(params)
     numel = sum(int(np.size(v)) for v in leaves)
     dev = torch.device("cuda", torch.cuda.current_device()) if args.platform == "gpu" else "cpu"
-    group = functx.distributed.current().groups.get(tuple(range(mesh.size)))
     flat = torch.zeros(numel, dtype=torch.float32, device=dev)
-
-    def ar():
-        dist.all_reduce(flat, group=group)
-        return flat
 
     def tsync(_):
         if args.platform == "gpu":
             torch.cuda.synchronize()
 
-    out["t_allreduce"] = timeit(ar, tsync, args.steps)
-    if args.platform == "gpu":  # the same all_reduce replayed from a CUDA graph
-        try:
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                ar()
-            torch.cuda.current_stream().wait_stream(side)
-            torch.cuda.synchronize()
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
-                ar()
-            out["t_allreduce_graph"] = timeit(g.replay, tsync, args.steps)
-        except Exception as e:  # noqa: BLE001 - reported in the table
-            out["t_allreduce_graph"] = f"{type(e).__name__}: {e}"[:120]
+    out = {"t_allreduce": measure(lambda: dist.all_reduce(flat), tsync, agree, warm_s=0.3)["t"]}
     P = functx.sharding.PartitionSpec
     f = functx.jit(
         functx.shard_map(
@@ -413,8 +403,7 @@ def reduction_alone(functx, mesh, params, put, sync, args) -> dict:
         )
     )
     pp = put(params)
-    out["t_psum"] = timeit(lambda: f(pp), sync, args.steps)
-    out["t_psum_host"] = host_and_gpu_time(lambda: f(pp), "cpu", args.steps)["t_host"]
+    out["t_psum"] = measure(lambda: f(pp), functx.block_until_ready, agree, warm_s=0.3)["t"]
     return out
 
 
@@ -487,115 +476,127 @@ def _flat_params(params):
 def worker_torch(args):
     import torch
     import torch.distributed as dist
-    from torch.nn.parallel import DistributedDataParallel as DDP
 
     backend = "nccl" if args.platform == "gpu" else "gloo"
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    rank, n = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     dev = torch.device("cuda", rank) if args.platform == "gpu" else torch.device("cpu")
     if args.platform == "gpu":
         torch.cuda.set_device(dev)
-    dist.init_process_group(backend, rank=rank, world_size=world)
-    gpus = [n for n in args.gpus if n <= world]
-    groups = {n: dist.new_group(list(range(n))) for n in gpus}
+        torch.set_float32_matmul_precision("high")  # TF32 products, as JAX's and functx's
+    dist.init_process_group(backend, rank=rank, world_size=n)
+    agree = agree_max(args.platform)
 
     def sync(_):
         if args.platform == "gpu":
             torch.cuda.synchronize()
 
-    for workload, per, n in cases(args, gpus):
+    for workload, per in cases(args):
         rec = {"lib": "torch", "workload": workload, "per": per, "n": n}
-        if rank < n:
-            try:
-                rec.update(
-                    _torch_case(
-                        torch, dist, DDP, args, workload, n, rank, dev, groups[n], sync, per
-                    )
-                )
-            except Exception as e:  # noqa: BLE001 - reported in the table
-                rec["error"] = f"{type(e).__name__}: {e}"[:300]
-                traceback.print_exc()
-        dist.barrier()
+        try:
+            case = _torch_dpsgd if workload == "dpsgd" else _torch_gpt_steps
+            dp_step, plain_step, check = case(torch, args, per, n, rank, dev)
+            err = check()  # (every rank takes the first data-parallel step; rank 0 compares)
+            if rank == 0:
+                rec["err"] = err
+            rec.update(measure(dp_step, sync, agree, warm_s=args.warmup))
+            if n == 1:
+                rec.update(suffixed(measure(plain_step, sync, warm_s=args.warmup), "_plain"))
+        except Exception as e:  # noqa: BLE001 - reported in the table
+            rec["error"] = f"{type(e).__name__}: {e}"[:300]
+            traceback.print_exc()
         if rank == 0:
             emit(rec, args.out)
     dist.destroy_process_group()
 
 
-def _torch_case(torch, dist, DDP, args, workload, n, rank, dev, group, sync, per=None):
-    rec = {}
-    if workload == "dpsgd":
-        from torch.func import grad, vmap
+def _torch_dpsgd(torch, args, per, n, rank, dev):
+    """(data-parallel step, plain step, check) of DP-SGD: per-example gradients with
+    ``torch.func`` in blocks of ``PEER_CHUNK`` examples, clipped and summed into one flat
+    buffer, one ``all_reduce`` of it, the noised SGD update."""
+    import torch.distributed as dist
+    from torch.func import grad, vmap
 
-        sizes, b = config(args.size, "dpsgd", per)
-        params, (x, y, noise) = dpsgd_data(args.size, n, per)
-        P = {
-            f"{k}{i}": torch.tensor(v, device=dev)
-            for i, p in enumerate(params)
-            for k, v in p.items()
-        }
-        Z = {
-            f"{k}{i}": torch.tensor(v, device=dev)
-            for i, p in enumerate(noise)
-            for k, v in p.items()
-        }
-        loss = _torch_mlp_loss(torch, sizes)
-        per_sample = vmap(grad(lambda p, a, c: loss(p, a[None], c[None])[0]), in_dims=(None, 0, 0))
-        X, Y = torch.tensor(x, device=dev), torch.tensor(y, device=dev)
+    sizes, b = config(args.size, "dpsgd", per)
+    params, (x, y, noise) = dpsgd_data(args.size, n, per)
 
-        def clipped_sum(p, xb, yb):
-            g = per_sample(p, xb, yb)
+    def tensors(tree):
+        return {
+            f"{k}{i}": torch.tensor(v, device=dev) for i, p in enumerate(tree) for k, v in p.items()
+        }
+
+    P, Z = tensors(params), tensors(noise)
+    loss = _torch_mlp_loss(torch, sizes)
+    per_sample = vmap(grad(lambda p, a, c: loss(p, a[None], c[None])[0]), in_dims=(None, 0, 0))
+    X, Y = torch.tensor(x, device=dev), torch.tensor(y, device=dev)
+    chunk = PEER_CHUNK[args.size]
+
+    def clipped_sum(p, xb, yb):
+        flat = torch.zeros(sum(v.numel() for v in p.values()), device=dev)
+        sums, i = {}, 0
+        for k, v in p.items():
+            sums[k], i = flat[i : i + v.numel()].view(v.shape), i + v.numel()
+        for j in range(0, xb.shape[0], chunk):
+            g = per_sample(p, xb[j : j + chunk], yb[j : j + chunk])
             sq = sum(v.reshape(v.shape[0], -1).pow(2).sum(1) for v in g.values())
             scale = torch.clamp(CLIP / (sq.sqrt() + 1e-12), max=1.0)
-            return {k: torch.tensordot(scale, v, dims=1) for k, v in g.items()}
+            for k, v in g.items():
+                sums[k] += torch.tensordot(scale, v, dims=1)
+        return flat, sums
 
-        def update(p, s, total):
-            return {k: p[k] - LR * (s[k] + SIGMA * CLIP * Z[k]) / total for k in p}
+    def step(p, xb, yb, reduce):
+        flat, sums = clipped_sum(p, xb, yb)
+        if reduce:
+            dist.all_reduce(flat)
+        return {k: p[k] - LR * (sums[k] + SIGMA * CLIP * Z[k]) / (b * n) for k in p}
 
-        def dp_step(p):
-            s = clipped_sum(p, X[rank * b : (rank + 1) * b], Y[rank * b : (rank + 1) * b])
-            flat = torch.cat([v.reshape(-1) for v in s.values()])
-            dist.all_reduce(flat, group=group)
-            out, i = {}, 0
-            for k, v in s.items():
-                out[k] = flat[i : i + v.numel()].reshape(v.shape)
-                i += v.numel()
-            return update(p, out, b * n)
-
-        got = dp_step(P)
-        if rank == 0:
-            ref = update(P, clipped_sum(P, X, Y), b * n)
-            rec["err"] = max_rel([got[k].cpu() for k in P], [ref[k].cpu() for k in P])
-        rec["t"] = timeit(lambda: dp_step(P), sync, args.steps)
-        return rec
-    vocab, d, heads, t, b = config(args.size, "gpt", per)
-    params, (tokens, targets) = gpt_data(args.size, n, per)
-    model = _torch_gpt(torch, params, heads).to(dev)
-    ref_model = _torch_gpt(torch, params, heads).to(dev)
-    ddp = DDP(model, process_group=group)
-    T, Tg = torch.tensor(tokens, device=dev), torch.tensor(targets, device=dev)
     mine = slice(rank * b, (rank + 1) * b)
 
-    def dp_step():
-        ddp.zero_grad(set_to_none=True)
-        loss = ddp(T[mine], Tg[mine])
+    def check():
+        got = step(P, X[mine], Y[mine], True)
+        if rank == 0:
+            ref = step(P, X, Y, False)
+            return max_rel(*([t[k].cpu() for k in P] for t in (got, ref, P)))
+
+    return (lambda: step(P, X[mine], Y[mine], True)), (lambda: step(P, X, Y, False)), check
+
+
+def _torch_gpt_steps(torch, args, per, n, rank, dev):
+    """(DDP step, plain step, check) of the GPT block: DDP with its gradients as views of its
+    buckets, a static graph and ``--ddp-bucket-mb`` buckets; SGD with one ``_foreach_add_``."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    heads, b = config(args.size, "gpt", per)[2], config(args.size, "gpt", per)[4]
+    params, (tokens, targets) = gpt_data(args.size, n, per)
+    T, Tg = torch.tensor(tokens, device=dev), torch.tensor(targets, device=dev)
+    mine = slice(rank * b, (rank + 1) * b)
+    model = _torch_gpt(torch, params, heads).to(dev)
+    ddp = DDP(
+        model,
+        bucket_cap_mb=args.ddp_bucket_mb,
+        gradient_as_bucket_view=True,
+        static_graph=True,
+    )
+    plain = _torch_gpt(torch, params, heads).to(dev)
+
+    def step(module, tok, tgt):
+        module.zero_grad(set_to_none=False)
+        loss = module(tok, tgt)
         loss.backward()
         with torch.no_grad():
-            for p in ddp.parameters():
-                p -= LR * p.grad
+            ps = [p for p in module.parameters() if p.grad is not None]
+            torch._foreach_add_(ps, [p.grad for p in ps], alpha=-LR)
         return loss
 
-    dp_step()
-    if rank == 0:
-        loss = ref_model(T, Tg)
-        loss.backward()
-        with torch.no_grad():
-            for p in ref_model.parameters():
-                p -= LR * p.grad
-        rec["err"] = max_rel(
-            [p.detach().cpu() for p in model.parameters()],
-            [p.detach().cpu() for p in ref_model.parameters()],
-        )
-    rec["t"] = timeit(dp_step, sync, args.steps)
-    return rec
+    def check():
+        before = [p.detach().cpu().clone() for p in model.parameters()]
+        step(ddp, T[mine], Tg[mine])
+        if rank == 0:
+            ref = _torch_gpt(torch, params, heads).to(dev)
+            step(ref, T, Tg)
+            new = [[p.detach().cpu() for p in m.parameters()] for m in (model, ref)]
+            return max_rel(*new, before)
+
+    return (lambda: step(ddp, T[mine], Tg[mine])), (lambda: step(plain, T[mine], Tg[mine])), check
 
 
 # --- JAX: one process, n devices ------------------------------------------------------------------
@@ -603,32 +604,38 @@ def worker_jax(args):
     import jax
 
     devices = jax.devices("gpu" if args.platform == "gpu" else "cpu")
+    n = len(devices)  # (the driver shows this process n devices)
     P = jax.sharding.PartitionSpec
-    for workload, per, n in cases(args, [n for n in args.gpus if n <= len(devices)]):
+    mesh = jax.sharding.Mesh(np.array(devices), ("data",))
+    rep = jax.sharding.NamedSharding(mesh, P())
+    split = jax.sharding.NamedSharding(mesh, P("data"))
+    sync = jax.block_until_ready
+    for workload, per in cases(args):
         rec = {"lib": "jax", "workload": workload, "per": per, "n": n}
         try:
-            mesh = jax.sharding.Mesh(np.array(devices[:n]), ("data",))
             dp, one, (params, batch) = steps(jax, mesh, workload, args.size, per)
-            rep = jax.sharding.NamedSharding(mesh, P())
-            split = jax.sharding.NamedSharding(mesh, P("data"))
             p = jax.device_put(params, rep)
-            bs = [split, split] + ([rep] if workload == "dpsgd" else [])
-            b = [jax.device_put(v, s) for v, s in zip(batch, bs)]
-            f = jax.jit(dp)
+            b = [jax.device_put(v, s) for v, s in zip(batch, [split, split, rep])]
+            f, plain = jax.jit(dp), jax.jit(one)
             out = f(p, *b)
-            ref = jax.jit(one)(
-                jax.device_put(params, devices[0]), *jax.device_put(batch, devices[0])
-            )
-            rec["err"] = max_rel(
-                jax.tree_util.tree_leaves(first_params(out, workload)),
-                jax.tree_util.tree_leaves(first_params(ref, workload)),
-            )
-            rec["t"] = timeit(lambda: f(p, *b), jax.block_until_ready, args.steps)
+            # against the single-device step on the global batch
+            p1, b1 = jax.device_put(params, devices[0]), jax.device_put(batch, devices[0])
+            ref = plain(p1, *b1)
+            leaves = jax.tree_util.tree_leaves
+            news = [leaves(first_params(o, workload)) for o in (out, ref)]
+            rec["err"] = max_rel(*news, leaves(params))
+            del ref, p1, b1
+
+            def step():  # (on the CPU, XLA's collectives stall with many steps queued)
+                out = f(p, *b)
+                return sync(out) if args.platform == "cpu" else out
+
+            rec.update(measure(step, sync, warm_s=args.warmup))
             if n == 1:  # the baseline: the plain single-device step, no shard_map
-                p1 = jax.device_put(params, devices[0])
-                b1 = jax.device_put(batch, devices[0])
-                plain = jax.jit(one)
-                rec["t_plain"] = timeit(lambda: plain(p1, *b1), jax.block_until_ready, args.steps)
+                p1, b1 = jax.device_put(params, devices[0]), jax.device_put(batch, devices[0])
+                rec.update(
+                    suffixed(measure(lambda: plain(p1, *b1), sync, warm_s=args.warmup), "_plain")
+                )
         except Exception as e:  # noqa: BLE001 - reported in the table
             rec["error"] = f"{type(e).__name__}: {e}"[:300]
             traceback.print_exc()
@@ -644,44 +651,121 @@ def emit(rec, path):
             f.write(line + "\n")
 
 
-def launch(lib, args, path, timeout):
-    world = max(args.gpus)
+def summary(rec) -> str:
+    """One line of a result, as it comes."""
+    head = f"{rec['lib']} {rec['workload']} {rec['per']}/GPU at {rec['n']}:"
+    if "t" not in rec:
+        return f"{head} {rec.get('error', 'no time')}"
+    line = f"{head} {ms(rec['t'])} ms (spread {rec['spread']:.0%}, warm-up {ms(rec['t_warm'])})"
+    if "t_plain" in rec:
+        line += f", plain {ms(rec['t_plain'])} (spread {rec['spread_plain']:.0%})"
+    if "err" in rec:
+        line += f", check {rec['err']:.1e}"
+    return line
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes started by ``pid``, their children and so on (from ``/proc``)."""
+    parent = {}
+    for d in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                parent[int(d)] = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    out, todo = [], [pid]
+    while todo:
+        kids = [c for c, p in parent.items() if p == todo[-1]]
+        todo.pop()
+        out += kids
+        todo += kids
+    return out
+
+
+def stop(proc):
+    """End a launch that ran out of time: the launcher and every worker (torch's launcher
+    starts each worker in a session of its own), SIGTERM then SIGKILL."""
+    pids = [proc.pid, *_descendants(proc.pid)]
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        time.sleep(1)
+        pids = [p for p in pids if os.path.exists(f"/proc/{p}")]
+        if not pids:
+            return
+
+
+def launch(lib, n, args, path, timeout, log):
+    """Run ``lib``'s worker over ``n`` GPUs (processes, or one process's devices) for at most
+    ``timeout`` seconds, printing each result as it comes."""
     common = [
         "--worker", lib, "--platform", args.platform, "--size", args.size,
-        "--steps", str(args.steps), "--gpus", ",".join(map(str, args.gpus)),
-        "--overlap", args.overlap, *(["--profile"] if args.profile else []),
-        "--ctas", args.ctas, "--dpsgd-per-gpu", args.dpsgd_per_gpu,
-        "--gpt-per-gpu", args.gpt_per_gpu, *(["--no-reduction"] if args.no_reduction else []),
+        "--warmup", str(args.warmup), "--overlap", args.overlap,
+        *(["--profile"] if args.profile else []), "--dpsgd-per-gpu", args.dpsgd_per_gpu,
+        "--gpt-per-gpu", args.gpt_per_gpu, "--ddp-bucket-mb", str(args.ddp_bucket_mb),
+        "--overlap-workloads", args.overlap_workloads,
+        *(["--no-reduction"] if args.no_reduction else []), "--gpus", ",".join(map(str, args.gpus)),
         "--workloads", ",".join(args.workloads), "--out", path,
     ]  # fmt: skip
     script = os.path.abspath(__file__)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
+    env.setdefault("OMP_NUM_THREADS", "1")
     if lib == "functx":
-        cmd = [sys.executable, "-m", "functx.distributed", "--nproc", str(world), script, *common]
+        cmd = [sys.executable, "-m", "functx.distributed", "--nproc", str(n), script, *common]
     elif lib == "torch":
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1",
-               "--nproc_per_node", str(world), script, *common]  # fmt: skip
+               "--nproc_per_node", str(n), script, *common]  # fmt: skip
     else:
         cmd = [sys.executable, script, *common]
         if args.platform == "cpu":
-            env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={world}"
+            env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={n}"
             env["JAX_PLATFORMS"] = "cpu"
-    env.setdefault("OMP_NUM_THREADS", "1")
+        else:  # the first n GPUs, as the other libraries' n processes take
+            seen = env.get("CUDA_VISIBLE_DEVICES")
+            ids = seen.split(",") if seen else [str(i) for i in range(n)]
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(ids[:n])
+        # compiled programs and XLA's autotuning results shared by the JAX launches (the
+        # compilation's time only)
+        env.setdefault("JAX_COMPILATION_CACHE_DIR", args.jax_cache)
     t0 = time.time()
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    tail = []
+
+    def read():
+        for line in proc.stdout:
+            log.write(line)
+            tail.append(line)
+            del tail[:-40]
+            if line.startswith("RESULT "):
+                print("  " + summary(json.loads(line[7:])), flush=True)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     try:
-        proc = subprocess.run(cmd, env=env, timeout=timeout, capture_output=True, text=True)
-        ok = proc.returncode == 0
-        tail = (proc.stdout + proc.stderr)[-3000:]
-    except subprocess.TimeoutExpired as e:
-        ok, tail = False, f"timed out after {timeout} s\n" + str(e.stdout or "")[-1500:]
-    print(f"[{lib}: {'ok' if ok else 'FAILED'} in {time.time() - t0:.0f} s]", flush=True)
-    if not ok:
-        print(tail, flush=True)
-    elif args.profile and lib == "functx":  # (the workers' kernel tables)
-        text = proc.stdout
-        if "== functx" in text:
-            keep = [ln for ln in text[text.index("== functx") :].splitlines() if "RESULT" not in ln]
-            print("\n".join(keep), flush=True)
+        rc = proc.wait(timeout=timeout)
+        status = "ok" if rc == 0 else f"FAILED (exit {rc})"
+    except subprocess.TimeoutExpired:
+        status = f"TIMED OUT after {timeout:.0f} s"
+        stop(proc)
+    reader.join(timeout=10)
+    log.flush()
+    print(f"[{lib} at {n} GPUs: {status} in {time.time() - t0:.0f} s]", flush=True)
+    if status != "ok":
+        print("".join(tail)[-1500:], flush=True)
+
+
+def ms(t) -> str:
+    return f"{t * 1e3:.3f}" if isinstance(t, float) else str(t)
 
 
 def table(path, args):
@@ -689,74 +773,53 @@ def table(path, args):
     if os.path.exists(path):
         with open(path) as f:
             recs = [json.loads(line) for line in f if line.strip()]
-    by = {(r["lib"], r["workload"], r.get("per"), r["n"]): r for r in recs}
-    print()
-    print(
-        "| workload | per GPU | library | "
-        + " | ".join(f"{n} GPU ms/step (eff)" for n in args.gpus)
-        + " | check vs 1 device |"
-    )
-    print("|---|---|---|" + "---|" * (len(args.gpus) + 1))
-    for w in args.workloads:
-        for per, lib in [(per, lib) for per in args.per[w] for lib in ("functx", "jax", "torch")]:
-            cells, errs = [], []
-            # efficiency against the plain single-device step where it was timed (the
-            # stricter baseline), else against the data-parallel step on one device
-            r1 = by.get((lib, w, per, 1), {})
-            t1 = r1.get("t_plain", r1.get("t"))
+    by = {(r["lib"], r["workload"], r["per"], r["n"]): r for r in recs}
+    print("\nms per step; efficiency = plain single-device step / step; spread: the largest")
+    print("(slowest - fastest loop) / median of the row")
+    head = " | ".join(f"{n} GPUs (eff.)" for n in args.gpus if n > 1)
+    print(f"| workload | per GPU | library | 1 GPU (plain) | {head} | spread | check vs 1 device |")
+    print("|---|---|---|---|" + "---|" * (len(args.gpus) + 1))
+    for w, per in cases(args):
+        for lib in args.libs.split(","):
+            t1 = by.get((lib, w, per, 1), {}).get("t_plain")
+            cells, errs, spread = [], [], []
             for n in args.gpus:
                 r = by.get((lib, w, per, n), {})
-                if "t" in r:
-                    eff = f" ({t1 / r['t']:.0%})" if t1 and n > 1 else ""
-                    plain = f" (plain step {r['t_plain'] * 1e3:.2f})" if "t_plain" in r else ""
-                    cells.append(f"{r['t'] * 1e3:.2f}{eff}{plain}")
-                else:
+                if "t" not in r:
                     cells.append(r.get("error", "not run")[:60])
-                if "err" in r:
-                    errs.append(f"{r['err']:.1e}")
-            row = f"| {w} | {per} | {lib} | " + " | ".join(cells)
-            print(row + f" | {', '.join(errs) or '-'} |")
+                    continue
+                cell = ms(r["t"])
+                if "t_plain" in r:
+                    cell += f" (plain {ms(r['t_plain'])})"
+                elif t1:
+                    cell += f" ({t1 / r['t']:.0%})"
+                cells.append(cell)
+                spread += [r[k] for k in ("spread", "spread_plain") if k in r]
+                errs.append(f"{r['err']:.1e}" if "err" in r else "-")
+            spread = f"{max(spread):.0%}" if spread else "-"
+            cells += [spread, ", ".join(errs) or "-"]
+            print(f"| {w} | {per} | {lib} | " + " | ".join(cells) + " |")
     for (lib, w, per, n), r in sorted(by.items(), key=str):
-        if lib != "functx":
+        if lib != "functx" or "t" not in r:
             continue
-        w = f"{w} ({per} per GPU)"
-        if "t_host" in r:
-            parts = [f"host {r['t_host'] * 1e3:.3f}"]
-            if "t_gpu" in r:
-                parts.append(f"GPU {r['t_gpu'] * 1e3:.3f}")
-            if "t_host_plain" in r:
-                parts.append(f"plain step: host {r['t_host_plain'] * 1e3:.3f}")
-            if "t_gpu_plain" in r:
-                parts.append(f"GPU {r['t_gpu_plain'] * 1e3:.3f}")
-            print(f"functx {w} at {n}: ms per call: " + ", ".join(parts) + f"; {r.get('graph')}")
+        head = f"functx {w} ({per} per GPU) at {n}:"
+        if "t_gpu" in r:
+            plain = f"; plain step: GPU {ms(r['t_gpu_plain'])}" if "t_gpu_plain" in r else ""
+            print(f"{head} ms per call: GPU {ms(r['t_gpu'])}, host {ms(r['t_host'])}{plain}")
         if "t_allreduce" in r:
-            tg = r.get("t_allreduce_graph")
-            tg = f"{tg * 1e3:.3f} ms" if isinstance(tg, float) else tg
             print(
-                f"functx {w} at {n}: the reduction alone: torch all_reduce of the flat gradients "
-                f"{r['t_allreduce'] * 1e3:.3f} ms (replayed from a CUDA graph: {tg}), functx "
-                f"psum program {r['t_psum'] * 1e3:.3f} ms (its host time per call "
-                f"{r.get('t_psum_host', float('nan')) * 1e3:.3f} ms)"
+                f"{head} the reduction alone: torch all_reduce of the flat gradients "
+                f"{ms(r['t_allreduce'])} ms, functx's psum program {ms(r['t_psum'])} ms"
             )
         if "overlap" in r:
-            cells = ", ".join(
-                f"{k} {v * 1e3:.2f} ms" if isinstance(v, float) else f"{k} {v}"
-                for k, v in r["overlap"].items()
-            )
-            dflt = r["t"] * 1e3
-            print(f"functx {w} at {n}: step with the psum overlap {cells} (default {dflt:.2f})")
-        if "ctas" in r:
-            cells = ", ".join(
-                f"{k} {v * 1e3:.2f} ms" if isinstance(v, float) else f"{k} {v}"
-                for k, v in r["ctas"].items()
-            )
-            print(f"functx {w} at {n}: step with NCCL's thread blocks at most {cells}")
-    fx = {k: v for k, v in by.items() if k[0] == "functx" and "t" in v}
-    for (_, w, per, n), r in sorted(fx.items(), key=str):
-        others = [by.get((o, w, per, n), {}).get("t") for o in ("jax", "torch")]
-        ratio = ", ".join(f"{o} {r['t'] / t:.2f}x" for o, t in zip(("jax", "torch"), others) if t)
+            cells = ", ".join(f"{k} {ms(v)}" for k, v in r["overlap"].items())
+            print(f"{head} the step (ms) with the psum overlap {cells} (default {ms(r['t'])})")
+        others = [(o, by.get((o, w, per, n), {}).get("t")) for o in ("jax", "torch")]
+        ratio = ", ".join(f"{o} {t / r['t']:.2f}x" for o, t in others if t)
         if ratio:
-            print(f"functx {w} ({per} per GPU) at {n}: functx time / {ratio}")
+            print(f"{head} peer's time / functx's: {ratio}")
+        if r.get("graph", "no Triton program") != "no Triton program":
+            print(f"{head} {r['graph']}")
 
 
 def main():
@@ -766,29 +829,6 @@ def main():
     ap.add_argument("--gpus", default="1,2,4")
     ap.add_argument("--workloads", default="dpsgd,gpt")
     ap.add_argument("--libs", default="functx,jax,torch")
-    ap.add_argument("--steps", type=int, default=10)
-    ap.add_argument(
-        "--overlap",
-        default="off,2M,32M",
-        help="functx at the largest n: also time the step with these psum settings (off: no "
-        "overlap; a size: buckets of that many bytes); empty: none",
-    )
-    ap.add_argument(
-        "--timeout",
-        default="functx=260,jax=120,torch=100",
-        help="seconds each library's launch may take (the whole run stays under 8.5 minutes)",
-    )
-    ap.add_argument(
-        "--profile",
-        action="store_true",
-        help="functx: print torch.profiler's kernel table of the step at 1 and 4 GPUs (rank 0)",
-    )
-    ap.add_argument(
-        "--ctas",
-        default="",
-        help="functx at the largest n: also time the step with NCCL limited to these numbers "
-        "of thread blocks per collective (e.g. 2,4,8); empty: none",
-    )
     ap.add_argument(
         "--dpsgd-per-gpu",
         default="",
@@ -800,9 +840,34 @@ def main():
         help="the GPT block's batches (sequences) per GPU to run (e.g. 16,64; default: --size's)",
     )
     ap.add_argument(
+        "--warmup", type=float, default=1.0, help="seconds of warm-up before each timing"
+    )
+    ap.add_argument(
+        "--deadline", type=float, default=450, help="seconds for the whole run (every launch)"
+    )
+    ap.add_argument(
+        "--timeout",
+        default="functx=150,jax=120,torch=80",
+        help="seconds each library's launch may take (at most what is left of --deadline)",
+    )
+    ap.add_argument("--ddp-bucket-mb", type=float, default=25, help="torch DDP's bucket size")
+    ap.add_argument(
+        "--overlap",
+        default="",
+        help="functx at the largest n: also time the step with these psum settings (off: no "
+        "overlap; a size: buckets of that many bytes, e.g. off,2M)",
+    )
+    ap.add_argument("--overlap-workloads", default="dpsgd", help="the workloads --overlap times")
+    ap.add_argument(
+        "--profile",
+        action="store_true",
+        help="functx: torch.profiler's kernel table of the step at 1 and the largest n (rank 0; "
+        "in multi_gpu.log beside the results)",
+    )
+    ap.add_argument(
         "--no-reduction",
         action="store_true",
-        help="functx: skip timing the reduction alone at n > 1 (a shorter run)",
+        help="functx: skip timing the reduction alone at the largest n (a shorter run)",
     )
     ap.add_argument("--worker", default=None)
     ap.add_argument("--out", default=None)
@@ -816,18 +881,27 @@ def main():
     if args.worker:
         {"functx": worker_functx, "torch": worker_torch, "jax": worker_jax}[args.worker](args)
         return
+    t_end = time.time() + args.deadline
     out_dir = os.environ.get("OUT") or tempfile.mkdtemp()
     path = os.path.join(out_dir, "multi_gpu.jsonl")
     if os.path.exists(path):
         os.remove(path)
+    args.jax_cache = tempfile.mkdtemp(prefix="multi_gpu_jax_")
     print(
         f"multi_gpu: {args.platform}, sizes {SIZES[args.size]}, GPUs {args.gpus}, batches per "
-        f"GPU {args.per}",
+        f"GPU {args.per}; results in {path}",
         flush=True,
     )
-    limits = dict(kv.split("=") for kv in args.timeout.split(","))
-    for lib in args.libs.split(","):
-        launch(lib, args, path, int(limits.get(lib, 200)))
+    limits = {k: float(v) for k, v in (kv.split("=") for kv in args.timeout.split(","))}
+    order = sorted(set(args.gpus), key=lambda n: (n != 1, n != max(args.gpus), n))
+    with open(os.path.join(out_dir, "multi_gpu.log"), "w") as log:
+        for n in order:
+            for lib in args.libs.split(","):
+                left = t_end - time.time() - 5  # (5 s for the table)
+                if left < 20:
+                    print(f"[{lib} at {n} GPUs: not run, {left + 5:.0f} s left]", flush=True)
+                    continue
+                launch(lib, n, args, path, min(limits.get(lib, 120), left), log)
     table(path, args)
 
 

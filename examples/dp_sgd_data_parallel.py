@@ -51,8 +51,30 @@ def loss(M, params, x, y):
     return M.nn.logsumexp(logits) - logits[y]
 
 
-def clipped_grad_sum(M, params, x, y, clip):
-    """The sum over the examples of each example's gradient clipped to norm ``clip``."""
+def clipped_grad_sum(M, params, x, y, clip, chunk=None):
+    """The sum over the examples of each example's gradient clipped to norm ``clip``.
+
+    ``chunk``: add up the sums of blocks of ``chunk`` examples in a ``lax.scan``, so that one
+    block's per-example gradients are held at a time (a library that forms them all holds
+    batch x parameters floats: 30 GB for 4096 examples of benchmarks/multi_gpu.py's MLP; functx's
+    ``jit`` computes the norms and the clipped sum from the layers' factors and needs no chunks).
+    """
+    n = x.shape[0]
+    if chunk is None or n <= chunk:
+        return _clipped_block(M, params, x, y, clip)
+    if n % chunk:
+        raise ValueError(f"clipped_grad_sum: {n} examples are not blocks of chunk={chunk}")
+    blocks = (x.reshape(n // chunk, chunk, *x.shape[1:]), y.reshape(n // chunk, chunk))
+
+    def add(total, block):
+        s = _clipped_block(M, params, *block, clip)
+        return M.tree_util.tree_map(lambda a, b: a + b, total, s), None
+
+    zero = M.tree_util.tree_map(M.numpy.zeros_like, params)
+    return M.lax.scan(add, zero, blocks)[0]
+
+
+def _clipped_block(M, params, x, y, clip):
     jnp = M.numpy
     grads = M.vmap(M.grad(lambda p, a, b: loss(M, p, a, b)), in_axes=(None, 0, 0))(params, x, y)
     leaves = M.tree_util.tree_leaves(grads)
@@ -77,23 +99,24 @@ def update(M, params, grad_sum, noise, n_total, clip, sigma, lr):
     )
 
 
-def single_device_step(M, clip=1.0, sigma=0.5, lr=0.1):
-    """The step on the whole batch, on one device."""
+def single_device_step(M, clip=1.0, sigma=0.5, lr=0.1, chunk=None):
+    """The step on the whole batch, on one device (``chunk``: ``clipped_grad_sum``'s)."""
 
     def step(params, x, y, noise):
-        s = clipped_grad_sum(M, params, x, y, clip)
+        s = clipped_grad_sum(M, params, x, y, clip, chunk)
         return update(M, params, s, noise, x.shape[0], clip, sigma, lr)
 
     return step
 
 
-def data_parallel_step(M, mesh, clip=1.0, sigma=0.5, lr=0.1):
-    """The step with the batch split over the mesh axis "data"."""
+def data_parallel_step(M, mesh, clip=1.0, sigma=0.5, lr=0.1, chunk=None):
+    """The step with the batch split over the mesh axis "data" (``chunk``: each device's
+    ``clipped_grad_sum``'s)."""
     P = M.sharding.PartitionSpec
     n_dev = mesh.shape["data"]
 
     def body(params, x, y, noise):
-        s = M.lax.psum(clipped_grad_sum(M, params, x, y, clip), "data")
+        s = M.lax.psum(clipped_grad_sum(M, params, x, y, clip, chunk), "data")
         return update(M, params, s, noise, x.shape[0] * n_dev, clip, sigma, lr)
 
     # check_vma=False: the gradients of the replicated params are per-device (JAX's varying-axes

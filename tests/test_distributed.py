@@ -279,6 +279,32 @@ def _close(a, b, what, tol=1e-6):
     np.testing.assert_allclose(b, a, rtol=tol, atol=tol, err_msg=what)
 
 
+def test_dp_sgd_example_chunked_clipped_sum_matches_whole_batch():
+    """examples/dp_sgd_data_parallel.py's ``clipped_grad_sum`` in blocks of ``chunk`` examples (a
+    ``lax.scan``; benchmarks/multi_gpu.py's peers take it so) is the whole batch's, for functx
+    and JAX; a batch that is not whole blocks is refused."""
+    import jax
+    import pytest
+
+    import functx
+
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
+    import dp_sgd_data_parallel as ex
+
+    rng = np.random.default_rng(1)
+    params = ex.init_params(rng, (5, 7, 3))
+    x, y = ex.make_batch(rng, 12, 5, 3)
+    x[:4] *= 50.0  # (gradients clipped in some blocks, not in others)
+    want = ex.clipped_grad_sum(functx, params, x, y, 1.0)  # (functx eagerly: no compiler run)
+    chunked = jax.jit(lambda p, a, b: ex.clipped_grad_sum(jax, p, a, b, 1.0, chunk=4))
+    for got in (ex.clipped_grad_sum(functx, params, x, y, 1.0, chunk=4), chunked(params, x, y)):
+        for g, w in zip(jax.tree_util.tree_leaves(got), functx.tree_util.tree_leaves(want)):
+            w = np.asarray(w)
+            np.testing.assert_allclose(np.asarray(g), w, atol=2e-5 * np.max(np.abs(w)))
+    with pytest.raises(ValueError, match="not blocks of chunk=5"):
+        ex.clipped_grad_sum(functx, params, x, y, 1.0, chunk=5)
+
+
 def test_shard_map_over_2_and_4_gloo_processes_matches_one_process(tmp_path, monkeypatch):
     check(str(tmp_path), "cpu", monkeypatch.setenv)
 

@@ -276,29 +276,6 @@ def _group(ranks: tuple[int, ...]):
     return run.groups[ranks]
 
 
-def _regroup(ranks, max_ctas: int = 0) -> bool:
-    """Give the processes ``ranks`` a new torch process group (every process calls this, in the
-    same order), with NCCL limited to at most ``max_ctas`` thread blocks per collective (0:
-    NCCL's default), used by handlers made from now on (benchmarks/multi_gpu.py's ``--ctas``
-    sweep; shard_map's frames and the compiled programs must be dropped to take it). Returns
-    whether the limit was set (NCCL, and a torch whose NCCL options have ``max_ctas``)."""
-    import torch.distributed as dist
-
-    run, ranks = _run, tuple(int(r) for r in ranks)
-    old = os.environ.get("FUNCTX_NCCL_MAX_CTAS")
-    os.environ["FUNCTX_NCCL_MAX_CTAS"] = str(max_ctas) if max_ctas else ""
-    try:
-        opts = _nccl_options() if run.backend == "nccl" else None
-    finally:
-        if old is None:
-            os.environ.pop("FUNCTX_NCCL_MAX_CTAS")
-        else:
-            os.environ["FUNCTX_NCCL_MAX_CTAS"] = old
-    kw = {"pg_options": opts} if opts is not None else {}
-    run.groups[ranks] = dist.new_group(list(ranks), **kw)
-    return bool(max_ctas) and getattr(getattr(opts, "config", None), "max_ctas", None) == max_ctas
-
-
 def make_groups(rank_lists) -> None:
     """Create the process groups of ``rank_lists`` (every process calls this with the same lists,
     in the same order)."""
