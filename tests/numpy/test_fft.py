@@ -259,18 +259,28 @@ def test_vmap_against_a_loop():
             _same(got, want, 1e-6)
 
 
+def _step_cases():
+    """A real batch ``x``, its rfftn ``z`` and (type, lengths, operand, NumPy's result) for each
+    transform type over the last axes."""
+    x = RNG.standard_normal((2, 3, 8))
+    z = np.fft.rfftn(x, axes=(1, 2))
+    return (
+        x,
+        z,
+        [
+            (cfft.FftType.FFT, (3, 8), x + 1j * x, np.fft.fftn(x + 1j * x, axes=(1, 2))),
+            (cfft.FftType.IFFT, (8,), x + 0j, np.fft.ifft(x)),
+            (cfft.FftType.RFFT, (3, 8), x, z),
+            (cfft.FftType.IRFFT, (3, 8), z, np.fft.irfftn(z, s=(3, 8), axes=(1, 2))),
+        ],
+    )
+
+
 def test_triton_library_step_on_torch_tensors():
     torch = pytest.importorskip("torch")
     from functx.core import ShapedArray
 
-    x = RNG.standard_normal((2, 3, 8))
-    z = np.fft.rfftn(x, axes=(1, 2))
-    cases = [
-        (cfft.FftType.FFT, (3, 8), x + 1j * x, np.fft.fftn(x + 1j * x, axes=(1, 2))),
-        (cfft.FftType.IFFT, (8,), x + 0j, np.fft.ifft(x)),
-        (cfft.FftType.RFFT, (3, 8), x, z),
-        (cfft.FftType.IRFFT, (3, 8), z, np.fft.irfftn(z, s=(3, 8), axes=(1, 2))),
-    ]
+    x, z, cases = _step_cases()
     for t, n, arg, want in cases:
         step = cfft.FftStep(
             t, n, ShapedArray(arg.shape, arg.dtype), ShapedArray(want.shape, want.dtype)
@@ -300,13 +310,8 @@ def test_cpp_library_step_writes_into_the_program_buffers(monkeypatch):
     from functx.core import ShapedArray
 
     monkeypatch.setattr(cfft, "THREADS_MIN_POINTS", 1)
-    x = RNG.standard_normal((2, 3, 8))
-    z = np.fft.rfftn(x, axes=(1, 2))
-    cases = [
-        (cfft.FftType.FFT, (3, 8), x + 1j * x, np.fft.fftn(x + 1j * x, axes=(1, 2))),
-        (cfft.FftType.IFFT, (8,), x + 0j, np.fft.ifft(x)),
-        (cfft.FftType.RFFT, (3, 8), x, z),
-        (cfft.FftType.IRFFT, (3, 8), z, np.fft.irfftn(z, s=(3, 8), axes=(1, 2))),
+    x, z, cases = _step_cases()
+    cases += [
         (cfft.FftType.IRFFT, (8,), z[..., :3], np.fft.irfft(z[..., :3], 8)),  # (eager path)
     ]
     for (t, n, arg, want), dt in itertools.product(cases, (np.float32, np.float64)):
