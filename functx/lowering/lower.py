@@ -33,6 +33,7 @@ from functx.lowering.loopir import (
     error_context,
     flat_offset,
     guard_clamp,
+    reads_in_order,
     strides_of,
     sym,
 )
@@ -743,6 +744,23 @@ _BUFFERED = ("input", "reduce", "dot", "scatter", "dus")
 
 
 _DOT_PARAMS = {"lhs", "rhs", "lhs_trans", "rhs_trans", "batch", "m", "k", "n", "precision"}
+
+
+def _same_order_source(x):
+    """The node whose elements ``x`` holds in the same order, or None (the overlapped psum's
+    operands, functx/control/collectives.py, are reduced from that node)."""
+    if x.kind != "pointwise" or x.fn is None or len(x.inputs) != 1:
+        return None
+    s = x.inputs[0]
+    if s.size != x.size or np.dtype(s.dtype) != np.dtype(x.dtype):
+        return None
+    ivars = tuple(sym(f"i{d}") for d in range(len(x.shape)))
+    e = x.fn(ivars, _Reads())
+    return (
+        s
+        if isinstance(e, Load) and e.buf == f"n{s.id}" and reads_in_order(e, ivars, x.shape)
+        else None
+    )
 
 
 class _ThroughViews(_Reads):
