@@ -249,7 +249,7 @@ def _lowering(g, ins, avals, *, jaxpr, **params):
     start = len(g.nodes)
     lower.lower_eqns(g, jaxpr.jaxpr, env)
     if params.get("differentiated") and params.get("prevent_cse", True):
-        g.distinct.update(n.id for n in g.nodes[start:])  # (recomputed: not read from before)
+        g.distinct.update(id(n) for n in g.nodes[start:])  # (recomputed: not read from before)
     return [lower.read(g, env, a) for a in jaxpr.jaxpr.outvars]
 
 

@@ -347,8 +347,9 @@ class Graph:
         self.inputs: list[Node] = []
         self.outputs: list[Node] = []
         self.consts: list[tuple[Node, np.ndarray]] = []
-        # nodes no pass may merge with another that computes the same (the forward pass a
-        # ``checkpoint`` recomputes: JAX's ``prevent_cse``)
+        # nodes (their Python ``id``: node ids change when a pass removes nodes) no pass may
+        # merge with another that computes the same (the forward pass a ``checkpoint``
+        # recomputes: JAX's ``prevent_cse``)
         self.distinct: set[int] = set()
 
     def add(self, node: Node) -> Node:

@@ -103,8 +103,7 @@ def _fold_transposed_products(g: Graph) -> None:
             ):
                 d.shape = v.shape  # (an output reshaping the product: the product)
                 g.outputs = [d if o is v else o for o in g.outputs]
-                dead = {n.id for n in chain}
-                g.nodes = [n for n in g.nodes if n.id not in dead]
+                _drop(g, {n.id for n in chain})
             continue
         v = chain[-1]
         p = d.params
@@ -116,8 +115,15 @@ def _fold_transposed_products(g: Graph) -> None:
         v.params.pop("permutation", None)
         v.inputs = [d]
         v.fn = lambda idx, ctx, d=d: d.load(idx, ctx)
-        dead = {n.id for n in chain[:-1]}
-        g.nodes = [n for n in g.nodes if n.id not in dead]
+        _drop(g, {n.id for n in chain[:-1]})
+
+
+def _drop(g: Graph, dead: set) -> None:
+    """Remove the nodes with ids in ``dead`` and number the rest by position again (the loop
+    IR's invariant: a node's id is its position, ``loopir.verify``)."""
+    g.nodes = [n for n in g.nodes if n.id not in dead]
+    for i, n in enumerate(g.nodes):
+        n.id = i
 
 
 def _reads_in_order(v, d) -> bool:

@@ -704,7 +704,7 @@ def common_values(g: Graph) -> int:
         if (
             n.kind not in ("pointwise", "dot", "reduce")
             or (n.kind == "pointwise" and (not n.fn or not n.inputs))
-            or n.id in g.distinct
+            or id(n) in g.distinct
         ):
             continue  # (a constant or an index costs nothing to compute again)
         if n.kind == "pointwise" and n.prim in _LAYOUT_PRIMS and len(n.inputs) == 1:
