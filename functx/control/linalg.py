@@ -17,9 +17,11 @@ Every primitive works on the last two axes of its operands and is batched over t
   ``lu_pivots_to_permutation``, empty operands, a complex ``conj(A) X = B``) is a host step (the
   mechanism of the host callbacks, ``functx/control/callbacks.py``) handing NumPy copies of the
   step's buffers to the eager implementation through the program's ``fx_host`` pointer. On the
-  Triton backend the host code calls ``LibraryStep.torch`` between launches: ``torch.linalg``
-  (cuSOLVER/cuBLAS on a GPU) on the program's own tensors, with JAX's conventions (lower
-  factor, 0-based ``int32`` pivots, ascending eigenvalues). The step's callable prints with its
+  Triton backend the host code calls ``LibraryStep.torch`` between launches, on the program's
+  own tensors: a GPU runner (``GPU_KERNELS``: Triton kernels for batches of small matrices,
+  cuSOLVER's batched eigensolver, ``torch.linalg`` into the outputs) or plain ``torch.linalg``
+  (cuSOLVER/cuBLAS on a GPU), with JAX's conventions (lower factor, 0-based ``int32`` pivots,
+  ascending eigenvalues). The step's callable prints with its
   address: the disk program cache skips such programs (the shared object is still cached by
   its source).
 
@@ -158,11 +160,13 @@ def _check_operands(name, avals, ranks):
     return avals[0].shape[: nb[0]]
 
 
-#: Triton kernels of library steps on a GPU, by primitive name: ``choose(step)`` gives
-#: ``run(ins, outs)`` (flat tensors; it returns False, launching nothing, for CPU tensors outside
-#: Triton's interpreter) where a kernel takes the step's operands (batches of
-#: small real matrices), else None and the step calls ``torch.linalg``. Filled by
-#: ``functx/lowering/triton/linalg.py``, which has the kernels and their limits.
+#: GPU runners of library steps, by primitive name: ``choose(step)`` gives ``run(ins, outs)``
+#: (flat tensors; it returns False, launching nothing, for CPU tensors outside Triton's
+#: interpreter) where one takes the step's operands, else None and the step calls
+#: ``torch.linalg``. The runners only queue work on the current stream: Triton kernels for
+#: batches of small real matrices, cuSOLVER's batched eigensolver for larger ``eigh``, and
+#: ``torch.linalg`` calls into the outputs for larger ``cholesky``/``triangular_solve``. Filled
+#: by ``functx/lowering/triton/linalg.py``, which has them and their limits.
 GPU_KERNELS: dict = {}
 
 
@@ -180,22 +184,23 @@ class LibraryStep(HostStep):
     label = "lapack"
 
     def gpu_kernel(self):
-        """The Triton kernel runner for this step's operands (``GPU_KERNELS``), or None."""
+        """The GPU runner for this step's operands (``GPU_KERNELS``), or None."""
         choose = GPU_KERNELS.get(self.prim.name)
         return None if choose is None else choose(self)
 
     @property
     def graph_safe(self) -> bool:
-        """Whether the step only queues work on the current stream (a Triton kernel: the
-        program keeps its CUDA graph); ``torch.linalg`` may synchronise (``eigh``'s info)."""
+        """Whether the step only queues work on the current stream (a ``GPU_KERNELS`` runner:
+        the program keeps its CUDA graph); plain ``torch.linalg`` may synchronise (``eigh``'s
+        info)."""
         return self.gpu_kernel() is not None
 
     def torch(self, ins, outs):
-        """The step on torch tensors (the Triton runtime's flat buffers): a Triton kernel for
-        batches of small real matrices (``GPU_KERNELS``), else ``torch.linalg`` from ``ins``
-        into ``outs``. A complex buffer may come as a complex tensor or as its interleaved real
-        and imaginary parts (a real tensor twice as long). Empty operands and primitives without
-        a torch form run ``__call__`` on host copies."""
+        """The step on torch tensors (the Triton runtime's flat buffers): a ``GPU_KERNELS``
+        runner where one takes the operands, else ``torch.linalg`` from ``ins`` into ``outs``.
+        A complex buffer may come as a complex tensor or as its interleaved real and imaginary
+        parts (a real tensor twice as long). Empty operands and primitives without a torch form
+        run ``__call__`` on host copies."""
         run = self.gpu_kernel()
         if run is not None and run(ins, outs):
             return
