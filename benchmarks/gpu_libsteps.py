@@ -65,6 +65,7 @@ sys.path.insert(0, os.getcwd())
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from gpu import triton_exe  # noqa: E402  (benchmarks/gpu.py, beside this script)
 
 import functx  # noqa: E402
 import functx.lax as flax  # noqa: E402
@@ -564,19 +565,9 @@ def _cases(*cases):
     return tuple((min(nb, 2), min(n, 5)) for nb, n in cases) if DRY else cases
 
 
-def _exe(jf):
-    """The TritonExecutable behind a functx.jit function (its first cache entry), or None."""
-    for entry in jf.cache.values():
-        e = entry[0]
-        while hasattr(e, "exe"):
-            e = e.exe
-        return e
-    return None
-
-
 def _graphs(jf):
     """How the program ran its last call: CUDA graph or direct launches (and why)."""
-    e = _exe(jf)
+    e = triton_exe(jf)
     if e is None:
         return "?"
     if not e.graph_safe:
