@@ -55,22 +55,15 @@ r = upd(params, batch)
 np.testing.assert_allclose(np.asarray(r["w3"]), 3 * 0.9 + batch.sum(), rtol=1e-6)
 out["dict of 10 parameters + NumPy batch"] = us(lambda: upd(params, batch), 1000)
 
-def loss(a, K, y):
-    r = K @ a - y
-    return 0.5 * jnp.sum(r * r) + 0.5e-3 * a @ (K @ a)
-
-def kls(state, K, y):
-    a, v = state
-    value, g = jax.value_and_grad(loss)(a, K, y)
-    v = 0.9 * v + g
-    return value, (a - 1e-3 * v, v)
+sys.path.insert(0, "benchmarks")
+import workloads  # (the kernel least squares step of benchmarks/workloads.py)
 
 rng = np.random.default_rng(0)
 pts = rng.uniform(-1, 1, (100, 2))
 K = np.exp(-((pts[:, None] - pts[None]) ** 2).sum(-1) / 0.5).astype(np.float32)
 y = np.sin(3 * pts[:, 0]).astype(np.float32)
 a0 = (0.1 * rng.standard_normal(100)).astype(np.float32)
-step = jax.jit(kls)
+step = jax.jit(workloads.program(jax, "kls", dict(n=100)))
 value, state = step((a0, np.zeros(100, np.float32)), K, y)
 r64 = K.astype(np.float64) @ a0 - y
 want = 0.5 * r64 @ r64 + 0.5e-3 * a0 @ (K.astype(np.float64) @ a0)
