@@ -2,7 +2,8 @@
 
 Reductions over leading axes with the last axis kept walk the input row by row, a block of
 outputs at a time (``reduce._render_columns``): every reduction kind, NaN and signed zeros,
-float32 sums of long columns (a float block sum, the blocks in double), an epilogue (mean).
+float32 sums of long columns (a float block sum, the blocks in double), an epilogue (mean);
+reduced axes a row stride apart walk one flat row index (an affine row offset: no gathers).
 The prelude's branch-free helpers (fx_max/fx_min, fx_idiv/fx_irem, fx_convert float->int) keep
 their results on the edge cases, compiled against eager.
 """
