@@ -2,7 +2,8 @@
 
 Reductions over leading axes with the last axis kept walk the input row by row, a block of
 outputs at a time (``reduce._render_columns``): every reduction kind, NaN and signed zeros,
-float32 sums of long columns (a float block sum, the blocks in double), an epilogue (mean).
+float32 sums of long columns (a float block sum, the blocks in double), an epilogue (mean);
+reduced axes a row stride apart walk one flat row index (an affine row offset: no gathers).
 The prelude's branch-free helpers (fx_max/fx_min, fx_idiv/fx_irem, fx_convert float->int) keep
 their results on the edge cases, compiled against eager.
 """
@@ -55,6 +56,32 @@ def test_leading_axis_reductions_walk_rows_and_match_eager():
     mx, mn = np.asarray(got[1]), np.asarray(got[2])
     assert np.isnan(mx[0, 1]) and np.isnan(mn[0, 1])
     assert np.signbit(mx[0, 2]) and not np.signbit(mx[2, 3]) and np.signbit(mn[2, 3])
+
+
+def _bias_grads(x, w):
+    # (the GPT block's bias gradients: a whole (B, T) of rows; a transposed and a sliced
+    # operand whose reduced axes do not lie a row apart)
+    return (x * w).sum((0, 1)), x.transpose(1, 0, 2).sum((0, 1)) * 2, x[:, 1:].max((0, 1))
+
+
+def test_column_rows_as_one_flat_index():
+    # reduced axes a row stride apart in every operand read: the row offset is stride * jf
+    # (affine; the division and remainder of jf made GCC gather every other row)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 5, 40)).astype(np.float32)
+    w = rng.standard_normal((1, 5, 40)).astype(np.float32)
+    f = lambda x: _bias_grads(x, 1.5)  # noqa: E731
+    src = functx.jit(f).lower(x).executable.source
+    assert src.count("columns at a time") == 3
+    assert src.count("(jf / ") == 2  # the transposed and the sliced operand keep their axes
+    src = functx.jit(_bias_grads).lower(x, w).executable.source  # w broadcast along axis 0
+    assert src.count("(jf / ") == 3
+    for got, want in (
+        (functx.jit(f)(x), f(x.astype(np.float64))),
+        (functx.jit(_bias_grads)(x, w), _bias_grads(x.astype(np.float64), w)),
+    ):
+        for g, v in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g), v, rtol=1e-5, atol=1e-5)
 
 
 def test_long_float32_column_sum_stays_accurate():
