@@ -461,6 +461,24 @@ def test_launch_site_calls_the_c_launcher_of_triton_3_6(monkeypatch):
     assert s3.fast[0][0] is False
 
 
+def test_programs_alike_but_for_argument_types_get_modules_of_their_own():
+    """A launch site keeps the kernel Triton compiled for the buffers of its first launch, and a
+    conversion to float32 from int32 or from float64 generates the same kernel text: sharing a
+    module, the float64 conversion read int32 words on a GPU (eager ``random.normal`` gave
+    1e21). The argument types head the module's source."""
+
+    def to_f32(x):
+        return flax.convert_element_type(x, np.float32)
+
+    with functx.config.enable_x64(True):
+        xs = [np.array([3, -2, 7], np.int32), np.array([0.3, -0.5, 3.0]), np.float32([1, 2, 3])]
+        exes = [compile_triton(functx.make_jaxpr(to_f32)(x)) for x in xs]
+        assert len({e.module_path for e in exes}) == 3
+        for x, e in zip(xs, exes):
+            (got,) = e(torch.tensor(x, device=DEVICE))
+            np.testing.assert_array_equal(got.cpu().numpy(), x.astype(np.float32))
+
+
 def test_cuda_graph_policy(monkeypatch):
     """Graphs by default for several launches, never for one; copies for little data, in place
     for large; FUNCTX_CUDA_GRAPHS=1/0 forces them on/off."""

@@ -582,6 +582,19 @@ def sink_waits(host: list[str], waits: set) -> list[str]:
     return out + notes
 
 
+def _signature_line(closed) -> str:
+    """A comment naming the program's argument and result types (``float64[4]``...)."""
+
+    def names(avals):
+        return ", ".join(a.str_short() for a in avals)
+
+    consts = [v.aval for v in closed.jaxpr.constvars]
+    return (
+        f"# functx program ({names(closed.in_avals)}) -> ({names(closed.out_avals)}), "
+        f"constants ({names(consts)})\n"
+    )
+
+
 def compile_triton(closed, blocks: Blocks | None = None) -> TritonExecutable:
     """Lower, schedule and generate Triton for ``closed`` (a ClosedJaxpr), and load the module.
 
@@ -603,7 +616,11 @@ def compile_triton(closed, blocks: Blocks | None = None) -> TritonExecutable:
     g = lower_jaxpr(closed)
     kernels = schedule.schedule(g)
     prog = TritonProgram(g, kernels, blocks)
-    src = prog.source()
+    # the argument types head the source: Triton types a kernel's pointers by the first buffers
+    # it is launched with, and the launch sites of a module keep that compiled kernel, so two
+    # programs whose code is the same for other argument types (a conversion from int32 or from
+    # float64) must not share a module
+    src = _signature_line(closed) + prog.source()
     exe = TritonExecutable(
         g, kernels, src, schedule.describe(kernels), host=prog.host_calls, complex_io=complex_io
     )
