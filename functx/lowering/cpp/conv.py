@@ -14,10 +14,10 @@ row ``q``, ``r_t`` the tap's offset flattened: so the step reads ``P`` in place,
 copy, no per-tap result and no sum kernel, in one of two forms (``cpp/dot.py``):
 
 * float32 with a multiple of 16 output channels, on a machine with AVX2 and FMA: register tiles
-  of 6 outputs (along a line of the last spatial axis) x 16 channels, 12 accumulators of 8
-  lanes, each summing ``T * C`` broadcasts of ``P``'s elements times a row of the kernel
-  (repacked per call into 16-channel panels, ``(O / 16, T, C, 16)``), its results stored once,
-  the lines taken by the OpenMP threads;
+  of 6 outputs (along a line of the last spatial axis) x 16 channels, 6 accumulators of 16
+  lanes with AVX-512 (12 of 8 with AVX2), each summing ``T * C`` broadcasts of ``P``'s
+  elements times a row of the kernel (repacked per call into 16-channel panels,
+  ``(O / 16, T, C, 16)``), its results stored once, the lines taken by the OpenMP threads;
 * otherwise, blocks of ``P``'s grid rows, one BLAS call per tap on ``P``'s rows in place
   (``lda = C``) accumulating into a cache-sized block (``beta = 1`` after the first tap), whose
   output rows are then copied to the result (the others, at most ``k - 1`` a line, are the

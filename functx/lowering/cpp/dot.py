@@ -794,7 +794,7 @@ def _conv_taps(prog, k: Kernel) -> list[str]:
 
 _CONV_DIRECT = True
 _SIMD_HEADER = "#if defined(__AVX2__) && defined(__FMA__)\n#include <immintrin.h>\n#endif\n"
-_TILE_ROWS = 6  # a tile: 6 output rows x 16 channels, 12 accumulators of 8 lanes
+_TILE_ROWS = 6  # a tile: 6 rows x 16 channels, 6 accumulators of 16 lanes (12 of 8: AVX2)
 _TILE_CHUNK = 16  # the most tiles of a line one OpenMP work item takes
 
 
