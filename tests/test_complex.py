@@ -356,7 +356,7 @@ def test_jit_cpp_matches_eager():
 
 def test_jit_cpp_products_and_quotients_of_infinities_match_jax():
     """The C++ backend multiplies complex values by the schoolbook formula, as XLA and NumPy do:
-    C's complex ``*`` would turn (1+inf*j)*(1+1j) into -inf+inf*j where JAX gives nan+nan*j.
+    C's complex ``*`` would turn (nan+inf*j)*(1+1j) into -inf+inf*j where JAX gives nan+nan*j.
     Quotients keep C's own division, which gives JAX's (1+inf*j)/(1+1j) = inf+inf*j. (A product
     whose parts overflow, such as (1e30+1e30j)*(1e10+1e10j) in float32, gives -inf or nan in its
     real part as the compiler contracts it into a fused multiply-add or not, in XLA as here.)"""
