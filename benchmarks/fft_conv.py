@@ -61,6 +61,15 @@ def timed(f, reps):
     return [statistics.median(v) for v in zip(*ts)]
 
 
+def fft_library() -> str:
+    """The library behind functx's transforms here: ducc0 where it is installed, else SciPy's
+    pocketfft (``functx/control/fft.py``'s ``_entry_points``)."""
+    from functx.control import fft
+
+    mod = fft._entry_points()
+    return "scipy.fft or numpy.fft (no entry points)" if mod is None else mod.__name__
+
+
 def run_one(lib, batch, n, reps):
     """Times (forward, gradient) for ``lib`` in this process, each (wall, CPU); checks against
     float64 NumPy first."""
@@ -119,7 +128,7 @@ def main():
         return
     print(
         f"FFT convolution, length {n} (transforms of {2 * n}), float32; {platform.machine()}, "
-        f"{os.cpu_count()} cores; median of {reps}"
+        f"{os.cpu_count()} cores; median of {reps}; functx's FFT: {fft_library()}"
     )
     results = {}
     for lib in ("functx", "jax", "numpy", "scipy"):

@@ -158,6 +158,8 @@ def main():
             runs[lib].append(json.loads(out.strip().splitlines()[-1]))
             loads.append(os.getloadavg()[0])
     print(f"load average during the run: {min(loads):.1f}-{max(loads):.1f}")
+    if any(c.startswith("fft_conv") for c in names):
+        print(f"functx's FFT library: {fft_bench.fft_library()}")
     print("| case | functx ms (CPU) | JAX ms (CPU) | functx vs JAX |")
     print("|---|---|---|---|")
     for name in names:

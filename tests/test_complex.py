@@ -354,6 +354,27 @@ def test_jit_cpp_matches_eager():
     _tree_close(ours_o, g(*o), rtol=0, atol=0)  # complex max/min (NaN parts included)
 
 
+def test_jit_cpp_products_and_quotients_of_infinities_match_jax():
+    """The C++ backend multiplies complex values by the schoolbook formula, as XLA and NumPy do:
+    C's complex ``*`` would turn (nan+inf*j)*(1+1j) into -inf+inf*j where JAX gives nan+nan*j.
+    Quotients keep C's own division, which gives JAX's (1+inf*j)/(1+1j) = inf+inf*j. (A product
+    whose parts overflow, such as (1e30+1e30j)*(1e10+1e10j) in float32, gives -inf or nan in its
+    real part as the compiler contracts it into a fused multiply-add or not, in XLA as here.)"""
+    inf, nan = np.inf, np.nan
+    a = [inf + 0j, inf + 1j, complex(nan, inf), complex(1, inf), complex(nan, 1), complex(inf, inf)]
+    b = [inf + 0j, 1j, 1 + 1j, 1 + 1j, 1 + 0j, 0j]
+    for dt in (C64, C128):
+        x, y = np.array(a, dt), np.array(b, dt)
+        ours = functx.jit(lambda x, y: (x * y, x / y))(x, y)
+        with np.errstate(all="ignore"):
+            theirs = jax.jit(lambda x, y: (x * y, x / y))(x, y)
+        for o, t in zip(ours, theirs):
+            o, t = np.asarray(o), np.asarray(t)
+            assert o.dtype == t.dtype
+            np.testing.assert_array_equal(o.real, t.real)
+            np.testing.assert_array_equal(o.imag, t.imag)
+
+
 def test_triton_computes_complex_as_pairs_of_real_lanes(monkeypatch):
     # the Triton backend (its CPU interpreter) on complex max/min with NaN parts, exactly as
     # eager (and so JAX); the LRU scan and the functions run in tests/lowering/test_backend_suite

@@ -384,6 +384,12 @@ def _cpp_not(c):
     return f"(!{c.a[0]})" if c.in_dt == dtypes.bool_ else f"(({c.ct})~{c.a[0]})"
 
 
+def _cpp_mul(c):
+    # complex operands: the schoolbook product, as NumPy and XLA compute it (C's complex `*`
+    # rescues a NaN result with a call to __mulsc3, which also keeps gcc from vectorizing)
+    return f"fx::cmul({c.a[0]}, {c.a[1]})" if c.dt in dtypes.COMPLEX else f"({c.a[0]} * {c.a[1]})"
+
+
 def _cpp_div(c):
     return f"({c.a[0]} / {c.a[1]})" if c.fl else f"fx_idiv<{c.ct}>({c.a[0]}, {c.a[1]})"
 
@@ -1049,7 +1055,7 @@ ROWS: tuple[Elementwise, ...] = (
         "number",
         np.multiply,
         (lambda ops, x, y, ans: y, lambda ops, x, y, ans: x),
-        "({0} * {1})",
+        _cpp_mul,
         _tl_bool_arith("*", "&"),
     ),
     _b(

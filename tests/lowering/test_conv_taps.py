@@ -100,6 +100,30 @@ def test_rewrite_and_reference_without_compiling():
         cpp_conv.ENABLED = True
 
 
+def test_gradient_steps_read_the_cotangent_and_write_the_cropped_input_gradient():
+    """In the gradient of a 'SAME' convolution, the input gradient's step computes only the rows
+    that the crop after it keeps (no crop, no wider result) and the kernel gradient's step reads
+    the cotangent as the program's input (no reshaped copy); the values stay the composite's."""
+    x = RNG.standard_normal((2, 9, 7, 8)).astype(np.float32)
+    w = RNG.standard_normal((3, 3, 8, 16)).astype(np.float32)
+    g = RNG.standard_normal((2, 9, 7, 16)).astype(np.float32)
+
+    def loss(x, w, g):
+        y = flax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=_DN[4])
+        return functx.numpy.sum(y * g)
+
+    grad = functx.grad(loss, (0, 1))
+    new = cpp_conv.fuse_conv_taps(functx.make_jaxpr(grad)(x, w, g)).jaxpr
+    (dx,) = [e for e in new.eqns if e.prim is cpp_conv.conv_taps_p]
+    assert dx.outvars[0].aval.shape == (2 * 9 * 7, 8)
+    pads = [e.params["padding_config"] for e in new.eqns if e.prim.name == "pad"]
+    assert all(lo >= 0 and hi >= 0 for cfg in pads for lo, hi, _ in cfg)
+    (dw,) = [e for e in new.eqns if e.prim is cpp_conv.conv_taps_dw_p]
+    assert dw.invars[1] is new.invars[2]
+    for a, b in zip(eval_jaxpr(new, [], x, w, g), grad(x, w, g)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("dtype", [np.float16, np.int32])
 def test_other_dtypes_keep_their_products(dtype, no_x64):
     x = np.ones((1, 5, 5, 8), dtype)

@@ -75,6 +75,8 @@ _VECTORISED = {
     "gelu": lambda x: functx.nn.gelu(x),
     "softmax": lambda x: functx.nn.softmax(x),
     "argmax_logsumexp": lambda x: (functx.numpy.argmax(x, axis=-1), functx.nn.logsumexp(x, -1)),
+    # complex products (the schoolbook formula: C's complex `*` calls __mulsc3 on a NaN result)
+    "complex_product": lambda x: lax.complex(x, -x) * lax.complex(2 * x, x),
 }
 
 
@@ -123,6 +125,21 @@ def test_generated_loops_vectorise(name, tmp_path):
     # one of the index bindings at the top of its body)
     for ln in inner_loops:
         assert set(range(ln - 1, ln + 3)) & set(vectorised), (ln, vectorised, proc.stderr[-2000:])
+
+
+def test_complex_sums_over_leading_axes_walk_rows():
+    """A complex sum over a leading axis (the FFT convolution gradient's sum over the batch of
+    spectra) runs as a column reduction, a block of outputs at a time over contiguous rows, and
+    gives NumPy's sums."""
+    rng = np.random.default_rng(3)
+    for dt in (np.complex64, np.complex128):
+        z = (rng.standard_normal((8, 300)) + 1j * rng.standard_normal((8, 300))).astype(dt)
+        f = functx.jit(lambda z: fnp.sum(z * z, axis=0))
+        assert "columns at a time" in f.lower(z).executable.source
+        got = np.asarray(f(z))
+        assert got.dtype == dt
+        want = (z.astype(np.complex128) ** 2).sum(0)
+        np.testing.assert_allclose(got, want, rtol=1e-5 if dt == np.complex64 else 1e-12)
 
 
 def test_variance_of_offset_data_as_accurate_as_jax():

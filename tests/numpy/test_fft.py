@@ -301,14 +301,20 @@ def test_triton_library_step_on_torch_tensors():
             _same(res.numpy().reshape(want.shape), want, 1e-12)
 
 
-def test_cpp_library_step_writes_into_the_program_buffers(monkeypatch):
+@pytest.mark.parametrize("library", ["ducc0.fft", "scipy.fft._pocketfft.pypocketfft"])
+def test_cpp_library_step_writes_into_the_program_buffers(monkeypatch, library):
     """``FftStep.into`` (what the C++ program's host step calls, on views of its buffers): every
     transform type written by pocketfft straight into the result buffer (on its threads for a
     batch: the threshold lowered), in single and double precision, on real lanes too; an IRFFT
-    operand of another length than ``n // 2 + 1`` through the eager path. Against NumPy (the
-    jitted FFT convolution of tests/test_workloads.py runs it in a program, against JAX)."""
+    operand of another length than ``n // 2 + 1`` through the eager path. With each library that
+    ``_entry_points`` may pick (ducc0 first, where installed). Against NumPy (the jitted FFT
+    convolution of tests/test_workloads.py runs it in a program, against JAX)."""
     from functx.core import ShapedArray
 
+    mod = pytest.importorskip(library)
+    if library == "ducc0.fft":
+        assert cfft._entry_points() is mod
+    monkeypatch.setattr(cfft, "_direct", [mod])
     monkeypatch.setattr(cfft, "THREADS_MIN_POINTS", 1)
     x, z, cases = _step_cases()
     cases += [

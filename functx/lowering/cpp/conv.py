@@ -14,10 +14,10 @@ row ``q``, ``r_t`` the tap's offset flattened: so the step reads ``P`` in place,
 copy, no per-tap result and no sum kernel, in one of two forms (``cpp/dot.py``):
 
 * float32 with a multiple of 16 output channels, on a machine with AVX2 and FMA: register tiles
-  of 6 outputs (along a line of the last spatial axis) x 16 channels, 12 accumulators of 8
-  lanes, each summing ``T * C`` broadcasts of ``P``'s elements times a row of the kernel
-  (repacked per call into 16-channel panels, ``(O / 16, T, C, 16)``), its results stored once,
-  the lines taken by the OpenMP threads;
+  of 6 outputs (along a line of the last spatial axis) x 16 channels, 6 accumulators of 16
+  lanes with AVX-512 (12 of 8 with AVX2), each summing ``T * C`` broadcasts of ``P``'s
+  elements times a row of the kernel (repacked per call into 16-channel panels,
+  ``(O / 16, T, C, 16)``), its results stored once, the lines taken by the OpenMP threads;
 * otherwise, blocks of ``P``'s grid rows, one BLAS call per tap on ``P``'s rows in place
   (``lda = C``) accumulating into a cache-sized block (``beta = 1`` after the first tap), whose
   output rows are then copied to the result (the others, at most ``k - 1`` a line, are the
@@ -26,10 +26,14 @@ copy, no per-tap result and no sum kernel, in one of two forms (``cpp/dot.py``):
 The input gradient's sum, ``sum_t pad(reshape(G @ K_t^T), a_t)`` (the transpose of the
 forward's, matched by ``lowering/triton/conv.py``'s ``_dx``), is with stride 1 the same kind of
 sum: ``dP[p] = sum_t Gp[p + max(a) - a_t] @ K_t^T`` over the cotangent ``G`` zero-padded by
-``max(a)`` below, so it becomes a step too (``_dx_step``; the crop that follows stays). The
-kernel gradient's sum, ``sum_t pad(reshape(windows_t^T G), slot_t)`` (``_dw``), becomes a
+``max(a)`` below, so it becomes a step too (``_dx_step``). Where a crop alone reads ``dP`` (the
+transpose of the forward's padding), the step computes only the rows the crop keeps, over ``G``
+padded by ``max(a)`` minus the crop's low cut: for a 3x3 'SAME' convolution of 64x64 images,
+64x64 outputs from a 66x66 ``Gp`` instead of 66x66 from a 68x68 one and a crop. The kernel
+gradient's sum, ``sum_t pad(reshape(windows_t^T G), slot_t)`` (``_dw``), becomes a
 ``conv_taps_dw`` step for float32 with 16k output channels: ``dW[t] = sum_m P[q(m) + r_t]^T
-G[m]``, ``P`` and ``G`` read in place (as plain products, each tap's windows were copied and
+G[m]``, ``P`` and ``G`` read in place (``G`` as the step's operand before the reshapes to
+rows, so a program's input is not copied; as plain products, each tap's windows were copied and
 OpenBLAS packed both operands of its long product again), register tiles of 6 input x 16
 output channels accumulated over a few lines of outputs at a time, in 8 fixed chunks of lines
 summed in order (the result does not depend on the thread count). Measured on the
@@ -101,8 +105,10 @@ def _dw_abstract(p, g, *, taps, out_sp):
 
 
 def _dw_impl(p, g, *, taps, out_sp):
-    """The reference: per tap, the windows ``P[:, t : t + out, :]`` transposed times ``G``."""
+    """The reference: per tap, the windows ``P[:, t : t + out, :]`` transposed times ``G`` (its
+    rows: ``G`` of any shape ending in the output channels, row-major)."""
     c = p.shape[-1]
+    g = g.reshape(-1, g.shape[-1])
     blocks = []
     for t in taps:
         win = p[(slice(None), *(slice(a, a + m) for a, m in zip(t, out_sp)), slice(None))]
@@ -213,15 +219,19 @@ def _match_dx(g, e):
     return info["ct"], [f[2] for f in found], [f[1] for f in found], info["out"][1:-1], p_shape
 
 
-def _dx_step(gv, kernels, offs, out_sp, p_shape):
-    """The input gradient ``dP[p] = sum_t G[p - a_t] K_t^T`` as a forward sum over ``G`` padded
-    by ``max(a)`` below (taps ``max(a) - a_t``, kernels ``K_t^T``), on ``P``'s grid."""
+def _dx_step(gv, kernels, offs, out_sp, p_shape, cut):
+    """The input gradient ``dP[p] = sum_t G[p - a_t] K_t^T`` as a forward sum over ``G``
+    zero-padded (taps ``max(a) - a_t``, kernels ``K_t^T``), for the ``p`` of ``P``'s grid that
+    the crop after it keeps: ``cut`` holds the (low, high) counts cut from each spatial axis.
+    The window of ``dP`` from ``lo`` is the sum at ``q = p - lo`` over ``G`` padded by
+    ``max(a) - lo`` below."""
     n, psp, c = p_shape[0], p_shape[1:-1], p_shape[-1]
     o = tracing.get_aval(gv).shape[-1]
     top = [max(a[d] for a in offs) for d in range(len(psp))]
     low = [min(a[d] for a in offs) for d in range(len(psp))]
+    keep = [ps - lo - hi for ps, (lo, hi) in zip(psp, cut)]
     cfg = [(0, 0, 0)]
-    cfg += [(t, ps - b - m, 0) for t, b, m, ps in zip(top, low, out_sp, psp)]
+    cfg += [(t - lo, r - b - m + lo, 0) for t, b, m, r, (lo, _) in zip(top, low, out_sp, keep, cut)]
     gp = ops.pad(
         ops.reshape(gv, (n, *out_sp, o)),
         np.zeros((), tracing.get_aval(gv).dtype)[()],
@@ -229,8 +239,35 @@ def _dx_step(gv, kernels, offs, out_sp, p_shape):
     )
     ks = [ops.reshape(ops.transpose(k, (1, 0)), (1, o, c)) for k in kernels]
     taps = tuple(tuple(t - x for t, x in zip(top, a)) for a in offs)
-    y = conv_taps_p.bind(gp, ops.concatenate(ks, 0), taps=taps, out_sp=tuple(psp))
-    return ops.reshape(y, p_shape)
+    y = conv_taps_p.bind(gp, ops.concatenate(ks, 0), taps=taps, out_sp=tuple(keep))
+    return ops.reshape(y, (n, *keep, c))
+
+
+def _crop(g, e):
+    """``(the equation, (low, high) cut per spatial axis)`` of the crop that alone reads the
+    input-gradient sum at ``e`` (the transpose of the forward's padding: a ``pad`` by amounts of
+    at most 0 on the spatial axes), else None."""
+    us = g.uses[e.outvars[0].id]
+    if len(us) != 1 or us[0] is None or us[0].prim.name != "pad":
+        return None
+    cfg = us[0].params["padding_config"]
+    if us[0].invars[0] is not e.outvars[0] or any(i != 0 for _, _, i in cfg):
+        return None
+    if tuple(cfg[0][:2]) != (0, 0) or tuple(cfg[-1][:2]) != (0, 0):
+        return None
+    if any(lo > 0 or hi > 0 for lo, hi, _ in cfg[1:-1]):
+        return None
+    return us[0], tuple((-lo, -hi) for lo, hi, _ in cfg[1:-1])
+
+
+def _unreshaped(g, v):
+    """``v`` itself, or the operand of the chain of plain reshapes that makes it (a row-major
+    reshape does not move elements: a step reads that buffer in place, not a copy)."""
+    e = g.eqn(v, "reshape")
+    while e is not None and e.params.get("dimensions") is None:
+        v = e.invars[0]
+        e = g.eqn(v, "reshape")
+    return v
 
 
 def _match_dw(g, e):
@@ -286,7 +323,10 @@ def fuse_conv_taps(closed: ClosedJaxpr) -> ClosedJaxpr:
             continue
         m = _match_dx(g, e)
         if m is not None:
-            found[id(e)] = ("dx", m)
+            crop = _crop(g, e)
+            found[id(e)] = ("dx", (*m, crop))
+            if crop is not None:
+                found[id(crop[0])] = ("cropped", None)  # (the step defines its output)
             continue
         m = _match_dw(g, e) if DW else None
         if m is not None:
@@ -298,15 +338,18 @@ def fuse_conv_taps(closed: ClosedJaxpr) -> ClosedJaxpr:
         kind, m = found.get(id(e), (None, None))
         if kind is None:
             return None
+        if kind == "cropped":
+            return {}
         if kind == "dw":
             p, ct, taps, out_sp = m
-            return {
-                e.outvars[0].id: conv_taps_dw_p.bind(read(p), read(ct), taps=taps, out_sp=out_sp)
-            }
+            ct = read(_unreshaped(g, ct))
+            return {e.outvars[0].id: conv_taps_dw_p.bind(read(p), ct, taps=taps, out_sp=out_sp)}
         if kind == "dx":
-            gv, kernels, offs, out_sp, p_shape = m
+            gv, kernels, offs, out_sp, p_shape, crop = m
             ks = [read(k) for k in kernels]
-            return {e.outvars[0].id: _dx_step(read(gv), ks, offs, out_sp, p_shape)}
+            cut = crop[1] if crop else ((0, 0),) * (len(p_shape) - 2)
+            out = (crop[0] if crop else e).outvars[0]
+            return {out.id: _dx_step(read(gv), ks, offs, out_sp, p_shape, cut)}
         p, kernels, taps, out_sp = m
         ks = [ops.reshape(read(k), (1, *k.aval.shape)) for k in kernels]
         out = conv_taps_p.bind(read(p), ops.concatenate(ks, 0), taps=taps, out_sp=out_sp)

@@ -133,6 +133,10 @@ static inline c128 conj(double x) { return (c128)x; }
 static inline c64 complex(float re, float im) { c64 z; __real__ z = re; __imag__ z = im; return z; }
 static inline c128 complex(double re, double im) {
   c128 z; __real__ z = re; __imag__ z = im; return z; }
+static inline c64 cmul(c64 x, c64 y) {  // (the schoolbook product: elementwise.py's _cpp_mul)
+  return complex(real(x) * real(y) - imag(x) * imag(y), real(x) * imag(y) + imag(x) * real(y)); }
+static inline c128 cmul(c128 x, c128 y) {
+  return complex(real(x) * real(y) - imag(x) * imag(y), real(x) * imag(y) + imag(x) * real(y)); }
 static inline float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 static inline double fma(double a, double b, double c) { return __builtin_fma(a, b, c); }
 template <class T> static inline void swap(T& a, T& b) { T t = a; a = b; b = t; }

@@ -69,7 +69,8 @@ def _columns(k: Kernel) -> bool:
         and len(k.passes) == 1
         and not k.maps
         and all(
-            r.params["op"] in _COLUMN_OPS and r.params["operand"].dtype not in dtypes.COMPLEX
+            r.params["op"] in _COLUMN_OPS
+            and (r.params["op"] == "reduce_sum" or r.params["operand"].dtype not in dtypes.COMPLEX)
             for r in k.passes[0]
         )
     )
