@@ -45,25 +45,32 @@ _STAGES = (  # files, or packages (every .py file in them, by name)
     "cache.py",
     "program_cache.py",
     "../control",  # (the control-flow primitives' lowering rules live there)
+    "../primitives",  # (the elementwise table's C++ spellings, the special functions' rules)
 )
 _ADDRESS = re.compile(r" at 0x[0-9a-f]+")
 _SO_NAME = re.compile(r"[0-9a-f]{32}\.so\Z")
+
+
+def _stage_files() -> list[str]:
+    """The source files whose text is part of every key (paths relative to this folder)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    names = []
+    for stage in _STAGES:
+        path = os.path.join(here, stage)
+        if os.path.isdir(path):
+            names += [os.path.join(stage, n) for n in sorted(os.listdir(path)) if n.endswith(".py")]
+        else:
+            names.append(stage)
+    return names
 
 
 @functools.lru_cache(maxsize=1)
 def _stages_digest() -> str:
     h = hashlib.sha256()
     here = os.path.dirname(os.path.abspath(__file__))
-    for stage in _STAGES:
-        path = os.path.join(here, stage)
-        names = (
-            [os.path.join(stage, n) for n in sorted(os.listdir(path)) if n.endswith(".py")]
-            if os.path.isdir(path)
-            else [stage]
-        )
-        for name in names:
-            with open(os.path.join(here, name), "rb") as f:
-                h.update(f.read())
+    for name in _stage_files():
+        with open(os.path.join(here, name), "rb") as f:
+            h.update(f.read())
     return h.hexdigest()
 
 

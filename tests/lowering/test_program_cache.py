@@ -129,3 +129,11 @@ def test_unfaithful_printouts_are_not_indexed():
 
     closed.jaxpr.eqns[0].params["tag"] = Opaque()  # prints as <... object at 0x...>
     assert program_cache.key_of(closed) is None
+
+
+def test_the_key_covers_the_primitives_c_spellings():
+    """The C++ text of each elementwise operation is written in functx/primitives/elementwise.py:
+    a change there alone must not let a warm cache serve programs with the old code."""
+    files = program_cache._stage_files()
+    for name in ("../primitives/elementwise.py", "../control/linalg.py", "cpp/dot.py", "lower.py"):
+        assert name in files
