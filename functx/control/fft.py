@@ -362,7 +362,7 @@ def _hermitian_mask(m: int, n: int, dtype) -> np.ndarray:
 def _along_last(w: np.ndarray, shape):
     """The vector ``w`` broadcast along the last axis of ``shape`` (a constant that goes with the
     device of the cotangent, as an array built from scalars does)."""
-    w = UncommittedArray._new(w, ShapedArray(w.shape, w.dtype))
+    w = UncommittedArray.from_value(w)
     return ops.broadcast_in_dim(w, shape, (len(shape) - 1,))
 
 

@@ -245,18 +245,11 @@ def test_gradients():
         _same(got, want, 1e-12)
 
 
-def test_eager_gradient_on_a_gpu_array(monkeypatch):
+def test_eager_gradient_on_a_gpu_array(interpreted_gpu):
     """The RFFT/IRFFT transposes' weights go with the cotangent's device: eager ``grad`` of an
     rfft convolution on a GPU array (Triton's interpreter here) stays there (it raised a
     DeviceError against a host constant) and gives the CPU's values."""
-    pytest.importorskip("torch")
-    pytest.importorskip("triton")
-    from functx.devices import device as placement
-
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
-    monkeypatch.setattr(placement, "_gpu_list", placement._gpu_list or None)
-    monkeypatch.setattr(placement, "GPU_IN_USE", placement.GPU_IN_USE)
-    gpu = functx.devices("gpu")[0]
+    gpu = interpreted_gpu
     x = RNG.standard_normal(6).astype(np.float32)
 
     def f(v):
