@@ -26,7 +26,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from functx import dtypes, ops, primitives as P
-from functx.array import Array, is_python_scalar
+from functx.array import Array, UncommittedArray, is_python_scalar
 from functx.control.custom_derivatives import custom_jvp
 from functx.control.while_loop import fori_loop
 from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError
@@ -567,7 +567,7 @@ def index_take(src, idxs, axes):
     ind = ops.concatenate(cols, 1)
     ia = get_aval(ind)
     n = ops.broadcast_in_dim(
-        Array.from_value(np.asarray([shape[a] for a in axes], ia.dtype)), ia.shape, (1,)
+        UncommittedArray.from_value(np.asarray([shape[a] for a in axes], ia.dtype)), ia.shape, (1,)
     )
     ind = P.rem_p.bind(ind, n)  # (the remainder's sign follows the index: wrap negatives)
     ind = ops.select(ops.lt(ind, ops.full_like(ind, 0)), ops.add(ind, n), ind)

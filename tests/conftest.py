@@ -66,6 +66,21 @@ def rng():
     return np.random.default_rng(0)
 
 
+@pytest.fixture
+def interpreted_gpu(monkeypatch):
+    """The GPU device of this test: Triton's CPU interpreter (``TRITON_INTERPRET=1`` for this
+    test only; the device list looked up again, and what an earlier test found restored after).
+    Skips without torch and Triton."""
+    pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    from functx.devices import device as placement
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setattr(placement, "_gpu_list", placement._gpu_list or None)
+    monkeypatch.setattr(placement, "GPU_IN_USE", placement.GPU_IN_USE)
+    return functx.devices("gpu")[0]
+
+
 # The longest single tests start first, so that pytest-xdist's two workers do not end with one
 # of them alone on a minutes-long test (the docs build, the gloo processes, the 20,000-op chain).
 _LONG_FIRST = (

@@ -185,3 +185,20 @@ def test_docstring_examples_run():
             assert section in f.__doc__
         # (the public examples run in tests/test_docstrings.py; the rest here)
         assert docutil.run(f, f.__name__, globs={"functx": functx, "np": np}).failed == 0
+
+
+def test_grad_without_transpose_solve_is_a_functx_type_error():
+    """Reverse mode through a non-symmetric custom_linear_solve without transpose_solve: JAX's
+    TypeError, as a FunctxError that says what to pass and where."""
+    s = np.eye(3, dtype=np.float32) * 2.0
+
+    def loss(lax, np_, b):
+        x = lax.custom_linear_solve(lambda v: s @ v, b, lambda mv, r: np_.linalg.solve(s, r))
+        return np_.sum(x**2)
+
+    b = np.ones(3, np.float32)
+    with pytest.raises(TypeError):
+        jax.grad(lambda v: loss(jax.lax, jnp, v))(b)
+    with pytest.raises(functx.FunctxError, match="transpose_solve") as e:
+        functx.grad(lambda v: loss(functx.lax, fnp, v))(b)
+    assert isinstance(e.value, TypeError) and "test_custom_solve.py" in str(e.value)

@@ -386,6 +386,15 @@ def test_vmap_matches_a_loop():
 
 
 # --- index_take, scatter_apply, put_along_axis ---------------------------------------------------
+def test_index_take_on_a_gpu_array(interpreted_gpu):
+    """index_take's axis sizes go with the operands' device (a GPU array raised a DeviceError
+    against them on the host)."""
+    idx = (np.array([0, -1, 3]), np.array([2, 5, -3]))
+    got = flax.index_take(*functx.device_put((X, idx), interpreted_gpu), (0, 2))
+    assert got.device == interpreted_gpu
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(flax.index_take(X, idx, (0, 2))))
+
+
 def test_index_take_scatter_apply_put_along_axis_vs_jax():
     sdn = (1, 2), (0,), (0, 2)
     idx = np.array([[0, 1], [1, 2], [0, 1], [7, 0]])

@@ -34,6 +34,7 @@ import math
 import numpy as np
 
 from functx import dtypes, ops, primitives as P
+from functx.array import UncommittedArray
 from functx.control.common import lower_to_loop
 from functx.core import Primitive, ShapedArray
 from functx.errors import FunctxTypeError, FunctxValueError
@@ -373,7 +374,9 @@ def _hermitian_mask(m: int, n: int, dtype) -> np.ndarray:
 
 
 def _along_last(w: np.ndarray, shape):
-    """The vector ``w`` broadcast along the last axis of ``shape``."""
+    """The vector ``w`` broadcast along the last axis of ``shape`` (a constant that goes with the
+    device of the cotangent, as an array built from scalars does)."""
+    w = UncommittedArray.from_value(w)
     return ops.broadcast_in_dim(w, shape, (len(shape) - 1,))
 
 

@@ -97,9 +97,10 @@ J.jvp_rules[custom_linear_solve_p] = _jvp
 
 def _transpose(cts, *args, const_lengths, jaxprs):
     if jaxprs[_TSOLVE] is None:
-        raise TypeError(
-            "transpose_solve required for backwards mode automatic differentiation of "
-            "custom_linear_solve"
+        raise FunctxTypeError(
+            "custom_linear_solve: transpose_solve required for reverse-mode differentiation "
+            "(grad, vjp): pass the solve with the transposed matvec, or symmetric=True when the "
+            f"matvec is symmetric{where()}"
         )
     consts, b = _split(args, const_lengths)
     if any(T.is_undefined(c) for cs in consts for c in cs):

@@ -4032,7 +4032,7 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
             out = ops.broadcast_in_dim(a, shape, dims)
             return ops.reshape(out, av.shape[:axis] + (n * r,) + av.shape[axis + 1 :])
         idx = np.repeat(np.arange(n), np.broadcast_to(reps.ravel(), (n,)))
-        return take(a, Array.from_value(idx.astype(np.int32)), axis=axis)
+        return take(a, UncommittedArray.from_value(idx.astype(np.int32)), axis=axis)
     # A static output length: JAX's construction, which works for traced repeats.
     total = _v.integer(total_repeat_length, "repeat", "total_repeat_length", minimum=0)
     if total == 0 or n == 0:
@@ -4499,7 +4499,7 @@ def _pad(array, av, pw, mode, kwargs):
                 period = 2 * n
                 idx = idx % period
                 idx = np.where(idx >= n, period - 1 - idx, idx)
-            out = take(out, Array.from_value(idx.astype(np.int32)), axis=ax)
+            out = take(out, UncommittedArray.from_value(idx.astype(np.int32)), axis=ax)
         return out
     raise FunctxTypeError(f"pad: mode {mode!r} is not supported{_loc()}")
 
@@ -4729,8 +4729,8 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     cols = np.arange(k) + builtins.max(offset, 0)
     return a[
         Ellipsis,
-        Array.from_value(rows.astype(np.int32)),
-        Array.from_value(cols.astype(np.int32)),
+        UncommittedArray.from_value(rows.astype(np.int32)),  # (made from scalars: any device)
+        UncommittedArray.from_value(cols.astype(np.int32)),
     ]
 
 

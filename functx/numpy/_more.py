@@ -949,7 +949,8 @@ def delete(arr, obj, axis=None, *, assume_unique_indices=False):
             raise FunctxValueError(
                 f"np.delete(arr, obj): got obj.dtype={o.dtype}; must be integer or bool.{_loc()}"
             )
-    return jnp.take(a, jnp.asarray(np.nonzero(keep)[0].astype(np.int32)), axis=axis)
+    kept = _array.UncommittedArray.from_value(np.nonzero(keep)[0].astype(np.int32))
+    return jnp.take(a, kept, axis=axis)
 
 
 def insert(arr, obj, values, axis=None):

@@ -246,18 +246,20 @@ def solve(a, b):
     """
     a, b = _inexact("solve", a, b)
     if a.ndim < 2:
-        raise ValueError(f"left hand array must be at least two dimensional; got a.shape={a.shape}")
+        raise FunctxValueError(
+            f"solve: a must be a matrix or a stack of them, got shape {a.shape}{where()}"
+        )
     if b.ndim > 1 and a.ndim == b.ndim + 1 and a.shape[-1] == b.shape[-1] != b.shape[-2]:
-        raise ValueError(
-            f"Invalid shapes for solve: {a.shape}, {b.shape}. Prior to JAX v0.5.0, this would "
-            "have been treated as a batched 1-dimensional solve. To recover this behavior, use "
-            "solve(a, b[..., None]).squeeze(-1)."
+        raise FunctxValueError(
+            f"solve: b of shape {b.shape} is not [..., m, k] for a of shape {a.shape}; since "
+            "JAX 0.5 a b of rank a.ndim - 1 is not a stack of vectors: for that, use "
+            f"solve(a, b[..., None])[..., 0]{where()}"
         )
     vector = b.ndim == 1
     if a.shape[-1] != a.shape[-2] or b.shape[0 if vector else -2] != a.shape[-1]:
-        raise ValueError(
-            "The arguments to solve must have shapes a=[..., m, m] and b=[..., m, k] or "
-            f"b=[..., m]; got a={a.shape} and b={b.shape}"
+        raise FunctxValueError(
+            f"solve: a must have shape [..., m, m] and b [..., m, k] or [..., m], got "
+            f"a={a.shape} and b={b.shape}{where()}"
         )
     return _solve_square(a, b, vector)
 
@@ -279,7 +281,9 @@ def inv(a):
     """
     (a,) = _inexact("inv", a)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise ValueError(f"Argument to inv must have shape [..., n, n], got {a.shape}.")
+        raise FunctxValueError(
+            f"inv: the argument must have shape [..., n, n], got {a.shape}{where()}"
+        )
     eye = jnp.broadcast_to(jnp.eye(a.shape[-1], dtype=a.dtype), a.shape)
     return _solve_square(a, eye, False)
 
@@ -354,12 +358,15 @@ def slogdet(a, *, method=None):
     """
     (a,) = _inexact("slogdet", a)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise ValueError(f"Argument to slogdet() must have shape [..., n, n], got {a.shape}")
+        raise FunctxValueError(
+            f"slogdet: the argument must have shape [..., n, n], got {a.shape}{where()}"
+        )
     if method == "qr":
         raise NotImplementedError("slogdet method='qr' is not implemented in functx")
     if method not in (None, "lu"):
-        raise ValueError(
-            f"Unknown slogdet method '{method}'. Supported methods are 'lu' (`None`), and 'qr'."
+        raise FunctxValueError(
+            f"slogdet: method must be None or 'lu' ('qr' is not implemented), got {method!r}"
+            f"{where()}"
         )
     return SlogdetResult(*_slogdet(a))
 
@@ -417,7 +424,7 @@ def det(a):
         return _det_3x3(a)
     if a.ndim >= 2 and a.shape[-1] == a.shape[-2]:
         return _det(a)
-    raise ValueError(f"Argument to _det() must have shape [..., n, n], got {a.shape}")
+    raise FunctxValueError(f"det: the argument must have shape [..., n, n], got {a.shape}{where()}")
 
 
 class EighResult(NamedTuple):
@@ -467,7 +474,7 @@ def _uplo(UPLO):
         return True
     if UPLO == "U":
         return False
-    raise ValueError(f"UPLO must be one of None, 'L', or 'U', got {UPLO}")
+    raise FunctxValueError(f"eigh: UPLO must be None, 'L' or 'U', got {UPLO!r}{where()}")
 
 
 def eigh(a, UPLO=None, symmetrize_input=True):  # noqa: N803
@@ -537,7 +544,7 @@ def qr(a, mode="reduced"):
     elif mode == "complete":
         full = True
     else:
-        raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
+        raise FunctxValueError(f"qr: unknown mode {mode!r}{where()}")
     q, r = lax.linalg.qr(a, full_matrices=full)
     return r if mode == "r" else QRResult(q, r)
 
@@ -607,7 +614,7 @@ def matrix_rank(M, rtol=None, *, tol=None):  # noqa: N803
     """
     if tol is not None:
         if rtol is not None:
-            raise ValueError("matrix_rank: only one of tol or rtol may be specified.")
+            raise FunctxValueError(f"matrix_rank: give tol or rtol, not both{where()}")
         rtol = tol
     (M,) = _inexact("matrix_rank", M)
     if M.ndim < 2:
@@ -672,7 +679,7 @@ def pinv(a, rtol=None, hermitian=False, *, rcond=None):
     del hermitian
     if rcond is not None:
         if rtol is not None:
-            raise ValueError("pinv: only one of rtol and rcond may be specified.")
+            raise FunctxValueError(f"pinv: give rtol or rcond, not both{where()}")
         rtol = rcond
     (a,) = _inexact("pinv", a)
     m, n = a.shape[-2:]
@@ -703,13 +710,19 @@ def matrix_power(a, n):
     """
     a = jnp.asarray(a) if not jnp._is_array(a) else a
     if a.ndim < 2:
-        raise TypeError(f"{a.ndim}-dimensional array given. Array must be at least two-dimensional")
+        raise FunctxTypeError(
+            f"matrix_power: needs a matrix or a stack of them, got shape {a.shape}{where()}"
+        )
     if a.shape[-2] != a.shape[-1]:
-        raise TypeError("Last 2 dimensions of the array must be square")
+        raise FunctxTypeError(
+            f"matrix_power: the matrices must be square, got shape {a.shape}{where()}"
+        )
     try:
         n = operator.index(n)
     except TypeError as err:
-        raise TypeError(f"exponent must be an integer, got {n}") from err
+        raise FunctxTypeError(
+            f"matrix_power: the exponent must be an integer, got {n!r}{where()}"
+        ) from err
     if n == 0:
         return jnp.broadcast_to(jnp.eye(a.shape[-2], dtype=a.dtype), a.shape)
     if n < 0:
@@ -747,14 +760,18 @@ def lstsq(a, b, rcond=None, *, numpy_resid=False):
     """
     a, b = _inexact("lstsq", a, b)
     if a.shape[0] != b.shape[0]:
-        raise ValueError("Leading dimensions of input arrays must match")
+        raise FunctxValueError(
+            f"lstsq: a and b need the same number of rows, got {a.shape} and {b.shape}{where()}"
+        )
     vec = b.ndim == 1
     if vec:
         b = b[:, None]
     if a.ndim != 2:
-        raise TypeError(f"{a.ndim}-dimensional array given. Array must be two-dimensional")
+        raise FunctxTypeError(f"lstsq: a must be a matrix, got shape {a.shape}{where()}")
     if b.ndim != 2:
-        raise TypeError(f"{b.ndim}-dimensional array given. Array must be one or two-dimensional")
+        raise FunctxTypeError(
+            f"lstsq: b must be a vector or a matrix, got shape {b.shape}{where()}"
+        )
     m, n = a.shape
     if a.size == 0:
         s = jnp.zeros((0,), a.dtype)

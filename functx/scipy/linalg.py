@@ -13,9 +13,14 @@ import numpy as np
 
 from functx import lax
 from functx.control.linalg import lu_solve as _lu_solve
-from functx.errors import missing_name_hook as _missing_name_hook
+from functx.errors import (
+    FunctxTypeError,
+    FunctxValueError,
+    missing_name_hook as _missing_name_hook,
+)
 from functx.numpy import _core as jnp, linalg as _jla
 from functx.numpy.linalg import _inexact, _mH
+from functx.source_info import where
 from functx.transforms.jvp import jvp as _jvp
 
 
@@ -159,7 +164,9 @@ def solve_triangular(
     """
     del overwrite_b, debug, check_finite
     if trans not in _TRANS:
-        raise ValueError(f"Invalid 'trans' value {trans}")
+        raise FunctxValueError(
+            f"solve_triangular: trans must be 0, 1, 2, 'N', 'T' or 'C', got {trans!r}{where()}"
+        )
     transpose_a, conjugate_a = _TRANS[trans]
     a, b = _inexact("solve_triangular", a, b)
     vector = _vector_rhs("solve_triangular", a, b)
@@ -292,7 +299,7 @@ def solve(
     del overwrite_a, overwrite_b, debug, check_finite
     valid = ["gen", "sym", "her", "pos"]
     if assume_a not in valid:
-        raise ValueError(f"Expected assume_a to be one of {valid}; got {assume_a!r}")
+        raise FunctxValueError(f"solve: assume_a must be one of {valid}, got {assume_a!r}{where()}")
     if assume_a != "pos":
         return _jla.solve(a, b)
     a, b = _inexact("solve", a, b)
@@ -301,9 +308,9 @@ def solve(
         and b.ndim in (a.ndim, a.ndim - 1)
         and a.shape[-1] == a.shape[-2] == b.shape[a.ndim - 2]
     ):
-        raise ValueError(
-            "The arguments to solve must have shapes a=[..., m, m] and b=[..., m, k] or "
-            f"b=[..., m]; got a={a.shape} and b={b.shape}"
+        raise FunctxValueError(
+            f"solve: a must have shape [..., m, m] and b [..., m, k] or [..., m], got "
+            f"a={a.shape} and b={b.shape}{where()}"
         )
     c = cholesky(a, lower=lower)
     vector = a.ndim == b.ndim + 1
@@ -418,7 +425,7 @@ def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_fini
     elif mode == "economic":
         full = False
     else:
-        raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
+        raise FunctxValueError(f"qr: unknown mode {mode!r}{where()}")
     (a,) = _inexact("qr", a)
     q, r = lax.linalg.qr(a, pivoting=pivoting, full_matrices=full)
     return (r,) if mode == "r" else (q, r)
@@ -472,9 +479,9 @@ def block_diag(*arrs):
     arrs = jnp._promote_only(*arrs)
     bad = [i for i, a in enumerate(arrs) if a.ndim > 2]
     if bad:
-        raise ValueError(
-            f"Arguments to jax.scipy.linalg.block_diag must have at most 2 dimensions, got "
-            f"{arrs[bad[0]]} at argument {bad[0]}."
+        raise FunctxValueError(
+            f"block_diag: argument {bad[0]} has {arrs[bad[0]].ndim} dimensions, at most 2 are "
+            f"allowed{where()}"
         )
     arrs = [jnp.reshape(a, (1,) * (2 - a.ndim) + a.shape) for a in arrs]
     acc = arrs[0]
@@ -532,7 +539,9 @@ def expm(A, *, upper_triangular=False, max_squarings=16):  # noqa: N803
     """
     (A,) = _inexact("expm", A)
     if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
-        raise ValueError(f"Expected A to be a (batched) square matrix, got A.shape={A.shape}.")
+        raise FunctxValueError(
+            f"expm: A must be a square matrix or a stack of them, got {A.shape}{where()}"
+        )
     wide = A.dtype in (jnp.float64, jnp.complex128)
     thetas = _THETA64 if wide else _THETA32
     norm1 = jnp.max(jnp.sum(jnp.abs(A), axis=-2), axis=-1)
@@ -581,12 +590,16 @@ def expm_frechet(A, E, *, method=None, compute_expm=True):  # noqa: N803
     del method
     A, E = jnp.asarray(A), jnp.asarray(E)  # noqa: N806
     if A.ndim < 2 or A.shape[-2] != A.shape[-1]:
-        raise ValueError(f"expected A to be a (batched) square matrix, got A.shape={A.shape}")
+        raise FunctxValueError(
+            f"expm_frechet: A must be a square matrix or a stack of them, got {A.shape}{where()}"
+        )
     if E.ndim < 2 or E.shape[-2] != E.shape[-1]:
-        raise ValueError(f"expected E to be a (batched) square matrix, got E.shape={E.shape}")
+        raise FunctxValueError(
+            f"expm_frechet: E must be a square matrix or a stack of them, got {E.shape}{where()}"
+        )
     if A.shape != E.shape:
-        raise ValueError(
-            f"expected A and E to be the same shape, got A.shape={A.shape} E.shape={E.shape}"
+        raise FunctxValueError(
+            f"expm_frechet: A and E must have one shape, got {A.shape} and {E.shape}{where()}"
         )
     out, tan = _jvp(lambda a: expm(a), (A,), (E,))
     return (out, tan) if compute_expm else tan
@@ -727,9 +740,9 @@ def polar(a, side="right", *, method="qdwh", eps=None, max_iterations=None):
     del eps, max_iterations
     (a,) = _inexact("polar", a)
     if side not in ("right", "left"):
-        raise ValueError(f"side={side!r} is not supported, must be 'right' or 'left'")
+        raise FunctxValueError(f"polar: side must be 'right' or 'left', got {side!r}{where()}")
     if method not in ("qdwh", "svd"):
-        raise ValueError(f"Unknown polar decomposition method {method}.")
+        raise FunctxValueError(f"polar: method must be 'qdwh' or 'svd', got {method!r}{where()}")
     m, n = a.shape[-2:]
     if method == "qdwh" and not ((m >= n and side == "right") or (m < n and side == "left")):
         raise NotImplementedError(
@@ -815,7 +828,9 @@ def rsf2csf(T, Z, check_finite=True):  # noqa: N803
     T, Z = T.astype(cdt), Z.astype(cdt)  # noqa: N806
     n = T.shape[-1]
     if T.shape[-2:] != (n, n) or Z.shape != T.shape:
-        raise ValueError(f"Input arrays must be square of the same shape: {T.shape} {Z.shape}")
+        raise FunctxValueError(
+            f"rsf2csf: T and Z must be square, of one shape, got {T.shape} and {Z.shape}{where()}"
+        )
     eps = float(np.finfo(cdt).eps)
     bc = lambda x: x[(..., None, None)]  # noqa: E731
     for m in range(n - 1, 0, -1):
@@ -868,7 +883,7 @@ def funm(A, func, disp=True):  # noqa: N803
     """
     A = jnp.asarray(A)  # noqa: N806
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
-        raise ValueError("expected square array_like input")
+        raise FunctxValueError(f"funm: A must be a square matrix, got shape {A.shape}{where()}")
     T, Z = rsf2csf(*schur(A))  # noqa: N806
     n = T.shape[0]
     fd = jnp.asarray(func(jnp.diagonal(T))).astype(T.dtype)
@@ -933,18 +948,20 @@ def eigh_tridiagonal(d, e, *, eigvals_only=False, select="a", select_range=None,
     del tol
     d, e = jnp.asarray(d), jnp.asarray(e)
     if d.dtype != e.dtype:
-        raise TypeError(
-            f"diagonal and off-diagonal values must have same dtype, got {d.dtype} and {e.dtype}"
+        raise FunctxTypeError(
+            f"eigh_tridiagonal: d and e must have one dtype, got {d.dtype} and {e.dtype}{where()}"
         )
     if d.dtype not in (jnp.float32, jnp.float64, jnp.complex64, jnp.complex128):
-        raise TypeError(
-            "Only float32 and float64 inputs are supported as inputs to "
-            f"jax.scipy.linalg.eigh_tridiagonal, got {d.dtype} and {e.dtype}"
+        raise FunctxTypeError(
+            f"eigh_tridiagonal: d and e must be float32, float64, complex64 or complex128, got "
+            f"{d.dtype}{where()}"
         )
     if select == "v":
         raise NotImplementedError("eigh_tridiagonal(..., select='v') is not implemented")
     if select not in ("a", "i"):
-        raise ValueError("'select must have a value in {'a', 'i', 'v'}.")
+        raise FunctxValueError(
+            f"eigh_tridiagonal: select must be 'a', 'i' or 'v', got {select!r}{where()}"
+        )
     a = jnp.diag(d) + jnp.diag(e, 1) + jnp.diag(lax.conj(e) if _is_complex(e) else e, -1)
     w, v = _jla.eigh(a, UPLO="L", symmetrize_input=False)
     if select == "i":

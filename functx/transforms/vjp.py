@@ -14,7 +14,7 @@ import weakref
 import numpy as np
 
 from functx import dtypes, ops
-from functx.array import Array, is_python_scalar
+from functx.array import UncommittedArray, is_python_scalar
 from functx.core import ClosedJaxpr, ShapedArray, Var
 from functx.errors import (
     ConcretizationError,
@@ -587,7 +587,7 @@ def _basis(avals, total):
         n = int(np.prod(a.shape, dtype=np.int64))
         block = np.zeros((total, n), dtype=a.dtype)
         block[off : off + n] = np.eye(n, dtype=a.dtype)
-        out.append(Array.from_value(block.reshape((total,) + a.shape)))
+        out.append(UncommittedArray.from_value(block.reshape((total,) + a.shape)))
         off += n
     return out
 

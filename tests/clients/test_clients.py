@@ -83,7 +83,8 @@ def _example_library(name: str) -> types.ModuleType:
     return getattr(package, name)
 
 
-def run_program(path: pathlib.Path, *, with_functx: bool):
+def load_program(path: pathlib.Path, *, with_functx: bool) -> types.ModuleType:
+    """The program's module, executed (its definitions made, ``main`` not called)."""
     src = path.read_text()
     if with_functx:
         src = swap_imports(src)
@@ -93,6 +94,11 @@ def run_program(path: pathlib.Path, *, with_functx: bool):
     module = types.ModuleType(f"client_{path.stem}_{'functx' if with_functx else 'jax'}")
     module.__file__ = str(path)
     exec(compile(src, str(path), "exec"), module.__dict__)
+    return module
+
+
+def run_program(path: pathlib.Path, *, with_functx: bool):
+    module = load_program(path, with_functx=with_functx)
     if not with_functx and getattr(module, "JAX_REFERENCE_UNDER_JIT", False):
         return jax.jit(module.main)(), module
     return module.main(), module

@@ -175,6 +175,24 @@ def test_independent_products_share_one_loop():
         np.testing.assert_allclose(np.asarray(r), v, rtol=1e-4, atol=1e-4 * np.abs(v).max())
 
 
+def _update_of_a_repeated_product(a, b, c, d):
+    p = a @ b
+    # a @ b again (with a unit batch axis: the scheduler's common_values merges it with p), the
+    # U of the folded update of c @ d
+    return p, functx.numpy.matmul(a[None], b)[0] + c @ d
+
+
+def test_folded_update_of_a_repeated_product():
+    """The ``U`` of a folded update that repeats an earlier product keeps its own buffer (a CNN
+    step computing its loss beside its gradient rendered ``None[i]`` for it); NumPy's values."""
+    rng = np.random.default_rng(5)
+    args = [rng.standard_normal(s).astype(np.float32) for s in [(6, 4), (4, 5), (6, 3), (3, 5)]]
+    got = functx.jit(_update_of_a_repeated_product)(*args)
+    want = _update_of_a_repeated_product(*(a.astype(np.float64) for a in args))
+    for r, v in zip(got, want):
+        np.testing.assert_allclose(np.asarray(r), v, rtol=1e-5, atol=1e-5)
+
+
 def test_folded_update_rounds_once(monkeypatch):
     """The folded update rounds ``U + c * s`` once (OpenBLAS's fused multiply-add): within one
     unit in the last place of the unfolded program's ``U - fl(c * s)`` (see

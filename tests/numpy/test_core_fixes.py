@@ -199,3 +199,24 @@ def test_nan_functions_refuse_out_as_jax(name):
         getattr(jjnp, name)(x, out=np.ones(3))
     with pytest.raises(NotImplementedError):
         getattr(fjnp, name)(x, out=np.ones(3))
+
+
+def test_index_constants_go_with_a_gpu_array(interpreted_gpu):
+    """The index arrays that diagonal / trace / repeat / pad / delete build from static sizes go
+    with the operand's device: on a GPU array (Triton's interpreter) they raised a DeviceError
+    against host arrays. Results stay on the GPU, with the CPU's values."""
+    import functx
+
+    m = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    cases = [
+        lambda a: fjnp.diagonal(a, 1),
+        fjnp.trace,
+        lambda a: fjnp.repeat(a, np.array([1, 0, 2]), axis=0),
+        lambda a: fjnp.pad(a, ((1, 2), (0, 1)), mode="reflect"),
+        lambda a: fjnp.delete(a, [0, 2], axis=1),
+    ]
+    on_gpu = functx.device_put(m, interpreted_gpu)
+    for f in cases:
+        got = f(on_gpu)
+        assert got.device == interpreted_gpu
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(f(m)))

@@ -245,6 +245,21 @@ def test_gradients():
         _same(got, want, 1e-12)
 
 
+def test_eager_gradient_on_a_gpu_array(interpreted_gpu):
+    """The RFFT/IRFFT transposes' weights go with the cotangent's device: eager ``grad`` of an
+    rfft convolution on a GPU array (Triton's interpreter here) stays there (it raised a
+    DeviceError against a host constant) and gives the CPU's values."""
+    gpu = interpreted_gpu
+    x = RNG.standard_normal(6).astype(np.float32)
+
+    def f(v):
+        return fjnp.sum(fjnp.fft.irfft(fjnp.fft.rfft(v, n=12) * (1.0 + 0.5j), n=12) ** 2)
+
+    got = functx.grad(f)(functx.device_put(x, gpu))
+    assert got.device == gpu
+    _same(np.asarray(got), np.asarray(functx.grad(f)(x)), 1e-5)
+
+
 def test_vmap_against_a_loop():
     z = C.astype(np.complex64)
     for f in (

@@ -640,3 +640,37 @@ def test_array_api_forms_cross_diagonal_trace():
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6, atol=1e-6)
     with pytest.raises(ValueError, match="3-dimensional vectors"):
         fnp.linalg.cross(np.ones((2, 2)), np.ones((2, 2)))
+
+
+_M = np.ones((2, 4, 4), np.float32)
+_BAD_LINALG_CALLS = [
+    lambda la: la.solve(_M, np.ones((2, 4), np.float32)),  # b one rank short
+    lambda la: la.solve(_M[0, 0], _M[0, 0]),
+    lambda la: la.solve(_M, np.ones((2, 3, 1), np.float32)),
+    lambda la: la.inv(_M[:, :3]),
+    lambda la: la.slogdet(_M[:, :3]),
+    lambda la: la.slogdet(_M, method="svd"),
+    lambda la: la.det(_M[:, :3]),
+    lambda la: la.eigh(_M, UPLO="X"),
+    lambda la: la.qr(_M, mode="thin"),
+    lambda la: la.matrix_rank(_M, rtol=0.1, tol=0.1),
+    lambda la: la.pinv(_M, rtol=0.1, rcond=0.1),
+    lambda la: la.matrix_power(_M[0, 0], 2),
+    lambda la: la.matrix_power(_M[:, :3], 2),
+    lambda la: la.matrix_power(_M, 1.5),
+    lambda la: la.lstsq(_M[0], _M[0, :3]),
+    lambda la: la.lstsq(_M, _M),
+    lambda la: la.lstsq(_M[0], _M),
+]
+
+
+@pytest.mark.parametrize("i", range(len(_BAD_LINALG_CALLS)))
+def test_bad_arguments_raise_functx_errors_of_jax_classes(i):
+    """Each bad call raises JAX's builtin class as a FunctxError naming the function and the
+    caller's line (they were plain ValueError/TypeError with JAX's wording)."""
+    with pytest.raises((TypeError, ValueError)) as theirs:
+        _BAD_LINALG_CALLS[i](jnp.linalg)
+    with pytest.raises(functx.FunctxError) as ours:
+        _BAD_LINALG_CALLS[i](functx.numpy.linalg)
+    assert isinstance(ours.value, type(theirs.value)), (ours.value, theirs.value)
+    assert "test_linalg.py" in str(ours.value), ours.value

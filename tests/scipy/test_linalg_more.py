@@ -131,18 +131,44 @@ def test_jit_matches_eager():
 
 
 def test_errors_like_jax():
+    # (what is not implemented; bad arguments: test_bad_arguments_raise_functx_errors_...)
     for L in (fsl, jsl):
-        with pytest.raises(ValueError, match="expected A and E to be the same shape"):
-            L.expm_frechet(A, E[:3, :3])
         with pytest.raises(NotImplementedError, match="only supports mxn matrices"):
             L.polar(A[:3].T, side="left")
         with pytest.raises(NotImplementedError, match="Blocked version"):
             L.sqrtm(A, blocksize=2)
-        with pytest.raises(TypeError, match="same dtype"):
-            L.eigh_tridiagonal(D, OFF.astype(np.float32))
         with pytest.raises(NotImplementedError, match="select='v'"):
             L.eigh_tridiagonal(D, OFF, select="v", select_range=(0.0, 1.0))
-        with pytest.raises(ValueError, match="expected square array_like input"):
-            L.funm(A[:3], _poly)
-        with pytest.raises(ValueError, match="Unknown polar decomposition method"):
-            L.polar(A, method="foo")
+
+
+_SQ = np.eye(3, dtype=np.float32)
+_BAD_SCIPY_LINALG_CALLS = [
+    lambda sl: sl.solve_triangular(_SQ, _SQ, trans=3),
+    lambda sl: sl.solve(_SQ, _SQ, assume_a="spd"),
+    lambda sl: sl.solve(_SQ, _SQ[:2], assume_a="pos"),
+    lambda sl: sl.qr(_SQ, mode="thin"),
+    lambda sl: sl.block_diag(_SQ[None], _SQ),
+    lambda sl: sl.expm(_SQ[:2]),
+    lambda sl: sl.expm_frechet(_SQ[:2], _SQ[:2]),
+    lambda sl: sl.expm_frechet(_SQ, _SQ[:2]),
+    lambda sl: sl.expm_frechet(_SQ, np.eye(2, dtype=np.float32)),
+    lambda sl: sl.polar(_SQ, side="top"),
+    lambda sl: sl.polar(_SQ, method="newton"),
+    lambda sl: sl.rsf2csf(_SQ, _SQ[:2]),
+    lambda sl: sl.funm(_SQ[:2], lambda x: x),
+    lambda sl: sl.eigh_tridiagonal(_SQ[0], _SQ[0, :2].astype(np.float64)),
+    lambda sl: sl.eigh_tridiagonal(np.ones(3, np.int32), np.ones(2, np.int32)),
+    lambda sl: sl.eigh_tridiagonal(_SQ[0], _SQ[0, :2], select="x"),
+]
+
+
+@pytest.mark.parametrize("i", range(len(_BAD_SCIPY_LINALG_CALLS)))
+def test_bad_arguments_raise_functx_errors_of_jax_classes(i):
+    """Each bad call raises JAX's builtin class as a FunctxError naming the function and the
+    caller's line (plain ValueError/TypeError with JAX's wording before)."""
+    with pytest.raises((TypeError, ValueError)) as theirs:
+        _BAD_SCIPY_LINALG_CALLS[i](jsl)
+    with pytest.raises(functx.FunctxError) as ours:
+        _BAD_SCIPY_LINALG_CALLS[i](fsl)
+    assert isinstance(ours.value, type(theirs.value)), (ours.value, theirs.value)
+    assert "test_linalg_more.py" in str(ours.value), ours.value

@@ -1009,3 +1009,19 @@ def test_relu_derivative_at_zero_like_jax():
 def test_numpy_all_any_accept_functx_arrays():
     g = functx.grad(lambda v: fnp.sum(v * v))(np.ones(3))
     assert np.all(g == 2.0) and not np.any(g == 0.0)
+
+
+def test_jacobians_of_gpu_arrays_stay_on_the_gpu(interpreted_gpu):
+    """jacfwd / jacrev / hessian push and pull the standard basis, which goes with the
+    arguments' device: on a GPU array (Triton's interpreter) they ran into a DeviceError against
+    the basis on the host. Values against the CPU's."""
+    x = np.array([0.5, -1.0, 2.0], np.float32)
+    on_gpu = functx.device_put(x, interpreted_gpu)
+
+    def f(v):
+        return fnp.sin(v) * v[::-1]
+
+    for jac in (functx.jacfwd(f), functx.jacrev(f), functx.hessian(lambda v: fnp.sum(v**3))):
+        got = jac(on_gpu)
+        assert got.device == interpreted_gpu
+        np.testing.assert_allclose(np.asarray(got), np.asarray(jac(x)), rtol=1e-6, atol=1e-6)

@@ -199,6 +199,8 @@ def fold_product_updates(g) -> None:
             if t.kind != "pointwise" or t.fn is None or t.shape != d.shape:
                 break
             if _fold_into(d, t, by_id, pos, consumers, outputs):
+                # (U keeps its buffer: the scheduler's common_values must not make it a view)
+                g.distinct.add(id(d.params["acc"]))
                 g.outputs = [d if n is t else n for n in g.outputs]
                 outputs = [n.id for n in g.outputs]
                 break
