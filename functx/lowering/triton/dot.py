@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from functx import config
 from functx.lowering.schedule import Kernel
 
@@ -20,3 +24,74 @@ def render(prog, k: Kernel):
         f"{p['k']}, {p['n']}, {p['lhs_trans']}, {p['rhs_trans']}, {tf32})"
         f"  # kernel {k.index}: dot_general {lhs.shape} x {rhs.shape}"
     )
+
+
+# --- matrix-vector products as sums ----------------------------------------------------------
+#: whether ``compile_triton`` writes small matrix-vector products as multiply-and-sum (below)
+MATVEC_SUMS = True
+#: ... for products whose operands hold at most this many elements each
+MATVEC_MAX_ELEMENTS = 1 << 20
+
+
+def _is_matvec(e) -> bool:
+    """Whether ``dot_general`` equation ``e`` is a small matrix-vector product of float32 or
+    float64 operands and result (half precision keeps its product: a float32 accumulation)."""
+    (lc, rc), (lb, rb) = e.params["dimension_numbers"]
+    lhs, rhs = (a.aval for a in e.invars)
+    dt = np.dtype(e.outvars[0].aval.dtype)
+    if dt not in (np.float32, np.float64) or not lhs.dtype == rhs.dtype == dt:
+        return False
+    m = math.prod(d for i, d in enumerate(lhs.shape) if i not in lc and i not in lb)
+    n = math.prod(d for i, d in enumerate(rhs.shape) if i not in rc and i not in rb)
+    k = math.prod(lhs.shape[i] for i in lc)  # (1: an outer product, which lower.py multiplies)
+    big = max(math.prod(lhs.shape), math.prod(rhs.shape))
+    return min(m, n) == 1 and k > 1 and big <= MATVEC_MAX_ELEMENTS
+
+
+def _as_sum(e, lhs, rhs):
+    """``dot_general(lhs, rhs)`` of equation ``e`` as ``reduce_sum(lhs' * rhs')``: each operand
+    transposed to the order (batch, lhs free, rhs free, contracted) without its axes of length 1
+    and broadcast over the other's free axes; the sum reshaped to the product's shape. (Unit
+    axes dropped, a vector-vector product and a full sum over the same vector have one shape,
+    and the scheduler reduces them in one kernel.)"""
+    from functx import lax
+
+    (lc, rc), (lb, rb) = e.params["dimension_numbers"]
+    out = e.outvars[0].aval
+    lf = [i for i in range(len(lhs.shape)) if i not in lc and i not in lb]
+    rf = [i for i in range(len(rhs.shape)) if i not in rc and i not in rb]
+    # the sum's axes: (role, lhs axis or None, rhs axis or None), unit axes left out
+    axes = [("b", i, j) for i, j in zip(lb, rb)] + [("l", i, None) for i in lf]
+    axes += [("r", None, j) for j in rf] + [("c", i, j) for i, j in zip(lc, rc)]
+    axes = [t for t in axes if (lhs.shape[t[1]] if t[1] is not None else rhs.shape[t[2]]) != 1]
+    full = [lhs.shape[i] if i is not None else rhs.shape[j] for _, i, j in axes]
+
+    def operand(x, side):
+        own = [(k, t[side]) for k, t in enumerate(axes) if t[side] is not None]
+        order = [a for _, a in own]
+        x = lax.transpose(x, order + [a for a in range(x.ndim) if a not in order])
+        x = lax.reshape(x, [x.shape[k] for k in range(len(own))])  # (unit axes dropped)
+        return lax.broadcast_in_dim(x, full, [k for k, _ in own])
+
+    s = lax.mul(operand(lhs, 1), operand(rhs, 2))
+    s = lax.reduce_sum(s, tuple(k for k, t in enumerate(axes) if t[0] == "c"))
+    return lax.reshape(s, out.shape)
+
+
+def matvec_sums(closed):
+    """``closed`` with each small matrix-vector product (one side's free axes of size 1, see
+    ``_is_matvec``) as a multiply and a sum, which the scheduler fuses with the pointwise work
+    around it into reduction kernels (where cuBLAS would take a launch of its own per product)."""
+    from functx.lowering.triton.conv import _retrace
+
+    if not MATVEC_SUMS or not any(
+        e.prim.name == "dot_general" and _is_matvec(e) for e in closed.jaxpr.eqns
+    ):
+        return closed
+
+    def step(e, read):
+        if e.prim.name != "dot_general" or not _is_matvec(e):
+            return None
+        return {e.outvars[0].id: _as_sum(e, *[read(a) for a in e.invars])}
+
+    return _retrace(closed, step)

@@ -600,6 +600,7 @@ def compile_triton(closed, blocks: Blocks | None = None) -> TritonExecutable:
         closed, cin, cout = split_complex(closed)
         complex_io = (cin, cout)
     closed = conv.recognize_convs(closed)  # convolution sums as cuDNN steps (conv.py)
+    closed = dot.matvec_sums(closed)  # small matrix-vector products as sums (dot.py)
     g = lower_jaxpr(closed)
     kernels = schedule.schedule(g)
     prog = TritonProgram(g, kernels, blocks)
