@@ -177,6 +177,15 @@ def _ab(name, fam, c, args, jx_step):
         g = _gpu_time(lambda: jf(*jargs), jax.block_until_ready)
         lw = _times(_loop(jf, jargs, jax), jax.block_until_ready, args.calls)[0]
         times["JAX"].append((w, h, g, lw))
+    for label, _, fx, fargs in runs[-1:]:  # (where the host time goes, the newest version)
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(args.calls):
+            out = fx(*fargs)
+        prof.disable()
+        lib.block_until_ready(out)
+        print(f"\n{name} {label}: functx cProfile of {args.calls} calls (tottime)")
+        pstats.Stats(prof).sort_stats("tottime").print_stats(args.rows)
     launches = {label: n for label, n, *_ in runs}
     return [
         (name, label, launches.get(label, "-"), *np.median(np.array(ts), axis=0))
