@@ -186,6 +186,8 @@ def _ab(name, fam, c, args, jx_step):
         lib.block_until_ready(out)
         print(f"\n{name} {label}: functx cProfile of {args.calls} calls (tottime)")
         pstats.Stats(prof).sort_stats("tottime").print_stats(args.rows)
+        if args.kernels:
+            _kernel_tables(name, ((label, fx, fargs, lib), ("JAX", jf, jargs, _jax())), args)
     launches = {label: n for label, n, *_ in runs}
     return [
         (name, label, launches.get(label, "-"), *np.median(np.array(ts), axis=0))
