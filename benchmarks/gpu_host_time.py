@@ -101,12 +101,27 @@ def _copy_graphs():
 
 
 # --ab: the versions compared, as (label, module switches set while compiling, CUDA graphs forced
-# on). "base" is the code generation before issue 20's session-33 changes.
+# on, calls through jit's keyed path). "base": the code generation before issue 20's session-33
+# changes, and the keyed path that calls with pytree arguments took before (gpu_tree_signature).
+BASE = {
+    "dot.MATVEC_SUMS": False,
+    "blocks.strided_min_rows": 1 << 30,
+    "program.SCRATCH_MAX_BYTES": 0,
+}
 VARIANTS = (
-    ("base", {"dot.MATVEC_SUMS": False, "blocks.strided_min_rows": 1 << 30}, False),
-    ("new", {}, False),
-    ("new+graphs", {}, True),
+    ("base", BASE, False, True),
+    ("new, keyed path", {}, False, True),
+    ("new", {}, False, False),
+    ("new+graphs", {}, True, False),
 )
+
+
+class _NoFastPath(dict):
+    """A jitted function's GPU fast-path records that never hold one: every call takes the
+    keyed path (its cost as before gpu_tree_signature, plus that walk's few microseconds)."""
+
+    def __setitem__(self, key, value):
+        pass
 
 
 def _switched(settings):
@@ -117,6 +132,8 @@ def _switched(settings):
 
     from functx.lowering.triton import dot, program
 
+    modules = {"dot": dot, "program": program}
+
     @contextlib.contextmanager
     def cm():
         saved_blocks, saved = program.DEFAULT_BLOCKS, []
@@ -124,15 +141,16 @@ def _switched(settings):
         if fields:
             program.DEFAULT_BLOCKS = dataclasses.replace(saved_blocks, **fields)
         for k, v in settings.items():
-            if k.startswith("dot."):
-                saved.append((k[4:], getattr(dot, k[4:])))
-                setattr(dot, k[4:], v)
+            mod, name = k.split(".", 1)
+            if mod in modules:
+                saved.append((modules[mod], name, getattr(modules[mod], name)))
+                setattr(modules[mod], name, v)
         try:
             yield
         finally:
             program.DEFAULT_BLOCKS = saved_blocks
-            for k, v in saved:
-                setattr(dot, k, v)
+            for mod, name, v in saved:
+                setattr(mod, name, v)
 
     return cm()
 
@@ -147,8 +165,10 @@ def _ab(name, fam, c, args, jx_step):
     jf, jargs = jx_step
     want = [np.asarray(x, np.float64) for x in _jax().tree_util.tree_leaves(jf(*jargs))]
     runs = []
-    for label, settings, graphs in VARIANTS:
+    for label, settings, graphs, keyed in VARIANTS:
         fx, fargs = _step(functx, fam, c)
+        if keyed:
+            fx._gpu_calls = _NoFastPath()
         with _switched(settings):
             got = functx.tree_util.tree_leaves(fx(*fargs))
         exe = triton_exe(fx)

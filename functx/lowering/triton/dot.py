@@ -48,12 +48,13 @@ def _is_matvec(e) -> bool:
     return min(m, n) == 1 and k > 1 and big <= MATVEC_MAX_ELEMENTS
 
 
-def _as_sum(e, lhs, rhs):
+def _as_sum(e, lhs, rhs, squeezed: bool):
     """``dot_general(lhs, rhs)`` of equation ``e`` as ``reduce_sum(lhs' * rhs')``: each operand
-    transposed to the order (batch, lhs free, rhs free, contracted) without its axes of length 1
-    and broadcast over the other's free axes; the sum reshaped to the product's shape. (Unit
-    axes dropped, a vector-vector product and a full sum over the same vector have one shape,
-    and the scheduler reduces them in one kernel.)"""
+    transposed to the order (batch, lhs free, rhs free, contracted) and broadcast over the
+    other's free axes; the sum reshaped to the product's shape. Contracted axes of length 1 are
+    dropped, and with ``squeezed`` (the product read only without its unit axes) all of them:
+    the scheduler fuses a reduction with readers of its own shape (a vector-vector product and
+    a full sum over the same vector then reduce in one kernel)."""
     from functx import lax
 
     (lc, rc), (lb, rb) = e.params["dimension_numbers"]
@@ -63,7 +64,12 @@ def _as_sum(e, lhs, rhs):
     # the sum's axes: (role, lhs axis or None, rhs axis or None), unit axes left out
     axes = [("b", i, j) for i, j in zip(lb, rb)] + [("l", i, None) for i in lf]
     axes += [("r", None, j) for j in rf] + [("c", i, j) for i, j in zip(lc, rc)]
-    axes = [t for t in axes if (lhs.shape[t[1]] if t[1] is not None else rhs.shape[t[2]]) != 1]
+    axes = [
+        t
+        for t in axes
+        if (lhs.shape[t[1]] if t[1] is not None else rhs.shape[t[2]]) != 1
+        or (t[0] != "c" and not squeezed)
+    ]
     full = [lhs.shape[i] if i is not None else rhs.shape[j] for _, i, j in axes]
 
     def operand(x, side):
@@ -89,9 +95,32 @@ def matvec_sums(closed):
     ):
         return closed
 
+    readers: dict = {}  # variable id -> the equations reading it (None: a program output)
+    for e in closed.jaxpr.eqns:
+        for a in e.invars:
+            readers.setdefault(getattr(a, "id", None), []).append(e)
+    for a in closed.jaxpr.outvars:
+        readers.setdefault(getattr(a, "id", None), []).append(None)
+
+    def squeezed(e) -> bool:
+        """Whether every reader of ``e``'s result only drops, adds or moves its unit axes."""
+        full = e.outvars[0].aval.shape
+        wide = [a for a, d in enumerate(full) if d != 1]
+
+        def unit_only(r) -> bool:
+            if r is None or [d for d in r.outvars[0].aval.shape if d != 1] != [
+                full[a] for a in wide
+            ]:
+                return False
+            if r.prim.name == "transpose":  # (the other axes in their order)
+                return [a for a in r.params["permutation"] if a in wide] == wide
+            return r.prim.name in ("squeeze", "reshape")
+
+        return all(unit_only(r) for r in readers.get(e.outvars[0].id, [None]))
+
     def step(e, read):
         if e.prim.name != "dot_general" or not _is_matvec(e):
             return None
-        return {e.outvars[0].id: _as_sum(e, *[read(a) for a in e.invars])}
+        return {e.outvars[0].id: _as_sum(e, *[read(a) for a in e.invars], squeezed(e))}
 
     return _retrace(closed, step)

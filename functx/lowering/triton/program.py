@@ -103,6 +103,9 @@ PLAN_MEMORY = True
 # ... where the plan saves at least this many bytes: a small program keeps its ``torch.empty``
 # lines (an arena and its slices cost as much host time per call as the allocations they replace)
 PLAN_MIN_BYTES = 1 << 20
+# intermediates of at most this many bytes that one kernel stores and nothing reads share a
+# scratch buffer per device and dtype (``runtime.scratch``): no allocation per call
+SCRATCH_MAX_BYTES = 64 << 10
 
 
 # The kernel kinds of ``schedule.py`` and their renderers: ``render(prog, k)`` adds kernel ``k``'s
@@ -343,11 +346,41 @@ class TritonProgram:
                 copies.append(
                     f"    out{i}.view(-1)[:{node.size}].copy_({node.buf}.view(-1)[:{node.size}])"
                 )
+        unread = self._unread(temps)
+        allocs += _scratch_lines(unread)
+        temps = [t for t in temps if t[0] not in unread]
         allocs += self._allocations(name, temps, self.host + copies)
         body = allocs + self.host + copies
-        if any("device=dev" in ln for ln in body):  # (only where used: each line costs)
+        if any("device=dev" in ln or "_fx_scratch(dev" in ln for ln in body):  # (where used)
             head.append("    dev = out0.device" if out_names else "    dev = None")
         return "\n".join(head + body + ["    return outputs"]) + "\n"
+
+    def _unread(self, temps) -> dict:
+        """``{buffer: (elements, dtype)}``: the small intermediates (``SCRATCH_MAX_BYTES``) that
+        one kernel launch stores and nothing loads (a reduction whose value only its own
+        kernel's epilogue uses: the kernel least squares step's loss terms): they take the
+        device's shared scratch (``runtime.scratch``) instead of an allocation per call."""
+        out: dict = {}
+        for b, n, dt in temps:
+            if n * dt.itemsize > SCRATCH_MAX_BYTES:
+                continue
+            word = re.compile(rf"\b{b}\b")
+            uses = [ln for ln in self.host if word.search(ln)]
+            m = re.match(r"    (_L\d+)\(", uses[0]) if len(uses) == 1 else None
+            body = self._site_body(m.group(1)) if m else None
+            if body is not None and len(word.findall(body)) == body.count(f"tl.store({b} + "):
+                out[b] = (n, dt)
+        return out
+
+    def _site_body(self, site: str):
+        """The body of the kernel launch site ``site`` launches (None if not found)."""
+        line = next((d for d in self.defs if d.startswith(site + " = _fx_site(")), None)
+        m = re.match(rf"{site} = _fx_site\((\w+),", line or "")
+        if m is None:
+            return None
+        head = f"def {m.group(1)}("
+        d = next((d for d in self.defs if head in d), None)
+        return None if d is None else d.split("\n", 2)[-1]
 
     def _by_buf(self) -> dict:
         if getattr(self, "_nodes_by_buf", None) is None:
@@ -431,6 +464,18 @@ class TritonProgram:
             + ["\n" + f for f in self.subs]
             + ["\n" + main]
         )
+
+
+def _scratch_lines(unread: dict) -> list[str]:
+    """One line per dtype binding the never-read intermediates ``unread`` to the scratch."""
+    by_dt: dict = {}
+    for b, (n, dt) in unread.items():
+        by_dt.setdefault(dt, []).append((b, n))
+    return [
+        f"    {' = '.join(b for b, _ in bs)} = _fx_scratch(dev, torch.{torch_dtype_name(dt)}, "
+        f"{max(n for _, n in bs)})  # (stored, never read)"
+        for dt, bs in by_dt.items()
+    ]
 
 
 def _read_in_order(lines: list[str], bufs, n: int, itemsize: int, by_buf: dict) -> set:

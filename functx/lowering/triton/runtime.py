@@ -292,6 +292,25 @@ def matmul(a, b, out, tf32: bool) -> None:
         put(prev)
 
 
+# --- scratch -------------------------------------------------------------------------------------
+_SCRATCH: dict = {}  # (device, torch dtype) -> the scratch tensor
+_SCRATCH_KEPT: list = []  # every scratch tensor made: graphs captured with one write into it
+
+
+def scratch(dev, dtype, n: int):
+    """A tensor of at least ``n`` elements of ``dtype`` on ``dev`` that programs store into and
+    never read (``program.SCRATCH_MAX_BYTES``): shared by every program and call on the device,
+    so its contents mean nothing. Never freed (a CUDA graph may have been captured with it)."""
+    t = _SCRATCH.get((dev, dtype))
+    if t is None or t.numel() < n:
+        import torch
+
+        t = torch.empty(max(n, 2 * (t.numel() if t is not None else 0)), dtype=dtype, device=dev)
+        _SCRATCH[(dev, dtype)] = t
+        _SCRATCH_KEPT.append(t)
+    return t
+
+
 # --- arguments -----------------------------------------------------------------------------------
 def to_torch(x, dtype, device):
     """A contiguous torch tensor of ``dtype`` on ``device`` from an array-like (shape kept)."""
@@ -1083,4 +1102,5 @@ __all__ = [
     "interpreting",
     "torch_dtype_name",
     "matmul",
+    "scratch",
 ]
