@@ -8,7 +8,7 @@ warps)``: see ``runtime.py``, which loads and runs the module), and a host funct
 ``run(inputs, consts, outputs)`` that launches them in order on contiguous torch tensors
 (intermediates are slices of one arena on the outputs' device, laid out by ``memplan.py`` so
 that buffers whose lifetimes are disjoint share bytes; ``PLAN_MEMORY = False``: a ``torch.empty``
-each).
+each; small ones that one kernel stores and nothing reads: a shared scratch, ``runtime.scratch``).
 
 * ``pointwise``: flat 1-D blocks; the multi-index comes from the flat offset with ``//`` and ``%``;
   the tail is masked.
@@ -32,7 +32,9 @@ each).
   a function (XLA's contract: commutative, associative, the init value an identity).
 * ``dot``: ``torch.matmul`` on the realised operands (cuBLAS), called from the host function;
   float32 products use TF32 unless the default matmul precision (read when the program is
-  generated: ``functx.default_matmul_precision``) is "highest"/"float32", as in JAX.
+  generated: ``functx.default_matmul_precision``) is "highest"/"float32", as in JAX. Small
+  float matrix-vector products are a multiply and a sum instead (``dot.matvec_sums``, a Jaxpr
+  rewrite before lowering), which fuse with the work around them as reductions do.
 * ``scatter``: the operand is copied, then one program per block of the update window applies
   the updates *in order* (deterministic, duplicates combine as on the CPU); ``scatter_add`` of
   32/64-bit types uses atomics over (updates x window) blocks instead (``Blocks`` can turn that
