@@ -94,6 +94,20 @@ def _gpu_time(step, sync, n=20) -> float:
     return sum(e.self_device_time_total for e in prof.key_averages()) / 1e6 / n
 
 
+def _host_profile(what, fx, fargs, args):
+    """Print a cProfile table (tottime) of ``args.calls`` calls of functx's ``fx(*fargs)``."""
+    import functx
+
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(args.calls):
+        out = fx(*fargs)
+    prof.disable()
+    functx.block_until_ready(out)
+    print(f"\n{what}: functx cProfile of {args.calls} calls (tottime)")
+    pstats.Stats(prof).sort_stats("tottime").print_stats(args.rows)
+
+
 def _copy_graphs():
     import gc
 
@@ -198,14 +212,7 @@ def _ab(name, fam, c, args, jx_step):
         lw = _times(_loop(jf, jargs, jax), jax.block_until_ready, args.calls)[0]
         times["JAX"].append((w, h, g, lw))
     for label, _, fx, fargs in runs[-1:]:  # (where the host time goes, the newest version)
-        prof = cProfile.Profile()
-        prof.enable()
-        for _ in range(args.calls):
-            out = fx(*fargs)
-        prof.disable()
-        lib.block_until_ready(out)
-        print(f"\n{name} {label}: functx cProfile of {args.calls} calls (tottime)")
-        pstats.Stats(prof).sort_stats("tottime").print_stats(args.rows)
+        _host_profile(f"{name} {label}", fx, fargs, args)
         if args.kernels:
             _kernel_tables(name, ((label, fx, fargs, lib), ("JAX", jf, jargs, _jax())), args)
     launches = {label: n for label, n, *_ in runs}
@@ -302,14 +309,7 @@ def main():
             jl = _times(jloop, jsync, args.calls)[0]
             jlg = _gpu_time(jloop, jsync)
         rows.append((name, fw, fh, fg, jw, jh, jg, fl, flg, jl, jlg, copied))
-        prof = cProfile.Profile()
-        prof.enable()
-        for _ in range(args.calls):
-            out = fx(*fargs)
-        prof.disable()
-        functx.block_until_ready(out)
-        print(f"\n{name}: functx cProfile of {args.calls} calls (tottime)")
-        pstats.Stats(prof).sort_stats("tottime").print_stats(args.rows)
+        _host_profile(name, fx, fargs, args)
         if args.kernels:
             _kernel_tables(name, (("functx", fx, fargs, functx), ("jax", jf, jargs, jax)), args)
     print(
