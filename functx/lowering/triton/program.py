@@ -348,7 +348,7 @@ class TritonProgram:
                 copies.append(
                     f"    out{i}.view(-1)[:{node.size}].copy_({node.buf}.view(-1)[:{node.size}])"
                 )
-        unread = self._unread(temps)
+        unread = self._unread(temps, self.host + copies)
         allocs += _scratch_lines(unread)
         temps = [t for t in temps if t[0] not in unread]
         allocs += self._allocations(name, temps, self.host + copies)
@@ -357,17 +357,17 @@ class TritonProgram:
             head.append("    dev = out0.device" if out_names else "    dev = None")
         return "\n".join(head + body + ["    return outputs"]) + "\n"
 
-    def _unread(self, temps) -> dict:
+    def _unread(self, temps, body: list[str]) -> dict:
         """``{buffer: (elements, dtype)}``: the small intermediates (``SCRATCH_MAX_BYTES``) that
-        one kernel launch stores and nothing loads (a reduction whose value only its own
-        kernel's epilogue uses: the kernel least squares step's loss terms): they take the
-        device's shared scratch (``runtime.scratch``) instead of an allocation per call."""
+        one kernel launch of the host code ``body`` stores and nothing loads (a reduction whose
+        value only its own kernel's epilogue uses: the kernel least squares step's loss terms):
+        they take the device's shared scratch (``runtime.scratch``), no allocation per call."""
         out: dict = {}
         for b, n, dt in temps:
             if n * dt.itemsize > SCRATCH_MAX_BYTES:
                 continue
             word = re.compile(rf"\b{b}\b")
-            uses = [ln for ln in self.host if word.search(ln)]
+            uses = [ln for ln in body if word.search(ln)]
             m = re.match(r"    (_L\d+)\(", uses[0]) if len(uses) == 1 else None
             body = self._site_body(m.group(1)) if m else None
             if body is not None and len(word.findall(body)) == body.count(f"tl.store({b} + "):
