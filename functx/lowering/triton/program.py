@@ -369,8 +369,8 @@ class TritonProgram:
             word = re.compile(rf"\b{b}\b")
             uses = [ln for ln in body if word.search(ln)]
             m = re.match(r"    (_L\d+)\(", uses[0]) if len(uses) == 1 else None
-            body = self._site_body(m.group(1)) if m else None
-            if body is not None and len(word.findall(body)) == body.count(f"tl.store({b} + "):
+            kernel = self._site_body(m.group(1)) if m else None
+            if kernel is not None and len(word.findall(kernel)) == kernel.count(f"tl.store({b} + "):
                 out[b] = (n, dt)
         return out
 
