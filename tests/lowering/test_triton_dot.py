@@ -55,7 +55,8 @@ def test_matvec_sums_match_numpy_and_jax(case, dtype):
         return lax.dot_general(a, b, dn) * 2.0
 
     gpu = functx.devices("gpu")[0]
-    with functx.enable_x64(dtype == np.float64):
+    # (full float32 products: a cuBLAS product is TF32 by default on a GPU)
+    with functx.enable_x64(dtype == np.float64), functx.default_matmul_precision("highest"):
         lowered = functx.jit(f, backend="triton").lower(*functx.device_put((a, b), gpu))
         got = np.asarray(lowered.compile()(*functx.device_put((a, b), gpu)))
     launches = re.findall(r"(?m)^    (_L\d+|_fx_dot)\(", lowered.as_text().split("\ndef run(")[1])
@@ -66,8 +67,7 @@ def test_matvec_sums_match_numpy_and_jax(case, dtype):
     assert got.dtype == want.dtype and got.shape == want.shape
     tol = 1e-6 if dtype == np.float32 else 1e-13
     np.testing.assert_allclose(got, exact, rtol=tol, atol=tol)
-    if not cublas or dtype == np.float64:  # (a float32 cuBLAS product is TF32 on a GPU)
-        np.testing.assert_allclose(got, want, rtol=tol * 10, atol=tol * 10)
+    np.testing.assert_allclose(got, want, rtol=tol * 10, atol=tol * 10)
 
 
 def test_matvec_sums_keep_half_precision_and_large_products(monkeypatch):
