@@ -31,7 +31,7 @@ from functx.config import jit_cache_size, jit_disabled, matmul_precision
 from functx.core import ClosedJaxpr, Jaxpr
 from functx.devices import device as _device, eager as _eager
 from functx.devices.device import CPU, DeviceError
-from functx.devices.eager import DeviceExecutable, check_consts, gpu_signature
+from functx.devices.eager import DeviceExecutable, check_consts, gpu_tree_signature
 from functx.devices.transfer import op_device
 from functx.errors import FunctxArgumentError, FunctxTypeError, FunctxValueError
 from functx.interpreter import eval_jaxpr
@@ -632,7 +632,8 @@ class Jitted:
         # the compiled programs, least recently used first (at most FUNCTX_JIT_CACHE_SIZE)
         self.cache: collections.OrderedDict = collections.OrderedDict()
         self._fast_of: dict = {}  # cache key -> [(fast-path dict, its key)] (dropped with it)
-        # gpu_signature(args) -> (DeviceExecutable, output tree or None for one leaf, cache key)
+        # (gpu_tree_signature(args)[0], x64) -> [DeviceExecutable, output tree or None for one
+        # leaf, cache key, used]
         self._gpu_calls: dict = {}
         # the avals of positional host Arrays -> (executable, output tree or None, cache key,
         # whether one of them is committed to the CPU: not 0-d)
@@ -805,15 +806,16 @@ class Jitted:
             and not core.trace_state.stack
             and not _axis_env.frames()  # (under bound named axes: the keyed path)
         ):
-            # the dispatch fast paths. GPU arrays committed to one device: one look at each
-            # (gpu_signature), one lookup, the kernels (about 10 us on an H100 host in all)
+            # the dispatch fast paths. GPU arrays committed to one device, or tuples, lists and
+            # dicts of them: one walk (gpu_tree_signature), one lookup, the kernels (about 10 us
+            # on an H100 host in all for positional arrays)
             if _device.GPU_IN_USE and self.backend != "cpu":
-                sig = gpu_signature(args)
-                hit = self._gpu_calls.get((sig, _config.x64_on())) if sig is not None else None
+                found = gpu_tree_signature(args)
+                hit = self._gpu_calls.get((found[0], _config.x64_on())) if found else None
                 if hit is not None:
                     self.last_key = hit[2]
                     hit[3] = True  # (used: see _insert)
-                    outs = hit[0].call_arrays(args)
+                    outs = hit[0].call_arrays(found[1])
                     return outs[0] if hit[1] is None else tree_unflatten(hit[1], outs)
             # host arguments (Arrays, NumPy arrays and scalars, Python floats and bools), or
             # tuples, lists and dicts of them: one walk for their signature (structure and
@@ -918,11 +920,12 @@ class Jitted:
             pass
 
     def _note_gpu_call(self, args, entry, key):
-        """Remember ``entry`` for the fast path when ``args`` are GPU arrays on one device."""
+        """Remember ``entry`` for the fast path when ``args`` are GPU arrays on one device, or
+        tuples, lists and dicts of them (``gpu_tree_signature``)."""
         if key[3] == "cpu" or key[2] != ((), ()):
             return
-        sig = gpu_signature(args)
-        sig = None if sig is None else (sig, key[5])
+        found = gpu_tree_signature(args)
+        sig = None if found is None else (found[0], key[5])
         if sig is not None and sig not in self._gpu_calls and key in self.cache:
             exe, out_tree = entry
             self._gpu_calls[sig] = [exe, None if out_tree.is_leaf() else out_tree, key, False]

@@ -63,6 +63,7 @@ from functx.devices.eager import (
     bind_eager as bind_eager,
     check_consts as check_consts,
     gpu_signature as gpu_signature,
+    gpu_tree_signature as gpu_tree_signature,
 )
 from functx.devices.gpu_array import GpuArray as GpuArray
 from functx.devices.transfer import (

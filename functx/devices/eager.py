@@ -196,22 +196,58 @@ class DeviceExecutable:
 def gpu_signature(args):
     """``(aval, ..., device, matmul precision)`` when every argument is a GPU array committed to
     one device, else None: the key of ``jit``'s dispatch fast path (what the full key holds for
-    such arguments, without flattening them or looking at their placement again)."""
-    dev = None
-    sig = []
-    for a in args:
-        if type(a) is not GpuArray or not a._committed:
-            return None
-        if dev is None:
-            dev = a._device
-        elif a._device is not dev:
-            return None
-        sig.append(a.aval)
+    such arguments, without flattening them or looking at their placement again). Arguments
+    that are tuples, lists or dicts of such arrays: ``gpu_tree_signature``."""
+    found = gpu_tree_signature(args)
+    return None if found is None else found[0]
+
+
+def gpu_tree_signature(args):
+    """``(signature, leaves)`` when ``args`` are GPU arrays committed to one device, or tuples,
+    lists and dicts (sortable keys) of them and None, else None. The signature: per array its
+    aval, per tuple or list ``(type, length)`` and per dict ``(dict, sorted keys)`` before its
+    contents, per None None; then the device and the matmul precision. The leaves come in
+    optree's order (a dict's by sorted key, None no leaf), the order of the program's inputs.
+    One Python walk: optree's flatten and the placement checks took longer than the rest of a
+    small step's call."""
+    sig, leaves = [], []
+    dev = _walk_gpu(args, sig, leaves, None, 0)
     if dev is None:
         return None
     sig.append(dev)
     sig.append(matmul_precision())
-    return tuple(sig)
+    return tuple(sig), leaves
+
+
+def _walk_gpu(items, sig: list, leaves: list, dev, depth: int):
+    """Append ``items``' signatures and leaves (``gpu_tree_signature``); returns the device
+    of the arrays, or None where one is not a committed GPU array on it (or not a container
+    the walk takes, or nested past 32 levels)."""
+    for x in items:
+        t = type(x)
+        if t is GpuArray:
+            if not x._committed or (dev is not None and x._device is not dev):
+                return None
+            dev = x._device
+            sig.append(x.aval)
+            leaves.append(x)
+        elif (t is tuple or t is list) and depth < 32:
+            sig.append((t, len(x)))
+            dev = _walk_gpu(x, sig, leaves, dev, depth + 1)
+        elif t is dict and depth < 32:
+            try:
+                names = sorted(x)  # (optree's order)
+            except TypeError:
+                return None
+            sig.append((dict, tuple(names)))
+            dev = _walk_gpu([x[k] for k in names], sig, leaves, dev, depth + 1)
+        elif x is None:
+            sig.append(None)
+        else:
+            return None
+        if dev is None and t is not type(None):
+            return None
+    return dev
 
 
 def check_consts(consts, device, what: str) -> None:

@@ -207,3 +207,43 @@ def test_pytree_signatures_retrace_on_any_change():
             first, _ = jf({"w": (x.astype(np.float64), x)}, b)
             assert first.dtype == np.float32
             np.testing.assert_array_equal(np.asarray(first), x * 2 + 1)
+
+
+def test_gpu_pytree_fast_path_matches_the_general_path(monkeypatch):
+    """GPU arrays in tuples, lists and dicts take the GPU fast path (``gpu_tree_signature``;
+    Triton's interpreter as the GPU) with the general path's results, leaves in optree's order
+    (dict keys inserted out of order); another structure, leaf shape or key set is another
+    signature; a namedtuple, a Python float or an uncommitted leaf has none (general path)."""
+    import collections
+
+    pytest.importorskip("triton")
+    from functx.devices import device as placement
+    from functx.devices.eager import gpu_tree_signature
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setattr(placement, "_gpu_list", placement._gpu_list or None)
+    monkeypatch.setattr(placement, "GPU_IN_USE", placement.GPU_IN_USE)
+    gpu = functx.devices("gpu")[0]
+    jf = functx.jit(lambda p, b: (p["w"][0] * 2.0 + b + p.get("a", 0.0), p["w"][1] - b))
+    x = np.arange(3, dtype=np.float32)
+    cases = [
+        ({"w": (x, x + 1)}, np.float32(1.0)),
+        ({"w": (x, x + 2), "a": x * 3}, np.float32(2.0)),  # keys out of order (sorted leaves)
+    ]
+    for _ in range(2):
+        for p, b in cases:
+            first, second = jf(*functx.device_put((p, b), gpu))
+            w0, w1 = p["w"]
+            np.testing.assert_array_equal(np.asarray(first), w0 * 2.0 + b + p.get("a", 0.0))
+            np.testing.assert_array_equal(np.asarray(second), w1 - b)
+    assert len(jf.cache) == 2 and len(jf._gpu_calls) == 2
+    p, b = functx.device_put(cases[1], gpu)
+    sig, leaves = gpu_tree_signature((p, b))
+    assert [id(v) for v in leaves] == [id(p["a"]), id(p["w"][0]), id(p["w"][1]), id(b)]
+    w0, w1 = p["w"]
+    others = [({"w": [w0, w1]}, b), ({"w": (w0[:2], w1)}, b), ({"w": (w0, w1), "z": None}, b)]
+    sigs = {gpu_tree_signature(a)[0] for a in [({"w": (w0, w1)}, b), *others]}
+    assert len(sigs) == 4 and sig not in sigs
+    Pair = collections.namedtuple("Pair", "a b")
+    for a in [({"w": Pair(w0, w1)}, b), ({"w": (w0, w1)}, 1.0), (fnp.zeros(3), b)]:
+        assert gpu_tree_signature(a) is None

@@ -38,6 +38,8 @@ def gpu(monkeypatch):
     # (the interpreter's stand-in GPU exists only under TRITON_INTERPRET=1: look again, restore)
     monkeypatch.setattr(placement, "_gpu_list", placement._gpu_list or None)
     monkeypatch.setattr(placement, "GPU_IN_USE", placement.GPU_IN_USE)
+    # (these tests count allocations: no intermediate of theirs goes to the shared scratch)
+    monkeypatch.setattr(program, "SCRATCH_MAX_BYTES", 0)
     return functx.devices("gpu")[0]
 
 

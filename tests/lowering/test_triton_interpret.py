@@ -1028,3 +1028,27 @@ def test_compile_jaxpr_contract():
         assert outs[0].device.type == DEVICE and outs[1].shape == ()
         np.testing.assert_allclose(to_numpy(outs[0]), x * 2, rtol=1e-6)
         np.testing.assert_allclose(to_numpy(outs[1]), x.sum(), rtol=1e-5)
+
+
+def test_intermediates_stored_and_never_read_share_the_scratch():
+    """A reduction that only its own kernel's epilogue uses is still stored by its kernel; such
+    small intermediates take the device's shared scratch (``runtime.scratch``), no allocation
+    per call, while one another kernel reads gets its own buffer; both programs compute the
+    right values, and the scratch is one tensor for both."""
+
+    def f(ns, x):  # row sums used only by their epilogue
+        return ns.np.sum(x * x, axis=1) * 2.0 + 1.0, ns.np.max(x, axis=1) - 1.0
+
+    def g(ns, x):  # row sums read by the column sums' kernel
+        return ns.np.sum(x * ns.np.sum(ns.np.abs(x), axis=1, keepdims=True), axis=0)
+
+    x = RNG.standard_normal((5, 7)).astype(F32)
+    exe_f = check(f, x, tol=4.0)
+    run = exe_f.source.split("\ndef run(")[1]
+    assert "_fx_scratch(dev, torch.float32, 5)" in run and "torch.empty(" not in run, run
+    exe_g = check(g, x, tol=4.0)
+    run_g = exe_g.source.split("\ndef run(")[1]
+    assert "_fx_scratch" not in run_g and "torch.empty(5," in run_g, run_g
+    assert len({id(t) for t in rt._SCRATCH.values()}) == len(rt._SCRATCH)
+    again = [to_numpy(t) for t in exe_f(x)]  # (after g: the scratch's contents mean nothing)
+    np.testing.assert_allclose(again[0], (x.astype(np.float64) ** 2).sum(1) * 2 + 1, rtol=1e-5)

@@ -22,6 +22,9 @@ class Blocks:
     scan: int = 1024  # scan positions per chunk
     elems: int = 4096  # elements per block of a reduction or scan (rows x chunk)
     strided_rows: int = 64  # rows per block when the rows, not the reduced axes, are contiguous
+    # ... down to this many, to hold a whole short reduced extent in one chunk (a column sum of
+    # 128 rows, a batch's bias gradient: one kernel, no second launch to fold split partials)
+    strided_min_rows: int = 32
     strided_scan_lanes: int = 32  # lanes per block of a scan along a non-contiguous axis
     min_programs: int = 512  # split single-pass reductions with fewer blocks of rows than this
     atomic_scatter_add: bool = True  # scatter_add with atomics (else in order, deterministic)
@@ -48,7 +51,8 @@ def reduce_plan(contiguous: bool, n_rows: int, n_inner: int, itemsize: int, bloc
     registers across all the kernel's passes (the *persistent* variant); longer rows loop over
     chunks of ``blocks.reduce_inner`` (the *looped* variant). When the rows, not the reduced
     axes, are contiguous, a block is ``strided_rows`` neighbouring rows by a short chunk so that
-    its loads are coalesced."""
+    its loads are coalesced; when fewer rows (down to ``strided_min_rows``) hold the whole
+    reduced extent, the block takes that many, in one chunk."""
     scale = max(1, itemsize // 4)
     if contiguous:
         whole = _next_pow2(max(n_inner, 1))
@@ -59,7 +63,10 @@ def reduce_plan(contiguous: bool, n_rows: int, n_inner: int, itemsize: int, bloc
         rb = min(_next_pow2(n_rows), max(1, blocks.elems // ib))
     else:
         rb = min(_next_pow2(n_rows), blocks.strided_rows)
-        ib = min(_next_pow2(max(n_inner, 1)), blocks.reduce_inner, max(1, blocks.elems // rb))
+        whole = min(_next_pow2(max(n_inner, 1)), blocks.reduce_inner)
+        ib = min(whole, max(1, blocks.elems // rb))
+        if ib < whole and whole * blocks.strided_min_rows <= blocks.elems:
+            ib, rb = whole, blocks.elems // whole
     return rb, ib, blocks.reduce_warps or _warps(rb * ib)
 
 

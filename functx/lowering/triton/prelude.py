@@ -17,6 +17,7 @@ else:
     from triton.language.extra import libdevice
 
 from functx.lowering.triton.runtime import matmul as _fx_matmul
+from functx.lowering.triton.runtime import scratch as _fx_scratch
 from functx.lowering.triton.runtime import site as _fx_site
 
 

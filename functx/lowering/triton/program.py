@@ -8,7 +8,7 @@ warps)``: see ``runtime.py``, which loads and runs the module), and a host funct
 ``run(inputs, consts, outputs)`` that launches them in order on contiguous torch tensors
 (intermediates are slices of one arena on the outputs' device, laid out by ``memplan.py`` so
 that buffers whose lifetimes are disjoint share bytes; ``PLAN_MEMORY = False``: a ``torch.empty``
-each).
+each; small ones that one kernel stores and nothing reads: a shared scratch, ``runtime.scratch``).
 
 * ``pointwise``: flat 1-D blocks; the multi-index comes from the flat offset with ``//`` and ``%``;
   the tail is masked.
@@ -32,7 +32,9 @@ each).
   a function (XLA's contract: commutative, associative, the init value an identity).
 * ``dot``: ``torch.matmul`` on the realised operands (cuBLAS), called from the host function;
   float32 products use TF32 unless the default matmul precision (read when the program is
-  generated: ``functx.default_matmul_precision``) is "highest"/"float32", as in JAX.
+  generated: ``functx.default_matmul_precision``) is "highest"/"float32", as in JAX. Small
+  float matrix-vector products are a multiply and a sum instead (``dot.matvec_sums``, a Jaxpr
+  rewrite before lowering), which fuse with the work around them as reductions do.
 * ``scatter``: the operand is copied, then one program per block of the update window applies
   the updates *in order* (deterministic, duplicates combine as on the CPU); ``scatter_add`` of
   32/64-bit types uses atomics over (updates x window) blocks instead (``Blocks`` can turn that
@@ -103,6 +105,9 @@ PLAN_MEMORY = True
 # ... where the plan saves at least this many bytes: a small program keeps its ``torch.empty``
 # lines (an arena and its slices cost as much host time per call as the allocations they replace)
 PLAN_MIN_BYTES = 1 << 20
+# intermediates of at most this many bytes that one kernel stores and nothing reads share a
+# scratch buffer per device and dtype (``runtime.scratch``): no allocation per call
+SCRATCH_MAX_BYTES = 64 << 10
 
 
 # The kernel kinds of ``schedule.py`` and their renderers: ``render(prog, k)`` adds kernel ``k``'s
@@ -343,11 +348,41 @@ class TritonProgram:
                 copies.append(
                     f"    out{i}.view(-1)[:{node.size}].copy_({node.buf}.view(-1)[:{node.size}])"
                 )
+        unread = self._unread(temps, self.host + copies)
+        allocs += _scratch_lines(unread)
+        temps = [t for t in temps if t[0] not in unread]
         allocs += self._allocations(name, temps, self.host + copies)
         body = allocs + self.host + copies
-        if any("device=dev" in ln for ln in body):  # (only where used: each line costs)
+        if any("device=dev" in ln or "_fx_scratch(dev" in ln for ln in body):  # (where used)
             head.append("    dev = out0.device" if out_names else "    dev = None")
         return "\n".join(head + body + ["    return outputs"]) + "\n"
+
+    def _unread(self, temps, body: list[str]) -> dict:
+        """``{buffer: (elements, dtype)}``: the small intermediates (``SCRATCH_MAX_BYTES``) that
+        one kernel launch of the host code ``body`` stores and nothing loads (a reduction whose
+        value only its own kernel's epilogue uses: the kernel least squares step's loss terms):
+        they take the device's shared scratch (``runtime.scratch``), no allocation per call."""
+        out: dict = {}
+        for b, n, dt in temps:
+            if n * dt.itemsize > SCRATCH_MAX_BYTES:
+                continue
+            word = re.compile(rf"\b{b}\b")
+            uses = [ln for ln in body if word.search(ln)]
+            m = re.match(r"    (_L\d+)\(", uses[0]) if len(uses) == 1 else None
+            kernel = self._site_body(m.group(1)) if m else None
+            if kernel is not None and len(word.findall(kernel)) == kernel.count(f"tl.store({b} + "):
+                out[b] = (n, dt)
+        return out
+
+    def _site_body(self, site: str):
+        """The body of the kernel launch site ``site`` launches (None if not found)."""
+        line = next((d for d in self.defs if d.startswith(site + " = _fx_site(")), None)
+        m = re.match(rf"{site} = _fx_site\((\w+),", line or "")
+        if m is None:
+            return None
+        head = f"def {m.group(1)}("
+        d = next((d for d in self.defs if head in d), None)
+        return None if d is None else d.split("\n", 2)[-1]
 
     def _by_buf(self) -> dict:
         if getattr(self, "_nodes_by_buf", None) is None:
@@ -431,6 +466,18 @@ class TritonProgram:
             + ["\n" + f for f in self.subs]
             + ["\n" + main]
         )
+
+
+def _scratch_lines(unread: dict) -> list[str]:
+    """One line per dtype binding the never-read intermediates ``unread`` to the scratch."""
+    by_dt: dict = {}
+    for b, (n, dt) in unread.items():
+        by_dt.setdefault(dt, []).append((b, n))
+    return [
+        f"    {' = '.join(b for b, _ in bs)} = _fx_scratch(dev, torch.{torch_dtype_name(dt)}, "
+        f"{max(n for _, n in bs)})  # (stored, never read)"
+        for dt, bs in by_dt.items()
+    ]
 
 
 def _read_in_order(lines: list[str], bufs, n: int, itemsize: int, by_buf: dict) -> set:
@@ -613,6 +660,7 @@ def compile_triton(closed, blocks: Blocks | None = None) -> TritonExecutable:
         closed, cin, cout = split_complex(closed)
         complex_io = (cin, cout)
     closed = conv.recognize_convs(closed)  # convolution sums as cuDNN steps (conv.py)
+    closed = dot.matvec_sums(closed)  # small matrix-vector products as sums (dot.py)
     g = lower_jaxpr(closed)
     kernels = schedule.schedule(g)
     prog = TritonProgram(g, kernels, blocks)

@@ -292,6 +292,25 @@ def matmul(a, b, out, tf32: bool) -> None:
         put(prev)
 
 
+# --- scratch -------------------------------------------------------------------------------------
+_SCRATCH: dict = {}  # (device, torch dtype) -> the scratch tensor
+_SCRATCH_KEPT: list = []  # every scratch tensor made: graphs captured with one write into it
+
+
+def scratch(dev, dtype, n: int):
+    """A tensor of at least ``n`` elements of ``dtype`` on ``dev`` that programs store into and
+    never read (``program.SCRATCH_MAX_BYTES``): shared by every program and call on the device,
+    so its contents mean nothing. Never freed (a CUDA graph may have been captured with it)."""
+    t = _SCRATCH.get((dev, dtype))
+    if t is None or t.numel() < n:
+        import torch
+
+        t = torch.empty(max(n, 2 * (t.numel() if t is not None else 0)), dtype=dtype, device=dev)
+        _SCRATCH[(dev, dtype)] = t
+        _SCRATCH_KEPT.append(t)
+    return t
+
+
 # --- arguments -----------------------------------------------------------------------------------
 def to_torch(x, dtype, device):
     """A contiguous torch tensor of ``dtype`` on ``device`` from an array-like (shape kept)."""
@@ -543,22 +562,36 @@ class _Instance:
     """A hand-out graph: reads the inputs at ``bound`` (position -> address) where they lie and
     the others from ``layout``'s static inputs; writes ``outs``, which it hands out."""
 
-    __slots__ = ("bound", "layout", "outs", "graph", "free", "used", "small")
+    __slots__ = ("bound", "layout", "outs", "graph", "free", "used", "small", "held", "out_map")
 
     def __init__(self, bound: dict, layout, outs, graph, free):
-        self.bound, self.layout, self.outs, self.graph, self.free = bound, layout, outs, graph, free
+        self.bound, self.layout, self.outs, self.graph = bound, layout, outs, graph
         self.used = 0  # the call that last replayed it
         # scalar outputs beside larger ones (a loss, a metric) are copied out, so that holding
         # them (``losses.append(loss)``) leaves the instance free
         small = [o.numel() <= 1 for o in outs]
         self.small = small if not all(small) else [False] * len(outs)
+        self.set_free(free)
+        # address of each handed-out output -> (this instance, its index): see CopyGraphs
+        self.out_map = {
+            o.data_ptr(): (self, q) for q, (o, s) in enumerate(zip(outs, self.small)) if not s
+        }
+
+    def set_free(self, free) -> None:
+        """The use counts of the handed-out outputs' storages when nothing else holds them."""
+        self.free = free
+        # (the storages, fixed for the instance's life: no storage object made per call)
+        self.held = [
+            (o.untyped_storage()._cdata, n) for o, n, s in zip(self.outs, free, self.small) if not s
+        ]
 
     def matches(self, addrs) -> bool:
         return all(addrs[p] == a for p, a in self.bound.items())
 
     def is_free(self) -> bool:
         """Nothing but this instance holds its handed-out outputs (the storages' use counts)."""
-        return all(s or _use_count(o) == n for o, n, s in zip(self.outs, self.free, self.small))
+        count = _storage_use_count
+        return all(count(c) == n for c, n in self.held)
 
     def results(self) -> list:
         return [o.clone() if s else o.detach() for o, s in zip(self.outs, self.small)]
@@ -611,9 +644,10 @@ class CopyGraphs:
             self.copying = self.capture(self.static_in, None, None)
             return self._copy_out(ins, filled=True)
         inst = next((i for i in self.handout if i.matches(addrs) and i.is_free()), None)
-        bind = self._bindable(ins, addrs, last)
-        if inst is None or len(inst.bound) < len(bind):
-            inst = self._new_instance(ins, addrs, bind) or inst
+        if inst is None or len(inst.bound) < len(ins):  # (else no instance could bind more)
+            bind = self._bindable(ins, addrs, last)
+            if inst is None or len(inst.bound) < len(bind):
+                inst = self._new_instance(ins, addrs, bind) or inst
         if inst is None:
             return self._copy_out(ins)
         self.copied = len(inst.layout.copied)
@@ -621,9 +655,7 @@ class CopyGraphs:
         inst.used = self.calls
         inst.layout.fill(ins)
         inst.graph.replay()
-        self.last_out = {
-            o.data_ptr(): (inst, q) for q, (o, s) in enumerate(zip(inst.outs, inst.small)) if not s
-        }
+        self.last_out = inst.out_map
         return inst.results()
 
     def _copy_out(self, ins, filled=False):
@@ -698,7 +730,7 @@ class CopyGraphs:
             y_in.update((p, ins[p]) for p in bind if p not in chained)
             y_bound = {p: t.data_ptr() for p, t in y_in.items()}
             y = self._capture_one(ins, y_bound, y_in, source.outs)
-            y.free = source.free
+            y.set_free(source.free)
             self.handout.append(y)
         self.handout.append(x)
         self.handout.sort(key=lambda i: -len(i.bound))
@@ -1070,4 +1102,5 @@ __all__ = [
     "interpreting",
     "torch_dtype_name",
     "matmul",
+    "scratch",
 ]
