@@ -627,7 +627,19 @@ template <class T> struct fx_gemm_job {
 typedef void (*fx_blas_nt_set_t)(int);
 typedef int (*fx_blas_nt_get_t)(void);
 struct fx_blas_threads { fx_blas_nt_set_t set; fx_blas_nt_get_t get; };
-// Piece q (matrix q / pieces) of job j: its block of U copied into C's, then one BLAS call.
+// One block of C = alpha op(A) op(B) (+ U), through a CBLAS routine: U's block copied into C's,
+// then beta = 1. (A routine of another type G gets its own overload, found by argument-dependent
+// lookup where fx_gemm_run is instantiated: e.g. one that reads U itself.)
+template <class T, class G>
+static inline void fx_gemm_call(G gemm, int ta, int tb, int64_t m, int64_t n, int64_t k,
+                                T alpha, const T* a, int64_t lda, const T* b, int64_t ldb, T* c,
+                                int64_t ldc, const T* u) {
+  if (u)
+    for (int64_t i = 0; i < m; ++i) memcpy(c + i * ldc, u + i * ldc, (size_t)n * sizeof(T));
+  gemm(101, ta ? 112 : 111, tb ? 112 : 111, m, n, k, alpha, a, lda, b, ldb, (T)(u != nullptr), c,
+       ldc);
+}
+// Piece q (matrix q / pieces) of job j.
 template <class T, class G>
 static void fx_gemm_piece(G gemm, const fx_gemm_job<T>& j, int64_t q) {
   const int64_t b = q / j.pieces, p = q % j.pieces;
@@ -640,11 +652,8 @@ static void fx_gemm_piece(G gemm, const fx_gemm_job<T>& j, int64_t q) {
   int64_t m = j.m, n = j.n;
   if (rows) { a += j.ta ? p0 : p0 * j.k; c += p0 * j.n; m = p1 - p0; }
   else { bm += j.tb ? p0 * j.k : p0; c += p0; n = p1 - p0; }
-  if (j.u)
-    for (int64_t i = 0; i < m; ++i)
-      memcpy(c + i * j.n, j.u + (c - j.c) + i * j.n, (size_t)n * sizeof(T));
-  gemm(101, j.ta ? 112 : 111, j.tb ? 112 : 111, m, n, j.k, j.alpha, a, j.ta ? j.m : j.k, bm,
-       j.tb ? j.k : j.n, (T)(j.u != nullptr), c, j.n);
+  fx_gemm_call(gemm, j.ta, j.tb, m, n, j.k, j.alpha, a, j.ta ? j.m : j.k, bm, j.tb ? j.k : j.n, c,
+               j.n, j.u ? j.u + (c - j.c) : (const T*)nullptr);
 }
 // Without a BLAS (gemm null): loops, each sum in order along k. Cold: compiled for size, since
 // it rarely runs (vectorised, these loops cost the compiler more than the rest of fx_gemm_run).
