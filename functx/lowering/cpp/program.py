@@ -48,21 +48,6 @@ SPLIT_MIN_CHARS = 6000
 UNITS_MAX = 4
 
 
-def _gcc_ms(kernel: str) -> float:
-    """gcc's CPU time for a kernel's C++ at -O3, estimated in ms: its vectorised loops cost
-    most, then its loops (on the 2-core Zen 4, each kernel of the GPT block's step compiled
-    alone: 17 ms a ``simd`` loop and 3 a loop fit the 23 kernels within 10 ms; their length in
-    characters did not: a 4,000-character kernel took 0.04-0.1 s, a 1,300-character one 0.07)."""
-    return 17 * kernel.count("simd") + 3 * kernel.count("for (")
-
-
-# ... and of what stays in the main function (the products' job tables, calls to the moved
-# kernels, a buffer's allocation and release): about 120 characters a ms, 150 a buffer (the GPT
-# block's main function, 16 products and 77 buffers, 16,000 characters: 0.13 s)
-_MAIN_CHARS_PER_MS = 120
-_MAIN_CHARS_PER_BUFFER = 150
-
-
 # kernels that touch the main unit's state (sub-programs, the BLAS pointers, the buffer pool)
 # A program with more buffers than this puts each kernel in a function of its own, naming only its
 # buffers: gcc's vectoriser and dead-store pass take minutes over one function holding thousands
@@ -262,24 +247,24 @@ class CppProgram:
     def _split(self, body, spans, env, units):
         """Move the kernels of ``body`` that use no main-unit state into functions
         ``fx_k<index>(void** env)`` (``env``: every buffer of the program, in ``env``'s order),
-        balanced over ``units`` translation units by estimated compile time (``_gcc_ms``);
-        returns the new body."""
+        balanced over ``units`` translation units by source length (the main one's counting
+        each buffer's allocation, release and entry in ``fx_env``: about 150 characters; gcc's
+        time per character was within 15-20 ms a KB over the GPT block's, the CNN's and the
+        Newton step's units); returns the new body."""
         movable = [
-            ("\n".join(body[a:b]), i, a, b)
+            (len("\n".join(body[a:b])), i, a, b)
             for i, a, b in spans
             if b > a and not any(w in "\n".join(body[a:b]) for w in _MAIN_ONLY)
         ]
-        moved = sum(len(m[0]) for m in movable)
+        moved = sum(m[0] for m in movable)
         every = len(env) > SPLIT_BUFFERS  # each kernel a function of its own (see SPLIT_BUFFERS)
         if moved < SPLIT_MIN_CHARS and not every:
             return body
-        rest = len("\n".join(body)) - moved  # (what stays: the main function's own code)
-        load = [(rest + _MAIN_CHARS_PER_BUFFER * len(env)) / _MAIN_CHARS_PER_MS]
-        load += [0] * (units - 1)
+        load = [len("\n".join(body)) - moved + 150 * len(env)] + [0] * (units - 1)
         home = {}
-        for cost, i, a, b in sorted(((_gcc_ms(m[0]), *m[1:]) for m in movable), reverse=True):
+        for size, i, a, b in sorted(movable, reverse=True):
             u = min(range(units), key=lambda u: load[u])
-            load[u] += cost
+            load[u] += size
             if u or every:
                 home[i] = (u, a, b)
         if not home:
