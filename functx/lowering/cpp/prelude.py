@@ -677,8 +677,8 @@ __attribute__((cold)) static void fx_gemm_loops(const fx_gemm_job<T>* jobs, int 
 // Runs the jobs' pieces on the program's OpenMP threads (schedule(dynamic): a descheduled
 // thread holds up one piece) with OpenBLAS on one thread, its count restored after; where the
 // count cannot be set, one after the other on OpenBLAS's threads. One copy per element type
-// serves every product of a unit: inline code per product cost the compiler more than the
-// kernels around the products.
+// serves every product of a unit (inline, the GPT block step's 16 products cost 0.35 s of gcc
+// CPU, half of its main unit).
 template <class T, class G>
 static void fx_gemm_run(G gemm, fx_blas_threads nt, const fx_gemm_job<T>* jobs, int njobs) {
   if (!gemm) return fx_gemm_loops(jobs, njobs);

@@ -249,7 +249,7 @@ class CppProgram:
         ``fx_k<index>(void** env)`` (``env``: every buffer of the program, in ``env``'s order),
         balanced over ``units`` translation units by source length (the main one's counting
         each buffer's allocation, release and entry in ``fx_env``: about 150 characters; gcc's
-        time per character was within 15-20 ms a KB over the GPT block's, the CNN's and the
+        time per character was 14-20 ms a KB over the GPT block's, the CNN's and the
         Newton step's units); returns the new body."""
         movable = [
             (len("\n".join(body[a:b])), i, a, b)
