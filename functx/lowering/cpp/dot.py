@@ -444,11 +444,7 @@ def _blas_call(prog, nodes, blas, ct):
     lib = blas_threads()
     threads = "fx_blas_threads{}"
     if lib is not None:
-        if lapack.HELPER not in prog.subs:
-            prog.subs.append(lapack.HELPER)
-        sub = _THREADS_OF.format(*lib)
-        if sub not in prog.subs:
-            prog.subs.append(sub)
+        _need(prog, lapack.HELPER, _THREADS_OF.format(*lib))
         threads = "fx_blas_nt()"
     return [
         "  {",
@@ -469,11 +465,15 @@ _THREADS_OF = """static fx_blas_threads fx_blas_nt() {{
 """
 
 
+def _need(prog, *subs) -> None:
+    """Add the C++ ``subs`` to the program's shared code, once each."""
+    prog.subs.extend(sub for sub in subs if sub not in prog.subs)
+
+
 def _one_thread(prog, lib) -> list[str]:
     """C++ setting NumPy's OpenBLAS (``lib``: ``blas_threads()``) to one thread, its count kept
     in ``fx_bprev`` (the caller restores it: ``if (fx_bprev != 1) fx_bset(fx_bprev);``)."""
-    if lapack.HELPER not in prog.subs:
-        prog.subs.append(lapack.HELPER)
+    _need(prog, lapack.HELPER)
     path, st, gt = lib
     return [
         "    static const fx_blas_nt_set_t fx_bset ="
