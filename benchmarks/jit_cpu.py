@@ -252,22 +252,9 @@ def first_call(n: int = 5):
     here = os.path.dirname(os.path.abspath(__file__))
     root = os.path.dirname(here)
     env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    # Python's own bytecode cache as an installed package has it: JAX, NumPy and SymPy come with
-    # compiled modules, and a pip-installed functx too, but with PYTHONDONTWRITEBYTECODE set (as
-    # on our development machines) a checkout recompiles its ~50 modules at every import
-    # (0.3 s). One untimed import writes them first. functx's own compile cache stays empty.
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import functx, functx.numpy, functx.nn; "
-            "import functx.lowering.compile, functx.lowering.cpp.program, "
-            "functx.lowering.program_cache, functx.lowering.runtime",
-        ],
-        env=env,
-        check=True,
-    )
+    from workloads import write_bytecode  # (functx's bytecode, as an installed package has it)
+
+    write_bytecode(env, root)
 
     def child(code):
         out = subprocess.run(

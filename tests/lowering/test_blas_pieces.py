@@ -34,7 +34,9 @@ def test_blas_pieces_match_numpy():
     src = f.lower(*args).as_text()
     # six BLAS products; consecutive independent ones share one loop of pieces
     joined = src.count(", with kernel")
-    assert src.count("fx_bset(1)") + joined == 6 and joined >= 1 and "schedule(dynamic)" in src
+    jobs = _jobs(src)
+    assert len(jobs) == 6 and src.count("fx_gemm_run(fx_") + joined == 6 and joined >= 1
+    assert any(j["pieces"] > 1 for j in jobs)  # (cut: the OpenMP threads take the pieces)
     got = f(*args)
     assert _openblas_threads() == before
     want = _products(*(a.astype(np.float64) for a in args))
@@ -43,6 +45,22 @@ def test_blas_pieces_match_numpy():
         assert r.dtype == dt and r.shape == w.shape
         tol = 1e-4 if dt == np.float32 else 1e-12
         np.testing.assert_allclose(np.asarray(r), w, rtol=tol, atol=tol * np.abs(w).max())
+
+
+_JOB = re.compile(
+    r"\{(?P<a>\w+), (?P<b>\w+), (?P<c>\w+), (?P<u>\w+), \((?:float|double)\)(?P<alpha>[-\d.e]+), "
+    r"(?P<bsz>\d+)LL, (?P<m>\d+)LL, (?P<n>\d+)LL, (?P<k>\d+)LL, (?P<ta>[01]), (?P<tb>[01]), "
+    r"(?P<pieces>\d+)LL\},  // \d+ piece\(s\) of C's (?P<side>rows|columns)"
+)
+
+
+def _jobs(src):
+    """The products' ``fx_gemm_job`` initializers in a program's C++ (``dot._job``)."""
+    text = src if isinstance(src, str) else src.as_text()
+    return [
+        {k: int(v) if v.isdigit() else v for k, v in m.groupdict().items()}
+        for m in _JOB.finditer(text)
+    ]
 
 
 def _openblas_threads():
@@ -60,7 +78,8 @@ def test_blas_pieces_span_at_least_256():
     a = np.ones((128, 784), np.float32)
     b = np.ones((784, 1024), np.float32)
     src = functx.jit(lambda x, y: x @ y).lower(a, b).as_text()
-    assert "q < 4LL" in src and "p * 1024LL / 4LL" in src
+    [job] = _jobs(src)
+    assert (job["m"], job["n"], job["pieces"], job["side"]) == (128, 1024, 4, "columns")
 
 
 def test_matmul_cpu_library_harness(monkeypatch, capsys):
@@ -110,8 +129,8 @@ def test_product_updates_fold_into_the_product():
     kept = [a.copy() for a in args]
     f = functx.jit(_update_cases)
     src = f.lower(*args).as_text()
-    assert src.count("(float)1, out") == 4  # four products accumulate (beta = 1) into outputs
-    assert src.count("memcpy(out") == 4
+    # four products start from U (its block copied, then beta = 1) and write outputs
+    assert sum(j["u"] != "nullptr" and j["c"].startswith("out") for j in _jobs(src)) == 4
     # no pointwise kernel for the updates: one for the unfolded product's scaling only
     kernels = re.findall(r"// kernel \d+: (\w+ \(\d+, \d+\))", src)
     assert kernels.count("pointwise (256, 192)") == 1 and "pointwise (64, 512)" not in kernels
@@ -143,9 +162,12 @@ def test_product_updates_other_readers():
     x = rng.standard_normal((128, 192)).astype(np.float32)
     d = rng.standard_normal((128, 256)).astype(np.float32)
     s = rng.standard_normal((4, 3)).astype(np.float32)
-    assert "(float)1, out" not in functx.jit(_not_folded).lower(w, x, d, s).as_text()
+    assert all(j["u"] == "nullptr" for j in _jobs(functx.jit(_not_folded).lower(w, x, d, s)))
     src = functx.jit(_update_read_again).lower(w, x, d, s).as_text()
-    assert src.count("(float)1, out") == 1 and "out2[i] = in3[i] + (float)-2.0 * out2[i]" in src
+    assert (
+        sum(j["u"] != "nullptr" for j in _jobs(src)) == 1
+        and "out2[i] = in3[i] + (float)-2.0 * out2[i]" in src
+    )
     for fn in (_not_folded, _update_read_again):
         got = functx.jit(fn)(w, x, d, s)
         want = fn(*(a.astype(np.float64) for a in (w, x, d, s)))
@@ -168,7 +190,7 @@ def test_independent_products_share_one_loop():
     w = rng.standard_normal((256, 256)).astype(np.float32)
     x = rng.standard_normal((256, 192)).astype(np.float32)
     src = functx.jit(_two_gradients).lower(h, d, w, x).as_text()
-    assert src.count(", with kernel") == 1 and src.count("fx_bset(1)") == 2
+    assert src.count(", with kernel") == 1 and src.count("fx_gemm_run(fx_") == 2
     got = functx.jit(_two_gradients)(h, d, w, x)
     want = _two_gradients(*(a.astype(np.float64) for a in (h, d, w, x)))
     for r, v in zip(got, want):
@@ -205,11 +227,11 @@ def test_folded_update_rounds_once(monkeypatch):
     x, d = (rng.standard_normal((128, n)).astype(np.float32) for n in (256, 192))
     step = lambda w, x, d: w - 1e-4 * (x.T @ d)  # noqa: E731
     f = functx.jit(lambda *a: step(*a))
-    assert "(float)1, out" in f.lower(w, x, d).as_text()
+    assert [j["u"] for j in _jobs(f.lower(w, x, d))] == ["in0"]
     folded = np.asarray(f(w, x, d))
     monkeypatch.setattr(dot, "FOLD_UPDATES", False)
     src = functx.jit(lambda *a: step(*a)).lower(w, x, d).as_text()
-    assert "(float)1, out" not in src
+    assert [j["u"] for j in _jobs(src)] == ["nullptr"]
     plain = np.asarray(functx.jit(lambda *a: step(*a))(w, x, d))
     assert np.all(np.abs(folded - plain) <= np.spacing(np.abs(plain)))
     want = step(*(a.astype(np.float64) for a in (w, x, d)))

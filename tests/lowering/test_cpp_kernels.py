@@ -153,16 +153,26 @@ def test_reduction_of_a_transposed_operand_keeps_the_row_loop():
 
 def test_products_without_a_blas_run_the_prelude_loops(monkeypatch):
     # a process whose NumPy brings no cblas_sgemm (fx_sgemm null) computes the products through
-    # the prelude's fx_gemm_loops: plain and transposed operands, batched, against NumPy
+    # the prelude's fx_gemm_loops: plain and transposed operands, batched, a product folded into
+    # an update (U + alpha * product), against NumPy
     from functx.lowering import runtime
 
     monkeypatch.setattr(runtime, "gemm_pointers", lambda: (0, 0))
     rng = np.random.default_rng(7)
     a = rng.standard_normal((3, 40, 64)).astype(np.float32)
     b = rng.standard_normal((3, 48, 64)).astype(np.float32)
-    f = functx.jit(lambda a, b: (a @ b.transpose(0, 2, 1), a.transpose(0, 2, 1) @ a, a[0] @ b[1].T))
-    assert f.lower(a, b).as_text().count("fx_gemm_loops(") >= 3
-    a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    want = (a64 @ b64.transpose(0, 2, 1), a64.transpose(0, 2, 1) @ a64, a64[0] @ b64[1].T)
-    for got, w in zip(f(a, b), want):
-        np.testing.assert_allclose(np.asarray(got), w, rtol=2e-5, atol=2e-5)
+    w = rng.standard_normal((64, 64)).astype(np.float32)
+
+    def products(a, b, w):
+        return (
+            a @ b.transpose(0, 2, 1),
+            a.transpose(0, 2, 1) @ a,
+            a[0] @ b[1].T,
+            w - 0.5 * (a[1].T @ a[2]),
+        )
+
+    src = functx.jit(products).lower(a, b, w).as_text()
+    assert src.count("piece(s) of C's") == 4 and src.count(", nullptr, (float)") == 3
+    want = products(*(x.astype(np.float64) for x in (a, b, w)))
+    for got, v in zip(functx.jit(products)(a, b, w), want):
+        np.testing.assert_allclose(np.asarray(got), v, rtol=2e-5, atol=2e-5)

@@ -280,14 +280,9 @@ def render(prog, k: Kernel):
             group.append(nxt.nodes[0])
             prog.dot_joined = getattr(prog, "dot_joined", set()) | {id(nxt)}
             lines[0] += f", with kernel {nxt.index}: independent, its pieces in the same loop"
-        lines += ["  if (" + blas + ") {"]
-        lines += _blas_call(prog, group, blas, ct)
-        lines += ["  } else {"]
-        for n in group:
-            lines += _loops(n, compute_type(n.dtype))
-    else:
-        lines += ["  {"] + _loops(node, ct)
-    prog.body += lines + ["  }"]
+        prog.body += lines + _blas_call(prog, group, blas, ct)
+        return
+    prog.body += lines + ["  {"] + _loops(node, ct) + ["  }"]
 
 
 def _blas_of(node) -> str | None:
@@ -335,17 +330,11 @@ def _work(node) -> int:
 
 
 def _loops(node, ct) -> list[str]:
-    """The product as plain loops (the path where NumPy has no BLAS): the prelude's
-    ``fx_gemm_loops`` where operands and result share a float type (one copy for all the
-    products: less for gcc to compile), else loops of its own (any dtype)."""
+    """The product as plain loops, for operands and result of different types (any dtype)."""
     p = node.params
     lhs, rhs, ta, tb = p["lhs"], p["rhs"], p["lhs_trans"], p["rhs_trans"]
     bsz, m, kk, nn = p["batch"], p["m"], p["k"], p["n"]
     update = _update_loop(node, ct) if "acc" in p else []
-    if _blas_of(node):
-        par = int(bsz * m * nn * kk >= _PAR)
-        args = f"{bsz}LL, {m}LL, {nn}LL, {kk}LL, {lhs.buf}, {int(ta)}, {rhs.buf}, {int(tb)}"
-        return [f"    fx_gemm_loops({args}, {node.buf}, {par});"] + update
     a_idx = f"(t * {m}LL + ii)" if ta else f"(ii * {kk}LL + t)"
     b_idx = f"(jj * {kk}LL + t)" if tb else f"(t * {nn}LL + jj)"
     acc_t = (
@@ -412,8 +401,6 @@ _BLAS_PIECES = 16
 # benchmarks/RESULTS.md, session 30).
 _BLAS_PIECE_SPAN = 256
 
-_THREADS_TYPES = "typedef void (*fx_blas_nt_set_t)(int);\ntypedef int (*fx_blas_nt_get_t)(void);\n"
-
 
 @functools.lru_cache(maxsize=None)
 def blas_threads() -> tuple[str, str, str] | None:
@@ -439,7 +426,9 @@ def blas_threads() -> tuple[str, str, str] | None:
 
 def _blas_call(prog, nodes, blas, ct):
     """The BLAS products ``nodes`` (one, or two independent ones, ``_independent_next``), each
-    C = op(A) op(B) for each of its ``batch`` matrices.
+    C = op(A) op(B) for each of its ``batch`` matrices: a table of jobs for the prelude's
+    ``fx_gemm_run`` (one copy of the loop of pieces per unit: inline, 16 products' loops cost
+    the GPT block's step 0.35 s of gcc CPU).
 
     OpenBLAS's own threads are the wrong ones here: after a call they keep spinning for their
     next task while the program's OpenMP threads (the kernels around the product) want the same
@@ -455,33 +444,38 @@ def _blas_call(prog, nodes, blas, ct):
     With ``acc`` (``fold_product_updates``), C = U + alpha op(A) op(B): each piece first copies
     its block of ``U`` into C's, then accumulates into it (``beta = 1``)."""
     lib = blas_threads()
-    if lib is None:
-        lines = []
-        for node in nodes:
-            count, body = _pieces(node, blas, ct, whole=True)
-            lines += [f"    for (int64_t q = 0; q < {count}LL; ++q) {{", *body, "    }"]
-        return lines
-    parts = [_pieces(node, blas, ct) for node in nodes]
-    total = sum(c for c, _ in parts)
-    lines = [
-        *_one_thread(prog, lib),
-        *(["    #pragma omp parallel for schedule(dynamic)"] if total >= 2 else []),
-        f"    for (int64_t qq = 0; qq < {total}LL; ++qq) {{",
+    threads = "fx_blas_threads{}"
+    if lib is not None:
+        _need(prog, lapack.HELPER, _THREADS_OF.format(*lib))
+        threads = "fx_blas_nt()"
+    return [
+        "  {",
+        f"    const fx_gemm_job<{ct}> fx_jobs[] = {{",
+        *(_job(node, ct, whole=lib is None) for node in nodes),
+        "    };",
+        f"    fx_gemm_run({blas}, {threads}, fx_jobs, {len(nodes)});",
+        "  }",
     ]
-    heads = ["    {"] if len(parts) == 1 else [f"    if (qq < {parts[0][0]}LL) {{", "    } else {"]
-    first = 0
-    for head, (count, body) in zip(heads, parts):
-        lines += [head, f"      const int64_t q = qq - {first}LL;", *body]
-        first += count
-    return lines + ["    }", "    }", "    if (fx_bprev != 1) fx_bset(fx_bprev);"]
+
+
+# NumPy's OpenBLAS's thread-count entry points, looked up once per program (_blas_call)
+_THREADS_OF = """static fx_blas_threads fx_blas_nt() {{
+  static const fx_blas_threads nt = {{(fx_blas_nt_set_t)fx_lapack_fn("{0}", "{1}"),
+                                      (fx_blas_nt_get_t)fx_lapack_fn("{0}", "{2}")}};
+  return nt;
+}}
+"""
+
+
+def _need(prog, *subs) -> None:
+    """Add the C++ ``subs`` to the program's shared code, once each."""
+    prog.subs.extend(sub for sub in subs if sub not in prog.subs)
 
 
 def _one_thread(prog, lib) -> list[str]:
     """C++ setting NumPy's OpenBLAS (``lib``: ``blas_threads()``) to one thread, its count kept
     in ``fx_bprev`` (the caller restores it: ``if (fx_bprev != 1) fx_bset(fx_bprev);``)."""
-    for sub in (lapack.HELPER, _THREADS_TYPES):
-        if sub not in prog.subs:
-            prog.subs.append(sub)
+    _need(prog, lapack.HELPER)
     path, st, gt = lib
     return [
         "    static const fx_blas_nt_set_t fx_bset ="
@@ -493,18 +487,12 @@ def _one_thread(prog, lib) -> list[str]:
     ]
 
 
-def _pieces(node, blas, ct, whole=False):
-    """``(count, body)``: C++ running piece ``q`` (``0 <= q < count``) of product ``node``: the
-    matrix ``b`` and the span ``[p0, p1)`` of its rows of C when m >= n, else of its columns.
-    ``whole``: one piece per matrix (no cut)."""
+def _job(node, ct, whole=False) -> str:
+    """The ``fx_gemm_job`` of product ``node`` (an initializer in ``_blas_call``'s table), cut
+    into pieces along C's longer side; ``whole``: one piece per matrix (no cut)."""
     p = node.params
-    la, rb_, ta, tb = p["lhs"].buf, p["rhs"].buf, p["lhs_trans"], p["rhs_trans"]
     bsz, m, kk, nn = p["batch"], p["m"], p["k"], p["n"]
     acc = p.get("acc")
-    lda = m if ta else kk
-    ldb = kk if tb else nn
-    alpha = f"({ct}){p.get('alpha', 1.0)!r}"
-    beta = f"({ct}){int(acc is not None)}"
     span = max(m, nn)  # the side cut (rows of C when m >= nn, else columns)
     pieces = (
         1
@@ -516,41 +504,13 @@ def _pieces(node, blas, ct, whole=False):
             span // 16 or 1,
         )
     )
-    rows = m >= nn  # cut C's rows (A's rows), else C's columns (B's columns)
-    if rows:
-        a_off = "p0" if ta else f"p0 * {kk}LL"
-        b_off = "0"
-        c_off = f"p0 * {nn}LL"
-        mm, nnn = "(p1 - p0)", f"{nn}LL"
-    else:
-        a_off = "0"
-        b_off = f"p0 * {kk}LL" if tb else "p0"
-        c_off = "p0"
-        mm, nnn = f"{m}LL", "(p1 - p0)"
-    return bsz * pieces, [
-        f"      const int64_t b = q / {pieces}LL, p = q % {pieces}LL;",
-        f"      const int64_t p0 = p * {span}LL / {pieces}LL;",
-        f"      const int64_t p1 = (p + 1) * {span}LL / {pieces}LL;",
-        *_copy_block(node, acc, rows, m, nn, ct),
-        f"      {blas}(101, {112 if ta else 111}, {112 if tb else 111}, {mm}, {nnn}, {kk}LL,"
-        f" {alpha}, {la} + b * {m * kk}LL + {a_off}, {lda}LL, {rb_} + b * {kk * nn}LL + {b_off},"
-        f" {ldb}LL, {beta}, {node.buf} + b * {m * nn}LL + {c_off}, {nn}LL);",
-    ]
-
-
-def _copy_block(node, acc, rows, m, nn, ct) -> list[str]:
-    """C++ copying piece ``[p0, p1)`` of matrix ``b`` of ``acc`` into the product's buffer: rows
-    of C when ``rows``, else columns (``_blas_call``'s pieces)."""
-    if acc is None:
-        return []
-    c, u = f"{node.buf} + b * {m * nn}LL", f"{acc.buf} + b * {m * nn}LL"
-    if rows:
-        size = f"(p1 - p0) * {nn}ULL * sizeof({ct})"
-        return [f"      memcpy({c} + p0 * {nn}LL, {u} + p0 * {nn}LL, {size});"]
-    return [
-        f"      for (int64_t i = 0; i < {m}LL; ++i)",
-        f"        memcpy({c} + i * {nn}LL + p0, {u} + i * {nn}LL + p0, (p1 - p0) * sizeof({ct}));",
-    ]
+    ops = f"{p['lhs'].buf}, {p['rhs'].buf}, {node.buf}, {acc.buf if acc else 'nullptr'}"
+    dims = f"{bsz}LL, {m}LL, {nn}LL, {kk}LL, {int(p['lhs_trans'])}, {int(p['rhs_trans'])}"
+    side = "rows" if m >= nn else "columns"
+    return (
+        f"      {{{ops}, ({ct}){p.get('alpha', 1.0)!r}, {dims}, {pieces}LL}},"
+        f"  // {pieces} piece(s) of C's {side}"
+    )
 
 
 def _small_gemm(node, la, rb_, ta, tb, bsz, m, kk, nn, ct):

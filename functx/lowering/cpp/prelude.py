@@ -620,23 +620,85 @@ static int fx_gemm_narrow(int64_t bsz, int64_t m, int64_t k, const T* A, int64_t
   return 0;
 }
 #pragma GCC pop_options
-// A float product's loops for a process that found no BLAS (fx_sgemm/fx_dgemm null): C[q] =
-// op(A[q]) @ op(B[q]) over bsz row-major blocks, op transposing when ta/tb, each sum in order
-// along k. One copy per element type serves every product of a unit (inline loops per product
-// cost the compiler a fifth of a large program's time, for code that rarely runs).
+// A float product C = alpha op(A) op(B) (+ U) over bsz row-major matrices (cpp/dot.py's
+// _blas_call), op transposing when ta/tb; u: C's initial value (BLAS's beta = 1), or null.
+// Each matrix is cut into `pieces` pieces along C's longer side (rows when m >= n, else columns).
+template <class T> struct fx_gemm_job {
+  const T* a; const T* b; T* c; const T* u;
+  T alpha; int64_t bsz, m, n, k; int ta, tb; int64_t pieces;
+};
+// NumPy's OpenBLAS's thread count (openblas_set/get_num_threads), null where it cannot be set.
+typedef void (*fx_blas_nt_set_t)(int);
+typedef int (*fx_blas_nt_get_t)(void);
+struct fx_blas_threads { fx_blas_nt_set_t set; fx_blas_nt_get_t get; };
+// One block of C = alpha op(A) op(B) (+ U), through a CBLAS routine: U's block copied into C's,
+// then beta = 1. (A routine of another type G gets its own overload, found by argument-dependent
+// lookup where fx_gemm_run is instantiated: e.g. one that reads U itself.)
+template <class T, class G>
+static inline void fx_gemm_call(G gemm, int ta, int tb, int64_t m, int64_t n, int64_t k,
+                                T alpha, const T* a, int64_t lda, const T* b, int64_t ldb, T* c,
+                                int64_t ldc, const T* u) {
+  if (u)
+    for (int64_t i = 0; i < m; ++i) memcpy(c + i * ldc, u + i * ldc, (size_t)n * sizeof(T));
+  gemm(101, ta ? 112 : 111, tb ? 112 : 111, m, n, k, alpha, a, lda, b, ldb, (T)(u != nullptr), c,
+       ldc);
+}
+// Piece q (matrix q / pieces) of job j.
+template <class T, class G>
+static void fx_gemm_piece(G gemm, const fx_gemm_job<T>& j, int64_t q) {
+  const int64_t b = q / j.pieces, p = q % j.pieces;
+  const bool rows = j.m >= j.n;
+  const int64_t span = rows ? j.m : j.n;
+  const int64_t p0 = p * span / j.pieces, p1 = (p + 1) * span / j.pieces;
+  const T* a = j.a + b * j.m * j.k;
+  const T* bm = j.b + b * j.k * j.n;
+  T* c = j.c + b * j.m * j.n;
+  int64_t m = j.m, n = j.n;
+  if (rows) { a += j.ta ? p0 : p0 * j.k; c += p0 * j.n; m = p1 - p0; }
+  else { bm += j.tb ? p0 * j.k : p0; c += p0; n = p1 - p0; }
+  fx_gemm_call(gemm, j.ta, j.tb, m, n, j.k, j.alpha, a, j.ta ? j.m : j.k, bm, j.tb ? j.k : j.n, c,
+               j.n, j.u ? j.u + (c - j.c) : (const T*)nullptr);
+}
+// Without a BLAS (gemm null): loops, each sum in order along k. Cold: compiled for size, since
+// it rarely runs (vectorised, these loops cost the compiler more than the rest of fx_gemm_run).
 template <class T>
-static void fx_gemm_loops(int64_t bsz, int64_t m, int64_t n, int64_t k, const T* a, int ta,
-                          const T* b, int tb, T* c, int par) {
-  #pragma omp parallel for collapse(2) if(par)
-  for (int64_t q = 0; q < bsz; ++q)
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        T s = 0;
-        for (int64_t t = 0; t < k; ++t)
-          s += a[q * m * k + (ta ? t * m + i : i * k + t)] *
-               b[q * k * n + (tb ? j * k + t : t * n + j)];
-        c[q * m * n + i * n + j] = s;
-      }
+__attribute__((cold)) static void fx_gemm_loops(const fx_gemm_job<T>* jobs, int njobs) {
+  for (int i = 0; i < njobs; ++i) {
+    const fx_gemm_job<T> j = jobs[i];
+    #pragma omp parallel for collapse(2)
+    for (int64_t q = 0; q < j.bsz; ++q)
+      for (int64_t r = 0; r < j.m; ++r)
+        for (int64_t c = 0; c < j.n; ++c) {
+          T s = 0;
+          for (int64_t t = 0; t < j.k; ++t)
+            s += j.a[q * j.m * j.k + (j.ta ? t * j.m + r : r * j.k + t)] *
+                 j.b[q * j.k * j.n + (j.tb ? c * j.k + t : t * j.n + c)];
+          const int64_t at = q * j.m * j.n + r * j.n + c;
+          j.c[at] = j.u ? j.u[at] + j.alpha * s : s;
+        }
+  }
+}
+// Runs the jobs' pieces on the program's OpenMP threads (schedule(dynamic): a descheduled
+// thread holds up one piece) with OpenBLAS on one thread, its count restored after; where the
+// count cannot be set, one after the other on OpenBLAS's threads. One copy per element type
+// serves every product of a unit (inline, the GPT block step's 16 products cost 0.35 s of gcc
+// CPU, half of its main unit).
+template <class T, class G>
+static void fx_gemm_run(G gemm, fx_blas_threads nt, const fx_gemm_job<T>* jobs, int njobs) {
+  if (!gemm) return fx_gemm_loops(jobs, njobs);
+  int64_t total = 0;
+  for (int i = 0; i < njobs; ++i) total += jobs[i].bsz * jobs[i].pieces;
+  const bool cut = nt.set && nt.get;
+  const int prev = cut ? nt.get() : 1;
+  if (prev != 1) nt.set(1);
+  #pragma omp parallel for schedule(dynamic) if(cut && total >= 2)
+  for (int64_t qq = 0; qq < total; ++qq) {
+    int i = 0;
+    int64_t q = qq;
+    for (; q >= jobs[i].bsz * jobs[i].pieces; ++i) q -= jobs[i].bsz * jobs[i].pieces;
+    fx_gemm_piece(gemm, jobs[i], q);
+  }
+  if (prev != 1) nt.set(prev);
 }
 """
 
