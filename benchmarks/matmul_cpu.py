@@ -8,21 +8,25 @@ rounds, each the median of ``--reps`` calls; results are checked against NumPy i
 
 ``--crossover``: generated code against the BLAS call, both under functx.jit.
 
-``--libs [numpy,openblas32,openblas64,mkl,blis,jax]``: the BLAS libraries' sgemm at the MLP SGD
-step's products (784-1024-1024-10, batch 128, ``MLP_GEMMS``), each library in a process of its
-own, ``--rounds`` alternating rounds: one thread; the library's own two threads; two OpenMP
-threads taking 2 or 8 pieces with the library on one thread (as functx's programs call it). A
+``--libs [numpy,openblas32,openblas64,mkl,blis,jax,functx]``: the BLAS libraries' sgemm at the
+MLP SGD step's products (784-1024-1024-10, batch 128, ``MLP_GEMMS``), each library in a process
+of its own, ``--rounds`` alternating rounds: one thread; the library's own two threads; two
+OpenMP threads taking 2 or 8 pieces with the library on one thread (as functx's programs call it). A
 small C harness (compiled with gcc here) calls the library's entry point from the installed
 package's directory: NumPy's bundled OpenBLAS, the scipy-openblas32 / scipy-openblas64 wheels,
 the mkl wheel's ``libmkl_rt`` (``sys.prefix/lib`` or ``FX_MKL_DIR``), the blis wheel's
-extension module; ``jax`` times ``jax.jit``'s own product (pinned to one core with ``taskset``,
-then on both). Every result is checked against a float64 product first. Libraries not installed
-are skipped. Figures: benchmarks/RESULTS.md (session 30, blas20).
+extension module; ``functx`` is functx's own AVX-512 kernel (``lowering/cpp/gemm.py``, built with
+g++ here); ``jax`` times ``jax.jit``'s own product (pinned to one core with ``taskset``, then on
+both). Every result is checked against a float64 product first. Libraries not installed are
+skipped. The table ends with one core's float32 FMA peak (``fma_peak``: register-only FMA loops,
+AVX-512 and AVX2) and each library's one-thread rate as a fraction of it. Figures:
+benchmarks/RESULTS.md (session 30, blas20; session 33, mlp20d).
 
-``--step [mlp|gpt|cnn] --reps N [--variants before,fold,fold+join]``: a training step of
+``--step [mlp|gpt|cnn] --reps N [--variants before,fold,fold+join,own]``: a training step of
 ``workloads.py`` compiled once per setting of ``lowering/cpp/dot.py``'s switches (``FOLD_UPDATES``:
 ``U + c * (A @ B)`` as one product; ``JOIN_PRODUCTS``: independent consecutive products' pieces in
-one loop), the variants' calls interleaved in one process so that each sees the same load.
+one loop; ``OWN_GEMM``: float32 pieces through ``cpp/gemm.py``'s AVX-512 kernel), the variants'
+calls interleaved in one process so that each sees the same load.
 """
 
 from __future__ import annotations
@@ -247,21 +251,95 @@ def blas_library(name):
         except ImportError:
             return None
         return (2, blis.cy.__file__, "bli_sgemm", "bli_thread_set_num_threads")
+    if name == "functx":
+        from functx.lowering.cpp import gemm
+
+        if not gemm.host_has_avx512():
+            return None
+        return (
+            0,
+            _build("fx_gemm.cpp", _OWN_GEMM % gemm.SOURCE, "g++", "-O3", "-march=native"),
+            "fx_cblas_sgemm",
+            "fx_set_threads",
+        )
     raise ValueError(name)
 
 
-def _harness():
-    import ctypes
+# functx's kernel (lowering/cpp/gemm.py) behind the ILP64 cblas signature (beta = 0 only) and a
+# thread setter that does nothing (it runs on the calling thread)
+_OWN_GEMM = r"""
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+%s
+extern "C" void fx_cblas_sgemm(int order, int ta, int tb, int64_t m, int64_t n, int64_t k,
+                               float alpha, const float* a, int64_t lda, const float* b,
+                               int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (order != 101 || beta != 0.0f) abort();
+  fx_sgemm512(ta == 112, tb == 112, m, n, k, alpha, a, lda, b, ldb, c, ldc, nullptr);
+}
+extern "C" void fx_set_threads(int) {}
+"""
+
+# The float32 FMA peak of one core: 12 independent chains of register-only FMAs (no loads), in
+# ZMM (AVX-512) and YMM (AVX2) registers; GFLOP per CPU-second of the calling thread.
+_PEAK = r"""
+#include <immintrin.h>
+#include <time.h>
+#define CHAINS 12
+#define LOOP(T, SET, FMA, LANES)                                         \
+  T acc[CHAINS], x = SET(0.999f), y = SET(1e-4f);                        \
+  for (int i = 0; i < CHAINS; ++i) acc[i] = SET((float)i);               \
+  struct timespec t0, t1;                                                \
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);                           \
+  for (long it = 0; it < iters; ++it) {                                  \
+    _Pragma("GCC unroll 12") for (int i = 0; i < CHAINS; ++i)            \
+      acc[i] = FMA(acc[i], x, y);                                        \
+  }                                                                      \
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);                           \
+  for (int i = 0; i < CHAINS; ++i) sink[i] = ((float*)&acc[i])[0];       \
+  return 2.0 * LANES * CHAINS * iters /                                  \
+         ((t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec)) / 1e9;
+float sink[CHAINS];
+double fx_peak_avx512(long iters) { LOOP(__m512, _mm512_set1_ps, _mm512_fmadd_ps, 16) }
+double fx_peak_avx2(long iters) { LOOP(__m256, _mm256_set1_ps, _mm256_fmadd_ps, 8) }
+"""
+
+
+def _build(name, source, cc, *flags):
+    """``source`` compiled into a shared library in a fresh temporary directory: its path."""
     import os
     import subprocess
     import tempfile
 
     d = tempfile.mkdtemp(prefix="fx_blasbench_")
-    src, so = os.path.join(d, "h.c"), os.path.join(d, "h.so")
+    src, so = os.path.join(d, name), os.path.join(d, name.rsplit(".", 1)[0] + ".so")
     with open(src, "w") as f:
-        f.write(_HARNESS)
-    subprocess.run(["gcc", "-O2", "-fopenmp", "-shared", "-fPIC", src, "-o", so], check=True)
-    h = ctypes.CDLL(so)
+        f.write(source)
+    subprocess.run([cc, *flags, "-shared", "-fPIC", src, "-o", so], check=True)
+    return so
+
+
+def fma_peak(rounds=5):
+    """``{"avx512": GFLOP/s, "avx2": GFLOP/s}`` per CPU-second of one thread, the best of
+    ``rounds`` (``_PEAK``); without AVX-512 only ``avx2``."""
+    import ctypes
+
+    from functx.lowering.cpp import gemm
+
+    h = ctypes.CDLL(_build("peak.c", _PEAK, "gcc", "-O2", "-march=native"))
+    out = {}
+    for kind in ("avx512", "avx2") if gemm.host_has_avx512() else ("avx2",):
+        fn = getattr(h, f"fx_peak_{kind}")
+        fn.restype, fn.argtypes = ctypes.c_double, [ctypes.c_long]
+        out[kind] = max(fn(20_000_000) for _ in range(rounds))
+    return out
+
+
+def _harness():
+    import ctypes
+
+    h = ctypes.CDLL(_build("h.c", _HARNESS, "gcc", "-O2", "-fopenmp"))
     h.fx_bench.restype = None
     i64, p = ctypes.c_int64, ctypes.c_void_p
     i = ctypes.c_int
@@ -301,7 +379,7 @@ def _one_library(name, reps, modes):
     for label, m, n, k, ta, tb in MLP_GEMMS:
         a, b, want = _operands(m, n, k, ta, tb)
         c = np.empty((m, n), np.float32)
-        for mode in modes:
+        for mode in [md for md in modes if not (name == "functx" and md == "2own")]:
             threads, pieces = {"1": (1, 1), "2own": (2, 1), "2x2": (1, 2), "2x8": (1, 8)}[mode]
             set_threads(threads)
             c[...] = np.nan
@@ -334,6 +412,8 @@ def _describe(name, dll):
         buf = ctypes.create_string_buffer(256)
         dll.MKL_Get_Version_String(buf, 256)
         return buf.value.decode()
+    if name == "functx":
+        return "functx's AVX-512 kernel (lowering/cpp/gemm.py)"
     if name == "blis":
         dll.bli_arch_query_id.restype = ctypes.c_int
         dll.bli_arch_string.restype = ctypes.c_char_p
@@ -380,10 +460,12 @@ def _jax_library(reps, modes):
 
 # --- the products' code in a whole step, A/B in one process (``--step``) ------------------------
 
-STEP_VARIANTS = {  # name: (dot.FOLD_UPDATES, dot.JOIN_PRODUCTS)
-    "before": (False, False),
-    "fold": (True, False),
-    "fold+join": (True, True),
+SWITCHES = ("FOLD_UPDATES", "JOIN_PRODUCTS", "OWN_GEMM")  # lowering/cpp/dot.py's
+STEP_VARIANTS = {  # name: the switches' values
+    "before": (False, False, False),
+    "fold": (True, False, False),
+    "fold+join": (True, True, False),
+    "own": (True, True, True),  # float32 pieces through cpp/gemm.py's kernel
 }
 
 
@@ -399,7 +481,7 @@ def step_ab(family, calls, variants):
 
     import functx
     from functx.lowering import program_cache
-    from functx.lowering.cpp import dot
+    from functx.lowering.cpp import dot, gemm
 
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import workloads
@@ -407,16 +489,21 @@ def step_ab(family, calls, variants):
     name = {"mlp": "mlp_sgd", "gpt": "gpt_block", "cnn": "cnn"}[family]
     c = dict((w[0], w[2]) for w in workloads.workload_list("full"))[name]
     args = functx.tree_util.tree_map(functx.numpy.asarray, workloads.inputs(family, c))
-    saved = (dot.FOLD_UPDATES, dot.JOIN_PRODUCTS, program_cache.key_of)
+    saved = [getattr(dot, s) for s in SWITCHES], program_cache.key_of
     fns, outs = {}, {}
     try:
         program_cache.key_of = lambda closed: None
         for v in variants:
-            dot.FOLD_UPDATES, dot.JOIN_PRODUCTS = STEP_VARIANTS[v]
+            for s, on in zip(SWITCHES, STEP_VARIANTS[v]):
+                setattr(dot, s, on)
             fns[v] = functx.jit(workloads.program(functx, family, c))
             outs[v] = functx.tree_util.tree_leaves(fns[v](*args))
     finally:
-        dot.FOLD_UPDATES, dot.JOIN_PRODUCTS, program_cache.key_of = saved
+        for s, on in zip(SWITCHES, saved[0]):
+            setattr(dot, s, on)
+        program_cache.key_of = saved[1]
+    if any(STEP_VARIANTS[v][2] for v in variants) and gemm.host_has_avx512():
+        gemm.library()  # (built: until then the programs call OpenBLAS)
     ref = [np.asarray(x, np.float64) for x in outs[variants[0]]]
     for v in variants[1:]:
         for r, x in zip(ref, outs[v]):
@@ -437,7 +524,7 @@ def step_ab(family, calls, variants):
         print(f"  {v:10s} wall {w:8.2f} ms (min {min(ws) * 1e3:7.2f})  CPU {cpu:8.2f} ms")
 
 
-LIBS = ["numpy", "openblas32", "openblas64", "mkl", "blis", "jax"]
+LIBS = ["numpy", "openblas32", "openblas64", "mkl", "blis", "jax", "functx"]
 MODES = ["1", "2own", "2x2", "2x8"]
 
 
@@ -450,6 +537,7 @@ def compare_libraries(libs, reps, rounds):
     import subprocess
     import sys
 
+    peak = fma_peak()
     cells, seen = {}, set()
     env = dict(os.environ, MKL_THREADING_LAYER="GNU", OMP_WAIT_POLICY="PASSIVE")
     for _ in range(rounds):
@@ -492,6 +580,18 @@ def compare_libraries(libs, reps, rounds):
                     row.append("-")
             if any(c != "-" for c in row):
                 print(f"  {mode:5s}" + "".join(f"{c:>13s}" for c in row))
+    top = max(peak.values())
+    peaks = ", ".join(f"{k} {v:.1f}" for k, v in peak.items())
+    print(f"\nFMA peak of one core (register-only FMA loops, GFLOP per CPU-second): {peaks}")
+    print("one thread, CPU median: % of that peak per product; the five products' CPU ms")
+    for lib in present:
+        rates = [cells.get((lib, label, "1")) for label, *_ in MLP_GEMMS]
+        if not all(rates):
+            continue
+        rates = [sorted(x[3] for x in v)[len(v) // 2] for v in rates]
+        ms = sum(2 * m * n * k / r / 1e6 for (_, m, n, k, _, _), r in zip(MLP_GEMMS, rates))
+        pct = " ".join(f"{100 * r / top:5.1f}" for r in rates)
+        print(f"  {lib:10s} {pct}  {ms:6.2f} ms")
 
 
 def main():

@@ -20,7 +20,10 @@ Which BLAS: ``benchmarks/matmul_cpu.py --libs`` measured the MLP SGD step's prod
 machine (AMD Zen 3, AVX2; session 30, table in benchmarks/RESULTS.md). On one thread NumPy's
 OpenBLAS 0.3.31 and the newest scipy-openblas wheels (0.3.34, the same Haswell kernels) ran
 80-87 GFLOP/s, MKL 2026.2 35-77, JAX's own product 55-91, the blis wheel 10-18 (its detection
-falls back to generic kernels here). NumPy's OpenBLAS stays: no new dependency.
+falls back to generic kernels here). NumPy's OpenBLAS stays: no new dependency. On AVX-512 hosts
+the float32 pieces call functx's own kernel instead (``cpp/gemm.py``, ``OWN_GEMM``): on the Zen 4
+machine of session 33 it runs the MLP step's five products in 12.5 CPU ms against OpenBLAS's 14.0
+(one thread each; XLA's 13.4).
 
 Around the calls: an update ``U + c * (A @ B)`` of a product read once (an SGD step on a weight
 gradient) is the product itself, accumulating into a copy of ``U`` (``fold_product_updates``),
@@ -40,7 +43,7 @@ import numpy as np
 
 from functx import dtypes
 from functx.lowering import loopir
-from functx.lowering.cpp import lapack
+from functx.lowering.cpp import gemm, lapack
 from functx.lowering.cpp.emit import _PAR, _SUM_BLOCK, _is_float, _store, compute_type
 from functx.lowering.loopir import Const, Load, Node, Op, flat_offset, reads_in_order
 from functx.lowering.lower import _DOT_PARAMS
@@ -75,6 +78,7 @@ def _generated(bsz, m, kk, nn) -> bool:
 # (switches for A/B measurements in one process: benchmarks/matmul_cpu.py --step)
 FOLD_UPDATES = True  # fold_product_updates
 JOIN_PRODUCTS = True  # _independent_next
+OWN_GEMM = True  # float32 pieces through cpp/gemm.py's kernel rather than OpenBLAS
 
 _BLAS_TYPES = (dtypes.float32, dtypes.float64)
 
@@ -180,6 +184,14 @@ def fold_product_updates(g) -> None:
     time) and OpenBLAS's clearing of the gradients (most of its 3.1% memset) became a copy of
     the weights (4.9%): 16.5-16.8 -> 15.8-16.2 CPU ms per step (session 32,
     benchmarks/RESULTS.md)."""
+    if OWN_GEMM and any(
+        n.kind == "dot"
+        and "m" in n.params
+        and np.dtype(n.dtype) == dtypes.float32
+        and _work(n) >= _SMALL_GEMM
+        for n in g.nodes
+    ):
+        gemm.start_build()  # (cpp/gemm.py's library, for the programs' float32 BLAS products)
     if not FOLD_UPDATES:
         return
     consumers: dict[int, list] = {}
@@ -444,6 +456,8 @@ def _blas_call(prog, nodes, blas, ct):
     With ``acc`` (``fold_product_updates``), C = U + alpha op(A) op(B): each piece first copies
     its block of ``U`` into C's, then accumulates into it (``beta = 1``)."""
     lib = blas_threads()
+    own = OWN_GEMM and all(gemm.applies(n) for n in nodes)
+    routine = gemm.routine(prog, blas) if own else blas
     threads = "fx_blas_threads{}"
     if lib is not None:
         _need(prog, lapack.HELPER, _THREADS_OF.format(*lib))
@@ -453,7 +467,7 @@ def _blas_call(prog, nodes, blas, ct):
         f"    const fx_gemm_job<{ct}> fx_jobs[] = {{",
         *(_job(node, ct, whole=lib is None) for node in nodes),
         "    };",
-        f"    fx_gemm_run({blas}, {threads}, fx_jobs, {len(nodes)});",
+        f"    fx_gemm_run({routine}, {threads}, fx_jobs, {len(nodes)});",
         "  }",
     ]
 

@@ -1,0 +1,112 @@
+"""``functx/lowering/cpp/gemm.py``: functx's AVX-512 float32 product in the BLAS pieces of
+``cpp/dot.py``, against NumPy in float64 at every edge of its blocking (rows past a 6-row tile,
+columns past a 64-column panel, terms past a 16-term transpose, several contraction blocks,
+several column and row blocks), both layouts of each operand, batches and added buffers."""
+
+import ctypes
+
+import numpy as np
+import pytest
+
+import functx
+from functx.lowering.cpp import dot, gemm
+
+# (lhs shape, rhs shape, lhs transposed, rhs transposed): products of 2^15 multiply-adds or more
+_CASES = [
+    ((127, 77), (77, 200), False, False),  # 127 rows: 20 tiles of 6, one of 3 and one of 4
+    ((77, 127), (77, 200), True, False),
+    ((64, 600), (130, 600), False, True),  # 600 terms: two blocks of 300, not multiples of 16
+    ((600, 64), (130, 600), True, True),
+    ((40, 300), (300, 1100), False, False),  # columns past one packed block of B (384 at 300)
+    ((800, 40), (800, 70), True, False),  # 800 rows: two row blocks (768), 70 columns
+]
+
+
+def _library_calls(path):
+    return ctypes.c_int64.in_dll(ctypes.CDLL(path), "fx_sgemm512_calls").value
+
+
+def _own_runs(src):
+    return src.count(f"fx_gemm_run({gemm.NAME}{{")
+
+
+def _products(*ops):
+    out = []
+    for (a, b), (_, _, ta, tb) in zip(zip(ops[0::2], ops[1::2]), _CASES):
+        out.append((a.T if ta else a) @ (b.T if tb else b))
+    return out
+
+
+def _updates(w, x, d, u, a, b):
+    # an SGD step (rows of C cut) and an added buffer with columns of C cut, alpha = -0.5
+    return w - 0.1 * (x.T @ d), u - 0.5 * (a @ b), functx.numpy.matmul(a[None], b[None] * 2)
+
+
+@pytest.mark.skipif(
+    not gemm.host_has_avx512() or dot.blas_threads() is None, reason="AVX-512 and OpenBLAS"
+)
+def test_own_gemm_matches_float64():
+    rng = np.random.default_rng(0)
+    ops = []
+    for sa, sb, _, _ in _CASES:
+        ops += [rng.standard_normal(s).astype(np.float32) for s in (sa, sb)]
+    upd = [rng.standard_normal(s).astype(np.float32) for s in [(256, 192), (128, 256)]]
+    upd += [rng.standard_normal(s).astype(np.float32) for s in [(128, 192), (64, 1000)]]
+    upd += [rng.standard_normal(s).astype(np.float32) for s in [(64, 96), (96, 1000)]]
+    kept = [a.copy() for a in upd]
+    f = functx.jit(lambda *a: (_products(*a[:12]), _updates(*a[12:])))
+    src = f.lower(*ops, *upd).as_text()
+    assert _own_runs(src) >= 1 and "fx_gemm_run(fx_sgemm," not in src
+    before = _library_calls(gemm.library())  # (built: the program runs the kernel, not OpenBLAS)
+    got = f(*ops, *upd)
+    assert _library_calls(gemm.library()) >= before + len(_CASES) + 3  # (a piece or more each)
+    wide = [a.astype(np.float64) for a in ops + upd]
+    want = _products(*wide[:12]), _updates(*wide[12:])
+    absw = _products(*map(np.abs, wide[:12]))
+    for r, w, s in zip([*got[0], *got[1]], [*want[0], *want[1]], [*absw, None, None, None]):
+        scale = np.abs(w).max() if s is None else s  # (|A| |B|: the bound of a float32 sum)
+        assert r.dtype == np.float32 and r.shape == w.shape
+        assert np.all(np.abs(np.asarray(r, np.float64) - w) <= 2e-6 * scale)
+    for a, k in zip(upd, kept):
+        np.testing.assert_array_equal(a, k)
+
+
+@pytest.mark.skipif(
+    not gemm.host_has_avx512() or dot.blas_threads() is None, reason="AVX-512 and OpenBLAS"
+)
+def test_own_gemm_where_it_applies(monkeypatch):
+    """Float32 products run through ``fx_own_sgemm``, whose pieces of enough columns and terms
+    call the kernel (narrow ones OpenBLAS); float64 and ``dot.OWN_GEMM = False`` keep
+    OpenBLAS's routine."""
+    from functx.lowering import program_cache
+
+    monkeypatch.setattr(program_cache, "key_of", lambda closed: None)  # (keyed on the Jaxpr)
+    a = np.ones((128, 784), np.float32)
+    narrow = functx.jit(lambda a, c: a @ c)
+    c = np.ones((784, 10), np.float32)
+    assert _own_runs(narrow.lower(a, c).as_text()) == 1
+    before = _library_calls(gemm.library())
+    np.testing.assert_array_equal(np.asarray(narrow(a, c)), np.full((128, 10), 784.0))
+    assert _library_calls(gemm.library()) == before  # (10 columns: OpenBLAS)
+    wide = lambda a, b: (a @ b, a.astype(np.float64) @ b.astype(np.float64))  # noqa: E731
+    assert _own_runs(functx.jit(wide).lower(a, a.T.copy()).as_text()) == 1
+    monkeypatch.setattr(dot, "OWN_GEMM", False)
+    assert _own_runs(functx.jit(wide).lower(a, a.T.copy()).as_text()) == 0
+
+
+@pytest.mark.skipif(
+    not gemm.host_has_avx512() or dot.blas_threads() is None, reason="AVX-512 and OpenBLAS"
+)
+def test_own_gemm_before_its_library_is_built(monkeypatch):
+    """Until the kernel's library is in the cache directory, ``fx_own_sgemm`` copies ``U`` and
+    calls OpenBLAS: the same values (float64 reference)."""
+    from functx.lowering import program_cache
+
+    monkeypatch.setattr(program_cache, "key_of", lambda closed: None)  # (keyed on the Jaxpr)
+    monkeypatch.setattr(gemm, "library", lambda wait=True: "/nonexistent/fx-gemm.so")
+    rng = np.random.default_rng(1)
+    w, x, d = (rng.standard_normal(s).astype(np.float32) for s in [(96, 200), (64, 96), (64, 200)])
+    f = functx.jit(lambda w, x, d: w - 0.1 * (x.T @ d))
+    assert _own_runs(f.lower(w, x, d).as_text()) == 1
+    want = w - 0.1 * (x.T.astype(np.float64) @ d)
+    np.testing.assert_allclose(np.asarray(f(w, x, d)), want, rtol=1e-5, atol=1e-5)
