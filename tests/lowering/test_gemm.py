@@ -4,6 +4,7 @@ columns past a 64-column panel, terms past a 16-term transpose, several contract
 several column and row blocks), both layouts of each operand, batches and added buffers."""
 
 import ctypes
+import shutil
 
 import numpy as np
 import pytest
@@ -110,3 +111,24 @@ def test_own_gemm_before_its_library_is_built(monkeypatch):
     assert _own_runs(f.lower(w, x, d).as_text()) == 1
     want = w - 0.1 * (x.T.astype(np.float64) @ d)
     np.testing.assert_allclose(np.asarray(f(w, x, d)), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.skipif(
+    not gemm.host_has_avx512() or dot.blas_threads() is None, reason="AVX-512 and OpenBLAS"
+)
+def test_own_gemm_never_opens_its_library_from_disk(monkeypatch, tmp_path):
+    """The programs call the kernel's library only once this process has loaded it, after the
+    cache's checks (``gemm._compile``): a library at the path they name that nobody checked and
+    loaded is not opened (its counter stays 0); OpenBLAS computes meanwhile."""
+    from functx.lowering import program_cache
+
+    copy = tmp_path / "fx-gemm.so"
+    shutil.copyfile(gemm.library(), copy)
+    monkeypatch.setattr(program_cache, "key_of", lambda closed: None)  # (keyed on the Jaxpr)
+    monkeypatch.setattr(gemm, "library", lambda wait=True: str(copy))
+    rng = np.random.default_rng(2)
+    w, x, d = (rng.standard_normal(s).astype(np.float32) for s in [(96, 200), (64, 96), (64, 200)])
+    f = functx.jit(lambda w, x, d: w - 0.1 * (x.T @ d))
+    want = w - 0.1 * (x.T.astype(np.float64) @ d)
+    np.testing.assert_allclose(np.asarray(f(w, x, d)), want, rtol=1e-5, atol=1e-5)
+    assert _library_calls(str(copy)) == 0

@@ -40,6 +40,7 @@ Used only where ``/proc/cpuinfo`` lists ``avx512f`` (the programs are compiled w
 from __future__ import annotations
 
 import atexit
+import ctypes
 import functools
 import os
 import threading
@@ -300,7 +301,12 @@ def start_build() -> None:
 
 def _compile() -> None:
     try:
-        cache.compile_cached(SOURCE, suffix="-fxgemm")
+        path, _ = cache.compile_cached(SOURCE, suffix="-fxgemm")
+        # loaded here, after the cache's checks (a file of this user, unchanged since it was
+        # written): the programs only look the library up among those this process has loaded
+        if cache.valid_digest(path) is None:
+            raise OSError(f"{path} does not match its digest")
+        _build["lib"] = ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
     except Exception as e:  # noqa: BLE001 - reported once; the programs keep OpenBLAS
         _build["error"] = e
         warnings.warn(
@@ -334,8 +340,9 @@ static void fx_gemm_call(fx_own_sgemm g, int ta, int tb, int64_t m, int64_t n, i
                          float* c, int64_t ldc, const float* u) {
   static fx_sgemm512_t lib = nullptr;
   fx_sgemm512_t f = __atomic_load_n(&lib, __ATOMIC_ACQUIRE);
-  if (!f) {
-    f = (fx_sgemm512_t)fx_lapack_fn("%s", "fx_sgemm512");
+  if (!f) {  // (loaded by cpp/gemm.py once checked in the cache: never opened from disk here)
+    void* h = dlopen("%s", RTLD_NOW | RTLD_NOLOAD);
+    f = h ? (fx_sgemm512_t)dlsym(h, "fx_sgemm512") : nullptr;
     if (f) __atomic_store_n(&lib, f, __ATOMIC_RELEASE);
   }
   if (f && m >= %d && n >= %d && k >= %d)
