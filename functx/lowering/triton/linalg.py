@@ -100,13 +100,13 @@ _CHOICES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # step -> run
 # the kernels' helpers (module globals: kernels resolve them by name); reductions combine with
 # these rather than call tl.sum, which Triton's interpreter cannot run unless TRITON_INTERPRET was
 # set before triton was first imported (as in prelude.py)
-_add = _sqrt = _div = _max = _min = None
+_add = _sqrt = _div = _max = _min = _beyond = _recip = None
 
 
 def _kernels():
     """The kernels, built on first use in each mode (``triton.jit`` makes interpreter functions
     when ``TRITON_INTERPRET=1`` was set by then)."""
-    global _add, _sqrt, _div, _max, _min
+    global _add, _sqrt, _div, _max, _min, _beyond, _recip
     interp = config.triton_interpret()
     if interp in _KERNELS:
         return _KERNELS[interp]
@@ -137,7 +137,22 @@ def _kernels():
     def minimum(a, b):
         return tl.minimum(a, b)
 
+    @triton.jit
+    def beyond(r, j, n, LOWER):  # the rows of column j strictly past the diagonal
+        if LOWER:
+            return (r > j) & (r < n)
+        return r < j
+
+    @triton.jit
+    def recip(base, j, n, stride, UNIT):  # 1 / a[j, j] (1 for a unit diagonal)
+        if UNIT:
+            return tl.full([1, 1], 1.0, base.dtype.element_ty)
+        inb = (j >= 0) & (j < n)
+        d = tl.load(base + tl.where(inb, j, 0) * stride, mask=inb, other=1.0)
+        return _div(tl.full([1, 1], 1.0, d.dtype), d)
+
     _add, _sqrt, _div, _max, _min = add, sqrt, div, maximum, minimum
+    _beyond, _recip = beyond, recip
 
     @triton.jit
     def cholesky(X, L, n, xs_r, xs_c, os_r, os_c, BN: tl.constexpr):
@@ -166,37 +181,30 @@ def _kernels():
                  UNIT: tl.constexpr):  # fmt: skip
         pid = tl.program_id(0).to(tl.int64)
         j0 = tl.program_id(1) * BK
-        rv = tl.arange(0, BN)
-        r = rv[:, None]
+        r = tl.arange(0, BN)[:, None]
         kc = j0 + tl.arange(0, BK)[None, :]
         abase = A + pid * n * n
         bmask = (r < n) & (kc < k)
         boff = pid * n * k + r * bs_r + kc * bs_c
         b = tl.load(B + boff, mask=bmask, other=0.0)  # (its rows become x's as they are solved)
-        # op(A)'s columns come from memory, each step loading the next step's (the load overlaps
-        # the step)
+        # op(A)'s columns below (above) the diagonal as (BN, 1) tiles of b's layout, and the
+        # reciprocals of its diagonal, come from memory two steps ahead of the step using them
+        # (the loads overlap two steps; no reduction picks the diagonal out)
+        dj = 1 if LOWER else -1
         first = 0 if LOWER else n - 1
-        fmask = ((rv >= first) & (rv < n)) if LOWER else (rv <= first)
-        tnext = tl.load(abase + rv * as_r + first * as_c, mask=fmask, other=0.0)
+        aj = abase + r * as_r  # (+ j * as_c: column j)
+        col0 = tl.load(aj + first * as_c, mask=_beyond(r, first, n, LOWER), other=0.0)
+        col1 = tl.load(aj + (first + dj) * as_c, mask=_beyond(r, first + dj, n, LOWER), other=0.0)
+        inv0 = _recip(abase, first, n, as_r + as_c, UNIT)
+        inv1 = _recip(abase, first + dj, n, as_r + as_c, UNIT)
         for step in range(0, n):
-            if LOWER:
-                j = step
-                jn = step + 1
-                below = (rv >= jn) & (rv < n)
-            else:
-                j = n - 1 - step
-                jn = j - 1
-                below = rv <= jn  # (none at the last step: jn = -1)
-            tcol = tnext  # op(A)[:, j], zero outside the triangle
-            tnext = tl.load(abase + rv * as_r + jn * as_c, mask=below, other=0.0)
-            brow = tl.reduce(tl.where(r == j, b, 0.0), 0, _add)  # b[j, :]
-            if UNIT:
-                xj = brow
-            else:
-                d = tl.reduce(tl.where(rv == j, tcol, 0.0), 0, _add)
-                xj = _div(brow, tl.full([BK], 0.0, brow.dtype) + d)
-            tcol = tl.where(rv == j, 0.0, tcol)  # (zero on the rows solved: they keep x)
-            b = tl.where(r == j, xj[None, :], b - tcol[:, None] * xj[None, :])
+            j = first + step * dj
+            j2 = j + 2 * dj
+            col2 = tl.load(aj + j2 * as_c, mask=_beyond(r, j2, n, LOWER), other=0.0)
+            inv2 = _recip(abase, j2, n, as_r + as_c, UNIT)
+            xj = tl.reduce(tl.where(r == j, b, 0.0), 0, _add)[None, :] * inv0  # b[j, :] / a_jj
+            b = tl.where(r == j, xj, b - col0 * xj)
+            col0, col1, inv0, inv1 = col1, col2, inv1, inv2
         tl.store(Xo + boff, b, mask=bmask)
 
     @triton.jit
