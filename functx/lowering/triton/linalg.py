@@ -213,36 +213,40 @@ def _kernels():
         rv = tl.arange(0, BN)
         r = rv[:, None]
         c = rv[None, :]
-        inb = (r < n) & (c < n)
         base = pid * n * n
-        a = tl.load(X + base + r * n + c, mask=inb, other=0.0)
-        perm = rv
+        a = tl.load(X + base + r * n + c, mask=(r < n) & (c < n), other=0.0)
+        # rows stay where they are: a swap exchanges two rows' positions, and the rows are
+        # stored by position at the end
+        pos = rv
         piv = rv
+        col = tl.reduce(tl.where(c == 0, a, 0.0), 1, _add)  # a[:, j] (by row, not position)
         for j in range(0, n):
-            col = tl.reduce(tl.where(c == j, a, 0.0), 1, _add)  # a[:, j]
-            mag = tl.where((rv >= j) & (rv < n), tl.abs(col), -1.0)
+            # column j + 1 before this step's update (off the pivot search's path)
+            nxt = tl.reduce(tl.where(c == j + 1, a, 0.0), 1, _add)
+            live = (pos >= j) & (rv < n)
+            mag = tl.where(live, tl.abs(col), -1.0)
             top = tl.reduce(mag, 0, _max)
-            p = tl.reduce(tl.where(mag == top, rv, BN), 0, _min)  # (the first largest: idamax)
-            p = tl.where(p < BN, p, j)  # (NaNs: no pivot found; keep the row)
-            row_j = tl.reduce(tl.where(r == j, a, 0.0), 0, _add)
-            row_p = tl.reduce(tl.where(r == p, a, 0.0), 0, _add)
-            a = tl.where(r == j, row_p[None, :], tl.where(r == p, row_j[None, :], a))
-            pj = tl.reduce(tl.where(rv == j, perm, 0), 0, _add)
-            pp = tl.reduce(tl.where(rv == p, perm, 0), 0, _add)
-            perm = tl.where(rv == j, pp, tl.where(rv == p, pj, perm))
-            piv = tl.where(rv == j, p, piv)
-            # the pivot column below the diagonal after the swap (row p holds a[j, j] now),
-            # scaled (a zero pivot: left as it is, zeros)
-            cj = tl.reduce(tl.where(rv == j, col, 0.0), 0, _add)
-            d = tl.reduce(tl.where(rv == p, col, 0.0), 0, _add)
+            # the pivot's position: the first largest magnitude by position (LAPACK's idamax);
+            # NaNs are passed over, and a column of NaNs keeps the row at position j
+            q = tl.reduce(tl.where((mag == top) & live, pos, BN), 0, _min)
+            q = tl.where(q < BN, q, j)
+            isp = pos == q
+            d = tl.reduce(tl.where(isp, col, 0.0), 0, _add)
+            u1 = tl.reduce(tl.where(isp, nxt, 0.0), 0, _add)  # (its entry in column j + 1)
+            urow = tl.reduce(tl.where(isp[:, None], a, 0.0), 0, _add)
+            piv = tl.where(rv == j, q, piv)
+            pos = tl.where(pos == j, q, tl.where(isp, j, pos))
+            # the column below the pivot scaled (a zero pivot: left as it is, zeros), the
+            # trailing rows updated
             d = tl.where(d != 0.0, d, 1.0)
-            col = tl.where(rv == p, cj, col)
-            lcol = tl.where(rv > j, _div(col, tl.full([BN], 0.0, col.dtype) + d), 0.0)
-            urow = tl.where(rv > j, row_p, 0.0)  # (the pivot row right of the diagonal)
-            a = tl.where((c == j) & (r > j), lcol[:, None], a - lcol[:, None] * urow[None, :])
-        tl.store(LU + base + r * n + c, a, mask=inb)
+            lcol = tl.where(pos > j, _div(col, tl.full([BN], 0.0, col.dtype) + d), 0.0)
+            col = nxt - lcol * u1
+            urow = tl.where(c > j, urow[None, :], 0.0)
+            a = tl.where((c == j) & (pos > j)[:, None], lcol[:, None], a - lcol[:, None] * urow)
+        outm = (pos < n)[:, None] & (c < n)
+        tl.store(LU + base + pos[:, None] * n + c, a, mask=outm)
         tl.store(PIV + pid * n + rv, piv, mask=rv < n)
-        tl.store(PERM + pid * n + rv, perm, mask=rv < n)
+        tl.store(PERM + pid * n + pos, rv, mask=pos < n)
 
     @triton.jit
     def eigh(X, V, W, n, eps2, LOWER: tl.constexpr, BN: tl.constexpr, MAXS: tl.constexpr):
