@@ -83,6 +83,9 @@ MAX_N = 64  # the largest matrices the kernels take; larger ones keep torch.lina
 #: (``cusolver.py``; larger ones, up to ``MAX_N``, where it cannot: Triton's interpreter)
 EIGH_JACOBI_MAX_N = 16
 CUSOLVER_EIGH = True  # eigh above EIGH_JACOBI_MAX_N rows through cusolver.py where it can
+#: batches of at most ``cusolver.SYEVJ_MAX_N`` rows through cuSOLVER's batched Jacobi solver
+#: (``syevjBatched``, as JAX and torch choose there), larger ones ``XsyevBatched``
+CUSOLVER_SYEVJ = True
 LIBRARY_RUNNERS = True  # cholesky, triangular_solve above MAX_N: the graph-safe runners
 MAX_SWEEPS = 20  # Jacobi sweeps at most (float64 64x64 needs about 8)
 RHS_BLOCK = 32  # right-hand-side columns per program of the solves
@@ -374,17 +377,22 @@ def _batch(aval) -> int:
 
 
 def _torch_cholesky(shape, upper):
-    """The factor through ``torch.linalg.cholesky_ex`` (cuSOLVER's potrf) straight into the
-    step's output, NaNs where a pivot was not positive; ``upper``: ``swap(cholesky(swap(s)))``
-    of ``s`` (``_UpperCholeskyStep``)."""
+    """The factor through ``torch.linalg.cholesky_ex`` (cuSOLVER's potrf) written by torch
+    straight into the step's output, then NaNs where a pivot was not positive; ``upper``:
+    ``swap(cholesky(swap(s)))`` of ``s`` (``_UpperCholeskyStep``). The lower factor ``L`` of a
+    row-major matrix is asked for as the upper factor of its transpose written into ``L``'s
+    transpose, which is column-major as cuSOLVER writes it (torch copies nothing back)."""
 
     def body(ins, outs):
         import torch
 
-        s = ins[0].reshape(shape)
-        low, info = torch.linalg.cholesky_ex(s.mT if upper else s)
-        bad, nan = (info != 0)[..., None, None], low.new_full((), float("nan"))
-        torch.where(bad, nan, low.mT if upper else low, out=outs[0].reshape(shape))
+        s, out = ins[0].reshape(shape), outs[0].reshape(shape)
+        info = torch.empty(shape[:-2], dtype=torch.int32, device=out.device)
+        # (reads the lower triangle of swap(s) if upper, else of s; ``upper=True`` reads the
+        # upper triangle of its operand)
+        torch.linalg.cholesky_ex(s if upper else s.mT, upper=True,
+                                 out=(out if upper else out.mT, info))  # fmt: skip
+        out.masked_fill_((info != 0)[..., None, None], float("nan"))
 
     return _cuda_only(body)
 
@@ -488,7 +496,8 @@ def _choose_eigh(step):
         return None
     n, lower = x.shape[-1], bool(p["lower"])
     if n > EIGH_JACOBI_MAX_N and CUSOLVER_EIGH and cusolver.available():
-        return _cuda_only(lambda ins, outs: cusolver.eigh(*ins, *outs, n, lower))
+        jacobi = CUSOLVER_SYEVJ and n <= cusolver.SYEVJ_MAX_N and _batch(x) > 1
+        return _cuda_only(lambda ins, outs: cusolver.eigh(*ins, *outs, n, lower, jacobi))
     if n > MAX_N:
         return None
     bn = _bn(n)
