@@ -287,3 +287,22 @@ def test_triangular_solve_kernel_flags(monkeypatch):
     with jax.default_device(jax.devices("cpu")[0]):
         want = jax.jit(lambda a, b: solves(jll.triangular_solve, a, b))(a, b)
     _same(got, want, 1e-9)
+
+
+def test_lu_kernel_pivots_as_lapack(monkeypatch):
+    """The LU kernel (rows kept in place, swaps exchanging positions) against JAX's CPU
+    (LAPACK's getrf): ties of magnitude (the first by position), a zero column (the factors
+    kept), a column of NaNs (its row kept) and NaNs in a later column; pivots and permutation
+    exactly, factors to rounding."""
+    _interpret(monkeypatch)
+    x = RNG.integers(-2, 3, (4, 6, 6)).astype(np.float64)
+    x[1, :, 3] = 0.0
+    x[2, :, 0] = np.nan
+    x[3] = RNG.standard_normal((6, 6))
+    x[3, :, 2] = np.nan
+    got = _run(flax.linalg.lu, (x,), 1)
+    with jax.default_device(jax.devices("cpu")[0]):
+        want = [np.asarray(w) for w in jax.jit(jll.lu)(x)]
+    np.testing.assert_array_equal(got[1], want[1])
+    np.testing.assert_array_equal(got[2], want[2])
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-12, atol=1e-12, equal_nan=True)

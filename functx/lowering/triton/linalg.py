@@ -240,12 +240,14 @@ def _kernels():
             piv = tl.where(rv == j, q, piv)
             pos = tl.where(pos == j, q, tl.where(isp, j, pos))
             # the column below the pivot scaled (a zero pivot: left as it is, zeros), the
-            # trailing rows updated
+            # trailing matrix updated (only it: a NaN elsewhere stays where it is, as in getrf)
             d = tl.where(d != 0.0, d, 1.0)
-            lcol = tl.where(pos > j, _div(col, tl.full([BN], 0.0, col.dtype) + d), 0.0)
-            col = nxt - lcol * u1
-            urow = tl.where(c > j, urow[None, :], 0.0)
-            a = tl.where((c == j) & (pos > j)[:, None], lcol[:, None], a - lcol[:, None] * urow)
+            below = pos > j
+            lcol = tl.where(below, _div(col, tl.full([BN], 0.0, col.dtype) + d), 0.0)
+            col = tl.where(below, nxt - lcol * u1, nxt)
+            below = below[:, None]
+            a = tl.where(below & (c > j), a - lcol[:, None] * urow[None, :],
+                         tl.where(below & (c == j), lcol[:, None], a))  # fmt: skip
         outm = (pos < n)[:, None] & (c < n)
         tl.store(LU + base + pos[:, None] * n + c, a, mask=outm)
         tl.store(PIV + pid * n + rv, piv, mask=rv < n)
