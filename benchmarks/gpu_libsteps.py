@@ -151,7 +151,7 @@ def run_small_checks():
     jax.config.update("jax_enable_x64", True)
     functx.config.update("jax_enable_x64", True)
     rng = np.random.default_rng(2)
-    sizes = (3,) if DRY else (3, 16, 64) if FINAL else (3, 16, 33, 64)
+    sizes = (3,) if DRY else (5, 64) if EXPLORE else (3, 16, 64) if FINAL else (3, 16, 33, 64)
     nb = 3 if DRY else 8 if FINAL else 16
     for dt, tol in ((np.float32, 1e-4), (np.float64, 1e-11)):
         for n in sizes:
@@ -663,9 +663,7 @@ def run_explore_checks():
                 assert err < tol * n, f"error {err:.1e}"
                 return f"rel err {err:.1e}; {_graphs(f)}"
 
-        eig_cases = ((64, 32), (16, 20), (16, 33), (64, 64), (1, 64), (4, 128)) + (
-            ((1, 512),) if dt == np.float32 else ()
-        )
+        eig_cases = ((64, 32), (16, 20), (16, 33), (1, 64))
         for nb, n in _cases(*eig_cases):
             q, _ = np.linalg.qr(rng.standard_normal((nb, n, n)))
             spectra = {
@@ -794,7 +792,7 @@ def run_explore_timings():
             _profile(f"JAX {tag}", lambda: jc(*ja))
     js = jax.jit(jnp.linalg.solve)
     solve = lambda: fnp.linalg.solve  # noqa: E731
-    for nb, n, k in ((16, 64, 1), (16, 64, 8), (64, 64, 8), (1024, 64, 8), (1024, 64, 1)):
+    for nb, n, k in ((16, 64, 1), (16, 64, 8), (1024, 64, 8), (1024, 64, 1)):
         ((nb, n),) = _cases((nb, n))
         a = spd((nb, n, n), np.float32, rng) + rng.standard_normal((nb, n, n)).astype(np.float32)
         b = rng.standard_normal((nb, n, k)).astype(np.float32)
@@ -802,9 +800,9 @@ def run_explore_timings():
         row(tag, solve, js, (a, b))
         if CONFIRM:
             continue
-        for w in (1, 2, 4, 8):
+        for w in (1, 2, 8):
             row(f"{tag}: LU with {w} warps", solve, None, (a, b), _warps=lambda bn, b, w=w: w)
-        for w in (2, 4):
+        for w in (2,):
             row(f"{tag}: solves with {w} warps", solve, None, (a, b),
                 _trisolve_warps=lambda bn, b, w=w: w)  # fmt: skip
         if nb == 16 and k == 1:
