@@ -239,11 +239,17 @@ def _kernels():
             urow = tl.reduce(tl.where(isp[:, None], a, 0.0), 0, _add)
             piv = tl.where(rv == j, q, piv)
             pos = tl.where(pos == j, q, tl.where(isp, j, pos))
-            # the column below the pivot scaled (a zero pivot: left as it is, zeros), the
-            # trailing matrix updated (only it: a NaN elsewhere stays where it is, as in getrf)
+            # the column below the pivot scaled (a zero pivot: left as it is, zeros; by the
+            # pivot's reciprocal unless that overflows, as getf2 does), the trailing matrix
+            # updated (only it: a NaN elsewhere stays where it is, as in getrf)
             d = tl.where(d != 0.0, d, 1.0)
             below = pos > j
-            lcol = tl.where(below, _div(col, tl.full([BN], 0.0, col.dtype) + d), 0.0)
+            rd = _div(d * 0.0 + 1.0, d)  # (NaN for an infinite d, which then divides)
+            if tl.abs(rd) < float("inf"):
+                lcol = col * rd
+            else:
+                lcol = _div(col, tl.full([BN], 0.0, col.dtype) + d)
+            lcol = tl.where(below, lcol, 0.0)
             col = tl.where(below, nxt - lcol * u1, nxt)
             below = below[:, None]
             a = tl.where(below & (c > j), a - lcol[:, None] * urow[None, :],
