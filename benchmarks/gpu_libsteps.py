@@ -688,6 +688,19 @@ def run_explore_checks():
                     return (f"eigenvalues {ew:.1e} (NumPy f64), {ej:.1e} (JAX); residual "
                             f"{res:.1e}, orthogonality {orth:.1e}; {_graphs(f)}")  # fmt: skip
 
+        ((nb, n),) = _cases((16, 64))
+
+        @check(f"solve {dn} {nb}x{n}x{n}, {n} right-hand sides (several programs a matrix)")
+        def _(nb=nb, n=n):
+            a = rng.standard_normal((nb, n, n)).astype(dt) + 4 * np.eye(n, dtype=dt)
+            b = rng.standard_normal((nb, n, n)).astype(dt)
+            f = functx.jit(fnp.linalg.solve)
+            got = four(f, gpu(a), gpu(b))[0]
+            want = np.linalg.solve(a.astype(np.float64), b.astype(np.float64))
+            err = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
+            assert err < tol * n * 10, f"error {err:.1e} against NumPy float64"
+            return f"rel err {err:.1e}; {_graphs(f)}"
+
         for nb, n in _cases((2, 96), (1, 512)):
 
             @check(f"library runners {dn} {nb}x{n}x{n}: cho_factor (upper) + cho_solve, "
@@ -722,19 +735,6 @@ def run_explore_checks():
                 return f"cho_solve {err:.1e}, solves {worst:.1e}; {_graphs(f)}"
 
 
-def _old_cholesky_runner(shape, upper):
-    """Session 32's Cholesky runner (``cholesky_ex`` into a temporary, then ``torch.where``
-    into the output), timed against the one that writes into the output."""
-
-    def body(ins, outs):
-        s = ins[0].reshape(shape)
-        low, info = torch.linalg.cholesky_ex(s.mT if upper else s)
-        bad, nan = (info != 0)[..., None, None], low.new_full((), float("nan"))
-        torch.where(bad, nan, low.mT if upper else low, out=outs[0].reshape(shape))
-
-    return tlinalg._cuda_only(body)
-
-
 def _profile(name, fn, rows=10):
     """The CUDA kernels of 20 calls of ``fn`` (functx's or JAX's: the profiler sees both)."""
     if not torch.cuda.is_available():
@@ -754,10 +754,10 @@ def _profile(name, fn, rows=10):
 
 def run_explore_timings():
     """Session 33's choices (gpulin19d), float32, ms, functx / JAX: eigh of batches of 32x32
-    through syevjBatched or XsyevBatched; the single 512x512 cholesky+solve with the Cholesky
-    runner writing into the output or through a temporary (and both programs' kernels); solve
-    (LU and two triangular solves, 8 or 1 right-hand sides) with the LU kernel's and the solve
-    kernel's warps per program. ``--confirm``: the defaults only."""
+    (syevjBatched) and 64x64; cholesky+solve (with the kernels of the single 512x512's
+    program); solve (LU and two triangular solves) of 1, 8 and 64 right-hand sides and the
+    Newton step with 4, 8 (the default) or 32 right-hand-side columns a solve program.
+    ``--confirm``: the defaults only."""
     import jax
     import jax.numpy as jnp
     import jax.scipy.linalg as jsl
@@ -770,11 +770,9 @@ def run_explore_timings():
 
     eigh = lambda: lambda a: fnp.linalg.eigh(a)  # noqa: E731
     je = jax.jit(jnp.linalg.eigh)
-    for nb, n in _cases((64, 32), (64, 24), (1024, 32), (64, 64)):
+    for nb, n in _cases((64, 32), (1024, 32), (64, 64)):
         a = spd((nb, n, n), np.float32, rng)
         row(f"eigh {nb}x{n}x{n}", eigh, je, (a,))
-        if n <= 32 and not CONFIRM:
-            row(f"eigh {nb}x{n}x{n} XsyevBatched", eigh, None, (a,), CUSOLVER_SYEVJ=False)
 
     chs = lambda: cs(fnp, fsl)  # noqa: E731
     jc = jax.jit(cs(jnp, jsl))
@@ -782,17 +780,13 @@ def run_explore_timings():
         a, b = spd((nb, n, n), np.float32, rng), rng.standard_normal((nb, n, 8)).astype(np.float32)
         tag = f"cholesky+solve {nb}x{n}x{n}"
         row(tag, chs, jc, (a, b))
-        if n > 64 and not CONFIRM:
-            row(f"{tag} runner through a temporary (before)", chs, None, (a, b),
-                _torch_cholesky=_old_cholesky_runner)  # fmt: skip
         if nb == 1 and not CONFIRM:
             f = functx.jit(chs())
-            fa, ja = (gpu(a), gpu(b)), [jax.device_put(x) for x in (a, b)]
-            _profile(f"functx {tag}", lambda: f(*fa))
-            _profile(f"JAX {tag}", lambda: jc(*ja))
+            fa = (gpu(a), gpu(b))
+            _profile(f"functx {tag}", lambda: f(*fa), rows=14)
     js = jax.jit(jnp.linalg.solve)
     solve = lambda: fnp.linalg.solve  # noqa: E731
-    for nb, n, k in ((16, 64, 1), (16, 64, 8), (1024, 64, 8), (1024, 64, 1)):
+    for nb, n, k in ((16, 64, 1), (16, 64, 64), (1024, 64, 8), (1024, 64, 1)):
         ((nb, n),) = _cases((nb, n))
         a = spd((nb, n, n), np.float32, rng) + rng.standard_normal((nb, n, n)).astype(np.float32)
         b = rng.standard_normal((nb, n, k)).astype(np.float32)
@@ -800,16 +794,19 @@ def run_explore_timings():
         row(tag, solve, js, (a, b))
         if CONFIRM:
             continue
-        for w in (1, 2, 8):
-            row(f"{tag}: LU with {w} warps", solve, None, (a, b), _warps=lambda bn, b, w=w: w)
-        for w in (2,):
-            row(f"{tag}: solves with {w} warps", solve, None, (a, b),
-                _trisolve_warps=lambda bn, b, w=w: w)  # fmt: skip
-        if nb == 16 and k == 1:
-            f = functx.jit(solve())
-            fa, ja = (gpu(a), gpu(b)), [jax.device_put(x) for x in (a, b)]
-            _profile(f"functx {tag}", lambda: f(*fa))
-            _profile(f"JAX {tag}", lambda: js(*ja))
+        for bk in (4, 32) if k > 4 else ():
+            row(f"{tag}: {bk} columns a program", solve, None, (a, b), RHS_BLOCK=bk)
+    # the Newton step (benchmarks/workloads.py), two of whose solves have 64 columns
+    sys.path.insert(0, os.path.join(os.getcwd(), "benchmarks"))
+    import workloads as W
+
+    c = dict(P=2, n=64, d=8) if DRY else dict(P=16, n=1024, d=64)
+    args = W.inputs("newton", c)
+    jn = jax.jit(W.program(jax, "newton", c))
+    newton = lambda: W.program(functx, "newton", c)  # noqa: E731
+    row(f"newton {c}", newton, jn, args)
+    for bk in () if CONFIRM else (4, 32):
+        row(f"newton {c}: {bk} columns a program", newton, None, args, RHS_BLOCK=bk)
     table(rows)
 
 
