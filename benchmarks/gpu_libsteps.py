@@ -786,7 +786,7 @@ def run_explore_timings():
             _profile(f"functx {tag}", lambda: f(*fa), rows=14)
     js = jax.jit(jnp.linalg.solve)
     solve = lambda: fnp.linalg.solve  # noqa: E731
-    for nb, n, k in ((16, 64, 1), (16, 64, 64), (1024, 64, 8), (1024, 64, 1)):
+    for nb, n, k in ((16, 64, 1), (16, 64, 8), (16, 64, 64), (1024, 64, 8), (1024, 64, 1)):
         ((nb, n),) = _cases((nb, n))
         a = spd((nb, n, n), np.float32, rng) + rng.standard_normal((nb, n, n)).astype(np.float32)
         b = rng.standard_normal((nb, n, k)).astype(np.float32)
@@ -794,8 +794,11 @@ def run_explore_timings():
         row(tag, solve, js, (a, b))
         if CONFIRM:
             continue
-        for bk in (4, 32) if k > 4 else ():
+        for bk in (4, 32) if k > 4 and not CONFIRM else ():
             row(f"{tag}: {bk} columns a program", solve, None, (a, b), RHS_BLOCK=bk)
+        if k > 4 and not CONFIRM:
+            row(f"{tag}: solves with 2 warps", solve, None, (a, b),
+                _trisolve_warps=lambda bn, b: 2)  # fmt: skip
     # the Newton step (benchmarks/workloads.py), two of whose solves have 64 columns
     sys.path.insert(0, os.path.join(os.getcwd(), "benchmarks"))
     import workloads as W
