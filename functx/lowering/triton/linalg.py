@@ -32,7 +32,8 @@ the padding masked (zeros that no step reads as data):
   reciprocals of its diagonal (scalar loads: no step picks the diagonal out of a column) come
   from memory two steps ahead of their use. A step is one row reduction and one update.
   (H100, 19:36 UTC, one right-hand side: 10.4 us a solve of 16 64x64s, session 32's kernel
-  31 us in the Newton step.)
+  31 us in the Newton step; 19:53 UTC: the Newton step's six solves, two of 64 right-hand
+  sides, 14.7 us on average, were 31.)
 * ``lu`` (square operands): partial pivoting column by column, the pivot the first largest
   magnitude by position (LAPACK's ``idamax``; NaNs passed over, a column of NaNs keeps its
   row). Rows never move: a swap exchanges two rows' positions, and the factors are stored by
@@ -42,7 +43,8 @@ the padding masked (zeros that no step reads as data):
   where that overflows) and only the trailing matrix is updated. A zero pivot leaves its
   column (a singular matrix keeps its factors, as ``getrf`` does). The pivots and the
   permutation are 0-based ``int32``. ``jnp.linalg.solve`` is this and two triangular solves.
-  (H100, 19:36 UTC: 71 us for 16 64x64s, session 32's kernel 115 us.)
+  (H100, 16 64x64s: session 32's kernel 115 us, this one 71 us at 19:36 UTC dividing each
+  row, 60 us at 19:53 with the reciprocal.)
 * ``eigh``: cyclic Jacobi in parallel rounds. Round ``m`` (``1 <= m < BN``) rotates every pair
   ``(i, i XOR m)`` at once: these ``BN - 1`` perfect matchings cover each pair exactly once, so
   a round sweep is a cyclic sweep. The rotation of each pair is Rutishauser's
@@ -58,16 +60,17 @@ the padding masked (zeros that no step reads as data):
   identity). Eigenvalues come out ascending (a rank by comparison, ties by index), the eigenvectors
   orthonormal columns in the same order (signs are Jacobi's own: JAX's are not fixed either).
 
-Measured (benchmarks/gpu_libsteps.py --explore, H100, 17:24 UTC, float32, functx / JAX ms;
-the solves then still in registers, their by-columns form timed apart): cholesky + cho_solve of
-64 64x64 0.103 / 0.165 (by columns, 1 warp: 0.082), 1024 64x64 0.283 / 0.217 (0.162); one
-512x512 0.559 / 0.432 (the torch.linalg steps before: 0.884, no CUDA graph), 16 512x512 1.130 /
-1.216 (1.944); solve 16 64x64 0.181 / 0.208 (0.149), 64 0.182 / 0.187, 1024 0.599 / 0.350; eigh
-(cuSOLVER above 16 rows) 64 16x16 0.056 / 0.094 (Jacobi), 64 32x32 0.173 / 0.132, 64 64x64
-0.359 / 0.465, 1024 64x64 2.290 / 2.280, one 512x512 4.744 / 4.872. Where JAX stays ahead
-(LU of 1024 64x64s, eigh of 64 32x32s, the single 512x512 Cholesky), the bound is the
-one-program-per-matrix LU (64 column steps, each with three tile reductions) and, for the
-others, the library calls themselves plus functx's copies around them.
+Measured (benchmarks/gpu_libsteps.py --explore, H100, 19:53 UTC, float32, functx / JAX ms;
+the solves 8 right-hand-side columns a program, 4 now): cholesky + cho_solve of 64 64x64 0.117 /
+0.275, 1024 64x64 0.194 / 0.268, one 512x512 0.560 / 0.434, 16 512x512 1.142 / 1.568; solve
+(8 right-hand sides) of 16 64x64 0.137 / 0.218 (4 a program: 0.092), of 1024 64x64 0.352 /
+0.462 (0.334), one right-hand side 0.085 / 0.190 and 0.297 / 0.462; eigh 64 32x32 0.132 /
+0.132 (syevjBatched), 1024 32x32 0.514 / 0.512, 64 64x64 0.359 / 0.394; the Newton step
+(benchmarks/workloads.py) 0.252 / 0.328. Where JAX stays ahead, the single 512x512
+cholesky+solve, the two triangular solves are the gap: ``torch.linalg.solve_triangular`` of
+row-major operands calls cuBLAS's right-side trsm on the transposed problem (8 launches of a
+kernel of about 18 us a solve: 0.29 ms of the program's 0.56), where JAX's left-side trsm
+kernels take 0.20 ms for both (108 and 2 x 47 us); the potrf is the same (169 us in both).
 """
 
 from __future__ import annotations
@@ -95,11 +98,11 @@ CUSOLVER_EIGH = True  # eigh above EIGH_JACOBI_MAX_N rows through cusolver.py wh
 CUSOLVER_SYEVJ = True
 LIBRARY_RUNNERS = True  # cholesky, triangular_solve above MAX_N: the graph-safe runners
 MAX_SWEEPS = 20  # Jacobi sweeps at most (float64 64x64 needs about 8)
-#: right-hand-side columns per program of the solves: more programs for many columns (the
-#: solves are latency-bound; H100, 19:36 UTC, 32 columns a program: the Newton step's six
-#: solves, two of them of 64 columns in 32 programs, took 37 us each on average, the one-column
-#: solves of a 16x64x64 solve 10.4 us)
-RHS_BLOCK = 8
+#: right-hand-side columns per program of the solves: few, for more programs (the solves are
+#: latency-bound; H100, 19:53 UTC, ms with 4 / 8 / 32 columns a program: solve of 16 64x64s with
+#: 8 right-hand sides 0.092 / 0.137 / 0.137, with 64 0.089 / 0.097 / 0.155, of 1024 64x64s with
+#: 8 0.334 / 0.352 / 0.353; the Newton step 0.256 / 0.252 / 0.388)
+RHS_BLOCK = 4
 #: warps per program by tile size ``BN`` (the eigensolver's float64 tiles take more registers)
 #: (H100, cholesky + cho_solve of 64x64 float32: 4 warps best for 64 matrices, 0.100 ms; 2 for
 #: 1024, 0.284 ms against 0.366 with 4: ``_warps``)
