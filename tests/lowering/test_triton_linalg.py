@@ -266,10 +266,13 @@ def test_library_runners_match_numpy():
 def test_triangular_solve_kernel_flags(monkeypatch):
     """The solve kernel (the operator read column by column) on five flag sets (forward and
     backward substitution, left and right, transposed, unit diagonal) with garbage in the other
-    triangle, against JAX."""
+    triangle, against JAX; the right-hand sides split over two programs a matrix."""
     _interpret(monkeypatch)
     a = np.tril(_spd((2, 5, 5), np.float64)) + np.triu(RNG.standard_normal((2, 5, 5)) * 1e3, 1)
-    b = RNG.standard_normal((2, 5, 3))
+    b = RNG.standard_normal((2, 5, 6))  # (more columns than a program takes: RHS_BLOCK)
+    from functx.lowering.triton import linalg as TL
+
+    assert TL.RHS_BLOCK < b.shape[-1]
     # (the kernel's forward and backward substitutions, on the left and on the right)
     flags = [(True, True, False, False), (True, False, False, False), (True, True, True, True),
              (False, True, True, False), (False, False, True, False)]  # fmt: skip
