@@ -848,15 +848,7 @@ def run_explore_workloads():
         tj = timeit(lambda: j(*ja), sync_jax, reps=5)
         say(f"\n{family} {c}: functx {tf * 1e3:.3f} ms, JAX {tj * 1e3:.3f} ms, functx/JAX "
             f"{tf / tj:.2f}; rel err vs JAX {err:.1e}; {_graphs(f)}")  # fmt: skip
-        if torch.cuda.is_available():
-            from torch.profiler import ProfilerActivity, profile
-
-            with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                for _ in range(20):
-                    f(*fa)
-                torch.cuda.synchronize()
-            say(prof.key_averages().table(sort_by="cuda_time_total", row_limit=14,
-                                          max_name_column_width=60))  # fmt: skip
+        _profile(f"functx {family}", lambda: f(*fa), rows=14)
 
 
 def main():
