@@ -10,7 +10,7 @@ Run from the repository root on a CUDA machine (JAX with CUDA installed beside f
     python benchmarks/gpu_libsteps.py --quick    # the small-matrix Triton kernels only (~5 min)
     python benchmarks/gpu_libsteps.py --final    # the same, fewer cases (~2 min)
     TRITON_INTERPRET=1 python benchmarks/gpu_libsteps.py --dry   # tiny sizes, CPU interpreter
-    python benchmarks/gpu_libsteps.py --explore  # session 32's checks, variants, Newton/GP (~4 min)
+    python benchmarks/gpu_libsteps.py --explore  # session 33's checks, variants, Newton/GP
     python benchmarks/gpu_libsteps.py --explore --confirm  # the same, defaults only (~2 min)
 
 The small-matrix kernels (``functx/lowering/triton/linalg.py``: cholesky, triangular_solve, LU,
@@ -76,8 +76,9 @@ from functx.lowering.triton import linalg as tlinalg, sort as tsort  # noqa: E40
 DRY = "--dry" in sys.argv  # tiny sizes (Triton's interpreter on the CPU)
 QUICK = "--quick" in sys.argv  # the small-matrix kernels' checks and timings only (~5 minutes)
 FINAL = "--final" in sys.argv  # fewer checks and timings of the small-matrix kernels (~2 minutes)
+EXPLORE = "--explore" in sys.argv  # session 33's choices (gpulin19d): checks, variants, workloads
+FINAL = FINAL or EXPLORE  # (explore checks the small-matrix kernels at the final sizes)
 QUICK = QUICK or FINAL
-EXPLORE = "--explore" in sys.argv  # session 32's choices (gpu19): checks, variants, workloads
 CONFIRM = "--confirm" in sys.argv  # with --explore: the defaults only (no variants, no sweeps)
 tlinalg.ENABLED.update(("cholesky", "triangular_solve", "lu", "eigh"))  # (all: checked here)
 tlinalg.CUSOLVER_EIGH = tlinalg.LIBRARY_RUNNERS = True  # (checked here too)
@@ -150,7 +151,7 @@ def run_small_checks():
     jax.config.update("jax_enable_x64", True)
     functx.config.update("jax_enable_x64", True)
     rng = np.random.default_rng(2)
-    sizes = (3,) if DRY else (3, 16, 64) if FINAL else (3, 16, 33, 64)
+    sizes = (3,) if DRY else (5, 64) if EXPLORE else (3, 16, 64) if FINAL else (3, 16, 33, 64)
     nb = 3 if DRY else 8 if FINAL else 16
     for dt, tol in ((np.float32, 1e-4), (np.float64, 1e-11)):
         for n in sizes:
@@ -662,9 +663,7 @@ def run_explore_checks():
                 assert err < tol * n, f"error {err:.1e}"
                 return f"rel err {err:.1e}; {_graphs(f)}"
 
-        eig_cases = ((16, 33), (64, 64), (1, 64), (4, 128)) + (
-            ((1, 512),) if dt == np.float32 else ()
-        )
+        eig_cases = ((64, 32), (16, 20), (16, 33), (1, 64))
         for nb, n in _cases(*eig_cases):
             q, _ = np.linalg.qr(rng.standard_normal((nb, n, n)))
             spectra = {
@@ -674,7 +673,8 @@ def run_explore_checks():
             for kind, m in spectra.items():
                 m = ((m + np.swapaxes(m, -1, -2)) / 2).astype(dt)
 
-                @check(f"eigh cuSOLVER {dn} {nb}x{n}x{n} {kind}")
+                @check(f"eigh cuSOLVER {dn} {nb}x{n}x{n} {kind}"
+                       + (" (syevjBatched)" if n <= 32 and nb > 1 else ""))  # fmt: skip
                 def _(m=m, n=n):
                     f = functx.jit(lambda x: tuple(fnp.linalg.eigh(x, UPLO="U"))[::-1])
                     v, w = four(f, gpu(m))
@@ -687,6 +687,19 @@ def run_explore_checks():
                     assert down < tol, f"eigenvalues not ascending: {down:.1e}"
                     return (f"eigenvalues {ew:.1e} (NumPy f64), {ej:.1e} (JAX); residual "
                             f"{res:.1e}, orthogonality {orth:.1e}; {_graphs(f)}")  # fmt: skip
+
+        ((nb, n),) = _cases((16, 64))
+
+        @check(f"solve {dn} {nb}x{n}x{n}, {n} right-hand sides (several programs a matrix)")
+        def _(nb=nb, n=n):
+            a = rng.standard_normal((nb, n, n)).astype(dt) + 4 * np.eye(n, dtype=dt)
+            b = rng.standard_normal((nb, n, n)).astype(dt)
+            f = functx.jit(fnp.linalg.solve)
+            got = four(f, gpu(a), gpu(b))[0]
+            want = np.linalg.solve(a.astype(np.float64), b.astype(np.float64))
+            err = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
+            assert err < tol * n * 10, f"error {err:.1e} against NumPy float64"
+            return f"rel err {err:.1e}; {_graphs(f)}"
 
         for nb, n in _cases((2, 96), (1, 512)):
 
@@ -722,16 +735,32 @@ def run_explore_checks():
                 return f"cho_solve {err:.1e}, solves {worst:.1e}; {_graphs(f)}"
 
 
+def _profile(name, fn, rows=10):
+    """The CUDA kernels of 20 calls of ``fn`` (functx's or JAX's: the profiler sees both)."""
+    if not torch.cuda.is_available():
+        return
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(20):
+            out = fn()
+        sync_torch(out)
+    say(f"\n{name}: the kernels of 20 calls")
+    say(prof.key_averages().table(sort_by="cuda_time_total", row_limit=rows,
+                                  max_name_column_width=60))  # fmt: skip
+
+
 def run_explore_timings():
-    """The choices of session 32 (gpu19), float32, ms, functx / JAX: eigh through cuSOLVER
-    (batched, per matrix) against the Jacobi kernel and the torch.linalg step; the in-place
-    Cholesky kernel's warps; the library runners at 512 against the torch.linalg steps; the
-    Newton and GP workloads, with a profile of each functx program's kernels."""
+    """Session 33's choices (gpulin19d), float32, ms, functx / JAX: eigh of batches of 32x32
+    (syevjBatched) and 64x64; cholesky+solve (with the kernels of the single 512x512's
+    program); solve (LU and two triangular solves) of 1, 8 and 64 right-hand sides and the
+    Newton step with 4, 8 (the default) or 32 right-hand-side columns a solve program.
+    ``--confirm``: the defaults only."""
     import jax
     import jax.numpy as jnp
     import jax.scipy.linalg as jsl
-
-    from functx.lowering.triton import cusolver
 
     jax.config.update("jax_enable_x64", False)
     functx.config.update("jax_enable_x64", False)
@@ -741,58 +770,46 @@ def run_explore_timings():
 
     eigh = lambda: lambda a: fnp.linalg.eigh(a)  # noqa: E731
     je = jax.jit(jnp.linalg.eigh)
-    for nb, n in _cases((64, 16), (64, 32), (64, 64), (1024, 64), (1, 64), (16, 128), (1, 512)):
+    for nb, n in _cases((64, 32), (1024, 32), (64, 64)):
         a = spd((nb, n, n), np.float32, rng)
-        tag = f"eigh {nb}x{n}x{n}"
-        if CONFIRM:
-            row(tag, eigh, je, (a,))
-            continue
-        row(f"{tag} cuSOLVER batched", eigh, je, (a,), EIGH_JACOBI_MAX_N=0)
-        if n <= 64 and nb <= 64:
-            row(f"{tag} Jacobi kernel", eigh, None, (a,), EIGH_JACOBI_MAX_N=64)
-        if n > 64 or nb < 64:
-            row(f"{tag} torch.linalg step", eigh, None, (a,), ENABLED={"cholesky"})
-    say(f"cuSOLVER workspaces (device, host bytes): {cusolver.workspace_bytes()}")
+        row(f"eigh {nb}x{n}x{n}", eigh, je, (a,))
 
     chs = lambda: cs(fnp, fsl)  # noqa: E731
     jc = jax.jit(cs(jnp, jsl))
-    for nb, n in _cases((64, 64), (1024, 64), (1, 512), (16, 512)):
+    for nb, n in _cases((1, 512), (16, 512), (64, 64), (1024, 64)):
         a, b = spd((nb, n, n), np.float32, rng), rng.standard_normal((nb, n, 8)).astype(np.float32)
         tag = f"cholesky+solve {nb}x{n}x{n}"
         row(tag, chs, jc, (a, b))
-        if n > 64 and not CONFIRM:
-            row(f"{tag} torch.linalg steps (before)", chs, None, (a, b), ENABLED=set())
+        if nb == 1 and not CONFIRM:
+            f = functx.jit(chs())
+            fa = (gpu(a), gpu(b))
+            _profile(f"functx {tag}", lambda: f(*fa), rows=14)
     js = jax.jit(jnp.linalg.solve)
-    for nb, n in _cases((16, 64), (64, 64), (1024, 64)):
-        a, b = spd((nb, n, n), np.float32, rng), rng.standard_normal((nb, n, 8)).astype(np.float32)
-        row(f"solve {nb}x{n}x{n}", lambda: fnp.linalg.solve, js, (a, b))
-    table(rows)
+    solve = lambda: fnp.linalg.solve  # noqa: E731
+    for nb, n, k in ((16, 64, 1), (16, 64, 8), (16, 64, 64), (1024, 64, 8), (1024, 64, 1)):
+        ((nb, n),) = _cases((nb, n))
+        a = spd((nb, n, n), np.float32, rng) + rng.standard_normal((nb, n, n)).astype(np.float32)
+        b = rng.standard_normal((nb, n, k)).astype(np.float32)
+        tag = f"solve {nb}x{n}x{n}, {k} rhs"
+        row(tag, solve, js, (a, b))
+        if CONFIRM:
+            continue
+        for bk in (4, 32) if k > 4 and not CONFIRM else ():
+            row(f"{tag}: {bk} columns a program", solve, None, (a, b), RHS_BLOCK=bk)
+        if k > 4 and not CONFIRM:
+            row(f"{tag}: solves with 2 warps", solve, None, (a, b),
+                _trisolve_warps=lambda bn, b: 2)  # fmt: skip
+    # the Newton step (benchmarks/workloads.py), two of whose solves have 64 columns
+    sys.path.insert(0, os.path.join(os.getcwd(), "benchmarks"))
+    import workloads as W
 
-
-def run_explore_sweeps():
-    """Warps per program of the Cholesky kernel and of the solves (float32, functx alone; the
-    17:24 UTC run also timed the solves with the operator in registers, since removed)."""
-    rows = []
-    row = _explore_row(rows)
-    rng = np.random.default_rng(9)
-    chs = lambda: cs(fnp, fsl)  # noqa: E731
-    ((nb, n),) = _cases((1024, 64))
-    big = (spd((nb, n, n), np.float32, rng), rng.standard_normal((nb, n, 8)).astype(np.float32))
-    for w in (1, 2, 4):
-        row(f"cholesky+solve 1024x64x64 {w} warps", chs, None, big, _warps=lambda bn, b, w=w: w)
-    # the solves' warps per program
-    ((nb, n),) = _cases((64, 64))
-    mid = (spd((nb, n, n), np.float32, rng), rng.standard_normal((nb, n, 8)).astype(np.float32))
-    ((nb, n),) = _cases((16, 64))
-    few = (spd((nb, n, n), np.float32, rng), rng.standard_normal((nb, n, 8)).astype(np.float32))
-    for name, make, args, warps in (
-        ("cholesky+solve 1024x64x64", chs, big, (1, 2, 4)),
-        ("cholesky+solve 64x64x64", chs, mid, (1, 4)),
-        ("solve 16x64x64", lambda: fnp.linalg.solve, few, (1, 4)),
-    ):
-        for w in warps:
-            row(f"{name}: solves with {w} warps", make, None, args,
-                _trisolve_warps=lambda bn, b, w=w: w)  # fmt: skip
+    c = dict(P=2, n=64, d=8) if DRY else dict(P=16, n=1024, d=64)
+    args = W.inputs("newton", c)
+    jn = jax.jit(W.program(jax, "newton", c))
+    newton = lambda: W.program(functx, "newton", c)  # noqa: E731
+    row(f"newton {c}", newton, jn, args)
+    for bk in () if CONFIRM else (4, 32):
+        row(f"newton {c}: {bk} columns a program", newton, None, args, RHS_BLOCK=bk)
     table(rows)
 
 
@@ -831,27 +848,19 @@ def run_explore_workloads():
         tj = timeit(lambda: j(*ja), sync_jax, reps=5)
         say(f"\n{family} {c}: functx {tf * 1e3:.3f} ms, JAX {tj * 1e3:.3f} ms, functx/JAX "
             f"{tf / tj:.2f}; rel err vs JAX {err:.1e}; {_graphs(f)}")  # fmt: skip
-        if torch.cuda.is_available():
-            from torch.profiler import ProfilerActivity, profile
-
-            with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                for _ in range(20):
-                    f(*fa)
-                torch.cuda.synchronize()
-            say(prof.key_averages().table(sort_by="cuda_time_total", row_limit=14,
-                                          max_name_column_width=60))  # fmt: skip
+        _profile(f"functx {family}", lambda: f(*fa), rows=14)
 
 
 def main():
     name = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "CPU (interpreter)"
     say(f"device: {name}; torch {torch.__version__}; TORCH_ROW_MIN {tsort.TORCH_ROW_MIN}")
     if EXPLORE:
+        run_small_checks()
         run_explore_checks()
         say("\n| check | result | detail |\n|---|---|---|")
         for n, res, detail in RESULTS:
             say(f"| {n} | {res} | {detail} |")
-        parts = (run_explore_timings, run_explore_workloads)
-        for part in parts if CONFIRM else (*parts, run_explore_sweeps):
+        for part in (run_explore_timings, run_explore_workloads):
             try:
                 part()
             except Exception:

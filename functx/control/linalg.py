@@ -19,7 +19,7 @@ Every primitive works on the last two axes of its operands and is batched over t
   step's buffers to the eager implementation through the program's ``fx_host`` pointer. On the
   Triton backend the host code calls ``LibraryStep.torch`` between launches, on the program's
   own tensors: a GPU runner (``GPU_KERNELS``: Triton kernels for batches of small matrices,
-  cuSOLVER's batched eigensolver, ``torch.linalg`` into the outputs) or plain ``torch.linalg``
+  cuSOLVER's batched eigensolvers, ``torch.linalg`` into the outputs) or plain ``torch.linalg``
   (cuSOLVER/cuBLAS on a GPU), with JAX's conventions (lower factor, 0-based ``int32`` pivots,
   ascending eigenvalues). The step's callable prints with its
   address: the disk program cache skips such programs (the shared object is still cached by
@@ -164,7 +164,7 @@ def _check_operands(name, avals, ranks):
 #: (flat tensors; it returns False, launching nothing, for CPU tensors outside Triton's
 #: interpreter) where one takes the step's operands, else None and the step calls
 #: ``torch.linalg``. The runners only queue work on the current stream: Triton kernels for
-#: batches of small real matrices, cuSOLVER's batched eigensolver for larger ``eigh``, and
+#: batches of small real matrices, cuSOLVER's batched eigensolvers for larger ``eigh``, and
 #: ``torch.linalg`` calls into the outputs for larger ``cholesky``/``triangular_solve``. Filled
 #: by ``functx/lowering/triton/linalg.py``, which has them and their limits.
 GPU_KERNELS: dict = {}

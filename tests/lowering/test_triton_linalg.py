@@ -266,10 +266,13 @@ def test_library_runners_match_numpy():
 def test_triangular_solve_kernel_flags(monkeypatch):
     """The solve kernel (the operator read column by column) on five flag sets (forward and
     backward substitution, left and right, transposed, unit diagonal) with garbage in the other
-    triangle, against JAX."""
+    triangle, against JAX; the right-hand sides split over two programs a matrix."""
     _interpret(monkeypatch)
     a = np.tril(_spd((2, 5, 5), np.float64)) + np.triu(RNG.standard_normal((2, 5, 5)) * 1e3, 1)
-    b = RNG.standard_normal((2, 5, 3))
+    b = RNG.standard_normal((2, 5, 6))  # (more columns than a program takes: RHS_BLOCK)
+    from functx.lowering.triton import linalg as TL
+
+    assert TL.RHS_BLOCK < b.shape[-1]
     # (the kernel's forward and backward substitutions, on the left and on the right)
     flags = [(True, True, False, False), (True, False, False, False), (True, True, True, True),
              (False, True, True, False), (False, False, True, False)]  # fmt: skip
@@ -287,3 +290,22 @@ def test_triangular_solve_kernel_flags(monkeypatch):
     with jax.default_device(jax.devices("cpu")[0]):
         want = jax.jit(lambda a, b: solves(jll.triangular_solve, a, b))(a, b)
     _same(got, want, 1e-9)
+
+
+def test_lu_kernel_pivots_as_lapack(monkeypatch):
+    """The LU kernel (rows kept in place, swaps exchanging positions) against JAX's CPU
+    (LAPACK's getrf): ties of magnitude (the first by position), a zero column (the factors
+    kept), a column of NaNs (its row kept) and NaNs in a later column; pivots and permutation
+    exactly, factors to rounding."""
+    _interpret(monkeypatch)
+    x = RNG.integers(-2, 3, (4, 6, 6)).astype(np.float64)
+    x[1, :, 3] = 0.0
+    x[2, :, 0] = np.nan
+    x[3] = RNG.standard_normal((6, 6))
+    x[3, :, 2] = np.nan
+    got = _run(flax.linalg.lu, (x,), 1)
+    with jax.default_device(jax.devices("cpu")[0]):
+        want = [np.asarray(w) for w in jax.jit(jll.lu)(x)]
+    np.testing.assert_array_equal(got[1], want[1])
+    np.testing.assert_array_equal(got[2], want[2])
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-12, atol=1e-12, equal_nan=True)

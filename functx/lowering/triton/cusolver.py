@@ -22,6 +22,11 @@ H100, float32, ms, this call / JAX / torch.linalg.eigh or the Jacobi kernel
 64 64x64 0.359 / 0.465 / Jacobi 1.679; 1024 64x64 2.290 / 2.280; one 64x64 0.517 / 0.784 /
 torch 1.222; 16 128x128 0.702 / 0.852 / torch 27.0; one 512x512 4.744 / 4.872 / torch (float64)
 5.365.
+
+Batches of matrices up to 32 rows (``SYEVJ_MAX_N``) go to the batched Jacobi solver
+``syevjBatched`` instead, as JAX and torch choose there (its eigenvalues are JAX's bit for bit;
+H100, 19:36 UTC, float32, ms, syevjBatched / JAX / XsyevBatched: 64 32x32 0.131 / 0.137 / 0.169,
+64 24x24 0.112 / 0.112 / 0.151, 1024 32x32 0.514 / 0.509 / 0.612).
 """
 
 from __future__ import annotations
@@ -37,7 +42,8 @@ _LOWER, _UPPER = 0, 1  # cublasFillMode_t (of the column-major matrix)
 _lock = threading.Lock()
 _lib = None  # the ctypes library once found; False where it cannot be
 _why = ""  # why not, where not
-_handles: dict = {}  # CUDA device index -> (cusolverDnHandle_t, cusolverDnParams_t)
+#: CUDA device index -> (cusolverDnHandle_t, cusolverDnParams_t, syevjInfo_t)
+_handles: dict = {}
 #: (routine, n, batch, dtype, device) -> (device bytes, host bytes, the host workspace, kept for
 #: the graphs that replay a call)
 _sizes: dict = {}
@@ -53,7 +59,15 @@ _SIGNATURES = {
     "cusolverDnSetStream": [_P, _P],
     "cusolverDnXsyevBatched_bufferSize": _HEAD + [_PSZ, _PSZ, _I64],
     "cusolverDnXsyevBatched": _HEAD + [_P, _SZ, _P, _SZ, _P, _I64],
+    "cusolverDnCreateSyevjInfo": [ctypes.POINTER(_P)],
 }
+# the batched Jacobi solvers (n <= 32), by dtype: (handle, jobz, uplo, n, A, lda, W, ...)
+_JHEAD = [_P, _I, _I, _I, _P, _I, _P]
+for _t in "SD":
+    _SIGNATURES[f"cusolverDn{_t}syevjBatched_bufferSize"] = _JHEAD + [ctypes.POINTER(_I), _P, _I]
+    _SIGNATURES[f"cusolverDn{_t}syevjBatched"] = _JHEAD + [_P, _I, _P, _P, _I]
+#: the largest matrices cuSOLVER's batched Jacobi solver takes
+SYEVJ_MAX_N = 32
 
 
 def _candidates():
@@ -117,48 +131,64 @@ def _handle(device):
         if device not in _handles:
             import torch
 
-            h, p = _P(), _P()
+            h, p, j = _P(), _P(), _P()
             with torch.cuda.device(device):
-                _check(_lib.cusolverDnCreate(ctypes.byref(h)), "cusolverDnCreate")
-                _check(_lib.cusolverDnCreateParams(ctypes.byref(p)), "cusolverDnCreateParams")
-            _handles[device] = (h, p)
+                for fn, out in (("Create", h), ("CreateParams", p), ("CreateSyevjInfo", j)):
+                    _check(getattr(_lib, "cusolverDn" + fn)(ctypes.byref(out)), fn)
+            _handles[device] = (h, p, j)
         return _handles[device]
 
 
-def eigh(x, v_out, w_out, n: int, lower: bool) -> None:
+def eigh(x, v_out, w_out, n: int, lower: bool, jacobi: bool = False) -> None:
     """Eigenvalues (ascending, into ``w_out``) and eigenvectors (columns, into ``v_out``) of the
     symmetric row-major ``n x n`` matrices in the flat CUDA tensor ``x`` (float32 or float64),
     reading its lower triangle if ``lower``, else its upper one: one
     ``cusolverDnXsyevBatched`` call for all of them (one matrix too: ``cusolverDnXsyevd``
     returned CUSOLVER_STATUS_EXECUTION_FAILED on the H100 at 17:24 UTC, where the batched call of
-    one 512x512 matrix took 4.74 ms against JAX's 4.87)."""
+    one 512x512 matrix took 4.74 ms against JAX's 4.87), or with ``jacobi`` (``n <=
+    SYEVJ_MAX_N``) one ``cusolverDn<t>syevjBatched`` call with its default tolerance and sweeps
+    (JAX's and torch's choice for batches of such matrices)."""
     import torch
 
     b = x.numel() // (n * n)
     dt = _R32F if x.dtype == torch.float32 else _R64F
     dev = x.device.index if x.device.index is not None else torch.cuda.current_device()
-    h, p = _handle(dev)
+    h, p, j = _handle(dev)
     stream = torch.cuda.current_stream(x.device).cuda_stream
     _check(_lib.cusolverDnSetStream(h, _P(stream)), "cusolverDnSetStream")
     a = x.reshape(b, n, n).clone()  # (overwritten with the eigenvectors, by rows)
     w = w_out.reshape(b, n)
     info = torch.empty(b, dtype=torch.int32, device=x.device)
     uplo = _UPPER if lower else _LOWER  # (the row-major lower triangle read by columns)
-    name = "cusolverDnXsyevBatched"
-    key = (name, n, b, dt, dev)
-    head = (h, p, _VECTORS, uplo, n, dt, a.data_ptr(), n, dt, w.data_ptr(), dt)
-    if key not in _sizes:
-        d, hb = _SZ(), _SZ()
-        _check(_lib.cusolverDnXsyevBatched_bufferSize(*head, ctypes.byref(d), ctypes.byref(hb), b),
-               name + "_bufferSize")  # fmt: skip
-        _sizes[key] = (d.value, hb.value, (ctypes.c_byte * max(hb.value, 1))())
-    dbytes, hbytes, host = _sizes[key]
-    work = torch.empty(max(dbytes, 1), dtype=torch.uint8, device=x.device)
-    _check(_lib.cusolverDnXsyevBatched(*head, work.data_ptr(), dbytes, host, hbytes,
-                                       info.data_ptr(), b), name)  # fmt: skip
-    v_out.reshape(b, n, n).copy_(a.mT)
-    bad = (info != 0)[:, None]  # (a failed solve: NaNs, as JAX gives)
-    v_out.reshape(b, n * n).masked_fill_(bad, float("nan"))
+    if jacobi:
+        name = f"cusolverDn{'S' if dt == _R32F else 'D'}syevjBatched"
+        head = (h, _VECTORS, uplo, n, a.data_ptr(), n, w.data_ptr())
+        key = (name, n, b, dt, dev)
+        if key not in _sizes:
+            lwork = _I()
+            _check(getattr(_lib, name + "_bufferSize")(*head, ctypes.byref(lwork), j, b),
+                   name + "_bufferSize")  # fmt: skip
+            _sizes[key] = (lwork.value * x.element_size(), 0, None)
+        lwork = _sizes[key][0] // x.element_size()
+        work = torch.empty(max(lwork, 1), dtype=x.dtype, device=x.device)
+        _check(getattr(_lib, name)(*head, work.data_ptr(), lwork, info.data_ptr(), j, b), name)
+    else:
+        name = "cusolverDnXsyevBatched"
+        key = (name, n, b, dt, dev)
+        head = (h, p, _VECTORS, uplo, n, dt, a.data_ptr(), n, dt, w.data_ptr(), dt)
+        if key not in _sizes:
+            d, hb = _SZ(), _SZ()
+            _check(_lib.cusolverDnXsyevBatched_bufferSize(*head, ctypes.byref(d),
+                                                          ctypes.byref(hb), b),
+                   name + "_bufferSize")  # fmt: skip
+            _sizes[key] = (d.value, hb.value, (ctypes.c_byte * max(hb.value, 1))())
+        dbytes, hbytes, host = _sizes[key]
+        work = torch.empty(max(dbytes, 1), dtype=torch.uint8, device=x.device)
+        _check(_lib.cusolverDnXsyevBatched(*head, work.data_ptr(), dbytes, host, hbytes,
+                                           info.data_ptr(), b), name)  # fmt: skip
+    # the eigenvectors into columns and a failed solve's NaNs (as JAX gives) in one pass
+    bad = (info != 0)[:, None]
+    torch.where(bad[..., None], a.new_full((), float("nan")), a.mT, out=v_out.reshape(b, n, n))
     w.masked_fill_(bad, float("nan"))
 
 

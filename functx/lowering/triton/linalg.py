@@ -27,15 +27,24 @@ the padding masked (zeros that no step reads as data):
 * ``triangular_solve``: substitution, forward for a lower operator and backward for an upper
   one, on ``op(A) X = B`` with the left/right side and the transpose folded into the strides the
   operator is read with (``X A = B`` is ``A^T X^T = B^T``); each solved row of ``B``'s tile
-  becomes the row of ``X``. Only ``B`` is a register tile: the operator's columns are loaded
-  step by step, the next one while a step runs (H100, 17:24 UTC, against the operator in
-  registers, its columns picked out by reductions: cholesky+solve of 1024 64x64 float32
-  0.162 / 0.270 ms, of 64 0.082 / 0.104, solve of 16 0.149 / 0.181).
+  becomes the row of ``X``. Only ``B`` is a register tile: the operator's columns (past the
+  diagonal, as ``(BN, 1)`` tiles in ``B``'s layout, so no step converts a layout) and the
+  reciprocals of its diagonal (scalar loads: no step picks the diagonal out of a column) come
+  from memory two steps ahead of their use. A step is one row reduction and one update.
+  (H100, 19:36 UTC, one right-hand side: 10.4 us a solve of 16 64x64s, session 32's kernel
+  31 us in the Newton step; 19:53 UTC: the Newton step's six solves, two of 64 right-hand
+  sides, 14.7 us on average, were 31.)
 * ``lu`` (square operands): partial pivoting column by column, the pivot the first largest
-  magnitude (LAPACK's ``idamax``), the rows swapped with masked row reductions, the column
-  below the diagonal scaled and the trailing matrix updated; a zero pivot leaves its column (a
-  singular matrix keeps its factors, as ``getrf`` does). The pivots and the permutation are
-  0-based ``int32``. ``jnp.linalg.solve`` is this and two triangular solves.
+  magnitude by position (LAPACK's ``idamax``; NaNs passed over, a column of NaNs keeps its
+  row). Rows never move: a swap exchanges two rows' positions, and the factors are stored by
+  position at the end (the permutation too). Each step takes the next column out of the tile
+  before its update, so the pivot search of the next step waits only for a vector update;
+  the column below the pivot is scaled by the pivot's reciprocal (``getf2``'s rule: divided
+  where that overflows) and only the trailing matrix is updated. A zero pivot leaves its
+  column (a singular matrix keeps its factors, as ``getrf`` does). The pivots and the
+  permutation are 0-based ``int32``. ``jnp.linalg.solve`` is this and two triangular solves.
+  (H100, 16 64x64s: session 32's kernel 115 us, this one 71 us at 19:36 UTC dividing each
+  row, 60 us at 19:53 with the reciprocal.)
 * ``eigh``: cyclic Jacobi in parallel rounds. Round ``m`` (``1 <= m < BN``) rotates every pair
   ``(i, i XOR m)`` at once: these ``BN - 1`` perfect matchings cover each pair exactly once, so
   a round sweep is a cyclic sweep. The rotation of each pair is Rutishauser's
@@ -51,16 +60,17 @@ the padding masked (zeros that no step reads as data):
   identity). Eigenvalues come out ascending (a rank by comparison, ties by index), the eigenvectors
   orthonormal columns in the same order (signs are Jacobi's own: JAX's are not fixed either).
 
-Measured (benchmarks/gpu_libsteps.py --explore, H100, 17:24 UTC, float32, functx / JAX ms;
-the solves then still in registers, their by-columns form timed apart): cholesky + cho_solve of
-64 64x64 0.103 / 0.165 (by columns, 1 warp: 0.082), 1024 64x64 0.283 / 0.217 (0.162); one
-512x512 0.559 / 0.432 (the torch.linalg steps before: 0.884, no CUDA graph), 16 512x512 1.130 /
-1.216 (1.944); solve 16 64x64 0.181 / 0.208 (0.149), 64 0.182 / 0.187, 1024 0.599 / 0.350; eigh
-(cuSOLVER above 16 rows) 64 16x16 0.056 / 0.094 (Jacobi), 64 32x32 0.173 / 0.132, 64 64x64
-0.359 / 0.465, 1024 64x64 2.290 / 2.280, one 512x512 4.744 / 4.872. Where JAX stays ahead
-(LU of 1024 64x64s, eigh of 64 32x32s, the single 512x512 Cholesky), the bound is the
-one-program-per-matrix LU (64 column steps, each with three tile reductions) and, for the
-others, the library calls themselves plus functx's copies around them.
+Measured (benchmarks/gpu_libsteps.py --explore, H100, 19:53 UTC, float32, functx / JAX ms;
+the solves 8 right-hand-side columns a program, 4 now): cholesky + cho_solve of 64 64x64 0.117 /
+0.275, 1024 64x64 0.194 / 0.268, one 512x512 0.560 / 0.434, 16 512x512 1.142 / 1.568; solve
+(8 right-hand sides) of 16 64x64 0.137 / 0.218 (4 a program: 0.092), of 1024 64x64 0.352 /
+0.462 (0.334), one right-hand side 0.085 / 0.190 and 0.297 / 0.462; eigh 64 32x32 0.132 /
+0.132 (syevjBatched), 1024 32x32 0.514 / 0.512, 64 64x64 0.359 / 0.394; the Newton step
+(benchmarks/workloads.py) 0.252 / 0.328. Where JAX stays ahead, the single 512x512
+cholesky+solve, the two triangular solves are the gap: ``torch.linalg.solve_triangular`` of
+row-major operands calls cuBLAS's right-side trsm on the transposed problem (8 launches of a
+kernel of about 18 us a solve: 0.29 ms of the program's 0.56), where JAX's left-side trsm
+kernels take 0.20 ms for both (108 and 2 x 47 us); the potrf is the same (169 us in both).
 """
 
 from __future__ import annotations
@@ -83,9 +93,16 @@ MAX_N = 64  # the largest matrices the kernels take; larger ones keep torch.lina
 #: (``cusolver.py``; larger ones, up to ``MAX_N``, where it cannot: Triton's interpreter)
 EIGH_JACOBI_MAX_N = 16
 CUSOLVER_EIGH = True  # eigh above EIGH_JACOBI_MAX_N rows through cusolver.py where it can
+#: batches of at most ``cusolver.SYEVJ_MAX_N`` rows through cuSOLVER's batched Jacobi solver
+#: (``syevjBatched``, as JAX and torch choose there), larger ones ``XsyevBatched``
+CUSOLVER_SYEVJ = True
 LIBRARY_RUNNERS = True  # cholesky, triangular_solve above MAX_N: the graph-safe runners
 MAX_SWEEPS = 20  # Jacobi sweeps at most (float64 64x64 needs about 8)
-RHS_BLOCK = 32  # right-hand-side columns per program of the solves
+#: right-hand-side columns per program of the solves: few, for more programs (the solves are
+#: latency-bound; H100, 19:53 UTC, ms with 4 / 8 / 32 columns a program: solve of 16 64x64s with
+#: 8 right-hand sides 0.092 / 0.137 / 0.137, with 64 0.089 / 0.097 / 0.155, of 1024 64x64s with
+#: 8 0.334 / 0.352 / 0.353; the Newton step 0.256 / 0.252 / 0.388)
+RHS_BLOCK = 4
 #: warps per program by tile size ``BN`` (the eigensolver's float64 tiles take more registers)
 #: (H100, cholesky + cho_solve of 64x64 float32: 4 warps best for 64 matrices, 0.100 ms; 2 for
 #: 1024, 0.284 ms against 0.366 with 4: ``_warps``)
@@ -100,13 +117,13 @@ _CHOICES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # step -> run
 # the kernels' helpers (module globals: kernels resolve them by name); reductions combine with
 # these rather than call tl.sum, which Triton's interpreter cannot run unless TRITON_INTERPRET was
 # set before triton was first imported (as in prelude.py)
-_add = _sqrt = _div = _max = _min = None
+_add = _sqrt = _div = _max = _min = _beyond = _recip = None
 
 
 def _kernels():
     """The kernels, built on first use in each mode (``triton.jit`` makes interpreter functions
     when ``TRITON_INTERPRET=1`` was set by then)."""
-    global _add, _sqrt, _div, _max, _min
+    global _add, _sqrt, _div, _max, _min, _beyond, _recip
     interp = config.triton_interpret()
     if interp in _KERNELS:
         return _KERNELS[interp]
@@ -137,7 +154,22 @@ def _kernels():
     def minimum(a, b):
         return tl.minimum(a, b)
 
+    @triton.jit
+    def beyond(r, j, n, LOWER):  # the rows of column j strictly past the diagonal
+        if LOWER:
+            return (r > j) & (r < n)
+        return r < j
+
+    @triton.jit
+    def recip(base, j, n, stride, UNIT):  # 1 / a[j, j] (1 for a unit diagonal)
+        if UNIT:
+            return tl.full([1, 1], 1.0, base.dtype.element_ty)
+        inb = (j >= 0) & (j < n)
+        d = tl.load(base + tl.where(inb, j, 0) * stride, mask=inb, other=1.0)
+        return _div(tl.full([1, 1], 1.0, d.dtype), d)
+
     _add, _sqrt, _div, _max, _min = add, sqrt, div, maximum, minimum
+    _beyond, _recip = beyond, recip
 
     @triton.jit
     def cholesky(X, L, n, xs_r, xs_c, os_r, os_c, BN: tl.constexpr):
@@ -166,37 +198,30 @@ def _kernels():
                  UNIT: tl.constexpr):  # fmt: skip
         pid = tl.program_id(0).to(tl.int64)
         j0 = tl.program_id(1) * BK
-        rv = tl.arange(0, BN)
-        r = rv[:, None]
+        r = tl.arange(0, BN)[:, None]
         kc = j0 + tl.arange(0, BK)[None, :]
         abase = A + pid * n * n
         bmask = (r < n) & (kc < k)
         boff = pid * n * k + r * bs_r + kc * bs_c
         b = tl.load(B + boff, mask=bmask, other=0.0)  # (its rows become x's as they are solved)
-        # op(A)'s columns come from memory, each step loading the next step's (the load overlaps
-        # the step)
+        # op(A)'s columns below (above) the diagonal as (BN, 1) tiles of b's layout, and the
+        # reciprocals of its diagonal, come from memory two steps ahead of the step using them
+        # (the loads overlap two steps; no reduction picks the diagonal out)
+        dj = 1 if LOWER else -1
         first = 0 if LOWER else n - 1
-        fmask = ((rv >= first) & (rv < n)) if LOWER else (rv <= first)
-        tnext = tl.load(abase + rv * as_r + first * as_c, mask=fmask, other=0.0)
+        aj = abase + r * as_r  # (+ j * as_c: column j)
+        col0 = tl.load(aj + first * as_c, mask=_beyond(r, first, n, LOWER), other=0.0)
+        col1 = tl.load(aj + (first + dj) * as_c, mask=_beyond(r, first + dj, n, LOWER), other=0.0)
+        inv0 = _recip(abase, first, n, as_r + as_c, UNIT)
+        inv1 = _recip(abase, first + dj, n, as_r + as_c, UNIT)
         for step in range(0, n):
-            if LOWER:
-                j = step
-                jn = step + 1
-                below = (rv >= jn) & (rv < n)
-            else:
-                j = n - 1 - step
-                jn = j - 1
-                below = rv <= jn  # (none at the last step: jn = -1)
-            tcol = tnext  # op(A)[:, j], zero outside the triangle
-            tnext = tl.load(abase + rv * as_r + jn * as_c, mask=below, other=0.0)
-            brow = tl.reduce(tl.where(r == j, b, 0.0), 0, _add)  # b[j, :]
-            if UNIT:
-                xj = brow
-            else:
-                d = tl.reduce(tl.where(rv == j, tcol, 0.0), 0, _add)
-                xj = _div(brow, tl.full([BK], 0.0, brow.dtype) + d)
-            tcol = tl.where(rv == j, 0.0, tcol)  # (zero on the rows solved: they keep x)
-            b = tl.where(r == j, xj[None, :], b - tcol[:, None] * xj[None, :])
+            j = first + step * dj
+            j2 = j + 2 * dj
+            col2 = tl.load(aj + j2 * as_c, mask=_beyond(r, j2, n, LOWER), other=0.0)
+            inv2 = _recip(abase, j2, n, as_r + as_c, UNIT)
+            xj = tl.reduce(tl.where(r == j, b, 0.0), 0, _add)[None, :] * inv0  # b[j, :] / a_jj
+            b = tl.where(r == j, xj, b - col0 * xj)
+            col0, col1, inv0, inv1 = col1, col2, inv1, inv2
         tl.store(Xo + boff, b, mask=bmask)
 
     @triton.jit
@@ -205,36 +230,48 @@ def _kernels():
         rv = tl.arange(0, BN)
         r = rv[:, None]
         c = rv[None, :]
-        inb = (r < n) & (c < n)
         base = pid * n * n
-        a = tl.load(X + base + r * n + c, mask=inb, other=0.0)
-        perm = rv
+        a = tl.load(X + base + r * n + c, mask=(r < n) & (c < n), other=0.0)
+        # rows stay where they are: a swap exchanges two rows' positions, and the rows are
+        # stored by position at the end
+        pos = rv
         piv = rv
+        col = tl.reduce(tl.where(c == 0, a, 0.0), 1, _add)  # a[:, j] (by row, not position)
         for j in range(0, n):
-            col = tl.reduce(tl.where(c == j, a, 0.0), 1, _add)  # a[:, j]
-            mag = tl.where((rv >= j) & (rv < n), tl.abs(col), -1.0)
+            # column j + 1 before this step's update (off the pivot search's path)
+            nxt = tl.reduce(tl.where(c == j + 1, a, 0.0), 1, _add)
+            live = (pos >= j) & (rv < n)
+            mag = tl.where(live, tl.abs(col), -1.0)
             top = tl.reduce(mag, 0, _max)
-            p = tl.reduce(tl.where(mag == top, rv, BN), 0, _min)  # (the first largest: idamax)
-            p = tl.where(p < BN, p, j)  # (NaNs: no pivot found; keep the row)
-            row_j = tl.reduce(tl.where(r == j, a, 0.0), 0, _add)
-            row_p = tl.reduce(tl.where(r == p, a, 0.0), 0, _add)
-            a = tl.where(r == j, row_p[None, :], tl.where(r == p, row_j[None, :], a))
-            pj = tl.reduce(tl.where(rv == j, perm, 0), 0, _add)
-            pp = tl.reduce(tl.where(rv == p, perm, 0), 0, _add)
-            perm = tl.where(rv == j, pp, tl.where(rv == p, pj, perm))
-            piv = tl.where(rv == j, p, piv)
-            # the pivot column below the diagonal after the swap (row p holds a[j, j] now),
-            # scaled (a zero pivot: left as it is, zeros)
-            cj = tl.reduce(tl.where(rv == j, col, 0.0), 0, _add)
-            d = tl.reduce(tl.where(rv == p, col, 0.0), 0, _add)
+            # the pivot's position: the first largest magnitude by position (LAPACK's idamax);
+            # NaNs are passed over, and a column of NaNs keeps the row at position j
+            q = tl.reduce(tl.where((mag == top) & live, pos, BN), 0, _min)
+            q = tl.where(q < BN, q, j)
+            isp = pos == q
+            d = tl.reduce(tl.where(isp, col, 0.0), 0, _add)
+            u1 = tl.reduce(tl.where(isp, nxt, 0.0), 0, _add)  # (its entry in column j + 1)
+            urow = tl.reduce(tl.where(isp[:, None], a, 0.0), 0, _add)
+            piv = tl.where(rv == j, q, piv)
+            pos = tl.where(pos == j, q, tl.where(isp, j, pos))
+            # the column below the pivot scaled (a zero pivot: left as it is, zeros; by the
+            # pivot's reciprocal unless that overflows, as getf2 does), the trailing matrix
+            # updated (only it: a NaN elsewhere stays where it is, as in getrf)
             d = tl.where(d != 0.0, d, 1.0)
-            col = tl.where(rv == p, cj, col)
-            lcol = tl.where(rv > j, _div(col, tl.full([BN], 0.0, col.dtype) + d), 0.0)
-            urow = tl.where(rv > j, row_p, 0.0)  # (the pivot row right of the diagonal)
-            a = tl.where((c == j) & (r > j), lcol[:, None], a - lcol[:, None] * urow[None, :])
-        tl.store(LU + base + r * n + c, a, mask=inb)
+            below = pos > j
+            rd = _div(d * 0.0 + 1.0, d)  # (NaN for an infinite d, which then divides)
+            if tl.abs(rd) < float("inf"):
+                lcol = col * rd
+            else:
+                lcol = _div(col, tl.full([BN], 0.0, col.dtype) + d)
+            lcol = tl.where(below, lcol, 0.0)
+            col = tl.where(below, nxt - lcol * u1, nxt)
+            below = below[:, None]
+            a = tl.where(below & (c > j), a - lcol[:, None] * urow[None, :],
+                         tl.where(below & (c == j), lcol[:, None], a))  # fmt: skip
+        outm = (pos < n)[:, None] & (c < n)
+        tl.store(LU + base + pos[:, None] * n + c, a, mask=outm)
         tl.store(PIV + pid * n + rv, piv, mask=rv < n)
-        tl.store(PERM + pid * n + rv, perm, mask=rv < n)
+        tl.store(PERM + pid * n + pos, rv, mask=pos < n)
 
     @triton.jit
     def eigh(X, V, W, n, eps2, LOWER: tl.constexpr, BN: tl.constexpr, MAXS: tl.constexpr):
@@ -364,7 +401,9 @@ def _batch(aval) -> int:
 def _torch_cholesky(shape, upper):
     """The factor through ``torch.linalg.cholesky_ex`` (cuSOLVER's potrf) straight into the
     step's output, NaNs where a pivot was not positive; ``upper``: ``swap(cholesky(swap(s)))``
-    of ``s`` (``_UpperCholeskyStep``)."""
+    of ``s`` (``_UpperCholeskyStep``). (H100, 19:36 UTC: letting torch write the factor into the
+    output itself, as the upper factor of the transpose, made cuSOLVER take its upper-triangle
+    potrf: cholesky+solve of one 512x512 0.696 ms against 0.562 this way.)"""
 
     def body(ins, outs):
         import torch
@@ -476,7 +515,8 @@ def _choose_eigh(step):
         return None
     n, lower = x.shape[-1], bool(p["lower"])
     if n > EIGH_JACOBI_MAX_N and CUSOLVER_EIGH and cusolver.available():
-        return _cuda_only(lambda ins, outs: cusolver.eigh(*ins, *outs, n, lower))
+        jacobi = CUSOLVER_SYEVJ and n <= cusolver.SYEVJ_MAX_N and _batch(x) > 1
+        return _cuda_only(lambda ins, outs: cusolver.eigh(*ins, *outs, n, lower, jacobi))
     if n > MAX_N:
         return None
     bn = _bn(n)
