@@ -96,7 +96,8 @@ if gpu is not None:
 # helper functions, one `@triton.jit` function per kernel, and `run`, which allocates the
 # temporaries and launches the kernels in order. Matrix products are not Triton kernels: `run`
 # calls cuBLAS through torch (`_fx_dot`), and the pointwise work after the product is one fused
-# Triton kernel. Below: the kernel list, then the source from the first kernel on.
+# Triton kernel (a small matrix-vector product, one row or column, is instead a multiply and a
+# sum fused with that work). Below: the kernel list, then the source from the first kernel on.
 
 
 # %%
@@ -106,7 +107,7 @@ def layer(v, w):
 
 if gpu is not None:
     w = functx.device_put(np.linspace(-0.5, 0.5, 32, dtype=np.float32).reshape(8, 4), gpu)
-    v = x.reshape(1, 8)
+    v = jnp.stack([x, x[::-1]])  # (2, 8): a matrix product (one row would be a fused sum)
     layer_jit = functx.jit(layer)
     out = layer_jit(v, w)
     print(f"jit(layer) output on {out.device!r}")
