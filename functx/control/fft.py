@@ -214,11 +214,13 @@ THREADS = 2
 def _transform_into(x, out, fft_type, fft_lengths) -> bool:
     """The transform of ``x`` written into ``out`` by pocketfft directly (no result array, no
     copy); False where its entry points are missing or the shapes are not theirs (an IRFFT
-    operand whose last axis is not ``n // 2 + 1``: the eager path pads or cuts it)."""
+    operand whose last axis is not ``n // 2 + 1``: the eager path pads or cuts it; an empty
+    operand, which pocketfft refuses: the eager path's zeros)."""
     pp = _entry_points()
     k = len(fft_lengths)
     if (
         pp is None
+        or x.size == 0
         or out.dtype != _fft_abstract(x, fft_type=fft_type, fft_lengths=fft_lengths).dtype
     ):
         return False

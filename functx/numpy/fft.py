@@ -58,7 +58,7 @@ def _norm_factor(s, name, norm, dtype):
     n = np.prod(np.asarray(s, real), dtype=real)
     if norm == "ortho":
         n = np.sqrt(n)
-    f = n if name.startswith("i") else real.type(1) / n
+    f = n if name.startswith("i") or n == 0 else real.type(1) / n  # (n = 0: an empty result)
     return np.asarray(f, dtype)
 
 

@@ -356,6 +356,33 @@ def test_cpp_library_step_writes_into_the_program_buffers(monkeypatch, library):
                 _same(got, w, 1e-5 if dt == np.float32 else 1e-12)
 
 
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize("library", ["ducc0.fft", "scipy.fft._pocketfft.pypocketfft", None])
+def test_transforms_of_zero_points_eager_and_jitted(monkeypatch, library):
+    """Transforms over an axis of length 0: the jitted program's host step gives the eager
+    result (an RFFT of 0 points: zeros of length 1; pocketfft raised its own RuntimeError in the
+    step) and ``norm="forward"`` no division by zero, with each transform library."""
+    if library is not None:
+        monkeypatch.setattr(cfft, "_direct", [pytest.importorskip(library)])
+    else:
+        monkeypatch.setattr(cfft, "_direct", [None])
+    x = np.zeros((4, 0), np.float32)
+    cases = [
+        ("rfft", x, {}),
+        ("rfft", x, dict(norm="ortho")),
+        ("fft", x + 0j, dict(norm="forward")),
+        ("ifftn", x.T + 0j, dict(norm="forward")),
+        ("irfft", x + 0j, dict(norm="forward")),
+    ]
+    for name, a, kw in cases:
+        eager = getattr(ffft, name)(a, **kw)
+        jitted = functx.jit(lambda a: getattr(ffft, name)(a, **kw))(a)
+        ref = _jax_type(name, (a,), kw)
+        for got in (eager, jitted):
+            assert (got.shape, got.dtype) == (ref.shape, ref.dtype), name
+            np.testing.assert_array_equal(np.asarray(got), np.zeros(ref.shape, ref.dtype))
+
+
 def test_real_lanes_form_for_backends_without_complex():
     # what functx/lowering/complex_lanes.py rewrites an fft equation into: the operand's real and
     # imaginary parts in, the result's out (one fft equation with lanes=True), eagerly, under the
