@@ -52,9 +52,13 @@ from functx._laxextra import (
 )
 from functx._laxmore import (
     after_all as after_all,
+    approx_max_k as approx_max_k,
+    approx_min_k as approx_min_k,
+    broadcast_like as broadcast_like,
     create_token as create_token,
     mul as mul,
     platform_dependent as platform_dependent,
+    ragged_dot as ragged_dot,
 )
 from functx._rng import (
     RandomAlgorithm as RandomAlgorithm,
@@ -247,8 +251,12 @@ __getattr__ = _missing_name_hook(__name__)
 __all__ = [
     "broadcast_shapes",
     "after_all",
+    "approx_max_k",
+    "approx_min_k",
+    "broadcast_like",
     "create_token",
     "platform_dependent",
+    "ragged_dot",
     "all_gather",
     "all_to_all",
     "axis_index",
