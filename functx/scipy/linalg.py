@@ -970,6 +970,145 @@ def eigh_tridiagonal(d, e, *, eigvals_only=False, select="a", select_range=None,
     return w if eigvals_only else (w, v)
 
 
+def _sylvester_schur(A, B, C):  # noqa: N803
+    """Bartels and Stewart (1972) on complex Schur forms ``A = U R U^H``, ``B = V S V^H``:
+    ``R Y + Y S = U^H C V`` is solved column by column (``S`` upper triangular: column ``j`` is
+    the triangular system ``(R + S_jj I) y_j = f_j - sum_{k<j} S_kj y_k``), ``X = U Y V^H``."""
+    R, U = schur(A, output="complex")  # noqa: N806
+    S, V = schur(B, output="complex")  # noqa: N806
+    hp = lax.Precision.HIGHEST
+    F = jnp.matmul(jnp.matmul(_mH(U), C.astype(R.dtype), precision=hp), V, precision=hp)  # noqa: N806
+    eye = jnp.eye(R.shape[-1], dtype=R.dtype)
+
+    def column(j, Y):  # noqa: N803 (the columns from j on are still zero)
+        s_j = lax.dynamic_slice_in_dim(S, j, 1, axis=-1)
+        s_jj = lax.dynamic_slice_in_dim(s_j, j, 1, axis=-2)
+        rhs = lax.dynamic_slice_in_dim(F, j, 1, axis=-1) - jnp.matmul(Y, s_j, precision=hp)
+        y = lax.linalg.triangular_solve(R + s_jj * eye, rhs, left_side=True, lower=False)
+        return lax.dynamic_update_slice_in_dim(Y, y, j, axis=-1)
+
+    Y = lax.fori_loop(0, S.shape[-1], column, jnp.zeros_like(F))  # noqa: N806
+    X = jnp.matmul(jnp.matmul(U, Y, precision=hp), _mH(V), precision=hp)  # noqa: N806
+    return X, jnp.diagonal(R, axis1=-2, axis2=-1), jnp.diagonal(S, axis1=-2, axis2=-1)
+
+
+def _sylvester_eigen(A, B, C):  # noqa: N803
+    """By eigendecompositions ``A = P diag(l) P^-1``, ``B = Q diag(m) Q^-1``:
+    ``X = P ((P^-1 C Q) / (l_i + m_j)) Q^-1``."""
+    lam, P = _jla.eig(A)  # noqa: N806
+    mu, Q = _jla.eig(B)  # noqa: N806
+    hp = lax.Precision.HIGHEST
+    F = _jla.solve(P, jnp.matmul(C.astype(P.dtype), Q, precision=hp))  # noqa: N806
+    Y = F / (lam[..., :, None] + mu[..., None, :])  # noqa: N806
+    return jnp.matmul(jnp.matmul(P, Y, precision=hp), _jla.inv(Q), precision=hp), lam, mu
+
+
+_SYLVESTER = {"schur": _sylvester_schur, "eigen": _sylvester_eigen}
+
+
+def solve_sylvester(A, B, C, *, method="schur", tol=1e-8):  # noqa: N803
+    """Solve the Sylvester equation ``A X + X B = C`` (JAX's
+    ``jax.scipy.linalg.solve_sylvester``).
+
+    Arguments:
+      A: square matrices ``[..., m, m]``.
+      B: square matrices ``[..., n, n]``.
+      C: the right-hand sides ``[..., m, n]``; the batch axes of the three broadcast.
+      method: 'schur' (Bartels-Stewart on the complex Schur forms: robust, also for defective
+        matrices) or 'eigen' (through eigendecompositions: cheaper, needs diagonalizable ``A``
+        and ``B``).
+      tol: where some eigenvalue of ``A`` plus one of ``B`` is smaller than this in magnitude
+        (the equation is singular or nearly so), the solution is all NaN, as in JAX.
+
+    Returns:
+      ``X`` ``[..., m, n]``, of the promoted inexact dtype (real unless an input is complex).
+
+    Example:
+      >>> import numpy as np
+      >>> import functx
+      >>> a = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+      >>> b = np.array([[5.0, 6.0], [7.0, 8.0]], np.float32)
+      >>> c = np.array([[6.0, 8.0], [10.0, 12.0]], np.float32)
+      >>> print(np.round(np.asarray(functx.scipy.linalg.solve_sylvester(a, b, c)), 4))
+      [[ 1. -0.]
+       [ 0.  1.]]
+    """
+    A, B, C = _inexact("solve_sylvester", A, B, C)  # noqa: N806
+    m, n = C.shape[-2:] if C.ndim >= 2 else (None, None)
+    if m is None or A.shape[-2:] != (m, m) or B.shape[-2:] != (n, n):
+        raise FunctxValueError(
+            f"solve_sylvester: incompatible shapes for the Sylvester equation: A {A.shape}, "
+            f"B {B.shape}, C {C.shape} (expected [..., m, m], [..., n, n], [..., m, n]){where()}"
+        )
+    if method not in _SYLVESTER:
+        raise FunctxValueError(
+            f'Unrecognized method {method}. The two valid methods are either "schur" or '
+            f'"eigen".{where()}'
+        )
+    batch = jnp.broadcast_shapes(A.shape[:-2], B.shape[:-2], C.shape[:-2])
+    A, B, C = (jnp.broadcast_to(x, batch + x.shape[-2:]) for x in (A, B, C))  # noqa: N806
+    if m == 0 or n == 0:
+        return C
+    X, lam, mu = _SYLVESTER[method](A, B, C)  # noqa: N806
+    if not _is_complex(C):
+        X = lax.real(X)  # noqa: N806
+    near = jnp.abs(lam[..., :, None] + mu[..., None, :]) < tol
+    return jnp.where(jnp.any(near, axis=(-2, -1))[..., None, None], jnp.nan, X)
+
+
+def qr_multiply(
+    a, c, mode="right", pivoting=False, conjugate=False, overwrite_a=False, overwrite_c=False
+):
+    """``a``'s economic QR factorization ``a = Q R`` and ``Q`` multiplied with ``c`` (JAX's
+    ``jax.scipy.linalg.qr_multiply``).
+
+    Arguments:
+      a: matrices ``[..., M, N]``; ``K = min(M, N)``.
+      c: for mode 'right', ``[..., P, M]`` (a vector ``[M]`` is one row); for 'left',
+        ``[..., K, P]`` (a vector ``[K]`` is one column). Batch axes broadcast with ``a``'s.
+      mode: 'right' (``c Q``) or 'left' (``Q c``).
+      pivoting: column pivoting (not supported by functx: NotImplementedError).
+      conjugate: use the complex conjugate of ``Q``.
+      overwrite_a, overwrite_c: accepted and ignored (as in JAX).
+
+    Returns:
+      ``(c Q, R)`` (``[..., P, K]``) or ``(Q c, R)`` (``[..., M, P]``), ``R`` ``[..., K, N]``; a
+      vector ``c`` gives the product raveled to one axis, as in JAX.
+
+    Differences from JAX: ``pivoting=True`` raises NotImplementedError (as functx's ``qr``).
+
+    Example:
+      >>> import numpy as np
+      >>> import functx
+      >>> a = np.array([[3.0, 1.0], [4.0, 2.0]], np.float32)
+      >>> cq, r = functx.scipy.linalg.qr_multiply(a, np.array([3.0, 4.0], np.float32))
+      >>> print(np.round(np.asarray(cq), 4))
+      [-5.  0.]
+    """
+    del overwrite_a, overwrite_c
+    if mode not in ("right", "left"):
+        raise FunctxValueError(f"mode must be 'right' or 'left', got {mode!r}{where()}")
+    a, c = _inexact("qr_multiply", a, c)
+    q, r = qr(a, mode="economic", pivoting=pivoting)
+    if conjugate and _is_complex(q):
+        q = lax.conj(q)
+    (m, n), vector = a.shape[-2:], c.ndim == 1
+    left = mode == "left"
+    if vector:
+        c = c[:, None] if left else c[None, :]
+    have, want = (c.shape[-2], min(m, n)) if left else (c.shape[-1], m)
+    if have != want:
+        what = ("Q @ c", "columns", "rows") if left else ("c @ Q", "rows", "columns")
+        raise FunctxValueError(
+            f"qr_multiply: shapes not compatible for {what[0]}: a has shape {a.shape}, so Q has "
+            f"{want} {what[1]}, but c has {have} {what[2]}{where()}"
+        )
+    hp = lax.Precision.HIGHEST
+    out = jnp.matmul(q, c, precision=hp) if left else jnp.matmul(c, q, precision=hp)
+    r = jnp.broadcast_to(r, out.shape[:-2] + r.shape[-2:])
+    return (out.reshape(-1) if vector else out), r
+
+
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
 __getattr__ = _missing_name_hook(__name__)
 
@@ -990,10 +1129,12 @@ __all__ = [
     "lu_factor",
     "lu_solve",
     "polar",
+    "qr_multiply",
     "qr",
     "rsf2csf",
     "schur",
     "solve",
+    "solve_sylvester",
     "solve_triangular",
     "sqrtm",
     "svd",
