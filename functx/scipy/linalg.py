@@ -700,16 +700,10 @@ def toeplitz(c, r=None):
     c = jnp.atleast_1d(jnp.asarray(c))
     r = (lax.conj(c) if _is_complex(c) else c) if r is None else r
     r = jnp.atleast_1d(jnp.asarray(r))
-    c, r = jnp._promote_only(c, r)
-    batch = jnp.broadcast_shapes(c.shape[:-1], r.shape[:-1])
-    c = jnp.broadcast_to(c, (*batch, c.shape[-1]))
-    r = jnp.broadcast_to(r, (*batch, r.shape[-1]))
+    c, r = _bcast_batch(*jnp._promote_only(c, r), 1, 1)
     m, n = c.shape[-1], r.shape[-1]
-    if m == 0 or n == 0:
-        return jnp.zeros((*batch, m, n), c.dtype)
     elems = jnp.concatenate([jnp.flip(c, -1), r[..., 1:]], axis=-1)
-    idx = (m - 1) - np.arange(m)[:, None] + np.arange(n)[None, :]
-    return jnp.take(elems, idx.reshape(-1), axis=-1).reshape((*batch, m, n))
+    return _gather_matrix(elems, (m - 1) - np.arange(m)[:, None] + np.arange(n)[None, :])
 
 
 def polar(a, side="right", *, method="qdwh", eps=None, max_iterations=None):
