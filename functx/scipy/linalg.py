@@ -1025,9 +1025,10 @@ def solve_sylvester(A, B, C, *, method="schur", tol=1e-8):  # noqa: N803
       >>> a = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
       >>> b = np.array([[5.0, 6.0], [7.0, 8.0]], np.float32)
       >>> c = np.array([[6.0, 8.0], [10.0, 12.0]], np.float32)
-      >>> print(np.round(np.asarray(functx.scipy.linalg.solve_sylvester(a, b, c)), 4))
-      [[ 1. -0.]
-       [ 0.  1.]]
+      >>> x = functx.scipy.linalg.solve_sylvester(a, b, c)
+      >>> print(np.round(np.asarray(x), 4) + 0.0)
+      [[1. 0.]
+       [0. 1.]]
     """
     A, B, C = _inexact("solve_sylvester", A, B, C)  # noqa: N806
     m, n = C.shape[-2:] if C.ndim >= 2 else (None, None)
@@ -1432,9 +1433,11 @@ def dft(n, scale=None, *, dtype=None):
 
     Example:
       >>> import functx
-      >>> functx.scipy.linalg.dft(2)
-      Array([[ 1.+0.j,  1.+0.j],
-             [ 1.+0.j, -1.-0.j]], dtype=complex64)
+      >>> import numpy as np
+      >>> w = functx.scipy.linalg.dft(4)
+      >>> x = np.arange(4.0, dtype=np.float32)
+      >>> print(np.round(np.asarray(w @ x), 4) + 0.0)
+      [ 6.+0.j -2.+2.j -2.+0.j -2.-2.j]
     """
     n = _size("dft", n)
     if scale not in (None, "sqrtn", "n"):
