@@ -170,3 +170,20 @@ def test_no_points_is_an_error():
     for call in (lambda: ffft.dct(_X, n=0), lambda: ffft.idct(np.ones((3, 0)))):
         with pytest.raises(functx.FunctxArgumentError, match="test_fft.py"):
             call()
+
+
+def test_triton_matches_eager(monkeypatch):
+    # (the Triton interpreter; the FFT is a library step there too: torch.fft between launches)
+    pytest.importorskip("triton")
+    from functx.lowering.triton.program import compile_triton
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    x = RNG.standard_normal((3, 6)).astype(np.float32)
+
+    def f(v):
+        return ffft.dct(v, norm="ortho"), ffft.idctn(v, s=(2, 5))
+
+    with x64_off():
+        outs = compile_triton(functx.make_jaxpr(f)(x))(x)
+        for o, e in zip(outs, f(x)):
+            np.testing.assert_allclose(o.cpu().numpy(), np.asarray(e), rtol=1e-5, atol=1e-5)
