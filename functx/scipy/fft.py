@@ -3,7 +3,7 @@ composites of ``functx.numpy.fft``, so they trace, differentiate, batch and lowe
 
 As in JAX, only the type-2 transform is implemented (its inverse is the type-3 transform, scaled),
 with ``norm`` None (or 'backward') and 'ortho'. The type-2 transform of ``N`` real points is one
-complex FFT of ``N`` points (Makhoul 1980): the even-indexed points in order followed by the
+real FFT of ``N`` points (Makhoul 1980): the even-indexed points in order followed by the
 odd-indexed ones reversed, transformed, then each bin ``k`` turned by ``exp(-i pi k / 2N)`` and
 its real part taken. The inverse undoes each step. A complex input is transformed as its real and
 imaginary parts (the transform has real coefficients).
@@ -72,19 +72,24 @@ def _turns(n, norm, dtype):
 
 
 def _dct_last(x, norm):
-    """The type-2 DCT of real ``x`` along its last axis."""
+    """The type-2 DCT of real ``x`` along its last axis: the real FFT of the reordered points
+    gives bins ``0 .. n/2``; the others are their conjugates (``V_{n-k} = conj(V_k)``)."""
+    n = x.shape[-1]
     v = jnp.concatenate([x[..., ::2], jnp.flip(x[..., 1::2], -1)], axis=-1)
-    spec = _fft.fft(v, axis=-1)
-    return lax.real(spec * _turns(x.shape[-1], norm, spec.dtype))
+    half = _fft.rfft(v, axis=-1)
+    spec = jnp.concatenate([half, lax.conj(jnp.flip(half[..., 1 : (n + 1) // 2], -1))], axis=-1)
+    return lax.real(spec * _turns(n, norm, spec.dtype))
 
 
 def _idct_last(y, norm):
     """The inverse of ``_dct_last`` (the type-3 DCT, scaled) of real ``y`` along its last axis:
-    the spectrum of the reordered points, ``(y_k - i y_{n-k}) / c_k`` (``y_n = 0``), inverted."""
+    bins ``0 .. n/2`` of the spectrum of the reordered points, ``(y_k - i y_{n-k}) / c_k``
+    (``y_n = 0``), through the inverse real FFT."""
     n = y.shape[-1]
-    rev = jnp.pad(jnp.flip(y[..., 1:], -1), [(0, 0)] * (y.ndim - 1) + [(1, 0)])
-    spec = lax.complex(y, -rev)
-    v = lax.real(_fft.ifft(spec * (1 / _turns(n, norm, np.complex128)).astype(spec.dtype)))
+    rev = jnp.pad(jnp.flip(y[..., (n + 1) // 2 :], -1), [(0, 0)] * (y.ndim - 1) + [(1, 0)])
+    spec = lax.complex(y[..., : n // 2 + 1], -rev)
+    inv = (1 / _turns(n, norm, np.complex128)[: n // 2 + 1]).astype(spec.dtype)
+    v = _fft.irfft(spec * inv, n=n, axis=-1)
     half = (n + 1) // 2  # the even-indexed points, then the odd ones reversed
     even, odd = v[..., :half], jnp.flip(v[..., half:], -1)
     odd = jnp.pad(odd, [(0, 0)] * (y.ndim - 1) + [(0, half - (n - half))])
