@@ -1141,7 +1141,8 @@ def _size(name, n):
         return operator.index(n)
     except TypeError:
         raise FunctxTypeError(
-            f"{name}: n must be a static integer, got {type(n).__name__} {n!r}{where()}"
+            f"{name}: n must be a static integer (a Python int; under jit, a static argument), "
+            f"got {type(n).__name__} {n!r}{where()}"
         ) from None
 
 

@@ -301,6 +301,13 @@ def test_solvers_jit_and_vmap_match_eager():
     np.testing.assert_allclose(got[1], np.asarray(f(a[1], C32)), rtol=1e-10, atol=1e-12)
 
 
+def test_qr_multiply_gradients():
+    # (JAX has no derivative of qr_multiply; functx's follows from qr's: checked numerically)
+    a, c = RNG.standard_normal((4, 3)), RNG.standard_normal((2, 4))
+    check_grads(lambda x: fsl.qr_multiply(x, c)[0], (a,), 1, modes=["fwd", "rev"])
+    check_grads(lambda x: fsl.qr_multiply(a, x, mode="left")[0], (c[:, :3].T,), 1)
+
+
 def test_qr_multiply_pivoting_not_implemented():
     with pytest.raises(NotImplementedError, match="pivoting"):
         fsl.qr_multiply(A3, C32.T, pivoting=True)
