@@ -93,14 +93,15 @@ def main():
             cmd = [sys.executable, __file__, "--worker", lib, "--reps", str(a.reps)]
             line = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
             res[lib].append(json.loads(line.strip().splitlines()[-1]))
-    print("| case | functx ms (CPU) | JAX ms (CPU) | functx vs JAX |")
+    print("| case | functx ms (CPU) | JAX ms (CPU) | functx vs JAX: wall (CPU) |")
     print("|---|---|---|---|")
     for name in CASES:
         med = {
             lib: [statistics.median(r[name][i] for r in res[lib]) for i in (0, 1)] for lib in res
         }
         (fw, fc), (jw, jc) = med["functx"], med["jax"]
-        print(f"| {name} | {fw:.2f} ({fc:.2f}) | {jw:.2f} ({jc:.2f}) | {jw / fw:.2f}x |")
+        ratio = f"{jw / fw:.2f}x ({jc / fc:.2f}x)"
+        print(f"| {name} | {fw:.2f} ({fc:.2f}) | {jw:.2f} ({jc:.2f}) | {ratio} |")
 
 
 if __name__ == "__main__":
