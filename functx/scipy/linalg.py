@@ -1125,10 +1125,10 @@ def _append(v, *values):
     return jnp.concatenate([v, tail], axis=-1)
 
 
-def _vector(name, a, arg="a", inexact=False):
+def _vector(name, a, position=0, inexact=False):
     """``a`` as an array of at least one axis (JAX's ``check_arraylike``; a scalar is one
     element), of an inexact dtype if asked."""
-    a = jnp.atleast_1d(jnp._arraylike(a, name))
+    a = jnp.atleast_1d(jnp._arraylike(a, name, position))
     return a.astype(dtypes.to_inexact(a.dtype)) if inexact else a
 
 
@@ -1313,7 +1313,8 @@ def fiedler_companion(a):
     n = a.shape[-1] - 1
     if n == 0:
         return jnp.zeros((*a.shape[:-1], 0, 0), a.dtype)
-    v = _append(-a[..., 1:] / a[..., :1], 0, 1)  # -a[k] / a[0] at k - 1; zero at n, one at n + 1
+    # -a[k] / a[0] at k - 1; a zero at n, a one at n + 1
+    v = _append(_leading_coefficient_ratio("fiedler_companion", a), 0, 1)
     idx = np.full((n, n), n)
     idx[0, 0] = 0
     if n > 1:
@@ -1381,7 +1382,7 @@ def leslie(f, s):
              [0.25, 0.  , 0.  ],
              [0.  , 0.75, 0.  ]], dtype=float32)
     """
-    f, s = _vector("leslie", f), jnp.atleast_1d(jnp._arraylike(s, "leslie", 1))
+    f, s = _vector("leslie", f), _vector("leslie", s, 1)
     n = f.shape[-1]
     if n < 2:
         raise FunctxValueError(
