@@ -168,7 +168,7 @@ def test_no_points_is_an_error():
     # (JAX fails inside lax.slice with a TypeError, or a ValueError for n < 0; functx says why,
     # as an error of both classes)
     for call in (lambda: ffft.dct(_X, n=0), lambda: ffft.idct(np.ones((3, 0)))):
-        with pytest.raises(functx.FunctxArgumentError, match="test_fft.py"):
+        with pytest.raises(functx.FunctxArgumentError, match="test_scipy_fft.py"):
             call()
 
 
