@@ -196,6 +196,7 @@ JAX_NAMES: dict[str, tuple[str, str]] = {
         "lu_solve pascal polar qr qr_multiply rsf2csf schur solve solve_sylvester "
         "solve_triangular sqrtm svd toeplitz",
     ),
+    "functx.scipy.fft": ("jax.scipy.fft", "dct dctn idct idctn"),
     "functx.lax.linalg": (
         "jax.lax.linalg",
         "EigImplementation EighImplementation SvdAlgorithm cholesky cholesky_p cholesky_update "

@@ -29,6 +29,7 @@ NAMESPACES: tuple[str, ...] = (
     "functx.scipy.special",
     "functx.scipy.stats",
     "functx.scipy.linalg",
+    "functx.scipy.fft",
     "functx.scipy.signal",
     "functx.debug",
     "functx.sharding",

@@ -97,7 +97,9 @@ DIFFERS_FROM_JAX: dict[str, str] = {
     "functx.random": (
         "KeyArray ball cauchy key laplace logistic multivariate_normal truncated_normal"
     ),
-    "functx.scipy.linalg": "eigh_tridiagonal polar qr sqrtm",
+    "functx.scipy.linalg": (
+        "dft eigh_tridiagonal invhilbert invpascal pascal polar qr qr_multiply sqrtm"
+    ),
     "functx.scipy.signal": "convolve convolve2d correlate correlate2d",
 }
 

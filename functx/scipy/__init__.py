@@ -1,11 +1,12 @@
 """``functx.scipy``: JAX's ``jax.scipy`` names, as composites of functx's primitives.
 
-``linalg``, ``signal``, ``special`` and ``stats`` so far (``import functx.scipy.special``,
+``fft``, ``linalg``, ``signal``, ``special`` and ``stats`` so far (``import functx.scipy.special``,
 ``functx.scipy.stats``, ...).
 """
 
 from functx.errors import missing_name_hook as _missing_name_hook
 from functx.scipy import (
+    fft as fft,
     linalg as linalg,
     signal as signal,
     special as special,
@@ -15,4 +16,4 @@ from functx.scipy import (
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
 __getattr__ = _missing_name_hook(__name__)
 
-__all__ = ["linalg", "signal", "special", "stats"]
+__all__ = ["fft", "linalg", "signal", "special", "stats"]

@@ -7,13 +7,15 @@ that is not positive definite gives NaNs instead of an error.
 from __future__ import annotations
 
 import math
+import operator
 import warnings
 
 import numpy as np
 
-from functx import lax
+from functx import dtypes, lax
 from functx.control.linalg import lu_solve as _lu_solve
 from functx.errors import (
+    FunctxArgumentError,
     FunctxTypeError,
     FunctxValueError,
     missing_name_hook as _missing_name_hook,
@@ -698,16 +700,10 @@ def toeplitz(c, r=None):
     c = jnp.atleast_1d(jnp.asarray(c))
     r = (lax.conj(c) if _is_complex(c) else c) if r is None else r
     r = jnp.atleast_1d(jnp.asarray(r))
-    c, r = jnp._promote_only(c, r)
-    batch = jnp.broadcast_shapes(c.shape[:-1], r.shape[:-1])
-    c = jnp.broadcast_to(c, (*batch, c.shape[-1]))
-    r = jnp.broadcast_to(r, (*batch, r.shape[-1]))
+    c, r = _bcast_batch(*jnp._promote_only(c, r), 1, 1)
     m, n = c.shape[-1], r.shape[-1]
-    if m == 0 or n == 0:
-        return jnp.zeros((*batch, m, n), c.dtype)
     elems = jnp.concatenate([jnp.flip(c, -1), r[..., 1:]], axis=-1)
-    idx = (m - 1) - np.arange(m)[:, None] + np.arange(n)[None, :]
-    return jnp.take(elems, idx.reshape(-1), axis=-1).reshape((*batch, m, n))
+    return _gather_matrix(elems, (m - 1) - np.arange(m)[:, None] + np.arange(n)[None, :])
 
 
 def polar(a, side="right", *, method="qdwh", eps=None, max_iterations=None):
@@ -970,6 +966,688 @@ def eigh_tridiagonal(d, e, *, eigvals_only=False, select="a", select_range=None,
     return w if eigvals_only else (w, v)
 
 
+def _sylvester_schur(A, B, C):  # noqa: N803
+    """Bartels and Stewart (1972) on complex Schur forms ``A = U R U^H``, ``B = V S V^H``:
+    ``R Y + Y S = U^H C V`` is solved column by column (``S`` upper triangular: column ``j`` is
+    the triangular system ``(R + S_jj I) y_j = f_j - sum_{k<j} S_kj y_k``), ``X = U Y V^H``."""
+    R, U = schur(A, output="complex")  # noqa: N806
+    S, V = schur(B, output="complex")  # noqa: N806
+    hp = lax.Precision.HIGHEST
+    F = jnp.matmul(jnp.matmul(_mH(U), C.astype(R.dtype), precision=hp), V, precision=hp)  # noqa: N806
+    eye = jnp.eye(R.shape[-1], dtype=R.dtype)
+
+    def column(j, Y):  # noqa: N803 (the columns from j on are still zero)
+        s_j = lax.dynamic_slice_in_dim(S, j, 1, axis=-1)
+        s_jj = lax.dynamic_slice_in_dim(s_j, j, 1, axis=-2)
+        rhs = lax.dynamic_slice_in_dim(F, j, 1, axis=-1) - jnp.matmul(Y, s_j, precision=hp)
+        y = lax.linalg.triangular_solve(R + s_jj * eye, rhs, left_side=True, lower=False)
+        return lax.dynamic_update_slice_in_dim(Y, y, j, axis=-1)
+
+    Y = lax.fori_loop(0, S.shape[-1], column, jnp.zeros_like(F))  # noqa: N806
+    X = jnp.matmul(jnp.matmul(U, Y, precision=hp), _mH(V), precision=hp)  # noqa: N806
+    return X, jnp.diagonal(R, axis1=-2, axis2=-1), jnp.diagonal(S, axis1=-2, axis2=-1)
+
+
+def _sylvester_eigen(A, B, C):  # noqa: N803
+    """By eigendecompositions ``A = P diag(l) P^-1``, ``B = Q diag(m) Q^-1``:
+    ``X = P ((P^-1 C Q) / (l_i + m_j)) Q^-1``."""
+    lam, P = _jla.eig(A)  # noqa: N806
+    mu, Q = _jla.eig(B)  # noqa: N806
+    hp = lax.Precision.HIGHEST
+    F = _jla.solve(P, jnp.matmul(C.astype(P.dtype), Q, precision=hp))  # noqa: N806
+    Y = F / (lam[..., :, None] + mu[..., None, :])  # noqa: N806
+    return jnp.matmul(jnp.matmul(P, Y, precision=hp), _jla.inv(Q), precision=hp), lam, mu
+
+
+_SYLVESTER = {"schur": _sylvester_schur, "eigen": _sylvester_eigen}
+
+
+def solve_sylvester(A, B, C, *, method="schur", tol=1e-8):  # noqa: N803
+    """Solve the Sylvester equation ``A X + X B = C`` (JAX's
+    ``jax.scipy.linalg.solve_sylvester``).
+
+    Arguments:
+      A: square matrices ``[..., m, m]``.
+      B: square matrices ``[..., n, n]``.
+      C: the right-hand sides ``[..., m, n]``; the batch axes of the three broadcast.
+      method: 'schur' (Bartels-Stewart on the complex Schur forms: robust, also for defective
+        matrices) or 'eigen' (through eigendecompositions: cheaper, needs diagonalizable ``A``
+        and ``B``).
+      tol: where some eigenvalue of ``A`` plus one of ``B`` is smaller than this in magnitude
+        (the equation is singular or nearly so), the solution is all NaN, as in JAX.
+
+    Returns:
+      ``X`` ``[..., m, n]``, of the promoted inexact dtype (real unless an input is complex).
+
+    Example:
+      >>> import numpy as np
+      >>> import functx
+      >>> a = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+      >>> b = np.array([[5.0, 6.0], [7.0, 8.0]], np.float32)
+      >>> c = np.array([[6.0, 8.0], [10.0, 12.0]], np.float32)
+      >>> x = functx.scipy.linalg.solve_sylvester(a, b, c)
+      >>> print(np.round(np.asarray(x), 4) + 0.0)
+      [[1. 0.]
+       [0. 1.]]
+    """
+    A, B, C = _inexact("solve_sylvester", A, B, C)  # noqa: N806
+    m, n = C.shape[-2:] if C.ndim >= 2 else (None, None)
+    if m is None or A.shape[-2:] != (m, m) or B.shape[-2:] != (n, n):
+        raise FunctxValueError(
+            f"solve_sylvester: incompatible shapes for the Sylvester equation: A {A.shape}, "
+            f"B {B.shape}, C {C.shape} (expected [..., m, m], [..., n, n], [..., m, n]){where()}"
+        )
+    if method not in _SYLVESTER:
+        raise FunctxValueError(
+            f'Unrecognized method {method}. The two valid methods are either "schur" or '
+            f'"eigen".{where()}'
+        )
+    batch = jnp.broadcast_shapes(A.shape[:-2], B.shape[:-2], C.shape[:-2])
+    A, B, C = (jnp.broadcast_to(x, batch + x.shape[-2:]) for x in (A, B, C))  # noqa: N806
+    if m == 0 or n == 0:
+        return C
+    X, lam, mu = _SYLVESTER[method](A, B, C)  # noqa: N806
+    if not _is_complex(C):
+        X = lax.real(X)  # noqa: N806
+    near = jnp.abs(lam[..., :, None] + mu[..., None, :]) < tol
+    return jnp.where(jnp.any(near, axis=(-2, -1))[..., None, None], jnp.nan, X)
+
+
+def qr_multiply(
+    a, c, mode="right", pivoting=False, conjugate=False, overwrite_a=False, overwrite_c=False
+):
+    """``a``'s economic QR factorization ``a = Q R`` and ``Q`` multiplied with ``c`` (JAX's
+    ``jax.scipy.linalg.qr_multiply``).
+
+    Arguments:
+      a: matrices ``[..., M, N]``; ``K = min(M, N)``.
+      c: for mode 'right', ``[..., P, M]`` (a vector ``[M]`` is one row); for 'left',
+        ``[..., K, P]`` (a vector ``[K]`` is one column). Batch axes broadcast with ``a``'s.
+      mode: 'right' (``c Q``) or 'left' (``Q c``).
+      pivoting: column pivoting (not supported by functx: NotImplementedError).
+      conjugate: use the complex conjugate of ``Q``.
+      overwrite_a, overwrite_c: accepted and ignored (as in JAX).
+
+    Returns:
+      ``(c Q, R)`` (``[..., P, K]``) or ``(Q c, R)`` (``[..., M, P]``), ``R`` ``[..., K, N]``; a
+      vector ``c`` gives the product raveled to one axis, as in JAX.
+
+    Differences from JAX: ``pivoting=True`` raises NotImplementedError (as functx's ``qr``).
+
+    Example:
+      >>> import numpy as np
+      >>> import functx
+      >>> a = np.array([[3.0, 1.0], [4.0, 2.0]], np.float32)
+      >>> cq, r = functx.scipy.linalg.qr_multiply(a, np.array([3.0, 4.0], np.float32))
+      >>> print(np.round(np.asarray(cq), 4))
+      [-5.  0.]
+    """
+    del overwrite_a, overwrite_c
+    if mode not in ("right", "left"):
+        raise FunctxValueError(f"mode must be 'right' or 'left', got {mode!r}{where()}")
+    a, c = _inexact("qr_multiply", a, c)
+    q, r = qr(a, mode="economic", pivoting=pivoting)
+    if conjugate and _is_complex(q):
+        q = lax.conj(q)
+    (m, n), vector = a.shape[-2:], c.ndim == 1
+    left = mode == "left"
+    if vector:
+        c = c[:, None] if left else c[None, :]
+    have, want = (c.shape[-2], min(m, n)) if left else (c.shape[-1], m)
+    if have != want:
+        what = ("Q @ c", "columns", "rows") if left else ("c @ Q", "rows", "columns")
+        raise FunctxValueError(
+            f"qr_multiply: shapes not compatible for {what[0]}: a has shape {a.shape}, so Q has "
+            f"{want} {what[1]}, but c has {have} {what[2]}{where()}"
+        )
+    hp = lax.Precision.HIGHEST
+    out = jnp.matmul(q, c, precision=hp) if left else jnp.matmul(c, q, precision=hp)
+    r = jnp.broadcast_to(r, out.shape[:-2] + r.shape[-2:])
+    return (out.reshape(-1) if vector else out), r
+
+
+# --- special matrices ----------------------------------------------------------------------------
+# Those of vectors gather from the vector (a zero and a one appended where the pattern needs them)
+# through a static index table; those of a size alone are NumPy constants, exact and rounded once.
+
+
+def _gather_matrix(v, idx):
+    """The matrices ``out[..., i, j] = v[..., idx[i, j]]`` for a static integer table ``idx``."""
+    batch = v.shape[:-1]
+    if idx.size == 0:
+        return jnp.zeros((*batch, *idx.shape), v.dtype)
+    return jnp.take(v, idx.reshape(-1), axis=-1).reshape((*batch, *idx.shape))
+
+
+def _append(v, *values):
+    """``v`` with the constants ``values`` appended along its last axis."""
+    tail = jnp.broadcast_to(jnp.asarray(np.array(values), v.dtype), (*v.shape[:-1], len(values)))
+    return jnp.concatenate([v, tail], axis=-1)
+
+
+def _vector(name, a, position=0, inexact=False):
+    """``a`` as an array of at least one axis (JAX's ``check_arraylike``; a scalar is one
+    element), of an inexact dtype if asked."""
+    a = jnp.atleast_1d(jnp._arraylike(a, name, position))
+    return a.astype(dtypes.to_inexact(a.dtype)) if inexact else a
+
+
+def _size(name, n):
+    """The static size ``n`` as an int (an integral float is accepted, as JAX's jitted functions
+    with a static ``n`` accept it)."""
+    if isinstance(n, (float, np.floating)) and float(n).is_integer():
+        return int(n)
+    try:
+        return operator.index(n)
+    except TypeError:
+        raise FunctxTypeError(
+            f"{name}: n must be a static integer (a Python int; under jit, a static argument), "
+            f"got {type(n).__name__} {n!r}{where()}"
+        ) from None
+
+
+def _leading_coefficient_ratio(name, a):
+    """``-a[..., 1:] / a[..., :1]`` for polynomial coefficients ``a`` (at least 2 of them)."""
+    if a.shape[-1] < 2:
+        raise FunctxValueError(
+            f"{name}: the length of a along the last axis must be at least 2, got shape "
+            f"{a.shape}{where()}"
+        )
+    return -a[..., 1:] / a[..., :1]
+
+
+def circulant(c):
+    """The circulant matrix of first column ``c``, ``out[i, j] = c[(i - j) mod N]`` (JAX's
+    ``jax.scipy.linalg.circulant``), batched over the leading axes of ``c``.
+
+    Arguments:
+      c: the first column ``[..., N]`` (a scalar is one element).
+
+    Returns:
+      ``[..., N, N]``, of ``c``'s dtype.
+
+    Example:
+      >>> import numpy as np
+      >>> import functx
+      >>> functx.scipy.linalg.circulant(np.array([1, 2, 3]))
+      Array([[1, 3, 2],
+             [2, 1, 3],
+             [3, 2, 1]], dtype=int32)
+    """
+    c = _vector("circulant", c)
+    i = np.arange(c.shape[-1])
+    return _gather_matrix(c, (i[:, None] - i[None, :]) % max(1, c.shape[-1]))
+
+
+def companion(a):
+    """The companion matrix of the polynomial ``a[0] x^(N-1) + ... + a[N-1]`` (JAX's
+    ``jax.scipy.linalg.companion``): first row ``-a[1:] / a[0]``, ones on the first subdiagonal.
+
+    Arguments:
+      a: the coefficients ``[..., N]``, highest degree first, ``N >= 2``. A zero ``a[0]`` is not
+        checked (infinities or NaNs, as in JAX).
+
+    Returns:
+      ``[..., N - 1, N - 1]``, of ``a``'s inexact dtype (integers become floats).
+
+    Example:
+      >>> import numpy as np
+      >>> import functx
+      >>> functx.scipy.linalg.companion(np.array([1.0, -10.0, 31.0, -30.0], np.float32))
+      Array([[ 10., -31.,  30.],
+             [  1.,   0.,   0.],
+             [  0.,   1.,   0.]], dtype=float32)
+    """
+    a = _vector("companion", a, inexact=True)
+    n = a.shape[-1] - 1
+    v = _append(_leading_coefficient_ratio("companion", a), 0, 1)  # (zero at n, one at n + 1)
+    idx = np.full((n, n), n)
+    idx[0] = np.arange(n)
+    idx[np.arange(1, n), np.arange(n - 1)] = n + 1
+    return _gather_matrix(v, idx)
+
+
+_CONVOLUTION_ROWS = {  # mode: (rows, first row of the full matrix) for len(a) = m and n columns
+    "full": lambda m, n: (m + n - 1, 0),
+    "same": lambda m, n: (max(m, n), (min(m, n) - 1) // 2),
+    "valid": lambda m, n: (max(m, n) - min(m, n) + 1, min(m, n) - 1),
+}
+
+
+def convolution_matrix(a, n, mode="full"):
+    """The matrix ``A`` with ``A @ v == numpy.convolve(a, v, mode)`` for vectors ``v`` of ``n``
+    points (JAX's ``jax.scipy.linalg.convolution_matrix``), batched over ``a``'s leading axes.
+
+    Arguments:
+      a: the kernel ``[..., m]``, ``m >= 1``.
+      n: the number of columns (static, positive).
+      mode: 'full' (``m + n - 1`` rows), 'same' (``max(m, n)``) or 'valid'
+        (``max(m, n) - min(m, n) + 1``).
+
+    Returns:
+      ``[..., rows, n]``, of ``a``'s dtype.
+
+    Example:
+      >>> import numpy as np
+      >>> import functx
+      >>> functx.scipy.linalg.convolution_matrix(np.array([1, 2]), 3)
+      Array([[1, 0, 0],
+             [2, 1, 0],
+             [0, 2, 1],
+             [0, 0, 2]], dtype=int32)
+    """
+    a = jnp._arraylike(a, "convolution_matrix")
+    if a.ndim == 0:
+        raise FunctxValueError(
+            f"convolution_matrix: a must be at least 1-dimensional, got a scalar{where()}"
+        )
+    n = _size("convolution_matrix", n)
+    if n < 1:
+        raise FunctxValueError(
+            f"convolution_matrix: n must be a positive integer, got {n}{where()}"
+        )
+    if mode not in _CONVOLUTION_ROWS:
+        raise FunctxValueError(
+            f"convolution_matrix: mode must be one of 'full', 'valid', 'same', got "
+            f"{mode!r}{where()}"
+        )
+    m = a.shape[-1]
+    if m < 1:
+        raise FunctxValueError(
+            f"convolution_matrix: a must have at least 1 element along its last axis, got shape "
+            f"{a.shape}{where()}"
+        )
+    rows, first = _CONVOLUTION_ROWS[mode](m, n)
+    k = first + np.arange(rows)[:, None] - np.arange(n)[None, :]
+    return _gather_matrix(_append(a, 0), np.where((k >= 0) & (k < m), k, m))
+
+
+def fiedler(a):
+    """The symmetric Fiedler matrix ``out[i, j] = |a[i] - a[j]|`` (JAX's
+    ``jax.scipy.linalg.fiedler``), batched over ``a``'s leading axes.
+
+    Arguments:
+      a: ``[..., N]`` (a scalar is one element).
+
+    Returns:
+      ``[..., N, N]``, of the dtype of ``abs(a - a)`` (real for complex ``a``).
+
+    Example:
+      >>> import numpy as np
+      >>> import functx
+      >>> functx.scipy.linalg.fiedler(np.array([1, 4, 12]))
+      Array([[ 0,  3, 11],
+             [ 3,  0,  8],
+             [11,  8,  0]], dtype=int32)
+    """
+    a = _vector("fiedler", a)
+    return jnp.abs(a[..., :, None] - a[..., None, :])
+
+
+def fiedler_companion(a):
+    """The Fiedler companion matrix of the polynomial with coefficients ``a`` (JAX's
+    ``jax.scipy.linalg.fiedler_companion``): pentadiagonal, with the polynomial's roots as its
+    eigenvalues (Fiedler 2003).
+
+    Arguments:
+      a: the coefficients ``[..., N]``, highest degree first, ``N >= 1`` (``N == 1`` gives
+        ``0 x 0`` matrices). A zero ``a[0]`` is not checked, as in JAX.
+
+    Returns:
+      ``[..., N - 1, N - 1]``, of ``a``'s inexact dtype.
+
+    Example:
+      >>> import numpy as np
+      >>> import functx
+      >>> functx.scipy.linalg.fiedler_companion(np.array([1.0, -6.0, 11.0, -6.0], np.float32))
+      Array([[  6., -11.,   1.],
+             [  1.,   0.,   0.],
+             [  0.,   6.,   0.]], dtype=float32)
+    """
+    a = _vector("fiedler_companion", a, inexact=True)
+    if a.shape[-1] == 0:
+        raise FunctxValueError(
+            f"fiedler_companion: the last axis of a must have nonzero length, got shape "
+            f"{a.shape}{where()}"
+        )
+    n = a.shape[-1] - 1
+    if n == 0:
+        return jnp.zeros((*a.shape[:-1], 0, 0), a.dtype)
+    # -a[k] / a[0] at k - 1; a zero at n, a one at n + 1
+    v = _append(_leading_coefficient_ratio("fiedler_companion", a), 0, 1)
+    idx = np.full((n, n), n)
+    idx[0, 0] = 0
+    if n > 1:
+        idx[1, 0] = n + 1
+    for t in range(0, n - 1, 2):  # the odd columns t + 1 and the band around them
+        idx[t, t + 1] = t + 1
+        if t + 2 < n:
+            idx[t + 2, t + 1], idx[t, t + 2] = t + 2, n + 1
+        if t + 3 < n:
+            idx[t + 3, t + 1] = n + 1
+    return _gather_matrix(v, idx)
+
+
+def hankel(c, r=None):
+    """The Hankel matrix with first column ``c`` and last row ``r``, ``out[i, j] = v[i + j]`` for
+    ``v = concatenate([c, r[1:]])`` (JAX's ``jax.scipy.linalg.hankel``), batched over the
+    leading axes of ``c`` and ``r`` (broadcast together).
+
+    Arguments:
+      c: the first column ``[..., N]``.
+      r: the last row ``[..., M]``; its first element is ignored. Default: zeros like ``c``.
+
+    Returns:
+      ``[..., N, M]``, of the promoted dtype.
+
+    Example:
+      >>> import numpy as np
+      >>> import functx
+      >>> functx.scipy.linalg.hankel(np.array([1, 2, 3]), np.array([9, 4, 5, 6]))
+      Array([[1, 2, 3, 4],
+             [2, 3, 4, 5],
+             [3, 4, 5, 6]], dtype=int32)
+    """
+    c = jnp._arraylike(c, "hankel")
+    r = jnp.zeros_like(c) if r is None else jnp._arraylike(r, "hankel", 1)
+    for name, x in (("c", c), ("r", r)):
+        if x.ndim == 0:
+            raise FunctxValueError(
+                f"hankel: {name} must be at least 1-dimensional, got a scalar{where()}"
+            )
+    c, r = _bcast_batch(*jnp._promote_only(c, r), 1, 1)
+    m, n = c.shape[-1], r.shape[-1]
+    return _gather_matrix(
+        jnp.concatenate([c, r[..., 1:]], axis=-1), np.add.outer(np.arange(m), np.arange(n))
+    )
+
+
+def leslie(f, s):
+    """The Leslie matrix of fecundities ``f`` and survival rates ``s`` (JAX's
+    ``jax.scipy.linalg.leslie``): ``f`` in the first row, ``s`` on the first subdiagonal.
+
+    Arguments:
+      f: ``[..., N]``, ``N >= 2``.
+      s: ``[..., N - 1]``; the batch axes of ``f`` and ``s`` broadcast.
+
+    Returns:
+      ``[..., N, N]``, of the promoted dtype.
+
+    Example:
+      >>> import numpy as np
+      >>> import functx
+      >>> f, s = np.array([0.5, 2.0, 1.0], np.float32), np.array([0.25, 0.75], np.float32)
+      >>> functx.scipy.linalg.leslie(f, s)
+      Array([[0.5 , 2.  , 1.  ],
+             [0.25, 0.  , 0.  ],
+             [0.  , 0.75, 0.  ]], dtype=float32)
+    """
+    f, s = _vector("leslie", f), _vector("leslie", s, 1)
+    n = f.shape[-1]
+    if n < 2:
+        raise FunctxValueError(
+            f"leslie: the length of f along the last axis must be at least 2, got shape "
+            f"{f.shape}{where()}"
+        )
+    if s.shape[-1] != n - 1:
+        raise FunctxValueError(
+            f"leslie: s must have one element fewer than f along the last axis, got f of shape "
+            f"{f.shape} and s of shape {s.shape}{where()}"
+        )
+    f, s = _bcast_batch(*jnp._promote_only(f, s), 1, 1)
+    idx = np.full((n, n), 2 * n - 1)  # f at 0..n-1, s at n..2n-2, a zero at 2n-1
+    idx[0] = np.arange(n)
+    idx[np.arange(1, n), np.arange(n - 1)] = n + np.arange(n - 1)
+    return _gather_matrix(_append(jnp.concatenate([f, s], axis=-1), 0), idx)
+
+
+def _exact(n, entry, dtype):
+    """The ``n x n`` array of the exact integers ``entry(i, j)``, each rounded once to ``dtype``
+    (infinite beyond float64's range)."""
+
+    def rounded(i, j):
+        v = entry(i, j)
+        try:
+            return float(v)
+        except OverflowError:
+            return math.copysign(math.inf, v)
+
+    n = max(n, 0)
+    table = np.array([[rounded(i, j) for j in range(n)] for i in range(n)], np.float64)
+    with np.errstate(over="ignore"):
+        return jnp.asarray(table.reshape(n, n).astype(dtype))
+
+
+def dft(n, scale=None, *, dtype=None):
+    """The ``n x n`` discrete Fourier transform matrix ``W[j, k] = exp(-2 pi i j k / n)`` (JAX's
+    ``jax.scipy.linalg.dft``): ``W @ x == numpy.fft.fft(x)``.
+
+    Arguments:
+      n: the size (static).
+      scale: None (unscaled), 'sqrtn' (``1/sqrt(n)``: unitary) or 'n' (``1/n``).
+      dtype: a complex dtype (default: complex64, complex128 under x64).
+
+    Returns:
+      ``[n, n]`` (empty for ``n <= 0``).
+
+    Differences from JAX: the phases are reduced modulo ``n`` before rounding, so large ``n``
+    gives values accurate to the last bit where JAX's lose a few.
+
+    Example:
+      >>> import functx
+      >>> import numpy as np
+      >>> w = functx.scipy.linalg.dft(4)
+      >>> x = np.arange(4.0, dtype=np.float32)
+      >>> print(np.round(np.asarray(w @ x), 4) + 0.0)
+      [ 6.+0.j -2.+2.j -2.+0.j -2.-2.j]
+    """
+    n = _size("dft", n)
+    if scale not in (None, "sqrtn", "n"):
+        raise FunctxValueError(f"dft: scale must be None, 'sqrtn' or 'n', got {scale!r}{where()}")
+    dt = dtypes.default_complex() if dtype is None else dtypes.check_user_dtype(dtype, "dft")
+    if np.dtype(dt).kind != "c":
+        raise FunctxValueError(
+            f"dft: dtype must be a complex floating-point type, got {dt}{where()}"
+        )
+    k = np.arange(max(n, 0))
+    w = np.exp(-2j * np.pi * (np.outer(k, k) % max(n, 1)) / max(n, 1))
+    w = w / {None: 1, "sqrtn": math.sqrt(max(n, 1)), "n": max(n, 1)}[scale]
+    return jnp.asarray(w.astype(dt))
+
+
+def hadamard(n, dtype=int):
+    """The ``n x n`` Hadamard matrix of Sylvester's construction, ``H_2m = [[H_m, H_m], [H_m,
+    -H_m]]`` (JAX's ``jax.scipy.linalg.hadamard``).
+
+    Arguments:
+      n: the size (static): a positive power of 2.
+      dtype: the dtype (default: int, int32 unless x64 is on; None: the default float).
+
+    Returns:
+      ``[n, n]`` of entries 1 and -1.
+
+    Example:
+      >>> import functx
+      >>> functx.scipy.linalg.hadamard(2)
+      Array([[ 1,  1],
+             [ 1, -1]], dtype=int32)
+    """
+    n = _size("hadamard", n)
+    if n < 1 or n & (n - 1):
+        raise FunctxValueError(f"hadamard: n must be a positive power of 2, got {n}{where()}")
+    dt = dtypes.default_float() if dtype is None else dtypes.check_user_dtype(dtype, "hadamard")
+    if np.dtype(dt) == np.bool_:
+        raise FunctxTypeError(f"hadamard: dtype bool cannot hold -1{where()}")
+    h = np.ones((1, 1), np.int64)
+    while h.shape[0] < n:
+        h = np.block([[h, h], [h, -h]])
+    return jnp.asarray(h.astype(dt))
+
+
+def helmert(n, full=False):
+    """The Helmert matrix (JAX's ``jax.scipy.linalg.helmert``): row ``k - 1`` (``k = 1 .. n-1``)
+    is ``(1, ..., 1, -k, 0, ..., 0) / sqrt(k (k + 1))`` with ``k`` ones; ``full`` puts the row
+    ``1/sqrt(n)`` first. Its rows are orthonormal.
+
+    Arguments:
+      n: the number of columns (static, positive).
+      full: return ``[n, n]`` (with the constant row) instead of ``[n - 1, n]``.
+
+    Returns:
+      The matrix, of the default float dtype.
+
+    Example:
+      >>> import functx
+      >>> functx.scipy.linalg.helmert(3, full=True).round(4)
+      Array([[ 0.5774,  0.5774,  0.5774],
+             [ 0.7071, -0.7071,  0.    ],
+             [ 0.4082,  0.4082, -0.8165]], dtype=float32)
+    """
+    n = _size("helmert", n)
+    if n < 1:
+        raise FunctxValueError(f"helmert: n must be a positive integer, got {n}{where()}")
+    k = np.arange(1, n)[:, None]
+    j = np.arange(n)[None, :]
+    h = np.where(j < k, 1.0, np.where(j == k, -k, 0.0)) / np.sqrt(k * (k + 1))
+    if full:
+        h = np.concatenate([np.full((1, n), 1 / math.sqrt(n)), h])
+    return jnp.asarray(h.reshape(-1, n).astype(dtypes.default_float()))
+
+
+def hilbert(n):
+    """The ``n x n`` Hilbert matrix ``H[i, j] = 1 / (i + j + 1)`` (JAX's
+    ``jax.scipy.linalg.hilbert``).
+
+    Arguments:
+      n: the size (static, ``>= 0``).
+
+    Returns:
+      ``[n, n]``, of the default float dtype.
+
+    Example:
+      >>> import functx
+      >>> functx.scipy.linalg.hilbert(2)
+      Array([[1.        , 0.5       ],
+             [0.5       , 0.33333334]], dtype=float32)
+    """
+    n = _size("hilbert", n)
+    if n < 0:
+        raise FunctxArgumentError(f"hilbert: n must be non-negative, got {n}{where()}")
+    i = np.arange(n)
+    return jnp.asarray((1.0 / (i[:, None] + i[None, :] + 1)).astype(dtypes.default_float()))
+
+
+def invhilbert(n):
+    """The inverse of the ``n x n`` Hilbert matrix (JAX's ``jax.scipy.linalg.invhilbert``), from
+    its closed form in binomial coefficients, computed exactly and rounded once.
+
+    Arguments:
+      n: the size (static; ``n <= 0`` gives an empty matrix).
+
+    Returns:
+      ``[n, n]``, of the default float dtype (entries beyond its range are infinite).
+
+    Differences from JAX: exact integers rounded once (JAX evaluates the binomials in floating
+    point: its entries differ in the last bits).
+
+    Example:
+      >>> import functx
+      >>> functx.scipy.linalg.invhilbert(3)
+      Array([[   9.,  -36.,   30.],
+             [ -36.,  192., -180.],
+             [  30., -180.,  180.]], dtype=float32)
+    """
+    n = _size("invhilbert", n)
+
+    def entry(i, j):
+        b = math.comb(n + i, n - j - 1) * math.comb(n + j, n - i - 1) * math.comb(i + j, i) ** 2
+        return (-1) ** (i + j) * (i + j + 1) * b
+
+    return _exact(n, entry, dtypes.default_float())
+
+
+_PASCAL_KINDS = ("symmetric", "lower", "upper")
+
+
+def _pascal_kind(name, kind):
+    kind = "symmetric" if kind is None else kind
+    if kind not in _PASCAL_KINDS:
+        raise FunctxValueError(
+            f"{name}: kind must be one of {list(_PASCAL_KINDS)}, got {kind!r}{where()}"
+        )
+    return kind
+
+
+_PASCAL = {
+    "lower": lambda i, j: math.comb(i, j),
+    "upper": lambda i, j: math.comb(j, i),
+    "symmetric": lambda i, j: math.comb(i + j, i),
+}
+
+
+def pascal(n, kind=None):
+    """The ``n x n`` Pascal matrix (JAX's ``jax.scipy.linalg.pascal``): binomial coefficients
+    ``C(i, j)`` ('lower'), ``C(j, i)`` ('upper') or ``C(i + j, i)`` ('symmetric', the default).
+
+    Arguments:
+      n: the size (static).
+      kind: 'symmetric' (None), 'lower' or 'upper'.
+
+    Returns:
+      ``[n, n]`` float32 (in both x64 modes, as in JAX).
+
+    Differences from JAX: the binomials are exact, rounded once (JAX's are computed through
+    ``gammaln`` and come out near, not at, the integers).
+
+    Example:
+      >>> import functx
+      >>> functx.scipy.linalg.pascal(3, kind="lower")
+      Array([[1., 0., 0.],
+             [1., 1., 0.],
+             [1., 2., 1.]], dtype=float32)
+    """
+    n = _size("pascal", n)
+    return _exact(n, _PASCAL[_pascal_kind("pascal", kind)], np.float32)
+
+
+_INVPASCAL = {
+    "lower": lambda i, j: (-1) ** (i + j) * math.comb(i, j),
+    "upper": lambda i, j: (-1) ** (i + j) * math.comb(j, i),
+}
+
+
+def invpascal(n, kind=None):
+    """The inverse of the ``n x n`` Pascal matrix (JAX's ``jax.scipy.linalg.invpascal``):
+    ``(-1)^(i+j) C(i, j)`` ('lower'), its transpose ('upper'), or for 'symmetric' the product of
+    the upper and lower ones, computed exactly and rounded once.
+
+    Arguments:
+      n: the size (static).
+      kind: 'symmetric' (None), 'lower' or 'upper'.
+
+    Returns:
+      ``[n, n]``, of the default float dtype.
+
+    Differences from JAX: exact integers rounded once (JAX's are computed through ``gammaln``).
+
+    Example:
+      >>> import functx
+      >>> functx.scipy.linalg.invpascal(3)
+      Array([[ 3., -3.,  1.],
+             [-3.,  5., -2.],
+             [ 1., -2.,  1.]], dtype=float32)
+    """
+    n = _size("invpascal", n)
+    kind = _pascal_kind("invpascal", kind)
+    if kind == "symmetric":
+
+        def entry(i, j):  # (the upper inverse times the lower one)
+            return (-1) ** (i + j) * sum(math.comb(k, i) * math.comb(k, j) for k in range(n))
+
+        return _exact(n, entry, dtypes.default_float())
+    return _exact(n, _INVPASCAL[kind], dtypes.default_float())
+
+
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
 __getattr__ = _missing_name_hook(__name__)
 
@@ -978,22 +1656,38 @@ __all__ = [
     "cho_factor",
     "cho_solve",
     "cholesky",
+    "circulant",
+    "companion",
+    "convolution_matrix",
     "det",
+    "dft",
     "eigh",
     "eigh_tridiagonal",
     "expm",
     "expm_frechet",
+    "fiedler",
+    "fiedler_companion",
     "funm",
+    "hadamard",
+    "hankel",
+    "helmert",
     "hessenberg",
+    "hilbert",
     "inv",
+    "invhilbert",
+    "invpascal",
+    "leslie",
     "lu",
     "lu_factor",
     "lu_solve",
+    "pascal",
     "polar",
     "qr",
+    "qr_multiply",
     "rsf2csf",
     "schur",
     "solve",
+    "solve_sylvester",
     "solve_triangular",
     "sqrtm",
     "svd",
