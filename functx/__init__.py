@@ -16,6 +16,7 @@ from functx import (
     custom_derivatives as custom_derivatives,
     debug as debug,
     distributed as distributed,
+    dlpack as dlpack,
     dtypes as dtypes,
     errors as errors,
     experimental as experimental,
@@ -106,6 +107,7 @@ from functx.tracing import (
     eval_shape as eval_shape,
     make_jaxpr as make_jaxpr,
     named_scope as named_scope,
+    typeof as typeof,
 )
 from functx.transforms.jvp import jvp as jvp
 from functx.transforms.linearize import linearize as linearize
@@ -262,6 +264,7 @@ __all__ = [
     "custom_jvp",
     "custom_vjp",
     "debug",
+    "dlpack",
     "distributed",
     "default_backend",
     "default_device",
@@ -281,6 +284,7 @@ __all__ = [
     "random",
     "errors",
     "eval_shape",
+    "typeof",
     "experimental",
     "flatten_util",
     "grad",

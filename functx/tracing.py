@@ -622,6 +622,32 @@ def make_jaxpr(fun: Callable, static_argnums: int | tuple[int, ...] = ()):
     return traced
 
 
+def typeof(x):
+    """The abstract type of ``x`` (``jax.typeof``): its ``ShapedArray`` (shape, dtype, weak
+    type), as ``jit`` traces it.
+
+    Arguments:
+      x: an array (functx, NumPy), a tracer or a Python scalar.
+    Returns:
+      a ``ShapedArray``.
+    Raises:
+      TypeError if ``x`` is not a valid functx type (e.g. a string).
+    Example:
+      >>> import functx
+      >>> import functx.numpy as jnp
+      >>> functx.typeof(jnp.ones((2, 3)))
+      ShapedArray(float32[2, 3])
+      >>> functx.typeof(3)
+      ShapedArray(int32[], weak_type=True)
+    """
+    try:
+        return get_aval(x)
+    except TypeError:
+        raise FunctxTypeError(
+            f"Argument {x!r} of type {type(x)} is not a valid JAX type{where()}"
+        ) from None
+
+
 def eval_shape(fun: Callable, *args, **kwargs):
     """The shapes and dtypes of ``fun(*args, **kwargs)``, found by tracing: nothing is computed
     (JAX's ``jax.eval_shape``).

@@ -585,3 +585,19 @@ def test_process_and_device_counts_as_jax_on_one_host():
     assert functx.process_indices() == list(jax.process_indices()) == [0]
     assert functx.local_device_count("cpu") == 1
     assert functx.float0 == jax.float0
+
+
+@pytest.mark.parametrize(
+    "x", [np.ones((2, 3), np.float32), 3, 2.5, True, np.int8(1), np.zeros((), np.complex64)]
+)
+def test_typeof_is_jaxs_abstract_type(x):
+    got, want = functx.typeof(x), jax.typeof(x)
+    assert (got.shape, got.dtype, got.weak_type) == (want.shape, want.dtype, want.weak_type)
+    traced = []
+    functx.jit(lambda a: traced.append(functx.typeof(a)) or a)(x)
+    assert (traced[0].shape, traced[0].dtype) == (want.shape, want.dtype)
+
+
+def test_typeof_of_a_non_array_is_a_type_error():
+    with pytest.raises(TypeError, match="not a valid JAX type"):
+        functx.typeof("a")

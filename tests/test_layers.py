@@ -76,6 +76,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "functx.custom_batching",
             "functx._compile_time",
             "functx._laxmore",
+            "functx.dlpack",
         ),
     ),
     ("devices", ("functx.devices",)),

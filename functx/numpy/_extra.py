@@ -2201,3 +2201,78 @@ character = np.character
 flexible = np.flexible
 object_ = np.object_
 ComplexWarning = np.exceptions.ComplexWarning
+
+
+def save(file, arr, allow_pickle=True):
+    """Write an array to a ``.npy`` file (``jax.numpy.save``, which is NumPy's ``save``): the
+    array's data is copied to the host.
+
+    Arguments:
+      file: a file name or an open binary file (``.npy`` is appended to a name without it).
+      arr: an array (functx, NumPy) or anything ``numpy.asarray`` takes.
+      allow_pickle: whether object arrays may be pickled (NumPy's argument).
+    Returns:
+      None.
+
+    Example:
+      >>> import io
+      >>> import functx.numpy as jnp
+      >>> buf = io.BytesIO()
+      >>> jnp.save(buf, jnp.arange(3))
+      >>> _ = buf.seek(0)
+      >>> jnp.load(buf)
+      Array([0, 1, 2], dtype=int32)
+    """
+    np.save(file, np.asarray(arr), allow_pickle=allow_pickle)
+
+
+def savez(file, *args, **kwds):
+    """Write several arrays to an uncompressed ``.npz`` archive (``jax.numpy.savez``, which is
+    NumPy's ``savez``).
+
+    Arguments:
+      file: a file name or an open binary file.
+      *args: arrays stored as ``arr_0``, ``arr_1``, ...
+      **kwds: arrays stored under their keyword names.
+    Returns:
+      None.
+
+    Example:
+      >>> import io
+      >>> import functx.numpy as jnp
+      >>> buf = io.BytesIO()
+      >>> jnp.savez(buf, w=jnp.ones(2))
+      >>> _ = buf.seek(0)
+      >>> jnp.load(buf)["w"]
+      array([1., 1.], dtype=float32)
+    """
+    np.savez(file, *[np.asarray(a) for a in args], **{k: np.asarray(v) for k, v in kwds.items()})
+
+
+def load(file, *args, **kwargs):
+    """Read an array from a ``.npy`` file as a functx Array (``jax.numpy.load``): NumPy's
+    ``load``, whose array result becomes an Array (a bfloat16 array NumPy wrote as two-byte
+    void values is read back as bfloat16, as JAX does); an ``.npz`` archive or a pickled object
+    comes back as NumPy gives it.
+
+    Arguments:
+      file: a file name or an open binary file.
+      *args, **kwargs: NumPy's ``load`` arguments (``mmap_mode``, ``allow_pickle``, ...).
+    Returns:
+      an Array for an ``.npy`` file of a numeric dtype, else NumPy's result.
+
+    Example:
+      >>> import io
+      >>> import functx.numpy as jnp
+      >>> buf = io.BytesIO()
+      >>> jnp.save(buf, jnp.array([1.5, 2.5], dtype=jnp.bfloat16))
+      >>> _ = buf.seek(0)
+      >>> jnp.load(buf)
+      Array([1.5, 2.5], dtype=bfloat16)
+    """
+    out = np.load(file, *args, **kwargs)
+    if not isinstance(out, np.ndarray) or out.dtype == object:
+        return out
+    if out.dtype == np.dtype("V2"):  # (how NumPy writes ml_dtypes' bfloat16)
+        out = out.view(ml_dtypes.bfloat16)
+    return jnp.asarray(out)
