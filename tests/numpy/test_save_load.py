@@ -29,3 +29,18 @@ def test_savez_and_load_of_an_archive():
     z = fnp.load(buf)
     assert sorted(z.files) == ["arr_0", "w"]
     np.testing.assert_array_equal(z["w"], np.zeros((2, 2), np.int32))
+
+
+def test_files_cross_between_functx_and_jax():
+    mine, theirs = io.BytesIO(), io.BytesIO()
+    fnp.savez(mine, a=fnp.arange(3))
+    jnp.savez(theirs, a=jnp.arange(3))
+    assert mine.getvalue() != b"" and theirs.getvalue() != b""
+    mine.seek(0)
+    theirs.seek(0)
+    np.testing.assert_array_equal(fnp.load(theirs)["a"], jnp.load(mine)["a"])
+    one = io.BytesIO()
+    fnp.save(one, fnp.asarray(np.float32([1.5, -2.0])))
+    one.seek(0)
+    got = jnp.load(one)
+    assert got.dtype == np.float32 and got.tolist() == [1.5, -2.0]
