@@ -100,6 +100,9 @@ from functx.sharding import (
     NamedSharding as NamedSharding,
     P as P,
     device_put as device_put,
+    make_array_from_callback as make_array_from_callback,
+    make_array_from_process_local_data as make_array_from_process_local_data,
+    make_array_from_single_device_arrays as make_array_from_single_device_arrays,
     make_mesh as make_mesh,
 )
 from functx.tracing import (
@@ -316,6 +319,9 @@ __all__ = [
     "sharding",
     "NamedSharding",
     "P",
+    "make_array_from_callback",
+    "make_array_from_process_local_data",
+    "make_array_from_single_device_arrays",
     "make_mesh",
     "shard_map",
     "pmap",

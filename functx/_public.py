@@ -34,6 +34,7 @@ NAMESPACES: tuple[str, ...] = (
     "functx.debug",
     "functx.sharding",
     "functx.distributed",
+    "functx.dlpack",
     "functx.experimental",
     "functx.ad_checkpoint",
     "functx.custom_derivatives",

@@ -31,7 +31,11 @@ import numpy as np
 
 from functx import distributed, tree_util
 from functx.devices import device as _device, transfer as _transfer
-from functx.errors import missing_name_hook as _missing_name_hook
+from functx.errors import (
+    FunctxTypeError,
+    FunctxValueError,
+    missing_name_hook as _missing_name_hook,
+)
 
 __all__ = [
     "AxisType",
@@ -627,6 +631,137 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
         return _transfer.device_put(x, device, src=src, donate=donate, may_alias=may_alias)
     # a pytree of devices / shardings matching x
     return tree_util.tree_map(lambda d, v: device_put(v, d), device, x, is_leaf=_is_target)
+
+
+def _assemble(name, shape, sharding, pieces, dtype):
+    """One host array of ``shape`` from ``(index, data)`` pieces (``index``: the tuple of
+    slices ``sharding.devices_indices_map`` gives a device), every entry covered."""
+    if not isinstance(sharding, Sharding):
+        raise FunctxTypeError(f"{name}: sharding must be a Sharding, got {sharding!r}")
+    if not sharding.is_fully_addressable:
+        raise NotImplementedError(
+            f"{name}: a sharding over devices of other processes (functx arrays are whole on "
+            f"each process's device: give each process the whole array)"
+        )
+    out, seen = None, np.zeros(shape, bool)
+    for index, data in pieces:
+        data = np.asarray(data, dtype)
+        block = seen[index].shape
+        if data.shape != block:
+            raise FunctxValueError(
+                f"{name}: the data for index {index} has shape {data.shape}, expected {block} "
+                f"(global shape {tuple(shape)})"
+            )
+        if out is None:
+            out = np.empty(shape, data.dtype)
+        out[index], seen[index] = data, True
+    if out is None or not seen.all():
+        raise FunctxValueError(f"{name}: the pieces do not cover the global shape {tuple(shape)}")
+    return device_put(out, sharding)
+
+
+def make_array_from_callback(shape, sharding, data_callback, dtype=None):
+    """An array of ``shape`` laid out by ``sharding`` whose data ``data_callback`` gives, block
+    by block (``jax.make_array_from_callback``): it is called with each device's index (a tuple
+    of slices) and returns that block.
+
+    Differences from JAX: functx keeps arrays whole on each process's device, so the blocks are
+    assembled into one array (placed as ``device_put(x, sharding)`` places it); a sharding over
+    other processes' devices raises NotImplementedError.
+
+    Arguments:
+      shape: the global shape.
+      sharding: a ``Sharding`` (``NamedSharding``, ``SingleDeviceSharding``).
+      data_callback: ``index -> array`` of the block at ``index``.
+      dtype: the dtype (default the blocks').
+    Returns:
+      an Array of ``shape``.
+    Example:
+      >>> import numpy as np
+      >>> import functx
+      >>> from functx.sharding import NamedSharding, PartitionSpec as P
+      >>> data = np.arange(8.0, dtype=np.float32).reshape(4, 2)
+      >>> s = NamedSharding(functx.make_mesh((1,), ("x",)), P("x"))
+      >>> functx.make_array_from_callback((4, 2), s, lambda index: data[index])
+      Array([[0., 1.],
+             [2., 3.],
+             [4., 5.],
+             [6., 7.]], dtype=float32)
+    """
+    shape = tuple(int(d) for d in shape)
+    indices = sharding.addressable_devices_indices_map(shape)
+    unique = {_index_key(i): i for i in indices.values()}
+    pieces = [(i, data_callback(i)) for i in unique.values()]
+    return _assemble("make_array_from_callback", shape, sharding, pieces, dtype)
+
+
+def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None):
+    """An array of ``shape`` laid out by ``sharding`` from one block per device
+    (``jax.make_array_from_single_device_arrays``): ``arrays[k]`` is the block of the k-th
+    device of ``sharding.addressable_devices_indices_map(shape)``.
+
+    Differences from JAX: the blocks are assembled into one whole array (see
+    ``make_array_from_callback``).
+
+    Arguments:
+      shape: the global shape.
+      sharding: a ``Sharding``.
+      arrays: the blocks, one per addressable device, in that map's order.
+      dtype: the dtype (default the blocks').
+    Returns:
+      an Array of ``shape``.
+    Example:
+      >>> import numpy as np
+      >>> import functx
+      >>> from functx.sharding import NamedSharding, PartitionSpec as P
+      >>> s = NamedSharding(functx.make_mesh((1,), ("x",)), P())
+      >>> functx.make_array_from_single_device_arrays((3,), s, [np.ones(3, np.float32)])
+      Array([1., 1., 1.], dtype=float32)
+    """
+    shape = tuple(int(d) for d in shape)
+    indices = list(sharding.addressable_devices_indices_map(shape).values())
+    if len(arrays) != len(indices):
+        raise FunctxValueError(
+            f"make_array_from_single_device_arrays: {len(arrays)} arrays for "
+            f"{len(indices)} addressable devices of the sharding"
+        )
+    pieces = list(zip(indices, arrays))
+    return _assemble("make_array_from_single_device_arrays", shape, sharding, pieces, dtype)
+
+
+def make_array_from_process_local_data(sharding, local_data, global_shape=None):
+    """The global array of a process's data (``jax.make_array_from_process_local_data``). In one
+    process the local data is the whole array.
+
+    Arguments:
+      sharding: a ``Sharding``.
+      local_data: this process's data.
+      global_shape: the global shape (default ``local_data``'s; anything else needs several
+        processes: NotImplementedError).
+    Returns:
+      an Array placed as ``device_put(local_data, sharding)``.
+    Example:
+      >>> import numpy as np
+      >>> import functx
+      >>> from functx.sharding import NamedSharding, PartitionSpec as P
+      >>> s = NamedSharding(functx.make_mesh((1,), ("x",)), P("x"))
+      >>> functx.make_array_from_process_local_data(s, np.zeros(2, np.float32))
+      Array([0., 0.], dtype=float32)
+    """
+    local = np.asarray(local_data)
+    if global_shape is not None and tuple(global_shape) != local.shape:
+        raise NotImplementedError(
+            f"make_array_from_process_local_data: global shape {tuple(global_shape)} differs "
+            f"from the local data's {local.shape} (functx keeps whole arrays per process)"
+        )
+    return _assemble(
+        "make_array_from_process_local_data", local.shape, sharding,
+        [(tuple(slice(None) for _ in local.shape), local)], None,
+    )  # fmt: skip
+
+
+def _index_key(index):
+    return tuple((s.start, s.stop, s.step) if isinstance(s, slice) else s for s in index)
 
 
 def _is_target(v):

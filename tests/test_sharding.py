@@ -475,3 +475,29 @@ def test_psum_waits_move_down_to_their_readers():
     assert got == want
     loop = host[:5] + ["    for i in range(3):", "        _L7(1, 1, t8, t12)"] + host[5:]
     assert sink_waits(loop, {1, 2}) == loop
+
+
+def test_make_array_from_callback_assembles_the_blocks(host4):
+    data = np.arange(24.0, dtype=np.float32).reshape(4, 6)
+    mesh = functx.make_mesh((2, 2), ("x", "y"))
+    calls = []
+
+    def block(index):
+        calls.append(index)
+        return data[index]
+
+    for spec, blocks in ((P("x", "y"), 4), (P("x"), 2), (P(), 1)):
+        calls.clear()
+        got = functx.make_array_from_callback((4, 6), NamedSharding(mesh, spec), block)
+        np.testing.assert_array_equal(np.asarray(got), data)
+        assert got.dtype == np.float32 and len(calls) == blocks  # (replicated blocks once)
+    s = NamedSharding(mesh, P("x", "y"))
+    idx = list(s.addressable_devices_indices_map((4, 6)).values())
+    got = functx.make_array_from_single_device_arrays((4, 6), s, [data[i] for i in idx])
+    np.testing.assert_array_equal(np.asarray(got), data)
+    got = functx.make_array_from_process_local_data(s, data)
+    np.testing.assert_array_equal(np.asarray(got), data)
+    with pytest.raises(ValueError, match=r"expected \(2, 3\)"):
+        functx.make_array_from_callback((4, 6), s, lambda index: data)
+    with pytest.raises(ValueError, match="3 arrays for 4 addressable devices"):
+        functx.make_array_from_single_device_arrays((4, 6), s, [data[i] for i in idx[:3]])
