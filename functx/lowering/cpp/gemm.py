@@ -262,7 +262,7 @@ extern "C" void fx_sgemm512(int ta, int tb, int64_t m, int64_t n, int64_t k, flo
             fx_g_fetch(ahead, per_tile);
             const int64_t off = (ic + ip) * ldc + jc + jp;
             const float* add = pc ? c + off : u ? u + off : nullptr;
-            if (add == u + off && jp + FX_GNR < nc)  // (U's lines of the next tile into L1)
+            if (u && !pc && jp + FX_GNR < nc)  // (U's lines of the next tile into L1)
               for (int64_t r = 0; r < rows; ++r)
                 for (int64_t l = jp + FX_GNR; l < nc && l < jp + 2 * FX_GNR; l += 16)
                   _mm_prefetch((const char*)(u + off - jp + r * ldc + l), _MM_HINT_T0);
