@@ -6,8 +6,9 @@ Why: on the Zen 4 test machine (AVX-512, two FMA pipes of 256 bits: 32 float32 F
 --libs``) NumPy's OpenBLAS 0.3.31 runs its SkylakeX kernels at 67-79% of that peak on the MLP SGD
 step's products (784-1024-1024-10, batch 128), XLA at 72-84%; this kernel at 79-90%: 12.5 CPU ms
 for the five products, against 14.0 and 13.4 (one thread each; benchmarks/RESULTS.md, session
-33, mlp20d). Its register tile alone, on panels in L2, runs at 95-98% of the peak; the rest is
-packing (B's from memory above all) and the edges.
+33, mlp20d), and 80-93% (12.0-12.6 ms) since session 34 (A read in place, the prefetches
+below). Its register tile alone, on panels in L2, runs at 95-98% of the peak; the rest is
+packing (B's from memory above all), the edges and, in a folded update, U's and C's traffic.
 
 How (the classic blocked scheme, sized for Zen 4's 32 KiB L1 and 1 MiB L2 per core):
 - ``op(B)`` is packed a block of ``kc`` rows by ``nc`` columns at a time into panels of 64
@@ -28,6 +29,15 @@ How (the classic blocked scheme, sized for Zen 4's 32 KiB L1 and 1 MiB L2 per co
   ``C = U + alpha * sum`` (one rounding, as OpenBLAS's ``beta = 1`` into a copy of ``U``, the
   fold of ``dot.fold_product_updates``; the copy itself is gone). Rows and columns past the
   edge are masked; the last tile of fewer rows is a smaller instance of the same template.
+  While a tile runs, the next tile's lines of ``U`` are fetched into L1 (a weight read from
+  memory at the end of each tile: MLP step 13.94 -> 13.69 CPU ms, session 34); fetching C's
+  lines for writing as well did not measure.
+- Software prefetches, none of which changes a result: the next block of B into L2 while the
+  tiles run; while B stored by rows is packed, the row 4 ahead into L1 (each row of a weight
+  1024 columns wide is on a page of its own, where no hardware prefetcher follows).
+- Every sum runs in the order of the terms within a ``kc`` block, blocks in order: results
+  do not depend on the pieces, the threads or these layouts (the MLP and GPT steps gave the
+  same bits before and after session 34's changes).
 - Workspace: one growing buffer per thread (``thread_local``), not freed.
 
 The kernel is a shared library of its own, compiled once per cache directory (gcc takes 0.7 s
