@@ -6,23 +6,38 @@ Why: on the Zen 4 test machine (AVX-512, two FMA pipes of 256 bits: 32 float32 F
 --libs``) NumPy's OpenBLAS 0.3.31 runs its SkylakeX kernels at 67-79% of that peak on the MLP SGD
 step's products (784-1024-1024-10, batch 128), XLA at 72-84%; this kernel at 79-90%: 12.5 CPU ms
 for the five products, against 14.0 and 13.4 (one thread each; benchmarks/RESULTS.md, session
-33, mlp20d). Its register tile alone, on panels in L2, runs at 95-98% of the peak; the rest is
-packing (B's from memory above all) and the edges.
+33, mlp20d), and 80-93% (12.0-12.6 ms) since session 34 (A read in place, the prefetches
+below). Its register tile alone, on panels in L2, runs at 95-98% of the peak; the rest is
+packing (B's from memory above all), the edges and, in a folded update, U's and C's traffic.
 
 How (the classic blocked scheme, sized for Zen 4's 32 KiB L1 and 1 MiB L2 per core):
 - ``op(B)`` is packed a block of ``kc`` rows by ``nc`` columns at a time into panels of 64
-  columns (``kc x 64``, row after row), ``op(A)`` a block of rows into panels of 6 rows
-  (``kc x 6``, column after column). ``kc``: the contraction cut into equal blocks of at most
+  columns (``kc x 64``, row after row). ``kc``: the contraction cut into equal blocks of at most
   ``FX_GKC`` (512); ``nc``: so that the packed B block stays under 512 KiB (in L2).
 - A register tile of 6 rows x 64 columns (24 ZMM accumulators) sums ``kc`` rank-1 updates: per
-  step, four loads of B's panel row, six broadcasts of A's panel column, 24 FMAs. The A panel
-  (6 x ``kc``, 12 KiB at most) stays in L1 while the tile walks the B block's panels.
-- Transposed operands are packed through 16 x 16 register transposes (strided scalar copies
-  cost 10% on ``d @ W.T``).
+  step, four loads of B's panel row, six broadcasts from A, 24 FMAs. A's 6 x ``kc`` block (12
+  KiB at most) stays in L1 while the tile walks the B block's panels.
+- An A stored by rows is read in place: six rows, each walked in order, are six streams the
+  prefetchers follow. Packing it (16 x 16 register transposes into 6-row panels) was repeated
+  by every piece of C's columns (``dot._job``) and cost 2.5% of the five products (13.70 ->
+  13.36 CPU ms, one thread, load 11; session 34). A transposed A (a weight gradient's
+  ``x.T``: six floats in a row per term, one cache line per term, which would not stay in L1
+  for ``kc`` = 512) is packed into panels of 6 rows (``kc x 6``) with masked copies. A
+  transposed B is packed through 16 x 16 register transposes (strided scalar copies cost 10%
+  on ``d @ W.T``).
 - The result is written once per ``kc`` block, ``C = alpha * sum`` or, with ``U``,
   ``C = U + alpha * sum`` (one rounding, as OpenBLAS's ``beta = 1`` into a copy of ``U``, the
   fold of ``dot.fold_product_updates``; the copy itself is gone). Rows and columns past the
   edge are masked; the last tile of fewer rows is a smaller instance of the same template.
+  While a tile runs, the next tile's lines of ``U`` are fetched into L1 (a weight read from
+  memory at the end of each tile: MLP step 13.94 -> 13.69 CPU ms, session 34); fetching C's
+  lines for writing as well did not measure.
+- Software prefetches, none of which changes a result: the next block of B into L2 while the
+  tiles run; while B stored by rows is packed, the row 4 ahead into L1 (each row of a weight
+  1024 columns wide is on a page of its own, where no hardware prefetcher follows).
+- Every sum runs in the order of the terms within a ``kc`` block, blocks in order: results
+  do not depend on the pieces, the threads or these layouts (the MLP and GPT steps gave the
+  same bits before and after session 34's changes).
 - Workspace: one growing buffer per thread (``thread_local``), not freed.
 
 The kernel is a shared library of its own, compiled once per cache directory (gcc takes 0.7 s
@@ -109,23 +124,17 @@ static inline int fx_g_rows(int64_t left) {
   return (int)(left > 9 ? FX_GMR : left > FX_GMR ? left - 4 : left);
 }
 
-// op(A)[i0 : i0 + mc, p0 : p0 + kc] as panels of fx_g_rows rows R: from ap + ip * kc, [k][r]
-static void fx_g_pack_a(const float* a, int64_t lda, int ta, int64_t i0, int64_t mc, int64_t p0,
-                        int64_t kc, float* ap) {
+// op(A)[i0 : i0 + mc, p0 : p0 + kc] of a transposed A (A(i, k) = a[k * lda + i]) as panels of
+// fx_g_rows rows R: from ap + ip * kc, [k][r]. (An A stored by rows is not packed: the tiles
+// read its rows in place, ``fx_g_tile<R, false>``.)
+static void fx_g_pack_at(const float* a, int64_t lda, int64_t i0, int64_t mc, int64_t p0,
+                         int64_t kc, float* ap) {
   for (int64_t ip = 0, rows = fx_g_rows(mc); ip < mc; ip += rows, rows = fx_g_rows(mc - ip)) {
     float* d = ap + ip * kc;
     const __mmask16 m = fx_g_mask(rows);
-    if (ta) {  // A(i, k) = a[k * lda + i]
-      const float* s = a + p0 * lda + i0 + ip;
-      for (int64_t k = 0; k < kc; ++k)
-        _mm512_mask_storeu_ps(d + k * rows, m, _mm512_maskz_loadu_ps(m, s + k * lda));
-      continue;
-    }
-    const float* s = a + (i0 + ip) * lda + p0;
-    int64_t k0 = 0;
-    for (; k0 + 16 <= kc; k0 += 16) fx_g_tr16(s + k0, lda, (int)rows, d + k0 * rows, rows, m);
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t k = k0; k < kc; ++k) d[k * rows + r] = s[r * lda + k];
+    const float* s = a + p0 * lda + i0 + ip;
+    for (int64_t k = 0; k < kc; ++k)
+      _mm512_mask_storeu_ps(d + k * rows, m, _mm512_maskz_loadu_ps(m, s + k * lda));
   }
 }
 
@@ -133,9 +142,14 @@ static void fx_g_pack_a(const float* a, int64_t lda, int ta, int64_t i0, int64_t
 static void fx_g_pack_b(const float* b, int64_t ldb, int tb, int64_t p0, int64_t kc, int64_t j0,
                         int64_t nc, float* bp) {
   if (!tb) {  // B(k, j) = b[k * ldb + j], read row after row (a column of lines at a time: 16%
-              // of the time of x @ W0's pieces, 4 KiB apart)
+              // of the time of x @ W0's pieces, 4 KiB apart: each row on a page of its own,
+              // where no hardware prefetcher follows; so the row 4 ahead is fetched into L1,
+              // 2% of the five products from a cold cache, session 34)
     for (int64_t k = 0; k < kc; ++k) {
       const float* s = b + (p0 + k) * ldb + j0;
+      if (k + 4 < kc)
+        for (int64_t j = 0; j < nc; j += 16)
+          _mm_prefetch((const char*)(s + 4 * ldb + j), _MM_HINT_T0);
       for (int64_t j = 0; j < nc; j += 16)
         _mm512_storeu_ps(bp + (j / FX_GNR) * FX_GNR * kc + k * FX_GNR + j % FX_GNR,
                          _mm512_maskz_loadu_ps(fx_g_mask(nc - j), s + j));
@@ -160,10 +174,15 @@ static void fx_g_pack_b(const float* b, int64_t ldb, int tb, int64_t p0, int64_t
   }
 }
 
-// one tile of R rows x nc columns (<= 64): C = alpha * sum (+ add, where given; add has C's rows)
-template <int R>
-static inline void fx_g_tile(int64_t kc, const float* __restrict ap, const float* __restrict bp,
-                             float* c, int64_t ldc, const float* add, int64_t nc, float alpha) {
+// one tile of R rows x nc columns (<= 64): C = alpha * sum (+ add, where given; add has C's rows).
+// A's R x kc block: packed (P: ap[k * R + r]) or R rows of A in place (ap[r * lda + k]).
+template <int R, bool P>
+static inline void fx_g_tile(int64_t kc, const float* __restrict ap, int64_t lda,
+                             const float* __restrict bp, float* c, int64_t ldc, const float* add,
+                             int64_t nc, float alpha) {
+  const float* row[R];
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r) row[r] = ap + r * lda;
   __m512 acc[R][4];
 #pragma GCC unroll 6
   for (int r = 0; r < R; ++r)
@@ -176,7 +195,7 @@ static inline void fx_g_tile(int64_t kc, const float* __restrict ap, const float
     const __m512 b2 = _mm512_loadu_ps(bk + 32), b3 = _mm512_loadu_ps(bk + 48);
 #pragma GCC unroll 6
     for (int r = 0; r < R; ++r) {
-      const __m512 x = _mm512_set1_ps(ap[k * R + r]);
+      const __m512 x = _mm512_set1_ps(P ? ap[k * R + r] : row[r][k]);
       acc[r][0] = _mm512_fmadd_ps(x, b0, acc[r][0]);
       acc[r][1] = _mm512_fmadd_ps(x, b1, acc[r][1]);
       acc[r][2] = _mm512_fmadd_ps(x, b2, acc[r][2]);
@@ -247,22 +266,30 @@ extern "C" void fx_sgemm512(int ta, int tb, int64_t m, int64_t n, int64_t k, flo
                                (((m + FX_GMR - 1) / FX_GMR) * ((nc + FX_GNR - 1) / FX_GNR)) + 1;
       for (int64_t ic = 0; ic < m; ic += mcb) {
         const int64_t mc = m - ic < mcb ? m - ic : mcb;
-        fx_g_pack_a(a, lda, ta, ic, mc, pc, kc, ap);
+        if (ta) fx_g_pack_at(a, lda, ic, mc, pc, kc, ap);
         for (int64_t ip = 0, rows = fx_g_rows(mc); ip < mc; ip += rows, rows = fx_g_rows(mc - ip))
           for (int64_t jp = 0; jp < nc; jp += FX_GNR) {
             fx_g_fetch(ahead, per_tile);
             const int64_t off = (ic + ip) * ldc + jc + jp;
             const float* add = pc ? c + off : u ? u + off : nullptr;
+            if (u && !pc && jp + FX_GNR < nc)  // (U's lines of the next tile into L1)
+              for (int64_t r = 0; r < rows; ++r)
+                for (int64_t l = jp + FX_GNR; l < nc && l < jp + 2 * FX_GNR; l += 16)
+                  _mm_prefetch((const char*)(u + off - jp + r * ldc + l), _MM_HINT_T0);
             const int64_t w = nc - jp < FX_GNR ? nc - jp : FX_GNR;
-            const float *pa = ap + ip * kc, *pb = bp + jp * kc;
+            const float *pa = ta ? ap + ip * kc : a + (ic + ip) * lda + pc, *pb = bp + jp * kc;
+#define FX_G_TILE(R)                                                                 \
+  (ta ? fx_g_tile<R, true>(kc, pa, 0, pb, c + off, ldc, add, w, alpha)               \
+      : fx_g_tile<R, false>(kc, pa, lda, pb, c + off, ldc, add, w, alpha))
             switch (rows) {
-              case 6: fx_g_tile<6>(kc, pa, pb, c + off, ldc, add, w, alpha); break;
-              case 5: fx_g_tile<5>(kc, pa, pb, c + off, ldc, add, w, alpha); break;
-              case 4: fx_g_tile<4>(kc, pa, pb, c + off, ldc, add, w, alpha); break;
-              case 3: fx_g_tile<3>(kc, pa, pb, c + off, ldc, add, w, alpha); break;
-              case 2: fx_g_tile<2>(kc, pa, pb, c + off, ldc, add, w, alpha); break;
-              default: fx_g_tile<1>(kc, pa, pb, c + off, ldc, add, w, alpha);
+              case 6: FX_G_TILE(6); break;
+              case 5: FX_G_TILE(5); break;
+              case 4: FX_G_TILE(4); break;
+              case 3: FX_G_TILE(3); break;
+              case 2: FX_G_TILE(2); break;
+              default: FX_G_TILE(1);
             }
+#undef FX_G_TILE
           }
       }
     }
