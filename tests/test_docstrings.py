@@ -98,7 +98,7 @@ DIFFERS_FROM_JAX: dict[str, str] = {
         "KeyArray ball cauchy key laplace logistic multivariate_normal truncated_normal"
     ),
     "functx.scipy.linalg": "eigh_tridiagonal polar qr sqrtm",
-    "functx.scipy.signal": "convolve convolve2d correlate correlate2d",
+    "functx.scipy.signal": "convolve convolve2d correlate correlate2d csd istft",
 }
 
 FLAGS = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS

@@ -367,6 +367,8 @@ def _get_window(window, n):
     points, periodic as for spectral analysis, in float64."""
     from scipy.signal import get_window
 
+    if n == 0:  # (an empty signal: SciPy refuses a window of no points)
+        return np.zeros(0)
     try:
         return np.asarray(get_window(window, n), np.float64)
     except ValueError as err:
@@ -443,15 +445,13 @@ def _overlap_add(frames, nstep):
     return out.at[..., where].add(frames)
 
 
-def _detrend_fn(detrend_type, axis, ndim):
-    """The per-segment detrending (segments on the last axis): a ``detrend`` type, a callable
-    (which sees the segments with time on the user's ``axis``, as in SciPy), or False."""
+def _detrend_fn(detrend_type, axis):
+    """The per-segment detrending (segments ``(..., nseg, nperseg)``): a ``detrend`` type, False,
+    or a callable, which (as in JAX) gets the segments' array with its axis ``axis`` moved last."""
     if isinstance(detrend_type, str):
         return lambda d: detrend(d, type=detrend_type, axis=-1)
     if callable(detrend_type):
-        if axis == ndim - 1:
-            return detrend_type
-        return lambda d: fnp.moveaxis(detrend_type(fnp.moveaxis(d, -1, axis)), axis, -1)
+        return lambda d: fnp.moveaxis(detrend_type(fnp.moveaxis(d, axis, -1)), -1, axis)
     if not detrend_type:
         return lambda d: d
     raise FunctxValueError(f"Unsupported detrend type: {detrend_type}")
@@ -490,9 +490,9 @@ def _spectral(
         )
     x = _inexact(x)
     axis = operator.index(axis)
-    if not -max(x.ndim, 1) <= axis < max(x.ndim, 1):
-        raise FunctxValueError(f"axis {axis} is out of bounds for an array of rank {x.ndim}")
-    axis %= max(x.ndim, 1)
+    if not -x.ndim <= axis < x.ndim:
+        raise FunctxValueError(f"axis {axis} is out of bounds for array of dimension {x.ndim}")
+    axis %= x.ndim
     if y is None:
         outer = x.shape[:axis] + x.shape[axis + 1 :]
     else:
@@ -512,7 +512,7 @@ def _spectral(
         nperseg = int(nperseg)
         if nperseg < 1:
             raise FunctxValueError("nperseg must be a positive integer")
-    win, nperseg = _triage_window(window, nperseg, x.shape[axis] if x.ndim else 1, x.dtype)
+    win, nperseg = _triage_window(window, nperseg, x.shape[axis], x.dtype)
     noverlap = nperseg // 2 if noverlap is None else int(noverlap)
     nfft = nperseg if nfft is None else int(nfft)
     if y is None and x.size == 0:
@@ -539,7 +539,7 @@ def _spectral(
         nadd = (-(x.shape[-1] - nperseg) % nstep) % nperseg
         x = fnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, nadd)])
         y = None if y is None else fnp.pad(y, [(0, 0)] * (y.ndim - 1) + [(0, nadd)])
-    detrend_fn = _detrend_fn(detrend_type, axis, x.ndim)
+    detrend_fn = _detrend_fn(detrend_type, axis)
     if scaling == "density":
         scale = 1.0 / (fs * fnp.sum(win * win))
     elif scaling == "spectrum":
@@ -577,7 +577,7 @@ def _spectral(
     return freqs, time, fnp.moveaxis(result, -1, axis)
 
 
-_SPECTRAL_ARGS = """      fs: the sampling frequency (default 1).
+_SPECTRAL_ARGS = """fs: the sampling frequency (default 1).
       window: a window name or (name, parameters) tuple for ``scipy.signal.get_window``
         (periodic), or a 1-D array of ``nperseg`` points.
       nperseg: the segment length (default: a named window covers the whole signal).
@@ -608,7 +608,7 @@ def stft(
       nperseg: the segment length (at most the signal's length; default 256).
       noverlap: the points shared by consecutive segments (default ``nperseg // 2``).
       nfft: the FFT length, at least ``nperseg`` (default ``nperseg``: no zero padding).
-      detrend: False, ``'constant'``, ``'linear'`` or a callable applied to each segment.
+      detrend: False, ``'constant'``, ``'linear'`` or a callable applied to the segments.
       return_onesided: the non-negative frequencies only (a complex ``x`` is always two-sided).
       boundary: how to extend the signal by half a segment at each end: ``'zeros'``, ``'even'``,
         ``'odd'``, ``'constant'`` or None (no extension).
@@ -660,29 +660,32 @@ def csd(
 ):
     """The cross power spectral density by Welch's method, like ``jax.scipy.signal.csd``.
 
-        Arguments:
-          x: the first signal, time along ``axis``.
-          y: the second signal (of ``x``'s rank, other axes broadcast), or None for ``x``'s own
-            spectrum (then real).
-    {args}
-          detrend: ``'constant'``, ``'linear'``, False or a callable applied to each segment.
-          return_onesided: the non-negative frequencies only (complex input is always two-sided).
-          scaling: ``'density'`` (V**2/Hz) or ``'spectrum'`` (V**2).
-          axis: the time axis.
-          average: how the segments' periodograms combine: ``'mean'`` or ``'median'`` (bias
-            corrected).
+    Arguments:
+      x: the first signal, time along ``axis``.
+      y: the second signal (of ``x``'s rank, other axes broadcast), or None for ``x``'s own
+        spectrum (then real).
+      {args}
+      detrend: ``'constant'``, ``'linear'``, False or a callable applied to the segments.
+      return_onesided: the non-negative frequencies only (complex input is always two-sided).
+      scaling: ``'density'`` (V**2/Hz) or ``'spectrum'`` (V**2).
+      axis: the time axis.
+      average: how the segments' periodograms combine: ``'mean'`` or ``'median'`` (bias
+        corrected).
 
-        Returns:
-          ``(f, Pxy)``: the frequencies and the cross spectral density (complex; frequencies on
-          ``axis``).
+    Returns:
+      ``(f, Pxy)``: the frequencies and the cross spectral density (complex; frequencies on
+      ``axis``).
 
-        Example:
-          >>> import functx.numpy as jnp
-          >>> from functx.scipy.signal import csd
-          >>> x, y = jnp.array([1.0, 2.0, 0.0, -1.0]), jnp.array([0.0, 1.0, 1.0, 0.0])
+    Differences from JAX: ``x`` or ``y`` with no elements gives zeros with the shorter time
+    axis in place (JAX's shape there holds the axis number instead).
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> from functx.scipy.signal import csd
+      >>> x, y = jnp.array([1.0, 2.0, 0.0, -1.0]), jnp.array([0.0, 1.0, 1.0, 0.0])
       >>> f, P = csd(x, y, nperseg=2)
-          >>> print(f, P.dtype)
-          [0.  0.5] complex64
+      >>> print(f, P.dtype)
+      [0.  0.5] complex64
     """
     freqs, _, pxy = _spectral(
         x, y, fs, window, nperseg, noverlap, nfft, detrend, return_onesided, scaling, axis, "psd"
@@ -725,27 +728,27 @@ def welch(
     average="mean",
 ):
     """The power spectral density by Welch's method (the average of windowed periodograms),
-        like ``jax.scipy.signal.welch``.
+    like ``jax.scipy.signal.welch``.
 
-        Arguments:
-          x: the signal, time along ``axis``.
-    {args}
-          detrend: ``'constant'``, ``'linear'``, False or a callable applied to each segment.
-          return_onesided: the non-negative frequencies only (complex input is always two-sided).
-          scaling: ``'density'`` (V**2/Hz) or ``'spectrum'`` (V**2).
-          axis: the time axis.
-          average: ``'mean'`` or ``'median'`` (bias corrected).
+    Arguments:
+      x: the signal, time along ``axis``.
+      {args}
+      detrend: ``'constant'``, ``'linear'``, False or a callable applied to the segments.
+      return_onesided: the non-negative frequencies only (complex input is always two-sided).
+      scaling: ``'density'`` (V**2/Hz) or ``'spectrum'`` (V**2).
+      axis: the time axis.
+      average: ``'mean'`` or ``'median'`` (bias corrected).
 
-        Returns:
-          ``(f, Pxx)``: the frequencies and the (real) power spectral density, frequencies on
-          ``axis``.
+    Returns:
+      ``(f, Pxx)``: the frequencies and the (real) power spectral density, frequencies on
+      ``axis``.
 
-        Example:
-          >>> import functx.numpy as jnp
-          >>> from functx.scipy.signal import welch
-          >>> f, P = welch(jnp.array([1.0, -1.0, 1.0, -1.0, 1.0, -1.0]), nperseg=4)
-          >>> print(f, P.round(3))
-          [0.   0.25 0.5 ] [0.    0.    1.333]
+    Example:
+      >>> import functx.numpy as jnp
+      >>> from functx.scipy.signal import welch
+      >>> f, P = welch(jnp.array([1.0, -1.0, 1.0, -1.0, 1.0, -1.0]), nperseg=4)
+      >>> print(f, P.round(3))
+      [0.   0.25 0.5 ] [0.    1.333 2.667]
     """
     freqs, pxx = csd(
         x,
@@ -797,13 +800,17 @@ def istft(
       ``(t, x)``: the sample times and the signal (real when ``input_onesided``, else complex),
       time last.
 
+    Differences from JAX: as in SciPy, ``noverlap=0`` means segments that do not overlap (JAX
+    takes 0 for the default, half a segment), and an odd ``nperseg`` with the default ``nfft``
+    inverts (JAX raises a broadcasting TypeError).
+
     Example:
       >>> import functx.numpy as jnp
       >>> from functx.scipy.signal import istft, stft
       >>> _, _, Z = stft(jnp.arange(8.0), nperseg=4)
       >>> t, x = istft(Z, nperseg=4)
       >>> print(x.round(4) + 0)
-      [0. 1. 2. 3. 4. 5. 6. 7. 0. 0.]
+      [0. 1. 2. 3. 4. 5. 6. 7.]
     """
     (zxx,) = _arrays(Zxx)
     if zxx.ndim < 2:
@@ -811,7 +818,7 @@ def istft(
     nd = zxx.ndim
     for a in (time_axis, freq_axis):
         if not -nd <= operator.index(a) < nd:
-            raise FunctxValueError(f"axis {a} is out of bounds for an array of rank {nd}")
+            raise FunctxValueError(f"axis {a} is out of bounds for array of dimension {nd}")
     freq_axis, time_axis = operator.index(freq_axis) % nd, operator.index(time_axis) % nd
     if freq_axis == time_axis:
         raise FunctxValueError("Must specify differing time and frequency axes!")
