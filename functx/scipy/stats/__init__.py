@@ -34,6 +34,7 @@ from functx.scipy.stats import (
     vonmises as vonmises,
     wrapcauchy as wrapcauchy,
 )
+from functx.scipy.stats._summary import mode as mode, rankdata as rankdata, sem as sem
 
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
 __getattr__ = _missing_name_hook(__name__)
@@ -65,4 +66,7 @@ __all__ = [
     "truncnorm",
     "vonmises",
     "wrapcauchy",
+    "mode",
+    "rankdata",
+    "sem",
 ]

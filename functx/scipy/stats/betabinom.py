@@ -23,7 +23,8 @@ _K = (
     "The log probability ``betaln(y + a, n - y + b) - betaln(a, b) - log1p(n)\n    "
     "- betaln(n - y + 1, y + 1)`` with ``y = floor(k) - loc``.",
     _K,
-    "print(betabinom.logpmf(jnp.array([0.0, 1.0, 3.0]), 2, 1.5, 2.5))\n[-0.8266785  -0.98082924        -inf]",
+    "print(betabinom.logpmf(jnp.array([0.0, 1.0, 3.0]), 2, 1.5, 2.5))\n"
+    "[-0.8266785  -0.98082924        -inf]",
 )
 def logpmf(k, n, a, b, loc=0):
     k, n, a, b, loc = promote(k, n, a, b, loc)

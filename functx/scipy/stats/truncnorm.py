@@ -62,7 +62,8 @@ def pdf(x, a, b, loc=0, scale=1):
     "logcdf",
     "The log CDF: ``0`` above ``b``, ``-inf`` below ``a``; near 1 it is ``log1p(-sf)``.",
     _X,
-    "print(truncnorm.logcdf(jnp.array([-2.0, 0.0, 0.5]), -1.0, 1.0))\n[       -inf -0.69314706 -0.24788049]",
+    "print(truncnorm.logcdf(jnp.array([-2.0, 0.0, 0.5]), -1.0, 1.0))\n"
+    "[       -inf -0.69314706 -0.24788049]",
 )
 def logcdf(x, a, b, loc=0, scale=1):
     x, a, b, loc, scale = promote(x, a, b, loc, scale)
@@ -82,7 +83,8 @@ def logcdf(x, a, b, loc=0, scale=1):
     "cdf",
     "The truncated normal CDF.",
     _X,
-    "print(truncnorm.cdf(jnp.array([-2.0, 0.0, 0.5]), -1.0, 1.0))\n[0.         0.5000001  0.78045315]",
+    "print(truncnorm.cdf(jnp.array([-2.0, 0.0, 0.5]), -1.0, 1.0))\n"
+    "[0.         0.5000001  0.78045315]",
 )
 def cdf(x, a, b, loc=0, scale=1):
     return jnp.exp(logcdf(x, a, b, loc, scale))
@@ -93,7 +95,8 @@ def cdf(x, a, b, loc=0, scale=1):
     "logsf",
     "The log survival function: the log CDF of the mirrored point and bounds.",
     _X,
-    "print(truncnorm.logsf(jnp.array([-2.0, 0.0, 0.5]), -1.0, 1.0))\n[ 0.         -0.69314706 -1.5161899 ]",
+    "print(truncnorm.logsf(jnp.array([-2.0, 0.0, 0.5]), -1.0, 1.0))\n"
+    "[ 0.         -0.69314706 -1.5161899 ]",
 )
 def logsf(x, a, b, loc=0, scale=1):
     x, a, b, loc, scale = promote(x, a, b, loc, scale)
