@@ -34,6 +34,7 @@ from functx.scipy.stats import (
     vonmises as vonmises,
     wrapcauchy as wrapcauchy,
 )
+from functx.scipy.stats._kde import gaussian_kde as gaussian_kde
 from functx.scipy.stats._summary import mode as mode, rankdata as rankdata, sem as sem
 
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
@@ -69,4 +70,5 @@ __all__ = [
     "mode",
     "rankdata",
     "sem",
+    "gaussian_kde",
 ]
