@@ -1,8 +1,8 @@
 """``functx.scipy.stats``: ``jax.scipy.stats``' distributions, as composites of functx's
 functions (``from functx.scipy.stats import norm; norm.logpdf(x)``).
 
-Each distribution is a module with JAX's functions and signatures. Not yet: ``poisson.entropy``
-and the distributions docs/differences.md lists as missing.
+Each distribution is a module with JAX's functions and signatures; ``sem``, ``rankdata``,
+``mode`` and ``gaussian_kde`` are here too. Not yet: ``poisson.entropy``.
 """
 
 from functx.errors import missing_name_hook as _missing_name_hook

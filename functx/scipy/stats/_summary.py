@@ -49,7 +49,7 @@ def sem(a, axis=0, ddof=1, nan_policy="propagate", *, keepdims=False):
       >>> import functx.numpy as jnp
       >>> from functx.scipy.stats import sem
       >>> print(sem(jnp.array([1.0, 2.0, 4.0, 5.0])))
-      0.9128709
+      0.91287094
     """
     (b,) = promote(a)
     if nan_policy == "propagate":

@@ -1,5 +1,9 @@
 """``functx.scipy.stats.betabinom``: the beta-binomial distribution (a binomial whose success
-probability is beta distributed)."""
+probability is beta distributed).
+
+Differences from JAX: the support is ``0 <= floor(k) - loc <= n`` as in SciPy; JAX tests
+``floor(k) >= 0`` instead of ``floor(k) >= loc``, so for ``loc != 0`` it gives mass below ``loc``
+or none just above 0 (tests/scipy/test_stats_more.py checks SciPy's values there)."""
 
 from __future__ import annotations
 
@@ -21,7 +25,8 @@ _K = (
     "betabinom",
     "logpmf",
     "The log probability ``betaln(y + a, n - y + b) - betaln(a, b) - log1p(n)\n    "
-    "- betaln(n - y + 1, y + 1)`` with ``y = floor(k) - loc``.",
+    "- betaln(n - y + 1, y + 1)`` with ``y = floor(k) - loc`` (``-inf`` outside ``[0, n]``,\n"
+    "    as in SciPy: JAX's bound is ``floor(k) >= 0``, which differs for ``loc != 0``).",
     _K,
     "print(betabinom.logpmf(jnp.array([0.0, 1.0, 3.0]), 2, 1.5, 2.5))\n"
     "[-0.8266785  -0.98082924        -inf]",
@@ -33,7 +38,7 @@ def logpmf(k, n, a, b, loc=0):
     comb = -(jnp.log1p(n) + special.betaln(n - y + one, y + one))
     out = comb + special.betaln(y + a, n - y + b) - special.betaln(a, b)
     out = jnp.where((y == zero) & (n == zero), zero, out)
-    out = jnp.where((y < -loc) | (y > n) | (y + a <= zero), const(-np.inf, y), out)
+    out = jnp.where((y < zero) | (y > n) | (y + a <= zero), const(-np.inf, y), out)
     return jnp.where((n < zero) | (a <= zero) | (b <= zero), const(np.nan, y), out)
 
 
