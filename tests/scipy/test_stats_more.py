@@ -163,6 +163,21 @@ def test_shapes_and_dtypes_match_jax_and_values_where_only_jax_defines_them():
             )
 
 
+def test_poisson_entropy_matches_scipy_and_jax():
+    small = np.array([0.01, 0.5, 3.0, 9.9, 10.1, 50.0, 99.0])
+    close(fst.poisson.entropy(small), sst.poisson.entropy(small), F64, 1e-12)
+    close(fst.poisson.entropy(small.astype(F32)), sst.poisson.entropy(small), F32, 5e-5)
+    # above 100: JAX's asymptotic series (SciPy's sum stops converging)
+    big = np.array([100.0, 150.0, 1e4])
+    close(fst.poisson.entropy(big), 0.5 * np.log(2 * np.pi * np.e * big) - 1 / (12 * big), F64)
+    out = fst.poisson.entropy(np.array([0.0, -1.0, np.nan]))
+    np.testing.assert_array_equal(out, [0.0, np.nan, np.nan])
+    mu, loc = np.array([1.0, 2.0], F32), np.zeros((3, 1), np.int32)
+    ref = jax.eval_shape(lambda: jst.poisson.entropy(mu, loc))
+    assert (fst.poisson.entropy(mu, loc).shape, fst.poisson.entropy(mu).dtype) == (ref.shape, F32)
+    check_grads(fst.poisson.entropy, (np.array([0.7, 3.0, 42.0, 160.0]),), order=1)
+
+
 @pytest.mark.parametrize("method", ["average", "min", "max", "dense", "ordinal"])
 def test_rankdata_and_mode_match_scipy(method):
     rng = np.random.default_rng(1)

@@ -2,7 +2,7 @@
 functions (``from functx.scipy.stats import norm; norm.logpdf(x)``).
 
 Each distribution is a module with JAX's functions and signatures; ``sem``, ``rankdata``,
-``mode`` and ``gaussian_kde`` are here too. Not yet: ``poisson.entropy``.
+``mode`` and ``gaussian_kde`` are here too.
 """
 
 from functx.errors import missing_name_hook as _missing_name_hook
