@@ -100,7 +100,7 @@ DIFFERS_FROM_JAX: dict[str, str] = {
     "functx.scipy.linalg": (
         "dft eigh_tridiagonal invhilbert invpascal pascal polar qr qr_multiply sqrtm"
     ),
-    "functx.scipy.signal": "convolve convolve2d correlate correlate2d",
+    "functx.scipy.signal": "convolve convolve2d correlate correlate2d csd istft",
 }
 
 FLAGS = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
