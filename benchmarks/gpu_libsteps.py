@@ -932,12 +932,77 @@ def check_nan_places(rng):
         return "; ".join(out)
 
 
+def run_chol_kernels():
+    """GPU time of the blocked solve's launches (``_blocked_trisolve``'s ``run.launches``), us a
+    solve: 20 solves captured in a CUDA graph, replayed between CUDA events (the median of 5),
+    both launches, ``trinv`` alone and ``trisolve_blocks`` alone, for cho_solve's first solve
+    of one 512x512 float32 matrix with 8 right-hand sides, by variant."""
+    if not torch.cuda.is_available():
+        return
+    n, k = 512, 8
+    a = spd((1, n, n), np.float32, np.random.default_rng(36))
+    a = torch.linalg.cholesky(torch.from_numpy(a).cuda()).reshape(-1)
+    b = torch.randn(n * k, device="cuda")
+    out = torch.empty_like(b)
+    w = torch.empty(2 * n * n, device="cuda")  # (the workspace: at least any variant's)
+    variants = {
+        "default": {},
+        "tf32x3 products": dict(SOLVE_PRECISION="tf32x3"),
+        "8 warps": dict(SOLVE_WARPS=8),
+        "1 stage": dict(SOLVE_STAGES=1),
+        "2 stages": dict(SOLVE_STAGES=2),
+        "products of 128 columns": dict(SOLVE_K=128),
+        "products of 256 columns, 8 warps": dict(SOLVE_K=256, SOLVE_WARPS=8),
+        "trinv 2 columns a program": dict(RHS_BLOCK=2),
+        "trinv 8 columns a program": dict(RHS_BLOCK=8),
+    }
+    say("\n| blocked solve 512x512, 8 rhs, float32 | both us | trinv us | trisolve_blocks us |")
+    say("|---|---|---|---|")
+    for name, patch in variants.items():
+        saved = {key: getattr(tlinalg, key) for key in patch}
+        try:
+            for key, v in patch.items():
+                setattr(tlinalg, key, v)
+            run = tlinalg._blocked_trisolve(1, n, k, True, (n, 1), (k, 1), False, np.float32)
+            us = []
+            for fns in (run.launches, run.launches[:1], run.launches[1:]):
+                for f in fns:  # (compiled outside the capture)
+                    f([a, b], [out], w)
+                torch.cuda.synchronize()
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g):
+                    for _ in range(20):
+                        for f in fns:
+                            f([a, b], [out], w)
+                g.replay()
+                times = []
+                for _ in range(5):
+                    t0, t1 = (
+                        torch.cuda.Event(enable_timing=True),
+                        torch.cuda.Event(enable_timing=True),
+                    )
+                    t0.record()
+                    g.replay()
+                    t1.record()
+                    t1.synchronize()
+                    times.append(t0.elapsed_time(t1) * 1e3 / 20)
+                us.append(statistics.median(times))
+            say(f"| {name} | {us[0]:.1f} | {us[1]:.1f} | {us[2]:.1f} |")
+        except Exception as e:  # (one failing variant leaves the others)
+            traceback.print_exc()
+            say(f"| {name} | {type(e).__name__}: {str(e)[:100]} | | |")
+        finally:
+            for key, v in saved.items():
+                setattr(tlinalg, key, v)
+
+
 def run_chol_timings():
     """Session 34's choices (gpuchol34), ms, functx / JAX: cholesky+solve of one 512x512 (8
-    right-hand sides) with the blocked solve (blocks of 32, 64, 128 rows; 2, 4, 8 warps),
-    torch.linalg's right-side trsm (session 33) and its left-side one; the solve alone with 8 and
-    512 right-hand sides; 16 512x512s; float64; batches of 64x64 at 4 and 8 columns a program;
-    the profiles of the 512x512 program (functx's and JAX's)."""
+    right-hand sides) with the blocked solve (tf32x3 products, 8 warps, 1 or 2 pipeline
+    stages, trinv 8 columns a program, products of 128 or 256 columns), torch.linalg's
+    right-side trsm (session 33) and its left-side one; the solve alone with 8 and 512
+    right-hand sides (one host step: no CUDA graph unless forced); 16 512x512s; float64;
+    batches of 64x64; the profiles of the 512x512 program (functx's and JAX's)."""
     import jax
     import jax.lax.linalg as jll
     import jax.numpy as jnp
@@ -960,10 +1025,16 @@ def run_chol_timings():
             continue
         row(f"{tag}: torch.linalg, left-side trsm", chs, None, (a, b), BLOCKED_SOLVE=False,
             TORCH_SOLVE_LEFT=True)  # fmt: skip
-        for bs in (32, 128):
-            row(f"{tag}: blocks of {bs} rows", chs, None, (a, b), SOLVE_BLOCK=bs)
-        for w in (2, 8):
-            row(f"{tag}: {w} warps", chs, None, (a, b), SOLVE_WARPS=w)
+        for name, patch in (
+            ("tf32x3 products", dict(SOLVE_PRECISION="tf32x3")),
+            ("8 warps", dict(SOLVE_WARPS=8)),
+            ("1 stage", dict(SOLVE_STAGES=1)),
+            ("2 stages", dict(SOLVE_STAGES=2)),
+            ("trinv 8 columns a program", dict(RHS_BLOCK=8)),
+            ("products of 128 columns", dict(SOLVE_K=128)),
+            ("products of 256 columns, 8 warps", dict(SOLVE_K=256, SOLVE_WARPS=8)),
+        ):
+            row(f"{tag}: {name}", chs, None, (a, b), **patch)
         f = functx.jit(chs())
         fa = (gpu(a), gpu(b))
         _profile(f"functx {tag}", lambda: f(*fa), rows=12)
@@ -976,6 +1047,11 @@ def run_chol_timings():
             tag = f"triangular_solve 1x{n}x{n}, {k} rhs"
             ts = lambda: functools.partial(flax.linalg.triangular_solve, **kw)  # noqa: E731
             row(tag, ts, jax.jit(functools.partial(jll.triangular_solve, **kw)), (low, rhs))
+            os.environ["FUNCTX_CUDA_GRAPHS"] = "1"
+            try:
+                row(f"{tag}: CUDA graph forced", ts, None, (low, rhs))
+            finally:
+                del os.environ["FUNCTX_CUDA_GRAPHS"]
             row(f"{tag}: torch.linalg", ts, None, (low, rhs), BLOCKED_SOLVE=False)
     for nb, n in _cases((16, 512), (64, 64), (1024, 64)):
         a = spd((nb, n, n), np.float32, rng)
@@ -984,8 +1060,6 @@ def run_chol_timings():
         row(tag, chs, jc, (a, b))
         if n > 64:
             row(f"{tag}: torch.linalg", chs, None, (a, b), BLOCKED_SOLVE=False)
-        else:
-            row(f"{tag}: 8 columns a program", chs, None, (a, b), RHS_BLOCK=8)
     table(rows)
 
 
@@ -1029,7 +1103,7 @@ def main():
         say("\n| check | result | detail |\n|---|---|---|")
         for n, res, detail in RESULTS:
             say(f"| {n} | {res} | {detail} |")
-        for part in (run_chol_timings, run_explore_workloads):
+        for part in (run_chol_kernels, run_chol_timings, run_explore_workloads):
             try:
                 part()
             except Exception:

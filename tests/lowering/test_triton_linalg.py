@@ -307,19 +307,22 @@ def test_blocked_triangular_solve(monkeypatch):
     ``trisolve_blocks`` substitutes by blocks with ``tl.dot``) on two blocks and one row
     (blocks of 4 rows in the interpreter, which takes dots smaller than a GPU's 16):
     cho_solve's solve and its transposed one (the upper operator solved as the reversed lower
-    one), a right-side transposed unit-diagonal solve, garbage in the other triangles, and a
-    factor of NaNs (a failed Cholesky: all NaN, as JAX's), against JAX."""
+    one), a right-side transposed unit-diagonal solve, garbage in the other triangles, a
+    factor of NaNs (a failed Cholesky: all NaN, as JAX's) and a NaN in B (NaNs where
+    substitution puts them: not in the rows solved before it), against JAX."""
     from functx.lowering.triton import linalg as TL
 
     _interpret(monkeypatch)
     bs = 16 if GPU else 4
     for name in ("MAX_N", "SOLVE_BLOCK", "SOLVE_RHS_BLOCK"):
         monkeypatch.setattr(TL, name, bs)
+    monkeypatch.setattr(TL, "SOLVE_K", 2 * bs)  # (products of two blocks' columns, masked)
     n = 2 * bs + 1
     low = np.linalg.cholesky(_spd((2, n, n), np.float64))
     low[1] = np.nan
     low = low + np.triu(RNG.standard_normal((2, n, n)) * 1e3, 1)  # (garbage above)
     b = RNG.standard_normal((2, n, 3))
+    b[0, 1, 2] = np.nan  # (the right-side solve's rows 0, 1 of that one: NaN, the rest finite)
     kw = dict(left_side=False, lower=False, transpose_a=True, unit_diagonal=True)
 
     def solves(np_, sl, tsolve, low, b):
@@ -329,7 +332,8 @@ def test_blocked_triangular_solve(monkeypatch):
     got = _run(lambda *x: solves(fnp, fsl, flax.linalg.triangular_solve, *x), (low, b), 3)
     with jax.default_device(jax.devices("cpu")[0]):
         want = jax.jit(lambda *x: solves(jnp, jsl, jll.triangular_solve, *x))(low, b)
-    assert np.isnan(got[0][1]).all() and np.isfinite(got[0][0]).all()
+    assert np.isnan(got[0][1]).all() and np.isfinite(got[0][0][:, :2]).all()
+    assert np.isnan(got[1][0, 2]).sum() == 2
     _same(got, want, 1e-10)
 
 

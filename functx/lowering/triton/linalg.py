@@ -47,8 +47,11 @@ the padding masked (zeros that no step reads as data):
   the ``x_j`` back from its own output. An upper operator is the lower one with rows and
   columns in reverse order: negative strides from its last entry, ``B`` and ``X`` likewise.
   The substitution's 512 dependent steps become 64 (in parallel, one launch) plus 8 block
-  steps. NaNs: an operator NaN spreads as in substitution; a NaN in ``B`` also reaches the rows
-  above it in its diagonal block (the product with the block's inverse multiplies it by zero).
+  steps. NaNs land where substitution (LAPACK's, JAX's) puts them: an operator NaN spreads as
+  there, and where a result is not finite the program solves again, its rows above a column's
+  first NaN or infinity of a block's right-hand side from the finite rows only (the product
+  with the block's inverse would multiply the NaN by its zeros). (An infinity in ``B`` may give
+  NaNs where substitution gives infinities past it.) Float64 products need ``out_dtype``.
   (torch's ``solve_triangular`` of row-major operands, session 33's runner and the
   ``BLOCKED_SOLVE = False`` form, poses the left solve as cuBLAS's right-side trsm of the
   transposed system: 8 launches of an ~18 us kernel a solve at 512 rows, 0.29 ms of the
@@ -131,6 +134,10 @@ BLOCKED_SOLVE = True
 SOLVE_BLOCK = 64
 SOLVE_RHS_BLOCK = 16
 SOLVE_WARPS = 4
+SOLVE_STAGES = None  # (Triton's default software pipelining)
+SOLVE_K = None  # columns of the operator a product of the blocked solve takes (None: a block)
+#: ``tl.dot``'s float32 precision in the blocked solve ("ieee": no TF32; float64: always)
+SOLVE_PRECISION = "ieee"
 TORCH_SOLVE_LEFT = False  # the torch runner solves into a column-major buffer (left-side trsm)
 #: warps per program by tile size ``BN`` (the eigensolver's float64 tiles take more registers)
 #: (H100, cholesky + cho_solve of 64x64 float32: 4 warps best for 64 matrices, 0.100 ms; 2 for
@@ -146,13 +153,13 @@ _CHOICES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # step -> run
 # the kernels' helpers (module globals: kernels resolve them by name); reductions combine with
 # these rather than call tl.sum, which Triton's interpreter cannot run unless TRITON_INTERPRET was
 # set before triton was first imported (as in prelude.py)
-_add = _sqrt = _div = _max = _min = _beyond = _recip = _substitute = None
+_add = _sqrt = _div = _max = _min = _beyond = _recip = _substitute = _solve_block = None
 
 
 def _kernels():
     """The kernels, built on first use in each mode (``triton.jit`` makes interpreter functions
     when ``TRITON_INTERPRET=1`` was set by then)."""
-    global _add, _sqrt, _div, _max, _min, _beyond, _recip, _substitute
+    global _add, _sqrt, _div, _max, _min, _beyond, _recip, _substitute, _solve_block
     interp = config.triton_interpret()
     if interp in _KERNELS:
         return _KERNELS[interp]
@@ -280,11 +287,43 @@ def _kernels():
         tl.store(W + ((pid * nb + i) * BS + r) * BS + kc, y)
 
     @triton.jit
-    def trisolve_blocks(A, B, Xo, W, n, k, a0, as_r, as_c, b0, bs_r, bs_c,
-                        BS: tl.constexpr, BK: tl.constexpr):  # fmt: skip
+    def solve_block(B, Xo, i, n, k, abase, as_r, as_c, boff, bs_r, winv, r, kc,
+                    BS: tl.constexpr, BK: tl.constexpr, KB: tl.constexpr, PREC: tl.constexpr,
+                    CAREFUL: tl.constexpr):  # fmt: skip
+        # block i of the blocked substitution: x_i = inv(A_ii) (b_i - sum_j<i A_ij x_j), the
+        # sum over KB columns at a time, the x_j read back from the program's own output;
+        # stored, then a barrier. CAREFUL: the rows above a column's first NaN or infinity of
+        # b_i - sum come from its finite rows only (substitution leaves them finite; the
+        # product with the inverse multiplies the NaN by the inverse's zeros)
+        dt = winv.dtype.element_ty
+        rows = i * BS + r
+        mask = (rows < n) & (kc < k)
+        b = tl.load(B + boff + rows * bs_r, mask=mask, other=0.0)
+        inv = tl.load(winv + i * BS * BS)
+        s = tl.full((BS, BK), 0.0, dt)
+        ck = tl.arange(0, KB)
+        for j0 in range(0, i * BS, KB):
+            cols = j0 + ck[None, :]
+            t = tl.load(abase + rows * as_r + cols * as_c, mask=(rows < n) & (cols < i * BS),
+                        other=0.0)  # fmt: skip
+            xr = j0 + ck[:, None]
+            xj = tl.load(Xo + boff + xr * bs_r, mask=(xr < i * BS) & (kc < k), other=0.0)
+            s = tl.dot(t, xj, s, input_precision=PREC, out_dtype=dt)
+        rhs = b - s
+        x = tl.dot(inv, rhs, input_precision=PREC, out_dtype=dt)
+        if CAREFUL:
+            first = tl.reduce(tl.where(tl.abs(rhs) < float("inf"), BS, r), 0, _min)[None, :]
+            part = tl.dot(inv, tl.where(r < first, rhs, 0.0), input_precision=PREC, out_dtype=dt)
+            x = tl.where(r < first, part, x)
+        tl.store(Xo + boff + rows * bs_r, x, mask=mask)
+        tl.debug_barrier()
+        return x
+
+    @triton.jit
+    def trisolve_blocks(A, B, Xo, W, n, k, a0, as_r, as_c, b0, bs_r, bs_c, BS: tl.constexpr,
+                        BK: tl.constexpr, KB: tl.constexpr, PREC: tl.constexpr):  # fmt: skip
         # forward substitution by blocks of BS rows with the lower operator's diagonal blocks
-        # inverted (W, from trinv): x_i = inv(A_ii) (b_i - sum_j<i A_ij x_j), the sum read back
-        # from this program's own output (a barrier after each block's store)
+        # inverted (W, from trinv); where a result is not finite, solved again with care
         pid = tl.program_id(0).to(tl.int64)
         r = tl.arange(0, BS)[:, None]
         c = tl.arange(0, BS)[None, :]
@@ -292,19 +331,16 @@ def _kernels():
         nb = (n + BS - 1) // BS
         abase = A + pid * n * n + a0
         boff = pid * n * k + b0 + kc * bs_c
+        winv = W + (pid * nb * BS + r) * BS + c
+        bad = tl.full((BS, BK), 0, tl.int32)
         for i in range(0, nb):
-            rows = i * BS + r
-            mask = (rows < n) & (kc < k)
-            s = tl.full((BS, BK), 0.0, W.dtype.element_ty)
-            for j in range(0, i):
-                t = tl.load(abase + rows * as_r + (j * BS + c) * as_c, mask=rows < n, other=0.0)
-                x = tl.load(Xo + boff + (j * BS + r) * bs_r, mask=kc < k, other=0.0)
-                s = tl.dot(t, x, s, input_precision="ieee")
-            b = tl.load(B + boff + rows * bs_r, mask=mask, other=0.0)
-            inv = tl.load(W + ((pid * nb + i) * BS + r) * BS + c)
-            x = tl.dot(inv, b - s, input_precision="ieee")
-            tl.store(Xo + boff + rows * bs_r, x, mask=mask)
-            tl.debug_barrier()
+            x = _solve_block(B, Xo, i, n, k, abase, as_r, as_c, boff, bs_r, winv, r, kc,
+                             BS, BK, KB, PREC, False)  # fmt: skip
+            bad = tl.where(tl.abs(x) < float("inf"), bad, 1)
+        if tl.reduce(tl.reduce(bad, 1, _max), 0, _max) > 0:
+            for i in range(0, nb):
+                _solve_block(B, Xo, i, n, k, abase, as_r, as_c, boff, bs_r, winv, r, kc,
+                             BS, BK, KB, PREC, True)  # fmt: skip
 
     @triton.jit
     def lu(X, LU, PIV, PERM, n, BN: tl.constexpr):
@@ -416,6 +452,7 @@ def _kernels():
         tl.store(W + pid * n + rank, w, mask=rv < n)
         tl.store(V + base + r * n + rank[None, :], v, mask=inb)
 
+    _solve_block = solve_block
     blocks = dict(trinv=trinv, trisolve_blocks=trisolve_blocks)
     _KERNELS[interp] = dict(cholesky=cholesky, trisolve=trisolve, lu=lu, eigh=eigh, **blocks)
     return _KERNELS[interp]
@@ -566,7 +603,7 @@ def _choose_trisolve(step):
     n, k, lower, a_str, b_str = _solve_layout(a, b, p)
     if n > MAX_N:
         if BLOCKED_SOLVE:
-            return _blocked_trisolve(_batch(a), n, k, lower, a_str, b_str, unit)
+            return _blocked_trisolve(_batch(a), n, k, lower, a_str, b_str, unit, a.dtype)
         return _torch_trisolve(a, b, p) if _on_gpu() else None
     bn = _bn(n)
     bk = min(RHS_BLOCK, _bn(k))
@@ -584,11 +621,13 @@ def _choose_trisolve(step):
     return run
 
 
-def _blocked_trisolve(batch, n, k, lower, a_str, b_str, unit):
+def _blocked_trisolve(batch, n, k, lower, a_str, b_str, unit, dtype):
     """The runner of a solve larger than ``MAX_N``: ``trinv`` inverts the diagonal blocks of
     ``SOLVE_BLOCK`` rows (all at once, by substitution) into a workspace, ``trisolve_blocks``
     substitutes by blocks with ``tl.dot`` products. An upper operator is solved as the lower
-    one it is with rows and columns in reverse order (negative strides from its last entry)."""
+    one it is with rows and columns in reverse order (negative strides from its last entry).
+    ``run.launches``: the two launches, ``(ins, outs, workspace)`` each (timed apart by
+    benchmarks/gpu_libsteps.py)."""
     bs, bk = SOLVE_BLOCK, SOLVE_RHS_BLOCK
     (as_r, as_c), (bs_r, bs_c) = a_str, b_str
     a0 = b0 = 0
@@ -596,26 +635,36 @@ def _blocked_trisolve(batch, n, k, lower, a_str, b_str, unit):
         a0, b0 = (n - 1) * (as_r + as_c), (n - 1) * bs_r
         as_r, as_c, bs_r = -as_r, -as_c, -bs_r
     nb = -(-n // bs)
-    inv_grid = (batch, nb, -(-bs // RHS_BLOCK))
+    inv_bk = min(RHS_BLOCK, bs)
+    inv_grid = (batch, nb, bs // inv_bk)
     grid = (batch, -(-k // bk))
+    prec = SOLVE_PRECISION if np.dtype(dtype) == np.float32 else "ieee"
+    opts = dict(num_warps=SOLVE_WARPS) | ({} if SOLVE_STAGES is None else
+                                          {"num_stages": SOLVE_STAGES})  # fmt: skip
+
+    def inv(ins, outs, w):
+        _kernels()["trinv"][inv_grid](
+            ins[0], w, n, a0, as_r, as_c, BS=bs, BK=inv_bk, UNIT=unit,
+            num_warps=_trisolve_warps(bs, batch * nb),
+        )  # fmt: skip
+
+    def solve(ins, outs, w):
+        _kernels()["trisolve_blocks"][grid](
+            ins[0], ins[1], outs[0], w, n, k, a0, as_r, as_c, b0, bs_r, bs_c,
+            BS=bs, BK=bk, KB=SOLVE_K or bs, PREC=prec, **opts,
+        )  # fmt: skip
 
     def run(ins, outs):
         if not _here(ins[0]):
             return False
         import torch
 
-        kern = _kernels()
         w = torch.empty(batch * nb * bs * bs, dtype=ins[0].dtype, device=ins[0].device)
-        kern["trinv"][inv_grid](
-            ins[0], w, n, a0, as_r, as_c, BS=bs, BK=RHS_BLOCK, UNIT=unit,
-            num_warps=_trisolve_warps(bs, batch * nb),
-        )  # fmt: skip
-        kern["trisolve_blocks"][grid](
-            ins[0], ins[1], outs[0], w, n, k, a0, as_r, as_c, b0, bs_r, bs_c,
-            BS=bs, BK=bk, num_warps=SOLVE_WARPS,
-        )  # fmt: skip
+        inv(ins, outs, w)
+        solve(ins, outs, w)
         return True
 
+    run.launches = (inv, solve)
     return run
 
 
