@@ -953,6 +953,7 @@ def run_chol_kernels():
         "2 stages": dict(SOLVE_STAGES=2),
         "products of 128 columns": dict(SOLVE_K=128),
         "products of 256 columns, 8 warps": dict(SOLVE_K=256, SOLVE_WARPS=8),
+        "blocks of 32, products of 256 columns": dict(SOLVE_BLOCK=32, SOLVE_K=256),
         "trinv 2 columns a program": dict(RHS_BLOCK=2),
         "trinv 8 columns a program": dict(RHS_BLOCK=8),
     }
@@ -1033,6 +1034,7 @@ def run_chol_timings():
             ("trinv 8 columns a program", dict(RHS_BLOCK=8)),
             ("products of 128 columns", dict(SOLVE_K=128)),
             ("products of 256 columns, 8 warps", dict(SOLVE_K=256, SOLVE_WARPS=8)),
+            ("blocks of 32, products of 256 columns", dict(SOLVE_BLOCK=32, SOLVE_K=256)),
         ):
             row(f"{tag}: {name}", chs, None, (a, b), **patch)
         f = functx.jit(chs())
