@@ -231,14 +231,13 @@ def test_large_float32_eigh_runs_torch_in_float64(monkeypatch):
     _check_eigh(s, w, v, 1e-6)
 
 
-def test_library_runners_match_numpy(monkeypatch):
+def test_library_runners_match_numpy():
     """The runners of operands larger than the kernels take (``torch.linalg`` into the step's
     output, graph-safe): their calls on CPU tensors against NumPy float64, every
     triangular_solve flag, the other triangle filled with garbage (never read), a matrix that is
     not positive definite (NaNs, as JAX gives)."""
     from functx.lowering.triton import linalg as TL
 
-    monkeypatch.setattr(TL, "TORCH_SOLVE_LEFT", False)
     a = _spd((2, 5, 5), np.float64)
     a[1, 0, 0] = -1.0
     b = RNG.standard_normal((2, 5, 3))
@@ -253,8 +252,7 @@ def test_library_runners_match_numpy(monkeypatch):
         np.testing.assert_allclose(np.tril(got[:1]), want, rtol=1e-12, atol=1e-12)
         assert np.isnan(got[1][np.tril_indices(5)]).all()
     t = np.tril(a) + np.triu(RNG.standard_normal((2, 5, 5)) * 1e3, 1)  # (garbage above)
-    for left_trsm, ls, lo, tr, un in np.ndindex(2, 2, 2, 2, 2):
-        TL.TORCH_SOLVE_LEFT = bool(left_trsm)  # (a column-major buffer, then a copy)
+    for ls, lo, tr, un in np.ndindex(2, 2, 2, 2):
         p = dict(left_side=ls, lower=lo, transpose_a=tr, unit_diagonal=un)
         m = t if lo else np.swapaxes(t, -1, -2).copy()
         rhs = b if ls else np.swapaxes(b, -1, -2).copy()

@@ -88,11 +88,16 @@ the solves 8 right-hand-side columns a program, 4 now): cholesky + cho_solve of 
 (8 right-hand sides) of 16 64x64 0.137 / 0.218 (4 a program: 0.092), of 1024 64x64 0.352 /
 0.462 (0.334), one right-hand side 0.085 / 0.190 and 0.297 / 0.462; eigh 64 32x32 0.132 /
 0.132 (syevjBatched), 1024 32x32 0.514 / 0.512, 64 64x64 0.359 / 0.394; the Newton step
-(benchmarks/workloads.py) 0.252 / 0.328. Where JAX stays ahead, the single 512x512
-cholesky+solve, the two triangular solves are the gap: ``torch.linalg.solve_triangular`` of
-row-major operands calls cuBLAS's right-side trsm on the transposed problem (8 launches of a
-kernel of about 18 us a solve: 0.29 ms of the program's 0.56), where JAX's left-side trsm
-kernels take 0.20 ms for both (108 and 2 x 47 us); the potrf is the same (169 us in both).
+(benchmarks/workloads.py) 0.252 / 0.328. The single 512x512 cholesky+solve lost its gap to
+JAX with the blocked solve (``benchmarks/gpu_libsteps.py --chol``, H100, 21:40 UTC, functx /
+JAX ms): one 512x512 0.363 (1 stage; the checks ran at 3: 0.395) / 0.433 (torch's right-side
+trsm: 0.559), float64 0.439 / 0.594, 16 512x512 0.851 / 1.441; GP 2.267 / 2.954; 64 64x64
+0.083 / 0.352, 1024 64x64 0.180 / 0.280 (4 columns a program; 8: 0.107, 0.187 in the 21:10
+run); the Newton step 0.237 / 0.350. Its two solves: 61.7 us of GPU time each at 1 stage
+(trinv 14.9, trisolve_blocks 46.5), where JAX's trsm kernels take 108 and 2 x 47 plus a 31 us
+GEMM for both; the potrf is the same call (168 us in both). A program of one such solve has no
+CUDA graph (a graph-safe step counts as 3 launches, fewer than the runtime's 4): 0.143 ms
+against JAX's 0.120 for 8 right-hand sides, 0.078 with the graph forced.
 """
 
 from __future__ import annotations
@@ -129,16 +134,18 @@ MAX_SWEEPS = 20  # Jacobi sweeps at most (float64 64x64 needs about 8)
 RHS_BLOCK = 4
 #: triangular solves above ``MAX_N`` rows by blocks (``trinv`` + ``trisolve_blocks``) rather
 #: than torch.linalg (cuBLAS's trsm); rows a diagonal block, right-hand-side columns a program
-#: (at least 16: ``tl.dot``'s), warps a program of the blocked substitution
+#: (at least 16: ``tl.dot``'s), warps, software-pipeline stages, and the operator's columns a
+#: product of the blocked substitution (None: a block). H100, 21:40 UTC, GPU us of one solve of
+#: a 512x512 with 8 right-hand sides (trinv + trisolve_blocks): 3 stages (Triton's default)
+#: 77.1 (16.0 + 61.6), 2 stages 68.1, 1 stage 61.7 (14.9 + 46.5); 8 warps 71.3; products of
+#: 128 columns 78.2, of 256 (8 warps) 88.8; tf32x3 products 78.1; blocks of 32 rows (products
+#: of 256) 137.3; of 128 rows (run 1: cholesky+solve 0.452 ms against 0.359 with 64)
 BLOCKED_SOLVE = True
 SOLVE_BLOCK = 64
 SOLVE_RHS_BLOCK = 16
 SOLVE_WARPS = 4
-SOLVE_STAGES = None  # (Triton's default software pipelining)
-SOLVE_K = None  # columns of the operator a product of the blocked solve takes (None: a block)
-#: ``tl.dot``'s float32 precision in the blocked solve ("ieee": no TF32; float64: always)
-SOLVE_PRECISION = "ieee"
-TORCH_SOLVE_LEFT = False  # the torch runner solves into a column-major buffer (left-side trsm)
+SOLVE_STAGES = 1
+SOLVE_K = None
 #: warps per program by tile size ``BN`` (the eigensolver's float64 tiles take more registers)
 #: (H100, cholesky + cho_solve of 64x64 float32: 4 warps best for 64 matrices, 0.100 ms; 2 for
 #: 1024, 0.284 ms against 0.366 with 4: ``_warps``)
@@ -288,7 +295,7 @@ def _kernels():
 
     @triton.jit
     def solve_block(B, Xo, i, n, k, abase, as_r, as_c, boff, bs_r, winv, r, kc,
-                    BS: tl.constexpr, BK: tl.constexpr, KB: tl.constexpr, PREC: tl.constexpr,
+                    BS: tl.constexpr, BK: tl.constexpr, KB: tl.constexpr,
                     CAREFUL: tl.constexpr):  # fmt: skip
         # block i of the blocked substitution: x_i = inv(A_ii) (b_i - sum_j<i A_ij x_j), the
         # sum over KB columns at a time, the x_j read back from the program's own output;
@@ -308,12 +315,12 @@ def _kernels():
                         other=0.0)  # fmt: skip
             xr = j0 + ck[:, None]
             xj = tl.load(Xo + boff + xr * bs_r, mask=(xr < i * BS) & (kc < k), other=0.0)
-            s = tl.dot(t, xj, s, input_precision=PREC, out_dtype=dt)
+            s = tl.dot(t, xj, s, input_precision="ieee", out_dtype=dt)
         rhs = b - s
-        x = tl.dot(inv, rhs, input_precision=PREC, out_dtype=dt)
+        x = tl.dot(inv, rhs, input_precision="ieee", out_dtype=dt)
         if CAREFUL:
             first = tl.reduce(tl.where(tl.abs(rhs) < float("inf"), BS, r), 0, _min)[None, :]
-            part = tl.dot(inv, tl.where(r < first, rhs, 0.0), input_precision=PREC, out_dtype=dt)
+            part = tl.dot(inv, tl.where(r < first, rhs, 0.0), input_precision="ieee", out_dtype=dt)
             x = tl.where(r < first, part, x)
         tl.store(Xo + boff + rows * bs_r, x, mask=mask)
         tl.debug_barrier()
@@ -321,7 +328,7 @@ def _kernels():
 
     @triton.jit
     def trisolve_blocks(A, B, Xo, W, n, k, a0, as_r, as_c, b0, bs_r, bs_c, BS: tl.constexpr,
-                        BK: tl.constexpr, KB: tl.constexpr, PREC: tl.constexpr):  # fmt: skip
+                        BK: tl.constexpr, KB: tl.constexpr):  # fmt: skip
         # forward substitution by blocks of BS rows with the lower operator's diagonal blocks
         # inverted (W, from trinv); where a result is not finite, solved again with care
         pid = tl.program_id(0).to(tl.int64)
@@ -335,12 +342,12 @@ def _kernels():
         bad = tl.full((BS, BK), 0, tl.int32)
         for i in range(0, nb):
             x = _solve_block(B, Xo, i, n, k, abase, as_r, as_c, boff, bs_r, winv, r, kc,
-                             BS, BK, KB, PREC, False)  # fmt: skip
+                             BS, BK, KB, False)  # fmt: skip
             bad = tl.where(tl.abs(x) < float("inf"), bad, 1)
         if tl.reduce(tl.reduce(bad, 1, _max), 0, _max) > 0:
             for i in range(0, nb):
                 _solve_block(B, Xo, i, n, k, abase, as_r, as_c, boff, bs_r, winv, r, kc,
-                             BS, BK, KB, PREC, True)  # fmt: skip
+                             BS, BK, KB, True)  # fmt: skip
 
     @triton.jit
     def lu(X, LU, PIV, PERM, n, BN: tl.constexpr):
@@ -558,9 +565,11 @@ def _choose_cholesky(step):
 
 def _torch_trisolve(a, b, p):
     """The solve through ``torch.linalg.solve_triangular`` (cuBLAS's trsm, which reads one
-    triangle) straight into the step's output. (torch poses a left solve of row-major operands
-    as cuBLAS's right-side solve of the transposed system; ``TORCH_SOLVE_LEFT``: it solves into a
-    column-major buffer instead, which torch hands to cuBLAS's left-side solve, and copies.)"""
+    triangle) straight into the step's output (``BLOCKED_SOLVE = False``). (torch poses a left
+    solve of row-major operands as cuBLAS's right-side solve of the transposed system. Solving
+    into a column-major buffer instead, which torch hands to cuBLAS's left-side solve, and
+    copying, was tried: H100, 21:40 UTC, cholesky+solve of a 512x512 0.386 ms against the
+    blocked solve's 0.363 and this form's 0.559; not kept.)"""
     lower, left = bool(p["lower"]), bool(p["left_side"])
     trans, unit = bool(p["transpose_a"]), bool(p["unit_diagonal"])
 
@@ -570,13 +579,10 @@ def _torch_trisolve(a, b, p):
         t = ins[0].reshape(a.shape)
         t = t.mT if trans else t
         up = lower == trans  # (the transpose of a lower operator is upper)
-        out = outs[0].reshape(b.shape)
-        x = out.mT.contiguous().mT if TORCH_SOLVE_LEFT and left else out
         torch.linalg.solve_triangular(
-            t, ins[1].reshape(b.shape), upper=up, left=left, unitriangular=unit, out=x
-        )
-        if x is not out:
-            out.copy_(x)
+            t, ins[1].reshape(b.shape), upper=up, left=left, unitriangular=unit,
+            out=outs[0].reshape(b.shape),
+        )  # fmt: skip
 
     return _cuda_only(body)
 
@@ -603,7 +609,7 @@ def _choose_trisolve(step):
     n, k, lower, a_str, b_str = _solve_layout(a, b, p)
     if n > MAX_N:
         if BLOCKED_SOLVE:
-            return _blocked_trisolve(_batch(a), n, k, lower, a_str, b_str, unit, a.dtype)
+            return _blocked_trisolve(_batch(a), n, k, lower, a_str, b_str, unit)
         return _torch_trisolve(a, b, p) if _on_gpu() else None
     bn = _bn(n)
     bk = min(RHS_BLOCK, _bn(k))
@@ -621,7 +627,7 @@ def _choose_trisolve(step):
     return run
 
 
-def _blocked_trisolve(batch, n, k, lower, a_str, b_str, unit, dtype):
+def _blocked_trisolve(batch, n, k, lower, a_str, b_str, unit):
     """The runner of a solve larger than ``MAX_N``: ``trinv`` inverts the diagonal blocks of
     ``SOLVE_BLOCK`` rows (all at once, by substitution) into a workspace, ``trisolve_blocks``
     substitutes by blocks with ``tl.dot`` products. An upper operator is solved as the lower
@@ -638,9 +644,6 @@ def _blocked_trisolve(batch, n, k, lower, a_str, b_str, unit, dtype):
     inv_bk = min(RHS_BLOCK, bs)
     inv_grid = (batch, nb, bs // inv_bk)
     grid = (batch, -(-k // bk))
-    prec = SOLVE_PRECISION if np.dtype(dtype) == np.float32 else "ieee"
-    opts = dict(num_warps=SOLVE_WARPS) | ({} if SOLVE_STAGES is None else
-                                          {"num_stages": SOLVE_STAGES})  # fmt: skip
 
     def inv(ins, outs, w):
         _kernels()["trinv"][inv_grid](
@@ -651,7 +654,7 @@ def _blocked_trisolve(batch, n, k, lower, a_str, b_str, unit, dtype):
     def solve(ins, outs, w):
         _kernels()["trisolve_blocks"][grid](
             ins[0], ins[1], outs[0], w, n, k, a0, as_r, as_c, b0, bs_r, bs_c,
-            BS=bs, BK=bk, KB=SOLVE_K or bs, PREC=prec, **opts,
+            BS=bs, BK=bk, KB=SOLVE_K or bs, num_warps=SOLVE_WARPS, num_stages=SOLVE_STAGES,
         )  # fmt: skip
 
     def run(ins, outs):
