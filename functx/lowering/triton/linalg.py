@@ -92,7 +92,7 @@ the solves 8 right-hand-side columns a program, 4 now): cholesky + cho_solve of 
 JAX with the blocked solve (``benchmarks/gpu_libsteps.py --chol``, H100, 21:40 UTC, functx /
 JAX ms): one 512x512 0.363 (1 stage; the checks ran at 3: 0.395) / 0.433 (torch's right-side
 trsm: 0.559), float64 0.439 / 0.594, 16 512x512 0.851 / 1.441; GP 2.267 / 2.954; 64 64x64
-0.083 / 0.352, 1024 64x64 0.180 / 0.280 (4 columns a program; 8: 0.107, 0.187 in the 21:10
+0.083 / 0.352, 1024 64x64 0.180 / 0.280 (4 columns a program; 8: 0.107, 0.187 in the 21:12
 run); the Newton step 0.237 / 0.350. Its two solves: 61.7 us of GPU time each at 1 stage
 (trinv 14.9, trisolve_blocks 46.5), where JAX's trsm kernels take 108 and 2 x 47 plus a 31 us
 GEMM for both; the potrf is the same call (168 us in both). A program of one such solve has no
