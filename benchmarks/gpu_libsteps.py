@@ -12,6 +12,7 @@ Run from the repository root on a CUDA machine (JAX with CUDA installed beside f
     TRITON_INTERPRET=1 python benchmarks/gpu_libsteps.py --dry   # tiny sizes, CPU interpreter
     python benchmarks/gpu_libsteps.py --explore  # session 33's checks, variants, Newton/GP
     python benchmarks/gpu_libsteps.py --explore --confirm  # the same, defaults only (~2 min)
+    python benchmarks/gpu_libsteps.py --chol     # session 34's blocked solve: checks, variants, GP
 
 The small-matrix kernels (``functx/lowering/triton/linalg.py``: cholesky, triangular_solve, LU,
 Jacobi eigh for n <= 64; the script turns them all on) are checked first against JAX and NumPy
@@ -54,6 +55,7 @@ whose top_k does not keep tied elements (NaNs included) in index order (JAX's CP
 
 from __future__ import annotations
 
+import functools
 import os
 import statistics
 import sys
@@ -80,8 +82,11 @@ EXPLORE = "--explore" in sys.argv  # session 33's choices (gpulin19d): checks, v
 FINAL = FINAL or EXPLORE  # (explore checks the small-matrix kernels at the final sizes)
 QUICK = QUICK or FINAL
 CONFIRM = "--confirm" in sys.argv  # with --explore: the defaults only (no variants, no sweeps)
+CHOL = "--chol" in sys.argv  # session 34's blocked triangular solve (gpuchol34): checks, variants
 tlinalg.ENABLED.update(("cholesky", "triangular_solve", "lu", "eigh"))  # (all: checked here)
 tlinalg.CUSOLVER_EIGH = tlinalg.LIBRARY_RUNNERS = True  # (checked here too)
+if DRY and CHOL:  # (the blocked solve at interpreter sizes: blocks of 16 rows above 8)
+    tlinalg.MAX_N, tlinalg.SOLVE_BLOCK = 8, 16
 N = 16 if DRY else 512  # a square matrix
 B, NB = (4, 8) if DRY else (64, 64)  # a batch of B matrices NB x NB
 R, C = (8, 160) if DRY else (4096, 4096)  # rows x columns of the sorts
@@ -591,12 +596,20 @@ def _eigh_errors(m, v, w):
 def _explore_row(rows):
     """``row(name, make, jfn, args, **patch)``: times ``functx.jit(make())`` with the attributes
     ``patch`` of functx/lowering/triton/linalg.py set while it compiles and runs, and ``jfn``
-    (JAX, or None), on ``args``; appends to ``rows`` and prints."""
+    (JAX, or None), on ``args``; its results' largest relative difference from JAX's (those of
+    the last row with ``jfn``: rows without one time variants of the row before); appends to
+    ``rows`` and prints."""
     import jax
+
+    ref = []  # (JAX's results of the last row that ran JAX)
+
+    def leaves(out):
+        return [host(o) for o in (out if isinstance(out, (list, tuple)) else [out])]
 
     def row(name, make, jfn, args, **patch):
         saved = {k: getattr(tlinalg, k) for k in patch}
         ena = set(tlinalg.ENABLED)
+        got = None
         try:
             for k, v in patch.items():
                 setattr(tlinalg, k, v)
@@ -604,6 +617,7 @@ def _explore_row(rows):
             fa = [gpu(x) for x in args]
             tf = timeit(lambda: f(*fa), sync_torch, reps=3)
             how = _graphs(f)
+            got = leaves(f(*fa))
         except Exception as e:  # (one failing row leaves the others)
             traceback.print_exc()
             tf, how = float("nan"), f"{type(e).__name__}: {str(e)[:100]}"
@@ -616,8 +630,12 @@ def _explore_row(rows):
         if jfn is not None:
             ja = [jax.device_put(x) for x in args]
             tj = timeit(lambda: jfn(*ja), sync_jax, reps=3)
-        rows.append((name, tf, tj, how))
-        say(f"{name}: functx {tf * 1e3:.3f} ms, JAX {tj * 1e3:.3f} ({how})")
+            ref[:] = leaves(jfn(*ja))
+        err = float("nan")
+        if got is not None and ref:
+            err = max(float(np.max(np.abs(g - w)) / np.max(np.abs(w))) for g, w in zip(got, ref))
+        rows.append((name, tf, tj, f"{how}; vs JAX {err:.1e}"))
+        say(f"{name}: functx {tf * 1e3:.3f} ms, JAX {tj * 1e3:.3f} ({how}; vs JAX {err:.1e})")
 
     return row
 
@@ -627,9 +645,7 @@ def run_explore_checks():
     and eigh's cuSOLVER calls, against JAX and NumPy float64, each program called four times
     (the later calls replay its CUDA graph); the in-place Cholesky kernel."""
     import jax
-    import jax.lax.linalg as jll
     import jax.numpy as jnp
-    import jax.scipy.linalg as jsl
 
     from functx.lowering.triton import cusolver
 
@@ -637,14 +653,6 @@ def run_explore_checks():
     functx.config.update("jax_enable_x64", True)
     say(f"cuSOLVER eigensolvers: {cusolver.available()} {cusolver.reason()}")
     rng = np.random.default_rng(7)
-
-    def four(f, *args):
-        outs = [f(*args) for _ in range(4)]
-        outs = [[host(o) for o in (x if isinstance(x, (list, tuple)) else [x])] for x in outs]
-        for o in outs[1:]:
-            for a, b in zip(o, outs[0]):
-                np.testing.assert_array_equal(a, b)  # (graph replays give the same bits)
-        return outs[0]
 
     for dt, tol in ((np.float32, 1e-4), (np.float64, 1e-11)):
         dn = np.dtype(dt).name
@@ -702,37 +710,87 @@ def run_explore_checks():
             return f"rel err {err:.1e}; {_graphs(f)}"
 
         for nb, n in _cases((2, 96), (1, 512)):
+            check_runners(dt, tol, nb, n, rng)
 
-            @check(f"library runners {dn} {nb}x{n}x{n}: cho_factor (upper) + cho_solve, "
-                   "not positive definite, triangular solves (16 or 4 flag sets)")  # fmt: skip
-            def _(nb=nb, n=n):
-                a = spd((nb, n, n), dt, rng)
-                b = rng.standard_normal((nb, n, 4)).astype(dt)
-                f = functx.jit(cs(fnp, fsl))
-                got = four(f, gpu(a), gpu(b))[0]
-                want = np.asarray(jax.jit(cs(jnp, jsl))(a, b))
-                err = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
-                assert err < tol * n * 10, f"cho_solve error {err:.1e}"
-                bad = a.copy()
-                bad[:, n // 2, n // 2] = -1.0
-                got = four(functx.jit(fnp.linalg.cholesky), gpu(bad))[0]
-                low = np.tril_indices(n)
-                assert np.isnan(got[:, low[0], low[1]]).all(), "not positive definite: NaNs"
-                t = np.tril(a) + np.triu(rng.standard_normal(a.shape).astype(dt) * 1e3, 1)
-                worst = 0.0
-                flags = TRISOLVE_FLAGS
-                for ls, lo, tr, un in flags if n < 512 and dt == np.float32 else flags[::5]:
-                    kw = dict(left_side=ls, lower=lo, transpose_a=tr, unit_diagonal=un)
-                    m = t if lo else np.swapaxes(t, -1, -2).copy()
-                    rhs = b if ls else np.swapaxes(b, -1, -2).copy()
-                    g = functx.jit(lambda a, b, kw=kw: flax.linalg.triangular_solve(a, b, **kw))
-                    x = four(g, gpu(m), gpu(rhs))[0]
-                    xw = np.asarray(jax.jit(lambda a, b, kw=kw: jll.triangular_solve(
-                        a, b, **kw))(m, rhs))  # fmt: skip
-                    e = float(np.max(np.abs(x - xw)) / np.max(np.abs(xw)))
-                    assert e < tol * n * 100 or not un, f"{kw}: error {e:.1e}"
-                    worst = max(worst, e if not un else 0.0)
-                return f"cho_solve {err:.1e}, solves {worst:.1e}; {_graphs(f)}"
+
+def four(f, *args):
+    """``f(*args)`` called four times (the later calls replay the program's CUDA graph), each
+    giving the same bits; the first call's results on the host."""
+    outs = [f(*args) for _ in range(4)]
+    outs = [[host(o) for o in (x if isinstance(x, (list, tuple)) else [x])] for x in outs]
+    for o in outs[1:]:
+        for a, b in zip(o, outs[0]):
+            np.testing.assert_array_equal(a, b)  # (graph replays give the same bits)
+    return outs[0]
+
+
+def check_runners(dt, tol, nb, n, rng, flags=None):
+    """The steps of operands larger than the kernels (the blocked triangular solve, torch.linalg's
+    Cholesky) against JAX and NumPy float64: cho_factor (upper) + cho_solve, a matrix that is not
+    positive definite (NaN factor and solution, as JAX's), triangular_solve with ``flags`` (all
+    16 by default) and garbage in the other triangle; each program called four times."""
+    import jax
+    import jax.lax.linalg as jll
+    import jax.numpy as jnp
+    import jax.scipy.linalg as jsl
+
+    flags = TRISOLVE_FLAGS if flags is None else flags
+
+    @check(f"library runners {np.dtype(dt).name} {nb}x{n}x{n}: cho_factor (upper) + cho_solve, "
+           f"not positive definite, triangular solves ({len(flags)} flag sets)")  # fmt: skip
+    def _():
+        a = spd((nb, n, n), dt, rng)
+        b = rng.standard_normal((nb, n, 4)).astype(dt)
+        f = functx.jit(cs(fnp, fsl))
+        got = four(f, gpu(a), gpu(b))[0]
+        want = np.asarray(jax.jit(cs(jnp, jsl))(a, b))
+        ref = np.linalg.solve(a.astype(np.float64), b.astype(np.float64))
+        err = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
+        e64 = float(np.max(np.abs(got - ref)) / np.max(np.abs(ref)))
+        ej64 = float(np.max(np.abs(want - ref)) / np.max(np.abs(ref)))
+        assert err < tol * n * 10 and e64 <= max(10 * ej64, tol), (
+            f"cho_solve error {err:.1e} vs JAX, {e64:.1e} vs float64 (JAX's {ej64:.1e})"
+        )
+        bad = a.copy()
+        bad[:, n // 2, n // 2] = -1.0
+        got = four(functx.jit(fnp.linalg.cholesky), gpu(bad))[0]
+        low = np.tril_indices(n)
+        assert np.isnan(got[:, low[0], low[1]]).all(), "not positive definite: NaNs"
+        x = four(f, gpu(bad), gpu(b))[0]
+        xj = np.asarray(jax.jit(cs(jnp, jsl))(bad, b))
+        assert np.isnan(x).all() and np.isnan(xj).all(), "cho_solve: NaNs (JAX's too)"
+        t = np.tril(a) + np.triu(rng.standard_normal(a.shape).astype(dt) * 1e3, 1)
+        worst = w64 = 0.0
+        for ls, lo, tr, un in flags:
+            kw = dict(left_side=ls, lower=lo, transpose_a=tr, unit_diagonal=un)
+            m = t if lo else np.swapaxes(t, -1, -2).copy()
+            rhs = b if ls else np.swapaxes(b, -1, -2).copy()
+            g = functx.jit(lambda a, b, kw=kw: flax.linalg.triangular_solve(a, b, **kw))
+            x = four(g, gpu(m), gpu(rhs))[0]
+            xw = np.asarray(jax.jit(lambda a, b, kw=kw: jll.triangular_solve(
+                a, b, **kw))(m, rhs))  # fmt: skip
+            op = np.tril(m) if lo else np.triu(m)
+            op = (op - op * np.eye(n) + np.eye(n) if un else op).astype(np.float64)
+            op = np.swapaxes(op, -1, -2) if tr else op
+            if ls:
+                ref = np.linalg.solve(op, rhs.astype(np.float64))
+            else:  # (X op = B)
+                ref = np.swapaxes(np.linalg.solve(np.swapaxes(op, -1, -2), np.swapaxes(
+                    rhs, -1, -2).astype(np.float64)), -1, -2)  # fmt: skip
+            e = float(np.max(np.abs(x - xw)) / np.max(np.abs(xw)))
+            e_ref = float(np.max(np.abs(x - ref)) / np.max(np.abs(ref)))
+            e_jax = float(np.max(np.abs(xw - ref)) / np.max(np.abs(ref)))
+            # (against float64: within 10 times JAX's own error)
+            assert e_ref <= max(10 * e_jax, tol), (
+                f"{kw}: error {e:.1e} against JAX, {e_ref:.1e} against NumPy float64 (JAX's "
+                f"{e_jax:.1e})"
+            )
+            worst = max(worst, e)
+            w64 = max(w64, e_ref / max(e_jax, np.finfo(dt).eps))
+        return (
+            f"cho_solve {err:.1e} vs JAX, {e64:.1e} vs f64 (JAX's {ej64:.1e}); solves "
+            f"{worst:.1e} vs JAX, f64 error at most {w64:.1f}x JAX's; {_graphs(f)}"
+        )
 
 
 def _profile(name, fn, rows=10):
@@ -819,6 +877,184 @@ def table(rows):
         say(f"| {name} | {a * 1e3:.3f} | {b * 1e3:.3f} | {a / b:.2f} | {how} |")
 
 
+def run_chol_checks():
+    """Session 34's blocked triangular solve (gpuchol34; above ``MAX_N`` rows): ``check_runners``
+    at sizes with one, several and a partial block, float32 and float64."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    functx.config.update("jax_enable_x64", True)
+    rng = np.random.default_rng(34)
+    t0 = time.perf_counter()
+    for dt, tol, many in ((np.float32, 1e-4, (96, 512)), (np.float64, 1e-11, (200,))):
+        for nb, n in ((1, 20),) if DRY else ((2, 96), (3, 200), (1, 512)):
+            # (all 16 flag sets at two sizes in float32 and one in float64, else 4)
+            flags = TRISOLVE_FLAGS if n in many else TRISOLVE_FLAGS[::5]
+            check_runners(dt, tol, nb, n, rng, flags)
+    check_nan_places(rng)
+    say(f"(checks took {time.perf_counter() - t0:.0f} s)")
+
+
+def check_nan_places(rng):
+    """Where one NaN in the operator, or in B, of a 512x512 float32 solve leaves NaNs:
+    functx's, JAX's (cuBLAS) and LAPACK's (SciPy, float64) places, reported (not asserted)."""
+    import jax
+    import jax.lax.linalg as jll
+    import scipy.linalg
+
+    n = 20 if DRY else 512
+
+    @check(f"NaN places of a 1x{n}x{n} float32 solve, one NaN in the operator or in B")
+    def _():
+        low = np.linalg.cholesky(spd((1, n, n), np.float64, rng)).astype(np.float32)
+        b = rng.standard_normal((1, n, 4)).astype(np.float32)
+        kw = dict(left_side=True, lower=True)
+        g = functx.jit(functools.partial(flax.linalg.triangular_solve, **kw))
+        jg = jax.jit(functools.partial(jll.triangular_solve, **kw))
+        out = []
+        i = n * 5 // 8 + 3  # (within a block of 64 rows)
+        for what in ("operator", "B"):
+            l2, b2 = low.copy(), b.copy()
+            if what == "operator":
+                l2[0, i, i - 2] = np.nan
+            else:
+                b2[0, i, 1] = np.nan
+            x, xj = host(g(gpu(l2), gpu(b2))), np.asarray(jg(l2, b2))
+            xl = scipy.linalg.solve_triangular(l2[0].astype(np.float64), b2[0], lower=True,
+                                               check_finite=False)  # fmt: skip
+            ok = ~np.isnan(x) & ~np.isnan(xj)
+            err = float(np.max(np.abs(x - xj)[ok]) / np.max(np.abs(xj)[ok]))
+            out.append(
+                f"{what}: NaNs functx {int(np.isnan(x).sum())}, JAX {int(np.isnan(xj).sum())} "
+                f"(same places: {np.array_equal(np.isnan(x), np.isnan(xj))}), LAPACK "
+                f"{int(np.isnan(xl).sum())}; elsewhere {err:.1e} vs JAX"
+            )
+        return "; ".join(out)
+
+
+def run_chol_kernels():
+    """GPU time of the blocked solve's launches (``_blocked_trisolve``'s ``run.launches``), us a
+    solve: 20 solves captured in a CUDA graph, replayed between CUDA events (the median of 5),
+    both launches, ``trinv`` alone and ``trisolve_blocks`` alone, for cho_solve's first solve
+    of one 512x512 float32 matrix with 8 right-hand sides, by variant."""
+    if not torch.cuda.is_available():
+        return
+    n, k = 512, 8
+    a = spd((1, n, n), np.float32, np.random.default_rng(36))
+    a = torch.linalg.cholesky(torch.from_numpy(a).cuda()).reshape(-1)
+    b = torch.randn(n * k, device="cuda")
+    out = torch.empty_like(b)
+    w = torch.empty(2 * n * n, device="cuda")  # (the workspace: at least any variant's)
+    variants = {
+        "default": {},
+        "3 stages (Triton's default)": dict(SOLVE_STAGES=3),
+        "8 warps": dict(SOLVE_WARPS=8),
+        "products of 128 columns": dict(SOLVE_K=128),
+        "trinv 2 columns a program": dict(RHS_BLOCK=2),
+    }
+    say("\n| blocked solve 512x512, 8 rhs, float32 | both us | trinv us | trisolve_blocks us |")
+    say("|---|---|---|---|")
+    for name, patch in variants.items():
+        saved = {key: getattr(tlinalg, key) for key in patch}
+        try:
+            for key, v in patch.items():
+                setattr(tlinalg, key, v)
+            run = tlinalg._blocked_trisolve(1, n, k, True, (n, 1), (k, 1), False)
+            us = []
+            for fns in (run.launches, run.launches[:1], run.launches[1:]):
+                for f in fns:  # (compiled outside the capture)
+                    f([a, b], [out], w)
+                torch.cuda.synchronize()
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g):
+                    for _ in range(20):
+                        for f in fns:
+                            f([a, b], [out], w)
+                g.replay()
+                times = []
+                for _ in range(5):
+                    t0, t1 = (
+                        torch.cuda.Event(enable_timing=True),
+                        torch.cuda.Event(enable_timing=True),
+                    )
+                    t0.record()
+                    g.replay()
+                    t1.record()
+                    t1.synchronize()
+                    times.append(t0.elapsed_time(t1) * 1e3 / 20)
+                us.append(statistics.median(times))
+            say(f"| {name} | {us[0]:.1f} | {us[1]:.1f} | {us[2]:.1f} |")
+        except Exception as e:  # (one failing variant leaves the others)
+            traceback.print_exc()
+            say(f"| {name} | {type(e).__name__}: {str(e)[:100]} | | |")
+        finally:
+            for key, v in saved.items():
+                setattr(tlinalg, key, v)
+
+
+def run_chol_timings():
+    """Session 34's choices (gpuchol34), ms, functx / JAX: cholesky+solve of one 512x512 (8
+    right-hand sides) with the blocked solve (3 stages, 8 warps, blocks of 128 rows) and with
+    torch.linalg's right-side trsm (session 33); the solve alone with 8 and 512 right-hand
+    sides (one host step: no CUDA graph unless forced); 16 512x512s; float64; batches of 64x64;
+    the profiles of the 512x512 program (functx's and JAX's). (H100, 21:40 UTC, cholesky+solve
+    512x512 ms: tf32x3 products 0.417, products of 128 columns 0.454, of 256 (8 warps) 0.445,
+    blocks of 32 rows with products of 256 columns 0.555, torch's left-side trsm 0.386; the
+    blocked solve at 1 stage 0.363, at 3 0.395; JAX 0.433.)"""
+    import jax
+    import jax.lax.linalg as jll
+    import jax.numpy as jnp
+    import jax.scipy.linalg as jsl
+
+    jax.config.update("jax_enable_x64", True)
+    functx.config.update("jax_enable_x64", True)
+    rng = np.random.default_rng(35)
+    rows = []
+    row = _explore_row(rows)
+    chs = lambda: cs(fnp, fsl)  # noqa: E731
+    jc = jax.jit(cs(jnp, jsl))
+    n = 20 if DRY else 512
+    for dt in (np.float32, np.float64):
+        a, b = spd((1, n, n), dt, rng), rng.standard_normal((1, n, 8)).astype(dt)
+        tag = f"cholesky+solve 1x{n}x{n} {np.dtype(dt).name}"
+        row(tag, chs, jc, (a, b))
+        row(f"{tag}: torch.linalg (right-side trsm)", chs, None, (a, b), BLOCKED_SOLVE=False)
+        if dt == np.float64:
+            continue
+        for name, patch in (
+            ("3 stages", dict(SOLVE_STAGES=3)),
+            ("8 warps", dict(SOLVE_WARPS=8)),
+            ("blocks of 128 rows", dict(SOLVE_BLOCK=128)),
+        ):
+            row(f"{tag}: {name}", chs, None, (a, b), **patch)
+        f = functx.jit(chs())
+        fa = (gpu(a), gpu(b))
+        _profile(f"functx {tag}", lambda: f(*fa), rows=12)
+        ja = [jax.device_put(x) for x in (a, b)]
+        _profile(f"JAX {tag}", lambda: jc(*ja), rows=12)
+        low = np.linalg.cholesky(a.astype(np.float64)).astype(dt)
+        kw = dict(left_side=True, lower=True)
+        for k in (8, 512):
+            rhs = rng.standard_normal((1, n, k)).astype(dt)
+            tag = f"triangular_solve 1x{n}x{n}, {k} rhs"
+            ts = lambda: functools.partial(flax.linalg.triangular_solve, **kw)  # noqa: E731
+            row(tag, ts, jax.jit(functools.partial(jll.triangular_solve, **kw)), (low, rhs))
+            os.environ["FUNCTX_CUDA_GRAPHS"] = "1"
+            try:
+                row(f"{tag}: CUDA graph forced", ts, None, (low, rhs))
+            finally:
+                del os.environ["FUNCTX_CUDA_GRAPHS"]
+            row(f"{tag}: torch.linalg", ts, None, (low, rhs), BLOCKED_SOLVE=False)
+    for nb, n in _cases((16, 512), (64, 64), (1024, 64)):
+        a = spd((nb, n, n), np.float32, rng)
+        b = rng.standard_normal((nb, n, 8)).astype(np.float32)
+        tag = f"cholesky+solve {nb}x{n}x{n} float32"
+        row(tag, chs, jc, (a, b))
+        if n > 64:
+            row(f"{tag}: torch.linalg", chs, None, (a, b), BLOCKED_SOLVE=False)
+    table(rows)
+
+
 def run_explore_workloads():
     """Issue 19's Newton step and GP marginal likelihood (benchmarks/workloads.py, GPU sizes):
     functx against JAX (values, then times), and where functx's GPU time goes (torch.profiler:
@@ -854,6 +1090,17 @@ def run_explore_workloads():
 def main():
     name = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "CPU (interpreter)"
     say(f"device: {name}; torch {torch.__version__}; TORCH_ROW_MIN {tsort.TORCH_ROW_MIN}")
+    if CHOL:
+        run_chol_checks()
+        say("\n| check | result | detail |\n|---|---|---|")
+        for n, res, detail in RESULTS:
+            say(f"| {n} | {res} | {detail} |")
+        for part in (run_chol_kernels, run_chol_timings, run_explore_workloads):
+            try:
+                part()
+            except Exception:
+                traceback.print_exc()
+        sys.exit(1 if any(r == "FAIL" for _, r, _ in RESULTS) else 0)
     if EXPLORE:
         run_small_checks()
         run_explore_checks()

@@ -158,6 +158,14 @@ def test_step_choice(monkeypatch):
     monkeypatch.setattr(TL, "LIBRARY_RUNNERS", True)
     st = _step(L.cholesky_p, {}, big)
     assert (st.gpu_kernel() is not None) == st.graph_safe == torch.cuda.is_available()
+    # a larger solve: the blocked kernels (launches only), or torch.linalg where CUDA is
+    tri = dict(left_side=True, lower=True, transpose_a=False, conjugate_a=False,
+               unit_diagonal=False)  # fmt: skip
+    solve = _step(L.triangular_solve_p, tri, big, ShapedArray(big.shape[:-1] + (3,), np.float32))
+    assert solve.graph_safe and not hasattr(solve.gpu_kernel(), "body")
+    monkeypatch.setattr(TL, "BLOCKED_SOLVE", False)
+    solve = _step(L.triangular_solve_p, tri, big, ShapedArray(big.shape[:-1] + (3,), np.float32))
+    assert solve.graph_safe == torch.cuda.is_available()
     # torch.linalg keeps: complex, a larger LU, empty, a subset of eigenvalues, a wide LU
     for st in (
         _step(L.cholesky_p, {}, ShapedArray((2, 3, 3), np.complex64)),
@@ -290,6 +298,41 @@ def test_triangular_solve_kernel_flags(monkeypatch):
     with jax.default_device(jax.devices("cpu")[0]):
         want = jax.jit(lambda a, b: solves(jll.triangular_solve, a, b))(a, b)
     _same(got, want, 1e-9)
+
+
+def test_blocked_triangular_solve(monkeypatch):
+    """The solve of operators larger than ``MAX_N`` (``trinv`` inverts the diagonal blocks,
+    ``trisolve_blocks`` substitutes by blocks with ``tl.dot``) on two blocks and one row
+    (blocks of 4 rows in the interpreter, which takes dots smaller than a GPU's 16):
+    cho_solve's solve and its transposed one (the upper operator solved as the reversed lower
+    one), a right-side transposed unit-diagonal solve, garbage in the other triangles, a
+    factor of NaNs (a failed Cholesky: all NaN, as JAX's) and a NaN in B (NaNs where
+    substitution puts them: not in the rows solved before it), against JAX."""
+    from functx.lowering.triton import linalg as TL
+
+    _interpret(monkeypatch)
+    bs = 16 if GPU else 4
+    for name in ("MAX_N", "SOLVE_BLOCK", "SOLVE_RHS_BLOCK"):
+        monkeypatch.setattr(TL, name, bs)
+    monkeypatch.setattr(TL, "SOLVE_K", 2 * bs)  # (products of two blocks' columns, masked)
+    n = 2 * bs + 1
+    low = np.linalg.cholesky(_spd((2, n, n), np.float64))
+    low[1] = np.nan
+    low = low + np.triu(RNG.standard_normal((2, n, n)) * 1e3, 1)  # (garbage above)
+    b = RNG.standard_normal((2, n, 3))
+    b[0, 1, 2] = np.nan  # (the right-side solve's rows 0, 1 of that one: NaN, the rest finite)
+    kw = dict(left_side=False, lower=False, transpose_a=True, unit_diagonal=True)
+
+    def solves(np_, sl, tsolve, low, b):
+        up, bt = np_.swapaxes(low, -1, -2), np_.swapaxes(b, -1, -2)
+        return sl.cho_solve((low, True), b), tsolve(up, bt, **kw)
+
+    got = _run(lambda *x: solves(fnp, fsl, flax.linalg.triangular_solve, *x), (low, b), 3)
+    with jax.default_device(jax.devices("cpu")[0]):
+        want = jax.jit(lambda *x: solves(jnp, jsl, jll.triangular_solve, *x))(low, b)
+    assert np.isnan(got[0][1]).all() and np.isfinite(got[0][0][:, :2]).all()
+    assert np.isnan(got[1][0, 2]).sum() == 2
+    _same(got, want, 1e-10)
 
 
 def test_lu_kernel_pivots_as_lapack(monkeypatch):

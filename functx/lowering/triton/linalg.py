@@ -10,10 +10,11 @@ took 0.366 ms (JAX 0.148). This module fills ``linalg.GPU_KERNELS`` (the table t
 for real ``float32``/``float64`` operands of at most ``MAX_N`` rows, the step launches one of
 these kernels instead, and only queues work on the current stream, so the program keeps its CUDA
 graph (``LibraryStep.graph_safe``). Real operands larger than that take runners that only queue
-work too (``_cuda_only``): ``torch.linalg.cholesky_ex`` and ``solve_triangular`` writing into
-the step's outputs, and for ``eigh`` above ``EIGH_JACOBI_MAX_N`` rows (any size) cuSOLVER's
-eigensolvers called directly (``cusolver.py``: torch runs one Jacobi solve per matrix there).
-Complex operands, LU above ``MAX_N`` and subsets of eigenvalues keep ``torch.linalg``.
+work too: triangular solves the blocked kernels below, ``cholesky`` ``torch.linalg.cholesky_ex``
+writing into the step's output (``_cuda_only``), and ``eigh`` above ``EIGH_JACOBI_MAX_N`` rows
+(any size) cuSOLVER's eigensolvers called directly (``cusolver.py``: torch runs one Jacobi solve
+per matrix there). Complex operands, LU above ``MAX_N`` and subsets of eigenvalues keep
+``torch.linalg``.
 
 Every kernel runs one program per matrix (``grid = batch``; the solves add a grid axis over
 blocks of right-hand-side columns) on a ``BN x BN`` tile, ``BN`` the next power of two of ``n``,
@@ -30,10 +31,31 @@ the padding masked (zeros that no step reads as data):
   becomes the row of ``X``. Only ``B`` is a register tile: the operator's columns (past the
   diagonal, as ``(BN, 1)`` tiles in ``B``'s layout, so no step converts a layout) and the
   reciprocals of its diagonal (scalar loads: no step picks the diagonal out of a column) come
-  from memory two steps ahead of their use. A step is one row reduction and one update.
+  from memory two steps ahead of their use. A step is one row reduction and one update of the
+  rows past the diagonal only (session 33's kernel updated every row, the solved ones by zero
+  times ``x_j``: a NaN in the operator turned the rows solved before it into NaNs, where
+  LAPACK's substitution, JAX's CPU result, leaves them).
   (H100, 19:36 UTC, one right-hand side: 10.4 us a solve of 16 64x64s, session 32's kernel
   31 us in the Newton step; 19:53 UTC: the Newton step's six solves, two of 64 right-hand
   sides, 14.7 us on average, were 31.)
+* blocked ``triangular_solve`` (operators above ``MAX_N`` rows; ``_blocked_trisolve``): two
+  launches. ``trinv`` inverts every diagonal block of ``SOLVE_BLOCK`` rows at once (a program
+  per block and per ``RHS_BLOCK`` columns of it: the substitution above on the identity's
+  columns, from the program's first column) into a workspace; ``trisolve_blocks`` then solves
+  block after block, ``x_i = inv(A_ii) (b_i - sum_{j<i} A_ij x_j)``, by ``tl.dot`` products in
+  IEEE float32 (no TF32), a program per ``SOLVE_RHS_BLOCK`` right-hand-side columns, reading
+  the ``x_j`` back from its own output. An upper operator is the lower one with rows and
+  columns in reverse order: negative strides from its last entry, ``B`` and ``X`` likewise.
+  The substitution's 512 dependent steps become 64 (in parallel, one launch) plus 8 block
+  steps. NaNs land where substitution (LAPACK's, JAX's) puts them: an operator NaN spreads as
+  there, and where a result is not finite the program solves again, its rows above a column's
+  first NaN or infinity of a block's right-hand side from the finite rows only (the product
+  with the block's inverse would multiply the NaN by its zeros). (An infinity in ``B`` may give
+  NaNs where substitution gives infinities past it.) Float64 products need ``out_dtype``.
+  (torch's ``solve_triangular`` of row-major operands, session 33's runner and the
+  ``BLOCKED_SOLVE = False`` form, poses the left solve as cuBLAS's right-side trsm of the
+  transposed system: 8 launches of an ~18 us kernel a solve at 512 rows, 0.29 ms of the
+  cholesky+solve's 0.56; JAX's left-side trsm took 0.20 ms for both solves.)
 * ``lu`` (square operands): partial pivoting column by column, the pivot the first largest
   magnitude by position (LAPACK's ``idamax``; NaNs passed over, a column of NaNs keeps its
   row). Rows never move: a swap exchanges two rows' positions, and the factors are stored by
@@ -66,11 +88,16 @@ the solves 8 right-hand-side columns a program, 4 now): cholesky + cho_solve of 
 (8 right-hand sides) of 16 64x64 0.137 / 0.218 (4 a program: 0.092), of 1024 64x64 0.352 /
 0.462 (0.334), one right-hand side 0.085 / 0.190 and 0.297 / 0.462; eigh 64 32x32 0.132 /
 0.132 (syevjBatched), 1024 32x32 0.514 / 0.512, 64 64x64 0.359 / 0.394; the Newton step
-(benchmarks/workloads.py) 0.252 / 0.328. Where JAX stays ahead, the single 512x512
-cholesky+solve, the two triangular solves are the gap: ``torch.linalg.solve_triangular`` of
-row-major operands calls cuBLAS's right-side trsm on the transposed problem (8 launches of a
-kernel of about 18 us a solve: 0.29 ms of the program's 0.56), where JAX's left-side trsm
-kernels take 0.20 ms for both (108 and 2 x 47 us); the potrf is the same (169 us in both).
+(benchmarks/workloads.py) 0.252 / 0.328. The single 512x512 cholesky+solve lost its gap to
+JAX with the blocked solve (``benchmarks/gpu_libsteps.py --chol``, H100, 21:40 UTC, functx /
+JAX ms): one 512x512 0.363 (1 stage; the checks ran at 3: 0.395) / 0.433 (torch's right-side
+trsm: 0.559), float64 0.439 / 0.594, 16 512x512 0.851 / 1.441; GP 2.267 / 2.954; 64 64x64
+0.083 / 0.352, 1024 64x64 0.180 / 0.280 (4 columns a program; 8: 0.107, 0.187 in the 21:12
+run); the Newton step 0.237 / 0.350. Its two solves: 61.7 us of GPU time each at 1 stage
+(trinv 14.9, trisolve_blocks 46.5), where JAX's trsm kernels take 108 and 2 x 47 plus a 31 us
+GEMM for both; the potrf is the same call (168 us in both). A program of one such solve has no
+CUDA graph (a graph-safe step counts as 3 launches, fewer than the runtime's 4): 0.143 ms
+against JAX's 0.120 for 8 right-hand sides, 0.078 with the graph forced.
 """
 
 from __future__ import annotations
@@ -96,13 +123,29 @@ CUSOLVER_EIGH = True  # eigh above EIGH_JACOBI_MAX_N rows through cusolver.py wh
 #: batches of at most ``cusolver.SYEVJ_MAX_N`` rows through cuSOLVER's batched Jacobi solver
 #: (``syevjBatched``, as JAX and torch choose there), larger ones ``XsyevBatched``
 CUSOLVER_SYEVJ = True
-LIBRARY_RUNNERS = True  # cholesky, triangular_solve above MAX_N: the graph-safe runners
+#: cholesky above MAX_N (and triangular_solve there without BLOCKED_SOLVE): the graph-safe
+#: torch.linalg runners
+LIBRARY_RUNNERS = True
 MAX_SWEEPS = 20  # Jacobi sweeps at most (float64 64x64 needs about 8)
 #: right-hand-side columns per program of the solves: few, for more programs (the solves are
 #: latency-bound; H100, 19:53 UTC, ms with 4 / 8 / 32 columns a program: solve of 16 64x64s with
 #: 8 right-hand sides 0.092 / 0.137 / 0.137, with 64 0.089 / 0.097 / 0.155, of 1024 64x64s with
 #: 8 0.334 / 0.352 / 0.353; the Newton step 0.256 / 0.252 / 0.388)
 RHS_BLOCK = 4
+#: triangular solves above ``MAX_N`` rows by blocks (``trinv`` + ``trisolve_blocks``) rather
+#: than torch.linalg (cuBLAS's trsm); rows a diagonal block, right-hand-side columns a program
+#: (at least 16: ``tl.dot``'s), warps, software-pipeline stages, and the operator's columns a
+#: product of the blocked substitution (None: a block). H100, 21:40 UTC, GPU us of one solve of
+#: a 512x512 with 8 right-hand sides (trinv + trisolve_blocks): 3 stages (Triton's default)
+#: 77.1 (16.0 + 61.6), 2 stages 68.1, 1 stage 61.7 (14.9 + 46.5); 8 warps 71.3; products of
+#: 128 columns 78.2, of 256 (8 warps) 88.8; tf32x3 products 78.1; blocks of 32 rows (products
+#: of 256) 137.3; of 128 rows (run 1: cholesky+solve 0.452 ms against 0.359 with 64)
+BLOCKED_SOLVE = True
+SOLVE_BLOCK = 64
+SOLVE_RHS_BLOCK = 16
+SOLVE_WARPS = 4
+SOLVE_STAGES = 1
+SOLVE_K = None
 #: warps per program by tile size ``BN`` (the eigensolver's float64 tiles take more registers)
 #: (H100, cholesky + cho_solve of 64x64 float32: 4 warps best for 64 matrices, 0.100 ms; 2 for
 #: 1024, 0.284 ms against 0.366 with 4: ``_warps``)
@@ -117,13 +160,13 @@ _CHOICES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # step -> run
 # the kernels' helpers (module globals: kernels resolve them by name); reductions combine with
 # these rather than call tl.sum, which Triton's interpreter cannot run unless TRITON_INTERPRET was
 # set before triton was first imported (as in prelude.py)
-_add = _sqrt = _div = _max = _min = _beyond = _recip = None
+_add = _sqrt = _div = _max = _min = _beyond = _recip = _substitute = _solve_block = None
 
 
 def _kernels():
     """The kernels, built on first use in each mode (``triton.jit`` makes interpreter functions
     when ``TRITON_INTERPRET=1`` was set by then)."""
-    global _add, _sqrt, _div, _max, _min, _beyond, _recip
+    global _add, _sqrt, _div, _max, _min, _beyond, _recip, _substitute, _solve_block
     interp = config.triton_interpret()
     if interp in _KERNELS:
         return _KERNELS[interp]
@@ -193,36 +236,118 @@ def _kernels():
         tl.store(L + base + r * os_r + c * os_c, out, mask=inb)
 
     @triton.jit
-    def trisolve(A, B, Xo, n, k, as_r, as_c, bs_r, bs_c,
-                 BN: tl.constexpr, BK: tl.constexpr, LOWER: tl.constexpr,
-                 UNIT: tl.constexpr):  # fmt: skip
-        pid = tl.program_id(0).to(tl.int64)
-        j0 = tl.program_id(1) * BK
-        r = tl.arange(0, BN)[:, None]
-        kc = j0 + tl.arange(0, BK)[None, :]
-        abase = A + pid * n * n
-        bmask = (r < n) & (kc < k)
-        boff = pid * n * k + r * bs_r + kc * bs_c
-        b = tl.load(B + boff, mask=bmask, other=0.0)  # (its rows become x's as they are solved)
-        # op(A)'s columns below (above) the diagonal as (BN, 1) tiles of b's layout, and the
-        # reciprocals of its diagonal, come from memory two steps ahead of the step using them
-        # (the loads overlap two steps; no reduction picks the diagonal out)
+    def substitute(b, abase, r, n, start, as_r, as_c, LOWER: tl.constexpr, UNIT: tl.constexpr):
+        # op(A) X = B on b's tile (rows of b become x's as they are solved), from row ``start``
+        # (forward, 0 for all; backward from n - 1 - start). op(A)'s columns below (above) the
+        # diagonal as (BN, 1) tiles of b's layout, and the reciprocals of its diagonal, come
+        # from memory two steps ahead of the step using them (the loads overlap two steps; no
+        # reduction picks the diagonal out)
         dj = 1 if LOWER else -1
-        first = 0 if LOWER else n - 1
+        first = start if LOWER else n - 1 - start
         aj = abase + r * as_r  # (+ j * as_c: column j)
         col0 = tl.load(aj + first * as_c, mask=_beyond(r, first, n, LOWER), other=0.0)
         col1 = tl.load(aj + (first + dj) * as_c, mask=_beyond(r, first + dj, n, LOWER), other=0.0)
         inv0 = _recip(abase, first, n, as_r + as_c, UNIT)
         inv1 = _recip(abase, first + dj, n, as_r + as_c, UNIT)
-        for step in range(0, n):
-            j = first + step * dj
+        for step in range(start, n):
+            j = first + (step - start) * dj
             j2 = j + 2 * dj
             col2 = tl.load(aj + j2 * as_c, mask=_beyond(r, j2, n, LOWER), other=0.0)
             inv2 = _recip(abase, j2, n, as_r + as_c, UNIT)
             xj = tl.reduce(tl.where(r == j, b, 0.0), 0, _add)[None, :] * inv0  # b[j, :] / a_jj
-            b = tl.where(r == j, xj, b - col0 * xj)
+            # (only the rows past j: a NaN x_j leaves the rows solved before it as they are)
+            b = tl.where(_beyond(r, j, n, LOWER), b - col0 * xj, tl.where(r == j, xj, b))
             col0, col1, inv0, inv1 = col1, col2, inv1, inv2
+        return b
+
+    _substitute = substitute
+
+    @triton.jit
+    def trisolve(A, B, Xo, n, k, as_r, as_c, bs_r, bs_c,
+                 BN: tl.constexpr, BK: tl.constexpr, LOWER: tl.constexpr,
+                 UNIT: tl.constexpr):  # fmt: skip
+        pid = tl.program_id(0).to(tl.int64)
+        r = tl.arange(0, BN)[:, None]
+        kc = tl.program_id(1) * BK + tl.arange(0, BK)[None, :]
+        bmask = (r < n) & (kc < k)
+        boff = pid * n * k + r * bs_r + kc * bs_c
+        b = tl.load(B + boff, mask=bmask, other=0.0)
+        b = _substitute(b, A + pid * n * n, r, n, 0, as_r, as_c, LOWER, UNIT)
         tl.store(Xo + boff, b, mask=bmask)
+
+    @triton.jit
+    def trinv(A, W, n, a0, as_r, as_c, BS: tl.constexpr, BK: tl.constexpr,
+              UNIT: tl.constexpr):  # fmt: skip
+        # columns c0.. of the inverse of the lower operator's diagonal block i (by substitution
+        # on the identity's columns, from row c0: the rows above are zeros) into W's block i
+        # (BS x BS, rows past n: the identity's)
+        pid = tl.program_id(0).to(tl.int64)
+        i = tl.program_id(1)
+        c0 = tl.program_id(2) * BK
+        r = tl.arange(0, BS)[:, None]
+        kc = c0 + tl.arange(0, BK)[None, :]
+        m = tl.minimum(n - i * BS, BS)  # (the block's rows)
+        y = tl.where(r == kc, 1.0, 0.0).to(W.dtype.element_ty)
+        abase = A + pid * n * n + a0 + i * BS * (as_r + as_c)
+        y = _substitute(y, abase, r, m, tl.minimum(c0, m), as_r, as_c, True, UNIT)
+        nb = (n + BS - 1) // BS
+        tl.store(W + ((pid * nb + i) * BS + r) * BS + kc, y)
+
+    @triton.jit
+    def solve_block(B, Xo, i, n, k, abase, as_r, as_c, boff, bs_r, winv, r, kc,
+                    BS: tl.constexpr, BK: tl.constexpr, KB: tl.constexpr,
+                    CAREFUL: tl.constexpr):  # fmt: skip
+        # block i of the blocked substitution: x_i = inv(A_ii) (b_i - sum_j<i A_ij x_j), the
+        # sum over KB columns at a time, the x_j read back from the program's own output;
+        # stored, then a barrier. CAREFUL: the rows above a column's first NaN or infinity of
+        # b_i - sum come from its finite rows only (substitution leaves them finite; the
+        # product with the inverse multiplies the NaN by the inverse's zeros)
+        dt = winv.dtype.element_ty
+        rows = i * BS + r
+        mask = (rows < n) & (kc < k)
+        b = tl.load(B + boff + rows * bs_r, mask=mask, other=0.0)
+        inv = tl.load(winv + i * BS * BS)
+        s = tl.full((BS, BK), 0.0, dt)
+        ck = tl.arange(0, KB)
+        for j0 in range(0, i * BS, KB):
+            cols = j0 + ck[None, :]
+            t = tl.load(abase + rows * as_r + cols * as_c, mask=(rows < n) & (cols < i * BS),
+                        other=0.0)  # fmt: skip
+            xr = j0 + ck[:, None]
+            xj = tl.load(Xo + boff + xr * bs_r, mask=(xr < i * BS) & (kc < k), other=0.0)
+            s = tl.dot(t, xj, s, input_precision="ieee", out_dtype=dt)
+        rhs = b - s
+        x = tl.dot(inv, rhs, input_precision="ieee", out_dtype=dt)
+        if CAREFUL:
+            first = tl.reduce(tl.where(tl.abs(rhs) < float("inf"), BS, r), 0, _min)[None, :]
+            part = tl.dot(inv, tl.where(r < first, rhs, 0.0), input_precision="ieee", out_dtype=dt)
+            x = tl.where(r < first, part, x)
+        tl.store(Xo + boff + rows * bs_r, x, mask=mask)
+        tl.debug_barrier()
+        return x
+
+    @triton.jit
+    def trisolve_blocks(A, B, Xo, W, n, k, a0, as_r, as_c, b0, bs_r, bs_c, BS: tl.constexpr,
+                        BK: tl.constexpr, KB: tl.constexpr):  # fmt: skip
+        # forward substitution by blocks of BS rows with the lower operator's diagonal blocks
+        # inverted (W, from trinv); where a result is not finite, solved again with care
+        pid = tl.program_id(0).to(tl.int64)
+        r = tl.arange(0, BS)[:, None]
+        c = tl.arange(0, BS)[None, :]
+        kc = tl.program_id(1) * BK + tl.arange(0, BK)[None, :]
+        nb = (n + BS - 1) // BS
+        abase = A + pid * n * n + a0
+        boff = pid * n * k + b0 + kc * bs_c
+        winv = W + (pid * nb * BS + r) * BS + c
+        bad = tl.full((BS, BK), 0, tl.int32)
+        for i in range(0, nb):
+            x = _solve_block(B, Xo, i, n, k, abase, as_r, as_c, boff, bs_r, winv, r, kc,
+                             BS, BK, KB, False)  # fmt: skip
+            bad = tl.where(tl.abs(x) < float("inf"), bad, 1)
+        if tl.reduce(tl.reduce(bad, 1, _max), 0, _max) > 0:
+            for i in range(0, nb):
+                _solve_block(B, Xo, i, n, k, abase, as_r, as_c, boff, bs_r, winv, r, kc,
+                             BS, BK, KB, True)  # fmt: skip
 
     @triton.jit
     def lu(X, LU, PIV, PERM, n, BN: tl.constexpr):
@@ -334,7 +459,9 @@ def _kernels():
         tl.store(W + pid * n + rank, w, mask=rv < n)
         tl.store(V + base + r * n + rank[None, :], v, mask=inb)
 
-    _KERNELS[interp] = dict(cholesky=cholesky, trisolve=trisolve, lu=lu, eigh=eigh)
+    _solve_block = solve_block
+    blocks = dict(trinv=trinv, trisolve_blocks=trisolve_blocks)
+    _KERNELS[interp] = dict(cholesky=cholesky, trisolve=trisolve, lu=lu, eigh=eigh, **blocks)
     return _KERNELS[interp]
 
 
@@ -438,7 +565,11 @@ def _choose_cholesky(step):
 
 def _torch_trisolve(a, b, p):
     """The solve through ``torch.linalg.solve_triangular`` (cuBLAS's trsm, which reads one
-    triangle) straight into the step's output."""
+    triangle) straight into the step's output (``BLOCKED_SOLVE = False``). (torch poses a left
+    solve of row-major operands as cuBLAS's right-side solve of the transposed system. Solving
+    into a column-major buffer instead, which torch hands to cuBLAS's left-side solve, and
+    copying, was tried: H100, 21:40 UTC, cholesky+solve of a 512x512 0.386 ms against the
+    blocked solve's 0.363 and this form's 0.559; not kept.)"""
     lower, left = bool(p["lower"]), bool(p["left_side"])
     trans, unit = bool(p["transpose_a"]), bool(p["unit_diagonal"])
 
@@ -456,28 +587,33 @@ def _torch_trisolve(a, b, p):
     return _cuda_only(body)
 
 
+def _solve_layout(a, b, p):
+    """``(n, k, lower, (as_r, as_c), (bs_r, bs_c))`` of a triangular_solve step as ``op(A) X =
+    B`` on the left: ``X op(A) = B`` is ``op(A)^T X^T = B^T``; ``lower`` is ``op(A)``'s, which
+    is read through the strides ``as_*`` (B and X through ``bs_*``; ``k`` right-hand sides)."""
+    n = a.shape[-1]
+    left = bool(p["left_side"])
+    t_trans = bool(p["transpose_a"]) if left else not p["transpose_a"]
+    lower = bool(p["lower"]) != t_trans
+    a_str = (1, n) if t_trans else (n, 1)
+    k = b.shape[-1] if left else b.shape[-2]
+    return n, k, lower, a_str, (k, 1) if left else (1, n)
+
+
 def _choose_trisolve(step):
     a, b = step.in_avals
     p = step.params
-    if not _small_real([a, b]):
-        return _torch_trisolve(a, b, p) if _real([a, b]) and _on_gpu() else None
-    n = a.shape[-1]
-    left = bool(p["left_side"])
-    trans = bool(p["transpose_a"])
-    # op(A) X = B on the left; X op(A) = B is op(A)^T X^T = B^T
-    t_trans = trans if left else not trans
-    lower = bool(p["lower"]) != t_trans
-    a_str = (1, n) if t_trans else (n, 1)
-    if left:
-        k = b.shape[-1]
-        b_str = (k, 1)
-    else:
-        k = b.shape[-2]
-        b_str = (1, n)
+    if not _real([a, b]):
+        return None
+    unit = bool(p["unit_diagonal"])
+    n, k, lower, a_str, b_str = _solve_layout(a, b, p)
+    if n > MAX_N:
+        if BLOCKED_SOLVE:
+            return _blocked_trisolve(_batch(a), n, k, lower, a_str, b_str, unit)
+        return _torch_trisolve(a, b, p) if _on_gpu() else None
     bn = _bn(n)
     bk = min(RHS_BLOCK, _bn(k))
     grid = (_batch(a), -(-k // bk))
-    unit = bool(p["unit_diagonal"])
 
     def run(ins, outs):
         if not _here(ins[0]):
@@ -488,6 +624,50 @@ def _choose_trisolve(step):
         )  # fmt: skip
         return True
 
+    return run
+
+
+def _blocked_trisolve(batch, n, k, lower, a_str, b_str, unit):
+    """The runner of a solve larger than ``MAX_N``: ``trinv`` inverts the diagonal blocks of
+    ``SOLVE_BLOCK`` rows (all at once, by substitution) into a workspace, ``trisolve_blocks``
+    substitutes by blocks with ``tl.dot`` products. An upper operator is solved as the lower
+    one it is with rows and columns in reverse order (negative strides from its last entry).
+    ``run.launches``: the two launches, ``(ins, outs, workspace)`` each (timed apart by
+    benchmarks/gpu_libsteps.py)."""
+    bs, bk = SOLVE_BLOCK, SOLVE_RHS_BLOCK
+    (as_r, as_c), (bs_r, bs_c) = a_str, b_str
+    a0 = b0 = 0
+    if not lower:
+        a0, b0 = (n - 1) * (as_r + as_c), (n - 1) * bs_r
+        as_r, as_c, bs_r = -as_r, -as_c, -bs_r
+    nb = -(-n // bs)
+    inv_bk = min(RHS_BLOCK, bs)
+    inv_grid = (batch, nb, bs // inv_bk)
+    grid = (batch, -(-k // bk))
+
+    def inv(ins, outs, w):
+        _kernels()["trinv"][inv_grid](
+            ins[0], w, n, a0, as_r, as_c, BS=bs, BK=inv_bk, UNIT=unit,
+            num_warps=_trisolve_warps(bs, batch * nb),
+        )  # fmt: skip
+
+    def solve(ins, outs, w):
+        _kernels()["trisolve_blocks"][grid](
+            ins[0], ins[1], outs[0], w, n, k, a0, as_r, as_c, b0, bs_r, bs_c,
+            BS=bs, BK=bk, KB=SOLVE_K or bs, num_warps=SOLVE_WARPS, num_stages=SOLVE_STAGES,
+        )  # fmt: skip
+
+    def run(ins, outs):
+        if not _here(ins[0]):
+            return False
+        import torch
+
+        w = torch.empty(batch * nb * bs * bs, dtype=ins[0].dtype, device=ins[0].device)
+        inv(ins, outs, w)
+        solve(ins, outs, w)
+        return True
+
+    run.launches = (inv, solve)
     return run
 
 
