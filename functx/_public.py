@@ -58,11 +58,14 @@ EXPLICIT: dict[str, tuple[str, ...]] = {
     "functx.dtypes": (
         "TypePromotionError",
         "bfloat16",
+        "canonicalize_dtype",
         "finfo",
         "float0",
         "iinfo",
         "issubdtype",
+        "itemsize_bits",
         "result_type",
+        "scalar_type_of",
     ),
     # jax.errors' names that functx has, and functx's own error and warning classes
     "functx.errors": (
@@ -72,6 +75,12 @@ EXPLICIT: dict[str, tuple[str, ...]] = {
         "TracerBoolConversionError",
         "TracerIntegerConversionError",
         "UnexpectedTracerError",
+        "InconclusiveDimensionOperation",
+        "JAXIndexError",
+        "JAXTypeError",
+        "JaxRuntimeError",
+        "JaxprTypeError",
+        "KeyReuseError",
         "FunctxError",
         "FunctxTypeError",
         "FunctxValueError",

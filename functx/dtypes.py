@@ -210,6 +210,69 @@ _SHORT = {
 }
 
 
+def canonicalize_dtype(dtype, allow_extended_dtype=False) -> np.dtype:
+    """The dtype functx computes in for ``dtype`` (``jax.dtypes.canonicalize_dtype``): with
+    ``jax_enable_x64`` off, 64-bit types give their 32-bit counterparts.
+
+    Arguments:
+      dtype: a dtype, a NumPy or Python type, or a name.
+      allow_extended_dtype: accepted for JAX's signature (functx has no extended dtypes).
+    Returns:
+      a NumPy dtype.
+    Example:
+      >>> from functx import dtypes
+      >>> dtypes.canonicalize_dtype("int64") in (dtypes.canonicalize_dtype("int32"), "int64")
+      True
+    """
+    del allow_extended_dtype
+    return canonicalize(dtype)
+
+
+def itemsize_bits(dtype) -> int:
+    """The bits an element of ``dtype`` takes (``jax.dtypes.itemsize_bits``): 4 for int4,
+    uint4 and float4_e2m1fn, 8 for bool.
+
+    Arguments:
+      dtype: a dtype or anything ``numpy.dtype`` takes.
+    Returns:
+      an int.
+    Example:
+      >>> import ml_dtypes
+      >>> from functx import dtypes
+      >>> dtypes.itemsize_bits("float32"), dtypes.itemsize_bits(ml_dtypes.int4)
+      (32, 4)
+    """
+    dt = np.dtype(dtype)
+    narrow = {"int2": 2, "uint2": 2, "int4": 4, "uint4": 4, "float4_e2m1fn": 4}
+    return narrow.get(dt.name, dt.itemsize * 8)
+
+
+def scalar_type_of(x) -> type:
+    """The Python scalar type of ``x``'s dtype (``jax.dtypes.scalar_type_of``): bool, int,
+    float or complex.
+
+    Arguments:
+      x: an array or a scalar.
+    Returns:
+      ``bool``, ``int``, ``float`` or ``complex``.
+    Example:
+      >>> import numpy as np
+      >>> from functx import dtypes
+      >>> dtypes.scalar_type_of(np.float32(1)), dtypes.scalar_type_of(3)
+      (<class 'float'>, <class 'int'>)
+    """
+    dt = np.result_type(x) if not hasattr(x, "dtype") else np.dtype(x.dtype)
+    if dt == np.bool_:
+        return bool
+    if issubdtype(dt, np.integer):
+        return int
+    if issubdtype(dt, np.complexfloating):
+        return complex
+    if issubdtype(dt, np.floating):  # (ml_dtypes' floats too)
+        return float
+    raise TypeError(f"Invalid scalar value {x!r}")
+
+
 def short_name(dtype: np.dtype) -> str:
     """JAX's short spelling of a dtype in printed Jaxprs (``f32``, ``i32``, ``bool``)."""
     return _SHORT.get(dtype, str(dtype))

@@ -225,6 +225,73 @@ class NonConcreteBooleanIndexError(FunctxTypeError, FunctxIndexError):
     """
 
 
+class JAXTypeError(FunctxTypeError):
+    """JAX's base class of its own type errors (``jax.errors.JAXTypeError``), for code that
+    catches it; functx raises its subclasses below or ``FunctxTypeError``.
+
+    Example:
+      >>> import functx
+      >>> issubclass(functx.errors.KeyReuseError, functx.errors.JAXTypeError)
+      True
+    """
+
+
+class JAXIndexError(FunctxIndexError):
+    """JAX's base class of its own index errors (``jax.errors.JAXIndexError``).
+
+    Example:
+      >>> import functx
+      >>> issubclass(functx.errors.JAXIndexError, IndexError)
+      True
+    """
+
+
+class KeyReuseError(JAXTypeError):
+    """A PRNG key used twice where key reuse is checked (``jax.errors.KeyReuseError``; functx
+    does not check key reuse, so it never raises it: the class is here for code that catches it).
+
+    Example:
+      >>> import functx
+      >>> issubclass(functx.errors.KeyReuseError, TypeError)
+      True
+    """
+
+
+class JaxprTypeError(FunctxTypeError):
+    """A Jaxpr that fails its type check (``jax.errors.JaxprTypeError``).
+
+    Example:
+      >>> import functx
+      >>> issubclass(functx.errors.JaxprTypeError, TypeError)
+      True
+    """
+
+
+class JaxRuntimeError(FunctxError, RuntimeError):
+    """An error while a compiled program runs (``jax.errors.JaxRuntimeError``, a RuntimeError).
+
+    Example:
+      >>> import functx
+      >>> try:
+      ...     raise functx.errors.JaxRuntimeError("a kernel failed")
+      ... except RuntimeError as e:
+      ...     print(e)
+      a kernel failed
+    """
+
+
+class InconclusiveDimensionOperation(FunctxError):
+    """A shape operation on symbolic dimensions whose result is not known
+    (``jax.errors.InconclusiveDimensionOperation``; functx has no symbolic shapes, so it never
+    raises it).
+
+    Example:
+      >>> import functx
+      >>> issubclass(functx.errors.InconclusiveDimensionOperation, Exception)
+      True
+    """
+
+
 class UnsupportedError(FunctxError, NotImplementedError):
     """A primitive has no rule in some transform or backend (a ``NotImplementedError``); inside
     ``jit`` functx raises it rather than falling back to the interpreter.
