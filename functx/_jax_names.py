@@ -209,6 +209,7 @@ JAX_NAMES: dict[str, tuple[str, str]] = {
         "jax.scipy.signal",
         "convolve convolve2d correlate correlate2d csd detrend fftconvolve istft stft welch",
     ),
+    "functx.scipy.optimize": ("jax.scipy.optimize", "OptimizeResults minimize"),
     "functx.tree_util": (
         "jax.tree_util",
         "DictKey FlattenedIndexKey GetAttrKey KeyEntry KeyPath Partial PyTreeDef SequenceKey "

@@ -30,6 +30,7 @@ NAMESPACES: tuple[str, ...] = (
     "functx.scipy.stats",
     "functx.scipy.linalg",
     "functx.scipy.signal",
+    "functx.scipy.optimize",
     "functx.debug",
     "functx.sharding",
     "functx.distributed",

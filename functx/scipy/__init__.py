@@ -7,6 +7,7 @@
 from functx.errors import missing_name_hook as _missing_name_hook
 from functx.scipy import (
     linalg as linalg,
+    optimize as optimize,
     signal as signal,
     special as special,
     stats as stats,
@@ -15,4 +16,4 @@ from functx.scipy import (
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
 __getattr__ = _missing_name_hook(__name__)
 
-__all__ = ["linalg", "signal", "special", "stats"]
+__all__ = ["linalg", "optimize", "signal", "special", "stats"]
