@@ -210,6 +210,11 @@ JAX_NAMES: dict[str, tuple[str, str]] = {
         "convolve convolve2d correlate correlate2d csd detrend fftconvolve istft stft welch",
     ),
     "functx.scipy.optimize": ("jax.scipy.optimize", "OptimizeResults minimize"),
+    "functx.scipy.integrate": ("jax.scipy.integrate", "trapezoid"),
+    "functx.scipy.ndimage": ("jax.scipy.ndimage", "map_coordinates"),
+    "functx.scipy.interpolate": ("jax.scipy.interpolate", "RegularGridInterpolator"),
+    "functx.scipy.cluster": ("jax.scipy.cluster", "vq"),
+    "functx.scipy.cluster.vq": ("jax.scipy.cluster.vq", "vq"),
     "functx.tree_util": (
         "jax.tree_util",
         "DictKey FlattenedIndexKey GetAttrKey KeyEntry KeyPath Partial PyTreeDef SequenceKey "

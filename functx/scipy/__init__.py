@@ -1,12 +1,17 @@
 """``functx.scipy``: JAX's ``jax.scipy`` names, as composites of functx's primitives.
 
-``linalg``, ``signal``, ``special`` and ``stats`` so far (``import functx.scipy.special``,
+``cluster``, ``integrate``, ``interpolate``, ``linalg``, ``ndimage``, ``optimize``, ``signal``,
+``special`` and ``stats`` so far (``import functx.scipy.special``,
 ``functx.scipy.stats``, ...).
 """
 
 from functx.errors import missing_name_hook as _missing_name_hook
 from functx.scipy import (
+    cluster as cluster,
+    integrate as integrate,
+    interpolate as interpolate,
     linalg as linalg,
+    ndimage as ndimage,
     optimize as optimize,
     signal as signal,
     special as special,
@@ -16,4 +21,14 @@ from functx.scipy import (
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
 __getattr__ = _missing_name_hook(__name__)
 
-__all__ = ["linalg", "optimize", "signal", "special", "stats"]
+__all__ = [
+    "cluster",
+    "integrate",
+    "interpolate",
+    "linalg",
+    "ndimage",
+    "optimize",
+    "signal",
+    "special",
+    "stats",
+]
