@@ -40,6 +40,7 @@ NAMESPACES: tuple[str, ...] = (
     "functx.sharding",
     "functx.distributed",
     "functx.experimental",
+    "functx.experimental.ode",
     "functx.ad_checkpoint",
     "functx.custom_derivatives",
     "functx.custom_batching",
