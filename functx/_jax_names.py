@@ -215,6 +215,7 @@ JAX_NAMES: dict[str, tuple[str, str]] = {
     "functx.scipy.interpolate": ("jax.scipy.interpolate", "RegularGridInterpolator"),
     "functx.scipy.cluster": ("jax.scipy.cluster", "vq"),
     "functx.scipy.cluster.vq": ("jax.scipy.cluster.vq", "vq"),
+    "functx.scipy.spatial.transform": ("jax.scipy.spatial.transform", "Rotation Slerp"),
     "functx.tree_util": (
         "jax.tree_util",
         "DictKey FlattenedIndexKey GetAttrKey KeyEntry KeyPath Partial PyTreeDef SequenceKey "

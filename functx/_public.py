@@ -36,6 +36,8 @@ NAMESPACES: tuple[str, ...] = (
     "functx.scipy.interpolate",
     "functx.scipy.cluster",
     "functx.scipy.cluster.vq",
+    "functx.scipy.spatial",
+    "functx.scipy.spatial.transform",
     "functx.debug",
     "functx.sharding",
     "functx.distributed",

@@ -100,6 +100,7 @@ DIFFERS_FROM_JAX: dict[str, str] = {
     "functx.scipy.linalg": "eigh_tridiagonal polar qr sqrtm",
     "functx.scipy.signal": "convolve convolve2d correlate correlate2d",
     "functx.scipy.optimize": "minimize",
+    "functx.scipy.spatial.transform": "Rotation",
 }
 
 FLAGS = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS

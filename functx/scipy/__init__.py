@@ -1,7 +1,7 @@
 """``functx.scipy``: JAX's ``jax.scipy`` names, as composites of functx's primitives.
 
 ``cluster``, ``integrate``, ``interpolate``, ``linalg``, ``ndimage``, ``optimize``, ``signal``,
-``special`` and ``stats`` so far (``import functx.scipy.special``,
+``spatial``, ``special`` and ``stats`` so far (``import functx.scipy.special``,
 ``functx.scipy.stats``, ...).
 """
 
@@ -14,6 +14,7 @@ from functx.scipy import (
     ndimage as ndimage,
     optimize as optimize,
     signal as signal,
+    spatial as spatial,
     special as special,
     stats as stats,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "ndimage",
     "optimize",
     "signal",
+    "spatial",
     "special",
     "stats",
 ]
