@@ -1,17 +1,18 @@
-"""``functx.scipy.optimize``: JAX's ``jax.scipy.optimize``: ``minimize`` (BFGS) and
-``OptimizeResults``.
+"""``functx.scipy.optimize``: JAX's ``jax.scipy.optimize``: ``minimize`` (BFGS and JAX's
+experimental L-BFGS) and ``OptimizeResults``.
 
-The whole solver is a ``functx.lax.while_loop`` over BFGS steps, each taking a strong-Wolfe line
-search (Nocedal and Wright, *Numerical Optimization*, algorithms 3.5 and 3.6: bracket by
-doubling, then zoom by cubic, quadratic or bisection trial steps) that is itself a pair of nested
-while loops, so ``minimize`` runs under ``jit`` and ``vmap`` (over ``x0`` or ``args``). The rules
-(constants, the first trial step, the order of the bracket updates, the counters and the status
-codes) are JAX's, so the iterates and counts are JAX's, with one deliberate difference: see
+The whole solver is a ``functx.lax.while_loop`` over BFGS (or L-BFGS) steps, each taking a
+strong-Wolfe line search (Nocedal and Wright, *Numerical Optimization*, algorithms 3.5 and 3.6:
+bracket by doubling, then zoom by cubic, quadratic or bisection trial steps) that is itself a pair
+of nested while loops, so ``minimize`` runs under ``jit`` and ``vmap`` (over ``x0`` or ``args``).
+The rules (constants, the first trial step, the order of the bracket updates, the counters and the
+status codes) are JAX's, so the iterates and counts are JAX's, with one deliberate difference: see
 ``minimize``.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -22,7 +23,6 @@ from functx.errors import (
     FunctxIndexError,
     FunctxTypeError,
     FunctxValueError,
-    UnsupportedError,
     missing_name_hook as _missing_name_hook,
 )
 from functx.transforms.vjp import value_and_grad
@@ -156,7 +156,8 @@ class _Search(NamedTuple):
 
 def _line_search(fun, xk, pk, f0, f_older, g0, maxiter, c1=1e-4, c2=0.9):
     """Algorithm 3.5: a step ``a`` along ``pk`` with f(xk + a pk) <= f0 + c1 a phi'(0) and
-    |phi'(a)| <= -c2 phi'(0). Returns (failed, status, nfev, a, f, g)."""
+    |phi'(a)| <= -c2 phi'(0), the first trial step from the previous decrease ``f_older - f0``
+    (1 when ``f_older`` is None). Returns (failed, status, nfev, a, f, g)."""
     dtype = pk.dtype
 
     def phi(a):
@@ -168,8 +169,11 @@ def _line_search(fun, xk, pk, f0, f_older, g0, maxiter, c1=1e-4, c2=0.9):
         lambda p: p.phi > f0 + c1 * p.a * d0,  # sufficient decrease fails
         lambda p: jnp.abs(p.dphi) <= -c2 * d0,  # curvature holds
     )
-    guess = 1.01 * 2.0 * (f0 - f_older) / d0
-    first = jnp.where(guess > 1.0, 1.0, guess).astype(dtype)
+    if f_older is None:
+        first = jnp.ones((), dtype)
+    else:
+        guess = 1.01 * 2.0 * (f0 - f_older) / d0
+        first = jnp.where(guess > 1.0, 1.0, guess).astype(dtype)
     origin = _Point(jnp.zeros((), dtype), f0, d0)
 
     def body(s):
@@ -264,7 +268,135 @@ def _bfgs(fun, x0, maxiter=None, norm=np.inf, gtol=1e-5, line_search_maxiter=10)
     )
 
 
-_METHODS: dict[str, Callable[..., OptimizeResults]] = {"bfgs": _bfgs}
+# --- L-BFGS ---------------------------------------------------------------------------------------
+class _LBFGS(NamedTuple):
+    k: Any
+    converged: Any
+    failed: Any
+    status: Any
+    nfev: Any
+    x: Any
+    f: Any
+    g: Any
+    s: Any  # the last ``maxcor`` steps, oldest first (zeros before there are that many)
+    y: Any  # the gradient changes over them
+    rho: Any  # 1 / (y . s), zero for the empty slots
+    gamma: Any  # the scale of the initial inverse Hessian
+
+
+def _dot_re(a, b):
+    return jnp.real(_dot(jnp.conj(a), b))
+
+
+def _two_loop(s):
+    """-H g by algorithm 7.4 (Nocedal and Wright): H is the inverse-Hessian estimate from the
+    stored pairs. Empty slots (rho = 0) leave the vector unchanged, so both loops run over all
+    of them."""
+    m = s.rho.shape[0]
+    dt = s.rho.dtype
+
+    def backward(j, carry):
+        q, alpha = carry
+        i = m - 1 - j
+        a = s.rho[i] * _dot_re(s.s[i], q).astype(dt)
+        return q - a * jnp.conj(s.y[i]), alpha.at[i].set(a)
+
+    q, alpha = lax.fori_loop(0, m, backward, (-jnp.conj(s.g), jnp.zeros_like(s.rho)))
+
+    def forward(i, q):
+        b = s.rho[i] * jnp.real(_dot(s.y[i], q)).astype(dt)
+        return q + (alpha[i] - b) * s.s[i]
+
+    return lax.fori_loop(0, m, forward, s.gamma * q)
+
+
+def _push(history, new):
+    return jnp.roll(history, -1, axis=0).at[-1].set(new)
+
+
+def _lbfgs(
+    fun,
+    x0,
+    maxiter=None,
+    norm=np.inf,
+    maxcor=10,
+    ftol=2.220446049250313e-09,
+    gtol=1e-5,
+    maxfun=None,
+    maxgrad=None,
+    maxls=20,
+):
+    """Algorithm 7.5 of Nocedal and Wright with JAX's stopping rules (its status codes: 1
+    ``maxiter``, 2 ``maxfun``, 3 ``maxgrad``, 4 a decrease below ``ftol``, 5 a failed line
+    search), complex ``x`` handled as in Sorber et al. (2012)."""
+    n, dt = x0.shape[0], x0.dtype
+    if maxiter is None and maxfun is None and maxgrad is None:
+        maxiter = 200 * n
+    maxiter, maxfun, maxgrad = (np.inf if v is None else v for v in (maxiter, maxfun, maxgrad))
+    f0, g0 = value_and_grad(fun)(x0)
+
+    def body(s):
+        p = _two_loop(s)
+        failed, ls_status, nfev, a, f, g = _line_search(fun, s.x, p, s.f, None, s.g, maxls)
+        step, dg = a.astype(p.dtype) * p, g - s.g
+        ys = _dot_re(dg, step)
+        status = jnp.where(s.f - f < ftol, 4, 0)
+        status = jnp.where(s.nfev >= maxgrad, 3, status)
+        status = jnp.where(s.nfev >= maxfun, 2, status)
+        status = jnp.where(s.k >= maxiter, 1, status)
+        status = jnp.where(failed, 5, status)
+        converged = jnp.linalg.norm(g, ord=norm) < gtol
+        return _LBFGS(
+            k=s.k + 1,
+            converged=converged,
+            failed=(status > 0) & ~converged,
+            status=jnp.where(converged, 0, status),
+            nfev=s.nfev + nfev,
+            x=(s.x + step).astype(dt),
+            f=f.astype(s.f.dtype),
+            g=g.astype(dt),
+            s=_push(s.s, step),
+            y=_push(s.y, dg),
+            rho=_push(s.rho, (1.0 / ys).astype(dt)),
+            gamma=(ys / _dot_re(dg, dg)).astype(dt),
+        )
+
+    zeros = jnp.zeros((maxcor, n), dt)
+    start = _LBFGS(
+        0,
+        jnp.asarray(False),
+        jnp.asarray(False),
+        0,
+        1,
+        x0,
+        f0,
+        g0,
+        zeros,
+        zeros,
+        jnp.zeros((maxcor,), dt),
+        jnp.ones((), dt),
+    )
+    s = lax.while_loop(lambda s: ~s.converged & ~s.failed, body, start)
+    return OptimizeResults(
+        x=s.x,
+        success=s.converged & ~s.failed,
+        status=s.status,
+        fun=s.f,
+        jac=s.g,
+        hess_inv=None,
+        nfev=s.nfev,
+        njev=s.nfev,
+        nit=s.k,
+    )
+
+
+_METHODS: dict[str, Callable[..., OptimizeResults]] = {
+    "bfgs": _bfgs,
+    "l-bfgs-experimental-do-not-rely-on-this": _lbfgs,
+}
+_OPTIONS = {
+    name: set(inspect.signature(f).parameters) - {"fun", "x0"} for name, f in _METHODS.items()
+}
 
 
 def minimize(
@@ -284,20 +416,21 @@ def minimize(
 
     Differences from JAX: JAX's line search marks a zoom as failed whenever its bracket is held
     high end first (it compares the bracket's signed width with its floor, jax-ml/jax#40228), so
-    JAX stops with status 3 on problems such as the 2-D Rosenbrock function from (0, 0), where
-    SciPy converges; functx compares the bracket's length and converges there too. Where JAX's
-    zoom never meets such a bracket the iterates and counts are JAX's.
+    JAX stops with status 3 (L-BFGS: 5) on problems such as the 2-D Rosenbrock function from
+    (0, 0), where SciPy converges; functx compares the bracket's length and converges there
+    too. Where JAX's zoom never meets such a bracket the iterates and counts are JAX's.
 
     Arguments:
       fun: the objective, ``fun(x, *args)`` -> a real scalar, differentiable in ``x``.
       x0: the starting point, a 1-D array of ``n`` real floats.
       args: a tuple of further arguments to ``fun``.
-      method: ``"BFGS"`` (any case); JAX's other method, the experimental L-BFGS, is not
-        implemented yet.
+      method: ``"BFGS"`` or ``"l-bfgs-experimental-do-not-rely-on-this"`` (any case).
       tol: unused, as in JAX.
-      options: BFGS's options: ``maxiter`` (default ``200 * n``), ``norm`` (the order of the
-        gradient norm tested, default inf), ``gtol`` (stop when that norm falls below it,
-        default 1e-5) and ``line_search_maxiter`` (default 10).
+      options: BFGS's: ``maxiter`` (default ``200 * n``), ``norm`` (the order of the gradient
+        norm tested, default inf), ``gtol`` (stop when that norm falls below it, default 1e-5)
+        and ``line_search_maxiter`` (default 10). L-BFGS's: ``maxiter``, ``norm``, ``gtol``,
+        ``maxcor`` (pairs kept, default 10), ``ftol`` (stop, status 4, when f decreases by less,
+        default 2.2e-9), ``maxfun``, ``maxgrad`` and ``maxls`` (line search steps, default 20).
 
     Returns:
       an ``OptimizeResults``: ``x``, ``success``, ``status``, ``fun``, ``jac``, ``hess_inv``,
@@ -318,11 +451,9 @@ def minimize(
         )
     solver = _METHODS.get(method.lower())
     if solver is None:
-        if method.lower() == "l-bfgs-experimental-do-not-rely-on-this":
-            raise UnsupportedError(f"method {method!r} is not implemented in functx yet")
         raise FunctxValueError(f"Method {method} not recognized")
     options = dict(options or {})
-    unknown = sorted(set(options) - {"maxiter", "norm", "gtol", "line_search_maxiter"})
+    unknown = sorted(set(options) - _OPTIONS[method.lower()])
     if unknown:
         raise FunctxTypeError(f"minimize: unknown options for method {method!r}: {unknown}")
     x0 = jnp.asarray(x0)
