@@ -9,12 +9,12 @@ import jax.numpy as jjnp
 import numpy as np
 import pytest
 import scipy.integrate as sint
+from errutil import raises_as_jax
 from jax.experimental import ode as jode
 from x64util import x64_off
 
 import functx
 import functx.numpy as fjnp
-from functx.errors import FunctxError
 from functx.experimental import ode as fode
 from functx.test_util import check_grads
 
@@ -94,12 +94,9 @@ BAD = {
 def test_errors_as_jax(case):
     change, cls = BAD[case]
 
-    def call(m, np_):
+    def call(modules):
+        m, np_ = modules
         kw = dict(t=np.array([0.0, 1.0]), args=(1.0,)) | change
         return m.odeint(lambda y, t, *a: -y, np_.ones(2), kw["t"], *kw["args"])
 
-    with pytest.raises(cls):
-        call(jode, jjnp)
-    with pytest.raises(FunctxError) as info:
-        call(fode, fjnp)
-    assert isinstance(info.value, cls)
+    raises_as_jax(call, (jode, jjnp), (fode, fjnp), cls)

@@ -7,11 +7,11 @@ import jax.scipy.cluster.vq as jvq
 import numpy as np
 import pytest
 import scipy.cluster.vq as svq
+from errutil import raises_as_jax
 from x64util import x64_off
 
 import functx
 import functx.scipy.cluster.vq as fvq
-from functx.errors import FunctxError
 from functx.test_util import check_grads
 
 RNG = np.random.default_rng(0)
@@ -54,8 +54,4 @@ def test_vq_grads_jit_vmap():
     "obs, book", [(np.ones((2, 3)), np.ones(3)), (np.ones((2, 2, 2)), np.ones((2, 2, 2)))]
 )
 def test_vq_errors_as_jax(obs, book):
-    with pytest.raises(ValueError):
-        jvq.vq(obs, book)
-    with pytest.raises(FunctxError) as info:
-        fvq.vq(obs, book)
-    assert isinstance(info.value, ValueError)
+    raises_as_jax(lambda m: m.vq(obs, book), jvq, fvq, ValueError)

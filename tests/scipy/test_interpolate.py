@@ -11,11 +11,11 @@ import jax.scipy.interpolate as jip
 import numpy as np
 import pytest
 import scipy.interpolate as sip
+from errutil import raises_as_jax
 from x64util import x64_off
 
 import functx
 import functx.scipy.interpolate as fip
-from functx.errors import FunctxError
 from functx.test_util import check_grads
 
 RNG = np.random.default_rng(0)
@@ -108,8 +108,4 @@ BAD = {
 @pytest.mark.parametrize("case", BAD)
 def test_interpolator_errors_as_jax(case):
     call, cls = BAD[case]
-    with pytest.raises(cls):
-        call(jip)
-    with pytest.raises(FunctxError) as info:
-        call(fip)
-    assert isinstance(info.value, cls)
+    raises_as_jax(call, jip, fip, cls)

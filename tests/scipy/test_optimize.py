@@ -12,12 +12,12 @@ import jax.scipy.optimize as jopt
 import numpy as np
 import pytest
 import scipy.optimize as sopt
+from errutil import raises_as_jax
 from x64util import x64_off
 
 import functx
 import functx.numpy as fjnp
 import functx.scipy.optimize as fopt
-from functx.errors import FunctxError
 
 RNG = np.random.RandomState(0)
 X = RNG.randn(60, 4)
@@ -149,15 +149,12 @@ BAD = {
 def test_errors_as_jax(case):
     change, cls = BAD[case]
 
-    def call(m, np_):
+    def call(modules):
+        m, np_ = modules
         kw = dict(x0=np.zeros(2), args=(), method="BFGS") | change
         return m.minimize(lambda x, *a: np_.sum(x**2), kw.pop("x0"), **kw)
 
-    with pytest.raises(cls):
-        call(jopt, jjnp)
-    with pytest.raises(FunctxError) as info:
-        call(fopt, fjnp)
-    assert isinstance(info.value, cls)
+    raises_as_jax(call, (jopt, jjnp), (fopt, fjnp), cls)
 
 
 def test_lbfgs_options_and_fields():

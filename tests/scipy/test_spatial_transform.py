@@ -13,6 +13,7 @@ import jax.scipy.spatial.transform as jst
 import numpy as np
 import pytest
 import scipy.spatial.transform as sst
+from errutil import raises_as_jax
 from x64util import x64_off
 
 import functx
@@ -133,8 +134,4 @@ BAD = {
 @pytest.mark.parametrize("case", BAD)
 def test_errors_as_jax(case):
     call, cls = BAD[case]
-    with pytest.raises(cls):
-        call(jst)
-    with pytest.raises(FunctxError) as info:
-        call(fst)
-    assert isinstance(info.value, cls)
+    raises_as_jax(call, jst, fst, cls)
