@@ -56,6 +56,14 @@ class OptimizeResults(NamedTuple):
     nit: Any
 
 
+def _results(s, status, hess_inv):
+    """The ``OptimizeResults`` of a solver's final state ``s`` (each evaluation gives the value
+    and the gradient, so ``njev`` is ``nfev``)."""
+    return OptimizeResults(
+        s.x, s.converged & ~s.failed, status, s.f, s.g, hess_inv, s.nfev, s.nfev, s.k
+    )
+
+
 def _dot(a, b):
     return jnp.matmul(a, b, precision=lax.Precision.HIGHEST)
 
@@ -255,17 +263,7 @@ def _bfgs(fun, x0, maxiter=None, norm=np.inf, gtol=1e-5, line_search_maxiter=10)
     status = jnp.where(
         s.converged, 0, jnp.where(s.k == maxiter, 1, jnp.where(s.failed, 2 + s.ls_status, -1))
     )
-    return OptimizeResults(
-        x=s.x,
-        success=s.converged & ~s.failed,
-        status=status,
-        fun=s.f,
-        jac=s.g,
-        hess_inv=s.h,
-        nfev=s.nfev,
-        njev=s.nfev,
-        nit=s.k,
-    )
+    return _results(s, status, s.h)
 
 
 # --- L-BFGS ---------------------------------------------------------------------------------------
@@ -377,17 +375,7 @@ def _lbfgs(
         jnp.ones((), dt),
     )
     s = lax.while_loop(lambda s: ~s.converged & ~s.failed, body, start)
-    return OptimizeResults(
-        x=s.x,
-        success=s.converged & ~s.failed,
-        status=s.status,
-        fun=s.f,
-        jac=s.g,
-        hess_inv=None,
-        nfev=s.nfev,
-        njev=s.nfev,
-        nit=s.k,
-    )
+    return _results(s, s.status, None)
 
 
 _METHODS: dict[str, Callable[..., OptimizeResults]] = {
