@@ -58,9 +58,14 @@ _MIDPOINT = 0.5 * np.array(
 )
 
 
-def _combine(weights, k, dtype):
-    """sum_i weights[i] * k[i] (``k`` stacks the stages along axis 0)."""
-    return jnp.matmul(jnp.asarray(weights, dtype), k, precision=lax.Precision.HIGHEST)
+def _combine(weights, k):
+    """sum_i weights[i] * k[i] over the stages ``k`` (a list), skipping zero weights: pointwise
+    arithmetic that fuses with its neighbours under ``jit`` (a matrix product would not)."""
+    terms = [float(w) * ki for w, ki in zip(weights, k) if w != 0.0]
+    out = terms[0]
+    for term in terms[1:]:
+        out = out + term
+    return out
 
 
 def _step(f, y, fy, t, h):
@@ -69,16 +74,15 @@ def _step(f, y, fy, t, h):
     hy = h.astype(y.dtype)
     k = [fy]
     for c, row in zip(_NODES, _STAGES):
-        k.append(f(y + hy * _combine(row, jnp.stack(k), y.dtype), t + h * c))
-    k = jnp.stack(k)
-    return y + hy * _combine(_SOLUTION, k, y.dtype), k[-1], hy * _combine(_ERROR, k, y.dtype), k
+        k.append(f(y + hy * _combine(row, k), t + h * c))
+    return y + hy * _combine(_SOLUTION, k), k[-1], hy * _combine(_ERROR, k), k
 
 
 def _quartic(y0, y1, k, h):
     """The coefficients (highest power first) of the quartic in s in [0, 1] through y0, the
     midpoint estimate and y1 with the slopes k[0] and k[-1] at the ends."""
     h = h.astype(y0.dtype)
-    mid = y0 + h * _combine(_MIDPOINT, k, y0.dtype)
+    mid = y0 + h * _combine(_MIDPOINT, k)
     d0, d1 = h * k[0], h * k[-1]
     return jnp.stack(
         [
