@@ -337,7 +337,7 @@ def _lbfgs(
         p = _two_loop(s)
         failed, ls_status, nfev, a, f, g = _line_search(fun, s.x, p, s.f, None, s.g, maxls)
         step, dg = a.astype(p.dtype) * p, g - s.g
-        ys = _dot_re(dg, step)
+        ys = jnp.real(_dot(dg, step))  # (the gradient is conjugated: no conj here)
         status = jnp.where(s.f - f < ftol, 4, 0)
         status = jnp.where(s.nfev >= maxgrad, 3, status)
         status = jnp.where(s.nfev >= maxfun, 2, status)

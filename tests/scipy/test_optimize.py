@@ -163,3 +163,18 @@ def test_lbfgs_options_and_fields():
     )
     assert int(got.status) == 1 and int(got.nit) == 3 and got.hess_inv is None
     assert jax.scipy.optimize.OptimizeResults._fields == fopt.OptimizeResults._fields
+
+
+def test_lbfgs_complex_x():
+    # sum |z - c|^2 + 0.1 |z|^4 is minimal where z (1 + 0.2 |z|^2) = c: z = c / (1 + 0.2 r^2)
+    # with r (1 + 0.2 r^2) = |c| (JAX's L-BFGS stops with status 5 here, its zoom's bracket)
+    c = np.array([1 + 2j, -0.5 + 0.25j, 3 - 1j])
+    r = np.array([np.roots([0.2, 0.0, 1.0, -abs(ci)]) for ci in c])
+    r = r[np.abs(r.imag) < 1e-12].real
+    got = fopt.minimize(
+        lambda z: fjnp.sum(fjnp.abs(z - c) ** 2 + 0.1 * fjnp.abs(z) ** 4),
+        np.zeros(3, np.complex128),
+        method=LBFGS,
+    )
+    assert int(got.status) == 0 and got.x.dtype == np.complex128
+    np.testing.assert_allclose(got.x, c / (1 + 0.2 * r**2), rtol=1e-6)
