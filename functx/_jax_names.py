@@ -210,6 +210,13 @@ JAX_NAMES: dict[str, tuple[str, str]] = {
         "jax.scipy.signal",
         "convolve convolve2d correlate correlate2d csd detrend fftconvolve istft stft welch",
     ),
+    "functx.scipy.optimize": ("jax.scipy.optimize", "OptimizeResults minimize"),
+    "functx.scipy.integrate": ("jax.scipy.integrate", "trapezoid"),
+    "functx.scipy.ndimage": ("jax.scipy.ndimage", "map_coordinates"),
+    "functx.scipy.interpolate": ("jax.scipy.interpolate", "RegularGridInterpolator"),
+    "functx.scipy.cluster": ("jax.scipy.cluster", "vq"),
+    "functx.scipy.cluster.vq": ("jax.scipy.cluster.vq", "vq"),
+    "functx.scipy.spatial.transform": ("jax.scipy.spatial.transform", "Rotation Slerp"),
     "functx.tree_util": (
         "jax.tree_util",
         "DictKey FlattenedIndexKey GetAttrKey KeyEntry KeyPath Partial PyTreeDef SequenceKey "

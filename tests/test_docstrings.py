@@ -101,6 +101,8 @@ DIFFERS_FROM_JAX: dict[str, str] = {
         "dft eigh_tridiagonal invhilbert invpascal pascal polar qr qr_multiply sqrtm"
     ),
     "functx.scipy.signal": "convolve convolve2d correlate correlate2d csd istft",
+    "functx.scipy.optimize": "minimize",
+    "functx.scipy.spatial.transform": "Rotation",
 }
 
 FLAGS = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS

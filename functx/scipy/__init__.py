@@ -1,14 +1,21 @@
 """``functx.scipy``: JAX's ``jax.scipy`` names, as composites of functx's primitives.
 
-``fft``, ``linalg``, ``signal``, ``special`` and ``stats`` so far (``import functx.scipy.special``,
+``cluster``, ``fft``, ``integrate``, ``interpolate``, ``linalg``, ``ndimage``, ``optimize``,
+``signal``, ``spatial``, ``special`` and ``stats`` so far (``import functx.scipy.special``,
 ``functx.scipy.stats``, ...).
 """
 
 from functx.errors import missing_name_hook as _missing_name_hook
 from functx.scipy import (
+    cluster as cluster,
     fft as fft,
+    integrate as integrate,
+    interpolate as interpolate,
     linalg as linalg,
+    ndimage as ndimage,
+    optimize as optimize,
     signal as signal,
+    spatial as spatial,
     special as special,
     stats as stats,
 )
@@ -16,4 +23,16 @@ from functx.scipy import (
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
 __getattr__ = _missing_name_hook(__name__)
 
-__all__ = ["fft", "linalg", "signal", "special", "stats"]
+__all__ = [
+    "cluster",
+    "fft",
+    "integrate",
+    "interpolate",
+    "linalg",
+    "ndimage",
+    "optimize",
+    "signal",
+    "spatial",
+    "special",
+    "stats",
+]
