@@ -40,6 +40,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -213,9 +214,40 @@ def _run(cmd: list, what: str, deadline: float | None = None) -> subprocess.Comp
 
 
 def _spawn(cmd: list) -> subprocess.Popen:
-    return subprocess.Popen(
+    proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
+    if getattr(_yielding, "on", False):
+        # (its own session is its own scheduling group where the kernel groups by session,
+        # "autogroup": the group's nice value is what ranks it against ours)
+        try:
+            with open(f"/proc/{proc.pid}/autogroup", "w") as f:
+                f.write(str(_BACKGROUND_NICE))
+        except OSError:
+            pass
+    return proc
+
+
+_BACKGROUND_NICE = 10
+_yielding = threading.local()
+
+
+def yield_cpu() -> None:
+    """Make this thread's compiler runs give way to the process's other work: a build nothing
+    waits for (``cpp/gemm.py``'s library) calls it first, on a thread of its own, so that its
+    compiler takes the cores only when the compilers of the program being called (and the
+    program itself) leave them idle. Linux: the thread's nice value (per thread there, and
+    inherited by the processes it starts) and each compiler session's (``autogroup``); a no-op
+    elsewhere. Irreversible for the thread."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        tid = threading.get_native_id()
+        nice = os.getpriority(os.PRIO_PROCESS, tid)
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, nice + _BACKGROUND_NICE))
+    except OSError:
+        pass
+    _yielding.on = True
 
 
 def _wait(proc, cmd, what, deadline, limit) -> subprocess.CompletedProcess:

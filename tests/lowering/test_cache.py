@@ -383,3 +383,37 @@ def test_prelude_build_runs_its_follow_up_without_holding_back_the_header(monkey
     gate.set()
     build._thread.join(10)
     assert ran == [True] and build.header() == "/cache/fx.h"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice values: Linux")
+def test_yield_cpu_lowers_the_compilers_a_background_thread_starts():
+    # (cpp/gemm.py's library: nothing waits for it, so the program's own compilers go first)
+    seen = {}
+
+    def background():
+        cache.yield_cpu()
+        seen["thread"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        proc = cache._spawn([sys.executable, "-c", "import time; time.sleep(2)"])
+        try:
+            seen["child"] = os.getpriority(os.PRIO_PROCESS, proc.pid)
+            with open(f"/proc/{proc.pid}/autogroup") as f:  # (its session's scheduling group)
+                seen["group"] = f.read()
+        except OSError:
+            pass
+        finally:
+            proc.kill()
+            proc.communicate()
+
+    before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    t = threading.Thread(target=background)
+    t.start()
+    t.join(30)
+    want = min(19, before + cache._BACKGROUND_NICE)
+    assert seen["thread"] == want and seen["child"] == want
+    if "group" in seen:
+        assert seen["group"].split()[-1] == str(cache._BACKGROUND_NICE)
+    # this thread and what it starts keep their priority
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before
+    proc = cache._spawn([sys.executable, "-c", "pass"])
+    assert os.getpriority(os.PRIO_PROCESS, proc.pid) == before
+    proc.communicate()

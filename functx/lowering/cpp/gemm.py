@@ -300,6 +300,7 @@ def start_build() -> None:
 
 
 def _compile() -> None:
+    cache.yield_cpu()  # (nothing waits for it: the program's own compilers go first)
     try:
         path, _ = cache.compile_cached(SOURCE, suffix="-fxgemm")
         # loaded here, after the cache's checks (a file of this user, unchanged since it was
