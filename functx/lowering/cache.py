@@ -29,6 +29,7 @@ released by the kernel (``flock``) and never blocks.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno
 import fcntl
@@ -217,37 +218,71 @@ def _spawn(cmd: list) -> subprocess.Popen:
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
-    if getattr(_yielding, "on", False):
-        # (its own session is its own scheduling group where the kernel groups by session,
-        # "autogroup": the group's nice value is what ranks it against ours)
-        try:
-            with open(f"/proc/{proc.pid}/autogroup", "w") as f:
-                f.write(str(_BACKGROUND_NICE))
-        except OSError:
-            pass
+    if getattr(_yielding, "on", False) and not _yielded["exiting"]:
+        _yielded["procs"] = [p for p in _yielded["procs"] if p.poll() is None] + [proc]
+        _group_nice(proc.pid, _BACKGROUND_NICE)
     return proc
 
 
+# Background builds (``background_thread``): their compilers run at this nice value until the
+# process exits.
 _BACKGROUND_NICE = 10
 _yielding = threading.local()
+_yielded: dict = {"procs": [], "exiting": False}
 
 
-def yield_cpu() -> None:
-    """Make this thread's compiler runs give way to the process's other work: a build nothing
-    waits for (``cpp/gemm.py``'s library) calls it first, on a thread of its own, so that its
-    compiler takes the cores only when the compilers of the program being called (and the
-    program itself) leave them idle. Linux: the thread's nice value (per thread there, and
-    inherited by the processes it starts) and each compiler session's (``autogroup``); a no-op
-    elsewhere. Irreversible for the thread."""
-    if not sys.platform.startswith("linux"):
-        return
+def _group_nice(pid: int, nice: int) -> None:
+    """Set the nice value of the scheduling group of ``pid``'s session (Linux's "autogroup":
+    each compiler starts a session, and where the kernel groups by session, that value is what
+    ranks it against the other sessions, this process's included)."""
     try:
-        tid = threading.get_native_id()
-        nice = os.getpriority(os.PRIO_PROCESS, tid)
-        os.setpriority(os.PRIO_PROCESS, tid, min(19, nice + _BACKGROUND_NICE))
+        with open(f"/proc/{pid}/autogroup", "w") as f:
+            f.write(str(nice))
     except OSError:
         pass
-    _yielding.on = True
+
+
+def background_thread(target) -> threading.Thread:
+    """Run ``target`` on a daemon thread of its own whose compiler runs give way to the rest of
+    the process, started now: a build nothing waits for (``cpp/gemm.py``'s library), whose
+    compiler then takes the cores only when the compilers of the program being called (and the
+    program itself) leave them idle. A process ending during the build gives the compilers the
+    usual priority back and waits for the thread (the result is then in the cache for the next
+    process, and no compiler is left running behind it).
+
+    How (Linux; elsewhere the thread runs as any other): the thread's nice value is raised by
+    ``_BACKGROUND_NICE`` (per thread there, and inherited by the compilers it starts), and so is
+    that of each compiler session's scheduling group (``_group_nice``)."""
+    thread = threading.Thread(target=_yielding_run, args=(target,), daemon=True)
+    thread.start()
+    atexit.register(_finish, thread)
+    return thread
+
+
+def _yielding_run(target) -> None:
+    if sys.platform.startswith("linux"):
+        try:
+            tid = threading.get_native_id()
+            nice = os.getpriority(os.PRIO_PROCESS, tid)
+            os.setpriority(os.PRIO_PROCESS, tid, min(19, nice + _BACKGROUND_NICE))
+        except OSError:
+            pass
+        _yielding.on = True
+    target()
+
+
+def _finish(thread) -> None:
+    """At exit: the background compilers get the usual priority back (their groups' value
+    always; the processes' own where this user may lower it again), then the wait."""
+    _yielded["exiting"] = True
+    for proc in list(_yielded["procs"]):
+        if proc.poll() is None:
+            _group_nice(proc.pid, 0)
+            try:
+                os.setpriority(os.PRIO_PGRP, proc.pid, os.getpriority(os.PRIO_PROCESS, 0))
+            except OSError:
+                pass
+    thread.join()
 
 
 def _wait(proc, cmd, what, deadline, limit) -> subprocess.CompletedProcess:

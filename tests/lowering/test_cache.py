@@ -386,34 +386,43 @@ def test_prelude_build_runs_its_follow_up_without_holding_back_the_header(monkey
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice values: Linux")
-def test_yield_cpu_lowers_the_compilers_a_background_thread_starts():
+def test_background_thread_lowers_its_compilers_until_exit(monkeypatch):
     # (cpp/gemm.py's library: nothing waits for it, so the program's own compilers go first)
-    seen = {}
+    hooks, seen, procs = [], {}, []
+    monkeypatch.setattr(cache.atexit, "register", lambda fn, *a: hooks.append((fn, a)))
+    monkeypatch.setattr(cache, "_yielded", {"procs": [], "exiting": False})
 
-    def background():
-        cache.yield_cpu()
-        seen["thread"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-        proc = cache._spawn([sys.executable, "-c", "import time; time.sleep(2)"])
+    def group(pid):
         try:
-            seen["child"] = os.getpriority(os.PRIO_PROCESS, proc.pid)
-            with open(f"/proc/{proc.pid}/autogroup") as f:  # (its session's scheduling group)
-                seen["group"] = f.read()
+            with open(f"/proc/{pid}/autogroup") as f:  # (its session's scheduling group)
+                return f.read().split()[-1]
         except OSError:
-            pass
-        finally:
-            proc.kill()
-            proc.communicate()
+            return None
+
+    def build():
+        seen["thread"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        procs.append(cache._spawn([sys.executable, "-c", "import time; time.sleep(30)"]))
+        seen["child"] = os.getpriority(os.PRIO_PROCESS, procs[0].pid)
+        seen["group"] = group(procs[0].pid)
 
     before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-    t = threading.Thread(target=background)
-    t.start()
-    t.join(30)
-    want = min(19, before + cache._BACKGROUND_NICE)
-    assert seen["thread"] == want and seen["child"] == want
-    if "group" in seen:
-        assert seen["group"].split()[-1] == str(cache._BACKGROUND_NICE)
-    # this thread and what it starts keep their priority
-    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before
-    proc = cache._spawn([sys.executable, "-c", "pass"])
-    assert os.getpriority(os.PRIO_PROCESS, proc.pid) == before
-    proc.communicate()
+    thread = cache.background_thread(build)
+    try:
+        thread.join(30)
+        want = min(19, before + cache._BACKGROUND_NICE)
+        assert seen["thread"] == want and seen["child"] == want
+        assert seen["group"] in (None, str(cache._BACKGROUND_NICE))
+        # this thread and what it starts keep their priority
+        assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before
+        proc = cache._spawn([sys.executable, "-c", "pass"])
+        assert os.getpriority(os.PRIO_PROCESS, proc.pid) == before
+        proc.communicate()
+        # at exit: the usual priority back (the group's always), then the wait for the thread
+        assert [fn for fn, _ in hooks] == [cache._finish]
+        hooks[0][0](*hooks[0][1])
+        assert group(procs[0].pid) in (None, "0")
+        if os.geteuid() == 0:  # (lowering a nice value again needs the privilege)
+            assert os.getpriority(os.PRIO_PROCESS, procs[0].pid) == before
+    finally:
+        procs[0].kill()
+        procs[0].communicate()
