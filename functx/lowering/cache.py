@@ -41,7 +41,6 @@ import shutil
 import signal
 import stat
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -218,23 +217,27 @@ def _spawn(cmd: list) -> subprocess.Popen:
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
-    if getattr(_yielding, "on", False) and not _yielded["exiting"]:
-        _yielded["procs"] = [p for p in _yielded["procs"] if p.poll() is None] + [proc]
-        _group_nice(proc.pid, _BACKGROUND_NICE)
+    if getattr(_background, "on", False):
+        with _yield_lock:
+            _yielded["procs"] = [p for p in _yielded["procs"] if p.poll() is None] + [proc]
+            if _yielded["on"]:
+                _group_nice(proc.pid, _BACKGROUND_NICE)
     return proc
 
 
-# Background builds (``background_thread``): their compilers run at this nice value until the
-# process exits.
+# Background builds (``background_thread``): the nice value of their compilers' scheduling groups
+# while they yield (until the program being called has run once: ``foreground_done``).
 _BACKGROUND_NICE = 10
-_yielding = threading.local()
-_yielded: dict = {"procs": [], "exiting": False}
+_background = threading.local()  # (``on`` in the threads of background builds)
+_yielded: dict = {"procs": [], "on": False}
+_yield_lock = threading.Lock()
 
 
 def _group_nice(pid: int, nice: int) -> None:
-    """Set the nice value of the scheduling group of ``pid``'s session (Linux's "autogroup":
-    each compiler starts a session, and where the kernel groups by session, that value is what
-    ranks it against the other sessions, this process's included)."""
+    """Set the nice value of the scheduling group of ``pid``'s session. Each compiler starts a
+    session of its own, and where Linux groups the processes by session ("autogroup", in the
+    root CPU cgroup: this benchmark machine, most desktops), that value is what ranks it
+    against the other sessions, this process's included; a no-op elsewhere."""
     try:
         with open(f"/proc/{pid}/autogroup", "w") as f:
             f.write(str(nice))
@@ -243,45 +246,40 @@ def _group_nice(pid: int, nice: int) -> None:
 
 
 def background_thread(target) -> threading.Thread:
-    """Run ``target`` on a daemon thread of its own whose compiler runs give way to the rest of
-    the process, started now: a build nothing waits for (``cpp/gemm.py``'s library), whose
-    compiler then takes the cores only when the compilers of the program being called (and the
-    program itself) leave them idle. A process ending during the build gives the compilers the
-    usual priority back and waits for the thread (the result is then in the cache for the next
-    process, and no compiler is left running behind it).
+    """Run ``target`` on a daemon thread of its own, started now, whose compiler runs yield the
+    cores to the program being compiled and called: a build nothing waits for (``cpp/gemm.py``'s
+    library), which then takes a core only when the compilers of that program leave it idle, and
+    gets the usual priority back once the program has run (``foreground_done``). A process
+    ending during the build gives it the usual priority back too and waits for the thread (the
+    result is then in the cache for the next process, and no compiler is left running behind
+    it)."""
 
-    How (Linux; elsewhere the thread runs as any other): the thread's nice value is raised by
-    ``_BACKGROUND_NICE`` (per thread there, and inherited by the compilers it starts), and so is
-    that of each compiler session's scheduling group (``_group_nice``)."""
-    thread = threading.Thread(target=_yielding_run, args=(target,), daemon=True)
+    def run():
+        _background.on = True
+        target()
+
+    with _yield_lock:
+        _yielded["on"] = True
+    thread = threading.Thread(target=run, daemon=True)
     thread.start()
     atexit.register(_finish, thread)
     return thread
 
 
-def _yielding_run(target) -> None:
-    if sys.platform.startswith("linux"):
-        try:
-            tid = threading.get_native_id()
-            nice = os.getpriority(os.PRIO_PROCESS, tid)
-            os.setpriority(os.PRIO_PROCESS, tid, min(19, nice + _BACKGROUND_NICE))
-        except OSError:
-            pass
-        _yielding.on = True
-    target()
+def foreground_done() -> None:
+    """The program being compiled when the background builds started has run once (or the
+    process ends): their compilers get the usual priority back."""
+    with _yield_lock:
+        if not _yielded["on"]:
+            return
+        _yielded["on"] = False
+        for proc in _yielded["procs"]:
+            if proc.poll() is None:
+                _group_nice(proc.pid, 0)
 
 
 def _finish(thread) -> None:
-    """At exit: the background compilers get the usual priority back (their groups' value
-    always; the processes' own where this user may lower it again), then the wait."""
-    _yielded["exiting"] = True
-    for proc in list(_yielded["procs"]):
-        if proc.poll() is None:
-            _group_nice(proc.pid, 0)
-            try:
-                os.setpriority(os.PRIO_PGRP, proc.pid, os.getpriority(os.PRIO_PROCESS, 0))
-            except OSError:
-                pass
+    foreground_done()
     thread.join()
 
 

@@ -345,6 +345,7 @@ class Executable:
         self._addr = ctypes.cast(self.fn, ctypes.c_void_p).value
         self._call = fast_call()
         self._runners: dict = {}  # kinds -> run(leaves) (see runner)
+        self._first = True  # (not run yet)
 
     def __call__(self, leaves):
         self._check(leaves)
@@ -353,6 +354,14 @@ class Executable:
     def run(self, leaves):
         """``self(leaves)`` without the check, for a caller that has already matched the
         shapes and dtypes (``functx.jit``: they are part of its cache key)."""
+        if self._first:  # (the first call of a program: ``functx.jit`` makes it here)
+            self._first = False
+            try:
+                return self.run(leaves)
+            finally:
+                from functx.lowering import cache  # lazy: cache.py costs ~85 ms of import functx
+
+                cache.foreground_done()  # (background builds held back for this program)
         if self.host is not None:  # (a callback may run another program: restore after)
             outer = getattr(_running, "host", None)
             _running.host = self.host

@@ -385,44 +385,57 @@ def test_prelude_build_runs_its_follow_up_without_holding_back_the_header(monkey
     assert ran == [True] and build.header() == "/cache/fx.h"
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice values: Linux")
-def test_background_thread_lowers_its_compilers_until_exit(monkeypatch):
+@pytest.mark.skipif(
+    not os.path.exists("/proc/self/autogroup"), reason="Linux's session scheduling groups"
+)
+def test_background_builds_yield_until_the_program_has_run(monkeypatch):
     # (cpp/gemm.py's library: nothing waits for it, so the program's own compilers go first)
-    hooks, seen, procs = [], {}, []
+    hooks, procs = [], []
     monkeypatch.setattr(cache.atexit, "register", lambda fn, *a: hooks.append((fn, a)))
-    monkeypatch.setattr(cache, "_yielded", {"procs": [], "exiting": False})
+    monkeypatch.setattr(cache, "_yielded", {"procs": [], "on": False})
+    gate = threading.Event()
 
-    def group(pid):
-        try:
-            with open(f"/proc/{pid}/autogroup") as f:  # (its session's scheduling group)
-                return f.read().split()[-1]
-        except OSError:
-            return None
+    def group(proc):
+        with open(f"/proc/{proc.pid}/autogroup") as f:
+            return int(f.read().split()[-1])
 
     def build():
-        seen["thread"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
         procs.append(cache._spawn([sys.executable, "-c", "import time; time.sleep(30)"]))
-        seen["child"] = os.getpriority(os.PRIO_PROCESS, procs[0].pid)
-        seen["group"] = group(procs[0].pid)
+        gate.wait(30)
+        procs.append(cache._spawn([sys.executable, "-c", "import time; time.sleep(30)"]))
 
-    before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
     thread = cache.background_thread(build)
     try:
+        while not procs:
+            time.sleep(0.01)
+        assert group(procs[0]) == cache._BACKGROUND_NICE
+        mine = cache._spawn([sys.executable, "-c", "import time; time.sleep(30)"])
+        assert group(mine) == 0  # (the program's own compilers keep their priority)
+        mine.kill()
+        mine.communicate()
+        cache.foreground_done()  # (the program has run: the build goes on as usual)
+        gate.set()
         thread.join(30)
-        want = min(19, before + cache._BACKGROUND_NICE)
-        assert seen["thread"] == want and seen["child"] == want
-        assert seen["group"] in (None, str(cache._BACKGROUND_NICE))
-        # this thread and what it starts keep their priority
-        assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before
-        proc = cache._spawn([sys.executable, "-c", "pass"])
-        assert os.getpriority(os.PRIO_PROCESS, proc.pid) == before
-        proc.communicate()
-        # at exit: the usual priority back (the group's always), then the wait for the thread
-        assert [fn for fn, _ in hooks] == [cache._finish]
-        hooks[0][0](*hooks[0][1])
-        assert group(procs[0].pid) in (None, "0")
-        if os.geteuid() == 0:  # (lowering a nice value again needs the privilege)
-            assert os.getpriority(os.PRIO_PROCESS, procs[0].pid) == before
+        assert [group(p) for p in procs] == [0, 0]
+        assert [fn for fn, _ in hooks] == [cache._finish]  # (at exit: the same, then the wait)
     finally:
-        procs[0].kill()
-        procs[0].communicate()
+        gate.set()
+        for p in procs:
+            p.kill()
+            p.communicate()
+
+
+def test_background_builds_get_their_priority_back_at_exit(monkeypatch):
+    calls = []
+    monkeypatch.setattr(cache, "foreground_done", lambda: calls.append("usual priority"))
+
+    def build():  # (finishes only once its compilers have their priority back)
+        deadline = time.monotonic() + 5
+        while not calls and time.monotonic() < deadline:
+            time.sleep(0.001)
+        calls.append("built")
+
+    thread = threading.Thread(target=build)
+    thread.start()
+    cache._finish(thread)
+    assert calls == ["usual priority", "built"]

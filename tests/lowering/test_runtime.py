@@ -174,3 +174,17 @@ def test_uncommitted_and_strided_inputs_give_the_eager_result():
         np.testing.assert_array_equal(f(*xs), want)
         views = [np.full(8, k + 1.0, np.float32)[::2] for k in range(n)]  # not contiguous
         np.testing.assert_array_equal(f(*views), want)
+
+
+def test_first_run_lets_the_background_builds_go_on(monkeypatch):
+    """A program's first run ends the yielding of the builds started beside its compile
+    (``cache.background_thread``: cpp/gemm.py's library); later runs do not touch it."""
+    from functx.lowering import cache
+
+    calls = []
+    monkeypatch.setattr(cache, "foreground_done", lambda: calls.append(1))
+    f = functx.jit(lambda x: x * 3.0 + 1.0)
+    x = np.arange(7, dtype=np.float32)
+    for _ in range(3):
+        np.testing.assert_array_equal(np.asarray(f(x)), x * 3.0 + 1.0)
+    assert calls == [1]

@@ -32,8 +32,8 @@ product). Nothing waits for it: the programs run their float32 products with ``f
 routine ``fx_own_sgemm``, whose ``fx_gemm_call`` loads the library from its place in the cache
 directory (``dlopen``) and, until it is there, copies ``U`` and calls OpenBLAS as before. A
 first call with an empty cache is not held up by the build (MLP step at load 12: +2.3 s of
-wall when it waited), and its compiler yields the cores to the program's own compilers
-(``cache.background_thread``; when it shared them, +0.4-0.6 s).
+wall when it waited), and its compiler yields the cores to the program's own compilers until
+that program has run once (``cache.background_thread``; sharing them cost it +0.4-0.6 s).
 
 Used only where ``/proc/cpuinfo`` lists ``avx512f`` (the programs are compiled with
 ``-march=native``); elsewhere the pieces call OpenBLAS as before."""
