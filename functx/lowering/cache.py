@@ -235,9 +235,10 @@ _yield_lock = threading.Lock()
 
 def _group_nice(pid: int, nice: int) -> None:
     """Set the nice value of the scheduling group of ``pid``'s session. Each compiler starts a
-    session of its own, and where Linux groups the processes by session ("autogroup", in the
-    root CPU cgroup: this benchmark machine, most desktops), that value is what ranks it
-    against the other sessions, this process's included; a no-op elsewhere."""
+    session of its own, and where Linux groups the processes by session ("autogroup": processes
+    in the root CPU cgroup, as on the 2-core benchmark machine) that value, not the process's
+    own, is what ranks it against the other sessions, this process's included. Without
+    autogroup the write does nothing (or fails: ignored), and the build runs as before."""
     try:
         with open(f"/proc/{pid}/autogroup", "w") as f:
             f.write(str(nice))
