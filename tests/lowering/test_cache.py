@@ -406,7 +406,8 @@ def test_background_builds_yield_until_the_program_has_run(monkeypatch):
 
     thread = cache.background_thread(build)
     try:
-        while not procs:
+        deadline = time.monotonic() + 30
+        while not procs and time.monotonic() < deadline:
             time.sleep(0.01)
         assert group(procs[0]) == cache._BACKGROUND_NICE
         mine = cache._spawn([sys.executable, "-c", "import time; time.sleep(30)"])
