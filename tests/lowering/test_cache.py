@@ -399,10 +399,13 @@ def test_background_builds_yield_until_the_program_has_run(monkeypatch):
         with open(f"/proc/{proc.pid}/autogroup") as f:
             return int(f.read().split()[-1])
 
+    def sleeper():
+        return cache._spawn([sys.executable, "-c", "import time; time.sleep(30)"])
+
     def build():
-        procs.append(cache._spawn([sys.executable, "-c", "import time; time.sleep(30)"]))
+        procs.append(sleeper())
         gate.wait(30)
-        procs.append(cache._spawn([sys.executable, "-c", "import time; time.sleep(30)"]))
+        procs.append(sleeper())
 
     thread = cache.background_thread(build)
     try:
@@ -410,7 +413,7 @@ def test_background_builds_yield_until_the_program_has_run(monkeypatch):
         while not procs and time.monotonic() < deadline:
             time.sleep(0.01)
         assert group(procs[0]) == cache._BACKGROUND_NICE
-        mine = cache._spawn([sys.executable, "-c", "import time; time.sleep(30)"])
+        mine = sleeper()
         assert group(mine) == 0  # (the program's own compilers keep their priority)
         mine.kill()
         mine.communicate()
