@@ -246,14 +246,14 @@ def _group_nice(pid: int, nice: int) -> None:
         pass
 
 
-def background_thread(target) -> threading.Thread:
+def background_thread(target, join_timeout: float | None = None) -> threading.Thread:
     """Run ``target`` on a daemon thread of its own, started now, whose compiler runs yield the
     cores to the program being compiled and called: a build nothing waits for (``cpp/gemm.py``'s
-    library), which then takes a core only when the compilers of that program leave it idle, and
-    gets the usual priority back once the program has run (``foreground_done``). A process
-    ending during the build gives it the usual priority back too and waits for the thread (the
-    result is then in the cache for the next process, and no compiler is left running behind
-    it)."""
+    library, the runtime's call extension), which then takes a core only when the compilers of
+    that program leave it idle, and gets the usual priority back once the program has run
+    (``foreground_done``). A process ending during the build gives it the usual priority back
+    too and waits for the thread, at most ``join_timeout`` seconds when given (the result is
+    then in the cache for the next process, and no compiler is left running behind it)."""
 
     def run():
         _background.on = True
@@ -263,7 +263,7 @@ def background_thread(target) -> threading.Thread:
         _yielded["on"] = True
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
-    atexit.register(_finish, thread)
+    atexit.register(_finish, thread, join_timeout)
     return thread
 
 
@@ -279,9 +279,9 @@ def foreground_done() -> None:
                 _group_nice(proc.pid, 0)
 
 
-def _finish(thread) -> None:
+def _finish(thread, timeout: float | None = None) -> None:
     foreground_done()
-    thread.join()
+    thread.join(timeout)
 
 
 def _wait(proc, cmd, what, deadline, limit) -> subprocess.CompletedProcess:
