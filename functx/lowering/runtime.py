@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import atexit
 import collections
 import ctypes
 import functools
@@ -111,8 +110,9 @@ def _build_fast(flags):
 def fast_call():
     """A tiny CPython extension that passes buffer pointers to a compiled program (a ctypes call
     costs microseconds per argument), or None. When the extension is not in the cache yet it is
-    compiled on another thread, after the first program: calls use ctypes until it is loaded,
-    and the process waits for it at exit so that the next one finds it."""
+    compiled on another thread (``cache.background_thread``) while the first program is lowered:
+    calls use ctypes until it is loaded, and the process waits for it at exit (at most 60 s) so
+    that the next one finds it."""
     if _fast[0] is not None or _fast_building:
         return _fast[0]
     import sysconfig
@@ -129,10 +129,10 @@ def fast_call():
                     return _fast[0]
                 except Exception:  # noqa: BLE001 - a broken entry: rebuild it
                     pass
-            t = threading.Thread(target=_build_fast, args=(flags,), daemon=True)
-            _fast_building.append(t)
-            t.start()
-            atexit.register(t.join, 60)
+            # (its compiler yields to the program's until that program has run: at load 4 it
+            # spent 0.08-0.11 s of its CPU beside the GPT block's units)
+            build = functools.partial(_build_fast, flags)
+            _fast_building.append(cache.background_thread(build, join_timeout=60))
     return _fast[0]
 
 
@@ -345,6 +345,7 @@ class Executable:
         self._addr = ctypes.cast(self.fn, ctypes.c_void_p).value
         self._call = fast_call()
         self._runners: dict = {}  # kinds -> run(leaves) (see runner)
+        self._first = True  # (not run yet)
 
     def __call__(self, leaves):
         self._check(leaves)
@@ -353,6 +354,14 @@ class Executable:
     def run(self, leaves):
         """``self(leaves)`` without the check, for a caller that has already matched the
         shapes and dtypes (``functx.jit``: they are part of its cache key)."""
+        if self._first:  # (the first call of a program: ``functx.jit`` makes it here)
+            self._first = False
+            try:
+                return self.run(leaves)
+            finally:
+                from functx.lowering import cache  # lazy: cache.py costs ~85 ms of import functx
+
+                cache.foreground_done()  # (background builds held back for this program)
         if self.host is not None:  # (a callback may run another program: restore after)
             outer = getattr(_running, "host", None)
             _running.host = self.host

@@ -383,3 +383,63 @@ def test_prelude_build_runs_its_follow_up_without_holding_back_the_header(monkey
     gate.set()
     build._thread.join(10)
     assert ran == [True] and build.header() == "/cache/fx.h"
+
+
+@pytest.mark.skipif(
+    not os.path.exists("/proc/self/autogroup"), reason="Linux's session scheduling groups"
+)
+def test_background_builds_yield_until_the_program_has_run(monkeypatch):
+    # (cpp/gemm.py's library: nothing waits for it, so the program's own compilers go first)
+    hooks, procs = [], []
+    monkeypatch.setattr(cache.atexit, "register", lambda fn, *a: hooks.append((fn, a)))
+    monkeypatch.setattr(cache, "_yielded", {"procs": [], "on": False})
+    gate = threading.Event()
+
+    def group(proc):
+        with open(f"/proc/{proc.pid}/autogroup") as f:
+            return int(f.read().split()[-1])
+
+    def sleeper():
+        return cache._spawn([sys.executable, "-c", "import time; time.sleep(30)"])
+
+    def build():
+        procs.append(sleeper())
+        gate.wait(30)
+        procs.append(sleeper())
+
+    thread = cache.background_thread(build)
+    try:
+        deadline = time.monotonic() + 30
+        while not procs and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert group(procs[0]) == cache._BACKGROUND_NICE
+        mine = sleeper()
+        assert group(mine) == 0  # (the program's own compilers keep their priority)
+        mine.kill()
+        mine.communicate()
+        cache.foreground_done()  # (the program has run: the build goes on as usual)
+        gate.set()
+        thread.join(30)
+        assert [group(p) for p in procs] == [0, 0]
+        assert [fn for fn, _ in hooks] == [cache._finish]  # (at exit: the same, then the wait)
+    finally:
+        gate.set()
+        for p in procs:
+            p.kill()
+            p.communicate()
+
+
+def test_background_builds_get_their_priority_back_at_exit(monkeypatch):
+    calls = []
+    monkeypatch.setattr(cache, "foreground_done", lambda: calls.append("usual priority"))
+
+    def build():  # (finishes only once its compilers have their priority back)
+        deadline = time.monotonic() + 5
+        while not calls and time.monotonic() < deadline:
+            time.sleep(0.001)
+        calls.append("built")
+
+    thread = threading.Thread(target=build)
+    thread.start()
+    cache._finish(thread)
+    assert calls == ["usual priority", "built"]

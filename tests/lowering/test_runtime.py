@@ -174,3 +174,35 @@ def test_uncommitted_and_strided_inputs_give_the_eager_result():
         np.testing.assert_array_equal(f(*xs), want)
         views = [np.full(8, k + 1.0, np.float32)[::2] for k in range(n)]  # not contiguous
         np.testing.assert_array_equal(f(*views), want)
+
+
+def test_first_run_lets_the_background_builds_go_on(monkeypatch):
+    """A program's first run ends the yielding of the builds started beside its compile
+    (``cache.background_thread``: cpp/gemm.py's library); later runs do not touch it."""
+    from functx.lowering import cache
+
+    calls = []
+    monkeypatch.setattr(cache, "foreground_done", lambda: calls.append(1))
+    f = functx.jit(lambda x: x * 3.0 + 1.0)
+    x = np.arange(7, dtype=np.float32)
+    for _ in range(3):
+        np.testing.assert_array_equal(np.asarray(f(x)), x * 3.0 + 1.0)
+    assert calls == [1]
+
+
+def test_call_extension_builds_behind_the_programs(monkeypatch):
+    """The call extension, when not cached, is compiled on a thread whose compiler yields to the
+    program's (``cache.background_thread``); the exit waits for it at most 60 s."""
+    from functx.lowering import cache, runtime
+
+    started = []
+    monkeypatch.setattr(runtime, "_fast", [None])
+    monkeypatch.setattr(runtime, "_fast_building", [])
+    monkeypatch.setattr(cache, "cached", lambda *a, **k: None)
+    monkeypatch.setattr(
+        cache, "background_thread", lambda fn, join_timeout=None: started.append((fn, join_timeout))
+    )
+    assert runtime.fast_call() is None and runtime.fast_call() is None
+    [(build, timeout)] = started
+    assert build.func is runtime._build_fast and timeout == 60
+    assert runtime._PYEXT_FLAGS == build.args[0][1:]

@@ -47,14 +47,14 @@ product). Nothing waits for it: the programs run their float32 products with ``f
 routine ``fx_own_sgemm``, whose ``fx_gemm_call`` loads the library from its place in the cache
 directory (``dlopen``) and, until it is there, copies ``U`` and calls OpenBLAS as before. A
 first call with an empty cache is not held up by the build (MLP step at load 12: +2.3 s of
-wall when it waited), but shares the cores with it: +0.4-0.6 s.
+wall when it waited), and its compiler yields the cores to the program's own compilers until
+that program has run once (``cache.background_thread``; sharing them cost it +0.4-0.6 s).
 
 Used only where ``/proc/cpuinfo`` lists ``avx512f`` (the programs are compiled with
 ``-march=native``); elsewhere the pieces call OpenBLAS as before."""
 
 from __future__ import annotations
 
-import atexit
 import ctypes
 import functools
 import os
@@ -319,11 +319,8 @@ def start_build() -> None:
     """Compile the kernel's library into the cache directory on another thread, once."""
     with _lock:
         if "thread" not in _build and host_has_avx512():
-            _build["thread"] = threading.Thread(target=_compile, daemon=True)
-            _build["thread"].start()
-            # (a process ending during the build waits for it: the library is then in the cache
-            # for the next one, and no compiler is left running behind it)
-            atexit.register(_build["thread"].join)
+            # (nothing waits for it: the compilers of the programs go first)
+            _build["thread"] = cache.background_thread(_compile)
 
 
 def _compile() -> None:
