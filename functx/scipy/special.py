@@ -1045,6 +1045,14 @@ def erfcx(x):
     return jnp.where(near, direct, asym)
 
 
+# the integrals, Spence's function, Bernoulli numbers, ... (a module of their own; it imports
+# the helpers above, so it comes last)
+from functx.scipy._special_more import (  # noqa: E402
+    exp1 as exp1,
+    expi as expi,
+    expn as expn,
+)
+
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
 __getattr__ = _missing_name_hook(__name__)
 
@@ -1088,4 +1096,7 @@ __all__ = [
     "boxcox",
     "boxcox1p",
     "erfcx",
+    "exp1",
+    "expi",
+    "expn",
 ]

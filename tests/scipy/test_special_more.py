@@ -1,0 +1,156 @@
+"""``functx.scipy.special``'s integrals, Spence's function and Bernoulli numbers
+(``functx/scipy/_special_more.py``) against SciPy's values (float64 reference, in float64 and
+float32, over each function's domain and at its special points), JAX's shapes and dtypes in both
+x64 modes (``jax.eval_shape``: tracing only), derivatives by ``check_grads``, jit and vmap; JAX's
+values in a slow test (its loops compile for seconds)."""
+
+from __future__ import annotations
+
+import jax
+import jax.scipy.special as jss
+import numpy as np
+import pytest
+import scipy.special as ss
+from hypothesis import given, settings, strategies as st
+from hypothesis.extra import numpy as hnp
+
+import functx
+import functx.scipy.special as fss
+from functx.test_util import check_grads
+
+F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
+# the largest relative errors measured against SciPy (docstrings) are below these
+TOL = {F64: 1e-13, F32: 5e-6}
+
+
+def _expn_ref(n, x):
+    with np.errstate(all="ignore"):
+        return np.where(x == 0, np.where(n < 2, np.inf, 1 / np.maximum(n - 1, 1)), ss.expn(n, x))
+
+
+# name: (draws of the arguments in float64 (data, shape) -> tuple, SciPy's float64 reference)
+def _x(lo, hi, log=False):
+    def draw(data, shape):
+        el = st.floats(lo, hi, allow_subnormal=False)
+        a = data.draw(hnp.arrays(F64, shape, elements=el), label="x")
+        return (np.sign(a) * np.expm1(np.abs(a)) if log else a,)
+
+    return draw
+
+
+def _n_x(data, shape):
+    n = data.draw(hnp.arrays(F64, shape, elements=st.integers(0, 60).map(float)), label="n")
+    x = data.draw(hnp.arrays(F64, shape, elements=st.floats(0, 6.5)), label="log1p x")
+    return n, np.expm1(x)
+
+
+CASES = {
+    "exp1": (_x(0, 6.5, log=True), ss.exp1),
+    "expi": (_x(-6.5, 6.5, log=True), ss.expi),
+    "expn": (_n_x, _expn_ref),
+}
+# the special points: SciPy's values, JAX's conventions where they differ (the docstrings)
+POINTS = {
+    "exp1": (np.array([0.0, -1.0, 1e-300, 2.0, 709.0, 800.0, np.inf, -np.inf, np.nan]),),
+    "expi": (np.array([0.0, -0.0, 1e-300, 0.3725, -745.0, 709.0, 720.0, np.inf, -np.inf, np.nan]),),
+    "expn": (
+        np.array([0, 1, 2, 5, 3, -1, 1, 2, 3, 4, np.nan]),
+        np.array([0, 0, 0, 0, np.inf, 1, -1, 2, 1e-300, np.nan, 1]),
+    ),
+}
+
+
+# absolute tolerances (times the dtype's eps) where a function has a root at a non-representable
+# point: Ei at 0.3725 (relative accuracy there is eps / |x - x0| in every implementation)
+ATOL = {"expi": 10}
+
+
+def _relerr_ok(out, ref, dt, tol, atol=0):
+    """``out`` (dtype ``dt``) within ``tol`` of the float64 ``ref`` relative to it, where ``ref``
+    is a normal number of ``dt``; equal (NaN, infinities) elsewhere, or both below ``dt``'s
+    smallest normal number."""
+    out, ref = np.asarray(out, F64), np.asarray(ref, F64)
+    fi = np.finfo(dt)
+    normal = np.isfinite(ref) & (np.abs(ref) >= fi.tiny) & (np.abs(ref) <= fi.max)
+    np.testing.assert_allclose(out[normal], ref[normal], rtol=tol, atol=atol * fi.eps)
+    ref_dt = np.where(np.abs(ref) < fi.tiny, 0.0, ref).astype(dt)  # (underflow: 0 in dt)
+    np.testing.assert_allclose(out[~normal], ref_dt[~normal], rtol=0, atol=fi.tiny)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+@settings(max_examples=4, deadline=None)
+@given(data=st.data())
+def test_values_match_scipy(name, data):
+    draw, ref = CASES[name]
+    dt = data.draw(st.sampled_from([F32, F64]), label="dtype")
+    args = [a.astype(dt) for a in draw(data, data.draw(hnp.array_shapes(max_dims=2, max_side=5)))]
+    out = getattr(fss, name)(*args)
+    assert np.asarray(out).dtype == dt
+    _relerr_ok(out, ref(*[a.astype(F64) for a in args]), dt, TOL[dt], ATOL.get(name, 0))
+
+
+@pytest.mark.parametrize("name", list(POINTS))
+def test_special_points_and_dtypes_as_jax(name):
+    args = POINTS[name]
+    _relerr_ok(getattr(fss, name)(*args), CASES[name][1](*args), F64, TOL[F64], ATOL.get(name, 0))
+    for x64 in (True, False):  # JAX's dtypes in both modes, integers too (tracing only)
+        ints = [np.asarray(a[:3], np.int32) for a in args]
+        with jax.enable_x64(x64), functx.experimental.enable_x64(x64):
+            for a in (args, ints):
+                want = jax.eval_shape(getattr(jss, name), *a)
+                got = getattr(fss, name)(*a)
+                assert (got.shape, got.dtype) == (want.shape, want.dtype), (name, x64)
+
+
+def test_expn_noninteger_order_and_complex_input():
+    import mpmath  # (sympy's dependency)
+
+    # JAX's values: NaN up to x = 1, the real order's E_n above
+    n, x = np.array([1.5, 0.5, 1.5, 2.5, 0.5]), np.array([1.0, 0.5, 3.0, 1.5, 40.0])
+    out = np.asarray(fss.expn(n, x))
+    assert np.isnan(out[:2]).all()
+    want = [float(mpmath.expint(a, b)) for a, b in zip(n[2:], x[2:])]
+    np.testing.assert_allclose(out[2:], want, rtol=1e-10)
+    for f in (fss.exp1, fss.expi):
+        with pytest.raises(ValueError, match="complex"):
+            f(np.ones(2, np.complex64))
+
+
+def test_gradients():
+    x = np.array([0.3, 1.7, 2.5, 9.0])
+    check_grads(fss.exp1, (x,), 2)
+    check_grads(fss.expi, (np.concatenate([-x, x]),), 2)
+    check_grads(lambda v: fss.expn(3, v), (x,), 2)
+
+
+def test_jit_and_vmap():
+    x = np.array([[0.5, 1.5, 2.5], [4.0, 30.0, 60.0]])
+    n = np.array([1.0, 2.0, 7.0])
+
+    def f(n, x):
+        return fss.exp1(x) + fss.expi(-x) + fss.expn(n, x)
+
+    want = f(n, x)
+    np.testing.assert_allclose(np.asarray(functx.jit(f)(n, x)), np.asarray(want), rtol=1e-14)
+    got = functx.vmap(f, in_axes=(None, 0))(n, x)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-14)
+
+
+def test_values_and_gradients_match_jax():
+    """JAX's values and derivatives in float64, one jit (a few seconds: JAX's loops compile
+    slowly). One region per call: JAX's exp1/expi loop until every element converges, and a
+    mix of small and large arguments does not finish in minutes."""
+    dt = F64
+    x = np.linspace(2.5, 40, 7).astype(dt)
+    n = np.arange(1, 8).astype(dt)
+
+    def calls(m):
+        g = jax.grad if m is jss else functx.grad
+        vm = jax.vmap if m is jss else functx.vmap
+        return [m.exp1(x), m.expi(x), m.expi(-x), m.expn(n, x), vm(g(m.exp1))(x)]
+
+    want = jax.jit(lambda: calls(jss))()
+    got = calls(fss)
+    for g, w in zip(got, want):
+        assert np.asarray(g).dtype == np.asarray(w).dtype
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=10 * TOL[dt])
