@@ -9,6 +9,8 @@ derivatives are JAX's closed forms (``custom_jvp``), not derivatives of the loop
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from functx import lax, numpy as jnp
@@ -229,3 +231,190 @@ def expi(x):
     """
     (x,) = _real("expi", x)
     return _expi(x)
+
+
+# --- Dawson's integral ----------------------------------------------------------------------------
+@functools.cache
+def _dawsn_table():
+    """D(k / 2) for k = 0..16, to float64 precision (mpmath, sympy's dependency: once)."""
+    import mpmath
+
+    def d(x):
+        return mpmath.sqrt(mpmath.pi) / 2 * mpmath.exp(-(x**2)) * mpmath.erfi(x)
+
+    return np.array([float(d(mpmath.mpf(k) / 2)) for k in range(17)])
+
+
+def _dawsn_value(x):
+    """D(x): up to 8, the Taylor series about the nearest multiple of 1/2 (|h| <= 1/4), its
+    coefficients from D' = 1 - 2 x D: ``c1 = 1 - 2 x0 c0``, ``(n + 1) c_(n+1) = -2 (x0 c_n +
+    c_(n-1))`` (20 terms); above 8, the asymptotic series ``1 / (2x) sum_k (2k - 1)!! / (2x^2)^k``
+    (18 terms: the last is below 1e-17 at x = 8; float32 takes it from 4.5)."""
+    ax = jnp.abs(x)
+    # (float32 switches at 4.5: the recurrence loses digits as x0 grows, the series is exact
+    # enough there)
+    top = _c(4.5 if x.dtype.itemsize <= 4 else 8, x)
+    near = ax <= top
+    xn = jnp.where(near, ax, _c(0, x))
+    k = jnp.round(xn * _c(2, x))
+    x0 = k / _c(2, x)
+    h = xn - x0
+    c0 = jnp.take(_c(_dawsn_table(), x), k.astype(np.int32))
+    c1 = _c(1, x) - _c(2, x) * x0 * c0
+
+    def taylor(n, carry):
+        s, cm, c, hp = carry
+        cn = _c(-2, x) * (x0 * c + cm) / (n + 2).astype(x.dtype)
+        hp = hp * h
+        return s + cn * hp, c, cn, hp
+
+    s, *_ = _fori(19, taylor, (c0 + c1 * h, c0, c1, h))
+    xf = jnp.where(near, top, ax)
+    w = _c(1, x) / (_c(2, x) * xf * xf)
+
+    def asymptotic(k, carry):
+        a, t = carry
+        t = t * (_c(2, x) * (k + 1).astype(x.dtype) - _c(1, x)) * w
+        return a + t, t
+
+    a, _ = _fori(17, asymptotic, (jnp.ones_like(x), jnp.ones_like(x)))
+    far = jnp.where(ax == np.inf, _c(0, x), a / (_c(2, x) * xf))
+    return jnp.sign(x) * jnp.where(near, s, far)
+
+
+@custom_jvp
+def _dawsn(x):
+    return _dawsn_value(x)
+
+
+@_dawsn.defjvp
+def _dawsn_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    d = _dawsn(x)
+    return d, t * (_c(1, x) - _c(2, x) * x * d)
+
+
+def dawsn(x):
+    """Dawson's integral ``D(x) = e^(-x^2) integral_0^x e^(t^2) dt``.
+
+    Up to ``|x| = 8`` the Taylor series about the nearest multiple of 1/2 (from a table of 17
+    values), its coefficients from the differential equation ``D' = 1 - 2 x D``; above, the
+    asymptotic series. Largest relative error against SciPy measured (float64): 7e-15 (tests:
+    1e-13). The derivative is ``1 - 2 x D(x)`` (JAX's rule).
+
+    Arguments:
+      x: the argument, real (integers are converted to float).
+    Returns:
+      An array of the float dtype (odd in ``x``; 0 at ``±inf``).
+
+    Example:
+      >>> import functx.scipy.special as fs
+      >>> print(fs.dawsn(1.0))
+      0.5380795
+    """
+    (x,) = _real("dawsn", x)
+    return _dawsn(x)
+
+
+# --- the sine and cosine integrals ----------------------------------------------------------------
+def _sici_series(x):
+    """Si and Ci for 0 < x <= 4: ``Si = sum_k (-1)^k x^(2k+1) / ((2k+1) (2k+1)!)``,
+    ``Ci = euler_gamma + log x + sum_(k>=1) (-1)^k x^(2k) / (2k (2k)!)`` (20 terms each: the last
+    below 4^40 / 40! < 1e-23)."""
+
+    def body(k, carry):
+        si, ci, t = carry  # t = (-1)^k x^(2k) / (2k)!
+        k2 = _c(2, x) * k.astype(x.dtype)
+        t1 = t * x / (k2 + _c(1, x))  # x^(2k+1) / (2k+1)!
+        si = si + t1 / (k2 + _c(1, x))
+        t2 = -t1 * x / (k2 + _c(2, x))  # (-1)^(k+1) x^(2k+2) / (2k+2)!
+        return si, ci + t2 / (k2 + _c(2, x)), t2
+
+    zeros = jnp.zeros_like(x)
+    si, ci, _ = _fori(20, body, (zeros, zeros, jnp.ones_like(x)))
+    return si, _c(_EULER, x) + jnp.log(x) + ci
+
+
+def _sici_fraction(x):
+    """Si and Ci for x >= 4 from ``E_1(ix) = -Ci(x) + i (Si(x) - pi/2)``, ``E_1(z)`` by Lentz's
+    method on ``e^-z / (z + 1 - 1 / (z + 3 - 4 / (z + 5 - ...)))`` in real pairs (40 levels:
+    below 2e-15 at x = 4)."""
+    one = _c(1, x)
+
+    def cdiv(ar, ai, br, bi):
+        den = br * br + bi * bi
+        return (ar * br + ai * bi) / den, (ai * br - ar * bi) / den
+
+    dr, di = cdiv(one, _c(0, x), one, x)  # d = 1 / (1 + ix)
+
+    def body(i, carry):
+        cr, ci, dr, di, hr, hi = carry
+        i = (i + 1).astype(x.dtype)
+        a, br = -i * i, _c(2, x) * i + one
+        dr, di = cdiv(one, _c(0, x), a * dr + br, a * di + x)  # d = 1 / (a d + b)
+        qr, qi = cdiv(a, _c(0, x), cr, ci)
+        cr, ci = br + qr, x + qi  # c = b + a / c
+        pr, pi = cr * dr - ci * di, cr * di + ci * dr
+        return cr, ci, dr, di, hr * pr - hi * pi, hr * pi + hi * pr
+
+    init = (jnp.full_like(x, 1e30), jnp.zeros_like(x), dr, di, dr, di)
+    *_, hr, hi = _fori(39, body, init)
+    cos, sin = jnp.cos(x), jnp.sin(x)
+    er, ei = hr * cos + hi * sin, hi * cos - hr * sin  # h e^(-ix)
+    return _c(np.pi / 2, x) + ei, -er
+
+
+@custom_jvp
+def _sici(x):
+    ax = jnp.abs(x)
+    small = ax <= _c(4, x)
+    # past 1e9 the auxiliary functions' leading terms f = 1 / x, g = 1 / x^2:
+    # Si = pi/2 - f cos x - g sin x, Ci = f sin x - g cos x (next terms below 1e-18)
+    huge = ax > _c(1e9, x)
+    si_s, ci_s = _sici_series(jnp.where(small, ax, _c(1, x)))
+    si_f, ci_f = _sici_fraction(jnp.where(small | huge, _c(5, x), ax))
+    xh = jnp.where(huge, ax, _c(1, x))
+    f, g, cos, sin = _c(1, x) / xh, _c(1, x) / (xh * xh), jnp.cos(xh), jnp.sin(xh)
+    si_h, ci_h = _c(np.pi / 2, x) - f * cos - g * sin, f * sin - g * cos
+    si_h = jnp.where(ax == np.inf, _c(np.pi / 2, x), si_h)
+    ci_h = jnp.where(ax == np.inf, _c(0, x), ci_h)
+    si = jnp.where(small, si_s, jnp.where(huge, si_h, si_f))
+    ci = jnp.where(small, ci_s, jnp.where(huge, ci_h, ci_f))
+    ci = jnp.where(x == _c(-np.inf, x), _c(np.nan, x), ci)
+    return jnp.sign(x) * si, jnp.where(jnp.isnan(x), x, ci)
+
+
+@_sici.defjvp
+def _sici_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    # sin x / x (1 at 0) and cos x / x (JAX's rule)
+    xs = jnp.where(x == _c(0, x), _c(1, x), x)
+    sinc = jnp.where(x == _c(0, x), _c(1, x), jnp.sin(xs) / xs)
+    return _sici(x), (t * sinc, t * jnp.cos(x) / x)
+
+
+def sici(x):
+    """The sine and cosine integrals ``Si(x) = integral_0^x sin t / t dt`` and
+    ``Ci(x) = euler_gamma + log|x| + integral_0^x (cos t - 1) / t dt``.
+
+    Power series up to ``|x| = 4``; above, the continued fraction of ``E_1(i|x|)`` (run in real
+    and imaginary parts); past ``1e9`` the leading terms of the auxiliary functions. Largest
+    relative error against SciPy measured (float64): 3e-15 away from Ci's roots (0.6165...,
+    3.3842..., 6.4271..., ...), where, as in any implementation that forms Ci as a sum, accuracy
+    is absolute (tests: 1e-13 relative plus 10 eps). The derivatives are ``sin x / x`` and
+    ``cos x / x`` (JAX's rule).
+
+    Arguments:
+      x: the argument, real (integers are converted to float).
+    Returns:
+      A pair ``(Si(x), Ci(x))`` of arrays of the float dtype: Si is odd, Ci even (as JAX and
+      SciPy: ``Ci(-x) = Ci(x)``), ``Ci(0) = -inf``, ``Ci(-inf)`` NaN.
+
+    Example:
+      >>> import functx.scipy.special as fs
+      >>> si, ci = fs.sici(1.0)
+      >>> print(si, ci)
+      0.9460831 0.3374039
+    """
+    (x,) = _real("sici", x)
+    return _sici(x)

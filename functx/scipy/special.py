@@ -1048,9 +1048,11 @@ def erfcx(x):
 # the integrals, Spence's function, Bernoulli numbers, ... (a module of their own; it imports
 # the helpers above, so it comes last)
 from functx.scipy._special_more import (  # noqa: E402
+    dawsn as dawsn,
     exp1 as exp1,
     expi as expi,
     expn as expn,
+    sici as sici,
 )
 
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
@@ -1099,4 +1101,6 @@ __all__ = [
     "exp1",
     "expi",
     "expn",
+    "dawsn",
+    "sici",
 ]

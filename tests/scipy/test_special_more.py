@@ -48,6 +48,8 @@ CASES = {
     "exp1": (_x(0, 6.5, log=True), ss.exp1),
     "expi": (_x(-6.5, 6.5, log=True), ss.expi),
     "expn": (_n_x, _expn_ref),
+    "dawsn": (_x(-3, 3, log=True), ss.dawsn),
+    "sici": (_x(-4, 4, log=True), ss.sici),
 }
 # the special points: SciPy's values, JAX's conventions where they differ (the docstrings)
 POINTS = {
@@ -57,15 +59,21 @@ POINTS = {
         np.array([0, 1, 2, 5, 3, -1, 1, 2, 3, 4, np.nan]),
         np.array([0, 0, 0, 0, np.inf, 1, -1, 2, 1e-300, np.nan, 1]),
     ),
+    "dawsn": (np.array([0.0, -0.0, 1e-300, 0.25, 4.5, 7.75, 8.0, 8.25, 1e300, np.inf, -np.inf]),),
+    "sici": (np.array([0.0, -0.0, 1e-300, 0.6165, 4.0, -4.1, 1e9, 2e9, 1e300, np.inf, -np.inf]),),
 }
 
 
 # absolute tolerances (times the dtype's eps) where a function has a root at a non-representable
 # point: Ei at 0.3725 (relative accuracy there is eps / |x - x0| in every implementation)
-ATOL = {"expi": 10}
+ATOL = {"expi": 10, "sici": 10}
 
 
 def _relerr_ok(out, ref, dt, tol, atol=0):
+    if isinstance(ref, tuple):  # (sici, fresnel: a pair of arrays)
+        for o, r in zip(out, ref, strict=True):
+            _relerr_ok(o, r, dt, tol, atol)
+        return
     """``out`` (dtype ``dt``) within ``tol`` of the float64 ``ref`` relative to it, where ``ref``
     is a normal number of ``dt``; equal (NaN, infinities) elsewhere, or both below ``dt``'s
     smallest normal number."""
@@ -85,7 +93,7 @@ def test_values_match_scipy(name, data):
     dt = data.draw(st.sampled_from([F32, F64]), label="dtype")
     args = [a.astype(dt) for a in draw(data, data.draw(hnp.array_shapes(max_dims=2, max_side=5)))]
     out = getattr(fss, name)(*args)
-    assert np.asarray(out).dtype == dt
+    assert all(np.asarray(o).dtype == dt for o in jax.tree_util.tree_leaves(out))
     _relerr_ok(out, ref(*[a.astype(F64) for a in args]), dt, TOL[dt], ATOL.get(name, 0))
 
 
@@ -94,12 +102,12 @@ def test_special_points_and_dtypes_as_jax(name):
     args = POINTS[name]
     _relerr_ok(getattr(fss, name)(*args), CASES[name][1](*args), F64, TOL[F64], ATOL.get(name, 0))
     for x64 in (True, False):  # JAX's dtypes in both modes, integers too (tracing only)
-        ints = [np.asarray(a[:3], np.int32) for a in args]
-        with jax.enable_x64(x64), functx.experimental.enable_x64(x64):
+        ints = [np.arange(1, 4, dtype=np.int32) for _ in args]
+        with jax.enable_x64(x64), functx.experimental.enable_x64(x64), np.errstate(over="ignore"):
             for a in (args, ints):
-                want = jax.eval_shape(getattr(jss, name), *a)
-                got = getattr(fss, name)(*a)
-                assert (got.shape, got.dtype) == (want.shape, want.dtype), (name, x64)
+                want = jax.tree_util.tree_leaves(jax.eval_shape(getattr(jss, name), *a))
+                got = jax.tree_util.tree_leaves(getattr(fss, name)(*a))
+                assert [(g.shape, g.dtype) for g in got] == [(w.shape, w.dtype) for w in want]
 
 
 def test_expn_noninteger_order_and_complex_input():
@@ -121,6 +129,8 @@ def test_gradients():
     check_grads(fss.exp1, (x,), 2)
     check_grads(fss.expi, (np.concatenate([-x, x]),), 2)
     check_grads(lambda v: fss.expn(3, v), (x,), 2)
+    check_grads(fss.dawsn, (np.concatenate([-x, x]),), 2)
+    check_grads(fss.sici, (np.concatenate([-x, x, [5.0]]),), 2)
 
 
 def test_jit_and_vmap():
@@ -128,7 +138,8 @@ def test_jit_and_vmap():
     n = np.array([1.0, 2.0, 7.0])
 
     def f(n, x):
-        return fss.exp1(x) + fss.expi(-x) + fss.expn(n, x)
+        si, ci = fss.sici(x)
+        return fss.exp1(x) + fss.expi(-x) + fss.expn(n, x) + fss.dawsn(x) + si * ci
 
     want = f(n, x)
     np.testing.assert_allclose(np.asarray(functx.jit(f)(n, x)), np.asarray(want), rtol=1e-14)
@@ -147,10 +158,16 @@ def test_values_and_gradients_match_jax():
     def calls(m):
         g = jax.grad if m is jss else functx.grad
         vm = jax.vmap if m is jss else functx.vmap
-        return [m.exp1(x), m.expi(x), m.expi(-x), m.expn(n, x), vm(g(m.exp1))(x)]
+        y = (jax.numpy.asarray if m is jss else np.asarray)(x - 20)
+        return [m.exp1(x), m.expi(x), m.expi(-x), m.expn(n, x), vm(g(m.exp1))(x)] + [
+            m.dawsn(y),
+            m.sici(y),
+            vm(g(m.dawsn))(y),
+            vm(g(lambda v: m.sici(v)[1]))(y),
+        ]
 
     want = jax.jit(lambda: calls(jss))()
     got = calls(fss)
-    for g, w in zip(got, want):
+    for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want), strict=True):
         assert np.asarray(g).dtype == np.asarray(w).dtype
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=10 * TOL[dt])
