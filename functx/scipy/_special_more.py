@@ -10,13 +10,16 @@ derivatives are JAX's closed forms (``custom_jvp``), not derivatives of the loop
 from __future__ import annotations
 
 import functools
+import math
+import operator
+from fractions import Fraction
 
 import numpy as np
 
 from functx import lax, numpy as jnp
 from functx.control.custom_derivatives import custom_jvp
-from functx.errors import FunctxValueError
-from functx.scipy.special import _c, _digamma, _float, _gammaln
+from functx.errors import FunctxTypeError, FunctxValueError
+from functx.scipy.special import _c, _digamma, _float, _gammaln, _horner
 from functx.source_info import where as _loc
 
 _EULER = 0.5772156649015329
@@ -418,3 +421,138 @@ def sici(x):
     """
     (x,) = _real("sici", x)
     return _sici(x)
+
+
+# --- the Bernoulli numbers and Spence's function --------------------------------------------------
+@functools.cache
+def _bernoulli_exact(n):
+    """B_0..B_n as Fractions (B_1 = -1/2), from ``sum_(k <= m) C(m + 1, k) B_k = 0``."""
+    b = [Fraction(1)]
+    for m in range(1, n + 1):
+        b.append(-sum(math.comb(m + 1, k) * b[k] for k in range(m)) / (m + 1))
+    return tuple(b)
+
+
+def _bernoulli_f64(n):
+    """B_0..B_n in float64: exact up to 60, then ``B_2k = (-1)^(k+1) 2 (2k)! zeta(2k) /
+    (2 pi)^(2k)`` as a running product from B_60 (zeta(2k) to 1e-24 by five terms; the product
+    reaches inf where B_2k leaves float64, as JAX's)."""
+    out = np.array([float(v) for v in _bernoulli_exact(min(n, 60))])
+    if n <= 60:
+        return out
+    even = np.arange(62, n + 1, 2, dtype=np.float64)
+    j = np.arange(1, 6, dtype=np.float64)[:, None]
+    zeta = np.sum(j**-even, axis=0)
+    ratio = -(even - 1) * even / (2 * np.pi) ** 2 * zeta / np.concatenate([[1.0], zeta[:-1]])
+    with np.errstate(over="ignore"):
+        b_even = out[60] / np.sum(j**-60.0) * np.cumprod(ratio)
+    full = np.zeros(n + 1)
+    full[: out.size] = out
+    full[62::2] = b_even
+    return full
+
+
+def bernoulli(n):
+    """The Bernoulli numbers ``B_0, ..., B_n`` (``B_1 = -1/2``).
+
+    Exact rationals rounded once up to ``B_60``; beyond, ``2 (2k)! zeta(2k) / (2 pi)^(2k)`` with
+    its sign, as a running product (relative error grows like ``k`` eps: 2e-12 against SciPy's
+    exact values at ``n = 300``; JAX's own differ from SciPy's by up to 2.5e-6). Values past
+    the dtype's range are ``±inf``, as in JAX (whose float32 product overflows a few orders
+    early: ``B_64`` is ``-inf`` there, -2.0938e38 here).
+
+    Arguments:
+      n: a non-negative Python int (static).
+    Returns:
+      An array of ``n + 1`` numbers of the default float dtype (float32, float64 with x64).
+    Raises:
+      TypeError: a non-integer or traced ``n``; ValueError: ``n < 0`` (JAX's errors).
+
+    Example:
+      >>> import functx.scipy.special as fs
+      >>> print(fs.bernoulli(4))
+      [ 1.         -0.5         0.16666667  0.         -0.03333334]
+    """
+    try:
+        n = operator.index(n)
+    except TypeError:
+        raise FunctxTypeError(
+            f"Argument n of bernoulli must be a concrete integer, got {n!r:.60}{_loc()}"
+        ) from None
+    if n < 0:
+        raise FunctxValueError(f"n must be a non-negative integer.{_loc()}")
+    dt = jnp.zeros(()).dtype
+    with np.errstate(over="ignore"):
+        return jnp.asarray(_bernoulli_f64(n).astype(dt))
+
+
+# u^(n+1) B_n / (n+1)! for n = 0..24: Li2(1 - e^-u) = sum_n B_n u^(n+1) / (n+1)!, |u| < 2 pi
+_LI2_COEFFS = tuple(float(b / math.factorial(k + 1)) for k, b in enumerate(_bernoulli_exact(24)))
+
+
+def _spence_near_one(y):
+    """spence(y) = Li2(1 - y) for y in [1/2, 2]: the series above in ``u = -log y`` (|u| <=
+    log 2: the terms fall by (u / 2 pi)^2 = 0.012 per even order; B_24's is below 1e-20)."""
+    u = -jnp.log(y)
+    return u * _horner(_LI2_COEFFS[::-1], u)
+
+
+def _spence_series(x):
+    """Li2(1 - x) by the series in ``u`` about y = 1, with ``Li2(z) + Li2(1 - z) = pi^2/6 -
+    log z log(1 - z)`` below 1/2 and ``Li2(z) + Li2(1/z) = -pi^2/6 - log(-z)^2 / 2`` above 2."""
+    one, half, two = _c(1, x), _c(0.5, x), _c(2, x)
+    low, high = x < half, x > two
+    mid = jnp.where(low | high, one, x)
+    xl = jnp.where(low & (x > _c(0, x)), x, half)
+    xh = jnp.where(high & (x < np.inf), x, _c(4, x))
+    pi2_6 = _c(np.pi**2 / 6, x)
+    below = pi2_6 - jnp.log(xl) * jnp.log1p(-xl) - _spence_near_one(one - xl)
+    above = -pi2_6 - half * jnp.log(xh - one) ** 2 - _spence_near_one(xh / (xh - one))
+    val = jnp.where(low, below, jnp.where(high, above, _spence_near_one(mid)))
+    val = jnp.where(x == _c(0, x), pi2_6, jnp.where(x == one, _c(0, x), val))  # (not -0.0)
+    return jnp.where((x < _c(0, x)) | (x == np.inf) | jnp.isnan(x), _c(np.nan, x), val)
+
+
+@custom_jvp
+def _spence(x):
+    return _spence_series(x)
+
+
+@_spence.defjvp
+def _spence_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    at1 = x == _c(1, x)
+    d = jnp.log(x) / jnp.where(at1, _c(1, x), _c(1, x) - x)
+    return _spence(x), t * jnp.where(at1, _c(-1, x), d)
+
+
+def spence(x):
+    """Spence's function ``integral_1^x log t / (1 - t) dt``, the dilogarithm ``Li2(1 - x)``, for
+    real ``x >= 0`` (NaN below 0 and at ``inf``, as JAX and SciPy).
+
+    The Bernoulli series of ``Li2(1 - e^-u)`` in ``u = -log x`` on ``[1/2, 2]``; the reflection
+    ``Li2(z) + Li2(1 - z)`` below and the inversion ``Li2(z) + Li2(1/z)`` above bring the
+    argument there. Largest relative error against SciPy measured (float64): 2e-15 (tests:
+    1e-13). The derivative is ``log(x) / (1 - x)``, -1 at ``x = 1`` (JAX differentiates its
+    piecewise formula: 0 at 1, which is not the limit, and NaN on ``(1, 2]``).
+
+    Arguments:
+      x: a float32 or float64 array.
+    Returns:
+      An array of ``x``'s dtype.
+    Raises:
+      TypeError: another dtype, integers included (JAX's error).
+
+    Example:
+      >>> import functx.scipy.special as fs
+      >>> import functx.numpy as jnp
+      >>> print(fs.spence(jnp.array([0.5, 1.0, 2.0])))
+      [ 0.5822405  0.        -0.822467 ]
+    """
+    x = jnp.asarray(x)
+    if np.dtype(x.dtype) not in (np.float32, np.float64):
+        raise FunctxTypeError(
+            f"x.dtype={np.dtype(x.dtype)} is not supported, see docstring for supported types."
+            f"{_loc()}"
+        )
+    return _spence(x)

@@ -1048,11 +1048,13 @@ def erfcx(x):
 # the integrals, Spence's function, Bernoulli numbers, ... (a module of their own; it imports
 # the helpers above, so it comes last)
 from functx.scipy._special_more import (  # noqa: E402
+    bernoulli as bernoulli,
     dawsn as dawsn,
     exp1 as exp1,
     expi as expi,
     expn as expn,
     sici as sici,
+    spence as spence,
 )
 
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
@@ -1103,4 +1105,6 @@ __all__ = [
     "expn",
     "dawsn",
     "sici",
+    "spence",
+    "bernoulli",
 ]

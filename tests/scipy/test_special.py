@@ -263,6 +263,8 @@ def test_namespace_and_docstring_examples():
             "expn",
             "dawsn",
             "sici",
+            "spence",
+            "bernoulli",
         ]
     )
     for name in fss.__all__:
