@@ -556,3 +556,122 @@ def spence(x):
             f"{_loc()}"
         )
     return _spence(x)
+
+
+# --- the Fresnel integrals ---------------------------------------------------------------------
+def _sincos_half_pi_sq(x):
+    """``sin(pi x^2 / 2)`` and ``cos(pi x^2 / 2)`` with the angle reduced exactly enough for any
+    x: with ``n = round(x)``, ``f = x - n``, ``x^2 / 2 = n^2 / 2 + n f + f^2 / 2`` and ``n^2 / 2``
+    is 0 or 1/2 modulo 2 (the error of ``n f``, eps n / 2, times Fresnel's 1 / (pi x) is below
+    eps)."""
+    n = jnp.round(x)
+    f = x - n
+    two = _c(2, x)
+    t = _c(0.5, x) * jnp.abs(jnp.fmod(n, two)) + jnp.fmod(n * f, two) + f * f / two
+    return jnp.sin(_c(np.pi, x) * t), jnp.cos(_c(np.pi, x) * t)
+
+
+def _fresnel_series(x):
+    """S and C for |x| <= 1.5: ``sum_k (-1)^k t^m / m! x / (2m + 1)`` over odd m (S) and even
+    m (C), ``t = pi x^2 / 2`` (16 pairs of terms: t^32 / 32! < 1e-17 at t = 3.6)."""
+    t = _c(np.pi / 2, x) * x * x
+
+    def body(k, carry):
+        s, c, p = carry  # p = (-1)^k t^(2k) / (2k)!
+        m = _c(2, x) * k.astype(x.dtype)
+        c = c + p * x / (_c(2, x) * m + _c(1, x))
+        q = p * t / (m + _c(1, x))
+        s = s + q * x / (_c(2, x) * m + _c(3, x))
+        return s, c, -q * t / (m + _c(2, x))
+
+    zeros = jnp.zeros_like(x)
+    s, c, _ = _fori(16, body, (zeros, zeros, jnp.ones_like(x)))
+    return s, c
+
+
+def _fresnel_fraction(x, sin, cos):
+    """S and C for 1.5 <= x <= 36974 from ``C + iS = (1 + i) / 2 erf(z)``,
+    ``z = sqrt(pi) / 2 (1 - i) x``: with ``erfc(z) = 2 z e^(-z^2) / sqrt(pi) h`` and Lentz's method
+    on ``h = 1 / (2z^2 + 1 - 1 2 / (2z^2 + 5 - 3 4 / (2z^2 + 9 - ...)))``, ``2 z^2 = -i pi x^2``,
+    ``C = 1/2 - x Re(e^(i pi x^2 / 2) h)``, ``S = 1/2 - x Im(...)`` (50 levels: 1e-15 at 1.5)."""
+    one = _c(1, x)
+    bi = _c(-np.pi, x) * x * x
+
+    def inv(zr, zi):
+        den = zr * zr + zi * zi
+        return zr / den, -zi / den
+
+    dr, di = inv(one, bi)
+
+    def body(k, carry):
+        br, cr, ci, dr, di, hr, hi = carry
+        k = (k + 1).astype(x.dtype)
+        a = -(_c(2, x) * k - one) * (_c(2, x) * k)
+        br = br + _c(4, x)
+        dr, di = inv(a * dr + br, a * di + bi)
+        qr, qi = inv(cr, ci)
+        cr, ci = br + a * qr, bi + a * qi
+        pr, pi = cr * dr - ci * di, cr * di + ci * dr
+        return br, cr, ci, dr, di, hr * pr - hi * pi, hr * pi + hi * pr
+
+    init = (jnp.ones_like(x), jnp.full_like(x, 1e30), jnp.zeros_like(x), dr, di, dr, di)
+    *_, hr, hi = _fori(49, body, init)
+    half = _c(0.5, x)
+    # e^(i theta) h = (cos hr - sin hi) + i (cos hi + sin hr); returns (S, C)
+    return half - x * (cos * hi + sin * hr), half - x * (cos * hr - sin * hi)
+
+
+@custom_jvp
+def _fresnel(x):
+    ax = jnp.abs(x)
+    small = ax <= _c(1.5, x)
+    large = ax > _c(36974, x)
+    sin, cos = _sincos_half_pi_sq(jnp.where(ax == np.inf, _c(0, x), ax))
+    s_s, c_s = _fresnel_series(jnp.where(small, ax, _c(0, x)))
+    mid = jnp.where(small | large, _c(2, x), ax)
+    s_f, c_f = _fresnel_fraction(mid, *_sincos_half_pi_sq(mid))
+    # above 36974 the auxiliary functions' leading terms f = 1 / (pi x), g = 1 / (pi^2 x^3):
+    # C = 1/2 + f sin - g cos, S = 1/2 - f cos - g sin (the next terms are below 1e-18)
+    xl = jnp.where(large & (ax < np.inf), ax, _c(36975, x))
+    f, g = _c(1 / np.pi, x) / xl, _c(1 / np.pi**2, x) / (xl * xl * xl)
+    half = _c(0.5, x)
+    s_l, c_l = half - f * cos - g * sin, half + f * sin - g * cos
+    s_l, c_l = (jnp.where(ax == np.inf, half, v) for v in (s_l, c_l))
+    s = jnp.where(small, s_s, jnp.where(large, s_l, s_f))
+    c = jnp.where(small, c_s, jnp.where(large, c_l, c_f))
+    neg = x < _c(0, x)
+    return jnp.where(neg, -s, s), jnp.where(neg, -c, c)
+
+
+@_fresnel.defjvp
+def _fresnel_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    sin, cos = _sincos_half_pi_sq(x)
+    return _fresnel(x), (t * sin, t * cos)
+
+
+def fresnel(x):
+    """The Fresnel integrals ``S(x) = integral_0^x sin(pi t^2 / 2) dt`` and
+    ``C(x) = integral_0^x cos(pi t^2 / 2) dt``.
+
+    Power series up to ``|x| = 1.5``; the continued fraction of ``erfc`` (in real and imaginary
+    parts) up to 36974; the auxiliary functions' leading terms above, with ``pi x^2 / 2``
+    reduced exactly. Largest relative error measured (float64): 1e-15 against SciPy up to 100
+    (tests: 1e-13), 1e-16 against mpmath above (SciPy's own error grows: 6e-12 at 1e5,
+    8e-9 at 1.5e8, NaN at 1e300). The derivatives are ``sin(pi x^2 / 2)`` and
+    ``cos(pi x^2 / 2)`` (JAX's rule).
+    Above 36974 in float32 JAX gives exactly 1/2; here, as SciPy, ``1/2 + O(1 / (pi x))``.
+
+    Arguments:
+      x: the argument, real (integers are converted to float).
+    Returns:
+      A pair ``(S(x), C(x))`` of arrays of the float dtype (odd; ``±1/2`` at ``±inf``).
+
+    Example:
+      >>> import functx.scipy.special as fs
+      >>> s, c = fs.fresnel(1.0)
+      >>> print(s, c)
+      0.43825915 0.7798934
+    """
+    (x,) = _real("fresnel", x)
+    return _fresnel(x)

@@ -1053,6 +1053,7 @@ from functx.scipy._special_more import (  # noqa: E402
     exp1 as exp1,
     expi as expi,
     expn as expn,
+    fresnel as fresnel,
     sici as sici,
     spence as spence,
 )
@@ -1107,4 +1108,5 @@ __all__ = [
     "sici",
     "spence",
     "bernoulli",
+    "fresnel",
 ]

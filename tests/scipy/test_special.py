@@ -265,6 +265,7 @@ def test_namespace_and_docstring_examples():
             "sici",
             "spence",
             "bernoulli",
+            "fresnel",
         ]
     )
     for name in fss.__all__:

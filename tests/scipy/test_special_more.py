@@ -52,6 +52,8 @@ CASES = {
     "dawsn": (_x(-3, 3, log=True), ss.dawsn),
     "sici": (_x(-4, 4, log=True), ss.sici),
     "spence": (_x(0, 7, log=True), ss.spence),
+    # (|x| <= 100: SciPy forms pi x^2 / 2 in floating point, its error grows like x eps / 2)
+    "fresnel": (_x(-4.6, 4.6, log=True), ss.fresnel),
 }
 # the special points: SciPy's values, JAX's conventions where they differ (the docstrings)
 POINTS = {
@@ -64,6 +66,7 @@ POINTS = {
     "dawsn": (np.array([0.0, -0.0, 1e-300, 0.25, 4.5, 7.75, 8.0, 8.25, 1e300, np.inf, -np.inf]),),
     "sici": (np.array([0.0, -0.0, 1e-300, 0.6165, 4.0, -4.1, 1e9, 2e9, 1e300, np.inf, -np.inf]),),
     "spence": (np.array([0.0, -0.0, -1.0, 1e-300, 0.5, 1.0, 2.0, 1e300, np.inf, np.nan]),),
+    "fresnel": (np.array([0.0, -0.0, 1e-300, 1.5, -1.6, 36973, 36975, np.inf, -np.inf, np.nan]),),
 }
 NO_INTS = {"spence"}  # (JAX: TypeError for integer input, tested below)
 
@@ -128,6 +131,19 @@ def test_expn_noninteger_order_and_complex_input():
             f(np.ones(2, np.complex64))
 
 
+def test_fresnel_far_out_against_mpmath():
+    import mpmath
+
+    x = np.array([np.expm1(9.0), 36974.5, 1e5 + 0.123, -1.5e8 - 0.04, 3e15 + 0.5])
+    s, c = fss.fresnel(x)
+    with mpmath.workdps(30):
+        want_s = [float(mpmath.fresnels(mpmath.mpf(v))) for v in x]
+        want_c = [float(mpmath.fresnelc(mpmath.mpf(v))) for v in x]
+    np.testing.assert_allclose(np.asarray(s), want_s, rtol=1e-15)
+    np.testing.assert_allclose(np.asarray(c), want_c, rtol=1e-15)
+    assert [float(v) for v in fss.fresnel(-1e300)] == [-0.5, -0.5]  # (SciPy: NaN)
+
+
 def test_spence_and_bernoulli_errors_as_jax():
     for m in (fss, jss):
         with pytest.raises(TypeError):
@@ -162,6 +178,7 @@ def test_gradients():
     check_grads(fss.dawsn, (np.concatenate([-x, x]),), 2)
     check_grads(fss.sici, (np.concatenate([-x, x, [5.0]]),), 2)
     check_grads(fss.spence, (np.array([0.1, 0.7, 1.5, 3.0]),), 2)
+    check_grads(fss.fresnel, (np.array([-2.0, 0.3, 1.2, 1.7, 4.0]),), 2)
     # the derivative's limit at 1 (JAX: 0.0)
     assert float(functx.grad(fss.spence)(1.0)) == -1.0
 
@@ -173,7 +190,8 @@ def test_jit_and_vmap():
     def f(n, x):
         si, ci = fss.sici(x)
         out = fss.exp1(x) + fss.expi(-x) + fss.expn(n, x) + fss.dawsn(x) + si * ci
-        return out + fss.spence(x)
+        s, c = fss.fresnel(x)
+        return out + fss.spence(x) + s * c
 
     want = f(n, x)
     np.testing.assert_allclose(np.asarray(functx.jit(f)(n, x)), np.asarray(want), rtol=1e-14)
@@ -199,6 +217,8 @@ def test_values_and_gradients_match_jax():
             vm(g(m.dawsn))(y),
             vm(g(lambda v: m.sici(v)[1]))(y),
             m.spence(x / 8),
+            m.fresnel(y / 4),
+            vm(g(lambda v: m.fresnel(v)[0]))(y / 4),
             vm(g(m.spence))(x / 41),  # (JAX's is NaN on (1, 2], 0 at 1)
         ]
 
