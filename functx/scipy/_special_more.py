@@ -142,8 +142,8 @@ def expn(n, x):
 
     Example:
       >>> import functx.scipy.special as fs
-      >>> print(fs.expn(2, 1.5))
-      0.073100786
+      >>> print(round(float(fs.expn(2, 1.5)), 6))
+      0.073101
     """
     n, x = _real("expn", n, x)
     n, x = jnp.broadcast_arrays(n, x)
@@ -162,8 +162,8 @@ def exp1(x):
 
     Example:
       >>> import functx.scipy.special as fs
-      >>> print(fs.exp1(1.0))
-      0.21938394
+      >>> print(round(float(fs.exp1(1.0)), 6))
+      0.219384
     """
     (x,) = _real("exp1", x)
     return _expn(jnp.ones_like(x), x)
@@ -416,8 +416,8 @@ def sici(x):
     Example:
       >>> import functx.scipy.special as fs
       >>> si, ci = fs.sici(1.0)
-      >>> print(si, ci)
-      0.9460831 0.3374039
+      >>> print(round(float(si), 6), round(float(ci), 6))
+      0.946083 0.337404
     """
     (x,) = _real("sici", x)
     return _sici(x)
