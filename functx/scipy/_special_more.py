@@ -675,3 +675,75 @@ def fresnel(x):
     """
     (x,) = _real("fresnel", x)
     return _fresnel(x)
+
+
+# --- Bessel functions of the first kind -----------------------------------------------------------
+def _bessel_jn_rows(z, rows, start):
+    """J_0..J_(rows-1) by Miller's method: the recurrence ``f_(k-1) = 2k f_k / z - f_(k+1)`` run
+    down from ``f_start = 1``, ``f_(start+1) = 0``, then divided by ``f_0 + 2 sum_m f_2m`` (=
+    1 for the true J). The values are divided by ``|f_(k-1)|`` whenever it passes 1, so nothing
+    overflows down to ``|z|`` near the smallest normal number (JAX's, started at 1e-16 and never
+    rescaled, gives NaN at small ``z``)."""
+    idx = jnp.arange(rows).reshape((rows,) + (1,) * z.ndim)
+    zs = jnp.where(z == _c(0, z), _c(1, z), z)
+
+    def body(i, carry):
+        f_next, f, s, out = carry
+        k = start - i  # this step makes f_(k-1)
+        kf = k.astype(z.dtype)
+        f_prev = _c(2, z) * kf * f / zs - f_next
+        s = s + jnp.where((k - 1) % 2 == 0, _c(2, z) * f_prev, _c(0, z))
+        out = jnp.where(idx == k - 1, f_prev, out)
+        a = jnp.abs(f_prev)
+        scale = jnp.where(a > _c(1, z), _c(1, z) / jnp.where(a > _c(1, z), a, _c(1, z)), _c(1, z))
+        return f * scale, f_prev * scale, s * scale, out * scale
+
+    f_start = jnp.ones_like(z)
+    s0 = jnp.full_like(z, 2.0 if start % 2 == 0 else 0.0)
+    out0 = jnp.where(idx == start, f_start, jnp.zeros((rows,) + z.shape, z.dtype))
+    _, f0, s, out = _fori(start, body, (jnp.zeros_like(z), f_start, s0, out0))
+    out = out / (s - f0)  # (s counted f_0 twice)
+    at0 = jnp.where(idx == 0, _c(1, z), _c(0, z))  # J_n(0): 1 for n = 0, else 0
+    out = jnp.where(z == _c(0, z), at0, out)
+    return jnp.where(jnp.isfinite(z), out, _c(np.nan, z))  # (SciPy's NaN at ±inf)
+
+
+def bessel_jn(z, *, v, n_iter=50):
+    """The Bessel functions of the first kind ``J_0(z), ..., J_v(z)`` of real ``z``.
+
+    Miller's backward recurrence started at order ``n_iter + 1`` (as JAX) and normalized by
+    ``J_0 + 2 (J_2 + J_4 + ...) = 1``, rescaled as it runs so that it never overflows. Accurate
+    where ``n_iter`` is large enough for ``|z|`` (JAX's rule of thumb: ``n_iter`` well above
+    ``|z|``; with the default 50, up to ``|z|`` about 25). The error is absolute in nature
+    (near the zeros of ``J_n``); largest measured against SciPy for ``|z| <= 20``, orders 0..10:
+    6e-16 in float64 and 3e-7 in float32 (tests: 1e-13 relative plus 2e-15 absolute; 5e-6 plus
+    5e-7); 2.4e-13 at ``|z| = 25``, where 50 starting orders are barely enough. At ``z = 0`` this
+    gives 1, 0, 0, ... (JAX: NaN); NaN at ``±inf`` (SciPy's value). Derivatives go through the
+    recurrence, as in JAX.
+
+    Arguments:
+      z: the argument, real (integers are converted to float).
+      v: the largest order, a static non-negative int.
+      n_iter: the recurrence's starting order minus one, a static int.
+    Returns:
+      An array of shape ``(min(v, n_iter) + 1, *z.shape)``: ``J_n(z)`` in row ``n``, of
+      ``z``'s float dtype.
+    Raises:
+      TypeError: a non-integer ``v``; ValueError: complex ``z`` (JAX's errors).
+
+    Example:
+      >>> import functx.scipy.special as fs
+      >>> print(fs.bessel_jn(1.0, v=2).round(5))
+      [0.7652  0.44005 0.1149 ]
+    """
+    try:
+        v = operator.index(v)
+    except TypeError:
+        raise FunctxTypeError(
+            f"Argument v of bessel_jn must be an integer, got {v!r:.60}{_loc()}"
+        ) from None
+    n_iter = int(n_iter)
+    (z,) = _float("bessel_jn", z)
+    if jnp.iscomplexobj(z):
+        raise FunctxValueError(f"complex input not supported.{_loc()}")
+    return _bessel_jn_rows(z, min(v, n_iter) + 1, n_iter + 1)

@@ -1049,6 +1049,7 @@ def erfcx(x):
 # the helpers above, so it comes last)
 from functx.scipy._special_more import (  # noqa: E402
     bernoulli as bernoulli,
+    bessel_jn as bessel_jn,
     dawsn as dawsn,
     exp1 as exp1,
     expi as expi,
@@ -1109,4 +1110,5 @@ __all__ = [
     "spence",
     "bernoulli",
     "fresnel",
+    "bessel_jn",
 ]

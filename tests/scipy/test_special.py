@@ -266,6 +266,7 @@ def test_namespace_and_docstring_examples():
             "spence",
             "bernoulli",
             "fresnel",
+            "bessel_jn",
         ]
     )
     for name in fss.__all__:

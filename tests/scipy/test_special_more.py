@@ -144,6 +144,37 @@ def test_fresnel_far_out_against_mpmath():
     assert [float(v) for v in fss.fresnel(-1e300)] == [-0.5, -0.5]  # (SciPy: NaN)
 
 
+@settings(max_examples=4, deadline=None)
+@given(data=st.data())
+def test_bessel_jn_matches_scipy(data):
+    dt = data.draw(st.sampled_from([F32, F64]), label="dtype")
+    v = data.draw(st.integers(0, 12), label="v")
+    shape = data.draw(hnp.array_shapes(min_dims=0, max_dims=2, max_side=4), label="shape")
+    z = data.draw(hnp.arrays(F64, shape, elements=st.floats(-20, 20)), label="z").astype(dt)
+    out = fss.bessel_jn(z, v=v)
+    assert out.shape == (v + 1, *z.shape) and out.dtype == dt
+    want = ss.jv(np.arange(v + 1).reshape((-1,) + (1,) * z.ndim), z.astype(F64))
+    rtol, atol = (1e-13, 2e-15) if dt == F64 else (5e-6, 5e-7)
+    np.testing.assert_allclose(np.asarray(out, F64), want, rtol=rtol, atol=atol)
+
+
+def test_bessel_jn_points_shapes_and_errors_as_jax():
+    z = np.array([0.0, -0.0, 1e-300, -1e-300, 1e-3, -7.5, np.inf, -np.inf, np.nan])
+    want = ss.jv(np.arange(4)[:, None], z)
+    np.testing.assert_allclose(np.asarray(fss.bessel_jn(z, v=3)), want, rtol=1e-13, atol=0)
+    for x64 in (True, False):
+        with jax.enable_x64(x64), functx.experimental.enable_x64(x64):
+            for a, kw in [(1.5, {"v": 60, "n_iter": 10}), (np.ones((2, 3), np.int32), {"v": 2})]:
+                want = jax.eval_shape(lambda a: jss.bessel_jn(a, **kw), a)
+                got = fss.bessel_jn(a, **kw)
+                assert (got.shape, got.dtype) == (want.shape, want.dtype)
+    for m in (fss, jss):
+        with pytest.raises(TypeError):
+            m.bessel_jn(1.0, v=1.5)
+        with pytest.raises(ValueError):
+            m.bessel_jn(np.ones(2, np.complex64), v=2)
+
+
 def test_spence_and_bernoulli_errors_as_jax():
     for m in (fss, jss):
         with pytest.raises(TypeError):
@@ -179,6 +210,7 @@ def test_gradients():
     check_grads(fss.sici, (np.concatenate([-x, x, [5.0]]),), 2)
     check_grads(fss.spence, (np.array([0.1, 0.7, 1.5, 3.0]),), 2)
     check_grads(fss.fresnel, (np.array([-2.0, 0.3, 1.2, 1.7, 4.0]),), 2)
+    check_grads(lambda z: fss.bessel_jn(z, v=3), (np.array([-2.0, 0.3, 4.0]),), 1)
     # the derivative's limit at 1 (JAX: 0.0)
     assert float(functx.grad(fss.spence)(1.0)) == -1.0
 
@@ -191,7 +223,7 @@ def test_jit_and_vmap():
         si, ci = fss.sici(x)
         out = fss.exp1(x) + fss.expi(-x) + fss.expn(n, x) + fss.dawsn(x) + si * ci
         s, c = fss.fresnel(x)
-        return out + fss.spence(x) + s * c
+        return out + fss.spence(x) + s * c + fss.bessel_jn(x / 3, v=4).sum(0)
 
     want = f(n, x)
     np.testing.assert_allclose(np.asarray(functx.jit(f)(n, x)), np.asarray(want), rtol=1e-14)
@@ -219,6 +251,8 @@ def test_values_and_gradients_match_jax():
             m.spence(x / 8),
             m.fresnel(y / 4),
             vm(g(lambda v: m.fresnel(v)[0]))(y / 4),
+            m.bessel_jn(y, v=5),
+            vm(g(lambda v: m.bessel_jn(v, v=3)[3]))(y),
             vm(g(m.spence))(x / 41),  # (JAX's is NaN on (1, 2], 0 at 1)
         ]
 
