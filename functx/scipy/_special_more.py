@@ -747,3 +747,126 @@ def bessel_jn(z, *, v, n_iter=50):
     if jnp.iscomplexobj(z):
         raise FunctxValueError(f"complex input not supported.{_loc()}")
     return _bessel_jn_rows(z, min(v, n_iter) + 1, n_iter + 1)
+
+
+# --- the confluent hypergeometric function 1F1 ----------------------------------------------------
+def _hyp1f1_series(al, be, y):
+    """``F = 1F1(al; be; y)`` for y >= 0 and its derivatives in ``al`` and ``be``: the Taylor
+    series ``sum_k t_k``, ``t_k = (al)_k / (be)_k y^k / k!``, with ``dF/dal = sum_k t_k
+    sum_(j<k) 1 / (al + j)`` and ``dF/dbe = -sum_k t_k sum_(j<k) 1 / (be + j)`` (300 terms:
+    enough for y <= 100 with parameters up to about 30)."""
+    one = _c(1, y)
+
+    def body(k, carry):
+        f, fa, fb, t, ha, hb = carry
+        kf = k.astype(y.dtype)
+        ak, bk = al + kf, be + kf
+        t = t * ak / bk * y / (kf + one)
+        ha = ha + jnp.where(ak == 0, _c(0, y), one / jnp.where(ak == 0, one, ak))
+        hb = hb + one / bk
+        return f + t, fa + t * ha, fb - t * hb, t, ha, hb
+
+    zeros, ones = jnp.zeros_like(y), jnp.ones_like(y)
+    f, fa, fb, *_ = _fori(300, body, (ones, zeros, zeros, ones, zeros, zeros))
+    return f, fa, fb
+
+
+def _asymptotic_sum(p, q, y):
+    """``sum_k (p)_k (q)_k / (k! y^k)``, stopped at its smallest term (at most 40 terms)."""
+
+    def body(k, carry):
+        s, t, done = carry
+        kf = k.astype(y.dtype)
+        nxt = t * (p + kf) * (q + kf) / ((kf + _c(1, y)) * y)
+        done = done | (jnp.abs(nxt) >= jnp.abs(t))
+        return jnp.where(done, s, s + nxt), nxt, done
+
+    s, *_ = _fori(40, body, (jnp.ones_like(y), jnp.ones_like(y), jnp.zeros(y.shape, bool)))
+    return s
+
+
+def _rgamma(v):
+    """1 / gamma(v), 0 at the poles."""
+    pole = (v <= _c(0, v)) & (v == jnp.floor(v))
+    vs = jnp.where(pole, _c(0.5, v), v)
+    sign = jnp.where((vs < _c(0, v)) & (jnp.fmod(jnp.floor(vs), _c(2, v)) != 0), -1.0, 1.0)
+    return jnp.where(pole, _c(0, v), sign.astype(v.dtype) * jnp.exp(-_gammaln(vs)))
+
+
+def _hyp1f1_parts(a, b, x):
+    """1F1(a; b; x) and its derivatives in a and b: the series for |x| <= 100 (after Kummer's
+    ``1F1(a; b; x) = e^x 1F1(b - a; b; -x)`` for x < 0), the asymptotic expansions above."""
+    neg = x < _c(0, x)
+    # (float32: 80, where the transformed series, ~e^|x|, still fits)
+    near = jnp.abs(x) <= _c(80 if x.dtype.itemsize <= 4 else 100, x)
+    y = jnp.where(near, jnp.abs(x), _c(0, x))
+    al = jnp.where(neg, b - a, a)
+    f, fa, fb = _hyp1f1_series(al, b, y)
+    ex = jnp.where(neg & near, jnp.exp(jnp.where(near, x, 0)), _c(1, x))
+    d_a = jnp.where(neg, -fa, fa) * ex
+    d_b = jnp.where(neg, fa + fb, fb) * ex
+    # |x| > 100: 1F1 ~ gamma(b) / gamma(a) e^x x^(a-b) S(b - a, 1 - a; x) for x > 0 and
+    # gamma(b) / gamma(b - a) (-x)^(-a) S(a, a - b + 1; -x) for x < 0 (e^x smaller terms dropped)
+    xf = jnp.where(near, _c(200, x), jnp.abs(x))
+    lg_b = _gammaln(b)
+    pos = jnp.exp(lg_b - _gammaln(a) + xf + (a - b) * jnp.log(xf)) * _asymptotic_sum(
+        b - a, _c(1, x) - a, xf
+    )
+    negv = (
+        jnp.exp(lg_b - a * jnp.log(xf)) * _rgamma(b - a) * _asymptotic_sum(a, a - b + _c(1, x), xf)
+    )
+    val = jnp.where(near, f * ex, jnp.where(neg, negv, pos))
+    return val, d_a, d_b
+
+
+def _hyp1f1_value(a, b, x):
+    val = _hyp1f1_parts(a, b, x)[0]
+    # JAX's conventions: 1 for a == 0, e^x for a == b, inf for b == 0
+    val = jnp.where(a == b, jnp.exp(x), val)
+    val = jnp.where((b == _c(0, b)) & (a != _c(0, a)), _c(np.inf, x), val)
+    return jnp.where(a == _c(0, a), _c(1, x), val)
+
+
+@custom_jvp
+def _hyp1f1(a, b, x):
+    return _hyp1f1_value(a, b, x)
+
+
+@_hyp1f1.defjvp
+def _hyp1f1_jvp(primals, tangents):
+    (a, b, x), (ta, tb, tx) = primals, tangents
+    _, d_a, d_b = _hyp1f1_parts(a, b, x)
+    one = _c(1, x)
+    d_x = a / b * _hyp1f1(a + one, b + one, x)
+    return _hyp1f1(a, b, x), ta * d_a + tb * d_b + tx * d_x
+
+
+def hyp1f1(a, b, x):
+    """The confluent hypergeometric function ``1F1(a; b; x) = sum_k (a)_k / (b)_k x^k / k!``.
+
+    The Taylor series (300 terms) for ``|x| <= 100``, after Kummer's transformation
+    ``e^x 1F1(b - a; b; -x)`` for negative ``x`` (so no cancellation); the asymptotic expansions,
+    stopped at their smallest term, above. Like JAX, for positive ``a`` and ``b`` (parameters
+    up to about 30; large ones need more terms than the series runs). Largest relative errors
+    against SciPy measured (float64, ``a, b`` in (0, 15]): 4e-14 for ``0 <= x <= 60``; 1e-13
+    for ``-60 <= x < 0`` with ``a <= b``, 5e-10 with ``a > b`` (the transformed series then
+    alternates; JAX's direct series loses every digit there: errors of 1e22 and more
+    measured); 6e-14 for ``|x|`` in [100, 300] with ``a, b <= 5`` (tests: 1e-12, 1e-8 for
+    ``x < 0 < a - b``; float32 2e-5, where ``x < 0 < a - b`` loses up to 5e-4). JAX's
+    conventions: 1 at ``a = 0`` (SciPy too), ``e^x`` at ``a = b``, ``inf`` at ``b = 0``.
+    Derivatives: in ``x``, ``a / b 1F1(a + 1; b + 1; x)``; in ``a`` and ``b``, the
+    differentiated series (accurate for ``|x| <= 100``, as JAX's series are).
+
+    Arguments:
+      a, b, x: real arrays, broadcast together (integers are converted to float).
+    Returns:
+      An array of the promoted float dtype.
+
+    Example:
+      >>> import functx.scipy.special as fs
+      >>> print(round(float(fs.hyp1f1(1.0, 2.0, 1.0)), 6))
+      1.718282
+    """
+    a, b, x = _real("hyp1f1", a, b, x)
+    a, b, x = jnp.broadcast_arrays(a, b, x)
+    return _hyp1f1(a, b, x)

@@ -1055,6 +1055,7 @@ from functx.scipy._special_more import (  # noqa: E402
     expi as expi,
     expn as expn,
     fresnel as fresnel,
+    hyp1f1 as hyp1f1,
     sici as sici,
     spence as spence,
 )
@@ -1111,4 +1112,5 @@ __all__ = [
     "bernoulli",
     "fresnel",
     "bessel_jn",
+    "hyp1f1",
 ]

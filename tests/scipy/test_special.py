@@ -267,6 +267,7 @@ def test_namespace_and_docstring_examples():
             "bernoulli",
             "fresnel",
             "bessel_jn",
+            "hyp1f1",
         ]
     )
     for name in fss.__all__:
