@@ -1,5 +1,6 @@
 """``jax.scipy.special``'s exponential, sine/cosine, Fresnel and Dawson integrals, Spence's
-function and the Bernoulli numbers, re-exported by ``functx.scipy.special``.
+function, the Bernoulli numbers, ``bessel_jn`` and ``hyp1f1``, re-exported by
+``functx.scipy.special``.
 
 Each function evaluates every region's formula on the whole (clamped) input and selects: no
 data-dependent Python branching, so all of them jit and vmap; series and continued fractions run

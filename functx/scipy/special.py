@@ -1045,7 +1045,7 @@ def erfcx(x):
     return jnp.where(near, direct, asym)
 
 
-# the integrals, Spence's function, Bernoulli numbers, ... (a module of their own; it imports
+# the integrals, Spence's function, Bernoulli numbers, J_n, 1F1 (a module of their own; it imports
 # the helpers above, so it comes last)
 from functx.scipy._special_more import (  # noqa: E402
     bernoulli as bernoulli,
