@@ -1045,6 +1045,21 @@ def erfcx(x):
     return jnp.where(near, direct, asym)
 
 
+# the integrals, Spence's function, Bernoulli numbers, J_n, 1F1 (a module of their own; it imports
+# the helpers above, so it comes last)
+from functx.scipy._special_more import (  # noqa: E402
+    bernoulli as bernoulli,
+    bessel_jn as bessel_jn,
+    dawsn as dawsn,
+    exp1 as exp1,
+    expi as expi,
+    expn as expn,
+    fresnel as fresnel,
+    hyp1f1 as hyp1f1,
+    sici as sici,
+    spence as spence,
+)
+
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
 __getattr__ = _missing_name_hook(__name__)
 
@@ -1088,4 +1103,14 @@ __all__ = [
     "boxcox",
     "boxcox1p",
     "erfcx",
+    "exp1",
+    "expi",
+    "expn",
+    "dawsn",
+    "sici",
+    "spence",
+    "bernoulli",
+    "fresnel",
+    "bessel_jn",
+    "hyp1f1",
 ]

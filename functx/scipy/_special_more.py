@@ -1,0 +1,873 @@
+"""``jax.scipy.special``'s exponential, sine/cosine, Fresnel and Dawson integrals, Spence's
+function, the Bernoulli numbers, ``bessel_jn`` and ``hyp1f1``, re-exported by
+``functx.scipy.special``.
+
+Each function evaluates every region's formula on the whole (clamped) input and selects: no
+data-dependent Python branching, so all of them jit and vmap; series and continued fractions run
+a fixed number of terms with ``lax.fori_loop`` (enough for float64 on the region they serve). The
+derivatives are JAX's closed forms (``custom_jvp``), not derivatives of the loops.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import operator
+from fractions import Fraction
+
+import numpy as np
+
+from functx import lax, numpy as jnp
+from functx.control.custom_derivatives import custom_jvp
+from functx.errors import FunctxTypeError, FunctxValueError
+from functx.scipy.special import _c, _digamma, _float, _gammaln, _horner
+from functx.source_info import where as _loc
+
+_EULER = 0.5772156649015329
+
+
+def _real(name, *args):
+    """``args`` promoted to one float dtype (JAX's promotion); complex input is JAX's error."""
+    out = _float(name, *args)
+    if any(jnp.iscomplexobj(a) for a in out):
+        raise FunctxValueError(f"{name} does not support complex-valued inputs.{_loc()}")
+    return out
+
+
+def _fori(n, body, init):
+    return lax.fori_loop(0, n, body, init)
+
+
+# --- the exponential integrals E_n, E_1 and Ei ----------------------------------------------------
+def _en_series(n, x):
+    """E_n(x) for integer n >= 1 and 0 < x <= 2: the power series
+    ``(-x)^(n-1) / (n-1)! (psi(n) - log x) - sum_{k != n-1} (-x)^k / ((k - n + 1) k!)``
+    (32 terms: the last is below 2^32 / 32! < 1e-25)."""
+    one = _c(1, x)
+
+    def body(k, carry):
+        s, t, h = carry
+        kf = k.astype(x.dtype)
+        d = kf - n + one
+        s = s + jnp.where(d == 0, _c(0, x), t / jnp.where(d == 0, one, d))
+        h = h + jnp.where(kf + one < n, one / (kf + one), _c(0, x))  # 1 + 1/2 + ... + 1/(n-1)
+        return s, t * (-x) / (kf + one), h
+
+    zeros = jnp.zeros_like(x)
+    s, _, h = _fori(32, body, (zeros, jnp.ones_like(x), zeros))
+    # psi(n) = H_(n-1) - euler_gamma exactly while n <= 33; beyond, the lead term is < 2^32 / 32!
+    psi = jnp.where(n <= _c(33, x), h - _c(_EULER, x), _digamma(n))
+    m = n - one  # (-x)^m / m! with its sign; m log x is 0 for m == 0 (also at x == 0)
+    mlogx = jnp.where(m == 0, _c(0, x), m * jnp.log(x))
+    sign = jnp.where(jnp.fmod(m, _c(2, x)) == 0, one, -one)
+    lead = sign * jnp.exp(mlogx - _gammaln(n)) * (psi - jnp.log(x))
+    return lead - s
+
+
+def _en_cf(n, x):
+    """E_n(x) for x > 2 (any n >= 0): the continued fraction
+    ``e^-x / (x + n - 1 n / (x + n + 2 - 2 (n + 1) / (x + n + 4 - ...)))`` by Lentz's method,
+    50 levels (below 1e-15 relative at x = 2, fewer digits needed as x grows)."""
+    tiny = _c(np.finfo(x.dtype).tiny * 1e4, x)
+    b = x + n
+    d = _c(1, x) / b
+
+    def body(i, carry):
+        b, c, d, h = carry
+        i = (i + 1).astype(x.dtype)
+        a = -i * (n + i - _c(1, x))
+        b = b + _c(2, x)
+        d = a * d + b
+        d = _c(1, x) / jnp.where(jnp.abs(d) < tiny, tiny, d)
+        c = b + a / c
+        c = jnp.where(jnp.abs(c) < tiny, tiny, c)
+        return b, c, d, h * c * d
+
+    _, _, _, h = _fori(49, body, (b, jnp.full_like(x, np.inf), d, d))
+    return h * jnp.exp(-x)
+
+
+def _en(n, x):
+    """E_n(x) with JAX's values off the domain: NaN for n < 0 or x < 0; inf at x == 0 for n < 2,
+    1 / (n - 1) there for n >= 2; e^-x / x for n == 0. A non-integer n: the fraction (the real
+    order's E_n) for x > 1, NaN up to 1, as JAX."""
+    zero, one = _c(0, x), _c(1, x)
+    integer = n == jnp.floor(n)
+    # the series loses ~e^x / E_n(x) ulps to cancellation: float32 switches at 1 (49 levels of
+    # the fraction give 3e-10 there), float64 at 2
+    small = (x <= _c(1 if x.dtype.itemsize <= 4 else 2, x)) & integer
+    ns = jnp.where(n >= one, n, one)  # (each region on inputs where its formula is finite)
+    xs = jnp.where(small & (x > zero), x, one)
+    xl = jnp.where(small, _c(3, x), x)
+    val = jnp.where(small, _en_series(ns, xs), _en_cf(jnp.maximum(n, zero), xl))
+    val = jnp.where(n == zero, jnp.exp(-x) / x, val)
+    at0 = jnp.where(n < _c(2, x), _c(np.inf, x), one / jnp.maximum(n - one, one))
+    val = jnp.where(x == zero, at0, jnp.where(x == np.inf, zero, val))
+    bad = (n < zero) | (x < zero) | (~integer & (x <= one)) | jnp.isnan(n) | jnp.isnan(x)
+    return jnp.where(bad, _c(np.nan, x), val)
+
+
+@custom_jvp
+def _expn(n, x):
+    return _en(n, x)
+
+
+@_expn.defjvp
+def _expn_jvp(primals, tangents):
+    (n, x), (_, t) = primals, tangents
+    # JAX's rule -E_(n-1); at n == 0 the derivative of e^-x / x itself (JAX's E_-1 is NaN)
+    e0 = jnp.exp(-x) / x
+    d = jnp.where(n == _c(0, n), -e0 * (_c(1, x) + _c(1, x) / x), -_expn(n - _c(1, n), x))
+    return _expn(n, x), t * d
+
+
+def expn(n, x):
+    """The generalized exponential integral ``E_n(x) = integral_1^inf e^(-x t) / t^n dt``.
+
+    ``E_n`` is the power series (with the ``psi(n) - log x`` term) for ``x <= 2`` and Lentz's
+    continued fraction above, each run for a fixed number of terms. Against SciPy in float64 on
+    ``n`` in 0..60, ``x`` in ``(0, 700]`` the largest relative error measured is about 1e-14
+    (tests: 1e-13; float32 5e-6). The derivative in ``x`` is ``-E_{n-1}(x)`` (JAX's rule; ``n``
+    takes no derivative); at ``n == 0`` it is ``-e^-x (1 / x + 1 / x^2)``, so second
+    derivatives of ``exp1`` are finite (JAX's are NaN: its rule reaches ``E_-1``, NaN).
+
+    Arguments:
+      n: the order, integer-valued (any dtype; JAX promotes it with ``x`` to one float dtype).
+      x: the argument, real; broadcast against ``n``.
+    Returns:
+      An array of the promoted float dtype: NaN for ``n < 0`` or ``x < 0``, ``inf`` at
+      ``x == 0`` for ``n < 2`` and ``1 / (n - 1)`` there for ``n >= 2``, as JAX gives. For a
+      non-integer ``n`` (SciPy truncates it to an integer), JAX's values: the real order's
+      ``E_n`` for ``x > 1`` (1e-10 relative between 1 and 2, where the fraction converges
+      slowly), NaN for ``x <= 1``.
+
+    Example:
+      >>> import functx.scipy.special as fs
+      >>> print(round(float(fs.expn(2, 1.5)), 6))
+      0.073101
+    """
+    n, x = _real("expn", n, x)
+    n, x = jnp.broadcast_arrays(n, x)
+    return _expn(n, x)
+
+
+def exp1(x):
+    """The exponential integral ``E_1(x) = integral_x^inf e^-t / t dt`` (``expn(1, x)``).
+
+    Arguments:
+      x: the argument, real (integers are converted to float).
+    Returns:
+      An array of the float dtype: ``inf`` at 0, NaN for ``x < 0`` (as JAX; SciPy gives a
+      complex-free NaN too). Its derivative is ``-e^-x / x``. Largest relative error against
+      SciPy (float64) measured: about 1e-14.
+
+    Example:
+      >>> import functx.scipy.special as fs
+      >>> print(round(float(fs.exp1(1.0)), 6))
+      0.219384
+    """
+    (x,) = _real("exp1", x)
+    return _expn(jnp.ones_like(x), x)
+
+
+def _ei_pos(x):
+    """Ei(x) for x > 0: ``euler_gamma + log x + sum_k x^k / (k k!)`` (100 terms: enough at 40)
+    up to 40, the asymptotic series ``e^x / x sum_k k! / x^k`` (40 terms: its smallest term at
+    x = 40 is e^-40) above."""
+    one = _c(1, x)
+    big = x > _c(40, x)
+    xs = jnp.where(big, one, x)
+    xb = jnp.where(big, x, _c(40, x))
+
+    def series(k, carry):
+        s, t = carry
+        kf = (k + 1).astype(x.dtype)
+        t = t * xs / kf
+        return s + t / kf, t
+
+    def asymptotic(k, carry):
+        s, t = carry
+        t = t * (k + 1).astype(x.dtype) / xb
+        return s + t, t
+
+    s, _ = _fori(100, series, (jnp.zeros_like(x), jnp.ones_like(x)))
+    a, _ = _fori(39, asymptotic, (jnp.ones_like(x), jnp.ones_like(x)))
+    near = _c(_EULER, x) + jnp.log(xs) + s
+    # e^x / x; past e^x's overflow as exp(x - log x) (finite until Ei itself overflows)
+    fits = xb < _c(np.log(np.finfo(x.dtype).max), x)
+    far = jnp.where(fits, jnp.exp(jnp.where(fits, xb, 0)) / xb, jnp.exp(xb - jnp.log(xb))) * a
+    return jnp.where(big, jnp.where(x == np.inf, x, far), near)
+
+
+@custom_jvp
+def _expi(x):
+    one = _c(1, x)
+    neg = x < _c(0, x)
+    pos = jnp.where(x > _c(0, x), x, one)
+    val = jnp.where(neg, -_en(one, jnp.where(neg, -x, one)), _ei_pos(pos))
+    return jnp.where(x == _c(0, x), _c(-np.inf, x), jnp.where(jnp.isnan(x), x, val))
+
+
+@_expi.defjvp
+def _expi_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _expi(x), t * jnp.exp(x) / x
+
+
+def expi(x):
+    """The exponential integral ``Ei(x) = integral_-inf^x e^t / t dt`` (principal value).
+
+    ``-E_1(-x)`` for ``x < 0``; for ``x > 0`` the power series up to 40 and the asymptotic series
+    above. Largest relative error against SciPy measured (float64): about 1e-15 away from the
+    root ``x0 = 0.3725...``, where (as in every implementation that forms the value as a sum)
+    relative accuracy falls to ~eps / |x - x0|; tests use 1e-13 relative plus 1e-15 absolute.
+    The derivative is ``e^x / x`` (JAX's rule).
+
+    Arguments:
+      x: the argument, real (integers are converted to float).
+    Returns:
+      An array of the float dtype: ``-inf`` at 0, ``inf`` at ``inf``, 0 at ``-inf``.
+
+    Example:
+      >>> import functx.scipy.special as fs
+      >>> print(fs.expi(1.0))
+      1.8951179
+    """
+    (x,) = _real("expi", x)
+    return _expi(x)
+
+
+# --- Dawson's integral ----------------------------------------------------------------------------
+@functools.cache
+def _dawsn_table():
+    """D(k / 2) for k = 0..16, to float64 precision (mpmath, sympy's dependency: once)."""
+    import mpmath
+
+    def d(x):
+        return mpmath.sqrt(mpmath.pi) / 2 * mpmath.exp(-(x**2)) * mpmath.erfi(x)
+
+    return np.array([float(d(mpmath.mpf(k) / 2)) for k in range(17)])
+
+
+def _dawsn_value(x):
+    """D(x): up to 8, the Taylor series about the nearest multiple of 1/2 (|h| <= 1/4), its
+    coefficients from D' = 1 - 2 x D: ``c1 = 1 - 2 x0 c0``, ``(n + 1) c_(n+1) = -2 (x0 c_n +
+    c_(n-1))`` (20 terms); above 8, the asymptotic series ``1 / (2x) sum_k (2k - 1)!! / (2x^2)^k``
+    (18 terms: the last is below 1e-17 at x = 8; float32 takes it from 4.5)."""
+    ax = jnp.abs(x)
+    # (float32 switches at 4.5: the recurrence loses digits as x0 grows, the series is exact
+    # enough there)
+    top = _c(4.5 if x.dtype.itemsize <= 4 else 8, x)
+    near = ax <= top
+    xn = jnp.where(near, ax, _c(0, x))
+    k = jnp.round(xn * _c(2, x))
+    x0 = k / _c(2, x)
+    h = xn - x0
+    c0 = jnp.take(_c(_dawsn_table(), x), k.astype(np.int32))
+    c1 = _c(1, x) - _c(2, x) * x0 * c0
+
+    def taylor(n, carry):
+        s, cm, c, hp = carry
+        cn = _c(-2, x) * (x0 * c + cm) / (n + 2).astype(x.dtype)
+        hp = hp * h
+        return s + cn * hp, c, cn, hp
+
+    s, *_ = _fori(19, taylor, (c0 + c1 * h, c0, c1, h))
+    xf = jnp.where(near, top, ax)
+    w = _c(1, x) / (_c(2, x) * xf * xf)
+
+    def asymptotic(k, carry):
+        a, t = carry
+        t = t * (_c(2, x) * (k + 1).astype(x.dtype) - _c(1, x)) * w
+        return a + t, t
+
+    a, _ = _fori(17, asymptotic, (jnp.ones_like(x), jnp.ones_like(x)))
+    far = jnp.where(ax == np.inf, _c(0, x), a / (_c(2, x) * xf))
+    return jnp.sign(x) * jnp.where(near, s, far)
+
+
+@custom_jvp
+def _dawsn(x):
+    return _dawsn_value(x)
+
+
+@_dawsn.defjvp
+def _dawsn_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    d = _dawsn(x)
+    return d, t * (_c(1, x) - _c(2, x) * x * d)
+
+
+def dawsn(x):
+    """Dawson's integral ``D(x) = e^(-x^2) integral_0^x e^(t^2) dt``.
+
+    Up to ``|x| = 8`` the Taylor series about the nearest multiple of 1/2 (from a table of 17
+    values), its coefficients from the differential equation ``D' = 1 - 2 x D``; above, the
+    asymptotic series. Largest relative error against SciPy measured (float64): 7e-15 (tests:
+    1e-13). The derivative is ``1 - 2 x D(x)`` (JAX's rule).
+
+    Arguments:
+      x: the argument, real (integers are converted to float).
+    Returns:
+      An array of the float dtype (odd in ``x``; 0 at ``±inf``).
+
+    Example:
+      >>> import functx.scipy.special as fs
+      >>> print(fs.dawsn(1.0))
+      0.5380795
+    """
+    (x,) = _real("dawsn", x)
+    return _dawsn(x)
+
+
+# --- the sine and cosine integrals ----------------------------------------------------------------
+def _sici_series(x):
+    """Si and Ci for 0 < x <= 4: ``Si = sum_k (-1)^k x^(2k+1) / ((2k+1) (2k+1)!)``,
+    ``Ci = euler_gamma + log x + sum_(k>=1) (-1)^k x^(2k) / (2k (2k)!)`` (20 terms each: the last
+    below 4^40 / 40! < 1e-23)."""
+
+    def body(k, carry):
+        si, ci, t = carry  # t = (-1)^k x^(2k) / (2k)!
+        k2 = _c(2, x) * k.astype(x.dtype)
+        t1 = t * x / (k2 + _c(1, x))  # x^(2k+1) / (2k+1)!
+        si = si + t1 / (k2 + _c(1, x))
+        t2 = -t1 * x / (k2 + _c(2, x))  # (-1)^(k+1) x^(2k+2) / (2k+2)!
+        return si, ci + t2 / (k2 + _c(2, x)), t2
+
+    zeros = jnp.zeros_like(x)
+    si, ci, _ = _fori(20, body, (zeros, zeros, jnp.ones_like(x)))
+    return si, _c(_EULER, x) + jnp.log(x) + ci
+
+
+def _sici_fraction(x):
+    """Si and Ci for x >= 4 from ``E_1(ix) = -Ci(x) + i (Si(x) - pi/2)``, ``E_1(z)`` by Lentz's
+    method on ``e^-z / (z + 1 - 1 / (z + 3 - 4 / (z + 5 - ...)))`` in real pairs (40 levels:
+    below 2e-15 at x = 4)."""
+    one = _c(1, x)
+
+    def cdiv(ar, ai, br, bi):
+        den = br * br + bi * bi
+        return (ar * br + ai * bi) / den, (ai * br - ar * bi) / den
+
+    dr, di = cdiv(one, _c(0, x), one, x)  # d = 1 / (1 + ix)
+
+    def body(i, carry):
+        cr, ci, dr, di, hr, hi = carry
+        i = (i + 1).astype(x.dtype)
+        a, br = -i * i, _c(2, x) * i + one
+        dr, di = cdiv(one, _c(0, x), a * dr + br, a * di + x)  # d = 1 / (a d + b)
+        qr, qi = cdiv(a, _c(0, x), cr, ci)
+        cr, ci = br + qr, x + qi  # c = b + a / c
+        pr, pi = cr * dr - ci * di, cr * di + ci * dr
+        return cr, ci, dr, di, hr * pr - hi * pi, hr * pi + hi * pr
+
+    init = (jnp.full_like(x, 1e30), jnp.zeros_like(x), dr, di, dr, di)
+    *_, hr, hi = _fori(39, body, init)
+    cos, sin = jnp.cos(x), jnp.sin(x)
+    er, ei = hr * cos + hi * sin, hi * cos - hr * sin  # h e^(-ix)
+    return _c(np.pi / 2, x) + ei, -er
+
+
+@custom_jvp
+def _sici(x):
+    ax = jnp.abs(x)
+    small = ax <= _c(4, x)
+    # past 1e9 the auxiliary functions' leading terms f = 1 / x, g = 1 / x^2:
+    # Si = pi/2 - f cos x - g sin x, Ci = f sin x - g cos x (next terms below 1e-18)
+    huge = ax > _c(1e9, x)
+    si_s, ci_s = _sici_series(jnp.where(small, ax, _c(1, x)))
+    si_f, ci_f = _sici_fraction(jnp.where(small | huge, _c(5, x), ax))
+    xh = jnp.where(huge, ax, _c(1, x))
+    f, g, cos, sin = _c(1, x) / xh, _c(1, x) / (xh * xh), jnp.cos(xh), jnp.sin(xh)
+    si_h, ci_h = _c(np.pi / 2, x) - f * cos - g * sin, f * sin - g * cos
+    si_h = jnp.where(ax == np.inf, _c(np.pi / 2, x), si_h)
+    ci_h = jnp.where(ax == np.inf, _c(0, x), ci_h)
+    si = jnp.where(small, si_s, jnp.where(huge, si_h, si_f))
+    ci = jnp.where(small, ci_s, jnp.where(huge, ci_h, ci_f))
+    ci = jnp.where(x == _c(-np.inf, x), _c(np.nan, x), ci)
+    return jnp.sign(x) * si, jnp.where(jnp.isnan(x), x, ci)
+
+
+@_sici.defjvp
+def _sici_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    # sin x / x (1 at 0) and cos x / x (JAX's rule)
+    xs = jnp.where(x == _c(0, x), _c(1, x), x)
+    sinc = jnp.where(x == _c(0, x), _c(1, x), jnp.sin(xs) / xs)
+    return _sici(x), (t * sinc, t * jnp.cos(x) / x)
+
+
+def sici(x):
+    """The sine and cosine integrals ``Si(x) = integral_0^x sin t / t dt`` and
+    ``Ci(x) = euler_gamma + log|x| + integral_0^x (cos t - 1) / t dt``.
+
+    Power series up to ``|x| = 4``; above, the continued fraction of ``E_1(i|x|)`` (run in real
+    and imaginary parts); past ``1e9`` the leading terms of the auxiliary functions. Largest
+    relative error against SciPy measured (float64): 3e-15 away from Ci's roots (0.6165...,
+    3.3842..., 6.4271..., ...), where, as in any implementation that forms Ci as a sum, accuracy
+    is absolute (tests: 1e-13 relative plus 10 eps). The derivatives are ``sin x / x`` and
+    ``cos x / x`` (JAX's rule).
+
+    Arguments:
+      x: the argument, real (integers are converted to float).
+    Returns:
+      A pair ``(Si(x), Ci(x))`` of arrays of the float dtype: Si is odd, Ci even (as JAX and
+      SciPy: ``Ci(-x) = Ci(x)``), ``Ci(0) = -inf``, ``Ci(-inf)`` NaN.
+
+    Example:
+      >>> import functx.scipy.special as fs
+      >>> si, ci = fs.sici(1.0)
+      >>> print(round(float(si), 6), round(float(ci), 6))
+      0.946083 0.337404
+    """
+    (x,) = _real("sici", x)
+    return _sici(x)
+
+
+# --- the Bernoulli numbers and Spence's function --------------------------------------------------
+@functools.cache
+def _bernoulli_exact(n):
+    """B_0..B_n as Fractions (B_1 = -1/2), from ``sum_(k <= m) C(m + 1, k) B_k = 0``."""
+    b = [Fraction(1)]
+    for m in range(1, n + 1):
+        b.append(-sum(math.comb(m + 1, k) * b[k] for k in range(m)) / (m + 1))
+    return tuple(b)
+
+
+def _bernoulli_f64(n):
+    """B_0..B_n in float64: exact up to 60, then ``B_2k = (-1)^(k+1) 2 (2k)! zeta(2k) /
+    (2 pi)^(2k)`` as a running product from B_60 (zeta(2k) to 1e-24 by five terms; the product
+    reaches inf where B_2k leaves float64, as JAX's)."""
+    out = np.array([float(v) for v in _bernoulli_exact(min(n, 60))])
+    if n <= 60:
+        return out
+    even = np.arange(62, n + 1, 2, dtype=np.float64)
+    j = np.arange(1, 6, dtype=np.float64)[:, None]
+    zeta = np.sum(j**-even, axis=0)
+    ratio = -(even - 1) * even / (2 * np.pi) ** 2 * zeta / np.concatenate([[1.0], zeta[:-1]])
+    with np.errstate(over="ignore"):
+        b_even = out[60] / np.sum(j**-60.0) * np.cumprod(ratio)
+    full = np.zeros(n + 1)
+    full[: out.size] = out
+    full[62::2] = b_even
+    return full
+
+
+def bernoulli(n):
+    """The Bernoulli numbers ``B_0, ..., B_n`` (``B_1 = -1/2``).
+
+    Exact rationals rounded once up to ``B_60``; beyond, ``2 (2k)! zeta(2k) / (2 pi)^(2k)`` with
+    its sign, as a running product (relative error grows like ``k`` eps: 2e-12 against SciPy's
+    exact values at ``n = 300``; JAX's own differ from SciPy's by up to 2.5e-6). Values past
+    the dtype's range are ``±inf``, as in JAX (whose float32 product overflows a few orders
+    early: ``B_64`` is ``-inf`` there, -2.0938e38 here).
+
+    Arguments:
+      n: a non-negative Python int (static).
+    Returns:
+      An array of ``n + 1`` numbers of the default float dtype (float32, float64 with x64).
+    Raises:
+      TypeError: a non-integer or traced ``n``; ValueError: ``n < 0`` (JAX's errors).
+
+    Example:
+      >>> import functx.scipy.special as fs
+      >>> print(fs.bernoulli(4))
+      [ 1.         -0.5         0.16666667  0.         -0.03333334]
+    """
+    try:
+        n = operator.index(n)
+    except TypeError:
+        raise FunctxTypeError(
+            f"Argument n of bernoulli must be a concrete integer, got {n!r:.60}{_loc()}"
+        ) from None
+    if n < 0:
+        raise FunctxValueError(f"n must be a non-negative integer.{_loc()}")
+    dt = jnp.zeros(()).dtype
+    with np.errstate(over="ignore"):
+        return jnp.asarray(_bernoulli_f64(n).astype(dt))
+
+
+# u^(n+1) B_n / (n+1)! for n = 0..24: Li2(1 - e^-u) = sum_n B_n u^(n+1) / (n+1)!, |u| < 2 pi
+_LI2_COEFFS = tuple(float(b / math.factorial(k + 1)) for k, b in enumerate(_bernoulli_exact(24)))
+
+
+def _spence_near_one(y):
+    """spence(y) = Li2(1 - y) for y in [1/2, 2]: the series above in ``u = -log y`` (|u| <=
+    log 2: the terms fall by (u / 2 pi)^2 = 0.012 per even order; B_24's is below 1e-20)."""
+    u = -jnp.log(y)
+    return u * _horner(_LI2_COEFFS[::-1], u)
+
+
+def _spence_series(x):
+    """Li2(1 - x) by the series in ``u`` about y = 1, with ``Li2(z) + Li2(1 - z) = pi^2/6 -
+    log z log(1 - z)`` below 1/2 and ``Li2(z) + Li2(1/z) = -pi^2/6 - log(-z)^2 / 2`` above 2."""
+    one, half, two = _c(1, x), _c(0.5, x), _c(2, x)
+    low, high = x < half, x > two
+    mid = jnp.where(low | high, one, x)
+    xl = jnp.where(low & (x > _c(0, x)), x, half)
+    xh = jnp.where(high & (x < np.inf), x, _c(4, x))
+    pi2_6 = _c(np.pi**2 / 6, x)
+    below = pi2_6 - jnp.log(xl) * jnp.log1p(-xl) - _spence_near_one(one - xl)
+    above = -pi2_6 - half * jnp.log(xh - one) ** 2 - _spence_near_one(xh / (xh - one))
+    val = jnp.where(low, below, jnp.where(high, above, _spence_near_one(mid)))
+    val = jnp.where(x == _c(0, x), pi2_6, jnp.where(x == one, _c(0, x), val))  # (not -0.0)
+    return jnp.where((x < _c(0, x)) | (x == np.inf) | jnp.isnan(x), _c(np.nan, x), val)
+
+
+@custom_jvp
+def _spence(x):
+    return _spence_series(x)
+
+
+@_spence.defjvp
+def _spence_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    at1 = x == _c(1, x)
+    d = jnp.log(x) / jnp.where(at1, _c(1, x), _c(1, x) - x)
+    return _spence(x), t * jnp.where(at1, _c(-1, x), d)
+
+
+def spence(x):
+    """Spence's function ``integral_1^x log t / (1 - t) dt``, the dilogarithm ``Li2(1 - x)``, for
+    real ``x >= 0`` (NaN below 0 and at ``inf``, as JAX and SciPy).
+
+    The Bernoulli series of ``Li2(1 - e^-u)`` in ``u = -log x`` on ``[1/2, 2]``; the reflection
+    ``Li2(z) + Li2(1 - z)`` below and the inversion ``Li2(z) + Li2(1/z)`` above bring the
+    argument there. Largest relative error against SciPy measured (float64): 2e-15 (tests:
+    1e-13). The derivative is ``log(x) / (1 - x)``, -1 at ``x = 1`` (JAX differentiates its
+    piecewise formula: 0 at 1, which is not the limit, and NaN on ``(1, 2]``).
+
+    Arguments:
+      x: a float32 or float64 array.
+    Returns:
+      An array of ``x``'s dtype.
+    Raises:
+      TypeError: another dtype, integers included (JAX's error).
+
+    Example:
+      >>> import functx.scipy.special as fs
+      >>> import functx.numpy as jnp
+      >>> print(fs.spence(jnp.array([0.5, 1.0, 2.0])))
+      [ 0.5822405  0.        -0.822467 ]
+    """
+    x = jnp.asarray(x)
+    if np.dtype(x.dtype) not in (np.float32, np.float64):
+        raise FunctxTypeError(
+            f"x.dtype={np.dtype(x.dtype)} is not supported, see docstring for supported types."
+            f"{_loc()}"
+        )
+    return _spence(x)
+
+
+# --- the Fresnel integrals ---------------------------------------------------------------------
+def _sincos_half_pi_sq(x):
+    """``sin(pi x^2 / 2)`` and ``cos(pi x^2 / 2)`` with the angle reduced exactly enough for any
+    x: with ``n = round(x)``, ``f = x - n``, ``x^2 / 2 = n^2 / 2 + n f + f^2 / 2`` and ``n^2 / 2``
+    is 0 or 1/2 modulo 2 (the error of ``n f``, eps n / 2, times Fresnel's 1 / (pi x) is below
+    eps)."""
+    n = jnp.round(x)
+    f = x - n
+    two = _c(2, x)
+    t = _c(0.5, x) * jnp.abs(jnp.fmod(n, two)) + jnp.fmod(n * f, two) + f * f / two
+    return jnp.sin(_c(np.pi, x) * t), jnp.cos(_c(np.pi, x) * t)
+
+
+def _fresnel_series(x):
+    """S and C for |x| <= 1.5: ``sum_k (-1)^k t^m / m! x / (2m + 1)`` over odd m (S) and even
+    m (C), ``t = pi x^2 / 2`` (16 pairs of terms: t^32 / 32! < 1e-17 at t = 3.6)."""
+    t = _c(np.pi / 2, x) * x * x
+
+    def body(k, carry):
+        s, c, p = carry  # p = (-1)^k t^(2k) / (2k)!
+        m = _c(2, x) * k.astype(x.dtype)
+        c = c + p * x / (_c(2, x) * m + _c(1, x))
+        q = p * t / (m + _c(1, x))
+        s = s + q * x / (_c(2, x) * m + _c(3, x))
+        return s, c, -q * t / (m + _c(2, x))
+
+    zeros = jnp.zeros_like(x)
+    s, c, _ = _fori(16, body, (zeros, zeros, jnp.ones_like(x)))
+    return s, c
+
+
+def _fresnel_fraction(x, sin, cos):
+    """S and C for 1.5 <= x <= 36974 from ``C + iS = (1 + i) / 2 erf(z)``,
+    ``z = sqrt(pi) / 2 (1 - i) x``: with ``erfc(z) = 2 z e^(-z^2) / sqrt(pi) h`` and Lentz's method
+    on ``h = 1 / (2z^2 + 1 - 1 2 / (2z^2 + 5 - 3 4 / (2z^2 + 9 - ...)))``, ``2 z^2 = -i pi x^2``,
+    ``C = 1/2 - x Re(e^(i pi x^2 / 2) h)``, ``S = 1/2 - x Im(...)`` (50 levels: 1e-15 at 1.5)."""
+    one = _c(1, x)
+    bi = _c(-np.pi, x) * x * x
+
+    def inv(zr, zi):
+        den = zr * zr + zi * zi
+        return zr / den, -zi / den
+
+    dr, di = inv(one, bi)
+
+    def body(k, carry):
+        br, cr, ci, dr, di, hr, hi = carry
+        k = (k + 1).astype(x.dtype)
+        a = -(_c(2, x) * k - one) * (_c(2, x) * k)
+        br = br + _c(4, x)
+        dr, di = inv(a * dr + br, a * di + bi)
+        qr, qi = inv(cr, ci)
+        cr, ci = br + a * qr, bi + a * qi
+        pr, pi = cr * dr - ci * di, cr * di + ci * dr
+        return br, cr, ci, dr, di, hr * pr - hi * pi, hr * pi + hi * pr
+
+    init = (jnp.ones_like(x), jnp.full_like(x, 1e30), jnp.zeros_like(x), dr, di, dr, di)
+    *_, hr, hi = _fori(49, body, init)
+    half = _c(0.5, x)
+    # e^(i theta) h = (cos hr - sin hi) + i (cos hi + sin hr); returns (S, C)
+    return half - x * (cos * hi + sin * hr), half - x * (cos * hr - sin * hi)
+
+
+@custom_jvp
+def _fresnel(x):
+    ax = jnp.abs(x)
+    small = ax <= _c(1.5, x)
+    large = ax > _c(36974, x)
+    sin, cos = _sincos_half_pi_sq(jnp.where(ax == np.inf, _c(0, x), ax))
+    s_s, c_s = _fresnel_series(jnp.where(small, ax, _c(0, x)))
+    mid = jnp.where(small | large, _c(2, x), ax)
+    s_f, c_f = _fresnel_fraction(mid, *_sincos_half_pi_sq(mid))
+    # above 36974 the auxiliary functions' leading terms f = 1 / (pi x), g = 1 / (pi^2 x^3):
+    # C = 1/2 + f sin - g cos, S = 1/2 - f cos - g sin (the next terms are below 1e-18)
+    xl = jnp.where(large & (ax < np.inf), ax, _c(36975, x))
+    f, g = _c(1 / np.pi, x) / xl, _c(1 / np.pi**2, x) / (xl * xl * xl)
+    half = _c(0.5, x)
+    s_l, c_l = half - f * cos - g * sin, half + f * sin - g * cos
+    s_l, c_l = (jnp.where(ax == np.inf, half, v) for v in (s_l, c_l))
+    s = jnp.where(small, s_s, jnp.where(large, s_l, s_f))
+    c = jnp.where(small, c_s, jnp.where(large, c_l, c_f))
+    neg = x < _c(0, x)
+    return jnp.where(neg, -s, s), jnp.where(neg, -c, c)
+
+
+@_fresnel.defjvp
+def _fresnel_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    sin, cos = _sincos_half_pi_sq(x)
+    return _fresnel(x), (t * sin, t * cos)
+
+
+def fresnel(x):
+    """The Fresnel integrals ``S(x) = integral_0^x sin(pi t^2 / 2) dt`` and
+    ``C(x) = integral_0^x cos(pi t^2 / 2) dt``.
+
+    Power series up to ``|x| = 1.5``; the continued fraction of ``erfc`` (in real and imaginary
+    parts) up to 36974; the auxiliary functions' leading terms above, with ``pi x^2 / 2``
+    reduced exactly. Largest relative error measured (float64): 1e-15 against SciPy up to 100
+    (tests: 1e-13), 1e-16 against mpmath above (SciPy's own error grows: 6e-12 at 1e5,
+    8e-9 at 1.5e8, NaN at 1e300). The derivatives are ``sin(pi x^2 / 2)`` and
+    ``cos(pi x^2 / 2)`` (JAX's rule).
+    Above 36974 in float32 JAX gives exactly 1/2; here, as SciPy, ``1/2 + O(1 / (pi x))``.
+
+    Arguments:
+      x: the argument, real (integers are converted to float).
+    Returns:
+      A pair ``(S(x), C(x))`` of arrays of the float dtype (odd; ``±1/2`` at ``±inf``).
+
+    Example:
+      >>> import functx.scipy.special as fs
+      >>> s, c = fs.fresnel(1.0)
+      >>> print(s, c)
+      0.43825915 0.7798934
+    """
+    (x,) = _real("fresnel", x)
+    return _fresnel(x)
+
+
+# --- Bessel functions of the first kind -----------------------------------------------------------
+def _bessel_jn_rows(z, rows, start):
+    """J_0..J_(rows-1) by Miller's method: the recurrence ``f_(k-1) = 2k f_k / z - f_(k+1)`` run
+    down from ``f_start = 1``, ``f_(start+1) = 0``, then divided by ``f_0 + 2 sum_m f_2m`` (=
+    1 for the true J). The values are divided by ``|f_(k-1)|`` whenever it passes 1, so nothing
+    overflows down to ``|z|`` near the smallest normal number (JAX's, started at 1e-16 and never
+    rescaled, gives NaN at small ``z``)."""
+    idx = jnp.arange(rows).reshape((rows,) + (1,) * z.ndim)
+    zs = jnp.where(z == _c(0, z), _c(1, z), z)
+
+    def body(i, carry):
+        f_next, f, s, out = carry
+        k = start - i  # this step makes f_(k-1)
+        kf = k.astype(z.dtype)
+        f_prev = _c(2, z) * kf * f / zs - f_next
+        s = s + jnp.where((k - 1) % 2 == 0, _c(2, z) * f_prev, _c(0, z))
+        out = jnp.where(idx == k - 1, f_prev, out)
+        a = jnp.abs(f_prev)
+        scale = jnp.where(a > _c(1, z), _c(1, z) / jnp.where(a > _c(1, z), a, _c(1, z)), _c(1, z))
+        return f * scale, f_prev * scale, s * scale, out * scale
+
+    f_start = jnp.ones_like(z)
+    s0 = jnp.full_like(z, 2.0 if start % 2 == 0 else 0.0)
+    out0 = jnp.where(idx == start, f_start, jnp.zeros((rows,) + z.shape, z.dtype))
+    _, f0, s, out = _fori(start, body, (jnp.zeros_like(z), f_start, s0, out0))
+    out = out / (s - f0)  # (s counted f_0 twice)
+    at0 = jnp.where(idx == 0, _c(1, z), _c(0, z))  # J_n(0): 1 for n = 0, else 0
+    out = jnp.where(z == _c(0, z), at0, out)
+    return jnp.where(jnp.isfinite(z), out, _c(np.nan, z))  # (SciPy's NaN at ±inf)
+
+
+def bessel_jn(z, *, v, n_iter=50):
+    """The Bessel functions of the first kind ``J_0(z), ..., J_v(z)`` of real ``z``.
+
+    Miller's backward recurrence started at order ``n_iter + 1`` (as JAX) and normalized by
+    ``J_0 + 2 (J_2 + J_4 + ...) = 1``, rescaled as it runs so that it never overflows. Accurate
+    where ``n_iter`` is large enough for ``|z|`` (JAX's rule of thumb: ``n_iter`` well above
+    ``|z|``; with the default 50, up to ``|z|`` about 25). The error is absolute in nature
+    (near the zeros of ``J_n``); largest measured against SciPy for ``|z| <= 20``, orders 0..10:
+    6e-16 in float64 and 3e-7 in float32 (tests: 1e-13 relative plus 2e-15 absolute; 5e-6 plus
+    5e-7); 2.4e-13 at ``|z| = 25``, where 50 starting orders are barely enough. At ``z = 0`` this
+    gives 1, 0, 0, ... (JAX: NaN); NaN at ``±inf`` (SciPy's value). Derivatives go through the
+    recurrence, as in JAX.
+
+    Arguments:
+      z: the argument, real (integers are converted to float).
+      v: the largest order, a static non-negative int.
+      n_iter: the recurrence's starting order minus one, a static int.
+    Returns:
+      An array of shape ``(min(v, n_iter) + 1, *z.shape)``: ``J_n(z)`` in row ``n``, of
+      ``z``'s float dtype.
+    Raises:
+      TypeError: a non-integer ``v``; ValueError: complex ``z`` (JAX's errors).
+
+    Example:
+      >>> import functx.scipy.special as fs
+      >>> print(fs.bessel_jn(1.0, v=2).round(5))
+      [0.7652  0.44005 0.1149 ]
+    """
+    try:
+        v = operator.index(v)
+    except TypeError:
+        raise FunctxTypeError(
+            f"Argument v of bessel_jn must be an integer, got {v!r:.60}{_loc()}"
+        ) from None
+    n_iter = int(n_iter)
+    (z,) = _float("bessel_jn", z)
+    if jnp.iscomplexobj(z):
+        raise FunctxValueError(f"complex input not supported.{_loc()}")
+    return _bessel_jn_rows(z, min(v, n_iter) + 1, n_iter + 1)
+
+
+# --- the confluent hypergeometric function 1F1 ----------------------------------------------------
+def _hyp1f1_series(al, be, y):
+    """``F = 1F1(al; be; y)`` for y >= 0 and its derivatives in ``al`` and ``be``: the Taylor
+    series ``sum_k t_k``, ``t_k = (al)_k / (be)_k y^k / k!``, with ``dF/dal = sum_k t_k
+    sum_(j<k) 1 / (al + j)`` and ``dF/dbe = -sum_k t_k sum_(j<k) 1 / (be + j)`` (300 terms:
+    enough for y <= 100 with parameters up to about 30)."""
+    one = _c(1, y)
+
+    def body(k, carry):
+        f, fa, fb, t, ha, hb = carry
+        kf = k.astype(y.dtype)
+        ak, bk = al + kf, be + kf
+        t = t * ak / bk * y / (kf + one)
+        ha = ha + jnp.where(ak == 0, _c(0, y), one / jnp.where(ak == 0, one, ak))
+        hb = hb + one / bk
+        return f + t, fa + t * ha, fb - t * hb, t, ha, hb
+
+    zeros, ones = jnp.zeros_like(y), jnp.ones_like(y)
+    f, fa, fb, *_ = _fori(300, body, (ones, zeros, zeros, ones, zeros, zeros))
+    return f, fa, fb
+
+
+def _asymptotic_sum(p, q, y):
+    """``sum_k (p)_k (q)_k / (k! y^k)``, stopped at its smallest term (at most 40 terms)."""
+
+    def body(k, carry):
+        s, t, done = carry
+        kf = k.astype(y.dtype)
+        nxt = t * (p + kf) * (q + kf) / ((kf + _c(1, y)) * y)
+        done = done | (jnp.abs(nxt) >= jnp.abs(t))
+        return jnp.where(done, s, s + nxt), nxt, done
+
+    s, *_ = _fori(40, body, (jnp.ones_like(y), jnp.ones_like(y), jnp.zeros(y.shape, bool)))
+    return s
+
+
+def _rgamma(v):
+    """1 / gamma(v), 0 at the poles."""
+    pole = (v <= _c(0, v)) & (v == jnp.floor(v))
+    vs = jnp.where(pole, _c(0.5, v), v)
+    sign = jnp.where((vs < _c(0, v)) & (jnp.fmod(jnp.floor(vs), _c(2, v)) != 0), -1.0, 1.0)
+    return jnp.where(pole, _c(0, v), sign.astype(v.dtype) * jnp.exp(-_gammaln(vs)))
+
+
+def _hyp1f1_parts(a, b, x):
+    """1F1(a; b; x) and its derivatives in a and b: the series for |x| <= 100 (after Kummer's
+    ``1F1(a; b; x) = e^x 1F1(b - a; b; -x)`` for x < 0), the asymptotic expansions above."""
+    neg = x < _c(0, x)
+    # (float32: 80, where the transformed series, ~e^|x|, still fits)
+    near = jnp.abs(x) <= _c(80 if x.dtype.itemsize <= 4 else 100, x)
+    y = jnp.where(near, jnp.abs(x), _c(0, x))
+    al = jnp.where(neg, b - a, a)
+    f, fa, fb = _hyp1f1_series(al, b, y)
+    ex = jnp.where(neg & near, jnp.exp(jnp.where(near, x, 0)), _c(1, x))
+    d_a = jnp.where(neg, -fa, fa) * ex
+    d_b = jnp.where(neg, fa + fb, fb) * ex
+    # |x| > 100: 1F1 ~ gamma(b) / gamma(a) e^x x^(a-b) S(b - a, 1 - a; x) for x > 0 and
+    # gamma(b) / gamma(b - a) (-x)^(-a) S(a, a - b + 1; -x) for x < 0 (e^x smaller terms dropped)
+    xf = jnp.where(near, _c(200, x), jnp.abs(x))
+    lg_b = _gammaln(b)
+    pos = jnp.exp(lg_b - _gammaln(a) + xf + (a - b) * jnp.log(xf)) * _asymptotic_sum(
+        b - a, _c(1, x) - a, xf
+    )
+    negv = (
+        jnp.exp(lg_b - a * jnp.log(xf)) * _rgamma(b - a) * _asymptotic_sum(a, a - b + _c(1, x), xf)
+    )
+    val = jnp.where(near, f * ex, jnp.where(neg, negv, pos))
+    return val, d_a, d_b
+
+
+def _hyp1f1_value(a, b, x):
+    val = _hyp1f1_parts(a, b, x)[0]
+    # JAX's conventions: 1 for a == 0, e^x for a == b, inf for b == 0
+    val = jnp.where(a == b, jnp.exp(x), val)
+    val = jnp.where((b == _c(0, b)) & (a != _c(0, a)), _c(np.inf, x), val)
+    return jnp.where(a == _c(0, a), _c(1, x), val)
+
+
+@custom_jvp
+def _hyp1f1(a, b, x):
+    return _hyp1f1_value(a, b, x)
+
+
+@_hyp1f1.defjvp
+def _hyp1f1_jvp(primals, tangents):
+    (a, b, x), (ta, tb, tx) = primals, tangents
+    _, d_a, d_b = _hyp1f1_parts(a, b, x)
+    one = _c(1, x)
+    d_x = a / b * _hyp1f1(a + one, b + one, x)
+    return _hyp1f1(a, b, x), ta * d_a + tb * d_b + tx * d_x
+
+
+def hyp1f1(a, b, x):
+    """The confluent hypergeometric function ``1F1(a; b; x) = sum_k (a)_k / (b)_k x^k / k!``.
+
+    The Taylor series (300 terms) for ``|x| <= 100``, after Kummer's transformation
+    ``e^x 1F1(b - a; b; -x)`` for negative ``x`` (so no cancellation); the asymptotic expansions,
+    stopped at their smallest term, above. Like JAX, for positive ``a`` and ``b`` (parameters
+    up to about 30; large ones need more terms than the series runs). Largest relative errors
+    against SciPy measured (float64, ``a, b`` in (0, 15]): 4e-14 for ``0 <= x <= 60``; 1e-13
+    for ``-60 <= x < 0`` with ``a <= b``, 5e-10 with ``a > b`` (the transformed series then
+    alternates; JAX's direct series loses every digit there: errors of 1e22 and more
+    measured); 6e-14 for ``|x|`` in [100, 300] with ``a, b <= 5`` (tests: 1e-12, 1e-8 for
+    ``x < 0 < a - b``; float32 2e-5, where ``x < 0 < a - b`` loses up to 5e-4). JAX's
+    conventions: 1 at ``a = 0`` (SciPy too), ``e^x`` at ``a = b``, ``inf`` at ``b = 0``.
+    Derivatives: in ``x``, ``a / b 1F1(a + 1; b + 1; x)``; in ``a`` and ``b``, the
+    differentiated series (accurate for ``|x| <= 100``, as JAX's series are).
+
+    Arguments:
+      a, b, x: real arrays, broadcast together (integers are converted to float).
+    Returns:
+      An array of the promoted float dtype.
+
+    Example:
+      >>> import functx.scipy.special as fs
+      >>> print(round(float(fs.hyp1f1(1.0, 2.0, 1.0)), 6))
+      1.718282
+    """
+    a, b, x = _real("hyp1f1", a, b, x)
+    a, b, x = jnp.broadcast_arrays(a, b, x)
+    return _hyp1f1(a, b, x)
