@@ -238,11 +238,11 @@ def _transform_into(x, out, fft_type, fft_lengths) -> bool:
     operand, which pocketfft refuses: the eager path's zeros).
 
     A large batch of 1-D transforms is cut into parts by rows (``_row_cuts``), one part per
-    thread: the calling
-    thread and ``_pool``'s, each with the library on one thread. The libraries' own threads
-    share out the rows by SIMD groups only: ducc0 gave a batch of 8 rows of 2^17 float32 points
-    one thread (16 rows to a group), and the FFT convolution gradient's two such transforms ran
-    on one core (1.8 ms each; 1.1 ms wall cut in two, idle 2-core Zen 4)."""
+    thread: the calling thread and ``_pool``'s, each with the library on one thread. The
+    libraries' own threads share out rows by whole SIMD groups only: ducc0 gave a batch of 8
+    rows of 2^17 float32 points one thread (16 rows to a group on AVX-512), and the FFT
+    convolution gradient's two such transforms ran on one core. One such RFFT: 1.8 ms on one
+    thread, 1.1 ms wall (2.0 ms CPU) cut in two (Zen 4, load 2)."""
     pp = _entry_points()
     k = len(fft_lengths)
     if (
@@ -273,9 +273,11 @@ def _transform_into(x, out, fft_type, fft_lengths) -> bool:
         return True
     parts = [(x[a:b], out[a:b]) for a, b in zip(cuts, cuts[1:])]
     rest = [_pool().submit(call, xp, out=op, nthreads=1) for xp, op in parts[1:]]
-    call(parts[0][0], out=parts[0][1], nthreads=1)
-    for f in rest:
-        f.result()
+    try:
+        call(parts[0][0], out=parts[0][1], nthreads=1)
+    finally:  # (the other parts write into ``out``: done before the caller goes on)
+        for f in rest:
+            f.result()
     return True
 
 
