@@ -172,7 +172,7 @@ def render(prog, k, group) -> bool:
         return False
     pre, body, sizes = parts
     nb = _batch(ins[0].shape)
-    alloc, free = _scratch(sizes) if sizes else ([], [])
+    alloc, free = _scratch(sizes)
     par = nb >= 2 and _micros(prim, ins) >= PARALLEL_MIN_MICROS
     # ("fx_host" below keeps this kernel in the main translation unit, beside fx_lapack_fn)
     prog.body += [f"  // kernel {k.index}: LAPACK {prim} (in place of an fx_host step)", "  {"]
@@ -190,7 +190,7 @@ def render(prog, k, group) -> bool:
 
 # A batch of matrices is shared out over the program's OpenMP threads (a matrix at a time, each
 # call with the library on one thread) from this many microseconds of one thread's work in all
-# (``_micros``): the threads cost 15-30 us of CPU a step, each matrix's bits stay the same.
+# (``_micros``): the threads cost 10-30 us of CPU a step, each matrix's bits stay the same.
 PARALLEL_MIN_MICROS = 100
 
 # A matrix's float32 work per microsecond of one thread, in units of ``m n min(m, n)`` of its
@@ -229,7 +229,7 @@ def _one_thread(prog, lib, prev):
     spinning was 35% of the process's CPU time and the waits for a descheduled worker 22%
     more. A large batch's matrices are shared out over the OpenMP threads (``render``), each
     call on one library thread: OpenBLAS (0.3.7 on) may be called from several threads at once,
-    as the program's products (``prelude``'s ``fx_gemm_run``) and XLA's CPU kernels do."""
+    as the program's products do (``prelude``'s ``fx_gemm_run``)."""
     path, prefix = lib[0], lib[1]
     suffix = "64_" if lib[3] == 64 else ""
     if HELPER not in prog.subs:
@@ -363,9 +363,9 @@ def _tiled(m, n, w, stmt):
 
 def _scratch(sizes):
     """The lines allocating (zeroed) and freeing the workspaces ``(name, type, elements)`` that
-    the matrices of a batch share."""
+    the matrices of a batch, or of a thread's share of it, use one after another."""
     alloc = [f"{ty}* {buf} = ({ty}*)calloc({size}, sizeof({ty}));" for buf, ty, size in sizes]
-    return alloc, ["free(" + "); free(".join(buf for buf, _, _ in sizes) + ");"]
+    return alloc, [f"free({buf});" for buf, _, _ in sizes]
 
 
 def _eigh(prog, lib, params, ins, outs):
