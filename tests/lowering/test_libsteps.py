@@ -117,6 +117,7 @@ def test_cpp_lapack_batches_on_threads_keep_their_bits(monkeypatch):
     res = []
     for limit in (lapack.PARALLEL_MIN_MICROS, 0):  # (as it is: one thread for these batches)
         monkeypatch.setattr(lapack, "PARALLEL_MIN_MICROS", limit)
+        monkeypatch.setattr(lapack, "MATRIX_MIN_MICROS", limit)
         before = _openblas_threads()
         f = functx.jit(lambda a, b, w: _steps(a, b, w, tri))
         res.append((f.lower(a, b, w).as_text(), [np.asarray(o) for o in f(a, b, w)]))

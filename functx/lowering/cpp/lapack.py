@@ -173,7 +173,8 @@ def render(prog, k, group) -> bool:
     pre, body, sizes = parts
     nb = _batch(ins[0].shape)
     alloc, free = _scratch(sizes)
-    par = nb >= 2 and _micros(prim, ins) >= PARALLEL_MIN_MICROS
+    micros = _micros(prim, ins)
+    par = nb >= 2 and micros >= PARALLEL_MIN_MICROS and micros >= nb * MATRIX_MIN_MICROS
     # ("fx_host" below keeps this kernel in the main translation unit, beside fx_lapack_fn)
     prog.body += [f"  // kernel {k.index}: LAPACK {prim} (in place of an fx_host step)", "  {"]
     lines = [*pre, *_one_thread(prog, lib, "fx_lprev = "), "if (fx_lprev != 1) fx_lset(1);"]
@@ -192,6 +193,12 @@ def render(prog, k, group) -> bool:
 # call with the library on one thread) from this many microseconds of one thread's work in all
 # (``_micros``): the threads cost 10-30 us of CPU a step, each matrix's bits stay the same.
 PARALLEL_MIN_MICROS = 100
+
+# ... and of at least this many a matrix: OpenBLAS takes a lock around each call's buffers, and
+# two threads calling it at once for short calls contend for it. Idle, 64 64x64 cho_solves
+# (13 us a matrix) took 0.80-0.99 ms on two threads, 1.25-1.59 ms of CPU, against 0.94 ms on
+# one; 64 64x64 eighs (220 us a matrix) 7.8-8.0 ms against 14.0.
+MATRIX_MIN_MICROS = 50
 
 # A matrix's float32 work per microsecond of one thread, in units of ``m n min(m, n)`` of its
 # operand (``n^2 k`` for a triangular solve of k right-hand sides): batches of 64x64 matrices,
