@@ -194,8 +194,8 @@ def render(prog, k, group) -> bool:
 # (``_micros``): the threads cost 10-30 us of CPU a step, each matrix's bits stay the same.
 PARALLEL_MIN_MICROS = 100
 
-# ... and of at least this many a matrix: OpenBLAS takes a lock around each call's buffers, and
-# two threads calling it at once for short calls contend for it. Idle, 64 64x64 cho_solves
+# ... and of at least this many a matrix: short calls from two threads at once cost CPU without
+# saving time (the cause not found; a lock in OpenBLAS is one guess). Idle, 64 64x64 cho_solves
 # (13 us a matrix) took 0.80-0.99 ms on two threads, 1.25-1.59 ms of CPU, against 0.94 ms on
 # one; 64 64x64 eighs (220 us a matrix) 7.8-8.0 ms against 14.0.
 MATRIX_MIN_MICROS = 50
