@@ -102,6 +102,33 @@ def test_cpp_calls_lapack_itself(dt):
     assert n_host == (2 if np.dtype(dt).kind == "c" else 0), n_host
 
 
+def test_cpp_lapack_batches_on_threads_keep_their_bits(monkeypatch):
+    """Every LAPACK step's batch shared out over the OpenMP threads (threshold lowered), each
+    thread with workspaces of its own, gives the bits of the one-thread program (float32: the
+    steps' code is the same for every dtype but the entry points')."""
+    dt = np.float32
+    a, b = _spd((7, 6, 6), dt), RNG.standard_normal((7, 6, 3)).astype(dt)
+    w = RNG.standard_normal((7, 5, 6)).astype(dt)
+    tri = _TRI[:1] + _TRI[5:6]
+    from functx.lowering import program_cache
+    from functx.lowering.cpp import lapack
+
+    monkeypatch.setattr(program_cache, "key_of", lambda closed: None)  # (keyed on the Jaxpr)
+    res = []
+    for limit in (lapack.PARALLEL_MIN_MICROS, 0):  # (as it is: one thread for these batches)
+        monkeypatch.setattr(lapack, "PARALLEL_MIN_MICROS", limit)
+        monkeypatch.setattr(lapack, "MATRIX_MIN_MICROS", limit)
+        before = _openblas_threads()
+        f = functx.jit(lambda a, b, w: _steps(a, b, w, tri))
+        res.append((f.lower(a, b, w).as_text(), [np.asarray(o) for o in f(a, b, w)]))
+        assert _openblas_threads() == before  # (the library's thread count given back)
+    (text0, serial), (text1, shared) = res
+    assert "#pragma omp for" not in text0
+    assert text1.count("#pragma omp for schedule(dynamic)") == text1.count(": LAPACK ") >= 9
+    for i, (x, y) in enumerate(zip(shared, serial)):
+        np.testing.assert_array_equal(x, y, err_msg=f"output {i}")
+
+
 def _openblas_threads():
     import ctypes
 

@@ -356,6 +356,67 @@ def test_cpp_library_step_writes_into_the_program_buffers(monkeypatch, library):
                 _same(got, w, 1e-5 if dt == np.float32 else 1e-12)
 
 
+@pytest.mark.parametrize("library", ["ducc0.fft", "scipy.fft._pocketfft.pypocketfft"])
+def test_batches_cut_by_rows_for_the_threads_keep_the_bits_of_one_call(monkeypatch, library):
+    """A batch large enough (threshold lowered) is cut by rows at multiples of ``ROW_GROUP``,
+    the parts transformed at once on the calling thread and the pool's: every transform type,
+    single and double precision, row counts that are not a multiple of the cut, give the bits
+    of one library call on the whole batch. A transform over two axes is not cut (its lines
+    are grouped otherwise: a cut batch of 13 (3, 16) float32 FFTs differed in 105 elements)."""
+    import threading
+    import types
+
+    mod = pytest.importorskip(library)
+    seen = set()
+
+    def recorded(name):
+        def call(*args, **kw):
+            seen.add(threading.current_thread() is threading.main_thread())
+            return getattr(mod, name)(*args, **kw)
+
+        return call
+
+    monkeypatch.setattr(
+        cfft, "_direct", [types.SimpleNamespace(**{f: recorded(f) for f in ("r2c", "c2r", "c2c")})]
+    )
+    monkeypatch.setattr(cfft, "THREADS_MIN_POINTS", 1)
+    assert [cfft._row_cuts(r, 1) for r in (4, 5, 6, 8, 13)] == [
+        [0, 4],
+        [0, 4, 5],
+        [0, 4, 6],
+        [0, 4, 8],
+        [0, 8, 13],
+    ]
+    assert cfft._row_cuts(8, cfft.THREADS_MIN_POINTS - 1) == [0, 8]
+    for lead, n, dt in itertools.product(
+        ((13,), (2, 3)), ((12,), (3, 16)), (np.float32, np.float64)
+    ):
+        x = RNG.standard_normal(lead + n).astype(dt)
+        z = (x + 1j * x[..., ::-1]).astype(np.result_type(dt, np.complex64))
+        axes = tuple(range(len(lead), len(lead) + len(n)))
+        half = z[..., : n[-1] // 2 + 1].copy()
+        whole = {
+            cfft.FftType.RFFT: (x, mod.r2c(x, axes=axes, forward=True, inorm=0, nthreads=1)),
+            cfft.FftType.IRFFT: (
+                half,
+                mod.c2r(half, axes=axes, lastsize=n[-1], forward=False, inorm=2, nthreads=1),
+            ),
+            cfft.FftType.FFT: (z, mod.c2c(z, axes=axes, forward=True, inorm=0, nthreads=1)),
+            cfft.FftType.IFFT: (z, mod.c2c(z, axes=axes, forward=False, inorm=2, nthreads=1)),
+        }
+        for t, (arg, want) in whole.items():
+            out = np.full(want.shape, np.nan, want.dtype)
+            assert cfft._transform_into(arg, out, t, n)
+            np.testing.assert_array_equal(out, want, err_msg=f"{t.name} {lead} {n} {dt}")
+    assert seen == {True, False}  # (both threads ran parts)
+    seen.clear()
+    x = RNG.standard_normal((13, 3, 16)) + 0j
+    out = np.empty_like(x)
+    assert cfft._transform_into(x, out, cfft.FftType.FFT, (3, 16))
+    assert seen == {True}
+    np.testing.assert_array_equal(out, mod.c2c(x, axes=(1, 2), forward=True, inorm=0))
+
+
 @pytest.mark.filterwarnings("error")
 @pytest.mark.parametrize("library", ["ducc0.fft", "scipy.fft._pocketfft.pypocketfft", None])
 def test_transforms_of_zero_points_eager_and_jitted(monkeypatch, library):

@@ -44,6 +44,12 @@ step lays out its buffers:
   writes them straight into the outputs (float32 512x512: 2.1x JAX's time before, 0.96x
   now). A ``subset_by_index`` other than everything keeps the host step.
 
+A batch of matrices large enough (``PARALLEL_MIN_MICROS``) is shared out over the program's
+OpenMP threads, each thread with workspaces of its own: a batch of 64 float32 64x64 eighs ran
+on one core before, level with JAX on the idle 2-core machine (13.7-14.2 ms), and takes 7.8-9.6
+ms shared out. Each matrix's LAPACK call is the same one-thread call as before, so the results
+keep their bits.
+
 ``render(prog, k, group)`` emits the step and returns True, or returns False (the caller then
 emits the host step) for another primitive, a dtype LAPACK lacks, an empty operand, or when no
 library with the entry points is found. The library is named by its path (stable on a machine,
@@ -165,15 +171,61 @@ def render(prog, k, group) -> bool:
     parts = emit(prog, lib, params, ins, outs)
     if parts is None:
         return False
-    pre, body, post = parts
+    pre, body, sizes = parts
     nb = _batch(ins[0].shape)
+    alloc, free = _scratch(sizes)
+    micros = _micros(prim, ins)
+    par = nb >= 2 and micros >= PARALLEL_MIN_MICROS and micros >= nb * MATRIX_MIN_MICROS
     # ("fx_host" below keeps this kernel in the main translation unit, beside fx_lapack_fn)
     prog.body += [f"  // kernel {k.index}: LAPACK {prim} (in place of an fx_host step)", "  {"]
     lines = [*pre, *_one_thread(prog, lib, "fx_lprev = "), "if (fx_lprev != 1) fx_lset(1);"]
-    lines += [f"for (int64_t b = 0; b < {nb}LL; ++b) {{", *("  " + ln for ln in body), "}"]
-    lines += ["if (fx_lprev != 1) fx_lset(fx_lprev);", *post]
+    loop = [f"for (int64_t b = 0; b < {nb}LL; ++b) {{", *("  " + ln for ln in body), "}"]
+    if par:  # (each thread its own workspaces)
+        loop = ["#pragma omp for schedule(dynamic)", *loop]
+        loop = ["#pragma omp parallel", "{", *("  " + ln for ln in [*alloc, *loop, *free]), "}"]
+    else:
+        loop = [*alloc, *loop, *free]
+    lines += [*loop, "if (fx_lprev != 1) fx_lset(fx_lprev);"]
     prog.body += ["    " + ln for ln in lines] + ["  }"]
     return True
+
+
+# A batch of matrices is shared out over the program's OpenMP threads (a matrix at a time, each
+# call with the library on one thread) from this many microseconds of one thread's work in all
+# (``_micros``): the threads cost 10-30 us of CPU a step, each matrix's bits stay the same.
+PARALLEL_MIN_MICROS = 100
+
+# ... and of at least this many a matrix: short calls from two threads at once cost CPU without
+# saving time (the cause not found; a lock in OpenBLAS is one guess). Idle, 64 64x64 cho_solves
+# (13 us a matrix) took 0.80-0.99 ms on two threads, 1.25-1.59 ms of CPU, against 0.94 ms on
+# one; 64 64x64 eighs (220 us a matrix) 7.8-8.0 ms against 14.0.
+MATRIX_MIN_MICROS = 50
+
+# A matrix's float32 work per microsecond of one thread, in units of ``m n min(m, n)`` of its
+# operand (``n^2 k`` for a triangular solve of k right-hand sides): batches of 64x64 matrices,
+# one thread of the Zen 4 test machine (a 64x64 eigh: 220 us; a cholesky: 13 us; a solve of 8
+# right-hand sides: 2.3 us, of 64: 10 us)
+_UNITS_PER_MICRO = {
+    "cholesky": 20_000,
+    "triangular_solve": 14_000,
+    "lu": 16_000,
+    "qr": 4_000,
+    "eigh": 1_200,
+    "svd": 1_800,
+}
+
+
+def _micros(prim, ins):
+    """One thread's estimated time for a batch, in microseconds (double precision twice
+    float32's, complex twice that again)."""
+    if prim == "triangular_solve":
+        a, b = ins
+        units = a.shape[-1] * b.shape[-2] * b.shape[-1]
+    else:
+        m, n = ins[0].shape[-2:]
+        units = m * n * min(m, n)
+    scale = np.dtype(ins[0].dtype).itemsize / 4
+    return _batch(ins[0].shape) * units * scale / _UNITS_PER_MICRO[prim]
 
 
 def _one_thread(prog, lib, prev):
@@ -183,9 +235,9 @@ def _one_thread(prog, lib, prev):
     OpenMP threads. In the Newton step (``benchmarks/workloads.py``, 16 problems of 64x64: its
     two batched 64x64 ``trsm`` steps were the only ones big enough for OpenBLAS's threads) that
     spinning was 35% of the process's CPU time and the waits for a descheduled worker 22%
-    more. The matrices of a batch stay on the calling thread, one after another (the LAPACK
-    steps were about 2% of that step's CPU time after this change: sharing them out over the
-    OpenMP threads would save little, and would call the library from several threads at once)."""
+    more. A large batch's matrices are shared out over the OpenMP threads (``render``), each
+    call on one library thread: OpenBLAS (0.3.7 on) may be called from several threads at once,
+    as the program's products do (``prelude``'s ``fx_gemm_run``)."""
     path, prefix = lib[0], lib[1]
     suffix = "64_" if lib[3] == 64 else ""
     if HELPER not in prog.subs:
@@ -235,7 +287,7 @@ def _cholesky(prog, lib, params, ins, outs):
         zero,
         "}",
     ]
-    return pre, body, []
+    return pre, body, ()
 
 
 def _trisolve(prog, lib, params, ins, outs):
@@ -270,7 +322,7 @@ def _trisolve(prog, lib, params, ins, outs):
         f'fx_{letter}trsm("{side}", "{uplo}", "{trans}", "{diag}", &m, &n, one,',
         f"  ({rt}*)({a.buf}) + b * {n * n * w}LL, &lda, x, &ldb, 1, 1, 1, 1);",
     ]
-    return pre, body, []
+    return pre, body, ()
 
 
 def _lu(prog, lib, params, ins, outs):
@@ -280,8 +332,7 @@ def _lu(prog, lib, params, ins, outs):
     m, n = x.shape[-2:]
     kk = min(m, n)
     pre = [_fn(prog, lib, letter, "getrf"), f"if (!fx_{letter}getrf) return 1;"]
-    alloc, free = _scratch([("t", rt, f"{m * n * w}ULL"), ("ip", it, f"{kk}ULL")])
-    pre += alloc
+    sizes = [("t", rt, f"{m * n * w}ULL"), ("ip", it, f"{kk}ULL")]
     body = [
         f"const {rt}* src = (const {rt}*)({x.buf}) + b * {m * n * w}LL;",
         f"{rt}* dst = ({rt}*)({o.buf}) + b * {m * n * w}LL;",
@@ -303,7 +354,7 @@ def _lu(prog, lib, params, ins, outs):
         "  int32_t s = pm[i]; pm[i] = pm[p]; pm[p] = s;",
         "}",
     ]
-    return pre, body, free
+    return pre, body, sizes
 
 
 def _tiled(m, n, w, stmt):
@@ -320,9 +371,9 @@ def _tiled(m, n, w, stmt):
 
 def _scratch(sizes):
     """The lines allocating (zeroed) and freeing the workspaces ``(name, type, elements)`` that
-    the matrices of a batch share."""
+    the matrices of a batch, or of a thread's share of it, use one after another."""
     alloc = [f"{ty}* {buf} = ({ty}*)calloc({size}, sizeof({ty}));" for buf, ty, size in sizes]
-    return alloc, ["free(" + "); free(".join(buf for buf, _, _ in sizes) + ");"]
+    return alloc, [f"free({buf});" for buf, _, _ in sizes]
 
 
 def _eigh(prog, lib, params, ins, outs):
@@ -351,7 +402,6 @@ def _eigh(prog, lib, params, ins, outs):
         ]
         call = "t, &n, wv, work, &lwork, rwork, &lrwork, iwork, &liwork, &info, 1, 1"
         lwork = 2 * n + n * n
-    alloc, free = _scratch(sizes)
     pre = [
         _fn(prog, lib, letter, name),
         f"if (!fx_{letter}{name}) return 1;",
@@ -359,7 +409,6 @@ def _eigh(prog, lib, params, ins, outs):
         f"const {it} lrwork = {1 + 5 * n + 2 * n * n}; (void)lrwork;",
     ]
     src = f"t[(({lo}LL + j) * {n}LL + i) * {w} + c]"
-    pre += alloc
     body = [
         f"memcpy(t, ({rt}*)({x.buf}) + b * {n * n * w}LL, {n * n * w}ULL * sizeof({rt}));",
         f"{it} info = 0;",
@@ -374,7 +423,7 @@ def _eigh(prog, lib, params, ins, outs):
         ),
         f"for (int64_t j = 0; j < {d}LL; ++j) ew[j] = info != 0 ? ({rt})NAN : wv[{lo}LL + j];",
     ]
-    return pre, body, free
+    return pre, body, sizes
 
 
 def _qr(prog, lib, params, ins, outs):
@@ -402,14 +451,11 @@ def _qr(prog, lib, params, ins, outs):
         f"{it} lwork = ({it})q1[0] > ({it})q2[0] ? ({it})q1[0] : ({it})q2[0];",
         "if (lwork < 1) lwork = 1;",
     ]
-    alloc, free = _scratch(
-        [
-            ("t", rt, f"{m * cols * w}ULL"),
-            ("tau", rt, f"{max(k, 1) * w}ULL"),
-            ("work", rt, f"(size_t)lwork * {w}"),
-        ]
-    )
-    pre += alloc
+    sizes = [
+        ("t", rt, f"{m * cols * w}ULL"),
+        ("tau", rt, f"{max(k, 1) * w}ULL"),
+        ("work", rt, f"(size_t)lwork * {w}"),
+    ]
     body = [
         f"{it} info = 0;",
         f"const {rt}* src = (const {rt}*)({x.buf}) + b * {m * n * w}LL;",
@@ -426,7 +472,7 @@ def _qr(prog, lib, params, ins, outs):
         f"fx_{letter}orgqr(&m, &kq, &k, t, &m, tau, work, &lwork, &info);",
         *_tiled(m, kq, w, f"qd[(i * {kq}LL + j) * {w} + c] = t[(j * {m}LL + i) * {w} + c];"),
     ]
-    return pre, body, free
+    return pre, body, sizes
 
 
 def _svd(prog, lib, params, ins, outs):
@@ -462,16 +508,14 @@ def _svd(prog, lib, params, ins, outs):
         f"&ldvt, q, &neg, {'&qrwork, ' if w == 2 else ''}&qiwork, &qinfo, 1);",
         f"{it} lwork = ({it})q[0] > 1 ? ({it})q[0] : 1;",
     ]
-    alloc, free = _scratch(
-        [
-            ("t", rt, f"{m * n * w}ULL"),
-            ("iwork", it, f"{8 * kk}ULL"),
-            ("rwork", rt, f"{nrw}ULL"),
-            ("work", rt, f"(size_t)lwork * {w}"),
-        ]
-    )
-    pre += [*alloc, "(void)rwork;"]
+    sizes = [
+        ("t", rt, f"{m * n * w}ULL"),
+        ("iwork", it, f"{8 * kk}ULL"),
+        ("rwork", rt, f"{nrw}ULL"),
+        ("work", rt, f"(size_t)lwork * {w}"),
+    ]
     body = [
+        "(void)rwork;",
         f"{it} info = 0;",
         f"memcpy(t, ({rt}*)({x.buf}) + b * {m * n * w}LL, {m * n * w}ULL * sizeof({rt}));",
         f"{rt}* sd = ({rt}*)({s_out.buf}) + b * {kk}LL;",
@@ -488,7 +532,7 @@ def _svd(prog, lib, params, ins, outs):
             f"  for (int64_t i = 0; i < {m * vrows * w}LL; ++i) vd[i] = NAN;",
         ]
     body.append("}")
-    return pre, body, free
+    return pre, body, sizes
 
 
 _RENDER = {
