@@ -19,7 +19,7 @@ from functx._laxextra import reduce_xor
 from functx.array import Array
 from functx.control.scan import scan
 from functx.control.while_loop import fori_loop
-from functx.errors import FunctxTypeError, FunctxValueError
+from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError
 from functx.numpy import _core as C
 from functx.numpy._extra import vectorize
 from functx.source_info import where as _where_line
@@ -155,36 +155,42 @@ class ufunc:
         axes = tuple(range(nd)) if axis is None else axis
         axes = (axes,) if isinstance(axes, int) else tuple(axes)
         axes = tuple(C._canon_axis(ax, nd, f"{self.__name__}.reduce axis") for ax in axes)
-        if len(set(axes)) != len(axes):
-            raise FunctxValueError(f"{self.__name__}.reduce: duplicate axes {axis}{_where_line()}")
+        if len(axes) > 1 and axis is not None:  # (NumPy: not for a non-reorderable function)
+            raise UnsupportedError(
+                f"{self.__name__}.reduce: a tuple of axes {axis} (as in JAX, one axis or None)"
+                f"{_where_line()}"
+            )
         init = self.identity if initial is None else initial
-        if where is not None:
-            if init is None:
-                raise FunctxValueError(
-                    f"reduction operation {self.__name__} does not have an identity, so to use a "
-                    f"where mask one has to specify 'initial'{_where_line()}"
-                )
-            fill = init if isinstance(init, (Array, Tracer)) else np.asarray(init).astype(a.dtype)
-            a = C.where(where, a, C.asarray(fill).astype(a.dtype))
+        if where is not None and init is None:
+            raise FunctxValueError(
+                f"reduction operation {self.__name__} does not have an identity, so to use a "
+                f"where mask one has to specify 'initial'{_where_line()}"
+            )
         rest = [d for d in range(nd) if d not in axes]
-        moved = C.transpose(a, (*axes, *rest))
-        flat = moved.reshape((-1, *[a.shape[d] for d in rest]))
+        size = int(np.prod([a.shape[d] for d in axes]))
+        shape = (size, *[a.shape[d] for d in rest])
+        flat = C.transpose(a, (*axes, *rest)).reshape(shape)
+        # a masked-out entry leaves the carry as it is (filling it with ``initial`` would apply
+        # the function to it: wrong where ``initial`` is not the identity, as for subtract)
+        mask = C.broadcast_to(C.asarray(True if where is None else where), a.shape)
+        mask = C.transpose(mask, (*axes, *rest)).reshape(shape)
         if init is None:
-            if flat.shape[0] == 0:
+            if size == 0:
                 raise FunctxValueError(
                     f"zero-size array to reduction operation {self.__name__} which has no "
                     f"identity{_where_line()}"
                 )
-            carry, xs = flat[0], flat[1:]
+            carry, xs, mask = flat[0], flat[1:], mask[1:]
         else:
             if not isinstance(init, (Array, Tracer)):  # (an identity of -1 is all ones)
                 init = np.asarray(init).astype(a.dtype)
-            carry, xs = C.broadcast_to(C.asarray(init).astype(a.dtype), flat.shape[1:]), flat
+            carry, xs = C.broadcast_to(C.asarray(init).astype(a.dtype), shape[1:]), flat
 
-        def step(acc, x):
-            return C.asarray(self._call(acc, x)).astype(acc.dtype), None
+        def step(acc, x_keep):
+            x, keep = x_keep
+            return C.where(keep, C.asarray(self._call(acc, x)).astype(acc.dtype), acc), None
 
-        result, _ = scan(step, carry, xs)
+        result, _ = scan(step, carry, (xs, mask))
         if keepdims:
             result = C.expand_dims(result, axes)
         return result
@@ -308,7 +314,7 @@ class ufunc:
         axis = C._canon_axis(axis, a.ndim, f"{self.__name__}.reduceat axis")
         moved = C.moveaxis(a, axis, 0)
         n = moved.shape[0]
-        out = moved[ind]  # each segment's first entry
+        out = moved.at[ind].get(mode="fill")  # each segment's first entry (JAX's fill past n)
         ends = C.concatenate([ind[1:], C.asarray([n], ind.dtype)])
         ends = C.where(ends > ind, ends, ind + 1)  # a non-increasing start: that entry alone
 

@@ -208,3 +208,19 @@ def test_bad_calls_raise_as_jax():
         fnp.maximum.reduce(np.zeros(3), where=np.array([True, False, True]))
     with pytest.raises(FunctxTypeError, match="callable"):
         fnp.ufunc(3, 2, 1)
+
+
+def test_scanned_reduce_where_initial_empty_axes_and_reduceat_past_the_end():
+    # review34: a masked entry leaves the carry (subtract's initial is no identity), a zero-size
+    # result with a nonempty reduced axis, one axis only (as JAX), starts past the end fill
+    x = np.arange(12, dtype=np.float32).reshape(3, 4) - 5
+    mask = x != 0
+    sub = fnp.frompyfunc(lambda p, q: p - q, 2, 1)
+    for f in (fnp.subtract, sub):
+        got = f.reduce(x, axis=0, where=mask, initial=1.0)
+        _close(got, np.subtract.reduce(x, axis=0, where=mask, initial=1.0))
+    _close(fnp.subtract.reduce(np.zeros((0, 3), np.float32), axis=1), np.zeros((0,), np.float32))
+    with pytest.raises(NotImplementedError, match="tuple of axes"):
+        fnp.subtract.reduce(x, axis=(0, 1))
+    starts = np.array([0, 5, 2])
+    _close(fnp.maximum.reduceat(x, starts), jnp.maximum.reduceat(x, starts))
