@@ -601,3 +601,8 @@ def test_typeof_is_jaxs_abstract_type(x):
 def test_typeof_of_a_non_array_is_a_type_error():
     with pytest.raises(TypeError, match="not a valid JAX type"):
         functx.typeof("a")
+    for seq in ([1, 2], (1.0,)):  # (review34: a list was read as an int32 array)
+        with pytest.raises(TypeError, match="not a valid JAX type"):
+            functx.typeof(seq)
+        with pytest.raises(TypeError, match="not a valid JAX type"):
+            jax.typeof(seq)
