@@ -134,11 +134,9 @@ class ufunc:
         self._binary("reduce")
         _no_out(out, f"{self.__name__}.reduce")
         if self._reduce is not None:
-            r = self._reduce(
+            return self._reduce(
                 a, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial, where=where
             )
-            if r is not NotImplemented:
-                return r
         return self._reduce_via_scan(a, axis, dtype, keepdims, initial, where)
 
     def _in_result_dtype(self, a, dtype):
@@ -370,21 +368,21 @@ def frompyfunc(func, /, nin, nout, *, identity=None):
     return ufunc(func, nin, nout, identity=identity)
 
 
-def _reducer(fn, initial=True):
-    """``reduce`` through ``fn``, a jnp reduction of JAX's keyword arguments (``initial`` among
-    them unless ``initial`` is False: then a call with one takes the scan)."""
+def _reducer(fn, takes_dtype=False):
+    """``reduce`` through ``fn``, a jnp reduction of JAX's keyword arguments; with
+    ``takes_dtype`` (``sum``, ``prod``) it reduces in ``dtype`` (a cast alone left it to widen
+    small integers to the default int: ``add.reduce(x, dtype='int8')`` gave int32)."""
 
     def reduce(a, *, axis, dtype, keepdims, initial, where):
-        if initial is not None and not takes_initial:
-            return NotImplemented
         kw = {"axis": axis, "keepdims": keepdims, "where": where}
         if initial is not None:
             kw["initial"] = initial
         if dtype is not None:
             a = C.asarray(a).astype(dtype)
+            if takes_dtype:
+                kw["dtype"] = dtype
         return fn(a, **kw)
 
-    takes_initial = initial
     return reduce
 
 
@@ -422,7 +420,9 @@ def _logsumexp(base2):
 
     def reduce(a, *, axis, dtype, keepdims, initial, where):
         a = C.asarray(a)
-        a = a.astype(dtypes.to_inexact(a.dtype))
+        # (JAX's base 2 scales a by log(2), a weak float: integers and bool go to the default)
+        exact = not dtypes.is_inexact(a.dtype)
+        a = a.astype(dtypes.default_float() if base2 and exact else dtypes.to_inexact(a.dtype))
         axes = _axes(a, axis, "logaddexp")
         if where is not None:
             a = C.where(where, a, C.asarray(-np.inf, a.dtype))
@@ -461,8 +461,11 @@ def _add_at(a, indices, b):
 # name: (function, nin, identity, reduce, accumulate, at): JAX's fourteen ufuncs and the methods
 # it gives a fast form (the others run the function in a loop)
 _TABLE = {
-    "add": (C.add, 2, 0, _reducer(C.sum), _accumulator(C.cumsum), _add_at),
-    "multiply": (C.multiply, 2, 1, _reducer(C.prod), _accumulator(C.cumprod), _at("multiply")),
+    "add": (C.add, 2, 0, _reducer(C.sum, takes_dtype=True), _accumulator(C.cumsum), _add_at),
+    "multiply": (
+        C.multiply, 2, 1, _reducer(C.prod, takes_dtype=True), _accumulator(C.cumprod),
+        _at("multiply"),
+    ),
     "subtract": (C.subtract, 2, None, None, None, _at("subtract")),
     "maximum": (C.maximum, 2, None, _reducer(C.max), None, None),
     "minimum": (C.minimum, 2, None, _reducer(C.min), None, None),

@@ -224,3 +224,25 @@ def test_scanned_reduce_where_initial_empty_axes_and_reduceat_past_the_end():
         fnp.subtract.reduce(x, axis=(0, 1))
     starts = np.array([0, 5, 2])
     _close(fnp.maximum.reduceat(x, starts), jnp.maximum.reduceat(x, starts))
+
+
+def test_reduce_dtypes_as_jax_in_both_x64_modes():
+    # review34: add/multiply.reduce reduce in the dtype asked for (were widened to the default
+    # int), logaddexp2.reduce of integers and bool is in the default float (JAX scales by log 2)
+    from x64util import x64_off
+
+    x = np.arange(1, 5, dtype=np.float32)
+    cases = [
+        ("add", x, "int8"),
+        ("add", x.astype(np.int8), "uint8"),
+        ("multiply", x, "int16"),
+        ("logaddexp2", x.astype(np.int32), None),
+        ("logaddexp2", x > 2, None),
+    ]
+    for mode in (x64_off, None):
+        with mode() if mode else np.errstate():
+            for name, a, dtype in cases:
+                got = getattr(fnp, name).reduce(a, dtype=dtype)
+                _like_jax(got, lambda v: getattr(jnp, name).reduce(v, dtype=dtype), a)
+                want = getattr(np, name).reduce(a.astype(got.dtype) if dtype else a.astype(float))
+                _close(got, np.asarray(want).astype(got.dtype))
