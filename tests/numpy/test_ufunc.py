@@ -246,3 +246,15 @@ def test_reduce_dtypes_as_jax_in_both_x64_modes():
                 _like_jax(got, lambda v: getattr(jnp, name).reduce(v, dtype=dtype), a)
                 want = getattr(np, name).reduce(a.astype(got.dtype) if dtype else a.astype(float))
                 _close(got, np.asarray(want).astype(got.dtype))
+
+
+def test_where_numpy_and_jax_differ_functx_gives_numpys():
+    # docs/differences.md's ufunc entry: logical reduceat of ints is bool (JAX keeps int8 and the
+    # raw value of a one-entry segment), at's b broadcast to the indexed entries
+    a = np.array([4, 0, -3, 2], np.int8)
+    starts = np.array([0, 2, 1, 3])
+    for name in sorted(LOGICAL):
+        _close(getattr(fnp, name).reduceat(a, starts), getattr(np, name).reduceat(a, starts))
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    idx, b = np.array([0, 0, 2]), np.array([9.0, -1.0, 20.0, 5.0], np.float32)
+    _close(fnp.maximum.at(x, idx, b, inplace=False), _np_at("maximum", x, idx, b))
