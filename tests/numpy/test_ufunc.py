@@ -258,3 +258,7 @@ def test_where_numpy_and_jax_differ_functx_gives_numpys():
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
     idx, b = np.array([0, 0, 2]), np.array([9.0, -1.0, 20.0, 5.0], np.float32)
     _close(fnp.maximum.at(x, idx, b, inplace=False), _np_at("maximum", x, idx, b))
+    sq, b3 = np.zeros((3, 3), np.float32), np.array([1.0, 2.0, 3.0], np.float32)
+    got = fnp.maximum.at(sq, np.arange(3), b3, inplace=False)  # (JAX's: b[i] into row i)
+    _close(got, _np_at("maximum", sq, np.arange(3), b3))
+    _close(got, jnp.add.at(sq, np.arange(3), b3, inplace=False))
