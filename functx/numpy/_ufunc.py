@@ -170,15 +170,16 @@ class ufunc:
         flat = C.transpose(a, (*axes, *rest)).reshape(shape)
         # a masked-out entry leaves the carry as it is (filling it with ``initial`` would apply
         # the function to it: wrong where ``initial`` is not the identity, as for subtract)
-        mask = C.broadcast_to(C.asarray(True if where is None else where), a.shape)
-        mask = C.transpose(mask, (*axes, *rest)).reshape(shape)
+        mask = None
+        if where is not None:
+            mask = C.transpose(C.broadcast_to(where, a.shape), (*axes, *rest)).reshape(shape)
         if init is None:
             if size == 0:
                 raise FunctxValueError(
                     f"zero-size array to reduction operation {self.__name__} which has no "
                     f"identity{_where_line()}"
                 )
-            carry, xs, mask = flat[0], flat[1:], mask[1:]
+            carry, xs = flat[0], flat[1:]  # (no mask here: a mask needs an initial value)
         else:
             if not isinstance(init, (Array, Tracer)):  # (an identity of -1 is all ones)
                 init = np.asarray(init).astype(a.dtype)
@@ -186,7 +187,8 @@ class ufunc:
 
         def step(acc, x_keep):
             x, keep = x_keep
-            return C.where(keep, C.asarray(self._call(acc, x)).astype(acc.dtype), acc), None
+            new = C.asarray(self._call(acc, x)).astype(acc.dtype)
+            return (new if keep is None else C.where(keep, new, acc)), None
 
         result, _ = scan(step, carry, (xs, mask))
         if keepdims:
