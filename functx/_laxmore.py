@@ -243,7 +243,9 @@ def approx_max_k(
     number (at least ``k``) of candidates in an implementation-defined order; functx returns the
     exact top ``k``, sorted, which satisfies that contract. With ``k = 1`` both run a reduction
     that keeps the last of tied entries (``+0.0`` and ``-0.0`` tie), where JAX's result with NaN
-    entries depends on their places and functx's is a NaN; and JAX pads its reduction with
+    entries depends on their places and functx's is a NaN (for ``k > 1`` too JAX's places NaN
+    entries by the dtype and ``k``: float16 rows with one NaN left it out of the top 2, a
+    float32 row put it fifth of 7; functx's come first); and JAX pads its reduction with
     ``-inf`` (``+inf`` for ``approx_min_k``), so its indices of tied entries equal to that value
     can differ from functx's lowest-first ones (``recall_target`` and
     ``reduction_input_size_override`` only steer the approximation and are checked, not used).

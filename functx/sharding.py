@@ -29,7 +29,7 @@ import threading
 
 import numpy as np
 
-from functx import distributed, tree_util
+from functx import distributed, dtypes, tree_util
 from functx.devices import device as _device, transfer as _transfer
 from functx.errors import (
     FunctxTypeError,
@@ -635,17 +635,17 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
 
 def _assemble(name, shape, sharding, pieces, dtype):
     """One host array of ``shape`` from ``(index, data)`` pieces (``index``: the tuple of
-    slices ``sharding.devices_indices_map`` gives a device), every entry covered."""
-    if not isinstance(sharding, Sharding):
-        raise FunctxTypeError(f"{name}: sharding must be a Sharding, got {sharding!r}")
-    if not sharding.is_fully_addressable:
-        raise NotImplementedError(
-            f"{name}: a sharding over devices of other processes (functx arrays are whole on "
-            f"each process's device: give each process the whole array)"
-        )
+    slices ``sharding.devices_indices_map`` gives a device), every entry covered; a ``dtype``
+    given must be the pieces' (JAX's ValueError otherwise)."""
     out, seen = None, np.zeros(shape, bool)
     for index, data in pieces:
-        data = np.asarray(data, dtype)
+        data = np.asarray(data)
+        if dtype is not None and dtypes.canonicalize(data.dtype) != dtypes.canonicalize(dtype):
+            raise FunctxValueError(
+                f"{name}: dtype {np.dtype(dtype)} given, but the data for index {index} is "
+                f"{data.dtype} (as in JAX, they must match)"
+            )
+        data = data.astype(dtype) if dtype is not None else data
         block = seen[index].shape
         if data.shape != block:
             raise FunctxValueError(
@@ -658,6 +658,16 @@ def _assemble(name, shape, sharding, pieces, dtype):
     if out is None or not seen.all():
         raise FunctxValueError(f"{name}: the pieces do not cover the global shape {tuple(shape)}")
     return device_put(out, sharding)
+
+
+def _check_sharding(name, sharding):
+    if not isinstance(sharding, Sharding):
+        raise FunctxTypeError(f"{name}: sharding must be a Sharding, got {sharding!r}")
+    if not sharding.is_fully_addressable:
+        raise NotImplementedError(
+            f"{name}: a sharding over devices of other processes (functx arrays are whole on "
+            f"each process's device: give each process the whole array)"
+        )
 
 
 def make_array_from_callback(shape, sharding, data_callback, dtype=None):
@@ -688,6 +698,7 @@ def make_array_from_callback(shape, sharding, data_callback, dtype=None):
              [4., 5.],
              [6., 7.]], dtype=float32)
     """
+    _check_sharding("make_array_from_callback", sharding)
     shape = tuple(int(d) for d in shape)
     indices = sharding.addressable_devices_indices_map(shape)
     unique = {_index_key(i): i for i in indices.values()}
@@ -718,6 +729,7 @@ def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None)
       >>> functx.make_array_from_single_device_arrays((3,), s, [np.ones(3, np.float32)])
       Array([1., 1., 1.], dtype=float32)
     """
+    _check_sharding("make_array_from_single_device_arrays", sharding)
     shape = tuple(int(d) for d in shape)
     indices = list(sharding.addressable_devices_indices_map(shape).values())
     if len(arrays) != len(indices):
@@ -736,8 +748,8 @@ def make_array_from_process_local_data(sharding, local_data, global_shape=None):
     Arguments:
       sharding: a ``Sharding``.
       local_data: this process's data.
-      global_shape: the global shape (default ``local_data``'s; anything else needs several
-        processes: NotImplementedError).
+      global_shape: the global shape: None or ``local_data``'s (in one process; anything else
+        is a ValueError, as in JAX).
     Returns:
       an Array placed as ``device_put(local_data, sharding)``.
     Example:
@@ -748,11 +760,12 @@ def make_array_from_process_local_data(sharding, local_data, global_shape=None):
       >>> functx.make_array_from_process_local_data(s, np.zeros(2, np.float32))
       Array([0., 0.], dtype=float32)
     """
+    _check_sharding("make_array_from_process_local_data", sharding)
     local = np.asarray(local_data)
     if global_shape is not None and tuple(global_shape) != local.shape:
-        raise NotImplementedError(
+        raise FunctxValueError(  # (JAX's class and rule for a single process)
             f"make_array_from_process_local_data: global shape {tuple(global_shape)} differs "
-            f"from the local data's {local.shape} (functx keeps whole arrays per process)"
+            f"from the local data's {local.shape} (in one process it must be None or equal)"
         )
     return _assemble(
         "make_array_from_process_local_data", local.shape, sharding,

@@ -640,12 +640,12 @@ def typeof(x):
       >>> functx.typeof(3)
       ShapedArray(int32[], weak_type=True)
     """
-    try:
-        return get_aval(x)
-    except TypeError:
-        raise FunctxTypeError(
-            f"Argument {x!r} of type {type(x)} is not a valid JAX type{where()}"
-        ) from None
+    if not isinstance(x, (list, tuple)):  # (get_aval reads a sequence as an array; JAX refuses)
+        try:
+            return get_aval(x)
+        except TypeError:
+            pass
+    raise FunctxTypeError(f"Argument {x!r} of type {type(x)} is not a valid JAX type{where()}")
 
 
 def eval_shape(fun: Callable, *args, **kwargs):

@@ -501,3 +501,16 @@ def test_make_array_from_callback_assembles_the_blocks(host4):
         functx.make_array_from_callback((4, 6), s, lambda index: data)
     with pytest.raises(ValueError, match="3 arrays for 4 addressable devices"):
         functx.make_array_from_single_device_arrays((4, 6), s, [data[i] for i in idx[:3]])
+    # review34: JAX's errors for a dtype unlike the blocks', a global shape unlike the local
+    # data's (one process); not a Sharding: a TypeError before the callback is looked at
+    for make in (
+        lambda: functx.make_array_from_callback((4, 6), s, block, dtype=np.int32),
+        lambda: functx.make_array_from_single_device_arrays(
+            (4, 6), s, [data[i] for i in idx], dtype=np.int32
+        ),
+        lambda: functx.make_array_from_process_local_data(s, data, (8, 6)),
+    ):
+        with pytest.raises(ValueError, match="must match|None or equal"):
+            make()
+    with pytest.raises(TypeError, match="must be a Sharding"):
+        functx.make_array_from_callback((4, 6), "cpu", block)

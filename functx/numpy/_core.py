@@ -2683,6 +2683,8 @@ def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # no
     r = ops.reduce_max(a, axes)
     if initial is not None:
         r = maximum(r, astype(initial, av.dtype))
+    elif av.weak_type:  # (as JAX's: a reduction's result is not weakly typed)
+        r = astype(r, av.dtype)
     return _keep(r, axes, av.shape, keepdims)
 
 
@@ -2736,6 +2738,8 @@ def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # no
     r = ops.reduce_min(a, axes)
     if initial is not None:
         r = minimum(r, astype(initial, av.dtype))
+    elif av.weak_type:  # (as JAX's: a reduction's result is not weakly typed)
+        r = astype(r, av.dtype)
     return _keep(r, axes, av.shape, keepdims)
 
 

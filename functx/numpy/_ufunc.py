@@ -19,7 +19,7 @@ from functx._laxextra import reduce_xor
 from functx.array import Array
 from functx.control.scan import scan
 from functx.control.while_loop import fori_loop
-from functx.errors import FunctxTypeError, FunctxValueError
+from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError
 from functx.numpy import _core as C
 from functx.numpy._extra import vectorize
 from functx.source_info import where as _where_line
@@ -134,11 +134,9 @@ class ufunc:
         self._binary("reduce")
         _no_out(out, f"{self.__name__}.reduce")
         if self._reduce is not None:
-            r = self._reduce(
+            return self._reduce(
                 a, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial, where=where
             )
-            if r is not NotImplemented:
-                return r
         return self._reduce_via_scan(a, axis, dtype, keepdims, initial, where)
 
     def _in_result_dtype(self, a, dtype):
@@ -155,36 +153,44 @@ class ufunc:
         axes = tuple(range(nd)) if axis is None else axis
         axes = (axes,) if isinstance(axes, int) else tuple(axes)
         axes = tuple(C._canon_axis(ax, nd, f"{self.__name__}.reduce axis") for ax in axes)
-        if len(set(axes)) != len(axes):
-            raise FunctxValueError(f"{self.__name__}.reduce: duplicate axes {axis}{_where_line()}")
+        if len(axes) > 1 and axis is not None:  # (NumPy: not for a non-reorderable function)
+            raise UnsupportedError(
+                f"{self.__name__}.reduce: a tuple of axes {axis} (as in JAX, one axis or None)"
+                f"{_where_line()}"
+            )
         init = self.identity if initial is None else initial
-        if where is not None:
-            if init is None:
-                raise FunctxValueError(
-                    f"reduction operation {self.__name__} does not have an identity, so to use a "
-                    f"where mask one has to specify 'initial'{_where_line()}"
-                )
-            fill = init if isinstance(init, (Array, Tracer)) else np.asarray(init).astype(a.dtype)
-            a = C.where(where, a, C.asarray(fill).astype(a.dtype))
+        if where is not None and init is None:
+            raise FunctxValueError(
+                f"reduction operation {self.__name__} does not have an identity, so to use a "
+                f"where mask one has to specify 'initial'{_where_line()}"
+            )
         rest = [d for d in range(nd) if d not in axes]
-        moved = C.transpose(a, (*axes, *rest))
-        flat = moved.reshape((-1, *[a.shape[d] for d in rest]))
+        size = int(np.prod([a.shape[d] for d in axes]))
+        shape = (size, *[a.shape[d] for d in rest])
+        flat = C.transpose(a, (*axes, *rest)).reshape(shape)
+        # a masked-out entry leaves the carry as it is (filling it with ``initial`` would apply
+        # the function to it: wrong where ``initial`` is not the identity, as for subtract)
+        mask = None
+        if where is not None:
+            mask = C.transpose(C.broadcast_to(where, a.shape), (*axes, *rest)).reshape(shape)
         if init is None:
-            if flat.shape[0] == 0:
+            if size == 0:
                 raise FunctxValueError(
                     f"zero-size array to reduction operation {self.__name__} which has no "
                     f"identity{_where_line()}"
                 )
-            carry, xs = flat[0], flat[1:]
+            carry, xs = flat[0], flat[1:]  # (no mask here: a mask needs an initial value)
         else:
             if not isinstance(init, (Array, Tracer)):  # (an identity of -1 is all ones)
                 init = np.asarray(init).astype(a.dtype)
-            carry, xs = C.broadcast_to(C.asarray(init).astype(a.dtype), flat.shape[1:]), flat
+            carry, xs = C.broadcast_to(C.asarray(init).astype(a.dtype), shape[1:]), flat
 
-        def step(acc, x):
-            return C.asarray(self._call(acc, x)).astype(acc.dtype), None
+        def step(acc, x_keep):
+            x, keep = x_keep
+            new = C.asarray(self._call(acc, x)).astype(acc.dtype)
+            return (new if keep is None else C.where(keep, new, acc)), None
 
-        result, _ = scan(step, carry, xs)
+        result, _ = scan(step, carry, (xs, mask))
         if keepdims:
             result = C.expand_dims(result, axes)
         return result
@@ -308,7 +314,7 @@ class ufunc:
         axis = C._canon_axis(axis, a.ndim, f"{self.__name__}.reduceat axis")
         moved = C.moveaxis(a, axis, 0)
         n = moved.shape[0]
-        out = moved[ind]  # each segment's first entry
+        out = moved.at[ind].get(mode="fill")  # each segment's first entry (JAX's fill past n)
         ends = C.concatenate([ind[1:], C.asarray([n], ind.dtype)])
         ends = C.where(ends > ind, ends, ind + 1)  # a non-increasing start: that entry alone
 
@@ -364,21 +370,21 @@ def frompyfunc(func, /, nin, nout, *, identity=None):
     return ufunc(func, nin, nout, identity=identity)
 
 
-def _reducer(fn, initial=True):
-    """``reduce`` through ``fn``, a jnp reduction of JAX's keyword arguments (``initial`` among
-    them unless ``initial`` is False: then a call with one takes the scan)."""
+def _reducer(fn, takes_dtype=False):
+    """``reduce`` through ``fn``, a jnp reduction of JAX's keyword arguments; with
+    ``takes_dtype`` (``sum``, ``prod``) it reduces in ``dtype`` (a cast alone left it to widen
+    small integers to the default int: ``add.reduce(x, dtype='int8')`` gave int32)."""
 
     def reduce(a, *, axis, dtype, keepdims, initial, where):
-        if initial is not None and not takes_initial:
-            return NotImplemented
         kw = {"axis": axis, "keepdims": keepdims, "where": where}
         if initial is not None:
             kw["initial"] = initial
         if dtype is not None:
             a = C.asarray(a).astype(dtype)
+            if takes_dtype:
+                kw["dtype"] = dtype
         return fn(a, **kw)
 
-    takes_initial = initial
     return reduce
 
 
@@ -416,7 +422,9 @@ def _logsumexp(base2):
 
     def reduce(a, *, axis, dtype, keepdims, initial, where):
         a = C.asarray(a)
-        a = a.astype(dtypes.to_inexact(a.dtype))
+        # (JAX's base 2 scales a by log(2), a weak float: integers and bool go to the default)
+        exact = not dtypes.is_inexact(a.dtype)
+        a = a.astype(dtypes.default_float() if base2 and exact else dtypes.to_inexact(a.dtype))
         axes = _axes(a, axis, "logaddexp")
         if where is not None:
             a = C.where(where, a, C.asarray(-np.inf, a.dtype))
@@ -455,8 +463,11 @@ def _add_at(a, indices, b):
 # name: (function, nin, identity, reduce, accumulate, at): JAX's fourteen ufuncs and the methods
 # it gives a fast form (the others run the function in a loop)
 _TABLE = {
-    "add": (C.add, 2, 0, _reducer(C.sum), _accumulator(C.cumsum), _add_at),
-    "multiply": (C.multiply, 2, 1, _reducer(C.prod), _accumulator(C.cumprod), _at("multiply")),
+    "add": (C.add, 2, 0, _reducer(C.sum, takes_dtype=True), _accumulator(C.cumsum), _add_at),
+    "multiply": (
+        C.multiply, 2, 1, _reducer(C.prod, takes_dtype=True), _accumulator(C.cumprod),
+        _at("multiply"),
+    ),
     "subtract": (C.subtract, 2, None, None, None, _at("subtract")),
     "maximum": (C.maximum, 2, None, _reducer(C.max), None, None),
     "minimum": (C.minimum, 2, None, _reducer(C.min), None, None),

@@ -395,6 +395,14 @@ def test_python_scalars_alone_use_functx_defaults():
     assert (fnp.asarray(np.ones(3, I8)) + 1000).dtype == I8
 
 
+def test_reductions_of_python_scalars_are_not_weak():
+    # review34: max/min (so ptp, maximum.reduce) kept a Python scalar's weak type; JAX's do not
+    for name in ("max", "min", "ptp", "sum", "nanmax", "argmax"):
+        for s in (3.0, 2):
+            got, want = getattr(fnp, name)(s), getattr(jnp, name)(s)
+            assert (got.dtype, got.weak_type) == (want.dtype, want.weak_type), (name, s)
+
+
 # --- Reductions ----------------------------------------------------------------------------------
 REDUCTIONS = """sum mean var std max min amax amin prod argmax argmin any all ptp count_nonzero
 nansum nanmean nanmax nanmin average cumsum cumprod cumulative_sum cumulative_prod""".split()

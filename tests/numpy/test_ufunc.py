@@ -208,3 +208,57 @@ def test_bad_calls_raise_as_jax():
         fnp.maximum.reduce(np.zeros(3), where=np.array([True, False, True]))
     with pytest.raises(FunctxTypeError, match="callable"):
         fnp.ufunc(3, 2, 1)
+
+
+def test_scanned_reduce_where_initial_empty_axes_and_reduceat_past_the_end():
+    # review34: a masked entry leaves the carry (subtract's initial is no identity), a zero-size
+    # result with a nonempty reduced axis, one axis only (as JAX), starts past the end fill
+    x = np.arange(12, dtype=np.float32).reshape(3, 4) - 5
+    mask = x != 0
+    sub = fnp.frompyfunc(lambda p, q: p - q, 2, 1)
+    for f in (fnp.subtract, sub):
+        got = f.reduce(x, axis=0, where=mask, initial=1.0)
+        _close(got, np.subtract.reduce(x, axis=0, where=mask, initial=1.0))
+    _close(fnp.subtract.reduce(np.zeros((0, 3), np.float32), axis=1), np.zeros((0,), np.float32))
+    with pytest.raises(NotImplementedError, match="tuple of axes"):
+        fnp.subtract.reduce(x, axis=(0, 1))
+    starts = np.array([0, 5, 2])
+    _close(fnp.maximum.reduceat(x, starts), jnp.maximum.reduceat(x, starts))
+
+
+def test_reduce_dtypes_as_jax_in_both_x64_modes():
+    # review34: add/multiply.reduce reduce in the dtype asked for (were widened to the default
+    # int), logaddexp2.reduce of integers and bool is in the default float (JAX scales by log 2)
+    from x64util import x64_off
+
+    x = np.arange(1, 5, dtype=np.float32)
+    cases = [
+        ("add", x, "int8"),
+        ("add", x.astype(np.int8), "uint8"),
+        ("multiply", x, "int16"),
+        ("logaddexp2", x.astype(np.int32), None),
+        ("logaddexp2", x > 2, None),
+    ]
+    for mode in (x64_off, None):
+        with mode() if mode else np.errstate():
+            for name, a, dtype in cases:
+                got = getattr(fnp, name).reduce(a, dtype=dtype)
+                _like_jax(got, lambda v: getattr(jnp, name).reduce(v, dtype=dtype), a)
+                want = getattr(np, name).reduce(a.astype(got.dtype) if dtype else a.astype(float))
+                _close(got, np.asarray(want).astype(got.dtype))
+
+
+def test_where_numpy_and_jax_differ_functx_gives_numpys():
+    # docs/differences.md's ufunc entry: logical reduceat of ints is bool (JAX keeps int8 and the
+    # raw value of a one-entry segment), at's b broadcast to the indexed entries
+    a = np.array([4, 0, -3, 2], np.int8)
+    starts = np.array([0, 2, 1, 3])
+    for name in sorted(LOGICAL):
+        _close(getattr(fnp, name).reduceat(a, starts), getattr(np, name).reduceat(a, starts))
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    idx, b = np.array([0, 0, 2]), np.array([9.0, -1.0, 20.0, 5.0], np.float32)
+    _close(fnp.maximum.at(x, idx, b, inplace=False), _np_at("maximum", x, idx, b))
+    sq, b3 = np.zeros((3, 3), np.float32), np.array([1.0, 2.0, 3.0], np.float32)
+    got = fnp.maximum.at(sq, np.arange(3), b3, inplace=False)  # (JAX's: b[i] into row i)
+    _close(got, _np_at("maximum", sq, np.arange(3), b3))
+    _close(got, jnp.add.at(sq, np.arange(3), b3, inplace=False))

@@ -227,6 +227,19 @@ def test_gaussian_kde_matches_scipy_and_jax_samples():
     close(per_point, kde.evaluate(pts), F64, 1e-12)
 
 
+def test_gaussian_kde_integrals_of_float32_data_stay_float32_with_x64():
+    # review34: the normalising constant was a NumPy float64 scalar (a strong type)
+    x = np.array([-0.5, 0.2, 1.5, 7.0], np.float32)
+    mean, cov = np.zeros(1, np.float32), np.eye(1, dtype=np.float32)
+    for calls in (
+        lambda m: m.gaussian_kde(x).integrate_kde(m.gaussian_kde(x + 1)),
+        lambda m: m.gaussian_kde(x).integrate_gaussian(mean, cov),
+    ):
+        got, want = calls(fst), jax.eval_shape(lambda c=calls: c(jst))
+        assert got.dtype == want.dtype == F32
+        np.testing.assert_allclose(got, calls(sst), rtol=2e-5)
+
+
 def test_gradients_jit_and_vmap():
     x = np.array([-0.3, 0.4, 1.1])
     check_grads(lambda v: fst.truncnorm.logpdf(v, -1.0, 2.0, 0.2, 1.3), (x,), order=2)

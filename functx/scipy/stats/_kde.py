@@ -195,7 +195,7 @@ class gaussian_kde:  # noqa: N801 (JAX's and SciPy's name)
         columns, at ``mean``."""
         diff = dataset - mean[:, None]
         quad = jnp.sum(diff * linalg.cho_solve(chol, diff), axis=0)
-        norm = np.sqrt(2 * np.pi) ** self.d * jnp.prod(jnp.diagonal(chol[0]))
+        norm = float(np.sqrt(2 * np.pi)) ** self.d * jnp.prod(jnp.diagonal(chol[0]))
         return jnp.sum(jnp.exp(-0.5 * quad) * weights) / norm
 
     def integrate_gaussian(self, mean, cov):
