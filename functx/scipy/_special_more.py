@@ -686,7 +686,10 @@ def _bessel_jn_rows(z, rows, start):
     overflows down to ``|z|`` near the smallest normal number (JAX's, started at 1e-16 and never
     rescaled, gives NaN at small ``z``)."""
     idx = jnp.arange(rows).reshape((rows,) + (1,) * z.ndim)
-    zs = jnp.where(z == _c(0, z), _c(1, z), z)
+    # below the square root of the smallest normal number the series' first term, (z/2)^n / n!,
+    # is exact, and the recurrence's first step 2k/z would overflow (z = 0 included)
+    small = jnp.abs(z) < _c(float(np.sqrt(np.finfo(z.dtype).tiny)), z)
+    zs = jnp.where(small, _c(1, z), z)
 
     def body(i, carry):
         f_next, f, s, out = carry
@@ -704,8 +707,9 @@ def _bessel_jn_rows(z, rows, start):
     out0 = jnp.where(idx == start, f_start, jnp.zeros((rows,) + z.shape, z.dtype))
     _, f0, s, out = _fori(start, body, (jnp.zeros_like(z), f_start, s0, out0))
     out = out / (s - f0)  # (s counted f_0 twice)
-    at0 = jnp.where(idx == 0, _c(1, z), _c(0, z))  # J_n(0): 1 for n = 0, else 0
-    out = jnp.where(z == _c(0, z), at0, out)
+    zt = jnp.where(small, z, _c(0, z))
+    steps = jnp.where(idx == 0, _c(1, z), zt / (_c(2, z) * jnp.maximum(idx, 1).astype(z.dtype)))
+    out = jnp.where(small, jnp.cumprod(steps, axis=0), out)  # J_n(0): 1, 0, 0, ...
     return jnp.where(jnp.isfinite(z), out, _c(np.nan, z))  # (SciPy's NaN at ±inf)
 
 

@@ -298,3 +298,13 @@ def test_values_and_gradients_match_jax():
     for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want), strict=True):
         assert np.asarray(g).dtype == np.asarray(w).dtype
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=10 * TOL[dt])
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_bessel_jn_at_tiny_arguments(dt):
+    # the recurrence's first step 2k/z overflowed below ~1e-36 in float32 (NaN at the smallest
+    # normal number); there the series' first term is exact
+    z = np.array([np.finfo(dt).tiny, -np.finfo(dt).tiny, 1e-30, np.finfo(dt).tiny / 4, 0.0], dt)
+    got = np.asarray(fss.bessel_jn(z, v=3), np.float64)
+    want = np.array([[ss.jv(n, float(x)) for x in z] for n in range(4)])
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=np.finfo(dt).tiny)  # (underflow: 0)
