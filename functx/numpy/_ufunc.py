@@ -96,9 +96,9 @@ class ufunc:
         ) == (other._func, other.__name__, other.identity, other.nin, other.nout, other.nargs)
 
     def __call__(self, *args, out=None, where=None):
-        for kw, value in (("out", out), ("where", where)):
-            if value is not None:
-                raise NotImplementedError(f"{kw} argument of {self}{_where_line()}")
+        if out is not None or where is not None:  # (jnp.add and co. are called often)
+            kw = "out" if out is not None else "where"
+            raise NotImplementedError(f"{kw} argument of {self}{_where_line()}")
         if len(args) != self.nargs:
             raise FunctxTypeError(
                 f"{self}: expected {self.nargs} positional arguments, got {len(args)}"
@@ -150,9 +150,7 @@ class ufunc:
     def _reduce_via_scan(self, a, axis, dtype, keepdims, initial, where):
         a = self._in_result_dtype(a, dtype)
         nd = a.ndim
-        axes = tuple(range(nd)) if axis is None else axis
-        axes = (axes,) if isinstance(axes, int) else tuple(axes)
-        axes = tuple(C._canon_axis(ax, nd, f"{self.__name__}.reduce axis") for ax in axes)
+        axes = _axes(a, axis, self.__name__)
         if len(axes) > 1 and axis is not None:  # (NumPy: not for a non-reorderable function)
             raise UnsupportedError(
                 f"{self.__name__}.reduce: a tuple of axes {axis} (as in JAX, one axis or None)"
