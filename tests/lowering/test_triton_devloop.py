@@ -1,0 +1,191 @@
+"""Device loops (``functx/lowering/triton/devloop.py``): scans whose body is small run as one
+Triton kernel with the loop inside. Each program runs in Triton's interpreter (a CUDA GPU with
+``FUNCTX_TEST_TRITON_GPU=1``) and is checked against JAX, against functx's eager interpreter and
+against the same program with host loops (``devloop.DEVICE_LOOPS`` off); the generated source
+shows which scans became device loops and why the others did not. Sizes are odd (25, 7, 5) so
+that every value has padded lanes."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+jax = pytest.importorskip("jax")
+
+import functx  # noqa: E402
+import functx.numpy as fnp  # noqa: E402
+from functx import lax  # noqa: E402
+from functx.lowering.triton import devloop  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import workloads  # noqa: E402
+
+ON_GPU = os.environ.get("FUNCTX_TEST_TRITON_GPU", "0") not in ("", "0")
+
+
+@pytest.fixture
+def gpu(monkeypatch):
+    """Triton's interpreter as the GPU (a CUDA GPU with FUNCTX_TEST_TRITON_GPU=1)."""
+    from functx.devices import device as placement
+
+    if ON_GPU and not torch.cuda.is_available():
+        pytest.skip("FUNCTX_TEST_TRITON_GPU=1 without a CUDA device")
+    if not ON_GPU:
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setattr(placement, "_gpu_list", placement._gpu_list or None)
+    monkeypatch.setattr(placement, "GPU_IN_USE", placement.GPU_IN_USE)
+    return functx.devices("gpu")[0]
+
+
+def _run(f, args, dev, loops=True):
+    """``jit(f)`` on the GPU: (its generated source, its results as NumPy arrays)."""
+    old = devloop.DEVICE_LOOPS
+    devloop.DEVICE_LOOPS = loops
+    try:
+        jf = functx.jit(f, backend="triton")
+        gargs = functx.device_put(args, dev)
+        src = jf.lower(*gargs).as_text()
+        out = jf(*gargs)
+    finally:
+        devloop.DEVICE_LOOPS = old
+    return src, [np.asarray(x) for x in functx.tree_util.tree_leaves(out)]
+
+
+def _device_loops(src: str) -> int:
+    return len(re.findall(r"def \w+_devloop\(", src))
+
+
+def _check(f, jf, args, dev, n_loops, rtol=2e-5, atol=1e-6):
+    """``f`` with device loops against JAX (``jf``), the eager interpreter and host loops."""
+    src, got = _run(f, args, dev)
+    assert _device_loops(src) == n_loops, src
+    want_jax = [np.asarray(x) for x in jax.tree_util.tree_leaves(jf(*args))]
+    want_eager = [np.asarray(x) for x in functx.tree_util.tree_leaves(f(*args))]
+    _, host = _run(f, args, dev, loops=False)
+    for g, j, e, h in zip(got, want_jax, want_eager, host, strict=True):
+        assert g.shape == j.shape and g.dtype == j.dtype
+        for ref in (j, e, h):
+            np.testing.assert_allclose(g, ref, rtol=rtol, atol=atol)
+    return src
+
+
+def test_hmm_loglik_and_its_gradient(gpu):
+    """The HMM forward scan and its transposed gradient scan (``workloads.py``'s EM body): each
+    one device loop; the 25-state carry (a 25x25 matrix in the gradient) is padded to 32."""
+    c = dict(T=12, S=25, M=7, steps=1)
+    (logA, logB, logpi), obs = workloads.inputs("hmm", c)
+
+    def make(jx):
+        em = workloads.program(jx, "hmm", c)
+        return lambda a, b, p, o: em((a, b, p), o)
+
+    _check(make(functx), jax.jit(make(jax)), (logA, logB, logpi, obs), gpu, 2, rtol=1e-4)
+
+
+def _rnn(jx):
+    jnp = jx.numpy
+
+    def loss(W, xs, h0):
+        def step(h, x):
+            h = jnp.tanh(W @ h + x)
+            return h, jnp.sum(h * h)
+
+        h, ys = jx.lax.scan(step, h0, xs)
+        return jnp.sum(h) + jnp.sum(ys)
+
+    return jx.value_and_grad(loss, argnums=(0, 1, 2))
+
+
+def test_linear_rnn_scan_and_gradient(gpu):
+    """``tanh(W h + x)`` with a 7x7 ``W``: the forward scan and the reverse gradient scan (whose
+    carries are the matrix's cotangent and the state's)."""
+    rng = np.random.default_rng(1)
+    W = (rng.standard_normal((7, 7)) / 3).astype(np.float32)
+    xs = rng.standard_normal((9, 7)).astype(np.float32)
+    h0 = rng.standard_normal(7).astype(np.float32)
+    _check(_rnn(functx), jax.jit(_rnn(jax)), (W, xs, h0), gpu, 2)
+
+
+def _mixed(jx, reverse, argmax=False):
+    """A scan with carries of three shapes and dtypes (float32 (3, 5), int32 (), bool (3,)),
+    broadcasts, iota, max/min/prod reductions, a transposed product, selects and conversions;
+    with ``argmax``, an equation no device-loop rule covers."""
+    jnp = jx.numpy
+
+    def f(m, k, flag, xs, M):
+        def step(c, x):
+            m, k, flag = c
+            m = 0.5 * m + x[None, :] * jnp.where(flag, 1.0, -1.0)[:, None]
+            if argmax:
+                k = k + jnp.argmax(x).astype(jnp.int32)
+            flag = jnp.logical_not(flag)
+            i = jx.lax.broadcasted_iota(jnp.int32, (3, 5), 1).astype(jnp.float32)
+            y = (
+                jnp.max(m, axis=0)
+                - jnp.min(m.T + i.T, axis=1)
+                + jnp.mean(i, 0) * jnp.prod(x * 0.5 + 1)
+            )
+            z = (m.T @ M).T  # (5, 3) x (3, 3): a transposed operand and result
+            return (m + 0.1 * z, k + 1, flag), (y, k.astype(jnp.float32))
+
+        return jx.lax.scan(step, (m, k, flag), xs, reverse=reverse)
+
+    return f
+
+
+def _mixed_args():
+    rng = np.random.default_rng(2)
+    return (
+        rng.standard_normal((3, 5)).astype(np.float32),
+        np.int32(4),
+        np.array([True, False, True]),
+        rng.standard_normal((6, 5)).astype(np.float32),
+        (rng.standard_normal((3, 3)) / 3).astype(np.float32),
+    )
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_carries_of_several_shapes_and_dtypes(gpu, reverse):
+    f, jf = _mixed(functx, reverse), jax.jit(_mixed(jax, reverse))
+    src = _check(f, jf, _mixed_args(), gpu, 1)
+    assert "host loop" not in src
+
+
+def test_an_unsupported_equation_keeps_the_host_loop(gpu):
+    """A body with an equation no rule covers (``argmax``) keeps the host loop, and the source
+    says why; the values are right either way."""
+    f, jf = _mixed(functx, False, argmax=True), jax.jit(_mixed(jax, False, argmax=True))
+    src = _check(f, jf, _mixed_args(), gpu, 0)
+    assert "(a host loop: no device-loop rule for 'argmax')" in src
+
+
+def test_a_large_carry_keeps_its_host_loop(gpu):
+    """A value over ``MAX_ELEMENTS`` padded elements keeps the host loop."""
+
+    def f(h, xs):
+        return lax.scan(lambda h, x: (h * 0.5 + x, fnp.sum(h)), h, xs)
+
+    n = devloop.MAX_ELEMENTS + 1
+    args = (np.ones(n, np.float32), np.ones((3, n), np.float32))
+    src, got = _run(f, args, gpu)
+    assert _device_loops(src) == 0
+    assert f"padded elements > {devloop.MAX_ELEMENTS}" in src
+    np.testing.assert_allclose(got[0], np.asarray(f(*args)[0]), rtol=1e-6)
+
+
+def test_device_loops_off(gpu):
+    """``DEVICE_LOOPS`` off (``FUNCTX_DEVICE_LOOPS=0``): host loops, which say so."""
+
+    def f(h, xs):
+        return lax.scan(lambda h, x: (h * 0.5 + x, fnp.sum(h)), h, xs)
+
+    args = (np.ones(7, np.float32), np.ones((3, 7), np.float32))
+    src, _ = _run(f, args, gpu, loops=False)
+    assert _device_loops(src) == 0 and "device loops are off" in src
