@@ -211,3 +211,32 @@ def test_device_loops_off(gpu):
     args = (np.ones(7, np.float32), np.ones((3, 7), np.float32))
     src, _ = _run(f, args, gpu, loops=False)
     assert _device_loops(src) == 0 and "device loops are off" in src
+
+
+def _newton(jx):
+    """Newton's square root of a vector to a tolerance (a ``while_loop`` with a condition on the
+    carries: a reduction and a count), then a ``fori_loop`` with a traced trip count."""
+    jnp = jx.numpy
+
+    def f(s, n):
+        def cond(c):
+            x, k = c
+            return (jnp.max(jnp.abs(x * x - s)) > 1e-5) & (k < 40)
+
+        def body(c):
+            x, k = c
+            return 0.5 * (x + s / x), k + 1
+
+        x, k = jx.lax.while_loop(cond, body, (s + 1.0, jnp.int32(0)))
+        y = jx.lax.fori_loop(0, n, lambda i, y: y * 0.5 + x * i.astype(jnp.float32), x)
+        return x, k, y
+
+    return f
+
+
+def test_while_loops(gpu):
+    """While loops (a data-dependent trip count, the condition never read on the host) and a
+    fori_loop with a traced bound: one device loop each."""
+    s = np.random.default_rng(3).uniform(0.5, 4.0, 25).astype(np.float32)
+    src = _check(_newton(functx), jax.jit(_newton(jax)), (s, np.int32(5)), gpu, 2)
+    assert "while_loop as one device loop" in src

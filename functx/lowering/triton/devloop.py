@@ -327,41 +327,39 @@ def _rule(e):
     return rule
 
 
-# --- the kernel ----------------------------------------------------------------------------------
-def _kernel(group) -> tuple[list[str], list[str], int]:
-    """The kernel body, its buffers (inputs then outputs) and its warps, or ``Decline``."""
-    closed = group["jaxpr"]
-    j = closed.jaxpr
-    if closed.consts or j.constvars:
-        raise Decline("the body closes over constants")
-    ins, outs = group["ins"], group["outs"]
-    nc, nk, length = group["num_consts"], group["num_carry"], group["length"]
-    for n in list(ins) + list(outs):
-        if n.buf is None or np.dtype(n.dtype) in _HALF or 0 in n.shape:
+# --- the kernels ---------------------------------------------------------------------------------
+def _screen(group, jaxprs) -> None:
+    """``Decline`` what no rule takes whatever the equations: closed-over constants, half
+    precision, empty values, buffers of 2^31 elements or more."""
+    for closed in jaxprs:
+        if closed.consts or closed.jaxpr.constvars:
+            raise Decline("the body closes over constants")
+        j = closed.jaxpr
+        for v in list(j.invars) + [v for e in j.eqns for v in e.outvars]:
+            if np.dtype(v.aval.dtype) in _HALF or 0 in v.aval.shape:
+                raise Decline(f"a {np.dtype(v.aval.dtype)}{list(v.aval.shape)} value")
+    for n in list(group["ins"]) + list(group["outs"]):
+        if n.buf is None or np.dtype(n.dtype) in _HALF or 0 in n.shape or n.size >= 2**31:
             raise Decline(f"a {np.dtype(n.dtype)}{list(n.shape)} operand or result")
-        if n.size >= 2**31:
-            raise Decline("a buffer of 2^31 elements or more")
-    for v in list(j.invars) + [v for e in j.eqns for v in e.outvars]:
-        if np.dtype(v.aval.dtype) in _HALF or 0 in v.aval.shape:
-            raise Decline(f"a {np.dtype(v.aval.dtype)}{list(v.aval.shape)} value")
-    b = Body()
-    carries = [f"h{m}" for m in range(nk)]
-    for m, (v, n) in enumerate(zip(j.invars[: nc + nk], ins[: nc + nk])):
-        shape, dt = v.aval.shape, v.aval.dtype
-        code = b.load(n.buf, "0", shape, dt, b.pre)
-        if m >= nc:  # (a carry: a name of its own, rebound each step)
-            b.pre.append(f"    {carries[m - nc]} = {code}")
-            code = carries[m - nc]
-        b.env[v.id] = (code, shape, dt)
-    i = f"({length - 1} - it)" if group["reverse"] else "it"
-    for v, n in zip(j.invars[nc + nk :], ins[nc + nk :]):
-        base = f"{i} * {math.prod(v.aval.shape)}"
-        b.env[v.id] = (
-            b.load(n.buf, base, v.aval.shape, v.aval.dtype, None),
-            v.aval.shape,
-            v.aval.dtype,
-        )
-    b.invariant = {v.id for v in j.invars[:nc]}
+
+
+def _bind(b: Body, invars, nodes, carries=()) -> None:
+    """Load ``nodes`` before the loop as ``invars``; the last ``len(carries)`` are carries,
+    bound to those names (rebound each step)."""
+    first = len(invars) - len(carries)
+    for m, (v, n) in enumerate(zip(invars, nodes)):
+        code = b.load(n.buf, "0", v.aval.shape, v.aval.dtype, b.pre)
+        if m >= first:
+            b.pre.append(f"    {carries[m - first]} = {code}")
+            code = carries[m - first]
+        else:
+            b.invariant.add(v.id)
+        b.env[v.id] = (code, v.aval.shape, v.aval.dtype)
+
+
+def _equations(b: Body, j) -> None:
+    """The equations of ``j``, each through its rule: in the loop, or before it when every
+    operand is a loop invariant."""
     for e in j.eqns:
         if len(e.outvars) != 1:
             raise Decline(f"'{e.prim.name}' has several results")
@@ -378,39 +376,81 @@ def _kernel(group) -> tuple[list[str], list[str], int]:
         b.hoist(False)
         if before:
             b.invariant.add(out.id)
-    res = j.outvars
-    for v, n in zip(res[nk:], outs[nk:]):
+
+
+def _rebind(b: Body, carries, res, flag=None) -> list[str]:
+    """The loop's last lines: the new carries ``res`` (with ``flag``: only where it holds) named
+    first (a new carry may be an old one), then bound to the carries' names."""
+    new = [b.tensor(v) for v in res]
+    if flag is not None:
+        new = [x if x == h else f"tl.where({flag}, {x}, {h})" for x, h in zip(new, carries)]
+    new = [b.name(x) for x in new]
+    return [f"        {h} = {x}" for h, x in zip(carries, new)]
+
+
+def _scan(b: Body, group) -> tuple[str, list[str], list[str]]:
+    """A scan: the constants and carries loaded once, each step's xs loaded and ys stored at
+    the step's index (reversed for a reverse scan)."""
+    j = group["jaxpr"].jaxpr
+    ins, outs = group["ins"], group["outs"]
+    nc, nk, length = group["num_consts"], group["num_carry"], group["length"]
+    carries = [f"h{m}" for m in range(nk)]
+    _bind(b, j.invars[: nc + nk], ins[: nc + nk], carries)
+    i = f"({length - 1} - it)" if group["reverse"] else "it"
+    for v, n in zip(j.invars[nc + nk :], ins[nc + nk :]):
+        base = f"{i} * {math.prod(v.aval.shape)}"
+        code = b.load(n.buf, base, v.aval.shape, v.aval.dtype, None)
+        b.env[v.id] = (code, v.aval.shape, v.aval.dtype)
+    _equations(b, j)
+    for v, n in zip(j.outvars[nk:], outs[nk:]):
         b.store(n.buf, f"{i} * {math.prod(n.shape[1:])}", v, n.shape[1:])
-    # the new carries: each named first (a new carry may be an old one), then rebound
-    new = [b.name(b.tensor(v)) for v in res[:nk]]
-    b.lines += [f"        {h} = {n}" for h, n in zip(carries, new)]
-    body = b.pre + [f"    for it in range({length}):"] + (b.lines or ["        pass"])
-    for m, (v, n) in enumerate(zip(res[:nk], outs[:nk])):
-        off, mask = b.layout(v.aval.shape)
-        body.append(
-            f"    tl.store({n.buf} + {off}, {carries[m]}{f', mask={mask}' if mask else ''})"
-        )
-    warps = next(w for limit, w in WARPS if b.largest <= limit)
-    bufs = list(dict.fromkeys([n.buf for n in ins] + [n.buf for n in outs]))
-    return body, bufs, int(os.environ.get("FUNCTX_DEVLOOP_WARPS", warps))
+    b.lines += _rebind(b, carries, j.outvars[:nk])
+    what = f"scan of length {length}{' (reverse)' if group['reverse'] else ''}"
+    return what, [f"    for it in range({length}):"], carries
+
+
+def _while(b: Body, group) -> tuple[str, list[str], list[str]]:
+    """A while loop: each trip evaluates the condition, then the body, and keeps the body's
+    carries only where the condition held (the trip that finds it false computes one body
+    whose results are dropped: the condition is never read back to the host)."""
+    cj, bj = group["cond_jaxpr"].jaxpr, group["body_jaxpr"].jaxpr
+    ncc, nbc = group["cond_nconsts"], group["body_nconsts"]
+    ins = group["ins"]
+    carries = [f"h{m}" for m in range(len(ins) - ncc - nbc)]
+    _bind(b, cj.invars[:ncc], ins[:ncc])
+    _bind(b, bj.invars, ins[ncc:], carries)
+    for v, w in zip(cj.invars[ncc:], bj.invars[nbc:]):  # (the condition reads the carries)
+        b.env[v.id] = b.env[w.id]
+    _equations(b, cj)
+    flag = b.name(b.tensor(cj.outvars[0]))
+    _equations(b, bj)
+    b.lines += _rebind(b, carries, bj.outvars, flag) + [f"        go = {flag}"]
+    b.pre.append("    go = tl.full([], 1, tl.int1)")
+    return "while_loop", ["    while go:"], carries
+
+
+KINDS = {"scan": (_scan, "jaxpr"), "while": (_while, "cond_jaxpr", "body_jaxpr")}
 
 
 def render(prog, k, group) -> str | None:
-    """Kernel ``k`` (a scan, ``group``) as one device-loop kernel launch added to ``prog``;
-    returns None, or the reason it keeps its host loop (``loops.py`` then writes that)."""
+    """Kernel ``k`` (a scan or a while loop: ``group``) as one device-loop kernel launch added
+    to ``prog``; returns None, or the reason it keeps its host loop (``loops.py`` writes it)."""
     if not DEVICE_LOOPS:
         return "device loops are off (FUNCTX_DEVICE_LOOPS=0)"
+    kind, *bodies = KINDS[group["type"]]
+    b = Body()
     try:
-        body, bufs, warps = _kernel(group)
+        _screen(group, [group[x] for x in bodies])
+        what, head, carries = kind(b, group)
     except Decline as why:
         return str(why)
+    body = b.pre + head + (b.lines or ["        pass"])
+    for h, n in zip(carries, group["outs"]):
+        off, mask = b.layout(n.shape)
+        body.append(f"    tl.store({n.buf} + {off}, {h}{f', mask={mask}' if mask else ''})")
+    bufs = list(dict.fromkeys([n.buf for n in group["ins"]] + [n.buf for n in group["outs"]]))
+    warps = next(w for limit, w in WARPS if b.largest <= limit)
     name = prog._kname(k, "devloop")
-    prog._define(
-        name,
-        bufs,
-        body,
-        f"scan of length {group['length']}{' (reverse)' if group['reverse'] else ''} as one "
-        "device loop",
-    )
-    prog._launch(name, 1, bufs, warps)
+    prog._define(name, bufs, body, f"{what} as one device loop")
+    prog._launch(name, 1, bufs, int(os.environ.get("FUNCTX_DEVLOOP_WARPS", warps)))
     return None

@@ -1,5 +1,5 @@
 """Triton control-flow kernels: scan, while and cond loops on the host calling sub-programs (a
-scan with a small body runs as one device-loop kernel instead: ``devloop.py``)."""
+scan or while loop with a small body runs as one device-loop kernel instead: ``devloop.py``)."""
 
 from __future__ import annotations
 
@@ -60,6 +60,9 @@ def _loop_scan(prog, k: Kernel, group):
 
 
 def _loop_while(prog, k: Kernel, group):
+    why = devloop.render(prog, k, group)  # (None: one kernel with the loop inside)
+    if why is None:
+        return
     ins, outs = group["ins"], group["outs"]
     ncc, nbc = group["cond_nconsts"], group["body_nconsts"]
     cname, cconsts = prog._sub(group["cond_jaxpr"])
@@ -82,7 +85,7 @@ def _loop_while(prog, k: Kernel, group):
     lines += [f"    {_view(n)}.copy_({x})" for n, x in zip(outs, a)]
     prog.host += [
         f"    # kernel {k.index}: while_loop calling {cname} and {bname} "
-        "(the condition is read on the host each iteration)"
+        f"(a host loop: {why}; the condition is read on the host each iteration)"
     ] + lines
 
 
