@@ -72,6 +72,7 @@ def program_and_inputs(jx, name: str, c: dict):
 
 
 def worker(lib: str, names: list[str], quick: bool, save: str, budget: float) -> None:
+    """Run ``names`` with ``lib``; each result goes to ``save/<lib>.jsonl`` as it comes."""
     import torch
 
     gpu = torch.cuda.is_available()
@@ -91,7 +92,7 @@ def worker(lib: str, names: list[str], quick: bool, save: str, budget: float) ->
         if lib != "jax":
             src = fn.lower(*dargs).as_text()
             rec["device_loops"] = len(re.findall(r"def \w+_devloop\(", src))
-            rec["host_loops"] = src.count("(a host loop: ")
+            rec["host_loops"] = len(re.findall(r"\(a host loop: ", src))
         t0 = time.perf_counter()
         out = fn(*dargs)
         jx.block_until_ready(out)
@@ -103,7 +104,9 @@ def worker(lib: str, names: list[str], quick: bool, save: str, budget: float) ->
             return fn(*dargs)
 
         rec["times"] = workloads._time(call, jx.block_until_ready, budget, gpu, torch, lib)
-        print("RESULT " + json.dumps(rec), flush=True)
+        with open(os.path.join(save, f"{lib}.jsonl"), "a") as f:
+            f.write(json.dumps(rec) + "\n")
+        print(f"{lib} {name}: {statistics.median(rec['times']) * 1e3:.2f} ms", flush=True)
 
 
 def check(save: str, lib: str, name: str) -> float:
@@ -120,59 +123,79 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--budget", type=float, default=1.0)
     ap.add_argument("--warps", default="2,4", help="other warps to time hmm_em's device loops at")
-    ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--only", default="hmm_em,rnn")
+    ap.add_argument("--deadline", type=float, default=230.0, help="seconds for all variants")
+    ap.add_argument("--out", default=os.environ.get("OUT"), help="folder for the full logs")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--save", help=argparse.SUPPRESS)
     args = ap.parse_args()
     names = args.only.split(",")
     if args.worker:
-        worker(args.worker.split(":")[0], names, args.quick, args.save, args.budget)
+        worker(args.worker, names, args.quick, args.save, args.budget)
         return
     save = tempfile.mkdtemp(prefix="fx_devloop_")
+    logs = args.out or save
     base = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false")
     base["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, base.get("PYTHONPATH")) if p)
     base.setdefault("FUNCTX_CACHE_DIR", os.path.join(save, "cache"))
-    # (name shown, library, environment, workloads)
-    variants = [
-        ("jax", "jax", {}, names),
-        ("functx", "functx", {"FUNCTX_DEVICE_LOOPS": "1"}, names),
-        ("functx host loops", "functx:off", {"FUNCTX_DEVICE_LOOPS": "0"}, names),
-    ]
+    # (tag, shown, environment, workloads); host loops last: a 3,000-step host loop launches its
+    # body's kernels 3,000 times (and a CUDA graph of a program captures every launch)
+    variants = [("jax", "jax", {}, names), ("functx", "functx", {}, names)]
     variants += [
-        (f"functx {w} warps", f"functx:w{w}", {"FUNCTX_DEVLOOP_WARPS": w}, ["hmm_em"])
+        (f"functx_w{w}", f"functx {w} warps", {"FUNCTX_DEVLOOP_WARPS": w}, ["hmm_em"])
         for w in args.warps.split(",")
         if w and "hmm_em" in names
     ]
-    results: dict = {}
+    variants.append(("functx_off", "functx host loops", {"FUNCTX_DEVICE_LOOPS": "0"}, names[::-1]))
     t_start = time.perf_counter()
-    for shown, lib, env, todo in variants:
-        tag = lib.replace(":", "_")
+    for tag, shown, env, todo in variants:
+        left = args.deadline - (time.perf_counter() - t_start)
+        if left < 10:
+            print(f"  {shown}: not run (--deadline)")
+            continue
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", tag, "--save", save]
         cmd += ["--only", ",".join(todo), "--budget", str(args.budget)]
         cmd += ["--quick"] if args.quick else []
         t0 = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(base, **env))
-        for line in proc.stdout.splitlines():
-            if line.startswith("RESULT "):
-                rec = json.loads(line[7:])
-                results[(shown, rec["name"])] = (tag, rec)
-        if proc.returncode:
-            print(f"{shown}: exit {proc.returncode}: {proc.stderr.strip()[-1500:]}")
-        print(f"  {shown}: {time.perf_counter() - t0:.0f} s", flush=True)
-    print(f"(all variants: {time.perf_counter() - t_start:.0f} s)\n")
+        with open(os.path.join(logs, f"devloop_{tag}.log"), "w") as log:
+            try:
+                rc = subprocess.run(
+                    cmd, stdout=log, stderr=subprocess.STDOUT, env=dict(base, **env), timeout=left
+                ).returncode
+            except subprocess.TimeoutExpired:
+                rc = "stopped at the deadline"
+        print(f"  {shown}: {time.perf_counter() - t0:.0f} s, exit {rc}", flush=True)
+        if rc:
+            with open(os.path.join(logs, f"devloop_{tag}.log")) as log:
+                print("    " + log.read()[-800:].replace("\n", "\n    "))
+    results = {}
+    for tag, shown, _, _ in variants:
+        try:
+            with open(os.path.join(save, f"{tag}.jsonl")) as f:
+                for line in f:
+                    rec = json.loads(line)
+                    results[(rec["name"], shown)] = (tag, rec)
+        except OSError:
+            pass
+    print(f"(all variants: {time.perf_counter() - t_start:.0f} s; logs in {logs})")
     print("correctness against JAX (relative error in the 2-norm, worst output):")
-    for (shown, name), (tag, rec) in results.items():
+    for (name, shown), (tag, rec) in sorted(results.items()):
         if tag != "jax":
             err = check(save, tag, name)
             verdict = "ok" if err <= 2e-3 else "WRONG"
             loops = f"{rec['device_loops']} device loops, {rec['host_loops']} host loops"
-            print(f"  {name:7s} {shown:20s} {err:.1e} {verdict} ({loops})")
-    print(f"\n{'workload':8s} {'variant':20s} {'ms/call':>9s} {'first s':>8s} {'vs JAX':>7s}")
-    for (shown, name), (_, rec) in results.items():
+            print(f"  {name:7s} {shown:18s} {err:.1e} {verdict} ({loops})")
+    print(f"{'workload':8s} {'variant':18s} {'ms/call':>9s} {'us/step':>8s} {'first s':>8s} vs JAX")
+    for (name, shown), (_, rec) in sorted(results.items()):
         t = statistics.median(rec["times"])
-        jax_rec = results.get(("jax", name))
+        c = sizes(args.quick)[name]
+        steps = c["steps"] * 2 * (c["T"] - 1) if name == "hmm_em" else 2 * c["T"]
+        jax_rec = results.get((name, "jax"))
         ratio = statistics.median(jax_rec[1]["times"]) / t if jax_rec else float("nan")
-        print(f"{name:8s} {shown:20s} {t * 1e3:9.2f} {rec['first_s']:8.1f} {ratio:6.2f}x")
+        print(
+            f"{name:8s} {shown:18s} {t * 1e3:9.2f} {t / steps * 1e6:8.2f} "
+            f"{rec['first_s']:8.1f} {ratio:5.2f}x"
+        )
 
 
 if __name__ == "__main__":

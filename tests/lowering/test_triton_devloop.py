@@ -45,14 +45,17 @@ def gpu(monkeypatch):
 
 
 def _run(f, args, dev, loops=True):
-    """``jit(f)`` on the GPU: (its generated source, its results as NumPy arrays)."""
+    """``jit(f)`` on the GPU: (its generated source, its results as NumPy arrays). Products
+    outside device loops in float32 (cuBLAS takes TF32 inputs by default on a GPU, as JAX's
+    products do; a device loop's products are float32 multiply-adds)."""
     old = devloop.DEVICE_LOOPS
     devloop.DEVICE_LOOPS = loops
     try:
-        jf = functx.jit(f, backend="triton")
-        gargs = functx.device_put(args, dev)
-        src = jf.lower(*gargs).as_text()
-        out = jf(*gargs)
+        with functx.default_matmul_precision("highest"):
+            jf = functx.jit(f, backend="triton")
+            gargs = functx.device_put(args, dev)
+            src = jf.lower(*gargs).as_text()
+            out = jf(*gargs)
     finally:
         devloop.DEVICE_LOOPS = old
     return src, [np.asarray(x) for x in functx.tree_util.tree_leaves(out)]
@@ -67,7 +70,8 @@ def _check(f, jf, args, dev, n_loops, rtol=2e-5, atol=1e-6, host=False):
     same program with host loops."""
     src, got = _run(f, args, dev)
     assert _device_loops(src) == n_loops, src
-    refs = [jax.tree_util.tree_leaves(jf(*args)), functx.tree_util.tree_leaves(f(*args))]
+    with jax.default_matmul_precision("highest"):
+        refs = [jax.tree_util.tree_leaves(jf(*args)), functx.tree_util.tree_leaves(f(*args))]
     if host:
         refs.append(_run(f, args, dev, loops=False)[1])
     for ref in refs:
