@@ -244,3 +244,22 @@ def test_while_loops(gpu):
     s = np.random.default_rng(3).uniform(0.5, 4.0, 25).astype(np.float32)
     src = _check(_newton(functx), jax.jit(_newton(jax)), (s, np.int32(5)), gpu, 2)
     assert "while_loop as one device loop" in src
+
+
+def test_batched_products_under_vmap(gpu):
+    """``vmap`` of the RNN's forward scan over weights and states: products with a batch axis
+    (``dot_general`` batch dimensions) in the device loop."""
+
+    def make(jx):
+        def run(W, xs, h0):
+            step = lambda h, x: (jx.numpy.tanh(W @ h + x), jx.numpy.sum(h))  # noqa: E731
+            return jx.lax.scan(step, h0, xs)
+
+        return jx.vmap(run, in_axes=(0, None, 0))
+
+    rng = np.random.default_rng(4)
+    W = (rng.standard_normal((3, 7, 7)) / 3).astype(np.float32)
+    xs = rng.standard_normal((5, 7)).astype(np.float32)
+    h0 = rng.standard_normal((3, 7)).astype(np.float32)
+    src = _check(make(functx), jax.jit(make(jax)), (W, xs, h0), gpu, 1)
+    assert "host loop" not in src

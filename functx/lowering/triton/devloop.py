@@ -1,9 +1,10 @@
-"""Device loops: a ``scan`` whose body is small runs as ONE Triton kernel launch, the loop inside.
+"""Device loops: a ``scan`` or ``while_loop`` whose body is small runs as ONE Triton kernel
+launch, the loop inside.
 
-``loops.py`` runs a scan as a host loop that launches the body's kernels every iteration (about
-7 us a step on an H100, whatever the body does). When every value of the body is small
-(``MAX_ELEMENTS``) and every equation has a rule in ``RULES`` (below), ``render`` writes the whole
-scan as one kernel of one program instead::
+``loops.py`` runs a loop on the host, launching the body's kernels every iteration (about 7 us a
+step on an H100, whatever the body does; a ``while_loop`` also reads its condition back to the
+host). When every value of the body is small (``MAX_ELEMENTS``) and every equation has a rule in
+``RULES`` (below), ``render`` writes the whole loop as one kernel of one program instead::
 
     h0 = tl.load(<carry init> + off0)           # the carries, the constants: loaded once
     for it in range(length):
@@ -13,6 +14,11 @@ scan as one kernel of one program instead::
         tl.store(<ys> + i * size + off1, y0)     # this step's slice of each ys
         h0 = <new carry>                          # carries stay in registers
     tl.store(<carry out> + off0, h0)
+
+A ``while_loop`` (a ``fori_loop`` with traced bounds is one) is ``while go:`` around the
+condition's equations and the body's, keeping the body's carries where the condition held
+(``go`` is the condition: the trip that finds it false computes one body whose results are
+dropped, and nothing is read back to the host).
 
 Values are Triton register tensors of the value's shape with every axis padded to a power of
 two; a padded lane holds anything (``exp`` of a padding zero is 1, a division by one is NaN) and
@@ -63,7 +69,7 @@ from functx.lowering.triton.emit import (
     tl_dtype,
 )
 
-#: whether scans with small bodies run as device loops (``FUNCTX_DEVICE_LOOPS=0``: host loops)
+#: whether loops with small bodies run as device loops (``FUNCTX_DEVICE_LOOPS=0``: host loops)
 DEVICE_LOOPS = os.environ.get("FUNCTX_DEVICE_LOOPS", "1") != "0"
 #: the most elements, every axis padded to a power of two, of any value of a device loop's body
 #: (a product's broadcast operands included): the program keeps them all in registers
@@ -74,7 +80,7 @@ WARPS = ((1024, 1), (2048, 2), (MAX_ELEMENTS, 4))
 
 
 class Decline(Exception):
-    """Why a scan keeps its host loop (an equation or a value no rule covers)."""
+    """Why a loop keeps its host loop (an equation or a value no rule covers)."""
 
 
 def _pshape(shape) -> list[int]:
@@ -218,7 +224,9 @@ def _reshape(b: Body, e) -> str:
     if type(e.invars[0]) is Literal or not shape:
         x = b.tensor(e.invars[0])
         return f"tl.broadcast_to({x}, {_pshape(out)})" if out else x
-    if not out:  # (one element: a reduction with no combine step)
+    if not out:  # (one element: a reduction with no combine step; booleans through int32)
+        if np.dtype(dt) == dtypes.bool_:
+            return f"(tl.reduce({code}.to(tl.int32), None, _fx_add) != 0)"
         return f"tl.reduce({code}, None, _fx_add)"
     return f"tl.reshape({code}, {_pshape(out)})"
 
