@@ -173,18 +173,20 @@ class Body:
             return f"tl.full({_pshape(shape)}, {code}, {tl_dtype(dt)})"
         return code
 
-    def load(self, buf: str, base: str, shape, dt, where) -> str:
+    def _at(self, buf: str, base: str, shape) -> tuple[str, str | None]:
+        """The pointers of a value of ``shape`` at element ``base`` of ``buf``, and its mask."""
         off, mask = self.layout(shape)
-        ptr = f"{buf} + {base} + {off}" if base != "0" else f"{buf} + {off}"
+        return (f"{buf} + {base} + {off}" if base != "0" else f"{buf} + {off}"), mask
+
+    def load(self, buf: str, base: str, shape, where) -> str:
+        ptr, mask = self._at(buf, base, shape)
         m = f", mask={mask}, other=0" if mask else ""
         return self.name(f"tl.load({ptr}{m})", where)
 
     def store(self, buf: str, base: str, a, shape) -> None:
-        off, mask = self.layout(shape)
-        val = self.tensor(a)
-        ptr = f"{buf} + {base} + {off}" if base != "0" else f"{buf} + {off}"
+        ptr, mask = self._at(buf, base, shape)
         m = f", mask={mask}" if mask else ""
-        self.lines.append(f"        tl.store({ptr}, {val}{m})")
+        self.lines.append(f"        tl.store({ptr}, {self.tensor(a)}{m})")
 
 
 # --- the rules: (body, equation) -> the code of the result (a tensor of its padded shape) ------
@@ -356,7 +358,7 @@ def _bind(b: Body, invars, nodes, carries=()) -> None:
     bound to those names (rebound each step)."""
     first = len(invars) - len(carries)
     for m, (v, n) in enumerate(zip(invars, nodes)):
-        code = b.load(n.buf, "0", v.aval.shape, v.aval.dtype, b.pre)
+        code = b.load(n.buf, "0", v.aval.shape, b.pre)
         if m >= first:
             b.pre.append(f"    {carries[m - first]} = {code}")
             code = carries[m - first]
@@ -407,7 +409,7 @@ def _scan(b: Body, group) -> tuple[str, list[str], list[str]]:
     i = f"({length - 1} - it)" if group["reverse"] else "it"
     for v, n in zip(j.invars[nc + nk :], ins[nc + nk :]):
         base = f"{i} * {math.prod(v.aval.shape)}"
-        code = b.load(n.buf, base, v.aval.shape, v.aval.dtype, None)
+        code = b.load(n.buf, base, v.aval.shape, None)
         b.env[v.id] = (code, v.aval.shape, v.aval.dtype)
     _equations(b, j)
     for v, n in zip(j.outvars[nk:], outs[nk:]):
