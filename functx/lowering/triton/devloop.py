@@ -74,9 +74,11 @@ DEVICE_LOOPS = os.environ.get("FUNCTX_DEVICE_LOOPS", "1") != "0"
 #: the most elements, every axis padded to a power of two, of any value of a device loop's body
 #: (a product's broadcast operands included): the program keeps them all in registers
 MAX_ELEMENTS = 4096
-#: warps of the one program, by its largest value: a step is a chain of dependent reductions,
-#: and fewer warps exchange partial sums with fewer barriers
-WARPS = ((1024, 1), (2048, 2), (MAX_ELEMENTS, 4))
+#: warps of the one program, by its largest value (``FUNCTX_DEVLOOP_WARPS`` overrides): a step is
+#: a chain of dependent reductions, where more warps hold fewer elements each but exchange partial
+#: sums through shared memory. HMM EM on an H100 (``benchmarks/gpu_devloop.py``, values of at most
+#: 1024 padded elements): 135 ms with 1 warp, 101 ms with 2, 105 ms with 4
+WARPS = ((2048, 2), (MAX_ELEMENTS, 4))
 
 
 class Decline(Exception):
