@@ -127,7 +127,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--budget", type=float, default=1.0)
-    X
+    ap.add_argument("--warps", default="1,4", help="other warps to time hmm_em's device loops at")
     ap.add_argument("--only", default="hmm_em,rnn")
     ap.add_argument("--deadline", type=float, default=230.0, help="seconds for all variants")
     ap.add_argument("--out", default=os.environ.get("OUT"), help="folder for the full logs")
