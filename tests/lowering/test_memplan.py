@@ -21,7 +21,7 @@ pytest.importorskip("triton")
 jax = pytest.importorskip("jax")
 
 import functx  # noqa: E402
-from functx.lowering.triton import devloop, memplan, program  # noqa: E402
+from functx.lowering.triton import memplan, program  # noqa: E402
 from functx.transforms import attention  # noqa: E402
 
 GPU = os.environ.get("FUNCTX_TEST_TRITON_GPU", "0") not in ("", "0") and torch.cuda.is_available()
@@ -201,7 +201,7 @@ def test_control_flow_sub_programs_plan_their_own_intermediates(gpu, monkeypatch
     x = rng.standard_normal((3, 2, 4)).astype(np.float32)
     w = rng.standard_normal((4, 4)).astype(np.float32)
     args = functx.device_put((x, w), gpu)
-    monkeypatch.setattr(devloop, "DEVICE_LOOPS", False)  # (host loops: sub-programs)
+    monkeypatch.setenv("FUNCTX_DEVICE_LOOPS", "0")  # (host loops: sub-programs)
     with functx.default_matmul_precision("highest"):  # (no TF32 products on a GPU)
         got, exe = _both(monkeypatch, functools.partial(_loops, functx), args)
     plans = exe.memory_plans

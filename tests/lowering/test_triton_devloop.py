@@ -1,7 +1,7 @@
 """Device loops (``functx/lowering/triton/devloop.py``): scans whose body is small run as one
 Triton kernel with the loop inside. Each program runs in Triton's interpreter (a CUDA GPU with
 ``FUNCTX_TEST_TRITON_GPU=1``) and is checked against JAX, against functx's eager interpreter and
-against the same program with host loops (``devloop.DEVICE_LOOPS`` off); the generated source
+against the same program with host loops (``FUNCTX_DEVICE_LOOPS=0``); the generated source
 shows which scans became device loops and why the others did not. Sizes are odd (25, 7, 5) so
 that every value has padded lanes."""
 
@@ -11,6 +11,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -22,6 +23,7 @@ jax = pytest.importorskip("jax")
 import functx  # noqa: E402
 import functx.numpy as fnp  # noqa: E402
 from functx import lax  # noqa: E402
+from functx.errors import FunctxValueError  # noqa: E402
 from functx.lowering.triton import devloop  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -48,16 +50,12 @@ def _run(f, args, dev, loops=True):
     """``jit(f)`` on the GPU: (its generated source, its results as NumPy arrays). Products
     outside device loops in float32 (cuBLAS takes TF32 inputs by default on a GPU, as JAX's
     products do; a device loop's products are float32 multiply-adds)."""
-    old = devloop.DEVICE_LOOPS
-    devloop.DEVICE_LOOPS = loops
-    try:
-        with functx.default_matmul_precision("highest"):
-            jf = functx.jit(f, backend="triton")
-            gargs = functx.device_put(args, dev)
-            src = jf.lower(*gargs).as_text()
-            out = jf(*gargs)
-    finally:
-        devloop.DEVICE_LOOPS = old
+    env = {"FUNCTX_DEVICE_LOOPS": "1" if loops else "0"}
+    with mock.patch.dict(os.environ, env), functx.default_matmul_precision("highest"):
+        jf = functx.jit(f, backend="triton")
+        gargs = functx.device_put(args, dev)
+        src = jf.lower(*gargs).as_text()
+        out = jf(*gargs)
     return src, [np.asarray(x) for x in functx.tree_util.tree_leaves(out)]
 
 
@@ -207,7 +205,7 @@ def test_a_large_carry_keeps_its_host_loop(gpu, monkeypatch):
 
 
 def test_device_loops_off(gpu):
-    """``DEVICE_LOOPS`` off (``FUNCTX_DEVICE_LOOPS=0``): host loops, which say so."""
+    """``FUNCTX_DEVICE_LOOPS=0``: host loops, which say so."""
 
     def f(h, xs):
         return lax.scan(lambda h, x: (h * 0.5 + x, fnp.sum(h)), h, xs)
@@ -263,3 +261,18 @@ def test_batched_products_under_vmap(gpu):
     h0 = rng.standard_normal((3, 7)).astype(np.float32)
     src = _check(make(functx), jax.jit(make(jax)), (W, xs, h0), gpu, 1)
     assert "host loop" not in src
+
+
+def test_devloop_warps(gpu, monkeypatch):
+    """``FUNCTX_DEVLOOP_WARPS`` sets the kernel's warps; a value that is no power of two up to
+    32 is a ``FunctxValueError`` naming the variable."""
+
+    def f(h, xs):
+        return lax.scan(lambda h, x: (h * 0.5 + x, fnp.sum(h)), h, xs)
+
+    args = functx.device_put((np.ones(7, np.float32), np.ones((3, 7), np.float32)), gpu)
+    monkeypatch.setenv("FUNCTX_DEVLOOP_WARPS", "8")
+    assert re.search(r"_fx_site\(\w+_devloop, 8\)", functx.jit(f).lower(*args).as_text())
+    monkeypatch.setenv("FUNCTX_DEVLOOP_WARPS", "3")
+    with pytest.raises(FunctxValueError, match="FUNCTX_DEVLOOP_WARPS"):
+        functx.jit(f).lower(*args).as_text()

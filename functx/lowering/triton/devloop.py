@@ -44,18 +44,17 @@ Anything else keeps the host loop: a body with another primitive, a value (or a 
 broadcast operand) over ``MAX_ELEMENTS`` padded elements, half-precision values, closed-over
 constants. ``render`` then returns the reason, which ``loops.py`` writes next to the host loop in
 the generated source (a documented rule, visible in ``as_text()``). ``FUNCTX_DEVICE_LOOPS=0`` turns
-device loops off (host loops everywhere), for comparisons.
+device loops off (host loops everywhere), for comparisons (``functx.config.device_loops``).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-import os
 
 import numpy as np
 
-from functx import dtypes
+from functx import config, dtypes
 from functx.core import Literal
 from functx.lowering.loopir import Const, Sym
 from functx.lowering.lower import lanewise_expr
@@ -69,8 +68,6 @@ from functx.lowering.triton.emit import (
     tl_dtype,
 )
 
-#: whether loops with small bodies run as device loops (``FUNCTX_DEVICE_LOOPS=0``: host loops)
-DEVICE_LOOPS = os.environ.get("FUNCTX_DEVICE_LOOPS", "1") != "0"
 #: the most elements, every axis padded to a power of two, of any value of a device loop's body
 #: (a product's broadcast operands included): the program keeps them all in registers
 MAX_ELEMENTS = 4096
@@ -447,7 +444,7 @@ KINDS = {"scan": (_scan, "jaxpr"), "while": (_while, "cond_jaxpr", "body_jaxpr")
 def render(prog, k, group) -> str | None:
     """Kernel ``k`` (a scan or a while loop: ``group``) as one device-loop kernel launch added
     to ``prog``; returns None, or the reason it keeps its host loop (``loops.py`` writes it)."""
-    if not DEVICE_LOOPS:
+    if not config.device_loops():
         return "device loops are off (FUNCTX_DEVICE_LOOPS=0)"
     kind, *bodies = KINDS[group["type"]]
     b = Body()
@@ -461,8 +458,8 @@ def render(prog, k, group) -> str | None:
         off, mask = b.layout(n.shape)
         body.append(f"    tl.store({n.buf} + {off}, {h}{f', mask={mask}' if mask else ''})")
     bufs = list(dict.fromkeys([n.buf for n in group["ins"]] + [n.buf for n in group["outs"]]))
-    warps = next(w for limit, w in WARPS if b.largest <= limit)
+    warps = config.devloop_warps() or next(w for limit, w in WARPS if b.largest <= limit)
     name = prog._kname(k, "devloop")
     prog._define(name, bufs, body, f"{what} as one device loop")
-    prog._launch(name, 1, bufs, int(os.environ.get("FUNCTX_DEVLOOP_WARPS", warps)))
+    prog._launch(name, 1, bufs, warps)
     return None
