@@ -1,9 +1,9 @@
-"""Device loops (``functx/lowering/triton/devloop.py``): scans whose body is small run as one
-Triton kernel with the loop inside. Each program runs in Triton's interpreter (a CUDA GPU with
-``FUNCTX_TEST_TRITON_GPU=1``) and is checked against JAX, against functx's eager interpreter and
-against the same program with host loops (``FUNCTX_DEVICE_LOOPS=0``); the generated source
-shows which scans became device loops and why the others did not. Sizes are odd (25, 7, 5) so
-that every value has padded lanes."""
+"""Device loops (``functx/lowering/triton/devloop.py``): scans and while loops whose body is
+small run as one Triton kernel with the loop inside. Each program runs in Triton's interpreter
+(a CUDA GPU with ``FUNCTX_TEST_TRITON_GPU=1``) and is checked against JAX, against functx's eager
+interpreter and against the same program with host loops (``FUNCTX_DEVICE_LOOPS=0``); the
+generated source shows which loops became device loops and why the others did not. Sizes are
+odd (25, 7, 5) so that every value has padded lanes."""
 
 from __future__ import annotations
 
