@@ -20,6 +20,10 @@ test may change one with ``monkeypatch.setenv``):
 ``FUNCTX_TRITON_DIRECT``            launch Triton kernels without Triton's launcher
                                     (``triton_direct``, default on)
 ``FUNCTX_CUDA_GRAPHS``              "auto" (default), on or off (``cuda_graphs_mode``)
+``FUNCTX_DEVICE_LOOPS``             small scans and while loops as one Triton kernel each
+                                    (``device_loops``, default on)
+``FUNCTX_DEVLOOP_WARPS``            the warps of those kernels (``devloop_warps``; default: by
+                                    the size of their values)
 ``TRITON_INTERPRET``                Triton's CPU interpreter; with no CUDA it also makes the
                                     stand-in GPU device (``triton_interpret``)
 ``TRITON_CACHE_DIR``                Triton's kernel cache: one the user set wins over functx's
@@ -129,6 +133,24 @@ def triton_direct() -> bool:
 def cuda_graphs_mode() -> str:
     """``FUNCTX_CUDA_GRAPHS``, lower-cased (default "auto")."""
     return os.environ.get("FUNCTX_CUDA_GRAPHS", "auto").lower()
+
+
+def device_loops() -> bool:
+    """Whether the Triton backend runs a scan or while loop with a small body as one kernel with
+    the loop inside (``FUNCTX_DEVICE_LOOPS``, default 1; ``functx.lowering.triton.devloop``)."""
+    return _flag("FUNCTX_DEVICE_LOOPS", "1")
+
+
+def devloop_warps() -> int | None:
+    """``FUNCTX_DEVLOOP_WARPS``: the warps of every device-loop kernel (a power of two up to 32);
+    None when unset (the kernel's values choose)."""
+    raw = os.environ.get("FUNCTX_DEVLOOP_WARPS", "").strip()
+    if not raw:
+        return None
+    n = int(raw) if raw.isdigit() else 0
+    if not 1 <= n <= 32 or n & (n - 1):
+        raise FunctxValueError(f"FUNCTX_DEVLOOP_WARPS must be 1, 2, 4, 8, 16 or 32, not {raw!r}")
+    return n
 
 
 # --- the default device --------------------------------------------------------------------------

@@ -898,6 +898,36 @@ def _dynamic_update_slice(g, ins, avals):
 lowerings[P.dynamic_update_slice_p] = _dynamic_update_slice
 
 
+def lanewise_expr(e, ins: list):
+    """The element expression of one lane-wise equation ``e`` (an elementwise, compare,
+    ``select_n`` or ``convert_element_type`` equation; ``broadcast_in_dim`` and
+    ``stop_gradient`` pass their operand through) on its operands' element expressions
+    ``ins``."""
+    out_dt = e.outvars[0].aval.dtype
+    name = e.prim.name
+    if e.prim.group in ("unary", "binary", "compare", "bitwise"):
+        return Op(out_dt, name, tuple(ins) + tuple(sorted(e.params.items())))
+    if name == "select_n":
+        w, cases = ins[0], ins[1:]
+        if len(cases) == 1:
+            return cases[0]
+        if e.invars[0].aval.dtype == dtypes.bool_:
+            return Op(out_dt, "select", (w, cases[1], cases[0]))
+        val = cases[-1]
+        for k in range(len(cases) - 2, -1, -1):
+            val = Op(
+                out_dt,
+                "select",
+                (Op(dtypes.bool_, "le", (w, Const(w.dtype, k))), cases[k], val),
+            )
+        return val
+    if name == "convert_element_type":
+        return Op(out_dt, "convert", (ins[0],)) if ins[0].dtype != out_dt else ins[0]
+    if name in ("broadcast_in_dim", "stop_gradient"):
+        return ins[0]
+    raise UnsupportedError(f"jit: '{name}' in a lane-wise scan combine{where(e.source_info)}")
+
+
 def lanewise_exprs(combine: ClosedJaxpr, inputs: list) -> list:
     """Evaluate a lane-wise combine Jaxpr on scalar element expressions."""
     env = {}
@@ -911,32 +941,5 @@ def lanewise_exprs(combine: ClosedJaxpr, inputs: list) -> list:
         return env[a.id]
 
     for e in j.eqns:
-        ins = [read(a) for a in e.invars]
-        out_dt = e.outvars[0].aval.dtype
-        name = e.prim.name
-        if e.prim.group in ("unary", "binary", "compare", "bitwise"):
-            val = Op(out_dt, name, tuple(ins) + tuple(sorted(e.params.items())))
-        elif name == "select_n":
-            w, cases = ins[0], ins[1:]
-            if len(cases) == 1:
-                val = cases[0]
-            elif e.invars[0].aval.dtype == dtypes.bool_:
-                val = Op(out_dt, "select", (w, cases[1], cases[0]))
-            else:
-                val = cases[-1]
-                for k in range(len(cases) - 2, -1, -1):
-                    val = Op(
-                        out_dt,
-                        "select",
-                        (Op(dtypes.bool_, "le", (w, Const(w.dtype, k))), cases[k], val),
-                    )
-        elif name == "convert_element_type":
-            val = Op(out_dt, "convert", (ins[0],)) if ins[0].dtype != out_dt else ins[0]
-        elif name in ("broadcast_in_dim", "stop_gradient"):
-            val = ins[0]
-        else:
-            raise UnsupportedError(
-                f"jit: '{name}' in a lane-wise scan combine{where(e.source_info)}"
-            )
-        env[e.outvars[0].id] = val
+        env[e.outvars[0].id] = lanewise_expr(e, [read(a) for a in e.invars])
     return [read(a) for a in j.outvars]

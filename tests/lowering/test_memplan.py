@@ -201,6 +201,7 @@ def test_control_flow_sub_programs_plan_their_own_intermediates(gpu, monkeypatch
     x = rng.standard_normal((3, 2, 4)).astype(np.float32)
     w = rng.standard_normal((4, 4)).astype(np.float32)
     args = functx.device_put((x, w), gpu)
+    monkeypatch.setenv("FUNCTX_DEVICE_LOOPS", "0")  # (host loops: sub-programs)
     with functx.default_matmul_precision("highest"):  # (no TF32 products on a GPU)
         got, exe = _both(monkeypatch, functools.partial(_loops, functx), args)
     plans = exe.memory_plans

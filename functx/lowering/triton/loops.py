@@ -1,10 +1,12 @@
-"""Triton control-flow kernels: scan, while and cond loops on the host calling sub-programs."""
+"""Triton control-flow kernels: scan, while and cond loops on the host calling sub-programs (a
+scan or while loop with a small body runs as one device-loop kernel instead: ``devloop.py``)."""
 
 from __future__ import annotations
 
 import math
 
 from functx.lowering.schedule import Kernel
+from functx.lowering.triton import devloop
 
 
 def render(prog, k: Kernel):
@@ -27,6 +29,9 @@ def _carries(prog, tag, inits):
 
 
 def _loop_scan(prog, k: Kernel, group):
+    why = devloop.render(prog, k, group)  # (None: one kernel with the loop inside)
+    if why is None:
+        return
     ins, outs = group["ins"], group["outs"]
     nc, nk, length = group["num_consts"], group["num_carry"], group["length"]
     name, bconsts = prog._sub(group["jaxpr"])
@@ -49,10 +54,15 @@ def _loop_scan(prog, k: Kernel, group):
     if a:
         lines.append(f"        {', '.join(a + b)} = {', '.join(b + a)}")
     lines += [f"    {_view(n)}.copy_({x})" for n, x in zip(carry_out, a)]
-    prog.host += [f"    # kernel {k.index}: scan of length {length} calling {name}"] + lines
+    prog.host += [
+        f"    # kernel {k.index}: scan of length {length} calling {name} (a host loop: {why})"
+    ] + lines
 
 
 def _loop_while(prog, k: Kernel, group):
+    why = devloop.render(prog, k, group)  # (None: one kernel with the loop inside)
+    if why is None:
+        return
     ins, outs = group["ins"], group["outs"]
     ncc, nbc = group["cond_nconsts"], group["body_nconsts"]
     cname, cconsts = prog._sub(group["cond_jaxpr"])
@@ -75,7 +85,7 @@ def _loop_while(prog, k: Kernel, group):
     lines += [f"    {_view(n)}.copy_({x})" for n, x in zip(outs, a)]
     prog.host += [
         f"    # kernel {k.index}: while_loop calling {cname} and {bname} "
-        "(the condition is read on the host each iteration)"
+        f"(a host loop: {why}; the condition is read on the host each iteration)"
     ] + lines
 
 
