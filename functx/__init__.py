@@ -24,11 +24,15 @@ from functx import (
     lax as lax,
     nn as nn,
     numpy as numpy,
+    profiler as profiler,
     random as random,
     scipy as scipy,
     sharding as sharding,
+    stages as stages,
     tree as tree,
     tree_util as tree_util,
+    typing as typing,
+    version as version,
 )
 from functx._compile_time import ensure_compile_time_eval as ensure_compile_time_eval
 from functx._shard_map import pmap as pmap, shard_map as shard_map
@@ -125,8 +129,7 @@ from functx.transforms.vjp import (
     vjp as vjp,
 )
 from functx.transforms.vmap import vmap as vmap
-
-__version__ = "0.1.0"
+from functx.version import __version__ as __version__, __version_info__ as __version_info__
 
 
 def block_until_ready(x):
@@ -332,4 +335,9 @@ __all__ = [
     "transfer_guard_device_to_device",
     "transfer_guard_device_to_host",
     "transfer_guard_host_to_device",
+    # names35a
+    "profiler",
+    "stages",
+    "typing",
+    "version",
 ]

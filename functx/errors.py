@@ -280,6 +280,20 @@ class JaxRuntimeError(FunctxError, RuntimeError):
     """
 
 
+class FunctxRuntimeError(FunctxError, RuntimeError):
+    """A call that is wrong for the state it finds (a second profiler trace, ``stop_trace``
+    with none running): a RuntimeError, as JAX raises there.
+
+    Example:
+      >>> import functx
+      >>> try:
+      ...     functx.profiler.stop_trace()
+      ... except RuntimeError as e:
+      ...     print(type(e).__name__)
+      FunctxRuntimeError
+    """
+
+
 class InconclusiveDimensionOperation(FunctxError):
     """A shape operation on symbolic dimensions whose result is not known
     (``jax.errors.InconclusiveDimensionOperation``; functx has no symbolic shapes, so it never

@@ -48,7 +48,15 @@ from functx.transforms import axis_env as _axis_env, outer_products, passes, vjp
 
 
 class Lowered:
-    """What ``jit(f).lower(*args)`` returns: the final Jaxpr and the generated source."""
+    """What ``jit(f).lower(*args)`` returns: the final Jaxpr and the generated source
+    (``functx.stages.Lowered``).
+
+    Example:
+      >>> import functx
+      >>> low = functx.jit(lambda x: x + 1.0).lower(2.0)
+      >>> low.compile()(2.0)
+      Array(3., dtype=float32, weak_type=True)
+    """
 
     def __init__(
         self,
@@ -135,7 +143,14 @@ class Compiled:
     """What ``jit(f).lower(*args).compile()`` returns: called like JAX's ``Compiled``, with the
     dynamic arguments of the lowering (static ones left out) in the same pytree structure, of the
     same shapes and dtypes (anything else is a FunctxTypeError); returns the outputs in the
-    function's output pytree."""
+    function's output pytree (``functx.stages.Compiled``).
+
+    Example:
+      >>> import numpy as np, functx
+      >>> c = functx.jit(lambda x: x.sum()).lower(np.ones(3, np.float32)).compile()
+      >>> c(np.arange(3, dtype=np.float32))
+      Array(3., dtype=float32)
+    """
 
     def __init__(self, lowered: Lowered):
         self._lowered = lowered
@@ -219,7 +234,14 @@ def _check_dialect(dialect):
 
 class ArgInfo:
     """One argument of a lowering: its shape, dtype and whether it was donated (JAX's
-    ``jax.stages.ArgInfo``)."""
+    ``jax.stages.ArgInfo``).
+
+    Example:
+      >>> import numpy as np, functx
+      >>> (x,), _ = functx.jit(lambda x: x).lower(np.ones(2, np.float32)).args_info
+      >>> x.shape, x.dtype, x.donated
+      ((2,), dtype('float32'), False)
+    """
 
     __slots__ = ("_aval", "donated")
 
@@ -253,7 +275,14 @@ def _out_info(closed, out_tree):
 
 class Traced:
     """What ``jit(f).trace(*args)`` returns (JAX's ``jax.stages.Traced``): the traced
-    ``jaxpr`` (a ``ClosedJaxpr``), ``out_info``, ``args_info``, and ``lower()``."""
+    ``jaxpr`` (a ``ClosedJaxpr``), ``out_info``, ``args_info``, and ``lower()``.
+
+    Example:
+      >>> import functx
+      >>> t = functx.jit(lambda x: x * 2).trace(1.0)
+      >>> print(t.jaxpr)
+      { lambda ; a:f32[]. let b:f32[] = mul a 2.0:f32[] in (b,) }
+    """
 
     def __init__(self, jitted, args, kwargs, jaxpr, in_tree, in_avals, out_tree, donated):
         self._jitted, self._args, self._kwargs = jitted, args, kwargs

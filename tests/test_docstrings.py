@@ -47,6 +47,9 @@ FOREIGN: dict[str, str] = {
     "functx.numpy.float6_e3m2fn": _ML_DTYPES,
     "functx.tree_util.PyTreeDef": "optree's PyTreeSpec (functx's pytrees are optree's)",
     "functx.tree_util.KeyPath": "a typing alias, tuple[KeyEntry, ...], as in jax.tree_util",
+    "functx.typing.ArrayLike": "a typing.Union alias, as jax.typing.ArrayLike",
+    "functx.typing.DTypeLike": "a typing.Union alias, as jax.typing.DTypeLike",
+    "functx.stages.CompilerOptions": "a typing alias, dict[str, str | bool], as in jax.stages",
 }
 
 
@@ -79,6 +82,10 @@ DIFFERS_FROM_JAX: dict[str, str] = {
         "NonConcreteBooleanIndexError TracerArrayConversionError TracerIntegerConversionError"
     ),
     "functx.experimental": "io_callback",
+    "functx.profiler": (
+        "ProfileOptions start_trace trace device_memory_profile save_device_memory_profile "
+        "start_server stop_server register_subprocess"
+    ),
     "functx.lax": (
         "all_gather all_to_all axis_index axis_size bitcast_convert_type conv "
         "conv_general_dilated conv_transpose conv_with_general_padding custom_linear_solve "
