@@ -39,6 +39,8 @@ from functx._shard_map import pmap as pmap, shard_map as shard_map
 from functx.ad_checkpoint import checkpoint_policies as checkpoint_policies
 from functx.array import Array as Array
 from functx.config import (
+    debug_infs as debug_infs,
+    debug_nans as debug_nans,
     default_matmul_precision as default_matmul_precision,
     disable_jit as disable_jit,
     enable_x64 as enable_x64,
@@ -340,4 +342,6 @@ __all__ = [
     "stages",
     "typing",
     "version",
+    "debug_nans",
+    "debug_infs",
 ]

@@ -102,6 +102,7 @@ EXPLICIT: dict[str, tuple[str, ...]] = {
         "FunctxZeroDivisionError",
         "FunctxAttributeError",
         "FunctxRuntimeError",
+        "FunctxFloatingPointError",
         "ConcretizationError",
         "UnsupportedError",
         "CacheWarning",

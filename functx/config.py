@@ -360,9 +360,16 @@ _disable_local = _DisableJitState()
 _global_disable_jit = False  # config.update("jax_disable_jit", ...)
 _disable_blocks = 0  # open disable_jit blocks in all threads
 _disable_lock = threading.Lock()
-# True while jit may be off anywhere (the setting, or a block in some thread): jit's dispatch
-# reads this one attribute before anything else
-disable_jit_active = False
+# True while jit's dispatch must read the settings before its fast paths: while jit may be off, or
+# NaN/inf checks may be on, anywhere (a setting, or a block in some thread). jit's dispatch reads
+# this one attribute before anything else.
+slow_dispatch = False
+# True while NaN/inf checks may be on anywhere; the functions in ``debug_checks_watchers`` are
+# called with it when it changes (functx.tracing swaps its eager entry point, so that the eager
+# path checks nothing while it is False)
+debug_checks_active = False
+debug_checks_watchers: list = []
+_check_blocks = 0  # open debug_nans/debug_infs blocks in all threads
 
 
 def jit_disabled() -> bool:
@@ -373,8 +380,14 @@ def jit_disabled() -> bool:
 
 
 def _note_disable() -> None:
-    global disable_jit_active
-    disable_jit_active = _global_disable_jit or _disable_blocks > 0
+    """Recompute ``slow_dispatch`` and ``debug_checks_active`` (callers hold ``_disable_lock``)."""
+    global slow_dispatch, debug_checks_active
+    checks = debug_nans_state.global_value or debug_infs_state.global_value or _check_blocks > 0
+    slow_dispatch = _global_disable_jit or _disable_blocks > 0 or checks
+    if checks != debug_checks_active:
+        debug_checks_active = checks
+        for watch in debug_checks_watchers:
+            watch(checks)
 
 
 class disable_jit:
@@ -627,11 +640,15 @@ class _SettingBlock:
     def __enter__(self):
         for s in self.settings:
             s._local.stack.append(self.value)
+        if self.settings[0] in _CHECKS:
+            _count_check_block(1)
         return self
 
     def __exit__(self, *exc):
         for s in self.settings:
             s._local.stack.pop()
+        if self.settings[0] in _CHECKS:
+            _count_check_block(-1)
 
     def __call__(self, fun):
         @functools.wraps(fun)
@@ -659,7 +676,60 @@ _TRANSFER_GUARDS = (
     transfer_guard_device_to_device_state,
     transfer_guard_device_to_host_state,
 )
-_SETTINGS = {s.name: s for s in (log_compiles_state, legacy_prng_key_state) + _TRANSFER_GUARDS}
+
+
+class _DebugCheck(Setting):
+    """``functx.debug_nans`` and ``functx.debug_infs`` (JAX's ``jax.debug_nans`` /
+    ``jax.debug_infs`` states, the options "jax_debug_nans" / "jax_debug_infs" of
+    ``functx.config.update``, the ``JAX_DEBUG_NANS`` / ``JAX_DEBUG_INFS`` environment variables):
+    while on, an operation run eagerly whose floating-point result holds a NaN (an infinity)
+    raises ``FloatingPointError`` (``functx.errors.FunctxFloatingPointError``) naming the
+    operation and the user's line; a jitted function whose outputs hold one runs again op by op
+    (the function without ``jit``, as JAX does), so that the error names the first operation
+    that makes one. ``.value`` reads the setting; ``with functx.debug_nans(True):`` sets it in a
+    block of this thread (also a decorator). Off, nothing is checked: jit's dispatch reads one
+    flag it read before, and the eager path is the unchecked one.
+
+    Arguments:
+      new_val: True (the default) or False, inside the block.
+    Returns:
+      a context manager, also usable as a decorator.
+
+    Differences from JAX: a jitted function's outputs are checked, not each kernel's; the
+    de-optimized run reports the first operation whose result has a NaN (inf), even where its
+    operands had one; when that run makes none (the compiled program's arithmetic differed), the
+    error says so and names the jitted function.
+
+    Example:
+      >>> import functx, functx.numpy as jnp
+      >>> def f(x):
+      ...     return jnp.log(x - 2.0)
+      >>> with functx.debug_nans(True):
+      ...     try:
+      ...         functx.jit(f)(1.0)
+      ...     except FloatingPointError as e:
+      ...         print(str(e).split(" (at")[0])
+      invalid value (nan) encountered in log
+      >>> functx.debug_nans.value, functx.jit(f)(1.0)
+      (False, Array(nan, dtype=float32, weak_type=True))
+    """
+
+
+def _count_check_block(n: int) -> None:
+    global _check_blocks
+    with _disable_lock:
+        _check_blocks += n
+        _note_disable()
+
+
+debug_nans = debug_nans_state = _DebugCheck("jax_debug_nans", _env_bool("JAX_DEBUG_NANS", False))
+debug_infs = debug_infs_state = _DebugCheck("jax_debug_infs", _env_bool("JAX_DEBUG_INFS", False))
+_CHECKS = (debug_nans_state, debug_infs_state)
+_SETTINGS = {
+    s.name: s for s in (log_compiles_state, legacy_prng_key_state) + _TRANSFER_GUARDS + _CHECKS
+}
+with _disable_lock:
+    _note_disable()  # (the environment variables)
 
 
 def transfer_guard(new_val: str):
@@ -806,6 +876,8 @@ def update(name: str, value) -> None:
         return
     if name in _SETTINGS:
         _SETTINGS[name].global_value = _SETTINGS[name].check(value)
+        with _disable_lock:
+            _note_disable()
         return
     if name not in _DEVICE:
         raise ValueError(
@@ -855,6 +927,8 @@ def __getattr__(name: str):
 
 __all__ = [
     "default_matmul_precision",
+    "debug_infs",
+    "debug_nans",
     "default_off_cpu",
     "disable_jit",
     "enable_x64",

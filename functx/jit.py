@@ -33,7 +33,12 @@ from functx.devices import device as _device, eager as _eager
 from functx.devices.device import CPU, DeviceError
 from functx.devices.eager import DeviceExecutable, check_consts, gpu_tree_signature
 from functx.devices.transfer import op_device
-from functx.errors import FunctxArgumentError, FunctxTypeError, FunctxValueError
+from functx.errors import (
+    FunctxArgumentError,
+    FunctxFloatingPointError,
+    FunctxTypeError,
+    FunctxValueError,
+)
 from functx.interpreter import eval_jaxpr
 from functx.lowering.compile import compile_jaxpr, log as _log, loop_ir_text
 from functx.lowering.cpp import (
@@ -307,6 +312,13 @@ _CACHE_LOCK = threading.Lock()  # (evictions: compiles are rare, so one lock for
 # Each trace and compile of a jitted function is logged here, at DEBUG, or at WARNING inside
 # ``functx.log_compiles(True)`` / with ``config.update("jax_log_compiles", True)`` (JAX's levels)
 _logger = logging.getLogger("functx.jit")
+
+
+class _Checking(threading.local):
+    active = False  # (inside _checked_call's own call: the plain dispatch runs)
+
+
+_checking = _Checking()
 
 
 def _compile_eager(closed, what: str):
@@ -827,8 +839,11 @@ class Jitted:
         return self if obj is None else types.MethodType(self, obj)
 
     def __call__(self, *args, **kwargs):
-        if _config.disable_jit_active and jit_disabled():
-            return self.fun(*args, **kwargs)
+        if _config.slow_dispatch:  # (jit off, or NaN/inf checks on, somewhere)
+            if jit_disabled():
+                return self.fun(*args, **kwargs)
+            if _config.debug_checks_active and not _checking.active:
+                return self._checked_call(args, kwargs)
         if (
             not kwargs
             and not self.static_argnums
@@ -919,6 +934,26 @@ class Jitted:
             self._note_cpu_call(args, entry, key)
         exe, out_tree = entry
         return tree_unflatten(out_tree, _run(exe, leaves))
+
+    def _checked_call(self, args, kwargs):
+        """A call while NaN/inf checks may be on (``functx.debug_nans``/``debug_infs``): the
+        compiled program runs as always; when an output holds a value this thread checks for,
+        the function runs again without ``jit`` (its operations eagerly, each checked), so the
+        error names the first operation that makes one, as JAX does."""
+        _checking.active = True
+        try:
+            out = self(*args, **kwargs)
+        finally:
+            _checking.active = False
+        bad = tracing.invalid_value(optree.tree_leaves(out, namespace=tracing.PYTREE_NAMESPACE))
+        if bad is None:
+            return out
+        self.fun(*args, **kwargs)  # (raises FloatingPointError at the operation)
+        raise FunctxFloatingPointError(
+            f"invalid value ({bad}) encountered in {self._what}'s outputs; the function run "
+            f"without jit made none (its operations on NumPy values are NumPy's, unchecked, or "
+            f"the compiled program's arithmetic differs){where()}"
+        )
 
     def _insert(self, key, entry):
         """Cache ``entry``, then evict the least recently used programs beyond the size limit
