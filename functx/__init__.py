@@ -35,13 +35,22 @@ from functx import (
     version as version,
 )
 from functx._compile_time import ensure_compile_time_eval as ensure_compile_time_eval
+from functx._runtime import (
+    host_count as host_count,
+    host_id as host_id,
+    host_ids as host_ids,
+    live_arrays as live_arrays,
+    print_environment_info as print_environment_info,
+)
 from functx._shard_map import pmap as pmap, shard_map as shard_map
 from functx.ad_checkpoint import checkpoint_policies as checkpoint_policies
 from functx.array import Array as Array
 from functx.config import (
+    check_tracer_leaks as check_tracer_leaks,
     debug_infs as debug_infs,
     debug_nans as debug_nans,
     default_matmul_precision as default_matmul_precision,
+    default_prng_impl as default_prng_impl,
     disable_jit as disable_jit,
     enable_x64 as enable_x64,
     legacy_prng_key as legacy_prng_key,
@@ -344,4 +353,11 @@ __all__ = [
     "version",
     "debug_nans",
     "debug_infs",
+    "check_tracer_leaks",
+    "default_prng_impl",
+    "host_count",
+    "host_id",
+    "host_ids",
+    "live_arrays",
+    "print_environment_info",
 ]

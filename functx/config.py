@@ -590,7 +590,9 @@ class Setting:
     value, else the default. ``values`` is None for a boolean option, else the allowed strings
     (None allowed too when ``optional``)."""
 
-    def __init__(self, name: str, default, values=None, optional: bool = False):
+    def __init__(self, name: str, default, values=None, optional: bool = False, doc=None):
+        if doc is not None:
+            self.__doc__ = doc  # (a public state's own documentation)
         self.name = name
         self.default = default
         self.values = values
@@ -725,8 +727,63 @@ def _count_check_block(n: int) -> None:
 debug_nans = debug_nans_state = _DebugCheck("jax_debug_nans", _env_bool("JAX_DEBUG_NANS", False))
 debug_infs = debug_infs_state = _DebugCheck("jax_debug_infs", _env_bool("JAX_DEBUG_INFS", False))
 _CHECKS = (debug_nans_state, debug_infs_state)
+check_tracer_leaks = Setting(
+    "jax_check_tracer_leaks",
+    _env_bool("JAX_CHECK_TRACER_LEAKS", False),
+    doc="""``functx.check_tracer_leaks`` (JAX's ``jax.check_tracer_leaks`` state, the option
+    "jax_check_tracer_leaks", the ``JAX_CHECK_TRACER_LEAKS`` environment variable): ``.value``
+    reads it, ``with functx.check_tracer_leaks(True):`` sets it in a block of this thread.
+
+    functx keeps the setting and scans for nothing when a transformation ends: a leaked tracer is
+    reported where it is used (``UnexpectedTracerError``, naming where it was made), with the
+    setting on or off (see ``functx.checking_leaks``).
+
+    Arguments:
+      new_val: True (the default) or False, inside the block.
+    Returns:
+      a context manager, also usable as a decorator.
+
+    Differences from JAX: no scan when a transformation ends; the block runs unchanged.
+
+    Example:
+      >>> import functx
+      >>> with functx.check_tracer_leaks(True):
+      ...     print(functx.check_tracer_leaks.value, functx.grad(lambda x: x * x)(2.0))
+      True 4.0
+    """,
+)
+default_prng_impl = Setting(
+    "jax_default_prng_impl",
+    os.environ.get("JAX_DEFAULT_PRNG_IMPL", "threefry2x32"),
+    ("threefry2x32",),
+    doc="""``functx.default_prng_impl`` (JAX's ``jax.default_prng_impl`` state, the option
+    "jax_default_prng_impl", the ``JAX_DEFAULT_PRNG_IMPL`` environment variable): the PRNG
+    implementation of new keys. functx has one, JAX's default ``"threefry2x32"``, so that is the
+    one value it takes: ``"rbg"`` and ``"unsafe_rbg"`` are a ValueError (they would draw other
+    bits than JAX's).
+
+    Arguments:
+      new_val: ``"threefry2x32"``.
+    Returns:
+      a context manager, also usable as a decorator.
+
+    Differences from JAX: ``"rbg"`` and ``"unsafe_rbg"`` are refused.
+
+    Example:
+      >>> import functx
+      >>> with functx.default_prng_impl("threefry2x32"):
+      ...     print(functx.random.key_impl(functx.random.key(0)))
+      threefry2x32
+      >>> functx.default_prng_impl.value
+      'threefry2x32'
+    """,
+)
+default_prng_impl.check(default_prng_impl.global_value)  # (the environment variable's value)
 _SETTINGS = {
-    s.name: s for s in (log_compiles_state, legacy_prng_key_state) + _TRANSFER_GUARDS + _CHECKS
+    s.name: s
+    for s in (log_compiles_state, legacy_prng_key_state, check_tracer_leaks, default_prng_impl)
+    + _TRANSFER_GUARDS
+    + _CHECKS
 }
 with _disable_lock:
     _note_disable()  # (the environment variables)
@@ -927,8 +984,10 @@ def __getattr__(name: str):
 
 __all__ = [
     "default_matmul_precision",
+    "check_tracer_leaks",
     "debug_infs",
     "debug_nans",
+    "default_prng_impl",
     "default_off_cpu",
     "disable_jit",
     "enable_x64",

@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import datetime
 import functools
-import gc
 import gzip
 import json
 import logging
@@ -37,7 +36,7 @@ import threading
 import time
 import warnings
 
-from functx.array import Array
+from functx._runtime import live_arrays
 from functx.devices.device import gpu_devices
 from functx.errors import (
     FunctxRuntimeError,
@@ -443,18 +442,6 @@ def _packed(number: int, values) -> bytes:
     return _field(number, b"".join(_varint(v) for v in values))
 
 
-def _live_arrays(backend: str | None):
-    """The live functx Arrays with a buffer (tracers and deleted arrays left out), found by the
-    garbage collector's list of objects: nothing is recorded when arrays are made."""
-    out = []
-    for obj in gc.get_objects():
-        # (by type: isinstance would ask every object of the process, proxies included)
-        if issubclass(type(obj), Array) and not obj.is_deleted():
-            if backend is None or obj.device.platform == backend:
-                out.append(obj)
-    return out
-
-
 def _check_backend(backend):
     if backend is None or backend == "cpu":
         return backend
@@ -495,7 +482,7 @@ def device_memory_profile(backend: str | None = None) -> bytes:
     types_ += _field(1, _field(1, s("space")) + _field(2, s("bytes")))
     kind, buffer, device = s("kind"), s("buffer"), s("device")
     samples, functions, locations = [], {}, []
-    for a in _live_arrays(backend):
+    for a in live_arrays(backend):
         where_ = f"{a.dtype}[{','.join(map(str, a.shape))}]"
         if where_ not in functions:
             fid = functions[where_] = len(functions) + 1

@@ -144,3 +144,33 @@ def test_environment_variable():
     env = dict(os.environ, JAX_DEBUG_NANS="1", PYTHONPATH=os.path.dirname(functx.__path__[0]))
     run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert run.returncode != 0 and "FunctxFloatingPointError" in run.stderr, run.stderr[-2000:]
+
+
+# --- check_tracer_leaks, default_prng_impl ---------------------------------------------------
+def test_check_tracer_leaks_state_as_jax():
+    for m, name in ((functx, "functx"), (jax, "jax")):
+        assert m.check_tracer_leaks.value is False, name
+        with m.check_tracer_leaks(True):
+            assert m.check_tracer_leaks.value is True
+            assert float(m.grad(lambda x: x * x)(np.float32(2.0))) == 4.0
+        assert m.config.jax_check_tracer_leaks is False
+    with pytest.raises(functx.errors.UnexpectedTracerError):  # (reported where it is used)
+        with functx.check_tracer_leaks(True):
+            leaked = []
+            functx.jit(lambda x: leaked.append(x) or x)(np.float32(1))
+            leaked[0] + 1.0
+
+
+def test_default_prng_impl_as_jax_for_threefry():
+    for m in (functx, jax):
+        assert m.default_prng_impl.value == "threefry2x32"
+        with m.default_prng_impl("threefry2x32"):
+            bits = m.random.key_data(m.random.key(3))
+        np.testing.assert_array_equal(
+            np.asarray(bits), np.asarray(jax.random.key_data(jax.random.key(3)))
+        )
+    with pytest.raises(ValueError):
+        functx.config.update("jax_default_prng_impl", "rbg")  # (other bits than JAX's: refused)
+    with pytest.raises(ValueError):
+        functx.default_prng_impl("nope")
+    assert functx.config.read("jax_default_prng_impl") == "threefry2x32"

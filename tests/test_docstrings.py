@@ -73,11 +73,13 @@ DIFFERS_FROM_JAX: dict[str, str] = {
         "jacfwd jacobian jacrev jit jvp linearize named_call named_scope pure_callback "
         "value_and_grad vjp transfer_guard transfer_guard_host_to_device "
         "transfer_guard_device_to_device transfer_guard_device_to_host legacy_prng_key "
-        "log_compiles ensure_compile_time_eval device_put pmap shard_map debug_nans debug_infs"
+        "log_compiles ensure_compile_time_eval device_put pmap shard_map debug_nans debug_infs "
+        "check_tracer_leaks default_prng_impl print_environment_info"
     ),
     "functx.ad_checkpoint": "Offloadable",
     "functx.custom_batching": "custom_vmap",
-    "functx.debug": "callback print",
+    "functx.debug": "breakpoint callback print",
+    "functx.tree_util": "flatten_one_level_with_keys",
     "functx.errors": (
         "NonConcreteBooleanIndexError TracerArrayConversionError TracerIntegerConversionError"
     ),

@@ -96,6 +96,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "functx._public",
             "functx.profiler",
             "functx.stages",
+            "functx._runtime",
         ),
     ),
 ]
