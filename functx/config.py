@@ -700,7 +700,8 @@ class _DebugCheck(Setting):
     Differences from JAX: a jitted function's outputs are checked, not each kernel's; the
     de-optimized run reports the first operation whose result has a NaN (inf), even where its
     operands had one; when that run makes none (the compiled program's arithmetic differed), the
-    error says so and names the jitted function.
+    error says so and names the jitted function. A gradient computes only the forward values it
+    uses, so a NaN in one it does not use is not made, nor reported (JAX reports it).
 
     Example:
       >>> import functx, functx.numpy as jnp

@@ -842,7 +842,7 @@ class Jitted:
         if _config.slow_dispatch:  # (jit off, or NaN/inf checks on, somewhere)
             if jit_disabled():
                 return self.fun(*args, **kwargs)
-            if _config.debug_checks_active and not _checking.active:
+            if _config.debug_checks_active and not _checking.active and not core.is_tracing():
                 return self._checked_call(args, kwargs)
         if (
             not kwargs
@@ -944,7 +944,7 @@ class Jitted:
         try:
             out = self(*args, **kwargs)
         finally:
-            _checking.active = False
+            _checking.active = False  # (this call is never nested in another checked call)
         bad = tracing.invalid_value(optree.tree_leaves(out, namespace=tracing.PYTREE_NAMESPACE))
         if bad is None:
             return out

@@ -46,6 +46,8 @@ def _cases(m):
         "jit inf": ("infs", lambda: m.jit(lambda x: 1.0 / x)(ZERO)),
         "eager inf": ("infs", lambda: jnp.exp(np.float32(100.0)) * ZERO),
         "grad sqrt": ("nans", lambda: m.grad(lambda x: jnp.sqrt(x - 3.0))(np.float32(1.0))),
+        "grad log": ("nans", lambda: m.grad(lambda x: jnp.log(x) * 2.0)(np.float32(-1.0))),
+        "grad of jit": ("nans", lambda: m.grad(m.jit(lambda x: jnp.log(x)))(np.float32(-1.0))),
         "vmap log": ("nans", lambda: m.vmap(jnp.log)(NEG)),
         "jit scan": ("nans", lambda: m.jit(scan_log)(NEG)),
         "jit of grad": ("nans", lambda: m.jit(m.grad(lambda x: jnp.log(x)))(np.float32(-1.0))),
@@ -69,12 +71,18 @@ def _outcome(m, case):
 # functx's eager scan runs the body's equations one by one and names the one that made the NaN,
 # JAX names the loop.
 NAMED_INSIDE = {"jit scan": "log"}
+# Where JAX raises and functx computes no NaN (docs/differences.md): a gradient computes only
+# the forward values it uses, and log's derivative (1/x) does not use log(x), which JAX computes.
+NOT_COMPUTED = {"grad log", "grad of jit"}
 
 
 @pytest.mark.parametrize("case", list(_cases(functx)))
 def test_raises_and_names_the_operation_as_jax(case, no_x64):
     want, want_op = _outcome(jax, case)
     got, got_op = _outcome(functx, case)
+    if case in NOT_COMPUTED:
+        assert got is None and want is not None, (case, want, got)
+        return
     assert (got is None) == (want is None), (case, want, got)
     if got is not None:
         assert isinstance(got, functx.FunctxError), got
