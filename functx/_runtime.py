@@ -5,9 +5,7 @@
 from __future__ import annotations
 
 import gc
-import importlib.metadata
 import os
-import platform
 import sys
 import warnings
 
@@ -54,6 +52,8 @@ def live_arrays(platform=None) -> list:
 
 
 def _version(dist: str) -> str:
+    import importlib.metadata  # (this module's heavier imports wait for their first use)
+
     try:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
@@ -78,6 +78,8 @@ def print_environment_info(return_string: bool = False) -> str | None:
       >>> functx.print_environment_info(return_string=True).splitlines()[0].split(":")[0]
       'functx'
     """
+    import platform
+
     gpus = _device.gpu_devices() if _device.GPU_IN_USE else []
     versions = [("functx", __version__), ("numpy", np.__version__)]
     versions += [(d, _version(d)) for d in ("optree", "sympy", "scipy", "ml_dtypes", "torch")]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import pdb
 import string
 import sys
 
@@ -271,12 +270,17 @@ def breakpoint(  # noqa: A001 - JAX's name
 
 
 def _debugger(env_globals: dict, env_locals: dict, where_: str) -> None:
-    """``pdb`` on a frame whose variables are ``env_locals`` (a statement run with them as its
-    locals: the debugger stops at its second line)."""
+    """``pdb`` at a frame whose variables are ``env_locals`` (a statement run with them as its
+    locals leaves that frame): the debugger's command loop on it, without tracing, so that
+    nothing of pdb stays installed after ``c``."""
+    import pdb  # (only when a breakpoint is reached: not at `import functx`)
+
+    code = compile("__functx_frame__ = _getframe()\n", f"<breakpoint at {where_}>", "exec")
+    exec(code, dict(env_globals, _getframe=sys._getframe), env_locals)
+    frame = env_locals.pop("__functx_frame__")
     debugger = pdb.Pdb(stdin=sys.stdin, stdout=sys.stdout)
-    env_locals["__functx_debugger__"] = debugger
-    code = compile("__functx_debugger__.set_trace()\npass\n", f"<breakpoint at {where_}>", "exec")
-    exec(code, env_globals, env_locals)
+    debugger.reset()
+    debugger.interaction(frame, None)
 
 
 __all__ = ["breakpoint", "callback", "log", "print"]

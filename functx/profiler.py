@@ -24,14 +24,10 @@ What functx records, and in which format:
 from __future__ import annotations
 
 import contextlib
-import datetime
 import functools
-import gzip
-import json
 import logging
 import os
 import pathlib
-import socket
 import threading
 import time
 import warnings
@@ -256,6 +252,11 @@ def stop_trace() -> None:
 
 
 def _write(trace: _Trace) -> None:
+    import datetime  # (this module's heavier imports wait for their first use)
+    import gzip
+    import json
+    import socket
+
     stamp = datetime.datetime.now().strftime("%Y_%m_%d_%H_%M_%S")
     folder = pathlib.Path(trace.log_dir) / "plugins" / "profile" / stamp
     folder.mkdir(parents=True, exist_ok=True)
@@ -473,6 +474,8 @@ def device_memory_profile(backend: str | None = None) -> bytes:
       b'\\x1f\\x8b'
     """
     backend = _check_backend(backend)
+    import gzip
+
     strings = {"": 0}
 
     def s(text: str) -> int:
