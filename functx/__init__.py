@@ -24,18 +24,33 @@ from functx import (
     lax as lax,
     nn as nn,
     numpy as numpy,
+    profiler as profiler,
     random as random,
     scipy as scipy,
     sharding as sharding,
+    stages as stages,
     tree as tree,
     tree_util as tree_util,
+    typing as typing,
+    version as version,
 )
 from functx._compile_time import ensure_compile_time_eval as ensure_compile_time_eval
+from functx._runtime import (
+    host_count as host_count,
+    host_id as host_id,
+    host_ids as host_ids,
+    live_arrays as live_arrays,
+    print_environment_info as print_environment_info,
+)
 from functx._shard_map import pmap as pmap, shard_map as shard_map
 from functx.ad_checkpoint import checkpoint_policies as checkpoint_policies
 from functx.array import Array as Array
 from functx.config import (
+    check_tracer_leaks as check_tracer_leaks,
+    debug_infs as debug_infs,
+    debug_nans as debug_nans,
     default_matmul_precision as default_matmul_precision,
+    default_prng_impl as default_prng_impl,
     disable_jit as disable_jit,
     enable_x64 as enable_x64,
     legacy_prng_key as legacy_prng_key,
@@ -125,8 +140,7 @@ from functx.transforms.vjp import (
     vjp as vjp,
 )
 from functx.transforms.vmap import vmap as vmap
-
-__version__ = "0.1.0"
+from functx.version import __version__ as __version__, __version_info__ as __version_info__
 
 
 def block_until_ready(x):
@@ -332,4 +346,18 @@ __all__ = [
     "transfer_guard_device_to_device",
     "transfer_guard_device_to_host",
     "transfer_guard_host_to_device",
+    # names35a
+    "profiler",
+    "stages",
+    "typing",
+    "version",
+    "debug_nans",
+    "debug_infs",
+    "check_tracer_leaks",
+    "default_prng_impl",
+    "host_count",
+    "host_id",
+    "host_ids",
+    "live_arrays",
+    "print_environment_info",
 ]

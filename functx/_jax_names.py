@@ -268,4 +268,12 @@ JAX_NAMES: dict[str, tuple[str, str]] = {
         "make_single_device_sharding reshard set_mesh use_abstract_mesh",
     ),
     "functx.distributed": ("jax.distributed", "initialize is_initialized shutdown"),
+    "functx.typing": ("jax.typing", "ArrayLike DTypeLike"),
+    "functx.profiler": (
+        "jax.profiler",
+        "ProfileData ProfileEvent ProfileOptions ProfilePlane StepTraceAnnotation "
+        "TraceAnnotation annotate_function device_memory_profile register_subprocess "
+        "save_device_memory_profile start_server start_trace stop_server stop_trace trace",
+    ),
+    "functx.stages": ("jax.stages", "ArgInfo Compiled CompilerOptions Lowered Traced Wrapped"),
 }

@@ -52,6 +52,9 @@ NAMESPACES: tuple[str, ...] = (
     "functx.errors",
     "functx.test_util",
     "functx.ops",
+    "functx.typing",
+    "functx.profiler",
+    "functx.stages",
 )
 
 # The distributions of functx.scipy.stats (``functx.scipy.stats.norm.pdf``, ...): public modules
@@ -98,6 +101,8 @@ EXPLICIT: dict[str, tuple[str, ...]] = {
         "FunctxOverflowError",
         "FunctxZeroDivisionError",
         "FunctxAttributeError",
+        "FunctxRuntimeError",
+        "FunctxFloatingPointError",
         "ConcretizationError",
         "UnsupportedError",
         "CacheWarning",

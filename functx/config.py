@@ -382,9 +382,16 @@ _disable_local = _DisableJitState()
 _global_disable_jit = False  # config.update("jax_disable_jit", ...)
 _disable_blocks = 0  # open disable_jit blocks in all threads
 _disable_lock = threading.Lock()
-# True while jit may be off anywhere (the setting, or a block in some thread): jit's dispatch
-# reads this one attribute before anything else
-disable_jit_active = False
+# True while jit's dispatch must read the settings before its fast paths: while jit may be off, or
+# NaN/inf checks may be on, anywhere (a setting, or a block in some thread). jit's dispatch reads
+# this one attribute before anything else.
+slow_dispatch = False
+# True while NaN/inf checks may be on anywhere; the functions in ``debug_checks_watchers`` are
+# called with it when it changes (functx.tracing swaps its eager entry point, so that the eager
+# path checks nothing while it is False)
+debug_checks_active = False
+debug_checks_watchers: list = []
+_check_blocks = 0  # open debug_nans/debug_infs blocks in all threads
 
 
 def jit_disabled() -> bool:
@@ -395,8 +402,14 @@ def jit_disabled() -> bool:
 
 
 def _note_disable() -> None:
-    global disable_jit_active
-    disable_jit_active = _global_disable_jit or _disable_blocks > 0
+    """Recompute ``slow_dispatch`` and ``debug_checks_active`` (callers hold ``_disable_lock``)."""
+    global slow_dispatch, debug_checks_active
+    checks = debug_nans_state.global_value or debug_infs_state.global_value or _check_blocks > 0
+    slow_dispatch = _global_disable_jit or _disable_blocks > 0 or checks
+    if checks != debug_checks_active:
+        debug_checks_active = checks
+        for watch in debug_checks_watchers:
+            watch(checks)
 
 
 class disable_jit:
@@ -599,7 +612,9 @@ class Setting:
     value, else the default. ``values`` is None for a boolean option, else the allowed strings
     (None allowed too when ``optional``)."""
 
-    def __init__(self, name: str, default, values=None, optional: bool = False):
+    def __init__(self, name: str, default, values=None, optional: bool = False, doc=None):
+        if doc is not None:
+            self.__doc__ = doc  # (a public state's own documentation)
         self.name = name
         self.default = default
         self.values = values
@@ -649,11 +664,15 @@ class _SettingBlock:
     def __enter__(self):
         for s in self.settings:
             s._local.stack.append(self.value)
+        if self.settings[0] in _CHECKS:
+            _count_check_block(1)
         return self
 
     def __exit__(self, *exc):
         for s in self.settings:
             s._local.stack.pop()
+        if self.settings[0] in _CHECKS:
+            _count_check_block(-1)
 
     def __call__(self, fun):
         @functools.wraps(fun)
@@ -681,7 +700,116 @@ _TRANSFER_GUARDS = (
     transfer_guard_device_to_device_state,
     transfer_guard_device_to_host_state,
 )
-_SETTINGS = {s.name: s for s in (log_compiles_state, legacy_prng_key_state) + _TRANSFER_GUARDS}
+
+
+class _DebugCheck(Setting):
+    """``functx.debug_nans`` and ``functx.debug_infs`` (JAX's ``jax.debug_nans`` /
+    ``jax.debug_infs`` states, the options "jax_debug_nans" / "jax_debug_infs" of
+    ``functx.config.update``, the ``JAX_DEBUG_NANS`` / ``JAX_DEBUG_INFS`` environment variables):
+    while on, an operation run eagerly whose floating-point result holds a NaN (an infinity)
+    raises ``FloatingPointError`` (``functx.errors.FunctxFloatingPointError``) naming the
+    operation and the user's line; a jitted function whose outputs hold one runs again op by op
+    (the function without ``jit``, as JAX does), so that the error names the first operation
+    that makes one. ``.value`` reads the setting; ``with functx.debug_nans(True):`` sets it in a
+    block of this thread (also a decorator). Off, nothing is checked: jit's dispatch reads one
+    flag it read before, and the eager path is the unchecked one.
+
+    Arguments:
+      new_val: True (the default) or False, inside the block.
+    Returns:
+      a context manager, also usable as a decorator.
+
+    Differences from JAX: a jitted function's outputs are checked, not each kernel's; the
+    de-optimized run reports the first operation whose result has a NaN (inf), even where its
+    operands had one; when that run makes none (the compiled program's arithmetic differed), the
+    error says so and names the jitted function. A gradient computes only the forward values it
+    uses, so a NaN in one it does not use is not made, nor reported (JAX reports it).
+
+    Example:
+      >>> import functx, functx.numpy as jnp
+      >>> def f(x):
+      ...     return jnp.log(x - 2.0)
+      >>> with functx.debug_nans(True):
+      ...     try:
+      ...         functx.jit(f)(1.0)
+      ...     except FloatingPointError as e:
+      ...         print(str(e).split(" (at")[0])
+      invalid value (nan) encountered in log
+      >>> functx.debug_nans.value, functx.jit(f)(1.0)
+      (False, Array(nan, dtype=float32, weak_type=True))
+    """
+
+
+def _count_check_block(n: int) -> None:
+    global _check_blocks
+    with _disable_lock:
+        _check_blocks += n
+        _note_disable()
+
+
+debug_nans = debug_nans_state = _DebugCheck("jax_debug_nans", _env_bool("JAX_DEBUG_NANS", False))
+debug_infs = debug_infs_state = _DebugCheck("jax_debug_infs", _env_bool("JAX_DEBUG_INFS", False))
+_CHECKS = (debug_nans_state, debug_infs_state)
+check_tracer_leaks = Setting(
+    "jax_check_tracer_leaks",
+    _env_bool("JAX_CHECK_TRACER_LEAKS", False),
+    doc="""``functx.check_tracer_leaks`` (JAX's ``jax.check_tracer_leaks`` state, the option
+    "jax_check_tracer_leaks", the ``JAX_CHECK_TRACER_LEAKS`` environment variable): ``.value``
+    reads it, ``with functx.check_tracer_leaks(True):`` sets it in a block of this thread.
+
+    functx keeps the setting and scans for nothing when a transformation ends: a leaked tracer is
+    reported where it is used (``UnexpectedTracerError``, naming where it was made), with the
+    setting on or off (see ``functx.checking_leaks``).
+
+    Arguments:
+      new_val: True (the default) or False, inside the block.
+    Returns:
+      a context manager, also usable as a decorator.
+
+    Differences from JAX: no scan when a transformation ends; the block runs unchanged.
+
+    Example:
+      >>> import functx
+      >>> with functx.check_tracer_leaks(True):
+      ...     print(functx.check_tracer_leaks.value, functx.grad(lambda x: x * x)(2.0))
+      True 4.0
+    """,
+)
+default_prng_impl = Setting(
+    "jax_default_prng_impl",
+    os.environ.get("JAX_DEFAULT_PRNG_IMPL", "threefry2x32"),
+    ("threefry2x32",),
+    doc="""``functx.default_prng_impl`` (JAX's ``jax.default_prng_impl`` state, the option
+    "jax_default_prng_impl", the ``JAX_DEFAULT_PRNG_IMPL`` environment variable): the PRNG
+    implementation of new keys. functx has one, JAX's default ``"threefry2x32"``, so that is the
+    one value it takes: ``"rbg"`` and ``"unsafe_rbg"`` are a ValueError (they would draw other
+    bits than JAX's).
+
+    Arguments:
+      new_val: ``"threefry2x32"``.
+    Returns:
+      a context manager, also usable as a decorator.
+
+    Differences from JAX: ``"rbg"`` and ``"unsafe_rbg"`` are refused.
+
+    Example:
+      >>> import functx
+      >>> with functx.default_prng_impl("threefry2x32"):
+      ...     print(functx.random.key_impl(functx.random.key(0)))
+      threefry2x32
+      >>> functx.default_prng_impl.value
+      'threefry2x32'
+    """,
+)
+default_prng_impl.check(default_prng_impl.global_value)  # (the environment variable's value)
+_SETTINGS = {
+    s.name: s
+    for s in (log_compiles_state, legacy_prng_key_state, check_tracer_leaks, default_prng_impl)
+    + _TRANSFER_GUARDS
+    + _CHECKS
+}
+with _disable_lock:
+    _note_disable()  # (the environment variables)
 
 
 def transfer_guard(new_val: str):
@@ -828,6 +956,8 @@ def update(name: str, value) -> None:
         return
     if name in _SETTINGS:
         _SETTINGS[name].global_value = _SETTINGS[name].check(value)
+        with _disable_lock:
+            _note_disable()
         return
     if name not in _DEVICE:
         raise ValueError(
@@ -877,6 +1007,10 @@ def __getattr__(name: str):
 
 __all__ = [
     "default_matmul_precision",
+    "check_tracer_leaks",
+    "debug_infs",
+    "debug_nans",
+    "default_prng_impl",
     "default_off_cpu",
     "disable_jit",
     "enable_x64",

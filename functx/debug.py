@@ -16,6 +16,8 @@ import sys
 
 import numpy as np
 
+from functx import tree_util
+from functx.array import Array
 from functx.control.callbacks import debug_callback
 from functx.errors import (
     FunctxTypeError,
@@ -198,7 +200,90 @@ def log(fmt=None, *args, ordered=False, partitioned=False, skip_format_check=Fal
     )
 
 
-__all__ = ["callback", "log", "print"]
+_BREAKPOINT_BACKENDS = (None, "cli")
+
+
+def breakpoint(  # noqa: A001 - JAX's name
+    *,
+    backend=None,
+    filter_frames: bool = True,
+    num_frames=None,
+    ordered: bool = False,
+    token=None,
+    **kwargs,
+):
+    """Stop in Python's debugger (``pdb``) when the program reaches this point, with the local
+    variables of the function that called it, their arrays holding the runtime values (JAX's
+    ``jax.debug.breakpoint``). Under ``jit`` the compiled program stops there (a host step,
+    through ``functx.debug.callback``'s machinery); under ``vmap`` once per example; eagerly at
+    once. ``c`` (continue) resumes the program; ``p name`` prints a variable.
+
+    Arguments:
+      backend: None or "cli" (the command-line debugger); another name is a ValueError.
+      filter_frames, num_frames: accepted for JAX's signature (one frame is shown: the caller's).
+      ordered: accepted for JAX's signature (debug callbacks run in program order).
+      token: returned as given.
+      **kwargs: accepted for JAX's signature.
+    Returns:
+      ``token``.
+
+    Differences from JAX: the debugger is ``pdb`` over the calling frame's variables (JAX's has
+    its own commands and walks up the traced frames).
+
+    Example:
+      >>> import io, sys, functx, functx.numpy as jnp
+      >>> def f(x):
+      ...     y = x * 2.0
+      ...     functx.debug.breakpoint()
+      ...     return y + 1.0
+      >>> sys.stdin = io.StringIO("p y\\nc\\n")  # (what a user would type)
+      >>> functx.jit(f)(jnp.float32(3.0))
+      > ...
+      (Pdb) Array(6., dtype=float32)
+      (Pdb) Array(7., dtype=float32)
+      >>> sys.stdin = sys.__stdin__
+    """
+    del filter_frames, ordered, kwargs
+    if backend not in _BREAKPOINT_BACKENDS:
+        raise FunctxValueError(
+            f"debug.breakpoint: backend must be None or 'cli' (functx's debugger is pdb), not "
+            f"{backend!r}"
+        )
+    if num_frames is not None and (isinstance(num_frames, bool) or not isinstance(num_frames, int)):
+        raise FunctxTypeError(
+            f"debug.breakpoint: num_frames must be None or an int, not {type(num_frames).__name__}"
+        )
+    frame = sys._getframe(1)
+    leaves, tree = tree_util.tree_flatten(dict(frame.f_locals))
+    arrays = [i for i, x in enumerate(leaves) if isinstance(x, (Array, np.ndarray))]
+    where_ = f"{frame.f_code.co_filename}:{frame.f_lineno} ({frame.f_code.co_name})"
+    env_globals = dict(frame.f_globals)
+
+    def stop(*values):
+        full = list(leaves)
+        for i, v in zip(arrays, values):
+            full[i] = v
+        _debugger(env_globals, tree_util.tree_unflatten(tree, full), where_)
+
+    debug_callback(stop, *[leaves[i] for i in arrays])
+    return token
+
+
+def _debugger(env_globals: dict, env_locals: dict, where_: str) -> None:
+    """``pdb`` at a frame whose variables are ``env_locals`` (a statement run with them as its
+    locals leaves that frame): the debugger's command loop on it, without tracing, so that
+    nothing of pdb stays installed after ``c``."""
+    import pdb  # (only when a breakpoint is reached: not at `import functx`)
+
+    code = compile("__functx_frame__ = _getframe()\n", f"<breakpoint at {where_}>", "exec")
+    exec(code, dict(env_globals, _getframe=sys._getframe), env_locals)
+    frame = env_locals.pop("__functx_frame__")
+    debugger = pdb.Pdb(stdin=sys.stdin, stdout=sys.stdout)
+    debugger.reset()
+    debugger.interaction(frame, None)
+
+
+__all__ = ["breakpoint", "callback", "log", "print"]
 
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
 __getattr__ = _missing_name_hook(__name__)

@@ -280,6 +280,35 @@ class JaxRuntimeError(FunctxError, RuntimeError):
     """
 
 
+class FunctxRuntimeError(FunctxError, RuntimeError):
+    """A call that is wrong for the state it finds (a second profiler trace, ``stop_trace``
+    with none running): a RuntimeError, as JAX raises there.
+
+    Example:
+      >>> import functx
+      >>> try:
+      ...     functx.profiler.stop_trace()
+      ... except RuntimeError as e:
+      ...     print(type(e).__name__)
+      FunctxRuntimeError
+    """
+
+
+class FunctxFloatingPointError(FunctxError, FloatingPointError):
+    """A NaN or an infinity where ``functx.debug_nans`` / ``functx.debug_infs`` are on (JAX raises
+    a FloatingPointError there); the message names the operation and the user's line.
+
+    Example:
+      >>> import functx, functx.numpy as jnp
+      >>> with functx.debug_nans(True):
+      ...     try:
+      ...         jnp.log(jnp.float32(-1.0))
+      ...     except FloatingPointError as e:
+      ...         print(type(e).__name__)
+      FunctxFloatingPointError
+    """
+
+
 class InconclusiveDimensionOperation(FunctxError):
     """A shape operation on symbolic dimensions whose result is not known
     (``jax.errors.InconclusiveDimensionOperation``; functx has no symbolic shapes, so it never

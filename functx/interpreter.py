@@ -74,7 +74,9 @@ def _has_64_bit(jaxpr: Jaxpr) -> bool:
 
 
 def _run(jaxpr: Jaxpr, env: dict, read) -> None:
-    staging = core.is_tracing()
+    # (the equations' lines: for errors raised while staging, and for the eager path's NaN/inf
+    # checks, which name the user's line)
+    staging = core.is_tracing() or config.debug_checks_active
     for eqn in jaxpr.eqns:
         invals = [read(a) for a in eqn.invars]
         if staging and eqn.source_info is not None:

@@ -33,7 +33,12 @@ from functx.devices import device as _device, eager as _eager
 from functx.devices.device import CPU, DeviceError
 from functx.devices.eager import DeviceExecutable, check_consts, gpu_tree_signature
 from functx.devices.transfer import op_device
-from functx.errors import FunctxArgumentError, FunctxTypeError, FunctxValueError
+from functx.errors import (
+    FunctxArgumentError,
+    FunctxFloatingPointError,
+    FunctxTypeError,
+    FunctxValueError,
+)
 from functx.interpreter import eval_jaxpr
 from functx.lowering.compile import compile_jaxpr, log as _log, loop_ir_text
 from functx.lowering.cpp import (
@@ -48,7 +53,15 @@ from functx.transforms import axis_env as _axis_env, outer_products, passes, vjp
 
 
 class Lowered:
-    """What ``jit(f).lower(*args)`` returns: the final Jaxpr and the generated source."""
+    """What ``jit(f).lower(*args)`` returns: the final Jaxpr and the generated source
+    (``functx.stages.Lowered``).
+
+    Example:
+      >>> import functx
+      >>> low = functx.jit(lambda x: x + 1.0).lower(2.0)
+      >>> low.compile()(2.0)
+      Array(3., dtype=float32, weak_type=True)
+    """
 
     def __init__(
         self,
@@ -135,7 +148,14 @@ class Compiled:
     """What ``jit(f).lower(*args).compile()`` returns: called like JAX's ``Compiled``, with the
     dynamic arguments of the lowering (static ones left out) in the same pytree structure, of the
     same shapes and dtypes (anything else is a FunctxTypeError); returns the outputs in the
-    function's output pytree."""
+    function's output pytree (``functx.stages.Compiled``).
+
+    Example:
+      >>> import numpy as np, functx
+      >>> c = functx.jit(lambda x: x.sum()).lower(np.ones(3, np.float32)).compile()
+      >>> c(np.arange(3, dtype=np.float32))
+      Array(3., dtype=float32)
+    """
 
     def __init__(self, lowered: Lowered):
         self._lowered = lowered
@@ -219,7 +239,14 @@ def _check_dialect(dialect):
 
 class ArgInfo:
     """One argument of a lowering: its shape, dtype and whether it was donated (JAX's
-    ``jax.stages.ArgInfo``)."""
+    ``jax.stages.ArgInfo``).
+
+    Example:
+      >>> import numpy as np, functx
+      >>> (x,), _ = functx.jit(lambda x: x).lower(np.ones(2, np.float32)).args_info
+      >>> x.shape, x.dtype, x.donated
+      ((2,), dtype('float32'), False)
+    """
 
     __slots__ = ("_aval", "donated")
 
@@ -253,7 +280,14 @@ def _out_info(closed, out_tree):
 
 class Traced:
     """What ``jit(f).trace(*args)`` returns (JAX's ``jax.stages.Traced``): the traced
-    ``jaxpr`` (a ``ClosedJaxpr``), ``out_info``, ``args_info``, and ``lower()``."""
+    ``jaxpr`` (a ``ClosedJaxpr``), ``out_info``, ``args_info``, and ``lower()``.
+
+    Example:
+      >>> import functx
+      >>> t = functx.jit(lambda x: x * 2).trace(1.0)
+      >>> print(t.jaxpr)
+      { lambda ; a:f32[]. let b:f32[] = mul a 2.0:f32[] in (b,) }
+    """
 
     def __init__(self, jitted, args, kwargs, jaxpr, in_tree, in_avals, out_tree, donated):
         self._jitted, self._args, self._kwargs = jitted, args, kwargs
@@ -278,6 +312,13 @@ _CACHE_LOCK = threading.Lock()  # (evictions: compiles are rare, so one lock for
 # Each trace and compile of a jitted function is logged here, at DEBUG, or at WARNING inside
 # ``functx.log_compiles(True)`` / with ``config.update("jax_log_compiles", True)`` (JAX's levels)
 _logger = logging.getLogger("functx.jit")
+
+
+class _Checking(threading.local):
+    active = False  # (inside _checked_call's own call: the plain dispatch runs)
+
+
+_checking = _Checking()
 
 
 def _compile_eager(closed, what: str):
@@ -798,8 +839,11 @@ class Jitted:
         return self if obj is None else types.MethodType(self, obj)
 
     def __call__(self, *args, **kwargs):
-        if _config.disable_jit_active and jit_disabled():
-            return self.fun(*args, **kwargs)
+        if _config.slow_dispatch:  # (jit off, or NaN/inf checks on, somewhere)
+            if jit_disabled():
+                return self.fun(*args, **kwargs)
+            if _config.debug_checks_active and not _checking.active and not core.is_tracing():
+                return self._checked_call(args, kwargs)
         if (
             not kwargs
             and not self.static_argnums
@@ -890,6 +934,26 @@ class Jitted:
             self._note_cpu_call(args, entry, key)
         exe, out_tree = entry
         return tree_unflatten(out_tree, _run(exe, leaves))
+
+    def _checked_call(self, args, kwargs):
+        """A call while NaN/inf checks may be on (``functx.debug_nans``/``debug_infs``): the
+        compiled program runs as always; when an output holds a value this thread checks for,
+        the function runs again without ``jit`` (its operations eagerly, each checked), so the
+        error names the first operation that makes one, as JAX does."""
+        _checking.active = True
+        try:
+            out = self(*args, **kwargs)
+        finally:
+            _checking.active = False  # (this call is never nested in another checked call)
+        bad = tracing.invalid_value(optree.tree_leaves(out, namespace=tracing.PYTREE_NAMESPACE))
+        if bad is None:
+            return out
+        self.fun(*args, **kwargs)  # (raises FloatingPointError at the operation)
+        raise FunctxFloatingPointError(
+            f"invalid value ({bad}) encountered in {self._what}'s outputs; the function run "
+            f"without jit made none (its operations on NumPy values are NumPy's, unchecked, or "
+            f"the compiled program's arithmetic differs){where()}"
+        )
 
     def _insert(self, key, entry):
         """Cache ``entry``, then evict the least recently used programs beyond the size limit

@@ -25,6 +25,7 @@ from functx.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
 from functx.errors import (
     ConcretizationError,
     FunctxError,
+    FunctxFloatingPointError,
     FunctxOverflowError,
     FunctxTypeError,
     TracerArrayConversionError,
@@ -384,7 +385,41 @@ def _wrap_uncommitted(value, aval: ShapedArray) -> Array:
     return _wrap(value, aval, UncommittedArray)
 
 
-core.eager_rules["cpu"] = eager_bind
+# --- jax_debug_nans / jax_debug_infs: the checked eager path --------------------------------------
+def invalid_value(values) -> str | None:
+    """ "nan" or "inf" when a floating-point array of ``values`` holds a value this thread checks
+    for (``functx.debug_nans`` / ``functx.debug_infs``), else None."""
+    nans, infs = config.debug_nans_state.value, config.debug_infs_state.value
+    if nans or infs:
+        for v in values:
+            dt = getattr(v, "dtype", None)
+            if dt is None or not dtypes.is_inexact(dt):
+                continue
+            a = np.asarray(v)  # (a GPU array: copied to the host)
+            if nans and np.isnan(a).any():
+                return "nan"
+            if infs and np.isinf(a).any():
+                return "inf"
+    return None
+
+
+def checked_eager_bind(prim, args, params):
+    """``eager_bind``, then the check of its results while NaN/inf checks may be on: a
+    FloatingPointError naming the primitive and the user's line (the equation's, when the eager
+    interpreter runs a Jaxpr)."""
+    out = eager_bind(prim, args, params)
+    bad = invalid_value(out if prim.multiple_results else (out,))
+    if bad is not None:
+        raise FunctxFloatingPointError(f"invalid value ({bad}) encountered in {prim.name}{where()}")
+    return out
+
+
+def _watch_checks(active: bool) -> None:
+    core.eager_rules["cpu"] = checked_eager_bind if active else eager_bind
+
+
+config.debug_checks_watchers.append(_watch_checks)
+_watch_checks(config.debug_checks_active)
 
 
 # --- pytrees -------------------------------------------------------------------------------------

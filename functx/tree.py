@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from functx import tree_util
 from functx.errors import missing_name_hook as _missing_name_hook
 from functx.tree_util import _NO_INITIALIZER
@@ -264,6 +266,31 @@ def reduce_associative(operation, tree, *, identity=tree_util._UNSPECIFIED, is_l
     return tree_util.tree_reduce_associative(operation, tree, identity=identity, is_leaf=is_leaf)
 
 
+def static(**kwargs):
+    """A dataclass field that ``tree_util.register_dataclass`` keeps as static metadata, not a
+    child (``jax.tree.static``): ``dataclasses.field(**kwargs)`` with ``"static": True`` added to
+    its ``metadata``.
+
+    Arguments:
+        **kwargs: as for ``dataclasses.field`` (``default``, ``metadata``, ...).
+
+    Returns:
+        the field.
+
+    Example:
+        >>> import dataclasses, functx
+        >>> @functx.tree_util.register_dataclass
+        ... @dataclasses.dataclass
+        ... class Op:
+        ...     x: float
+        ...     op: str = functx.tree.static(default="add")
+        >>> functx.tree.flatten(Op(1.0))
+        ([1.0], PyTreeSpec(CustomTreeNode(Op[('add',)], [*]), namespace='functx'))
+    """
+    metadata = {"static": True, **(kwargs.pop("metadata", None) or {})}
+    return dataclasses.field(metadata=metadata, **kwargs)
+
+
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
 __getattr__ = _missing_name_hook(__name__)
 
@@ -281,4 +308,5 @@ __all__ = [
     "unflatten",
     "broadcast",
     "reduce_associative",
+    "static",
 ]

@@ -920,7 +920,7 @@ def flatten_one_level(tree):
         >>> tree_util.flatten_one_level({"b": 1, "a": (2, 3)})
         (((2, 3), 1), ('a', 'b'))
     """
-    if tree is not None and treedef_is_leaf(tree_structure(tree)):
+    if not is_tree_node(type(tree)):  # (an empty tuple is a node without leaves)
         raise FunctxValueError(f"can't tree-flatten type: {type(tree)}")
     children, meta, *_ = optree.tree_flatten_one_level(
         tree, none_is_leaf=False, namespace=PYTREE_NAMESPACE
@@ -930,6 +930,98 @@ def flatten_one_level(tree):
     if isinstance(meta, list):
         meta = tuple(meta)
     return children, meta
+
+
+def flatten_one_level_with_keys(tree):
+    """The children of ``tree``'s root node with their keys, and its metadata (as
+    ``flatten_one_level``; ``jax.tree_util.flatten_one_level_with_keys``).
+
+    Arguments:
+        tree: a pytree whose root is a container (not a leaf: a ValueError).
+
+    Returns:
+        ``(((key, child), ...), metadata)``: each key a ``SequenceKey``, ``DictKey``,
+        ``GetAttrKey`` or ``FlattenedIndexKey``, as in ``tree_flatten_with_path``'s paths.
+
+    Differences from JAX: a NamedTuple's children get the keys of their own fields (JAX 0.10.2
+    gives every child the first field's key).
+
+    Example:
+        >>> from functx import tree_util
+        >>> tree_util.flatten_one_level_with_keys({"b": 1, "a": (2, 3)})
+        (((DictKey(key='a'), (2, 3)), (DictKey(key='b'), 1)), ('a', 'b'))
+    """
+    children, meta = flatten_one_level(tree)
+    if tree is None:
+        return (), meta
+    accessors, _, _ = optree.tree_flatten_with_accessor(
+        tree, lambda x: x is not tree, none_is_leaf=False, namespace=PYTREE_NAMESPACE
+    )
+    pairs = [(_key_of(a[0]), c) for a, c in zip(accessors, children, strict=True)]
+    return (tuple(pairs) if type(tree) in (tuple, list, dict) else pairs), meta
+
+
+def is_tree_node(typ) -> bool:
+    """Whether ``typ`` is a pytree node type: a container functx flattens (tuple, list, dict,
+    None's type, ...), a NamedTuple class, or a registered class (``jax.tree_util.is_tree_node``).
+
+    Arguments:
+        typ: a type (anything else gives False).
+
+    Returns:
+        a bool.
+
+    Example:
+        >>> from functx import tree_util
+        >>> tree_util.is_tree_node(dict), tree_util.is_tree_node(int)
+        (True, False)
+    """
+    if not isinstance(typ, type):
+        return False
+    return optree.register_pytree_node.get(typ, namespace=PYTREE_NAMESPACE) is not None
+
+
+class _Registry:
+    """The pytree registry functx flattens with (``jax.tree_util.default_registry``): JAX's
+    methods on it, each the ``tree_util`` function of that job."""
+
+    def flatten(self, tree, leaf_predicate=None):
+        """``tree_flatten(tree, leaf_predicate)``."""
+        return tree_flatten(tree, leaf_predicate)
+
+    def flatten_one_level(self, tree):
+        """``flatten_one_level(tree)``, or None when ``tree`` is a leaf."""
+        return flatten_one_level(tree) if _is_node_value(tree) else None
+
+    def flatten_one_level_with_keys(self, tree):
+        """``flatten_one_level_with_keys(tree)``, or None when ``tree`` is a leaf."""
+        return flatten_one_level_with_keys(tree) if _is_node_value(tree) else None
+
+    def flatten_with_path(self, tree, leaf_predicate=None):
+        """``tree_flatten_with_path`` with ``leaf_predicate(path, x)``."""
+        return tree_flatten_with_path(tree, leaf_predicate, is_leaf_takes_path=True)
+
+    def is_node(self, type):  # noqa: A002 - JAX's parameter name
+        """``is_tree_node(type)``."""
+        return is_tree_node(type)
+
+    def register_node(self, type, to_iterable, from_iterable, to_iterable_with_keys=None):  # noqa: A002
+        """``register_pytree_node``."""
+        return register_pytree_node(type, to_iterable, from_iterable, to_iterable_with_keys)
+
+    def register_dataclass_node(self, type, data_fields, meta_fields, /):  # noqa: A002
+        """``register_dataclass`` with these fields."""
+        return register_dataclass(type, data_fields, meta_fields)
+
+    def __repr__(self):
+        return "<functx.tree_util.default_registry>"
+
+
+def _is_node_value(tree) -> bool:
+    return is_tree_node(type(tree))
+
+
+default_registry = _Registry()
 
 
 def tree_broadcast(prefix_tree, full_tree, is_leaf=None):
@@ -1028,6 +1120,9 @@ __all__ = [
     "treedef_tuple",
     "all_leaves",
     "flatten_one_level",
+    "flatten_one_level_with_keys",
+    "is_tree_node",
+    "default_registry",
     "tree_broadcast",
     "tree_reduce_associative",
 ]

@@ -326,3 +326,41 @@ def test_docstrings():
         globs = {"functx": functx, "np": np}
         assert docutil.run(obj, globs=globs, optionflags=doctest.ELLIPSIS).failed == 0, obj
     # (debug_callback and pure_callback: the primitives these tests exercise)
+
+
+# --- debug.breakpoint ----------------------------------------------------------------------------
+def _f_with_breakpoint(x, n=3):
+    z = fnp.sin(x) * n
+    functx.debug.breakpoint()
+    return z + 1.0
+
+
+@pytest.mark.parametrize("how", ["eager", "jit", "vmap", "grad"])
+def test_breakpoint_shows_the_runtime_values(how, monkeypatch, capsys):
+    import io
+
+    x = np.array([0.5, 1.5], np.float32)
+    run = {
+        "eager": lambda: _f_with_breakpoint(x),
+        "jit": lambda: functx.jit(_f_with_breakpoint)(x),
+        "vmap": lambda: functx.vmap(_f_with_breakpoint)(x),
+        "grad": lambda: functx.grad(lambda v: _f_with_breakpoint(v).sum())(x),
+    }[how]
+    stops = 2 if how == "vmap" else 1
+    monkeypatch.setattr("sys.stdin", io.StringIO("p z.tolist()\np n\np x.tolist()\nc\n" * stops))
+    capsys.readouterr()
+    run()
+    out = capsys.readouterr().out
+    assert out.count("(Pdb) ") == 4 * stops and "_f_with_breakpoint" in out
+    shown = [line.split("(Pdb) ")[-1] for line in out.splitlines() if line.startswith("(Pdb) ")]
+    for k in range(stops):
+        z, n, xs = (eval(s) for s in shown[4 * k : 4 * k + 3])  # noqa: S307 - our own output
+        assert n == 3 and xs == (x[k] if how == "vmap" else x).tolist()
+        np.testing.assert_allclose(z, np.sin(np.float64(xs)) * 3, rtol=1e-6)  # (the runtime value)
+
+
+def test_breakpoint_checks_its_arguments():
+    with pytest.raises(ValueError, match="backend"):
+        functx.debug.breakpoint(backend="web")
+    with pytest.raises(TypeError, match="num_frames"):
+        functx.debug.breakpoint(num_frames="2")

@@ -47,6 +47,9 @@ FOREIGN: dict[str, str] = {
     "functx.numpy.float6_e3m2fn": _ML_DTYPES,
     "functx.tree_util.PyTreeDef": "optree's PyTreeSpec (functx's pytrees are optree's)",
     "functx.tree_util.KeyPath": "a typing alias, tuple[KeyEntry, ...], as in jax.tree_util",
+    "functx.typing.ArrayLike": "a typing.Union alias, as jax.typing.ArrayLike",
+    "functx.typing.DTypeLike": "a typing.Union alias, as jax.typing.DTypeLike",
+    "functx.stages.CompilerOptions": "a typing alias, dict[str, str | bool], as in jax.stages",
 }
 
 
@@ -70,15 +73,21 @@ DIFFERS_FROM_JAX: dict[str, str] = {
         "jacfwd jacobian jacrev jit jvp linearize named_call named_scope pure_callback "
         "value_and_grad vjp transfer_guard transfer_guard_host_to_device "
         "transfer_guard_device_to_device transfer_guard_device_to_host legacy_prng_key "
-        "log_compiles ensure_compile_time_eval device_put pmap shard_map"
+        "log_compiles ensure_compile_time_eval device_put pmap shard_map debug_nans debug_infs "
+        "check_tracer_leaks default_prng_impl print_environment_info"
     ),
     "functx.ad_checkpoint": "Offloadable",
     "functx.custom_batching": "custom_vmap",
-    "functx.debug": "callback print",
+    "functx.debug": "breakpoint callback print",
+    "functx.tree_util": "flatten_one_level_with_keys",
     "functx.errors": (
         "NonConcreteBooleanIndexError TracerArrayConversionError TracerIntegerConversionError"
     ),
     "functx.experimental": "io_callback",
+    "functx.profiler": (
+        "ProfileOptions start_trace trace device_memory_profile save_device_memory_profile "
+        "start_server stop_server register_subprocess"
+    ),
     "functx.lax": (
         "all_gather all_to_all axis_index axis_size bitcast_convert_type conv "
         "conv_general_dilated conv_transpose conv_with_general_padding custom_linear_solve "

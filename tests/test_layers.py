@@ -77,6 +77,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "functx._compile_time",
             "functx._laxmore",
             "functx.dlpack",
+            "functx.typing",
+            "functx.version",
         ),
     ),
     ("devices", ("functx.devices",)),
@@ -92,6 +94,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "functx._shard_map",
             "functx.experimental.shard_map",
             "functx._public",
+            "functx.profiler",
+            "functx.stages",
+            "functx._runtime",
         ),
     ),
 ]

@@ -148,6 +148,7 @@ def test_all_names_and_docstring_examples():
             "unflatten",
             "broadcast",
             "reduce_associative",
+            "static",
         ]
         if hasattr(jt, n)
     )
@@ -192,3 +193,25 @@ def test_example_libraries_optimizers_runs_on_functx_trees(jit):
     for a, b in zip(ft.leaves(ours), jt.leaves(theirs), strict=True):
         assert np.asarray(a).dtype == np.asarray(b).dtype
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
+
+
+def test_static_field_as_jax():
+    import dataclasses
+
+    import jax
+
+    def make(m):
+        @m.tree_util.register_dataclass
+        @dataclasses.dataclass
+        class Op:
+            x: object
+            op: str = m.tree.static(default="add", metadata={"doc": "the op"})
+
+        return Op
+
+    for m in (functx, jax):
+        op = make(m)(1.0)
+        leaves, treedef = m.tree.flatten(op)
+        assert leaves == [1.0] and m.tree.unflatten(treedef, [2.0]).op == "add"
+        (field,) = [f for f in dataclasses.fields(op) if f.name == "op"]
+        assert dict(field.metadata) == {"static": True, "doc": "the op"}

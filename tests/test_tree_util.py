@@ -425,3 +425,47 @@ def test_is_leaf_takes_path_rebuilds_nothing():
         "['d'][0][<flat index 0>]",
     ]
     assert [x for _, x in pairs] == [1, (2, 3), 4] and calls == []
+
+
+# --- flatten_one_level_with_keys, is_tree_node, default_registry (against JAX) ----------------
+def _one_level_cases():
+    pair = collections.namedtuple("pair", "x y")
+    return [{"b": 1, "a": (2, 3)}, (1, [2]), [4, {"k": 5}], None, (), pair(1, 2)]
+
+
+@pytest.mark.parametrize("i", range(6))
+def test_flatten_one_level_with_keys_as_jax(i):
+    tree = _one_level_cases()[i]
+    got = tu.flatten_one_level_with_keys(tree)
+    want = jax.tree_util.flatten_one_level_with_keys(tree)
+    assert [c for _, c in got[0]] == [c for _, c in want[0]] and got[1] == want[1]
+    if type(tree).__name__ != "pair":  # (JAX 0.10.2 keys a NamedTuple's children all by field 0)
+        assert [str(k) for k, _ in got[0]] == [str(k) for k, _ in want[0]]
+    else:
+        assert [str(k) for k, _ in got[0]] == [".x", ".y"]
+    assert type(got[0]) is type(want[0])
+    for leaf in (1, "a", np.float32(2)):
+        with pytest.raises(ValueError, match="can't tree-flatten"):
+            tu.flatten_one_level_with_keys(leaf)
+
+
+def test_is_tree_node_and_default_registry_as_jax():
+    pair = collections.namedtuple("pair", "x y")
+
+    @dataclasses.dataclass
+    class Box:
+        v: float
+
+    tu.register_dataclass(Box, ["v"], [])
+    jax.tree_util.register_dataclass(Box, ["v"], [])
+    for typ in (tuple, list, dict, type(None), pair, Box, int, np.ndarray, (1,), "x"):
+        assert tu.is_tree_node(typ) == jax.tree_util.is_tree_node(typ), typ
+        assert tu.default_registry.is_node(typ) == jax.tree_util.default_registry.is_node(typ)
+    ours, theirs = tu.default_registry, jax.tree_util.default_registry
+    tree = {"a": [1, Box(2.0)], "b": None}
+    assert ours.flatten(tree)[0] == theirs.flatten(tree)[0]
+    assert ours.flatten_one_level(3) is None and theirs.flatten_one_level(3) is None
+    assert ours.flatten_one_level(tree) == theirs.flatten_one_level(tree)
+    assert ours.flatten_one_level_with_keys(7) is None
+    paths = [(tu.keystr(p), x) for p, x in ours.flatten_with_path(tree)[0]]
+    assert paths == [(jax.tree_util.keystr(p), x) for p, x in theirs.flatten_with_path(tree)[0]]
