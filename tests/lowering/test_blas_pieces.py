@@ -276,3 +276,21 @@ def test_fold_search_is_bounded(monkeypatch):
     monkeypatch.setattr(dot._Inline, "lookup", counted)
     dot.fold_product_updates(g)
     assert [n.kind for n in g.outputs] == ["pointwise", "dot"]  # (the second one folds)
+
+
+def test_column_pieces_of_whole_panels():
+    """Pieces of C's columns for ``cpp/gemm.py``'s kernel are whole 64-column panels where the
+    column count allows (the nearest such count, the smaller on a tie), else the count as it was;
+    an uncut product stays uncut."""
+    assert dot._whole_panels(1152, 4) == 3  # 18 panels: 3 pieces of 384, not 4 of 288
+    assert dot._whole_panels(1536, 6) == 6
+    assert dot._whole_panels(1024, 5) == 4
+    assert dot._whole_panels(1000, 4) == 4  # (not a whole number of panels)
+    assert dot._whole_panels(1152, 1) == 1
+    a = np.ones((64, 384), np.float32)
+    b = np.ones((384, 1152), np.float32)
+    f = functx.jit(lambda x, y: x @ y)
+    [job] = _jobs(f.lower(a, b).as_text())
+    own = dot.gemm.host_has_avx512()  # (elsewhere OpenBLAS takes the pieces, cut as before)
+    assert (job["n"], job["pieces"], job["side"]) == (1152, 3 if own else 4, "columns")
+    np.testing.assert_array_equal(np.asarray(f(a, b)), np.full((64, 1152), 384.0, np.float32))
