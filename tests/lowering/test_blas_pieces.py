@@ -280,11 +280,12 @@ def test_fold_search_is_bounded(monkeypatch):
 
 def test_column_pieces_of_whole_panels():
     """Pieces of C's columns for ``cpp/gemm.py``'s kernel are whole 64-column panels where the
-    column count allows (the nearest such count, the smaller on a tie), else the count as it was;
-    an uncut product stays uncut."""
-    assert dot._whole_panels(1152, 4) == 3  # 18 panels: 3 pieces of 384, not 4 of 288
+    column count allows (the fewest such pieces, at least as many as before), else the count as
+    it was; an uncut product stays uncut."""
+    assert dot._whole_panels(1152, 4) == 6  # 18 panels: 6 pieces of 192, not 4 of 288
     assert dot._whole_panels(1536, 6) == 6
-    assert dot._whole_panels(1024, 5) == 4
+    assert dot._whole_panels(1024, 5) == 8
+    assert dot._whole_panels(192, 4) == 4  # (3 panels: no count of 4 or more cuts them whole)
     assert dot._whole_panels(1000, 4) == 4  # (not a whole number of panels)
     assert dot._whole_panels(1152, 1) == 1
     a = np.ones((64, 384), np.float32)
@@ -292,5 +293,5 @@ def test_column_pieces_of_whole_panels():
     f = functx.jit(lambda x, y: x @ y)
     [job] = _jobs(f.lower(a, b).as_text())
     own = dot.gemm.host_has_avx512()  # (elsewhere OpenBLAS takes the pieces, cut as before)
-    assert (job["n"], job["pieces"], job["side"]) == (1152, 3 if own else 4, "columns")
+    assert (job["n"], job["pieces"], job["side"]) == (1152, 6 if own else 4, "columns")
     np.testing.assert_array_equal(np.asarray(f(a, b)), np.full((64, 1152), 384.0, np.float32))

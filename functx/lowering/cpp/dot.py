@@ -531,18 +531,17 @@ def _job(node, ct, whole=False, own=False) -> str:
 
 
 def _whole_panels(n: int, pieces: int) -> int:
-    """The number of column pieces nearest ``pieces`` (the smaller on a tie) that cuts ``n``
-    columns into whole panels of ``cpp/gemm.py``'s 64-column tile, or ``pieces`` when none
-    does. A piece ending in part of a panel runs that tile padded (the GPT block's 1152-column
-    products in 4 pieces of 288: a 32-column tile each), and the fewer pieces of a transposed A
-    pack it fewer times: one thread, CPU ms, load 8, `x @ W_qkv` (1024x384 @ 384x1152) 9.8 in
-    4 pieces, 9.1 in 3, 8.9 in 6; its weight gradient (1024x384).T @ (1024x1152) 11.3, 10.0,
-    10.4."""
+    """The fewest column pieces, at least ``pieces``, that cut ``n`` columns into whole panels of
+    ``cpp/gemm.py``'s 64-column tile, or ``pieces`` when none does. A piece ending in part of a
+    panel runs that tile padded: the GPT block's 1152-column products in 4 pieces of 288 ran a
+    32-column tile each. (At least as many pieces as before: fewer leave a thread idle at the
+    end, as 3 pieces on 2 threads did.) One thread, CPU ms, load 8: `x @ W_qkv` (1024x384 @
+    384x1152) 9.8 in 4 pieces, 8.9 in 6; its weight gradient (1024x384).T @ (1024x1152), whose
+    pieces each pack A, 11.3 and 10.4."""
     panels, rem = divmod(n, gemm.PANEL)
     if pieces < 2 or rem:
         return pieces
-    fits = [p for p in range(2, panels + 1) if panels % p == 0]
-    return min(fits, key=lambda p: (abs(p - pieces), p)) if fits else pieces
+    return next((p for p in range(pieces, panels + 1) if panels % p == 0), pieces)
 
 
 def _small_gemm(node, la, rb_, ta, tb, bsz, m, kk, nn, ct):
