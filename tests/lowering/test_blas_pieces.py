@@ -298,8 +298,9 @@ def test_column_pieces_of_whole_panels():
 
 
 def test_batch_of_products_uncut():
-    """For ``cpp/gemm.py``'s kernel a batch's matrices are the pieces (at most ``_BLAS_PIECES``
-    in all): the 24 attention scores of a (4, 6) batch run whole, a batch of 3 is still cut."""
+    """For ``cpp/gemm.py``'s kernel a batch of small matrices is the pieces (at most
+    ``_BLAS_PIECES`` in all): the 24 attention scores of a (4, 6) batch run whole, a batch of 3
+    is still cut."""
     rng = np.random.default_rng(2)
     q, k = (rng.standard_normal((24, 256, 64)).astype(np.float32) for _ in range(2))
     a, b = (rng.standard_normal((3, 256, 256)).astype(np.float32) for _ in range(2))

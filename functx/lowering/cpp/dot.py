@@ -505,7 +505,7 @@ def _job(node, ct, whole=False, own=False) -> str:
     """The ``fx_gemm_job`` of product ``node`` (an initializer in ``_blas_call``'s table), cut
     into pieces along C's longer side; ``whole``: one piece per matrix (no cut); ``own``: the
     pieces go to ``cpp/gemm.py``'s kernel (column pieces of whole panels, ``_whole_panels``; a
-    large batch's matrices uncut)."""
+    large batch of small matrices uncut)."""
     p = node.params
     bsz, m, kk, nn = p["batch"], p["m"], p["k"], p["n"]
     acc = p.get("acc")
@@ -521,10 +521,12 @@ def _job(node, ct, whole=False, own=False) -> str:
         )
     )
     if own and not whole:
-        # (a batch's matrices are pieces already: at most _BLAS_PIECES in all, each piece
+        # (a batch of small matrices is pieces already: at most _BLAS_PIECES in all, each
         # packing its own operand once; the GPT block's 24 attention products of 256x256x64,
-        # one thread, load 13: 15.7 CPU ms whole, 17.3 in two pieces of each)
-        pieces = min(pieces, max(1, _BLAS_PIECES // bsz))
+        # one thread, load 13: 15.7 CPU ms whole, 17.3 in two pieces of each. Larger matrices
+        # keep their cuts: a few big pieces would leave threads idle at the end.)
+        if m * nn * kk <= 4 * _BLAS_PIECE:
+            pieces = min(pieces, max(1, _BLAS_PIECES // bsz))
         pieces = _whole_panels(nn, pieces) if m < nn else pieces
     ops = f"{p['lhs'].buf}, {p['rhs'].buf}, {node.buf}, {acc.buf if acc else 'nullptr'}"
     dims = f"{bsz}LL, {m}LL, {nn}LL, {kk}LL, {int(p['lhs_trans'])}, {int(p['rhs_trans'])}"
