@@ -276,3 +276,38 @@ def test_fold_search_is_bounded(monkeypatch):
     monkeypatch.setattr(dot._Inline, "lookup", counted)
     dot.fold_product_updates(g)
     assert [n.kind for n in g.outputs] == ["pointwise", "dot"]  # (the second one folds)
+
+
+def test_column_pieces_of_whole_panels():
+    """Pieces of C's columns for ``cpp/gemm.py``'s kernel are whole 64-column panels where the
+    column count allows (the fewest such pieces, at least as many as before), else the count as
+    it was; an uncut product stays uncut."""
+    assert dot._whole_panels(1152, 4) == 6  # 18 panels: 6 pieces of 192, not 4 of 288
+    assert dot._whole_panels(1536, 6) == 6
+    assert dot._whole_panels(1024, 5) == 8
+    assert dot._whole_panels(192, 4) == 4  # (3 panels: no count of 4 or more cuts them whole)
+    assert dot._whole_panels(1000, 4) == 4  # (not a whole number of panels)
+    assert dot._whole_panels(1152, 1) == 1
+    a = np.ones((64, 384), np.float32)
+    b = np.ones((384, 1152), np.float32)
+    f = functx.jit(lambda x, y: x @ y)
+    [job] = _jobs(f.lower(a, b).as_text())
+    own = dot.gemm.host_has_avx512()  # (elsewhere OpenBLAS takes the pieces, cut as before)
+    assert (job["n"], job["pieces"], job["side"]) == (1152, 6 if own else 4, "columns")
+    np.testing.assert_array_equal(np.asarray(f(a, b)), np.full((64, 1152), 384.0, np.float32))
+
+
+def test_batch_of_products_uncut():
+    """For ``cpp/gemm.py``'s kernel a batch of small matrices is the pieces (at most
+    ``_BLAS_PIECES`` in all): the 24 attention scores of a (4, 6) batch run whole, a batch of 3
+    is still cut."""
+    rng = np.random.default_rng(2)
+    q, k = (rng.standard_normal((24, 256, 64)).astype(np.float32) for _ in range(2))
+    a, b = (rng.standard_normal((3, 256, 256)).astype(np.float32) for _ in range(2))
+    f = functx.jit(lambda q, k, a, b: (functx.numpy.matmul(q, k.transpose(0, 2, 1)), a @ b))
+    jobs = _jobs(f.lower(q, k, a, b).as_text())
+    own = dot.gemm.host_has_avx512()
+    assert [j["pieces"] for j in jobs] == ([1, 2] if own else [2, 2])
+    s, c = f(q, k, a, b)
+    np.testing.assert_allclose(s, q @ k.transpose(0, 2, 1), rtol=2e-5, atol=2e-4)
+    np.testing.assert_allclose(c, a @ b, rtol=2e-5, atol=2e-4)

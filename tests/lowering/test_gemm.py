@@ -147,3 +147,33 @@ def test_own_gemm_library_builds_behind_the_programs(monkeypatch):
     gemm.start_build()
     gemm.start_build()
     assert started == [gemm._compile] and gemm._build["thread"] == "thread"
+
+
+@pytest.mark.skipif(not gemm.host_has_avx512(), reason="AVX-512")
+@pytest.mark.parametrize("tb", [0, 1])
+def test_own_gemm_transposed_a_every_block(tb):
+    """A transposed A is packed once per block of rows and terms and serves every block of B's
+    columns (the library called directly: two row blocks of 768, two blocks of 300 terms, two
+    of 384 columns, with an added buffer), against NumPy in float64; the result's bits do not
+    depend on the order of the blocks (the same product cut in two pieces of columns)."""
+    f = ctypes.CDLL(gemm.library()).fx_sgemm512
+    P, I = ctypes.c_void_p, ctypes.c_int64
+    f.argtypes = [ctypes.c_int, ctypes.c_int, I, I, I, ctypes.c_float, P, I, P, I, P, I, P]
+    m, n, k = 800, 700, 600
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((k, m)).astype(np.float32)  # op(A) = a.T
+    b = rng.standard_normal((n, k) if tb else (k, n)).astype(np.float32)
+    u = rng.standard_normal((m, n)).astype(np.float32)
+    c = np.full((m, n), np.nan, np.float32)
+    ldb = k if tb else n
+    f(1, tb, m, n, k, -0.5, a.ctypes.data, m, b.ctypes.data, ldb, c.ctypes.data, n, u.ctypes.data)
+    bb = (b.T if tb else b).astype(np.float64)
+    want = u + -0.5 * (a.T.astype(np.float64) @ bb)
+    bound = 0.5 * (np.abs(a.T).astype(np.float64) @ np.abs(bb))
+    assert np.all(np.abs(c - want) <= 2e-6 * bound + 1e-6 * np.abs(u))
+    halves = np.full((m, n), np.nan, np.float32)
+    for j0, j1 in ((0, 320), (320, n)):  # (B's columns from j0: the row or the column offset)
+        off = j0 * k if tb else j0
+        f(1, tb, m, j1 - j0, k, -0.5, a.ctypes.data, m, b.ctypes.data + 4 * off, ldb,
+          halves.ctypes.data + 4 * j0, n, u.ctypes.data + 4 * j0)  # fmt: skip
+    np.testing.assert_array_equal(halves, c)

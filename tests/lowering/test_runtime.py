@@ -206,3 +206,23 @@ def test_call_extension_builds_behind_the_programs(monkeypatch):
     [(build, timeout)] = started
     assert build.func is runtime._build_fast and timeout == 60
     assert runtime._PYEXT_FLAGS == build.args[0][1:]
+
+
+def test_omp_wait_settings():
+    """Waiting OpenMP threads sleep (``PASSIVE``) on a busy machine and spin a little first on
+    an idle one; what the user set is kept."""
+    from functx.lowering import runtime
+
+    spin = str(runtime.IDLE_SPIN)
+    assert runtime.omp_wait_settings({}, 12.0, 2) == {"OMP_WAIT_POLICY": "PASSIVE"}
+    assert runtime.omp_wait_settings({}, 2.0, 2) == {"OMP_WAIT_POLICY": "PASSIVE"}
+    assert runtime.omp_wait_settings({}, 0.5, 2) == {
+        "OMP_WAIT_POLICY": "PASSIVE",
+        "GOMP_SPINCOUNT": spin,
+    }
+    given = {"OMP_WAIT_POLICY": "PASSIVE"}  # (as benchmarks/workloads.py sets it for torch)
+    assert runtime.omp_wait_settings(given, 0.5, 2) == {"GOMP_SPINCOUNT": spin}
+    assert runtime.omp_wait_settings({"GOMP_SPINCOUNT": "0"}, 0.5, 2) == {
+        "OMP_WAIT_POLICY": "PASSIVE"
+    }
+    assert os.environ["OMP_WAIT_POLICY"]  # (set at import, before any program loads libgomp)

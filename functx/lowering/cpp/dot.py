@@ -465,7 +465,7 @@ def _blas_call(prog, nodes, blas, ct):
     return [
         "  {",
         f"    const fx_gemm_job<{ct}> fx_jobs[] = {{",
-        *(_job(node, ct, whole=lib is None) for node in nodes),
+        *(_job(node, ct, whole=lib is None, own=own) for node in nodes),
         "    };",
         f"    fx_gemm_run({routine}, {threads}, fx_jobs, {len(nodes)});",
         "  }",
@@ -501,9 +501,11 @@ def _one_thread(prog, lib) -> list[str]:
     ]
 
 
-def _job(node, ct, whole=False) -> str:
+def _job(node, ct, whole=False, own=False) -> str:
     """The ``fx_gemm_job`` of product ``node`` (an initializer in ``_blas_call``'s table), cut
-    into pieces along C's longer side; ``whole``: one piece per matrix (no cut)."""
+    into pieces along C's longer side; ``whole``: one piece per matrix (no cut); ``own``: the
+    pieces go to ``cpp/gemm.py``'s kernel (column pieces of whole panels, ``_whole_panels``; a
+    large batch of small matrices uncut)."""
     p = node.params
     bsz, m, kk, nn = p["batch"], p["m"], p["k"], p["n"]
     acc = p.get("acc")
@@ -518,6 +520,14 @@ def _job(node, ct, whole=False) -> str:
             span // 16 or 1,
         )
     )
+    if own and not whole:
+        # (a batch of small matrices is pieces already: at most _BLAS_PIECES in all, each
+        # packing its own operand once; the GPT block's 24 attention products of 256x256x64,
+        # one thread, load 13: 15.7 CPU ms whole, 17.3 in two pieces of each. Larger matrices
+        # keep their cuts: a few big pieces would leave threads idle at the end.)
+        if m * nn * kk <= 4 * _BLAS_PIECE:
+            pieces = min(pieces, max(1, _BLAS_PIECES // bsz))
+        pieces = _whole_panels(nn, pieces) if m < nn else pieces
     ops = f"{p['lhs'].buf}, {p['rhs'].buf}, {node.buf}, {acc.buf if acc else 'nullptr'}"
     dims = f"{bsz}LL, {m}LL, {nn}LL, {kk}LL, {int(p['lhs_trans'])}, {int(p['rhs_trans'])}"
     side = "rows" if m >= nn else "columns"
@@ -525,6 +535,20 @@ def _job(node, ct, whole=False) -> str:
         f"      {{{ops}, ({ct}){p.get('alpha', 1.0)!r}, {dims}, {pieces}LL}},"
         f"  // {pieces} piece(s) of C's {side}"
     )
+
+
+def _whole_panels(n: int, pieces: int) -> int:
+    """The fewest column pieces, at least ``pieces``, that cut ``n`` columns into whole panels of
+    ``cpp/gemm.py``'s 64-column tile, or ``pieces`` when none does. A piece ending in part of a
+    panel runs that tile padded: the GPT block's 1152-column products in 4 pieces of 288 ran a
+    32-column tile each. (At least as many pieces as before: fewer leave a thread idle at the
+    end, as 3 pieces on 2 threads did.) One thread, CPU ms, load 8: `x @ W_qkv` (1024x384 @
+    384x1152) 9.8 in 4 pieces, 8.9 in 6; its weight gradient (1024x384).T @ (1024x1152), whose
+    pieces each pack A, 11.3 and 10.4."""
+    panels, rem = divmod(n, gemm.PANEL)
+    if pieces < 2 or rem:
+        return pieces
+    return next((p for p in range(pieces, panels + 1) if panels % p == 0), pieces)
 
 
 def _small_gemm(node, la, rb_, ta, tb, bsz, m, kk, nn, ct):

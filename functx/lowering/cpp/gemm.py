@@ -22,7 +22,10 @@ How (the classic blocked scheme, sized for Zen 4's 32 KiB L1 and 1 MiB L2 per co
   by every piece of C's columns (``dot._job``) and cost 2.5% of the five products (13.70 ->
   13.36 CPU ms, one thread, load 11; session 34). A transposed A (a weight gradient's
   ``x.T``: six floats in a row per term, one cache line per term, which would not stay in L1
-  for ``kc`` = 512) is packed into panels of 6 rows (``kc x 6``) with masked copies. A
+  for ``kc`` = 512) is packed into panels of 6 rows (``kc x 6``) with masked copies, once per
+  block of rows and terms: B's blocks of columns are walked inside that block (they were
+  outside, and each packed A again: the GPT block step's weight gradients, one thread, load 11,
+  15.10 -> 14.51 CPU ms for ``dW_2``, 3.45 -> 3.36 for ``dW_o``; session 35). A
   transposed B is packed through 16 x 16 register transposes (strided scalar copies cost 10%
   on ``d @ W.T``).
 - The result is written once per ``kc`` block, ``C = alpha * sum`` or, with ``U``,
@@ -73,6 +76,7 @@ NAME = "fx_own_sgemm"  # (fx_gemm_run's routine in the programs: the library, or
 # The pieces given to this kernel: float32, and at least this many rows, columns and terms (a
 # 6 x 64 tile over fewer columns is mostly padding; OpenBLAS keeps the narrow products).
 _MIN_M, _MIN_N, _MIN_K = 6, 48, 32
+PANEL = 64  # the register tile's columns (FX_GNR): B is packed in panels of this many
 
 SOURCE = r"""
 // ---- fx_sgemm512 (cpp/gemm.py): C = alpha op(A) op(B) [+ U], row-major float32 ----
@@ -252,46 +256,55 @@ extern "C" void fx_sgemm512(int ta, int tb, int64_t m, int64_t n, int64_t k, flo
   }
   float* bp = buf;
   float* ap = buf + (ncb + FX_GNR) * kcb;
-  for (int64_t jc = 0; jc < n; jc += ncb) {
-    const int64_t nc = n - jc < ncb ? n - jc : ncb;
-    for (int64_t pc = 0; pc < k; pc += kcb) {
-      const int64_t kc = k - pc < kcb ? k - pc : kcb;
-      fx_g_pack_b(b, ldb, tb, pc, kc, jc, nc, bp);
-      // (the next block of B read into L2 while this one's tiles run)
-      const int64_t pn = pc + kc < k ? pc + kc : 0, jn = pc + kc < k ? jc : jc + ncb;
-      const int64_t kn = k - pn < kcb ? k - pn : kcb, nn = n - jn < ncb ? n - jn : ncb;
-      fx_g_ahead ahead = {(const char*)(tb ? b + jn * ldb + pn : b + pn * ldb + jn), ldb * 4,
-                          jn < n ? (tb ? nn : kn) : 0, (tb ? kn : nn) * 4, 0, 0};
-      const int64_t per_tile = ahead.rows * ((ahead.len + 63) / 64 + 1) /
-                               (((m + FX_GMR - 1) / FX_GMR) * ((nc + FX_GNR - 1) / FX_GNR)) + 1;
-      for (int64_t ic = 0; ic < m; ic += mcb) {
-        const int64_t mc = m - ic < mcb ? m - ic : mcb;
-        if (ta) fx_g_pack_at(a, lda, ic, mc, pc, kc, ap);
-        for (int64_t ip = 0, rows = fx_g_rows(mc); ip < mc; ip += rows, rows = fx_g_rows(mc - ip))
-          for (int64_t jp = 0; jp < nc; jp += FX_GNR) {
-            fx_g_fetch(ahead, per_tile);
-            const int64_t off = (ic + ip) * ldc + jc + jp;
-            const float* add = pc ? c + off : u ? u + off : nullptr;
-            if (u && !pc && jp + FX_GNR < nc)  // (U's lines of the next tile into L1)
-              for (int64_t r = 0; r < rows; ++r)
-                for (int64_t l = jp + FX_GNR; l < nc && l < jp + 2 * FX_GNR; l += 16)
-                  _mm_prefetch((const char*)(u + off - jp + r * ldc + l), _MM_HINT_T0);
-            const int64_t w = nc - jp < FX_GNR ? nc - jp : FX_GNR;
-            const float *pa = ta ? ap + ip * kc : a + (ic + ip) * lda + pc, *pb = bp + jp * kc;
+  // The blocks of B, (pc, jc), in the order they are packed: for A stored by rows, jc outer
+  // (A is read in place); for a transposed A, pc and ic outer, so that each block of A is packed
+  // once and serves every block of B's columns (jc inner; before, A was packed again for each
+  // block of columns).
+  const int64_t nj = (n + ncb - 1) / ncb, np = (k + kcb - 1) / kcb, ni = (m + mcb - 1) / mcb;
+  const int64_t nblocks = ta ? ni * np * nj : nj * np;
+  for (int64_t q = 0; q < nblocks; ++q) {
+    const int64_t iq = ta ? q / (np * nj) : 0, pq = ta ? q / nj % np : q % np;
+    const int64_t jq = ta ? q % nj : q / np;
+    const int64_t jc = jq * ncb, pc = pq * kcb;
+    const int64_t nc = n - jc < ncb ? n - jc : ncb, kc = k - pc < kcb ? k - pc : kcb;
+    fx_g_pack_b(b, ldb, tb, pc, kc, jc, nc, bp);
+    // (the next block of B read into L2 while this one's tiles run)
+    const int64_t qn = q + 1 < nblocks ? q + 1 : -1;
+    const int64_t pn = qn < 0 ? 0 : (ta ? qn / nj % np : qn % np) * kcb;
+    const int64_t jn = qn < 0 ? n : (ta ? qn % nj : qn / np) * ncb;
+    const int64_t kn = k - pn < kcb ? k - pn : kcb, nn = n - jn < ncb ? n - jn : ncb;
+    fx_g_ahead ahead = {(const char*)(tb ? b + jn * ldb + pn : b + pn * ldb + jn), ldb * 4,
+                        jn < n ? (tb ? nn : kn) : 0, (tb ? kn : nn) * 4, 0, 0};
+    const int64_t mrows = ta ? (m - iq * mcb < mcb ? m - iq * mcb : mcb) : m;
+    const int64_t per_tile = ahead.rows * ((ahead.len + 63) / 64 + 1) /
+                             (((mrows + FX_GMR - 1) / FX_GMR) * ((nc + FX_GNR - 1) / FX_GNR)) + 1;
+    for (int64_t ic = ta ? iq * mcb : 0; ic < (ta ? iq * mcb + mrows : m); ic += mcb) {
+      const int64_t mc = m - ic < mcb ? m - ic : mcb;
+      if (ta && jq == 0) fx_g_pack_at(a, lda, ic, mc, pc, kc, ap);
+      for (int64_t ip = 0, rows = fx_g_rows(mc); ip < mc; ip += rows, rows = fx_g_rows(mc - ip))
+        for (int64_t jp = 0; jp < nc; jp += FX_GNR) {
+          fx_g_fetch(ahead, per_tile);
+          const int64_t off = (ic + ip) * ldc + jc + jp;
+          const float* add = pc ? c + off : u ? u + off : nullptr;
+          if (u && !pc && jp + FX_GNR < nc)  // (U's lines of the next tile into L1)
+            for (int64_t r = 0; r < rows; ++r)
+              for (int64_t l = jp + FX_GNR; l < nc && l < jp + 2 * FX_GNR; l += 16)
+                _mm_prefetch((const char*)(u + off - jp + r * ldc + l), _MM_HINT_T0);
+          const int64_t w = nc - jp < FX_GNR ? nc - jp : FX_GNR;
+          const float *pa = ta ? ap + ip * kc : a + (ic + ip) * lda + pc, *pb = bp + jp * kc;
 #define FX_G_TILE(R)                                                                 \
   (ta ? fx_g_tile<R, true>(kc, pa, 0, pb, c + off, ldc, add, w, alpha)               \
       : fx_g_tile<R, false>(kc, pa, lda, pb, c + off, ldc, add, w, alpha))
-            switch (rows) {
-              case 6: FX_G_TILE(6); break;
-              case 5: FX_G_TILE(5); break;
-              case 4: FX_G_TILE(4); break;
-              case 3: FX_G_TILE(3); break;
-              case 2: FX_G_TILE(2); break;
-              default: FX_G_TILE(1);
-            }
-#undef FX_G_TILE
+          switch (rows) {
+            case 6: FX_G_TILE(6); break;
+            case 5: FX_G_TILE(5); break;
+            case 4: FX_G_TILE(4); break;
+            case 3: FX_G_TILE(3); break;
+            case 2: FX_G_TILE(2); break;
+            default: FX_G_TILE(1);
           }
-      }
+#undef FX_G_TILE
+        }
     }
   }
 }
