@@ -418,11 +418,11 @@ def render(prog, k: Kernel):
                 # max(-0, +0) is +0 whatever the order); a flag in the same loop says whether
                 # the row holds it (a second loop over the row, run when the extreme is a
                 # zero, cost a tenth of a kernel's compile time for little run time saved)
-                zsign, zero = _zero_rule(op)
+                wins, zero = _zero_rule(op)
                 decls.append(f"{ct} {a} = {ident}; int {a}_nan = 0, {a}_z = 0;")
                 updates.append(
                     f"{a} = ({v} {cmp} {a}) ? {v} : {a}; {a}_nan |= ({v} != {v}); "
-                    f"{a}_z |= ({v} == 0 && {'' if zsign == '1' else '!'}__builtin_signbit({v}));"
+                    f"{a}_z |= ({wins.format(v=v)});"
                 )
                 clauses += [
                     f"reduction({'max' if cmp == '>' else 'min'}:{a})",
@@ -651,6 +651,11 @@ def identity_literal(op: str, dt) -> str:
 
 
 def _zero_rule(op: str):
-    """For a float max/min: (the sign bit of the zero that wins a tie of zeros, its sign)."""
+    """For a float max/min: (a C test of ``v`` being the zero that wins a tie of zeros, its
+    sign). (``__builtin_signbit`` gives the bit's value, not 1: tested as nonzero.)"""
     neg = bool(np.signbit(SEMANTICS[op].zero_sign))
-    return ("1", "-") if neg else ("0", "+")
+    return (
+        ("{v} == 0 && __builtin_signbit({v})", "-")
+        if neg
+        else ("{v} == 0 && !__builtin_signbit({v})", "+")
+    )
