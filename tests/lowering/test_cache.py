@@ -295,6 +295,46 @@ def test_translation_units_compile_into_one_shared_object(tmp_path, monkeypatch)
     assert cache.cached([_UNIT_MAIN, _UNIT_TWO]) == so and cache.cached([_UNIT_MAIN]) is None
 
 
+def _runs(monkeypatch):
+    """The compiler commands ``cache._run`` is given, from now on."""
+    cache.compiler_id()  # (its ``--version`` run first)
+    cmds, run = [], cache._run
+    monkeypatch.setattr(cache, "_run", lambda cmd, *a: cmds.append(cmd) or run(cmd, *a))
+    return cmds
+
+
+@pytest.mark.skipif(not shutil.which("ld.gold"), reason="no gold linker")
+@pytest.mark.parametrize("units", [[_UNIT_TWO], [_UNIT_MAIN, _UNIT_TWO]])
+def test_shared_objects_link_with_gold_where_there_is_one(tmp_path, monkeypatch, units):
+    import ctypes
+
+    monkeypatch.setenv("FUNCTX_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(cache, "_LINKER", {})
+    cmds = _runs(monkeypatch)
+    so, compiled = cache.compile_cached(units)
+    assert compiled and ctypes.CDLL(so).fx_two() == 2
+    links = [c for c in cmds if "-c" not in c]
+    assert len(links) == 1 and "-fuse-ld=gold" in links[0]
+
+
+def test_a_linker_the_compiler_refuses_falls_back_to_the_default(tmp_path, monkeypatch):
+    import ctypes
+
+    monkeypatch.setenv("FUNCTX_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(cache, "_LINKER", {"flags": ["-fuse-ld=no-such-linker-for-functx"]})
+    cmds = _runs(monkeypatch)
+    so, compiled = cache.compile_cached([_UNIT_MAIN, _UNIT_TWO])
+    assert compiled and ctypes.CDLL(so).fx_run(None) == 2
+    assert cache._LINKER["flags"] == []  # (the rest of the process links with the default)
+    assert ["-fuse-ld" in " ".join(c) for c in cmds if "-c" not in c] == [True, False]
+    # a failure of the program itself is not run twice
+    monkeypatch.setattr(cache, "_LINKER", {"flags": ["-fuse-ld=no-such-linker-for-functx"]})
+    del cmds[:]
+    with pytest.raises(cache.CompileError):
+        cache.compile_cached(['extern "C" int fx_run(void** a) { return fx_none(); }\n'])
+    assert len(cmds) == 1 or "fx_none" not in " ".join(cmds[0])
+
+
 def test_a_failing_unit_is_named(tmp_path, monkeypatch):
     monkeypatch.setenv("FUNCTX_CACHE_DIR", str(tmp_path))
     with pytest.raises(cache.CompileError) as info:

@@ -11,6 +11,7 @@ their results on the edge cases, compiled against eager.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import functx
 import functx.numpy as fnp
@@ -62,6 +63,45 @@ def _bias_grads(x, w):
     # (the GPT block's bias gradients: a whole (B, T) of rows; a transposed and a sliced
     # operand whose reduced axes do not lie a row apart)
     return (x * w).sum((0, 1)), x.transpose(1, 0, 2).sum((0, 1)) * 2, x[:, 1:].max((0, 1))
+
+
+def _row_extremes(x, m):
+    y = fnp.where(m, x * 2, -fnp.inf)  # (a masked scale, as a softmax's)
+    return y.max(-1), (x * 2).min(-1), x - x.max(-1, keepdims=True), fnp.argmax(x, -1)
+
+
+def test_row_max_min_zero_sign_and_nan_in_one_loop():
+    # 37 elements a row: zeros in the vector lanes and in the remainder; which zero wins a tie
+    # (max +0, min -0, as JAX whatever the order) is a flag of the reduction's own loop
+    jax = pytest.importorskip("jax")
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((7, 37)).astype(np.float32)
+    x[0] = -0.0  # all -0: max -0, min -0
+    x[1] = -0.0
+    x[1, 33] = 0.0  # one +0 in the remainder: max +0
+    x[2] = -np.abs(x[2])
+    x[2, 5], x[2, 20] = 0.0, -0.0  # max +0
+    x[3] = np.abs(x[3])
+    x[3, 0], x[3, 17] = 0.0, -0.0  # min -0
+    x[4, :5] = 0.0
+    x[4, 36] = np.nan  # NaN wins
+    x[5] = 0.0
+    x[5, 16] = -0.0  # min -0, max +0
+    m = rng.random((7, 37)) < 0.8
+    m[:6] = True
+    exe = functx.jit(_row_extremes).lower(x, m).executable
+    kernels = exe.source[exe.source.index("// kernel 0:") :]
+    assert kernels.count("_z |= (") == 3 and "== 0) {" not in kernels
+    got = functx.jit(_row_extremes)(x, m)
+    jnp, xj = jax.numpy, jax.numpy.asarray(x)
+    y = jnp.where(m, xj * 2, -jnp.inf)
+    want = (y.max(-1), (xj * 2).min(-1), xj - xj.max(-1, keepdims=True), jnp.argmax(xj, -1))
+    for g, w in zip(got, want):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
+        if g.dtype == np.float32:  # (a NaN's sign is not specified)
+            np.testing.assert_array_equal(np.signbit(g) | np.isnan(g), np.signbit(w) | np.isnan(w))
 
 
 def test_column_rows_as_one_flat_index():

@@ -53,6 +53,12 @@ def _cascade_split(inner):
 
 
 _COLUMN_BLOCK = 256  # a column reduction keeps this many outputs' accumulators at a time
+
+
+# Before a column reduction's loops over its block of accumulators (setting, flushing, copying):
+# gcc would otherwise unroll each completely (32 vector steps for 256 float32s), and those loops
+# were a tenth of the GPT block's compile time for no gain (they run once a block of rows).
+_KEEP_LOOP = "#pragma GCC unroll 1"
 _COLUMN_OPS = ("reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or")
 
 
@@ -188,11 +194,12 @@ def _render_columns(prog, k: Kernel):
         a = f"a{r.id}"
         cascade = op == "reduce_sum" and ct == "float" and n_inner > _SUM_BLOCK
         at_ct = "double" if cascade else ct
-        init = (
+        init = [
+            f"    {_KEEP_LOOP}",
             f"    for (int64_t c = 0; c < {blk}LL; ++c) "
-            f"{a}[c] = ({at_ct}){identity_literal(op, x.dtype)};"
-        )
-        decls += [f"    alignas(64) {at_ct} {a}[{blk}];", init]
+            f"{a}[c] = ({at_ct}){identity_literal(op, x.dtype)};",
+        ]
+        decls += [f"    alignas(64) {at_ct} {a}[{blk}];", *init]
         if cascade:
             decls.append(f"    alignas(64) float {a}_p[{blk}];")
             sums.append(a)
@@ -233,7 +240,11 @@ def _render_columns(prog, k: Kernel):
         j_from, j_to = "0", f"{n_inner}LL"
     lines += head + decls
     lines.append(f"    for (int64_t jb = {j_from}; jb < {j_to}; jb += {step}LL) {{")
-    lines += [f"      for (int64_t c = 0; c < {blk}LL; ++c) {a}_p[c] = 0.0f;" for a in sums]
+    for a in sums:
+        lines += [
+            f"      {_KEEP_LOOP}",
+            f"      for (int64_t c = 0; c < {blk}LL; ++c) {a}_p[c] = 0.0f;",
+        ]
     lines.append(f"      const int64_t je = fx_imin(jb + {step}LL, {j_to});")
     lines.append("      for (int64_t jf = jb; jf < je; ++jf) {")
     if flat is None:
@@ -245,23 +256,24 @@ def _render_columns(prog, k: Kernel):
     lines += ["        }", "      }"]
     for a in sums:
         lines += [
-            "      #pragma omp simd",
+            f"      {_KEEP_LOOP}",  # (vectorised all the same)
             f"      for (int64_t c = 0; c < {blk}LL; ++c) {a}[c] += (double){a}_p[c];",
         ]
     lines.append("    }")
     if nch > 1:
         for a, _, _, _ in parts:
-            lines.append(
-                f"    for (int64_t c = 0; c < {blk}LL; ++c) {a}_parts[obc * {blk}LL + c] = {a}[c];"
-            )
+            lines += [
+                f"    {_KEEP_LOOP}",
+                f"    for (int64_t c = 0; c < {blk}LL; ++c) {a}_parts[obc * {blk}LL + c] = {a}[c];",
+            ]
         lines.append("  }")
         # the chunks' partial results, combined in chunk order, one block of outputs at a time
         lines.append(f"  for (int64_t ob = 0; ob < {items}LL; ++ob) {{")
         lines += head
         for a, at_ct, init, comb in parts:
-            lines += [f"    alignas(64) {at_ct} {a}[{blk}];", init]
+            lines += [f"    alignas(64) {at_ct} {a}[{blk}];", *init]
             lines.append(f"    for (int64_t ch = 0; ch < {nch}LL; ++ch) {{")
-            lines.append(f"      for (int64_t c = 0; c < {blk}LL; ++c) {{")
+            lines += [f"      {_KEEP_LOOP}", f"      for (int64_t c = 0; c < {blk}LL; ++c) {{"]
             part = f"{a}_parts[(ob * {nch}LL + ch) * {blk}LL + c]"
             lines.append(f"        {a}[c] = {comb(f'{a}[c]', part)};")
             lines += ["      }", "    }"]
@@ -339,7 +351,7 @@ def render(prog, k: Kernel):
         em.acc_names = acc_names
         em.hoisting(hoist, iv)
         _reuse(em, reuse[p])
-        clauses, post, index_loops, zero_fixes, cascade = [], [], [], [], []
+        clauses, post, index_loops, cascade = [], [], [], []
         serial = False
         for r, val_e in zip(red_nodes, pass_vals[p]):
             op = r.params["op"]
@@ -402,17 +414,22 @@ def render(prog, k: Kernel):
                 # vectorisable: the plain comparison (which skips NaN) plus a NaN flag
                 cmp = ">" if op == "reduce_max" else "<"
                 ident = identity_literal(op, x.dtype)
-                # a zero of the sign that wins ties: +0.0 for max, -0.0 for min
-                zsign, zero = _zero_rule(op)
-                # (which zero, when the extreme is a zero: a second loop over the row, run
-                # only then, keeps the sign test out of the hot loop)
-                decls.append(f"{ct} {a} = {ident}; int {a}_nan = 0;")
-                updates.append(f"{a} = ({v} {cmp} {a}) ? {v} : {a}; {a}_nan |= ({v} != {v});")
+                # a zero of the sign that wins ties: +0.0 for max, -0.0 for min (JAX's
+                # max(-0, +0) is +0 whatever the order); a flag in the same loop says whether
+                # the row holds it (a second loop over the row, run when the extreme is a
+                # zero, cost a tenth of a kernel's compile time for little run time saved)
+                wins, zero = _zero_rule(op)
+                decls.append(f"{ct} {a} = {ident}; int {a}_nan = 0, {a}_z = 0;")
+                updates.append(
+                    f"{a} = ({v} {cmp} {a}) ? {v} : {a}; {a}_nan |= ({v} != {v}); "
+                    f"{a}_z |= ({wins.format(v=v)});"
+                )
                 clauses += [
                     f"reduction({'max' if cmp == '>' else 'min'}:{a})",
                     f"reduction(|:{a}_nan)",
+                    f"reduction(|:{a}_z)",
                 ]
-                zero_fixes.append((a, val_e, zsign, zero, ct))
+                post.append(f"if ({a} == 0 && {a}_z) {a} = {zero}({ct})0;")
                 post.append(f"if ({a}_nan) {a} = fx::limits<{ct}>::quiet_NaN();")
                 continue
             ident = identity_literal(op, x.dtype)
@@ -461,8 +478,6 @@ def render(prog, k: Kernel):
         lines += [f"    float {a} = (float){a}_w;" for a in cascade]
         if index_loops:
             lines += _index_loop(prog, k, index_loops, acc_names, iv, reuse[p])
-        for fix in zero_fixes:
-            lines += _zero_sign(prog, k, fix, acc_names, iv, reuse[p])
         lines += ["    " + q for q in post]
     # stores of the reductions that own buffers used outside the row
     for r in [r for p in k.passes for r in p]:
@@ -519,28 +534,6 @@ def _index_loop(prog, k: Kernel, index_loops, acc_names, iv, reuse):
         simd_clauses=clauses,
     )
     return lines
-
-
-def _zero_sign(prog, k: Kernel, fix, acc_names, iv, reuse):
-    """When a float max (min) of a row is zero, whether +0 (-0) occurs in the row: that
-    zero is the result (JAX's max(-0, +0) is +0 whatever the order)."""
-    a, val_e, zsign, sign, ct = fix
-    hoist = Emitter("      ", prefix=f"hz{a}_")
-    em = Emitter("        " + "  " * max(len(k.inner_shape) - 1, 0))
-    em.acc_names = acc_names
-    em.hoisting(hoist, iv)
-    _reuse(em, reuse)
-    v = em(val_e)
-    body = em.lines + [f"{em.indent}{a}_z |= ({v} == 0 && __builtin_signbit({v}) == {zsign});"]
-    loop = _inner_loops(
-        prog, iv, k.inner_shape, body, needs_jflat=bool(reuse), simd_clauses=[f"reduction(|:{a}_z)"]
-    )
-    return (
-        [f"    if ({a} == 0) {{", f"      int {a}_z = 0;"]
-        + hoist.lines
-        + ["  " + ln for ln in loop]
-        + [f"      if ({a}_z) {a} = {sign}({ct})0;", "    }"]
-    )
 
 
 def _row_cache(prog, k: Kernel, full, ctxs):
@@ -658,6 +651,11 @@ def identity_literal(op: str, dt) -> str:
 
 
 def _zero_rule(op: str):
-    """For a float max/min: (the sign bit of the zero that wins a tie of zeros, its sign)."""
+    """For a float max/min: (a C test of ``v`` being the zero that wins a tie of zeros, its
+    sign). (``__builtin_signbit`` gives the bit's value, not 1: tested as nonzero.)"""
     neg = bool(np.signbit(SEMANTICS[op].zero_sign))
-    return ("1", "-") if neg else ("0", "+")
+    return (
+        ("{v} == 0 && __builtin_signbit({v})", "-")
+        if neg
+        else ("{v} == 0 && !__builtin_signbit({v})", "+")
+    )
