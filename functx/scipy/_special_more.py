@@ -875,3 +875,145 @@ def hyp1f1(a, b, x):
     a, b, x = _real("hyp1f1", a, b, x)
     a, b, x = jnp.broadcast_arrays(a, b, x)
     return _hyp1f1(a, b, x)
+
+
+# --- the Faddeeva function w(z) = exp(-z^2) erfc(-iz) -----------------------------------------
+@functools.cache
+def _wofz_coefficients(n=32):
+    """Weideman's (1994) rational approximation of ``w`` in the upper half plane:
+    ``w(z) = 2 p(Z) / (L - iz)^2 + 1 / (sqrt(pi) (L - iz))`` with ``Z = (L + iz) / (L - iz)``,
+    ``L = sqrt(n / sqrt(2))`` and ``p`` the degree ``n - 1`` polynomial whose coefficients
+    (highest first) are the Fourier coefficients of ``exp(-t^2) (L^2 + t^2)`` at
+    ``t = L tan(theta / 2)``, computed here by one FFT."""
+    m = 2 * n
+    length = math.sqrt(n / math.sqrt(2))
+    theta = np.arange(-m + 1, m) * np.pi / m
+    t = length * np.tan(theta / 2)
+    f = np.concatenate([[0.0], np.exp(-(t**2)) * (length**2 + t**2)])
+    a = np.real(np.fft.fft(np.fft.fftshift(f))) / (2 * m)
+    return length, a[1 : n + 1][::-1].copy()
+
+
+def _wofz_value(z):
+    length, coeffs = _wofz_coefficients()
+    upper = jnp.imag(z) >= 0
+    zu = jnp.where(upper, z, -z)  # w(-z) = 2 exp(-z^2) - w(z) for the lower half plane
+    iz = lax.complex(-jnp.imag(zu), jnp.real(zu))
+    den = _c(length, zu) - iz
+    p = jnp.polyval(jnp.asarray(coeffs.astype(z.dtype)), (_c(length, zu) + iz) / den)
+    w = _c(2, zu) * p / (den * den) + _c(1 / math.sqrt(math.pi), zu) / den
+    return jnp.where(upper, w, _c(2, zu) * jnp.exp(-z * z) - w)
+
+
+@custom_jvp
+def _wofz(z):
+    return _wofz_value(z)
+
+
+@_wofz.defjvp
+def _wofz_jvp(primals, tangents):
+    ((z,), (t,)) = primals, tangents
+    w = _wofz(z)  # w' = 2i / sqrt(pi) - 2 z w (holomorphic)
+    return w, t * (_c(2j / math.sqrt(math.pi), z) - _c(2, z) * z * w)
+
+
+def wofz(z):
+    """The Faddeeva function ``w(z) = exp(-z^2) erfc(-iz)`` (JAX's
+    ``jax.scipy.special.wofz``).
+
+    Weideman's 32-term rational approximation in the upper half plane (its coefficients
+    computed at first use by one FFT), ``w(z) = 2 exp(-z^2) - w(-z)`` below the real axis (which
+    overflows to inf/NaN where ``exp(-z^2)`` does, as in JAX). Relative error against SciPy
+    about 1e-13 in float64 for ``|z| <= 10`` (tested: 1e-11). The derivative is the holomorphic
+    ``2i / sqrt(pi) - 2 z w(z)``.
+
+    Arguments:
+      z: a real or complex array (real and integer inputs become complex: complex64 from
+        float32, complex128 from float64).
+    Returns:
+      A complex array.
+
+    Example:
+      >>> import functx.scipy.special as fs
+      >>> print(fs.wofz(1.0 + 1.0j).round(6))
+      (0.304744+0.208219j)
+    """
+    (z,) = _float("wofz", z)
+    if not jnp.iscomplexobj(z):
+        z = lax.complex(z, jnp.zeros_like(z))
+    return _wofz(z)
+
+
+# --- Owen's T function ------------------------------------------------------------------------
+@functools.cache
+def _owens_t_rule():
+    """``T(h, a) = a / (2 pi) int_0^1 f(a s) ds``, ``f(u) = exp(-h^2 (1 + u^2) / 2) / (1 + u^2)``
+    even in ``s``: the 13 positive nodes of the 26-point Gauss-Legendre rule, as squares (the
+    integrand needs only ``s^2``), and their weights over ``2 pi`` (Patefield and Tandy's
+    method T5)."""
+    nodes, weights = np.polynomial.legendre.leggauss(26)
+    keep = nodes > 0
+    return nodes[keep] ** 2, weights[keep] / (2 * np.pi)
+
+
+def _owens_t_value(h, a):
+    s2, w = _owens_t_rule()
+    h = jnp.abs(h)
+    aa = jnp.abs(a)
+    small = aa <= _c(1, a)
+    # |a| > 1: T(h, a) = (Phi(h) + Phi(a h)) / 2 - Phi(h) Phi(a h) - T(a h, 1 / a) (h >= 0)
+    ra = jnp.where(small, aa, _c(1, a) / aa)
+    rh = jnp.where(small, h, aa * h)
+    r = (ra * ra)[..., None] * jnp.asarray(s2.astype(h.dtype))
+    f = jnp.exp(_c(-0.5, h) * (rh * rh)[..., None] * (_c(1, h) + r)) / (_c(1, h) + r)
+    t = ra * jnp.sum(f * jnp.asarray(w.astype(h.dtype)), axis=-1)
+    sqrt2 = _c(math.sqrt(2), h)
+    t = jnp.where(rh == 0, jnp.arctan(ra) / _c(2 * np.pi, h), t)
+    t = jnp.where(ra == 1, _c(0.125, h) * lax.erfc(-rh / sqrt2) * lax.erfc(rh / sqrt2), t)
+    eh, eah = lax.erfc(h / sqrt2), lax.erfc(aa * h / sqrt2)
+    near = _c(0.25, h) - _c(0.25, h) * lax.erf(h / sqrt2) * lax.erf(aa * h / sqrt2)
+    far = _c(0.25, h) * (eh + eah - eh * eah)
+    t = jnp.where(small, t, jnp.where(aa * h <= _c(0.67, h), near, far) - t)
+    t = jnp.sign(a) * t
+    return jnp.where(jnp.isnan(a) | jnp.isnan(h), _c(np.nan, h), t)
+
+
+@custom_jvp
+def _owens_t(h, a):
+    return _owens_t_value(h, a)
+
+
+@_owens_t.defjvp
+def _owens_t_jvp(primals, tangents):
+    (h, a), (th, ta) = primals, tangents
+    d_h = -jnp.exp(_c(-0.5, h) * h * h) * lax.erf(a * h / _c(math.sqrt(2), h))
+    d_h = d_h / _c(2 * math.sqrt(2 * np.pi), h)
+    q = a * a + _c(1, a)
+    d_a = jnp.exp(_c(-0.5, h) * q * h * h) / (_c(2 * np.pi, h) * q)
+    return _owens_t(h, a), th * d_h + ta * d_a
+
+
+def owens_t(h, a):
+    """Owen's T function ``T(h, a) = 1/(2 pi) int_0^a exp(-h^2 (1 + x^2) / 2) / (1 + x^2) dx``
+    (JAX's ``jax.scipy.special.owens_t``).
+
+    JAX's method: for ``|a| <= 1`` a 13-node Gauss rule on that integral (Patefield and Tandy's
+    T5; nodes from the 26-point Gauss-Legendre rule), for ``|a| > 1`` the reciprocal relation
+    through ``T(a h, 1 / a)``; exact at ``h = 0`` (``arctan(a) / (2 pi)``) and ``|a| = 1``. Odd
+    in ``a``, even in ``h``; NaN where either input is. Like JAX's, the rule loses relative
+    accuracy where ``T`` is tiny (large ``h`` with small ``a``): absolute errors below 1e-13
+    (float64). Derivatives: the closed forms in ``h`` and ``a``.
+
+    Arguments:
+      h, a: real arrays, broadcast together (integers are converted to float).
+    Returns:
+      An array of the promoted float dtype.
+
+    Example:
+      >>> import functx.scipy.special as fs
+      >>> print(round(float(fs.owens_t(0.5, 2.0)), 6))
+      0.141113
+    """
+    h, a = _real("owens_t", h, a)
+    h, a = jnp.broadcast_arrays(h, a)
+    return _owens_t(h, a)

@@ -1056,8 +1056,10 @@ from functx.scipy._special_more import (  # noqa: E402
     expn as expn,
     fresnel as fresnel,
     hyp1f1 as hyp1f1,
+    owens_t as owens_t,
     sici as sici,
     spence as spence,
+    wofz as wofz,
 )
 
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
@@ -1113,4 +1115,6 @@ __all__ = [
     "fresnel",
     "bessel_jn",
     "hyp1f1",
+    "owens_t",
+    "wofz",
 ]

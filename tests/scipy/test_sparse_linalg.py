@@ -179,6 +179,7 @@ def test_vmap():
         (lambda m: m.bicgstab(np.eye(2), np.ones(2), x0=(np.ones(2),)), ValueError),
         (lambda m: m.gmres(np.eye(2), np.ones(2), x0=[np.ones(2)]), ValueError),
         (lambda m: m.gmres(np.eye(2), np.ones(2), solve_method="qr"), ValueError),
+        (lambda m: m.cg(np.eye(2), np.arange(2)), TypeError),  # integer b: JAX's loop-type error
     ],
 )
 def test_errors_as_jax(call, cls):

@@ -257,6 +257,7 @@ def test_jit_and_vmap():
         out = fss.exp1(x) + fss.expi(-x) + fss.expn(n, x) + fss.dawsn(x) + si * ci
         s, c = fss.fresnel(x)
         out = out + fss.spence(x) + s * c + fss.bessel_jn(x / 3, v=4).sum(0)
+        out = out + fss.owens_t(x - 3, n / 2) + fss.wofz(x / 10 + 1j * n).real
         return out + fss.hyp1f1(n, n + 1.5, x)
 
     want = f(n, x)
@@ -308,3 +309,82 @@ def test_bessel_jn_at_tiny_arguments(dt):
     got = np.asarray(fss.bessel_jn(z, v=3), np.float64)
     want = np.array([[ss.jv(n, float(x)) for x in z] for n in range(4)])
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=np.finfo(dt).tiny)  # (underflow: 0)
+
+
+# --- wofz, owens_t, hyp2f1, sph_harm_y (session 35) ---------------------------------------------
+def _dtypes_as_jax(name, *args, modes=(True, False), **kw):
+    """functx's output shapes and dtypes are JAX's for ``args`` and for int32 stand-ins, with
+    x64 on and off (JAX only traces)."""
+    ints = [np.arange(1, 4, dtype=np.int32) for _ in args]
+    for x64 in modes:
+        with jax.enable_x64(x64), functx.experimental.enable_x64(x64):
+            for a in (args, ints):
+                want = jax.eval_shape(lambda *v: getattr(jss, name)(*v, **kw), *a)
+                got = getattr(fss, name)(*a, **kw)
+                assert (got.shape, got.dtype) == (want.shape, want.dtype), (a, x64)
+
+
+def _wofz_grid():
+    re, im = np.meshgrid(np.linspace(-9, 9, 23), np.linspace(-4.5, 9, 19))
+    return (re + 1j * im).ravel()
+
+
+def test_wofz_matches_scipy_and_jax():
+    z = np.concatenate([_wofz_grid(), [0, 1e-300, 3.7, -25.0, 1e4j, -1e4 + 1e-3j]])
+    got = np.asarray(fss.wofz(z))
+    assert got.dtype == np.complex128
+    want = ss.wofz(z)
+    np.testing.assert_allclose(got, want, rtol=1e-11, atol=0)
+    np.testing.assert_allclose(got, np.asarray(jax.jit(jss.wofz)(z)), rtol=1e-13, atol=0)
+    with x64_off():
+        z32 = fss.wofz(z.astype(np.complex64))
+        assert z32.dtype == np.complex64
+        np.testing.assert_allclose(np.asarray(z32), want, rtol=2e-5, atol=1e-30)
+    # below the real axis 2 exp(-z^2) overflows, as in JAX
+    far = np.array([-3 - 30j])
+    assert not np.isfinite(np.asarray(fss.wofz(far))).all()
+    assert not np.isfinite(np.asarray(jax.jit(jss.wofz)(far))).all()
+    _dtypes_as_jax("wofz", np.array([0.5, 1.5]))
+
+
+def _owens_grid():
+    h, a = np.meshgrid(np.linspace(-7, 7, 29), np.concatenate([np.linspace(-12, 12, 25), [0.3]]))
+    h, a = h.ravel(), a.ravel()
+    return np.concatenate([h, [0, 0, 1.5, 2.0, np.nan, 1.0]]), np.concatenate(
+        [a, [1.0, -3.0, 1.0, -1.0, 1.0, np.nan]]
+    )
+
+
+def test_owens_t_matches_scipy_and_jax():
+    h, a = _owens_grid()
+    got = np.asarray(fss.owens_t(h, a))
+    np.testing.assert_allclose(got, ss.owens_t(h, a), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(got, jax.jit(jss.owens_t)(h, a), rtol=1e-13, atol=1e-16)
+    assert np.isnan(got[-2:]).all()
+    with x64_off():
+        g32 = fss.owens_t(h.astype(np.float32), a.astype(np.float32))
+        assert g32.dtype == np.float32
+        np.testing.assert_allclose(np.asarray(g32), ss.owens_t(h, a), rtol=1e-5, atol=1e-7)
+    _dtypes_as_jax("owens_t", np.array([0.5, 1.5]), np.array(2.0), modes=(False,))
+    # with x64 on JAX's float64 weights promote float32 (and int32) inputs to float64, against
+    # its docstring ("dtype matching the promoted inputs"); functx keeps the promoted dtype
+    with x64_off():
+        f32 = np.float32(0.5)
+    assert fss.owens_t(f32, f32).dtype == np.float32
+    assert fss.owens_t(0.5, 2.0).dtype == np.float64
+
+
+def test_wofz_and_owens_t_gradients():
+    z = np.array([0.5 + 0.3j, -1.2 + 2.0j, 2.0 - 0.7j])
+    check_grads(fss.wofz, (z,), 1)
+    # the holomorphic derivative: JAX's jvp along a complex tangent
+    t = np.array([1.0, 1j, 0.3 - 0.5j])
+    got = functx.jvp(fss.wofz, (z,), (t,))[1]
+    want = jax.jit(lambda z, t: jax.jvp(jss.wofz, (z,), (t,))[1])(z, t)
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+    h, a = np.array([-1.5, 0.2, 0.9, 3.0]), np.array([0.4, -2.5, 1.7, 0.8])
+    check_grads(fss.owens_t, (h, a), 2)
+    want = jax.jit(jax.vmap(jax.grad(jss.owens_t, argnums=(0, 1))))(h, a)
+    got = functx.vmap(functx.grad(fss.owens_t, argnums=(0, 1)))(h, a)
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+    # (jit and vmap: test_jit_and_vmap)
