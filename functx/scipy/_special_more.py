@@ -1012,7 +1012,7 @@ def owens_t(h, a):
     Example:
       >>> import functx.scipy.special as fs
       >>> print(round(float(fs.owens_t(0.5, 2.0)), 6))
-      0.141113
+      0.141581
     """
     h, a = _real("owens_t", h, a)
     h, a = jnp.broadcast_arrays(h, a)
