@@ -20,7 +20,7 @@ import numpy as np
 from functx import lax, numpy as jnp
 from functx.control.custom_derivatives import custom_jvp
 from functx.errors import FunctxTypeError, FunctxValueError
-from functx.scipy.special import _c, _digamma, _float, _gammaln, _horner
+from functx.scipy.special import _c, _digamma, _float, _gammaln, _horner, gammasgn as _gammasgn
 from functx.source_info import where as _loc
 
 _EULER = 0.5772156649015329
@@ -1017,3 +1017,216 @@ def owens_t(h, a):
     h, a = _real("owens_t", h, a)
     h, a = jnp.broadcast_arrays(h, a)
     return _owens_t(h, a)
+
+
+# --- the Gauss hypergeometric function 2F1 ----------------------------------------------------
+_HYP2F1_TERMS = 250  # (the most terms a series sums, as JAX's)
+
+
+def _near_int(v, eps):
+    return jnp.abs(v - jnp.round(v)) < eps
+
+
+def _hyp2f1_taylor(a, b, c, x):
+    """``sum_k (a)_k (b)_k / (c)_k x^k / k!`` element by element: each element's sum stops at
+    its first term below ``eps`` times the sum, or after 250 terms; a polynomial (``a`` or ``b``
+    a non-positive integer) runs to its last term instead."""
+    eps = _c(np.finfo(x.dtype).eps, x)
+    one = _c(1, x)
+    poly = jnp.minimum(
+        jnp.where((a <= 0) & _near_int(a, 50 * eps), -jnp.round(a), _c(np.inf, x)),
+        jnp.where((b <= 0) & _near_int(b, 50 * eps), -jnp.round(b), _c(np.inf, x)),
+    )  # the degree of a polynomial, inf for a series
+
+    def cond(state):
+        return jnp.any(state[3])
+
+    def step(state):
+        s, t, k, active = state
+        s = jnp.where(active, s + t, s)
+        t = jnp.where(active, t * (a + k - one) * (b + k - one) / (c + k - one) / k * x, t)
+        k = k + one
+        more = jnp.where(poly < np.inf, k <= poly + one, jnp.abs(t) > eps * jnp.abs(s))
+        return s, t, k, active & more & ((k < _HYP2F1_TERMS) | (poly < np.inf))
+
+    init = (jnp.zeros_like(x), jnp.ones_like(x), jnp.ones_like(x), jnp.ones(x.shape, bool))
+    return lax.while_loop(cond, step, init)[0]
+
+
+def _hyp2f1_log_case(a, b, c, x):
+    """2F1 near ``x = 1`` when ``m = c - a - b`` is a non-negative integer (Abramowitz and
+    Stegun 15.3.10-11): with ``s = 1 - x``,
+    ``G(m) G(c) / (G(a + m) G(b + m)) sum_{n<m} (a)_n (b)_n / (n! (1 - m)_n) s^n
+    + (-1)^(m+1) G(c) / (G(a) G(b)) s^m sum_n (a + m)_n (b + m)_n / (n! (n + m)!) s^n
+    (log s - psi(n + 1) - psi(n + m + 1) + psi(a + m + n) + psi(b + m + n))``."""
+    eps = _c(np.finfo(x.dtype).eps, x)
+    one = _c(1, x)
+    m = jnp.maximum(jnp.round(c - a - b), _c(0, x))
+    s = one - x
+    log_s = jnp.log(s)
+    am, bm = a + m, b + m
+
+    def cond(state):
+        return jnp.any(state[-1])
+
+    def series_step(state):
+        total, t, psis, n, active = state
+        p1, p2, p3, p4 = psis
+        q = t * (log_s - p1 - p2 + p3 + p4)
+        total = jnp.where(active, total + q, total)
+        t = t * (am + n) * (bm + n) / ((n + one) * (n + m + one)) * s
+        psis = (
+            p1 + one / (n + one),
+            p2 + one / (n + m + one),
+            p3 + one / (am + n),
+            p4 + one / (bm + n),
+        )
+        return (
+            total,
+            t,
+            psis,
+            n + one,
+            active & (n + one < _HYP2F1_TERMS) & (jnp.abs(q) >= eps * jnp.abs(total)),
+        )
+
+    psis = (_digamma(jnp.ones_like(x)), _digamma(m + one), _digamma(am), _digamma(bm))
+    t0 = jnp.exp(-_gammaln(m + one))  # 1 / m!
+    init = (jnp.zeros_like(x), t0, psis, jnp.zeros_like(x), jnp.ones(x.shape, bool))
+    series = lax.while_loop(cond, series_step, init)[0]
+
+    def finite_step(state):
+        total, t, n, active = state
+        total = jnp.where(active, total + t, total)
+        t = t * (a + n) * (b + n) / ((n + one) * (one - m + n)) * s
+        return total, t, n + one, active & (n + one < m)
+
+    init = (jnp.zeros_like(x), jnp.ones_like(x), jnp.zeros_like(x), m > 0)
+    finite = lax.while_loop(cond, finite_step, init)[0]
+    gam = lambda v: _gammasgn(v) * jnp.exp(_gammaln(v))  # noqa: E731
+    sign = jnp.where(jnp.fmod(m, _c(2, x)) == 0, -one, one)
+    head = jnp.where(m > 0, gam(jnp.maximum(m, one)) * gam(c) / (gam(am) * gam(bm)) * finite, 0)
+    return head + sign * gam(c) / (gam(a) * gam(b)) * s**m * series
+
+
+def _hyp2f1_direct(a, b, c, x):
+    """2F1 for ``x < 1`` away from JAX's special cases: the polynomial when ``a`` or ``b`` is
+    a non-positive integer; else for ``x > 0.9`` with ``c - a - b`` an integer, the logarithmic
+    case; for ``x < 0``, Pfaff's ``(1 - x)^-a 2F1(a, c - b; c; x / (x - 1))`` (the argument
+    in [0, 1)); else the Taylor series. (One series loop serves the polynomial, Pfaff's and
+    the plain series, each element with its own parameters.)"""
+    one = _c(1, x)
+    eps = _c(50 * np.finfo(x.dtype).eps, x)
+    poly = ((a <= 0) & _near_int(a, eps)) | ((b <= 0) & _near_int(b, eps))
+    log_case = (x > _c(0.9, x)) & _near_int(c - a - b, eps) & ~poly
+    pfaff = (x < 0) & ~poly
+    xp = jnp.where(pfaff, x, _c(-0.5, x))  # (each formula on inputs it serves)
+    xs = jnp.where(pfaff, xp / (xp - one), jnp.where(log_case, _c(0.5, x), x))
+    series = _hyp2f1_taylor(a, jnp.where(pfaff, c - b, b), c, xs)
+    series = jnp.where(pfaff, (one - xp) ** -a, one) * series
+    log_value = _hyp2f1_log_case(a, b, c, jnp.where(log_case, x, _c(0.95, x)))
+    return jnp.where(log_case, log_value, series)
+
+
+def _hyp2f1_value(a, b, c, x):
+    """JAX's cases in JAX's order, then ``_hyp2f1_direct`` (on Euler's transformed parameters
+    where ``c - a - b <= -1``)."""
+    one, inf = _c(1, x), _c(np.inf, x)
+    d, s = c - a - b, one - x
+    eps = _c(50 * np.finfo(x.dtype).eps, x)
+    c_pole = (c == 0) | ((c < 0) & (jnp.fmod(c, one) == 0))
+    euler = (d <= -one) & ~(~_near_int(d, eps) & (s < 0))  # 2F1 = s^d 2F1(c - a, c - b; c; x)
+    gauss = jnp.exp(_gammaln(c) + _gammaln(d) - _gammaln(c - a) - _gammaln(c - b))
+    gauss = gauss * _gammasgn(c) * _gammasgn(d) * _gammasgn(c - a) * _gammasgn(c - b)
+    xd = jnp.where(euler | (x < one), x, _c(0, x))  # (x >= 1 reaches the sums only by Euler)
+    direct = _hyp2f1_direct(jnp.where(euler, c - a, a), jnp.where(euler, c - b, b), c, xd)
+    direct = jnp.where(euler, jnp.where(euler, s, one) ** d, one) * direct
+    cases = [
+        ((x == 0) | (((a == 0) | (b == 0)) & (c != 0)), one),
+        (c_pole, inf),
+        (euler, direct),
+        ((d <= 0) & (x == one), inf),
+        ((x < one) & (b == c), s**-a),
+        ((x < one) & (a == c), s**-b),
+        (x > one, inf),
+        (x == one, gauss),
+    ]
+    out = direct
+    for cond, value in reversed(cases):
+        out = jnp.where(cond, value, out)
+    return out
+
+
+def _hyp2f1_param_derivatives(a, b, c, x):
+    """The Taylor series differentiated in ``a``, ``b`` and ``c`` (JAX's derivatives):
+    ``sum_k t_k (psi(a + k) - psi(a))``, and likewise for ``b`` and (negated) ``c``, with
+    ``psi(v + k) - psi(v) = sum_{j<k} 1 / (v + j)``."""
+    eps = _c(np.finfo(x.dtype).eps, x)
+    one = _c(1, x)
+
+    def cond(state):
+        return jnp.any(state[-1])
+
+    def step(state):
+        sums, hs, t, k, active = state
+        hs = tuple(h + one / (v + k - one) for h, v in zip(hs, (a, b, c)))
+        t = t * (a + k - one) * (b + k - one) / (c + k - one) / k * x
+        terms = (t * hs[0], t * hs[1], -t * hs[2])
+        sums = tuple(jnp.where(active, s + q, s) for s, q in zip(sums, terms))
+        small = [jnp.abs(q) <= eps * jnp.abs(s) for s, q in zip(sums, terms)]
+        done = small[0] & small[1] & small[2]
+        return sums, hs, t, k + one, active & ~done & (k + one < _HYP2F1_TERMS)
+
+    zeros = jnp.zeros_like(x)
+    init = ((zeros,) * 3, (zeros,) * 3, jnp.ones_like(x), jnp.ones_like(x), x != 0)
+    return lax.while_loop(cond, step, init)[0]
+
+
+@custom_jvp
+def _hyp2f1(a, b, c, x):
+    return _hyp2f1_value(a, b, c, x)
+
+
+@_hyp2f1.defjvp
+def _hyp2f1_jvp(primals, tangents):
+    (a, b, c, x), (ta, tb, tc, tx) = primals, tangents
+    one = _c(1, x)
+    d_a, d_b, d_c = _hyp2f1_param_derivatives(a, b, c, x)
+    d_x = a * b / c * _hyp2f1(a + one, b + one, c + one, x)
+    return _hyp2f1(a, b, c, x), ta * d_a + tb * d_b + tc * d_c + tx * d_x
+
+
+def hyp2f1(a, b, c, x):
+    """The Gauss hypergeometric function ``2F1(a, b; c; x) = sum_k (a)_k (b)_k / (c)_k x^k / k!``
+    (JAX's ``jax.scipy.special.hyp2f1``, for real arguments).
+
+    JAX's cases, in its order: 1 at ``x = 0`` (or ``a`` or ``b`` zero with ``c`` not); inf for
+    ``c`` a non-positive integer, for ``x > 1`` and for ``x = 1`` with ``c - a - b <= 0``; Gauss's
+    ``G(c) G(c - a - b) / (G(c - a) G(c - b))`` at ``x = 1``; ``(1 - x)^-a`` for ``b = c`` (and
+    ``a``/``b`` swapped); Euler's transformation where ``c - a - b <= -1``. Then the polynomial
+    for a non-positive integer ``a`` or ``b`` (any ``x``, also beyond 1 through Euler's
+    transformation), the logarithmic formulas (Abramowitz and Stegun 15.3.10-11) for ``x > 0.9``
+    with ``c - a - b`` an integer, and the Taylor series (at most 250 terms, as JAX's) otherwise.
+
+    Differences from JAX: for ``x < 0`` functx sums the series of Pfaff's transformation
+    ``(1 - x)^-a 2F1(a, c - b; c; x / (x - 1))``, which converges for every negative ``x``;
+    JAX sums the series at ``x`` itself, which diverges below -1 (JAX returns a meaningless
+    partial sum there) and converges slowly near -1. Both agree to rounding on ``-0.5 <= x <
+    0``. As in JAX, the plain series serves ``0.9 < x < 1`` with ``c - a - b`` not an integer:
+    it loses accuracy as ``x`` nears 1 (250 terms).
+
+    Derivatives: in ``x``, ``a b / c 2F1(a + 1, b + 1; c + 1; x)``; in ``a``, ``b`` and ``c``,
+    the differentiated Taylor series (JAX's: right where it converges, ``|x| < 1``).
+
+    Arguments:
+      a, b, c, x: real arrays, broadcast together (integers are converted to float).
+    Returns:
+      An array of the promoted float dtype.
+
+    Example:
+      >>> import functx.scipy.special as fs
+      >>> print(round(float(fs.hyp2f1(1.0, 1.0, 2.0, 0.5)), 6))  # -log(1 - x) / x
+      1.386294
+    """
+    a, b, c, x = _real("hyp2f1", a, b, c, x)
+    a, b, c, x = jnp.broadcast_arrays(a, b, c, x)
+    return _hyp2f1(a, b, c, x)

@@ -1056,6 +1056,7 @@ from functx.scipy._special_more import (  # noqa: E402
     expn as expn,
     fresnel as fresnel,
     hyp1f1 as hyp1f1,
+    hyp2f1 as hyp2f1,
     owens_t as owens_t,
     sici as sici,
     spence as spence,
@@ -1115,6 +1116,7 @@ __all__ = [
     "fresnel",
     "bessel_jn",
     "hyp1f1",
+    "hyp2f1",
     "owens_t",
     "wofz",
 ]

@@ -258,6 +258,7 @@ def test_jit_and_vmap():
         s, c = fss.fresnel(x)
         out = out + fss.spence(x) + s * c + fss.bessel_jn(x / 3, v=4).sum(0)
         out = out + fss.owens_t(x - 3, n / 2) + fss.wofz(x / 10 + 1j * n).real
+        out = out + fss.hyp2f1(n / 3, 1.5, n + 1.0, x / (x + 1) - 0.5)
         return out + fss.hyp1f1(n, n + 1.5, x)
 
     want = f(n, x)
@@ -388,3 +389,75 @@ def test_wofz_and_owens_t_gradients():
     got = functx.vmap(functx.grad(fss.owens_t, argnums=(0, 1)))(h, a)
     np.testing.assert_allclose(got, want, rtol=1e-13)
     # (jit and vmap: test_jit_and_vmap)
+
+
+def _hyp2f1_draws(rng, n, region):
+    """``(a, b, c, x)``: ``n`` float64 points of one of the regions the docstring names."""
+    a, b = rng.uniform(0.1, 5, n), rng.uniform(0.1, 5, n)
+    c, x = rng.uniform(0.1, 8, n), rng.uniform(-0.5, 0.9, n)
+    if region == "euler":  # c - a - b <= -1
+        a, b, c = a + 2, b + 2, 0.3 * c + 0.1
+    elif region == "polynomial":  # a a non-positive integer, x also below -1
+        a, x = -rng.randint(0, 8, n).astype(float), rng.uniform(-3, 0.99, n)
+    elif region == "pfaff":  # x < 0 (JAX's series diverges below -1)
+        x = -np.expm1(rng.uniform(0, np.log(5), n))
+    elif region == "log":  # 0.9 < x < 1 with c - a - b a non-negative integer
+        c, x = a + b + rng.randint(0, 4, n), rng.uniform(0.9, 0.999, n)
+    return a, b, c, x
+
+
+@pytest.mark.parametrize(
+    "region, rtol", [("series", 1e-12), ("euler", 1e-12), ("polynomial", 1e-11), ("pfaff", 1e-11)]
+)
+def test_hyp2f1_matches_scipy(region, rtol):
+    args = _hyp2f1_draws(np.random.RandomState(7), 60, region)
+    got = np.asarray(fss.hyp2f1(*args))
+    assert got.dtype == F64
+    np.testing.assert_allclose(got, ss.hyp2f1(*args), rtol=rtol, atol=0)
+
+
+def test_hyp2f1_log_case_against_mpmath():
+    """(SciPy returns NaN at some of these points.)"""
+    mpmath = pytest.importorskip("mpmath")
+    args = _hyp2f1_draws(np.random.RandomState(8), 16, "log")
+    want = [float(mpmath.hyp2f1(*p)) for p in zip(*args)]
+    np.testing.assert_allclose(np.asarray(fss.hyp2f1(*args)), want, rtol=1e-9, atol=0)
+
+
+def test_hyp2f1_cases_dtypes_and_float32_as_jax():
+    a, b, c, x = _hyp2f1_draws(np.random.RandomState(9), 40, "series")
+    # JAX's special cases: x = 0, a = 0, c a pole, x = 1 (Gauss, or inf), b = c, a = c, x > 1,
+    # a polynomial at x > 1 (inf, as JAX), Euler's transformation at x > 1
+    pts = np.array(
+        [[1, 2, 3, 0.0], [0, 2, 3, 0.5], [1, 2, -2, 0.5], [1, 2, 3, 1], [1, 2, 4.5, 1],
+         [1, 2, 2, 0.5], [2, 1.5, 2, 0.3], [1, 2, 3, 1.5], [-2, 1, 3, 1.5], [1, 1, 1, 1.5],
+         [1.5, 2.5, 0.5, 0.5], [np.nan, 1, 2, 0.5]]
+    ).T  # fmt: skip
+    a, b, c, x = (np.concatenate([v, p]) for v, p in zip((a, b, c, x), pts))
+    got = np.asarray(fss.hyp2f1(a, b, c, x))
+    np.testing.assert_allclose(got, jax.jit(jss.hyp2f1)(a, b, c, x), rtol=1e-12, atol=0)
+    with x64_off():
+        f32 = [v.astype(np.float32) for v in (a, b, c, x)]
+        g32 = fss.hyp2f1(*f32)
+        assert g32.dtype == F32
+        np.testing.assert_allclose(np.asarray(g32)[:40], got[:40], rtol=2e-4)
+    _dtypes_as_jax(
+        "hyp2f1", np.array([0.5, 1.5]), np.array(2.0), np.array(3.0), np.array(0.2), modes=(False,)
+    )
+
+
+def test_hyp2f1_gradients():
+    """Finite differences, and mpmath's derivatives in each argument (JAX's gradient compiles
+    for a quarter of a minute: its own rules are the ones functx follows, the docstring)."""
+    mpmath = pytest.importorskip("mpmath")
+    args = (np.array([0.7, 2.0, 1.5]), np.array([1.3, 0.9, 3.0]), np.array([2.5, 3.1, 1.2]))
+    args += (np.array([-0.4, 0.5, 0.8]),)
+    check_grads(fss.hyp2f1, args, 1, atol=1e-6, rtol=1e-6)
+    got = functx.vmap(functx.grad(fss.hyp2f1, argnums=(0, 1, 2, 3)))(*args)
+    for i, point in enumerate(zip(*args)):
+        for k in range(4):
+
+            def f(v, k=k, point=point):
+                return mpmath.hyp2f1(*[v if j == k else p for j, p in enumerate(point)])
+
+            np.testing.assert_allclose(got[k][i], float(mpmath.diff(f, point[k])), rtol=1e-10)
