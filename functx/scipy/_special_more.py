@@ -19,9 +19,10 @@ import numpy as np
 
 from functx import lax, numpy as jnp
 from functx.control.custom_derivatives import custom_jvp
-from functx.errors import FunctxTypeError, FunctxValueError
+from functx.errors import ConcretizationError, FunctxTypeError, FunctxValueError, UnsupportedError
 from functx.scipy.special import _c, _digamma, _float, _gammaln, _horner, gammasgn as _gammasgn
 from functx.source_info import where as _loc
+from functx.tracing import Tracer
 
 _EULER = 0.5772156649015329
 
@@ -1004,6 +1005,10 @@ def owens_t(h, a):
     accuracy where ``T`` is tiny (large ``h`` with small ``a``): absolute errors below 1e-13
     (float64). Derivatives: the closed forms in ``h`` and ``a``.
 
+    Differences from JAX: with x64 enabled, float32 (and int32) inputs give float32, the
+    promoted dtype; JAX's float64 quadrature weights promote them to float64, against its
+    docstring ("dtype matching the promoted inputs").
+
     Arguments:
       h, a: real arrays, broadcast together (integers are converted to float).
     Returns:
@@ -1230,3 +1235,99 @@ def hyp2f1(a, b, c, x):
     a, b, c, x = _real("hyp2f1", a, b, c, x)
     a, b, c, x = jnp.broadcast_arrays(a, b, c, x)
     return _hyp2f1(a, b, c, x)
+
+
+# --- spherical harmonics ------------------------------------------------------------------------
+def _legendre_normalized(n, m, x, sin, n_max):
+    """The orthonormalised associated Legendre function ``N_n^m P_n^m(x)`` (Condon-Shortley
+    phase), ``0 <= m``, for each element's own ``n`` and ``m`` (``0`` where ``m > n``): the
+    diagonal ``(-1)^m sqrt((2m + 1)!! / (4 pi (2m)!!)) sin^m`` by a product, then the
+    three-term recurrence in the degree up to ``n_max``."""
+    one = _c(1, x)
+
+    def diagonal(k, p):
+        kf = k.astype(x.dtype)
+        return jnp.where(kf <= m, -p * jnp.sqrt(one + _c(0.5, x) / kf) * sin, p)
+
+    pmm = lax.fori_loop(1, n_max + 1, diagonal, jnp.full_like(x, 0.5 / math.sqrt(math.pi)))
+
+    def degree(k, state):
+        prev, cur, out = state
+        l = k.astype(x.dtype)  # noqa: E741
+        q = l * l - m * m
+        q = jnp.where(q > 0, q, one)  # (l <= m: not used)
+        a = jnp.sqrt((_c(4, x) * l * l - one) / q)
+        b = jnp.sqrt(jnp.maximum((l - one) ** 2 - m * m, _c(0, x)) * (_c(2, x) * l + one))
+        b = b / jnp.sqrt(jnp.abs(_c(2, x) * l - _c(3, x)) * q)
+        nxt = a * x * cur - b * prev
+        live = l > m
+        prev, cur = jnp.where(live, cur, prev), jnp.where(live, nxt, cur)
+        return prev, cur, jnp.where(live & (l == n), nxt, out)
+
+    init = (jnp.zeros_like(x), pmm, jnp.where(n == m, pmm, _c(0, x)))
+    return lax.fori_loop(1, n_max + 1, degree, init)[2]
+
+
+def sph_harm_y(n, m, theta, phi, diff_n=None, n_max=None):
+    """The spherical harmonic ``Y_n^m(theta, phi) = N_n^m P_n^m(cos theta) exp(i m phi)``,
+    orthonormal on the sphere, with the Condon-Shortley phase (JAX's
+    ``jax.scipy.special.sph_harm_y``, SciPy's ``sph_harm_y``: degree ``n``, order ``m``,
+    colatitude ``theta``, longitude ``phi``).
+
+    The associated Legendre function comes from the product formula on its diagonal and the
+    three-term recurrence in the degree (``n_max`` steps, every element with its own ``n`` and
+    ``m``); ``Y_n^-m = (-1)^m conj(Y_n^m)``. Differentiable in ``theta`` and ``phi`` (through
+    the recurrence, as in JAX). JAX's indexing: element ``i`` of ``n`` pairs with ``theta[i]``
+    (the last one when ``theta`` is shorter; a scalar ``theta`` serves all), ``phi``
+    broadcasts; degrees above ``n_max`` are taken as ``n_max``.
+
+    Differences from JAX: for ``|m| > n`` functx returns 0, as SciPy does (JAX leaves those
+    values undefined and returns nonzero numbers).
+
+    Arguments:
+      n: the degrees (a non-empty integer array, ``n >= 0``).
+      m: the orders (integers, ``|m| <= n``), broadcast with ``n``.
+      theta: the colatitudes, in [0, pi].
+      phi: the longitudes, in [0, 2 pi].
+      diff_n: not supported (as in JAX): must be None.
+      n_max: the largest degree, a concrete int (``max(n)`` when None, which needs a concrete
+        ``n``).
+    Returns:
+      A complex array (complex64, complex128 with x64 enabled, whatever the input dtypes, as
+      in JAX) of the broadcast shape of ``n``, ``m`` and ``phi``.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> import functx.scipy.special as fs
+      >>> y = fs.sph_harm_y(jnp.array([1]), jnp.array([0]), jnp.array([0.0]), jnp.array([0.0]))
+      >>> print(jnp.round(y, 6))  # sqrt(3 / (4 pi))
+      [0.488603+0.j]
+    """
+    if diff_n is not None:
+        raise UnsupportedError(
+            f"The 'diff_n' argument to sph_harm_y is not supported (as in JAX).{_loc()}"
+        )
+    if np.ndim(n) == 0:
+        raise FunctxTypeError(f"sph_harm_y: n must be an array of degrees, got a scalar{_loc()}")
+    if n_max is None:
+        if isinstance(n, Tracer):
+            raise ConcretizationError(
+                "The `n_max` argument of `sph_harm_y` must be statically specified to use "
+                f"`sph_harm_y` within transformations.{_loc()}"
+            )
+        n_max = int(np.max(np.asarray(n)))
+    n_max = operator.index(n_max)
+    ftype = jnp.real(jnp.zeros((), complex)).dtype  # (the default complex dtype's float)
+    theta = jnp.atleast_1d(jnp.asarray(theta)).astype(ftype)
+    rows = np.minimum(np.arange(len(n)), theta.shape[0] - 1)
+    theta = theta[rows]  # element i of n meets theta[i] (clipped)
+    n = jnp.minimum(jnp.asarray(n), n_max).astype(ftype)
+    m = jnp.asarray(m).astype(ftype)
+    am = jnp.abs(m)
+    n, am, theta = jnp.broadcast_arrays(n, am, theta)
+    p = _legendre_normalized(n, am, jnp.cos(theta), jnp.sin(theta), n_max)
+    angle = am * jnp.asarray(phi).astype(ftype)
+    y = lax.complex(p * jnp.cos(angle), p * jnp.sin(angle))
+    odd = jnp.fmod(am, _c(2, am)) == 1
+    flipped = jnp.where(odd, -jnp.conj(y), jnp.conj(y))
+    return jnp.where(jnp.broadcast_to(m, y.shape) < 0, flipped, y)

@@ -1060,6 +1060,7 @@ from functx.scipy._special_more import (  # noqa: E402
     owens_t as owens_t,
     sici as sici,
     spence as spence,
+    sph_harm_y as sph_harm_y,
     wofz as wofz,
 )
 
@@ -1118,5 +1119,6 @@ __all__ = [
     "hyp1f1",
     "hyp2f1",
     "owens_t",
+    "sph_harm_y",
     "wofz",
 ]

@@ -259,6 +259,8 @@ def test_jit_and_vmap():
         out = out + fss.spence(x) + s * c + fss.bessel_jn(x / 3, v=4).sum(0)
         out = out + fss.owens_t(x - 3, n / 2) + fss.wofz(x / 10 + 1j * n).real
         out = out + fss.hyp2f1(n / 3, 1.5, n + 1.0, x / (x + 1) - 0.5)
+        theta = np.array([0.7, 0.3, 2.0])
+        out = out + fss.sph_harm_y(np.array([3, 2, 5]), np.array([2, -1, 0]), theta, x).imag
         return out + fss.hyp1f1(n, n + 1.5, x)
 
     want = f(n, x)
@@ -461,3 +463,68 @@ def test_hyp2f1_gradients():
                 return mpmath.hyp2f1(*[v if j == k else p for j, p in enumerate(point)])
 
             np.testing.assert_allclose(got[k][i], float(mpmath.diff(f, point[k])), rtol=1e-10)
+
+
+def _sph_draws(k, seed=0):
+    rng = np.random.RandomState(seed)
+    n = rng.randint(0, 12, k)
+    m = np.clip(rng.randint(-12, 13, k), -n, n)
+    theta, phi = rng.uniform(0, np.pi, k), rng.uniform(0, 2 * np.pi, k)
+    theta[:3] = [0, np.pi, np.pi / 2]
+    return n, m, theta, phi
+
+
+def test_sph_harm_y_matches_scipy_and_jax():
+    n, m, theta, phi = _sph_draws(80)
+    got = np.asarray(fss.sph_harm_y(n, m, theta, phi))
+    assert got.dtype == np.complex128
+    np.testing.assert_allclose(got, ss.sph_harm_y(n, m, theta, phi), rtol=0, atol=1e-14)
+    np.testing.assert_allclose(got, jss.sph_harm_y(n, m, theta, phi), rtol=0, atol=1e-14)
+    # JAX's indexing (shapes: JAX traced only; values: SciPy's at the paired points): a scalar
+    # or short theta, phi broadcast, 2-D degrees, degrees above n_max taken as n_max
+    calls = [
+        (n[:3], m[:3], 0.5, phi[:1], None, np.full(3, 0.5)),
+        (n[:2], m[:2], theta[:3], phi[:1], None, theta[:2]),
+        (np.array([[1, 2], [2, 3]]), np.array([1]), theta[:2], phi[:1], None, theta[:2]),
+        (np.array([5, 2]), np.array([1, -2]), theta[:2], phi[:2], 3, theta[:2]),
+    ]
+    for nn, mm, tt, pp, n_max, paired in calls:
+        want = jax.eval_shape(
+            lambda t, p, nn=nn, mm=mm, k=n_max: jss.sph_harm_y(nn, mm, t, p, n_max=k), tt, pp
+        )
+        out = fss.sph_harm_y(nn, mm, tt, pp, n_max=n_max)
+        assert out.shape == want.shape and out.dtype == want.dtype
+        ref = ss.sph_harm_y(np.minimum(nn, n_max or 99), mm, paired, pp)
+        np.testing.assert_allclose(out, ref, rtol=0, atol=1e-14)
+    with x64_off():
+        args = [v.astype(np.float32) if v.dtype == F64 else v for v in (n, m, theta, phi)]
+        g32 = fss.sph_harm_y(*args)
+        assert g32.dtype == np.complex64  # (and complex128 from float32 with x64 on, as JAX)
+        np.testing.assert_allclose(np.asarray(g32), got, rtol=0, atol=2e-6)
+    assert fss.sph_harm_y(n[:2], m[:2], theta[:2].astype(F32), phi[:2]).dtype == np.complex128
+    # |m| > n: 0 as in SciPy (JAX: undefined)
+    assert np.asarray(
+        fss.sph_harm_y(np.array([1, 3]), np.array([2, -4]), theta[:2], phi[:2])
+    ).tolist() == [0, 0]
+
+
+def test_sph_harm_y_gradients_and_errors():
+    n, m, theta, phi = (
+        np.array([3, 2, 5]),
+        np.array([2, -1, 0]),
+        np.array([0.7, 0.3, 2.0]),
+        np.array([0.4, 1.0, 2.0]),
+    )
+
+    def f(t, p):
+        y = fss.sph_harm_y(n, m, t, p)
+        return y.real + 2 * y.imag
+
+    check_grads(f, (theta, phi), 1)
+    # (jit: test_jit_and_vmap; JAX's gradient compiles for seconds: finite differences only)
+    with pytest.raises(functx.errors.ConcretizationError):
+        functx.jit(lambda nn: fss.sph_harm_y(nn, m, theta, phi))(n)
+    with pytest.raises(NotImplementedError):
+        fss.sph_harm_y(n, m, theta, phi, diff_n=1)
+    with pytest.raises(NotImplementedError):
+        jss.sph_harm_y(n, m, theta, phi, diff_n=1)
