@@ -348,6 +348,8 @@ def test_wofz_matches_scipy_and_jax():
     assert not np.isfinite(np.asarray(fss.wofz(far))).all()
     assert not np.isfinite(np.asarray(jax.jit(jss.wofz)(far))).all()
     _dtypes_as_jax("wofz", np.array([0.5, 1.5]))
+    # erfcx of a complex argument is wofz(i z), as in JAX
+    np.testing.assert_allclose(fss.erfcx(z[:50]), ss.erfcx(z[:50]), rtol=1e-11)
 
 
 def _owens_grid():
