@@ -167,6 +167,15 @@ def test_vmap():
     bs = np.stack([B, X0, 1e-3 * B + X0])
     for got, a in zip(functx.vmap(solve_all)(bs), (SPD, NONSYM, NONSYM)):
         np.testing.assert_allclose(got, np.linalg.solve(a, bs.T).T, rtol=1e-8, atol=1e-10)
+    # a batch of matrices, and the gradient through the batch
+    mats = np.stack([SPD, SPD + np.eye(N), 2 * SPD])
+    solve = lambda a_, b_: fsl.cg(a_, b_, tol=1e-12)[0]  # noqa: E731
+    got = functx.vmap(solve)(mats, bs)
+    np.testing.assert_allclose(got, np.linalg.solve(mats, bs[..., None])[..., 0], rtol=1e-9)
+    g = functx.grad(lambda m_: functx.vmap(solve)(m_, bs).sum())(mats)
+    inv = np.linalg.inv(mats)  # d(1 . A^-1 b)/dA = -(A^-T 1) (A^-1 b)^T
+    want = -np.einsum("bi,bj->bij", inv.transpose(0, 2, 1).sum(-1), got)
+    np.testing.assert_allclose(g, want, rtol=1e-8, atol=1e-12)
 
 
 @pytest.mark.parametrize(
