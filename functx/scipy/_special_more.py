@@ -1113,23 +1113,52 @@ def _hyp2f1_log_case(a, b, c, x):
     return head + sign * gam(c) / (gam(a) * gam(b)) * s**m * series
 
 
+def _gamma_ratio(num, den):
+    """``prod G(num) / prod G(den)`` through log-gamma and signs (0 where a denominator's
+    gamma is infinite)."""
+    lg = sum(_gammaln(v) for v in num) - sum(_gammaln(v) for v in den)
+    sign = functools.reduce(operator.mul, [_gammasgn(v) for v in num])
+    pole = functools.reduce(operator.or_, [jnp.isinf(_gammaln(v)) for v in den])
+    return jnp.where(
+        pole,
+        _c(0, lg),
+        sign * jnp.exp(lg) / functools.reduce(operator.mul, [_gammasgn(v) for v in den]),
+    )
+
+
 def _hyp2f1_direct(a, b, c, x):
     """2F1 for ``x < 1`` away from JAX's special cases: the polynomial when ``a`` or ``b`` is
-    a non-positive integer; else for ``x > 0.9`` with ``c - a - b`` an integer, the logarithmic
-    case; for ``x < 0``, Pfaff's ``(1 - x)^-a 2F1(a, c - b; c; x / (x - 1))`` (the argument
-    in [0, 1)); else the Taylor series. (One series loop serves the polynomial, Pfaff's and
-    the plain series, each element with its own parameters.)"""
+    a non-positive integer; else for ``x > 0.9``, the logarithmic case when ``d = c - a - b``
+    is an integer, the transformation to ``1 - x`` (Abramowitz and Stegun 15.3.6) when ``d``
+    is at least ``sqrt(eps)`` from one (closer, the plain series, as JAX); for ``x < 0``,
+    Pfaff's ``(1 - x)^-a 2F1(a, c - b; c; x / (x - 1))`` (the argument in [0, 1)); else the
+    Taylor series. (One series loop serves all the series, each element with its own
+    parameters: the three parameter sets are stacked on a new leading axis.)"""
     one = _c(1, x)
-    eps = _c(50 * np.finfo(x.dtype).eps, x)
-    poly = ((a <= 0) & _near_int(a, eps)) | ((b <= 0) & _near_int(b, eps))
-    log_case = (x > _c(0.9, x)) & _near_int(c - a - b, eps) & ~poly
+    eps = np.finfo(x.dtype).eps
+    d = c - a - b
+    poly = ((a <= 0) & _near_int(a, _c(50 * eps, x))) | ((b <= 0) & _near_int(b, _c(50 * eps, x)))
+    log_case = (x > _c(0.9, x)) & _near_int(d, _c(50 * eps, x)) & ~poly
+    near1 = (x > _c(0.9, x)) & (x < one) & ~_near_int(d, _c(math.sqrt(eps), x)) & ~poly
     pfaff = (x < 0) & ~poly
     xp = jnp.where(pfaff, x, _c(-0.5, x))  # (each formula on inputs it serves)
-    xs = jnp.where(pfaff, xp / (xp - one), jnp.where(log_case, _c(0.5, x), x))
-    series = _hyp2f1_taylor(a, jnp.where(pfaff, c - b, b), c, xs)
+    xs = jnp.where(pfaff, xp / (xp - one), jnp.where(log_case | near1, _c(0.5, x), x))
+    s = jnp.where(near1, one - x, _c(0.05, x))
+    dn = jnp.where(near1, d, _c(0.5, x))
+    params = [
+        (a, jnp.where(pfaff, c - b, b), c, xs),
+        (a, b, one - dn, s),  # 15.3.6's two series in 1 - x
+        (c - a, c - b, dn + one, s),
+    ]
+    stacked = [jnp.stack(v) for v in zip(*params)]
+    series, first, second = _hyp2f1_taylor(*stacked)
     series = jnp.where(pfaff, (one - xp) ** -a, one) * series
+    to_one_minus_x = (
+        _gamma_ratio((c, dn), (c - a, c - b)) * first
+        + s**dn * _gamma_ratio((c, -dn), (a, b)) * second
+    )
     log_value = _hyp2f1_log_case(a, b, c, jnp.where(log_case, x, _c(0.95, x)))
-    return jnp.where(log_case, log_value, series)
+    return jnp.where(log_case, log_value, jnp.where(near1, to_one_minus_x, series))
 
 
 def _hyp2f1_value(a, b, c, x):
@@ -1211,16 +1240,22 @@ def hyp2f1(a, b, c, x):
     for a non-positive integer ``a`` or ``b`` (any ``x``, also beyond 1 through Euler's
     transformation), the logarithmic formulas (Abramowitz and Stegun 15.3.10-11) for ``x > 0.9``
     with ``c - a - b`` an integer, and the Taylor series (at most 250 terms, as JAX's) otherwise.
+    Largest relative errors measured against SciPy and mpmath (float64, ``a, b`` in (0.1, 5),
+    ``c`` up to 8): 4e-14 for ``-0.5 <= x <= 0.9``; 5e-12 on (0.9, 1); 1e-10 in the
+    logarithmic case; 7e-13 for ``-4 <= x < 0``, 1e-9 down to -9.
 
     Differences from JAX: for ``x < 0`` functx sums the series of Pfaff's transformation
     ``(1 - x)^-a 2F1(a, c - b; c; x / (x - 1))``, which converges for every negative ``x``;
     JAX sums the series at ``x`` itself, which diverges below -1 (JAX returns a meaningless
-    partial sum there) and converges slowly near -1. Both agree to rounding on ``-0.5 <= x <
-    0``. As in JAX, the plain series serves ``0.9 < x < 1`` with ``c - a - b`` not an integer:
-    it loses accuracy as ``x`` nears 1 (250 terms).
+    partial sum there, also for polynomials reached through Euler's transformation) and
+    converges slowly near -1. For ``0.9 < x < 1`` with ``c - a - b`` not within ``sqrt(eps)``
+    of an integer functx uses the transformation to ``1 - x`` (A&S 15.3.6); JAX's 250-term
+    series there loses accuracy as ``x`` nears 1 (relative errors of 2e-4 at 0.96, 0.08 at
+    0.99, 0.6 at 0.999 measured; functx's are below 5e-12). Closer to an integer (but beyond
+    ``50 eps``) both use the series. Both agree to rounding on ``-0.5 <= x <= 0.9``.
 
     Derivatives: in ``x``, ``a b / c 2F1(a + 1, b + 1; c + 1; x)``; in ``a``, ``b`` and ``c``,
-    the differentiated Taylor series (JAX's: right where it converges, ``|x| < 1``).
+    the differentiated Taylor series (JAX's: right where it converges fast, ``|x| <= 0.9``).
 
     Arguments:
       a, b, c, x: real arrays, broadcast together (integers are converted to float).

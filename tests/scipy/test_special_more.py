@@ -405,13 +405,22 @@ def _hyp2f1_draws(rng, n, region):
         a, x = -rng.randint(0, 8, n).astype(float), rng.uniform(-3, 0.99, n)
     elif region == "pfaff":  # x < 0 (JAX's series diverges below -1)
         x = -np.expm1(rng.uniform(0, np.log(5), n))
+    elif region == "near 1":  # 0.9 < x < 1 with c - a - b not an integer (JAX: 0.6 off)
+        c, x = a + b + rng.uniform(-0.45, 0.45, n) + rng.randint(-1, 3, n), rng.uniform(0.9, 1, n)
     elif region == "log":  # 0.9 < x < 1 with c - a - b a non-negative integer
         c, x = a + b + rng.randint(0, 4, n), rng.uniform(0.9, 0.999, n)
     return a, b, c, x
 
 
 @pytest.mark.parametrize(
-    "region, rtol", [("series", 1e-12), ("euler", 1e-12), ("polynomial", 1e-11), ("pfaff", 1e-11)]
+    "region, rtol",
+    [
+        ("series", 1e-12),
+        ("euler", 1e-12),
+        ("polynomial", 1e-11),
+        ("pfaff", 1e-11),
+        ("near 1", 1e-11),
+    ],
 )
 def test_hyp2f1_matches_scipy(region, rtol):
     args = _hyp2f1_draws(np.random.RandomState(7), 60, region)
