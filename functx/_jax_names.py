@@ -216,6 +216,8 @@ JAX_NAMES: dict[str, tuple[str, str]] = {
     "functx.scipy.interpolate": ("jax.scipy.interpolate", "RegularGridInterpolator"),
     "functx.scipy.cluster": ("jax.scipy.cluster", "vq"),
     "functx.scipy.cluster.vq": ("jax.scipy.cluster.vq", "vq"),
+    "functx.scipy.sparse": ("jax.scipy.sparse", "linalg"),
+    "functx.scipy.sparse.linalg": ("jax.scipy.sparse.linalg", "bicgstab cg gmres"),
     "functx.scipy.spatial.transform": ("jax.scipy.spatial.transform", "Rotation Slerp"),
     "functx.tree_util": (
         "jax.tree_util",

@@ -37,6 +37,8 @@ NAMESPACES: tuple[str, ...] = (
     "functx.scipy.interpolate",
     "functx.scipy.cluster",
     "functx.scipy.cluster.vq",
+    "functx.scipy.sparse",
+    "functx.scipy.sparse.linalg",
     "functx.scipy.spatial",
     "functx.scipy.spatial.transform",
     "functx.debug",

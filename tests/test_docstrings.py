@@ -111,6 +111,7 @@ DIFFERS_FROM_JAX: dict[str, str] = {
     ),
     "functx.scipy.signal": "convolve convolve2d correlate correlate2d csd istft",
     "functx.scipy.optimize": "minimize",
+    "functx.scipy.special": "hyp2f1 owens_t sph_harm_y",
     "functx.scipy.spatial.transform": "Rotation",
 }
 

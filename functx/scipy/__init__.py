@@ -1,8 +1,8 @@
 """``functx.scipy``: JAX's ``jax.scipy`` names, as composites of functx's primitives.
 
 ``cluster``, ``fft``, ``integrate``, ``interpolate``, ``linalg``, ``ndimage``, ``optimize``,
-``signal``, ``spatial``, ``special`` and ``stats`` so far (``import functx.scipy.special``,
-``functx.scipy.stats``, ...).
+``signal``, ``sparse``, ``spatial``, ``special`` and ``stats`` so far (``import
+functx.scipy.special``, ``functx.scipy.stats``, ...).
 """
 
 from functx.errors import missing_name_hook as _missing_name_hook
@@ -15,6 +15,7 @@ from functx.scipy import (
     ndimage as ndimage,
     optimize as optimize,
     signal as signal,
+    sparse as sparse,
     spatial as spatial,
     special as special,
     stats as stats,
@@ -32,6 +33,7 @@ __all__ = [
     "ndimage",
     "optimize",
     "signal",
+    "sparse",
     "spatial",
     "special",
     "stats",

@@ -1019,10 +1019,12 @@ def erfcx(x):
     threshold where ``erfc`` is still normal (9 in float32, 26 in float64), its asymptotic
     series ``(1 - 1/(2x^2) + 3/(4x^4) - ...) / (x sqrt(pi))`` above.
 
+    A complex ``x`` gives ``wofz(i x)``, as in JAX.
+
     Arguments:
-      x: a real array (integers are converted to float).
+      x: a real or complex array (integers are converted to float).
     Returns:
-      An array of the float dtype.
+      An array of the float (or complex) dtype.
 
     Example:
       >>> import functx.scipy.special as fs
@@ -1031,6 +1033,8 @@ def erfcx(x):
       [5.00898 1.      0.42758 0.0188 ]
     """
     (x,) = _float("erfcx", x)
+    if jnp.iscomplexobj(x):
+        return wofz(ops.complex(ops.neg(ops.imag(x)), ops.real(x)))
     big = _c(9.0 if x.dtype.itemsize <= 4 else 26.0, x)
     near = x < big
     xs = jnp.where(near, x, _c(0, x))  # (each branch sees only its own inputs: no NaN/inf
@@ -1056,8 +1060,12 @@ from functx.scipy._special_more import (  # noqa: E402
     expn as expn,
     fresnel as fresnel,
     hyp1f1 as hyp1f1,
+    hyp2f1 as hyp2f1,
+    owens_t as owens_t,
     sici as sici,
     spence as spence,
+    sph_harm_y as sph_harm_y,
+    wofz as wofz,
 )
 
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
@@ -1113,4 +1121,8 @@ __all__ = [
     "fresnel",
     "bessel_jn",
     "hyp1f1",
+    "hyp2f1",
+    "owens_t",
+    "sph_harm_y",
+    "wofz",
 ]

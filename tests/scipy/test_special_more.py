@@ -257,6 +257,10 @@ def test_jit_and_vmap():
         out = fss.exp1(x) + fss.expi(-x) + fss.expn(n, x) + fss.dawsn(x) + si * ci
         s, c = fss.fresnel(x)
         out = out + fss.spence(x) + s * c + fss.bessel_jn(x / 3, v=4).sum(0)
+        out = out + fss.owens_t(x - 3, n / 2) + fss.wofz(x / 10 + 1j * n).real
+        out = out + fss.hyp2f1(n / 3, 1.5, n + 1.0, x / (x + 1) - 0.5)
+        theta = np.array([0.7, 0.3, 2.0])
+        out = out + fss.sph_harm_y(np.array([3, 2, 5]), np.array([2, -1, 0]), theta, x).imag
         return out + fss.hyp1f1(n, n + 1.5, x)
 
     want = f(n, x)
@@ -308,3 +312,230 @@ def test_bessel_jn_at_tiny_arguments(dt):
     got = np.asarray(fss.bessel_jn(z, v=3), np.float64)
     want = np.array([[ss.jv(n, float(x)) for x in z] for n in range(4)])
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=np.finfo(dt).tiny)  # (underflow: 0)
+
+
+# --- wofz, owens_t, hyp2f1, sph_harm_y (session 35) ---------------------------------------------
+def _dtypes_as_jax(name, *args, modes=(True, False), **kw):
+    """functx's output shapes and dtypes are JAX's for ``args`` and for int32 stand-ins, with
+    x64 on and off (JAX only traces)."""
+    ints = [np.arange(1, 4, dtype=np.int32) for _ in args]
+    for x64 in modes:
+        with jax.enable_x64(x64), functx.experimental.enable_x64(x64):
+            for a in (args, ints):
+                want = jax.eval_shape(lambda *v: getattr(jss, name)(*v, **kw), *a)
+                got = getattr(fss, name)(*a, **kw)
+                assert (got.shape, got.dtype) == (want.shape, want.dtype), (a, x64)
+
+
+def _wofz_grid():
+    re, im = np.meshgrid(np.linspace(-9, 9, 23), np.linspace(-4.5, 9, 19))
+    return (re + 1j * im).ravel()
+
+
+def test_wofz_matches_scipy_and_jax():
+    z = np.concatenate([_wofz_grid(), [0, 1e-300, 3.7, -25.0, 1e4j, -1e4 + 1e-3j]])
+    got = np.asarray(fss.wofz(z))
+    assert got.dtype == np.complex128
+    want = ss.wofz(z)
+    np.testing.assert_allclose(got, want, rtol=1e-11, atol=0)
+    np.testing.assert_allclose(got, np.asarray(jax.jit(jss.wofz)(z)), rtol=1e-13, atol=0)
+    with x64_off():
+        z32 = fss.wofz(z.astype(np.complex64))
+        assert z32.dtype == np.complex64
+        np.testing.assert_allclose(np.asarray(z32), want, rtol=2e-5, atol=1e-30)
+    # below the real axis 2 exp(-z^2) overflows, as in JAX
+    far = np.array([-3 - 30j])
+    assert not np.isfinite(np.asarray(fss.wofz(far))).all()
+    assert not np.isfinite(np.asarray(jax.jit(jss.wofz)(far))).all()
+    _dtypes_as_jax("wofz", np.array([0.5, 1.5]))
+    # erfcx of a complex argument is wofz(i z), as in JAX
+    np.testing.assert_allclose(fss.erfcx(z[:50]), ss.erfcx(z[:50]), rtol=1e-11)
+
+
+def _owens_grid():
+    h, a = np.meshgrid(np.linspace(-7, 7, 29), np.concatenate([np.linspace(-12, 12, 25), [0.3]]))
+    h, a = h.ravel(), a.ravel()
+    return np.concatenate([h, [0, 0, 1.5, 2.0, np.nan, 1.0]]), np.concatenate(
+        [a, [1.0, -3.0, 1.0, -1.0, 1.0, np.nan]]
+    )
+
+
+def test_owens_t_matches_scipy_and_jax():
+    h, a = _owens_grid()
+    got = np.asarray(fss.owens_t(h, a))
+    np.testing.assert_allclose(got, ss.owens_t(h, a), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(got, jax.jit(jss.owens_t)(h, a), rtol=1e-13, atol=1e-16)
+    assert np.isnan(got[-2:]).all()
+    with x64_off():
+        g32 = fss.owens_t(h.astype(np.float32), a.astype(np.float32))
+        assert g32.dtype == np.float32
+        np.testing.assert_allclose(np.asarray(g32), ss.owens_t(h, a), rtol=1e-5, atol=1e-7)
+    _dtypes_as_jax("owens_t", np.array([0.5, 1.5]), np.array(2.0), modes=(False,))
+    # with x64 on JAX's float64 weights promote float32 (and int32) inputs to float64, against
+    # its docstring ("dtype matching the promoted inputs"); functx keeps the promoted dtype
+    with x64_off():
+        f32 = np.float32(0.5)
+    assert fss.owens_t(f32, f32).dtype == np.float32
+    assert fss.owens_t(0.5, 2.0).dtype == np.float64
+
+
+def test_wofz_and_owens_t_gradients():
+    z = np.array([0.5 + 0.3j, -1.2 + 2.0j, 2.0 - 0.7j])
+    check_grads(fss.wofz, (z,), 1)
+    # the holomorphic derivative: JAX's jvp along a complex tangent
+    t = np.array([1.0, 1j, 0.3 - 0.5j])
+    got = functx.jvp(fss.wofz, (z,), (t,))[1]
+    want = jax.jit(lambda z, t: jax.jvp(jss.wofz, (z,), (t,))[1])(z, t)
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+    h, a = np.array([-1.5, 0.2, 0.9, 3.0]), np.array([0.4, -2.5, 1.7, 0.8])
+    check_grads(fss.owens_t, (h, a), 2)
+    want = jax.jit(jax.vmap(jax.grad(jss.owens_t, argnums=(0, 1))))(h, a)
+    got = functx.vmap(functx.grad(fss.owens_t, argnums=(0, 1)))(h, a)
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+    # (jit and vmap: test_jit_and_vmap)
+
+
+def _hyp2f1_draws(rng, n, region):
+    """``(a, b, c, x)``: ``n`` float64 points of one of the regions the docstring names."""
+    a, b = rng.uniform(0.1, 5, n), rng.uniform(0.1, 5, n)
+    c, x = rng.uniform(0.1, 8, n), rng.uniform(-0.5, 0.9, n)
+    if region == "euler":  # c - a - b <= -1
+        a, b, c = a + 2, b + 2, 0.3 * c + 0.1
+    elif region == "polynomial":  # a a non-positive integer, x also below -1
+        a, x = -rng.randint(0, 8, n).astype(float), rng.uniform(-3, 0.99, n)
+    elif region == "pfaff":  # x < 0 (JAX's series diverges below -1)
+        x = -np.expm1(rng.uniform(0, np.log(5), n))
+    elif region == "near 1":  # 0.9 < x < 1 with c - a - b not an integer (JAX: 0.6 off)
+        c, x = a + b + rng.uniform(-0.45, 0.45, n) + rng.randint(-1, 3, n), rng.uniform(0.9, 1, n)
+    elif region == "log":  # 0.9 < x < 1 with c - a - b a non-negative integer
+        c, x = a + b + rng.randint(0, 4, n), rng.uniform(0.9, 0.999, n)
+    return a, b, c, x
+
+
+@pytest.mark.parametrize(
+    "region, rtol",
+    [
+        ("series", 1e-12),
+        ("euler", 1e-12),
+        ("polynomial", 1e-11),
+        ("pfaff", 1e-11),
+        ("near 1", 1e-11),
+    ],
+)
+def test_hyp2f1_matches_scipy(region, rtol):
+    args = _hyp2f1_draws(np.random.RandomState(7), 60, region)
+    got = np.asarray(fss.hyp2f1(*args))
+    assert got.dtype == F64
+    np.testing.assert_allclose(got, ss.hyp2f1(*args), rtol=rtol, atol=0)
+
+
+def test_hyp2f1_log_case_against_mpmath():
+    """(SciPy returns NaN at some of these points.)"""
+    mpmath = pytest.importorskip("mpmath")
+    args = _hyp2f1_draws(np.random.RandomState(8), 16, "log")
+    want = [float(mpmath.hyp2f1(*p)) for p in zip(*args)]
+    np.testing.assert_allclose(np.asarray(fss.hyp2f1(*args)), want, rtol=1e-9, atol=0)
+
+
+def test_hyp2f1_cases_dtypes_and_float32_as_jax():
+    a, b, c, x = _hyp2f1_draws(np.random.RandomState(9), 40, "series")
+    # JAX's special cases: x = 0, a = 0, c a pole, x = 1 (Gauss, or inf), b = c, a = c, x > 1,
+    # a polynomial at x > 1 (inf, as JAX), Euler's transformation at x > 1
+    pts = np.array(
+        [[1, 2, 3, 0.0], [0, 2, 3, 0.5], [1, 2, -2, 0.5], [1, 2, 3, 1], [1, 2, 4.5, 1],
+         [1, 2, 2, 0.5], [2, 1.5, 2, 0.3], [1, 2, 3, 1.5], [-2, 1, 3, 1.5], [1, 1, 1, 1.5],
+         [1.5, 2.5, 0.5, 0.5], [np.nan, 1, 2, 0.5]]
+    ).T  # fmt: skip
+    a, b, c, x = (np.concatenate([v, p]) for v, p in zip((a, b, c, x), pts))
+    got = np.asarray(fss.hyp2f1(a, b, c, x))
+    np.testing.assert_allclose(got, jax.jit(jss.hyp2f1)(a, b, c, x), rtol=1e-12, atol=0)
+    with x64_off():
+        f32 = [v.astype(np.float32) for v in (a, b, c, x)]
+        g32 = fss.hyp2f1(*f32)
+        assert g32.dtype == F32
+        np.testing.assert_allclose(np.asarray(g32)[:40], got[:40], rtol=2e-4)
+    _dtypes_as_jax(
+        "hyp2f1", np.array([0.5, 1.5]), np.array(2.0), np.array(3.0), np.array(0.2), modes=(False,)
+    )
+
+
+def test_hyp2f1_gradients():
+    """Finite differences, and mpmath's derivatives in each argument (JAX's gradient compiles
+    for a quarter of a minute: its own rules are the ones functx follows, the docstring)."""
+    mpmath = pytest.importorskip("mpmath")
+    args = (np.array([0.7, 2.0, 1.5]), np.array([1.3, 0.9, 3.0]), np.array([2.5, 3.1, 1.2]))
+    args += (np.array([-0.4, 0.5, 0.8]),)
+    check_grads(fss.hyp2f1, args, 1, atol=1e-6, rtol=1e-6)
+    got = functx.vmap(functx.grad(fss.hyp2f1, argnums=(0, 1, 2, 3)))(*args)
+    for i, point in enumerate(zip(*args)):
+        for k in range(4):
+
+            def f(v, k=k, point=point):
+                return mpmath.hyp2f1(*[v if j == k else p for j, p in enumerate(point)])
+
+            np.testing.assert_allclose(got[k][i], float(mpmath.diff(f, point[k])), rtol=1e-10)
+
+
+def _sph_draws(k, seed=0):
+    rng = np.random.RandomState(seed)
+    n = rng.randint(0, 12, k)
+    m = np.clip(rng.randint(-12, 13, k), -n, n)
+    theta, phi = rng.uniform(0, np.pi, k), rng.uniform(0, 2 * np.pi, k)
+    theta[:3] = [0, np.pi, np.pi / 2]
+    return n, m, theta, phi
+
+
+def test_sph_harm_y_matches_scipy_and_jax():
+    n, m, theta, phi = _sph_draws(80)
+    got = np.asarray(fss.sph_harm_y(n, m, theta, phi))
+    assert got.dtype == np.complex128
+    np.testing.assert_allclose(got, ss.sph_harm_y(n, m, theta, phi), rtol=0, atol=1e-14)
+    np.testing.assert_allclose(got, jss.sph_harm_y(n, m, theta, phi), rtol=0, atol=1e-14)
+    # JAX's indexing (shapes: JAX traced only; values: SciPy's at the paired points): a scalar
+    # or short theta, phi broadcast, 2-D degrees, degrees above n_max taken as n_max
+    calls = [
+        (n[:3], m[:3], 0.5, phi[:1], None, np.full(3, 0.5)),
+        (n[:2], m[:2], theta[:3], phi[:1], None, theta[:2]),
+        (np.array([[1, 2], [2, 3]]), np.array([1]), theta[:2], phi[:1], None, theta[:2]),
+        (np.array([5, 2]), np.array([1, -2]), theta[:2], phi[:2], 3, theta[:2]),
+    ]
+    for nn, mm, tt, pp, n_max, paired in calls:
+        want = jax.eval_shape(
+            lambda t, p, nn=nn, mm=mm, k=n_max: jss.sph_harm_y(nn, mm, t, p, n_max=k), tt, pp
+        )
+        out = fss.sph_harm_y(nn, mm, tt, pp, n_max=n_max)
+        assert out.shape == want.shape and out.dtype == want.dtype
+        ref = ss.sph_harm_y(np.minimum(nn, n_max or 99), mm, paired, pp)
+        np.testing.assert_allclose(out, ref, rtol=0, atol=1e-14)
+    with x64_off():
+        args = [v.astype(np.float32) if v.dtype == F64 else v for v in (n, m, theta, phi)]
+        g32 = fss.sph_harm_y(*args)
+        assert g32.dtype == np.complex64  # (and complex128 from float32 with x64 on, as JAX)
+        np.testing.assert_allclose(np.asarray(g32), got, rtol=0, atol=2e-6)
+    assert fss.sph_harm_y(n[:2], m[:2], theta[:2].astype(F32), phi[:2]).dtype == np.complex128
+    # |m| > n: 0 as in SciPy (JAX: undefined)
+    assert np.asarray(
+        fss.sph_harm_y(np.array([1, 3]), np.array([2, -4]), theta[:2], phi[:2])
+    ).tolist() == [0, 0]
+
+
+def test_sph_harm_y_gradients_and_errors():
+    n, m, theta, phi = (
+        np.array([3, 2, 5]),
+        np.array([2, -1, 0]),
+        np.array([0.7, 0.3, 2.0]),
+        np.array([0.4, 1.0, 2.0]),
+    )
+
+    def f(t, p):
+        y = fss.sph_harm_y(n, m, t, p)
+        return y.real + 2 * y.imag
+
+    check_grads(f, (theta, phi), 1)
+    # (jit: test_jit_and_vmap; JAX's gradient compiles for seconds: finite differences only)
+    with pytest.raises(functx.errors.ConcretizationError):
+        functx.jit(lambda nn: fss.sph_harm_y(nn, m, theta, phi))(n)
+    with pytest.raises(NotImplementedError):
+        fss.sph_harm_y(n, m, theta, phi, diff_n=1)
+    with pytest.raises(NotImplementedError):
+        jss.sph_harm_y(n, m, theta, phi, diff_n=1)
