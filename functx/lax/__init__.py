@@ -127,6 +127,11 @@ from functx.control.while_loop import (
 )
 from functx.errors import missing_name_hook as _missing_name_hook
 from functx.lax import linalg as linalg
+from functx.lax._dots import (
+    RaggedDotDimensionNumbers as RaggedDotDimensionNumbers,
+    ragged_dot_general as ragged_dot_general,
+    scaled_dot as scaled_dot,
+)
 from functx.lax._staging import (
     ConvGeneralDilatedDimensionNumbers as ConvGeneralDilatedDimensionNumbers,
     DotDimensionNumbers as DotDimensionNumbers,
@@ -470,6 +475,9 @@ __all__ = [
     "rng_uniform_p",
     "optimization_barrier",
     "empty",
+    "RaggedDotDimensionNumbers",
+    "ragged_dot_general",
+    "scaled_dot",
     # bookkeeping names (functx/lax/_staging.py)
     "ConvGeneralDilatedDimensionNumbers",
     "DotDimensionNumbers",
