@@ -1050,18 +1050,26 @@ def reshard(xs, out_shardings):
       ...     functx.reshard(jnp.arange(4.0), P("x"))
       Array([0., 1., 2., 3.], dtype=float32)
     """
-    api = "reshard"
+    check_layout("reshard", xs, out_shardings)
+    return _staging._as_arrays(xs)
+
+
+def check_layout(api: str, xs, shardings, *, none_ok: bool = False) -> None:
+    """JAX's checks of shardings for arrays (``reshard``'s, ``pjit``'s): ``shardings`` a tree
+    prefix of ``xs`` whose leaves are ``Sharding`` objects, ``PartitionSpec`` objects naming axes
+    of the mesh in context, or (``none_ok``) None."""
     mesh = _context_mesh()
-    for s, _ in _prefix_pairs(api, xs, out_shardings):
+    for s, _ in _prefix_pairs(api, xs, shardings):
         if s is None:
+            if none_ok:
+                continue
             raise FunctxValueError(
-                f"{api}: out_shardings must be non-None and have a non-empty mesh. Got None."
+                f"{api}: shardings must be non-None and have a non-empty mesh. Got None."
             )
         if isinstance(s, PartitionSpec):
             _spec_sharding(api, s, mesh)
         elif not isinstance(s, Sharding):
-            raise FunctxTypeError(f"{api}: out_shardings leaves must be shardings, got {s!r}")
-    return _staging._as_arrays(xs)
+            raise FunctxTypeError(f"{api}: shardings leaves must be Sharding objects, got {s!r}")
 
 
 def _with_axis_types(api, f, axes, kind, shardings, where_):
