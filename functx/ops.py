@@ -1482,6 +1482,7 @@ _F8 = tuple(
     "float8_e3m4 float8_e4m3 float8_e8m0fnu".split()
     if hasattr(dtypes, n)
 )
+_F8_OUT = "float8_e4m3fn float8_e5m2 float8_e5m2fnuz float8_e4m3fnuz float8_e4m3b11fnuz".split()
 _F16, _BF16, _F32, _F64 = (np.dtype(np.float16), np.dtype(dtypes.bfloat16), np.dtype(np.float32),
                            np.dtype(np.float64))  # fmt: skip
 
@@ -1576,7 +1577,7 @@ class DotAlgorithmPreset(enum.Enum):
         """The output dtypes the preset gives without a conversion (None: any)."""
         acc = self.accumulation_type
         if self.name.startswith("ANY_F8_ANY_F8_F32"):
-            return (_F32, _F16, _BF16, *_F8[:5])
+            return (_F32, _F16, _BF16, *(np.dtype(getattr(dtypes, n)) for n in _F8_OUT))
         both = np.promote_types(np.dtype(lhs_dtype), np.dtype(rhs_dtype))
         if self.name in ("F16_F16_F32", "BF16_BF16_F32") and both == _PRESETS[self.name][2]:
             return (_F32, both)
