@@ -150,7 +150,7 @@ def composite(decomposition, name: str, version: int = 0):
       UnexpectedTracerError: a keyword attribute that is a traced value (as JAX).
 
     Differences from JAX: no ``composite`` equation: ``make_jaxpr`` shows the decomposition's
-    equations inline.
+    equations inline; and so it is differentiable (JAX's composite has no JVP rule: ValueError).
 
     Example:
       >>> import functx, functx.numpy as jnp
