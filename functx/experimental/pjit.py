@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 
-from functx import sharding
+from functx import sharding, tree_util
 from functx.devices import transfer
 from functx.jit import jit
 
@@ -69,8 +69,10 @@ def pjit(
     def run(*args, **kwargs):
         if in_shardings is not _UNSPECIFIED:
             sharding.check_layout("pjit in_shardings", args, in_shardings, none_ok=True)
-        if device is not None:
-            args = transfer.device_put(args, device)
+        if device is not None:  # (the array arguments; static ones must stay hashable)
+            args = tree_util.tree_map(
+                lambda v: transfer.device_put(v, device) if hasattr(v, "shape") else v, args
+            )
         out = jitted(*args, **kwargs)
         if out_shardings is not _UNSPECIFIED:
             sharding.check_layout("pjit out_shardings", out, out_shardings, none_ok=True)
