@@ -294,7 +294,7 @@ class AccuracyMode(enum.Enum):
       >>> import numpy as np
       >>> from functx import lax
       >>> lax.exp(np.float32([0.0, 1.0]), accuracy=lax.AccuracyMode.HIGHEST)
-      Array([1.       , 2.7182817], dtype=float32)
+      Array([1.      , 2.718282], dtype=float32)
     """
 
     HIGHEST = 1

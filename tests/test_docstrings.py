@@ -47,6 +47,9 @@ FOREIGN: dict[str, str] = {
     "functx.numpy.float6_e3m2fn": _ML_DTYPES,
     "functx.tree_util.PyTreeDef": "optree's PyTreeSpec (functx's pytrees are optree's)",
     "functx.tree_util.KeyPath": "a typing alias, tuple[KeyEntry, ...], as in jax.tree_util",
+    "functx.lax.DotDimensionNumbers": "a typing alias, as in jax.lax",
+    "functx.lax.PrecisionLike": "a typing alias, as in jax.lax",
+    "functx.lax.ConvGeneralDilatedDimensionNumbers": "a typing alias, as in jax.lax",
 }
 
 
@@ -70,7 +73,7 @@ DIFFERS_FROM_JAX: dict[str, str] = {
         "jacfwd jacobian jacrev jit jvp linearize named_call named_scope pure_callback "
         "value_and_grad vjp transfer_guard transfer_guard_host_to_device "
         "transfer_guard_device_to_device transfer_guard_device_to_host legacy_prng_key "
-        "log_compiles ensure_compile_time_eval device_put pmap shard_map"
+        "log_compiles ensure_compile_time_eval device_put pmap shard_map smap"
     ),
     "functx.ad_checkpoint": "Offloadable",
     "functx.custom_batching": "custom_vmap",
@@ -85,8 +88,10 @@ DIFFERS_FROM_JAX: dict[str, str] = {
         "dot_general fft gather pbroadcast pmax pmean pmin ppermute pshuffle psum "
         "psum_scatter pswapaxes reduce_window rng_bit_generator rng_uniform sort scatter_add "
         "scatter_mul scatter_min scatter_max add sub mul div rem max min pow atan2 nextafter "
-        "platform_dependent create_token after_all"
+        "platform_dependent create_token after_all DotAlgorithmPreset with_sharding_constraint "
+        "composite scaled_dot dce_sink"
     ),
+    "functx.sharding": "reshard",
     "functx.lax.linalg": "cholesky_update eigh ormqr qr svd symmetric_product tridiagonal_solve",
     "functx.numpy": "convolve frexp from_dlpack ldexp nextafter searchsorted unique",
     "functx.numpy.fft": (

@@ -121,7 +121,7 @@ def ragged_dot_general(
       >>> lhs, rhs = jnp.ones((2, 5)), jnp.arange(10.0).reshape(5, 2)
       >>> lax.ragged_dot_general(lhs, rhs, jnp.array([2, 3]), dn)[:, 0]
       Array([[ 2.,  4.],
-             [18., 20.]], dtype=float32)
+             [18., 21.]], dtype=float32)
     """
     api = "ragged_dot_general"
     if group_offset is not None:
@@ -248,8 +248,8 @@ def scaled_dot(
       >>> from functx import lax
       >>> lhs, rhs = jnp.ones((2, 4)), jnp.ones((4, 3))
       >>> lax.scaled_dot(lhs, rhs, lhs_scale=jnp.full((2, 2), 2.0), rhs_scale=jnp.ones((2, 3)))
-      Array([[8., 8., 8.],
-             [8., 8., 8.]], dtype=bfloat16)
+      Array([[8, 8, 8],
+             [8, 8, 8]], dtype=bfloat16)
     """
     api = "scaled_dot"
     la, ra = get_aval(lhs), get_aval(rhs)
