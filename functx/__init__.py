@@ -128,7 +128,8 @@ from functx.transforms.vmap import vmap as vmap
 
 __version__ = "0.1.0"
 
-# --- sharding in types (names35c): JAX 0.10's top-level set_mesh, reshard and smap
+# --- names35c: JAX 0.10's top-level set_mesh, reshard and smap, and the export module
+from functx import export as export  # noqa: E402
 from functx._shard_map import smap as smap  # noqa: E402
 from functx.sharding import reshard as reshard, set_mesh as set_mesh  # noqa: E402
 
@@ -336,7 +337,8 @@ __all__ = [
     "transfer_guard_device_to_device",
     "transfer_guard_device_to_host",
     "transfer_guard_host_to_device",
-    # sharding in types (names35c)
+    # names35c
+    "export",
     "reshard",
     "set_mesh",
     "smap",

@@ -50,6 +50,7 @@ NAMESPACES: tuple[str, ...] = (
     "functx.experimental.pjit",
     "functx.experimental.shard_alike",
     "functx.experimental.compilation_cache.compilation_cache",
+    "functx.export",
     "functx.ad_checkpoint",
     "functx.custom_derivatives",
     "functx.custom_batching",

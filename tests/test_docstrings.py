@@ -93,6 +93,7 @@ DIFFERS_FROM_JAX: dict[str, str] = {
     ),
     "functx.sharding": "reshard",
     "functx.nn": "scaled_matmul scaled_dot_general",
+    "functx.export": "export",
     "functx.lax.linalg": "cholesky_update eigh ormqr qr svd symmetric_product tridiagonal_solve",
     "functx.numpy": "convolve frexp from_dlpack ldexp nextafter searchsorted unique",
     "functx.numpy.fft": (

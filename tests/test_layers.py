@@ -95,6 +95,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "functx.experimental.multihost_utils",
             "functx.experimental.pjit",
             "functx.experimental.compilation_cache",
+            "functx.export",
             "functx._public",
         ),
     ),

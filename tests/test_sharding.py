@@ -532,7 +532,8 @@ def test_abstract_mesh_like_jax():
         ex.update_axis_types({"x": fs.AxisType.Auto})
     )
     assert repr(fs.get_abstract_mesh()) == repr(jax.sharding.get_abstract_mesh())
-    mesh, jmesh = functx.make_mesh((1,), ("x",)), jax.make_mesh((1,), ("x",))
+    cpu = functx.devices("cpu")  # (the default device may be the Triton interpreter's GPU)
+    mesh, jmesh = functx.make_mesh((1,), ("x",), devices=cpu), jax.make_mesh((1,), ("x",))
     assert repr(mesh.abstract_mesh) == repr(jmesh.abstract_mesh)
     dev = fs.AbstractDevice("cpu", None, "cpu")
     assert (
