@@ -55,8 +55,9 @@ def create_device_mesh(
     Example:
       >>> import functx
       >>> from functx.experimental import mesh_utils
-      >>> mesh_utils.create_device_mesh((1, 1))
-      array([[CpuDevice(id=0)]], dtype=object)
+      >>> m = mesh_utils.create_device_mesh((1, 1))
+      >>> m.shape, m[0, 0] is functx.devices()[0]
+      ((1, 1), True)
     """
     del contiguous_submeshes, allow_split_physical_axes
     return _as_array("create_device_mesh", mesh_shape, devices)
@@ -90,8 +91,8 @@ def create_hybrid_device_mesh(
       ValueError: shapes of different lengths, or counts that do not match.
     Example:
       >>> from functx.experimental import mesh_utils
-      >>> mesh_utils.create_hybrid_device_mesh((1,), (1,))
-      array([CpuDevice(id=0)], dtype=object)
+      >>> mesh_utils.create_hybrid_device_mesh((1,), (1,)).shape
+      (1,)
     """
     del process_is_granule, should_sort_granules_by_key, allow_split_physical_axes
     api = "create_hybrid_device_mesh"

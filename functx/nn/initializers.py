@@ -24,10 +24,9 @@ class Initializer(typing.Protocol):
     callable ``init(key, shape, dtype=None, out_sharding=None)`` returning an array of ``shape``.
     A protocol: ``isinstance(f, Initializer)`` checks only that ``f`` is callable.
 
-    Arguments:
-      key, shape, dtype, out_sharding: those of the call (the protocol's ``__call__``).
-    Returns:
-      The array, from the call.
+    Arguments: (of a call) ``key``, ``shape``, ``dtype=None``, ``out_sharding=None``.
+    Returns: (from a call) the array.
+
     Example:
       >>> import functx
       >>> from functx.nn import initializers
