@@ -142,6 +142,11 @@ from functx.transforms.vjp import (
 from functx.transforms.vmap import vmap as vmap
 from functx.version import __version__ as __version__, __version_info__ as __version_info__
 
+# --- names35c: JAX 0.10's top-level set_mesh, reshard and smap, and the export module
+from functx import export as export  # noqa: E402
+from functx._shard_map import smap as smap  # noqa: E402
+from functx.sharding import reshard as reshard, set_mesh as set_mesh  # noqa: E402
+
 
 def block_until_ready(x):
     """Wait until a pytree of arrays is computed (``jax.block_until_ready``; GPU work runs
@@ -360,4 +365,9 @@ __all__ = [
     "host_ids",
     "live_arrays",
     "print_environment_info",
+    # names35c
+    "export",
+    "reshard",
+    "set_mesh",
+    "smap",
 ]

@@ -58,7 +58,7 @@ from functx.tracing import ShapeDtypeStruct, Tracer, eval_shape, get_aval
 from functx.transforms import jvp as J, transpose as T, vmap as V
 from functx.transforms.vmap import vmap
 
-__all__ = ["pmap", "shard_map"]
+__all__ = ["pmap", "shard_map", "smap"]
 
 _INFER = object()
 
@@ -137,6 +137,55 @@ def shard_map(
             f"{f!r} of type {type(f)}."
         )
     return _ShardMapped(f, mesh, in_specs, out_specs, check_vma)
+
+
+def _axis_spec(axis_name, axis):
+    return PartitionSpec() if axis is None else PartitionSpec(*[None] * axis, axis_name)
+
+
+def smap(f=None, /, *, in_axes=_INFER, out_axes, axis_name):
+    """``shard_map`` over one mesh axis, with array axes for specs (``jax.smap``): the mesh in
+    context (``functx.set_mesh`` or ``with mesh:``) splits input axis ``in_axes`` (per
+    positional argument when a tuple; None: not split) over mesh axis ``axis_name``, and the
+    outputs' pieces are joined along ``out_axes``. A decorator when ``f`` is omitted.
+
+    Arguments:
+      f: the per-device function.
+      in_axes: an int (non-negative), None, or a tuple of them, one per positional argument.
+      out_axes: an int, None, or a pytree of them matching the outputs.
+      axis_name: a mesh axis name.
+    Returns:
+      The mapped function.
+    Raises:
+      TypeError: an ``axis_name`` that is a list or tuple, or axes that are not ints/None.
+
+    Differences from JAX: ``in_axes`` is required (functx arrays carry no sharding to infer it
+    from, as ``shard_map``'s ``in_specs``); the other mesh axes are manual too (replicated).
+
+    Example:
+      >>> import functx, functx.numpy as jnp
+      >>> with functx.set_mesh(functx.make_mesh((1,), ("x",))):
+      ...     functx.smap(lambda a: a * 2, in_axes=0, out_axes=0, axis_name="x")(jnp.arange(3.0))
+      Array([0., 2., 4.], dtype=float32)
+    """
+    if f is None:
+        return lambda g: smap(g, in_axes=in_axes, out_axes=out_axes, axis_name=axis_name)
+    if isinstance(axis_name, (list, tuple)):
+        raise TypeError(f"smap axis_name should be a `str` or a `Hashable`, but got {axis_name}")
+    for what, axes in (("in_axes", in_axes), ("out_axes", out_axes)):
+        if axes is _INFER:
+            continue
+        leaves = tree_util.tree_leaves(axes)
+        if not all(isinstance(a, int) and not isinstance(a, bool) for a in leaves):
+            raise TypeError(
+                f"smap {what} must be an int, None, or (nested) container with those types as "
+                f"leaves, but got {axes}."
+            )
+    spec = lambda axes: tree_util.tree_map(  # noqa: E731
+        lambda a: _axis_spec(axis_name, a), axes, is_leaf=lambda a: a is None
+    )
+    in_specs = _INFER if in_axes is _INFER else spec(in_axes)
+    return shard_map(f, out_specs=spec(out_axes), in_specs=in_specs, mesh=None)
 
 
 class _ShardMapped:

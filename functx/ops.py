@@ -15,6 +15,7 @@ import enum
 import math
 import operator
 import textwrap
+from typing import NamedTuple
 
 import numpy as np
 
@@ -29,6 +30,7 @@ from functx.errors import (
     FunctxOverflowError,
     FunctxTypeError,
     FunctxValueError,
+    UnsupportedError,
 )
 from functx.source_info import where as _loc
 from functx.tracing import Tracer, get_aval, tree_flatten, tree_unflatten
@@ -141,9 +143,24 @@ def _binary_operands(x, y):
 
 
 # --- elementwise ---------------------------------------------------------------------------------
+# The unary ops that take JAX's ``accuracy=`` (a ``Tolerance`` or an ``AccuracyMode``).
+_ACCURACY_OPS = frozenset(
+    "exp exp2 log log1p expm1 tanh logistic sin cos tan sqrt rsqrt cbrt".split()
+)
+
+
 def _unary(prim):
-    def fn(x):
-        return prim.bind(x)
+    if prim.name in _ACCURACY_OPS:
+
+        def fn(x, *, accuracy=None):
+            if accuracy is not None:
+                _check_accuracy(prim.name, accuracy)
+            return prim.bind(x)
+
+    else:
+
+        def fn(x):
+            return prim.bind(x)
 
     fn.__name__ = prim.name
     fn.__doc__ = f"Elementwise ``{prim.name}`` (the primitive)."
@@ -223,6 +240,11 @@ def _doc(row) -> str:
     }[row.kinds]
     if row.arity == 1:
         params = f"x: an array or scalar of {kinds}."
+        if row.name in _ACCURACY_OPS:
+            params += (
+                " accuracy: None, a ``Tolerance`` or an ``AccuracyMode`` (checked; functx's "
+                "kernels compute at one accuracy whatever it asks for)."
+            )
         what = f"``{row.name}`` of each element of ``x``"
     else:
         params = (
@@ -259,6 +281,64 @@ for _row in P.elementwise.ROWS:
         _fn.__doc__ = _doc(_row)
         globals()[_row.public_name] = _fn
 del _row, _build, _fn
+
+
+class AccuracyMode(enum.Enum):
+    """How accurately a unary op is asked to compute (``jax.lax.AccuracyMode``), for the
+    ``accuracy=`` argument of ``exp``, ``log``, ``sin``, ``tanh``, ``sqrt``, ...
+
+    functx's kernels compute every op at one accuracy (the C math library's or libdevice's):
+    ``accuracy=`` is checked and does not change the result.
+
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.exp(np.float32([0.0, 1.0]), accuracy=lax.AccuracyMode.HIGHEST)
+      Array([1.      , 2.718282], dtype=float32)
+    """
+
+    HIGHEST = 1
+    DEFAULT = 2
+
+
+class Tolerance:
+    """The error a unary op may make (``jax.lax.Tolerance``), for ``accuracy=`` (see
+    ``AccuracyMode``): an absolute, a relative and an ulp bound, at least one of them set.
+
+    Arguments:
+      atol: the absolute error allowed (>= 0).
+      rtol: the relative error allowed (>= 0).
+      ulps: the error allowed in units in the last place (>= 0).
+    Returns:
+      A ``Tolerance``.
+    Raises:
+      ValueError: a negative bound, or none set (as JAX).
+    Example:
+      >>> from functx import lax
+      >>> t = lax.Tolerance(rtol=1e-3)
+      >>> t.atol, t.rtol, t.ulps
+      (0.0, 0.001, 0)
+    """
+
+    def __init__(self, atol: float = 0.0, rtol: float = 0.0, ulps: int = 0):
+        if atol < 0.0 or rtol < 0.0 or ulps < 0:
+            raise FunctxValueError(
+                f"Tolerance: the bounds must be >= 0, got {atol=}, {rtol=}, {ulps=}"
+            )
+        if atol == 0.0 and rtol == 0.0 and ulps == 0:
+            raise FunctxValueError("Tolerance: set at least one of atol, rtol or ulps")
+        self.atol, self.rtol, self.ulps = atol, rtol, ulps
+
+    def __repr__(self):
+        return f"Tolerance(atol={self.atol}, rtol={self.rtol}, ulps={self.ulps})"
+
+
+def _check_accuracy(op: str, accuracy) -> None:
+    if not isinstance(accuracy, (Tolerance, AccuracyMode)):
+        raise UnsupportedError(  # (JAX raises NotImplementedError)
+            f"{op}: accuracy must be None, a lax.Tolerance or a lax.AccuracyMode, got "
+            f"{accuracy!r}{_loc()}"
+        )
 
 
 class RoundingMethod:
@@ -1361,6 +1441,184 @@ class Precision(enum.Enum):
     HIGHEST = 2
 
 
+class DotAlgorithm(NamedTuple):
+    """How a matrix product computes (``jax.lax.DotAlgorithm``), for ``precision=``: the dtypes
+    the operands are rounded to, the dtype the products are summed in, and JAX's fields for
+    algorithms that split operands into several parts.
+
+    functx rounds the operands to ``lhs_precision_type``/``rhs_precision_type``, multiplies them
+    summing in ``accumulation_type``, and returns the product's usual dtype (the operands', or
+    ``preferred_element_type``). More than one component or operation (an emulation of higher
+    precision) computes at the accumulation type's full precision; ``allow_imprecise_accumulation``
+    changes nothing.
+
+    Arguments:
+      lhs_precision_type, rhs_precision_type: the dtypes the operands are rounded to.
+      accumulation_type: the dtype of the sums.
+      lhs_component_count, rhs_component_count, num_primitive_operations: JAX's counts (>= 1).
+      allow_imprecise_accumulation: JAX's flag.
+    Returns:
+      A ``DotAlgorithm`` (a named tuple).
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> alg = lax.DotAlgorithm(np.float16, np.float16, np.float32)
+      >>> lax.dot(np.float32([1, 2, 3]), np.float32([4, 5, 6]), precision=alg)
+      Array(32., dtype=float32)
+    """
+
+    lhs_precision_type: object
+    rhs_precision_type: object
+    accumulation_type: object
+    lhs_component_count: int = 1
+    rhs_component_count: int = 1
+    num_primitive_operations: int = 1
+    allow_imprecise_accumulation: bool = False
+
+
+_F8 = tuple(
+    np.dtype(getattr(dtypes, n))
+    for n in "float8_e4m3b11fnuz float8_e4m3fn float8_e4m3fnuz float8_e5m2 float8_e5m2fnuz "
+    "float8_e3m4 float8_e4m3 float8_e8m0fnu".split()
+    if hasattr(dtypes, n)
+)
+_F8_OUT = "float8_e4m3fn float8_e5m2 float8_e5m2fnuz float8_e4m3fnuz float8_e4m3b11fnuz".split()
+_F16, _BF16, _F32, _F64 = (np.dtype(np.float16), np.dtype(dtypes.bfloat16), np.dtype(np.float32),
+                           np.dtype(np.float64))  # fmt: skip
+
+# What each DotAlgorithmPreset names: (JAX's supported operand storage types, or None for any;
+# JAX's accumulation type, or None for the output's; the type functx rounds the operands to, or
+# None for their own (the TF32 rows round to TF32: 8 exponent, 10 mantissa bits); whether the
+# operands must be float8). The _X3/_X6/_X9 rows emulate float32 and compute in float32.
+_PRESETS = {
+    "DEFAULT": (None, None, None, False),
+    "ANY_F8_ANY_F8_F32": (None, _F32, None, True),
+    "ANY_F8_ANY_F8_F32_FAST_ACCUM": (None, _F32, None, True),
+    "ANY_F8_ANY_F8_ANY": (None, None, None, True),
+    "ANY_F8_ANY_F8_ANY_FAST_ACCUM": (None, None, None, True),
+    "F16_F16_F16": ((_F16,), _F16, _F16, False),
+    "F16_F16_F32": ((_F16,), _F32, _F16, False),
+    "BF16_BF16_BF16": ((_BF16, _F32), _BF16, _BF16, False),
+    "BF16_BF16_F32": ((_BF16, _F32), _F32, _BF16, False),
+    "BF16_BF16_F32_X3": ((_F32,), _F32, _F32, False),
+    "BF16_BF16_F32_X6": ((_F32,), _F32, _F32, False),
+    "BF16_BF16_F32_X9": ((_F32,), _F32, _F32, False),
+    "TF32_TF32_F32": ((_F32,), _F32, "tf32", False),
+    "TF32_TF32_F32_X3": ((_F32,), _F32, _F32, False),
+    "F32_F32_F32": ((_F32,), _F32, _F32, False),
+    "F64_F64_F64": ((_F64,), _F64, _F64, False),
+}
+
+
+class DotAlgorithmPreset(enum.Enum):
+    """The named product algorithms (``jax.lax.DotAlgorithmPreset``), for ``precision=`` of
+    ``dot_general``, ``dot``, ``functx.numpy.matmul``, ``einsum``, ... (the member or its name).
+    A name reads ``LHS_RHS_ACCUMULATION``.
+
+    What functx computes, on the CPU and the GPU alike: the operands rounded to the preset's
+    input type (bfloat16, float16, TF32 by ``reduce_precision``, float32 or float64), products
+    summed in its accumulation type, the result in the product's usual dtype (the operands', or
+    ``preferred_element_type``). ``DEFAULT`` is a plain product; ``_X3``/``_X6``/``_X9`` (JAX's
+    emulations of float32 from several bfloat16 or TF32 products) compute in float32; ``ANY_F8``
+    presets need float8 operands (ValueError otherwise, as JAX) and sum in float32 (``_ANY``:
+    in the output's dtype); ``FAST_ACCUM`` changes nothing.
+
+    Differences from JAX: JAX's CPU backend refuses the F8, ``F16_F16_F32``, ``BF16_BF16_BF16``,
+    ``BF16_BF16_F32_X9`` and TF32 presets (ValueError) and computes ``BF16_BF16_F32`` of float32
+    operands in float32; functx computes every preset as above (the rounding JAX's GPU backend
+    does).
+
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> x = np.float32([1.0 + 2.0**-12, 1.0])
+      >>> print(lax.dot(x, x, precision="F32_F32_F32"), lax.dot(x, x, precision="BF16_BF16_F32"))
+      2.0004883 2.0
+    """
+
+    DEFAULT = enum.auto()
+    ANY_F8_ANY_F8_F32 = enum.auto()
+    ANY_F8_ANY_F8_F32_FAST_ACCUM = enum.auto()
+    ANY_F8_ANY_F8_ANY = enum.auto()
+    ANY_F8_ANY_F8_ANY_FAST_ACCUM = enum.auto()
+    F16_F16_F16 = enum.auto()
+    F16_F16_F32 = enum.auto()
+    BF16_BF16_BF16 = enum.auto()
+    BF16_BF16_F32 = enum.auto()
+    BF16_BF16_F32_X3 = enum.auto()
+    BF16_BF16_F32_X6 = enum.auto()
+    BF16_BF16_F32_X9 = enum.auto()
+    TF32_TF32_F32 = enum.auto()
+    TF32_TF32_F32_X3 = enum.auto()
+    F32_F32_F32 = enum.auto()
+    F64_F64_F64 = enum.auto()
+
+    def __repr__(self) -> str:
+        return f"DotAlgorithmPreset.{self.name}"
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def supported_lhs_types(self):
+        """The operand dtypes used as they are (None: any); others are converted to the first."""
+        return _PRESETS[self.name][0]
+
+    @property
+    def supported_rhs_types(self):
+        return self.supported_lhs_types
+
+    @property
+    def accumulation_type(self):
+        """The dtype the products are summed in (None: the output's)."""
+        return _PRESETS[self.name][1]
+
+    def supported_output_types(self, lhs_dtype, rhs_dtype):
+        """The output dtypes the preset gives without a conversion (None: any)."""
+        acc = self.accumulation_type
+        if self.name.startswith("ANY_F8_ANY_F8_F32"):
+            return (_F32, _F16, _BF16, *(np.dtype(getattr(dtypes, n)) for n in _F8_OUT))
+        both = np.promote_types(np.dtype(lhs_dtype), np.dtype(rhs_dtype))
+        if self.name in ("F16_F16_F32", "BF16_BF16_F32") and both == _PRESETS[self.name][2]:
+            return (_F32, both)
+        return None if acc is None else (acc,)
+
+
+def _algorithm_dot(lhs, rhs, dn, algorithm, out_dtype):
+    """``dot_general`` by a ``DotAlgorithm`` or a ``DotAlgorithmPreset`` (see their docstrings):
+    the operands rounded, the product summed in the accumulation type, the result in
+    ``out_dtype``; a composite of conversions and one ``dot_general``, so every transform works."""
+    ld, rd = _aval(lhs).dtype, _aval(rhs).dtype
+    if isinstance(algorithm, DotAlgorithm):
+        lt, rt, acc = (
+            dtypes.canonicalize(algorithm.lhs_precision_type),
+            dtypes.canonicalize(algorithm.rhs_precision_type),
+            dtypes.canonicalize(algorithm.accumulation_type),
+        )
+    else:
+        _, acc, rounding, f8 = _PRESETS[algorithm.name]
+        if f8 and (ld not in _F8 or rd not in _F8):
+            raise FunctxValueError(
+                f"dot_general: the dot algorithm '{algorithm}' needs float8 operands, got {ld} "
+                f"and {rd}{_loc()}"
+            )
+        lt = rt = dtypes.canonicalize(rounding) if rounding not in (None, "tf32") else None
+        acc = dtypes.canonicalize(acc) if acc is not None else out_dtype
+        if rounding == "tf32":
+            lhs, rhs = (reduce_precision(_as_dtype(v, _F32), 8, 10) for v in (lhs, rhs))
+    if lt is not None:
+        lhs, rhs = _as_dtype(lhs, lt), _as_dtype(rhs, rt)
+    pet = None if acc == _aval(lhs).dtype else acc
+    out = P.dot_general_p.bind(
+        lhs, rhs, dimension_numbers=dn, preferred_element_type=pet, precision="float32"
+    )
+    return _as_dtype(out, out_dtype)
+
+
+def _as_dtype(x, dtype):
+    return x if _aval(x).dtype == dtype else convert_element_type(x, dtype)
+
+
 def canonicalize_precision(precision):
     """The float32 product mode a ``precision=`` argument asks for (functx's counterpart of JAX's
     internal ``canonicalize_precision``, which ``jax.lax`` does not export in JAX 0.10.2).
@@ -1371,7 +1629,8 @@ def canonicalize_precision(precision):
       precision: None, a ``Precision``, one of its strings, or a pair of them (one per operand;
         the higher one counts).
     Returns:
-      None (``functx.default_matmul_precision`` decides), ``"tensorfloat32"`` or ``"float32"``.
+      None (``functx.default_matmul_precision`` decides), ``"tensorfloat32"`` or ``"float32"``;
+      a ``DotAlgorithm`` or ``DotAlgorithmPreset`` (also given by its name) as it is.
     Example:
       >>> import numpy as np
       >>> from functx import lax
@@ -1380,6 +1639,10 @@ def canonicalize_precision(precision):
     """
     if precision is None:
         return None
+    if isinstance(precision, (DotAlgorithm, DotAlgorithmPreset)):
+        return precision
+    if isinstance(precision, str) and precision in DotAlgorithmPreset.__members__:
+        return DotAlgorithmPreset[precision]
     if isinstance(precision, (tuple, list)):
         if len(precision) != 2:
             raise ValueError(
@@ -1427,7 +1690,8 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
       lhs, rhs: arrays; mixed dtypes meet in the more precise one, as in JAX.
       dimension_numbers: ``((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))``,
         tuples of axes.
-      precision: None, a ``Precision`` or its string, or a pair (see ``Precision``).
+      precision: None, a ``Precision`` or its string, a pair (see ``Precision``), a
+        ``DotAlgorithmPreset`` (or its name) or a ``DotAlgorithm``.
       preferred_element_type: the result's dtype (default: the operands').
     Returns:
       An array of shape ``batch + lhs free + rhs free``.
@@ -1462,6 +1726,11 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     if pet is not None and pet == _aval(lhs).dtype:
         pet = None
     precision = canonicalize_precision(precision)
+    if isinstance(precision, (DotAlgorithm, DotAlgorithmPreset)):
+        if precision is not DotAlgorithmPreset.DEFAULT:
+            out_dtype = _aval(lhs).dtype if pet is None else pet
+            return _algorithm_dot(lhs, rhs, dn, precision, out_dtype)
+        precision = None
     if precision is None:  # (kept out of the Jaxpr, like JAX's precision=None)
         return P.dot_general_p.bind(lhs, rhs, dimension_numbers=dn, preferred_element_type=pet)
     return P.dot_general_p.bind(

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import collections
 import enum
+import functools
 import math
 import os
 import re
@@ -29,21 +30,34 @@ import threading
 
 import numpy as np
 
-from functx import distributed, dtypes, tree_util
+from functx import core as _core, distributed, dtypes, tree_util
 from functx.devices import device as _device, transfer as _transfer
 from functx.errors import (
     FunctxTypeError,
     FunctxValueError,
+    JaxRuntimeError,
     missing_name_hook as _missing_name_hook,
 )
+from functx.lax import _staging
 
 __all__ = [
+    "AbstractDevice",
+    "AbstractMesh",
     "AxisType",
+    "ManualAxisType",
     "Mesh",
     "NamedSharding",
     "PartitionSpec",
     "Sharding",
     "SingleDeviceSharding",
+    "auto_axes",
+    "explicit_axes",
+    "get_abstract_mesh",
+    "get_mesh",
+    "make_single_device_sharding",
+    "reshard",
+    "set_mesh",
+    "use_abstract_mesh",
 ]
 
 
@@ -269,7 +283,7 @@ class Mesh:
 
     @property
     def empty(self) -> bool:
-        return self.devices.size == 0
+        return self.devices.ndim == 0 or self.devices.size == 0
 
     @property
     def device_ids(self):
@@ -283,6 +297,21 @@ class Mesh:
     @property
     def is_multi_process(self) -> bool:
         return len({d.process_index for d in self.devices.flat}) > 1
+
+    @property
+    def abstract_mesh(self) -> AbstractMesh:
+        """This mesh without its devices: its axis sizes, names and types, and the kind of its
+        devices."""
+        if self.empty:
+            return _EMPTY_ABSTRACT
+        first = next(iter(self.devices.flat), None)
+        device = None
+        if first is not None:
+            kind = getattr(first, "device_kind", first.platform)
+            device = AbstractDevice(kind, getattr(first, "num_cores", None), first.platform)
+        return AbstractMesh(
+            self.axis_sizes, self.axis_names, self.axis_types, abstract_device=device
+        )
 
     # identity -----------------------------------------------------------------------------------
     def _key(self):
@@ -330,9 +359,13 @@ def _types_str(types) -> str:
 
 
 def current_mesh():
-    """The innermost mesh of a ``with mesh:`` block in this thread, or None."""
+    """The innermost mesh of a ``with mesh:`` block in this thread, else the one ``set_mesh``
+    set, or None."""
     stack = getattr(_mesh_stack, "meshes", None)
-    return stack[-1] if stack else None
+    if stack:
+        return stack[-1]
+    mesh = getattr(_context, "mesh", None)
+    return mesh if mesh is not None and not mesh.empty else None
 
 
 def make_mesh(axis_shapes, axis_names, axis_types=None, *, devices=None) -> Mesh:
@@ -592,6 +625,526 @@ def check_spec(spec: PartitionSpec, mesh: Mesh) -> None:
                     f"one positional dimension, but {spec} has duplicate entries for `{a}`"
                 )
             seen.add(a)
+
+
+# --- the mesh in context (JAX's sharding in types) ------------------------------------------------
+# functx arrays are whole on one device and carry no sharding in their types: these names keep
+# JAX's mesh context and check their arguments as JAX does, and otherwise compute the identity.
+class AbstractDevice:
+    """The kind of the devices of a mesh, without the devices (``jax.sharding.AbstractDevice``).
+
+    Arguments:
+      device_kind: the devices' kind ("cpu", a GPU's name).
+      num_cores: their number of cores, or None.
+      platform: "cpu" or "gpu".
+    Returns:
+      An ``AbstractDevice``.
+    Example:
+      >>> from functx.sharding import AbstractDevice
+      >>> AbstractDevice("cpu", None, "cpu")
+      AbstractDevice(device_kind=cpu, num_cores=None, platform=cpu)
+    """
+
+    def __init__(self, device_kind: str, num_cores: int | None, platform: str) -> None:
+        self.device_kind, self.num_cores, self.platform = device_kind, num_cores, platform
+
+    def _key(self):
+        return (self.device_kind, self.num_cores, self.platform)
+
+    def __eq__(self, other):
+        return isinstance(other, AbstractDevice) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self):
+        return (
+            f"AbstractDevice(device_kind={self.device_kind}, num_cores={self.num_cores}, "
+            f"platform={self.platform})"
+        )
+
+
+class AbstractMesh:
+    """A mesh's shape without its devices (``jax.sharding.AbstractMesh``): axis sizes, names and
+    types. ``Mesh.abstract_mesh`` gives a mesh's; ``use_abstract_mesh`` puts one in context.
+
+    Arguments:
+      axis_sizes: the size of each axis.
+      axis_names: a name per axis.
+      axis_types: an ``AxisType`` per axis, or one for all (default: all ``Auto``).
+      abstract_device: the devices' ``AbstractDevice``, or None.
+    Returns:
+      An ``AbstractMesh``.
+    Raises:
+      ValueError: sizes, names and types of different lengths.
+    Example:
+      >>> from functx.sharding import AbstractMesh, AxisType
+      >>> m = AbstractMesh((2, 3), ("x", "y"))
+      >>> m, m.size
+      (AbstractMesh('x': 2, 'y': 3, axis_types=(Auto, Auto)), 6)
+      >>> m.update_axis_types({"x": AxisType.Explicit})
+      AbstractMesh('x': 2, 'y': 3, axis_types=(Explicit, Auto))
+    """
+
+    def __init__(self, axis_sizes, axis_names, axis_types=None, *, abstract_device=None):
+        self.axis_sizes = tuple(int(n) for n in axis_sizes)
+        self.axis_names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
+        if axis_types is None:
+            axis_types = (AxisType.Auto,) * len(self.axis_names)
+        elif isinstance(axis_types, AxisType):
+            axis_types = (axis_types,) * len(self.axis_names)
+        self.axis_types = tuple(axis_types)
+        if not len(self.axis_sizes) == len(self.axis_names) == len(self.axis_types):
+            raise FunctxValueError(
+                f"AbstractMesh: axis_sizes {self.axis_sizes}, axis_names {self.axis_names} and "
+                f"axis_types {self.axis_types} must have one entry per axis"
+            )
+        self.abstract_device = abstract_device
+
+    @property
+    def shape(self):
+        return collections.OrderedDict(self.shape_tuple)
+
+    @property
+    def shape_tuple(self):
+        return tuple(zip(self.axis_names, self.axis_sizes))
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.axis_sizes)
+
+    @property
+    def empty(self) -> bool:
+        return not self.axis_names
+
+    @property
+    def abstract_mesh(self) -> AbstractMesh:
+        return self
+
+    def _axes_of(self, kind):
+        return tuple(n for n, t in zip(self.axis_names, self.axis_types) if t == kind)
+
+    auto_axes = property(lambda self: self._axes_of(AxisType.Auto))
+    explicit_axes = property(lambda self: self._axes_of(AxisType.Explicit))
+    manual_axes = property(lambda self: self._axes_of(AxisType.Manual))
+    are_all_axes_auto = property(lambda self: self.auto_axes == self.axis_names)
+    are_all_axes_explicit = property(lambda self: self.explicit_axes == self.axis_names)
+    are_all_axes_manual = property(lambda self: self.manual_axes == self.axis_names)
+
+    def update(self, axis_sizes=None, axis_names=None, axis_types=None, **kw) -> AbstractMesh:
+        """A copy with the given fields replaced."""
+        return AbstractMesh(
+            self.axis_sizes if axis_sizes is None else axis_sizes,
+            self.axis_names if axis_names is None else axis_names,
+            self.axis_types if axis_types is None else axis_types,
+            abstract_device=kw.get("abstract_device", self.abstract_device),
+        )
+
+    def update_axis_types(self, name_to_type: dict) -> AbstractMesh:
+        """A copy with the axes named in ``name_to_type`` of the types it gives."""
+        for n in name_to_type:
+            if n not in self.axis_names:
+                raise FunctxValueError(f"axis {n!r} is not an axis of {self}")
+        types = tuple(name_to_type.get(n, t) for n, t in zip(self.axis_names, self.axis_types))
+        return self.update(axis_types=types)
+
+    def _key(self):
+        return (self.axis_sizes, self.axis_names, self.axis_types, self.abstract_device)
+
+    def __eq__(self, other):
+        return isinstance(other, AbstractMesh) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self):
+        if self.empty:
+            return "AbstractMesh((), axis_types=())"
+        sizes = ", ".join(f"{n!r}: {s}" for n, s in self.shape_tuple)
+        dev = self.abstract_device
+        tail = "" if dev is None else repr(dev)[len("AbstractDevice(") : -1]
+        return f"AbstractMesh({sizes}, axis_types={_types_str(self.axis_types)}" + (
+            f", {tail})" if tail else ")"
+        )
+
+
+class ManualAxisType:
+    """The SPMD value type of an array in a ``shard_map`` body over manual axes
+    (``jax.sharding.ManualAxisType``): the axes it varies over, and those it is unreduced or
+    reduced over. functx records it (its ``shard_map`` runs with the type checks off).
+
+    Arguments:
+      varying, unreduced, reduced: sets of mesh axis names.
+    Returns:
+      A ``ManualAxisType``.
+    Example:
+      >>> from functx.sharding import ManualAxisType
+      >>> ManualAxisType(varying={"x"})
+      ManualAxisType(varying=frozenset({'x'}), unreduced=frozenset(), reduced=frozenset())
+    """
+
+    __slots__ = ("varying", "unreduced", "reduced")
+
+    def __init__(self, *, varying=frozenset(), unreduced=frozenset(), reduced=frozenset()):
+        self.varying = frozenset(varying)
+        self.unreduced = frozenset(unreduced)
+        self.reduced = frozenset(reduced)
+
+    def _key(self):
+        return (self.varying, self.unreduced, self.reduced)
+
+    def __eq__(self, other):
+        return isinstance(other, ManualAxisType) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self):
+        return (
+            f"ManualAxisType(varying={self.varying}, unreduced={self.unreduced}, "
+            f"reduced={self.reduced})"
+        )
+
+
+_EMPTY_ABSTRACT = AbstractMesh((), ())
+_EMPTY_MESH = Mesh(np.empty((), dtype=object), ())  # (JAX's empty mesh: no axes)
+_context = threading.local()  # .mesh (set_mesh's) and .abstract (the abstract mesh in context)
+
+
+def get_abstract_mesh() -> AbstractMesh:
+    """The abstract mesh in context in this thread (``jax.sharding.get_abstract_mesh``): the one
+    of ``use_abstract_mesh`` or ``set_mesh``, else an empty one.
+
+    Arguments:
+      none.
+    Returns:
+      An ``AbstractMesh``.
+    Example:
+      >>> import functx
+      >>> functx.sharding.get_abstract_mesh()
+      AbstractMesh((), axis_types=())
+      >>> with functx.sharding.use_abstract_mesh(functx.sharding.AbstractMesh((2,), ("x",))):
+      ...     functx.sharding.get_abstract_mesh()
+      AbstractMesh('x': 2, axis_types=(Auto,))
+    """
+    return getattr(_context, "abstract", None) or _EMPTY_ABSTRACT
+
+
+def get_mesh() -> Mesh:
+    """The mesh ``set_mesh`` set in this thread, or an empty mesh (``jax.sharding.get_mesh``).
+
+    Arguments:
+      none.
+    Returns:
+      A ``Mesh``.
+    Example:
+      >>> import functx
+      >>> mesh = functx.make_mesh((1,), ("x",))
+      >>> with functx.sharding.set_mesh(mesh):
+      ...     functx.sharding.get_mesh() == mesh
+      True
+    """
+    return getattr(_context, "mesh", None) or _EMPTY_MESH
+
+
+class _Swap:
+    """Sets the thread's mesh context now; restores the previous one on leaving a ``with``."""
+
+    def __init__(self, **values):
+        self._prev = {k: getattr(_context, k, None) for k in values}
+        for k, v in values.items():
+            setattr(_context, k, v)
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        for k, v in self._prev.items():
+            setattr(_context, k, v)
+        return False
+
+
+class set_mesh(_Swap):
+    """Make ``mesh`` this thread's mesh (``jax.set_mesh``, also ``functx.sharding.set_mesh``):
+    called plainly, it stays set; as ``with set_mesh(mesh):`` the previous one comes back at the
+    block's end. With a mesh set, ``PartitionSpec`` objects stand for ``NamedSharding`` objects
+    over it (``reshard``, ``with_sharding_constraint``, ``shard_map``'s mesh).
+
+    Arguments:
+      mesh: a ``Mesh``, or None (no mesh).
+    Returns:
+      A context manager.
+    Raises:
+      ValueError: ``mesh`` is not a ``Mesh``, has ``Manual`` axes, or a ``jit`` is tracing.
+    Example:
+      >>> import functx
+      >>> with functx.set_mesh(functx.make_mesh((1,), ("x",))):
+      ...     functx.sharding.get_abstract_mesh().axis_names
+      ('x',)
+    """
+
+    def __init__(self, mesh):
+        if mesh is not None and not isinstance(mesh, Mesh):
+            raise FunctxValueError(
+                f"Expected mesh of type `functx.sharding.Mesh`. Got {type(mesh)}"
+            )
+        if _core.is_tracing():
+            raise FunctxValueError("`set_mesh` can only be used outside of `functx.jit`.")
+        if mesh is not None and AxisType.Manual in mesh.axis_types:
+            raise FunctxValueError(
+                f"mesh {mesh} has Manual axes, which set_mesh does not take: use "
+                "functx.shard_map to enter Manual mode"
+            )
+        abstract = None if mesh is None else mesh.abstract_mesh
+        super().__init__(mesh=mesh, abstract=abstract)
+
+
+class use_abstract_mesh(_Swap):
+    """``with use_abstract_mesh(mesh):`` makes ``mesh`` the abstract mesh in context in this
+    thread (``jax.sharding.use_abstract_mesh``).
+
+    Arguments:
+      mesh: an ``AbstractMesh``.
+    Returns:
+      A context manager.
+    Raises:
+      ValueError: ``mesh`` is not an ``AbstractMesh``.
+    Example:
+      >>> import functx
+      >>> from functx.sharding import AbstractMesh, get_abstract_mesh, use_abstract_mesh
+      >>> with use_abstract_mesh(AbstractMesh((4,), ("data",))):
+      ...     get_abstract_mesh().shape_tuple
+      (('data', 4),)
+    """
+
+    def __init__(self, mesh):
+        if not isinstance(mesh, AbstractMesh):
+            raise FunctxValueError(
+                f"Expected mesh of type `functx.sharding.AbstractMesh`. Got type: {type(mesh)}"
+            )
+        super().__init__(abstract=mesh)
+
+
+def make_single_device_sharding(device, *, memory_kind=None) -> SingleDeviceSharding:
+    """A sharding that puts arrays wholly on ``device``
+    (``jax.sharding.make_single_device_sharding``).
+
+    Arguments:
+      device: a ``Device``.
+      memory_kind: None or "device".
+    Returns:
+      A ``SingleDeviceSharding``.
+    Example:
+      >>> import functx
+      >>> functx.sharding.make_single_device_sharding(functx.devices("cpu")[0])
+      SingleDeviceSharding(device=CpuDevice(id=0), memory_kind=device)
+    """
+    return SingleDeviceSharding(device, memory_kind=memory_kind)
+
+
+def _context_mesh():
+    """The mesh a bare ``PartitionSpec`` refers to: ``with mesh:``'s or ``set_mesh``'s, else the
+    abstract mesh in context (None when neither)."""
+    mesh = current_mesh()
+    if mesh is not None:
+        return mesh
+    abstract = get_abstract_mesh()
+    return None if abstract.empty else abstract
+
+
+def _spec_sharding(api, spec, mesh, error=FunctxValueError):
+    """A ``PartitionSpec`` leaf checked against ``mesh``'s axes (JAX's errors; ``error`` when
+    there is no mesh)."""
+    if mesh is None:
+        raise error(
+            f"{api}: a PartitionSpec ({spec}) needs a mesh in context: pass a NamedSharding, or "
+            "set one with functx.set_mesh(mesh)"
+        )
+    check_spec(spec, mesh)
+    return spec
+
+
+def _prefix_pairs(api, x, shardings):
+    """(sharding, leaf) pairs, ``shardings`` a tree prefix of ``x`` (ValueError otherwise)."""
+    leaf = lambda v: v is None or isinstance(v, (Sharding, PartitionSpec))  # noqa: E731
+    try:
+        pairs = tree_util.tree_map(
+            lambda s, sub: [(s, v) for v in tree_util.tree_leaves(sub)], shardings, x, is_leaf=leaf
+        )
+    except (ValueError, TypeError) as e:
+        raise FunctxValueError(
+            f"{api}: shardings must be a tree prefix of the value's pytree: {e}"
+        ) from None
+    return [
+        p for ps in tree_util.tree_leaves(pairs, is_leaf=lambda v: isinstance(v, list)) for p in ps
+    ]
+
+
+def _fits(api, sharding, v):
+    """JAX's check that ``v`` (an array) can be laid out by ``sharding``."""
+    shape = np.shape(v)
+    if isinstance(sharding, NamedSharding):
+        if len(sharding.spec) > len(shape):
+            raise FunctxValueError(
+                f"{api}: {sharding} has {len(sharding.spec)} entries, more than the rank of "
+                f"its array (shape {shape})"
+            )
+        sharding.shard_shape(shape)
+
+
+def _check_constraint(x, shardings):
+    api = "with_sharding_constraint"
+    mesh = _context_mesh()
+    for s, v in _prefix_pairs(api, x, shardings):
+        if s is None:
+            raise FunctxValueError(
+                f"{api}: got sharding None, which is not allowed: pass Sharding objects (or "
+                "PartitionSpec objects with a mesh in context)"
+            )
+        if isinstance(s, PartitionSpec):  # (JAX's check of the array's typed sharding under
+            _spec_sharding(api, s, mesh, JaxRuntimeError)  # Explicit axes is not made)
+            if isinstance(mesh, Mesh):
+                _fits(api, NamedSharding(mesh, s), v)
+            continue
+        if not isinstance(s, Sharding):
+            raise FunctxTypeError(
+                f"{api}: shardings leaves must be Sharding or PartitionSpec objects, got {s!r}"
+            )
+        if isinstance(s, NamedSharding):
+            types = dict(zip(s.mesh.axis_names, s.mesh.axis_types))
+            explicit = [a for axes in s.spec.axes() for a in axes if types[a] == AxisType.Explicit]
+            if explicit:
+                raise FunctxValueError(
+                    f"{api}: the spec of a NamedSharding can only refer to Auto axes of its mesh; "
+                    f"{s.spec} names the Explicit axes {explicit} (use functx.sharding.reshard)"
+                )
+        _fits(api, s, v)
+
+
+_staging.SHARDING_CHECKS["with_sharding_constraint"] = _check_constraint
+
+
+def reshard(xs, out_shardings):
+    """``xs`` laid out by ``out_shardings`` (``jax.reshard``, also ``functx.sharding.reshard``).
+
+    functx arrays are whole on one device and carry no sharding: the values are ``xs`` (their
+    leaves as Arrays), after JAX's checks: ``out_shardings`` a tree prefix of ``xs`` whose
+    leaves are ``Sharding`` objects, or ``PartitionSpec`` objects with a mesh in context.
+
+    Arguments:
+      xs: an array or a pytree of arrays.
+      out_shardings: a ``Sharding`` or ``PartitionSpec``, or a pytree of them, a prefix of
+        ``xs``'s.
+    Returns:
+      ``xs``.
+    Raises:
+      ValueError: a None sharding, a ``PartitionSpec`` with no mesh in context or naming an axis
+      it lacks, or shardings that are not a prefix of ``xs``.
+
+    Differences from JAX: the result has no ``.sharding`` (functx arrays carry none).
+
+    Example:
+      >>> import functx, functx.numpy as jnp
+      >>> from functx.sharding import PartitionSpec as P
+      >>> with functx.set_mesh(functx.make_mesh((1,), ("x",))):
+      ...     functx.reshard(jnp.arange(4.0), P("x"))
+      Array([0., 1., 2., 3.], dtype=float32)
+    """
+    check_layout("reshard", xs, out_shardings)
+    return _staging._as_arrays(xs)
+
+
+def check_layout(api: str, xs, shardings, *, none_ok: bool = False) -> None:
+    """JAX's checks of shardings for arrays (``reshard``'s, ``pjit``'s): ``shardings`` a tree
+    prefix of ``xs`` whose leaves are ``Sharding`` objects, ``PartitionSpec`` objects naming axes
+    of the mesh in context, or (``none_ok``) None."""
+    mesh = _context_mesh()
+    for s, _ in _prefix_pairs(api, xs, shardings):
+        if s is None:
+            if none_ok:
+                continue
+            raise FunctxValueError(
+                f"{api}: shardings must be non-None and have a non-empty mesh. Got None."
+            )
+        if isinstance(s, PartitionSpec):
+            _spec_sharding(api, s, mesh)
+        elif not isinstance(s, Sharding):
+            raise FunctxTypeError(f"{api}: shardings leaves must be Sharding objects, got {s!r}")
+
+
+def _with_axis_types(api, f, axes, kind, shardings, where_):
+    """``f`` run with the mesh axes ``axes`` (all when None) of type ``kind`` in context, its
+    inputs (``where_="in"``) or outputs (``"out"``) checked against ``shardings`` as ``reshard``
+    does. With no mesh in context, ``f`` itself."""
+
+    @functools.wraps(f)
+    def run(*args, **kwargs):
+        abstract = get_abstract_mesh()
+        if abstract.empty:
+            return f(*args, **kwargs)
+        if shardings is None:
+            raise FunctxTypeError(f"{api}: missing required keyword argument: '{where_}_sharding'")
+        names = abstract.axis_names if axes is None else (axes,) if isinstance(axes, str) else axes
+        if where_ == "in":
+            args = reshard(args, shardings) if not kwargs else args
+        with use_abstract_mesh(abstract.update_axis_types(dict.fromkeys(names, kind))):
+            out = f(*args, **kwargs)
+        return reshard(out, shardings) if where_ == "out" else out
+
+    return run
+
+
+def auto_axes(f=None, /, *, axes=None, out_sharding=None):
+    """``f`` run with mesh axes of type ``Auto`` (``jax.sharding.auto_axes``): inside, the
+    compiler chooses how arrays are split over ``axes``; the outputs are then laid out by
+    ``out_sharding``. A decorator when ``f`` is omitted.
+
+    functx arrays are not split: the values are ``f``'s, computed with ``axes`` of type Auto in
+    the abstract mesh in context (``get_abstract_mesh``), the outputs checked as ``reshard``
+    checks them. With no mesh in context, this is ``f``.
+
+    Arguments:
+      f: the function.
+      axes: a mesh axis name or a tuple of them (default: all axes).
+      out_sharding: the outputs' shardings (required with a mesh in context).
+    Returns:
+      The wrapped function.
+    Example:
+      >>> import functx, functx.numpy as jnp
+      >>> from functx.sharding import PartitionSpec as P, auto_axes, get_abstract_mesh
+      >>> with functx.set_mesh(functx.make_mesh((1,), ("x",))):
+      ...     auto_axes(lambda v: v * 2, out_sharding=P("x"))(jnp.arange(2.0))
+      Array([0., 2.], dtype=float32)
+    """
+    if f is None:
+        return lambda g: auto_axes(g, axes=axes, out_sharding=out_sharding)
+    return _with_axis_types("auto_axes", f, axes, AxisType.Auto, out_sharding, "out")
+
+
+def explicit_axes(f=None, /, *, axes=None, in_sharding=None):
+    """``f`` run with mesh axes of type ``Explicit`` (``jax.sharding.explicit_axes``): its
+    positional inputs are first laid out by ``in_sharding``. A decorator when ``f`` is omitted.
+
+    functx arrays are not split: the values are ``f``'s, computed with ``axes`` of type
+    Explicit in the abstract mesh in context, the inputs checked as ``reshard`` checks them.
+    With no mesh in context, this is ``f``.
+
+    Arguments:
+      f: the function.
+      axes: a mesh axis name or a tuple of them (default: all axes).
+      in_sharding: the positional inputs' shardings (required with a mesh in context).
+    Returns:
+      The wrapped function.
+    Example:
+      >>> import functx, functx.numpy as jnp
+      >>> from functx.sharding import PartitionSpec as P, explicit_axes
+      >>> with functx.set_mesh(functx.make_mesh((1,), ("x",))):
+      ...     explicit_axes(lambda v: v + 1, in_sharding=(P("x"),))(jnp.arange(2.0))
+      Array([1., 2.], dtype=float32)
+    """
+    if f is None:
+        return lambda g: explicit_axes(g, axes=axes, in_sharding=in_sharding)
+    return _with_axis_types("explicit_axes", f, axes, AxisType.Explicit, in_sharding, "in")
 
 
 # --- device_put -----------------------------------------------------------------------------------

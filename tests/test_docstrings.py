@@ -50,6 +50,9 @@ FOREIGN: dict[str, str] = {
     "functx.typing.ArrayLike": "a typing.Union alias, as jax.typing.ArrayLike",
     "functx.typing.DTypeLike": "a typing.Union alias, as jax.typing.DTypeLike",
     "functx.stages.CompilerOptions": "a typing alias, dict[str, str | bool], as in jax.stages",
+    "functx.lax.DotDimensionNumbers": "a typing alias, as in jax.lax",
+    "functx.lax.PrecisionLike": "a typing alias, as in jax.lax",
+    "functx.lax.ConvGeneralDilatedDimensionNumbers": "a typing alias, as in jax.lax",
 }
 
 
@@ -74,7 +77,7 @@ DIFFERS_FROM_JAX: dict[str, str] = {
         "value_and_grad vjp transfer_guard transfer_guard_host_to_device "
         "transfer_guard_device_to_device transfer_guard_device_to_host legacy_prng_key "
         "log_compiles ensure_compile_time_eval device_put pmap shard_map debug_nans debug_infs "
-        "check_tracer_leaks default_prng_impl print_environment_info"
+        "check_tracer_leaks default_prng_impl print_environment_info smap"
     ),
     "functx.ad_checkpoint": "Offloadable",
     "functx.custom_batching": "custom_vmap",
@@ -94,8 +97,12 @@ DIFFERS_FROM_JAX: dict[str, str] = {
         "dot_general fft gather pbroadcast pmax pmean pmin ppermute pshuffle psum "
         "psum_scatter pswapaxes reduce_window rng_bit_generator rng_uniform sort scatter_add "
         "scatter_mul scatter_min scatter_max add sub mul div rem max min pow atan2 nextafter "
-        "platform_dependent create_token after_all"
+        "platform_dependent create_token after_all DotAlgorithmPreset with_sharding_constraint "
+        "composite scaled_dot dce_sink"
     ),
+    "functx.sharding": "reshard",
+    "functx.nn": "scaled_matmul scaled_dot_general",
+    "functx.export": "export",
     "functx.lax.linalg": "cholesky_update eigh ormqr qr svd symmetric_product tridiagonal_solve",
     "functx.numpy": "convolve frexp from_dlpack ldexp nextafter searchsorted unique",
     "functx.numpy.fft": (

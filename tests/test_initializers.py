@@ -108,3 +108,13 @@ def test_initializers_errors_defaults_jit_and_docstrings():
         assert "Arguments:" in doc and "Returns:" in doc and "Example:" in doc, name
     # (the public names' examples run in tests/test_docstrings.py; the others here)
     assert docutil.run(finit, optionflags=0).failed == 0
+
+
+def test_initializer_protocol_like_jax():
+    from functx.nn import initializers as fi
+
+    builders = [fi.zeros, fi.ones, fi.glorot_normal(), fi.normal(), fi.orthogonal()]
+    assert all(isinstance(b, fi.Initializer) for b in builders)
+    assert not isinstance(3, fi.Initializer)
+    assert isinstance(jax.nn.initializers.zeros, jax.nn.initializers.Initializer)
+    assert not isinstance(3, jax.nn.initializers.Initializer)

@@ -514,3 +514,122 @@ def test_make_array_from_callback_assembles_the_blocks(host4):
             make()
     with pytest.raises(TypeError, match="must be a Sharding"):
         functx.make_array_from_callback((4, 6), "cpu", block)
+
+
+# --- sharding in types: abstract meshes, the mesh in context, reshard, auto/explicit axes --------
+def test_abstract_mesh_like_jax():
+    ours = fs.AbstractMesh((2, 3), ("x", "y"))
+    theirs = jax.sharding.AbstractMesh((2, 3), ("x", "y"))
+    assert repr(ours) == repr(theirs) and ours.size == theirs.size
+    assert dict(ours.shape) == dict(theirs.shape) and ours.shape_tuple == theirs.shape_tuple
+    for name in ("auto_axes", "explicit_axes", "manual_axes", "are_all_axes_auto", "empty"):
+        assert getattr(ours, name) == getattr(theirs, name), name
+    ex = ours.update_axis_types({"x": fs.AxisType.Explicit})
+    jex = theirs.update_axis_types({"x": jax.sharding.AxisType.Explicit})
+    assert repr(ex) == repr(jex) and ex.explicit_axes == ("x",)
+    assert repr(ours.update(axis_sizes=(4, 3))) == repr(theirs.update(axis_sizes=(4, 3)))
+    assert ours == fs.AbstractMesh((2, 3), ("x", "y")) and hash(ours) == hash(
+        ex.update_axis_types({"x": fs.AxisType.Auto})
+    )
+    assert repr(fs.get_abstract_mesh()) == repr(jax.sharding.get_abstract_mesh())
+    cpu = functx.devices("cpu")  # (the default device may be the Triton interpreter's GPU)
+    mesh, jmesh = functx.make_mesh((1,), ("x",), devices=cpu), jax.make_mesh((1,), ("x",))
+    assert repr(mesh.abstract_mesh) == repr(jmesh.abstract_mesh)
+    dev = fs.AbstractDevice("cpu", None, "cpu")
+    assert (
+        repr(dev) == repr(jax.sharding.AbstractDevice("cpu", None, "cpu"))
+        and dev == mesh.abstract_mesh.abstract_device
+    )
+    with pytest.raises(ValueError):
+        fs.AbstractMesh((2,), ("x", "y"))
+    with pytest.raises(ValueError):
+        fs.use_abstract_mesh(mesh)
+
+
+def test_manual_axis_type_and_single_device_sharding():
+    t = fs.ManualAxisType(varying={"x"})
+    assert repr(t) == repr(jax.sharding.ManualAxisType(varying={"x"}))
+    assert t == fs.ManualAxisType(varying=["x"]) and hash(t)
+    dev = functx.devices()[0]
+    assert fs.make_single_device_sharding(dev) == SingleDeviceSharding(dev)
+
+
+def test_set_mesh_and_use_abstract_mesh_contexts():
+    mesh = functx.make_mesh((1,), ("x",))
+    assert functx.set_mesh is fs.set_mesh and fs.get_mesh().empty
+    with functx.set_mesh(mesh):
+        assert fs.get_mesh() == mesh and fs.get_abstract_mesh() == mesh.abstract_mesh
+        assert fs.current_mesh() == mesh  # (shard_map's mesh=None)
+        abstract = fs.AbstractMesh((4,), ("d",))
+        with fs.use_abstract_mesh(abstract):
+            assert fs.get_abstract_mesh() == abstract and fs.get_mesh() == mesh
+        assert fs.get_abstract_mesh() == mesh.abstract_mesh
+    assert fs.get_mesh().empty and fs.get_abstract_mesh().empty
+    fs.set_mesh(mesh)  # (the plain call stays set)
+    try:
+        assert fs.get_mesh() == mesh
+    finally:
+        fs.set_mesh(None)
+    assert fs.get_mesh().empty
+    with pytest.raises(ValueError):
+        fs.set_mesh(3)
+    with pytest.raises(ValueError):
+        functx.jit(lambda v: (fs.set_mesh(mesh), v)[1])(1.0)
+    manual = functx.make_mesh((1,), ("x",), (fs.AxisType.Manual,))
+    with pytest.raises(ValueError):
+        fs.set_mesh(manual)
+
+
+def test_reshard_like_jax():
+    x = np.arange(4.0, dtype=np.float32)
+    mesh, jmesh = functx.make_mesh((1,), ("x",)), jax.make_mesh((1,), ("x",))
+    out = functx.reshard(x, NamedSharding(mesh, P("x")))
+    np.testing.assert_array_equal(np.asarray(out), x)
+    for ours, theirs in [
+        (lambda: functx.reshard(x, P("x")), lambda: jax.reshard(x, jax.P("x"))),
+        (lambda: functx.reshard(x, None), lambda: jax.reshard(x, None)),
+    ]:
+        with pytest.raises(ValueError):
+            theirs()
+        with pytest.raises(ValueError):
+            ours()
+    with functx.set_mesh(mesh):
+        assert functx.reshard({"a": x}, P("x"))["a"].shape == (4,)
+        with pytest.raises(ValueError):
+            functx.reshard(x, P("y"))
+    with jax.set_mesh(jmesh):
+        jax.reshard({"a": x}, jax.P("x"))
+
+
+def test_auto_and_explicit_axes():
+    x = np.arange(4.0, dtype=np.float32)
+    mesh = functx.make_mesh((1,), ("x",))
+    assert fs.auto_axes(lambda v: v * 2, out_sharding=P("x"))(x).shape == (4,)  # (no mesh: f)
+    with functx.set_mesh(mesh):
+        seen = []
+        f = fs.auto_axes(
+            lambda v: (seen.append(fs.get_abstract_mesh()), v * 2)[1], out_sharding=P("x")
+        )
+        np.testing.assert_array_equal(np.asarray(f(x)), 2 * x)
+        assert seen[0].axis_types == (fs.AxisType.Auto,)
+        g = fs.explicit_axes(axes="x", in_sharding=(P("x"),))(lambda v: v + 1)
+        np.testing.assert_array_equal(np.asarray(g(x)), x + 1)
+        with pytest.raises(TypeError):
+            fs.auto_axes(lambda v: v)(x)
+        with pytest.raises(ValueError):
+            fs.auto_axes(lambda v: v, out_sharding=P("nope"))(x)
+
+
+def test_smap():
+    x = np.arange(8.0, dtype=np.float32).reshape(2, 4)
+    with functx.set_mesh(functx.make_mesh((1,), ("x",))):
+        f = functx.smap(lambda a: a.sum(0, keepdims=True), in_axes=1, out_axes=1, axis_name="x")
+        np.testing.assert_array_equal(np.asarray(f(x)), x.sum(0, keepdims=True))
+        g = functx.smap(in_axes=(0, None), out_axes=0, axis_name="x")(lambda a, b: a * b)
+        np.testing.assert_array_equal(np.asarray(g(x, 2.0)), 2 * x)
+    with pytest.raises(TypeError):
+        functx.smap(lambda a: a, in_axes=0, out_axes=0, axis_name=("x",))
+    with pytest.raises(TypeError):
+        functx.smap(lambda a: a, in_axes=0, out_axes="0", axis_name="x")
+    with pytest.raises(ValueError):  # no mesh in context
+        functx.smap(lambda a: a, in_axes=0, out_axes=0, axis_name="x")(x)

@@ -127,10 +127,30 @@ from functx.control.while_loop import (
 )
 from functx.errors import missing_name_hook as _missing_name_hook
 from functx.lax import linalg as linalg
+from functx.lax._dots import (
+    RaggedDotDimensionNumbers as RaggedDotDimensionNumbers,
+    ragged_dot_general as ragged_dot_general,
+    scaled_dot as scaled_dot,
+)
+from functx.lax._staging import (
+    ConvGeneralDilatedDimensionNumbers as ConvGeneralDilatedDimensionNumbers,
+    DotDimensionNumbers as DotDimensionNumbers,
+    PrecisionLike as PrecisionLike,
+    composite as composite,
+    dce_sink as dce_sink,
+    dtype as dtype,
+    pcast as pcast,
+    shape_as_value as shape_as_value,
+    with_sharding_constraint as with_sharding_constraint,
+)
 from functx.numpy._core import broadcast_shapes as broadcast_shapes
 from functx.ops import (
+    AccuracyMode as AccuracyMode,
+    DotAlgorithm as DotAlgorithm,
+    DotAlgorithmPreset as DotAlgorithmPreset,
     Precision as Precision,
     RoundingMethod as RoundingMethod,
+    Tolerance as Tolerance,
     abs as abs,
     acos as acos,
     acosh as acosh,
@@ -284,6 +304,10 @@ __all__ = [
     "scatter_mul",
     "scatter_sub",
     "Precision",
+    "AccuracyMode",
+    "DotAlgorithm",
+    "DotAlgorithmPreset",
+    "Tolerance",
     "RoundingMethod",
     "abs",
     "acos",
@@ -451,6 +475,19 @@ __all__ = [
     "rng_uniform_p",
     "optimization_barrier",
     "empty",
+    "RaggedDotDimensionNumbers",
+    "ragged_dot_general",
+    "scaled_dot",
+    # bookkeeping names (functx/lax/_staging.py)
+    "ConvGeneralDilatedDimensionNumbers",
+    "DotDimensionNumbers",
+    "PrecisionLike",
+    "composite",
+    "dce_sink",
+    "dtype",
+    "pcast",
+    "shape_as_value",
+    "with_sharding_constraint",
     "stack",
     "unstack",
 ]
@@ -477,6 +514,7 @@ _JAX_PRIMITIVES = (
     "axis_index",
     "bessel_i0e",
     "bessel_i1e",
+    "bitcast_convert_type",
     "broadcast_in_dim",
     "cbrt",
     "ceil",

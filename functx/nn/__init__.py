@@ -24,6 +24,11 @@ from functx.errors import (
     UnsupportedError,
     missing_name_hook as _missing_name_hook,
 )
+from functx.nn._scaled import (
+    get_scaled_dot_general_config as get_scaled_dot_general_config,
+    scaled_dot_general as scaled_dot_general,
+    scaled_matmul as scaled_matmul,
+)
 from functx.source_info import where as _loc
 
 
@@ -933,6 +938,9 @@ __getattr__ = _missing_name_hook(__name__)
 from functx.nn import initializers as initializers  # noqa: E402
 
 __all__ = [
+    "get_scaled_dot_general_config",
+    "scaled_dot_general",
+    "scaled_matmul",
     "relu",
     "relu6",
     "sigmoid",

@@ -9,12 +9,34 @@ from __future__ import annotations
 
 import math
 import operator
+import typing
 
 import numpy as np
 
 from functx import dtypes, numpy as jnp, random
 from functx.errors import FunctxTypeError, FunctxValueError
 from functx.source_info import where as _loc
+
+
+@typing.runtime_checkable
+class Initializer(typing.Protocol):
+    """What every initializer of this module is (``jax.nn.initializers.Initializer``): a
+    callable ``init(key, shape, dtype=None, out_sharding=None)`` returning an array of ``shape``.
+    A protocol: ``isinstance(f, Initializer)`` checks only that ``f`` is callable.
+
+    Arguments: (of a call) ``key``, ``shape``, ``dtype=None``, ``out_sharding=None``.
+    Returns: (from a call) the array.
+
+    Example:
+      >>> import functx
+      >>> from functx.nn import initializers
+      >>> init: initializers.Initializer = initializers.glorot_normal()
+      >>> isinstance(init, initializers.Initializer), init(functx.random.key(0), (2, 3)).shape
+      (True, (2, 3))
+    """
+
+    def __call__(self, key, shape, dtype=None, out_sharding=None):
+        raise NotImplementedError
 
 
 def _dtype(dtype):
@@ -338,6 +360,7 @@ def delta_orthogonal(scale=1.0, column_axis=-1, dtype=None):
 
 
 __all__ = [
+    "Initializer",
     "constant",
     "delta_orthogonal",
     "glorot_normal",
