@@ -182,10 +182,10 @@ REUSE = 8
 REUSE_MIN = 1 << 20
 
 
-def _reads_reduction(n, realise) -> bool:
-    """Whether ``n``'s inlined expression reads a reduction (a reduction kernel computes such a
-    node once per row)."""
-    todo, seen = [n], set()
+def _reductions_read(n, realise) -> list:
+    """The reductions ``n``'s inlined expression reads (a reduction kernel computes such a node
+    once per row, or as its map)."""
+    todo, seen, out = [n], set(), []
     while todo:
         x = todo.pop()
         for i in x.inputs:
@@ -193,10 +193,14 @@ def _reads_reduction(n, realise) -> bool:
                 continue
             seen.add(i.id)
             if i.kind == "reduce":
-                return True
+                out.append(i)
             if i.kind == "pointwise" and i.id not in realise:
                 todo.append(i)
-    return False
+    return out
+
+
+def _reads_reduction(n, realise) -> bool:
+    return bool(_reductions_read(n, realise))
 
 
 class _Stored(KernelCtx):
@@ -324,6 +328,14 @@ class _Direct(KernelCtx):
         return Load(node.dtype, f"d{node.id}", loopir.flat_offset(idx, node.shape))
 
 
+def _reduction_loop(r):
+    """The loop of reduction ``r``'s kernel, shared by the reductions of its operand's shape and
+    axes and by its map (``_row_cache`` keeps costly values for its later phases), and the
+    operand's index there."""
+    x, axes = r.params["operand"], r.params["axes"]
+    return ("reduce", x.shape, axes), Kernel("reduce", -1, shape=x.shape, axes=axes).full_index()
+
+
 def _stored_once(g: Graph, realise: set) -> set:
     """Pointwise nodes with a costly operation in their inlined expression (``loopir.COSTLY``:
     a transcendental function) that the kernels would evaluate at more than one *site*; stored,
@@ -383,9 +395,19 @@ def _stored_once(g: Graph, realise: set) -> set:
                     reads[r.id].append((root, ctx.at))
             return {(root, at) for root, ats in reads[r.id] for at in ats.get(n.id, ())}
         if r.kind == "pointwise" and r.fn is not None:
-            return {(r.id, at) for at in direct[r.id].get(n.id, ())}
+            loop, rename = r.id, {}
+            for red in _reductions_read(r, realise | stored):
+                if red.params["operand"].shape == r.shape and red.params["axes"]:
+                    # (r reads a reduction of an operand of its shape: it is that kernel's map)
+                    loop, full = _reduction_loop(red)
+                    rename = dict(zip(loopir.loop_vars(len(r.shape)), full))
+                    break
+            return {
+                (loop, tuple(sympy.sympify(i).xreplace(rename) for i in at))
+                for at in direct[r.id].get(n.id, ())
+            }
         if r.kind == "reduce" and r.params["operand"] is n:
-            return {(r.id, Kernel("reduce", -1, shape=n.shape, axes=r.params["axes"]).full_index())}
+            return {_reduction_loop(r)}
         return {(r.id, None)}
 
     for n in reversed(inline):

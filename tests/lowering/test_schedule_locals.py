@@ -263,6 +263,21 @@ def test_cheap_values_and_values_read_once_are_still_inlined():
     assert not kernels[0].local_ids
 
 
+def test_a_reductions_map_shares_its_costly_values_through_the_row_cache():
+    def f(x):  # (the forward step of an HMM: normalised by the sum)
+        a = fnp.exp(x) * x
+        return a / fnp.sum(a)
+
+    g = lower_jaxpr(passes.simplify(functx.make_jaxpr(f)(X)))
+    kernels = schedule.schedule(g, costly_once=True)
+    assert len(kernels) == 1 and not kernels[0].local_ids, schedule.describe(kernels)
+    lowered = functx.jit(f).lower(X)
+    assert _calls(lowered.as_text(), "exp") == 1
+    np.testing.assert_allclose(
+        np.asarray(lowered.compile()(X)), np.asarray(f(fnp.asarray(X))), rtol=1e-6, atol=1e-7
+    )
+
+
 # --- Triton (interpreter) -----------------------------------------------------------------------
 @pytest.fixture
 def triton(monkeypatch):
