@@ -353,8 +353,9 @@ def _stored_once(g: Graph, realise: set) -> set:
     Decided from the last node back, the sites of a node being the union over its readers of
     where each reads it (a realised reader at its own loop index, an inlined one from each of
     its own sites), so that of a chain the last costly node is stored and the earlier ones it
-    inlines are evaluated at its site only. Nodes whose expression reads a reduction are left
-    to the reduction's kernel (softmax's ``exp``, in its sum and in its output: one kernel).
+    inlines are evaluated at its site only. A reduction's map (a node of its operand's shape
+    that reads it) is at the reduction's site (``_reduction_loop``): softmax's ``exp``, in its
+    sum and in its output, is one site (one kernel, whose row cache keeps it).
     A node stored because it inlined a costly node that was stored as well is inlined again
     (only cheap operations are left in it)."""
     readers: dict[int, list] = {}
@@ -414,7 +415,7 @@ def _stored_once(g: Graph, realise: set) -> set:
         if n.id in realise:
             continue
         sites[n.id] = set().union(*(read_at(r, n) for r in readers.get(n.id, ())))
-        if len(sites[n.id]) > 1 and costly[n.id] and not _reads_reduction(n, realise | stored):
+        if len(sites[n.id]) > 1 and costly[n.id]:
             stored.add(n.id)
     final = costly_with(stored)
     return {i for i in stored if final[i]}
