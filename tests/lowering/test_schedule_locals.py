@@ -14,10 +14,9 @@ once, so the generated C++ calls each function as often as the Jaxpr does.
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pytest
+from cpputil import calls, in_jaxpr
 
 import functx
 import functx.numpy as fnp
@@ -150,19 +149,6 @@ def test_a_200_op_chain_under_jit():
 
 
 # --- C++: costly values computed once ------------------------------------------------------------
-def _calls(text, name):
-    """How many times the kernels of ``lower(...).as_text()`` call ``name`` (its statements only,
-    not the prelude's definitions)."""
-    stmt = re.compile(r"\s+const \S+ [a-z]+\d+ = ")
-    call = re.compile(rf"(?:fx_|fx::){name}(?:<\w+>)?\(")
-    cpp = text[text.index("# C++") :]
-    return sum(len(call.findall(ln)) for ln in cpp.splitlines() if stmt.match(ln))
-
-
-def _in_jaxpr(f, args, name):
-    return len(re.findall(rf"= {name} ", str(functx.make_jaxpr(f)(*args))))
-
-
 def _stages(np_, loops):
     """A Runge-Kutta-like step in a fori_loop: each stage evaluates a pendulum chain (slices and
     concatenations of the state) at the state plus all the earlier stages."""
@@ -190,7 +176,7 @@ def test_a_stage_chain_in_a_loop_calls_sin_as_often_as_its_jaxpr():
     f = _stages(fnp, lax)
     lowered = functx.jit(f).lower(S)
     # (inlined, each stage evaluated the earlier ones at each index it reads: 72 calls)
-    assert _calls(lowered.as_text(), "sin") == _in_jaxpr(f, (S,), "sin") == 4
+    assert calls(lowered.as_text(), "sin") == in_jaxpr(f, (S,), "sin") == 4
     got = np.asarray(lowered.compile()(S))
     np.testing.assert_allclose(got, np.asarray(f(fnp.asarray(S))), rtol=1e-6, atol=1e-7)
     want = jax.jit(_stages(jax.numpy, jax.lax))(S)
@@ -226,7 +212,7 @@ def test_a_value_and_grad_in_a_loop_calls_exp_and_log1p_as_often_as_its_jaxpr():
     lowered = functx.jit(f).lower(x, y)
     for name in ("exp", "log1p"):
         # (inlined, the gradient's kernel evaluated the value's exp again)
-        assert _calls(lowered.as_text(), name) == _in_jaxpr(f, (x, y), name) == 1, name
+        assert calls(lowered.as_text(), name) == in_jaxpr(f, (x, y), name) == 1, name
     got = lowered.compile()(x, y)
     want = jax.jit(_descent(jax.numpy, jax.lax, jax.value_and_grad))(x, y)
     for a, b, c in zip(got, f(x, y), want):
@@ -240,7 +226,7 @@ def test_a_value_read_at_two_indices_is_computed_once():
         return y[1:] - y[:-1], fnp.sum(y)
 
     lowered = functx.jit(f).lower(X)
-    assert _calls(lowered.as_text(), "exp") == 1  # (inlined: three, one per reader)
+    assert calls(lowered.as_text(), "exp") == 1  # (inlined: three, one per reader)
     for a, b in zip(lowered.compile()(X), f(fnp.asarray(X))):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-6)
     # only the C++ backend asks for it: a Triton kernel more costs a launch
@@ -272,7 +258,7 @@ def test_a_reductions_map_shares_its_costly_values_through_the_row_cache():
     kernels = schedule.schedule(g, costly_once=True)
     assert len(kernels) == 1 and not kernels[0].local_ids, schedule.describe(kernels)
     lowered = functx.jit(f).lower(X)
-    assert _calls(lowered.as_text(), "exp") == 1
+    assert calls(lowered.as_text(), "exp") == 1
     np.testing.assert_allclose(
         np.asarray(lowered.compile()(X)), np.asarray(f(fnp.asarray(X))), rtol=1e-6, atol=1e-7
     )
