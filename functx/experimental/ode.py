@@ -59,8 +59,8 @@ _MIDPOINT = 0.5 * np.array(
 
 
 def _combine(weights, k):
-    """sum_i weights[i] * k[i] over the rows of the stage buffer ``k``, skipping zero weights:
-    pointwise arithmetic, which fuses with its neighbours under ``jit``."""
+    """sum_i weights[i] * k[i] over the stages ``k`` (a list), skipping zero weights: pointwise
+    arithmetic that fuses with its neighbours under ``jit`` (a matrix product would not)."""
     terms = [float(w) * ki for w, ki in zip(weights, k) if w != 0.0]
     out = terms[0]
     for term in terms[1:]:
@@ -70,14 +70,11 @@ def _combine(weights, k):
 
 def _step(f, y, fy, t, h):
     """One Dormand-Prince step of size ``h`` from (t, y), f(y, t) = fy: the new point, f there,
-    the error estimate and the stages. Each stage is written into one (7, n) buffer: under ``jit``
-    a stage read from the buffer is computed once, where a stage passed on as an expression is
-    fused into, and recomputed by, every later stage that reads it (20 times the ``func`` calls
-    in the generated loop)."""
+    the error estimate and the stages."""
     hy = h.astype(y.dtype)
-    k = jnp.zeros((7,) + fy.shape, fy.dtype).at[0].set(fy)
-    for i, (c, row) in enumerate(zip(_NODES, _STAGES), 1):
-        k = k.at[i].set(f(y + hy * _combine(row, k), t + h * c))
+    k = [fy]
+    for c, row in zip(_NODES, _STAGES):
+        k.append(f(y + hy * _combine(row, k), t + h * c))
     return y + hy * _combine(_SOLUTION, k), k[-1], hy * _combine(_ERROR, k), k
 
 

@@ -86,10 +86,11 @@ def decompose(shape, flat: str, div: str, integer) -> list[str]:
     return out
 
 
-def sub_program(closed):
-    """A control-flow body (a ClosedJaxpr) lowered and scheduled: ``(graph, kernels)``."""
+def sub_program(closed, costly_once: bool = False):
+    """A control-flow body (a ClosedJaxpr) lowered and scheduled: ``(graph, kernels)``
+    (``costly_once``: see ``schedule``)."""
     g = lower_jaxpr(closed)
-    return g, schedule(g)
+    return g, schedule(g, costly_once)
 
 
 def adopt_consts(g: Graph, consts) -> list[str]:

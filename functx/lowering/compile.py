@@ -88,7 +88,7 @@ def _lower_cpp(closed):
 
     g = lower.lower_jaxpr(closed)
     dot.fold_product_updates(g)  # (products that update a buffer: C++ only)
-    kernels = schedule.schedule(g)
+    kernels = schedule.schedule(g, costly_once=True)
     prog = program.CppProgram(g, kernels)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     srcs = prog.sources(units=cores or 1, header=header.header())

@@ -1,15 +1,16 @@
 """Stage 2 of lowering: decide which nodes own a buffer and group the work into kernels.
 
 Pointwise nodes are inlined into whoever reads them (recomputed, never stored) unless they are
-outputs, something must index them with data-dependent offsets, or they are costly and read many
-times each through a broadcast (``_stored_for_reuse``). Every other node (reductions, scans,
-matrix products, scatters) owns a buffer. Kernels:
+outputs, something must index them with data-dependent offsets, they are costly and read many
+times each through a broadcast (``_stored_for_reuse``), or (C++) they are costly and would be
+evaluated at two places, by two kernels or at two indices (``_stored_once``). Every other node
+(reductions, scans, matrix products, scatters) owns a buffer. Kernels:
 
 * ``pointwise``: one loop nest over a shape, storing one or more realised pointwise nodes. A
-  node cut from a long chain (``MAX_INLINE_DEPTH``) is a *local* of its kernel: computed once per
-  element into a variable (C++ ``const float v12 = ...;``, Triton ``v12 = ...``) that the
-  kernel's later nodes read at the same index (``Sym("l<id>")``), and stored only when a reader
-  in another kernel needs it.
+  node cut from a long chain (``MAX_INLINE_DEPTH``), or a costly one computed once, is a
+  *local* of its kernel: computed once per element into a variable (C++ ``const float v12 =
+  ...;``, Triton ``v12 = ...``) that the kernel's later nodes read at the same index
+  (``Sym("l<id>")``), and stored only when a reader in another kernel needs it.
 * ``reduce``: rows (the kept axes, run in parallel) x inner (the reduced axes). Reductions over the
   same operand shape and axes share the kernel in *passes*; a reduction whose operand reads an
   earlier reduction of the same row (softmax's sum reads its max) goes into a later pass; pointwise
@@ -181,10 +182,10 @@ REUSE = 8
 REUSE_MIN = 1 << 20
 
 
-def _reads_reduction(n, realise) -> bool:
-    """Whether ``n``'s inlined expression reads a reduction (a reduction kernel computes such a
-    node once per row)."""
-    todo, seen = [n], set()
+def _reductions_read(n, realise) -> list:
+    """The reductions ``n``'s inlined expression reads (a reduction kernel computes such a node
+    once per row, or as its map)."""
+    todo, seen, out = [n], set(), []
     while todo:
         x = todo.pop()
         for i in x.inputs:
@@ -192,10 +193,14 @@ def _reads_reduction(n, realise) -> bool:
                 continue
             seen.add(i.id)
             if i.kind == "reduce":
-                return True
+                out.append(i)
             if i.kind == "pointwise" and i.id not in realise:
                 todo.append(i)
-    return False
+    return out
+
+
+def _reads_reduction(n, realise) -> bool:
+    return bool(_reductions_read(n, realise))
 
 
 class _Stored(KernelCtx):
@@ -309,6 +314,113 @@ def _stored_for_reuse(g: Graph, realise: set) -> set:
     return stored
 
 
+# --- costly values computed once ------------------------------------------------------------
+class _Direct(KernelCtx):
+    """Records where one node's expression reads the nodes it reads directly (``at``: node id
+    -> the indices), each read a placeholder load: nothing is inlined."""
+
+    def __init__(self):
+        super().__init__()
+        self.at: dict[int, set] = {}
+
+    def lookup(self, node, idx):
+        self.at.setdefault(node.id, set()).add(idx)
+        return Load(node.dtype, f"d{node.id}", loopir.flat_offset(idx, node.shape))
+
+
+def _reduction_loop(r):
+    """The loop of reduction ``r``'s kernel, shared by the reductions of its operand's shape and
+    axes and by its map (``_row_cache`` keeps costly values for its later phases), and the
+    operand's index there."""
+    x, axes = r.params["operand"], r.params["axes"]
+    return ("reduce", x.shape, axes), Kernel("reduce", -1, shape=x.shape, axes=axes).full_index()
+
+
+def _stored_once(g: Graph, realise: set) -> set:
+    """Pointwise nodes with a costly operation in their inlined expression (``loopir.COSTLY``:
+    a transcendental function) that the kernels would evaluate at more than one *site*; stored,
+    so that each is computed once per element. A site is a root that inlines the node (a
+    realised node: a stored pointwise node, a reduction's operand, another kind of kernel) and
+    the index it evaluates the node at: a value read by two roots, or by one at two indices (a
+    slice, a concatenation, a shifted neighbour), is evaluated at each, together with
+    everything costly it inlines in turn. A chain of Runge-Kutta stages, each reading all the
+    earlier ones through slices of the state, called ``sin`` 592 times in the C++ of a jitted
+    ``odeint`` for the Jaxpr's 8; BFGS's objective evaluated its ``exp`` once for the value and
+    once for the gradient. Cheap nodes (a negation, a product) are still inlined and recomputed.
+    A stored node is a local of its kernel (see ``_depth_cuts``): read there at its own index, it
+    is a variable, and it has a buffer only if other kernels read it.
+
+    Decided from the last node back, the sites of a node being the union over its readers of
+    where each reads it (a realised reader at its own loop index, an inlined one from each of
+    its own sites), so that of a chain the last costly node is stored and the earlier ones it
+    inlines are evaluated at its site only. A reduction's map (a node of its operand's shape
+    that reads it) is at the reduction's site (``_reduction_loop``): softmax's ``exp``, in its
+    sum and in its output, is one site (one kernel, whose row cache keeps it).
+    A node stored because it inlined a costly node that was stored as well is inlined again
+    (only cheap operations are left in it)."""
+    readers: dict[int, list] = {}
+    for n in g.nodes:
+        for i in n.inputs:
+            readers.setdefault(i.id, []).append(n)
+    inline = [n for n in g.nodes if n.kind == "pointwise" and n.fn is not None]
+    own, direct = {}, {}  # node id -> a costly op of its own; -> where it reads what
+    for n in inline:  # (at its own loop index)
+        ctx = _Direct()
+        own[n.id] = _costly(n.fn(loopir.loop_vars(len(n.shape)), ctx))
+        direct[n.id] = ctx.at
+
+    def costly_with(stored: set) -> dict:
+        out = {}
+        for n in inline:  # (program order: inputs first)
+            out[n.id] = own[n.id] or any(
+                out.get(i.id) for i in n.inputs if i.id not in stored and i.id not in realise
+            )
+        return out
+
+    costly = costly_with(set())
+    sites: dict[int, set] = {}  # node id -> (root id, index) pairs; index None: all of it
+    reads: dict[int, list] = {}  # an inlined reader -> (root id, where it reads what) per site
+    stored: set = set()
+
+    def read_at(r, n) -> set:
+        """The sites of ``n`` that come from its reader ``r``."""
+        if r.kind == "pointwise" and r.fn is not None and r.id not in realise | stored:
+            if r.id not in reads:  # (an inlined reader: from each of its own sites)
+                reads[r.id] = []
+                for root, idx in sites[r.id]:
+                    if idx is None:
+                        reads[r.id].append((root, {i.id: {None} for i in r.inputs}))
+                        continue
+                    ctx = _Direct()
+                    r.fn(idx, ctx)
+                    reads[r.id].append((root, ctx.at))
+            return {(root, at) for root, ats in reads[r.id] for at in ats.get(n.id, ())}
+        if r.kind == "pointwise" and r.fn is not None:
+            loop, rename = r.id, {}
+            for red in _reductions_read(r, realise | stored):
+                if red.params["operand"].shape == r.shape and red.params["axes"]:
+                    # (r reads a reduction of an operand of its shape: it is that kernel's map)
+                    loop, full = _reduction_loop(red)
+                    rename = dict(zip(loopir.loop_vars(len(r.shape)), full))
+                    break
+            return {
+                (loop, tuple(sympy.sympify(i).xreplace(rename) for i in at))
+                for at in direct[r.id].get(n.id, ())
+            }
+        if r.kind == "reduce" and r.params["operand"] is n:
+            return {_reduction_loop(r)}
+        return {(r.id, None)}
+
+    for n in reversed(inline):
+        if n.id in realise:
+            continue
+        sites[n.id] = set().union(*(read_at(r, n) for r in readers.get(n.id, ())))
+        if len(sites[n.id]) > 1 and costly[n.id]:
+            stored.add(n.id)
+    final = costly_with(stored)
+    return {i for i in stored if final[i]}
+
+
 # A chain of pointwise nodes inlined into one another is cut (the node at this depth is stored
 # and ends its kernel) so that element expressions, their index expressions and the recursion
 # that builds and prints them stay bounded whatever the length of the program.
@@ -344,7 +456,11 @@ def _depth_cuts(g: Graph) -> set:
 COMMON_VALUES = True
 
 
-def schedule(g: Graph) -> list[Kernel]:
+def schedule(g: Graph, costly_once: bool = False) -> list[Kernel]:
+    """The kernels computing ``g`` (see the module's docstring). ``costly_once``: a costly value
+    that kernels would evaluate at more than one site is stored (``_stored_once``); the C++
+    backend asks for it, where a kernel more costs a loop, and Triton does not, where it costs
+    a launch."""
     if COMMON_VALUES:
         common_values(g)  # (first: what is computed twice is read, not scheduled)
     consumers: dict[int, int] = {}
@@ -359,10 +475,15 @@ def schedule(g: Graph) -> list[Kernel]:
             realise.add(x.id)
         if n.params.get("realize"):
             realise.add(n.id)
+    # the locals of pointwise kernels: cut chains, and costly values computed once
     cuts = _depth_cuts(g)  # (first: _stored_for_reuse builds expressions too)
     kept = realise & cuts  # (cuts stored whatever reads them)
     realise |= cuts
     realise |= _stored_for_reuse(g, realise)
+    if costly_once:
+        once = _stored_once(g, realise)
+        cuts |= once
+        realise |= once
     outputs = {n.id for n in g.outputs}
     for n in g.nodes:
         if n.kind == "ascan" and not consumers.get(n.id) and n.id not in outputs:

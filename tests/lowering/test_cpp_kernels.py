@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from cpputil import calls
 
 import functx
 import functx.numpy as fnp
@@ -216,3 +217,16 @@ def test_products_without_a_blas_run_the_prelude_loops(monkeypatch):
     want = products(*(x.astype(np.float64) for x in (a, b, w)))
     for got, v in zip(functx.jit(products)(a, b, w), want):
         np.testing.assert_allclose(np.asarray(got), v, rtol=2e-5, atol=2e-5)
+
+
+def test_a_stored_value_read_by_its_kernel_is_computed_once():
+    def f(x):  # both outputs in one kernel: the second reads the first at the same index
+        y = fnp.exp(x)
+        return y, fnp.log1p(y) * 2.0
+
+    x = np.linspace(-1, 1, 64).astype(np.float32)
+    lowered = functx.jit(f).lower(x)
+    assert lowered.kernel_count() == 1
+    assert calls(lowered.as_text(), "exp") == 1  # (it was computed again for the second)
+    for a, b in zip(lowered.compile()(x), f(fnp.asarray(x))):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)

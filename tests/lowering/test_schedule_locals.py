@@ -6,16 +6,21 @@ bounded; the cut node is computed once per element into a variable of its kernel
 kernel's later nodes read, and it is stored only when another kernel reads it. So the threefry
 hash and the exact samplers (hundreds of operations) run as one kernel, with the same bits as
 eager, in C++ and in Triton (here under ``TRITON_INTERPRET=1``, small shapes).
+
+The C++ backend's costly values are locals too (``schedule._stored_once``): a transcendental
+value that kernels would evaluate at two places (two kernels, or two indices of one) is computed
+once, so the generated C++ calls each function as often as the Jaxpr does.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from cpputil import calls, in_jaxpr
 
 import functx
 import functx.numpy as fnp
-from functx import random
+from functx import lax, random
 from functx.lowering import loopir, schedule
 from functx.lowering.lower import lower_jaxpr
 from functx.transforms import passes
@@ -140,6 +145,122 @@ def test_a_200_op_chain_under_jit():
     assert lowered.kernel_count() == 1, lowered.executable.kernels_text
     np.testing.assert_allclose(
         np.asarray(lowered.compile()(X)), np.asarray(f(fnp.asarray(X))), rtol=2e-6, atol=1e-6
+    )
+
+
+# --- C++: costly values computed once ------------------------------------------------------------
+def _stages(np_, loops):
+    """A Runge-Kutta-like step in a fori_loop: each stage evaluates a pendulum chain (slices and
+    concatenations of the state) at the state plus all the earlier stages."""
+
+    def f(s):
+        q, p = s[:4], s[4:]
+        pull = np_.concatenate([q[1:] - q[:-1], np_.zeros(1, s.dtype)])
+        return np_.concatenate([p, -np_.sin(q) + 0.5 * pull])
+
+    def step(i, s):
+        k = [f(s)]
+        for j in range(1, 4):
+            k.append(f(s + 0.01 * sum(k) / j))
+        return s + 0.01 * (k[0] + 2 * k[1] + 2 * k[2] + k[3]) / 6
+
+    return lambda s: loops.fori_loop(0, 5, step, s)
+
+
+S = np.linspace(0.1, 0.8, 8).astype(np.float32)
+
+
+def test_a_stage_chain_in_a_loop_calls_sin_as_often_as_its_jaxpr():
+    import jax
+
+    f = _stages(fnp, lax)
+    lowered = functx.jit(f).lower(S)
+    # (inlined, each stage evaluated the earlier ones at each index it reads: 72 calls)
+    assert calls(lowered.as_text(), "sin") == in_jaxpr(f, (S,), "sin") == 4
+    got = np.asarray(lowered.compile()(S))
+    np.testing.assert_allclose(got, np.asarray(f(fnp.asarray(S))), rtol=1e-6, atol=1e-7)
+    want = jax.jit(_stages(jax.numpy, jax.lax))(S)
+    np.testing.assert_allclose(got, np.asarray(want), rtol=1e-5, atol=1e-6)
+
+
+def _descent(np_, loops, grad):
+    """Gradient descent on an L2-regularized logistic regression in a while_loop: the
+    objective's value and gradient both read its ``exp``."""
+
+    def nll(w, x, y):
+        z = x @ w
+        return np_.mean(np_.logaddexp(0.0, z) - y * z) + 1e-3 * w @ w
+
+    def fit(x, y):
+        def body(c):
+            i, w, _ = c
+            v, g = grad(nll)(w, x, y)
+            return i + 1, w - 0.5 * g, v
+
+        return loops.while_loop(lambda c: c[0] < 6, body, (0, np_.zeros(x.shape[1]), 0.0))[1:]
+
+    return fit
+
+
+def test_a_value_and_grad_in_a_loop_calls_exp_and_log1p_as_often_as_its_jaxpr():
+    import jax
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 5)).astype(np.float32)
+    y = (x @ rng.standard_normal(5) > 0).astype(np.float32)
+    f = _descent(fnp, lax, functx.value_and_grad)
+    lowered = functx.jit(f).lower(x, y)
+    for name in ("exp", "log1p"):
+        # (inlined, the gradient's kernel evaluated the value's exp again)
+        assert calls(lowered.as_text(), name) == in_jaxpr(f, (x, y), name) == 1, name
+    got = lowered.compile()(x, y)
+    want = jax.jit(_descent(jax.numpy, jax.lax, jax.value_and_grad))(x, y)
+    for a, b, c in zip(got, f(x, y), want):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(np.asarray(a), np.asarray(c), rtol=1e-5, atol=1e-6)
+
+
+def test_a_value_read_at_two_indices_is_computed_once():
+    def f(x):
+        y = fnp.exp(x) * 2.0
+        return y[1:] - y[:-1], fnp.sum(y)
+
+    lowered = functx.jit(f).lower(X)
+    assert calls(lowered.as_text(), "exp") == 1  # (inlined: three, one per reader)
+    for a, b in zip(lowered.compile()(X), f(fnp.asarray(X))):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-6)
+    # only the C++ backend asks for it: a Triton kernel more costs a launch
+    g = lower_jaxpr(passes.simplify(functx.make_jaxpr(f)(X)))
+    (pointwise,) = [n for n in g.nodes if n.prim == "mul"]
+    assert schedule._stored_once(g, {n.id for n in g.outputs}) == {pointwise.id}
+    kernels = schedule.schedule(g)
+    assert pointwise.buf is None, schedule.describe(kernels)
+
+
+def test_cheap_values_and_values_read_once_are_still_inlined():
+    def f(x):
+        y = -x * 3.0  # cheap: recomputed by each reader
+        z = fnp.exp(x)  # read at one index by one kernel
+        return y[1:] - y[:-1] + z[1:]
+
+    g = lower_jaxpr(passes.simplify(functx.make_jaxpr(f)(X)))
+    kernels = schedule.schedule(g, costly_once=True)
+    assert len(kernels) == 1, schedule.describe(kernels)
+    assert not kernels[0].local_ids
+
+
+def test_a_reductions_map_shares_its_costly_values_through_the_row_cache():
+    def f(x):  # (the forward step of an HMM: normalised by the sum)
+        a = fnp.exp(x) * x
+        return a / fnp.sum(a)
+
+    g = lower_jaxpr(passes.simplify(functx.make_jaxpr(f)(X)))
+    kernels = schedule.schedule(g, costly_once=True)
+    assert len(kernels) == 1 and not kernels[0].local_ids, schedule.describe(kernels)
+    lowered = functx.jit(f).lower(X)
+    assert calls(lowered.as_text(), "exp") == 1
+    np.testing.assert_allclose(
+        np.asarray(lowered.compile()(X)), np.asarray(f(fnp.asarray(X))), rtol=1e-6, atol=1e-7
     )
 
 

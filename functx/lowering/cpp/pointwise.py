@@ -36,7 +36,9 @@ def render(prog, k: Kernel):
         ctx = KernelCtx(k)
         stores = []
         for node in k.nodes:
-            val = em(node.fn((), ctx))
+            e = node.fn((), ctx)
+            ctx.remember(node, (), e)  # (the kernel's later nodes read it, not compute it again)
+            val = em(e)
             if node.id in k.local_ids:
                 em.syms[local_sym(node).name] = val
             if node.buf is not None:
@@ -53,6 +55,7 @@ def render(prog, k: Kernel):
     stores, vals = [], []
     for node in k.nodes:
         e = node.fn(tuple(ivars), ctx)
+        ctx.remember(node, tuple(ivars), e)  # (the kernel's later nodes read it at this index)
         vals.append(e)
         val = em(e)
         if node.id in k.local_ids:  # (a variable the kernel's later nodes read)

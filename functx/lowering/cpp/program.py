@@ -151,7 +151,7 @@ class CppProgram:
     def _sub(self, closed) -> tuple[str, list[str]]:
         """Compile a sub-Jaxpr into a static function of the same calling convention as fx_run;
         returns its name and the parent's names for the sub-program's constants."""
-        sg, sk = sub_program(closed)
+        sg, sk = sub_program(closed, costly_once=True)
         self.n_subs = getattr(self, "n_subs", 0) + 1
         name = f"fx_sub{self.n_subs}"
         const_names = adopt_consts(self.g, sg.consts)
