@@ -177,8 +177,15 @@ def test_default_prng_impl_as_jax_for_threefry():
         np.testing.assert_array_equal(
             np.asarray(bits), np.asarray(jax.random.key_data(jax.random.key(3)))
         )
-    with pytest.raises(ValueError):
-        functx.config.update("jax_default_prng_impl", "rbg")  # (other bits than JAX's: refused)
-    with pytest.raises(ValueError):
+    with pytest.raises(functx.FunctxValueError):  # (other bits than JAX's: refused)
+        functx.config.update("jax_default_prng_impl", "rbg")
+    for m in (functx, jax):  # (a bad value: ValueError; no value for a string option: TypeError)
+        with pytest.raises(ValueError):
+            m.default_prng_impl("nope")
+        with pytest.raises(TypeError):
+            m.default_prng_impl()
+    with pytest.raises(functx.FunctxValueError):
         functx.default_prng_impl("nope")
+    with pytest.raises(functx.FunctxTypeError, match="default_prng_impl"):
+        functx.default_prng_impl()
     assert functx.config.read("jax_default_prng_impl") == "threefry2x32"
