@@ -90,6 +90,36 @@ def test_raises_and_names_the_operation_as_jax(case, no_x64):
         assert __file__ in str(got), str(got)  # the user's line
 
 
+def test_library_infinities_are_not_reported_as_jax(no_x64):
+    """Library functions whose functx versions pass infinite constants through operations (JAX
+    keeps them inside one primitive or an initial value) raise in neither library."""
+    for m in (functx, jax):
+        with m.debug_infs(True), m.debug_nans(True):
+            key = m.random.key(0)
+            for f in (
+                lambda: m.random.normal(key, (3,)),
+                lambda: m.random.truncated_normal(key, -1.0, 1.0, (3,)),
+                lambda: m.nn.softmax(m.numpy.array([1.0, 2.0])),
+                lambda: m.nn.logsumexp(m.numpy.array([1.0, 2.0])),
+            ):
+                assert np.isfinite(np.asarray(f())).all(), m
+
+
+def test_an_operand_holding_a_nan_is_not_reported(no_x64):
+    """(docs/differences.md) An eager operation passing on its operand's NaN: JAX raises, functx
+    reports only operations that make one; a jitted function's NaN output still raises."""
+    for m in (functx, jax):
+        x = m.numpy.array([np.nan, 1.0], dtype=np.float32)
+        with m.debug_nans(True):
+            if m is jax:
+                with pytest.raises(FloatingPointError):
+                    x * 2.0
+            else:
+                assert np.isnan(np.asarray(x * 2.0)[0])
+                with pytest.raises(functx.errors.FunctxFloatingPointError, match="jit"):
+                    functx.jit(lambda v: v * 2.0)(x)
+
+
 def test_names_the_users_line(no_x64):
     def f(x):
         y = x + 1.0
