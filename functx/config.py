@@ -31,7 +31,8 @@ test may change one with ``monkeypatch.setenv``):
 ``CXX``                             the C++ compiler (read by ``functx.lowering.cache``)
 ``OMP_WAIT_POLICY``                 set to PASSIVE unless given (by ``functx.lowering.runtime``)
 ``GOMP_SPINCOUNT``                  set to a short spin when the load average is below the CPU
-                                    count, unless given (``runtime.omp_wait_settings``)
+                                    count, unless given or ``OMP_WAIT_POLICY=ACTIVE`` is
+                                    (``runtime.omp_wait_settings``)
 ``JAX_ENABLE_X64``                  JAX's name: the initial ``jax_enable_x64`` (read at import)
 ==================================  ==============================================================
 

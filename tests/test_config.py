@@ -120,6 +120,21 @@ def test_an_operand_holding_a_nan_is_not_reported(no_x64):
                     functx.jit(lambda v: v * 2.0)(x)
 
 
+def test_a_compiled_objects_call_is_not_checked(no_x64):
+    """(docs/differences.md) ``lower().compile()``'s call returns its NaN outputs; JAX raises an
+    internal error that is no FloatingPointError."""
+    x = np.float32(-1.0)
+    for m in (functx, jax):
+        compiled = m.jit(lambda v: m.numpy.log(v)).lower(x).compile()
+        with m.debug_nans(True):
+            if m is jax:
+                with pytest.raises(Exception) as info:
+                    compiled(x)
+                assert not isinstance(info.value, FloatingPointError)
+            else:
+                assert np.isnan(np.asarray(compiled(x)))
+
+
 def test_names_the_users_line(no_x64):
     def f(x):
         y = x + 1.0
