@@ -14,7 +14,7 @@ import numpy as np
 from functx.array import Array
 from functx.devices import device as _device
 from functx.devices.device import process_count, process_index, process_indices
-from functx.errors import FunctxValueError
+from functx.errors import FunctxRuntimeError
 from functx.version import __version__
 
 _PLATFORMS = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu"}
@@ -27,7 +27,8 @@ def live_arrays(platform=None) -> list:
     programs, caches) are listed too.
 
     Arguments:
-      platform: None (all), "cpu", or "gpu" ("cuda"); another name is a ValueError.
+      platform: None (all), "cpu", or "gpu" ("cuda"); another name is a RuntimeError
+        (FunctxRuntimeError), as JAX's unknown backend.
     Returns:
       a list of Arrays.
 
@@ -38,8 +39,8 @@ def live_arrays(platform=None) -> list:
       True
     """
     if platform is not None and platform not in _PLATFORMS:
-        raise FunctxValueError(
-            f"live_arrays: unknown platform {platform!r}; use None, 'cpu' or 'gpu'"
+        raise FunctxRuntimeError(
+            f"Unknown backend {platform}. Available backends are None (all), 'cpu' and 'gpu'"
         )
     want = _PLATFORMS.get(platform)
     out = []

@@ -31,7 +31,8 @@ test may change one with ``monkeypatch.setenv``):
 ``CXX``                             the C++ compiler (read by ``functx.lowering.cache``)
 ``OMP_WAIT_POLICY``                 set to PASSIVE unless given (by ``functx.lowering.runtime``)
 ``GOMP_SPINCOUNT``                  set to a short spin when the load average is below the CPU
-                                    count, unless given (``runtime.omp_wait_settings``)
+                                    count, unless given or ``OMP_WAIT_POLICY=ACTIVE`` is
+                                    (``runtime.omp_wait_settings``)
 ``JAX_ENABLE_X64``                  JAX's name: the initial ``jax_enable_x64`` (read at import)
 ==================================  ==============================================================
 
@@ -48,7 +49,7 @@ import functools
 import os
 import threading
 
-from functx.errors import FunctxError, FunctxValueError, UnsupportedError
+from functx.errors import FunctxError, FunctxTypeError, FunctxValueError, UnsupportedError
 
 
 # --- environment knobs ---------------------------------------------------------------------------
@@ -603,6 +604,9 @@ enable_x64 = _BoolState("jax_enable_x64")
 
 
 # --- JAX's other settings: states with a value per thread -----------------------------------------
+_NO_VALUE = object()  # (a block opened without a value)
+
+
 class _SettingState(threading.local):
     def __init__(self):
         self.stack: list = []
@@ -632,7 +636,7 @@ class Setting:
             return None
         if value not in self.values:
             allowed = list(self.values)
-            raise ValueError(
+            raise FunctxValueError(
                 f"new enum value must be {'None or ' if self.optional else ''}in {allowed}, "
                 f"got {value!r} of type {type(value)}."
             )
@@ -643,7 +647,14 @@ class Setting:
         stack = self._local.stack
         return stack[-1] if stack else self.global_value
 
-    def __call__(self, new_val=True):
+    def __call__(self, new_val=_NO_VALUE):
+        if new_val is _NO_VALUE:  # (a block of a boolean option without a value turns it on)
+            if self.values is not None:
+                raise FunctxTypeError(
+                    f"functx.{self.name.removeprefix('jax_')}() needs the new value of the "
+                    f"option (one of {list(self.values)})"
+                )
+            new_val = True
         return _SettingBlock((self,), self.check(new_val))
 
     def __bool__(self):

@@ -951,8 +951,8 @@ class Jitted:
         self.fun(*args, **kwargs)  # (raises FloatingPointError at the operation)
         raise FunctxFloatingPointError(
             f"invalid value ({bad}) encountered in {self._what}'s outputs; the function run "
-            f"without jit made none (its operations on NumPy values are NumPy's, unchecked, or "
-            f"the compiled program's arithmetic differs){where()}"
+            f"without jit made none (it passed on its inputs' own, its operations on NumPy "
+            f"values are NumPy's, unchecked, or the compiled program's arithmetic differs){where()}"
         )
 
     def _insert(self, key, entry):

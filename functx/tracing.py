@@ -386,10 +386,11 @@ def _wrap_uncommitted(value, aval: ShapedArray) -> Array:
 
 
 # --- jax_debug_nans / jax_debug_infs: the checked eager path --------------------------------------
-def invalid_value(values) -> str | None:
+def invalid_value(values, only: str | None = None) -> str | None:
     """ "nan" or "inf" when a floating-point array of ``values`` holds a value this thread checks
-    for (``functx.debug_nans`` / ``functx.debug_infs``), else None."""
-    nans, infs = config.debug_nans_state.value, config.debug_infs_state.value
+    for (``functx.debug_nans`` / ``functx.debug_infs``; ``only``: that kind alone), else None."""
+    nans = config.debug_nans_state.value and only in (None, "nan")
+    infs = config.debug_infs_state.value and only in (None, "inf")
     if nans or infs:
         for v in values:
             dt = getattr(v, "dtype", None)
@@ -406,11 +407,17 @@ def invalid_value(values) -> str | None:
 def checked_eager_bind(prim, args, params):
     """``eager_bind``, then the check of its results while NaN/inf checks may be on: a
     FloatingPointError naming the primitive and the user's line (the equation's, when the eager
-    interpreter runs a Jaxpr)."""
+    interpreter runs a Jaxpr), when the primitive made a NaN (inf) that none of its operands
+    holds. (Not one it passes on: functx's library functions broadcast, convert and multiply
+    infinite constants where JAX has one primitive or a reduction's initial value, as
+    ``random.normal``'s erfinv and ``nn.softmax``'s -inf do; docs/differences.md.)"""
     out = eager_bind(prim, args, params)
-    bad = invalid_value(out if prim.multiple_results else (out,))
-    if bad is not None:
-        raise FunctxFloatingPointError(f"invalid value ({bad}) encountered in {prim.name}{where()}")
+    outs = out if prim.multiple_results else (out,)
+    for kind in ("nan", "inf"):
+        if invalid_value(outs, kind) and not invalid_value(args, kind):
+            raise FunctxFloatingPointError(
+                f"invalid value ({kind}) encountered in {prim.name}{where()}"
+            )
     return out
 
 

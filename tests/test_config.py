@@ -90,6 +90,51 @@ def test_raises_and_names_the_operation_as_jax(case, no_x64):
         assert __file__ in str(got), str(got)  # the user's line
 
 
+def test_library_infinities_are_not_reported_as_jax(no_x64):
+    """Library functions whose functx versions pass infinite constants through operations (JAX
+    keeps them inside one primitive or an initial value) raise in neither library."""
+    for m in (functx, jax):
+        with m.debug_infs(True), m.debug_nans(True):
+            key = m.random.key(0)
+            for f in (
+                lambda: m.random.normal(key, (3,)),
+                lambda: m.random.truncated_normal(key, -1.0, 1.0, (3,)),
+                lambda: m.nn.softmax(m.numpy.array([1.0, 2.0])),
+                lambda: m.nn.logsumexp(m.numpy.array([1.0, 2.0])),
+            ):
+                assert np.isfinite(np.asarray(f())).all(), m
+
+
+def test_an_operand_holding_a_nan_is_not_reported(no_x64):
+    """(docs/differences.md) An eager operation passing on its operand's NaN: JAX raises, functx
+    reports only operations that make one; a jitted function's NaN output still raises."""
+    for m in (functx, jax):
+        x = m.numpy.array([np.nan, 1.0], dtype=np.float32)
+        with m.debug_nans(True):
+            if m is jax:
+                with pytest.raises(FloatingPointError):
+                    x * 2.0
+            else:
+                assert np.isnan(np.asarray(x * 2.0)[0])
+                with pytest.raises(functx.errors.FunctxFloatingPointError, match="jit"):
+                    functx.jit(lambda v: v * 2.0)(x)
+
+
+def test_a_compiled_objects_call_is_not_checked(no_x64):
+    """(docs/differences.md) ``lower().compile()``'s call returns its NaN outputs; JAX raises an
+    internal error that is no FloatingPointError."""
+    x = np.float32(-1.0)
+    for m in (functx, jax):
+        compiled = m.jit(lambda v: m.numpy.log(v)).lower(x).compile()
+        with m.debug_nans(True):
+            if m is jax:
+                with pytest.raises(Exception) as info:
+                    compiled(x)
+                assert not isinstance(info.value, FloatingPointError)
+            else:
+                assert np.isnan(np.asarray(compiled(x)))
+
+
 def test_names_the_users_line(no_x64):
     def f(x):
         y = x + 1.0
@@ -177,8 +222,15 @@ def test_default_prng_impl_as_jax_for_threefry():
         np.testing.assert_array_equal(
             np.asarray(bits), np.asarray(jax.random.key_data(jax.random.key(3)))
         )
-    with pytest.raises(ValueError):
-        functx.config.update("jax_default_prng_impl", "rbg")  # (other bits than JAX's: refused)
-    with pytest.raises(ValueError):
+    with pytest.raises(functx.FunctxValueError):  # (other bits than JAX's: refused)
+        functx.config.update("jax_default_prng_impl", "rbg")
+    for m in (functx, jax):  # (a bad value: ValueError; no value for a string option: TypeError)
+        with pytest.raises(ValueError):
+            m.default_prng_impl("nope")
+        with pytest.raises(TypeError):
+            m.default_prng_impl()
+    with pytest.raises(functx.FunctxValueError):
         functx.default_prng_impl("nope")
+    with pytest.raises(functx.FunctxTypeError, match="default_prng_impl"):
+        functx.default_prng_impl()
     assert functx.config.read("jax_default_prng_impl") == "threefry2x32"

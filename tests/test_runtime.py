@@ -25,7 +25,10 @@ def test_live_arrays_as_jax():
         assert id(x) not in {id(a) for a in m.live_arrays()}
         del y
         gc.collect()
-    with pytest.raises(ValueError, match="unknown platform"):
+    for m in (functx, jax):  # (an unknown platform: RuntimeError, as an unknown backend)
+        with pytest.raises(RuntimeError, match="Unknown backend tpu0"):
+            m.live_arrays("tpu0")
+    with pytest.raises(functx.errors.FunctxRuntimeError):
         functx.live_arrays("tpu0")
 
 

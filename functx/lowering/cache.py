@@ -698,7 +698,10 @@ def _check(proc, src, cmd):
 # The linker of the shared objects: gold where the system has one. GNU ld took 70 ms of CPU to
 # link a program (most of it reading libstdc++'s symbols; one unit or the GPT block's two alike),
 # gold 23 ms: on every compiled program's first call, after its last compiler run. A link that
-# gold fails is run again with the compiler's default linker, which this process then keeps to.
+# gold fails (an error naming gold or -fuse-ld, or any of collect2's, which a crashed gold gives:
+# "ld terminated with signal 11") is run again with the compiler's default linker, which this
+# process then keeps to.
+_LINK_FAILED = ("gold", "fuse-ld", "collect2")
 _LINKER: dict = {}
 
 
@@ -713,7 +716,7 @@ def _link(cmd: list, what: str, src: str) -> None:
     fast = _link_flags()
     ran = cmd[:1] + fast + cmd[1:]
     res = _run(ran, what)
-    if res.returncode != 0 and fast and ("gold" in res.stderr or "fuse-ld" in res.stderr):
+    if res.returncode != 0 and fast and any(w in res.stderr for w in _LINK_FAILED):
         _LINKER["flags"] = []
         res = _run(ran := cmd, what)
     _check(res, src, ran)

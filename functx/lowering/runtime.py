@@ -39,11 +39,16 @@ def omp_wait_settings(environ, load: float, cpus: int) -> dict:
     8.60 ms sleeping, 7.93 / 8.05 / 8.02 spinning 5000, 8.03 / 8.07 / 8.00 spinning 20000; the
     GPT block step 66.5-69.7 ms in every variant. Under load the same spin raised the MLP step's
     CPU time from 14 to 16.5 ms (20000: 24 ms), so a busy machine keeps sleeping waiters. A
-    ``GOMP_SPINCOUNT`` of the user's own is left as it is."""
+    ``GOMP_SPINCOUNT`` of the user's own is left as it is, and so is a user's
+    ``OMP_WAIT_POLICY=ACTIVE`` (libgomp reads a set ``GOMP_SPINCOUNT`` under every policy: ours
+    would cut ACTIVE's minutes of spinning to ours); a user's ``PASSIVE`` (as
+    ``benchmarks/workloads.py`` sets for torch) gets the idle machine's short spin."""
     out = {}
-    if "OMP_WAIT_POLICY" not in environ:
+    policy = environ.get("OMP_WAIT_POLICY")
+    if policy is None:
         out["OMP_WAIT_POLICY"] = "PASSIVE"
-    if "GOMP_SPINCOUNT" not in environ and load < cpus:
+    active = policy is not None and policy.strip().upper() == "ACTIVE"
+    if "GOMP_SPINCOUNT" not in environ and not active and load < cpus:
         out["GOMP_SPINCOUNT"] = str(IDLE_SPIN)
     return out
 

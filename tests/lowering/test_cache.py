@@ -335,6 +335,22 @@ def test_a_linker_the_compiler_refuses_falls_back_to_the_default(tmp_path, monke
     assert len(cmds) == 1 or "fx_none" not in " ".join(cmds[0])
 
 
+def test_a_crashing_gold_falls_back_to_the_default(tmp_path, monkeypatch):
+    """A gold that dies of a signal (collect2's "ld terminated with signal 11", no word of gold):
+    the link runs again with the default linker, which the process keeps."""
+    import ctypes
+
+    fake = tmp_path / "bin" / "ld.gold"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\nkill -SEGV $$\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("FUNCTX_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(cache, "_LINKER", {"flags": [f"-B{fake.parent}/", "-fuse-ld=gold"]})
+    so, compiled = cache.compile_cached([_UNIT_MAIN, _UNIT_TWO])
+    assert compiled and ctypes.CDLL(so).fx_run(None) == 2
+    assert cache._LINKER["flags"] == []
+
+
 def test_a_failing_unit_is_named(tmp_path, monkeypatch):
     monkeypatch.setenv("FUNCTX_CACHE_DIR", str(tmp_path))
     with pytest.raises(cache.CompileError) as info:

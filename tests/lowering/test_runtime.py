@@ -6,6 +6,7 @@ stay within the pool's bound."""
 from __future__ import annotations
 
 import gc
+import math
 import os
 import threading
 
@@ -225,4 +226,19 @@ def test_omp_wait_settings():
     assert runtime.omp_wait_settings({"GOMP_SPINCOUNT": "0"}, 0.5, 2) == {
         "OMP_WAIT_POLICY": "PASSIVE"
     }
+    for active in ("ACTIVE", "active"):  # (a user's ACTIVE keeps libgomp's long spin)
+        assert runtime.omp_wait_settings({"OMP_WAIT_POLICY": active}, 0.5, 2) == {}
     assert os.environ["OMP_WAIT_POLICY"]  # (set at import, before any program loads libgomp)
+
+
+def test_unreadable_load_average_is_a_busy_machine(monkeypatch):
+    """Where the load average cannot be read, the machine counts as busy (sleeping waiters)."""
+    from functx.lowering import runtime
+
+    def unreadable():
+        raise OSError("no load average")
+
+    monkeypatch.setattr(runtime.os, "getloadavg", unreadable)
+    load, cpus = runtime._machine()
+    assert load == math.inf and cpus >= 1
+    assert runtime.omp_wait_settings({}, load, cpus) == {"OMP_WAIT_POLICY": "PASSIVE"}

@@ -276,3 +276,49 @@ def test_devloop_warps(gpu, monkeypatch):
     monkeypatch.setenv("FUNCTX_DEVLOOP_WARPS", "3")
     with pytest.raises(FunctxValueError, match="FUNCTX_DEVLOOP_WARPS"):
         functx.jit(f).lower(*args).as_text()
+
+
+def _signs(jx):
+    """Row and column max/min of steps holding NaN, infinities and zeros of both signs, and
+    integer carries through div/rem (which truncate toward zero) and max/min/prod."""
+    jnp = jx.numpy
+
+    def f(c, k, xs, ks):
+        def step(carry, x):
+            c, k = carry
+            xf, xi = x
+            out = (jnp.max(xf, axis=1), jnp.min(xf, axis=0), jnp.max(xf), jnp.min(xf))
+            q = jx.lax.div(xi, jnp.int32(-3)) + jx.lax.rem(xi, jnp.int32(4))
+            k = k + jnp.max(xi) - jnp.min(xi) + jnp.prod(xi % 3 + 1).astype(jnp.int32)
+            return (c + jnp.sum(out[0]), k), (*out, q)
+
+        return jx.lax.scan(step, (c, k), (xs, ks))
+
+    return f
+
+
+def test_zero_signs_nans_and_integers(gpu):
+    """Device-loop reductions keep JAX's NaN and zero-sign rules (max(-0, +0) = +0, min = -0)
+    in lanes and padding alike; integer carries match (checked bit for bit against JAX and the
+    eager interpreter: the sign of a NaN aside)."""
+    z, n, i = 0.0, np.nan, np.inf
+    xs = np.array(
+        [
+            [[z, -z, -1.0], [-z, z, -2.0], [-z, -z, -3.0]],
+            [[n, 1.0, 2.0], [1.0, i, -i], [-z, -z, -z]],
+            [[z, z, z], [-i, -i, -i], [n, -z, z]],
+        ],
+        np.float32,
+    )
+    ks = np.random.default_rng(5).integers(-20, 20, (3, 5)).astype(np.int32)
+    args = (np.float32(0), np.int32(1), xs, ks)
+    src, got = _run(_signs(functx), args, gpu)
+    assert _device_loops(src) == 1, src
+    for ref in (jax.jit(_signs(jax))(*args), _signs(functx)(*args)):
+        ref = [np.asarray(r) for r in jax.tree_util.tree_leaves(ref)]
+        for g, r in zip(got, ref):
+            assert g.dtype == r.dtype and g.shape == r.shape
+            np.testing.assert_array_equal(g, r)
+            if r.dtype.kind == "f":
+                real = ~np.isnan(r)
+                np.testing.assert_array_equal(np.signbit(g)[real], np.signbit(r)[real])
