@@ -35,37 +35,56 @@ _BLOCK = 64  # query rows and keys per block
 
 KERNELS = r"""// ---- flash attention (cpp/attention.py) ----
 typedef float fx_fav __attribute__((vector_size(64), may_alias, aligned(4)));
-// c[i][:] (+)= sum_k a[i * ai + k * ak] * b[k][:] for i < m (a multiple of R), k < kn; the rows
-// of b and c are NV vectors of 16 floats, packed
+// c[i][:] (+)= sum_k a[i * ai + k * ak] * b[k][:] for R rows i, k < kn; the rows of b and c are
+// NV vectors of 16 floats, packed
 template <int NV, int R>
+static inline void fx_fa_tile(int kn, const float* a, int64_t ai, int64_t ak, const float* b,
+                              float* c, bool add) {
+  fx_fav acc[R][NV];
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < NV; ++v)
+      acc[r][v] = add ? *(const fx_fav*)(c + (int64_t)r * NV * 16 + v * 16) : fx_fav{};
+  for (int k = 0; k < kn; ++k) {
+    const fx_fav* bk = (const fx_fav*)(b + (int64_t)k * NV * 16);
+    fx_fav bv[NV];
+    for (int v = 0; v < NV; ++v) {
+      bv[v] = bk[v];
+      __asm__("" : "+v"(bv[v]));  // (in a register: each row's FMAs would load it again)
+    }
+    for (int r = 0; r < R; ++r) {
+      const float s = a[r * ai + k * ak];
+      for (int v = 0; v < NV; ++v) acc[r][v] += s * bv[v];
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < NV; ++v) *(fx_fav*)(c + (int64_t)r * NV * 16 + v * 16) = acc[r][v];
+}
+// the same for the m rows (a multiple of 4) of c: tiles of as many rows as the registers hold
+// (R accumulators and the row of b: 28 vector registers of AVX-512's 32), then of 4, 2 or 1
+template <int NV>
 static void fx_fa_mm(int m, int kn, const float* a, int64_t ai, int64_t ak, const float* b,
                      float* c, bool add) {
-  for (int i = 0; i < m; i += R) {
-    fx_fav acc[R][NV];
-    for (int r = 0; r < R; ++r)
-      for (int v = 0; v < NV; ++v)
-        acc[r][v] = add ? *(const fx_fav*)(c + (int64_t)(i + r) * NV * 16 + v * 16) : fx_fav{};
-    const float* ar = a + (int64_t)i * ai;
-    for (int k = 0; k < kn; ++k) {
-      const fx_fav* bk = (const fx_fav*)(b + (int64_t)k * NV * 16);
-      fx_fav bv[NV];
-      for (int v = 0; v < NV; ++v) bv[v] = bk[v];
-      for (int r = 0; r < R; ++r) {
-        const float s = ar[r * ai + k * ak];
-        for (int v = 0; v < NV; ++v) acc[r][v] += s * bv[v];
-      }
-    }
-    for (int r = 0; r < R; ++r)
-      for (int v = 0; v < NV; ++v) *(fx_fav*)(c + (int64_t)(i + r) * NV * 16 + v * 16) = acc[r][v];
-  }
+  constexpr int R = 28 / NV - 1 > 6 ? 6 : (28 / NV - 1 < 1 ? 1 : 28 / NV - 1);
+  int i = 0;
+  for (; i + R <= m; i += R) fx_fa_tile<NV, R>(kn, a + i * ai, ai, ak, b, c + i * NV * 16, add);
+  for (; i + 4 <= m && R > 4; i += 4)
+    fx_fa_tile<NV, 4>(kn, a + i * ai, ai, ak, b, c + i * NV * 16, add);
+  for (; i < m; ++i) fx_fa_tile<NV, 1>(kn, a + i * ai, ai, ak, b, c + i * NV * 16, add);
 }
 // rows x DP block of x (strides st, t and d) from row t0, zero-padded to 64 rows and DP columns
 template <int DP>
 static void fx_fa_rows(const float* x, int64_t st, int64_t sd, int64_t t0, int64_t n, int64_t d,
                        float* out) {
-  for (int64_t r = 0; r < 64; ++r)
-    for (int64_t j = 0; j < DP; ++j)
-      out[r * DP + j] = (t0 + r < n && j < d) ? x[(t0 + r) * st + j * sd] : 0.0f;
+  for (int64_t r = 0; r < 64; ++r) {
+    const float* row = x + (t0 + r) * st;
+    float* o = out + r * DP;
+    int64_t j = 0;
+    if (t0 + r < n && sd == 1)
+      for (; j < d; ++j) o[j] = row[j];
+    else if (t0 + r < n)
+      for (; j < d; ++j) o[j] = row[j * sd];
+    for (; j < DP; ++j) o[j] = 0.0f;
+  }
 }
 // the same rows transposed: DP x 64
 template <int DP>
@@ -91,7 +110,7 @@ static void fx_fa_fwd(const float* q, const float* k, const float* v, float* o, 
                       int64_t B, int64_t H, int64_t T, int64_t S, int64_t D, const int64_t* sq,
                       const int64_t* sk, const int64_t* sv, float scale, bool causal) {
   const int64_t nt = (T + 63) / 64, ns = (S + 63) / 64, SP = ns * 64;
-  constexpr int NV = DP / 16, R = NV > 4 ? (NV > 8 ? 1 : 2) : 4;
+  constexpr int NV = DP / 16;
   #pragma omp parallel if (B * H > 1)
   {
     float* w = (float*)aligned_alloc(64, (size_t)(2 * SP * DP + 2 * 64 * DP + 64 * 64 + 128)
@@ -120,7 +139,7 @@ static void fx_fa_fwd(const float* q, const float* k, const float* v, float* o, 
         for (int64_t x = 0; x < 64 * DP; ++x) ob[x] = 0.0f;
         const int64_t hi = causal ? ((t0 + 64 < S ? t0 + 64 : S) + 63) / 64 : ns;
         for (int64_t j = 0; j < hi; ++j) {
-          fx_fa_mm<4, 4>(64, DP, qb, DP, 1, kt + j * DP * 64, sb, false);
+          fx_fa_mm<4>(64, DP, qb, DP, 1, kt + j * DP * 64, sb, false);
           fx_fa_mask(sb, scale, t0, j * 64, T, S, causal);
           for (int r = 0; r < 64; ++r) {
             float* s = sb + r * 64;
@@ -143,7 +162,7 @@ static void fx_fa_fwd(const float* q, const float* k, const float* v, float* o, 
             if (alpha != 1.0f)
               for (int x = 0; x < DP; ++x) ob[r * DP + x] *= alpha;
           }
-          fx_fa_mm<NV, R>(64, 64, sb, 64, 1, vr + j * 64 * DP, ob, true);
+          fx_fa_mm<NV>(64, 64, sb, 64, 1, vr + j * 64 * DP, ob, true);
         }
         const int64_t rows = T - t0 < 64 ? T - t0 : 64;
         for (int64_t r = 0; r < rows; ++r) {
@@ -164,7 +183,7 @@ static void fx_fa_bwd(const float* q, const float* k, const float* v, const floa
                       const int64_t* sk, const int64_t* sv, const int64_t* so, float scale,
                       bool causal) {
   const int64_t nt = (T + 63) / 64, ns = (S + 63) / 64, SP = ns * 64;
-  constexpr int NV = DP / 16, R = NV > 4 ? (NV > 8 ? 1 : 2) : 4;
+  constexpr int NV = DP / 16;
   #pragma omp parallel if (B * H > 1)
   {
     float* w = (float*)aligned_alloc(64, (size_t)(5 * SP * DP + 3 * 64 * DP + 2 * 64 * 64 + 128)
@@ -210,9 +229,9 @@ static void fx_fa_bwd(const float* q, const float* k, const float* v, const floa
         }
         const int64_t hi = causal ? ((t0 + 64 < S ? t0 + 64 : S) + 63) / 64 : ns;
         for (int64_t j = 0; j < hi; ++j) {
-          fx_fa_mm<4, 4>(64, DP, qb, DP, 1, kt + j * DP * 64, pb, false);
+          fx_fa_mm<4>(64, DP, qb, DP, 1, kt + j * DP * 64, pb, false);
           fx_fa_mask(pb, scale, t0, j * 64, T, S, causal);
-          fx_fa_mm<4, 4>(64, DP, db, DP, 1, vt + j * DP * 64, gb, false);
+          fx_fa_mm<4>(64, DP, db, DP, 1, vt + j * DP * 64, gb, false);
           for (int r = 0; r < 64; ++r) {
             float* p = pb + r * 64;
             float* g = gb + r * 64;
@@ -223,9 +242,9 @@ static void fx_fa_bwd(const float* q, const float* k, const float* v, const floa
               g[c] = p[c] * (g[c] - d) * scale;
             }
           }
-          fx_fa_mm<NV, R>(64, 64, pb, 1, 64, db, dvb + j * 64 * DP, true);
-          fx_fa_mm<NV, R>(64, 64, gb, 1, 64, qb, dkb + j * 64 * DP, true);
-          fx_fa_mm<NV, R>(64, 64, gb, 64, 1, kr + j * 64 * DP, dqb, true);
+          fx_fa_mm<NV>(64, 64, pb, 1, 64, db, dvb + j * 64 * DP, true);
+          fx_fa_mm<NV>(64, 64, gb, 1, 64, qb, dkb + j * 64 * DP, true);
+          fx_fa_mm<NV>(64, 64, gb, 64, 1, kr + j * 64 * DP, dqb, true);
         }
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t x = 0; x < D; ++x) dq[(bh * T + t0 + r) * D + x] = dqb[r * DP + x];
