@@ -90,9 +90,11 @@ static void fx_fa_rows(const float* x, int64_t st, int64_t sd, int64_t t0, int64
 template <int DP>
 static void fx_fa_cols(const float* x, int64_t st, int64_t sd, int64_t t0, int64_t n, int64_t d,
                        float* out) {
-  for (int64_t j = 0; j < DP; ++j)
-    for (int64_t r = 0; r < 64; ++r)
-      out[j * 64 + r] = (t0 + r < n && j < d) ? x[(t0 + r) * st + j * sd] : 0.0f;
+  for (int64_t r = 0; r < 64; ++r) {  // (rows read in order: by columns, each read missed L1)
+    const float* row = x + (t0 + r) * st;
+    const bool in = t0 + r < n;
+    for (int64_t j = 0; j < DP; ++j) out[j * 64 + r] = (in && j < d) ? row[j * sd] : 0.0f;
+  }
 }
 // the scaled score block (64 x 64) of query rows t0.. and keys s0..: masked ones -inf
 static inline void fx_fa_mask(float* s, float scale, int64_t t0, int64_t s0, int64_t T,
