@@ -46,6 +46,7 @@ _STAGES = (  # files, or packages (every .py file in them, by name)
     "program_cache.py",
     "../control",  # (the control-flow primitives' lowering rules live there)
     "../primitives",  # (the elementwise table's C++ spellings, the special functions' rules)
+    "../transforms/attention.py",  # (compile.py fuses attention on a miss: after the key)
 )
 _ADDRESS = re.compile(r" at 0x[0-9a-f]+")
 _SO_NAME = re.compile(r"[0-9a-f]{32}\.so\Z")
@@ -91,8 +92,9 @@ def _consts(obj, out: list):
 def key_of(closed: ClosedJaxpr) -> str | None:
     """The index key of ``closed``, or None when its printout does not identify it."""
     from functx.lowering import cache  # lazy: cache.py costs ~85 ms of import functx
+    from functx.transforms import attention  # (whether a miss fuses attention: compile.py)
 
-    text = str(closed)
+    text = str(closed) + ("" if attention.ENABLED else "\n(attention unfused)")
     if "..." in text or _ADDRESS.search(text):
         return None
     h = hashlib.sha256()

@@ -28,10 +28,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from functx.transforms.attention import fuse_attention
+
 #: the operand dtypes the C++ steps take (``jit`` fuses attention on the CPU for these only)
 DTYPES = frozenset({np.dtype(np.float32)})
 
-_BLOCK = 64  # query rows and keys per block
+
+def fuse(closed):
+    """``closed`` with its attention chains of ``DTYPES`` as flash steps (``fuse_attention``;
+    ``compile.py`` runs it on a program-cache miss, before lowering)."""
+    return fuse_attention(closed, DTYPES)
+
 
 KERNELS = r"""// ---- flash attention (cpp/attention.py) ----
 typedef float fx_fav __attribute__((vector_size(64), may_alias, aligned(4)));
