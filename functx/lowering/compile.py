@@ -16,6 +16,7 @@ import numpy as np
 
 from functx import config
 from functx.lowering import program_cache, runtime
+from functx.lowering.cpp import attention as cpp_attention
 
 
 def log(msg: str) -> None:
@@ -36,9 +37,8 @@ def loop_ir_text(closed) -> str:
     printed with its kernel grouping (``loopir.pp_graph``); ``lower(...).as_text()`` shows it.
     Lowered again here, so a program loaded from the program cache prints it too."""
     from functx.lowering import loopir, lower, schedule  # lazy: sympy stays out of import functx
-    from functx.lowering.cpp import attention
 
-    g = lower.lower_jaxpr(attention.fuse(closed))  # (as _lower_cpp: the flash steps)
+    g = lower.lower_jaxpr(cpp_attention.fuse(closed))  # (as _lower_cpp: the flash steps)
     return loopir.pp_graph(g, schedule.schedule(g))
 
 
@@ -85,11 +85,11 @@ def _lower_cpp(closed):
     header = cache.PreludeBuild(prelude.PRELUDE, then=runtime.fast_call)
     # lazy: SymPy only on a program-cache miss (tests/lowering/test_program_cache.py)
     from functx.lowering import lower, schedule
-    from functx.lowering.cpp import attention, dot, program
+    from functx.lowering.cpp import dot, program
 
     # (attention's chain -> flash steps: here, after the program cache's key, whose Jaxpr is the
     # one before; the pass imports SymPy, which a warm process then never does)
-    closed = attention.fuse(closed)
+    closed = cpp_attention.fuse(closed)
     g = lower.lower_jaxpr(closed)
     dot.fold_product_updates(g)  # (products that update a buffer: C++ only)
     kernels = schedule.schedule(g)

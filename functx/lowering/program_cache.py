@@ -33,6 +33,7 @@ import numpy as np
 from functx import dtypes  # noqa: F401  (registers bfloat16's name with NumPy)
 from functx.core import ClosedJaxpr, Jaxpr
 from functx.lowering import runtime
+from functx.transforms import attention  # (whether a miss fuses attention: compile.py)
 
 _STAGES = (  # files, or packages (every .py file in them, by name)
     "rules.py",
@@ -92,7 +93,6 @@ def _consts(obj, out: list):
 def key_of(closed: ClosedJaxpr) -> str | None:
     """The index key of ``closed``, or None when its printout does not identify it."""
     from functx.lowering import cache  # lazy: cache.py costs ~85 ms of import functx
-    from functx.transforms import attention  # (whether a miss fuses attention: compile.py)
 
     text = str(closed) + ("" if attention.ENABLED else "\n(attention unfused)")
     if "..." in text or _ADDRESS.search(text):
