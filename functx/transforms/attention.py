@@ -16,7 +16,8 @@ dv``), which the Triton backend runs as flash-attention kernels
 (``functx/lowering/triton/attention.py``: online softmax, no score array in memory, causal
 blocks above the diagonal skipped), and the C++ backend as its own flash steps
 (``functx/lowering/cpp/attention.py``, float32 only). ``jit`` runs it on the final Jaxpr (after
-``grad``).
+``grad``) of a GPU program; a CPU program's is fused by ``lowering/compile.py`` on a program-cache
+miss (so the cache's key is the Jaxpr before, and a warm process never imports SymPy).
 
 How it recognises the chain. The algebra of the softmax's forward and backward takes many
 equation forms (``w / z`` or ``w * (1 / z)``; the derivative of either; ``bfloat16``

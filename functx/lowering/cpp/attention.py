@@ -1,6 +1,7 @@
 """Flash attention on the CPU: the C++ steps of ``flash_attention`` and ``flash_attention_bwd``
-(``functx/transforms/attention.py``: the pass that finds attention in a program; ``jit`` runs it
-on CPU programs of float32 attention, ``DTYPES``).
+(``functx/transforms/attention.py``: the pass that finds attention in a program; for the CPU,
+``lowering/compile.py`` runs it, through ``fuse``, on a program-cache miss, for float32 attention:
+``DTYPES``).
 
 The equations lower as on the GPU (``lowering/triton/attention.py``'s rule: a host step) and
 ``loops._host`` hands the step here, which writes it as C++ in the program (no Python step). Per
@@ -20,6 +21,13 @@ The equations lower as on the GPU (``lowering/triton/attention.py``'s rule: a ho
 The products are register tiles of GCC vector types (4 rows x 64 columns of accumulators on a
 64-wide block, as ``cpp/gemm.py``'s kernel but without its packing: every block here is already
 packed and in L1/L2). The sums run in a fixed order: results do not depend on the threads.
+Figures (session 35, the 2-core Zen 4 under load 6-9, CPU ms per call, medians of alternating
+processes): causal attention B=4 H=6 T=256 D=64 alone, forward 4.0-4.3 against 7.9 for the plain
+program (products, mask and softmax kernels), forward and gradient 12.4-12.8 against 17.8-18.8;
+the GPT block step of ``benchmarks/workloads.py`` 129-132 against 136-139, its wall at real-time
+priority 66.2-68.7 ms against 69.9-73.0 (JAX 109.7-111.8). Before the 6-row tiles with ``b`` in
+registers and the row-order packs, the forward took 5.1 ms and forward and gradient 15.3.
+
 ``render`` returns False for anything it does not take (the caller then emits the host step,
 which runs the primitive's NumPy reference), but ``jit`` only fuses what it takes (``DTYPES``).
 """
