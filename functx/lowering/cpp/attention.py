@@ -132,6 +132,7 @@ static void fx_fa_fwd(const float* q, const float* k, const float* v, float* o, 
   {
     float* w = (float*)aligned_alloc(64, (size_t)(2 * SP * DP + 2 * 64 * DP + 64 * 64 + 128)
                                              * sizeof(float));
+    if (!w) abort();  // (as cpp/gemm.py's workspace)
     float* kt = w;                 // key blocks transposed: ns x (DP x 64)
     float* vr = kt + SP * DP;      // values: SP x DP
     float* qb = vr + SP * DP;      // query block: 64 x DP
@@ -205,6 +206,7 @@ static void fx_fa_bwd(const float* q, const float* k, const float* v, const floa
   {
     float* w = (float*)aligned_alloc(64, (size_t)(5 * SP * DP + 3 * 64 * DP + 2 * 64 * 64 + 128)
                                              * sizeof(float));
+    if (!w) abort();  // (as cpp/gemm.py's workspace)
     float* kt = w;                 // key blocks transposed: ns x (DP x 64)
     float* vt = kt + SP * DP;      // value blocks transposed
     float* kr = vt + SP * DP;      // keys: SP x DP
