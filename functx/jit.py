@@ -1054,7 +1054,9 @@ class Jitted:
         closed, _, out_tree, _ = tracing.trace_pytree(f, a, kw)
         check_consts(closed.consts, CPU if place == "cpu" else place, self._what)
         closed = outer_products.factor_outer_products(passes.simplify(closed))
-        closed = closed if place == "cpu" else _attention.fuse_attention(closed)  # (flash)
+        # (flash; on the CPU, compile.py fuses on a program-cache miss: SymPy stays out of a warm
+        # process)
+        closed = closed if place == "cpu" else _attention.fuse_attention(closed)
         closed = _cpp_conv.fuse_conv_taps(closed) if place == "cpu" else closed  # (conv sums)
         closed = passes.divide_by_reciprocals(closed)
         return passes.reshape_unit_reductions(closed), out_tree

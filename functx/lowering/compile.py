@@ -16,6 +16,7 @@ import numpy as np
 
 from functx import config
 from functx.lowering import program_cache, runtime
+from functx.lowering.cpp import attention as cpp_attention
 
 
 def log(msg: str) -> None:
@@ -37,7 +38,7 @@ def loop_ir_text(closed) -> str:
     Lowered again here, so a program loaded from the program cache prints it too."""
     from functx.lowering import loopir, lower, schedule  # lazy: sympy stays out of import functx
 
-    g = lower.lower_jaxpr(closed)
+    g = lower.lower_jaxpr(cpp_attention.fuse(closed))  # (as _lower_cpp: the flash steps)
     return loopir.pp_graph(g, schedule.schedule(g))
 
 
@@ -86,6 +87,9 @@ def _lower_cpp(closed):
     from functx.lowering import lower, schedule
     from functx.lowering.cpp import dot, program
 
+    # (attention's chain -> flash steps: here, after the program cache's key, whose Jaxpr is the
+    # one before; the pass imports SymPy, which a warm process then never does)
+    closed = cpp_attention.fuse(closed)
     g = lower.lower_jaxpr(closed)
     dot.fold_product_updates(g)  # (products that update a buffer: C++ only)
     kernels = schedule.schedule(g, costly_once=True)

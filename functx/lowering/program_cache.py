@@ -33,6 +33,7 @@ import numpy as np
 from functx import dtypes  # noqa: F401  (registers bfloat16's name with NumPy)
 from functx.core import ClosedJaxpr, Jaxpr
 from functx.lowering import runtime
+from functx.transforms import attention  # (whether a miss fuses attention: compile.py)
 
 _STAGES = (  # files, or packages (every .py file in them, by name)
     "rules.py",
@@ -46,6 +47,7 @@ _STAGES = (  # files, or packages (every .py file in them, by name)
     "program_cache.py",
     "../control",  # (the control-flow primitives' lowering rules live there)
     "../primitives",  # (the elementwise table's C++ spellings, the special functions' rules)
+    "../transforms/attention.py",  # (compile.py fuses attention on a miss: after the key)
 )
 _ADDRESS = re.compile(r" at 0x[0-9a-f]+")
 _SO_NAME = re.compile(r"[0-9a-f]{32}\.so\Z")
@@ -92,7 +94,7 @@ def key_of(closed: ClosedJaxpr) -> str | None:
     """The index key of ``closed``, or None when its printout does not identify it."""
     from functx.lowering import cache  # lazy: cache.py costs ~85 ms of import functx
 
-    text = str(closed)
+    text = str(closed) + ("" if attention.ENABLED else "\n(attention unfused)")
     if "..." in text or _ADDRESS.search(text):
         return None
     h = hashlib.sha256()

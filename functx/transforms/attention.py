@@ -14,8 +14,10 @@ module's primitives: ``flash_attention`` (``q, k, v -> o, lse``: the output and 
 log-sum-exp of the scaled scores) and ``flash_attention_bwd`` (``q, k, v, o, lse, do -> dq, dk,
 dv``), which the Triton backend runs as flash-attention kernels
 (``functx/lowering/triton/attention.py``: online softmax, no score array in memory, causal
-blocks above the diagonal skipped). ``jit`` runs it on the final Jaxpr (after ``grad``) of
-programs placed on a GPU; the C++ backend keeps the plain chain.
+blocks above the diagonal skipped), and the C++ backend as its own flash steps
+(``functx/lowering/cpp/attention.py``, float32 only). ``jit`` runs it on the final Jaxpr (after
+``grad``) of a GPU program; a CPU program's is fused by ``lowering/compile.py`` on a program-cache
+miss (so the cache's key is the Jaxpr before, and a warm process never imports SymPy).
 
 How it recognises the chain. The algebra of the softmax's forward and backward takes many
 equation forms (``w / z`` or ``w * (1 / z)``; the derivative of either; ``bfloat16``
@@ -549,13 +551,13 @@ def _size(x, labels: str, letter: str) -> int:
     return x.aval.shape[labels.index(letter)]
 
 
-def _match(sp, jaxpr: Jaxpr, start: int, defs, uses, outputs, consts):
+def _match(sp, jaxpr: Jaxpr, start: int, defs, uses, outputs, consts, floats=_FLOATS):
     """The chain from the ``q k^T`` product ``jaxpr.eqns[start]``, or None."""
     qk = jaxpr.eqns[start]
     if qk.prim is not P.dot_general_p or any(type(a) is not Var for a in qk.invars):
         return None
     out = qk.outvars[0].aval
-    if out.ndim != 4 or out.dtype not in _FLOATS:
+    if out.ndim != 4 or out.dtype not in floats:
         return None
     names = _dot_labels(qk, "?dt", "?ds")
     if names is None or names[2] != "bhts":
@@ -599,7 +601,9 @@ def _match(sp, jaxpr: Jaxpr, start: int, defs, uses, outputs, consts):
     if c.do is not None:
         dts.add(np.dtype(c.do[0].aval.dtype))
     outs = {np.dtype(e.outvars[0].aval.dtype) for e, _ in c.targets.values()}
-    if len(dts) != 1 or c.v is None or not outs <= dts | {np.dtype(np.float32)}:
+    if len(dts) != 1 or not dts <= floats or c.v is None:
+        return None
+    if not outs <= dts | {np.dtype(np.float32)}:
         return None
     return c
 
@@ -658,13 +662,15 @@ def _rewrite(c: _Chain, jaxpr: Jaxpr, index: dict):
     return insert, replace, rename
 
 
-def fuse_attention(closed: ClosedJaxpr) -> ClosedJaxpr:
+def fuse_attention(closed: ClosedJaxpr, dtypes=None) -> ClosedJaxpr:
     """``closed`` with every recognised attention chain (module docstring) replaced by the
     ``flash_attention`` and ``flash_attention_bwd`` primitives; ``closed`` itself when there is
     none. Top level only.
 
     Arguments:
       closed: a program (``jit``'s final Jaxpr, after ``grad``).
+      dtypes: the operand dtypes to fuse (the backend's kernels'); None: float32, bfloat16 and
+        float16 (the Triton kernels').
     Returns:
       The rewritten program, or ``closed``.
     """
@@ -672,7 +678,8 @@ def fuse_attention(closed: ClosedJaxpr) -> ClosedJaxpr:
     if not ENABLED:
         return closed
     dots = [i for i, e in enumerate(jaxpr.eqns) if e.prim is P.dot_general_p]
-    if len(dots) < 2 or not any(e.prim is P.exp_p for e in jaxpr.eqns):
+    floats = _FLOATS if dtypes is None else _FLOATS & frozenset(np.dtype(d) for d in dtypes)
+    if len(dots) < 2 or not floats or not any(e.prim is P.exp_p for e in jaxpr.eqns):
         return closed
     import sympy  # (only where a program has products and an exp: SymPy is slow to import)
 
@@ -691,7 +698,7 @@ def fuse_attention(closed: ClosedJaxpr) -> ClosedJaxpr:
     for i in dots:
         if id(jaxpr.eqns[i]) in replace:
             continue
-        c = _match(sympy, jaxpr, i, defs, uses, outputs, consts)
+        c = _match(sympy, jaxpr, i, defs, uses, outputs, consts, floats)
         if c is None or any(id(e) in replace for e, _ in c.targets.values()):
             continue
         ins, rep, ren = _rewrite(c, jaxpr, index)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from functx.lowering.cpp import lapack
+from functx.lowering.cpp import attention, lapack
 from functx.lowering.cpp.emit import storage_type
 from functx.lowering.schedule import Kernel
 
@@ -134,8 +134,9 @@ def _host(prog, k: Kernel, group):
     """A host step (``functx/control/callbacks.py``): the Python dispatcher the runtime set with
     ``fx_set_host`` is called with the step's index and its operand and result buffers. It runs
     between kernels, on the calling thread (never inside an OpenMP region). A linear-algebra
-    library step that ``lapack.py`` renders calls LAPACK itself instead."""
-    if lapack.render(prog, k, group):
+    library step that ``lapack.py`` renders calls LAPACK itself instead, and a flash attention
+    step is ``attention.py``'s C++."""
+    if lapack.render(prog, k, group) or attention.render(prog, k, group):
         return
     index = len(prog.host_calls)
     outs = group["outs"][: group["n_out"]]
