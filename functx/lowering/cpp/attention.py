@@ -123,16 +123,20 @@ static inline void fx_fa_mask(float* s, float scale, int64_t t0, int64_t s0, int
   }
 }
 template <int DP>
-static void fx_fa_fwd(const float* q, const float* k, const float* v, float* o, float* lse,
+static int fx_fa_fwd(const float* q, const float* k, const float* v, float* o, float* lse,
                       int64_t B, int64_t H, int64_t T, int64_t S, int64_t D, const int64_t* sq,
                       const int64_t* sk, const int64_t* sv, float scale, bool causal) {
   const int64_t nt = (T + 63) / 64, ns = (S + 63) / 64, SP = ns * 64;
   constexpr int NV = DP / 16;
+  int failed = 0;
   #pragma omp parallel if (B * H > 1)
   {
     float* w = (float*)aligned_alloc(64, (size_t)(2 * SP * DP + 2 * 64 * DP + 64 * 64 + 128)
                                              * sizeof(float));
-    if (!w) abort();  // (as cpp/gemm.py's workspace)
+    if (!w) {  // (no workspace: this thread skips its rows, the program returns 1)
+      #pragma omp atomic write
+      failed = 1;
+    }
     float* kt = w;                 // key blocks transposed: ns x (DP x 64)
     float* vr = kt + SP * DP;      // values: SP x DP
     float* qb = vr + SP * DP;      // query block: 64 x DP
@@ -142,6 +146,7 @@ static void fx_fa_fwd(const float* q, const float* k, const float* v, float* o, 
     float* lrow = mrow + 64;
     #pragma omp for schedule(dynamic)
     for (int64_t bh = 0; bh < B * H; ++bh) {
+      if (!w) continue;
       const int64_t b = bh / H, h = bh % H;
       const float* qh = q + b * sq[0] + h * sq[1];
       const float* kh = k + b * sk[0] + h * sk[1];
@@ -193,20 +198,25 @@ static void fx_fa_fwd(const float* q, const float* k, const float* v, float* o, 
     }
     free(w);
   }
+  return failed;
 }
 template <int DP>
-static void fx_fa_bwd(const float* q, const float* k, const float* v, const float* o,
+static int fx_fa_bwd(const float* q, const float* k, const float* v, const float* o,
                       const float* lse, const float* dout, float* dq, float* dk, float* dv,
                       int64_t B, int64_t H, int64_t T, int64_t S, int64_t D, const int64_t* sq,
                       const int64_t* sk, const int64_t* sv, const int64_t* so, float scale,
                       bool causal) {
   const int64_t nt = (T + 63) / 64, ns = (S + 63) / 64, SP = ns * 64;
   constexpr int NV = DP / 16;
+  int failed = 0;
   #pragma omp parallel if (B * H > 1)
   {
     float* w = (float*)aligned_alloc(64, (size_t)(5 * SP * DP + 3 * 64 * DP + 2 * 64 * 64 + 128)
                                              * sizeof(float));
-    if (!w) abort();  // (as cpp/gemm.py's workspace)
+    if (!w) {  // (no workspace: this thread skips its rows, the program returns 1)
+      #pragma omp atomic write
+      failed = 1;
+    }
     float* kt = w;                 // key blocks transposed: ns x (DP x 64)
     float* vt = kt + SP * DP;      // value blocks transposed
     float* kr = vt + SP * DP;      // keys: SP x DP
@@ -221,6 +231,7 @@ static void fx_fa_bwd(const float* q, const float* k, const float* v, const floa
     float* drow = lrow + 64;
     #pragma omp for schedule(dynamic)
     for (int64_t bh = 0; bh < B * H; ++bh) {
+      if (!w) continue;
       const int64_t b = bh / H, h = bh % H;
       const float* qh = q + b * sq[0] + h * sq[1];
       const float* kh = k + b * sk[0] + h * sk[1];
@@ -276,6 +287,7 @@ static void fx_fa_bwd(const float* q, const float* k, const float* v, const floa
     }
     free(w);
   }
+  return failed;
 }
 """
 
@@ -318,8 +330,8 @@ def render(prog, k, group) -> bool:
         f"  // kernel {k.index}: {prim} (cpp/attention.py, in place of an fx_host step)",
         "  {",
         *("    " + s for s in strides),
-        f"    {fn}<{dp}>({', '.join(args)}, {B}LL, {H}LL, {T}LL, {S}LL, {D}LL, {ss}, "
-        f"{scale!r}f, {causal});",
+        f"    if ({fn}<{dp}>({', '.join(args)}, {B}LL, {H}LL, {T}LL, {S}LL, {D}LL, {ss}, "
+        f"{scale!r}f, {causal})) return 1;  // (a workspace allocation failed)",
         "  }",
     ]
     return True
