@@ -288,7 +288,7 @@ class CheckifyRuntimeError(FunctxValueError):
       >>> import numpy as np
       >>> from functx.experimental import checkify
       >>> try:
-      ...     checkify.check(np.bool_(False), "x is {}", np.float32(2.0))
+      ...     checkify.check(False, "x is {}", np.asarray(2.0, np.float32))
       ... except ValueError as e:
       ...     print(type(e).__name__, e)
       CheckifyRuntimeError x is 2.0 (`check` failed)

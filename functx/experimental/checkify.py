@@ -27,7 +27,10 @@ Differences from JAX: each check site has its own slot, and the earliest site in
 that failed is reported (JAX shares one slot among the sites of one kind and payload type, so in
 a loop it may report the one that failed first in time); checks inside ``custom_jvp``,
 ``custom_vjp`` and ``checkpoint`` functions are not functionalized (their automatic checks are
-not added and a user check there raises under ``jit``).
+not added and a user check there raises under ``jit``); an out-of-bounds index that is a Python
+int is clamped when tracing (no gather is made), so it is not reported; the operand shape an
+out-of-bounds message names is that of the gather functx makes (``x[i, 1:]`` slices before it
+gathers, so it names the sliced shape).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from functx.control.check import (
     check_p,
 )
 from functx.control.common import trace_pytree
+from functx.array import ArrayMethods
 from functx.core import Literal, ShapedArray
 from functx.errors import (
     CheckifyRuntimeError as JaxRuntimeError,
@@ -68,7 +72,7 @@ automatic_checks = float_checks | index_checks
 all_checks = automatic_checks | user_checks
 
 
-# --- the error value -------------------------------------------------------------------------------
+# --- the error value ------------------------------------------------------------------------------
 class Error:
     """The error value ``checkify`` returns: for each check site, whether it failed and its
     payload (a pytree, so it crosses ``jit`` and ``vmap``; under ``vmap`` each flag is batched).
@@ -184,25 +188,12 @@ def _unflatten(sites, leaves):
 init_error = Error((), (), ())
 
 
-# --- the public checks -----------------------------------------------------------------------------
+# --- the public checks ----------------------------------------------------------------------------
 def _is_scalar_pred(pred) -> bool:
-    if isinstance(pred, (bool, np.bool_)):
+    """JAX's rule: a Python bool or a bool array (functx's, not NumPy's) of shape ()."""
+    if isinstance(pred, bool):
         return True
-    try:
-        a = get_aval(pred)
-    except Exception:
-        return False
-    return a.shape == () and a.dtype == np.bool_ and not isinstance(pred, (int, float))
-
-
-def _is_array(x) -> bool:
-    if isinstance(x, (bool, int, float, complex)):
-        return False
-    try:
-        get_aval(x)
-    except Exception:
-        return False
-    return True
+    return isinstance(pred, ArrayMethods) and pred.shape == () and pred.dtype == np.bool_
 
 
 def check(pred, msg: str, *fmt_args, debug: bool = False, **fmt_kwargs) -> None:
@@ -211,22 +202,24 @@ def check(pred, msg: str, *fmt_args, debug: bool = False, **fmt_kwargs) -> None:
     ``checkify.check``). Under ``jit`` without ``checkify`` it raises JAX's ValueError.
 
     Arguments:
-      pred: a bool scalar (Python bool or array of shape ()).
+      pred: a Python bool or a bool array of shape () (not a NumPy one, as in JAX).
       msg: a ``str.format`` string.
-      *fmt_args, **fmt_kwargs: pytrees of arrays to format into ``msg``.
+      *fmt_args, **fmt_kwargs: pytrees of arrays (functx or NumPy arrays; not scalars, as in
+        JAX) to format into ``msg``.
       debug: a ``debug_check`` (dropped outside ``checkify``).
     Returns:
       None.
     Example:
       >>> import numpy as np
       >>> from functx.experimental import checkify
-      >>> checkify.check(np.float32(2.0) > 0, "never printed")
+      >>> import functx.numpy as jnp
+      >>> checkify.check(jnp.float32(2.0) > 0, "never printed")
     """
     if not _is_scalar_pred(pred):
         raise FunctxTypeError(f"check takes a scalar pred as argument, got {pred}")
     leaves, tree = tree_flatten((fmt_args, fmt_kwargs))
     for x in leaves:
-        if not _is_array(x):
+        if not isinstance(x, (ArrayMethods, np.ndarray)):  # (JAX's rule: no scalars)
             raise FunctxTypeError(
                 "Formatting arguments to checkify.check need to be PyTrees of arrays, but got "
                 f"{x!r} of type {type(x)}."
@@ -247,7 +240,7 @@ def debug_check(pred, msg: str, *fmt_args, **fmt_kwargs) -> None:
     Example:
       >>> import numpy as np
       >>> from functx.experimental import checkify
-      >>> checkify.debug_check(np.bool_(False), "dropped outside checkify")
+      >>> checkify.debug_check(False, "dropped outside checkify")
       >>> f = checkify.checkify(lambda x: checkify.debug_check(x > 0, "x={}", x))
       >>> print(f(np.float32(-1.0))[0].get())
       x=-1.0 (`check` failed)
@@ -286,7 +279,7 @@ def check_error(error: Error) -> None:
         check_p.bind(f, *ps, site=site, debug=False)
 
 
-# --- the automatic checks: (error kind, applies to the equation?, static description, test) ------
+# --- the automatic checks: (error kind, applies to the equation?, static description, test) -----
 _NAN_PRIMS = frozenset(
     "acos acosh add asin asinh atan2 atan atanh bessel_i0e bessel_i1e cbrt cos cosh "
     "cumlogsumexp cummax cummin cumprod cumsum digamma dot_general erf_inv erf erfc exp expm1 "
@@ -355,7 +348,7 @@ def _auto_checks(e):
     return rules
 
 
-# --- the transform ---------------------------------------------------------------------------------
+# --- the transform --------------------------------------------------------------------------------
 _SUBJAXPRS = {
     "cond": lambda p: p["branches"],
     "scan": lambda p: (p["jaxpr"],),
