@@ -41,6 +41,7 @@ from contextlib import nullcontext
 import numpy as np
 
 from functx import lax, numpy as jnp, tree_util
+from functx.array import ArrayMethods
 from functx.control.check import (
     DivisionByZeroError as DivisionByZeroError,
     FailedCheckError as FailedCheckError,
@@ -51,7 +52,6 @@ from functx.control.check import (
     check_p,
 )
 from functx.control.common import trace_pytree
-from functx.array import ArrayMethods
 from functx.core import Literal, ShapedArray
 from functx.errors import (
     CheckifyRuntimeError as JaxRuntimeError,

@@ -191,7 +191,7 @@ def test_automatic_checks_in_a_loop_body():
 
 
 def test_check_error_and_throw():
-    for lib, jnp, ck, _ in LIBS.values():
+    for _lib, jnp, ck, _ in LIBS.values():
         err, _ = ck.checkify(_two_checks(jnp, ck))(jnp.float32(-1.0))
         with pytest.raises(ck.JaxRuntimeError, match="x must be positive"):
             err.throw()
