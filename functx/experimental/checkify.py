@@ -61,7 +61,7 @@ from functx.errors import (
 from functx.source_info import current, source_info
 from functx.tracing import get_aval, tree_flatten
 
-ErrorCategory = type  # (JAX's alias: the class of an error kind)
+ErrorCategory = type[JaxException]  # (JAX's alias: the class of an error kind)
 
 user_checks = frozenset({FailedCheckError})
 nan_checks = frozenset({NaNError})
