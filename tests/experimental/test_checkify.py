@@ -3,6 +3,8 @@ wins, jit/vmap/grad composition, control flow, the automatic checks and the erro
 
 from __future__ import annotations
 
+import os
+
 import jax
 import jax.numpy as jjnp
 import numpy as np
@@ -236,3 +238,46 @@ def test_bad_arguments():
         fcheckify.checkify(lambda x: x, errors={"nan"})
     with pytest.raises(TypeError, match="takes an Error"):
         fcheckify.check_error(None)
+
+
+@pytest.fixture
+def gpu(monkeypatch):
+    """Triton's interpreter as the GPU (a CUDA GPU with FUNCTX_TEST_TRITON_GPU=1), as in
+    tests/lowering/test_triton_devloop.py."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    from functx.devices import device as placement
+
+    on_gpu = os.environ.get("FUNCTX_TEST_TRITON_GPU", "0") not in ("", "0")
+    if on_gpu and not torch.cuda.is_available():
+        pytest.skip("FUNCTX_TEST_TRITON_GPU=1 without a CUDA device")
+    if not on_gpu:
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setattr(placement, "_gpu_list", placement._gpu_list or None)
+    monkeypatch.setattr(placement, "GPU_IN_USE", placement.GPU_IN_USE)
+    return functx.devices("gpu")[0]
+
+
+@pytest.mark.parametrize("backend", ["cpu", "triton"])
+def test_both_backends_run_a_checkified_loop(backend, request):
+    """The compiled program computes the error value (no check equation reaches the kernels):
+    each backend's (err.get(), out) equals the eager interpreter's."""
+
+    def f(x, i):
+        def body(c, y):
+            fcheckify.check(y > 0, "neg {} at {}", y, c)
+            return c + 1, fjnp.log(y) + x[i]
+
+        return functx.lax.scan(body, 0, x)[1]
+
+    g = fcheckify.checkify(f, errors=fcheckify.all_checks)
+    jg = functx.jit(g, backend=backend)
+    dev = request.getfixturevalue("gpu") if backend == "triton" else None
+    cases = [([1.0, -1.0, 2.0], 5), ([1.0, 2.0, 3.0], 5), ([1.0, 2.0, 3.0], 1)]
+    for xs, i in cases if backend == "cpu" else cases[:1]:  # (Triton's interpreter is slow)
+        args = (np.asarray(xs, F32), np.int32(i))
+        err, out = jg(*(functx.device_put(args, dev) if dev is not None else args))
+        want_err, want = g(*args)
+        assert err.get() == want_err.get()
+        np.testing.assert_allclose(np.asarray(out), np.asarray(want), rtol=1e-6)
+    assert "check" not in str(functx.make_jaxpr(g)(*args))
