@@ -130,6 +130,27 @@ J.jvp_rules[check_p] = _check_jvp
 T.transpose_rules[check_p] = lambda cts, *args, **params: [None] * len(args)
 
 
+def contains_check(jaxpr) -> bool:
+    """Whether ``jaxpr`` (a Jaxpr or ClosedJaxpr) or one of its sub-Jaxprs has a ``check``."""
+    jaxpr = getattr(jaxpr, "jaxpr", jaxpr)
+    for e in jaxpr.eqns:
+        if e.prim is check_p:
+            return True
+        for p in e.params.values():
+            for j in p if isinstance(p, tuple) else (p,):
+                if hasattr(j, "eqns") or hasattr(getattr(j, "jaxpr", None), "eqns"):
+                    if contains_check(j):
+                        return True
+    return False
+
+
+BATCHED_WHILE_ERROR = (
+    "Checkify does not support batched while-loops (checkify-of-vmap-of-while): a check in "
+    "the body of a while_loop whose predicate is batched would fire for examples whose loop "
+    "has ended."
+)
+
+
 def _check_batch(args, dims, **params):
     """One check, of the last failing example (JAX's choice), or of the last example if none
     fails."""

@@ -5,32 +5,38 @@
 raises at once; under ``jit`` alone it cannot run (JAX's ValueError). ``checkify(f)`` traces ``f``
 to a Jaxpr and runs the transform below, which walks the equations and threads an *error value*
 through them: one slot per check site (a failure flag and the payload: the format arguments of
-a user check, the bad index of an out-of-bounds access), in program order, sub-Jaxprs of
-``cond``, ``scan`` and ``while`` included (their slots travel through the branches and the loop
-carries). Each ``check`` equation becomes updates of its slot (a slot keeps its first failure);
-the automatic checks are added after the primitives they watch. The result is an ordinary
-function of arrays, so ``jit``, ``vmap`` and ``grad`` apply to it (and to ``f`` before it).
+a user check, the bad index of an out-of-bounds access), in program order, the sub-Jaxprs of
+``cond``, ``scan``, ``while`` and ``checkpoint`` included (their slots travel through the
+branches, the loop carries and the checkpointed body). Each ``check`` equation becomes updates
+of its slot (a slot keeps its first failure); the automatic checks are added after the
+primitives they watch. The result is an ordinary function of arrays, so ``jit``, ``vmap`` and
+``grad`` apply to it (and to ``f`` before it), and the compiled kernels of either backend only
+compute flags and payloads.
 
 ``Error.get()`` reports the failed site first in program order. The automatic checks, by
 error set:
 
 * ``nan_checks``: a NaN in the floating output of acos, acosh, add, asin, asinh, atan2, atan,
-  atanh, cbrt, cos, cosh, cumsum/cumprod/cummax/cummin/cumlogsumexp, digamma, dot_general, erf,
-  erf_inv, erfc, exp, expm1, integer_pow, lgamma, log, log1p, logistic, mul, pad, pow, rem,
-  rsqrt, sin, sinh, sqrt, sub, tan, tanh, div, reduce_sum, reduce_prod (JAX's list, where functx
-  has the primitive);
+  atanh, bessel_i0e, bessel_i1e, cbrt, cos, cosh, custom_linear_solve, digamma, div,
+  dot_general, erf, erf_inv, erfc, exp, expm1, fft, igamma, igamma_grad_a, igammac,
+  integer_pow, lgamma, log, log1p, logistic, mul, pad, pow, psum, reduce, reduce_prod,
+  reduce_sum, rem, rng_uniform, rsqrt, sin, sinh, sqrt, sub, tan, tanh (JAX's list, where
+  functx has the primitive: its cumulative reductions are ``associative_scan`` equations and
+  its convolutions are composites, so their NaNs are reported by the primitives inside);
 * ``div_checks``: a zero divisor of ``div`` (integer or floating, as JAX);
 * ``index_checks``: an out-of-bounds index of ``gather``, ``dynamic_slice`` and
   ``dynamic_update_slice`` (scatters are not checked).
 
 Differences from JAX: each check site has its own slot, and the earliest site in program order
 that failed is reported (JAX shares one slot among the sites of one kind and payload type, so in
-a loop it may report the one that failed first in time); checks inside ``custom_jvp``,
-``custom_vjp`` and ``checkpoint`` functions are not functionalized (their automatic checks are
-not added and a user check there raises under ``jit``); an out-of-bounds index that is a Python
-int is clamped when tracing (no gather is made), so it is not reported; the operand shape an
-out-of-bounds message names is that of the gather functx makes (``x[i, 1:]`` slices before it
-gathers, so it names the sliced shape).
+a loop it may report the one that failed first in time). Checks inside ``custom_jvp`` and
+``custom_vjp`` functions are not functionalized (their automatic checks are not added, and a
+user check there raises under ``jit``). An out-of-bounds index that is a Python int is clamped
+when tracing (no gather is made), so it is not reported; the operand shape an out-of-bounds
+message names is that of the gather functx makes (``x[i, 1:]`` slices before it gathers, so it
+names the sliced shape). A check in a ``scan`` body under ``grad`` is reported (JAX 0.10.2
+loses it). As in JAX, a ``while_loop`` with a check whose predicate ``vmap`` batches is refused
+(ValueError): the body runs for every example while any goes on.
 """
 
 from __future__ import annotations
@@ -51,7 +57,8 @@ from functx.control.check import (
     Site,
     check_p,
 )
-from functx.control.common import trace_pytree
+from functx.control.common import hoist, trace_pytree
+from functx.control.remat import checkpoint_p
 from functx.core import Literal, ShapedArray
 from functx.errors import (
     CheckifyRuntimeError as JaxRuntimeError,
@@ -59,7 +66,7 @@ from functx.errors import (
     missing_name_hook as _missing_name_hook,
 )
 from functx.source_info import current, source_info
-from functx.tracing import get_aval, tree_flatten
+from functx.tracing import get_aval, trace_flat, tree_flatten
 
 ErrorCategory = type[JaxException]  # (JAX's alias: the class of an error kind)
 
@@ -282,9 +289,9 @@ def check_error(error: Error) -> None:
 # --- the automatic checks: (error kind, applies to the equation?, static description, test) -----
 _NAN_PRIMS = frozenset(
     "acos acosh add asin asinh atan2 atan atanh bessel_i0e bessel_i1e cbrt cos cosh "
-    "cumlogsumexp cummax cummin cumprod cumsum digamma dot_general erf_inv erf erfc exp expm1 "
-    "igamma_grad_a igamma igammac integer_pow lgamma log1p log logistic mul pad pow psum "
-    "reduce_prod reduce_sum rem rsqrt sin sinh sqrt sub tan tanh div".split()
+    "custom_linear_solve digamma div dot_general erf erf_inv erfc exp expm1 fft igamma "
+    "igamma_grad_a igammac integer_pow lgamma log log1p logistic mul pad pow psum reduce "
+    "reduce_prod reduce_sum rem rng_uniform rsqrt sin sinh sqrt sub tan tanh".split()
 )
 
 
@@ -353,6 +360,7 @@ _SUBJAXPRS = {
     "cond": lambda p: p["branches"],
     "scan": lambda p: (p["jaxpr"],),
     "while": lambda p: (p["cond_jaxpr"], p["body_jaxpr"]),
+    "checkpoint": lambda p: (p["jaxpr"],),
 }
 
 
@@ -479,7 +487,31 @@ def _while_rule(ctx, e, ins, state):
     return list(outs), state
 
 
-_CONTROL = {"cond": _cond_rule, "scan": _scan_rule, "while": _while_rule}
+def _checkpoint_rule(ctx, e, ins, state):
+    """The checked body, itself under ``checkpoint`` with the equation's parameters."""
+    j = e.params["jaxpr"]
+    params = {k: v for k, v in e.params.items() if k != "jaxpr"}
+    flat, tree = tree_flatten((state, ins))
+
+    def body(*xs):
+        st, args = tree_util.tree_unflatten(tree, list(xs))
+        outs, st = _run(ctx, j.jaxpr, j.consts, args, st)
+        st_leaves, st_tree = tree_flatten(st)
+        return [*st_leaves, *outs], st_tree
+
+    traced, st_tree = trace_flat(body, [get_aval(x) for x in flat])
+    hoisted, consts = hoist(traced)
+    res = checkpoint_p.bind(*consts, *flat, jaxpr=hoisted, **params)
+    n = st_tree.num_leaves
+    return list(res[n:]), tree_util.tree_unflatten(st_tree, list(res[:n]))
+
+
+_CONTROL = {
+    "cond": _cond_rule,
+    "scan": _scan_rule,
+    "while": _while_rule,
+    "checkpoint": _checkpoint_rule,
+}
 
 
 def checkify(f, errors=user_checks):

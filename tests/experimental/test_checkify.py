@@ -28,7 +28,7 @@ def _both(program, *args):
     ``(err.get(), out)`` pairs."""
     res = []
     for lib, jnp, ck, lax in LIBS.values():
-        err, out = program(lib, jnp, ck, lax)(*[jnp.asarray(a) for a in args])
+        err, out = program(lib, jnp, ck, lax)(*lib.tree_util.tree_map(jnp.asarray, args))
         res.append((err.get(), None if out is None else np.asarray(out)))
     return res
 
@@ -281,3 +281,84 @@ def test_both_backends_run_a_checkified_loop(backend, request):
         assert err.get() == want_err.get()
         np.testing.assert_allclose(np.asarray(out), np.asarray(want), rtol=1e-6)
     assert "check" not in str(functx.make_jaxpr(g)(*args))
+
+
+def test_checkpoint_map_fori_and_pytrees():
+    def remat_prog(lib, jnp, ck, lax):
+        def g(x):
+            ck.check(x > 0, "g {}", x)
+            return jnp.log(x)
+
+        return ck.checkify(lib.checkpoint(g), errors=ck.all_checks)
+
+    _same(remat_prog, F32(-1.0))
+    _same(remat_prog, F32(2.0))
+
+    def map_prog(lib, jnp, ck, lax):
+        def one(y):
+            ck.check(y > 0, "y {}", y)
+            return y * 2
+
+        return ck.checkify(lambda x: lax.map(one, x))
+
+    _same(map_prog, np.asarray([1.0, -3.0, -4.0], F32))
+
+    def fori_prog(lib, jnp, ck, lax):
+        def body(i, c):
+            ck.check(i < 2, "i {i} c {c}", i=i, c=c)
+            return c + 1.0
+
+        return ck.checkify(lambda x: lax.fori_loop(0, 3, body, x))
+
+    _same(fori_prog, F32(1.0))
+
+    def tree_prog(lib, jnp, ck, lax):
+        def f(d):
+            ck.check(d["a"] > 0, "a={a} b={b}", a=d["a"], b=d["b"])
+            return d["a"] + d["b"]
+
+        return ck.checkify(f)
+
+    _same(tree_prog, {"a": F32(-2.0), "b": np.asarray([1.0, 2.0], F32)})
+
+
+def test_batched_while_with_a_check_is_refused_as_in_jax():
+    def body(c):
+        fcheckify.check(c < 2, "c {}", c)
+        return c + 1
+
+    def loop(x):
+        return functx.lax.while_loop(lambda c: c < 3, body, x)
+
+    with pytest.raises(ValueError, match="batched while-loops"):
+        fcheckify.checkify(functx.vmap(loop))(fjnp.asarray([0, 1, 5]))
+    # an unbatched predicate (the bound is shared) is fine: each example runs every step
+    err, out = fcheckify.checkify(functx.vmap(loop, in_axes=None, axis_size=2))(fjnp.int32(0))
+    assert err.get() == "c 2 (`check` failed)"
+    with pytest.raises(fcheckify.JaxRuntimeError, match="c 2"):
+        loop(fjnp.int32(0))
+
+
+def test_a_check_in_a_scan_under_grad_is_reported():
+    """Documented: JAX 0.10.2 loses this check (err.get() is None); functx reports what the
+    program raises eagerly."""
+
+    def f(x):
+        def step(c, y):
+            fcheckify.check(y > 0, "y {}", y)
+            return c + y * c, None
+
+        return functx.lax.scan(step, x, fjnp.asarray([1.0, -2.0], F32))[0]
+
+    with pytest.raises(fcheckify.JaxRuntimeError, match="y -2.0"):
+        functx.grad(f)(fjnp.float32(1.0))
+    err, g = fcheckify.checkify(functx.grad(f))(fjnp.float32(1.0))
+    assert err.get() == "y -2.0 (`check` failed)"
+    np.testing.assert_allclose(g, jax.grad(lambda x: x * 2 * -1)(1.0))
+
+
+def test_nan_table_names_registered_primitives():
+    from functx import primitives as P
+    from functx.experimental.checkify import _NAN_PRIMS
+
+    assert _NAN_PRIMS <= set(P.registry), sorted(_NAN_PRIMS - set(P.registry))
