@@ -380,6 +380,7 @@ class _Ctx:
 
     def __init__(self, jaxpr, errors):
         self.errors, self.sites, self.of, self.live, self.keep = errors, [], {}, set(), []
+        self.seen: dict[int, bool] = {}
         self._collect(jaxpr)
 
     def _add(self, e, kind, static, avals, test):
@@ -389,6 +390,10 @@ class _Ctx:
         self.sites.append(Site(kind, static, avals, e.source_info))
 
     def _collect(self, jaxpr) -> bool:
+        """Find the sites of ``jaxpr`` (once: a body traced once and used by two loops has one
+        set of sites, which both update)."""
+        if id(jaxpr) in self.seen:
+            return self.seen[id(jaxpr)]
         self.keep.append(jaxpr)
         found = False
         for e in jaxpr.eqns:
@@ -407,6 +412,7 @@ class _Ctx:
             found = found or id(e) in self.of or id(e) in self.live
         if found:
             self.live.add(id(jaxpr))
+        self.seen[id(jaxpr)] = found
         return found
 
     def init(self):

@@ -362,3 +362,17 @@ def test_nan_table_names_registered_primitives():
     from functx.experimental.checkify import _NAN_PRIMS
 
     assert _NAN_PRIMS <= set(P.registry), sorted(_NAN_PRIMS - set(P.registry))
+
+
+@pytest.mark.parametrize("a, b", [([1.0, 2.0], [3.0, -4.0]), ([1.0, -2.0], [3.0, -4.0])])
+def test_one_body_in_two_loops(a, b):
+    """A body traced once (functx caches the trace) and used by two loops: one set of sites."""
+
+    def program(lib, jnp, ck, lax):
+        def one(y):
+            ck.check(y > 0, "y {}", y)
+            return jnp.log(y)
+
+        return ck.checkify(lambda a, b: lax.map(one, a) + lax.map(one, b), errors=ck.all_checks)
+
+    _same(program, np.asarray(a, F32), np.asarray(b, F32))
