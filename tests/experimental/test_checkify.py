@@ -241,20 +241,13 @@ def test_bad_arguments():
 
 
 @pytest.fixture
-def gpu(monkeypatch):
-    """Triton's interpreter as the GPU (a CUDA GPU with FUNCTX_TEST_TRITON_GPU=1), as in
-    tests/lowering/test_triton_devloop.py."""
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("triton")
-    from functx.devices import device as placement
-
-    on_gpu = os.environ.get("FUNCTX_TEST_TRITON_GPU", "0") not in ("", "0")
-    if on_gpu and not torch.cuda.is_available():
+def gpu(request):
+    """Triton's interpreter as the GPU (conftest's ``interpreted_gpu``), or a CUDA GPU with
+    FUNCTX_TEST_TRITON_GPU=1."""
+    if os.environ.get("FUNCTX_TEST_TRITON_GPU", "0") in ("", "0"):
+        return request.getfixturevalue("interpreted_gpu")
+    if not pytest.importorskip("torch").cuda.is_available():
         pytest.skip("FUNCTX_TEST_TRITON_GPU=1 without a CUDA device")
-    if not on_gpu:
-        monkeypatch.setenv("TRITON_INTERPRET", "1")
-    monkeypatch.setattr(placement, "_gpu_list", placement._gpu_list or None)
-    monkeypatch.setattr(placement, "GPU_IN_USE", placement.GPU_IN_USE)
     return functx.devices("gpu")[0]
 
 
