@@ -262,6 +262,12 @@ JAX_NAMES: dict[str, tuple[str, str]] = {
         "serialize_executable shard_alike shard_map source_mapper sparse topologies transfer "
         "xla_metadata",
     ),
+    "functx.experimental.checkify": (
+        "jax.experimental.checkify",
+        "Error ErrorCategory JaxRuntimeError all_checks automatic_checks check check_error "
+        "checkify debug_check div_checks float_checks index_checks init_error nan_checks "
+        "user_checks",
+    ),
     "functx.ops": ("jax.ops", "segment_max segment_min segment_prod segment_sum"),
     "functx.sharding": (
         "jax.sharding",

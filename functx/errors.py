@@ -280,6 +280,21 @@ class JaxRuntimeError(FunctxError, RuntimeError):
     """
 
 
+class CheckifyRuntimeError(FunctxValueError):
+    """A failed ``functx.experimental.checkify.check`` (or an ``Error`` thrown): a ValueError, as
+    JAX's ``jax.experimental.checkify.JaxRuntimeError`` is; ``checkify.JaxRuntimeError`` names it.
+
+    Example:
+      >>> import numpy as np
+      >>> from functx.experimental import checkify
+      >>> try:
+      ...     checkify.check(False, "x is {}", np.asarray(2.0, np.float32))
+      ... except ValueError as e:
+      ...     print(type(e).__name__, e)
+      CheckifyRuntimeError x is 2.0 (`check` failed)
+    """
+
+
 class FunctxRuntimeError(FunctxError, RuntimeError):
     """A call that is wrong for the state it finds (a second profiler trace, ``stop_trace``
     with none running): a RuntimeError, as JAX raises there.

@@ -49,6 +49,7 @@ FOREIGN: dict[str, str] = {
     "functx.tree_util.KeyPath": "a typing alias, tuple[KeyEntry, ...], as in jax.tree_util",
     "functx.typing.ArrayLike": "a typing.Union alias, as jax.typing.ArrayLike",
     "functx.typing.DTypeLike": "a typing.Union alias, as jax.typing.DTypeLike",
+    "functx.experimental.checkify.ErrorCategory": "a typing alias, type[JaxException], as in JAX",
     "functx.stages.CompilerOptions": "a typing alias, dict[str, str | bool], as in jax.stages",
     "functx.lax.DotDimensionNumbers": "a typing alias, as in jax.lax",
     "functx.lax.PrecisionLike": "a typing alias, as in jax.lax",

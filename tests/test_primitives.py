@@ -137,6 +137,7 @@ PRIMITIVE_TESTS = {
     "fft": ELSEWHERE,  # tests/numpy/test_fft.py
     "name": ELSEWHERE,
     "debug_callback": ELSEWHERE,
+    "check": ELSEWHERE,  # tests/experimental/test_checkify.py
     "pure_callback": ELSEWHERE,
     "io_callback": ELSEWHERE,
     "threefry2x32": ELSEWHERE,

@@ -29,6 +29,9 @@ the loop IR), registered into the tables of ``functx.primitives``, ``functx.tran
 * ``callbacks.py``: host callbacks (``debug_callback``, ``pure_callback``), run eagerly, under
   every transform, and as host steps of compiled programs.
 
+* ``check.py``: the ``check`` primitive of ``functx.experimental.checkify`` (a runtime check
+  that raises eagerly; ``checkify`` turns it into an error value) and its error kinds.
+
 * ``betainc.py``: ``lax.betainc`` (a composite of a ``while_loop`` with JAX's custom
   derivative).
 
@@ -46,6 +49,7 @@ from functx.control import (
     associative_scan as associative_scan,
     betainc as betainc,
     callbacks as callbacks,
+    check as check,
     collectives as collectives,
     cond as cond,
     custom_derivatives as custom_derivatives,

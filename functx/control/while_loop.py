@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from functx import config, dtypes, ops
+from functx.control.check import BATCHED_WHILE_ERROR, contains_check
 from functx.control.common import (
     as_ndarrays,
     batch_closed,
@@ -29,7 +30,7 @@ from functx.control.common import (
 )
 from functx.control.scan import scan
 from functx.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Var, same_type
-from functx.errors import ConcretizationError, FunctxTypeError, UnsupportedError
+from functx.errors import ConcretizationError, FunctxTypeError, FunctxValueError, UnsupportedError
 from functx.interpreter import eval_jaxpr
 from functx.lowering.rules import lowerings
 from functx.source_info import where
@@ -354,6 +355,8 @@ def _while_batch(args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
         )
         return outs, kdims
     # Loop while any example's predicate holds; examples that are done keep their state.
+    if contains_check(body_jaxpr) or contains_check(cond_jaxpr):  # (JAX refuses it too)
+        raise FunctxValueError(BATCHED_WHILE_ERROR)
     n_cc, n_bc = len(cconsts) + len(cc), len(bconsts) + len(bc)
     k_avals = [get_aval(v) for v in k2]
 

@@ -727,6 +727,7 @@ NOT_IN_TABLE |= {"eig"}  # check_grads in tests/numpy/test_linalg_eig.py
 NOT_IN_TABLE |= {"tridiagonal_solve"}  # check_grads in tests/numpy/test_linalg_lax_more.py
 # named-axis collectives (need a bound axis): check_grads in tests/control/test_collectives.py
 NOT_IN_TABLE |= {"psum", "pmax", "pmin", "all_gather", "reduce_scatter", "all_to_all", "ppermute"}
+NOT_IN_TABLE |= {"check"}  # no outputs: grad through checks in tests/experimental/test_checkify.py
 NOT_IN_TABLE |= {"custom_vmap_call"}  # jvp against JAX in tests/test_jax_api_fixes.py
 
 

@@ -405,6 +405,7 @@ HIGHER_ORDER = {
     "checkpoint",
     "name",
     "debug_callback",
+    "check",  # tests/experimental/test_checkify.py (the last failing example, as JAX)
     "pure_callback",
     "io_callback",
     "threefry2x32",  # two results, which the table test cannot stack: tests/test_random.py
