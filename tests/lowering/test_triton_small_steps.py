@@ -207,3 +207,33 @@ def test_common_values_keeps_apart_what_only_looks_alike(monkeypatch):
 
     key = np.asarray(jr.PRNGKey(1234567))
     np.testing.assert_array_equal(functx.jit(draws)(key), draws(key))
+
+
+@pytest.mark.parametrize("blocked", [True, False])
+def test_a_lone_library_step_counts_the_launches_it_says(blocked, monkeypatch):
+    """The CUDA-graph policy (``runtime.step_launches``): a program whose only step is a blocked
+    triangular solve (two Triton kernels and a workspace: ``graph_launches`` 4) replays a graph;
+    one whose only step is the one-kernel solve counts ``GRAPH_STEP_LAUNCHES`` and launches
+    directly. Both match NumPy float64 and JAX."""
+    import jax.lax.linalg as jll
+
+    from functx.lowering.triton import linalg as tlinalg, runtime
+
+    monkeypatch.delenv("FUNCTX_CUDA_GRAPHS", raising=False)
+    monkeypatch.setattr(tlinalg, "SOLVE_BLOCK", 16)
+    monkeypatch.setattr(tlinalg, "MAX_N", 8 if blocked else 64)  # (20 rows: blocked above 8)
+    rng = np.random.default_rng(3)
+    low = np.tril(rng.standard_normal((20, 20))).astype(np.float32) + 8 * np.eye(20, dtype="f4")
+    b = rng.standard_normal((20, 3)).astype(np.float32)
+    kw = dict(left_side=True, lower=True)
+    f = functx.jit(lambda a, b: functx.lax.linalg.triangular_solve(a, b, **kw))
+    got = np.asarray(f(*_on_gpu((low, b))))
+    exe = next(iter(f.cache.values()))[0].exe.exe
+    assert not exe.sites and len(exe.host_calls) == 1
+    step = exe.host_calls[0][0]
+    assert runtime.step_launches(step) == (4 if blocked else runtime.GRAPH_STEP_LAUNCHES)
+    assert exe.n_launches == runtime.step_launches(step)
+    assert exe.use_graphs == blocked == (exe.n_launches >= runtime.GRAPH_MIN_LAUNCHES)
+    want = np.linalg.solve(low.astype(np.float64), b.astype(np.float64))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got, jll.triangular_solve(low, b, **kw), rtol=1e-5, atol=1e-6)

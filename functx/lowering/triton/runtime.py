@@ -12,9 +12,11 @@ launch sites, and the executables ``functx.jit`` holds.
   pointers are 16-byte aligned if they were at the first call, so a call with a misaligned buffer
   goes through Triton again; so does every call while a Triton launch hook (a profiler) is set.
   ``FUNCTX_TRITON_DIRECT=0`` turns the direct launches off.
-* **CUDA graphs**: programs of at least ``GRAPH_MIN_LAUNCHES`` launches (kernels and matrix
-  products) replay a CUDA graph of their whole host function instead of launching kernel by kernel,
-  which saves the host's launch time and the 1-2.5 us the GPU idles between launches. Two kinds:
+* **CUDA graphs**: programs of at least ``GRAPH_MIN_LAUNCHES`` launches (kernels, matrix
+  products and graph-safe library steps, each counted as the launches it stands for:
+  ``step_launches``) replay a CUDA graph of their whole host function instead of launching
+  kernel by kernel, which saves the host's launch time and the 1-2.5 us the GPU idles between
+  launches. Two kinds:
   - **copies** (``graph_mode == "copy"``: inputs and outputs take at most
     ``GRAPH_BYTES_PER_LAUNCH`` per launch): ``CopyGraphs``. The arguments are copied into
     static input buffers. The second call on a device (and stream) captures the program and
@@ -358,12 +360,19 @@ def _strides(shape) -> tuple:
 
 
 GRAPH_MIN_LAUNCHES = 4
-GRAPH_STEP_LAUNCHES = 3  # launches a graph-safe host step stands for (see graph_safe)
+GRAPH_STEP_LAUNCHES = 3  # launches a graph-safe host step stands for (see step_launches)
 GRAPH_BYTES_PER_LAUNCH = 8 << 20  # copying this in and out takes about 6 us on an H100
 GRAPH_INSTANCES = 2  # in-place graphs an executable keeps (a caller holding the last result)
 GRAPH_MAX_CAPTURES = 16  # in-place captures of one executable, at most
 HANDOUT_INSTANCES = 3  # copy-mode graphs of an executable whose outputs are handed out
 _ALIGN = 16  # bytes: where each static input of a copy-mode graph starts
+
+
+def step_launches(step) -> int:
+    """The launches a graph-safe host step stands for in the graph policy: its
+    ``graph_launches`` where it says (its kernels, allocations and Python dispatch, as direct
+    launches: a lone step whose host cost a replay saves), else ``GRAPH_STEP_LAUNCHES``."""
+    return getattr(step, "graph_launches", None) or GRAPH_STEP_LAUNCHES
 
 
 def _graph_policy(n_launches: int) -> bool:
@@ -815,11 +824,10 @@ class TritonExecutable:
         self.host_calls = list(host or ())
         if self.host_calls:  # (the module's dispatcher: the same function for every executable)
             self.module._fx_host = _host_step_running
-        safe_steps = sum(bool(getattr(c[0], "graph_safe", False)) for c in self.host_calls)
-        self.graph_safe = ".item()" not in source and safe_steps == len(self.host_calls)
-        # (a graph-safe step counts as GRAPH_STEP_LAUNCHES launches: its kernels and copies)
+        safe_steps = [c[0] for c in self.host_calls if getattr(c[0], "graph_safe", False)]
+        self.graph_safe = ".item()" not in source and len(safe_steps) == len(self.host_calls)
         self.n_launches = (
-            len(self.sites) + source.count("    _fx_dot(") + GRAPH_STEP_LAUNCHES * safe_steps
+            len(self.sites) + source.count("    _fx_dot(") + sum(map(step_launches, safe_steps))
         )
         io_bytes = sum(n * np.dtype(dt).itemsize for _, dt, _, n in self.in_specs) + sum(
             math.prod(n.shape) * np.dtype(n.dtype).itemsize for n in graph.outputs
