@@ -360,6 +360,8 @@ def _strides(shape) -> tuple:
 
 
 GRAPH_MIN_LAUNCHES = 4
+RECYCLE_MAX_BYTES = 1 << 20  # directly launched programs with outputs this small reuse them
+RECYCLE_RING = 3  # output buffers kept per output and stream (OutputRings)
 GRAPH_STEP_LAUNCHES = 3  # launches a graph-safe host step stands for (see step_launches)
 GRAPH_BYTES_PER_LAUNCH = 8 << 20  # copying this in and out takes about 6 us on an H100
 GRAPH_INSTANCES = 2  # in-place graphs an executable keeps (a caller holding the last result)
@@ -746,6 +748,55 @@ class CopyGraphs:
         return x
 
 
+class OutputRings:
+    """The output buffers of a directly launched program on one device, kept for reuse: per
+    stream and output up to ``RECYCLE_RING`` buffers. A call hands out a new tensor on a buffer
+    that nothing but the ring holds any more (its storage's use count), else on a new buffer, so
+    a training loop (``params = step(params, batch)``) or a caller dropping each result
+    allocates nothing (torch's allocator, an allocation and its free, is most of a small
+    step's host time besides the launches). As for the graphs' outputs, reuse is ordered after
+    the earlier work on the stream the buffer was made on: a reader on another stream must be
+    synchronised with before the output's last reference goes."""
+
+    __slots__ = ("specs", "dev", "index", "rings")
+
+    def __init__(self, specs, dev):
+        _bind_use_count()
+        if dev.type == "cuda" and _cuda is None:
+            _bind_cuda()
+        self.specs = specs
+        self.dev = dev
+        self.index = dev.index if dev.type == "cuda" else None  # (None: no streams)
+        self.rings: dict = {}  # stream -> per output [(buffer, its storage, free use count)]
+
+    def take(self) -> list:
+        index = self.index
+        stream = 0 if index is None else _cuda[1](index)
+        rings = self.rings.get(stream)
+        if rings is None:
+            rings = self.rings[stream] = [[] for _ in self.specs]
+        count = _storage_use_count
+        outs = []
+        for ring, spec in zip(rings, self.specs):
+            for buf, c, free in ring:
+                if count(c) == free:
+                    out = buf.detach()
+                    if count(c) == free + 1:  # (else another thread took it meanwhile)
+                        break
+            else:
+                buf = out = self.new(spec)
+                if len(ring) < RECYCLE_RING:
+                    c = buf.untyped_storage()._cdata
+                    ring.append((buf, c, count(c)))  # (the use count while only the ring holds it)
+                    out = buf.detach()
+            outs.append(out)
+        return outs
+
+    def new(self, spec):
+        shape, strides, dtype = spec
+        return sys.modules["torch"].empty_strided(shape, strides, dtype=dtype, device=self.dev)
+
+
 def _graph_memory(dev) -> GraphMemory:
     """The device's ``GraphMemory``: a quarter of its memory."""
     mem = _GRAPH_MEMORY.get(dev)
@@ -840,6 +891,7 @@ class TritonExecutable:
         self._graph_lock = threading.Lock()
         self._ran: set = set()
         self._last = (None, None)  # (device, its constants): the common single-device case
+        self._rings = None  # OutputRings of the first device (small outputs only)
         self._torch = torch
         # complex inputs and outputs (``complex_io``: which ones, from complex_lanes.py): the
         # kernels see them as real arrays with a trailing axis of 2 (torch.view_as_real)
@@ -927,8 +979,12 @@ class TritonExecutable:
                 return self._first_run(dev, ins, self._outputs(dev))
             consts = self._consts(dev)
             self._last = (dev, consts)
-        empty = self._torch.empty_strided  # (on an H100 host: 2.7 us, torch.empty 3.8)
-        outs = [empty(s, st, dtype=t, device=dev) for s, st, t in self.out_specs]
+        rings = self._rings
+        if rings is not None and rings.dev == dev:
+            outs = rings.take()
+        else:
+            empty = self._torch.empty_strided  # (on an H100 host: 2.7 us, torch.empty 3.8)
+            outs = [empty(s, st, dtype=t, device=dev) for s, st, t in self.out_specs]
         self._run_module(ins, consts, outs)
         return outs
 
@@ -986,6 +1042,8 @@ class TritonExecutable:
         consts = self._consts(dev)
         self._run_module(ins, consts, outs)
         self._last = (dev, consts)
+        if self._rings is None and self.out_bytes <= RECYCLE_MAX_BYTES:
+            self._rings = OutputRings(self.out_specs, dev)
         if dev.type == "cuda":
             import torch
 
