@@ -233,20 +233,39 @@ def gpu_time(step, sync, n=50) -> float:
     return sum(e.self_device_time_total for e in prof.key_averages()) / n
 
 
+def _flip_graphs(exe):
+    exe.use_graphs = not exe.use_graphs
+    return f"graph forced {'on' if exe.use_graphs else 'off'}"
+
+
+def _no_rings(exe):
+    """Outputs allocated each call (as before ``runtime.OutputRings``), where they are reused."""
+    if getattr(exe, "_rings", None) is None or exe.use_graphs:
+        return None
+    exe._rings = None
+    return "outputs allocated each call"
+
+
+#: functx's versions of a step beside the policy's choice: each sets something on the
+#: executable of a jit of its own and returns its label (None: not this step's case)
+TWEAKS = (_flip_graphs, _no_rings)
+
+
 def variants(name, family, c, fx, fargs):
-    """functx's versions of a step: the policy's choice, and the graph setting it did not make
-    (``exe.use_graphs``, on a jit of its own)."""
+    """functx's versions of a step: the policy's choice, and ``TWEAKS``'."""
     import functx
 
     out = [(f"functx ({'graph' if exe_of(fx).use_graphs else 'no graph'})", fx, fargs)]
-    gx, gargs = make_step(functx, family, c)
-    gx(*gargs)
-    exe = exe_of(gx)
-    if exe is exe_of(fx):
-        say(f"{name}: the second jit shares the executable: no graph variant")
-        return out
-    exe.use_graphs = not exe.use_graphs
-    out.append((f"functx, graph forced {'on' if exe.use_graphs else 'off'}", gx, gargs))
+    for tweak in TWEAKS:
+        gx, gargs = make_step(functx, family, c)
+        gx(*gargs)
+        exe = exe_of(gx)
+        if exe is exe_of(fx):
+            say(f"{name}: a second jit shares the executable: no variants")
+            return out
+        label = tweak(exe)
+        if label is not None:
+            out.append((f"functx, {label}", gx, gargs))
     return out
 
 
