@@ -17,8 +17,9 @@ CPU (to check the script here, the KLS step only; its times mean nothing).
 3. **Steps**: per call, medians over ``--rounds`` rounds alternating functx and JAX: the wall
    time of ``--calls`` back-to-back calls ended by one synchronisation, the host time of the
    calls alone, the training loop's wall time (the batch cycling through four copies), and the
-   GPU time (torch.profiler's kernel and copy time); functx's variants with CUDA graphs forced on
-   and off (the default is the policy's choice).
+   GPU time (torch.profiler's kernel and copy time); beside the policy's choice, functx's
+   variants (``TWEAKS``): a CUDA graph forced on, outputs allocated each call (no
+   ``runtime.OutputRings``).
 4. **Profiles** of the KLS step: cProfile of ``--calls`` calls (top 25 by tottime, microseconds
    per call) and torch.profiler's host-side table (aten operations and CUDA runtime calls).
 5. **Lone library steps**: a program whose only step is one graph-safe library step (a 512x512
@@ -162,6 +163,11 @@ def host_costs(fx, fargs):
     from functx.devices.gpu_array import GpuArray
 
     dev = gpu_of(functx).torch_device
+    if not DRY:  # (TF32 against full float32 products: what runtime.matmul switches per call)
+        from functx.lowering.triton import runtime
+
+        runtime._bind_fp32_mode()
+        fp32 = runtime._fp32_mode[0]()
     t = torch.empty(100, device=dev)
     av = fargs[1].aval
     say("\n## Host costs, us per operation")
@@ -189,6 +195,8 @@ def host_costs(fx, fargs):
                 lambda: torch._C._cuda_getCurrentRawStream(0),
             ),
             ("torch.cuda.current_stream()", torch.cuda.current_stream),
+            ("runtime.matmul's precision read", runtime._fp32_mode[0]),
+            ("runtime.matmul's precision write", lambda: runtime._fp32_mode[1](fp32)),
         ]
     for what, fn in rows:
         say(f"| {what} | {per_op(fn, 2000 if DRY else 20000):.2f} |")
@@ -233,9 +241,13 @@ def gpu_time(step, sync, n=50) -> float:
     return sum(e.self_device_time_total for e in prof.key_averages()) / n
 
 
-def _flip_graphs(exe):
-    exe.use_graphs = not exe.use_graphs
-    return f"graph forced {'on' if exe.use_graphs else 'off'}"
+def _graph_on(exe):
+    """A CUDA graph where the policy launches directly (the other way, graphs off the MLP and
+    DP-SGD steps, made them 12x slower on the H100: run 1, 00:04 UTC)."""
+    if exe.use_graphs:
+        return None
+    exe.use_graphs = True
+    return "graph forced on"
 
 
 def _no_rings(exe):
@@ -248,7 +260,7 @@ def _no_rings(exe):
 
 #: functx's versions of a step beside the policy's choice: each sets something on the
 #: executable of a jit of its own and returns its label (None: not this step's case)
-TWEAKS = (_flip_graphs, _no_rings)
+TWEAKS = (_graph_on, _no_rings)
 
 
 def variants(name, family, c, fx, fargs):

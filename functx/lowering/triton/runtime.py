@@ -360,7 +360,7 @@ def _strides(shape) -> tuple:
 
 
 GRAPH_MIN_LAUNCHES = 4
-RECYCLE_MAX_BYTES = 1 << 20  # directly launched programs with outputs this small reuse them
+RECYCLE_MAX_BYTES = 64 << 10  # directly launched programs with outputs this small reuse them
 RECYCLE_RING = 3  # output buffers kept per output and stream (OutputRings)
 GRAPH_STEP_LAUNCHES = 3  # launches a graph-safe host step stands for (see step_launches)
 GRAPH_BYTES_PER_LAUNCH = 8 << 20  # copying this in and out takes about 6 us on an H100
@@ -754,9 +754,11 @@ class OutputRings:
     that nothing but the ring holds any more (its storage's use count), else on a new buffer, so
     a training loop (``params = step(params, batch)``) or a caller dropping each result
     allocates nothing (torch's allocator, an allocation and its free, is most of a small
-    step's host time besides the launches). As for the graphs' outputs, reuse is ordered after
-    the earlier work on the stream the buffer was made on: a reader on another stream must be
-    synchronised with before the output's last reference goes."""
+    step's host time besides the launches; on an H100 host ``torch.empty`` took 4.2 us, a
+    ``detach`` 0.7). An executable keeps at most ``RECYCLE_RING * RECYCLE_MAX_BYTES`` per stream.
+    As for the graphs' outputs, reuse is ordered after the earlier work on the stream the
+    buffer was made on: a reader on another stream must be synchronised with before the
+    output's last reference goes."""
 
     __slots__ = ("specs", "dev", "index", "rings")
 
