@@ -860,7 +860,7 @@ class Jitted:
                     self.last_key = hit[2]
                     hit[3] = True  # (used: see _insert)
                     outs = hit[0].call_arrays(found[1])
-                    return outs[0] if hit[1] is None else tree_unflatten(hit[1], outs)
+                    return outs[0] if hit[1] is None else hit[1].unflatten(outs)
             # host arguments (Arrays, NumPy arrays and scalars, Python floats and bools), or
             # tuples, lists and dicts of them: one walk for their signature (structure and
             # leaves), one lookup, then the program's runner for that signature (about 1.3 us in

@@ -195,6 +195,12 @@ class LibraryStep(HostStep):
         info)."""
         return self.gpu_kernel() is not None
 
+    @property
+    def graph_launches(self):
+        """The kernel launches the step stands for in the Triton runtime's CUDA-graph policy
+        (``runtime.step_launches``): its runner's ``graph_launches``, None where it says none."""
+        return getattr(self.gpu_kernel(), "graph_launches", None)
+
     def torch(self, ins, outs):
         """The step on torch tensors (the Triton runtime's flat buffers): a ``GPU_KERNELS``
         runner where one takes the operands, else ``torch.linalg`` from ``ins`` into ``outs``.

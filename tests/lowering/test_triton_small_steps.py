@@ -207,3 +207,62 @@ def test_common_values_keeps_apart_what_only_looks_alike(monkeypatch):
 
     key = np.asarray(jr.PRNGKey(1234567))
     np.testing.assert_array_equal(functx.jit(draws)(key), draws(key))
+
+
+@pytest.mark.parametrize("blocked", [True, False])
+def test_a_lone_library_step_counts_the_launches_it_says(blocked, monkeypatch):
+    """The CUDA-graph policy (``runtime.step_launches``): a program whose only step is a blocked
+    triangular solve (two Triton kernels and a workspace: ``graph_launches`` 4) replays a graph;
+    one whose only step is the one-kernel solve counts ``GRAPH_STEP_LAUNCHES`` and launches
+    directly. Both match NumPy float64 and JAX."""
+    import jax.lax.linalg as jll
+
+    from functx.lowering.triton import linalg as tlinalg, runtime
+
+    monkeypatch.delenv("FUNCTX_CUDA_GRAPHS", raising=False)
+    monkeypatch.setattr(tlinalg, "SOLVE_BLOCK", 16)
+    monkeypatch.setattr(tlinalg, "MAX_N", 8 if blocked else 64)  # (20 rows: blocked above 8)
+    rng = np.random.default_rng(3)
+    low = np.tril(rng.standard_normal((20, 20))).astype(np.float32) + 8 * np.eye(20, dtype="f4")
+    b = rng.standard_normal((20, 3)).astype(np.float32)
+    kw = dict(left_side=True, lower=True)
+    f = functx.jit(lambda a, b: functx.lax.linalg.triangular_solve(a, b, **kw))
+    got = np.asarray(f(*_on_gpu((low, b))))
+    exe = next(iter(f.cache.values()))[0].exe.exe
+    assert not exe.sites and len(exe.host_calls) == 1
+    step = exe.host_calls[0][0]
+    assert runtime.step_launches(step) == (4 if blocked else runtime.GRAPH_STEP_LAUNCHES)
+    assert exe.n_launches == runtime.step_launches(step)
+    assert exe.use_graphs == blocked == (exe.n_launches >= runtime.GRAPH_MIN_LAUNCHES)
+    want = np.linalg.solve(low.astype(np.float64), b.astype(np.float64))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got, jll.triangular_solve(low, b, **kw), rtol=1e-5, atol=1e-6)
+
+
+def test_small_outputs_are_reused_only_when_nothing_holds_them():
+    """``runtime.OutputRings``: a directly launched program hands out its previous output
+    buffers again once nothing holds them (an Array, a view), never while something does;
+    a loop feeding its results back gets the values of a loop that allocates every call."""
+    from functx.lowering.triton import runtime
+
+    f = functx.jit(lambda x, v: (x * 2.0 + v, functx.numpy.sum(x * v)), backend="triton")
+    x0, v = _on_gpu((np.arange(6, dtype=np.float32), np.linspace(-1, 1, 6, dtype=np.float32)))
+    f(x0, v)  # (the first call compiles; the rings start with the second)
+    exe = next(iter(f.cache.values()))[0].exe.exe
+    assert not exe.use_graphs and exe._rings is not None
+    ptr = lambda a: a._value.data_ptr()  # noqa: E731
+    held = [f(x0, v) for _ in range(runtime.RECYCLE_RING + 2)]  # all held: all apart
+    assert len({ptr(h[0]) for h in held}) == len(held)
+    view = held[0][0]._value[2:4]  # a view holds its buffer
+    first_free = {ptr(held[1][0])}  # (the ring keeps the first RECYCLE_RING buffers)
+    del held
+    again = {ptr(f(x0, v)[0]) for _ in range(4)}  # each dropped at once: one buffer
+    assert again == first_free and view.data_ptr() - 8 not in again
+    first = 2.0 * np.asarray(x0) + np.asarray(v)  # (the held view kept its values)
+    np.testing.assert_allclose(view.numpy(), first[2:4], rtol=1e-6)
+    x, want = x0, np.arange(6, dtype=np.float64)
+    for _ in range(5):  # x = step(x): the input is held while the call runs
+        x, s = f(x, v)
+        want, s_want = want * 2.0 + np.asarray(v, np.float64), np.sum(want * np.asarray(v))
+        np.testing.assert_allclose(np.asarray(x), want, rtol=1e-6)
+        np.testing.assert_allclose(float(s), s_want, rtol=1e-5)

@@ -668,6 +668,10 @@ def _blocked_trisolve(batch, n, k, lower, a_str, b_str, unit):
         return True
 
     run.launches = (inv, solve)
+    # two kernels through Triton's dispatch and a workspace: a lone solve is worth a CUDA graph
+    # (H100, 00:47 UTC: a lone 512x512 solve with 8 / 512 right-hand sides 160.5 / 132.7 us
+    # launched, 62.9 / 60.5 replayed; JAX 116.4 / 135.9: benchmarks/gpu_small_steps.py)
+    run.graph_launches = 4
     return run
 
 

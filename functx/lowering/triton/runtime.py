@@ -12,9 +12,11 @@ launch sites, and the executables ``functx.jit`` holds.
   pointers are 16-byte aligned if they were at the first call, so a call with a misaligned buffer
   goes through Triton again; so does every call while a Triton launch hook (a profiler) is set.
   ``FUNCTX_TRITON_DIRECT=0`` turns the direct launches off.
-* **CUDA graphs**: programs of at least ``GRAPH_MIN_LAUNCHES`` launches (kernels and matrix
-  products) replay a CUDA graph of their whole host function instead of launching kernel by kernel,
-  which saves the host's launch time and the 1-2.5 us the GPU idles between launches. Two kinds:
+* **CUDA graphs**: programs of at least ``GRAPH_MIN_LAUNCHES`` launches (kernels, matrix
+  products and graph-safe library steps, each counted as the launches it stands for:
+  ``step_launches``) replay a CUDA graph of their whole host function instead of launching
+  kernel by kernel, which saves the host's launch time and the 1-2.5 us the GPU idles between
+  launches. Two kinds:
   - **copies** (``graph_mode == "copy"``: inputs and outputs take at most
     ``GRAPH_BYTES_PER_LAUNCH`` per launch): ``CopyGraphs``. The arguments are copied into
     static input buffers. The second call on a device (and stream) captures the program and
@@ -358,12 +360,21 @@ def _strides(shape) -> tuple:
 
 
 GRAPH_MIN_LAUNCHES = 4
-GRAPH_STEP_LAUNCHES = 3  # launches a graph-safe host step stands for (see graph_safe)
+RECYCLE_MAX_BYTES = 64 << 10  # directly launched programs with outputs this small reuse them
+RECYCLE_RING = 3  # output buffers kept per output and stream (OutputRings)
+GRAPH_STEP_LAUNCHES = 3  # launches a graph-safe host step stands for (see step_launches)
 GRAPH_BYTES_PER_LAUNCH = 8 << 20  # copying this in and out takes about 6 us on an H100
 GRAPH_INSTANCES = 2  # in-place graphs an executable keeps (a caller holding the last result)
 GRAPH_MAX_CAPTURES = 16  # in-place captures of one executable, at most
 HANDOUT_INSTANCES = 3  # copy-mode graphs of an executable whose outputs are handed out
 _ALIGN = 16  # bytes: where each static input of a copy-mode graph starts
+
+
+def step_launches(step) -> int:
+    """The launches a graph-safe host step stands for in the graph policy: its
+    ``graph_launches`` where it says (its kernels, allocations and Python dispatch, as direct
+    launches: a lone step whose host cost a replay saves), else ``GRAPH_STEP_LAUNCHES``."""
+    return getattr(step, "graph_launches", None) or GRAPH_STEP_LAUNCHES
 
 
 def _graph_policy(n_launches: int) -> bool:
@@ -737,6 +748,57 @@ class CopyGraphs:
         return x
 
 
+class OutputRings:
+    """The output buffers of a directly launched program on one device, kept for reuse: per
+    stream and output up to ``RECYCLE_RING`` buffers. A call hands out a new tensor on a buffer
+    that nothing but the ring holds any more (its storage's use count), else on a new buffer, so
+    a training loop (``params = step(params, batch)``) or a caller dropping each result
+    allocates nothing (torch's allocator, an allocation and its free, is most of a small
+    step's host time besides the launches; on an H100 host ``torch.empty`` took 4.2 us, a
+    ``detach`` 0.7). An executable keeps at most ``RECYCLE_RING * RECYCLE_MAX_BYTES`` per stream.
+    As for the graphs' outputs, reuse is ordered after the earlier work on the stream the
+    buffer was made on: a reader on another stream must be synchronised with before the
+    output's last reference goes."""
+
+    __slots__ = ("specs", "dev", "index", "rings")
+
+    def __init__(self, specs, dev):
+        _bind_use_count()
+        if dev.type == "cuda" and _cuda is None:
+            _bind_cuda()
+        self.specs = specs
+        self.dev = dev
+        self.index = dev.index if dev.type == "cuda" else None  # (None: no streams)
+        self.rings: dict = {}  # stream -> per output [(buffer, its storage, free use count)]
+
+    def take(self) -> list:
+        index = self.index
+        stream = 0 if index is None else _cuda[1](index)
+        rings = self.rings.get(stream)
+        if rings is None:
+            rings = self.rings[stream] = [[] for _ in self.specs]
+        count = _storage_use_count
+        outs = []
+        for ring, spec in zip(rings, self.specs):
+            for buf, c, free in ring:
+                if count(c) == free:
+                    out = buf.detach()
+                    if count(c) == free + 1:  # (else another thread took it meanwhile)
+                        break
+            else:
+                buf = out = self.new(spec)
+                if len(ring) < RECYCLE_RING:
+                    c = buf.untyped_storage()._cdata
+                    ring.append((buf, c, count(c)))  # (the use count while only the ring holds it)
+                    out = buf.detach()
+            outs.append(out)
+        return outs
+
+    def new(self, spec):
+        shape, strides, dtype = spec
+        return sys.modules["torch"].empty_strided(shape, strides, dtype=dtype, device=self.dev)
+
+
 def _graph_memory(dev) -> GraphMemory:
     """The device's ``GraphMemory``: a quarter of its memory."""
     mem = _GRAPH_MEMORY.get(dev)
@@ -815,11 +877,10 @@ class TritonExecutable:
         self.host_calls = list(host or ())
         if self.host_calls:  # (the module's dispatcher: the same function for every executable)
             self.module._fx_host = _host_step_running
-        safe_steps = sum(bool(getattr(c[0], "graph_safe", False)) for c in self.host_calls)
-        self.graph_safe = ".item()" not in source and safe_steps == len(self.host_calls)
-        # (a graph-safe step counts as GRAPH_STEP_LAUNCHES launches: its kernels and copies)
+        safe_steps = [c[0] for c in self.host_calls if getattr(c[0], "graph_safe", False)]
+        self.graph_safe = ".item()" not in source and len(safe_steps) == len(self.host_calls)
         self.n_launches = (
-            len(self.sites) + source.count("    _fx_dot(") + GRAPH_STEP_LAUNCHES * safe_steps
+            len(self.sites) + source.count("    _fx_dot(") + sum(map(step_launches, safe_steps))
         )
         io_bytes = sum(n * np.dtype(dt).itemsize for _, dt, _, n in self.in_specs) + sum(
             math.prod(n.shape) * np.dtype(n.dtype).itemsize for n in graph.outputs
@@ -832,6 +893,7 @@ class TritonExecutable:
         self._graph_lock = threading.Lock()
         self._ran: set = set()
         self._last = (None, None)  # (device, its constants): the common single-device case
+        self._rings = None  # OutputRings of the first device (small outputs only)
         self._torch = torch
         # complex inputs and outputs (``complex_io``: which ones, from complex_lanes.py): the
         # kernels see them as real arrays with a trailing axis of 2 (torch.view_as_real)
@@ -919,8 +981,12 @@ class TritonExecutable:
                 return self._first_run(dev, ins, self._outputs(dev))
             consts = self._consts(dev)
             self._last = (dev, consts)
-        empty = self._torch.empty_strided  # (on an H100 host: 2.7 us, torch.empty 3.8)
-        outs = [empty(s, st, dtype=t, device=dev) for s, st, t in self.out_specs]
+        rings = self._rings
+        if rings is not None and rings.dev == dev:
+            outs = rings.take()
+        else:
+            empty = self._torch.empty_strided  # (on an H100 host: 2.7 us, torch.empty 3.8)
+            outs = [empty(s, st, dtype=t, device=dev) for s, st, t in self.out_specs]
         self._run_module(ins, consts, outs)
         return outs
 
@@ -978,6 +1044,8 @@ class TritonExecutable:
         consts = self._consts(dev)
         self._run_module(ins, consts, outs)
         self._last = (dev, consts)
+        if self._rings is None and self.out_bytes <= RECYCLE_MAX_BYTES:
+            self._rings = OutputRings(self.out_specs, dev)
         if dev.type == "cuda":
             import torch
 
