@@ -172,7 +172,10 @@ class BCOO:
     def transpose(self, axes=None):
         """The array with its dims permuted (all reversed by default; ``bcoo_transpose``)."""
         perm = tuple(range(self.ndim))[::-1] if axes is None else tuple(axes)
-        return bcoo_transpose(self, permutation=perm)
+        out = bcoo_transpose(self, permutation=perm)
+        nb, ns = self.n_batch, self.n_sparse
+        out.indices_sorted = self.indices_sorted and perm[nb : nb + ns] == tuple(range(nb, nb + ns))
+        return out
 
     def sum(self, axis=None):
         """The sum over ``axis`` (all dims by default): a BCOO array, or a dense scalar when every
@@ -215,16 +218,19 @@ class BCOO:
 
 
 def _matmul(a, b):
-    """``a @ b`` with one sparse operand: 1-D and 2-D operands, or equal-rank operands whose
-    leading dims are batch dims (a BCOO's must be its batch dims)."""
+    """``a @ b`` with one sparse operand, as ``jnp.matmul``: 1-D and 2-D operands; a stack of
+    matrices times a matrix or vector (either side); two stacks of equal rank, their leading
+    dims paired (a BCOO's must be its batch dims)."""
     na, nb = len(np.shape(a)), len(np.shape(b))
     if not na or not nb:
         raise FunctxValueError("matmul: an operand is a scalar; use * instead" + where())
-    ca, cb = na - 1, max(nb - 2, 0)
-    batch = tuple(range(na - 2)) if na == nb and na > 2 else ()
-    if na > 2 and nb > 2 and na != nb or (na > 2) != (nb > 2) and max(na, nb) > 2:
-        raise UnsupportedError(f"sparse matmul of {na}-D and {nb}-D operands is not in functx yet")
-    return bcoo_dot_general(a, b, dimension_numbers=(((ca,), (cb,)), (batch, batch)))
+    if na > 2 and nb > 2 and na != nb:
+        raise UnsupportedError(f"sparse matmul of {na}-D and {nb}-D stacks is not in functx yet")
+    batch = tuple(range(na - 2)) if na == nb else ()
+    dn = (((na - 1,), (max(nb - 2, 0),)), (batch, batch))
+    out = bcoo_dot_general(a, b, dimension_numbers=dn)
+    # a matrix times a stack: dot_general puts the matrix's rows first, matmul next to last
+    return jnp.moveaxis(out, 0, -2) if na == 2 and nb > 2 else out
 
 
 # -- the flat form ------------------------------------------------------------------------------
@@ -264,6 +270,14 @@ def _unflat(mat, data, indices, **flags):
 def _require_bcoo(mat, name):
     if not isinstance(mat, BCOO):
         raise FunctxTypeError(f"{name}: expected a BCOO array, got {type(mat).__name__}" + where())
+
+
+def _index(value, name):
+    """``operator.index(value)`` with a functx TypeError naming the argument."""
+    try:
+        return operator.index(value)
+    except TypeError as e:
+        raise FunctxTypeError(f"{name}: {e}" + where()) from None
 
 
 def _concrete_nse(count, name):
@@ -365,7 +379,7 @@ def bcoo_fromdense(mat, *, nse=None, n_batch=0, n_dense=0, index_dtype=np.int32)
       (Array([1., 2., 0.], dtype=float32), [[0, 1], [1, 0], [2, 2]])
     """
     mat = jnp.asarray(mat)
-    n_batch, n_dense = operator.index(n_batch), operator.index(n_dense)
+    n_batch, n_dense = _index(n_batch, "n_batch"), _index(n_dense, "n_dense")
     n_sparse = mat.ndim - n_batch - n_dense
     if n_batch < 0 or n_dense < 0 or n_sparse < 0:
         raise FunctxValueError(f"Invalid {n_batch=}, {n_dense=} for {mat.shape=}" + where())
@@ -375,7 +389,7 @@ def bcoo_fromdense(mat, *, nse=None, n_batch=0, n_dense=0, index_dtype=np.int32)
     nz = jnp.any(nz, axis=2)
     if nse is None:
         nse = _concrete_nse(jnp.sum(nz, axis=1), "bcoo_fromdense")
-    nse = operator.index(nse)
+    nse = _index(nse, "nse")
     if nse < 0:
         raise FunctxValueError(f"bcoo_fromdense: nse must be non-negative, got {nse}" + where())
     (where_nz,) = vmap(lambda row: jnp.nonzero(row, size=nse, fill_value=s))(nz)
@@ -441,13 +455,8 @@ def bcoo_transpose(mat: BCOO, *, permutation: Sequence[int]) -> BCOO:
     data = mat.data.transpose((*batch_p, nb, *(p - ns + 1 for p in dense_p)))
     indices = mat.indices.transpose((*batch_p, nb, nb + 1))
     indices = indices[..., [p - nb for p in sparse_p]] if ns else indices
-    same_order = list(sparse_p) == list(range(nb, nb + ns))
-    return BCOO(
-        (data, indices),
-        shape=tuple(mat.shape[p] for p in perm),
-        indices_sorted=mat.indices_sorted and same_order,
-        unique_indices=mat.unique_indices,
-    )
+    shape = tuple(mat.shape[p] for p in perm)
+    return BCOO((data, indices), shape=shape, unique_indices=mat.unique_indices)
 
 
 def bcoo_multiply_dense(sp_mat: BCOO, v):
@@ -544,16 +553,15 @@ def bcoo_sum_duplicates(mat: BCOO, nse=None) -> BCOO:
     indices, ok = _padding(indices, sparse)
     order = _lex_order(indices)
     indices, data, ok = (_take_rows(x, order) for x in (indices, data, ok))
+    # a new position starts a slot of the output; the padding rows (all equal to sparse_shape,
+    # sorted last) share the slot after the last position, as in JAX, or are dropped
     new = jnp.concatenate(
         [jnp.ones_like(ok[:, :1]), jnp.any(indices[:, 1:] != indices[:, :-1], axis=-1)], axis=1
     )
-    new = new & ok
-    count = jnp.sum(new, axis=1)
     if nse is None:
-        nse = _concrete_nse(count, "bcoo_sum_duplicates")
-    nse = operator.index(nse)
-    # slot of each sorted entry in the output; padding goes past the end and is dropped
-    slot = jnp.where(ok, jnp.cumsum(new, axis=1) - 1, nse)
+        nse = _concrete_nse(jnp.sum(new & ok, axis=1), "bcoo_sum_duplicates")
+    nse = _index(nse, "nse")
+    slot = jnp.cumsum(new, axis=1) - 1
     rows = lax.broadcasted_iota(slot.dtype, slot.shape, 0)
     b, n_sparse = indices.shape[0], indices.shape[-1]
     pad = jnp.asarray(sparse, indices.dtype)
