@@ -45,6 +45,7 @@ NAMESPACES: tuple[str, ...] = (
     "functx.dlpack",
     "functx.experimental",
     "functx.experimental.ode",
+    "functx.experimental.sparse",
     "functx.ad_checkpoint",
     "functx.custom_derivatives",
     "functx.custom_batching",

@@ -102,7 +102,8 @@ _fn = numpy_functions
 def _defers(o) -> bool:
     """Whether ``array * o`` and ``array @ o`` leave the operation to ``o``: an object whose class
     outranks Array's ``__array_priority__`` (a sparse array) computes the product itself."""
-    return getattr(type(o), "__array_priority__", 0) > ArrayMethods.__array_priority__
+    priority = getattr(type(o), "__array_priority__", 0)  # (a descriptor on NumPy's scalars)
+    return isinstance(priority, int | float) and priority > ArrayMethods.__array_priority__
 
 
 class ArrayMethods:
