@@ -302,6 +302,13 @@ def test_jit_and_vmap_through_the_pytree():
     np.testing.assert_allclose(
         functx.vmap(lambda m, v: m @ v)(got, RNG.normal(size=(2, 4))).shape, (2, 3)
     )
+    # JAX's ValueError for mapping a BCOO without batch dims
+    raises_as_jax(
+        lambda m: m[0].vmap(lambda a: a.todense())(_built(m[1], x[0])),
+        (jax, jsp),
+        (functx, fsp),
+        ValueError,
+    )
     # the default nse needs concrete values (JAX's ConcretizationTypeError, a TypeError)
     raises_as_jax(
         lambda m: m[0].jit(lambda x: m[1].BCOO.fromdense(x))(x),

@@ -110,6 +110,11 @@ class BCOO:
         obj.data, obj.indices = children
         shape, n_batch, obj.indices_sorted, obj.unique_indices = aux
         nb = getattr(obj.indices, "ndim", n_batch + 2) - 2
+        if nb < 0:
+            raise FunctxValueError(
+                "Cannot map a BCOO array with n_batch=0: in_axes for a BCOO must be one of its "
+                "batch dims (BCOO.fromdense(..., n_batch=1) makes the leading dim one)" + where()
+            )
         if nb != n_batch:  # vmap removed or added batch dims
             data_b, ind_b = obj.data.shape[:nb], obj.indices.shape[:nb]
             shape = tuple(np.broadcast_shapes(data_b, ind_b)) + shape[n_batch:]
