@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from functx import dtypes, lax, numpy as jnp
+from functx import dtypes, lax, numpy as jnp, ops
 from functx.errors import ConcretizationError, FunctxTypeError, FunctxValueError, UnsupportedError
 from functx.source_info import where
 from functx.tracing import ShapeDtypeStruct, Tracer, eval_shape
@@ -257,6 +257,21 @@ def _positions(indices):
     return (rows, *(indices[..., k] for k in range(indices.shape[-1])))
 
 
+def _scatter_sum(values, cols, sizes):
+    """``values`` (N, *rest) summed into an array (*sizes, *rest): row ``i`` goes to the position
+    given by the index columns ``cols[k][i]`` (negative indices wrap, as in ``jnp`` indexing; an
+    out-of-bounds one drops the row). One ``segment_sum`` over row-major positions: a scatter of
+    whole rows, where ``.at[cols].add`` would scatter element by element."""
+    pos, ok = 0, True
+    for c, n in zip(cols, sizes):
+        c = jnp.where(c < 0, c + n, c)
+        ok = ok & (c >= 0) & (c < n)
+        pos = pos * n + c
+    pos = jnp.where(ok, pos, -1)
+    out = ops.segment_sum(values, pos, num_segments=math.prod(sizes))
+    return out.reshape(tuple(sizes) + values.shape[1:])
+
+
 def _padding(indices, sparse_shape):
     """Flat ``indices`` with every out-of-bounds row replaced by ``sparse_shape`` (padding), and
     the mask of the rows that were in bounds."""
@@ -316,10 +331,10 @@ def bcoo_todense(mat: BCOO):
     """
     _require_bcoo(mat, "bcoo_todense")
     data, indices = _flat(mat)
-    batch, sparse, dense = _split(mat.shape, mat.n_batch, mat.n_sparse)
-    out = jnp.zeros((data.shape[0], *sparse, *dense), mat.dtype)
-    out = out.at[_positions(indices)].add(data, mode="drop")
-    return out.reshape(mat.shape)
+    b, nse = indices.shape[:2]
+    cols = [c.reshape(b * nse) for c in _positions(indices)]
+    sizes = (b, *_split(mat.shape, mat.n_batch, mat.n_sparse)[1])
+    return _scatter_sum(data.reshape((b * nse, *data.shape[2:])), cols, sizes).reshape(mat.shape)
 
 
 def bcoo_extract(sparr: BCOO, arr, *, assume_unique=None) -> BCOO:
@@ -725,8 +740,8 @@ def _sparse_dense(lhs: BCOO, rhs, dn, preferred_element_type):
     out_sparse = [d for d in lb] + [d for d in range(nb + ns) if d not in lc and d not in lb]
     if not out_sparse:
         return prod.sum(0).astype(dtype)
-    out = jnp.zeros(out_aval.shape, dtype)
-    return out.at[tuple(dims[d] for d in out_sparse)].add(prod, mode="drop")
+    sizes = out_aval.shape[: len(out_sparse)]
+    return _scatter_sum(prod, [dims[d] for d in out_sparse], sizes).reshape(out_aval.shape)
 
 
 # -- constructors -----------------------------------------------------------------------------
