@@ -586,9 +586,8 @@ def bcoo_sum_duplicates(mat: BCOO, nse=None) -> BCOO:
     b, n_sparse = indices.shape[0], indices.shape[-1]
     pad = jnp.asarray(sparse, indices.dtype)
     out_ind = jnp.broadcast_to(pad, (b, nse, n_sparse)).at[rows, slot].set(indices, mode="drop")
-    out_data = (
-        jnp.zeros((b, nse, *data.shape[2:]), data.dtype).at[rows, slot].add(data, mode="drop")
-    )
+    flat = data.reshape((-1, *data.shape[2:]))
+    out_data = _scatter_sum(flat, [rows.reshape(-1), slot.reshape(-1)], (b, nse))
     return _unflat(mat, out_data, out_ind, indices_sorted=True, unique_indices=True)
 
 
