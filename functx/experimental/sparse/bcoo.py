@@ -418,14 +418,12 @@ def bcoo_fromdense(mat, *, nse=None, n_batch=0, n_dense=0, index_dtype=np.int32)
     cols = [(where_nz // int(st)) % n for st, n in zip(strides, sparse)]
     cols = [jnp.where(where_nz == s, n, c) for c, n in zip(cols, sparse)]
     indices = jnp.stack(cols, axis=-1) if cols else jnp.zeros((b, nse, 0), np.int32)
-    indices = indices.astype(index_dtype)
-    out = BCOO(
-        (jnp.zeros((*batch, nse, *dense), mat.dtype), indices.reshape((*batch, nse, n_sparse))),
-        shape=mat.shape,
-        indices_sorted=True,
-        unique_indices=True,
-    )
-    return out._with_data(_extract(out, mat))
+    indices = indices.astype(index_dtype).reshape((*batch, nse, n_sparse))
+    # the data: each batch's values at its flat positions (padding, position s, reads zero)
+    rows = lax.broadcasted_iota(where_nz.dtype, where_nz.shape, 0)
+    data = mat.reshape((b, s, *dense)).at[rows, where_nz].get(mode="fill", fill_value=0)
+    data = data.reshape((*batch, nse, *dense))
+    return BCOO((data, indices), shape=mat.shape, indices_sorted=True, unique_indices=True)
 
 
 # -- layout-preserving operations -----------------------------------------------------------------
