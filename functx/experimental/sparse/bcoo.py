@@ -272,6 +272,12 @@ def _scatter_sum(values, cols, sizes):
     return out.reshape(tuple(sizes) + values.shape[1:])
 
 
+def _unravel(flat, sizes):
+    """The row-major multi-index (one array per dim of ``sizes``) of the flat positions ``flat``."""
+    strides = np.cumprod((1, *sizes[::-1]))[:-1][::-1]
+    return [(flat // int(st)) % n for st, n in zip(strides, sizes)]
+
+
 def _padding(indices, sparse_shape):
     """Flat ``indices`` with every out-of-bounds row replaced by ``sparse_shape`` (padding), and
     the mask of the rows that were in bounds."""
@@ -414,9 +420,7 @@ def bcoo_fromdense(mat, *, nse=None, n_batch=0, n_dense=0, index_dtype=np.int32)
         raise FunctxValueError(f"bcoo_fromdense: nse must be non-negative, got {nse}" + where())
     (where_nz,) = vmap(lambda row: jnp.nonzero(row, size=nse, fill_value=s))(nz)
     # the row-major multi-index of each flat position; the fill value s becomes sparse_shape
-    strides = np.cumprod((1, *sparse[::-1]))[:-1][::-1]
-    cols = [(where_nz // int(st)) % n for st, n in zip(strides, sparse)]
-    cols = [jnp.where(where_nz == s, n, c) for c, n in zip(cols, sparse)]
+    cols = [jnp.where(where_nz == s, n, c) for c, n in zip(_unravel(where_nz, sparse), sparse)]
     indices = jnp.stack(cols, axis=-1) if cols else jnp.zeros((b, nse, 0), np.int32)
     indices = indices.astype(index_dtype).reshape((*batch, nse, n_sparse))
     # the data: each batch's values at its flat positions (padding, position s, reads zero)
@@ -712,11 +716,8 @@ def _sparse_dense(lhs: BCOO, rhs, dn, preferred_element_type):
     # every batch dim becomes a sparse dim: one COO array (nse' = B * nse) of lhs.shape
     data, indices = _flat(lhs)
     batch = lhs.shape[:nb]
-    grid = [g.reshape(-1) for g in np.indices(batch)] if nb else []
-    cols = [
-        jnp.broadcast_to(jnp.asarray(g, indices.dtype)[:, None], indices.shape[:2]) for g in grid
-    ]
-    cols = [c.reshape(-1) for c in cols]
+    row = lax.broadcasted_iota(indices.dtype, indices.shape[:2], 0)  # the flat batch index
+    cols = [c.reshape(-1) for c in _unravel(row, batch)]
     cols += [indices[..., k].reshape(-1) for k in range(ns)]
     data = data.reshape((-1, *data.shape[2:]))
     dims = dict(zip(range(nb + ns), cols))  # lhs dim -> its index column
