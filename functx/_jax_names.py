@@ -268,6 +268,24 @@ JAX_NAMES: dict[str, tuple[str, str]] = {
         "checkify debug_check div_checks float_checks index_checks init_error nan_checks "
         "user_checks",
     ),
+    "functx.experimental.sparse": (
+        "jax.experimental.sparse",
+        "BCOO BCSR COO CSC CSR CuSparseEfficiencyWarning JAXSparse SparseEfficiencyError "
+        "SparseEfficiencyWarning SparseTracer ad api bcoo bcoo_broadcast_in_dim bcoo_concatenate "
+        "bcoo_conv_general_dilated bcoo_dot_general bcoo_dot_general_p bcoo_dot_general_sampled "
+        "bcoo_dot_general_sampled_p bcoo_dynamic_slice bcoo_extract bcoo_extract_p bcoo_fromdense "
+        "bcoo_fromdense_p bcoo_gather bcoo_multiply_dense bcoo_multiply_sparse bcoo_reduce_sum "
+        "bcoo_reshape bcoo_rev bcoo_slice bcoo_sort_indices bcoo_sort_indices_p "
+        "bcoo_spdot_general_p bcoo_squeeze bcoo_sum_duplicates bcoo_sum_duplicates_p bcoo_todense "
+        "bcoo_todense_p bcoo_transpose bcoo_transpose_p bcoo_update_layout bcsr "
+        "bcsr_broadcast_in_dim bcsr_concatenate bcsr_dot_general bcsr_dot_general_p bcsr_extract "
+        "bcsr_extract_p bcsr_fromdense bcsr_fromdense_p bcsr_sum_duplicates bcsr_todense "
+        "bcsr_todense_p coo coo_fromdense coo_fromdense_p coo_matmat coo_matmat_p coo_matvec "
+        "coo_matvec_p coo_todense coo_todense_p csr csr_fromdense csr_fromdense_p csr_matmat "
+        "csr_matmat_p csr_matvec csr_matvec_p csr_todense csr_todense_p empty eye grad jacfwd "
+        "jacobian jacrev linalg random random_bcoo sparsify todense todense_p transform util "
+        "value_and_grad",
+    ),
     "functx.ops": ("jax.ops", "segment_max segment_min segment_prod segment_sum"),
     "functx.sharding": (
         "jax.sharding",

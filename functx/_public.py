@@ -54,6 +54,7 @@ NAMESPACES: tuple[str, ...] = (
     "functx.experimental.compilation_cache.compilation_cache",
     "functx.export",
     "functx.experimental.checkify",
+    "functx.experimental.sparse",
     "functx.ad_checkpoint",
     "functx.custom_derivatives",
     "functx.custom_batching",

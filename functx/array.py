@@ -99,6 +99,13 @@ def scalar_aval(x) -> ShapedArray:
 _fn = numpy_functions
 
 
+def _defers(o) -> bool:
+    """Whether ``array * o`` and ``array @ o`` leave the operation to ``o``: an object whose class
+    outranks Array's ``__array_priority__`` (a sparse array) computes the product itself."""
+    priority = getattr(type(o), "__array_priority__", 0)  # (a descriptor on NumPy's scalars)
+    return isinstance(priority, int | float) and priority > ArrayMethods.__array_priority__
+
+
 class ArrayMethods:
     """Operators and methods shared by Array and Tracer; each is a ``functx.numpy`` call."""
 
@@ -160,10 +167,10 @@ class ArrayMethods:
         return _fn["subtract"](o, self)
 
     def __mul__(self, o):
-        return _fn["multiply"](self, o)
+        return NotImplemented if _defers(o) else _fn["multiply"](self, o)
 
     def __rmul__(self, o):
-        return _fn["multiply"](o, self)
+        return NotImplemented if _defers(o) else _fn["multiply"](o, self)
 
     def __truediv__(self, o):
         return _fn["true_divide"](self, o)
@@ -196,10 +203,10 @@ class ArrayMethods:
         return _fn["power"](o, self)
 
     def __matmul__(self, o):
-        return _fn["matmul"](self, o)
+        return NotImplemented if _defers(o) else _fn["matmul"](self, o)
 
     def __rmatmul__(self, o):
-        return _fn["matmul"](o, self)
+        return NotImplemented if _defers(o) else _fn["matmul"](o, self)
 
     def __neg__(self):
         return _fn["negative"](self)
