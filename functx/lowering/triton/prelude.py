@@ -27,14 +27,17 @@ def _fx_fmax(a, b):
     r = tl.where(a > b, a, b)
     # (nested rather than `(a == b) & (a == 0)`: Triton's interpreter mislabels the comparison
     # of a 0-d tensor with a constant as float32 and then refuses the `&`)
-    r = tl.where(a == b, tl.where(a == 0, a + b, r), r)
+    # (two zeros: the sign from 1 / a, an infinity of a's sign; sums of signed zeros such as
+    # -((-a) + (-b)) gave +0 for min(-0, +0) on an H100)
+    r = tl.where(a == b, tl.where(a == 0, tl.where(1.0 / a > 0, a, b), r), r)
     return tl.where(a != a, a, r)
 
 
 @triton.jit
 def _fx_fmin(a, b):
+    # JAX's min: NaN wins, min(-0, +0) = -0
     r = tl.where(a < b, a, b)
-    r = tl.where(a == b, tl.where(a == 0, -((-a) + (-b)), r), r)
+    r = tl.where(a == b, tl.where(a == 0, tl.where(1.0 / a < 0, a, b), r), r)
     return tl.where(a != a, a, r)
 
 
