@@ -29,7 +29,8 @@ error set:
 
 Differences from JAX: each check site has its own slot, and the earliest site in program order
 that failed is reported (JAX shares one slot among the sites of one kind and payload type, so in
-a loop it may report the one that failed first in time). Checks inside ``custom_jvp`` and
+a loop it may report the one that failed first in time, and across kinds a later site, as a
+user check over an earlier NaN). Checks inside ``custom_jvp`` and
 ``custom_vjp`` functions are not functionalized (their automatic checks are not added, and a
 user check there raises under ``jit``). An out-of-bounds index that is a Python int is clamped
 when tracing (no gather is made), so it is not reported; the operand shape an out-of-bounds

@@ -126,3 +126,33 @@ def test_half_precision_attention_is_not_fused_on_the_cpu():
     closed = functx.make_jaxpr(functx.grad(lambda *a: fnp.sum(f(*a).astype(np.float32))))(*args)
     assert cpp_attention.fuse(closed) is closed
     assert cpp_attention.fuse_attention(closed) is not closed  # (the GPU's pass would fuse it)
+
+
+@pytest.mark.slow  # (2 s: one C++ compile of the flash steps)
+def test_a_nan_query_row_matches_jax_where_finite():
+    """A NaN in one query row (docs/differences.md, "NaN in fused attention's gradient"): the
+    output's NaN entries are JAX's and every entry finite in both agrees, but the fused gradient
+    spreads the row's NaN to ``dk``/``dv`` per 64-key block it visits (causal: the blocks at or
+    below the diagonal), where JAX's unfused products spread it over other entries."""
+    B, H, T, D = 1, 1, 70, 13
+    rng = np.random.default_rng(1)
+    args = [rng.standard_normal((B, H, T, D)).astype(np.float32) for _ in range(3)]
+    args[0][0, 0, 3, 0] = np.nan
+    got = functx.jit(_loss_one(functx, T, D))(*args)
+    with jax.default_matmul_precision("highest"):
+        want = jax.jit(_loss_one(jax, T, D))(*args)
+    (go, gg), (wo, wg) = got, want
+    np.testing.assert_array_equal(np.isnan(np.asarray(go)), np.isnan(np.asarray(wo)))
+    for name, g, w in zip("qkv", gg, wg):
+        g, w = np.asarray(g), np.asarray(w)
+        both = np.isfinite(g) & np.isfinite(w)
+        np.testing.assert_allclose(g[both], w[both], rtol=1e-5, atol=1e-5)
+        if name == "q":  # dq: NaN in the NaN row only, as JAX
+            np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
+        else:  # the documented difference: whole key blocks
+            assert np.isnan(g[0, 0, :64]).all() and not np.isnan(g[0, 0, 64:]).any()
+
+
+def _loss_one(jx, T, D):
+    f = _attn(jx, T, D, True)
+    return jx.value_and_grad(lambda q, k, v: jx.numpy.sin(f(q, k, v)).sum(), (0, 1, 2))

@@ -131,6 +131,18 @@ def test_unfaithful_printouts_are_not_indexed():
     assert program_cache.key_of(closed) is None
 
 
+def test_the_key_covers_the_attention_pass(monkeypatch):
+    """compile.py fuses attention after the key is taken: a warm cache must not serve a program
+    compiled with the pass to a process that turned it off (or the reverse)."""
+    from functx.transforms import attention
+
+    closed = functx.make_jaxpr(lambda x: x + 1.0)(np.float32(1))
+    on = program_cache.key_of(closed)
+    monkeypatch.setattr(attention, "ENABLED", False)
+    off = program_cache.key_of(closed)
+    assert None not in (on, off) and on != off
+
+
 def test_the_key_covers_the_primitives_c_spellings():
     """The C++ text of each elementwise operation is written in functx/primitives/elementwise.py:
     a change there alone must not let a warm cache serve programs with the old code."""
