@@ -20,6 +20,7 @@ from functx import (
     dtypes as dtypes,
     errors as errors,
     experimental as experimental,
+    export as export,
     flatten_util as flatten_util,
     lax as lax,
     nn as nn,
@@ -42,7 +43,11 @@ from functx._runtime import (
     live_arrays as live_arrays,
     print_environment_info as print_environment_info,
 )
-from functx._shard_map import pmap as pmap, shard_map as shard_map
+from functx._shard_map import (
+    pmap as pmap,
+    shard_map as shard_map,
+    smap as smap,
+)
 from functx.ad_checkpoint import checkpoint_policies as checkpoint_policies
 from functx.array import Array as Array
 from functx.config import (
@@ -119,6 +124,8 @@ from functx.sharding import (
     make_array_from_process_local_data as make_array_from_process_local_data,
     make_array_from_single_device_arrays as make_array_from_single_device_arrays,
     make_mesh as make_mesh,
+    reshard as reshard,
+    set_mesh as set_mesh,
 )
 from functx.tracing import (
     ShapeDtypeStruct as ShapeDtypeStruct,
@@ -141,11 +148,6 @@ from functx.transforms.vjp import (
 )
 from functx.transforms.vmap import vmap as vmap
 from functx.version import __version__ as __version__, __version_info__ as __version_info__
-
-# --- names35c: JAX 0.10's top-level set_mesh, reshard and smap, and the export module
-from functx import export as export  # noqa: E402
-from functx._shard_map import smap as smap  # noqa: E402
-from functx.sharding import reshard as reshard, set_mesh as set_mesh  # noqa: E402
 
 
 def block_until_ready(x):
