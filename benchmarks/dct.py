@@ -7,14 +7,8 @@ CPU (``time.process_time``: all threads) milliseconds.
 
 from __future__ import annotations
 
-import argparse
-import json
-import statistics
-import subprocess
-import sys
-import time
-
 import numpy as np
+import sidebyside
 
 CASES = {  # name: (shape, what)
     "dct ortho (256, 1024)": ((256, 1024), "dct"),
@@ -67,42 +61,9 @@ def worker(lib, reps):
         want = _reference(what, x)
         err = np.abs(got - want).max() / max(1.0, np.abs(want).max())
         assert err < 1e-4, (lib, name, err)
-        for _ in range(3):
-            jx.block_until_ready(f(x))
-        walls, cpus = [], []
-        for _ in range(reps):
-            w, c = time.perf_counter(), time.process_time()
-            jx.block_until_ready(f(x))
-            walls.append(time.perf_counter() - w)
-            cpus.append(time.process_time() - c)
-        out[name] = (1e3 * statistics.median(walls), 1e3 * statistics.median(cpus))
-    print(json.dumps(out))
-
-
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--reps", type=int, default=20)
-    p.add_argument("--worker", choices=["functx", "jax"])
-    a = p.parse_args()
-    if a.worker:
-        return worker(a.worker, a.reps)
-    res = {"functx": [], "jax": []}
-    for r in range(a.rounds):
-        for lib in ("functx", "jax") if r % 2 == 0 else ("jax", "functx"):
-            cmd = [sys.executable, __file__, "--worker", lib, "--reps", str(a.reps)]
-            line = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-            res[lib].append(json.loads(line.strip().splitlines()[-1]))
-    print("| case | functx ms (CPU) | JAX ms (CPU) | functx vs JAX: wall (CPU) |")
-    print("|---|---|---|---|")
-    for name in CASES:
-        med = {
-            lib: [statistics.median(r[name][i] for r in res[lib]) for i in (0, 1)] for lib in res
-        }
-        (fw, fc), (jw, jc) = med["functx"], med["jax"]
-        ratio = f"{jw / fw:.2f}x ({jc / fc:.2f}x)"
-        print(f"| {name} | {fw:.2f} ({fc:.2f}) | {jw:.2f} ({jc:.2f}) | {ratio} |")
+        out[name] = sidebyside.timed(lambda f=f, x=x: f(x), jx.block_until_ready, reps)
+    return out
 
 
 if __name__ == "__main__":
-    main()
+    sidebyside.main(__file__, worker, list(CASES))

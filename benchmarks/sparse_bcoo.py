@@ -7,14 +7,8 @@ NumPy float64 first; medians of wall and CPU (``time.process_time``: all threads
 
 from __future__ import annotations
 
-import argparse
-import json
-import statistics
-import subprocess
-import sys
-import time
-
 import numpy as np
+import sidebyside
 
 N, NSE, K = 4096, 65536, 16  # a 4096x4096 matrix with 65536 stored entries, 16 right-hand sides
 BATCH, BN, BNSE = 8, 1024, 8192  # a batch of 8 1024x1024 matrices (n_batch=1), 8192 entries each
@@ -79,43 +73,9 @@ def worker(lib, reps):
         for g, w in zip(got, want):
             err = np.abs(np.asarray(g) - w).max() / max(1.0, np.abs(w).max())
             assert err < 1e-4, (lib, name, err)
-        for _ in range(3):
-            jx.block_until_ready(f(*args))
-        walls, cpus = [], []
-        for _ in range(reps):
-            w, c = time.perf_counter(), time.process_time()
-            jx.block_until_ready(f(*args))
-            walls.append(time.perf_counter() - w)
-            cpus.append(time.process_time() - c)
-        out[name] = (1e3 * statistics.median(walls), 1e3 * statistics.median(cpus))
-    print(json.dumps(out))
-
-
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--reps", type=int, default=20)
-    p.add_argument("--worker", choices=["functx", "jax"])
-    a = p.parse_args()
-    if a.worker:
-        return worker(a.worker, a.reps)
-    runs = {"functx": [], "jax": []}
-    for r in range(a.rounds):
-        order = ("functx", "jax")[:: 1 if r % 2 == 0 else -1]
-        for lib in order:
-            cmd = [sys.executable, __file__, "--worker", lib, "--reps", str(a.reps)]
-            text = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-            runs[lib].append(json.loads(text.strip().splitlines()[-1]))
-    print("| case | functx ms (CPU) | JAX ms (CPU) | functx vs JAX: wall (CPU) |")
-    print("|---|---|---|---|")
-    for name in CASES:
-        (fw, fc), (jw, jc) = (
-            [statistics.median(run[name][i] for run in runs[lib]) for i in (0, 1)]
-            for lib in ("functx", "jax")
-        )
-        ratio = f"{jw / fw:.2f}x ({jc / fc:.2f}x)"
-        print(f"| {name} | {fw:.2f} ({fc:.2f}) | {jw:.2f} ({jc:.2f}) | {ratio} |")
+        out[name] = sidebyside.timed(lambda f=f, a=args: f(*a), jx.block_until_ready, reps)
+    return out
 
 
 if __name__ == "__main__":
-    main()
+    sidebyside.main(__file__, worker, CASES)
