@@ -630,7 +630,17 @@ def check_spec(spec: PartitionSpec, mesh: Mesh) -> None:
 # --- the mesh in context (JAX's sharding in types) ------------------------------------------------
 # functx arrays are whole on one device and carry no sharding in their types: these names keep
 # JAX's mesh context and check their arguments as JAX does, and otherwise compute the identity.
-class AbstractDevice:
+class _ByKey:
+    """Equality and hashing by ``_key()``: the abstract devices, meshes and axis types."""
+
+    def __eq__(self, other):
+        return isinstance(other, type(self)) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+
+class AbstractDevice(_ByKey):
     """The kind of the devices of a mesh, without the devices (``jax.sharding.AbstractDevice``).
 
     Arguments:
@@ -651,12 +661,6 @@ class AbstractDevice:
     def _key(self):
         return (self.device_kind, self.num_cores, self.platform)
 
-    def __eq__(self, other):
-        return isinstance(other, AbstractDevice) and self._key() == other._key()
-
-    def __hash__(self):
-        return hash(self._key())
-
     def __repr__(self):
         return (
             f"AbstractDevice(device_kind={self.device_kind}, num_cores={self.num_cores}, "
@@ -664,7 +668,7 @@ class AbstractDevice:
         )
 
 
-class AbstractMesh:
+class AbstractMesh(_ByKey):
     """A mesh's shape without its devices (``jax.sharding.AbstractMesh``): axis sizes, names and
     types. ``Mesh.abstract_mesh`` gives a mesh's; ``use_abstract_mesh`` puts one in context.
 
@@ -751,12 +755,6 @@ class AbstractMesh:
     def _key(self):
         return (self.axis_sizes, self.axis_names, self.axis_types, self.abstract_device)
 
-    def __eq__(self, other):
-        return isinstance(other, AbstractMesh) and self._key() == other._key()
-
-    def __hash__(self):
-        return hash(self._key())
-
     def __repr__(self):
         if self.empty:
             return "AbstractMesh((), axis_types=())"
@@ -768,7 +766,7 @@ class AbstractMesh:
         )
 
 
-class ManualAxisType:
+class ManualAxisType(_ByKey):
     """The SPMD value type of an array in a ``shard_map`` body over manual axes
     (``jax.sharding.ManualAxisType``): the axes it varies over, and those it is unreduced or
     reduced over. functx records it (its ``shard_map`` runs with the type checks off).
@@ -792,12 +790,6 @@ class ManualAxisType:
 
     def _key(self):
         return (self.varying, self.unreduced, self.reduced)
-
-    def __eq__(self, other):
-        return isinstance(other, ManualAxisType) and self._key() == other._key()
-
-    def __hash__(self):
-        return hash(self._key())
 
     def __repr__(self):
         return (
