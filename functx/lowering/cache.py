@@ -248,21 +248,26 @@ def _group_nice(pid: int, nice: int) -> None:
         pass
 
 
-def background_thread(target, join_timeout: float | None = None) -> threading.Thread:
+def background_thread(
+    target, join_timeout: float | None = None, yield_cpu: bool = True
+) -> threading.Thread:
     """Run ``target`` on a daemon thread of its own, started now, whose compiler runs yield the
     cores to the program being compiled and called: a build nothing waits for (``cpp/gemm.py``'s
     library, the runtime's call extension), which then takes a core only when the compilers of
     that program leave it idle, and gets the usual priority back once the program has run
     (``foreground_done``). A process ending during the build gives it the usual priority back
     too and waits for the thread, at most ``join_timeout`` seconds when given (the result is
-    then in the cache for the next process, and no compiler is left running behind it)."""
+    then in the cache for the next process, and no compiler is left running behind it). With
+    ``yield_cpu`` False its compilers keep the usual priority (a build the program's first run
+    waits for: ``cpp/gemm.py``'s library)."""
 
     def run():
-        _background.on = True
+        _background.on = yield_cpu
         target()
 
-    with _yield_lock:
-        _yielded["on"] = True
+    if yield_cpu:
+        with _yield_lock:
+            _yielded["on"] = True
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     atexit.register(_finish, thread, join_timeout)

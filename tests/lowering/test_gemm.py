@@ -135,18 +135,46 @@ def test_own_gemm_never_opens_its_library_from_disk(monkeypatch, tmp_path):
     assert _library_calls(str(copy)) == 0
 
 
-def test_own_gemm_library_builds_behind_the_programs(monkeypatch):
-    """The kernel's library is compiled on a thread whose compilers yield the CPU
-    (``cache.background_thread``): nothing waits for it, and on the 2-core machine it took a
-    core from the first call's units (GPT block step: 0.73 s of gcc CPU beside two units of
-    0.5 s)."""
+@pytest.mark.skipif(
+    not gemm.host_has_avx512() or dot.blas_threads() is None, reason="AVX-512 and OpenBLAS"
+)
+def test_a_programs_first_call_waits_for_the_library(monkeypatch, tmp_path):
+    """A program's first run waits for the kernel's library where its build is running
+    (``gemm.wait``): its first call's products are the library's, and every later call gives the
+    same bits (with OpenBLAS on the first calls and the kernel later, the MLP step's results
+    changed in the last bits from its 14th call on)."""
+    from functx.lowering import program_cache
+
+    monkeypatch.setenv("FUNCTX_CACHE_DIR", str(tmp_path))  # (an empty cache: a build to wait for)
+    monkeypatch.setattr(gemm, "_build", {})
+    monkeypatch.setattr(program_cache, "key_of", lambda closed: None)  # (keyed on the Jaxpr)
+    rng = np.random.default_rng(4)
+    w, x, d = (rng.standard_normal(s).astype(np.float32) for s in [(96, 200), (64, 96), (64, 200)])
+    f = functx.jit(lambda w, x, d: w - 0.1 * (x.T @ d))
+    first = np.asarray(f(w, x, d))
+    assert "lib" in gemm._build, gemm._build.get("error")
+    assert _library_calls(gemm.library(wait=False)) > 0
+    for _ in range(3):
+        np.testing.assert_array_equal(np.asarray(f(w, x, d)), first)
+    np.testing.assert_allclose(first, w - 0.1 * (x.T.astype(np.float64) @ d), rtol=1e-5, atol=1e-5)
+
+
+def test_own_gemm_library_builds_beside_the_programs(monkeypatch):
+    """The kernel's library is compiled once, on a thread of its own (``cache.background_thread``)
+    whose compilers keep the usual priority: the first run of a program using it waits for it
+    (``gemm.wait``), so it does not yield the cores to the program's compilers."""
     started = []
     monkeypatch.setattr(gemm, "_build", {})  # (this process's real build stays as it is)
     monkeypatch.setattr(gemm, "host_has_avx512", lambda: True)
-    monkeypatch.setattr(cache, "background_thread", lambda fn: started.append(fn) or "thread")
+
+    def thread(fn, yield_cpu=True):
+        started.append((fn, yield_cpu))
+        return "thread"
+
+    monkeypatch.setattr(cache, "background_thread", thread)
     gemm.start_build()
     gemm.start_build()
-    assert started == [gemm._compile] and gemm._build["thread"] == "thread"
+    assert started == [(gemm._compile, False)] and gemm._build["thread"] == "thread"
 
 
 @pytest.mark.skipif(not gemm.host_has_avx512(), reason="AVX-512")

@@ -46,12 +46,14 @@ How (the classic blocked scheme, sized for Zen 4's 32 KiB L1 and 1 MiB L2 per co
 The kernel is a shared library of its own, compiled once per cache directory (gcc takes 0.7 s
 of CPU over it, which every program would pay again as a part of its source), on another thread
 (``start_build``: ``dot.fold_product_updates`` starts it as soon as a graph has a float32
-product). Nothing waits for it: the programs run their float32 products with ``fx_gemm_run``'s
-routine ``fx_own_sgemm``, whose ``fx_gemm_call`` loads the library from its place in the cache
-directory (``dlopen``) and, until it is there, copies ``U`` and calls OpenBLAS as before. A
-first call with an empty cache is not held up by the build (MLP step at load 12: +2.3 s of
-wall when it waited), and its compiler yields the cores to the program's own compilers until
-that program has run once (``cache.background_thread``; sharing them cost it +0.4-0.6 s).
+product). The programs run their float32 products with ``fx_gemm_run``'s routine
+``fx_own_sgemm``, whose ``fx_gemm_call`` finds the library among those this process has loaded
+and, where it is not there (its build failed), copies ``U`` and calls OpenBLAS. A program's
+first run waits for the build (``wait``), which runs at the usual priority beside the program's
+own compilers: a program that took OpenBLAS's sums on its first calls and the kernel's later
+gave results that changed in the last bits between calls (session 35), which JAX's never do.
+The wait costs an empty cache's first program about 0.6 s (GPT block step, idle); the library
+is built once per cache directory.
 
 Used only where ``/proc/cpuinfo`` lists ``avx512f`` (the programs are compiled with
 ``-march=native``); elsewhere the pieces call OpenBLAS as before."""
@@ -332,8 +334,8 @@ def start_build() -> None:
     """Compile the kernel's library into the cache directory on another thread, once."""
     with _lock:
         if "thread" not in _build and host_has_avx512():
-            # (nothing waits for it: the compilers of the programs go first)
-            _build["thread"] = cache.background_thread(_compile)
+            # (at the usual priority: the first run of a program using it waits for it)
+            _build["thread"] = cache.background_thread(_compile, yield_cpu=False)
 
 
 def _compile() -> None:
@@ -352,6 +354,18 @@ def _compile() -> None:
             CacheWarning,
             stacklevel=1,
         )
+
+
+def wait() -> None:
+    """Wait for the kernel's library where its build is still running: a program's first run
+    does (``runtime.Executable.run``), so that every call of a program takes its products from
+    the same routine. Until the library is loaded the products go to OpenBLAS, whose sums differ
+    in the last bits: the MLP step's results changed from its 14th call on (6e-7 relative, one
+    process, the same inputs; session 35). The build gets the usual priority first."""
+    thread = _build.get("thread")
+    if isinstance(thread, threading.Thread) and thread.is_alive():
+        cache.foreground_done()
+        thread.join()
 
 
 def library(wait: bool = True) -> str:
