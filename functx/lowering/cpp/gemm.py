@@ -52,7 +52,7 @@ and, where it is not there (its build failed), copies ``U`` and calls OpenBLAS. 
 first run waits for the build (``wait``), which runs at the usual priority beside the program's
 own compilers: a program that took OpenBLAS's sums on its first calls and the kernel's later
 gave results that changed in the last bits between calls (session 35), which JAX's never do.
-The wait costs an empty cache's first program about 0.6 s (GPT block step, idle); the library
+The wait cost an empty cache's first GPT block call about 0.55 s (1.20 -> 1.78 s, idle); the library
 is built once per cache directory.
 
 Used only where ``/proc/cpuinfo`` lists ``avx512f`` (the programs are compiled with
