@@ -302,4 +302,24 @@ JAX_NAMES: dict[str, tuple[str, str]] = {
         "save_device_memory_profile start_server start_trace stop_server stop_trace trace",
     ),
     "functx.stages": ("jax.stages", "ArgInfo Compiled CompilerOptions Lowered Traced Wrapped"),
+    "functx.image": ("jax.image", "ResizeMethod resize scale_and_translate"),
+    "functx.example_libraries": ("jax.example_libraries", "optimizers stax"),
+    "functx.example_libraries.optimizers": (
+        "jax.example_libraries.optimizers",
+        "Any Array Callable InitFn JoinPoint NamedTuple Optimizer OptimizerState Params ParamsFn "
+        "Schedule State Step UpdateFn Updates adagrad adam adamax annotations clip_grads constant "
+        "exponential_decay functools inverse_time_decay jax jnp l2_norm make_schedule map "
+        "momentum namedtuple nesterov optimizer pack_optimizer_state partial piecewise_constant "
+        "polynomial_decay rmsprop rmsprop_momentum safe_map safe_zip sgd sm3 "
+        "unpack_optimizer_state unzip2 zip",
+    ),
+    "functx.example_libraries.stax": (
+        "jax.example_libraries.stax",
+        "AvgPool BatchNorm Conv Conv1DTranspose ConvTranspose Dense Dropout Elu Exp FanInConcat "
+        "FanInSum FanOut Flatten Gelu GeneralConv GeneralConvTranspose Identity LeakyRelu "
+        "LogSoftmax MaxPool Relu Selu Sigmoid Softmax Softplus SumPool Tanh elementwise elu "
+        "functools gelu glorot glorot_normal jnp lax leaky_relu log_softmax logsoftmax math "
+        "normal ones parallel randn random relu selu serial shape_dependent sigmoid softmax "
+        "softplus standardize zeros",
+    ),
 }

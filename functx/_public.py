@@ -65,6 +65,7 @@ NAMESPACES: tuple[str, ...] = (
     "functx.typing",
     "functx.profiler",
     "functx.stages",
+    "functx.image",
 )
 
 # The distributions of functx.scipy.stats (``functx.scipy.stats.norm.pdf``, ...): public modules

@@ -121,6 +121,7 @@ DIFFERS_FROM_JAX: dict[str, str] = {
     "functx.scipy.optimize": "minimize",
     "functx.scipy.special": "hyp2f1 owens_t sph_harm_y",
     "functx.scipy.spatial.transform": "Rotation",
+    "functx.image": "resize scale_and_translate",
 }
 
 FLAGS = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS

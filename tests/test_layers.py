@@ -79,6 +79,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "functx.dlpack",
             "functx.typing",
             "functx.version",
+            "functx.image",
+            "functx.example_libraries",
         ),
     ),
     ("devices", ("functx.devices",)),
