@@ -66,6 +66,9 @@ NAMESPACES: tuple[str, ...] = (
     "functx.profiler",
     "functx.stages",
     "functx.image",
+    "functx.example_libraries",
+    "functx.example_libraries.optimizers",
+    "functx.example_libraries.stax",
 )
 
 # The distributions of functx.scipy.stats (``functx.scipy.stats.norm.pdf``, ...): public modules

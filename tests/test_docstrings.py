@@ -122,6 +122,7 @@ DIFFERS_FROM_JAX: dict[str, str] = {
     "functx.scipy.special": "hyp2f1 owens_t sph_harm_y",
     "functx.scipy.spatial.transform": "Rotation",
     "functx.image": "resize scale_and_translate",
+    "functx.example_libraries.stax": "parallel",
 }
 
 FLAGS = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
