@@ -84,40 +84,6 @@ def Dense(out_dim, W_init=_GLOROT, b_init=_NORMAL):
     return init_fun, apply_fun
 
 
-def _conv_layer(
-    shape_rule,
-    apply_rule,
-    dimension_numbers,
-    out_chan,
-    filter_shape,
-    strides,
-    padding,
-    W_init,
-    b_init,
-):
-    """A convolution-like layer: ``apply_rule(inputs, W, strides, padding) + b``, the output
-    shape by ``shape_rule``; the kernel's spatial sizes are ``filter_shape``, its input channels
-    the input's."""
-    lhs_spec, rhs_spec, out_spec = dimension_numbers
-    strides = strides or (1,) * len(filter_shape)
-    W_init = W_init or glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))
-
-    def init_fun(rng, input_shape):
-        spatial = iter(filter_shape)
-        sizes = {"O": out_chan, "I": input_shape[lhs_spec.index("C")]}
-        kernel_shape = [sizes[c] if c in sizes else next(spatial) for c in rhs_spec]
-        output_shape = shape_rule(input_shape, kernel_shape, strides, padding, dimension_numbers)
-        bias_shape = [out_chan if c == "C" else 1 for c in out_spec]
-        k1, k2 = random.split(rng)
-        return output_shape, (W_init(k1, kernel_shape), b_init(k2, bias_shape))
-
-    def apply_fun(params, inputs, **kwargs):
-        W, b = params
-        return apply_rule(inputs, W, strides, padding, dimension_numbers) + b
-
-    return init_fun, apply_fun
-
-
 def _conv(inputs, W, strides, padding, dimension_numbers):
     one = (1,) * (W.ndim - 2)
     return lax.conv_general_dilated(
@@ -129,162 +95,107 @@ def _conv_transpose(inputs, W, strides, padding, dimension_numbers):
     return lax.conv_transpose(inputs, W, strides, padding, dimension_numbers=dimension_numbers)
 
 
-def GeneralConv(
-    dimension_numbers,
-    out_chan,
-    filter_shape,
-    strides=None,
-    padding="VALID",
-    W_init=None,
-    b_init=_BIAS,
-):
-    """A convolution layer (``lax.conv_general_dilated``) plus a bias per output channel.
+def _general(shape_rule, apply_rule):
+    """A constructor of convolution-like layers: ``apply_rule(inputs, W, strides, padding,
+    dimension_numbers) + b``, the output shape by ``shape_rule`` (``lax``'s shape tuple rule);
+    the kernel's spatial sizes are ``filter_shape``, its input channels the input's."""
 
-    Arguments:
-      dimension_numbers: the layouts ``(lhs_spec, rhs_spec, out_spec)``, such as
-        ``("NHWC", "HWIO", "NHWC")``.
+    def layer(dimension_numbers, out_chan, filter_shape, strides=None, padding="VALID",
+              W_init=None, b_init=_BIAS):  # fmt: skip
+        lhs_spec, rhs_spec, out_spec = dimension_numbers
+        strides = strides or (1,) * len(filter_shape)
+        W_init = W_init or glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))
+
+        def init_fun(rng, input_shape):
+            spatial = iter(filter_shape)
+            sizes = {"O": out_chan, "I": input_shape[lhs_spec.index("C")]}
+            kernel_shape = [sizes[c] if c in sizes else next(spatial) for c in rhs_spec]
+            out_shape = shape_rule(input_shape, kernel_shape, strides, padding, dimension_numbers)
+            bias_shape = [out_chan if c == "C" else 1 for c in out_spec]
+            k1, k2 = random.split(rng)
+            return out_shape, (W_init(k1, kernel_shape), b_init(k2, bias_shape))
+
+        def apply_fun(params, inputs, **kwargs):
+            W, b = params
+            return apply_rule(inputs, W, strides, padding, dimension_numbers) + b
+
+        return init_fun, apply_fun
+
+    return layer
+
+
+def _fixed_layout(general, dimension_numbers):
+    """``general`` with its ``dimension_numbers`` given (JAX's ``functools.partial``)."""
+
+    def layer(out_chan, filter_shape, strides=None, padding="VALID", W_init=None, b_init=_BIAS):
+        return general(dimension_numbers, out_chan, filter_shape, strides, padding, W_init, b_init)
+
+    return layer
+
+
+_CONV_ARGS = """
+    Arguments:{layout}
       out_chan: the number of output channels.
       filter_shape: the kernel's spatial sizes.
       strides: the strides (default 1 along each spatial axis).
-      padding: ``"VALID"``, ``"SAME"`` or explicit ``(low, high)`` pairs.
-      W_init: the kernel's initializer (default ``glorot_normal`` with the rhs spec's ``I`` and
-        ``O`` axes as fan-in and fan-out).
+      padding: ``"VALID"`` (default), ``"SAME"`` or explicit ``(low, high)`` pairs.
+      W_init: the kernel's initializer (default ``glorot_normal`` with the kernel layout's ``I``
+        and ``O`` axes as fan-in and fan-out).
       b_init: the bias's initializer (default ``normal(1e-6)``).
     Returns:
-      the layer ``(init_fun, apply_fun)``; its params are ``(W, b)``.
+      the layer ``(init_fun, apply_fun)``; its params are ``(W, b)``, ``b`` of one entry per
+      output channel (and size 1 along the other axes).
     Example:
       >>> import functx.random as random
       >>> from functx.example_libraries import stax
-      >>> init_fun, _ = stax.GeneralConv(("NCHW", "OIHW", "NCHW"), 4, (3, 3))
-      >>> out_shape, (W, b) = init_fun(random.key(0), (2, 3, 8, 8))
-      >>> out_shape, W.shape, b.shape
-      ((2, 4, 6, 6), (4, 3, 3, 3), (1, 4, 1, 1))
-    """
-    return _conv_layer(
-        lax.conv_general_shape_tuple,
-        _conv,
-        dimension_numbers,
-        out_chan,
-        filter_shape,
-        strides,
-        padding,
-        W_init,
-        b_init,
-    )
+"""
+_LAYOUT_ARG = """
+      dimension_numbers: the layouts ``(lhs_spec, rhs_spec, out_spec)`` of the inputs, the
+        kernel and the outputs, such as ``("NHWC", "HWIO", "NHWC")``."""
 
 
-def GeneralConvTranspose(
-    dimension_numbers,
-    out_chan,
-    filter_shape,
-    strides=None,
-    padding="VALID",
-    W_init=None,
-    b_init=_BIAS,
-):
-    """A transposed-convolution layer (``lax.conv_transpose``) plus a bias per output channel.
-
-    Arguments:
-      dimension_numbers: the layouts ``(lhs_spec, rhs_spec, out_spec)``.
-      out_chan: the number of output channels.
-      filter_shape: the kernel's spatial sizes.
-      strides: the strides (default 1 along each spatial axis).
-      padding: ``"VALID"``, ``"SAME"`` or explicit pairs.
-      W_init: the kernel's initializer (default ``glorot_normal`` on the ``I``/``O`` axes).
-      b_init: the bias's initializer (default ``normal(1e-6)``).
-    Returns:
-      the layer ``(init_fun, apply_fun)``; its params are ``(W, b)``.
-    Example:
-      >>> import functx.random as random
-      >>> from functx.example_libraries import stax
-      >>> init_fun, _ = stax.GeneralConvTranspose(("NHWC", "HWIO", "NHWC"), 4, (3, 3), (2, 2))
-      >>> init_fun(random.key(0), (1, 5, 5, 2))[0]
-      (1, 11, 11, 4)
-    """
-    return _conv_layer(
-        lax.conv_transpose_shape_tuple,
-        _conv_transpose,
-        dimension_numbers,
-        out_chan,
-        filter_shape,
-        strides,
-        padding,
-        W_init,
-        b_init,
-    )
+def _named(fn, name, summary, example):
+    """``fn`` named ``name`` with the convolutions' docstring (``example``: the statement after
+    ``>>>`` and its output)."""
+    fn.__name__ = fn.__qualname__ = name
+    layout = _LAYOUT_ARG if name.startswith("General") else ""
+    fn.__doc__ = f"{summary}\n{_CONV_ARGS.format(layout=layout)}      >>> {example}\n    "
+    return fn
 
 
-def Conv(out_chan, filter_shape, strides=None, padding="VALID", W_init=None, b_init=_BIAS):
-    """``GeneralConv`` with the layouts ``("NHWC", "HWIO", "NHWC")``.
-
-    Arguments:
-      out_chan: the number of output channels.
-      filter_shape: the kernel's spatial sizes.
-      strides: the strides (default 1).
-      padding: ``"VALID"``, ``"SAME"`` or explicit pairs.
-      W_init: the kernel's initializer (default ``glorot_normal(2, 3)``).
-      b_init: the bias's initializer (default ``normal(1e-6)``).
-    Returns:
-      the layer ``(init_fun, apply_fun)``.
-    Example:
-      >>> import functx.numpy as jnp, functx.random as random
-      >>> from functx.example_libraries import stax
-      >>> init_fun, apply_fun = stax.Conv(8, (3, 3), padding="SAME")
-      >>> out_shape, params = init_fun(random.key(1), (2, 5, 5, 3))
-      >>> out_shape, apply_fun(params, jnp.ones((2, 5, 5, 3))).shape
-      ((2, 5, 5, 8), (2, 5, 5, 8))
-    """
-    return GeneralConv(
-        ("NHWC", "HWIO", "NHWC"), out_chan, filter_shape, strides, padding, W_init, b_init
-    )
-
-
-def ConvTranspose(out_chan, filter_shape, strides=None, padding="VALID", W_init=None, b_init=_BIAS):
-    """``GeneralConvTranspose`` with the layouts ``("NHWC", "HWIO", "NHWC")``.
-
-    Arguments:
-      out_chan: the number of output channels.
-      filter_shape: the kernel's spatial sizes.
-      strides: the strides (default 1).
-      padding: ``"VALID"``, ``"SAME"`` or explicit pairs.
-      W_init: the kernel's initializer (default ``glorot_normal(2, 3)``).
-      b_init: the bias's initializer (default ``normal(1e-6)``).
-    Returns:
-      the layer ``(init_fun, apply_fun)``.
-    Example:
-      >>> import functx.random as random
-      >>> from functx.example_libraries import stax
-      >>> stax.ConvTranspose(4, (2, 2), (2, 2))[0](random.key(0), (1, 3, 3, 5))[0]
-      (1, 6, 6, 4)
-    """
-    return GeneralConvTranspose(
-        ("NHWC", "HWIO", "NHWC"), out_chan, filter_shape, strides, padding, W_init, b_init
-    )
-
-
-def Conv1DTranspose(
-    out_chan, filter_shape, strides=None, padding="VALID", W_init=None, b_init=_BIAS
-):
-    """``GeneralConvTranspose`` with the one-dimensional layouts ``("NHC", "HIO", "NHC")``.
-
-    Arguments:
-      out_chan: the number of output channels.
-      filter_shape: the kernel's size, as a one-tuple.
-      strides: the stride, as a one-tuple (default 1).
-      padding: ``"VALID"``, ``"SAME"`` or an explicit pair.
-      W_init: the kernel's initializer (default ``glorot_normal(1, 2)``).
-      b_init: the bias's initializer (default ``normal(1e-6)``).
-    Returns:
-      the layer ``(init_fun, apply_fun)``.
-    Example:
-      >>> import functx.random as random
-      >>> from functx.example_libraries import stax
-      >>> stax.Conv1DTranspose(4, (3,), (2,))[0](random.key(0), (2, 7, 5))[0]
-      (2, 15, 4)
-    """
-    return GeneralConvTranspose(
-        ("NHC", "HIO", "NHC"), out_chan, filter_shape, strides, padding, W_init, b_init
-    )
+GeneralConv = _named(
+    _general(lax.conv_general_shape_tuple, _conv),
+    "GeneralConv",
+    "A convolution layer (``lax.conv_general_dilated``) plus a bias.",
+    'init_fun, _ = stax.GeneralConv(("NCHW", "OIHW", "NCHW"), 4, (3, 3))\n      >>> '
+    "out_shape, (W, b) = init_fun(random.key(0), (2, 3, 8, 8))\n      >>> "
+    "out_shape, W.shape, b.shape\n      ((2, 4, 6, 6), (4, 3, 3, 3), (1, 4, 1, 1))",
+)
+GeneralConvTranspose = _named(
+    _general(lax.conv_transpose_shape_tuple, _conv_transpose),
+    "GeneralConvTranspose",
+    "A transposed-convolution layer (``lax.conv_transpose``) plus a bias.",
+    'layer = stax.GeneralConvTranspose(("NHWC", "HWIO", "NHWC"), 4, (3, 3), (2, 2))\n'
+    "      >>> layer[0](random.key(0), (1, 5, 5, 2))[0]\n      (1, 11, 11, 4)",
+)
+Conv = _named(
+    _fixed_layout(GeneralConv, ("NHWC", "HWIO", "NHWC")),
+    "Conv",
+    '``GeneralConv`` with the layouts ``("NHWC", "HWIO", "NHWC")``.',
+    "stax.Conv(8, (3, 3), padding='SAME')[0](random.key(1), (2, 5, 5, 3))[0]\n      (2, 5, 5, 8)",
+)
+ConvTranspose = _named(
+    _fixed_layout(GeneralConvTranspose, ("NHWC", "HWIO", "NHWC")),
+    "ConvTranspose",
+    '``GeneralConvTranspose`` with the layouts ``("NHWC", "HWIO", "NHWC")``.',
+    "stax.ConvTranspose(4, (2, 2), (2, 2))[0](random.key(0), (1, 3, 3, 5))[0]\n      (1, 6, 6, 4)",
+)
+Conv1DTranspose = _named(
+    _fixed_layout(GeneralConvTranspose, ("NHC", "HIO", "NHC")),
+    "Conv1DTranspose",
+    '``GeneralConvTranspose`` with the one-dimensional layouts ``("NHC", "HIO", "NHC")``.',
+    "stax.Conv1DTranspose(4, (3,), (2,))[0](random.key(0), (2, 7, 5))[0]\n      (2, 15, 4)",
+)
 
 
 def BatchNorm(
