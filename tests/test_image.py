@@ -141,24 +141,45 @@ def test_aliases_and_enum_members():
     _close(fimage.resize(x, (3,), fimage.ResizeMethod.CUBIC), fimage.resize(x, (3,), "cubic"))
 
 
-@pytest.mark.parametrize("x64", [False, True])
-def test_dtypes_as_jax(x64):
-    """The output dtype (and weak type) of every input dtype, by JAX's shape evaluation; the
-    values are those of the input converted to the output dtype first."""
-    dtypes = [np.uint8, np.int32, np.bool_, np.float16, ml_dtypes.bfloat16, np.float32,
-              np.float64, np.complex64]  # fmt: skip
+DTYPES = [np.uint8, np.int32, np.bool_, np.float16, ml_dtypes.bfloat16, np.float32, np.float64,
+          np.complex64]  # fmt: skip
+
+
+def test_dtypes_as_jax():
+    """Every input dtype's values and output dtype, x64 off (one compiled JAX function)."""
+    xs = [(RNG.standard_normal(6) * 5).astype(dtype) for dtype in DTYPES]
+    cases = [(x, n, m) for x in xs for n, m in [(9, "nearest"), (9, "linear"), (4, "cubic")]]
+    with x64_off():
+        want = jax.jit(lambda xs: [jimage.resize(x, (n,), m) for x, (_, n, m) in zip(xs, cases)])(
+            [c[0] for c in cases]
+        )
+        for (x, n, m), w in zip(cases, want):
+            got = fimage.resize(x, (n,), m)
+            assert not got.weak_type
+            _close(got, w, f"{x.dtype} {m}")
+
+
+def test_dtypes_with_x64_and_weak_types():
+    """The output dtypes with x64 on, and of Python scalars and integer images in
+    scale_and_translate, by JAX's shape evaluation (no compile)."""
     x = RNG.standard_normal((4, 6)) * 5
-    with x64_off() if not x64 else np.errstate():
-        for dtype, method in itertools.product(dtypes, ["nearest", "linear", "lanczos3"]):
-            xd = x.astype(dtype)
+    for dtype in DTYPES + [np.int64]:
+        xd = x.astype(dtype)
+        for method in ["nearest", "linear"]:
             want = jax.eval_shape(lambda x, m=method: jimage.resize(x, (7, 3), m), xd)
             got = fimage.resize(xd, (7, 3), method)
             assert (got.dtype, got.shape, got.weak_type) == (want.dtype, want.shape, False)
-            same = fimage.resize(jnp.asarray(xd).astype(got.dtype), (7, 3), method)
-            _close(got, same, f"{dtype} {method}")
-        want = jax.eval_shape(lambda x: jimage.resize(x, (), "linear"), 3.0)
-        got = fimage.resize(3.0, (), "linear")
-        assert (got.dtype, got.weak_type) == (want.dtype, want.weak_type)
+        s, t = np.array([2.0], np.float32), np.array([0.5], np.float32)
+        want = jax.eval_shape(
+            lambda x: jimage.scale_and_translate(x, (4, 9), (1,), s, t, "cubic"), xd
+        )
+        got = fimage.scale_and_translate(xd, (4, 9), (1,), s, t, "cubic")
+        assert (got.dtype, got.shape) == (want.dtype, want.shape), dtype
+    for x64 in [False, True]:
+        with x64_off() if not x64 else np.errstate():
+            want = jax.eval_shape(lambda x: jimage.resize(x, (), "linear"), 3.0)
+            got = fimage.resize(3.0, (), "linear")
+            assert (got.dtype, got.weak_type) == (want.dtype, want.weak_type)
 
 
 def test_nearest_indices_over_many_sizes():
