@@ -28,14 +28,14 @@ ALIASES = ["bilinear", "trilinear", "triangle", "bicubic", "tricubic", "bicubic-
 
 
 def _close(got, want, what=""):
+    """Equal dtypes and shapes, and values to the dtype's precision (relative to the largest)."""
     assert (got.dtype, got.shape) == (want.dtype, want.shape), what
     tol = {np.dtype(np.float64): 1e-12, np.dtype(np.float16): 2e-3}.get(got.dtype, 2e-6)
     if got.dtype == ml_dtypes.bfloat16:
         tol = 1e-2
-    np.testing.assert_allclose(
-        np.asarray(got, np.complex128), np.asarray(want, np.complex128), rtol=tol, atol=tol,
-        err_msg=what,
-    )  # fmt: skip
+    got, want = np.asarray(got, np.complex128), np.asarray(want, np.complex128)
+    atol = tol * max(1.0, np.abs(want).max(initial=0.0))
+    np.testing.assert_allclose(got, want, rtol=tol, atol=atol, err_msg=what)
 
 
 # --- an independent float64 reference: the weight of input pixel i in output pixel j -------------
