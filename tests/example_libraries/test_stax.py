@@ -6,6 +6,7 @@ layouts, jit and vmap, the errors."""
 from __future__ import annotations
 
 import jax
+import jax.example_libraries.optimizers as jopt
 import jax.example_libraries.stax as jstax
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from errutil import raises_as_jax
 from x64util import x64_off
 
 import functx
+import functx.example_libraries.optimizers as fopt
 import functx.example_libraries.stax as fstax
 import functx.numpy as fnp
 
@@ -133,14 +135,44 @@ def test_dropout_and_serial_keys_match_jax():
     raises_as_jax(lambda s: s.Dropout(0.5)[1]((), x), jstax, fstax, ValueError)
 
 
-def test_jit_vmap_and_aliases():
-    init, apply = fstax.serial(fstax.Dense(8), fstax.Gelu, fstax.Dense(3), fstax.LogSoftmax)
-    _, params = init(functx.random.key(0), (-1, 5))
-    x = RNG.standard_normal((4, 5)).astype(np.float32)
-    eager = apply(params, x)
-    np.testing.assert_allclose(functx.jit(apply)(params, x), eager, rtol=1e-5, atol=1e-6)
+def test_a_training_loop_matches_jax():
+    """JAX's classic example program: a stax network trained by an optimizer, each step one
+    jitted function (gradient, update), three steps; then vmap over examples and the aliases."""
+    x = RNG.standard_normal((8, 5)).astype(np.float32)
+    labels = np.eye(3, dtype=np.float32)[RNG.integers(0, 3, 8)]
+
+    def net(stax):
+        return stax.serial(stax.Dense(8), stax.Gelu, stax.Dense(3), stax.LogSoftmax)
+
+    # (one set of initial parameters: test_init_* compare the draws; each new shape JAX draws
+    # is an XLA compile)
+    start = jax.tree.map(np.asarray, net(fstax)[0](KEY[fstax], (-1, 5))[1])
+
+    def train(jax_, stax, opt):
+        apply = net(stax)[1]
+        opt_init, opt_update, get_params = opt.adam(opt.exponential_decay(0.05, 2, 0.5))
+        params = start
+
+        def loss(params):
+            return -jax_.numpy.mean(jax_.numpy.sum(apply(params, x) * labels, axis=-1))
+
+        @jax_.jit
+        def step(i, state):
+            value, grads = jax_.value_and_grad(loss)(get_params(state))
+            return value, opt_update(i, grads, state)
+
+        state, values = opt_init(params), []
+        for i in range(3):
+            value, state = step(i, state)
+            values.append(float(value))
+        return values, get_params(state), apply
+
+    with x64_off():
+        values, params, apply = train(functx, fstax, fopt)
+        want_values, want_params, _ = train(jax, jstax, jopt)
+    np.testing.assert_allclose(values, want_values, rtol=1e-5)
+    _same(params, want_params, rtol=1e-4, atol=1e-5)
     per_row = functx.vmap(lambda row: apply(params, row[None])[0])(x)
-    np.testing.assert_allclose(per_row, eager, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(per_row, apply(params, x), rtol=1e-5, atol=1e-6)
     assert fstax.glorot is fstax.glorot_normal and fstax.randn is fstax.normal
     assert fstax.logsoftmax is fstax.log_softmax and fstax.relu is functx.nn.relu
-    assert fstax.Dense.__code__.co_varnames[:3] == jstax.Dense.__code__.co_varnames[:3]
