@@ -55,6 +55,43 @@ def _parse(subscripts: str, ndims):
     return parsed, out
 
 
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _interleaved(args):
+    """``einsum(x, [0, 1], y, [1, 2], [0, 2])`` (the interleaved form) as a subscripts string and
+    the operands. Labels are ``...`` or hashable, comparable values (integers, strings); they
+    become letters in their sorted order, so an implicit output is ordered as JAX orders it."""
+    has_out = len(args) % 2 == 1
+    operands = list(args[0 : len(args) - has_out : 2])
+    sublists = list(args[1::2]) + ([args[-1]] if has_out else [])
+    if len(sublists) > len(operands) + has_out:
+        sublists = sublists[: len(operands) + has_out]
+    for sub in sublists:
+        if isinstance(sub, str) or not hasattr(sub, "__iter__"):
+            raise FunctxTypeError(
+                f"einsum: in the interleaved form each operand is followed by a list of axis "
+                f"labels (integers, strings or ...), got {sub!r}{where()}"
+            )
+    sublists = [list(sub) for sub in sublists]
+    try:
+        labels = sorted({s for sub in sublists for s in sub if s is not Ellipsis})
+    except TypeError as e:
+        raise FunctxTypeError(
+            f"einsum: the interleaved form's axis labels must be comparable: {e}{where()}"
+        ) from None
+    if len(labels) > len(_LETTERS):
+        raise FunctxArgumentError(
+            f"einsum: {len(labels)} distinct axis labels, at most {len(_LETTERS)}{where()}"
+        )
+    letter = dict(zip(labels, _LETTERS))
+    terms = ["".join("..." if s is Ellipsis else letter[s] for s in sub) for sub in sublists]
+    subscripts = ",".join(terms[: len(operands)])
+    if has_out:
+        subscripts += "->" + terms[-1]
+    return subscripts, operands
+
+
 def _diagonal(x, term):
     """Take the diagonal over indices repeated in one term."""
     while True:
@@ -81,8 +118,12 @@ def einsum(subscripts, *operands, optimize=None, precision=None, preferred_eleme
     functx ignores ``optimize``: operands are contracted left to right.
 
     Arguments:
-      subscripts: the subscripts string (``"ij,jk->ik"``; ``...`` and implicit output work).
-      *operands: the arrays, one per comma-separated term.
+      subscripts: the subscripts string (``"ij,jk->ik"``; ``...`` and implicit output work),
+        or the first operand of the interleaved form ``einsum(x, [0, 1], y, [1, 2], [0, 2])``
+        (each operand followed by its axis labels, integers or ``...``; an optional last list
+        names the output's).
+      *operands: the arrays, one per comma-separated term (in the interleaved form, the
+        operands and label lists after the first operand).
       optimize: accepted for JAX's signature, ignored.
       precision: None, a ``functx.lax.Precision`` or its string, for the products.
       preferred_element_type: the result's dtype (default: the operands' promoted dtype).
@@ -95,7 +136,11 @@ def einsum(subscripts, *operands, optimize=None, precision=None, preferred_eleme
       Array([ 5., 50.], dtype=float32)
       >>> jnp.einsum("ij->ji", a).shape
       (3, 2)
+      >>> jnp.einsum(a, [0, 1], a, [0, 1], [0])
+      Array([ 5., 50.], dtype=float32)
     """
+    if not isinstance(subscripts, str):
+        subscripts, operands = _interleaved((subscripts, *operands))
     arrs = [jnp.asarray(o) for o in operands]
     arrs = jnp._promote_only(*arrs) if len(arrs) > 1 else arrs
     terms, out = _parse(subscripts, [get_aval(o).ndim for o in arrs])

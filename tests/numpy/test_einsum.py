@@ -195,3 +195,34 @@ def test_einsum_errors(sub, shapes):
     assert __file__ in str(ei.value)
     with pytest.raises(FunctxTypeError, match="einsum"):
         functx.make_jaxpr(lambda *xs: fnp.einsum(sub, *xs))(*ops)
+
+
+@pytest.mark.parametrize(
+    "shapes, subs, out",
+    [
+        ([(2, 3, 4), (3, 5)], [[0, 1, 2], [1, 3]], [0, 3, 2]),  # explicit output
+        ([(2, 3, 4), (3, 5)], [[0, 1, 2], [1, 3]], None),  # implicit: labels in sorted order
+        ([(2, 3, 4), (4, 5)], [[..., 1], [1, 3]], [..., 3]),
+        ([(2, 3, 4), (3, 5)], [["b", "a", "c"], ["a", "d"]], None),  # any comparable labels
+        ([(2, 3, 4)], [[2, 1, 0]], None),  # one operand: a transpose
+    ],
+)
+def test_interleaved_form_matches_jax(shapes, subs, out):
+    rng = np.random.default_rng(0)
+    args = []
+    for shape, sub in zip(shapes, subs):
+        args += [rng.standard_normal(shape).astype(np.float32), sub]
+    if out is not None:
+        args.append(out)
+    got = fnp.einsum(*args)
+    want = jax.numpy.einsum(*args)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-5)
+
+
+def test_interleaved_form_errors_name_the_labels():
+    x = np.ones((2, 3), np.float32)
+    with pytest.raises(FunctxTypeError, match="list of axis labels"):
+        fnp.einsum(x, "ab")
+    with pytest.raises(FunctxTypeError, match="comparable"):
+        fnp.einsum(x, [0, "a"])
