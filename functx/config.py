@@ -133,6 +133,12 @@ def triton_direct() -> bool:
     return _flag("FUNCTX_TRITON_DIRECT", "1")
 
 
+def triton_precompile() -> bool:
+    """Whether a program's Triton kernels are compiled in parallel before its first run on a GPU
+    (``FUNCTX_TRITON_PRECOMPILE``, default 1; ``functx.lowering.triton.precompile``)."""
+    return _flag("FUNCTX_TRITON_PRECOMPILE", "1")
+
+
 def cuda_graphs_mode() -> str:
     """``FUNCTX_CUDA_GRAPHS``, lower-cased (default "auto")."""
     return os.environ.get("FUNCTX_CUDA_GRAPHS", "auto").lower()

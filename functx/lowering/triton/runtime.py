@@ -138,6 +138,13 @@ def _aligned(args) -> bool:
     return True
 
 
+class _DryRun(threading.local):
+    recorder = None  # precompile.py's recorder of launches, while this thread runs a dry run
+
+
+DRY_RUN = _DryRun()
+
+
 class Site:
     """One kernel launch of a generated module's host code: ``site(grid0, grid1, *buffers)``."""
 
@@ -193,14 +200,21 @@ class Site:
                     return
         self.through_triton(g0, g1, args)
 
-    def through_triton(self, g0, g1, args):
+    def options(self, args) -> dict:
+        """Triton's launch options for this site (decided by the first launch's buffers)."""
         if self.exact is None:
             self.exact = any(str(getattr(a, "dtype", "")) == "torch.float64" for a in args)
         if self.exact:  # no contraction into FMAs: float64 kernels (Dekker/Knuth steps in
             # functx/_xlamath.py, compensated sums) need each product rounded as written
-            ck = self.kernel[(g0, g1)](*args, num_warps=self.num_warps, enable_fp_fusion=False)
-        else:
-            ck = self.kernel[(g0, g1)](*args, num_warps=self.num_warps)
+            return {"num_warps": self.num_warps, "enable_fp_fusion": False}
+        return {"num_warps": self.num_warps}
+
+    def through_triton(self, g0, g1, args):
+        recorder = DRY_RUN.recorder
+        if recorder is not None:  # (precompile.py's dry run: no launch)
+            recorder(self, g0, g1, args)
+            return
+        ck = self.kernel[(g0, g1)](*args, **self.options(args))
         if ck is None or interpreting() or not _direct_allowed():
             return
         if _cuda is None:
@@ -1042,6 +1056,10 @@ class TritonExecutable:
     def _first_run(self, dev, ins, outs):
         t0 = time.perf_counter()
         consts = self._consts(dev)
+        if dev.type == "cuda":
+            from functx.lowering.triton.precompile import precompile
+
+            precompile(self, dev, ins, consts)
         self._run_module(ins, consts, outs)
         self._last = (dev, consts)
         if self._rings is None and self.out_bytes <= RECYCLE_MAX_BYTES:
