@@ -17,9 +17,9 @@ pytest.importorskip("triton")
 import functx  # noqa: E402
 import functx.lax as flax  # noqa: E402
 import functx.numpy as fnp  # noqa: E402
-from functx.lowering.triton import (
-    precompile as pre,  # noqa: E402
-    runtime as rt,  # noqa: E402
+from functx.lowering.triton import (  # noqa: E402
+    precompile as pre,
+    runtime as rt,
 )
 from functx.lowering.triton.blocks import Blocks  # noqa: E402
 from functx.lowering.triton.program import compile_triton  # noqa: E402
