@@ -38,9 +38,16 @@ class _AllSeen(Exception):
 
 
 def _eligible(exe) -> bool:
-    if not config.triton_precompile() or runtime.interpreting() or not exe.graph_safe:
+    if not config.triton_precompile() or runtime.interpreting():
         return False
-    return not any(getattr(c[0], "label", "") == "collective" for c in exe.host_calls)
+    why = ""
+    if not exe.graph_safe:
+        why = "its host code reads values back or runs host steps"
+    elif any(getattr(c[0], "label", "") == "collective" for c in exe.host_calls):
+        why = "it has collective steps"
+    if why:
+        log(f"no compiles before the first run: {why} (its launches compile their kernels)")
+    return not why
 
 
 def record(exe, dev, ins, consts) -> dict:
@@ -75,8 +82,12 @@ def _workers(n_jobs: int) -> int:
 
 
 def _device_index(dev) -> int:
+    """``dev``'s index, with Triton's driver set up (in this thread, before the pool's threads
+    would each start setting it up)."""
     import torch
+    from triton.runtime import driver
 
+    driver.active.get_current_target()
     return dev.index if dev.index is not None else torch.cuda.current_device()
 
 
