@@ -19,6 +19,8 @@ test may change one with ``monkeypatch.setenv``):
 ``FUNCTX_LOG_COMPILES``             print a line per compile to stderr (``log_compiles``)
 ``FUNCTX_TRITON_DIRECT``            launch Triton kernels without Triton's launcher
                                     (``triton_direct``, default on)
+``FUNCTX_TRITON_PRECOMPILE``        compile a program's Triton kernels in parallel before its
+                                    first run on a GPU (``triton_precompile``, default on)
 ``FUNCTX_CUDA_GRAPHS``              "auto" (default), on or off (``cuda_graphs_mode``)
 ``FUNCTX_DEVICE_LOOPS``             small scans and while loops as one Triton kernel each
                                     (``device_loops``, default on)
