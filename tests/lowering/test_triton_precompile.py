@@ -103,7 +103,7 @@ def test_the_dry_run_of_a_host_loop_ends_once_every_site_is_seen(monkeypatch):
     through = rt.Site.through_triton
 
     def counted(self, g0, g1, args):
-        if rt.DRY_RUN.recorder is not None:
+        if pre.DRY_RUN.recorder is not None:
             calls.append(self)
         return through(self, g0, g1, args)
 
@@ -111,7 +111,7 @@ def test_the_dry_run_of_a_host_loop_ends_once_every_site_is_seen(monkeypatch):
     seen = pre.record(exe, CPU, [torch.as_tensor(x)], exe._consts(CPU))
     assert set(seen) == set(exe.sites)
     assert len(calls) == len(set(calls)) == len(exe.sites)
-    assert rt.DRY_RUN.recorder is None
+    assert pre.DRY_RUN.recorder is None
     np.testing.assert_allclose(
         exe(x)[0].numpy(), np.asarray(_host_loop(fnp.asarray(x))), rtol=2e-5, atol=2e-5
     )
@@ -154,12 +154,12 @@ def test_precompile_compiles_each_kernel_once_in_parallel_and_the_run_compiles_n
     stand = [StandIn() for _ in exe.sites]
     for s, k in zip(exe.sites, stand):
         s.kernel = k
-    monkeypatch.setattr(pre, "_device_index", lambda dev: 0)
-    monkeypatch.setattr(pre, "_on_device", lambda index: contextlib.nullcontext())
-    monkeypatch.setattr(rt, "interpreting", lambda: False)  # (precompile skips the interpreter)
     try:
-        assert pre.precompile(exe, CPU, ins, consts) == len(exe.sites)
-        monkeypatch.undo()
+        with monkeypatch.context() as m:
+            m.setattr(pre, "_device_index", lambda dev: 0)
+            m.setattr(pre, "_on_device", lambda index: contextlib.nullcontext())
+            m.setenv("TRITON_INTERPRET", "0")  # (precompile skips the interpreter)
+            assert pre.precompile(exe, CPU, ins, consts) == len(exe.sites)
         assert [k.compiles for k in stand] == [1] * len(stand)
         assert len(set().union(*(k.threads for k in stand))) == min(
             len(stand), pre._workers(len(stand))
@@ -181,7 +181,7 @@ def test_precompile_skips_programs_whose_host_code_reads_values(monkeypatch):
 
     x = RNG.uniform(0.5, 1.0, (8,)).astype(np.float32)
     exe = _exe(f, x)
-    monkeypatch.setattr(rt, "interpreting", lambda: False)
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
     monkeypatch.setattr(pre, "record", lambda *a: pytest.fail("a dry run of a value-driven loop"))
     assert ".item()" in exe.source and not exe.graph_safe
     assert pre.precompile(exe, CPU, [torch.as_tensor(x)], exe._consts(CPU)) == 0
@@ -194,6 +194,6 @@ def test_precompile_is_off_under_the_switch_and_under_the_interpreter(monkeypatc
     monkeypatch.setattr(pre, "record", lambda *a: pytest.fail("a dry run"))
     args = (exe, CPU, [torch.as_tensor(x), torch.as_tensor(w)], exe._consts(CPU))
     assert pre.precompile(*args) == 0  # (the interpreter compiles nothing)
-    monkeypatch.setattr(rt, "interpreting", lambda: False)
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
     monkeypatch.setenv("FUNCTX_TRITON_PRECOMPILE", "0")
     assert pre.precompile(*args) == 0

@@ -25,12 +25,19 @@ compile that fails here is left to its launch, which compiles it again and raise
 from __future__ import annotations
 
 import os
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 from functx import config
 from functx.lowering.compile import log
-from functx.lowering.triton import runtime
+
+
+class _DryRun(threading.local):
+    recorder = None  # the recorder of launches while this thread runs a dry run (``record``)
+
+
+DRY_RUN = _DryRun()  # (read by ``runtime.Site.through_triton``)
 
 
 class _AllSeen(Exception):
@@ -38,7 +45,7 @@ class _AllSeen(Exception):
 
 
 def _eligible(exe) -> bool:
-    if not config.triton_precompile() or runtime.interpreting():
+    if not config.triton_precompile() or config.triton_interpret():
         return False
     why = ""
     if not exe.graph_safe:
@@ -63,13 +70,13 @@ def record(exe, dev, ins, consts) -> dict:
             if not missing:
                 raise _AllSeen
 
-    runtime.DRY_RUN.recorder = recorder
+    DRY_RUN.recorder = recorder
     try:
         exe._run_module(ins, consts, exe._outputs(dev))
     except _AllSeen:
         pass
     finally:
-        runtime.DRY_RUN.recorder = None
+        DRY_RUN.recorder = None
     return seen
 
 

@@ -11,7 +11,9 @@ launch sites, and the executables ``functx.jit`` holds.
   skips Triton's per-call argument binding and specialisation. A compiled kernel assumes that its
   pointers are 16-byte aligned if they were at the first call, so a call with a misaligned buffer
   goes through Triton again; so does every call while a Triton launch hook (a profiler) is set.
-  ``FUNCTX_TRITON_DIRECT=0`` turns the direct launches off.
+  ``FUNCTX_TRITON_DIRECT=0`` turns the direct launches off. Before an executable's first run on
+  a GPU, ``precompile.py`` compiles its kernels in parallel (a dry run of the host code records
+  each site's first launch), so those first launches find them compiled.
 * **CUDA graphs**: programs of at least ``GRAPH_MIN_LAUNCHES`` launches (kernels, matrix
   products and graph-safe library steps, each counted as the launches it stands for:
   ``step_launches``) replay a CUDA graph of their whole host function instead of launching
@@ -66,6 +68,7 @@ import numpy as np
 from functx import config, dtypes
 from functx.lowering import cache
 from functx.lowering.compile import log
+from functx.lowering.triton import precompile
 
 
 def torch_dtype_name(dt) -> str:
@@ -138,13 +141,6 @@ def _aligned(args) -> bool:
     return True
 
 
-class _DryRun(threading.local):
-    recorder = None  # precompile.py's recorder of launches, while this thread runs a dry run
-
-
-DRY_RUN = _DryRun()
-
-
 class Site:
     """One kernel launch of a generated module's host code: ``site(grid0, grid1, *buffers)``."""
 
@@ -210,7 +206,7 @@ class Site:
         return {"num_warps": self.num_warps}
 
     def through_triton(self, g0, g1, args):
-        recorder = DRY_RUN.recorder
+        recorder = precompile.DRY_RUN.recorder
         if recorder is not None:  # (precompile.py's dry run: no launch)
             recorder(self, g0, g1, args)
             return
@@ -1057,9 +1053,7 @@ class TritonExecutable:
         t0 = time.perf_counter()
         consts = self._consts(dev)
         if dev.type == "cuda":
-            from functx.lowering.triton.precompile import precompile
-
-            precompile(self, dev, ins, consts)
+            precompile.precompile(self, dev, ins, consts)
         self._run_module(ins, consts, outs)
         self._last = (dev, consts)
         if self._rings is None and self.out_bytes <= RECYCLE_MAX_BYTES:
