@@ -122,7 +122,7 @@ class StandIn:
     Triton's cache of a JITFunction); a launch compiles what is not kept."""
 
     def __init__(self):
-        self.kept, self.compiles, self.threads = set(), 0, set()
+        self.kept, self.compiles, self.loads, self.threads = set(), 0, 0, set()
         self.lock = threading.Lock()
 
     def _get(self, args, opts):
@@ -138,6 +138,11 @@ class StandIn:
 
     def warmup(self, *args, grid, **opts):
         self._get(args, opts)
+        return self  # (the compiled kernel, loaded by its _init_handles)
+
+    def _init_handles(self):
+        with self.lock:
+            self.loads += 1
 
     def __getitem__(self, grid):
         return lambda *args, **opts: self._get(args, opts)
@@ -160,7 +165,7 @@ def test_precompile_compiles_each_kernel_once_in_parallel_and_the_run_compiles_n
             m.setattr(pre, "_on_device", lambda index: contextlib.nullcontext())
             m.setenv("TRITON_INTERPRET", "0")  # (precompile skips the interpreter)
             assert pre.precompile(exe, CPU, ins, consts) == len(exe.sites)
-        assert [k.compiles for k in stand] == [1] * len(stand)
+        assert [(k.compiles, k.loads) for k in stand] == [(1, 1)] * len(stand)
         assert len(set().union(*(k.threads for k in stand))) == min(
             len(stand), pre._workers(len(stand))
         )

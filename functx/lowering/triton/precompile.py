@@ -11,8 +11,10 @@ first run of an executable on a GPU, ``precompile``
 2. compiles the recorded launches in a pool of threads, one kernel per task, each with the
    arguments and options its launch will give (``Site.options``), so the compiled kernel lands in
    the kernel's own cache under the key the launch looks up (``JITFunction.warmup``), and in
-   Triton's disk cache as a launch would put it. Triton's MLIR passes run without Python's lock
-   and ptxas is a process of its own, so the compiles overlap;
+   Triton's disk cache as a launch would put it; then loads it (``_init_handles``), which in
+   Triton 3.6 also builds the launcher of its signature, a C compile of its own (0.2-0.4 s) that
+   the first launch would otherwise make. Most of Triton's MLIR passes run without Python's lock
+   and ptxas and the C compiler are processes of their own, so the compiles overlap;
 3. the real run then finds every kernel compiled.
 
 Only for programs whose host code does not depend on values: those a CUDA graph could capture
@@ -112,7 +114,10 @@ def compile_all(jobs, index: int) -> tuple[int, list]:
     def compile_one(job):
         site, (g0, g1, args) = job
         with _on_device(index):
-            site.kernel.warmup(*args, grid=(g0, g1), **site.options(args))
+            ck = site.kernel.warmup(*args, grid=(g0, g1), **site.options(args))
+            init = getattr(ck, "_init_handles", None)
+            if init is not None:  # the module loaded and, in Triton 3.6, the launcher built:
+                init()  # a C compile per signature, else at the first launch, one by one
 
     n = _workers(len(jobs))
     with ThreadPoolExecutor(n, thread_name_prefix="functx-triton-compile") as pool:
