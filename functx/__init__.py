@@ -23,6 +23,8 @@ from functx import (
     export as export,
     flatten_util as flatten_util,
     lax as lax,
+    memory as memory,
+    monitoring as monitoring,
     nn as nn,
     numpy as numpy,
     profiler as profiler,
@@ -43,11 +45,13 @@ from functx._runtime import (
     live_arrays as live_arrays,
     print_environment_info as print_environment_info,
 )
+from functx._shard import Shard as Shard
 from functx._shard_map import (
     pmap as pmap,
     shard_map as shard_map,
     smap as smap,
 )
+from functx._toplevel import effects_barrier as effects_barrier, fwd_and_bwd as fwd_and_bwd
 from functx.ad_checkpoint import checkpoint_policies as checkpoint_policies
 from functx.array import Array as Array
 from functx.config import (
@@ -68,6 +72,7 @@ from functx.config import (
     explain_cache_misses as explain_cache_misses,
     legacy_prng_key as legacy_prng_key,
     log_compiles as log_compiles,
+    make_user_context as make_user_context,
     no_execution as no_execution,
     no_tracing as no_tracing,
     numpy_dtype_promotion as numpy_dtype_promotion,
@@ -401,4 +406,10 @@ __all__ = [
     "remove_size_one_mesh_axis_from_type",
     "jax2tf_associative_scan_reductions",
     "auto_pcast",
+    "Shard",
+    "effects_barrier",
+    "fwd_and_bwd",
+    "make_user_context",
+    "memory",
+    "monitoring",
 ]

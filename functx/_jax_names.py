@@ -302,4 +302,13 @@ JAX_NAMES: dict[str, tuple[str, str]] = {
         "save_device_memory_profile start_server start_trace stop_server stop_trace trace",
     ),
     "functx.stages": ("jax.stages", "ArgInfo Compiled CompilerOptions Lowered Traced Wrapped"),
+    "functx.monitoring": (
+        "jax.monitoring",
+        "clear_event_listeners record_event record_event_duration_secs record_event_time_span "
+        "record_scalar register_event_duration_secs_listener register_event_listener "
+        "register_event_time_span_listener register_scalar_listener "
+        "unregister_event_duration_listener unregister_event_listener "
+        "unregister_event_time_span_listener unregister_scalar_listener",
+    ),
+    "functx.memory": ("jax.memory", "Space"),
 }

@@ -65,6 +65,8 @@ NAMESPACES: tuple[str, ...] = (
     "functx.typing",
     "functx.profiler",
     "functx.stages",
+    "functx.monitoring",
+    "functx.memory",
 )
 
 # The distributions of functx.scipy.stats (``functx.scipy.stats.norm.pdf``, ...): public modules

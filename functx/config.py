@@ -394,7 +394,7 @@ slow_dispatch = False
 # entry point, so that the eager path checks nothing while it is False)
 debug_checks_active = False
 debug_checks_watchers: list = []
-_open_blocks: dict = {}  # name -> open blocks in all threads, of the watched settings
+_open_blocks: dict = {}  # setting -> open blocks in all threads, of the watched settings
 # True while a setting that changes what tracing makes (``_JIT_KEYED``) may differ from its
 # default somewhere: ``jit_key_flags`` then keys jit's programs on their values
 jit_keyed = False
@@ -411,9 +411,9 @@ def _note_disable() -> None:
     """Recompute ``slow_dispatch``, ``debug_checks_active`` and ``jit_keyed`` (callers hold
     ``_disable_lock``)."""
     global slow_dispatch, debug_checks_active, jit_keyed
-    checks = any(_open_blocks.get(s.name) or s.global_value for s in (*_CHECKS, no_execution))
+    checks = any(_open_blocks.get(s) or s.global_value for s in (*_CHECKS, no_execution))
     slow_dispatch = _global_disable_jit or _disable_blocks > 0 or checks
-    jit_keyed = any(_open_blocks.get(s.name) or s.global_value != s.default for s in _JIT_KEYED)
+    jit_keyed = any(_open_blocks.get(s) or s.global_value != s.default for s in _JIT_KEYED)
     if checks != debug_checks_active:
         debug_checks_active = checks
         for watch in debug_checks_watchers:
@@ -762,7 +762,7 @@ class _DebugCheck(Setting):
 def _count_blocks(setting: Setting, n: int) -> None:
     """Count the open blocks of a watched setting (in all threads), then recompute the flags."""
     with _disable_lock:
-        _open_blocks[setting.name] = _open_blocks.get(setting.name, 0) + n
+        _open_blocks[setting] = _open_blocks.get(setting, 0) + n
         _note_disable()
 
 
@@ -909,7 +909,7 @@ no_tracing = _switch(
       ...     try:
       ...         f(np.ones(2, np.float32))
       ...     except RuntimeError as e:
-      ...         print(str(e).split(" at ")[0])
+      ...         print(str(e).split(" defined at ")[0])
       6.0
       re-tracing function <lambda>
     """,
@@ -1137,7 +1137,7 @@ remove_size_one_mesh_axis_from_type = _switch(
       >>> import functx, functx.numpy as jnp
       >>> with functx.remove_size_one_mesh_axis_from_type(True):
       ...     print(functx.typeof(jnp.ones(2)))
-      f32[2]
+      ShapedArray(float32[2])
     """,
 )
 # (the attribute of its option's name, ``functx.config.jax2tf_...``, is the value, as in JAX)
@@ -1182,7 +1182,8 @@ auto_pcast = _switch(
 )
 # The settings that change what tracing makes: jit keys its programs on them while one may
 # differ from its default (``jit_key_flags``)
-_JIT_KEYED = (threefry_partitionable, allow_f16_reductions, debug_key_reuse)
+# differ from its default (``jit_key_flags``); ``make_user_context`` adds its contexts
+_JIT_KEYED = [threefry_partitionable, allow_f16_reductions, debug_key_reuse]
 for _s in (*_CHECKS, no_execution, *_JIT_KEYED):
     _s.watched = True
 _SWITCHES = (
@@ -1201,6 +1202,56 @@ _SWITCHES = (
     _jax2tf_associative_scan_reductions,
     auto_pcast,
 )
+
+
+class _UserContext(Setting):
+    """A context ``make_user_context`` made: any hashable value, ``jit``-keyed."""
+
+    def check(self, value):
+        return value
+
+    def get_global(self):
+        """The value outside any block."""
+        return self.global_value
+
+    def set_global(self, new_value) -> None:
+        """Set the value outside any block."""
+        self.global_value = new_value
+        with _disable_lock:
+            _note_disable()
+
+    def __call__(self, new_value):
+        return _SettingBlock((self,), new_value)
+
+
+def make_user_context(default_value=None):
+    """A context of the user's whose value ``jit`` keys its programs on
+    (``jax.make_user_context``): a jitted function called while the value differs from the one
+    it was traced with traces (and compiles) again, so a function that reads the value while it
+    is traced sees the current one.
+
+    Arguments:
+      default_value: the value outside any block (hashable, as the values set later must be).
+    Returns:
+      the context: ``ctx(value)`` is a block (also a decorator) in which it has ``value`` in this
+      thread; ``ctx.value`` reads it; ``ctx.get_global()``/``ctx.set_global(v)`` the value
+      outside any block.
+    Example:
+      >>> import functx
+      >>> scale = functx.make_user_context(default_value=1.0)
+      >>> f = functx.jit(lambda x: x * scale.value)
+      >>> with scale(3.0):
+      ...     print(f(2.0))
+      6.0
+      >>> print(f(2.0))
+      2.0
+    """
+    ctx = _UserContext("user_context", default_value)
+    ctx.watched = True
+    with _disable_lock:
+        _JIT_KEYED.append(ctx)
+        _note_disable()
+    return ctx
 
 
 def jit_key_flags():
@@ -1416,6 +1467,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
+    "make_user_context",
     "enable_checks",
     "explain_cache_misses",
     "no_tracing",

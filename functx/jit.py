@@ -15,6 +15,7 @@ compiles again, from the disk cache). This module also fills
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import inspect
 import logging
@@ -26,7 +27,7 @@ import weakref
 import numpy as np
 import optree
 
-from functx import config as _config, core, dtypes, source_info, tracing
+from functx import config as _config, core, dtypes, monitoring, source_info, tracing
 from functx.array import Array, UncommittedArray
 from functx.config import jit_cache_size, jit_disabled, matmul_precision
 from functx.core import ClosedJaxpr, Jaxpr
@@ -484,6 +485,18 @@ def _describe_change(old_key, new_key) -> str:
     if os_ != ns:
         return f"static arguments changed: {os_} -> {ns}"
     return "new signature"
+
+
+@contextlib.contextmanager
+def _timed(event: str, name: str):
+    """Time the block: its seconds land in the yielded list, and in ``functx.monitoring`` as a
+    duration and a time span of ``event`` with ``fun_name=name`` (JAX's compile events)."""
+    took = [0.0]
+    start, wall = time.perf_counter(), time.time()
+    yield took
+    took[0] = time.perf_counter() - start
+    monitoring.record_event_duration_secs(event, took[0], fun_name=name)
+    monitoring.record_event_time_span(event, wall, wall + took[0], fun_name=name)
 
 
 def _key_distance(a, b) -> int:
@@ -1122,16 +1135,13 @@ class Jitted:
 
     def _compile(self, f, leaves, in_tree, place="cpu"):
         level = logging.WARNING if _config.log_compiles_state.value else logging.DEBUG
-        start = time.perf_counter()
-        closed, out_tree = self._final_jaxpr(f, leaves, in_tree, place)
         name = getattr(self.fun, "__name__", "function")
         logs = _logger.isEnabledFor(level)
+        with _timed(monitoring.JAXPR_TRACE_EVENT, name) as took:
+            closed, out_tree = self._final_jaxpr(f, leaves, in_tree, place)
         if logs:
             _logger.log(
-                level,
-                "Finished tracing + transforming %s for jit in %.9f sec",
-                name,
-                time.perf_counter() - start,
+                level, "Finished tracing + transforming %s for jit in %.9f sec", name, took[0]
             )
             _logger.log(
                 level,
@@ -1140,15 +1150,15 @@ class Jitted:
                 place,
                 ", ".join(str(v.aval) for v in closed.jaxpr.invars),
             )
-            start = time.perf_counter()
-        exe = _executable(closed, place)
+        with _timed(monitoring.BACKEND_COMPILE_EVENT, name) as took:
+            exe = _executable(closed, place)
         if logs:
             _logger.log(
                 level,
                 "Finished compilation of jit(%s) (%s) in %.9f sec",
                 name,
                 "C++" if place == "cpu" else "Triton",
-                time.perf_counter() - start,
+                took[0],
             )
         return exe, out_tree
 
