@@ -310,5 +310,4 @@ JAX_NAMES: dict[str, tuple[str, str]] = {
         "unregister_event_duration_listener unregister_event_listener "
         "unregister_event_time_span_listener unregister_scalar_listener",
     ),
-    "functx.memory": ("jax.memory", "Space"),
 }

@@ -1,13 +1,18 @@
 """Top-level functions of JAX's built on ``jit`` and ``vjp``: ``functx.fwd_and_bwd`` and
-``functx.effects_barrier``."""
+``functx.effects_barrier``; and the sharding of an array that ``functx.debug``'s sharding
+functions report (registered into ``functx.debug.sharding_rules``)."""
 
 from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
 
+from functx import debug
+from functx.array import is_concrete_array
+from functx.devices.device import get_default_device
 from functx.errors import FunctxTypeError, FunctxValueError
 from functx.jit import jit
+from functx.sharding import SingleDeviceSharding
 from functx.source_info import where
 from functx.transforms.vjp import vjp
 
@@ -99,3 +104,13 @@ def effects_barrier():
       >>> functx.effects_barrier()
     """
     return None
+
+
+def _sharding_of(x):
+    """The sharding ``functx.debug.inspect_array_sharding`` reports: the device of a concrete
+    array, else (a traced value) the default device."""
+    device = x.device if is_concrete_array(x) else get_default_device()
+    return SingleDeviceSharding(device)
+
+
+debug.sharding_rules["of"] = _sharding_of

@@ -1150,7 +1150,7 @@ class Jitted:
                 place,
                 ", ".join(str(v.aval) for v in closed.jaxpr.invars),
             )
-        with _timed(monitoring.BACKEND_COMPILE_EVENT, name) as took:
+        with _timed(monitoring.BACKEND_COMPILE_EVENT, f"jit({name})") as took:
             exe = _executable(closed, place)
         if logs:
             _logger.log(

@@ -259,3 +259,22 @@ def test_kept_switches_change_no_result(name):
         np.testing.assert_array_equal(np.asarray(f(np.arange(4, dtype=np.float32))), want)
         k = functx.random.PRNGKey(0)
         assert functx.random.key_data(functx.random.split(k)).shape == (2, 2)
+
+
+# --- make_user_context ----------------------------------------------------------------------------
+def test_make_user_context_as_jax():
+    for m in (functx, jax):
+        ctx = m.make_user_context(default_value=1.0)
+        traced = []
+        f = m.jit(lambda x, ctx=ctx: traced.append(1) or x * ctx.value)
+        assert float(f(np.float32(2))) == 2.0
+        with ctx(3.0):
+            assert ctx.value == 3.0
+            assert float(f(np.float32(2))) == 6.0  # (traced again for the new value)
+        assert float(f(np.float32(2))) == 2.0 and len(traced) == 2  # (the first program)
+        ctx.set_global(5.0)
+        try:
+            assert ctx.get_global() == 5.0 and float(f(np.float32(2))) == 10.0
+        finally:
+            ctx.set_global(1.0)
+        assert ctx.value == 1.0

@@ -84,7 +84,14 @@ DIFFERS_FROM_JAX: dict[str, str] = {
     ),
     "functx.ad_checkpoint": "Offloadable",
     "functx.custom_batching": "custom_vmap",
-    "functx.debug": "breakpoint callback print",
+    "functx.debug": (
+        "breakpoint callback print inspect_array_sharding visualize_sharding "
+        "visualize_array_sharding"
+    ),
+    "functx.monitoring": (
+        "clear_event_listeners unregister_event_listener unregister_event_duration_listener "
+        "unregister_event_time_span_listener unregister_scalar_listener"
+    ),
     "functx.tree_util": "flatten_one_level_with_keys",
     "functx.errors": (
         "NonConcreteBooleanIndexError TracerArrayConversionError TracerIntegerConversionError"
