@@ -201,6 +201,25 @@ def test_threefry_original_64_bit_as_jax():
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
+def test_threefry_original_under_vmap_and_scan_as_jax():
+    got = {}
+    for m in (functx, jax):
+        with m.threefry_partitionable(False):
+            keys = m.random.split(m.random.key(7), 4)
+            got[m] = [
+                m.vmap(lambda k, m=m: m.random.uniform(k, (3,)))(keys),
+                m.lax.scan(
+                    lambda k, _, m=m: (m.random.split(k)[0], m.random.bits(k, (5,), "uint8")),
+                    m.random.key(1),
+                    None,
+                    length=3,
+                )[1],
+                m.random.bits(m.random.key(5), (), "uint16"),
+            ]
+    for a, b in zip(got[functx], got[jax]):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
 # --- allow_f16_reductions, enable_checks ---------------------------------------------------------
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_allow_f16_reductions_as_jax(dtype):
