@@ -21,6 +21,7 @@ from functx import (
     errors as errors,
     experimental as experimental,
     export as export,
+    extend as extend,
     flatten_util as flatten_util,
     lax as lax,
     memory as memory,
@@ -412,4 +413,5 @@ __all__ = [
     "make_user_context",
     "memory",
     "monitoring",
+    "extend",
 ]

@@ -67,6 +67,8 @@ NAMESPACES: tuple[str, ...] = (
     "functx.stages",
     "functx.monitoring",
     "functx.memory",
+    "functx.extend",
+    "functx.extend.core",
 )
 
 # The distributions of functx.scipy.stats (``functx.scipy.stats.norm.pdf``, ...): public modules

@@ -88,6 +88,7 @@ DIFFERS_FROM_JAX: dict[str, str] = {
         "breakpoint callback print inspect_array_sharding visualize_sharding "
         "visualize_array_sharding"
     ),
+    "functx.extend.core": "Primitive",
     "functx.monitoring": (
         "clear_event_listeners unregister_event_listener unregister_event_duration_listener "
         "unregister_event_time_span_listener unregister_scalar_listener"

@@ -77,6 +77,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "functx._rng",
             "functx.custom_derivatives",
             "functx.custom_batching",
+            "functx.extend",
             "functx._compile_time",
             "functx._laxmore",
             "functx.dlpack",
