@@ -1000,19 +1000,16 @@ softmax_custom_jvp = _switch(
     "softmax_custom_jvp",
     False,
     """``functx.softmax_custom_jvp`` (``jax.softmax_custom_jvp``, the option
-    "jax_softmax_custom_jvp"): JAX's switch between two derivatives of ``nn.softmax``: off (its
-    default), the derivative of the formula ``exp(x - max) / sum(exp(x - max))``; on, a custom
-    rule ``y * (dx - sum(y * dx))``. functx's ``nn.softmax`` is differentiated through its formula
-    with either value: the same derivative in exact arithmetic, so gradients agree with JAX's to
-    rounding both ways.
+    "jax_softmax_custom_jvp"): which derivative ``nn.softmax`` has, as in JAX: off (the
+    default), the derivative of its formula ``exp(x - max) / sum(exp(x - max))``; on, the rule
+    ``y * (dx - sum(y * dx))`` (over ``where``'s entries), a ``custom_jvp`` that is itself
+    differentiable (``hessian``). The values are the same; the gradients agree to rounding.
+    ``jit`` keys its programs on the setting.
 
     Arguments:
       new_val: True (the default) or False, inside the block.
     Returns:
       a context manager, also usable as a decorator; ``.value`` reads the setting.
-
-    Differences from JAX: on, the derivative is still the formula's (the same to rounding).
-
     Example:
       >>> import functx, functx.numpy as jnp
       >>> with functx.softmax_custom_jvp(True):
@@ -1183,7 +1180,7 @@ auto_pcast = _switch(
 # The settings that change what tracing makes: jit keys its programs on them while one may
 # differ from its default (``jit_key_flags``)
 # differ from its default (``jit_key_flags``); ``make_user_context`` adds its contexts
-_JIT_KEYED = [threefry_partitionable, allow_f16_reductions, debug_key_reuse]
+_JIT_KEYED = [threefry_partitionable, allow_f16_reductions, debug_key_reuse, softmax_custom_jvp]
 for _s in (*_CHECKS, no_execution, *_JIT_KEYED):
     _s.watched = True
 _SWITCHES = (

@@ -250,13 +250,33 @@ def test_enable_checks_typechecks_jitted_programs(monkeypatch):
 
 
 # --- the switches functx keeps without a behaviour of its own ------------------------------------
-def test_softmax_custom_jvp_gradients_as_jax():
-    x = np.float32([0.5, -1.0, 2.0])
-    for on in (False, True):
-        with functx.softmax_custom_jvp(on), jax.softmax_custom_jvp(on):
-            ours = functx.grad(lambda x: functx.nn.softmax(x)[0])(x)
-            theirs = jax.grad(lambda x: jax.nn.softmax(x)[0])(x)
-        np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=1e-6, atol=1e-7)
+def test_softmax_custom_jvp_as_jax():
+    x = np.float32([[0.5, -1.0, 2.0, 0.1], [1.0, 3.0, -2.0, 0.0]])
+    mask = np.array([[True, True, False, True], [True, False, True, True]])
+    ct = np.float32([[1, 2, 3, 4], [0.5, -1, 2, 1]])
+    for on in (True, False):
+        got = {}
+        for m in (functx, jax):
+
+            def loss(x, where=None, m=m):
+                return (m.nn.softmax(x, where=where) * ct).sum()
+
+            with m.softmax_custom_jvp(on):
+                got[m] = [
+                    m.grad(loss)(x),
+                    m.jit(m.grad(loss))(x, mask),  # (a traced mask)
+                    m.hessian(lambda v, m=m: (m.nn.softmax(v) * ct[0]).sum())(x[0]),
+                ]
+        for a, b in zip(got[functx], got[jax]):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
+    traced = []
+    f = functx.jit(lambda x: traced.append(1) or functx.nn.softmax(x))
+    f(x[0])
+    with functx.softmax_custom_jvp(True):  # (jit keys its programs on the setting)
+        f(x[0])
+        assert "custom_jvp" in str(functx.make_jaxpr(functx.nn.softmax)(x[0]))
+    assert len(traced) == 2
+    assert "custom_jvp" not in str(functx.make_jaxpr(functx.nn.softmax)(x[0]))
 
 
 @pytest.mark.parametrize(

@@ -79,8 +79,8 @@ DIFFERS_FROM_JAX: dict[str, str] = {
         "transfer_guard_device_to_device transfer_guard_device_to_host legacy_prng_key "
         "log_compiles ensure_compile_time_eval device_put pmap shard_map debug_nans debug_infs "
         "check_tracer_leaks default_prng_impl print_environment_info smap enable_checks "
-        "explain_cache_misses no_tracing thread_guard debug_key_reuse softmax_custom_jvp "
-        "enable_custom_prng array_garbage_collection_guard"
+        "explain_cache_misses no_tracing thread_guard debug_key_reuse enable_custom_prng "
+        "array_garbage_collection_guard"
     ),
     "functx.ad_checkpoint": "Offloadable",
     "functx.custom_batching": "custom_vmap",
