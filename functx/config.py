@@ -824,12 +824,24 @@ default_prng_impl.check(default_prng_impl.global_value)  # (the environment vari
 
 
 # --- JAX's other top-level switches (jax.enable_checks, jax.no_tracing, ...) ---------------------
-def _switch(name: str, default, doc: str, values=None, optional: bool = False) -> Setting:
-    """A JAX state ``jax.<name>``, option ``jax_<name>``, whose initial value a boolean one reads
-    from the environment variable ``JAX_<NAME>`` as JAX does."""
+_BOOL_ARGUMENTS = """Arguments:
+      new_val: True (the default) or False, inside the block.
+    Returns:
+      a context manager, also usable as a decorator; ``.value`` reads the setting."""
+
+
+def _switch(
+    name: str, default, doc: str, values=None, optional: bool = False, option: str | None = None
+) -> Setting:
+    """A JAX state ``jax.<name>``, option ``jax_<name>`` (or ``option``), whose initial value a
+    boolean one reads from the environment variable of the option's name in capitals, as JAX
+    does; ``<arguments>`` in ``doc`` stands for a boolean state's Arguments and Returns."""
+    option = option or f"jax_{name}"
     if values is None:
-        default = _env_bool(f"JAX_{name.upper()}", default)
-    return Setting(f"jax_{name}", default, values, optional, doc=doc)
+        default = _env_bool(option.upper(), default)
+    return Setting(
+        option, default, values, optional, doc=doc.replace("<arguments>", _BOOL_ARGUMENTS)
+    )
 
 
 enable_checks = _switch(
@@ -841,10 +853,7 @@ enable_checks = _switch(
     transformation that emits an ill-typed equation fails there (``JaxprTypeError``) instead of
     in the compiler. Slower; off by default.
 
-    Arguments:
-      new_val: True (the default) or False, inside the block.
-    Returns:
-      a context manager, also usable as a decorator; ``.value`` reads the setting.
+    <arguments>
 
     Differences from JAX: JAX checks its internal Jaxprs at many more points.
 
@@ -866,10 +875,7 @@ explain_cache_misses = _switch(
     ``params['w']``, a static argument's value, the tree structure, ``jax_enable_x64``, the
     device), or that the function was never seen.
 
-    Arguments:
-      new_val: True (the default) or False, inside the block.
-    Returns:
-      a context manager, also usable as a decorator; ``.value`` reads the setting.
+    <arguments>
 
     Differences from JAX: only ``jit``'s own cache explains its misses (functx has no other
     tracing cache), against the programs the function still keeps.
@@ -892,10 +898,7 @@ no_tracing = _switch(
     ``.trace``/``.lower``) raises ``RuntimeError`` naming the function instead, as JAX's does:
     a way to assert that a loop runs on programs already compiled.
 
-    Arguments:
-      new_val: True (the default) or False, inside the block.
-    Returns:
-      a context manager, also usable as a decorator; ``.value`` reads the setting.
+    <arguments>
 
     Differences from JAX: ``make_jaxpr``, ``grad``, ``vmap`` and a ``jit`` called inside another
     trace still trace (JAX's check is in its tracing cache, which they use).
@@ -921,10 +924,7 @@ no_execution = _switch(
     on, running anything raises ``RuntimeError``: a ``jit``-compiled program, and an operation
     run eagerly; tracing (``make_jaxpr``, ``jit(f).lower``) still works, as in JAX.
 
-    Arguments:
-      new_val: True (the default) or False, inside the block.
-    Returns:
-      a context manager, also usable as a decorator; ``.value`` reads the setting.
+    <arguments>
     Example:
       >>> import functx, functx.numpy as jnp, numpy as np
       >>> with functx.no_execution(True):
@@ -945,10 +945,7 @@ thread_guard = _switch(
     the guard. functx runs one process (``process_count() == 1``) and has no multi-process
     operation, so the setting is kept and nothing can trip it.
 
-    Arguments:
-      new_val: True (the default) or False, inside the block.
-    Returns:
-      a context manager, also usable as a decorator; ``.value`` reads the setting.
+    <arguments>
 
     Differences from JAX: no check: functx has no multi-process operations.
 
@@ -976,10 +973,7 @@ debug_key_reuse = _switch(
     ``scan``/``fori_loop``/``while_loop`` that is carried unchanged, so that each iteration uses
     it again. Raw ``uint32`` keys (``PRNGKey``) are never checked, as in JAX.
 
-    Arguments:
-      new_val: True (the default) or False, inside the block.
-    Returns:
-      a context manager, also usable as a decorator; ``.value`` reads the setting.
+    <arguments>
 
     Differences from JAX: the cases above are not checked.
 
@@ -1006,10 +1000,7 @@ softmax_custom_jvp = _switch(
     differentiable (``hessian``). The values are the same; the gradients agree to rounding.
     ``jit`` keys its programs on the setting.
 
-    Arguments:
-      new_val: True (the default) or False, inside the block.
-    Returns:
-      a context manager, also usable as a decorator; ``.value`` reads the setting.
+    <arguments>
     Example:
       >>> import functx, functx.numpy as jnp
       >>> with functx.softmax_custom_jvp(True):
@@ -1030,10 +1021,7 @@ threefry_partitionable = _switch(
     either way. Off, an array of more than ``2**32 - 1`` 32-bit words of bits raises
     ``NotImplementedError``.
 
-    Arguments:
-      new_val: True (the default) or False, inside the block.
-    Returns:
-      a context manager, also usable as a decorator; ``.value`` reads the setting.
+    <arguments>
     Example:
       >>> import functx
       >>> from functx import random
@@ -1053,10 +1041,7 @@ enable_custom_prng = _switch(
     functx keeps the setting; its ``functx.random`` returns the kind of key it was given, and has
     one PRNG implementation (Threefry).
 
-    Arguments:
-      new_val: True (the default) or False, inside the block.
-    Returns:
-      a context manager, also usable as a decorator; ``.value`` reads the setting.
+    <arguments>
 
     Differences from JAX: on, raw keys still give raw keys, without a warning.
 
@@ -1076,10 +1061,7 @@ allow_f16_reductions = _switch(
     and the other library functions add half-precision values in float32, so they are not
     affected (nor are JAX's). On by default.
 
-    Arguments:
-      new_val: True (the default) or False, inside the block.
-    Returns:
-      a context manager, also usable as a decorator; ``.value`` reads the setting.
+    <arguments>
     Example:
       >>> import functx, functx.numpy as jnp
       >>> x = jnp.ones(3, jnp.float16)
@@ -1126,10 +1108,7 @@ remove_size_one_mesh_axis_from_type = _switch(
     sharding in an array's type. functx's array types carry no sharding (one device), so there
     is nothing to drop: the setting is kept and changes nothing.
 
-    Arguments:
-      new_val: True (the default) or False, inside the block.
-    Returns:
-      a context manager, also usable as a decorator; ``.value`` reads the setting.
+    <arguments>
     Example:
       >>> import functx, functx.numpy as jnp
       >>> with functx.remove_size_one_mesh_axis_from_type(True):
@@ -1138,25 +1117,23 @@ remove_size_one_mesh_axis_from_type = _switch(
     """,
 )
 # (the attribute of its option's name, ``functx.config.jax2tf_...``, is the value, as in JAX)
-_jax2tf_associative_scan_reductions = Setting(
+_jax2tf_associative_scan_reductions = _switch(
     "jax2tf_associative_scan_reductions",
-    _env_bool("JAX2TF_ASSOCIATIVE_SCAN_REDUCTIONS", False),
-    doc="""``functx.jax2tf_associative_scan_reductions`` (JAX's state of that name, the option
+    False,
+    """``functx.jax2tf_associative_scan_reductions`` (JAX's state of that name, the option
     "jax2tf_associative_scan_reductions"): which lowering ``jax2tf`` gives cumulative sums,
     products, maxima and minima. functx has no ``jax2tf``; its ``cumsum``/``cumprod``/``cummax``/
     ``cummin`` are associative scans on every backend, so the setting is kept and changes
     nothing.
 
-    Arguments:
-      new_val: True (the default) or False, inside the block.
-    Returns:
-      a context manager, also usable as a decorator; ``.value`` reads the setting.
+    <arguments>
     Example:
       >>> import functx, functx.numpy as jnp
       >>> with functx.jax2tf_associative_scan_reductions(True):
       ...     print(jnp.cumsum(jnp.arange(4)))
       [0 1 3 6]
     """,
+    option="jax2tf_associative_scan_reductions",
 )
 auto_pcast = _switch(
     "auto_pcast",
@@ -1166,10 +1143,7 @@ auto_pcast = _switch(
     varying-manual-axes types of their operands. functx's ``shard_map`` runs on one device and
     its types carry no varying axes, so the setting is kept and changes nothing.
 
-    Arguments:
-      new_val: True (the default) or False, inside the block.
-    Returns:
-      a context manager, also usable as a decorator; ``.value`` reads the setting.
+    <arguments>
     Example:
       >>> import functx
       >>> with functx.auto_pcast(False):
