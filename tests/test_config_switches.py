@@ -178,12 +178,13 @@ def _draws(m, f):
 def test_threefry_partitionable_bits_as_jax():
     # (one jitted function per library, called in both settings: its programs are keyed apart)
     fs = {m: m.jit(lambda k, m=m: m.random.bits(k, (7,), "uint16")) for m in (functx, jax)}
-    for partitionable in (False, True, False):
+    for partitionable in (False, True):
         with (
             functx.threefry_partitionable(partitionable),
             jax.threefry_partitionable(partitionable),
         ):
-            ours, theirs = _draws(functx, fs[functx]), _draws(jax, fs[jax])
+            ours = _draws(functx, fs[functx])
+            theirs = jax.jit(lambda: _draws(jax, fs[jax]))()  # (one compile, not one per op)
         for a, b in zip(ours, theirs):
             assert np.asarray(a).dtype == np.asarray(b).dtype
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
@@ -250,33 +251,40 @@ def test_enable_checks_typechecks_jitted_programs(monkeypatch):
 
 
 # --- the switches functx keeps without a behaviour of its own ------------------------------------
+SM_X = np.float32([[0.5, -1.0, 2.0, 0.1], [1.0, 3.0, -2.0, 0.0]])
+SM_MASK = np.array([[True, True, False, True], [True, False, True, True]])
+SM_CT = np.float32([[1, 2, 3, 4], [0.5, -1, 2, 1]])
+
+
+def _softmax_grads(m, jitted):
+    """The gradient of a softmax loss, without and with a mask (traced under ``jit``), and a
+    Hessian."""
+
+    def loss(x, where=None):
+        return (m.nn.softmax(x, where=where) * SM_CT).sum()
+
+    def all_three(x, mask):
+        hess = m.hessian(lambda v: (m.nn.softmax(v) * SM_CT[0]).sum())(x[0])
+        return m.grad(loss)(x), m.grad(loss)(x, mask), hess
+
+    return (m.jit(all_three) if jitted else all_three)(SM_X, SM_MASK)
+
+
 def test_softmax_custom_jvp_as_jax():
-    x = np.float32([[0.5, -1.0, 2.0, 0.1], [1.0, 3.0, -2.0, 0.0]])
-    mask = np.array([[True, True, False, True], [True, False, True, True]])
-    ct = np.float32([[1, 2, 3, 4], [0.5, -1, 2, 1]])
     for on in (True, False):
-        got = {}
-        for m in (functx, jax):
-
-            def loss(x, where=None, m=m):
-                return (m.nn.softmax(x, where=where) * ct).sum()
-
-            with m.softmax_custom_jvp(on):
-                got[m] = [
-                    m.grad(loss)(x),
-                    m.jit(m.grad(loss))(x, mask),  # (a traced mask)
-                    m.hessian(lambda v, m=m: (m.nn.softmax(v) * ct[0]).sum())(x[0]),
-                ]
-        for a, b in zip(got[functx], got[jax]):
+        with functx.softmax_custom_jvp(on), jax.softmax_custom_jvp(on):
+            ours = _softmax_grads(functx, jitted=on)  # (a traced mask: an operand of the rule)
+            theirs = _softmax_grads(jax, jitted=True)
+        for a, b in zip(ours, theirs):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
     traced = []
     f = functx.jit(lambda x: traced.append(1) or functx.nn.softmax(x))
-    f(x[0])
+    f(SM_X[0])
     with functx.softmax_custom_jvp(True):  # (jit keys its programs on the setting)
-        f(x[0])
-        assert "custom_jvp" in str(functx.make_jaxpr(functx.nn.softmax)(x[0]))
+        f(SM_X[0])
+        assert "custom_jvp" in str(functx.make_jaxpr(functx.nn.softmax)(SM_X[0]))
     assert len(traced) == 2
-    assert "custom_jvp" not in str(functx.make_jaxpr(functx.nn.softmax)(x[0]))
+    assert "custom_jvp" not in str(functx.make_jaxpr(functx.nn.softmax)(SM_X[0]))
 
 
 @pytest.mark.parametrize(
