@@ -893,15 +893,15 @@ explain_cache_misses = _switch(
 no_tracing = _switch(
     "no_tracing",
     False,
-    """``functx.no_tracing`` (``jax.no_tracing``, the option "jax_no_tracing"): while on, a
-    ``jit``-compiled function that would have to trace (a call it has no program for, or
-    ``.trace``/``.lower``) raises ``RuntimeError`` naming the function instead, as JAX's does:
-    a way to assert that a loop runs on programs already compiled.
+    """``functx.no_tracing`` (``jax.no_tracing``, the option "jax_no_tracing"): while on,
+    tracing raises ``RuntimeError`` naming the function, as JAX's does: a ``jit``-compiled
+    function called (or ``.trace``/``.lower``-ed) for a signature it has no program for, and
+    ``make_jaxpr``. A way to assert that a loop runs on programs already compiled.
 
     <arguments>
 
-    Differences from JAX: ``make_jaxpr``, ``grad``, ``vmap`` and a ``jit`` called inside another
-    trace still trace (JAX's check is in its tracing cache, which they use).
+    Differences from JAX: ``eval_shape``, ``grad``, ``vmap``, ``jvp`` and a ``jit`` called inside
+    another trace still trace (JAX raises where they trace a function its tracing cache lacks).
 
     Example:
       >>> import functx, numpy as np

@@ -869,9 +869,11 @@ class Jitted:
           >>> print(functx.jit(lambda x: x * 2).trace(1.0).jaxpr)
           { lambda ; a:f32[]. let b:f32[] = mul a 2.0:f32[] in (b,) }
         """
-        f, leaves, in_tree, _ = self._trace(args, kwargs)
+        f, leaves, in_tree, statics = self._trace(args, kwargs)
         if _config.no_tracing.value:
-            self._before_trace(None, (), {})
+            real = [x for x in leaves if not isinstance(x, ShapeDtypeStruct)]
+            place = _placement(real, self.backend, self._what)
+            self._check_no_tracing(leaves, in_tree, statics, place)
         a, kw = tree_unflatten(in_tree, leaves)
         closed, _, out_tree, _ = tracing.trace_pytree(f, a, kw)
         avals = [get_aval(x) for x in leaves]
@@ -971,17 +973,8 @@ class Jitted:
             closed, _, out_tree, _ = tracing.trace_pytree(f, *tree_unflatten(in_tree, leaves))
             return tree_unflatten(out_tree, eval_jaxpr(closed.jaxpr, closed.consts, *leaves))
         place = _placement(leaves, self.backend, self._what)
-        key = (
-            in_tree,
-            tuple(get_aval(x) for x in leaves),
-            statics,
-            place,
-            None if place == "cpu" else matmul_precision(),
-            _config.jit_key_flags(),  # (x64 and the settings that change what tracing makes)
-        )
-        env = _axis_env.env_key()  # (named axes bound around the call: sizes are baked in)
-        if env:
-            key += (env,)
+        key = self._key(leaves, in_tree, statics, place)
+        env = key[6:]
         entry = self.cache.get(key)
         if entry is None:
             self._before_trace(key, args, kwargs)
@@ -1019,6 +1012,30 @@ class Jitted:
             f"without jit made none (it passed on its inputs' own, its operations on NumPy "
             f"values are NumPy's, unchecked, or the compiled program's arithmetic differs){where()}"
         )
+
+    def _key(self, leaves, in_tree, statics, place):
+        """The cache key of a call: the tree, the leaves' avals, the static arguments, the
+        device, the GPU precision, x64 and the settings that change what tracing makes, and the
+        named axes bound around the call (their sizes are baked in)."""
+        key = (
+            in_tree,
+            tuple(get_aval(x) for x in leaves),
+            statics,
+            place,
+            None if place == "cpu" else matmul_precision(),
+            _config.jit_key_flags(),
+        )
+        env = _axis_env.env_key()
+        return key + (env,) if env else key
+
+    def _check_no_tracing(self, leaves, in_tree, statics, place):
+        """Under ``functx.no_tracing``, ``.trace``/``.lower`` for a signature no call has a
+        program for raise (as JAX's, whose tracing cache the calls fill)."""
+        if (
+            _config.no_tracing.value
+            and self._key(leaves, in_tree, statics, place) not in self.cache
+        ):
+            self._before_trace(None, (), {})
 
     def _before_trace(self, key, args, kwargs):
         """A call has no program for ``key``: raise under ``functx.no_tracing``; under
@@ -1163,8 +1180,6 @@ class Jitted:
         return exe, out_tree
 
     def _final_jaxpr(self, f, leaves, in_tree, place):
-        if _config.no_tracing.value:
-            self._before_trace(None, (), {})
         a, kw = tree_unflatten(in_tree, leaves)
         closed, _, out_tree, _ = tracing.trace_pytree(f, a, kw)
         check_consts(closed.consts, CPU if place == "cpu" else place, self._what)
@@ -1179,10 +1194,11 @@ class Jitted:
         return closed, out_tree
 
     def lower(self, *args, **kwargs) -> Lowered:
-        f, leaves, in_tree, _ = self._trace(args, kwargs)
+        f, leaves, in_tree, statics = self._trace(args, kwargs)
         # (ShapeDtypeStructs stand for arrays without data, on no device)
         real = [x for x in leaves if not isinstance(x, ShapeDtypeStruct)]
         place = _placement(real, self.backend, self._what)
+        self._check_no_tracing(leaves, in_tree, statics, place)
         closed, out_tree = self._final_jaxpr(f, leaves, in_tree, place)
         runner = _executable(closed, place)
         inner = getattr(runner, "inner", runner)  # (under _WithFloat0)

@@ -659,6 +659,11 @@ def make_jaxpr(fun: Callable, static_argnums: int | tuple[int, ...] = ()):
 
     @functools.wraps(fun)
     def traced(*args, **kwargs):
+        if config.no_tracing.value:  # (make_jaxpr always traces: JAX's raises too)
+            raise FunctxRuntimeError(
+                f"re-tracing function {getattr(fun, '__name__', fun)} for `make_jaxpr`, but "
+                f"'no_tracing' is set{where()}"
+            )
         dyn, stat = split_static(args, static_argnums)
         leaves, in_tree = tree_flatten((dyn, kwargs))
 

@@ -52,15 +52,20 @@ def test_state_as_jax(name):
 
 # --- no_tracing / no_execution ------------------------------------------------------------------
 def test_no_tracing_as_jax():
+    one, two = np.float32(1), np.ones(2, np.float32)
     for m in (functx, jax):
         f = m.jit(lambda x: x * 2)
-        f(np.float32(1))
+        f(one)
         with m.no_tracing(True):
             assert float(f(np.float32(3))) == 6.0  # (a program it has)
+            assert f.trace(one).jaxpr is not None and f.lower(one) is not None
+            for new in (lambda: f(two), lambda: f.trace(two), lambda: f.lower(two)):
+                with pytest.raises(RuntimeError, match="no_tracing"):
+                    new()
             with pytest.raises(RuntimeError, match="no_tracing"):
-                f(np.ones(2, np.float32))
+                m.make_jaxpr(lambda x: x)(one)
     with functx.no_tracing(True), pytest.raises(functx.errors.FunctxRuntimeError, match="lambda"):
-        functx.jit(lambda x: x).lower(np.float32(1))
+        functx.jit(lambda x: x).lower(one)
 
 
 def test_no_execution_as_jax():
