@@ -69,6 +69,10 @@ NAMESPACES: tuple[str, ...] = (
     "functx.example_libraries",
     "functx.example_libraries.optimizers",
     "functx.example_libraries.stax",
+    "functx.monitoring",
+    "functx.memory",
+    "functx.extend",
+    "functx.extend.core",
 )
 
 # The distributions of functx.scipy.stats (``functx.scipy.stats.norm.pdf``, ...): public modules

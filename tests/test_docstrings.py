@@ -78,11 +78,21 @@ DIFFERS_FROM_JAX: dict[str, str] = {
         "value_and_grad vjp transfer_guard transfer_guard_host_to_device "
         "transfer_guard_device_to_device transfer_guard_device_to_host legacy_prng_key "
         "log_compiles ensure_compile_time_eval device_put pmap shard_map debug_nans debug_infs "
-        "check_tracer_leaks default_prng_impl print_environment_info smap"
+        "check_tracer_leaks default_prng_impl print_environment_info smap enable_checks "
+        "explain_cache_misses no_tracing thread_guard debug_key_reuse enable_custom_prng "
+        "array_garbage_collection_guard"
     ),
     "functx.ad_checkpoint": "Offloadable",
     "functx.custom_batching": "custom_vmap",
-    "functx.debug": "breakpoint callback print",
+    "functx.debug": (
+        "breakpoint callback print inspect_array_sharding visualize_sharding "
+        "visualize_array_sharding"
+    ),
+    "functx.extend.core": "Primitive",
+    "functx.monitoring": (
+        "clear_event_listeners unregister_event_listener unregister_event_duration_listener "
+        "unregister_event_time_span_listener unregister_scalar_listener"
+    ),
     "functx.tree_util": "flatten_one_level_with_keys",
     "functx.errors": (
         "NonConcreteBooleanIndexError TracerArrayConversionError TracerIntegerConversionError"
