@@ -395,8 +395,9 @@ class _Buf:
 
 def test_launch_site_calls_the_compiled_kernel_directly(monkeypatch):
     """The first launch goes through Triton; later ones call the compiled kernel's launcher with
-    (grid, stream, function, metadata, hooks, the buffers' addresses); a misaligned buffer goes
-    through Triton."""
+    (grid, stream, function, metadata, hooks, the buffers' addresses). Triton compiles a kernel
+    per pattern of 16-byte alignment: the first launch with a new pattern goes through Triton,
+    later ones with that pattern (a host loop's slices of a stacked buffer) launch directly."""
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     monkeypatch.setattr(rt, "_cuda", (lambda: 0, lambda dev: 1234))
     monkeypatch.setattr(rt, "_knobs", None)
@@ -410,14 +411,21 @@ def test_launch_site_calls_the_compiled_kernel_directly(monkeypatch):
     assert k.compiled.calls == [(5, 2, 1, 1234, "fn", "meta", None, None, None, 4096, 8192)]
     site(5, 2, _Buf(4100), b)  # not 16-byte aligned: Triton specialises differently
     assert len(k.slow) == 2 and len(k.compiled.calls) == 1
+    site(6, 1, _Buf(4200), b)  # the same pattern (the first buffer misaligned): direct
+    assert len(k.slow) == 2 and k.compiled.calls[-1][-2:] == (4200, 8192)
+    site(6, 1, a, _Buf(8200))  # another pattern: through Triton once, then direct
+    site(6, 1, a, _Buf(8228))
+    assert len(k.slow) == 3 and k.compiled.calls[-1][-2:] == (4096, 8228)
+    assert set(site.fast) == {0, (0, 0b01), (0, 0b10)}
     # a profiler's launch hook (Triton calls it): through Triton while it is set
     hooks = SimpleNamespace(launch_enter_hook=lambda *a: None, launch_exit_hook=None)
     monkeypatch.setattr(rt, "_knobs", hooks)
+    n = len(k.compiled.calls)
     site(5, 2, a, b)
-    assert len(k.slow) == 3 and len(k.compiled.calls) == 1
+    assert len(k.slow) == 4 and len(k.compiled.calls) == n
     hooks.launch_enter_hook = SimpleNamespace(calls=[])  # Triton 3.7's empty hook chain
     site(5, 2, a, b)
-    assert len(k.slow) == 3 and len(k.compiled.calls) == 2
+    assert len(k.slow) == 4 and len(k.compiled.calls) == n + 1
     monkeypatch.setenv("FUNCTX_TRITON_DIRECT", "0")
     k2 = _Kernel()
     s2 = rt.site(k2, 4)

@@ -8,9 +8,11 @@ launch sites, and the executables ``functx.jit`` holds.
 * **Launch sites.** Each kernel launch in a module's host code goes through a ``Site``. Its first
   call goes through Triton (``kernel[grid](...)``), which compiles the kernel and returns it; later
   calls give the compiled kernel's launcher the grid, the stream and the buffers directly, which
-  skips Triton's per-call argument binding and specialisation. A compiled kernel assumes that its
-  pointers are 16-byte aligned if they were at the first call, so a call with a misaligned buffer
-  goes through Triton again; so does every call while a Triton launch hook (a profiler) is set.
+  skips Triton's per-call argument binding and specialisation. Triton compiles a kernel for the
+  pattern of its pointers' 16-byte alignment, so a site keeps a compiled kernel per pattern (the
+  first call with a new pattern goes through Triton): a host loop passing slices of a stacked
+  buffer (25 float32 values a step: aligned every fourth step) launches directly every step.
+  Every call goes through Triton while a Triton launch hook (a profiler) is set.
   ``FUNCTX_TRITON_DIRECT=0`` turns the direct launches off.
 * **CUDA graphs**: programs of at least ``GRAPH_MIN_LAUNCHES`` launches (kernels, matrix
   products and graph-safe library steps, each counted as the launches it stands for:
@@ -146,7 +148,9 @@ class Site:
     def __init__(self, kernel, num_warps: int):
         self.kernel = kernel
         self.num_warps = num_warps
-        self.fast: dict = {}  # device index -> _fast_entry(compiled kernel)
+        # device index (16-byte aligned buffers), or (device index, _misaligned bits) ->
+        # _fast_entry(the kernel Triton compiled for that alignment)
+        self.fast: dict = {}
         self.name = getattr(kernel, "__name__", None) or getattr(
             getattr(kernel, "fn", None), "__name__", "kernel"
         )
@@ -162,15 +166,16 @@ class Site:
         fast = self.fast
         if fast:
             dev = _cuda[0]()
-            f = fast.get(dev)
-            if f is not None and not _hooks_active():
+            if not _hooks_active():
                 # the buffers' addresses as integers: the launcher takes them as they are
                 # (given tensors, it asks each for data_ptr() and checks it with the driver)
                 ptrs = [a.data_ptr() for a in args]
                 bits = 0
                 for p in ptrs:
                     bits |= p
-                if not bits & 15:  # compiled for 16-byte aligned buffers
+                # (the kernel compiled for 16-byte aligned buffers, else for this pattern)
+                f = fast.get(dev if not bits & 15 else (dev, _misaligned(ptrs)))
+                if f is not None:
                     if f[0]:  # the launcher's C function (no scratch memory to allocate)
                         f[1](
                             g0,
@@ -206,14 +211,28 @@ class Site:
         if _cuda is None:
             _bind_cuda()
         dev = _cuda[0]()
-        if dev in self.fast or not _aligned(args):
+        ptrs = [a.data_ptr() for a in args]
+        key = dev if _aligned(args) else (dev, _misaligned(ptrs))
+        if key in self.fast:
             return
         try:
-            self.fast[dev] = _fast_entry(ck)
+            self.fast[key] = _fast_entry(ck)
         except AttributeError as e:  # another Triton's compiled-kernel interface
             if not self.note:
                 self.note = f"direct launches unavailable ({e})"
                 log(f"Triton kernel {self.name}: {self.note}; launching through Triton")
+
+
+def _misaligned(ptrs) -> int:
+    """Which of the addresses ``ptrs`` are not 16-byte aligned, as bits (bit ``i``: ``ptrs[i]``):
+    Triton compiles a kernel for each pattern (a host loop's slices of a stacked ``xs``/``ys``
+    buffer at ``it * 100`` bytes give two), and a site keeps each pattern's compiled kernel."""
+    mask, bit = 0, 1
+    for p in ptrs:
+        if p & 15:
+            mask |= bit
+        bit <<= 1
+    return mask
 
 
 def _fast_entry(ck):
