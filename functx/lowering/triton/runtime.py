@@ -1136,18 +1136,15 @@ class TritonExecutable:
     def _capture(self, dev, static_in, outs, pool):
         """A graph of the program reading ``static_in`` and writing ``outs`` (allocated here,
         inside the graph's memory, where None); ``pool``: the memory pool of an earlier graph
-        of this program to share (None for the first, which runs once off the default stream
-        first, as torch advises). Returns ``(outputs, graph)``."""
+        of this program to share (None for the first). No warm-up run first (torch's advice for
+        a first capture): ``_graphed`` captures only after a direct run of the program on this
+        device and stream, which compiled its kernels and made cuBLAS's handle, as for in-place
+        graphs; a warm-up cost a whole run more (a host loop's every iteration).
+        Returns ``(outputs, graph)``."""
         import torch
 
         t0 = time.perf_counter()
         consts = self._consts(dev)
-        if pool is None:
-            side = torch.cuda.Stream(dev)
-            side.wait_stream(torch.cuda.current_stream(dev))
-            with torch.cuda.stream(side):
-                self._run_module(static_in, consts, self._outputs(dev))
-            torch.cuda.current_stream(dev).wait_stream(side)
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g, pool=pool):
             if outs is None:
