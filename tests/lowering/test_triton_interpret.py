@@ -687,6 +687,27 @@ def test_copy_graphs_read_a_training_loops_parameters_in_place():
             kept.pop(0)
 
 
+def test_copy_graphs_after_a_slow_first_capture_replay_it_with_copies(monkeypatch):
+    """A first capture slower than GRAPH_SLOW_CAPTURE_S (a host loop's: each capture runs every
+    iteration's host code) is the only one: later calls replay it, copying the arguments in and
+    the results out, whatever the caller holds. Results right and kept."""
+    captured = []
+    x, b = torch.arange(4.0), torch.ones(4)
+
+    def fn(a, b):
+        return [a * 2 + b, a.sum()]
+
+    for slow, more in ((-1.0, 0), (60.0, rt.HANDOUT_INSTANCES)):
+        monkeypatch.setattr(rt, "GRAPH_SLOW_CAPTURE_S", slow)
+        captured.clear()
+        graphs = _fake_copy_graphs(captured, [x, b], fn)
+        held = []
+        for k in range(6):  # the same arguments, each result held (out = f(x) in a loop)
+            held.append((graphs([x + k, b]), x + k))
+        assert len(captured) == 1 + more and len(graphs.graphs.handout) == more, slow
+        assert all(torch.equal(r[0], a * 2 + b) and float(r[1]) == a.sum() for r, a in held)
+
+
 def test_copy_graphs_copy_arguments_of_any_dtype_into_aligned_static_inputs():
     """The static inputs are aligned views of one buffer that one cat fills with the arguments'
     bytes: every dtype, 0-d and empty arguments arrive unchanged."""

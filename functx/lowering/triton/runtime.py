@@ -28,8 +28,10 @@ launch sites, and the executables ``functx.jit`` holds.
     instance with its outputs copied. A hand-out instance reads in place the arguments that lie
     where they lay in the previous call or in the outputs it handed out (a training loop's
     parameters: two instances then read each other's outputs), and copies only the others in.
-    On an H100 host, the 16-launch per-sample-gradient step on
-    8 samples: about 400 us with direct launches, 157 us replayed (with outputs copied).
+    Where the first capture was slow (``GRAPH_SLOW_CAPTURE_S``: a host loop, whose capture runs
+    every iteration's host code), every call replays the first instance. On an H100 host, the
+    16-launch per-sample-gradient step on 8 samples: about 400 us with direct launches, 157 us
+    replayed (with outputs copied).
   - **in place** (``graph_mode == "in place"``, larger data, where copies would cost more than the
     graph saves): ``InPlaceGraphs``. A graph reads the inputs where they lie, so it serves only
     calls whose inputs sit at the addresses it was captured with (a call with addresses seen before
@@ -386,6 +388,10 @@ GRAPH_BYTES_PER_LAUNCH = 8 << 20  # copying this in and out takes about 6 us on 
 GRAPH_INSTANCES = 2  # in-place graphs an executable keeps (a caller holding the last result)
 GRAPH_MAX_CAPTURES = 16  # in-place captures of one executable, at most
 HANDOUT_INSTANCES = 3  # copy-mode graphs of an executable whose outputs are handed out
+# a copy-mode capture slower than this (seconds: a host loop's every iteration, thousands of
+# launches) captures no hand-out instances after it: each would cost as much, to save copies
+# of the arguments and results (microseconds a call)
+GRAPH_SLOW_CAPTURE_S = 0.1
 _ALIGN = 16  # bytes: where each static input of a copy-mode graph starts
 
 
@@ -642,7 +648,10 @@ class CopyGraphs:
     buffers and writes new ones, ``Y`` reads ``X``'s and writes into ``P``'s (``P`` retires), so a
     loop ``params = step(params, batch)`` alternates between them and copies only the batch.
     A call no instance serves captures a new one, retiring the least recently used instance
-    whose outputs are free where the limit is reached (at most ``GRAPH_MAX_CAPTURES`` captures).
+    whose outputs are free where the limit is reached (at most ``GRAPH_MAX_CAPTURES`` captures;
+    none after a first capture slower than ``GRAPH_SLOW_CAPTURE_S``: a program with a host loop,
+    whose every capture runs all its iterations' host code, replays the fallback instance from
+    its third call on instead of capturing a hand-out instance on the third and fourth).
     Instances share the fallback's memory pool (they replay one after another on one stream, and
     their outputs are allocated outside it), so an instance costs its outputs' bytes.
     Scalar outputs beside larger ones are copied out rather than handed out, so a loop that
@@ -671,7 +680,10 @@ class CopyGraphs:
         last, self.last_addrs = self.last_addrs, addrs
         if self.copying is None:  # (filled first: the capture runs the program once)
             self.full.fill(ins)
+            t0 = time.perf_counter()
             self.copying = self.capture(self.static_in, None, None)
+            if time.perf_counter() - t0 > GRAPH_SLOW_CAPTURE_S:
+                self.captures = GRAPH_MAX_CAPTURES  # (no more: copies in and out from now on)
             return self._copy_out(ins, filled=True)
         inst = next((i for i in self.handout if i.matches(addrs) and i.is_free()), None)
         if inst is None or len(inst.bound) < len(ins):  # (else no instance could bind more)
