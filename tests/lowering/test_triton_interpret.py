@@ -434,6 +434,38 @@ def test_launch_site_calls_the_compiled_kernel_directly(monkeypatch):
     assert len(k2.slow) == 2 and s2.mode == "triton" and not k2.compiled.calls
 
 
+def test_host_loop_launches_go_through_triton_as_often_for_any_length(monkeypatch):
+    """A host loop (device loops off) over a scan whose steps read and write 25-element slices
+    of stacked buffers: each step's slices are 16-byte aligned one step in four. Triton's
+    dispatch (compiles, specialisation) serves each launch site's first launch per alignment
+    pattern only, so a run dispatches through Triton as often at 13 steps as at 60; the other
+    launches go to the compiled kernels directly (every launch through Triton grew with the
+    length: on an H100 each took tens of microseconds, the first calls' bulk)."""
+    monkeypatch.setenv("FUNCTX_DEVICE_LOOPS", "0")
+
+    def body(c, x):
+        y = fnp.tanh(c * x + 1.0)
+        return y, y * 2.0 + x
+
+    counts = []
+    for length in (13, 60):
+        xs = np.ones((length, 25), np.float32)
+        exe = compile_triton(functx.make_jaxpr(lambda c, xs: flax.scan(body, c, xs))(xs[0], xs))
+        assert "(a host loop: " in exe.source
+        kernels = [_Kernel() for _ in exe.sites]
+        with monkeypatch.context() as m:  # (after compiling) the direct path, on the CPU
+            m.setattr(rt, "_cuda", (lambda: 0, lambda dev: 0))
+            m.setattr(rt, "_knobs", None)
+            m.setattr(rt, "interpreting", lambda: False)
+            for s, k in zip(exe.sites, kernels):  # stand-ins: launches recorded, not run
+                m.setattr(s, "kernel", k)
+            exe(xs[0], xs)
+        slow = sum(len(k.slow) for k in kernels)
+        counts.append((slow, slow + sum(len(k.compiled.calls) for k in kernels)))
+    (slow13, all13), (slow60, all60) = counts
+    assert slow13 == slow60 and all60 - all13 >= 60 - 13
+
+
 def test_launch_site_calls_the_c_launcher_of_triton_3_6(monkeypatch):
     """With Triton 3.6 and no scratch memory, the site calls the launcher's C function with the
     arguments its Python wrapper would give it."""
