@@ -13,6 +13,10 @@ graph capture's). ``--profile``: one more process (host loops, the first T) whos
 second calls run under cProfile (top functions by own time).
 
     python benchmarks/gpu_first_calls.py [--Ts 300,3000] [--steps 5] [--profile] [--quick]
+        [--base TREE]
+
+``--base TREE``: the host loops of the functx in ``TREE`` too (another commit's files, e.g.
+``git archive <commit> | tar -x -C TREE``), each beside this tree's: before and after.
 
 ``--quick``: small sizes for Triton's CPU interpreter (``TRITON_INTERPRET=1``) and JAX on the CPU:
 a check of the script, not a measurement.
@@ -102,10 +106,7 @@ def worker(lib: str, T: int, steps: int, save: str, profile: bool) -> None:
         print(json.dumps(rec), flush=True)
         if i == 0:
             leaves = [np.asarray(x, np.float64) for x in jx.tree_util.tree_leaves(out)]
-            np.savez(
-                os.path.join(save, f"{lib}{os.environ.get('FUNCTX_DEVICE_LOOPS', '1')}_{T}.npz"),
-                *leaves,
-            )
+            np.savez(save, *leaves)  # (the file the parent named)
         if prof:
             text = io.StringIO()
             pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(25)
@@ -128,6 +129,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--base", help="a tree of another functx commit: its host loops beside")
     ap.add_argument("--deadline", type=float, default=280.0, help="seconds for everything")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--T", type=int, help=argparse.SUPPRESS)
@@ -140,25 +142,30 @@ def main() -> None:
     steps = 1 if args.quick else args.steps
     save = tempfile.mkdtemp(prefix="fx_first_calls_")
     base = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false", FUNCTX_LOG_COMPILES="1")
-    base["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, base.get("PYTHONPATH")) if p)
-    # (shown, library, device loops, T, profile): host loops first (the subject), JAX beside
+    # (shown, library, device loops, T, profile, functx tree): host loops first (the subject),
+    # the --base tree's and JAX beside them
     runs = []
     for T in Ts:
-        runs += [("functx host loops", "functx", "0", T, False), ("jax", "jax", "1", T, False)]
-    runs += [("functx device loops", "functx", "1", T, False) for T in Ts]
+        runs.append(("functx host loops", "functx", "0", T, False, ROOT))
+        if args.base:
+            runs.append(("functx host loops, base", "functx", "0", T, False, args.base))
+        runs.append(("jax", "jax", "1", T, False, ROOT))
+    runs += [("functx device loops", "functx", "1", T, False, ROOT) for T in Ts]
     if args.profile:
-        runs.append(("functx host loops, profiled", "functx", "0", Ts[0], True))
+        runs.append(("functx host loops, profiled", "functx", "0", Ts[0], True, ROOT))
     results: dict = {}
     t_start = time.perf_counter()
-    for shown, lib, loops, T, profile in runs:
+    for shown, lib, loops, T, profile, root in runs:
         left = args.deadline - (time.perf_counter() - t_start)
         if left < 10:
             print(f"== {shown} T={T}: not run (--deadline)")
             continue
         env = dict(base, FUNCTX_DEVICE_LOOPS=loops)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
         env["FUNCTX_CACHE_DIR"] = tempfile.mkdtemp(prefix="cache_", dir=save)  # (empty)
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", lib, "--T", str(T)]
-        cmd += ["--steps", str(steps), "--save", save] + (["--profile"] if profile else [])
+        cmd += ["--steps", str(steps), "--save", os.path.join(save, f"{shown} {T}.npz")]
+        cmd += ["--profile"] if profile else []
         t0 = time.perf_counter()
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=left)
@@ -181,14 +188,12 @@ def main() -> None:
             results[(shown, T)] = recs
     print(f"(everything: {time.perf_counter() - t_start:.0f} s)")
     print("correctness against JAX (relative error in the 2-norm, worst output, first call):")
-    errs = {}
-    for shown, lib, loops, T, profile in runs:
-        if lib == "functx" and not profile and (shown, T) in results:
-            errs[(shown, T)] = _error(save, f"functx{loops}_{T}", f"jax1_{T}")
-            verdict = "ok" if errs[(shown, T)] <= 2e-3 else "WRONG"
-            print(f"  {shown:22s} T={T:<5d} {errs[(shown, T)]:.1e} {verdict}")
+    for shown, T in results:
+        if shown != "jax":
+            err = _error(save, f"{shown} {T}", f"jax {T}")
+            print(f"  {shown:24s} T={T:<5d} {err:.1e} {'ok' if err <= 2e-3 else 'WRONG'}")
     print(
-        f"{'variant':22s} {'T':>5s} "
+        f"{'variant':24s} {'T':>5s} "
         + " ".join(f"{c:>8s}" for c in ("1st s", "2nd s", "3rd s"))
         + f" {'4th s':>8s} {'steady ms':>10s}"
     )
@@ -197,7 +202,7 @@ def main() -> None:
         steady = [r["steady_s"] for r in recs if "steady_s" in r]
         cells = [f"{t:8.3f}" for t in calls] + ["       -"] * (4 - len(calls))
         st = f"{steady[0] * 1e3:10.2f}" if steady else "         -"
-        print(f"{shown:22s} {T:5d} {' '.join(cells)} {st}")
+        print(f"{shown:24s} {T:5d} {' '.join(cells)} {st}")
 
 
 def _error(save: str, got: str, want: str) -> float:
