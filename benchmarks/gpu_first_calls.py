@@ -147,9 +147,9 @@ def main() -> None:
     runs = []
     for T in Ts:
         runs.append(("functx host loops", "functx", "0", T, False, ROOT))
+        runs.append(("jax", "jax", "1", T, False, ROOT))
         if args.base:
             runs.append(("functx host loops, base", "functx", "0", T, False, args.base))
-        runs.append(("jax", "jax", "1", T, False, ROOT))
     runs += [("functx device loops", "functx", "1", T, False, ROOT) for T in Ts]
     if args.profile:
         runs.append(("functx host loops, profiled", "functx", "0", Ts[0], True, ROOT))
