@@ -6,20 +6,13 @@ from __future__ import annotations
 import math
 
 from functx.lowering.schedule import Kernel
-from functx.lowering.triton import devloop, dot
+from functx.lowering.triton import devloop
 
 
 def render(prog, k: Kernel):
     """A control-flow loop kernel, through ``LOOP_KINDS`` (its group's type)."""
     group = k.nodes[0].params["group"]
     LOOP_KINDS[group["type"]](prog, k, group)
-
-
-def _sub(prog, closed):
-    """``prog._sub`` of a loop's body or a branch, its small matrix-vector products written as
-    a multiply and a sum first (``dot.matvec_sums``, as for the whole program): fused with the
-    body's other kernels rather than a cuBLAS call from the host at every iteration."""
-    return prog._sub(dot.matvec_sums(closed))
 
 
 def _view(n) -> str:
@@ -47,7 +40,7 @@ def _loop_scan(prog, k: Kernel, group):
         return
     ins, outs = group["ins"], group["outs"]
     nc, nk, length = group["num_consts"], group["num_carry"], group["length"]
-    name, bconsts = _sub(prog, group["jaxpr"])
+    name, bconsts = prog._sub(group["jaxpr"])
     consts, carry, xs = ins[:nc], ins[nc : nc + nk], ins[nc + nk :]
     carry_out, ys = outs[:nk], outs[nk:]
     tag = f"L{k.index}"
@@ -85,8 +78,8 @@ def _loop_while(prog, k: Kernel, group):
         return
     ins, outs = group["ins"], group["outs"]
     ncc, nbc = group["cond_nconsts"], group["body_nconsts"]
-    cname, cconsts = _sub(prog, group["cond_jaxpr"])
-    bname, bconsts = _sub(prog, group["body_jaxpr"])
+    cname, cconsts = prog._sub(group["cond_jaxpr"])
+    bname, bconsts = prog._sub(group["body_jaxpr"])
     cc, bc, carry = ins[:ncc], ins[ncc : ncc + nbc], ins[ncc + nbc :]
     tag = f"W{k.index}"
     lines, a, b = _carries(prog, tag, carry)
@@ -118,7 +111,7 @@ def _loop_cond(prog, k: Kernel, group):
         f"    {tag} = min(max(int({index.buf}.view(-1)[0].item()), 0), {len(branches) - 1})",
     ]
     for bi, br in enumerate(branches):
-        name, consts = _sub(prog, br)
+        name, consts = prog._sub(br)
         lines += [
             f"    {'if' if bi == 0 else 'elif'} {tag} == {bi}:",
             f"        {name}([{', '.join(_view(o) for o in ops)}], "
