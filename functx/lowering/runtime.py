@@ -397,7 +397,7 @@ class Executable:
             if "fx_own_sgemm" in self.source:  # (its products: the same routine every call)
                 from functx.lowering.cpp import gemm
 
-                gemm.wait()
+                gemm.wait(self.lib)
             try:
                 return self.run(leaves)
             finally:

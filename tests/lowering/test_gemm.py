@@ -4,13 +4,14 @@ columns past a 64-column panel, terms past a 16-term transpose, several contract
 several column and row blocks), both layouts of each operand, batches and added buffers."""
 
 import ctypes
-import shutil
+import json
+import os
 
 import numpy as np
 import pytest
 
 import functx
-from functx.lowering import cache
+from functx.lowering import cache, toolchain
 from functx.lowering.cpp import dot, gemm
 
 # (lhs shape, rhs shape, lhs transposed, rhs transposed): products of 2^15 multiply-adds or more
@@ -22,6 +23,11 @@ _CASES = [
     ((40, 300), (300, 1100), False, False),  # columns past one packed block of B (384 at 300)
     ((800, 40), (800, 70), True, False),  # 800 rows: two row blocks (768), 70 columns
 ]
+
+
+_OWN = pytest.mark.skipif(
+    not gemm.host_has_avx512() or dot.blas_threads() is None, reason="AVX-512 and OpenBLAS"
+)
 
 
 def _library_calls(path):
@@ -44,9 +50,7 @@ def _updates(w, x, d, u, a, b):
     return w - 0.1 * (x.T @ d), u - 0.5 * (a @ b), functx.numpy.matmul(a[None], b[None] * 2)
 
 
-@pytest.mark.skipif(
-    not gemm.host_has_avx512() or dot.blas_threads() is None, reason="AVX-512 and OpenBLAS"
-)
+@_OWN
 def test_own_gemm_matches_float64():
     rng = np.random.default_rng(0)
     ops = []
@@ -73,9 +77,7 @@ def test_own_gemm_matches_float64():
         np.testing.assert_array_equal(a, k)
 
 
-@pytest.mark.skipif(
-    not gemm.host_has_avx512() or dot.blas_threads() is None, reason="AVX-512 and OpenBLAS"
-)
+@_OWN
 def test_own_gemm_where_it_applies(monkeypatch):
     """Float32 products run through ``fx_own_sgemm``, whose pieces of enough columns and terms
     call the kernel (narrow ones OpenBLAS); float64 and ``dot.OWN_GEMM = False`` keep
@@ -96,67 +98,186 @@ def test_own_gemm_where_it_applies(monkeypatch):
     assert _own_runs(functx.jit(wide).lower(a, a.T.copy()).as_text()) == 0
 
 
-@pytest.mark.skipif(
-    not gemm.host_has_avx512() or dot.blas_threads() is None, reason="AVX-512 and OpenBLAS"
-)
-def test_own_gemm_before_its_library_is_built(monkeypatch):
-    """Until the kernel's library is in the cache directory, ``fx_own_sgemm`` copies ``U`` and
-    calls OpenBLAS: the same values (float64 reference)."""
-    from functx.lowering import program_cache
-
-    monkeypatch.setattr(program_cache, "key_of", lambda closed: None)  # (keyed on the Jaxpr)
-    monkeypatch.setattr(gemm, "library", lambda wait=True: "/nonexistent/fx-gemm.so")
+def _sgd_step():
     rng = np.random.default_rng(1)
     w, x, d = (rng.standard_normal(s).astype(np.float32) for s in [(96, 200), (64, 96), (64, 200)])
-    f = functx.jit(lambda w, x, d: w - 0.1 * (x.T @ d))
-    assert _own_runs(f.lower(w, x, d).as_text()) == 1
-    want = w - 0.1 * (x.T.astype(np.float64) @ d)
-    np.testing.assert_allclose(np.asarray(f(w, x, d)), want, rtol=1e-5, atol=1e-5)
+    return functx.jit(lambda w, x, d: w - 0.1 * (x.T @ d)), (w, x, d)
 
 
-@pytest.mark.skipif(
-    not gemm.host_has_avx512() or dot.blas_threads() is None, reason="AVX-512 and OpenBLAS"
-)
-def test_own_gemm_never_opens_its_library_from_disk(monkeypatch, tmp_path):
-    """The programs call the kernel's library only once this process has loaded it, after the
-    cache's checks (``gemm._compile``): a library at the path they name that nobody checked and
-    loaded is not opened (its counter stays 0); OpenBLAS computes meanwhile."""
+@_OWN
+def test_own_gemm_only_through_the_routine_it_is_given(monkeypatch):
+    """A program opens no library itself: it calls the kernel only through the routine
+    ``gemm.wait`` gives it before its first run (the library this process loaded after its
+    checks), and until then ``fx_own_sgemm`` copies ``U`` and calls OpenBLAS: the same values
+    (float64 reference), the library's counter unchanged."""
     from functx.lowering import program_cache
 
-    copy = tmp_path / "fx-gemm.so"
-    shutil.copyfile(gemm.library(), copy)
     monkeypatch.setattr(program_cache, "key_of", lambda closed: None)  # (keyed on the Jaxpr)
-    monkeypatch.setattr(gemm, "library", lambda wait=True: str(copy))
-    rng = np.random.default_rng(2)
-    w, x, d = (rng.standard_normal(s).astype(np.float32) for s in [(96, 200), (64, 96), (64, 200)])
-    f = functx.jit(lambda w, x, d: w - 0.1 * (x.T @ d))
+    f, (w, x, d) = _sgd_step()
+    src = f.lower(w, x, d).as_text()
+    assert _own_runs(src) == 1 and "dlopen" not in src.split("struct fx_own_sgemm")[1][:1200]
+    before = _library_calls(gemm.library())
+    monkeypatch.setattr(gemm, "wait", lambda program=None: None)
     want = w - 0.1 * (x.T.astype(np.float64) @ d)
     np.testing.assert_allclose(np.asarray(f(w, x, d)), want, rtol=1e-5, atol=1e-5)
-    assert _library_calls(str(copy)) == 0
+    assert _library_calls(gemm.library()) == before
 
 
-@pytest.mark.skipif(
-    not gemm.host_has_avx512() or dot.blas_threads() is None, reason="AVX-512 and OpenBLAS"
-)
+def _first_calls(f, args, n=4):
+    first = np.asarray(f(*args))
+    for _ in range(n - 1):
+        np.testing.assert_array_equal(np.asarray(f(*args)), first)
+    return first
+
+
+@_OWN
 def test_a_programs_first_call_waits_for_the_library(monkeypatch, tmp_path):
     """A program's first run waits for the kernel's library where its build is running
-    (``gemm.wait``): its first call's products are the library's, and every later call gives the
-    same bits (with OpenBLAS on the first calls and the kernel later, the MLP step's results
-    changed in the last bits from its 14th call on)."""
+    (``gemm.wait``; no library installed with functx here): its first call's products are the
+    library's, and every later call gives the same bits (with OpenBLAS on the first calls and the
+    kernel later, the MLP step's results changed in the last bits from its 14th call on)."""
     from functx.lowering import program_cache
 
     monkeypatch.setenv("FUNCTX_CACHE_DIR", str(tmp_path))  # (an empty cache: a build to wait for)
     monkeypatch.setattr(gemm, "_build", {})
+    monkeypatch.setattr(gemm, "PREBUILT", str(tmp_path / "none" / "fx_sgemm512.so"))
     monkeypatch.setattr(program_cache, "key_of", lambda closed: None)  # (keyed on the Jaxpr)
-    rng = np.random.default_rng(4)
-    w, x, d = (rng.standard_normal(s).astype(np.float32) for s in [(96, 200), (64, 96), (64, 200)])
-    f = functx.jit(lambda w, x, d: w - 0.1 * (x.T @ d))
-    first = np.asarray(f(w, x, d))
-    assert "lib" in gemm._build, gemm._build.get("error")
-    assert _library_calls(gemm.library(wait=False)) > 0
-    for _ in range(3):
-        np.testing.assert_array_equal(np.asarray(f(w, x, d)), first)
-    np.testing.assert_allclose(first, w - 0.1 * (x.T.astype(np.float64) @ d), rtol=1e-5, atol=1e-5)
+    f, args = _sgd_step()
+    first = _first_calls(f, args)
+    assert "lib" in gemm._build and "thread" in gemm._build, gemm._build.get("error")
+    assert gemm.library(wait=False).startswith(str(tmp_path))
+    assert _library_calls(gemm.library(wait=False)) == 4
+    np.testing.assert_allclose(first, _sgd_want(*args), rtol=1e-5, atol=1e-5)
+
+
+def _sgd_want(w, x, d):
+    return w - 0.1 * (x.T.astype(np.float64) @ d)
+
+
+def _install(where, library=None, **changes):
+    """A library ``where/fx_sgemm512.so`` (a copy of ``library``, else junk bytes) and its
+    record as an install writes them (``toolchain.record``), with ``changes`` to the record."""
+    where.mkdir(mode=0o755, exist_ok=True)
+    so = where / "fx_sgemm512.so"
+    data = open(library, "rb").read() if library else b"not a library"
+    so.write_bytes(data)
+    so.chmod(0o755)
+    rec = {**toolchain.record(gemm.SOURCE, data), **changes}
+    (where / "fx_sgemm512.json").write_text(json.dumps(rec))
+    return str(so)
+
+
+@_OWN
+def test_the_library_built_at_install_is_used_and_gives_the_same_bits(monkeypatch, tmp_path):
+    """Where functx was installed with the library built for this machine (``setup.py``), a
+    process loads it at once, builds nothing and waits for nothing; a program's results have
+    the bits they have with the library built in the cache."""
+    from functx.lowering import program_cache
+
+    f, args = _sgd_step()
+    built = _first_calls(f, args)  # (this process's library: the cache's or the installed one)
+    monkeypatch.setattr(program_cache, "key_of", lambda closed: None)  # (keyed on the Jaxpr)
+    so = _install(tmp_path / "pkg", gemm.library())
+    monkeypatch.setattr(gemm, "_build", {})
+    monkeypatch.setattr(gemm, "PREBUILT", so)
+    monkeypatch.setattr(gemm, "_compile", None)  # (nothing is compiled for it)
+    f, args = _sgd_step()
+    f.lower(*args)
+    assert gemm._build.keys() == {"lib", "path"} and gemm.library() == gemm.PREBUILT
+    np.testing.assert_array_equal(_first_calls(f, args), built)
+    assert _library_calls(gemm.PREBUILT) == 4
+
+
+@pytest.mark.parametrize(
+    "how", ["cpu", "source_sha256", "flags", "damaged", "group-writable", "link", "bad record"]
+)
+def test_an_installed_library_not_built_for_this_process_is_not_used(monkeypatch, tmp_path, how):
+    """The installed library is taken only where its record names this source, these flags,
+    this CPU and its own digest, and the files are trusted (regular files, not links, that
+    group/others cannot write): anything else is refused, with the reason, and the library is
+    built in the cache as before. None is installed: nothing to say."""
+    monkeypatch.setattr(gemm, "_build", {})
+    monkeypatch.setattr(gemm, "PREBUILT", str(tmp_path / "none" / "fx_sgemm512.so"))
+    assert gemm.prebuilt() is None and "prebuilt" not in gemm._build
+    changes = {how: "other"} if how in ("cpu", "source_sha256", "flags") else {}
+    so = _install(tmp_path / "pkg")
+    monkeypatch.setattr(gemm, "PREBUILT", so)
+    assert gemm.prebuilt() == so  # (the record fits before it is changed below)
+    if how == "damaged":
+        open(so, "ab").write(b"\0")
+    elif how == "group-writable":
+        os.chmod(so, 0o775)
+    elif how == "link":
+        os.rename(so, so + ".real")
+        os.symlink(so + ".real", so)
+    elif how == "bad record":
+        open(so[:-3] + ".json", "w").write("{")
+    else:
+        _install(tmp_path / "pkg", **changes)
+    assert gemm.prebuilt() is None
+    why = {"damaged": "library_sha256", "group-writable": "writable by group", "link": "so"}
+    assert why.get(how, "" if how == "bad record" else how) in gemm._build["prebuilt"]
+
+
+def test_an_installed_library_in_a_directory_others_can_write_is_not_used(monkeypatch, tmp_path):
+    """Whoever can write a directory above the library can swap it between the check and the
+    load: not used (a sticky one, as ``/tmp``, is fine)."""
+    monkeypatch.setattr(gemm, "_build", {})
+    so = _install(tmp_path / "pkg")
+    monkeypatch.setattr(gemm, "PREBUILT", so)
+    os.chmod(tmp_path / "pkg", 0o777)
+    assert gemm.prebuilt() is None and "writable by group or others" in gemm._build["prebuilt"]
+    os.chmod(tmp_path / "pkg", 0o1777)
+    assert gemm.prebuilt() == so
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not gemm.host_has_avx512(), reason="AVX-512")
+def test_the_install_step_builds_a_library_functx_takes(monkeypatch, tmp_path):
+    """``setup.py``'s step (``toolchain.build_library``) writes the library and a record that
+    ``gemm.prebuilt`` accepts; without a compiler it says why and the install goes on."""
+    out = str(tmp_path / "pkg" / "fx_sgemm512.so")
+    src = os.path.join(os.path.dirname(gemm.__file__), "fx_sgemm512.cpp")
+    monkeypatch.setenv("CXX", str(tmp_path / "no-such-compiler"))
+    assert "did not run" in toolchain.build_library(src, out) and not os.path.exists(out)
+    monkeypatch.delenv("CXX")
+    assert toolchain.build_library(src, out) is None
+    monkeypatch.setattr(gemm, "_build", {})
+    monkeypatch.setattr(gemm, "PREBUILT", out)
+    assert gemm.prebuilt() == out, gemm._build.get("prebuilt")
+
+
+@_OWN
+def test_a_failed_workspace_allocation_is_a_memory_error(monkeypatch):
+    """Where the kernel cannot allocate its workspace it writes nothing and returns 1 (it used
+    to abort the process), and a program calling it returns 1: ``MemoryError``; the next call
+    after memory comes back gives the usual result (a test switch in the library makes the
+    allocation fail)."""
+    from functx.lowering import program_cache
+
+    monkeypatch.setattr(program_cache, "key_of", lambda closed: None)  # (keyed on the Jaxpr)
+    f, args = _sgd_step()
+    first = _first_calls(f, args, 1)
+    lib = ctypes.CDLL(gemm.library())
+    fail = ctypes.c_int.in_dll(lib, "fx_sgemm512_fail_alloc")
+    fn = lib.fx_sgemm512
+    P, I = ctypes.c_void_p, ctypes.c_int64
+    fn.argtypes = [ctypes.c_int, ctypes.c_int, I, I, I, ctypes.c_float, P, I, P, I, P, I, P]
+    a = np.ones((64, 64), np.float32)
+    c = np.full((64, 64), np.nan, np.float32)
+    fail.value = 1
+    try:
+        assert fn(0, 0, 64, 64, 64, 1.0, a.ctypes.data, 64, a.ctypes.data, 64, c.ctypes.data, 64,
+                  None) == 1  # fmt: skip
+        assert np.isnan(c).all()
+        with pytest.raises(MemoryError):
+            f(*args)
+    finally:
+        fail.value = 0
+    assert fn(0, 0, 64, 64, 64, 1.0, a.ctypes.data, 64, a.ctypes.data, 64, c.ctypes.data, 64,
+              None) == 0  # fmt: skip
+    np.testing.assert_array_equal(c, a @ a)
+    np.testing.assert_array_equal(np.asarray(f(*args)), first)
 
 
 def test_own_gemm_library_builds_beside_the_programs(monkeypatch):
@@ -166,6 +287,7 @@ def test_own_gemm_library_builds_beside_the_programs(monkeypatch):
     started = []
     monkeypatch.setattr(gemm, "_build", {})  # (this process's real build stays as it is)
     monkeypatch.setattr(gemm, "host_has_avx512", lambda: True)
+    monkeypatch.setattr(gemm, "prebuilt", lambda: None)  # (none installed)
 
     def thread(fn, yield_cpu=True):
         started.append((fn, yield_cpu))
