@@ -394,10 +394,9 @@ class Executable:
         shapes and dtypes (``functx.jit``: they are part of its cache key)."""
         if self._first:  # (the first call of a program: ``functx.jit`` makes it here)
             self._first = False
-            if "fx_own_sgemm" in self.source:  # (its products: the same routine every call)
-                from functx.lowering.cpp import gemm
+            from functx.lowering.cpp import native  # (lazy, as cache below)
 
-                gemm.wait(self.lib)
+            native.ready(self.lib, self.source)  # (its fixed libraries: the same code every call)
             try:
                 return self.run(leaves)
             finally:

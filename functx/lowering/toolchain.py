@@ -30,6 +30,17 @@ FLAGS = [
 ]
 
 
+#: the padded head dimensions (multiples of 16) ``cpp/attention.py``'s steps are built for at
+#: install time (others are built at run time)
+ATTENTION_DP = (16, 32, 48, 64, 80, 96, 112, 128)
+#: the fixed libraries (``cpp/native.py``): name -> (source file in ``functx/lowering/cpp``,
+#: flags beyond ``FLAGS``)
+LIBRARIES = {
+    "fx_sgemm512": ("fx_sgemm512.cpp", []),
+    **{f"fx_attention{dp}": ("fx_attention.cpp", [f"-DFX_FA_DP={dp}"]) for dp in ATTENTION_DP},
+}
+
+
 @functools.lru_cache(maxsize=1)
 def cpu_flags() -> str:
     """The CPU's feature line of ``/proc/cpuinfo`` (``flags``, or ``Features`` on ARM); empty
@@ -56,22 +67,24 @@ def cpu_id() -> str:
     return platform.machine()
 
 
-def record(source: str, library: bytes) -> dict:
+def record(source: str, library: bytes, flags=()) -> dict:
     """What a prebuilt library was built from and for: its source's and its own SHA-256, the
-    flags and the CPU. A library is used only where these are the running process's."""
+    flags (``FLAGS`` and ``flags``) and the CPU. A library is used only where these are the
+    running process's."""
     return {
         "source_sha256": hashlib.sha256(source.encode()).hexdigest(),
-        "flags": FLAGS,
+        "flags": FLAGS + list(flags),
         "cpu": cpu_id(),
         "library_sha256": hashlib.sha256(library).hexdigest(),
     }
 
 
-def build_library(source_path: str, out_path: str, timeout: float = 600) -> str | None:
-    """Compile the C++ file ``source_path`` with ``FLAGS`` into the shared library ``out_path``
-    (mode 0755) and write its ``record`` beside it (``out_path`` with ``.json`` for ``.so``).
-    Returns None, or why nothing was built (no compiler, a compiler error): never raises for
-    those, so that an install goes on without the library (functx then builds it at run time)."""
+def build_library(source_path: str, out_path: str, flags=(), timeout: float = 600) -> str | None:
+    """Compile the C++ file ``source_path`` with ``FLAGS`` and ``flags`` into the shared library
+    ``out_path`` (mode 0755) and write its ``record`` beside it (``out_path`` with ``.json`` for
+    ``.so``). Returns None, or why nothing was built (no compiler, a compiler error): never
+    raises for those, so that an install goes on without it (functx then builds it at run
+    time)."""
     cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
     if not cxx:
         return "no C++ compiler (g++, or CXX)"
@@ -84,7 +97,7 @@ def build_library(source_path: str, out_path: str, timeout: float = 600) -> str 
     try:
         try:
             proc = subprocess.run(
-                [cxx, *FLAGS, "-x", "c++", source_path, "-o", tmp],
+                [cxx, *FLAGS, *flags, "-x", "c++", source_path, "-o", tmp],
                 capture_output=True,
                 text=True,
                 timeout=timeout,
@@ -99,7 +112,7 @@ def build_library(source_path: str, out_path: str, timeout: float = 600) -> str 
         os.replace(tmp, out_path)
         meta = out_path[:-3] + ".json" if out_path.endswith(".so") else out_path + ".json"
         with open(meta, "w", encoding="utf-8") as f:
-            json.dump(record(source, data), f)
+            json.dump(record(source, data, flags), f)
         os.chmod(meta, 0o644)
         return None
     finally:

@@ -46,39 +46,28 @@ How (the classic blocked scheme, sized for Zen 4's 32 KiB L1 and 1 MiB L2 per co
   ``MemoryError`` (it aborted the process before session 36).
 
 The kernel is fixed code, a shared library of its own (``fx_sgemm512.cpp``; gcc takes 0.9 s of
-CPU over it, which every program would pay again as a part of its source), built like jaxlib's
-kernels when functx is installed: ``setup.py``'s ``build_fxgemm`` step compiles it beside this
-file with the programs' flags and records what it was built from and for (``PREBUILT``,
-``toolchain.record``). A process takes that library where it was built from this source with
-these flags for this CPU and its files can be trusted (``prebuilt``), else (a clone run in
-place, an install without a compiler, a library moved to another CPU) it compiles the library
-once per cache directory, on another thread (``start_build``: ``dot.fold_product_updates``
-starts it as soon as a graph has a float32 product), which a program's first run waits for
-(``wait``): a program that took OpenBLAS's sums on its first calls and the kernel's later gave
-results that changed in the last bits between calls (session 35), which JAX's never do. That
-wait cost an empty cache's first GPT block call about 0.55 s (1.20 -> 1.78 s, idle), which the
-installed library saves. The programs run their float32 products with ``fx_gemm_run``'s routine
-``fx_own_sgemm``, which calls the library through the pointer ``wait`` gives each program
-before its first run (the programs open no library themselves), and where there is none (not
-built) copies ``U`` and calls OpenBLAS. Both libraries give the same bits (tested).
+CPU over it, which every program would pay again as a part of its source): ``cpp/native.py``'s
+``LIBRARY``, built when functx is installed, else once per cache directory on another thread
+(``start_build``: ``dot.fold_product_updates`` starts it as soon as a graph has a float32
+product), which a program's first run waits for: a program that took OpenBLAS's sums on its
+first calls and the kernel's later gave results that changed in the last bits between calls
+(session 35), which JAX's never do. That wait cost an empty cache's first GPT block call about
+0.55 s (1.20 -> 1.78 s, idle), which the installed library saves. The programs run their
+float32 products with ``fx_gemm_run``'s routine ``fx_own_sgemm``, which calls the library
+through the pointer ``native.ready`` gives each program before its first run (the programs open
+no library themselves), and where there is none (not built) copies ``U`` and calls OpenBLAS.
+The installed and the cache's library give the same bits (tested).
 
 Used only where ``/proc/cpuinfo`` lists ``avx512f`` (the programs are compiled with
 ``-march=native``); elsewhere the pieces call OpenBLAS as before."""
 
 from __future__ import annotations
 
-import ctypes
-import json
-import os
-import threading
-import warnings
-
 import numpy as np
 
 from functx import dtypes
-from functx.errors import CacheWarning
-from functx.lowering import cache, toolchain
-from functx.lowering.cpp import lapack
+from functx.lowering import toolchain
+from functx.lowering.cpp import lapack, native
 
 NAME = "fx_own_sgemm"  # (fx_gemm_run's routine in the programs: the library, or OpenBLAS)
 
@@ -87,12 +76,9 @@ NAME = "fx_own_sgemm"  # (fx_gemm_run's routine in the programs: the library, or
 _MIN_M, _MIN_N, _MIN_K = 6, 48, 32
 PANEL = 64  # the register tile's columns (FX_GNR): B is packed in panels of this many
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-with open(os.path.join(_HERE, "fx_sgemm512.cpp"), encoding="utf-8") as _f:
-    SOURCE = _f.read()  # (setup.py compiles the same file: toolchain.build_library)
-#: the library an install built for its machine (``setup.py``'s ``build_fxgemm``), and beside it
-#: its record (``toolchain.record``) with ``.json`` for ``.so``
-PREBUILT = os.path.join(_HERE, "fx_sgemm512.so")
+#: the library (``cpp/native.py``: built at install time, else in the cache)
+LIBRARY = native.Library("fx_sgemm512", "fx_sgemm512.cpp")
+SOURCE = LIBRARY.source  # (fx_sgemm512.cpp)
 
 
 def host_has_avx512() -> bool:
@@ -100,96 +86,21 @@ def host_has_avx512() -> bool:
     return " avx512f" in toolchain.cpu_flags()
 
 
-_build: dict = {}
-_lock = threading.Lock()
-
-
 def start_build() -> None:
-    """Load the kernel's library, once: the one installed with functx where it was built for
-    this machine and can be trusted (``prebuilt``), else the cache directory's, compiled on
-    another thread at the usual priority (the first run of a program using it waits for it)."""
-    with _lock:
-        if "thread" in _build or "lib" in _build or not host_has_avx512():
-            return
-        path = prebuilt()
-        if path is not None:
-            try:
-                _build["lib"], _build["path"] = ctypes.CDLL(path, mode=_MODE), path
-                return
-            except OSError as e:
-                _build["prebuilt"] = f"{path} did not load: {e}"
-        _build["thread"] = cache.background_thread(_compile, yield_cpu=False)
-
-
-_MODE = os.RTLD_NOW | os.RTLD_LOCAL
-
-
-def prebuilt() -> str | None:
-    """``PREBUILT`` where an install built it for this process: its record names this
-    ``SOURCE``, the flags, this CPU and the library's own digest (``toolchain.record``), and
-    both files can be trusted (``cache.read_installed``: regular files of this user or root's
-    that nobody else can write, nor the directories above them). Else None, and, where there
-    was such a library, ``_build["prebuilt"]`` says why it was not taken."""
-    if not os.path.lexists(PREBUILT):  # (not built at install: a clone run in place, no compiler)
-        return None
-    try:
-        want = json.loads(cache.read_installed(PREBUILT[:-3] + ".json"))
-        got = toolchain.record(SOURCE, cache.read_installed(PREBUILT))
-    except (OSError, ValueError) as e:
-        _build["prebuilt"] = str(e)
-        return None
-    if want != got:
-        diff = sorted(k for k in got if want.get(k) != got[k]) if isinstance(want, dict) else []
-        _build["prebuilt"] = f"{PREBUILT} was built for another {', '.join(diff) or 'record'}"
-        return None
-    return PREBUILT
-
-
-def _compile() -> None:
-    try:
-        path, _ = cache.compile_cached(SOURCE, suffix="-fxgemm")
-        # loaded here, after the cache's checks (a file of this user, unchanged since it was
-        # written): the programs take the routine this process loaded (``wait``)
-        if cache.valid_digest(path) is None:
-            raise OSError(f"{path} does not match its digest")
-        _build["lib"], _build["path"] = ctypes.CDLL(path, mode=_MODE), path
-    except Exception as e:  # noqa: BLE001 - reported once; the programs keep OpenBLAS
-        _build["error"] = e
-        warnings.warn(
-            f"functx: the AVX-512 product kernel (lowering/cpp/gemm.py) did not compile ({e});"
-            " float32 products use OpenBLAS",
-            CacheWarning,
-            stacklevel=1,
-        )
-
-
-def wait(program=None) -> None:
-    """Wait for the kernel's library where its build is still running, and give its routine to
-    ``program`` (a loaded program's ``ctypes.CDLL``: its ``fx_own_sgemm_fn``). A program's
-    first run does (``runtime.Executable.run``), so that every call of a program takes its
-    products from the same routine. Without it the products go to OpenBLAS, whose sums differ
-    in the last bits: the MLP step's results changed from its 14th call on when the library
-    came after the first calls (6e-7 relative, one process, the same inputs; session 35). The
-    build gets the usual priority first."""
-    start_build()
-    thread = _build.get("thread")
-    if isinstance(thread, threading.Thread) and thread.is_alive():
-        cache.foreground_done()
-        thread.join()
-    if program is not None and "lib" in _build:
-        fn = ctypes.cast(_build["lib"].fx_sgemm512, ctypes.c_void_p).value
-        ctypes.c_void_p.in_dll(program, "fx_own_sgemm_fn").value = fn
+    """Load the kernel's library (``LIBRARY.start``: the installed one, else built in the cache
+    directory on another thread), once, on an AVX-512 host."""
+    if host_has_avx512():
+        LIBRARY.start()
 
 
 def library(wait: bool = True) -> str | None:
     """The path of the kernel's library this process uses (its build started, and with
-    ``wait`` finished): the installed one (``prebuilt``) or the cache directory's; None where
-    it has none (not an AVX-512 host, or the build failed)."""
+    ``wait`` finished): the installed one or the cache directory's; None where it has none (not
+    an AVX-512 host, or the build failed)."""
     start_build()
-    thread = _build.get("thread")
-    if wait and isinstance(thread, threading.Thread):
-        thread.join()
-    return _build.get("path")
+    if wait and host_has_avx512():
+        LIBRARY.wait()
+    return LIBRARY.state.get("path")
 
 
 # (weak: one variable for every translation unit of a program; ``wait`` sets it)
@@ -198,7 +109,7 @@ _LOAD = """typedef int (*fx_sgemm512_t)(int, int, int64_t, int64_t, int64_t, flo
 extern "C" __attribute__((weak)) fx_sgemm512_t fx_own_sgemm_fn = nullptr;
 extern "C" __attribute__((weak)) int fx_own_sgemm_err = 0;
 // functx's float32 product (cpp/gemm.py) as fx_gemm_run's routine: the library this process
-// loaded, which cpp/gemm.py's wait gives the program before its first run (the program opens
+// loaded, which cpp/native.py's ready gives the program before its first run (the program opens
 // none itself), for pieces of at least %d rows, %d columns and %d terms; else fx_gemm_call's
 // CBLAS form (U's block copied, OpenBLAS with beta = 1). A piece whose workspace could not be
 // allocated sets fx_own_sgemm_err, and the program returns 1 (MemoryError).
@@ -240,4 +151,5 @@ def applies(node) -> bool:
     """Whether ``node``'s pieces go through ``fx_own_sgemm`` (an AVX-512 host where the library
     compiled, float32); each piece then takes the kernel when it has at least ``_MIN_M`` rows,
     ``_MIN_N`` columns and ``_MIN_K`` terms."""
-    return host_has_avx512() and "error" not in _build and np.dtype(node.dtype) == dtypes.float32
+    ok = host_has_avx512() and "error" not in LIBRARY.state
+    return ok and np.dtype(node.dtype) == dtypes.float32
