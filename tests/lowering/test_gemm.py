@@ -4,15 +4,15 @@ columns past a 64-column panel, terms past a 16-term transpose, several contract
 several column and row blocks), both layouts of each operand, batches and added buffers."""
 
 import ctypes
-import json
 import os
+import shutil
 
 import numpy as np
 import pytest
 
 import functx
 from functx.lowering import cache, toolchain
-from functx.lowering.cpp import dot, gemm
+from functx.lowering.cpp import dot, gemm, native
 
 # (lhs shape, rhs shape, lhs transposed, rhs transposed): products of 2^15 multiply-adds or more
 _CASES = [
@@ -107,8 +107,8 @@ def _sgd_step():
 @_OWN
 def test_own_gemm_only_through_the_routine_it_is_given(monkeypatch):
     """A program opens no library itself: it calls the kernel only through the routine
-    ``gemm.wait`` gives it before its first run (the library this process loaded after its
-    checks), and until then ``fx_own_sgemm`` copies ``U`` and calls OpenBLAS: the same values
+    ``native.ready`` gives it before its first run (the library this process loaded after its
+    checks), and without it ``fx_own_sgemm`` copies ``U`` and calls OpenBLAS: the same values
     (float64 reference), the library's counter unchanged."""
     from functx.lowering import program_cache
 
@@ -117,7 +117,7 @@ def test_own_gemm_only_through_the_routine_it_is_given(monkeypatch):
     src = f.lower(w, x, d).as_text()
     assert _own_runs(src) == 1 and "dlopen" not in src.split("struct fx_own_sgemm")[1][:1200]
     before = _library_calls(gemm.library())
-    monkeypatch.setattr(gemm, "wait", lambda program=None: None)
+    monkeypatch.setattr(native, "ready", lambda program, source: None)
     want = w - 0.1 * (x.T.astype(np.float64) @ d)
     np.testing.assert_allclose(np.asarray(f(w, x, d)), want, rtol=1e-5, atol=1e-5)
     assert _library_calls(gemm.library()) == before
@@ -130,21 +130,28 @@ def _first_calls(f, args, n=4):
     return first
 
 
+def _fresh_library(monkeypatch, prebuilt_path):
+    """``gemm.LIBRARY`` as a process starts with it, installed at ``prebuilt_path``."""
+    lib = native.Library("fx_sgemm512", "fx_sgemm512.cpp")
+    lib.prebuilt_path = str(prebuilt_path)
+    monkeypatch.setattr(gemm, "LIBRARY", lib)
+    return lib
+
+
 @_OWN
 def test_a_programs_first_call_waits_for_the_library(monkeypatch, tmp_path):
-    """A program's first run waits for the kernel's library where its build is running
-    (``gemm.wait``; no library installed with functx here): its first call's products are the
-    library's, and every later call gives the same bits (with OpenBLAS on the first calls and the
-    kernel later, the MLP step's results changed in the last bits from its 14th call on)."""
+    """A program's first run waits for the kernel's library where its build is running (none
+    installed with functx: built in the cache): its first call's products are the library's,
+    and every later call gives the same bits (with OpenBLAS on the first calls and the kernel
+    later, the MLP step's results changed in the last bits from its 14th call on)."""
     from functx.lowering import program_cache
 
     monkeypatch.setenv("FUNCTX_CACHE_DIR", str(tmp_path))  # (an empty cache: a build to wait for)
-    monkeypatch.setattr(gemm, "_build", {})
-    monkeypatch.setattr(gemm, "PREBUILT", str(tmp_path / "none" / "fx_sgemm512.so"))
+    lib = _fresh_library(monkeypatch, tmp_path / "none" / "fx_sgemm512.so")
     monkeypatch.setattr(program_cache, "key_of", lambda closed: None)  # (keyed on the Jaxpr)
     f, args = _sgd_step()
     first = _first_calls(f, args)
-    assert "lib" in gemm._build and "thread" in gemm._build, gemm._build.get("error")
+    assert "lib" in lib.state and "thread" in lib.state, lib.state.get("error")
     assert gemm.library(wait=False).startswith(str(tmp_path))
     assert _library_calls(gemm.library(wait=False)) == 4
     np.testing.assert_allclose(first, _sgd_want(*args), rtol=1e-5, atol=1e-5)
@@ -154,97 +161,33 @@ def _sgd_want(w, x, d):
     return w - 0.1 * (x.T.astype(np.float64) @ d)
 
 
-def _install(where, library=None, **changes):
-    """A library ``where/fx_sgemm512.so`` (a copy of ``library``, else junk bytes) and its
-    record as an install writes them (``toolchain.record``), with ``changes`` to the record."""
-    where.mkdir(mode=0o755, exist_ok=True)
-    so = where / "fx_sgemm512.so"
-    data = open(library, "rb").read() if library else b"not a library"
-    so.write_bytes(data)
-    so.chmod(0o755)
-    rec = {**toolchain.record(gemm.SOURCE, data), **changes}
-    (where / "fx_sgemm512.json").write_text(json.dumps(rec))
-    return str(so)
-
-
 @_OWN
 def test_the_library_built_at_install_is_used_and_gives_the_same_bits(monkeypatch, tmp_path):
     """Where functx was installed with the library built for this machine (``setup.py``), a
     process loads it at once, builds nothing and waits for nothing; a program's results have
-    the bits they have with the library built in the cache."""
+    the bits they have with the library built in the cache (the library here: the install
+    step's build, ``toolchain.build_library``, where this process uses the cache's)."""
     from functx.lowering import program_cache
 
     f, args = _sgd_step()
     built = _first_calls(f, args)  # (this process's library: the cache's or the installed one)
+    used = gemm.library()
+    so = str(tmp_path / "pkg" / "fx_sgemm512.so")
+    if used == gemm.LIBRARY.prebuilt_path:  # (an install's: copied, with its record)
+        os.makedirs(os.path.dirname(so))
+        for ext in (".so", ".json"):
+            shutil.copyfile(used[:-3] + ext, so[:-3] + ext)
+    else:  # (the cache's: the install step builds another, 0.9 s of gcc CPU)
+        src = os.path.join(native._HERE, "fx_sgemm512.cpp")
+        assert toolchain.build_library(src, so) is None
     monkeypatch.setattr(program_cache, "key_of", lambda closed: None)  # (keyed on the Jaxpr)
-    so = _install(tmp_path / "pkg", gemm.library())
-    monkeypatch.setattr(gemm, "_build", {})
-    monkeypatch.setattr(gemm, "PREBUILT", so)
-    monkeypatch.setattr(gemm, "_compile", None)  # (nothing is compiled for it)
+    lib = _fresh_library(monkeypatch, so)
+    monkeypatch.setattr(lib, "compile", None)  # (nothing is compiled for it)
     f, args = _sgd_step()
     f.lower(*args)
-    assert gemm._build.keys() == {"lib", "path"} and gemm.library() == gemm.PREBUILT
+    assert lib.state.keys() == {"lib", "path"} and gemm.library() == so
     np.testing.assert_array_equal(_first_calls(f, args), built)
-    assert _library_calls(gemm.PREBUILT) == 4
-
-
-@pytest.mark.parametrize(
-    "how", ["cpu", "source_sha256", "flags", "damaged", "group-writable", "link", "bad record"]
-)
-def test_an_installed_library_not_built_for_this_process_is_not_used(monkeypatch, tmp_path, how):
-    """The installed library is taken only where its record names this source, these flags,
-    this CPU and its own digest, and the files are trusted (regular files, not links, that
-    group/others cannot write): anything else is refused, with the reason, and the library is
-    built in the cache as before. None is installed: nothing to say."""
-    monkeypatch.setattr(gemm, "_build", {})
-    monkeypatch.setattr(gemm, "PREBUILT", str(tmp_path / "none" / "fx_sgemm512.so"))
-    assert gemm.prebuilt() is None and "prebuilt" not in gemm._build
-    changes = {how: "other"} if how in ("cpu", "source_sha256", "flags") else {}
-    so = _install(tmp_path / "pkg")
-    monkeypatch.setattr(gemm, "PREBUILT", so)
-    assert gemm.prebuilt() == so  # (the record fits before it is changed below)
-    if how == "damaged":
-        open(so, "ab").write(b"\0")
-    elif how == "group-writable":
-        os.chmod(so, 0o775)
-    elif how == "link":
-        os.rename(so, so + ".real")
-        os.symlink(so + ".real", so)
-    elif how == "bad record":
-        open(so[:-3] + ".json", "w").write("{")
-    else:
-        _install(tmp_path / "pkg", **changes)
-    assert gemm.prebuilt() is None
-    why = {"damaged": "library_sha256", "group-writable": "writable by group", "link": "so"}
-    assert why.get(how, "" if how == "bad record" else how) in gemm._build["prebuilt"]
-
-
-def test_an_installed_library_in_a_directory_others_can_write_is_not_used(monkeypatch, tmp_path):
-    """Whoever can write a directory above the library can swap it between the check and the
-    load: not used (a sticky one, as ``/tmp``, is fine)."""
-    monkeypatch.setattr(gemm, "_build", {})
-    so = _install(tmp_path / "pkg")
-    monkeypatch.setattr(gemm, "PREBUILT", so)
-    os.chmod(tmp_path / "pkg", 0o777)
-    assert gemm.prebuilt() is None and "writable by group or others" in gemm._build["prebuilt"]
-    os.chmod(tmp_path / "pkg", 0o1777)
-    assert gemm.prebuilt() == so
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(not gemm.host_has_avx512(), reason="AVX-512")
-def test_the_install_step_builds_a_library_functx_takes(monkeypatch, tmp_path):
-    """``setup.py``'s step (``toolchain.build_library``) writes the library and a record that
-    ``gemm.prebuilt`` accepts; without a compiler it says why and the install goes on."""
-    out = str(tmp_path / "pkg" / "fx_sgemm512.so")
-    src = os.path.join(os.path.dirname(gemm.__file__), "fx_sgemm512.cpp")
-    monkeypatch.setenv("CXX", str(tmp_path / "no-such-compiler"))
-    assert "did not run" in toolchain.build_library(src, out) and not os.path.exists(out)
-    monkeypatch.delenv("CXX")
-    assert toolchain.build_library(src, out) is None
-    monkeypatch.setattr(gemm, "_build", {})
-    monkeypatch.setattr(gemm, "PREBUILT", out)
-    assert gemm.prebuilt() == out, gemm._build.get("prebuilt")
+    assert _library_calls(so) == 4
 
 
 @_OWN
@@ -280,14 +223,14 @@ def test_a_failed_workspace_allocation_is_a_memory_error(monkeypatch):
     np.testing.assert_array_equal(np.asarray(f(*args)), first)
 
 
-def test_own_gemm_library_builds_beside_the_programs(monkeypatch):
-    """The kernel's library is compiled once, on a thread of its own (``cache.background_thread``)
-    whose compilers keep the usual priority: the first run of a program using it waits for it
-    (``gemm.wait``), so it does not yield the cores to the program's compilers."""
+def test_own_gemm_library_builds_beside_the_programs(monkeypatch, tmp_path):
+    """Where none was installed, the kernel's library is compiled once, on a thread of its own
+    (``cache.background_thread``) whose compilers keep the usual priority: the first run of a
+    program using it waits for it, so it does not yield the cores to the program's
+    compilers."""
     started = []
-    monkeypatch.setattr(gemm, "_build", {})  # (this process's real build stays as it is)
+    lib = _fresh_library(monkeypatch, tmp_path / "none.so")  # (this process's stays as it is)
     monkeypatch.setattr(gemm, "host_has_avx512", lambda: True)
-    monkeypatch.setattr(gemm, "prebuilt", lambda: None)  # (none installed)
 
     def thread(fn, yield_cpu=True):
         started.append((fn, yield_cpu))
@@ -296,7 +239,7 @@ def test_own_gemm_library_builds_beside_the_programs(monkeypatch):
     monkeypatch.setattr(cache, "background_thread", thread)
     gemm.start_build()
     gemm.start_build()
-    assert started == [(gemm._compile, False)] and gemm._build["thread"] == "thread"
+    assert started == [(lib.compile, False)] and lib.state["thread"] == "thread"
 
 
 @pytest.mark.skipif(not gemm.host_has_avx512(), reason="AVX-512")

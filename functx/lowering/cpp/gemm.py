@@ -103,11 +103,13 @@ def library(wait: bool = True) -> str | None:
     return LIBRARY.state.get("path")
 
 
-# (weak: one variable for every translation unit of a program; ``wait`` sets it)
+# (weak: one variable for every translation unit of a program; ``native.ready`` sets it)
 _LOAD = """typedef int (*fx_sgemm512_t)(int, int, int64_t, int64_t, int64_t, float, const float*,
                              int64_t, const float*, int64_t, float*, int64_t, const float*);
-extern "C" __attribute__((weak)) fx_sgemm512_t fx_own_sgemm_fn = nullptr;
-extern "C" __attribute__((weak)) int fx_own_sgemm_err = 0;
+extern "C" {
+__attribute__((weak)) fx_sgemm512_t fx_own_sgemm_fn = nullptr;
+__attribute__((weak)) int fx_own_sgemm_err = 0;
+}
 // functx's float32 product (cpp/gemm.py) as fx_gemm_run's routine: the library this process
 // loaded, which cpp/native.py's ready gives the program before its first run (the program opens
 // none itself), for pieces of at least %d rows, %d columns and %d terms; else fx_gemm_call's
