@@ -394,9 +394,11 @@ class Executable:
         shapes and dtypes (``functx.jit``: they are part of its cache key)."""
         if self._first:  # (the first call of a program: ``functx.jit`` makes it here)
             self._first = False
-            from functx.lowering.cpp import native  # (lazy, as cache below)
+            if "fx_own_sgemm" in self.source or "fx_fa_lib" in self.source:
+                from functx.lowering.cpp import attention, gemm  # (programs using them only)
 
-            native.ready(self.lib, self.source)  # (its fixed libraries: the same code every call)
+                gemm.give(self.lib, self.source)  # (their fixed libraries' routines: the same
+                attention.give(self.lib, self.source)  # code every call, cpp/native.py)
             try:
                 return self.run(leaves)
             finally:

@@ -107,7 +107,7 @@ def _sgd_step():
 @_OWN
 def test_own_gemm_only_through_the_routine_it_is_given(monkeypatch):
     """A program opens no library itself: it calls the kernel only through the routine
-    ``native.ready`` gives it before its first run (the library this process loaded after its
+    ``gemm.give`` sets before its first run (the library this process loaded after its
     checks), and without it ``fx_own_sgemm`` copies ``U`` and calls OpenBLAS: the same values
     (float64 reference), the library's counter unchanged."""
     from functx.lowering import program_cache
@@ -117,7 +117,7 @@ def test_own_gemm_only_through_the_routine_it_is_given(monkeypatch):
     src = f.lower(w, x, d).as_text()
     assert _own_runs(src) == 1 and "dlopen" not in src.split("struct fx_own_sgemm")[1][:1200]
     before = _library_calls(gemm.library())
-    monkeypatch.setattr(native, "ready", lambda program, source: None)
+    monkeypatch.setattr(gemm, "give", lambda program, source: None)
     want = w - 0.1 * (x.T.astype(np.float64) @ d)
     np.testing.assert_allclose(np.asarray(f(w, x, d)), want, rtol=1e-5, atol=1e-5)
     assert _library_calls(gemm.library()) == before

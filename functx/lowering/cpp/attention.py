@@ -89,8 +89,9 @@ def library(dp: int) -> native.Library:
 
 
 def give(program, source: str) -> None:
-    """Give a loaded program the steps of every head dimension its source calls
-    (``native.ready``, before its first run)."""
+    """Give a loaded program the steps of every head dimension its ``source`` calls (before its
+    first run: ``runtime.Executable.run``), their libraries built first where they are being
+    built."""
     for dp in sorted({int(m) for m in re.findall(r"fx_fa_lib_fwd(\d+)\b", source)}):
         library(dp).give(
             program, {f"fx_fa_lib_fwd{dp}": "fx_fa_fwd_lib", f"fx_fa_lib_bwd{dp}": "fx_fa_bwd_lib"}
@@ -98,7 +99,7 @@ def give(program, source: str) -> None:
 
 
 # (the steps' signatures, and per head dimension the program's two pointers: weak, one variable
-# for every translation unit; native.ready sets them)
+# for every translation unit; give sets them)
 _TYPES = """typedef int (*fx_fa_fwd_t)(const float*, const float*, const float*, float*, float*,
                            int64_t, int64_t, int64_t, int64_t, int64_t, const int64_t*,
                            const int64_t*, const int64_t*, float, bool);

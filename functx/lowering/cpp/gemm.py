@@ -54,7 +54,7 @@ first calls and the kernel's later gave results that changed in the last bits be
 (session 35), which JAX's never do. That wait cost an empty cache's first GPT block call about
 0.55 s (1.20 -> 1.78 s, idle), which the installed library saves. The programs run their
 float32 products with ``fx_gemm_run``'s routine ``fx_own_sgemm``, which calls the library
-through the pointer ``native.ready`` gives each program before its first run (the programs open
+through the pointer ``give`` sets in each program before its first run (the programs open
 no library themselves), and where there is none (not built) copies ``U`` and calls OpenBLAS.
 The installed and the cache's library give the same bits (tested).
 
@@ -103,7 +103,14 @@ def library(wait: bool = True) -> str | None:
     return LIBRARY.state.get("path")
 
 
-# (weak: one variable for every translation unit of a program; ``native.ready`` sets it)
+def give(program, source: str) -> None:
+    """Give a loaded program whose ``source`` calls the kernel its routine (before its first
+    run: ``runtime.Executable.run``), the library built first where it is being built."""
+    if NAME in source:
+        LIBRARY.give(program, {"fx_own_sgemm_fn": "fx_sgemm512"})
+
+
+# (weak: one variable for every translation unit of a program; ``give`` sets it)
 _LOAD = """typedef int (*fx_sgemm512_t)(int, int, int64_t, int64_t, int64_t, float, const float*,
                              int64_t, const float*, int64_t, float*, int64_t, const float*);
 extern "C" {
@@ -111,7 +118,7 @@ __attribute__((weak)) fx_sgemm512_t fx_own_sgemm_fn = nullptr;
 __attribute__((weak)) int fx_own_sgemm_err = 0;
 }
 // functx's float32 product (cpp/gemm.py) as fx_gemm_run's routine: the library this process
-// loaded, which cpp/native.py's ready gives the program before its first run (the program opens
+// loaded, which cpp/gemm.py's give gives the program before its first run (the program opens
 // none itself), for pieces of at least %d rows, %d columns and %d terms; else fx_gemm_call's
 // CBLAS form (U's block copied, OpenBLAS with beta = 1). A piece whose workspace could not be
 // allocated sets fx_own_sgemm_err, and the program returns 1 (MemoryError).

@@ -8,13 +8,14 @@ and records what it was built from and for (``toolchain.record``). A process tak
 library where its record names the same source, flags and CPU and its files can be trusted
 (``Library.prebuilt``); else (a clone run in place, an install without a compiler, a library
 moved to another CPU) it compiles the library once per cache directory, on another thread
-(``Library.start``), which a program's first run waits for (``ready``). Either way every call of
+(``Library.start``), which a program's first run waits for (``give``). Either way every call of
 a program runs the same code: a program that took OpenBLAS's sums on its first calls and the
 product library's later gave results that changed in the last bits between calls (session 35).
 
 The programs open no library themselves: each declares a weak pointer per routine it calls
-(``fx_own_sgemm_fn``, ``fx_fa_fwd64_fn``, ...), and ``ready`` sets them, before the program's
-first run, to the routines of the libraries this process loaded after the checks above."""
+(``fx_own_sgemm_fn``, ``fx_fa_lib_fwd64``, ...), which ``Library.give`` sets, before the
+program's first run (``runtime.Executable.run`` through ``gemm.give`` and ``attention.give``), to
+the routines of the libraries this process loaded after the checks above."""
 
 from __future__ import annotations
 
@@ -90,7 +91,7 @@ class Library:
             suffix = "-" + self.name.replace("_", "")
             path, _ = cache.compile_cached(self.source, self.flags, suffix=suffix)
             # loaded here, after the cache's checks (a file of this user, unchanged since it was
-            # written): the programs take the routines this process loaded (``ready``)
+            # written): the programs take the routines this process loaded (``give``)
             if cache.valid_digest(path) is None:
                 raise OSError(f"{path} does not match its digest")
             self.state["lib"], self.state["path"] = ctypes.CDLL(path, mode=_MODE), path
@@ -126,16 +127,3 @@ class Library:
         for var, symbol in routines.items():
             fn = ctypes.cast(getattr(self.state["lib"], symbol), ctypes.c_void_p).value
             ctypes.c_void_p.in_dll(program, var).value = fn
-
-
-def ready(program, source: str) -> None:
-    """Before a program's first run (``runtime.Executable.run``): wait for the fixed libraries
-    its source calls and give it their routines, so that every call runs the same code."""
-    if "fx_own_sgemm" in source:
-        from functx.lowering.cpp import gemm  # (lazy: gemm and attention import this module)
-
-        gemm.LIBRARY.give(program, {"fx_own_sgemm_fn": "fx_sgemm512"})
-    if "fx_fa_lib" in source:
-        from functx.lowering.cpp import attention
-
-        attention.give(program, source)
