@@ -4,8 +4,13 @@
 ``DTYPES``).
 
 The equations lower as on the GPU (``lowering/triton/attention.py``'s rule: a host step) and
-``loops._host`` hands the step here, which writes it as C++ in the program (no Python step). Per
-(batch, head) on one thread (the pairs shared out over the program's OpenMP threads):
+``loops._host`` hands the step here, which writes a call of the C++ steps in the program (no
+Python step). The steps (``fx_attention.cpp``) are fixed code, a library per padded head
+dimension (``cpp/native.py``: built at install time for ``toolchain.ATTENTION_DP``, else in the
+cache while the program compiles), which the programs call through pointers ``give`` sets before
+their first run: compiled in each program, their templates cost 0.56-0.65 s of gcc CPU, and the
+GPT block's empty-cache first call 0.3 s (session 36). Per (batch, head) on one thread (the pairs
+shared out over the program's OpenMP threads):
 
 * the operands are copied once, from their views (the pass's offsets and strides: the head
   transposes and the split of a fused ``q k v`` product cost no other copy), into blocks with
