@@ -82,28 +82,22 @@ def record(source: str, library: bytes, flags=()) -> dict:
 def build_library(source_path: str, out_path: str, flags=(), timeout: float = 600) -> str | None:
     """Compile the C++ file ``source_path`` with ``FLAGS`` and ``flags`` into the shared library
     ``out_path`` (mode 0755) and write its ``record`` beside it (``out_path`` with ``.json`` for
-    ``.so``). Returns None, or why nothing was built (no compiler, a compiler error): never
-    raises for those, so that an install goes on without it (functx then builds it at run
-    time)."""
+    ``.so``). Returns None, or why nothing was built (no compiler, a compiler error, a directory
+    that cannot be written): never raises for those, so that an install goes on without it
+    (functx then builds it at run time)."""
     cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
     if not cxx:
         return "no C++ compiler (g++, or CXX)"
-    with open(source_path, encoding="utf-8") as f:
-        source = f.read()
-    d = os.path.dirname(out_path) or "."
-    os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".fxlib.", suffix=".so", dir=d)
-    os.close(fd)
+    tmp = None
     try:
-        try:
-            proc = subprocess.run(
-                [cxx, *FLAGS, *flags, "-x", "c++", source_path, "-o", tmp],
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-            )
-        except (OSError, subprocess.TimeoutExpired) as e:
-            return f"{cxx} did not run: {e}"
+        with open(source_path, encoding="utf-8") as f:
+            source = f.read()
+        d = os.path.dirname(out_path) or "."
+        os.makedirs(d, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".fxlib.", suffix=".so", dir=d)
+        os.close(fd)
+        cmd = [cxx, *FLAGS, *flags, "-x", "c++", source_path, "-o", tmp]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         if proc.returncode != 0:
             return f"{cxx} failed: {proc.stderr.strip()[-2000:]}"
         with open(tmp, "rb") as f:
@@ -115,6 +109,8 @@ def build_library(source_path: str, out_path: str, flags=(), timeout: float = 60
             json.dump(record(source, data, flags), f)
         os.chmod(meta, 0o644)
         return None
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"{cxx} did not run or its output could not be written: {e}"
     finally:
-        if os.path.exists(tmp):
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)

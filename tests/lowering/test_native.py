@@ -101,10 +101,11 @@ def test_every_library_source_is_installed_with_the_package():
 
 
 def test_the_install_step_goes_on_without_a_compiler(tmp_path, monkeypatch):
-    """Without a compiler the install step says why and writes nothing (functx then builds the
-    libraries at run time)."""
+    """Without a compiler, or where it cannot write, the install step says why and writes
+    nothing (functx then builds the libraries at run time)."""
     out = str(tmp_path / "pkg" / "fx_sgemm512.so")
     src = os.path.join(native._HERE, "fx_sgemm512.cpp")
+    assert "could not be written" in toolchain.build_library(src, "/proc/no-such/dir/x.so")
     monkeypatch.setenv("CXX", str(tmp_path / "no-such-compiler"))
     assert "did not run" in toolchain.build_library(src, out)
     assert not os.path.exists(out) and not os.path.exists(out[:-3] + ".json")
