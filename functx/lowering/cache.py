@@ -48,19 +48,7 @@ import warnings
 
 from functx import config
 from functx.errors import CacheWarning, FunctxError
-
-FLAGS = [
-    "-O3",
-    "-march=native",
-    "-mprefer-vector-width=512",
-    "-fopenmp",
-    "-fPIC",
-    "-shared",
-    "-std=c++17",
-    "-fwrapv",
-    "-fno-math-errno",
-    "-fno-trapping-math",
-]
+from functx.lowering.toolchain import FLAGS, cpu_id  # noqa: F401 - (cpu_id: cache.cpu_id)
 
 
 def _libmvec_flags():
@@ -82,26 +70,39 @@ class CompileError(FunctxError, RuntimeError):
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
-def _foreign(st) -> str | None:
-    """Why a file or directory with this ``stat`` could hold someone else's bytes, or None."""
-    if st.st_uid != os.geteuid():
+def _foreign(st, root_too: bool = False) -> str | None:
+    """Why a file or directory with this ``stat`` could hold someone else's bytes, or None (a
+    file of root's too, with ``root_too``)."""
+    if st.st_uid != os.geteuid() and not (root_too and st.st_uid == 0):
         return f"owned by uid {st.st_uid}, not by you (uid {os.geteuid()})"
     if st.st_mode & 0o022:
         return f"writable by group or others (mode {stat.S_IMODE(st.st_mode):04o})"
     return None
 
 
-def read_file(path: str) -> bytes:
+def read_file(path: str, root_too: bool = False) -> bytes:
     """The bytes of the cache file ``path``: opened without following a symbolic link (nor
-    blocking on a FIFO), and only if it is a regular file of this user that nobody else can
-    write; OSError otherwise."""
+    blocking on a FIFO), and only if it is a regular file of this user (or root's, with
+    ``root_too``) that nobody else can write; OSError otherwise."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW)
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(fd)
-        why = "not a regular file" if not stat.S_ISREG(st.st_mode) else _foreign(st)
+        why = "not a regular file" if not stat.S_ISREG(st.st_mode) else _foreign(st, root_too)
         if why:
             raise OSError(errno.EPERM, f"cache file {path} is {why}: not used")
         return f.read()
+
+
+def read_installed(path: str) -> bytes:
+    """The bytes of a file installed with functx (``cpp/gemm.py``'s prebuilt library and its
+    record), trusted as a cache file is (``read_file``), a system-wide install's (root's) too,
+    and only where every directory above it is root's or this user's and writable by
+    group/others only if sticky; OSError otherwise."""
+    real = os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
+    why = _unsafe_parent(real)
+    if why is not None:
+        raise OSError(errno.EPERM, f"installed file {path} is {why}: not used")
+    return read_file(real, root_too=True)
 
 
 def _remove(path: str) -> None:
@@ -359,20 +360,6 @@ def _run_compiler_version() -> str:
             "working compiler"
         ) from None
     return out.stdout.splitlines()[0] if out.stdout else compiler()
-
-
-@functools.lru_cache(maxsize=1)
-def cpu_id() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith(("flags", "Features")):
-                    return hashlib.sha256(line.encode()).hexdigest()[:16]
-    except OSError:
-        pass
-    import platform
-
-    return platform.machine()
 
 
 _fallback_dir: str | None = None  # this process's private cache directory, once needed

@@ -394,10 +394,11 @@ class Executable:
         shapes and dtypes (``functx.jit``: they are part of its cache key)."""
         if self._first:  # (the first call of a program: ``functx.jit`` makes it here)
             self._first = False
-            if "fx_own_sgemm" in self.source:  # (its products: the same routine every call)
-                from functx.lowering.cpp import gemm
+            if "fx_own_sgemm" in self.source or "fx_fa_lib" in self.source:
+                from functx.lowering.cpp import attention, gemm  # (programs using them only)
 
-                gemm.wait()
+                gemm.give(self.lib, self.source)  # (their fixed libraries' routines: the same
+                attention.give(self.lib, self.source)  # code every call, cpp/native.py)
             try:
                 return self.run(leaves)
             finally:

@@ -1,0 +1,126 @@
+"""``functx/lowering/cpp/native.py`` (the fixed C++ libraries) and ``functx/lowering/toolchain.py``
+(their build at install time, ``setup.py``): an installed library is taken only where it was built
+from this source with these flags for this CPU and its files can be trusted; a required library
+that could not be built is a clear error; the install step goes on without a compiler."""
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from functx.lowering import cache, toolchain
+from functx.lowering.cpp import native
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _library(tmp_path, name="fx_sgemm512"):
+    file, flags = toolchain.LIBRARIES[name]
+    lib = native.Library(name, file, flags)
+    lib.prebuilt_path = str(tmp_path / "none" / f"{name}.so")
+    return lib
+
+
+def _install(lib, where, **changes):
+    """Junk bytes at ``where/<name>.so`` and their record as an install writes it
+    (``toolchain.record``), with ``changes`` to the record; ``lib`` pointed at them."""
+    where.mkdir(mode=0o755, exist_ok=True)
+    so = where / f"{lib.name}.so"
+    so.write_bytes(b"not a library")
+    so.chmod(0o755)
+    rec = {**toolchain.record(lib.source, b"not a library", lib.flags), **changes}
+    (where / f"{lib.name}.json").write_text(json.dumps(rec))
+    lib.prebuilt_path = str(so)
+    return str(so)
+
+
+@pytest.mark.parametrize(
+    "how", ["cpu", "source_sha256", "flags", "damaged", "group-writable", "link", "bad record"]
+)
+def test_an_installed_library_not_built_for_this_process_is_not_used(tmp_path, how):
+    """An installed library is taken only where its record names this source, these flags, this
+    CPU and its own digest, and its files are trusted (regular files, not links, that
+    group/others cannot write): anything else is refused with the reason (and the library is
+    built in the cache as before). None installed: nothing to say."""
+    lib = _library(tmp_path, "fx_attention64")
+    assert lib.prebuilt() is None and "prebuilt" not in lib.state
+    so = _install(lib, tmp_path / "pkg")
+    assert lib.prebuilt() == so  # (the record fits before it is changed below)
+    if how == "damaged":
+        open(so, "ab").write(b"\0")
+    elif how == "group-writable":
+        os.chmod(so, 0o775)
+    elif how == "link":
+        os.rename(so, so + ".real")
+        os.symlink(so + ".real", so)
+    elif how == "bad record":
+        open(so[:-3] + ".json", "w").write("{")
+    else:
+        _install(lib, tmp_path / "pkg", **{how: "other"})
+    assert lib.prebuilt() is None
+    why = {"damaged": "library_sha256", "group-writable": "writable by group", "link": "so"}
+    assert why.get(how, "" if how == "bad record" else how) in lib.state["prebuilt"]
+
+
+def test_an_installed_library_in_a_directory_others_can_write_is_not_used(tmp_path):
+    """Whoever can write a directory above the library can swap it between the check and the
+    load: not used (a sticky one, as ``/tmp``, is fine)."""
+    lib = _library(tmp_path)
+    so = _install(lib, tmp_path / "pkg")
+    os.chmod(tmp_path / "pkg", 0o777)
+    assert lib.prebuilt() is None and "writable by group or others" in lib.state["prebuilt"]
+    os.chmod(tmp_path / "pkg", 0o1777)
+    assert lib.prebuilt() == so
+
+
+def test_a_required_library_that_could_not_be_built_is_an_error(tmp_path, monkeypatch):
+    """The attention steps have no fallback in the programs: where their library could not be
+    built, the program's first run raises a functx error naming it (not a crash)."""
+    lib = _library(tmp_path, "fx_attention64")
+    lib.required = True
+
+    def no_compiler(*args, **kwargs):
+        raise OSError("no compiler")
+
+    monkeypatch.setattr(cache, "compile_cached", no_compiler)
+    monkeypatch.setattr(cache, "background_thread", lambda fn, yield_cpu: fn())  # (at once)
+    with pytest.raises(cache.CompileError, match="fx_attention64 .* could not be built"):
+        lib.give(None, {"fx_fa_lib_fwd64": "fx_fa_fwd_lib"})
+
+
+def test_every_library_source_is_installed_with_the_package():
+    """``setup.py`` compiles each library from its file in the package, which an install from a
+    wheel must carry too (pyproject.toml's package data)."""
+    text = (ROOT / "pyproject.toml").read_text()
+    data = re.search(r'^"functx.lowering.cpp" = \[(.*)\]$', text, re.M).group(1)
+    for file, _ in toolchain.LIBRARIES.values():
+        assert (ROOT / "functx" / "lowering" / "cpp" / file).exists()
+        assert f'"{file}"' in data
+
+
+def test_the_install_step_goes_on_without_a_compiler(tmp_path, monkeypatch):
+    """Without a compiler, or where it cannot write, the install step says why and writes
+    nothing (functx then builds the libraries at run time)."""
+    out = str(tmp_path / "pkg" / "fx_sgemm512.so")
+    src = os.path.join(native._HERE, "fx_sgemm512.cpp")
+    assert "could not be written" in toolchain.build_library(src, "/proc/no-such/dir/x.so")
+    monkeypatch.setenv("CXX", str(tmp_path / "no-such-compiler"))
+    assert "did not run" in toolchain.build_library(src, out)
+    assert not os.path.exists(out) and not os.path.exists(out[:-3] + ".json")
+
+
+@pytest.mark.slow  # (0.6 s of gcc CPU)
+@pytest.mark.skipif(" avx512f" not in toolchain.cpu_flags(), reason="AVX-512")
+def test_the_install_step_builds_a_library_functx_takes(tmp_path):
+    """``setup.py``'s step (``toolchain.build_library``) writes a library and a record that a
+    process accepts and loads."""
+    lib = _library(tmp_path, "fx_attention16")
+    out = str(tmp_path / "pkg" / "fx_attention16.so")
+    file, flags = toolchain.LIBRARIES["fx_attention16"]
+    assert toolchain.build_library(os.path.join(native._HERE, file), out, flags) is None
+    lib.prebuilt_path = out
+    assert lib.prebuilt() == out, lib.state.get("prebuilt")
+    lib.start()
+    assert lib.state["path"] == out and "thread" not in lib.state
