@@ -3,17 +3,31 @@
 ``dot_general``, so that ``jit``, ``grad`` (in ``data`` and in the dense operands) and ``vmap``
 (a BCOO is a pytree of ``data`` and ``indices``) compose with it and both backends run it.
 
-Not here yet (each raises an AttributeError saying so): BCSR, COO, CSR, CSC, ``sparsify``, the
-sparse-sparse products and the ``bcoo_*`` shape operations beyond transpose and reduce_sum.
+BCSR (``bcsr.py``, a view of BCOO through its row pointers), the older COO, CSR and CSC
+matrices (``coo.py``, ``csr.py``), their common base class ``JAXSparse`` and the sparse solvers
+of ``linalg`` are here too.
+
+Not here yet (each raises an AttributeError saying so): ``sparsify``, the sparse-sparse
+products and the ``bcoo_*`` shape operations beyond transpose and reduce_sum.
 """
 
 from __future__ import annotations
 
 from functx.errors import (
     FunctxValueError,
-    UnsupportedError,
     missing_name_hook as _missing_name_hook,
 )
+
+# -- BCSR, COO, CSR, CSC, the base class, the warnings, linalg (sparse36b) --
+from functx.experimental.sparse import (  # the submodules, as in JAX
+    bcoo as bcoo,
+    bcsr as bcsr,
+    coo as coo,
+    csr as csr,
+    linalg as linalg,
+    util as util,
+)
+from functx.experimental.sparse._base import JAXSparse as JAXSparse
 from functx.experimental.sparse.bcoo import (
     BCOO as BCOO,
     _empty,
@@ -28,17 +42,48 @@ from functx.experimental.sparse.bcoo import (
     bcoo_todense as bcoo_todense,
     bcoo_transpose as bcoo_transpose,
 )
+from functx.experimental.sparse.bcsr import (
+    BCSR as BCSR,
+    bcsr_dot_general as bcsr_dot_general,
+    bcsr_extract as bcsr_extract,
+    bcsr_fromdense as bcsr_fromdense,
+    bcsr_sum_duplicates as bcsr_sum_duplicates,
+    bcsr_todense as bcsr_todense,
+)
+from functx.experimental.sparse.coo import (
+    COO as COO,
+    coo_fromdense as coo_fromdense,
+    coo_matmat as coo_matmat,
+    coo_matvec as coo_matvec,
+    coo_todense as coo_todense,
+)
+from functx.experimental.sparse.csr import (
+    CSC as CSC,
+    CSR as CSR,
+    csr_fromdense as csr_fromdense,
+    csr_matmat as csr_matmat,
+    csr_matvec as csr_matvec,
+    csr_todense as csr_todense,
+)
+from functx.experimental.sparse.util import (
+    CuSparseEfficiencyWarning as CuSparseEfficiencyWarning,
+    SparseEfficiencyError as SparseEfficiencyError,
+    SparseEfficiencyWarning as SparseEfficiencyWarning,
+)
 
-_FORMATS = ("bcsr", "bcoo", "coo", "csr", "csc")
+# sparse_format -> the class whose _empty/_eye ``empty`` and ``eye`` call (None: BCOO's)
+_FORMATS = {"bcsr": BCSR, "bcoo": None, "coo": COO, "csr": CSR, "csc": CSC}
 
 
-def _format(sparse_format):
+def _format(sparse_format, formats=tuple(_FORMATS)):
+    """The class of ``sparse_format`` (None for BCOO), with JAX's errors."""
     if sparse_format not in _FORMATS:
         raise FunctxValueError(
             f"sparse_format={sparse_format!r} not recognized; must be one of {list(_FORMATS)}"
         )
-    if sparse_format != "bcoo":
-        raise UnsupportedError(f"sparse_format={sparse_format!r} is not in functx yet (bcoo is)")
+    if sparse_format not in formats:  # JAX's eye has no BCSR
+        raise FunctxValueError(f"eye: sparse_format={sparse_format!r} is not one of {formats}")
+    return _FORMATS[sparse_format]
 
 
 def todense(arr):
@@ -46,7 +91,7 @@ def todense(arr):
     (``jax.experimental.sparse.todense``).
 
     Arguments:
-      arr: a BCOO array or a dense array.
+      arr: a sparse array (BCOO, BCSR, COO, CSR, CSC) or a dense array.
     Returns:
       a dense array.
     Example:
@@ -55,7 +100,7 @@ def todense(arr):
       Array([[1., 0.],
              [0., 1.]], dtype=float32)
     """
-    return arr.todense() if isinstance(arr, BCOO) else arr
+    return arr.todense() if isinstance(arr, JAXSparse) else arr
 
 
 def empty(shape, dtype=None, index_dtype="int32", sparse_format="bcoo", **kwds):
@@ -66,8 +111,8 @@ def empty(shape, dtype=None, index_dtype="int32", sparse_format="bcoo", **kwds):
       shape: the array's shape.
       dtype: the dtype of ``data`` (default float32, or float64 under x64).
       index_dtype: the dtype of ``indices``.
-      sparse_format: ``"bcoo"`` (the only format functx has).
-      **kwds: ``n_batch``, ``n_dense`` and ``nse`` (default 0) of the BCOO layout.
+      sparse_format: ``"bcoo"``, ``"bcsr"``, ``"coo"``, ``"csr"`` or ``"csc"``.
+      **kwds: ``n_batch``, ``n_dense`` and ``nse`` (default 0) of the BCOO or BCSR layout.
     Returns:
       a BCOO array that reads as zeros.
     Example:
@@ -75,7 +120,9 @@ def empty(shape, dtype=None, index_dtype="int32", sparse_format="bcoo", **kwds):
       >>> sparse.empty((2, 3))
       BCOO(float32[2, 3], nse=0)
     """
-    _format(sparse_format)
+    cls = _format(sparse_format)
+    if cls is not None:
+        return cls._empty(tuple(shape), dtype=dtype, index_dtype=index_dtype, **kwds)
     return _empty(tuple(shape), dtype=dtype, index_dtype=index_dtype, **kwds)
 
 
@@ -88,7 +135,7 @@ def eye(N, M=None, k=0, dtype=None, index_dtype="int32", sparse_format="bcoo", *
       k: the diagonal: 0 the main one, positive above it, negative below.
       dtype: the dtype of ``data`` (default float32, or float64 under x64).
       index_dtype: the dtype of ``indices``.
-      sparse_format: ``"bcoo"`` (the only format functx has).
+      sparse_format: ``"bcoo"``, ``"coo"``, ``"csr"`` or ``"csc"`` (JAX has no BCSR eye).
       **kwds: ``n_batch`` and ``n_dense`` of the BCOO layout.
     Returns:
       a BCOO array.
@@ -97,8 +144,11 @@ def eye(N, M=None, k=0, dtype=None, index_dtype="int32", sparse_format="bcoo", *
       >>> sparse.eye(2, 3, k=1).indices.tolist()
       [[0, 1], [1, 2]]
     """
-    _format(sparse_format)
-    return _eye(N, N if M is None else M, k, dtype=dtype, index_dtype=index_dtype, **kwds)
+    cls = _format(sparse_format, ("bcoo", "coo", "csr", "csc"))
+    M = N if M is None else M
+    if cls is not None:
+        return cls._eye(N, M, k, dtype=dtype, index_dtype=index_dtype, **kwds)
+    return _eye(N, M, k, dtype=dtype, index_dtype=index_dtype, **kwds)
 
 
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
@@ -118,4 +168,32 @@ __all__ = [
     "empty",
     "eye",
     "todense",
+    # sparse36b
+    "BCSR",
+    "COO",
+    "CSC",
+    "CSR",
+    "CuSparseEfficiencyWarning",
+    "JAXSparse",
+    "SparseEfficiencyError",
+    "SparseEfficiencyWarning",
+    "bcoo",
+    "bcsr",
+    "bcsr_dot_general",
+    "bcsr_extract",
+    "bcsr_fromdense",
+    "bcsr_sum_duplicates",
+    "bcsr_todense",
+    "coo",
+    "coo_fromdense",
+    "coo_matmat",
+    "coo_matvec",
+    "coo_todense",
+    "csr",
+    "csr_fromdense",
+    "csr_matmat",
+    "csr_matvec",
+    "csr_todense",
+    "linalg",
+    "util",
 ]
