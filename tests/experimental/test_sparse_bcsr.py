@@ -171,6 +171,33 @@ def test_bcsr_sum_duplicates_against_numpy():
             assert keys == sorted(set(keys))
 
 
+def _shape_program(sp, x, y, nse_x, nse_y):
+    m, b = sp.bcsr_fromdense(x, nse=nse_x), sp.bcsr_fromdense(y, nse=nse_y, n_batch=1)
+    return (
+        sp.bcsr_broadcast_in_dim(m, shape=(2, 3, 4), broadcast_dimensions=(1, 2)),
+        sp.bcsr_concatenate([m, m], dimension=0),
+        sp.bcsr_concatenate([m, m], dimension=1),
+        sp.bcsr_concatenate([b, b], dimension=0),
+    )
+
+
+@pytest.mark.skipif(
+    not hasattr(fsp.bcoo, "bcoo_concatenate"),
+    reason="bcsr_broadcast_in_dim and bcsr_concatenate call sparse36a's BCOO operations",
+)
+def test_bcsr_broadcast_and_concatenate_against_jax():
+    x, y = _dense((3, 4)), _dense((2, 3, 4))
+    nse = np.count_nonzero(x) + 1, max(np.count_nonzero(r) for r in y) + 1  # one padding entry
+    got = _shape_program(fsp, x, y, *nse)
+    want = jax.jit(lambda *a: _shape_program(jsp, *a, *nse))(x, y)
+    dense = [np.broadcast_to(x, (2, 3, 4)), np.concatenate([x, x], 0), np.concatenate([x, x], 1)]
+    dense.append(np.concatenate([y, y], 0))
+    for g, w, d in zip(got, want, dense, strict=True):
+        assert (g.shape, g.nse, g.n_batch) == (w.shape, w.nse, w.n_batch)
+        np.testing.assert_array_equal(g.todense(), d)
+        np.testing.assert_array_equal(w.todense(), d)
+
+
 DOT_CASES = [  # (lhs shape, n_batch, n_dense, rhs shape, dimension numbers)
     ((3, 4), 0, 0, (4,), (((1,), (0,)), ((), ()))),
     ((3, 4), 0, 0, (4, 5), (((1,), (0,)), ((), ()))),

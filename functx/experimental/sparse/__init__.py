@@ -5,10 +5,7 @@
 
 BCSR (``bcsr.py``, a view of BCOO through its row pointers), the older COO, CSR and CSC
 matrices (``coo.py``, ``csr.py``), their common base class ``JAXSparse`` and the sparse solvers
-of ``linalg`` are here too.
-
-Not here yet (each raises an AttributeError saying so): ``sparsify``, the sparse-sparse
-products and the ``bcoo_*`` shape operations beyond transpose and reduce_sum.
+of ``linalg`` are here too. A JAX name that functx lacks raises an AttributeError saying so.
 """
 
 from __future__ import annotations
@@ -44,6 +41,8 @@ from functx.experimental.sparse.bcoo import (
 )
 from functx.experimental.sparse.bcsr import (
     BCSR as BCSR,
+    bcsr_broadcast_in_dim as bcsr_broadcast_in_dim,
+    bcsr_concatenate as bcsr_concatenate,
     bcsr_dot_general as bcsr_dot_general,
     bcsr_extract as bcsr_extract,
     bcsr_fromdense as bcsr_fromdense,
@@ -179,6 +178,8 @@ __all__ = [
     "SparseEfficiencyWarning",
     "bcoo",
     "bcsr",
+    "bcsr_broadcast_in_dim",
+    "bcsr_concatenate",
     "bcsr_dot_general",
     "bcsr_extract",
     "bcsr_fromdense",

@@ -20,6 +20,7 @@ import numpy as np
 
 from functx import dtypes, lax, numpy as jnp
 from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError
+from functx.experimental.sparse import bcoo as _bcoo
 from functx.experimental.sparse._base import JAXSparse
 from functx.experimental.sparse.bcoo import (
     BCOO,
@@ -384,3 +385,52 @@ def bcsr_sum_duplicates(mat: BCSR, nse=None) -> BCSR:
     """
     _require_bcsr(mat, "bcsr_sum_duplicates")
     return BCSR.from_bcoo(bcoo_sum_duplicates(mat.to_bcoo(), nse=nse))
+
+
+def bcsr_broadcast_in_dim(mat: BCSR, *, shape, broadcast_dimensions, sharding=None) -> BCSR:
+    """A BCSR array broadcast to a larger shape (``jax.experimental.sparse.bcsr_broadcast_in_dim``,
+    the sparse ``lax.broadcast_in_dim``), through ``bcoo_broadcast_in_dim``: new dims before the
+    two sparse dims become batch dims, new dims after them dense dims.
+
+    Arguments:
+      mat: a BCSR array.
+      shape: the shape of the result.
+      broadcast_dimensions: the dim of the result that each dim of ``mat`` becomes.
+      sharding: unused.
+    Returns:
+      a BCSR array of ``shape``.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> from functx.experimental.sparse import BCSR, bcsr_broadcast_in_dim
+      >>> m = BCSR.fromdense(jnp.array([[0.0, 1.0], [2.0, 0.0]]))
+      >>> b = bcsr_broadcast_in_dim(m, shape=(3, 2, 2), broadcast_dimensions=(1, 2))
+      >>> b, b.todense()[2].tolist()
+      (BCSR(float32[3, 2, 2], nse=2, n_batch=1), [[0.0, 1.0], [2.0, 0.0]])
+    """
+    _require_bcsr(mat, "bcsr_broadcast_in_dim")
+    out = _bcoo.bcoo_broadcast_in_dim(
+        mat.to_bcoo(), shape=shape, broadcast_dimensions=broadcast_dimensions, sharding=sharding
+    )
+    return BCSR.from_bcoo(out)
+
+
+def bcsr_concatenate(operands: Sequence[BCSR], *, dimension: int) -> BCSR:
+    """BCSR arrays joined along a batch or sparse dim (``jax.experimental.sparse.bcsr_concatenate``,
+    the sparse ``lax.concatenate``), through ``bcoo_concatenate``.
+
+    Arguments:
+      operands: BCSR arrays of equal layouts and shapes except along ``dimension``.
+      dimension: a batch or sparse dim (not a dense one).
+    Returns:
+      a BCSR array holding the entries of every operand.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> from functx.experimental.sparse import BCSR, bcsr_concatenate
+      >>> m = BCSR.fromdense(jnp.array([[0.0, 1.0], [2.0, 0.0]]))
+      >>> bcsr_concatenate([m, m], dimension=1).todense().tolist()
+      [[0.0, 1.0, 0.0, 1.0], [2.0, 0.0, 2.0, 0.0]]
+    """
+    for mat in operands:
+        _require_bcsr(mat, "bcsr_concatenate")
+    out = _bcoo.bcoo_concatenate([mat.to_bcoo() for mat in operands], dimension=dimension)
+    return BCSR.from_bcoo(out)
