@@ -157,6 +157,10 @@ def lobpcg_standard(A, X, m=100, tol=None):
     ``[X, P, R]`` (eigenvector estimates, search directions, residuals) kept orthonormal, one
     Rayleigh-Ritz solve per step, no preconditioner and no locking.
 
+    Differences from JAX: ``A`` may also be a functx sparse array (JAX takes a dense array or a
+    function), and the iteration runs where it is called (JAX compiles it once per shape): put
+    it under ``functx.jit`` to compile it.
+
     Arguments:
       A: an ``(n, n)`` symmetric matrix (dense, or a functx sparse array), or a function that
         applies it to an ``(n, j)`` array.
@@ -173,9 +177,10 @@ def lobpcg_standard(A, X, m=100, tol=None):
       >>> import functx.numpy as jnp
       >>> from functx.experimental.sparse.linalg import lobpcg_standard
       >>> A = jnp.diag(jnp.arange(1.0, 13.0))
-      >>> theta, U, i = lobpcg_standard(A, jnp.ones((12, 2)), m=50)
-      >>> theta.round(3).tolist()
-      [12.0, 11.0]
+      >>> X = jnp.stack([jnp.ones(12), jnp.arange(12.0)], axis=1)
+      >>> theta, U, i = lobpcg_standard(A, X)
+      >>> theta.round(3).tolist(), U.shape
+      ([12.0, 11.0], (12, 2))
     """
     if callable(A):
         op = A
