@@ -230,6 +230,16 @@ def test_bcsr_grads_against_finite_differences():
     check_grads(product, (m.data, RNG.normal(size=(4, 2))), order=1, modes=("fwd", "rev"))
     check_grads(lambda d: fsp.BCSR((d, *bufs), shape=(3, 4)).todense(), (m.data,), order=1)
     check_grads(lambda y: fsp.bcsr_extract(*bufs, y), (RNG.normal(size=(3, 4)),), order=1)
+    # fromdense: the tangent at the stored positions (a perturbation would move the nonzeros,
+    # so no finite differences), as JAX's jvp rule gives
+    t = RNG.normal(size=(3, 4))
+    _, dt = functx.jvp(lambda x: fsp.bcsr_fromdense(x, nse=7).data, (x,), (t,))
+    np.testing.assert_array_equal(dt, fsp.bcsr_extract(*bufs, t))
+    _, dt = functx.jvp(lambda x: fsp.coo_fromdense(x, nse=7).data, (x,), (t,))
+    coo = fsp.coo_fromdense(x, nse=7)
+    np.testing.assert_array_equal(
+        dt, np.where(np.arange(7) < np.count_nonzero(x), t[coo.row, coo.col], 0)
+    )
 
 
 def test_bcsr_jit_and_vmap_through_the_pytree():
@@ -442,5 +452,9 @@ def test_base_class_and_warnings_as_jax():
         base_f, base_j = (getattr(m, base) if isinstance(base, str) else base for m in (fsp, jsp))
         assert issubclass(getattr(fsp, name), base_f) and issubclass(getattr(jsp, name), base_j)
     assert issubclass(fsp.SparseEfficiencyError, functx.errors.FunctxError)
-    for sub in ("bcoo", "bcsr", "coo", "csr", "util", "linalg"):
+    for sub in ("api", "bcoo", "bcsr", "coo", "csr", "util", "linalg"):
         assert getattr(fsp, sub).__name__ == f"functx.experimental.sparse.{sub}"
+    assert (fsp.api.empty, fsp.api.eye, fsp.api.todense) == (fsp.empty, fsp.eye, fsp.todense)
+    # JAX's eye has no BCSR (a KeyError there)
+    with pytest.raises(functx.errors.FunctxValueError, match="no sparse_format='bcsr' eye"):
+        fsp.eye(3, sparse_format="bcsr")

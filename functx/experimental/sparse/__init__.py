@@ -10,13 +10,11 @@ of ``linalg`` are here too. A JAX name that functx lacks raises an AttributeErro
 
 from __future__ import annotations
 
-from functx.errors import (
-    FunctxValueError,
-    missing_name_hook as _missing_name_hook,
-)
+from functx.errors import missing_name_hook as _missing_name_hook
 
 # -- BCSR, COO, CSR, CSC, the base class, the warnings, linalg (sparse36b) --
 from functx.experimental.sparse import (  # the submodules, as in JAX
+    api as api,
     bcoo as bcoo,
     bcsr as bcsr,
     coo as coo,
@@ -25,10 +23,9 @@ from functx.experimental.sparse import (  # the submodules, as in JAX
     util as util,
 )
 from functx.experimental.sparse._base import JAXSparse as JAXSparse
+from functx.experimental.sparse.api import empty as empty, eye as eye, todense as todense
 from functx.experimental.sparse.bcoo import (
     BCOO as BCOO,
-    _empty,
-    _eye,
     bcoo_dot_general as bcoo_dot_general,
     bcoo_extract as bcoo_extract,
     bcoo_fromdense as bcoo_fromdense,
@@ -70,86 +67,6 @@ from functx.experimental.sparse.util import (
     SparseEfficiencyWarning as SparseEfficiencyWarning,
 )
 
-# sparse_format -> the class whose _empty/_eye ``empty`` and ``eye`` call (None: BCOO's)
-_FORMATS = {"bcsr": BCSR, "bcoo": None, "coo": COO, "csr": CSR, "csc": CSC}
-
-
-def _format(sparse_format, formats=tuple(_FORMATS)):
-    """The class of ``sparse_format`` (None for BCOO), with JAX's errors."""
-    if sparse_format not in _FORMATS:
-        raise FunctxValueError(
-            f"sparse_format={sparse_format!r} not recognized; must be one of {list(_FORMATS)}"
-        )
-    if sparse_format not in formats:  # JAX's eye has no BCSR
-        raise FunctxValueError(f"eye: sparse_format={sparse_format!r} is not one of {formats}")
-    return _FORMATS[sparse_format]
-
-
-def todense(arr):
-    """The dense array of a sparse array; a dense array passes through
-    (``jax.experimental.sparse.todense``).
-
-    Arguments:
-      arr: a sparse array (BCOO, BCSR, COO, CSR, CSC) or a dense array.
-    Returns:
-      a dense array.
-    Example:
-      >>> from functx.experimental import sparse
-      >>> sparse.todense(sparse.eye(2))
-      Array([[1., 0.],
-             [0., 1.]], dtype=float32)
-    """
-    return arr.todense() if isinstance(arr, JAXSparse) else arr
-
-
-def empty(shape, dtype=None, index_dtype="int32", sparse_format="bcoo", **kwds):
-    """A sparse array with no stored entries, or ``nse`` padding entries
-    (``jax.experimental.sparse.empty``).
-
-    Arguments:
-      shape: the array's shape.
-      dtype: the dtype of ``data`` (default float32, or float64 under x64).
-      index_dtype: the dtype of ``indices``.
-      sparse_format: ``"bcoo"``, ``"bcsr"``, ``"coo"``, ``"csr"`` or ``"csc"``.
-      **kwds: ``n_batch``, ``n_dense`` and ``nse`` (default 0) of the BCOO or BCSR layout.
-    Returns:
-      a BCOO array that reads as zeros.
-    Example:
-      >>> from functx.experimental import sparse
-      >>> sparse.empty((2, 3))
-      BCOO(float32[2, 3], nse=0)
-    """
-    cls = _format(sparse_format)
-    if cls is not None:
-        return cls._empty(tuple(shape), dtype=dtype, index_dtype=index_dtype, **kwds)
-    return _empty(tuple(shape), dtype=dtype, index_dtype=index_dtype, **kwds)
-
-
-def eye(N, M=None, k=0, dtype=None, index_dtype="int32", sparse_format="bcoo", **kwds):
-    """A 2-D sparse array with ones on a diagonal (``jax.experimental.sparse.eye``).
-
-    Arguments:
-      N: the number of rows.
-      M: the number of columns (default ``N``).
-      k: the diagonal: 0 the main one, positive above it, negative below.
-      dtype: the dtype of ``data`` (default float32, or float64 under x64).
-      index_dtype: the dtype of ``indices``.
-      sparse_format: ``"bcoo"``, ``"coo"``, ``"csr"`` or ``"csc"`` (JAX has no BCSR eye).
-      **kwds: ``n_batch`` and ``n_dense`` of the BCOO layout.
-    Returns:
-      a BCOO array.
-    Example:
-      >>> from functx.experimental import sparse
-      >>> sparse.eye(2, 3, k=1).indices.tolist()
-      [[0, 1], [1, 2]]
-    """
-    cls = _format(sparse_format, ("bcoo", "coo", "csr", "csc"))
-    M = N if M is None else M
-    if cls is not None:
-        return cls._eye(N, M, k, dtype=dtype, index_dtype=index_dtype, **kwds)
-    return _eye(N, M, k, dtype=dtype, index_dtype=index_dtype, **kwds)
-
-
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
 __getattr__ = _missing_name_hook(__name__)
 
@@ -176,6 +93,7 @@ __all__ = [
     "JAXSparse",
     "SparseEfficiencyError",
     "SparseEfficiencyWarning",
+    "api",
     "bcoo",
     "bcsr",
     "bcsr_broadcast_in_dim",
