@@ -311,15 +311,9 @@ def bcsr_extract(indices, indptr, mat):
       Array([2., 3.], dtype=float32)
     """
     indices, indptr, mat = jnp.asarray(indices), jnp.asarray(indptr), jnp.asarray(mat)
-    n_batch, _, nse = _layout(
-        jnp.zeros((*indices.shape, *mat.shape[indices.ndim + 1 :]), mat.dtype),
-        indices,
-        indptr,
-        mat.shape,
-    )
-    coo = _coo_indices(indices, indptr, mat.shape)
-    data = jnp.zeros(coo.shape[:-1] + mat.shape[n_batch + 2 :], mat.dtype)
-    return _extract(BCOO((data, coo), shape=mat.shape), mat)
+    data = jnp.zeros(indices.shape + mat.shape[indices.ndim + 1 :], mat.dtype)
+    positions = BCSR((data, indices, indptr), shape=mat.shape)  # JAX's checks of the buffers
+    return _extract(positions.to_bcoo(), mat)
 
 
 def bcsr_dot_general(

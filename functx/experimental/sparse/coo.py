@@ -10,32 +10,19 @@ raises a FunctxValueError or FunctxTypeError that says which.
 
 from __future__ import annotations
 
-import operator
-
 import numpy as np
 
 from functx import dtypes, lax, numpy as jnp
-from functx.errors import ConcretizationError, FunctxTypeError, FunctxValueError, UnsupportedError
+from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError
 from functx.experimental.sparse._base import JAXSparse
-from functx.experimental.sparse.bcoo import _scatter_sum
+from functx.experimental.sparse.bcoo import _concrete_nse, _index, _scatter_sum
 from functx.source_info import where
-from functx.tracing import Tracer
 from functx.tree_util import register_pytree_node_class
 
 
 def _check(ok, message):
     if not ok:
         raise FunctxValueError(message + where())
-
-
-def _concrete(nse, name):
-    """``operator.index(nse)``; a traced count is a ConcretizationError, as in JAX."""
-    if isinstance(nse, Tracer):
-        raise ConcretizationError(
-            f"{name}: the number of stored elements depends on traced values: pass a concrete "
-            "nse (number of stored elements) to use it under jit, vmap or grad" + where()
-        )
-    return operator.index(np.asarray(nse).item() if np.ndim(nse) == 0 else nse)
 
 
 def _product(data, row, col, x, shape, transpose, name):
@@ -178,7 +165,7 @@ def _nonzeros(mat, nse, name):
     mat = jnp.asarray(mat)
     _check(mat.ndim == 2, f"{name}: expected a 2-D matrix, got shape {mat.shape}")
     count = jnp.sum(mat != 0)
-    nse = _concrete(count if nse is None else nse, name)
+    nse = _concrete_nse(count, name) if nse is None else _index(nse, "nse")
     row, col = jnp.nonzero(mat, size=nse, fill_value=0)
     real = jnp.arange(nse) < count
     return jnp.where(real, mat[row, col], 0), row, col, real
