@@ -9,6 +9,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 import pytest
+import scipy.sparse
 from errutil import raises_as_jax
 from jax.experimental import sparse as jsp
 from x64util import x64_off
@@ -368,6 +369,26 @@ def test_matvec_matmat_against_numpy(fmt):
     # entries at one position add up
     dup = fsp.COO((np.array([1.0, 2.0]), np.array([0, 0]), np.array([1, 1])), shape=(2, 2))
     np.testing.assert_array_equal(fsp.coo_todense(dup), [[0.0, 3.0], [0.0, 0.0]])
+
+
+def test_coo_sort_indices_and_bcsr_from_scipy():
+    data, row, col = RNG.normal(size=6), np.array([2, 0, 1, 0, 2, 1]), np.array([1, 3, 0, 1, 0, 0])
+    m = fsp.COO((data, row, col), shape=(3, 4))
+    s = m._sort_indices()
+    order = np.lexsort((col, row))  # by row, then column; the tie (1, 0) keeps its order
+    for name, want in [("data", data[order]), ("row", row[order]), ("col", col[order])]:
+        np.testing.assert_array_equal(getattr(s, name), want)
+    assert s._rows_sorted and s._sort_indices() is s
+    np.testing.assert_array_equal(s.todense(), m.todense())
+    x = _dense((4, 5))
+    got = fsp.BCSR.from_scipy_sparse(scipy.sparse.csr_matrix(x))
+    _same(got, fsp.BCSR.fromdense(x), BCSR_BUFS)
+    raises_as_jax(
+        lambda m: m.BCSR.from_scipy_sparse(scipy.sparse.csr_matrix(x), n_batch=1),
+        jsp,
+        fsp,
+        NotImplementedError,
+    )
 
 
 def test_coo_csr_grads_jit_vmap():
