@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import sidebyside
 
-N, NSE, K = 4096, 65536, 16  # a 4096x4096 matrix with 65536 stored entries, 16 right-hand sides
-SN = 512  # spsolve: a 512x512 system, about 8 entries a row and the diagonal
+N, NSE, K = 4096, 65536, 16  # 4096x4096, 65536 random positions (65409 distinct), 16 columns
+SN = 512  # spsolve: a 512x512 system, 4096 random positions and the diagonal (4565 entries)
 EN, EK, EM = 1024, 4, 40  # lobpcg: the 4 largest eigenpairs of a 1024x1024 matrix, 40 steps
 CASES = ("bcsr spmv", "bcsr spmm", "csr matvec", "coo matmat", "spsolve", "lobpcg")
 
