@@ -338,6 +338,16 @@ def test_coo_csr_csc_against_jax():
             np.testing.assert_allclose(prod, jprod, rtol=1e-6)
 
 
+def test_constructor_dtypes_follow_x64_as_jax():
+    # (the suite runs with x64 on: the default float is float64, as JAX's jnp.zeros gives)
+    for fmt in ("bcsr", "coo", "csr", "csc"):
+        got, want = fsp.empty((2, 3), sparse_format=fmt), jsp.empty((2, 3), sparse_format=fmt)
+        assert got.dtype == want.dtype == np.float64
+        if fmt != "bcsr":
+            got, want = fsp.eye(2, sparse_format=fmt), jsp.eye(2, sparse_format=fmt)
+            assert got.dtype == want.dtype == np.float64
+
+
 @pytest.mark.parametrize("name", sorted(FORMATS))
 def test_coo_csr_csc_against_numpy(name):
     x = _dense((4, 5))

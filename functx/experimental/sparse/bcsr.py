@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from functx import dtypes, lax, numpy as jnp
+from functx import lax, numpy as jnp
 from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError
 from functx.experimental.sparse import bcoo as _bcoo
 from functx.experimental.sparse._base import JAXSparse
@@ -208,7 +208,7 @@ class BCSR(JAXSparse):
             raise FunctxValueError("BCSR sparse.empty: must have 2 sparse dimensions.")
         batch, (rows, cols) = shape[:n_batch], shape[n_batch : n_batch + 2]
         dense = shape[n_batch + 2 :]
-        data = jnp.zeros((*batch, nse, *dense), dtypes.canonicalize_dtype(dtype or np.float32))
+        data = jnp.zeros((*batch, nse, *dense), dtype)
         indices = jnp.full((*batch, nse), cols, index_dtype)
         return cls((data, indices, jnp.zeros((*batch, rows + 1), index_dtype)), shape=shape)
 

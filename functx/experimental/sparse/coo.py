@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from functx import dtypes, lax, numpy as jnp
+from functx import lax, numpy as jnp
 from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError
 from functx.experimental.sparse._base import JAXSparse
 from functx.experimental.sparse.bcoo import _concrete_nse, _index, _scatter_sum
@@ -108,7 +108,7 @@ class COO(JAXSparse):
         shape = tuple(shape)
         if len(shape) != 2:
             raise FunctxValueError(f"COO must have ndim=2; got {shape=}")
-        data = jnp.zeros(0, dtypes.canonicalize_dtype(dtype or np.float32))
+        data = jnp.zeros(0, dtype)
         index = jnp.zeros(0, index_dtype)
         return cls((data, index, index), shape=shape, rows_sorted=True, cols_sorted=True)
 
@@ -117,7 +117,7 @@ class COO(JAXSparse):
         row, col = _diagonal(N, M, k, index_dtype)
         if row is None:
             return cls._empty((N, M), dtype=dtype, index_dtype=index_dtype)
-        data = jnp.ones(row.shape, dtypes.canonicalize_dtype(dtype or np.float32))
+        data = jnp.ones(row.shape, dtype)
         return cls((data, row, col), shape=(N, M), rows_sorted=True, cols_sorted=True)
 
     def _sort_indices(self):

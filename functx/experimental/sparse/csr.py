@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from functx import dtypes, numpy as jnp
+from functx import numpy as jnp
 from functx.errors import FunctxValueError, UnsupportedError
 from functx.experimental.sparse._base import JAXSparse
 from functx.experimental.sparse.bcoo import _scatter_sum
@@ -63,7 +63,7 @@ class _Compressed(JAXSparse):
         shape = tuple(shape)
         if len(shape) != 2:
             raise FunctxValueError(f"{cls.__name__} must have ndim=2; got {shape=}")
-        data = jnp.zeros(0, dtypes.canonicalize_dtype(dtype or np.float32))
+        data = jnp.zeros(0, dtype)
         n = shape[0] if cls is CSR else shape[1]
         bufs = (data, jnp.zeros(0, index_dtype), jnp.zeros(n + 1, index_dtype))
         return cls(bufs, shape=shape)
@@ -117,7 +117,7 @@ class CSR(_Compressed):
         row, col = _diagonal(N, M, k, index_dtype)
         if row is None:
             return cls._empty((N, M), dtype=dtype, index_dtype=index_dtype)
-        data = jnp.ones(row.shape, dtypes.canonicalize_dtype(dtype or np.float32))
+        data = jnp.ones(row.shape, dtype)
         _, indptr = _csr_indices(jnp.stack([row, col], axis=-1), N, np.dtype(index_dtype))
         return cls((data, col, indptr), shape=(N, M))
 
