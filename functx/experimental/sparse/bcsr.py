@@ -41,8 +41,7 @@ def _compatible(batch, full):
 
 
 def _layout(data, indices, indptr, shape):
-    """(n_batch, n_dense, nse) of a BCSR's buffers, checked against ``shape`` with JAX's
-    ValueErrors."""
+    """The n_batch of a BCSR's buffers, checked against ``shape`` with JAX's ValueErrors."""
     if indices.ndim < 1 or not np.issubdtype(indices.dtype, np.integer):
         raise FunctxTypeError(f"BCSR indices must be integers of ndim >= 1, got {indices.dtype}")
     if not np.issubdtype(indptr.dtype, np.integer):
@@ -64,12 +63,13 @@ def _layout(data, indices, indptr, shape):
         raise FunctxValueError("indptr shape must match the matrix shape plus 1." + where())
     if data.shape[n_batch:] != (nse, *shape[n_batch + 2 :]):
         raise FunctxValueError(f"Invalid {data.shape=} for {nse=}, {n_batch=}, {n_dense=}")
-    return n_batch, n_dense, nse
+    return n_batch
 
 
-def _coo_indices(indices, indptr, shape):
+def _coo_indices(indices, indptr):
     """The BCOO indices (``batch + (nse, 2)``) of BCSR ``indices`` and ``indptr``: the row of
-    entry ``p`` is the number of ``indptr[1:]`` at or below ``p`` (``rows`` for padding)."""
+    entry ``p`` is one less than the number of row starts ``indptr`` at or before ``p`` (``rows``
+    for the padding past ``indptr[-1]``)."""
     nb = indices.ndim - 1
     batch = tuple(np.broadcast_shapes(indices.shape[:nb], indptr.shape[:nb]))
     b, nse = math.prod(batch), indices.shape[-1]
@@ -131,7 +131,7 @@ class BCSR(JAXSparse):
         self.data, self.indices, self.indptr = (jnp.asarray(a) for a in args)
         super().__init__(args, shape=shape)
         self.indices_sorted, self.unique_indices = indices_sorted, unique_indices
-        self._n_batch = _layout(self.data, self.indices, self.indptr, self.shape)[0]
+        self._n_batch = _layout(self.data, self.indices, self.indptr, self.shape)
 
     # -- pytree: the batch part of the shape follows the buffers (vmap maps a batch dim)
     def tree_flatten(self):
@@ -214,7 +214,7 @@ class BCSR(JAXSparse):
 
     def to_bcoo(self) -> BCOO:
         """The BCOO array with the same entries (row indices from ``indptr``)."""
-        indices = _coo_indices(self.indices, self.indptr, self.shape)
+        indices = _coo_indices(self.indices, self.indptr)
         return BCOO((self.data, indices), shape=self.shape)
 
     def todense(self):

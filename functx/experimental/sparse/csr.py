@@ -23,16 +23,15 @@ from functx.source_info import where
 from functx.tree_util import register_pytree_node_class
 
 
-def _rows(mat, name, shape=None):
+def _rows(mat, name):
     """(row, col) of a CSR matrix's entries (rows from ``indptr``; padding gets row ``rows``),
     its buffers checked against its shape as JAX's abstract evaluation does."""
-    shape = mat.shape if shape is None else shape
-    data, indices, indptr = mat.data, mat.indices, mat.indptr
+    shape, data, indices, indptr = mat.shape, mat.data, mat.indices, mat.indptr
     _check(len(shape) == 2, f"{name}: the matrix must be 2-D, got {shape=}")
     _check(data.ndim == indices.ndim == indptr.ndim == 1, f"{name}: buffers must be 1-D")
     _check(data.shape == indices.shape, f"{name}: data and indices lengths differ")
     _check(indptr.shape == (shape[0] + 1,), f"{name}: indptr must have length rows + 1")
-    coo = _coo_indices(indices, indptr, shape)
+    coo = _coo_indices(indices, indptr)
     return coo[:, 0], coo[:, 1]
 
 

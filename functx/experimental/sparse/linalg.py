@@ -68,7 +68,7 @@ def spsolve(data, indices, indptr, b, tol=1e-6, reorder=1):
         raise FunctxValueError(f"{reorder=} not valid, must be one of [0, 1, 2, 3]" + where())
     float(tol)  # a number, as JAX requires (a TypeError otherwise)
     n = b.size
-    coo = _coo_indices(indices, indptr, (n, n))
+    coo = _coo_indices(indices, indptr)
     A = _scatter_sum(data, [coo[:, 0], coo[:, 1]], (n, n))
     return jnp.linalg.solve(A, b)
 
