@@ -55,6 +55,7 @@ NAMESPACES: tuple[str, ...] = (
     "functx.export",
     "functx.experimental.checkify",
     "functx.experimental.sparse",
+    "functx.experimental.sparse.linalg",
     "functx.ad_checkpoint",
     "functx.custom_derivatives",
     "functx.custom_batching",

@@ -67,6 +67,15 @@ PENDING: dict[str, object] = {
     # jnp.complex64/complex128 are NumPy dtypes, not JAX's callable scalar types (requests.md)
     "functx.numpy.csingle": _not_callable("complex64"),
     "functx.numpy.cdouble": _not_callable("complex128"),
+    # they call sparse36a's bcoo_broadcast_in_dim/bcoo_concatenate (a branch of session 36)
+    "functx.experimental.sparse.bcsr_broadcast_in_dim": lambda: (
+        not hasattr(
+            importlib.import_module("functx.experimental.sparse.bcoo"), "bcoo_broadcast_in_dim"
+        )
+    ),
+    "functx.experimental.sparse.bcsr_concatenate": lambda: (
+        not hasattr(importlib.import_module("functx.experimental.sparse.bcoo"), "bcoo_concatenate")
+    ),
 }
 
 # Names that deliberately differ from JAX (docs/differences.md): their docstrings say how in a
@@ -98,6 +107,7 @@ DIFFERS_FROM_JAX: dict[str, str] = {
         "NonConcreteBooleanIndexError TracerArrayConversionError TracerIntegerConversionError"
     ),
     "functx.experimental": "io_callback",
+    "functx.experimental.sparse.linalg": "lobpcg_standard spsolve",
     "functx.profiler": (
         "ProfileOptions start_trace trace device_memory_profile save_device_memory_profile "
         "start_server stop_server register_subprocess"

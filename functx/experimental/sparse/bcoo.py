@@ -25,6 +25,7 @@ import numpy as np
 
 from functx import dtypes, lax, numpy as jnp, ops
 from functx.errors import ConcretizationError, FunctxTypeError, FunctxValueError, UnsupportedError
+from functx.experimental.sparse._base import JAXSparse
 from functx.source_info import where
 from functx.tracing import ShapeDtypeStruct, Tracer, eval_shape
 from functx.transforms.vmap import vmap
@@ -57,7 +58,7 @@ def _split(shape, n_batch, n_sparse):
 
 
 @register_pytree_node_class
-class BCOO:
+class BCOO(JAXSparse):
     """An N-dimensional sparse array in batched-coordinate format
     (``jax.experimental.sparse.BCOO``): a pytree of ``data`` and ``indices``.
 
