@@ -14,19 +14,45 @@ from functx.errors import (
     UnsupportedError,
     missing_name_hook as _missing_name_hook,
 )
+
+# -- the bcoo shape operations, sparse products, sparsify and the sparse derivatives (sparse36a) --
+from functx.experimental.sparse import transform as transform
 from functx.experimental.sparse.bcoo import (
     BCOO as BCOO,
     _empty,
     _eye,
+    bcoo_broadcast_in_dim as bcoo_broadcast_in_dim,
+    bcoo_concatenate as bcoo_concatenate,
     bcoo_dot_general as bcoo_dot_general,
+    bcoo_dot_general_sampled as bcoo_dot_general_sampled,
+    bcoo_dynamic_slice as bcoo_dynamic_slice,
     bcoo_extract as bcoo_extract,
     bcoo_fromdense as bcoo_fromdense,
+    bcoo_gather as bcoo_gather,
     bcoo_multiply_dense as bcoo_multiply_dense,
+    bcoo_multiply_sparse as bcoo_multiply_sparse,
     bcoo_reduce_sum as bcoo_reduce_sum,
+    bcoo_reshape as bcoo_reshape,
+    bcoo_rev as bcoo_rev,
+    bcoo_slice as bcoo_slice,
     bcoo_sort_indices as bcoo_sort_indices,
+    bcoo_squeeze as bcoo_squeeze,
     bcoo_sum_duplicates as bcoo_sum_duplicates,
     bcoo_todense as bcoo_todense,
     bcoo_transpose as bcoo_transpose,
+    bcoo_update_layout as bcoo_update_layout,
+)
+from functx.experimental.sparse.transform import (
+    grad as grad,
+    jacfwd as jacfwd,
+    jacobian as jacobian,
+    jacrev as jacrev,
+    sparsify as sparsify,
+    value_and_grad as value_and_grad,
+)
+from functx.experimental.sparse.util import (
+    SparseEfficiencyError as SparseEfficiencyError,
+    SparseEfficiencyWarning as SparseEfficiencyWarning,
 )
 
 _FORMATS = ("bcsr", "bcoo", "coo", "csr", "csc")
@@ -118,4 +144,24 @@ __all__ = [
     "empty",
     "eye",
     "todense",
+    # (sparse36a)
+    "SparseEfficiencyError",
+    "SparseEfficiencyWarning",
+    "bcoo_broadcast_in_dim",
+    "bcoo_concatenate",
+    "bcoo_dot_general_sampled",
+    "bcoo_dynamic_slice",
+    "bcoo_gather",
+    "bcoo_multiply_sparse",
+    "bcoo_reshape",
+    "bcoo_rev",
+    "bcoo_slice",
+    "bcoo_squeeze",
+    "bcoo_update_layout",
+    "grad",
+    "jacfwd",
+    "jacobian",
+    "jacrev",
+    "sparsify",
+    "value_and_grad",
 ]
