@@ -226,7 +226,7 @@ class BCOO:
 
     def __mul__(self, other):
         if isinstance(other, BCOO):
-            return _sparsified(operator.mul, self, other)
+            return _multiply_sparse(self, other)
         return self._with_data(bcoo_multiply_dense(self, other))
 
     __rmul__ = __mul__
@@ -1471,6 +1471,14 @@ def bcoo_multiply_sparse(lhs: BCOO, rhs: BCOO) -> BCOO:
     indices = jnp.where(found[..., None], indices, jnp.asarray(sparse, li.dtype))
     data = data.reshape((*batch, nse, *data.shape[2:]))
     return BCOO((data, indices.reshape((*batch, nse, ns))), shape=shape)
+
+
+def _multiply_sparse(x: BCOO, y: BCOO) -> BCOO:
+    """``x * y``: the stored values multiplied where both share one set of unique indices,
+    else ``bcoo_multiply_sparse`` (a rule of ``sparsify`` and BCOO's ``*``)."""
+    if x.indices is y.indices and x.unique_indices and x.shape == y.shape:
+        return x._with_data(x.data * y.data)
+    return bcoo_multiply_sparse(x, y)
 
 
 def _extract_at(indices, arr):

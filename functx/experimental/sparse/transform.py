@@ -25,12 +25,12 @@ from functx.errors import FunctxTypeError, UnsupportedError
 from functx.experimental.sparse.bcoo import (
     BCOO,
     _gather,
+    _multiply_sparse,
     bcoo_broadcast_in_dim,
     bcoo_concatenate,
     bcoo_dot_general,
     bcoo_dynamic_slice,
     bcoo_multiply_dense,
-    bcoo_multiply_sparse,
     bcoo_reduce_sum,
     bcoo_reshape,
     bcoo_rev,
@@ -116,9 +116,7 @@ def _sub(x, y):
 
 def _mul(x, y):
     if _is_sparse(x) and _is_sparse(y):
-        if x.indices is y.indices and x.unique_indices:
-            return x._with_data(x.data * y.data)
-        return bcoo_multiply_sparse(x, y)
+        return _multiply_sparse(x, y)
     sp, dense = (x, y) if _is_sparse(x) else (y, x)
     return sp._with_data(bcoo_multiply_dense(sp, dense))
 
