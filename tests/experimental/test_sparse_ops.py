@@ -6,6 +6,7 @@ gradients against finite differences, ``jit``, ``vmap`` and JAX's errors."""
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import jax
 import jax.numpy as jjnp
@@ -14,6 +15,7 @@ import pytest
 from errutil import raises_as_jax
 from jax.experimental import sparse as jsp
 from test_sparse import LAYOUTS, _dense, _same_bcoo
+from x64util import x64_off
 
 import functx
 import functx.numpy as fjnp
@@ -388,3 +390,34 @@ def test_sparse_derivatives_against_jax():
     got = fsp.grad(lambda X: (X @ np.arange(5.0)).sum() ** 2)(md)
     np.testing.assert_allclose(got.data, functx.grad(in_data)(md.data), rtol=1e-14)
     check_grads(in_data, (md.data,), order=1, modes=("rev",))
+
+
+@pytest.mark.parametrize(
+    "shape,kw",
+    [
+        ((3, 4), {}),
+        ((2, 3, 4), {"n_batch": 1, "nse": 3, "dtype": np.float32}),
+        ((5, 4, 2), {"n_dense": 1, "nse": 0.3, "unique_indices": False, "sorted_indices": True}),
+    ],
+)
+def test_random_bcoo_same_bits_as_jax(shape, kw):
+    with x64_off(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # (float64 requested with x64 off: JAX's too)
+        got = fsp.random_bcoo(functx.random.key(3), shape, **kw)
+        want = _jit(lambda k: jsp.random_bcoo(k, shape, **kw), jax.random.key(3))
+    _same_bcoo(got, want)
+    if kw.get("unique_indices", True):
+        flat = np.asarray(got.indices).reshape(-1, got.nse, got.n_sparse)
+        assert all(len({tuple(r) for r in b}) == got.nse for b in flat)
+
+
+def test_random_bcoo_generator_and_errors():
+    with x64_off():
+        kw = {"nse": 4, "dtype": np.float32, "generator": functx.random.normal}
+        got = fsp.random_bcoo(functx.random.key(5), (4, 4), **kw)
+        kw_jax = {**kw, "generator": jax.random.normal}
+        want = _jit(lambda k: jsp.random_bcoo(k, (4, 4), **kw_jax), jax.random.key(5))
+        _same_bcoo(got, want)
+    key = {fsp: functx.random.key(0), jsp: jax.random.key(0)}
+    for shape, kw in [((3, 4), {"nse": 12}), ((3, 4), {"n_batch": 2, "n_dense": 1})]:
+        raises_as_jax(lambda s: s.random_bcoo(key[s], shape, **kw), jsp, fsp, ValueError)

@@ -16,7 +16,7 @@ from functx.errors import (
 )
 
 # -- the bcoo shape operations, sparse products, sparsify and the sparse derivatives (sparse36a) --
-from functx.experimental.sparse import transform as transform
+from functx.experimental.sparse import random as random, transform as transform
 from functx.experimental.sparse.bcoo import (
     BCOO as BCOO,
     _empty,
@@ -42,6 +42,7 @@ from functx.experimental.sparse.bcoo import (
     bcoo_transpose as bcoo_transpose,
     bcoo_update_layout as bcoo_update_layout,
 )
+from functx.experimental.sparse.random import random_bcoo as random_bcoo
 from functx.experimental.sparse.transform import (
     grad as grad,
     jacfwd as jacfwd,
@@ -162,6 +163,7 @@ __all__ = [
     "jacfwd",
     "jacobian",
     "jacrev",
+    "random_bcoo",
     "sparsify",
     "value_and_grad",
 ]
