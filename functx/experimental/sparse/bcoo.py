@@ -268,11 +268,14 @@ class BCOO:
         return _matmul(other, self)
 
 
-def _sparsified(fn, *args):
-    """``sparsify(fn)(*args)`` (imported here: the transform module builds on this one)."""
-    from functx.experimental.sparse.transform import sparsify
+#: ``{"sparsify": sparsify}``, registered by ``transform.py`` (which builds on this module): the
+#: BCOO methods that run a ``jnp`` function on a BCOO go through it.
+_SPARSIFY: dict = {}
 
-    return sparsify(fn)(*args)
+
+def _sparsified(fn, *args):
+    """``sparsify(fn)(*args)``."""
+    return _SPARSIFY["sparsify"](fn)(*args)
 
 
 def _matmul(a, b):

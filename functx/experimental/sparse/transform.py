@@ -23,6 +23,7 @@ from functx import lax, numpy as jnp
 from functx.core import Literal
 from functx.errors import FunctxTypeError, UnsupportedError
 from functx.experimental.sparse.bcoo import (
+    _SPARSIFY,
     BCOO,
     _gather,
     _multiply_sparse,
@@ -299,6 +300,9 @@ def sparsify(f, use_tracer: bool = False):
         return tree_unflatten(out_tree, outs)
 
     return wrapped
+
+
+_SPARSIFY["sparsify"] = sparsify  # (BCOO's reshape, indexing and arithmetic run through it)
 
 
 # -- sparse-aware derivatives -------------------------------------------------------------------
