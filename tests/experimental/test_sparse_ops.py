@@ -349,6 +349,11 @@ def test_sparsify_errors_jit_and_vmap():
     f = fsp.sparsify(lambda a, v: fjnp.tanh(a[1:]) @ v)
     v = RNG.normal(size=4)
     np.testing.assert_allclose(functx.jit(f)(m, v), np.tanh(x[1:]) @ v, rtol=1e-12)
+    # a second call on like arguments runs the cached trace
+    traces = []
+    g = fsp.sparsify(lambda a: traces.append(a.shape) or fjnp.sin(a))
+    np.testing.assert_array_equal(g(m).todense(), g(m).todense())
+    assert traces == [(3, 4)]
     # vmap over a batch dim of the BCOO
     xb = _dense((2, 3, 4))
     mb = fsp.BCOO.fromdense(xb, n_batch=1)

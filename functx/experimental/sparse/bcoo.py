@@ -817,17 +817,6 @@ def _batch_full(x, batch):
     return jnp.broadcast_to(x, tuple(batch) + x.shape[len(batch) :])
 
 
-def _trim(mat, data, indices, shape, sparse_nse=True):
-    """The BCOO of ``shape`` from buffers whose out-of-window entries are padding; with more
-    entries than sparse positions, the duplicates are summed (JAX's nse rule)."""
-    out = BCOO((data, indices), shape=shape)
-    n_pos = math.prod(shape[out.n_batch : out.n_batch + out.n_sparse])
-    if sparse_nse and out.n_sparse and out.nse > n_pos:
-        out = bcoo_sum_duplicates(out, nse=n_pos)
-        out = BCOO((out.data, out.indices), shape=shape)
-    return out
-
-
 def _window(mat, data, indices, starts, spans, strides, shape):
     """Keep the entries whose sparse index ``i`` has ``0 <= i - start < span`` and
     ``(i - start) % stride == 0`` (moved to ``(i - start) // stride``); the others become
@@ -842,7 +831,12 @@ def _window(mat, data, indices, starts, spans, strides, shape):
     new_sparse = jnp.asarray(shape[nb : nb + ns], dt)
     indices = jnp.where(keep[..., None], rel // step, new_sparse)
     data = jnp.where(keep.reshape(keep.shape + (1,) * mat.n_dense), data, 0)
-    return _trim(mat, data, indices, shape)
+    out = BCOO((data, indices), shape=shape)
+    n_pos = math.prod(shape[nb : nb + ns])
+    if out.nse > n_pos:  # more entries than positions: the duplicates summed (JAX's nse rule)
+        out = bcoo_sum_duplicates(out, nse=n_pos)
+        out = BCOO((out.data, out.indices), shape=shape)
+    return out
 
 
 def bcoo_slice(
@@ -1087,12 +1081,8 @@ def bcoo_rev(operand: BCOO, dimensions: Sequence[int]) -> BCOO:
     batch = [d for d in dimensions if d < nb]
     data_dims = batch + [d - ns + 1 for d in dimensions if d >= nb + ns]
     # (a broadcast, size-1 batch dim of a buffer reads the same reversed)
-    data = (
-        jnp.flip(data, [d for d in data_dims if d >= nb or data.shape[d] > 1])
-        if data_dims
-        else data
-    )
-    indices = jnp.flip(indices, [d for d in batch if indices.shape[d] > 1]) if batch else indices
+    data = jnp.flip(data, data_dims) if data_dims else data
+    indices = jnp.flip(indices, batch) if batch else indices
     flip = np.zeros(ns, bool)
     flip[[d - nb for d in dimensions if nb <= d < nb + ns]] = True
     if flip.any():

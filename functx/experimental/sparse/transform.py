@@ -19,7 +19,7 @@ import operator
 
 import numpy as np
 
-from functx import lax, numpy as jnp
+from functx import config, lax, numpy as jnp
 from functx.core import Literal
 from functx.errors import FunctxTypeError, UnsupportedError
 from functx.experimental.sparse.bcoo import (
@@ -41,7 +41,7 @@ from functx.experimental.sparse.bcoo import (
     bcoo_transpose,
 )
 from functx.source_info import source_info, where
-from functx.tracing import ShapeDtypeStruct, flatten_fun, get_aval, trace_flat
+from functx.tracing import ShapeDtypeStruct, TraceCache, flatten_fun, get_aval, trace_flat
 from functx.transforms.vjp import (
     grad as functx_grad,
     jacfwd as functx_jacfwd,
@@ -288,14 +288,21 @@ def sparsify(f, use_tracer: bool = False):
     if not callable(f):
         raise FunctxTypeError(f"sparsify: expected a callable, got {type(f).__name__}" + where())
 
+    cache = TraceCache()  # (a sparsified function called again on like arguments: no retrace)
+
     @functools.wraps(f)
     def wrapped(*args, **kwargs):
         leaves, in_tree = tree_flatten((args, kwargs), is_leaf=_is_sparse)
-        avals = [
+        avals = tuple(
             get_aval(ShapeDtypeStruct(x.shape, x.dtype)) if _is_sparse(x) else get_aval(x)
             for x in leaves
-        ]
-        closed, out_tree = trace_flat(flatten_fun(f, in_tree), avals)
+        )
+        key = (in_tree, avals, config.x64_on())
+        hit = cache.get(key)
+        if hit is None:
+            hit = trace_flat(flatten_fun(f, in_tree), avals)
+            cache.put(key, hit, hit[0])
+        closed, out_tree = hit
         outs = _eval_sparse(closed.jaxpr, closed.consts, leaves)
         return tree_unflatten(out_tree, outs)
 
