@@ -463,3 +463,18 @@ def test_ops_grads_jit_and_vmap():
     np.testing.assert_array_equal(got, x[:, :, ::-1])
     got = functx.vmap(lambda a: fsp.bcoo_slice(a, start_indices=(1, 0), limit_indices=(4, 2)))(m)
     np.testing.assert_array_equal(got.todense(), x[:, 1:])
+
+
+def test_astype_and_sum_against_jax():
+    # duplicates: a cast sums them first (it does not distribute over a sum), as JAX's
+    data, idx = np.array([1.5, 2.0, 3.0], np.float32), np.array([[0, 1], [0, 1], [1, 1]], np.int32)
+    m = fsp.BCOO((data, idx), shape=(2, 2))
+
+    def methods(a):
+        return a.astype(np.int32), a.sum(1, keepdims=True), a.sum(0), a.sum()
+
+    got, want = methods(m), _jit(methods, _pair_of(jsp, m))
+    for g, w in zip(got[:3], want[:3]):
+        _same_bcoo(g, w)
+    assert (got[3].shape, got[3].dtype) == (want[3].shape, want[3].dtype)
+    assert float(got[3]) == float(want[3]) == data.sum()

@@ -160,9 +160,10 @@ class BCOO:
         self.indices.block_until_ready()
         return self
 
-    def astype(self, dtype):
-        """The array with ``data`` cast to ``dtype`` (same indices)."""
-        return self._with_data(self.data.astype(dtype))
+    def astype(self, *args, **kwargs):
+        """The array cast as ``jnp``'s ``astype`` (``sparsify``: duplicates are summed first, as
+        a cast does not distribute over them)."""
+        return _sparsified(lambda x: x.astype(*args, **kwargs), self)
 
     def _with_data(self, data):
         return BCOO(
@@ -201,12 +202,11 @@ class BCOO:
         out.indices_sorted = self.indices_sorted and perm[nb : nb + ns] == tuple(range(nb, nb + ns))
         return out
 
-    def sum(self, axis=None):
-        """The sum over ``axis`` (all dims by default): a BCOO array, or a dense scalar when every
-        dim is summed, as JAX's sparsified ``sum`` gives."""
-        axes = range(self.ndim) if axis is None else (axis if isinstance(axis, tuple) else (axis,))
-        out = bcoo_reduce_sum(self, axes=tuple(a % max(self.ndim, 1) for a in axes))
-        return out.todense() if out.ndim == 0 else out
+    def sum(self, *args, **kwargs):
+        """The sum as ``jnp``'s ``sum`` (``axis``, ``dtype``, ``keepdims``; all dims by
+        default), through ``sparsify``: a BCOO array, or a dense scalar when every dim is summed,
+        as JAX's."""
+        return _sparsified(lambda x: x.sum(*args, **kwargs), self)
 
     def sort_indices(self):
         """The array with its indices sorted (``bcoo_sort_indices``)."""

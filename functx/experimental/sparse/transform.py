@@ -183,6 +183,7 @@ _UNARY = {
     "sin": (jnp.sin, False),
     "sinh": (jnp.sinh, False),
     "sqrt": (jnp.sqrt, False),
+    "square": (jnp.square, False),
     "tan": (jnp.tan, False),
     "tanh": (jnp.tanh, False),
     "copy": (jnp.array, True),
