@@ -826,10 +826,12 @@ def _window(mat, data, indices, starts, spans, strides, shape):
         return BCOO((data, indices), shape=shape)
     dt = indices.dtype
     rel = indices - jnp.asarray(starts, dt)
-    step = jnp.asarray(strides, dt)
-    keep = jnp.all((rel >= 0) & (rel < jnp.asarray(spans, dt)) & (rel % step == 0), axis=-1)
-    new_sparse = jnp.asarray(shape[nb : nb + ns], dt)
-    indices = jnp.where(keep[..., None], rel // step, new_sparse)
+    keep = (rel >= 0) & (rel < jnp.asarray(spans, dt))
+    if any(s != 1 for s in strides):  # (static: unit strides need no division)
+        step = jnp.asarray(strides, dt)
+        keep, rel = keep & (rel % step == 0), rel // step
+    keep = jnp.all(keep, axis=-1)
+    indices = jnp.where(keep[..., None], rel, jnp.asarray(shape[nb : nb + ns], dt))
     data = jnp.where(keep.reshape(keep.shape + (1,) * mat.n_dense), data, 0)
     out = BCOO((data, indices), shape=shape)
     n_pos = math.prod(shape[nb : nb + ns])
