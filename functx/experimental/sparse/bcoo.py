@@ -279,7 +279,7 @@ def _sparsified(fn, *args):
 
 
 def _matmul(a, b):
-    """``a @ b`` with one sparse operand, as ``jnp.matmul``: 1-D and 2-D operands; a stack of
+    """``a @ b`` with a sparse operand, as ``jnp.matmul``: 1-D and 2-D operands; a stack of
     matrices times a matrix or vector (either side); two stacks of equal rank, their leading
     dims paired (a BCOO's must be its batch dims)."""
     na, nb = len(np.shape(a)), len(np.shape(b))
@@ -709,7 +709,9 @@ def bcoo_dot_general(
     """A general contraction (``lax.dot_general``) with a BCOO operand
     (``jax.experimental.sparse.bcoo_dot_general``): sparse-dense or dense-sparse, computed per
     stored entry (gather the dense operand at the entry's indices, multiply, scatter-add into
-    the output).
+    the output); sparse-sparse pairs the entries whose contracting indices agree (JAX's
+    ``bcoo_spdot_general``: sparse contracting dims, no dense dims, and in functx the batch dims
+    paired must be the leading batch dims of both).
 
     Arguments:
       lhs: a BCOO array or a dense array.
@@ -721,7 +723,8 @@ def bcoo_dot_general(
       preferred_element_type: the result's dtype (default: the operands' promoted dtype).
       out_sharding: unused.
     Returns:
-      a dense Array, as ``lax.dot_general`` of the dense operands gives.
+      a dense Array, as ``lax.dot_general`` of the dense operands gives; a BCOO array when both
+      operands are sparse.
     Example:
       >>> import functx.numpy as jnp
       >>> from functx.experimental.sparse import BCOO, bcoo_dot_general
@@ -735,7 +738,7 @@ def bcoo_dot_general(
     (lc, rc), (lb, rb) = dimension_numbers
     dn = ((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb)))
     if isinstance(lhs, BCOO) and isinstance(rhs, BCOO):
-        raise UnsupportedError("bcoo_dot_general of two BCOO arrays is not in functx yet")
+        return _sparse_sparse(lhs, rhs, dn, preferred_element_type)
     if isinstance(lhs, BCOO):
         return _sparse_dense(lhs, jnp.asarray(rhs), dn, preferred_element_type)
     if not isinstance(rhs, BCOO):
@@ -751,6 +754,62 @@ def bcoo_dot_general(
     n_lfree = lhs.ndim - len(lc) - len(lb)
     perm = (*range(n_b), *range(n_b + n_rfree, n_b + n_rfree + n_lfree), *range(n_b, n_b + n_rfree))
     return out.transpose(perm)
+
+
+def _sparse_sparse(lhs: BCOO, rhs: BCOO, dn, preferred_element_type) -> BCOO:
+    """``lax.dot_general`` of two BCOO arrays, as a BCOO (JAX's ``bcoo_spdot_general``): every
+    pair of entries whose contracting indices agree gives a product at the pair's free indices,
+    and the duplicates are summed. Sparse contracting dims only, no dense dims; batch dims of the
+    contraction must be the leading batch dims of both (functx has no other case)."""
+    (lc, rc), (lb, rb) = dn
+    out_aval = eval_shape(
+        lambda a, b: lax.dot_general(a, b, dn, preferred_element_type=preferred_element_type),
+        ShapeDtypeStruct(lhs.shape, lhs.dtype),
+        ShapeDtypeStruct(rhs.shape, rhs.dtype),
+    )
+    if lhs.n_dense or rhs.n_dense:
+        raise UnsupportedError("bcoo_spdot_general with dense dimensions." + where())
+    for m, b, c in ((lhs, lb, lc), (rhs, rb, rc)):
+        if b and max(b) >= m.n_batch:
+            raise UnsupportedError(
+                "bcoo_spdot_general: batch_dims must correspond to batch dimensions of the "
+                "sparse representation." + where()
+            )
+        if c and (min(c) < m.n_batch or max(c) >= m.n_batch + m.n_sparse):
+            raise UnsupportedError(
+                "bcoo_spdot_general only supports contraction of sparse indices." + where()
+            )
+        if tuple(b) != tuple(range(m.n_batch)):
+            raise UnsupportedError(
+                "bcoo_dot_general of two BCOO arrays: functx pairs batch dims only when they are "
+                f"the leading batch dims of both, in order; got batch dims {b} for "
+                f"n_batch={m.n_batch}" + where()
+            )
+    nb = len(lb)
+    (ld, li), (rd, ri) = _flat(lhs), _flat(rhs)
+    lcs, rcs = [d - nb for d in lc], [d - nb for d in rc]
+    lfree = [k for k in range(lhs.n_sparse) if k not in lcs]
+    rfree = [k for k in range(rhs.n_sparse) if k not in rcs]
+    lok = jnp.all(li < jnp.asarray(lhs.shape[nb:], li.dtype), axis=-1)
+    rok = jnp.all(ri < jnp.asarray(rhs.shape[nb:], ri.dtype), axis=-1)
+    meet = jnp.all(li[:, :, None, lcs] == ri[:, None, :, rcs], axis=-1)
+    meet = meet & lok[:, :, None] & rok[:, None, :]
+    dtype = out_aval.dtype
+    data = jnp.where(meet, ld[:, :, None].astype(dtype) * rd[:, None, :].astype(dtype), 0)
+    b, nl, nr = meet.shape
+    dt = jnp.result_type(li.dtype, ri.dtype)
+    cols = [jnp.broadcast_to(li[:, :, None, lfree], (b, nl, nr, len(lfree))).astype(dt)]
+    cols.append(jnp.broadcast_to(ri[:, None, :, rfree], (b, nl, nr, len(rfree))).astype(dt))
+    indices = jnp.concatenate(cols, axis=-1).reshape((b, nl * nr, len(lfree) + len(rfree)))
+    batch = out_aval.shape[:nb]
+    n_pos = math.prod(out_aval.shape[nb:])
+    nse = (lhs.nse if lfree else 1) * (rhs.nse if rfree else 1)
+    pairs = BCOO(
+        (data.reshape((*batch, nl * nr)), indices.reshape((*batch, nl * nr, indices.shape[-1]))),
+        shape=out_aval.shape,
+    )
+    out = bcoo_sum_duplicates(pairs, nse=min(nse, n_pos))
+    return BCOO((out.data, out.indices), shape=out_aval.shape)
 
 
 def _sparse_dense(lhs: BCOO, rhs, dn, preferred_element_type):

@@ -265,8 +265,8 @@ def sparsify(f, use_tracer: bool = False):
     The rules cover the element-wise operations that keep zeros (``abs``, ``sin``, ``sqrt``,
     ``tanh``, negation, a cast, positive integer powers, ...), ``+`` and ``-`` of two sparse
     arrays (and ``+`` of a dense array of the full shape, which gives a dense result), ``*`` by a
-    dense or sparse array, ``/`` by a dense array, ``dot_general`` / ``@`` with one sparse
-    operand, ``sum``, ``transpose``, ``reshape``, ``squeeze``, ``expand_dims``,
+    dense or sparse array, ``/`` by a dense array, ``dot_general`` / ``@`` with sparse
+    operands, ``sum``, ``transpose``, ``reshape``, ``squeeze``, ``expand_dims``,
     ``broadcast_in_dim``, ``rev``, ``slice``, ``dynamic_slice``, indexing by integer arrays and
     ``concatenate``; another primitive with a sparse input raises ``UnsupportedError``.
 
