@@ -210,18 +210,27 @@ def test_shape_op_errors_as_jax():
         fsp.bcoo_slice(x, start_indices=(0,) * 3, limit_indices=x.shape)
 
 
-@pytest.mark.parametrize(
-    "lshape,rshape,n_batch",
-    [((3, 4), (3, 4), (0, 0)), ((2, 3, 4), (2, 1, 4), (1, 0)), ((3, 4, 2), (3, 4, 2), (1, 1))],
-)
-def test_multiply_sparse_against_jax(lshape, rshape, n_batch):
-    x, y = _dense(lshape, dtype=np.float32), _dense(rshape, dtype=np.float32)
-    n_dense = 1 if n_batch == (1, 1) else 0
-    (a, ja), (b, jb) = (_pair(v, n_batch=nb, n_dense=n_dense) for v, nb in zip((x, y), n_batch))
-    got = fsp.bcoo_multiply_sparse(a, b)
-    _same_layout(got, _jit(jsp.bcoo_multiply_sparse, ja, jb))
-    np.testing.assert_allclose(got.todense(), x * y, rtol=1e-6)
-    _same_layout(a * b, got)
+def test_multiply_sparse_against_jax():
+    # (lhs shape, rhs shape, their n_batch, n_dense): broadcasting, unequal batch dims, dense dims
+    cases = [
+        ((3, 4), (3, 4), (0, 0), 0),
+        ((2, 3, 4), (2, 1, 4), (1, 0), 0),
+        ((3, 4, 2), (3, 4, 2), (1, 1), 1),
+    ]
+    xs, pairs = [], []
+    for lshape, rshape, n_batch, n_dense in cases:
+        x, y = _dense(lshape, dtype=np.float32), _dense(rshape, dtype=np.float32)
+        xs.append((x, y))
+        pairs.append([_pair(v, n_batch=nb, n_dense=n_dense) for v, nb in zip((x, y), n_batch)])
+    wants = _jit(
+        lambda ps: [jsp.bcoo_multiply_sparse(a, b) for a, b in ps],
+        [(ja, jb) for (_, ja), (_, jb) in pairs],
+    )  # (one compile)
+    for ((a, _), (b, _)), (x, y), want in zip(pairs, xs, wants, strict=True):
+        got = fsp.bcoo_multiply_sparse(a, b)
+        _same_layout(got, want)
+        np.testing.assert_allclose(got.todense(), x * y, rtol=1e-6)
+        _same_layout(a * b, got)
 
 
 def test_dot_general_sampled_against_jax_and_grads():
@@ -321,21 +330,25 @@ SPARSIFIED = [
 ]
 
 
-@pytest.mark.parametrize("k", range(len(SPARSIFIED)))
-def test_sparsify_against_jax(k):
-    f = SPARSIFIED[k]
+def test_sparsify_against_jax():
     x, v = _dense((4, 5), dtype=np.float32), RNG.normal(size=5).astype(np.float32)
     m, jm = _pair(x)
-    got = fsp.sparsify(lambda x, v: f(fjnp, x, v))(m, v)
-    want = _jit(jsp.sparsify(lambda x, v: f(jjnp, x, v)), jm, v)
-    assert isinstance(got, fsp.BCOO) == isinstance(want, jsp.BCOO)
-    if isinstance(got, fsp.BCOO):
-        _same_layout(got, want)
-    else:
-        assert (got.shape, got.dtype) == (want.shape, want.dtype)
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
-    # the dense function on the dense array
-    np.testing.assert_allclose(fsp.todense(got), f(np, x, v), rtol=1e-5, atol=1e-6)
+    gots = [fsp.sparsify(lambda x, v, f=f: f(fjnp, x, v))(m, v) for f in SPARSIFIED]
+    # (JAX: one compile for all the functions)
+    wants = _jit(
+        lambda x, v: [jsp.sparsify(lambda x, v, f=f: f(jjnp, x, v))(x, v) for f in SPARSIFIED],
+        jm,
+        v,
+    )
+    for f, got, want in zip(SPARSIFIED, gots, wants, strict=True):
+        assert isinstance(got, fsp.BCOO) == isinstance(want, jsp.BCOO)
+        if isinstance(got, fsp.BCOO):
+            _same_layout(got, want)
+        else:
+            assert (got.shape, got.dtype) == (want.shape, want.dtype)
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+        # the dense function on the dense array
+        np.testing.assert_allclose(fsp.todense(got), f(np, x, v), rtol=1e-5, atol=1e-6)
 
 
 def test_sparsify_errors_jit_and_vmap():
@@ -373,20 +386,25 @@ def test_sparse_derivatives_against_jax():
         np_ = fjnp if mod is fsp else jjnp
         return lambda X, y: np_.sum(np_.sin(X @ y) ** 2)
 
+    derivs = {
+        "grad": lambda mod: mod.grad(loss(mod), argnums=(0, 1)),
+        "value_and_grad": lambda mod: mod.value_and_grad(loss(mod), argnums=(0, 1)),
+        "jacfwd": lambda mod: mod.jacfwd(lambda X, y: X @ y),
+        "jacrev": lambda mod: mod.jacrev(lambda X, y: X @ y),
+    }
+    gots = {k: d(fsp)(m, v) for k, d in derivs.items()}
+    wants = _jit(lambda a, b: {k: d(jsp)(a, b) for k, d in derivs.items()}, jm, v)  # (one compile)
     for fn in ("grad", "value_and_grad"):
-        got = getattr(fsp, fn)(loss(fsp), argnums=(0, 1))(m, v)
-        want = _jit(getattr(jsp, fn)(loss(jsp), argnums=(0, 1)), jm, v)
-        got, want = (got, want) if fn == "grad" else (got[1], want[1])
+        got, want = (gots[fn], wants[fn]) if fn == "grad" else (gots[fn][1], wants[fn][1])
         assert got[0].indices is m.indices
         _same_layout(got[0], want[0])
         np.testing.assert_allclose(got[1], want[1], rtol=1e-5)
+    np.testing.assert_allclose(gots["value_and_grad"][0], wants["value_and_grad"][0], rtol=1e-5)
+    for fn in ("jacfwd", "jacrev"):
+        _same_layout(gots[fn], wants[fn])
     g, aux = fsp.grad(lambda X: (loss(fsp)(X, v), 3.0), has_aux=True)(m)
     assert aux == 3.0 and isinstance(g, fsp.BCOO)
     assert fsp.jacobian is fsp.jacrev
-    for fn in ("jacfwd", "jacrev"):
-        got = getattr(fsp, fn)(lambda X, y: X @ y)(m, v)
-        want = _jit(getattr(jsp, fn)(lambda X, y: X @ y), jm, v)
-        _same_layout(got, want)
     # the gradient in the stored values: functx.grad's in data, checked by finite differences
     md = fsp.BCOO.fromdense(_dense((4, 5)))
 
@@ -398,32 +416,33 @@ def test_sparse_derivatives_against_jax():
     check_grads(in_data, (md.data,), order=1, modes=("rev",))
 
 
-@pytest.mark.parametrize(
-    "shape,kw",
-    [
+def test_random_bcoo_same_bits_as_jax():
+    cases = [
         ((3, 4), {}),
         ((2, 3, 4), {"n_batch": 1, "nse": 3, "dtype": np.float32}),
         ((5, 4, 2), {"n_dense": 1, "nse": 0.3, "unique_indices": False, "sorted_indices": True}),
-    ],
-)
-def test_random_bcoo_same_bits_as_jax(shape, kw):
+        ((4, 4), {"nse": 4, "dtype": np.float32, "generator": "normal"}),
+    ]
+
+    def draw(module, random, key):
+        return [
+            module.random_bcoo(
+                key, shape, **{**kw, "generator": getattr(random, kw.get("generator", "uniform"))}
+            )
+            for shape, kw in cases
+        ]
+
     with x64_off(), warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # (float64 requested with x64 off: JAX's too)
-        got = fsp.random_bcoo(functx.random.key(3), shape, **kw)
-        want = _jit(lambda k: jsp.random_bcoo(k, shape, **kw), jax.random.key(3))
-    _same_bcoo(got, want)
-    if kw.get("unique_indices", True):
-        flat = np.asarray(got.indices).reshape(-1, got.nse, got.n_sparse)
-        assert all(len({tuple(r) for r in b}) == got.nse for b in flat)
-
-
-def test_random_bcoo_generator_and_errors():
-    with x64_off():
-        kw = {"nse": 4, "dtype": np.float32, "generator": functx.random.normal}
-        got = fsp.random_bcoo(functx.random.key(5), (4, 4), **kw)
-        kw_jax = {**kw, "generator": jax.random.normal}
-        want = _jit(lambda k: jsp.random_bcoo(k, (4, 4), **kw_jax), jax.random.key(5))
-        _same_bcoo(got, want)
+        got = draw(fsp, functx.random, functx.random.key(3))
+        # (one compile for all: JAX's random_bcoo compiles for seconds)
+        want = _jit(lambda k: draw(jsp, jax.random, k), jax.random.key(3))
+    for g, w in zip(got, want, strict=True):
+        _same_bcoo(g, w)
+    for g, (_, kw) in zip(got, cases):
+        if kw.get("unique_indices", True):
+            flat = np.asarray(g.indices).reshape(-1, g.nse, g.n_sparse)
+            assert all(len({tuple(r) for r in b}) == g.nse for b in flat)
     key = {fsp: functx.random.key(0), jsp: jax.random.key(0)}
     for shape, kw in [((3, 4), {"nse": 12}), ((3, 4), {"n_batch": 2, "n_dense": 1})]:
         raises_as_jax(lambda s: s.random_bcoo(key[s], shape, **kw), jsp, fsp, ValueError)
