@@ -362,6 +362,12 @@ def test_sparsify_errors_jit_and_vmap():
     f = fsp.sparsify(lambda a, v: fjnp.tanh(a[1:]) @ v)
     v = RNG.normal(size=4)
     np.testing.assert_allclose(functx.jit(f)(m, v), np.tanh(x[1:]) @ v, rtol=1e-12)
+    # cond with a sparse operand: each branch run sparsely
+    branchy = fsp.sparsify(lambda p, a: flax.cond(p, lambda a: a * 2.0, lambda a: -abs(a), a))
+    for p in (True, False):
+        got = functx.jit(branchy)(p, m)
+        assert isinstance(got, fsp.BCOO) and got.nse == m.nse
+        np.testing.assert_array_equal(got.todense(), x * 2.0 if p else -abs(x))
     # a second call on like arguments runs the cached trace
     traces = []
     g = fsp.sparsify(lambda a: traces.append(a.shape) or fjnp.sin(a))

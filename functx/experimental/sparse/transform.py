@@ -169,6 +169,15 @@ def _dot_general(x, y, *, dimension_numbers, preferred_element_type=None, **_):
     )
 
 
+def _cond(index, *operands, branches):
+    """``cond``/``switch`` with sparse operands: each branch run sparsely, under ``lax.switch``
+    (the branches must give BCOO results of one structure: shape, nse, layout, flags)."""
+    if _is_sparse(index):
+        raise UnsupportedError("cond: a sparse predicate is not supported" + where())
+    fns = [lambda *ops, b=b: _eval_sparse(b.jaxpr, b.consts, ops) for b in branches]
+    return lax.switch(index, fns, *operands)
+
+
 _UNARY = {
     # name: (function of the data, linear?)
     "abs": (jnp.abs, False),
@@ -219,6 +228,7 @@ _RULES |= {
     "dynamic_slice": lambda x, *starts, slice_sizes: bcoo_dynamic_slice(x, starts, slice_sizes),
     "concatenate": lambda *xs, dimension: bcoo_concatenate(xs, dimension=dimension),
     "gather": _gather_points,
+    "cond": _cond,
 }
 
 
@@ -267,8 +277,9 @@ def sparsify(f, use_tracer: bool = False):
     arrays (and ``+`` of a dense array of the full shape, which gives a dense result), ``*`` by a
     dense or sparse array, ``/`` by a dense array, ``dot_general`` / ``@`` with sparse
     operands, ``sum``, ``transpose``, ``reshape``, ``squeeze``, ``expand_dims``,
-    ``broadcast_in_dim``, ``rev``, ``slice``, ``dynamic_slice``, indexing by integer arrays and
-    ``concatenate``; another primitive with a sparse input raises ``UnsupportedError``.
+    ``broadcast_in_dim``, ``rev``, ``slice``, ``dynamic_slice``, indexing by integer arrays,
+    ``concatenate`` and ``cond`` (each branch run sparsely); another primitive with a sparse
+    input raises ``UnsupportedError``.
 
     Arguments:
       f: a function of arrays (pytrees of them).
