@@ -368,6 +368,18 @@ def test_sparsify_errors_jit_and_vmap():
         got = functx.jit(branchy)(p, m)
         assert isinstance(got, fsp.BCOO) and got.nse == m.nse
         np.testing.assert_array_equal(got.todense(), x * 2.0 if p else -abs(x))
+    # loops with sparse carries and consts; a scan's sparse outputs stack along a batch dim
+    loop = fsp.sparsify(
+        lambda a, n: flax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, -c[1]), (0, a))[1]
+    )
+    np.testing.assert_array_equal(loop(m, 3).todense(), -x)
+    power = fsp.sparsify(lambda a, v: flax.fori_loop(0, 2, lambda i, c: c + a @ c, v))
+    sq, v4 = _dense((4, 4)), RNG.normal(size=4)
+    step = np.eye(4) + sq
+    np.testing.assert_allclose(power(fsp.BCOO.fromdense(sq), v4), step @ step @ v4, rtol=1e-13)
+    ys = fsp.sparsify(lambda a: flax.scan(lambda c, t: (c, c * t), a, fjnp.arange(3.0))[1])(m)
+    assert isinstance(ys, fsp.BCOO) and ys.n_batch == 1
+    np.testing.assert_array_equal(ys.todense(), x[None] * np.arange(3.0)[:, None, None])
     # a second call on like arguments runs the cached trace
     traces = []
     g = fsp.sparsify(lambda a: traces.append(a.shape) or fjnp.sin(a))

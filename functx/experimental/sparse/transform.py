@@ -174,8 +174,42 @@ def _cond(index, *operands, branches):
     (the branches must give BCOO results of one structure: shape, nse, layout, flags)."""
     if _is_sparse(index):
         raise UnsupportedError("cond: a sparse predicate is not supported" + where())
-    fns = [lambda *ops, b=b: _eval_sparse(b.jaxpr, b.consts, ops) for b in branches]
+    fns = [lambda *ops, b=b: _run(b, *ops) for b in branches]
     return lax.switch(index, fns, *operands)
+
+
+def _run(closed, *vals):
+    return _eval_sparse(closed.jaxpr, closed.consts, vals)
+
+
+def _while(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    """``while_loop`` with sparse operands: the condition and body run sparsely under
+    ``lax.while_loop`` (the body must keep each BCOO's structure: shape, nse, layout, flags)."""
+    cc, bc = args[:cond_nconsts], args[cond_nconsts : cond_nconsts + body_nconsts]
+    carry = tuple(args[cond_nconsts + body_nconsts :])
+    return list(
+        lax.while_loop(
+            lambda c: _run(cond_jaxpr, *cc, *c)[0],
+            lambda c: tuple(_run(body_jaxpr, *bc, *c)),
+            carry,
+        )
+    )
+
+
+def _scan(*args, jaxpr, num_consts, num_carry, length, reverse, unroll):
+    """``scan`` with sparse consts or carries (dense ``xs``, as JAX's rule): the body runs
+    sparsely under ``lax.scan``; sparse outputs stack along a new batch dim."""
+    consts, carry = args[:num_consts], tuple(args[num_consts : num_consts + num_carry])
+    xs = tuple(args[num_consts + num_carry :])
+    if any(map(_is_sparse, xs)):
+        raise UnsupportedError("sparse rule for scan with sparse xs" + where())
+
+    def body(c, x):
+        outs = _run(jaxpr, *consts, *c, *x)
+        return tuple(outs[:num_carry]), tuple(outs[num_carry:])
+
+    c, ys = lax.scan(body, carry, xs, length=length, reverse=reverse, unroll=unroll)
+    return [*c, *ys]
 
 
 _UNARY = {
@@ -229,6 +263,8 @@ _RULES |= {
     "concatenate": lambda *xs, dimension: bcoo_concatenate(xs, dimension=dimension),
     "gather": _gather_points,
     "cond": _cond,
+    "while": _while,
+    "scan": _scan,
 }
 
 
@@ -278,8 +314,8 @@ def sparsify(f, use_tracer: bool = False):
     dense or sparse array, ``/`` by a dense array, ``dot_general`` / ``@`` with sparse
     operands, ``sum``, ``transpose``, ``reshape``, ``squeeze``, ``expand_dims``,
     ``broadcast_in_dim``, ``rev``, ``slice``, ``dynamic_slice``, indexing by integer arrays,
-    ``concatenate`` and ``cond`` (each branch run sparsely); another primitive with a sparse
-    input raises ``UnsupportedError``.
+    ``concatenate``, and ``cond``, ``while_loop`` and ``scan`` (their bodies run sparsely; a
+    scan's ``xs`` dense); another primitive with a sparse input raises ``UnsupportedError``.
 
     Arguments:
       f: a function of arrays (pytrees of them).
