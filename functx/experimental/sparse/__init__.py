@@ -20,21 +20,34 @@ from functx.experimental.sparse import (  # the submodules, as in JAX
     coo as coo,
     csr as csr,
     linalg as linalg,
+    random as random,
+    transform as transform,
     util as util,
 )
 from functx.experimental.sparse._base import JAXSparse as JAXSparse
 from functx.experimental.sparse.api import empty as empty, eye as eye, todense as todense
 from functx.experimental.sparse.bcoo import (
     BCOO as BCOO,
+    bcoo_broadcast_in_dim as bcoo_broadcast_in_dim,
+    bcoo_concatenate as bcoo_concatenate,
     bcoo_dot_general as bcoo_dot_general,
+    bcoo_dot_general_sampled as bcoo_dot_general_sampled,
+    bcoo_dynamic_slice as bcoo_dynamic_slice,
     bcoo_extract as bcoo_extract,
     bcoo_fromdense as bcoo_fromdense,
+    bcoo_gather as bcoo_gather,
     bcoo_multiply_dense as bcoo_multiply_dense,
+    bcoo_multiply_sparse as bcoo_multiply_sparse,
     bcoo_reduce_sum as bcoo_reduce_sum,
+    bcoo_reshape as bcoo_reshape,
+    bcoo_rev as bcoo_rev,
+    bcoo_slice as bcoo_slice,
     bcoo_sort_indices as bcoo_sort_indices,
+    bcoo_squeeze as bcoo_squeeze,
     bcoo_sum_duplicates as bcoo_sum_duplicates,
     bcoo_todense as bcoo_todense,
     bcoo_transpose as bcoo_transpose,
+    bcoo_update_layout as bcoo_update_layout,
 )
 from functx.experimental.sparse.bcsr import (
     BCSR as BCSR,
@@ -60,6 +73,15 @@ from functx.experimental.sparse.csr import (
     csr_matmat as csr_matmat,
     csr_matvec as csr_matvec,
     csr_todense as csr_todense,
+)
+from functx.experimental.sparse.random import random_bcoo as random_bcoo
+from functx.experimental.sparse.transform import (
+    grad as grad,
+    jacfwd as jacfwd,
+    jacobian as jacobian,
+    jacrev as jacrev,
+    sparsify as sparsify,
+    value_and_grad as value_and_grad,
 )
 from functx.experimental.sparse.util import (
     CuSparseEfficiencyWarning as CuSparseEfficiencyWarning,
@@ -115,4 +137,25 @@ __all__ = [
     "csr_todense",
     "linalg",
     "util",
+    # (sparse36a)
+    "bcoo_broadcast_in_dim",
+    "bcoo_concatenate",
+    "bcoo_dot_general_sampled",
+    "bcoo_dynamic_slice",
+    "bcoo_gather",
+    "bcoo_multiply_sparse",
+    "bcoo_reshape",
+    "bcoo_rev",
+    "bcoo_slice",
+    "bcoo_squeeze",
+    "bcoo_update_layout",
+    "grad",
+    "jacfwd",
+    "jacobian",
+    "jacrev",
+    "random_bcoo",
+    "sparsify",
+    "value_and_grad",
+    "random",
+    "transform",
 ]
