@@ -1661,7 +1661,7 @@ def _empty(shape, dtype=None, index_dtype="int32", n_dense=0, n_batch=0, nse=0) 
     if n_sparse < 0 or n_dense < 0 or n_batch < 0 or nse < 0:
         raise FunctxValueError(f"Invalid inputs: {shape=}, {n_dense=}, {n_batch=}, {nse=}")
     batch, sparse, dense = _split(shape, n_batch, n_sparse)
-    data = jnp.zeros((*batch, nse, *dense), dtypes.canonicalize_dtype(dtype or np.float32))
+    data = jnp.zeros((*batch, nse, *dense), dtypes.canonicalize_dtype(dtype or float))
     indices = jnp.broadcast_to(jnp.asarray(sparse, index_dtype), (*batch, nse, n_sparse))
     return BCOO((data, indices), shape=shape, indices_sorted=True, unique_indices=True)
 
@@ -1672,7 +1672,7 @@ def _eye(n, m, k, dtype=None, index_dtype="int32", n_batch=0, n_dense=0) -> BCOO
     size = min(n, m - k) if k > 0 else min(n + k, m)
     if size <= 0:
         return _empty((n, m), dtype, index_dtype, n_dense, n_batch)
-    dtype = dtypes.canonicalize_dtype(dtype or np.float32)
+    dtype = dtypes.canonicalize_dtype(dtype or float)
     if n_batch or n_dense:
         eye = jnp.eye(n, m, k, dtype=dtype)
         return bcoo_fromdense(eye, n_batch=n_batch, n_dense=n_dense, index_dtype=index_dtype)
