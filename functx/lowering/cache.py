@@ -48,6 +48,7 @@ import warnings
 
 from functx import config
 from functx.errors import CacheWarning, FunctxError
+from functx.lowering import toolchain
 from functx.lowering.toolchain import FLAGS, cpu_id  # noqa: F401 - (cpu_id: cache.cpu_id)
 
 
@@ -559,7 +560,9 @@ def unit_paths(so: str) -> list[str]:
 # ``fx_prelude_<hash>.h.gch`` gcc's precompiled form of it (built with the same flags as the
 # units, checked against a SHA-256 sidecar like the shared objects). A unit that includes the
 # header then skips parsing it (about 0.1 s per unit). gcc ignores a precompiled header that does
-# not fit and parses the text instead; other compilers do the same with the .gch file.
+# not fit and parses the text instead; other compilers do the same with the .gch file. Where an
+# install built the precompiled form of the same text with the same flags, compiler and CPU
+# (``native.prelude_pch``), its bytes are copied here instead of compiling it (0.22 s of gcc).
 _INCLUDE = re.compile(r'#include "(fx_prelude_[0-9a-f]+\.h)"\n')
 _headers_checked: set = set()  # headers whose precompiled form this process found valid
 
@@ -597,11 +600,21 @@ def prelude_header(text: str) -> str | None:
                 _remove(gch)  # (gcc would take a stale one that fits the flags)
                 tmp = _temp_beside(gch, ".tmp.gch")
                 try:
-                    proc = _run(
-                        [compiler(), *FLAGS, "-x", "c++-header", h, "-o", tmp],
-                        "building the prelude's precompiled header",
+                    from functx.lowering.cpp import native  # (imports this module)
+
+                    data = native.prelude_pch(text)  # the one an install built, if it fits
+                    if data is not None:
+                        with open(tmp, "wb") as f:
+                            f.write(data)
+                    built = (
+                        data is not None
+                        or _run(
+                            [compiler(), *FLAGS, *toolchain.PCH_FLAGS, h, "-o", tmp],
+                            "building the prelude's precompiled header",
+                        ).returncode
+                        == 0
                     )
-                    if proc.returncode == 0:
+                    if built:
                         os.chmod(tmp, 0o600)  # (the compiler made it by the umask)
                         _replace(tmp, gch)
                         write_file(gch + ".sha256", f"{_digest(gch)} {text_digest}".encode())

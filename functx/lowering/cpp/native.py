@@ -1,12 +1,15 @@
 """The fixed C++ libraries: kernels that do not depend on the program (``cpp/gemm.py``'s float32
 product, ``cpp/attention.py``'s flash-attention steps for each padded head dimension), which the
-programs call through pointers instead of compiling them again in each program.
+programs call through pointers instead of compiling them again in each program; and two more
+files that depend on the flags, the compiler and Python but not on the program: the runtime's
+call extension (``fx_call.c``, ``runtime.fast_call``) and the prelude's precompiled header
+(``prelude_pch``, which ``cache.prelude_header`` copies beside the cache's header).
 
 Like jaxlib's kernels they are built when functx is installed: ``setup.py``'s ``build_fxgemm``
 step compiles each library of ``toolchain.LIBRARIES`` beside this file with the programs' flags,
 and records what it was built from and for (``toolchain.record``). A process takes an installed
-library where its record names the same source, flags and CPU and its files can be trusted
-(``Library.prebuilt``); else (a clone run in place, an install without a compiler, a library
+file where its record names the same source, flags, compiler, Python and CPU and its files can be
+trusted (``installed``); else (a clone run in place, an install without a compiler, a library
 moved to another CPU) it compiles the library once per cache directory, on another thread
 (``Library.start``), which a program's first run waits for (``give``). Either way every call of
 a program runs the same code: a program that took OpenBLAS's sums on its first calls and the
@@ -32,6 +35,34 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 _MODE = os.RTLD_NOW | os.RTLD_LOCAL
 
 
+def installed(path: str, source: str, flags) -> tuple[bytes | None, str | None]:
+    """The bytes of the file an install built at ``path`` from ``source`` with ``flags`` beyond
+    ``toolchain.FLAGS``, where its record (``toolchain.record_path``) names this source, these
+    flags, this compiler, this Python, this CPU and the file's own digest, and both files can be
+    trusted (``cache.read_installed``: regular files of this user or root's that nobody else can
+    write, nor the directories above them); else None and why (None too where nothing was
+    installed: a clone run in place, an install without a compiler)."""
+    if not os.path.lexists(path):
+        return None, None
+    try:
+        want = json.loads(cache.read_installed(toolchain.record_path(path)))
+        data = cache.read_installed(path)
+        got = toolchain.record(source, data, flags, cache.compiler_id())
+    except (OSError, ValueError, cache.CompileError) as e:
+        return None, str(e)
+    if want != got:
+        diff = sorted(k for k in got if want.get(k) != got[k]) if isinstance(want, dict) else []
+        return None, f"{path} was built for another {', '.join(diff) or 'record'}"
+    return data, None
+
+
+def prelude_pch(text: str) -> bytes | None:
+    """The precompiled form of the prelude ``text`` an install built (``toolchain.PCH_FLAGS``),
+    where ``installed`` takes it; else None (``cache.prelude_header`` then builds it)."""
+    path = os.path.join(_HERE, toolchain.PRELUDE_HEADER + ".gch")
+    return installed(path, text, toolchain.PCH_FLAGS)[0]
+
+
 class Library:
     """One fixed library, ``name`` (as in ``toolchain.LIBRARIES`` where an install builds it):
     its source (``source``: the text of ``file`` here), its ``flags`` beyond
@@ -50,25 +81,13 @@ class Library:
         self._lock = threading.Lock()
 
     def prebuilt(self) -> str | None:
-        """``prebuilt_path`` where an install built it for this process: its record names this
-        source, these flags, this CPU and the library's own digest (``toolchain.record``), and
-        both files can be trusted (``cache.read_installed``: regular files of this user or
-        root's that nobody else can write, nor the directories above them). Else None, and,
-        where there was such a library, ``state["prebuilt"]`` says why it was not taken."""
-        path = self.prebuilt_path
-        if not os.path.lexists(path):  # (not built at install: a clone run in place, no compiler)
-            return None
-        try:
-            want = json.loads(cache.read_installed(path[:-3] + ".json"))
-            got = toolchain.record(self.source, cache.read_installed(path), self.flags)
-        except (OSError, ValueError) as e:
-            self.state["prebuilt"] = str(e)
-            return None
-        if want != got:
-            diff = sorted(k for k in got if want.get(k) != got[k]) if isinstance(want, dict) else []
-            self.state["prebuilt"] = f"{path} was built for another {', '.join(diff) or 'record'}"
-            return None
-        return path
+        """``prebuilt_path`` where an install built it for this process (``installed``), else
+        None, and, where there was such a library, ``state["prebuilt"]`` says why it was not
+        taken."""
+        data, why = installed(self.prebuilt_path, self.source, self.flags)
+        if why is not None:
+            self.state["prebuilt"] = why
+        return None if data is None else self.prebuilt_path
 
     def start(self) -> None:
         """Load the library, once: the installed one (``prebuilt``), else the cache directory's,
