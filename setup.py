@@ -95,7 +95,7 @@ class build_fxgemm(Command):  # noqa: N801 - (setuptools' command naming)
             out = os.path.join(dest, name + ".so")
             return out, tc.build_library(os.path.join(ROOT, CPP, file), out, flags)
 
-        items = [(tc.PRELUDE_HEADER, None), *tc.LIBRARIES.items()]  # (its Python starts first)
+        items = [(tc.PRELUDE_HEADER, (None, None)), *tc.LIBRARIES.items()]  # (its Python first)
         with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
             for out, why in pool.map(build_one, items):
                 if why is not None:
