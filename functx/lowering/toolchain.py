@@ -136,7 +136,9 @@ def build_library(source_path: str, out_path: str, flags=(), timeout: float = 60
         os.makedirs(d, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".fxlib.", suffix=os.path.splitext(out_path)[1], dir=d)
         os.close(fd)
-        cmd = [cxx, *FLAGS, "-x", "c++", *flags, source_path, "-o", tmp]
+        # (the language from the file's name or ``flags``: gcc 12 given ``-x c++`` then ``-x
+        # c++-header`` wrote a shared object, not a precompiled header)
+        cmd = [cxx, *FLAGS, *flags, source_path, "-o", tmp]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         if proc.returncode != 0:
             return f"{cxx} failed: {proc.stderr.strip()[-2000:]}"
