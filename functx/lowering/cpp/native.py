@@ -33,6 +33,8 @@ from functx.lowering import cache, toolchain
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _MODE = os.RTLD_NOW | os.RTLD_LOCAL
+#: where an install builds the prelude's precompiled header (``prelude_pch``)
+PRELUDE_PCH = os.path.join(_HERE, toolchain.PRELUDE_HEADER + ".gch")
 
 
 def installed(path: str, source: str, flags) -> tuple[bytes | None, str | None]:
@@ -59,8 +61,7 @@ def installed(path: str, source: str, flags) -> tuple[bytes | None, str | None]:
 def prelude_pch(text: str) -> bytes | None:
     """The precompiled form of the prelude ``text`` an install built (``toolchain.PCH_FLAGS``),
     where ``installed`` takes it; else None (``cache.prelude_header`` then builds it)."""
-    path = os.path.join(_HERE, toolchain.PRELUDE_HEADER + ".gch")
-    return installed(path, text, toolchain.PCH_FLAGS)[0]
+    return installed(PRELUDE_PCH, text, toolchain.PCH_FLAGS)[0]
 
 
 class Library:
