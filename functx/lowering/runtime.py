@@ -90,14 +90,12 @@ _fast_lock = threading.Lock()
 _fast_building: list = []  # the thread building it, if one was started
 
 
-@functools.lru_cache(maxsize=1)
 def call_library():
     """The call extension's source and flags (``cpp/fx_call.c``, ``toolchain.LIBRARIES``) and
-    where an install built it (``native.Library``)."""
-    from functx.lowering import toolchain  # lazy: cache.py costs ~85 ms of import functx
-    from functx.lowering.cpp import native
+    where an install built it (``native.CALL``)."""
+    from functx.lowering.cpp import native  # lazy: cache.py costs ~85 ms of import functx
 
-    return native.Library("fx_call", *toolchain.LIBRARIES["fx_call"])
+    return native.CALL
 
 
 def _load_fast(so):

@@ -163,12 +163,16 @@ def _install_pch(where, data: bytes, flags=toolchain.PCH_FLAGS) -> str:
     return str(out)
 
 
+def _pch(text):
+    return cache.installed(cache._INSTALLED_PCH, text, toolchain.PCH_FLAGS)[0]
+
+
 @pytest.mark.parametrize("how", ["fits", "flags", "compiler", "python", "cpu", "group-writable"])
 def test_an_installed_precompiled_prelude_is_taken_only_where_it_fits(tmp_path, monkeypatch, how):
-    """``native.prelude_pch`` gives the installed precompiled prelude only where its record names
+    """``cache.installed`` gives the installed precompiled prelude only where its record names
     this text, these flags, this compiler, Python and CPU and its files can be trusted."""
-    monkeypatch.setattr(native, "PRELUDE_PCH", str(tmp_path / "pkg" / "fx_prelude.h.gch"))
-    assert native.prelude_pch(prelude.PRELUDE) is None  # (none installed)
+    monkeypatch.setattr(cache, "_INSTALLED_PCH", str(tmp_path / "pkg" / "fx_prelude.h.gch"))
+    assert _pch(prelude.PRELUDE) is None  # (none installed)
     out = _install_pch(tmp_path / "pkg", b"pch bytes")
     if how == "group-writable":
         os.chmod(out, 0o775)
@@ -176,8 +180,8 @@ def test_an_installed_precompiled_prelude_is_taken_only_where_it_fits(tmp_path, 
         rec = json.loads(open(out + ".json").read())
         rec[how] = rec[how] + ["-fno-wrapv"] if how == "flags" else "other"
         open(out + ".json", "w").write(json.dumps(rec))
-    assert native.prelude_pch(prelude.PRELUDE) == (b"pch bytes" if how == "fits" else None)
-    assert native.prelude_pch(prelude.PRELUDE + " ") is None  # (another text)
+    assert _pch(prelude.PRELUDE) == (b"pch bytes" if how == "fits" else None)
+    assert _pch(prelude.PRELUDE + " ") is None  # (another text)
 
 
 def _used_pch(so: str) -> str:
@@ -208,7 +212,7 @@ def test_an_installed_precompiled_prelude_is_copied_and_gcc_still_checks_it(
     out = str(tmp_path / "pkg" / (toolchain.PRELUDE_HEADER + ".gch"))
     assert toolchain.build_library(str(header), out, toolchain.PCH_FLAGS + extra) is None
     _install_pch(tmp_path / "pkg", open(out, "rb").read())  # (the record without ``extra``)
-    monkeypatch.setattr(native, "PRELUDE_PCH", str(tmp_path / "pkg" / "fx_prelude.h.gch"))
+    monkeypatch.setattr(cache, "_INSTALLED_PCH", str(tmp_path / "pkg" / "fx_prelude.h.gch"))
     monkeypatch.setattr(cache, "_headers_checked", set())
     ran = []
     run = cache._run

@@ -3,13 +3,13 @@ product, ``cpp/attention.py``'s flash-attention steps for each padded head dimen
 programs call through pointers instead of compiling them again in each program; and two more
 files that depend on the flags, the compiler and Python but not on the program: the runtime's
 call extension (``fx_call.c``, ``runtime.fast_call``) and the prelude's precompiled header
-(``prelude_pch``, which ``cache.prelude_header`` copies beside the cache's header).
+(which ``cache.prelude_header`` copies beside the cache's header).
 
 Like jaxlib's kernels they are built when functx is installed: ``setup.py``'s ``build_fxgemm``
 step compiles each library of ``toolchain.LIBRARIES`` beside this file with the programs' flags,
 and records what it was built from and for (``toolchain.record``). A process takes an installed
 file where its record names the same source, flags, compiler, Python and CPU and its files can be
-trusted (``installed``); else (a clone run in place, an install without a compiler, a library
+trusted (``cache.installed``); else (a clone run in place, an install without a compiler, a library
 moved to another CPU) it compiles the library once per cache directory, on another thread
 (``Library.start``), which a program's first run waits for (``give``). Either way every call of
 a program runs the same code: a program that took OpenBLAS's sums on its first calls and the
@@ -23,7 +23,6 @@ the routines of the libraries this process loaded after the checks above."""
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import threading
 import warnings
@@ -33,35 +32,6 @@ from functx.lowering import cache, toolchain
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _MODE = os.RTLD_NOW | os.RTLD_LOCAL
-#: where an install builds the prelude's precompiled header (``prelude_pch``)
-PRELUDE_PCH = os.path.join(_HERE, toolchain.PRELUDE_HEADER + ".gch")
-
-
-def installed(path: str, source: str, flags) -> tuple[bytes | None, str | None]:
-    """The bytes of the file an install built at ``path`` from ``source`` with ``flags`` beyond
-    ``toolchain.FLAGS``, where its record (``toolchain.record_path``) names this source, these
-    flags, this compiler, this Python, this CPU and the file's own digest, and both files can be
-    trusted (``cache.read_installed``: regular files of this user or root's that nobody else can
-    write, nor the directories above them); else None and why (None too where nothing was
-    installed: a clone run in place, an install without a compiler)."""
-    if not os.path.lexists(path):
-        return None, None
-    try:
-        want = json.loads(cache.read_installed(toolchain.record_path(path)))
-        data = cache.read_installed(path)
-        got = toolchain.record(source, data, flags, cache.compiler_id())
-    except (OSError, ValueError, cache.CompileError) as e:
-        return None, str(e)
-    if want != got:
-        diff = sorted(k for k in got if want.get(k) != got[k]) if isinstance(want, dict) else []
-        return None, f"{path} was built for another {', '.join(diff) or 'record'}"
-    return data, None
-
-
-def prelude_pch(text: str) -> bytes | None:
-    """The precompiled form of the prelude ``text`` an install built (``toolchain.PCH_FLAGS``),
-    where ``installed`` takes it; else None (``cache.prelude_header`` then builds it)."""
-    return installed(PRELUDE_PCH, text, toolchain.PCH_FLAGS)[0]
 
 
 class Library:
@@ -82,10 +52,10 @@ class Library:
         self._lock = threading.Lock()
 
     def prebuilt(self) -> str | None:
-        """``prebuilt_path`` where an install built it for this process (``installed``), else
+        """``prebuilt_path`` where an install built it for this process (``cache.installed``), else
         None, and, where there was such a library, ``state["prebuilt"]`` says why it was not
         taken."""
-        data, why = installed(self.prebuilt_path, self.source, self.flags)
+        data, why = cache.installed(self.prebuilt_path, self.source, self.flags)
         if why is not None:
             self.state["prebuilt"] = why
         return None if data is None else self.prebuilt_path
@@ -147,3 +117,7 @@ class Library:
         for var, symbol in routines.items():
             fn = ctypes.cast(getattr(self.state["lib"], symbol), ctypes.c_void_p).value
             ctypes.c_void_p.in_dll(program, var).value = fn
+
+
+#: the runtime's call extension (``runtime.fast_call`` loads it as a CPython module)
+CALL = Library("fx_call", *toolchain.LIBRARIES["fx_call"])
