@@ -145,6 +145,7 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     ("functx.lowering.program_cache", "functx.lowering.cache"): "import time of `import functx`",
     ("functx.lowering.program_cache", "functx.lowering.cpp.gemm"): "only for programs using it",
     ("functx.lowering.runtime", "functx.lowering.cache"): "import time of `import functx`",
+    ("functx.lowering.runtime", "functx.lowering.cpp.native"): "import time of `import functx`",
     ("functx.lowering.runtime", "functx.lowering.cpp.gemm"): "only for programs using it",
     ("functx.lowering.runtime", "functx.lowering.cpp.attention"): "only for programs using it",
     ("functx.lowering.cpp.hostmath", "functx.lowering.cache"): "import time of `import functx`",

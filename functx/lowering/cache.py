@@ -35,6 +35,7 @@ import errno
 import fcntl
 import functools
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -48,6 +49,7 @@ import warnings
 
 from functx import config
 from functx.errors import CacheWarning, FunctxError
+from functx.lowering import toolchain
 from functx.lowering.toolchain import FLAGS, cpu_id  # noqa: F401 - (cpu_id: cache.cpu_id)
 
 
@@ -103,6 +105,27 @@ def read_installed(path: str) -> bytes:
     if why is not None:
         raise OSError(errno.EPERM, f"installed file {path} is {why}: not used")
     return read_file(real, root_too=True)
+
+
+def installed(path: str, source: str, flags) -> tuple[bytes | None, str | None]:
+    """The bytes of the file an install built at ``path`` from ``source`` with ``flags`` beyond
+    ``toolchain.FLAGS``, where its record (``toolchain.record_path``) names this source, these
+    flags, this compiler, this Python, this CPU and the file's own digest, and both files can be
+    trusted (``read_installed``: regular files of this user or root's that nobody else can
+    write, nor the directories above them); else None and why (None too where nothing was
+    installed: a clone run in place, an install without a compiler)."""
+    if not os.path.lexists(path):
+        return None, None
+    try:
+        want = json.loads(read_installed(toolchain.record_path(path)))
+        data = read_installed(path)
+        got = toolchain.record(source, data, flags, compiler_id())
+    except (OSError, ValueError, CompileError) as e:
+        return None, str(e)
+    if want != got:
+        diff = sorted(k for k in got if want.get(k) != got[k]) if isinstance(want, dict) else []
+        return None, f"{path} was built for another {', '.join(diff) or 'record'}"
+    return data, None
 
 
 def _remove(path: str) -> None:
@@ -559,8 +582,12 @@ def unit_paths(so: str) -> list[str]:
 # ``fx_prelude_<hash>.h.gch`` gcc's precompiled form of it (built with the same flags as the
 # units, checked against a SHA-256 sidecar like the shared objects). A unit that includes the
 # header then skips parsing it (about 0.1 s per unit). gcc ignores a precompiled header that does
-# not fit and parses the text instead; other compilers do the same with the .gch file.
+# not fit and parses the text instead; other compilers do the same with the .gch file. Where an
+# install built the precompiled form of the same text with the same flags, compiler and CPU
+# (``installed``), its bytes are copied here instead of compiling it (0.22 s of gcc).
 _INCLUDE = re.compile(r'#include "(fx_prelude_[0-9a-f]+\.h)"\n')
+#: where an install builds the prelude's precompiled header (``toolchain.PRELUDE_HEADER``)
+_INSTALLED_PCH = os.path.join(os.path.dirname(__file__), "cpp", toolchain.PRELUDE_HEADER + ".gch")
 _headers_checked: set = set()  # headers whose precompiled form this process found valid
 
 
@@ -597,11 +624,19 @@ def prelude_header(text: str) -> str | None:
                 _remove(gch)  # (gcc would take a stale one that fits the flags)
                 tmp = _temp_beside(gch, ".tmp.gch")
                 try:
-                    proc = _run(
-                        [compiler(), *FLAGS, "-x", "c++-header", h, "-o", tmp],
-                        "building the prelude's precompiled header",
+                    data = installed(_INSTALLED_PCH, text, toolchain.PCH_FLAGS)[0]
+                    if data is not None:
+                        with open(tmp, "wb") as f:
+                            f.write(data)
+                    built = (
+                        data is not None
+                        or _run(
+                            [compiler(), *FLAGS, *toolchain.PCH_FLAGS, h, "-o", tmp],
+                            "building the prelude's precompiled header",
+                        ).returncode
+                        == 0
                     )
-                    if proc.returncode == 0:
+                    if built:
                         os.chmod(tmp, 0o600)  # (the compiler made it by the umask)
                         _replace(tmp, gch)
                         write_file(gch + ".sha256", f"{_digest(gch)} {text_digest}".encode())

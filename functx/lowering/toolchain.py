@@ -1,7 +1,8 @@
 """The C++ compiler settings that installing functx needs as well as running it: the flags of
 every compiled program and library, the CPU they are built for, and ``build_library``, which
-compiles a fixed library (``cpp/gemm.py``'s float32 product) next to the package when functx is
-installed (``setup.py``'s ``build_fxgemm`` step), with a record of what it was built from and for.
+compiles a fixed library (``cpp/gemm.py``'s float32 product, the runtime's call extension, the
+prelude's precompiled header) next to the package when functx is installed (``setup.py``'s
+``build_fxgemm`` step), with a record of what it was built from and for.
 
 ``setup.py`` loads this file by its path, before functx's dependencies are installed: it imports
 the standard library only, and nothing of functx."""
@@ -14,6 +15,8 @@ import json
 import os
 import shutil
 import subprocess
+import sys
+import sysconfig
 import tempfile
 
 FLAGS = [
@@ -33,12 +36,22 @@ FLAGS = [
 #: the padded head dimensions (multiples of 16) ``cpp/attention.py``'s steps are built for at
 #: install time (others are built at run time)
 ATTENTION_DP = (16, 32, 48, 64, 80, 96, 112, 128)
+#: the runtime's call extension (``runtime.fast_call``), a CPython module: compiled as C (gcc
+#: parses Python.h as C++ in 0.2 s of CPU, as C in 0.09; the last -std wins over FLAGS' C++ one,
+#: which clang would refuse for C)
+CALL_FLAGS = ["-I" + sysconfig.get_paths()["include"], "-x", "c", "-std=c11", "-O2"]
 #: the fixed libraries (``cpp/native.py``): name -> (source file in ``functx/lowering/cpp``,
 #: flags beyond ``FLAGS``)
 LIBRARIES = {
     "fx_sgemm512": ("fx_sgemm512.cpp", []),
     **{f"fx_attention{dp}": ("fx_attention.cpp", [f"-DFX_FA_DP={dp}"]) for dp in ATTENTION_DP},
+    "fx_call": ("fx_call.c", CALL_FLAGS),
 }
+#: the prelude's precompiled header (``cache.prelude_header``): built at install time from the
+#: header ``PRELUDE_HEADER`` (``cpp/prelude.py``'s text, which needs NumPy to generate) into
+#: ``PRELUDE_HEADER + ".gch"`` with these flags beyond ``FLAGS``
+PRELUDE_HEADER = "fx_prelude.h"
+PCH_FLAGS = ["-x", "c++-header"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -67,36 +80,65 @@ def cpu_id() -> str:
     return platform.machine()
 
 
-def record(source: str, library: bytes, flags=()) -> dict:
-    """What a prebuilt library was built from and for: its source's and its own SHA-256, the
-    flags (``FLAGS`` and ``flags``) and the CPU. A library is used only where these are the
-    running process's."""
+def compiler() -> str | None:
+    """The C++ compiler functx runs (``CXX``, else ``g++``, else ``c++``), or None."""
+    return os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
+
+
+def compiler_version(cxx: str) -> str:
+    """The first line of ``cxx --version`` (``cache.compiler_id``'s form); OSError if it fails."""
+    try:
+        out = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired as e:
+        raise OSError(f"{cxx} --version did not finish") from e
+    if out.returncode != 0 or not out.stdout:
+        raise OSError(f"{cxx} --version failed")
+    return out.stdout.splitlines()[0]
+
+
+def record(source: str, library: bytes, flags=(), compiler: str = "") -> dict:
+    """What a prebuilt file was built from and for: its source's and its own SHA-256, the flags
+    (``FLAGS`` and ``flags``), the compiler (its ``--version`` line), the Python it was built
+    under (its ABI: the call extension includes Python.h) and the CPU. A file is used only where
+    these are the running process's."""
     return {
         "source_sha256": hashlib.sha256(source.encode()).hexdigest(),
         "flags": FLAGS + list(flags),
+        "compiler": compiler,
+        "python": sysconfig.get_config_var("SOABI") or sys.implementation.cache_tag,
         "cpu": cpu_id(),
         "library_sha256": hashlib.sha256(library).hexdigest(),
     }
 
 
+def record_path(path: str) -> str:
+    """Where the record of the built file ``path`` is: ``x.json`` for ``x.so``, else
+    ``path.json``."""
+    return path[:-3] + ".json" if path.endswith(".so") else path + ".json"
+
+
 def build_library(source_path: str, out_path: str, flags=(), timeout: float = 600) -> str | None:
-    """Compile the C++ file ``source_path`` with ``FLAGS`` and ``flags`` into the shared library
-    ``out_path`` (mode 0755) and write its ``record`` beside it (``out_path`` with ``.json`` for
-    ``.so``). Returns None, or why nothing was built (no compiler, a compiler error, a directory
-    that cannot be written): never raises for those, so that an install goes on without it
-    (functx then builds it at run time)."""
-    cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
+    """Compile the C++ file ``source_path`` with ``FLAGS`` and ``flags`` (which may name another
+    language: ``-x c``, ``-x c++-header``) into ``out_path`` (mode 0755: a shared library, or a
+    precompiled header) and write its ``record`` beside it (``record_path``). Returns None, or
+    why nothing was built (no compiler, a compiler error, a directory that cannot be written):
+    never raises for those, so that an install goes on without it (functx then builds it at run
+    time)."""
+    cxx = compiler()
     if not cxx:
         return "no C++ compiler (g++, or CXX)"
     tmp = None
     try:
+        version = compiler_version(cxx)
         with open(source_path, encoding="utf-8") as f:
             source = f.read()
         d = os.path.dirname(out_path) or "."
         os.makedirs(d, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".fxlib.", suffix=".so", dir=d)
+        fd, tmp = tempfile.mkstemp(prefix=".fxlib.", suffix=os.path.splitext(out_path)[1], dir=d)
         os.close(fd)
-        cmd = [cxx, *FLAGS, *flags, "-x", "c++", source_path, "-o", tmp]
+        # (the language from the file's name or ``flags``: gcc 12 given ``-x c++`` then ``-x
+        # c++-header`` wrote a shared object, not a precompiled header)
+        cmd = [cxx, *FLAGS, *flags, source_path, "-o", tmp]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         if proc.returncode != 0:
             return f"{cxx} failed: {proc.stderr.strip()[-2000:]}"
@@ -104,10 +146,9 @@ def build_library(source_path: str, out_path: str, flags=(), timeout: float = 60
             data = f.read()
         os.chmod(tmp, 0o755)
         os.replace(tmp, out_path)
-        meta = out_path[:-3] + ".json" if out_path.endswith(".so") else out_path + ".json"
-        with open(meta, "w", encoding="utf-8") as f:
-            json.dump(record(source, data, flags), f)
-        os.chmod(meta, 0o644)
+        with open(record_path(out_path), "w", encoding="utf-8") as f:
+            json.dump(record(source, data, flags, version), f)
+        os.chmod(record_path(out_path), 0o644)
         return None
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"{cxx} did not run or its output could not be written: {e}"

@@ -1,17 +1,22 @@
-"""``functx/lowering/cpp/native.py`` (the fixed C++ libraries) and ``functx/lowering/toolchain.py``
-(their build at install time, ``setup.py``): an installed library is taken only where it was built
-from this source with these flags for this CPU and its files can be trusted; a required library
+"""``functx/lowering/cpp/native.py`` (the fixed C++ libraries, the call extension and the
+prelude's precompiled header) and ``functx/lowering/toolchain.py`` (their build at install time,
+``setup.py``): an installed file is taken only where it was built from this source with these
+flags, this compiler and Python for this CPU and its files can be trusted; a required library
 that could not be built is a clear error; the install step goes on without a compiler."""
 
 import json
 import os
 import re
+import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from functx.lowering import cache, toolchain
-from functx.lowering.cpp import native
+import functx
+import functx.numpy as fnp
+from functx.lowering import cache, runtime, toolchain
+from functx.lowering.cpp import native, prelude
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,20 +35,22 @@ def _install(lib, where, **changes):
     so = where / f"{lib.name}.so"
     so.write_bytes(b"not a library")
     so.chmod(0o755)
-    rec = {**toolchain.record(lib.source, b"not a library", lib.flags), **changes}
-    (where / f"{lib.name}.json").write_text(json.dumps(rec))
+    rec = toolchain.record(lib.source, b"not a library", lib.flags, cache.compiler_id())
+    (where / f"{lib.name}.json").write_text(json.dumps({**rec, **changes}))
     lib.prebuilt_path = str(so)
     return str(so)
 
 
 @pytest.mark.parametrize(
-    "how", ["cpu", "source_sha256", "flags", "damaged", "group-writable", "link", "bad record"]
+    "how",
+    ["cpu", "source_sha256", "flags", "compiler", "python", "damaged", "group-writable", "link"]
+    + ["bad record"],
 )
 def test_an_installed_library_not_built_for_this_process_is_not_used(tmp_path, how):
     """An installed library is taken only where its record names this source, these flags, this
-    CPU and its own digest, and its files are trusted (regular files, not links, that
-    group/others cannot write): anything else is refused with the reason (and the library is
-    built in the cache as before). None installed: nothing to say."""
+    compiler, this Python, this CPU and its own digest, and its files are trusted (regular
+    files, not links, that group/others cannot write): anything else is refused with the reason
+    (and the library is built in the cache as before). None installed: nothing to say."""
     lib = _library(tmp_path, "fx_attention64")
     assert lib.prebuilt() is None and "prebuilt" not in lib.state
     so = _install(lib, tmp_path / "pkg")
@@ -124,3 +131,102 @@ def test_the_install_step_builds_a_library_functx_takes(tmp_path):
     assert lib.prebuilt() == out, lib.state.get("prebuilt")
     lib.start()
     assert lib.state["path"] == out and "thread" not in lib.state
+
+
+@pytest.mark.slow  # (0.1 s of gcc CPU)
+def test_the_installed_call_extension_is_loaded_without_compiling(tmp_path, monkeypatch):
+    """The runtime's call extension an install built (``toolchain.LIBRARIES["fx_call"]``) is
+    loaded by ``fast_call`` where its record fits: nothing is compiled in the cache."""
+    lib = runtime.call_library()
+    out = str(tmp_path / "pkg" / "fx_call.so")
+    file, flags = toolchain.LIBRARIES["fx_call"]
+    assert toolchain.build_library(os.path.join(native._HERE, file), out, flags) is None
+    monkeypatch.setattr(lib, "prebuilt_path", out)
+    monkeypatch.setattr(runtime, "_fast", [None])
+    monkeypatch.setattr(runtime, "_fast_building", [])
+    monkeypatch.setattr(cache, "compile_cached", None)  # (nothing may be compiled)
+    monkeypatch.setenv("FUNCTX_CACHE_DIR", str(tmp_path / "cache"))
+    call = runtime.fast_call()
+    assert call is not None and not runtime._fast_building
+    assert call(0, [np.zeros((3, 4), np.float32)[:, ::2]]) == -2  # (not contiguous: refused)
+
+
+def _install_pch(where, data: bytes, flags=toolchain.PCH_FLAGS) -> str:
+    """``data`` as the installed precompiled prelude under ``where``, with the record an install
+    writes for ``prelude.PRELUDE`` built with ``flags`` (beyond ``FLAGS``)."""
+    where.mkdir(mode=0o755, exist_ok=True)
+    out = where / (toolchain.PRELUDE_HEADER + ".gch")
+    out.write_bytes(data)
+    out.chmod(0o755)
+    rec = toolchain.record(prelude.PRELUDE, data, flags, cache.compiler_id())
+    Path(toolchain.record_path(str(out))).write_text(json.dumps(rec))
+    return str(out)
+
+
+def _pch(text):
+    return cache.installed(cache._INSTALLED_PCH, text, toolchain.PCH_FLAGS)[0]
+
+
+@pytest.mark.parametrize("how", ["fits", "flags", "compiler", "python", "cpu", "group-writable"])
+def test_an_installed_precompiled_prelude_is_taken_only_where_it_fits(tmp_path, monkeypatch, how):
+    """``cache.installed`` gives the installed precompiled prelude only where its record names
+    this text, these flags, this compiler, Python and CPU and its files can be trusted."""
+    monkeypatch.setattr(cache, "_INSTALLED_PCH", str(tmp_path / "pkg" / "fx_prelude.h.gch"))
+    assert _pch(prelude.PRELUDE) is None  # (none installed)
+    out = _install_pch(tmp_path / "pkg", b"pch bytes")
+    if how == "group-writable":
+        os.chmod(out, 0o775)
+    elif how != "fits":
+        rec = json.loads(open(out + ".json").read())
+        rec[how] = rec[how] + ["-fno-wrapv"] if how == "flags" else "other"
+        open(out + ".json", "w").write(json.dumps(rec))
+    assert _pch(prelude.PRELUDE) == (b"pch bytes" if how == "fits" else None)
+    assert _pch(prelude.PRELUDE + " ") is None  # (another text)
+
+
+def _used_pch(so: str) -> str:
+    """gcc's ``-H`` lines for the precompiled header of the cached program ``so``'s first unit
+    (``!``: used, ``x``: refused)."""
+    cmd = [cache.compiler(), *cache.FLAGS, "-H", "-fsyntax-only", so[:-3] + ".cpp"]
+    err = subprocess.run(cmd, capture_output=True, text=True).stderr
+    return "".join(line for line in err.splitlines(True) if line.rstrip().endswith(".h.gch"))
+
+
+@pytest.mark.slow  # (three programs and two precompiled headers compiled: 1-2 s of gcc CPU)
+@pytest.mark.parametrize("built", ["same flags", "another target, record forged"])
+def test_an_installed_precompiled_prelude_is_copied_and_gcc_still_checks_it(
+    tmp_path, monkeypatch, built
+):
+    """The precompiled prelude an install built is copied beside the cache's header instead of
+    compiling one there, and gcc uses it. One built for other flags that a (forged) record
+    passes is copied too, but gcc refuses it and parses the header: the program compiles and
+    gives the same bits as without any precompiled header."""
+    x = np.linspace(-3, 3, 24, dtype=np.float32).reshape(4, 6)
+
+    def f(x):
+        return fnp.tanh(x) * fnp.exp(-x) + fnp.log1p(x * x)
+
+    header = tmp_path / toolchain.PRELUDE_HEADER
+    header.write_text(prelude.PRELUDE)
+    extra = [] if built == "same flags" else ["-march=x86-64"]
+    out = str(tmp_path / "pkg" / (toolchain.PRELUDE_HEADER + ".gch"))
+    assert toolchain.build_library(str(header), out, toolchain.PCH_FLAGS + extra) is None
+    _install_pch(tmp_path / "pkg", open(out, "rb").read())  # (the record without ``extra``)
+    monkeypatch.setattr(cache, "_INSTALLED_PCH", str(tmp_path / "pkg" / "fx_prelude.h.gch"))
+    monkeypatch.setattr(cache, "_headers_checked", set())
+    ran = []
+    run = cache._run
+    monkeypatch.setattr(cache, "_run", lambda cmd, *a, **k: ran.append(cmd) or run(cmd, *a, **k))
+
+    monkeypatch.setenv("FUNCTX_CACHE_DIR", str(tmp_path / "cache"))
+    lowered = functx.jit(f).lower(x)
+    got = np.asarray(lowered.compile()(x))
+    assert not [c for c in ran if "c++-header" in c]  # (copied, not compiled)
+    (h,) = (tmp_path / "cache").glob("fx_prelude_*.h")
+    assert open(f"{h}.gch", "rb").read() == open(out, "rb").read() and cache._valid(f"{h}.gch")
+    used = _used_pch(lowered.executable.so_path)
+    assert used.startswith("!" if built == "same flags" else "x"), used
+
+    monkeypatch.setenv("FUNCTX_CACHE_DIR", str(tmp_path / "plain"))
+    monkeypatch.setattr(cache, "prelude_header", lambda text: None)  # (the prelude in each unit)
+    np.testing.assert_array_equal(got, np.asarray(functx.jit(f)(x)))

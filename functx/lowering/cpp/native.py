@@ -1,12 +1,15 @@
 """The fixed C++ libraries: kernels that do not depend on the program (``cpp/gemm.py``'s float32
 product, ``cpp/attention.py``'s flash-attention steps for each padded head dimension), which the
-programs call through pointers instead of compiling them again in each program.
+programs call through pointers instead of compiling them again in each program; and two more
+files that depend on the flags, the compiler and Python but not on the program: the runtime's
+call extension (``fx_call.c``, ``runtime.fast_call``) and the prelude's precompiled header
+(which ``cache.prelude_header`` copies beside the cache's header).
 
 Like jaxlib's kernels they are built when functx is installed: ``setup.py``'s ``build_fxgemm``
 step compiles each library of ``toolchain.LIBRARIES`` beside this file with the programs' flags,
 and records what it was built from and for (``toolchain.record``). A process takes an installed
-library where its record names the same source, flags and CPU and its files can be trusted
-(``Library.prebuilt``); else (a clone run in place, an install without a compiler, a library
+file where its record names the same source, flags, compiler, Python and CPU and its files can be
+trusted (``cache.installed``); else (a clone run in place, an install without a compiler, a library
 moved to another CPU) it compiles the library once per cache directory, on another thread
 (``Library.start``), which a program's first run waits for (``give``). Either way every call of
 a program runs the same code: a program that took OpenBLAS's sums on its first calls and the
@@ -20,7 +23,6 @@ the routines of the libraries this process loaded after the checks above."""
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import threading
 import warnings
@@ -50,25 +52,13 @@ class Library:
         self._lock = threading.Lock()
 
     def prebuilt(self) -> str | None:
-        """``prebuilt_path`` where an install built it for this process: its record names this
-        source, these flags, this CPU and the library's own digest (``toolchain.record``), and
-        both files can be trusted (``cache.read_installed``: regular files of this user or
-        root's that nobody else can write, nor the directories above them). Else None, and,
-        where there was such a library, ``state["prebuilt"]`` says why it was not taken."""
-        path = self.prebuilt_path
-        if not os.path.lexists(path):  # (not built at install: a clone run in place, no compiler)
-            return None
-        try:
-            want = json.loads(cache.read_installed(path[:-3] + ".json"))
-            got = toolchain.record(self.source, cache.read_installed(path), self.flags)
-        except (OSError, ValueError) as e:
-            self.state["prebuilt"] = str(e)
-            return None
-        if want != got:
-            diff = sorted(k for k in got if want.get(k) != got[k]) if isinstance(want, dict) else []
-            self.state["prebuilt"] = f"{path} was built for another {', '.join(diff) or 'record'}"
-            return None
-        return path
+        """``prebuilt_path`` where an install built it for this process (``cache.installed``), else
+        None, and, where there was such a library, ``state["prebuilt"]`` says why it was not
+        taken."""
+        data, why = cache.installed(self.prebuilt_path, self.source, self.flags)
+        if why is not None:
+            self.state["prebuilt"] = why
+        return None if data is None else self.prebuilt_path
 
     def start(self) -> None:
         """Load the library, once: the installed one (``prebuilt``), else the cache directory's,
@@ -127,3 +117,7 @@ class Library:
         for var, symbol in routines.items():
             fn = ctypes.cast(getattr(self.state["lib"], symbol), ctypes.c_void_p).value
             ctypes.c_void_p.in_dll(program, var).value = fn
+
+
+#: the runtime's call extension (``runtime.fast_call`` loads it as a CPython module)
+CALL = Library("fx_call", *toolchain.LIBRARIES["fx_call"])
