@@ -60,13 +60,18 @@ class Library:
             return None
         try:
             want = json.loads(cache.read_installed(path[:-3] + ".json"))
-            got = toolchain.record(self.source, cache.read_installed(path), self.flags)
+            data = cache.read_installed(path)
         except (OSError, ValueError) as e:
             self.state["prebuilt"] = str(e)
             return None
+        got = toolchain.record(self.source, data, self.flags)
         if want != got:
             diff = sorted(k for k in got if want.get(k) != got[k]) if isinstance(want, dict) else []
             self.state["prebuilt"] = f"{path} was built for another {', '.join(diff) or 'record'}"
+            return None
+        short = toolchain.elf_short(data)
+        if short is not None:  # (loading it would crash the process)
+            self.state["prebuilt"] = f"{path} is {short}"
             return None
         return path
 
