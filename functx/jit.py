@@ -490,9 +490,11 @@ def _describe_change(old_key, new_key) -> str:
 @contextlib.contextmanager
 def _timed(event: str, name: str):
     """Time the block: its seconds land in the yielded list, and in ``functx.monitoring`` as a
-    duration and a time span of ``event`` with ``fun_name=name`` (JAX's compile events)."""
+    duration and a time span of ``event`` with ``fun_name=name``, and its start time as a scalar
+    when it starts (JAX's compile events)."""
     took = [0.0]
     start, wall = time.perf_counter(), time.time()
+    monitoring.record_scalar(event, wall, fun_name=name)
     yield took
     took[0] = time.perf_counter() - start
     monitoring.record_event_duration_secs(event, took[0], fun_name=name)

@@ -7,8 +7,8 @@ runs the listeners registered for that kind, in registration order, with the eve
 its keyword metadata. functx records its own compile steps as JAX names them: each ``jit``
 trace (``/jax/core/compile/jaxpr_trace_duration``) and each compilation of a program to C++ or
 Triton (``/jax/core/compile/backend_compile_duration``), each as a duration and as a time span
-(``time.time()`` seconds), with ``fun_name`` as JAX gives it (``f`` for the trace, ``jit(f)``
-for the compilation).
+(``time.time()`` seconds), and its start time as a scalar when it starts, with ``fun_name`` as
+JAX gives it (``f`` for the trace, ``jit(f)`` for the compilation).
 
 A leaf module: it imports only ``functx.errors``.
 """

@@ -67,13 +67,14 @@ def test_clear_event_listeners():
 
 
 def _compile_events(m):
-    durations, spans = [], []
+    durations, spans, scalars = [], [], []
     m.monitoring.register_event_duration_secs_listener(
         lambda e, d, **kw: durations.append((e, d, kw))
     )
     m.monitoring.register_event_time_span_listener(
-        lambda e, s, t, **kw: spans.append((e, t - s, kw))
+        lambda e, s, t, **kw: spans.append((e, (s, t), kw))
     )
+    m.monitoring.register_scalar_listener(lambda e, v, **kw: scalars.append((e, v, kw)))
 
     def scaled(x):
         return x * 3.0
@@ -83,18 +84,25 @@ def _compile_events(m):
         m.monitoring.clear_event_listeners()
     finally:
         jax.monitoring.clear_event_listeners()
-    return durations, spans
+    return durations, spans, scalars
 
 
 def test_jit_records_compile_events_as_jax():
+    """Each step as a duration and a time span, and its start time as a scalar (JAX's
+    ``LogElapsedTimeContextManager``), with JAX's ``fun_name``."""
     names = {
         monitoring.JAXPR_TRACE_EVENT: "scaled",
         monitoring.BACKEND_COMPILE_EVENT: "jit(scaled)",
     }
     for m in (functx, jax):
-        durations, spans = _compile_events(m)
+        durations, spans, scalars = _compile_events(m)
         for name, fun_name in names.items():
             got = [(d, kw) for e, d, kw in durations if e == name]
             assert len(got) == 1, (m.__name__, name, durations)
             assert got[0][1] == {"fun_name": fun_name} and got[0][0] >= 0
-            assert [kw for e, _, kw in spans if e == name] == [{"fun_name": fun_name}]
+            span = [(s, kw) for e, s, kw in spans if e == name]
+            assert [kw for _, kw in span] == [{"fun_name": fun_name}]
+            assert span[0][0][0] <= span[0][0][1]
+            started = [(v, kw) for e, v, kw in scalars if e == name]
+            assert [kw for _, kw in started] == [{"fun_name": fun_name}], (m.__name__, scalars)
+            assert abs(started[0][0] - span[0][0][0]) < 0.1

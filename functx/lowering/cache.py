@@ -125,6 +125,9 @@ def installed(path: str, source: str, flags) -> tuple[bytes | None, str | None]:
     if want != got:
         diff = sorted(k for k in got if want.get(k) != got[k]) if isinstance(want, dict) else []
         return None, f"{path} was built for another {', '.join(diff) or 'record'}"
+    short = toolchain.elf_short(data) if path.endswith(".so") else None
+    if short is not None:  # (loading it would crash the process)
+        return None, f"{path} is {short}"
     return data, None
 
 

@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import sysconfig
@@ -115,6 +116,27 @@ def record_path(path: str) -> str:
     """Where the record of the built file ``path`` is: ``x.json`` for ``x.so``, else
     ``path.json``."""
     return path[:-3] + ".json" if path.endswith(".so") else path + ".json"
+
+
+def elf_short(data: bytes) -> str | None:
+    """Why ``data`` is not a whole 64-bit little-endian ELF file (the libraries ``build_library``
+    writes), or None: its program headers, the segments the loader maps or reads (``PT_LOAD``,
+    ``PT_DYNAMIC``) and its section headers must lie within it. A cut-off library whose record
+    was written for the cut-off bytes passes the digest check, and loading it kills the process
+    with SIGBUS when the loader touches a page past the end of the file."""
+    if len(data) < 64 or data[:4] != b"\x7fELF" or data[4:6] != b"\x02\x01":
+        return "not a 64-bit little-endian ELF file"
+    phoff, shoff = struct.unpack_from("<QQ", data, 0x20)
+    phsize, phnum, shsize, shnum = struct.unpack_from("<HHHH", data, 0x36)
+    ends = [phoff + phsize * phnum, shoff + shsize * shnum]
+    if ends[0] <= len(data) and phsize >= 40:
+        for i in range(phnum):
+            kind, _, offset, _, _, size = struct.unpack_from("<IIQQQQ", data, phoff + i * phsize)
+            if kind in (1, 2):  # PT_LOAD, PT_DYNAMIC
+                ends.append(offset + size)
+    if max(ends) > len(data):
+        return f"cut off: {len(data)} bytes, its headers reach byte {max(ends)}"
+    return None
 
 
 def build_library(source_path: str, out_path: str, flags=(), timeout: float = 600) -> str | None:

@@ -4,6 +4,7 @@ prelude's precompiled header) and ``functx/lowering/toolchain.py`` (their build 
 flags, this compiler and Python for this CPU and its files can be trusted; a required library
 that could not be built is a clear error; the install step goes on without a compiler."""
 
+import _ctypes
 import json
 import os
 import re
@@ -28,14 +29,16 @@ def _library(tmp_path, name="fx_sgemm512"):
     return lib
 
 
-def _install(lib, where, **changes):
-    """Junk bytes at ``where/<name>.so`` and their record as an install writes it
-    (``toolchain.record``), with ``changes`` to the record; ``lib`` pointed at them."""
+def _install(lib, where, data=None, **changes):
+    """A shared object's bytes (``data``, else the standard library's ``_ctypes`` extension: a
+    whole ELF file, never loaded here) at ``where/<name>.so`` and their record as an install
+    writes it (``toolchain.record``), with ``changes`` to the record; ``lib`` pointed at them."""
     where.mkdir(mode=0o755, exist_ok=True)
     so = where / f"{lib.name}.so"
-    so.write_bytes(b"not a library")
+    data = Path(_ctypes.__file__).read_bytes() if data is None else data
+    so.write_bytes(data)
     so.chmod(0o755)
-    rec = toolchain.record(lib.source, b"not a library", lib.flags, cache.compiler_id())
+    rec = toolchain.record(lib.source, data, lib.flags, cache.compiler_id())
     (where / f"{lib.name}.json").write_text(json.dumps({**rec, **changes}))
     lib.prebuilt_path = str(so)
     return str(so)
@@ -43,14 +46,15 @@ def _install(lib, where, **changes):
 
 @pytest.mark.parametrize(
     "how",
-    ["cpu", "source_sha256", "flags", "compiler", "python", "damaged", "group-writable", "link"]
-    + ["bad record"],
+    ["cpu", "source_sha256", "flags", "compiler", "python", "damaged", "cut off"]
+    + ["group-writable", "link", "bad record"],
 )
 def test_an_installed_library_not_built_for_this_process_is_not_used(tmp_path, how):
     """An installed library is taken only where its record names this source, these flags, this
-    compiler, this Python, this CPU and its own digest, and its files are trusted (regular
-    files, not links, that group/others cannot write): anything else is refused with the reason
-    (and the library is built in the cache as before). None installed: nothing to say."""
+    compiler, this Python, this CPU and its own digest, it is a whole ELF file, and its files are
+    trusted (regular files, not links, that group/others cannot write): anything else is refused
+    with the reason (and the library is built in the cache as before). None installed: nothing
+    to say."""
     lib = _library(tmp_path, "fx_attention64")
     assert lib.prebuilt() is None and "prebuilt" not in lib.state
     so = _install(lib, tmp_path / "pkg")
@@ -64,10 +68,17 @@ def test_an_installed_library_not_built_for_this_process_is_not_used(tmp_path, h
         os.symlink(so + ".real", so)
     elif how == "bad record":
         open(so[:-3] + ".json", "w").write("{")
+    elif how == "cut off":  # (its record written for the cut-off bytes: loading it was SIGBUS)
+        _install(lib, tmp_path / "pkg", Path(so).read_bytes()[:-1])
     else:
         _install(lib, tmp_path / "pkg", **{how: "other"})
     assert lib.prebuilt() is None
-    why = {"damaged": "library_sha256", "group-writable": "writable by group", "link": "so"}
+    why = {
+        "damaged": "library_sha256",
+        "cut off": "cut off",
+        "group-writable": "writable by group",
+        "link": "so",
+    }
     assert why.get(how, "" if how == "bad record" else how) in lib.state["prebuilt"]
 
 
