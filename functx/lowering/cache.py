@@ -542,14 +542,21 @@ def _digest(path: str) -> str | None:
 
 def valid_digest(path: str, also: str | None = None) -> str | None:
     """The SHA-256 of the cache file ``path`` if its sidecar ``path.sha256`` holds it (and, when
-    ``also`` is given, names ``also`` after it), both being files of this user; else None."""
+    ``also`` is given, names ``also`` after it), both being files of this user, and a shared
+    object (``.so``) is a whole ELF file (``toolchain.elf_short``); else None."""
     try:
         want = read_file(path + ".sha256").decode().split()
     except (OSError, UnicodeDecodeError):
         return None
-    digest = _digest(path)
+    try:
+        data = read_file(path)
+    except OSError:
+        return None
+    digest = hashlib.sha256(data).hexdigest()
     if not want or want[0] != digest or (also is not None and want[1:] != [also]):
         return None
+    if path.endswith(".so") and toolchain.elf_short(data) is not None:
+        return None  # (a cut-off library with a matching sidecar: loading it is SIGBUS)
     return digest
 
 
