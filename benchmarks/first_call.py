@@ -2,6 +2,11 @@
 item): prints the import time, the first call's wall and CPU time (the main process and, for
 functx, its compilers: ``RUSAGE_CHILDREN``) and the next calls' median.
 
+For functx it also names where its fixed C++ libraries came from (``lowering/cpp/native.py``):
+``installed`` where ``pip install`` built them (``setup.py``), ``built`` where this process
+compiled them in the cache (a clone run in place): the empty-cache figures differ by about 1.5 s
+of gcc CPU (session 36).
+
 Run each library in a process of its own, alternating, with an empty cache and bytecode written::
 
     for i in 1 2 3 4 5; do
@@ -42,7 +47,17 @@ for _ in range(int(os.environ.get("STEPS", "5"))):
     steps.append(time.perf_counter() - s)
 kids = usage.ru_utime + usage.ru_stime
 step = 1e3 * sorted(steps)[len(steps) // 2] if steps else float("nan")
+libs = ""
+if lib == "functx":
+    from functx.lowering.cpp import attention, gemm
+
+    used = [gemm.LIBRARY, *attention._libraries.values()]
+    libs = " libs " + ",".join(
+        f"{x.name}:{'installed' if x.state.get('path') == x.prebuilt_path else 'built'}"
+        for x in used
+        if "path" in x.state
+    )
 print(
     f"{lib} {name} import {t_imp:.2f}s first {t1:.3f}s cpu {c1:.3f}s kids {kids:.2f}s "
-    f"step_med {step:.1f}ms"
+    f"step_med {step:.1f}ms{libs}"
 )

@@ -322,4 +322,27 @@ JAX_NAMES: dict[str, tuple[str, str]] = {
         "normal ones parallel randn random relu selu serial shape_dependent sigmoid softmax "
         "softplus standardize zeros",
     ),
+    "functx.monitoring": (
+        "jax.monitoring",
+        "clear_event_listeners record_event record_event_duration_secs record_event_time_span "
+        "record_scalar register_event_duration_secs_listener register_event_listener "
+        "register_event_time_span_listener register_scalar_listener "
+        "unregister_event_duration_listener unregister_event_listener "
+        "unregister_event_time_span_listener unregister_scalar_listener",
+    ),
+    "functx.extend": (
+        "jax.extend",
+        "backend core linear_util lowering mlir pallas random sharding source_info_util xla",
+    ),
+    "functx.extend.core": (
+        "jax.extend.core",
+        "AbstractToken CallPrimitive ClosedJaxpr DebugInfo DropVar Effect Effects "
+        "InconclusiveDimensionOperation Jaxpr JaxprEqn JaxprTypeError Literal Primitive Token "
+        "TraceTag Var array_types call_impl check_jaxpr concrete_or_error find_top_trace gensym "
+        "get_opaque_trace_state jaxpr_as_fun jaxprs_in_params mapped_aval new_jaxpr_eqn "
+        "no_effects nonempty_axis_env_DO_NOT_USE primal_dtype_to_tangent_dtype primitives "
+        "set_current_trace subjaxprs take_current_trace unmapped_aval "
+        "unsafe_am_i_under_a_jit_DO_NOT_USE unsafe_am_i_under_a_vmap_DO_NOT_USE "
+        "unsafe_get_axis_names_DO_NOT_USE valid_jaxtype",
+    ),
 }

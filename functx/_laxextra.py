@@ -15,7 +15,7 @@ import operator
 
 import numpy as np
 
-from functx import dtypes, ops, tree_util
+from functx import config, dtypes, ops, tree_util
 from functx.array import Array
 from functx.control.generic_reduce import reduce as _reduce
 from functx.errors import FunctxTypeError, FunctxValueError
@@ -435,3 +435,33 @@ def unstack(x, axis=0):
     return tuple(
         ops.reshape(ops.slice_in_dim(x, i, i + 1, 1, axis), rest) for i in range(shape[axis])
     )
+
+
+def reduce_sum(operand, axes):
+    """Reduce ``operand`` over ``axes`` by the sum (``jax.lax.reduce_sum``).
+
+    Arguments:
+      operand: an array.
+      axes: the axes to reduce (a sequence of ints).
+    Returns:
+      An array of ``operand``'s dtype without the reduced axes. Under
+      ``functx.allow_f16_reductions(False)`` a ``float16``/``bfloat16`` operand reduced over an
+      axis longer than 1 raises ``ValueError``, as JAX's does (``functx.numpy.sum`` adds such
+      values in float32 and is not affected, as in JAX).
+    Example:
+      >>> import numpy as np
+      >>> from functx import lax
+      >>> lax.reduce_sum(np.float32([[1, 2], [3, 4]]), (0,))
+      Array([4., 6.], dtype=float32)
+    """
+    aval = get_aval(operand)
+    if (
+        aval.dtype in (dtypes.float16, dtypes.bfloat16)
+        and not config.allow_f16_reductions.value
+        and any(aval.shape[a] != 1 for a in axes)
+    ):
+        raise FunctxValueError(
+            f"reduce_sum on operand {aval.str_short()} is not allowed when "
+            f"jax_allow_f16_reductions=False.{_loc()}"
+        )
+    return ops.reduce_sum(operand, axes)

@@ -55,6 +55,7 @@ NAMESPACES: tuple[str, ...] = (
     "functx.export",
     "functx.experimental.checkify",
     "functx.experimental.sparse",
+    "functx.experimental.sparse.linalg",
     "functx.ad_checkpoint",
     "functx.custom_derivatives",
     "functx.custom_batching",
@@ -69,6 +70,10 @@ NAMESPACES: tuple[str, ...] = (
     "functx.example_libraries",
     "functx.example_libraries.optimizers",
     "functx.example_libraries.stax",
+    "functx.monitoring",
+    "functx.memory",
+    "functx.extend",
+    "functx.extend.core",
 )
 
 # The distributions of functx.scipy.stats (``functx.scipy.stats.norm.pdf``, ...): public modules

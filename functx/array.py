@@ -16,6 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from functx import dtypes
+from functx._shard import Shard
 from functx.core import ShapedArray
 from functx.errors import FunctxError, FunctxOverflowError, FunctxTypeError, FunctxValueError
 from functx.source_info import where
@@ -768,6 +769,14 @@ class Array(ArrayMethods, metaclass=_ArrayType):
     def devices(self):
         """The set of devices the array lives on (one), like ``jax.Array.devices()``."""
         return {self.device}
+
+    @property
+    def addressable_shards(self) -> list:
+        """The shards of the array this process holds (``jax.Array.addressable_shards``): one
+        ``functx.Shard`` holding the whole array, on its device."""
+        return [Shard(self.device, None, self.shape, self)]
+
+    global_shards = addressable_shards  # (one process: every shard is addressable)
 
     def __array__(self, dtype=None, copy=None):
         """The read-only buffer itself (zero-copy) unless a copy or another dtype is asked for."""

@@ -397,12 +397,15 @@ _disable_lock = threading.Lock()
 # NaN/inf checks may be on, anywhere (a setting, or a block in some thread). jit's dispatch reads
 # this one attribute before anything else.
 slow_dispatch = False
-# True while NaN/inf checks may be on anywhere; the functions in ``debug_checks_watchers`` are
-# called with it when it changes (functx.tracing swaps its eager entry point, so that the eager
-# path checks nothing while it is False)
+# True while NaN/inf checks or ``no_execution`` may be on anywhere; the functions in
+# ``debug_checks_watchers`` are called with it when it changes (functx.tracing swaps its eager
+# entry point, so that the eager path checks nothing while it is False)
 debug_checks_active = False
 debug_checks_watchers: list = []
-_check_blocks = 0  # open debug_nans/debug_infs blocks in all threads
+_open_blocks: dict = {}  # setting -> open blocks in all threads, of the watched settings
+# True while a setting that changes what tracing makes (``_JIT_KEYED``) may differ from its
+# default somewhere: ``jit_key_flags`` then keys jit's programs on their values
+jit_keyed = False
 
 
 def jit_disabled() -> bool:
@@ -413,10 +416,12 @@ def jit_disabled() -> bool:
 
 
 def _note_disable() -> None:
-    """Recompute ``slow_dispatch`` and ``debug_checks_active`` (callers hold ``_disable_lock``)."""
-    global slow_dispatch, debug_checks_active
-    checks = debug_nans_state.global_value or debug_infs_state.global_value or _check_blocks > 0
+    """Recompute ``slow_dispatch``, ``debug_checks_active`` and ``jit_keyed`` (callers hold
+    ``_disable_lock``)."""
+    global slow_dispatch, debug_checks_active, jit_keyed
+    checks = any(_open_blocks.get(s) or s.global_value for s in (*_CHECKS, no_execution))
     slow_dispatch = _global_disable_jit or _disable_blocks > 0 or checks
+    jit_keyed = any(_open_blocks.get(s) or s.global_value != s.default for s in _JIT_KEYED)
     if checks != debug_checks_active:
         debug_checks_active = checks
         for watch in debug_checks_watchers:
@@ -634,6 +639,7 @@ class Setting:
         self.values = values
         self.optional = optional
         self.global_value = default
+        self.watched = False  # (its blocks are counted: see _note_disable)
         self._local = _SettingState()
 
     def check(self, value):
@@ -685,15 +691,15 @@ class _SettingBlock:
     def __enter__(self):
         for s in self.settings:
             s._local.stack.append(self.value)
-        if self.settings[0] in _CHECKS:
-            _count_check_block(1)
+        if self.settings[0].watched:
+            _count_blocks(self.settings[0], 1)
         return self
 
     def __exit__(self, *exc):
         for s in self.settings:
             s._local.stack.pop()
-        if self.settings[0] in _CHECKS:
-            _count_check_block(-1)
+        if self.settings[0].watched:
+            _count_blocks(self.settings[0], -1)
 
     def __call__(self, fun):
         @functools.wraps(fun)
@@ -761,10 +767,10 @@ class _DebugCheck(Setting):
     """
 
 
-def _count_check_block(n: int) -> None:
-    global _check_blocks
+def _count_blocks(setting: Setting, n: int) -> None:
+    """Count the open blocks of a watched setting (in all threads), then recompute the flags."""
     with _disable_lock:
-        _check_blocks += n
+        _open_blocks[setting] = _open_blocks.get(setting, 0) + n
         _note_disable()
 
 
@@ -823,11 +829,424 @@ default_prng_impl = Setting(
     """,
 )
 default_prng_impl.check(default_prng_impl.global_value)  # (the environment variable's value)
+
+
+# --- JAX's other top-level switches (jax.enable_checks, jax.no_tracing, ...) ---------------------
+_BOOL_ARGUMENTS = """Arguments:
+      new_val: True (the default) or False, inside the block.
+    Returns:
+      a context manager, also usable as a decorator; ``.value`` reads the setting."""
+
+
+def _switch(
+    name: str, default, doc: str, values=None, optional: bool = False, option: str | None = None
+) -> Setting:
+    """A JAX state ``jax.<name>``, option ``jax_<name>`` (or ``option``), whose initial value a
+    boolean one reads from the environment variable of the option's name in capitals, as JAX
+    does; ``<arguments>`` in ``doc`` stands for a boolean state's Arguments and Returns."""
+    option = option or f"jax_{name}"
+    if values is None:
+        default = _env_bool(option.upper(), default)
+    return Setting(
+        option, default, values, optional, doc=doc.replace("<arguments>", _BOOL_ARGUMENTS)
+    )
+
+
+enable_checks = _switch(
+    "enable_checks",
+    False,
+    """``functx.enable_checks`` (``jax.enable_checks``, the option "jax_enable_checks"): while
+    on, functx checks its own invariants as it works: every Jaxpr ``jit`` traces and transforms
+    for a call is type-checked (``functx.typecheck_jaxpr``) before it is compiled, so a
+    transformation that emits an ill-typed equation fails there (``JaxprTypeError``) instead of
+    in the compiler. Slower; off by default.
+
+    <arguments>
+
+    Differences from JAX: JAX checks its internal Jaxprs at many more points.
+
+    Example:
+      >>> import functx, functx.numpy as jnp
+      >>> with functx.enable_checks(True):
+      ...     print(functx.enable_checks.value, functx.jit(jnp.sin)(0.0))
+      True 0.0
+    """,
+)
+explain_cache_misses = _switch(
+    "explain_cache_misses",
+    False,
+    """``functx.explain_cache_misses`` (``jax.explain_cache_misses``, the option
+    "jax_explain_cache_misses"): while on, each time a ``jit``-compiled function has to trace
+    again, a WARNING on the ``logging`` logger ``functx.jit`` says why, as JAX's does: the
+    caller's line, the function and where it is defined, and what differs from the closest
+    program it already has (an argument's shape or dtype, named by its path such as ``x`` or
+    ``params['w']``, a static argument's value, the tree structure, ``jax_enable_x64``, the
+    device), or that the function was never seen.
+
+    <arguments>
+
+    Differences from JAX: only ``jit``'s own cache explains its misses (functx has no other
+    tracing cache), against the programs the function still keeps.
+
+    Example:
+      >>> import logging, functx, numpy as np
+      >>> f = functx.jit(lambda x: x + 1)
+      >>> with functx.explain_cache_misses(True):
+      ...     _ = f(np.ones(2, np.float32))
+      ...     _ = f(np.ones(3, np.float32))  # logs "different input types: * at x, ..."
+      >>> functx.explain_cache_misses.value
+      False
+    """,
+)
+no_tracing = _switch(
+    "no_tracing",
+    False,
+    """``functx.no_tracing`` (``jax.no_tracing``, the option "jax_no_tracing"): while on,
+    tracing raises ``RuntimeError`` naming the function, as JAX's does: a ``jit``-compiled
+    function called (or ``.trace``/``.lower``-ed) for a signature it has no program for, and
+    ``make_jaxpr``. A way to assert that a loop runs on programs already compiled.
+
+    <arguments>
+
+    Differences from JAX: ``eval_shape``, ``grad``, ``vmap``, ``jvp`` and a ``jit`` called inside
+    another trace still trace (JAX raises where they trace a function its tracing cache lacks).
+
+    Example:
+      >>> import functx, numpy as np
+      >>> f = functx.jit(lambda x: x * 2)
+      >>> _ = f(np.float32(1))
+      >>> with functx.no_tracing(True):
+      ...     print(f(np.float32(3)))
+      ...     try:
+      ...         f(np.ones(2, np.float32))
+      ...     except RuntimeError as e:
+      ...         print(str(e).split(" defined at ")[0])
+      6.0
+      re-tracing function <lambda>
+    """,
+)
+no_execution = _switch(
+    "no_execution",
+    False,
+    """``functx.no_execution`` (``jax.no_execution``, the option "jax_no_execution"): while
+    on, running anything raises ``RuntimeError``: a ``jit``-compiled program, and an operation
+    run eagerly; tracing (``make_jaxpr``, ``jit(f).lower``) still works, as in JAX.
+
+    <arguments>
+    Example:
+      >>> import functx, functx.numpy as jnp, numpy as np
+      >>> with functx.no_execution(True):
+      ...     print(functx.make_jaxpr(jnp.sin)(np.float32(1)))
+      ...     try:
+      ...         functx.jit(jnp.sin)(np.float32(1))
+      ...     except RuntimeError as e:
+      ...         print(str(e).split(",")[0])
+      { lambda ; a:f32[]. let b:f32[] = sin a in (b,) }
+      functx tried to execute function jit(sin)
+    """,
+)
+thread_guard = _switch(
+    "thread_guard",
+    False,
+    """``functx.thread_guard`` (``jax.thread_guard``, the option "jax_thread_guard"): JAX
+    raises when a multi-process operation is launched from another thread than the one that set
+    the guard. functx runs one process (``process_count() == 1``) and has no multi-process
+    operation, so the setting is kept and nothing can trip it.
+
+    <arguments>
+
+    Differences from JAX: no check: functx has no multi-process operations.
+
+    Example:
+      >>> import functx
+      >>> with functx.thread_guard(True):
+      ...     print(functx.thread_guard.value, functx.process_count())
+      True 1
+    """,
+)
+debug_key_reuse = _switch(
+    "debug_key_reuse",
+    False,
+    """``functx.debug_key_reuse`` (``jax.debug_key_reuse``, the option "jax_debug_key_reuse"):
+    while on, a typed key (``functx.random.key``) that is consumed twice raises
+    ``functx.errors.KeyReuseError``, as JAX's check does. A sampler (``normal``, ``uniform``,
+    ``bits``, ...) or ``split`` consumes its key; ``fold_in``, ``clone``, ``key_data`` and
+    comparisons do not, and ``clone(key)`` is a fresh key. An element of a key array consumed
+    through indexing (``keys[0]``) counts as consumed in the array. Checked eagerly and in code
+    traced straight through (``jit``, ``vmap``, ``grad``, the branches of ``cond``), where the same
+    key object is used twice; ``jit`` keys its programs on the setting.
+
+    Not checked (JAX checks them): a key consumed outside a ``jit``-compiled function and passed
+    to it (or consumed inside one and used after), and a key consumed once in the body of
+    ``scan``/``fori_loop``/``while_loop`` that is carried unchanged, so that each iteration uses
+    it again. Raw ``uint32`` keys (``PRNGKey``) are never checked, as in JAX.
+
+    <arguments>
+
+    Differences from JAX: the cases above are not checked.
+
+    Example:
+      >>> import functx
+      >>> from functx import random
+      >>> with functx.debug_key_reuse(True):
+      ...     k = random.key(0)
+      ...     x = random.normal(k)
+      ...     try:
+      ...         y = random.normal(k)
+      ...     except functx.errors.KeyReuseError as e:
+      ...         print(str(e).split(" (at")[0])
+      Previously-consumed key passed to functx.random.normal
+    """,
+)
+softmax_custom_jvp = _switch(
+    "softmax_custom_jvp",
+    False,
+    """``functx.softmax_custom_jvp`` (``jax.softmax_custom_jvp``, the option
+    "jax_softmax_custom_jvp"): which derivative ``nn.softmax`` has, as in JAX: off (the
+    default), the derivative of its formula ``exp(x - max) / sum(exp(x - max))``; on, the rule
+    ``y * (dx - sum(y * dx))`` (over ``where``'s entries), a ``custom_jvp`` that is itself
+    differentiable (``hessian``). The values are the same; the gradients agree to rounding.
+    ``jit`` keys its programs on the setting.
+
+    <arguments>
+    Example:
+      >>> import functx, functx.numpy as jnp
+      >>> with functx.softmax_custom_jvp(True):
+      ...     g = functx.grad(lambda x: functx.nn.softmax(x)[0])(jnp.zeros(2))
+      >>> g
+      Array([ 0.25, -0.25], dtype=float32)
+    """,
+)
+threefry_partitionable = _switch(
+    "threefry_partitionable",
+    True,
+    """``functx.threefry_partitionable`` (``jax.threefry_partitionable``, the option
+    "jax_threefry_partitionable"): which of JAX's two layouts of Threefry counters
+    ``functx.random`` uses. On (JAX 0.10's default), each element of an array of bits hashes
+    its own index; off, the old layout: the counters ``0 .. n-1`` are hashed in two halves and
+    concatenated, and ``split`` hashes ``0 .. 2n-1``. Both give JAX's bits for the same key,
+    eagerly and under ``jit`` (which keys its programs on the setting); ``fold_in`` is the same
+    either way. Off, an array of more than ``2**32 - 1`` 32-bit words of bits raises
+    ``NotImplementedError``.
+
+    <arguments>
+    Example:
+      >>> import functx
+      >>> from functx import random
+      >>> with functx.threefry_partitionable(False):
+      ...     print(random.bits(random.key(0), (3,)))
+      [4146024105 1351547692 2718843009]
+      >>> print(random.bits(random.key(0), (3,)))
+      [4070199207 4202968722 1427181096]
+    """,
+)
+enable_custom_prng = _switch(
+    "enable_custom_prng",
+    False,
+    """``functx.enable_custom_prng`` (``jax.enable_custom_prng``, the option
+    "jax_enable_custom_prng"): in JAX, a transitional switch under which ``jax.random``
+    functions return typed keys even when given raw ``uint32`` keys, and warn about raw ones.
+    functx keeps the setting; its ``functx.random`` returns the kind of key it was given, and has
+    one PRNG implementation (Threefry).
+
+    <arguments>
+
+    Differences from JAX: on, raw keys still give raw keys, without a warning.
+
+    Example:
+      >>> import functx
+      >>> with functx.enable_custom_prng(True):
+      ...     print(functx.enable_custom_prng.value)
+      True
+    """,
+)
+allow_f16_reductions = _switch(
+    "allow_f16_reductions",
+    True,
+    """``functx.allow_f16_reductions`` (``jax.allow_f16_reductions``, the option
+    "jax_allow_f16_reductions"): off, ``lax.reduce_sum`` of a ``float16`` or ``bfloat16``
+    operand over axes longer than 1 raises ``ValueError``, as JAX's does. ``functx.numpy.sum``
+    and the other library functions add half-precision values in float32, so they are not
+    affected (nor are JAX's). On by default.
+
+    <arguments>
+    Example:
+      >>> import functx, functx.numpy as jnp
+      >>> x = jnp.ones(3, jnp.float16)
+      >>> with functx.allow_f16_reductions(False):
+      ...     print(jnp.sum(x))
+      ...     try:
+      ...         functx.lax.reduce_sum(x, (0,))
+      ...     except ValueError as e:
+      ...         print(str(e).split(" (at")[0])
+      3.0
+      reduce_sum on operand f16[3] is not allowed when jax_allow_f16_reductions=False.
+    """,
+)
+array_garbage_collection_guard = _switch(
+    "array_garbage_collection_guard",
+    None,
+    """``functx.array_garbage_collection_guard`` (``jax.array_garbage_collection_guard``, the
+    option "jax_array_garbage_collection_guard"): what JAX does when Python's cycle collector
+    (rather than reference counting) frees an Array: ``"allow"`` (its default), ``"log"`` or
+    ``"fatal"``. functx keeps the setting and does nothing more: its CPU arrays are NumPy
+    memory, and its GPU arrays return their memory to a pool whichever way they are freed.
+
+    Arguments:
+      new_val: None, ``"allow"``, ``"log"`` or ``"fatal"`` (another value raises ValueError).
+    Returns:
+      a context manager, also usable as a decorator; ``.value`` reads the setting.
+
+    Differences from JAX: no log and no fatal error for an array freed by the collector.
+
+    Example:
+      >>> import functx
+      >>> with functx.array_garbage_collection_guard("log"):
+      ...     print(functx.array_garbage_collection_guard.value)
+      log
+    """,
+    values=("allow", "log", "fatal"),
+    optional=True,
+)
+remove_size_one_mesh_axis_from_type = _switch(
+    "remove_size_one_mesh_axis_from_type",
+    False,
+    """``functx.remove_size_one_mesh_axis_from_type`` (JAX's state of that name, the option
+    "jax_remove_size_one_mesh_axis_from_type"): in JAX, drops mesh axes of size 1 from the
+    sharding in an array's type. functx's array types carry no sharding (one device), so there
+    is nothing to drop: the setting is kept and changes nothing.
+
+    <arguments>
+    Example:
+      >>> import functx, functx.numpy as jnp
+      >>> with functx.remove_size_one_mesh_axis_from_type(True):
+      ...     print(functx.typeof(jnp.ones(2)))
+      ShapedArray(float32[2])
+    """,
+)
+# (the attribute of its option's name, ``functx.config.jax2tf_...``, is the value, as in JAX)
+_jax2tf_associative_scan_reductions = _switch(
+    "jax2tf_associative_scan_reductions",
+    False,
+    """``functx.jax2tf_associative_scan_reductions`` (JAX's state of that name, the option
+    "jax2tf_associative_scan_reductions"): which lowering ``jax2tf`` gives cumulative sums,
+    products, maxima and minima. functx has no ``jax2tf``; its ``cumsum``/``cumprod``/``cummax``/
+    ``cummin`` are associative scans on every backend, so the setting is kept and changes
+    nothing.
+
+    <arguments>
+    Example:
+      >>> import functx, functx.numpy as jnp
+      >>> with functx.jax2tf_associative_scan_reductions(True):
+      ...     print(jnp.cumsum(jnp.arange(4)))
+      [0 1 3 6]
+    """,
+    option="jax2tf_associative_scan_reductions",
+)
+auto_pcast = _switch(
+    "auto_pcast",
+    True,
+    """``functx.auto_pcast`` (``jax.auto_pcast``, the option "jax_auto_pcast"): in JAX,
+    whether simple operations inside ``shard_map`` insert ``pvary`` to match the
+    varying-manual-axes types of their operands. functx's ``shard_map`` runs on one device and
+    its types carry no varying axes, so the setting is kept and changes nothing.
+
+    <arguments>
+    Example:
+      >>> import functx
+      >>> with functx.auto_pcast(False):
+      ...     print(functx.auto_pcast.value)
+      False
+    """,
+)
+# The settings that change what tracing makes: jit keys its programs on them while one may
+# differ from its default (``jit_key_flags``)
+# differ from its default (``jit_key_flags``); ``make_user_context`` adds its contexts
+_JIT_KEYED = [threefry_partitionable, allow_f16_reductions, debug_key_reuse, softmax_custom_jvp]
+for _s in (*_CHECKS, no_execution, *_JIT_KEYED):
+    _s.watched = True
+_SWITCHES = (
+    enable_checks,
+    explain_cache_misses,
+    no_tracing,
+    no_execution,
+    thread_guard,
+    debug_key_reuse,
+    softmax_custom_jvp,
+    threefry_partitionable,
+    enable_custom_prng,
+    allow_f16_reductions,
+    array_garbage_collection_guard,
+    remove_size_one_mesh_axis_from_type,
+    _jax2tf_associative_scan_reductions,
+    auto_pcast,
+)
+
+
+class _UserContext(Setting):
+    """A context ``make_user_context`` made: any hashable value, ``jit``-keyed."""
+
+    def check(self, value):
+        return value
+
+    def get_global(self):
+        """The value outside any block."""
+        return self.global_value
+
+    def set_global(self, new_value) -> None:
+        """Set the value outside any block."""
+        self.global_value = new_value
+        with _disable_lock:
+            _note_disable()
+
+    def __call__(self, new_value):
+        return _SettingBlock((self,), new_value)
+
+
+def make_user_context(default_value=None):
+    """A context of the user's whose value ``jit`` keys its programs on
+    (``jax.make_user_context``): a jitted function called while the value differs from the one
+    it was traced with traces (and compiles) again, so a function that reads the value while it
+    is traced sees the current one.
+
+    Arguments:
+      default_value: the value outside any block (hashable, as the values set later must be).
+    Returns:
+      the context: ``ctx(value)`` is a block (also a decorator) in which it has ``value`` in this
+      thread; ``ctx.value`` reads it; ``ctx.get_global()``/``ctx.set_global(v)`` the value
+      outside any block.
+    Example:
+      >>> import functx
+      >>> scale = functx.make_user_context(default_value=1.0)
+      >>> f = functx.jit(lambda x: x * scale.value)
+      >>> with scale(3.0):
+      ...     print(f(2.0))
+      6.0
+      >>> print(f(2.0))
+      2.0
+    """
+    ctx = _UserContext("user_context", default_value)
+    ctx.watched = True
+    with _disable_lock:
+        _JIT_KEYED.append(ctx)
+        _note_disable()
+    return ctx
+
+
+def jit_key_flags():
+    """What ``jit`` keys its programs on besides the arguments: ``jax_enable_x64``, and while a
+    setting of ``_JIT_KEYED`` may differ from its default anywhere, their values too."""
+    if not jit_keyed:
+        return x64_on()
+    return (x64_on(), *[s.value for s in _JIT_KEYED])
+
+
 _SETTINGS = {
     s.name: s
     for s in (log_compiles_state, legacy_prng_key_state, check_tracer_leaks, default_prng_impl)
     + _TRANSFER_GUARDS
     + _CHECKS
+    + _SWITCHES
 }
 with _disable_lock:
     _note_disable()  # (the environment variables)
@@ -1027,6 +1446,20 @@ def __getattr__(name: str):
 
 
 __all__ = [
+    "make_user_context",
+    "enable_checks",
+    "explain_cache_misses",
+    "no_tracing",
+    "no_execution",
+    "thread_guard",
+    "debug_key_reuse",
+    "softmax_custom_jvp",
+    "threefry_partitionable",
+    "enable_custom_prng",
+    "allow_f16_reductions",
+    "array_garbage_collection_guard",
+    "remove_size_one_mesh_axis_from_type",
+    "auto_pcast",
     "default_matmul_precision",
     "check_tracer_leaks",
     "debug_infs",

@@ -93,6 +93,16 @@ _var_ids = itertools.count()
 
 
 class Var:
+    """A variable of a Jaxpr (JAX's ``jax.extend.core.Var``): its abstract value ``aval``
+    (a ``ShapedArray``) and a unique ``id``; printed by its name in the Jaxpr (``a``, ``b``).
+
+    Example:
+      >>> import functx
+      >>> eqn = functx.make_jaxpr(lambda x: x * 2.0)(1.0).jaxpr.eqns[0]
+      >>> eqn.invars[0].aval
+      ShapedArray(float32[], weak_type=True)
+    """
+
     __slots__ = ("aval", "id")
 
     def __init__(self, aval: ShapedArray):
@@ -104,7 +114,15 @@ class Var:
 
 
 class Literal:
-    """A scalar constant written inline in an equation (``2.0:f32[]``)."""
+    """A scalar constant written inline in an equation (``2.0:f32[]``; JAX's
+    ``jax.extend.core.Literal``): its value ``val`` and abstract value ``aval``.
+
+    Example:
+      >>> import functx
+      >>> eqn = functx.make_jaxpr(lambda x: x * 2.0)(1.0).jaxpr.eqns[0]
+      >>> eqn.invars[1].val, eqn.invars[1].aval
+      (2.0, ShapedArray(float32[], weak_type=True))
+    """
 
     __slots__ = ("val", "aval")
 
@@ -125,6 +143,17 @@ effectful_primitives: set = set()
 
 
 class Eqn:
+    """An equation of a Jaxpr (JAX's ``jax.extend.core.JaxprEqn``): its primitive (``prim``,
+    also ``primitive``), input atoms (``Var``/``Literal``), output ``Var``s, parameters and the
+    user's source line.
+
+    Example:
+      >>> import functx
+      >>> eqn = functx.make_jaxpr(lambda x: x * 2.0)(1.0).jaxpr.eqns[0]
+      >>> eqn.primitive, len(eqn.invars), eqn.params
+      (mul, 2, {})
+    """
+
     __slots__ = ("prim", "invars", "outvars", "params", "source_info")
 
     @property

@@ -22,6 +22,7 @@ from functx.control.callbacks import debug_callback
 from functx.errors import (
     FunctxTypeError,
     FunctxValueError,
+    UnsupportedError,
     missing_name_hook as _missing_name_hook,
 )
 from functx.source_info import current
@@ -283,7 +284,180 @@ def _debugger(env_globals: dict, env_locals: dict, where_: str) -> None:
     debugger.interaction(frame, None)
 
 
-__all__ = ["breakpoint", "callback", "log", "print"]
+# --- shardings -----------------------------------------------------------------------------------
+# What a higher module registers at import (``functx._toplevel``: this module may not import
+# functx.sharding): "of" -> fn(array or tracer) -> the array's Sharding.
+sharding_rules: dict = {}
+
+
+def inspect_array_sharding(value, *, callback):
+    """Call ``callback(sharding)`` with the sharding of each array of the pytree ``value``
+    (``jax.debug.inspect_array_sharding``). Eagerly it is called at once with the array's
+    ``SingleDeviceSharding``; under ``jit`` it is called when the function is traced (JAX calls
+    it when the program is compiled), with the ``SingleDeviceSharding`` of the device the
+    program will run on by default: functx's programs run on one device, and their values are
+    never split across devices.
+
+    Arguments:
+      value: a pytree of arrays (traced or concrete).
+      callback: a function of a ``functx.sharding.Sharding``; its result is ignored.
+    Returns:
+      None.
+
+    Differences from JAX: under ``jit`` the sharding is a ``SingleDeviceSharding`` (JAX's is
+    the compiler's, ``GSPMDSharding({replicated})`` on one device), given at trace time.
+
+    Example:
+      >>> import functx, functx.numpy as jnp
+      >>> functx.debug.inspect_array_sharding(jnp.ones(3), callback=print)
+      SingleDeviceSharding(device=CpuDevice(id=0), memory_kind=device)
+    """
+    if not callable(callback):
+        raise FunctxTypeError(
+            f"inspect_array_sharding: callback must be callable, not {callback!r}"
+        )
+    for leaf in tree_util.tree_leaves(value):
+        callback(sharding_rules["of"](leaf))
+
+
+def _box(entry: str, width: int, height: int) -> str:
+    """A box drawn with line characters, ``width`` columns wide (borders included) and
+    ``height`` lines inside, ``entry`` in its middle."""
+    inner = width - 2
+    top = max((height - 2) // 2, 0)
+    bottom = max(height - 2 - (height - 2) // 2, 0)
+    left = max((inner - len(entry)) // 2, 0)
+    blank = f"│{' ' * inner}│"
+    lines = [f"┌{'─' * inner}┐", *[blank] * top]
+    lines.append(f"│{' ' * left}{entry}{' ' * max(inner - left - len(entry), 0)}│")
+    lines += [*[blank] * bottom, f"└{'─' * inner}┘"]
+    return "\n".join(lines)
+
+
+def visualize_sharding(
+    shape,
+    sharding,
+    *,
+    use_color: bool = True,
+    scale: float = 1.0,
+    min_width: int = 9,
+    max_width: int = 80,
+    color_map=None,
+):
+    """Print how an array of ``shape`` is laid out by ``sharding`` across devices, as a box per
+    piece labelled with its devices (``jax.debug.visualize_sharding``), drawn as JAX draws it
+    without colour: a 2-D array's box is about ``10 * scale`` lines high and as wide as its
+    aspect ratio makes it (2.5 columns a line), a 1-D array's one line high, each between
+    ``min_width`` and ``max_width`` columns. functx's shardings put the whole array on one
+    device (or replicate it), so there is one box, naming every device that holds it.
+
+    Arguments:
+      shape: the array's shape (one or two dimensions; another rank is a ValueError).
+      sharding: a ``functx.sharding`` Sharding.
+      use_color: accepted; functx draws without colour.
+      scale: the height of a 2-D box in tens of lines.
+      min_width, max_width: the bounds of a box's width, in columns.
+      color_map: accepted; functx draws without colour.
+    Returns:
+      None (the boxes are printed).
+
+    Differences from JAX: no colours (and no ``rich`` needed); a sharding that splits the array
+    across devices (which functx never makes) raises ``NotImplementedError``.
+
+    Example:
+      >>> import functx
+      >>> from functx.sharding import SingleDeviceSharding
+      >>> x = functx.numpy.ones(8)
+      >>> functx.debug.visualize_sharding(x.shape, SingleDeviceSharding(x.device))
+      ┌───────┐
+      │ CPU 0 │
+      └───────┘
+    """
+    del use_color, color_map
+    shape = tuple(shape)
+    if len(shape) not in (1, 2):
+        raise FunctxValueError(
+            "`visualize_sharding` only works for shapes with 1 and 2 dimensions."
+        )
+    pieces = sharding.devices_indices_map(shape)
+    whole = tuple(slice(None) for _ in shape)
+    if any(tuple(idx) != whole for idx in pieces.values()):
+        raise UnsupportedError(
+            "visualize_sharding: the sharding splits the array across devices; functx draws "
+            "only shardings that keep the whole array on each device"
+        )
+    devices = sorted(pieces, key=lambda d: d.id)
+    entry = f"{devices[0].platform.upper()} " + ",".join(str(d.id) for d in devices)
+    base_height = int(10 * scale)
+    aspect = (shape[1] if len(shape) == 2 else 1) / shape[0]
+    width = min(max(int(int(base_height * aspect) * 2.5), min_width), max_width)
+    height = base_height if len(shape) == 2 else 1
+    sys.stdout.write(_box(entry, width, height) + "\n")
+
+
+def visualize_array_sharding(arr, **kwargs):
+    """Print how ``arr`` is laid out across devices (``jax.debug.visualize_array_sharding``):
+    ``visualize_sharding(arr.shape, <arr's sharding>, **kwargs)``.
+
+    Arguments:
+      arr: an array (one or two dimensions).
+      **kwargs: ``visualize_sharding``'s options.
+    Returns:
+      None (the box is printed).
+
+    Differences from JAX: as ``visualize_sharding``'s (no colours).
+
+    Example:
+      >>> import functx
+      >>> functx.debug.visualize_array_sharding(functx.numpy.ones((2, 6)), scale=0.3)
+      ┌────────────────────┐
+      │       CPU 0        │
+      │                    │
+      └────────────────────┘
+    """
+
+    def draw(sharding):
+        visualize_sharding(arr.shape, sharding, **kwargs)
+
+    inspect_array_sharding(arr, callback=draw)
+
+
+class DebugEffect:
+    """The effect of an unordered debug callback (JAX's ``jax.debug.DebugEffect``, an effect
+    class). functx names an equation's effects by its effectful primitives
+    (``eqn.effects == {"debug_callback"}``) and runs every debug callback in program order, so
+    this class exists for code that names it; functx attaches no instances to equations.
+
+    Example:
+      >>> import functx
+      >>> issubclass(functx.debug.OrderedDebugEffect, functx.debug.DebugEffect)
+      False
+    """
+
+
+class OrderedDebugEffect:
+    """The effect of an ordered debug callback (``ordered=True``; JAX's
+    ``jax.debug.OrderedDebugEffect``). As ``DebugEffect``: functx names effects by primitive and
+    orders every debug callback, so no instances are attached to equations.
+
+    Example:
+      >>> import functx
+      >>> functx.debug.OrderedDebugEffect.__name__
+      'OrderedDebugEffect'
+    """
+
+
+__all__ = [
+    "DebugEffect",
+    "OrderedDebugEffect",
+    "breakpoint",
+    "callback",
+    "inspect_array_sharding",
+    "log",
+    "print",
+    "visualize_array_sharding",
+    "visualize_sharding",
+]
 
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
 __getattr__ = _missing_name_hook(__name__)

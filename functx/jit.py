@@ -15,7 +15,9 @@ compiles again, from the disk cache). This module also fills
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
+import inspect
 import logging
 import threading
 import time
@@ -25,7 +27,7 @@ import weakref
 import numpy as np
 import optree
 
-from functx import config as _config, core, dtypes, tracing
+from functx import config as _config, core, dtypes, monitoring, source_info, tracing
 from functx.array import Array, UncommittedArray
 from functx.config import jit_cache_size, jit_disabled, matmul_precision
 from functx.core import ClosedJaxpr, Jaxpr
@@ -36,6 +38,7 @@ from functx.devices.transfer import op_device
 from functx.errors import (
     FunctxArgumentError,
     FunctxFloatingPointError,
+    FunctxRuntimeError,
     FunctxTypeError,
     FunctxValueError,
 )
@@ -484,6 +487,66 @@ def _describe_change(old_key, new_key) -> str:
     return "new signature"
 
 
+@contextlib.contextmanager
+def _timed(event: str, name: str):
+    """Time the block: its seconds land in the yielded list, and in ``functx.monitoring`` as a
+    duration and a time span of ``event`` with ``fun_name=name``, and its start time as a scalar
+    when it starts (JAX's compile events)."""
+    took = [0.0]
+    start, wall = time.perf_counter(), time.time()
+    monitoring.record_scalar(event, wall, fun_name=name)
+    yield took
+    took[0] = time.perf_counter() - start
+    monitoring.record_event_duration_secs(event, took[0], fun_name=name)
+    monitoring.record_event_time_span(event, wall, wall + took[0], fun_name=name)
+
+
+def _key_distance(a, b) -> int:
+    """How many parts of two cache keys differ (each differing argument leaf counts)."""
+    leaves = sum(x != y for x, y in zip(a[1], b[1])) if a[0] == b[0] else len(b[1])
+    return leaves + sum(x != y for x, y in zip((a[0], *a[2:]), (b[0], *b[2:])))
+
+
+def _defined_at(fun) -> str:
+    """``name defined at file:line`` (the name alone when ``fun`` has no code object)."""
+    name = getattr(fun, "__name__", type(fun).__name__)
+    code = getattr(fun, "__code__", None)
+    return f"{name} defined at {code.co_filename}:{code.co_firstlineno}" if code else name
+
+
+def _param_name(fun, i):
+    """The name of ``fun``'s positional parameter ``i`` (``i`` itself when a keyword name),
+    else ``args[i]``."""
+    if isinstance(i, str):
+        return i
+    try:
+        params = [
+            p.name
+            for p in inspect.signature(fun).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+    except (TypeError, ValueError):
+        params = []
+    return params[i] if 0 <= i < len(params) else f"args[{i}]"
+
+
+def _leaf_names(fun, split, n_args) -> list:
+    """The path of each dynamic argument leaf, as JAX names them (``x``, ``params['w']``,
+    ``xs[0]``), in the order of the flattened arguments."""
+    dyn_args, dyn_kw, stat, _ = split
+    static = {i for i, _ in stat}
+    named = [(_param_name(fun, i), None) for i in range(n_args) if i not in static]
+    named = [(n, a) for (n, _), a in zip(named, dyn_args)] + sorted(dyn_kw.items())
+    out = []
+    for name, value in named:
+        paths, _, _ = optree.tree_flatten_with_path(
+            value, none_is_leaf=False, namespace=tracing.PYTREE_NAMESPACE
+        )
+        for path in paths:
+            out.append(name + "".join(f"[{k!r}]" for k in path))
+    return out
+
+
 def _placement(leaves, backend, what):
     """ "cpu" or the GPU ``Device`` a call runs on: where its committed arguments live (else the
     default device); ``backend`` ("cpu" or "triton"), when given, must agree."""
@@ -684,8 +747,6 @@ class Jitted:
 
     def _infer_static_from_signature(self):
         """Like JAX, static_argnums and static_argnames imply each other through the signature."""
-        import inspect
-
         try:
             params = list(inspect.signature(self.fun).parameters.values())
         except (TypeError, ValueError):
@@ -723,8 +784,6 @@ class Jitted:
     def _infer_donate(self, params, positional, kinds):
         """JAX's checks of donate_argnums/donate_argnames against the signature (ValueErrors),
         and the two completed through it, as the static ones are."""
-        import inspect
-
         if not self.donate_argnums and not self.donate_argnames:
             return
         if inspect.Parameter.VAR_POSITIONAL not in kinds:
@@ -812,7 +871,11 @@ class Jitted:
           >>> print(functx.jit(lambda x: x * 2).trace(1.0).jaxpr)
           { lambda ; a:f32[]. let b:f32[] = mul a 2.0:f32[] in (b,) }
         """
-        f, leaves, in_tree, _ = self._trace(args, kwargs)
+        f, leaves, in_tree, statics = self._trace(args, kwargs)
+        if _config.no_tracing.value:
+            real = [x for x in leaves if not isinstance(x, ShapeDtypeStruct)]
+            place = _placement(real, self.backend, self._what)
+            self._check_no_tracing(leaves, in_tree, statics, place)
         a, kw = tree_unflatten(in_tree, leaves)
         closed, _, out_tree, _ = tracing.trace_pytree(f, a, kw)
         avals = [get_aval(x) for x in leaves]
@@ -839,9 +902,14 @@ class Jitted:
         return self if obj is None else types.MethodType(self, obj)
 
     def __call__(self, *args, **kwargs):
-        if _config.slow_dispatch:  # (jit off, or NaN/inf checks on, somewhere)
+        if _config.slow_dispatch:  # (jit off, NaN/inf checks or no_execution on, somewhere)
             if jit_disabled():
                 return self.fun(*args, **kwargs)
+            if _config.no_execution.value and not core.is_tracing():
+                raise FunctxRuntimeError(
+                    f"functx tried to execute function {self._what}, but the no_execution "
+                    f"config option is set{where()}"
+                )
             if _config.debug_checks_active and not _checking.active and not core.is_tracing():
                 return self._checked_call(args, kwargs)
         if (
@@ -855,7 +923,7 @@ class Jitted:
             # on an H100 host in all for positional arrays)
             if _device.GPU_IN_USE and self.backend != "cpu":
                 found = gpu_tree_signature(args)
-                hit = self._gpu_calls.get((found[0], _config.x64_on())) if found else None
+                hit = self._gpu_calls.get((found[0], _config.jit_key_flags())) if found else None
                 if hit is not None:
                     self.last_key = hit[2]
                     hit[3] = True  # (used: see _insert)
@@ -867,7 +935,7 @@ class Jitted:
             # all on a 2-core VM for positional Arrays)
             sig, leaves = [], []  # (``_host_signature``, inline: this is the hot path)
             ok = _walk(args, sig, leaves)
-            hit = self._cpu_calls.get((tuple(sig), _config.x64_on())) if ok else None
+            hit = self._cpu_calls.get((tuple(sig), _config.jit_key_flags())) if ok else None
             # (without a committed argument the call goes to the default device, the CPU for
             # certain only while this process has no GPU)
             if hit is not None and (hit[3] or not _device.GPU_IN_USE):
@@ -891,7 +959,7 @@ class Jitted:
                     ((), ()),
                     place,
                     None if place == "cpu" else matmul_precision(),
-                    _config.x64_on(),
+                    _config.jit_key_flags(),
                 )
                 entry = self.cache.get(key)
             except AttributeError:
@@ -907,19 +975,11 @@ class Jitted:
             closed, _, out_tree, _ = tracing.trace_pytree(f, *tree_unflatten(in_tree, leaves))
             return tree_unflatten(out_tree, eval_jaxpr(closed.jaxpr, closed.consts, *leaves))
         place = _placement(leaves, self.backend, self._what)
-        key = (
-            in_tree,
-            tuple(get_aval(x) for x in leaves),
-            statics,
-            place,
-            None if place == "cpu" else matmul_precision(),
-            _config.x64_on(),  # (the flag changes what tracing makes: JAX keys on it too)
-        )
-        env = _axis_env.env_key()  # (named axes bound around the call: sizes are baked in)
-        if env:
-            key += (env,)
+        key = self._key(leaves, in_tree, statics, place)
+        env = key[6:]
         entry = self.cache.get(key)
         if entry is None:
+            self._before_trace(key, args, kwargs)
             _log(
                 f"compiling {getattr(self.fun, '__name__', 'function')} for {place}: "
                 f"{_describe_change(self.last_key, key)}"
@@ -954,6 +1014,81 @@ class Jitted:
             f"without jit made none (it passed on its inputs' own, its operations on NumPy "
             f"values are NumPy's, unchecked, or the compiled program's arithmetic differs){where()}"
         )
+
+    def _key(self, leaves, in_tree, statics, place):
+        """The cache key of a call: the tree, the leaves' avals, the static arguments, the
+        device, the GPU precision, x64 and the settings that change what tracing makes, and the
+        named axes bound around the call (their sizes are baked in)."""
+        key = (
+            in_tree,
+            tuple(get_aval(x) for x in leaves),
+            statics,
+            place,
+            None if place == "cpu" else matmul_precision(),
+            _config.jit_key_flags(),
+        )
+        env = _axis_env.env_key()
+        return key + (env,) if env else key
+
+    def _check_no_tracing(self, leaves, in_tree, statics, place):
+        """Under ``functx.no_tracing``, ``.trace``/``.lower`` for a signature no call has a
+        program for raise (as JAX's, whose tracing cache the calls fill)."""
+        if (
+            _config.no_tracing.value
+            and self._key(leaves, in_tree, statics, place) not in self.cache
+        ):
+            self._before_trace(None, (), {})
+
+    def _before_trace(self, key, args, kwargs):
+        """A call has no program for ``key``: raise under ``functx.no_tracing``; under
+        ``functx.explain_cache_misses``, log why (JAX's explanation of a tracing cache miss)."""
+        if _config.no_tracing.value:
+            raise FunctxRuntimeError(
+                f"re-tracing function {_defined_at(self.fun)} for `jit`, but 'no_tracing' is "
+                f"set{where()}"
+            )
+        if _config.explain_cache_misses.value:
+            _logger.warning(self._explain_miss(key, args, kwargs))
+
+    def _explain_miss(self, key, args, kwargs) -> str:
+        """Why ``key`` missed: the user's line, then the differences from the closest key this
+        function still has a program for (or that it has none)."""
+        frame = source_info.user_frame()
+        head = f"TRACING CACHE MISS at {frame.file}:{frame.line} ({frame.function}):"
+        if not self.cache:
+            return f"{head}\n  never seen function:\n    {_defined_at(self.fun)}"
+        old = min(list(self.cache), key=lambda k: _key_distance(k, key))
+        return (
+            f"{head}\n  for {_defined_at(self.fun)}\n  all previously seen cache keys differ. "
+            f"For the closest previous key:\n"
+            + "\n".join(f"  {line}" for line in self._key_changes(old, key, args, kwargs))
+        )
+
+    def _key_changes(self, old, new, args, kwargs) -> list:
+        """Lines naming what differs between the cache keys ``old`` and ``new`` of a call."""
+        lines = []
+        if old[0] != new[0]:
+            lines += ["different input pytree:", f"* now {new[0]} and before {old[0]}"]
+        elif old[1] != new[1]:
+            names = _leaf_names(self.fun, self._split(args, kwargs), len(args))
+            lines.append("different input types:")
+            for name, a, b in zip(names, new[1], old[1]):
+                if a != b:
+                    lines.append(f"* at {name}, now {a.str_short()} and before {b.str_short()}")
+        if old[2] != new[2]:
+            lines.append("different static arguments:")
+            for (i, a), (_, b) in zip(new[2][0] + new[2][1], old[2][0] + old[2][1]):
+                if a != b:
+                    lines.append(f"* at {_param_name(self.fun, i)}, now {a!r} and before {b!r}")
+        labels = ("device", "default matmul precision", "configuration (jax_enable_x64, ...)")
+        for label, a, b in zip(labels, new[3:6], old[3:6]):
+            if a != b:
+                lines.append(f"different {label}: now {a} and before {b}")
+        if old[6:] != new[6:]:
+            lines.append(
+                f"different named axes bound around the call: now {new[6:]} and before {old[6:]}"
+            )
+        return lines
 
     def _insert(self, key, entry):
         """Cache ``entry``, then evict the least recently used programs beyond the size limit
@@ -1019,16 +1154,13 @@ class Jitted:
 
     def _compile(self, f, leaves, in_tree, place="cpu"):
         level = logging.WARNING if _config.log_compiles_state.value else logging.DEBUG
-        start = time.perf_counter()
-        closed, out_tree = self._final_jaxpr(f, leaves, in_tree, place)
         name = getattr(self.fun, "__name__", "function")
         logs = _logger.isEnabledFor(level)
+        with _timed(monitoring.JAXPR_TRACE_EVENT, name) as took:
+            closed, out_tree = self._final_jaxpr(f, leaves, in_tree, place)
         if logs:
             _logger.log(
-                level,
-                "Finished tracing + transforming %s for jit in %.9f sec",
-                name,
-                time.perf_counter() - start,
+                level, "Finished tracing + transforming %s for jit in %.9f sec", name, took[0]
             )
             _logger.log(
                 level,
@@ -1037,15 +1169,15 @@ class Jitted:
                 place,
                 ", ".join(str(v.aval) for v in closed.jaxpr.invars),
             )
-            start = time.perf_counter()
-        exe = _executable(closed, place)
+        with _timed(monitoring.BACKEND_COMPILE_EVENT, f"jit({name})") as took:
+            exe = _executable(closed, place)
         if logs:
             _logger.log(
                 level,
                 "Finished compilation of jit(%s) (%s) in %.9f sec",
                 name,
                 "C++" if place == "cpu" else "Triton",
-                time.perf_counter() - start,
+                took[0],
             )
         return exe, out_tree
 
@@ -1058,14 +1190,17 @@ class Jitted:
         # process)
         closed = closed if place == "cpu" else _attention.fuse_attention(closed)
         closed = _cpp_conv.fuse_conv_taps(closed) if place == "cpu" else closed  # (conv sums)
-        closed = passes.divide_by_reciprocals(closed)
-        return passes.reshape_unit_reductions(closed), out_tree
+        closed = passes.reshape_unit_reductions(passes.divide_by_reciprocals(closed))
+        if _config.enable_checks.value:
+            core.typecheck_jaxpr(closed)
+        return closed, out_tree
 
     def lower(self, *args, **kwargs) -> Lowered:
-        f, leaves, in_tree, _ = self._trace(args, kwargs)
+        f, leaves, in_tree, statics = self._trace(args, kwargs)
         # (ShapeDtypeStructs stand for arrays without data, on no device)
         real = [x for x in leaves if not isinstance(x, ShapeDtypeStruct)]
         place = _placement(real, self.backend, self._what)
+        self._check_no_tracing(leaves, in_tree, statics, place)
         closed, out_tree = self._final_jaxpr(f, leaves, in_tree, place)
         runner = _executable(closed, place)
         inner = getattr(runner, "inner", runner)  # (under _WithFloat0)

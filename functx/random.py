@@ -47,8 +47,10 @@ from functx.control.threefry import threefry2x32
 from functx.errors import (
     FunctxTypeError,
     FunctxValueError,
+    KeyReuseError,
     missing_name_hook as _missing_name_hook,
 )
+from functx.source_info import where
 from functx.transforms.vmap import vmap as functx_vmap
 
 __all__ = [
@@ -146,10 +148,14 @@ class KeyArray:
       ((3,), (3, 2))
     """
 
-    __slots__ = ("_data",)
+    __slots__ = ("_data", "_consumed", "_parent")
 
     def __init__(self, data):
         self._data = data
+        # under functx.debug_key_reuse: which keys are consumed (a bool array of the shape;
+        # None: none), and (array, index) when this one is an element of another
+        self._consumed = None
+        self._parent = None
 
     @property
     def shape(self):
@@ -177,9 +183,11 @@ class KeyArray:
 
     def __getitem__(self, idx):
         idx = idx if isinstance(idx, tuple) else (idx,)
-        if any(i is Ellipsis for i in idx):
-            idx = (*idx, slice(None))
-        return KeyArray(self._data[idx])
+        out = KeyArray(self._data[(*idx, slice(None)) if Ellipsis in idx else idx])
+        if config.debug_key_reuse.value:
+            _check_unconsumed(self, "slice", idx)
+            out._parent = (self, idx)
+        return out
 
     def __eq__(self, other):
         if not isinstance(other, KeyArray):
@@ -203,10 +211,34 @@ class KeyArray:
 tree_util.register_pytree_node(KeyArray, lambda k: ((k._data,), None), lambda _, c: KeyArray(c[0]))
 
 
+# --- functx.debug_key_reuse: a typed key consumed twice raises ----------------------------------
+_KEEP_KEY = frozenset({"key_data", "wrap_key_data", "key_impl", "fold_in"})  # (not consumers)
+
+
+def _check_unconsumed(key, what, idx=()):
+    """KeyReuseError when a key of ``key[idx]`` was consumed (``what``: the operation)."""
+    if key._consumed is not None and np.any(key._consumed[idx]):
+        raise KeyReuseError(f"Previously-consumed key passed to {what}{where()}")
+
+
+def _consume(key, name):
+    """Mark a typed key consumed (and its element in the array it came from, if any)."""
+    _check_unconsumed(key, f"functx.random.{name}")
+    key._consumed = np.ones(key.shape, bool)
+    while key._parent is not None:
+        key, idx = key._parent
+        if key._consumed is None:
+            key._consumed = np.zeros(key.shape, bool)
+        key._consumed[idx] = True
+
+
 def _check_key(name, key, allow_batched=False):
-    """The uint32[..., 2] data of ``key`` and whether it was a typed key."""
+    """The uint32[..., 2] data of ``key`` and whether it was a typed key (consumed, under
+    ``functx.debug_key_reuse``, unless ``name`` keeps its key)."""
     if isinstance(key, KeyArray):
         data, typed, shape = jnp.asarray(key._data), True, key.shape
+        if config.debug_key_reuse.value and name not in _KEEP_KEY:
+            _consume(key, name)
     else:
         try:
             data = jnp.asarray(key)
@@ -254,8 +286,27 @@ def _hash_counters(data, shape):
 
 
 def _split(data, shape):
+    if not config.threefry_partitionable.value:
+        return lax.reshape(_hash_iota(data, 2 * math.prod(shape)), (*shape, 2))
     y1, y2 = _hash_counters(data, shape)
     return jnp.stack([y1, y2], axis=len(shape))
+
+
+def _hash_iota(data, n):
+    """The ``n`` words of JAX's original counter layout (``jax_threefry_partitionable`` off):
+    the counters ``0 .. n-1`` (a 0 appended when ``n`` is odd) hashed as two halves, the first
+    half's words then the second's."""
+    if n > 2**32 - 1:
+        raise NotImplementedError(
+            "random bits of more than 2 ** 32 - 1 words with jax_threefry_partitionable off"
+        )
+    half = (n + 1) // 2
+    first = lax.iota(_U32, half)
+    second = first + np.uint32(half)
+    if n % 2:  # (the padding counter is 0)
+        second = jnp.where(first == np.uint32(half - 1), np.uint32(0), second)
+    y1, y2 = threefry2x32(data[0], data[1], first, second)
+    return lax.concatenate([y1, y2], 0)[:n]
 
 
 def _fold_in(data, msg):
@@ -264,14 +315,36 @@ def _fold_in(data, msg):
 
 
 def _bits(data, bit_width, shape):
-    y1, y2 = _hash_counters(data, shape)
     dt = _UINT[bit_width]
+    if not config.threefry_partitionable.value:
+        return _bits_original(data, bit_width, shape, dt)
+    y1, y2 = _hash_counters(data, shape)
     if bit_width == 64:
         hi = lax.convert_element_type(y1, dt)
         lo = lax.convert_element_type(y2, dt)
         return lax.bitwise_or(lax.mul(hi, np.asarray(2**32, dt)), lo)
     x = lax.bitwise_xor(y1, y2)
     return x if bit_width == 32 else lax.convert_element_type(x, dt)
+
+
+def _bits_original(data, bit_width, shape, dt):
+    """``_bits`` in JAX's original layout: ``ceil(bit_width * size / 32)`` hashed words; 64-bit
+    values join the first half's words (high) to the second half's (low), 8- and 16-bit ones
+    are the words' little-endian pieces."""
+    size = math.prod(shape)
+    words = _hash_iota(data, -(-bit_width * size // 32))
+    if bit_width == 64:
+        hi = lax.convert_element_type(words[:size], dt)
+        lo = lax.convert_element_type(words[size:], dt)
+        out = lax.bitwise_or(lax.mul(hi, np.asarray(2**32, dt)), lo)
+    elif bit_width == 32:
+        out = words
+    else:
+        per = 32 // bit_width
+        j = lax.iota(_U32, size)
+        piece = lax.shift_right_logical(words[j // np.uint32(per)], (j % per) * bit_width)
+        out = lax.convert_element_type(piece, dt)
+    return lax.reshape(out, shape)
 
 
 # --- arguments ---------------------------------------------------------------------------------
@@ -533,7 +606,8 @@ def fold_in(key, data):
 
 
 def clone(key):
-    """The key itself (``jax.random.clone``: keys are immutable values in functx).
+    """The key itself (``jax.random.clone``: keys are immutable values in functx); under
+    ``functx.debug_key_reuse``, a typed key is a fresh, unconsumed copy.
 
     Arguments:
         key: a key or array of keys.
@@ -546,7 +620,7 @@ def clone(key):
         >>> print(random.clone(random.PRNGKey(3)))
         [0 3]
     """
-    return key
+    return KeyArray(key._data) if isinstance(key, KeyArray) else key
 
 
 def bits(key, shape=(), dtype=None):

@@ -27,6 +27,7 @@ from functx.errors import (
     FunctxError,
     FunctxFloatingPointError,
     FunctxOverflowError,
+    FunctxRuntimeError,
     FunctxTypeError,
     TracerArrayConversionError,
     TracerBoolConversionError,
@@ -405,12 +406,18 @@ def invalid_value(values, only: str | None = None) -> str | None:
 
 
 def checked_eager_bind(prim, args, params):
-    """``eager_bind``, then the check of its results while NaN/inf checks may be on: a
+    """``eager_bind`` while NaN/inf checks or ``no_execution`` may be on: a RuntimeError under
+    ``no_execution``; else ``eager_bind``, then the check of its results: a
     FloatingPointError naming the primitive and the user's line (the equation's, when the eager
     interpreter runs a Jaxpr), when the primitive made a NaN (inf) that none of its operands
     holds. (Not one it passes on: functx's library functions broadcast, convert and multiply
     infinite constants where JAX has one primitive or a reduction's initial value, as
     ``random.normal``'s erfinv and ``nn.softmax``'s -inf do; docs/differences.md.)"""
+    if config.no_execution.value:
+        raise FunctxRuntimeError(
+            f"functx tried to execute function {prim.name}, but the no_execution config option "
+            f"is set{where()}"
+        )
     out = eager_bind(prim, args, params)
     outs = out if prim.multiple_results else (out,)
     for kind in ("nan", "inf"):
@@ -652,6 +659,11 @@ def make_jaxpr(fun: Callable, static_argnums: int | tuple[int, ...] = ()):
 
     @functools.wraps(fun)
     def traced(*args, **kwargs):
+        if config.no_tracing.value:  # (make_jaxpr always traces: JAX's raises too)
+            raise FunctxRuntimeError(
+                f"re-tracing function {getattr(fun, '__name__', fun)} for `make_jaxpr`, but "
+                f"'no_tracing' is set{where()}"
+            )
         dyn, stat = split_static(args, static_argnums)
         leaves, in_tree = tree_flatten((dyn, kwargs))
 

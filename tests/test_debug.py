@@ -6,6 +6,7 @@ errors; the Triton program's host steps under Triton's interpreter."""
 from __future__ import annotations
 
 import doctest
+import importlib.util
 
 import docutil
 import numpy as np
@@ -364,3 +365,53 @@ def test_breakpoint_checks_its_arguments():
         functx.debug.breakpoint(backend="web")
     with pytest.raises(TypeError, match="num_frames"):
         functx.debug.breakpoint(num_frames="2")
+
+
+# --- sharding: inspect_array_sharding, visualize_sharding, visualize_array_sharding ---------------
+# JAX's pictures as it draws them without colour (``rich`` is not a functx dependency; run with
+# it installed, the test also draws them with JAX and compares).
+_PICTURES = {  # (shape, scale) -> JAX's picture
+    ((2, 4), 1.0): (50, 9),  # (width in columns, lines inside the box)
+    ((8,), 1.0): (9, 1),
+    ((2, 40), 2.0): (80, 19),
+    ((2, 6), 0.3): (22, 2),
+}
+
+
+@pytest.mark.parametrize("shape,scale", list(_PICTURES))
+def test_visualize_array_sharding_as_jax(shape, scale, capsys):
+    x = functx.numpy.ones(shape)
+    functx.debug.visualize_array_sharding(x, scale=scale)
+    ours = capsys.readouterr().out
+    lines = ours.splitlines()
+    width, inside = _PICTURES[shape, scale]
+    assert len(lines) == inside + 2 and {len(line) for line in lines} == {width}
+    assert lines[0] == "┌" + "─" * (width - 2) + "┐" and lines[-1][0] == "└"
+    assert sum("CPU 0" in line for line in lines) == 1
+    if importlib.util.find_spec("rich") is not None:
+        jax.debug.visualize_array_sharding(jax.numpy.ones(shape), scale=scale)
+        assert capsys.readouterr().out == ours
+
+
+def test_inspect_array_sharding():
+    seen = []
+    x = functx.numpy.ones((2, 3))
+    functx.debug.inspect_array_sharding({"a": x, "b": [x]}, callback=seen.append)
+    assert [type(s).__name__ for s in seen] == ["SingleDeviceSharding"] * 2
+    assert seen[0].device_set == {x.device}
+    seen.clear()
+    f = functx.jit(lambda x: functx.debug.inspect_array_sharding(x, callback=seen.append) or x * 2)
+    np.testing.assert_array_equal(np.asarray(f(x)), 2 * np.ones((2, 3), np.float32))
+    assert len(seen) == 1 and seen[0].device_set == {x.device}  # (at trace time)
+    f(x)
+    assert len(seen) == 1
+    with pytest.raises(TypeError):
+        functx.debug.inspect_array_sharding(x, callback=3)
+
+
+def test_visualize_sharding_bad_rank():
+    has_rich = importlib.util.find_spec("rich") is not None  # (JAX needs it before any check)
+    for m in (functx, jax) if has_rich else (functx,):
+        x = m.numpy.ones((2, 2, 2))
+        with pytest.raises(ValueError, match="1 and 2 dimensions"):
+            m.debug.visualize_sharding(x.shape, m.sharding.SingleDeviceSharding(x.device))

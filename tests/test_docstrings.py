@@ -67,6 +67,15 @@ PENDING: dict[str, object] = {
     # jnp.complex64/complex128 are NumPy dtypes, not JAX's callable scalar types (requests.md)
     "functx.numpy.csingle": _not_callable("complex64"),
     "functx.numpy.cdouble": _not_callable("complex128"),
+    # they call sparse36a's bcoo_broadcast_in_dim/bcoo_concatenate (a branch of session 36)
+    "functx.experimental.sparse.bcsr_broadcast_in_dim": lambda: (
+        not hasattr(
+            importlib.import_module("functx.experimental.sparse.bcoo"), "bcoo_broadcast_in_dim"
+        )
+    ),
+    "functx.experimental.sparse.bcsr_concatenate": lambda: (
+        not hasattr(importlib.import_module("functx.experimental.sparse.bcoo"), "bcoo_concatenate")
+    ),
 }
 
 # Names that deliberately differ from JAX (docs/differences.md): their docstrings say how in a
@@ -78,16 +87,27 @@ DIFFERS_FROM_JAX: dict[str, str] = {
         "value_and_grad vjp transfer_guard transfer_guard_host_to_device "
         "transfer_guard_device_to_device transfer_guard_device_to_host legacy_prng_key "
         "log_compiles ensure_compile_time_eval device_put pmap shard_map debug_nans debug_infs "
-        "check_tracer_leaks default_prng_impl print_environment_info smap"
+        "check_tracer_leaks default_prng_impl print_environment_info smap enable_checks "
+        "explain_cache_misses no_tracing thread_guard debug_key_reuse enable_custom_prng "
+        "array_garbage_collection_guard"
     ),
     "functx.ad_checkpoint": "Offloadable",
     "functx.custom_batching": "custom_vmap",
-    "functx.debug": "breakpoint callback print",
+    "functx.debug": (
+        "breakpoint callback print inspect_array_sharding visualize_sharding "
+        "visualize_array_sharding"
+    ),
+    "functx.extend.core": "Primitive",
+    "functx.monitoring": (
+        "clear_event_listeners unregister_event_listener unregister_event_duration_listener "
+        "unregister_event_time_span_listener unregister_scalar_listener"
+    ),
     "functx.tree_util": "flatten_one_level_with_keys",
     "functx.errors": (
         "NonConcreteBooleanIndexError TracerArrayConversionError TracerIntegerConversionError"
     ),
     "functx.experimental": "io_callback",
+    "functx.experimental.sparse.linalg": "lobpcg_standard spsolve",
     "functx.profiler": (
         "ProfileOptions start_trace trace device_memory_profile save_device_memory_profile "
         "start_server stop_server register_subprocess"

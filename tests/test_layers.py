@@ -32,6 +32,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "functx.dtypes",
             "functx.config",
             "functx.source_info",
+            "functx.monitoring",
+            "functx.memory",
         ),
     ),
     ("core", ("functx.core",)),
@@ -42,6 +44,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         # map over pytrees with it; functx.tree is its jax.tree names)
         (
             "functx.array",
+            "functx._shard",
             "functx.tracing",
             "functx.interpreter",
             "functx.tree_util",
@@ -74,6 +77,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "functx._rng",
             "functx.custom_derivatives",
             "functx.custom_batching",
+            "functx.extend",
             "functx._compile_time",
             "functx._laxmore",
             "functx.dlpack",
@@ -104,6 +108,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "functx.profiler",
             "functx.stages",
             "functx._runtime",
+            "functx._toplevel",
         ),
     ),
 ]
@@ -140,7 +145,9 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     ("functx.lowering.program_cache", "functx.lowering.cache"): "import time of `import functx`",
     ("functx.lowering.program_cache", "functx.lowering.cpp.gemm"): "only for programs using it",
     ("functx.lowering.runtime", "functx.lowering.cache"): "import time of `import functx`",
+    ("functx.lowering.runtime", "functx.lowering.cpp.native"): "import time of `import functx`",
     ("functx.lowering.runtime", "functx.lowering.cpp.gemm"): "only for programs using it",
+    ("functx.lowering.runtime", "functx.lowering.cpp.attention"): "only for programs using it",
     ("functx.lowering.cpp.hostmath", "functx.lowering.cache"): "import time of `import functx`",
 }
 

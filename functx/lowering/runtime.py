@@ -85,45 +85,17 @@ def gemm_pointers() -> tuple[int, int]:
     return 0, 0
 
 
-_CALL_SRC = r"""
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-typedef int (*fx_run_t)(void**);
-
-// call(fn, arrays): pass the data pointers of C-contiguous buffers to fx_run; -2 if one is not.
-static PyObject* call(PyObject* self, PyObject* args) {
-  unsigned long long fn; PyObject* seq;
-  if (!PyArg_ParseTuple(args, "KO", &fn, &seq)) return NULL;
-  Py_ssize_t n = PyList_GET_SIZE(seq);
-  void* stack_ptrs[64];
-  void** ptrs = n <= 64 ? stack_ptrs : (void**)PyMem_Malloc(n * sizeof(void*));
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    Py_buffer view;
-    if (PyObject_GetBuffer(PyList_GET_ITEM(seq, i), &view, PyBUF_C_CONTIGUOUS) != 0) {
-      PyErr_Clear(); if (ptrs != stack_ptrs) PyMem_Free(ptrs); return PyLong_FromLong(-2); }
-    ptrs[i] = view.buf;
-    PyBuffer_Release(&view);
-  }
-  int rc;
-  Py_BEGIN_ALLOW_THREADS
-  rc = ((fx_run_t)fn)(ptrs);
-  Py_END_ALLOW_THREADS
-  if (ptrs != stack_ptrs) PyMem_Free(ptrs);
-  return PyLong_FromLong(rc);
-}
-static PyMethodDef methods[] = {{"call", call, METH_VARARGS, "call a compiled program"},
-                                {NULL, NULL, 0, NULL}};
-static struct PyModuleDef mod = {PyModuleDef_HEAD_INIT, "_fxcall", NULL, -1, methods};
-PyMODINIT_FUNC PyInit__fxcall(void) { return PyModule_Create(&mod); }
-"""
-
-
-# (compiled as C: gcc parses Python.h as C++ in 0.2 s of CPU, as C in 0.09, a first call's cost;
-# the last -std wins over FLAGS' C++ one, which clang would refuse for C)
-_PYEXT_FLAGS = ["-x", "c", "-std=c11", "-O2"]
 _fast = [None]  # the extension's call function, once loaded
 _fast_lock = threading.Lock()
 _fast_building: list = []  # the thread building it, if one was started
+
+
+def call_library():
+    """The call extension's source and flags (``cpp/fx_call.c``, ``toolchain.LIBRARIES``) and
+    where an install built it (``native.CALL``)."""
+    from functx.lowering.cpp import native  # lazy: cache.py costs ~85 ms of import functx
+
+    return native.CALL
 
 
 def _load_fast(so):
@@ -135,11 +107,11 @@ def _load_fast(so):
     _fast[0] = mod.call
 
 
-def _build_fast(flags):
+def _build_fast(lib):
     from functx.lowering import cache  # lazy: cache.py costs ~85 ms of import functx
 
     try:
-        so, _ = cache.compile_cached(_CALL_SRC, extra_flags=flags, suffix="-pyext")
+        so, _ = cache.compile_cached(lib.source, extra_flags=lib.flags, suffix="-pyext")
         _load_fast(so)
     except Exception:  # noqa: BLE001 - the ctypes path works everywhere
         pass
@@ -147,20 +119,19 @@ def _build_fast(flags):
 
 def fast_call():
     """A tiny CPython extension that passes buffer pointers to a compiled program (a ctypes call
-    costs microseconds per argument), or None. When the extension is not in the cache yet it is
+    costs microseconds per argument), or None. The one an install built (``call_library``) is
+    loaded where its record fits; else, when the extension is not in the cache yet, it is
     compiled on another thread (``cache.background_thread``) while the first program is lowered:
     calls use ctypes until it is loaded, and the process waits for it at exit (at most 60 s) so
     that the next one finds it."""
     if _fast[0] is not None or _fast_building:
         return _fast[0]
-    import sysconfig
-
     from functx.lowering import cache  # lazy: cache.py costs ~85 ms of import functx
 
-    flags = ["-I" + sysconfig.get_paths()["include"], *_PYEXT_FLAGS]
+    lib = call_library()
     with _fast_lock:
         if _fast[0] is None and not _fast_building:
-            so = cache.cached(_CALL_SRC, extra_flags=flags, suffix="-pyext")
+            so = lib.prebuilt() or cache.cached(lib.source, extra_flags=lib.flags, suffix="-pyext")
             if so is not None:
                 try:
                     _load_fast(so)
@@ -169,7 +140,7 @@ def fast_call():
                     pass
             # (its compiler yields to the program's until that program has run: at load 4 it
             # spent 0.08-0.11 s of its CPU beside the GPT block's units)
-            build = functools.partial(_build_fast, flags)
+            build = functools.partial(_build_fast, lib)
             _fast_building.append(cache.background_thread(build, join_timeout=60))
     return _fast[0]
 
@@ -394,10 +365,11 @@ class Executable:
         shapes and dtypes (``functx.jit``: they are part of its cache key)."""
         if self._first:  # (the first call of a program: ``functx.jit`` makes it here)
             self._first = False
-            if "fx_own_sgemm" in self.source:  # (its products: the same routine every call)
-                from functx.lowering.cpp import gemm
+            if "fx_own_sgemm" in self.source or "fx_fa_lib" in self.source:
+                from functx.lowering.cpp import attention, gemm  # (programs using them only)
 
-                gemm.wait()
+                gemm.give(self.lib, self.source)  # (their fixed libraries' routines: the same
+                attention.give(self.lib, self.source)  # code every call, cpp/native.py)
             try:
                 return self.run(leaves)
             finally:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from functx import dtypes, numpy as jnp, ops
+from functx import config, dtypes, numpy as jnp, ops
 from functx.control.custom_derivatives import custom_jvp
 from functx.errors import (
     FunctxTypeError,
@@ -492,6 +492,12 @@ def softmax(x, axis=-1, where=None):
     """
     x = _inexact(x, "softmax", allow_int=True)
     axes = _axes(axis, x.ndim)
+    if config.softmax_custom_jvp.value:
+        return _softmax_custom(x, axes, where)
+    return _softmax(x, axes, where)
+
+
+def _softmax(x, axes, where=None):
     xmax = jnp.max(x, axis=axes, keepdims=True, where=where, initial=-np.inf)
     safe = x if where is None else jnp.where(where, x, -np.inf)
     unnormalized = jnp.exp(safe - ops.stop_gradient(xmax))
@@ -499,6 +505,22 @@ def softmax(x, axis=-1, where=None):
     if where is not None:
         out = jnp.where(where, out, jnp.zeros((), out.dtype))
     return out
+
+
+def _softmax_custom(x, axes, where):
+    """``softmax`` under ``functx.softmax_custom_jvp(True)``: JAX's rule, the tangent
+    ``y * (dx - sum(y * dx))`` (``where``'s entries only), instead of the formula's derivative.
+    (``where`` is an operand of the rule, not a closure: it may be a tracer.)"""
+
+    def jvp(primals, tangents):
+        x, *mask = primals
+        y = _softmax(x, axes, *mask)
+        dx = tangents[0]
+        return y, y * (dx - jnp.sum(y * dx, axis=axes, keepdims=True, where=next(iter(mask), None)))
+
+    rule = custom_jvp(lambda x, *mask: _softmax(x, axes, *mask))
+    rule.defjvp(jvp)
+    return rule(x) if where is None else rule(x, jnp.asarray(where))
 
 
 def log_softmax(x, axis=-1, where=None):

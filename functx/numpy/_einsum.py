@@ -8,7 +8,7 @@ output needs and batches the ones they do.
 from __future__ import annotations
 
 from functx import dtypes, ops
-from functx.errors import FunctxArgumentError, FunctxTypeError
+from functx.errors import FunctxArgumentError, FunctxTypeError, FunctxValueError
 from functx.numpy import _core as jnp
 from functx.source_info import where
 from functx.tracing import get_aval
@@ -23,7 +23,7 @@ def _parse(subscripts: str, ndims):
         ins, out, explicit = subscripts, None, False
     terms = ins.split(",")
     if len(terms) != len(ndims):
-        raise FunctxTypeError(
+        raise FunctxValueError(
             f"einsum: {len(terms)} subscript terms for {len(ndims)} operands{where()}"
         )
     used = set(c for c in subscripts if c.isalpha())
@@ -40,7 +40,7 @@ def _parse(subscripts: str, ndims):
             k = nd - (len(t) - 3)
             t = t.replace("...", ell[n_ell - k :] if k else "")
         if len(t) != nd:
-            raise FunctxTypeError(
+            raise FunctxValueError(
                 f"einsum: term {t!r} has {len(t)} indices for an operand of rank {nd}{where()}"
             )
         parsed.append(t)
@@ -154,7 +154,7 @@ def einsum(subscripts, *operands, optimize=None, precision=None, preferred_eleme
             sizes[c] = max(sizes[c], n)
     for c in out:
         if c not in sizes:
-            raise FunctxTypeError(f"einsum: output index {c!r} is in no input{where()}")
+            raise FunctxValueError(f"einsum: output index {c!r} is in no input{where()}")
 
     pending = []
     for t, o in zip(terms, arrs):

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from errutil import raises_as_jax
 from jax.experimental import sparse as jsp
-from x64util import x64_off
+from x64util import x64_off, x64_on
 
 import functx
 import functx.numpy as fjnp
@@ -371,3 +371,11 @@ def test_bad_buffers_and_nse_as_jax():
         ValueError,
     )
     raises_as_jax(lambda m: m.BCOO.fromdense(np.ones((2, 2)), nse=1.5), jsp, fsp, TypeError)
+
+
+def test_empty_and_eye_default_dtypes_follow_x64_as_jax():
+    for ctx in (x64_on, x64_off):
+        with ctx():
+            for f, j in ((fsp.eye(3), jsp.eye(3)), (fsp.empty((2, 3)), jsp.empty((2, 3)))):
+                assert f.dtype == j.dtype
+            _same_bcoo(fsp.eye(3, 4, k=1), jsp.eye(3, 4, k=1))

@@ -360,3 +360,15 @@ def test_an_unbounded_compile_timeout_means_no_limit(fresh, monkeypatch, value):
     monkeypatch.setenv("FUNCTX_CACHE_LOCK_TIMEOUT", value)
     so, compiled = cache.compile_cached(_SRC % f"no limit {value}")
     assert compiled and ctypes.CDLL(so).fx_run(None) == 7
+
+
+def test_a_cut_off_shared_object_with_a_matching_sidecar_is_not_valid(fresh, tmp_path):
+    """A program's shared object cut short, its ``.sha256`` rewritten to match: not valid (the
+    cache builds it again) rather than loaded, which would kill the process with SIGBUS."""
+    so = sorted(glob.glob(os.path.join(fresh, "**", "*.so"), recursive=True))[0]
+    data = open(so, "rb").read()
+    for name, body in (("whole.so", data), ("cut.so", data[: len(data) // 2])):
+        path = str(tmp_path / name)
+        open(path, "wb").write(body)
+        open(path + ".sha256", "w").write(cache.hashlib.sha256(body).hexdigest())
+        assert (cache.valid_digest(path) is None) == (name == "cut.so")

@@ -20,7 +20,6 @@ import os
 import shutil
 import stat
 import subprocess
-import sysconfig
 import warnings
 
 import numpy as np
@@ -166,8 +165,9 @@ def test_a_planted_call_extension_is_never_loaded(tmp_path, monkeypatch, fresh):
     shared = tmp_path / "shared"
     shared.mkdir()
     shared.chmod(0o777)  # a team directory anybody can write
-    flags = ["-I" + sysconfig.get_paths()["include"], *runtime._PYEXT_FLAGS]
-    name = cache._key(cache._units(runtime._CALL_SRC), cache.FLAGS + flags) + "-pyext.so"
+    lib = runtime.call_library()
+    monkeypatch.setattr(lib, "prebuilt_path", str(tmp_path / "none.so"))  # (not installed)
+    name = cache._key(cache._units(lib.source), cache.FLAGS + lib.flags) + "-pyext.so"
     _plant(str(shared / name), evil)
     before = sorted(os.listdir(shared))
     monkeypatch.setenv("FUNCTX_CACHE_DIR", str(shared))

@@ -4,14 +4,15 @@ columns past a 64-column panel, terms past a 16-term transpose, several contract
 several column and row blocks), both layouts of each operand, batches and added buffers."""
 
 import ctypes
+import os
 import shutil
 
 import numpy as np
 import pytest
 
 import functx
-from functx.lowering import cache
-from functx.lowering.cpp import dot, gemm
+from functx.lowering import cache, toolchain
+from functx.lowering.cpp import dot, gemm, native
 
 # (lhs shape, rhs shape, lhs transposed, rhs transposed): products of 2^15 multiply-adds or more
 _CASES = [
@@ -22,6 +23,11 @@ _CASES = [
     ((40, 300), (300, 1100), False, False),  # columns past one packed block of B (384 at 300)
     ((800, 40), (800, 70), True, False),  # 800 rows: two row blocks (768), 70 columns
 ]
+
+
+_OWN = pytest.mark.skipif(
+    not gemm.host_has_avx512() or dot.blas_threads() is None, reason="AVX-512 and OpenBLAS"
+)
 
 
 def _library_calls(path):
@@ -44,9 +50,7 @@ def _updates(w, x, d, u, a, b):
     return w - 0.1 * (x.T @ d), u - 0.5 * (a @ b), functx.numpy.matmul(a[None], b[None] * 2)
 
 
-@pytest.mark.skipif(
-    not gemm.host_has_avx512() or dot.blas_threads() is None, reason="AVX-512 and OpenBLAS"
-)
+@_OWN
 def test_own_gemm_matches_float64():
     rng = np.random.default_rng(0)
     ops = []
@@ -73,9 +77,7 @@ def test_own_gemm_matches_float64():
         np.testing.assert_array_equal(a, k)
 
 
-@pytest.mark.skipif(
-    not gemm.host_has_avx512() or dot.blas_threads() is None, reason="AVX-512 and OpenBLAS"
-)
+@_OWN
 def test_own_gemm_where_it_applies(monkeypatch):
     """Float32 products run through ``fx_own_sgemm``, whose pieces of enough columns and terms
     call the kernel (narrow ones OpenBLAS); float64 and ``dot.OWN_GEMM = False`` keep
@@ -96,75 +98,138 @@ def test_own_gemm_where_it_applies(monkeypatch):
     assert _own_runs(functx.jit(wide).lower(a, a.T.copy()).as_text()) == 0
 
 
-@pytest.mark.skipif(
-    not gemm.host_has_avx512() or dot.blas_threads() is None, reason="AVX-512 and OpenBLAS"
-)
-def test_own_gemm_before_its_library_is_built(monkeypatch):
-    """Until the kernel's library is in the cache directory, ``fx_own_sgemm`` copies ``U`` and
-    calls OpenBLAS: the same values (float64 reference)."""
-    from functx.lowering import program_cache
-
-    monkeypatch.setattr(program_cache, "key_of", lambda closed: None)  # (keyed on the Jaxpr)
-    monkeypatch.setattr(gemm, "library", lambda wait=True: "/nonexistent/fx-gemm.so")
+def _sgd_step():
     rng = np.random.default_rng(1)
     w, x, d = (rng.standard_normal(s).astype(np.float32) for s in [(96, 200), (64, 96), (64, 200)])
-    f = functx.jit(lambda w, x, d: w - 0.1 * (x.T @ d))
-    assert _own_runs(f.lower(w, x, d).as_text()) == 1
-    want = w - 0.1 * (x.T.astype(np.float64) @ d)
-    np.testing.assert_allclose(np.asarray(f(w, x, d)), want, rtol=1e-5, atol=1e-5)
+    return functx.jit(lambda w, x, d: w - 0.1 * (x.T @ d)), (w, x, d)
 
 
-@pytest.mark.skipif(
-    not gemm.host_has_avx512() or dot.blas_threads() is None, reason="AVX-512 and OpenBLAS"
-)
-def test_own_gemm_never_opens_its_library_from_disk(monkeypatch, tmp_path):
-    """The programs call the kernel's library only once this process has loaded it, after the
-    cache's checks (``gemm._compile``): a library at the path they name that nobody checked and
-    loaded is not opened (its counter stays 0); OpenBLAS computes meanwhile."""
+@_OWN
+def test_own_gemm_only_through_the_routine_it_is_given(monkeypatch):
+    """A program opens no library itself: it calls the kernel only through the routine
+    ``gemm.give`` sets before its first run (the library this process loaded after its
+    checks), and without it ``fx_own_sgemm`` copies ``U`` and calls OpenBLAS: the same values
+    (float64 reference), the library's counter unchanged."""
     from functx.lowering import program_cache
 
-    copy = tmp_path / "fx-gemm.so"
-    shutil.copyfile(gemm.library(), copy)
     monkeypatch.setattr(program_cache, "key_of", lambda closed: None)  # (keyed on the Jaxpr)
-    monkeypatch.setattr(gemm, "library", lambda wait=True: str(copy))
-    rng = np.random.default_rng(2)
-    w, x, d = (rng.standard_normal(s).astype(np.float32) for s in [(96, 200), (64, 96), (64, 200)])
-    f = functx.jit(lambda w, x, d: w - 0.1 * (x.T @ d))
+    f, (w, x, d) = _sgd_step()
+    src = f.lower(w, x, d).as_text()
+    assert _own_runs(src) == 1 and "dlopen" not in src.split("struct fx_own_sgemm")[1][:1200]
+    before = _library_calls(gemm.library())
+    monkeypatch.setattr(gemm, "give", lambda program, source: None)
     want = w - 0.1 * (x.T.astype(np.float64) @ d)
     np.testing.assert_allclose(np.asarray(f(w, x, d)), want, rtol=1e-5, atol=1e-5)
-    assert _library_calls(str(copy)) == 0
+    assert _library_calls(gemm.library()) == before
 
 
-@pytest.mark.skipif(
-    not gemm.host_has_avx512() or dot.blas_threads() is None, reason="AVX-512 and OpenBLAS"
-)
+def _first_calls(f, args, n=4):
+    first = np.asarray(f(*args))
+    for _ in range(n - 1):
+        np.testing.assert_array_equal(np.asarray(f(*args)), first)
+    return first
+
+
+def _fresh_library(monkeypatch, prebuilt_path):
+    """``gemm.LIBRARY`` as a process starts with it, installed at ``prebuilt_path``."""
+    lib = native.Library("fx_sgemm512", "fx_sgemm512.cpp")
+    lib.prebuilt_path = str(prebuilt_path)
+    monkeypatch.setattr(gemm, "LIBRARY", lib)
+    return lib
+
+
+@_OWN
 def test_a_programs_first_call_waits_for_the_library(monkeypatch, tmp_path):
-    """A program's first run waits for the kernel's library where its build is running
-    (``gemm.wait``): its first call's products are the library's, and every later call gives the
-    same bits (with OpenBLAS on the first calls and the kernel later, the MLP step's results
-    changed in the last bits from its 14th call on)."""
+    """A program's first run waits for the kernel's library where its build is running (none
+    installed with functx: built in the cache): its first call's products are the library's,
+    and every later call gives the same bits (with OpenBLAS on the first calls and the kernel
+    later, the MLP step's results changed in the last bits from its 14th call on)."""
     from functx.lowering import program_cache
 
     monkeypatch.setenv("FUNCTX_CACHE_DIR", str(tmp_path))  # (an empty cache: a build to wait for)
-    monkeypatch.setattr(gemm, "_build", {})
+    lib = _fresh_library(monkeypatch, tmp_path / "none" / "fx_sgemm512.so")
     monkeypatch.setattr(program_cache, "key_of", lambda closed: None)  # (keyed on the Jaxpr)
-    rng = np.random.default_rng(4)
-    w, x, d = (rng.standard_normal(s).astype(np.float32) for s in [(96, 200), (64, 96), (64, 200)])
-    f = functx.jit(lambda w, x, d: w - 0.1 * (x.T @ d))
-    first = np.asarray(f(w, x, d))
-    assert "lib" in gemm._build, gemm._build.get("error")
-    assert _library_calls(gemm.library(wait=False)) > 0
-    for _ in range(3):
-        np.testing.assert_array_equal(np.asarray(f(w, x, d)), first)
-    np.testing.assert_allclose(first, w - 0.1 * (x.T.astype(np.float64) @ d), rtol=1e-5, atol=1e-5)
+    f, args = _sgd_step()
+    first = _first_calls(f, args)
+    assert "lib" in lib.state and "thread" in lib.state, lib.state.get("error")
+    assert gemm.library(wait=False).startswith(str(tmp_path))
+    assert _library_calls(gemm.library(wait=False)) == 4
+    np.testing.assert_allclose(first, _sgd_want(*args), rtol=1e-5, atol=1e-5)
 
 
-def test_own_gemm_library_builds_beside_the_programs(monkeypatch):
-    """The kernel's library is compiled once, on a thread of its own (``cache.background_thread``)
-    whose compilers keep the usual priority: the first run of a program using it waits for it
-    (``gemm.wait``), so it does not yield the cores to the program's compilers."""
+def _sgd_want(w, x, d):
+    return w - 0.1 * (x.T.astype(np.float64) @ d)
+
+
+@_OWN
+def test_the_library_built_at_install_is_used_and_gives_the_same_bits(monkeypatch, tmp_path):
+    """Where functx was installed with the library built for this machine (``setup.py``), a
+    process loads it at once, builds nothing and waits for nothing; a program's results have
+    the bits they have with the library built in the cache (the library here: the install
+    step's build, ``toolchain.build_library``, where this process uses the cache's)."""
+    from functx.lowering import program_cache
+
+    f, args = _sgd_step()
+    built = _first_calls(f, args)  # (this process's library: the cache's or the installed one)
+    used = gemm.library()
+    so = str(tmp_path / "pkg" / "fx_sgemm512.so")
+    if used == gemm.LIBRARY.prebuilt_path:  # (an install's: copied, with its record)
+        os.makedirs(os.path.dirname(so))
+        for ext in (".so", ".json"):
+            shutil.copyfile(used[:-3] + ext, so[:-3] + ext)
+    else:  # (the cache's: the install step builds another, 0.9 s of gcc CPU)
+        src = os.path.join(native._HERE, "fx_sgemm512.cpp")
+        assert toolchain.build_library(src, so) is None
+    monkeypatch.setattr(program_cache, "key_of", lambda closed: None)  # (keyed on the Jaxpr)
+    lib = _fresh_library(monkeypatch, so)
+    monkeypatch.setattr(lib, "compile", None)  # (nothing is compiled for it)
+    f, args = _sgd_step()
+    f.lower(*args)
+    assert lib.state.keys() == {"lib", "path"} and gemm.library() == so
+    np.testing.assert_array_equal(_first_calls(f, args), built)
+    assert _library_calls(so) == 4
+
+
+@_OWN
+def test_a_failed_workspace_allocation_is_a_memory_error(monkeypatch):
+    """Where the kernel cannot allocate its workspace it writes nothing and returns 1 (it used
+    to abort the process), and a program calling it returns 1: ``MemoryError``; the next call
+    after memory comes back gives the usual result (a test switch in the library makes the
+    allocation fail)."""
+    from functx.lowering import program_cache
+
+    monkeypatch.setattr(program_cache, "key_of", lambda closed: None)  # (keyed on the Jaxpr)
+    f, args = _sgd_step()
+    first = _first_calls(f, args, 1)
+    lib = ctypes.CDLL(gemm.library())
+    fail = ctypes.c_int.in_dll(lib, "fx_sgemm512_fail_alloc")
+    fn = lib.fx_sgemm512
+    P, I = ctypes.c_void_p, ctypes.c_int64
+    fn.argtypes = [ctypes.c_int, ctypes.c_int, I, I, I, ctypes.c_float, P, I, P, I, P, I, P]
+    a = np.ones((64, 64), np.float32)
+    c = np.full((64, 64), np.nan, np.float32)
+    fail.value = 1
+    try:
+        assert fn(0, 0, 64, 64, 64, 1.0, a.ctypes.data, 64, a.ctypes.data, 64, c.ctypes.data, 64,
+                  None) == 1  # fmt: skip
+        assert np.isnan(c).all()
+        with pytest.raises(MemoryError):
+            f(*args)
+    finally:
+        fail.value = 0
+    assert fn(0, 0, 64, 64, 64, 1.0, a.ctypes.data, 64, a.ctypes.data, 64, c.ctypes.data, 64,
+              None) == 0  # fmt: skip
+    np.testing.assert_array_equal(c, a @ a)
+    np.testing.assert_array_equal(np.asarray(f(*args)), first)
+
+
+def test_own_gemm_library_builds_beside_the_programs(monkeypatch, tmp_path):
+    """Where none was installed, the kernel's library is compiled once, on a thread of its own
+    (``cache.background_thread``) whose compilers keep the usual priority: the first run of a
+    program using it waits for it, so it does not yield the cores to the program's
+    compilers."""
     started = []
-    monkeypatch.setattr(gemm, "_build", {})  # (this process's real build stays as it is)
+    lib = _fresh_library(monkeypatch, tmp_path / "none.so")  # (this process's stays as it is)
     monkeypatch.setattr(gemm, "host_has_avx512", lambda: True)
 
     def thread(fn, yield_cpu=True):
@@ -174,7 +239,7 @@ def test_own_gemm_library_builds_beside_the_programs(monkeypatch):
     monkeypatch.setattr(cache, "background_thread", thread)
     gemm.start_build()
     gemm.start_build()
-    assert started == [(gemm._compile, False)] and gemm._build["thread"] == "thread"
+    assert started == [(lib.compile, False)] and lib.state["thread"] == "thread"
 
 
 @pytest.mark.skipif(not gemm.host_has_avx512(), reason="AVX-512")

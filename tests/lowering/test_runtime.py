@@ -199,6 +199,7 @@ def test_call_extension_builds_behind_the_programs(monkeypatch):
     started = []
     monkeypatch.setattr(runtime, "_fast", [None])
     monkeypatch.setattr(runtime, "_fast_building", [])
+    monkeypatch.setattr(runtime.call_library(), "prebuilt_path", "/no-such/fx_call.so")
     monkeypatch.setattr(cache, "cached", lambda *a, **k: None)
     monkeypatch.setattr(
         cache, "background_thread", lambda fn, join_timeout=None: started.append((fn, join_timeout))
@@ -206,7 +207,7 @@ def test_call_extension_builds_behind_the_programs(monkeypatch):
     assert runtime.fast_call() is None and runtime.fast_call() is None
     [(build, timeout)] = started
     assert build.func is runtime._build_fast and timeout == 60
-    assert runtime._PYEXT_FLAGS == build.args[0][1:]
+    assert build.args == (runtime.call_library(),)
 
 
 def test_omp_wait_settings():

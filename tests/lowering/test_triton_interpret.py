@@ -395,8 +395,9 @@ class _Buf:
 
 def test_launch_site_calls_the_compiled_kernel_directly(monkeypatch):
     """The first launch goes through Triton; later ones call the compiled kernel's launcher with
-    (grid, stream, function, metadata, hooks, the buffers' addresses); a misaligned buffer goes
-    through Triton."""
+    (grid, stream, function, metadata, hooks, the buffers' addresses). Triton compiles a kernel
+    per pattern of 16-byte alignment: the first launch with a new pattern goes through Triton,
+    later ones with that pattern (a host loop's slices of a stacked buffer) launch directly."""
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     monkeypatch.setattr(rt, "_cuda", (lambda: 0, lambda dev: 1234))
     monkeypatch.setattr(rt, "_knobs", None)
@@ -410,20 +411,59 @@ def test_launch_site_calls_the_compiled_kernel_directly(monkeypatch):
     assert k.compiled.calls == [(5, 2, 1, 1234, "fn", "meta", None, None, None, 4096, 8192)]
     site(5, 2, _Buf(4100), b)  # not 16-byte aligned: Triton specialises differently
     assert len(k.slow) == 2 and len(k.compiled.calls) == 1
+    site(6, 1, _Buf(4200), b)  # the same pattern (the first buffer misaligned): direct
+    assert len(k.slow) == 2 and k.compiled.calls[-1][-2:] == (4200, 8192)
+    site(6, 1, a, _Buf(8200))  # another pattern: through Triton once, then direct
+    site(6, 1, a, _Buf(8228))
+    assert len(k.slow) == 3 and k.compiled.calls[-1][-2:] == (4096, 8228)
+    assert set(site.fast) == {0, (0, 0b01), (0, 0b10)}
     # a profiler's launch hook (Triton calls it): through Triton while it is set
     hooks = SimpleNamespace(launch_enter_hook=lambda *a: None, launch_exit_hook=None)
     monkeypatch.setattr(rt, "_knobs", hooks)
+    n = len(k.compiled.calls)
     site(5, 2, a, b)
-    assert len(k.slow) == 3 and len(k.compiled.calls) == 1
+    assert len(k.slow) == 4 and len(k.compiled.calls) == n
     hooks.launch_enter_hook = SimpleNamespace(calls=[])  # Triton 3.7's empty hook chain
     site(5, 2, a, b)
-    assert len(k.slow) == 3 and len(k.compiled.calls) == 2
+    assert len(k.slow) == 4 and len(k.compiled.calls) == n + 1
     monkeypatch.setenv("FUNCTX_TRITON_DIRECT", "0")
     k2 = _Kernel()
     s2 = rt.site(k2, 4)
     s2(1, 1, a)
     s2(1, 1, a)
     assert len(k2.slow) == 2 and s2.mode == "triton" and not k2.compiled.calls
+
+
+def test_host_loop_launches_go_through_triton_as_often_for_any_length(monkeypatch):
+    """A host loop (device loops off) over a scan whose steps read and write 25-element slices
+    of stacked buffers: each step's slices are 16-byte aligned one step in four. Triton's
+    dispatch (compiles, specialisation) serves each launch site's first launch per alignment
+    pattern only, so a run dispatches through Triton as often at 13 steps as at 60; the other
+    launches go to the compiled kernels directly (every launch through Triton grew with the
+    length: on an H100 each took tens of microseconds, the first calls' bulk)."""
+    monkeypatch.setenv("FUNCTX_DEVICE_LOOPS", "0")
+
+    def body(c, x):
+        y = fnp.tanh(c * x + 1.0)
+        return y, y * 2.0 + x
+
+    counts = []
+    for length in (13, 60):
+        xs = np.ones((length, 25), np.float32)
+        exe = compile_triton(functx.make_jaxpr(lambda c, xs: flax.scan(body, c, xs))(xs[0], xs))
+        assert "(a host loop: " in exe.source
+        kernels = [_Kernel() for _ in exe.sites]
+        with monkeypatch.context() as m:  # (after compiling) the direct path, on the CPU
+            m.setattr(rt, "_cuda", (lambda: 0, lambda dev: 0))
+            m.setattr(rt, "_knobs", None)
+            m.setattr(rt, "interpreting", lambda: False)
+            for s, k in zip(exe.sites, kernels):  # stand-ins: launches recorded, not run
+                m.setattr(s, "kernel", k)
+            exe(xs[0], xs)
+        slow = sum(len(k.slow) for k in kernels)
+        counts.append((slow, slow + sum(len(k.compiled.calls) for k in kernels)))
+    (slow13, all13), (slow60, all60) = counts
+    assert slow13 == slow60 and all60 - all13 >= 60 - 13
 
 
 def test_launch_site_calls_the_c_launcher_of_triton_3_6(monkeypatch):
@@ -677,6 +717,27 @@ def test_copy_graphs_read_a_training_loops_parameters_in_place():
         kept.append(out)  # (held one call: the instances alternate)
         if len(kept) > 1:
             kept.pop(0)
+
+
+def test_copy_graphs_after_a_slow_first_capture_replay_it_with_copies(monkeypatch):
+    """A first capture slower than GRAPH_SLOW_CAPTURE_S (a host loop's: each capture runs every
+    iteration's host code) is the only one: later calls replay it, copying the arguments in and
+    the results out, whatever the caller holds. Results right and kept."""
+    captured = []
+    x, b = torch.arange(4.0), torch.ones(4)
+
+    def fn(a, b):
+        return [a * 2 + b, a.sum()]
+
+    for slow, more in ((-1.0, 0), (60.0, rt.HANDOUT_INSTANCES)):
+        monkeypatch.setattr(rt, "GRAPH_SLOW_CAPTURE_S", slow)
+        captured.clear()
+        graphs = _fake_copy_graphs(captured, [x, b], fn)
+        held = []
+        for k in range(6):  # the same arguments, each result held (out = f(x) in a loop)
+            held.append((graphs([x + k, b]), x + k))
+        assert len(captured) == 1 + more and len(graphs.graphs.handout) == more, slow
+        assert all(torch.equal(r[0], a * 2 + b) and float(r[1]) == a.sum() for r, a in held)
 
 
 def test_copy_graphs_copy_arguments_of_any_dtype_into_aligned_static_inputs():

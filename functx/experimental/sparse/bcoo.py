@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import math
 import operator
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
 
 from functx import dtypes, lax, numpy as jnp, ops
 from functx.errors import ConcretizationError, FunctxTypeError, FunctxValueError, UnsupportedError
+from functx.experimental.sparse._base import JAXSparse
+from functx.experimental.sparse.util import SparseEfficiencyError, SparseEfficiencyWarning
 from functx.source_info import where
 from functx.tracing import ShapeDtypeStruct, Tracer, eval_shape
 from functx.transforms.vmap import vmap
@@ -57,7 +60,7 @@ def _split(shape, n_batch, n_sparse):
 
 
 @register_pytree_node_class
-class BCOO:
+class BCOO(JAXSparse):
     """An N-dimensional sparse array in batched-coordinate format
     (``jax.experimental.sparse.BCOO``): a pytree of ``data`` and ``indices``.
 
@@ -158,9 +161,10 @@ class BCOO:
         self.indices.block_until_ready()
         return self
 
-    def astype(self, dtype):
-        """The array with ``data`` cast to ``dtype`` (same indices)."""
-        return self._with_data(self.data.astype(dtype))
+    def astype(self, *args, **kwargs):
+        """The array cast as ``jnp``'s ``astype`` (``sparsify``: duplicates are summed first, as
+        a cast does not distribute over them)."""
+        return _sparsified(lambda x: x.astype(*args, **kwargs), self)
 
     def _with_data(self, data):
         return BCOO(
@@ -171,7 +175,24 @@ class BCOO:
         )
 
     def reshape(self, *args, **kwargs):
-        raise UnsupportedError("BCOO.reshape is not implemented in functx yet")
+        """The array reshaped as ``jnp.reshape`` would (``-1`` allowed): ``bcoo_reshape``."""
+        return _sparsified(lambda x: x.reshape(*args, **kwargs), self)
+
+    def update_layout(self, *, n_batch=None, n_dense=None, on_inefficient="error"):
+        """The same array with ``n_batch`` / ``n_dense`` changed (``bcoo_update_layout``)."""
+        return bcoo_update_layout(
+            self, n_batch=n_batch, n_dense=n_dense, on_inefficient=on_inefficient
+        )
+
+    def __getitem__(self, idx):
+        """Indexing as ``jnp``'s (integers, slices, ``None``, ``...``, integer arrays), each
+        step done by its sparse operation (``sparsify``)."""
+        out = _sparsified(lambda x: x[idx], self)
+        # (an empty result can come back dense, as in JAX: made sparse again)
+        return out if isinstance(out, BCOO) or np.size(out) else bcoo_fromdense(out)
+
+    def __iter__(self):
+        return (self[i] for i in range(self.shape[0]))
 
     # -- operations
     def transpose(self, axes=None):
@@ -182,12 +203,11 @@ class BCOO:
         out.indices_sorted = self.indices_sorted and perm[nb : nb + ns] == tuple(range(nb, nb + ns))
         return out
 
-    def sum(self, axis=None):
-        """The sum over ``axis`` (all dims by default): a BCOO array, or a dense scalar when every
-        dim is summed, as JAX's sparsified ``sum`` gives."""
-        axes = range(self.ndim) if axis is None else (axis if isinstance(axis, tuple) else (axis,))
-        out = bcoo_reduce_sum(self, axes=tuple(a % max(self.ndim, 1) for a in axes))
-        return out.todense() if out.ndim == 0 else out
+    def sum(self, *args, **kwargs):
+        """The sum as ``jnp``'s ``sum`` (``axis``, ``dtype``, ``keepdims``; all dims by
+        default), through ``sparsify``: a BCOO array, or a dense scalar when every dim is summed,
+        as JAX's."""
+        return _sparsified(lambda x: x.sum(*args, **kwargs), self)
 
     def sort_indices(self):
         """The array with its indices sorted (``bcoo_sort_indices``)."""
@@ -207,13 +227,40 @@ class BCOO:
 
     def __mul__(self, other):
         if isinstance(other, BCOO):
-            raise UnsupportedError("sparse * sparse (bcoo_multiply_sparse) is not in functx yet")
+            return _multiply_sparse(self, other)
         return self._with_data(bcoo_multiply_dense(self, other))
 
     __rmul__ = __mul__
 
     def __neg__(self):
         return self._with_data(-self.data)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return _sparsified(abs, self)
+
+    def __add__(self, other):
+        return _sparsified(operator.add, self, other)
+
+    def __radd__(self, other):
+        return _sparsified(operator.add, other, self)
+
+    def __sub__(self, other):
+        return _sparsified(operator.sub, self, other)
+
+    def __rsub__(self, other):
+        return _sparsified(operator.sub, other, self)
+
+    def __truediv__(self, other):
+        return _sparsified(operator.truediv, self, other)
+
+    def __rtruediv__(self, other):
+        return _sparsified(operator.truediv, other, self)
+
+    def __pow__(self, other):
+        return _sparsified(lambda x: x**other, self)
 
     def __matmul__(self, other):
         return _matmul(self, other)
@@ -222,8 +269,18 @@ class BCOO:
         return _matmul(other, self)
 
 
+#: ``{"sparsify": sparsify}``, registered by ``transform.py`` (which builds on this module): the
+#: BCOO methods that run a ``jnp`` function on a BCOO go through it.
+_SPARSIFY: dict = {}
+
+
+def _sparsified(fn, *args):
+    """``sparsify(fn)(*args)``."""
+    return _SPARSIFY["sparsify"](fn)(*args)
+
+
 def _matmul(a, b):
-    """``a @ b`` with one sparse operand, as ``jnp.matmul``: 1-D and 2-D operands; a stack of
+    """``a @ b`` with a sparse operand, as ``jnp.matmul``: 1-D and 2-D operands; a stack of
     matrices times a matrix or vector (either side); two stacks of equal rank, their leading
     dims paired (a BCOO's must be its batch dims)."""
     na, nb = len(np.shape(a)), len(np.shape(b))
@@ -653,7 +710,9 @@ def bcoo_dot_general(
     """A general contraction (``lax.dot_general``) with a BCOO operand
     (``jax.experimental.sparse.bcoo_dot_general``): sparse-dense or dense-sparse, computed per
     stored entry (gather the dense operand at the entry's indices, multiply, scatter-add into
-    the output).
+    the output); sparse-sparse pairs the entries whose contracting indices agree (JAX's
+    ``bcoo_spdot_general``: sparse contracting dims, no dense dims, and in functx the batch dims
+    paired must be the leading batch dims of both).
 
     Arguments:
       lhs: a BCOO array or a dense array.
@@ -665,7 +724,8 @@ def bcoo_dot_general(
       preferred_element_type: the result's dtype (default: the operands' promoted dtype).
       out_sharding: unused.
     Returns:
-      a dense Array, as ``lax.dot_general`` of the dense operands gives.
+      a dense Array, as ``lax.dot_general`` of the dense operands gives; a BCOO array when both
+      operands are sparse.
     Example:
       >>> import functx.numpy as jnp
       >>> from functx.experimental.sparse import BCOO, bcoo_dot_general
@@ -679,7 +739,7 @@ def bcoo_dot_general(
     (lc, rc), (lb, rb) = dimension_numbers
     dn = ((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb)))
     if isinstance(lhs, BCOO) and isinstance(rhs, BCOO):
-        raise UnsupportedError("bcoo_dot_general of two BCOO arrays is not in functx yet")
+        return _sparse_sparse(lhs, rhs, dn, preferred_element_type)
     if isinstance(lhs, BCOO):
         return _sparse_dense(lhs, jnp.asarray(rhs), dn, preferred_element_type)
     if not isinstance(rhs, BCOO):
@@ -695,6 +755,62 @@ def bcoo_dot_general(
     n_lfree = lhs.ndim - len(lc) - len(lb)
     perm = (*range(n_b), *range(n_b + n_rfree, n_b + n_rfree + n_lfree), *range(n_b, n_b + n_rfree))
     return out.transpose(perm)
+
+
+def _sparse_sparse(lhs: BCOO, rhs: BCOO, dn, preferred_element_type) -> BCOO:
+    """``lax.dot_general`` of two BCOO arrays, as a BCOO (JAX's ``bcoo_spdot_general``): every
+    pair of entries whose contracting indices agree gives a product at the pair's free indices,
+    and the duplicates are summed. Sparse contracting dims only, no dense dims; batch dims of the
+    contraction must be the leading batch dims of both (functx has no other case)."""
+    (lc, rc), (lb, rb) = dn
+    out_aval = eval_shape(
+        lambda a, b: lax.dot_general(a, b, dn, preferred_element_type=preferred_element_type),
+        ShapeDtypeStruct(lhs.shape, lhs.dtype),
+        ShapeDtypeStruct(rhs.shape, rhs.dtype),
+    )
+    if lhs.n_dense or rhs.n_dense:
+        raise UnsupportedError("bcoo_spdot_general with dense dimensions." + where())
+    for m, b, c in ((lhs, lb, lc), (rhs, rb, rc)):
+        if b and max(b) >= m.n_batch:
+            raise UnsupportedError(
+                "bcoo_spdot_general: batch_dims must correspond to batch dimensions of the "
+                "sparse representation." + where()
+            )
+        if c and (min(c) < m.n_batch or max(c) >= m.n_batch + m.n_sparse):
+            raise UnsupportedError(
+                "bcoo_spdot_general only supports contraction of sparse indices." + where()
+            )
+        if tuple(b) != tuple(range(m.n_batch)):
+            raise UnsupportedError(
+                "bcoo_dot_general of two BCOO arrays: functx pairs batch dims only when they are "
+                f"the leading batch dims of both, in order; got batch dims {b} for "
+                f"n_batch={m.n_batch}" + where()
+            )
+    nb = len(lb)
+    (ld, li), (rd, ri) = _flat(lhs), _flat(rhs)
+    lcs, rcs = [d - nb for d in lc], [d - nb for d in rc]
+    lfree = [k for k in range(lhs.n_sparse) if k not in lcs]
+    rfree = [k for k in range(rhs.n_sparse) if k not in rcs]
+    lok = jnp.all(li < jnp.asarray(lhs.shape[nb:], li.dtype), axis=-1)
+    rok = jnp.all(ri < jnp.asarray(rhs.shape[nb:], ri.dtype), axis=-1)
+    meet = jnp.all(li[:, :, None, lcs] == ri[:, None, :, rcs], axis=-1)
+    meet = meet & lok[:, :, None] & rok[:, None, :]
+    dtype = out_aval.dtype
+    data = jnp.where(meet, ld[:, :, None].astype(dtype) * rd[:, None, :].astype(dtype), 0)
+    b, nl, nr = meet.shape
+    dt = jnp.result_type(li.dtype, ri.dtype)
+    cols = [jnp.broadcast_to(li[:, :, None, lfree], (b, nl, nr, len(lfree))).astype(dt)]
+    cols.append(jnp.broadcast_to(ri[:, None, :, rfree], (b, nl, nr, len(rfree))).astype(dt))
+    indices = jnp.concatenate(cols, axis=-1).reshape((b, nl * nr, len(lfree) + len(rfree)))
+    batch = out_aval.shape[:nb]
+    n_pos = math.prod(out_aval.shape[nb:])
+    nse = (lhs.nse if lfree else 1) * (rhs.nse if rfree else 1)
+    pairs = BCOO(
+        (data.reshape((*batch, nl * nr)), indices.reshape((*batch, nl * nr, indices.shape[-1]))),
+        shape=out_aval.shape,
+    )
+    out = bcoo_sum_duplicates(pairs, nse=min(nse, n_pos))
+    return BCOO((out.data, out.indices), shape=out_aval.shape)
 
 
 def _sparse_dense(lhs: BCOO, rhs, dn, preferred_element_type):
@@ -742,6 +858,800 @@ def _sparse_dense(lhs: BCOO, rhs, dn, preferred_element_type):
     return _scatter_sum(prod, [dims[d] for d in out_sparse], sizes).reshape(out_aval.shape)
 
 
+# -- shape operations ---------------------------------------------------------------------------
+# Each is ``lax``'s operation of the same name on the dense array, done on the buffers: batch and
+# dense dims move with ``data`` (and batch dims with ``indices``), sparse dims by rewriting the
+# index columns. Entries that leave the array become padding (index = the new sparse shape, data
+# zero); where the new sparse shape has fewer positions than ``nse``, duplicates are summed down to
+# that many entries (JAX's rule).
+
+
+def _check_shape(fn, shape, dtype, *args, **kwargs):
+    """Validate an operation's arguments with its dense ``lax`` version (its errors, functx's),
+    returning the dense result's aval."""
+    return eval_shape(lambda x: fn(x, *args, **kwargs), ShapeDtypeStruct(shape, dtype))
+
+
+def _batch_full(x, batch):
+    """``x`` with its leading batch dims broadcast to ``batch`` (undoing size-1 broadcasting)."""
+    return jnp.broadcast_to(x, tuple(batch) + x.shape[len(batch) :])
+
+
+def _window(mat, data, indices, starts, spans, strides, shape):
+    """Keep the entries whose sparse index ``i`` has ``0 <= i - start < span`` and
+    ``(i - start) % stride == 0`` (moved to ``(i - start) // stride``); the others become
+    padding."""
+    nb, ns = mat.n_batch, mat.n_sparse
+    if not ns:
+        return BCOO((data, indices), shape=shape)
+    dt = indices.dtype
+    rel = indices - jnp.asarray(starts, dt)
+    keep = (rel >= 0) & (rel < jnp.asarray(spans, dt))
+    if any(s != 1 for s in strides):  # (static: unit strides need no division)
+        step = jnp.asarray(strides, dt)
+        keep, rel = keep & (rel % step == 0), rel // step
+    keep = jnp.all(keep, axis=-1)
+    indices = jnp.where(keep[..., None], rel, jnp.asarray(shape[nb : nb + ns], dt))
+    data = jnp.where(keep.reshape(keep.shape + (1,) * mat.n_dense), data, 0)
+    out = BCOO((data, indices), shape=shape)
+    n_pos = math.prod(shape[nb : nb + ns])
+    if out.nse > n_pos:  # more entries than positions: the duplicates summed (JAX's nse rule)
+        out = bcoo_sum_duplicates(out, nse=n_pos)
+        out = BCOO((out.data, out.indices), shape=shape)
+    return out
+
+
+def bcoo_slice(
+    mat: BCOO,
+    *,
+    start_indices: Sequence[int],
+    limit_indices: Sequence[int],
+    strides: Sequence[int] | None = None,
+) -> BCOO:
+    """A static slice of a BCOO array (``jax.experimental.sparse.bcoo_slice``, the sparse
+    ``lax.slice``).
+
+    Arguments:
+      mat: a BCOO array.
+      start_indices: the first index of the slice along each dim.
+      limit_indices: the end (exclusive) of the slice along each dim.
+      strides: the step along each dim (default 1).
+    Returns:
+      a BCOO array of the sliced shape, with the same layout; ``nse`` is kept unless the slice's
+      sparse part has fewer positions (then the duplicates are summed down to that many).
+    Example:
+      >>> import functx.numpy as jnp
+      >>> from functx.experimental.sparse import BCOO, bcoo_slice
+      >>> m = BCOO.fromdense(jnp.array([[0.0, 1.0, 0.0], [2.0, 0.0, 3.0]]))
+      >>> bcoo_slice(m, start_indices=(0, 1), limit_indices=(2, 3)).todense()
+      Array([[1., 0.],
+             [0., 3.]], dtype=float32)
+    """
+    if not isinstance(mat, BCOO):
+        raise FunctxTypeError(
+            f"bcoo_slice: input should be BCOO array, got type(mat)={type(mat)}" + where()
+        )
+    start = [_index(i, "start_indices") for i in start_indices]
+    limit = [_index(i, "limit_indices") for i in limit_indices]
+    step = [1] * mat.ndim if strides is None else [_index(i, "strides") for i in strides]
+    if not len(start) == len(limit) == len(step) == mat.ndim:
+        raise FunctxValueError(f"bcoo_slice: indices must have size mat.ndim={mat.ndim}" + where())
+    if any(s <= 0 for s in step):
+        raise FunctxValueError(
+            f"strides must be a sequence of positive integers; got {step}" + where()
+        )
+    if not all(0 <= a <= b <= n for a, b, n in zip(start, limit, mat.shape)):
+        raise FunctxValueError(
+            f"bcoo_slice: invalid indices. Got start_indices={start}, limit_indices={limit} and "
+            f"shape={mat.shape}" + where()
+        )
+    nb, ns = mat.n_batch, mat.n_sparse
+    cut = [slice(a, b, s) for a, b, s in zip(start, limit, step)]
+
+    def batch_cut(x):  # a broadcast (size-1) batch dim of a buffer stays as it is
+        return tuple(
+            c if x.shape[i] == mat.shape[i] else slice(None) for i, c in enumerate(cut[:nb])
+        )
+
+    data = mat.data[(*batch_cut(mat.data), slice(None), *cut[nb + ns :])]
+    indices = mat.indices[batch_cut(mat.indices)]
+    shape = tuple(len(range(a, b, s)) for a, b, s in zip(start, limit, step))
+    spans = [b - a for a, b in zip(start[nb : nb + ns], limit[nb : nb + ns])]
+    return _window(mat, data, indices, start[nb : nb + ns], spans, step[nb : nb + ns], shape)
+
+
+def bcoo_dynamic_slice(mat: BCOO, start_indices: Sequence, slice_sizes: Sequence[int]) -> BCOO:
+    """A slice of a BCOO array at traced start indices
+    (``jax.experimental.sparse.bcoo_dynamic_slice``, the sparse ``lax.dynamic_slice``): a
+    negative start wraps once, then the window is clamped into the array.
+
+    Arguments:
+      mat: a BCOO array.
+      start_indices: one integer scalar (may be traced) per dim.
+      slice_sizes: the static size of the slice along each dim.
+    Returns:
+      a BCOO array of shape ``slice_sizes`` with the same layout (``nse`` as ``bcoo_slice``).
+    Example:
+      >>> import functx.numpy as jnp
+      >>> from functx.experimental.sparse import BCOO, bcoo_dynamic_slice
+      >>> m = BCOO.fromdense(jnp.array([0.0, 1.0, 0.0, 2.0]))
+      >>> bcoo_dynamic_slice(m, (jnp.array(2),), (2,)).todense()
+      Array([0., 2.], dtype=float32)
+    """
+    _require_bcoo(mat, "bcoo_dynamic_slice")
+    sizes = tuple(_index(s, "slice_sizes") for s in slice_sizes)
+    _check_shape(lax.dynamic_slice, mat.shape, mat.dtype, tuple(start_indices), sizes)
+    nb, ns = mat.n_batch, mat.n_sparse
+    dt = mat.indices.dtype
+    # the start of each dim: a negative one wraps once, then the window is clamped into the array
+    starts = [jnp.asarray(s).astype(dt) for s in start_indices]
+    starts = [
+        jnp.clip(jnp.where(s < 0, s + n, s), 0, n - k) for s, n, k in zip(starts, mat.shape, sizes)
+    ]
+    zero = jnp.zeros((), dt)
+
+    def batch_part(x):  # a broadcast (size-1) batch dim of a buffer stays as it is
+        full = [x.shape[i] == mat.shape[i] for i in range(nb)]
+        return [s if f else zero for s, f in zip(starts, full)], [
+            k if f else 1 for k, f in zip(sizes, full)
+        ]
+
+    d_start, d_size = batch_part(mat.data)
+    data = lax.dynamic_slice(
+        mat.data, [*d_start, zero, *starts[nb + ns :]], [*d_size, mat.nse, *sizes[nb + ns :]]
+    )
+    i_start, i_size = batch_part(mat.indices)
+    indices = lax.dynamic_slice(mat.indices, [*i_start, zero, zero], [*i_size, mat.nse, ns])
+    sp = slice(nb, nb + ns)
+    return _window(
+        mat, data, indices, jnp.stack(starts[sp]) if ns else (), sizes[sp], [1] * ns, sizes
+    )
+
+
+def bcoo_reshape(
+    mat: BCOO, *, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None, sharding=None
+) -> BCOO:
+    """A BCOO array reshaped (``jax.experimental.sparse.bcoo_reshape``, the sparse
+    ``lax.reshape``): batch, sparse and dense dims must each reshape among themselves.
+
+    Arguments:
+      mat: a BCOO array.
+      new_sizes: the new shape (same size). Its leading dims up to the batch size are the new
+        batch dims, those up to the batch-times-sparse size the new sparse dims, the rest dense.
+      dimensions: a permutation applied first (each of the batch, sparse and dense groups
+        permuted among itself), as in ``lax.reshape``.
+      sharding: unused.
+    Returns:
+      a BCOO array with the same ``nse``.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> from functx.experimental.sparse import BCOO, bcoo_reshape
+      >>> m = BCOO.fromdense(jnp.array([[0.0, 1.0], [2.0, 0.0]]))
+      >>> bcoo_reshape(m, new_sizes=(4,)).indices.tolist()
+      [[1], [2]]
+    """
+    del sharding
+    _require_bcoo(mat, "bcoo_reshape")
+    new_sizes = tuple(_index(s, "new_sizes") for s in new_sizes)
+    if dimensions is not None and tuple(dimensions) != tuple(range(mat.ndim)):
+        mat = bcoo_transpose(mat, permutation=dimensions)
+    if math.prod(new_sizes) != mat.size:
+        raise FunctxTypeError(
+            f"reshape total size must be unchanged, got new_sizes {new_sizes} for shape "
+            f"{mat.shape}." + where()
+        )
+    nb, ns = mat.n_batch, mat.n_sparse
+    batch, sparse, dense = _split(mat.shape, nb, ns)
+    n_batch_el, n_sparse_el = math.prod(batch), math.prod(sparse)
+    ends = list(np.cumprod(new_sizes, dtype=np.int64))
+    if n_batch_el != 1 and n_batch_el not in ends:
+        raise FunctxValueError(
+            "bcoo_reshape: new shape cannot mix batch and sparse dimensions; got "
+            f"shape={mat.shape} new_shape={new_sizes} with n_batch={nb}" + where()
+        )
+    if n_sparse_el != 1 and n_batch_el * n_sparse_el not in ends:
+        raise FunctxValueError(
+            "bcoo_reshape: new shape cannot mix sparse and dense dimensions; got "
+            f"shape={mat.shape} new_shape={new_sizes} with n_dense={mat.n_dense}" + where()
+        )
+    # a new dim belongs to the first group whose cumulative size it does not pass
+    new_nb = int(np.searchsorted(ends, n_batch_el, side="right"))
+    new_end = int(np.searchsorted(ends, n_batch_el * n_sparse_el, side="right"))
+    new_batch, new_sparse, new_dense = _split(new_sizes, new_nb, new_end - new_nb)
+    data = _batch_full(mat.data, batch).reshape((*new_batch, mat.nse, *new_dense))
+    indices = _batch_full(mat.indices, batch).reshape((*new_batch, mat.nse, ns))
+    if new_sparse and sparse:
+        ok = jnp.all((indices >= 0) & (indices < jnp.asarray(sparse, indices.dtype)), axis=-1)
+        flat = 0
+        for k, n in enumerate(sparse):
+            flat = flat * n + indices[..., k]
+        cols = _unravel(jnp.where(ok, flat, 0), new_sparse)
+        indices = jnp.where(
+            ok[..., None], jnp.stack(cols, axis=-1), jnp.asarray(new_sparse, indices.dtype)
+        )
+    elif new_sparse:  # (no sparse dims before: each entry is at position 0)
+        indices = jnp.zeros((*new_batch, mat.nse, len(new_sparse)), indices.dtype)
+    else:
+        indices = indices[..., :0]
+    return BCOO((data, indices), shape=new_sizes)
+
+
+def bcoo_squeeze(arr: BCOO, *, dimensions: Sequence[int]) -> BCOO:
+    """A BCOO array without some size-1 dims (``jax.experimental.sparse.bcoo_squeeze``, the
+    sparse ``lax.squeeze``).
+
+    Arguments:
+      arr: a BCOO array.
+      dimensions: the dims to remove (negative counts from the end); each must have size 1.
+    Returns:
+      a BCOO array with the same ``nse`` and flags.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> from functx.experimental.sparse import BCOO, bcoo_squeeze
+      >>> m = BCOO.fromdense(jnp.array([[0.0, 1.0, 2.0]]))
+      >>> bcoo_squeeze(m, dimensions=(0,)).shape
+      (3,)
+    """
+    _require_bcoo(arr, "bcoo_squeeze")
+    dims = set()
+    for d in dimensions:
+        d = _index(d, "dimensions")
+        if not -arr.ndim <= d < arr.ndim:
+            raise FunctxValueError(
+                f"axis {d} is out of bounds for array of dimension {arr.ndim}" + where()
+            )
+        dims.add(d % arr.ndim)
+    if any(arr.shape[d] != 1 for d in dims):
+        raise FunctxValueError(
+            "cannot select an axis to squeeze out which has size not equal to one, got "
+            f"shape={arr.shape} and dimensions={tuple(dimensions)}" + where()
+        )
+    nb, ns = arr.n_batch, arr.n_sparse
+    batch_dims = tuple(d for d in sorted(dims) if d < nb)
+    dense_dims = tuple(d - ns + 1 for d in sorted(dims) if d >= nb + ns)
+    keep = [k for k in range(ns) if nb + k not in dims]
+    data = arr.data.squeeze(batch_dims + dense_dims) if batch_dims + dense_dims else arr.data
+    indices = arr.indices[..., keep].squeeze(batch_dims) if batch_dims else arr.indices[..., keep]
+    return BCOO(
+        (data, indices),
+        shape=tuple(s for i, s in enumerate(arr.shape) if i not in dims),
+        indices_sorted=arr.indices_sorted,
+        unique_indices=arr.unique_indices,
+    )
+
+
+def bcoo_rev(operand: BCOO, dimensions: Sequence[int]) -> BCOO:
+    """A BCOO array reversed along some dims (``jax.experimental.sparse.bcoo_rev``, the sparse
+    ``lax.rev``).
+
+    Arguments:
+      operand: a BCOO array.
+      dimensions: the dims to reverse.
+    Returns:
+      a BCOO array with the same layout and ``nse``.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> from functx.experimental.sparse import BCOO, bcoo_rev
+      >>> bcoo_rev(BCOO.fromdense(jnp.array([1.0, 0.0, 2.0, 0.0])), (0,)).todense()
+      Array([0., 2., 0., 1.], dtype=float32)
+    """
+    _require_bcoo(operand, "bcoo_rev")
+    dimensions = tuple(_index(d, "dimensions") for d in dimensions)
+    _check_shape(lax.rev, operand.shape, operand.dtype, dimensions)
+    nb, ns = operand.n_batch, operand.n_sparse
+    data, indices = operand.data, operand.indices
+    batch = [d for d in dimensions if d < nb]
+    data_dims = batch + [d - ns + 1 for d in dimensions if d >= nb + ns]
+    # (a broadcast, size-1 batch dim of a buffer reads the same reversed)
+    data = jnp.flip(data, data_dims) if data_dims else data
+    indices = jnp.flip(indices, batch) if batch else indices
+    flip = np.zeros(ns, bool)
+    flip[[d - nb for d in dimensions if nb <= d < nb + ns]] = True
+    if flip.any():
+        sparse = jnp.asarray(operand.shape[nb : nb + ns], indices.dtype)
+        ok = jnp.all((indices >= 0) & (indices < sparse), axis=-1, keepdims=True)
+        turned = jnp.where(flip, sparse - 1 - indices, indices)
+        indices = jnp.where(ok, turned, sparse)
+    return BCOO((data, indices), shape=operand.shape)
+
+
+def bcoo_broadcast_in_dim(
+    mat: BCOO, *, shape: Sequence[int], broadcast_dimensions: Sequence[int], sharding=None
+) -> BCOO:
+    """A BCOO array broadcast to a larger shape (``jax.experimental.sparse.bcoo_broadcast_in_dim``,
+    the sparse ``lax.broadcast_in_dim``): new dims before the first sparse dim become batch
+    dims, new dims after the last dense dim dense dims; new dims among the sparse dims must have
+    size 1.
+
+    Arguments:
+      mat: a BCOO array.
+      shape: the result's shape.
+      broadcast_dimensions: for each dim of ``mat``, the dim of the result it becomes.
+      sharding: unused.
+    Returns:
+      a BCOO array of ``shape``; batch and dense data are copied along new dims.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> from functx.experimental.sparse import BCOO, bcoo_broadcast_in_dim
+      >>> m = BCOO.fromdense(jnp.array([0.0, 1.0]))
+      >>> bcoo_broadcast_in_dim(m, shape=(3, 2), broadcast_dimensions=(1,))
+      BCOO(float32[3, 2], nse=1, n_batch=1)
+    """
+    del sharding
+    _require_bcoo(mat, "bcoo_broadcast_in_dim")
+    shape = tuple(_index(s, "shape") for s in shape)
+    bdims = tuple(_index(d, "broadcast_dimensions") for d in broadcast_dimensions)
+    if len(bdims) != mat.ndim:
+        raise FunctxValueError(
+            f"spinfo.shape={mat.shape} and broadcast_dimensions={bdims} must have the same "
+            "length" + where()
+        )
+    _check_shape(lax.broadcast_in_dim, mat.shape, mat.dtype, shape, bdims)
+    nb, ns, nd = mat.n_batch, mat.n_sparse, mat.n_dense
+    b_dims, s_dims, d_dims = bdims[:nb], bdims[nb : nb + ns], bdims[nb + ns :]
+    if max(b_dims, default=0) > min(s_dims, default=len(shape)):
+        raise FunctxValueError("Cannot mix batch and sparse dimensions during broadcast_in_dim")
+    if max(s_dims, default=0) > min(d_dims, default=len(shape)):
+        raise FunctxValueError("Cannot mix sparse and dense dimensions during broadcast_in_dim")
+    new_nb = min(bdims[nb:], default=len(shape))
+    new_nd = len(shape) - min(d_dims) if nd else 0
+    new_ns = len(shape) - new_nb - new_nd
+    if math.prod(mat.shape[nb : nb + ns]) != math.prod(shape[new_nb : new_nb + new_ns]):
+        raise UnsupportedError("Adding sparse dimensions with lengths != 1" + where())
+    data, indices = mat.data, mat.indices
+    if (new_nb, new_nd) != (nb, nd):
+        new_batch = shape[:new_nb]
+        data = lax.broadcast_in_dim(
+            data,
+            (*new_batch, mat.nse, *shape[new_nb + new_ns :]),
+            (*b_dims, new_nb, *(d - new_ns + 1 for d in d_dims)),
+        )
+        indices = lax.broadcast_in_dim(
+            indices, (*new_batch, mat.nse, ns), (*b_dims, new_nb, new_nb + 1)
+        )
+    if new_ns != ns:  # new size-1 sparse dims: index column 0
+        cols = [
+            indices[..., s_dims.index(d)] if d in s_dims else None
+            for d in range(new_nb, new_nb + new_ns)
+        ]
+        zero = jnp.zeros(indices.shape[:-1], indices.dtype)
+        indices = (
+            jnp.stack([zero if c is None else c for c in cols], axis=-1)
+            if cols
+            else indices[..., :0]
+        )
+    return BCOO((data, indices), shape=shape)
+
+
+def _set_nse(mat: BCOO, nse: int) -> BCOO:
+    """``mat`` with ``nse`` entries: padding entries appended (or trailing entries dropped)."""
+    if nse == mat.nse:
+        return mat
+    nb = mat.n_batch
+    if nse < mat.nse:
+        return BCOO(
+            (
+                mat.data[(slice(None),) * nb + (slice(0, nse),)],
+                mat.indices[(slice(None),) * nb + (slice(0, nse),)],
+            ),
+            shape=mat.shape,
+        )
+    extra = nse - mat.nse
+    pad_d = jnp.zeros((*mat.data.shape[:nb], extra, *mat.data.shape[nb + 1 :]), mat.dtype)
+    pad_i = jnp.broadcast_to(
+        jnp.asarray(mat.shape[nb : nb + mat.n_sparse], mat.indices.dtype),
+        (*mat.indices.shape[:nb], extra, mat.n_sparse),
+    )
+    return BCOO(
+        (jnp.concatenate([mat.data, pad_d], nb), jnp.concatenate([mat.indices, pad_i], nb)),
+        shape=mat.shape,
+    )
+
+
+def bcoo_concatenate(operands: Sequence[BCOO], *, dimension: int) -> BCOO:
+    """BCOO arrays joined along a batch or sparse dim
+    (``jax.experimental.sparse.bcoo_concatenate``, the sparse ``lax.concatenate``).
+
+    Arguments:
+      operands: BCOO arrays of one layout whose shapes agree except along ``dimension``.
+      dimension: the dim to join along (a batch or sparse dim).
+    Returns:
+      a BCOO array. Along a sparse dim the entries are appended (``nse`` is the sum); along a
+      batch dim the ``nse`` is the largest (the others padded).
+    Example:
+      >>> import functx.numpy as jnp
+      >>> from functx.experimental.sparse import BCOO, bcoo_concatenate
+      >>> a = BCOO.fromdense(jnp.array([1.0, 0.0]))
+      >>> b = BCOO.fromdense(jnp.array([0.0, 2.0, 3.0]))
+      >>> bcoo_concatenate([a, b], dimension=0).todense()
+      Array([1., 0., 0., 2., 3.], dtype=float32)
+    """
+    dimension = _index(dimension, "dimension")
+    operands = list(operands)
+    if not all(isinstance(op, BCOO) for op in operands):
+        raise FunctxValueError(
+            "bcoo_concatenate: expected operands to be a sequence of BCOO arrays. "
+            f"Got {operands}" + where()
+        )
+    out = eval_shape(
+        lambda *xs: lax.concatenate(xs, dimension),
+        *(ShapeDtypeStruct(op.shape, op.dtype) for op in operands),
+    )
+    if len({op.n_dense for op in operands}) > 1:
+        raise FunctxValueError(
+            "bcoo_concatenate requires inputs to have matching nse dimensions." + where()
+        )
+    n_batches = {op.n_batch for op in operands}
+    if len(n_batches) > 1 and max(n_batches) == 1:
+        # ``x[None]`` of a BCOO has one batch dim of size 1: align the layouts
+        for n in (1, 0):
+            if all(op.shape[0] == 1 for op in operands if op.n_batch != n):
+                operands = [bcoo_update_layout(op, n_batch=n) for op in operands]
+                break
+        n_batches = {op.n_batch for op in operands}
+    if len(n_batches) != 1:
+        raise FunctxValueError(
+            "bcoo_concatenate requires inputs to have matching batch dimensions." + where()
+        )
+    nb, ns = operands[0].n_batch, operands[0].n_sparse
+    ax = dimension if dimension < nb else None
+    for buf in ("data", "indices"):
+        batches = {
+            tuple(s for i, s in enumerate(getattr(op, buf).shape[:nb]) if i != ax)
+            for op in operands
+        }
+        if len(batches) != 1:
+            raise UnsupportedError(
+                "concatenation of arrays with broadcasted batch indices" + where()
+            )
+    if dimension < nb:
+        nse = max(op.nse for op in operands)
+        operands = [_set_nse(op, nse) for op in operands]
+        data = jnp.concatenate([op.data for op in operands], dimension)
+        indices = jnp.concatenate([op.indices for op in operands], dimension)
+    elif dimension < nb + ns:
+        offsets = np.cumsum([0] + [op.shape[dimension] for op in operands[:-1]])
+        column = np.arange(ns) == dimension - nb
+        data = jnp.concatenate([op.data for op in operands], nb)
+        indices = jnp.concatenate(
+            [
+                op.indices + jnp.asarray(column * off, op.indices.dtype)
+                for op, off in zip(operands, offsets)
+            ],
+            nb,
+        )
+    else:
+        raise UnsupportedError("Concatenation along dense dimensions." + where())
+    return BCOO((data, indices), shape=out.shape)
+
+
+def _grid(sizes, dtype):
+    """The row-major multi-indices of ``sizes``: an int array (prod(sizes), len(sizes))."""
+    cols = _unravel(jnp.arange(math.prod(sizes), dtype=dtype), tuple(sizes))
+    return jnp.stack(cols, axis=-1) if cols else jnp.zeros((1, 0), dtype)
+
+
+def _one_hot_place(data, cols, sizes, axis):
+    """``data`` (..., nse, *dense) spread over new axes of ``sizes`` inserted at ``axis``: the
+    entry's values at the position given by its index columns ``cols`` (..., nse, k), zeros
+    elsewhere (an out-of-bounds position drops the value)."""
+    ok = jnp.all((cols >= 0) & (cols < jnp.asarray(sizes, cols.dtype)), axis=-1)
+    flat = 0
+    for j, n in enumerate(sizes):
+        flat = flat * n + cols[..., j]
+    flat = jnp.where(ok, flat, -1)
+    p = math.prod(sizes)
+    n_lead = flat.ndim - 1  # the batch dims before the entry dim
+    hit = flat[..., None, :] == jnp.arange(p, dtype=flat.dtype)[:, None]  # (..., P, nse)
+    if axis > n_lead:  # the new axes after the entry dim: (..., nse, P)
+        hit = jnp.swapaxes(hit, -1, -2)
+    hit = hit.reshape(hit.shape + (1,) * (data.ndim - n_lead - 1))
+    where = n_lead if axis == n_lead else n_lead + 1
+    spread = jnp.where(hit, jnp.expand_dims(data, where), 0)
+    return spread.reshape(spread.shape[:where] + tuple(sizes) + spread.shape[where + 1 :])
+
+
+def bcoo_update_layout(
+    mat: BCOO,
+    *,
+    n_batch: int | None = None,
+    n_dense: int | None = None,
+    on_inefficient: str | None = "error",
+) -> BCOO:
+    """The same array in another layout, ``n_batch`` and ``n_dense`` changed
+    (``jax.experimental.sparse.bcoo_update_layout``).
+
+    Batch or dense dims that become sparse multiply ``nse`` by their size; sparse dims that
+    become batch or dense dims store explicit zeros, which is inefficient unless they have size
+    1: then ``on_inefficient`` says what happens.
+
+    Arguments:
+      mat: a BCOO array.
+      n_batch: the new number of batch dims (default: unchanged).
+      n_dense: the new number of dense dims (default: unchanged).
+      on_inefficient: ``"error"`` (raise :class:`SparseEfficiencyError`), ``"warn"``
+        (a :class:`SparseEfficiencyWarning`) or None (say nothing).
+    Returns:
+      a BCOO array equal to ``mat`` in the new layout.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> from functx.experimental.sparse import BCOO, bcoo_update_layout
+      >>> m = BCOO.fromdense(jnp.array([[0.0, 1.0], [2.0, 0.0]]), n_batch=1)
+      >>> bcoo_update_layout(m, n_batch=0)
+      BCOO(float32[2, 2], nse=2)
+    """
+    _require_bcoo(mat, "bcoo_update_layout")
+    n_batch = mat.n_batch if n_batch is None else _index(n_batch, "n_batch")
+    n_dense = mat.n_dense if n_dense is None else _index(n_dense, "n_dense")
+    if (n_batch, n_dense) == (mat.n_batch, mat.n_dense):
+        return mat
+    if on_inefficient not in ("error", "warn", None):
+        raise FunctxValueError(
+            f"on_inefficent={on_inefficient!r}; expected one of ['error', 'warn', None]."
+        )
+    if n_batch < 0:
+        raise FunctxValueError(f"n_batch must be non-negative; got {n_batch}" + where())
+    if n_dense < 0:
+        raise FunctxValueError(f"n_dense must be non-negative; got {n_dense}" + where())
+    if n_batch + n_dense > mat.ndim:
+        raise FunctxValueError(
+            f"sum of n_batch={n_batch} and n_dense={n_dense} cannot be larger than "
+            f"mat.ndim={mat.ndim}." + where()
+        )
+    shape, nd0 = mat.shape, mat.n_dense
+    for kind, new, old, dims in (
+        ("n_dense", n_dense, nd0, shape[mat.ndim - n_dense : mat.ndim - nd0]),
+        ("n_batch", n_batch, mat.n_batch, shape[mat.n_batch : n_batch]),
+    ):
+        if new > old and any(d > 1 for d in dims) and on_inefficient is not None:
+            msg = (
+                f"For matrix of shape {shape}, increasing {kind} from {old} to {new} results in "
+                "inefficient storage."
+            )
+            if on_inefficient == "error":
+                raise SparseEfficiencyError(
+                    msg + " To disable this error, set the on_inefficient argument of "
+                    "bcoo_update_layout to 'warn' or None." + where()
+                )
+            warnings.warn(
+                msg + " To disable this warning, set the on_inefficient argument of "
+                "bcoo_update_layout to None.",
+                SparseEfficiencyWarning,
+                stacklevel=2,
+            )
+    data, indices = mat.data, mat.indices
+    nb, nd = mat.n_batch, nd0
+    idt = indices.dtype
+    if n_dense < nd:  # the leading dense dims become trailing sparse dims
+        moved = data.shape[nb + 1 : nb + 1 + nd - n_dense]
+        p = math.prod(moved)
+        data = data.reshape(
+            (*data.shape[:nb], data.shape[nb] * p, *data.shape[nb + 1 + len(moved) :])
+        )
+        grid = jnp.broadcast_to(_grid(moved, idt), (*indices.shape[:-1], p, len(moved)))
+        old = jnp.broadcast_to(indices[..., None, :], (*indices.shape[:-1], p, indices.shape[-1]))
+        indices = jnp.concatenate([old, grid], axis=-1)
+        indices = indices.reshape((*indices.shape[:nb], -1, indices.shape[-1]))
+        nd = n_dense
+    if n_batch < nb:  # the trailing batch dims become leading sparse dims
+        moved = shape[n_batch:nb]
+        data, indices = _batch_full(data, shape[:nb]), _batch_full(indices, shape[:nb])
+        nse, p = indices.shape[nb], math.prod(moved)
+        grid = jnp.broadcast_to(
+            _grid(moved, idt)[:, None, :], (*shape[:n_batch], p, nse, len(moved))
+        )
+        indices = indices.reshape((*shape[:n_batch], p, nse, indices.shape[-1]))
+        indices = jnp.concatenate([grid, indices], axis=-1)
+        indices = indices.reshape((*shape[:n_batch], p * nse, indices.shape[-1]))
+        data = data.reshape((*shape[:n_batch], p * nse, *data.shape[nb + 1 :]))
+        nb = n_batch
+    if n_dense > nd:  # the trailing sparse dims become leading dense dims
+        k = n_dense - nd
+        sizes = shape[mat.ndim - n_dense : mat.ndim - nd]
+        data = _one_hot_place(data, indices[..., -k:], sizes, nb + 1)
+        indices = indices[..., :-k]
+        nd = n_dense
+    if n_batch > nb:  # the leading sparse dims become trailing batch dims
+        k = n_batch - nb
+        sizes = shape[nb:n_batch]
+        data = _one_hot_place(data, indices[..., :k], sizes, nb)
+        rest = indices[..., k:]
+        indices = jnp.broadcast_to(
+            jnp.expand_dims(rest, tuple(range(nb, nb + k))),
+            (*rest.shape[:nb], *sizes, *rest.shape[nb:]),
+        )
+    return BCOO((data, indices), shape=shape)
+
+
+# -- products and gathers ----------------------------------------------------------------------
+
+
+def bcoo_multiply_sparse(lhs: BCOO, rhs: BCOO) -> BCOO:
+    """The elementwise product of two BCOO arrays
+    (``jax.experimental.sparse.bcoo_multiply_sparse``): every pair of entries at one position
+    (size-1 dims broadcast) gives an entry of the product.
+
+    Arguments:
+      lhs: a BCOO array.
+      rhs: a BCOO array of the same rank and number of dense dims, whose shape broadcasts with
+        ``lhs``'s.
+    Returns:
+      a BCOO array of the broadcast shape with ``lhs.nse * rhs.nse`` entries (the unmatched ones
+      padding) and ``min(lhs.n_batch, rhs.n_batch)`` batch dims.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> from functx.experimental.sparse import BCOO, bcoo_multiply_sparse
+      >>> a = BCOO.fromdense(jnp.array([1.0, 0.0, 2.0]))
+      >>> b = BCOO.fromdense(jnp.array([0.0, 3.0, 4.0]))
+      >>> bcoo_multiply_sparse(a, b).todense()
+      Array([0., 0., 8.], dtype=float32)
+    """
+    _require_bcoo(lhs, "bcoo_multiply_sparse")
+    _require_bcoo(rhs, "bcoo_multiply_sparse")
+    if lhs.ndim != rhs.ndim:
+        raise FunctxTypeError(
+            "bcoo_multiply_sparse: arrays must have same number of dimensions, got "
+            f"{lhs.shape}, {rhs.shape}" + where()
+        )
+    if lhs.n_dense != rhs.n_dense:
+        raise UnsupportedError(
+            "bcoo_multiply_sparse: arrays with differing numbers of dense dimensions: "
+            f"{lhs}, {rhs}" + where()
+        )
+    shape = tuple(np.broadcast_shapes(lhs.shape, rhs.shape))
+    nb = min(lhs.n_batch, rhs.n_batch)
+    lhs, rhs = (bcoo_update_layout(m, n_batch=nb) for m in (lhs, rhs))
+    batch, ns = shape[:nb], lhs.n_sparse
+    sparse = shape[nb : nb + ns]
+    (ld, li), (rd, ri) = (
+        (
+            x.reshape((math.prod(batch), *x.shape[nb:]))
+            for x in (_batch_full(m.data, batch), _batch_full(m.indices, batch))
+        )
+        for m in (lhs, rhs)
+    )
+    nl, nr = lhs.nse, rhs.nse
+    nse = nl * nr
+    dt = jnp.result_type(lhs.dtype, rhs.dtype)
+    # the sparse dims where both have more than one position decide whether two entries meet
+    dims = [k for k in range(ns) if lhs.shape[nb + k] != 1 and rhs.shape[nb + k] != 1]
+    meet = jnp.all(li[:, :, None, dims] == ri[:, None, :, dims], axis=-1).reshape(-1, nse)
+    (pair,) = vmap(lambda m: jnp.nonzero(m, size=nse, fill_value=0))(meet)
+    found = jnp.arange(nse) < jnp.sum(meet, axis=1, keepdims=True)
+    il, ir = pair // max(nr, 1), pair % max(nr, 1)
+    data = _take_rows(ld, il).astype(dt) * _take_rows(rd, ir).astype(dt)
+    data = jnp.where(found.reshape(found.shape + (1,) * (data.ndim - 2)), data, 0)
+    # (a size-1 dim of one operand has index 0 there: the larger index is the product's)
+    indices = jnp.maximum(_take_rows(li, il), _take_rows(ri, ir))
+    indices = jnp.where(found[..., None], indices, jnp.asarray(sparse, li.dtype))
+    data = data.reshape((*batch, nse, *data.shape[2:]))
+    return BCOO((data, indices.reshape((*batch, nse, ns))), shape=shape)
+
+
+def _multiply_sparse(x: BCOO, y: BCOO) -> BCOO:
+    """``x * y``: the stored values multiplied where both share one set of unique indices,
+    else ``bcoo_multiply_sparse`` (a rule of ``sparsify`` and BCOO's ``*``)."""
+    if x.indices is y.indices and x.unique_indices and x.shape == y.shape:
+        return x._with_data(x.data * y.data)
+    return bcoo_multiply_sparse(x, y)
+
+
+def _extract_at(indices, arr):
+    """The values of the dense ``arr`` at the BCOO ``indices`` (batch dims broadcast), shaped as
+    a BCOO's data (zero at padding)."""
+    nb, ns = indices.ndim - 2, indices.shape[-1]
+    batch, sparse, dense = _split(arr.shape, nb, ns)
+    flat = _batch_full(indices, batch).reshape((math.prod(batch), *indices.shape[nb:]))
+    data = (
+        arr.reshape((flat.shape[0], *sparse, *dense))
+        .at[_positions(flat)]
+        .get(mode="fill", fill_value=0)
+    )
+    return data.reshape(batch + data.shape[1:])
+
+
+def bcoo_dot_general_sampled(A, B, indices, *, dimension_numbers):
+    """A contraction of two dense arrays read only at given BCOO positions
+    (``jax.experimental.sparse.bcoo_dot_general_sampled``): the ``data`` of
+    ``lax.dot_general(A, B, dimension_numbers)`` at ``indices`` (the transpose of a sparse
+    product, as its gradient in the sparse operand's data uses).
+
+    Arguments:
+      A: a dense array.
+      B: a dense array.
+      indices: BCOO indices (``batch + (nse, n_sparse)``) into the product's shape.
+      dimension_numbers: ``((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))``.
+    Returns:
+      an Array shaped as a BCOO's data: the product's values at ``indices`` (zero at padding).
+    Example:
+      >>> import functx.numpy as jnp
+      >>> from functx.experimental.sparse import bcoo_dot_general_sampled
+      >>> A, B = jnp.array([[1.0, 2.0], [3.0, 4.0]]), jnp.array([[1.0, 0.0], [0.0, 1.0]])
+      >>> bcoo_dot_general_sampled(A, B, jnp.array([[0, 1], [1, 0]]),
+      ...                          dimension_numbers=(((1,), (0,)), ((), ())))
+      Array([2., 3.], dtype=float32)
+    """
+    (lc, rc), (lb, rb) = dimension_numbers
+    dn = ((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb)))
+    indices = jnp.asarray(indices)
+    return _extract_at(indices, lax.dot_general(A, B, dn))
+
+
+def bcoo_gather(
+    operand: BCOO,
+    start_indices,
+    dimension_numbers,
+    slice_sizes,
+    *,
+    unique_indices: bool = False,
+    indices_are_sorted: bool = False,
+    mode=None,
+    fill_value=None,
+) -> BCOO:
+    """``lax.gather`` of a BCOO array (``jax.experimental.sparse.bcoo_gather``): each window is a
+    ``bcoo_dynamic_slice``, the windows are stacked along new batch dims.
+
+    Arguments:
+      operand: a BCOO array.
+      start_indices: an integer array whose last axis holds the start of a window.
+      dimension_numbers: a ``lax.GatherDimensionNumbers`` (no operand batching dims).
+      slice_sizes: the window's size along every dim of ``operand``.
+      unique_indices: unused, as in JAX.
+      indices_are_sorted: unused, as in JAX.
+      mode: ``None`` or ``"promise_in_bounds"`` (windows clamped into the array); JAX has no
+        other mode for BCOO either.
+      fill_value: unused.
+    Returns:
+      a BCOO array of ``lax.gather``'s output shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> from functx import lax
+      >>> from functx.experimental.sparse import BCOO, bcoo_gather
+      >>> m = BCOO.fromdense(jnp.array([[0.0, 1.0], [2.0, 0.0], [0.0, 3.0]]))
+      >>> dn = lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,),
+      ...                                 start_index_map=(0,))
+      >>> bcoo_gather(m, jnp.array([[2], [0]]), dn, slice_sizes=(1, 2)).todense()
+      Array([[0., 3.],
+             [0., 1.]], dtype=float32)
+    """
+    del unique_indices, indices_are_sorted, fill_value
+    _require_bcoo(operand, "bcoo_gather")
+    if mode is not None and str(getattr(mode, "name", mode)).lower() != "promise_in_bounds":
+        raise UnsupportedError(f"bcoo_gather: mode={mode!r} not yet supported." + where())
+    return _gather(operand, jnp.asarray(start_indices), dimension_numbers, tuple(slice_sizes))
+
+
+def _gather(operand, start_indices, dn, slice_sizes):
+    out = eval_shape(
+        lambda x, i: lax.gather(x, i, dn, slice_sizes),
+        ShapeDtypeStruct(operand.shape, operand.dtype),
+        ShapeDtypeStruct(start_indices.shape, start_indices.dtype),
+    )
+    if getattr(dn, "operand_batching_dims", ()):
+        raise UnsupportedError("bcoo_gather: operand_batching_dims are not in functx" + where())
+    sizes, mapped = list(operand.shape), [None] * operand.ndim
+    zero = jnp.zeros((), start_indices.dtype)
+    starts = [zero] * operand.ndim
+    for i, d in enumerate(dn.start_index_map):
+        starts[d], sizes[d], mapped[d] = start_indices[..., i].reshape(-1), slice_sizes[d], 0
+
+    def window(starts):
+        piece = bcoo_dynamic_slice(operand, starts, sizes)
+        return bcoo_squeeze(piece, dimensions=dn.collapsed_slice_dims)
+
+    res = vmap(window, in_axes=(mapped,))(starts)
+    lead = start_indices.shape[:-1]
+    res = bcoo_reshape(res, new_sizes=(*lead, *res.shape[1:]))
+    if res.ndim:
+        # the gathered dims come first: move the window dims to offset_dims
+        batch_pos = [p for p in range(len(out.shape)) if p not in dn.offset_dims]
+        perm = np.argsort(batch_pos + list(dn.offset_dims))
+        if sorted(perm[: len(batch_pos)]) != list(range(len(batch_pos))):
+            res = bcoo_update_layout(res, n_batch=0)
+        res = bcoo_transpose(res, permutation=tuple(int(p) for p in perm))
+    return bcoo_reshape(res, new_sizes=out.shape).astype(out.dtype)
+
+
 # -- constructors -----------------------------------------------------------------------------
 
 
@@ -751,7 +1661,7 @@ def _empty(shape, dtype=None, index_dtype="int32", n_dense=0, n_batch=0, nse=0) 
     if n_sparse < 0 or n_dense < 0 or n_batch < 0 or nse < 0:
         raise FunctxValueError(f"Invalid inputs: {shape=}, {n_dense=}, {n_batch=}, {nse=}")
     batch, sparse, dense = _split(shape, n_batch, n_sparse)
-    data = jnp.zeros((*batch, nse, *dense), dtypes.canonicalize_dtype(dtype or np.float32))
+    data = jnp.zeros((*batch, nse, *dense), dtypes.canonicalize_dtype(dtype or float))
     indices = jnp.broadcast_to(jnp.asarray(sparse, index_dtype), (*batch, nse, n_sparse))
     return BCOO((data, indices), shape=shape, indices_sorted=True, unique_indices=True)
 
@@ -762,7 +1672,7 @@ def _eye(n, m, k, dtype=None, index_dtype="int32", n_batch=0, n_dense=0) -> BCOO
     size = min(n, m - k) if k > 0 else min(n + k, m)
     if size <= 0:
         return _empty((n, m), dtype, index_dtype, n_dense, n_batch)
-    dtype = dtypes.canonicalize_dtype(dtype or np.float32)
+    dtype = dtypes.canonicalize_dtype(dtype or float)
     if n_batch or n_dense:
         eye = jnp.eye(n, m, k, dtype=dtype)
         return bcoo_fromdense(eye, n_batch=n_batch, n_dense=n_dense, index_dtype=index_dtype)

@@ -468,6 +468,7 @@ def _blas_call(prog, nodes, blas, ct):
         *(_job(node, ct, whole=lib is None, own=own) for node in nodes),
         "    };",
         f"    fx_gemm_run({routine}, {threads}, fx_jobs, {len(nodes)});",
+        *([gemm.CHECK] if own else []),
         "  }",
     ]
 

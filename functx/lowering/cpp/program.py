@@ -20,7 +20,6 @@ from functx.lowering import common
 from functx.lowering.common import adopt_consts, sub_program
 from functx.lowering.cpp import (
     ascan,
-    attention,
     dot,
     dus,
     greduce,
@@ -64,13 +63,6 @@ UNITS_MAX = 4
 # buffers: gcc's vectoriser and dead-store pass take minutes over one function holding thousands
 # of restrict pointers (2,000 outputs).
 SPLIT_BUFFERS = 256
-
-
-# The main unit's other sources, weighed as characters of generated kernels for the balance of
-# the units: sub-programs by their length; the flash-attention templates (cpp/attention.py) by
-# their gcc time, 0.56 s of CPU at -O3 on the Zen 4 (the generated kernels' 14-20 ms a KB: about
-# 32,000 characters, three times their length).
-_SUB_CHARS = {attention.KERNELS: 32000}
 
 
 _MAIN_ONLY = ("fx_sub", "fx_sgemm", "fx_dgemm", "fx_alloc", "fx_free", "fx_gemm_narrow", "fx_host")
@@ -269,7 +261,7 @@ class CppProgram:
         100 characters a buffer for its allocation, release and entry in ``fx_env``: gcc's time
         was 14-20 ms a KB over the GPT block's, the CNN's and the Newton step's units; at 100
         their larger units took 0.45, 0.62 and 0.33 s of gcc CPU, at 150 0.55, 0.58 and 0.34,
-        before 0.67, 0.70 and 0.45; the main unit's sub-programs and templates too: ``_SUB_CHARS``);
+        before 0.67, 0.70 and 0.45; the main unit's sub-programs too, by their length);
         returns the new body."""
         movable = [
             (len("\n".join(body[a:b])), i, a, b)
@@ -280,7 +272,7 @@ class CppProgram:
         every = len(env) > SPLIT_BUFFERS  # each kernel a function of its own (see SPLIT_BUFFERS)
         if moved < SPLIT_MIN_CHARS and not every:
             return body
-        subs = sum(_SUB_CHARS.get(t, len(t)) for t in self.subs)  # (in the main unit)
+        subs = sum(len(t) for t in self.subs)  # (in the main unit)
         load = [len("\n".join(body)) - moved + 100 * len(env) + subs] + [0] * (units - 1)
         home = {}
         for size, i, a, b in sorted(movable, reverse=True):

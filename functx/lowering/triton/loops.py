@@ -28,6 +28,12 @@ def _carries(prog, tag, inits):
     return lines, a, b
 
 
+def _invariants(tag, consts):
+    """Flat views of the loop's constants, made once before the loop: ``(lines, names)``."""
+    names = [f"{tag}c{m}" for m in range(len(consts))]
+    return [f"    {x} = {_view(n)}" for x, n in zip(names, consts)], names
+
+
 def _loop_scan(prog, k: Kernel, group):
     why = devloop.render(prog, k, group)  # (None: one kernel with the loop inside)
     if why is None:
@@ -39,14 +45,21 @@ def _loop_scan(prog, k: Kernel, group):
     carry_out, ys = outs[:nk], outs[nk:]
     tag = f"L{k.index}"
     lines, a, b = _carries(prog, tag, carry)
-    i = f"({length - 1} - it)" if group["reverse"] else "it"
-
-    def at(n):
+    more, cs = _invariants(tag, consts)
+    lines += more
+    i = f"{length - 1} - it" if group["reverse"] else "it"
+    # each stacked xs / ys buffer as its ``length`` steps, views made by one ``unbind`` before
+    # the loop (two slicing calls of torch per buffer and step cost more than the launches)
+    steps = []
+    for m, n in enumerate(xs + ys):
         sz = math.prod(n.shape[1:])
-        return f"{n.buf}.view(-1)[{i} * {sz}:({i} + 1) * {sz}]"
-
-    args = [_view(c) for c in consts] + a + [at(x) for x in xs]
-    res = b + [at(y) for y in ys]
+        steps.append(f"{tag}s{m}")
+        lines.append(
+            f"    {steps[-1]} = {n.buf}.view(-1)[:{length * sz}].view({length}, {sz}).unbind(0)"
+        )
+    at = [f"{s}[{i}]" for s in steps]
+    args = cs + a + at[: len(xs)]
+    res = b + at[len(xs) :]
     lines += [
         f"    for it in range({length}):",
         f"        {name}([{', '.join(args)}], [{', '.join(bconsts)}], [{', '.join(res)}])",
@@ -70,15 +83,14 @@ def _loop_while(prog, k: Kernel, group):
     cc, bc, carry = ins[:ncc], ins[ncc : ncc + nbc], ins[ncc + nbc :]
     tag = f"W{k.index}"
     lines, a, b = _carries(prog, tag, carry)
-    lines += [
+    more, cs = _invariants(tag, cc + bc)
+    lines += more + [
         f"    {tag}flag = torch.empty(1, dtype=torch.bool, device=dev)",
         "    while True:",
-        f"        {cname}([{', '.join([_view(c) for c in cc] + a)}], "
-        f"[{', '.join(cconsts)}], [{tag}flag])",
+        f"        {cname}([{', '.join(cs[:ncc] + a)}], [{', '.join(cconsts)}], [{tag}flag])",
         f"        if not bool({tag}flag.item()):",
         "            break",
-        f"        {bname}([{', '.join([_view(c) for c in bc] + a)}], "
-        f"[{', '.join(bconsts)}], [{', '.join(b)}])",
+        f"        {bname}([{', '.join(cs[ncc:] + a)}], [{', '.join(bconsts)}], [{', '.join(b)}])",
     ]
     if a:
         lines.append(f"        {', '.join(a + b)} = {', '.join(b + a)}")

@@ -8,12 +8,14 @@ launch sites, and the executables ``functx.jit`` holds.
 * **Launch sites.** Each kernel launch in a module's host code goes through a ``Site``. Its first
   call goes through Triton (``kernel[grid](...)``), which compiles the kernel and returns it; later
   calls give the compiled kernel's launcher the grid, the stream and the buffers directly, which
-  skips Triton's per-call argument binding and specialisation. A compiled kernel assumes that its
-  pointers are 16-byte aligned if they were at the first call, so a call with a misaligned buffer
-  goes through Triton again; so does every call while a Triton launch hook (a profiler) is set.
+  skips Triton's per-call argument binding and specialisation. Triton compiles a kernel for the
+  pattern of its pointers' 16-byte alignment, so a site keeps a compiled kernel per pattern (the
+  first call with a new pattern goes through Triton): a host loop passing slices of a stacked
+  buffer (25 float32 values a step: aligned every fourth step) launches directly every step.
+  Every call goes through Triton while a Triton launch hook (a profiler) is set.
   ``FUNCTX_TRITON_DIRECT=0`` turns the direct launches off. Before an executable's first run on
   a GPU, ``precompile.py`` compiles its kernels in parallel (a dry run of the host code records
-  each site's first launch), so those first launches find them compiled.
+  each site's launches), so those first launches find them compiled.
 * **CUDA graphs**: programs of at least ``GRAPH_MIN_LAUNCHES`` launches (kernels, matrix
   products and graph-safe library steps, each counted as the launches it stands for:
   ``step_launches``) replay a CUDA graph of their whole host function instead of launching
@@ -28,8 +30,10 @@ launch sites, and the executables ``functx.jit`` holds.
     instance with its outputs copied. A hand-out instance reads in place the arguments that lie
     where they lay in the previous call or in the outputs it handed out (a training loop's
     parameters: two instances then read each other's outputs), and copies only the others in.
-    On an H100 host, the 16-launch per-sample-gradient step on
-    8 samples: about 400 us with direct launches, 157 us replayed (with outputs copied).
+    Where the first capture was slow (``GRAPH_SLOW_CAPTURE_S``: a host loop, whose capture runs
+    every iteration's host code), every call replays the first instance. On an H100 host, the
+    16-launch per-sample-gradient step on 8 samples: about 400 us with direct launches, 157 us
+    replayed (with outputs copied).
   - **in place** (``graph_mode == "in place"``, larger data, where copies would cost more than the
     graph saves): ``InPlaceGraphs``. A graph reads the inputs where they lie, so it serves only
     calls whose inputs sit at the addresses it was captured with (a call with addresses seen before
@@ -149,7 +153,9 @@ class Site:
     def __init__(self, kernel, num_warps: int):
         self.kernel = kernel
         self.num_warps = num_warps
-        self.fast: dict = {}  # device index -> _fast_entry(compiled kernel)
+        # device index (16-byte aligned buffers), or (device index, _misaligned bits) ->
+        # _fast_entry(the kernel Triton compiled for that alignment)
+        self.fast: dict = {}
         self.name = getattr(kernel, "__name__", None) or getattr(
             getattr(kernel, "fn", None), "__name__", "kernel"
         )
@@ -165,15 +171,16 @@ class Site:
         fast = self.fast
         if fast:
             dev = _cuda[0]()
-            f = fast.get(dev)
-            if f is not None and not _hooks_active():
+            if not _hooks_active():
                 # the buffers' addresses as integers: the launcher takes them as they are
                 # (given tensors, it asks each for data_ptr() and checks it with the driver)
                 ptrs = [a.data_ptr() for a in args]
                 bits = 0
                 for p in ptrs:
                     bits |= p
-                if not bits & 15:  # compiled for 16-byte aligned buffers
+                # (the kernel compiled for 16-byte aligned buffers, else for this pattern)
+                f = fast.get(dev if not bits & 15 else (dev, _misaligned(ptrs)))
+                if f is not None:
                     if f[0]:  # the launcher's C function (no scratch memory to allocate)
                         f[1](
                             g0,
@@ -216,14 +223,28 @@ class Site:
         if _cuda is None:
             _bind_cuda()
         dev = _cuda[0]()
-        if dev in self.fast or not _aligned(args):
+        ptrs = [a.data_ptr() for a in args]
+        key = dev if _aligned(args) else (dev, _misaligned(ptrs))
+        if key in self.fast:
             return
         try:
-            self.fast[dev] = _fast_entry(ck)
+            self.fast[key] = _fast_entry(ck)
         except AttributeError as e:  # another Triton's compiled-kernel interface
             if not self.note:
                 self.note = f"direct launches unavailable ({e})"
                 log(f"Triton kernel {self.name}: {self.note}; launching through Triton")
+
+
+def _misaligned(ptrs) -> int:
+    """Which of the addresses ``ptrs`` are not 16-byte aligned, as bits (bit ``i``: ``ptrs[i]``):
+    Triton compiles a kernel for each pattern (a host loop's slices of a stacked ``xs``/``ys``
+    buffer at ``it * 100`` bytes give two), and a site keeps each pattern's compiled kernel."""
+    mask, bit = 0, 1
+    for p in ptrs:
+        if p & 15:
+            mask |= bit
+        bit <<= 1
+    return mask
 
 
 def _fast_entry(ck):
@@ -377,6 +398,10 @@ GRAPH_BYTES_PER_LAUNCH = 8 << 20  # copying this in and out takes about 6 us on 
 GRAPH_INSTANCES = 2  # in-place graphs an executable keeps (a caller holding the last result)
 GRAPH_MAX_CAPTURES = 16  # in-place captures of one executable, at most
 HANDOUT_INSTANCES = 3  # copy-mode graphs of an executable whose outputs are handed out
+# a copy-mode capture slower than this (seconds: a host loop's every iteration, thousands of
+# launches) captures no hand-out instances after it: each would cost as much, to save copies
+# of the arguments and results (microseconds a call)
+GRAPH_SLOW_CAPTURE_S = 0.1
 _ALIGN = 16  # bytes: where each static input of a copy-mode graph starts
 
 
@@ -633,7 +658,10 @@ class CopyGraphs:
     buffers and writes new ones, ``Y`` reads ``X``'s and writes into ``P``'s (``P`` retires), so a
     loop ``params = step(params, batch)`` alternates between them and copies only the batch.
     A call no instance serves captures a new one, retiring the least recently used instance
-    whose outputs are free where the limit is reached (at most ``GRAPH_MAX_CAPTURES`` captures).
+    whose outputs are free where the limit is reached (at most ``GRAPH_MAX_CAPTURES`` captures;
+    none after a first capture slower than ``GRAPH_SLOW_CAPTURE_S``: a program with a host loop,
+    whose every capture runs all its iterations' host code, replays the fallback instance from
+    its third call on instead of capturing a hand-out instance on the third and fourth).
     Instances share the fallback's memory pool (they replay one after another on one stream, and
     their outputs are allocated outside it), so an instance costs its outputs' bytes.
     Scalar outputs beside larger ones are copied out rather than handed out, so a loop that
@@ -662,7 +690,10 @@ class CopyGraphs:
         last, self.last_addrs = self.last_addrs, addrs
         if self.copying is None:  # (filled first: the capture runs the program once)
             self.full.fill(ins)
+            t0 = time.perf_counter()
             self.copying = self.capture(self.static_in, None, None)
+            if time.perf_counter() - t0 > GRAPH_SLOW_CAPTURE_S:
+                self.captures = GRAPH_MAX_CAPTURES  # (no more: copies in and out from now on)
             return self._copy_out(ins, filled=True)
         inst = next((i for i in self.handout if i.matches(addrs) and i.is_free()), None)
         if inst is None or len(inst.bound) < len(ins):  # (else no instance could bind more)
@@ -1129,18 +1160,15 @@ class TritonExecutable:
     def _capture(self, dev, static_in, outs, pool):
         """A graph of the program reading ``static_in`` and writing ``outs`` (allocated here,
         inside the graph's memory, where None); ``pool``: the memory pool of an earlier graph
-        of this program to share (None for the first, which runs once off the default stream
-        first, as torch advises). Returns ``(outputs, graph)``."""
+        of this program to share (None for the first). No warm-up run first (torch's advice for
+        a first capture): ``_graphed`` captures only after a direct run of the program on this
+        device and stream, which compiled its kernels and made cuBLAS's handle, as for in-place
+        graphs; a warm-up cost a whole run more (a host loop's every iteration).
+        Returns ``(outputs, graph)``."""
         import torch
 
         t0 = time.perf_counter()
         consts = self._consts(dev)
-        if pool is None:
-            side = torch.cuda.Stream(dev)
-            side.wait_stream(torch.cuda.current_stream(dev))
-            with torch.cuda.stream(side):
-                self._run_module(static_in, consts, self._outputs(dev))
-            torch.cuda.current_stream(dev).wait_stream(side)
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g, pool=pool):
             if outs is None:
