@@ -202,3 +202,16 @@ def test_precompile_is_off_under_the_switch_and_under_the_interpreter(monkeypatc
     monkeypatch.setenv("TRITON_INTERPRET", "0")
     monkeypatch.setenv("FUNCTX_TRITON_PRECOMPILE", "0")
     assert pre.precompile(*args) == 0
+
+
+@pytest.mark.parametrize("key", [0, (0, 0b10)])  # (aligned buffers; a misaligned pattern)
+def test_precompile_skips_a_module_whose_sites_launch_directly_on_the_device(monkeypatch, key):
+    x = RNG.standard_normal((12, 10)).astype(np.float32)
+    w = RNG.standard_normal((10, 16)).astype(np.float32)
+    exe = _exe(_several_kernels, x, w)
+    monkeypatch.setattr(pre, "record", lambda *a: pytest.fail("a dry run would launch it"))
+    monkeypatch.setattr(pre, "_device_index", lambda dev: 0)
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    site = exe.sites[-1]
+    monkeypatch.setitem(site.fast, key, None)
+    assert pre.precompile(exe, CPU, [torch.as_tensor(x), torch.as_tensor(w)], []) == 0
