@@ -11,6 +11,7 @@ import numpy as np
 
 from functx import config, lax
 from functx.lowering.schedule import Kernel
+from functx.lowering.triton import gemm
 from functx.lowering.triton.conv import _retrace
 
 
@@ -23,11 +24,33 @@ def render(prog, k: Kernel):
         return
     # the product's own precision=, else the default (see functx.default_matmul_precision)
     tf32 = (p.get("precision") or config.matmul_precision()) != "float32"
+    dt = np.dtype(node.dtype).name
+    if np.dtype(lhs.dtype) == np.dtype(rhs.dtype) == np.dtype(node.dtype):
+        shape = (p["batch"], p["m"], p["k"], p["n"], p["lhs_trans"], p["rhs_trans"], dt, tf32)
+        prod = gemm.Product(*shape)
+        cfg = gemm.choose(prod)
+        if cfg is not None:
+            _triton_product(prog, k, prod, cfg, (lhs.buf, rhs.buf, node.buf))
+            return
     prog.host.append(
         f"    _fx_dot({lhs.buf}, {rhs.buf}, {node.buf}, {p['batch']}, {p['m']}, "
         f"{p['k']}, {p['n']}, {p['lhs_trans']}, {p['rhs_trans']}, {tf32})"
         f"  # kernel {k.index}: dot_general {lhs.shape} x {rhs.shape}"
     )
+
+
+def _triton_product(prog, k: Kernel, prod, cfg, bufs):
+    """Product ``prod`` as Triton kernels (``gemm.kernels``) launched from the host function."""
+    name = prog._kname(k, "gemm")
+    ws = f"ws{k.index}"
+    n_ws = gemm.workspace_elements(prod, cfg)
+    if n_ws:
+        prog.host.append(f"    {ws} = torch.empty({n_ws}, dtype=torch.float32, device=dev)")
+    defs, launches = gemm.kernels(name, prod, cfg, ws)
+    prog.defs.extend(defs)
+    names = dict(zip(("a", "b", "out"), bufs), **{ws: ws})
+    for kname, (g0, g1), params, warps in launches:
+        prog._launch(kname, f"{g0}, {g1}", [names[x] for x in params], warps)
 
 
 # --- matrix-vector products as sums ----------------------------------------------------------
