@@ -110,7 +110,7 @@ def kernels(name: str, p: Product, cfg: Config, ws: str = "ws"):
         f"    rk = tl.arange(0, {bk})",
         f"    pa = a + bz * {m * k} + rmc[:, None] * {sam} + rk[None, :] * {sak}",
         f"    pb = b + bz * {k * n} + rk[:, None] * {sbk} + rnc[None, :] * {sbn}",
-        f"    acc = tl.zeros(({bm}, {bn}), dtype=tl.float32)",
+        f"    acc = tl.full([{bm}, {bn}], 0.0, tl.float32)",
         f"    k0 = ks * {chunk}",
         f"    k1 = tl.minimum(k0 + {chunk}, {k})",
         f"    for kk in tl.range(k0, k1, {bk}, num_stages={cfg.stages}):",

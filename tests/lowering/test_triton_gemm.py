@@ -1,0 +1,147 @@
+"""Triton matrix products (``lowering/triton/gemm.py``): the generated GEMM and its split
+contraction against NumPy float64, in every operand layout, with edge tiles and batches; a jitted
+program whose products the table sends to Triton against JAX; what stays on cuBLAS. Triton's CPU
+interpreter stands in for the GPU (``TRITON_INTERPRET=1``, set per test);
+``FUNCTX_TEST_TRITON_GPU=1`` runs them on a CUDA GPU (TF32 products there, held to TF32's error)."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import os
+import re
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+jax = pytest.importorskip("jax")
+
+import functx  # noqa: E402
+from functx.lowering.triton import gemm  # noqa: E402
+from functx.lowering.triton.gemm import Config, Product  # noqa: E402
+
+ON_GPU = os.environ.get("FUNCTX_TEST_TRITON_GPU", "0") not in ("", "0")
+DEV = "cuda" if ON_GPU else "cpu"
+# relative error of a float32 product: the interpreter multiplies in float32, a GPU in TF32
+TOL = 5e-3 if ON_GPU else 1e-5
+
+
+@pytest.fixture(autouse=True)
+def interpreter(monkeypatch):
+    from functx.devices import device as placement
+
+    if ON_GPU and not torch.cuda.is_available():
+        pytest.skip("FUNCTX_TEST_TRITON_GPU=1 without a CUDA device")
+    if not ON_GPU:
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setattr(placement, "_gpu_list", placement._gpu_list or None)
+    monkeypatch.setattr(placement, "GPU_IN_USE", placement.GPU_IN_USE)
+
+
+def _run(tmp_path, p: Product, cfg: Config, a, b):
+    """``gemm.kernels`` of ``(p, cfg)`` run on flat float32 (or bfloat16) tensors."""
+    defs, launches = gemm.kernels("kg", p, cfg)
+    path = tmp_path / f"g{abs(hash((p, cfg)))}.py"
+    path.write_text("import triton\nimport triton.language as tl\n\n\n" + "\n\n".join(defs))
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    tdt = torch.float32 if p.dtype == "float32" else getattr(torch, p.dtype)
+    bufs = {
+        "a": torch.from_numpy(a).to(DEV, tdt),
+        "b": torch.from_numpy(b).to(DEV, tdt),
+        "out": torch.full((p.batch * p.m * p.n,), float("nan"), dtype=tdt, device=DEV),
+        "ws": torch.full((max(1, gemm.workspace_elements(p, cfg)),), float("nan"), device=DEV),
+    }
+    for name, grid, params, warps in launches:
+        getattr(mod, name)[grid](*[bufs[x] for x in params], num_warps=warps)
+    return bufs["out"].float().cpu().numpy(), launches
+
+
+RNG = np.random.default_rng(11)
+# (batch, m, k, n, config): edge tiles in every axis, a split whose last slice is short, a
+# contraction shorter than one step
+SHAPES = [
+    (1, 40, 50, 24, Config(16, 16, 16)),
+    (2, 33, 70, 20, Config(16, 32, 16, split=3)),
+    (1, 32, 64, 32, Config(32, 16, 32, split=2)),
+    (1, 20, 9, 17, Config(16, 16, 16)),
+]
+
+
+@pytest.mark.parametrize("ta,tb", list(itertools.product([False, True], repeat=2)))
+@pytest.mark.parametrize("case", range(len(SHAPES)))
+def test_gemm_matches_numpy_float64(tmp_path, case, ta, tb):
+    bz, m, k, n, cfg = SHAPES[case]
+    p = Product(bz, m, k, n, ta, tb, "float32", True)
+    a = RNG.standard_normal(bz * m * k).astype(np.float32)
+    b = RNG.standard_normal(bz * k * n).astype(np.float32)
+    got, launches = _run(tmp_path, p, cfg, a, b)
+    want = gemm.reference(p, a, b)
+    err = np.abs(got.reshape(want.shape) - want).max() / np.abs(want).max()
+    assert err <= TOL, err
+    split = gemm.workspace_elements(p, cfg) // max(1, bz * m * n)
+    assert len(launches) == (2 if split > 1 else 1)
+    assert launches[0][1][1] == bz * max(split, 1)
+
+
+@pytest.mark.skipif(not ON_GPU, reason="the interpreter's bfloat16 tl.dot is wrong (Triton 3.9)")
+def test_gemm_bfloat16_accumulates_in_float32(tmp_path):
+    p = Product(1, 24, 300, 20, False, True, "bfloat16", True)
+    cfg = Config(16, 16, 32, split=2)
+    bf16 = lambda x: torch.from_numpy(x).to(torch.bfloat16).float().numpy()  # noqa: E731
+    a = bf16(RNG.standard_normal(24 * 300).astype(np.float32))
+    b = bf16(RNG.standard_normal(300 * 20).astype(np.float32))
+    got, _ = _run(tmp_path, p, cfg, a, b)
+    want = gemm.reference(p, a, b).reshape(-1)
+    # one rounding to bfloat16 of a float32 sum (a bfloat16 accumulation would be ~100x worse)
+    np.testing.assert_allclose(got, want, rtol=2**-8, atol=2**-8 * np.abs(want).max() / 50)
+
+
+def test_choose_keeps_cublas_where_no_rule_says_otherwise(monkeypatch):
+    p = Product(1, 128, 1024, 1024, False, False, "float32", True)
+    monkeypatch.setattr(gemm, "TABLE", [(lambda q: q.m <= 128, Config(32, 64, 64))])
+    assert gemm.choose(p) == Config(32, 64, 64)
+    assert gemm.choose(Product(1, 4096, 1024, 1024, False, False, "float32", True)) is None
+    for other in (
+        Product(1, 128, 1024, 1024, False, False, "float32", False),  # full float32
+        Product(1, 128, 1024, 1024, False, False, "float64", True),
+        Product(1, 128, 1024, 1024, False, False, "int32", True),
+    ):
+        assert gemm.choose(other) is None
+    monkeypatch.setattr(gemm, "TRITON_GEMM", False)
+    assert gemm.choose(p) is None
+
+
+@pytest.mark.parametrize("split", [1, 2])
+def test_jitted_training_step_on_triton_products_matches_jax(monkeypatch, split):
+    """An MLP's value and gradient with every product a Triton GEMM: the program launches
+    ``_gemm`` kernels (and their folds) and no cuBLAS call, and its results match JAX's."""
+    monkeypatch.setattr(gemm, "TABLE", [(lambda q: True, Config(16, 16, 16, split=split))])
+    rng = np.random.default_rng(3)
+    w1, w2 = rng.standard_normal((20, 24)) / 5, rng.standard_normal((24, 10)) / 5
+    x = rng.standard_normal((18, 20))
+    args = [v.astype(np.float32) for v in (w1, w2, x)]
+
+    def loss(w1, w2, x, np_):
+        return np_.sum(np_.tanh(np_.tanh(x @ w1) @ w2) ** 2)
+
+    def step(w1, w2, x):
+        return functx.value_and_grad(lambda a, b: loss(a, b, x, functx.numpy), (0, 1))(w1, w2)
+
+    gpu = functx.devices("gpu")[0]
+    dargs = functx.device_put(args, gpu)
+    lowered = functx.jit(step, backend="triton").lower(*dargs)  # (TF32: the interpreter's float32)
+    run = lowered.as_text().split("\ndef run(")[1]
+    assert "_fx_dot(" not in run
+    assert len(re.findall(r"(?m)^    _L\d+\(", run)) >= 5
+    assert ("_fold" in lowered.as_text()) == (split > 1)
+    got = functx.tree_util.tree_leaves(functx.jit(step, backend="triton")(*dargs))
+    jstep = jax.value_and_grad(lambda a, b, x: loss(a, b, x, jax.numpy), (0, 1))
+    want = jax.tree_util.tree_leaves(jstep(*args))
+    for g, w in zip(got, want):
+        assert np.asarray(g).dtype == np.asarray(w).dtype and np.shape(g) == np.shape(w)
+        g, w = np.asarray(g, np.float64), np.asarray(w, np.float64)
+        assert np.abs(g - w).max() <= 20 * TOL * np.abs(w).max()
