@@ -12,15 +12,18 @@ then prints for each library: wall us per step (median of ``--rounds`` alternati
 back-to-back calls), GPU us per call and launches per step (torch.profiler: CUPTI sees JAX's
 kernels too) and a table of the kernels (name, launches per step, us per step).
 
-``--ab``: functx twice, its products on cuBLAS (``gemm.TRITON_GEMM = False`` while compiling)
-and as ``gemm.TABLE`` chooses, in the same process, alternating with JAX.
+``--ab``: functx three times, its products on cuBLAS (``gemm.TRITON_GEMM = False`` while
+compiling), as ``gemm.TABLE`` chooses, and so with TF32 operands truncated (``gemm.ROUND_TF32 =
+False``), in the same process, alternating with JAX.
 
 ``--sweep --ab --pick``: the sweep first, then the A/B with ``gemm.TABLE`` replaced by the
 sweep's winners (each product that a Triton configuration ran at least 5% faster than cuBLAS).
 
 ``--sweep``: every matrix product of the steps' generated programs (their ``_fx_dot`` lines),
 timed as cuBLAS (``runtime.matmul``, TF32 as the program does) and as Triton GEMMs of the
-configurations ``candidates`` lists, each checked against a float64 product first; each call is
+configurations ``candidates`` lists and of ``gemm.TABLE``'s choice (with TF32 operands rounded,
+and truncated), each checked against the float64 product first (errors relative to its largest
+element, ``--gemm-tol``); each call is
 timed inside a CUDA graph of 20 calls (as the steps replay theirs). The Triton kernels compile in
 ``--jobs`` processes first. It prints, per product, cuBLAS's time and the best configurations.
 
@@ -31,6 +34,7 @@ paths only; JAX's side is its CPU; no timing is meaningful).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import importlib.util
 import os
@@ -127,22 +131,29 @@ def steps(args):
 
     fdev = functx.devices("gpu")[0]
     jdev = jax.devices("cpu" if args.dry else "gpu")[0]
-    versions = [("functx", True)]
+    versions = [("functx", {})]  # (label, gemm module switches while compiling)
     if args.ab:
-        versions = [("functx cuBLAS", False), ("functx Triton GEMM", True)]
+        versions = [
+            ("functx cuBLAS", {"TRITON_GEMM": False}),
+            ("functx Triton GEMM", {}),
+            ("functx Triton GEMM, TF32 truncated", {"ROUND_TF32": False}),
+        ]
     summary = []
     for name, (fam, c) in _steps(args).items():
         jf, jargs = _build(jax, fam, c, jdev)
         want = _flat(jax, jf(*jargs))
         runs = []
-        for label, on in versions:
-            saved, gemm.TRITON_GEMM = gemm.TRITON_GEMM, on
+        for label, switches in versions:
+            saved = {k: getattr(gemm, k) for k in switches}
             try:
+                for k, v in switches.items():
+                    setattr(gemm, k, v)
                 fx, fargs = _build(functx, fam, c, fdev)
                 got = _flat(functx, fx(*fargs))
                 n = _launches_of(fx, fargs)
             finally:
-                gemm.TRITON_GEMM = saved
+                for k, v in saved.items():
+                    setattr(gemm, k, v)
             err = _rel(got, want)
             ok = "PASS" if err <= args.tol else "FAIL"
             print(f"{name} {label}: {n} launches; vs JAX {err:.2e} {ok}", flush=True)
@@ -216,7 +227,7 @@ def candidates(p) -> list:
                 if bk > max(16, _p2(p.k)) or (bk == 16 and p.k > 64) or (bk == 128 and p.k < 4096):
                     continue
                 splits = {1}
-                for want in (132, 264):
+                for want in (33, 66, 132, 264):
                     s = max(1, min(want // max(tiles, 1), p.k // (2 * bk)))
                     splits.add(1 << (s.bit_length() - 1))
                 for split in sorted(splits):
@@ -231,9 +242,10 @@ def candidates(p) -> list:
     return out
 
 
-def _module(path_dir, p, cfg):
-    """The compiled-kernel module of ``(p, cfg)`` (written once, named by its source's hash)."""
-    defs, launches = gemm.kernels("kg", p, cfg)
+def _module(path_dir, p, cfg, rounded=True):
+    """The compiled-kernel module of ``(p, cfg)`` (written once, named by its source's hash),
+    TF32 operands rounded or (``rounded`` False) truncated by the tensor cores."""
+    defs, launches = gemm.kernels("kg", p, cfg, round_tf32=rounded)
     src = "import triton\nimport triton.language as tl\n\n\n" + "\n\n".join(defs)
     path = os.path.join(path_dir, "g" + hashlib.sha1(src.encode()).hexdigest()[:16] + ".py")
     if not os.path.exists(path):
@@ -282,16 +294,16 @@ def _cublas_call(p):
 
 def _compile_some(job):
     """A worker: compile (launch once) each ``(product, config)`` of ``job`` into Triton's cache."""
-    path_dir, pairs, dry = job
+    path_dir, triples, dry = job
     if dry:
         os.environ["TRITON_INTERPRET"] = "1"
     import torch
 
     dev = "cpu" if dry else "cuda"
     done = 0
-    for p, cfg in pairs:
+    for p, cfg, rounded in triples:
         try:
-            mod, launches = _module(path_dir, p, cfg)
+            mod, launches = _module(path_dir, p, cfg, rounded)
             a, b = _operands(p, dev)
             out = torch.empty(p.batch * p.m * p.n, device=dev)
             _triton_call(mod, launches, p, cfg, dev)(a, b, out)
@@ -337,13 +349,17 @@ def sweep(args):
     import torch
 
     prods = products(args)
-    pairs = [(p, cfg) for p in prods for cfg in candidates(p)]
+    table = {p: gemm.choose(p) for p in prods}
+    # (product, configuration, TF32 rounded): every candidate, and the table's both ways
+    triples = [(p, cfg, True) for p in prods for cfg in candidates(p)]
     if args.dry:
-        pairs = [(p, cs[0]) for p in prods for cs in [candidates(p)] if cs]
-    print(f"\n## sweep: {len(prods)} products, {len(pairs)} Triton configurations", flush=True)
+        triples = [(p, cs[0], True) for p in prods for cs in [candidates(p)] if cs]
+    triples += [(p, table[p], r) for p in prods if table[p] is not None for r in (True, False)]
+    triples = list(dict.fromkeys(triples))
+    print(f"\n## sweep: {len(prods)} products, {len(triples)} Triton kernels", flush=True)
     path_dir = tempfile.mkdtemp(prefix="fx_gemm_sweep_")
     t0 = time.perf_counter()
-    jobs = [(path_dir, pairs[i :: args.jobs], args.dry) for i in range(args.jobs)]
+    jobs = [(path_dir, triples[i :: args.jobs], args.dry) for i in range(args.jobs)]
     with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
         compiled = sum(pool.map(_compile_some, jobs))
     print(f"compiled {compiled} in {time.perf_counter() - t0:.1f} s", flush=True)
@@ -352,49 +368,62 @@ def sweep(args):
     rows = []
     for p in prods:
         a, b = _operands(p, dev, seed=1)
-        want = gemm.reference(p, a.cpu().numpy(), b.cpu().numpy())
-        scale = float(np.abs(want).max())
+        plain = gemm.reference(dataclasses.replace(p, tf32=False), a.cpu().numpy(), b.cpu().numpy())
+        scale = float(np.abs(plain).max())
+
+        def error(out):
+            return float(np.abs(out.cpu().numpy().reshape(plain.shape) - plain).max()) / scale
+
         out = torch.empty(p.batch * p.m * p.n, device=dev)
         cub = _cublas_call(p)
         cub(a, b, out)
-        cub_err = float(np.abs(out.cpu().numpy().reshape(want.shape) - want).max()) / scale
+        cub_err = error(out)
         cub_us = float("nan") if args.dry else _graph_time(cub, a, b, out)
-        timed, bad = [], 0
-        for q, cfg in pairs:
-            if q != p or time.perf_counter() > deadline:
+        timed, bad, mine = [], 0, {}
+        for q, cfg, rounded in triples:
+            if q != p or (time.perf_counter() > deadline and cfg != table[p]):
                 continue
-            mod, launches = _module(path_dir, p, cfg)
+            mod, launches = _module(path_dir, p, cfg, rounded)
             call = _triton_call(mod, launches, p, cfg, dev)
             out.fill_(float("nan"))
             call(a, b, out)
-            err = float(np.abs(out.cpu().numpy().reshape(want.shape) - want).max()) / scale
+            err = error(out)
             if not err <= args.gemm_tol:
                 bad += 1
-                print(f"FAIL {p} {cfg}: relative error {err:.1e}", flush=True)
+                print(f"FAIL {p} {cfg} rounded={rounded}: relative error {err:.1e}", flush=True)
                 continue
             us = float("nan") if args.dry else _graph_time(call, a, b, out)
-            timed.append((us, cfg, err))
+            if cfg == table[p]:
+                mine[rounded] = (us, err)
+            if rounded:
+                timed.append((us, cfg, err))
         timed.sort(key=lambda t: t[0])
-        rows.append((p, cub_us, cub_err, timed, bad))
+        rows.append((p, cub_us, cub_err, timed, mine))
         best = ", ".join(f"{cfg} {us:.2f}" for us, cfg, _ in timed[:4])
+        mine_s = ", ".join(
+            f"{'rounded' if r else 'truncated'} {u:.2f}" for r, (u, _) in mine.items()
+        )
         print(
             f"{p.batch}x({p.m},{p.k})x({p.k},{p.n}) ta={p.ta:d} tb={p.tb:d}: "
-            f"cuBLAS {cub_us:.2f} us "
-            f"(err {cub_err:.1e}); Triton best of {len(timed)} ({bad} failed): {best}",
+            f"cuBLAS {cub_us:.2f} us; table {table[p]}: {mine_s}; "
+            f"best of {len(timed)} ({bad} failed): {best}",
             flush=True,
         )
-    print("\n| product (batch, m, k, n, ta, tb) | cuBLAS us | best Triton | us | ratio |")
-    print("|---|---|---|---|---|")
+    print(
+        "\n| product (batch, m, k, n, ta, tb) | cuBLAS us (error) | table's configuration "
+        "| us (error) | truncated TF32 us (error) | best | us |"
+    )
+    print("|---|---|---|---|---|---|---|")
     picks = {}
-    for p, cub_us, _, timed, _ in rows:
-        if timed:
-            us, cfg, _ = timed[0]
-            print(
-                f"| {p.batch}, {p.m}, {p.k}, {p.n}, {p.ta:d}, {p.tb:d} | {cub_us:.2f} | {cfg} "
-                f"| {us:.2f} | {cub_us / us:.2f}x |"
-            )
-            if args.dry or us * 1.05 < cub_us:
-                picks[p] = cfg
+    for p, cub_us, cub_err, timed, mine in rows:
+        r, t = mine.get(True, (np.nan, np.nan)), mine.get(False, (np.nan, np.nan))
+        us, cfg, _ = timed[0] if timed else (np.nan, None, None)
+        print(
+            f"| {p.batch}, {p.m}, {p.k}, {p.n}, {p.ta:d}, {p.tb:d} | {cub_us:.2f} ({cub_err:.1e}) "
+            f"| {table[p]} | {r[0]:.2f} ({r[1]:.1e}) | {t[0]:.2f} ({t[1]:.1e}) | {cfg} | {us:.2f} |"
+        )
+        if timed and (args.dry or us * 1.05 < cub_us):
+            picks[p] = cfg
     return picks
 
 

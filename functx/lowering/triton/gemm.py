@@ -22,6 +22,8 @@ import numpy as np
 
 #: whether ``dot.render`` may emit Triton products (False: cuBLAS for every product)
 TRITON_GEMM = True
+#: whether TF32 products round their operands to TF32 first (else the tensor cores truncate)
+ROUND_TF32 = True
 
 
 @dataclass(frozen=True)
@@ -54,15 +56,54 @@ class Config:
 
 _DTYPES = {"float32": "tl.float32", "bfloat16": "tl.bfloat16", "float16": "tl.float16"}
 
-# Shape classes -> configuration, first match wins: (predicate on a Product, Config). Measured on
-# an H100 80GB (see the module docstring); shapes matching no rule stay on cuBLAS.
-TABLE: list = []
+# Shape classes of single (unbatched) TF32 products -> configuration, first match wins:
+# (predicate on a Product, Config). Each is the fastest of about 10-70 configurations for the
+# products of issue 20's MLP and CNN steps on an H100 80GB (session 36, run 1 of
+# ``benchmarks/gpu_step_kernels.py --sweep``; us per product in a CUDA graph, against cuBLAS's).
+# Shapes no rule names stay on cuBLAS (the GPT block's products, batched ones, other dtypes).
+TABLE: list = [
+    # a contraction of at most 16 (a 3x3 one-channel convolution's taps, a 10-class gradient):
+    # (100352, 9) x (9, 16) 4.08 against 13.41; (128, 10) x (10, 1568) 2.04 against 7.15
+    (lambda p: p.k <= 16 and p.m * p.n >= 4096, Config(32, 16, 16, 1, 2, 4)),
+    # a tiny output over a long contraction (a convolution's weight gradient over every pixel of
+    # the batch): (9, 100352) x (100352, 16) in 128 slices, 8.46 against 19.03
+    (lambda p: p.m * p.n <= 4096 and p.k >= 16384, Config(16, 16, 64, 128, 2, 3)),
+    # a narrow output (a 10-class layer) over a contraction of 512 to 4096, in 8 slices:
+    # (128, 1024) x (1024, 10) 4.07 against 7.15; (128, 1568) x (1568, 10) 4.72 against 7.57
+    (lambda p: p.n <= 16 and 512 <= p.k <= 4096 and p.m <= 1024, Config(32, 16, 64, 8, 2, 3)),
+    # ... over a short contraction (that layer's weight gradient over a batch of 128):
+    # (1024, 128) x (128, 10) 2.37 against 4.23
+    (lambda p: p.n <= 16 and p.k <= 256 and p.m <= 4096, Config(16, 16, 32, 1, 2, 4)),
+    # a weight gradient over a batch of at most 256, a^T b: (1024, 128) x (128, 1024) 5.13
+    # against 5.83, (784, 128) x (128, 1024) 5.14 against 5.42
+    (
+        lambda p: (
+            p.ta and not p.tb and p.k <= 256 and 256 <= min(p.m, p.n) <= max(p.m, p.n) <= 2048
+        ),
+        Config(32, 128, 32, 1, 4, 4),
+    ),
+    # a batch of at most 256 rows times a weight, a b^T (an input gradient): (128, 1024) x
+    # (1024, 1024) 5.40 against 7.86
+    (
+        lambda p: (
+            p.tb and not p.ta and p.m <= 256 and 256 <= min(p.n, p.k) <= max(p.n, p.k) <= 2048
+        ),
+        Config(64, 32, 32, 1, 4, 4),
+    ),
+    # ... a b (a forward layer): (128, 1024) x (1024, 1024) 6.21 against 8.27
+    (
+        lambda p: (
+            not p.ta and not p.tb and p.m <= 256 and 256 <= min(p.n, p.k) <= max(p.n, p.k) <= 2048
+        ),
+        Config(64, 16, 64, 1, 2, 3),
+    ),
+]
 
 
 def choose(p: Product) -> Config | None:
     """The Triton configuration for product ``p``, or None to keep it on cuBLAS."""
-    if not TRITON_GEMM or p.dtype not in _DTYPES or (p.dtype == "float32" and not p.tf32):
-        return None
+    if not TRITON_GEMM or p.dtype != "float32" or not p.tf32 or p.batch != 1:
+        return None  # (the table's classes are measured for these only)
     if min(p.m, p.n, p.k) < 1:
         return None
     for rule, cfg in TABLE:
@@ -75,7 +116,7 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def kernels(name: str, p: Product, cfg: Config, ws: str = "ws"):
+def kernels(name: str, p: Product, cfg: Config, ws: str = "ws", round_tf32: bool | None = None):
     """Triton source for product ``p`` with configuration ``cfg``.
 
     Returns ``(defs, launches)``: the ``@triton.jit`` definitions (strings) and the launches in
@@ -126,6 +167,16 @@ def kernels(name: str, p: Product, cfg: Config, ws: str = "ws"):
             f"        x = tl.load(pa + kk * {sak})",
             f"        y = tl.load(pb + kk * {sbk})",
         ]
+    if p.dtype == "float32" and p.tf32 and (ROUND_TF32 if round_tf32 is None else round_tf32):
+        # operands rounded to TF32's 10 mantissa bits, to nearest (ties away from zero, as
+        # cuBLAS's TF32 kernels do): the tensor cores drop the low bits, a bias that made the
+        # MLP step's results 10x further from JAX's (1.5e-3 against 1.5e-4, H100)
+        # (a NaN stays itself: adding to its bits could carry into the sign)
+        body += [
+            f"        {v} = tl.where({v} == {v}, (({v}.to(tl.int32, bitcast=True) + 4096) "
+            f"& -8192).to(tl.float32, bitcast=True), {v})"
+            for v in ("x", "y")
+        ]
     body.append(f"        acc = tl.dot(x, y, acc, input_precision={prec})")
     mask = f"(rm[:, None] < {m}) & (rn[None, :] < {n})"
     at = f"rm[:, None] * {n} + rn[None, :]"
@@ -139,24 +190,24 @@ def kernels(name: str, p: Product, cfg: Config, ws: str = "ws"):
         defs = [_define(name, ["a", "b", "out"], body, what)]
         return defs, [(name, (tm * tn, p.batch * split), ["a", "b", "out"], cfg.warps)]
     body.append(f"    tl.store({ws} + z * {m * n} + {at}, acc, mask={mask})")
-    total = p.batch * m * n
-    fb = min(1024, 1 << max(4, (total - 1).bit_length()))
+    # the fold: a block of (slices, elements) summed over the slices by one tl.reduce, whose tree
+    # is fixed by the compiled kernel (the same bits every call)
+    total, sp2 = p.batch * m * n, 1 << (split - 1).bit_length()
+    fb = max(16, min(1 << (total - 1).bit_length(), 4096 // sp2))
     fold = [
         f"    i = tl.program_id(0) * {fb} + tl.arange(0, {fb})",
-        f"    mask = i < {total}",
-        f"    bz = i // {m * n}",
-        f"    at = (bz * {split}) * {m * n} + i % {m * n}",
-        f"    s = tl.load({ws} + at, mask=mask, other=0.0)",
+        f"    s = tl.arange(0, {sp2})[:, None]",
+        f"    mask = (i[None, :] < {total}) & (s < {split})",
+        f"    at = ((i // {m * n}) * {split})[None, :] * {m * n} + s * {m * n}",
+        f"    x = tl.load({ws} + at + (i % {m * n})[None, :], mask=mask, other=0.0)",
+        f"    v = tl.reduce(x, 0, {name}_add)",
     ]
-    fold += [
-        f"    s = s + tl.load({ws} + at + {j * m * n}, mask=mask, other=0.0)"
-        for j in range(1, split)
-    ]
-    value = "s" if p.dtype == "float32" else f"s.to({out_t})"
-    fold.append(f"    tl.store(out + i, {value}, mask=mask)")
+    value = "v" if p.dtype == "float32" else f"v.to({out_t})"
+    fold.append(f"    tl.store(out + i, {value}, mask=i < {total})")
     defs = [
+        f"@triton.jit\ndef {name}_add(u, w):\n    return u + w\n",
         _define(name, ["a", "b", ws], body, what + f", {split} partials"),
-        _define(name + "_fold", [ws, "out"], fold, f"adds the {split} partials in order"),
+        _define(name + "_fold", [ws, "out"], fold, f"adds the {split} partials"),
     ]
     launches = [
         (name, (tm * tn, p.batch * split), ["a", "b", ws], cfg.warps),
@@ -179,8 +230,18 @@ def _define(name, params, body, comment):
     )
 
 
+def tf32(x: np.ndarray) -> np.ndarray:
+    """Float32 ``x`` rounded to TF32 (10 mantissa bits; to nearest, ties away from zero)."""
+    x = np.asarray(x, np.float32)
+    bits = (x.view(np.uint32).astype(np.uint64) + 4096) & 0xFFFFE000
+    return np.where(np.isnan(x), x, bits.astype(np.uint32).view(np.float32))
+
+
 def reference(p: Product, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """NumPy float64 result of ``p`` on flat operands ``a`` and ``b`` (for checks)."""
+    """NumPy float64 result of ``p`` on flat operands ``a`` and ``b`` (for checks), the
+    operands rounded to TF32 first where ``p`` is a TF32 product (``ROUND_TF32``)."""
+    if p.dtype == "float32" and p.tf32 and ROUND_TF32:
+        a, b = tf32(a), tf32(b)
     a = np.asarray(a, np.float64).reshape(p.batch, *((p.k, p.m) if p.ta else (p.m, p.k)))
     b = np.asarray(b, np.float64).reshape(p.batch, *((p.n, p.k) if p.tb else (p.k, p.n)))
     if p.ta:
