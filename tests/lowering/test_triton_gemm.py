@@ -20,7 +20,7 @@ pytest.importorskip("triton")
 jax = pytest.importorskip("jax")
 
 import functx  # noqa: E402
-from functx.lowering.triton import gemm  # noqa: E402
+from functx.lowering.triton import dot, gemm  # noqa: E402
 from functx.lowering.triton.gemm import Config, Product  # noqa: E402
 
 ON_GPU = os.environ.get("FUNCTX_TEST_TRITON_GPU", "0") not in ("", "0")
@@ -151,33 +151,63 @@ def test_table_takes_the_small_steps_products_and_leaves_the_gpt_blocks_to_cubla
     assert all(gemm.choose(p) is None for p in gpt)
 
 
-@pytest.mark.parametrize("split", [1, 2])
-def test_jitted_training_step_on_triton_products_matches_jax(monkeypatch, split):
-    """An MLP's value and gradient with every product a Triton GEMM: the program launches
-    ``_gemm`` kernels (and their folds) and no cuBLAS call, and its results match JAX's."""
-    monkeypatch.setattr(gemm, "TABLE", [(lambda q: True, Config(16, 16, 16, split=split))])
-    rng = np.random.default_rng(3)
-    w1, w2 = rng.standard_normal((20, 24)) / 5, rng.standard_normal((24, 10)) / 5
-    x = rng.standard_normal((18, 20))
-    args = [v.astype(np.float32) for v in (w1, w2, x)]
+def _lowered_and_run(f, args):
+    dargs = functx.device_put(args, functx.devices("gpu")[0])
+    lowered = functx.jit(f, backend="triton").lower(*dargs)
+    return lowered.as_text(), functx.tree_util.tree_leaves(functx.jit(f, backend="triton")(*dargs))
 
-    def loss(w1, w2, x, np_):
-        return np_.sum(np_.tanh(np_.tanh(x @ w1) @ w2) ** 2)
 
-    def step(w1, w2, x):
-        return functx.value_and_grad(lambda a, b: loss(a, b, x, functx.numpy), (0, 1))(w1, w2)
-
-    gpu = functx.devices("gpu")[0]
-    dargs = functx.device_put(args, gpu)
-    lowered = functx.jit(step, backend="triton").lower(*dargs)  # (TF32: the interpreter's float32)
-    run = lowered.as_text().split("\ndef run(")[1]
-    assert "_fx_dot(" not in run
-    assert len(re.findall(r"(?m)^    _L\d+\(", run)) >= 5
-    assert ("_fold" in lowered.as_text()) == (split > 1)
-    got = functx.tree_util.tree_leaves(functx.jit(step, backend="triton")(*dargs))
-    jstep = jax.value_and_grad(lambda a, b, x: loss(a, b, x, jax.numpy), (0, 1))
-    want = jax.tree_util.tree_leaves(jstep(*args))
+def _close_to_jax(got, want):
     for g, w in zip(got, want):
         assert np.asarray(g).dtype == np.asarray(w).dtype and np.shape(g) == np.shape(w)
         g, w = np.asarray(g, np.float64), np.asarray(w, np.float64)
         assert np.abs(g - w).max() <= TF32_TOL * np.abs(w).max()
+
+
+@pytest.mark.parametrize("split", [1, pytest.param(2, marks=pytest.mark.slow)])
+def test_jitted_training_step_on_triton_products_matches_jax(monkeypatch, split):
+    """An MLP's value and gradient with every product a Triton GEMM: the program launches
+    ``_gemm`` kernels (and their folds) and no cuBLAS call; the bias and tanh after each forward
+    product and tanh's derivative after the backward ones are the products' epilogues (in the
+    fold with a split contraction), which give the bits of separate kernels; results match JAX."""
+    monkeypatch.setattr(gemm, "TABLE", [(lambda q: True, Config(16, 16, 16, split=split))])
+    rng = np.random.default_rng(3)
+    w1, w2 = rng.standard_normal((20, 24)) / 5, rng.standard_normal((24, 10)) / 5
+    x, b1 = rng.standard_normal((18, 20)), rng.standard_normal(24)
+    args = [v.astype(np.float32) for v in (w1, w2, b1, x)]
+
+    def loss(w1, w2, b1, x, np_):
+        return np_.sum(np_.tanh(np_.tanh(x @ w1 + b1) @ w2) ** 2)
+
+    def step(w1, w2, b1, x):
+        return functx.value_and_grad(lambda *p: loss(*p, x, functx.numpy), (0, 1, 2))(w1, w2, b1)
+
+    text, got = _lowered_and_run(step, args)  # (TF32: rounded operands, float32 sums)
+    run = text.split("\ndef run(")[1]
+    assert "_fx_dot(" not in run
+    assert len(re.findall(r"(?m)^    _L\d+\(", run)) >= 5
+    assert ("_fold" in text) == (split > 1)
+    assert text.count(", with an epilogue") >= 2
+    monkeypatch.setattr(dot, "EPILOGUES", False)
+    functx.clear_caches()
+    text_apart, apart = _lowered_and_run(step, args)
+    assert "with an epilogue" not in text_apart
+    for g, a in zip(got, apart):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(a))
+    jstep = jax.value_and_grad(lambda *p: loss(*p[:3], p[3], jax.numpy), (0, 1, 2))
+    _close_to_jax(got, jax.tree_util.tree_leaves(jstep(*args)))
+
+
+def test_a_consumer_reading_other_elements_of_the_product_stays_apart(monkeypatch):
+    """A pointwise kernel after a product that reads it at another element (a flip) is no
+    epilogue; one reading it only at its own element and other buffers anywhere is."""
+    monkeypatch.setattr(gemm, "TABLE", [(lambda q: True, Config(16, 16, 16))])
+    rng = np.random.default_rng(4)
+    a, b = (rng.standard_normal(s).astype(np.float32) for s in ((20, 12), (12, 18)))
+    for f, fused in (
+        (lambda a, b: (a @ b) * a[::-1, :1], True),
+        (lambda a, b: (a @ b) * (a @ b)[::-1], False),
+    ):
+        text, got = _lowered_and_run(f, (a, b))
+        assert ("with an epilogue" in text) == fused
+        _close_to_jax(got, [jax.jit(f)(a, b)])

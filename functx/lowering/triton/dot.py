@@ -5,14 +5,19 @@ from 6 launches, 3 of them cuBLAS, and 14.3 us of GPU time to 3 launches and 5.1
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import math
 
 import numpy as np
+import sympy
 
 from functx import config, lax
-from functx.lowering.schedule import Kernel
-from functx.lowering.triton import gemm
+from functx.lowering.loopir import flat_offset, sym
+from functx.lowering.schedule import Kernel, KernelCtx, NotRowAligned, local_sym
+from functx.lowering.triton import gemm, pointwise
 from functx.lowering.triton.conv import _retrace
+from functx.lowering.triton.emit import Emitter, V, _decompose
 
 
 # --- matrix products (host) ----------------------------------------------------------------
@@ -39,18 +44,72 @@ def render(prog, k: Kernel):
     )
 
 
+#: whether a Triton product computes the pointwise kernel right after it as its epilogue
+EPILOGUES = True
+
+
 def _triton_product(prog, k: Kernel, prod, cfg, bufs):
-    """Product ``prod`` as Triton kernels (``gemm.kernels``) launched from the host function."""
+    """Product ``prod`` as Triton kernels (``gemm.kernels``) launched from the host function,
+    with the next kernel as its epilogue where ``_epilogue`` finds one."""
     name = prog._kname(k, "gemm")
     ws = f"ws{k.index}"
     n_ws = gemm.workspace_elements(prod, cfg)
     if n_ws:
         prog.host.append(f"    {ws} = torch.empty({n_ws}, dtype=torch.float32, device=dev)")
-    defs, launches = gemm.kernels(name, prod, cfg, ws)
+    epi = _epilogue(prog, k) if prod.dtype == "float32" else None
+    defs, launches = gemm.kernels(name, prod, cfg, ws, epilogue=epi and epi[1])
+    if epi is not None:
+        pointwise._merged(prog).add(epi[0].index)  # (computed here: its own turn is skipped)
     prog.defs.extend(defs)
     names = dict(zip(("a", "b", "out"), bufs), **{ws: ws})
     for kname, (g0, g1), params, warps in launches:
-        prog._launch(kname, f"{g0}, {g1}", [names[x] for x in params], warps)
+        prog._launch(kname, f"{g0}, {g1}", [names.get(x, x) for x in params], warps)
+
+
+def _epilogue(prog, k: Kernel):
+    """``(consumer, epilogue)``: the pointwise kernel right after product kernel ``k``, of the
+    product's shape, that reads the product only at the element it computes (bias and
+    activation, an activation's derivative), written as ``gemm.kernels``'s epilogue: the
+    product's value comes from the accumulator instead of a load, and one launch and one pass
+    over the product are saved. None where there is no such kernel."""
+    node = k.nodes[0]
+    if not EPILOGUES or k.index + 1 >= len(prog.kernels):
+        return None
+    nxt = prog.kernels[k.index + 1]
+    if (
+        nxt.kind != "pointwise"
+        or tuple(nxt.shape) != tuple(node.shape)
+        or nxt.index in pointwise._merged(prog)
+        or pointwise._same_elements(prog, nxt) is not None
+    ):
+        return None
+    # the product read as a local of the consumer: at its own element, else NotRowAligned
+    nxt = dataclasses.replace(nxt, local_ids=nxt.local_ids | {node.id})
+    shape = tuple(node.shape)
+    ivars = [sym(f"i{d}") for d in range(len(shape))]
+
+    def epilogue(flat, mask, value, indent):
+        known = {sympy.expand(flat_offset(ivars, shape)): flat} if shape else {}
+        em = Emitter(
+            indent, itertools.count(), {v.name: "f" for v in ivars}, {frozenset("f"): mask}, known
+        )
+        em.syms[local_sym(node).name] = V(value, frozenset("f"), False, node.dtype)
+        ctx, stores = KernelCtx(nxt), []
+        for (buf, dt, fn), local in zip(pointwise._stores(nxt), pointwise._local_names(nxt)):
+            v = em(fn(tuple(ivars), ctx))
+            if local is not None:
+                em.syms[local] = v
+            if buf is not None:
+                stores.append((buf, dt, v))
+        lines = [indent + s for s in _decompose([v.name for v in ivars], shape, flat)]
+        lines += em.lines + [indent + prog._store(b, flat, v, dt, mask) for b, dt, v in stores]
+        return lines, prog._ordered(em.bufs, [b for b, _, _ in stores])
+
+    try:
+        epilogue("flat", "mask", "acc", "    ")
+    except NotRowAligned:
+        return None
+    return nxt, epilogue
 
 
 # --- matrix-vector products as sums ----------------------------------------------------------

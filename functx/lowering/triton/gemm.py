@@ -116,13 +116,25 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def kernels(name: str, p: Product, cfg: Config, ws: str = "ws", round_tf32: bool | None = None):
+def kernels(
+    name: str,
+    p: Product,
+    cfg: Config,
+    ws: str = "ws",
+    round_tf32: bool | None = None,
+    epilogue=None,
+):
     """Triton source for product ``p`` with configuration ``cfg``.
 
     Returns ``(defs, launches)``: the ``@triton.jit`` definitions (strings) and the launches in
     order, each ``(kernel name, (grid0, grid1), buffer names, warps)``. The product kernel takes
     ``(a, b, out)``, or ``(a, b, ws)`` with a split contraction, ``ws`` then being a float32
     workspace of ``split * batch * m * n`` elements that ``name + "_fold"`` ``(ws, out)`` adds up.
+
+    ``epilogue(flat, mask, value, indent) -> (lines, buffers)``: code run where the product is
+    stored (in the fold with a split contraction) on the elements at flat offsets ``flat`` of the
+    output, under ``mask``, the product's float32 values being ``value``; the buffers it reads
+    or writes are added to that kernel's parameters (a pointwise consumer: ``dot.py``).
     """
     bm, bn, bk, split = cfg.bm, cfg.bn, cfg.bk, cfg.split
     m, n, k = p.m, p.n, p.k
@@ -178,40 +190,55 @@ def kernels(name: str, p: Product, cfg: Config, ws: str = "ws", round_tf32: bool
             for v in ("x", "y")
         ]
     body.append(f"        acc = tl.dot(x, y, acc, input_precision={prec})")
-    mask = f"(rm[:, None] < {m}) & (rn[None, :] < {n})"
-    at = f"rm[:, None] * {n} + rn[None, :]"
     what = (
         f"{'batched ' if p.batch > 1 else ''}product ({m}, {k}) x ({k}, {n})"
         f"{' a^T' if p.ta else ''}{' b^T' if p.tb else ''}: tiles {cfg}"
     )
+    at = f"rm[:, None] * {n} + rn[None, :]"
+    tile_mask = f"(rm[:, None] < {m}) & (rn[None, :] < {n})"
+    more: list = []  # the epilogue's buffers
     if split == 1:
         value = "acc" if p.dtype == "float32" else f"acc.to({out_t})"
-        body.append(f"    tl.store(out + bz * {m * n} + {at}, {value}, mask={mask})")
-        defs = [_define(name, ["a", "b", "out"], body, what)]
-        return defs, [(name, (tm * tn, p.batch * split), ["a", "b", "out"], cfg.warps)]
-    body.append(f"    tl.store({ws} + z * {m * n} + {at}, acc, mask={mask})")
+        body += [f"    flat = bz * {m * n} + {at}", f"    mask = {tile_mask}"]
+        body.append(f"    tl.store(out + flat, {value}, mask=mask)")
+        if epilogue is not None:
+            lines, more = epilogue("flat", "mask", "acc", "    ")
+            body += lines
+        params = ["a", "b", "out", *more]
+        defs = [_define(name, params, body, what + (", with an epilogue" if more else ""))]
+        return defs, [(name, (tm * tn, p.batch * split), params, cfg.warps)]
+    body.append(f"    tl.store({ws} + z * {m * n} + {at}, acc, mask={tile_mask})")
     # the fold: a block of (slices, elements) summed over the slices by one tl.reduce, whose tree
-    # is fixed by the compiled kernel (the same bits every call)
+    # is fixed by the compiled kernel (the same bits every call); the epilogue follows it
     total, sp2 = p.batch * m * n, 1 << (split - 1).bit_length()
     fb = max(16, min(1 << (total - 1).bit_length(), 4096 // sp2))
     fold = [
-        f"    i = tl.program_id(0) * {fb} + tl.arange(0, {fb})",
+        f"    flat = tl.program_id(0) * {fb} + tl.arange(0, {fb})",
+        f"    mask = flat < {total}",
         f"    s = tl.arange(0, {sp2})[:, None]",
-        f"    mask = (i[None, :] < {total}) & (s < {split})",
-        f"    at = ((i // {m * n}) * {split})[None, :] * {m * n} + s * {m * n}",
-        f"    x = tl.load({ws} + at + (i % {m * n})[None, :], mask=mask, other=0.0)",
-        f"    v = tl.reduce(x, 0, {name}_add)",
+        f"    at = ((flat // {m * n}) * {split})[None, :] * {m * n} + s * {m * n}",
+        f"    parts = tl.load({ws} + at + (flat % {m * n})[None, :], "
+        f"mask=mask[None, :] & (s < {split}), other=0.0)",
+        f"    v = tl.reduce(parts, 0, {name}_add)",
     ]
     value = "v" if p.dtype == "float32" else f"v.to({out_t})"
-    fold.append(f"    tl.store(out + i, {value}, mask=i < {total})")
+    fold.append(f"    tl.store(out + flat, {value}, mask=mask)")
+    if epilogue is not None:
+        lines, more = epilogue("flat", "mask", "v", "    ")
+        fold += lines
     defs = [
         f"@triton.jit\ndef {name}_add(u, w):\n    return u + w\n",
         _define(name, ["a", "b", ws], body, what + f", {split} partials"),
-        _define(name + "_fold", [ws, "out"], fold, f"adds the {split} partials"),
+        _define(
+            name + "_fold",
+            [ws, "out", *more],
+            fold,
+            f"adds the {split} partials" + (", with an epilogue" if more else ""),
+        ),
     ]
     launches = [
         (name, (tm * tn, p.batch * split), ["a", "b", ws], cfg.warps),
-        (name + "_fold", (_cdiv(total, fb), 1), [ws, "out"], 4),
+        (name + "_fold", (_cdiv(total, fb), 1), [ws, "out", *more], 4),
     ]
     return defs, launches
 
