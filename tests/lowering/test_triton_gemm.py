@@ -166,10 +166,11 @@ def _close_to_jax(got, want):
 
 @pytest.mark.parametrize("split", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_jitted_training_step_on_triton_products_matches_jax(monkeypatch, split):
-    """An MLP's value and gradient with every product a Triton GEMM: the program launches
-    ``_gemm`` kernels (and their folds) and no cuBLAS call; the bias and tanh after each forward
-    product and tanh's derivative after the backward ones are the products' epilogues (in the
-    fold with a split contraction), which give the bits of separate kernels; results match JAX."""
+    """An MLP's SGD step with every product a Triton GEMM: the program launches ``_gemm``
+    kernels (and their folds) and no cuBLAS call; the bias and tanh after each forward product,
+    tanh's derivative after the backward ones and the weights' updates are the products'
+    epilogues (in the fold with a split contraction), which give the bits of separate kernels;
+    results match JAX."""
     monkeypatch.setattr(gemm, "TABLE", [(lambda q: True, Config(16, 16, 16, split=split))])
     rng = np.random.default_rng(3)
     w1, w2 = rng.standard_normal((20, 24)) / 5, rng.standard_normal((24, 10)) / 5
@@ -179,23 +180,28 @@ def test_jitted_training_step_on_triton_products_matches_jax(monkeypatch, split)
     def loss(w1, w2, b1, x, np_):
         return np_.sum(np_.tanh(np_.tanh(x @ w1 + b1) @ w2) ** 2)
 
-    def step(w1, w2, b1, x):
-        return functx.value_and_grad(lambda *p: loss(*p, x, functx.numpy), (0, 1, 2))(w1, w2, b1)
+    def step(w1, w2, b1, x):  # (the loss and the SGD-updated parameters)
+        v, g = functx.value_and_grad(lambda *p: loss(*p, x, functx.numpy), (0, 1, 2))(w1, w2, b1)
+        return v, [p - 0.1 * d for p, d in zip((w1, w2, b1), g)]
 
     text, got = _lowered_and_run(step, args)  # (TF32: rounded operands, float32 sums)
     run = text.split("\ndef run(")[1]
     assert "_fx_dot(" not in run
     assert len(re.findall(r"(?m)^    _L\d+\(", run)) >= 5
     assert ("_fold" in text) == (split > 1)
-    assert text.count(", with an epilogue") >= 2
+    # the forward products' bias and tanh, the backward ones' tanh derivative and the weights'
+    # updates: epilogues; the products only they read are never stored
+    assert text.count(", with an epilogue") >= 4
+    assert text.count(gemm.PRODUCT_STORE) < len(re.findall(r"(?m)^def k\d+_gemm\(", text))
     monkeypatch.setattr(dot, "EPILOGUES", False)
     functx.clear_caches()
     text_apart, apart = _lowered_and_run(step, args)
     assert "with an epilogue" not in text_apart
     for g, a in zip(got, apart):
         np.testing.assert_array_equal(np.asarray(g), np.asarray(a))
-    jstep = jax.value_and_grad(lambda *p: loss(*p[:3], p[3], jax.numpy), (0, 1, 2))
-    _close_to_jax(got, jax.tree_util.tree_leaves(jstep(*args)))
+    jgrad = jax.value_and_grad(lambda *p: loss(*p[:3], p[3], jax.numpy), (0, 1, 2))
+    v, g = jgrad(*args)
+    _close_to_jax(got, [v] + [p - 0.1 * d for p, d in zip(args, g)])
 
 
 def test_a_consumer_reading_other_elements_of_the_product_stays_apart(monkeypatch):

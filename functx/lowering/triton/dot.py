@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import re
 
 import numpy as np
 import sympy
@@ -60,28 +61,42 @@ def _triton_product(prog, k: Kernel, prod, cfg, bufs):
     defs, launches = gemm.kernels(name, prod, cfg, ws, epilogue=epi and epi[1])
     if epi is not None:
         pointwise._merged(prog).add(epi[0].index)  # (computed here: its own turn is skipped)
+        # (the product's own store goes where nothing else reads it: drop_unread_products)
+        prog.__dict__.setdefault("_gemm_stores", []).append((launches[-1][0], bufs[2]))
     prog.defs.extend(defs)
     names = dict(zip(("a", "b", "out"), bufs), **{ws: ws})
     for kname, (g0, g1), params, warps in launches:
         prog._launch(kname, f"{g0}, {g1}", [names.get(x, x) for x in params], warps)
 
 
+def _consumer(prog, k: Kernel):
+    """The first later pointwise kernel of the product's shape that reads product kernel ``k``'s
+    result and nothing the kernels in between write (so it can run in ``k``'s launch), or
+    None; only pointwise, reduction and product kernels may lie in between (their results
+    are their nodes' buffers)."""
+    node, merged, written = k.nodes[0], pointwise._merged(prog), set()
+    for k2 in prog.kernels[k.index + 1 :]:
+        if k2.kind == "pointwise" and k2.index not in merged:
+            reads = pointwise._reads(k2)
+            if node.buf in reads:
+                ok = tuple(k2.shape) == tuple(node.shape) and not reads & written
+                return k2 if ok and pointwise._same_elements(prog, k2) is None else None
+        if k2.kind not in ("pointwise", "reduce", "dot"):
+            return None
+        for group in (k2.nodes, *k2.passes, k2.maps, k2.epilogue):
+            written |= {nd.buf for nd in group if nd.buf}
+    return None
+
+
 def _epilogue(prog, k: Kernel):
-    """``(consumer, epilogue)``: the pointwise kernel right after product kernel ``k``, of the
-    product's shape, that reads the product only at the element it computes (bias and
-    activation, an activation's derivative), written as ``gemm.kernels``'s epilogue: the
-    product's value comes from the accumulator instead of a load, and one launch and one pass
-    over the product are saved. None where there is no such kernel."""
+    """``(consumer, epilogue)``: ``_consumer``'s kernel, when it reads the product only at the
+    element it computes (bias and activation, an activation's derivative, the SGD update of a
+    weight from its gradient), written as ``gemm.kernels``'s epilogue: the product's value
+    comes from the accumulator instead of a load, and one launch (or one part of a shared one)
+    and a pass over the product are saved. None where there is no such kernel."""
     node = k.nodes[0]
-    if not EPILOGUES or k.index + 1 >= len(prog.kernels):
-        return None
-    nxt = prog.kernels[k.index + 1]
-    if (
-        nxt.kind != "pointwise"
-        or tuple(nxt.shape) != tuple(node.shape)
-        or nxt.index in pointwise._merged(prog)
-        or pointwise._same_elements(prog, nxt) is not None
-    ):
+    nxt = _consumer(prog, k) if EPILOGUES else None
+    if nxt is None:
         return None
     # the product read as a local of the consumer: at its own element, else NotRowAligned
     nxt = dataclasses.replace(nxt, local_ids=nxt.local_ids | {node.id})
@@ -110,6 +125,21 @@ def _epilogue(prog, k: Kernel):
     except NotRowAligned:
         return None
     return nxt, epilogue
+
+
+def drop_unread_products(prog) -> None:
+    """Drop the store of each product whose epilogue was its only reader: its buffer is named
+    by no host line of ``prog`` but its own launch and is no output (the MLP's pre-activations
+    and weight gradients are then never written). Called once ``prog``'s host code is final."""
+    outs = {n.buf for n in prog.g.outputs}
+    for kname, buf in prog.__dict__.get("_gemm_stores", []):
+        word = re.compile(rf"\b{buf}\b")
+        if buf in outs or sum(bool(word.search(ln)) for ln in prog.host) != 1:
+            continue
+        head = f"@triton.jit\ndef {kname}("
+        for i, d in enumerate(prog.defs):
+            if d.startswith(head):
+                prog.defs[i] = re.sub(rf"(?m)^.*{gemm.PRODUCT_STORE}\n", "", d)
 
 
 # --- matrix-vector products as sums ----------------------------------------------------------

@@ -54,6 +54,9 @@ class Config:
         return f"{self.bm}x{self.bn}x{self.bk}/s{self.split}/w{self.warps}/p{self.stages}"
 
 
+# the comment marking the line that stores the product (``dot.drop_unread_products``)
+PRODUCT_STORE = "# the product"
+
 _DTYPES = {"float32": "tl.float32", "bfloat16": "tl.bfloat16", "float16": "tl.float16"}
 
 # Shape classes of single (unbatched) TF32 products -> configuration, first match wins:
@@ -200,7 +203,7 @@ def kernels(
     if split == 1:
         value = "acc" if p.dtype == "float32" else f"acc.to({out_t})"
         body += [f"    flat = bz * {m * n} + {at}", f"    mask = {tile_mask}"]
-        body.append(f"    tl.store(out + flat, {value}, mask=mask)")
+        body.append(f"    tl.store(out + flat, {value}, mask=mask)  {PRODUCT_STORE}")
         if epilogue is not None:
             lines, more = epilogue("flat", "mask", "acc", "    ")
             body += lines
@@ -222,7 +225,7 @@ def kernels(
         f"    v = tl.reduce(parts, 0, {name}_add)",
     ]
     value = "v" if p.dtype == "float32" else f"v.to({out_t})"
-    fold.append(f"    tl.store(out + flat, {value}, mask=mask)")
+    fold.append(f"    tl.store(out + flat, {value}, mask=mask)  {PRODUCT_STORE}")
     if epilogue is not None:
         lines, more = epilogue("flat", "mask", "v", "    ")
         fold += lines

@@ -324,6 +324,7 @@ class TritonProgram:
             node.buf = outs[node.id]
         for k in self.kernels:
             render_kernel(self, k)
+        dot.drop_unread_products(self)
         self.host = sink_waits(self.host, self._wait_steps())  # (before any plan reads it)
         head = [f"def {name}(inputs, consts, outputs):"]
         names = [n.buf for n in g.inputs]
