@@ -13,8 +13,8 @@ back-to-back calls), GPU us per call and launches per step (torch.profiler: CUPT
 kernels too) and a table of the kernels (name, launches per step, us per step).
 
 ``--ab``: functx three times, its products on cuBLAS (``gemm.TRITON_GEMM = False`` while
-compiling), as ``gemm.TABLE`` chooses, and so with TF32 operands truncated (``gemm.ROUND_TF32 =
-False``), in the same process, alternating with JAX.
+compiling), as ``gemm.TABLE`` chooses without epilogues (``dot.EPILOGUES = False``) and with
+them, in the same process, alternating with JAX.
 
 ``--sweep --ab --pick``: the sweep first, then the A/B with ``gemm.TABLE`` replaced by the
 sweep's winners (each product that a Triton configuration ran at least 5% faster than cuBLAS).
@@ -51,7 +51,7 @@ sys.path.insert(0, ROOT)
 import numpy as np  # noqa: E402
 import workloads as wl  # noqa: E402
 
-from functx.lowering.triton import gemm  # noqa: E402
+from functx.lowering.triton import dot, gemm  # noqa: E402
 
 DRY_SIZES = {
     "mlp_sgd": ("mlp", dict(sizes=(64, 48, 40, 10), batch=24)),
@@ -131,12 +131,12 @@ def steps(args):
 
     fdev = functx.devices("gpu")[0]
     jdev = jax.devices("cpu" if args.dry else "gpu")[0]
-    versions = [("functx", {})]  # (label, gemm module switches while compiling)
+    versions = [("functx", {})]  # (label, {(module, name): value} set while compiling)
     if args.ab:
         versions = [
-            ("functx cuBLAS", {"TRITON_GEMM": False}),
+            ("functx cuBLAS", {(gemm, "TRITON_GEMM"): False}),
+            ("functx Triton GEMM, no epilogues", {(dot, "EPILOGUES"): False}),
             ("functx Triton GEMM", {}),
-            ("functx Triton GEMM, TF32 truncated", {"ROUND_TF32": False}),
         ]
     summary = []
     for name, (fam, c) in _steps(args).items():
@@ -144,16 +144,16 @@ def steps(args):
         want = _flat(jax, jf(*jargs))
         runs = []
         for label, switches in versions:
-            saved = {k: getattr(gemm, k) for k in switches}
+            saved = {k: getattr(*k) for k in switches}
             try:
-                for k, v in switches.items():
-                    setattr(gemm, k, v)
+                for (mod, attr), v in switches.items():
+                    setattr(mod, attr, v)
                 fx, fargs = _build(functx, fam, c, fdev)
                 got = _flat(functx, fx(*fargs))
                 n = _launches_of(fx, fargs)
             finally:
-                for k, v in saved.items():
-                    setattr(gemm, k, v)
+                for (mod, attr), v in saved.items():
+                    setattr(mod, attr, v)
             err = _rel(got, want)
             ok = "PASS" if err <= args.tol else "FAIL"
             print(f"{name} {label}: {n} launches; vs JAX {err:.2e} {ok}", flush=True)

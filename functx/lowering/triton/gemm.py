@@ -60,45 +60,55 @@ PRODUCT_STORE = "# the product"
 _DTYPES = {"float32": "tl.float32", "bfloat16": "tl.bfloat16", "float16": "tl.float16"}
 
 # Shape classes of single (unbatched) TF32 products -> configuration, first match wins:
-# (predicate on a Product, Config). Each is the fastest of about 10-70 configurations for the
-# products of issue 20's MLP and CNN steps on an H100 80GB (session 36, run 1 of
-# ``benchmarks/gpu_step_kernels.py --sweep``; us per product in a CUDA graph, against cuBLAS's).
-# Shapes no rule names stay on cuBLAS (the GPT block's products, batched ones, other dtypes).
+# (predicate on a Product, Config). Each is the fastest of 7 to 88 configurations for the products
+# of issue 20's MLP, CNN and DP-SGD steps on an H100 80GB, TF32 operands rounded (session 36,
+# run 2 of ``benchmarks/gpu_step_kernels.py --sweep``: us per product in a CUDA graph, against
+# cuBLAS's; the epilogue these products may take is not in these figures). Shapes no rule names
+# stay on cuBLAS: the GPT block's products (up to 2x slower here), batched ones, other dtypes.
 TABLE: list = [
     # a contraction of at most 16 (a 3x3 one-channel convolution's taps, a 10-class gradient):
-    # (100352, 9) x (9, 16) 4.08 against 13.41; (128, 10) x (10, 1568) 2.04 against 7.15
-    (lambda p: p.k <= 16 and p.m * p.n >= 4096, Config(32, 16, 16, 1, 2, 4)),
+    # (100352, 9) x (9, 16) 4.37 us against cuBLAS's 13.48, (128, 10) x (10, 1568) b^T 2.10
+    # against 7.34; not (8192, 16) x (16, 512) b^T (Mamba: 8.23 against 7.92)
+    (lambda p: p.k <= 16 and 4096 <= p.m * p.n <= 1 << 21, Config(32, 16, 16, 1, 2, 4)),
     # a tiny output over a long contraction (a convolution's weight gradient over every pixel of
-    # the batch): (9, 100352) x (100352, 16) in 128 slices, 8.46 against 19.03
-    (lambda p: p.m * p.n <= 4096 and p.k >= 16384, Config(16, 16, 64, 128, 2, 3)),
-    # a narrow output (a 10-class layer) over a contraction of 512 to 4096, in 8 slices:
-    # (128, 1024) x (1024, 10) 4.07 against 7.15; (128, 1568) x (1568, 10) 4.72 against 7.57
-    (lambda p: p.n <= 16 and 512 <= p.k <= 4096 and p.m <= 1024, Config(32, 16, 64, 8, 2, 3)),
-    # ... over a short contraction (that layer's weight gradient over a batch of 128):
-    # (1024, 128) x (128, 10) 2.37 against 4.23
-    (lambda p: p.n <= 16 and p.k <= 256 and p.m <= 4096, Config(16, 16, 32, 1, 2, 4)),
-    # a weight gradient over a batch of at most 256, a^T b: (1024, 128) x (128, 1024) 5.13
-    # against 5.83, (784, 128) x (128, 1024) 5.14 against 5.42
+    # the batch): (9, 100352) x (100352, 16) a^T in 256 slices, 6.55 against 19.04
+    (lambda p: p.m * p.n <= 4096 and p.k >= 16384, Config(16, 16, 32, 256, 2, 4)),
+    # a narrow output (a 10-class layer) over a contraction of 512 to 4096, in 16 slices:
+    # (128, 1024) x (1024, 10) 4.05 against 7.22, (128, 1568) x (1568, 10) 4.22 against 7.61
+    (lambda p: p.n <= 16 and 512 <= p.k <= 4096 and p.m <= 1024, Config(16, 16, 32, 16, 2, 4)),
+    # ... over a short contraction, and products of at most 256 in every axis: (1024, 128) x
+    # (128, 10) a^T 2.36 against 4.24, (128, 256) x (256, 256) 2.94 against 5.28, b^T 2.67
+    # against 5.24, (256, 128) x (128, 256) a^T 2.73 against 4.09
     (
-        lambda p: (
-            p.ta and not p.tb and p.k <= 256 and 256 <= min(p.m, p.n) <= max(p.m, p.n) <= 2048
-        ),
-        Config(32, 128, 32, 1, 4, 4),
+        lambda p: (p.n <= 16 and p.k <= 256 and p.m <= 4096) or max(p.m, p.n, p.k) <= 256,
+        Config(16, 16, 32, 1, 2, 4),
+    ),
+    # a weight gradient over a batch of at most 256 rows, a^T b: (1024, 128) x (128, 1024) 6.27
+    # against 5.80, (784, 128) x (128, 1024) 6.40 against 5.52: slower alone, but the weight's
+    # SGD update becomes its epilogue (dot.py), where cuBLAS needs a pass over the gradient
+    (
+        lambda p: p.ta and not p.tb and p.k <= 256 and 256 < min(p.m, p.n) <= max(p.m, p.n) <= 2048,
+        Config(128, 32, 32, 1, 4, 4),
     ),
     # a batch of at most 256 rows times a weight, a b^T (an input gradient): (128, 1024) x
-    # (1024, 1024) 5.40 against 7.86
+    # (1024, 1024) 7.45 against 8.08
     (
-        lambda p: (
-            p.tb and not p.ta and p.m <= 256 and 256 <= min(p.n, p.k) <= max(p.n, p.k) <= 2048
-        ),
-        Config(64, 32, 32, 1, 4, 4),
+        lambda p: p.tb and not p.ta and p.m <= 256 and 256 < min(p.n, p.k) <= max(p.n, p.k) <= 2048,
+        Config(64, 64, 64, 4, 4, 3),
     ),
-    # ... a b (a forward layer): (128, 1024) x (1024, 1024) 6.21 against 8.27
+    # ... a b (a forward layer): (128, 784) x (784, 1024) 7.79 against 8.40; (128, 1024) x
+    # (1024, 1024) 8.02 against 8.36
     (
         lambda p: (
-            not p.ta and not p.tb and p.m <= 256 and 256 <= min(p.n, p.k) <= max(p.n, p.k) <= 2048
+            not p.ta and not p.tb and p.m <= 256 and 256 < min(p.n, p.k) and p.k * p.n < 1 << 20
         ),
-        Config(64, 16, 64, 1, 2, 3),
+        Config(32, 32, 32, 2, 2, 4),
+    ),
+    (
+        lambda p: (
+            not p.ta and not p.tb and p.m <= 256 and 256 < min(p.n, p.k) <= max(p.n, p.k) <= 2048
+        ),
+        Config(32, 128, 64, 4, 4, 3),
     ),
 ]
 
