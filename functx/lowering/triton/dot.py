@@ -1,7 +1,10 @@
-"""Triton matrix products: a host call of the runtime's ``matmul`` (cuBLAS through torch); small
-float matrix-vector products written as a multiply and a sum before lowering (``matvec_sums``), so
-that they fuse with their neighbours as reductions (on an H100 the kernel least squares step went
-from 6 launches, 3 of them cuBLAS, and 14.3 us of GPU time to 3 launches and 5.1 us; JAX 5.9)."""
+"""Triton matrix products: a host call of the runtime's ``matmul`` (cuBLAS through torch), or for
+the shapes ``gemm.TABLE`` names a Triton GEMM (``gemm.py``) that computes the first later
+pointwise kernel reading the product as its epilogue (``_epilogue``), the product then stored only
+where something else reads it (``drop_unread_products``); small float matrix-vector products
+written as a multiply and a sum before lowering (``matvec_sums``), so that they fuse with their
+neighbours as reductions (on an H100 the kernel least squares step went from 6 launches, 3 of
+them cuBLAS, and 14.3 us of GPU time to 3 launches and 5.1 us; JAX 5.9)."""
 
 from __future__ import annotations
 
