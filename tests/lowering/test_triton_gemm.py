@@ -172,8 +172,10 @@ def test_jitted_training_step_on_triton_products_matches_jax(monkeypatch, split)
     """An MLP's SGD step with every product a Triton GEMM: the program launches ``_gemm``
     kernels (and their folds) and no cuBLAS call; the bias and tanh after each forward product,
     tanh's derivative after the backward ones and the weights' updates are the products'
-    epilogues (in the fold with a split contraction), which give the bits of separate kernels;
-    results match JAX."""
+    epilogues (in the fold with a split contraction), which give the values of separate kernels
+    (the same bits on the interpreter; on an H100 the update ``p - 0.1 * g`` in a split's fold
+    and in its own kernel rounded differently, 77 of 240 elements apart by at most 6e-8 in values
+    up to 0.6: a fused multiply-add in one of them, by my reading); results match JAX."""
     monkeypatch.setattr(gemm, "TABLE", [(lambda q: True, Config(16, 16, 16, split=split))])
     rng = np.random.default_rng(3)
     w1, w2 = rng.standard_normal((20, 24)) / 5, rng.standard_normal((24, 10)) / 5
@@ -200,8 +202,9 @@ def test_jitted_training_step_on_triton_products_matches_jax(monkeypatch, split)
     functx.clear_caches()
     text_apart, apart = _lowered_and_run(step, args)
     assert "with an epilogue" not in text_apart
-    for g, a in zip(got, apart):
-        np.testing.assert_array_equal(np.asarray(g), np.asarray(a))
+    for g, a in zip(got, apart):  # (a rounding apart at most, at the inputs' scale: docstring)
+        g, a = np.asarray(g, np.float64), np.asarray(a, np.float64)
+        assert np.abs(g - a).max() <= 2.5e-7 * max(np.abs(a).max(), 1.0)
     jgrad = jax.value_and_grad(lambda *p: loss(*p[:3], p[3], jax.numpy), (0, 1, 2))
     v, g = jgrad(*args)
     _close_to_jax(got, [v] + [p - 0.1 * d for p, d in zip(args, g)])
