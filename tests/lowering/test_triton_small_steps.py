@@ -27,6 +27,7 @@ import functx  # noqa: E402
 from functx.lowering import schedule  # noqa: E402
 from functx.lowering.loopir import FloorDiv, Load, ModI, sym  # noqa: E402
 from functx.lowering.schedule import in_order  # noqa: E402
+from functx.lowering.triton import gemm  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import workloads  # noqa: E402
@@ -38,6 +39,9 @@ def interpreter(monkeypatch):
     from functx.devices import device as placement
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")
+    # (the scheduler's rules, counted with every product on cuBLAS: Triton GEMMs and their
+    # epilogues, ``triton/gemm.py``, are counted in test_triton_gemm.py)
+    monkeypatch.setattr(gemm, "TRITON_GEMM", False)
     # (an earlier test may have looked for GPUs without the interpreter: look again, and restore
     # what it found afterwards)
     monkeypatch.setattr(placement, "_gpu_list", placement._gpu_list or None)

@@ -1,17 +1,27 @@
-"""Triton matrix products: a host call of the runtime's ``matmul`` (cuBLAS through torch); small
-float matrix-vector products written as a multiply and a sum before lowering (``matvec_sums``), so
-that they fuse with their neighbours as reductions (on an H100 the kernel least squares step went
-from 6 launches, 3 of them cuBLAS, and 14.3 us of GPU time to 3 launches and 5.1 us; JAX 5.9)."""
+"""Triton matrix products: a host call of the runtime's ``matmul`` (cuBLAS through torch), or for
+the shapes ``gemm.TABLE`` names a Triton GEMM (``gemm.py``) that computes the first later
+pointwise kernel reading the product as its epilogue (``_epilogue``), the product then stored only
+where something else reads it (``drop_unread_products``); small float matrix-vector products
+written as a multiply and a sum before lowering (``matvec_sums``), so that they fuse with their
+neighbours as reductions (on an H100 the kernel least squares step went from 6 launches, 3 of
+them cuBLAS, and 14.3 us of GPU time to 3 launches and 5.1 us; JAX 5.9)."""
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import math
+import re
 
 import numpy as np
+import sympy
 
 from functx import config, lax
-from functx.lowering.schedule import Kernel
+from functx.lowering.loopir import flat_offset, sym
+from functx.lowering.schedule import Kernel, KernelCtx, NotRowAligned, local_sym
+from functx.lowering.triton import gemm, pointwise
 from functx.lowering.triton.conv import _retrace
+from functx.lowering.triton.emit import Emitter, V, _decompose
 
 
 # --- matrix products (host) ----------------------------------------------------------------
@@ -23,11 +33,116 @@ def render(prog, k: Kernel):
         return
     # the product's own precision=, else the default (see functx.default_matmul_precision)
     tf32 = (p.get("precision") or config.matmul_precision()) != "float32"
+    dt = np.dtype(node.dtype).name
+    if np.dtype(lhs.dtype) == np.dtype(rhs.dtype) == np.dtype(node.dtype):
+        shape = (p["batch"], p["m"], p["k"], p["n"], p["lhs_trans"], p["rhs_trans"], dt, tf32)
+        prod = gemm.Product(*shape)
+        cfg = gemm.choose(prod)
+        if cfg is not None:
+            _triton_product(prog, k, prod, cfg, (lhs.buf, rhs.buf, node.buf))
+            return
     prog.host.append(
         f"    _fx_dot({lhs.buf}, {rhs.buf}, {node.buf}, {p['batch']}, {p['m']}, "
         f"{p['k']}, {p['n']}, {p['lhs_trans']}, {p['rhs_trans']}, {tf32})"
         f"  # kernel {k.index}: dot_general {lhs.shape} x {rhs.shape}"
     )
+
+
+#: whether a Triton product computes the pointwise kernel right after it as its epilogue
+EPILOGUES = True
+
+
+def _triton_product(prog, k: Kernel, prod, cfg, bufs):
+    """Product ``prod`` as Triton kernels (``gemm.kernels``) launched from the host function,
+    with the next kernel as its epilogue where ``_epilogue`` finds one."""
+    name = prog._kname(k, "gemm")
+    ws = f"ws{k.index}"
+    n_ws = gemm.workspace_elements(prod, cfg)
+    if n_ws:
+        prog.host.append(f"    {ws} = torch.empty({n_ws}, dtype=torch.float32, device=dev)")
+    epi = _epilogue(prog, k) if prod.dtype == "float32" else None
+    defs, launches = gemm.kernels(name, prod, cfg, ws, epilogue=epi and epi[1])
+    if epi is not None:
+        pointwise._merged(prog).add(epi[0].index)  # (computed here: its own turn is skipped)
+        # (the product's own store goes where nothing else reads it: drop_unread_products)
+        prog.__dict__.setdefault("_gemm_stores", []).append((launches[-1][0], bufs[2]))
+    prog.defs.extend(defs)
+    names = dict(zip(("a", "b", "out"), bufs), **{ws: ws})
+    for kname, (g0, g1), params, warps in launches:
+        prog._launch(kname, f"{g0}, {g1}", [names.get(x, x) for x in params], warps)
+
+
+def _consumer(prog, k: Kernel):
+    """The first later pointwise kernel of the product's shape that reads product kernel ``k``'s
+    result and nothing the kernels in between write (so it can run in ``k``'s launch), or
+    None; only pointwise, reduction and product kernels may lie in between (their results
+    are their nodes' buffers)."""
+    node, merged, written = k.nodes[0], pointwise._merged(prog), set()
+    for k2 in prog.kernels[k.index + 1 :]:
+        if k2.kind == "pointwise" and k2.index not in merged:
+            reads = pointwise._reads(k2)
+            if node.buf in reads:
+                ok = tuple(k2.shape) == tuple(node.shape) and not reads & written
+                return k2 if ok and pointwise._same_elements(prog, k2) is None else None
+        if k2.kind not in ("pointwise", "reduce", "dot"):
+            return None
+        for group in (k2.nodes, *k2.passes, k2.maps, k2.epilogue):
+            written |= {nd.buf for nd in group if nd.buf}
+    return None
+
+
+def _epilogue(prog, k: Kernel):
+    """``(consumer, epilogue)``: ``_consumer``'s kernel, when it reads the product only at the
+    element it computes (bias and activation, an activation's derivative, the SGD update of a
+    weight from its gradient), written as ``gemm.kernels``'s epilogue: the product's value
+    comes from the accumulator instead of a load, and one launch (or one part of a shared one)
+    and a pass over the product are saved. None where there is no such kernel."""
+    node = k.nodes[0]
+    nxt = _consumer(prog, k) if EPILOGUES else None
+    if nxt is None:
+        return None
+    # the product read as a local of the consumer: at its own element, else NotRowAligned
+    nxt = dataclasses.replace(nxt, local_ids=nxt.local_ids | {node.id})
+    shape = tuple(node.shape)
+    ivars = [sym(f"i{d}") for d in range(len(shape))]
+
+    def epilogue(flat, mask, value, indent):
+        known = {sympy.expand(flat_offset(ivars, shape)): flat} if shape else {}
+        em = Emitter(
+            indent, itertools.count(), {v.name: "f" for v in ivars}, {frozenset("f"): mask}, known
+        )
+        em.syms[local_sym(node).name] = V(value, frozenset("f"), False, node.dtype)
+        ctx, stores = KernelCtx(nxt), []
+        for (buf, dt, fn), local in zip(pointwise._stores(nxt), pointwise._local_names(nxt)):
+            v = em(fn(tuple(ivars), ctx))
+            if local is not None:
+                em.syms[local] = v
+            if buf is not None:
+                stores.append((buf, dt, v))
+        lines = [indent + s for s in _decompose([v.name for v in ivars], shape, flat)]
+        lines += em.lines + [indent + prog._store(b, flat, v, dt, mask) for b, dt, v in stores]
+        return lines, prog._ordered(em.bufs, [b for b, _, _ in stores])
+
+    try:
+        epilogue("flat", "mask", "acc", "    ")
+    except NotRowAligned:
+        return None
+    return nxt, epilogue
+
+
+def drop_unread_products(prog) -> None:
+    """Drop the store of each product whose epilogue was its only reader: its buffer is named
+    by no host line of ``prog`` but its own launch and is no output (the MLP's pre-activations
+    and weight gradients are then never written). Called once ``prog``'s host code is final."""
+    outs = {n.buf for n in prog.g.outputs}
+    for kname, buf in prog.__dict__.get("_gemm_stores", []):
+        word = re.compile(rf"\b{buf}\b")
+        if buf in outs or sum(bool(word.search(ln)) for ln in prog.host) != 1:
+            continue
+        head = f"@triton.jit\ndef {kname}("
+        for i, d in enumerate(prog.defs):
+            if d.startswith(head):
+                prog.defs[i] = re.sub(rf"(?m)^.*{gemm.PRODUCT_STORE}\n", "", d)
 
 
 # --- matrix-vector products as sums ----------------------------------------------------------

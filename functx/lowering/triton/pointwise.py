@@ -107,6 +107,8 @@ def _horizontal(prog, k: Kernel) -> list:
     if math.prod(k.shape) == 0:
         return parts
     for k2 in prog.kernels[k.index + 1 :]:
+        if k2.index in _merged(prog):
+            continue  # (computed by an earlier launch: a product's epilogue, triton/dot.py)
         if (
             len(parts) >= MAX_PARTS
             or k2.kind != "pointwise"

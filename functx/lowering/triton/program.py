@@ -32,7 +32,10 @@ each; small ones that one kernel stores and nothing reads: a shared scratch, ``r
   a function (XLA's contract: commutative, associative, the init value an identity).
 * ``dot``: ``torch.matmul`` on the realised operands (cuBLAS), called from the host function;
   float32 products use TF32 unless the default matmul precision (read when the program is
-  generated: ``functx.default_matmul_precision``) is "highest"/"float32", as in JAX. Small
+  generated: ``functx.default_matmul_precision``) is "highest"/"float32", as in JAX. The small
+  TF32 products of ``gemm.TABLE``'s shape classes (a training step's batch of 128 rows) are
+  Triton GEMMs instead (``gemm.py``), which compute their first pointwise consumer as their
+  epilogue (``dot._epilogue``: bias and activation, the SGD update of a weight). Small
   float matrix-vector products are a multiply and a sum instead (``dot.matvec_sums``, a Jaxpr
   rewrite before lowering), which fuse with the work around them as reductions do.
 * ``scatter``: the operand is copied, then one program per block of the update window applies
@@ -324,6 +327,7 @@ class TritonProgram:
             node.buf = outs[node.id]
         for k in self.kernels:
             render_kernel(self, k)
+        dot.drop_unread_products(self)
         self.host = sink_waits(self.host, self._wait_steps())  # (before any plan reads it)
         head = [f"def {name}(inputs, consts, outputs):"]
         names = [n.buf for n in g.inputs]
