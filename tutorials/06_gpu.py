@@ -94,10 +94,13 @@ if gpu is not None:
 # `jit` compiles for the device of its arguments: C++ for the CPU, Triton for a GPU.
 # `lower(...).as_text()` then ends with `# Triton` and the generated Python module: a prelude of
 # helper functions, one `@triton.jit` function per kernel, and `run`, which allocates the
-# temporaries and launches the kernels in order. Matrix products are not Triton kernels: `run`
-# calls cuBLAS through torch (`_fx_dot`), and the pointwise work after the product is one fused
-# Triton kernel (a small matrix-vector product, one row or column, is instead a multiply and a
-# sum fused with that work). Below: the kernel list, then the source from the first kernel on.
+# temporaries and launches the kernels in order. A float32 matrix product of the small sizes a
+# measured table names (`functx/lowering/triton/gemm.py`) is a Triton kernel of its own
+# (`k0_gemm` below: a tiled `tl.dot`) that also computes the pointwise work after it (here the
+# `tanh` and the scaling) as its epilogue; other products call cuBLAS through torch (`_fx_dot`)
+# and the pointwise work after them is one fused Triton kernel (a small matrix-vector product,
+# one row or column, is instead a multiply and a sum fused with that work). Below: the kernel
+# list, then the source from the first kernel on.
 
 
 # %%
@@ -142,14 +145,18 @@ print("FUNCTX_CUDA_GRAPHS mode:", functx.config.cuda_graphs_mode())
 # `functx.config.update("jax_default_matmul_precision", "highest")`, or
 # `FUNCTX_DEFAULT_MATMUL_PRECISION=highest`) asks for full float32; `jit` compiles again when the
 # setting changes, and a product's own `precision=` argument wins over the setting. The choice is
-# visible in the generated source: the last argument of the `_fx_dot` call. The CPU computes in
+# visible in the generated source: a Triton GEMM's `tl.dot(..., input_precision="tf32")` (its
+# operands rounded to TF32 to nearest first, as cuBLAS rounds them), or the last argument of a
+# cuBLAS `_fx_dot` call (full float32 products go to cuBLAS). The CPU computes in
 # float32 whatever the setting, and so does the interpreter (its products run in torch on the
 # CPU): the difference in values shows on a real GPU only.
 
 
 # %%
 def dot_call(text):
-    return next(s.strip() for s in text.splitlines() if s.strip().startswith("_fx_dot("))
+    """The line of the generated source that says how the product runs."""
+    lines = [s.strip() for s in text.splitlines()]
+    return next(s for s in lines if s.startswith("_fx_dot(") or s.startswith("acc = tl.dot("))
 
 
 if gpu is not None:

