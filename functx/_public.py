@@ -47,6 +47,7 @@ NAMESPACES: tuple[str, ...] = (
     "functx.dlpack",
     "functx.experimental",
     "functx.experimental.ode",
+    "functx.experimental.jet",
     "functx.experimental.mesh_utils",
     "functx.experimental.multihost_utils",
     "functx.experimental.pjit",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from functx import config
 from functx.control.callbacks import io_callback as io_callback
 from functx.errors import missing_name_hook as _missing_name_hook
-from functx.experimental import checkify as checkify, ode as ode, sparse as sparse
+from functx.experimental import checkify as checkify, jet as jet, ode as ode, sparse as sparse
 
 
 def enable_x64(new_val: bool = True):
@@ -57,4 +57,4 @@ def disable_x64():
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
 __getattr__ = _missing_name_hook(__name__)
 
-__all__ = ["checkify", "disable_x64", "enable_x64", "io_callback", "ode", "sparse"]
+__all__ = ["checkify", "disable_x64", "enable_x64", "io_callback", "jet", "ode", "sparse"]
