@@ -29,8 +29,6 @@ from __future__ import annotations
 import math
 import weakref
 
-import numpy as np
-
 from functx import dtypes, ops, primitives as P
 from functx.core import Literal, ShapedArray
 from functx.errors import (
@@ -370,7 +368,7 @@ def jet_jaxpr(closed, order: int, moving: tuple, factorial_scaled: bool, composi
             closed.jaxpr, closed.consts, primals, series, order, composite_only
         )
         flat = [
-            ops.full(get_aval(o).shape, 0, get_aval(o).dtype) if s is None else c
+            _out_term(c, get_aval(o))
             for o, s in zip(outs, out_series)
             for c in (_rescale(s, factorial_scaled, divide=False) or [None] * order)
         ]
@@ -379,6 +377,15 @@ def jet_jaxpr(closed, order: int, moving: tuple, factorial_scaled: bool, composi
     j, _ = trace_flat(fun, list(in_avals) + [a for a in s_avals for _ in range(order)])
     per[key] = passes.simplify(j)
     return per[key]
+
+
+def _out_term(c, aval):
+    """An output term: zeros for a zero term, weakly typed where its primal is (as JAX's)."""
+    if c is None:
+        c = ops.full(aval.shape, 0, aval.dtype)
+    if aval.weak_type and not get_aval(c).weak_type:
+        return ops.convert_element_type(c, aval.dtype, weak_type=True)
+    return c
 
 
 def _series_dtype(aval):
@@ -484,7 +491,13 @@ def jet(fun, primals, series, factorial_scaled=True, **_):
     checked = []
     for i, (a, ts) in enumerate(zip(in_avals, terms)):
         for j, t in enumerate(ts):
-            ta = arg_avals(f"jet of {fname}", [t], (t,))[0]
+            try:
+                ta = get_aval(t)
+            except (TypeError, ValueError, AttributeError):
+                raise FunctxTypeError(
+                    f"jet of {fname}: term {j} for argument {i}, {str(t):.60} of type "
+                    f"{type(t).__name__}, is not an array{where()}"
+                ) from None
             if ta.shape != a.shape:
                 raise FunctxArgumentError(
                     f"jet of {fname}: term {j} for argument {i} has shape {ta.shape}, but its "
