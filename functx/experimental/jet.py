@@ -348,22 +348,22 @@ def jet_eval(jaxpr, consts, primals, series, order, composite_only=False):
 _jet_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def jet_jaxpr(closed, order: int, moving: tuple, factorial_scaled: bool, composite_only=False):
+def jet_jaxpr(closed, order: int, factorial_scaled: bool, composite_only=False):
     """The Jaxpr of ``(primals, series of the moving inputs) -> (outputs, output series)``, each
     series ``order`` arrays; cached."""
     per = _jet_cache.setdefault(closed, {})
-    key = (order, moving, factorial_scaled, composite_only)
+    key = (order, factorial_scaled, composite_only)
     if key in per:
         return per[key]
     in_avals = closed.in_avals
-    s_avals = [ShapedArray(a.shape, _series_dtype(a)) for a, m in zip(in_avals, moving) if m]
+    s_avals = [ShapedArray(a.shape, _series_dtype(a)) for a in in_avals]
 
     def fun(*args):
         primals, rest = list(args[: len(in_avals)]), iter(args[len(in_avals) :])
-        series = []
-        for m in moving:
-            s = [next(rest) for _ in range(order)] if m else None
-            series.append(_rescale(s, factorial_scaled, divide=True))
+        series = [
+            _rescale([next(rest) for _ in range(order)], factorial_scaled, divide=True)
+            for _ in in_avals
+        ]
         outs, out_series = jet_eval(
             closed.jaxpr, closed.consts, primals, series, order, composite_only
         )
@@ -483,6 +483,12 @@ def jet(fun, primals, series, factorial_scaled=True, **_):
       >>> print(y0, y1, y2)
       8.0 12.0 12.0
     """
+    return _jet(fun, primals, series, factorial_scaled)
+
+
+def _jet(fun, primals, series, factorial_scaled=True, composite_only=False):
+    """``jet``; with ``composite_only`` every primitive takes the composite rule (the tests
+    compare the two)."""
     check_callable("jet", fun)
     fname = fun_name(fun)
     order, terms = _check_inputs(fname, primals, series)
@@ -505,13 +511,7 @@ def jet(fun, primals, series, factorial_scaled=True, **_):
                 )
             checked.append(ops.convert_element_type(t, _series_dtype(a)))
     traced, _ = trace_user_fun(fun, tuple(primals))
-    if order == 0:
-        outs = as_arrays(eval_jaxpr(traced.closed.jaxpr, traced.closed.consts, *leaves))
-        return tree_unflatten(traced.out_tree, outs), tree_unflatten(
-            traced.out_tree, [[] for _ in outs]
-        )
-    moving = tuple(True for _ in leaves)
-    j = jet_jaxpr(traced.closed, order, moving, bool(factorial_scaled))
+    j = jet_jaxpr(traced.closed, order, bool(factorial_scaled), composite_only)
     res = as_arrays(eval_jaxpr(j.jaxpr, j.consts, *leaves, *checked))
     n = traced.n_out
     outs, flat = res[:n], res[n:]
