@@ -80,13 +80,21 @@ def _cauchy(a, b, k, mul, lo=0, hi=None):
     return out
 
 
-def _weighted(x, y, k):
-    """``(1/k) sum_{j=1}^k j x_j y_{k-j}``: the k-th coefficient of the y' = y x' family."""
-    out = None
-    for j in range(1, k + 1):
-        if x[j] is not None and y[k - j] is not None:
-            out = _add(out, ops.mul(_scaled(x[j], j), y[k - j]))
-    return _scaled(out, 1.0 / k)
+def _t_deriv(x):
+    """The coefficients of ``t x'(t)``: ``j x_j`` (the recurrences below are its products)."""
+    return [None] + [_scaled(c, j) for j, c in enumerate(x[1:], 1)]
+
+
+def _weighted(tdx, y, k, hi=None):
+    """``(1/k) sum_{j=1}^{hi} j x_j y_{k-j}`` (``hi`` = k by default), from ``tdx = _t_deriv(x)``:
+    the k-th coefficient of ``y`` where ``t y' = y t x'`` (the exp family)."""
+    return _scaled(_cauchy(tdx, y, k, ops.mul, lo=1, hi=hi), 1.0 / k)
+
+
+def _less_over(a, s, b):
+    """``(a - s) / b`` with None for zero ``a`` or ``s``."""
+    num = a if s is None else (ops.neg(s) if a is None else ops.sub(a, s))
+    return None if num is None else ops.div(num, b)
 
 
 # --- the rules (coefficients c_0..c_K as lists; c_0 the primal) ----------------------------------
@@ -132,45 +140,39 @@ def _bilinear_rule(prim):
 
 
 def _div_rule(xs, order):
-    """q = a / b: ``q_k = (a_k - sum_{j=1}^k b_j q_{k-j}) / b_0``."""
+    """q = a / b, from a = q b: ``q_k = (a_k - sum_{j=1}^k b_j q_{k-j}) / b_0``."""
     a, b = xs
     q = [ops.div(a[0], b[0])]
     for k in range(1, order + 1):
-        s = _cauchy(b, q, k, ops.mul, lo=1)
-        num = a[k] if s is None else (ops.neg(s) if a[k] is None else ops.sub(a[k], s))
-        q.append(None if num is None else ops.div(num, b[0]))
+        q.append(_less_over(a[k], _cauchy(b, q, k, ops.mul, lo=1), b[0]))
     return [q]
 
 
 def _exp_rule(xs, order):
+    """y = exp x: ``y' = y x'``."""
     (x,) = xs
-    y = [ops.exp(x[0])]
+    tdx, y = _t_deriv(x), [ops.exp(x[0])]
     for k in range(1, order + 1):
-        y.append(_weighted(x, y, k))
+        y.append(_weighted(tdx, y, k))
     return [y]
 
 
 def _log_rule(xs, order):
-    """y = log x, from x y' = x': ``y_k = (x_k - (1/k) sum_{j=1}^{k-1} j y_j x_{k-j}) / x_0``."""
+    """y = log x, from ``x y' = x'``: ``y_k = (x_k - (1/k) sum_{j<k} j y_j x_{k-j}) / x_0``."""
     (x,) = xs
-    y = [ops.log(x[0])]
+    y, tdy = [ops.log(x[0])], [None]
     for k in range(1, order + 1):
-        s = None
-        for j in range(1, k):
-            if y[j] is not None and x[k - j] is not None:
-                s = _add(s, ops.mul(_scaled(y[j], j), x[k - j]))
-        s = _scaled(s, 1.0 / k)
-        num = x[k] if s is None else (ops.neg(s) if x[k] is None else ops.sub(x[k], s))
-        y.append(None if num is None else ops.div(num, x[0]))
+        y.append(_less_over(x[k], _weighted(tdy, x, k, hi=k - 1), x[0]))
+        tdy.append(_scaled(y[k], k))
     return [y]
 
 
 def _sincos(x, order):
     """sin and cos together: ``s' = c x'``, ``c' = -s x'``."""
-    s, c = [ops.sin(x[0])], [ops.cos(x[0])]
+    tdx, s, c = _t_deriv(x), [ops.sin(x[0])], [ops.cos(x[0])]
     for k in range(1, order + 1):
-        s.append(_weighted(x, c, k))
-        ck = _weighted(x, s, k)
+        s.append(_weighted(tdx, c, k))
+        ck = _weighted(tdx, s, k)
         c.append(None if ck is None else ops.neg(ck))
     return s, c
 
@@ -178,10 +180,10 @@ def _sincos(x, order):
 def _tanh_rule(xs, order):
     """y = tanh x, ``y' = z x'`` with ``z = 1 - y^2``."""
     (x,) = xs
-    y = [ops.tanh(x[0])]
+    tdx, y = _t_deriv(x), [ops.tanh(x[0])]
     z = [ops.sub(1.0, ops.mul(y[0], y[0]))]
     for k in range(1, order + 1):
-        y.append(_weighted(x, z, k))
+        y.append(_weighted(tdx, z, k))
         sq = _cauchy(y, y, k, ops.mul)
         z.append(None if sq is None else ops.neg(sq))
     return [y]
