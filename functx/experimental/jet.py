@@ -30,6 +30,7 @@ import math
 import weakref
 
 from functx import dtypes, ops, primitives as P
+from functx.control.custom_derivatives import custom_vjp_call_p
 from functx.core import Literal, ShapedArray
 from functx.errors import (
     FunctxArgumentError,
@@ -263,6 +264,15 @@ def taylor_composite(fn, xs, order):
     return outs
 
 
+def _custom_vjp_rule(xs, order, *, call_jaxpr, **_):
+    """A custom_vjp function (forward mode cannot use its rule): its primal function, as JAX's jet
+    means to do."""
+    outs, series = jet_eval(
+        call_jaxpr.jaxpr, call_jaxpr.consts, [x[0] for x in xs], [x[1:] for x in xs], order
+    )
+    return [[o] + (s or [None] * order) for o, s in zip(outs, series)]
+
+
 # Linear primitives: the elementwise rows whose derivative is linear, and the structural ones.
 _LINEAR = [P.registry[r.name] for r in E.ROWS if isinstance(r.jvp, E.Linear) or r.jvp == E.APPLY]
 _LINEAR += [
@@ -293,6 +303,7 @@ taylor_rules[P.sin_p] = lambda xs, order: [_sincos(xs[0], order)[0]]
 taylor_rules[P.cos_p] = lambda xs, order: [_sincos(xs[0], order)[1]]
 taylor_rules[P.tanh_p] = _tanh_rule
 taylor_rules[P.integer_pow_p] = _integer_pow_rule
+taylor_rules[custom_vjp_call_p] = _custom_vjp_rule
 
 
 # --- the interpreter -----------------------------------------------------------------------------
@@ -468,12 +479,13 @@ def jet(fun, primals, series, factorial_scaled=True, **_):
       ``(primals_out, series_out)``: ``fun(*primals)``, and for each output leaf the list of its
       K terms, in ``fun``'s output structure.
 
-    Differences from JAX: primitives without a Taylor rule of their own (control flow such as
-    ``cond``, ``scan`` and ``while_loop``, ``reduce_max``, ``erf``, ...) and ``custom_jvp``
-    functions, where JAX raises, take an exact composite rule (nested ``jvp``, whose cost grows as
-    2^K); ``custom_jvp`` rules are used. Series terms are cast to their primal's dtype. An integer
-    or boolean primal's series reaches the result only through conversions to floating point (as
-    in JAX's ``x * 2.0``); elsewhere integers are constants (JAX raises on most such uses).
+    Differences from JAX: primitives without a series rule of their own (``sqrt``, ``erf``,
+    ``reduce_max``, ..., and control flow such as ``cond``, ``scan`` and ``while_loop``, on which
+    JAX's jet raises) take an exact composite rule (nested ``jvp``, whose cost grows as 2^K);
+    ``custom_jvp`` rules are used and ``custom_vjp`` functions are expanded (JAX raises on both). Series terms are cast to their primal's dtype, and an output's series is weakly typed
+    where the output is. An integer or boolean primal's series reaches the result only through
+    conversions to floating point (as in JAX's ``x * 2.0``); elsewhere integers are constants
+    (JAX raises on most such uses). A constant output is an Array (JAX returns it as it is).
 
     Example:
       >>> import functx.numpy as jnp

@@ -129,8 +129,16 @@ def _tanh_loop(x):
     return c
 
 
+@functx.custom_vjp
+def _sin_vjp(x):
+    return fjnp.sin(x)
+
+
+_sin_vjp.defvjp(lambda x: (fjnp.sin(x), x), lambda x, g: (g * fjnp.cos(x),))
+
 # name: (a functx function, the same function without control flow or custom_jvp for JAX's jet)
 CONTROL = {
+    "custom_vjp": (lambda x: _sin_vjp(x) * x, lambda x: jjnp.sin(x) * x),
     "cond": (lambda x: flax.cond(x.sum() > 0, fjnp.sin, fjnp.cos, x), None),
     "scan": (lambda x: flax.scan(lambda c, y: (c * y + fjnp.sin(c), c), x[0], x)[1], None),
     "while_loop": (
@@ -148,8 +156,8 @@ CONTROL = {
 
 @pytest.mark.parametrize("name", sorted(CONTROL))
 def test_control_flow_and_custom_jvp(name, rng):
-    # JAX's jet has no rule for cond, scan and while, and fails on custom_jvp functions (relu,
-    # softplus): the reference is JAX's jet of the same function written without them
+    # JAX's jet has no rule for cond, scan and while, and fails on custom_jvp (relu, softplus)
+    # and custom_vjp functions: the reference is JAX's jet of the function written without them
     x, s = _series(rng, (3,), 3)
     x = x + 0.1 * np.sign(x)  # (away from relu's kink)
     f, g = CONTROL[name]
