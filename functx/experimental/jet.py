@@ -482,10 +482,11 @@ def jet(fun, primals, series, factorial_scaled=True, **_):
     Differences from JAX: primitives without a series rule of their own (``sqrt``, ``erf``,
     ``reduce_max``, ..., and control flow such as ``cond``, ``scan`` and ``while_loop``, on which
     JAX's jet raises) take an exact composite rule (nested ``jvp``, whose cost grows as 2^K);
-    ``custom_jvp`` rules are used and ``custom_vjp`` functions are expanded (JAX raises on both). Series terms are cast to their primal's dtype, and an output's series is weakly typed
-    where the output is. An integer or boolean primal's series reaches the result only through
-    conversions to floating point (as in JAX's ``x * 2.0``); elsewhere integers are constants
-    (JAX raises on most such uses). A constant output is an Array (JAX returns it as it is).
+    ``custom_jvp`` rules are used and ``custom_vjp`` functions are expanded (JAX raises on both).
+    Series terms are cast to their primal's dtype, and an output's series is weakly typed where the
+    output is. An integer or boolean primal's series reaches the result only through conversions to
+    floating point (as in JAX's ``x * 2.0``); elsewhere integers are constants (JAX raises on most
+    such uses). A constant output is an Array (JAX returns it as it is).
 
     Example:
       >>> import functx.numpy as jnp
