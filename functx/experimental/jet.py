@@ -362,8 +362,9 @@ _jet_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def jet_jaxpr(closed, order: int, factorial_scaled: bool, composite_only=False):
-    """The Jaxpr of ``(primals, series of the moving inputs) -> (outputs, output series)``, each
-    series ``order`` arrays; cached."""
+    """The Jaxpr of ``(primals, the series of each primal) -> (outputs, the series of each
+    output)``, each series ``order`` flat arrays (derivatives when ``factorial_scaled``, else
+    Taylor coefficients); cached per ``closed``."""
     per = _jet_cache.setdefault(closed, {})
     key = (order, factorial_scaled, composite_only)
     if key in per:
