@@ -13,9 +13,10 @@ propagation rule (``taylor_rules``):
 
 - linear primitives (add, reshape, reduce_sum, gather, ...) apply their own jvp rule to each
   coefficient;
-- products (mul, dot_general) are Cauchy products; div, exp, log, sin/cos, tanh and integer_pow use
-  the recurrences of the ODEs they satisfy (``y' = y x'`` for exp, ...): a product costs O(K^2)
-  operations, as it does in JAX;
+- products (mul, dot_general) are Cauchy products; div, exp, expm1, log, log1p, sqrt, sin/cos,
+  sinh/cosh, tanh, logistic and integer_pow use the recurrences of the equations they satisfy
+  (``y' = y x'`` for exp, ``y^2 = x`` for sqrt, ...): O(K^2) operations, as in JAX;
+- a custom_vjp function is expanded (forward mode cannot use its rule);
 - every other primitive with a jvp rule (control flow, reduce_max, erf, custom_jvp, ...) takes the
   composite rule: the coefficients of ``prim(x(t))`` are the derivatives in ``t`` at 0, by ``K``
   nested ``jvp`` in a scalar ``t`` (exact, at a cost that grows as ``2^K``).
@@ -92,9 +93,14 @@ def _weighted(tdx, y, k, hi=None):
     return _scaled(_cauchy(tdx, y, k, ops.mul, lo=1, hi=hi), 1.0 / k)
 
 
+def _less(a, s):
+    """``a - s`` with None for a zero ``a`` or ``s``."""
+    return a if s is None else (ops.neg(s) if a is None else ops.sub(a, s))
+
+
 def _less_over(a, s, b):
-    """``(a - s) / b`` with None for zero ``a`` or ``s``."""
-    num = a if s is None else (ops.neg(s) if a is None else ops.sub(a, s))
+    """``(a - s) / b`` with None for a zero ``a`` or ``s``."""
+    num = _less(a, s)
     return None if num is None else ops.div(num, b)
 
 
@@ -149,45 +155,64 @@ def _div_rule(xs, order):
     return [q]
 
 
-def _exp_rule(xs, order):
-    """y = exp x: ``y' = y x'``."""
+def _ode_rule(y0, z):
+    """y = f(x) where ``y' = z x'`` and ``z``'s k-th coefficient ``z(y, k)`` depends on
+    ``y_0..y_k`` only: ``y_k = (1/k) sum_{j=1}^k j x_j z_{k-j}``."""
+
+    def rule(xs, order):
+        (x,) = xs
+        tdx, y = _t_deriv(x), [y0(x[0])]
+        zs = [z(y, 0)]
+        for k in range(1, order + 1):
+            y.append(_weighted(tdx, zs, k))
+            zs.append(z(y, k))
+        return [y]
+
+    return rule
+
+
+def _one_less_square(y, k):  # 1 - y^2 (tanh)
+    return _less(1.0 if k == 0 else None, _cauchy(y, y, k, ops.mul))
+
+
+def _log_rule(shift):
+    """y = log(u), u = x (log) or 1 + x (log1p), from ``u y' = x'``:
+    ``y_k = (x_k - (1/k) sum_{j<k} j y_j u_{k-j}) / u_0``."""
+
+    def rule(xs, order):
+        (x,) = xs
+        u = [ops.add(x[0], 1.0) if shift else x[0]] + x[1:]
+        y, tdy = [(ops.log1p if shift else ops.log)(x[0])], [None]
+        for k in range(1, order + 1):
+            y.append(_less_over(x[k], _weighted(tdy, u, k, hi=k - 1), u[0]))
+            tdy.append(_scaled(y[k], k))
+        return [y]
+
+    return rule
+
+
+def _sqrt_rule(xs, order):
+    """y = sqrt x, from y^2 = x: ``y_k = (x_k - sum_{0<j<k} y_j y_{k-j}) / (2 y_0)``."""
     (x,) = xs
-    tdx, y = _t_deriv(x), [ops.exp(x[0])]
+    y = [ops.sqrt(x[0])]
     for k in range(1, order + 1):
-        y.append(_weighted(tdx, y, k))
+        y.append(_less_over(x[k], _cauchy(y, y, k, ops.mul, lo=1, hi=k - 1), ops.mul(y[0], 2.0)))
     return [y]
 
 
-def _log_rule(xs, order):
-    """y = log x, from ``x y' = x'``: ``y_k = (x_k - (1/k) sum_{j<k} j y_j x_{k-j}) / x_0``."""
-    (x,) = xs
-    y, tdy = [ops.log(x[0])], [None]
-    for k in range(1, order + 1):
-        y.append(_less_over(x[k], _weighted(tdy, x, k, hi=k - 1), x[0]))
-        tdy.append(_scaled(y[k], k))
-    return [y]
+def _pair_rule(f, g, sign, which):
+    """sin/cos (sign -1) and sinh/cosh (sign +1) together: ``f' = g x'``, ``g' = sign f x'``."""
 
+    def rule(xs, order):
+        (x,) = xs
+        tdx, fs, gs = _t_deriv(x), [f(x[0])], [g(x[0])]
+        for k in range(1, order + 1):
+            fs.append(_weighted(tdx, gs, k))
+            gk = _weighted(tdx, fs, k)
+            gs.append(gk if sign > 0 or gk is None else ops.neg(gk))
+        return [(fs, gs)[which]]
 
-def _sincos(x, order):
-    """sin and cos together: ``s' = c x'``, ``c' = -s x'``."""
-    tdx, s, c = _t_deriv(x), [ops.sin(x[0])], [ops.cos(x[0])]
-    for k in range(1, order + 1):
-        s.append(_weighted(tdx, c, k))
-        ck = _weighted(tdx, s, k)
-        c.append(None if ck is None else ops.neg(ck))
-    return s, c
-
-
-def _tanh_rule(xs, order):
-    """y = tanh x, ``y' = z x'`` with ``z = 1 - y^2``."""
-    (x,) = xs
-    tdx, y = _t_deriv(x), [ops.tanh(x[0])]
-    z = [ops.sub(1.0, ops.mul(y[0], y[0]))]
-    for k in range(1, order + 1):
-        y.append(_weighted(tdx, z, k))
-        sq = _cauchy(y, y, k, ops.mul)
-        z.append(None if sq is None else ops.neg(sq))
-    return [y]
+    return rule
 
 
 def _series_mul(a, b, order):
@@ -297,11 +322,20 @@ for _p in _LINEAR:
 for _p in (P.mul_p, P.dot_general_p):
     taylor_rules[_p] = _bilinear_rule(_p)
 taylor_rules[P.div_p] = _div_rule
-taylor_rules[P.exp_p] = _exp_rule
-taylor_rules[P.log_p] = _log_rule
-taylor_rules[P.sin_p] = lambda xs, order: [_sincos(xs[0], order)[0]]
-taylor_rules[P.cos_p] = lambda xs, order: [_sincos(xs[0], order)[1]]
-taylor_rules[P.tanh_p] = _tanh_rule
+# y' = z x', by z's coefficients
+taylor_rules[P.exp_p] = _ode_rule(ops.exp, lambda y, k: y[k])
+taylor_rules[P.expm1_p] = _ode_rule(ops.expm1, lambda y, k: ops.add(y[0], 1.0) if k == 0 else y[k])
+taylor_rules[P.tanh_p] = _ode_rule(ops.tanh, _one_less_square)
+taylor_rules[P.logistic_p] = _ode_rule(
+    ops.logistic, lambda y, k: _less(y[k], _cauchy(y, y, k, ops.mul))
+)
+taylor_rules[P.log_p] = _log_rule(shift=False)
+taylor_rules[P.log1p_p] = _log_rule(shift=True)
+taylor_rules[P.sqrt_p] = _sqrt_rule
+for _i, _p in enumerate((P.sin_p, P.cos_p)):
+    taylor_rules[_p] = _pair_rule(ops.sin, ops.cos, -1, _i)
+for _i, _p in enumerate((P.sinh_p, P.cosh_p)):
+    taylor_rules[_p] = _pair_rule(ops.sinh, ops.cosh, 1, _i)
 taylor_rules[P.integer_pow_p] = _integer_pow_rule
 taylor_rules[custom_vjp_call_p] = _custom_vjp_rule
 
@@ -480,7 +514,7 @@ def jet(fun, primals, series, factorial_scaled=True, **_):
       ``(primals_out, series_out)``: ``fun(*primals)``, and for each output leaf the list of its
       K terms, in ``fun``'s output structure.
 
-    Differences from JAX: primitives without a series rule of their own (``sqrt``, ``erf``,
+    Differences from JAX: primitives without a series rule of their own (``erf``, ``atan2``,
     ``reduce_max``, ..., and control flow such as ``cond``, ``scan`` and ``while_loop``, on which
     JAX's jet raises) take an exact composite rule (nested ``jvp``, whose cost grows as 2^K);
     ``custom_jvp`` rules are used and ``custom_vjp`` functions are expanded (JAX raises on both).

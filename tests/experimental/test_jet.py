@@ -40,6 +40,10 @@ FUNS = {
         lambda np_: lambda x: np_.sqrt(x * x + 1.0) + jax_or_fx(np_).nn.sigmoid(x),
         2,
     ),
+    "hyperbolic_log1p": (
+        lambda np_: lambda x: np_.sinh(x) * np_.cosh(x) - np_.expm1(x) + np_.log1p(x * x),
+        4,
+    ),
     "reductions": (lambda np_: lambda x: np_.stack([np_.sum(np_.sin(x)), np_.max(x * x)]), 3),
     "reshape_ops": (
         lambda np_: lambda x: np_.concatenate([x[::-1], x.reshape(3, 1)[:, 0] * x]),
