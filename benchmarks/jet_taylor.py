@@ -5,6 +5,7 @@ jvp for every primitive) and JAX's ``jax.experimental.jet``, at orders K.
                                                      # (functx's with an empty compile cache),
                                                      # rounds in rotating order, medians
     python benchmarks/jet_taylor.py functx 4         # one process: prints first call s, ms, cpu ms
+    python benchmarks/jet_taylor.py jax-eager 4      # (functx-eager, jax-eager: without jit)
 
 Each process prints its first call's time, the median step time and the series it computed; the
 driver puts each library's series beside JAX's (the last column: their largest relative
@@ -35,6 +36,8 @@ def _data(order):
 
 def run(lib, order):
     w1, w2, x, series = _data(order)
+    eager = lib.endswith("-eager")
+    lib = lib.removesuffix("-eager")
     if lib == "jax":
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
         import jax
@@ -53,7 +56,8 @@ def run(lib, order):
         return jnp.sum(jnp.tanh(w2 @ jnp.tanh(w1 @ v + 0.5)) * jnp.exp(-v))
 
     kw = {"composite_only": True} if composite else {}
-    step = jit(lambda x, *s: jet(f, (x,), (list(s),), **kw))
+    step = lambda x, *s: jet(f, (x,), (list(s),), **kw)  # noqa: E731
+    step = step if eager else jit(step)
     t = time.perf_counter()
     out = step(x, *series)
     np.asarray(out[1][-1])
