@@ -50,6 +50,18 @@ FUNS = {
         1,
     ),
     "mlp": (_mlp, 3),
+    "indexing": (
+        lambda np_: (
+            lambda x: np_.concatenate(
+                [
+                    np_.where(x > 0, np_.exp(x), x * x)[np.array([2, 0, 1])],
+                    np_.pad(x, (1, 2)),
+                    jax_or_fx(np_).lax.dynamic_slice(x, (1,), (2,)),
+                ]
+            )
+        ),
+        2,
+    ),
 }
 
 
