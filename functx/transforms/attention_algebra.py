@@ -15,7 +15,8 @@ Such a sum, its terms merged and its zero terms dropped, is a normal form: two e
 equal as functions of algebraically independent atoms exactly when their normal forms are equal
 (the ``x``, ``exp`` and ``sig`` atoms are treated as independent, as the pass needs). Division
 by a sum of several terms has no such form: ``NotLaurent`` is raised and the pass stops
-following that chain.
+following that chain (so does a power of a sum above ``_MAX_POWER``, whose expansion would be
+large).
 """
 
 from __future__ import annotations
@@ -26,7 +27,11 @@ __all__ = ["Expr", "NotLaurent", "sym", "exp", "sig", "const"]
 
 
 class NotLaurent(ArithmeticError):
-    """A result outside the algebra (a division by a sum of several terms)."""
+    """A result outside the algebra (a division by a sum of several terms or by zero), or one it
+    will not expand (a power of a sum above ``_MAX_POWER``)."""
+
+
+_MAX_POWER = 8
 
 
 def _monomial(powers: dict) -> tuple:
@@ -87,11 +92,11 @@ class Expr:
     def __pow__(self, k: int):
         if not isinstance(k, int):
             raise NotLaurent(f"a power {k!r} that is not an integer")
-        if k < 0:
-            if len(self.terms) != 1:
-                raise NotLaurent("the inverse of a sum of several terms (or of zero)")
+        if len(self.terms) == 1:  # (a term: its powers times k)
             ((m, c),) = self.terms.items()
-            return Expr({tuple((a, -p) for a, p in m): 1 / Fraction(c)}) ** -k
+            return Expr({_monomial({a: p * k for a, p in m}): Fraction(c) ** k})
+        if k < 0 or (k > _MAX_POWER and self.terms):
+            raise NotLaurent("the inverse of zero or of a sum of terms, or a large power of one")
         out = const(1)
         for _ in range(k):
             out = out * self

@@ -103,6 +103,9 @@ def test_what_the_algebra_cannot_hold_is_refused():
         x / alg.const(0)
     with pytest.raises(alg.NotLaurent):
         x**0.5
+    with pytest.raises(alg.NotLaurent):
+        (x + 1) ** (alg._MAX_POWER + 1)  # (not expanded)
     with pytest.raises(TypeError):
         alg.const("1")
+    assert x**0 == 1 and (2 * alg.exp(x)) ** -2 * alg.exp(2 * x) == Fraction(1, 4)
     assert (x + 1) ** 2 == x * x + 2 * x + 1 and ((x + 1) ** 2).size() > (x + 1).size()
