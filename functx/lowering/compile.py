@@ -133,7 +133,7 @@ def _lower_cpp(closed):
     from functx.lowering.cpp import dot, program
 
     # (attention's chain -> flash steps: here, after the program cache's key, whose Jaxpr is the
-    # one before; the pass imports SymPy, which a warm process then never does)
+    # one before, so a warm process does not run the pass)
     closed = cpp_attention.fuse(closed)
     g = lower.lower_jaxpr(closed)
     dot.fold_product_updates(g)  # (products that update a buffer: C++ only)
