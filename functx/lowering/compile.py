@@ -8,8 +8,11 @@ takes the flat list of argument leaves and returns the flat list of outputs.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import sys
+import threading
 import time
 
 import numpy as np
@@ -27,9 +30,51 @@ def log(msg: str) -> None:
 def compile_jaxpr(closed, backend: str = "cpu"):
     """An executable for ``closed`` (a ClosedJaxpr): "cpu" gives C++ kernels, "triton" Triton
     kernels on torch tensors."""
-    exe = _compile_triton(closed) if backend == "triton" else _compile_cpp(closed)
+    with _gc_paused():
+        exe = _compile_triton(closed) if backend == "triton" else _compile_cpp(closed)
     exe.closed = closed  # what it computes (``loop_ir_text`` lowers it again to print)
     return exe
+
+
+_GC = {"depth": 0, "was": False, "unscanned": 0, "lock": threading.Lock()}
+#: how many objects compiles may move to the collector's oldest generation unscanned before one
+#: of them runs a full collection (they do not count towards the collector's own trigger of one)
+_UNSCANNED_MAX = 250_000
+
+
+@contextlib.contextmanager
+def _gc_paused():
+    """Python's cyclic garbage collector held off while a program compiles. A compile allocates
+    many objects that outlive it or live until it ends (SymPy's modules, the loop IR), which the
+    collector would scan again and again: the GPT block's empty-cache first call ran about 150
+    collections, two of them full, 65-100 ms of its critical path at load (session 37).
+
+    When the last compile in flight ends, the collector is re-enabled as it was, and the objects
+    allocated meanwhile are moved to its oldest generation unscanned (``gc.freeze`` then
+    ``gc.unfreeze``; not where the program froze objects of its own), instead of a scan of all
+    of them at the next allocation: a later full collection frees what of them is garbage (the
+    GPT block's compile leaves about 48,000 such objects), at the latest the one that a compile
+    runs once ``_UNSCANNED_MAX`` objects were moved so. Where the program disabled the collector,
+    it is left so and nothing moved."""
+    with _GC["lock"]:
+        if _GC["depth"] == 0:
+            _GC["was"] = gc.isenabled()
+            gc.disable()
+        _GC["depth"] += 1
+    try:
+        yield
+    finally:
+        with _GC["lock"]:
+            _GC["depth"] -= 1
+            if _GC["depth"] == 0 and _GC["was"]:
+                _GC["unscanned"] += gc.get_count()[0]
+                if _GC["unscanned"] > _UNSCANNED_MAX:  # (their garbage: freed now)
+                    _GC["unscanned"] = 0
+                    gc.collect()
+                elif gc.get_freeze_count() == 0:
+                    gc.freeze()
+                    gc.unfreeze()
+                gc.enable()
 
 
 def loop_ir_text(closed) -> str:
@@ -88,7 +133,7 @@ def _lower_cpp(closed):
     from functx.lowering.cpp import dot, program
 
     # (attention's chain -> flash steps: here, after the program cache's key, whose Jaxpr is the
-    # one before; the pass imports SymPy, which a warm process then never does)
+    # one before, so a warm process does not run the pass)
     closed = cpp_attention.fuse(closed)
     g = lower.lower_jaxpr(closed)
     dot.fold_product_updates(g)  # (products that update a buffer: C++ only)

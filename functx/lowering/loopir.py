@@ -237,10 +237,28 @@ def strides_of(shape) -> list[int]:
 
 
 def flat_offset(idx, shape) -> sympy.Expr:
+    """The row-major flat offset of the element at ``idx`` of an array of ``shape``. Memoised:
+    the lowering asks for a few dozen distinct offsets about a thousand times (the GPT block:
+    66 of 916), and each is a SymPy expansion."""
+    key = (tuple(idx), tuple(shape))
+    try:
+        return _offset_cache[key]
+    except KeyError:
+        pass
+    except TypeError:  # (an index that is not hashable: not memoised)
+        key = None
     terms = (i * s for i, s in zip(idx, strides_of(shape)))
     # deep=False: the terms' own arguments (guard clamps, divisions) are built canonical already,
     # and expanding inside the clamps of many fused pads and slices is slow
-    return sympy.expand(sum(terms, sympy.Integer(0)), deep=False)
+    out = sympy.expand(sum(terms, sympy.Integer(0)), deep=False)
+    if key is not None:
+        if len(_offset_cache) > 100_000:
+            _offset_cache.clear()
+        _offset_cache[key] = out
+    return out
+
+
+_offset_cache: dict = {}
 
 
 # --- element expressions -------------------------------------------------------------------------

@@ -17,15 +17,16 @@ dv``), which the Triton backend runs as flash-attention kernels
 blocks above the diagonal skipped), and the C++ backend as its own flash steps
 (``functx/lowering/cpp/attention.py``, float32 only). ``jit`` runs it on the final Jaxpr (after
 ``grad``) of a GPU program; a CPU program's is fused by ``lowering/compile.py`` on a program-cache
-miss (so the cache's key is the Jaxpr before, and a warm process never imports SymPy).
+miss (so the cache's key is the Jaxpr before).
 
 How it recognises the chain. The algebra of the softmax's forward and backward takes many
 equation forms (``w / z`` or ``w * (1 / z)``; the derivative of either; ``bfloat16``
 rounding steps), so the pass does not match equations one by one. From each ``dot_general`` of
 two ``(b, h, *, d)`` operands giving ``(B, H, T, S)`` scores, it follows every reader and gives
-each value a symbolic element expression (SymPy) in the raw score ``x`` (``xm`` once the causal
-mask has replaced masked scores by ``-inf``), the backward's ``dp`` element, the row maximum
-``m`` and row sums ``Sig(term)`` (row-constant factors taken out of the sum). Only elementwise
+each value a symbolic element expression (``attention_algebra``: exact normal forms, so equal
+expressions are equal objects) in the raw score ``x`` (``xm`` once the causal mask has replaced
+masked scores by ``-inf``), the backward's ``dp`` element, the row maximum ``m`` and row sums
+``sig(term)`` (row-constant factors taken out of the sum). Only elementwise
 arithmetic, ``exp``, row reductions over the last axis, the row <-> score broadcasts and reshapes,
 ``stop_gradient`` and float conversions (taken as exact: the fused kernels keep float32 where
 the plain program rounded to ``bfloat16``/``float16``) are followed. The chain is rewritten
@@ -59,7 +60,7 @@ import numpy as np
 
 from functx import dtypes, primitives as P
 from functx.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Primitive, ShapedArray, Var
-from functx.transforms import passes
+from functx.transforms import attention_algebra as alg, passes
 
 #: whether ``jit`` rewrites attention (benchmarks/gpu_attention.py turns it off to time the
 #: plain program)
@@ -67,7 +68,7 @@ ENABLED = True
 
 _FLOATS = frozenset(np.dtype(d) for d in (np.float16, np.float32)) | {np.dtype(dtypes.bfloat16)}
 _MASK_FILL = -1e30  # a forward fill at most this: masked logits (nn.dot_product_attention)
-_MAX_CHAIN, _MAX_OPS = 200, 60  # the longest chain and largest expression followed
+_MAX_CHAIN, _MAX_SIZE = 200, 60  # the longest chain and largest expression followed
 
 
 # --- 1. The primitives ---------------------------------------------------------------------------
@@ -262,10 +263,8 @@ def _dot_labels(e: Eqn, lhs: str | None, rhs: str | None):
 class _Chain:
     """One attention candidate: the symbolic values of the chain from a ``q k^T`` product."""
 
-    def __init__(self, sp, qk: Eqn, q, k, full):
-        self.sp = sp
-        self.x, self.xm, self.dp, self.m = sp.symbols("x xm dp m")
-        self.sig = sp.Function("Sig")
+    def __init__(self, qk: Eqn, q, k, full):
+        self.x, self.xm, self.dp, self.m = (alg.sym(n) for n in ("x", "xm", "dp", "m"))
         self.qk, self.q, self.k = qk, q, k  # q, k: (value, view)
         self.full = tuple(full)  # (B, H, T, S)
         self.vals: dict = {qk.outvars[0].id: ("full", self.x)}
@@ -330,31 +329,21 @@ def _constant_value(a, defs, consts, depth=0):
     return np.asarray(out[d.outvars.index(a)] if d.prim.multiple_results else out)
 
 
-def _varies(c: _Chain, f) -> bool:
-    """Whether ``f`` varies along a row (an element symbol outside the row sums)."""
-    f = f.xreplace({a: 1 for a in f.atoms(c.sig)})
-    return bool(f.free_symbols & {c.x, c.xm, c.dp})
-
-
-def _row_sum(c: _Chain, expr):
-    """``sum_j expr`` over a row: row-constant factors taken out, the rest a ``Sig`` term."""
-    sp = c.sp
-    total = 0
-    for term in sp.Add.make_args(sp.expand(expr)):
-        inner, outer = [], []
-        for f in sp.Mul.make_args(term):
-            (inner if _varies(c, f) else outer).append(f)
-        if not inner:
-            return None  # (a constant summed over the row: its length; not attention)
-        total += sp.Mul(*outer) * c.sig(sp.Mul(*inner))
-    return total
+#: the element symbols that vary along a row (``m`` and the row sums do not)
+_ALONG_ROW = frozenset(("x", "xm", "dp"))
 
 
 def _follow(c: _Chain, e: Eqn, defs, consts, masks):
     """The symbolic value ``(kind, expr)`` of ``e``'s output (``kind`` "full" for a
     ``(B, H, T, S)`` value, "row" for a row value), or None when ``e`` is not a step of the
     chain."""
-    sp = c.sp
+    try:
+        return _step(c, e, defs, consts, masks)
+    except alg.NotLaurent:  # (a division by a sum: not the softmax's algebra)
+        return None
+
+
+def _step(c: _Chain, e: Eqn, defs, consts, masks):
     out = e.outvars[0].aval
     if len(e.outvars) != 1 or not (out.dtype in _FLOATS or out.dtype == np.float64):
         return None
@@ -368,7 +357,7 @@ def _follow(c: _Chain, e: Eqn, defs, consts, masks):
         v = _const(a, defs)
         if v is None or not np.isfinite(v):
             return None
-        return ("const", sp.Rational(v))
+        return ("const", alg.const(v))
 
     name = e.prim.name
     if name in ("stop_gradient", "convert_element_type", "reshape", "copy"):
@@ -397,10 +386,10 @@ def _follow(c: _Chain, e: Eqn, defs, consts, masks):
             fill == 0.0 and c.causal
         ):  # (the backward: the kept value is 0 where the mask is off, checked below)
             return ("full", expr)
-        if fill > _MASK_FILL or c.scale is not None or c.xm in expr.free_symbols:
+        if fill > _MASK_FILL or c.scale is not None or "xm" in expr.symbols():
             return None
-        coeff = sp.expand(expr / c.x)
-        if not coeff.is_number or coeff == 0:
+        coeff = (expr / c.x).number()
+        if not coeff:
             return None
         c.scale, c.causal = coeff, True
         return ("full", coeff * c.xm)
@@ -418,18 +407,18 @@ def _follow(c: _Chain, e: Eqn, defs, consts, masks):
         if a is None or a[0] != "full":
             return None
         if name == "reduce_sum":
-            s = _row_sum(c, a[1])
+            s = alg.row_sum(a[1], _ALONG_ROW)
             return None if s is None else ("row", s)
         # the row maximum of the scaled scores (the softmax's shift: it cancels)
         base = c.xm if c.causal else c.x
-        coeff = sp.expand(a[1] / base)
-        if not coeff.is_number or (c.scale is not None and coeff != c.scale):
+        coeff = (a[1] / base).number()
+        if coeff is None or (c.scale is not None and coeff != c.scale):
             return None
         c.scale = coeff
         return ("row", c.m)
     ops = {
         "neg": lambda x: -x,
-        "exp": sp.exp,
+        "exp": alg.exp,
         "add": lambda x, y: x + y,
         "add_any": lambda x, y: x + y,
         "sub": lambda x, y: x - y,
@@ -447,7 +436,7 @@ def _follow(c: _Chain, e: Eqn, defs, consts, masks):
         return None
     if kind == "row" and any(a[0] == "full" for a in args):
         return None
-    return (kind, sp.expand(fn(*[a[1] for a in args])))
+    return (kind, fn(*[a[1] for a in args]))
 
 
 def _target(c: _Chain, e: Eqn, defs) -> bool:
@@ -500,27 +489,23 @@ def _target(c: _Chain, e: Eqn, defs) -> bool:
 
 
 def _p_ref(c: _Chain):
-    sp = c.sp
-    s = c.scale * (c.xm if c.causal else c.x)
-    w = sp.exp(sp.expand(s))
-    return w, c.sig(sp.expand(w))
+    w = alg.exp(c.scale * (c.xm if c.causal else c.x))
+    return w, alg.sig(w)
 
 
 def _is_p(c: _Chain, expr) -> bool:
     if c.scale is None:
         return False
     w, z = _p_ref(c)
-    return c.sp.cancel(c.sp.expand(expr - w / z)) == 0
+    return expr == w / z
 
 
 def _is_ds(c: _Chain, expr) -> bool:
     if c.scale is None:
         return False
-    sp = c.sp
     w, z = _p_ref(c)
     p = w / z
-    ref = c.scale * p * (c.dp - c.sig(sp.expand(w * c.dp)) / z)
-    return sp.cancel(sp.expand(expr - ref)) == 0
+    return expr == c.scale * p * (c.dp - alg.sig(w * c.dp) / z)
 
 
 def _dp_dot(c: _Chain, e: Eqn, defs) -> bool:
@@ -551,7 +536,7 @@ def _size(x, labels: str, letter: str) -> int:
     return x.aval.shape[labels.index(letter)]
 
 
-def _match(sp, jaxpr: Jaxpr, start: int, defs, uses, outputs, consts, floats=_FLOATS):
+def _match(jaxpr: Jaxpr, start: int, defs, uses, outputs, consts, floats=_FLOATS):
     """The chain from the ``q k^T`` product ``jaxpr.eqns[start]``, or None."""
     qk = jaxpr.eqns[start]
     if qk.prim is not P.dot_general_p or any(type(a) is not Var for a in qk.invars):
@@ -566,9 +551,8 @@ def _match(sp, jaxpr: Jaxpr, start: int, defs, uses, outputs, consts, floats=_FL
     k = _stored(qk.invars[1], names[1], defs)
     if q is None or k is None:
         return None
-    c = _Chain(sp, qk, q, k, out.shape)
+    c = _Chain(qk, q, k, out.shape)
     c.d = _size(qk.invars[0], names[0], "d")
-    sp_ops = sp.count_ops
     masks: dict = {}
     dp_seen = False
     for e in jaxpr.eqns[start + 1 :]:
@@ -582,8 +566,8 @@ def _match(sp, jaxpr: Jaxpr, start: int, defs, uses, outputs, consts, floats=_FL
         val = _follow(c, e, defs, consts, masks)
         if val is not None:
             # (attention's chain is a few dozen small expressions: anything longer is not it,
-            # and SymPy must not be left expanding it)
-            if len(c.vals) > _MAX_CHAIN or sp_ops(val[1]) > _MAX_OPS:
+            # and products of sums must not be left growing)
+            if len(c.vals) > _MAX_CHAIN or val[1].size() > _MAX_SIZE:
                 return None
             c.vals[e.outvars[0].id] = val
             continue
@@ -681,8 +665,6 @@ def fuse_attention(closed: ClosedJaxpr, dtypes=None) -> ClosedJaxpr:
     floats = _FLOATS if dtypes is None else _FLOATS & frozenset(np.dtype(d) for d in dtypes)
     if len(dots) < 2 or not floats or not any(e.prim is P.exp_p for e in jaxpr.eqns):
         return closed
-    import sympy  # (only where a program has products and an exp: SymPy is slow to import)
-
     defs = {v.id: e for e in jaxpr.eqns for v in e.outvars}
     uses: dict = {}
     for e in jaxpr.eqns:
@@ -698,7 +680,7 @@ def fuse_attention(closed: ClosedJaxpr, dtypes=None) -> ClosedJaxpr:
     for i in dots:
         if id(jaxpr.eqns[i]) in replace:
             continue
-        c = _match(sympy, jaxpr, i, defs, uses, outputs, consts, floats)
+        c = _match(jaxpr, i, defs, uses, outputs, consts, floats)
         if c is None or any(id(e) in replace for e, _ in c.targets.values()):
             continue
         ins, rep, ren = _rewrite(c, jaxpr, index)
