@@ -2632,6 +2632,44 @@ def prod(
     return _keep(r, axes, av.shape, keepdims)
 
 
+# max and min: the reduction, the combination with ``initial``, and whether the masked-out
+# elements (``where``) are the dtype's lowest value (max) or its highest (min)
+_MAX_OR_MIN = {"max": (ops.reduce_max, maximum, True), "min": (ops.reduce_min, minimum, False)}
+
+
+def _max_or_min(name, a, axis, out, keepdims, initial, where):
+    """``jnp.max`` or ``jnp.min`` (``name``), whose reductions have no identity: an empty axis
+    and a ``where`` mask need ``initial``."""
+    reduce, combine, lowest = _MAX_OR_MIN[name]
+    _no_out(out, name)
+    a = _arraylike(a, name)
+    av = _aval(a)
+    axes = _norm_axis(axis, av.ndim, f"{name} axis")
+    if builtins.any(av.shape[i] == 0 for i in axes) and initial is None:
+        raise FunctxValueError(
+            f"{name} of an empty axis of {av.str_short()} has no identity; pass initial={_loc()}"
+        )  # (JAX: ValueError)
+    if where is not None and initial is None:
+        raise FunctxValueError(
+            f"reduction operation {name} does not have an identity, so to use a where mask one "
+            f"has to specify 'initial'{_loc()}"
+        )
+    if where is not None:
+        if av.dtype in dtypes.FLOATS or av.dtype in dtypes.COMPLEX:
+            fill = -np.inf if lowest else np.inf
+        elif av.dtype == bool_:
+            fill = not lowest
+        else:
+            fill = dtypes.iinfo(av.dtype).min if lowest else dtypes.iinfo(av.dtype).max
+        a = _where3(where, a, full((), fill, av.dtype))
+    r = reduce(a, axes)
+    if initial is not None:
+        r = combine(r, astype(initial, av.dtype))
+    elif av.weak_type:  # (as JAX's: a reduction's result is not weakly typed)
+        r = astype(r, av.dtype)
+    return _keep(r, axes, av.shape, keepdims)
+
+
 def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
     """Maximum over the given axes (``jax.numpy.max``; also ``amax``).
 
@@ -2655,37 +2693,7 @@ def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # no
       >>> jnp.max(x, axis=1, initial=4.0)
       Array([5., 4.], dtype=float32)
     """
-    _no_out(out, "max")
-    a = _arraylike(a, "max")
-    av = _aval(a)
-    axes = _norm_axis(axis, av.ndim, "max axis")
-    if builtins.any(av.shape[i] == 0 for i in axes) and initial is None:
-        raise FunctxValueError(
-            f"max of an empty axis of {av.str_short()} has no identity; pass initial={_loc()}"
-        )  # (JAX: ValueError)
-    if where is not None and initial is None:
-        raise FunctxValueError(
-            f"reduction operation max does not have an identity, so to use a where mask one "
-            f"has to specify 'initial'{_loc()}"
-        )
-    if where is not None:
-        a = _where3(
-            where,
-            a,
-            full(
-                (),
-                -np.inf
-                if av.dtype in dtypes.FLOATS or av.dtype in dtypes.COMPLEX
-                else (dtypes.iinfo(av.dtype).min if av.dtype != bool_ else False),
-                av.dtype,
-            ),
-        )
-    r = ops.reduce_max(a, axes)
-    if initial is not None:
-        r = maximum(r, astype(initial, av.dtype))
-    elif av.weak_type:  # (as JAX's: a reduction's result is not weakly typed)
-        r = astype(r, av.dtype)
-    return _keep(r, axes, av.shape, keepdims)
+    return _max_or_min("max", a, axis, out, keepdims, initial, where)
 
 
 def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
@@ -2710,37 +2718,7 @@ def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # no
       Array([[1.],
              [2.]], dtype=float32)
     """
-    _no_out(out, "min")
-    a = _arraylike(a, "min")
-    av = _aval(a)
-    axes = _norm_axis(axis, av.ndim, "min axis")
-    if builtins.any(av.shape[i] == 0 for i in axes) and initial is None:
-        raise FunctxValueError(
-            f"min of an empty axis of {av.str_short()} has no identity; pass initial={_loc()}"
-        )  # (JAX: ValueError)
-    if where is not None and initial is None:
-        raise FunctxValueError(
-            f"reduction operation min does not have an identity, so to use a where mask one "
-            f"has to specify 'initial'{_loc()}"
-        )
-    if where is not None:
-        a = _where3(
-            where,
-            a,
-            full(
-                (),
-                np.inf
-                if av.dtype in dtypes.FLOATS or av.dtype in dtypes.COMPLEX
-                else (dtypes.iinfo(av.dtype).max if av.dtype != bool_ else True),
-                av.dtype,
-            ),
-        )
-    r = ops.reduce_min(a, axes)
-    if initial is not None:
-        r = minimum(r, astype(initial, av.dtype))
-    elif av.weak_type:  # (as JAX's: a reduction's result is not weakly typed)
-        r = astype(r, av.dtype)
-    return _keep(r, axes, av.shape, keepdims)
+    return _max_or_min("min", a, axis, out, keepdims, initial, where)
 
 
 amax, amin = max, min
