@@ -964,8 +964,9 @@ def negative(x, /, *, out=None, where=None):
     return _negative(x)
 
 
-def _unary_doc(name, what, arg, out, x=None, note="", alias=None):
-    """The docstring of an elementwise function of one operand made by ``_ufunc1``."""
+def _unary_doc(name, what, arg, out, x=None, note="", alias=None, returns="An array of x's shape."):
+    """The docstring of an elementwise function of one operand (made by ``_ufunc1``, or
+    ``_rounding``)."""
     x = x or "an array or scalar; integers and bools compute in a float dtype, as in JAX."
     note = f"\n    {note}\n" if note else ""
     alias = f"; ``{alias}`` is the same function" if alias else ""
@@ -974,7 +975,7 @@ def _unary_doc(name, what, arg, out, x=None, note="", alias=None):
     Arguments:
       x: {x}
     Returns:
-      An array of x's shape.
+      {returns}
     Example:
       >>> import functx.numpy as jnp
       >>> jnp.{name}({arg})
@@ -1179,57 +1180,42 @@ def _no_complex(name, x):
         )
 
 
-def floor(x, /):
-    """The largest integer not above ``x``, elementwise (``jax.numpy.floor``).
+def _rounding(name, rounded, what, out, alias=None):
+    """``floor``, ``ceil`` or ``trunc`` (``name``): ``rounded`` of a float operand; integers
+    and bools are returned unchanged (as Arrays: a Python int too), complex operands refused (as
+    in JAX)."""
 
-    Arguments:
-      x: an array or scalar (not complex, as in JAX); integers and bools are returned unchanged.
-    Returns:
-      An array of x's shape and dtype.
-    Example:
-      >>> import functx.numpy as jnp
-      >>> jnp.floor(jnp.array([-1.5, 2.5]))
-      Array([-2.,  2.], dtype=float32)
-    """
-    (x,) = _promote("floor", x)
-    _no_complex("floor", x)
-    return ops.floor(x) if _aval(x).dtype in dtypes.FLOATS else x
+    def fn(x, /):
+        (x,) = _promote(name, x)
+        _no_complex(name, x)
+        return rounded(x) if _aval(x).dtype in dtypes.FLOATS else asarray(x)
 
-
-def ceil(x, /):
-    """The smallest integer not below ``x``, elementwise (``jax.numpy.ceil``).
-
-    Arguments:
-      x: an array or scalar (not complex, as in JAX); integers and bools are returned unchanged.
-    Returns:
-      An array of x's shape and dtype.
-    Example:
-      >>> import functx.numpy as jnp
-      >>> jnp.ceil(jnp.array([-1.5, 2.5]))
-      Array([-1.,  3.], dtype=float32)
-    """
-    (x,) = _promote("ceil", x)
-    _no_complex("ceil", x)
-    return ops.ceil(x) if _aval(x).dtype in dtypes.FLOATS else x
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = _unary_doc(
+        name,
+        what,
+        "jnp.array([-1.5, 2.5])",
+        out,
+        x="an array or scalar (not complex, as in JAX); integers and bools are returned unchanged.",
+        alias=alias,
+        returns="An array of x's shape and dtype.",
+    )
+    return fn
 
 
-def trunc(x, /):
-    """Rounding toward zero, elementwise (``jax.numpy.trunc``; ``fix`` is the same function).
-
-    Arguments:
-      x: an array or scalar (not complex, as in JAX); integers and bools are returned unchanged.
-    Returns:
-      An array of x's shape and dtype.
-    Example:
-      >>> import functx.numpy as jnp
-      >>> jnp.trunc(jnp.array([-1.5, 2.5]))
-      Array([-1.,  2.], dtype=float32)
-    """
-    (x,) = _promote("trunc", x)
-    _no_complex("trunc", x)
-    if _aval(x).dtype not in dtypes.FLOATS:
-        return x
-    return where(ops.lt(x, 0), ops.ceil(x), ops.floor(x))
+floor = _rounding(
+    "floor", ops.floor, "The largest integer not above ``x``", "Array([-2.,  2.], dtype=float32)"
+)
+ceil = _rounding(
+    "ceil", ops.ceil, "The smallest integer not below ``x``", "Array([-1.,  3.], dtype=float32)"
+)
+trunc = _rounding(
+    "trunc",
+    lambda x: where(ops.lt(x, 0), ops.ceil(x), ops.floor(x)),
+    "Rounding toward zero",
+    "Array([-1.,  2.], dtype=float32)",
+    alias="fix",
+)
 
 
 fix = trunc
