@@ -581,15 +581,6 @@ def index_take(src, idxs, axes):
 
 
 # --- scatter --------------------------------------------------------------------------------------
-_PRIMS = {
-    "scatter": P.scatter_p,
-    "scatter_add": P.scatter_add_p,
-    "scatter_mul": P.scatter_mul_p,
-    "scatter_min": P.scatter_min_p,
-    "scatter_max": P.scatter_max_p,
-}
-
-
 def _scatter(name, prim, operand, indices, updates, dn, mode):
     operand = _as_array(operand)
     xa = get_aval(operand)
@@ -679,40 +670,25 @@ def _scatter_doc(name, verb, example, differences=""):
     """
 
 
-def scatter(
-    operand,
-    scatter_indices,
-    updates,
-    dimension_numbers: ScatterDimensionNumbers,
-    *,
-    indices_are_sorted: bool = False,
-    unique_indices: bool = False,
-    mode=None,
-):
-    return _scatter(
-        "scatter",
-        P.scatter_p,
+def _scatter_op(prim, *doc):
+    """The lax function of the scatter primitive ``prim``, named as it is, with the docstring
+    ``_scatter_doc(prim.name, *doc)``."""
+
+    def scatter_op(
         operand,
         scatter_indices,
         updates,
-        dimension_numbers,
-        mode,
-    )
+        dimension_numbers: ScatterDimensionNumbers,
+        *,
+        indices_are_sorted: bool = False,
+        unique_indices: bool = False,
+        mode=None,
+    ):
+        return _scatter(prim.name, prim, operand, scatter_indices, updates, dimension_numbers, mode)
 
-
-def scatter_add(
-    operand,
-    scatter_indices,
-    updates,
-    dimension_numbers: ScatterDimensionNumbers,
-    *,
-    indices_are_sorted: bool = False,
-    unique_indices: bool = False,
-    mode=None,
-):
-    return _scatter(
-        "scatter_add", P.scatter_add_p, operand, scatter_indices, updates, dimension_numbers, mode
-    )
+    scatter_op.__name__ = scatter_op.__qualname__ = prim.name
+    scatter_op.__doc__ = _scatter_doc(prim.name, *doc)
+    return scatter_op
 
 
 def scatter_sub(
@@ -734,60 +710,15 @@ def scatter_sub(
     )
 
 
-def scatter_mul(
-    operand,
-    scatter_indices,
-    updates,
-    dimension_numbers: ScatterDimensionNumbers,
-    *,
-    indices_are_sorted: bool = False,
-    unique_indices: bool = False,
-    mode=None,
-):
-    return _scatter(
-        "scatter_mul", P.scatter_mul_p, operand, scatter_indices, updates, dimension_numbers, mode
-    )
-
-
-def scatter_min(
-    operand,
-    scatter_indices,
-    updates,
-    dimension_numbers: ScatterDimensionNumbers,
-    *,
-    indices_are_sorted: bool = False,
-    unique_indices: bool = False,
-    mode=None,
-):
-    return _scatter(
-        "scatter_min", P.scatter_min_p, operand, scatter_indices, updates, dimension_numbers, mode
-    )
-
-
-def scatter_max(
-    operand,
-    scatter_indices,
-    updates,
-    dimension_numbers: ScatterDimensionNumbers,
-    *,
-    indices_are_sorted: bool = False,
-    unique_indices: bool = False,
-    mode=None,
-):
-    return _scatter(
-        "scatter_max", P.scatter_max_p, operand, scatter_indices, updates, dimension_numbers, mode
-    )
-
-
 _X = "        >>> x = jnp.array([1.0, 5.0, 3.0])\n"
-scatter.__doc__ = _scatter_doc(
-    "scatter",
+scatter = _scatter_op(
+    P.scatter_p,
     "the updates replace the operand's values (with repeated indices, the last update wins)",
     _X + "        >>> print(lax.scatter(x, jnp.array([[0], [2]]), jnp.array([7.0, 8.0]), dn))\n"
     "        [7. 5. 8.]",
 )
-scatter_add.__doc__ = _scatter_doc(
-    "scatter_add",
+scatter_add = _scatter_op(
+    P.scatter_add_p,
     "the updates are added to the operand (repeated indices add up)",
     _X + "        >>> print(lax.scatter_add(x, jnp.array([[0], [0]]), jnp.array([7.0, 8.0]), dn))\n"
     "        [16.  5.  3.]",
@@ -800,24 +731,24 @@ scatter_sub.__doc__ = _scatter_doc(
     _X + "        >>> print(lax.scatter_sub(x, jnp.array([[1]]), jnp.array([2.0]), dn))\n"
     "        [1. 3. 3.]",
 )
-scatter_mul.__doc__ = _scatter_doc(
-    "scatter_mul",
+scatter_mul = _scatter_op(
+    P.scatter_mul_p,
     "the operand is multiplied by the updates",
     _X + "        >>> print(lax.scatter_mul(x, jnp.array([[1], [1]]), jnp.array([2.0, 3.0]), dn))\n"
     "        [ 1. 30.  3.]",
     "    Differences from JAX: it differentiates with respect to the updates without\n"
     "    ``unique_indices=True`` (JAX raises NotImplementedError).\n\n",
 )
-scatter_min.__doc__ = _scatter_doc(
-    "scatter_min",
+scatter_min = _scatter_op(
+    P.scatter_min_p,
     "each element becomes the minimum of itself and its updates",
     _X + "        >>> print(lax.scatter_min(x, jnp.array([[1], [2]]), jnp.array([2.0, 9.0]), dn))\n"
     "        [1. 2. 3.]",
     "    Differences from JAX: in ``clip`` mode with out-of-bounds windows its gradients stay\n"
     "    finite (JAX's can be ``inf``).\n\n",
 )
-scatter_max.__doc__ = _scatter_doc(
-    "scatter_max",
+scatter_max = _scatter_op(
+    P.scatter_max_p,
     "each element becomes the maximum of itself and its updates",
     _X + "        >>> print(lax.scatter_max(x, jnp.array([[1], [2]]), jnp.array([2.0, 9.0]), dn))\n"
     "        [1. 5. 9.]",

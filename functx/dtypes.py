@@ -453,8 +453,15 @@ def check_user_dtype(dtype, fun_name: str = "") -> np.dtype:
     return dt
 
 
-def is_float(dtype) -> bool:
-    """Whether ``dtype`` is one of functx's floating dtypes (bfloat16, float16, float32, float64).
+def _member_test(name: str, members: tuple, what: str, yes: str, no: str):
+    """The function ``name(dtype)``: whether ``dtype`` is among ``members``; its docstring says
+    it is ``what`` and shows a dtype that is (``yes``) and one that is not (``no``)."""
+
+    def test(dtype) -> bool:
+        return np.dtype(dtype) in members
+
+    test.__name__ = test.__qualname__ = name
+    test.__doc__ = f"""Whether ``dtype`` is {what}.
 
     Arguments:
         dtype: anything ``numpy.dtype`` accepts (a dtype, a type or a name).
@@ -464,45 +471,42 @@ def is_float(dtype) -> bool:
 
     Example:
         >>> from functx import dtypes
-        >>> dtypes.is_float('bfloat16'), dtypes.is_float('int32')
+        >>> dtypes.{name}({yes!r}), dtypes.{name}({no!r})
         (True, False)
     """
-    return np.dtype(dtype) in FLOATS
+    return test
 
 
-def is_complex(dtype) -> bool:
-    """Whether ``dtype`` is one of functx's complex dtypes (complex64, complex128).
-
-    Arguments:
-        dtype: anything ``numpy.dtype`` accepts (a dtype, a type or a name).
-
-    Returns:
-        ``True`` or ``False``.
-
-    Example:
-        >>> from functx import dtypes
-        >>> dtypes.is_complex('complex64'), dtypes.is_complex('float32')
-        (True, False)
-    """
-    return np.dtype(dtype) in COMPLEX
-
-
-def is_inexact(dtype) -> bool:
-    """Whether ``dtype`` is floating or complex (the dtypes that have derivatives).
-
-    Arguments:
-        dtype: anything ``numpy.dtype`` accepts (a dtype, a type or a name).
-
-    Returns:
-        ``True`` or ``False``.
-
-    Example:
-        >>> from functx import dtypes
-        >>> dtypes.is_inexact('complex128'), dtypes.is_inexact('int8')
-        (True, False)
-    """
-    dt = np.dtype(dtype)
-    return dt in FLOATS or dt in COMPLEX
+is_float = _member_test(
+    "is_float",
+    FLOATS,
+    "one of functx's floating dtypes (bfloat16, float8s, ...)",
+    "bfloat16",
+    "int32",
+)
+is_complex = _member_test(
+    "is_complex",
+    COMPLEX,
+    "one of functx's complex dtypes (complex64, complex128)",
+    "complex64",
+    "float32",
+)
+is_inexact = _member_test(
+    "is_inexact",
+    FLOATS + COMPLEX,
+    "floating or complex (the dtypes that have derivatives)",
+    "complex128",
+    "int8",
+)
+is_int = _member_test(
+    "is_int",
+    INTEGERS,
+    "one of functx's integer dtypes, signed or unsigned (not bool)",
+    "uint8",
+    "bool",
+)
+is_signed = _member_test("is_signed", SIGNED, "a signed integer dtype", "int8", "uint8")
+is_unsigned = _member_test("is_unsigned", UNSIGNED, "an unsigned integer dtype", "uint16", "int16")
 
 
 def to_inexact(dtype) -> np.dtype:
@@ -546,57 +550,6 @@ def to_complex(dtype) -> np.dtype:
     if dt in COMPLEX:
         return dt
     return canonicalize(complex128 if dt == float64 else complex64)
-
-
-def is_int(dtype) -> bool:
-    """Whether ``dtype`` is one of functx's integer dtypes, signed or unsigned (not bool).
-
-    Arguments:
-        dtype: anything ``numpy.dtype`` accepts (a dtype, a type or a name).
-
-    Returns:
-        ``True`` or ``False``.
-
-    Example:
-        >>> from functx import dtypes
-        >>> dtypes.is_int('uint8'), dtypes.is_int('bool')
-        (True, False)
-    """
-    return np.dtype(dtype) in INTEGERS
-
-
-def is_signed(dtype) -> bool:
-    """Whether ``dtype`` is a signed integer dtype.
-
-    Arguments:
-        dtype: anything ``numpy.dtype`` accepts (a dtype, a type or a name).
-
-    Returns:
-        ``True`` or ``False``.
-
-    Example:
-        >>> from functx import dtypes
-        >>> dtypes.is_signed('int8'), dtypes.is_signed('uint8')
-        (True, False)
-    """
-    return np.dtype(dtype) in SIGNED
-
-
-def is_unsigned(dtype) -> bool:
-    """Whether ``dtype`` is an unsigned integer dtype.
-
-    Arguments:
-        dtype: anything ``numpy.dtype`` accepts (a dtype, a type or a name).
-
-    Returns:
-        ``True`` or ``False``.
-
-    Example:
-        >>> from functx import dtypes
-        >>> dtypes.is_unsigned('uint16'), dtypes.is_unsigned('int16')
-        (True, False)
-    """
-    return np.dtype(dtype) in UNSIGNED
 
 
 def issubdtype(dtype, category) -> bool:

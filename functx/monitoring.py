@@ -221,11 +221,57 @@ def register_scalar_listener(callback) -> None:
     _LISTENERS["scalar"].append(callback)
 
 
-def unregister_event_listener(callback) -> None:
-    """Stop calling ``callback`` at ``record_event`` (``jax.monitoring.unregister_event_listener``).
+# Per kind of listener: the function that calls it, the ones that register and unregister it,
+# its noun, its parameters and the record function's arguments after the event name (for
+# ``_unregisterer``'s docstrings).
+_KINDS = {
+    "event": (
+        "record_event",
+        "register_event_listener",
+        "unregister_event_listener",
+        "event",
+        "e, **kw",
+        "",
+    ),
+    "duration": (
+        "record_event_duration_secs",
+        "register_event_duration_secs_listener",
+        "unregister_event_duration_listener",
+        "duration",
+        "e, d, **kw",
+        ", 1.0",
+    ),
+    "span": (
+        "record_event_time_span",
+        "register_event_time_span_listener",
+        "unregister_event_time_span_listener",
+        "time-span",
+        "e, s, t, **kw",
+        ", 1.0, 2.0",
+    ),
+    "scalar": (
+        "record_scalar",
+        "register_scalar_listener",
+        "unregister_scalar_listener",
+        "scalar",
+        "e, v, **kw",
+        ", 1",
+    ),
+}
+
+
+def _unregisterer(kind: str) -> Callable[[Callable], None]:
+    """The public function that unregisters a listener of ``kind`` (``_KINDS``)."""
+    record, register, name, noun, params, args = _KINDS[kind]
+
+    def unregister(callback) -> None:
+        _unregister(kind, callback)
+
+    unregister.__name__ = unregister.__qualname__ = name
+    unregister.__doc__ = f"""Stop calling ``callback`` at ``{record}`` (``jax.monitoring.{name}``).
 
     Arguments:
-      callback: a registered event listener.
+      callback: a registered {noun} listener.
     Returns:
       None; ValueError when ``callback`` is not registered.
 
@@ -233,75 +279,18 @@ def unregister_event_listener(callback) -> None:
 
     Example:
       >>> from functx import monitoring
-      >>> listener = lambda e, **kw: print(e)
-      >>> monitoring.register_event_listener(listener)
-      >>> monitoring.unregister_event_listener(listener)
-      >>> monitoring.record_event("/quiet")
+      >>> listener = lambda {params}: print(e)
+      >>> monitoring.{register}(listener)
+      >>> monitoring.{name}(listener)
+      >>> monitoring.{record}("/quiet"{args})
     """
-    _unregister("event", callback)
+    return unregister
 
 
-def unregister_event_duration_listener(callback) -> None:
-    """Stop calling ``callback`` at ``record_event_duration_secs``
-    (``jax.monitoring.unregister_event_duration_listener``).
-
-    Arguments:
-      callback: a registered duration listener.
-    Returns:
-      None; ValueError when ``callback`` is not registered.
-
-    Differences from JAX: an unregistered callback is a ValueError (JAX's is a failed assert).
-
-    Example:
-      >>> from functx import monitoring
-      >>> listener = lambda e, d, **kw: print(e)
-      >>> monitoring.register_event_duration_secs_listener(listener)
-      >>> monitoring.unregister_event_duration_listener(listener)
-      >>> monitoring.record_event_duration_secs("/quiet", 1.0)
-    """
-    _unregister("duration", callback)
-
-
-def unregister_event_time_span_listener(callback) -> None:
-    """Stop calling ``callback`` at ``record_event_time_span``
-    (``jax.monitoring.unregister_event_time_span_listener``).
-
-    Arguments:
-      callback: a registered time-span listener.
-    Returns:
-      None; ValueError when ``callback`` is not registered.
-
-    Differences from JAX: an unregistered callback is a ValueError (JAX's is a failed assert).
-
-    Example:
-      >>> from functx import monitoring
-      >>> listener = lambda e, s, t, **kw: print(e)
-      >>> monitoring.register_event_time_span_listener(listener)
-      >>> monitoring.unregister_event_time_span_listener(listener)
-      >>> monitoring.record_event_time_span("/quiet", 1.0, 2.0)
-    """
-    _unregister("span", callback)
-
-
-def unregister_scalar_listener(callback) -> None:
-    """Stop calling ``callback`` at ``record_scalar``
-    (``jax.monitoring.unregister_scalar_listener``).
-
-    Arguments:
-      callback: a registered scalar listener.
-    Returns:
-      None; ValueError when ``callback`` is not registered.
-
-    Differences from JAX: an unregistered callback is a ValueError (JAX's is a failed assert).
-
-    Example:
-      >>> from functx import monitoring
-      >>> listener = lambda e, v, **kw: print(e)
-      >>> monitoring.register_scalar_listener(listener)
-      >>> monitoring.unregister_scalar_listener(listener)
-      >>> monitoring.record_scalar("/quiet", 1)
-    """
-    _unregister("scalar", callback)
+unregister_event_listener = _unregisterer("event")
+unregister_event_duration_listener = _unregisterer("duration")
+unregister_event_time_span_listener = _unregisterer("span")
+unregister_scalar_listener = _unregisterer("scalar")
 
 
 def clear_event_listeners() -> None:

@@ -728,8 +728,15 @@ def _axes(axes, op="reduce"):
     return tuple(sorted(_ints(op, "axes", axes)))
 
 
-def reduce_sum(x, axes):
-    """Reduce ``x`` over ``axes`` by the sum (``jax.lax.reduce_sum``).
+def _reduction(prim, by: str, example: str, result: str):
+    """The lax function ``<prim>(x, axes)``, which reduces ``x`` over ``axes`` ``by`` an
+    operation; its docstring's example reduces as ``example`` says, giving ``result``."""
+
+    def reduce(x, axes):
+        return prim.bind(x, axes=_axes(axes))
+
+    reduce.__name__ = reduce.__qualname__ = prim.name
+    reduce.__doc__ = f"""Reduce ``x`` over ``axes`` by {by} (``jax.lax.{prim.name}``).
 
     Arguments:
       x: an array.
@@ -739,101 +746,56 @@ def reduce_sum(x, axes):
     Example:
       >>> import numpy as np
       >>> from functx import lax
-      >>> lax.reduce_sum(np.float32([[1, 2], [3, 4]]), (0,))
-      Array([4., 6.], dtype=float32)
+      >>> lax.{prim.name}({example})
+      {result}
     """
-    return P.reduce_sum_p.bind(x, axes=_axes(axes))
+    return reduce
 
 
-def reduce_prod(x, axes):
-    """Reduce ``x`` over ``axes`` by the product (``jax.lax.reduce_prod``).
-
-    Arguments:
-      x: an array.
-      axes: the axes to reduce (a sequence of ints).
-    Returns:
-      An array of ``x``'s dtype without the reduced axes.
-    Example:
-      >>> import numpy as np
-      >>> from functx import lax
-      >>> lax.reduce_prod(np.float32([[1, 2], [3, 4]]), (1,))
-      Array([ 2., 12.], dtype=float32)
-    """
-    return P.reduce_prod_p.bind(x, axes=_axes(axes))
-
-
-def reduce_max(x, axes):
-    """Reduce ``x`` over ``axes`` by the maximum (``jax.lax.reduce_max``).
-
-    Arguments:
-      x: an array.
-      axes: the axes to reduce (a sequence of ints).
-    Returns:
-      An array of ``x``'s dtype without the reduced axes.
-    Example:
-      >>> import numpy as np
-      >>> from functx import lax
-      >>> lax.reduce_max(np.float32([[1, 5], [3, 4]]), (0,))
-      Array([3., 5.], dtype=float32)
-    """
-    return P.reduce_max_p.bind(x, axes=_axes(axes))
-
-
-def reduce_min(x, axes):
-    """Reduce ``x`` over ``axes`` by the minimum (``jax.lax.reduce_min``).
-
-    Arguments:
-      x: an array.
-      axes: the axes to reduce (a sequence of ints).
-    Returns:
-      An array of ``x``'s dtype without the reduced axes.
-    Example:
-      >>> import numpy as np
-      >>> from functx import lax
-      >>> lax.reduce_min(np.float32([[1, 5], [3, 4]]), (0, 1))
-      Array(1., dtype=float32)
-    """
-    return P.reduce_min_p.bind(x, axes=_axes(axes))
+_FLOATS_2X2 = "np.float32([[1, 2], [3, 4]])"
+reduce_sum = _reduction(
+    P.reduce_sum_p, "the sum", f"{_FLOATS_2X2}, (0,)", "Array([4., 6.], dtype=float32)"
+)
+reduce_prod = _reduction(
+    P.reduce_prod_p, "the product", f"{_FLOATS_2X2}, (1,)", "Array([ 2., 12.], dtype=float32)"
+)
+reduce_max = _reduction(
+    P.reduce_max_p,
+    "the maximum",
+    "np.float32([[1, 5], [3, 4]]), (0,)",
+    "Array([3., 5.], dtype=float32)",
+)
+reduce_min = _reduction(
+    P.reduce_min_p,
+    "the minimum",
+    "np.float32([[1, 5], [3, 4]]), (0, 1)",
+    "Array(1., dtype=float32)",
+)
+reduce_and = _reduction(
+    P.reduce_and_p,
+    "the logical AND (bitwise for integers)",
+    "np.array([[True, False], [True, True]]), (1,)",
+    "Array([False,  True], dtype=bool)",
+)
+reduce_or = _reduction(
+    P.reduce_or_p,
+    "the logical OR (bitwise for integers)",
+    "np.array([[True, False], [False, False]]), (1,)",
+    "Array([ True, False], dtype=bool)",
+)
 
 
-def reduce_and(x, axes):
-    """Reduce ``x`` over ``axes`` by the logical AND (bitwise for integers)
-    (``jax.lax.reduce_and``).
+def _arg_reduction(prim, which: str, result: str):
+    """The lax function ``<prim>(x, axis, index_dtype)``: the index of the ``which`` (largest,
+    smallest) element along ``axis``; its docstring's example prints ``result``."""
 
-    Arguments:
-      x: an array.
-      axes: the axes to reduce (a sequence of ints).
-    Returns:
-      An array of ``x``'s dtype without the reduced axes.
-    Example:
-      >>> import numpy as np
-      >>> from functx import lax
-      >>> lax.reduce_and(np.array([[True, False], [True, True]]), (1,))
-      Array([False,  True], dtype=bool)
-    """
-    return P.reduce_and_p.bind(x, axes=_axes(axes))
+    def arg_reduce(x, axis: int, index_dtype=dtypes.int32):
+        axes = (_int(prim.name, "axis", axis),)
+        return prim.bind(x, axes=axes, index_dtype=dtypes.canonicalize(index_dtype))
 
-
-def reduce_or(x, axes):
-    """Reduce ``x`` over ``axes`` by the logical OR (bitwise for integers) (``jax.lax.reduce_or``).
-
-    Arguments:
-      x: an array.
-      axes: the axes to reduce (a sequence of ints).
-    Returns:
-      An array of ``x``'s dtype without the reduced axes.
-    Example:
-      >>> import numpy as np
-      >>> from functx import lax
-      >>> lax.reduce_or(np.array([[True, False], [False, False]]), (1,))
-      Array([ True, False], dtype=bool)
-    """
-    return P.reduce_or_p.bind(x, axes=_axes(axes))
-
-
-def argmax(x, axis: int, index_dtype=dtypes.int32):
-    """The index of the largest element along ``axis`` (``jax.lax.argmax``); ties give the first,
-    NaN counts as the largest.
+    arg_reduce.__name__ = arg_reduce.__qualname__ = prim.name
+    arg_reduce.__doc__ = f"""The index of the {which} element along ``axis``
+    (``jax.lax.{prim.name}``); ties give the first, NaN counts as the {which}.
 
     Arguments:
       x: an array.
@@ -844,33 +806,14 @@ def argmax(x, axis: int, index_dtype=dtypes.int32):
     Example:
       >>> import numpy as np
       >>> from functx import lax
-      >>> lax.argmax(np.float32([[1, 7, 3], [9, 2, 9]]), 1, np.int32)
-      Array([1, 0], dtype=int32)
+      >>> lax.{prim.name}(np.float32([[1, 7, 3], [9, 2, 9]]), 1, np.int32)
+      {result}
     """
-    return P.argmax_p.bind(
-        x, axes=(_int("argmax", "axis", axis),), index_dtype=dtypes.canonicalize(index_dtype)
-    )
+    return arg_reduce
 
 
-def argmin(x, axis: int, index_dtype=dtypes.int32):
-    """The index of the smallest element along ``axis`` (``jax.lax.argmin``); ties give the first,
-    NaN counts as the smallest.
-
-    Arguments:
-      x: an array.
-      axis: the axis to search.
-      index_dtype: an integer dtype for the result (default int32).
-    Returns:
-      An array of ``index_dtype`` without ``axis``.
-    Example:
-      >>> import numpy as np
-      >>> from functx import lax
-      >>> lax.argmin(np.float32([[1, 7, 3], [9, 2, 9]]), 1, np.int32)
-      Array([0, 1], dtype=int32)
-    """
-    return P.argmin_p.bind(
-        x, axes=(_int("argmin", "axis", axis),), index_dtype=dtypes.canonicalize(index_dtype)
-    )
+argmax = _arg_reduction(P.argmax_p, "largest", "Array([1, 0], dtype=int32)")
+argmin = _arg_reduction(P.argmin_p, "smallest", "Array([0, 1], dtype=int32)")
 
 
 # --- shapes --------------------------------------------------------------------------------------

@@ -710,66 +710,41 @@ def _linear_jvp(prim):
     return rule
 
 
-def _all_gather_t(ct, x, *, axis_name, all_gather_dimension, axis_size, tiled, frames=None):
-    if isinstance(ct, J.Zero):
-        return [J.Zero(x.aval)]
-    return [
-        psum_scatter_p.bind(
-            ct,
-            axis_name=axis_name,
-            scatter_dimension=all_gather_dimension,
-            axis_size=axis_size,
-            tiled=tiled,
-            frames=frames,
-        )
-    ]
+# The transpose of each linear collective: the collective that carries the cotangent back, and
+# its parameters from the forward ones (``frames`` and the others as they are).
+_TRANSPOSES = {
+    all_gather_p: (
+        psum_scatter_p,
+        lambda all_gather_dimension, **p: dict(p, scatter_dimension=all_gather_dimension),
+    ),
+    psum_scatter_p: (
+        all_gather_p,
+        lambda scatter_dimension, **p: dict(p, all_gather_dimension=scatter_dimension),
+    ),
+    all_to_all_p: (
+        all_to_all_p,
+        lambda split_axis, concat_axis, **p: dict(
+            p, split_axis=concat_axis, concat_axis=split_axis
+        ),
+    ),
+    ppermute_p: (ppermute_p, lambda perm, **p: dict(p, perm=tuple((d, s) for s, d in perm))),
+}
 
 
-def _psum_scatter_t(ct, x, *, axis_name, scatter_dimension, axis_size, tiled, frames=None):
-    if isinstance(ct, J.Zero):
-        return [J.Zero(x.aval)]
-    return [
-        all_gather_p.bind(
-            ct,
-            axis_name=axis_name,
-            all_gather_dimension=scatter_dimension,
-            axis_size=axis_size,
-            tiled=tiled,
-            frames=frames,
-        )
-    ]
+def _linear_transpose(prim):
+    back, back_params = _TRANSPOSES[prim]
+
+    def rule(ct, x, **params):
+        if isinstance(ct, J.Zero):
+            return [J.Zero(x.aval)]
+        return [back.bind(ct, **back_params(**{"frames": None, **params}))]
+
+    return rule
 
 
-def _all_to_all_t(ct, x, *, axis_name, split_axis, concat_axis, tiled, frames=None):
-    if isinstance(ct, J.Zero):
-        return [J.Zero(x.aval)]
-    return [
-        all_to_all_p.bind(
-            ct,
-            axis_name=axis_name,
-            split_axis=concat_axis,
-            concat_axis=split_axis,
-            tiled=tiled,
-            frames=frames,
-        )
-    ]
-
-
-def _ppermute_t(ct, x, *, axis_name, perm, frames=None):
-    if isinstance(ct, J.Zero):
-        return [J.Zero(x.aval)]
-    inverse = tuple((d, s) for s, d in perm)
-    return [ppermute_p.bind(ct, axis_name=axis_name, perm=inverse, frames=frames)]
-
-
-for _p, _t in (
-    (all_gather_p, _all_gather_t),
-    (psum_scatter_p, _psum_scatter_t),
-    (all_to_all_p, _all_to_all_t),
-    (ppermute_p, _ppermute_t),
-):
+for _p in _TRANSPOSES:
     J.jvp_rules[_p] = _linear_jvp(_p)
-    T.transpose_rules[_p] = _t
+    T.transpose_rules[_p] = _linear_transpose(_p)
     V.batching_rules[_p] = lambda args, dims, _p=_p, **kw: V.axis_batching_rules[_p](
         V.AxisData(None, V.axis_size_of(args, dims)), args, dims, **kw
     )

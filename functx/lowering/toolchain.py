@@ -13,6 +13,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -139,6 +140,21 @@ def elf_short(data: bytes) -> str | None:
     return None
 
 
+def source_text(path: str) -> str:
+    """The text of the C/C++ file ``path`` with each line ``#include "name"`` of a file beside it
+    replaced by that file's text: what a fixed library is built from, so that its record's
+    digest (``record``) covers the files it includes (``fx_attention.cpp`` includes
+    ``fx_mathf.h``, which the programs' prelude holds too)."""
+    here = os.path.dirname(path)
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        m = re.match(r'#include "([\w.]+)"', line)
+        if m and os.path.isfile(os.path.join(here, m.group(1))):
+            lines[i] = source_text(os.path.join(here, m.group(1)))
+    return "".join(lines)
+
+
 def build_library(source_path: str, out_path: str, flags=(), timeout: float = 600) -> str | None:
     """Compile the C++ file ``source_path`` with ``FLAGS`` and ``flags`` (which may name another
     language: ``-x c``, ``-x c++-header``) into ``out_path`` (mode 0755: a shared library, or a
@@ -152,8 +168,7 @@ def build_library(source_path: str, out_path: str, flags=(), timeout: float = 60
     tmp = None
     try:
         version = compiler_version(cxx)
-        with open(source_path, encoding="utf-8") as f:
-            source = f.read()
+        source = source_text(source_path)
         d = os.path.dirname(out_path) or "."
         os.makedirs(d, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".fxlib.", suffix=os.path.splitext(out_path)[1], dir=d)

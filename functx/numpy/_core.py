@@ -964,8 +964,9 @@ def negative(x, /, *, out=None, where=None):
     return _negative(x)
 
 
-def _unary_doc(name, what, arg, out, x=None, note="", alias=None):
-    """The docstring of an elementwise function of one operand made by ``_ufunc1``."""
+def _unary_doc(name, what, arg, out, x=None, note="", alias=None, returns="An array of x's shape."):
+    """The docstring of an elementwise function of one operand (made by ``_ufunc1``, or
+    ``_rounding``)."""
     x = x or "an array or scalar; integers and bools compute in a float dtype, as in JAX."
     note = f"\n    {note}\n" if note else ""
     alias = f"; ``{alias}`` is the same function" if alias else ""
@@ -974,7 +975,7 @@ def _unary_doc(name, what, arg, out, x=None, note="", alias=None):
     Arguments:
       x: {x}
     Returns:
-      An array of x's shape.
+      {returns}
     Example:
       >>> import functx.numpy as jnp
       >>> jnp.{name}({arg})
@@ -1179,57 +1180,42 @@ def _no_complex(name, x):
         )
 
 
-def floor(x, /):
-    """The largest integer not above ``x``, elementwise (``jax.numpy.floor``).
+def _rounding(name, rounded, what, out, alias=None):
+    """``floor``, ``ceil`` or ``trunc`` (``name``): ``rounded`` of a float operand; integers
+    and bools are returned unchanged (as Arrays: a Python int too), complex operands refused (as
+    in JAX)."""
 
-    Arguments:
-      x: an array or scalar (not complex, as in JAX); integers and bools are returned unchanged.
-    Returns:
-      An array of x's shape and dtype.
-    Example:
-      >>> import functx.numpy as jnp
-      >>> jnp.floor(jnp.array([-1.5, 2.5]))
-      Array([-2.,  2.], dtype=float32)
-    """
-    (x,) = _promote("floor", x)
-    _no_complex("floor", x)
-    return ops.floor(x) if _aval(x).dtype in dtypes.FLOATS else x
+    def fn(x, /):
+        (x,) = _promote(name, x)
+        _no_complex(name, x)
+        return rounded(x) if _aval(x).dtype in dtypes.FLOATS else asarray(x)
 
-
-def ceil(x, /):
-    """The smallest integer not below ``x``, elementwise (``jax.numpy.ceil``).
-
-    Arguments:
-      x: an array or scalar (not complex, as in JAX); integers and bools are returned unchanged.
-    Returns:
-      An array of x's shape and dtype.
-    Example:
-      >>> import functx.numpy as jnp
-      >>> jnp.ceil(jnp.array([-1.5, 2.5]))
-      Array([-1.,  3.], dtype=float32)
-    """
-    (x,) = _promote("ceil", x)
-    _no_complex("ceil", x)
-    return ops.ceil(x) if _aval(x).dtype in dtypes.FLOATS else x
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = _unary_doc(
+        name,
+        what,
+        "jnp.array([-1.5, 2.5])",
+        out,
+        x="an array or scalar (not complex, as in JAX); integers and bools are returned unchanged.",
+        alias=alias,
+        returns="An array of x's shape and dtype.",
+    )
+    return fn
 
 
-def trunc(x, /):
-    """Rounding toward zero, elementwise (``jax.numpy.trunc``; ``fix`` is the same function).
-
-    Arguments:
-      x: an array or scalar (not complex, as in JAX); integers and bools are returned unchanged.
-    Returns:
-      An array of x's shape and dtype.
-    Example:
-      >>> import functx.numpy as jnp
-      >>> jnp.trunc(jnp.array([-1.5, 2.5]))
-      Array([-1.,  2.], dtype=float32)
-    """
-    (x,) = _promote("trunc", x)
-    _no_complex("trunc", x)
-    if _aval(x).dtype not in dtypes.FLOATS:
-        return x
-    return where(ops.lt(x, 0), ops.ceil(x), ops.floor(x))
+floor = _rounding(
+    "floor", ops.floor, "The largest integer not above ``x``", "Array([-2.,  2.], dtype=float32)"
+)
+ceil = _rounding(
+    "ceil", ops.ceil, "The smallest integer not below ``x``", "Array([-1.,  3.], dtype=float32)"
+)
+trunc = _rounding(
+    "trunc",
+    lambda x: where(ops.lt(x, 0), ops.ceil(x), ops.floor(x)),
+    "Rounding toward zero",
+    "Array([-1.,  2.], dtype=float32)",
+    alias="fix",
+)
 
 
 fix = trunc
@@ -2632,6 +2618,44 @@ def prod(
     return _keep(r, axes, av.shape, keepdims)
 
 
+# max and min: the reduction, the combination with ``initial``, and whether the masked-out
+# elements (``where``) are the dtype's lowest value (max) or its highest (min)
+_MAX_OR_MIN = {"max": (ops.reduce_max, maximum, True), "min": (ops.reduce_min, minimum, False)}
+
+
+def _max_or_min(name, a, axis, out, keepdims, initial, where):
+    """``jnp.max`` or ``jnp.min`` (``name``), whose reductions have no identity: an empty axis
+    and a ``where`` mask need ``initial``."""
+    reduce, combine, lowest = _MAX_OR_MIN[name]
+    _no_out(out, name)
+    a = _arraylike(a, name)
+    av = _aval(a)
+    axes = _norm_axis(axis, av.ndim, f"{name} axis")
+    if builtins.any(av.shape[i] == 0 for i in axes) and initial is None:
+        raise FunctxValueError(
+            f"{name} of an empty axis of {av.str_short()} has no identity; pass initial={_loc()}"
+        )  # (JAX: ValueError)
+    if where is not None and initial is None:
+        raise FunctxValueError(
+            f"reduction operation {name} does not have an identity, so to use a where mask one "
+            f"has to specify 'initial'{_loc()}"
+        )
+    if where is not None:
+        if av.dtype in dtypes.FLOATS or av.dtype in dtypes.COMPLEX:
+            fill = -np.inf if lowest else np.inf
+        elif av.dtype == bool_:
+            fill = not lowest
+        else:
+            fill = dtypes.iinfo(av.dtype).min if lowest else dtypes.iinfo(av.dtype).max
+        a = _where3(where, a, full((), fill, av.dtype))
+    r = reduce(a, axes)
+    if initial is not None:
+        r = combine(r, astype(initial, av.dtype))
+    elif av.weak_type:  # (as JAX's: a reduction's result is not weakly typed)
+        r = astype(r, av.dtype)
+    return _keep(r, axes, av.shape, keepdims)
+
+
 def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
     """Maximum over the given axes (``jax.numpy.max``; also ``amax``).
 
@@ -2655,37 +2679,7 @@ def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # no
       >>> jnp.max(x, axis=1, initial=4.0)
       Array([5., 4.], dtype=float32)
     """
-    _no_out(out, "max")
-    a = _arraylike(a, "max")
-    av = _aval(a)
-    axes = _norm_axis(axis, av.ndim, "max axis")
-    if builtins.any(av.shape[i] == 0 for i in axes) and initial is None:
-        raise FunctxValueError(
-            f"max of an empty axis of {av.str_short()} has no identity; pass initial={_loc()}"
-        )  # (JAX: ValueError)
-    if where is not None and initial is None:
-        raise FunctxValueError(
-            f"reduction operation max does not have an identity, so to use a where mask one "
-            f"has to specify 'initial'{_loc()}"
-        )
-    if where is not None:
-        a = _where3(
-            where,
-            a,
-            full(
-                (),
-                -np.inf
-                if av.dtype in dtypes.FLOATS or av.dtype in dtypes.COMPLEX
-                else (dtypes.iinfo(av.dtype).min if av.dtype != bool_ else False),
-                av.dtype,
-            ),
-        )
-    r = ops.reduce_max(a, axes)
-    if initial is not None:
-        r = maximum(r, astype(initial, av.dtype))
-    elif av.weak_type:  # (as JAX's: a reduction's result is not weakly typed)
-        r = astype(r, av.dtype)
-    return _keep(r, axes, av.shape, keepdims)
+    return _max_or_min("max", a, axis, out, keepdims, initial, where)
 
 
 def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
@@ -2710,37 +2704,7 @@ def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # no
       Array([[1.],
              [2.]], dtype=float32)
     """
-    _no_out(out, "min")
-    a = _arraylike(a, "min")
-    av = _aval(a)
-    axes = _norm_axis(axis, av.ndim, "min axis")
-    if builtins.any(av.shape[i] == 0 for i in axes) and initial is None:
-        raise FunctxValueError(
-            f"min of an empty axis of {av.str_short()} has no identity; pass initial={_loc()}"
-        )  # (JAX: ValueError)
-    if where is not None and initial is None:
-        raise FunctxValueError(
-            f"reduction operation min does not have an identity, so to use a where mask one "
-            f"has to specify 'initial'{_loc()}"
-        )
-    if where is not None:
-        a = _where3(
-            where,
-            a,
-            full(
-                (),
-                np.inf
-                if av.dtype in dtypes.FLOATS or av.dtype in dtypes.COMPLEX
-                else (dtypes.iinfo(av.dtype).max if av.dtype != bool_ else True),
-                av.dtype,
-            ),
-        )
-    r = ops.reduce_min(a, axes)
-    if initial is not None:
-        r = minimum(r, astype(initial, av.dtype))
-    elif av.weak_type:  # (as JAX's: a reduction's result is not weakly typed)
-        r = astype(r, av.dtype)
-    return _keep(r, axes, av.shape, keepdims)
+    return _max_or_min("min", a, axis, out, keepdims, initial, where)
 
 
 amax, amin = max, min

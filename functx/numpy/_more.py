@@ -590,39 +590,24 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
     return jnp.sqrt(nanvar(a, axis, dtype, None, ddof, keepdims, where, mean))
 
 
-def _nan_arg(fn, fill, a, axis, keepdims):
-    a = _arr(a)
-    dt = jnp._aval(a).dtype
-    if np.dtype(dt) not in dtypes.FLOATS:
-        return fn(a, axis, keepdims=keepdims)
-    nan = jnp.isnan(a)
-    out = fn(jnp.where(nan, jnp.full((), fill, dt), a), axis, keepdims=keepdims)
-    # Like JAX: an all-NaN slice gives -1.
-    return jnp.where(jnp.all(nan, axis, keepdims=bool(keepdims)), -1, out)
+def _nan_arg(name, fn, fill, which, example):
+    """``nanargmax``/``nanargmin`` (``name``): ``fn`` with NaNs replaced by ``fill``, and -1
+    where a slice is all NaN; its docstring names the ``which`` (largest, smallest) element and
+    finds it at index 2 of ``example``."""
 
+    def nan_arg(a, axis=None, out=None, keepdims=None):
+        jnp._no_out(out, name)
+        a = _arr(a)
+        dt = jnp._aval(a).dtype
+        if np.dtype(dt) not in dtypes.FLOATS:
+            return fn(a, axis, keepdims=keepdims)
+        nan = jnp.isnan(a)
+        out = fn(jnp.where(nan, jnp.full((), fill, dt), a), axis, keepdims=keepdims)
+        # Like JAX: an all-NaN slice gives -1.
+        return jnp.where(jnp.all(nan, axis, keepdims=bool(keepdims)), -1, out)
 
-def nanargmax(a, axis=None, out=None, keepdims=None):
-    """The index of the largest non-NaN element (-1 for a slice of only NaNs).
-
-    Arguments:
-      a: the input array.
-      axis: an int, or None (the flattened array).
-      out: unsupported (None), as in JAX.
-      keepdims: keep the reduced axis as a size-1 dimension.
-    Returns:
-      An int32 array (int64 with x64).
-
-    Example:
-      >>> import functx.numpy as jnp
-      >>> print(jnp.nanargmax(jnp.array([1.0, jnp.nan, 3.0])))
-      2
-    """
-    jnp._no_out(out, "nanargmax")
-    return _nan_arg(jnp.argmax, -np.inf, a, axis, keepdims)
-
-
-def nanargmin(a, axis=None, out=None, keepdims=None):
-    """The index of the smallest non-NaN element (-1 for a slice of only NaNs).
+    nan_arg.__name__ = nan_arg.__qualname__ = name
+    nan_arg.__doc__ = f"""The index of the {which} non-NaN element (-1 for a slice of only NaNs).
 
     Arguments:
       a: the input array.
@@ -634,38 +619,31 @@ def nanargmin(a, axis=None, out=None, keepdims=None):
 
     Example:
       >>> import functx.numpy as jnp
-      >>> print(jnp.nanargmin(jnp.array([1.0, jnp.nan, -3.0])))
+      >>> print(jnp.{name}(jnp.array({example})))
       2
     """
-    jnp._no_out(out, "nanargmin")
-    return _nan_arg(jnp.argmin, np.inf, a, axis, keepdims)
+    return nan_arg
 
 
-def nancumsum(a, axis=None, dtype=None, out=None):
-    """``cumsum`` treating NaNs as zero.
-
-    Arguments:
-      a: the input array.
-      axis: an int, or None (the flattened array).
-      dtype: the accumulation and result dtype.
-      out: unsupported (None), as in JAX.
-    Returns:
-      An array of ``cumsum``'s dtype.
-
-    Example:
-      >>> import functx.numpy as jnp
-      >>> print(jnp.nancumsum(jnp.array([1.0, jnp.nan, 2.0])))
-      [1. 1. 3.]
-    """
-    jnp._no_out(out, "nancumsum")
-    a = _arr(a)
-    if np.dtype(jnp._aval(a).dtype) in dtypes.FLOATS + dtypes.COMPLEX:  # (complex: as JAX's)
-        a = jnp.where(jnp.isnan(a), jnp.zeros((), jnp._aval(a).dtype), a)
-    return jnp.cumsum(a, axis, dtype)
+nanargmax = _nan_arg("nanargmax", jnp.argmax, -np.inf, "largest", "[1.0, jnp.nan, 3.0]")
+nanargmin = _nan_arg("nanargmin", jnp.argmin, np.inf, "smallest", "[1.0, jnp.nan, -3.0]")
 
 
-def nancumprod(a, axis=None, dtype=None, out=None):
-    """``cumprod`` treating NaNs as one.
+def _nan_cumulative(name, cumulative, neutral, example, result):
+    """``nancumsum``/``nancumprod`` (``name``): ``cumulative`` with NaNs replaced by its
+    ``neutral`` element (0 or 1, named in the docstring), whose example prints ``result``."""
+    fill = {"zero": 0, "one": 1}[neutral]
+
+    def nan_cumulative(a, axis=None, dtype=None, out=None):
+        jnp._no_out(out, name)
+        a = _arr(a)
+        dt = jnp._aval(a).dtype
+        if np.dtype(dt) in dtypes.FLOATS + dtypes.COMPLEX:  # (complex: as JAX's)
+            a = jnp.where(jnp.isnan(a), jnp.full((), fill, dt), a)
+        return cumulative(a, axis, dtype)
+
+    nan_cumulative.__name__ = nan_cumulative.__qualname__ = name
+    nan_cumulative.__doc__ = f"""``{cumulative.__name__}`` treating NaNs as {neutral}.
 
     Arguments:
       a: the input array.
@@ -673,18 +651,18 @@ def nancumprod(a, axis=None, dtype=None, out=None):
       dtype: the accumulation and result dtype.
       out: unsupported (None), as in JAX.
     Returns:
-      An array of ``cumprod``'s dtype.
+      An array of ``{cumulative.__name__}``'s dtype.
 
     Example:
       >>> import functx.numpy as jnp
-      >>> print(jnp.nancumprod(jnp.array([2.0, jnp.nan, 3.0])))
-      [2. 2. 6.]
+      >>> print(jnp.{name}(jnp.array({example})))
+      {result}
     """
-    jnp._no_out(out, "nancumprod")
-    a = _arr(a)
-    if np.dtype(jnp._aval(a).dtype) in dtypes.FLOATS + dtypes.COMPLEX:  # (complex: as JAX's)
-        a = jnp.where(jnp.isnan(a), jnp.ones((), jnp._aval(a).dtype), a)
-    return jnp.cumprod(a, axis, dtype)
+    return nan_cumulative
+
+
+nancumsum = _nan_cumulative("nancumsum", jnp.cumsum, "zero", "[1.0, jnp.nan, 2.0]", "[1. 1. 3.]")
+nancumprod = _nan_cumulative("nancumprod", jnp.cumprod, "one", "[2.0, jnp.nan, 3.0]", "[2. 2. 6.]")
 
 
 # --- floating-point decomposition, integer arithmetic ---------------------------------------------

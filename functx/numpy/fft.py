@@ -154,7 +154,24 @@ def _core_2d(name, fft_type, a, s, axes, norm):
     return _core(name, fft_type, a, s, axes, norm)
 
 
+def _pocketfft(transform):
+    """Adds to a transform's docstring, before its example, the paragraph all of them share: how
+    functx computes it."""
+    transform.__doc__ = transform.__doc__.replace(
+        "\n    Example:",
+        """
+    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
+    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
+    (cuFFT through torch on the Triton backend).
+
+    Example:""",
+        1,
+    )
+    return transform
+
+
 # --- one axis ------------------------------------------------------------------------------------
+@_pocketfft
 def fft(a, n=None, axis=-1, norm=None):
     """The one-dimensional discrete Fourier transform (``jax.numpy.fft.fft``).
 
@@ -167,10 +184,6 @@ def fft(a, n=None, axis=-1, norm=None):
     Returns:
       The complex transform (complex64, or complex128 for 64-bit inputs with x64 on).
 
-    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
-    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
-    (cuFFT through torch on the Triton backend).
-
     Example:
       >>> import numpy as np
       >>> import functx.numpy as jnp
@@ -180,6 +193,7 @@ def fft(a, n=None, axis=-1, norm=None):
     return _core_1d("fft", _FFT, a, n, axis, norm)
 
 
+@_pocketfft
 def ifft(a, n=None, axis=-1, norm=None):
     """The one-dimensional inverse discrete Fourier transform (``jax.numpy.fft.ifft``).
 
@@ -191,10 +205,6 @@ def ifft(a, n=None, axis=-1, norm=None):
     Returns:
       The complex inverse transform.
 
-    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
-    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
-    (cuFFT through torch on the Triton backend).
-
     Example:
       >>> import numpy as np
       >>> import functx.numpy as jnp
@@ -204,6 +214,7 @@ def ifft(a, n=None, axis=-1, norm=None):
     return _core_1d("ifft", _IFFT, a, n, axis, norm)
 
 
+@_pocketfft
 def rfft(a, n=None, axis=-1, norm=None):
     """The one-dimensional discrete Fourier transform of a real input: the ``n // 2 + 1``
     non-negative frequencies (``jax.numpy.fft.rfft``).
@@ -216,10 +227,6 @@ def rfft(a, n=None, axis=-1, norm=None):
     Returns:
       The complex half spectrum, ``n // 2 + 1`` long along ``axis``.
 
-    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
-    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
-    (cuFFT through torch on the Triton backend).
-
     Example:
       >>> import numpy as np
       >>> import functx.numpy as jnp
@@ -229,6 +236,7 @@ def rfft(a, n=None, axis=-1, norm=None):
     return _core_1d("rfft", _RFFT, a, n, axis, norm)
 
 
+@_pocketfft
 def irfft(a, n=None, axis=-1, norm=None):
     """The inverse of ``rfft``: a real signal from its half spectrum (``jax.numpy.fft.irfft``).
 
@@ -241,10 +249,6 @@ def irfft(a, n=None, axis=-1, norm=None):
     Returns:
       The real signal, ``n`` long along ``axis``.
 
-    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
-    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
-    (cuFFT through torch on the Triton backend).
-
     Example:
       >>> import numpy as np
       >>> import functx.numpy as jnp
@@ -254,6 +258,7 @@ def irfft(a, n=None, axis=-1, norm=None):
     return _core_1d("irfft", _IRFFT, a, n, axis, norm)
 
 
+@_pocketfft
 def hfft(a, n=None, axis=-1, norm=None):
     """The transform of a signal with a Hermitian-symmetric spectrum, given by its first half: a
     real result (``jax.numpy.fft.hfft``, computed as JAX does: ``irfft(conj(a)) * n``).
@@ -265,10 +270,6 @@ def hfft(a, n=None, axis=-1, norm=None):
       norm: "backward" (default), "ortho" or "forward".
     Returns:
       The real transform, ``n`` long along ``axis``.
-
-    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
-    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
-    (cuFFT through torch on the Triton backend).
 
     Example:
       >>> import numpy as np
@@ -283,6 +284,7 @@ def hfft(a, n=None, axis=-1, norm=None):
     return jnp.multiply(out, nn)
 
 
+@_pocketfft
 def ihfft(a, n=None, axis=-1, norm=None):
     """The inverse of ``hfft``: the first half of a Hermitian-symmetric spectrum from a real
     signal (``jax.numpy.fft.ihfft``: ``conj(rfft(a)) / n``).
@@ -294,10 +296,6 @@ def ihfft(a, n=None, axis=-1, norm=None):
       norm: "backward" (default), "ortho" or "forward".
     Returns:
       The complex half spectrum, ``n // 2 + 1`` long along ``axis``.
-
-    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
-    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
-    (cuFFT through torch on the Triton backend).
 
     Example:
       >>> import numpy as np
@@ -314,6 +312,7 @@ def ihfft(a, n=None, axis=-1, norm=None):
 
 
 # --- two axes ------------------------------------------------------------------------------------
+@_pocketfft
 def fft2(a, s=None, axes=(-2, -1), norm=None):
     """The two-dimensional discrete Fourier transform (``jax.numpy.fft.fft2``).
 
@@ -325,10 +324,6 @@ def fft2(a, s=None, axes=(-2, -1), norm=None):
     Returns:
       The complex transform.
 
-    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
-    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
-    (cuFFT through torch on the Triton backend).
-
     Example:
       >>> import numpy as np
       >>> import functx.numpy as jnp
@@ -339,6 +334,7 @@ def fft2(a, s=None, axes=(-2, -1), norm=None):
     return _core_2d("fft2", _FFT, a, s, axes, norm)
 
 
+@_pocketfft
 def ifft2(a, s=None, axes=(-2, -1), norm=None):
     """The two-dimensional inverse discrete Fourier transform (``jax.numpy.fft.ifft2``).
 
@@ -350,10 +346,6 @@ def ifft2(a, s=None, axes=(-2, -1), norm=None):
     Returns:
       The complex inverse transform.
 
-    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
-    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
-    (cuFFT through torch on the Triton backend).
-
     Example:
       >>> import numpy as np
       >>> import functx.numpy as jnp
@@ -364,6 +356,7 @@ def ifft2(a, s=None, axes=(-2, -1), norm=None):
     return _core_2d("ifft2", _IFFT, a, s, axes, norm)
 
 
+@_pocketfft
 def rfft2(a, s=None, axes=(-2, -1), norm=None):
     """The two-dimensional transform of a real input, halved along the last axis
     (``jax.numpy.fft.rfft2``).
@@ -376,10 +369,6 @@ def rfft2(a, s=None, axes=(-2, -1), norm=None):
     Returns:
       The complex transform, ``s[-1] // 2 + 1`` long along the last of ``axes``.
 
-    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
-    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
-    (cuFFT through torch on the Triton backend).
-
     Example:
       >>> import numpy as np
       >>> import functx.numpy as jnp
@@ -390,6 +379,7 @@ def rfft2(a, s=None, axes=(-2, -1), norm=None):
     return _core_2d("rfft2", _RFFT, a, s, axes, norm)
 
 
+@_pocketfft
 def irfft2(a, s=None, axes=(-2, -1), norm=None):
     """The inverse of ``rfft2`` (``jax.numpy.fft.irfft2``).
 
@@ -402,10 +392,6 @@ def irfft2(a, s=None, axes=(-2, -1), norm=None):
     Returns:
       The real inverse transform.
 
-    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
-    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
-    (cuFFT through torch on the Triton backend).
-
     Example:
       >>> import numpy as np
       >>> import functx.numpy as jnp
@@ -417,6 +403,7 @@ def irfft2(a, s=None, axes=(-2, -1), norm=None):
 
 
 # --- any number of axes --------------------------------------------------------------------------
+@_pocketfft
 def fftn(a, s=None, axes=None, norm=None):
     """The N-dimensional discrete Fourier transform (``jax.numpy.fft.fftn``).
 
@@ -428,10 +415,6 @@ def fftn(a, s=None, axes=None, norm=None):
     Returns:
       The complex transform.
 
-    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
-    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
-    (cuFFT through torch on the Triton backend).
-
     Example:
       >>> import numpy as np
       >>> import functx.numpy as jnp
@@ -442,6 +425,7 @@ def fftn(a, s=None, axes=None, norm=None):
     return _core("fftn", _FFT, a, s, axes, norm)
 
 
+@_pocketfft
 def ifftn(a, s=None, axes=None, norm=None):
     """The N-dimensional inverse discrete Fourier transform (``jax.numpy.fft.ifftn``).
 
@@ -453,10 +437,6 @@ def ifftn(a, s=None, axes=None, norm=None):
     Returns:
       The complex inverse transform.
 
-    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
-    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
-    (cuFFT through torch on the Triton backend).
-
     Example:
       >>> import numpy as np
       >>> import functx.numpy as jnp
@@ -467,6 +447,7 @@ def ifftn(a, s=None, axes=None, norm=None):
     return _core("ifftn", _IFFT, a, s, axes, norm)
 
 
+@_pocketfft
 def rfftn(a, s=None, axes=None, norm=None):
     """The N-dimensional transform of a real input, halved along the last transformed axis
     (``jax.numpy.fft.rfftn``).
@@ -479,10 +460,6 @@ def rfftn(a, s=None, axes=None, norm=None):
     Returns:
       The complex transform, ``s[-1] // 2 + 1`` long along the last of ``axes``.
 
-    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
-    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
-    (cuFFT through torch on the Triton backend).
-
     Example:
       >>> import numpy as np
       >>> import functx.numpy as jnp
@@ -493,6 +470,7 @@ def rfftn(a, s=None, axes=None, norm=None):
     return _core("rfftn", _RFFT, a, s, axes, norm)
 
 
+@_pocketfft
 def irfftn(a, s=None, axes=None, norm=None):
     """The inverse of ``rfftn`` (``jax.numpy.fft.irfftn``).
 
@@ -504,10 +482,6 @@ def irfftn(a, s=None, axes=None, norm=None):
       norm: "backward" (default), "ortho" or "forward".
     Returns:
       The real inverse transform.
-
-    Differences from JAX: computed with pocketfft (SciPy's, else NumPy's); JAX's CPU FFT is ducc, so
-    values agree to rounding, not bit for bit. Under ``jit`` it is a library step of the program
-    (cuFFT through torch on the Triton backend).
 
     Example:
       >>> import numpy as np

@@ -17,7 +17,7 @@ import pytest
 import functx
 import functx.numpy as fnp
 from functx.interpreter import eval_jaxpr
-from functx.lowering.cpp import attention as cpp_attention
+from functx.lowering.cpp import attention as cpp_attention, prelude
 
 jax = pytest.importorskip("jax")
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -161,12 +161,10 @@ def _loss_one(jx, T, D):
     return jx.value_and_grad(lambda q, k, v: jx.numpy.sin(f(q, k, v)).sum(), (0, 1, 2))
 
 
-def test_the_librarys_part_of_the_prelude_is_current():
-    """``fx_attention.cpp`` holds the programs' float32 ``exp`` and ``log`` (it is compiled
-    without functx, at install time): the same text as the prelude's now. Where this fails,
-    write ``cpp_attention.prelude_part()`` between the marks of ``_FROM_PRELUDE`` in the file."""
-    path = Path(cpp_attention.__file__).with_name(cpp_attention.SOURCE_FILE)
-    text = path.read_text()
-    start, end = cpp_attention._FROM_PRELUDE
-    assert text.count(start) == text.count(end) == 1
-    assert text.split(start)[1].split(end)[0] == cpp_attention.prelude_part()
+def test_the_library_computes_exp_and_log_as_the_programs_do():
+    """``fx_attention.cpp`` includes ``fx_mathf.h``, the float32 ``exp`` and ``log`` the programs'
+    prelude is written with: the library's source (what it is built from, and what its record's
+    digest covers: ``toolchain.source_text``) holds that text in the include's place."""
+    mathf = Path(cpp_attention.__file__).with_name("fx_mathf.h").read_text()
+    source = cpp_attention.native.Library("fx_attention16", cpp_attention.SOURCE_FILE).source
+    assert mathf in source and mathf in prelude.PRELUDE and '#include "' not in source

@@ -110,12 +110,14 @@ def test_a_required_library_that_could_not_be_built_is_an_error(tmp_path, monkey
 
 def test_every_library_source_is_installed_with_the_package():
     """``setup.py`` compiles each library from its file in the package, which an install from a
-    wheel must carry too (pyproject.toml's package data)."""
+    wheel must carry too (pyproject.toml's package data), with the files it includes."""
     text = (ROOT / "pyproject.toml").read_text()
     data = re.search(r'^"functx.lowering.cpp" = \[(.*)\]$', text, re.M).group(1)
+    here = ROOT / "functx" / "lowering" / "cpp"
     for file, _ in toolchain.LIBRARIES.values():
-        assert (ROOT / "functx" / "lowering" / "cpp" / file).exists()
-        assert f'"{file}"' in data
+        included = re.findall(r'^#include "(.*)"', (here / file).read_text(), re.M)
+        for name in [file, *included]:
+            assert (here / name).exists() and f'"{name}"' in data, name
 
 
 def test_the_install_step_goes_on_without_a_compiler(tmp_path, monkeypatch):

@@ -220,3 +220,16 @@ def test_index_constants_go_with_a_gpu_array(interpreted_gpu):
         got = f(on_gpu)
         assert got.device == interpreted_gpu
         np.testing.assert_array_equal(np.asarray(got), np.asarray(f(m)))
+
+
+@pytest.mark.parametrize("name", ["floor", "ceil", "trunc"])
+def test_rounding_of_integers_and_bools_is_an_array_as_jax(name):
+    """floor, ceil and trunc return integer and bool operands unchanged, as Arrays of JAX's
+    dtype and weak type (a Python int gave the int back); floats are rounded, complex refused."""
+    for x in (3, True, np.int8(-2), np.array([1, 2], np.uint8), np.array([-1.5, 2.5], np.float32)):
+        got, want = getattr(fjnp, name)(x), getattr(jjnp, name)(x)
+        assert isinstance(got, fjnp.ndarray), (x, got)
+        assert (got.dtype, got.weak_type) == (want.dtype, want.weak_type), (x, got, want)
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    with pytest.raises(TypeError):
+        getattr(fjnp, name)(np.array([1j]))

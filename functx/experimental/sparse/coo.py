@@ -214,45 +214,66 @@ def coo_todense(mat: COO):
     return _scatter_sum(mat.data, [mat.row, mat.col], mat.shape)
 
 
-def coo_matvec(mat: COO, v, transpose=False):
-    """The product of a COO matrix and a dense vector (``jax.experimental.sparse.coo_matvec``).
+# The operand and the result of each kind of product, for the docstrings ``_product_doc`` writes.
+_PRODUCTS = {
+    "matvec": (
+        "vector",
+        "v: a 1-D array of length ``mat.shape[1]`` (``mat.shape[0]`` with ``transpose``) and\n"
+        "        dtype ``mat.dtype``.",
+        "an Array of length ``mat.shape[0]`` (``mat.shape[1]`` with ``transpose``).",
+    ),
+    "matmat": (
+        "matrix",
+        "B: a 2-D array with ``mat.shape[1]`` rows (``mat.shape[0]`` with ``transpose``) and\n"
+        "        dtype ``mat.dtype``.",
+        "an Array of shape ``(mat.shape[0], B.shape[1])`` (``mat.shape[1]`` rows with\n"
+        "        ``transpose``).",
+    ),
+}
+
+
+def _product_doc(fmt: str, kind: str, example: str) -> str:
+    """The docstring of ``<fmt>_<kind>`` (COO's and CSR's ``matvec`` and ``matmat``), whose
+    example multiplies ``[[0, 2], [1, 0]]`` in format ``fmt`` as ``example`` shows (a call of
+    the function on ``m``, and its result)."""
+    operand, arg, result = _PRODUCTS[kind]
+    name, cls = f"{fmt}_{kind}", fmt.upper()
+    return f"""The product of a {cls} matrix and a dense {operand}
+    (``jax.experimental.sparse.{name}``).
 
     Arguments:
-      mat: a COO matrix.
-      v: a 1-D array of length ``mat.shape[1]`` (``mat.shape[0]`` with ``transpose``) and
-        dtype ``mat.dtype``.
+      mat: a {cls} matrix.
+      {arg}
       transpose: whether to multiply by the transposed matrix.
     Returns:
-      an Array of length ``mat.shape[0]`` (``mat.shape[1]`` with ``transpose``).
+      {result}
     Example:
       >>> import functx.numpy as jnp
-      >>> from functx.experimental.sparse import COO, coo_matvec
-      >>> m = COO.fromdense(jnp.array([[0.0, 2.0], [1.0, 0.0]]))
-      >>> coo_matvec(m, jnp.array([1.0, 10.0])), coo_matvec(m, jnp.array([1.0, 10.0]), True)
-      (Array([20.,  1.], dtype=float32), Array([10.,  2.], dtype=float32))
+      >>> from functx.experimental.sparse import {cls}, {name}
+      >>> m = {cls}.fromdense(jnp.array([[0.0, 2.0], [1.0, 0.0]]))
+      >>> {example}
     """
+
+
+def coo_matvec(mat: COO, v, transpose=False):
     _check(jnp.ndim(v) == 1, f"coo_matvec: v must be 1-D, got shape {jnp.shape(v)}")
     return _product(mat.data, mat.row, mat.col, v, mat.shape, transpose, "coo_matvec")
 
 
 def coo_matmat(mat: COO, B, *, transpose=False):
-    """The product of a COO matrix and a dense matrix (``jax.experimental.sparse.coo_matmat``).
-
-    Arguments:
-      mat: a COO matrix.
-      B: a 2-D array with ``mat.shape[1]`` rows (``mat.shape[0]`` with ``transpose``) and
-        dtype ``mat.dtype``.
-      transpose: whether to multiply by the transposed matrix.
-    Returns:
-      an Array of shape ``(mat.shape[0], B.shape[1])`` (``mat.shape[1]`` rows with
-      ``transpose``).
-    Example:
-      >>> import functx.numpy as jnp
-      >>> from functx.experimental.sparse import COO, coo_matmat
-      >>> m = COO.fromdense(jnp.array([[0.0, 2.0], [1.0, 0.0]]))
-      >>> coo_matmat(m, jnp.array([[1.0, 0.0], [0.0, 1.0]]))
-      Array([[0., 2.],
-             [1., 0.]], dtype=float32)
-    """
     _check(jnp.ndim(B) == 2, f"coo_matmat: B must be 2-D, got shape {jnp.shape(B)}")
     return _product(mat.data, mat.row, mat.col, B, mat.shape, transpose, "coo_matmat")
+
+
+coo_matvec.__doc__ = _product_doc(
+    "coo",
+    "matvec",
+    "coo_matvec(m, jnp.array([1.0, 10.0])), coo_matvec(m, jnp.array([1.0, 10.0]), True)\n"
+    "      (Array([20.,  1.], dtype=float32), Array([10.,  2.], dtype=float32))",
+)
+coo_matmat.__doc__ = _product_doc(
+    "coo",
+    "matmat",
+    "coo_matmat(m, jnp.array([[1.0, 0.0], [0.0, 1.0]]))\n"
+    "      Array([[0., 2.],\n             [1., 0.]], dtype=float32)",
+)

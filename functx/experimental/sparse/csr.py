@@ -18,7 +18,14 @@ from functx.errors import FunctxValueError, UnsupportedError
 from functx.experimental.sparse._base import JAXSparse
 from functx.experimental.sparse.bcoo import _scatter_sum
 from functx.experimental.sparse.bcsr import _coo_indices, _csr_indices
-from functx.experimental.sparse.coo import _check, _diagonal, _nonzeros, _product, _promoted_product
+from functx.experimental.sparse.coo import (
+    _check,
+    _diagonal,
+    _nonzeros,
+    _product,
+    _product_doc,
+    _promoted_product,
+)
 from functx.source_info import where
 from functx.tree_util import register_pytree_node_class
 
@@ -199,46 +206,23 @@ def csr_todense(mat: CSR):
 
 
 def csr_matvec(mat: CSR, v, transpose=False):
-    """The product of a CSR matrix and a dense vector (``jax.experimental.sparse.csr_matvec``).
-
-    Arguments:
-      mat: a CSR matrix.
-      v: a 1-D array of length ``mat.shape[1]`` (``mat.shape[0]`` with ``transpose``) and
-        dtype ``mat.dtype``.
-      transpose: whether to multiply by the transposed matrix.
-    Returns:
-      an Array of length ``mat.shape[0]`` (``mat.shape[1]`` with ``transpose``).
-    Example:
-      >>> import functx.numpy as jnp
-      >>> from functx.experimental.sparse import CSR, csr_matvec
-      >>> m = CSR.fromdense(jnp.array([[0.0, 2.0], [1.0, 0.0]]))
-      >>> csr_matvec(m, jnp.array([1.0, 10.0]))
-      Array([20.,  1.], dtype=float32)
-    """
     _check(jnp.ndim(v) == 1, f"csr_matvec: v must be 1-D, got shape {jnp.shape(v)}")
     row, col = _rows(mat, "csr_matvec")
     return _product(mat.data, row, col, v, mat.shape, transpose, "csr_matvec")
 
 
 def csr_matmat(mat: CSR, B, *, transpose=False):
-    """The product of a CSR matrix and a dense matrix (``jax.experimental.sparse.csr_matmat``).
-
-    Arguments:
-      mat: a CSR matrix.
-      B: a 2-D array with ``mat.shape[1]`` rows (``mat.shape[0]`` with ``transpose``) and
-        dtype ``mat.dtype``.
-      transpose: whether to multiply by the transposed matrix.
-    Returns:
-      an Array of shape ``(mat.shape[0], B.shape[1])`` (``mat.shape[1]`` rows with
-      ``transpose``).
-    Example:
-      >>> import functx.numpy as jnp
-      >>> from functx.experimental.sparse import CSR, csr_matmat
-      >>> m = CSR.fromdense(jnp.array([[0.0, 2.0], [1.0, 0.0]]))
-      >>> csr_matmat(m, jnp.array([[1.0, 0.0], [0.0, 1.0]]), transpose=True)
-      Array([[0., 1.],
-             [2., 0.]], dtype=float32)
-    """
     _check(jnp.ndim(B) == 2, f"csr_matmat: B must be 2-D, got shape {jnp.shape(B)}")
     row, col = _rows(mat, "csr_matmat")
     return _product(mat.data, row, col, B, mat.shape, transpose, "csr_matmat")
+
+
+csr_matvec.__doc__ = _product_doc(
+    "csr", "matvec", "csr_matvec(m, jnp.array([1.0, 10.0]))\n      Array([20.,  1.], dtype=float32)"
+)
+csr_matmat.__doc__ = _product_doc(
+    "csr",
+    "matmat",
+    "csr_matmat(m, jnp.array([[1.0, 0.0], [0.0, 1.0]]), transpose=True)\n"
+    "      Array([[0., 1.],\n             [2., 0.]], dtype=float32)",
+)

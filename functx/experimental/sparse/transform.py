@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import operator
+import textwrap
 
 import numpy as np
 
@@ -363,10 +364,12 @@ _SPARSIFY["sparsify"] = sparsify  # (BCOO's reshape, indexing and arithmetic run
 # -- sparse-aware derivatives -------------------------------------------------------------------
 
 
-def _on_data_of(transform, doc_name):
-    """The sparse-aware version of the functx transform ``transform``: BCOO arguments among
-    ``argnums`` are differentiated in their ``data``, and their derivatives come back as BCOO
-    arrays with the same indices (extra leading dims of a Jacobian become batch dims)."""
+def _on_data_of(transform, doc_name, what, returns, example):
+    """The sparse-aware version of the functx transform ``transform`` (``jax.experimental.sparse``'s
+    ``doc_name``): BCOO arguments among ``argnums`` are differentiated in their ``data``, and
+    their derivatives come back as BCOO arrays with the same indices (extra leading dims of a
+    Jacobian become batch dims). Its docstring says ``what`` it is (a sentence), what it
+    ``returns`` and an ``example`` (doctest lines after the imports)."""
 
     def make(fun, argnums=0, has_aux=False, **kwargs):
         many = not isinstance(argnums, int)
@@ -403,6 +406,21 @@ def _on_data_of(transform, doc_name):
 
         return functools.wraps(fun)(transformed)
 
+    output = "a dense output" if doc_name.startswith("jac") else "a scalar output"
+    make.__name__ = make.__qualname__ = doc_name
+    make.__doc__ = f"""{textwrap.fill(what, 96, subsequent_indent="    ")}
+
+    Arguments:
+      fun: a function with {output} (and an auxiliary output with ``has_aux``).
+      argnums: the argument (int) or arguments (tuple) to differentiate.
+      has_aux: whether ``fun`` returns ``(output, aux)``.
+      **kwargs: passed to ``functx.{doc_name}``.
+    Returns:
+      {textwrap.fill(returns, 92, subsequent_indent="      ")}
+    Example:
+      >>> import functx.numpy as jnp
+      >>> from functx.experimental import sparse{example}
+    """
     return make
 
 
@@ -417,100 +435,53 @@ def _as_sparse(arg, deriv):
     return build(deriv)
 
 
-_grad = _on_data_of(functx_grad, "grad")
-_value_and_grad = _on_data_of(functx_value_and_grad, "value_and_grad")
-_jacfwd = _on_data_of(functx_jacfwd, "jacfwd")
-_jacrev = _on_data_of(functx_jacrev, "jacrev")
-
-
-def grad(fun, argnums=0, has_aux=False, **kwargs):
-    """The sparse-aware ``grad`` (``jax.experimental.sparse.grad``): the gradient with respect
-    to a BCOO argument is taken in its stored values, and is a BCOO with the same indices.
-
-    Arguments:
-      fun: a function with a scalar output (and an auxiliary output with ``has_aux``).
-      argnums: the argument (int) or arguments (tuple) to differentiate.
-      has_aux: whether ``fun`` returns ``(output, aux)``.
-      **kwargs: passed to ``functx.grad``.
-    Returns:
-      a function giving the gradient (a BCOO for a BCOO argument), with ``aux`` when
-      ``has_aux``.
-    Example:
-      >>> import functx.numpy as jnp
-      >>> from functx.experimental import sparse
+grad = _on_data_of(
+    functx_grad,
+    "grad",
+    "The sparse-aware ``grad`` (``jax.experimental.sparse.grad``): the gradient with respect to a "
+    "BCOO argument is taken in its stored values, and is a BCOO with the same indices.",
+    "a function giving the gradient (a BCOO for a BCOO argument), with ``aux`` when ``has_aux``.",
+    """
       >>> X = sparse.BCOO.fromdense(jnp.array([0.0, 1.0, 2.0]))
       >>> g = sparse.grad(lambda X, y: (X @ y) ** 2)(X, jnp.ones(3))
       >>> g, g.data
-      (BCOO(float32[3], nse=2), Array([6., 6.], dtype=float32))
+      (BCOO(float32[3], nse=2), Array([6., 6.], dtype=float32))""",
+)
+value_and_grad = _on_data_of(
+    functx_value_and_grad,
+    "value_and_grad",
+    "The sparse-aware ``value_and_grad`` (``jax.experimental.sparse.value_and_grad``).",
+    "a function giving ``(value, gradient)`` (``((value, aux), gradient)`` with ``has_aux``); "
+    "the gradient with respect to a BCOO argument is a BCOO with its indices.",
     """
-    return _grad(fun, argnums, has_aux, **kwargs)
-
-
-def value_and_grad(fun, argnums=0, has_aux=False, **kwargs):
-    """The sparse-aware ``value_and_grad`` (``jax.experimental.sparse.value_and_grad``).
-
-    Arguments:
-      fun: a function with a scalar output (and an auxiliary output with ``has_aux``).
-      argnums: the argument (int) or arguments (tuple) to differentiate.
-      has_aux: whether ``fun`` returns ``(output, aux)``.
-      **kwargs: passed to ``functx.value_and_grad``.
-    Returns:
-      a function giving ``(value, gradient)`` (``((value, aux), gradient)`` with ``has_aux``);
-      the gradient with respect to a BCOO argument is a BCOO with its indices.
-    Example:
-      >>> import functx.numpy as jnp
-      >>> from functx.experimental import sparse
       >>> X = sparse.BCOO.fromdense(jnp.arange(4.0))
       >>> sparse.value_and_grad(lambda X, y: X @ y)(X, jnp.ones(4))
-      (Array(6., dtype=float32), BCOO(float32[4], nse=3))
+      (Array(6., dtype=float32), BCOO(float32[4], nse=3))""",
+)
+jacfwd = _on_data_of(
+    functx_jacfwd,
+    "jacfwd",
+    "The sparse-aware ``jacfwd`` (``jax.experimental.sparse.jacfwd``): the Jacobian with respect "
+    "to a BCOO argument's stored values, as a BCOO whose leading batch dims are the output's "
+    "dims (a dense output, as in JAX).",
+    "a function giving the Jacobian (with ``aux`` when ``has_aux``).",
     """
-    return _value_and_grad(fun, argnums, has_aux, **kwargs)
-
-
-def jacfwd(fun, argnums=0, has_aux=False, **kwargs):
-    """The sparse-aware ``jacfwd`` (``jax.experimental.sparse.jacfwd``): the Jacobian with
-    respect to a BCOO argument's stored values, as a BCOO whose leading batch dims are the
-    output's dims (a dense output, as in JAX).
-
-    Arguments:
-      fun: a function with a dense output.
-      argnums: the argument (int) or arguments (tuple) to differentiate.
-      has_aux: whether ``fun`` returns ``(output, aux)``.
-      **kwargs: passed to ``functx.jacfwd``.
-    Returns:
-      a function giving the Jacobian (with ``aux`` when ``has_aux``).
-    Example:
-      >>> import functx.numpy as jnp
-      >>> from functx.experimental import sparse
       >>> X = sparse.BCOO.fromdense(jnp.array([[0.0, 1.0], [2.0, 0.0]]))
       >>> J = sparse.jacfwd(lambda X, y: X @ y)(X, jnp.array([3.0, 4.0]))
       >>> J.shape, J.data
       ((2, 2, 2), Array([[4., 0.],
-             [0., 3.]], dtype=float32))
+             [0., 3.]], dtype=float32))""",
+)
+jacrev = _on_data_of(
+    functx_jacrev,
+    "jacrev",
+    "The sparse-aware ``jacrev`` (``jax.experimental.sparse.jacrev``; ``jacobian`` is the same "
+    "function): as :func:`jacfwd`, computed in reverse mode.",
+    "a function giving the Jacobian (with ``aux`` when ``has_aux``).",
     """
-    return _jacfwd(fun, argnums, has_aux, **kwargs)
-
-
-def jacrev(fun, argnums=0, has_aux=False, **kwargs):
-    """The sparse-aware ``jacrev`` (``jax.experimental.sparse.jacrev``; ``jacobian`` is the
-    same function): as :func:`jacfwd`, computed in reverse mode.
-
-    Arguments:
-      fun: a function with a dense output.
-      argnums: the argument (int) or arguments (tuple) to differentiate.
-      has_aux: whether ``fun`` returns ``(output, aux)``.
-      **kwargs: passed to ``functx.jacrev``.
-    Returns:
-      a function giving the Jacobian (with ``aux`` when ``has_aux``).
-    Example:
-      >>> import functx.numpy as jnp
-      >>> from functx.experimental import sparse
       >>> X = sparse.BCOO.fromdense(jnp.array([[0.0, 1.0], [2.0, 0.0]]))
       >>> sparse.jacrev(lambda X, y: X @ y)(X, jnp.array([3.0, 4.0])).data
       Array([[4., 0.],
-             [0., 3.]], dtype=float32)
-    """
-    return _jacrev(fun, argnums, has_aux, **kwargs)
-
-
+             [0., 3.]], dtype=float32)""",
+)
 jacobian = jacrev

@@ -43,7 +43,7 @@ import re
 
 import numpy as np
 
-from functx.lowering.cpp import native, prelude
+from functx.lowering.cpp import native
 from functx.transforms.attention import fuse_attention
 
 #: the operand dtypes the C++ steps take (``jit`` fuses attention on the CPU for these only)
@@ -60,22 +60,6 @@ def fuse(closed):
 #: of 16), ``fx_attention<DP>``, compiled from ``fx_attention.cpp`` with ``-DFX_FA_DP=<DP>``: at
 #: install time for ``toolchain.ATTENTION_DP``, else in the cache when a program needs it
 SOURCE_FILE = "fx_attention.cpp"
-_FROM_PRELUDE = (
-    "// ---- from cpp/prelude.py (attention.prelude_part(); a test checks it is current) ----\n",
-    "// ---- end of cpp/prelude.py's part ----\n",
-)
-
-
-def prelude_part() -> str:
-    """The part of the programs' prelude the steps use (its float32 ``exp`` and ``log``, as the
-    programs compute them), which ``fx_attention.cpp`` holds between the ``_FROM_PRELUDE``
-    marks: the library is compiled without functx (at install time)."""
-    p = prelude.PRELUDE
-    fma = re.search(r"static inline float fma\(float a, float b, float c\).*\n", p).group(0)
-    a = p.index("static inline float fx_bits2f")
-    b = p.index("\n}\n", p.index("static inline float fx_logf")) + 3
-    head = "#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n"
-    return f"{head}namespace fx {{\n{fma}}}\n{p[a:b]}"
 
 
 _libraries: dict = {}

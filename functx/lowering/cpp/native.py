@@ -36,7 +36,8 @@ _MODE = os.RTLD_NOW | os.RTLD_LOCAL
 
 class Library:
     """One fixed library, ``name`` (as in ``toolchain.LIBRARIES`` where an install builds it):
-    its source (``source``: the text of ``file`` here), its ``flags`` beyond
+    its source (``source``: the text of ``file`` here, with what it includes:
+    ``toolchain.source_text``), its ``flags`` beyond
     ``toolchain.FLAGS``, the path an install builds it at (``prebuilt_path``) and this
     process's state (``state``: ``lib`` and ``path`` once loaded, ``thread`` while built in the
     cache, ``error`` if that failed, ``prebuilt``: why an installed library was not taken).
@@ -44,8 +45,7 @@ class Library:
     ``CacheWarning``, and the programs do without)."""
 
     def __init__(self, name: str, file: str, flags=(), required: bool = False):
-        with open(os.path.join(_HERE, file), encoding="utf-8") as f:
-            self.source = f.read()
+        self.source = toolchain.source_text(os.path.join(_HERE, file))
         self.name, self.flags, self.required = name, list(flags), required
         self.prebuilt_path = os.path.join(_HERE, name + ".so")
         self.state: dict = {}
