@@ -72,6 +72,7 @@ NAMESPACES: tuple[str, ...] = (
     "functx.example_libraries.stax",
     "functx.monitoring",
     "functx.memory",
+    "functx.ref",
     "functx.extend",
     "functx.extend.core",
 )

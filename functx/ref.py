@@ -17,7 +17,12 @@ import numpy as np
 
 from functx import _refbox, numpy as jnp
 from functx.core import ShapedArray
-from functx.errors import FunctxTypeError, FunctxValueError, UnsupportedError
+from functx.errors import (
+    FunctxTypeError,
+    FunctxValueError,
+    UnsupportedError,
+    missing_name_hook,
+)
 from functx.source_info import where
 from functx.tracing import Tracer, get_aval
 
@@ -130,7 +135,11 @@ def _check_ref(ref, fun):
 
 
 def _whole(idx):
-    return idx is None or idx is Ellipsis or (type(idx) is tuple and idx in ((), (Ellipsis,)))
+    return (
+        idx is None
+        or idx is Ellipsis
+        or (type(idx) is tuple and (not idx or (len(idx) == 1 and idx[0] is Ellipsis)))
+    )
 
 
 def _static_bounds(shape, idx):
@@ -394,3 +403,6 @@ __all__ = [
     "set",
     "swap",
 ]
+
+# A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
+__getattr__ = missing_name_hook(__name__)
