@@ -14,14 +14,22 @@ only read an outer box is kept out of the trace caches (its constants hold the b
 
 from __future__ import annotations
 
+import threading
 import weakref
 
 from functx.errors import FunctxError
 from functx.source_info import where
 
-# The recorders of the traces in progress, innermost last (pushed and popped by
-# ``tracing.trace_flat``; a stack like core's trace stack).
-_stack: list[Recorder] = []
+
+class _Traces(threading.local):
+    """The recorders of this thread's traces in progress, innermost last (pushed and popped by
+    ``tracing.trace_flat``; per thread, like core's trace stack)."""
+
+    def __init__(self):
+        self.stack: list[Recorder] = []
+
+
+_traces = _Traces()
 # Traced Jaxprs that read a box born outside their trace: never cached (their consts hold the
 # box's value of that moment); ``jit`` threads such boxes through as inputs instead.
 _reads: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -34,12 +42,12 @@ class Box:
 
     def __init__(self, value):
         self.value = value
-        self.born = tuple(_stack)  # (local to these traces: no discharge needed there)
+        self.born = tuple(_traces.stack)  # (local to these traces: no discharge needed there)
         self.state = "live"  # or "freed", "frozen"
 
     def note(self, wrote: bool):
         """Record a read or a write of this box in every trace it was born outside of."""
-        for rec in _stack:
+        for rec in _traces.stack:
             if not any(b is rec for b in self.born):
                 rec.touch(self, wrote)
 
@@ -80,7 +88,7 @@ class RefsTouched(FunctxError):
 
 def begin() -> Recorder:
     rec = Recorder()
-    _stack.append(rec)
+    _traces.stack.append(rec)
     return rec
 
 
@@ -88,21 +96,21 @@ def end(rec: Recorder, closed=None):
     """Pop ``rec`` (the innermost recorder); put back the values of the outer boxes the trace
     wrote, and raise ``RefsTouched`` if there are any; ``closed`` (the traced Jaxpr) is marked
     as reading outer boxes if it did."""
-    _stack.pop()
+    _traces.stack.pop()
     if not rec.touched:
         return
     for box, first in rec.touched.values():
         if id(box) in rec.written:
             box.value, box.state = first
     if rec.written:
-        raise RefsTouched([b for b, _ in rec.touched.values()], len(_stack) + 1, where())
+        raise RefsTouched([b for b, _ in rec.touched.values()], len(_traces.stack) + 1, where())
     if closed is not None:
         _reads[closed] = [b for b, _ in rec.touched.values()]
 
 
 def abort(rec: Recorder):
     """Pop ``rec`` after the traced function raised, putting back what it wrote."""
-    _stack.pop()
+    _traces.stack.pop()
     for box, first in rec.touched.values():
         box.value, box.state = first
 
@@ -110,12 +118,6 @@ def abort(rec: Recorder):
 def reads(closed) -> list:
     """The outer boxes a traced Jaxpr read (empty for most)."""
     return _reads.get(closed, []) if _reads else []
-
-
-def depth() -> int:
-    """The number of traces in progress; a ``RefsTouched`` raised by the trace a caller starts
-    next has ``depth() + 1`` as its depth."""
-    return len(_stack)
 
 
 class bound:
@@ -129,7 +131,7 @@ class bound:
     def __enter__(self):
         self.saved = [(b.value, b.born) for b in self.boxes]
         for b, v in zip(self.boxes, self.values):
-            b.value, b.born = v, b.born + tuple(_stack[-1:])
+            b.value, b.born = v, b.born + tuple(_traces.stack[-1:])
         return lambda: [b.value for b in self.boxes]
 
     def __exit__(self, *exc):
@@ -142,7 +144,7 @@ def traced_or_boxes(trace):
     """``(trace(), [])``, or ``(None, boxes)`` when the function ``trace`` traces (one trace
     deeper than now) wrote references born outside it: the caller then traces again with those
     boxes threaded through (``bound``)."""
-    d = len(_stack)
+    d = len(_traces.stack)
     try:
         return trace(), []
     except RefsTouched as e:
@@ -171,5 +173,5 @@ def check_reads(traced):
     arguments (a compiled program must not keep their values as constants)."""
     boxes = reads(traced[0])
     if boxes:
-        raise RefsTouched(boxes, len(_stack) + 1)
+        raise RefsTouched(boxes, len(_traces.stack) + 1)
     return traced
