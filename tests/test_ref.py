@@ -358,3 +358,28 @@ def test_grad_and_vmap_writing_an_outer_ref_raise(transform):
         np.testing.assert_array_equal(
             m.grad(lambda x: (x * r[...]).sum())(np.ones(3)), np.arange(3.0)
         )
+
+
+def _jit_in_scan(m, x):
+    @m.jit
+    def inc(r, v):
+        r[...] += v
+
+    r = m.new_ref(x)
+    inc(r, x)  # (compiled, at top level)
+
+    def body(c, _):
+        inc(r, m.numpy.ones_like(x))  # (traced inside the scan's body)
+        return c + r[0], None
+
+    c = m.lax.scan(body, x[0], None, length=3)[0]
+    return c, m.freeze(r)
+
+
+def test_jit_with_ref_argument_inside_a_scan_body():
+    x = np.arange(3.0)
+    _both(_jit_in_scan, x)
+    _same(
+        jax.vmap(lambda x: _jit_in_scan(jax, x))(np.arange(6.0).reshape(2, 3)),
+        functx.vmap(lambda x: _jit_in_scan(functx, x))(np.arange(6.0).reshape(2, 3)),
+    )
