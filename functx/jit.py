@@ -745,6 +745,7 @@ class Jitted:
         self._cpu_calls: dict = {}
         self.last_key = None
         self._ref_boxes = None  # (the Refs created outside ``fun`` that it uses: _call_refs)
+        self._ref_programs: dict = {}  # (_call_refs' key -> (its Jitted, the call's slot))
         _live_jitted.add(self)
 
     def _infer_static_from_signature(self):
@@ -1013,7 +1014,8 @@ class Jitted:
         (``closure_boxes``, kept for later calls): a jit of the pure function of the Refs'
         values and the other arguments that returns the outputs and the Refs' final values,
         written back into the Refs after the call (JAX's in-place update)."""
-        self._ref_boxes = list(self._ref_boxes or ()) + list(closure_boxes)
+        if closure_boxes:
+            self._ref_boxes = list(self._ref_boxes or ()) + list(closure_boxes)
         pos = [i for i, x in enumerate(leaves) if type(x) is Ref]
         seen: dict = {}
         for i in pos:
@@ -1025,16 +1027,15 @@ class Jitted:
                 )
             seen[id(leaves[i]._box)] = i
         boxes = [leaves[i]._box for i in pos]
-        boxes += [b for b in dict.fromkeys(self._ref_boxes) if id(b) not in seen]
+        boxes += [b for b in dict.fromkeys(self._ref_boxes or ()) if id(b) not in seen]
         key = (in_tree, statics, tuple(pos), tuple(map(id, boxes[len(pos) :])))
-        programs = self.__dict__.setdefault("_ref_programs", {})
-        if key not in programs:
+        if key not in self._ref_programs:
             slot: list = []
             pure = _pure_of_refs(f, in_tree, pos, slot)
-            programs[key] = (Jitted(pure, backend=self.backend), slot)
-        inner, slot = programs[key]
+            self._ref_programs[key] = (Jitted(pure, backend=self.backend), slot)
+        inner, slot = self._ref_programs[key]
         slot[:] = [leaves, boxes]  # (what a trace of this call binds)
-        rest = [x for i, x in enumerate(leaves) if i not in set(pos)]
+        rest = [x for x in leaves if type(x) is not Ref]
         try:
             out, finals = inner(_refbox.values(boxes), rest)
         finally:
