@@ -55,15 +55,18 @@ class Box:
 class Recorder:
     """The boxes born outside one trace and used inside it (first value, whether written)."""
 
-    __slots__ = ("touched", "written")
+    __slots__ = ("touched", "written", "line")
 
     def __init__(self):
         self.touched: dict[int, tuple[Box, tuple]] = {}  # id -> (box, (value, state) first)
         self.written: set[int] = set()
+        self.line = ""  # (the user's line of the first write, for the error)
 
     def touch(self, box, wrote):
         self.touched.setdefault(id(box), (box, (box.value, box.state)))
         if wrote:
+            if not self.written:
+                self.line = where()
             self.written.add(id(box))
 
 
@@ -103,7 +106,7 @@ def end(rec: Recorder, closed=None):
         if id(box) in rec.written:
             box.value, box.state = first
     if rec.written:
-        raise RefsTouched([b for b, _ in rec.touched.values()], len(_traces.stack) + 1, where())
+        raise RefsTouched([b for b, _ in rec.touched.values()], len(_traces.stack) + 1, rec.line)
     if closed is not None:
         _reads[closed] = [b for b, _ in rec.touched.values()]
 

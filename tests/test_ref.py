@@ -77,6 +77,21 @@ def test_eager_dtypes():
     _both(_eager_dtypes)
 
 
+def _x64_inputs(m):
+    r = m.new_ref(np.arange(3.0))  # (float64: float32 with x64 off, float64 with it on)
+    r[0] = np.float64(2.5)  # (a NumPy float64 scalar is not weakly typed)
+    r[1] += 1.0
+    i = m.new_ref(np.arange(3))  # (int64, or int32 with x64 off)
+    i[2] = 7
+    return r[...], i[...]
+
+
+def test_x64_modes(no_x64):
+    _both(_x64_inputs)
+    with functx.enable_x64(True), jax.enable_x64(True):
+        _both(_x64_inputs)
+
+
 def test_attributes_and_types():
     for m in (jax, functx):
         r = m.new_ref(m.numpy.zeros((2, 3), m.numpy.float32))
@@ -350,7 +365,7 @@ def test_grad_and_vmap_writing_an_outer_ref_raise(transform):
         with pytest.raises(Exception, match="(?i)ref") as info:
             t(f)(np.ones((2, 3)) if transform == "vmap" else np.ones(3))
         if m is functx:  # (JAX leaves the write half done; functx puts the ref back)
-            assert isinstance(info.value, FunctxError) and "test_ref.py" in str(info.value)
+            assert isinstance(info.value, FunctxError) and "(f)" in str(info.value)  # (the line)
             np.testing.assert_array_equal(np.asarray(r[...]), np.zeros(3))
     # reading one is fine in both
     for m in (jax, functx):
