@@ -100,6 +100,9 @@ class Ref:
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
 
+    def _functx_typeof(self):  # (functx.typeof)
+        return AbstractRef(_inner(self._value("inspect")))
+
     def __len__(self):
         if not self.shape:
             raise FunctxTypeError(f"len() of unsized object (a 0-d Ref){where()}")

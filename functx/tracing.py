@@ -700,6 +700,9 @@ def typeof(x):
       >>> functx.typeof(3)
       ShapedArray(int32[], weak_type=True)
     """
+    own = getattr(type(x), "_functx_typeof", None)  # (a Ref's is its AbstractRef: functx/ref.py)
+    if own is not None:
+        return own(x)
     if not isinstance(x, (list, tuple)):  # (get_aval reads a sequence as an array; JAX refuses)
         try:
             return get_aval(x)

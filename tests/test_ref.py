@@ -100,6 +100,7 @@ def test_attributes_and_types():
         assert not isinstance(r, m.Array)
         assert m.tree_util.tree_leaves([r, 1]) == [r, 1]  # (a Ref is a pytree leaf)
         assert repr(r).startswith("Ref([[0., 0., 0.],")
+        assert str(m.typeof(r)) == "Ref{float32[2,3]}" and m.typeof(r).shape == (2, 3)
     f, j = functx.ref.AbstractRef, jax.ref.AbstractRef
     assert str(f(functx.core.ShapedArray((2, 3), np.float32))) == str(
         j(jax.core.ShapedArray((2, 3), np.float32))
