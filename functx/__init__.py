@@ -32,6 +32,7 @@ from functx import (
     numpy as numpy,
     profiler as profiler,
     random as random,
+    ref as ref,
     scipy as scipy,
     sharding as sharding,
     stages as stages,
@@ -137,6 +138,13 @@ from functx.jit import (
     clear_caches as clear_caches,
     host_tree as _host_tree,
     jit as jit,
+)
+from functx.ref import (
+    Ref as Ref,
+    empty_ref as empty_ref,
+    free_ref as free_ref,
+    freeze as freeze,
+    new_ref as new_ref,
 )
 from functx.sharding import (
     NamedSharding as NamedSharding,
@@ -418,4 +426,11 @@ __all__ = [
     "memory",
     "monitoring",
     "extend",
+    # refs37
+    "ref",
+    "Ref",
+    "new_ref",
+    "empty_ref",
+    "freeze",
+    "free_ref",
 ]

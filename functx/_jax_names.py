@@ -286,6 +286,10 @@ JAX_NAMES: dict[str, tuple[str, str]] = {
         "jacobian jacrev linalg random random_bcoo sparsify todense todense_p transform util "
         "value_and_grad",
     ),
+    "functx.ref": (
+        "jax.ref",
+        "AbstractRef Ref addupdate empty_ref free_ref freeze get new_ref set swap",
+    ),
     "functx.ops": ("jax.ops", "segment_max segment_min segment_prod segment_sum"),
     "functx.sharding": (
         "jax.sharding",

@@ -73,6 +73,7 @@ NAMESPACES: tuple[str, ...] = (
     "functx.example_libraries.stax",
     "functx.monitoring",
     "functx.memory",
+    "functx.ref",
     "functx.extend",
     "functx.extend.core",
 )

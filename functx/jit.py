@@ -27,7 +27,7 @@ import weakref
 import numpy as np
 import optree
 
-from functx import config as _config, core, dtypes, monitoring, source_info, tracing
+from functx import _refbox, config as _config, core, dtypes, monitoring, source_info, tracing
 from functx.array import Array, UncommittedArray
 from functx.config import jit_cache_size, jit_disabled, matmul_precision
 from functx.core import ClosedJaxpr, Jaxpr
@@ -50,6 +50,7 @@ from functx.lowering.cpp import (
 )
 from functx.lowering.runtime import Executable
 from functx.lowering.triton import attention as _attention, linalg as _triton_linalg  # noqa: F401
+from functx.ref import Ref
 from functx.source_info import where
 from functx.tracing import ShapeDtypeStruct, Tracer, get_aval, tree_flatten, tree_unflatten
 from functx.transforms import axis_env as _axis_env, outer_products, passes, vjp as _vjp
@@ -743,6 +744,8 @@ class Jitted:
         # whether one of them is committed to the CPU: not 0-d)
         self._cpu_calls: dict = {}
         self.last_key = None
+        self._ref_boxes = None  # (the Refs created outside ``fun`` that it uses: _call_refs)
+        self._ref_programs: dict = {}  # (_call_refs' key -> (its Jitted, the call's slot))
         _live_jitted.add(self)
 
     def _infer_static_from_signature(self):
@@ -891,7 +894,7 @@ class Jitted:
             sd = dict(stat)
             for i in range(n):
                 full.append(sd[i] if i in sd else next(it))
-            return self.fun(*full, **kw, **dict(stat_kw))
+            return _no_refs(self.fun(*full, **kw, **dict(stat_kw)), self._what)
 
         leaves, in_tree = tree_flatten((dyn_args, dyn_kw))
         return f, leaves, in_tree, (stat, stat_kw)
@@ -971,8 +974,17 @@ class Jitted:
                 self._note_cpu_call(args, entry, key)
                 return tree_unflatten(entry[1], _run(entry[0], leaves))
         f, leaves, in_tree, statics = self._trace(args, kwargs)
+        if self._ref_boxes is not None or any(type(x) is Ref for x in leaves):
+            return self._call_refs(f, leaves, in_tree, statics)
         if any(isinstance(x, Tracer) for x in leaves) or core.is_tracing():
-            closed, _, out_tree, _ = tracing.trace_pytree(f, *tree_unflatten(in_tree, leaves))
+            traced, refs = _refbox.traced_or_boxes(
+                lambda: _refbox.check_reads(
+                    tracing.trace_pytree(f, *tree_unflatten(in_tree, leaves))
+                )
+            )
+            if refs:
+                return self._call_refs(f, leaves, in_tree, statics, refs)
+            closed, _, out_tree, _ = traced
             return tree_unflatten(out_tree, eval_jaxpr(closed.jaxpr, closed.consts, *leaves))
         place = _placement(leaves, self.backend, self._what)
         key = self._key(leaves, in_tree, statics, place)
@@ -984,7 +996,9 @@ class Jitted:
                 f"compiling {getattr(self.fun, '__name__', 'function')} for {place}: "
                 f"{_describe_change(self.last_key, key)}"
             )
-            entry = self._compile(f, leaves, in_tree, place)
+            entry, refs = _refbox.traced_or_boxes(lambda: self._compile(f, leaves, in_tree, place))
+            if refs:
+                return self._call_refs(f, leaves, in_tree, statics, refs)
             self._insert(key, entry)
         else:
             self._touch(key)
@@ -994,6 +1008,40 @@ class Jitted:
             self._note_cpu_call(args, entry, key)
         exe, out_tree = entry
         return tree_unflatten(out_tree, _run(exe, leaves))
+
+    def _call_refs(self, f, leaves, in_tree, statics, closure_boxes=()):
+        """A call with ``Ref`` arguments, or of a function that uses Refs created outside it
+        (``closure_boxes``, kept for later calls): a jit of the pure function of the Refs'
+        values and the other arguments that returns the outputs and the Refs' final values,
+        written back into the Refs after the call (JAX's in-place update)."""
+        if closure_boxes:
+            self._ref_boxes = list(self._ref_boxes or ()) + list(closure_boxes)
+        pos = [i for i, x in enumerate(leaves) if type(x) is Ref]
+        seen: dict = {}
+        for i in pos:
+            if id(leaves[i]._box) in seen:
+                raise FunctxValueError(
+                    f"only one reference to a mutable array may be passed as an argument to a "
+                    f"function, but {self._what} got the same Ref{list(leaves[i].shape)} as "
+                    f"flat arguments {seen[id(leaves[i]._box)]} and {i}{where()}"
+                )
+            seen[id(leaves[i]._box)] = i
+        boxes = [leaves[i]._box for i in pos]
+        boxes += [b for b in dict.fromkeys(self._ref_boxes or ()) if id(b) not in seen]
+        key = (in_tree, statics, tuple(pos), tuple(map(id, boxes[len(pos) :])))
+        if key not in self._ref_programs:
+            slot: list = []
+            pure = _pure_of_refs(f, in_tree, pos, slot)
+            self._ref_programs[key] = (Jitted(pure, backend=self.backend), slot)
+        inner, slot = self._ref_programs[key]
+        slot[:] = [leaves, boxes]  # (what a trace of this call binds)
+        rest = [x for x in leaves if type(x) is not Ref]
+        try:
+            out, finals = inner(_refbox.values(boxes), rest)
+        finally:
+            slot.clear()
+        _refbox.store(boxes, finals)
+        return out
 
     def _checked_call(self, args, kwargs):
         """A call while NaN/inf checks may be on (``functx.debug_nans``/``debug_infs``): the
@@ -1183,7 +1231,7 @@ class Jitted:
 
     def _final_jaxpr(self, f, leaves, in_tree, place):
         a, kw = tree_unflatten(in_tree, leaves)
-        closed, _, out_tree, _ = tracing.trace_pytree(f, a, kw)
+        closed, _, out_tree, _ = _refbox.check_reads(tracing.trace_pytree(f, a, kw))
         check_consts(closed.consts, CPU if place == "cpu" else place, self._what)
         closed = outer_products.factor_outer_products(passes.simplify(closed))
         # (flash; on the CPU, compile.py fuses on a program-cache miss: SymPy stays out of a warm
@@ -1210,6 +1258,34 @@ class Jitted:
         )
         lowered._donated = self._donated_leaves(args, kwargs)
         return lowered
+
+
+def _pure_of_refs(f, in_tree, pos, slot):
+    """``f`` as a function of its Refs' values and its other flat arguments, returning its
+    outputs and the Refs' final values (``Jitted._call_refs``; a Ref is a pytree leaf). ``slot``
+    holds the current call's flat arguments and boxes, which a trace binds."""
+
+    def pure(values, rest):
+        leaves, boxes = slot
+        full = list(rest)
+        for i in pos:
+            full.insert(i, leaves[i])
+        with _refbox.bound(boxes, values) as finals:
+            a, kw = tree_unflatten(in_tree, full)
+            return f(*a, **kw), finals()
+
+    return pure
+
+
+def _no_refs(out, what):
+    """``out``, the outputs of a function traced for ``jit``, which JAX forbids to hold Refs."""
+    for x in tree_flatten(out)[0]:
+        if type(x) is Ref:
+            raise FunctxValueError(
+                f"function traced for {what} returned a mutable array reference ({x!r}), but "
+                f"mutable array references cannot be returned{where()}"
+            )
+    return out
 
 
 def jit(

@@ -19,7 +19,7 @@ from typing import Any, Callable
 import numpy as np
 import optree
 
-from functx import config, core, dtypes
+from functx import _refbox, config, core, dtypes
 from functx.array import Array, ArrayMethods, UncommittedArray, is_python_scalar, scalar_aval
 from functx.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
 from functx.errors import (
@@ -541,16 +541,22 @@ def get_aval(x) -> ShapedArray:
 def trace_flat(flat_fun: Callable, in_avals, values=None) -> tuple[ClosedJaxpr, Any]:
     """Trace ``flat_fun(*tracers) -> (flat outputs, aux)`` into a ClosedJaxpr. With ``values``
     (one concrete NumPy value per input) the tracers carry values (a ``ValuedBuilder``)."""
-    if values is not None:
-        with core.active_trace(ValuedBuilder()) as b:
-            tracers = [Tracer(b, a, v) for a, v in zip(in_avals, values)]
-            outs, aux = flat_fun(*tracers)
-            closed = b.build(tracers, outs)
-        return closed, aux
-    with new_trace() as b:
-        tracers = [b.new_tracer(a) for a in in_avals]
-        outs, aux = flat_fun(*tracers)
-        closed = b.build(tracers, outs)
+    rec = _refbox.begin()  # (mutable references used inside: see functx/_refbox.py)
+    try:
+        if values is not None:
+            with core.active_trace(ValuedBuilder()) as b:
+                tracers = [Tracer(b, a, v) for a, v in zip(in_avals, values)]
+                outs, aux = flat_fun(*tracers)
+                closed = b.build(tracers, outs)
+        else:
+            with new_trace() as b:
+                tracers = [b.new_tracer(a) for a in in_avals]
+                outs, aux = flat_fun(*tracers)
+                closed = b.build(tracers, outs)
+    except BaseException:
+        _refbox.abort(rec)
+        raise
+    _refbox.end(rec, closed)
     return closed, aux
 
 
@@ -586,7 +592,7 @@ class TraceCache:
         return self.entries.get(key)
 
     def put(self, key, value, closed: ClosedJaxpr):
-        if any(isinstance(c, Tracer) for c in closed.consts):
+        if any(isinstance(c, Tracer) for c in closed.consts) or _refbox.reads(closed):
             return
         if len(self.entries) >= self.maxsize:
             self.entries.pop(next(iter(self.entries)))
@@ -694,6 +700,9 @@ def typeof(x):
       >>> functx.typeof(3)
       ShapedArray(int32[], weak_type=True)
     """
+    own = getattr(type(x), "_functx_typeof", None)  # (a Ref's is its AbstractRef: functx/ref.py)
+    if own is not None:
+        return own(x)
     if not isinstance(x, (list, tuple)):  # (get_aval reads a sequence as an array; JAX refuses)
         try:
             return get_aval(x)

@@ -92,6 +92,7 @@ DIFFERS_FROM_JAX: dict[str, str] = {
         "array_garbage_collection_guard"
     ),
     "functx.ad_checkpoint": "Offloadable",
+    "functx.ref": "empty_ref freeze free_ref",  # (refs37: the invalidation is checked)
     "functx.custom_batching": "custom_vmap",
     "functx.debug": (
         "breakpoint callback print inspect_array_sharding visualize_sharding "

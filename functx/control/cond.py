@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from functx import config, dtypes, ops
+from functx import _refbox, config, dtypes, ops
 from functx.control.common import (
     as_ndarrays,
     batch_closed,
@@ -101,6 +101,23 @@ def _common_branches(what, funs, operands, labels):
     return tuple(branches), all_consts, leaves, out_tree0
 
 
+def _branches_refs(choose, funs, operands, refs):
+    """``cond``/``switch`` (``choose(branches, operands)``) of branches that write the
+    references ``refs`` (boxes) created outside them: their values are passed in and returned,
+    and written back afterwards."""
+
+    def threaded(fun):
+        def branch(vals, *ops):
+            with _refbox.bound(refs, vals) as finals:
+                return fun(*ops), finals()
+
+        return branch
+
+    out, vals = choose([threaded(f) for f in funs], (_refbox.values(refs), *operands))
+    _refbox.store(refs, vals)
+    return out
+
+
 def _check_concrete_or_scalar(pred, what):
     a = get_aval(pred)
     if a.shape != ():
@@ -146,9 +163,14 @@ def cond(pred, true_fun, false_fun, *operands):
     index = ops.convert_element_type(
         ops.ne(pred, ops.full((), 0, a.dtype)) if a.dtype != dtypes.bool_ else pred, dtypes.int32
     )
-    branches, consts, leaves, out_tree = _common_branches(
-        "cond", (false_fun, true_fun), operands, ("false_fun", "true_fun")
+    traced, refs = _refbox.traced_or_boxes(
+        lambda: _common_branches("cond", (false_fun, true_fun), operands, ("false_fun", "true_fun"))
     )
+    if refs:  # (a branch wrote Refs created outside it: they join the operands and outputs)
+        return _branches_refs(
+            lambda fs, ops: cond(pred, fs[1], fs[0], *ops), (false_fun, true_fun), operands, refs
+        )
+    branches, consts, leaves, out_tree = traced
     outs = cond_p.bind(index, *consts, *leaves, branches=branches)
     return tree_unflatten(out_tree, outs)
 
@@ -196,9 +218,14 @@ def switch(index, branches, *operands):
         return branches[min(max(int(np.asarray(index)), 0), len(branches) - 1)](*operands)
     idx = ops.convert_element_type(index, dtypes.int32)
     idx = ops.clamp(0, idx, len(branches) - 1)
-    bs, consts, leaves, out_tree = _common_branches(
-        "switch", branches, operands, [f"branch {i}" for i in range(len(branches))]
+    traced, refs = _refbox.traced_or_boxes(
+        lambda: _common_branches(
+            "switch", branches, operands, [f"branch {i}" for i in range(len(branches))]
+        )
     )
+    if refs:  # (a branch wrote Refs created outside it: they join the operands and outputs)
+        return _branches_refs(lambda fs, ops: switch(index, fs, *ops), branches, operands, refs)
+    bs, consts, leaves, out_tree = traced
     outs = cond_p.bind(idx, *consts, *leaves, branches=bs)
     return tree_unflatten(out_tree, outs)
 

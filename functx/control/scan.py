@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from functx import config, dtypes, ops
+from functx import _refbox, config, dtypes, ops
 from functx.control.common import (
     as_ndarrays,
     batch_closed,
@@ -190,7 +190,9 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
             cache.put(key, (closed, dict(box)), closed)
         return closed
 
-    closed = trace_body(c_avals)
+    closed, refs = _refbox.traced_or_boxes(lambda: trace_body(c_avals))
+    if refs:  # (the body wrote Refs created outside it: they join the carry)
+        return _scan_refs(f, init, xs, length, reverse, unroll, refs)
     if box["c_tree"] != c_tree:
         raise FunctxTypeError(
             f"scan body {fun_name(f)} must return a carry with the structure of "
@@ -221,6 +223,21 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     carry = tree_unflatten(c_tree, outs[: len(c_leaves)])
     ys = tree_unflatten(box["y_tree"], outs[len(c_leaves) :])
     return carry, ys
+
+
+def _scan_refs(f, init, xs, length, reverse, unroll, refs):
+    """``scan`` of a body that writes the references ``refs`` (boxes) created outside it: their
+    values are carried, and written back after the loop."""
+
+    def body(carry, x):
+        c, vals = carry
+        with _refbox.bound(refs, vals) as finals:
+            c, y = f(c, x)
+            return (c, finals()), y
+
+    (c, vals), ys = scan(body, (init, _refbox.values(refs)), xs, length, reverse, unroll)
+    _refbox.store(refs, vals)
+    return c, ys
 
 
 def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, reverse, unroll):

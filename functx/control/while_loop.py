@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from functx import config, dtypes, ops
+from functx import _refbox, config, dtypes, ops
 from functx.control.check import BATCHED_WHILE_ERROR, contains_check
 from functx.control.common import (
     as_ndarrays,
@@ -165,7 +165,15 @@ def while_loop(cond_fun, body_fun, init_val):
             pass
     leaves, tree = tree_flatten(init_val)
     avals = list(J.arg_avals("while_loop (init_val)", leaves, (init_val,)))
-    cond_closed, cond_tree = trace_pytree(cond_fun, avals, tree, star=False)
+    traced, refs = _refbox.traced_or_boxes(
+        lambda: (
+            trace_pytree(cond_fun, avals, tree, star=False),
+            trace_pytree(body_fun, avals, tree, star=False),
+        )
+    )
+    if refs:  # (a function wrote Refs created outside it: they join the carry)
+        return _while_refs(cond_fun, body_fun, init_val, refs)
+    (cond_closed, cond_tree), (body_closed, body_tree) = traced
     if (
         len(cond_closed.out_avals) != 1
         or cond_closed.out_avals[0].shape != ()
@@ -176,7 +184,6 @@ def while_loop(cond_fun, body_fun, init_val):
             f"scalar, but got output type(s) {types_str(cond_closed.out_avals)}"
             f"{where()}"
         )
-    body_closed, body_tree = trace_pytree(body_fun, avals, tree, star=False)
     if body_tree != tree:
         raise FunctxTypeError(
             f"while_loop: body_fun {fun_name(body_fun)} must return a value with "
@@ -203,6 +210,23 @@ def while_loop(cond_fun, body_fun, init_val):
         body_nconsts=len(bconsts),
     )
     return tree_unflatten(tree, outs)
+
+
+def _while_refs(cond_fun, body_fun, init_val, refs):
+    """``while_loop`` of functions that write the references ``refs`` (boxes) created outside
+    them: their values are carried, and written back after the loop."""
+
+    def cond(carry):
+        with _refbox.bound(refs, carry[1]):
+            return cond_fun(carry[0])
+
+    def body(carry):
+        with _refbox.bound(refs, carry[1]) as finals:
+            return body_fun(carry[0]), finals()
+
+    val, vals = while_loop(cond, body, (init_val, _refbox.values(refs)))
+    _refbox.store(refs, vals)
+    return val
 
 
 def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):

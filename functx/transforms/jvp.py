@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 import optree
 
-from functx import config, dtypes, ops, primitives as P
+from functx import _refbox, config, dtypes, ops, primitives as P
 from functx.array import Array, is_python_scalar
 from functx.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray
 from functx.errors import (
@@ -801,7 +801,8 @@ def trace_user_fun(fun, args: tuple, has_aux: bool = False, kwargs=None):
         closed, _ = trace_flat(flat, avals, values)
         return Traced(closed, in_tree, info["out_tree"], info["aux_tree"], info["n_out"]), leaves
     traced = Traced(closed, in_tree, info["out_tree"], info["aux_tree"], info["n_out"])
-    if not any(hasattr(c, "builder") for c in closed.consts):  # no tracers of an outer trace
+    # (no tracers of an outer trace, no values read from a Ref made outside: functx/_refbox.py)
+    if not any(hasattr(c, "builder") for c in closed.consts) and not _refbox.reads(closed):
         _remember(per_fun, key, traced)
     return traced, leaves
 
