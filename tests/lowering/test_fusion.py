@@ -224,8 +224,8 @@ def test_a_scatters_costly_updates_are_computed_once_per_entry(nse, stored):
     above schedule.REUSE_MIN_CPP) the sin gets a kernel of its own (the scatter was counted as
     evaluating it once per output element, 4,096 times, and recomputed it 16 times per entry);
     below, it stays inlined, and the scatter computes what depends on the entry alone, its
-    indices and the sin, outside its loop over the columns. Values against NumPy in float64
-    and JAX."""
+    indices and the sin, outside its loop over the columns (a SIMD loop: one entry's columns
+    are distinct elements). Values against NumPy in float64 and JAX."""
     n = 256
     flat = np.sort(RNG.choice(n * n, nse, replace=False))
     rows, cols = (flat // n).astype(np.int32), (flat % n).astype(np.int32)
@@ -245,6 +245,7 @@ def test_a_scatters_costly_updates_are_computed_once_per_entry(nse, stored):
     inner = scatter[scatter.index("for (int64_t qflat") :]
     assert ("fx::sin(" in before) == stored
     assert ("fx::sin(" in scatter) != stored and "fx::sin(" not in inner
+    assert "#pragma omp simd\n    for (int64_t qflat" in scatter  # (distinct elements per entry)
 
 
 def _combine(c1, c2):

@@ -77,7 +77,10 @@ def render(prog, k: Kernel):
     n_b, n_r = math.prod(bshape), math.prod(rshape)
     lines += [f"  for (int64_t bflat = 0; bflat < {n_b}LL; ++bflat) {{"]
     lines += ["    " + s for s in _decompose([str(v) for v in bv], bshape, "bflat")]
-    lines += hoist.lines + [f"    for (int64_t qflat = 0; qflat < {n_r}LL; ++qflat) {{"]
+    # (the update's elements at one position go to distinct elements of the operand: its axes
+    # that are not scattered; so the loop over them runs in SIMD lanes)
+    lines += hoist.lines + ["    #pragma omp simd"]
+    lines += [f"    for (int64_t qflat = 0; qflat < {n_r}LL; ++qflat) {{"]
     lines += ["      " + s for s in _decompose([str(v) for v in rv], rshape, "qflat")]
     lines += em.lines + ["      " + stmt, "    }", "  }"]
     prog.body += lines
