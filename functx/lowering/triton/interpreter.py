@@ -96,11 +96,12 @@ def index_scalars() -> None:
     triton-lang/triton#9171; newer interpreters take the element out first, as this does).
     Triton sets a tensor's methods for each interpreted launch (``_patch_lang_tensor``) and
     restores them after it: the conversion is set there, after Triton's own. Called before
-    interpreted kernels are made; once per process. The compiled kernels do not change."""
+    interpreted kernels are made; once per process. The compiled kernels do not change. (An
+    interpreter without that function, a later release's, is left as it is.)"""
     from triton.runtime import interpreter as ti
 
-    patch = ti._patch_lang_tensor
-    if getattr(patch, "functx_index_scalars", False):
+    patch = getattr(ti, "_patch_lang_tensor", None)
+    if patch is None or getattr(patch, "functx_index_scalars", False):
         return
 
     def patched(tensor, scope):
