@@ -177,9 +177,20 @@ def _trial(kernel, node, idx, kernel_of):
 
 
 # A pointwise node computing a transcendental function is stored rather than inlined when its
-# readers evaluate it at least REUSE times per element and at least REUSE_MIN times in all.
+# readers evaluate it at least REUSE times per element and at least REUSE_MIN times in all
+# (Triton: a kernel more is a launch) or REUSE_MIN_CPP times (C++: a kernel more is a loop).
 REUSE = 8
 REUSE_MIN = 1 << 20
+REUSE_MIN_CPP = 1 << 12
+
+# How many times a kernel that is not an inlined pointwise node evaluates the (inlined)
+# expression of its input ``n``: a reduction once per element of its operand, a scatter its
+# indices and updates once per update (a sparse product scatters one per stored entry and output
+# column); any other once per element of its own.
+_EVALUATIONS = {
+    "reduce": lambda r, n: r.params["operand"].size,
+    "scatter": lambda r, n: r.size if n is r.params["operand"] else r.params["updates"].size,
+}
 
 
 def _reductions_read(n, realise) -> list:
@@ -263,7 +274,7 @@ def _costly(e) -> bool:
     return any(isinstance(s, loopir.Op) and s.name in loopir.COSTLY for s in _dag(e))
 
 
-def _stored_for_reuse(g: Graph, realise: set) -> set:
+def _stored_for_reuse(g: Graph, realise: set, least: int = REUSE_MIN) -> set:
     """Costly pointwise nodes read many times each: per-sample gradients' outer products read
     each row's activation derivative once per output column, so inlined, the tanh behind it
     would run once per gradient element. Decided from the last node back, so that of a chain
@@ -280,7 +291,8 @@ def _stored_for_reuse(g: Graph, realise: set) -> set:
             if r.kind == "pointwise" and r.id not in realise and r.id not in stored:
                 count += evals[r.id]
             else:
-                count += r.params["operand"].size if r.kind == "reduce" else r.size
+                rule = _EVALUATIONS.get(r.kind)
+                count += rule(r, n) if rule else r.size
         evals[n.id] = count
         # read by a reduction and by a stored node or another kernel (a bias gradient's reduction
         # and the weight gradient's product reading the same cotangent): stored once rather
@@ -299,7 +311,7 @@ def _stored_for_reuse(g: Graph, realise: set) -> set:
         )
         # (and a sum of many buffers, a convolution's taps, read WIDE_REUSE times per element:
         # by a pooling window's elements)
-        many = count >= max(REUSE * n.size, REUSE_MIN)
+        many = count >= max(REUSE * n.size, least)
         wide = count >= WIDE_REUSE * n.size and n.size >= SHARED_MIN
         if n.kind != "pointwise" or n.fn is None or n.id in realise or not (many or shared or wide):
             continue
@@ -479,7 +491,7 @@ def schedule(g: Graph, costly_once: bool = False) -> list[Kernel]:
     cuts = _depth_cuts(g)  # (first: _stored_for_reuse builds expressions too)
     kept = realise & cuts  # (cuts stored whatever reads them)
     realise |= cuts
-    realise |= _stored_for_reuse(g, realise)
+    realise |= _stored_for_reuse(g, realise, REUSE_MIN_CPP if costly_once else REUSE_MIN)
     if costly_once:
         once = _stored_once(g, realise)
         cuts |= once

@@ -184,8 +184,9 @@ def test_products_with_a_constant_identity_are_their_operand():
 
 def test_costly_values_read_through_a_broadcast_are_stored_once(monkeypatch, tmp_path):
     """An outer product of tanh(a) with b reads each tanh once per column of b: above
-    schedule.REUSE_MIN evaluations and REUSE reads per element, the tanh gets a kernel of its own
-    and the product loads it; below, it stays inlined. Cheap values stay inlined at any size."""
+    schedule.REUSE_MIN_CPP evaluations (C++; REUSE_MIN for Triton) and REUSE reads per element,
+    the tanh gets a kernel of its own and the product loads it; below, it stays inlined. Cheap
+    values stay inlined at any size."""
     from functx.lowering import schedule
 
     a = RNG.standard_normal((4, 32)).astype(np.float32)
@@ -197,7 +198,7 @@ def test_costly_values_read_through_a_broadcast_are_stored_once(monkeypatch, tmp
     assert len(lower_and_check(outer, a, b)) == 1  # 2048 evaluations: recomputed
     # (the thresholds are not part of the compiled-program cache's key: a cache per setting)
     monkeypatch.setenv("FUNCTX_CACHE_DIR", str(tmp_path / "low"))
-    monkeypatch.setattr(schedule, "REUSE_MIN", 1024)
+    monkeypatch.setattr(schedule, "REUSE_MIN_CPP", 1024)
     ks = lower_and_check(outer, a, b)
     assert len(ks) == 2 and "(4, 32, 1)" in ks[0] and "(4, 32, 16)" in ks[1], ks
     src = functx.jit(outer).lower(a, b).as_text()
@@ -208,6 +209,43 @@ def test_costly_values_read_through_a_broadcast_are_stored_once(monkeypatch, tmp
     monkeypatch.setenv("FUNCTX_CACHE_DIR", str(tmp_path / "high"))
     monkeypatch.setattr(schedule, "REUSE", 32)  # 16 reads per element: too few
     assert len(lower_and_check(outer, a, b)) == 1
+
+
+def _scattered(v, x, rows, cols):
+    """A sparse product's scatter: stored entry e of value v[e] at (rows[e], cols[e]) adds
+    sin(v[e]) * x[cols[e], :] to row rows[e] of the output."""
+    return fnp.zeros(x.shape, x.dtype).at[rows].add(fnp.sin(v)[:, None] * x[cols])
+
+
+@pytest.mark.parametrize("nse,stored", [(512, True), (32, False)])
+def test_a_scatters_costly_updates_are_computed_once_per_entry(nse, stored):
+    """A scatter evaluates its updates once per update element: sin(v) read through the
+    broadcast over x's 16 columns, 16 times per stored entry. At 512 entries (8,192 evaluations,
+    above schedule.REUSE_MIN_CPP) the sin gets a kernel of its own (the scatter was counted as
+    evaluating it once per output element, 4,096 times, and recomputed it 16 times per entry);
+    below, it stays inlined, and the scatter computes what depends on the entry alone, its
+    indices and the sin, outside its loop over the columns (a SIMD loop: one entry's columns
+    are distinct elements). Values against NumPy in float64 and JAX."""
+    n = 256
+    flat = np.sort(RNG.choice(n * n, nse, replace=False))
+    rows, cols = (flat // n).astype(np.int32), (flat % n).astype(np.int32)
+    v = RNG.standard_normal(nse).astype(np.float32)
+    x = RNG.standard_normal((n, 16)).astype(np.float32)
+    ks = lower_and_check(_scattered, v, x, rows, cols, rtol=1e-5, atol=1e-5)
+    want = np.zeros((n, 16))
+    np.add.at(want, rows, np.sin(v.astype(np.float64))[:, None] * x[cols])
+    got = np.asarray(lower_and_check.last_output)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    ref = jax.jit(lambda v, x, r, c: jnp.zeros((n, 16)).at[r].add(jnp.sin(v)[:, None] * x[c]))
+    np.testing.assert_allclose(got, np.asarray(ref(v, x, rows, cols)), rtol=1e-5, atol=1e-5)
+    assert sum("scatter" in k for k in ks) == 1, ks
+    src = functx.jit(_scattered).lower(v, x, rows, cols).as_text()
+    run = src[src.index('extern "C" int fx_run') :]  # (the program, after the prelude)
+    before, scatter = run.split("scatter_add into")
+    inner = scatter[scatter.index("for (int64_t qflat") :]
+    assert ("fx::sin(" in before) == stored
+    assert ("fx::sin(" in scatter) != stored and "fx::sin(" not in inner
+    assert "#pragma omp simd\n    for (int64_t qflat" in scatter  # (distinct elements per entry)
 
 
 def _combine(c1, c2):

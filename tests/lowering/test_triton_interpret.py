@@ -1029,6 +1029,39 @@ def test_interpreter_launches_go_through_triton():
     assert exe.launch_modes() == ({"direct": 1} if GPU else {"triton": 1})
 
 
+@pytest.mark.skipif(GPU, reason="the interpreter's own conversion")
+def test_interpreted_kernels_loop_over_scalar_arguments():
+    """A loop bounded by a kernel argument (``linalg.py``'s ``range(0, n)``) runs in the
+    interpreter: Triton 3.6's turned the scalar (a one-element array) into an int with
+    ``int(array)``, which NumPy 2.4 refuses; ``interpreter.index_scalars`` takes the element."""
+    import triton
+    import triton.language as tl
+    from triton.runtime import interpreter as ti
+
+    from functx.lowering.triton import interpreter
+
+    interpreter.index_scalars()
+    interpreter.index_scalars()  # (installed once)
+    assert ti._patch_lang_tensor.functx_index_scalars
+    assert (
+        interpreter._scalar_index(SimpleNamespace(handle=SimpleNamespace(data=np.full((1, 1), 4))))
+        == 4
+    )
+    with pytest.raises((TypeError, ValueError)):  # (a block is no index)
+        interpreter._scalar_index(SimpleNamespace(handle=SimpleNamespace(data=np.arange(2))))
+
+    @triton.jit
+    def total(X, Y, lo, n):
+        acc = tl.load(X) * 0.0
+        for j in range(lo, n):
+            acc += tl.load(X + j)
+        tl.store(Y, acc)
+
+    x, y = torch.arange(10, dtype=torch.float32), torch.zeros(1)
+    total[(1,)](x, y, 2, 7)
+    assert y.item() == float(np.arange(10)[2:7].sum())
+
+
 # --- disk cache, logging, as_text --------------------------------------------------------------
 def test_modules_and_triton_kernels_are_cached_under_functx_cache_dir(tmp_path, monkeypatch, capfd):
     monkeypatch.setenv("FUNCTX_CACHE_DIR", str(tmp_path))

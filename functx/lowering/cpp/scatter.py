@@ -29,7 +29,10 @@ def render(prog, k: Kernel):
         return
     bv = [sym(f"b{i}") for i in range(nb)]
     rv = [sym(f"q{i}") for i in range(len(rshape))]
-    em = Emitter("      ")
+    # (what depends on the update's position only, its indices and the update's own factors
+    # such as a sparse product's stored value, is computed once per position, not per element)
+    hoist = Emitter("    ", prefix="h")
+    em = Emitter("      ").hoisting(hoist, rv)
     ctx = KernelCtx(k)
     ct = compute_type(x.dtype)
     idx_vals = [
@@ -74,6 +77,9 @@ def render(prog, k: Kernel):
     n_b, n_r = math.prod(bshape), math.prod(rshape)
     lines += [f"  for (int64_t bflat = 0; bflat < {n_b}LL; ++bflat) {{"]
     lines += ["    " + s for s in _decompose([str(v) for v in bv], bshape, "bflat")]
+    # (the update's elements at one position go to distinct elements of the operand: its axes
+    # that are not scattered; so the loop over them runs in SIMD lanes)
+    lines += hoist.lines + ["    #pragma omp simd"]
     lines += [f"    for (int64_t qflat = 0; qflat < {n_r}LL; ++qflat) {{"]
     lines += ["      " + s for s in _decompose([str(v) for v in rv], rshape, "qflat")]
     lines += em.lines + ["      " + stmt, "    }", "  }"]

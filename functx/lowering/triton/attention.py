@@ -36,6 +36,7 @@ from functx import config
 from functx.control.common import HostStep, lower_to_loop
 from functx.core import ShapedArray
 from functx.lowering.rules import lowerings
+from functx.lowering.triton import interpreter
 from functx.transforms.attention import (
     flash_attention_bwd_p,
     flash_attention_p,
@@ -83,6 +84,9 @@ def _kernels():
         return _KERNELS[interp]
     import triton
     import triton.language as tl
+
+    if interp:
+        interpreter.index_scalars()  # (loops over ``S`` and ``T``)
 
     @triton.jit
     def mm(a, b, PREC: tl.constexpr, UP: tl.constexpr):

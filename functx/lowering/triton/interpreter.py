@@ -1,5 +1,6 @@
 """NumPy stand-ins for libdevice under ``TRITON_INTERPRET=1`` (Triton's interpreter cannot run
-libdevice): the generated module binds ``libdevice`` to ``interpreter_libdevice``."""
+libdevice): the generated module binds ``libdevice`` to ``interpreter_libdevice``; and
+``index_scalars``, which lets older interpreters loop over a scalar tensor under NumPy 2.4."""
 
 from __future__ import annotations
 
@@ -77,3 +78,35 @@ class _InterpreterLibdevice:
 
 
 interpreter_libdevice = _InterpreterLibdevice()
+
+
+# --- scalar tensors as Python ints (Triton 3.6's interpreter under NumPy 2.4) -------------------
+def _scalar_index(self) -> int:
+    # (a scalar is a one-element array of any rank in the interpreter: reshape(()) takes
+    # exactly those, and refuses a block, which is no index)
+    return int(self.handle.data.reshape(()))
+
+
+def index_scalars() -> None:
+    """Let Triton's interpreter turn a scalar tensor into a Python int, as a loop bound needs
+    (``range(0, n)`` over a kernel argument in ``linalg.py``, ``tl.range(k0, k1)`` over values
+    of ``tl.program_id`` in ``gemm.py``). The interpreter keeps a scalar in a one-element 1-D
+    NumPy array and, through Triton 3.6, converts it with ``int(array)``, which NumPy 2.4 refuses
+    (``TypeError: only 0-dimensional arrays can be converted to Python scalars``;
+    triton-lang/triton#9171; newer interpreters take the element out first, as this does).
+    Triton sets a tensor's methods for each interpreted launch (``_patch_lang_tensor``) and
+    restores them after it: the conversion is set there, after Triton's own. Called before
+    interpreted kernels are made; once per process. The compiled kernels do not change. (An
+    interpreter without that function, a later release's, is left as it is.)"""
+    from triton.runtime import interpreter as ti
+
+    patch = getattr(ti, "_patch_lang_tensor", None)
+    if patch is None or getattr(patch, "functx_index_scalars", False):
+        return
+
+    def patched(tensor, scope):
+        patch(tensor, scope)
+        scope.set_attr(tensor, "__index__", _scalar_index)
+
+    patched.functx_index_scalars = True
+    ti._patch_lang_tensor = patched

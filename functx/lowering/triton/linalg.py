@@ -108,7 +108,7 @@ import numpy as np
 
 from functx import config
 from functx.control import linalg
-from functx.lowering.triton import cusolver
+from functx.lowering.triton import cusolver, interpreter
 
 #: the primitives whose library steps use the kernels: those that passed the GPU check of
 #: benchmarks/gpu_libsteps.py (H100, 14:52 UTC: all 96 checks; 17:24 UTC: the in-place Cholesky
@@ -172,6 +172,9 @@ def _kernels():
         return _KERNELS[interp]
     import triton
     import triton.language as tl
+
+    if interp:
+        interpreter.index_scalars()  # (loops over ``n``)
 
     @triton.jit
     def add(a, b):

@@ -72,7 +72,7 @@ import numpy as np
 from functx import config, dtypes
 from functx.lowering import cache
 from functx.lowering.compile import log
-from functx.lowering.triton import precompile
+from functx.lowering.triton import interpreter, precompile
 
 
 def torch_dtype_name(dt) -> str:
@@ -98,6 +98,8 @@ def load_module(source: str):
     name = f"functx_triton_{key}" + ("_interp" if interpreting() else "")
     mod = sys.modules.get(name)
     if mod is None:
+        if interpreting():
+            interpreter.index_scalars()  # (a product's loop over its contraction slice)
         spec = importlib.util.spec_from_file_location(name, path)
         mod = importlib.util.module_from_spec(spec)
         sys.modules[name] = mod
