@@ -66,7 +66,10 @@ def _eager_dtypes(m):
     b[1] = True
     h = m.new_ref(np.ones(2, np.float16))
     h[0] = 3.0
-    return i[...], w[...], b[...], h[...], m.typeof(w[...]).weak_type
+    h[1] = jnp.asarray(0.5)  # (a weakly typed float32 array: cast)
+    u = m.new_ref(jnp.zeros(3, jnp.uint8))
+    u[0], u[1], u[2] = 300, -1, jnp.int32(7)  # (integers, strongly typed too: cast, wrapping)
+    return i[...], w[...], b[...], h[...], u[...], m.typeof(w[...]).weak_type
 
 
 def test_eager_indexing():
@@ -128,10 +131,20 @@ def test_signatures_match_jax():
 def _error_cases(m):
     jnp = m.numpy
 
-    def ref():
-        return m.new_ref(jnp.zeros(3, jnp.float32))
+    def ref(dtype=jnp.float32):
+        return m.new_ref(jnp.zeros(3, dtype))
 
     return {
+        # (a write casts only an integer to an integer dtype or a weak float to a floating one)
+        "set weak float into int": lambda: ref(jnp.int32).__setitem__(0, 1.5),
+        "set int plus float into int": lambda: (lambda r: r.__setitem__(..., r[...] + 1.5))(
+            ref(jnp.int32)
+        ),
+        "set complex into float": lambda: ref().__setitem__(0, 1j),
+        "set weak int into float": lambda: ref().__setitem__(0, 2),
+        "set bool into int": lambda: ref(jnp.int32).__setitem__(0, True),
+        "addupdate weak float into f16": lambda: m.ref.addupdate(ref(jnp.float16), 0, 1.5),
+        "addupdate int8 into int32": lambda: m.ref.addupdate(ref(jnp.int32), 0, jnp.int8(1)),
         "set dtype": lambda: ref().__setitem__(..., jnp.zeros(3, jnp.int32)),
         "set f16 into f32": lambda: ref().__setitem__(..., jnp.zeros(3, jnp.float16)),
         "set shape": lambda: ref().__setitem__(..., jnp.zeros(4, jnp.float32)),
