@@ -62,7 +62,7 @@ class AbstractRef:
         return f"Ref{{{np.dtype(a.dtype).name}[{','.join(map(str, a.shape))}]}}"
 
 
-class Ref:
+class Ref(_refbox.Handle):
     """A mutable array reference (``jax.Ref``), made by ``new_ref`` or ``empty_ref``.
 
     ``ref[idx]`` reads, ``ref[idx] = v`` writes (``v`` of exactly the indexed shape and the

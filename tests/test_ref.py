@@ -159,6 +159,17 @@ def _error_cases(m):
         "jit aliased in a pytree": lambda: m.jit(lambda a: None)([ref()] * 2),
         "jit returns a new ref": lambda: m.jit(lambda x: m.new_ref(x))(jnp.ones(2)),
         "jit returns its ref argument": lambda: m.jit(lambda r: r)(ref()),
+        "cond returns a ref": lambda: (lambda r: m.lax.cond(True, lambda: r, lambda: r))(ref()),
+        "scan carries a ref": lambda: m.lax.scan(lambda c, x: (c, x), ref(), jnp.arange(2.0)),
+        "scan outputs a ref": lambda: (lambda r: m.lax.scan(lambda c, x: (c, r), 0.0, None, 2))(
+            ref()
+        ),
+        "fori_loop returns a new ref": lambda: m.lax.fori_loop(
+            0, 2, lambda i, c: m.new_ref(c), jnp.zeros(2)
+        ),
+        "while_loop carries a ref": lambda: m.lax.while_loop(lambda c: False, lambda c: c, ref()),
+        "make_jaxpr returns a ref": lambda: m.make_jaxpr(lambda x: m.new_ref(x))(1.0),
+        "checkpoint returns a ref": lambda: m.checkpoint(lambda x: m.new_ref(x))(1.0),
     }
 
 
@@ -173,6 +184,16 @@ def test_errors_as_jax(name):
     if name != "arithmetic on a Ref":  # (Python's own TypeError, in both)
         assert isinstance(got.value, FunctxError), type(got.value)
     assert "test_ref.py" in str(got.value) or name == "arithmetic on a Ref"  # (the user's line)
+
+
+def test_a_ref_returned_through_vmap_or_jvp_raises():
+    # (documented: JAX's vmap and jvp return such a Ref; functx raises as its jit and scan do)
+    for transform in (
+        lambda f: functx.vmap(f)(np.ones((2, 2), np.float32)),
+        lambda f: functx.jvp(f, (1.0,), (1.0,)),
+    ):
+        with pytest.raises(FunctxValueError, match="cannot be returned"):
+            transform(functx.new_ref)
 
 
 def test_freed_and_frozen_refs_raise():
