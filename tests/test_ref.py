@@ -196,6 +196,16 @@ def test_a_ref_returned_through_vmap_or_jvp_raises():
             transform(functx.new_ref)
 
 
+def test_lower_and_trace_refuse_ref_arguments():
+    # (documented: JAX lowers a function of a Ref; functx's calls take Refs, these do not)
+    r = functx.new_ref(np.ones(2, np.float32))
+    f = functx.jit(lambda r: r[...] * 2)
+    for stage in (f.lower, f.trace):
+        with pytest.raises(TypeError):
+            stage(r)
+    np.testing.assert_array_equal(np.asarray(f(r)), [2.0, 2.0])
+
+
 def test_freed_and_frozen_refs_raise():
     # Differences from JAX (documented in freeze/free_ref): JAX 0.10.2 reads a frozen ref, and a
     # freed one outside jit, without complaint; functx raises, as the refs' contract says.
