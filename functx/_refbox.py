@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import weakref
 
-from functx.errors import FunctxError
+from functx.errors import FunctxError, FunctxValueError
 from functx.source_info import where
 
 
@@ -87,6 +87,23 @@ class RefsTouched(FunctxError):
             "pass the Ref as an argument of a jit-compiled function, or create it inside the "
             f"transformed function{line}"
         )
+
+
+class Handle:
+    """The base of ``functx.ref.Ref`` (a handle on a box), which this layer cannot import."""
+
+    __slots__ = ()
+
+
+def no_refs_returned(outs) -> None:
+    """JAX's ValueError where the outputs of a traced function (a control-flow body's, a
+    ``make_jaxpr``'s, ...) or a loop's carry hold a Ref."""
+    for x in outs:
+        if isinstance(x, Handle):
+            raise FunctxValueError(
+                f"a function traced by functx returned a mutable array reference ({x!r}), but "
+                f"mutable array references cannot be returned (nor carried by a loop){where()}"
+            )
 
 
 def begin() -> Recorder:

@@ -729,20 +729,21 @@ def _axes(axes, op="reduce"):
 
 
 def _reduction(prim, by: str, example: str, result: str):
-    """The lax function ``<prim>(x, axes)``, which reduces ``x`` over ``axes`` ``by`` an
-    operation; its docstring's example reduces as ``example`` says, giving ``result``."""
+    """The lax function ``<prim>(operand, axes)``, which reduces ``operand`` over ``axes``
+    ``by`` an operation; its docstring's example reduces as ``example`` says, giving
+    ``result``."""
 
-    def reduce(x, axes):
-        return prim.bind(x, axes=_axes(axes))
+    def reduce(operand, axes):
+        return prim.bind(operand, axes=_axes(axes))
 
     reduce.__name__ = reduce.__qualname__ = prim.name
-    reduce.__doc__ = f"""Reduce ``x`` over ``axes`` by {by} (``jax.lax.{prim.name}``).
+    reduce.__doc__ = f"""Reduce ``operand`` over ``axes`` by {by} (``jax.lax.{prim.name}``).
 
     Arguments:
-      x: an array.
+      operand: an array.
       axes: the axes to reduce (a sequence of ints).
     Returns:
-      An array of ``x``'s dtype without the reduced axes.
+      An array of ``operand``'s dtype without the reduced axes.
     Example:
       >>> import numpy as np
       >>> from functx import lax
@@ -786,19 +787,19 @@ reduce_or = _reduction(
 
 
 def _arg_reduction(prim, which: str, result: str):
-    """The lax function ``<prim>(x, axis, index_dtype)``: the index of the ``which`` (largest,
+    """The lax function ``<prim>(operand, axis, index_dtype)``: the index of the ``which`` (largest,
     smallest) element along ``axis``; its docstring's example prints ``result``."""
 
-    def arg_reduce(x, axis: int, index_dtype=dtypes.int32):
+    def arg_reduce(operand, axis: int, index_dtype=dtypes.int32):
         axes = (_int(prim.name, "axis", axis),)
-        return prim.bind(x, axes=axes, index_dtype=dtypes.canonicalize(index_dtype))
+        return prim.bind(operand, axes=axes, index_dtype=dtypes.canonicalize(index_dtype))
 
     arg_reduce.__name__ = arg_reduce.__qualname__ = prim.name
     arg_reduce.__doc__ = f"""The index of the {which} element along ``axis``
     (``jax.lax.{prim.name}``); ties give the first, NaN counts as the {which}.
 
     Arguments:
-      x: an array.
+      operand: an array.
       axis: the axis to search.
       index_dtype: an integer dtype for the result (default int32).
     Returns:

@@ -17,6 +17,7 @@ import numpy as np
 
 from functx import _refbox, numpy as jnp
 from functx.core import ShapedArray
+from functx.dtypes import issubdtype
 from functx.errors import (
     FunctxTypeError,
     FunctxValueError,
@@ -61,7 +62,7 @@ class AbstractRef:
         return f"Ref{{{np.dtype(a.dtype).name}[{','.join(map(str, a.shape))}]}}"
 
 
-class Ref:
+class Ref(_refbox.Handle):
     """A mutable array reference (``jax.Ref``), made by ``new_ref`` or ``empty_ref``.
 
     ``ref[idx]`` reads, ``ref[idx] = v`` writes (``v`` of exactly the indexed shape and the
@@ -163,15 +164,23 @@ def _read(ref, idx):
     return value[idx]
 
 
-def _checked_value(ref, idx, value, what):
+def _casts(to, va) -> bool:
+    """Whether a write casts a value of aval ``va`` to the dtype ``to`` (JAX's rule: an integer to
+    any integer type, a weakly typed floating value to any floating type; nothing else)."""
+    if issubdtype(to, np.integer) and issubdtype(va.dtype, np.integer):
+        return True
+    return va.weak_type and issubdtype(to, np.floating) and issubdtype(va.dtype, np.floating)
+
+
+def _checked_value(ref, idx, value, what, cast=True):
     """``value`` as an array of the reference's dtype and the indexed shape (JAX's rules: the
-    shape exactly, no broadcasting; the dtype exactly unless ``value`` is weakly typed)."""
+    shape exactly, no broadcasting; the dtype exactly unless ``cast`` and ``_casts``)."""
     cur = _read(ref, idx)
     ca = get_aval(cur)
     v = jnp.asarray(value)
     va = get_aval(v)
     if va.dtype != ca.dtype:
-        if not va.weak_type:
+        if not (cast and _casts(ca.dtype, va)):
             raise FunctxValueError(
                 f"Invalid dtype for `{what}`: the Ref holds {np.dtype(ca.dtype).name}, the "
                 f"value is {np.dtype(va.dtype).name}{where()}"
@@ -326,8 +335,8 @@ def swap(ref, idx, value, _function_name="ref_swap"):
     Arguments:
       ref: a ``Ref``.
       idx: an index as for ``get`` (None for all of it).
-      value: an array of exactly the indexed shape and the reference's dtype (a Python scalar is
-        cast).
+      value: an array of exactly the indexed shape and the reference's dtype (as in JAX, an
+        integer is cast to an integer dtype and a weakly typed float to a floating one).
       _function_name: the operation's name in errors.
     Returns:
       the previous contents of ``ref[idx]``.
@@ -351,8 +360,8 @@ def set(ref, idx, value) -> None:  # noqa: A001 (JAX's name)
     Arguments:
       ref: a ``Ref``.
       idx: an index as for ``get`` (None for all of it).
-      value: an array of exactly the indexed shape and the reference's dtype (a Python scalar is
-        cast).
+      value: an array of exactly the indexed shape and the reference's dtype (as in JAX, an
+        integer is cast to an integer dtype and a weakly typed float to a floating one).
     Returns:
       None.
     Example:
@@ -372,8 +381,8 @@ def addupdate(ref, idx, x) -> None:
     Arguments:
       ref: a ``Ref``.
       idx: an index as for ``get`` (None for all of it).
-      x: an array of exactly the indexed shape and the reference's dtype (a Python scalar is
-        cast); repeated integer-array indices add once per occurrence.
+      x: an array of exactly the indexed shape and the reference's dtype (not cast, as in
+        JAX); repeated integer-array indices add once per occurrence.
     Returns:
       None.
     Example:
@@ -384,7 +393,7 @@ def addupdate(ref, idx, x) -> None:
       Array([2., 0., 1.], dtype=float32)
     """
     _check_ref(ref, "addupdate")
-    _, v = _checked_value(ref, idx, x, "addupdate")
+    _, v = _checked_value(ref, idx, x, "addupdate", cast=False)
     whole = ref._value()
     _write(ref, whole + v if _whole(idx) else whole.at[idx].add(v))
 

@@ -547,11 +547,13 @@ def trace_flat(flat_fun: Callable, in_avals, values=None) -> tuple[ClosedJaxpr, 
             with core.active_trace(ValuedBuilder()) as b:
                 tracers = [Tracer(b, a, v) for a, v in zip(in_avals, values)]
                 outs, aux = flat_fun(*tracers)
+                _refbox.no_refs_returned(outs)
                 closed = b.build(tracers, outs)
         else:
             with new_trace() as b:
                 tracers = [b.new_tracer(a) for a in in_avals]
                 outs, aux = flat_fun(*tracers)
+                _refbox.no_refs_returned(outs)
                 closed = b.build(tracers, outs)
     except BaseException:
         _refbox.abort(rec)

@@ -161,3 +161,20 @@ def test_tolerance_checks():
     assert (t.atol, t.rtol, t.ulps) == (1e-3, 0.0, 2)
     g = functx.grad(lambda v: lax.sin(v, accuracy=lax.AccuracyMode.HIGHEST))(0.5)
     assert np.isclose(float(g), float(jax.grad(lambda v: jjnp.sin(v))(0.5)))
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or", "argmax", "argmin"],
+)
+def test_reductions_take_jaxs_parameter_names(name):
+    import inspect
+
+    want = list(inspect.signature(getattr(jax.lax, name)).parameters)
+    assert list(inspect.signature(getattr(lax, name)).parameters) == want
+    x = np.float32([[1, 5], [3, 4]])
+    args = {"axis": 1, "index_dtype": np.int32} if name.startswith("arg") else {"axes": (1,)}
+    if name in ("reduce_and", "reduce_or"):
+        x = x > 2
+    got, ref = getattr(lax, name)(operand=x, **args), getattr(jax.lax, name)(operand=x, **args)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(ref))

@@ -66,7 +66,10 @@ def _eager_dtypes(m):
     b[1] = True
     h = m.new_ref(np.ones(2, np.float16))
     h[0] = 3.0
-    return i[...], w[...], b[...], h[...], m.typeof(w[...]).weak_type
+    h[1] = jnp.asarray(0.5)  # (a weakly typed float32 array: cast)
+    u = m.new_ref(jnp.zeros(3, jnp.uint8))
+    u[0], u[1], u[2] = 300, -1, jnp.int32(7)  # (integers, strongly typed too: cast, wrapping)
+    return i[...], w[...], b[...], h[...], u[...], m.typeof(w[...]).weak_type
 
 
 def test_eager_indexing():
@@ -128,10 +131,20 @@ def test_signatures_match_jax():
 def _error_cases(m):
     jnp = m.numpy
 
-    def ref():
-        return m.new_ref(jnp.zeros(3, jnp.float32))
+    def ref(dtype=jnp.float32):
+        return m.new_ref(jnp.zeros(3, dtype))
 
     return {
+        # (a write casts only an integer to an integer dtype or a weak float to a floating one)
+        "set weak float into int": lambda: ref(jnp.int32).__setitem__(0, 1.5),
+        "set int plus float into int": lambda: (lambda r: r.__setitem__(..., r[...] + 1.5))(
+            ref(jnp.int32)
+        ),
+        "set complex into float": lambda: ref().__setitem__(0, 1j),
+        "set weak int into float": lambda: ref().__setitem__(0, 2),
+        "set bool into int": lambda: ref(jnp.int32).__setitem__(0, True),
+        "addupdate weak float into f16": lambda: m.ref.addupdate(ref(jnp.float16), 0, 1.5),
+        "addupdate int8 into int32": lambda: m.ref.addupdate(ref(jnp.int32), 0, jnp.int8(1)),
         "set dtype": lambda: ref().__setitem__(..., jnp.zeros(3, jnp.int32)),
         "set f16 into f32": lambda: ref().__setitem__(..., jnp.zeros(3, jnp.float16)),
         "set shape": lambda: ref().__setitem__(..., jnp.zeros(4, jnp.float32)),
@@ -146,6 +159,17 @@ def _error_cases(m):
         "jit aliased in a pytree": lambda: m.jit(lambda a: None)([ref()] * 2),
         "jit returns a new ref": lambda: m.jit(lambda x: m.new_ref(x))(jnp.ones(2)),
         "jit returns its ref argument": lambda: m.jit(lambda r: r)(ref()),
+        "cond returns a ref": lambda: (lambda r: m.lax.cond(True, lambda: r, lambda: r))(ref()),
+        "scan carries a ref": lambda: m.lax.scan(lambda c, x: (c, x), ref(), jnp.arange(2.0)),
+        "scan outputs a ref": lambda: (lambda r: m.lax.scan(lambda c, x: (c, r), 0.0, None, 2))(
+            ref()
+        ),
+        "fori_loop returns a new ref": lambda: m.lax.fori_loop(
+            0, 2, lambda i, c: m.new_ref(c), jnp.zeros(2)
+        ),
+        "while_loop carries a ref": lambda: m.lax.while_loop(lambda c: False, lambda c: c, ref()),
+        "make_jaxpr returns a ref": lambda: m.make_jaxpr(lambda x: m.new_ref(x))(1.0),
+        "checkpoint returns a ref": lambda: m.checkpoint(lambda x: m.new_ref(x))(1.0),
     }
 
 
@@ -160,6 +184,26 @@ def test_errors_as_jax(name):
     if name != "arithmetic on a Ref":  # (Python's own TypeError, in both)
         assert isinstance(got.value, FunctxError), type(got.value)
     assert "test_ref.py" in str(got.value) or name == "arithmetic on a Ref"  # (the user's line)
+
+
+def test_a_ref_returned_through_vmap_or_jvp_raises():
+    # (documented: JAX's vmap and jvp return such a Ref; functx raises as its jit and scan do)
+    for transform in (
+        lambda f: functx.vmap(f)(np.ones((2, 2), np.float32)),
+        lambda f: functx.jvp(f, (1.0,), (1.0,)),
+    ):
+        with pytest.raises(FunctxValueError, match="cannot be returned"):
+            transform(functx.new_ref)
+
+
+def test_lower_and_trace_refuse_ref_arguments():
+    # (documented: JAX lowers a function of a Ref; functx's calls take Refs, these do not)
+    r = functx.new_ref(np.ones(2, np.float32))
+    f = functx.jit(lambda r: r[...] * 2)
+    for stage in (f.lower, f.trace):
+        with pytest.raises(TypeError):
+            stage(r)
+    np.testing.assert_array_equal(np.asarray(f(r)), [2.0, 2.0])
 
 
 def test_freed_and_frozen_refs_raise():

@@ -158,6 +158,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     if config.jit_disabled():
         return _python_scan(f, init, x_leaves, x_tree, n, reverse)
     c_leaves, c_tree = tree_flatten(init)
+    _refbox.no_refs_returned(c_leaves)
     c_avals = [get_aval(c) for c in c_leaves]
     x_avals = [ShapedArray(get_aval(x).shape[1:], get_aval(x).dtype) for x in x_leaves]
     box = {}

@@ -62,6 +62,7 @@ def fori_loop(lower, upper, body_fun, init_val, unroll=1):
     def _checked(out, v):
         o_leaves, o_tree = tree_flatten(out)
         v_leaves, v_tree = tree_flatten(v)
+        _refbox.no_refs_returned(o_leaves)
         o_avals, v_avals = [get_aval(x) for x in o_leaves], [get_aval(x) for x in v_leaves]
         if o_tree != v_tree:
             raise FunctxTypeError(
@@ -164,6 +165,7 @@ def while_loop(cond_fun, body_fun, init_val):
         except ConcretizationError:
             pass
     leaves, tree = tree_flatten(init_val)
+    _refbox.no_refs_returned(leaves)
     avals = list(J.arg_avals("while_loop (init_val)", leaves, (init_val,)))
     traced, refs = _refbox.traced_or_boxes(
         lambda: (

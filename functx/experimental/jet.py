@@ -521,7 +521,10 @@ def jet(fun, primals, series, factorial_scaled=True, **_):
     Series terms are cast to their primal's dtype, and an output's series is weakly typed where the
     output is. An integer or boolean primal's series reaches the result only through conversions to
     floating point (as in JAX's ``x * 2.0``); elsewhere integers are constants (JAX raises on most
-    such uses). A constant output is an Array (JAX returns it as it is).
+    such uses). A constant output is an Array (JAX returns it as it is). Each term must have its
+    primal's shape, and ``primals`` and ``series`` must be tuples or lists: JAX does not check
+    them, so it broadcasts a scalar term through elementwise functions (and fails in reductions
+    and products) and unpacks an array given as ``primals``.
 
     Example:
       >>> import functx.numpy as jnp

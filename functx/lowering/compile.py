@@ -61,6 +61,7 @@ def _gc_paused():
             _GC["was"] = gc.isenabled()
             gc.disable()
         _GC["depth"] += 1
+    full = False
     try:
         yield
     finally:
@@ -68,13 +69,15 @@ def _gc_paused():
             _GC["depth"] -= 1
             if _GC["depth"] == 0 and _GC["was"]:
                 _GC["unscanned"] += gc.get_count()[0]
-                if _GC["unscanned"] > _UNSCANNED_MAX:  # (their garbage: freed now)
+                full = _GC["unscanned"] > _UNSCANNED_MAX
+                if full:
                     _GC["unscanned"] = 0
-                    gc.collect()
                 elif gc.get_freeze_count() == 0:
                     gc.freeze()
                     gc.unfreeze()
                 gc.enable()
+        if full:  # (their garbage, freed now: outside the lock, as finalizers may compile)
+            gc.collect()
 
 
 def loop_ir_text(closed) -> str:

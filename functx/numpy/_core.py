@@ -1188,7 +1188,8 @@ def _rounding(name, rounded, what, out, alias=None):
     def fn(x, /):
         (x,) = _promote(name, x)
         _no_complex(name, x)
-        return rounded(x) if _aval(x).dtype in dtypes.FLOATS else asarray(x)
+        x = asarray(x)  # (a Python float too: trunc compares it with 0)
+        return rounded(x) if _aval(x).dtype in dtypes.FLOATS else x
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = _unary_doc(

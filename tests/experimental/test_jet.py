@@ -263,5 +263,18 @@ def test_errors_as_jax():
     assert "test_jet.py" in str(info.value)  # the user's line
 
 
+def test_unchecked_inputs_that_jax_accepts_are_refused():
+    # (documented: JAX broadcasts a scalar term through elementwise functions only, and unpacks
+    # an array given as the primals)
+    x = np.array([0.3, -0.7, 1.2], np.float32)
+    jax_out = jjet.jet(jjnp.sin, (x,), ((1.0, 0.0),))[1][0]
+    assert jax_out.shape == x.shape
+    with pytest.raises(TypeError, match="term 0 for argument 0 has shape"):
+        fjet.jet(fjnp.sin, (x,), ((1.0, 0.0),))
+    assert jjet.jet(jjnp.sin, x, ((1.0,),))[0].shape == ()
+    with pytest.raises(TypeError, match="must be tuples or lists"):
+        fjet.jet(fjnp.sin, x, ((1.0,),))
+
+
 def test_namespace():
     assert functx.experimental.jet is fjet and fjet.__all__ == ["jet"]

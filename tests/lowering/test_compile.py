@@ -5,6 +5,7 @@ generation unscanned, its garbage freed by a later full collection."""
 from __future__ import annotations
 
 import gc
+import threading
 import weakref
 
 import numpy as np
@@ -99,3 +100,33 @@ def test_a_jitted_program_compiles_and_runs_with_the_collector_back_on():
     got = functx.jit(lambda a: functx.numpy.sin(a) * 2 + a)(x)
     np.testing.assert_allclose(np.asarray(got), np.sin(x) * 2 + x, rtol=1e-6)
     assert gc.isenabled()
+
+
+class _CompilesWhenFreed:
+    """Cyclic garbage whose finalizer compiles (as a ``__del__`` calling a jitted function can)."""
+
+    def __init__(self, done):
+        self.me, self.done = self, done
+
+    def __del__(self):
+        with fx_compile._gc_paused():
+            self.done.append(True)
+
+
+def test_a_finalizer_that_compiles_during_the_bounds_full_collection_does_not_deadlock(
+    monkeypatch,
+):
+    monkeypatch.setattr(fx_compile, "_UNSCANNED_MAX", 0)
+    # (a state of its own: a deadlocked thread must not hold the lock of later tests' compiles)
+    monkeypatch.setattr(fx_compile, "_GC", {**fx_compile._GC, "lock": threading.Lock()})
+    done: list = []
+
+    def compile_leaving_garbage():
+        with fx_compile._gc_paused():
+            _CompilesWhenFreed(done)
+
+    t = threading.Thread(target=compile_leaving_garbage, daemon=True)
+    t.start()
+    t.join(timeout=10)
+    assert not t.is_alive() and done == [True]
+    assert gc.isenabled() and fx_compile._GC["depth"] == 0

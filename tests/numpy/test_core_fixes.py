@@ -226,7 +226,15 @@ def test_index_constants_go_with_a_gpu_array(interpreted_gpu):
 def test_rounding_of_integers_and_bools_is_an_array_as_jax(name):
     """floor, ceil and trunc return integer and bool operands unchanged, as Arrays of JAX's
     dtype and weak type (a Python int gave the int back); floats are rounded, complex refused."""
-    for x in (3, True, np.int8(-2), np.array([1, 2], np.uint8), np.array([-1.5, 2.5], np.float32)):
+    for x in (
+        3,
+        True,
+        np.int8(-2),
+        np.array([1, 2], np.uint8),
+        np.array([-1.5, 2.5], np.float32),
+        -2.5,  # (a Python float: trunc raised)
+        np.float16(2.5),
+    ):
         got, want = getattr(fjnp, name)(x), getattr(jjnp, name)(x)
         assert isinstance(got, fjnp.ndarray), (x, got)
         assert (got.dtype, got.weak_type) == (want.dtype, want.weak_type), (x, got, want)
