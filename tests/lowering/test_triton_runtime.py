@@ -79,7 +79,7 @@ def test_a_plan_launches_what_the_host_code_launches():
         exe.module.run(ins, consts, outs)
         want = list(calls)
         calls.clear()
-        assert plan(ins, outs) is True
+        assert plan(ins, outs, STREAM) is True
         got = list(calls)
         assert len(got) == len(want)
         for w, g in zip(want, got):
@@ -104,15 +104,14 @@ def test_a_plan_declines_calls_unlike_its_recording(monkeypatch):
     storage = torch.empty(leaves[2].numel() + 1, dtype=leaves[2].dtype)
     odd = storage[1:].view(leaves[2].shape)  # 4 bytes past an aligned address
     odd.copy_(leaves[2])
-    assert plan([ins[0], ins[1], odd, ins[3]], outs) is False  # (Triton specialised on it)
-    monkeypatch.setattr(rt, "_cuda", (lambda: 0, lambda dev: STREAM + 1))
-    assert plan(ins, outs) is False  # another stream: its own plan
+    assert plan([ins[0], ins[1], odd, ins[3]], outs, STREAM) is False  # (Triton specialised on it)
+    assert plan(ins, outs, STREAM + 1) is False  # another stream: its own plan
     monkeypatch.setattr(rt, "_cuda", (lambda: 1, lambda dev: STREAM))
-    assert plan(ins, outs) is False  # another current device
+    assert plan(ins, outs, STREAM) is False  # another current device
     monkeypatch.setattr(rt, "_cuda", (lambda: 0, lambda dev: STREAM))
     hooks = SimpleNamespace(launch_enter_hook=print, launch_exit_hook=None)
     monkeypatch.setattr(rt, "_knobs", hooks)
-    assert plan(ins, outs) is False  # a profiler's hook: launches go through Triton
+    assert plan(ins, outs, STREAM) is False  # a profiler's hook: launches go through Triton
     assert calls == []
 
 

@@ -327,10 +327,10 @@ class LaunchPlan:
     """A program's launches bound once, for one device and stream: per launch the compiled
     kernel's launcher, its grid and which addresses it takes (an input's, an output's, or one
     fixed when the plan was recorded: constants, the scratch, intermediates, which the plan
-    keeps). ``plan(ins, outs)`` launches them with the call's input and output addresses and
-    returns True, or returns False (nothing launched) where the call differs from the recording
-    in what a kernel was compiled for (an address not 16-byte aligned), a launch hook is set, or
-    the current device or stream is another: the module then runs as always.
+    keeps). ``plan(ins, outs, stream)`` launches them with the call's input and output
+    addresses and returns True, or returns False (nothing launched) where the call differs from
+    the recording in what a kernel was compiled for (an address not 16-byte aligned), a launch
+    hook is set, or the current device or stream is another: the module then runs as always.
 
     What it saves per call, against the module's ``run`` and its sites: the intermediates'
     allocations, and per launch the device and stream queries, the hook check, the buffers'
@@ -348,17 +348,15 @@ class LaunchPlan:
         self.keep = keep  # the intermediates (alive for the plan's life)
         self.lock = threading.Lock()
 
-    def __call__(self, ins, outs) -> bool:
+    def __call__(self, ins, outs, stream) -> bool:
+        """Launch for ``ins`` and ``outs`` on ``stream`` (the current stream of the plan's
+        device, which the caller looked up), or return False."""
         ptrs = [t.data_ptr() for t in ins]
         ptrs += [t.data_ptr() for t in outs]
         bits = 0
         for p in ptrs:
             bits |= p
-        cuda = _cuda
-        if bits & 15 or cuda[0]() != self.index or _hooks_active():
-            return False
-        stream = cuda[1](self.index)
-        if stream != self.stream:
+        if bits & 15 or stream != self.stream or _cuda[0]() != self.index or _hooks_active():
             return False
         ptrs += self.fixed
         with self.lock:
@@ -1198,7 +1196,7 @@ class TritonExecutable:
         stream = _cuda[1](index)
         plan = self._plans.get(stream)
         if type(plan) is LaunchPlan:
-            return plan(ins, outs)
+            return plan(ins, outs, stream)
         tries = plan or 0
         if (
             tries >= PLAN_TRIES
