@@ -164,11 +164,23 @@ def test_calls_go_through_the_streams_plan_once_recorded(monkeypatch):
     monkeypatch.setattr(exe, "_run_module", lambda *a: (runs.append(1), run(*a))[1])
     ins, _ = fresh(exe, leaves)
     exe.run_on(dev, ins)
-    assert type(exe._plans[STREAM]) is rt.LaunchPlan and len(calls) == len(exe.sites)
+    assert type(exe._plans[0, STREAM]) is rt.LaunchPlan and len(calls) == len(exe.sites)
     calls.clear()
     outs = exe.run_on(dev, fresh(exe, leaves)[0])
     assert len(runs) == 0 and len(calls) == len(exe.sites)  # the plan launched, no module run
     assert {o.data_ptr() for o in outs} <= {p for c in calls for p in c[13:]}
+    # another device (its default stream has the same handle, 0): a plan of its own, here
+    # none, since no kernel was compiled there (its sites launch through Triton)
+    monkeypatch.setattr(rt, "_cuda", (lambda: 1, lambda dev: STREAM))
+    dev1 = torch.device("cuda", 1)
+    exe._ran.add(dev1)
+    exe._last = (dev1, consts)
+    exe._rings.dev = dev1
+    exe.run_on(dev1, ins)
+    assert exe._plans[1, STREAM] == 1 and type(exe._plans[0, STREAM]) is rt.LaunchPlan
+    monkeypatch.setattr(rt, "_cuda", (lambda: 0, lambda dev: STREAM))
+    exe._last, exe._rings.dev = (dev, consts), dev
     monkeypatch.setattr(rt, "LAUNCH_PLANS", False)
+    runs.clear()
     exe.run_on(dev, ins)
     assert len(runs) == 1

@@ -1087,8 +1087,8 @@ class TritonExecutable:
         self._ran: set = set()
         self._last = (None, None)  # (device, its constants): the common single-device case
         self._rings = None  # OutputRings of the first device (small outputs only)
-        # stream -> its LaunchPlan, or how many recordings failed (None: the host code is more
-        # than launches and allocations)
+        # (device index, stream) -> its LaunchPlan, or how many recordings failed (None: the
+        # host code is more than launches and allocations)
         self._plans = {} if not self.host_calls and plan_eligible(source) else None
         self._torch = torch
         # complex inputs and outputs (``complex_io``: which ones, from complex_lanes.py): the
@@ -1194,7 +1194,8 @@ class TritonExecutable:
         without one (that call runs the module, recording); False where the module must run."""
         index = dev.index if dev.index is not None else _cuda[0]()
         stream = _cuda[1](index)
-        plan = self._plans.get(stream)
+        key = (index, stream)  # (every device's default stream is 0)
+        plan = self._plans.get(key)
         if type(plan) is LaunchPlan:
             return plan(ins, outs, stream)
         tries = plan or 0
@@ -1207,7 +1208,7 @@ class TritonExecutable:
         ):
             return False
         plan = record_plan(self.module, index, stream, ins, consts, outs)
-        self._plans[stream] = plan if plan is not None else tries + 1
+        self._plans[key] = plan if plan is not None else tries + 1
         return True
 
     def _complex_args(self, args, dev):
