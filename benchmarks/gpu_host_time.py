@@ -406,10 +406,9 @@ def _stages(fx, fargs, exe, n) -> dict:
     plan = next(iter((getattr(exe, "_plans", None) or {}).values()), None)
     if type(plan).__name__ == "LaunchPlan":
         out["plan"] = _us(lambda: plan(vals, outs, rt._cuda[1](plan.index)), n, sync)
-        for i, (launch, g0, g1, mid, pick) in enumerate(plan.launches):
+        for i, (launch, pick) in enumerate(plan.launches):
             ptrs = pick([t.data_ptr() for t in vals] + [t.data_ptr() for t in outs] + plan.fixed)
-            stream = rt._cuda[1](plan.index)
-            out[f"bare launcher {i}"] = _us(lambda: launch(g0, g1, 1, stream, *mid, *ptrs), n, sync)
+            out[f"bare launcher {i}"] = _us(lambda: launch(*ptrs), n, sync)
     for i, (site, g0, g1, bufs) in enumerate(_site_launches(exe, vals, consts, outs)):
         out[f"site {i} ({site.name})"] = _us(lambda: site(g0, g1, *bufs), n, sync)
     import torch

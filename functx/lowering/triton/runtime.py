@@ -69,6 +69,7 @@ returns a list of torch tensors on the arguments' device; ``exe.source`` is the 
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import math
 import operator
@@ -341,7 +342,8 @@ class LaunchPlan:
     __slots__ = ("launches", "fixed", "index", "stream", "keep", "lock")
 
     def __init__(self, launches, fixed, index, stream, keep):
-        self.launches = launches  # (launcher, grid0, grid1, arguments before the addresses, pick)
+        # (the launcher with the grid, stream and kernel bound, a function picking its addresses)
+        self.launches = launches
         self.fixed = fixed  # addresses bound at recording, after the inputs' and outputs'
         self.index = index
         self.stream = stream
@@ -360,8 +362,8 @@ class LaunchPlan:
             return False
         ptrs += self.fixed
         with self.lock:
-            for launch, g0, g1, mid, pick in self.launches:
-                launch(g0, g1, 1, stream, *mid, *pick(ptrs))
+            for launch, pick in self.launches:
+                launch(*pick(ptrs))
         return True
 
 
@@ -423,12 +425,12 @@ def record_plan(module, index: int, stream, ins, consts, outs):
         f = site.fast.get(index)
         if f is None or any(p & 15 for p in fixed) or any(t.data_ptr() & 15 for t in args):
             return None
-        mid = (
-            (f[2], f[3], f[4], None, None, f[5], None, None, None)
-            if f[0]
-            else (f[2], f[5], None, None, None)
+        head = (g0, g1, 1, stream) + (  # (Site.__call__'s arguments)
+            (f[2], f[3], f[4], None, None, f[5], None, None, None) if f[0] else (f[2], f[5])
         )
-        launches.append((f[1], g0, g1, mid, _pick(positions)))
+        if not f[0]:
+            head += (None, None, None)
+        launches.append((functools.partial(f[1], *head), _pick(positions)))
     return LaunchPlan(tuple(launches), fixed, index, stream, keep)
 
 
