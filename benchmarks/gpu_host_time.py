@@ -516,6 +516,7 @@ def _parent(args):
             cmd += ["--workloads", args.workloads, "--calls", str(args.calls)]
             cmd += ["--rounds", str(args.rounds), "--sizes", args.sizes]
             cmd += ["--stage-workloads", args.stage_workloads if label == "this" else ""]
+            cmd += ["--pin", str(args.pin)]
             env = dict(os.environ, PYTHONPATH=tree)
             env["FUNCTX_BENCH_ROOT"] = tree
             p = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tree)
@@ -604,10 +605,13 @@ def main():
     ap.add_argument("--procs", type=int, default=3, help="--stages: processes per tree")
     ap.add_argument("--stage-workloads", default="kls_momentum", help="--stages: staged ones")
     ap.add_argument("--sizes", default="gpu", help="workloads.py's sizes (tiny: a dry run)")
+    ap.add_argument("--pin", type=int, default=-1, help="--stages: run each process on this CPU")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--tree", default="this", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
+        if args.pin >= 0:  # (every process on one CPU: is the spread between them placement?)
+            os.sched_setaffinity(0, {args.pin})
         return _child(args)
     if args.stages:
         return _parent(args)
