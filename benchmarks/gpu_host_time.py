@@ -418,25 +418,10 @@ def _stages(fx, fargs, exe, n) -> dict:
 
 
 def _site_launches(exe, ins, consts, outs) -> list:
-    """``(site, grid0, grid1, buffers)`` of each launch of one run of the module's host code
-    (which runs: its sites are called through recording stand-ins in a copy of its globals)."""
-    import types
-
+    """``(site, grid0, grid1, buffers)`` of each launch of one run of the module's host code."""
     from functx.lowering.triton import runtime as rt
 
-    calls = []
-
-    def stand_in(site):
-        def launch(g0, g1, *bufs):
-            calls.append((site, g0, g1, bufs))
-            site(g0, g1, *bufs)
-
-        return launch
-
-    scope = dict(vars(exe.module))
-    scope.update((k, stand_in(v)) for k, v in scope.items() if isinstance(v, rt.Site))
-    types.FunctionType(exe.module.run.__code__, scope)(ins, consts, outs)
-    return calls
+    return rt.run_recorded(exe.module, ins, consts, outs)
 
 
 def _child(args):

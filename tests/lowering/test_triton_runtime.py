@@ -41,7 +41,7 @@ def stand_ins(monkeypatch):
     monkeypatch.setattr(rt, "_capturing", lambda: False)
 
 
-def kls_step(n=8):
+def kls_step(n=8, c_launcher=True):
     """The kernel least squares momentum step (``workloads.py``) compiled for Triton, its
     arguments as flat tensors, and a launcher recording every launch in ``calls``."""
     args = workloads.inputs("kls", dict(n=n))
@@ -52,9 +52,9 @@ def kls_step(n=8):
     def launcher(*a):
         calls.append(a)
 
-    for s in exe.sites:  # (Triton 3.6's C launcher: function, cooperative, pdl, metadata)
-        s.fast.clear()
-        s.fast[0] = (True, launcher, f"fn_{s.name}", False, False, "meta")
+    for s in exe.sites:  # (Triton 3.6's C launcher: function, cooperative, pdl, metadata;
+        s.fast.clear()  # else a launcher object: function, metadata)
+        s.fast[0] = (c_launcher, launcher, f"fn_{s.name}", False, False, "meta")
     leaves = [torch.as_tensor(np.asarray(x)) for x in functx.tree_util.tree_leaves(args)]
     return exe, leaves, calls
 
@@ -64,8 +64,10 @@ def fresh(exe, leaves):
     return [x.clone() for x in leaves], exe._outputs(CPU)
 
 
-def test_a_plan_launches_what_the_host_code_launches():
-    exe, leaves, calls = kls_step()
+@pytest.mark.parametrize("c_launcher", [True, False])
+def test_a_plan_launches_what_the_host_code_launches(c_launcher):
+    exe, leaves, calls = kls_step(c_launcher=c_launcher)
+    head = 13 if c_launcher else 9  # (the arguments before the addresses)
     assert rt.plan_eligible(exe.source) and exe._plans == {}
     consts = exe._consts(CPU)
     ins, outs = fresh(exe, leaves)
@@ -83,16 +85,16 @@ def test_a_plan_launches_what_the_host_code_launches():
         got = list(calls)
         assert len(got) == len(want)
         for w, g in zip(want, got):
-            assert g[:13] == w[:13] and len(g) == len(w)  # grid, stream, kernel, metadata
-            for a, b in zip(w[13:], g[13:]):
+            assert g[:head] == w[:head] and len(g) == len(w)  # grid, stream, kernel, metadata
+            for a, b in zip(w[head:], g[head:]):
                 # an input's or output's address as the host code gives it, else a buffer of
                 # the plan's own where the host code allocated one
                 assert a == b or (b in fixed and a not in {t.data_ptr() for t in ins + outs})
         # the call's own inputs and outputs are the ones launched
         ptrs = {t.data_ptr() for t in ins + outs}
-        assert ptrs <= {p for g in got for p in g[13:]}
+        assert ptrs <= {p for g in got for p in g[head:]}
     # the intermediates the recording allocated are kept at the same addresses
-    assert [c[13:] for c in recorded][0][-1] == got[0][-1]
+    assert recorded[0][-1] == got[0][-1]
 
 
 def test_a_plan_declines_calls_unlike_its_recording(monkeypatch):

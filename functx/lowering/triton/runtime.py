@@ -380,26 +380,32 @@ def _pick(positions):
     return operator.itemgetter(*positions)
 
 
+def run_recorded(module, ins, consts, outs) -> list:
+    """Run ``module``'s host code once (its kernels launch) and return each launch as
+    ``(site, grid0, grid1, buffers)``: ``run`` called with its sites behind recording stand-ins
+    in a copy of the module's globals (the module itself is not changed)."""
+    calls = []
+
+    def stand_in(site):
+        def launch(g0, g1, *bufs):
+            calls.append((site, g0, g1, bufs))
+            site(g0, g1, *bufs)
+
+        return launch
+
+    scope = dict(vars(module))
+    scope.update((k, stand_in(v)) for k, v in vars(module).items() if isinstance(v, Site))
+    types.FunctionType(module.run.__code__, scope)(ins, consts, outs)
+    return calls
+
+
 def record_plan(module, index: int, stream, ins, consts, outs):
     """Run ``module``'s host code on ``ins``/``consts``/``outs`` (a real run, on the current
     stream ``stream`` of device ``index``), recording its launches; returns their
     ``LaunchPlan``, or None where one cannot stand for later calls: an argument appears twice,
     a buffer that is not an argument shares an argument's memory, an address is not 16-byte
     aligned, or a site has no compiled kernel to launch directly."""
-    calls = []
-
-    def recorder(site):
-        def launch(g0, g1, *args):
-            calls.append((site, g0, g1, args))
-            site(g0, g1, *args)
-
-        return launch
-
-    scope = dict(vars(module))
-    for k, v in vars(module).items():
-        if k.startswith("_L") and isinstance(v, Site):
-            scope[k] = recorder(v)
-    types.FunctionType(module.run.__code__, scope)(ins, consts, outs)
+    calls = run_recorded(module, ins, consts, outs)
     args = list(ins) + list(outs)
     where = {id(t): i for i, t in enumerate(args)}
     if len(where) < len(args):
@@ -425,11 +431,10 @@ def record_plan(module, index: int, stream, ins, consts, outs):
         f = site.fast.get(index)
         if f is None or any(p & 15 for p in fixed) or any(t.data_ptr() & 15 for t in args):
             return None
-        head = (g0, g1, 1, stream) + (  # (Site.__call__'s arguments)
-            (f[2], f[3], f[4], None, None, f[5], None, None, None) if f[0] else (f[2], f[5])
-        )
-        if not f[0]:
-            head += (None, None, None)
+        if f[0]:  # (the arguments Site.__call__ gives the C function or the launcher object)
+            head = (g0, g1, 1, stream, f[2], f[3], f[4], None, None, f[5], None, None, None)
+        else:
+            head = (g0, g1, 1, stream, f[2], f[5], None, None, None)
         launches.append((functools.partial(f[1], *head), _pick(positions)))
     return LaunchPlan(tuple(launches), fixed, index, stream, keep)
 
@@ -1383,6 +1388,7 @@ __all__ = [
     "site",
     "LaunchPlan",
     "record_plan",
+    "run_recorded",
     "plan_eligible",
     "GraphMemory",
     "InPlaceGraphs",
