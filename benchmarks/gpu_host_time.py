@@ -502,7 +502,8 @@ def _parent(args):
             cmd += ["--rounds", str(args.rounds), "--sizes", args.sizes]
             cmd += ["--stage-workloads", args.stage_workloads if label == "this" else ""]
             cmd += ["--pin", str(args.pin)]
-            env = dict(os.environ, PYTHONPATH=tree)
+            path = os.pathsep.join([tree] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+            env = dict(os.environ, PYTHONPATH=path)  # (the tree first, then what was there)
             env["FUNCTX_BENCH_ROOT"] = tree
             p = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tree)
             lines = [ln[7:] for ln in p.stdout.splitlines() if ln.startswith("STAGES ")]
