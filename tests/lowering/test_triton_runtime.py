@@ -117,7 +117,7 @@ def test_a_plan_declines_calls_unlike_its_recording(monkeypatch):
     assert calls == []
 
 
-def test_no_plan_where_a_later_call_could_differ():
+def test_no_plan_where_a_later_call_could_differ(monkeypatch):
     exe, leaves, calls = kls_step()
     consts = exe._consts(CPU)
     ins, outs = fresh(exe, leaves)
@@ -128,6 +128,11 @@ def test_no_plan_where_a_later_call_could_differ():
     assert rt.record_plan(exe.module, 0, STREAM, ins, consts, outs) is None
     site.fast[0] = entry
     assert rt.record_plan(exe.module, 1, STREAM, ins, consts, outs) is None  # (device 1: none)
+    # intermediates too large to keep between calls (the module frees its own)
+    plan = rt.record_plan(exe.module, 0, STREAM, ins, consts, outs)
+    kept = sum(t.untyped_storage().nbytes() for t in plan.keep)
+    monkeypatch.setattr(rt, "PLAN_MAX_BYTES", kept - 1)
+    assert rt.record_plan(exe.module, 0, STREAM, ins, consts, outs) is None
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,8 @@ launch sites, and the executables ``functx.jit`` holds.
   source: ``plan_eligible``) and that launches directly, not through a graph, records a
   ``LaunchPlan`` per stream on its second call on a device: per launch the compiled kernel's
   launcher, the grid and where each address comes from (an input, an output, or bound once:
-  constants, the scratch, intermediates, which the plan keeps). Later calls on that stream skip
+  constants, the scratch, intermediates, which the plan keeps: at most ``PLAN_MAX_BYTES``, else
+  no plan). Later calls on that stream skip
   the module's host code: no allocation of intermediates, one device and stream query, hook
   check and alignment check per call instead of per launch. A call the plan was not recorded
   for (an address not 16-byte aligned, a launch hook set, another device) runs the module.
@@ -312,6 +313,9 @@ _PLAN_LINE = re.compile(
 )
 LAUNCH_PLANS = True  # (benchmarks/gpu_host_time.py compares with and without)
 PLAN_TRIES = 4  # recordings per executable and stream that may fail before it stops trying
+# the intermediates a plan may keep (bytes): the module frees its own after each call, for other
+# work to reuse; a program with larger ones gains little from a plan (its kernels take longer)
+PLAN_MAX_BYTES = 1 << 20
 
 
 def plan_eligible(source: str) -> bool:
@@ -402,9 +406,10 @@ def run_recorded(module, ins, consts, outs) -> list:
 def record_plan(module, index: int, stream, ins, consts, outs):
     """Run ``module``'s host code on ``ins``/``consts``/``outs`` (a real run, on the current
     stream ``stream`` of device ``index``), recording its launches; returns their
-    ``LaunchPlan``, or None where one cannot stand for later calls: an argument appears twice,
+    ``LaunchPlan``, or None where one cannot stand for later calls (an argument appears twice,
     a buffer that is not an argument shares an argument's memory, an address is not 16-byte
-    aligned, or a site has no compiled kernel to launch directly."""
+    aligned, or a site has no compiled kernel to launch directly) or would keep intermediates
+    of more than ``PLAN_MAX_BYTES``."""
     calls = run_recorded(module, ins, consts, outs)
     args = list(ins) + list(outs)
     where = {id(t): i for i, t in enumerate(args)}
@@ -436,6 +441,8 @@ def record_plan(module, index: int, stream, ins, consts, outs):
         else:
             head = (g0, g1, 1, stream, f[2], f[5], None, None, None)
         launches.append((functools.partial(f[1], *head), _pick(positions)))
+    if sum(t.untyped_storage().nbytes() for t in keep) > PLAN_MAX_BYTES:
+        return None
     return LaunchPlan(tuple(launches), fixed, index, stream, keep)
 
 
