@@ -16,6 +16,16 @@ launch sites, and the executables ``functx.jit`` holds.
   ``FUNCTX_TRITON_DIRECT=0`` turns the direct launches off. Before an executable's first run on
   a GPU, ``precompile.py`` compiles its kernels in parallel (a dry run of the host code records
   each site's launches), so those first launches find them compiled.
+* **Launch plans.** A program whose host code is only allocations and launches (checked on its
+  source: ``plan_eligible``) and that launches directly, not through a graph, records a
+  ``LaunchPlan`` per stream on its second call on a device: per launch the compiled kernel's
+  launcher, the grid and where each address comes from (an input, an output, or bound once:
+  constants, the scratch, intermediates, which the plan keeps: at most ``PLAN_MAX_BYTES``, else
+  no plan). Later calls on that stream skip
+  the module's host code: no allocation of intermediates, one device and stream query, hook
+  check and alignment check per call instead of per launch. A call the plan was not recorded
+  for (an address not 16-byte aligned, a launch hook set, another device) runs the module.
+  ``LAUNCH_PLANS = False`` turns them off (``FUNCTX_TRITON_DIRECT=0`` too).
 * **CUDA graphs**: programs of at least ``GRAPH_MIN_LAUNCHES`` launches (kernels, matrix
   products and graph-safe library steps, each counted as the launches it stands for:
   ``step_launches``) replay a CUDA graph of their whole host function instead of launching
@@ -60,11 +70,15 @@ returns a list of torch tensors on the arguments' device; ``exe.source`` is the 
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import math
+import operator
+import re
 import sys
 import threading
 import time
+import types
 import weakref
 
 import numpy as np
@@ -280,6 +294,158 @@ def _fast_entry(ck):
 
 def site(kernel, num_warps: int) -> Site:
     return Site(kernel, num_warps)
+
+
+# --- launch plans --------------------------------------------------------------------------------
+# The statements a host function ``run`` may hold for a launch plan: unpacking its arguments,
+# allocations (``torch.empty``, the scratch, slices of a planned arena), aliases, comments and
+# launch sites with constant grids. Anything else (a matrix product, a copy, a host step, a
+# loop, a view of an argument) and the program runs its module every call.
+_PLAN_LINE = re.compile(
+    r"    (?:#.*"
+    r"|\w+(?:, \w+)*,? = (?:inputs|outputs|consts)"
+    r"|dev = (?:out0\.device|None)"
+    r"|(?:\w+ = )+_fx_scratch\(dev, torch\.\w+, \d+\)"
+    r"|\w+ = torch\.empty\(\d+, dtype=torch\.\w+, device=dev\)"
+    r"|_mem_\w+ = _mem\.view\(torch\.\w+\)"
+    r"|\w+ = _mem_\w+\[\d+:\d+\]"
+    r"|\w+ = \w+"
+    r"|_L\d+\(\d+, \d+(?:, \w+)*\)"
+    r"|return outputs)(?:  #.*)?"
+)
+LAUNCH_PLANS = True  # (benchmarks/gpu_host_time.py compares with and without)
+PLAN_TRIES = 4  # recordings per executable and stream that may fail before it stops trying
+# the intermediates a plan may keep (bytes): the module frees its own after each call, for other
+# work to reuse; a program with larger ones gains little from a plan (its kernels take longer)
+PLAN_MAX_BYTES = 1 << 20
+
+
+def plan_eligible(source: str) -> bool:
+    """Whether the module ``source``'s host function ``run`` is straight-line launches and
+    allocations (``_PLAN_LINE``), which a ``LaunchPlan`` can replay."""
+    body = source.split("\ndef run(inputs, consts, outputs):\n", 1)
+    if len(body) != 2:
+        return False
+    lines = body[1].split("\n\n", 1)[0].rstrip("\n").split("\n")
+    return all(_PLAN_LINE.fullmatch(ln) for ln in lines)
+
+
+class LaunchPlan:
+    """A program's launches bound once, for one device and stream: per launch the compiled
+    kernel's launcher, its grid and which addresses it takes (an input's, an output's, or one
+    fixed when the plan was recorded: constants, the scratch, intermediates, which the plan
+    keeps). ``plan(ins, outs, stream)`` launches them with the call's input and output
+    addresses and returns True, or returns False (nothing launched) where the call differs from
+    the recording in what a kernel was compiled for (an address not 16-byte aligned), a launch
+    hook is set, or the current device or stream is another: the module then runs as always.
+
+    What it saves per call, against the module's ``run`` and its sites: the intermediates'
+    allocations, and per launch the device and stream queries, the hook check, the buffers'
+    ``data_ptr`` calls and the site's lookup of its compiled kernel. Calls on one stream share
+    the intermediates, so they launch under a lock (their kernels then run in order on the
+    stream, one call's after the other's)."""
+
+    __slots__ = ("launches", "fixed", "index", "stream", "keep", "lock")
+
+    def __init__(self, launches, fixed, index, stream, keep):
+        # (the launcher with the grid, stream and kernel bound, a function picking its addresses)
+        self.launches = launches
+        self.fixed = fixed  # addresses bound at recording, after the inputs' and outputs'
+        self.index = index
+        self.stream = stream
+        self.keep = keep  # the intermediates (alive for the plan's life)
+        self.lock = threading.Lock()
+
+    def __call__(self, ins, outs, stream) -> bool:
+        """Launch for ``ins`` and ``outs`` on ``stream`` (the current stream of the plan's
+        device, which the caller looked up), or return False."""
+        ptrs = [t.data_ptr() for t in ins]
+        ptrs += [t.data_ptr() for t in outs]
+        bits = 0
+        for p in ptrs:
+            bits |= p
+        if bits & 15 or stream != self.stream or _cuda[0]() != self.index or _hooks_active():
+            return False
+        ptrs += self.fixed
+        with self.lock:
+            for launch, pick in self.launches:
+                launch(*pick(ptrs))
+        return True
+
+
+def _capturing() -> bool:
+    """Whether the current CUDA stream is capturing a graph (no plan is recorded then)."""
+    return sys.modules["torch"].cuda.is_current_stream_capturing()
+
+
+def _pick(positions):
+    """A function of a list returning its items at ``positions`` as a tuple."""
+    if len(positions) == 1:
+        (p,) = positions
+        return lambda ptrs: (ptrs[p],)
+    return operator.itemgetter(*positions)
+
+
+def run_recorded(module, ins, consts, outs) -> list:
+    """Run ``module``'s host code once (its kernels launch) and return each launch as
+    ``(site, grid0, grid1, buffers)``: ``run`` called with its sites behind recording stand-ins
+    in a copy of the module's globals (the module itself is not changed)."""
+    calls = []
+
+    def stand_in(site):
+        def launch(g0, g1, *bufs):
+            calls.append((site, g0, g1, bufs))
+            site(g0, g1, *bufs)
+
+        return launch
+
+    scope = dict(vars(module))
+    scope.update((k, stand_in(v)) for k, v in vars(module).items() if isinstance(v, Site))
+    types.FunctionType(module.run.__code__, scope)(ins, consts, outs)
+    return calls
+
+
+def record_plan(module, index: int, stream, ins, consts, outs):
+    """Run ``module``'s host code on ``ins``/``consts``/``outs`` (a real run, on the current
+    stream ``stream`` of device ``index``), recording its launches; returns their
+    ``LaunchPlan``, or None where one cannot stand for later calls (an argument appears twice,
+    a buffer that is not an argument shares an argument's memory, an address is not 16-byte
+    aligned, or a site has no compiled kernel to launch directly) or would keep intermediates
+    of more than ``PLAN_MAX_BYTES``."""
+    calls = run_recorded(module, ins, consts, outs)
+    args = list(ins) + list(outs)
+    where = {id(t): i for i, t in enumerate(args)}
+    if len(where) < len(args):
+        return None
+    storages = {t.untyped_storage().data_ptr() for t in args}
+    fixed_at: dict = {}  # id -> position in the address list
+    fixed, keep = [], []
+    for t in consts:
+        where.setdefault(id(t), len(args) + len(fixed))
+        fixed.append(t.data_ptr())
+    launches = []
+    for site, g0, g1, bufs in calls:
+        positions = []
+        for b in bufs:
+            p = where.get(id(b), fixed_at.get(id(b)))
+            if p is None:
+                if b.untyped_storage().data_ptr() in storages:
+                    return None  # (a view of an argument)
+                p = fixed_at[id(b)] = len(args) + len(fixed)
+                fixed.append(b.data_ptr())
+                keep.append(b)
+            positions.append(p)
+        f = site.fast.get(index)
+        if f is None or any(p & 15 for p in fixed) or any(t.data_ptr() & 15 for t in args):
+            return None
+        if f[0]:  # (the arguments Site.__call__ gives the C function or the launcher object)
+            head = (g0, g1, 1, stream, f[2], f[3], f[4], None, None, f[5], None, None, None)
+        else:
+            head = (g0, g1, 1, stream, f[2], f[5], None, None, None)
+        launches.append((functools.partial(f[1], *head), _pick(positions)))
+    if sum(t.untyped_storage().nbytes() for t in keep) > PLAN_MAX_BYTES:
+        return None
+    return LaunchPlan(tuple(launches), fixed, index, stream, keep)
 
 
 # --- matrix products -----------------------------------------------------------------------------
@@ -937,6 +1103,9 @@ class TritonExecutable:
         self._ran: set = set()
         self._last = (None, None)  # (device, its constants): the common single-device case
         self._rings = None  # OutputRings of the first device (small outputs only)
+        # (device index, stream) -> its LaunchPlan, or how many recordings failed (None: the
+        # host code is more than launches and allocations)
+        self._plans = {} if not self.host_calls and plan_eligible(source) else None
         self._torch = torch
         # complex inputs and outputs (``complex_io``: which ones, from complex_lanes.py): the
         # kernels see them as real arrays with a trailing axis of 2 (torch.view_as_real)
@@ -1030,8 +1199,33 @@ class TritonExecutable:
         else:
             empty = self._torch.empty_strided  # (on an H100 host: 2.7 us, torch.empty 3.8)
             outs = [empty(s, st, dtype=t, device=dev) for s, st, t in self.out_specs]
+        if self._plans is not None and LAUNCH_PLANS and dev.type == "cuda":
+            if self._planned(dev, ins, consts, outs):
+                return outs
         self._run_module(ins, consts, outs)
         return outs
+
+    def _planned(self, dev, ins, consts, outs) -> bool:
+        """Launch through the current stream's ``LaunchPlan``, recording it on a call
+        without one (that call runs the module, recording); False where the module must run."""
+        index = dev.index if dev.index is not None else _cuda[0]()
+        stream = _cuda[1](index)
+        key = (index, stream)  # (every device's default stream is 0)
+        plan = self._plans.get(key)
+        if type(plan) is LaunchPlan:
+            return plan(ins, outs, stream)
+        tries = plan or 0
+        if (
+            tries >= PLAN_TRIES
+            or _cuda[0]() != index
+            or _hooks_active()
+            or not _direct_allowed()
+            or _capturing()
+        ):
+            return False
+        plan = record_plan(self.module, index, stream, ins, consts, outs)
+        self._plans[key] = plan if plan is not None else tries + 1
+        return True
 
     def _complex_args(self, args, dev):
         """The complex arguments as real views (a trailing axis of 2) of complex tensors."""
@@ -1201,6 +1395,10 @@ class JitExecutable:
 __all__ = [
     "Site",
     "site",
+    "LaunchPlan",
+    "record_plan",
+    "run_recorded",
+    "plan_eligible",
     "GraphMemory",
     "InPlaceGraphs",
     "CopyGraphs",
