@@ -41,10 +41,12 @@ def interpreter(monkeypatch):
     monkeypatch.setattr(placement, "GPU_IN_USE", placement.GPU_IN_USE)
 
 
-def _run(tmp_path, p: Product, cfg: Config, a, b, sums=None):
-    """``gemm.kernels`` of ``(p, cfg)`` run on flat float32 (or bfloat16) tensors (``sums``:
-    a float32 tensor of ``p.n`` elements for the column sums of ``b``)."""
-    defs, launches = gemm.kernels("kg", p, cfg, column_sums=None if sums is None else "csum")
+def _run(tmp_path, p: Product, cfg: Config, a, b, sums=None, fold=None, calls=1):
+    """``gemm.kernels`` of ``(p, cfg)`` run ``calls`` times on flat float32 (or bfloat16)
+    tensors (``sums``: a float32 tensor of ``p.n`` elements for the column sums of ``b``;
+    ``fold``: ``fold_in_last``); the tile counters must be back at 0 after each call."""
+    cs = None if sums is None else "csum"
+    defs, launches = gemm.kernels("kg", p, cfg, column_sums=cs, fold_in_last=fold)
     path = tmp_path / f"g{abs(hash((p, cfg)))}.py"
     path.write_text("import triton\nimport triton.language as tl\n\n\n" + "\n\n".join(defs))
     spec = importlib.util.spec_from_file_location(path.stem, path)
@@ -57,9 +59,12 @@ def _run(tmp_path, p: Product, cfg: Config, a, b, sums=None):
         "out": torch.full((p.batch * p.m * p.n,), float("nan"), dtype=tdt, device=DEV),
         "ws": torch.full((max(1, gemm.workspace_elements(p, cfg)),), float("nan"), device=DEV),
         "csum": sums,
+        "cnt": torch.zeros(max(1, gemm.counters(p, cfg, fold)), dtype=torch.int32, device=DEV),
     }
-    for name, grid, params, warps in launches:
-        getattr(mod, name)[grid](*[bufs[x] for x in params], num_warps=warps)
+    for _ in range(calls):
+        for name, grid, params, warps in launches:
+            getattr(mod, name)[grid](*[bufs[x] for x in params], num_warps=warps)
+        assert not bufs["cnt"].any()
     return bufs["out"].float().cpu().numpy(), launches
 
 
@@ -81,13 +86,16 @@ def test_gemm_matches_numpy_float64(tmp_path, case, ta, tb):
     p = Product(bz, m, k, n, ta, tb, "float32", True)
     a = RNG.standard_normal(bz * m * k).astype(np.float32)
     b = RNG.standard_normal(bz * k * n).astype(np.float32)
-    got, launches = _run(tmp_path, p, cfg, a, b)
     want = gemm.reference(p, a, b)
-    err = np.abs(got.reshape(want.shape) - want).max() / np.abs(want).max()
-    assert err <= TOL, err
     split = gemm.workspace_elements(p, cfg) // max(1, bz * m * n)
-    assert len(launches) == (2 if split > 1 else 1)
-    assert launches[0][1][1] == bz * max(split, 1)
+    # a split's partials added by the last program of each tile (twice: the counters are
+    # reused) or by a second kernel: both the float64 product's within float32 accumulation
+    for fold in (None, 0) if split > 1 else (None,):
+        got, launches = _run(tmp_path, p, cfg, a, b, fold=fold, calls=2)
+        err = np.abs(got.reshape(want.shape) - want).max() / np.abs(want).max()
+        assert err <= TOL, err
+        assert len(launches) == (2 if split > 1 and fold == 0 else 1)
+        assert launches[0][1][1] == bz * max(split, 1)
 
 
 @pytest.mark.parametrize("case", [0, 1, 3])
@@ -217,7 +225,7 @@ def test_jitted_training_step_on_triton_products_matches_jax(monkeypatch, split)
     run = text.split("\ndef run(")[1]
     assert "_fx_dot(" not in run
     assert _launches(text) >= 5
-    assert ("_fold" in text) == (split > 1)
+    assert ("partials added by the last" in text) == (split > 1) and "_fold(" not in text
     # the forward products' bias and tanh, the backward ones' tanh derivative and the weights'
     # updates: epilogues; the products only they read are never stored
     assert text.count(", with an epilogue") >= 4
@@ -227,8 +235,10 @@ def test_jitted_training_step_on_triton_products_matches_jax(monkeypatch, split)
     assert text.count("with column sums of b") == 1
     monkeypatch.setattr(dot, "EPILOGUES", False)
     monkeypatch.setattr(dot, "COLUMN_SUMS", False)
+    monkeypatch.setattr(gemm, "FOLD_IN_LAST", 0)
     functx.clear_caches()
     text_apart, apart = _lowered_and_run(step, args)
+    assert ("_fold(" in text_apart) == (split > 1)
     assert "with an epilogue" not in text_apart and "column sums" not in text_apart
     reductions = [len(re.findall(r"(?m)^def k\d+_reduce\(", t)) for t in (text, text_apart)]
     assert reductions[1] == reductions[0] + 1 and _launches(text_apart) > _launches(text)
