@@ -202,9 +202,10 @@ def _close_to_jax(got, want):
 @pytest.mark.parametrize("split", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_jitted_training_step_on_triton_products_matches_jax(monkeypatch, split):
     """An MLP's SGD step with every product a Triton GEMM: the program launches ``_gemm``
-    kernels (and their folds) and no cuBLAS call; the bias and tanh after each forward product,
-    tanh's derivative after the backward ones and the weights' updates are the products'
-    epilogues (in the fold with a split contraction), which give the values of separate kernels
+    kernels and no cuBLAS call; the bias and tanh after each forward product, tanh's derivative
+    after the backward ones and the weights' updates are the products' epilogues (run by the
+    last program of a tile with a split contraction), the bias gradient is summed by the weight
+    gradient's product; all give the values of separate kernels (main's code, with fold kernels)
     (the same bits on the interpreter; on an H100 the update ``p - 0.1 * g`` in a split's fold
     and in its own kernel rounded differently, 77 of 240 elements apart by at most 6e-8 in values
     up to 0.6: a fused multiply-add in one of them, by my reading); results match JAX."""
