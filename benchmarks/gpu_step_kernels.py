@@ -14,10 +14,10 @@ kernels too) and a table of the kernels (name, launches per step, us per step).
 
 ``--ab``: functx as main built it before session 37 (``AB``'s switches off while compiling) and
 with each of session 37's steps added in turn (a bias gradient's sums computed by its weight
-gradient's product, a split contraction added by the last program of each tile, reductions of
-few rows spread over 8 blocks), in the same process, alternating with JAX; each version's
-results are also compared with the first version's (largest difference relative to the largest
-element, per output) and checked to give the same bits over ``--repeat`` calls.
+gradient's product, reductions of few rows spread over 8 blocks, ...), in the same process,
+alternating with JAX; each version's results are also compared with the first version's
+(largest difference relative to the largest element, per output) and checked to give the same
+bits over ``--repeat`` calls.
 ``--ab-gemm``: session 36's A/B: products on cuBLAS (``gemm.TRITON_GEMM = False``), Triton GEMMs
 without epilogues (``dot.EPILOGUES = False``) and with them.
 
@@ -62,9 +62,8 @@ from functx.lowering.triton.blocks import Blocks  # noqa: E402
 # --ab: each version's switches while compiling (the first is main before session 37)
 _MAIN_BLOCKS = {(program, "DEFAULT_BLOCKS"): Blocks(row_blocks=1)}
 AB = [
-    ("functx main", {(dot, "COLUMN_SUMS"): False, (gemm, "FOLD_IN_LAST"): 0, **_MAIN_BLOCKS}),
-    ("functx +column sums", {(gemm, "FOLD_IN_LAST"): 0, **_MAIN_BLOCKS}),
-    ("functx +fold in last", dict(_MAIN_BLOCKS)),
+    ("functx main", {(dot, "COLUMN_SUMS"): False, **_MAIN_BLOCKS}),
+    ("functx +column sums", dict(_MAIN_BLOCKS)),
     ("functx +rows spread", {}),
 ]
 AB_GEMM = [

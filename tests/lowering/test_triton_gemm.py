@@ -41,12 +41,10 @@ def interpreter(monkeypatch):
     monkeypatch.setattr(placement, "GPU_IN_USE", placement.GPU_IN_USE)
 
 
-def _run(tmp_path, p: Product, cfg: Config, a, b, sums=None, fold=None, calls=1):
-    """``gemm.kernels`` of ``(p, cfg)`` run ``calls`` times on flat float32 (or bfloat16)
-    tensors (``sums``: a float32 tensor of ``p.n`` elements for the column sums of ``b``;
-    ``fold``: ``fold_in_last``); the tile counters must be back at 0 after each call."""
-    cs = None if sums is None else "csum"
-    defs, launches = gemm.kernels("kg", p, cfg, column_sums=cs, fold_in_last=fold)
+def _run(tmp_path, p: Product, cfg: Config, a, b, sums=None):
+    """``gemm.kernels`` of ``(p, cfg)`` run on flat float32 (or bfloat16) tensors (``sums``:
+    a float32 tensor of ``p.n`` elements for the column sums of ``b``)."""
+    defs, launches = gemm.kernels("kg", p, cfg, column_sums=None if sums is None else "csum")
     path = tmp_path / f"g{abs(hash((p, cfg)))}.py"
     path.write_text("import triton\nimport triton.language as tl\n\n\n" + "\n\n".join(defs))
     spec = importlib.util.spec_from_file_location(path.stem, path)
@@ -59,12 +57,9 @@ def _run(tmp_path, p: Product, cfg: Config, a, b, sums=None, fold=None, calls=1)
         "out": torch.full((p.batch * p.m * p.n,), float("nan"), dtype=tdt, device=DEV),
         "ws": torch.full((max(1, gemm.workspace_elements(p, cfg)),), float("nan"), device=DEV),
         "csum": sums,
-        "cnt": torch.zeros(max(1, gemm.counters(p, cfg, fold)), dtype=torch.int32, device=DEV),
     }
-    for _ in range(calls):
-        for name, grid, params, warps in launches:
-            getattr(mod, name)[grid](*[bufs[x] for x in params], num_warps=warps)
-        assert not bufs["cnt"].any()
+    for name, grid, params, warps in launches:
+        getattr(mod, name)[grid](*[bufs[x] for x in params], num_warps=warps)
     return bufs["out"].float().cpu().numpy(), launches
 
 
@@ -86,16 +81,13 @@ def test_gemm_matches_numpy_float64(tmp_path, case, ta, tb):
     p = Product(bz, m, k, n, ta, tb, "float32", True)
     a = RNG.standard_normal(bz * m * k).astype(np.float32)
     b = RNG.standard_normal(bz * k * n).astype(np.float32)
+    got, launches = _run(tmp_path, p, cfg, a, b)
     want = gemm.reference(p, a, b)
+    err = np.abs(got.reshape(want.shape) - want).max() / np.abs(want).max()
+    assert err <= TOL, err
     split = gemm.workspace_elements(p, cfg) // max(1, bz * m * n)
-    # a split's partials added by the last program of each tile (twice: the counters are
-    # reused) or by a second kernel: both the float64 product's within float32 accumulation
-    for fold in (None, 0) if split > 1 else (None,):
-        got, launches = _run(tmp_path, p, cfg, a, b, fold=fold, calls=2 if fold is None else 1)
-        err = np.abs(got.reshape(want.shape) - want).max() / np.abs(want).max()
-        assert err <= TOL, err
-        assert len(launches) == (2 if split > 1 and fold == 0 else 1)
-        assert launches[0][1][1] == bz * max(split, 1)
+    assert len(launches) == (2 if split > 1 else 1)
+    assert launches[0][1][1] == bz * max(split, 1)
 
 
 @pytest.mark.parametrize("case", [0, 1, 3])
@@ -202,10 +194,9 @@ def _close_to_jax(got, want):
 @pytest.mark.parametrize("split", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_jitted_training_step_on_triton_products_matches_jax(monkeypatch, split):
     """An MLP's SGD step with every product a Triton GEMM: the program launches ``_gemm``
-    kernels and no cuBLAS call; the bias and tanh after each forward product, tanh's derivative
-    after the backward ones and the weights' updates are the products' epilogues (run by the
-    last program of a tile with a split contraction), the bias gradient is summed by the weight
-    gradient's product; all give the values of separate kernels (main's code, with fold kernels)
+    kernels (and their folds) and no cuBLAS call; the bias and tanh after each forward product,
+    tanh's derivative after the backward ones and the weights' updates are the products'
+    epilogues (in the fold with a split contraction), which give the values of separate kernels
     (the same bits on the interpreter; on an H100 the update ``p - 0.1 * g`` in a split's fold
     and in its own kernel rounded differently, 77 of 240 elements apart by at most 6e-8 in values
     up to 0.6: a fused multiply-add in one of them, by my reading); results match JAX."""
@@ -226,7 +217,7 @@ def test_jitted_training_step_on_triton_products_matches_jax(monkeypatch, split)
     run = text.split("\ndef run(")[1]
     assert "_fx_dot(" not in run
     assert _launches(text) >= 5
-    assert ("partials added by the last" in text) == (split > 1) and "_fold(" not in text
+    assert ("_fold" in text) == (split > 1)
     # the forward products' bias and tanh, the backward ones' tanh derivative and the weights'
     # updates: epilogues; the products only they read are never stored
     assert text.count(", with an epilogue") >= 4
@@ -236,10 +227,8 @@ def test_jitted_training_step_on_triton_products_matches_jax(monkeypatch, split)
     assert text.count("with column sums of b") == 1
     monkeypatch.setattr(dot, "EPILOGUES", False)
     monkeypatch.setattr(dot, "COLUMN_SUMS", False)
-    monkeypatch.setattr(gemm, "FOLD_IN_LAST", 0)
     functx.clear_caches()
     text_apart, apart = _lowered_and_run(step, args)
-    assert ("_fold(" in text_apart) == (split > 1)
     assert "with an epilogue" not in text_apart and "column sums" not in text_apart
     reductions = [len(re.findall(r"(?m)^def k\d+_reduce\(", t)) for t in (text, text_apart)]
     assert reductions[1] == reductions[0] + 1 and _launches(text_apart) > _launches(text)

@@ -75,14 +75,9 @@ def _triton_product(prog, k: Kernel, prod, cfg, bufs):
     with the next kernel as its epilogue where ``_epilogue`` finds one."""
     name = prog._kname(k, "gemm")
     ws = f"ws{k.index}"
-    n_ws, n_cnt = gemm.workspace_elements(prod, cfg), gemm.counters(prod, cfg)
+    n_ws = gemm.workspace_elements(prod, cfg)
     if n_ws:
         prog.host.append(f"    {ws} = torch.empty({n_ws}, dtype=torch.float32, device=dev)")
-    if n_cnt:
-        if "_fx_counters" not in prog.helpers:
-            prog.helpers.add("_fx_counters")
-            prog.defs.append(_COUNTERS)
-        prog.host.append(f"    cnt{k.index} = _fx_counters({name!r}, {n_cnt}, device=dev)")
     sums = column_sums(prog).get(k.index)
     sums = sums and sums.passes[0][0].buf
     epi = _epilogue(prog, k) if prod.dtype == "float32" else None
@@ -94,26 +89,9 @@ def _triton_product(prog, k: Kernel, prod, cfg, bufs):
         # (the product's own store goes where nothing else reads it: drop_unread_products)
         prog.__dict__.setdefault("_gemm_stores", []).append((launches[-1][0], bufs[2]))
     prog.defs.extend(defs)
-    names = dict(zip(("a", "b", "out", "csum", "cnt"), (*bufs, sums, f"cnt{k.index}")))
+    names = dict(zip(("a", "b", "out", "csum"), (*bufs, sums)), **{ws: ws})
     for kname, (g0, g1), params, warps in launches:
         prog._launch(kname, f"{g0}, {g1}", [names.get(x, x) for x in params], warps)
-
-
-# (module code: the tile counters of split products whose last program adds the partials)
-_COUNTERS = """\
-_FX_COUNTERS = {}
-
-
-def _fx_counters(kernel, n, device):
-    # int32 zeros kept with the module, one per tile of a split product's launch: each call's
-    # last program of a tile sets its count back to 0 (the first, direct call makes them,
-    # before any CUDA graph captures the program; calls of one module on two streams at once
-    # would share them)
-    t = _FX_COUNTERS.get((kernel, device))
-    if t is None:
-        t = _FX_COUNTERS[(kernel, device)] = torch.zeros(n, dtype=torch.int32, device=device)
-    return t
-"""
 
 
 def _consumer(prog, k: Kernel):

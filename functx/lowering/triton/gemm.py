@@ -24,9 +24,6 @@ import numpy as np
 TRITON_GEMM = True
 #: whether TF32 products round their operands to TF32 first (else the tensor cores truncate)
 ROUND_TF32 = True
-#: a split contraction of at most this many slices is added up by the last program of each
-#: tile to finish (a counter per tile), not by a second launch (0: always a second launch)
-FOLD_IN_LAST = 16
 
 
 @dataclass(frozen=True)
@@ -140,7 +137,6 @@ def kernels(
     round_tf32: bool | None = None,
     epilogue=None,
     column_sums: str | None = None,
-    fold_in_last: int | None = None,
 ):
     """Triton source for product ``p`` with configuration ``cfg``.
 
@@ -148,10 +144,6 @@ def kernels(
     order, each ``(kernel name, (grid0, grid1), buffer names, warps)``. The product kernel takes
     ``(a, b, out)``, or ``(a, b, ws)`` with a split contraction, ``ws`` then being a float32
     workspace of ``split * batch * m * n`` elements that ``name + "_fold"`` ``(ws, out)`` adds up.
-    With at most ``fold_in_last`` slices (default ``FOLD_IN_LAST``) there is no fold kernel:
-    the product kernel takes ``(a, b, ws, cnt, out)``, ``cnt`` being ``counters(p, cfg)`` int32
-    zeros, and the last program of each tile to store its partial (its count) adds the tile's
-    partials in slice order, runs the epilogue and sets the count back to 0.
 
     ``epilogue(flat, mask, value, indent) -> (lines, buffers)``: code run where the product is
     stored (in the fold with a split contraction) on the elements at flat offsets ``flat`` of the
@@ -250,34 +242,6 @@ def kernels(
         defs = [_define(name, params, body, what + (", with an epilogue" if more else ""))]
         return [add] * bool(cs) + defs, [(name, (tm * tn, p.batch * split), params, cfg.warps)]
     body.append(f"    tl.store({ws} + z * {m * n} + {at}, acc, mask={tile_mask})")
-    if split <= (FOLD_IN_LAST if fold_in_last is None else fold_in_last):
-        # the partials are read from L2 (.cg: this SM's L1 may hold an older call's); the
-        # barrier and the count's release make every thread's partial visible before it
-        part = f"{ws} + (bz * {split} + {{}}) * {m * n} + {at}, mask=mask, cache_modifier='.cg'"
-        body += [
-            "    tl.debug_barrier()",
-            f"    tile = bz * {tm * tn} + pid",
-            '    seen = tl.atomic_add(cnt + tile, 1, sem="acq_rel", scope="gpu")',
-            f"    if seen == {split - 1}:  # the tile's last slice to finish adds them up",
-            f"        flat = bz * {m * n} + {at}",
-            f"        mask = {tile_mask}",
-            f"        v = tl.load({part.format(0)})",
-            f"        for s in tl.static_range(1, {split}):",
-            f"            v += tl.load({part.format('s')})",
-            f"        tl.store(out + flat, {'v' if p.dtype == 'float32' else f'v.to({out_t})'}, "
-            f"mask=mask)  {PRODUCT_STORE}",
-        ]
-        if epilogue is not None:
-            lines, more = epilogue("flat", "mask", "v", "        ")
-            body += lines
-        body.append("        tl.store(cnt + tile, 0)  # (for the next call)")
-        params = ["a", "b", ws, "cnt", "out", *more, *cs]
-        comment = f"{what}, {split} partials added by the last" + (
-            ", with an epilogue" if more else ""
-        )
-        return [add, _define(name, params, body, comment)], [
-            (name, (tm * tn, p.batch * split), params, cfg.warps)
-        ]
     # the fold: a block of (slices, elements) summed over the slices by one tl.reduce, whose tree
     # is fixed by the compiled kernel (the same bits every call); the epilogue follows it
     total, sp2 = p.batch * m * n, 1 << (split - 1).bit_length()
@@ -318,15 +282,6 @@ def workspace_elements(p: Product, cfg: Config) -> int:
     chunk = _cdiv(_cdiv(p.k, cfg.split), cfg.bk) * cfg.bk
     split = _cdiv(p.k, chunk)
     return 0 if split == 1 else split * p.batch * p.m * p.n
-
-
-def counters(p: Product, cfg: Config, fold_in_last: int | None = None) -> int:
-    """Int32 counters (one per output tile) that ``kernels`` needs for ``p`` under ``cfg``: 0
-    without a split contraction or with a fold kernel."""
-    chunk = _cdiv(_cdiv(p.k, cfg.split), cfg.bk) * cfg.bk
-    split = _cdiv(p.k, chunk)
-    most = FOLD_IN_LAST if fold_in_last is None else fold_in_last
-    return p.batch * _cdiv(p.m, cfg.bm) * _cdiv(p.n, cfg.bn) if 1 < split <= most else 0
 
 
 def _define(name, params, body, comment):
