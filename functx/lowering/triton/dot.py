@@ -207,7 +207,10 @@ def _column_sum(k: Kernel):
     if r.params["op"] != "reduce_sum" or np.dtype(r.dtype) != np.float32 or not r.buf:
         return None
     full = k.full_index()
-    e = r.params["operand"].load(full, KernelCtx(k, k.row_vars()))
+    try:
+        e = r.params["operand"].load(full, KernelCtx(k, k.row_vars()))
+    except NotRowAligned:
+        return None
     if not isinstance(e, Load) or np.dtype(e.dtype) != np.float32:
         return None
     if sympy.expand(e.offset - flat_offset(full, k.shape)) != 0:
@@ -235,10 +238,10 @@ def column_sums(prog) -> dict:
         out = k.passes[0][0].buf
         later = []
         for k2 in prog.kernels[k.index + 1 :]:
-            later.append(k2)
             reads = _reads(k2)
             if reads is None or out in reads:
                 break
+            later.append(k2)
         earlier = prog.kernels[k.index - 1 :: -1] if k.index else []
         for k2 in later + earlier:
             chosen = _triton_choice(k2) if k2.kind == "dot" else None
