@@ -180,25 +180,6 @@ def kernels(
     else:
         body += ["    bz = z", "    ks = 0"]
     body += axis("rm", "pm", m, bm) + axis("rn", "pn", n, bn)
-    cs = [] if column_sums is None else ["csum"]
-    if cs:  # (before the product's loop: these programs start first, the others catch up)
-        assert not p.tb and p.batch == 1
-        ck = min(1 << (k - 1).bit_length(), max(16, 4096 // bn))
-        body += [
-            f"    if (pid < {tn}) & (z == 0):  # the column sums of b ({bn} columns each)",
-            f"        cs = tl.full([{bn}], 0.0, tl.float32)",
-            f"        for kc in range(0, {k}, {ck}):",
-            f"            rc = kc + tl.arange(0, {ck})",
-            f"            col = tl.load(b + rc[:, None] * {n} + rnc[None, :], "
-            f"mask=rc[:, None] < {k}, other=0.0)",
-            f"            cs += tl.reduce(col, 0, {name}_add)",
-            f"        cmask = rn < {n}",
-            "        tl.store(csum + rn, cs, mask=cmask)",
-        ]
-        if sums_epilogue is not None:
-            lines, after = sums_epilogue("rn", "cmask", "cs", "        ")
-            body += lines
-            cs += after
     body += [
         f"    rk = tl.arange(0, {bk})",
         f"    pa = a + bz * {m * k} + rmc[:, None] * {sam} + rk[None, :] * {sak}",
@@ -230,6 +211,25 @@ def kernels(
             for v in ("x", "y")
         ]
     body.append(f"        acc = tl.dot(x, y, acc, input_precision={prec})")
+    cs = [] if column_sums is None else ["csum"]
+    if cs:  # (after the product's loop, from L2: the loop's pipeline stays as it is)
+        assert not p.tb and p.batch == 1
+        ck = min(1 << (k - 1).bit_length(), max(16, 4096 // bn))
+        body += [
+            f"    if (pid < {tn}) & (z == 0):  # the column sums of b ({bn} columns each)",
+            f"        cs = tl.full([{bn}], 0.0, tl.float32)",
+            f"        for kc in range(0, {k}, {ck}):",
+            f"            rc = kc + tl.arange(0, {ck})",
+            f"            col = tl.load(b + rc[:, None] * {n} + rnc[None, :], "
+            f"mask=rc[:, None] < {k}, other=0.0)",
+            f"            cs += tl.reduce(col, 0, {name}_add)",
+            f"        cmask = rn < {n}",
+            "        tl.store(csum + rn, cs, mask=cmask)",
+        ]
+        if sums_epilogue is not None:
+            lines, after = sums_epilogue("rn", "cmask", "cs", "        ")
+            body += lines
+            cs += after
     what = (
         f"{'batched ' if p.batch > 1 else ''}product ({m}, {k}) x ({k}, {n})"
         f"{' a^T' if p.ta else ''}{' b^T' if p.tb else ''}: tiles {cfg}"
