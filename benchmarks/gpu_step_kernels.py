@@ -14,8 +14,7 @@ kernels too) and a table of the kernels (name, launches per step, us per step).
 
 ``--ab``: functx as main built it before session 37 (``AB``'s switches off while compiling) and
 with each of session 37's steps added in turn (a bias gradient's sums computed by its weight
-gradient's product, reductions of few rows spread over 8 blocks, the bias's update as the
-sums' epilogue), in the same process,
+gradient's product, reductions of few rows spread over 8 blocks), in the same process,
 alternating with JAX; each version's results are also compared with the first version's
 (largest difference relative to the largest element, per output) and checked to give the same
 bits over ``--repeat`` calls.
@@ -64,9 +63,8 @@ from functx.lowering.triton.blocks import Blocks  # noqa: E402
 _MAIN_BLOCKS = {(program, "DEFAULT_BLOCKS"): Blocks(row_blocks=1)}
 AB = [
     ("functx main", {(dot, "COLUMN_SUMS"): False, **_MAIN_BLOCKS}),
-    ("functx +column sums", {(dot, "SUM_EPILOGUES"): False, **_MAIN_BLOCKS}),
-    ("functx +rows spread", {(dot, "SUM_EPILOGUES"): False}),
-    ("functx +sums' epilogues", {}),
+    ("functx +column sums", dict(_MAIN_BLOCKS)),
+    ("functx +rows spread", {}),
 ]
 AB_GEMM = [
     ("functx cuBLAS", {(gemm, "TRITON_GEMM"): False}),

@@ -223,12 +223,8 @@ def test_jitted_training_step_on_triton_products_matches_jax(monkeypatch, split)
     assert text.count(", with an epilogue") >= 4
     assert text.count(gemm.PRODUCT_STORE) < len(re.findall(r"(?m)^def k\d+_gemm\(", text))
     # b1's gradient, the batch sum of the pre-activation's gradient, is computed by w1's
-    # gradient product x^T @ d from the d it reads (no reduction kernel of its own), and b1's
-    # update with it
+    # gradient product x^T @ d from the d it reads (no reduction kernel of its own)
     assert text.count("with column sums of b") == 1
-    assert re.search(
-        r"(?m)^        cmask = .*\n.*\n(        .*\n)*        tl.store\(out3 \+ rn", text
-    )
     monkeypatch.setattr(dot, "EPILOGUES", False)
     monkeypatch.setattr(dot, "COLUMN_SUMS", False)
     functx.clear_caches()
@@ -262,21 +258,18 @@ def test_a_consumer_reading_other_elements_of_the_product_stays_apart(monkeypatc
 def test_column_sums_join_the_product_that_reads_their_operand(monkeypatch):
     """A sum of a product's second operand over the contraction (a bias gradient beside the
     weight gradient ``x^T @ g``) is computed by the product's launch, also where the scheduler
-    puts the sum after it; a sum with more work (a scaled ``g``, its own epilogue: a bias's
-    update alone is fused into the reduction kernel here, and into the product where it is a
-    kernel of its own: the training step above), or of another operand, keeps its reduction
-    kernel. Values as without it and close to JAX."""
+    puts the sum after it; a sum with more work (a scaled ``g``), or of another operand, keeps
+    its reduction kernel. Values as without it and close to JAX."""
     monkeypatch.setattr(gemm, "TABLE", [(lambda q: True, Config(16, 16, 16))])
     rng = np.random.default_rng(5)
     x, g = (rng.standard_normal(s).astype(np.float32) for s in ((20, 12), (20, 18)))
-    for f, joined, launches in (
-        (lambda x, g: (x.T @ g, g.sum(0)), True, 1),
-        (lambda x, g: (x.T @ g, 2.0 - 0.1 * g.sum(0)), False, 2),
-        (lambda x, g: (x.T @ g, g * g.sum(0)), False, 2),
-        (lambda x, g: (x.T @ (g * g.sum(0)), g.sum(0)), False, 2),
+    for f, joined in (
+        (lambda x, g: (x.T @ g, g.sum(0)), True),
+        (lambda x, g: (x.T @ g, g * g.sum(0)), False),
+        (lambda x, g: (x.T @ (g * g.sum(0)), g.sum(0)), False),
     ):
         text, got = _lowered_and_run(f, (x, g))
-        assert ("with column sums of b" in text) == joined and _launches(text) == launches
+        assert ("with column sums of b" in text) == joined
         assert ("_reduce(" in text) != joined
         monkeypatch.setattr(dot, "COLUMN_SUMS", False)
         functx.clear_caches()

@@ -65,11 +65,9 @@ def _triton_choice(k: Kernel):
 
 #: whether a Triton product computes the pointwise kernel right after it as its epilogue
 EPILOGUES = True
-#: whether a Triton product also computes a reduction kernel that sums its second operand over
-#: the contraction (``column_sums``) ...
+#: whether a Triton product also computes a reduction kernel before it that sums its second
+#: operand over the contraction (``column_sums_in_product``)
 COLUMN_SUMS = True
-#: ... and the pointwise kernel that reads those sums (a bias's update) as their epilogue
-SUM_EPILOGUES = True
 
 
 def _triton_product(prog, k: Kernel, prod, cfg, bufs):
@@ -80,31 +78,14 @@ def _triton_product(prog, k: Kernel, prod, cfg, bufs):
     n_ws = gemm.workspace_elements(prod, cfg)
     if n_ws:
         prog.host.append(f"    {ws} = torch.empty({n_ws}, dtype=torch.float32, device=dev)")
-    summed = column_sums(prog).get(k.index)
-    sums = summed and summed.passes[0][0].buf
+    sums = column_sums(prog).get(k.index)
+    sums = sums and sums.passes[0][0].buf
     epi = _epilogue(prog, k) if prod.dtype == "float32" else None
     if epi is not None and sums is not None and sums in pointwise._reads(epi[0]):
         epi = None  # (it reads the column sums, which this launch writes)
+    defs, launches = gemm.kernels(name, prod, cfg, ws, epilogue=epi and epi[1], column_sums=sums)
     if epi is not None:
         pointwise._merged(prog).add(epi[0].index)  # (computed here: its own turn is skipped)
-    # the sums' own consumer (a bias's SGD update), where it reads nothing this launch writes
-    sum_epi = _epilogue(prog, k, summed.passes[0][0]) if summed and SUM_EPILOGUES else None
-    if sum_epi is not None:
-        writes = {bufs[2], sums} | {nd.buf for nd in (epi[0].nodes if epi else ())}
-        if pointwise._reads(sum_epi[0]) & writes:
-            sum_epi = None
-        else:
-            pointwise._merged(prog).add(sum_epi[0].index)
-    defs, launches = gemm.kernels(
-        name,
-        prod,
-        cfg,
-        ws,
-        epilogue=epi and epi[1],
-        column_sums=sums,
-        sums_epilogue=sum_epi and sum_epi[1],
-    )
-    if epi is not None:
         # (the product's own store goes where nothing else reads it: drop_unread_products)
         prog.__dict__.setdefault("_gemm_stores", []).append((launches[-1][0], bufs[2]))
     prog.defs.extend(defs)
@@ -113,13 +94,12 @@ def _triton_product(prog, k: Kernel, prod, cfg, bufs):
         prog._launch(kname, f"{g0}, {g1}", [names.get(x, x) for x in params], warps)
 
 
-def _consumer(prog, k: Kernel, node=None):
+def _consumer(prog, k: Kernel):
     """The first later pointwise kernel of the product's shape that reads product kernel ``k``'s
-    result (or ``node``'s, which ``k``'s launch computes: ``column_sums``) and nothing the
-    kernels in between write (so it can run in ``k``'s launch), or None; only pointwise,
-    reduction and product kernels may lie in between (their results are their nodes'
-    buffers)."""
-    node, merged, written = node or k.nodes[0], pointwise._merged(prog), set()
+    result and nothing the kernels in between write (so it can run in ``k``'s launch), or
+    None; only pointwise, reduction and product kernels may lie in between (their results
+    are their nodes' buffers)."""
+    node, merged, written = k.nodes[0], pointwise._merged(prog), set()
     for k2 in prog.kernels[k.index + 1 :]:
         if k2.kind == "pointwise" and k2.index not in merged:
             reads = pointwise._reads(k2)
@@ -133,15 +113,14 @@ def _consumer(prog, k: Kernel, node=None):
     return None
 
 
-def _epilogue(prog, k: Kernel, node=None):
-    """``(consumer, epilogue)``: ``_consumer``'s kernel, when it reads the product (or ``node``)
-    only at the element it computes (bias and activation, an activation's derivative, the SGD
-    update of a weight from its gradient, or of a bias from its column sums), written as
-    ``gemm.kernels``'s epilogue: the product's value comes from the accumulator instead of a
-    load, and one launch (or one part of a shared one) and a pass over the product are saved.
-    None where there is no such kernel."""
-    node = node or k.nodes[0]
-    nxt = _consumer(prog, k, node) if EPILOGUES else None
+def _epilogue(prog, k: Kernel):
+    """``(consumer, epilogue)``: ``_consumer``'s kernel, when it reads the product only at the
+    element it computes (bias and activation, an activation's derivative, the SGD update of a
+    weight from its gradient), written as ``gemm.kernels``'s epilogue: the product's value
+    comes from the accumulator instead of a load, and one launch (or one part of a shared one)
+    and a pass over the product are saved. None where there is no such kernel."""
+    node = k.nodes[0]
+    nxt = _consumer(prog, k) if EPILOGUES else None
     if nxt is None:
         return None
     # the product read as a local of the consumer: at its own element, else NotRowAligned

@@ -137,7 +137,6 @@ def kernels(
     round_tf32: bool | None = None,
     epilogue=None,
     column_sums: str | None = None,
-    sums_epilogue=None,
 ):
     """Triton source for product ``p`` with configuration ``cfg``.
 
@@ -153,9 +152,7 @@ def kernels(
 
     ``column_sums``: a buffer that the programs of the first row of tiles (first slice) also
     fill with the sums of ``b`` over the contraction, ``b`` being (k, n) (a bias gradient beside
-    a weight gradient: one reduction kernel fewer, ``dot.py``); the kernel takes it last,
-    then the buffers of ``sums_epilogue``, an epilogue as above run on the sums (offsets
-    ``rn`` of a vector of ``n``).
+    a weight gradient: one reduction kernel fewer, ``dot.py``); the kernel takes it last.
     """
     bm, bn, bk, split = cfg.bm, cfg.bn, cfg.bk, cfg.split
     m, n, k = p.m, p.n, p.k
@@ -223,13 +220,8 @@ def kernels(
             f"            col = tl.load(b + rc[:, None] * {n} + rnc[None, :], "
             f"mask=rc[:, None] < {k}, other=0.0)",
             f"            cs += tl.reduce(col, 0, {name}_add)",
-            f"        cmask = rn < {n}",
-            "        tl.store(csum + rn, cs, mask=cmask)",
+            f"        tl.store(csum + rn, cs, mask=rn < {n})",
         ]
-        if sums_epilogue is not None:
-            lines, after = sums_epilogue("rn", "cmask", "cs", "        ")
-            body += lines
-            cs += after
     what = (
         f"{'batched ' if p.batch > 1 else ''}product ({m}, {k}) x ({k}, {n})"
         f"{' a^T' if p.ta else ''}{' b^T' if p.tb else ''}: tiles {cfg}"
@@ -246,7 +238,7 @@ def kernels(
         if epilogue is not None:
             lines, more = epilogue("flat", "mask", "acc", "    ")
             body += lines
-        params = list(dict.fromkeys(["a", "b", "out", *more, *cs]))
+        params = ["a", "b", "out", *more, *cs]
         defs = [_define(name, params, body, what + (", with an epilogue" if more else ""))]
         return [add] * bool(cs) + defs, [(name, (tm * tn, p.batch * split), params, cfg.warps)]
     body.append(f"    tl.store({ws} + z * {m * n} + {at}, acc, mask={tile_mask})")
@@ -270,7 +262,7 @@ def kernels(
         fold += lines
     defs = [
         add,
-        _define(name, list(dict.fromkeys(["a", "b", ws, *cs])), body, what + f", {split} partials"),
+        _define(name, ["a", "b", ws, *cs], body, what + f", {split} partials"),
         _define(
             name + "_fold",
             [ws, "out", *more],
@@ -279,7 +271,7 @@ def kernels(
         ),
     ]
     launches = [
-        (name, (tm * tn, p.batch * split), list(dict.fromkeys(["a", "b", ws, *cs])), cfg.warps),
+        (name, (tm * tn, p.batch * split), ["a", "b", ws, *cs], cfg.warps),
         (name + "_fold", (_cdiv(total, fb), 1), [ws, "out", *more], 4),
     ]
     return defs, launches
