@@ -12,9 +12,14 @@ then prints for each library: wall us per step (median of ``--rounds`` alternati
 back-to-back calls), GPU us per call and launches per step (torch.profiler: CUPTI sees JAX's
 kernels too) and a table of the kernels (name, launches per step, us per step).
 
-``--ab``: functx three times, its products on cuBLAS (``gemm.TRITON_GEMM = False`` while
-compiling), as ``gemm.TABLE`` chooses without epilogues (``dot.EPILOGUES = False``) and with
-them, in the same process, alternating with JAX.
+``--ab``: functx as main built it before session 37 (``AB``'s switches off while compiling) and
+with each of session 37's steps added in turn (a bias gradient's sums computed by its weight
+gradient's product, reductions of few rows spread over 8 blocks), in the same process,
+alternating with JAX; each version's results are also compared with the first version's
+(largest difference relative to the largest element, per output) and checked to give the same
+bits over ``--repeat`` calls.
+``--ab-gemm``: session 36's A/B: products on cuBLAS (``gemm.TRITON_GEMM = False``), Triton GEMMs
+without epilogues (``dot.EPILOGUES = False``) and with them.
 
 ``--sweep --ab --pick``: the sweep first, then the A/B with ``gemm.TABLE`` replaced by the
 sweep's winners (each product that a Triton configuration ran at least 5% faster than cuBLAS).
@@ -51,7 +56,21 @@ sys.path.insert(0, ROOT)
 import numpy as np  # noqa: E402
 import workloads as wl  # noqa: E402
 
-from functx.lowering.triton import dot, gemm  # noqa: E402
+from functx.lowering.triton import dot, gemm, program  # noqa: E402
+from functx.lowering.triton.blocks import Blocks  # noqa: E402
+
+# --ab: each version's switches while compiling (the first is main before session 37)
+_MAIN_BLOCKS = {(program, "DEFAULT_BLOCKS"): Blocks(row_blocks=1)}
+AB = [
+    ("functx main", {(dot, "COLUMN_SUMS"): False, **_MAIN_BLOCKS}),
+    ("functx +column sums", dict(_MAIN_BLOCKS)),
+    ("functx +rows spread", {}),
+]
+AB_GEMM = [
+    ("functx cuBLAS", {(gemm, "TRITON_GEMM"): False}),
+    ("functx Triton GEMM, no epilogues", {(dot, "EPILOGUES"): False}),
+    ("functx Triton GEMM", {}),
+]
 
 DRY_SIZES = {
     "mlp_sgd": ("mlp", dict(sizes=(64, 48, 40, 10), batch=24)),
@@ -131,18 +150,13 @@ def steps(args):
 
     fdev = functx.devices("gpu")[0]
     jdev = jax.devices("cpu" if args.dry else "gpu")[0]
-    versions = [("functx", {})]  # (label, {(module, name): value} set while compiling)
-    if args.ab:
-        versions = [
-            ("functx cuBLAS", {(gemm, "TRITON_GEMM"): False}),
-            ("functx Triton GEMM, no epilogues", {(dot, "EPILOGUES"): False}),
-            ("functx Triton GEMM", {}),
-        ]
+    # (label, {(module, name): value} set while compiling)
+    versions = AB if args.ab else AB_GEMM if args.ab_gemm else [("functx", {})]
     summary = []
     for name, (fam, c) in _steps(args).items():
         jf, jargs = _build(jax, fam, c, jdev)
         want = _flat(jax, jf(*jargs))
-        runs = []
+        runs, first = [], None
         for label, switches in versions:
             saved = {k: getattr(*k) for k in switches}
             try:
@@ -156,7 +170,19 @@ def steps(args):
                     setattr(mod, attr, v)
             err = _rel(got, want)
             ok = "PASS" if err <= args.tol else "FAIL"
-            print(f"{name} {label}: {n} launches; vs JAX {err:.2e} {ok}", flush=True)
+            first = got if first is None else first
+            apart = max(
+                float(np.abs(g - f).max() / max(np.abs(f).max(), 1e-30)) for g, f in zip(got, first)
+            )
+            same = sum(
+                all(np.array_equal(a, b) for a, b in zip(_flat(functx, fx(*fargs)), got))
+                for _ in range(args.repeat)
+            )
+            print(
+                f"{name} {label}: {n} launches; vs JAX {err:.2e} {ok}; vs {versions[0][0]} "
+                f"{apart:.1e} (of the largest element); same bits {same}/{args.repeat} calls",
+                flush=True,
+            )
             runs.append((label, fx, fargs, functx.block_until_ready))
         if args.dry:
             continue
@@ -434,7 +460,9 @@ def main():
     ap.add_argument("--calls", type=int, default=200)
     ap.add_argument("--rows", type=int, default=16)
     ap.add_argument("--tol", type=float, default=2e-2)
-    ap.add_argument("--ab", action="store_true", help="functx with cuBLAS and with Triton GEMMs")
+    ap.add_argument("--ab", action="store_true", help="functx as main and with each step")
+    ap.add_argument("--ab-gemm", action="store_true", help="cuBLAS, GEMMs, GEMMs + epilogues")
+    ap.add_argument("--repeat", type=int, default=50, help="calls checked for the same bits")
     ap.add_argument("--no-steps", action="store_true", help="the sweep only")
     ap.add_argument(
         "--pick", action="store_true", help="with --sweep --ab: the A/B uses the sweep's winners"

@@ -41,9 +41,10 @@ def interpreter(monkeypatch):
     monkeypatch.setattr(placement, "GPU_IN_USE", placement.GPU_IN_USE)
 
 
-def _run(tmp_path, p: Product, cfg: Config, a, b):
-    """``gemm.kernels`` of ``(p, cfg)`` run on flat float32 (or bfloat16) tensors."""
-    defs, launches = gemm.kernels("kg", p, cfg)
+def _run(tmp_path, p: Product, cfg: Config, a, b, sums=None):
+    """``gemm.kernels`` of ``(p, cfg)`` run on flat float32 (or bfloat16) tensors (``sums``:
+    a float32 tensor of ``p.n`` elements for the column sums of ``b``)."""
+    defs, launches = gemm.kernels("kg", p, cfg, column_sums=None if sums is None else "csum")
     path = tmp_path / f"g{abs(hash((p, cfg)))}.py"
     path.write_text("import triton\nimport triton.language as tl\n\n\n" + "\n\n".join(defs))
     spec = importlib.util.spec_from_file_location(path.stem, path)
@@ -55,6 +56,7 @@ def _run(tmp_path, p: Product, cfg: Config, a, b):
         "b": torch.from_numpy(b).to(DEV, tdt),
         "out": torch.full((p.batch * p.m * p.n,), float("nan"), dtype=tdt, device=DEV),
         "ws": torch.full((max(1, gemm.workspace_elements(p, cfg)),), float("nan"), device=DEV),
+        "csum": sums,
     }
     for name, grid, params, warps in launches:
         getattr(mod, name)[grid](*[bufs[x] for x in params], num_warps=warps)
@@ -86,6 +88,24 @@ def test_gemm_matches_numpy_float64(tmp_path, case, ta, tb):
     split = gemm.workspace_elements(p, cfg) // max(1, bz * m * n)
     assert len(launches) == (2 if split > 1 else 1)
     assert launches[0][1][1] == bz * max(split, 1)
+
+
+@pytest.mark.parametrize("case", [0, 1, 3])
+def test_column_sums_of_b_beside_the_product(tmp_path, case):
+    """With ``column_sums`` the product also stores b's sums over the contraction, in full
+    float32 (not TF32: the operand as loaded, before its rounding), edge columns masked, with or
+    without a split contraction; the product itself is unchanged."""
+    _, m, k, n, cfg = SHAPES[case]
+    p = Product(1, m, k, n, True, False, "float32", True)
+    a = RNG.standard_normal(m * k).astype(np.float32)
+    b = (RNG.standard_normal(k * n) * (1 + 2.0**-20)).astype(np.float32)  # (low bits set)
+    sums = torch.full((n + 3,), float("nan"), device=DEV)
+    got, _ = _run(tmp_path, p, cfg, a, b, sums)
+    want = gemm.reference(p, a, b)
+    assert np.abs(got.reshape(want.shape) - want).max() <= TOL * np.abs(want).max()
+    col = b.astype(np.float64).reshape(k, n).sum(0)
+    s = sums.cpu().numpy()
+    assert np.abs(s[:n] - col).max() <= 1e-6 * np.abs(b).max() * k and np.isnan(s[n:]).all()
 
 
 @pytest.mark.parametrize("rounded", [True, False])
@@ -160,6 +180,10 @@ def _lowered_and_run(f, args):
     return lowered.as_text(), functx.tree_util.tree_leaves(functx.jit(f, backend="triton")(*dargs))
 
 
+def _launches(text) -> int:
+    return len(re.findall(r"(?m)^    _L\d+\(", text.split("\ndef run(")[1]))
+
+
 def _close_to_jax(got, want):
     for g, w in zip(got, want):
         assert np.asarray(g).dtype == np.asarray(w).dtype and np.shape(g) == np.shape(w)
@@ -192,16 +216,22 @@ def test_jitted_training_step_on_triton_products_matches_jax(monkeypatch, split)
     text, got = _lowered_and_run(step, args)  # (TF32: rounded operands, float32 sums)
     run = text.split("\ndef run(")[1]
     assert "_fx_dot(" not in run
-    assert len(re.findall(r"(?m)^    _L\d+\(", run)) >= 5
+    assert _launches(text) >= 5
     assert ("_fold" in text) == (split > 1)
     # the forward products' bias and tanh, the backward ones' tanh derivative and the weights'
     # updates: epilogues; the products only they read are never stored
     assert text.count(", with an epilogue") >= 4
     assert text.count(gemm.PRODUCT_STORE) < len(re.findall(r"(?m)^def k\d+_gemm\(", text))
+    # b1's gradient, the batch sum of the pre-activation's gradient, is computed by w1's
+    # gradient product x^T @ d from the d it reads (no reduction kernel of its own)
+    assert text.count("with column sums of b") == 1
     monkeypatch.setattr(dot, "EPILOGUES", False)
+    monkeypatch.setattr(dot, "COLUMN_SUMS", False)
     functx.clear_caches()
     text_apart, apart = _lowered_and_run(step, args)
-    assert "with an epilogue" not in text_apart
+    assert "with an epilogue" not in text_apart and "column sums" not in text_apart
+    reductions = [len(re.findall(r"(?m)^def k\d+_reduce\(", t)) for t in (text, text_apart)]
+    assert reductions[1] == reductions[0] + 1 and _launches(text_apart) > _launches(text)
     for g, a in zip(got, apart):  # (a rounding apart at most, at the inputs' scale: docstring)
         g, a = np.asarray(g, np.float64), np.asarray(a, np.float64)
         assert np.abs(g - a).max() <= 2.5e-7 * max(np.abs(a).max(), 1.0)
@@ -223,3 +253,29 @@ def test_a_consumer_reading_other_elements_of_the_product_stays_apart(monkeypatc
         text, got = _lowered_and_run(f, (a, b))
         assert ("with an epilogue" in text) == fused
         _close_to_jax(got, [jax.jit(f)(a, b)])
+
+
+def test_column_sums_join_the_product_that_reads_their_operand(monkeypatch):
+    """A sum of a product's second operand over the contraction (a bias gradient beside the
+    weight gradient ``x^T @ g``) is computed by the product's launch, also where the scheduler
+    puts the sum after it; a sum with more work (a scaled ``g``), or of another operand, keeps
+    its reduction kernel. Values as without it and close to JAX."""
+    monkeypatch.setattr(gemm, "TABLE", [(lambda q: True, Config(16, 16, 16))])
+    rng = np.random.default_rng(5)
+    x, g = (rng.standard_normal(s).astype(np.float32) for s in ((20, 12), (20, 18)))
+    for f, joined in (
+        (lambda x, g: (x.T @ g, g.sum(0)), True),
+        (lambda x, g: (x.T @ g, g * g.sum(0)), False),
+        (lambda x, g: (x.T @ (g * g.sum(0)), g.sum(0)), False),
+    ):
+        text, got = _lowered_and_run(f, (x, g))
+        assert ("with column sums of b" in text) == joined
+        assert ("_reduce(" in text) != joined
+        monkeypatch.setattr(dot, "COLUMN_SUMS", False)
+        functx.clear_caches()
+        text_apart, apart = _lowered_and_run(f, (x, g))
+        monkeypatch.setattr(dot, "COLUMN_SUMS", True)
+        assert "column sums" not in text_apart
+        for a, b in zip(got, apart):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=0, atol=1e-5)
+        _close_to_jax(got, jax.jit(f)(x, g))

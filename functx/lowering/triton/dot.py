@@ -17,7 +17,7 @@ import numpy as np
 import sympy
 
 from functx import config, lax
-from functx.lowering.loopir import flat_offset, sym
+from functx.lowering.loopir import Load, flat_offset, sym
 from functx.lowering.schedule import Kernel, KernelCtx, NotRowAligned, local_sym
 from functx.lowering.triton import gemm, pointwise
 from functx.lowering.triton.conv import _retrace
@@ -31,16 +31,11 @@ def render(prog, k: Kernel):
     lhs, rhs = p["lhs"], p["rhs"]
     if node.size == 0:
         return
-    # the product's own precision=, else the default (see functx.default_matmul_precision)
-    tf32 = (p.get("precision") or config.matmul_precision()) != "float32"
-    dt = np.dtype(node.dtype).name
-    if np.dtype(lhs.dtype) == np.dtype(rhs.dtype) == np.dtype(node.dtype):
-        shape = (p["batch"], p["m"], p["k"], p["n"], p["lhs_trans"], p["rhs_trans"], dt, tf32)
-        prod = gemm.Product(*shape)
-        cfg = gemm.choose(prod)
-        if cfg is not None:
-            _triton_product(prog, k, prod, cfg, (lhs.buf, rhs.buf, node.buf))
-            return
+    tf32 = _tf32(p)
+    chosen = _triton_choice(k)
+    if chosen is not None:
+        _triton_product(prog, k, *chosen, (lhs.buf, rhs.buf, node.buf))
+        return
     prog.host.append(
         f"    _fx_dot({lhs.buf}, {rhs.buf}, {node.buf}, {p['batch']}, {p['m']}, "
         f"{p['k']}, {p['n']}, {p['lhs_trans']}, {p['rhs_trans']}, {tf32})"
@@ -48,8 +43,31 @@ def render(prog, k: Kernel):
     )
 
 
+def _tf32(params) -> bool:
+    """Whether a product rounds its float32 operands to TF32: its own precision=, else the
+    default (see functx.default_matmul_precision)."""
+    return (params.get("precision") or config.matmul_precision()) != "float32"
+
+
+def _triton_choice(k: Kernel):
+    """``(gemm.Product, gemm.Config)`` of product kernel ``k`` where it runs as a Triton GEMM
+    (``gemm.choose``), else None (cuBLAS, or no elements)."""
+    node = k.nodes[0]
+    p = node.params
+    dt = np.dtype(node.dtype)
+    if node.size == 0 or not np.dtype(p["lhs"].dtype) == np.dtype(p["rhs"].dtype) == dt:
+        return None
+    shape = (p["batch"], p["m"], p["k"], p["n"], p["lhs_trans"], p["rhs_trans"], dt.name)
+    prod = gemm.Product(*shape, _tf32(p))
+    cfg = gemm.choose(prod)
+    return None if cfg is None else (prod, cfg)
+
+
 #: whether a Triton product computes the pointwise kernel right after it as its epilogue
 EPILOGUES = True
+#: whether a Triton product also computes a reduction kernel before it that sums its second
+#: operand over the contraction (``column_sums_in_product``)
+COLUMN_SUMS = True
 
 
 def _triton_product(prog, k: Kernel, prod, cfg, bufs):
@@ -60,14 +78,18 @@ def _triton_product(prog, k: Kernel, prod, cfg, bufs):
     n_ws = gemm.workspace_elements(prod, cfg)
     if n_ws:
         prog.host.append(f"    {ws} = torch.empty({n_ws}, dtype=torch.float32, device=dev)")
+    sums = column_sums(prog).get(k.index)
+    sums = sums and sums.passes[0][0].buf
     epi = _epilogue(prog, k) if prod.dtype == "float32" else None
-    defs, launches = gemm.kernels(name, prod, cfg, ws, epilogue=epi and epi[1])
+    if epi is not None and sums is not None and sums in pointwise._reads(epi[0]):
+        epi = None  # (it reads the column sums, which this launch writes)
+    defs, launches = gemm.kernels(name, prod, cfg, ws, epilogue=epi and epi[1], column_sums=sums)
     if epi is not None:
         pointwise._merged(prog).add(epi[0].index)  # (computed here: its own turn is skipped)
         # (the product's own store goes where nothing else reads it: drop_unread_products)
         prog.__dict__.setdefault("_gemm_stores", []).append((launches[-1][0], bufs[2]))
     prog.defs.extend(defs)
-    names = dict(zip(("a", "b", "out"), bufs), **{ws: ws})
+    names = dict(zip(("a", "b", "out", "csum"), (*bufs, sums)), **{ws: ws})
     for kname, (g0, g1), params, warps in launches:
         prog._launch(kname, f"{g0}, {g1}", [names.get(x, x) for x in params], warps)
 
@@ -128,6 +150,86 @@ def _epilogue(prog, k: Kernel):
     except NotRowAligned:
         return None
     return nxt, epilogue
+
+
+def _reads(k: Kernel) -> set | None:
+    """The buffers kernel ``k`` reads, for a pointwise, reduction or product kernel (else
+    None: not known here)."""
+    if k.kind == "pointwise":
+        return pointwise._reads(k)
+    if k.kind == "dot":
+        return {k.nodes[0].params["lhs"].buf, k.nodes[0].params["rhs"].buf}
+    if k.kind != "reduce":
+        return None
+    rv, full = k.row_vars(), k.full_index()
+    ctx = KernelCtx(k, rv)
+    try:
+        for r in (r for p in k.passes for r in p):
+            r.params["operand"].load(full, ctx)
+        for m in k.maps:
+            m.fn(full, ctx)
+        for m in k.epilogue:
+            m.fn(rv, ctx)
+    except NotRowAligned:
+        return None
+    return {n.buf for n in ctx.reads}
+
+
+def _column_sum(k: Kernel):
+    """``(buffer, rows, columns)`` where reduction kernel ``k`` does nothing but sum a float32
+    buffer of shape (rows, columns...) over its first axis and store the sums, else None."""
+    if k.kind != "reduce" or k.maps or k.epilogue or k.axes != (0,) or len(k.shape) < 2:
+        return None
+    if len(k.passes) != 1 or len(k.passes[0]) != 1:
+        return None
+    r = k.passes[0][0]
+    if r.params["op"] != "reduce_sum" or np.dtype(r.dtype) != np.float32 or not r.buf:
+        return None
+    full = k.full_index()
+    try:
+        e = r.params["operand"].load(full, KernelCtx(k, k.row_vars()))
+    except NotRowAligned:
+        return None
+    if not isinstance(e, Load) or np.dtype(e.dtype) != np.float32:
+        return None
+    if sympy.expand(e.offset - flat_offset(full, k.shape)) != 0:
+        return None
+    return e.buf, k.shape[0], math.prod(k.shape[1:])
+
+
+def column_sums(prog) -> dict:
+    """``{product kernel index: reduction kernel}``: the reduction kernels of ``prog`` that a
+    Triton product computes, found once per program. Such a reduction sums a buffer over its
+    first axis (``_column_sum``: a bias gradient) that is the (k, n) second operand of the
+    product (a weight gradient ``x^T @ g``); the product's first row of tiles adds up the
+    operand it reads anyway (``gemm.kernels``'s ``column_sums``), a launch fewer. The nearest
+    such product after the reduction takes it where no kernel in between reads the sums, else
+    the nearest one before it. The sums are added in another order than the reduction
+    kernel's (a rounding apart)."""
+    plan = prog.__dict__.get("_column_sums")
+    if plan is not None:
+        return plan
+    plan = prog.__dict__.setdefault("_column_sums", {})
+    for k in prog.kernels if COLUMN_SUMS else ():
+        found = _column_sum(k)
+        if found is None:
+            continue
+        out = k.passes[0][0].buf
+        later = []
+        for k2 in prog.kernels[k.index + 1 :]:
+            reads = _reads(k2)
+            if reads is None or out in reads:
+                break
+            later.append(k2)
+        earlier = prog.kernels[k.index - 1 :: -1] if k.index else []
+        for k2 in later + earlier:
+            chosen = _triton_choice(k2) if k2.kind == "dot" else None
+            if chosen is not None and k2.index not in plan:
+                prod, rhs = chosen[0], k2.nodes[0].params["rhs"].buf
+                if (prod.batch, prod.k, prod.n, prod.tb, rhs) == (1, *found[1:], False, found[0]):
+                    plan[k2.index] = k
+                    break
+    return plan
 
 
 def drop_unread_products(prog) -> None:

@@ -136,6 +136,7 @@ def kernels(
     ws: str = "ws",
     round_tf32: bool | None = None,
     epilogue=None,
+    column_sums: str | None = None,
 ):
     """Triton source for product ``p`` with configuration ``cfg``.
 
@@ -148,6 +149,10 @@ def kernels(
     stored (in the fold with a split contraction) on the elements at flat offsets ``flat`` of the
     output, under ``mask``, the product's float32 values being ``value``; the buffers it reads
     or writes are added to that kernel's parameters (a pointwise consumer: ``dot.py``).
+
+    ``column_sums``: a buffer that the programs of the first row of tiles (first slice) also
+    fill with the sums of ``b`` over the contraction, ``b`` being (k, n) (a bias gradient beside
+    a weight gradient: one reduction kernel fewer, ``dot.py``); the kernel takes it last.
     """
     bm, bn, bk, split = cfg.bm, cfg.bn, cfg.bk, cfg.split
     m, n, k = p.m, p.n, p.k
@@ -203,13 +208,29 @@ def kernels(
             for v in ("x", "y")
         ]
     body.append(f"        acc = tl.dot(x, y, acc, input_precision={prec})")
+    cs = [] if column_sums is None else ["csum"]
+    if cs:  # (after the product's loop, from L2: the loop's pipeline stays as it is)
+        assert not p.tb and p.batch == 1
+        ck = min(1 << (k - 1).bit_length(), max(16, 4096 // bn))
+        body += [
+            f"    if (pid < {tn}) & (z == 0):  # the column sums of b ({bn} columns each)",
+            f"        cs = tl.full([{bn}], 0.0, tl.float32)",
+            f"        for kc in range(0, {k}, {ck}):",
+            f"            rc = kc + tl.arange(0, {ck})",
+            f"            col = tl.load(b + rc[:, None] * {n} + rnc[None, :], "
+            f"mask=rc[:, None] < {k}, other=0.0)",
+            f"            cs += tl.reduce(col, 0, {name}_add)",
+            f"        tl.store(csum + rn, cs, mask=rn < {n})",
+        ]
     what = (
         f"{'batched ' if p.batch > 1 else ''}product ({m}, {k}) x ({k}, {n})"
         f"{' a^T' if p.ta else ''}{' b^T' if p.tb else ''}: tiles {cfg}"
+        f"{', with column sums of b' if cs else ''}"
     )
     at = f"rm[:, None] * {n} + rn[None, :]"
     tile_mask = f"(rm[:, None] < {m}) & (rn[None, :] < {n})"
     more: list = []  # the epilogue's buffers
+    add = f"@triton.jit\ndef {name}_add(u, w):\n    return u + w\n"  # (tl.reduce's: sums)
     if split == 1:
         value = "acc" if p.dtype == "float32" else f"acc.to({out_t})"
         body += [f"    flat = bz * {m * n} + {at}", f"    mask = {tile_mask}"]
@@ -217,9 +238,9 @@ def kernels(
         if epilogue is not None:
             lines, more = epilogue("flat", "mask", "acc", "    ")
             body += lines
-        params = ["a", "b", "out", *more]
+        params = ["a", "b", "out", *more, *cs]
         defs = [_define(name, params, body, what + (", with an epilogue" if more else ""))]
-        return defs, [(name, (tm * tn, p.batch * split), params, cfg.warps)]
+        return [add] * bool(cs) + defs, [(name, (tm * tn, p.batch * split), params, cfg.warps)]
     body.append(f"    tl.store({ws} + z * {m * n} + {at}, acc, mask={tile_mask})")
     # the fold: a block of (slices, elements) summed over the slices by one tl.reduce, whose tree
     # is fixed by the compiled kernel (the same bits every call); the epilogue follows it
@@ -240,8 +261,8 @@ def kernels(
         lines, more = epilogue("flat", "mask", "v", "    ")
         fold += lines
     defs = [
-        f"@triton.jit\ndef {name}_add(u, w):\n    return u + w\n",
-        _define(name, ["a", "b", ws], body, what + f", {split} partials"),
+        add,
+        _define(name, ["a", "b", ws, *cs], body, what + f", {split} partials"),
         _define(
             name + "_fold",
             [ws, "out", *more],
@@ -250,7 +271,7 @@ def kernels(
         ),
     ]
     launches = [
-        (name, (tm * tn, p.batch * split), ["a", "b", ws], cfg.warps),
+        (name, (tm * tn, p.batch * split), ["a", "b", ws, *cs], cfg.warps),
         (name + "_fold", (_cdiv(total, fb), 1), [ws, "out", *more], 4),
     ]
     return defs, launches

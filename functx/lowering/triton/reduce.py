@@ -13,6 +13,7 @@ import sympy
 from functx import dtypes
 from functx.lowering.loopir import Acc, Const, Op, flat_offset
 from functx.lowering.schedule import Kernel, KernelCtx
+from functx.lowering.triton import dot
 from functx.lowering.triton.blocks import reduce_plan
 from functx.lowering.triton.emit import (
     Emitter,
@@ -126,8 +127,8 @@ def render(prog, k: Kernel):
     """
     rows, inner = k.row_shape, k.inner_shape
     n_rows, n_inner = math.prod(rows), math.prod(inner)
-    if n_rows == 0:
-        return
+    if n_rows == 0 or any(r is k for r in dot.column_sums(prog).values()):
+        return  # (or a product's programs compute these sums: dot.column_sums)
     rv, iv, full = k.row_vars(), k.inner_vars(), k.full_index()
     nd = len(k.shape)
     contiguous = k.axes == tuple(range(nd - len(k.axes), nd)) or n_rows == 1
