@@ -77,7 +77,10 @@ def _example_library(name: str) -> types.ModuleType:
         path = JAX_DIR / "example_libraries" / f"{name}.py"
         module = types.ModuleType(f"{FAKE_LIBS}.{name}")
         module.__file__ = str(path)
-        exec(compile(swap_imports(path.read_text()), str(path), "exec"), module.__dict__)
+        exec(
+            compile(swap_imports(path.read_text()), str(path), "exec", dont_inherit=True),
+            module.__dict__,
+        )
         sys.modules[module.__name__] = module
         setattr(package, name, module)
     return getattr(package, name)
@@ -93,7 +96,13 @@ def load_program(path: pathlib.Path, *, with_functx: bool) -> types.ModuleType:
                 _example_library(name.strip().split(" as ")[0])
     module = types.ModuleType(f"client_{path.stem}_{'functx' if with_functx else 'jax'}")
     module.__file__ = str(path)
-    exec(compile(src, str(path), "exec"), module.__dict__)
+    # As a script runs: in sys.modules (dataclasses look their module up there), and without
+    # this file's ``from __future__`` flags (dont_inherit).
+    sys.modules[module.__name__] = module
+    try:
+        exec(compile(src, str(path), "exec", dont_inherit=True), module.__dict__)
+    finally:
+        del sys.modules[module.__name__]
     return module
 
 
