@@ -11,6 +11,7 @@ import jax.numpy as jnp
 from jax import lax
 
 RTOL, ATOL = 5e-4, 2e-5
+JAX_REFERENCE_UNDER_JIT = True  # (the test's JAX run: jax.jit(main), one XLA compile)
 B, T, D, HEADS, LAYERS, CLASSES = 3, 8, 16, 2, 2, 5
 
 
@@ -19,10 +20,10 @@ def init(key):
     w = jax.nn.initializers.variance_scaling(1.0, "fan_in", "truncated_normal")
     return {
         "embed": jax.random.normal(ks[0], (CLASSES + 3, D)) * 0.1,
-        "blocks": {
-            "qkv": w(ks[1], (LAYERS, D, 3, HEADS, D // HEADS)),
-            "out": w(ks[2], (LAYERS, HEADS, D // HEADS, D)),
-            "ff": w(ks[3], (LAYERS, D, D)),
+        "blocks": {  # drawn as matrices, reshaped to the einsum layouts
+            "qkv": w(ks[1], (LAYERS * D, 3 * D)).reshape(LAYERS, D, 3, HEADS, D // HEADS),
+            "out": w(ks[2], (LAYERS * D, D)).reshape(LAYERS, HEADS, D // HEADS, D),
+            "ff": w(ks[3], (LAYERS * D, D)).reshape(LAYERS, D, D),
         },
         "head": w(ks[4], (D, CLASSES)),
     }

@@ -11,6 +11,7 @@ from jax import lax
 from jax.flatten_util import ravel_pytree
 
 RTOL, ATOL = 5e-4, 1e-5  # float32 second derivatives and a linear solve
+JAX_REFERENCE_UNDER_JIT = True  # (the test's JAX run: jax.jit(main), one XLA compile)
 
 
 def logits_fn(params, x):
