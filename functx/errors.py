@@ -347,6 +347,18 @@ class UnsupportedError(FunctxError, NotImplementedError):
     """
 
 
+class UnsupportedValueError(UnsupportedError, FunctxValueError):
+    """A transform functx (like JAX) does not support for this input, where JAX raises
+    ``ValueError`` (reverse mode of a ``while_loop``): both an ``UnsupportedError`` and a
+    ``ValueError``.
+
+    Example:
+      >>> from functx.errors import UnsupportedValueError
+      >>> issubclass(UnsupportedValueError, (NotImplementedError, ValueError))
+      True
+    """
+
+
 class CacheWarning(UserWarning, RuntimeWarning):
     """A compile-cache directory functx does not trust (owned by another user, or writable by
     others) or cannot write: functx goes on with a private temporary directory (no JAX

@@ -256,19 +256,24 @@ def treedef_children(treedef):
     return treedef.children()
 
 
-def _register(op, nodetype, flatten, unflatten, path_entry_type=None):
+def _register(op, nodetype, flatten, unflatten, path_entry_type=optree.FlattenedEntry):
     """Register ``nodetype`` in functx's namespace; optree's warning that a NamedTuple subclass
-    overrides the global registration is not shown (JAX shows none)."""
+    overrides the global registration is not shown (JAX shows none). Children without keys get
+    flat-index paths whatever the class is (optree's default would name a dataclass's or a
+    NamedTuple's children by field, JAX does not)."""
     if not isinstance(nodetype, type):
         raise FunctxTypeError(f"{op}: nodetype must be a class, got {nodetype!r:.60}{where()}")
-    kw = {} if path_entry_type is None else {"path_entry_type": path_entry_type}
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings(
                 "ignore", message=r"PyTree type .* is a subclass of", category=UserWarning
             )
             optree.register_pytree_node(
-                nodetype, flatten, unflatten, namespace=PYTREE_NAMESPACE, **kw
+                nodetype,
+                flatten,
+                unflatten,
+                namespace=PYTREE_NAMESPACE,
+                path_entry_type=path_entry_type,
             )
     except ValueError as e:  # registered twice, or a built-in container
         raise FunctxValueError(

@@ -249,12 +249,32 @@ class Static:
 tu.register_static(Static)
 jtu.register_static(Static)
 
+
+@dataclasses.dataclass(frozen=True)
+class DenseNode:
+    """A dataclass registered with register_pytree_node_class: JAX's paths are flat indices."""
+
+    w: Any
+    b: Any
+
+    def tree_flatten(self):
+        return (self.w, self.b), None
+
+    @classmethod
+    def tree_unflatten(cls, _, children):
+        return cls(*children)
+
+
+tu.register_pytree_node_class(DenseNode)
+jtu.register_pytree_node_class(DenseNode)
+
 PATH_TREES = [
     *BUILTIN_TREES,
     [Box(1, (2, 3), "b"), {"k": Box(4, None)}],
     {"p": Params(w=1, b=[2, 3]), "e": Explicit(data=(4, 5), meta=1)},
     (Keyed(1, {"x": 2}), Keyed(None, [3])),
     [Static("s"), 1, {"q": Static("t")}],
+    {"d": [DenseNode(1, (2, 3))], "e": DenseNode(4, 5)},
 ]
 
 

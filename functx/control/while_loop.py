@@ -30,7 +30,12 @@ from functx.control.common import (
 )
 from functx.control.scan import scan
 from functx.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Var, same_type
-from functx.errors import ConcretizationError, FunctxTypeError, FunctxValueError, UnsupportedError
+from functx.errors import (
+    ConcretizationError,
+    FunctxTypeError,
+    FunctxValueError,
+    UnsupportedValueError,
+)
 from functx.interpreter import eval_jaxpr
 from functx.lowering.rules import lowerings
 from functx.source_info import where
@@ -343,7 +348,7 @@ partial_eval_rules[while_p] = _while_partial_eval
 
 
 def _while_transpose(cts, *args, **params):
-    raise UnsupportedError(_WHILE_REVERSE_ERROR + where())
+    raise UnsupportedValueError(_WHILE_REVERSE_ERROR + where())
 
 
 T.transpose_rules[while_p] = _while_transpose
