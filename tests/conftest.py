@@ -80,6 +80,15 @@ settings.load_profile(os.environ.get("FUNCTX_HYPOTHESIS_PROFILE", "functx"))
 
 
 @pytest.fixture
+def no_jax_persistent_cache():
+    """JAX without the persistent compilation cache the suite turns on (its default): for a test
+    of what JAX reports about its compiles, such as explain_cache_misses' messages."""
+    jax.config.update("jax_enable_compilation_cache", False)
+    yield
+    jax.config.update("jax_enable_compilation_cache", True)
+
+
+@pytest.fixture
 def rng():
     return np.random.default_rng(0)
 
