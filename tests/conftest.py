@@ -4,9 +4,12 @@ tests of the default mode run under ``x64_off()`` (both libraries' flags off in 
 tests/test_x64.py checks both modes. Hypothesis runs a small, deterministic number of examples so
 the suite stays inside its budget."""
 
+import atexit
 import doctest
 import os
 import resource
+import shutil
+import tempfile
 import time
 
 import numpy as np
@@ -18,10 +21,25 @@ import functx
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
+# One directory for the whole run, shared by pytest-xdist's workers: the process that starts the
+# run (the controller, or the only process with -n 0) makes it before the workers start, they
+# inherit its path, and the maker removes it at exit.
+if "FUNCTX_TEST_RUN_DIR" not in os.environ:
+    os.environ["FUNCTX_TEST_RUN_DIR"] = tempfile.mkdtemp(prefix="functx-test-run-")
+    atexit.register(shutil.rmtree, os.environ["FUNCTX_TEST_RUN_DIR"], ignore_errors=True)
+
 try:
     import jax
 
     jax.config.update("jax_enable_x64", True)
+    # JAX's reference programs go through its persistent compilation cache, every one of them
+    # (no minimum compile time): a program another worker (or an earlier test, under another
+    # function object) already compiled is loaded, not compiled again by XLA. The executable is
+    # the one XLA built, so the references are unchanged.
+    jax.config.update(
+        "jax_compilation_cache_dir", os.path.join(os.environ["FUNCTX_TEST_RUN_DIR"], "jax")
+    )
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
 except ImportError:  # pragma: no cover - jax is a test dependency
     jax = None
 
@@ -62,6 +80,15 @@ settings.load_profile(os.environ.get("FUNCTX_HYPOTHESIS_PROFILE", "functx"))
 
 
 @pytest.fixture
+def no_jax_persistent_cache():
+    """JAX without the persistent compilation cache the suite turns on (its default): for a test
+    of what JAX reports about its compiles, such as explain_cache_misses' messages."""
+    jax.config.update("jax_enable_compilation_cache", False)
+    yield
+    jax.config.update("jax_enable_compilation_cache", True)
+
+
+@pytest.fixture
 def rng():
     return np.random.default_rng(0)
 
@@ -98,9 +125,10 @@ def pytest_collection_modifyitems(config, items):
         items[:] = first + rest
 
 
-# FUNCTX_TEST_TIMES=<file>: each worker appends "cpu<TAB>wall<TAB>nodeid" per test to <file> (its
-# CPU seconds, with the child processes it waited for: g++, subprocesses). CPU time is steadier
-# than wall time on a loaded machine.
+# FUNCTX_TEST_TIMES=<file>: each worker appends "cpu<TAB>wall<TAB>nodeid<TAB>worker" per test to
+# <file> (its CPU seconds, with the child processes it waited for: g++, subprocesses; the worker's
+# name, gw0 or gw1, shows how the two workers' runs end). CPU time is steadier than wall time on a
+# loaded machine.
 _TIMES = os.environ.get("FUNCTX_TEST_TIMES")
 
 
@@ -115,5 +143,7 @@ if _TIMES:
     def pytest_runtest_protocol(item, nextitem):
         cpu, wall = _cpu(), time.perf_counter()
         yield
+        cpu, wall = _cpu() - cpu, time.perf_counter() - wall
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         with open(_TIMES, "a") as f:
-            f.write(f"{_cpu() - cpu:.3f}\t{time.perf_counter() - wall:.3f}\t{item.nodeid}\n")
+            f.write(f"{cpu:.3f}\t{wall:.3f}\t{item.nodeid}\t{worker}\n")

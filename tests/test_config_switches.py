@@ -97,6 +97,7 @@ def _misses(m, caplog):
     return [r.getMessage() for r in caplog.records if "CACHE MISS" in r.getMessage()]
 
 
+@pytest.mark.usefixtures("no_jax_persistent_cache")  # (JAX's messages as users see them)
 def test_explain_cache_misses_as_jax(caplog):
     ours, theirs = _misses(functx, caplog), _misses(jax, caplog)
     assert len(ours) == len(theirs) == 3
