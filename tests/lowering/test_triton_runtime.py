@@ -114,6 +114,11 @@ def test_a_plan_declines_calls_unlike_its_recording(monkeypatch):
     hooks = SimpleNamespace(launch_enter_hook=print, launch_exit_hook=None)
     monkeypatch.setattr(rt, "_knobs", hooks)
     assert plan(ins, outs, STREAM) is False  # a profiler's hook: launches go through Triton
+    monkeypatch.setattr(rt, "_knobs", None)
+    monkeypatch.setattr(rt, "_capturing", lambda: True)
+    # a CUDA graph captured on the plan's stream: the module gives the graph intermediates of
+    # its own (a plan's would be shared by the graph's replays and later calls)
+    assert plan(ins, outs, STREAM) is False
     assert calls == []
 
 

@@ -24,7 +24,8 @@ launch sites, and the executables ``functx.jit`` holds.
   no plan). Later calls on that stream skip
   the module's host code: no allocation of intermediates, one device and stream query, hook
   check and alignment check per call instead of per launch. A call the plan was not recorded
-  for (an address not 16-byte aligned, a launch hook set, another device) runs the module.
+  for (an address not 16-byte aligned, a launch hook set, another device, a graph capture) runs
+  the module.
   ``LAUNCH_PLANS = False`` turns them off (``FUNCTX_TRITON_DIRECT=0`` too).
 * **CUDA graphs**: programs of at least ``GRAPH_MIN_LAUNCHES`` launches (kernels, matrix
   products and graph-safe library steps, each counted as the launches it stands for:
@@ -337,7 +338,9 @@ class LaunchPlan:
     keeps). ``plan(ins, outs, stream)`` launches them with the call's input and output
     addresses and returns True, or returns False (nothing launched) where the call differs from
     the recording in what a kernel was compiled for (an address not 16-byte aligned), a launch
-    hook is set, or the current device or stream is another: the module then runs as always.
+    hook is set, the current device or stream is another, or the stream is capturing a CUDA
+    graph (a graph would keep writing the plan's intermediates, which later calls share; the
+    module gives it intermediates of its own): the module then runs as always.
 
     What it saves per call, against the module's ``run`` and its sites: the intermediates'
     allocations, and per launch the device and stream queries, the hook check, the buffers'
@@ -364,7 +367,13 @@ class LaunchPlan:
         bits = 0
         for p in ptrs:
             bits |= p
-        if bits & 15 or stream != self.stream or _cuda[0]() != self.index or _hooks_active():
+        if (
+            bits & 15
+            or stream != self.stream
+            or _cuda[0]() != self.index
+            or _hooks_active()
+            or _capturing()
+        ):
             return False
         ptrs += self.fixed
         with self.lock:
