@@ -45,6 +45,7 @@ from functx.source_info import source_info, where
 from functx.tracing import get_aval, trace_flat, tree_flatten, tree_unflatten
 from functx.transforms import passes
 from functx.transforms.jvp import (
+    LINEAR_STRUCTURAL,
     Zero,
     arg_avals,
     as_arrays,
@@ -301,14 +302,7 @@ def _custom_vjp_rule(xs, order, *, call_jaxpr, **_):
 # Linear primitives: the elementwise rows whose derivative is linear, and the structural ones.
 _LINEAR = [P.registry[r.name] for r in E.ROWS if isinstance(r.jvp, E.Linear) or r.jvp == E.APPLY]
 _LINEAR += [
-    P.broadcast_in_dim_p,
-    P.reshape_p,
-    P.transpose_p,
-    P.squeeze_p,
-    P.expand_dims_p,
-    P.rev_p,
-    P.slice_p,
-    P.reduce_sum_p,
+    *LINEAR_STRUCTURAL,
     P.concatenate_p,
     P.pad_p,
     P.select_n_p,

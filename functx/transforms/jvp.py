@@ -373,7 +373,8 @@ def _convert_jvp(primals, tangents, *, new_dtype, weak_type=False):
 jvp_rules[P.convert_element_type_p] = _convert_jvp
 
 # --- linear structural primitives ----------------------------------------------------------------
-for _p in (
+#: the structural primitives that are linear in their one array operand (jet's rules use it too)
+LINEAR_STRUCTURAL = (
     P.broadcast_in_dim_p,
     P.reshape_p,
     P.transpose_p,
@@ -382,7 +383,8 @@ for _p in (
     P.rev_p,
     P.slice_p,
     P.reduce_sum_p,
-):
+)
+for _p in LINEAR_STRUCTURAL:
     defjvp_linear(_p)
 
 
