@@ -93,19 +93,39 @@ def rng():
     return np.random.default_rng(0)
 
 
-@pytest.fixture
-def interpreted_gpu(monkeypatch):
-    """The GPU device of this test: Triton's CPU interpreter (``TRITON_INTERPRET=1`` for this
-    test only; the device list looked up again, and what an earlier test found restored after).
-    Skips without torch and Triton."""
-    pytest.importorskip("torch")
+#: FUNCTX_TEST_TRITON_GPU=1: the tests that take ``triton_gpu`` run on a CUDA GPU, not Triton's
+#: CPU interpreter
+TRITON_ON_GPU = os.environ.get("FUNCTX_TEST_TRITON_GPU", "0") not in ("", "0")
+
+
+def _gpu_device(monkeypatch, on_gpu: bool):
+    """functx's GPU device for one test: a CUDA GPU (``on_gpu``; skips without one) or Triton's
+    CPU interpreter (``TRITON_INTERPRET=1`` for this test only); the device list looked up again,
+    and what an earlier test found restored after. Skips without torch and Triton."""
+    torch = pytest.importorskip("torch")
     pytest.importorskip("triton")
     from functx.devices import device as placement
 
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    if on_gpu and not torch.cuda.is_available():
+        pytest.skip("FUNCTX_TEST_TRITON_GPU=1 without a CUDA device")
+    if not on_gpu:
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
     monkeypatch.setattr(placement, "_gpu_list", placement._gpu_list or None)
     monkeypatch.setattr(placement, "GPU_IN_USE", placement.GPU_IN_USE)
     return functx.devices("gpu")[0]
+
+
+@pytest.fixture
+def interpreted_gpu(monkeypatch):
+    """The GPU device of this test: Triton's CPU interpreter (see ``_gpu_device``)."""
+    return _gpu_device(monkeypatch, False)
+
+
+@pytest.fixture
+def triton_gpu(monkeypatch):
+    """The GPU device of this test: Triton's CPU interpreter, or a CUDA GPU with
+    FUNCTX_TEST_TRITON_GPU=1 (see ``_gpu_device``)."""
+    return _gpu_device(monkeypatch, TRITON_ON_GPU)
 
 
 # The longest single tests start first, so that pytest-xdist's two workers do not end with one

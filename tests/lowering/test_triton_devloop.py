@@ -33,17 +33,9 @@ ON_GPU = os.environ.get("FUNCTX_TEST_TRITON_GPU", "0") not in ("", "0")
 
 
 @pytest.fixture
-def gpu(monkeypatch):
+def gpu(triton_gpu):
     """Triton's interpreter as the GPU (a CUDA GPU with FUNCTX_TEST_TRITON_GPU=1)."""
-    from functx.devices import device as placement
-
-    if ON_GPU and not torch.cuda.is_available():
-        pytest.skip("FUNCTX_TEST_TRITON_GPU=1 without a CUDA device")
-    if not ON_GPU:
-        monkeypatch.setenv("TRITON_INTERPRET", "1")
-    monkeypatch.setattr(placement, "_gpu_list", placement._gpu_list or None)
-    monkeypatch.setattr(placement, "GPU_IN_USE", placement.GPU_IN_USE)
-    return functx.devices("gpu")[0]
+    return triton_gpu
 
 
 def _run(f, args, dev, loops=True):

@@ -30,15 +30,9 @@ TF32_TOL = 5e-3  # ... of a TF32 product, against full float32 (JAX on the CPU)
 
 
 @pytest.fixture(autouse=True)
-def interpreter(monkeypatch):
-    from functx.devices import device as placement
-
-    if ON_GPU and not torch.cuda.is_available():
-        pytest.skip("FUNCTX_TEST_TRITON_GPU=1 without a CUDA device")
-    if not ON_GPU:
-        monkeypatch.setenv("TRITON_INTERPRET", "1")
-    monkeypatch.setattr(placement, "_gpu_list", placement._gpu_list or None)
-    monkeypatch.setattr(placement, "GPU_IN_USE", placement.GPU_IN_USE)
+def interpreter(triton_gpu):
+    """Every test on Triton's interpreter, or on a CUDA GPU with FUNCTX_TEST_TRITON_GPU=1."""
+    return triton_gpu
 
 
 def _run(tmp_path, p: Product, cfg: Config, a, b, sums=None):

@@ -202,22 +202,11 @@ def test_it_leaves_the_program_unchanged_when_it_is_not_exactly_attention(make):
 
 
 @pytest.fixture
-def gpu(monkeypatch):
+def gpu(triton_gpu, monkeypatch):
     """A GPU: Triton's interpreter's stand-in, or with FUNCTX_TEST_TRITON_GPU=1 a CUDA GPU (the
-    kernels then compiled for it)."""
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("triton")
-    from functx.devices import device as placement
-
-    if ON_GPU and not torch.cuda.is_available():
-        pytest.skip("FUNCTX_TEST_TRITON_GPU=1 without a CUDA device")
-    if not ON_GPU:
-        monkeypatch.setenv("TRITON_INTERPRET", "1")
-    # (the stand-in GPU exists only under TRITON_INTERPRET=1: look for GPUs again, then restore)
-    monkeypatch.setattr(placement, "_gpu_list", placement._gpu_list or None)
-    monkeypatch.setattr(placement, "GPU_IN_USE", placement.GPU_IN_USE)
+    kernels then compiled for it), with the attention pass on."""
     monkeypatch.setattr(attention, "ENABLED", True)
-    return functx.devices("gpu")[0]
+    return triton_gpu
 
 
 def _step_run(prim, params, arrays, out_avals):
