@@ -107,6 +107,7 @@ def no_refs_returned(outs) -> None:
 
 
 def begin() -> Recorder:
+    """Push a new innermost recorder of the boxes a trace reads and writes; ``end`` pops it."""
     rec = Recorder()
     _traces.stack.append(rec)
     return rec
