@@ -146,8 +146,14 @@ def _lower_cpp(closed):
     srcs = prog.sources(units=cores or 1, header=header.header())
     out_specs = [(n.shape, n.dtype) for n in g.outputs]
     out_map = [("buf", i, aval) for i, aval in enumerate(closed.out_avals)]
+    # (the first run's fresh memory, faulted in on the core the compiler leaves idle)
+    warm = runtime.PoolWarmer(prog.pool_blocks, out_specs)
     t0 = time.perf_counter()
-    so, compiled = cache.compile_cached(srcs)
+    try:
+        so, compiled = cache.compile_cached(srcs, on_idle=warm.start)
+    except BaseException:
+        warm.give(None)  # (frees what it faulted in)
+        raise
     if compiled:
         log(
             f"compiled {len(kernels)} kernels in {time.perf_counter() - t0:.2f}s"
@@ -163,4 +169,5 @@ def _lower_cpp(closed):
         schedule.describe(kernels),
         in_dtypes=[n.dtype for n in g.inputs],
         host=prog.host_calls,
+        warm=warm,
     )

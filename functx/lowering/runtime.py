@@ -234,6 +234,102 @@ def _take(shape, dtype):
     return np.frombuffer(holder, dtype).reshape(shape)
 
 
+# The buffer pool inside each program (``cpp/prelude.py``'s ``fx_alloc``): blocks of 64 KiB and
+# more, at most 64 of them and 1 GiB in all; smaller ones go to a cache of the thread's.
+_PROGRAM_POOL_MIN = 1 << 16
+_PROGRAM_POOL_BLOCKS = 64
+_PROGRAM_POOL_BYTES = 1 << 30
+_MADV_POPULATE_WRITE = 23  # (Linux 5.14 and later; elsewhere the pages are written instead)
+_libc: list = []
+
+
+def _c():
+    """The C library's ``posix_memalign``, ``madvise`` and ``free`` (typed once)."""
+    if not _libc:
+        c = ctypes.CDLL(None, use_errno=True)
+        c.posix_memalign.argtypes = [
+            ctypes.POINTER(ctypes.c_void_p),
+            ctypes.c_size_t,
+            ctypes.c_size_t,
+        ]
+        c.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        c.free.argtypes = [ctypes.c_void_p]
+        _libc.append(c)
+    return _libc[0]
+
+
+def _fault_in(ptr: int, n: int) -> None:
+    """Have the kernel back the ``n`` bytes at ``ptr`` with zeroed pages now (the pages that
+    hold them: the memory is this process's), instead of a page fault each at first use."""
+    page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+    lo, hi = ptr - ptr % page, -(-(ptr + n) // page) * page
+    if _c().madvise(lo, hi - lo, _MADV_POPULATE_WRITE) != 0:
+        ctypes.memset(ptr, 0, n)
+
+
+class PoolWarmer:
+    """The memory a compiled program's first run takes from the kernel, allocated and faulted
+    in on another thread while the program's last translation units compile (``start``: the
+    ``on_idle`` of ``cache.compile_cached``, when a core is left idle), then handed over before
+    that run (``give``): the buffers ``fx_run`` allocates (``pool_blocks``: those its pool keeps,
+    given to it by ``fx_pool_give``) and the outputs of 1 MiB and more (``_take``'s pool). The
+    GPT block's first run took 19,800 page faults and 20-25 ms more than the next ones: the
+    kernel zeroing 77 MB of fresh pages, now done on the core the compiler leaves idle. A warmer
+    never started (the program came from the cache) gives nothing; the pools then fill on the
+    first run as before."""
+
+    def __init__(self, pool_blocks, out_specs):
+        self.blocks, total = [], 0
+        for n in pool_blocks:
+            if n >= _PROGRAM_POOL_MIN and len(self.blocks) < _PROGRAM_POOL_BLOCKS:
+                if total + n <= _PROGRAM_POOL_BYTES:
+                    self.blocks.append(n)
+                    total += n
+        sizes = [math.prod(s) * np.dtype(d).itemsize for s, d in out_specs]
+        self.outs = [n for n in sizes if n >= _POOL_MIN]
+        self._ptrs: list = []  # (pointer, bytes) allocated by the C library, faulted in
+        self._raws: list = []  # (bytes, raw block) for ``_take``
+        self._thread = None
+
+    def start(self) -> None:
+        if self._thread is None and (self.blocks or self.outs):
+            self._thread = threading.Thread(target=self._warm, daemon=True)
+            self._thread.start()
+
+    def _warm(self):
+        c = _c()
+        for n in self.blocks:
+            p = ctypes.c_void_p()
+            if c.posix_memalign(ctypes.byref(p), 64, n) != 0:
+                break
+            self._ptrs.append((p.value, n))
+            _fault_in(p.value, n)
+        if pool_limit() >= sum(self.outs):
+            for n in self.outs:
+                raw = np.empty(n + 64, np.uint8)
+                _fault_in(raw.ctypes.data, raw.nbytes)
+                self._raws.append((n, raw))
+
+    def give(self, lib) -> None:
+        """Hand the blocks over to the program loaded as ``lib`` and to the output pool (after
+        the warming thread, if started, is done); without ``lib`` (it failed to load), free
+        them."""
+        if self._thread is None:
+            return
+        self._thread.join()
+        self._thread = None
+        ptrs, self._ptrs = self._ptrs, []
+        give = getattr(lib, "fx_pool_give", None) if lib is not None else None
+        if give is not None:
+            give.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+            give.restype = None
+        for p, n in ptrs:
+            give(p, n) if give is not None else _c().free(p)
+        for n, raw in self._raws if lib is not None else ():
+            _give_back(n, raw)
+        self._raws = []
+
+
 # The C signature of the host-callback dispatcher a program calls for its host steps.
 HOST_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p))
 
@@ -325,11 +421,19 @@ class Executable:
         kernels_text,
         in_dtypes=None,
         host=None,
+        warm=None,
     ):
         self.so_path = so_path
-        self.lib = ctypes.CDLL(so_path)
+        try:
+            self.lib = ctypes.CDLL(so_path)
+        except OSError:
+            if warm is not None:
+                warm.give(None)
+            raise
         self.lib.fx_set_gemm.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
         self.lib.fx_set_gemm(*gemm_pointers())
+        if warm is not None:  # (memory faulted in while it compiled: ``PoolWarmer``)
+            warm.give(self.lib)
         self.host = HostDispatch(host) if host else None
         if self.host is not None:
             self.lib.fx_set_host.argtypes = [ctypes.c_void_p]

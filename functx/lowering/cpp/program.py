@@ -16,6 +16,8 @@ import math
 import os
 import re
 
+import numpy as np
+
 from functx.lowering import common
 from functx.lowering.common import adopt_consts, sub_program
 from functx.lowering.cpp import (
@@ -46,6 +48,9 @@ extern "C" void fx_set_gemm(void* s, void* d) {
 typedef int (*fx_host_t)(int64_t, void**);
 static fx_host_t fx_host = nullptr;
 extern "C" void fx_set_host(void* h) { fx_host = (fx_host_t)h; }
+// a block of the runtime's malloc for the pool (runtime.PoolWarmer: faulted in while this
+// program compiled); fx_free keeps it if it fits the pool's bounds, else frees it
+extern "C" void fx_pool_give(void* p, size_t n) { fx_free(p, n); }
 """
 
 
@@ -229,6 +234,8 @@ class CppProgram:
             if n.buf and n.buf not in decl and not n.buf.startswith("out"):
                 decl.add(n.buf)
                 st = storage_type(n.dtype)
+                if not static:  # (what fx_run allocates before its first kernel: see sources)
+                    self.pool_blocks.append(max(n.size, 1) * np.dtype(n.dtype).itemsize)
                 allocs.append(
                     f"  {st}* __restrict {n.buf} = ({st}*)fx_alloc("
                     f"{max(n.size, 1)}ULL * sizeof({st}));"
@@ -320,8 +327,10 @@ class CppProgram:
     def sources(self, units: int = 1, header: str | None = None) -> list[str]:
         """The program's translation units: one, or up to ``units`` when its kernels are large
         enough to be worth compiling at the same time (see SPLIT_MIN_CHARS). Each starts with
-        the prelude, or with an ``#include`` of ``header`` holding it (``cache.prelude_header``)."""
-        self.subs, self.units, self.host_calls = [], [], []
+        the prelude, or with an ``#include`` of ``header`` holding it (``cache.prelude_header``).
+        Sets ``pool_blocks``: the sizes in bytes of the buffers ``fx_run`` allocates on entry, in
+        order (``runtime.PoolWarmer`` faults them in while the units compile)."""
+        self.subs, self.units, self.host_calls, self.pool_blocks = [], [], [], []
         main = self.function(
             "fx_run", self.g, self.kernels, static=False, units=min(units, UNITS_MAX)
         )
