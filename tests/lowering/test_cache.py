@@ -499,3 +499,28 @@ def test_background_builds_get_their_priority_back_at_exit(monkeypatch):
     thread.start()
     cache._finish(thread)
     assert calls == ["usual priority", "built"]
+
+
+@pytest.mark.parametrize("units", [[_UNIT_TWO], [_UNIT_MAIN, _UNIT_TWO]])
+def test_on_idle_runs_once_a_core_is_left_idle(tmp_path, monkeypatch, units):
+    """``compile_cached``'s ``on_idle`` runs once while it compiles: for several units once the
+    first of their compilers has ended (a core is free), for one unit at once; not where the
+    object is in the cache."""
+    import ctypes
+
+    monkeypatch.setenv("FUNCTX_CACHE_DIR", str(tmp_path))
+    cache.compiler_id()  # (its ``--version`` run first)
+    procs, seen, spawn = [], [], cache._spawn
+    monkeypatch.setattr(cache, "_spawn", lambda cmd: procs.append(spawn(cmd)) or procs[-1])
+
+    def on_idle():
+        seen.append([p.poll() is not None for p in procs])
+
+    so, compiled = cache.compile_cached(units, on_idle=on_idle)
+    assert compiled and ctypes.CDLL(so).fx_two() == 2
+    if len(units) == 1:
+        assert seen == [[]]  # (before its compiler started)
+    else:
+        [ended] = seen
+        assert len(ended) == 2 and any(ended), ended
+    assert cache.compile_cached(units, on_idle=on_idle) == (so, False) and len(seen) == 1

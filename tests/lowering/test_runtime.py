@@ -243,3 +243,88 @@ def test_unreadable_load_average_is_a_busy_machine(monkeypatch):
     load, cpus = runtime._machine()
     assert load == math.inf and cpus >= 1
     assert runtime.omp_wait_settings({}, load, cpus) == {"OMP_WAIT_POLICY": "PASSIVE"}
+
+
+# --- the first run's memory, faulted in while the program compiles (runtime.PoolWarmer) -------
+def test_pool_warmer_takes_what_the_pools_keep():
+    """The blocks the program's pool keeps (64 KiB and more, at most 64 and 1 GiB, in the order
+    ``fx_run`` allocates them) and the outputs ``_take`` pools (1 MiB and more)."""
+    from functx.lowering import runtime
+
+    big, small = 1 << 16, (1 << 16) - 4
+    w = runtime.PoolWarmer([small, big, 3 * big, small], [((4,), np.float32), ((N,), np.int64)])
+    assert w.blocks == [big, 3 * big] and w.outs == [8 * N]
+    assert runtime.PoolWarmer([big] * 70, []).blocks == [big] * 64
+    assert runtime.PoolWarmer([1 << 29, 1 << 29, 1 << 29, big], []).blocks == [1 << 29, 1 << 29]
+
+
+def _faults(write) -> int:
+    """The page faults this process takes running ``write()``."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    write()
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+
+def test_warmed_blocks_are_resident_and_given_to_the_program():
+    """``start`` allocates and faults in the blocks on a thread; ``give`` hands each to the
+    program's ``fx_pool_give`` (writing them then takes no page faults) and the outputs to the
+    output pool; ``give(None)`` (the program did not load) frees them."""
+    import ctypes
+    import mmap
+
+    from functx.lowering import runtime
+
+    n = 8 << 20
+    fresh = mmap.mmap(-1, n)  # (fresh memory takes a fault a page: what the test tells apart)
+    assert _faults(lambda: np.frombuffer(fresh, np.uint8).fill(1)) > n // 4096 // 2
+    got = []
+
+    class Lib:
+        def fx_pool_give(p, size):
+            got.append((p, size))
+
+    w = runtime.PoolWarmer([n, n // 2], [])
+    w.start()
+    w.give(Lib)
+    assert [size for _, size in got] == [n, n // 2]
+    for p, size in got:
+        block = np.frombuffer((ctypes.c_char * size).from_address(p), np.uint8)
+        assert _faults(lambda b=block: b.fill(1)) < size // 4096 // 8
+    for p, _ in got:
+        runtime._c().free(p)
+    w = runtime.PoolWarmer([n], [])
+    w.give(Lib)  # never started: nothing
+    w.start()
+    w.give(None)
+    assert len(got) == 2
+
+
+def test_a_compiled_programs_first_run_takes_warmed_memory(tmp_path, monkeypatch):
+    """Compiled with an empty cache, a program's first run finds its temporaries (those of
+    ``fx_run``, as the source allocates them) and its large output faulted in: few page faults
+    where about 2,000 pages are new, and the same values as NumPy's."""
+    import re
+
+    from functx.lowering import runtime
+
+    monkeypatch.setenv("FUNCTX_CACHE_DIR", str(tmp_path))
+    warmers = []
+    monkeypatch.setattr(
+        runtime.PoolWarmer, "start", lambda w, s=runtime.PoolWarmer.start: (warmers.append(w), s(w))
+    )
+    x = np.linspace(-2, 2, 1 << 20, dtype=np.float32).reshape(1024, 1024)
+    lowered = functx.jit(lambda x: fnp.cumsum(fnp.tanh(x), axis=0) * fnp.sum(x)).lower(x)
+    exe = lowered.compile()
+    [w] = warmers
+    sizes = re.findall(r"fx_alloc\((\d+)ULL \* sizeof\(float\)\)", lowered.as_text())
+    assert w.blocks == [4 * int(s) for s in sizes if 4 * int(s) >= 1 << 16] == [4 << 20]
+    assert w.outs == [4 << 20]
+    y = []
+    assert _faults(lambda: y.append(np.asarray(exe(x)))) < 2048 // 4
+    y = y[0]
+    t = np.tanh(x.astype(np.float64))
+    np.testing.assert_allclose(
+        y, np.cumsum(t, axis=0) * x.sum(dtype=np.float64), rtol=2e-5, atol=1e-3
+    )
