@@ -389,6 +389,37 @@ def test_large_programs_are_split_and_compute_the_same(tmp_path, monkeypatch):
     assert second.as_text() == text
 
 
+def test_split_programs_compile_their_reductions_at_o2(monkeypatch):
+    """In a split program each reduction is a function of its own carrying the -O2 attribute
+    (``cpp.program.O2_KINDS``), in the main unit too; no other kernel carries it. (Lowered and
+    rendered only: the test above compiles such a program and checks its values.)"""
+    import re
+
+    from functx.lowering import lower, schedule
+    from functx.lowering.cpp import program
+
+    def f(x, y):
+        a = functx.numpy.tanh(x) * y
+        return a.sum(0), functx.numpy.exp(x - y).max(1), (a * 2.0 + 1.0).mean()
+
+    xs = [np.ones((64, 48), np.float32)] * 2
+    g = lower.lower_jaxpr(functx.make_jaxpr(f)(*xs))
+    kernels = schedule.schedule(g, costly_once=True)
+    monkeypatch.setattr(program, "SPLIT_MIN_CHARS", 0)
+    units = program.CppProgram(g, kernels).sources(units=2)
+    found = [
+        (u, m.group(1), re.search(r"// kernel \d+: (\w+)", m.group(2)).group(1))
+        for u, text in enumerate(units)
+        for m in re.finditer(
+            r'^extern "C" ([^\n]*)int fx_k\d+\(void\*\* fx_env\) \{\n(.*?)^\}', text, re.M | re.S
+        )
+    ]
+    reductions = [u for u, attr, kind in found if kind == "reduce" and attr == program._O2]
+    assert len(reductions) == sum(k.kind == "reduce" for k in kernels) == 3, found
+    assert set(reductions) == {0, 1}  # (in the main unit too)
+    assert sum(text.count(program._O2) for text in units) == 3  # (on nothing else)
+
+
 # --- the prelude's precompiled header ----------------------------------------------------------
 def test_units_include_the_prelude_through_a_precompiled_header(tmp_path, monkeypatch):
     from functx.lowering.cpp import prelude

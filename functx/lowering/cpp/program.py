@@ -73,6 +73,17 @@ SPLIT_BUFFERS = 256
 _MAIN_ONLY = ("fx_sub", "fx_sgemm", "fx_dgemm", "fx_alloc", "fx_free", "fx_gemm_narrow", "fx_host")
 
 
+# Kernel kinds compiled at -O2 (with -O3's cost model for the vectoriser) where the program is
+# split (``_split``: these kernels become functions, in the main unit too, for the attribute).
+# Alone, each of the GPT block's seven reductions cost gcc 38-61 ms of CPU at -O3; at -O2 its
+# units took 0.35 s each against 0.41-0.45 s, and the steady steps of the CPU workloads stayed
+# the same (session 38; with every kernel at -O2 the CNN's pointwise kernels ran a third
+# slower). Their sums may differ from -O3's in the last bits (another vector loop's split), as
+# a one-unit program's already could from a split one's.
+O2_KINDS = frozenset({"reduce"})
+_O2 = '__attribute__((optimize("O2", "vect-cost-model=dynamic"))) '
+
+
 _OMP_IF = re.compile(r"^(\s*#pragma omp parallel for\b.*?)\s*if\((.*)\)\s*$")
 
 
@@ -193,7 +204,7 @@ class CppProgram:
             start = len(self.body)
             render_kernel(self, k)
             self.body[start:] = _decide_parallel(self.body[start:])
-            spans.append((k.index, start, len(self.body)))
+            spans.append((k.index, k.kind, start, len(self.body)))
         # outputs that are inputs or repeat an earlier output are copied into place
         out_names, seen = [], {}
         for i, node in enumerate(g.outputs):
@@ -268,11 +279,12 @@ class CppProgram:
         100 characters a buffer for its allocation, release and entry in ``fx_env``: gcc's time
         was 14-20 ms a KB over the GPT block's, the CNN's and the Newton step's units; at 100
         their larger units took 0.45, 0.62 and 0.33 s of gcc CPU, at 150 0.55, 0.58 and 0.34,
-        before 0.67, 0.70 and 0.45; the main unit's sub-programs too, by their length);
-        returns the new body."""
+        before 0.67, 0.70 and 0.45; the main unit's sub-programs too, by their length); kernels
+        of ``O2_KINDS`` become functions in the main unit too, for their -O2 attribute; returns
+        the new body."""
         movable = [
-            (len("\n".join(body[a:b])), i, a, b)
-            for i, a, b in spans
+            (len("\n".join(body[a:b])), kind in O2_KINDS, i, a, b)
+            for i, kind, a, b in spans
             if b > a and not any(w in "\n".join(body[a:b]) for w in _MAIN_ONLY)
         ]
         moved = sum(m[0] for m in movable)
@@ -282,11 +294,11 @@ class CppProgram:
         subs = sum(len(t) for t in self.subs)  # (in the main unit)
         load = [len("\n".join(body)) - moved + 100 * len(env) + subs] + [0] * (units - 1)
         home = {}
-        for size, i, a, b in sorted(movable, reverse=True):
+        for size, o2, i, a, b in sorted(movable, reverse=True):
             u = min(range(units), key=lambda u: load[u])
             load[u] += size
-            if u or every:
-                home[i] = (u, a, b)
+            if u or every or o2:
+                home[i] = (u, a, b, o2)
         if not home:
             return body
         decls = [f"  {t} __restrict {n} = ({t})fx_env[{j}];" for j, (t, n) in enumerate(env)]
@@ -305,7 +317,7 @@ class CppProgram:
                 if n not in self._arg_of
             ]
             assert all(n in self._arg_of for _, n in env[: len(from_args)])
-        for i, (u, a, b) in sorted(home.items(), key=lambda h: h[1][1]):
+        for i, (u, a, b, o2) in sorted(home.items(), key=lambda h: h[1][1]):
             out += body[pos:a] + [f"  if (fx_k{i}(fx_env)) return 1;"]
             # (only the buffers the kernel names: thousands of unused restrict pointers per
             # function cost the compiler seconds)
@@ -313,7 +325,7 @@ class CppProgram:
             mine = [d for d, (_, n) in zip(decls, env) if n in used]
             self.units[u].append(
                 "\n".join(
-                    [f'extern "C" int fx_k{i}(void** fx_env) {{']
+                    [f'extern "C" {_O2 if o2 else ""}int fx_k{i}(void** fx_env) {{']
                     + mine
                     + body[a:b]
                     + ["  return 0;", "}", ""]
