@@ -143,3 +143,19 @@ def test_eager_atan2_of_broadcast_operands_is_libms():
     want = np.array([[f(a, 0.7) for a in row.tolist()] for row in x], np.float32)
     np.testing.assert_array_equal(np.asarray(fnp.arctan2(x, np.float32(0.7))), want)
     np.testing.assert_array_equal(np.asarray(fnp.arctan2(x, 0.7)), want)
+
+
+def test_prelude_sorted_unique_is_numpys_unique():
+    """The narrow dtypes' tables are read off sorted unique values (``prelude._sorted_unique``,
+    in place of ``np.unique``, whose first call imports ``numpy.ma``): the same values and
+    signs of zero as ``np.unique``."""
+    from functx.lowering.cpp import prelude
+
+    rng = np.random.default_rng(0)
+    for dtype in (np.float64, np.float32):
+        for _ in range(20):
+            a = rng.choice([-2.5, -0.0, 0.0, 1.0, 3.0, 1e-3, 7.5], size=rng.integers(2, 30))
+            a = a.astype(dtype)
+            got, want = prelude._sorted_unique(a), np.unique(a)
+            np.testing.assert_array_equal(got, want)
+            assert np.array_equal(np.signbit(got), np.signbit(want)) and got.dtype == want.dtype

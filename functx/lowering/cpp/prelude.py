@@ -845,6 +845,13 @@ def _f32_literal(v) -> str:
     return f"{v!r}f"
 
 
+def _sorted_unique(a):
+    """``np.unique(a)`` of a 1-D float array without NaN, without ``np.unique``: its first call
+    imports ``numpy.ma`` (13 ms of the first compile, where the prelude is made)."""
+    a = np.sort(a)
+    return a[np.concatenate(([True], a[1:] != a[:-1]))]
+
+
 def _narrow_float_helpers(dt) -> str:
     """Decode and encode (round to nearest even, as ``ml_dtypes`` and XLA convert) of a float8
     or float4 dtype, stored as one byte: a 256-entry table of values, and a binary search over
@@ -854,7 +861,7 @@ def _narrow_float_helpers(dt) -> str:
     name = narrow_name(dt)
     with np.errstate(all="ignore"):
         values = np.arange(256, dtype=np.uint8).view(dt).astype(np.float64)
-        finite = np.unique(values[np.isfinite(values)])
+        finite = _sorted_unique(values[np.isfinite(values)])
         mids = (finite[1:] + finite[:-1]) / 2
         # the overflow thresholds: half an ulp beyond the extremes (where ml_dtypes' result
         # changes; found by asking it)
@@ -865,16 +872,18 @@ def _narrow_float_helpers(dt) -> str:
             bounds.append(top + ulp_top / 2)
         if bottom < 0:
             bounds.append(bottom - (finite[1] - finite[0]) / 2)
-        bounds = np.unique(np.asarray(bounds, np.float32))
-        enc = lambda v: int(np.asarray(v, np.float32).astype(dt).view(np.uint8))  # noqa: E731
-        ties = [enc(b) for b in bounds]
+        bounds = _sorted_unique(np.asarray(bounds, np.float32))
+        codes = lambda v: np.asarray(v, np.float32).astype(dt).view(np.uint8).tolist()  # noqa: E731
+        enc = lambda v: codes([v])[0]  # noqa: E731
+        ties = codes(bounds)
         inside = [enc(np.nextafter(bounds[0], np.float32(-np.inf)))]
-        inside += [enc(np.nextafter(b, np.float32(np.inf))) for b in bounds]
+        inside += codes(np.nextafter(bounds, np.float32(np.inf)))
     n = len(bounds)
-    table = ", ".join(_f32_literal(v) for v in values)
+    table = ", ".join(map(_f32_literal, values.tolist()))
+    limits = ", ".join(map(_f32_literal, bounds.tolist()))
     return (
         f"static const float fx_dec_{name}[256] = {{{table}}};\n"
-        f"static const float fx_bnd_{name}[{n}] = {{{', '.join(map(_f32_literal, bounds))}}};\n"
+        f"static const float fx_bnd_{name}[{n}] = {{{limits}}};\n"
         f"static const uint8_t fx_tie_{name}[{n}] = {{{', '.join(map(str, ties))}}};\n"
         f"static const uint8_t fx_in_{name}[{n + 1}] = {{{', '.join(map(str, inside))}}};\n"
         f"static inline float fx_{name}_to_f32(uint8_t c) {{ return fx_dec_{name}[c]; }}\n"
