@@ -613,10 +613,12 @@ static void fx_gemm_piece(G gemm, const fx_gemm_job<T>& j, int64_t q) {
   fx_gemm_call(gemm, j.ta, j.tb, m, n, j.k, j.alpha, a, j.ta ? j.m : j.k, bm, j.tb ? j.k : j.n, c,
                j.n, j.u ? j.u + (c - j.c) : (const T*)nullptr);
 }
-// Without a BLAS (gemm null): loops, each sum in order along k. Cold: compiled for size, since
-// it rarely runs (vectorised, these loops cost the compiler more than the rest of fx_gemm_run).
+// Without a BLAS (gemm null): loops, each sum in order along k. Cold and at -O1, since it rarely
+// runs (vectorised, these loops cost the compiler more than the rest of fx_gemm_run; at -O3 with
+// cold, 13 ms of the 63 that the GPT block's main unit spent on its first product, session 38).
 template <class T>
-__attribute__((cold)) static void fx_gemm_loops(const fx_gemm_job<T>* jobs, int njobs) {
+__attribute__((cold, optimize("O1"))) static void fx_gemm_loops(const fx_gemm_job<T>* jobs,
+                                                                 int njobs) {
   for (int i = 0; i < njobs; ++i) {
     const fx_gemm_job<T> j = jobs[i];
     #pragma omp parallel for collapse(2)
