@@ -8,6 +8,7 @@ import functools
 import glob
 import math
 import os
+import sys
 import threading
 import weakref
 
@@ -239,7 +240,8 @@ def _take(shape, dtype):
 _PROGRAM_POOL_MIN = 1 << 16
 _PROGRAM_POOL_BLOCKS = 64
 _PROGRAM_POOL_BYTES = 1 << 30
-_MADV_POPULATE_WRITE = 23  # (Linux 5.14 and later; elsewhere the pages are written instead)
+# (Linux 5.14 and later; elsewhere, and on other systems, the pages are written instead)
+_MADV_POPULATE_WRITE = 23 if sys.platform.startswith("linux") else None
 _libc: list = []
 
 
@@ -263,7 +265,7 @@ def _fault_in(ptr: int, n: int) -> None:
     hold them: the memory is this process's), instead of a page fault each at first use."""
     page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
     lo, hi = ptr - ptr % page, -(-(ptr + n) // page) * page
-    if _c().madvise(lo, hi - lo, _MADV_POPULATE_WRITE) != 0:
+    if _MADV_POPULATE_WRITE is None or _c().madvise(lo, hi - lo, _MADV_POPULATE_WRITE) != 0:
         ctypes.memset(ptr, 0, n)
 
 

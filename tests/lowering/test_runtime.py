@@ -267,14 +267,19 @@ def _faults(write) -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
 
 
-def test_warmed_blocks_are_resident_and_given_to_the_program():
-    """``start`` allocates and faults in the blocks on a thread; ``give`` hands each to the
-    program's ``fx_pool_give`` (writing them then takes no page faults) and the outputs to the
-    output pool; ``give(None)`` (the program did not load) frees them."""
+@pytest.mark.parametrize("populate", [True, False], ids=["madvise", "written"])
+def test_warmed_blocks_are_resident_and_given_to_the_program(monkeypatch, populate):
+    """``start`` allocates and faults in the blocks on a thread (``madvise``, or writing them
+    where there is none); ``give`` hands each to the program's ``fx_pool_give`` (writing them
+    then takes no page faults) and the outputs to the output pool; ``give(None)`` (the program
+    did not load) frees them."""
     import ctypes
     import mmap
 
     from functx.lowering import runtime
+
+    if not populate:
+        monkeypatch.setattr(runtime, "_MADV_POPULATE_WRITE", None)
 
     n = 8 << 20
     fresh = mmap.mmap(-1, n)  # (fresh memory takes a fault a page: what the test tells apart)
