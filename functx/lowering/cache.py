@@ -47,7 +47,6 @@ import threading
 import time
 import warnings
 from concurrent import futures
-from concurrent.futures import ThreadPoolExecutor
 
 from functx import config
 from functx.errors import CacheWarning, FunctxError
@@ -779,7 +778,7 @@ def _build(srcs, flags, tmp, on_idle=None):
         cmds = [[compiler(), *flags, "-c", s, "-o", o] for s, o in zip(srcs, objs)]
         deadline = time.monotonic() + config.compile_timeout()
         procs = [_spawn(c) for c in cmds]
-        with ThreadPoolExecutor(len(procs)) as pool:  # (each waits for its compiler)
+        with futures.ThreadPoolExecutor(len(procs)) as pool:  # (each waits for its compiler)
             waits = [
                 pool.submit(_wait, p, c, f"compiling {s}", deadline, config.compile_timeout())
                 for p, c, s in zip(procs, cmds, srcs)
