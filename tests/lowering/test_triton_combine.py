@@ -1,11 +1,12 @@
 """Independent launches in one launch (``functx/lowering/triton/combine.py``): which consecutive
 launches join (no part writes what another reads or writes, one grid axis, few programs, the
 same warps, no matrix-product tiles) and that the joined programs compute what the separate
-launches did, bit for bit, and what JAX computes. Kernels compile and run in Triton's CPU
-interpreter (``TRITON_INTERPRET=1``, set per test)."""
+launches did, bit for bit, and what JAX computes. Kernels run in Triton's CPU interpreter
+(``TRITON_INTERPRET=1``, set per test), or on a CUDA GPU with ``FUNCTX_TEST_TRITON_GPU=1``."""
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
@@ -24,13 +25,16 @@ from functx.lowering.triton.program import TritonProgram, compile_triton  # noqa
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import workloads  # noqa: E402
 
+ON_GPU = os.environ.get("FUNCTX_TEST_TRITON_GPU", "0") not in ("", "0")
+DEV = "cuda" if ON_GPU else "cpu"
+
 
 @pytest.fixture(autouse=True)
-def interpreter(monkeypatch):
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
-    # (products on torch.matmul in float32, to compare with JAX's on the CPU: Triton GEMMs
-    # compute in TF32)
+def interpreter(triton_gpu, monkeypatch):
+    """Every test on Triton's interpreter, or on a CUDA GPU with FUNCTX_TEST_TRITON_GPU=1;
+    products on torch.matmul (Triton GEMMs compute in TF32: test_triton_gemm.py checks them)."""
     monkeypatch.setattr(gemm, "TRITON_GEMM", False)
+    return triton_gpu
 
 
 class _Prog:
@@ -115,15 +119,16 @@ def test_joined_launches_compute_what_separate_ones_did(family, c, fewer, switch
     results, and JAX's."""
     args = workloads.inputs(family, c)
     jaxpr = functx.make_jaxpr(workloads.program(functx, family, c))(*args)
-    leaves = [torch.as_tensor(np.asarray(x)) for x in functx.tree_util.tree_leaves(args)]
+    leaves = [torch.as_tensor(np.asarray(x), device=DEV) for x in jax.tree_util.tree_leaves(args)]
     got, sites = {}, {}
     for on in (False, True):
         combine.COMBINE = on
-        exe = compile_triton(jaxpr)
+        with functx.default_matmul_precision("highest"):  # (as JAX's on the CPU)
+            exe = compile_triton(jaxpr)
         got[on] = exe(*leaves)
         sites[on] = len(re.findall(r"^_L\d+ = _fx_site", exe.source, re.M))
     assert sites[False] - sites[True] == fewer, sites
     want = jax.tree_util.tree_leaves(jax.jit(workloads.program(jax, family, c))(*args))
     for a, b, w in zip(got[False], got[True], want):
         assert torch.equal(a, b)
-        np.testing.assert_allclose(b.numpy().reshape(np.shape(w)), w, rtol=2e-5, atol=2e-6)
+        np.testing.assert_allclose(b.cpu().numpy().reshape(np.shape(w)), w, rtol=2e-5, atol=2e-6)
