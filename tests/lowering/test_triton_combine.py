@@ -79,13 +79,13 @@ def switches(monkeypatch):
 
 def test_which_launches_join(switches):
     a = _kernel("ka", ["x"], ["a"])
-    # independent: one launch of 4 programs; the parts take the program index as ``pid``
+    # independent: one launch of 4 programs; the parts take the program index as ``_fx_pid``
     prog, host = _joined([a, _kernel("kb", ["x", "y"], ["b"])])
     assert host == ["_L2(4, 1, x, a, y, b)"], host
     src = "\n".join(prog.defs)
-    assert "def ka(pid, x, a):" in src and "def kb(pid, x, y, b):" in src
-    assert "tl.program_id(0)" not in src.replace("    pid = tl.program_id(0)\n", "")
-    assert "        kb(pid - 2, x, y, b)" in src
+    assert "def ka(_fx_pid, x, a):" in src and "def kb(_fx_pid, x, y, b):" in src
+    assert "tl.program_id(0)" not in src.replace("    _fx_pid = tl.program_id(0)\n", "")
+    assert "        kb(_fx_pid - 2, x, y, b)" in src
     assert re.findall(r"^_L\d+ = _fx_site\((\w+), 4\)$", src, re.M) == ["ka_with_kb"]
     # a part reading what another writes, writing what another reads or writes: apart
     for b in (["a"], ["b"]), (["y"], ["x"]), (["y"], ["a"]):

@@ -3,12 +3,13 @@
 Consecutive launches of a host function (``prog.host``) that do not read or write what another
 of them writes can run at the same time, so they can run as one launch: its programs are the
 concatenated grids of the parts, and each program runs one program of its part (the part's
-kernel, taking the program's index within its part as a parameter ``pid`` in place of
-``tl.program_id(0)``). That saves the launch (host time, and the GPU's idle time between
-kernels) of each part after the first. The kernel least squares step's loss (a full sum over
-the rows of ``K @ a``) and its gradient (one sum per column of ``K``, over the same rows) read
-the same vectors after ``K @ a`` and are two such launches; the pointwise kernels of a step have
-their own, finer merge (``pointwise._horizontal``), which this pass may then join with others.
+kernel, taking the program's index within its part as a parameter ``_fx_pid`` in place of
+``tl.program_id(0)``: a name no generated kernel uses). That saves the launch (host time, and
+the GPU's idle time between kernels) of each part after the first. The kernel least squares
+step's loss (a full sum over the rows of ``K @ a``) and its gradient (one sum per column of
+``K``, over the same rows) read the same vectors after ``K @ a`` and are two such launches; the
+pointwise kernels of a step have their own, finer merge (``pointwise._horizontal``), which this
+pass may then join with others.
 
 It runs after the kernels are rendered and before the intermediates are laid out
 (``TritonProgram.function``), so the memory plan sees one statement naming every part's buffers
@@ -147,7 +148,7 @@ def launches(prog, host: list[str]) -> list[str]:
 
 def _one_launch(prog, group) -> None:
     """Define and launch the kernel running ``group``'s parts: each part's kernel takes its
-    program index as ``pid`` and no longer has a site of its own."""
+    program index as ``_fx_pid`` and no longer has a site of its own."""
     drop = {p.site for p in group}
     defs = []
     for d in prog.defs:
@@ -156,18 +157,18 @@ def _one_launch(prog, group) -> None:
             continue
         p = next((p for p in group if d.startswith(f"@triton.jit\ndef {p.kernel}(")), None)
         if p is not None:
-            d = f"@triton.jit\ndef {p.kernel}(pid, {', '.join(p.params)}):\n"
-            d += p.body.replace("tl.program_id(0)", "pid")
+            d = f"@triton.jit\ndef {p.kernel}(_fx_pid, {', '.join(p.params)}):\n"
+            d += p.body.replace("tl.program_id(0)", "_fx_pid")
         defs.append(d)
     prog.defs[:] = defs
     args: dict = {}
-    body = ["    pid = tl.program_id(0)"]
+    body = ["    _fx_pid = tl.program_id(0)"]
     start = 0
     for n, p in enumerate(group):
         args.update(dict.fromkeys(p.args))
         cond = "if" if n == 0 else "elif"
-        test = f"    {cond} pid < {start + p.grid}:" if n < len(group) - 1 else "    else:"
-        at = "pid" if start == 0 else f"pid - {start}"
+        test = f"    {cond} _fx_pid < {start + p.grid}:" if n < len(group) - 1 else "    else:"
+        at = "_fx_pid" if start == 0 else f"_fx_pid - {start}"
         body += [test, f"        {p.kernel}({at}, {', '.join(p.args)})"]
         start += p.grid
     name = "_with_".join(p.kernel for p in group)
