@@ -94,6 +94,9 @@ def test_which_launches_join(switches):
     prog = _Prog([a, _kernel("kb", ["c"], ["b"])])
     host = combine.launches(prog, ["    c = a.view(2, 4)", *prog.lines])
     assert len(host) == 3
+    # ... or bound twice (which buffer it names depends on where: a loop's carries)
+    prog = _Prog([a, _kernel("kb", ["c"], ["b"])])
+    assert len(combine.launches(prog, ["    c = a", "    c = y", *prog.lines])) == 4
     # any use but a load counts as a write (an atomic, a pointer computed first)
     for extra in ("    tl.atomic_add(x + f, v)\n", "    p = x + f; tl.store(p, v)\n"):
         assert len(_joined([a, _kernel("kb", ["x"], ["b"], extra=extra)])[1]) == 2, extra

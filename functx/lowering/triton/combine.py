@@ -25,8 +25,9 @@ stays as it was):
   program's shared memory and registers) and does not call ``tl.num_programs``;
 * no hazard between parts: a buffer that one part may write (any use of it but a ``tl.load``
   from it) is not among another part's arguments, with the names the host code binds to other
-  buffers (``a = b`` views) resolved first. Buffers that only the shared scratch stands for
-  (stored, never read: ``runtime.scratch``) have names of their own here and never conflict.
+  buffers (``a = b`` views) resolved first; no argument is a name bound more than once (a
+  loop's carries). Buffers that only the shared scratch stands for (stored, never read:
+  ``runtime.scratch``) have names of their own here and never conflict.
 
 ``COMBINE = False`` turns the pass off.
 """
@@ -43,6 +44,7 @@ SAME_WARPS = True
 _LAUNCH = re.compile(r"    (_L\d+)\((\d+), 1, (\w+(?:, \w+)*)\)")
 _SITE = re.compile(r"(_L\d+) = _fx_site\((\w+), (\d+)\)\n")
 _ALIAS = re.compile(r"    (\w+) = (\w+)\b")
+_ASSIGN = re.compile(r"\s+((?:\w+, )*\w+),? = ")
 _BARRED = ("tl.program_id(1)", "tl.program_id(2)", "tl.num_programs", "tl.dot(")
 
 
@@ -103,14 +105,20 @@ def _part(prog, line, sites, count, roots):
     return _Part(site, grid, args, kernel, warps, params, body, roots)
 
 
-def _aliases(host) -> dict:
-    """``{name: the buffer it stands for}`` for the host code's ``a = b...`` bindings."""
+def _aliases(host) -> tuple:
+    """``{name: the buffer it stands for}`` for the host code's ``a = b...`` bindings, and the
+    names bound more than once (a loop's carries: which buffer they name depends on where)."""
     roots: dict = {}
+    bound: dict = {}
     for line in host:
+        for text in line.split("\n"):
+            m = _ASSIGN.match(text)
+            for name in m.group(1).split(", ") if m else ():
+                bound[name] = bound.get(name, 0) + 1
         m = _ALIAS.match(line)
         if m is not None and m.group(2) != "torch" and not m.group(2).startswith("_fx"):
             roots[m.group(1)] = roots.get(m.group(2), m.group(2))
-    return roots
+    return roots, {name for name, n in bound.items() if n > 1}
 
 
 def launches(prog, host: list[str]) -> list[str]:
@@ -119,8 +127,9 @@ def launches(prog, host: list[str]) -> list[str]:
     if not COMBINE:
         return host
     sites, count = _sites(prog.defs)
-    roots = _aliases(host)
+    roots, rebound = _aliases(host)
     parts = [_part(prog, line, sites, count, roots) for line in host]
+    parts = [None if p is None or rebound & set(p.args) else p for p in parts]
     out: list[str] = []
     i = 0
     while i < len(host):
