@@ -20,6 +20,7 @@ host code (bit for bit, with the same arguments and through a training loop whos
 change address), then times, functx and JAX alternating: the per-call wall and host time, the
 same with Python's garbage collector off, the training loop, and each stage of the path alone
 (the jit dispatch's signature walk and lookup, ``call_arrays``, ``run_on``, the output rings,
+the capture check ``run_on`` makes (and torch.cuda's wrapper of it),
 the module's host code, the launch plan, each launch site, each compiled kernel's bare
 launcher, a ``torch.empty``). Each process also records what could make processes differ:
 the CPU it ran on (start and end), that CPU's clock, the load, a fixed pure-Python workload's
@@ -143,6 +144,7 @@ BASE = {
 VARIANTS = (
     ("base", BASE, False, True),
     ("new, keyed path", {}, False, True),
+    ("new, launches apart", {"combine.COMBINE": False}, False, False),  # (before session 38)
     ("new", {}, False, False),
     ("new+graphs", {}, True, False),
 )
@@ -162,9 +164,9 @@ def _switched(settings):
     import contextlib
     import dataclasses
 
-    from functx.lowering.triton import dot, program
+    from functx.lowering.triton import combine, dot, program
 
-    modules = {"dot": dot, "program": program}
+    modules = {"combine": combine, "dot": dot, "program": program}
 
     @contextlib.contextmanager
     def cm():
@@ -400,6 +402,10 @@ def _stages(fx, fargs, exe, n) -> dict:
     rings = exe._rings
     if rings is not None:
         out["rings.take"] = _us(rings.take, n)
+    import torch
+
+    out["capture check (run_on's)"] = _us(rt._capturing, n)
+    out["capture check (torch.cuda's)"] = _us(torch.cuda.is_current_stream_capturing, n)
     consts = exe._consts(tdev)
     outs = exe._outputs(tdev)
     out["module run"] = _us(lambda: exe.module.run(vals, consts, outs), n, sync)
@@ -411,8 +417,6 @@ def _stages(fx, fargs, exe, n) -> dict:
             out[f"bare launcher {i}"] = _us(lambda: launch(*ptrs), n, sync)
     for i, (site, g0, g1, bufs) in enumerate(_site_launches(exe, vals, consts, outs)):
         out[f"site {i} ({site.name})"] = _us(lambda: site(g0, g1, *bufs), n, sync)
-    import torch
-
     out["torch.empty(100)"] = _us(lambda: torch.empty(100, device=tdev), n)
     return out
 

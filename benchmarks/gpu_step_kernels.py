@@ -12,12 +12,13 @@ then prints for each library: wall us per step (median of ``--rounds`` alternati
 back-to-back calls), GPU us per call and launches per step (torch.profiler: CUPTI sees JAX's
 kernels too) and a table of the kernels (name, launches per step, us per step).
 
-``--ab``: functx as main built it before session 37 (``AB``'s switches off while compiling) and
-with each of session 37's steps added in turn (a bias gradient's sums computed by its weight
-gradient's product, reductions of few rows spread over 8 blocks), in the same process,
-alternating with JAX; each version's results are also compared with the first version's
-(largest difference relative to the largest element, per output) and checked to give the same
-bits over ``--repeat`` calls.
+``--ab``: functx with consecutive independent launches apart, as main built them before session
+38 (``AB``'s switches set while compiling), and joined in one launch (``triton/combine.py``)
+where the parts have the same warps (the default) or any, in the same process, alternating with
+JAX; each version's results are also compared with the first version's (largest difference
+relative to the largest element, per output) and checked to give the same bits over
+``--repeat`` calls. (Session 37's A/B, its GEMM column sums and spread rows, is in
+RESULTS.md.)
 ``--ab-gemm``: session 36's A/B: products on cuBLAS (``gemm.TRITON_GEMM = False``), Triton GEMMs
 without epilogues (``dot.EPILOGUES = False``) and with them.
 
@@ -56,15 +57,13 @@ sys.path.insert(0, ROOT)
 import numpy as np  # noqa: E402
 import workloads as wl  # noqa: E402
 
-from functx.lowering.triton import dot, gemm, program  # noqa: E402
-from functx.lowering.triton.blocks import Blocks  # noqa: E402
+from functx.lowering.triton import combine, dot, gemm  # noqa: E402
 
-# --ab: each version's switches while compiling (the first is main before session 37)
-_MAIN_BLOCKS = {(program, "DEFAULT_BLOCKS"): Blocks(row_blocks=1)}
+# --ab: each version's switches while compiling (the first is main before session 38)
 AB = [
-    ("functx main", {(dot, "COLUMN_SUMS"): False, **_MAIN_BLOCKS}),
-    ("functx +column sums", dict(_MAIN_BLOCKS)),
-    ("functx +rows spread", {}),
+    ("functx launches apart", {(combine, "COMBINE"): False}),
+    ("functx one launch, same warps", {}),
+    ("functx one launch, any warps", {(combine, "SAME_WARPS"): False}),
 ]
 AB_GEMM = [
     ("functx cuBLAS", {(gemm, "TRITON_GEMM"): False}),
@@ -75,6 +74,8 @@ AB_GEMM = [
 DRY_SIZES = {
     "mlp_sgd": ("mlp", dict(sizes=(64, 48, 40, 10), batch=24)),
     "cnn": ("cnn", dict(B=4, c=(4, 8))),
+    "kls_momentum": ("kls", dict(n=16)),
+    "hmm_em": ("hmm", dict(T=12, S=3, M=2, steps=2)),
 }
 
 
@@ -460,7 +461,7 @@ def main():
     ap.add_argument("--calls", type=int, default=200)
     ap.add_argument("--rows", type=int, default=16)
     ap.add_argument("--tol", type=float, default=2e-2)
-    ap.add_argument("--ab", action="store_true", help="functx as main and with each step")
+    ap.add_argument("--ab", action="store_true", help="launches apart, and joined (AB)")
     ap.add_argument("--ab-gemm", action="store_true", help="cuBLAS, GEMMs, GEMMs + epilogues")
     ap.add_argument("--repeat", type=int, default=50, help="calls checked for the same bits")
     ap.add_argument("--no-steps", action="store_true", help="the sweep only")

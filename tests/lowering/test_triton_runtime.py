@@ -11,6 +11,7 @@ for. On a GPU, ``benchmarks/gpu_host_time.py --stages`` checks values against JA
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -32,9 +33,20 @@ CPU = torch.device("cpu")
 STREAM = 77
 
 
+@pytest.fixture
+def on_cuda():
+    """A CUDA GPU (``FUNCTX_TEST_TRITON_GPU=1``), for a test that launches for real."""
+    if os.environ.get("FUNCTX_TEST_TRITON_GPU", "0") in ("", "0") or not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU (FUNCTX_TEST_TRITON_GPU=1)")
+    return torch.device("cuda", 0)
+
+
 @pytest.fixture(autouse=True)
-def stand_ins(monkeypatch):
-    """Triton's interpreter for compiling; launches through stand-ins on device 0, STREAM."""
+def stand_ins(request, monkeypatch):
+    """Triton's interpreter for compiling; launches through stand-ins on device 0, STREAM
+    (except for tests on a real GPU: ``on_cuda``)."""
+    if "on_cuda" in request.fixturenames:
+        return
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     monkeypatch.setattr(rt, "_cuda", (lambda: 0, lambda dev: STREAM))
     monkeypatch.setattr(rt, "_knobs", None)
@@ -114,11 +126,6 @@ def test_a_plan_declines_calls_unlike_its_recording(monkeypatch):
     hooks = SimpleNamespace(launch_enter_hook=print, launch_exit_hook=None)
     monkeypatch.setattr(rt, "_knobs", hooks)
     assert plan(ins, outs, STREAM) is False  # a profiler's hook: launches go through Triton
-    monkeypatch.setattr(rt, "_knobs", None)
-    monkeypatch.setattr(rt, "_capturing", lambda: True)
-    # a CUDA graph captured on the plan's stream: the module gives the graph intermediates of
-    # its own (a plan's would be shared by the graph's replays and later calls)
-    assert plan(ins, outs, STREAM) is False
     assert calls == []
 
 
@@ -196,3 +203,73 @@ def test_calls_go_through_the_streams_plan_once_recorded(monkeypatch):
     runs.clear()
     exe.run_on(dev, ins)
     assert len(runs) == 1
+
+
+def _on_named_cuda(exe, monkeypatch):
+    """``exe`` as if it had run on ``cuda:0`` (a name only: its tensors stay on the CPU)."""
+    dev = torch.device("cuda", 0)
+    consts = exe._consts(CPU)
+    exe._device_consts[dev] = consts
+    exe._ran.add(dev)
+    exe._last = (dev, consts)
+    monkeypatch.setattr(exe, "_outputs", lambda d: rt.TritonExecutable._outputs(exe, CPU))
+    return dev
+
+
+def test_a_capture_is_given_nothing_that_later_calls_reuse(monkeypatch):
+    """A call while the stream captures a CUDA graph (the caller's) runs the module on new
+    outputs: no output ring's buffer (the graph's replays would write it after a later call got
+    it), no launch plan (its intermediates are shared), no graph of the executable's own."""
+    exe, leaves, calls = kls_step()
+    dev = _on_named_cuda(exe, monkeypatch)
+    taken, graphed, runs = [], [], []
+    exe._rings = SimpleNamespace(dev=dev, take=lambda: taken.append(1) or exe._outputs(dev))
+    exe.use_graphs = exe.graph_safe = True
+    monkeypatch.setattr(exe, "_graphed", lambda d, ins: graphed.append(1))  # (None: no graph)
+    run = exe._run_module
+    monkeypatch.setattr(exe, "_run_module", lambda *a: (runs.append(1), run(*a))[1])
+    for _ in range(2):  # the first records the plan (running the host code), the second
+        exe.run_on(dev, fresh(exe, leaves)[0])  # launches through it
+    assert (len(taken), len(graphed), len(runs)) == (2, 2, 0)
+    assert type(exe._plans[0, STREAM]) is rt.LaunchPlan
+    taken.clear(), graphed.clear(), runs.clear(), calls.clear()
+    monkeypatch.setattr(rt, "_capturing", lambda: True)
+    outs = exe.run_on(dev, fresh(exe, leaves)[0])
+    assert (taken, graphed, runs) == ([], [], [1]) and len(calls) == len(exe.sites)
+    assert {o.data_ptr() for o in outs} <= {p for c in calls for p in c[13:]}
+    monkeypatch.setattr(rt, "_capturing", lambda: False)
+    runs.clear(), calls.clear()
+    exe.run_on(dev, fresh(exe, leaves)[0])  # (after the capture: the ring and the plan again)
+    assert (len(taken), len(graphed), len(runs), len(calls)) == (1, 1, 0, len(exe.sites))
+
+
+@pytest.mark.parametrize("graphs", [False, True])
+def test_a_callers_cuda_graph_owns_its_buffers(on_cuda, graphs):
+    """On a GPU: a graph captured around a call (after calls that set up the output rings, the
+    launch plan or the executable's own graphs) writes buffers of its own. A later call's
+    results, made after the graph's outputs were dropped, keep their values over replays."""
+    args = workloads.inputs("kls", dict(n=100))
+    step = workloads.program(functx, "kls", dict(n=100))
+    exe = compile_triton(functx.make_jaxpr(step)(*args))
+    exe.use_graphs, exe.graph_mode = graphs, "copy"
+    ins = [torch.as_tensor(np.asarray(x)).to(on_cuda) for x in functx.tree_util.tree_leaves(args)]
+    for _ in range(4):
+        want = [o.clone() for o in exe(*ins)]
+    static = [x * 2 for x in ins]
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        captured = exe(*static)
+    captured_ptrs = {o.data_ptr() for o in captured}
+    del captured  # (the caller keeps only the graph)
+    held = exe(*ins)
+    snap = [o.clone() for o in held]
+    for x in static:
+        x.neg_()
+    g.replay()
+    torch.cuda.synchronize()
+    assert not exe.graph_note, exe.graph_note
+    assert not captured_ptrs & {o.data_ptr() for o in held}
+    for h, s_, w in zip(held, snap, want):
+        assert torch.equal(h, s_)  # the replay wrote nothing of this later call's
+        torch.testing.assert_close(h, w, rtol=1e-5, atol=1e-6)

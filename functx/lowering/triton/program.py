@@ -85,6 +85,7 @@ from functx.lowering.lower import lower_jaxpr
 from functx.lowering.schedule import Kernel, KernelCtx
 from functx.lowering.triton import (
     ascan,
+    combine,
     conv,
     dot,
     dus,
@@ -355,6 +356,7 @@ class TritonProgram:
         unread = self._unread(temps, self.host + copies)
         allocs += _scratch_lines(unread)
         temps = [t for t in temps if t[0] not in unread]
+        self.host = combine.launches(self, self.host)  # (after _unread: it reads site kernels)
         allocs += self._allocations(name, temps, self.host + copies)
         body = allocs + self.host + copies
         if any("device=dev" in ln or "_fx_scratch(dev" in ln for ln in body):  # (where used)

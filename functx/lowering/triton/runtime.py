@@ -62,6 +62,10 @@ launch sites, and the executables ``functx.jit`` holds.
   direct launch). ``FUNCTX_CUDA_GRAPHS=auto`` (the default) is the above; ``1`` uses graphs
   for every program, ``0`` never (also settable per executable: ``exe.use_graphs``). Programs
   that read values back to the host (``while_loop``, ``cond``) are never captured.
+* **A caller's capture.** A call made while the current stream captures a CUDA graph (the
+  caller's ``torch.cuda.graph``) runs the module on outputs and intermediates allocated then,
+  from the graph's memory pool: no output ring, launch plan or graph of the executable's own,
+  whose buffers later calls reuse and the graph's replays would write (``_run_captured``).
 
 The executable contract (used by ``functx.jit`` and by the GPU Array work): ``exe(leaves)`` takes
 the flat list of argument leaves (torch tensors, NumPy arrays, functx Arrays or scalars) and
@@ -132,10 +136,12 @@ _knobs = None
 
 
 def _bind_cuda():
-    global _cuda, _knobs
+    global _cuda, _knobs, _capturing
     import torch
 
     _cuda = (torch._C._cuda_getDevice, torch._C._cuda_getCurrentRawStream)
+    # (the C function behind torch.cuda.is_current_stream_capturing, without its Python frame)
+    _capturing = torch._C._cuda_isCurrentStreamCapturing
     try:
         import triton
 
@@ -338,9 +344,8 @@ class LaunchPlan:
     keeps). ``plan(ins, outs, stream)`` launches them with the call's input and output
     addresses and returns True, or returns False (nothing launched) where the call differs from
     the recording in what a kernel was compiled for (an address not 16-byte aligned), a launch
-    hook is set, the current device or stream is another, or the stream is capturing a CUDA
-    graph (a graph would keep writing the plan's intermediates, which later calls share; the
-    module gives it intermediates of its own): the module then runs as always.
+    hook is set, or the current device or stream is another: the module then runs as always.
+    (``run_on`` never calls a plan while the stream captures a CUDA graph.)
 
     What it saves per call, against the module's ``run`` and its sites: the intermediates'
     allocations, and per launch the device and stream queries, the hook check, the buffers'
@@ -367,13 +372,7 @@ class LaunchPlan:
         bits = 0
         for p in ptrs:
             bits |= p
-        if (
-            bits & 15
-            or stream != self.stream
-            or _cuda[0]() != self.index
-            or _hooks_active()
-            or _capturing()
-        ):
+        if bits & 15 or stream != self.stream or _cuda[0]() != self.index or _hooks_active():
             return False
         ptrs += self.fixed
         with self.lock:
@@ -383,7 +382,8 @@ class LaunchPlan:
 
 
 def _capturing() -> bool:
-    """Whether the current CUDA stream is capturing a graph (no plan is recorded then)."""
+    """Whether the current CUDA stream is capturing a graph (``_bind_cuda`` rebinds the name to
+    torch's C function)."""
     return sys.modules["torch"].cuda.is_current_stream_capturing()
 
 
@@ -1192,7 +1192,10 @@ class TritonExecutable:
         """Run on ``dev`` (a torch device) with ``ins`` already as the kernels take them:
         contiguous tensors on ``dev`` of the compiled dtypes and sizes (``call`` makes them so;
         GPU arrays' buffers are; complex ones as complex tensors). Returns new output tensors."""
-        if self.use_graphs and self.graph_safe and dev.type == "cuda":
+        cuda = dev.type == "cuda"
+        if cuda and _capturing():
+            return self._run_captured(dev, ins)
+        if self.use_graphs and self.graph_safe and cuda:
             outs = self._graphed(dev, ins)
             if outs is not None:
                 return outs
@@ -1208,10 +1211,23 @@ class TritonExecutable:
         else:
             empty = self._torch.empty_strided  # (on an H100 host: 2.7 us, torch.empty 3.8)
             outs = [empty(s, st, dtype=t, device=dev) for s, st, t in self.out_specs]
-        if self._plans is not None and LAUNCH_PLANS and dev.type == "cuda":
+        if self._plans is not None and LAUNCH_PLANS and cuda:
             if self._planned(dev, ins, consts, outs):
                 return outs
         self._run_module(ins, consts, outs)
+        return outs
+
+    def _run_captured(self, dev, ins):
+        """A call while the current stream captures a CUDA graph (the caller's): the module runs
+        on outputs and intermediates allocated now, which the capture takes from the graph's
+        own memory pool. Nothing that later calls reuse goes into the graph (its replays would
+        write it): no output ring's buffer (a later call may hold it), no launch plan (its
+        intermediates are shared by later calls), none of this executable's own graphs (their
+        static inputs and hand-out outputs)."""
+        if dev not in self._ran:
+            return self._first_run(dev, ins, self._outputs(dev))
+        outs = self._outputs(dev)
+        self._run_module(ins, self._consts(dev), outs)
         return outs
 
     def _planned(self, dev, ins, consts, outs) -> bool:
@@ -1224,13 +1240,7 @@ class TritonExecutable:
         if type(plan) is LaunchPlan:
             return plan(ins, outs, stream)
         tries = plan or 0
-        if (
-            tries >= PLAN_TRIES
-            or _cuda[0]() != index
-            or _hooks_active()
-            or not _direct_allowed()
-            or _capturing()
-        ):
+        if tries >= PLAN_TRIES or _cuda[0]() != index or _hooks_active() or not _direct_allowed():
             return False
         plan = record_plan(self.module, index, stream, ins, consts, outs)
         self._plans[key] = plan if plan is not None else tries + 1
@@ -1294,7 +1304,7 @@ class TritonExecutable:
         self._last = (dev, consts)
         if self._rings is None and self.out_bytes <= RECYCLE_MAX_BYTES:
             self._rings = OutputRings(self.out_specs, dev)
-        if dev.type == "cuda":
+        if dev.type == "cuda" and not _capturing():  # (no synchronisation inside a capture)
             import torch
 
             torch.cuda.synchronize(dev)
