@@ -9,11 +9,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import sympy
 
 from functx import dtypes
 from functx.errors import UnsupportedError
 from functx.lowering.common import IndexPrinter, decompose
+from functx.lowering.intexpr import add, ix
 from functx.lowering.loopir import Acc, Const, Idx, Load, Op, Sym
 from functx.primitives.elementwise import ROW, Unsupported
 
@@ -188,9 +188,9 @@ class Emitter:
             elif isinstance(x, Sym):
                 out = True
             elif isinstance(x, Idx):
-                out = bool(sympy.sympify(x.expr).free_symbols & self.inner)
+                out = bool(ix(x.expr).free_symbols & self.inner)
             elif isinstance(x, Load) and not kids:
-                out = bool(sympy.sympify(x.offset).free_symbols & self.inner)
+                out = bool(ix(x.offset).free_symbols & self.inner)
             else:
                 out = any(self._dep[id(k)] for k in kids)
             self._dep[id(x)] = out
@@ -234,9 +234,7 @@ class Emitter:
             self.keep.append(e)
             return out
         code = self._emit(e)
-        if isinstance(e, (Const, Acc, Sym)) or (
-            isinstance(e, Idx) and sympy.sympify(e.expr).is_Atom
-        ):
+        if isinstance(e, (Const, Acc, Sym)) or (isinstance(e, Idx) and ix(e.expr).is_Atom):
             out = code
         else:
             out = self.temp(compute_type(e.dtype), code)
@@ -247,7 +245,7 @@ class Emitter:
     def offset(self, off) -> str:
         if isinstance(off, (Const, Idx, Op, Load)):
             return self(off)
-        off = sympy.sympify(off)
+        off = ix(off)
         if self.outer is not None and off.is_Add:
             # the terms that do not vary in the inner loop are computed once, before it: an
             # address the compiler sees as base + affine(i) becomes a contiguous vector load
@@ -255,7 +253,7 @@ class Emitter:
             inv = [t for t in off.args if not t.free_symbols & self.inner]
             var = [t for t in off.args if t.free_symbols & self.inner]
             if var and any(not t.is_Number for t in inv):
-                return f"({_ic(sympy.Add(*var))} + {self.outer.index_temp(sympy.Add(*inv))})"
+                return f"({_ic(add(*var))} + {self.outer.index_temp(add(*inv))})"
         return _ic(off)
 
     def index_temp(self, e) -> str:

@@ -9,11 +9,11 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-import sympy
 
 from functx import dtypes
 from functx.errors import UnsupportedError
 from functx.lowering.common import IndexPrinter, decompose
+from functx.lowering.intexpr import ix
 from functx.lowering.loopir import (
     Acc,
     Const,
@@ -260,7 +260,7 @@ class Emitter:
         return self.masks[deps]
 
     def index(self, e) -> V:
-        e = sympy.sympify(e)
+        e = ix(e)
         deps = frozenset(self.tags[s.name] for s in e.free_symbols)
         code = self.ix(e)
         return V(code, deps, e.is_Integer, dtypes.int64)
