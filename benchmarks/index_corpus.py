@@ -2,12 +2,14 @@
 index arithmetic leaves the generated code the same (run it on two trees, diff the folders).
 
 Corpus: the C++ translation units (two units, as on this machine) and the Triton module of each
-CPU workload of ``workloads.py`` (rendered only: nothing is compiled or launched), and every C++
+CPU workload of ``workloads.py`` (rendered only: nothing is compiled or launched; ``--gpu``: the
+Triton modules of the GPU workloads instead, each with a hash of its text), and every C++
 source the programs of ``tests/clients/programs/`` compile when run (recorded at
 ``cache.compile_cached``, the program cache off so that each jit lowers). One file per program
 and backend under ``OUT``; a program whose rendering fails gets its error as its text.
 
-    PYTHONPATH=<tree> FUNCTX_CACHE_DIR=<dir> python benchmarks/index_corpus.py OUT [--no-clients]
+    PYTHONPATH=<tree> FUNCTX_CACHE_DIR=<dir> \\
+        python benchmarks/index_corpus.py OUT [--no-clients | --gpu]
 """
 
 from __future__ import annotations
@@ -46,7 +48,17 @@ def _closed_of(jx, fn, args):
     return got[0]
 
 
-def _workloads(out: pathlib.Path) -> None:
+def _triton_closed(jx, fn, args):
+    """The ClosedJaxpr ``jit(fn)`` hands the Triton backend (``Jitted._final_jaxpr`` for a GPU
+    placement: the attention pass, no C++ convolution taps)."""
+    from functx.transforms import attention, outer_products, passes
+
+    closed = jx.make_jaxpr(fn)(*args)
+    closed = attention.fuse_attention(outer_products.factor_outer_products(passes.simplify(closed)))
+    return passes.reshape_unit_reductions(passes.divide_by_reciprocals(closed))
+
+
+def _workloads(out: pathlib.Path, mode: str = "cpu") -> None:
     import workloads as W
 
     import functx as jx
@@ -55,23 +67,24 @@ def _workloads(out: pathlib.Path) -> None:
     from functx.lowering.cpp import dot, program
     from functx.lowering.triton import program as tp
 
-    for name, family, c in W.workload_list("cpu"):
+    for name, family, c in W.workload_list(mode):
         args = jx.tree_util.tree_map(jx.numpy.asarray, W.inputs(family, c))
-        closed = _closed_of(jx, W.program(jx, family, c), args)
         t0 = time.perf_counter()
-        try:
-            g = lower.lower_jaxpr(cpp_attention.fuse(closed))
-            dot.fold_product_updates(g)
-            srcs = program.CppProgram(g, schedule.schedule(g, costly_once=True)).sources(
-                units=2, header="/h/prelude.h"
-            )
-            text = "\n// ---- unit ----\n".join(srcs)
-        except Exception as err:  # (recorded: the diff shows a change in what fails)
-            text = f"ERROR {type(err).__name__}: {err}"
-        (out / f"cpp_{name}.cpp").write_text(text)
+        if mode != "gpu":  # (the C++ of the CPU sizes only)
+            closed = _closed_of(jx, W.program(jx, family, c), args)
+            try:
+                g = lower.lower_jaxpr(cpp_attention.fuse(closed))
+                dot.fold_product_updates(g)
+                srcs = program.CppProgram(g, schedule.schedule(g, costly_once=True)).sources(
+                    units=2, header="/h/prelude.h"
+                )
+                text = "\n// ---- unit ----\n".join(srcs)
+            except Exception as err:  # (recorded: the diff shows a change in what fails)
+                text = f"ERROR {type(err).__name__}: {err}"
+            (out / f"cpp_{name}.cpp").write_text(text)
         t1 = time.perf_counter()
         try:
-            cl = closed
+            cl = _triton_closed(jx, W.program(jx, family, c), args)
             if tp.uses_complex(cl.jaxpr):
                 cl = tp.split_complex(cl)[0]
             cl = tp.dot.matvec_sums(tp.conv.recognize_convs(cl))
@@ -80,7 +93,11 @@ def _workloads(out: pathlib.Path) -> None:
         except Exception as err:
             text = f"ERROR {type(err).__name__}: {err}"
         (out / f"triton_{name}.py").write_text(text)
-        print(f"{name}: cpp {t1 - t0:.2f}s triton {time.perf_counter() - t1:.2f}s", flush=True)
+        digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+        print(
+            f"{name}: cpp {t1 - t0:.2f}s triton {time.perf_counter() - t1:.2f}s {digest}",
+            flush=True,
+        )
 
 
 def _clients(out: pathlib.Path) -> None:
@@ -116,8 +133,8 @@ def _clients(out: pathlib.Path) -> None:
 def main() -> None:
     out = pathlib.Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
-    _workloads(out)
-    if "--no-clients" not in sys.argv:
+    _workloads(out, "gpu" if "--gpu" in sys.argv else "cpu")
+    if "--no-clients" not in sys.argv and "--gpu" not in sys.argv:
         _clients(out)
 
 

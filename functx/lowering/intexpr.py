@@ -111,7 +111,10 @@ class IntExpr:
             return self
         return _replace(self, mapping, {})
 
-    subs = xreplace  # (the lowering substitutes symbols only: the same thing)
+    def subs(self, mapping, new=None):
+        """``xreplace`` (the lowering substitutes symbols only: the same thing), also as
+        ``subs(old, new)``."""
+        return self.xreplace(mapping if new is None else {mapping: new})
 
     def expand(self, deep=True):
         return self  # (kept expanded)
