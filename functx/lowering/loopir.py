@@ -1,9 +1,9 @@
 """The loop IR: what lowering (``lower.py``) builds and the scheduler and renderers read.
 
 Every Jaxpr variable becomes a *node* (``Node``) that knows how to produce the expression for one
-element given its index (a tuple of SymPy integer expressions); a ``Graph`` holds the nodes of one
-Jaxpr. Reductions, scans, matrix products and scatters are *realised* nodes that own a buffer; the
-scheduler (``schedule.py``) decides which realised nodes share a kernel.
+element given its index (a tuple of integer expressions, ``intexpr.py``); a ``Graph`` holds the
+nodes of one Jaxpr. Reductions, scans, matrix products and scatters are *realised* nodes that own a
+buffer; the scheduler (``schedule.py``) decides which realised nodes share a kernel.
 
 Pad and concatenate read their operand at a *guard clamp* of the index (``guard_clamp``), so
 the load stays inside the buffer, and select the element only where the clamp is the identity.
@@ -271,8 +271,8 @@ def loop_vars(n: int) -> tuple:
 
 
 def pp_index(e) -> str:
-    """An index expression as text: SymPy's, with ``//`` and ``%`` for FloorDiv and ModI and
-    ``guard(v, c)`` for a guard clamp."""
+    """An index expression as text: as SymPy wrote it, with ``//`` and ``%`` for FloorDiv and ModI
+    and ``guard(v, c)`` for a guard clamp."""
     e = ix(e)
     if isinstance(e, FloorDiv):
         return f"({pp_index(e.args[0])} // {pp_index(e.args[1])})"

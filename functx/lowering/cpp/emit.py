@@ -1,8 +1,8 @@
-"""C++ element code: storage and compute types, number literals, the SymPy-to-C index printer
-(``_ic``), the C spellings of element operations (read from the rows of
-``functx.primitives.elementwise`` by ``render_row``) and the ``Emitter``
-that prints element expressions (``E`` trees of ``loopir.py``) as C statements, plus the small
-helpers every kernel kind uses (stores, the parallel threshold, index decomposition)."""
+"""C++ element code: storage and compute types, number literals, the index printer (``_ic``), the C
+spellings of element operations (read from the rows of ``functx.primitives.elementwise`` by
+``render_row``) and the ``Emitter`` that prints element expressions (``E`` trees of ``loopir.py``)
+as C statements, plus the small helpers every kernel kind uses (stores, the parallel threshold,
+index decomposition)."""
 
 from __future__ import annotations
 
@@ -96,7 +96,7 @@ def _num(v, dt) -> str:
 
 
 class _SympyC(IndexPrinter):
-    """Print SymPy index expressions as C integer arithmetic (``int64_t``)."""
+    """Print index expressions as C integer arithmetic (``int64_t``)."""
 
     def integer(self, v: int) -> str:
         return f"{v}LL"

@@ -133,7 +133,7 @@ def _transposed_axis(k: Kernel, shape, ivars, vals):
 def _linear_coefs(off, ivars):
     """The integer coefficient of each of ``ivars`` in the index expression ``off``, or None
     when ``off`` is not an integer-linear function of them (its terms read term by term: what
-    differentiating by each variable would say, at a fraction of SymPy's cost)."""
+    differentiating by each variable would say)."""
     coef = dict.fromkeys(ivars, 0)
     for term in add_args(off):
         c, rest = term.as_coeff_Mul()

@@ -1,7 +1,7 @@
-"""Triton element code: Triton dtypes, literals, the SymPy-to-Python index printer, the spellings
-of element operations (read from the rows of ``functx.primitives.elementwise`` by
-``render_row``), and the ``Emitter`` that prints element expressions (``E`` trees of
-``loopir.py``) as Triton values with their block dependencies."""
+"""Triton element code: Triton dtypes, literals, the index printer, the spellings of element
+operations (read from the rows of ``functx.primitives.elementwise`` by ``render_row``), and the
+``Emitter`` that prints element expressions (``E`` trees of ``loopir.py``) as Triton values with
+their block dependencies."""
 
 from __future__ import annotations
 
@@ -120,7 +120,7 @@ def identity_literal(op: str, dt) -> str:
 
 # --- index expressions ---------------------------------------------------------------------------
 class _SympyPy(IndexPrinter):
-    """Print SymPy index expressions as Triton integer arithmetic (all values are non-negative,
+    """Print index expressions as Triton integer arithmetic (all values are non-negative,
     so Triton's truncating ``//`` and ``%`` are floor division and modulo)."""
 
     div = "//"
