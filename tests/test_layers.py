@@ -52,7 +52,15 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "functx.tree",
         ),
     ),
-    ("loop IR", ("functx.lowering.rules", "functx.lowering.loopir", "functx.lowering.lower")),
+    (
+        "loop IR",
+        (
+            "functx.lowering.rules",
+            "functx.lowering.intexpr",
+            "functx.lowering.loopir",
+            "functx.lowering.lower",
+        ),
+    ),
     ("ops", ("functx.ops",)),
     ("transforms", ("functx.transforms",)),
     ("control", ("functx.control",)),
