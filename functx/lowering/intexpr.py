@@ -652,7 +652,12 @@ def sort_key(e):
 
 def _ordered_terms(e):
     """The terms of the sum ``e`` in SymPy's printing order (``as_ordered_terms``, lex): by
-    their exponents of the sum's generators (sorted by ``sort_key``), highest first."""
+    their exponents of the sum's generators (sorted by ``sort_key``), highest first; a positive
+    number plus a negative multiple of one factor keeps the number first (``1 - i``)."""
+    if len(e.args) == 2:
+        c, t = e.args
+        if c.is_Integer and c.value > 0 and type(t) is Mul and t._coeff < 0 and len(t.args) == 2:
+            return list(e.args)
     gens = sorted({b for core in e._terms for b in _pows(core)}, key=sort_key)
     pos = {g: i for i, g in enumerate(gens)}
 
@@ -798,7 +803,7 @@ def _str(e) -> str:
         return "-" + body if c.value == -1 else f"{c.value}*{body}"
     if t is Pow:
         b = e.args[0]
-        return f"{_str(b) if b.is_Atom else '(' + _str(b) + ')'}**{e.args[1].value}"
+        return f"{'(' + _str(b) + ')' if b.is_Add or b.is_Mul else _str(b)}**{e.args[1].value}"
     name = {"IMax": "Max", "IMin": "Min"}.get(t.__name__, t.__name__)
     return f"{name}({', '.join(_str(a) for a in e.args)})"
 
