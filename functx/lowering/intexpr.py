@@ -682,15 +682,18 @@ def preorder(e):
         stack.extend(reversed(x.args))
 
 
-def _replace(e, mapping, memo):
-    hit = mapping.get(e)
+def _rebuild(e, swap, memo):
+    """``e`` with each subexpression ``x`` for which ``swap(x)`` is not None replaced by that
+    (not looked into further), rebuilt through the constructors (so simplified) where anything
+    changed; unchanged parts stay the same objects."""
+    hit = swap(e)
     if hit is not None:
         return ix(hit)
     if not e.args:
         return e
     out = memo.get(e)
     if out is None:
-        args = [_replace(a, mapping, memo) for a in e.args]
+        args = [_rebuild(a, swap, memo) for a in e.args]
         if all(a is b for a, b in zip(args, e.args)):
             out = e
         elif type(e) is Pow:
@@ -699,32 +702,18 @@ def _replace(e, mapping, memo):
             out = type(e)(*args)
         memo[e] = out
     return out
+
+
+def _replace(e, mapping, memo):
+    return _rebuild(e, mapping.get, memo)
 
 
 def map_nodes(e, cls, fn):
-    """``e`` with each node of class ``cls`` replaced by ``fn(node)`` (inner ones first
-    untouched: ``fn`` sees the node as it is), rebuilt where anything changed."""
+    """``e`` with each node of class ``cls`` replaced by ``fn(node)`` (``fn`` sees the node as
+    it is, inner ones untouched), rebuilt where anything changed."""
     if not isinstance(e, IntExpr) or not e.has(cls):
         return e
-    return _map_nodes(e, cls, fn, {})
-
-
-def _map_nodes(e, cls, fn, memo):
-    if isinstance(e, cls):
-        return ix(fn(e))
-    if not e.args:
-        return e
-    out = memo.get(e)
-    if out is None:
-        args = [_map_nodes(a, cls, fn, memo) for a in e.args]
-        if all(a is b for a, b in zip(args, e.args)):
-            out = e
-        elif type(e) is Pow:
-            out = Pow(args[0], args[1].value)
-        else:
-            out = type(e)(*args)
-        memo[e] = out
-    return out
+    return _rebuild(e, lambda x: fn(x) if isinstance(x, cls) else None, {})
 
 
 def linear_coeff(e, s) -> int | None:
