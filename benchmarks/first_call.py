@@ -1,6 +1,7 @@
 """The first call of one workload of ``workloads.py`` in a fresh process (issue 20's first-call
 item): prints the import time, the first call's wall and CPU time (the main process and, for
-functx, its compilers: ``RUSAGE_CHILDREN``) and the next calls' median.
+functx, its compilers: ``RUSAGE_CHILDREN``), the next calls' median and whether SymPy was
+imported (not by functx since session 38: ``lowering/intexpr.py``).
 
 For functx it also names where its fixed C++ libraries came from (``lowering/cpp/native.py``):
 ``installed`` where ``pip install`` built them (``setup.py``), ``built`` where this process
@@ -59,5 +60,5 @@ if lib == "functx":
     )
 print(
     f"{lib} {name} import {t_imp:.2f}s first {t1:.3f}s cpu {c1:.3f}s kids {kids:.2f}s "
-    f"step_med {step:.1f}ms{libs}"
+    f"step_med {step:.1f}ms{libs} sympy {'sympy' in sys.modules}"
 )

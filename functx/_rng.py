@@ -389,7 +389,7 @@ _jaxprs: dict = {}  # (key aval, shape, dtype, algorithm) -> the generator's Clo
 
 
 def _rbg_lowering(g, ins, avals, *, shape, dtype, algorithm, out_sharding):
-    # imported here, when jit lowers: the loop IR imports SymPy, which `import functx` must not
+    # imported here, when jit lowers: the loop IR (0.1 s of import), which `import functx` must not
     from functx.lowering import lower
 
     key = avals[0]  # the new key has the key's aval

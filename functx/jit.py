@@ -1234,8 +1234,8 @@ class Jitted:
         closed, _, out_tree, _ = _refbox.check_reads(tracing.trace_pytree(f, a, kw))
         check_consts(closed.consts, CPU if place == "cpu" else place, self._what)
         closed = outer_products.factor_outer_products(passes.simplify(closed))
-        # (flash; on the CPU, compile.py fuses on a program-cache miss: SymPy stays out of a warm
-        # process)
+        # (flash; on the CPU, compile.py fuses on a program-cache miss: the loop IR stays out of a
+        # warm process)
         closed = closed if place == "cpu" else _attention.fuse_attention(closed)
         closed = _cpp_conv.fuse_conv_taps(closed) if place == "cpu" else closed  # (conv sums)
         closed = passes.reshape_unit_reductions(passes.divide_by_reciprocals(closed))

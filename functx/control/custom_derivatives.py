@@ -603,7 +603,7 @@ V.batching_rules[custom_lin_p] = _custom_lin_batch
 # --- jit: the traced function is inlined ---------------------------------------------------------
 def _inline_call(g, ins, avals, *, call_jaxpr, **params):
     """custom_jvp_call / custom_vjp_call: a call of their traced function."""
-    # imported here, when jit lowers: the loop IR imports SymPy, which `import functx`
+    # imported here, when jit lowers: the loop IR (0.1 s of import), which `import functx`
     # must not (tests/lowering/test_program_cache.py)
     from functx.lowering import lower
 

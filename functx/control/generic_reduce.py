@@ -338,7 +338,7 @@ V.batching_rules[reduce_p] = _batch
 
 def _lowering(g, ins, avals, *, computation, dimensions):
     """jit: ``greduce`` nodes, one fused loop per row with the combine inlined by the backend."""
-    # imported here, when jit lowers: the loop IR imports SymPy, which `import functx`
+    # imported here, when jit lowers: the loop IR (0.1 s of import), which `import functx`
     # must not (tests/lowering/test_program_cache.py)
     from functx.lowering.loopir import Node
 

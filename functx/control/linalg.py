@@ -338,10 +338,8 @@ class _UpperCholeskyStep(LibraryStep):
 def _swapped_source(x):
     """The node ``s`` of which the loop-IR node ``x`` is the swap of the last two axes, read in
     place (a transpose view, not stored), or None."""
-    # imported here, when jit lowers: the loop IR imports SymPy, which `import functx` must not
-    import sympy
-
-    from functx.lowering.loopir import Load, _Reads, flat_offset, sym
+    # imported here, when jit lowers: `import functx` does not load the loop IR
+    from functx.lowering.loopir import E, Load, _Reads, flat_offset, sym
 
     if x.kind != "pointwise" or x.fn is None or len(x.inputs) != 1 or len(x.shape) < 2:
         return None
@@ -357,10 +355,7 @@ def _swapped_source(x):
     if not isinstance(e, Load) or e.buf != f"n{s.id}":
         return None
     want = flat_offset((*iv[:-2], iv[-1], iv[-2]), s.shape)
-    try:
-        return s if sympy.expand(sympy.sympify(e.offset) - want) == 0 else None
-    except (TypeError, sympy.SympifyError):
-        return None
+    return s if not isinstance(e.offset, E) and e.offset == want else None
 
 
 def _library_lowering(prim):

@@ -1,4 +1,4 @@
-"""What the C++ and Triton renderers share, written once: printing SymPy index expressions
+"""What the C++ and Triton renderers share, written once: printing index expressions
 (``IndexPrinter``, which each backend specialises with its integer literals, division and
 max/min), the multi-index of a flat offset (``decompose``), the sub-program of a control-flow
 body (``sub_program``) and the context a renderer's error gets (``render_context``)."""
@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import math
 
-import sympy
-
 from functx.errors import UnsupportedError
+from functx.lowering.intexpr import IMax, IMin, ix
 from functx.lowering.loopir import (
     FloorDiv,
     Graph,
@@ -26,8 +25,8 @@ from functx.lowering.schedule import schedule
 
 
 class IndexPrinter:
-    """Print SymPy index expressions (non-negative integers) as integer arithmetic of a target
-    language: sums, products, floor division and remainder (``FloorDiv``, ``ModI``), guard
+    """Print index expressions (``intexpr``: non-negative integers) as integer arithmetic of a
+    target language: sums, products, floor division and remainder (``FloorDiv``, ``ModI``), guard
     clamps (the clamp), max and min. A backend sets ``div`` and ``what`` and overrides
     ``integer``, ``symbol``, ``extremum`` and ``lookup`` where its spelling differs."""
 
@@ -48,7 +47,7 @@ class IndexPrinter:
         raise NotImplementedError
 
     def __call__(self, e) -> str:
-        e = sympy.sympify(e)
+        e = ix(e)
         hit = self.lookup(e)
         if hit is not None:
             return hit
@@ -66,8 +65,8 @@ class IndexPrinter:
             return "(" + " + ".join(self(a) for a in e.args) + ")"
         if e.is_Mul:
             return "(" + " * ".join(self(a) for a in e.args) + ")"
-        if isinstance(e, (sympy.Max, sympy.Min)):
-            return self.extremum(isinstance(e, sympy.Max), [self(a) for a in e.args])
+        if isinstance(e, (IMax, IMin)):
+            return self.extremum(isinstance(e, IMax), [self(a) for a in e.args])
         raise UnsupportedError(f"{self.what}: cannot print index expression {e}")
 
 

@@ -45,9 +45,9 @@ _UNSCANNED_MAX = 250_000
 @contextlib.contextmanager
 def _gc_paused():
     """Python's cyclic garbage collector held off while a program compiles. A compile allocates
-    many objects that outlive it or live until it ends (SymPy's modules, the loop IR), which the
-    collector would scan again and again: the GPT block's empty-cache first call ran about 150
-    collections, two of them full, 65-100 ms of its critical path at load (session 37).
+    many objects that outlive it or live until it ends (the lowering's modules, the loop IR),
+    which the collector would scan again and again: the GPT block's empty-cache first call ran
+    about 150 collections, two of them full, 65-100 ms of its critical path at load (session 37).
 
     When the last compile in flight ends, the collector is re-enabled as it was, and the objects
     allocated meanwhile are moved to its oldest generation unscanned (``gc.freeze`` then
@@ -84,7 +84,7 @@ def loop_ir_text(closed) -> str:
     """The loop IR of ``closed`` (a ClosedJaxpr) as the backends see it: lowered, scheduled and
     printed with its kernel grouping (``loopir.pp_graph``); ``lower(...).as_text()`` shows it.
     Lowered again here, so a program loaded from the program cache prints it too."""
-    from functx.lowering import loopir, lower, schedule  # lazy: sympy stays out of import functx
+    from functx.lowering import loopir, lower, schedule  # lazy: not in import functx
 
     g = lower.lower_jaxpr(cpp_attention.fuse(closed))  # (as _lower_cpp: the flash steps)
     return loopir.pp_graph(g, schedule.schedule(g))
@@ -127,11 +127,11 @@ def _lower_cpp(closed):
     from functx.lowering import cache
     from functx.lowering.cpp import prelude
 
-    # the prelude's precompiled header builds on another core while SymPy is imported, then the
-    # call extension of the runtime (when not cached) while the program is lowered: ready for
+    # the prelude's precompiled header builds on another core while the lowering is imported, then
+    # the call extension of the runtime (when not cached) while the program is lowered: ready for
     # the first run instead of compiling beside it
     header = cache.PreludeBuild(prelude.PRELUDE, then=runtime.fast_call)
-    # lazy: SymPy only on a program-cache miss (tests/lowering/test_program_cache.py)
+    # lazy: the lowering only on a program-cache miss (tests/lowering/test_program_cache.py)
     from functx.lowering import lower, schedule
     from functx.lowering.cpp import dot, program
 

@@ -1,9 +1,9 @@
 """The loop IR: what lowering (``lower.py``) builds and the scheduler and renderers read.
 
 Every Jaxpr variable becomes a *node* (``Node``) that knows how to produce the expression for one
-element given its index (a tuple of SymPy integer expressions); a ``Graph`` holds the nodes of one
-Jaxpr. Reductions, scans, matrix products and scatters are *realised* nodes that own a buffer; the
-scheduler (``schedule.py``) decides which realised nodes share a kernel.
+element given its index (a tuple of integer expressions, ``intexpr.py``); a ``Graph`` holds the
+nodes of one Jaxpr. Reductions, scans, matrix products and scatters are *realised* nodes that own a
+buffer; the scheduler (``schedule.py``) decides which realised nodes share a kernel.
 
 Pad and concatenate read their operand at a *guard clamp* of the index (``guard_clamp``), so
 the load stays inside the buffer, and select the element only where the clamp is the identity.
@@ -24,153 +24,29 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
-import sympy
 
 from functx import dtypes
+from functx.lowering.intexpr import (
+    FloorDiv,
+    Guard,
+    IMax,
+    IMin,
+    IntExpr,
+    ModI,
+    Sym as _Sym,
+    add,
+    ix,
+    map_nodes,
+)
 from functx.primitives.elementwise import ROWS
 
 
-# --- index arithmetic ----------------------------------------------------------------------------
-class Guard(sympy.Function):
-    """``Guard(v, c)``: the index ``c``, a clamp of ``v`` that pad or concatenate read their
-    operand at (see ``guard_clamp``). Equal to ``c``; kept apart so that ``unclamped`` can
-    recover ``v``. Loads and index values fold it to ``c`` (``folded``)."""
-
-    is_integer = True
-
-    @classmethod
-    def eval(cls, v, c):
-        if v.is_Number and c.is_Number:
-            return c
-        return None
-
-
-_INF = math.inf
-
-
-def _mul_bounds(a, b):
-    """The interval of ``x * y`` for ``x`` in ``a`` and ``y`` in ``b`` (closed, possibly
-    unbounded; 0 times an infinite bound counts as 0, right for integers)."""
-    prods = [0 if 0 in (x, y) else x * y for x in a for y in b]
-    return min(prods), max(prods)
-
-
-def index_bounds(e) -> tuple:
-    """An interval ``(lo, hi)`` (Python numbers, ``-inf``/``inf`` where unknown) that holds every
-    value of the integer index expression ``e``, by interval arithmetic on its tree: loop
-    variables are non-negative, a remainder ``ModI(a, b)`` lies in ``[0, b)``. Cheap and cached;
-    it proves what the index clamps need (``IMax``/``IMin``) where SymPy's own Min/Max would
-    search the arguments' pairwise relations (slow on the fused index expressions of many pads
-    and strided slices)."""
-    try:
-        return _bounds_cache[e]
-    except KeyError:
-        pass
-    except TypeError:
-        return (-_INF, _INF)
-    r = _index_bounds(e)
-    if len(_bounds_cache) > 100_000:
-        _bounds_cache.clear()
-    _bounds_cache[e] = r
-    return r
-
-
-_bounds_cache: dict = {}
-
-
-def _index_bounds(e) -> tuple:
-    if e.is_Integer:
-        return (int(e), int(e))
-    if e.is_Symbol:
-        return (0, _INF) if e.is_nonnegative else (-_INF, _INF)
-    if e.is_Add:
-        lo = hi = 0
-        for a in e.args:
-            alo, ahi = index_bounds(a)
-            lo, hi = lo + alo, hi + ahi
-        return (lo, hi)
-    if e.is_Mul:
-        out = (1, 1)
-        for a in e.args:
-            out = _mul_bounds(out, index_bounds(a))
-        return out
-    if isinstance(e, Guard):
-        return index_bounds(e.args[1])
-    if isinstance(e, (sympy.Max, sympy.Min)):
-        bs = [index_bounds(a) for a in e.args]
-        pick = max if isinstance(e, sympy.Max) else min
-        return (pick(b[0] for b in bs), pick(b[1] for b in bs))
-    if isinstance(e, ModI) and e.args[1].is_Integer and int(e.args[1]) > 0:
-        return (0, int(e.args[1]) - 1)
-    if isinstance(e, FloorDiv) and e.args[1].is_Integer and int(e.args[1]) > 0:
-        b = int(e.args[1])
-        lo, hi = index_bounds(e.args[0])
-        return (lo // b if lo != -_INF else lo, hi // b if hi != _INF else hi)
-    return (-_INF, _INF)
-
-
-def _extremum(cls, is_max, args):
-    """The arguments left of ``Max``/``Min`` of ``args`` (flattened, numbers folded) once those
-    that interval arithmetic on their difference (``index_bounds``) proves never the extremum are
-    dropped."""
-    flat = []
-    for a in args:
-        a = sympy.sympify(a)
-        flat.extend(a.args if isinstance(a, cls) else (a,))
-    nums = [int(a) for a in flat if a.is_Integer]
-    kept = []
-    for a in flat:
-        if not a.is_Integer and a not in kept:
-            kept.append(a)
-    if nums:
-        kept.append(sympy.Integer(max(nums) if is_max else min(nums)))
-    if len(kept) < 2:
-        return kept
-
-    def at_least(b, a):  # is ``b`` always at least as extreme as ``a``?
-        lo, hi = index_bounds(b - a)
-        return lo >= 0 if is_max else hi <= 0
-
-    out = []
-    for i, a in enumerate(kept):
-        # drop ``a`` if another argument is always at least as extreme (of equal ones, keep the
-        # first)
-        if not any(
-            j != i and at_least(b, a) and (j < i or not at_least(a, b)) for j, b in enumerate(kept)
-        ):
-            out.append(a)
-    return out
-
-
-class _IndexExtremum:
-    """``__new__`` of ``IMax``/``IMin``: SymPy's Max/Min of integer index expressions without its
-    pairwise search for dominated arguments, simplified by ``index_bounds`` instead."""
-
-    def __new__(cls, *args, **assumptions):
-        assumptions.pop("evaluate", None)
-        kept = _extremum(cls, issubclass(cls, sympy.Max), args)
-        if len(kept) == 1:
-            return kept[0]
-        kept = sorted(kept, key=sympy.default_sort_key)
-        obj = sympy.Expr.__new__(cls, *kept)
-        obj._argset = frozenset(kept)
-        return obj
-
-
-class IMax(_IndexExtremum, sympy.Max):
-    """``Max`` of integer index expressions, simplified by interval arithmetic (``_extremum``);
-    an instance of ``sympy.Max``, so printers and ``index_bounds`` treat it as one."""
-
-
-class IMin(_IndexExtremum, sympy.Min):
-    """``Min`` of integer index expressions (see ``IMax``)."""
-
-
+# --- index arithmetic (``intexpr.py``: the expressions; here what the loop IR builds of them) ----
 def guard_clamp(q, lo=None, hi=None):
     """``q`` clamped to ``[lo, hi]`` (either bound optional) for a guarded read: the caller uses
     the element only where the clamp is the identity (pad and concatenate select it then), so a
     value held in registers for the unclamped index may stand for it (``unclamped``)."""
-    q = sympy.sympify(q)
+    q = ix(q)
     c = q
     if hi is not None:
         c = IMin(c, hi)
@@ -181,51 +57,17 @@ def guard_clamp(q, lo=None, hi=None):
 
 def unclamped(e):
     """``e`` with its guard clamps replaced by the values they clamp."""
-    e = sympy.sympify(e)
-    if not e.has(Guard):
-        return e
-    return e.replace(lambda x: isinstance(x, Guard), lambda x: unclamped(x.args[0]))
+    return map_nodes(ix(e), Guard, lambda x: unclamped(x.args[0]))
 
 
 def folded(e):
     """``e`` with its guard clamps replaced by the clamps themselves (what loads compute)."""
-    if isinstance(e, sympy.Basic) and e.has(Guard):
-        return e.replace(lambda x: isinstance(x, Guard), lambda x: folded(x.args[1]))
-    return e
+    return map_nodes(e, Guard, lambda x: folded(x.args[1]))
 
 
-class FloorDiv(sympy.Function):
-    """Integer division of non-negative integers (printed as C ``/``)."""
-
-    is_integer = True
-
-    @classmethod
-    def eval(cls, a, b):
-        if b == 1:
-            return a
-        if a.is_Integer and b.is_Integer:
-            return sympy.Integer(int(a) // int(b))
-        if a == 0:
-            return sympy.Integer(0)
-        return None
-
-
-class ModI(sympy.Function):
-    """Remainder of non-negative integers (printed as C ``%``)."""
-
-    is_integer = True
-
-    @classmethod
-    def eval(cls, a, b):
-        if b == 1:
-            return sympy.Integer(0)
-        if a.is_Integer and b.is_Integer:
-            return sympy.Integer(int(a) % int(b))
-        return None
-
-
-def sym(name: str) -> sympy.Symbol:
-    return sympy.Symbol(name, integer=True, nonnegative=True)
+def sym(name: str) -> _Sym:
+    """The non-negative integer symbol ``name`` (a loop variable)."""
+    return _Sym(name)
 
 
 def strides_of(shape) -> list[int]:
@@ -236,10 +78,10 @@ def strides_of(shape) -> list[int]:
     return list(reversed(out))
 
 
-def flat_offset(idx, shape) -> sympy.Expr:
+def flat_offset(idx, shape) -> IntExpr:
     """The row-major flat offset of the element at ``idx`` of an array of ``shape``. Memoised:
     the lowering asks for a few dozen distinct offsets about a thousand times (the GPT block:
-    66 of 916), and each is a SymPy expansion."""
+    66 of 916)."""
     key = (tuple(idx), tuple(shape))
     try:
         return _offset_cache[key]
@@ -247,10 +89,7 @@ def flat_offset(idx, shape) -> sympy.Expr:
         pass
     except TypeError:  # (an index that is not hashable: not memoised)
         key = None
-    terms = (i * s for i, s in zip(idx, strides_of(shape)))
-    # deep=False: the terms' own arguments (guard clamps, divisions) are built canonical already,
-    # and expanding inside the clamps of many fused pads and slices is slow
-    out = sympy.expand(sum(terms, sympy.Integer(0)), deep=False)
+    out = add(*(ix(i) * s for i, s in zip(idx, strides_of(shape))))
     if key is not None:
         if len(_offset_cache) > 100_000:
             _offset_cache.clear()
@@ -274,7 +113,7 @@ class Const(E):
 
 @dataclass(frozen=True)
 class Idx(E):
-    expr: Any  # sympy integer expression
+    expr: Any  # integer index expression (IntExpr)
 
     def __post_init__(self):
         object.__setattr__(self, "expr", folded(self.expr))
@@ -283,7 +122,7 @@ class Idx(E):
 @dataclass(frozen=True)
 class Load(E):
     buf: str
-    offset: Any  # sympy expression, or an E of integer dtype (data-dependent offsets)
+    offset: Any  # IntExpr, or an E of integer dtype (data-dependent offsets)
 
     def __post_init__(self):
         object.__setattr__(self, "offset", folded(self.offset))
@@ -344,7 +183,7 @@ class Node:
         """The element at ``idx``: inlined (pointwise), or read from the buffer. ``ctx`` is the
         kernel being generated: it memoises loads and turns reads of reductions computed in the
         same kernel row into accumulator references."""
-        idx = tuple(sympy.sympify(i) for i in idx)
+        idx = tuple(ix(i) for i in idx)
         hit = ctx.lookup(self, idx)
         if hit is not None:
             return hit
@@ -400,7 +239,7 @@ def reads_in_order(e, ivars, shape) -> bool:
         return False
     unit = {v: 0 for v, d in zip(ivars, shape) if d == 1}
     want = flat_offset(ivars, shape).subs(unit)
-    return sympy.expand(sympy.sympify(e.offset).subs(unit) - want) == 0
+    return ix(e.offset).subs(unit) == want
 
 
 @dataclass(frozen=True)
@@ -432,9 +271,9 @@ def loop_vars(n: int) -> tuple:
 
 
 def pp_index(e) -> str:
-    """An index expression as text: SymPy's, with ``//`` and ``%`` for FloorDiv and ModI and
-    ``guard(v, c)`` for a guard clamp."""
-    e = sympy.sympify(e)
+    """An index expression as text: as SymPy wrote it, with ``//`` and ``%`` for FloorDiv and ModI
+    and ``guard(v, c)`` for a guard clamp."""
+    e = ix(e)
     if isinstance(e, FloorDiv):
         return f"({pp_index(e.args[0])} // {pp_index(e.args[1])})"
     if isinstance(e, ModI):
@@ -508,7 +347,7 @@ def _pp_param(v) -> str:
         return "{" + ", ".join(f"{k}: {_pp_param(x)}" for k, x in v.items()) + "}"
     if hasattr(v, "jaxpr") and hasattr(v, "consts"):  # a ClosedJaxpr: its size, not its text
         return f"<jaxpr: {len(v.jaxpr.eqns)} eqns>"
-    if isinstance(v, sympy.Basic):
+    if isinstance(v, IntExpr):
         return pp_index(v)
     if isinstance(v, np.ndarray):
         return f"<array {v.dtype}{list(v.shape)}>"
@@ -613,7 +452,7 @@ def verify_expr(e, n: Node, graph: Graph, allowed: set, accs=frozenset()) -> Non
     graph with their dtype, accumulators only of the nodes ``accs`` (a kernel's reductions)."""
 
     def index(x, what):
-        x = sympy.sympify(x)
+        x = ix(x)
         extra = {s for s in x.free_symbols if s not in allowed}
         if extra:
             fail(

@@ -14,11 +14,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import sympy
 
 from functx import dtypes, primitives as P
 from functx.core import ClosedJaxpr, Jaxpr, Literal
 from functx.errors import UnsupportedError
+from functx.lowering import intexpr
+from functx.lowering.intexpr import Int, ix
 from functx.lowering.loopir import (
     Const,
     E,
@@ -134,7 +135,7 @@ def _reads_in_order(v, d) -> bool:
         return False
     ivars = tuple(sym(f"i{a}") for a in range(len(v.shape)))
     unit = {x: 0 for x, s in zip(ivars, v.shape) if s == 1}
-    return sympy.expand(found[1].subs(unit) - flat_offset(ivars, v.shape).subs(unit)) == 0
+    return found[1].subs(unit) == flat_offset(ivars, v.shape).subs(unit)
 
 
 def _reads_transposed(v, d) -> bool:
@@ -162,7 +163,7 @@ def _reads_transposed(v, d) -> bool:
     b, j, i = (flat_offset([ivars[a] for a in gr], [v.shape[a] for a in gr]) for gr in groups)
     unit = {x: 0 for x, s in zip(ivars, v.shape) if s == 1}
     want = b * m * n + i * n + j
-    return sympy.expand(found[1].subs(unit) - sympy.sympify(want).subs(unit)) == 0
+    return found[1].subs(unit) == ix(want).subs(unit)
 
 
 def inline_jaxpr(g: Graph, closed: ClosedJaxpr, ins: list) -> list:
@@ -327,7 +328,7 @@ def _bitcast(g, ins, avals, *, new_dtype):
     def widen(idx, ctx):
         acc = None
         for k in range(nb // ob):
-            part = Op(un, "convert", (cast(x.load((*idx, sympy.Integer(k)), ctx), uo),))
+            part = Op(un, "convert", (cast(x.load((*idx, Int(k)), ctx), uo),))
             if k:
                 part = Op(un, "mul", (part, Const(un, 1 << (k * ob))))
             acc = part if acc is None else Op(un, "or", (acc, part))
@@ -365,8 +366,7 @@ def _broadcast_in_dim(g, ins, avals, *, shape, broadcast_dimensions):
         x,
         shape,
         lambda idx: [
-            idx[d] if x.shape[i] != 1 else sympy.Integer(0)
-            for i, d in enumerate(broadcast_dimensions)
+            idx[d] if x.shape[i] != 1 else Int(0) for i, d in enumerate(broadcast_dimensions)
         ],
     )
 
@@ -384,7 +384,7 @@ def _squeeze(g, ins, avals, *, dimensions):
 
     def m(idx):
         it = iter(idx)
-        return [sympy.Integer(0) if i in dimensions else next(it) for i in range(len(x.shape))]
+        return [Int(0) if i in dimensions else next(it) for i in range(len(x.shape))]
 
     return _view(g, x, avals[0].shape, m)
 
@@ -400,7 +400,7 @@ def reshape_index(idx, new_shape, old_shape):
     """Index into ``old_shape`` of element ``idx`` of the reshaped array, splitting the shapes into
     groups of dimensions with equal products so that merges and splits stay simple."""
     if math.prod(new_shape) == 0:  # no element is ever read: any index in range will do
-        return [sympy.Integer(0)] * len(old_shape)
+        return [Int(0)] * len(old_shape)
     out = []
     i = j = 0
     n, m = len(new_shape), len(old_shape)
@@ -423,7 +423,7 @@ def reshape_index(idx, new_shape, old_shape):
         gj = [k for k in gj if k < m]
         sub_new = [new_shape[k] for k in gi]
         sub_old = [old_shape[k] for k in gj]
-        flat = flat_offset([idx[k] for k in gi], sub_new) if gi else sympy.Integer(0)
+        flat = flat_offset([idx[k] for k in gi], sub_new) if gi else Int(0)
         for k, s in zip(gj, strides_of(sub_old)):
             v = FloorDiv(flat, s)
             out.append(ModI(v, old_shape[k]) if s * old_shape[k] != math.prod(sub_old) else v)
@@ -590,7 +590,7 @@ def _gather(g, ins, avals, *, axes, mode, fill_value=None):
         full: list = [None] * len(x.shape)
         ok = None
         for c, a in enumerate(axes):
-            raw = Op(dtypes.int64, "convert", (ind.load(bidx + [sympy.Integer(c)], ctx),))
+            raw = Op(dtypes.int64, "convert", (ind.load(bidx + [Int(c)], ctx),))
             if mode == "clip":
                 full[a] = _clamp_e(raw, 0, max(x.shape[a] - 1, 0))
             else:
@@ -669,7 +669,7 @@ def _dot_general(g, ins, avals, *, dimension_numbers, preferred_element_type=Non
         nb = len(lb)
 
         def fn(idx, ctx):
-            li, ri = [sympy.Integer(0)] * len(lhs.shape), [sympy.Integer(0)] * len(rhs.shape)
+            li, ri = [Int(0)] * len(lhs.shape), [Int(0)] * len(rhs.shape)
             for k, (a, b) in enumerate(zip(lb, rb)):
                 li[a] = ri[b] = idx[k]
             for k, a in enumerate(lf):
@@ -735,12 +735,13 @@ def _is_identity(g, x, contract: int, free: list) -> bool:
     consts = {n.id: arr for n, arr in g.consts}
     ivars = tuple(sym(f"i{d}") for d in range(len(x.shape)))
     src, off = _through_views(x) or (x, flat_offset(ivars, x.shape))
-    if src.id not in consts or not all(isinstance(t, sympy.Symbol) for t in off.free_symbols):
+    if src.id not in consts or not off.free_symbols <= set(ivars):
         return False
-    if not off.is_polynomial(*ivars):  # (affine in the indices: no floor or modulo)
-        return False
+    if off.has(intexpr.FloorDiv, intexpr.ModI, intexpr.Guard, intexpr.IMax, intexpr.IMin):
+        return False  # (affine in the indices: no floor or modulo)
     grid = np.indices(x.shape).reshape(len(x.shape), -1)
-    flat = sympy.lambdify(ivars, off, "numpy")(*grid) * np.ones(grid.shape[1], np.int64)
+    env = {v.name: g for v, g in zip(ivars, grid)}
+    flat = intexpr.evaluate(off, env) * np.ones(grid.shape[1], np.int64)
     vals = np.asarray(consts[src.id]).reshape(-1)[flat].reshape(x.shape)
     m = np.moveaxis(vals, (contract, wide[0]), (0, 1)).reshape(x.shape[contract], -1)
     return bool(np.array_equal(m, np.eye(x.shape[contract], dtype=m.dtype)))
@@ -806,7 +807,7 @@ def _through_views(x):
     src = chain[-1]
     if not isinstance(e, Load) or isinstance(e.offset, E) or e.buf != f"n{src.id}":
         return None
-    return src, sympy.sympify(e.offset)
+    return src, ix(e.offset)
 
 
 def _layout(x, batch, first, second):
@@ -819,10 +820,10 @@ def _layout(x, batch, first, second):
         src, off = found
         ivars = tuple(sym(f"i{d}") for d in range(len(x.shape)))
         unit = {v: 0 for v, d in zip(ivars, x.shape) if d == 1}
-        off = sympy.expand(off.subs(unit))
+        off = off.subs(unit)
         for trans, order in orders:
             want = flat_offset([ivars[a] for a in order], [x.shape[a] for a in order])
-            if sympy.expand(want.subs(unit) - off) == 0:
+            if want.subs(unit) == off:
                 return src, trans
     # x's own buffer (stored, if it is a view: its elements in its own order)
     keep = [a for a in range(len(x.shape)) if x.shape[a] != 1]

@@ -1,5 +1,5 @@
 """A disk index from a final Jaxpr to its compiled C++ program, so that a warm process skips
-lowering, scheduling and code generation (and never imports SymPy).
+lowering, scheduling and code generation (and never imports the loop IR).
 
 ``compile.py`` looks a program up here before lowering it. The key hashes the printed Jaxpr (its
 literals print exactly: the shortest repr that round-trips), the bytes of every constant (also

@@ -7,7 +7,7 @@ adds nodes to ``g`` and returns the node of the output, or a list of them (one p
 
 This module imports nothing but the standard library, so that a module registering rules at
 import (``lower.py`` for the first-order primitives, the ``functx/control`` files for theirs)
-keeps SymPy out of ``import functx``: rule bodies import ``loopir``/``lower`` when they run.
+keeps the loop IR out of ``import functx``: rule bodies import ``loopir``/``lower`` when they run.
 """
 
 from __future__ import annotations

@@ -34,9 +34,9 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-import sympy
 
 from functx.lowering import loopir
+from functx.lowering.intexpr import Int, IntExpr, add, add_args, ix
 from functx.lowering.loopir import Acc, FloorDiv, Graph, Load, ModI, Node, Sym, sym, unclamped
 
 
@@ -416,7 +416,7 @@ def _stored_once(g: Graph, realise: set) -> set:
                     rename = dict(zip(loopir.loop_vars(len(r.shape)), full))
                     break
             return {
-                (loop, tuple(sympy.sympify(i).xreplace(rename) for i in at))
+                (loop, tuple(ix(i).xreplace(rename) for i in at))
                 for at in direct[r.id].get(n.id, ())
             }
         if r.kind == "reduce" and r.params["operand"] is n:
@@ -688,9 +688,9 @@ def in_order(e, ivars, shape) -> bool:
         return False
     ext = {v: n for v, n in zip(ivars, shape)}
     unit = {v: 0 for v, n in ext.items() if n == 1}
-    off = _simplify(sympy.sympify(e.offset).subs(unit), ext)
+    off = _simplify(ix(e.offset).subs(unit), ext)
     want = loopir.flat_offset(ivars, shape).subs(unit)
-    return sympy.expand(off - want) == 0
+    return off == want
 
 
 def _bounds(e, ext) -> tuple:
@@ -722,7 +722,7 @@ def _bounds(e, ext) -> tuple:
 
 def _simplify(e, ext):
     """``e`` with the divisions and remainders its bounds decide folded (see ``in_order``)."""
-    if not isinstance(e, sympy.Basic) or e.is_Atom:
+    if not isinstance(e, IntExpr) or e.is_Atom:
         return e
     args = [_simplify(a, ext) for a in e.args]
     if isinstance(e, (FloorDiv, ModI)):
@@ -730,7 +730,7 @@ def _simplify(e, ext):
         if c.is_Integer and int(c) > 0:
             lo, hi = _bounds(a, ext)
             if 0 <= lo and hi < int(c):
-                return sympy.Integer(0) if isinstance(e, FloorDiv) else a
+                return Int(0) if isinstance(e, FloorDiv) else a
             if isinstance(e, FloorDiv) and isinstance(a, FloorDiv) and a.args[1].is_Integer:
                 return FloorDiv(a.args[0], a.args[1] * c)  # (a // b) // c = a // (b c)
         return e.func(a, c)
@@ -742,7 +742,7 @@ def _simplify(e, ext):
 
 def _merge_div_mod(e):
     """``k*(a % c) + k*c*(a // c) + ...`` as ``k*a + ...``, as often as it applies."""
-    terms = [t.as_coeff_Mul() for t in sympy.Add.make_args(e)]
+    terms = [t.as_coeff_Mul() for t in add_args(e)]
     changed = True
     while changed:
         changed = False
@@ -761,7 +761,7 @@ def _merge_div_mod(e):
             terms = [t for n, t in enumerate(terms) if n not in (i, j)] + [(k, a)]
             changed = True
             break
-    return sympy.Add(*(k * core for k, core in terms))
+    return add(*(k * core for k, core in terms))
 
 
 # --- values computed twice ------------------------------------------------------------------
@@ -795,7 +795,7 @@ def _unit_map(shape) -> dict:
     out, k = {}, 0
     for d, n in enumerate(shape):
         if n == 1:
-            out[sym(f"i{d}")] = sympy.Integer(0)
+            out[sym(f"i{d}")] = Int(0)
         else:
             out[sym(f"i{d}")] = sym(f"u{k}")
             k += 1
@@ -895,8 +895,7 @@ def _value_key(n, r, keys):
     ctx = _Own()
 
     def index(x):
-        x = sympy.sympify(x).subs(umap) if umap else x
-        return sympy.expand(x)
+        return ix(x).subs(umap) if umap else ix(x)
 
     def ek(e):
         hit = memo.get(id(e))
@@ -912,7 +911,7 @@ def _value_key(n, r, keys):
             if src is None:
                 raise _NoKey  # (a load the node's expression makes itself)
             if _scalar_const(src):
-                out = ("K", ek(src.fn((sympy.Integer(0),) * len(src.shape), ctx)))
+                out = ("K", ek(src.fn((Int(0),) * len(src.shape), ctx)))
             else:
                 off = ek(e.offset) if isinstance(e.offset, loopir.E) else index(e.offset)
                 out = ("L", _dt(e.dtype), id(r(src)), off)
@@ -985,7 +984,7 @@ def _make_view(n, m):
     nd = len(m.shape)
 
     def fn(idx, ctx):
-        return m.load([idx[where[d]] if d in where else sympy.Integer(0) for d in range(nd)], ctx)
+        return m.load([idx[where[d]] if d in where else Int(0) for d in range(nd)], ctx)
 
     keep = {"realize": True} if n.params.get("realize") else {}
     n.kind, n.fn, n.inputs, n.params = "pointwise", fn, [m], keep

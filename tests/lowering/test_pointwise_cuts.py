@@ -62,14 +62,15 @@ def test_pad_last_axis_and_cuts_off_the_runs():
 def test_linear_coefficients_of_index_expressions_agree_with_differentiation():
     # the transpose test (``_transposed_axis``) reads the coefficients term by term: what
     # SymPy's derivative by each loop variable says, or None where that is not an integer
-    import sympy
+    from test_intexpr import SP, to_sympy  # (SymPy: the reference)
 
     from functx.lowering.cpp.pointwise import _linear_coefs
+    from functx.lowering.intexpr import Int
     from functx.lowering.loopir import FloorDiv, IMax, ModI, sym
 
     i, j, k, r = sym("i0"), sym("i1"), sym("i2"), sym("r0")
     exprs = [
-        sympy.Integer(5),
+        Int(5),
         3 * i + 1152 * j - k + 7,
         2 * (i + 3) + 64 * r,
         FloorDiv(j, 4) * 256 + k,
@@ -79,6 +80,6 @@ def test_linear_coefficients_of_index_expressions_agree_with_differentiation():
         FloorDiv(r, 3) + 8 * j,
     ]
     for e in exprs:
-        diffs = [e.diff(v) for v in (i, j, k)]
+        diffs = [to_sympy(e).diff(SP[v.name]) for v in (i, j, k)]
         want = [int(d) for d in diffs] if all(d.is_Integer for d in diffs) else None
         assert _linear_coefs(e, [i, j, k]) == want, e

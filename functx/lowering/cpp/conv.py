@@ -121,7 +121,7 @@ conv_taps_dw_p.impl = _dw_impl
 
 
 def _lower(g, ins, avals, *, taps, out_sp):
-    from functx.lowering.loopir import Node  # lazy: SymPy only when jit lowers
+    from functx.lowering.loopir import Node  # lazy: the loop IR only when jit lowers
 
     p, k = ins
     sp = p.shape[1:-1]

@@ -1,19 +1,19 @@
-"""C++ element code: storage and compute types, number literals, the SymPy-to-C index printer
-(``_ic``), the C spellings of element operations (read from the rows of
-``functx.primitives.elementwise`` by ``render_row``) and the ``Emitter``
-that prints element expressions (``E`` trees of ``loopir.py``) as C statements, plus the small
-helpers every kernel kind uses (stores, the parallel threshold, index decomposition)."""
+"""C++ element code: storage and compute types, number literals, the index printer (``_ic``), the C
+spellings of element operations (read from the rows of ``functx.primitives.elementwise`` by
+``render_row``) and the ``Emitter`` that prints element expressions (``E`` trees of ``loopir.py``)
+as C statements, plus the small helpers every kernel kind uses (stores, the parallel threshold,
+index decomposition)."""
 
 from __future__ import annotations
 
 import math
 
 import numpy as np
-import sympy
 
 from functx import dtypes
 from functx.errors import UnsupportedError
 from functx.lowering.common import IndexPrinter, decompose
+from functx.lowering.intexpr import add, ix
 from functx.lowering.loopir import Acc, Const, Idx, Load, Op, Sym
 from functx.primitives.elementwise import ROW, Unsupported
 
@@ -96,7 +96,7 @@ def _num(v, dt) -> str:
 
 
 class _SympyC(IndexPrinter):
-    """Print SymPy index expressions as C integer arithmetic (``int64_t``)."""
+    """Print index expressions as C integer arithmetic (``int64_t``)."""
 
     def integer(self, v: int) -> str:
         return f"{v}LL"
@@ -188,9 +188,9 @@ class Emitter:
             elif isinstance(x, Sym):
                 out = True
             elif isinstance(x, Idx):
-                out = bool(sympy.sympify(x.expr).free_symbols & self.inner)
+                out = bool(ix(x.expr).free_symbols & self.inner)
             elif isinstance(x, Load) and not kids:
-                out = bool(sympy.sympify(x.offset).free_symbols & self.inner)
+                out = bool(ix(x.offset).free_symbols & self.inner)
             else:
                 out = any(self._dep[id(k)] for k in kids)
             self._dep[id(x)] = out
@@ -234,9 +234,7 @@ class Emitter:
             self.keep.append(e)
             return out
         code = self._emit(e)
-        if isinstance(e, (Const, Acc, Sym)) or (
-            isinstance(e, Idx) and sympy.sympify(e.expr).is_Atom
-        ):
+        if isinstance(e, (Const, Acc, Sym)) or (isinstance(e, Idx) and ix(e.expr).is_Atom):
             out = code
         else:
             out = self.temp(compute_type(e.dtype), code)
@@ -247,7 +245,7 @@ class Emitter:
     def offset(self, off) -> str:
         if isinstance(off, (Const, Idx, Op, Load)):
             return self(off)
-        off = sympy.sympify(off)
+        off = ix(off)
         if self.outer is not None and off.is_Add:
             # the terms that do not vary in the inner loop are computed once, before it: an
             # address the compiler sees as base + affine(i) becomes a contiguous vector load
@@ -255,7 +253,7 @@ class Emitter:
             inv = [t for t in off.args if not t.free_symbols & self.inner]
             var = [t for t in off.args if t.free_symbols & self.inner]
             if var and any(not t.is_Number for t in inv):
-                return f"({_ic(sympy.Add(*var))} + {self.outer.index_temp(sympy.Add(*inv))})"
+                return f"({_ic(add(*var))} + {self.outer.index_temp(add(*inv))})"
         return _ic(off)
 
     def index_temp(self, e) -> str:

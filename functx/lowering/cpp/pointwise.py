@@ -10,9 +10,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
-import sympy
-
 from functx.lowering.cpp.emit import _PAR, Emitter, _decompose, _store
+from functx.lowering.intexpr import IMax, IMin, add_args, ix, preorder
 from functx.lowering.loopir import E, FloorDiv, Idx, Load, ModI, Op, flat_offset, subexprs, sym
 from functx.lowering.schedule import Kernel, KernelCtx, local_sym
 
@@ -120,7 +119,7 @@ def _transposed_axis(k: Kernel, shape, ivars, vals):
                 continue
             seen.add(id(x))
             try:
-                coef = _linear_coefs(sympy.sympify(x.offset), ivars)
+                coef = _linear_coefs(ix(x.offset), ivars)
             except (TypeError, ValueError, AttributeError):
                 continue
             if coef is None or abs(coef[-1]) in (0, 1):
@@ -134,9 +133,9 @@ def _transposed_axis(k: Kernel, shape, ivars, vals):
 def _linear_coefs(off, ivars):
     """The integer coefficient of each of ``ivars`` in the index expression ``off``, or None
     when ``off`` is not an integer-linear function of them (its terms read term by term: what
-    differentiating by each variable would say, at a fraction of SymPy's cost)."""
+    differentiating by each variable would say)."""
     coef = dict.fromkeys(ivars, 0)
-    for term in sympy.Add.make_args(off):
+    for term in add_args(off):
         c, rest = term.as_coeff_Mul()
         if rest in coef and c.is_Integer:
             coef[rest] += int(c)
@@ -199,9 +198,9 @@ def _index_exprs(vals):
         if isinstance(x, Load):
             if isinstance(x.offset, E):
                 return None
-            out.append(sympy.sympify(x.offset))
+            out.append(ix(x.offset))
         elif isinstance(x, Idx):
-            out.append(sympy.sympify(x.expr))
+            out.append(ix(x.expr))
         elif isinstance(x, Op):
             stack.extend(a for a in x.args if isinstance(a, E))
     return out
@@ -209,7 +208,7 @@ def _index_exprs(vals):
 
 def _shift(a, iv):
     """``k`` where ``a`` is ``iv + k`` with ``k`` an integer, else None."""
-    k = sympy.expand(a - iv)
+    k = a - iv
     return int(k) if k.is_Integer else None
 
 
@@ -224,13 +223,13 @@ def _cuts(exprs, iv, last):
     for ex in exprs:
         if iv not in ex.free_symbols:
             continue
-        for sub in sympy.preorder_traversal(ex):
+        for sub in preorder(ex):
             if isinstance(sub, (FloorDiv, ModI)) and iv in sub.args[0].free_symbols:
                 if not sub.args[1].is_Integer or int(sub.args[1]) <= 0:
                     return None
                 divs.append(int(sub.args[1]))
                 found = True
-            elif isinstance(sub, (sympy.Max, sympy.Min)) and iv in sub.free_symbols:
+            elif isinstance(sub, (IMax, IMin)) and iv in sub.free_symbols:
                 consts = [int(a) for a in sub.args if a.is_Integer]
                 if len(consts) != 1 or len(sub.args) != 2:
                     return None
@@ -238,7 +237,7 @@ def _cuts(exprs, iv, last):
                 if shifts is None:
                     return None
                 for kk in shifts:
-                    cuts.add(consts[0] - kk + (0 if isinstance(sub, sympy.Max) else 1))
+                    cuts.add(consts[0] - kk + (0 if isinstance(sub, IMax) else 1))
                 found = True
     if not found:
         return None
@@ -252,7 +251,7 @@ def _cuts(exprs, iv, last):
 def _leaf_shifts(a, iv):
     """The ``k`` of each ``iv + k`` that ``a`` (nested ``Max``/``Min`` of such terms and
     constants) takes its value from, or None for another form."""
-    if isinstance(a, (sympy.Max, sympy.Min)):
+    if isinstance(a, (IMax, IMin)):
         out = set()
         for x in a.args:
             if x.is_Integer:
@@ -287,11 +286,11 @@ def _bounds(e, iv, lo, hi):
             prods = [0 if 0 in (x, y) else x * y for x in out for y in p]
             out = (min(prods), max(prods))
         return out
-    if isinstance(e, (sympy.Max, sympy.Min)):
+    if isinstance(e, (IMax, IMin)):
         parts = [_bounds(a, iv, lo, hi) for a in e.args]
         if None in parts:
             return None
-        pick = max if isinstance(e, sympy.Max) else min
+        pick = max if isinstance(e, IMax) else min
         return (pick(p[0] for p in parts), pick(p[1] for p in parts))
     if isinstance(e, (FloorDiv, ModI)) and e.args[1].is_Integer:
         b = _bounds(e.args[0], iv, lo, hi)
@@ -317,11 +316,11 @@ def _resolve(e, iv, lo, hi, memo):
     if hit is not None:
         return hit
     args = [_resolve(a, iv, lo, hi, memo) for a in e.args]
-    if isinstance(e, (sympy.Max, sympy.Min)):
+    if isinstance(e, (IMax, IMin)):
         bs = [_bounds(a, iv, lo, hi) for a in args]
         if None in bs:
             raise _Unresolved
-        is_max = isinstance(e, sympy.Max)
+        is_max = isinstance(e, IMax)
         out = None
         for a, b in zip(args, bs):
             if all(
@@ -375,7 +374,7 @@ def _rewrite(e, fix, memo):
         return hit[1]
     if isinstance(e, (Load, Idx)):
         field = "offset" if isinstance(e, Load) else "expr"
-        old = sympy.sympify(getattr(e, field))
+        old = ix(getattr(e, field))
         new = fix(old)
         out = e if new == old else dataclasses.replace(e, **{field: new})
     elif isinstance(e, Op):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import sympy
 
 from functx import dtypes
 from functx.errors import UnsupportedError
@@ -21,6 +20,7 @@ from functx.lowering.cpp.emit import (
     compute_type,
 )
 from functx.lowering.cpp.pointwise import _index_exprs, _rewrite
+from functx.lowering.intexpr import ix, linear_coeff
 from functx.lowering.loopir import E, Load, Op, costly, flat_offset, subexprs, sym
 from functx.lowering.schedule import Kernel, KernelCtx
 from functx.primitives.reduce import ARG, SEMANTICS, identity
@@ -126,8 +126,8 @@ def _flat_rows(vals, iv, inner):
         base = x.xreplace(zero)
         coef = [x.xreplace({**zero, v: 1}) - base for v in iv]
         stride = coef[-1]
-        if sympy.expand(x - base - sum(c * v for c, v in zip(coef, iv))) != 0 or any(
-            sympy.expand(c - w * stride) != 0 for c, w in zip(coef, weights)
+        if x - base - sum(c * v for c, v in zip(coef, iv)) != 0 or any(
+            c - w * stride != 0 for c, w in zip(coef, weights)
         ):
             return None
     flat = {**zero, iv[-1]: sym("jf")}
@@ -302,11 +302,8 @@ def _walks_last(k: Kernel) -> bool:
     for r in k.passes[0]:
         for x in subexprs(r.params["operand"].load(k.full_index(), ctx)):
             if isinstance(x, Load) and not isinstance(x.offset, E):
-                try:
-                    if sympy.sympify(x.offset).diff(last) == 1:
-                        return True
-                except (TypeError, ValueError, AttributeError):
-                    continue
+                if linear_coeff(ix(x.offset), last) == 1:
+                    return True
     return False
 
 

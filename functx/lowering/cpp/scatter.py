@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import sympy
 
 from functx import dtypes
 from functx.lowering.cpp.emit import Emitter, _decompose, _store, compute_type
+from functx.lowering.intexpr import Int
 from functx.lowering.loopir import Op, strides_of, sym
 from functx.lowering.schedule import Kernel, KernelCtx
 
@@ -36,7 +36,7 @@ def render(prog, k: Kernel):
     ctx = KernelCtx(k)
     ct = compute_type(x.dtype)
     idx_vals = [
-        em(Op(dtypes.int64, "convert", (ind.load(tuple(bv) + (sympy.Integer(c),), ctx),)))
+        em(Op(dtypes.int64, "convert", (ind.load(tuple(bv) + (Int(c),), ctx),)))
         for c in range(len(axes))
     ]
     u = em(upd.load(tuple(bv) + tuple(rv), ctx))

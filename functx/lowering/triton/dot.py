@@ -14,7 +14,6 @@ import math
 import re
 
 import numpy as np
-import sympy
 
 from functx import config, lax
 from functx.lowering.loopir import Load, flat_offset, sym
@@ -129,7 +128,7 @@ def _epilogue(prog, k: Kernel):
     ivars = [sym(f"i{d}") for d in range(len(shape))]
 
     def epilogue(flat, mask, value, indent):
-        known = {sympy.expand(flat_offset(ivars, shape)): flat} if shape else {}
+        known = {flat_offset(ivars, shape): flat} if shape else {}
         em = Emitter(
             indent, itertools.count(), {v.name: "f" for v in ivars}, {frozenset("f"): mask}, known
         )
@@ -192,7 +191,7 @@ def _column_sum(k: Kernel):
         return None
     if not isinstance(e, Load) or np.dtype(e.dtype) != np.float32:
         return None
-    if sympy.expand(e.offset - flat_offset(full, k.shape)) != 0:
+    if e.offset != flat_offset(full, k.shape):
         return None
     return e.buf, k.shape[0], math.prod(k.shape[1:])
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import itertools
 
-import sympy
-
 from functx import dtypes
 from functx.lowering.loopir import Const, Idx, Op, flat_offset, strides_of, sym
 from functx.lowering.schedule import Kernel, KernelCtx
@@ -50,7 +48,7 @@ def render(prog, k: Kernel):
         itertools.count(),
         {v.name: "f" for v in uvars},
         {frozenset("f"): "mask"},
-        {sympy.expand(flat_offset(uvars, upd.shape)): "flat"} if upd.shape else {},
+        {flat_offset(uvars, upd.shape): "flat"} if upd.shape else {},
     )
     ctx = KernelCtx(k)
     off = em(fn(tuple(uvars), ctx))

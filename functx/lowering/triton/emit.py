@@ -1,7 +1,7 @@
-"""Triton element code: Triton dtypes, literals, the SymPy-to-Python index printer, the spellings
-of element operations (read from the rows of ``functx.primitives.elementwise`` by
-``render_row``), and the ``Emitter`` that prints element expressions (``E`` trees of
-``loopir.py``) as Triton values with their block dependencies."""
+"""Triton element code: Triton dtypes, literals, the index printer, the spellings of element
+operations (read from the rows of ``functx.primitives.elementwise`` by ``render_row``), and the
+``Emitter`` that prints element expressions (``E`` trees of ``loopir.py``) as Triton values with
+their block dependencies."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-import sympy
 
 from functx import dtypes
 from functx.errors import UnsupportedError
 from functx.lowering.common import IndexPrinter, decompose
+from functx.lowering.intexpr import ix
 from functx.lowering.loopir import (
     Acc,
     Const,
@@ -120,7 +120,7 @@ def identity_literal(op: str, dt) -> str:
 
 # --- index expressions ---------------------------------------------------------------------------
 class _SympyPy(IndexPrinter):
-    """Print SymPy index expressions as Triton integer arithmetic (all values are non-negative,
+    """Print index expressions as Triton integer arithmetic (all values are non-negative,
     so Triton's truncating ``//`` and ``%`` are floor division and modulo)."""
 
     div = "//"
@@ -260,7 +260,7 @@ class Emitter:
         return self.masks[deps]
 
     def index(self, e) -> V:
-        e = sympy.sympify(e)
+        e = ix(e)
         deps = frozenset(self.tags[s.name] for s in e.free_symbols)
         code = self.ix(e)
         return V(code, deps, e.is_Integer, dtypes.int64)

@@ -16,7 +16,6 @@ import itertools
 import math
 
 import numpy as np
-import sympy
 
 from functx.lowering.loopir import flat_offset, sym
 from functx.lowering.schedule import Kernel, KernelCtx, in_order, local_sym
@@ -140,7 +139,7 @@ def _render_parts(prog, parts: list) -> None:
         flat, mask = f"flat{p}", f"mask{p}"
         ivars = [sym(f"i{d}") for d in range(len(k.shape))]
         names = {v.name: f"h{p}_{v.name}" for v in ivars}
-        known = {sympy.expand(flat_offset(ivars, k.shape)): flat} if k.shape else {}
+        known = {flat_offset(ivars, k.shape): flat} if k.shape else {}
         ind = " " * 8
         em = Emitter(
             ind, counter, {v.name: "f" for v in ivars}, {frozenset("f"): mask}, known, names

@@ -75,7 +75,6 @@ import math
 import re
 
 import numpy as np
-import sympy
 
 from functx.lowering import common, schedule
 from functx.lowering.common import adopt_consts, sub_program
@@ -233,7 +232,7 @@ class TritonProgram:
         block = min(_next_pow2(n), self.blocks.pointwise)
         ivars = [sym(f"i{d}") for d in range(len(shape))]
         counter = itertools.count()
-        known = {sympy.expand(flat_offset(ivars, shape)): "flat"} if shape else {}
+        known = {flat_offset(ivars, shape): "flat"} if shape else {}
         em = Emitter("    ", counter, {v.name: "f" for v in ivars}, {frozenset("f"): "mask"}, known)
         em.keep_in_cache = self._reused_inputs(n, stores)
         ctx = KernelCtx(k)

@@ -8,9 +8,9 @@ import math
 from types import SimpleNamespace
 
 import numpy as np
-import sympy
 
 from functx import dtypes
+from functx.lowering.intexpr import Int
 from functx.lowering.loopir import Acc, Const, Op, flat_offset
 from functx.lowering.schedule import Kernel, KernelCtx
 from functx.lowering.triton import dot
@@ -161,9 +161,9 @@ def render(prog, k: Kernel):
     counter = itertools.count()
     tags = {v.name: "r" for v in rv} | {v.name: "j" for v in iv}
     masks = {frozenset("r"): "rmask", frozenset("j"): "jmask", frozenset("rj"): "mask"}
-    known = {sympy.expand(flat_offset(rv, rows)): "rflat"} if rows else {}
+    known = {flat_offset(rv, rows): "rflat"} if rows else {}
     if inner:
-        known[sympy.expand(flat_offset(iv, inner))] = "jflat"
+        known[flat_offset(iv, inner)] = "jflat"
     acc: dict = {}  # (node id, 0) -> V of the row's final value
     ems: list = []  # the emitters of the kernel being written (for the buffers they read)
     idx_t = "tl.int64" if prog.big else "tl.int32"
@@ -320,7 +320,7 @@ def render(prog, k: Kernel):
         turns into first-order errors of the variance)."""
         em = emitter("    ")
         ctx = KernelCtx(k, rv)
-        first = tuple(sympy.Integer(0) if i in k.axes else v for i, v in enumerate(full))
+        first = tuple(Int(0) if i in k.axes else v for i, v in enumerate(full))
         lines = []
         for r in red_nodes:
             if r.id in partner:

@@ -6,9 +6,9 @@ import itertools
 import math
 
 import numpy as np
-import sympy
 
 from functx import dtypes
+from functx.lowering.intexpr import Int
 from functx.lowering.loopir import Op, strides_of, sym
 from functx.lowering.schedule import Kernel, KernelCtx
 from functx.lowering.triton.emit import _HALF, Emitter, V, _decompose, _is_float, _next_pow2
@@ -95,7 +95,7 @@ def _scatter_target(k, em, x, ind, upd, axes, mode, bv, qv, rest_axes):
     into ``x`` of a scatter's element (batch ``bv``, window ``qv``)."""
     ctx = KernelCtx(k)
     idx_vals = [
-        em(Op(dtypes.int64, "convert", (ind.load(tuple(bv) + (sympy.Integer(c),), ctx),)))
+        em(Op(dtypes.int64, "convert", (ind.load(tuple(bv) + (Int(c),), ctx),)))
         for c in range(len(axes))
     ]
     u = em(upd.load(tuple(bv) + tuple(qv), ctx))
