@@ -1654,52 +1654,6 @@ def _index_pair(rows, cols):
     return jnp.asarray(rows.astype(it)), jnp.asarray(cols.astype(it))
 
 
-def tril_indices(n, k=0, m=None):
-    """The row and column indices of the lower triangle (on and below diagonal ``k``) of an
-    ``(n, m)`` array.
-
-    Arguments:
-      n, m: the array's rows and columns (``m`` defaults to ``n``; static).
-      k: the diagonal offset.
-    Returns:
-      A pair of int32 arrays (int64 with x64).
-
-    Example:
-      >>> import functx.numpy as jnp
-      >>> print(jnp.tril_indices(2))
-      (Array([0, 1, 1], dtype=int32), Array([0, 0, 1], dtype=int32))
-    """
-    n, k = (
-        _static_int(n, "n argument of jnp.tril_indices"),
-        _static_int(k, "k argument of jnp.tril_indices"),
-    )
-    m = n if m is None else _static_int(m, "m argument of jnp.tril_indices")
-    return _index_pair(*np.tril_indices(n, k, m))
-
-
-def triu_indices(n, k=0, m=None):
-    """The row and column indices of the upper triangle (on and above diagonal ``k``) of an
-    ``(n, m)`` array.
-
-    Arguments:
-      n, m: the array's rows and columns (``m`` defaults to ``n``; static).
-      k: the diagonal offset.
-    Returns:
-      A pair of int32 arrays (int64 with x64).
-
-    Example:
-      >>> import functx.numpy as jnp
-      >>> print(jnp.triu_indices(2))
-      (Array([0, 0, 1], dtype=int32), Array([0, 1, 1], dtype=int32))
-    """
-    n, k = (
-        _static_int(n, "n argument of jnp.triu_indices"),
-        _static_int(k, "k argument of jnp.triu_indices"),
-    )
-    m = n if m is None else _static_int(m, "m argument of jnp.triu_indices")
-    return _index_pair(*np.triu_indices(n, k, m))
-
-
 def _shape_of(arr, name):
     shape = jnp._aval(arr).shape if jnp._is_array(arr) else np.shape(arr)
     if len(shape) != 2:
@@ -1709,8 +1663,39 @@ def _shape_of(arr, name):
     return shape
 
 
-def tril_indices_from(arr, k=0):
-    """``tril_indices`` for the shape of the 2-D ``arr``.
+def _triangle_indices(part, side, np_indices, example, from_call, from_example):
+    """``tril_indices`` and ``tril_indices_from`` (``part`` "lower", ``side`` "below"), or the
+    ``triu`` pair ("upper", "above"): the indices that ``np_indices`` gives; their examples print
+    ``example`` for an ``n`` of 2 and ``from_example`` for ``from_call``."""
+    name = f"tri{part[0]}_indices"
+
+    def indices(n, k=0, m=None):
+        n = _static_int(n, f"n argument of jnp.{name}")
+        k = _static_int(k, f"k argument of jnp.{name}")
+        m = n if m is None else _static_int(m, f"m argument of jnp.{name}")
+        return _index_pair(*np_indices(n, k, m))
+
+    def indices_from(arr, k=0):
+        n, m = _shape_of(arr, f"{name}_from")
+        return indices(n, k, m)
+
+    indices.__name__ = indices.__qualname__ = name
+    indices.__doc__ = f"""The row and column indices of the {part} triangle (on and {side} diagonal
+    ``k``) of an ``(n, m)`` array.
+
+    Arguments:
+      n, m: the array's rows and columns (``m`` defaults to ``n``; static).
+      k: the diagonal offset.
+    Returns:
+      A pair of int32 arrays (int64 with x64).
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.{name}(2))
+      {example}
+    """
+    indices_from.__name__ = indices_from.__qualname__ = f"{name}_from"
+    indices_from.__doc__ = f"""``{name}`` for the shape of the 2-D ``arr``.
 
     Arguments:
       arr: a 2-D array (only its shape is used).
@@ -1720,29 +1705,28 @@ def tril_indices_from(arr, k=0):
 
     Example:
       >>> import functx.numpy as jnp
-      >>> print(jnp.tril_indices_from(jnp.ones((2, 3)), k=1))
-      (Array([0, 0, 1, 1, 1], dtype=int32), Array([0, 1, 0, 1, 2], dtype=int32))
+      >>> print(jnp.{name}_from({from_call}))
+      {from_example}
     """
-    n, m = _shape_of(arr, "tril_indices_from")
-    return tril_indices(n, k, m)
+    return indices, indices_from
 
 
-def triu_indices_from(arr, k=0):
-    """``triu_indices`` for the shape of the 2-D ``arr``.
-
-    Arguments:
-      arr: a 2-D array (only its shape is used).
-      k: the diagonal offset.
-    Returns:
-      A pair of int32 arrays.
-
-    Example:
-      >>> import functx.numpy as jnp
-      >>> print(jnp.triu_indices_from(jnp.ones((3, 2))))
-      (Array([0, 0, 1], dtype=int32), Array([0, 1, 1], dtype=int32))
-    """
-    n, m = _shape_of(arr, "triu_indices_from")
-    return triu_indices(n, k, m)
+tril_indices, tril_indices_from = _triangle_indices(
+    "lower",
+    "below",
+    np.tril_indices,
+    "(Array([0, 1, 1], dtype=int32), Array([0, 0, 1], dtype=int32))",
+    "jnp.ones((2, 3)), k=1",
+    "(Array([0, 0, 1, 1, 1], dtype=int32), Array([0, 1, 0, 1, 2], dtype=int32))",
+)
+triu_indices, triu_indices_from = _triangle_indices(
+    "upper",
+    "above",
+    np.triu_indices,
+    "(Array([0, 0, 1], dtype=int32), Array([0, 1, 1], dtype=int32))",
+    "jnp.ones((3, 2))",
+    "(Array([0, 0, 1], dtype=int32), Array([0, 1, 1], dtype=int32))",
+)
 
 
 def diag_indices(n, ndim=2):
