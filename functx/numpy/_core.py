@@ -2263,55 +2263,55 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     return where(isneginf(x), _const(neginf, x), x)
 
 
-def _logical(lax_fn, name):
+def _logical(lax_fn, name, what, x1, x2, result):
+    """``logical_and``/``or``/``xor`` (``name``): ``lax_fn`` of the operands' truth values; its
+    docstring names ``what`` it computes, and its example prints ``result`` for ``x1``, ``x2``."""
+
     def fn(x1, x2, /, *, out=None, where=None):
         _no_ufunc_kw(out, where, name)
         x1, x2 = _promote(name, astype(x1, bool_), astype(x2, bool_))
         return lax_fn(x1, x2)
 
     fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"""Elementwise logical {what} of the truth values (``jax.numpy.{name}``).
+
+    Arguments:
+      x1, x2: arrays or numbers, broadcast together; nonzero counts as True.
+      out, where: must be None (NotImplementedError otherwise, as for JAX's ufuncs).
+    Returns:
+      A bool Array of the broadcast shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.{name}(jnp.array({x1}), jnp.array({x2}))
+      {result}
+    """
     return fn
 
 
-logical_and = _logical(ops.bitwise_and, "logical_and")
-logical_and.__doc__ = """Elementwise logical AND of the truth values (``jax.numpy.logical_and``).
-
-Arguments:
-  x1, x2: arrays or numbers, broadcast together; nonzero counts as True.
-  out, where: must be None (NotImplementedError otherwise, as for JAX's ufuncs).
-Returns:
-  A bool Array of the broadcast shape.
-Example:
-  >>> import functx.numpy as jnp
-  >>> jnp.logical_and(jnp.array([True, True, False]), jnp.array([True, False, False]))
-  Array([ True, False, False], dtype=bool)
-"""
-logical_or = _logical(ops.bitwise_or, "logical_or")
-logical_or.__doc__ = """Elementwise logical OR of the truth values (``jax.numpy.logical_or``).
-
-Arguments:
-  x1, x2: arrays or numbers, broadcast together; nonzero counts as True.
-  out, where: must be None (NotImplementedError otherwise, as for JAX's ufuncs).
-Returns:
-  A bool Array of the broadcast shape.
-Example:
-  >>> import functx.numpy as jnp
-  >>> jnp.logical_or(jnp.array([True, False, False]), jnp.array([False, False, True]))
-  Array([ True, False,  True], dtype=bool)
-"""
-logical_xor = _logical(ops.bitwise_xor, "logical_xor")
-logical_xor.__doc__ = """Elementwise logical XOR of the truth values (``jax.numpy.logical_xor``).
-
-Arguments:
-  x1, x2: arrays or numbers, broadcast together; nonzero counts as True.
-  out, where: must be None (NotImplementedError otherwise, as for JAX's ufuncs).
-Returns:
-  A bool Array of the broadcast shape.
-Example:
-  >>> import functx.numpy as jnp
-  >>> jnp.logical_xor(jnp.array([True, False, True]), jnp.array([True, True, False]))
-  Array([False,  True,  True], dtype=bool)
-"""
+logical_and = _logical(
+    ops.bitwise_and,
+    "logical_and",
+    "AND",
+    "[True, True, False]",
+    "[True, False, False]",
+    "Array([ True, False, False], dtype=bool)",
+)
+logical_or = _logical(
+    ops.bitwise_or,
+    "logical_or",
+    "OR",
+    "[True, False, False]",
+    "[False, False, True]",
+    "Array([ True, False,  True], dtype=bool)",
+)
+logical_xor = _logical(
+    ops.bitwise_xor,
+    "logical_xor",
+    "XOR",
+    "[True, False, True]",
+    "[True, True, False]",
+    "Array([False,  True,  True], dtype=bool)",
+)
 
 
 def logical_not(x, /):
@@ -2329,7 +2329,10 @@ def logical_not(x, /):
     return ops.bitwise_not(astype(x, bool_))
 
 
-def _bitwise(lax_fn, name):
+def _bitwise(lax_fn, name, what, result):
+    """``bitwise_and``/``or``/``xor`` (``name``): ``lax_fn`` of integer or bool operands; its
+    docstring names ``what`` it computes, and its example prints ``result``."""
+
     def fn(x1, x2, /, *, out=None, where=None):
         _no_ufunc_kw(out, where, name)
         x1, x2 = _promote(name, x1, x2)
@@ -2340,54 +2343,26 @@ def _bitwise(lax_fn, name):
         return lax_fn(x1, x2)
 
     fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"""Elementwise bitwise {what} (``jax.numpy.{name}``).
+
+    Arguments:
+      x1, x2: integer or bool arrays or numbers, broadcast and promoted together.
+      out, where: must be None (NotImplementedError otherwise, as for JAX's ufuncs).
+    Returns:
+      An Array of the broadcast shape and promoted dtype.
+    Raises:
+      TypeError: for a floating-point operand, as in JAX.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.{name}(jnp.array([12, 10]), jnp.array([10, 6]))
+      {result}
+    """
     return fn
 
 
-bitwise_and = _bitwise(ops.bitwise_and, "bitwise_and")
-bitwise_and.__doc__ = """Elementwise bitwise AND (``jax.numpy.bitwise_and``).
-
-Arguments:
-  x1, x2: integer or bool arrays or numbers, broadcast and promoted together.
-  out, where: must be None (NotImplementedError otherwise, as for JAX's ufuncs).
-Returns:
-  An Array of the broadcast shape and promoted dtype.
-Raises:
-  TypeError: for a floating-point operand, as in JAX.
-Example:
-  >>> import functx.numpy as jnp
-  >>> jnp.bitwise_and(jnp.array([12, 10]), jnp.array([10, 6]))
-  Array([8, 2], dtype=int32)
-"""
-bitwise_or = _bitwise(ops.bitwise_or, "bitwise_or")
-bitwise_or.__doc__ = """Elementwise bitwise OR (``jax.numpy.bitwise_or``).
-
-Arguments:
-  x1, x2: integer or bool arrays or numbers, broadcast and promoted together.
-  out, where: must be None (NotImplementedError otherwise, as for JAX's ufuncs).
-Returns:
-  An Array of the broadcast shape and promoted dtype.
-Raises:
-  TypeError: for a floating-point operand, as in JAX.
-Example:
-  >>> import functx.numpy as jnp
-  >>> jnp.bitwise_or(jnp.array([12, 10]), jnp.array([10, 6]))
-  Array([14, 14], dtype=int32)
-"""
-bitwise_xor = _bitwise(ops.bitwise_xor, "bitwise_xor")
-bitwise_xor.__doc__ = """Elementwise bitwise XOR (``jax.numpy.bitwise_xor``).
-
-Arguments:
-  x1, x2: integer or bool arrays or numbers, broadcast and promoted together.
-  out, where: must be None (NotImplementedError otherwise, as for JAX's ufuncs).
-Returns:
-  An Array of the broadcast shape and promoted dtype.
-Raises:
-  TypeError: for a floating-point operand, as in JAX.
-Example:
-  >>> import functx.numpy as jnp
-  >>> jnp.bitwise_xor(jnp.array([12, 10]), jnp.array([10, 6]))
-  Array([ 6, 12], dtype=int32)
-"""
+bitwise_and = _bitwise(ops.bitwise_and, "bitwise_and", "AND", "Array([8, 2], dtype=int32)")
+bitwise_or = _bitwise(ops.bitwise_or, "bitwise_or", "OR", "Array([14, 14], dtype=int32)")
+bitwise_xor = _bitwise(ops.bitwise_xor, "bitwise_xor", "XOR", "Array([ 6, 12], dtype=int32)")
 
 
 def invert(x, /):
@@ -2523,6 +2498,30 @@ def _no_out(out, name):
         raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.{_loc()}")
 
 
+# sum and prod: the reduction (of bools: or, and), the array of the value masked-out elements
+# (``where``) take, and how ``initial`` is combined with the result
+_SUM_OR_PROD = {
+    "sum": (ops.reduce_sum, ops.reduce_or, zeros, add),
+    "prod": (ops.reduce_prod, ops.reduce_and, ones, multiply),
+}
+
+
+def _sum_or_prod(name, a, axis, dtype, out, keepdims, initial, where, promote_integers):
+    reduce, reduce_bools, identities, combine = _SUM_OR_PROD[name]
+    _no_out(out, name)
+    a = _arraylike(a, name)
+    av = _aval(a)
+    axes = _norm_axis(axis, av.ndim, f"{name} axis")
+    dt = _sum_dtype(av.dtype, promote_integers) if dtype is None else _dt(dtype, None, name)
+    a = astype(a, dt)
+    if where is not None:
+        a = _where_arg(a, where, identities((), dt))
+    r = reduce(a, axes) if dt != dtypes.bool_ else reduce_bools(a, axes)
+    if initial is not None:
+        r = combine(r, astype(initial, dt))
+    return _keep(r, axes, av.shape, keepdims)
+
+
 def sum(  # noqa: A001
     a,
     axis=None,
@@ -2560,18 +2559,7 @@ def sum(  # noqa: A001
       Array([[ 5],
              [15]], dtype=int32)
     """
-    _no_out(out, "sum")
-    a = _arraylike(a, "sum")
-    av = _aval(a)
-    axes = _norm_axis(axis, av.ndim, "sum axis")
-    dt = _sum_dtype(av.dtype, promote_integers) if dtype is None else _dt(dtype, None, "sum")
-    a = astype(a, dt)
-    if where is not None:
-        a = _where_arg(a, where, zeros((), dt))
-    r = ops.reduce_sum(a, axes) if dt != dtypes.bool_ else ops.reduce_or(a, axes)
-    if initial is not None:
-        r = add(r, astype(initial, dt))
-    return _keep(r, axes, av.shape, keepdims)
+    return _sum_or_prod("sum", a, axis, dtype, out, keepdims, initial, where, promote_integers)
 
 
 def prod(
@@ -2605,18 +2593,7 @@ def prod(
       >>> jnp.prod(x, axis=1)
       Array([  6, 120], dtype=int32)
     """
-    _no_out(out, "prod")
-    a = _arraylike(a, "prod")
-    av = _aval(a)
-    axes = _norm_axis(axis, av.ndim, "prod axis")
-    dt = _sum_dtype(av.dtype, promote_integers) if dtype is None else _dt(dtype, None, "prod")
-    a = astype(a, dt)
-    if where is not None:
-        a = _where_arg(a, where, ones((), dt))
-    r = ops.reduce_prod(a, axes) if dt != dtypes.bool_ else ops.reduce_and(a, axes)
-    if initial is not None:
-        r = multiply(r, astype(initial, dt))
-    return _keep(r, axes, av.shape, keepdims)
+    return _sum_or_prod("prod", a, axis, dtype, out, keepdims, initial, where, promote_integers)
 
 
 # max and min: the reduction, the combination with ``initial``, and whether the masked-out
@@ -2711,8 +2688,21 @@ def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # no
 amax, amin = max, min
 
 
-def any(a, axis=None, out=None, keepdims=False, where=None):  # noqa: A001
-    """Whether any element is true over the given axes (``jax.numpy.any``).
+def _any_or_all(name, reduce, which, example, result):
+    """``any``/``all`` (``name``): ``reduce`` (``reduce_or``, ``reduce_and``) of the truth
+    values, masked-out elements being its identity; the docstring says ``which`` element (any,
+    every) is true, and the example prints ``result`` for ``example`` along ``axis=1``."""
+
+    def fn(a, axis=None, out=None, keepdims=False, where=None):
+        _no_out(out, name)
+        a = astype(a, bool_)
+        av = _aval(a)
+        axes = _norm_axis(axis, av.ndim, f"{name} axis")
+        a = _where_arg(a, where, name == "all")
+        return _keep(reduce(a, axes), axes, av.shape, keepdims)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"""Whether {which} element is true over the given axes (``jax.numpy.{name}``).
 
     Arguments:
       a: an array or number; nonzero counts as True.
@@ -2724,39 +2714,18 @@ def any(a, axis=None, out=None, keepdims=False, where=None):  # noqa: A001
       A bool Array of the reduced shape.
     Example:
       >>> import functx.numpy as jnp
-      >>> jnp.any(jnp.array([[0, 0], [0, 3]]), axis=1)
-      Array([False,  True], dtype=bool)
+      >>> jnp.{name}(jnp.array({example}), axis=1)
+      {result}
     """
-    _no_out(out, "any")
-    a = astype(a, bool_)
-    av = _aval(a)
-    axes = _norm_axis(axis, av.ndim, "any axis")
-    a = _where_arg(a, where, False)
-    return _keep(ops.reduce_or(a, axes), axes, av.shape, keepdims)
+    return fn
 
 
-def all(a, axis=None, out=None, keepdims=False, where=None):  # noqa: A001
-    """Whether every element is true over the given axes (``jax.numpy.all``).
-
-    Arguments:
-      a: an array or number; nonzero counts as True.
-      axis: an int, a tuple of ints or None (all axes).
-      out: must be None (NotImplementedError otherwise, as in JAX).
-      keepdims: keep the reduced axes with size 1.
-      where: a bool mask broadcastable to ``a``; False elements are left out.
-    Returns:
-      A bool Array of the reduced shape.
-    Example:
-      >>> import functx.numpy as jnp
-      >>> jnp.all(jnp.array([[1, 2], [0, 3]]), axis=1)
-      Array([ True, False], dtype=bool)
-    """
-    _no_out(out, "all")
-    a = astype(a, bool_)
-    av = _aval(a)
-    axes = _norm_axis(axis, av.ndim, "all axis")
-    a = _where_arg(a, where, True)
-    return _keep(ops.reduce_and(a, axes), axes, av.shape, keepdims)
+any = _any_or_all(  # noqa: A001
+    "any", ops.reduce_or, "any", "[[0, 0], [0, 3]]", "Array([False,  True], dtype=bool)"
+)
+all = _any_or_all(  # noqa: A001
+    "all", ops.reduce_and, "every", "[[1, 2], [0, 3]]", "Array([ True, False], dtype=bool)"
+)
 
 
 def _count(av, axes):
@@ -2992,7 +2961,11 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
     return avg
 
 
-def _argreduce(fn, name):
+def _argreduce(fn, name, which, argmax_of_x, argmax_of_x_axis_1):
+    """``argmax``/``argmin`` (``name``): ``fn`` along one axis or the flattened array; its
+    docstring names the ``which`` (largest, smallest) element, and its example prints the two
+    results for ``x`` and ``axis=1``."""
+
     def f(a, axis=None, out=None, keepdims=False):
         _no_out(out, name)
         a = _arraylike(a, name)
@@ -3006,47 +2979,33 @@ def _argreduce(fn, name):
         return _keep(r, (ax,), av.shape, keepdims)
 
     f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"""Index of the {which} element along an axis (``jax.numpy.{name}``).
+
+    Arguments:
+      a: an array or number.
+      axis: the axis to reduce, or None for the index into the flattened array.
+      out: must be None (NotImplementedError otherwise, as in JAX).
+      keepdims: keep the reduced axis with size 1.
+    Returns:
+      An Array of the default integer dtype; the first index wins ties, and a NaN counts as
+      the {which} value, as in JAX.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> x = jnp.array([[1, 7, 3], [9, 2, 9]])
+      >>> jnp.{name}(x)
+      {argmax_of_x}
+      >>> jnp.{name}(x, axis=1)
+      {argmax_of_x_axis_1}
+    """
     return f
 
 
-argmax = _argreduce(ops.argmax, "argmax")
-argmax.__doc__ = """Index of the largest element along an axis (``jax.numpy.argmax``).
-
-Arguments:
-  a: an array or number.
-  axis: the axis to reduce, or None for the index into the flattened array.
-  out: must be None (NotImplementedError otherwise, as in JAX).
-  keepdims: keep the reduced axis with size 1.
-Returns:
-  An Array of the default integer dtype; the first index wins ties, and a NaN counts as
-  the largest value, as in JAX.
-Example:
-  >>> import functx.numpy as jnp
-  >>> x = jnp.array([[1, 7, 3], [9, 2, 9]])
-  >>> jnp.argmax(x)
-  Array(3, dtype=int32)
-  >>> jnp.argmax(x, axis=1)
-  Array([1, 0], dtype=int32)
-"""
-argmin = _argreduce(ops.argmin, "argmin")
-argmin.__doc__ = """Index of the smallest element along an axis (``jax.numpy.argmin``).
-
-Arguments:
-  a: an array or number.
-  axis: the axis to reduce, or None for the index into the flattened array.
-  out: must be None (NotImplementedError otherwise, as in JAX).
-  keepdims: keep the reduced axis with size 1.
-Returns:
-  An Array of the default integer dtype; the first index wins ties, and a NaN counts as
-  the smallest value, as in JAX.
-Example:
-  >>> import functx.numpy as jnp
-  >>> x = jnp.array([[1, 7, 3], [9, 2, 9]])
-  >>> jnp.argmin(x)
-  Array(0, dtype=int32)
-  >>> jnp.argmin(x, axis=1)
-  Array([0, 1], dtype=int32)
-"""
+argmax = _argreduce(
+    ops.argmax, "argmax", "largest", "Array(3, dtype=int32)", "Array([1, 0], dtype=int32)"
+)
+argmin = _argreduce(
+    ops.argmin, "argmin", "smallest", "Array(0, dtype=int32)", "Array([0, 1], dtype=int32)"
+)
 
 
 def count_nonzero(a, axis=None, keepdims=False):
@@ -3085,7 +3044,10 @@ def ptp(a, axis=None, out=None, keepdims=False):
     return subtract(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
 
 
-def _cumulative(lax_fn, name):
+def _cumulative(lax_fn, name, what, flat, rows):
+    """``cumsum``/``cumprod`` (``name``): ``lax_fn`` along an axis, the ``what`` (sum, product)
+    in its docstring, whose example prints ``flat`` and ``rows`` (``axis=1``)."""
+
     def f(a, axis=None, dtype=None, out=None):
         _no_out(out, name)
         a = _arraylike(a, name)
@@ -3109,50 +3071,41 @@ def _cumulative(lax_fn, name):
         return lax_fn(astype(a, dt), ax)
 
     f.__name__ = f.__qualname__ = name
-    f.__doc__ = f"``jax.numpy.{name}``: bools accumulate in int32, other dtypes keep theirs."
+    f.__doc__ = f"""Cumulative {what} along an axis (``jax.numpy.{name}``).
+
+    Arguments:
+      a: an array or number.
+      axis: the axis, or None to accumulate the flattened array.
+      dtype: the accumulation and result dtype (default: bools accumulate in the default
+        integer, other dtypes keep theirs, as in JAX).
+      out: must be None (NotImplementedError otherwise, as in JAX).
+    Returns:
+      An Array of ``a``'s shape (1-D when ``axis`` is None).
+    Example:
+      >>> import functx.numpy as jnp
+      >>> x = jnp.array([[1, 2, 3], [4, 5, 6]])
+      >>> jnp.{name}(x)
+      {flat}
+      >>> jnp.{name}(x, axis=1)
+      {rows}
+    """
     return f
 
 
-cumsum = _cumulative(_ascan.cumsum, "cumsum")
-cumsum.__doc__ = """Cumulative sum along an axis (``jax.numpy.cumsum``).
-
-Arguments:
-  a: an array or number.
-  axis: the axis, or None to accumulate the flattened array.
-  dtype: the accumulation and result dtype (default: bools accumulate in the default
-    integer, other dtypes keep theirs, as in JAX).
-  out: must be None (NotImplementedError otherwise, as in JAX).
-Returns:
-  An Array of ``a``'s shape (1-D when ``axis`` is None).
-Example:
-  >>> import functx.numpy as jnp
-  >>> x = jnp.array([[1, 2, 3], [4, 5, 6]])
-  >>> jnp.cumsum(x)
-  Array([ 1,  3,  6, 10, 15, 21], dtype=int32)
-  >>> jnp.cumsum(x, axis=1)
-  Array([[ 1,  3,  6],
-         [ 4,  9, 15]], dtype=int32)
-"""
-cumprod = _cumulative(_ascan.cumprod, "cumprod")
-cumprod.__doc__ = """Cumulative product along an axis (``jax.numpy.cumprod``).
-
-Arguments:
-  a: an array or number.
-  axis: the axis, or None to accumulate the flattened array.
-  dtype: the accumulation and result dtype (default: bools accumulate in the default
-    integer, other dtypes keep theirs, as in JAX).
-  out: must be None (NotImplementedError otherwise, as in JAX).
-Returns:
-  An Array of ``a``'s shape (1-D when ``axis`` is None).
-Example:
-  >>> import functx.numpy as jnp
-  >>> x = jnp.array([[1, 2, 3], [4, 5, 6]])
-  >>> jnp.cumprod(x)
-  Array([  1,   2,   6,  24, 120, 720], dtype=int32)
-  >>> jnp.cumprod(x, axis=1)
-  Array([[  1,   2,   6],
-         [  4,  20, 120]], dtype=int32)
-"""
+cumsum = _cumulative(
+    _ascan.cumsum,
+    "cumsum",
+    "sum",
+    "Array([ 1,  3,  6, 10, 15, 21], dtype=int32)",
+    "Array([[ 1,  3,  6],\n             [ 4,  9, 15]], dtype=int32)",
+)
+cumprod = _cumulative(
+    _ascan.cumprod,
+    "cumprod",
+    "product",
+    "Array([  1,   2,   6,  24, 120, 720], dtype=int32)",
+    "Array([[  1,   2,   6],\n             [  4,  20, 120]], dtype=int32)",
+)
 
 
 def _cumulative_api(fn, name, identity, promote=True):
