@@ -416,6 +416,15 @@ def _broadcast_shapes(name, *shapes):
         ) from None
 
 
+def _param_shape(name, shape, *params):
+    """``shape``, checked against the parameters' shapes, or (``None``) their broadcast shape."""
+    if shape is None:
+        return _broadcast_shapes(name, *(np.shape(p) for p in params))
+    shape = _shape(name, shape)
+    _check_shape(name, shape, *(np.shape(p) for p in params))
+    return shape
+
+
 # --- docstrings -----------------------------------------------------------------------------------
 # The samplers' docstrings share the meanings of ``key``, ``shape`` and ``dtype``, the usual
 # Returns and the opening of their examples: ``_documented`` writes those parts around each
@@ -1095,11 +1104,7 @@ def normal(key, shape=(), dtype=None):
 def truncated_normal(key, lower, upper, shape=None, dtype=None):
     data, _ = _check_key("truncated_normal", key)
     dt = _float_dtype("truncated_normal", dtype)
-    if shape is None:
-        shape = _broadcast_shapes("truncated_normal", np.shape(lower), np.shape(upper))
-    else:
-        shape = _shape("truncated_normal", shape)
-        _check_shape("truncated_normal", shape, np.shape(lower), np.shape(upper))
+    shape = _param_shape("truncated_normal", shape, lower, upper)
     sqrt2 = np.asarray(np.sqrt(2), dt)
     lower = lax.convert_element_type(jnp.asarray(lower), dt)
     upper = lax.convert_element_type(jnp.asarray(upper), dt)
@@ -1430,11 +1435,7 @@ def loggamma(key, a, shape=None, dtype=None):
 def beta(key, a, b, shape=None, dtype=None):
     data, _ = _check_key("beta", key)
     dt = _float_dtype("beta", dtype)
-    if shape is None:
-        shape = _broadcast_shapes("beta", np.shape(a), np.shape(b))
-    else:
-        shape = _shape("beta", shape)
-        _check_shape("beta", shape, np.shape(a), np.shape(b))
+    shape = _param_shape("beta", shape, a, b)
     a = jnp.broadcast_to(lax.convert_element_type(jnp.asarray(a), dt), shape)
     b = jnp.broadcast_to(lax.convert_element_type(jnp.asarray(b), dt), shape)
     keys = _split(data, (2,))
@@ -1754,14 +1755,6 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
 
 
 # --- more distributions, composed of the ones above (JAX's formulas) -------------------------
-def _param_shape(name, shape, *params):
-    if shape is None:
-        return _broadcast_shapes(name, *(np.shape(p) for p in params))
-    shape = _shape(name, shape)
-    _check_shape(name, shape, *(np.shape(p) for p in params))
-    return shape
-
-
 def _as(x, dt):
     return lax.convert_element_type(jnp.asarray(x), dt)
 
@@ -1784,7 +1777,6 @@ def cauchy(key, shape=(), dtype=None):
     call="3.0, (3,), np.float32",
     prints="[2.6734667 3.6007476 1.1441185]",
     b="the shape parameter(s).",
-    shape="the result's shape (default ``b``'s).",
 )
 def pareto(key, b, shape=None, dtype=None):
     data, _ = _check_key("pareto", key)
@@ -1808,7 +1800,6 @@ def _chisquare(data, df, shape, dt):
     call="2.0, (3,), np.float32",
     prints="[1.2369726  1.4525698  0.70201975]",
     df="the degrees of freedom.",
-    shape="the result's shape (default ``df``'s).",
 )
 def chisquare(key, df, shape=None, dtype=None):
     data, _ = _check_key("chisquare", key)
@@ -1844,7 +1835,6 @@ def f(key, dfnum, dfden, shape=None, dtype=None):
     call="4.0, (3,), np.float32",
     prints="[ 0.7160013 -2.417441  -1.414403 ]",
     df="the degrees of freedom.",
-    shape="the result's shape (default ``df``'s).",
 )
 def t(key, df, shape=None, dtype=None):
     data, _ = _check_key("t", key)
@@ -1919,7 +1909,6 @@ def weibull_min(key, scale, concentration, shape=(), dtype=None):
     call="1.0, (3,), np.float32",
     prints="[0.32787833 0.20810027 1.4844142 ]",
     scale="the scale(s).",
-    shape="the result's shape (default ``scale``'s).",
 )
 def rayleigh(key, scale, shape=None, dtype=None):
     data, _ = _check_key("rayleigh", key)
@@ -1935,7 +1924,6 @@ def rayleigh(key, scale, shape=None, dtype=None):
     call="1.0, (3,), np.float32",
     prints="[0.3805977  0.41566527 0.48107237]",
     mean="the mean(s).",
-    shape="the result's shape (default ``mean``'s).",
 )
 def wald(key, mean, shape=None, dtype=None):
     data, _ = _check_key("wald", key)
@@ -1971,7 +1959,6 @@ def wald(key, mean, shape=None, dtype=None):
     prints="[1 1 4]",
     returns="An integer array of ``shape``.",
     p="the success probability.",
-    shape="the result's shape (default ``p``'s).",
     dtype=_INT_DTYPE,
 )
 def geometric(key, p, shape=None, dtype=None):
@@ -2012,7 +1999,6 @@ def triangular(key, left, mode, right, shape=None, dtype=None):
     call="0.5, (3,), np.float32",
     prints="[2.2508795 2.752838  0.8050932]",
     sigma="the standard deviation of the logarithm. Default 1.",
-    shape="the result's shape (default ``sigma``'s).",
 )
 def lognormal(key, sigma=np.float32(1), shape=None, dtype=None):  # noqa: B008 - JAX's default
     data, _ = _check_key("lognormal", key)
