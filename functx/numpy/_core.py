@@ -210,8 +210,26 @@ def _shape_hint(op, shape, dtype):
         )
 
 
-def zeros(shape, dtype=None, *, device=None):
-    """An array of zeros, as ``jnp.zeros``.
+def _constant(name, value, example, example_like):
+    """``zeros``/``ones`` (``name``) and ``zeros_like``/``ones_like``: arrays of ``value`` (0 or
+    1); their examples print ``example`` and ``example_like`` (each a call and what it prints)."""
+    like = f"{name}_like"
+
+    def constant(shape, dtype=None, *, device=None):
+        _shape_hint(name, shape, dtype)
+        args = (_shape(shape, name), value, _dt(dtype, op=name))
+        return ops.full(*args) if device is None else _made_on(device, ops.full, *args)
+
+    def constant_like(a, dtype=None, shape=None, *, device=None):
+        av = _aval(a)
+        return constant(
+            av.shape if shape is None else shape,
+            av.dtype if dtype is None else _dt(dtype, op=like),
+            device=_like_device(a, device),
+        )
+
+    constant.__name__ = constant.__qualname__ = name
+    constant.__doc__ = f"""An array of {name}, as ``jnp.{name}``.
 
     Arguments:
       shape: an int or a sequence of ints.
@@ -221,34 +239,39 @@ def zeros(shape, dtype=None, *, device=None):
       An Array of ``shape`` and ``dtype``.
     Example:
       >>> import functx.numpy as jnp
-      >>> print(jnp.zeros((2, 3)))
-      [[0. 0. 0.]
-       [0. 0. 0.]]
+      >>> print(jnp.{example[0]})
+      {example[1]}
     """
-    _shape_hint("zeros", shape, dtype)
-    if device is None:
-        return ops.full(_shape(shape, "zeros"), 0, _dt(dtype, op="zeros"))
-    return _made_on(device, ops.full, _shape(shape, "zeros"), 0, _dt(dtype, op="zeros"))
-
-
-def ones(shape, dtype=None, *, device=None):
-    """An array of ones, as ``jnp.ones``.
+    constant_like.__name__ = constant_like.__qualname__ = like
+    constant_like.__doc__ = f"""{name.title()} with the shape and dtype of ``a``, as ``jnp.{like}``.
 
     Arguments:
-      shape: an int or a sequence of ints.
-      dtype: the dtype (default: the default float).
-      device: where to make it (default: the default device).
+      a: an array (or anything with a shape and dtype).
+      dtype: overrides ``a``'s dtype.
+      shape: overrides ``a``'s shape.
+      device: where to make it (default: where ``a`` is).
     Returns:
-      An Array of ``shape`` and ``dtype``.
+      An Array of {name}.
     Example:
       >>> import functx.numpy as jnp
-      >>> print(jnp.ones(3, "int32"))
-      [1 1 1]
+      >>> print(jnp.{example_like[0]})
+      {example_like[1]}
     """
-    _shape_hint("ones", shape, dtype)
-    if device is None:
-        return ops.full(_shape(shape, "ones"), 1, _dt(dtype, op="ones"))
-    return _made_on(device, ops.full, _shape(shape, "ones"), 1, _dt(dtype, op="ones"))
+    return constant, constant_like
+
+
+zeros, zeros_like = _constant(
+    "zeros",
+    0,
+    ("zeros((2, 3))", "[[0. 0. 0.]\n       [0. 0. 0.]]"),
+    ("zeros_like(jnp.arange(3))", "[0 0 0]"),
+)
+ones, ones_like = _constant(
+    "ones",
+    1,
+    ('ones(3, "int32")', "[1 1 1]"),
+    ('ones_like(jnp.arange(3), dtype="float32")', "[1. 1. 1.]"),
+)
 
 
 def empty(shape, dtype=None, *, device=None):
@@ -304,52 +327,6 @@ def _like_device(a, device):
     if device is not None or isinstance(a, Tracer) or not isinstance(a, Array) or type(a) in _HOST:
         return device
     return a.device
-
-
-def zeros_like(a, dtype=None, shape=None, *, device=None):
-    """Zeros with the shape and dtype of ``a``, as ``jnp.zeros_like``.
-
-    Arguments:
-      a: an array (or anything with a shape and dtype).
-      dtype: overrides ``a``'s dtype.
-      shape: overrides ``a``'s shape.
-      device: where to make it (default: where ``a`` is).
-    Returns:
-      An Array of zeros.
-    Example:
-      >>> import functx.numpy as jnp
-      >>> print(jnp.zeros_like(jnp.arange(3)))
-      [0 0 0]
-    """
-    av = _aval(a)
-    return zeros(
-        av.shape if shape is None else shape,
-        av.dtype if dtype is None else _dt(dtype, op="zeros_like"),
-        device=_like_device(a, device),
-    )
-
-
-def ones_like(a, dtype=None, shape=None, *, device=None):
-    """Ones with the shape and dtype of ``a``, as ``jnp.ones_like``.
-
-    Arguments:
-      a: an array (or anything with a shape and dtype).
-      dtype: overrides ``a``'s dtype.
-      shape: overrides ``a``'s shape.
-      device: where to make it (default: where ``a`` is).
-    Returns:
-      An Array of ones.
-    Example:
-      >>> import functx.numpy as jnp
-      >>> print(jnp.ones_like(jnp.arange(3), dtype="float32"))
-      [1. 1. 1.]
-    """
-    av = _aval(a)
-    return ones(
-        av.shape if shape is None else shape,
-        av.dtype if dtype is None else _dt(dtype, op="ones_like"),
-        device=_like_device(a, device),
-    )
 
 
 def empty_like(a, dtype=None, shape=None, *, device=None):
