@@ -613,34 +613,21 @@ def tri(N, M=None, k=0, dtype=None):
     return astype(less_equal(c, r + np.asarray(k, wide)), dt)
 
 
-def _tri_mask(m, k, lower):
-    av = _aval(m)
-    if av.ndim < 2:
-        raise FunctxTypeError(f"tril/triu need an array of rank >= 2, got {av.str_short()}")
-    mask = tri(av.shape[-2], av.shape[-1], k if lower else k - 1, dtype=bool_)
-    return mask if lower else logical_not(mask)
+def _triangle(name, lower, result):
+    """``tril`` (``lower``) or ``triu``: ``m`` with the elements on the other side of diagonal
+    ``k`` zeroed; the example prints ``result``."""
 
+    def triangle(m, k=0):
+        av = _aval(m)
+        if av.ndim < 2:
+            raise FunctxTypeError(f"tril/triu need an array of rank >= 2, got {av.str_short()}")
+        mask = tri(av.shape[-2], av.shape[-1], k if lower else k - 1, dtype=bool_)
+        return where(mask if lower else logical_not(mask), m, zeros_like(m))
 
-def tril(m, k=0):
-    """``m`` with the elements above diagonal ``k`` of its last two axes set to zero
-    (``jax.numpy.tril``).
-
-    Arguments:
-      m: an array of rank 2 or more; k: the diagonal (positive: above the main one).
-    Returns:
-      An array of ``m``'s shape and dtype.
-    Example:
-      >>> import functx.numpy as jnp
-      >>> jnp.tril(jnp.ones((2, 2), jnp.int32))
-      Array([[1, 0],
-             [1, 1]], dtype=int32)
-    """
-    return where(_tri_mask(m, k, True), m, zeros_like(m))
-
-
-def triu(m, k=0):
-    """``m`` with the elements below diagonal ``k`` of its last two axes set to zero
-    (``jax.numpy.triu``).
+    triangle.__name__ = triangle.__qualname__ = name
+    side = "above" if lower else "below"
+    triangle.__doc__ = f"""``m`` with the elements {side} diagonal ``k`` of its last two axes set
+    to zero (``jax.numpy.{name}``).
 
     Arguments:
       m: an array of rank 2 or more; k: the diagonal (positive: above the main one).
@@ -648,11 +635,14 @@ def triu(m, k=0):
       An array of ``m``'s shape and dtype.
     Example:
       >>> import functx.numpy as jnp
-      >>> jnp.triu(jnp.ones((2, 2), jnp.int32))
-      Array([[1, 1],
-             [0, 1]], dtype=int32)
+      >>> jnp.{name}(jnp.ones((2, 2), jnp.int32))
+      {result}
     """
-    return where(_tri_mask(m, k, False), m, zeros_like(m))
+    return triangle
+
+
+tril = _triangle("tril", True, "Array([[1, 0],\n             [1, 1]], dtype=int32)")
+triu = _triangle("triu", False, "Array([[1, 1],\n             [0, 1]], dtype=int32)")
 
 
 def astype(x, dtype, /, *, copy=False, device=None):
@@ -1299,8 +1289,17 @@ def reciprocal(x, /):
     return ops.integer_pow(x, -1)
 
 
-def log2(x, /):
-    """The base-2 logarithm, elementwise (``jax.numpy.log2``).
+def _log_base(base, example, result):
+    """``log2``/``log10``: ``log(x) / log(base)``; the example prints ``result`` for
+    ``example``."""
+    name = f"log{base}"
+
+    def log_base(x, /):
+        (x,) = _promote_float(name, x)
+        return ops.div(ops.log(x), _const(np.log(base), x))
+
+    log_base.__name__ = log_base.__qualname__ = name
+    log_base.__doc__ = f"""The base-{base} logarithm, elementwise (``jax.numpy.{name}``).
 
     Arguments:
       x: an array or scalar; integers and bools compute in a float dtype, as in JAX.
@@ -1308,27 +1307,14 @@ def log2(x, /):
       An array of x's shape (-inf at 0, NaN below).
     Example:
       >>> import functx.numpy as jnp
-      >>> jnp.log2(jnp.array([1.0, 8.0]))
-      Array([0., 3.], dtype=float32)
+      >>> jnp.{name}(jnp.array({example}))
+      {result}
     """
-    (x,) = _promote_float("log2", x)
-    return ops.div(ops.log(x), _const(np.log(2), x))
+    return log_base
 
 
-def log10(x, /):
-    """The base-10 logarithm, elementwise (``jax.numpy.log10``).
-
-    Arguments:
-      x: an array or scalar; integers and bools compute in a float dtype, as in JAX.
-    Returns:
-      An array of x's shape (-inf at 0, NaN below).
-    Example:
-      >>> import functx.numpy as jnp
-      >>> jnp.log10(jnp.array([1.0, 100.0]))
-      Array([0., 2.], dtype=float32)
-    """
-    (x,) = _promote_float("log10", x)
-    return ops.div(ops.log(x), _const(np.log(10), x))
+log2 = _log_base(2, "[1.0, 8.0]", "Array([0., 3.], dtype=float32)")
+log10 = _log_base(10, "[1.0, 100.0]", "Array([0., 2.], dtype=float32)")
 
 
 def _const(v, like):
@@ -1435,8 +1421,17 @@ def isinf(x, /):
     return ops.eq(ops.abs(x), _const(np.inf, x))
 
 
-def isposinf(x, /, out=None):
-    """Whether ``x`` is +inf, elementwise (``jax.numpy.isposinf``).
+def _is_inf_of_sign(sign, result):
+    """``isposinf``/``isneginf`` (``sign`` "+", "-"): infinite, and above or below 0; the example
+    prints ``result``."""
+    name = f"is{'pos' if sign == '+' else 'neg'}inf"
+
+    def is_inf_of_sign(x, /, out=None):
+        _no_out(out, name)
+        return logical_and(isinf(x), greater(x, 0) if sign == "+" else less(x, 0))
+
+    is_inf_of_sign.__name__ = is_inf_of_sign.__qualname__ = name
+    is_inf_of_sign.__doc__ = f"""Whether ``x`` is {sign}inf, elementwise (``jax.numpy.{name}``).
 
     Arguments:
       x: an array or scalar (integers and bools: never).
@@ -1445,28 +1440,14 @@ def isposinf(x, /, out=None):
       A bool array of x's shape.
     Example:
       >>> import functx.numpy as jnp
-      >>> jnp.isposinf(jnp.array([1.0, jnp.inf, -jnp.inf]))
-      Array([False,  True, False], dtype=bool)
+      >>> jnp.{name}(jnp.array([1.0, jnp.inf, -jnp.inf]))
+      {result}
     """
-    _no_out(out, "isposinf")
-    return logical_and(isinf(x), greater(x, 0))
+    return is_inf_of_sign
 
 
-def isneginf(x, /, out=None):
-    """Whether ``x`` is -inf, elementwise (``jax.numpy.isneginf``).
-
-    Arguments:
-      x: an array or scalar (integers and bools: never).
-      out: must be None (NotImplementedError otherwise, as in JAX).
-    Returns:
-      A bool array of x's shape.
-    Example:
-      >>> import functx.numpy as jnp
-      >>> jnp.isneginf(jnp.array([1.0, jnp.inf, -jnp.inf]))
-      Array([False, False,  True], dtype=bool)
-    """
-    _no_out(out, "isneginf")
-    return logical_and(isinf(x), less(x, 0))
+isposinf = _is_inf_of_sign("+", "Array([False,  True, False], dtype=bool)")
+isneginf = _is_inf_of_sign("-", "Array([False, False,  True], dtype=bool)")
 
 
 def signbit(x, /):
@@ -2013,8 +1994,17 @@ less_equal.__doc__ = _binary_doc(
 )
 
 
-def fmax(x1, x2, /):
-    """The larger of ``x1`` and ``x2``, ignoring NaNs, elementwise (``jax.numpy.fmax``).
+def _nan_ignoring(name, extremum, which):
+    """``fmax``/``fmin``: ``extremum`` of the operands where neither is NaN, else the one that
+    is not; the docstring names ``which`` (larger, smaller) operand it takes."""
+
+    def nan_ignoring(x1, x2, /):
+        x1, x2 = _promote(name, x1, x2)
+        return where(isnan(x2), x1, where(isnan(x1), x2, extremum(x1, x2)))
+
+    nan_ignoring.__name__ = nan_ignoring.__qualname__ = name
+    nan_ignoring.__doc__ = f"""The {which} of ``x1`` and ``x2``, ignoring NaNs, elementwise
+    (``jax.numpy.{name}``).
 
     Arguments:
       x1, x2: arrays or scalars, broadcast together and promoted to one dtype (JAX's rules).
@@ -2022,27 +2012,14 @@ def fmax(x1, x2, /):
       An array of the broadcast shape (NaN only where both are NaN).
     Example:
       >>> import functx.numpy as jnp
-      >>> jnp.fmax(jnp.array([1.0, jnp.nan]), jnp.array([jnp.nan, 2.0]))
+      >>> jnp.{name}(jnp.array([1.0, jnp.nan]), jnp.array([jnp.nan, 2.0]))
       Array([1., 2.], dtype=float32)
     """
-    x1, x2 = _promote("fmax", x1, x2)
-    return where(isnan(x2), x1, where(isnan(x1), x2, ops.max(x1, x2)))
+    return nan_ignoring
 
 
-def fmin(x1, x2, /):
-    """The smaller of ``x1`` and ``x2``, ignoring NaNs, elementwise (``jax.numpy.fmin``).
-
-    Arguments:
-      x1, x2: arrays or scalars, broadcast together and promoted to one dtype (JAX's rules).
-    Returns:
-      An array of the broadcast shape (NaN only where both are NaN).
-    Example:
-      >>> import functx.numpy as jnp
-      >>> jnp.fmin(jnp.array([1.0, jnp.nan]), jnp.array([jnp.nan, 2.0]))
-      Array([1., 2.], dtype=float32)
-    """
-    x1, x2 = _promote("fmin", x1, x2)
-    return where(isnan(x2), x1, where(isnan(x1), x2, ops.min(x1, x2)))
+fmax = _nan_ignoring("fmax", ops.max, "larger")
+fmin = _nan_ignoring("fmin", ops.min, "smaller")
 
 
 def hypot(x1, x2, /):
