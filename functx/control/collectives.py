@@ -1136,7 +1136,7 @@ def _is_constant(x) -> bool:
 def _named_axes(collective):
     """Adds to a collective's docstring, before its example, the paragraph all of them share: how
     functx treats named axes."""
-    collective.__doc__ = collective.__doc__.replace(
+    collective.__doc__ = (collective.__doc__ or "").replace(
         "\n    Example:",
         """
     Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
