@@ -2006,8 +2006,24 @@ def _segment(name, data, segment_ids, num_segments, bucket_size, mode):
     return P.registry[reduce_name].bind(out, axes=(0,))
 
 
-def _segment_doc(name, what, example, differences=""):
-    return f"""The {what} of ``data``'s rows within each segment (``jax.ops.{name}``).
+def _segment_op(name, what, example, differences=""):
+    """``jax.ops.<name>``: the segment reduction ``name`` (``_SEGMENT_PRIMS``) with JAX's
+    signature, and its docstring (``what`` it computes, its ``example`` lines and any
+    ``differences``)."""
+
+    def op(
+        data,
+        segment_ids,
+        num_segments=None,
+        indices_are_sorted=False,
+        unique_indices=False,
+        bucket_size=None,
+        mode=None,
+    ):
+        return _segment(name, data, segment_ids, num_segments, bucket_size, mode)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"""The {what} of ``data``'s rows within each segment (``jax.ops.{name}``).
 
     Row ``i`` of ``data`` (its leading axis) belongs to segment ``segment_ids[i]``; the result has
     one row per segment, and a segment without rows holds the {what}'s identity.
@@ -2034,62 +2050,15 @@ def _segment_doc(name, what, example, differences=""):
         >>> ids = jnp.array([0, 0, 2, 2, 2])
 {example}
     """
+    return op
 
 
-def segment_sum(
-    data,
-    segment_ids,
-    num_segments=None,
-    indices_are_sorted=False,
-    unique_indices=False,
-    bucket_size=None,
-    mode=None,
-):
-    return _segment("segment_sum", data, segment_ids, num_segments, bucket_size, mode)
-
-
-def segment_prod(
-    data,
-    segment_ids,
-    num_segments=None,
-    indices_are_sorted=False,
-    unique_indices=False,
-    bucket_size=None,
-    mode=None,
-):
-    return _segment("segment_prod", data, segment_ids, num_segments, bucket_size, mode)
-
-
-def segment_max(
-    data,
-    segment_ids,
-    num_segments=None,
-    indices_are_sorted=False,
-    unique_indices=False,
-    bucket_size=None,
-    mode=None,
-):
-    return _segment("segment_max", data, segment_ids, num_segments, bucket_size, mode)
-
-
-def segment_min(
-    data,
-    segment_ids,
-    num_segments=None,
-    indices_are_sorted=False,
-    unique_indices=False,
-    bucket_size=None,
-    mode=None,
-):
-    return _segment("segment_min", data, segment_ids, num_segments, bucket_size, mode)
-
-
-segment_sum.__doc__ = _segment_doc(
+segment_sum = _segment_op(
     "segment_sum",
     "sum",
     "        >>> print(ops.segment_sum(data, ids, num_segments=4))\n        [ 3.  0. 12.  0.]",
 )
-segment_prod.__doc__ = _segment_doc(
+segment_prod = _segment_op(
     "segment_prod",
     "product",
     "        >>> print(ops.segment_prod(data, ids, num_segments=4))\n        [ 2.  1. 60.  1.]",
@@ -2098,12 +2067,12 @@ segment_prod.__doc__ = _segment_doc(
         "\n    ``unique_indices=True`` (JAX raises NotImplementedError).\n"
     ),
 )
-segment_max.__doc__ = _segment_doc(
+segment_max = _segment_op(
     "segment_max",
     "maximum",
     "        >>> print(ops.segment_max(data, ids))\n        [  2. -inf   5.]",
 )
-segment_min.__doc__ = _segment_doc(
+segment_min = _segment_op(
     "segment_min",
     "minimum",
     "        >>> print(ops.segment_min(data, ids))\n        [ 1. inf  3.]",

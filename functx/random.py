@@ -35,8 +35,11 @@ primitive yet): it gives exactly the stable sort JAX uses, in O(n log^2 n).
 
 from __future__ import annotations
 
+import inspect
 import math
 import operator
+import re
+import textwrap
 import warnings
 from collections.abc import Sequence
 
@@ -413,6 +416,91 @@ def _broadcast_shapes(name, *shapes):
         ) from None
 
 
+def _param_shape(name, shape, *params):
+    """``shape``, checked against the parameters' shapes, or (``None``) their broadcast shape."""
+    if shape is None:
+        return _broadcast_shapes(name, *(np.shape(p) for p in params))
+    shape = _shape(name, shape)
+    _check_shape(name, shape, *(np.shape(p) for p in params))
+    return shape
+
+
+# --- docstrings -----------------------------------------------------------------------------------
+# The samplers' docstrings share the meanings of ``key``, ``shape`` and ``dtype``, the usual
+# Returns and the opening of their examples: ``_documented`` writes those parts around each
+# sampler's own summary, arguments and example.
+_FLOAT_DTYPE = "a float dtype (default float64 with ``jax_enable_x64``, else float32)."
+_INT_DTYPE = "an integer dtype (default int64 with ``jax_enable_x64``, else int32)."
+_OF_SHAPE_AND_DTYPE = "An array of ``shape`` and ``dtype``."
+_LIBMVEC = (
+    "under C++ ``jit`` {} values can be 1-10 ulp from the eager ones, which are JAX's bits: "
+    "compiled loops call glibc's vector math (libmvec)."
+)
+
+
+def _shape_doc(names, default):
+    """What ``shape`` means when the sampler does not say: the result's shape, with its
+    default (``()``, or the broadcast shape of the parameters ahead of it)."""
+    if default is inspect.Parameter.empty:
+        return "the result's shape."
+    if default == ():
+        return "the result's shape. Default ``()``."
+    params = names[1 : names.index("shape")]
+    if len(params) == 1:
+        return f"the result's shape (default ``{params[0]}``'s shape)."
+    return "the result's shape (default: the parameters' broadcast shape)."
+
+
+def _documented(
+    summary, *, call, prints, returns=_OF_SHAPE_AND_DTYPE, differs=None, setup=(), **meanings
+):
+    """Writes a sampler's docstring: the ``summary``; its Arguments in the signature's order, each
+    meaning from ``meanings`` (by default ``key`` is a single key, ``dtype`` a float dtype and
+    ``shape`` the result's shape, with its default); ``returns``; ``differs`` as a "Differences
+    from JAX" paragraph; and an example that runs the lines of ``setup``, then prints
+    ``random.<name>(random.PRNGKey(0), <call>)`` as ``prints``."""
+
+    def fill(text, indent="", hang=""):  # (lines of 96 characters, not breaking ``code``)
+        text = re.sub(r"``.*?``", lambda code: code[0].replace(" ", "\0"), text)
+        lines = textwrap.wrap(
+            text,
+            96,
+            initial_indent=indent,
+            subsequent_indent=indent + hang,
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+        return "\n".join(lines).replace("\0", " ")
+
+    def set_doc(sampler):
+        params = inspect.signature(sampler).parameters
+        names = list(params)
+        given = {"key": "a single key.", "dtype": _FLOAT_DTYPE, **meanings}
+        if "shape" in params:
+            given.setdefault("shape", _shape_doc(names, params["shape"].default))
+        unknown, missing = set(meanings) - set(names), set(names) - set(given)
+        if unknown or missing:
+            raise TypeError(
+                f"the docstring of {sampler.__name__}: no meaning for {sorted(missing)}, "
+                f"meanings of {sorted(unknown)} that are not its arguments"
+            )
+        lines = [fill(summary), "", "Arguments:"]
+        lines += [fill(f"{name}: {given[name]}", "    ", "    ") for name in names]
+        lines += ["", "Returns:", fill(returns, "    "), ""]
+        if differs:
+            lines += [fill(f"Differences from JAX: {differs}"), ""]
+        code = [*setup, f"print(random.{sampler.__name__}(random.PRNGKey(0), {call}))"]
+        imports = ["import functx.random as random"]
+        if any("np." in line for line in code):
+            imports.insert(0, "import numpy as np")
+        lines += ["Example:", *(f"    >>> {line}" for line in imports + code)]
+        lines += [f"    {line}" for line in prints.split("\n")]
+        sampler.__doc__ = textwrap.indent("\n".join(lines), "    ").lstrip() + "\n    "
+        return sampler
+
+    return set_doc
+
+
 # --- keys -----------------------------------------------------------------------------------------
 def _seed_data(ctor, seed):
     if isinstance(seed, KeyArray):
@@ -577,21 +665,14 @@ def split(key, num=2):
     return _out_key(typed, _split(data, shape))
 
 
+@_documented(
+    "A new key from ``key`` and a 32-bit integer, as ``jax.random.fold_in``.",
+    call="1",
+    prints="[ 928981903 3453687069]",
+    returns="A new key of the kind ``key`` was.",
+    data="a scalar integer (taken modulo 2**32).",
+)
 def fold_in(key, data):
-    """A new key from ``key`` and a 32-bit integer, as ``jax.random.fold_in``.
-
-    Arguments:
-        key: a single key.
-        data: a scalar integer (taken modulo 2**32).
-
-    Returns:
-        A new key of the kind ``key`` was.
-
-    Example:
-        >>> import functx.random as random
-        >>> print(random.fold_in(random.PRNGKey(0), 1))
-        [ 928981903 3453687069]
-    """
     kdata, typed = _check_key("fold_in", key)
     if np.ndim(data):
         raise FunctxTypeError(
@@ -623,23 +704,13 @@ def clone(key):
     return KeyArray(key._data) if isinstance(key, KeyArray) else key
 
 
+@_documented(
+    "Uniform random bits as unsigned integers, as ``jax.random.bits``.",
+    call="(3,), np.uint32",
+    prints="[4070199207 4202968722 1427181096]",
+    dtype="an unsigned integer dtype (default uint64 with ``jax_enable_x64``, else uint32).",
+)
 def bits(key, shape=(), dtype=None):
-    """Uniform random bits as unsigned integers, as ``jax.random.bits``.
-
-    Arguments:
-        key: a single key.
-        shape: the result's shape. Default ``()``.
-        dtype: an unsigned integer dtype (default uint64 with ``jax_enable_x64``, else uint32).
-
-    Returns:
-        An array of ``shape`` and ``dtype``.
-
-    Example:
-        >>> import numpy as np
-        >>> import functx.random as random
-        >>> print(random.bits(random.PRNGKey(0), (3,), np.uint32))
-        [4070199207 4202968722 1427181096]
-    """
     data, _ = _check_key("bits", key)
     dt = _user_dtype("bits", dtype, np.uint64 if _x64() else np.uint32)
     if not dtypes.is_unsigned(dt):
@@ -704,25 +775,14 @@ def _fma(a, b, c):
     return s + (t + e)
 
 
+@_documented(
+    "Uniform floats in ``[minval, maxval)``, as ``jax.random.uniform``.",
+    call="(3,), np.float32",
+    prints="[0.947667   0.9785799  0.33229148]",
+    minval="the inclusive lower bound, broadcast-compatible with ``shape``. Default 0.",
+    maxval="the exclusive upper bound, broadcast-compatible with ``shape``. Default 1.",
+)
 def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
-    """Uniform floats in ``[minval, maxval)``, as ``jax.random.uniform``.
-
-    Arguments:
-        key: a single key.
-        shape: the result's shape. Default ``()``.
-        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
-        minval: the inclusive lower bound, broadcast-compatible with ``shape``. Default 0.
-        maxval: the exclusive upper bound, broadcast-compatible with ``shape``. Default 1.
-
-    Returns:
-        An array of ``shape`` and ``dtype``.
-
-    Example:
-        >>> import numpy as np
-        >>> import functx.random as random
-        >>> print(random.uniform(random.PRNGKey(0), (3,), np.float32))
-        [0.947667   0.9785799  0.33229148]
-    """
     data, _ = _check_key("uniform", key)
     dt = _float_dtype("uniform", dtype)
     return _uniform(data, _shape("uniform", shape), dt, minval, maxval)
@@ -763,26 +823,18 @@ def _randint(data, shape, minval, maxval, dtype):
     return jnp.broadcast_to(minval, shape) + lax.convert_element_type(offset, dtype)
 
 
+@_documented(
+    "Uniform integers in ``[minval, maxval)``, as ``jax.random.randint``.",
+    call="(5,), 0, 10, np.int32",
+    prints="[9 0 2 3 1]",
+    minval=(
+        "the inclusive lower bound (clipped to the dtype's range), broadcast-compatible with "
+        "``shape``."
+    ),
+    maxval="the exclusive upper bound (clipped to the dtype's range plus one).",
+    dtype=_INT_DTYPE,
+)
 def randint(key, shape, minval, maxval, dtype=None):
-    """Uniform integers in ``[minval, maxval)``, as ``jax.random.randint``.
-
-    Arguments:
-        key: a single key.
-        shape: the result's shape.
-        minval: the inclusive lower bound (clipped to the dtype's range), broadcast-compatible
-            with ``shape``.
-        maxval: the exclusive upper bound (clipped to the dtype's range plus one).
-        dtype: an integer dtype (default int64 with ``jax_enable_x64``, else int32).
-
-    Returns:
-        An array of ``shape`` and ``dtype``.
-
-    Example:
-        >>> import numpy as np
-        >>> import functx.random as random
-        >>> print(random.randint(random.PRNGKey(0), (5,), 0, 10, np.int32))
-        [9 0 2 3 1]
-    """
     data, _ = _check_key("randint", key)
     dt = _user_dtype("randint", dtype, int)
     if not dtypes.is_int(dt) or dt == dtypes.bool_:
@@ -890,24 +942,17 @@ def _canonical_axis(axis, ndim):
     return axis % ndim
 
 
+@_documented(
+    "A random permutation of ``range(x)`` or of ``x`` along ``axis``, as "
+    "``jax.random.permutation``.",
+    call="5",
+    prints="[0 1 4 3 2]",
+    returns="The permuted array.",
+    x="an integer n (permute ``arange(n)``) or an array.",
+    axis="the axis to permute. Default 0.",
+    independent="permute each slice along ``axis`` independently (else whole slices move).",
+)
 def permutation(key, x, axis=0, independent=False):
-    """A random permutation of ``range(x)`` or of ``x`` along ``axis``, as
-    ``jax.random.permutation``.
-
-    Arguments:
-        key: a single key.
-        x: an integer n (permute ``arange(n)``) or an array.
-        axis: the axis to permute. Default 0.
-        independent: permute each slice along ``axis`` independently (else whole slices move).
-
-    Returns:
-        The permuted array.
-
-    Example:
-        >>> import functx.random as random
-        >>> print(random.permutation(random.PRNGKey(0), 5))
-        [0 1 4 3 2]
-    """
     data, _ = _check_key("permutation", key)
     if not np.ndim(x):
         dt = x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
@@ -922,27 +967,22 @@ def permutation(key, x, axis=0, independent=False):
     return jnp.take(x, ind, axis=axis)
 
 
+@_documented(
+    "Random samples of ``a`` (or of ``arange(a)``), as ``jax.random.choice``.",
+    call="10, (4,), replace=False",
+    prints="[0 1 8 5]",
+    returns=(
+        "The samples: of shape ``shape`` for an integer ``a``, else ``a.shape`` with "
+        "``axis`` replaced by ``shape``."
+    ),
+    a="an array to sample along ``axis``, or an integer n (sample ``arange(n)``).",
+    shape="the sample's shape (a sequence). Default ``()``.",
+    replace="sample with replacement. Default True.",
+    p="optional probabilities of the entries (default uniform).",
+    axis="the axis of ``a`` to sample along. Default 0.",
+    mode="the ``gumbel`` mode used when ``p`` is given and ``replace`` is False.",
+)
 def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
-    """Random samples of ``a`` (or of ``arange(a)``), as ``jax.random.choice``.
-
-    Arguments:
-        key: a single key.
-        a: an array to sample along ``axis``, or an integer n (sample ``arange(n)``).
-        shape: the sample's shape (a sequence). Default ``()``.
-        replace: sample with replacement. Default True.
-        p: optional probabilities of the entries (default uniform).
-        axis: the axis of ``a`` to sample along. Default 0.
-        mode: the ``gumbel`` mode used when ``p`` is given and ``replace`` is False.
-
-    Returns:
-        The samples: of shape ``shape`` for an integer ``a``, else ``a.shape`` with ``axis``
-        replaced by ``shape``.
-
-    Example:
-        >>> import functx.random as random
-        >>> print(random.choice(random.PRNGKey(0), 10, (4,), replace=False))
-        [0 1 8 5]
-    """
     data, _ = _check_key("choice", key)
     if not isinstance(shape, Sequence):
         raise FunctxTypeError(
@@ -1028,24 +1068,13 @@ def _div(a, b):
     return a / b
 
 
+@_documented(
+    "Standard normal samples, as ``jax.random.normal`` (``sqrt(2) * erfinv(u)`` for ``u`` "
+    "uniform in ``(-1, 1)``).",
+    call="(3,), np.float32",
+    prints="[ 1.6226422   2.0252647  -0.43359444]",
+)
 def normal(key, shape=(), dtype=None):
-    """Standard normal samples, as ``jax.random.normal`` (``sqrt(2) * erfinv(u)`` for ``u``
-    uniform in ``(-1, 1)``).
-
-    Arguments:
-        key: a single key.
-        shape: the result's shape. Default ``()``.
-        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
-
-    Returns:
-        An array of ``shape`` and ``dtype``.
-
-    Example:
-        >>> import numpy as np
-        >>> import functx.random as random
-        >>> print(random.normal(random.PRNGKey(0), (3,), np.float32))
-        [ 1.6226422   2.0252647  -0.43359444]
-    """
     data, _ = _check_key("normal", key)
     shape = _shape("normal", shape)
     dt = _user_dtype("normal", dtype, float)
@@ -1062,35 +1091,20 @@ def normal(key, shape=(), dtype=None):
     return _normal(data, shape, dt)
 
 
+@_documented(
+    "Normal samples truncated to ``(lower, upper)``, as ``jax.random.truncated_normal``.",
+    call="-1.0, 1.0, (3,), np.float32",
+    prints="[ 0.8618594  0.9412883 -0.2910484]",
+    returns="An array of ``shape`` and ``dtype`` with values strictly inside the bounds.",
+    differs=_LIBMVEC.format("float64"),
+    lower="the lower bound, broadcast-compatible with ``shape``.",
+    upper="the upper bound, broadcast-compatible with ``shape``.",
+    shape="the result's shape (default: the bounds' broadcast shape).",
+)
 def truncated_normal(key, lower, upper, shape=None, dtype=None):
-    """Normal samples truncated to ``(lower, upper)``, as ``jax.random.truncated_normal``.
-
-    Arguments:
-        key: a single key.
-        lower: the lower bound, broadcast-compatible with ``shape``.
-        upper: the upper bound, broadcast-compatible with ``shape``.
-        shape: the result's shape (default: the bounds' broadcast shape).
-        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
-
-    Returns:
-        An array of ``shape`` and ``dtype`` with values strictly inside the bounds.
-
-    Differences from JAX: under C++ ``jit`` float64 values can be 1-10 ulp from the eager ones,
-    which are JAX's bits: compiled loops call glibc's vector math (libmvec).
-
-    Example:
-        >>> import numpy as np
-        >>> import functx.random as random
-        >>> print(random.truncated_normal(random.PRNGKey(0), -1.0, 1.0, (3,), np.float32))
-        [ 0.8618594  0.9412883 -0.2910484]
-    """
     data, _ = _check_key("truncated_normal", key)
     dt = _float_dtype("truncated_normal", dtype)
-    if shape is None:
-        shape = _broadcast_shapes("truncated_normal", np.shape(lower), np.shape(upper))
-    else:
-        shape = _shape("truncated_normal", shape)
-        _check_shape("truncated_normal", shape, np.shape(lower), np.shape(upper))
+    shape = _param_shape("truncated_normal", shape, lower, upper)
     sqrt2 = np.asarray(np.sqrt(2), dt)
     lower = lax.convert_element_type(jnp.asarray(lower), dt)
     upper = lax.convert_element_type(jnp.asarray(upper), dt)
@@ -1106,24 +1120,15 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
     )
 
 
+@_documented(
+    "Random booleans, True with probability ``p``, as ``jax.random.bernoulli``.",
+    call="np.float32(0.5), (4,)",
+    prints="[False False  True  True]",
+    returns="A bool array of ``shape``.",
+    p="the probability (a float or float array), broadcast-compatible with ``shape``.",
+    mode='``"low"`` (one uniform) or ``"high"`` (two uniforms: finer probabilities).',
+)
 def bernoulli(key, p=0.5, shape=None, mode="low"):
-    """Random booleans, True with probability ``p``, as ``jax.random.bernoulli``.
-
-    Arguments:
-        key: a single key.
-        p: the probability (a float or float array), broadcast-compatible with ``shape``.
-        shape: the result's shape (default ``p``'s shape).
-        mode: ``"low"`` (one uniform) or ``"high"`` (two uniforms: finer probabilities).
-
-    Returns:
-        A bool array of ``shape``.
-
-    Example:
-        >>> import numpy as np
-        >>> import functx.random as random
-        >>> print(random.bernoulli(random.PRNGKey(0), np.float32(0.5), (4,)))
-        [False False  True  True]
-    """
     if shape is not None:
         shape = _shape("bernoulli", shape)
     if mode not in ("high", "low"):
@@ -1146,23 +1151,13 @@ def bernoulli(key, p=0.5, shape=None, mode="low"):
     return _uniform(data, shape, dt, 0.0, 1.0) < p
 
 
+@_documented(
+    "Random signs -1 and +1 with equal probability, as ``jax.random.rademacher``.",
+    call="(4,), np.int32",
+    prints="[-1 -1  1  1]",
+    dtype="the result's dtype (default int64 with ``jax_enable_x64``, else int32).",
+)
 def rademacher(key, shape=(), dtype=None):
-    """Random signs -1 and +1 with equal probability, as ``jax.random.rademacher``.
-
-    Arguments:
-        key: a single key.
-        shape: the result's shape. Default ``()``.
-        dtype: the result's dtype (default int64 with ``jax_enable_x64``, else int32).
-
-    Returns:
-        An array of ``shape`` and ``dtype``.
-
-    Example:
-        >>> import numpy as np
-        >>> import functx.random as random
-        >>> print(random.rademacher(random.PRNGKey(0), (4,), np.int32))
-        [-1 -1  1  1]
-    """
     data, _ = _check_key("rademacher", key)
     dt = _user_dtype("rademacher", dtype, int)
     shape = _shape("rademacher", shape)
@@ -1228,55 +1223,41 @@ def _gumbel_mode(mode):
     return mode
 
 
+@_documented(
+    "Standard Gumbel samples (``-log(-log(u))``), as ``jax.random.gumbel``.",
+    call="(3,), np.float32",
+    prints="[ 2.9233725   3.8326178  -0.09689324]",
+    mode=(
+        '``"low"`` (default), ``"high"`` (two uniforms, for a finer upper tail) or '
+        '``"highest"`` (float32: 64 random bits as a fixed-point fraction, truncated to a '
+        'float with all its significant bits; other dtypes as ``"high"``).'
+    ),
+)
 def gumbel(key, shape=(), dtype=None, mode=None):
-    """Standard Gumbel samples (``-log(-log(u))``), as ``jax.random.gumbel``.
-
-    Arguments:
-        key: a single key.
-        shape: the result's shape. Default ``()``.
-        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
-        mode: ``"low"`` (default), ``"high"`` (two uniforms, for a finer upper tail) or
-            ``"highest"`` (float32: 64 random bits as a fixed-point fraction, truncated to a
-            float with all its significant bits; other dtypes as ``"high"``).
-
-    Returns:
-        An array of ``shape`` and ``dtype``.
-
-    Example:
-        >>> import numpy as np
-        >>> import functx.random as random
-        >>> print(random.gumbel(random.PRNGKey(0), (3,), np.float32))
-        [ 2.9233725   3.8326178  -0.09689324]
-    """
     data, _ = _check_key("gumbel", key)
     dt = _float_dtype("gumbel", dtype)
     return _gumbel(data, _shape("gumbel", shape), dt, _gumbel_mode(mode))
 
 
+@_documented(
+    "Samples of categories with unnormalized log-probabilities ``logits``, as "
+    "``jax.random.categorical`` (the argmax of ``logits`` plus Gumbel noise).",
+    call="logits, shape=(6,)",
+    prints="[1 2 2 1 2 2]",
+    returns="int indices of ``shape``.",
+    setup=("logits = np.log(np.array([0.1, 0.2, 0.7], np.float32))",),
+    logits="the log-probabilities, categories along ``axis``.",
+    axis="the categories' axis. Default -1.",
+    shape=(
+        "the result's shape: a prefix of sample dimensions followed by the batch shape "
+        "(``logits.shape`` without ``axis``; the default)."
+    ),
+    replace=(
+        "draw with replacement (default); without, the samples of one batch entry are distinct."
+    ),
+    mode="the ``gumbel`` mode.",
+)
 def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
-    """Samples of categories with unnormalized log-probabilities ``logits``, as
-    ``jax.random.categorical`` (the argmax of ``logits`` plus Gumbel noise).
-
-    Arguments:
-        key: a single key.
-        logits: the log-probabilities, categories along ``axis``.
-        axis: the categories' axis. Default -1.
-        shape: the result's shape: a prefix of sample dimensions followed by the batch shape
-            (``logits.shape`` without ``axis``; the default).
-        replace: draw with replacement (default); without, the samples of one batch entry are
-            distinct.
-        mode: the ``gumbel`` mode.
-
-    Returns:
-        int indices of ``shape``.
-
-    Example:
-        >>> import numpy as np
-        >>> import functx.random as random
-        >>> logits = np.log(np.array([0.1, 0.2, 0.7], np.float32))
-        >>> print(random.categorical(random.PRNGKey(0), logits, shape=(6,)))
-        [1 2 2 1 2 2]
-    """
     data, _ = _check_key("categorical", key)
     logits = jnp.asarray(logits)
     axis = _canonical_axis(axis, logits.ndim)
@@ -1307,49 +1288,25 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
     return jnp.reshape(ind, shape)
 
 
+@_documented(
+    "Standard exponential samples (``-log1p(-u)``), as ``jax.random.exponential``.",
+    call="(3,), np.float32",
+    prints="[2.950128   3.8434246  0.40390354]",
+)
 def exponential(key, shape=(), dtype=None):
-    """Standard exponential samples (``-log1p(-u)``), as ``jax.random.exponential``.
-
-    Arguments:
-        key: a single key.
-        shape: the result's shape. Default ``()``.
-        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
-
-    Returns:
-        An array of ``shape`` and ``dtype``.
-
-    Example:
-        >>> import numpy as np
-        >>> import functx.random as random
-        >>> print(random.exponential(random.PRNGKey(0), (3,), np.float32))
-        [2.950128   3.8434246  0.40390354]
-    """
     data, _ = _check_key("exponential", key)
     dt = _float_dtype("exponential", dtype)
     u = _uniform(data, _shape("exponential", shape), dt, 0.0, 1.0)
     return jnp.negative(_xm.log1p(jnp.negative(u)))
 
 
+@_documented(
+    "Standard Laplace samples, as ``jax.random.laplace``.",
+    call="(3,), np.float32",
+    prints="[-2.2569816  -3.1502788   0.40859544]",
+    differs=_LIBMVEC.format("float64"),
+)
 def laplace(key, shape=(), dtype=None):
-    """Standard Laplace samples, as ``jax.random.laplace``.
-
-    Arguments:
-        key: a single key.
-        shape: the result's shape. Default ``()``.
-        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
-
-    Returns:
-        An array of ``shape`` and ``dtype``.
-
-    Differences from JAX: under C++ ``jit`` float64 values can be 1-10 ulp from the eager ones,
-    which are JAX's bits: compiled loops call glibc's vector math (libmvec).
-
-    Example:
-        >>> import numpy as np
-        >>> import functx.random as random
-        >>> print(random.laplace(random.PRNGKey(0), (3,), np.float32))
-        [-2.2569816  -3.1502788   0.40859544]
-    """
     data, _ = _check_key("laplace", key)
     dt = _float_dtype("laplace", dtype)
     lo = np.asarray(-1.0 + float(dtypes.finfo(dt).epsneg), dt)
@@ -1357,26 +1314,13 @@ def laplace(key, shape=(), dtype=None):
     return jnp.sign(u) * _xm.log1p(jnp.negative(jnp.abs(u)))
 
 
+@_documented(
+    "Standard logistic samples (``log(u) - log1p(-u)``), as ``jax.random.logistic``.",
+    call="(3,), np.float32",
+    prints="[ 2.896376   3.8217716 -0.6978392]",
+    differs=_LIBMVEC.format("float64"),
+)
 def logistic(key, shape=(), dtype=None):
-    """Standard logistic samples (``log(u) - log1p(-u)``), as ``jax.random.logistic``.
-
-    Arguments:
-        key: a single key.
-        shape: the result's shape. Default ``()``.
-        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
-
-    Returns:
-        An array of ``shape`` and ``dtype``.
-
-    Differences from JAX: under C++ ``jit`` float64 values can be 1-10 ulp from the eager ones,
-    which are JAX's bits: compiled loops call glibc's vector math (libmvec).
-
-    Example:
-        >>> import numpy as np
-        >>> import functx.random as random
-        >>> print(random.logistic(random.PRNGKey(0), (3,), np.float32))
-        [ 2.896376   3.8217716 -0.6978392]
-    """
     data, _ = _check_key("logistic", key)
     dt = _float_dtype("logistic", dtype)
     u = _uniform(data, _shape("logistic", shape), dt, np.asarray(dtypes.finfo(dt).tiny, dt), 1.0)
@@ -1457,79 +1401,41 @@ def _gamma(data, a, shape, dtype, log_space):
     return jnp.reshape(_GAMMA_BATCHED[log_space](keys, jnp.reshape(a, (n,))), shape)
 
 
+@_documented(
+    "Gamma(a, 1) samples, as ``jax.random.gamma`` (Marsaglia-Tsang rejection per element).",
+    call="np.float32(2.0), (3,), np.float32",
+    prints="[1.5897877 1.7599413 1.1290071]",
+    a="the shape parameter(s), broadcast-compatible with ``shape``.",
+)
 def gamma(key, a, shape=None, dtype=None):
-    """Gamma(a, 1) samples, as ``jax.random.gamma`` (Marsaglia-Tsang rejection per element).
-
-    Arguments:
-        key: a single key.
-        a: the shape parameter(s), broadcast-compatible with ``shape``.
-        shape: the result's shape (default ``a``'s shape).
-        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
-
-    Returns:
-        An array of ``shape`` and ``dtype``.
-
-    Example:
-        >>> import numpy as np
-        >>> import functx.random as random
-        >>> print(random.gamma(random.PRNGKey(0), np.float32(2.0), (3,), np.float32))
-        [1.5897877 1.7599413 1.1290071]
-    """
     data, _ = _check_key("gamma", key)
     dt = _float_dtype("gamma", dtype)
     return _gamma(data, a, None if shape is None else _shape("gamma", shape), dt, False)
 
 
+@_documented(
+    "The logarithm of Gamma(a, 1) samples, accurate for small ``a``, as ``jax.random.loggamma``.",
+    call="np.float32(0.5), (3,), np.float32",
+    prints="[-0.12265953  0.02866279 -3.05603   ]",
+    a="the shape parameter(s), broadcast-compatible with ``shape``.",
+)
 def loggamma(key, a, shape=None, dtype=None):
-    """The logarithm of Gamma(a, 1) samples, accurate for small ``a``, as
-    ``jax.random.loggamma``.
-
-    Arguments:
-        key: a single key.
-        a: the shape parameter(s), broadcast-compatible with ``shape``.
-        shape: the result's shape (default ``a``'s shape).
-        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
-
-    Returns:
-        An array of ``shape`` and ``dtype``.
-
-    Example:
-        >>> import numpy as np
-        >>> import functx.random as random
-        >>> print(random.loggamma(random.PRNGKey(0), np.float32(0.5), (3,), np.float32))
-        [-0.12265953  0.02866279 -3.05603   ]
-    """
     data, _ = _check_key("loggamma", key)
     dt = _float_dtype("gamma", dtype)
     return _gamma(data, a, None if shape is None else _shape("loggamma", shape), dt, True)
 
 
+@_documented(
+    "Beta(a, b) samples, as ``jax.random.beta`` (a ratio of two log-gamma samples).",
+    call="np.float32(2.0), np.float32(3.0), (3,)",
+    prints="[0.23627362 0.49045956 0.6837948 ]",
+    a="the first shape parameter, broadcast-compatible with ``shape``.",
+    b="the second shape parameter, broadcast-compatible with ``shape``.",
+)
 def beta(key, a, b, shape=None, dtype=None):
-    """Beta(a, b) samples, as ``jax.random.beta`` (a ratio of two log-gamma samples).
-
-    Arguments:
-        key: a single key.
-        a: the first shape parameter, broadcast-compatible with ``shape``.
-        b: the second shape parameter, broadcast-compatible with ``shape``.
-        shape: the result's shape (default: the parameters' broadcast shape).
-        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
-
-    Returns:
-        An array of ``shape`` and ``dtype``.
-
-    Example:
-        >>> import numpy as np
-        >>> import functx.random as random
-        >>> print(random.beta(random.PRNGKey(0), np.float32(2.0), np.float32(3.0), (3,)))
-        [0.23627362 0.49045956 0.6837948 ]
-    """
     data, _ = _check_key("beta", key)
     dt = _float_dtype("beta", dtype)
-    if shape is None:
-        shape = _broadcast_shapes("beta", np.shape(a), np.shape(b))
-    else:
-        shape = _shape("beta", shape)
-        _check_shape("beta", shape, np.shape(a), np.shape(b))
+    shape = _param_shape("beta", shape, a, b)
     a = jnp.broadcast_to(lax.convert_element_type(jnp.asarray(a), dt), shape)
     b = jnp.broadcast_to(lax.convert_element_type(jnp.asarray(b), dt), shape)
     keys = _split(data, (2,))
@@ -1540,25 +1446,16 @@ def beta(key, a, b, shape=None, dtype=None):
     return ga / (ga + gb)
 
 
+@_documented(
+    "Dirichlet(alpha) samples (the last axis of ``alpha`` holds the concentrations), as "
+    "``jax.random.dirichlet``.",
+    call="np.ones(3, np.float32)",
+    prints="[0.36472055 0.4282893  0.20699008]",
+    returns="An array of shape ``shape + (k,)`` whose last axis sums to 1.",
+    alpha="the concentrations, shape ``(..., k)``.",
+    shape="the batch shape (default ``alpha.shape[:-1]``).",
+)
 def dirichlet(key, alpha, shape=None, dtype=None):
-    """Dirichlet(alpha) samples (the last axis of ``alpha`` holds the concentrations), as
-    ``jax.random.dirichlet``.
-
-    Arguments:
-        key: a single key.
-        alpha: the concentrations, shape ``(..., k)``.
-        shape: the batch shape (default ``alpha.shape[:-1]``).
-        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
-
-    Returns:
-        An array of shape ``shape + (k,)`` whose last axis sums to 1.
-
-    Example:
-        >>> import numpy as np
-        >>> import functx.random as random
-        >>> print(random.dirichlet(random.PRNGKey(0), np.ones(3, np.float32)))
-        [0.36472055 0.4282893  0.20699008]
-    """
     data, _ = _check_key("dirichlet", key)
     dt = _float_dtype("dirichlet", dtype)
     if np.ndim(alpha) < 1:
@@ -1637,25 +1534,16 @@ def _poisson_rejection(data, lam, shape, dtype, max_iters):
     return lax.while_loop(cond, body, init)[1].astype(dtype)
 
 
+@_documented(
+    "Poisson(lam) samples, as ``jax.random.poisson`` (Knuth's method below ``lam = 10``, "
+    "transformed rejection above it).",
+    call="3.0, (5,), np.int32",
+    prints="[0 0 4 4 1]",
+    returns="An integer array of ``shape`` and ``dtype``.",
+    lam="the rate(s), broadcast to ``shape``.",
+    dtype=_INT_DTYPE,
+)
 def poisson(key, lam, shape=None, dtype=None):
-    """Poisson(lam) samples, as ``jax.random.poisson`` (Knuth's method below ``lam = 10``,
-    transformed rejection above it).
-
-    Arguments:
-        key: a single key.
-        lam: the rate(s), broadcast to ``shape``.
-        shape: the result's shape (default ``lam``'s shape).
-        dtype: an integer dtype (default int64 with ``jax_enable_x64``, else int32).
-
-    Returns:
-        An integer array of ``shape`` and ``dtype``.
-
-    Example:
-        >>> import numpy as np
-        >>> import functx.random as random
-        >>> print(random.poisson(random.PRNGKey(0), 3.0, (5,), np.int32))
-        [0 0 4 4 1]
-    """
     data, _ = _check_key("poisson", key)
     dt = _user_dtype("poisson", dtype, int)
     shape = np.shape(lam) if shape is None else _shape("poisson", shape)
@@ -1672,25 +1560,14 @@ def poisson(key, lam, shape=None, dtype=None):
     return jnp.where(lam == np.float32(0), jnp.zeros_like(result), result)
 
 
+@_documented(
+    "Samples with density proportional to ``exp(-|x| ** p)``, as "
+    "``jax.random.generalized_normal``.",
+    call="2.0, (3,), np.float32",
+    prints="[ 0.9542763   0.09015025 -1.152542  ]",
+    p="the shape parameter (positive).",
+)
 def generalized_normal(key, p, shape=(), dtype=None):
-    """Samples with density proportional to ``exp(-|x| ** p)``, as
-    ``jax.random.generalized_normal``.
-
-    Arguments:
-        key: a single key.
-        p: the shape parameter (positive).
-        shape: the result's shape. Default ``()``.
-        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
-
-    Returns:
-        An array of ``shape`` and ``dtype``.
-
-    Example:
-        >>> import numpy as np
-        >>> import functx.random as random
-        >>> print(random.generalized_normal(random.PRNGKey(0), 2.0, (3,), np.float32))
-        [ 0.9542763   0.09015025 -1.152542  ]
-    """
     data, _ = _check_key("generalized_normal", key)
     dt = _float_dtype("generalized_normal", dtype)
     return _generalized_normal(data, p, _shape("generalized_normal", shape), dt)
@@ -1743,29 +1620,21 @@ class _RandomGammaPrimitive:
 random_gamma_p = _RandomGammaPrimitive()
 
 
+@_documented(
+    "Uniform samples from the unit Lp ball in ``d`` dimensions, as ``jax.random.ball``.",
+    call="3, dtype=np.float32",
+    prints="[0.91715974 0.39274216 0.0116535 ]",
+    returns="An array of shape ``shape + (d,)``.",
+    differs=(
+        "the bits are those of JAX's sampler with ``p`` as an argument (an eager "
+        "``jax.random.ball`` call; checked for p from 0.1 to 8 in float32); inside a user's "
+        "``jax.jit`` with a constant ``p`` XLA folds it and may round an ulp apart."
+    ),
+    d="the dimension (a nonnegative int).",
+    p="the p of the Lp norm. Default 2.",
+    shape="the batch shape. Default ``()``.",
+)
 def ball(key, d, p=2, shape=(), dtype=None):
-    """Uniform samples from the unit Lp ball in ``d`` dimensions, as ``jax.random.ball``.
-
-    Arguments:
-        key: a single key.
-        d: the dimension (a nonnegative int).
-        p: the p of the Lp norm. Default 2.
-        shape: the batch shape. Default ``()``.
-        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
-
-    Returns:
-        An array of shape ``shape + (d,)``.
-
-    Differences from JAX: the bits are those of JAX's sampler with ``p`` as an argument (an
-    eager ``jax.random.ball`` call; checked for p from 0.1 to 8 in float32); inside a user's
-    ``jax.jit`` with a constant ``p`` XLA folds it and may round an ulp apart.
-
-    Example:
-        >>> import numpy as np
-        >>> import functx.random as random
-        >>> print(random.ball(random.PRNGKey(0), 3, dtype=np.float32))
-        [0.91715974 0.39274216 0.0116535 ]
-    """
     data, _ = _check_key("ball", key)
     dt = _float_dtype("ball", dtype)
     shape, d = _shape("ball", shape), operator.index(d)
@@ -1780,33 +1649,28 @@ def ball(key, d, p=2, shape=(), dtype=None):
     return g * ((_xm.row_sum(jnp.abs(g) ** p) + e) ** neg_inv_p)[..., None]
 
 
+@_documented(
+    "Multivariate normal samples, as ``jax.random.multivariate_normal`` (``mean + L @ z`` with "
+    "``L`` the Cholesky factor of ``cov`` and ``z`` standard normal).",
+    call="np.zeros(2, np.float32), cov",
+    prints="[2.2947626 2.4681523]",
+    returns="An array of shape ``shape + mean.shape[-1:]``.",
+    differs=(
+        "float32 samples in more than 3 dimensions with a batch differ from JAX's in the "
+        "last bits (XLA's dot adds the products in another order), within 2 eps of ``|mean| "
+        '+ |L| |z|``; ``method`` ``"svd"`` and ``"eigh"`` raise NotImplementedError.'
+    ),
+    setup=("cov = np.array([[2.0, 0.5], [0.5, 1.0]], np.float32)",),
+    mean="the means, shape ``(..., n)``.",
+    cov="the covariances, shape ``(..., n, n)`` (positive definite).",
+    shape="the batch shape (default: the broadcast batch shapes of ``mean`` and ``cov``).",
+    dtype="a float dtype (default: ``mean``'s).",
+    method=(
+        '``"cholesky"`` (``"svd"`` and ``"eigh"`` need the linear algebra of issue 19: '
+        "``NotImplementedError``)."
+    ),
+)
 def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
-    """Multivariate normal samples, as ``jax.random.multivariate_normal``
-    (``mean + L @ z`` with ``L`` the Cholesky factor of ``cov`` and ``z`` standard normal).
-
-    Arguments:
-        key: a single key.
-        mean: the means, shape ``(..., n)``.
-        cov: the covariances, shape ``(..., n, n)`` (positive definite).
-        shape: the batch shape (default: the broadcast batch shapes of ``mean`` and ``cov``).
-        dtype: a float dtype (default: ``mean``'s).
-        method: ``"cholesky"`` (``"svd"`` and ``"eigh"`` need the linear algebra of issue 19:
-            ``NotImplementedError``).
-
-    Returns:
-        An array of shape ``shape + mean.shape[-1:]``.
-
-    Differences from JAX: float32 samples in more than 3 dimensions with a batch differ from
-    JAX's in the last bits (XLA's dot adds the products in another order), within 2 eps of
-    ``|mean| + |L| |z|``; ``method`` ``"svd"`` and ``"eigh"`` raise NotImplementedError.
-
-    Example:
-        >>> import numpy as np
-        >>> import functx.random as random
-        >>> cov = np.array([[2.0, 0.5], [0.5, 1.0]], np.float32)
-        >>> print(random.multivariate_normal(random.PRNGKey(0), np.zeros(2, np.float32), cov))
-        [2.2947626 2.4681523]
-    """
     data, _ = _check_key("multivariate_normal", key)
     if method not in ("svd", "eigh", "cholesky"):
         raise FunctxValueError("method must be one of {'svd', 'eigh', 'cholesky'}")
@@ -1891,62 +1755,30 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
 
 
 # --- more distributions, composed of the ones above (JAX's formulas) -------------------------
-def _param_shape(name, shape, *params):
-    if shape is None:
-        return _broadcast_shapes(name, *(np.shape(p) for p in params))
-    shape = _shape(name, shape)
-    _check_shape(name, shape, *(np.shape(p) for p in params))
-    return shape
-
-
 def _as(x, dt):
     return lax.convert_element_type(jnp.asarray(x), dt)
 
 
+@_documented(
+    "Standard Cauchy samples, as ``jax.random.cauchy``.",
+    call="(3,), np.float32",
+    prints="[ 6.0274944  14.837895   -0.58172226]",
+    differs=_LIBMVEC.format("float32 and float64"),
+)
 def cauchy(key, shape=(), dtype=None):
-    """Standard Cauchy samples, as ``jax.random.cauchy``.
-
-    Arguments:
-        key: a single key.
-        shape: the result's shape. Default ``()``.
-        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
-
-    Returns:
-        An array of ``shape`` and ``dtype``.
-
-    Differences from JAX: under C++ ``jit`` float32 and float64 values can be 1-10 ulp from the
-    eager ones, which are JAX's bits: compiled loops call glibc's vector math (libmvec).
-
-    Example:
-        >>> import numpy as np
-        >>> import functx.random as random
-        >>> print(random.cauchy(random.PRNGKey(0), (3,), np.float32))
-        [ 6.0274944  14.837895   -0.58172226]
-    """
     data, _ = _check_key("cauchy", key)
     dt = _float_dtype("cauchy", dtype)
     u = _uniform(data, _shape("cauchy", shape), dt, np.asarray(dtypes.finfo(dt).eps, dt), 1.0)
     return jnp.tan(np.asarray(np.pi, dt) * (u - np.asarray(0.5, dt)))
 
 
+@_documented(
+    "Pareto samples with shape parameter ``b``, as ``jax.random.pareto``.",
+    call="3.0, (3,), np.float32",
+    prints="[2.6734667 3.6007476 1.1441185]",
+    b="the shape parameter(s).",
+)
 def pareto(key, b, shape=None, dtype=None):
-    """Pareto samples with shape parameter ``b``, as ``jax.random.pareto``.
-
-    Arguments:
-        key: a single key.
-        b: the shape parameter(s).
-        shape: the result's shape (default ``b``'s).
-        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
-
-    Returns:
-        An array of ``shape`` and ``dtype``.
-
-    Example:
-        >>> import numpy as np
-        >>> import functx.random as random
-        >>> print(random.pareto(random.PRNGKey(0), 3.0, (3,), np.float32))
-        [2.6734667 3.6007476 1.1441185]
-    """
     data, _ = _check_key("pareto", key)
     dt = _float_dtype("pareto", dtype)
     shape = _param_shape("pareto", shape, b)
@@ -1963,48 +1795,26 @@ def _chisquare(data, df, shape, dt):
     return _exp_gamma(data, df, shape, dt) * np.asarray(2, dt)
 
 
+@_documented(
+    "Chi-square samples with ``df`` degrees of freedom, as ``jax.random.chisquare``.",
+    call="2.0, (3,), np.float32",
+    prints="[1.2369726  1.4525698  0.70201975]",
+    df="the degrees of freedom.",
+)
 def chisquare(key, df, shape=None, dtype=None):
-    """Chi-square samples with ``df`` degrees of freedom, as ``jax.random.chisquare``.
-
-    Arguments:
-        key: a single key.
-        df: the degrees of freedom.
-        shape: the result's shape (default ``df``'s).
-        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
-
-    Returns:
-        An array of ``shape`` and ``dtype``.
-
-    Example:
-        >>> import numpy as np
-        >>> import functx.random as random
-        >>> print(random.chisquare(random.PRNGKey(0), 2.0, (3,), np.float32))
-        [1.2369726  1.4525698  0.70201975]
-    """
     data, _ = _check_key("chisquare", key)
     dt = _float_dtype("chisquare", dtype)
     return _chisquare(data, df, _param_shape("chisquare", shape, df), dt)
 
 
+@_documented(
+    "F-distribution samples, as ``jax.random.f``.",
+    call="3.0, 5.0, (3,), np.float32",
+    prints="[2.5797074  0.19219677 0.1597769 ]",
+    dfnum="the numerator's degrees of freedom.",
+    dfden="the denominator's degrees of freedom.",
+)
 def f(key, dfnum, dfden, shape=None, dtype=None):
-    """F-distribution samples, as ``jax.random.f``.
-
-    Arguments:
-        key: a single key.
-        dfnum: the numerator's degrees of freedom.
-        dfden: the denominator's degrees of freedom.
-        shape: the result's shape (default: the parameters' broadcast shape).
-        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
-
-    Returns:
-        An array of ``shape`` and ``dtype``.
-
-    Example:
-        >>> import numpy as np
-        >>> import functx.random as random
-        >>> print(random.f(random.PRNGKey(0), 3.0, 5.0, (3,), np.float32))
-        [2.5797074  0.19219677 0.1597769 ]
-    """
     data, _ = _check_key("f", key)
     dt = _float_dtype("f", dtype)
     shape = _param_shape("f", shape, dfnum, dfden)
@@ -2020,24 +1830,13 @@ def f(key, dfnum, dfden, shape=None, dtype=None):
     return num / _div(_chisquare(keys[0], dfden, shape, dt), dfden)
 
 
+@_documented(
+    "Student's t samples with ``df`` degrees of freedom, as ``jax.random.t``.",
+    call="4.0, (3,), np.float32",
+    prints="[ 0.7160013 -2.417441  -1.414403 ]",
+    df="the degrees of freedom.",
+)
 def t(key, df, shape=None, dtype=None):
-    """Student's t samples with ``df`` degrees of freedom, as ``jax.random.t``.
-
-    Arguments:
-        key: a single key.
-        df: the degrees of freedom.
-        shape: the result's shape (default ``df``'s).
-        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
-
-    Returns:
-        An array of ``shape`` and ``dtype``.
-
-    Example:
-        >>> import numpy as np
-        >>> import functx.random as random
-        >>> print(random.t(random.PRNGKey(0), 4.0, (3,), np.float32))
-        [ 0.7160013 -2.417441  -1.414403 ]
-    """
     data, _ = _check_key("t", key)
     dt = _float_dtype("t", dtype)
     shape = _param_shape("t", shape, df)
@@ -2057,47 +1856,27 @@ def _maxwell(data, shape, dt):
     return jnp.sqrt(_xm.fma(z, z, _xm.fma(y, y, x * x)))
 
 
+@_documented(
+    "Maxwell samples (the norm of three standard normals), as ``jax.random.maxwell``.",
+    call="(3,), np.float32",
+    prints="[2.6310966  0.99103284 0.9649306 ]",
+)
 def maxwell(key, shape=(), dtype=None):
-    """Maxwell samples (the norm of three standard normals), as ``jax.random.maxwell``.
-
-    Arguments:
-        key: a single key.
-        shape: the result's shape. Default ``()``.
-        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
-
-    Returns:
-        An array of ``shape`` and ``dtype``.
-
-    Example:
-        >>> import numpy as np
-        >>> import functx.random as random
-        >>> print(random.maxwell(random.PRNGKey(0), (3,), np.float32))
-        [2.6310966  0.99103284 0.9649306 ]
-    """
     data, _ = _check_key("maxwell", key)
     dt = _float_dtype("maxwell", dtype)
     return _maxwell(data, _shape("maxwell", shape), dt)
 
 
+@_documented(
+    "Double-sided Maxwell samples, as ``jax.random.double_sided_maxwell``.",
+    call="0.0, 1.0, (3,), np.float32",
+    prints="[ 1.5457209  1.5741276 -2.0825305]",
+    returns="An array of ``shape`` plus the parameters' broadcast shape.",
+    loc="the location(s).",
+    scale="the scale(s).",
+    shape="the batch shape; the parameters' broadcast shape is appended. Default ``()``.",
+)
 def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
-    """Double-sided Maxwell samples, as ``jax.random.double_sided_maxwell``.
-
-    Arguments:
-        key: a single key.
-        loc: the location(s).
-        scale: the scale(s).
-        shape: the batch shape; the parameters' broadcast shape is appended. Default ``()``.
-        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
-
-    Returns:
-        An array of ``shape`` plus the parameters' broadcast shape.
-
-    Example:
-        >>> import numpy as np
-        >>> import functx.random as random
-        >>> print(random.double_sided_maxwell(random.PRNGKey(0), 0.0, 1.0, (3,), np.float32))
-        [ 1.5457209  1.5741276 -2.0825305]
-    """
     data, _ = _check_key("double_sided_maxwell", key)
     dt = _float_dtype("double_sided_maxwell", dtype)
     params = _broadcast_shapes("double_sided_maxwell", np.shape(loc), np.shape(scale))
@@ -2109,25 +1888,14 @@ def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
     return _xm.fma(sign * m, _as(scale, dt), _as(loc, dt))  # (contracted, as XLA's)
 
 
+@_documented(
+    "Weibull samples, as ``jax.random.weibull_min``.",
+    call="1.0, 2.0, (3,), np.float32",
+    prints="[1.7175937  1.9604654  0.63553405]",
+    scale="the scale(s).",
+    concentration="the concentration(s).",
+)
 def weibull_min(key, scale, concentration, shape=(), dtype=None):
-    """Weibull samples, as ``jax.random.weibull_min``.
-
-    Arguments:
-        key: a single key.
-        scale: the scale(s).
-        concentration: the concentration(s).
-        shape: the result's shape. Default ``()``.
-        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
-
-    Returns:
-        An array of ``shape`` and ``dtype``.
-
-    Example:
-        >>> import numpy as np
-        >>> import functx.random as random
-        >>> print(random.weibull_min(random.PRNGKey(0), 1.0, 2.0, (3,), np.float32))
-        [1.7175937  1.9604654  0.63553405]
-    """
     data, _ = _check_key("weibull_min", key)
     dt = _float_dtype("weibull_min", dtype)
     u = _uniform(data, _shape("weibull_min", shape), dt, 0.0, 1.0)
@@ -2136,24 +1904,13 @@ def weibull_min(key, scale, concentration, shape=(), dtype=None):
     )
 
 
+@_documented(
+    "Rayleigh samples, as ``jax.random.rayleigh``.",
+    call="1.0, (3,), np.float32",
+    prints="[0.32787833 0.20810027 1.4844142 ]",
+    scale="the scale(s).",
+)
 def rayleigh(key, scale, shape=None, dtype=None):
-    """Rayleigh samples, as ``jax.random.rayleigh``.
-
-    Arguments:
-        key: a single key.
-        scale: the scale(s).
-        shape: the result's shape (default ``scale``'s).
-        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
-
-    Returns:
-        An array of ``shape`` and ``dtype``.
-
-    Example:
-        >>> import numpy as np
-        >>> import functx.random as random
-        >>> print(random.rayleigh(random.PRNGKey(0), 1.0, (3,), np.float32))
-        [0.32787833 0.20810027 1.4844142 ]
-    """
     data, _ = _check_key("rayleigh", key)
     dt = _float_dtype("rayleigh", dtype)
     shape = _param_shape("rayleigh", shape, scale)
@@ -2162,24 +1919,13 @@ def rayleigh(key, scale, shape=None, dtype=None):
     return scale * jnp.sqrt(_xm.log(u) * np.asarray(-2, dt))
 
 
+@_documented(
+    "Wald (inverse Gaussian) samples, as ``jax.random.wald``.",
+    call="1.0, (3,), np.float32",
+    prints="[0.3805977  0.41566527 0.48107237]",
+    mean="the mean(s).",
+)
 def wald(key, mean, shape=None, dtype=None):
-    """Wald (inverse Gaussian) samples, as ``jax.random.wald``.
-
-    Arguments:
-        key: a single key.
-        mean: the mean(s).
-        shape: the result's shape (default ``mean``'s).
-        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
-
-    Returns:
-        An array of ``shape`` and ``dtype``.
-
-    Example:
-        >>> import numpy as np
-        >>> import functx.random as random
-        >>> print(random.wald(random.PRNGKey(0), 1.0, (3,), np.float32))
-        [0.3805977  0.41566527 0.48107237]
-    """
     data, _ = _check_key("wald", key)
     dt = _float_dtype("wald", dtype)
     shape = _param_shape("wald", shape, mean)
@@ -2207,24 +1953,15 @@ def wald(key, mean, shape=None, dtype=None):
     return jnp.where(z <= mean / (mean + x), x, mean_sq / x)
 
 
+@_documented(
+    "Geometric samples (the number of trials to the first success), as ``jax.random.geometric``.",
+    call="np.float32(0.3), (3,), np.int32",
+    prints="[1 1 4]",
+    returns="An integer array of ``shape``.",
+    p="the success probability.",
+    dtype=_INT_DTYPE,
+)
 def geometric(key, p, shape=None, dtype=None):
-    """Geometric samples (the number of trials to the first success), as ``jax.random.geometric``.
-
-    Arguments:
-        key: a single key.
-        p: the success probability.
-        shape: the result's shape (default ``p``'s).
-        dtype: an integer dtype (default int64 with ``jax_enable_x64``, else int32).
-
-    Returns:
-        An integer array of ``shape``.
-
-    Example:
-        >>> import numpy as np
-        >>> import functx.random as random
-        >>> print(random.geometric(random.PRNGKey(0), np.float32(0.3), (3,), np.int32))
-        [1 1 4]
-    """
     data, _ = _check_key("geometric", key)
     dt = _user_dtype("geometric", dtype, int)
     shape = _param_shape("geometric", shape, p)
@@ -2237,26 +1974,15 @@ def geometric(key, p, shape=None, dtype=None):
     return (g + np.asarray(1, p.dtype)).astype(dt)
 
 
+@_documented(
+    "Triangular samples, as ``jax.random.triangular``.",
+    call="0.0, 1.0, 3.0, (3,), np.float32",
+    prints="[2.4396448 2.6415021 0.998436 ]",
+    left="the lower limit(s).",
+    mode="the peak(s).",
+    right="the upper limit(s).",
+)
 def triangular(key, left, mode, right, shape=None, dtype=None):
-    """Triangular samples, as ``jax.random.triangular``.
-
-    Arguments:
-        key: a single key.
-        left: the lower limit(s).
-        mode: the peak(s).
-        right: the upper limit(s).
-        shape: the result's shape (default: the parameters' broadcast shape).
-        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
-
-    Returns:
-        An array of ``shape`` and ``dtype``.
-
-    Example:
-        >>> import numpy as np
-        >>> import functx.random as random
-        >>> print(random.triangular(random.PRNGKey(0), 0.0, 1.0, 3.0, (3,), np.float32))
-        [2.4396448 2.6415021 0.998436 ]
-    """
     data, _ = _check_key("triangular", key)
     dt = _float_dtype("triangular", dtype)
     shape = _param_shape("triangular", shape, left, mode, right)
@@ -2268,24 +1994,13 @@ def triangular(key, left, mode, right, shape=None, dtype=None):
     return jnp.where(u < fc, out1, out2)
 
 
+@_documented(
+    "Log-normal samples (``exp(sigma * normal)``), as ``jax.random.lognormal``.",
+    call="0.5, (3,), np.float32",
+    prints="[2.2508795 2.752838  0.8050932]",
+    sigma="the standard deviation of the logarithm. Default 1.",
+)
 def lognormal(key, sigma=np.float32(1), shape=None, dtype=None):  # noqa: B008 - JAX's default
-    """Log-normal samples (``exp(sigma * normal)``), as ``jax.random.lognormal``.
-
-    Arguments:
-        key: a single key.
-        sigma: the standard deviation of the logarithm. Default 1.
-        shape: the result's shape (default ``sigma``'s).
-        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
-
-    Returns:
-        An array of ``shape`` and ``dtype``.
-
-    Example:
-        >>> import numpy as np
-        >>> import functx.random as random
-        >>> print(random.lognormal(random.PRNGKey(0), 0.5, (3,), np.float32))
-        [2.2508795 2.752838  0.8050932]
-    """
     data, _ = _check_key("lognormal", key)
     dt = _float_dtype("lognormal", dtype)
     shape = _param_shape("lognormal", shape, sigma)
@@ -2436,54 +2151,35 @@ def _binomial(data, count, prob, shape, dtype):
     )
 
 
+@_documented(
+    "Binomial(n, p) samples (as floats), as ``jax.random.binomial`` (inversion for small ``n * "
+    "p``, the BTRS rejection sampler above).",
+    call="10.0, np.float32(0.3), (4,)",
+    prints="[2. 2. 1. 2.]",
+    returns="An array of ``shape`` and ``dtype`` holding counts.",
+    n="the number(s) of trials.",
+    p="the success probability (or probabilities).",
+)
 def binomial(key, n, p, shape=None, dtype=None):
-    """Binomial(n, p) samples (as floats), as ``jax.random.binomial`` (inversion for small
-    ``n * p``, the BTRS rejection sampler above).
-
-    Arguments:
-        key: a single key.
-        n: the number(s) of trials.
-        p: the success probability (or probabilities).
-        shape: the result's shape (default: the parameters' broadcast shape).
-        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
-
-    Returns:
-        An array of ``shape`` and ``dtype`` holding counts.
-
-    Example:
-        >>> import numpy as np
-        >>> import functx.random as random
-        >>> print(random.binomial(random.PRNGKey(0), 10.0, np.float32(0.3), (4,)))
-        [2. 2. 1. 2.]
-    """
     data, _ = _check_key("binomial", key)
     dt = _float_dtype("binomial", dtype)
     shape = _param_shape("binomial", shape, n, p)
     return _binomial(data, n, p, shape, dt)
 
 
+@_documented(
+    "Multinomial(n, p) counts (categories along ``p``'s last axis), as "
+    "``jax.random.multinomial`` (a chain of binomials over the categories, in a scan).",
+    call="10.0, p",
+    prints="[1. 1. 8.]",
+    returns="An array of ``shape`` and ``dtype`` holding counts that sum to ``n``.",
+    setup=("p = np.array([0.2, 0.3, 0.5], np.float32)",),
+    n="the number(s) of trials.",
+    p="the category probabilities, shape ``(..., k)``.",
+    shape="the result's shape (default ``p.shape``), ending in ``k``.",
+    unroll="accepted for JAX's signature (the scan is not unrolled).",
+)
 def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
-    """Multinomial(n, p) counts (categories along ``p``'s last axis), as
-    ``jax.random.multinomial`` (a chain of binomials over the categories, in a scan).
-
-    Arguments:
-        key: a single key.
-        n: the number(s) of trials.
-        p: the category probabilities, shape ``(..., k)``.
-        shape: the result's shape (default ``p.shape``), ending in ``k``.
-        dtype: a float dtype (default float64 with ``jax_enable_x64``, else float32).
-        unroll: accepted for JAX's signature (the scan is not unrolled).
-
-    Returns:
-        An array of ``shape`` and ``dtype`` holding counts that sum to ``n``.
-
-    Example:
-        >>> import numpy as np
-        >>> import functx.random as random
-        >>> p = np.array([0.2, 0.3, 0.5], np.float32)
-        >>> print(random.multinomial(random.PRNGKey(0), 10.0, p))
-        [1. 1. 8.]
-    """
     data, _ = _check_key("multinomial", key)
     dt = _float_dtype("multinomial", dtype)
     n, p = jnp.asarray(n), jnp.asarray(p)

@@ -7,6 +7,7 @@ cases; dtype and tolerance rules) is that of tests/numpy/test_numpy_vs_jax.py, l
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import os
 import sys
 
@@ -200,3 +201,18 @@ def test_one_hot_scalar_and_errors():
         fnn.one_hot(np.arange(3), 3, axis=2)
     with pytest.raises(FunctxTypeError, match="axis"):
         fnn.softmax(np.ones((2, 3), F32), axis=2)
+
+
+def test_activation_docstrings_name_each_argument_once():
+    """``_activation`` completes a docstring with every argument of the signature, in its order,
+    and refuses a meaning missing or for no argument."""
+    for fn in (fnn.relu6, fnn.elu, fnn.softmax, fnn.logsumexp, fnn.one_hot):
+        args = fn.__doc__.split("Arguments:")[1].split("Returns:")[0]
+        named = [line.split(":")[0].strip() for line in args.splitlines() if ": " in line[:30]]
+        assert named == list(inspect.signature(fn).parameters), fn.__name__
+    doc = fnn._activation("np.float32([1.0])", "[1.]", b="a bias.")(lambda x, b: x).__doc__
+    assert "x: the input (integers are converted to float).\n      b: a bias." in doc
+    with pytest.raises(TypeError, match=r"no meaning for \['b'\]"):
+        fnn._activation("np.float32([1.0])", "[1.]")(lambda x, b: x)
+    with pytest.raises(TypeError, match=r"meanings of \['c'\]"):
+        fnn._activation("np.float32([1.0])", "[1.]", c="a bias.")(lambda x: x)

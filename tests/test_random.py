@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import doctest
 import functools
+import inspect
 import warnings
 
 import ml_dtypes
@@ -373,6 +374,22 @@ def test_docstring_examples_run():
     for test in finder.find(fr._RandomGammaPrimitive, "_RandomGammaPrimitive", globs={}):
         runner.run(test)
     assert runner.failures == 0 and runner.tries > 0
+
+
+def test_sampler_docstrings_name_each_argument_once():
+    """``_documented`` writes each argument of the signature, in its order, from the meanings it is
+    given or the shared ones, and refuses a meaning missing or for no argument."""
+    for name in ("uniform", "randint", "categorical", "multinomial"):
+        fn = getattr(fr, name)
+        args = fn.__doc__.split("Arguments:")[1].split("Returns:")[0]
+        named = [line.split(":")[0].strip() for line in args.splitlines() if ": " in line]
+        assert named == list(inspect.signature(fn).parameters), name
+    doc = fr._documented("Samples.", call="(2,)", prints="[0 1]", lam="a rate.")
+    assert "lam: a rate." in doc(lambda key, lam, shape=None: None).__doc__
+    with pytest.raises(TypeError, match=r"no meaning for \['lam'\]"):
+        fr._documented("Samples.", call="(2,)", prints="[0 1]")(lambda key, lam: None)
+    with pytest.raises(TypeError, match=r"meanings of \['mu'\]"):
+        fr._documented("Samples.", call="(2,)", prints="[0 1]", mu="a mean.")(lambda key: None)
 
 
 @pytest.mark.usefixtures("no_x64")

@@ -1133,6 +1133,23 @@ def _is_constant(x) -> bool:
     return isinstance(x, (int, float, complex, np.ndarray, np.generic)) and not isinstance(x, Array)
 
 
+def _named_axes(collective):
+    """Adds to a collective's docstring, before its example, the paragraph all of them share: how
+    functx treats named axes."""
+    collective.__doc__ = (collective.__doc__ or "").replace(
+        "\n    Example:",
+        """
+    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
+    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
+    ``axis_name`` are names, not array axes.
+
+    Example:""",
+        1,
+    )
+    return collective
+
+
+@_named_axes
 def psum(x, axis_name, *, axis_index_groups=None):
     """All-reduce sum of ``x`` over the named axis (or axes) ``axis_name``.
 
@@ -1144,10 +1161,6 @@ def psum(x, axis_name, *, axis_index_groups=None):
     Returns:
       the sum over the axis, the same at every position, of ``x``'s shape and dtype (a pytree
       like ``x``). A Python scalar or NumPy array (the same everywhere) gives ``size * x``.
-
-    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
-    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
-    ``axis_name`` are names, not array axes.
 
     Example:
       >>> import functx.numpy as jnp
@@ -1177,6 +1190,7 @@ def _py(v) -> bool:
     return isinstance(v, (int, float, complex)) and not isinstance(v, bool)
 
 
+@_named_axes
 def pmean(x, axis_name, *, axis_index_groups=None):
     """All-reduce mean of ``x`` over the named axis (or axes) ``axis_name``.
 
@@ -1186,10 +1200,6 @@ def pmean(x, axis_name, *, axis_index_groups=None):
       axis_index_groups: not supported (NotImplementedError unless None).
     Returns:
       ``psum(x, axis_name) / axis_size(axis_name)`` (true division: integers give floats).
-
-    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
-    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
-    ``axis_name`` are names, not array axes.
 
     Example:
       >>> import functx.numpy as jnp
@@ -1209,67 +1219,40 @@ def _map(f, x):
     return tree_unflatten(tree, [f(v) for v in leaves])
 
 
-def _reduce_public(prim, api):
+def _reduce_public(prim, api, what, result):
+    """``pmax``/``pmin`` (``api``): ``prim`` over the named axes, leaf by leaf; its docstring names
+    ``what`` it computes (maximum, minimum), and its example prints ``result``."""
+
     def fn(x, axis_name, *, axis_index_groups=None):
         _no_groups(axis_index_groups, api)
         names = names_tuple(axis_name)
         return _map(lambda v: prim.bind(v, axes=names, frames=_bake(names)), x)
 
-    return fn
-
-
-_pmax = _reduce_public(pmax_p, "pmax")
-_pmin = _reduce_public(pmin_p, "pmin")
-
-
-def pmax(x, axis_name, *, axis_index_groups=None):
-    """All-reduce maximum of ``x`` over the named axis (or axes) ``axis_name``.
+    fn.__name__ = fn.__qualname__ = api
+    fn.__doc__ = f"""All-reduce {what} of ``x`` over the named axis (or axes) ``axis_name``.
 
     Arguments:
       x: an array or a pytree of arrays.
       axis_name: a bound axis name or a tuple of names.
       axis_index_groups: not supported (NotImplementedError unless None).
     Returns:
-      the elementwise maximum over the axis, the same at every position (a pytree like ``x``).
-
-    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
-    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
-    ``axis_name`` are names, not array axes.
+      the elementwise {what} over the axis, the same at every position (a pytree like ``x``).
 
     Example:
       >>> import functx.numpy as jnp
       >>> import functx
-      >>> f = functx.vmap(lambda x: functx.lax.pmax(x, "i"), axis_name="i")
+      >>> f = functx.vmap(lambda x: functx.lax.{api}(x, "i"), axis_name="i")
       >>> print(f(jnp.array([1.0, 5.0, 2.0])))
-      [5. 5. 5.]
+      {result}
     """
-    return _pmax(x, axis_name, axis_index_groups=axis_index_groups)
+    return _named_axes(fn)
 
 
-def pmin(x, axis_name, *, axis_index_groups=None):
-    """All-reduce minimum of ``x`` over the named axis (or axes) ``axis_name``.
-
-    Arguments:
-      x: an array or a pytree of arrays.
-      axis_name: a bound axis name or a tuple of names.
-      axis_index_groups: not supported (NotImplementedError unless None).
-    Returns:
-      the elementwise minimum over the axis, the same at every position (a pytree like ``x``).
-
-    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
-    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
-    ``axis_name`` are names, not array axes.
-
-    Example:
-      >>> import functx.numpy as jnp
-      >>> import functx
-      >>> f = functx.vmap(lambda x: functx.lax.pmin(x, "i"), axis_name="i")
-      >>> print(f(jnp.array([1.0, 5.0, 2.0])))
-      [1. 1. 1.]
-    """
-    return _pmin(x, axis_name, axis_index_groups=axis_index_groups)
+pmax = _reduce_public(pmax_p, "pmax", "maximum", "[5. 5. 5.]")
+pmin = _reduce_public(pmin_p, "pmin", "minimum", "[1. 1. 1.]")
 
 
+@_named_axes
 def axis_size(axis_name) -> int:
     """The size of the named axis ``axis_name`` (a tuple of names: the product of their sizes).
 
@@ -1277,10 +1260,6 @@ def axis_size(axis_name) -> int:
       axis_name: a bound axis name or a tuple of names.
     Returns:
       a Python int. NameError if a name is not bound.
-
-    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
-    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
-    ``axis_name`` are names, not array axes.
 
     Example:
       >>> import functx.numpy as jnp
@@ -1292,6 +1271,7 @@ def axis_size(axis_name) -> int:
     return _group_size(names_tuple(axis_name))
 
 
+@_named_axes
 def axis_index(axis_name):
     """The position of this example (under ``vmap``) or device (under ``shard_map``) along the
     named axis ``axis_name``.
@@ -1301,10 +1281,6 @@ def axis_index(axis_name):
         first name major).
     Returns:
       an int32 scalar.
-
-    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
-    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
-    ``axis_name`` are names, not array axes.
 
     Example:
       >>> import functx.numpy as jnp
@@ -1329,6 +1305,7 @@ def _canon(axis: int, ndim: int, what: str) -> int:
     return axis % ndim
 
 
+@_named_axes
 def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False, to="varying"):
     """Gather ``x`` from every position of the named axis.
 
@@ -1343,10 +1320,6 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False, to=
     Returns:
       the values of all positions, stacked along a new axis ``axis`` of size
       ``axis_size(axis_name)`` (or concatenated along ``axis``), the same at every position.
-
-    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
-    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
-    ``axis_name`` are names, not array axes.
 
     Example:
       >>> import functx.numpy as jnp
@@ -1378,6 +1351,7 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False, to=
     return _map(bind, x)
 
 
+@_named_axes
 def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, tiled=False):
     """Sum ``x`` over the named axis and keep this position's block of the result.
 
@@ -1390,10 +1364,6 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
         of this position, removing the axis (False: the axis must have the axis's size).
     Returns:
       block ``axis_index(axis_name)`` of ``psum(x, axis_name)`` along ``scatter_dimension``.
-
-    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
-    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
-    ``axis_name`` are names, not array axes.
 
     Example:
       >>> import functx.numpy as jnp
@@ -1422,6 +1392,7 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
     return _map(bind, x)
 
 
+@_named_axes
 def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None, tiled=False):
     """Exchange blocks among the positions of the named axis: ``split_axis`` of ``x`` is cut
     into one block per position, block ``k`` goes to position ``k``, and each position
@@ -1440,10 +1411,6 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
     Returns:
       the exchanged array (untiled: ``x``'s shape with ``split_axis`` removed and an axis of the
       axis size inserted at ``concat_axis``).
-
-    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
-    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
-    ``axis_name`` are names, not array axes.
 
     Example:
       >>> import functx.numpy as jnp
@@ -1494,6 +1461,7 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
     return _map(bind, x)
 
 
+@_named_axes
 def ppermute(x, axis_name, perm):
     """Send ``x`` from position to position along the named axis.
 
@@ -1503,10 +1471,6 @@ def ppermute(x, axis_name, perm):
       perm: ``(source, destination)`` pairs; no two with the same source or destination.
     Returns:
       at each position, the operand of the position that sends to it; zeros where none does.
-
-    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
-    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
-    ``axis_name`` are names, not array axes.
 
     Example:
       >>> import functx.numpy as jnp
@@ -1524,6 +1488,7 @@ def ppermute(x, axis_name, perm):
     return _map(lambda v: ppermute_p.bind(v, axis_name=names, perm=perm, frames=_bake(names)), x)
 
 
+@_named_axes
 def pshuffle(x, axis_name, perm):
     """``ppermute`` with the permutation given by sources: position ``i`` receives the operand
     of position ``perm[i]``.
@@ -1534,10 +1499,6 @@ def pshuffle(x, axis_name, perm):
       perm: a permutation of ``range(axis_size)``.
     Returns:
       the shuffled values.
-
-    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
-    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
-    ``axis_name`` are names, not array axes.
 
     Example:
       >>> import functx.numpy as jnp
@@ -1551,6 +1512,7 @@ def pshuffle(x, axis_name, perm):
     return ppermute(x, axis_name, list(zip(perm, range(len(perm)))))
 
 
+@_named_axes
 def pswapaxes(x, axis_name, axis, *, axis_index_groups=None):
     """Swap the named axis with the positional axis ``axis`` of ``x`` (``all_to_all(x,
     axis_name, axis, axis)``).
@@ -1563,10 +1525,6 @@ def pswapaxes(x, axis_name, axis, *, axis_index_groups=None):
     Returns:
       an array of ``x``'s shape.
 
-    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
-    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
-    ``axis_name`` are names, not array axes.
-
     Example:
       >>> import functx.numpy as jnp
       >>> import functx
@@ -1578,6 +1536,7 @@ def pswapaxes(x, axis_name, axis, *, axis_index_groups=None):
     return all_to_all(x, axis_name, axis, axis, axis_index_groups=axis_index_groups)
 
 
+@_named_axes
 def pbroadcast(x, axis_name, source):
     """Copy ``x`` from position ``source`` of the named axis to every position.
 
@@ -1587,10 +1546,6 @@ def pbroadcast(x, axis_name, source):
       source: the position whose value is copied.
     Returns:
       the value at ``source``, at every position.
-
-    Differences from JAX: follows JAX with varying-axes checks off (``check_vma=False``, what
-    ``vmap`` computes); ``axis_index_groups`` raises NotImplementedError, and integer entries of
-    ``axis_name`` are names, not array axes.
 
     Example:
       >>> import functx.numpy as jnp

@@ -14,6 +14,10 @@ Each function follows the formula of its ``jax.nn`` namesake. Deliberate differe
 
 from __future__ import annotations
 
+import inspect
+import re
+import textwrap
+
 import numpy as np
 
 from functx import config, dtypes, numpy as jnp, ops
@@ -30,6 +34,49 @@ from functx.nn._scaled import (
     scaled_matmul as scaled_matmul,
 )
 from functx.source_info import where as _loc
+
+# What ``x`` is, in the docstrings ``_activation`` completes: by default the input of a function
+# that computes in its float dtype; ``_X_WEAK`` for those that JAX writes as a mix of the input
+# with a Python float.
+_X = "the input (integers are converted to float)."
+_X_WEAK = "an array or scalar (integers and bools are converted to the default float)."
+
+
+def _activation(call, result, *, returns="An array of ``x``'s shape and float dtype.", **meanings):
+    """Completes a function's docstring (its summary) with its Arguments in the signature's order
+    (``x`` is ``_X`` unless ``meanings`` says otherwise; the others' meanings from ``meanings``),
+    ``returns`` and an example that shows ``nn.<name>(<call>)`` as ``result``: its repr when
+    ``result`` is one (``Array(...)``), else printed."""
+
+    def complete(fn):
+        names = list(inspect.signature(fn).parameters)
+        given = {"x": _X, **meanings}
+        unknown, missing = set(meanings) - set(names), set(names) - set(given)
+        if unknown or missing:
+            raise TypeError(
+                f"the docstring of {fn.__name__}: no meaning for {sorted(missing)}, "
+                f"meanings of {sorted(unknown)} that are not its arguments"
+            )
+        args = [
+            textwrap.fill(f"{n}: {given[n]}", 96, initial_indent="  ", subsequent_indent="    ")
+            for n in names
+        ]
+        shown = f"nn.{fn.__name__}({call})"
+        shown = shown if result.startswith("Array(") else f"print({shown})"
+        code = ["import numpy as np"] if re.search(r"\bnp\.", call) else []
+        code += [
+            "from functx import nn",
+            *(["import functx.numpy as jnp"] if "jnp." in call else []),
+        ]
+        text = "\n".join(
+            ["", "", "Arguments:", *args, "Returns:", f"  {returns}", "", "Example:"]
+            + [f"  >>> {line}" for line in (*code, shown)]
+            + [f"  {line}" for line in result.split("\n")]
+        )
+        fn.__doc__ = (fn.__doc__ or "") + textwrap.indent(text, "    ") + "\n    "
+        return fn
+
+    return complete
 
 
 def _arr(x):
@@ -124,68 +171,44 @@ _relu6_cj = custom_jvp(_relu6)
 _relu6_cj.defjvp(_relu6_jvp)
 
 
+@_activation(
+    "np.float32([-1.0, 3.0, 8.0])",
+    "Array([0., 3., 6.], dtype=float32)",
+    x=_X_WEAK,
+)
 def relu6(x):
     """``min(max(x, 0), 6)`` (``jax.nn.relu6``); the derivative is 1 strictly inside (0, 6) and 0
-    elsewhere, including at 0 and 6 (JAX's choice).
-
-    Arguments:
-      x: an array or scalar (integers and bools are converted to the default float).
-    Returns:
-      An array of ``x``'s shape and float dtype.
-    Example:
-      >>> import numpy as np
-      >>> from functx import nn
-      >>> nn.relu6(np.float32([-1.0, 3.0, 8.0]))
-      Array([0., 3., 6.], dtype=float32)
-    """
+    elsewhere, including at 0 and 6 (JAX's choice)."""
     return _relu6_cj(_weak_float(x))
 
 
+@_activation(
+    "np.float32([-2.0, 0.0, 2.0])",
+    "Array([0.11920292, 0.5       , 0.880797  ], dtype=float32)",
+    x=_X_WEAK,
+)
 def sigmoid(x):
-    """The logistic function ``1 / (1 + exp(-x))`` (``jax.nn.sigmoid``).
-
-    Arguments:
-      x: an array or scalar (integers and bools are converted to the default float).
-    Returns:
-      An array of ``x``'s shape and float dtype.
-    Example:
-      >>> import numpy as np
-      >>> from functx import nn
-      >>> nn.sigmoid(np.float32([-2.0, 0.0, 2.0]))
-      Array([0.11920292, 0.5       , 0.880797  ], dtype=float32)
-    """
+    """The logistic function ``1 / (1 + exp(-x))`` (``jax.nn.sigmoid``)."""
     return ops.logistic(_inexact(x, "logistic"))
 
 
+@_activation(
+    "np.float32([-100.0, 0.0])",
+    "Array([-100.       ,   -0.6931472], dtype=float32)",
+    x=_X_WEAK,
+)
 def log_sigmoid(x):
-    """``log(sigmoid(x)) = -softplus(-x)`` (``jax.nn.log_sigmoid``), stable for large ``|x|``.
-
-    Arguments:
-      x: an array or scalar (integers and bools are converted to the default float).
-    Returns:
-      An array of ``x``'s shape and float dtype.
-    Example:
-      >>> import numpy as np
-      >>> from functx import nn
-      >>> nn.log_sigmoid(np.float32([-100.0, 0.0]))
-      Array([-100.       ,   -0.6931472], dtype=float32)
-    """
+    """``log(sigmoid(x)) = -softplus(-x)`` (``jax.nn.log_sigmoid``), stable for large ``|x|``."""
     return -softplus(-_inexact(x, "log_sigmoid", allow_int=True))
 
 
+@_activation(
+    "np.float32([-1.0, 0.0, 2.0])",
+    "Array([-0.2689414,  0.       ,  1.761594 ], dtype=float32)",
+    x="an array or scalar (integers are converted to the default float).",
+)
 def silu(x):
-    """``x * sigmoid(x)`` (``jax.nn.silu``; ``jax.nn.swish`` is the same function).
-
-    Arguments:
-      x: an array or scalar (integers are converted to the default float).
-    Returns:
-      An array of ``x``'s shape and float dtype.
-    Example:
-      >>> import numpy as np
-      >>> from functx import nn
-      >>> nn.silu(np.float32([-1.0, 0.0, 2.0]))
-      Array([-0.2689414,  0.       ,  1.761594 ], dtype=float32)
-    """
+    """``x * sigmoid(x)`` (``jax.nn.silu``; ``jax.nn.swish`` is the same function)."""
     x = _inexact(x, "logistic")
     return x * ops.logistic(x)
 
@@ -207,57 +230,39 @@ _softplus_cj = custom_jvp(_softplus)
 _softplus_cj.defjvp(_softplus_jvp)
 
 
+@_activation(
+    "np.float32([-1.0, 0.0, 30.0])",
+    "Array([ 0.3132617,  0.6931472, 30.       ], dtype=float32)",
+    x=_X_WEAK,
+)
 def softplus(x):
     """``log(1 + exp(x))`` (``jax.nn.softplus``), computed as ``logaddexp(x, 0)``; its derivative is
-    ``sigmoid(x)``.
-
-    Arguments:
-      x: an array or scalar (integers and bools are converted to the default float).
-    Returns:
-      An array of ``x``'s shape and float dtype.
-    Example:
-      >>> import numpy as np
-      >>> from functx import nn
-      >>> nn.softplus(np.float32([-1.0, 0.0, 30.0]))
-      Array([ 0.3132617,  0.6931472, 30.       ], dtype=float32)
-    """
+    ``sigmoid(x)``."""
     return _softplus_cj(_bool_weak_float(x))
 
 
+@_activation(
+    "np.float32([-1.0, 2.0])",
+    "Array([-0.63212055,  2.        ], dtype=float32)",
+    x=_X_WEAK,
+    alpha="the scale of the negative part.",
+)
 def elu(x, alpha=1.0):
-    """``x`` where positive, ``alpha * expm1(x)`` elsewhere (``jax.nn.elu``).
-
-    Arguments:
-      x: an array or scalar (integers and bools are converted to the default float).
-      alpha: the scale of the negative part.
-    Returns:
-      An array of ``x``'s shape and float dtype.
-    Example:
-      >>> import numpy as np
-      >>> from functx import nn
-      >>> nn.elu(np.float32([-1.0, 2.0]))
-      Array([-0.63212055,  2.        ], dtype=float32)
-    """
+    """``x`` where positive, ``alpha * expm1(x)`` elsewhere (``jax.nn.elu``)."""
     x = _weak_float(x)
     pos = x > 0
     safe = jnp.where(pos, jnp.zeros((), x.dtype), x)
     return jnp.where(pos, x, alpha * jnp.expm1(safe))
 
 
+@_activation(
+    "np.float32([-2.0, 3.0]), negative_slope=0.1",
+    "Array([-0.2,  3. ], dtype=float32)",
+    x=_X_WEAK,
+    negative_slope="the slope for negative ``x``.",
+)
 def leaky_relu(x, negative_slope=0.01):
-    """``x`` where ``x >= 0``, ``negative_slope * x`` elsewhere (``jax.nn.leaky_relu``).
-
-    Arguments:
-      x: an array or scalar (integers and bools are converted to the default float).
-      negative_slope: the slope for negative ``x``.
-    Returns:
-      An array of ``x``'s shape and float dtype.
-    Example:
-      >>> import numpy as np
-      >>> from functx import nn
-      >>> nn.leaky_relu(np.float32([-2.0, 3.0]), negative_slope=0.1)
-      Array([-0.2,  3. ], dtype=float32)
-    """
+    """``x`` where ``x >= 0``, ``negative_slope * x`` elsewhere (``jax.nn.leaky_relu``)."""
     x = _weak_float(x)
     return jnp.where(x >= 0, x, negative_slope * x)
 
@@ -289,42 +294,28 @@ def gelu(x, approximate: bool = True):
     return 0.5 * x * (1.0 + ops.erf(x * half))
 
 
+@_activation(
+    "jnp.array([-1.0, 0.0, 2.0])",
+    "[-1.1113307  0.         2.101402 ]",
+)
 def selu(x):
     """Scaled exponential linear unit: ``scale * elu(x, alpha)`` with JAX's constants
     (``alpha = 1.6732632423543772848170429916717``, ``scale = 1.0507009873554804934193349852946``).
 
-    The derivative at 0 is that of the negative side (``scale * alpha``), as in JAX.
-
-    Arguments:
-      x: the input (integers are converted to float).
-    Returns:
-      An array of the input's float dtype.
-
-    Example:
-      >>> import functx
-      >>> print(functx.nn.selu(functx.numpy.array([-1.0, 0.0, 2.0])))
-      [-1.1113307  0.         2.101402 ]
-    """
+    The derivative at 0 is that of the negative side (``scale * alpha``), as in JAX."""
     alpha = 1.6732632423543772848170429916717
     scale = 1.0507009873554804934193349852946
     return scale * elu(x, alpha)
 
 
+@_activation(
+    "jnp.array([-1.0, 0.0, 2.0]), alpha=0.5",
+    "[-0.43233237  0.          2.        ]",
+    alpha="the scale of the negative side (a scalar or an array broadcastable to ``x``).",
+)
 def celu(x, alpha=1.0):
     """Continuously differentiable exponential linear unit:
-    ``max(x, 0) + alpha * expm1(min(x, 0) / alpha)`` (JAX's formula; the derivative at 0 is 1).
-
-    Arguments:
-      x: the input (integers are converted to float).
-      alpha: the scale of the negative side (a scalar or an array broadcastable to ``x``).
-    Returns:
-      An array of the input's float dtype.
-
-    Example:
-      >>> import functx
-      >>> print(functx.nn.celu(functx.numpy.array([-1.0, 0.0, 2.0]), alpha=0.5))
-      [-0.43233237  0.          2.        ]
-    """
+    ``max(x, 0) + alpha * expm1(min(x, 0) / alpha)`` (JAX's formula; the derivative at 0 is 1)."""
     x = _weak_float(x)
     return jnp.maximum(x, 0.0) + alpha * jnp.expm1(jnp.minimum(x, 0.0) / alpha)
 
@@ -354,55 +345,36 @@ def glu(x, axis=-1):
     return x1 * ops.logistic(x2)
 
 
+@_activation(
+    "jnp.array([-2.0, 0.5, 3.0])",
+    "[-1.   0.5  1. ]",
+    returns="An array of the input's dtype.",
+    x="the input.",
+)
 def hard_tanh(x):
     """``x`` clipped to ``[-1, 1]`` (JAX's ``where`` form: the derivative is 1 on the closed
-    interval, kinks included, and 0 outside). Integer inputs keep their dtype, as in JAX.
-
-    Arguments:
-      x: the input.
-    Returns:
-      An array of the input's dtype.
-
-    Example:
-      >>> import functx
-      >>> print(functx.nn.hard_tanh(functx.numpy.array([-2.0, 0.5, 3.0])))
-      [-1.   0.5  1. ]
-    """
+    interval, kinks included, and 0 outside). Integer inputs keep their dtype, as in JAX."""
     x = _arr(x)
     return jnp.where(x > 1, 1, jnp.where(x < -1, -1, x))
 
 
+@_activation(
+    "jnp.array([-3.0, 0.0, 1.0])",
+    "[-0.75  0.    0.5 ]",
+)
 def soft_sign(x):
-    """``x / (|x| + 1)`` (JAX's ``jax.nn.soft_sign``).
-
-    Arguments:
-      x: the input (integers are converted to float).
-    Returns:
-      An array of the input's float dtype.
-
-    Example:
-      >>> import functx
-      >>> print(functx.nn.soft_sign(functx.numpy.array([-3.0, 0.0, 1.0])))
-      [-0.75  0.    0.5 ]
-    """
+    """``x / (|x| + 1)`` (JAX's ``jax.nn.soft_sign``)."""
     x = _bool_weak_float(x)
     return x / (jnp.abs(x) + 1)
 
 
+@_activation(
+    "jnp.array([-2.0, 0.0, 2.0])",
+    "[0.   0.25 2.  ]",
+)
 def sparse_plus(x):
     """The sparse plus function: 0 for ``x <= -1``, ``x`` for ``x >= 1`` and ``(x + 1)^2 / 4``
-    between (JAX's ``where`` form: the derivative is 0 at -1 and 1 at 1).
-
-    Arguments:
-      x: the input (integers are converted to float).
-    Returns:
-      An array of the input's float dtype.
-
-    Example:
-      >>> import functx
-      >>> print(functx.nn.sparse_plus(functx.numpy.array([-2.0, 0.0, 2.0])))
-      [0.   0.25 2.  ]
-    """
+    between (JAX's ``where`` form: the derivative is 0 at -1 and 1 at 1)."""
     x = _weak_float(x)
     return jnp.where(x <= -1.0, 0.0, jnp.where(x >= 1.0, x, (x + 1.0) ** 2 / 4))
 
@@ -428,26 +400,23 @@ def _axes(axis, ndim):
     return tuple(out)
 
 
+@_activation(
+    "np.float32([[0.0, 0.0], [1.0, 2.0]]), axis=1",
+    "Array([0.6931472, 2.3132617], dtype=float32)",
+    returns="An array of ``a``'s float dtype, or ``(log|sum|, sign)`` with ``return_sign``.",
+    a="an array.",
+    axis="None (all axes), an int or a tuple of ints to reduce over.",
+    b=(
+        "None or weights broadcastable to ``a``; where the weighted sum is negative the result is "
+        "NaN unless ``return_sign``."
+    ),
+    keepdims="keep the reduced axes with size 1.",
+    return_sign="also return the sign of the sum (then the first result is ``log|sum|``).",
+    where="None or a bool mask of the elements to include.",
+)
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
     """``log(sum(b * exp(a)))`` computed stably (``jax.nn.logsumexp``); the max is held constant for
-    the gradient.
-
-    Arguments:
-      a: an array.
-      axis: None (all axes), an int or a tuple of ints to reduce over.
-      b: None or weights broadcastable to ``a``; where the weighted sum is negative the result is
-        NaN unless ``return_sign``.
-      keepdims: keep the reduced axes with size 1.
-      return_sign: also return the sign of the sum (then the first result is ``log|sum|``).
-      where: None or a bool mask of the elements to include.
-    Returns:
-      An array of ``a``'s float dtype, or ``(log|sum|, sign)`` with ``return_sign``.
-    Example:
-      >>> import numpy as np
-      >>> from functx import nn
-      >>> nn.logsumexp(np.float32([[0.0, 0.0], [1.0, 2.0]]), axis=1)
-      Array([0.6931472, 2.3132617], dtype=float32)
-    """
+    the gradient."""
     a = _arr(a)
     if where is not None:
         a = jnp.where(where, a, 0)
@@ -475,21 +444,15 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
     return out
 
 
+@_activation(
+    "np.float32([1.0, 2.0, 3.0])",
+    "Array([0.09003057, 0.24472846, 0.66524094], dtype=float32)",
+    x="an array.",
+    axis="an int or a tuple of ints to normalize over (default the last).",
+    where="None or a bool mask; masked-out entries are 0.",
+)
 def softmax(x, axis=-1, where=None):
-    """``exp(x - max) / sum(exp(x - max))`` along ``axis`` (``jax.nn.softmax``).
-
-    Arguments:
-      x: an array.
-      axis: an int or a tuple of ints to normalize over (default the last).
-      where: None or a bool mask; masked-out entries are 0.
-    Returns:
-      An array of ``x``'s shape and float dtype.
-    Example:
-      >>> import numpy as np
-      >>> from functx import nn
-      >>> nn.softmax(np.float32([1.0, 2.0, 3.0]))
-      Array([0.09003057, 0.24472846, 0.66524094], dtype=float32)
-    """
+    """``exp(x - max) / sum(exp(x - max))`` along ``axis`` (``jax.nn.softmax``)."""
     x = _inexact(x, "softmax", allow_int=True)
     axes = _axes(axis, x.ndim)
     if config.softmax_custom_jvp.value:
@@ -523,21 +486,15 @@ def _softmax_custom(x, axes, where):
     return rule(x) if where is None else rule(x, jnp.asarray(where))
 
 
+@_activation(
+    "np.float32([0.0, 0.0])",
+    "Array([-0.6931472, -0.6931472], dtype=float32)",
+    x="an array.",
+    axis="an int or a tuple of ints to normalize over (default the last).",
+    where="None or a bool mask; masked-out entries are ``-inf``.",
+)
 def log_softmax(x, axis=-1, where=None):
-    """``x - logsumexp(x)`` along ``axis`` (``jax.nn.log_softmax``).
-
-    Arguments:
-      x: an array.
-      axis: an int or a tuple of ints to normalize over (default the last).
-      where: None or a bool mask; masked-out entries are ``-inf``.
-    Returns:
-      An array of ``x``'s shape and float dtype.
-    Example:
-      >>> import numpy as np
-      >>> from functx import nn
-      >>> nn.log_softmax(np.float32([0.0, 0.0]))
-      Array([-0.6931472, -0.6931472], dtype=float32)
-    """
+    """``x - logsumexp(x)`` along ``axis`` (``jax.nn.log_softmax``)."""
     x = _inexact(x, "log_softmax", allow_int=True)
     axes = _axes(axis, x.ndim)
     xmax = jnp.max(x, axis=axes, keepdims=True, where=where, initial=-np.inf)
@@ -590,25 +547,18 @@ def standardize(
     return jnp.subtract(x, mean) * ops.rsqrt(jnp.add(variance, epsilon))
 
 
+@_activation(
+    "np.int32([0, 2, 5]), 3",
+    "Array([[1., 0., 0.],\n       [0., 0., 1.],\n       [0., 0., 0.]], dtype=float32)",
+    returns="An array of shape ``x.shape`` with ``num_classes`` inserted at ``axis``.",
+    x="an integer (or float) array of class indices.",
+    num_classes="the number of classes.",
+    dtype="the result's dtype (default float32, float64 with x64).",
+    axis="where the new axis goes (an int or a tuple for several).",
+)
 def one_hot(x, num_classes: int, *, dtype=None, axis=-1):
     """One-hot encode ``x`` along a new ``axis`` (``jax.nn.one_hot``); out-of-range values give all-
-    zero rows, as in JAX.
-
-    Arguments:
-      x: an integer (or float) array of class indices.
-      num_classes: the number of classes.
-      dtype: the result's dtype (default float32, float64 with x64).
-      axis: where the new axis goes (an int or a tuple for several).
-    Returns:
-      An array of shape ``x.shape`` with ``num_classes`` inserted at ``axis``.
-    Example:
-      >>> import numpy as np
-      >>> from functx import nn
-      >>> nn.one_hot(np.int32([0, 2, 5]), 3)
-      Array([[1., 0., 0.],
-             [0., 0., 1.],
-             [0., 0., 0.]], dtype=float32)
-    """
+    zero rows, as in JAX."""
     if (
         isinstance(num_classes, (bool, np.bool_))
         or not isinstance(num_classes, (int, np.integer))
@@ -633,35 +583,21 @@ def one_hot(x, num_classes: int, *, dtype=None, axis=-1):
     return jnp.astype(jnp.equal(jnp.expand_dims(x, axis), classes), dtype)
 
 
+@_activation(
+    "jnp.array([-4.0, 0.0, 1.5, 4.0])",
+    "[0.   0.5  0.75 1.  ]",
+)
 def hard_sigmoid(x):
-    """``relu6(x + 3) / 6``: a piecewise-linear sigmoid.
-
-    Arguments:
-      x: the input (integers are converted to float).
-    Returns:
-      An array of ``x``'s float dtype.
-
-    Example:
-      >>> import functx.nn as nn, functx.numpy as jnp
-      >>> print(nn.hard_sigmoid(jnp.array([-4.0, 0.0, 1.5, 4.0])))
-      [0.   0.5  0.75 1.  ]
-    """
+    """``relu6(x + 3) / 6``: a piecewise-linear sigmoid."""
     return relu6(_weak_float(x) + 3.0) / 6.0
 
 
+@_activation(
+    "jnp.array([-4.0, 0.0, 1.5, 4.0])",
+    "[-0.     0.     1.125  4.   ]",
+)
 def hard_silu(x):
-    """``x * hard_sigmoid(x)`` (also named ``hard_swish``).
-
-    Arguments:
-      x: the input (integers are converted to float).
-    Returns:
-      An array of ``x``'s float dtype.
-
-    Example:
-      >>> import functx.nn as nn, functx.numpy as jnp
-      >>> print(nn.hard_silu(jnp.array([-4.0, 0.0, 1.5, 4.0])))
-      [-0.     0.     1.125  4.   ]
-    """
+    """``x * hard_sigmoid(x)`` (also named ``hard_swish``)."""
     x = _weak_float(x)
     return x * hard_sigmoid(x)
 
@@ -686,71 +622,43 @@ def identity(x):
     return _arr(x)
 
 
+@_activation(
+    "jnp.array([0.0])",
+    "[0.]",
+)
 def tanh(x, /):
-    """The hyperbolic tangent (``jax.nn.tanh`` is ``jax.numpy.tanh``).
-
-    Arguments:
-      x: the input (integers are converted to float).
-    Returns:
-      An array of ``x``'s float dtype.
-
-    Example:
-      >>> import functx.nn as nn, functx.numpy as jnp
-      >>> print(nn.tanh(jnp.array([0.0])))
-      [0.]
-    """
+    """The hyperbolic tangent (``jax.nn.tanh`` is ``jax.numpy.tanh``)."""
     return jnp.tanh(x)
 
 
+@_activation(
+    "jnp.array([0.0, 1.0])",
+    "[0.        0.8650984]",
+)
 def mish(x):
-    """``x * tanh(softplus(x))``.
-
-    Arguments:
-      x: the input (integers are converted to float).
-    Returns:
-      An array of ``x``'s float dtype.
-
-    Example:
-      >>> import functx.nn as nn, functx.numpy as jnp
-      >>> print(nn.mish(jnp.array([0.0, 1.0])))
-      [0.        0.8650984]
-    """
+    """``x * tanh(softplus(x))``."""
     x = _bool_weak_float(x)
     return x * jnp.tanh(softplus(x))
 
 
+@_activation(
+    "jnp.array([0.0, 3.0])",
+    "[1.        3.3027756]",
+    b="the smoothness (``b = 0`` is ReLU).",
+)
 def squareplus(x, b=4):
-    """``(x + sqrt(x**2 + b)) / 2``: a smooth ReLU.
-
-    Arguments:
-      x: the input (integers are converted to float).
-      b: the smoothness (``b = 0`` is ReLU).
-    Returns:
-      An array of ``x``'s float dtype.
-
-    Example:
-      >>> import functx.nn as nn, functx.numpy as jnp
-      >>> print(nn.squareplus(jnp.array([0.0, 3.0])))
-      [1.        3.3027756]
-    """
+    """``(x + sqrt(x**2 + b)) / 2``: a smooth ReLU."""
     x = _float(x)
     b = jnp.astype(_arr(b), x.dtype)
     return (x + jnp.sqrt(jnp.square(x) + b)) / 2
 
 
+@_activation(
+    "jnp.array([-2.0, 0.0, 0.5, 2.0])",
+    "[0.   0.5  0.75 1.  ]",
+)
 def sparse_sigmoid(x):
-    """``clip(x + 1, 0, 2) / 2``: the sparsemax counterpart of the sigmoid.
-
-    Arguments:
-      x: the input (integers are converted to float).
-    Returns:
-      An array of ``x``'s float dtype.
-
-    Example:
-      >>> import functx.nn as nn, functx.numpy as jnp
-      >>> print(nn.sparse_sigmoid(jnp.array([-2.0, 0.0, 0.5, 2.0])))
-      [0.   0.5  0.75 1.  ]
-    """
+    """``clip(x + 1, 0, 2) / 2``: the sparsemax counterpart of the sigmoid."""
     x = _weak_float(x)
     return 0.5 * jnp.clip(x + 1.0, 0.0, 2.0)
 
@@ -772,39 +680,29 @@ _log1mexp_cj = custom_jvp(_log1mexp)
 _log1mexp_cj.defjvp(_log1mexp_jvp)
 
 
+@_activation(
+    "jnp.array([0.1, 5.0])",
+    "[-2.3521686  -0.00676075]",
+    returns="An array of ``x``'s float dtype (NaN for ``x < 0``, ``-inf`` at 0).",
+    x="a non-negative input (integers are converted to float).",
+)
 def log1mexp(x):
     """``log(1 - exp(-x))`` computed stably (``expm1`` below ``log 2``, ``log1p`` above); the
-    derivative is ``1 / expm1(x)``.
-
-    Arguments:
-      x: a non-negative input (integers are converted to float).
-    Returns:
-      An array of ``x``'s float dtype (NaN for ``x < 0``, ``-inf`` at 0).
-
-    Example:
-      >>> import functx.nn as nn, functx.numpy as jnp
-      >>> print(nn.log1mexp(jnp.array([0.1, 5.0])))
-      [-2.3521686  -0.00676075]
-    """
+    derivative is ``1 / expm1(x)``."""
     return _log1mexp_cj(_inexact(x, "log1mexp", allow_int=True))
 
 
+@_activation(
+    "jnp.array([0.0, 0.0, 0.0])",
+    "0.0",
+    x="the input.",
+    axis="an int, a tuple of ints, or None (all axes).",
+    where="elements to include.",
+    keepdims="keep the reduced axes as size-1 dimensions.",
+    returns="An array of ``x``'s float dtype.",
+)
 def logmeanexp(x, axis=None, where=None, keepdims=False):
-    """``log(mean(exp(x)))`` computed stably: ``logsumexp`` minus the log of the count.
-
-    Arguments:
-      x: the input.
-      axis: an int, a tuple of ints, or None (all axes).
-      where: elements to include.
-      keepdims: keep the reduced axes as size-1 dimensions.
-    Returns:
-      An array of ``x``'s float dtype.
-
-    Example:
-      >>> import functx.nn as nn, functx.numpy as jnp
-      >>> print(nn.logmeanexp(jnp.array([0.0, 0.0, 0.0])))
-      0.0
-    """
+    """``log(mean(exp(x)))`` computed stably: ``logsumexp`` minus the log of the count."""
     x = _float(x)
     lse = logsumexp(x, axis=axis, keepdims=keepdims, where=where)
     if where is None:

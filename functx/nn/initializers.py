@@ -57,8 +57,15 @@ def _const(v, dt):
     return jnp.asarray(np.asarray(v, dt))
 
 
-def zeros(key, shape, dtype=None, out_sharding=None):
-    """An initializer: an array of zeros (``key`` is unused).
+def _filled(name, fill, result):
+    """The initializer ``zeros`` or ``ones`` (``name``): ``fill`` (``jnp.zeros``, ``jnp.ones``)
+    of the shape and dtype; its example prints ``result``."""
+
+    def initializer(key, shape, dtype=None, out_sharding=None):
+        return fill(_shape(shape), _dtype(dtype))
+
+    initializer.__name__ = initializer.__qualname__ = name
+    initializer.__doc__ = f"""An initializer: an array of {name} (``key`` is unused).
 
     Arguments:
       key: a PRNG key (unused).
@@ -66,33 +73,18 @@ def zeros(key, shape, dtype=None, out_sharding=None):
       dtype: the dtype (default float32).
       out_sharding: must be None (functx has no shardings).
     Returns:
-      An array of zeros.
+      An array of {name}.
 
     Example:
       >>> import functx
-      >>> print(functx.nn.initializers.zeros(functx.random.key(0), (2,)))
-      [0. 0.]
+      >>> print(functx.nn.initializers.{name}(functx.random.key(0), (2,)))
+      {result}
     """
-    return jnp.zeros(_shape(shape), _dtype(dtype))
+    return initializer
 
 
-def ones(key, shape, dtype=None, out_sharding=None):
-    """An initializer: an array of ones (``key`` is unused).
-
-    Arguments:
-      key: a PRNG key (unused).
-      shape: the shape.
-      dtype: the dtype (default float32).
-      out_sharding: must be None (functx has no shardings).
-    Returns:
-      An array of ones.
-
-    Example:
-      >>> import functx
-      >>> print(functx.nn.initializers.ones(functx.random.key(0), (2,)))
-      [1. 1.]
-    """
-    return jnp.ones(_shape(shape), _dtype(dtype))
+zeros = _filled("zeros", jnp.zeros, "[0. 0.]")
+ones = _filled("ones", jnp.ones, "[1. 1.]")
 
 
 def constant(value, dtype=None):

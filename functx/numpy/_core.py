@@ -210,8 +210,26 @@ def _shape_hint(op, shape, dtype):
         )
 
 
-def zeros(shape, dtype=None, *, device=None):
-    """An array of zeros, as ``jnp.zeros``.
+def _constant(name, value, example, example_like):
+    """``zeros``/``ones`` (``name``) and ``zeros_like``/``ones_like``: arrays of ``value`` (0 or
+    1); their examples print ``example`` and ``example_like`` (each a call and what it prints)."""
+    like = f"{name}_like"
+
+    def constant(shape, dtype=None, *, device=None):
+        _shape_hint(name, shape, dtype)
+        args = (_shape(shape, name), value, _dt(dtype, op=name))
+        return ops.full(*args) if device is None else _made_on(device, ops.full, *args)
+
+    def constant_like(a, dtype=None, shape=None, *, device=None):
+        av = _aval(a)
+        return constant(
+            av.shape if shape is None else shape,
+            av.dtype if dtype is None else _dt(dtype, op=like),
+            device=_like_device(a, device),
+        )
+
+    constant.__name__ = constant.__qualname__ = name
+    constant.__doc__ = f"""An array of {name}, as ``jnp.{name}``.
 
     Arguments:
       shape: an int or a sequence of ints.
@@ -221,34 +239,39 @@ def zeros(shape, dtype=None, *, device=None):
       An Array of ``shape`` and ``dtype``.
     Example:
       >>> import functx.numpy as jnp
-      >>> print(jnp.zeros((2, 3)))
-      [[0. 0. 0.]
-       [0. 0. 0.]]
+      >>> print(jnp.{example[0]})
+      {example[1]}
     """
-    _shape_hint("zeros", shape, dtype)
-    if device is None:
-        return ops.full(_shape(shape, "zeros"), 0, _dt(dtype, op="zeros"))
-    return _made_on(device, ops.full, _shape(shape, "zeros"), 0, _dt(dtype, op="zeros"))
-
-
-def ones(shape, dtype=None, *, device=None):
-    """An array of ones, as ``jnp.ones``.
+    constant_like.__name__ = constant_like.__qualname__ = like
+    constant_like.__doc__ = f"""{name.title()} with the shape and dtype of ``a``, as ``jnp.{like}``.
 
     Arguments:
-      shape: an int or a sequence of ints.
-      dtype: the dtype (default: the default float).
-      device: where to make it (default: the default device).
+      a: an array (or anything with a shape and dtype).
+      dtype: overrides ``a``'s dtype.
+      shape: overrides ``a``'s shape.
+      device: where to make it (default: where ``a`` is).
     Returns:
-      An Array of ``shape`` and ``dtype``.
+      An Array of {name}.
     Example:
       >>> import functx.numpy as jnp
-      >>> print(jnp.ones(3, "int32"))
-      [1 1 1]
+      >>> print(jnp.{example_like[0]})
+      {example_like[1]}
     """
-    _shape_hint("ones", shape, dtype)
-    if device is None:
-        return ops.full(_shape(shape, "ones"), 1, _dt(dtype, op="ones"))
-    return _made_on(device, ops.full, _shape(shape, "ones"), 1, _dt(dtype, op="ones"))
+    return constant, constant_like
+
+
+zeros, zeros_like = _constant(
+    "zeros",
+    0,
+    ("zeros((2, 3))", "[[0. 0. 0.]\n       [0. 0. 0.]]"),
+    ("zeros_like(jnp.arange(3))", "[0 0 0]"),
+)
+ones, ones_like = _constant(
+    "ones",
+    1,
+    ('ones(3, "int32")', "[1 1 1]"),
+    ('ones_like(jnp.arange(3), dtype="float32")', "[1. 1. 1.]"),
+)
 
 
 def empty(shape, dtype=None, *, device=None):
@@ -304,52 +327,6 @@ def _like_device(a, device):
     if device is not None or isinstance(a, Tracer) or not isinstance(a, Array) or type(a) in _HOST:
         return device
     return a.device
-
-
-def zeros_like(a, dtype=None, shape=None, *, device=None):
-    """Zeros with the shape and dtype of ``a``, as ``jnp.zeros_like``.
-
-    Arguments:
-      a: an array (or anything with a shape and dtype).
-      dtype: overrides ``a``'s dtype.
-      shape: overrides ``a``'s shape.
-      device: where to make it (default: where ``a`` is).
-    Returns:
-      An Array of zeros.
-    Example:
-      >>> import functx.numpy as jnp
-      >>> print(jnp.zeros_like(jnp.arange(3)))
-      [0 0 0]
-    """
-    av = _aval(a)
-    return zeros(
-        av.shape if shape is None else shape,
-        av.dtype if dtype is None else _dt(dtype, op="zeros_like"),
-        device=_like_device(a, device),
-    )
-
-
-def ones_like(a, dtype=None, shape=None, *, device=None):
-    """Ones with the shape and dtype of ``a``, as ``jnp.ones_like``.
-
-    Arguments:
-      a: an array (or anything with a shape and dtype).
-      dtype: overrides ``a``'s dtype.
-      shape: overrides ``a``'s shape.
-      device: where to make it (default: where ``a`` is).
-    Returns:
-      An Array of ones.
-    Example:
-      >>> import functx.numpy as jnp
-      >>> print(jnp.ones_like(jnp.arange(3), dtype="float32"))
-      [1. 1. 1.]
-    """
-    av = _aval(a)
-    return ones(
-        av.shape if shape is None else shape,
-        av.dtype if dtype is None else _dt(dtype, op="ones_like"),
-        device=_like_device(a, device),
-    )
 
 
 def empty_like(a, dtype=None, shape=None, *, device=None):
@@ -636,34 +613,21 @@ def tri(N, M=None, k=0, dtype=None):
     return astype(less_equal(c, r + np.asarray(k, wide)), dt)
 
 
-def _tri_mask(m, k, lower):
-    av = _aval(m)
-    if av.ndim < 2:
-        raise FunctxTypeError(f"tril/triu need an array of rank >= 2, got {av.str_short()}")
-    mask = tri(av.shape[-2], av.shape[-1], k if lower else k - 1, dtype=bool_)
-    return mask if lower else logical_not(mask)
+def _triangle(name, lower, result):
+    """``tril`` (``lower``) or ``triu``: ``m`` with the elements on the other side of diagonal
+    ``k`` zeroed; the example prints ``result``."""
 
+    def triangle(m, k=0):
+        av = _aval(m)
+        if av.ndim < 2:
+            raise FunctxTypeError(f"tril/triu need an array of rank >= 2, got {av.str_short()}")
+        mask = tri(av.shape[-2], av.shape[-1], k if lower else k - 1, dtype=bool_)
+        return where(mask if lower else logical_not(mask), m, zeros_like(m))
 
-def tril(m, k=0):
-    """``m`` with the elements above diagonal ``k`` of its last two axes set to zero
-    (``jax.numpy.tril``).
-
-    Arguments:
-      m: an array of rank 2 or more; k: the diagonal (positive: above the main one).
-    Returns:
-      An array of ``m``'s shape and dtype.
-    Example:
-      >>> import functx.numpy as jnp
-      >>> jnp.tril(jnp.ones((2, 2), jnp.int32))
-      Array([[1, 0],
-             [1, 1]], dtype=int32)
-    """
-    return where(_tri_mask(m, k, True), m, zeros_like(m))
-
-
-def triu(m, k=0):
-    """``m`` with the elements below diagonal ``k`` of its last two axes set to zero
-    (``jax.numpy.triu``).
+    triangle.__name__ = triangle.__qualname__ = name
+    side = "above" if lower else "below"
+    triangle.__doc__ = f"""``m`` with the elements {side} diagonal ``k`` of its last two axes set
+    to zero (``jax.numpy.{name}``).
 
     Arguments:
       m: an array of rank 2 or more; k: the diagonal (positive: above the main one).
@@ -671,11 +635,14 @@ def triu(m, k=0):
       An array of ``m``'s shape and dtype.
     Example:
       >>> import functx.numpy as jnp
-      >>> jnp.triu(jnp.ones((2, 2), jnp.int32))
-      Array([[1, 1],
-             [0, 1]], dtype=int32)
+      >>> jnp.{name}(jnp.ones((2, 2), jnp.int32))
+      {result}
     """
-    return where(_tri_mask(m, k, False), m, zeros_like(m))
+    return triangle
+
+
+tril = _triangle("tril", True, "Array([[1, 0],\n             [1, 1]], dtype=int32)")
+triu = _triangle("triu", False, "Array([[1, 1],\n             [0, 1]], dtype=int32)")
 
 
 def astype(x, dtype, /, *, copy=False, device=None):
@@ -1322,8 +1289,17 @@ def reciprocal(x, /):
     return ops.integer_pow(x, -1)
 
 
-def log2(x, /):
-    """The base-2 logarithm, elementwise (``jax.numpy.log2``).
+def _log_base(base, example, result):
+    """``log2``/``log10``: ``log(x) / log(base)``; the example prints ``result`` for
+    ``example``."""
+    name = f"log{base}"
+
+    def log_base(x, /):
+        (x,) = _promote_float(name, x)
+        return ops.div(ops.log(x), _const(np.log(base), x))
+
+    log_base.__name__ = log_base.__qualname__ = name
+    log_base.__doc__ = f"""The base-{base} logarithm, elementwise (``jax.numpy.{name}``).
 
     Arguments:
       x: an array or scalar; integers and bools compute in a float dtype, as in JAX.
@@ -1331,27 +1307,14 @@ def log2(x, /):
       An array of x's shape (-inf at 0, NaN below).
     Example:
       >>> import functx.numpy as jnp
-      >>> jnp.log2(jnp.array([1.0, 8.0]))
-      Array([0., 3.], dtype=float32)
+      >>> jnp.{name}(jnp.array({example}))
+      {result}
     """
-    (x,) = _promote_float("log2", x)
-    return ops.div(ops.log(x), _const(np.log(2), x))
+    return log_base
 
 
-def log10(x, /):
-    """The base-10 logarithm, elementwise (``jax.numpy.log10``).
-
-    Arguments:
-      x: an array or scalar; integers and bools compute in a float dtype, as in JAX.
-    Returns:
-      An array of x's shape (-inf at 0, NaN below).
-    Example:
-      >>> import functx.numpy as jnp
-      >>> jnp.log10(jnp.array([1.0, 100.0]))
-      Array([0., 2.], dtype=float32)
-    """
-    (x,) = _promote_float("log10", x)
-    return ops.div(ops.log(x), _const(np.log(10), x))
+log2 = _log_base(2, "[1.0, 8.0]", "Array([0., 3.], dtype=float32)")
+log10 = _log_base(10, "[1.0, 100.0]", "Array([0., 2.], dtype=float32)")
 
 
 def _const(v, like):
@@ -1458,8 +1421,17 @@ def isinf(x, /):
     return ops.eq(ops.abs(x), _const(np.inf, x))
 
 
-def isposinf(x, /, out=None):
-    """Whether ``x`` is +inf, elementwise (``jax.numpy.isposinf``).
+def _is_inf_of_sign(sign, result):
+    """``isposinf``/``isneginf`` (``sign`` "+", "-"): infinite, and above or below 0; the example
+    prints ``result``."""
+    name = f"is{'pos' if sign == '+' else 'neg'}inf"
+
+    def is_inf_of_sign(x, /, out=None):
+        _no_out(out, name)
+        return logical_and(isinf(x), greater(x, 0) if sign == "+" else less(x, 0))
+
+    is_inf_of_sign.__name__ = is_inf_of_sign.__qualname__ = name
+    is_inf_of_sign.__doc__ = f"""Whether ``x`` is {sign}inf, elementwise (``jax.numpy.{name}``).
 
     Arguments:
       x: an array or scalar (integers and bools: never).
@@ -1468,28 +1440,14 @@ def isposinf(x, /, out=None):
       A bool array of x's shape.
     Example:
       >>> import functx.numpy as jnp
-      >>> jnp.isposinf(jnp.array([1.0, jnp.inf, -jnp.inf]))
-      Array([False,  True, False], dtype=bool)
+      >>> jnp.{name}(jnp.array([1.0, jnp.inf, -jnp.inf]))
+      {result}
     """
-    _no_out(out, "isposinf")
-    return logical_and(isinf(x), greater(x, 0))
+    return is_inf_of_sign
 
 
-def isneginf(x, /, out=None):
-    """Whether ``x`` is -inf, elementwise (``jax.numpy.isneginf``).
-
-    Arguments:
-      x: an array or scalar (integers and bools: never).
-      out: must be None (NotImplementedError otherwise, as in JAX).
-    Returns:
-      A bool array of x's shape.
-    Example:
-      >>> import functx.numpy as jnp
-      >>> jnp.isneginf(jnp.array([1.0, jnp.inf, -jnp.inf]))
-      Array([False, False,  True], dtype=bool)
-    """
-    _no_out(out, "isneginf")
-    return logical_and(isinf(x), less(x, 0))
+isposinf = _is_inf_of_sign("+", "Array([False,  True, False], dtype=bool)")
+isneginf = _is_inf_of_sign("-", "Array([False, False,  True], dtype=bool)")
 
 
 def signbit(x, /):
@@ -2036,8 +1994,17 @@ less_equal.__doc__ = _binary_doc(
 )
 
 
-def fmax(x1, x2, /):
-    """The larger of ``x1`` and ``x2``, ignoring NaNs, elementwise (``jax.numpy.fmax``).
+def _nan_ignoring(name, extremum, which):
+    """``fmax``/``fmin``: ``extremum`` of the operands where neither is NaN, else the one that
+    is not; the docstring names ``which`` (larger, smaller) operand it takes."""
+
+    def nan_ignoring(x1, x2, /):
+        x1, x2 = _promote(name, x1, x2)
+        return where(isnan(x2), x1, where(isnan(x1), x2, extremum(x1, x2)))
+
+    nan_ignoring.__name__ = nan_ignoring.__qualname__ = name
+    nan_ignoring.__doc__ = f"""The {which} of ``x1`` and ``x2``, ignoring NaNs, elementwise
+    (``jax.numpy.{name}``).
 
     Arguments:
       x1, x2: arrays or scalars, broadcast together and promoted to one dtype (JAX's rules).
@@ -2045,27 +2012,14 @@ def fmax(x1, x2, /):
       An array of the broadcast shape (NaN only where both are NaN).
     Example:
       >>> import functx.numpy as jnp
-      >>> jnp.fmax(jnp.array([1.0, jnp.nan]), jnp.array([jnp.nan, 2.0]))
+      >>> jnp.{name}(jnp.array([1.0, jnp.nan]), jnp.array([jnp.nan, 2.0]))
       Array([1., 2.], dtype=float32)
     """
-    x1, x2 = _promote("fmax", x1, x2)
-    return where(isnan(x2), x1, where(isnan(x1), x2, ops.max(x1, x2)))
+    return nan_ignoring
 
 
-def fmin(x1, x2, /):
-    """The smaller of ``x1`` and ``x2``, ignoring NaNs, elementwise (``jax.numpy.fmin``).
-
-    Arguments:
-      x1, x2: arrays or scalars, broadcast together and promoted to one dtype (JAX's rules).
-    Returns:
-      An array of the broadcast shape (NaN only where both are NaN).
-    Example:
-      >>> import functx.numpy as jnp
-      >>> jnp.fmin(jnp.array([1.0, jnp.nan]), jnp.array([jnp.nan, 2.0]))
-      Array([1., 2.], dtype=float32)
-    """
-    x1, x2 = _promote("fmin", x1, x2)
-    return where(isnan(x2), x1, where(isnan(x1), x2, ops.min(x1, x2)))
+fmax = _nan_ignoring("fmax", ops.max, "larger")
+fmin = _nan_ignoring("fmin", ops.min, "smaller")
 
 
 def hypot(x1, x2, /):
@@ -2263,55 +2217,55 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     return where(isneginf(x), _const(neginf, x), x)
 
 
-def _logical(lax_fn, name):
+def _logical(lax_fn, name, what, x1, x2, result):
+    """``logical_and``/``or``/``xor`` (``name``): ``lax_fn`` of the operands' truth values; its
+    docstring names ``what`` it computes, and its example prints ``result`` for ``x1``, ``x2``."""
+
     def fn(x1, x2, /, *, out=None, where=None):
         _no_ufunc_kw(out, where, name)
         x1, x2 = _promote(name, astype(x1, bool_), astype(x2, bool_))
         return lax_fn(x1, x2)
 
     fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"""Elementwise logical {what} of the truth values (``jax.numpy.{name}``).
+
+    Arguments:
+      x1, x2: arrays or numbers, broadcast together; nonzero counts as True.
+      out, where: must be None (NotImplementedError otherwise, as for JAX's ufuncs).
+    Returns:
+      A bool Array of the broadcast shape.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.{name}(jnp.array({x1}), jnp.array({x2}))
+      {result}
+    """
     return fn
 
 
-logical_and = _logical(ops.bitwise_and, "logical_and")
-logical_and.__doc__ = """Elementwise logical AND of the truth values (``jax.numpy.logical_and``).
-
-Arguments:
-  x1, x2: arrays or numbers, broadcast together; nonzero counts as True.
-  out, where: must be None (NotImplementedError otherwise, as for JAX's ufuncs).
-Returns:
-  A bool Array of the broadcast shape.
-Example:
-  >>> import functx.numpy as jnp
-  >>> jnp.logical_and(jnp.array([True, True, False]), jnp.array([True, False, False]))
-  Array([ True, False, False], dtype=bool)
-"""
-logical_or = _logical(ops.bitwise_or, "logical_or")
-logical_or.__doc__ = """Elementwise logical OR of the truth values (``jax.numpy.logical_or``).
-
-Arguments:
-  x1, x2: arrays or numbers, broadcast together; nonzero counts as True.
-  out, where: must be None (NotImplementedError otherwise, as for JAX's ufuncs).
-Returns:
-  A bool Array of the broadcast shape.
-Example:
-  >>> import functx.numpy as jnp
-  >>> jnp.logical_or(jnp.array([True, False, False]), jnp.array([False, False, True]))
-  Array([ True, False,  True], dtype=bool)
-"""
-logical_xor = _logical(ops.bitwise_xor, "logical_xor")
-logical_xor.__doc__ = """Elementwise logical XOR of the truth values (``jax.numpy.logical_xor``).
-
-Arguments:
-  x1, x2: arrays or numbers, broadcast together; nonzero counts as True.
-  out, where: must be None (NotImplementedError otherwise, as for JAX's ufuncs).
-Returns:
-  A bool Array of the broadcast shape.
-Example:
-  >>> import functx.numpy as jnp
-  >>> jnp.logical_xor(jnp.array([True, False, True]), jnp.array([True, True, False]))
-  Array([False,  True,  True], dtype=bool)
-"""
+logical_and = _logical(
+    ops.bitwise_and,
+    "logical_and",
+    "AND",
+    "[True, True, False]",
+    "[True, False, False]",
+    "Array([ True, False, False], dtype=bool)",
+)
+logical_or = _logical(
+    ops.bitwise_or,
+    "logical_or",
+    "OR",
+    "[True, False, False]",
+    "[False, False, True]",
+    "Array([ True, False,  True], dtype=bool)",
+)
+logical_xor = _logical(
+    ops.bitwise_xor,
+    "logical_xor",
+    "XOR",
+    "[True, False, True]",
+    "[True, True, False]",
+    "Array([False,  True,  True], dtype=bool)",
+)
 
 
 def logical_not(x, /):
@@ -2329,7 +2283,10 @@ def logical_not(x, /):
     return ops.bitwise_not(astype(x, bool_))
 
 
-def _bitwise(lax_fn, name):
+def _bitwise(lax_fn, name, what, result):
+    """``bitwise_and``/``or``/``xor`` (``name``): ``lax_fn`` of integer or bool operands; its
+    docstring names ``what`` it computes, and its example prints ``result``."""
+
     def fn(x1, x2, /, *, out=None, where=None):
         _no_ufunc_kw(out, where, name)
         x1, x2 = _promote(name, x1, x2)
@@ -2340,54 +2297,26 @@ def _bitwise(lax_fn, name):
         return lax_fn(x1, x2)
 
     fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"""Elementwise bitwise {what} (``jax.numpy.{name}``).
+
+    Arguments:
+      x1, x2: integer or bool arrays or numbers, broadcast and promoted together.
+      out, where: must be None (NotImplementedError otherwise, as for JAX's ufuncs).
+    Returns:
+      An Array of the broadcast shape and promoted dtype.
+    Raises:
+      TypeError: for a floating-point operand, as in JAX.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> jnp.{name}(jnp.array([12, 10]), jnp.array([10, 6]))
+      {result}
+    """
     return fn
 
 
-bitwise_and = _bitwise(ops.bitwise_and, "bitwise_and")
-bitwise_and.__doc__ = """Elementwise bitwise AND (``jax.numpy.bitwise_and``).
-
-Arguments:
-  x1, x2: integer or bool arrays or numbers, broadcast and promoted together.
-  out, where: must be None (NotImplementedError otherwise, as for JAX's ufuncs).
-Returns:
-  An Array of the broadcast shape and promoted dtype.
-Raises:
-  TypeError: for a floating-point operand, as in JAX.
-Example:
-  >>> import functx.numpy as jnp
-  >>> jnp.bitwise_and(jnp.array([12, 10]), jnp.array([10, 6]))
-  Array([8, 2], dtype=int32)
-"""
-bitwise_or = _bitwise(ops.bitwise_or, "bitwise_or")
-bitwise_or.__doc__ = """Elementwise bitwise OR (``jax.numpy.bitwise_or``).
-
-Arguments:
-  x1, x2: integer or bool arrays or numbers, broadcast and promoted together.
-  out, where: must be None (NotImplementedError otherwise, as for JAX's ufuncs).
-Returns:
-  An Array of the broadcast shape and promoted dtype.
-Raises:
-  TypeError: for a floating-point operand, as in JAX.
-Example:
-  >>> import functx.numpy as jnp
-  >>> jnp.bitwise_or(jnp.array([12, 10]), jnp.array([10, 6]))
-  Array([14, 14], dtype=int32)
-"""
-bitwise_xor = _bitwise(ops.bitwise_xor, "bitwise_xor")
-bitwise_xor.__doc__ = """Elementwise bitwise XOR (``jax.numpy.bitwise_xor``).
-
-Arguments:
-  x1, x2: integer or bool arrays or numbers, broadcast and promoted together.
-  out, where: must be None (NotImplementedError otherwise, as for JAX's ufuncs).
-Returns:
-  An Array of the broadcast shape and promoted dtype.
-Raises:
-  TypeError: for a floating-point operand, as in JAX.
-Example:
-  >>> import functx.numpy as jnp
-  >>> jnp.bitwise_xor(jnp.array([12, 10]), jnp.array([10, 6]))
-  Array([ 6, 12], dtype=int32)
-"""
+bitwise_and = _bitwise(ops.bitwise_and, "bitwise_and", "AND", "Array([8, 2], dtype=int32)")
+bitwise_or = _bitwise(ops.bitwise_or, "bitwise_or", "OR", "Array([14, 14], dtype=int32)")
+bitwise_xor = _bitwise(ops.bitwise_xor, "bitwise_xor", "XOR", "Array([ 6, 12], dtype=int32)")
 
 
 def invert(x, /):
@@ -2523,6 +2452,30 @@ def _no_out(out, name):
         raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.{_loc()}")
 
 
+# sum and prod: the reduction (of bools: or, and), the array of the value masked-out elements
+# (``where``) take, and how ``initial`` is combined with the result
+_SUM_OR_PROD = {
+    "sum": (ops.reduce_sum, ops.reduce_or, zeros, add),
+    "prod": (ops.reduce_prod, ops.reduce_and, ones, multiply),
+}
+
+
+def _sum_or_prod(name, a, axis, dtype, out, keepdims, initial, where, promote_integers):
+    reduce, reduce_bools, identities, combine = _SUM_OR_PROD[name]
+    _no_out(out, name)
+    a = _arraylike(a, name)
+    av = _aval(a)
+    axes = _norm_axis(axis, av.ndim, f"{name} axis")
+    dt = _sum_dtype(av.dtype, promote_integers) if dtype is None else _dt(dtype, None, name)
+    a = astype(a, dt)
+    if where is not None:
+        a = _where_arg(a, where, identities((), dt))
+    r = reduce(a, axes) if dt != dtypes.bool_ else reduce_bools(a, axes)
+    if initial is not None:
+        r = combine(r, astype(initial, dt))
+    return _keep(r, axes, av.shape, keepdims)
+
+
 def sum(  # noqa: A001
     a,
     axis=None,
@@ -2560,18 +2513,7 @@ def sum(  # noqa: A001
       Array([[ 5],
              [15]], dtype=int32)
     """
-    _no_out(out, "sum")
-    a = _arraylike(a, "sum")
-    av = _aval(a)
-    axes = _norm_axis(axis, av.ndim, "sum axis")
-    dt = _sum_dtype(av.dtype, promote_integers) if dtype is None else _dt(dtype, None, "sum")
-    a = astype(a, dt)
-    if where is not None:
-        a = _where_arg(a, where, zeros((), dt))
-    r = ops.reduce_sum(a, axes) if dt != dtypes.bool_ else ops.reduce_or(a, axes)
-    if initial is not None:
-        r = add(r, astype(initial, dt))
-    return _keep(r, axes, av.shape, keepdims)
+    return _sum_or_prod("sum", a, axis, dtype, out, keepdims, initial, where, promote_integers)
 
 
 def prod(
@@ -2605,18 +2547,7 @@ def prod(
       >>> jnp.prod(x, axis=1)
       Array([  6, 120], dtype=int32)
     """
-    _no_out(out, "prod")
-    a = _arraylike(a, "prod")
-    av = _aval(a)
-    axes = _norm_axis(axis, av.ndim, "prod axis")
-    dt = _sum_dtype(av.dtype, promote_integers) if dtype is None else _dt(dtype, None, "prod")
-    a = astype(a, dt)
-    if where is not None:
-        a = _where_arg(a, where, ones((), dt))
-    r = ops.reduce_prod(a, axes) if dt != dtypes.bool_ else ops.reduce_and(a, axes)
-    if initial is not None:
-        r = multiply(r, astype(initial, dt))
-    return _keep(r, axes, av.shape, keepdims)
+    return _sum_or_prod("prod", a, axis, dtype, out, keepdims, initial, where, promote_integers)
 
 
 # max and min: the reduction, the combination with ``initial``, and whether the masked-out
@@ -2711,8 +2642,21 @@ def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # no
 amax, amin = max, min
 
 
-def any(a, axis=None, out=None, keepdims=False, where=None):  # noqa: A001
-    """Whether any element is true over the given axes (``jax.numpy.any``).
+def _any_or_all(name, reduce, which, example, result):
+    """``any``/``all`` (``name``): ``reduce`` (``reduce_or``, ``reduce_and``) of the truth
+    values, masked-out elements being its identity; the docstring says ``which`` element (any,
+    every) is true, and the example prints ``result`` for ``example`` along ``axis=1``."""
+
+    def fn(a, axis=None, out=None, keepdims=False, where=None):
+        _no_out(out, name)
+        a = astype(a, bool_)
+        av = _aval(a)
+        axes = _norm_axis(axis, av.ndim, f"{name} axis")
+        a = _where_arg(a, where, name == "all")
+        return _keep(reduce(a, axes), axes, av.shape, keepdims)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"""Whether {which} element is true over the given axes (``jax.numpy.{name}``).
 
     Arguments:
       a: an array or number; nonzero counts as True.
@@ -2724,39 +2668,18 @@ def any(a, axis=None, out=None, keepdims=False, where=None):  # noqa: A001
       A bool Array of the reduced shape.
     Example:
       >>> import functx.numpy as jnp
-      >>> jnp.any(jnp.array([[0, 0], [0, 3]]), axis=1)
-      Array([False,  True], dtype=bool)
+      >>> jnp.{name}(jnp.array({example}), axis=1)
+      {result}
     """
-    _no_out(out, "any")
-    a = astype(a, bool_)
-    av = _aval(a)
-    axes = _norm_axis(axis, av.ndim, "any axis")
-    a = _where_arg(a, where, False)
-    return _keep(ops.reduce_or(a, axes), axes, av.shape, keepdims)
+    return fn
 
 
-def all(a, axis=None, out=None, keepdims=False, where=None):  # noqa: A001
-    """Whether every element is true over the given axes (``jax.numpy.all``).
-
-    Arguments:
-      a: an array or number; nonzero counts as True.
-      axis: an int, a tuple of ints or None (all axes).
-      out: must be None (NotImplementedError otherwise, as in JAX).
-      keepdims: keep the reduced axes with size 1.
-      where: a bool mask broadcastable to ``a``; False elements are left out.
-    Returns:
-      A bool Array of the reduced shape.
-    Example:
-      >>> import functx.numpy as jnp
-      >>> jnp.all(jnp.array([[1, 2], [0, 3]]), axis=1)
-      Array([ True, False], dtype=bool)
-    """
-    _no_out(out, "all")
-    a = astype(a, bool_)
-    av = _aval(a)
-    axes = _norm_axis(axis, av.ndim, "all axis")
-    a = _where_arg(a, where, True)
-    return _keep(ops.reduce_and(a, axes), axes, av.shape, keepdims)
+any = _any_or_all(  # noqa: A001
+    "any", ops.reduce_or, "any", "[[0, 0], [0, 3]]", "Array([False,  True], dtype=bool)"
+)
+all = _any_or_all(  # noqa: A001
+    "all", ops.reduce_and, "every", "[[1, 2], [0, 3]]", "Array([ True, False], dtype=bool)"
+)
 
 
 def _count(av, axes):
@@ -2992,7 +2915,11 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
     return avg
 
 
-def _argreduce(fn, name):
+def _argreduce(fn, name, which, argmax_of_x, argmax_of_x_axis_1):
+    """``argmax``/``argmin`` (``name``): ``fn`` along one axis or the flattened array; its
+    docstring names the ``which`` (largest, smallest) element, and its example prints the two
+    results for ``x`` and ``axis=1``."""
+
     def f(a, axis=None, out=None, keepdims=False):
         _no_out(out, name)
         a = _arraylike(a, name)
@@ -3006,47 +2933,33 @@ def _argreduce(fn, name):
         return _keep(r, (ax,), av.shape, keepdims)
 
     f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"""Index of the {which} element along an axis (``jax.numpy.{name}``).
+
+    Arguments:
+      a: an array or number.
+      axis: the axis to reduce, or None for the index into the flattened array.
+      out: must be None (NotImplementedError otherwise, as in JAX).
+      keepdims: keep the reduced axis with size 1.
+    Returns:
+      An Array of the default integer dtype; the first index wins ties, and a NaN counts as
+      the {which} value, as in JAX.
+    Example:
+      >>> import functx.numpy as jnp
+      >>> x = jnp.array([[1, 7, 3], [9, 2, 9]])
+      >>> jnp.{name}(x)
+      {argmax_of_x}
+      >>> jnp.{name}(x, axis=1)
+      {argmax_of_x_axis_1}
+    """
     return f
 
 
-argmax = _argreduce(ops.argmax, "argmax")
-argmax.__doc__ = """Index of the largest element along an axis (``jax.numpy.argmax``).
-
-Arguments:
-  a: an array or number.
-  axis: the axis to reduce, or None for the index into the flattened array.
-  out: must be None (NotImplementedError otherwise, as in JAX).
-  keepdims: keep the reduced axis with size 1.
-Returns:
-  An Array of the default integer dtype; the first index wins ties, and a NaN counts as
-  the largest value, as in JAX.
-Example:
-  >>> import functx.numpy as jnp
-  >>> x = jnp.array([[1, 7, 3], [9, 2, 9]])
-  >>> jnp.argmax(x)
-  Array(3, dtype=int32)
-  >>> jnp.argmax(x, axis=1)
-  Array([1, 0], dtype=int32)
-"""
-argmin = _argreduce(ops.argmin, "argmin")
-argmin.__doc__ = """Index of the smallest element along an axis (``jax.numpy.argmin``).
-
-Arguments:
-  a: an array or number.
-  axis: the axis to reduce, or None for the index into the flattened array.
-  out: must be None (NotImplementedError otherwise, as in JAX).
-  keepdims: keep the reduced axis with size 1.
-Returns:
-  An Array of the default integer dtype; the first index wins ties, and a NaN counts as
-  the smallest value, as in JAX.
-Example:
-  >>> import functx.numpy as jnp
-  >>> x = jnp.array([[1, 7, 3], [9, 2, 9]])
-  >>> jnp.argmin(x)
-  Array(0, dtype=int32)
-  >>> jnp.argmin(x, axis=1)
-  Array([0, 1], dtype=int32)
-"""
+argmax = _argreduce(
+    ops.argmax, "argmax", "largest", "Array(3, dtype=int32)", "Array([1, 0], dtype=int32)"
+)
+argmin = _argreduce(
+    ops.argmin, "argmin", "smallest", "Array(0, dtype=int32)", "Array([0, 1], dtype=int32)"
+)
 
 
 def count_nonzero(a, axis=None, keepdims=False):
@@ -3085,7 +2998,10 @@ def ptp(a, axis=None, out=None, keepdims=False):
     return subtract(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
 
 
-def _cumulative(lax_fn, name):
+def _cumulative(lax_fn, name, what, flat, rows):
+    """``cumsum``/``cumprod`` (``name``): ``lax_fn`` along an axis, the ``what`` (sum, product)
+    in its docstring, whose example prints ``flat`` and ``rows`` (``axis=1``)."""
+
     def f(a, axis=None, dtype=None, out=None):
         _no_out(out, name)
         a = _arraylike(a, name)
@@ -3109,50 +3025,41 @@ def _cumulative(lax_fn, name):
         return lax_fn(astype(a, dt), ax)
 
     f.__name__ = f.__qualname__ = name
-    f.__doc__ = f"``jax.numpy.{name}``: bools accumulate in int32, other dtypes keep theirs."
+    f.__doc__ = f"""Cumulative {what} along an axis (``jax.numpy.{name}``).
+
+    Arguments:
+      a: an array or number.
+      axis: the axis, or None to accumulate the flattened array.
+      dtype: the accumulation and result dtype (default: bools accumulate in the default
+        integer, other dtypes keep theirs, as in JAX).
+      out: must be None (NotImplementedError otherwise, as in JAX).
+    Returns:
+      An Array of ``a``'s shape (1-D when ``axis`` is None).
+    Example:
+      >>> import functx.numpy as jnp
+      >>> x = jnp.array([[1, 2, 3], [4, 5, 6]])
+      >>> jnp.{name}(x)
+      {flat}
+      >>> jnp.{name}(x, axis=1)
+      {rows}
+    """
     return f
 
 
-cumsum = _cumulative(_ascan.cumsum, "cumsum")
-cumsum.__doc__ = """Cumulative sum along an axis (``jax.numpy.cumsum``).
-
-Arguments:
-  a: an array or number.
-  axis: the axis, or None to accumulate the flattened array.
-  dtype: the accumulation and result dtype (default: bools accumulate in the default
-    integer, other dtypes keep theirs, as in JAX).
-  out: must be None (NotImplementedError otherwise, as in JAX).
-Returns:
-  An Array of ``a``'s shape (1-D when ``axis`` is None).
-Example:
-  >>> import functx.numpy as jnp
-  >>> x = jnp.array([[1, 2, 3], [4, 5, 6]])
-  >>> jnp.cumsum(x)
-  Array([ 1,  3,  6, 10, 15, 21], dtype=int32)
-  >>> jnp.cumsum(x, axis=1)
-  Array([[ 1,  3,  6],
-         [ 4,  9, 15]], dtype=int32)
-"""
-cumprod = _cumulative(_ascan.cumprod, "cumprod")
-cumprod.__doc__ = """Cumulative product along an axis (``jax.numpy.cumprod``).
-
-Arguments:
-  a: an array or number.
-  axis: the axis, or None to accumulate the flattened array.
-  dtype: the accumulation and result dtype (default: bools accumulate in the default
-    integer, other dtypes keep theirs, as in JAX).
-  out: must be None (NotImplementedError otherwise, as in JAX).
-Returns:
-  An Array of ``a``'s shape (1-D when ``axis`` is None).
-Example:
-  >>> import functx.numpy as jnp
-  >>> x = jnp.array([[1, 2, 3], [4, 5, 6]])
-  >>> jnp.cumprod(x)
-  Array([  1,   2,   6,  24, 120, 720], dtype=int32)
-  >>> jnp.cumprod(x, axis=1)
-  Array([[  1,   2,   6],
-         [  4,  20, 120]], dtype=int32)
-"""
+cumsum = _cumulative(
+    _ascan.cumsum,
+    "cumsum",
+    "sum",
+    "Array([ 1,  3,  6, 10, 15, 21], dtype=int32)",
+    "Array([[ 1,  3,  6],\n             [ 4,  9, 15]], dtype=int32)",
+)
+cumprod = _cumulative(
+    _ascan.cumprod,
+    "cumprod",
+    "product",
+    "Array([  1,   2,   6,  24, 120, 720], dtype=int32)",
+    "Array([[  1,   2,   6],\n             [  4,  20, 120]], dtype=int32)",
+)
 
 
 def _cumulative_api(fn, name, identity, promote=True):

@@ -1649,7 +1649,9 @@ def bitwise_count(x, /):
 # --- windows --------------------------------------------------------------------------------------
 
 
-def _window_n(M, name):
+def _window(name, M, formula):
+    """The window ``name`` of ``M`` points: ``formula(n, M)`` of the positions ``n`` (0 to
+    ``M - 1`` in the default float dtype) for ``M > 1``; ones for ``M`` of 1, empty below."""
     if isinstance(M, Tracer):
         raise ConcretizationTypeError(
             f"Abstract tracer value encountered where concrete value is expected: M argument of "
@@ -1658,105 +1660,77 @@ def _window_n(M, name):
     M = int(M)
     dt = dtypes.default_float()
     if M <= 1:
-        return M, None, jnp.ones((builtins.max(M, 0),), dt)
-    return M, jnp.arange(M, dtype=dt), None
+        return jnp.ones((builtins.max(M, 0),), dt)
+    return formula(jnp.arange(M, dtype=dt), M)
 
 
+def _window_doc(shown, prints, **meanings):
+    """Completes a window's docstring (its summary) with its Arguments (``M`` and ``meanings``),
+    Returns and an example that prints ``prints`` for ``shown``."""
+
+    def complete(fn):
+        more = "".join(f"\n      {name}: {meaning}" for name, meaning in meanings.items())
+        fn.__doc__ = (
+            (fn.__doc__ or "")
+            + f"""
+
+    Arguments:
+      M: the number of points (an int; 0 or less gives an empty array).{more}
+    Returns:
+      A 1-D array of the default float dtype.
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print({shown})
+      {prints}
+    """
+        )
+        return fn
+
+    return complete
+
+
+@_window_doc("jnp.bartlett(5)", "[0.  0.5 1.  0.5 0. ]")
 def bartlett(M):
-    """The Bartlett (triangular) window of ``M`` points.
-
-    Arguments:
-      M: the number of points (an int; 0 or less gives an empty array).
-    Returns:
-      A 1-D array of the default float dtype.
-
-    Example:
-      >>> import functx.numpy as jnp
-      >>> print(jnp.bartlett(5))
-      [0.  0.5 1.  0.5 0. ]
-    """
-    M, n, small = _window_n(M, "bartlett")
-    if small is not None:
-        return small
-    return 1 - jnp.abs(2 * n + 1 - M) / (M - 1)
+    """The Bartlett (triangular) window of ``M`` points."""
+    return _window("bartlett", M, lambda n, M: 1 - jnp.abs(2 * n + 1 - M) / (M - 1))
 
 
+@_window_doc("jnp.round(jnp.blackman(3), 4)", "[-0.  1. -0.]")
 def blackman(M):
-    """The Blackman window of ``M`` points.
-
-    Arguments:
-      M: the number of points (an int; 0 or less gives an empty array).
-    Returns:
-      A 1-D array of the default float dtype.
-
-    Example:
-      >>> import functx.numpy as jnp
-      >>> print(jnp.round(jnp.blackman(3), 4))
-      [-0.  1. -0.]
-    """
-    M, n, small = _window_n(M, "blackman")
-    if small is not None:
-        return small
-    return 0.42 - 0.5 * jnp.cos(2 * np.pi * n / (M - 1)) + 0.08 * jnp.cos(4 * np.pi * n / (M - 1))
+    """The Blackman window of ``M`` points."""
+    return _window(
+        "blackman",
+        M,
+        lambda n, M: (
+            0.42 - 0.5 * jnp.cos(2 * np.pi * n / (M - 1)) + 0.08 * jnp.cos(4 * np.pi * n / (M - 1))
+        ),
+    )
 
 
+@_window_doc("jnp.round(jnp.hamming(3), 4)", "[0.08 1.   0.08]")
 def hamming(M):
-    """The Hamming window of ``M`` points.
-
-    Arguments:
-      M: the number of points (an int; 0 or less gives an empty array).
-    Returns:
-      A 1-D array of the default float dtype.
-
-    Example:
-      >>> import functx.numpy as jnp
-      >>> print(jnp.round(jnp.hamming(3), 4))
-      [0.08 1.   0.08]
-    """
-    M, n, small = _window_n(M, "hamming")
-    if small is not None:
-        return small
-    return 0.54 - 0.46 * jnp.cos(2 * np.pi * n / (M - 1))
+    """The Hamming window of ``M`` points."""
+    return _window("hamming", M, lambda n, M: 0.54 - 0.46 * jnp.cos(2 * np.pi * n / (M - 1)))
 
 
+@_window_doc("jnp.hanning(5)", "[0.  0.5 1.  0.5 0. ]")
 def hanning(M):
-    """The Hann window of ``M`` points.
-
-    Arguments:
-      M: the number of points (an int; 0 or less gives an empty array).
-    Returns:
-      A 1-D array of the default float dtype.
-
-    Example:
-      >>> import functx.numpy as jnp
-      >>> print(jnp.hanning(5))
-      [0.  0.5 1.  0.5 0. ]
-    """
-    M, n, small = _window_n(M, "hanning")
-    if small is not None:
-        return small
-    return 0.5 * (1 - jnp.cos(2 * np.pi * n / (M - 1)))
+    """The Hann window of ``M`` points."""
+    return _window("hanning", M, lambda n, M: 0.5 * (1 - jnp.cos(2 * np.pi * n / (M - 1))))
 
 
+@_window_doc(
+    "jnp.round(jnp.kaiser(3, 2.0), 4)", "[0.4387 1.     0.4387]", beta="the shape parameter."
+)
 def kaiser(M, beta):
-    """The Kaiser window of ``M`` points with shape parameter ``beta``.
+    """The Kaiser window of ``M`` points with shape parameter ``beta``."""
 
-    Arguments:
-      M: the number of points (an int; 0 or less gives an empty array).
-      beta: the shape parameter.
-    Returns:
-      A 1-D array of the default float dtype.
+    def formula(n, M):
+        alpha = 0.5 * (M - 1)
+        return i0(beta * jnp.sqrt(1 - ((n - alpha) / alpha) ** 2)) / i0(beta)
 
-    Example:
-      >>> import functx.numpy as jnp
-      >>> print(jnp.round(jnp.kaiser(3, 2.0), 4))
-      [0.4387 1.     0.4387]
-    """
-    M, n, small = _window_n(M, "kaiser")
-    if small is not None:
-        return small
-    alpha = 0.5 * (M - 1)
-    return i0(beta * jnp.sqrt(1 - ((n - alpha) / alpha) ** 2)) / i0(beta)
+    return _window("kaiser", M, formula)
 
 
 # --- bits -----------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ they are used at)."""
 from __future__ import annotations
 
 import builtins
+import inspect
 import math
 import operator
 
@@ -386,6 +387,45 @@ def right_shift(x1, x2, /):
 
 
 # --- NaN-ignoring reductions ----------------------------------------------------------------------
+# What the NaN-ignoring reductions' common arguments mean, for the docstrings
+# ``_nan_reduction`` completes.
+_NAN_ARGUMENTS = {
+    "a": "the input array.",
+    "axis": "an int, a tuple of ints, or None (all axes).",
+    "out": "unsupported (None), as in JAX.",
+    "keepdims": "keep the reduced axes as size-1 dimensions.",
+    "where": "elements to include.",
+    "ddof": "the delta degrees of freedom.",
+}
+
+
+def _nan_reduction(call, prints, returns, **meanings):
+    """Completes a NaN-ignoring reduction's docstring (its summary) with its Arguments in the
+    signature's order (``_NAN_ARGUMENTS``, or ``meanings`` for the others), ``returns`` and an
+    example that prints ``prints`` for ``jnp.<name>(<call>)``."""
+
+    def complete(fn):
+        given = {**_NAN_ARGUMENTS, **meanings}
+        args = "".join(f"\n      {n}: {given[n]}" for n in inspect.signature(fn).parameters)
+        fn.__doc__ = (
+            (fn.__doc__ or "")
+            + f"""
+
+    Arguments:{args}
+    Returns:
+      {returns}
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.{fn.__name__}({call}))
+      {prints}
+    """
+        )
+        return fn
+
+    return complete
+
+
 def _nan_mask(a, where):
     a = _arr(a)
     if np.dtype(jnp._aval(a).dtype) not in dtypes.FLOATS + dtypes.COMPLEX:
@@ -394,72 +434,42 @@ def _nan_mask(a, where):
     return a, keep if where is None else jnp.logical_and(keep, where)
 
 
+@_nan_reduction(
+    "jnp.array([1.0, jnp.nan, 2.0])",
+    "3.0",
+    "An array of ``sum``'s dtype.",
+    dtype="the accumulation and result dtype (default: as ``jnp.sum``).",
+    initial="a starting value added to the sum.",
+)
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-    """``sum`` treating NaNs as zero.
-
-    Arguments:
-      a: the input array.
-      axis: an int, a tuple of ints, or None (all axes).
-      dtype: the accumulation and result dtype (default: as ``jnp.sum``).
-      out: unsupported (None), as in JAX.
-      keepdims: keep the reduced axes as size-1 dimensions.
-      initial: a starting value added to the sum.
-      where: elements to include.
-    Returns:
-      An array of ``sum``'s dtype.
-
-    Example:
-      >>> import functx.numpy as jnp
-      >>> print(jnp.nansum(jnp.array([1.0, jnp.nan, 2.0])))
-      3.0
-    """
+    """``sum`` treating NaNs as zero."""
     jnp._no_out(out, "nansum")
     a, mask = _nan_mask(a, where)
     return jnp.sum(a, axis, dtype, keepdims=keepdims, initial=initial, where=mask)
 
 
+@_nan_reduction(
+    "jnp.array([2.0, jnp.nan, 3.0])",
+    "6.0",
+    "An array of ``prod``'s dtype.",
+    dtype="the accumulation and result dtype (default: as ``jnp.prod``).",
+    initial="a starting value multiplied in.",
+)
 def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-    """``prod`` treating NaNs as one.
-
-    Arguments:
-      a: the input array.
-      axis: an int, a tuple of ints, or None (all axes).
-      dtype: the accumulation and result dtype (default: as ``jnp.prod``).
-      out: unsupported (None), as in JAX.
-      keepdims: keep the reduced axes as size-1 dimensions.
-      initial: a starting value multiplied in.
-      where: elements to include.
-    Returns:
-      An array of ``prod``'s dtype.
-
-    Example:
-      >>> import functx.numpy as jnp
-      >>> print(jnp.nanprod(jnp.array([2.0, jnp.nan, 3.0])))
-      6.0
-    """
+    """``prod`` treating NaNs as one."""
     jnp._no_out(out, "nanprod")
     a, mask = _nan_mask(a, where)
     return jnp.prod(a, axis, dtype, keepdims=keepdims, initial=initial, where=mask)
 
 
+@_nan_reduction(
+    "jnp.array([1.0, jnp.nan, 2.0])",
+    "1.5",
+    "An array of a float dtype.",
+    dtype="the result dtype (default: ``a``'s float dtype).",
+)
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
-    """``mean`` of the non-NaN elements (NaN where there are none).
-
-    Arguments:
-      a: the input array.
-      axis: an int, a tuple of ints, or None (all axes).
-      dtype: the result dtype (default: ``a``'s float dtype).
-      out: unsupported (None), as in JAX.
-      keepdims: keep the reduced axes as size-1 dimensions.
-      where: elements to include.
-    Returns:
-      An array of a float dtype.
-
-    Example:
-      >>> import functx.numpy as jnp
-      >>> print(jnp.nanmean(jnp.array([1.0, jnp.nan, 2.0])))
-      1.5
-    """
+    """``mean`` of the non-NaN elements (NaN where there are none)."""
     jnp._no_out(out, "nanmean")
     a, mask = _nan_mask(a, where)
     return jnp.mean(a, axis, dtype, keepdims=keepdims, where=mask)
@@ -480,70 +490,39 @@ def _nan_extremum(fn, fill, a, axis, keepdims, initial, where):
     return jnp.where(jnp.all(nan, axis, keepdims=keepdims), jnp.full((), np.nan, dt), out)
 
 
+@_nan_reduction(
+    "jnp.array([[1.0, jnp.nan], [jnp.nan, jnp.nan]]), axis=1",
+    "[ 1. nan]",
+    "An array of ``a``'s dtype.",
+    initial="a lower bound for the result.",
+)
 def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
-    """``max`` ignoring NaNs (NaN where a slice has only NaNs and no ``initial``).
-
-    Arguments:
-      a: the input array.
-      axis: an int, a tuple of ints, or None (all axes).
-      out: unsupported (None), as in JAX.
-      keepdims: keep the reduced axes as size-1 dimensions.
-      initial: a lower bound for the result.
-      where: elements to include.
-    Returns:
-      An array of ``a``'s dtype.
-
-    Example:
-      >>> import functx.numpy as jnp
-      >>> print(jnp.nanmax(jnp.array([[1.0, jnp.nan], [jnp.nan, jnp.nan]]), axis=1))
-      [ 1. nan]
-    """
+    """``max`` ignoring NaNs (NaN where a slice has only NaNs and no ``initial``)."""
     jnp._no_out(out, "nanmax")
     return _nan_extremum(jnp.max, -np.inf, a, axis, keepdims, initial, where)
 
 
+@_nan_reduction(
+    "jnp.array([3.0, jnp.nan, 2.0])",
+    "2.0",
+    "An array of ``a``'s dtype.",
+    initial="an upper bound for the result.",
+)
 def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
-    """``min`` ignoring NaNs (NaN where a slice has only NaNs and no ``initial``).
-
-    Arguments:
-      a: the input array.
-      axis: an int, a tuple of ints, or None (all axes).
-      out: unsupported (None), as in JAX.
-      keepdims: keep the reduced axes as size-1 dimensions.
-      initial: an upper bound for the result.
-      where: elements to include.
-    Returns:
-      An array of ``a``'s dtype.
-
-    Example:
-      >>> import functx.numpy as jnp
-      >>> print(jnp.nanmin(jnp.array([3.0, jnp.nan, 2.0])))
-      2.0
-    """
+    """``min`` ignoring NaNs (NaN where a slice has only NaNs and no ``initial``)."""
     jnp._no_out(out, "nanmin")
     return _nan_extremum(jnp.min, np.inf, a, axis, keepdims, initial, where)
 
 
+@_nan_reduction(
+    "jnp.array([1.0, jnp.nan, 3.0])",
+    "1.0",
+    "An array of a float dtype.",
+    dtype="the result dtype (default: ``a``'s float dtype).",
+    mean="a precomputed mean (with ``keepdims=True`` shape), or None.",
+)
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None):
-    """``var`` of the non-NaN elements (NaN where fewer than ``ddof + 1`` remain).
-
-    Arguments:
-      a: the input array.
-      axis: an int, a tuple of ints, or None (all axes).
-      dtype: the result dtype (default: ``a``'s float dtype).
-      out: unsupported (None), as in JAX.
-      ddof: the delta degrees of freedom.
-      keepdims: keep the reduced axes as size-1 dimensions.
-      where: elements to include.
-      mean: a precomputed mean (with ``keepdims=True`` shape), or None.
-    Returns:
-      An array of a float dtype.
-
-    Example:
-      >>> import functx.numpy as jnp
-      >>> print(jnp.nanvar(jnp.array([1.0, jnp.nan, 3.0])))
-      1.0
-    """
+    """``var`` of the non-NaN elements (NaN where fewer than ``ddof + 1`` remain)."""
     jnp._no_out(out, "nanvar")
     (a,) = jnp._promote_float("nanvar", _arr(a))
     acc = jnp._aval(a).dtype
@@ -566,26 +545,15 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
     return out if dtype is None else jnp.astype(out, dtype)
 
 
+@_nan_reduction(
+    "jnp.array([1.0, jnp.nan, 3.0])",
+    "1.0",
+    "An array of a float dtype.",
+    dtype="the result dtype (default: ``a``'s float dtype).",
+    mean="a precomputed mean, or None.",
+)
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None):
-    """``std`` of the non-NaN elements, ``sqrt(nanvar(...))``.
-
-    Arguments:
-      a: the input array.
-      axis: an int, a tuple of ints, or None (all axes).
-      dtype: the result dtype (default: ``a``'s float dtype).
-      out: unsupported (None), as in JAX.
-      ddof: the delta degrees of freedom.
-      keepdims: keep the reduced axes as size-1 dimensions.
-      where: elements to include.
-      mean: a precomputed mean, or None.
-    Returns:
-      An array of a float dtype.
-
-    Example:
-      >>> import functx.numpy as jnp
-      >>> print(jnp.nanstd(jnp.array([1.0, jnp.nan, 3.0])))
-      1.0
-    """
+    """``std`` of the non-NaN elements, ``sqrt(nanvar(...))``."""
     jnp._no_out(out, "nanstd")
     return jnp.sqrt(nanvar(a, axis, dtype, None, ddof, keepdims, where, mean))
 
@@ -1654,52 +1622,6 @@ def _index_pair(rows, cols):
     return jnp.asarray(rows.astype(it)), jnp.asarray(cols.astype(it))
 
 
-def tril_indices(n, k=0, m=None):
-    """The row and column indices of the lower triangle (on and below diagonal ``k``) of an
-    ``(n, m)`` array.
-
-    Arguments:
-      n, m: the array's rows and columns (``m`` defaults to ``n``; static).
-      k: the diagonal offset.
-    Returns:
-      A pair of int32 arrays (int64 with x64).
-
-    Example:
-      >>> import functx.numpy as jnp
-      >>> print(jnp.tril_indices(2))
-      (Array([0, 1, 1], dtype=int32), Array([0, 0, 1], dtype=int32))
-    """
-    n, k = (
-        _static_int(n, "n argument of jnp.tril_indices"),
-        _static_int(k, "k argument of jnp.tril_indices"),
-    )
-    m = n if m is None else _static_int(m, "m argument of jnp.tril_indices")
-    return _index_pair(*np.tril_indices(n, k, m))
-
-
-def triu_indices(n, k=0, m=None):
-    """The row and column indices of the upper triangle (on and above diagonal ``k``) of an
-    ``(n, m)`` array.
-
-    Arguments:
-      n, m: the array's rows and columns (``m`` defaults to ``n``; static).
-      k: the diagonal offset.
-    Returns:
-      A pair of int32 arrays (int64 with x64).
-
-    Example:
-      >>> import functx.numpy as jnp
-      >>> print(jnp.triu_indices(2))
-      (Array([0, 0, 1], dtype=int32), Array([0, 1, 1], dtype=int32))
-    """
-    n, k = (
-        _static_int(n, "n argument of jnp.triu_indices"),
-        _static_int(k, "k argument of jnp.triu_indices"),
-    )
-    m = n if m is None else _static_int(m, "m argument of jnp.triu_indices")
-    return _index_pair(*np.triu_indices(n, k, m))
-
-
 def _shape_of(arr, name):
     shape = jnp._aval(arr).shape if jnp._is_array(arr) else np.shape(arr)
     if len(shape) != 2:
@@ -1709,8 +1631,39 @@ def _shape_of(arr, name):
     return shape
 
 
-def tril_indices_from(arr, k=0):
-    """``tril_indices`` for the shape of the 2-D ``arr``.
+def _triangle_indices(part, side, np_indices, example, from_call, from_example):
+    """``tril_indices`` and ``tril_indices_from`` (``part`` "lower", ``side`` "below"), or the
+    ``triu`` pair ("upper", "above"): the indices that ``np_indices`` gives; their examples print
+    ``example`` for an ``n`` of 2 and ``from_example`` for ``from_call``."""
+    name = f"tri{part[0]}_indices"
+
+    def indices(n, k=0, m=None):
+        n = _static_int(n, f"n argument of jnp.{name}")
+        k = _static_int(k, f"k argument of jnp.{name}")
+        m = n if m is None else _static_int(m, f"m argument of jnp.{name}")
+        return _index_pair(*np_indices(n, k, m))
+
+    def indices_from(arr, k=0):
+        n, m = _shape_of(arr, f"{name}_from")
+        return indices(n, k, m)
+
+    indices.__name__ = indices.__qualname__ = name
+    indices.__doc__ = f"""The row and column indices of the {part} triangle (on and {side} diagonal
+    ``k``) of an ``(n, m)`` array.
+
+    Arguments:
+      n, m: the array's rows and columns (``m`` defaults to ``n``; static).
+      k: the diagonal offset.
+    Returns:
+      A pair of int32 arrays (int64 with x64).
+
+    Example:
+      >>> import functx.numpy as jnp
+      >>> print(jnp.{name}(2))
+      {example}
+    """
+    indices_from.__name__ = indices_from.__qualname__ = f"{name}_from"
+    indices_from.__doc__ = f"""``{name}`` for the shape of the 2-D ``arr``.
 
     Arguments:
       arr: a 2-D array (only its shape is used).
@@ -1720,29 +1673,28 @@ def tril_indices_from(arr, k=0):
 
     Example:
       >>> import functx.numpy as jnp
-      >>> print(jnp.tril_indices_from(jnp.ones((2, 3)), k=1))
-      (Array([0, 0, 1, 1, 1], dtype=int32), Array([0, 1, 0, 1, 2], dtype=int32))
+      >>> print(jnp.{name}_from({from_call}))
+      {from_example}
     """
-    n, m = _shape_of(arr, "tril_indices_from")
-    return tril_indices(n, k, m)
+    return indices, indices_from
 
 
-def triu_indices_from(arr, k=0):
-    """``triu_indices`` for the shape of the 2-D ``arr``.
-
-    Arguments:
-      arr: a 2-D array (only its shape is used).
-      k: the diagonal offset.
-    Returns:
-      A pair of int32 arrays.
-
-    Example:
-      >>> import functx.numpy as jnp
-      >>> print(jnp.triu_indices_from(jnp.ones((3, 2))))
-      (Array([0, 0, 1], dtype=int32), Array([0, 1, 1], dtype=int32))
-    """
-    n, m = _shape_of(arr, "triu_indices_from")
-    return triu_indices(n, k, m)
+tril_indices, tril_indices_from = _triangle_indices(
+    "lower",
+    "below",
+    np.tril_indices,
+    "(Array([0, 1, 1], dtype=int32), Array([0, 0, 1], dtype=int32))",
+    "jnp.ones((2, 3)), k=1",
+    "(Array([0, 0, 1, 1, 1], dtype=int32), Array([0, 1, 0, 1, 2], dtype=int32))",
+)
+triu_indices, triu_indices_from = _triangle_indices(
+    "upper",
+    "above",
+    np.triu_indices,
+    "(Array([0, 0, 1], dtype=int32), Array([0, 1, 1], dtype=int32))",
+    "jnp.ones((3, 2))",
+    "(Array([0, 0, 1], dtype=int32), Array([0, 1, 1], dtype=int32))",
+)
 
 
 def diag_indices(n, ndim=2):

@@ -909,17 +909,43 @@ def _no_out(out, overwrite_input, name):
         raise NotImplementedError(f"The 'overwrite_input' argument to jnp.{name} is not supported.")
 
 
-def quantile(
-    a,
-    q,
-    axis=None,
-    out=None,
-    overwrite_input=False,
-    method="linear",
-    keepdims=False,
-    *,
-    weights=None,
-):
+def _pct(q):
+    q = _arr(q)
+    if not dtypes.is_inexact(get_aval(q).dtype):
+        q = ops.convert_element_type(q, dtypes.default_float())
+    return ops.div(q, ops.full_like(q, 100))
+
+
+def _quantile_api(name, nan, percent, doc):
+    """``quantile``, ``percentile`` (``percent``: ``q`` in percent) or their ``nan`` forms
+    (``nan``: NaNs left out), with JAX's signature and the docstring ``doc``; errors name the
+    quantile function, as JAX's do."""
+    quantile_name = "nanquantile" if nan else "quantile"
+
+    def fn(
+        a,
+        q,
+        axis=None,
+        out=None,
+        overwrite_input=False,
+        method="linear",
+        keepdims=False,
+        *,
+        weights=None,
+    ):
+        _no_out(out, overwrite_input, quantile_name)
+        q = _pct(q) if percent else q
+        return _quantile(a, q, axis, method, keepdims, nan, quantile_name, weights)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+quantile = _quantile_api(
+    "quantile",
+    False,
+    False,
     """The ``q``-th quantiles of ``a`` along ``axis`` (JAX's ``jnp.quantile``; a NaN in a slice
     gives NaN).
 
@@ -944,22 +970,12 @@ def quantile(
       >>> w = jnp.array([1.0, 1.0, 1.0, 5.0])
       >>> jnp.quantile(jnp.array([1.0, 2.0, 3.0, 4.0]), 0.5, method="inverted_cdf", weights=w)
       Array(4., dtype=float32)
-    """
-    _no_out(out, overwrite_input, "quantile")
-    return _quantile(a, q, axis, method, keepdims, False, "quantile", weights)
-
-
-def nanquantile(
-    a,
-    q,
-    axis=None,
-    out=None,
-    overwrite_input=False,
-    method="linear",
-    keepdims=False,
-    *,
-    weights=None,
-):
+    """,
+)
+nanquantile = _quantile_api(
+    "nanquantile",
+    True,
+    False,
     """``quantile`` ignoring NaNs (JAX's ``jnp.nanquantile``).
 
     Arguments:
@@ -972,29 +988,12 @@ def nanquantile(
       >>> import functx.numpy as jnp
       >>> jnp.nanquantile(jnp.array([1.0, jnp.nan, 3.0]), 0.5)
       Array(2., dtype=float32)
-    """
-    _no_out(out, overwrite_input, "nanquantile")
-    return _quantile(a, q, axis, method, keepdims, True, "nanquantile", weights)
-
-
-def _pct(q):
-    q = _arr(q)
-    if not dtypes.is_inexact(get_aval(q).dtype):
-        q = ops.convert_element_type(q, dtypes.default_float())
-    return ops.div(q, ops.full_like(q, 100))
-
-
-def percentile(
-    a,
-    q,
-    axis=None,
-    out=None,
-    overwrite_input=False,
-    method="linear",
-    keepdims=False,
-    *,
-    weights=None,
-):
+    """,
+)
+percentile = _quantile_api(
+    "percentile",
+    False,
+    True,
     """The ``q``-th percentiles of ``a`` (JAX's ``jnp.percentile``: ``quantile(a, q / 100)``).
 
     Arguments:
@@ -1009,21 +1008,12 @@ def percentile(
       >>> import functx.numpy as jnp
       >>> jnp.percentile(jnp.array([0, 1, 2, 3, 4]), 50)
       Array(2., dtype=float32)
-    """
-    return quantile(a, _pct(q), axis, out, overwrite_input, method, keepdims, weights=weights)
-
-
-def nanpercentile(
-    a,
-    q,
-    axis=None,
-    out=None,
-    overwrite_input=False,
-    method="linear",
-    keepdims=False,
-    *,
-    weights=None,
-):
+    """,
+)
+nanpercentile = _quantile_api(
+    "nanpercentile",
+    True,
+    True,
     """``percentile`` ignoring NaNs (JAX's ``jnp.nanpercentile``).
 
     Arguments:
@@ -1036,8 +1026,8 @@ def nanpercentile(
       >>> import functx.numpy as jnp
       >>> jnp.nanpercentile(jnp.array([0.0, jnp.nan, 4.0]), 50)
       Array(2., dtype=float32)
-    """
-    return nanquantile(a, _pct(q), axis, out, overwrite_input, method, keepdims, weights=weights)
+    """,
+)
 
 
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):

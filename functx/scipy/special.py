@@ -11,6 +11,7 @@ derivative is ``digamma`` (a composite here: ``lax.lgamma`` itself still has no 
 
 from __future__ import annotations
 
+import inspect
 import operator
 
 import numpy as np
@@ -29,6 +30,34 @@ def _float(name, *args):
 
 def _c(v, x):
     return jnp.asarray(np.asarray(v, x.dtype))
+
+
+def _unary(call, prints, arg="the input (integers are converted to float).", returns=None):
+    """Completes the docstring of a function of one array (its summary) with its Arguments, its
+    Returns (``returns``, by default the input's float dtype) and an example that prints
+    ``prints`` for ``fs.<name>(<call>)``."""
+
+    def complete(fn):
+        (name,) = inspect.signature(fn).parameters
+        imports = "\n      >>> import functx" if "functx." in call else ""
+        fn.__doc__ = (
+            (fn.__doc__ or "")
+            + f"""
+
+    Arguments:
+      {name}: {arg}
+    Returns:
+      {returns or "An array of the input's float dtype."}
+
+    Example:{imports}
+      >>> import functx.scipy.special as fs
+      >>> print(fs.{fn.__name__}({call}))
+      {prints}
+    """
+        )
+        return fn
+
+    return complete
 
 
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
@@ -56,38 +85,16 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
     return _nn.logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign, where=where)
 
 
+@_unary("functx.numpy.array([0.0, 1.0])", "[0.        0.8427008]")
 def erf(x):
-    """The error function ``2/sqrt(pi) * integral_0^x exp(-t^2) dt``.
-
-    Arguments:
-      x: the input (integers are converted to float).
-    Returns:
-      An array of the input's float dtype.
-
-    Example:
-      >>> import functx
-      >>> import functx.scipy.special as fs
-      >>> print(fs.erf(functx.numpy.array([0.0, 1.0])))
-      [0.        0.8427008]
-    """
+    """The error function ``2/sqrt(pi) * integral_0^x exp(-t^2) dt``."""
     (x,) = _float("erf", x)
     return ops.erf(x)
 
 
+@_unary("functx.numpy.array([0.0, 5.0])", "[1.0000000e+00 1.5374598e-12]")
 def erfc(x):
-    """The complementary error function ``1 - erf(x)``, accurate where ``erf(x)`` is near 1.
-
-    Arguments:
-      x: the input (integers are converted to float).
-    Returns:
-      An array of the input's float dtype.
-
-    Example:
-      >>> import functx
-      >>> import functx.scipy.special as fs
-      >>> print(fs.erfc(functx.numpy.array([0.0, 5.0])))
-      [1.0000000e+00 1.5374598e-12]
-    """
+    """The complementary error function ``1 - erf(x)``, accurate where ``erf(x)`` is near 1."""
     (x,) = _float("erfc", x)
     return ops.erfc(x)
 
@@ -126,41 +133,19 @@ def _gammaln_jvp(primals, tangents):
 _gammaln.defjvp(_gammaln_jvp)
 
 
+@_unary("functx.numpy.array([1.0, 5.0])", "[0.        3.1780539]")
 def gammaln(x):
     """The log of the absolute value of the gamma function (``lax.lgamma``); its derivative is
-    ``digamma``.
-
-    Arguments:
-      x: the input (integers are converted to float).
-    Returns:
-      An array of the input's float dtype.
-
-    Example:
-      >>> import functx
-      >>> import functx.scipy.special as fs
-      >>> print(fs.gammaln(functx.numpy.array([1.0, 5.0])))
-      [0.        3.1780539]
-    """
+    ``digamma``."""
     (x,) = _float("gammaln", x)
     return _gammaln(x)
 
 
+@_unary("functx.numpy.array([1.0, 0.5])", "[-0.5772159 -1.9635105]")
 def digamma(x):
     """The digamma function ``psi(x) = d/dx log(gamma(x))`` (NaN at the poles 0, -1, ...).
 
-    Computed as a composite: reflection below 1/2, the recurrence, and the asymptotic series.
-
-    Arguments:
-      x: the input (integers are converted to float).
-    Returns:
-      An array of the input's float dtype.
-
-    Example:
-      >>> import functx
-      >>> import functx.scipy.special as fs
-      >>> print(fs.digamma(functx.numpy.array([1.0, 0.5])))
-      [-0.5772159 -1.9635105]
-    """
+    Computed as a composite: reflection below 1/2, the recurrence, and the asymptotic series."""
     (x,) = _float("digamma", x)
     return _digamma(x)
 
@@ -220,20 +205,9 @@ def _horner(coeffs, w):
     return p
 
 
+@_unary("functx.numpy.array([0.0, 0.5])", "[0.         0.47693628]")
 def erfinv(x):
-    """The inverse error function on ``[-1, 1]`` (``±inf`` at ``±1``, NaN outside).
-
-    Arguments:
-      x: the input (integers are converted to float).
-    Returns:
-      An array of the input's float dtype.
-
-    Example:
-      >>> import functx
-      >>> import functx.scipy.special as fs
-      >>> print(fs.erfinv(functx.numpy.array([0.0, 0.5])))
-      [0.         0.47693628]
-    """
+    """The inverse error function on ``[-1, 1]`` (``±inf`` at ``±1``, NaN outside)."""
     (x,) = _float("erfinv", x)
     return ops.erf_inv(x)
 
@@ -297,39 +271,22 @@ def _ndtri(p):
     return jnp.where(jnp.logical_or(p < _c(0, p), p > _c(1, p)), jnp.full_like(p, np.nan), x)
 
 
+@_unary(
+    "functx.numpy.array([0.5, 0.975])",
+    "[0.        1.9599645]",
+    arg="probabilities (integers are converted to float).",
+    returns="An array of ``p``'s float dtype.",
+)
 def ndtri(p):
     """The inverse of ``ndtr``: the standard normal quantile (``-inf`` at 0, ``inf`` at 1, NaN
-    outside [0, 1]).
-
-    Arguments:
-      p: probabilities (integers are converted to float).
-    Returns:
-      An array of ``p``'s float dtype.
-
-    Example:
-      >>> import functx
-      >>> import functx.scipy.special as fs
-      >>> print(fs.ndtri(functx.numpy.array([0.5, 0.975])))
-      [0.        1.9599645]
-    """
+    outside [0, 1])."""
     (p,) = _float("ndtri", p)
     return _ndtri(p)
 
 
+@_unary("functx.numpy.array([0.0, 2.0])", "[0.5      0.880797]")
 def expit(x):
-    """The logistic sigmoid ``1 / (1 + exp(-x))`` (``lax.logistic``).
-
-    Arguments:
-      x: the input (integers are converted to float).
-    Returns:
-      An array of the input's float dtype.
-
-    Example:
-      >>> import functx
-      >>> import functx.scipy.special as fs
-      >>> print(fs.expit(functx.numpy.array([0.0, 2.0])))
-      [0.5      0.880797]
-    """
+    """The logistic sigmoid ``1 / (1 + exp(-x))`` (``lax.logistic``)."""
     (x,) = _float("expit", x)
     return ops.logistic(x)
 
@@ -347,20 +304,15 @@ def _logit_jvp(primals, tangents):
 _logit.defjvp(_logit_jvp)
 
 
+@_unary(
+    "functx.numpy.array([0.5, 0.25])",
+    "[ 0.        -1.0986123]",
+    returns=(
+        "An array of the input's float dtype (``-inf`` at 0, ``inf`` at 1, NaN outside [0, 1])."
+    ),
+)
 def logit(x):
-    """The inverse of ``expit``: ``log(x / (1 - x))``; its derivative is ``1 / (x (1 - x))``.
-
-    Arguments:
-      x: the input (integers are converted to float).
-    Returns:
-      An array of the input's float dtype (``-inf`` at 0, ``inf`` at 1, NaN outside [0, 1]).
-
-    Example:
-      >>> import functx
-      >>> import functx.scipy.special as fs
-      >>> print(fs.logit(functx.numpy.array([0.5, 0.25])))
-      [ 0.        -1.0986123]
-    """
+    """The inverse of ``expit``: ``log(x / (1 - x))``; its derivative is ``1 / (x (1 - x))``."""
     (x,) = _float("logit", x)
     return _logit(x)
 
@@ -452,21 +404,10 @@ def _xlogx_jvp(primals, tangents):
 _xlogx.defjvp(_xlogx_jvp)
 
 
+@_unary("functx.numpy.array([0.0, 0.5, -1.0])", "[-0.         0.3465736       -inf]")
 def entr(x):
     """Elementwise entropy: ``-x log(x)`` for ``x > 0``, 0 at 0, ``-inf`` for ``x < 0``; the
-    derivative is ``-(log(x) + 1)`` (``inf`` at 0, as in JAX).
-
-    Arguments:
-      x: the input (integers are converted to float).
-    Returns:
-      An array of the input's float dtype.
-
-    Example:
-      >>> import functx
-      >>> import functx.scipy.special as fs
-      >>> print(fs.entr(functx.numpy.array([0.0, 0.5, -1.0])))
-      [-0.         0.3465736       -inf]
-    """
+    derivative is ``-(log(x) + 1)`` (``inf`` at 0, as in JAX)."""
     (x,) = _float("entr", x)
     return jnp.where(x < _c(0, x), jnp.full_like(x, -np.inf), -_xlogx(x))
 
@@ -483,21 +424,10 @@ def _ndtr(x):
     return _c(0.5, x) * y
 
 
+@_unary("functx.numpy.array([0.0, -3.0])", "[0.5       0.0013499]")
 def ndtr(x):
     """The standard normal CDF, ``(1 + erf(x / sqrt(2))) / 2``, computed with ``erfc`` in the
-    tails (JAX's formula) so that small values keep their relative accuracy.
-
-    Arguments:
-      x: the input (integers are converted to float).
-    Returns:
-      An array of the input's float dtype.
-
-    Example:
-      >>> import functx
-      >>> import functx.scipy.special as fs
-      >>> print(fs.ndtr(functx.numpy.array([0.0, -3.0])))
-      [0.5       0.0013499]
-    """
+    tails (JAX's formula) so that small values keep their relative accuracy."""
     (x,) = _float("ndtr", x)
     return _ndtr(x)
 
@@ -679,53 +609,35 @@ def zeta(x, q=None):
     return ops.zeta(*_args("zeta", x, q))
 
 
-def _bessel_doc(name, what, value):
-    return f"""{what}.
-
-    Arguments:
-      x: the argument (real; integers are converted to float).
-    Returns:
-      An array of the input's float dtype.
-
-    Example:
-      >>> import functx.scipy.special as fs
-      >>> print(fs.{name}(1.0))
-      {value}
-    """
+_REAL = "the argument (real; integers are converted to float)."
 
 
+@_unary("1.0", "0.4657596", _REAL)
 def i0e(x):
+    """The exponentially scaled modified Bessel function ``exp(-|x|) I0(x)``."""
     (x,) = _float("i0e", x)
     return ops.bessel_i0e(x)
 
 
+@_unary("1.0", "0.20791042", _REAL)
 def i1e(x):
+    """The exponentially scaled modified Bessel function ``exp(-|x|) I1(x)``."""
     (x,) = _float("i1e", x)
     return ops.bessel_i1e(x)
 
 
+@_unary("1.0", "1.266066", _REAL)
 def i0(x):
+    """The modified Bessel function of order 0."""
     (x,) = _float("i0", x)
     return ops.mul(ops.exp(ops.abs(x)), ops.bessel_i0e(x))
 
 
+@_unary("1.0", "0.56515914", _REAL)
 def i1(x):
+    """The modified Bessel function of order 1."""
     (x,) = _float("i1", x)
     return ops.mul(ops.exp(ops.abs(x)), ops.bessel_i1e(x))
-
-
-i0e.__doc__ = _bessel_doc(
-    "i0e",
-    "The exponentially scaled modified Bessel function ``exp(-|x|) I0(x)``",
-    "0.4657596",
-)
-i1e.__doc__ = _bessel_doc(
-    "i1e",
-    "The exponentially scaled modified Bessel function ``exp(-|x|) I1(x)``",
-    "0.20791042",
-)
-i0.__doc__ = _bessel_doc("i0", "The modified Bessel function of order 0", "1.266066")
-i1.__doc__ = _bessel_doc("i1", "The modified Bessel function of order 1", "0.56515914")
 
 
 def betainc(a, b, x):
