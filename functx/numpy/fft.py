@@ -156,7 +156,9 @@ def _core_2d(name, fft_type, a, s, axes, norm):
 
 def _pocketfft(transform):
     """Adds to a transform's docstring, before its example, the paragraph all of them share: how
-    functx computes it."""
+    functx computes it (none under ``python -OO``, which drops docstrings)."""
+    if transform.__doc__ is None:
+        return transform
     transform.__doc__ = transform.__doc__.replace(
         "\n    Example:",
         """

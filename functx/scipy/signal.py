@@ -861,8 +861,9 @@ def istft(
     return time, x
 
 
-csd.__doc__ = csd.__doc__.format(args=_SPECTRAL_ARGS)
-welch.__doc__ = welch.__doc__.format(args=_SPECTRAL_ARGS)
+if csd.__doc__ is not None:  # (None under python -OO)
+    csd.__doc__ = csd.__doc__.format(args=_SPECTRAL_ARGS)
+    welch.__doc__ = welch.__doc__.format(args=_SPECTRAL_ARGS)
 
 # A JAX name functx lacks: an AttributeError that says so (functx.errors.missing_name).
 __getattr__ = _missing_name_hook(__name__)
