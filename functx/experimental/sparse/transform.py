@@ -287,7 +287,7 @@ class _Stretched:
         )
 
     def made(self):
-        with source_info(self.eqn.source_info) if self.eqn.source_info is not None else _nothing():
+        with _at(self.eqn):
             return _RULES["broadcast_in_dim"](self.x, **self.eqn.params)
 
 
@@ -314,7 +314,7 @@ def _eval_sparse(jaxpr, consts, args):
             env[eqn.outvars[0].id] = _Stretched(x, eqn)
             continue
         invals = [read(a, eqn.prim.name in _BINARY) for a in eqn.invars]
-        with source_info(eqn.source_info) if eqn.source_info is not None else _nothing():
+        with _at(eqn):
             if not any(map(_is_sparse, invals)):
                 outs = eqn.prim.bind(*invals, **eqn.params)
             else:
@@ -329,6 +329,11 @@ def _eval_sparse(jaxpr, consts, args):
         for v, o in zip(eqn.outvars, outs if eqn.prim.multiple_results else [outs]):
             env[v.id] = o
     return [read(a) for a in jaxpr.outvars]
+
+
+def _at(eqn):
+    """The equation's source context (errors name the user's line), where it has one."""
+    return source_info(eqn.source_info) if eqn.source_info is not None else _nothing()
 
 
 class _nothing:
