@@ -33,7 +33,18 @@ import numpy as np
 
 from functx import config, dtypes, lax, numpy as jnp
 
-__all__ = ["erf", "erf_inv", "exp", "flush_denormal", "fma", "log", "log1p", "rounded", "row_sum"]
+__all__ = [
+    "erf",
+    "erf_inv",
+    "exp",
+    "flush_denormal",
+    "fma",
+    "lgamma",
+    "log",
+    "log1p",
+    "rounded",
+    "row_sum",
+]
 
 
 def _c(v, dt):
@@ -468,6 +479,41 @@ def erf(x):
     r = _div(x * p, q)
     one = jnp.where(jnp.signbit(x), _c(-1, dt), _c(1, dt))
     return jnp.where(jnp.abs(x) >= _f32(0x407547CB), one, r)
+
+
+# Lanczos's approximation with g = 7 (the float32 coefficients XLA's Lgamma uses; the leading
+# coefficient, 0.99999999999980993, is 1 in float32)
+_LANCZOS32 = (
+    676.520386,
+    -1259.13916,
+    771.323425,
+    -176.615036,
+    12.5073433,
+    -0.138571098,
+    9.98436917e-06,
+    1.50563267e-07,
+)
+
+
+def lgamma(x):
+    """XLA's CPU ``lgamma`` for float32 at ``x >= 0.5`` (below, ``functx.lax.lgamma``; other
+    dtypes: ``functx.lax.lgamma``): with ``z = x - 1``, ``log(sqrt(2 pi)) + (z + 1/2 - t /
+    log t) log t + log(A(z))``, ``t = z + 7.5``, ``log t = log1p(z * (2/15)) + log(7.5)`` and
+    ``A(z) = 1 + sum_i c_i / (z + i)`` summed in order, the product with ``log t`` fused into
+    the addition of ``log(sqrt(2 pi))``."""
+    dt = x.dtype
+    if dt != dtypes.float32:
+        return lax.lgamma(x)
+    big = x >= _c(0.5, dt)
+    z = jnp.where(big, x, _c(1, dt)) - _c(1, dt)
+    a = _c(1, dt)
+    for i, coef in enumerate(_LANCZOS32):
+        a = a + _div(jnp.full(z.shape, coef, dt), z + _c(i + 1, dt))
+    log_t = log1p(z * _c(0.13333334, dt)) + _c(2.01490307, dt)
+    y = fma((z + _c(0.5, dt)) - _div(z + _c(7.5, dt), log_t), log_t, _c(0.918938518, dt))
+    y = y + log(a)
+    y = jnp.where(big, y, lax.lgamma(x))
+    return jnp.where(jnp.isinf(x), _c(np.inf, dt), y)
 
 
 # XLA's CPU reduction over the last axis of an operand of 4096 elements or more keeps interleaved

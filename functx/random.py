@@ -16,9 +16,10 @@ samplers that apply ``log``/``log1p``/``erf_inv``/``exp``/``erf`` to uniform bit
 ``gamma``, ``loggamma``, ``t``, ``generalized_normal``, ``lognormal``, ``pareto``, ``beta``,
 ``dirichlet``, ``chisquare``, ``f``, ``truncated_normal``, ``maxwell``, ``double_sided_maxwell``,
 ``wald`` and ``multivariate_normal`` (float32 and float64, eagerly; float32 under ``jit`` too).
-They evaluate those functions as XLA's CPU backend does (``functx._xlamath``: its polynomials,
-its fused multiply-adds) and make the rewrites XLA's compiler makes inside JAX's jitted samplers
-(a division by a broadcast parameter as a product by its reciprocal, constant factors folded).
+They evaluate those functions (and ``poisson`` its ``lgamma``) as XLA's CPU backend does
+(``functx._xlamath``: its polynomials, its fused multiply-adds) and make the rewrites XLA's
+compiler makes inside JAX's jitted samplers (a division by a broadcast parameter as a product by
+its reciprocal, constant factors folded).
 Not yet bit for bit, to a few ulp: ``ball``, float32 ``orthogonal`` and ``multivariate_normal``
 in more than 3 dimensions (other reductions of XLA's); under ``jit``, float64 ``log`` is glibc's
 vector function, which differs from the scalar one XLA calls by an ulp for about a quarter of
@@ -1479,7 +1480,7 @@ def _poisson_knuth(data, lam, shape, dtype, max_iters):
         keys = _split(rng, (2,))
         k = jnp.where(log_prod > -lam, k + np.asarray(1, dtype), k)
         u = _uniform(keys[1], shape, dtypes.float32, 0.0, 1.0)
-        return i + 1, k, keys[0], log_prod + jnp.log(u)
+        return i + 1, k, keys[0], log_prod + _xm.log(u)
 
     def cond(carry):
         i, log_prod = carry[0], carry[3]
@@ -1501,9 +1502,10 @@ def _poisson_rejection(data, lam, shape, dtype, max_iters):
     def c(v):
         return np.asarray(v, f32)
 
-    log_lam = jnp.log(lam)
-    b = c(0.931) + c(2.53) * jnp.sqrt(lam)
-    a = c(-0.059) + c(0.02483) * b
+    # (XLA's log and lgamma, and the products it fuses into the sums that follow them)
+    log_lam = _xm.log(lam)
+    b = _xm.fma(c(2.53), jnp.sqrt(lam), c(0.931))
+    a = _xm.fma(c(0.02483), b, c(-0.059))
     inv_alpha = c(1.1239) + c(1.1328) / (b - c(3.4))
     v_r = c(0.9277) - c(3.6224) / (b - c(2))
 
@@ -1513,9 +1515,9 @@ def _poisson_rejection(data, lam, shape, dtype, max_iters):
         u = _uniform(keys[1], shape, f32, 0.0, 1.0) - c(0.5)
         v = _uniform(keys[2], shape, f32, 0.0, 1.0)
         u_shifted = c(0.5) - jnp.abs(u)
-        k = jnp.floor((c(2) * a / u_shifted + b) * u + lam + c(0.43))
-        s = jnp.log(v * inv_alpha / (a / (u_shifted * u_shifted) + b))
-        t = -lam + k * log_lam - lax.lgamma(k + c(1))
+        k = jnp.floor(_xm.fma(c(2) * a / u_shifted + b, u, lam) + c(0.43))
+        s = _xm.log(v * inv_alpha / (a / (u_shifted * u_shifted) + b))
+        t = _xm.fma(k, log_lam, -lam) - _xm.lgamma(k + c(1))
         accept1 = (u_shifted >= c(0.07)) & (v <= v_r)
         reject = (k < c(0)) | ((u_shifted < c(0.013)) & (v > u_shifted))
         accept = accept1 | (~reject & (s <= t))

@@ -128,10 +128,16 @@ _COV = np.array([[2.0, 0.3, 0.1], [0.3, 1.5, -0.2], [0.1, -0.2, 1.0]], F32)
 _GAMMA_A = np.array([0.5, 2 / 3, 2.5, 0.25, 1.93, 13.9, 14.2, 14.8, 0.01, 1e-3, 1.0, 1e4], F32)
 
 
-def _samplers_loops(r, k, p=np.array([3.0, 2.0, -1.5], F32), a=_GAMMA_A):  # noqa: B008 - read only
-    """Rejection samplers (while loops), a few elements each, and truncated_normal. (``p`` and
-    ``a`` are arguments of JAX's program, as the parameters of an eager ``jax.random`` call are:
-    its compiler folds constants, with other roundings.)"""
+# poisson's rates: Knuth's method below 10, the transformed rejection above (where XLA's lgamma,
+# log and fused products decide acceptances; the loop runs until its slowest element accepts, and
+# a later acceptance overwrites an earlier one, so one flipped acceptance changes every count)
+_POISSON_LAM = np.array([0.5, 3.0, 9.9, 10.0, 11.4, 15.0, 33.3, 99.0, 400.0, 1.3e3, 2e5, 0.0], F32)
+
+
+def _samplers_loops(r, k, p=np.array([3.0, 2.0, -1.5], F32), a=_GAMMA_A, lam=_POISSON_LAM):  # noqa: B008
+    """Rejection samplers (while loops), a few elements each, and truncated_normal. (``p``,
+    ``a`` and ``lam`` are arguments of JAX's program, as the parameters of an eager
+    ``jax.random`` call are: its compiler folds constants, with other roundings.)"""
     k1, k2 = r.split(k)
     return {
         "gamma": r.gamma(k1, a, None, F32),
@@ -139,7 +145,7 @@ def _samplers_loops(r, k, p=np.array([3.0, 2.0, -1.5], F32), a=_GAMMA_A):  # noq
         "multivariate_normal_float32": r.multivariate_normal(
             k1, np.array([0.5, -1.0, 2.0], F32), _COV, (4,), F32
         ),
-        "poisson_int32": r.poisson(k2, np.array([3.0, 30.0], F32), None, np.int32),
+        "poisson_int32": r.poisson(k2, lam, (8, lam.size), np.int32),
     }
 
 
@@ -155,7 +161,7 @@ def _compare(got: dict, want: dict):
 @functools.lru_cache(maxsize=1)
 def _jax_programs_32():
     """JAX's 32-bit programs, compiled once (x64 off): ``p`` and gamma's shapes are arguments."""
-    return jax.jit(lambda k, d, a: (_samplers_32(jr, k), _samplers_loops(jr, k, d, a)))
+    return jax.jit(lambda k, d, a, lam: (_samplers_32(jr, k), _samplers_loops(jr, k, d, a, lam)))
 
 
 @pytest.fixture(scope="module")
@@ -163,7 +169,9 @@ def reference():
     """JAX's results of the three programs for KEYS[1]: one jax.jit compile each (the programs
     are small: JAX takes seconds to compile each of them)."""
     with _default_mode():
-        x32, loops = _jax_programs_32()(KEYS[1], np.array([3.0, 2.0, -1.5], F32), _GAMMA_A)
+        x32, loops = _jax_programs_32()(
+            KEYS[1], np.array([3.0, 2.0, -1.5], F32), _GAMMA_A, _POISSON_LAM
+        )
     x64 = jax.jit(lambda k: _samplers_64(jr, k))(KEYS[1])
     as_np = functools.partial(jax.tree.map, np.asarray)
     return {"x32": as_np(x32), "x64": as_np(x64), "loops": as_np(loops)}
@@ -429,7 +437,7 @@ def test_float32_gamma_bits_for_any_shape(log_a):
     again with the drawn shapes as its argument (no new compile)."""
     a = np.exp(np.asarray(log_a)).astype(F32)
     with _default_mode():
-        _, want = _jax_programs_32()(KEYS[1], np.array([3.0, 2.0, -1.5], F32), a)
+        _, want = _jax_programs_32()(KEYS[1], np.array([3.0, 2.0, -1.5], F32), a, _POISSON_LAM)
         same(fr.gamma(fr.split(KEYS[1])[0], a, None, F32), want["gamma"])
 
 

@@ -1,4 +1,5 @@
-"""functx._xlamath against XLA's CPU math: ``log``, ``log1p``, ``erf_inv``, ``exp`` and ``erf`` as
+"""functx._xlamath against XLA's CPU math: ``log``, ``log1p``, ``erf_inv``, ``exp``, ``erf`` and
+float32 ``lgamma`` as
 ``jax.jit`` computes them, bit for bit (the functions functx.random applies to uniform bits), and
 the emulated fused multiply-add against an exact one, and float32 ``rsqrt`` (XLA's approximation
 and Newton steps) against ``jax.jit(lax.rsqrt)``."""
@@ -95,6 +96,22 @@ def test_compiled_functions_give_the_eager_bits():
     got = functx.jit(lambda d: {n: f(d[n]) for n, f in ours.items()})(x)
     for name, f in ours.items():
         _same_bits(got[name], f(fjnp.asarray(x[name])))
+
+
+def test_float32_lgamma_gives_xlas_bits():
+    """float32 ``lgamma`` at ``x >= 0.5`` (the Poisson sampler's ``lgamma(k + 1)``): XLA's
+    Lanczos sum, eagerly and under ``jit``; infinity at infinity."""
+    x = np.concatenate(
+        [
+            np.arange(1, 3000, dtype=np.float32),
+            RNG.uniform(0.5, 60, 2000).astype(np.float32),
+            np.exp(RNG.uniform(0, 16, 1000)).astype(np.float32),
+            np.array([0.5, np.inf], np.float32),
+        ]
+    )
+    want = jax.jit(lax.lgamma)(x)
+    _same_bits(xm.lgamma(fjnp.asarray(x)), want)
+    _same_bits(functx.jit(xm.lgamma)(x), want)
 
 
 def test_row_sum_adds_in_xlas_order():

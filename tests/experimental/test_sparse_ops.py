@@ -327,6 +327,10 @@ SPARSIFIED = [
     lambda np_, x, v: np_.expand_dims(np_.sqrt(x * x), 0).sum((0, 2)),
     lambda np_, x, v: (x.astype(np.float32) / 4.0)[::-1, 1:] ** 3,
     lambda np_, x, v: x[np.array([0, 2])] @ v,
+    # NumPy-style broadcasts of a sparse operand of +, *: JAX's binary rules stretch size-1 axes
+    lambda np_, x, v: x.sum(1)[:, None] + v * np_.ones((4, 1), np.float32),
+    lambda np_, x, v: x[:, :1] * x,
+    lambda np_, x, v: x.sum(0) * x,
 ]
 
 
@@ -357,6 +361,8 @@ def test_sparsify_errors_jit_and_vmap():
     raises_as_jax(
         lambda s: s.sparsify(lambda a: a + 1.0)(_pair_of(s, m)), jsp, fsp, NotImplementedError
     )
+    for f in (lambda a: a.sum(1)[:, None] * np.ones((3, 2)), lambda a: a * np.ones((2, 3, 4))):
+        raises_as_jax(lambda s, f=f: s.sparsify(f)(_pair_of(s, m)), jsp, fsp, NotImplementedError)
     with pytest.raises(NotImplementedError, match="exp"):
         fsp.sparsify(fjnp.exp)(m)
     f = fsp.sparsify(lambda a, v: fjnp.tanh(a[1:]) @ v)

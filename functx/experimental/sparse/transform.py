@@ -269,17 +269,52 @@ _RULES |= {
 }
 
 
+_BINARY = frozenset({"add", "sub", "mul", "div"})
+
+
+class _Stretched:
+    """A BCOO value broadcast as NumPy broadcasts a binary operation's operand (leading axes
+    added, size-1 axes stretched), which is how ``functx.numpy`` broadcasts; JAX's binary
+    primitives stretch size-1 axes themselves, so their sparse rules see the operand with only
+    its rank promoted. A binary operation gets ``base`` (that operand); any other consumer gets
+    the broadcast itself (which raises where ``bcoo_broadcast_in_dim`` cannot make it)."""
+
+    def __init__(self, x, eqn):
+        self.eqn, self.x = eqn, x
+        n = len(eqn.params["shape"]) - x.ndim
+        self.base = bcoo_broadcast_in_dim(
+            x, shape=(1,) * n + x.shape, broadcast_dimensions=tuple(range(n, n + x.ndim))
+        )
+
+    def made(self):
+        with _at(self.eqn):
+            return _RULES["broadcast_in_dim"](self.x, **self.eqn.params)
+
+
+def _numpy_broadcast(eqn, x):
+    """Whether the ``broadcast_in_dim`` ``eqn`` broadcasts the BCOO ``x`` as NumPy does
+    (trailing axes aligned)."""
+    shape, dims = eqn.params["shape"], tuple(eqn.params["broadcast_dimensions"])
+    return _is_sparse(x) and dims == tuple(range(len(shape) - x.ndim, len(shape)))
+
+
 def _eval_sparse(jaxpr, consts, args):
     """Run ``jaxpr`` on ``args`` (BCOO arrays or dense values): the sparse rule for an equation
     with a BCOO input, the primitive itself for the others."""
     env = {v.id: x for v, x in zip((*jaxpr.constvars, *jaxpr.invars), (*consts, *args))}
 
-    def read(a):
-        return a.val if type(a) is Literal else env[a.id]
+    def read(a, binary=False):
+        x = a.val if type(a) is Literal else env[a.id]
+        if type(x) is _Stretched:
+            return x.base if binary else x.made()
+        return x
 
     for eqn in jaxpr.eqns:
-        invals = [read(a) for a in eqn.invars]
-        with source_info(eqn.source_info) if eqn.source_info is not None else _nothing():
+        if eqn.prim.name == "broadcast_in_dim" and _numpy_broadcast(eqn, x := read(eqn.invars[0])):
+            env[eqn.outvars[0].id] = _Stretched(x, eqn)
+            continue
+        invals = [read(a, eqn.prim.name in _BINARY) for a in eqn.invars]
+        with _at(eqn):
             if not any(map(_is_sparse, invals)):
                 outs = eqn.prim.bind(*invals, **eqn.params)
             else:
@@ -294,6 +329,11 @@ def _eval_sparse(jaxpr, consts, args):
         for v, o in zip(eqn.outvars, outs if eqn.prim.multiple_results else [outs]):
             env[v.id] = o
     return [read(a) for a in jaxpr.outvars]
+
+
+def _at(eqn):
+    """The equation's source context (errors name the user's line), where it has one."""
+    return source_info(eqn.source_info) if eqn.source_info is not None else _nothing()
 
 
 class _nothing:
@@ -312,11 +352,12 @@ def sparsify(f, use_tracer: bool = False):
     The rules cover the element-wise operations that keep zeros (``abs``, ``sin``, ``sqrt``,
     ``tanh``, negation, a cast, positive integer powers, ...), ``+`` and ``-`` of two sparse
     arrays (and ``+`` of a dense array of the full shape, which gives a dense result), ``*`` by a
-    dense or sparse array, ``/`` by a dense array, ``dot_general`` / ``@`` with sparse
-    operands, ``sum``, ``transpose``, ``reshape``, ``squeeze``, ``expand_dims``,
-    ``broadcast_in_dim``, ``rev``, ``slice``, ``dynamic_slice``, indexing by integer arrays,
-    ``concatenate``, and ``cond``, ``while_loop`` and ``scan`` (their bodies run sparsely; a
-    scan's ``xs`` dense); another primitive with a sparse input raises ``UnsupportedError``.
+    dense or sparse array, ``/`` by a dense array (a sparse operand of these broadcast by its
+    size-1 axes, as JAX's rules do), ``dot_general`` / ``@`` with sparse operands, ``sum``,
+    ``transpose``, ``reshape``, ``squeeze``, ``expand_dims``, ``broadcast_in_dim``, ``rev``,
+    ``slice``, ``dynamic_slice``, indexing by integer arrays, ``concatenate``, and ``cond``,
+    ``while_loop`` and ``scan`` (their bodies run sparsely; a scan's ``xs`` dense); another
+    primitive with a sparse input raises ``UnsupportedError``.
 
     Arguments:
       f: a function of arrays (pytrees of them).
