@@ -235,3 +235,25 @@ def test_symbols_and_numbers_never_confused():
     assert ie.index_bounds(Int(-3)) == (-3, -3) and ie.index_bounds(-3) == (-3, -3)
     i = SYMS[0]
     assert FloorDiv(i, 3) != ModI(i, 3) and hash(Guard(i, 0)) != hash(Guard(0, i))
+
+
+def test_interior_pad_whose_dividend_goes_negative():
+    # the one division the lowering builds of a possibly negative dividend: an interior pad's
+    # ``(i - lo + (it + 1) * d) // (it + 1)`` with a low padding past ``(it + 1) * d``. The C++
+    # truncates where the bounds assume floor; the element is used only where the remainder is 0,
+    # where the two agree. (Cropped on the high side, read backwards: the clamps and cuts too.)
+    import jax
+    import numpy as np
+
+    import functx
+    import functx.lax as flax
+
+    x = np.random.default_rng(0).standard_normal((6, 5))
+    cfg = [(15, -2, 1), (20, 1, 2)]
+
+    def f(lax):
+        return lambda x: (lax.pad(x, -1.0, cfg)[::-1, 1::2] * 2, lax.pad(x, 0.5, [cfg[1]] * 2))
+
+    for got, want in zip(functx.jit(f(flax))(x), jax.jit(f(jax.lax))(x)):
+        assert got.shape == want.shape
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
