@@ -59,30 +59,35 @@ class Program:
     """A drawn recipe: the body lines of ``f(x, k)``, the input shape and dtype, the seed of the
     input values, and the output's name."""
 
-    def __init__(self, lines, shape, dtype, seed, out):
-        self.lines, self.shape, self.dtype, self.seed, self.out = lines, shape, dtype, seed, out
+    def __init__(self, lines, shape, dtype, seed, outs):
+        self.lines, self.shape, self.dtype, self.seed, self.outs = lines, shape, dtype, seed, outs
 
     def source(self) -> str:
         body = "".join(f"    {ln}\n" for ln in self.lines)
-        return f"def f(x, k):\n{body}    return {self.out}\n"
+        return f"def f(x, k):\n{body}    return {', '.join(self.outs)}\n"
 
     def build(self, lib):
         scope = dict(lib)
         exec(self.source(), scope)  # noqa: S102 - the program under test is generated source
         return scope["f"]
 
-    def inputs(self):
-        rng = np.random.default_rng(self.seed)
-        x = rng.uniform(-1.5, 1.5, self.shape).astype(self.dtype)
-        k = rng.integers(-3, 9, 4).astype(np.int32)
-        return x, k
+    def inputs(self, rng=None):
+        rng = np.random.default_rng(self.seed) if rng is None else rng
+        return _values(rng, self.shape, self.dtype), rng.integers(-3, 9, 4).astype(np.int32)
 
     def __repr__(self) -> str:
         return (
             f"\n{self.source()}"
-            f"x = np.random.default_rng({self.seed}).uniform(-1.5, 1.5, {self.shape})"
-            f".astype(np.{self.dtype}); k = the next rng.integers(-3, 9, 4) as int32\n"
+            f"x, k = Program.inputs(): _values(np.random.default_rng({self.seed}), {self.shape}, "
+            f"{self.dtype!r}), then rng.integers(-3, 9, 4) as int32\n"
         )
+
+
+def _values(rng, shape, dtype):
+    """Input values: floats in [-1.5, 1.5], integers in [-20, 20]."""
+    if np.dtype(dtype).kind == "i":
+        return rng.integers(-20, 21, shape).astype(dtype)
+    return rng.uniform(-1.5, 1.5, shape).astype(dtype)
 
 
 def _struct(shape, dtype):
@@ -94,10 +99,15 @@ class Gen:
     values (the current value is the last); ``ints`` the traced integer expressions a start or
     index may use; ``ops`` the table the steps are drawn from."""
 
-    def __init__(self, rnd, params, ints, ops, max_elems, prefix="x", depth=0):
+    def __init__(self, rnd, params, ints, ops, max_elems, prefix="x", depth=0, oob=True):
         self.rnd, self.ints, self.ops, self.max_elems = rnd, ints, ops, max_elems
+        # gathers may read out of range (clamped); not in gradient programs, where functx's
+        # gradient is the clamped gather's and JAX's drops it (docs/differences.md)
+        self.oob = oob
         self.params = list(params)  # [(name, struct)] the function's parameters
-        self.vals = [p for p in params if p[1].dtype.kind == "f"]  # the float values in scope
+        self.kind = params[0][1].dtype.kind  # the programs' values: floats or integers
+        # the values in scope, the first parameter last (the current value)
+        self.vals = [p for p in params[::-1] if p[1].dtype.kind == self.kind]
         self.lines: list[str] = []
         self.prefix, self.depth, self.n = prefix, depth, 0
 
@@ -136,15 +146,18 @@ class Gen:
         """A deterministic, non-uniform constant of ``shape`` in the dtype of ``dtype_of``."""
         size = math.prod(shape)
         s = self.int(0, 9)
-        arange = f"jnp.arange({size}) * 0.7 + {s}"
-        return f"jnp.cos({arange}).reshape({tuple(shape)}).astype({dtype_of}.dtype)"
+        if self.kind == "i":
+            vals = f"(jnp.arange({size}) * {s + 2} % 11 - 5)"
+        else:
+            vals = f"jnp.cos(jnp.arange({size}) * 0.7 + {s})"
+        return f"{vals}.reshape({tuple(shape)}).astype({dtype_of}.dtype)"
 
     def same_shape(self, shape, exclude=None):
-        """Names in scope whose shape is ``shape`` (floats only)."""
+        """Names in scope whose shape is ``shape``."""
         return [
             n
             for n, v in self.vals
-            if tuple(v.shape) == tuple(shape) and n != exclude and v.dtype.kind == "f"
+            if tuple(v.shape) == tuple(shape) and n != exclude and v.dtype.kind == self.kind
         ]
 
     # one step
@@ -170,7 +183,7 @@ class Gen:
         if not isinstance(out, jax.ShapeDtypeStruct) or math.prod(out.shape) > self.max_elems:
             self.n -= 1
             return False
-        if out.dtype.kind != "f" or len(out.shape) > 4 or 0 in out.shape:
+        if out.dtype.kind != self.kind or len(out.shape) > 4 or 0 in out.shape:
             self.n -= 1
             return False
         self.lines += lines
@@ -191,6 +204,28 @@ class Gen:
 # The ops: each draws one call on the current value ``x`` (of shape ``s``) and returns
 # (lines before it, the expression), or None where it does not apply
 # --------------------------------------------------------------------------------------------
+UNARY_INT = [
+    "{x} // 3",
+    "{x} % 3",
+    "jnp.floor_divide({x}, -2)",
+    "jnp.remainder({x}, -3)",
+    "lax.div({x}, 3)",
+    "lax.rem({x}, -3)",
+    "{x} >> 1",
+    "jnp.abs({x})",
+    "-{x}",
+    "{x} * 3 - 7",
+    "jnp.clip({x}, -5, 9)",
+    "jnp.sign({x})",
+]
+BINARY_INT = [
+    "{x} + {y}",
+    "{x} * {y}",
+    "jnp.maximum({x}, {y})",
+    "{x} // (jnp.abs({y}) + 1)",
+    "{x} % (jnp.abs({y}) + 1)",
+    "jnp.where({y} > 0, {x}, {y})",
+]
 UNARY = [
     "jnp.sin({x})",
     "jnp.tanh({x})",
@@ -213,17 +248,17 @@ BINARY = [
 
 
 def op_unary(g, x, s):
-    return [], g.pick(UNARY).format(x=x)
+    return [], g.pick(UNARY if g.kind == "f" else UNARY_INT).format(x=x)
 
 
 def op_binary(g, x, s):
     """``x`` with an earlier value that broadcasts against it (two index maps in one kernel)."""
-    others = [n for n, v in g.vals[:-1] if v.dtype.kind == "f" and _broadcasts(v.shape, s)]
+    others = [n for n, v in g.vals[:-1] if _broadcasts(v.shape, s)]
     if not others:
         return None
     y = g.pick(others)
     a, b = (x, y) if g.coin() else (y, x)
-    return [], g.pick(BINARY).format(x=a, y=b)
+    return [], g.pick(BINARY if g.kind == "f" else BINARY_INT).format(x=a, y=b)
 
 
 def _broadcasts(a, b):
@@ -376,9 +411,7 @@ def op_concat(g, x, s):
     cands = [
         n
         for n, v in g.vals
-        if v.dtype.kind == "f"
-        and len(v.shape) == r
-        and all(v.shape[i] == s[i] for i in range(r) if i != a)
+        if len(v.shape) == r and all(v.shape[i] == s[i] for i in range(r) if i != a)
     ]
     other = g.pick(cands + [f"jnp.flip({x}, {a})", f"jnp.sin({x})"])
     parts = [x, other] if g.coin() else [other, x, other]
@@ -449,15 +482,16 @@ def op_gather(g, x, s):
     a = g.int(0, r - 1)
     n = s[a]
     if kind == "lead":
-        return [], f"{x}[{_index_array(g, n if a == 0 else s[0])}]"
+        return [], f"{x}[{_index_array(g, s[0], oob=g.oob)}]"
     if kind == "axis":
-        return [], f"{x}[{':, ' * a}{_index_array(g, n)}]"
+        return [], f"{x}[{':, ' * a}{_index_array(g, n, oob=g.oob)}]"
     if kind == "traced":
-        return [], f"{x}[{':, ' * a}{g.pick(g.ints)}]"
+        i = g.pick(g.ints)
+        return [], f"{x}[{':, ' * a}{i if g.oob else f'{i} % {n}'}]"
     if kind == "take":
         mode = g.pick([None, "clip", "wrap", "fill"])
         extra = "" if mode is None else f", mode={mode!r}"
-        return [], f"jnp.take({x}, {_index_array(g, n)}, axis={a}{extra})"
+        return [], f"jnp.take({x}, {_index_array(g, n, oob=g.oob)}, axis={a}{extra})"
     m = g.int(1, 4)
     shape = s[:a] + (m,) + s[a + 1 :]
     idx = np.array(g.ints_list(-n, n - 1, math.prod(shape))).reshape(shape).tolist()
@@ -482,7 +516,7 @@ def op_scatter(g, x, s):
         ishape = (min(m, s[a]),) if op == "set" else (m,)
     ushape = s[:a] + ishape + s[a + 1 :]
     if g.coin() or not ushape:
-        upd = g.pick(["1.5", "-0.25"])
+        upd = g.pick(["1.5", "-0.25"] if g.kind == "f" else ["2", "-3"])
     else:
         upd = g.const(ushape, x)
     return [], f"{x}.at[{where}].{op}({upd})"
@@ -624,6 +658,7 @@ def op_fori(g, x, s):
         g.max_elems,
         prefix="c",
         depth=1,
+        oob=g.oob,
     )
     for _ in range(g.int(1, 3)):
         body.step()
@@ -646,6 +681,7 @@ def op_scan(g, x, s):
         g.max_elems,
         prefix="c",
         depth=1,
+        oob=g.oob,
     )
     body.try_step([], "c * 0.5 + r")
     for _ in range(g.int(0, 2)):
@@ -719,9 +755,10 @@ def large_shape(rnd):
 
 
 def make_program(
-    seed, area="mixed", shape=small_shape, max_elems=600, steps=(1, 6), dtype="float64"
+    seed, area="mixed", shape=small_shape, max_elems=600, steps=(1, 6), dtype="float64", oob=True
 ):
-    """The program of ``seed``: its recipe and its inputs are drawn from ``random.Random(seed)``."""
+    """The program of ``seed``: its recipe and its inputs are drawn from ``random.Random(seed)``
+    (``oob``: gathers may read out of range)."""
     rnd = random.Random(seed)
     x_shape = shape(rnd)
     g = Gen(
@@ -730,10 +767,14 @@ def make_program(
         [f"k[{j}]" for j in range(4)],
         AREAS[area],
         max(max_elems, math.prod(x_shape)),
+        oob=oob,
     )
     for _ in range(rnd.randint(*steps)):
         g.step()
-    return Program(g.lines, x_shape, dtype, seed, g.cur[0] if g.lines else "x * 1.0")
+    outs = [g.cur[0] if g.lines else "x * 1"]
+    if len(g.vals) > 2 and rnd.random() < 0.4:  # more outputs: values that kernels also consume
+        outs += rnd.sample([n for n, _ in g.vals[:-1]], rnd.randint(1, 2))
+    return Program(g.lines, x_shape, dtype, seed, outs)
 
 
 def programs(**kw):
@@ -746,7 +787,7 @@ def programs(**kw):
 # --------------------------------------------------------------------------------------------
 # Checks
 # --------------------------------------------------------------------------------------------
-TOL = {"float64": (1e-9, 1e-9), "float32": (2e-4, 2e-4)}
+TOL = {"float64": (1e-9, 1e-9), "float32": (2e-4, 2e-4), "int32": (0, 0)}
 
 
 def _np(v):
@@ -756,6 +797,11 @@ def _np(v):
 
 
 def assert_close(got, want, prog, what, dtype):
+    if isinstance(want, (tuple, list)):
+        assert isinstance(got, tuple) and len(got) == len(want), f"{what}: {got!r}{prog!r}"
+        for i, (a, b) in enumerate(zip(got, want)):
+            assert_close(a, b, prog, f"{what}, output {i}", dtype)
+        return
     got, want = _np(got), _np(want)
     assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}{prog!r}"
     assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != {want.dtype}{prog!r}"
@@ -772,9 +818,12 @@ def _weighted_sum(lib, f):
     np_ = lib["jnp"]
 
     def loss(x, k):
-        y = f(x, k)
-        w = np_.cos(np_.arange(y.size) * 1.3).reshape(y.shape).astype(y.dtype)
-        return np_.sum(y * w)
+        ys = f(x, k)
+        total = 0.0
+        for i, y in enumerate(ys if isinstance(ys, tuple) else (ys,)):
+            w = np_.cos(np_.arange(y.size) * 1.3 + i).reshape(y.shape).astype(y.dtype)
+            total = total + np_.sum(y * w)
+        return total
 
     return loss
 
@@ -810,8 +859,8 @@ def check_grad(prog):
 def check_vmap(prog, batch, k_batched):
     x, k = prog.inputs()
     rng = np.random.default_rng(prog.seed + 1)
-    xb = np.stack([x] + [rng.uniform(-1.5, 1.5, x.shape).astype(x.dtype) for _ in range(batch - 1)])
-    kb = np.stack([k] + [rng.integers(-3, 9, 4).astype(np.int32) for _ in range(batch - 1)])
+    more = [prog.inputs(rng) for _ in range(batch - 1)]
+    xb, kb = np.stack([x] + [m[0] for m in more]), np.stack([k] + [m[1] for m in more])
     ka, karg = (0, kb) if k_batched else (None, k)
     want = jax.jit(jax.vmap(prog.build(JX), in_axes=(0, ka)))(xb, karg)
     got = functx.jit(functx.vmap(prog.build(FX), in_axes=(0, ka)))(xb, karg)
@@ -862,13 +911,22 @@ PROPS = {
         programs(area="mixed", shape=large_shape, max_elems=8000, steps=(1, 3)),
         check_forward,
     ),
-    "grad": (programs(area="mixed", steps=(1, 4)), check_grad),
+    "int32": (programs(area="mixed", dtype="int32"), check_forward),
+    "grad": (programs(area="mixed", steps=(1, 4), oob=False), check_grad),
     "vmap": (
         st.tuples(programs(area="mixed", steps=(1, 4)), st.integers(1, 3), st.booleans()),
         lambda t: check_vmap(*t),
     ),
 }
-SUITE_EXAMPLES = {"index": 8, "mixed": 8, "float32": 4, "large": 3, "grad": 6, "vmap": 6}
+SUITE_EXAMPLES = {
+    "index": 8,
+    "mixed": 8,
+    "float32": 4,
+    "int32": 4,
+    "large": 3,
+    "grad": 6,
+    "vmap": 6,
+}
 
 
 def _property(name, conf):
