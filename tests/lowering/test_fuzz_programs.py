@@ -99,13 +99,13 @@ class Gen:
     values (the current value is the last); ``ints`` the traced integer expressions a start or
     index may use; ``ops`` the table the steps are drawn from."""
 
-    def __init__(self, rnd, params, ints, ops, max_elems, prefix="x", depth=0, oob=True):
+    def __init__(self, rnd, params, ints, ops, max_elems, prefix="x", depth=0, oob=True, kind=None):
         self.rnd, self.ints, self.ops, self.max_elems = rnd, ints, ops, max_elems
         # gathers may read out of range (clamped); not in gradient programs, where functx's
         # gradient is the clamped gather's and JAX's drops it (docs/differences.md)
         self.oob = oob
         self.params = list(params)  # [(name, struct)] the function's parameters
-        self.kind = params[0][1].dtype.kind  # the programs' values: floats or integers
+        self.kind = kind or params[0][1].dtype.kind  # the values: floats or integers
         # the values in scope, the first parameter last (the current value)
         self.vals = [p for p in params[::-1] if p[1].dtype.kind == self.kind]
         self.lines: list[str] = []
@@ -134,6 +134,12 @@ class Gen:
     @property
     def cur(self):
         return self.vals[-1]
+
+    def squash(self, body):
+        """A loop body's carry out: float ones through ``tanh``, so that sums of sums over the
+        iterations do not grow until rounding differences dominate."""
+        c = body.cur[0]
+        return f"jnp.tanh({c})" if self.kind == "f" else c
 
     def start(self, n):
         """A start or index for an axis of size ``n``: traced (``k[j]``, ``i``) or a literal,
@@ -652,20 +658,25 @@ def op_fori(g, x, s):
         return None
     body = Gen(
         g.rnd,
-        [("i", _struct((), np.int32)), ("c", _struct(s, g.cur[1].dtype))],
+        [("c", _struct(s, g.cur[1].dtype)), ("i", _struct((), np.int32))],
         [*g.ints, "i"],
         PRESERVING,
         g.max_elems,
         prefix="c",
         depth=1,
         oob=g.oob,
+        kind=g.kind,
     )
     for _ in range(g.int(1, 3)):
         body.step()
     if tuple(body.cur[1].shape) != s or not body.lines:
         return None
     fn = f"body{g.n + 1}"
-    lines = [f"def {fn}(i, c):", *[f"    {ln}" for ln in body.lines], f"    return {body.cur[0]}"]
+    lines = [
+        f"def {fn}(i, c):",
+        *[f"    {ln}" for ln in body.lines],
+        f"    return {g.squash(body)}",
+    ]
     return lines, f"lax.fori_loop(0, {g.int(1, 4)}, {fn}, {x})"
 
 
@@ -682,8 +693,9 @@ def op_scan(g, x, s):
         prefix="c",
         depth=1,
         oob=g.oob,
+        kind=g.kind,
     )
-    body.try_step([], "c * 0.5 + r")
+    body.try_step([], "c * 0.5 + r" if g.kind == "f" else "c // 2 + r")
     for _ in range(g.int(0, 2)):
         body.step()
     if tuple(body.cur[1].shape) != s[1:]:
@@ -693,10 +705,10 @@ def op_scan(g, x, s):
     lines = [
         f"def {fn}(c, r):",
         *[f"    {ln}" for ln in body.lines],
-        f"    return {c}, jnp.sin({c})",
+        f"    return {g.squash(body)}, {'jnp.sin' if g.kind == 'f' else '3 * '}({c})",
     ]
     rev = ", reverse=True" if g.coin() else ""
-    return lines, f"lax.scan({fn}, {x}[0] * 0.0, {x}{rev})[1]"
+    return lines, f"lax.scan({fn}, {x}[0] * 0, {x}{rev})[1]"
 
 
 INDEX_OPS = {
