@@ -840,32 +840,57 @@ def _weighted_sum(lib, f):
     return loss
 
 
+def agree_with_jax(results, ref, args, prog, dtype):
+    """Each of ``results`` (what -> value) against JAX's ``jax.jit(ref)(*args)``. Where one
+    differs, JAX is asked again op by op (``jax.disable_jit``): XLA's compiled program is
+    sometimes the one that is wrong (a dynamic update of a fully padded, base-dilated min window
+    took three wrong values under JAX 0.10.2's jit, correct op by op), so functx must agree with
+    one of JAX's two answers."""
+    want = jax.jit(ref)(*args)
+    try:
+        for what, got in results.items():
+            assert_close(got, want, prog, f"{what} vs JAX", dtype)
+    except AssertionError:
+        with jax.disable_jit():
+            want = ref(*args)
+        for what, got in results.items():
+            assert_close(got, want, prog, f"{what} vs JAX (jit and op by op)", dtype)
+
+
 def check_forward(prog, backend="cpp"):
-    """JAX's jit, functx's eager interpreter and functx's jit agree on ``prog``."""
+    """JAX, functx's eager interpreter and functx's jit agree on ``prog``."""
     x, k = prog.inputs()
-    want = jax.jit(prog.build(JX))(x, k)
     f = prog.build(FX)
     if backend == "cpp":
         eager = f(fnp.asarray(x), fnp.asarray(k))
-        assert_close(eager, want, prog, "eager vs JAX", prog.dtype)
         got = functx.jit(f)(x, k)
-    else:
-        got = _on_triton(f, x, k)
-    assert_close(got, want, prog, f"jit({backend}) vs JAX", prog.dtype)
-    if backend == "cpp":
         assert_close(got, eager, prog, "jit vs eager", prog.dtype)
+        results = {"eager": eager, "jit": got}
+    else:
+        results = {f"jit({backend})": _on_triton(f, x, k)}
+    agree_with_jax(results, prog.build(JX), (x, k), prog, prog.dtype)
+
+
+def _fd_check(loss, grad, x, k, prog):
+    """``grad`` against a central difference of ``loss`` along a random direction."""
+    v = np.random.default_rng(prog.seed).standard_normal(x.shape)
+    eps = 1e-6
+    fd = (float(loss(x + eps * v, k)) - float(loss(x - eps * v, k))) / (2 * eps)
+    got = float(np.sum(np.asarray(grad) * v))
+    assert abs(got - fd) <= 1e-5 * (1 + abs(fd)), f"jit(grad) . v = {got}, differences {fd}{prog!r}"
 
 
 def check_grad(prog):
     x, k = prog.inputs()
+    loss = _weighted_sum(FX, prog.build(FX))
+    got = functx.jit(functx.grad(loss))(x, k)
+    ref = jax.grad(_weighted_sum(JX, prog.build(JX)))
     try:
-        want = jax.jit(jax.grad(_weighted_sum(JX, prog.build(JX))))(x, k)
-    except (
-        NotImplementedError
-    ):  # JAX does not differentiate it (a dilated max window): no reference
-        return
-    got = functx.jit(functx.grad(_weighted_sum(FX, prog.build(FX))))(x, k)
-    assert_close(got, want, prog, "jit(grad) vs JAX", prog.dtype)
+        agree_with_jax({"jit(grad)": got}, ref, (x, k), prog, prog.dtype)
+    except NotImplementedError:
+        # JAX does not differentiate it (a max window with window dilation; functx does,
+        # docs/differences.md): finite differences are the reference
+        _fd_check(functx.jit(loss), got, x, k, prog)
 
 
 def check_vmap(prog, batch, k_batched):
@@ -874,10 +899,11 @@ def check_vmap(prog, batch, k_batched):
     more = [prog.inputs(rng) for _ in range(batch - 1)]
     xb, kb = np.stack([x] + [m[0] for m in more]), np.stack([k] + [m[1] for m in more])
     ka, karg = (0, kb) if k_batched else (None, k)
-    want = jax.jit(jax.vmap(prog.build(JX), in_axes=(0, ka)))(xb, karg)
     got = functx.jit(functx.vmap(prog.build(FX), in_axes=(0, ka)))(xb, karg)
-    what = f"jit(vmap(f, in_axes=(0, {ka}))) vs JAX, batch {batch}"
-    assert_close(got, want, prog, what, prog.dtype)
+    what = f"jit(vmap(f, in_axes=(0, {ka}))), batch {batch}"
+    agree_with_jax(
+        {what: got}, jax.vmap(prog.build(JX), in_axes=(0, ka)), (xb, karg), prog, prog.dtype
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -924,6 +950,8 @@ PROPS = {
         check_forward,
     ),
     "int32": (programs(area="mixed", dtype="int32"), check_forward),
+    # long chains of views and index ops on larger values
+    "deep": (programs(area="index", max_elems=2000, steps=(6, 12)), check_forward),
     "grad": (programs(area="mixed", steps=(1, 4), oob=False), check_grad),
     "vmap": (
         st.tuples(programs(area="mixed", steps=(1, 4)), st.integers(1, 3), st.booleans()),
@@ -931,6 +959,7 @@ PROPS = {
     ),
 }
 SUITE_EXAMPLES = {
+    "deep": 3,
     "index": 8,
     "mixed": 8,
     "float32": 4,
