@@ -799,7 +799,7 @@ def programs(**kw):
 # --------------------------------------------------------------------------------------------
 # Checks
 # --------------------------------------------------------------------------------------------
-TOL = {"float64": (1e-9, 1e-9), "float32": (2e-4, 2e-4), "int32": (0, 0)}
+TOL = {"float64": (1e-9, 1e-9), "float32": (2e-4, 2e-4), "int32": (0, 0), "exact": (0, 0)}
 
 
 def _np(v):
@@ -863,8 +863,14 @@ def check_forward(prog, backend="cpp"):
     f = prog.build(FX)
     if backend == "cpp":
         eager = f(fnp.asarray(x), fnp.asarray(k))
-        got = functx.jit(f)(x, k)
+        jf = functx.jit(f)
+        got = jf(x, k)
         assert_close(got, eager, prog, "jit vs eager", prog.dtype)
+        # again: functx Arrays (the dispatch fast path), then a strided NumPy view of x
+        again = jf(fnp.asarray(x), fnp.asarray(k))
+        assert_close(again, got, prog, "jit, second call on Arrays", "exact")
+        strided = np.stack([x, x], axis=-1)[..., 1]
+        assert_close(jf(strided, k), got, prog, "jit on a strided view", "exact")
         results = {"eager": eager, "jit": got}
     else:
         results = {f"jit({backend})": _on_triton(f, x, k)}
