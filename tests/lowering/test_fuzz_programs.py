@@ -94,6 +94,9 @@ def _struct(shape, dtype):
     return jax.ShapeDtypeStruct(tuple(shape), np.dtype(dtype))
 
 
+KS = _struct((4,), np.int32)  # k
+
+
 class Gen:
     """Draws one function body step by step. ``vals`` are the names in scope with their abstract
     values (the current value is the last); ``ints`` the traced integer expressions a start or
@@ -484,9 +487,16 @@ def op_gather(g, x, s):
     if not s:
         return None
     r = len(s)
-    kind = g.pick(["lead", "axis", "traced", "take", "take_along"])
+    kind = g.pick(["lead", "axis", "traced", "traced_k", "take", "take_along", "sort"])
     a = g.int(0, r - 1)
     n = s[a]
+    if kind == "traced_k":  # an index array computed at run time
+        if g.coin():
+            return [], f"{x}[{':, ' * a}{'k' if g.oob else f'k % {n}'}]"
+        mode = g.pick(["clip", "wrap", "fill"] if g.oob else ["clip", "wrap"])
+        return [], f"jnp.take({x}, k, axis={a}, mode={mode!r})"
+    if kind == "sort":
+        return [], f"jnp.take_along_axis({x}, jnp.argsort({x}, axis={a}), axis={a})"
     if kind == "lead":
         return [], f"{x}[{_index_array(g, s[0], oob=g.oob)}]"
     if kind == "axis":
@@ -508,11 +518,15 @@ def op_scatter(g, x, s):
     if not s:
         return None
     op = g.pick(["set", "add", "multiply", "min", "max"])
-    kind = g.pick(["lead", "axis", "traced", "slice"])
+    kind = g.pick(["lead", "axis", "traced", "traced_k", "slice"])
     r = len(s)
-    a = g.int(0, r - 1) if kind == "axis" else 0
+    a = g.int(0, r - 1) if kind in ("axis", "traced_k") else 0
     if kind == "traced":
         where, ishape = g.pick(g.ints), ()
+    elif kind == "traced_k":  # indices computed at run time, repeated ones too
+        if op == "set":
+            op = "add"
+        where, ishape = ":, " * a + g.pick(["k", f"k % {s[a]}", f"-k % {s[a]}"]), (4,)
     elif kind == "slice":
         lo, step = g.int(-s[0], s[0] - 1), g.pick([1, 2, -1])
         where, ishape = f"{lo}::{step}", (len(range(s[0])[lo::step]),)
@@ -658,7 +672,7 @@ def op_fori(g, x, s):
         return None
     body = Gen(
         g.rnd,
-        [("c", _struct(s, g.cur[1].dtype)), ("i", _struct((), np.int32))],
+        [("c", _struct(s, g.cur[1].dtype)), ("i", _struct((), np.int32)), ("k", KS)],
         [*g.ints, "i"],
         PRESERVING,
         g.max_elems,
@@ -686,7 +700,7 @@ def op_scan(g, x, s):
     row = _struct(s[1:], g.cur[1].dtype)
     body = Gen(
         g.rnd,
-        [("c", row), ("r", row)],
+        [("c", row), ("r", row), ("k", KS)],
         g.ints,
         PRESERVING,
         g.max_elems,
@@ -775,7 +789,7 @@ def make_program(
     x_shape = shape(rnd)
     g = Gen(
         rnd,
-        [("x", _struct(x_shape, dtype)), ("k", _struct((4,), np.int32))],
+        [("x", _struct(x_shape, dtype)), ("k", KS)],
         [f"k[{j}]" for j in range(4)],
         AREAS[area],
         max(max_elems, math.prod(x_shape)),
