@@ -1,28 +1,34 @@
-"""A differential fuzzer of random programs: hypothesis draws a recipe (a short list of
-``functx.numpy``/``functx.lax`` calls on shapes it tracks), the recipe is written out as the source
-of a Python function ``f(x, k)`` (``x`` a float array, ``k`` four int32 values that traced starts
-and indices read), and that one source is run by every path that must agree:
+"""A differential fuzzer of random programs. A recipe (a short list of ``functx.numpy`` and
+``functx.lax`` calls on shapes it tracks) is drawn from a seed that hypothesis draws, and written
+out as the source of a Python function ``f(x, k)`` (``x`` a float64, float32 or int32 array, ``k``
+four int32 values that traced starts and index arrays read). That one source runs on every path
+that must agree:
 
-* JAX, ``jax.jit(f)`` (the reference; float64 with ``jax_enable_x64`` as the suite runs, or
-  float32 with tolerances),
+* JAX, ``jax.jit(f)``, the reference (float64 with ``jax_enable_x64`` as the suite runs; float32
+  with tolerances; int32 exactly); where it differs, JAX again op by op (``agree_with_jax``),
 * functx's eager interpreter (``f`` on functx Arrays),
-* ``functx.jit(f)``, the C++ backend (and, in ``test_triton_*``, ``jit(backend="triton")`` in
-  Triton's CPU interpreter),
-* ``grad`` of a weighted sum of the output (weights that differ per element, so a transposed or
-  permuted cotangent shows), and ``vmap`` over a new leading axis of ``x`` (``k`` batched or not).
+* ``functx.jit(f)``, the C++ backend, called three times (NumPy inputs, functx Arrays, a strided
+  view), or ``jit(backend="triton")`` in Triton's CPU interpreter (``test_fuzz_triton``),
+* ``jit(grad)`` of a weighted sum of the outputs (weights that differ per element, so that a
+  transposed or permuted cotangent shows), and ``jit(vmap)`` over a new leading axis of ``x``
+  (``k`` batched or not).
 
 The recipes lean on what the lowering turns into index arithmetic: transposes, reshapes that split
 and merge axes, broadcasts, slices with negative steps, flips, pads of every mode, concatenation,
-rolls, dynamic slices and updates at traced starts, gathers, scatters, tiles, repeats,
-convolutions and windowed reductions, between elementwise ops, reductions, cumulative ops,
-products and ``fori_loop``/``scan`` bodies built from the same ops. JAX's ``eval_shape`` of each
+rolls, dynamic slices and updates at traced starts, gathers and scatters (literal, traced and
+run-time index arrays), tiles, repeats, convolutions and windowed reductions, between elementwise
+ops, reductions, cumulative ops, products and ``fori_loop``/``scan`` bodies built from the same
+ops; a program returns its last value and sometimes earlier ones. JAX's ``eval_shape`` of each
 drawn call gives its shape (a call JAX rejects is drawn again), so the recipes stay valid without
-a second copy of JAX's shape rules here. A failure prints the function's source and its inputs'
-seed: paste it under ``import jax.numpy as jnp; from jax import lax`` (or functx's) to reproduce.
+a second copy of JAX's shape rules here. A failure prints the function's source and the seed of
+its inputs (``Program.inputs``): run the source under ``import jax.numpy as jnp; from jax import
+lax`` or functx's names to reproduce.
 
-The default suite runs a few examples of each property; ``FUNCTX_FUZZ_EXAMPLES=N`` runs the
-``slow`` variants with N random (not derandomized) examples each:
-``FUNCTX_FUZZ_EXAMPLES=500 python -m pytest -m slow tests/lowering/test_fuzz_programs.py -n 2``.
+The default suite runs a few programs per property (about 15 s of CPU in all, with g++);
+``FUNCTX_FUZZ_EXAMPLES=N`` runs the ``slow`` variants with N random (not derandomized) programs
+each::
+
+    FUNCTX_FUZZ_EXAMPLES=500 python -m pytest -m slow tests/lowering/test_fuzz_programs.py -n 2
 """
 
 from __future__ import annotations
@@ -977,7 +983,13 @@ PROPS = {
         st.tuples(programs(area="mixed", steps=(1, 4)), st.integers(1, 3), st.booleans()),
         lambda t: check_vmap(*t),
     ),
+    # tiny shapes: Triton's interpreter is slow (the tests below take the ``triton_gpu`` device)
+    "triton": (
+        programs(area="mixed", shape=tiny_shape, max_elems=200, steps=(1, 4)),
+        lambda prog: check_forward(prog, backend="triton"),
+    ),
 }
+CPP = sorted(set(PROPS) - {"triton"})
 SUITE_EXAMPLES = {
     "deep": 3,
     "index": 8,
@@ -1001,37 +1013,23 @@ def _property(name, conf):
     return run
 
 
-@pytest.mark.parametrize("name", sorted(PROPS))
+@pytest.mark.parametrize("name", CPP)
 def test_fuzz(name):
     _property(name, _suite(SUITE_EXAMPLES[name]))()
 
 
 @pytest.mark.slow
 @_long
-@pytest.mark.parametrize("name", sorted(PROPS))
+@pytest.mark.parametrize("name", CPP)
 def test_fuzz_long(name):
     _property(name, _many())()
 
 
 def test_fuzz_triton(triton_gpu):
-    strategy = programs(area="mixed", shape=tiny_shape, max_elems=200, steps=(1, 4))
-
-    @_suite(3)
-    @given(strategy)
-    def run(prog):
-        check_forward(prog, backend="triton")
-
-    run()
+    _property("triton", _suite(3))()
 
 
 @pytest.mark.slow
 @_long
 def test_fuzz_triton_long(triton_gpu):
-    strategy = programs(area="mixed", shape=tiny_shape, max_elems=200, steps=(1, 4))
-
-    @_many()
-    @given(strategy)
-    def run(prog):
-        check_forward(prog, backend="triton")
-
-    run()
+    _property("triton", _many())()
