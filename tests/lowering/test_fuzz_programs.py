@@ -33,6 +33,7 @@ each::
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import random
@@ -130,6 +131,10 @@ class Gen:
     def coin(self):
         return self.rnd.random() < 0.5
 
+    def one_of(self, *forms):
+        """One of ``forms`` (functions of no argument that draw and return a call), called."""
+        return self.rnd.choice(forms)()
+
     def ints_list(self, lo, hi, m):
         return [self.rnd.randint(lo, hi) for _ in range(m)]
 
@@ -143,6 +148,21 @@ class Gen:
     @property
     def cur(self):
         return self.vals[-1]
+
+    def body(self, params, ints):
+        """The drawer of a loop body: shape-preserving ops on the carry (the first of
+        ``params``), reading the other parameters, ``k`` and ``ints``."""
+        return Gen(
+            self.rnd,
+            [*params, ("k", KS)],
+            ints,
+            PRESERVING,
+            self.max_elems,
+            prefix="c",
+            depth=1,
+            oob=self.oob,
+            kind=self.kind,
+        )
 
     def squash(self, body):
         """A loop body's carry out: float ones through ``tanh``, so that sums of sums over the
@@ -262,6 +282,15 @@ BINARY = [
 ]
 
 
+def min_rank(n):
+    """An op that applies to values of rank ``n`` or more."""
+
+    def wrap(op):
+        return functools.wraps(op)(lambda g, x, s: op(g, x, s) if len(s) >= n else None)
+
+    return wrap
+
+
 def op_unary(g, x, s):
     return [], g.pick(UNARY if g.kind == "f" else UNARY_INT).format(x=x)
 
@@ -283,19 +312,44 @@ def _broadcasts(a, b):
         return False
 
 
-def op_transpose(g, x, s):
-    if len(s) < 2:
-        return None
-    kind = g.pick(["perm", "T", "swap", "move"])
-    r = len(s)
-    if kind == "T":
-        return [], f"{x}.T"
-    if kind == "swap":
-        return [], f"jnp.swapaxes({x}, {g.int(-r, r - 1)}, {g.int(-r, r - 1)})"
-    if kind == "move":
-        return [], f"jnp.moveaxis({x}, {g.int(-r, r - 1)}, {g.int(-r, r - 1)})"
-    perm = g.rnd.sample(range(r), r)
-    return [], f"jnp.transpose({x}, {tuple(perm)})"
+def variants(*forms):
+    """An op that draws one of ``forms``: functions ``(g, x, rank) -> call``."""
+    return lambda g, x, s: ([], g.pick(forms)(g, x, len(s)))
+
+
+# ops that are one call with drawn arguments: name -> (minimum rank, forms)
+FORMS = {
+    "transpose": (
+        2,
+        (
+            lambda g, x, r: f"{x}.T",
+            lambda g, x, r: f"jnp.swapaxes({x}, {g.int(-r, r - 1)}, {g.int(-r, r - 1)})",
+            lambda g, x, r: f"jnp.moveaxis({x}, {g.int(-r, r - 1)}, {g.int(-r, r - 1)})",
+            lambda g, x, r: f"jnp.transpose({x}, {tuple(g.rnd.sample(range(r), r))})",
+        ),
+    ),
+    "flip": (
+        1,
+        (
+            lambda g, x, r: f"jnp.flip({x}, axis={g.int(-r, r - 1)})",
+            lambda g, x, r: f"jnp.flip({x})",
+            lambda g, x, r: f"jnp.flip({x}, axis={tuple(g.axes(r))})",
+            lambda g, x, r: f"lax.rev({x}, {tuple(g.axes(r))})",
+        ),
+    ),
+    "roll": (
+        1,
+        (
+            lambda g, x, r: f"jnp.roll({x}, {g.int(-9, 9)}, axis={g.int(-r, r - 1)})",
+            lambda g, x, r: f"jnp.roll({x}, {g.int(-9, 9)})",
+            lambda g, x, r: (
+                f"jnp.roll({x}, {(g.int(-5, 5), g.int(-5, 5))}, "
+                f"axis={(g.int(0, r - 1), g.int(0, r - 1))})"
+            ),
+        ),
+    ),
+}
+FORM_OPS = {name: min_rank(n)(variants(*forms)) for name, (n, forms) in FORMS.items()}
 
 
 def _divisors(n):
@@ -329,20 +383,14 @@ def op_reshape(g, x, s):
 
 def op_broadcast(g, x, s):
     r = len(s)
-    kind = g.pick(["newaxis", "ones", "lead", "expand", "none_index"])
-    if kind == "newaxis":
-        p = g.int(0, r)
-        new = s[:p] + (g.int(1, 3),) + s[p:]
-        return [], f"jnp.broadcast_to(jnp.expand_dims({x}, {p}), {new})"
-    if kind == "ones" and 1 in s:
-        new = tuple(g.int(1, 4) if d == 1 else d for d in s)
-        return [], f"jnp.broadcast_to({x}, {new})"
-    if kind == "lead":
-        return [], f"jnp.broadcast_to({x}, {(g.int(1, 3),) + s})"
-    if kind == "expand":
-        return [], f"jnp.expand_dims({x}, {g.int(-r - 1, r)})"
     p = g.int(0, r)
-    return [], f"{x}[{'...,' if g.coin() else ':, ' * p}None]"
+    return [], g.one_of(
+        lambda: f"jnp.broadcast_to(jnp.expand_dims({x}, {p}), {s[:p] + (g.int(1, 3),) + s[p:]})",
+        lambda: f"jnp.broadcast_to({x}, {tuple(g.int(1, 4) if d == 1 else d for d in s)})",
+        lambda: f"jnp.broadcast_to({x}, {(g.int(1, 3),) + s})",
+        lambda: f"jnp.expand_dims({x}, {g.int(-r - 1, r)})",
+        lambda: f"{x}[{'...,' if g.coin() else ':, ' * p}None]",
+    )
 
 
 def op_squeeze(g, x, s):
@@ -353,9 +401,8 @@ def op_squeeze(g, x, s):
     return [], g.pick(["jnp.squeeze({x}, axis={a})", "lax.squeeze({x}, ({a},))"]).format(x=x, a=a)
 
 
+@min_rank(1)
 def op_slice(g, x, s):
-    if not s:
-        return None
     parts = []
     for n in s:
         kind = g.pick(["all", "all", "range", "range", "range", "int"])
@@ -373,9 +420,8 @@ def op_slice(g, x, s):
     return [], f"{x}[{', '.join(parts)}]"
 
 
+@min_rank(1)
 def op_lax_slice(g, x, s):
-    if not s:
-        return None
     starts, limits, strides = [], [], []
     for n in s:
         a = g.int(0, n - 1)
@@ -385,24 +431,8 @@ def op_lax_slice(g, x, s):
     return [], f"lax.slice({x}, {tuple(starts)}, {tuple(limits)}, {tuple(strides)})"
 
 
-def op_flip(g, x, s):
-    r = len(s)
-    if not r:
-        return None
-    kind = g.pick(["one", "all", "some", "rev"])
-    axes = g.axes(r)
-    if kind == "one":
-        return [], f"jnp.flip({x}, axis={g.int(-r, r - 1)})"
-    if kind == "all":
-        return [], f"jnp.flip({x})"
-    if kind == "some":
-        return [], f"jnp.flip({x}, axis={tuple(axes)})"
-    return [], f"lax.rev({x}, {tuple(axes)})"
-
-
+@min_rank(1)
 def op_pad(g, x, s):
-    if not s:
-        return None
     mode = g.pick(["constant", "edge", "reflect", "symmetric", "wrap"])
     widths = []
     for n in s:
@@ -418,9 +448,8 @@ def op_lax_pad(g, x, s):
     return [], f"lax.pad({x}, {g.pick(['0.0', '0.5', '-1.25'])}, {cfg})"
 
 
+@min_rank(1)
 def op_concat(g, x, s):
-    if not s:
-        return None
     r = len(s)
     a = g.int(0, r - 1)
     cands = [
@@ -441,30 +470,15 @@ def op_stack(g, x, s):
     return [], f"jnp.stack([{x}, {other}], axis={g.int(-len(s) - 1, len(s))})"
 
 
-def op_roll(g, x, s):
-    if not s:
-        return None
-    r = len(s)
-    kind = g.pick(["one", "flat", "two"])
-    if kind == "one":
-        return [], f"jnp.roll({x}, {g.int(-9, 9)}, axis={g.int(-r, r - 1)})"
-    if kind == "flat":
-        return [], f"jnp.roll({x}, {g.int(-9, 9)})"
-    axes = tuple(g.int(0, r - 1) for _ in range(2))
-    return [], f"jnp.roll({x}, ({g.int(-5, 5)}, {g.int(-5, 5)}), axis={axes})"
-
-
+@min_rank(1)
 def op_dynamic_slice(g, x, s):
-    if not s:
-        return None
     starts = ", ".join(g.start(n) for n in s)
     sizes = tuple(g.int(1, n) for n in s)
     return [], f"lax.dynamic_slice({x}, ({starts},), {sizes})"
 
 
+@min_rank(1)
 def op_dynamic_update_slice(g, x, s):
-    if not s:
-        return None
     sizes = [g.int(1, n) for n in s]
     upd = f"jnp.sin({x}[{', '.join(f':{m}' for m in sizes)}]) * 2.0"
     if g.coin():
@@ -489,9 +503,8 @@ def _index_array(g, n, oob=True, unique=False, size=None):
     return f"jnp.array({vals})"
 
 
+@min_rank(1)
 def op_gather(g, x, s):
-    if not s:
-        return None
     r = len(s)
     kind = g.pick(["lead", "axis", "traced", "traced_k", "take", "take_along", "sort"])
     a = g.int(0, r - 1)
@@ -520,9 +533,8 @@ def op_gather(g, x, s):
     return [], f"jnp.take_along_axis({x}, jnp.array({idx}), axis={a})"
 
 
+@min_rank(1)
 def op_scatter(g, x, s):
-    if not s:
-        return None
     op = g.pick(["set", "add", "multiply", "min", "max"])
     kind = g.pick(["lead", "axis", "traced", "traced_k", "slice"])
     r = len(s)
@@ -553,9 +565,8 @@ def op_tile(g, x, s):
     return [], f"jnp.tile({x}, {reps})"
 
 
+@min_rank(1)
 def op_repeat(g, x, s):
-    if not s:
-        return None
     a = g.int(0, len(s) - 1)
     if g.coin():
         return [], f"jnp.repeat({x}, {g.int(1, 3)}, axis={a})"
@@ -588,9 +599,8 @@ def op_conv(g, x, s):
     )
 
 
+@min_rank(1)
 def op_reduce_window(g, x, s):
-    if not s:
-        return None
     # (a window wholly in padding or dilation holes gives +-inf for max/min: clipped, so that
     # no infinity reaches a gradient, where inf * 0 patterns would differ by formula)
     comp, init, wrap = g.pick(
@@ -625,17 +635,15 @@ def op_reduce(g, x, s):
     return [], f"jnp.{fn}({x}, axis={axis}{keep})"
 
 
+@min_rank(1)
 def op_argmax(g, x, s):
-    if not s:
-        return None
     fn = g.pick(["argmax", "argmin"])
     keep = ", keepdims=True" if g.coin() else ""
     return [], f"jnp.{fn}({x}, axis={g.int(-len(s), len(s) - 1)}{keep}).astype({x}.dtype) * 0.25"
 
 
+@min_rank(1)
 def op_cumulative(g, x, s):
-    if not s:
-        return None
     a = g.int(0, len(s) - 1)
     kind = g.pick(["cumsum", "cumprod", "cummax", "cumsum_rev"])
     if kind == "cummax":
@@ -647,9 +655,8 @@ def op_cumulative(g, x, s):
     return [], f"jnp.{kind}({x}, axis={a - len(s) if g.coin() else a})"
 
 
+@min_rank(1)
 def op_matmul(g, x, s):
-    if not s:
-        return None
     kind = g.pick(["const", "gram", "einsum", "vec"])
     if kind == "const" or len(s) < 2:
         m = g.int(1, 5)
@@ -665,8 +672,8 @@ def op_matmul(g, x, s):
 PRESERVING = {
     "unary": op_unary,
     "binary": op_binary,
-    "flip": op_flip,
-    "roll": op_roll,
+    "flip": FORM_OPS["flip"],
+    "roll": FORM_OPS["roll"],
     "cumulative": op_cumulative,
     "dynamic_update_slice": op_dynamic_update_slice,
     "scatter": op_scatter,
@@ -676,17 +683,7 @@ PRESERVING = {
 def op_fori(g, x, s):
     if g.depth:
         return None
-    body = Gen(
-        g.rnd,
-        [("c", _struct(s, g.cur[1].dtype)), ("i", _struct((), np.int32)), ("k", KS)],
-        [*g.ints, "i"],
-        PRESERVING,
-        g.max_elems,
-        prefix="c",
-        depth=1,
-        oob=g.oob,
-        kind=g.kind,
-    )
+    body = g.body([("c", _struct(s, g.cur[1].dtype)), ("i", _struct((), np.int32))], [*g.ints, "i"])
     for _ in range(g.int(1, 3)):
         body.step()
     if tuple(body.cur[1].shape) != s or not body.lines:
@@ -704,17 +701,7 @@ def op_scan(g, x, s):
     if g.depth or not s:
         return None
     row = _struct(s[1:], g.cur[1].dtype)
-    body = Gen(
-        g.rnd,
-        [("c", row), ("r", row), ("k", KS)],
-        g.ints,
-        PRESERVING,
-        g.max_elems,
-        prefix="c",
-        depth=1,
-        oob=g.oob,
-        kind=g.kind,
-    )
+    body = g.body([("c", row), ("r", row)], g.ints)
     body.try_step([], "c * 0.5 + r" if g.kind == "f" else "c // 2 + r")
     for _ in range(g.int(0, 2)):
         body.step()
@@ -732,18 +719,16 @@ def op_scan(g, x, s):
 
 
 INDEX_OPS = {
-    "transpose": op_transpose,
+    **FORM_OPS,
     "reshape": op_reshape,
     "broadcast": op_broadcast,
     "squeeze": op_squeeze,
     "slice": op_slice,
     "lax_slice": op_lax_slice,
-    "flip": op_flip,
     "pad": op_pad,
     "lax_pad": op_lax_pad,
     "concat": op_concat,
     "stack": op_stack,
-    "roll": op_roll,
     "dynamic_slice": op_dynamic_slice,
     "dynamic_update_slice": op_dynamic_update_slice,
     "gather": op_gather,
