@@ -30,7 +30,7 @@ each::
 
     FUNCTX_FUZZ_EXAMPLES=500 python -m pytest -m slow tests/lowering/test_fuzz_programs.py -n 2
 
-JAX 0.10.2's XLA aborts the whole process on a few programs (about 1 in 250 of the long runs:
+JAX 0.10.2's XLA aborts the whole process on some programs (2 of about 270 in one run here:
 ``x.at[-1:].set(-0.25)``, then ``lax.rev``, a concatenation with its flip and a ``reduce_window``
 with padding, "Invalid binary instruction opcode map" in ``hlo_instruction.cc``); under xdist that
 shows as a crashed worker, not as a functx failure: run the printed program with functx alone.
