@@ -30,10 +30,11 @@ each::
 
     FUNCTX_FUZZ_EXAMPLES=500 python -m pytest -m slow tests/lowering/test_fuzz_programs.py -n 2
 
-JAX 0.10.2's XLA aborts the whole process on some programs (2 of about 270 in one run here:
-``x.at[-1:].set(-0.25)``, then ``lax.rev``, a concatenation with its flip and a ``reduce_window``
-with padding, "Invalid binary instruction opcode map" in ``hlo_instruction.cc``); under xdist that
-shows as a crashed worker, not as a functx failure: run the printed program with functx alone.
+JAX 0.10.2's XLA aborts the whole process on some programs (3 of about 450 in my last runs, each
+an ``x.at[a::b].set/min/max(scalar)`` followed by a flip; e.g. ``x.at[-1:].set(-0.25)``, then
+``lax.rev``, a concatenation with its flip and a padded ``reduce_window``: "Invalid binary
+instruction opcode map" in ``hlo_instruction.cc``); under xdist that shows as a crashed worker,
+not as a functx failure: run the printed program with functx alone.
 """
 
 from __future__ import annotations
