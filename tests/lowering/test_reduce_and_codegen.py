@@ -222,6 +222,19 @@ def test_argmax_first_index_nan_and_ties_match_jax(op, dtype):
     np.testing.assert_array_equal(np.asarray(f(x)), np.asarray(getattr(jnp, op)(x, axis=-1)))
 
 
+def test_two_argmin_passes_in_one_kernel_compile_and_match_jax():
+    """A kernel whose second argmin reads the first's index has two index loops: each names
+    its hoisted values apart (both were ``hi_0``: a C++ redeclaration; fuzz38's find)."""
+    import jax.numpy as jnp
+
+    def f(np_):
+        return lambda x: np_.argmin(np_.argmin(x, axis=-1, keepdims=True).astype(x.dtype) * 0.25, 1)
+
+    for shape in [(5, 1), (6, 4, 3)]:
+        x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+        np.testing.assert_array_equal(np.asarray(functx.jit(f(fnp))(x)), np.asarray(f(jnp)(x)))
+
+
 @settings(max_examples=12, deadline=None)
 @given(
     st.integers(1, 3),

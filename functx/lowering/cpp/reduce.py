@@ -474,7 +474,7 @@ def render(prog, k: Kernel):
         )
         lines += [f"    float {a} = (float){a}_w;" for a in cascade]
         if index_loops:
-            lines += _index_loop(prog, k, index_loops, acc_names, iv, reuse[p])
+            lines += _index_loop(prog, k, index_loops, acc_names, iv, reuse[p], p)
         lines += ["    " + q for q in post]
     # stores of the reductions that own buffers used outside the row
     for r in [r for p in k.passes for r in p]:
@@ -507,11 +507,11 @@ def render(prog, k: Kernel):
     prog.body += lines
 
 
-def _index_loop(prog, k: Kernel, index_loops, acc_names, iv, reuse):
+def _index_loop(prog, k: Kernel, index_loops, acc_names, iv, reuse, p: int = 0):
     """The second loop of a vectorised argmax/argmin: the first position where the row's
     element equals the extreme value found by the pass (or is NaN, if the row has one)."""
     n_inner = math.prod(k.inner_shape)
-    hoist = Emitter("    ", prefix="hi_")
+    hoist = Emitter("    ", prefix=f"hi{p}_")  # (per pass: a kernel may have several)
     em = Emitter("      " + "  " * max(len(k.inner_shape) - 1, 0))
     em.acc_names = acc_names
     em.hoisting(hoist, iv)
