@@ -222,11 +222,12 @@ def _constant(name, value, example, example_like):
 
     def constant_like(a, dtype=None, shape=None, *, device=None):
         av = _aval(a)
-        return constant(
+        out = constant(
             av.shape if shape is None else shape,
             av.dtype if dtype is None else _dt(dtype, op=like),
             device=_like_device(a, device),
         )
+        return _weak_like(out, av, dtype)
 
     constant.__name__ = constant.__qualname__ = name
     constant.__doc__ = f"""An array of {name}, as ``jnp.{name}``.
@@ -366,12 +367,21 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
       [2.5 2.5 2.5]
     """
     av = _aval(a)
-    return full(
+    out = full(
         av.shape if shape is None else shape,
         fill_value,
         av.dtype if dtype is None else _dt(dtype, op="full_like"),
         device=_like_device(a, device),
     )
+    return _weak_like(out, av, dtype)
+
+
+def _weak_like(out, av, dtype):
+    """``*_like(a)`` without a dtype is weakly typed where ``a`` is (a Python scalar, a weak
+    Array), as in JAX: ``jnp.zeros_like(3.0) + x`` keeps ``x``'s dtype."""
+    if dtype is None and av.weak_type:
+        return ops.convert_element_type(out, _aval(out).dtype, weak_type=True)
+    return out
 
 
 def _concrete_number(x, what):

@@ -241,3 +241,18 @@ def test_rounding_of_integers_and_bools_is_an_array_as_jax(name):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
     with pytest.raises(TypeError):
         getattr(fjnp, name)(np.array([1j]))
+
+
+@pytest.mark.parametrize("name", ["zeros_like", "ones_like", "empty_like", "full_like"])
+def test_like_constructors_keep_the_inputs_weak_type_as_jax(name):
+    """``*_like(a)`` without a dtype is weakly typed exactly where ``a`` is (dup38's find:
+    ``zeros_like(3.0)`` was strong float32), so it does not promote a bfloat16 operand."""
+    extra = (2,) if name == "full_like" else ()
+    for a in [3.0, 3, np.float32(3), 2.0 * np.ones(2, np.float32)]:
+        for kw in [{}, {"dtype": "float32"}]:
+            ours = getattr(fjnp, name)(a, *extra, **kw)
+            theirs = getattr(jjnp, name)(a, *extra, **kw)
+            assert (ours.dtype, ours.weak_type) == (theirs.dtype, theirs.weak_type), (a, kw)
+    x = fjnp.ones(3, "bfloat16")
+    assert (getattr(fjnp, name)(3.0, *extra) + x).dtype == fjnp.bfloat16
+    assert getattr(fjnp, name)(fjnp.asarray(3.0), *extra).weak_type
