@@ -903,10 +903,13 @@ def _inverted_cdf(s, w, q, n, nan_aware):
 
 
 def _no_out(out, overwrite_input, name):
-    if out is not None:
-        raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
-    if overwrite_input:
-        raise NotImplementedError(f"The 'overwrite_input' argument to jnp.{name} is not supported.")
+    """Arrays are immutable: ``out=`` and ``overwrite_input=True`` are a ValueError, as JAX's."""
+    if out is not None or overwrite_input:
+        arg = "out" if out is not None else "overwrite_input=True"
+        raise FunctxValueError(
+            f"jnp.{name} does not support {arg}: arrays are immutable, so use the returned "
+            f"array instead.{_loc()}"
+        )
 
 
 def _pct(q):
@@ -933,7 +936,7 @@ def _quantile_api(name, nan, percent, doc):
         *,
         weights=None,
     ):
-        _no_out(out, overwrite_input, quantile_name)
+        _no_out(out, overwrite_input, name)
         q = _pct(q) if percent else q
         return _quantile(a, q, axis, method, keepdims, nan, quantile_name, weights)
 

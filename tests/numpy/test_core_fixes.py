@@ -256,3 +256,16 @@ def test_like_constructors_keep_the_inputs_weak_type_as_jax(name):
     x = fjnp.ones(3, "bfloat16")
     assert (getattr(fjnp, name)(3.0, *extra) + x).dtype == fjnp.bfloat16
     assert getattr(fjnp, name)(fjnp.asarray(3.0), *extra).weak_type
+
+
+@pytest.mark.parametrize(
+    "name", ["quantile", "percentile", "nanquantile", "nanpercentile", "median", "nanmedian"]
+)
+@pytest.mark.parametrize("kw", [{"out": X}, {"overwrite_input": True}])
+def test_quantiles_out_and_overwrite_input_raise_value_error_as_jax(name, kw):
+    """dup38's find: these raised NotImplementedError where JAX raises ValueError."""
+    args = () if "median" in name else (0.5,)
+    with pytest.raises(ValueError):
+        getattr(jjnp, name)(X, *args, **kw)
+    with pytest.raises(ValueError, match=f"jnp.{name} does not support"):
+        getattr(fjnp, name)(X, *args, **kw)
