@@ -241,7 +241,7 @@ def expi(x):
 # --- Dawson's integral ----------------------------------------------------------------------------
 @functools.cache
 def _dawsn_table():
-    """D(k / 2) for k = 0..16, to float64 precision (mpmath, sympy's dependency: once)."""
+    """D(k / 2) for k = 0..16, to float64 precision (mpmath, a runtime dependency: once)."""
     import mpmath
 
     def d(x):
