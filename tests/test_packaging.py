@@ -206,7 +206,9 @@ def test_pyproject_metadata(pyproject):
     assert project["requires-python"] == ">=3.10"
     assert {"numpy", "optree", "mpmath", "ml-dtypes"} <= _names(project["dependencies"])
     extras = project["optional-dependencies"]
-    assert {"pytest", "hypothesis", "jax", "jaxlib", "torch", "ruff", "sympy"} <= _names(extras["test"])
+    assert {"pytest", "hypothesis", "jax", "jaxlib", "torch", "ruff", "sympy"} <= _names(
+        extras["test"]
+    )
     assert {"triton", "torch"} <= _names(extras["gpu"])
     # Any torch spec other than this exact pin pulls GBs of CUDA packages on a CPU machine.
     for extra in extras.values():
